@@ -1,0 +1,37 @@
+/*
+ * path.h - paths that come from the network, kept in their place.
+ *
+ * Upstream file names, HTTP request paths and archive entries are untrusted. path_check() is the one
+ * guard every such name passes before it touches the filesystem: a name that passes is a relative
+ * path that stays below whatever directory it is joined to.
+ */
+#ifndef HM_PATH_H
+#define HM_PATH_H
+
+#include <stddef.h>
+
+#define PATH_MAX_LEN 4096       /* whole relative path, in bytes */
+#define PATH_MAX_COMPONENT 255  /* one component, in bytes (NAME_MAX on Linux) */
+
+/*
+ * Check the len bytes at p as an untrusted relative path. It must be non-empty, at most PATH_MAX_LEN
+ * bytes, hold no NUL byte, not start with '/', and be made of '/'-separated components that are
+ * non-empty (no "a//b", no trailing '/'), not "." or "..", at most PATH_MAX_COMPONENT bytes, and free
+ * of ASCII control characters and backslashes (which other systems read as separators).
+ * Returns 0 or HM_ERR_PATH_UNSAFE.
+ */
+int path_check(const char *p, size_t len);
+
+/* path_check() on a NUL-terminated string. */
+int path_check_str(const char *p);
+
+/*
+ * Join base and an untrusted relative path rel (checked with path_check_str). On success *out is a
+ * fresh string owned by the caller; on error *out is untouched. Returns 0 or HM_ERR_PATH_UNSAFE.
+ */
+int path_join(const char *base, const char *rel, char **out);
+
+/* Create dir and its missing parents with mode (like mkdir -p). Returns 0 or -errno. */
+int path_mkdirs(const char *dir, unsigned mode);
+
+#endif

@@ -1,0 +1,108 @@
+/*
+ * schema.c - the catalog schema and its history.
+ *
+ * History (PRAGMA user_version):
+ *   1  repos (tracked repos and their upstream metadata), blobs (one row per distinct sha256 in the
+ *      store), snapshots (hub, type, repo, commit) and their files, refs pointing at snapshots, sync
+ *      runs and per-repo sync results.
+ *
+ * Rules: a migration only ever moves from version N-1 to N; released migrations are never edited,
+ * a change is a new entry at the end of `migrations`.
+ */
+#include <stddef.h>
+
+#include "catalog-int.h"
+
+static const char *const migrations[] = {
+	/* 0 -> 1 */
+	"CREATE TABLE repos ("
+	"  id            INTEGER PRIMARY KEY,"
+	"  hub           TEXT NOT NULL CHECK (hub IN ('hf', 'ms')),"
+	"  type          TEXT NOT NULL CHECK (type IN ('model', 'dataset')),"
+	"  name          TEXT NOT NULL,"                 /* org/name as upstream spells it */
+	"  follow_rev    TEXT NOT NULL,"                 /* revision the nightly sync follows */
+	"  include_globs TEXT NOT NULL DEFAULT '[]',"    /* JSON arrays of globs */
+	"  exclude_globs TEXT NOT NULL DEFAULT '[]',"
+	"  options       TEXT NOT NULL DEFAULT '{}',"    /* JSON: further per-repo sync options */
+	"  added_at      INTEGER NOT NULL,"
+	"  removed_at    INTEGER,"                       /* untracked: kept for history until gc */
+	"  gated         TEXT,"                          /* NULL/'false', 'auto', 'manual' */
+	"  private       INTEGER NOT NULL DEFAULT 0,"
+	"  card_data     TEXT,"                          /* JSON */
+	"  tags          TEXT,"                          /* JSON array */
+	"  pipeline_tag  TEXT,"
+	"  library_name  TEXT,"
+	"  license       TEXT,"
+	"  downloads     INTEGER,"
+	"  likes         INTEGER,"
+	"  last_modified TEXT,"
+	"  sync_status   TEXT NOT NULL DEFAULT 'never',"  /* never, ok, gated, denied, missing, error */
+	"  sync_error    TEXT,"
+	"  last_sync_at  INTEGER,"
+	"  UNIQUE (hub, type, name)"
+	");"
+	"CREATE TABLE blobs ("
+	"  sha256    TEXT PRIMARY KEY,"
+	"  size      INTEGER NOT NULL,"
+	"  stored_at INTEGER NOT NULL"
+	") WITHOUT ROWID;"
+	"CREATE TABLE snapshots ("
+	"  id         INTEGER PRIMARY KEY,"
+	"  repo_id    INTEGER NOT NULL REFERENCES repos(id) ON DELETE CASCADE,"
+	"  commit_id  TEXT NOT NULL,"
+	"  synced_at  INTEGER NOT NULL,"
+	"  file_count INTEGER NOT NULL,"
+	"  total_size INTEGER NOT NULL,"
+	"  UNIQUE (repo_id, commit_id)"
+	");"
+	"CREATE TABLE files ("
+	"  snapshot_id INTEGER NOT NULL REFERENCES snapshots(id) ON DELETE CASCADE,"
+	"  path        TEXT NOT NULL,"
+	"  size        INTEGER NOT NULL,"
+	"  git_oid     TEXT,"                           /* git blob SHA-1 (HF ETag of regular files) */
+	"  lfs_oid     TEXT,"                           /* LFS sha256, NULL for regular files */
+	"  sha256      TEXT NOT NULL REFERENCES blobs(sha256),"
+	"  PRIMARY KEY (snapshot_id, path)"
+	") WITHOUT ROWID;"
+	"CREATE INDEX files_by_blob ON files(sha256);"
+	"CREATE TABLE refs ("
+	"  repo_id     INTEGER NOT NULL REFERENCES repos(id) ON DELETE CASCADE,"
+	"  name        TEXT NOT NULL,"                  /* main, v1.0, refs/pr/1 */
+	"  kind        TEXT NOT NULL CHECK (kind IN ('branch', 'tag', 'pr')),"
+	"  snapshot_id INTEGER NOT NULL REFERENCES snapshots(id),"
+	"  updated_at  INTEGER NOT NULL,"
+	"  PRIMARY KEY (repo_id, name)"
+	");"
+	"CREATE TABLE sync_runs ("
+	"  id            INTEGER PRIMARY KEY,"
+	"  started_at    INTEGER NOT NULL,"
+	"  ended_at      INTEGER,"
+	"  outcome       TEXT,"                         /* NULL while running; ok, partial, failed */
+	"  repos_ok      INTEGER NOT NULL DEFAULT 0,"
+	"  repos_failed  INTEGER NOT NULL DEFAULT 0,"
+	"  files_fetched INTEGER NOT NULL DEFAULT 0,"
+	"  bytes_fetched INTEGER NOT NULL DEFAULT 0"
+	");"
+	"CREATE TABLE sync_results ("
+	"  run_id        INTEGER NOT NULL REFERENCES sync_runs(id) ON DELETE CASCADE,"
+	"  repo_id       INTEGER NOT NULL REFERENCES repos(id) ON DELETE CASCADE,"
+	"  outcome       TEXT NOT NULL,"
+	"  commit_id     TEXT,"
+	"  files_fetched INTEGER NOT NULL DEFAULT 0,"
+	"  bytes_fetched INTEGER NOT NULL DEFAULT 0,"
+	"  error         TEXT,"
+	"  PRIMARY KEY (run_id, repo_id)"
+	");",
+};
+
+int catalog__migration_count(void)
+{
+	return (int)(sizeof(migrations) / sizeof(migrations[0]));
+}
+
+const char *catalog__migration(int to_version)
+{
+	if (to_version < 1 || to_version > catalog__migration_count())
+		return NULL;
+	return migrations[to_version - 1];
+}

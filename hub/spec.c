@@ -1,0 +1,142 @@
+/*
+ * spec.c - parsing and formatting repository specs (hf:org/name@rev and friends).
+ *
+ * A name that passes these checks is safe to use as two path components and in URLs without
+ * escaping, which is what later code relies on.
+ */
+#include <string.h>
+#include <stdlib.h>
+
+#include "base/err.h"
+#include "base/xmalloc.h"
+#include "hub.h"
+
+static int check_part(const char *p, size_t n)
+{
+	if (n == 0 || n > 96)
+		return HM_ERR_BAD_SPEC;
+	if (p[0] == '.' || p[0] == '-' || p[n - 1] == '.' || p[n - 1] == '-')
+		return HM_ERR_BAD_SPEC;
+	for (size_t i = 0; i < n; i++) {
+		char c = p[i];
+		int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+			 c == '_' || c == '.' || c == '-';
+		if (!ok)
+			return HM_ERR_BAD_SPEC;
+		if (i && (c == '.' || c == '-') && p[i - 1] == c)
+			return HM_ERR_BAD_SPEC; /* ".." and "--" */
+	}
+	return 0;
+}
+
+int hub_check_name(enum hub_kind k, const char *name)
+{
+	const char *slash = strchr(name, '/');
+
+	if (!slash)
+		return k == HUB_HF ? check_part(name, strlen(name)) : HM_ERR_BAD_SPEC;
+	if (strchr(slash + 1, '/'))
+		return HM_ERR_BAD_SPEC;
+	if (check_part(name, (size_t)(slash - name)) || check_part(slash + 1, strlen(slash + 1)))
+		return HM_ERR_BAD_SPEC;
+	return 0;
+}
+
+int hub_check_revision(const char *rev)
+{
+	size_t n = strnlen(rev, 256);
+
+	if (n == 0 || n > 255 || rev[0] == '/' || rev[n - 1] == '/' || strstr(rev, "..") ||
+	    strstr(rev, "//"))
+		return HM_ERR_BAD_SPEC;
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)rev[i];
+		if (c <= 0x20 || c == 0x7f || c == '\\' || c == '?' || c == '#' || c == '%')
+			return HM_ERR_BAD_SPEC;
+	}
+	return 0;
+}
+
+int hub_spec_parse(const char *s, struct hub_spec *out)
+{
+	struct hub_spec spec = { 0 };
+	const char *rest, *at;
+	char *name = NULL;
+
+	if (!strncmp(s, "hf:", 3))
+		spec.hub = HUB_HF;
+	else if (!strncmp(s, "ms:", 3))
+		spec.hub = HUB_MS;
+	else
+		return HM_ERR_BAD_SPEC;
+	rest = s + 3;
+	spec.type = HUB_MODEL;
+	if (!strncmp(rest, "datasets/", 9)) {
+		spec.type = HUB_DATASET;
+		rest += 9;
+	} else if (!strncmp(rest, "models/", 7)) {
+		rest += 7;
+	}
+	at = strchr(rest, '@');
+	name = at ? xstrndup(rest, (size_t)(at - rest)) : xstrdup(rest);
+	if (hub_check_name(spec.hub, name) || (at && hub_check_revision(at + 1))) {
+		free(name);
+		return HM_ERR_BAD_SPEC;
+	}
+	spec.name = name;
+	spec.revision = at ? xstrdup(at + 1) : NULL;
+	*out = spec;
+	return 0;
+}
+
+void hub_spec_release(struct hub_spec *spec)
+{
+	if (!spec)
+		return;
+	FREE_AND_NULL(&spec->name);
+	FREE_AND_NULL(&spec->revision);
+}
+
+char *hub_spec_format(const struct hub_spec *spec, int with_rev)
+{
+	return xasprintf("%s:%s%s%s%s", hub_kind_name(spec->hub),
+			 spec->type == HUB_DATASET ? "datasets/" : "", spec->name,
+			 with_rev && spec->revision ? "@" : "", with_rev && spec->revision ? spec->revision : "");
+}
+
+const char *hub_kind_name(enum hub_kind k)
+{
+	return k == HUB_MS ? "ms" : "hf";
+}
+
+const char *hub_type_name(enum hub_repo_type t)
+{
+	return t == HUB_DATASET ? "dataset" : "model";
+}
+
+int hub_kind_parse(const char *s, enum hub_kind *out)
+{
+	if (!strcmp(s, "hf"))
+		*out = HUB_HF;
+	else if (!strcmp(s, "ms"))
+		*out = HUB_MS;
+	else
+		return HM_ERR_BAD_SPEC;
+	return 0;
+}
+
+int hub_type_parse(const char *s, enum hub_repo_type *out)
+{
+	if (!strcmp(s, "model"))
+		*out = HUB_MODEL;
+	else if (!strcmp(s, "dataset"))
+		*out = HUB_DATASET;
+	else
+		return HM_ERR_BAD_SPEC;
+	return 0;
+}
+
+const char *hub_default_revision(enum hub_kind k)
+{
+	return k == HUB_MS ? "master" : "main";
+}

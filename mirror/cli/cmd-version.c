@@ -1,0 +1,71 @@
+/*
+ * cmd-version.c - `hubmirror version [--json]` (also `hubmirror --version`): our version and the
+ * versions of the libraries actually loaded, which is what an operator needs in a bug report.
+ */
+#include <getopt.h>
+#include <stdio.h>
+
+#include <archive.h>
+#include <curl/curl.h>
+#define FUSE_USE_VERSION 35
+#include <fuse3/fuse.h>
+#include <http_parser.h>
+#include <jansson.h>
+#include <openssl/crypto.h>
+#include <sqlite3.h>
+#include <uv.h>
+
+#include "cli.h"
+#include "hubmirror-config.h"
+#include "p2p/p2p.h"
+
+int cmd_version(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ NULL, 0, NULL, 0 },
+	};
+	unsigned long hp = http_parser_version();
+	char hpver[32];
+	int json = 0, c;
+	json_t *o;
+
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		if (c != 'j')
+			return cli_usage_error(cli_find("version"), "unknown option");
+		json = 1;
+	}
+	if (optind < argc)
+		return cli_usage_error(cli_find("version"), "unexpected argument '%s'", argv[optind]);
+
+	snprintf(hpver, sizeof(hpver), "%lu.%lu.%lu", (hp >> 16) & 255, (hp >> 8) & 255, hp & 255);
+	o = json_pack("{s:s, s:{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:i}}",
+		      "hubmirror", HUBMIRROR_VERSION, "libraries",
+		      "libcurl", curl_version_info(CURLVERSION_NOW)->version,
+		      "sqlite", sqlite3_libversion(),
+		      "libuv", uv_version_string(),
+		      "openssl", OpenSSL_version(OPENSSL_VERSION),
+		      "jansson", jansson_version_str(),
+		      "libtorrent", p2p_version(),
+		      "libarchive", archive_version_details(),
+		      "http-parser", hpver,
+		      "fuse", fuse_version());
+	if (!o)
+		return CLI_FAILED;
+	if (json) {
+		json_dumpf(o, stdout, JSON_INDENT(2));
+		putchar('\n');
+	} else {
+		const char *k;
+		json_t *v;
+		printf("hubmirror %s\n", HUBMIRROR_VERSION);
+		json_object_foreach(json_object_get(o, "libraries"), k, v) {
+			if (json_is_string(v))
+				printf("  %-12s %s\n", k, json_string_value(v));
+			else
+				printf("  %-12s %lld\n", k, (long long)json_integer_value(v));
+		}
+	}
+	json_decref(o);
+	return CLI_OK;
+}

@@ -1,0 +1,340 @@
+/*
+ * store.c - content-addressed blobs: temp file, streaming hashes, verify, fsync, rename.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <openssl/evp.h>
+
+#include "base/err.h"
+#include "base/hex.h"
+#include "base/path.h"
+#include "base/xmalloc.h"
+#include "store.h"
+
+struct mirror_store {
+	char *dir;
+	char *blobs;
+	char *tmp;
+};
+
+struct mirror_store_writer {
+	struct mirror_store *store;
+	char *part_path;
+	int fd;
+	int64_t written;
+	int64_t size;           /* expected, or -1 */
+	char sha256[65];        /* expected, or "" */
+	char git_oid[41];       /* expected, or "" */
+	EVP_MD_CTX *sha256_ctx;
+	EVP_MD_CTX *sha1_ctx;   /* NULL unless a git oid is expected (needs the size up front) */
+};
+
+int mirror_store_open(const char *dir, struct mirror_store **out)
+{
+	struct mirror_store *s = xcalloc(1, sizeof(*s));
+	int r;
+
+	s->dir = xstrdup(dir);
+	s->blobs = xasprintf("%s/blobs", dir);
+	s->tmp = xasprintf("%s/tmp", dir);
+	r = path_mkdirs(s->blobs, 0755);
+	if (!r)
+		r = path_mkdirs(s->tmp, 0700);
+	if (r) {
+		mirror_store_free(&s);
+		return r;
+	}
+	*out = s;
+	return 0;
+}
+
+void mirror_store_free(struct mirror_store **s)
+{
+	if (!s || !*s)
+		return;
+	free((*s)->dir);
+	free((*s)->blobs);
+	free((*s)->tmp);
+	free(*s);
+	*s = NULL;
+}
+
+char *mirror_store_blob_path(const struct mirror_store *s, const char *sha256)
+{
+	if (!hex_is_lower(sha256, 64))
+		return NULL;
+	return xasprintf("%s/%.2s/%s", s->blobs, sha256, sha256);
+}
+
+bool mirror_store_has(const struct mirror_store *s, const char *sha256, int64_t size)
+{
+	char *p = mirror_store_blob_path(s, sha256);
+	struct stat st;
+	bool ok;
+
+	if (!p)
+		return false;
+	ok = stat(p, &st) == 0 && S_ISREG(st.st_mode) && (size < 0 || st.st_size == size);
+	free(p);
+	return ok;
+}
+
+static void writer_free(struct mirror_store_writer *w)
+{
+	if (w->fd >= 0)
+		close(w->fd);
+	EVP_MD_CTX_free(w->sha256_ctx);
+	EVP_MD_CTX_free(w->sha1_ctx);
+	free(w->part_path);
+	free(w);
+}
+
+/* (Re)start the hashes from zero bytes. */
+static int writer_reset_hashes(struct mirror_store_writer *w)
+{
+	if (!EVP_DigestInit_ex(w->sha256_ctx, EVP_sha256(), NULL))
+		return -ENOMEM;
+	if (w->sha1_ctx) {
+		char hdr[48];
+		int n = snprintf(hdr, sizeof(hdr), "blob %lld", (long long)w->size);
+		if (!EVP_DigestInit_ex(w->sha1_ctx, EVP_sha1(), NULL) ||
+		    !EVP_DigestUpdate(w->sha1_ctx, hdr, (size_t)n + 1)) /* header includes its NUL */
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+static int writer_hash(struct mirror_store_writer *w, const void *data, size_t n)
+{
+	if (!EVP_DigestUpdate(w->sha256_ctx, data, n))
+		return -ENOMEM;
+	if (w->sha1_ctx && !EVP_DigestUpdate(w->sha1_ctx, data, n))
+		return -ENOMEM;
+	return 0;
+}
+
+/* Feed the bytes already in the partial file through the hashes. */
+static int writer_rehash(struct mirror_store_writer *w)
+{
+	static const size_t chunk = 1 << 20;
+	char *b = xmalloc(chunk);
+	int64_t off = 0;
+	int r = 0;
+
+	for (;;) {
+		ssize_t n = pread(w->fd, b, chunk, off);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			r = -errno;
+			break;
+		}
+		if (n == 0)
+			break;
+		r = writer_hash(w, b, (size_t)n);
+		if (r)
+			break;
+		off += n;
+	}
+	free(b);
+	if (!r)
+		w->written = off;
+	return r;
+}
+
+int mirror_store_writer_new(struct mirror_store *s, const struct mirror_store_expect *expect,
+			    bool resume, struct mirror_store_writer **out)
+{
+	struct mirror_store_writer *w;
+	const char *key;
+	int r;
+
+	if (expect->sha256 && !hex_is_lower(expect->sha256, 64))
+		return -EINVAL;
+	if (expect->git_oid && (!hex_is_lower(expect->git_oid, 40) || expect->size < 0))
+		return -EINVAL;
+	key = expect->sha256 ? expect->sha256 : expect->git_oid;
+	if (!key)
+		return -EINVAL;
+
+	w = xcalloc(1, sizeof(*w));
+	w->store = s;
+	w->fd = -1;
+	w->size = expect->size;
+	if (expect->sha256)
+		memcpy(w->sha256, expect->sha256, 65);
+	if (expect->git_oid)
+		memcpy(w->git_oid, expect->git_oid, 41);
+	w->sha256_ctx = EVP_MD_CTX_new();
+	if (expect->git_oid)
+		w->sha1_ctx = EVP_MD_CTX_new();
+	if (!w->sha256_ctx || (expect->git_oid && !w->sha1_ctx)) {
+		r = -ENOMEM;
+		goto fail;
+	}
+	w->part_path = xasprintf("%s/%s.part", s->tmp, key);
+	w->fd = open(w->part_path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (w->fd < 0) {
+		r = -errno;
+		goto fail;
+	}
+	/* One writer per content: a second download of the same blob must not interleave bytes. */
+	if (flock(w->fd, LOCK_EX | LOCK_NB) < 0) {
+		r = errno == EWOULDBLOCK ? -EBUSY : -errno;
+		goto fail;
+	}
+	r = writer_reset_hashes(w);
+	if (r)
+		goto fail;
+	if (resume) {
+		r = writer_rehash(w);
+		if (!r && w->size >= 0 && w->written > w->size)
+			r = mirror_store_writer_truncate(w); /* more than promised: start over */
+	} else {
+		r = mirror_store_writer_truncate(w);
+	}
+	if (r)
+		goto fail;
+	*out = w;
+	return 0;
+fail:
+	writer_free(w);
+	return r;
+}
+
+int64_t mirror_store_writer_offset(const struct mirror_store_writer *w)
+{
+	return w->written;
+}
+
+int mirror_store_writer_truncate(struct mirror_store_writer *w)
+{
+	if (ftruncate(w->fd, 0) < 0)
+		return -errno;
+	w->written = 0;
+	return writer_reset_hashes(w);
+}
+
+int mirror_store_writer_write(struct mirror_store_writer *w, const void *data, size_t n)
+{
+	const char *p = data;
+	int64_t off = w->written;
+	size_t left = n;
+	int r;
+
+	if (w->size >= 0 && (int64_t)n > w->size - w->written)
+		return HM_ERR_SIZE_MISMATCH;
+	while (left) {
+		ssize_t k = pwrite(w->fd, p, left, off);
+		if (k < 0) {
+			if (errno == EINTR)
+				continue;
+			/* Drop the torn tail so the partial file stays equal to what we hashed. */
+			if (ftruncate(w->fd, w->written) < 0) { /* keep going: commit will catch it */ }
+			return -errno;
+		}
+		p += k;
+		off += k;
+		left -= (size_t)k;
+	}
+	r = writer_hash(w, data, n);
+	if (!r)
+		w->written += (int64_t)n;
+	return r;
+}
+
+static int fsync_dir(const char *dir)
+{
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int r = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (fsync(fd) < 0)
+		r = -errno;
+	close(fd);
+	return r;
+}
+
+static int finish_digest(EVP_MD_CTX *ctx, char *hexout)
+{
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned int n = 0;
+
+	if (!EVP_DigestFinal_ex(ctx, md, &n))
+		return -ENOMEM;
+	hex_encode(md, n, hexout);
+	return 0;
+}
+
+int mirror_store_writer_commit(struct mirror_store_writer **wp, char *sha256_out)
+{
+	struct mirror_store_writer *w = *wp;
+	char got256[65], gotsha1[41], *final = NULL, *fandir = NULL;
+	bool drop = false;
+	int r;
+
+	*wp = NULL;
+	if (w->size >= 0 && w->written != w->size) {
+		r = HM_ERR_SIZE_MISMATCH;
+		drop = w->written > w->size;
+		goto out;
+	}
+	r = finish_digest(w->sha256_ctx, got256);
+	if (!r && w->sha1_ctx)
+		r = finish_digest(w->sha1_ctx, gotsha1);
+	if (r)
+		goto out;
+	if ((w->sha256[0] && strcmp(w->sha256, got256)) || (w->git_oid[0] && strcmp(w->git_oid, gotsha1))) {
+		r = HM_ERR_HASH_MISMATCH;
+		drop = true;
+		goto out;
+	}
+	final = mirror_store_blob_path(w->store, got256);
+	fandir = xasprintf("%s/%.2s", w->store->blobs, got256);
+	if (fsync(w->fd) < 0) {
+		r = -errno;
+		goto out;
+	}
+	if (mkdir(fandir, 0755) < 0 && errno != EEXIST) {
+		r = -errno;
+		goto out;
+	}
+	/* Same content already stored (another repo, revision or hub): keep the existing file. */
+	if (mirror_store_has(w->store, got256, w->written)) {
+		drop = true;
+	} else if (rename(w->part_path, final) < 0) {
+		r = -errno;
+		goto out;
+	} else {
+		r = fsync_dir(fandir);
+	}
+	if (!r && sha256_out)
+		memcpy(sha256_out, got256, 65);
+out:
+	if (drop)
+		unlink(w->part_path);
+	free(final);
+	free(fandir);
+	writer_free(w);
+	return r;
+}
+
+void mirror_store_writer_abort(struct mirror_store_writer **wp, bool keep_partial)
+{
+	struct mirror_store_writer *w = wp ? *wp : NULL;
+
+	if (!w)
+		return;
+	if (!keep_partial)
+		unlink(w->part_path);
+	writer_free(w);
+	*wp = NULL;
+}

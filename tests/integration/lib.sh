@@ -1,0 +1,48 @@
+# lib.sh - shared helpers for the integration scripts. Source it first:
+#   . "$HM_SRC/tests/integration/lib.sh"
+# Gives: $T (a fresh temp dir, removed on exit), check/ok/fail reporting, start_fakehub, and
+# finish (exit status = failures). Scripts print TAP-ish "ok - name" / "not ok - name" lines.
+set -u
+: "${HM_SRC:?run through meson test}"
+: "${HUBMIRROR:?run through meson test}"
+PY=/usr/bin/python3
+T=$(mktemp -d "${TMPDIR:-/tmp}/hm-it-XXXXXX")
+_failed=0
+_count=0
+_pids=()
+
+_cleanup() {
+	local p
+	for p in "${_pids[@]}"; do kill "$p" 2>/dev/null; done
+	for p in "${_pids[@]}"; do wait "$p" 2>/dev/null; done
+	rm -rf "$T"
+}
+trap _cleanup EXIT
+
+ok()   { _count=$((_count + 1)); echo "ok $_count - $*"; }
+fail() { _count=$((_count + 1)); _failed=$((_failed + 1)); echo "not ok $_count - $*"; }
+# check NAME CMD...: run CMD, ok if it exits 0.
+check() { local name=$1; shift; if "$@"; then ok "$name"; else fail "$name"; fi; }
+# expect_status N NAME CMD...: ok if CMD exits with status N.
+expect_status() {
+	local want=$1 name=$2 got; shift 2
+	"$@"; got=$?
+	if [ "$got" -eq "$want" ]; then ok "$name"; else fail "$name (status $got, expected $want)"; fi
+}
+finish() { echo "1..$_count"; [ "$_failed" -eq 0 ]; exit $?; }
+
+# start_fakehub [ARGS...]: start tests/fakehub and set FAKE_API / FAKE_CDN to its base URLs.
+start_fakehub() {
+	local ready="$T/fakehub.ready" i
+	rm -f "$ready"
+	"$PY" "$HM_SRC/tests/fakehub/fakehub.py" --ready-file "$ready" --quiet "$@" >"$T/fakehub.out" 2>"$T/fakehub.err" &
+	_pids+=($!)
+	for i in $(seq 1 100); do
+		[ -s "$ready" ] && break
+		sleep 0.05
+	done
+	[ -s "$ready" ] || { echo "# fakehub did not start:"; sed 's/^/#   /' "$T/fakehub.err"; return 1; }
+	FAKE_API=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["api"])' "$ready")
+	FAKE_CDN=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["cdn"])' "$ready")
+	export FAKE_API FAKE_CDN
+}

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# t0001-cli: the command table, help, version, and usage errors (exit status 2 with a message).
+. "$HM_SRC/tests/integration/lib.sh"
+
+"$HUBMIRROR" help >"$T/help" 2>&1
+expect_status 0 "help exits 0" true
+check "help lists help and version" grep -qE '^  help +show' "$T/help"
+check "help lists version" grep -qE '^  version +print' "$T/help"
+check "--help is help" bash -c '"$HUBMIRROR" --help | cmp -s - "$1"' _ "$T/help"
+
+"$HUBMIRROR" help version >"$T/hv"; st=$?
+check "help CMD exits 0" test "$st" -eq 0
+check "help CMD shows usage" grep -q '^usage: hubmirror version \[--json\]' "$T/hv"
+check "CMD --help is help CMD" bash -c '"$HUBMIRROR" version --help | cmp -s - "$1"' _ "$T/hv"
+
+v=$("$HUBMIRROR" --version)
+check "--version names hubmirror and libtorrent" bash -c '[[ "$1" == "hubmirror "* && "$1" == *libtorrent* ]]' _ "$v"
+"$HUBMIRROR" version --json >"$T/v.json"
+check "version --json is JSON with the libraries" "$PY" -c '
+import json,sys
+d = json.load(open(sys.argv[1]))
+assert d["hubmirror"]
+for k in ("libcurl","sqlite","libuv","openssl","jansson","libtorrent","libarchive","http-parser","fuse"):
+    assert d["libraries"][k], k
+' "$T/v.json"
+
+expect_status 2 "unknown command exits 2" "$HUBMIRROR" frobnicate 2>"$T/e1"
+check "unknown command says so" grep -q "'frobnicate' is not a hubmirror command" "$T/e1"
+expect_status 2 "no command exits 2" "$HUBMIRROR" 2>"$T/e2"
+check "no command prints usage" grep -q '^usage: hubmirror' "$T/e2"
+expect_status 2 "bad global option exits 2" "$HUBMIRROR" --frob help 2>/dev/null
+expect_status 2 "bad command option exits 2" "$HUBMIRROR" version --frob 2>"$T/e3"
+check "bad option names the command usage" grep -q 'usage: hubmirror version' "$T/e3"
+expect_status 2 "extra argument exits 2" "$HUBMIRROR" version extra 2>/dev/null
+expect_status 2 "help of unknown command exits 2" "$HUBMIRROR" help frobnicate 2>/dev/null
+expect_status 2 "bad log level exits 2" "$HUBMIRROR" --log-level loud help 2>"$T/e4"
+check "bad log level message" grep -q "unknown log level 'loud'" "$T/e4"
+
+# No command in the table may be a placeholder.
+for c in $("$HUBMIRROR" help | awk '/^Commands:/{f=1;next} f && /^  [a-z]/{print $1}'); do
+	out=$("$HUBMIRROR" "$c" --help 2>&1)
+	check "help of '$c' has a usage line" grep -q "^usage: hubmirror $c" <<<"$out"
+	if "$HUBMIRROR" "$c" 2>&1 | grep -qi 'not implemented'; then fail "'$c' is a placeholder"; else ok "'$c' is not a placeholder"; fi
+done
+finish

@@ -1,0 +1,115 @@
+/*
+ * test-base-path.c - the guard that keeps network-supplied names inside the store, fed hostile input.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base/err.h"
+#include "base/path.h"
+#include "base/xmalloc.h"
+#include "test.h"
+
+TEST(accepts_ordinary_paths)
+{
+	CHECK_INT(path_check_str("config.json"), 0);
+	CHECK_INT(path_check_str("data/train/part-00001.parquet"), 0);
+	CHECK_INT(path_check_str(".gitattributes"), 0);
+	CHECK_INT(path_check_str("a/.hidden/..x/x.."), 0);   /* dots inside names are fine */
+	CHECK_INT(path_check_str("unicode/\xe6\xa8\xa1\xe5\x9e\x8b.bin"), 0);
+}
+
+TEST(rejects_traversal)
+{
+	static const char *const bad[] = {
+		"..", "../evil", "a/../../b", "a/..", "./a", "a/./b", ".", "a/.",
+		"/etc/passwd", "/", "//x", "a//b", "a/", "", "..\\evil", "a\\b",
+		"a\nb", "a\tb", "a\x7f" "b", "\x1b[31m",
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		int r = path_check_str(bad[i]);
+		if (r != HM_ERR_PATH_UNSAFE)
+			printf("#   accepted hostile path #%zu\n", i);
+		CHECK_INT(r, HM_ERR_PATH_UNSAFE);
+	}
+	CHECK_INT(path_check_str(NULL), HM_ERR_PATH_UNSAFE);
+}
+
+TEST(rejects_embedded_nul)
+{
+	/* "a\0b" with its real length: a C string API would see only "a". */
+	CHECK_INT(path_check("a\0b", 3), HM_ERR_PATH_UNSAFE);
+	CHECK_INT(path_check("a\0/../x", 7), HM_ERR_PATH_UNSAFE);
+	CHECK_INT(path_check("ab", 2), 0);
+}
+
+TEST(rejects_oversized)
+{
+	char *longname = xmalloc(PATH_MAX_COMPONENT + 2);
+	char *longpath = xmalloc(PATH_MAX_LEN + 2);
+
+	memset(longname, 'a', PATH_MAX_COMPONENT + 1);
+	longname[PATH_MAX_COMPONENT + 1] = '\0';
+	CHECK_INT(path_check_str(longname), HM_ERR_PATH_UNSAFE);
+	longname[PATH_MAX_COMPONENT] = '\0';
+	CHECK_INT(path_check_str(longname), 0);
+
+	for (size_t i = 0; i < PATH_MAX_LEN + 1; i++)
+		longpath[i] = (i % 100 == 99) ? '/' : 'b';
+	longpath[PATH_MAX_LEN + 1] = '\0';
+	CHECK_INT(path_check_str(longpath), HM_ERR_PATH_UNSAFE);
+	free(longname);
+	free(longpath);
+}
+
+TEST(join)
+{
+	char *out = NULL;
+
+	CHECK_INT(path_join("/data/store/", "a/b.bin", &out), 0);
+	CHECK_STR(out, "/data/store/a/b.bin");
+	free(out);
+	out = NULL;
+	CHECK_INT(path_join("/data", "../etc/shadow", &out), HM_ERR_PATH_UNSAFE);
+	CHECK(out == NULL);
+	CHECK_INT(path_join("/data", "/etc/shadow", &out), HM_ERR_PATH_UNSAFE);
+	CHECK(out == NULL);
+}
+
+TEST(mkdirs)
+{
+	char tmpl[] = "/tmp/hm-test-path-XXXXXX";
+	char *dir, *file;
+	FILE *f;
+
+	CHECK(mkdtemp(tmpl) != NULL);
+	dir = xasprintf("%s/x/y/z", tmpl);
+	CHECK_INT(path_mkdirs(dir, 0755), 0);
+	CHECK_INT(path_mkdirs(dir, 0755), 0); /* idempotent */
+	file = xasprintf("%s/x/f", tmpl);
+	f = fopen(file, "w");
+	CHECK(f != NULL);
+	if (f)
+		fclose(f);
+	free(dir);
+	dir = xasprintf("%s/x/f/sub", tmpl);
+	CHECK_INT(path_mkdirs(dir, 0755), -ENOTDIR);
+	unlink(file);
+	free(dir);
+	free(file);
+	dir = xasprintf("rm -rf %s", tmpl);
+	CHECK_INT(system(dir), 0);
+	free(dir);
+}
+
+int main(void)
+{
+	RUN(accepts_ordinary_paths);
+	RUN(rejects_traversal);
+	RUN(rejects_embedded_nul);
+	RUN(rejects_oversized);
+	RUN(join);
+	RUN(mkdirs);
+	return test_done();
+}

@@ -1,0 +1,74 @@
+/*
+ * test-hub-spec.c - repository specs: the forms of design.md, and names that must not pass.
+ */
+#include <stdlib.h>
+
+#include "base/err.h"
+#include "hub/hub.h"
+#include "test.h"
+
+TEST(parses_the_four_forms)
+{
+	struct hub_spec s;
+	char *f;
+
+	CHECK_INT(hub_spec_parse("hf:Qwen/Qwen2.5-7B-Instruct", &s), 0);
+	CHECK_INT(s.hub, HUB_HF);
+	CHECK_INT(s.type, HUB_MODEL);
+	CHECK_STR(s.name, "Qwen/Qwen2.5-7B-Instruct");
+	CHECK(s.revision == NULL);
+	hub_spec_release(&s);
+
+	CHECK_INT(hub_spec_parse("hf:datasets/HuggingFaceFW/fineweb@refs/pr/1", &s), 0);
+	CHECK_INT(s.type, HUB_DATASET);
+	CHECK_STR(s.name, "HuggingFaceFW/fineweb");
+	CHECK_STR(s.revision, "refs/pr/1");
+	f = hub_spec_format(&s, 1);
+	CHECK_STR(f, "hf:datasets/HuggingFaceFW/fineweb@refs/pr/1");
+	free(f);
+	f = hub_spec_format(&s, 0);
+	CHECK_STR(f, "hf:datasets/HuggingFaceFW/fineweb");
+	free(f);
+	hub_spec_release(&s);
+
+	CHECK_INT(hub_spec_parse("ms:qwen/Qwen2.5-7B-Instruct@v1.0", &s), 0);
+	CHECK_INT(s.hub, HUB_MS);
+	CHECK_STR(s.revision, "v1.0");
+	hub_spec_release(&s);
+
+	CHECK_INT(hub_spec_parse("ms:datasets/modelscope/chinese-poetry", &s), 0);
+	CHECK_INT(s.type, HUB_DATASET);
+	hub_spec_release(&s);
+
+	CHECK_INT(hub_spec_parse("hf:gpt2", &s), 0); /* legacy names without an org */
+	CHECK_STR(s.name, "gpt2");
+	hub_spec_release(&s);
+	CHECK_STR(hub_default_revision(HUB_MS), "master");
+	CHECK_STR(hub_default_revision(HUB_HF), "main");
+}
+
+TEST(rejects_hostile_and_malformed)
+{
+	static const char *const bad[] = {
+		"Qwen/Qwen2.5", "gh:org/name", "hf:", "hf:org/", "hf:/name", "hf:org/name/extra",
+		"hf:../etc", "hf:org/..", "hf:org/a..b", "hf:org/a--b", "hf:.org/name", "hf:org/name-",
+		"hf:org/na me", "hf:org/name@", "hf:org/name@../x", "hf:org/name@/abs", "hf:org/name@a b",
+		"hf:org/name@a%2e", "ms:gpt2", "hf:org/name\n", "hf:datasets/", "hf:org\\name",
+		"hf:org/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", /* 97 */
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct hub_spec s = { 0 };
+		int r = hub_spec_parse(bad[i], &s);
+		if (r != HM_ERR_BAD_SPEC)
+			printf("#   accepted bad spec '%s'\n", bad[i]);
+		CHECK_INT(r, HM_ERR_BAD_SPEC);
+		CHECK(s.name == NULL);
+	}
+}
+
+int main(void)
+{
+	RUN(parses_the_four_forms);
+	RUN(rejects_hostile_and_malformed);
+	return test_done();
+}

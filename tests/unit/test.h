@@ -1,0 +1,58 @@
+/*
+ * test.h - a tiny unit test harness: TAP output, one executable per module topic.
+ *
+ *   TEST(name) { CHECK(x == 1); CHECK_STR(a, "b"); }
+ *   int main(void) { RUN(name); return test_done(); }
+ *
+ * A failed CHECK prints the expression, file and line, and marks the test failed; test_done()
+ * returns 1 if anything failed, so meson sees the failure.
+ */
+#ifndef HM_TEST_H
+#define HM_TEST_H
+
+#include <stdio.h>
+#include <string.h>
+
+static int test_failures_total;
+static int test_current_failed;
+static int test_count;
+
+#define TEST(name) static void test_##name(void)
+
+#define CHECK(expr) do { \
+	if (!(expr)) { \
+		printf("#   %s:%d: check failed: %s\n", __FILE__, __LINE__, #expr); \
+		test_current_failed = 1; \
+	} } while (0)
+
+#define CHECK_INT(a, b) do { \
+	long long a_ = (long long)(a), b_ = (long long)(b); \
+	if (a_ != b_) { \
+		printf("#   %s:%d: %s == %lld, expected %s == %lld\n", __FILE__, __LINE__, #a, a_, #b, b_); \
+		test_current_failed = 1; \
+	} } while (0)
+
+#define CHECK_STR(a, b) do { \
+	const char *a_ = (a), *b_ = (b); \
+	if (!a_ || !b_ || strcmp(a_, b_)) { \
+		printf("#   %s:%d: %s is \"%s\", expected \"%s\"\n", __FILE__, __LINE__, #a, \
+		       a_ ? a_ : "(null)", b_ ? b_ : "(null)"); \
+		test_current_failed = 1; \
+	} } while (0)
+
+#define RUN(name) do { \
+	test_current_failed = 0; \
+	test_##name(); \
+	test_count++; \
+	printf("%s %d - %s\n", test_current_failed ? "not ok" : "ok", test_count, #name); \
+	test_failures_total += test_current_failed; \
+	fflush(stdout); \
+	} while (0)
+
+static inline int test_done(void)
+{
+	printf("1..%d\n", test_count);
+	return test_failures_total ? 1 : 0;
+}
+
+#endif
