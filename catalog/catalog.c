@@ -115,3 +115,18 @@ int catalog_stored_version(struct catalog *c)
 		return HM_ERR_SQLITE;
 	return v;
 }
+
+int catalog_begin(struct catalog *c)
+{
+	return sqlite3_exec(c->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) == SQLITE_OK ? 0 : HM_ERR_SQLITE;
+}
+
+int catalog_commit(struct catalog *c)
+{
+	return sqlite3_exec(c->db, "COMMIT", NULL, NULL, NULL) == SQLITE_OK ? 0 : HM_ERR_SQLITE;
+}
+
+void catalog_rollback(struct catalog *c)
+{
+	sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
+}

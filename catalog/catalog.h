@@ -26,3 +26,58 @@ int catalog_schema_version(void);
 int catalog_stored_version(struct catalog *c);
 
 #endif
+
+/* ---- tracked repositories ---------------------------------------------------------------------- */
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* A tracked repo as the catalog has it. Strings are owned by the struct: catalog_repo_release(). */
+struct catalog_repo {
+	int64_t id;
+	char *hub;            /* "hf" | "ms" */
+	char *type;           /* "model" | "dataset" */
+	char *name;           /* "org/name" */
+	char *follow_rev;     /* revision the sync follows */
+	char *include_globs;  /* JSON array text */
+	char *exclude_globs;  /* JSON array text */
+	char *options;        /* JSON object text */
+	int64_t added_at;     /* unix seconds */
+	char *sync_status;    /* never, ok, gated, denied, missing, error */
+	char *sync_error;     /* NULL unless the last sync failed */
+	int64_t last_sync_at; /* 0 when never */
+	char *head_commit;    /* commit the followed ref points at, NULL before the first sync */
+	int64_t file_count;   /* of that snapshot */
+	int64_t total_size;   /* bytes, of that snapshot */
+};
+
+void catalog_repo_release(struct catalog_repo *r);
+void catalog_repo_list_free(struct catalog_repo *list, size_t n);
+
+/*
+ * Track a repo, or update the options of one already tracked (and track it again if it was removed).
+ * *created (may be NULL) tells which. Globs/options are JSON text (NULL: "[]" / "{}"). All strings
+ * borrowed. Returns 0 or HM_ERR_SQLITE.
+ */
+int catalog_repo_add(struct catalog *c, const char *hub, const char *type, const char *name,
+		     const char *follow_rev, const char *include_globs, const char *exclude_globs,
+		     const char *options, bool *created);
+
+/* Stop tracking (its snapshots stay until gc). Returns 0, HM_ERR_NOT_FOUND, or HM_ERR_SQLITE. */
+int catalog_repo_remove(struct catalog *c, const char *hub, const char *type, const char *name);
+
+/* One tracked repo. Returns 0 (fills *out), HM_ERR_NOT_FOUND, or HM_ERR_SQLITE. */
+int catalog_repo_get(struct catalog *c, const char *hub, const char *type, const char *name,
+		     struct catalog_repo *out);
+
+/* All tracked repos ordered by hub, type, name. *out (array of *n) is owned by the caller
+ * (catalog_repo_list_free). Returns 0 or HM_ERR_SQLITE. */
+int catalog_repo_list(struct catalog *c, struct catalog_repo **out, size_t *n);
+
+/* The last SQLite error message of this connection (borrowed until the next call). */
+const char *catalog_errmsg(struct catalog *c);
+
+/* Transactions around several calls: BEGIN IMMEDIATE / COMMIT / ROLLBACK. 0 or HM_ERR_SQLITE. */
+int catalog_begin(struct catalog *c);
+int catalog_commit(struct catalog *c);
+void catalog_rollback(struct catalog *c);

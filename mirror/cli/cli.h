@@ -32,3 +32,29 @@ int cmd_help(int argc, char **argv);
 int cmd_version(int argc, char **argv);
 
 #endif
+
+/* ---- helpers shared by commands (util.c) ---- */
+#include <stdint.h>
+#include <stddef.h>
+
+struct mirror_data;
+
+/* Open the data directory (dir NULL: the default), printing "hubmirror: ..." on failure.
+ * Returns CLI_OK or CLI_FAILED. */
+int cli_open_data(const char *dir, struct mirror_data **out);
+
+/* "1.5 GiB", "312 B": binary units, one decimal. out holds at least 16 bytes. */
+void cli_human_size(int64_t bytes, char *out, size_t outlen);
+/* "2026-11-30 03:00" (UTC) or "never" for 0. */
+void cli_human_time(int64_t unix_seconds, char *out, size_t outlen);
+/* Width of the terminal on stdout, or 0 when stdout is not a terminal. */
+int cli_term_width(void);
+
+struct catalog_repo;
+/* The JSON shape of a tracked repo, shared by ls and info (a new reference). */
+struct json_t *cli_repo_json(const struct catalog_repo *r);
+
+int cmd_add(int argc, char **argv);
+int cmd_remove(int argc, char **argv);
+int cmd_ls(int argc, char **argv);
+int cmd_info(int argc, char **argv);

@@ -8,9 +8,37 @@
 #include "cli.h"
 
 const struct cli_command cli_commands[] = {
+	{ "add", cmd_add,
+	  "add [--data DIR] [--revision REV] [--include GLOB]... [--exclude GLOB]... SPEC...\n"
+	  "       hubmirror add [--data DIR] --from FILE",
+	  "track repositories for the mirror to sync",
+	  "SPEC is hf:ORG/NAME, hf:datasets/ORG/NAME, ms:ORG/NAME or ms:datasets/ORG/NAME, optionally\n"
+	  "with @REVISION (a branch, tag or refs/pr/N; default main on Hugging Face, master on ModelScope).\n"
+	  "Adding a tracked repo again replaces its options.\n"
+	  "  --data DIR        data directory (default $HUBMIRROR_DATA or /var/lib/hubmirror)\n"
+	  "  --revision REV    revision to follow, for every SPEC without @REVISION\n"
+	  "  --include GLOB    sync only paths matching GLOB (repeatable; default: everything)\n"
+	  "  --exclude GLOB    skip paths matching GLOB (repeatable)\n"
+	  "  --from FILE       read one SPEC per line, each followed by its own options; '#' comments.\n"
+	  "                    All lines are checked first: one bad line adds nothing. FILE - is stdin.\n" },
 	{ "help", cmd_help, "help [COMMAND]", "show the commands, or the help of one",
 	  "Without COMMAND, list every command with a one-line summary. With COMMAND, show its usage\n"
 	  "and options. `hubmirror COMMAND --help` shows the same.\n" },
+	{ "info", cmd_info, "info [--data DIR] [--json] SPEC", "show one tracked repository",
+	  "Show a tracked repository: followed revision, synced commit, file count and size, sync status\n"
+	  "and error, include/exclude globs.\n"
+	  "  --data DIR   data directory (default $HUBMIRROR_DATA or /var/lib/hubmirror)\n"
+	  "  --json       print a JSON object (the same fields as one entry of `ls --json`)\n" },
+	{ "ls", cmd_ls, "ls [--data DIR] [--json]", "list the tracked repositories",
+	  "One line per tracked repository: spec, followed revision, sync status, files and size of the\n"
+	  "synced snapshot, last sync time (UTC).\n"
+	  "  --data DIR   data directory (default $HUBMIRROR_DATA or /var/lib/hubmirror)\n"
+	  "  --json       print a JSON array of objects with stable field names:\n"
+	  "               spec hub type name revision commit sync_status sync_error files size\n"
+	  "               last_sync_at added_at include exclude\n" },
+	{ "remove", cmd_remove, "remove [--data DIR] SPEC...", "stop tracking repositories",
+	  "Stop syncing the repositories. Their synced files stay in the store until `hubmirror gc`.\n"
+	  "  --data DIR   data directory (default $HUBMIRROR_DATA or /var/lib/hubmirror)\n" },
 	{ "version", cmd_version, "version [--json]", "print the versions of hubmirror and its libraries",
 	  "Print the hubmirror version and the versions of the libraries it was built with.\n"
 	  "  --json   print them as a JSON object\n" },

@@ -7,6 +7,8 @@ set -u
 : "${HUBMIRROR:?run through meson test}"
 PY=/usr/bin/python3
 T=$(mktemp -d "${TMPDIR:-/tmp}/hm-it-XXXXXX")
+# Never touch a real data directory from a test.
+export HUBMIRROR_DATA="$T/data"
 _failed=0
 _count=0
 _pids=()

@@ -1,0 +1,190 @@
+/*
+ * repos.c - tracked repositories: add, remove, get, list.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "base/err.h"
+#include "base/xmalloc.h"
+#include "catalog-int.h"
+
+static char *col_str(sqlite3_stmt *st, int i)
+{
+	const unsigned char *t = sqlite3_column_text(st, i);
+	return t ? xstrdup((const char *)t) : NULL;
+}
+
+/* Columns in the order read_repo() expects; the head snapshot comes from the followed ref. */
+#define REPO_COLUMNS \
+	"r.id, r.hub, r.type, r.name, r.follow_rev, r.include_globs, r.exclude_globs, r.options, " \
+	"r.added_at, r.sync_status, r.sync_error, coalesce(r.last_sync_at, 0), s.commit_id, " \
+	"coalesce(s.file_count, 0), coalesce(s.total_size, 0) " \
+	"FROM repos r LEFT JOIN refs f ON f.repo_id = r.id AND f.name = r.follow_rev " \
+	"LEFT JOIN snapshots s ON s.id = f.snapshot_id "
+
+static void read_repo(sqlite3_stmt *st, struct catalog_repo *r)
+{
+	r->id = sqlite3_column_int64(st, 0);
+	r->hub = col_str(st, 1);
+	r->type = col_str(st, 2);
+	r->name = col_str(st, 3);
+	r->follow_rev = col_str(st, 4);
+	r->include_globs = col_str(st, 5);
+	r->exclude_globs = col_str(st, 6);
+	r->options = col_str(st, 7);
+	r->added_at = sqlite3_column_int64(st, 8);
+	r->sync_status = col_str(st, 9);
+	r->sync_error = col_str(st, 10);
+	r->last_sync_at = sqlite3_column_int64(st, 11);
+	r->head_commit = col_str(st, 12);
+	r->file_count = sqlite3_column_int64(st, 13);
+	r->total_size = sqlite3_column_int64(st, 14);
+}
+
+void catalog_repo_release(struct catalog_repo *r)
+{
+	if (!r)
+		return;
+	free(r->hub);
+	free(r->type);
+	free(r->name);
+	free(r->follow_rev);
+	free(r->include_globs);
+	free(r->exclude_globs);
+	free(r->options);
+	free(r->sync_status);
+	free(r->sync_error);
+	free(r->head_commit);
+	memset(r, 0, sizeof(*r));
+}
+
+void catalog_repo_list_free(struct catalog_repo *list, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		catalog_repo_release(&list[i]);
+	free(list);
+}
+
+int catalog_repo_add(struct catalog *c, const char *hub, const char *type, const char *name,
+		     const char *follow_rev, const char *include_globs, const char *exclude_globs,
+		     const char *options, bool *created)
+{
+	sqlite3_stmt *st = NULL;
+	int r = HM_ERR_SQLITE, existed = 0;
+
+	/* Was it tracked before? (Only to answer *created; the upsert below is one statement.) */
+	if (sqlite3_prepare_v2(c->db, "SELECT removed_at IS NULL FROM repos WHERE hub=?1 AND type=?2 AND name=?3",
+			       -1, &st, NULL) != SQLITE_OK)
+		goto out;
+	sqlite3_bind_text(st, 1, hub, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, type, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 3, name, -1, SQLITE_STATIC);
+	if (sqlite3_step(st) == SQLITE_ROW)
+		existed = sqlite3_column_int(st, 0);
+	sqlite3_finalize(st);
+	st = NULL;
+
+	if (sqlite3_prepare_v2(c->db,
+		"INSERT INTO repos (hub, type, name, follow_rev, include_globs, exclude_globs, options, added_at) "
+		"VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) "
+		"ON CONFLICT (hub, type, name) DO UPDATE SET follow_rev = excluded.follow_rev, "
+		"include_globs = excluded.include_globs, exclude_globs = excluded.exclude_globs, "
+		"options = excluded.options, removed_at = NULL",
+		-1, &st, NULL) != SQLITE_OK)
+		goto out;
+	sqlite3_bind_text(st, 1, hub, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, type, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 3, name, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 4, follow_rev, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 5, include_globs ? include_globs : "[]", -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 6, exclude_globs ? exclude_globs : "[]", -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 7, options ? options : "{}", -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 8, (sqlite3_int64)time(NULL));
+	if (sqlite3_step(st) != SQLITE_DONE)
+		goto out;
+	if (created)
+		*created = !existed;
+	r = 0;
+out:
+	sqlite3_finalize(st);
+	return r;
+}
+
+int catalog_repo_remove(struct catalog *c, const char *hub, const char *type, const char *name)
+{
+	sqlite3_stmt *st = NULL;
+	int r = HM_ERR_SQLITE;
+
+	if (sqlite3_prepare_v2(c->db, "UPDATE repos SET removed_at = ?4 "
+			       "WHERE hub=?1 AND type=?2 AND name=?3 AND removed_at IS NULL", -1, &st, NULL) != SQLITE_OK)
+		goto out;
+	sqlite3_bind_text(st, 1, hub, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, type, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 3, name, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 4, (sqlite3_int64)time(NULL));
+	if (sqlite3_step(st) != SQLITE_DONE)
+		goto out;
+	r = sqlite3_changes(c->db) ? 0 : HM_ERR_NOT_FOUND;
+out:
+	sqlite3_finalize(st);
+	return r;
+}
+
+int catalog_repo_get(struct catalog *c, const char *hub, const char *type, const char *name,
+		     struct catalog_repo *out)
+{
+	sqlite3_stmt *st = NULL;
+	int r = HM_ERR_SQLITE, rc;
+
+	if (sqlite3_prepare_v2(c->db, "SELECT " REPO_COLUMNS
+			       "WHERE r.hub=?1 AND r.type=?2 AND r.name=?3 AND r.removed_at IS NULL",
+			       -1, &st, NULL) != SQLITE_OK)
+		goto out;
+	sqlite3_bind_text(st, 1, hub, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, type, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 3, name, -1, SQLITE_STATIC);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		read_repo(st, out);
+		r = 0;
+	} else if (rc == SQLITE_DONE) {
+		r = HM_ERR_NOT_FOUND;
+	}
+out:
+	sqlite3_finalize(st);
+	return r;
+}
+
+int catalog_repo_list(struct catalog *c, struct catalog_repo **out, size_t *n)
+{
+	sqlite3_stmt *st = NULL;
+	struct catalog_repo *list = NULL;
+	size_t len = 0, cap = 0;
+	int rc;
+
+	if (sqlite3_prepare_v2(c->db, "SELECT " REPO_COLUMNS "WHERE r.removed_at IS NULL "
+			       "ORDER BY r.hub, r.type, r.name", -1, &st, NULL) != SQLITE_OK)
+		return HM_ERR_SQLITE;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (len == cap) {
+			cap = cap ? cap * 2 : 16;
+			list = xreallocarray(list, cap, sizeof(*list));
+		}
+		memset(&list[len], 0, sizeof(*list));
+		read_repo(st, &list[len++]);
+	}
+	sqlite3_finalize(st);
+	if (rc != SQLITE_DONE) {
+		catalog_repo_list_free(list, len);
+		return HM_ERR_SQLITE;
+	}
+	*out = list;
+	*n = len;
+	return 0;
+}
+
+const char *catalog_errmsg(struct catalog *c)
+{
+	return sqlite3_errmsg(c->db);
+}

@@ -1,0 +1,279 @@
+/*
+ * cmd-add.c - `hubmirror add`: track repositories in the local catalog.
+ *
+ *   hubmirror add [--data DIR] [--revision REV] [--include GLOB]... [--exclude GLOB]... SPEC...
+ *   hubmirror add [--data DIR] --from FILE
+ *
+ * FILE holds one SPEC per line with the same options after it (`hf:org/x --include '*.json'` is
+ * written without quotes: `hf:org/x --include *.json`); '#' starts a comment. Everything is checked
+ * before anything is written, and all lines are added in one transaction: a bad line adds nothing.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "base/err.h"
+#include "base/xmalloc.h"
+#include "catalog/catalog.h"
+#include "cli.h"
+#include "hub/hub.h"
+#include "mirror/data.h"
+
+struct add_item {
+	struct hub_spec spec;   /* spec.revision: the revision to follow */
+	char *include;          /* JSON array text */
+	char *exclude;
+};
+
+struct add_opts {
+	const char *data;
+	const char *from;
+	const char *revision;
+	json_t *include;
+	json_t *exclude;
+};
+
+static const struct option add_longopts[] = {
+	{ "data", required_argument, NULL, 'd' },
+	{ "from", required_argument, NULL, 'f' },
+	{ "revision", required_argument, NULL, 'r' },
+	{ "include", required_argument, NULL, 'i' },
+	{ "exclude", required_argument, NULL, 'x' },
+	{ NULL, 0, NULL, 0 },
+};
+
+/* A glob is matched against repo-relative paths; it must be a sane, non-empty pattern. */
+static int check_glob(const char *g)
+{
+	size_t n = strlen(g);
+
+	if (n == 0 || n > 1024)
+		return -1;
+	for (size_t i = 0; i < n; i++)
+		if ((unsigned char)g[i] < 0x20)
+			return -1;
+	return 0;
+}
+
+/* Parse options from argv into o (getopt state must be reset by the caller). where names the source
+ * for messages ("" or "FILE:LINE: "). Returns CLI_OK or CLI_USAGE (message printed). */
+static int parse_opts(int argc, char **argv, struct add_opts *o, const char *where, int allow_global)
+{
+	const struct cli_command *self = cli_find("add");
+	int c;
+
+	while ((c = getopt_long(argc, argv, "", add_longopts, NULL)) != -1) {
+		switch (c) {
+		case 'd':
+		case 'f':
+			if (!allow_global)
+				return cli_usage_error(NULL, "%s--%s is not allowed in a list file", where,
+						       c == 'd' ? "data" : "from");
+			if (c == 'd')
+				o->data = optarg;
+			else
+				o->from = optarg;
+			break;
+		case 'r':
+			o->revision = optarg;
+			break;
+		case 'i':
+		case 'x':
+			if (check_glob(optarg))
+				return cli_usage_error(self, "%sbad glob '%s'", where, optarg);
+			json_array_append_new(c == 'i' ? o->include : o->exclude, json_string(optarg));
+			break;
+		default:
+			return cli_usage_error(self, "%sunknown option", where);
+		}
+	}
+	return CLI_OK;
+}
+
+/* Turn one SPEC plus options into an item. Returns CLI_OK or CLI_USAGE (message printed). */
+static int make_item(const char *spec, const struct add_opts *o, const char *where, struct add_item *it)
+{
+	if (hub_spec_parse(spec, &it->spec))
+		return cli_usage_error(cli_find("add"), "%s'%s' is not a repository spec "
+				       "(hf:ORG/NAME, hf:datasets/ORG/NAME, ms:ORG/NAME, ms:datasets/ORG/NAME)",
+				       where, spec);
+	if (o->revision) {
+		if (hub_check_revision(o->revision)) {
+			hub_spec_release(&it->spec);
+			return cli_usage_error(cli_find("add"), "%sbad revision '%s'", where, o->revision);
+		}
+		if (it->spec.revision && strcmp(it->spec.revision, o->revision)) {
+			hub_spec_release(&it->spec);
+			return cli_usage_error(cli_find("add"), "%s'%s' names a revision and --revision another",
+					       where, spec);
+		}
+		if (!it->spec.revision)
+			it->spec.revision = xstrdup(o->revision);
+	}
+	if (!it->spec.revision)
+		it->spec.revision = xstrdup(hub_default_revision(it->spec.hub));
+	it->include = json_dumps(o->include, JSON_COMPACT);
+	it->exclude = json_dumps(o->exclude, JSON_COMPACT);
+	return CLI_OK;
+}
+
+static void item_release(struct add_item *it)
+{
+	hub_spec_release(&it->spec);
+	free(it->include);
+	free(it->exclude);
+}
+
+/* Split a list-file line into words (whitespace-separated, '#' to the end is a comment). */
+static int split_words(char *line, char **words, int max)
+{
+	int n = 0;
+	char *save = NULL, *w;
+
+	if (strchr(line, '#'))
+		*strchr(line, '#') = '\0';
+	for (w = strtok_r(line, " \t\r\n", &save); w; w = strtok_r(NULL, " \t\r\n", &save)) {
+		if (n == max - 1)
+			return -1;
+		words[n++] = w;
+	}
+	words[n] = NULL;
+	return n;
+}
+
+static int read_list(const char *file, struct add_item **items, size_t *nitems)
+{
+	FILE *f = strcmp(file, "-") ? fopen(file, "r") : stdin;
+	char *line = NULL;
+	size_t cap = 0, len = 0, alloc = 0;
+	int lineno = 0, r = CLI_OK;
+
+	if (!f) {
+		fprintf(stderr, "hubmirror: cannot read '%s': %s\n", file, strerror(errno));
+		return CLI_FAILED;
+	}
+	while (getline(&line, &cap, f) >= 0) {
+		char *words[64], where[512];
+		struct add_opts o = { 0 };
+		int n;
+
+		lineno++;
+		snprintf(where, sizeof(where), "%s:%d: ", file, lineno);
+		n = split_words(line, words + 1, 63);
+		if (n == 0)
+			continue;
+		if (n < 0) {
+			r = cli_usage_error(NULL, "%stoo many words", where);
+			break;
+		}
+		words[0] = "add";
+		o.include = json_array();
+		o.exclude = json_array();
+		optind = 0;
+		opterr = 0;
+		r = parse_opts(n + 1, words, &o, where, 0);
+		if (r == CLI_OK && optind != n)
+			r = cli_usage_error(NULL, "%sexpected one SPEC per line", where);
+		if (r == CLI_OK) {
+			if (len == alloc) {
+				alloc = alloc ? alloc * 2 : 64;
+				*items = xreallocarray(*items, alloc, sizeof(**items));
+			}
+			memset(&(*items)[len], 0, sizeof(**items));
+			r = make_item(words[optind], &o, where, &(*items)[len]);
+			if (r == CLI_OK)
+				len++;
+		}
+		json_decref(o.include);
+		json_decref(o.exclude);
+		if (r != CLI_OK)
+			break;
+	}
+	opterr = 1;
+	free(line);
+	if (f != stdin)
+		fclose(f);
+	*nitems = len;
+	return r;
+}
+
+int cmd_add(int argc, char **argv)
+{
+	const struct cli_command *self = cli_find("add");
+	struct add_opts o = { 0 };
+	struct add_item *items = NULL;
+	struct mirror_data *data = NULL;
+	size_t n = 0, added = 0, updated = 0;
+	int r;
+
+	o.include = json_array();
+	o.exclude = json_array();
+	r = parse_opts(argc, argv, &o, "", 1);
+	if (r != CLI_OK)
+		goto out;
+	if (o.from) {
+		if (optind < argc || o.revision || json_array_size(o.include) || json_array_size(o.exclude)) {
+			r = cli_usage_error(self, "--from takes no SPEC or options on the command line");
+			goto out;
+		}
+		r = read_list(o.from, &items, &n);
+	} else {
+		if (optind >= argc) {
+			r = cli_usage_error(self, "no repository given");
+			goto out;
+		}
+		items = xcalloc((size_t)(argc - optind), sizeof(*items));
+		for (int i = optind; i < argc && r == CLI_OK; i++) {
+			r = make_item(argv[i], &o, "", &items[n]);
+			if (r == CLI_OK)
+				n++;
+		}
+	}
+	if (r != CLI_OK)
+		goto out;
+	r = cli_open_data(o.data, &data);
+	if (r != CLI_OK)
+		goto out;
+	if (catalog_begin(data->catalog)) {
+		r = CLI_FAILED;
+		goto dberr;
+	}
+	for (size_t i = 0; i < n; i++) {
+		bool created = false;
+		if (catalog_repo_add(data->catalog, hub_kind_name(items[i].spec.hub),
+				     hub_type_name(items[i].spec.type), items[i].spec.name, items[i].spec.revision,
+				     items[i].include, items[i].exclude, NULL, &created)) {
+			catalog_rollback(data->catalog);
+			r = CLI_FAILED;
+			goto dberr;
+		}
+		created ? added++ : updated++;
+	}
+	if (catalog_commit(data->catalog)) {
+		catalog_rollback(data->catalog);
+		r = CLI_FAILED;
+		goto dberr;
+	}
+	if (n == 1) {
+		char *s = hub_spec_format(&items[0].spec, 1);
+		printf("%s %s\n", added ? "tracking" : "updated", s);
+		free(s);
+	} else {
+		printf("tracking %zu new, %zu updated\n", added, updated);
+	}
+	goto out;
+dberr:
+	fprintf(stderr, "hubmirror: catalog: %s\n", catalog_errmsg(data->catalog));
+out:
+	for (size_t i = 0; i < n; i++)
+		item_release(&items[i]);
+	free(items);
+	json_decref(o.include);
+	json_decref(o.exclude);
+	mirror_data_free(&data);
+	return r;
+}

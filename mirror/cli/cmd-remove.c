@@ -1,0 +1,64 @@
+/*
+ * cmd-remove.c - `hubmirror remove [--data DIR] SPEC...`: stop tracking repositories. Their snapshots
+ * stay served until `hubmirror gc` drops what nothing tracked references.
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "base/err.h"
+#include "catalog/catalog.h"
+#include "cli.h"
+#include "hub/hub.h"
+#include "mirror/data.h"
+
+int cmd_remove(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "data", required_argument, NULL, 'd' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const struct cli_command *self = cli_find("remove");
+	struct mirror_data *data = NULL;
+	const char *dir = NULL;
+	int c, r = CLI_OK;
+
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		if (c != 'd')
+			return cli_usage_error(self, "unknown option");
+		dir = optarg;
+	}
+	if (optind >= argc)
+		return cli_usage_error(self, "no repository given");
+	for (int i = optind; i < argc; i++) {
+		struct hub_spec s;
+		if (hub_spec_parse(argv[i], &s))
+			return cli_usage_error(self, "'%s' is not a repository spec", argv[i]);
+		if (s.revision) {
+			hub_spec_release(&s);
+			return cli_usage_error(self, "'%s': remove takes a repository without @REVISION", argv[i]);
+		}
+		hub_spec_release(&s);
+	}
+	if (cli_open_data(dir, &data))
+		return CLI_FAILED;
+	for (int i = optind; i < argc; i++) {
+		struct hub_spec s;
+		int e;
+
+		hub_spec_parse(argv[i], &s);
+		e = catalog_repo_remove(data->catalog, hub_kind_name(s.hub), hub_type_name(s.type), s.name);
+		if (e == HM_ERR_NOT_FOUND) {
+			fprintf(stderr, "hubmirror: '%s' is not tracked\n", argv[i]);
+			r = CLI_FAILED;
+		} else if (e) {
+			fprintf(stderr, "hubmirror: catalog: %s\n", catalog_errmsg(data->catalog));
+			r = CLI_FAILED;
+		} else {
+			printf("removed %s\n", argv[i]);
+		}
+		hub_spec_release(&s);
+	}
+	mirror_data_free(&data);
+	return r;
+}

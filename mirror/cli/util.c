@@ -1,0 +1,62 @@
+/*
+ * util.c - small helpers the command files share.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/ioctl.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "mirror/data.h"
+
+int cli_open_data(const char *dir, struct mirror_data **out)
+{
+	char *err = NULL;
+
+	if (mirror_data_open(dir ? dir : mirror_data_default_dir(), out, &err)) {
+		fprintf(stderr, "hubmirror: %s\n", err ? err : "cannot open data directory");
+		free(err);
+		return CLI_FAILED;
+	}
+	return CLI_OK;
+}
+
+void cli_human_size(int64_t bytes, char *out, size_t outlen)
+{
+	static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB" };
+	double v = (double)bytes;
+	int u = 0;
+
+	if (bytes < 1024) {
+		snprintf(out, outlen, "%lld B", (long long)bytes);
+		return;
+	}
+	while (v >= 1024 && u < 5) {
+		v /= 1024;
+		u++;
+	}
+	snprintf(out, outlen, "%.1f %s", v, units[u]);
+}
+
+void cli_human_time(int64_t t, char *out, size_t outlen)
+{
+	time_t tt = (time_t)t;
+	struct tm tm;
+
+	if (t <= 0) {
+		snprintf(out, outlen, "never");
+		return;
+	}
+	gmtime_r(&tt, &tm);
+	strftime(out, outlen, "%Y-%m-%d %H:%M", &tm);
+}
+
+int cli_term_width(void)
+{
+	struct winsize ws;
+
+	if (!isatty(STDOUT_FILENO) || ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) < 0 || ws.ws_col == 0)
+		return 0;
+	return ws.ws_col;
+}
