@@ -19,6 +19,10 @@ static const char *const project_msgs[] = {
 	[HM_ERR_NOT_FOUND - HM_ERR_FIRST]     = "not found",
 	[HM_ERR_SCHEMA - HM_ERR_FIRST]        = "catalog schema is newer than this program",
 	[HM_ERR_LOCKED - HM_ERR_FIRST]        = "locked by another process",
+	[HM_ERR_GATED - HM_ERR_FIRST]         = "gated repository: access not granted",
+	[HM_ERR_AUTH - HM_ERR_FIRST]          = "not authorized (private repository or bad token)",
+	[HM_ERR_DISABLED - HM_ERR_FIRST]      = "repository disabled upstream",
+	[HM_ERR_UPSTREAM - HM_ERR_FIRST]      = "unusable upstream answer",
 };
 
 const char *err_str(int code)

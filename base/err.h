@@ -23,6 +23,10 @@ enum {
 	HM_ERR_NOT_FOUND,             /* no such repo, revision or file */
 	HM_ERR_SCHEMA,                /* catalog schema is newer than this binary */
 	HM_ERR_LOCKED,                /* another process holds the lock */
+	HM_ERR_GATED,                 /* gated repo: no token, or the token is not approved */
+	HM_ERR_AUTH,                  /* upstream refused our credentials (or the repo is private) */
+	HM_ERR_DISABLED,              /* upstream disabled the repo */
+	HM_ERR_UPSTREAM,              /* upstream answered something we cannot use */
 	HM_ERR_LAST                   /* keep last */
 };
 

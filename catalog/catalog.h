@@ -81,3 +81,54 @@ const char *catalog_errmsg(struct catalog *c);
 int catalog_begin(struct catalog *c);
 int catalog_commit(struct catalog *c);
 void catalog_rollback(struct catalog *c);
+
+/* ---- sync: snapshots, blobs, runs ------------------------------------------------------------- */
+
+/* One file of a snapshot to record. Strings borrowed for the call. */
+struct catalog_file {
+	const char *path;
+	int64_t size;
+	const char *git_oid;   /* NULL when unknown */
+	const char *lfs_oid;   /* NULL for regular files */
+	const char *sha256;    /* content hash: the blob's name in the store */
+};
+
+/*
+ * Record a complete snapshot and point the ref at it, in one transaction: the blobs (inserted if new),
+ * the snapshot (reused if this commit was recorded before), its files, the ref. Either all of it is
+ * visible afterwards or none. Returns 0 or HM_ERR_SQLITE.
+ */
+int catalog_snapshot_commit(struct catalog *c, int64_t repo_id, const char *commit, const char *ref_name,
+			    const struct catalog_file *files, size_t n);
+
+/* The sha256 of content with this git blob id and size, if the catalog has seen it. out: 65 bytes.
+ * Returns 0, HM_ERR_NOT_FOUND or HM_ERR_SQLITE. */
+int catalog_sha256_for_git_oid(struct catalog *c, const char *git_oid, int64_t size, char *out);
+
+/* Upstream metadata of a repo. Any field may be NULL (then the column keeps its value). JSON fields
+ * are JSON text. */
+struct catalog_repo_meta {
+	const char *gated;        /* "false", "auto", "manual" */
+	int private_;             /* -1 unknown, 0, 1 */
+	const char *card_data;
+	const char *tags;
+	const char *pipeline_tag;
+	const char *library_name;
+	const char *license;
+	int64_t downloads;        /* -1 unknown */
+	int64_t likes;            /* -1 unknown */
+	const char *last_modified;
+};
+
+/* Record the outcome of syncing one repo: status (ok, gated, denied, missing, disabled, error), error
+ * text (NULL when ok), the time, and metadata (meta may be NULL). Returns 0 or HM_ERR_SQLITE. */
+int catalog_repo_set_sync(struct catalog *c, int64_t repo_id, const char *status, const char *error,
+			  int64_t when, const struct catalog_repo_meta *meta);
+
+/* Sync runs. begin returns the run id in *run_id; stale runs (never ended) are closed as
+ * 'interrupted' first. */
+int catalog_run_begin(struct catalog *c, int64_t *run_id);
+int catalog_run_result(struct catalog *c, int64_t run_id, int64_t repo_id, const char *outcome,
+		       const char *commit, int64_t files, int64_t bytes, const char *error);
+int catalog_run_end(struct catalog *c, int64_t run_id, const char *outcome, int64_t repos_ok,
+		    int64_t repos_failed, int64_t files, int64_t bytes);

@@ -1,0 +1,230 @@
+/*
+ * sync.c - what the sync engine writes: snapshots with their files and blobs, refs, per-repo status
+ * and metadata, and the history of runs.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "base/err.h"
+#include "catalog-int.h"
+
+static int prepare(struct catalog *c, const char *sql, sqlite3_stmt **st)
+{
+	return sqlite3_prepare_v2(c->db, sql, -1, st, NULL) == SQLITE_OK ? 0 : HM_ERR_SQLITE;
+}
+
+static void bind_text_or_null(sqlite3_stmt *st, int i, const char *s)
+{
+	if (s)
+		sqlite3_bind_text(st, i, s, -1, SQLITE_STATIC);
+	else
+		sqlite3_bind_null(st, i);
+}
+
+int catalog_snapshot_commit(struct catalog *c, int64_t repo_id, const char *commit, const char *ref_name,
+			    const struct catalog_file *files, size_t n)
+{
+	sqlite3_stmt *blob = NULL, *file = NULL, *st = NULL;
+	int64_t total = 0, snap_id = 0;
+	int r = HM_ERR_SQLITE;
+	const char *kind = strncmp(ref_name, "refs/pr/", 8) ? "branch" : "pr";
+
+	for (size_t i = 0; i < n; i++)
+		total += files[i].size;
+	if (catalog_begin(c))
+		return HM_ERR_SQLITE;
+	if (prepare(c, "INSERT INTO blobs (sha256, size, stored_at) VALUES (?1, ?2, ?3) "
+		       "ON CONFLICT (sha256) DO NOTHING", &blob) ||
+	    prepare(c, "INSERT INTO files (snapshot_id, path, size, git_oid, lfs_oid, sha256) "
+		       "VALUES (?1, ?2, ?3, ?4, ?5, ?6)", &file))
+		goto out;
+
+	/* A commit seen before (a ref moved back, or a revision re-added) keeps its snapshot row. */
+	if (prepare(c, "SELECT id FROM snapshots WHERE repo_id = ?1 AND commit_id = ?2", &st))
+		goto out;
+	sqlite3_bind_int64(st, 1, repo_id);
+	sqlite3_bind_text(st, 2, commit, -1, SQLITE_STATIC);
+	if (sqlite3_step(st) == SQLITE_ROW)
+		snap_id = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	st = NULL;
+
+	if (!snap_id) {
+		if (prepare(c, "INSERT INTO snapshots (repo_id, commit_id, synced_at, file_count, total_size) "
+			       "VALUES (?1, ?2, ?3, ?4, ?5)", &st))
+			goto out;
+		sqlite3_bind_int64(st, 1, repo_id);
+		sqlite3_bind_text(st, 2, commit, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 3, (sqlite3_int64)time(NULL));
+		sqlite3_bind_int64(st, 4, (sqlite3_int64)n);
+		sqlite3_bind_int64(st, 5, total);
+		if (sqlite3_step(st) != SQLITE_DONE)
+			goto out;
+		sqlite3_finalize(st);
+		st = NULL;
+		snap_id = sqlite3_last_insert_rowid(c->db);
+		for (size_t i = 0; i < n; i++) {
+			sqlite3_reset(blob);
+			sqlite3_bind_text(blob, 1, files[i].sha256, -1, SQLITE_STATIC);
+			sqlite3_bind_int64(blob, 2, files[i].size);
+			sqlite3_bind_int64(blob, 3, (sqlite3_int64)time(NULL));
+			if (sqlite3_step(blob) != SQLITE_DONE)
+				goto out;
+			sqlite3_reset(file);
+			sqlite3_bind_int64(file, 1, snap_id);
+			sqlite3_bind_text(file, 2, files[i].path, -1, SQLITE_STATIC);
+			sqlite3_bind_int64(file, 3, files[i].size);
+			bind_text_or_null(file, 4, files[i].git_oid);
+			bind_text_or_null(file, 5, files[i].lfs_oid);
+			sqlite3_bind_text(file, 6, files[i].sha256, -1, SQLITE_STATIC);
+			if (sqlite3_step(file) != SQLITE_DONE)
+				goto out;
+		}
+	}
+	if (prepare(c, "INSERT INTO refs (repo_id, name, kind, snapshot_id, updated_at) VALUES (?1, ?2, ?3, ?4, ?5) "
+		       "ON CONFLICT (repo_id, name) DO UPDATE SET snapshot_id = excluded.snapshot_id, "
+		       "updated_at = excluded.updated_at", &st))
+		goto out;
+	sqlite3_bind_int64(st, 1, repo_id);
+	sqlite3_bind_text(st, 2, ref_name, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 3, kind, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 4, snap_id);
+	sqlite3_bind_int64(st, 5, (sqlite3_int64)time(NULL));
+	if (sqlite3_step(st) != SQLITE_DONE)
+		goto out;
+	r = 0;
+out:
+	sqlite3_finalize(blob);
+	sqlite3_finalize(file);
+	sqlite3_finalize(st);
+	if (r || catalog_commit(c)) {
+		catalog_rollback(c);
+		return HM_ERR_SQLITE;
+	}
+	return 0;
+}
+
+int catalog_sha256_for_git_oid(struct catalog *c, const char *git_oid, int64_t size, char *out)
+{
+	sqlite3_stmt *st = NULL;
+	int r = HM_ERR_SQLITE, rc;
+
+	if (prepare(c, "SELECT sha256 FROM files WHERE git_oid = ?1 AND size = ?2 AND lfs_oid IS NULL LIMIT 1", &st))
+		return r;
+	sqlite3_bind_text(st, 1, git_oid, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, size);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW && sqlite3_column_bytes(st, 0) == 64) {
+		memcpy(out, sqlite3_column_text(st, 0), 64);
+		out[64] = '\0';
+		r = 0;
+	} else if (rc == SQLITE_DONE || rc == SQLITE_ROW) {
+		r = HM_ERR_NOT_FOUND;
+	}
+	sqlite3_finalize(st);
+	return r;
+}
+
+int catalog_repo_set_sync(struct catalog *c, int64_t repo_id, const char *status, const char *error,
+			  int64_t when, const struct catalog_repo_meta *m)
+{
+	sqlite3_stmt *st = NULL;
+	int r = HM_ERR_SQLITE;
+
+	if (prepare(c, "UPDATE repos SET sync_status = ?2, sync_error = ?3, last_sync_at = ?4, "
+		       "gated = coalesce(?5, gated), private = coalesce(?6, private), "
+		       "card_data = coalesce(?7, card_data), tags = coalesce(?8, tags), "
+		       "pipeline_tag = coalesce(?9, pipeline_tag), library_name = coalesce(?10, library_name), "
+		       "license = coalesce(?11, license), downloads = coalesce(?12, downloads), "
+		       "likes = coalesce(?13, likes), last_modified = coalesce(?14, last_modified) "
+		       "WHERE id = ?1", &st))
+		return r;
+	sqlite3_bind_int64(st, 1, repo_id);
+	sqlite3_bind_text(st, 2, status, -1, SQLITE_STATIC);
+	bind_text_or_null(st, 3, error);
+	sqlite3_bind_int64(st, 4, when);
+	if (m) {
+		bind_text_or_null(st, 5, m->gated);
+		if (m->private_ >= 0)
+			sqlite3_bind_int(st, 6, m->private_);
+		bind_text_or_null(st, 7, m->card_data);
+		bind_text_or_null(st, 8, m->tags);
+		bind_text_or_null(st, 9, m->pipeline_tag);
+		bind_text_or_null(st, 10, m->library_name);
+		bind_text_or_null(st, 11, m->license);
+		if (m->downloads >= 0)
+			sqlite3_bind_int64(st, 12, m->downloads);
+		if (m->likes >= 0)
+			sqlite3_bind_int64(st, 13, m->likes);
+		bind_text_or_null(st, 14, m->last_modified);
+	}
+	if (sqlite3_step(st) == SQLITE_DONE)
+		r = 0;
+	sqlite3_finalize(st);
+	return r;
+}
+
+int catalog_run_begin(struct catalog *c, int64_t *run_id)
+{
+	sqlite3_stmt *st = NULL;
+	int r = HM_ERR_SQLITE;
+
+	/* Only one sync runs at a time (the caller holds the lock), so an open run is a crashed one. */
+	if (sqlite3_exec(c->db, "UPDATE sync_runs SET outcome = 'interrupted' WHERE outcome IS NULL",
+			 NULL, NULL, NULL) != SQLITE_OK)
+		return r;
+	if (prepare(c, "INSERT INTO sync_runs (started_at) VALUES (?1)", &st))
+		return r;
+	sqlite3_bind_int64(st, 1, (sqlite3_int64)time(NULL));
+	if (sqlite3_step(st) == SQLITE_DONE) {
+		*run_id = sqlite3_last_insert_rowid(c->db);
+		r = 0;
+	}
+	sqlite3_finalize(st);
+	return r;
+}
+
+int catalog_run_result(struct catalog *c, int64_t run_id, int64_t repo_id, const char *outcome,
+		       const char *commit, int64_t files, int64_t bytes, const char *error)
+{
+	sqlite3_stmt *st = NULL;
+	int r = HM_ERR_SQLITE;
+
+	if (prepare(c, "INSERT OR REPLACE INTO sync_results (run_id, repo_id, outcome, commit_id, files_fetched, "
+		       "bytes_fetched, error) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)", &st))
+		return r;
+	sqlite3_bind_int64(st, 1, run_id);
+	sqlite3_bind_int64(st, 2, repo_id);
+	sqlite3_bind_text(st, 3, outcome, -1, SQLITE_STATIC);
+	bind_text_or_null(st, 4, commit);
+	sqlite3_bind_int64(st, 5, files);
+	sqlite3_bind_int64(st, 6, bytes);
+	bind_text_or_null(st, 7, error);
+	if (sqlite3_step(st) == SQLITE_DONE)
+		r = 0;
+	sqlite3_finalize(st);
+	return r;
+}
+
+int catalog_run_end(struct catalog *c, int64_t run_id, const char *outcome, int64_t repos_ok,
+		    int64_t repos_failed, int64_t files, int64_t bytes)
+{
+	sqlite3_stmt *st = NULL;
+	int r = HM_ERR_SQLITE;
+
+	if (prepare(c, "UPDATE sync_runs SET ended_at = ?2, outcome = ?3, repos_ok = ?4, repos_failed = ?5, "
+		       "files_fetched = ?6, bytes_fetched = ?7 WHERE id = ?1", &st))
+		return r;
+	sqlite3_bind_int64(st, 1, run_id);
+	sqlite3_bind_int64(st, 2, (sqlite3_int64)time(NULL));
+	sqlite3_bind_text(st, 3, outcome, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 4, repos_ok);
+	sqlite3_bind_int64(st, 5, repos_failed);
+	sqlite3_bind_int64(st, 6, files);
+	sqlite3_bind_int64(st, 7, bytes);
+	if (sqlite3_step(st) == SQLITE_DONE)
+		r = 0;
+	sqlite3_finalize(st);
+	return r;
+}

@@ -1,0 +1,106 @@
+/*
+ * http.h - upstream HTTP on libcurl multi, driven by a libuv loop.
+ *
+ * One struct hub_http per loop. A request runs until its on_done callback; between, the layer
+ * - follows redirects itself (relative and cross-host), sending the bearer token only to the host of
+ *   the first URL, never to another host (a CDN), and never forwarding any client header;
+ * - retries what happened before any body byte reached the caller: connection errors and resets,
+ *   408/500/502/503/504 with exponential backoff and jitter, and 429 after Retry-After (or the
+ *   RateLimit header's t=), each within its own budget of tries;
+ * - reports a failure in the middle of a body to the caller, who knows how to resume (Range).
+ * Tokens are never logged: debug logs show URLs without query strings and no headers.
+ */
+#ifndef HM_HUB_HTTP_H
+#define HM_HUB_HTTP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <uv.h>
+
+struct hub_http;
+struct hub_http_req;
+
+struct hub_http_config {
+	const char *user_agent;     /* borrowed; NULL: "hubmirror/VERSION" */
+	int max_tries;              /* transport errors and 5xx; 0: 6 */
+	int max_ratelimit_tries;    /* 429 answers; 0: 30 */
+	double backoff_base_s;      /* first backoff; 0: 0.5 s (doubling, with jitter) */
+	double backoff_max_s;       /* 0: 30 s */
+	double retry_after_max_s;   /* cap on a server's Retry-After; 0: 300 s */
+	long connect_timeout_ms;    /* 0: 10 s */
+	long stall_timeout_s;       /* abort when no byte arrives for this long; 0: 60 s */
+	int max_redirects;          /* 0: 10 */
+};
+
+/* What the final answer said (after redirects). Strings owned by the request; valid during callbacks. */
+struct hub_http_resp {
+	long status;
+	int64_t content_length;     /* -1 when absent */
+	const char *content_range;  /* NULL when absent */
+	const char *content_type;
+	const char *etag;
+	const char *link;           /* Link header (pagination) */
+	const char *error_code;     /* X-Error-Code */
+	const char *error_message;  /* X-Error-Message */
+	const char *repo_commit;    /* X-Repo-Commit */
+	const char *url;            /* the URL that answered (after redirects) */
+	int redirects;
+	int tries;                  /* attempts made, 1 when the first one answered */
+};
+
+struct hub_http_req_opts {
+	const char *url;            /* borrowed for the call */
+	const char *token;          /* borrowed for the call; NULL: anonymous */
+	const char *if_none_match;  /* borrowed; NULL: none */
+	int64_t range_start;        /* > 0: ask for bytes=range_start- */
+	bool head;                  /* HEAD instead of GET */
+	/* Body handling: either buffer it (max_body bytes, then fail with -EFBIG) and get it in on_done,
+	 * or stream it through on_body. */
+	size_t max_body;
+	/* Called once, when the final status is known and before any body byte. Returning non-zero
+	 * aborts the request (on_done gets that code). May be NULL. */
+	int (*on_response)(void *ud, const struct hub_http_resp *resp);
+	/* Streamed body (when not NULL; then nothing is buffered). Non-zero aborts with that code. */
+	int (*on_body)(void *ud, const char *data, size_t n);
+	/*
+	 * Always called exactly once, from the loop, never from inside hub_http_request(). result is 0
+	 * when an answer arrived whatever its status (check resp->status), or a negative code: -ECANCELED,
+	 * -ETIMEDOUT, HM_ERR_CURL (transport), -EFBIG, or a code returned by on_response/on_body.
+	 * body/body_len hold the buffered body (not with on_body). The request is freed after it returns.
+	 */
+	void (*on_done)(void *ud, int result, const struct hub_http_resp *resp, const char *body,
+			size_t body_len);
+	void *ud;
+};
+
+/* Create the HTTP layer on loop. config may be NULL (defaults). Returns 0 or HM_ERR_CURL; *out owned. */
+int hub_http_new(uv_loop_t *loop, const struct hub_http_config *config, struct hub_http **out);
+
+/* Start a request. Returns the request (owned by the layer until on_done), or NULL with nothing
+ * started when opts are invalid. */
+struct hub_http_req *hub_http_request(struct hub_http *h, const struct hub_http_req_opts *opts);
+
+/* Cancel: on_done runs soon with -ECANCELED (unless it already ran). */
+void hub_http_cancel(struct hub_http_req *req);
+
+/* Number of requests started and not yet done. */
+size_t hub_http_active(const struct hub_http *h);
+
+/* Stats since creation: attempts sent (including retries and redirects) and body bytes received. */
+uint64_t hub_http_attempts(const struct hub_http *h);
+uint64_t hub_http_bytes(const struct hub_http *h);
+
+/* Free the layer once no request is active (close its handles; run the loop after to finish).
+ * Accepts NULL and *h == NULL. */
+void hub_http_free(struct hub_http **h);
+
+/* Percent-encode s for one URL path segment (encodes '/' too) or, with keep_slash, for a path.
+ * Caller frees. */
+char *hub_url_escape(const char *s, bool keep_slash);
+
+/* Parse an RFC 8288 Link header and return the URL of rel="next" (caller frees), or NULL. */
+char *hub_link_next(const char *link);
+
+#endif

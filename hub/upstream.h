@@ -1,0 +1,78 @@
+/*
+ * upstream.h - the upstream hubs as the sync engine sees them: "what is revision R of repo X now,
+ * and which files does it hold", for Hugging Face and ModelScope behind one call.
+ *
+ * Everything that arrives is checked before it is returned: commit ids are 40 lowercase hex, sha256
+ * and git ids are hex of the right length, sizes are non-negative, and every path passes
+ * path_check() (entries that fail are counted in skipped_unsafe and left out).
+ */
+#ifndef HM_HUB_UPSTREAM_H
+#define HM_HUB_UPSTREAM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "hub/http.h"
+#include "hub/hub.h"
+
+struct hub_client;
+
+struct hub_client_config {
+	const char *hf_base;   /* e.g. "https://huggingface.co" (no trailing slash needed); borrowed */
+	const char *ms_base;   /* e.g. "https://www.modelscope.cn" */
+	const char *hf_token;  /* NULL: anonymous. Never logged. */
+	const char *ms_token;
+};
+
+struct hub_file {
+	char *path;            /* owned; passed path_check() */
+	int64_t size;
+	char git_oid[41];      /* git blob id, "" when upstream does not say (ModelScope) */
+	char sha256[65];       /* content sha256 (LFS oid / ModelScope Sha256), "" when unknown */
+	bool lfs;
+	char *url;             /* owned: where to GET the bytes */
+};
+
+struct hub_snapshot {
+	char commit[41];       /* HF: the commit id; ModelScope: a tree id (see upstream.c) */
+	bool unchanged;        /* commit equals the known one: nothing listed */
+	struct hub_file *files;
+	size_t nfiles;
+	size_t skipped_unsafe; /* entries whose path failed path_check() */
+	json_t *meta;          /* owned: gated, private, tags, pipeline_tag, library_name, license,
+				* card_data, downloads, likes, last_modified (absent when unknown) */
+	char *message;         /* owned: upstream's words on failure (X-Error-Message / Message) */
+	uint64_t requests;     /* upstream requests this call made (pages included) */
+};
+
+/*
+ * Called once with result 0 (snap filled) or an error: HM_ERR_NOT_FOUND (repo or revision),
+ * HM_ERR_AUTH, HM_ERR_GATED, HM_ERR_DISABLED, HM_ERR_UPSTREAM, HM_ERR_JSON, HM_ERR_HTTP, a transport
+ * error. snap is always given (with message and requests on errors); the callee owns it and frees
+ * it with hub_snapshot_free().
+ */
+typedef void (*hub_snapshot_cb)(void *ud, int result, struct hub_snapshot *snap);
+
+/* Create a client on http (borrowed, must outlive it). cfg strings are copied. Returns 0, or -EINVAL
+ * when a base URL is not http(s)://. */
+int hub_client_new(struct hub_http *http, const struct hub_client_config *cfg, struct hub_client **out);
+void hub_client_free(struct hub_client **c);
+
+/*
+ * Resolve spec->revision (spec->name on spec->hub) and, unless it equals known_commit (may be NULL),
+ * list its files. spec is copied. Returns 0 (cb will run later, from the loop) or -EINVAL.
+ */
+int hub_snapshot_fetch(struct hub_client *c, const struct hub_spec *spec, const char *known_commit,
+		       hub_snapshot_cb cb, void *ud);
+void hub_snapshot_free(struct hub_snapshot **s);
+
+/* The token to send for a hub (borrowed, may be NULL). */
+const char *hub_client_token(const struct hub_client *c, enum hub_kind hub);
+
+/* Map an upstream error answer (status, X-Error-Code) of a content request to an error code. */
+int hub_classify_error(enum hub_kind hub, long status, const char *error_code);
+
+#endif
