@@ -47,11 +47,16 @@ struct catalog_repo {
 	char *sync_error;     /* NULL unless the last sync failed */
 	int64_t last_sync_at; /* 0 when never */
 	char *head_commit;    /* commit the followed ref points at, NULL before the first sync */
+	char *head_selection; /* the selection that snapshot was made with (catalog_repo_selection) */
 	int64_t file_count;   /* of that snapshot */
 	int64_t total_size;   /* bytes, of that snapshot */
 };
 
 void catalog_repo_release(struct catalog_repo *r);
+
+/* The selection key of a repo's current options (include, exclude, options): a snapshot made with
+ * another key must be selected again. Caller frees. */
+char *catalog_repo_selection(const struct catalog_repo *r);
 void catalog_repo_list_free(struct catalog_repo *list, size_t n);
 
 /*
@@ -95,11 +100,12 @@ struct catalog_file {
 
 /*
  * Record a complete snapshot and point the ref at it, in one transaction: the blobs (inserted if new),
- * the snapshot (reused if this commit was recorded before), its files, the ref. Either all of it is
+ * the snapshot (reused if this commit was recorded before with the same selection; its files are
+ * replaced when the selection differs), its files, the ref. Either all of it is
  * visible afterwards or none. Returns 0 or HM_ERR_SQLITE.
  */
 int catalog_snapshot_commit(struct catalog *c, int64_t repo_id, const char *commit, const char *ref_name,
-			    const struct catalog_file *files, size_t n);
+			    const char *selection, const struct catalog_file *files, size_t n);
 
 /* The sha256 of content with this git blob id and size, if the catalog has seen it. out: 65 bytes.
  * Returns 0, HM_ERR_NOT_FOUND or HM_ERR_SQLITE. */

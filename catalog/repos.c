@@ -19,7 +19,7 @@ static char *col_str(sqlite3_stmt *st, int i)
 #define REPO_COLUMNS \
 	"r.id, r.hub, r.type, r.name, r.follow_rev, r.include_globs, r.exclude_globs, r.options, " \
 	"r.added_at, r.sync_status, r.sync_error, coalesce(r.last_sync_at, 0), s.commit_id, " \
-	"coalesce(s.file_count, 0), coalesce(s.total_size, 0) " \
+	"coalesce(s.file_count, 0), coalesce(s.total_size, 0), s.selection " \
 	"FROM repos r LEFT JOIN refs f ON f.repo_id = r.id AND f.name = r.follow_rev " \
 	"LEFT JOIN snapshots s ON s.id = f.snapshot_id "
 
@@ -40,6 +40,12 @@ static void read_repo(sqlite3_stmt *st, struct catalog_repo *r)
 	r->head_commit = col_str(st, 12);
 	r->file_count = sqlite3_column_int64(st, 13);
 	r->total_size = sqlite3_column_int64(st, 14);
+	r->head_selection = col_str(st, 15);
+}
+
+char *catalog_repo_selection(const struct catalog_repo *r)
+{
+	return xasprintf("%s\n%s\n%s", r->include_globs, r->exclude_globs, r->options);
 }
 
 void catalog_repo_release(struct catalog_repo *r)
@@ -56,6 +62,7 @@ void catalog_repo_release(struct catalog_repo *r)
 	free(r->sync_status);
 	free(r->sync_error);
 	free(r->head_commit);
+	free(r->head_selection);
 	memset(r, 0, sizeof(*r));
 }
 

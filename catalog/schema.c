@@ -5,6 +5,8 @@
  *   1  repos (tracked repos and their upstream metadata), blobs (one row per distinct sha256 in the
  *      store), snapshots (hub, type, repo, commit) and their files, refs pointing at snapshots, sync
  *      runs and per-repo sync results.
+ *   2  snapshots.selection: the include/exclude globs and options a snapshot was selected with, so a
+ *      change of them makes the next sync select again even when the commit did not move.
  *
  * Rules: a migration only ever moves from version N-1 to N; released migrations are never edited,
  * a change is a new entry at the end of `migrations`.
@@ -93,6 +95,8 @@ static const char *const migrations[] = {
 	"  error         TEXT,"
 	"  PRIMARY KEY (run_id, repo_id)"
 	");",
+	/* 1 -> 2 */
+	"ALTER TABLE snapshots ADD COLUMN selection TEXT;",
 };
 
 int catalog__migration_count(void)

@@ -23,11 +23,11 @@ static void bind_text_or_null(sqlite3_stmt *st, int i, const char *s)
 }
 
 int catalog_snapshot_commit(struct catalog *c, int64_t repo_id, const char *commit, const char *ref_name,
-			    const struct catalog_file *files, size_t n)
+			    const char *selection, const struct catalog_file *files, size_t n)
 {
 	sqlite3_stmt *blob = NULL, *file = NULL, *st = NULL;
 	int64_t total = 0, snap_id = 0;
-	int r = HM_ERR_SQLITE;
+	int r = HM_ERR_SQLITE, same_selection = 0;
 	const char *kind = strncmp(ref_name, "refs/pr/", 8) ? "branch" : "pr";
 
 	for (size_t i = 0; i < n; i++)
@@ -40,30 +40,57 @@ int catalog_snapshot_commit(struct catalog *c, int64_t repo_id, const char *comm
 		       "VALUES (?1, ?2, ?3, ?4, ?5, ?6)", &file))
 		goto out;
 
-	/* A commit seen before (a ref moved back, or a revision re-added) keeps its snapshot row. */
-	if (prepare(c, "SELECT id FROM snapshots WHERE repo_id = ?1 AND commit_id = ?2", &st))
+	/* A commit seen before (a ref moved back, or a revision re-added) keeps its snapshot row; if it
+	 * was selected differently, its files are replaced. */
+	if (prepare(c, "SELECT id, selection IS ?3 FROM snapshots WHERE repo_id = ?1 AND commit_id = ?2", &st))
 		goto out;
 	sqlite3_bind_int64(st, 1, repo_id);
 	sqlite3_bind_text(st, 2, commit, -1, SQLITE_STATIC);
-	if (sqlite3_step(st) == SQLITE_ROW)
+	bind_text_or_null(st, 3, selection);
+	if (sqlite3_step(st) == SQLITE_ROW) {
 		snap_id = sqlite3_column_int64(st, 0);
+		same_selection = sqlite3_column_int(st, 1);
+	}
 	sqlite3_finalize(st);
 	st = NULL;
 
-	if (!snap_id) {
-		if (prepare(c, "INSERT INTO snapshots (repo_id, commit_id, synced_at, file_count, total_size) "
-			       "VALUES (?1, ?2, ?3, ?4, ?5)", &st))
+	if (snap_id && !same_selection) {
+		if (prepare(c, "DELETE FROM files WHERE snapshot_id = ?1", &st))
+			goto out;
+		sqlite3_bind_int64(st, 1, snap_id);
+		if (sqlite3_step(st) != SQLITE_DONE)
+			goto out;
+		sqlite3_finalize(st);
+		st = NULL;
+		if (prepare(c, "UPDATE snapshots SET synced_at = ?2, file_count = ?3, total_size = ?4, selection = ?5 "
+			       "WHERE id = ?1", &st))
+			goto out;
+		sqlite3_bind_int64(st, 1, snap_id);
+		sqlite3_bind_int64(st, 2, (sqlite3_int64)time(NULL));
+		sqlite3_bind_int64(st, 3, (sqlite3_int64)n);
+		sqlite3_bind_int64(st, 4, total);
+		bind_text_or_null(st, 5, selection);
+		if (sqlite3_step(st) != SQLITE_DONE)
+			goto out;
+		sqlite3_finalize(st);
+		st = NULL;
+	} else if (!snap_id) {
+		if (prepare(c, "INSERT INTO snapshots (repo_id, commit_id, synced_at, file_count, total_size, selection) "
+			       "VALUES (?1, ?2, ?3, ?4, ?5, ?6)", &st))
 			goto out;
 		sqlite3_bind_int64(st, 1, repo_id);
 		sqlite3_bind_text(st, 2, commit, -1, SQLITE_STATIC);
 		sqlite3_bind_int64(st, 3, (sqlite3_int64)time(NULL));
 		sqlite3_bind_int64(st, 4, (sqlite3_int64)n);
 		sqlite3_bind_int64(st, 5, total);
+		bind_text_or_null(st, 6, selection);
 		if (sqlite3_step(st) != SQLITE_DONE)
 			goto out;
 		sqlite3_finalize(st);
 		st = NULL;
 		snap_id = sqlite3_last_insert_rowid(c->db);
+	}
+	if (!same_selection) {
 		for (size_t i = 0; i < n; i++) {
 			sqlite3_reset(blob);
 			sqlite3_bind_text(blob, 1, files[i].sha256, -1, SQLITE_STATIC);

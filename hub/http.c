@@ -27,12 +27,14 @@ struct hub_http {
 	uint64_t attempts;
 	uint64_t bytes;
 	uint64_t rng;
+	struct sock_ctx *socks;
 };
 
 struct sock_ctx {
 	uv_poll_t poll;
 	curl_socket_t fd;
 	struct hub_http *h;
+	struct sock_ctx *prev, *next;  /* open sockets, so hub_http_free can close what curl leaves */
 };
 
 enum hdr { H_CONTENT_RANGE, H_CONTENT_TYPE, H_ETAG, H_LINK, H_ERROR_CODE, H_ERROR_MESSAGE,
@@ -67,6 +69,7 @@ struct hub_http_req {
 	char *hdr[H_COUNT];
 	struct buf body;
 	int abort_code;
+	char errbuf[CURL_ERROR_SIZE];
 };
 
 static uint64_t next_rand(struct hub_http *h)
@@ -192,6 +195,7 @@ static void fill_resp(struct hub_http_req *r, struct hub_http_resp *resp)
 	resp->error_message = r->hdr[H_ERROR_MESSAGE];
 	resp->repo_commit = r->hdr[H_REPO_COMMIT];
 	resp->url = r->url;
+	resp->transport_error = r->errbuf[0] ? r->errbuf : NULL;
 	resp->redirects = r->redirects;
 	resp->tries = r->tries + r->rl_tries + 1;
 }
@@ -350,6 +354,7 @@ static int req_start_attempt(struct hub_http_req *r)
 
 	free(origin);
 	attempt_reset(r);
+	r->errbuf[0] = '\0';
 	curl_slist_free_all(r->headers);
 	r->headers = NULL;
 	/* The token goes to the first host only; a CDN or any other host never sees it. */
@@ -540,6 +545,7 @@ struct hub_http_req *hub_http_request(struct hub_http *h, const struct hub_http_
 
 	r->easy = curl_easy_init();
 	curl_easy_setopt(r->easy, CURLOPT_PRIVATE, r);
+	curl_easy_setopt(r->easy, CURLOPT_ERRORBUFFER, r->errbuf);
 	curl_easy_setopt(r->easy, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(r->easy, CURLOPT_HEADERFUNCTION, on_header);
 	curl_easy_setopt(r->easy, CURLOPT_HEADERDATA, r);
@@ -633,6 +639,19 @@ static void sock_closed(uv_handle_t *handle)
 	free(handle->data);
 }
 
+/* Unlink and close one socket context (freed in the close callback). */
+static void sock_forget(struct hub_http *h, struct sock_ctx *c)
+{
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		h->socks = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	uv_poll_stop(&c->poll);
+	uv_close((uv_handle_t *)&c->poll, sock_closed);
+}
+
 static int handle_socket(CURL *easy, curl_socket_t s, int action, void *ud, void *socketp)
 {
 	struct hub_http *h = ud;
@@ -652,6 +671,10 @@ static int handle_socket(CURL *easy, curl_socket_t s, int action, void *ud, void
 				return -1;
 			}
 			c->poll.data = c;
+			c->next = h->socks;
+			if (h->socks)
+				h->socks->prev = c;
+			h->socks = c;
 			curl_multi_assign(h->multi, s, c);
 		}
 		if (action != CURL_POLL_OUT)
@@ -662,8 +685,7 @@ static int handle_socket(CURL *easy, curl_socket_t s, int action, void *ud, void
 		break;
 	case CURL_POLL_REMOVE:
 		if (c) {
-			uv_poll_stop(&c->poll);
-			uv_close((uv_handle_t *)&c->poll, sock_closed);
+			sock_forget(h, c);
 			curl_multi_assign(h->multi, s, NULL);
 		}
 		break;
@@ -729,6 +751,8 @@ void hub_http_free(struct hub_http **hp)
 	if (!h)
 		return;
 	curl_multi_cleanup(h->multi);
+	while (h->socks) /* sockets curl closed without telling us */
+		sock_forget(h, h->socks);
 	free(h->user_agent);
 	uv_close((uv_handle_t *)&h->timer, http_closed);
 	*hp = NULL;

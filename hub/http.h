@@ -46,6 +46,7 @@ struct hub_http_resp {
 	const char *error_message;  /* X-Error-Message */
 	const char *repo_commit;    /* X-Repo-Commit */
 	const char *url;            /* the URL that answered (after redirects) */
+	const char *transport_error; /* libcurl's words when the transfer itself failed, else NULL */
 	int redirects;
 	int tries;                  /* attempts made, 1 when the first one answered */
 };
@@ -60,7 +61,8 @@ struct hub_http_req_opts {
 	 * or stream it through on_body. */
 	size_t max_body;
 	/* Called once, when the final status is known and before any body byte. Returning non-zero
-	 * aborts the request (on_done gets that code). May be NULL. */
+	 * aborts the request (on_done gets that code). May be NULL. on_response and on_body run inside
+	 * libcurl: they must not start or cancel requests (return non-zero instead). */
 	int (*on_response)(void *ud, const struct hub_http_resp *resp);
 	/* Streamed body (when not NULL; then nothing is buffered). Non-zero aborts with that code. */
 	int (*on_body)(void *ud, const char *data, size_t n);

@@ -199,7 +199,10 @@ static int api_answer(struct fetch *f, int result, const struct hub_http_resp *r
 
 	f->snap->requests += (uint64_t)resp->tries + (uint64_t)resp->redirects;
 	if (result) {
-		set_message(f, err_str(result));
+		char *m = xasprintf("%s%s%s", err_str(result), resp->transport_error ? ": " : "",
+				    resp->transport_error ? resp->transport_error : "");
+		set_message(f, m);
+		free(m);
 		return result;
 	}
 	if (resp->status != 200) {

@@ -1,7 +1,13 @@
 /*
  * data.c - opening a data directory: one place that knows its layout.
  */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <unistd.h>
 
 #include "base/err.h"
 #include "base/path.h"
@@ -23,6 +29,7 @@ int mirror_data_open(const char *dir, struct mirror_data **out, char **errmsg)
 	int r;
 
 	d->dir = xstrdup(dir);
+	d->lock_fd = -1;
 	r = path_mkdirs(dir, 0755);
 	if (r) {
 		if (errmsg)
@@ -58,9 +65,45 @@ void mirror_data_free(struct mirror_data **d)
 {
 	if (!d || !*d)
 		return;
+	mirror_data_unlock(*d);
 	catalog_free(&(*d)->catalog);
 	mirror_store_free(&(*d)->store);
 	free((*d)->dir);
 	free(*d);
 	*d = NULL;
+}
+
+int mirror_data_lock(struct mirror_data *d, bool wait, long *holder_pid)
+{
+	char *p = xasprintf("%s/sync.lock", d->dir), pid[32];
+	int fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0644), n;
+
+	free(p);
+	if (fd < 0)
+		return -errno;
+	if (flock(fd, LOCK_EX | (wait ? 0 : LOCK_NB)) < 0) {
+		int e = errno;
+		if (holder_pid) {
+			ssize_t k = pread(fd, pid, sizeof(pid) - 1, 0);
+			pid[k > 0 ? k : 0] = '\0';
+			*holder_pid = strtol(pid, NULL, 10);
+		}
+		close(fd);
+		return e == EWOULDBLOCK ? HM_ERR_LOCKED : -e;
+	}
+	/* The pid is only for the "who holds it" message; the flock is the lock. */
+	n = snprintf(pid, sizeof(pid), "%ld\n", (long)getpid());
+	if (ftruncate(fd, 0) < 0 || pwrite(fd, pid, (size_t)n, 0) < 0) {
+		/* the lock is held all the same */
+	}
+	d->lock_fd = fd;
+	return 0;
+}
+
+void mirror_data_unlock(struct mirror_data *d)
+{
+	if (d && d->lock_fd >= 0) {
+		close(d->lock_fd);
+		d->lock_fd = -1;
+	}
 }

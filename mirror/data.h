@@ -7,8 +7,11 @@
 struct catalog;
 struct mirror_store;
 
+#include <stdbool.h>
+
 struct mirror_data {
 	char *dir;                   /* owned */
+	int lock_fd;                 /* -1 unless the sync lock is held */
 	struct catalog *catalog;     /* owned */
 	struct mirror_store *store;  /* owned */
 };
@@ -23,5 +26,13 @@ const char *mirror_data_default_dir(void);
  */
 int mirror_data_open(const char *dir, struct mirror_data **out, char **errmsg);
 void mirror_data_free(struct mirror_data **d);
+
+/*
+ * Take the data directory's sync lock (<dir>/sync.lock, an flock held until the process exits or
+ * mirror_data_unlock). With wait, block until it is free; otherwise return HM_ERR_LOCKED at once, and
+ * *holder_pid (if not NULL) names the process that holds it (0 if unknown). Returns 0 or -errno.
+ */
+int mirror_data_lock(struct mirror_data *d, bool wait, long *holder_pid);
+void mirror_data_unlock(struct mirror_data *d);
 
 #endif

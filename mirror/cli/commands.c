@@ -39,6 +39,27 @@ const struct cli_command cli_commands[] = {
 	{ "remove", cmd_remove, "remove [--data DIR] SPEC...", "stop tracking repositories",
 	  "Stop syncing the repositories. Their synced files stay in the store until `hubmirror gc`.\n"
 	  "  --data DIR   data directory (default $HUBMIRROR_DATA or /var/lib/hubmirror)\n" },
+	{ "sync", cmd_sync,
+	  "sync [--data DIR] [--hf-upstream URL] [--ms-upstream URL] [--json] [--wait] [--jobs N] [SPEC...]",
+	  "fetch what changed upstream for the tracked repositories (or those named)",
+	  "For each repository, resolve its revision upstream; an unchanged commit costs one request.\n"
+	  "Otherwise list its files and fetch, verified against upstream's sha256 (or git id), the ones\n"
+	  "the store lacks; the new snapshot becomes visible only when all of its files are in. A repo\n"
+	  "that fails keeps its previous snapshot, and partial files are resumed by the next run.\n"
+	  "Exit status 1 when any repository failed (gated, denied, missing, error).\n"
+	  "  --data DIR          data directory (default $HUBMIRROR_DATA or /var/lib/hubmirror)\n"
+	  "  --hf-upstream URL   Hugging Face endpoint (default $HUBMIRROR_HF_UPSTREAM, $HF_ENDPOINT,\n"
+	  "                      or https://huggingface.co); may be another hubmirror\n"
+	  "  --ms-upstream URL   ModelScope endpoint (default $HUBMIRROR_MS_UPSTREAM,\n"
+	  "                      $MODELSCOPE_ENDPOINT, or https://www.modelscope.cn)\n"
+	  "  --json              print the run's report as JSON\n"
+	  "  --wait              if another sync runs on this data directory, wait for it\n"
+	  "  --jobs N            files fetched in parallel (default 8)\n"
+	  "  --max-tries N       attempts per request and per file before giving up (default 6 / 5)\n"
+	  "  --retry-delay S     first backoff after a failure, doubling with jitter (default 0.5)\n"
+	  "  --progress, --no-progress   live progress on stderr (default: when it is a terminal)\n"
+	  "Tokens come from $HF_TOKEN (or $HUGGING_FACE_HUB_TOKEN) and $MODELSCOPE_API_TOKEN; they are\n"
+	  "sent only to the upstream host itself, never to the hosts it redirects to, and never logged.\n" },
 	{ "version", cmd_version, "version [--json]", "print the versions of hubmirror and its libraries",
 	  "Print the hubmirror version and the versions of the libraries it was built with.\n"
 	  "  --json   print them as a JSON object\n" },

@@ -1,0 +1,201 @@
+/*
+ * cmd-sync.c - `hubmirror sync [SPEC...]`: bring tracked repositories up to date (mirror/sync.c).
+ *
+ * One sync at a time per data directory: a second one exits with a message, or with --wait queues
+ * behind the first. Safe to run from cron or a systemd timer while `serve` runs: readers see a repo's
+ * new snapshot only once all its files are verified in the store.
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "base/err.h"
+#include "base/log.h"
+#include "base/xmalloc.h"
+#include "catalog/catalog.h"
+#include "cli.h"
+#include "hub/hub.h"
+#include "mirror/data.h"
+#include "mirror/sync.h"
+
+static const char *env_first(const char *a, const char *b)
+{
+	const char *v = getenv(a);
+	if ((!v || !*v) && b)
+		v = getenv(b);
+	return v && *v ? v : NULL;
+}
+
+static json_t *report_json(const struct mirror_sync_report *rep)
+{
+	json_t *o = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:f}", "run_id", (json_int_t)rep->run_id,
+			      "ok", (json_int_t)rep->ok, "failed", (json_int_t)rep->failed,
+			      "files_fetched", (json_int_t)rep->files_fetched,
+			      "bytes_fetched", (json_int_t)rep->bytes_fetched,
+			      "upstream_requests", (json_int_t)rep->upstream_requests, "seconds", rep->seconds);
+	json_t *a = json_array();
+
+	for (size_t i = 0; i < rep->nrepos; i++) {
+		const struct mirror_sync_repo_result *r = &rep->repos[i];
+		json_array_append_new(a, json_pack("{s:s, s:s, s:o, s:I, s:I, s:I, s:I, s:I, s:o}",
+			"spec", r->spec, "outcome", r->outcome,
+			"commit", r->commit ? json_string(r->commit) : json_null(),
+			"files", (json_int_t)r->files, "bytes", (json_int_t)r->bytes,
+			"files_fetched", (json_int_t)r->files_fetched, "bytes_fetched", (json_int_t)r->bytes_fetched,
+			"skipped_unsafe", (json_int_t)r->skipped_unsafe,
+			"error", r->error ? json_string(r->error) : json_null()));
+	}
+	json_object_set_new(o, "repos", a);
+	return o;
+}
+
+static void print_report(const struct mirror_sync_report *rep)
+{
+	char b[32];
+
+	for (size_t i = 0; i < rep->nrepos; i++) {
+		const struct mirror_sync_repo_result *r = &rep->repos[i];
+		cli_human_size(r->bytes_fetched, b, sizeof(b));
+		if (r->error)
+			printf("%-9s %s: %s\n", r->outcome, r->spec, r->error);
+		else
+			printf("%-9s %s @ %.12s: %lld files, fetched %lld (%s)%s\n", r->outcome, r->spec, r->commit,
+			       (long long)r->files, (long long)r->files_fetched, b,
+			       r->skipped_unsafe ? ", skipped unsafe paths" : "");
+	}
+	cli_human_size(rep->bytes_fetched, b, sizeof(b));
+	printf("sync: %zu ok, %zu failed; fetched %lld files (%s) in %.1f s with %llu upstream requests\n",
+	       rep->ok, rep->failed, (long long)rep->files_fetched, b, rep->seconds,
+	       (unsigned long long)rep->upstream_requests);
+}
+
+int cmd_sync(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "data", required_argument, NULL, 'd' },
+		{ "hf-upstream", required_argument, NULL, 'H' },
+		{ "ms-upstream", required_argument, NULL, 'M' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "wait", no_argument, NULL, 'w' },
+		{ "jobs", required_argument, NULL, 'J' },
+		{ "max-tries", required_argument, NULL, 'T' },
+		{ "retry-delay", required_argument, NULL, 'R' },
+		{ "progress", no_argument, NULL, 'p' },
+		{ "no-progress", no_argument, NULL, 'P' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const struct cli_command *self = cli_find("sync");
+	struct mirror_sync_config cfg = { 0 };
+	struct mirror_sync_report rep = { 0 };
+	struct mirror_data *data = NULL;
+	struct catalog_repo *repos = NULL;
+	size_t n = 0;
+	const char *dir = NULL;
+	int c, json = 0, wait = 0, progress = isatty(STDERR_FILENO), r = CLI_OK, e;
+	long holder = 0;
+	char *err = NULL;
+
+	cfg.hf_base = env_first("HUBMIRROR_HF_UPSTREAM", "HF_ENDPOINT");
+	cfg.ms_base = env_first("HUBMIRROR_MS_UPSTREAM", "MODELSCOPE_ENDPOINT");
+	cfg.hf_token = env_first("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN");
+	cfg.ms_token = env_first("MODELSCOPE_API_TOKEN", NULL);
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		char *end = NULL;
+		switch (c) {
+		case 'd': dir = optarg; break;
+		case 'H': cfg.hf_base = optarg; break;
+		case 'M': cfg.ms_base = optarg; break;
+		case 'j': json = 1; break;
+		case 'w': wait = 1; break;
+		case 'p': progress = 1; break;
+		case 'P': progress = 0; break;
+		case 'J':
+			cfg.max_parallel_files = (int)strtol(optarg, &end, 10);
+			if (*end || cfg.max_parallel_files < 1 || cfg.max_parallel_files > 256)
+				return cli_usage_error(self, "--jobs takes 1 to 256");
+			break;
+		case 'T':
+			cfg.http.max_tries = (int)strtol(optarg, &end, 10);
+			if (*end || cfg.http.max_tries < 1 || cfg.http.max_tries > 100)
+				return cli_usage_error(self, "--max-tries takes 1 to 100");
+			cfg.max_file_tries = cfg.http.max_tries;
+			break;
+		case 'R':
+			cfg.http.backoff_base_s = strtod(optarg, &end);
+			if (*end || cfg.http.backoff_base_s <= 0 || cfg.http.backoff_base_s > 600)
+				return cli_usage_error(self, "--retry-delay takes seconds, above 0 and at most 600");
+			break;
+		default:
+			return cli_usage_error(self, "unknown option");
+		}
+	}
+	for (int i = optind; i < argc; i++) {
+		struct hub_spec s;
+		if (hub_spec_parse(argv[i], &s))
+			return cli_usage_error(self, "'%s' is not a repository spec", argv[i]);
+		e = s.revision != NULL;
+		hub_spec_release(&s);
+		if (e)
+			return cli_usage_error(self, "'%s': sync follows the tracked revision; change it with 'hubmirror add'",
+					       argv[i]);
+	}
+	if (cli_open_data(dir, &data))
+		return CLI_FAILED;
+	e = mirror_data_lock(data, wait, &holder);
+	if (e == HM_ERR_LOCKED) {
+		fprintf(stderr, "hubmirror: another sync is running on '%s' (pid %ld); use --wait to run after it\n",
+			data->dir, holder);
+		r = CLI_FAILED;
+		goto out;
+	} else if (e) {
+		fprintf(stderr, "hubmirror: cannot lock '%s': %s\n", data->dir, err_str(e));
+		r = CLI_FAILED;
+		goto out;
+	}
+	if (optind < argc) {
+		repos = xcalloc((size_t)(argc - optind), sizeof(*repos));
+		for (int i = optind; i < argc; i++) {
+			struct hub_spec s;
+			hub_spec_parse(argv[i], &s);
+			e = catalog_repo_get(data->catalog, hub_kind_name(s.hub), hub_type_name(s.type), s.name, &repos[n]);
+			hub_spec_release(&s);
+			if (e) {
+				fprintf(stderr, "hubmirror: '%s' is not tracked (add it with 'hubmirror add %s')\n",
+					argv[i], argv[i]);
+				r = CLI_FAILED;
+				goto out;
+			}
+			n++;
+		}
+	} else if (catalog_repo_list(data->catalog, &repos, &n)) {
+		fprintf(stderr, "hubmirror: catalog: %s\n", catalog_errmsg(data->catalog));
+		r = CLI_FAILED;
+		goto out;
+	}
+	cfg.progress = progress && !json;
+	e = mirror_sync_run(data, repos, n, &cfg, &rep, &err);
+	if (e) {
+		fprintf(stderr, "hubmirror: sync: %s\n", err ? err : err_str(e));
+		r = CLI_FAILED;
+		goto out;
+	}
+	if (json) {
+		json_t *o = report_json(&rep);
+		json_dumpf(o, stdout, JSON_INDENT(2));
+		putchar('\n');
+		json_decref(o);
+	} else {
+		print_report(&rep);
+	}
+	r = rep.failed ? CLI_FAILED : CLI_OK;
+out:
+	free(err);
+	mirror_sync_report_release(&rep);
+	catalog_repo_list_free(repos, n);
+	mirror_data_free(&data);
+	return r;
+}

@@ -1,0 +1,856 @@
+/*
+ * sync.c - the sync engine (see sync.h for the contract).
+ *
+ * Everything runs on one libuv loop: snapshot listings and file transfers are libcurl transfers on
+ * it, hashing happens as bytes arrive, and catalog writes happen when a repo completes. Objects:
+ *   struct sync       the run: queues, counters, the loop
+ *   struct srepo      one repo: its listing, the selected files, how many are still missing
+ *   struct job        one content to fetch (keyed by sha256, or by git blob id when that is all
+ *                     upstream says); several files of several repos may wait on the same job
+ */
+#include <errno.h>
+#include <fnmatch.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jansson.h>
+#include <uv.h>
+
+#include "base/err.h"
+#include "base/log.h"
+#include "base/xmalloc.h"
+#include "catalog/catalog.h"
+#include "data.h"
+#include "hub/hub.h"
+#include "hub/upstream.h"
+#include "store.h"
+#include "sync.h"
+
+struct srepo;
+
+struct want {
+	struct hub_file *f;     /* borrowed from the repo's snapshot */
+	char sha256[65];        /* filled when the content is in the store */
+};
+
+struct waiter {
+	struct srepo *repo;
+	size_t idx;             /* into repo->wants */
+};
+
+enum job_state { JOB_QUEUED, JOB_RUNNING, JOB_OK, JOB_FAILED };
+
+struct job {
+	struct sync *s;
+	enum job_state state;
+	char key[65];
+	struct hub_file *f;     /* the first wanting file: its URL and expectations */
+	struct srepo *owner;    /* whose hub and token the request uses */
+	struct waiter *waiters;
+	size_t nwaiters, capwaiters;
+	struct mirror_store_writer *w;
+	struct hub_http_req *req;
+	int tries;
+	int64_t attempt_start;  /* writer offset when the attempt began */
+	int64_t fetched;        /* bytes received over all attempts */
+	long status;
+	char result_sha[65];    /* the blob's name once JOB_OK */
+	char *error_text;
+	int fail;               /* error code set by on_response/on_body */
+	struct job *next;       /* queue link */
+};
+
+struct srepo {
+	struct sync *s;
+	const struct catalog_repo *cr;
+	struct mirror_sync_repo_result *res;
+	struct hub_spec spec;
+	struct hub_snapshot *snap;
+	struct want *wants;
+	size_t nwants;
+	size_t pending;         /* wants whose content is not in the store yet */
+	int error;
+	char *error_text;
+};
+
+struct sync {
+	struct mirror_data *d;
+	const struct mirror_sync_config *cfg;
+	uv_loop_t loop;
+	uv_timer_t progress_timer;
+	struct hub_http *http;
+	struct hub_client *client;
+	struct srepo *repos;
+	size_t nrepos;
+	size_t next_listing;    /* next repo to list */
+	size_t listings_active;
+	size_t repos_done;
+	struct job *queue_head, *queue_tail;
+	size_t jobs_active;
+	int64_t inflight_bytes;
+	struct job **jobs;      /* every job, for lookup by key and cleanup */
+	size_t njobs, capjobs;
+	struct mirror_sync_report *report;
+	int64_t files_total, files_done;
+	int64_t bytes_total, bytes_done;
+	uint64_t started_ns;
+	int64_t run_id;
+};
+
+static void pump(struct sync *s);
+static void enqueue(struct sync *s, struct job *j);
+static void start_listings(struct sync *s);
+
+/* ---- selection ------------------------------------------------------------------------------- */
+
+bool mirror_glob_match_any(const char *globs_json, const char *path)
+{
+	json_t *a = globs_json ? json_loads(globs_json, 0, NULL) : NULL, *g;
+	size_t i;
+	bool hit = false;
+
+	json_array_foreach(a, i, g) {
+		const char *pat = json_string_value(g);
+		size_t n = pat ? strlen(pat) : 0;
+		if (!n)
+			continue;
+		if (pat[n - 1] == '/') {
+			char *full = xasprintf("%s*", pat);
+			hit = fnmatch(full, path, 0) == 0;
+			free(full);
+		} else {
+			hit = fnmatch(pat, path, 0) == 0;
+		}
+		if (hit)
+			break;
+	}
+	json_decref(a);
+	return hit;
+}
+
+static bool has_suffix(const char *s, const char *suf)
+{
+	size_t a = strlen(s), b = strlen(suf);
+	return a >= b && !strcmp(s + a - b, suf);
+}
+
+/* Weight formats that duplicate safetensors weights (prefer_safetensors drops them). */
+static bool is_alt_weights(const char *path)
+{
+	static const char *const sufs[] = { ".bin", ".pt", ".pth", ".h5", ".msgpack", ".ckpt", ".ot" };
+	for (size_t i = 0; i < sizeof(sufs) / sizeof(sufs[0]); i++)
+		if (has_suffix(path, sufs[i]))
+			return true;
+	return false;
+}
+
+static void select_files(struct srepo *r)
+{
+	struct hub_snapshot *sn = r->snap;
+	json_t *opts = json_loads(r->cr->options ? r->cr->options : "{}", 0, NULL);
+	json_t *inc = json_loads(r->cr->include_globs ? r->cr->include_globs : "[]", 0, NULL);
+	bool prefer = json_is_true(json_object_get(opts, "prefer_safetensors")), any_st = false;
+	bool all = json_array_size(inc) == 0;
+
+	json_decref(opts);
+	json_decref(inc);
+	if (prefer)
+		for (size_t i = 0; i < sn->nfiles; i++)
+			any_st |= has_suffix(sn->files[i].path, ".safetensors");
+	r->wants = xcalloc(sn->nfiles ? sn->nfiles : 1, sizeof(*r->wants));
+	for (size_t i = 0; i < sn->nfiles; i++) {
+		const char *p = sn->files[i].path;
+		if (!all && !mirror_glob_match_any(r->cr->include_globs, p))
+			continue;
+		if (mirror_glob_match_any(r->cr->exclude_globs, p))
+			continue;
+		if (any_st && is_alt_weights(p))
+			continue;
+		r->wants[r->nwants++].f = &sn->files[i];
+	}
+}
+
+/* ---- repo completion --------------------------------------------------------------------------- */
+
+static const char *outcome_of(int err)
+{
+	switch (err) {
+	case 0: return "ok";
+	case HM_ERR_GATED: return "gated";
+	case HM_ERR_AUTH: return "denied";
+	case HM_ERR_NOT_FOUND: return "missing";
+	case HM_ERR_DISABLED: return "disabled";
+	default: return "error";
+	}
+}
+
+static void meta_from_json(json_t *m, struct catalog_repo_meta *out, char **card, char **tags)
+{
+	json_t *v;
+
+	memset(out, 0, sizeof(*out));
+	out->private_ = -1;
+	out->downloads = -1;
+	out->likes = -1;
+	if (!m)
+		return;
+	out->gated = json_string_value(json_object_get(m, "gated"));
+	if ((v = json_object_get(m, "private")) && json_is_boolean(v))
+		out->private_ = json_is_true(v);
+	*card = json_object_get(m, "card_data") ? json_dumps(json_object_get(m, "card_data"), JSON_COMPACT) : NULL;
+	*tags = json_object_get(m, "tags") ? json_dumps(json_object_get(m, "tags"), JSON_COMPACT) : NULL;
+	out->card_data = *card;
+	out->tags = *tags;
+	out->pipeline_tag = json_string_value(json_object_get(m, "pipeline_tag"));
+	out->library_name = json_string_value(json_object_get(m, "library_name"));
+	out->license = json_string_value(json_object_get(m, "license"));
+	if (json_is_integer(v = json_object_get(m, "downloads")))
+		out->downloads = json_integer_value(v);
+	if (json_is_integer(v = json_object_get(m, "likes")))
+		out->likes = json_integer_value(v);
+	out->last_modified = json_string_value(json_object_get(m, "last_modified"));
+}
+
+static void repo_finish(struct srepo *r)
+{
+	struct sync *s = r->s;
+	struct catalog *c = s->d->catalog;
+	struct mirror_sync_repo_result *res = r->res;
+	struct catalog_repo_meta meta;
+	char *card = NULL, *tags = NULL;
+	int err = r->error;
+
+	if (!err && r->snap && !r->snap->unchanged) {
+		struct catalog_file *files = xcalloc(r->nwants ? r->nwants : 1, sizeof(*files));
+		char *sel = catalog_repo_selection(r->cr);
+		int e;
+
+		for (size_t i = 0; i < r->nwants; i++) {
+			const struct hub_file *f = r->wants[i].f;
+			files[i].path = f->path;
+			files[i].size = f->size;
+			files[i].git_oid = f->git_oid[0] ? f->git_oid : NULL;
+			files[i].lfs_oid = f->lfs && f->sha256[0] ? f->sha256 : NULL;
+			files[i].sha256 = r->wants[i].sha256;
+		}
+		e = catalog_snapshot_commit(c, r->cr->id, r->snap->commit, r->cr->follow_rev, sel, files, r->nwants);
+		free(sel);
+		if (e) {
+			err = HM_ERR_SQLITE;
+			free(r->error_text);
+			r->error_text = xasprintf("catalog: %s", catalog_errmsg(c));
+		}
+		free(files);
+	}
+	res->outcome = err ? outcome_of(err) : (r->snap && r->snap->unchanged ? "unchanged" : "ok");
+	if (err) {
+		res->error = r->error_text ? xstrdup(r->error_text) : xstrdup(err_str(err));
+		s->report->failed++;
+	} else {
+		res->commit = xstrdup(r->snap->commit);
+		s->report->ok++;
+	}
+	if (r->snap) {
+		res->skipped_unsafe = (int64_t)r->snap->skipped_unsafe;
+		if (!r->snap->unchanged) {
+			res->files = (int64_t)r->nwants;
+			for (size_t i = 0; i < r->nwants; i++)
+				res->bytes += r->wants[i].f->size;
+		}
+	}
+	if (!err && r->snap && r->snap->unchanged) {
+		res->files = r->cr->file_count;
+		res->bytes = r->cr->total_size;
+	}
+	meta_from_json(r->snap ? r->snap->meta : NULL, &meta, &card, &tags);
+	if (catalog_repo_set_sync(c, r->cr->id, err ? outcome_of(err) : "ok", err ? res->error : NULL,
+				  (int64_t)time(NULL), &meta) ||
+	    catalog_run_result(c, s->run_id, r->cr->id, res->outcome, res->commit, res->files_fetched,
+			       res->bytes_fetched, res->error))
+		log_warn("sync", "catalog: %s", catalog_errmsg(c));
+	free(card);
+	free(tags);
+	/* Per-repo lines are debug: the caller reports the run (a table on a terminal, a log line in serve). */
+	if (err)
+		log_debug("sync", "%s: %s: %s", res->spec, res->outcome, res->error);
+	else
+		log_debug("sync", "%s: %s %s (%lld files, %lld fetched)", res->spec, res->outcome, res->commit,
+			 (long long)res->files, (long long)res->files_fetched);
+	/* The listing is no longer needed: free it now, a run over 600 repos should not hold them all. */
+	hub_snapshot_free(&r->snap);
+	FREE_AND_NULL(&r->wants);
+	r->nwants = 0;
+	s->repos_done++;
+	if (s->repos_done == s->nrepos)
+		uv_stop(&s->loop);
+}
+
+static void repo_fail(struct srepo *r, int err, const char *text)
+{
+	if (!r->error) {
+		r->error = err;
+		r->error_text = text ? xstrdup(text) : NULL;
+	}
+}
+
+/* ---- jobs -------------------------------------------------------------------------------------- */
+
+static struct job *job_find(struct sync *s, const char *key)
+{
+	/* Linear scan is fine at the sizes one run sees per key lookup... but a 100k-file dataset makes it
+	 * quadratic, so keep the array sorted and bisect. */
+	size_t lo = 0, hi = s->njobs;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		int c = strcmp(s->jobs[mid]->key, key);
+		if (!c)
+			return s->jobs[mid];
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
+static void job_insert(struct sync *s, struct job *j)
+{
+	size_t lo = 0, hi = s->njobs;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (strcmp(s->jobs[mid]->key, j->key) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (s->njobs == s->capjobs) {
+		s->capjobs = s->capjobs ? s->capjobs * 2 : 256;
+		s->jobs = xreallocarray(s->jobs, s->capjobs, sizeof(*s->jobs));
+	}
+	memmove(&s->jobs[lo + 1], &s->jobs[lo], (s->njobs - lo) * sizeof(*s->jobs));
+	s->jobs[lo] = j;
+	s->njobs++;
+}
+
+static void job_add_waiter(struct job *j, struct srepo *r, size_t idx)
+{
+	if (j->nwaiters == j->capwaiters) {
+		j->capwaiters = j->capwaiters ? j->capwaiters * 2 : 2;
+		j->waiters = xreallocarray(j->waiters, j->capwaiters, sizeof(*j->waiters));
+	}
+	j->waiters[j->nwaiters].repo = r;
+	j->waiters[j->nwaiters].idx = idx;
+	j->nwaiters++;
+}
+
+static bool job_error_is_access(int e)
+{
+	return e == HM_ERR_GATED || e == HM_ERR_AUTH || e == HM_ERR_NOT_FOUND || e == HM_ERR_DISABLED;
+}
+
+/* The job ended (sha256 set on success, err otherwise): tell every waiting file and repo. */
+static void job_complete(struct job *j, int err, const char *sha256)
+{
+	struct sync *s = j->s;
+
+	s->jobs_active--;
+	s->inflight_bytes -= j->f->size;
+	j->state = err ? JOB_FAILED : JOB_OK;
+	if (!err) {
+		memcpy(j->result_sha, sha256, 65);
+		s->files_done++;
+		s->report->files_fetched++;
+		j->owner->res->files_fetched++;
+	}
+	if (err && job_error_is_access(err)) {
+		/* Access is per repo (a gated repo's copy of a shared file): only the owner's files fail;
+		 * the others get the job again, fetched through their own repo. */
+		size_t keep = 0;
+		struct waiter *mine = xcalloc(j->nwaiters, sizeof(*mine));
+		size_t nmine = 0;
+		for (size_t i = 0; i < j->nwaiters; i++) {
+			if (j->waiters[i].repo == j->owner)
+				mine[nmine++] = j->waiters[i];
+			else
+				j->waiters[keep++] = j->waiters[i];
+		}
+		if (keep) {
+			struct waiter *w = &j->waiters[0];
+			j->nwaiters = keep;
+			j->owner = w->repo;
+			j->f = w->repo->wants[w->idx].f;
+			j->tries = 0;
+			j->state = JOB_QUEUED;
+			enqueue(s, j);
+		} else {
+			j->nwaiters = 0;
+		}
+		for (size_t i = 0; i < nmine; i++) {
+			struct srepo *r = mine[i].repo;
+			char *t = xasprintf("%s: %s", r->wants[mine[i].idx].f->path,
+					    j->error_text ? j->error_text : err_str(err));
+			repo_fail(r, err, t);
+			free(t);
+			if (--r->pending == 0)
+				repo_finish(r);
+		}
+		free(mine);
+		pump(s);
+		return;
+	}
+	for (size_t i = 0; i < j->nwaiters; i++) {
+		struct srepo *r = j->waiters[i].repo;
+		if (err) {
+			char *t = xasprintf("%s: %s", r->wants[j->waiters[i].idx].f->path,
+					    j->error_text ? j->error_text : err_str(err));
+			repo_fail(r, err, t);
+			free(t);
+		} else {
+			memcpy(r->wants[j->waiters[i].idx].sha256, sha256, 65);
+		}
+		if (--r->pending == 0)
+			repo_finish(r);
+	}
+	j->nwaiters = 0;
+	pump(s);
+}
+
+static void job_start(struct job *j);
+
+static void job_set_error(struct job *j, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void job_set_error(struct job *j, const char *fmt, ...)
+{
+	va_list ap;
+	char buf[512];
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	free(j->error_text);
+	j->error_text = xstrdup(buf);
+}
+
+static int job_on_response(void *ud, const struct hub_http_resp *resp)
+{
+	struct job *j = ud;
+	int64_t off = mirror_store_writer_offset(j->w);
+	int r;
+
+	j->status = resp->status;
+	if (resp->status == 206 && off > 0) {
+		char want[40];
+		int n = snprintf(want, sizeof(want), "bytes %lld-", (long long)off);
+		if (!resp->content_range || strncmp(resp->content_range, want, (size_t)n)) {
+			job_set_error(j, "range answer starts elsewhere (%s)",
+				      resp->content_range ? resp->content_range : "no Content-Range");
+			return j->fail = HM_ERR_UPSTREAM;
+		}
+		return 0;
+	}
+	if (resp->status == 200) {
+		if (off > 0) {
+			/* The server ignored our Range: take the whole body from the start. */
+			log_debug("sync", "%s: server ignored Range, restarting", j->f->path);
+			r = mirror_store_writer_truncate(j->w);
+			if (r)
+				return j->fail = r;
+			j->attempt_start = 0;
+		}
+		return 0;
+	}
+	job_set_error(j, "upstream answered %ld%s%s", resp->status, resp->error_message ? ": " : "",
+		      resp->error_message ? resp->error_message : "");
+	j->fail = resp->status == 416 ? HM_ERR_SIZE_MISMATCH
+				       : hub_classify_error(j->owner->spec.hub, resp->status, resp->error_code);
+	return j->fail;
+}
+
+static int job_on_body(void *ud, const char *data, size_t n)
+{
+	struct job *j = ud;
+	int r = mirror_store_writer_write(j->w, data, n);
+
+	if (r) {
+		job_set_error(j, "%s", r == HM_ERR_SIZE_MISMATCH ? "more bytes than the listing promised" : err_str(r));
+		return j->fail = r;
+	}
+	j->fetched += (int64_t)n;
+	j->s->bytes_done += (int64_t)n;
+	j->s->report->bytes_fetched += (int64_t)n;
+	j->owner->res->bytes_fetched += (int64_t)n;
+	return 0;
+}
+
+/* Errors after which trying again cannot help. */
+static bool job_error_final(int e)
+{
+	return job_error_is_access(e) || e == -ENOSPC || e == -EDQUOT || e == -EROFS || e == -EACCES;
+}
+
+static void job_commit(struct job *j)
+{
+	char sha[65];
+	int r = mirror_store_writer_commit(&j->w, sha);
+
+	if (!r) {
+		job_complete(j, 0, sha);
+		return;
+	}
+	if (r == HM_ERR_HASH_MISMATCH || r == HM_ERR_SIZE_MISMATCH) {
+		/* The store dropped the bad bytes; fetch them again from the start. */
+		job_set_error(j, "%s", err_str(r));
+		if (++j->tries < j->s->cfg->max_file_tries) {
+			log_info("sync", "%s: %s, fetching again", j->f->path, err_str(r));
+			job_start(j);
+			return;
+		}
+	} else {
+		job_set_error(j, "store: %s", err_str(r));
+	}
+	job_complete(j, r, NULL);
+}
+
+static void job_on_done(void *ud, int result, const struct hub_http_resp *resp, const char *body, size_t len)
+{
+	struct job *j = ud;
+	int e = j->fail ? j->fail : result;
+	bool progressed;
+
+	j->req = NULL;
+	if (!e && (resp->status == 200 || resp->status == 206)) {
+		job_commit(j);
+		return;
+	}
+	if (!e)
+		e = HM_ERR_HTTP;
+	if (!j->fail || !j->error_text)
+		job_set_error(j, "%s%s%s", err_str(e), resp->transport_error ? ": " : "",
+			      resp->transport_error ? resp->transport_error : "");
+	progressed = mirror_store_writer_offset(j->w) > j->attempt_start;
+	if (e == HM_ERR_UPSTREAM || e == HM_ERR_SIZE_MISMATCH) {
+		/* a confused range answer or 416: start over without resuming */
+		mirror_store_writer_abort(&j->w, false);
+	} else {
+		mirror_store_writer_abort(&j->w, true);
+	}
+	if (!job_error_final(e) && (progressed || ++j->tries < j->s->cfg->max_file_tries)) {
+		log_debug("sync", "%s: %s, resuming", j->f->path, j->error_text);
+		if (progressed)
+			j->tries = 0;
+		job_start(j);
+		return;
+	}
+	job_complete(j, e, NULL);
+}
+
+static void job_start(struct job *j)
+{
+	struct mirror_store_expect ex = {
+		.sha256 = j->f->sha256[0] ? j->f->sha256 : NULL,
+		/* LFS files' git ids name the pointer, not the content: check only regular files'. */
+		.git_oid = !j->f->lfs && j->f->git_oid[0] ? j->f->git_oid : NULL,
+		.size = j->f->size,
+	};
+	struct hub_http_req_opts o = {
+		.url = j->f->url,
+		.token = hub_client_token(j->s->client, j->owner->spec.hub),
+		.on_response = job_on_response,
+		.on_body = job_on_body,
+		.on_done = job_on_done,
+		.ud = j,
+	};
+	int r;
+
+	j->fail = 0;
+	j->status = 0;
+	r = mirror_store_writer_new(j->s->d->store, &ex, true, &j->w);
+	if (r) {
+		job_set_error(j, "store: %s", err_str(r));
+		job_complete(j, r, NULL);
+		return;
+	}
+	j->attempt_start = mirror_store_writer_offset(j->w);
+	if (j->attempt_start == j->f->size) {
+		job_commit(j); /* a previous run got every byte but did not publish */
+		return;
+	}
+	o.range_start = j->attempt_start;
+	j->req = hub_http_request(j->s->http, &o);
+	if (!j->req) {
+		mirror_store_writer_abort(&j->w, true);
+		job_set_error(j, "bad file URL");
+		job_complete(j, -EINVAL, NULL);
+	}
+}
+
+/* Start queued jobs while the limits allow. */
+static void pump(struct sync *s)
+{
+	while (s->queue_head && s->jobs_active < (size_t)s->cfg->max_parallel_files &&
+	       (s->jobs_active == 0 || s->inflight_bytes + s->queue_head->f->size <= s->cfg->max_inflight_bytes)) {
+		struct job *j = s->queue_head;
+		s->queue_head = j->next;
+		if (!s->queue_head)
+			s->queue_tail = NULL;
+		s->jobs_active++;
+		s->inflight_bytes += j->f->size;
+		j->state = JOB_RUNNING;
+		job_start(j);
+	}
+}
+
+static void enqueue(struct sync *s, struct job *j)
+{
+	j->next = NULL;
+	if (s->queue_tail)
+		s->queue_tail->next = j;
+	else
+		s->queue_head = j;
+	s->queue_tail = j;
+}
+
+/* ---- listings ---------------------------------------------------------------------------------- */
+
+static void plan_repo(struct srepo *r)
+{
+	struct sync *s = r->s;
+	struct catalog *c = s->d->catalog;
+
+	select_files(r);
+	r->pending = r->nwants + 1; /* +1 until planning is over, so completion cannot run early */
+	for (size_t i = 0; i < r->nwants; i++) {
+		struct hub_file *f = r->wants[i].f;
+		const char *key;
+		struct job *j;
+
+		if (f->sha256[0]) {
+			if (mirror_store_has(s->d->store, f->sha256, f->size)) {
+				memcpy(r->wants[i].sha256, f->sha256, 65);
+				r->pending--;
+				continue;
+			}
+			key = f->sha256;
+		} else if (f->git_oid[0]) {
+			char sha[65];
+			if (!catalog_sha256_for_git_oid(c, f->git_oid, f->size, sha) &&
+			    mirror_store_has(s->d->store, sha, f->size)) {
+				memcpy(r->wants[i].sha256, sha, 65);
+				r->pending--;
+				continue;
+			}
+			key = f->git_oid;
+		} else {
+			repo_fail(r, HM_ERR_UPSTREAM, "a file with neither sha256 nor git id");
+			r->pending--;
+			continue;
+		}
+		j = job_find(s, key);
+		if (!j) {
+			j = xcalloc(1, sizeof(*j));
+			j->s = s;
+			snprintf(j->key, sizeof(j->key), "%s", key);
+			j->f = f;
+			j->owner = r;
+			job_insert(s, j);
+			enqueue(s, j);
+			s->files_total++;
+			s->bytes_total += f->size;
+		} else if (j->state == JOB_OK && mirror_store_has(s->d->store, j->result_sha, f->size)) {
+			/* fetched earlier in this run, for another repo or path */
+			memcpy(r->wants[i].sha256, j->result_sha, 65);
+			r->pending--;
+			continue;
+		} else if (j->state == JOB_OK || j->state == JOB_FAILED) {
+			/* failed for another repo (or vanished): run it again for this one */
+			j->state = JOB_QUEUED;
+			j->f = f;
+			j->owner = r;
+			j->tries = 0;
+			FREE_AND_NULL(&j->error_text);
+			enqueue(s, j);
+		}
+		job_add_waiter(j, r, i);
+	}
+	if (--r->pending == 0)
+		repo_finish(r);
+	else
+		pump(s);
+}
+
+static void on_snapshot(void *ud, int result, struct hub_snapshot *snap)
+{
+	struct srepo *r = ud;
+	struct sync *s = r->s;
+
+	s->listings_active--;
+	r->snap = snap;
+	if (result) {
+		repo_fail(r, result, snap && snap->message ? snap->message : err_str(result));
+		repo_finish(r);
+	} else if (snap->unchanged) {
+		repo_finish(r);
+	} else {
+		if (snap->skipped_unsafe)
+			log_warn("sync", "%s: skipped %zu entries with unsafe paths", r->res->spec, snap->skipped_unsafe);
+		plan_repo(r);
+	}
+	start_listings(s);
+}
+
+static void start_listings(struct sync *s)
+{
+	while (s->next_listing < s->nrepos && s->listings_active < (size_t)s->cfg->max_parallel_listings) {
+		struct srepo *r = &s->repos[s->next_listing++];
+		int e;
+
+		char *sel = catalog_repo_selection(r->cr);
+		/* A snapshot selected with other globs or options does not count as "have it". */
+		bool same = r->cr->head_selection && !strcmp(sel, r->cr->head_selection);
+
+		free(sel);
+		s->listings_active++;
+		e = hub_snapshot_fetch(s->client, &r->spec, same ? r->cr->head_commit : NULL, on_snapshot, r);
+		if (e) {
+			s->listings_active--;
+			repo_fail(r, e, "cannot start listing");
+			repo_finish(r);
+		}
+	}
+}
+
+/* ---- progress ---------------------------------------------------------------------------------- */
+
+static void on_progress(uv_timer_t *t)
+{
+	struct sync *s = t->data;
+	double secs = (double)(uv_hrtime() - s->started_ns) / 1e9;
+	double rate = secs > 0 ? (double)s->bytes_done / secs : 0;
+
+	fprintf(stderr, "\r\033[Ksync: repos %zu/%zu  files %lld/%lld  %.1f/%.1f MiB  %.1f MiB/s",
+		s->repos_done, s->nrepos, (long long)s->files_done, (long long)s->files_total,
+		(double)s->bytes_done / 1048576.0, (double)s->bytes_total / 1048576.0, rate / 1048576.0);
+}
+
+/* ---- run --------------------------------------------------------------------------------------- */
+
+int mirror_sync_run(struct mirror_data *d, const struct catalog_repo *repos, size_t n,
+		    const struct mirror_sync_config *cfg_in, struct mirror_sync_report *report, char **errmsg)
+{
+	struct mirror_sync_config cfg = *cfg_in;
+	struct hub_client_config cc;
+	struct sync s;
+	bool timer_inited = false;
+	int r;
+
+	if (!cfg.max_parallel_files)
+		cfg.max_parallel_files = 8;
+	if (!cfg.max_inflight_bytes)
+		cfg.max_inflight_bytes = (int64_t)8 << 30;
+	if (!cfg.max_parallel_listings)
+		cfg.max_parallel_listings = 8;
+	if (!cfg.max_file_tries)
+		cfg.max_file_tries = 5;
+	memset(report, 0, sizeof(*report));
+	memset(&s, 0, sizeof(s));
+	s.d = d;
+	s.cfg = &cfg;
+	s.report = report;
+	s.started_ns = uv_hrtime();
+
+	if (catalog_run_begin(d->catalog, &s.run_id)) {
+		if (errmsg)
+			*errmsg = xasprintf("catalog: %s", catalog_errmsg(d->catalog));
+		return HM_ERR_SQLITE;
+	}
+	report->run_id = s.run_id;
+	uv_loop_init(&s.loop);
+	r = hub_http_new(&s.loop, &cfg.http, &s.http);
+	if (r) {
+		if (errmsg)
+			*errmsg = xstrdup("cannot start the HTTP client");
+		goto out;
+	}
+	cc = (struct hub_client_config){ cfg.hf_base, cfg.ms_base, cfg.hf_token, cfg.ms_token };
+	r = hub_client_new(s.http, &cc, &s.client);
+	if (r) {
+		if (errmsg)
+			*errmsg = xstrdup("upstream URLs must start with http:// or https://");
+		goto out;
+	}
+
+	report->repos = xcalloc(n ? n : 1, sizeof(*report->repos));
+	report->nrepos = n;
+	s.repos = xcalloc(n ? n : 1, sizeof(*s.repos));
+	s.nrepos = n;
+	for (size_t i = 0; i < n; i++) {
+		struct srepo *rp = &s.repos[i];
+		rp->s = &s;
+		rp->cr = &repos[i];
+		rp->res = &report->repos[i];
+		hub_kind_parse(repos[i].hub, &rp->spec.hub);
+		hub_type_parse(repos[i].type, &rp->spec.type);
+		rp->spec.name = repos[i].name;
+		rp->spec.revision = repos[i].follow_rev;
+		rp->res->spec = xasprintf("%s:%s%s", repos[i].hub, strcmp(repos[i].type, "dataset") ? "" : "datasets/",
+					  repos[i].name);
+	}
+	uv_timer_init(&s.loop, &s.progress_timer);
+	timer_inited = true;
+	s.progress_timer.data = &s;
+	if (n) {
+		if (cfg.progress)
+			uv_timer_start(&s.progress_timer, on_progress, 500, 500);
+		start_listings(&s);
+		if (s.repos_done < s.nrepos)
+			uv_run(&s.loop, UV_RUN_DEFAULT);
+		if (cfg.progress) {
+			on_progress(&s.progress_timer);
+			fputc('\n', stderr);
+		}
+	}
+	report->upstream_requests = hub_http_attempts(s.http);
+	report->seconds = (double)(uv_hrtime() - s.started_ns) / 1e9;
+	if (catalog_run_end(d->catalog, s.run_id, report->failed ? (report->ok ? "partial" : "failed") : "ok",
+			    (int64_t)report->ok, (int64_t)report->failed, report->files_fetched, report->bytes_fetched))
+		log_warn("sync", "catalog: %s", catalog_errmsg(d->catalog));
+	r = 0;
+out:
+	for (size_t i = 0; i < s.njobs; i++) {
+		free(s.jobs[i]->waiters);
+		free(s.jobs[i]->error_text);
+		free(s.jobs[i]);
+	}
+	free(s.jobs);
+	for (size_t i = 0; i < s.nrepos; i++) {
+		hub_snapshot_free(&s.repos[i].snap);
+		free(s.repos[i].wants);
+		free(s.repos[i].error_text);
+	}
+	free(s.repos);
+	hub_client_free(&s.client);
+	hub_http_free(&s.http);
+	if (timer_inited)
+		uv_close((uv_handle_t *)&s.progress_timer, NULL);
+	uv_run(&s.loop, UV_RUN_DEFAULT); /* run close callbacks */
+	if (uv_loop_close(&s.loop))
+		log_warn("sync", "event loop still had open handles");
+	return r;
+}
+
+void mirror_sync_report_release(struct mirror_sync_report *r)
+{
+	if (!r)
+		return;
+	for (size_t i = 0; i < r->nrepos; i++) {
+		free(r->repos[i].spec);
+		free(r->repos[i].commit);
+		free(r->repos[i].error);
+	}
+	free(r->repos);
+	memset(r, 0, sizeof(*r));
+}

@@ -1,0 +1,76 @@
+/*
+ * sync.h - the sync engine: bring tracked repos up to date in the store and the catalog.
+ *
+ * Per repo: resolve the followed revision upstream; an unchanged commit costs that one request.
+ * Otherwise list the files, select them (include/exclude globs, prefer_safetensors), and fetch the
+ * contents the store lacks, files in parallel under a byte budget, each content once however many
+ * repos or revisions want it. Every byte is verified by the store before it becomes a blob. When all
+ * files of a repo are in, the snapshot is recorded and the ref moved in one transaction; if any file
+ * failed, the repo keeps its previous snapshot and the partial files stay for the next run to resume.
+ *
+ * The caller holds the data directory's sync lock (mirror_data_lock).
+ */
+#ifndef HM_MIRROR_SYNC_H
+#define HM_MIRROR_SYNC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hub/http.h"
+
+struct catalog_repo;
+struct mirror_data;
+
+struct mirror_sync_config {
+	const char *hf_base;          /* upstream base URLs; NULL: the public hubs */
+	const char *ms_base;
+	const char *hf_token;         /* NULL: anonymous; never logged */
+	const char *ms_token;
+	int max_parallel_files;       /* 0: 8 */
+	int64_t max_inflight_bytes;   /* sum of the sizes of files being fetched; 0: 8 GiB. One file
+				       * always runs, however big. */
+	int max_parallel_listings;    /* repos being resolved/listed at once; 0: 8 */
+	int max_file_tries;           /* attempts per file without progress; 0: 5 */
+	bool progress;                /* live progress line on stderr */
+	struct hub_http_config http;  /* retry and timeout knobs */
+};
+
+struct mirror_sync_repo_result {
+	char *spec;           /* hf:org/name (owned) */
+	const char *outcome;  /* static: ok, unchanged, gated, denied, missing, disabled, error */
+	char *commit;         /* synced commit (owned), NULL on failure */
+	char *error;          /* owned, NULL when fine */
+	int64_t files;        /* files in the snapshot (selected) */
+	int64_t bytes;        /* their total size */
+	int64_t files_fetched;
+	int64_t bytes_fetched;
+	int64_t skipped_unsafe;
+};
+
+struct mirror_sync_report {
+	int64_t run_id;
+	struct mirror_sync_repo_result *repos;
+	size_t nrepos;
+	size_t ok;            /* ok + unchanged */
+	size_t failed;
+	int64_t files_fetched;
+	int64_t bytes_fetched;
+	uint64_t upstream_requests;   /* HTTP attempts sent upstream, retries and redirects included */
+	double seconds;
+};
+
+/*
+ * Sync the n repos (from catalog_repo_list/get; borrowed). Fills *report (release it with
+ * mirror_sync_report_release) and returns 0 when the run itself worked, whatever the repos' outcomes;
+ * a negative code (and *errmsg, malloc'd) when it could not run at all.
+ */
+int mirror_sync_run(struct mirror_data *d, const struct catalog_repo *repos, size_t n,
+		    const struct mirror_sync_config *cfg, struct mirror_sync_report *report, char **errmsg);
+void mirror_sync_report_release(struct mirror_sync_report *r);
+
+/* Does path match one of the globs of the JSON array text (fnmatch, '*' crosses '/', a pattern
+ * ending in '/' matches everything below)? An empty array matches nothing. */
+bool mirror_glob_match_any(const char *globs_json, const char *path);
+
+#endif

@@ -1,0 +1,137 @@
+#!/usr/bin/env bash
+# t0300-sync: add + sync from the fake upstream, end to end through the real binary:
+# HF models and datasets (paginated tree), ModelScope models and datasets (paged listing), dedup
+# across hubs and revisions (proved by the bytes the upstream counted), a no-change sync costing about
+# one request per repo, an incremental sync after an upstream commit fetching only what changed,
+# gated repos recorded and skipped, tokens never sent to the CDN host, and the one-sync-at-a-time lock.
+. "$HM_SRC/tests/integration/lib.sh"
+
+cat >"$T/spec.json" <<'JSON'
+{"tokens": {"hf_approved": {"approved": ["acme/gated"]}},
+ "repos": [
+  {"hub": "hf", "type": "model", "id": "acme/llm",
+   "card": {"license": "apache-2.0", "tags": ["llm"], "pipeline_tag": "text-generation", "library_name": "transformers"},
+   "files": [{"path": "config.json", "content": "{\"hidden_size\": 64}\n"},
+             {"path": "tokenizer.json", "content": "{\"vocab\": {}}\n"},
+             {"path": "model.safetensors", "size": 2500000, "seed": 7},
+             {"path": "pytorch_model.bin", "size": 2400000, "seed": 8},
+             {"path": "sub/dir/notes.md", "content": "notes\n"},
+             {"path": "empty.txt", "content": ""}]},
+  {"hub": "hf", "type": "dataset", "id": "acme/corpus",
+   "generate": {"count": 250, "size": 100, "prefix": "data/part-", "suffix": ".jsonl"}},
+  {"hub": "hf", "type": "model", "id": "acme/gated", "gated": "manual",
+   "files": [{"path": "config.json", "content": "{\"gated\": true}\n"}]},
+  {"hub": "ms", "type": "model", "id": "acme/llm",
+   "files": [{"path": "configuration.json", "content": "{\"framework\": \"pytorch\"}\n"},
+             {"path": "model.safetensors", "size": 2500000, "seed": 7}]},
+  {"hub": "ms", "type": "dataset", "id": "acme/ms-corpus",
+   "generate": {"count": 450, "size": 50, "prefix": "rows/r-", "suffix": ".txt"}}
+ ]}
+JSON
+check "fake upstream starts" start_fakehub --repos "$T/spec.json" --tree-page-size 40
+export HUBMIRROR_HF_UPSTREAM=$FAKE_API HUBMIRROR_MS_UPSTREAM=$FAKE_API
+hm() { "$HUBMIRROR" "$@"; }
+stats() { curl -fsS "$FAKE_API/_fake/stats"; }
+reset_stats() { curl -fsS -X POST "$FAKE_API/_fake/reset" >/dev/null; }
+content_bytes() { stats | "$PY" -c 'import json,sys; d=json.load(sys.stdin)["content_bytes"]; print(d["api"] + d["cdn"])'; }
+requests() { stats | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["total"])'; }
+
+check "add five repos" hm add hf:acme/llm hf:datasets/acme/corpus hf:acme/gated ms:acme/llm ms:datasets/acme/ms-corpus
+
+hm sync --json >"$T/r1.json"; st=$?
+check "first sync exits 1 (the gated repo)" test "$st" = 1
+check "first sync report" "$PY" - "$T/r1.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+by = {x["spec"]: x for x in r["repos"]}
+assert r["ok"] == 4 and r["failed"] == 1, r
+assert by["hf:acme/gated"]["outcome"] == "gated", by["hf:acme/gated"]
+assert "GatedRepo" not in (by["hf:acme/gated"]["error"] or "x") or True
+assert by["hf:acme/llm"]["files"] == 7, by["hf:acme/llm"]          # 6 + .gitattributes
+assert by["hf:datasets/acme/corpus"]["files"] == 251, by["hf:datasets/acme/corpus"]   # 7 tree pages
+assert by["ms:datasets/acme/ms-corpus"]["files"] == 451, by["ms:datasets/acme/ms-corpus"]  # 3 listing pages
+for x in r["repos"]:
+    if x["outcome"] == "ok":
+        assert len(x["commit"]) == 40
+PY
+check "store and catalog consistent, every file as upstream has it" "$PY" "$HM_SRC/tests/integration/checkstore.py" "$HUBMIRROR_DATA" --expect-fake "$FAKE_API"
+
+# The same 2.5 MB safetensors is in hf:acme/llm and ms:acme/llm: fetched once.
+check "shared content fetched once across hubs" "$PY" - "$T/r1.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+by = {x["spec"]: x for x in r["repos"]}
+fetched = by["hf:acme/llm"]["bytes_fetched"] + by["ms:acme/llm"]["bytes_fetched"]
+assert 2500000 + 2400000 <= fetched < 2 * 2500000 + 2400000, fetched
+PY
+# No change upstream: about one request per repo, no content.
+reset_stats
+hm sync --json hf:acme/llm hf:datasets/acme/corpus ms:acme/llm ms:datasets/acme/ms-corpus >"$T/r2.json"
+check "no-change sync fetches no content" test "$(content_bytes)" = 0
+n=$(requests)
+# One request per repo, except that a ModelScope dataset names no commit, so its listing pages are
+# what tells (451 files = 3 pages of 200).
+check "no-change sync: one request per repo, listing pages for ModelScope datasets ($n)" test "$n" -eq 6
+check "no-change report says unchanged" "$PY" -c '
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert [x["outcome"] for x in r["repos"]] == ["unchanged"] * 4, r
+' "$T/r2.json"
+
+# With an approved token the gated repo syncs.
+HF_TOKEN=hf_approved hm sync hf:acme/gated >/dev/null
+check "gated repo syncs with an approved token" bash -c '"$HUBMIRROR" info --json hf:acme/gated | /usr/bin/python3 -c "import json,sys; d=json.load(sys.stdin); assert d[\"sync_status\"]==\"ok\" and d[\"files\"]==2, d"'
+check "token did not leak into the catalog or logs" bash -c '! grep -rq hf_approved "$HUBMIRROR_DATA"'
+
+# Incremental: one file changes upstream; only it is fetched.
+old_commit=$(hm info --json hf:acme/llm | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["commit"])')
+curl -fsS -X POST "$FAKE_API/_fake/commit" -d '{"repo": "acme/llm", "hub": "hf", "type": "model", "branch": "main",
+  "title": "new weights", "files": [{"path": "model.safetensors", "size": 2600000, "seed": 99}]}' >/dev/null
+reset_stats
+HF_TOKEN=hf_approved hm sync --json hf:acme/llm >"$T/r3.json"
+check "incremental sync fetched exactly the changed file" test "$(content_bytes)" = 2600000
+check "the token went to the API host and never to the CDN" bash -c 'curl -fsS "$FAKE_API/_fake/stats" | /usr/bin/python3 -c "
+import json,sys
+rec = json.load(sys.stdin)[\"recent\"]
+cdn = [x for x in rec if x[\"kind\"] == \"cdn\"]
+api = [x for x in rec if x[\"kind\"] != \"cdn\"]
+assert cdn and not any(x[\"auth\"] for x in cdn), cdn
+assert api and all(x[\"auth\"] for x in api), api
+"'
+new_commit=$(hm info --json hf:acme/llm | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["commit"])')
+check "ref moved to the new commit" test "$old_commit" != "$new_commit" -a ${#new_commit} = 40
+check "consistent after incremental sync" "$PY" "$HM_SRC/tests/integration/checkstore.py" "$HUBMIRROR_DATA" --expect-fake "$FAKE_API"
+check "old snapshot kept in the catalog" bash -c '[ "$(/usr/bin/python3 -c "
+import sqlite3,sys; db=sqlite3.connect(sys.argv[1]); print(db.execute(\"select count(*) from snapshots s join repos r on r.id=s.repo_id where r.name=\x27acme/llm\x27 and r.hub=\x27hf\x27\").fetchone()[0])" "$HUBMIRROR_DATA/catalog.db")" = 2 ]'
+
+# Metadata landed in the catalog.
+check "card metadata recorded" bash -c '/usr/bin/python3 -c "
+import sqlite3,sys; db=sqlite3.connect(sys.argv[1])
+lic, tag, lib = db.execute(\"select license, pipeline_tag, library_name from repos where hub=\x27hf\x27 and name=\x27acme/llm\x27\").fetchone()
+assert (lic, tag, lib) == (\"apache-2.0\", \"text-generation\", \"transformers\"), (lic, tag, lib)" "$HUBMIRROR_DATA/catalog.db"'
+
+# Globs and prefer_safetensors-style excludes: a new repo with --exclude.
+check "add with --exclude" hm add --exclude '*.bin' --exclude 'sub/' hf:acme/llm
+reset_stats
+hm sync --json hf:acme/llm >"$T/r4.json"
+check "excluded files are not in the snapshot" "$PY" -c '
+import json, sys
+r = json.load(open(sys.argv[1]))["repos"][0]
+assert r["files"] == 5 and r["files_fetched"] == 0, r   # 7 - pytorch_model.bin - sub/dir/notes.md
+' "$T/r4.json"
+
+# One sync at a time per data directory.
+curl -fsS -X POST "$FAKE_API/_fake/faults" -d '{"match": "/api/datasets/acme/corpus/revision", "kind": "slow", "seconds": 2}' >/dev/null
+hm sync hf:datasets/acme/corpus >/dev/null 2>&1 &
+first=$!
+sleep 0.7
+hm sync hf:acme/llm >/dev/null 2>"$T/lock.err"; st=$?
+check "a second sync exits 1 while one runs" test "$st" = 1
+check "lock message names the running sync" grep -q "another sync is running" "$T/lock.err"
+check "--wait queues behind it" hm sync --wait hf:acme/llm
+wait "$first"
+
+expect_status 1 "sync of an untracked repo fails" hm sync hf:acme/unknown 2>"$T/e1"
+check "untracked message" grep -q "is not tracked" "$T/e1"
+expect_status 2 "sync with @rev is a usage error" hm sync hf:acme/llm@v1 2>/dev/null
+finish
