@@ -138,3 +138,33 @@ int catalog_run_result(struct catalog *c, int64_t run_id, int64_t repo_id, const
 		       const char *commit, int64_t files, int64_t bytes, const char *error);
 int catalog_run_end(struct catalog *c, int64_t run_id, const char *outcome, int64_t repos_ok,
 		    int64_t repos_failed, int64_t files, int64_t bytes);
+
+/* ---- maintenance: gc and verify ---------------------------------------------------------------- */
+
+/*
+ * Drop the snapshots nothing needs: all snapshots of removed repos (and their refs), and of tracked
+ * repos those that no ref points at beyond the keep most recent ones. Then drop the blob rows no file
+ * references. One transaction (with dry_run, rolled back). *dead (array of 65-byte hex names, *ndead
+ * long, caller frees) lists the blobs whose files the caller should now delete from the store.
+ * Returns 0 or HM_ERR_SQLITE.
+ */
+struct catalog_gc_stats {
+	int64_t snapshots_dropped;
+	int64_t blobs_dropped;
+	int64_t bytes_dropped;
+};
+int catalog_gc(struct catalog *c, int keep, bool dry_run, struct catalog_gc_stats *stats,
+	       char (**dead)[65], size_t *ndead);
+
+/* Is this sha256 a blob the catalog knows? Returns 1, 0, or HM_ERR_SQLITE. */
+int catalog_blob_known(struct catalog *c, const char *sha256);
+
+/* Call fn for every catalog blob (sha256, size) until it returns non-zero (which is returned). */
+int catalog_blob_each(struct catalog *c, int (*fn)(void *ud, const char *sha256, int64_t size), void *ud);
+
+/*
+ * A blob failed verification (or vanished): make every snapshot that holds it be selected again by
+ * the next sync (which refetches the content), and mark the tracked repos concerned as 'damaged'.
+ * Returns the number of repos marked, or HM_ERR_SQLITE.
+ */
+int catalog_blob_damaged(struct catalog *c, const char *sha256);

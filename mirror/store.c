@@ -1,6 +1,7 @@
 /*
  * store.c - content-addressed blobs: temp file, streaming hashes, verify, fsync, rename.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -8,6 +9,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <openssl/evp.h>
@@ -337,4 +339,131 @@ void mirror_store_writer_abort(struct mirror_store_writer **wp, bool keep_partia
 		unlink(w->part_path);
 	writer_free(w);
 	*wp = NULL;
+}
+
+/* ---- maintenance --------------------------------------------------------------------------- */
+
+int mirror_store_remove(struct mirror_store *s, const char *sha256)
+{
+	char *p = mirror_store_blob_path(s, sha256);
+	int r = 0;
+
+	if (!p)
+		return -EINVAL;
+	if (unlink(p) < 0)
+		r = -errno;
+	free(p);
+	return r;
+}
+
+int mirror_store_quarantine(struct mirror_store *s, const char *sha256)
+{
+	char *p = mirror_store_blob_path(s, sha256), *qdir = xasprintf("%s/quarantine", s->dir), *q = NULL;
+	int r;
+
+	if (!p) {
+		free(qdir);
+		return -EINVAL;
+	}
+	r = path_mkdirs(qdir, 0700);
+	if (!r) {
+		q = xasprintf("%s/%s.%lld", qdir, sha256, (long long)time(NULL));
+		if (rename(p, q) < 0)
+			r = -errno;
+	}
+	free(p);
+	free(q);
+	free(qdir);
+	return r;
+}
+
+int mirror_store_check(struct mirror_store *s, const char *sha256, bool *ok, int64_t *size)
+{
+	char *p = mirror_store_blob_path(s, sha256), got[65];
+	EVP_MD_CTX *ctx;
+	char *b;
+	int fd, r = 0;
+	int64_t total = 0;
+
+	if (!p)
+		return -EINVAL;
+	fd = open(p, O_RDONLY | O_CLOEXEC);
+	free(p);
+	if (fd < 0)
+		return -errno;
+	ctx = EVP_MD_CTX_new();
+	b = xmalloc(1 << 20);
+	EVP_DigestInit_ex(ctx, EVP_sha256(), NULL);
+	for (;;) {
+		ssize_t n = read(fd, b, 1 << 20);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			r = -errno;
+			break;
+		}
+		if (n == 0)
+			break;
+		EVP_DigestUpdate(ctx, b, (size_t)n);
+		total += n;
+	}
+	if (!r) {
+		r = finish_digest(ctx, got);
+		*ok = !r && !strcmp(got, sha256);
+		*size = total;
+	}
+	posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED); /* a full verify should not evict the hot set */
+	close(fd);
+	free(b);
+	EVP_MD_CTX_free(ctx);
+	return r;
+}
+
+static int each_in_dir(const char *dir, const char *suffix, time_t now,
+		       int (*fn)(void *, const char *, const char *, int64_t), void *ud)
+{
+	DIR *dp = opendir(dir);
+	struct dirent *e;
+	int r = 0;
+
+	if (!dp)
+		return errno == ENOENT ? 0 : -errno;
+	while (!r && (e = readdir(dp))) {
+		char *p;
+		struct stat st;
+		size_t n = strlen(e->d_name);
+
+		if (e->d_name[0] == '.' || (suffix && (n < strlen(suffix) || strcmp(e->d_name + n - strlen(suffix), suffix))))
+			continue;
+		p = xasprintf("%s/%s", dir, e->d_name);
+		if (lstat(p, &st) == 0 && S_ISREG(st.st_mode))
+			r = fn(ud, e->d_name, p, (int64_t)(now - st.st_mtime));
+		free(p);
+	}
+	closedir(dp);
+	return r;
+}
+
+int mirror_store_each(struct mirror_store *s, bool partials,
+		      int (*fn)(void *ud, const char *name, const char *path, int64_t age_s), void *ud)
+{
+	time_t now = time(NULL);
+	DIR *dp = opendir(s->blobs);
+	struct dirent *e;
+	int r = 0;
+
+	if (!dp)
+		return -errno;
+	while (!r && (e = readdir(dp))) {
+		char *sub;
+		if (e->d_name[0] == '.')
+			continue;
+		sub = xasprintf("%s/%s", s->blobs, e->d_name);
+		r = each_in_dir(sub, NULL, now, fn, ud);
+		free(sub);
+	}
+	closedir(dp);
+	if (!r && partials)
+		r = each_in_dir(s->tmp, ".part", now, fn, ud);
+	return r;
 }

@@ -67,3 +67,21 @@ int mirror_store_writer_commit(struct mirror_store_writer **w, char *sha256_out)
 void mirror_store_writer_abort(struct mirror_store_writer **w, bool keep_partial);
 
 #endif
+
+/* ---- maintenance (gc, verify) ---- */
+
+/* Delete a blob file. Returns 0, -ENOENT, or -errno. */
+int mirror_store_remove(struct mirror_store *s, const char *sha256);
+
+/* Move a blob that failed verification to <dir>/quarantine/<sha256>.<unix time> (kept for a human
+ * to look at; never served). Returns 0 or -errno. */
+int mirror_store_quarantine(struct mirror_store *s, const char *sha256);
+
+/* Re-hash a stored blob: *ok tells whether it hashes to its name; *size is its size. Returns 0,
+ * -ENOENT, or -errno. */
+int mirror_store_check(struct mirror_store *s, const char *sha256, bool *ok, int64_t *size);
+
+/* Call fn for every file under blobs/ (name: what it is called, may not be a valid hash) and, with
+ * partials, every .part file in tmp/ (with its age in seconds). Stops at fn's first non-zero. */
+int mirror_store_each(struct mirror_store *s, bool partials,
+		      int (*fn)(void *ud, const char *name, const char *path, int64_t age_s), void *ud);

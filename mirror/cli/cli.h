@@ -55,6 +55,8 @@ struct catalog_repo;
 struct json_t *cli_repo_json(const struct catalog_repo *r);
 
 int cmd_add(int argc, char **argv);
+int cmd_gc(int argc, char **argv);
+int cmd_verify(int argc, char **argv);
 int cmd_remove(int argc, char **argv);
 int cmd_sync(int argc, char **argv);
 int cmd_ls(int argc, char **argv);

@@ -21,6 +21,17 @@ const struct cli_command cli_commands[] = {
 	  "  --exclude GLOB    skip paths matching GLOB (repeatable)\n"
 	  "  --from FILE       read one SPEC per line, each followed by its own options; '#' comments.\n"
 	  "                    All lines are checked first: one bad line adds nothing. FILE - is stdin.\n" },
+	{ "gc", cmd_gc, "gc [--data DIR] [--keep N] [--partial-age HOURS] [--dry-run] [--wait] [--json]",
+	  "drop snapshots nothing needs, and the files only they used",
+	  "Keeps every snapshot a ref points at and the N most recent of each tracked repository; drops\n"
+	  "all snapshots of removed repositories, then every stored file no kept snapshot references,\n"
+	  "files the catalog does not know (left by a crash), and partial downloads older than HOURS.\n"
+	  "  --data DIR            data directory (default $HUBMIRROR_DATA or /var/lib/hubmirror)\n"
+	  "  --keep N              recent snapshots kept per repository besides ref targets (default 2)\n"
+	  "  --partial-age HOURS   delete partial downloads older than this (default 168)\n"
+	  "  --dry-run             report what would go, change nothing\n"
+	  "  --wait                wait for a running sync instead of failing\n"
+	  "  --json                print the report as JSON\n" },
 	{ "help", cmd_help, "help [COMMAND]", "show the commands, or the help of one",
 	  "Without COMMAND, list every command with a one-line summary. With COMMAND, show its usage\n"
 	  "and options. `hubmirror COMMAND --help` shows the same.\n" },
@@ -60,6 +71,14 @@ const struct cli_command cli_commands[] = {
 	  "  --progress, --no-progress   live progress on stderr (default: when it is a terminal)\n"
 	  "Tokens come from $HF_TOKEN (or $HUGGING_FACE_HUB_TOKEN) and $MODELSCOPE_API_TOKEN; they are\n"
 	  "sent only to the upstream host itself, never to the hosts it redirects to, and never logged.\n" },
+	{ "verify", cmd_verify, "verify [--data DIR] [--wait] [--json]",
+	  "re-hash every stored file; quarantine corrupt ones for the next sync to fetch again",
+	  "Reads every blob of the store and checks it against its sha256. A corrupt blob is moved to\n"
+	  "store/quarantine/ and never served; the repositories that hold it are marked 'damaged' and\n"
+	  "the next 'hubmirror sync' fetches it again. Exit status 1 when anything was wrong.\n"
+	  "  --data DIR   data directory (default $HUBMIRROR_DATA or /var/lib/hubmirror)\n"
+	  "  --wait       wait for a running sync instead of failing\n"
+	  "  --json       print the report as JSON\n" },
 	{ "version", cmd_version, "version [--json]", "print the versions of hubmirror and its libraries",
 	  "Print the hubmirror version and the versions of the libraries it was built with.\n"
 	  "  --json   print them as a JSON object\n" },

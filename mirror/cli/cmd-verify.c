@@ -1,0 +1,75 @@
+/*
+ * cmd-verify.c - `hubmirror verify`: re-hash the store; quarantine what is corrupt and let the next
+ * sync fetch it again.
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <jansson.h>
+
+#include "base/err.h"
+#include "cli.h"
+#include "mirror/data.h"
+#include "mirror/maint.h"
+
+int cmd_verify(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "data", required_argument, NULL, 'd' },
+		{ "wait", no_argument, NULL, 'w' },
+		{ "json", no_argument, NULL, 'j' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const struct cli_command *self = cli_find("verify");
+	struct mirror_data *data = NULL;
+	struct mirror_verify_report rep;
+	const char *dir = NULL;
+	int c, wait = 0, json = 0, r, e;
+	char *err = NULL;
+	long holder = 0;
+
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (c) {
+		case 'd': dir = optarg; break;
+		case 'w': wait = 1; break;
+		case 'j': json = 1; break;
+		default: return cli_usage_error(self, "unknown option");
+		}
+	}
+	if (optind < argc)
+		return cli_usage_error(self, "unexpected argument '%s'", argv[optind]);
+	if (cli_open_data(dir, &data))
+		return CLI_FAILED;
+	e = mirror_data_lock(data, wait, &holder);
+	if (e) {
+		fprintf(stderr, e == HM_ERR_LOCKED ? "hubmirror: a sync is running on '%s' (pid %ld); use --wait\n"
+						   : "hubmirror: cannot lock '%s'\n", data->dir, holder);
+		mirror_data_free(&data);
+		return CLI_FAILED;
+	}
+	e = mirror_verify(data, &rep, &err);
+	if (e) {
+		fprintf(stderr, "hubmirror: verify: %s\n", err ? err : err_str(e));
+		r = CLI_FAILED;
+	} else {
+		if (json) {
+			json_t *o = json_pack("{s:I, s:I, s:I, s:I, s:I}", "blobs_checked", (json_int_t)rep.blobs_checked,
+					      "bytes_checked", (json_int_t)rep.bytes_checked, "corrupt", (json_int_t)rep.corrupt,
+					      "missing", (json_int_t)rep.missing, "repos_marked", (json_int_t)rep.repos_marked);
+			json_dumpf(o, stdout, JSON_INDENT(2));
+			putchar('\n');
+			json_decref(o);
+		} else {
+			char b[32];
+			cli_human_size(rep.bytes_checked, b, sizeof(b));
+			printf("verify: %lld blobs (%s) checked, %lld corrupt (quarantined), %lld missing%s\n",
+			       (long long)rep.blobs_checked, b, (long long)rep.corrupt, (long long)rep.missing,
+			       rep.corrupt || rep.missing ? "; run 'hubmirror sync' to fetch them again" : "");
+		}
+		r = rep.corrupt || rep.missing ? CLI_FAILED : CLI_OK;
+	}
+	free(err);
+	mirror_data_free(&data);
+	return r;
+}

@@ -1,0 +1,155 @@
+/*
+ * maint.c - gc and verify over a data directory (see maint.h).
+ *
+ * Order matters for crash safety. gc commits the catalog first and deletes files after, so a crash
+ * in between leaves unreferenced files (which the next gc removes as orphans), never a catalog row
+ * without its file. verify quarantines first and updates the catalog after; a crash in between
+ * leaves a catalog blob without its file, which the next verify reports as missing and repairs.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/err.h"
+#include "base/hex.h"
+#include "base/log.h"
+#include "base/xmalloc.h"
+#include "catalog/catalog.h"
+#include "data.h"
+#include "maint.h"
+#include "store.h"
+
+struct gc_walk {
+	struct mirror_data *d;
+	struct mirror_gc_report *rep;
+	int64_t partial_max_age_s;
+	bool dry_run;
+};
+
+static int gc_visit(void *ud, const char *name, const char *path, int64_t age_s)
+{
+	struct gc_walk *g = ud;
+	size_t n = strlen(name);
+
+	if (n > 5 && !strcmp(name + n - 5, ".part")) {
+		if (age_s < g->partial_max_age_s)
+			return 0;
+		if (!g->dry_run && unlink(path) < 0)
+			return 0;
+		g->rep->partials_removed++;
+		return 0;
+	}
+	if (hex_is_lower(name, 64)) {
+		int known = catalog_blob_known(g->d->catalog, name);
+		if (known < 0)
+			return known;
+		if (known)
+			return 0;
+	}
+	/* Not a blob the catalog knows (or not a blob name at all): an orphan. */
+	if (!g->dry_run && unlink(path) < 0)
+		return 0;
+	g->rep->orphans_removed++;
+	g->rep->blobs_removed++;
+	return 0;
+}
+
+int mirror_gc(struct mirror_data *d, int keep, int64_t partial_max_age_s, bool dry_run,
+	      struct mirror_gc_report *rep, char **errmsg)
+{
+	struct catalog_gc_stats st;
+	char (*dead)[65] = NULL;
+	size_t ndead = 0;
+	struct gc_walk g = { d, rep, partial_max_age_s, dry_run };
+	int r;
+
+	memset(rep, 0, sizeof(*rep));
+	r = catalog_gc(d->catalog, keep, dry_run, &st, &dead, &ndead);
+	if (r) {
+		if (errmsg)
+			*errmsg = xasprintf("catalog: %s", catalog_errmsg(d->catalog));
+		return r;
+	}
+	rep->snapshots_dropped = st.snapshots_dropped;
+	rep->bytes_freed = st.bytes_dropped;
+	for (size_t i = 0; i < ndead; i++) {
+		if (dry_run) {
+			rep->blobs_removed++;
+			continue;
+		}
+		r = mirror_store_remove(d->store, dead[i]);
+		if (!r || r == -ENOENT)
+			rep->blobs_removed++;
+		else
+			log_warn("gc", "cannot delete blob %s: %s", dead[i], err_str(r));
+	}
+	free(dead);
+	/* With dry_run the catalog still holds the dead blobs, so the walk does not count them twice. */
+	r = mirror_store_each(d->store, true, gc_visit, &g);
+	if (r && errmsg)
+		*errmsg = xasprintf("store: %s", err_str(r));
+	return r;
+}
+
+struct verify_walk {
+	struct mirror_data *d;
+	struct mirror_verify_report *rep;
+	char (*bad)[65];
+	size_t nbad, cap;
+};
+
+static int verify_visit(void *ud, const char *sha256, int64_t size)
+{
+	struct verify_walk *v = ud;
+	bool ok = false;
+	int64_t got = 0;
+	int r = mirror_store_check(v->d->store, sha256, &ok, &got);
+
+	if (r == -ENOENT) {
+		v->rep->missing++;
+		log_warn("verify", "blob %s is missing from the store", sha256);
+	} else if (r) {
+		return r;
+	} else {
+		v->rep->blobs_checked++;
+		v->rep->bytes_checked += got;
+		if (ok && got == size)
+			return 0;
+		v->rep->corrupt++;
+		log_warn("verify", "blob %s is corrupt (%lld bytes, catalog says %lld); quarantined", sha256,
+			 (long long)got, (long long)size);
+		r = mirror_store_quarantine(v->d->store, sha256);
+		if (r)
+			return r;
+	}
+	/* Catalog updates wait until the walk is over: the walk holds a read statement open. */
+	if (v->nbad == v->cap) {
+		v->cap = v->cap ? v->cap * 2 : 16;
+		v->bad = xreallocarray(v->bad, v->cap, sizeof(*v->bad));
+	}
+	snprintf(v->bad[v->nbad++], 65, "%s", sha256);
+	return 0;
+}
+
+int mirror_verify(struct mirror_data *d, struct mirror_verify_report *rep, char **errmsg)
+{
+	struct verify_walk v = { d, rep, NULL, 0, 0 };
+	int r;
+
+	memset(rep, 0, sizeof(*rep));
+	r = catalog_blob_each(d->catalog, verify_visit, &v);
+	for (size_t i = 0; !r && i < v.nbad; i++) {
+		int m = catalog_blob_damaged(d->catalog, v.bad[i]);
+		if (m < 0)
+			r = m;
+		else
+			rep->repos_marked += m;
+	}
+	if (r && errmsg)
+		*errmsg = r == HM_ERR_SQLITE ? xasprintf("catalog: %s", catalog_errmsg(d->catalog))
+					     : xasprintf("store: %s", err_str(r));
+	free(v.bad);
+	return r;
+}

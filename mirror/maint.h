@@ -1,0 +1,42 @@
+/*
+ * maint.h - keeping a data directory healthy: gc (drop what nothing needs) and verify (re-hash the
+ * store). Both expect the caller to hold the sync lock, so no sync publishes blobs meanwhile.
+ */
+#ifndef HM_MIRROR_MAINT_H
+#define HM_MIRROR_MAINT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct mirror_data;
+
+struct mirror_gc_report {
+	int64_t snapshots_dropped;   /* catalog snapshots dropped */
+	int64_t blobs_removed;       /* blob files deleted (catalog rows dropped + orphans) */
+	int64_t bytes_freed;
+	int64_t orphans_removed;     /* blob files the catalog did not know (a crash between rename and
+				      * commit leaves these) */
+	int64_t partials_removed;    /* stale .part files */
+};
+
+/*
+ * keep: snapshots kept per tracked repo besides those a ref points at (>= 1). Partial downloads older
+ * than partial_max_age_s are deleted (a later sync would have resumed them). dry_run changes nothing
+ * and reports what would go. Returns 0 or an error (with *errmsg, malloc'd).
+ */
+int mirror_gc(struct mirror_data *d, int keep, int64_t partial_max_age_s, bool dry_run,
+	      struct mirror_gc_report *rep, char **errmsg);
+
+struct mirror_verify_report {
+	int64_t blobs_checked;
+	int64_t bytes_checked;
+	int64_t corrupt;             /* hashed to something else: quarantined */
+	int64_t missing;             /* in the catalog, not in the store */
+	int64_t repos_marked;        /* repos marked damaged (the next sync refetches) */
+};
+
+/* Re-hash every catalog blob. Corrupt ones are quarantined, and they and missing ones are handed to
+ * the next sync to fetch again (catalog_blob_damaged). Returns 0 or an error (with *errmsg). */
+int mirror_verify(struct mirror_data *d, struct mirror_verify_report *rep, char **errmsg);
+
+#endif
