@@ -211,7 +211,11 @@ static int api_answer(struct fetch *f, int result, const struct hub_http_resp *r
 			return HM_ERR_HTTP;
 		return hub_classify_error(f->spec.hub, resp->status, resp->error_code);
 	}
-	*json = json_loadb(body, len, JSON_REJECT_DUPLICATES, &jerr);
+	/* JSON_ALLOW_NUL: a hostile or broken upstream may put "\u0000" in a path. Without it that one
+	 * entry fails the whole answer, so the repo could never sync; with it the entry reaches
+	 * add_file(), whose path_check() sees the full length (json_string_length) and skips it. Other
+	 * strings are read with json_string_value() and so end at the NUL, or are checked as hex. */
+	*json = json_loadb(body, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &jerr);
 	if (!*json) {
 		char *m = xasprintf("bad JSON from upstream: %s (line %d)", jerr.text, jerr.line);
 		set_message(f, m);
