@@ -16,4 +16,8 @@ struct catalog {
 int catalog__migration_count(void);
 const char *catalog__migration(int to_version);
 
+/* catalog_repo_get that also finds removed (not yet collected) repos. */
+int catalog__repo_get_any(struct catalog *c, const char *hub, const char *type, const char *name,
+			  struct catalog_repo *out);
+
 #endif

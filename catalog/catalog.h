@@ -50,6 +50,17 @@ struct catalog_repo {
 	char *head_selection; /* the selection that snapshot was made with (catalog_repo_selection) */
 	int64_t file_count;   /* of that snapshot */
 	int64_t total_size;   /* bytes, of that snapshot */
+	/* upstream metadata as of the last sync (NULL / -1 when unknown) */
+	char *gated;          /* "false", "auto", "manual" */
+	int private_;
+	char *card_data;      /* JSON object text */
+	char *tags;           /* JSON array text */
+	char *pipeline_tag;
+	char *library_name;
+	char *license;
+	int64_t downloads;
+	int64_t likes;
+	char *last_modified;
 };
 
 void catalog_repo_release(struct catalog_repo *r);
@@ -168,3 +179,58 @@ int catalog_blob_each(struct catalog *c, int (*fn)(void *ud, const char *sha256,
  * Returns the number of repos marked, or HM_ERR_SQLITE.
  */
 int catalog_blob_damaged(struct catalog *c, const char *sha256);
+
+/* ---- serving: lookups for the hub APIs --------------------------------------------------------- */
+
+struct catalog_snapshot {
+	int64_t id;
+	int64_t repo_id;
+	char commit[41];
+	int64_t synced_at;
+	int64_t file_count;
+	int64_t total_size;
+};
+
+struct catalog_entry {
+	char *path;
+	int64_t size;
+	char git_oid[41];     /* "" when unknown */
+	char lfs_oid[65];     /* "" for regular files */
+	char sha256[65];
+};
+
+void catalog_entry_release(struct catalog_entry *e);
+
+/*
+ * Find repo (hub, type, name; tracked or removed-but-not-collected) and the snapshot of rev: a ref
+ * name (main, v1.0, refs/pr/1), a full commit id of a synced snapshot, or NULL/"HEAD" for the followed
+ * revision. Returns 0 (both filled), HM_ERR_NOT_FOUND with *repo_found telling whether the repo
+ * exists (then only the revision is unknown; *repo is filled), or HM_ERR_SQLITE. The caller releases
+ * *repo when it was filled (on 0, or on NOT_FOUND with *repo_found).
+ */
+int catalog_resolve(struct catalog *c, const char *hub, const char *type, const char *name, const char *rev,
+		    struct catalog_repo *repo, struct catalog_snapshot *snap, bool *repo_found);
+
+/* One file of a snapshot. Returns 0, HM_ERR_NOT_FOUND or HM_ERR_SQLITE. */
+int catalog_snapshot_file(struct catalog *c, int64_t snapshot_id, const char *path, struct catalog_entry *out);
+
+/*
+ * Files of a snapshot in path order, from the first path > after (NULL: from the start), whose path
+ * starts with prefix (NULL or "": all), at most limit of them (0: no limit). fn gets each entry
+ * (borrowed for the call) and stops the walk by returning non-zero (returned). Returns 0 or an error.
+ */
+int catalog_snapshot_walk(struct catalog *c, int64_t snapshot_id, const char *prefix, const char *after,
+			  size_t limit, int (*fn)(void *ud, const struct catalog_entry *e), void *ud);
+
+/* Refs of a repo: fn(ud, name, kind, commit) for each, in name order. */
+int catalog_refs_each(struct catalog *c, int64_t repo_id,
+		      int (*fn)(void *ud, const char *name, const char *kind, const char *commit), void *ud);
+
+/*
+ * Repos with at least one snapshot, of hub and type, whose name contains search (NULL: any) and whose
+ * org is author (NULL: any), in name order after the name `after` (NULL: from the start), at most
+ * limit. fn gets each repo (borrowed) and its followed snapshot (NULL when not synced).
+ */
+int catalog_repos_each(struct catalog *c, const char *hub, const char *type, const char *search,
+		       const char *author, const char *after, size_t limit,
+		       int (*fn)(void *ud, const struct catalog_repo *r), void *ud);

@@ -19,7 +19,9 @@ static char *col_str(sqlite3_stmt *st, int i)
 #define REPO_COLUMNS \
 	"r.id, r.hub, r.type, r.name, r.follow_rev, r.include_globs, r.exclude_globs, r.options, " \
 	"r.added_at, r.sync_status, r.sync_error, coalesce(r.last_sync_at, 0), s.commit_id, " \
-	"coalesce(s.file_count, 0), coalesce(s.total_size, 0), s.selection " \
+	"coalesce(s.file_count, 0), coalesce(s.total_size, 0), s.selection, " \
+	"r.gated, coalesce(r.private, -1), r.card_data, r.tags, r.pipeline_tag, r.library_name, r.license, " \
+	"coalesce(r.downloads, -1), coalesce(r.likes, -1), r.last_modified " \
 	"FROM repos r LEFT JOIN refs f ON f.repo_id = r.id AND f.name = r.follow_rev " \
 	"LEFT JOIN snapshots s ON s.id = f.snapshot_id "
 
@@ -41,6 +43,16 @@ static void read_repo(sqlite3_stmt *st, struct catalog_repo *r)
 	r->file_count = sqlite3_column_int64(st, 13);
 	r->total_size = sqlite3_column_int64(st, 14);
 	r->head_selection = col_str(st, 15);
+	r->gated = col_str(st, 16);
+	r->private_ = sqlite3_column_int(st, 17);
+	r->card_data = col_str(st, 18);
+	r->tags = col_str(st, 19);
+	r->pipeline_tag = col_str(st, 20);
+	r->library_name = col_str(st, 21);
+	r->license = col_str(st, 22);
+	r->downloads = sqlite3_column_int64(st, 23);
+	r->likes = sqlite3_column_int64(st, 24);
+	r->last_modified = col_str(st, 25);
 }
 
 char *catalog_repo_selection(const struct catalog_repo *r)
@@ -63,6 +75,13 @@ void catalog_repo_release(struct catalog_repo *r)
 	free(r->sync_error);
 	free(r->head_commit);
 	free(r->head_selection);
+	free(r->gated);
+	free(r->card_data);
+	free(r->tags);
+	free(r->pipeline_tag);
+	free(r->library_name);
+	free(r->license);
+	free(r->last_modified);
 	memset(r, 0, sizeof(*r));
 }
 
@@ -138,14 +157,15 @@ out:
 	return r;
 }
 
-int catalog_repo_get(struct catalog *c, const char *hub, const char *type, const char *name,
-		     struct catalog_repo *out)
+static int repo_get(struct catalog *c, const char *hub, const char *type, const char *name, bool tracked_only,
+		    struct catalog_repo *out)
 {
 	sqlite3_stmt *st = NULL;
 	int r = HM_ERR_SQLITE, rc;
 
-	if (sqlite3_prepare_v2(c->db, "SELECT " REPO_COLUMNS
-			       "WHERE r.hub=?1 AND r.type=?2 AND r.name=?3 AND r.removed_at IS NULL",
+	if (sqlite3_prepare_v2(c->db, tracked_only
+			       ? "SELECT " REPO_COLUMNS "WHERE r.hub=?1 AND r.type=?2 AND r.name=?3 AND r.removed_at IS NULL"
+			       : "SELECT " REPO_COLUMNS "WHERE r.hub=?1 AND r.type=?2 AND r.name=?3",
 			       -1, &st, NULL) != SQLITE_OK)
 		goto out;
 	sqlite3_bind_text(st, 1, hub, -1, SQLITE_STATIC);
@@ -159,6 +179,53 @@ int catalog_repo_get(struct catalog *c, const char *hub, const char *type, const
 		r = HM_ERR_NOT_FOUND;
 	}
 out:
+	sqlite3_finalize(st);
+	return r;
+}
+
+int catalog_repo_get(struct catalog *c, const char *hub, const char *type, const char *name,
+		     struct catalog_repo *out)
+{
+	return repo_get(c, hub, type, name, true, out);
+}
+
+int catalog__repo_get_any(struct catalog *c, const char *hub, const char *type, const char *name,
+			  struct catalog_repo *out)
+{
+	return repo_get(c, hub, type, name, false, out);
+}
+
+int catalog_repos_each(struct catalog *c, const char *hub, const char *type, const char *search,
+		       const char *author, const char *after, size_t limit,
+		       int (*fn)(void *ud, const struct catalog_repo *r), void *ud)
+{
+	sqlite3_stmt *st = NULL;
+	int r = 0, rc;
+
+	if (sqlite3_prepare_v2(c->db, "SELECT " REPO_COLUMNS
+			       "WHERE r.hub = ?1 AND r.type = ?2 AND s.id IS NOT NULL "
+			       "AND (?3 IS NULL OR instr(lower(r.name), lower(?3)) > 0) "
+			       "AND (?4 IS NULL OR substr(r.name, 1, length(?4) + 1) = ?4 || '/') "
+			       "AND r.name > ?5 ORDER BY r.name LIMIT ?6", -1, &st, NULL) != SQLITE_OK)
+		return HM_ERR_SQLITE;
+	sqlite3_bind_text(st, 1, hub, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, type, -1, SQLITE_STATIC);
+	if (search)
+		sqlite3_bind_text(st, 3, search, -1, SQLITE_STATIC);
+	if (author)
+		sqlite3_bind_text(st, 4, author, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 5, after ? after : "", -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 6, limit ? (sqlite3_int64)limit : -1);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		struct catalog_repo repo = { 0 };
+		read_repo(st, &repo);
+		r = fn(ud, &repo);
+		catalog_repo_release(&repo);
+		if (r)
+			break;
+	}
+	if (!r && rc != SQLITE_DONE)
+		r = HM_ERR_SQLITE;
 	sqlite3_finalize(st);
 	return r;
 }

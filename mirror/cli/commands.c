@@ -50,6 +50,21 @@ const struct cli_command cli_commands[] = {
 	{ "remove", cmd_remove, "remove [--data DIR] SPEC...", "stop tracking repositories",
 	  "Stop syncing the repositories. Their synced files stay in the store until `hubmirror gc`.\n"
 	  "  --data DIR   data directory (default $HUBMIRROR_DATA or /var/lib/hubmirror)\n" },
+	{ "serve", cmd_serve,
+	  "serve [--data DIR] [--listen HOST:PORT] [--sync-at HH:MM] [--access-log FILE|-]\n"
+	  "       [--hf-upstream URL] [--ms-upstream URL] [--ready-file FILE]",
+	  "run the mirror node: the Hugging Face API over the synced store, and the nightly sync",
+	  "Answers the Hugging Face Hub API (repo info, tree, paths-info, refs, resolve and raw with Range,\n"
+	  "listings) for the synced repositories, from the catalog and the store only: point clients at it\n"
+	  "with HF_ENDPOINT=http://HOST:PORT. /healthz says whether the catalog is readable.\n"
+	  "  --data DIR          data directory (default $HUBMIRROR_DATA or /var/lib/hubmirror)\n"
+	  "  --listen HOST:PORT  address to listen on (default $HUBMIRROR_LISTEN or 0.0.0.0:8080;\n"
+	  "                      port 0 picks a free one)\n"
+	  "  --sync-at HH:MM     run 'hubmirror sync --wait' every day at this local time\n"
+	  "  --hf-upstream URL, --ms-upstream URL   passed to the scheduled sync\n"
+	  "  --access-log FILE   one line per request (common log format plus seconds); - for stdout\n"
+	  "  --ready-file FILE   write the base URL there once listening (for scripts)\n"
+	  "Stops on SIGINT or SIGTERM.\n" },
 	{ "sync", cmd_sync,
 	  "sync [--data DIR] [--hf-upstream URL] [--ms-upstream URL] [--json] [--wait] [--jobs N] [SPEC...]",
 	  "fetch what changed upstream for the tracked repositories (or those named)",

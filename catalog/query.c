@@ -1,0 +1,175 @@
+/*
+ * query.c - the lookups `serve` answers from: resolve a revision, read a snapshot's files, refs,
+ * and repo listings. Read-only; safe while a sync writes (WAL).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/err.h"
+#include "base/hex.h"
+#include "base/xmalloc.h"
+#include "catalog-int.h"
+
+void catalog_entry_release(struct catalog_entry *e)
+{
+	if (!e)
+		return;
+	free(e->path);
+	memset(e, 0, sizeof(*e));
+}
+
+static void copy_hex(char *dst, size_t cap, sqlite3_stmt *st, int col)
+{
+	const unsigned char *t = sqlite3_column_text(st, col);
+	size_t n = t ? strlen((const char *)t) : 0;
+
+	if (n >= cap)
+		n = 0;
+	if (n)
+		memcpy(dst, t, n);
+	dst[n] = '\0';
+}
+
+static int read_repo_by_name(struct catalog *c, const char *hub, const char *type, const char *name,
+			     struct catalog_repo *repo)
+{
+	sqlite3_stmt *st = NULL;
+	int r = HM_ERR_SQLITE, rc;
+
+	/* the same columns as repos.c, but removed repos count too: they are served until gc */
+	if (sqlite3_prepare_v2(c->db, "SELECT id FROM repos WHERE hub=?1 AND type=?2 AND name=?3", -1, &st, NULL))
+		return r;
+	sqlite3_bind_text(st, 1, hub, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, type, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 3, name, -1, SQLITE_STATIC);
+	rc = sqlite3_step(st);
+	sqlite3_finalize(st);
+	if (rc == SQLITE_DONE)
+		return HM_ERR_NOT_FOUND;
+	if (rc != SQLITE_ROW)
+		return r;
+	return catalog__repo_get_any(c, hub, type, name, repo);
+}
+
+int catalog_resolve(struct catalog *c, const char *hub, const char *type, const char *name, const char *rev,
+		    struct catalog_repo *repo, struct catalog_snapshot *snap, bool *repo_found)
+{
+	sqlite3_stmt *st = NULL;
+	int r, rc;
+
+	*repo_found = false;
+	r = read_repo_by_name(c, hub, type, name, repo);
+	if (r)
+		return r;
+	*repo_found = true;
+	if (!rev || !strcmp(rev, "HEAD"))
+		rev = repo->follow_rev;
+	/* A ref first (a branch may be named like a hash); then a synced commit id. */
+	r = sqlite3_prepare_v2(c->db,
+		"SELECT s.id, s.commit_id, s.synced_at, s.file_count, s.total_size FROM refs f "
+		"JOIN snapshots s ON s.id = f.snapshot_id WHERE f.repo_id = ?1 AND f.name = ?2 "
+		"UNION ALL SELECT id, commit_id, synced_at, file_count, total_size FROM snapshots "
+		"WHERE repo_id = ?1 AND commit_id = ?2 LIMIT 1", -1, &st, NULL);
+	if (r != SQLITE_OK)
+		return HM_ERR_SQLITE;
+	sqlite3_bind_int64(st, 1, repo->id);
+	sqlite3_bind_text(st, 2, rev, -1, SQLITE_STATIC);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		snap->id = sqlite3_column_int64(st, 0);
+		snap->repo_id = repo->id;
+		copy_hex(snap->commit, sizeof(snap->commit), st, 1);
+		snap->synced_at = sqlite3_column_int64(st, 2);
+		snap->file_count = sqlite3_column_int64(st, 3);
+		snap->total_size = sqlite3_column_int64(st, 4);
+		r = 0;
+	} else {
+		r = rc == SQLITE_DONE ? HM_ERR_NOT_FOUND : HM_ERR_SQLITE;
+	}
+	sqlite3_finalize(st);
+	return r;
+}
+
+static void read_entry(sqlite3_stmt *st, struct catalog_entry *e)
+{
+	e->path = xstrdup((const char *)sqlite3_column_text(st, 0));
+	e->size = sqlite3_column_int64(st, 1);
+	copy_hex(e->git_oid, sizeof(e->git_oid), st, 2);
+	copy_hex(e->lfs_oid, sizeof(e->lfs_oid), st, 3);
+	copy_hex(e->sha256, sizeof(e->sha256), st, 4);
+}
+
+int catalog_snapshot_file(struct catalog *c, int64_t snapshot_id, const char *path, struct catalog_entry *out)
+{
+	sqlite3_stmt *st = NULL;
+	int r = HM_ERR_SQLITE, rc;
+
+	if (sqlite3_prepare_v2(c->db, "SELECT path, size, git_oid, lfs_oid, sha256 FROM files "
+			       "WHERE snapshot_id = ?1 AND path = ?2", -1, &st, NULL) != SQLITE_OK)
+		return r;
+	sqlite3_bind_int64(st, 1, snapshot_id);
+	sqlite3_bind_text(st, 2, path, -1, SQLITE_STATIC);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		read_entry(st, out);
+		r = 0;
+	} else if (rc == SQLITE_DONE) {
+		r = HM_ERR_NOT_FOUND;
+	}
+	sqlite3_finalize(st);
+	return r;
+}
+
+int catalog_snapshot_walk(struct catalog *c, int64_t snapshot_id, const char *prefix, const char *after,
+			  size_t limit, int (*fn)(void *ud, const struct catalog_entry *e), void *ud)
+{
+	sqlite3_stmt *st = NULL;
+	int r = 0, rc;
+	size_t plen = prefix ? strlen(prefix) : 0;
+
+	/* The primary key (snapshot_id, path) serves both the prefix range and the cursor. */
+	if (sqlite3_prepare_v2(c->db,
+		"SELECT path, size, git_oid, lfs_oid, sha256 FROM files WHERE snapshot_id = ?1 "
+		"AND path > ?2 AND (?3 = '' OR (path >= ?3 AND substr(path, 1, ?4) = ?3)) "
+		"ORDER BY path LIMIT ?5", -1, &st, NULL) != SQLITE_OK)
+		return HM_ERR_SQLITE;
+	sqlite3_bind_int64(st, 1, snapshot_id);
+	sqlite3_bind_text(st, 2, after ? after : "", -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 3, prefix ? prefix : "", -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 4, (sqlite3_int64)plen);
+	sqlite3_bind_int64(st, 5, limit ? (sqlite3_int64)limit : -1);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		struct catalog_entry e;
+		read_entry(st, &e);
+		r = fn(ud, &e);
+		catalog_entry_release(&e);
+		if (r)
+			break;
+	}
+	if (!r && rc != SQLITE_DONE)
+		r = HM_ERR_SQLITE;
+	sqlite3_finalize(st);
+	return r;
+}
+
+int catalog_refs_each(struct catalog *c, int64_t repo_id,
+		      int (*fn)(void *ud, const char *name, const char *kind, const char *commit), void *ud)
+{
+	sqlite3_stmt *st = NULL;
+	int r = 0, rc;
+
+	if (sqlite3_prepare_v2(c->db, "SELECT f.name, f.kind, s.commit_id FROM refs f JOIN snapshots s "
+			       "ON s.id = f.snapshot_id WHERE f.repo_id = ?1 ORDER BY f.name", -1, &st, NULL) != SQLITE_OK)
+		return HM_ERR_SQLITE;
+	sqlite3_bind_int64(st, 1, repo_id);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		r = fn(ud, (const char *)sqlite3_column_text(st, 0), (const char *)sqlite3_column_text(st, 1),
+		       (const char *)sqlite3_column_text(st, 2));
+		if (r)
+			break;
+	}
+	if (!r && rc != SQLITE_DONE)
+		r = HM_ERR_SQLITE;
+	sqlite3_finalize(st);
+	return r;
+}

@@ -1,0 +1,74 @@
+/*
+ * cmd-serve.c - `hubmirror serve`: the mirror node (mirror/serve.c).
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <uv.h>
+
+#include "base/err.h"
+#include "cli.h"
+#include "mirror/data.h"
+#include "mirror/serve.h"
+
+int cmd_serve(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "data", required_argument, NULL, 'd' },
+		{ "listen", required_argument, NULL, 'l' },
+		{ "sync-at", required_argument, NULL, 's' },
+		{ "hf-upstream", required_argument, NULL, 'H' },
+		{ "ms-upstream", required_argument, NULL, 'M' },
+		{ "access-log", required_argument, NULL, 'a' },
+		{ "ready-file", required_argument, NULL, 'r' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const struct cli_command *self = cli_find("serve");
+	struct mirror_serve_config cfg = { 0 };
+	const char *access = NULL;
+	char exe[4096], *err = NULL;
+	size_t exelen = sizeof(exe);
+	int c, r;
+
+	cfg.data_dir = mirror_data_default_dir();
+	cfg.listen = getenv("HUBMIRROR_LISTEN") ? getenv("HUBMIRROR_LISTEN") : "0.0.0.0:8080";
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (c) {
+		case 'd': cfg.data_dir = optarg; break;
+		case 'l': cfg.listen = optarg; break;
+		case 's': cfg.sync_at = optarg; break;
+		case 'H': cfg.hf_upstream = optarg; break;
+		case 'M': cfg.ms_upstream = optarg; break;
+		case 'a': access = optarg; break;
+		case 'r': cfg.ready_file = optarg; break;
+		default: return cli_usage_error(self, "unknown option");
+		}
+	}
+	if (optind < argc)
+		return cli_usage_error(self, "unexpected argument '%s'", argv[optind]);
+	if (cfg.sync_at && mirror_parse_hhmm(cfg.sync_at) < 0)
+		return cli_usage_error(self, "--sync-at takes HH:MM (local time), not '%s'", cfg.sync_at);
+	if (!strrchr(cfg.listen, ':'))
+		return cli_usage_error(self, "--listen takes HOST:PORT, not '%s'", cfg.listen);
+	if (uv_exepath(exe, &exelen))
+		snprintf(exe, sizeof(exe), "%s", "hubmirror");
+	cfg.self_exe = exe;
+	if (access) {
+		cfg.access_log = !strcmp(access, "-") ? stdout : fopen(access, "a");
+		if (!cfg.access_log) {
+			fprintf(stderr, "hubmirror: cannot open access log '%s'\n", access);
+			return CLI_FAILED;
+		}
+	}
+	r = mirror_serve(&cfg, &err);
+	if (cfg.access_log && cfg.access_log != stdout)
+		fclose(cfg.access_log);
+	if (r) {
+		fprintf(stderr, "hubmirror: serve: %s\n", err ? err : err_str(r));
+		free(err);
+		return CLI_FAILED;
+	}
+	return CLI_OK;
+}

@@ -1,0 +1,875 @@
+/*
+ * httpd.c - HTTP/1.1 server on libuv + http-parser (see httpd.h for the contract).
+ *
+ * A connection is one of:
+ *   READING  poll(readable): bytes go through http-parser; when a request is complete the parser is
+ *            paused (later pipelined bytes stay in the buffer) and the handler chain answers it.
+ *   WRITING  the response goes out with send()/sendfile() until EAGAIN, then poll(writable).
+ *            Nothing is read meanwhile, so a client pipelining 10,000 requests is throttled by TCP.
+ * After a response, keep-alive connections parse what is already buffered before reading again.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/sendfile.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <http_parser.h>
+
+#include "base/buf.h"
+#include "base/xmalloc.h"
+#include "httpd.h"
+
+#define READ_CHUNK 16384
+#define MAX_HEADERS 100
+#define FILE_CHUNK (1 << 20)   /* bytes per sendfile call, so one client cannot hog the loop */
+
+struct handler {
+	httpd_handler_fn fn;
+	void *ud;
+};
+
+struct httpd {
+	uv_loop_t *loop;
+	uv_tcp_t listener;
+	struct httpd_config cfg;
+	struct handler *handlers;
+	size_t nhandlers;
+	struct conn *conns;            /* all open connections, for shutdown */
+	struct httpd_stats stats;
+	int port;
+	bool closing;
+};
+
+struct header {
+	char *name;
+	char *value;
+};
+
+struct httpd_req {
+	struct conn *c;
+	char method[16];
+	bool head;
+	struct buf url;                /* raw request target */
+	char *path;                    /* raw path (points into a copy) */
+	char *query;
+	struct header headers[MAX_HEADERS];
+	size_t nheaders;
+	bool last_was_value;
+	size_t header_bytes;
+	struct buf body;
+	bool keep_alive;
+	bool too_big;
+	/* response */
+	int status;
+	struct buf resp_head;          /* extra headers added by the handler */
+	bool answered;
+	uint64_t start_ns;
+};
+
+enum conn_state { C_READING, C_WRITING, C_CLOSING };
+
+struct conn {
+	struct httpd *h;
+	uv_os_sock_t fd;
+	uv_poll_t poll;
+	uv_timer_t timer;
+	int closing_handles;
+	enum conn_state state;
+	http_parser parser;
+	char *rbuf;                    /* NULL while idle */
+	size_t rlen, roff;             /* bytes in rbuf, bytes already parsed */
+	struct httpd_req req;
+	bool in_request;               /* a request has started (header timeout applies) */
+	/* outgoing */
+	struct buf out;                /* status line + headers (+ memory body) */
+	size_t out_off;
+	int file_fd;
+	int64_t file_off, file_left;
+	bool close_after;
+	uint64_t sent_this_response;
+	char peer[64];
+	struct conn *prev, *next;
+};
+
+static http_parser_settings parser_settings;
+static void conn_close(struct conn *c);
+static void conn_on_poll(uv_poll_t *p, int status, int events);
+static void conn_process(struct conn *c);
+
+/* ---- request accessors -------------------------------------------------------------------- */
+
+const char *httpd_method(const struct httpd_req *r) { return r->method; }
+bool httpd_is_head(const struct httpd_req *r) { return r->head; }
+const char *httpd_path(const struct httpd_req *r) { return r->path; }
+const char *httpd_query(const struct httpd_req *r) { return r->query; }
+const char *httpd_peer(const struct httpd_req *r) { return r->c->peer; }
+bool httpd_answered(const struct httpd_req *r) { return r->answered; }
+
+const char *httpd_header(const struct httpd_req *r, const char *name)
+{
+	for (size_t i = 0; i < r->nheaders; i++)
+		if (r->headers[i].name && !strcasecmp(r->headers[i].name, name))
+			return r->headers[i].value ? r->headers[i].value : "";
+	return NULL;
+}
+
+const char *httpd_body(const struct httpd_req *r, size_t *len)
+{
+	if (len)
+		*len = r->body.len;
+	return r->body.data;
+}
+
+static int hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+char *httpd_unescape(const char *s, size_t n, bool plus)
+{
+	struct buf b;
+
+	buf_init(&b);
+	for (size_t i = 0; i < n; i++) {
+		char ch = s[i];
+		if (ch == '%') {
+			int hi = i + 2 < n ? hexval(s[i + 1]) : -1, lo = i + 2 < n ? hexval(s[i + 2]) : -1;
+			if (hi < 0 || lo < 0) {
+				buf_release(&b);
+				return NULL;
+			}
+			ch = (char)(hi * 16 + lo);
+			i += 2;
+		} else if (plus && ch == '+') {
+			ch = ' ';
+		}
+		if (ch == '\0') {
+			buf_release(&b);
+			return NULL;
+		}
+		buf_addch(&b, ch);
+	}
+	return buf_detach(&b, NULL);
+}
+
+char *httpd_query_param(const struct httpd_req *r, const char *name)
+{
+	const char *q = r->query;
+	size_t nlen = strlen(name);
+
+	while (q && *q) {
+		const char *amp = strchr(q, '&'), *end = amp ? amp : q + strlen(q);
+		const char *eq = memchr(q, '=', (size_t)(end - q));
+		const char *kend = eq ? eq : end;
+		char *k = httpd_unescape(q, (size_t)(kend - q), true);
+		bool match = k && strlen(k) == nlen && !memcmp(k, name, nlen);
+		free(k);
+		if (match)
+			return eq ? httpd_unescape(eq + 1, (size_t)(end - eq - 1), true) : xstrdup("");
+		q = amp ? amp + 1 : NULL;
+	}
+	return NULL;
+}
+
+/* ---- parser callbacks ---------------------------------------------------------------------- */
+
+static int on_message_begin(http_parser *p)
+{
+	struct conn *c = p->data;
+
+	c->in_request = true;
+	c->req.start_ns = uv_hrtime();
+	return 0;
+}
+
+static int on_url(http_parser *p, const char *at, size_t n)
+{
+	struct conn *c = p->data;
+
+	c->req.header_bytes += n;
+	if (c->req.header_bytes > c->h->cfg.max_header_bytes) {
+		c->req.too_big = true;
+		return 1;
+	}
+	buf_add(&c->req.url, at, n);
+	return 0;
+}
+
+static int on_header_field(http_parser *p, const char *at, size_t n)
+{
+	struct conn *c = p->data;
+	struct httpd_req *r = &c->req;
+
+	r->header_bytes += n;
+	if (r->header_bytes > c->h->cfg.max_header_bytes) {
+		r->too_big = true;
+		return 1;
+	}
+	if (!r->nheaders || r->last_was_value) {
+		if (r->nheaders == MAX_HEADERS) {
+			r->too_big = true;
+			return 1;
+		}
+		r->headers[r->nheaders].name = xstrndup(at, n);
+		r->headers[r->nheaders].value = NULL;
+		r->nheaders++;
+	} else {
+		struct header *hd = &r->headers[r->nheaders - 1];
+		char *joined = xasprintf("%s%.*s", hd->name, (int)n, at);
+		free(hd->name);
+		hd->name = joined;
+	}
+	r->last_was_value = false;
+	return 0;
+}
+
+static int on_header_value(http_parser *p, const char *at, size_t n)
+{
+	struct conn *c = p->data;
+	struct httpd_req *r = &c->req;
+	struct header *hd;
+	char *joined;
+
+	r->header_bytes += n;
+	if (r->header_bytes > c->h->cfg.max_header_bytes) {
+		r->too_big = true;
+		return 1;
+	}
+	hd = &r->headers[r->nheaders - 1];
+	joined = xasprintf("%s%.*s", hd->value ? hd->value : "", (int)n, at);
+	free(hd->value);
+	hd->value = joined;
+	r->last_was_value = true;
+	return 0;
+}
+
+static int on_headers_complete(http_parser *p)
+{
+	struct conn *c = p->data;
+
+	if (p->content_length != ULLONG_MAX && p->content_length > c->h->cfg.max_body_bytes) {
+		c->req.too_big = true;
+		return -1;
+	}
+	snprintf(c->req.method, sizeof(c->req.method), "%s", http_method_str((enum http_method)p->method));
+	c->req.head = p->method == HTTP_HEAD;
+	c->req.keep_alive = http_should_keep_alive(p);
+	/* HEAD answers carry a Content-Length but no body: tell the parser (matters for responses only,
+	 * but returning 0 keeps request parsing as is). */
+	return 0;
+}
+
+static int on_body(http_parser *p, const char *at, size_t n)
+{
+	struct conn *c = p->data;
+
+	if (c->req.body.len + n > c->h->cfg.max_body_bytes) {
+		c->req.too_big = true;
+		return 1;
+	}
+	buf_add(&c->req.body, at, n);
+	return 0;
+}
+
+static int on_message_complete(http_parser *p)
+{
+	/* One request at a time: stop here; the rest of the buffer waits for the response to finish. */
+	http_parser_pause(p, 1);
+	return 0;
+}
+
+/* ---- responses ------------------------------------------------------------------------------- */
+
+static const char *reason(int status)
+{
+	switch (status) {
+	case 200: return "OK";
+	case 204: return "No Content";
+	case 206: return "Partial Content";
+	case 301: return "Moved Permanently";
+	case 302: return "Found";
+	case 304: return "Not Modified";
+	case 307: return "Temporary Redirect";
+	case 400: return "Bad Request";
+	case 401: return "Unauthorized";
+	case 403: return "Forbidden";
+	case 404: return "Not Found";
+	case 405: return "Method Not Allowed";
+	case 408: return "Request Timeout";
+	case 413: return "Content Too Large";
+	case 416: return "Range Not Satisfiable";
+	case 429: return "Too Many Requests";
+	case 431: return "Request Header Fields Too Large";
+	case 500: return "Internal Server Error";
+	case 503: return "Service Unavailable";
+	default: return "Status";
+	}
+}
+
+void httpd_add_header(struct httpd_req *r, const char *name, const char *value)
+{
+	/* Refuse header injection from values that came from elsewhere. */
+	if (strpbrk(name, "\r\n:") || strpbrk(value, "\r\n"))
+		return;
+	buf_addf(&r->resp_head, "%s: %s\r\n", name, value);
+}
+
+void httpd_add_headerf(struct httpd_req *r, const char *name, const char *fmt, ...)
+{
+	va_list ap;
+	struct buf v;
+
+	buf_init(&v);
+	va_start(ap, fmt);
+	buf_vaddf(&v, fmt, ap);
+	va_end(ap);
+	httpd_add_header(r, name, v.data);
+	buf_release(&v);
+}
+
+static void start_response(struct conn *c, int status, const char *ctype, int64_t length)
+{
+	struct httpd_req *r = &c->req;
+	char date[64];
+	time_t now = time(NULL);
+	struct tm tm;
+
+	gmtime_r(&now, &tm);
+	strftime(date, sizeof(date), "%a, %d %b %Y %H:%M:%S GMT", &tm);
+	r->status = status;
+	r->answered = true;
+	c->close_after = !r->keep_alive || c->h->closing;
+	buf_reset(&c->out);
+	c->out_off = 0;
+	buf_addf(&c->out, "HTTP/1.1 %d %s\r\nDate: %s\r\nServer: hubmirror\r\n", status, reason(status), date);
+	if (ctype)
+		buf_addf(&c->out, "Content-Type: %s\r\n", ctype);
+	buf_addf(&c->out, "Content-Length: %lld\r\n", (long long)length);
+	if (c->close_after)
+		buf_adds(&c->out, "Connection: close\r\n");
+	buf_add(&c->out, r->resp_head.data, r->resp_head.len);
+	buf_adds(&c->out, "\r\n");
+}
+
+void httpd_respond(struct httpd_req *r, int status, const char *content_type, const void *body, size_t len)
+{
+	struct conn *c = r->c;
+
+	if (r->answered)
+		return;
+	start_response(c, status, content_type, (int64_t)len);
+	if (!r->head && status != 304 && status != 204)
+		buf_add(&c->out, body, len);
+}
+
+void httpd_respond_file(struct httpd_req *r, int status, const char *content_type, int fd, int64_t offset,
+			int64_t length)
+{
+	struct conn *c = r->c;
+
+	if (r->answered) {
+		close(fd);
+		return;
+	}
+	start_response(c, status, content_type, length);
+	if (r->head || length == 0) {
+		close(fd);
+		return;
+	}
+	c->file_fd = fd;
+	c->file_off = offset;
+	c->file_left = length;
+}
+
+/* ---- connection lifecycle ---------------------------------------------------------------------- */
+
+static void req_reset(struct httpd_req *r)
+{
+	for (size_t i = 0; i < r->nheaders; i++) {
+		free(r->headers[i].name);
+		free(r->headers[i].value);
+	}
+	r->nheaders = 0;
+	r->last_was_value = false;
+	r->header_bytes = 0;
+	buf_reset(&r->url);
+	free(r->path);
+	r->path = NULL;
+	r->query = NULL;
+	buf_reset(&r->body);
+	buf_reset(&r->resp_head);
+	r->answered = false;
+	r->too_big = false;
+	r->status = 0;
+	r->method[0] = '\0';
+}
+
+static void set_timer(struct conn *c, unsigned ms);
+
+static void conn_handle_closed(uv_handle_t *handle)
+{
+	struct conn *c = handle->data;
+
+	if (--c->closing_handles)
+		return;
+	req_reset(&c->req);
+	buf_release(&c->req.url);
+	buf_release(&c->req.body);
+	buf_release(&c->req.resp_head);
+	buf_release(&c->out);
+	free(c->rbuf);
+	free(c);
+}
+
+static void conn_close(struct conn *c)
+{
+	struct httpd *h = c->h;
+
+	if (c->state == C_CLOSING)
+		return;
+	c->state = C_CLOSING;
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		h->conns = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	h->stats.connections_open--;
+	if (c->file_fd >= 0)
+		close(c->file_fd);
+	c->file_fd = -1;
+	uv_poll_stop(&c->poll);
+	uv_timer_stop(&c->timer);
+	close(c->fd);
+	c->closing_handles = 2;
+	uv_close((uv_handle_t *)&c->poll, conn_handle_closed);
+	uv_close((uv_handle_t *)&c->timer, conn_handle_closed);
+}
+
+static void on_timer(uv_timer_t *t)
+{
+	conn_close(t->data); /* header, idle or write timeout */
+}
+
+static void set_timer(struct conn *c, unsigned ms)
+{
+	uv_timer_start(&c->timer, on_timer, ms, 0);
+}
+
+static void log_access(struct conn *c)
+{
+	struct httpd_req *r = &c->req;
+	char when[64];
+	time_t now = time(NULL);
+	struct tm tm;
+
+	if (!c->h->cfg.access_log)
+		return;
+	gmtime_r(&now, &tm);
+	strftime(when, sizeof(when), "%d/%b/%Y:%H:%M:%S +0000", &tm);
+	/* Common log format, then the time taken. The query string is left out: signed URLs and
+	 * similar carry credentials there. */
+	fprintf(c->h->cfg.access_log, "%s - - [%s] \"%s %s%s HTTP/1.1\" %d %llu %.3f\n", c->peer, when,
+		r->method[0] ? r->method : "-", r->path ? r->path : "-", r->query ? "?..." : "", r->status,
+		(unsigned long long)c->sent_this_response, (double)(uv_hrtime() - r->start_ns) / 1e9);
+	fflush(c->h->cfg.access_log);
+}
+
+/* Write as much as the socket takes. Returns 1 when everything is out, 0 when it would block,
+ * -1 on a dead connection. */
+static int conn_flush(struct conn *c)
+{
+	while (c->out_off < c->out.len) {
+		ssize_t n = send(c->fd, c->out.data + c->out_off, c->out.len - c->out_off, MSG_NOSIGNAL);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -1;
+		}
+		c->out_off += (size_t)n;
+		c->sent_this_response += (uint64_t)n;
+		c->h->stats.bytes_sent += (uint64_t)n;
+	}
+	while (c->file_left > 0) {
+		off_t off = (off_t)c->file_off;
+		size_t want = c->file_left > FILE_CHUNK ? FILE_CHUNK : (size_t)c->file_left;
+		ssize_t n = sendfile(c->fd, c->file_fd, &off, want);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -1;
+		}
+		if (n == 0)
+			return -1; /* the file shrank under us: cannot keep the promised length */
+		c->file_off += n;
+		c->file_left -= n;
+		c->sent_this_response += (uint64_t)n;
+		c->h->stats.bytes_sent += (uint64_t)n;
+		if (c->file_left > 0)
+			return 0; /* yield to other connections; the poll says when to go on */
+	}
+	return 1;
+}
+
+static void conn_finish_response(struct conn *c)
+{
+	log_access(c);
+	if (c->file_fd >= 0) {
+		close(c->file_fd);
+		c->file_fd = -1;
+	}
+	if (c->close_after) {
+		conn_close(c);
+		return;
+	}
+	req_reset(&c->req);
+	c->in_request = false;
+	c->state = C_READING;
+	c->sent_this_response = 0;
+	http_parser_pause(&c->parser, 0);
+	conn_process(c); /* pipelined bytes already buffered */
+}
+
+static void conn_write(struct conn *c)
+{
+	int r = conn_flush(c);
+
+	if (r < 0) {
+		conn_close(c);
+		return;
+	}
+	if (r == 0) {
+		uv_poll_start(&c->poll, UV_WRITABLE, conn_on_poll);
+		set_timer(c, c->h->cfg.write_timeout_ms);
+		return;
+	}
+	conn_finish_response(c);
+}
+
+static void split_target(struct httpd_req *r)
+{
+	const char *u = r->url.data;
+	char *q;
+
+	/* absolute-form (GET http://host/path): keep the path */
+	if (!strncasecmp(u, "http://", 7) || !strncasecmp(u, "https://", 8)) {
+		const char *s = strchr(strstr(u, "//") + 2, '/');
+		u = s ? s : "/";
+	}
+	r->path = xstrdup(u);
+	q = strchr(r->path, '?');
+	if (q) {
+		*q = '\0';
+		r->query = q + 1;
+	}
+}
+
+static void dispatch(struct conn *c)
+{
+	struct httpd *h = c->h;
+	struct httpd_req *r = &c->req;
+
+	h->stats.requests_total++;
+	split_target(r);
+	if (r->path[0] != '/') {
+		httpd_respond(r, 400, "text/plain", "bad request target\n", 19);
+	} else {
+		for (size_t i = 0; i < h->nhandlers && !r->answered; i++)
+			if (h->handlers[i].fn(h->handlers[i].ud, r) != HTTPD_PASS && !r->answered)
+				httpd_respond(r, 500, "text/plain", "handler gave no answer\n", 23);
+		if (!r->answered)
+			httpd_respond(r, 404, "text/plain", "not found\n", 10);
+	}
+	c->state = C_WRITING;
+	uv_timer_stop(&c->timer);
+	conn_write(c);
+}
+
+static void reply_error_and_close(struct conn *c, int status, const char *msg)
+{
+	c->req.keep_alive = false;
+	if (!c->req.path)
+		c->req.path = xstrdup("-");
+	httpd_respond(&c->req, status, "text/plain", msg, strlen(msg));
+	c->state = C_WRITING;
+	conn_write(c);
+}
+
+/* Parse what is buffered; answer a complete request, or wait for more bytes. */
+static void conn_process(struct conn *c)
+{
+	size_t n;
+	enum http_errno e;
+
+	while (c->state == C_READING) {
+		if (c->roff < c->rlen) {
+			n = http_parser_execute(&c->parser, &parser_settings, c->rbuf + c->roff, c->rlen - c->roff);
+			c->roff += n;
+			e = HTTP_PARSER_ERRNO(&c->parser);
+			if (e == HPE_PAUSED) {
+				dispatch(c);
+				return;
+			}
+			if (e != HPE_OK) {
+				if (c->req.too_big)
+					reply_error_and_close(c, c->req.header_bytes > c->h->cfg.max_header_bytes ? 431 : 413,
+							      "request too large\n");
+				else
+					reply_error_and_close(c, 400, "malformed request\n");
+				return;
+			}
+		}
+		/* Everything buffered is parsed: release the buffer while idle. */
+		if (c->roff >= c->rlen) {
+			free(c->rbuf);
+			c->rbuf = NULL;
+			c->rlen = c->roff = 0;
+		}
+		set_timer(c, c->in_request ? c->h->cfg.header_timeout_ms : c->h->cfg.idle_timeout_ms);
+		uv_poll_start(&c->poll, UV_READABLE, conn_on_poll);
+		return;
+	}
+}
+
+static void conn_read(struct conn *c)
+{
+	ssize_t n;
+
+	if (!c->rbuf) {
+		c->rbuf = xmalloc(READ_CHUNK);
+		c->rlen = c->roff = 0;
+	}
+	n = recv(c->fd, c->rbuf + c->rlen, READ_CHUNK - c->rlen, 0);
+	if (n < 0) {
+		if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
+			return;
+		conn_close(c);
+		return;
+	}
+	if (n == 0) {
+		conn_close(c);
+		return;
+	}
+	if (!c->in_request)
+		c->in_request = true; /* the header timeout starts with the first byte */
+	c->rlen += (size_t)n;
+	conn_process(c);
+	/* Compact: keep unparsed bytes at the front so the next recv has room. */
+	if (c->state != C_CLOSING && c->rbuf && c->roff > 0 && c->roff < c->rlen) {
+		memmove(c->rbuf, c->rbuf + c->roff, c->rlen - c->roff);
+		c->rlen -= c->roff;
+		c->roff = 0;
+	} else if (c->state != C_CLOSING && c->rbuf && c->roff == c->rlen) {
+		c->rlen = c->roff = 0;
+	}
+}
+
+static void conn_on_poll(uv_poll_t *p, int status, int events)
+{
+	struct conn *c = p->data;
+
+	if (status < 0) {
+		conn_close(c);
+		return;
+	}
+	if (c->state == C_WRITING && (events & UV_WRITABLE))
+		conn_write(c);
+	else if (c->state == C_READING && (events & UV_READABLE))
+		conn_read(c);
+}
+
+static void tmp_tcp_closed(uv_handle_t *h)
+{
+	free(h);
+}
+
+static void on_connection(uv_stream_t *server, int status)
+{
+	struct httpd *h = server->data;
+	struct sockaddr_storage ss;
+	int sl = sizeof(ss);
+	struct conn *c;
+	uv_tcp_t *tmp;
+	uv_os_fd_t tfd;
+	int fd, one = 1;
+
+	if (status < 0)
+		return;
+	/* libuv has accepted the socket already; take it over as a plain fd (a uv_tcp_t would own the
+	 * writes, and sendfile needs them), and let the uv_tcp_t close its own copy. */
+	tmp = xcalloc(1, sizeof(*tmp));
+	uv_tcp_init(h->loop, tmp);
+	if (uv_accept(server, (uv_stream_t *)tmp) || uv_fileno((uv_handle_t *)tmp, &tfd) ||
+	    (fd = fcntl(tfd, F_DUPFD_CLOEXEC, 3)) < 0) {
+		uv_close((uv_handle_t *)tmp, tmp_tcp_closed);
+		return;
+	}
+	memset(&ss, 0, sizeof(ss));
+	uv_tcp_getpeername(tmp, (struct sockaddr *)&ss, &sl);
+	uv_close((uv_handle_t *)tmp, tmp_tcp_closed);
+	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	c = xcalloc(1, sizeof(*c));
+	c->h = h;
+	c->fd = fd;
+	c->file_fd = -1;
+	c->state = C_READING;
+	buf_init(&c->req.url);
+	buf_init(&c->req.body);
+	buf_init(&c->req.resp_head);
+	buf_init(&c->out);
+	c->req.c = c;
+	if (ss.ss_family == AF_INET)
+		inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr, c->peer, sizeof(c->peer));
+	else if (ss.ss_family == AF_INET6)
+		inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr, c->peer, sizeof(c->peer));
+	else
+		snprintf(c->peer, sizeof(c->peer), "-");
+	http_parser_init(&c->parser, HTTP_REQUEST);
+	c->parser.data = c;
+	uv_poll_init_socket(h->loop, &c->poll, fd);
+	c->poll.data = c;
+	uv_timer_init(h->loop, &c->timer);
+	c->timer.data = c;
+	c->next = h->conns;
+	if (h->conns)
+		h->conns->prev = c;
+	h->conns = c;
+	h->stats.connections_open++;
+	h->stats.connections_total++;
+	set_timer(c, h->cfg.idle_timeout_ms);
+	uv_poll_start(&c->poll, UV_READABLE, conn_on_poll);
+}
+
+/* ---- server ------------------------------------------------------------------------------------ */
+
+static int parse_listen(const char *s, struct sockaddr_storage *ss)
+{
+	const char *colon = strrchr(s, ':');
+	char host[128];
+	int port;
+	size_t hl;
+
+	if (!colon)
+		return UV_EINVAL;
+	port = atoi(colon + 1);
+	if (port < 0 || port > 65535)
+		return UV_EINVAL;
+	hl = (size_t)(colon - s);
+	if (hl >= sizeof(host))
+		return UV_EINVAL;
+	memcpy(host, s, hl);
+	host[hl] = '\0';
+	if (host[0] == '[' && hl > 2 && host[hl - 1] == ']') {
+		host[hl - 1] = '\0';
+		return uv_ip6_addr(host + 1, port, (struct sockaddr_in6 *)ss);
+	}
+	if (!*host)
+		return uv_ip4_addr("0.0.0.0", port, (struct sockaddr_in *)ss);
+	return uv_ip4_addr(host, port, (struct sockaddr_in *)ss);
+}
+
+static void listener_closed(uv_handle_t *handle);
+
+int httpd_new(uv_loop_t *loop, const struct httpd_config *cfg, struct httpd **out)
+{
+	struct httpd *h;
+	struct sockaddr_storage ss;
+	int namelen = sizeof(ss), r;
+
+	memset(&ss, 0, sizeof(ss));
+	r = parse_listen(cfg->listen ? cfg->listen : "127.0.0.1:8080", &ss);
+	if (r)
+		return r;
+	parser_settings.on_message_begin = on_message_begin;
+	parser_settings.on_url = on_url;
+	parser_settings.on_header_field = on_header_field;
+	parser_settings.on_header_value = on_header_value;
+	parser_settings.on_headers_complete = on_headers_complete;
+	parser_settings.on_body = on_body;
+	parser_settings.on_message_complete = on_message_complete;
+
+	h = xcalloc(1, sizeof(*h));
+	h->loop = loop;
+	h->cfg = *cfg;
+	if (!h->cfg.max_header_bytes)
+		h->cfg.max_header_bytes = 16384;
+	if (!h->cfg.max_body_bytes)
+		h->cfg.max_body_bytes = 1 << 20;
+	if (!h->cfg.header_timeout_ms)
+		h->cfg.header_timeout_ms = 15000;
+	if (!h->cfg.idle_timeout_ms)
+		h->cfg.idle_timeout_ms = 75000;
+	if (!h->cfg.write_timeout_ms)
+		h->cfg.write_timeout_ms = 120000;
+	uv_tcp_init(loop, &h->listener);
+	h->listener.data = h;
+	r = uv_tcp_bind(&h->listener, (struct sockaddr *)&ss, 0);
+	if (!r)
+		r = uv_listen((uv_stream_t *)&h->listener, 1024, on_connection);
+	if (!r)
+		r = uv_tcp_getsockname(&h->listener, (struct sockaddr *)&ss, &namelen);
+	if (r) {
+		uv_close((uv_handle_t *)&h->listener, listener_closed); /* frees h */
+		return r;
+	}
+	h->port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
+						 : ((struct sockaddr_in *)&ss)->sin_port);
+	*out = h;
+	return 0;
+}
+
+void httpd_add_handler(struct httpd *h, httpd_handler_fn fn, void *ud)
+{
+	h->handlers = xreallocarray(h->handlers, h->nhandlers + 1, sizeof(*h->handlers));
+	h->handlers[h->nhandlers].fn = fn;
+	h->handlers[h->nhandlers].ud = ud;
+	h->nhandlers++;
+}
+
+int httpd_port(const struct httpd *h)
+{
+	return h->port;
+}
+
+void httpd_get_stats(const struct httpd *h, struct httpd_stats *out)
+{
+	*out = h->stats;
+}
+
+static void listener_closed(uv_handle_t *handle)
+{
+	struct httpd *h = handle->data;
+
+	free(h->handlers);
+	free(h);
+}
+
+void httpd_free(struct httpd **hp)
+{
+	struct httpd *h = hp ? *hp : NULL;
+
+	if (!h)
+		return;
+	h->closing = true;
+	while (h->conns)
+		conn_close(h->conns);
+	uv_close((uv_handle_t *)&h->listener, listener_closed);
+	*hp = NULL;
+}

@@ -1,0 +1,90 @@
+/*
+ * httpd.h - the mirror's HTTP/1.1 server: libuv for the loop, http-parser for requests.
+ *
+ * Connections are plain non-blocking sockets watched with uv_poll, so that a file body goes out with
+ * sendfile() straight from the page cache, a chunk at a time as the socket drains: a slow client never
+ * makes the server buffer a file, and an idle keep-alive connection costs one small struct (its read
+ * buffer is released between requests). Requests on one connection are answered in order (pipelining
+ * is safe: the server stops reading while it writes).
+ *
+ * Handlers form a chain (h2o-style): each gets the request and either answers it (returns 0) or passes
+ * (returns HTTPD_PASS). Handlers run on the loop and must not block on anything slow.
+ */
+#ifndef HM_HTTPD_H
+#define HM_HTTPD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <uv.h>
+
+#define HTTPD_PASS 1
+
+struct httpd;
+struct httpd_req;
+
+struct httpd_config {
+	const char *listen;             /* "HOST:PORT", e.g. "127.0.0.1:8080" or "[::]:8080" */
+	size_t max_header_bytes;        /* request line + headers; 0: 16 KiB */
+	size_t max_body_bytes;          /* 0: 1 MiB */
+	unsigned header_timeout_ms;     /* from the first byte of a request to its end; 0: 15 s */
+	unsigned idle_timeout_ms;       /* keep-alive wait for the next request; 0: 75 s */
+	unsigned write_timeout_ms;      /* no byte accepted by the client for this long; 0: 120 s */
+	FILE *access_log;               /* one line per request, or NULL */
+};
+
+typedef int (*httpd_handler_fn)(void *ud, struct httpd_req *req);
+
+/* Listen on cfg->listen. Returns 0 (and *out, owned: httpd_free) or a negative libuv/errno code. */
+int httpd_new(uv_loop_t *loop, const struct httpd_config *cfg, struct httpd **out);
+/* Append a handler to the chain. ud is borrowed. */
+void httpd_add_handler(struct httpd *h, httpd_handler_fn fn, void *ud);
+/* The port actually bound (useful with port 0). */
+int httpd_port(const struct httpd *h);
+/* Close the listener and every connection; run the loop afterwards to finish. NULL-safe. */
+void httpd_free(struct httpd **h);
+
+/* Counters for /metrics and tests. */
+struct httpd_stats {
+	uint64_t connections_open;
+	uint64_t connections_total;
+	uint64_t requests_total;
+	uint64_t bytes_sent;
+};
+void httpd_get_stats(const struct httpd *h, struct httpd_stats *out);
+
+/* ---- the request, valid during the handler call ---- */
+
+const char *httpd_method(const struct httpd_req *r);       /* "GET", "HEAD", ... */
+bool httpd_is_head(const struct httpd_req *r);
+const char *httpd_path(const struct httpd_req *r);         /* raw (still percent-encoded), no query */
+const char *httpd_query(const struct httpd_req *r);        /* raw query without '?', or NULL */
+/* Case-insensitive header lookup; NULL when absent. */
+const char *httpd_header(const struct httpd_req *r, const char *name);
+const char *httpd_body(const struct httpd_req *r, size_t *len);
+const char *httpd_peer(const struct httpd_req *r);         /* "127.0.0.1" */
+
+/* ---- answering (exactly once per request) ---- */
+
+/* Has the request been answered yet? */
+bool httpd_answered(const struct httpd_req *r);
+
+/* Add a response header (copied). Call before httpd_respond*. Never use for Content-Length. */
+void httpd_add_header(struct httpd_req *r, const char *name, const char *value);
+void httpd_add_headerf(struct httpd_req *r, const char *name, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* Answer with a body from memory (copied; HEAD sends the headers only). */
+void httpd_respond(struct httpd_req *r, int status, const char *content_type, const void *body, size_t len);
+/* Answer with length bytes of fd from offset, sent with sendfile. fd is consumed (closed when done). */
+void httpd_respond_file(struct httpd_req *r, int status, const char *content_type, int fd, int64_t offset,
+			int64_t length);
+
+/* Decode %XX escapes (and, with plus, '+' as space) of n bytes into a new string; NULL on a bad
+ * escape or when the result would hold a NUL byte. Caller frees. */
+char *httpd_unescape(const char *s, size_t n, bool plus);
+/* The value of the first query parameter `name` (decoded), or NULL. Caller frees. */
+char *httpd_query_param(const struct httpd_req *r, const char *name);
+
+#endif

@@ -1,0 +1,992 @@
+/*
+ * routes-hf.c - the Hugging Face Hub API, as the official clients use it (hf-api.md), answered from
+ * the catalog and the store.
+ *
+ * Routing happens on the raw path: a revision may arrive encoded (refs%2Fpr%2F1, Python) or raw
+ * (refs/pr/1, JS), so the path is split on '/' first and each piece decoded after. Nothing here ever
+ * mentions Xet: the mirror answers every file itself over plain HTTP.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jansson.h>
+#include <openssl/evp.h>
+
+#include "base/buf.h"
+#include "base/err.h"
+#include "base/hex.h"
+#include "base/path.h"
+#include "base/xmalloc.h"
+#include "catalog/catalog.h"
+#include "data.h"
+#include "hub/http.h"
+#include "hub/hub.h"
+#include "routes-int.h"
+#include "store.h"
+
+#define TREE_PAGE 1000
+#define LIST_PAGE 1000
+
+static const char cors_expose[] =
+	"X-Repo-Commit, X-Request-Id, X-Error-Code, X-Error-Message, ETag, Link, Accept-Ranges, "
+	"Content-Range, X-Linked-Size, X-Linked-ETag";
+
+/* ---- small helpers ------------------------------------------------------------------------------- */
+
+struct segs {
+	char **v;       /* raw (still encoded) segments */
+	size_t n;
+	char *copy;
+};
+
+static void segs_split(struct segs *s, const char *path)
+{
+	char *p;
+
+	memset(s, 0, sizeof(*s));
+	s->copy = xstrdup(path[0] == '/' ? path + 1 : path);
+	s->v = xcalloc(strlen(s->copy) + 2, sizeof(*s->v));
+	for (p = s->copy; ; ) {
+		char *slash = strchr(p, '/');
+		s->v[s->n++] = p;
+		if (!slash)
+			break;
+		*slash = '\0';
+		p = slash + 1;
+	}
+}
+
+static void segs_free(struct segs *s)
+{
+	free(s->v);
+	free(s->copy);
+}
+
+/* Join segs[from..n) with '/' and percent-decode; NULL if a piece is malformed. */
+static char *segs_join_decoded(const struct segs *s, size_t from)
+{
+	struct buf b;
+	char *out;
+
+	buf_init(&b);
+	for (size_t i = from; i < s->n; i++) {
+		if (i > from)
+			buf_addch(&b, '/');
+		buf_adds(&b, s->v[i]);
+	}
+	out = httpd_unescape(b.data, b.len, false);
+	buf_release(&b);
+	return out;
+}
+
+/* A revision at segs[i]: one segment (decoded: refs%2Fpr%2F1 -> refs/pr/1), or, sent raw, the three
+ * segments of refs/pr/N or refs/convert/X. *used tells how many segments it took. */
+static char *take_revision(const struct segs *s, size_t i, size_t *used)
+{
+	*used = 0;
+	if (i >= s->n)
+		return NULL;
+	if (!strcmp(s->v[i], "refs")) {
+		if (i + 2 >= s->n || (strcmp(s->v[i + 1], "pr") && strcmp(s->v[i + 1], "convert")))
+			return NULL;
+		*used = 3;
+		return xasprintf("refs/%s/%s", s->v[i + 1], s->v[i + 2]);
+	}
+	*used = 1;
+	return httpd_unescape(s->v[i], strlen(s->v[i]), false);
+}
+
+static bool query_bool(const struct httpd_req *req, const char *name)
+{
+	char *v = httpd_query_param(req, name);
+	bool on = v && (!strcasecmp(v, "true") || !strcmp(v, "1"));
+
+	free(v);
+	return on;
+}
+
+static void add_cors(struct httpd_req *req)
+{
+	httpd_add_header(req, "Access-Control-Allow-Origin", "*");
+	httpd_add_header(req, "Access-Control-Expose-Headers", cors_expose);
+}
+
+/* The Hub's error answer: status, X-Error-Code (may be NULL), X-Error-Message, {"error": msg}. */
+static void hf_error(struct httpd_req *req, int status, const char *code, const char *msg, const char *commit)
+{
+	json_t *o = json_pack("{s:s}", "error", msg);
+
+	add_cors(req);
+	if (code)
+		httpd_add_header(req, "X-Error-Code", code);
+	httpd_add_header(req, "X-Error-Message", msg);
+	if (commit)
+		httpd_add_header(req, "X-Repo-Commit", commit);
+	mirror__respond_json(req, status, o);
+}
+
+/* Our own origin as the client reached it (for Link), honouring a reverse proxy's X-Forwarded-*. */
+static char *self_base(const struct httpd_req *req)
+{
+	const char *proto = httpd_header(req, "X-Forwarded-Proto");
+	const char *host = httpd_header(req, "X-Forwarded-Host");
+	char *p = NULL, *h = NULL, *out;
+
+	if (!host)
+		host = httpd_header(req, "Host");
+	if (!host || !*host || strpbrk(host, " /\\\"<>\r\n"))
+		host = "localhost";
+	if (!proto || (strcasecmp(proto, "http") && strcasecmp(proto, "https")))
+		proto = "http";
+	/* only the first value of a comma list */
+	p = xstrndup(proto, strcspn(proto, ","));
+	h = xstrndup(host, strcspn(host, ", "));
+	out = xasprintf("%s://%s", p, h);
+	free(p);
+	free(h);
+	return out;
+}
+
+static char *iso_time(int64_t t)
+{
+	char b[32];
+	time_t tt = (time_t)t;
+	struct tm tm;
+
+	gmtime_r(&tt, &tm);
+	strftime(b, sizeof(b), "%Y-%m-%dT%H:%M:%S.000Z", &tm);
+	return xstrdup(b);
+}
+
+static size_t lfs_pointer(const struct catalog_entry *e, char *out, size_t cap)
+{
+	int n = snprintf(out, cap, "version https://git-lfs.github.com/spec/v1\noid sha256:%s\nsize %" PRId64 "\n",
+			 e->lfs_oid, e->size);
+	return n < 0 ? 0 : (size_t)n;
+}
+
+/* A stable stand-in for a directory's git tree id (clients require an oid; we keep no trees). */
+static void dir_oid(const char *commit, const char *path, char out[41])
+{
+	unsigned char md[20];
+	unsigned int n;
+	char *s = xasprintf("tree %s %s", commit, path);
+
+	EVP_Digest(s, strlen(s), md, &n, EVP_sha1(), NULL);
+	hex_encode(md, 20, out);
+	free(s);
+}
+
+static json_t *file_json(const struct catalog_entry *e, const struct catalog_snapshot *snap, bool expand)
+{
+	json_t *o = json_pack("{s:s, s:s, s:I, s:s}", "type", "file", "oid", e->git_oid[0] ? e->git_oid : e->sha256,
+			      "size", (json_int_t)e->size, "path", e->path);
+	if (e->lfs_oid[0]) {
+		char ptr[256];
+		json_object_set_new(o, "lfs", json_pack("{s:s, s:I, s:I}", "oid", e->lfs_oid, "size", (json_int_t)e->size,
+							 "pointerSize", (json_int_t)lfs_pointer(e, ptr, sizeof(ptr))));
+	}
+	if (expand) {
+		char *d = iso_time(snap->synced_at);
+		json_object_set_new(o, "lastCommit", json_pack("{s:s, s:s, s:s}", "id", snap->commit, "title", "",
+								"date", d));
+		free(d);
+	}
+	return o;
+}
+
+static json_t *dir_json(const char *path, const struct catalog_snapshot *snap)
+{
+	char oid[41];
+
+	dir_oid(snap->commit, path, oid);
+	return json_pack("{s:s, s:s, s:i, s:s}", "type", "directory", "oid", oid, "size", 0, "path", path);
+}
+
+/* ---- the request context ------------------------------------------------------------------------- */
+
+struct hfreq {
+	struct mirror_routes *rt;
+	struct httpd_req *req;
+	const char *type;       /* "model" | "dataset" */
+	char *name;             /* org/name */
+	struct catalog_repo repo;
+	bool repo_loaded;
+	struct catalog_snapshot snap;
+};
+
+static void hfreq_release(struct hfreq *h)
+{
+	free(h->name);
+	if (h->repo_loaded)
+		catalog_repo_release(&h->repo);
+}
+
+/* Resolve h->name at rev; on failure answer the Hub's error and return non-zero. */
+static int hf_resolve(struct hfreq *h, const char *rev)
+{
+	bool found = false;
+	int r = catalog_resolve(h->rt->data->catalog, "hf", h->type, h->name, rev, &h->repo, &h->snap, &found);
+
+	h->repo_loaded = found;
+	if (!r)
+		return 0;
+	if (r == HM_ERR_NOT_FOUND && !found) {
+		hf_error(h->req, 404, "RepoNotFound", "Repository not found", NULL);
+	} else if (r == HM_ERR_NOT_FOUND) {
+		char *m = xasprintf("Invalid rev id: %s", rev ? rev : "HEAD");
+		hf_error(h->req, 404, "RevisionNotFound", m, NULL);
+		free(m);
+	} else {
+		hf_error(h->req, 500, NULL, "catalog error", NULL);
+	}
+	return -1;
+}
+
+/* Content of gated repos stays gated on the mirror unless the operator opened it (add --open). */
+static bool content_allowed(const struct hfreq *h)
+{
+	json_t *o;
+	bool open;
+
+	if (!h->repo.gated || !strcmp(h->repo.gated, "false"))
+		return true;
+	o = json_loads(h->repo.options ? h->repo.options : "{}", 0, NULL);
+	open = json_is_true(json_object_get(o, "open"));
+	json_decref(o);
+	return open;
+}
+
+/* ---- A: repo info -------------------------------------------------------------------------------- */
+
+struct sib_ctx {
+	json_t *arr;
+	bool blobs;
+};
+
+static int sibling_cb(void *ud, const struct catalog_entry *e)
+{
+	struct sib_ctx *s = ud;
+	json_t *o = json_pack("{s:s}", "rfilename", e->path);
+
+	if (s->blobs) {
+		json_object_set_new(o, "size", json_integer(e->size));
+		json_object_set_new(o, "blobId", json_string(e->git_oid[0] ? e->git_oid : e->sha256));
+		if (e->lfs_oid[0]) {
+			char ptr[256];
+			json_object_set_new(o, "lfs", json_pack("{s:I, s:s, s:I}", "size", (json_int_t)e->size,
+								 "sha256", e->lfs_oid, "pointerSize",
+								 (json_int_t)lfs_pointer(e, ptr, sizeof(ptr))));
+		}
+	}
+	json_array_append_new(s->arr, o);
+	return 0;
+}
+
+static json_t *repo_summary_json(const struct catalog_repo *r, const char *type, const char *commit,
+				 int64_t synced_at)
+{
+	unsigned char md[20];
+	unsigned int n;
+	char id24[41], *lm;
+	json_t *o, *v;
+	const char *slash = strchr(r->name, '/');
+
+	EVP_Digest(r->name, strlen(r->name), md, &n, EVP_sha1(), NULL);
+	hex_encode(md, 12, id24);
+	lm = r->last_sync_at || synced_at ? iso_time(synced_at ? synced_at : r->last_sync_at) : xstrdup("1970-01-01T00:00:00.000Z");
+	o = json_pack("{s:s, s:s, s:s, s:b, s:b}", "_id", id24, "id", r->name, "lastModified", lm, "private", 0,
+		      "disabled", 0);
+	free(lm);
+	if (!strcmp(type, "model"))
+		json_object_set_new(o, "modelId", json_string(r->name));
+	if (slash)
+		json_object_set_new(o, "author", json_stringn(r->name, (size_t)(slash - r->name)));
+	if (commit)
+		json_object_set_new(o, "sha", json_string(commit));
+	json_object_set_new(o, "gated", r->gated && strcmp(r->gated, "false") ? json_string(r->gated) : json_false());
+	json_object_set_new(o, "downloads", json_integer(r->downloads > 0 ? r->downloads : 0));
+	json_object_set_new(o, "likes", json_integer(r->likes > 0 ? r->likes : 0));
+	v = r->tags ? json_loads(r->tags, 0, NULL) : NULL;
+	json_object_set_new(o, "tags", json_is_array(v) ? v : json_array());
+	if (v && !json_is_array(v))
+		json_decref(v);
+	if (r->pipeline_tag)
+		json_object_set_new(o, "pipeline_tag", json_string(r->pipeline_tag));
+	if (r->library_name)
+		json_object_set_new(o, "library_name", json_string(r->library_name));
+	return o;
+}
+
+static void hf_info(struct hfreq *h, const char *rev)
+{
+	struct sib_ctx sc;
+	json_t *o, *card;
+	int r;
+
+	if (hf_resolve(h, rev))
+		return;
+	o = repo_summary_json(&h->repo, h->type, h->snap.commit, h->snap.synced_at);
+	card = h->repo.card_data ? json_loads(h->repo.card_data, 0, NULL) : NULL;
+	if (json_is_object(card))
+		json_object_set_new(o, "cardData", card);
+	else
+		json_decref(card);
+	json_object_set_new(o, "usedStorage", json_integer(h->snap.total_size));
+	sc.arr = json_array();
+	sc.blobs = query_bool(h->req, "blobs");
+	r = catalog_snapshot_walk(h->rt->data->catalog, h->snap.id, NULL, NULL, 0, sibling_cb, &sc);
+	json_object_set_new(o, "siblings", sc.arr);
+	if (r) {
+		json_decref(o);
+		hf_error(h->req, 500, NULL, "catalog error", NULL);
+		return;
+	}
+	add_cors(h->req);
+	mirror__respond_json(h->req, 200, o);
+}
+
+/* ---- B: tree ---------------------------------------------------------------------------------------- */
+
+struct tree_ctx {
+	struct hfreq *h;
+	json_t *arr;
+	const char *base;        /* "" or "dir" (no trailing slash) */
+	size_t baselen;
+	bool recursive;
+	bool expand;
+	size_t limit;
+	size_t emitted;          /* recursive: files; otherwise entries */
+	bool more;               /* stopped at the limit with entries left */
+	char *prev;              /* recursive: the previous file path (its folders are listed) */
+	char *last_dir;          /* non-recursive: the last child folder listed */
+	char *cursor;            /* where the next page starts: a path, or "folder/\xff" */
+};
+
+/* Emit the folders between base and path that the previous path did not already have. */
+static void tree_dirs(struct tree_ctx *t, const char *path)
+{
+	const char *p = path + (t->baselen ? t->baselen + 1 : 0);
+
+	for (const char *slash = strchr(p, '/'); slash; slash = strchr(slash + 1, '/')) {
+		size_t n = (size_t)(slash - path);
+		char *d;
+		if (t->prev && strlen(t->prev) > n && !strncmp(t->prev, path, n) && t->prev[n] == '/')
+			continue;
+		d = xstrndup(path, n);
+		json_array_append_new(t->arr, dir_json(d, &t->h->snap));
+		free(d);
+	}
+}
+
+static int tree_cb(void *ud, const struct catalog_entry *e)
+{
+	struct tree_ctx *t = ud;
+	const char *rel = e->path + (t->baselen ? t->baselen + 1 : 0);
+	const char *slash = strchr(rel, '/');
+
+	if (t->recursive) {
+		/* pages count files; their folders come along */
+		if (t->emitted == t->limit) {
+			t->more = true;
+			return 1;
+		}
+		tree_dirs(t, e->path);
+		json_array_append_new(t->arr, file_json(e, &t->h->snap, t->expand));
+		free(t->prev);
+		t->prev = xstrdup(e->path);
+		free(t->cursor);
+		t->cursor = xstrdup(e->path);
+		t->emitted++;
+		return 0;
+	}
+	if (slash) {
+		size_t n = (size_t)(slash - e->path);
+		if (t->last_dir && strlen(t->last_dir) == n && !strncmp(t->last_dir, e->path, n))
+			return 0; /* inside the folder just listed */
+		if (t->emitted == t->limit) {
+			t->more = true;
+			return 1;
+		}
+		free(t->last_dir);
+		t->last_dir = xstrndup(e->path, n);
+		json_array_append_new(t->arr, dir_json(t->last_dir, &t->h->snap));
+		free(t->cursor);
+		t->cursor = xasprintf("%s/\xff", t->last_dir); /* sorts after everything in it */
+	} else {
+		if (t->emitted == t->limit) {
+			t->more = true;
+			return 1;
+		}
+		json_array_append_new(t->arr, file_json(e, &t->h->snap, t->expand));
+		free(t->cursor);
+		t->cursor = xstrdup(e->path);
+	}
+	t->emitted++;
+	return 0;
+}
+
+static void hf_tree(struct hfreq *h, const char *rev, const char *rev_raw, char *subpath)
+{
+	struct tree_ctx t;
+	char *cursor = httpd_query_param(h->req, "cursor"), *prefix = NULL;
+	char *limit_s = httpd_query_param(h->req, "limit");
+	long limit = limit_s ? strtol(limit_s, NULL, 10) : TREE_PAGE;
+	int r;
+
+	free(limit_s);
+	if (limit < 1 || limit > TREE_PAGE)
+		limit = TREE_PAGE;
+	memset(&t, 0, sizeof(t));
+	if (hf_resolve(h, rev))
+		goto out;
+	t.h = h;
+	t.arr = json_array();
+	t.recursive = query_bool(h->req, "recursive");
+	t.expand = query_bool(h->req, "expand");
+	if (subpath && *subpath) {
+		size_t n = strlen(subpath);
+		while (n && subpath[n - 1] == '/')
+			subpath[--n] = '\0';
+	}
+	t.base = subpath && *subpath ? subpath : "";
+	t.baselen = strlen(t.base);
+	if (t.baselen) {
+		struct catalog_entry e;
+		if (path_check_str(t.base) ||
+		    !catalog_snapshot_file(h->rt->data->catalog, h->snap.id, t.base, &e)) {
+			/* a file is not a folder to list (the Hub answers 404 too) */
+			if (!path_check_str(t.base))
+				catalog_entry_release(&e);
+			hf_error(h->req, 404, "EntryNotFound", "Entry not found", h->snap.commit);
+			json_decref(t.arr);
+			goto out;
+		}
+		prefix = xasprintf("%s/", t.base);
+	}
+	t.limit = (size_t)limit;
+	t.prev = cursor ? xstrdup(cursor) : NULL;
+	r = catalog_snapshot_walk(h->rt->data->catalog, h->snap.id, prefix, cursor, 0, tree_cb, &t);
+	if (r && r != 1) {
+		json_decref(t.arr);
+		hf_error(h->req, 500, NULL, "catalog error", NULL);
+		goto out;
+	}
+	if (t.baselen && json_array_size(t.arr) == 0 && !cursor) {
+		json_decref(t.arr);
+		hf_error(h->req, 404, "EntryNotFound", "Entry not found", h->snap.commit);
+		goto out;
+	}
+	if (t.more) {
+		char *base = self_base(h->req), *cur = hub_url_escape(t.cursor, false);
+		char *sub = hub_url_escape(t.base, true);
+		httpd_add_headerf(h->req, "Link", "<%s/api/%ss/%s/tree/%s%s%s?recursive=%s&expand=%s&limit=%ld&cursor=%s>; rel=\"next\"",
+				  base, h->type, h->name, rev_raw, t.baselen ? "/" : "", sub,
+				  t.recursive ? "true" : "false", t.expand ? "true" : "false", limit, cur);
+		free(base);
+		free(cur);
+		free(sub);
+	}
+	add_cors(h->req);
+	mirror__respond_json(h->req, 200, t.arr);
+out:
+	free(t.prev);
+	free(t.last_dir);
+	free(t.cursor);
+	free(prefix);
+	free(cursor);
+}
+
+/* ---- C: paths-info --------------------------------------------------------------------------------- */
+
+static int any_cb(void *ud, const struct catalog_entry *e)
+{
+	(void)e;
+	*(bool *)ud = true;
+	return 1;
+}
+
+static void hf_paths_info(struct hfreq *h, const char *rev)
+{
+	size_t blen;
+	const char *body = httpd_body(h->req, &blen);
+	const char *ctype = httpd_header(h->req, "Content-Type");
+	json_t *paths = json_array(), *out, *p;
+	bool expand = false;
+	size_t i;
+
+	if (hf_resolve(h, rev))
+		goto done;
+	if (ctype && !strncasecmp(ctype, "application/json", 16)) {
+		json_t *j = json_loadb(body, blen, 0, NULL);
+		json_t *ps = json_object_get(j, "paths");
+		if (json_is_array(ps))
+			json_array_extend(paths, ps);
+		else if (json_is_string(ps))
+			json_array_append(paths, ps);
+		expand = json_is_true(json_object_get(j, "expand"));
+		json_decref(j);
+	} else {
+		/* form: paths=a&paths=b&expand=true */
+		char *copy = xstrndup(body, blen), *save = NULL;
+		for (char *kv = strtok_r(copy, "&", &save); kv; kv = strtok_r(NULL, "&", &save)) {
+			char *eq = strchr(kv, '='), *k, *v;
+			if (!eq)
+				continue;
+			k = httpd_unescape(kv, (size_t)(eq - kv), true);
+			v = httpd_unescape(eq + 1, strlen(eq + 1), true);
+			if (k && v && !strcmp(k, "paths"))
+				json_array_append_new(paths, json_string(v));
+			else if (k && v && !strcmp(k, "expand"))
+				expand = !strcasecmp(v, "true") || !strcmp(v, "1");
+			free(k);
+			free(v);
+		}
+		free(copy);
+	}
+	out = json_array();
+	json_array_foreach(paths, i, p) {
+		const char *path = json_string_value(p);
+		struct catalog_entry e;
+		char *prefix;
+		bool any = false;
+
+		if (!path || path_check_str(path) || i >= 10000)
+			continue; /* missing (or impossible) paths are simply omitted, as on the Hub */
+		if (!catalog_snapshot_file(h->rt->data->catalog, h->snap.id, path, &e)) {
+			json_array_append_new(out, file_json(&e, &h->snap, expand));
+			catalog_entry_release(&e);
+			continue;
+		}
+		prefix = xasprintf("%s/", path);
+		catalog_snapshot_walk(h->rt->data->catalog, h->snap.id, prefix, NULL, 1, any_cb, &any);
+		free(prefix);
+		if (any)
+			json_array_append_new(out, dir_json(path, &h->snap));
+	}
+	add_cors(h->req);
+	mirror__respond_json(h->req, 200, out);
+done:
+	json_decref(paths);
+}
+
+/* ---- F, G, H: refs, commits, treesize ----------------------------------------------------------------- */
+
+struct refs_ctx {
+	json_t *branches, *tags, *prs;
+};
+
+static int refs_cb(void *ud, const char *name, const char *kind, const char *commit)
+{
+	struct refs_ctx *r = ud;
+
+	if (!strcmp(kind, "pr"))
+		json_array_append_new(r->prs, json_pack("{s:s, s:s, s:s}", "name", name, "ref", name, "targetCommit", commit));
+	else if (!strcmp(kind, "tag"))
+		json_array_append_new(r->tags, json_pack("{s:s, s:s+, s:s}", "name", name, "ref",
+							  "refs/tags/", name, "targetCommit", commit));
+	else if (!hex_is_lower(name, 40)) /* a followed commit id is not a branch */
+		json_array_append_new(r->branches, json_pack("{s:s, s:s+, s:s}", "name", name, "ref",
+							      "refs/heads/", name, "targetCommit", commit));
+	return 0;
+}
+
+static void hf_refs(struct hfreq *h)
+{
+	struct refs_ctx r = { json_array(), json_array(), json_array() };
+	json_t *o;
+
+	if (hf_resolve(h, NULL)) {
+		json_decref(r.branches);
+		json_decref(r.tags);
+		json_decref(r.prs);
+		return;
+	}
+	catalog_refs_each(h->rt->data->catalog, h->repo.id, refs_cb, &r);
+	o = json_pack("{s:o, s:[], s:o}", "branches", r.branches, "converts", "tags", r.tags);
+	if (query_bool(h->req, "include_prs"))
+		json_object_set_new(o, "pullRequests", r.prs);
+	else
+		json_decref(r.prs);
+	add_cors(h->req);
+	mirror__respond_json(h->req, 200, o);
+}
+
+static void hf_commits(struct hfreq *h, const char *rev)
+{
+	char *d;
+	json_t *a;
+
+	if (hf_resolve(h, rev))
+		return;
+	/* The mirror knows the commits it synced, not upstream's history: one entry, the snapshot. */
+	d = iso_time(h->snap.synced_at);
+	a = json_pack("[{s:s, s:s, s:s, s:s, s:[]}]", "id", h->snap.commit, "title", "", "message", "", "date", d,
+		      "authors");
+	free(d);
+	add_cors(h->req);
+	mirror__respond_json(h->req, 200, a);
+}
+
+struct size_ctx {
+	int64_t total;
+};
+
+static int size_cb(void *ud, const struct catalog_entry *e)
+{
+	((struct size_ctx *)ud)->total += e->size;
+	return 0;
+}
+
+static void hf_treesize(struct hfreq *h, const char *rev, const char *subpath)
+{
+	struct size_ctx sc = { 0 };
+	char *prefix = subpath && *subpath ? xasprintf("%s/", subpath) : NULL;
+
+	if (!hf_resolve(h, rev)) {
+		catalog_snapshot_walk(h->rt->data->catalog, h->snap.id, prefix, NULL, 0, size_cb, &sc);
+		add_cors(h->req);
+		mirror__respond_json(h->req, 200, json_pack("{s:s, s:I}", "path", subpath ? subpath : "",
+							     "size", (json_int_t)sc.total));
+	}
+	free(prefix);
+}
+
+/* ---- I: listings ---------------------------------------------------------------------------------- */
+
+struct list_ctx {
+	struct mirror_routes *rt;
+	const char *type;
+	json_t *arr;
+	size_t n;
+	char *last;
+};
+
+static int list_cb(void *ud, const struct catalog_repo *r)
+{
+	struct list_ctx *l = ud;
+
+	json_array_append_new(l->arr, repo_summary_json(r, l->type, r->head_commit, r->last_sync_at));
+	free(l->last);
+	l->last = xstrdup(r->name);
+	l->n++;
+	return 0;
+}
+
+static void hf_list(struct mirror_routes *rt, struct httpd_req *req, const char *type)
+{
+	char *search = httpd_query_param(req, "search"), *author = httpd_query_param(req, "author");
+	char *cursor = httpd_query_param(req, "cursor"), *limit_s = httpd_query_param(req, "limit");
+	long limit = limit_s ? strtol(limit_s, NULL, 10) : LIST_PAGE;
+	struct list_ctx l = { rt, type, json_array(), 0, NULL };
+
+	if (limit < 1 || limit > LIST_PAGE)
+		limit = LIST_PAGE;
+	if (catalog_repos_each(rt->data->catalog, "hf", type, search && *search ? search : NULL,
+			       author && *author ? author : NULL, cursor, (size_t)limit, list_cb, &l)) {
+		json_decref(l.arr);
+		hf_error(req, 500, NULL, "catalog error", NULL);
+		goto out;
+	}
+	if (l.n == (size_t)limit && l.last) {
+		char *base = self_base(req), *cur = hub_url_escape(l.last, false);
+		char *s = search ? hub_url_escape(search, false) : xstrdup(""), *a = author ? hub_url_escape(author, false) : xstrdup("");
+		httpd_add_headerf(req, "Link", "<%s/api/%ss?search=%s&author=%s&limit=%ld&cursor=%s>; rel=\"next\"",
+				  base, type, s, a, limit, cur);
+		free(base);
+		free(cur);
+		free(s);
+		free(a);
+	}
+	add_cors(req);
+	mirror__respond_json(req, 200, l.arr);
+out:
+	free(l.last);
+	free(search);
+	free(author);
+	free(cursor);
+	free(limit_s);
+}
+
+/* ---- D, E: resolve and raw ------------------------------------------------------------------------ */
+
+/* Parse a single "bytes=" range against size. Returns 1 with [*a, *b] set, 0 for "no usable range"
+ * (answer the whole file), -1 for unsatisfiable. */
+static int parse_range(const char *h, int64_t size, int64_t *a, int64_t *b)
+{
+	char *end;
+	long long x, y;
+
+	if (!h || strncasecmp(h, "bytes=", 6) || strchr(h, ','))
+		return 0; /* absent, another unit, or several ranges: RFC 9110 lets us send it all */
+	h += 6;
+	if (*h == '-') {
+		y = strtoll(h + 1, &end, 10);
+		if (end == h + 1 || *end || y <= 0)
+			return 0;
+		if (size == 0)
+			return -1;
+		*a = y >= size ? 0 : size - y;
+		*b = size - 1;
+		return 1;
+	}
+	x = strtoll(h, &end, 10);
+	if (end == h || *end != '-' || x < 0)
+		return 0;
+	h = end + 1;
+	if (*h) {
+		y = strtoll(h, &end, 10);
+		if (*end || y < x)
+			return 0;
+	} else {
+		y = size - 1;
+	}
+	if (x >= size)
+		return -1;
+	*a = x;
+	*b = y >= size ? size - 1 : y;
+	return 1;
+}
+
+static bool etag_matches(const char *inm, const char *etag)
+{
+	/* If-None-Match: "x", W/"x", * */
+	if (!inm)
+		return false;
+	if (!strcmp(inm, "*"))
+		return true;
+	return strstr(inm, etag) != NULL;
+}
+
+static void hf_file(struct hfreq *h, const char *rev, const char *path, bool raw)
+{
+	struct catalog_entry e;
+	struct httpd_req *req = h->req;
+	char etag[80], *blob = NULL, *fname, *disp;
+	const char *base;
+	int64_t a = 0, b = -1;
+	int fd, rr, r;
+
+	if (hf_resolve(h, rev))
+		return;
+	if (!path || path_check_str(path)) {
+		hf_error(req, 404, "EntryNotFound", "Entry not found", h->snap.commit);
+		return;
+	}
+	r = catalog_snapshot_file(h->rt->data->catalog, h->snap.id, path, &e);
+	if (r) {
+		hf_error(req, r == HM_ERR_NOT_FOUND ? 404 : 500, r == HM_ERR_NOT_FOUND ? "EntryNotFound" : NULL,
+			 r == HM_ERR_NOT_FOUND ? "Entry not found" : "catalog error", h->snap.commit);
+		return;
+	}
+	if (!content_allowed(h)) {
+		hf_error(req, 401, "GatedRepo", "Access to this gated repository is restricted on this mirror.", NULL);
+		goto out;
+	}
+	add_cors(req);
+	httpd_add_header(req, "X-Repo-Commit", h->snap.commit);
+	/* The Hub's ETags, so caches built from the mirror and from the Hub are interchangeable. */
+	snprintf(etag, sizeof(etag), "\"%s\"", e.lfs_oid[0] ? e.lfs_oid : (e.git_oid[0] ? e.git_oid : e.sha256));
+	if (raw && e.lfs_oid[0]) {
+		char ptr[256];
+		size_t n = lfs_pointer(&e, ptr, sizeof(ptr));
+		snprintf(etag, sizeof(etag), "\"%s\"", e.git_oid);
+		httpd_add_header(req, "ETag", etag);
+		httpd_respond(req, 200, "text/plain; charset=utf-8", ptr, n);
+		goto out;
+	}
+	httpd_add_header(req, "ETag", etag);
+	if (e.lfs_oid[0]) {
+		httpd_add_header(req, "X-Linked-Etag", etag);
+		httpd_add_headerf(req, "X-Linked-Size", "%" PRId64, e.size);
+	}
+	httpd_add_header(req, "Accept-Ranges", "bytes");
+	base = strrchr(e.path, '/') ? strrchr(e.path, '/') + 1 : e.path;
+	fname = hub_url_escape(base, false);
+	disp = xasprintf("inline; filename*=UTF-8''%s; filename=\"%s\"", fname, fname);
+	httpd_add_header(req, "Content-Disposition", disp);
+	free(fname);
+	free(disp);
+	if (etag_matches(httpd_header(req, "If-None-Match"), etag)) {
+		httpd_respond(req, 304, NULL, "", 0);
+		goto out;
+	}
+	blob = mirror_store_blob_path(h->rt->data->store, e.sha256);
+	fd = blob ? open(blob, O_RDONLY | O_CLOEXEC) : -1;
+	if (fd < 0) {
+		/* catalog says yes, store says no: verify quarantined it; the next sync brings it back */
+		hf_error(req, 503, NULL, "File temporarily unavailable on this mirror", h->snap.commit);
+		goto out;
+	}
+	/* An empty file is a plain 200 to any Range (clients probe with bytes=0-0). */
+	rr = e.size == 0 ? 0 : parse_range(httpd_header(req, "Range"), e.size, &a, &b);
+	if (rr < 0) {
+		close(fd);
+		httpd_add_headerf(req, "Content-Range", "bytes */%" PRId64, e.size);
+		httpd_respond(req, 416, "text/plain", "range not satisfiable\n", 22);
+	} else if (rr > 0) {
+		httpd_add_headerf(req, "Content-Range", "bytes %" PRId64 "-%" PRId64 "/%" PRId64, a, b, e.size);
+		httpd_respond_file(req, 206, "application/octet-stream", fd, a, b - a + 1);
+	} else {
+		httpd_respond_file(req, 200, "application/octet-stream", fd, 0, e.size);
+	}
+out:
+	free(blob);
+	catalog_entry_release(&e);
+}
+
+/* ---- the router ----------------------------------------------------------------------------------- */
+
+/* Repo name at segs[i] (org/name, or a bare legacy name when the next segment is a keyword).
+ * Returns the number of segments used, 0 when invalid. */
+static size_t take_repo(const struct segs *s, size_t i, const char *const *keywords, char **name)
+{
+	bool two = i + 1 < s->n;
+
+	if (two)
+		for (const char *const *k = keywords; *k; k++)
+			if (!strcmp(s->v[i + 1], *k))
+				two = false;
+	if (i >= s->n)
+		return 0;
+	*name = two ? xasprintf("%s/%s", s->v[i], s->v[i + 1]) : xstrdup(s->v[i]);
+	if (hub_check_name(HUB_HF, *name)) {
+		FREE_AND_NULL(name);
+		return 0;
+	}
+	return two ? 2 : 1;
+}
+
+static const char *const api_keywords[] = { "revision", "tree", "paths-info", "refs", "commits", "treesize",
+					    "xet-read-token", "resolve", NULL };
+static const char *const file_keywords[] = { "resolve", "raw", NULL };
+
+static int route_api(struct mirror_routes *rt, struct httpd_req *req, const struct segs *s)
+{
+	struct hfreq h = { .rt = rt, .req = req };
+	const char *method = httpd_method(req);
+	size_t i = 2, used;
+	char *rev = NULL, *sub = NULL;
+
+	/* s->v: api, {models|datasets|spaces}, ... */
+	if (!strcmp(s->v[1], "models"))
+		h.type = "model";
+	else if (!strcmp(s->v[1], "datasets"))
+		h.type = "dataset";
+	else
+		return HTTPD_PASS;
+	if (s->n == 2) {
+		if (strcmp(method, "GET") && strcmp(method, "HEAD"))
+			return HTTPD_PASS;
+		hf_list(rt, req, h.type);
+		return 0;
+	}
+	used = take_repo(s, i, api_keywords, &h.name);
+	if (!used) {
+		hf_error(req, 404, "RepoNotFound", "Repository not found", NULL);
+		return 0;
+	}
+	i += used;
+	if (i == s->n) {
+		hf_info(&h, NULL);
+	} else if (!strcmp(s->v[i], "revision") && i + 1 < s->n) {
+		rev = segs_join_decoded(s, i + 1); /* everything after: refs/pr/1 raw or encoded */
+		if (rev)
+			hf_info(&h, rev);
+	} else if (!strcmp(s->v[i], "tree") && (rev = take_revision(s, i + 1, &used))) {
+		sub = segs_join_decoded(s, i + 1 + used);
+		if (i + 1 + used < s->n && !sub)
+			hf_error(req, 400, NULL, "bad path", NULL);
+		else
+			hf_tree(&h, rev, s->v[i + 1], sub);
+	} else if (!strcmp(s->v[i], "paths-info") && i + 1 < s->n && !strcmp(method, "POST")) {
+		rev = segs_join_decoded(s, i + 1);
+		if (rev)
+			hf_paths_info(&h, rev);
+	} else if (!strcmp(s->v[i], "refs") && i + 1 == s->n) {
+		hf_refs(&h);
+	} else if (!strcmp(s->v[i], "commits") && (rev = take_revision(s, i + 1, &used))) {
+		hf_commits(&h, rev);
+	} else if (!strcmp(s->v[i], "treesize") && (rev = take_revision(s, i + 1, &used))) {
+		sub = segs_join_decoded(s, i + 1 + used);
+		hf_treesize(&h, rev, i + 1 + used < s->n ? sub : NULL);
+	} else if (!strcmp(s->v[i], "xet-read-token")) {
+		/* Never Xet: clients that ask get a plain 404 and stay on HTTP. */
+		hf_error(req, 404, NULL, "Xet is not served by this mirror", NULL);
+	} else {
+		hf_error(req, 404, NULL, "Not found", NULL);
+	}
+	if (!httpd_answered(req))
+		hf_error(req, 400, NULL, "bad revision or path", NULL);
+	free(rev);
+	free(sub);
+	hfreq_release(&h);
+	return 0;
+}
+
+static int route_file(struct mirror_routes *rt, struct httpd_req *req, const struct segs *s)
+{
+	struct hfreq h = { .rt = rt, .req = req, .type = "model" };
+	size_t i = 0, used;
+	bool raw;
+	char *rev = NULL, *path = NULL;
+
+	if (!strcmp(s->v[0], "datasets")) {
+		h.type = "dataset";
+		i = 1;
+	} else if (!strcmp(s->v[0], "spaces") || !strcmp(s->v[0], "api")) {
+		return HTTPD_PASS;
+	}
+	used = take_repo(s, i, file_keywords, &h.name);
+	if (!used)
+		return HTTPD_PASS;
+	i += used;
+	if (i >= s->n || (strcmp(s->v[i], "resolve") && strcmp(s->v[i], "raw"))) {
+		hfreq_release(&h);
+		return HTTPD_PASS;
+	}
+	raw = !strcmp(s->v[i], "raw");
+	rev = take_revision(s, i + 1, &used);
+	if (rev && i + 1 + used < s->n)
+		path = segs_join_decoded(s, i + 1 + used);
+	if (!rev || !path)
+		hf_error(req, 400, NULL, "bad revision or path", NULL);
+	else
+		hf_file(&h, rev, path, raw);
+	free(rev);
+	free(path);
+	hfreq_release(&h);
+	return 0;
+}
+
+int mirror__route_hf(void *ud, struct httpd_req *req)
+{
+	struct mirror_routes *rt = ud;
+	const char *method = httpd_method(req);
+	struct segs s;
+	int r = HTTPD_PASS;
+
+	if (!strcmp(method, "OPTIONS")) {
+		/* CORS preflight, for browsers (transformers.js) */
+		httpd_add_header(req, "Access-Control-Allow-Origin", "*");
+		httpd_add_header(req, "Access-Control-Allow-Methods", "GET, HEAD, POST, OPTIONS");
+		httpd_add_header(req, "Access-Control-Allow-Headers", "Authorization, Range, Content-Type, If-None-Match");
+		httpd_add_header(req, "Access-Control-Max-Age", "86400");
+		httpd_respond(req, 204, NULL, "", 0);
+		return 0;
+	}
+	segs_split(&s, httpd_path(req));
+	if (s.n >= 2 && !strcmp(s.v[0], "api"))
+		r = route_api(rt, req, &s);
+	else if (s.n >= 4 && (!strcmp(method, "GET") || !strcmp(method, "HEAD")))
+		r = route_file(rt, req, &s);
+	segs_free(&s);
+	return r;
+}

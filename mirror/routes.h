@@ -1,0 +1,18 @@
+/*
+ * routes.h - what `serve` answers: the handler chain installed on the HTTP server. Each family of
+ * routes lives in its own file (routes-hf.c for the Hugging Face API, ...) and answers from the
+ * catalog and the store only: no request waits on upstream.
+ */
+#ifndef HM_MIRROR_ROUTES_H
+#define HM_MIRROR_ROUTES_H
+
+struct httpd;
+struct mirror_data;
+struct mirror_routes;
+
+/* d is borrowed and must outlive the routes. */
+struct mirror_routes *mirror_routes_new(struct mirror_data *d);
+void mirror_routes_install(struct mirror_routes *r, struct httpd *h);
+void mirror_routes_free(struct mirror_routes **r);
+
+#endif

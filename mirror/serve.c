@@ -1,0 +1,221 @@
+/*
+ * serve.c - the mirror node's loop: HTTP server, signal handling, nightly sync schedule.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/err.h"
+#include "base/log.h"
+#include "base/xmalloc.h"
+#include "catalog/catalog.h"
+#include "data.h"
+#include "httpd.h"
+#include "routes.h"
+#include "serve.h"
+
+struct server {
+	const struct mirror_serve_config *cfg;
+	uv_loop_t loop;
+	uv_signal_t sigint, sigterm;
+	uv_timer_t sync_timer;
+	uv_process_t sync_proc;
+	bool sync_running;
+	int sync_minute;            /* minutes after local midnight, -1: none */
+	struct mirror_data *data;
+	struct httpd *httpd;
+	struct mirror_routes *routes;
+};
+
+int mirror_parse_hhmm(const char *s)
+{
+	int h, m;
+	char extra;
+
+	if (!s || sscanf(s, "%2d:%2d%c", &h, &m, &extra) != 2 || h < 0 || h > 23 || m < 0 || m > 59 ||
+	    strlen(s) != 5)
+		return -1;
+	return h * 60 + m;
+}
+
+/* Milliseconds from now until the next local HH:MM. */
+static uint64_t ms_until(int minute_of_day)
+{
+	time_t now = time(NULL), next;
+	struct tm tm;
+
+	localtime_r(&now, &tm);
+	tm.tm_hour = minute_of_day / 60;
+	tm.tm_min = minute_of_day % 60;
+	tm.tm_sec = 0;
+	tm.tm_isdst = -1;
+	next = mktime(&tm);
+	if (next <= now) {
+		tm.tm_mday += 1;
+		tm.tm_isdst = -1;
+		next = mktime(&tm);
+	}
+	return (uint64_t)(next - now) * 1000;
+}
+
+static void schedule_sync(struct server *s);
+
+static void on_sync_exit(uv_process_t *p, int64_t status, int sig)
+{
+	struct server *s = p->data;
+
+	if (sig)
+		log_warn("serve", "scheduled sync killed by signal %d", sig);
+	else if (status)
+		log_warn("serve", "scheduled sync finished with failures (exit %lld); see 'hubmirror ls'",
+			 (long long)status);
+	else
+		log_info("serve", "scheduled sync finished");
+	s->sync_running = false;
+	uv_close((uv_handle_t *)p, NULL);
+	schedule_sync(s);
+}
+
+static void on_sync_timer(uv_timer_t *t)
+{
+	struct server *s = t->data;
+	char *args[12];
+	int n = 0, r;
+	uv_process_options_t o;
+	uv_stdio_container_t io[3];
+
+	if (s->sync_running) {
+		log_warn("serve", "previous scheduled sync still running; skipping this one");
+		schedule_sync(s);
+		return;
+	}
+	/* The sync runs as its own process: a crash or a long hash never stalls the server, and the
+	 * data directory's lock orders it with syncs started by hand. */
+	args[n++] = (char *)s->cfg->self_exe;
+	args[n++] = "sync";
+	args[n++] = "--wait";
+	args[n++] = "--no-progress";
+	args[n++] = "--data";
+	args[n++] = (char *)s->cfg->data_dir;
+	if (s->cfg->hf_upstream) {
+		args[n++] = "--hf-upstream";
+		args[n++] = (char *)s->cfg->hf_upstream;
+	}
+	if (s->cfg->ms_upstream) {
+		args[n++] = "--ms-upstream";
+		args[n++] = (char *)s->cfg->ms_upstream;
+	}
+	args[n] = NULL;
+	memset(&o, 0, sizeof(o));
+	io[0].flags = UV_IGNORE;
+	io[1].flags = UV_INHERIT_FD;
+	io[1].data.fd = STDERR_FILENO; /* its report goes to our log stream */
+	io[2].flags = UV_INHERIT_FD;
+	io[2].data.fd = STDERR_FILENO;
+	o.file = s->cfg->self_exe;
+	o.args = args;
+	o.exit_cb = on_sync_exit;
+	o.stdio = io;
+	o.stdio_count = 3;
+	s->sync_proc.data = s;
+	r = uv_spawn(&s->loop, &s->sync_proc, &o);
+	if (r) {
+		log_error("serve", "cannot start the scheduled sync: %s", uv_strerror(r));
+		uv_close((uv_handle_t *)&s->sync_proc, NULL);
+		schedule_sync(s);
+		return;
+	}
+	s->sync_running = true;
+	log_info("serve", "scheduled sync started (pid %d)", s->sync_proc.pid);
+}
+
+static void schedule_sync(struct server *s)
+{
+	uint64_t ms;
+
+	if (s->sync_minute < 0)
+		return;
+	ms = ms_until(s->sync_minute);
+	uv_timer_start(&s->sync_timer, on_sync_timer, ms, 0);
+	log_info("serve", "next sync in %llu min", (unsigned long long)(ms / 60000));
+}
+
+static void on_signal(uv_signal_t *sig, int signum)
+{
+	struct server *s = sig->data;
+
+	log_info("serve", "signal %d: shutting down", signum);
+	uv_stop(&s->loop);
+}
+
+static void close_walk(uv_handle_t *h, void *arg)
+{
+	if (!uv_is_closing(h))
+		uv_close(h, NULL);
+}
+
+int mirror_serve(const struct mirror_serve_config *cfg, char **errmsg)
+{
+	struct server s;
+	struct httpd_config hc = { 0 };
+	int r;
+
+	memset(&s, 0, sizeof(s));
+	s.cfg = cfg;
+	s.sync_minute = cfg->sync_at ? mirror_parse_hhmm(cfg->sync_at) : -1;
+	r = mirror_data_open(cfg->data_dir, &s.data, errmsg);
+	if (r)
+		return r;
+	uv_loop_init(&s.loop);
+	hc.listen = cfg->listen;
+	hc.access_log = cfg->access_log;
+	r = httpd_new(&s.loop, &hc, &s.httpd);
+	if (r) {
+		if (errmsg)
+			*errmsg = xasprintf("cannot listen on %s: %s", cfg->listen, uv_strerror(r));
+		goto out;
+	}
+	s.routes = mirror_routes_new(s.data);
+	mirror_routes_install(s.routes, s.httpd);
+
+	uv_signal_init(&s.loop, &s.sigint);
+	uv_signal_init(&s.loop, &s.sigterm);
+	s.sigint.data = s.sigterm.data = &s;
+	uv_signal_start(&s.sigint, on_signal, SIGINT);
+	uv_signal_start(&s.sigterm, on_signal, SIGTERM);
+	signal(SIGPIPE, SIG_IGN);
+	uv_timer_init(&s.loop, &s.sync_timer);
+	s.sync_timer.data = &s;
+	schedule_sync(&s);
+
+	log_info("serve", "listening on %s (port %d), data %s", cfg->listen, httpd_port(s.httpd), cfg->data_dir);
+	if (cfg->ready_file) {
+		char *tmp = xasprintf("%s.tmp", cfg->ready_file);
+		FILE *f = fopen(tmp, "w");
+		if (f) {
+			const char *host = cfg->listen;
+			const char *colon = strrchr(host, ':');
+			fprintf(f, "http://%.*s:%d\n", (int)(colon - host), host, httpd_port(s.httpd));
+			fclose(f);
+			if (rename(tmp, cfg->ready_file) < 0)
+				log_warn("serve", "cannot write %s: %s", cfg->ready_file, strerror(errno));
+		}
+		free(tmp);
+	}
+	uv_run(&s.loop, UV_RUN_DEFAULT);
+	r = 0;
+out:
+	httpd_free(&s.httpd);
+	mirror_routes_free(&s.routes);
+	if (s.sync_running)
+		uv_process_kill(&s.sync_proc, SIGTERM); /* its lock and temp files make this safe */
+	uv_walk(&s.loop, close_walk, NULL);
+	uv_run(&s.loop, UV_RUN_DEFAULT);
+	uv_loop_close(&s.loop);
+	mirror_data_free(&s.data);
+	return r;
+}

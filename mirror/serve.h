@@ -1,0 +1,28 @@
+/*
+ * serve.h - the mirror node: `hubmirror serve` as a library call. Opens the data directory, answers
+ * HTTP (the hub APIs, health, and more as they land) from the catalog and store only, and runs the
+ * nightly sync as a child process at a set time.
+ */
+#ifndef HM_MIRROR_SERVE_H
+#define HM_MIRROR_SERVE_H
+
+#include <stdio.h>
+
+struct mirror_serve_config {
+	const char *data_dir;       /* borrowed */
+	const char *listen;         /* "HOST:PORT" */
+	const char *sync_at;        /* "HH:MM" local time, or NULL: no schedule */
+	const char *self_exe;       /* the hubmirror binary to run for the scheduled sync */
+	const char *hf_upstream;    /* passed to the scheduled sync; NULL: its defaults */
+	const char *ms_upstream;
+	FILE *access_log;           /* NULL: none */
+	const char *ready_file;     /* if set, "http://HOST:PORT\n" is written there once listening */
+};
+
+/* Parse "HH:MM" into minutes after midnight; -1 when malformed. */
+int mirror_parse_hhmm(const char *s);
+
+/* Run until SIGINT or SIGTERM. Returns 0, or a negative code with *errmsg (malloc'd). */
+int mirror_serve(const struct mirror_serve_config *cfg, char **errmsg);
+
+#endif
