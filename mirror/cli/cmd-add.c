@@ -27,6 +27,7 @@ struct add_item {
 	struct hub_spec spec;   /* spec.revision: the revision to follow */
 	char *include;          /* JSON array text */
 	char *exclude;
+	char *options;          /* JSON object text */
 };
 
 struct add_opts {
@@ -35,9 +36,13 @@ struct add_opts {
 	const char *revision;
 	json_t *include;
 	json_t *exclude;
+	bool prefer_safetensors;
+	bool open;
 };
 
 static const struct option add_longopts[] = {
+	{ "prefer-safetensors", no_argument, NULL, 'S' },
+	{ "open", no_argument, NULL, 'O' },
 	{ "data", required_argument, NULL, 'd' },
 	{ "from", required_argument, NULL, 'f' },
 	{ "revision", required_argument, NULL, 'r' },
@@ -81,6 +86,12 @@ static int parse_opts(int argc, char **argv, struct add_opts *o, const char *whe
 		case 'r':
 			o->revision = optarg;
 			break;
+		case 'S':
+			o->prefer_safetensors = true;
+			break;
+		case 'O':
+			o->open = true;
+			break;
 		case 'i':
 		case 'x':
 			if (check_glob(optarg))
@@ -118,6 +129,15 @@ static int make_item(const char *spec, const struct add_opts *o, const char *whe
 		it->spec.revision = xstrdup(hub_default_revision(it->spec.hub));
 	it->include = json_dumps(o->include, JSON_COMPACT);
 	it->exclude = json_dumps(o->exclude, JSON_COMPACT);
+	{
+		json_t *opts = json_object();
+		if (o->prefer_safetensors)
+			json_object_set_new(opts, "prefer_safetensors", json_true());
+		if (o->open)
+			json_object_set_new(opts, "open", json_true());
+		it->options = json_dumps(opts, JSON_COMPACT | JSON_SORT_KEYS);
+		json_decref(opts);
+	}
 	return CLI_OK;
 }
 
@@ -126,6 +146,7 @@ static void item_release(struct add_item *it)
 	hub_spec_release(&it->spec);
 	free(it->include);
 	free(it->exclude);
+	free(it->options);
 }
 
 /* Split a list-file line into words (whitespace-separated, '#' to the end is a comment). */
@@ -216,7 +237,8 @@ int cmd_add(int argc, char **argv)
 	if (r != CLI_OK)
 		goto out;
 	if (o.from) {
-		if (optind < argc || o.revision || json_array_size(o.include) || json_array_size(o.exclude)) {
+		if (optind < argc || o.revision || json_array_size(o.include) || json_array_size(o.exclude) ||
+		    o.prefer_safetensors || o.open) {
 			r = cli_usage_error(self, "--from takes no SPEC or options on the command line");
 			goto out;
 		}
@@ -246,7 +268,7 @@ int cmd_add(int argc, char **argv)
 		bool created = false;
 		if (catalog_repo_add(data->catalog, hub_kind_name(items[i].spec.hub),
 				     hub_type_name(items[i].spec.type), items[i].spec.name, items[i].spec.revision,
-				     items[i].include, items[i].exclude, NULL, &created)) {
+				     items[i].include, items[i].exclude, items[i].options, &created)) {
 			catalog_rollback(data->catalog);
 			r = CLI_FAILED;
 			goto dberr;

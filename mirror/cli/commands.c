@@ -9,7 +9,8 @@
 
 const struct cli_command cli_commands[] = {
 	{ "add", cmd_add,
-	  "add [--data DIR] [--revision REV] [--include GLOB]... [--exclude GLOB]... SPEC...\n"
+	  "add [--data DIR] [--revision REV] [--include GLOB]... [--exclude GLOB]... [--prefer-safetensors]\n"
+	  "       [--open] SPEC...\n"
 	  "       hubmirror add [--data DIR] --from FILE",
 	  "track repositories for the mirror to sync",
 	  "SPEC is hf:ORG/NAME, hf:datasets/ORG/NAME, ms:ORG/NAME or ms:datasets/ORG/NAME, optionally\n"
@@ -19,6 +20,10 @@ const struct cli_command cli_commands[] = {
 	  "  --revision REV    revision to follow, for every SPEC without @REVISION\n"
 	  "  --include GLOB    sync only paths matching GLOB (repeatable; default: everything)\n"
 	  "  --exclude GLOB    skip paths matching GLOB (repeatable)\n"
+	  "  --prefer-safetensors  when the snapshot has *.safetensors weights, skip the other weight\n"
+	  "                    formats (*.bin *.pt *.pth *.h5 *.msgpack *.ckpt *.ot)\n"
+	  "  --open            serve the content of a repo that is gated upstream to every client of\n"
+	  "                    this mirror (the operator has cleared its license for them)\n"
 	  "  --from FILE       read one SPEC per line, each followed by its own options; '#' comments.\n"
 	  "                    All lines are checked first: one bad line adds nothing. FILE - is stdin.\n" },
 	{ "gc", cmd_gc, "gc [--data DIR] [--keep N] [--partial-age HOURS] [--dry-run] [--wait] [--json]",
