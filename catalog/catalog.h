@@ -211,6 +211,9 @@ void catalog_entry_release(struct catalog_entry *e);
 int catalog_resolve(struct catalog *c, const char *hub, const char *type, const char *name, const char *rev,
 		    struct catalog_repo *repo, struct catalog_snapshot *snap, bool *repo_found);
 
+/* The name of repo id (of hub and type). *name is malloc'd. Returns 0, HM_ERR_NOT_FOUND or HM_ERR_SQLITE. */
+int catalog_repo_name_by_id(struct catalog *c, int64_t id, const char *hub, const char *type, char **name);
+
 /* One file of a snapshot. Returns 0, HM_ERR_NOT_FOUND or HM_ERR_SQLITE. */
 int catalog_snapshot_file(struct catalog *c, int64_t snapshot_id, const char *path, struct catalog_entry *out);
 

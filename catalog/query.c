@@ -173,3 +173,25 @@ int catalog_refs_each(struct catalog *c, int64_t repo_id,
 	sqlite3_finalize(st);
 	return r;
 }
+
+int catalog_repo_name_by_id(struct catalog *c, int64_t id, const char *hub, const char *type, char **name)
+{
+	sqlite3_stmt *st = NULL;
+	int r = HM_ERR_SQLITE, rc;
+
+	if (sqlite3_prepare_v2(c->db, "SELECT name FROM repos WHERE id = ?1 AND hub = ?2 AND type = ?3", -1, &st,
+			       NULL) != SQLITE_OK)
+		return r;
+	sqlite3_bind_int64(st, 1, id);
+	sqlite3_bind_text(st, 2, hub, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 3, type, -1, SQLITE_STATIC);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		*name = xstrdup((const char *)sqlite3_column_text(st, 0));
+		r = 0;
+	} else if (rc == SQLITE_DONE) {
+		r = HM_ERR_NOT_FOUND;
+	}
+	sqlite3_finalize(st);
+	return r;
+}

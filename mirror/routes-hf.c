@@ -717,44 +717,6 @@ out:
 
 /* ---- D, E: resolve and raw ------------------------------------------------------------------------ */
 
-/* Parse a single "bytes=" range against size. Returns 1 with [*a, *b] set, 0 for "no usable range"
- * (answer the whole file), -1 for unsatisfiable. */
-static int parse_range(const char *h, int64_t size, int64_t *a, int64_t *b)
-{
-	char *end;
-	long long x, y;
-
-	if (!h || strncasecmp(h, "bytes=", 6) || strchr(h, ','))
-		return 0; /* absent, another unit, or several ranges: RFC 9110 lets us send it all */
-	h += 6;
-	if (*h == '-') {
-		y = strtoll(h + 1, &end, 10);
-		if (end == h + 1 || *end || y <= 0)
-			return 0;
-		if (size == 0)
-			return -1;
-		*a = y >= size ? 0 : size - y;
-		*b = size - 1;
-		return 1;
-	}
-	x = strtoll(h, &end, 10);
-	if (end == h || *end != '-' || x < 0)
-		return 0;
-	h = end + 1;
-	if (*h) {
-		y = strtoll(h, &end, 10);
-		if (*end || y < x)
-			return 0;
-	} else {
-		y = size - 1;
-	}
-	if (x >= size)
-		return -1;
-	*a = x;
-	*b = y >= size ? size - 1 : y;
-	return 1;
-}
-
 static bool etag_matches(const char *inm, const char *etag)
 {
 	/* If-None-Match: "x", W/"x", * */
@@ -826,7 +788,7 @@ static void hf_file(struct hfreq *h, const char *rev, const char *path, bool raw
 		goto out;
 	}
 	/* An empty file is a plain 200 to any Range (clients probe with bytes=0-0). */
-	rr = e.size == 0 ? 0 : parse_range(httpd_header(req, "Range"), e.size, &a, &b);
+	rr = e.size == 0 ? 0 : mirror__parse_range(httpd_header(req, "Range"), e.size, &a, &b);
 	if (rr < 0) {
 		close(fd);
 		httpd_add_headerf(req, "Content-Range", "bytes */%" PRId64, e.size);

@@ -4,6 +4,8 @@
 #ifndef HM_MIRROR_ROUTES_INT_H
 #define HM_MIRROR_ROUTES_INT_H
 
+#include <stdint.h>
+
 #include <jansson.h>
 
 #include "httpd.h"
@@ -16,6 +18,13 @@ struct mirror_routes {
 
 /* Hugging Face API (routes-hf.c). */
 int mirror__route_hf(void *ud, struct httpd_req *req);
+
+/* ModelScope API (routes-ms.c). */
+int mirror__route_ms(void *ud, struct httpd_req *req);
+
+/* Parse a single "bytes=" Range header against size. Returns 1 with [*a, *b] set, 0 for "no usable
+ * range" (answer the whole file), -1 for unsatisfiable (416). */
+int mirror__parse_range(const char *h, int64_t size, int64_t *a, int64_t *b);
 
 /* Send body (consumed) as compact JSON. */
 void mirror__respond_json(struct httpd_req *req, int status, json_t *body);

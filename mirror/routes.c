@@ -3,6 +3,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <jansson.h>
 #include <openssl/evp.h>
@@ -43,6 +44,7 @@ struct mirror_routes *mirror_routes_new(struct mirror_data *d)
 void mirror_routes_install(struct mirror_routes *r, struct httpd *h)
 {
 	httpd_add_handler(h, on_healthz, r);
+	httpd_add_handler(h, mirror__route_ms, r);
 	httpd_add_handler(h, mirror__route_hf, r);
 }
 
@@ -52,6 +54,44 @@ void mirror_routes_free(struct mirror_routes **r)
 		return;
 	free(*r);
 	*r = NULL;
+}
+
+/* Parse a single "bytes=" range against size. Returns 1 with [*a, *b] set, 0 for "no usable range"
+ * (answer the whole file), -1 for unsatisfiable. */
+int mirror__parse_range(const char *h, int64_t size, int64_t *a, int64_t *b)
+{
+	char *end;
+	long long x, y;
+
+	if (!h || strncasecmp(h, "bytes=", 6) || strchr(h, ','))
+		return 0; /* absent, another unit, or several ranges: RFC 9110 lets us send it all */
+	h += 6;
+	if (*h == '-') {
+		y = strtoll(h + 1, &end, 10);
+		if (end == h + 1 || *end || y <= 0)
+			return 0;
+		if (size == 0)
+			return -1;
+		*a = y >= size ? 0 : size - y;
+		*b = size - 1;
+		return 1;
+	}
+	x = strtoll(h, &end, 10);
+	if (end == h || *end != '-' || x < 0)
+		return 0;
+	h = end + 1;
+	if (*h) {
+		y = strtoll(h, &end, 10);
+		if (*end || y < x)
+			return 0;
+	} else {
+		y = size - 1;
+	}
+	if (x >= size)
+		return -1;
+	*a = x;
+	*b = y >= size ? size - 1 : y;
+	return 1;
 }
 
 void mirror__respond_json(struct httpd_req *req, int status, json_t *body)

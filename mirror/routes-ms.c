@@ -1,0 +1,384 @@
+/*
+ * routes-ms.c - the ModelScope API (modelscope-api.md) for the repositories synced from ModelScope,
+ * answered from the catalog and the store. Every JSON answer has the envelope
+ * {Code, Success, Data, Message, RequestId}; the old SDK accepts only Code == 200 with Success.
+ */
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "base/err.h"
+#include "base/hex.h"
+#include "base/path.h"
+#include "base/xmalloc.h"
+#include "catalog/catalog.h"
+#include "data.h"
+#include "hub/hub.h"
+#include "routes-int.h"
+#include "store.h"
+
+#define MS_DEFAULT_PAGE 100
+#define MS_MAX_PAGE 1000
+
+static void ms_envelope(struct httpd_req *req, int status, json_t *data, const char *message)
+{
+	char rid[40];
+	uint64_t t = uv_hrtime();
+
+	/* RequestId: only needs to be unique enough to quote in a bug report. */
+	snprintf(rid, sizeof(rid), "hm-%016" PRIx64 "-%04x", t, (unsigned)(t >> 7) & 0xffff);
+	mirror__respond_json(req, status, json_pack("{s:i, s:b, s:o, s:s, s:s}", "Code", status, "Success",
+						    status == 200, "Data", data ? data : json_null(), "Message",
+						    message, "RequestId", rid));
+}
+
+struct msreq {
+	struct mirror_routes *rt;
+	struct httpd_req *req;
+	const char *type;
+	char *name;
+	struct catalog_repo repo;
+	bool repo_loaded;
+	struct catalog_snapshot snap;
+};
+
+static void msreq_release(struct msreq *m)
+{
+	free(m->name);
+	if (m->repo_loaded)
+		catalog_repo_release(&m->repo);
+}
+
+static int ms_resolve(struct msreq *m)
+{
+	char *rev = httpd_query_param(m->req, "Revision");
+	bool found = false;
+	int r;
+
+	if (rev && !*rev)
+		FREE_AND_NULL(&rev);
+	r = catalog_resolve(m->rt->data->catalog, "ms", m->type, m->name, rev, &m->repo, &m->snap, &found);
+	m->repo_loaded = found;
+	if (r) {
+		char *msg = !found ? xasprintf("%s %s not found", m->type, m->name)
+				   : xasprintf("Revision %s not found", rev ? rev : "(default)");
+		ms_envelope(m->req, r == HM_ERR_NOT_FOUND ? 404 : 500, NULL, msg);
+		free(msg);
+	}
+	free(rev);
+	return r;
+}
+
+static json_t *ms_file_entry(const struct msreq *m, const char *path, bool dir, const struct catalog_entry *e)
+{
+	const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+
+	if (dir)
+		return json_pack("{s:s, s:s, s:s, s:i, s:s, s:s, s:b, s:s, s:s, s:I, s:s, s:s}", "Name", base,
+				 "Path", path, "Type", "tree", "Size", 0, "Sha256", "", "Revision", m->snap.commit,
+				 "IsLFS", 0, "Mode", "040000", "CommitMessage", "", "CommittedDate",
+				 (json_int_t)m->snap.synced_at, "CommitterName", "", "InCheck", "");
+	return json_pack("{s:s, s:s, s:s, s:I, s:s, s:s, s:b, s:s, s:s, s:I, s:s, s:s}", "Name", base, "Path", path,
+			 "Type", "blob", "Size", (json_int_t)e->size, "Sha256", e->sha256, "Revision", m->snap.commit,
+			 "IsLFS", e->lfs_oid[0] != '\0', "Mode", "100644", "CommitMessage", "",
+			 "CommittedDate", (json_int_t)m->snap.synced_at, "CommitterName", "", "InCheck", "");
+}
+
+struct list_ctx {
+	struct msreq *m;
+	json_t *files;
+	const char *root;       /* "" or "dir" */
+	size_t rootlen;
+	bool recursive;
+	char *last_dir;
+	char *prev;
+	size_t skip, take, seen;  /* paging over entries */
+};
+
+static void list_add(struct list_ctx *l, json_t *entry)
+{
+	if (l->seen++ < l->skip || json_array_size(l->files) >= l->take) {
+		json_decref(entry);
+		return;
+	}
+	json_array_append_new(l->files, entry);
+}
+
+static int list_cb(void *ud, const struct catalog_entry *e)
+{
+	struct list_ctx *l = ud;
+	const char *rel = e->path + (l->rootlen ? l->rootlen + 1 : 0);
+	const char *slash = strchr(rel, '/');
+
+	if (l->recursive) {
+		/* folders first, as the listing nests (each once) */
+		for (const char *s = strchr(rel, '/'); s; s = strchr(s + 1, '/')) {
+			size_t n = (size_t)(s - e->path);
+			char *d;
+			if (l->prev && strlen(l->prev) > n && !strncmp(l->prev, e->path, n) && l->prev[n] == '/')
+				continue;
+			d = xstrndup(e->path, n);
+			list_add(l, ms_file_entry(l->m, d, true, NULL));
+			free(d);
+		}
+		list_add(l, ms_file_entry(l->m, e->path, false, e));
+		free(l->prev);
+		l->prev = xstrdup(e->path);
+	} else if (slash) {
+		size_t n = (size_t)(slash - e->path);
+		if (!l->last_dir || strlen(l->last_dir) != n || strncmp(l->last_dir, e->path, n)) {
+			free(l->last_dir);
+			l->last_dir = xstrndup(e->path, n);
+			list_add(l, ms_file_entry(l->m, l->last_dir, true, NULL));
+		}
+	} else {
+		list_add(l, ms_file_entry(l->m, e->path, false, e));
+	}
+	return 0;
+}
+
+static bool qbool(const struct httpd_req *req, const char *name, bool dflt)
+{
+	char *v = httpd_query_param(req, name);
+	bool b = v ? (!strcasecmp(v, "true") || !strcmp(v, "1")) : dflt;
+
+	free(v);
+	return b;
+}
+
+static long qlong(const struct httpd_req *req, const char *name, long dflt)
+{
+	char *v = httpd_query_param(req, name), *end;
+	long n = v ? strtol(v, &end, 10) : dflt;
+
+	if (v && (*end || end == v))
+		n = dflt;
+	free(v);
+	return n;
+}
+
+/* Files listing; paged when page_size > 0 (datasets), whole otherwise (models). */
+static void ms_list(struct msreq *m, bool paged)
+{
+	struct list_ctx l;
+	char *root = httpd_query_param(m->req, "Root"), *prefix = NULL;
+	long page = qlong(m->req, "PageNumber", 1), size = qlong(m->req, "PageSize", MS_DEFAULT_PAGE);
+	int r;
+
+	memset(&l, 0, sizeof(l));
+	if (ms_resolve(m))
+		goto out;
+	if (root) { /* "/" and "" mean the top; otherwise a folder, with or without slashes around it */
+		size_t n = strlen(root);
+		char *p = root;
+		while (*p == '/')
+			p++, n--;
+		while (n && p[n - 1] == '/')
+			p[--n] = '\0';
+		memmove(root, p, n + 1);
+		if (*root && path_check_str(root)) {
+			ms_envelope(m->req, 400, NULL, "bad Root");
+			goto out;
+		}
+	}
+	l.m = m;
+	l.files = json_array();
+	l.root = root ? root : "";
+	l.rootlen = strlen(l.root);
+	l.recursive = qbool(m->req, "Recursive", false);
+	if (paged) {
+		if (page < 1)
+			page = 1;
+		if (size < 1 || size > MS_MAX_PAGE)
+			size = MS_DEFAULT_PAGE;
+		l.skip = (size_t)(page - 1) * (size_t)size;
+		l.take = (size_t)size;
+	} else {
+		l.take = (size_t)-1;
+	}
+	if (l.rootlen)
+		prefix = xasprintf("%s/", l.root);
+	r = catalog_snapshot_walk(m->rt->data->catalog, m->snap.id, prefix, NULL, 0, list_cb, &l);
+	if (r) {
+		json_decref(l.files);
+		ms_envelope(m->req, 500, NULL, "catalog error");
+		goto out;
+	}
+	ms_envelope(m->req, 200, json_pack("{s:o}", "Files", l.files), "success");
+out:
+	free(l.last_dir);
+	free(l.prev);
+	free(prefix);
+	free(root);
+}
+
+static void ms_info(struct msreq *m)
+{
+	json_t *d, *tags;
+	const char *slash;
+
+	if (ms_resolve(m))
+		return;
+	slash = strchr(m->name, '/');
+	tags = m->repo.tags ? json_loads(m->repo.tags, 0, NULL) : NULL;
+	d = json_pack("{s:I, s:s, s:s, s:s, s:s, s:o, s:I, s:I, s:I, s:I, s:i, s:b, s:s}",
+		      "Id", (json_int_t)m->repo.id, "Name", slash ? slash + 1 : m->name, "ChineseName", "",
+		      "Description", "", "License", m->repo.license ? m->repo.license : "",
+		      "Tags", json_is_array(tags) ? tags : json_array(), "CreatedTime", (json_int_t)m->repo.added_at,
+		      "LastUpdatedTime", (json_int_t)m->snap.synced_at,
+		      "Downloads", (json_int_t)(m->repo.downloads > 0 ? m->repo.downloads : 0),
+		      "Stars", (json_int_t)(m->repo.likes > 0 ? m->repo.likes : 0), "Visibility", 5,
+		      "IsAccessible", 1, "Revision", m->repo.follow_rev);
+	if (!json_is_array(tags))
+		json_decref(tags);
+	if (!strcmp(m->type, "model")) {
+		json_object_set_new(d, "Path", json_stringn(m->name, slash ? (size_t)(slash - m->name) : 0));
+		if (m->repo.pipeline_tag)
+			json_object_set_new(d, "Tasks", json_pack("[{s:s}]", "Name", m->repo.pipeline_tag));
+		else
+			json_object_set_new(d, "Tasks", json_array());
+		if (m->repo.library_name)
+			json_object_set_new(d, "LibraryName", json_string(m->repo.library_name));
+	} else {
+		json_object_set_new(d, "Namespace", json_stringn(m->name, slash ? (size_t)(slash - m->name) : 0));
+		json_object_set_new(d, "Owner", json_stringn(m->name, slash ? (size_t)(slash - m->name) : 0));
+		json_object_set_new(d, "Type", json_integer(2));
+	}
+	ms_envelope(m->req, 200, d, "success");
+}
+
+struct rev_ctx {
+	json_t *branches, *tags;
+	int64_t when;
+};
+
+static int rev_cb(void *ud, const char *name, const char *kind, const char *commit)
+{
+	struct rev_ctx *r = ud;
+	json_t *o = json_pack("{s:s, s:I, s:s, s:s, s:s}", "Revision", name, "CreatedAt", (json_int_t)r->when,
+			      "CreatedBy", "", "Message", "", "Url", "");
+
+	(void)commit;
+	json_array_append_new(!strcmp(kind, "tag") ? r->tags : r->branches, o);
+	return 0;
+}
+
+static void ms_revisions(struct msreq *m)
+{
+	struct rev_ctx r = { json_array(), json_array(), 0 };
+
+	if (ms_resolve(m)) {
+		json_decref(r.branches);
+		json_decref(r.tags);
+		return;
+	}
+	r.when = m->snap.synced_at;
+	catalog_refs_each(m->rt->data->catalog, m->repo.id, rev_cb, &r);
+	ms_envelope(m->req, 200, json_pack("{s:{s:o, s:o}}", "RevisionMap", "Branches", r.branches, "Tags", r.tags),
+		    "success");
+}
+
+/* Bytes of one file, with Range (the old SDK always sends one). */
+static void ms_download(struct msreq *m)
+{
+	char *path = httpd_query_param(m->req, "FilePath"), *blob = NULL;
+	struct catalog_entry e = { 0 };
+	int fd, rr;
+	int64_t a = 0, b = 0;
+
+	if (ms_resolve(m))
+		goto out;
+	if (!path || path_check_str(path) || catalog_snapshot_file(m->rt->data->catalog, m->snap.id, path, &e)) {
+		ms_envelope(m->req, 404, NULL, "file not found");
+		goto out;
+	}
+	blob = mirror_store_blob_path(m->rt->data->store, e.sha256);
+	fd = blob ? open(blob, O_RDONLY | O_CLOEXEC) : -1;
+	if (fd < 0) {
+		ms_envelope(m->req, 503, NULL, "file temporarily unavailable on this mirror");
+		goto out;
+	}
+	httpd_add_header(m->req, "Accept-Ranges", "bytes");
+	httpd_add_headerf(m->req, "ETag", "\"%s\"", e.sha256);
+	rr = e.size == 0 ? 0 : mirror__parse_range(httpd_header(m->req, "Range"), e.size, &a, &b);
+	if (rr < 0) {
+		close(fd);
+		httpd_add_headerf(m->req, "Content-Range", "bytes */%" PRId64, e.size);
+		httpd_respond(m->req, 416, "text/plain", "range not satisfiable\n", 22);
+	} else if (rr > 0) {
+		httpd_add_headerf(m->req, "Content-Range", "bytes %" PRId64 "-%" PRId64 "/%" PRId64, a, b, e.size);
+		httpd_respond_file(m->req, 206, "application/octet-stream", fd, a, b - a + 1);
+	} else {
+		httpd_respond_file(m->req, 200, "application/octet-stream", fd, 0, e.size);
+	}
+out:
+	catalog_entry_release(&e);
+	free(blob);
+	free(path);
+}
+
+int mirror__route_ms(void *ud, struct httpd_req *req)
+{
+	struct mirror_routes *rt = ud;
+	const char *p = httpd_path(req), *method = httpd_method(req), *rest;
+	struct msreq m = { .rt = rt, .req = req };
+	char *seg[8] = { 0 }, *copy;
+	size_t n = 0;
+	int64_t numeric = 0;
+
+	if (!strncmp(p, "/api/v1/models/", 15)) {
+		m.type = "model";
+		rest = p + 15;
+	} else if (!strncmp(p, "/api/v1/datasets/", 17)) {
+		m.type = "dataset";
+		rest = p + 17;
+	} else {
+		return HTTPD_PASS;
+	}
+	copy = xstrdup(rest);
+	for (char *s = copy; s && n < 8; ) {
+		char *slash = strchr(s, '/');
+		seg[n++] = s;
+		if (slash)
+			*slash = '\0';
+		s = slash ? slash + 1 : NULL;
+	}
+	/* datasets/{Id}/repo/tree: the old SDK's numeric id */
+	if (!strcmp(m.type, "dataset") && n >= 1 && seg[0][0] >= '1' && seg[0][0] <= '9' && strspn(seg[0], "0123456789") == strlen(seg[0])) {
+		numeric = strtoll(seg[0], NULL, 10);
+		if (!catalog_repo_name_by_id(rt->data->catalog, numeric, "ms", "dataset", &m.name)) {
+			memmove(&seg[1], &seg[0], (n < 8 ? n : 7) * sizeof(*seg));
+			n = n < 8 ? n + 1 : 8;
+		}
+	}
+	if (!m.name && n >= 2)
+		m.name = xasprintf("%s/%s", seg[0], seg[1]);
+	if (!m.name || hub_check_name(HUB_MS, m.name)) {
+		ms_envelope(req, 404, NULL, "not found");
+		goto out;
+	}
+	if (n == 2 && (!strcmp(method, "GET") || !strcmp(method, "HEAD")))
+		ms_info(&m);
+	else if (n == 3 && !strcmp(seg[2], "revisions"))
+		ms_revisions(&m);
+	else if (n == 4 && !strcmp(seg[2], "repo") && !strcmp(seg[3], "files"))
+		ms_list(&m, false);
+	else if (n == 4 && !strcmp(seg[2], "repo") && !strcmp(seg[3], "tree"))
+		ms_list(&m, true);
+	else if (n == 3 && !strcmp(seg[2], "repo"))
+		ms_download(&m);
+	else if (n >= 4 && !strcmp(seg[2], "download") && !strcmp(method, "POST"))
+		ms_envelope(req, 200, json_true(), "success"); /* download counters: fire and forget */
+	else
+		ms_envelope(req, 404, NULL, "not found");
+out:
+	msreq_release(&m);
+	free(copy);
+	return 0;
+}
