@@ -730,10 +730,22 @@ static void on_progress(uv_timer_t *t)
 	struct sync *s = t->data;
 	double secs = (double)(uv_hrtime() - s->started_ns) / 1e9;
 	double rate = secs > 0 ? (double)s->bytes_done / secs : 0;
+	struct job *big = NULL;
+	char file[64] = "";
 
-	fprintf(stderr, "\r\033[Ksync: repos %zu/%zu  files %lld/%lld  %.1f/%.1f MiB  %.1f MiB/s",
+	/* Overall numbers, then the biggest file in flight with its own progress, like the tools ML
+	 * users know; one line, rewritten in place. */
+	for (size_t i = 0; i < s->njobs; i++)
+		if (s->jobs[i]->state == JOB_RUNNING && s->jobs[i]->w && (!big || s->jobs[i]->f->size > big->f->size))
+			big = s->jobs[i];
+	if (big && big->f->size > 0) {
+		const char *base = strrchr(big->f->path, '/') ? strrchr(big->f->path, '/') + 1 : big->f->path;
+		snprintf(file, sizeof(file), "  %.40s %3d%%", base,
+			 (int)(100.0 * (double)mirror_store_writer_offset(big->w) / (double)big->f->size));
+	}
+	fprintf(stderr, "\r\033[Ksync: repos %zu/%zu  files %lld/%lld  %.1f/%.1f MiB  %.1f MiB/s%s",
 		s->repos_done, s->nrepos, (long long)s->files_done, (long long)s->files_total,
-		(double)s->bytes_done / 1048576.0, (double)s->bytes_total / 1048576.0, rate / 1048576.0);
+		(double)s->bytes_done / 1048576.0, (double)s->bytes_total / 1048576.0, rate / 1048576.0, file);
 }
 
 /* ---- run --------------------------------------------------------------------------------------- */
