@@ -757,11 +757,22 @@ static void hf_file(struct hfreq *h, const char *rev, const char *path, bool raw
 	/* The Hub's ETags, so caches built from the mirror and from the Hub are interchangeable. */
 	snprintf(etag, sizeof(etag), "\"%s\"", e.lfs_oid[0] ? e.lfs_oid : (e.git_oid[0] ? e.git_oid : e.sha256));
 	if (raw && e.lfs_oid[0]) {
+		/* the git blob of an LFS file is its pointer; Range applies to it like to any file */
 		char ptr[256];
 		size_t n = lfs_pointer(&e, ptr, sizeof(ptr));
 		snprintf(etag, sizeof(etag), "\"%s\"", e.git_oid);
 		httpd_add_header(req, "ETag", etag);
-		httpd_respond(req, 200, "text/plain; charset=utf-8", ptr, n);
+		httpd_add_header(req, "Accept-Ranges", "bytes");
+		rr = mirror__parse_range(httpd_header(req, "Range"), (int64_t)n, &a, &b);
+		if (rr < 0) {
+			httpd_add_headerf(req, "Content-Range", "bytes */%zu", n);
+			httpd_respond(req, 416, "text/plain", "range not satisfiable\n", 22);
+		} else if (rr > 0) {
+			httpd_add_headerf(req, "Content-Range", "bytes %" PRId64 "-%" PRId64 "/%zu", a, b, n);
+			httpd_respond(req, 206, "text/plain; charset=utf-8", ptr + a, (size_t)(b - a + 1));
+		} else {
+			httpd_respond(req, 200, "text/plain; charset=utf-8", ptr, n);
+		}
 		goto out;
 	}
 	httpd_add_header(req, "ETag", etag);
@@ -787,8 +798,11 @@ static void hf_file(struct hfreq *h, const char *rev, const char *path, bool raw
 		hf_error(req, 503, NULL, "File temporarily unavailable on this mirror", h->snap.commit);
 		goto out;
 	}
-	/* An empty file is a plain 200 to any Range (clients probe with bytes=0-0). */
+	/* An empty file is a plain 200 to any Range (clients probe with bytes=0-0; a 416 breaks some). It
+	 * still names its size in Content-Range, which @huggingface/hub and transformers.js read. */
 	rr = e.size == 0 ? 0 : mirror__parse_range(httpd_header(req, "Range"), e.size, &a, &b);
+	if (e.size == 0 && httpd_header(req, "Range"))
+		httpd_add_header(req, "Content-Range", "bytes */0");
 	if (rr < 0) {
 		close(fd);
 		httpd_add_headerf(req, "Content-Range", "bytes */%" PRId64, e.size);

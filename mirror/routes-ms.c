@@ -307,6 +307,8 @@ static void ms_download(struct msreq *m)
 	httpd_add_header(m->req, "Accept-Ranges", "bytes");
 	httpd_add_headerf(m->req, "ETag", "\"%s\"", e.sha256);
 	rr = e.size == 0 ? 0 : mirror__parse_range(httpd_header(m->req, "Range"), e.size, &a, &b);
+	if (e.size == 0 && httpd_header(m->req, "Range"))
+		httpd_add_header(m->req, "Content-Range", "bytes */0"); /* an empty file: 200, size 0 */
 	if (rr < 0) {
 		close(fd);
 		httpd_add_headerf(m->req, "Content-Range", "bytes */%" PRId64, e.size);

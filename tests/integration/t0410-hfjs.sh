@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# t0410-hfjs: the official JavaScript client, @huggingface/hub (pinned in tests/js/package.json,
+# installed by .ci/setup), against `hubmirror serve` with only hubUrl changed. Syncs a model (regular,
+# empty, nested and LFS files) and a 3000-file dataset from the fake upstream, serves them, and runs
+# tests/js/hfclient.mjs: paginated listFiles, modelInfo/datasetInfo, downloadFile with every byte
+# checked against upstream's sha256, the HF cache layout built by downloadFileToCacheDir and
+# snapshotDownload (blobs named by the Hub's ETags), fileExists, and the client's not-found answers.
+# Skipped (77) when node or tests/js/node_modules is missing.
+. "$HM_SRC/tests/integration/lib.sh"
+
+JS=$HM_SRC/tests/js
+if ! command -v node >/dev/null 2>&1; then
+	echo "1..0 # SKIP node is not installed (bash .ci/setup installs it)"
+	exit 77
+fi
+if [ ! -f "$JS/node_modules/@huggingface/hub/package.json" ]; then
+	echo "1..0 # SKIP $JS/node_modules is missing (bash .ci/setup runs npm ci there)"
+	exit 77
+fi
+
+cat >"$T/spec.json" <<'JSON'
+{"repos": [
+  {"hub": "hf", "type": "model", "id": "acme/js-model",
+   "card": {"license": "mit", "tags": ["js"], "pipeline_tag": "text-generation", "library_name": "transformers"},
+   "files": [{"path": "config.json", "content": "{\"hidden_size\": 64}\n"},
+             {"path": "empty.txt", "content": ""},
+             {"path": "nested/deeper/notes.md", "content": "nested notes\n"},
+             {"path": "model.safetensors", "size": 3000000, "seed": 11}]},
+  {"hub": "hf", "type": "dataset", "id": "acme/js-many",
+   "generate": {"count": 3000, "size": 32, "prefix": "data/part-", "suffix": ".txt"}}
+ ]}
+JSON
+check "fake upstream starts" start_fakehub --repos "$T/spec.json"
+export HUBMIRROR_HF_UPSTREAM=$FAKE_API
+hm() { "$HUBMIRROR" "$@"; }
+
+add_both() { hm add hf:acme/js-model hf:datasets/acme/js-many >/dev/null; }
+sync_both() { hm sync hf:acme/js-model hf:datasets/acme/js-many >"$T/sync.out" 2>&1; }
+check "add the model and the dataset" add_both
+check "sync them" sync_both
+sed 's/^/# /' "$T/sync.out"
+
+# What upstream has, for the client script to compare against.
+check "expected values from the fake upstream" bash -c '
+curl -fsS "$FAKE_API/_fake/repos" | /usr/bin/python3 -c "
+import json, sys
+out = {}
+for r in json.load(sys.stdin)[\"repos\"]:
+    if r[\"hub\"] != \"hf\":
+        continue
+    head = {c[\"id\"]: c for c in r[\"commits\"]}[r[\"sha\"]]
+    out[r[\"type\"]] = {\"id\": r[\"id\"], \"sha\": r[\"sha\"], \"card\": r[\"card\"],
+        \"files\": {f[\"path\"]: {k: f[k] for k in (\"size\", \"sha256\", \"git_sha1\", \"oid\", \"etag\", \"lfs\")}
+                  for f in head[\"files\"]}}
+assert len(out[\"dataset\"][\"files\"]) == 3001, len(out[\"dataset\"][\"files\"])
+json.dump(out, open(sys.argv[1], \"w\"))
+" "$0"' "$T/expect.json"
+
+start_serve() {
+	local i
+	"$HUBMIRROR" serve --listen 127.0.0.1:0 --ready-file "$T/serve.ready" --access-log "$T/access.log" \
+		>"$T/serve.out" 2>"$T/serve.err" &
+	_pids+=($!)
+	for i in $(seq 1 100); do
+		[ -s "$T/serve.ready" ] && break
+		sleep 0.05
+	done
+	[ -s "$T/serve.ready" ] || { echo "# serve did not start:"; sed 's/^/#   /' "$T/serve.err"; return 1; }
+	MIRROR=$(head -n1 "$T/serve.ready")
+}
+check "hubmirror serve starts" start_serve || finish
+
+# Run the client; its "ok - X" / "not ok - X" lines become this script's checks.
+nchecks=0
+st=none
+while IFS= read -r line; do
+	case $line in
+	"ok - "*) ok "hfjs: ${line#ok - }"; nchecks=$((nchecks + 1)) ;;
+	"not ok - "*) fail "hfjs: ${line#not ok - }"; nchecks=$((nchecks + 1)) ;;
+	"1.."*) ;;
+	"exit "*) st=${line#exit } ;;
+	"#"*) echo "$line" ;;
+	*) echo "# $line" ;;
+	esac
+done < <(cd "$JS" && timeout 50 node hfclient.mjs --hub-url "$MIRROR" --expect "$T/expect.json" --tmp "$T" 2>&1; echo "exit $?")
+check "client script ran to the end ($nchecks checks, status $st)" test "$nchecks" -ge 20 -a \( "$st" = 0 -o "$st" = 1 \)
+if [ "$_failed" -gt 0 ]; then
+	echo "# mirror access log (last 20 lines):"
+	tail -n 20 "$T/access.log" | sed 's/^/#   /'
+	[ -s "$T/serve.err" ] && sed 's/^/# serve: /' "$T/serve.err"
+fi
+finish
