@@ -237,3 +237,52 @@ int catalog_refs_each(struct catalog *c, int64_t repo_id,
 int catalog_repos_each(struct catalog *c, const char *hub, const char *type, const char *search,
 		       const char *author, const char *after, size_t limit,
 		       int (*fn)(void *ud, const struct catalog_repo *r), void *ud);
+
+/* ---- browsing ------------------------------------------------------------------------------------ */
+
+struct catalog_search {
+	const char *q;            /* words to search (names, authors, tags, task, library, license, card);
+				   * each word matches as a prefix; NULL or "": everything */
+	const char *hub;          /* "hf" / "ms" or NULL */
+	const char *type;         /* "model" / "dataset" or NULL */
+	const char *org;          /* exact org, or NULL */
+	const char *tag;          /* exact tag, or NULL */
+	const char *status;       /* sync status, or NULL */
+	int gated;                /* -1 any, 0 not gated, 1 gated */
+	int64_t min_size;         /* bytes of the synced snapshot, -1: no bound */
+	int64_t max_size;
+	const char *sort;         /* relevance (only with q), name, size, last_synced, downloads, likes */
+	bool desc;
+	size_t offset;
+	size_t limit;             /* 0: no limit */
+};
+
+/* Tracked repos matching s, in its order; fn gets each (borrowed). *total (may be NULL) is the number
+ * of matches ignoring offset and limit. Returns 0, HM_ERR_USAGE for a bad sort, or HM_ERR_SQLITE. */
+int catalog_search(struct catalog *c, const struct catalog_search *s,
+		   int (*fn)(void *ud, const struct catalog_repo *r), void *ud, int64_t *total);
+
+struct catalog_totals {
+	int64_t repos;            /* tracked */
+	int64_t repos_synced;     /* with a snapshot at their followed revision */
+	int64_t snapshots;
+	int64_t files;            /* file rows over all snapshots */
+	int64_t blobs;            /* distinct contents */
+	int64_t unique_bytes;     /* sum of distinct contents: what the store holds */
+	int64_t logical_bytes;    /* sum over the snapshots that refs point at: what clients see */
+	int64_t dedup_saved_bytes; /* logical bytes of all snapshots minus unique bytes */
+};
+int catalog_totals(struct catalog *c, struct catalog_totals *out);
+
+/* Sync runs, newest first (at most limit). fn gets each run's columns. */
+struct catalog_run {
+	int64_t id, started_at, ended_at;   /* ended_at 0 while running */
+	const char *outcome;                /* NULL while running */
+	int64_t repos_ok, repos_failed, files_fetched, bytes_fetched;
+};
+int catalog_runs_each(struct catalog *c, size_t limit, int (*fn)(void *ud, const struct catalog_run *r), void *ud);
+
+/* The snapshots of a repo, newest first: fn(ud, commit, synced_at, file_count, total_size). */
+int catalog_snapshots_each(struct catalog *c, int64_t repo_id,
+			   int (*fn)(void *ud, const char *commit, int64_t synced_at, int64_t files, int64_t size),
+			   void *ud);

@@ -1,6 +1,7 @@
 /*
  * repos.c - tracked repositories: add, remove, get, list.
  */
+#include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -261,4 +262,203 @@ int catalog_repo_list(struct catalog *c, struct catalog_repo **out, size_t *n)
 const char *catalog_errmsg(struct catalog *c)
 {
 	return sqlite3_errmsg(c->db);
+}
+
+/* Turn user words into an FTS5 query: every run of letters/digits becomes a quoted prefix term
+ * ("qwen"*), so punctuation in the input can never be FTS syntax. NULL when no word is left. */
+static char *fts_query(const char *q)
+{
+	char *out = xmalloc(strlen(q) * 4 + 16), *o = out;
+	const unsigned char *p = (const unsigned char *)q;
+
+	while (*p) {
+		const unsigned char *start;
+		while (*p && !(isalnum(*p) || *p >= 0x80))
+			p++;
+		start = p;
+		while (*p && (isalnum(*p) || *p >= 0x80))
+			p++;
+		if (p > start) {
+			if (o != out)
+				*o++ = ' ';
+			*o++ = '"';
+			memcpy(o, start, (size_t)(p - start));
+			o += p - start;
+			memcpy(o, "\"*", 2);
+			o += 2;
+		}
+	}
+	*o = '\0';
+	if (o == out) {
+		free(out);
+		return NULL;
+	}
+	return out;
+}
+
+int catalog_search(struct catalog *c, const struct catalog_search *s,
+		   int (*fn)(void *ud, const struct catalog_repo *r), void *ud, int64_t *total)
+{
+	static const struct { const char *name, *expr; } sorts[] = {
+		{ "relevance", "bm25(repo_fts)" },
+		{ "name", "r.name" },
+		{ "size", "coalesce(s.total_size, 0)" },
+		{ "last_synced", "coalesce(r.last_sync_at, 0)" },
+		{ "downloads", "coalesce(r.downloads, 0)" },
+		{ "likes", "coalesce(r.likes, 0)" },
+	};
+	const char *order = NULL, *sort = s->sort && *s->sort ? s->sort : NULL;
+	char *fq = s->q ? fts_query(s->q) : NULL, *sql = NULL, *where;
+	sqlite3_stmt *st = NULL;
+	int r = 0, rc;
+
+	if (!sort)
+		sort = fq ? "relevance" : "name";
+	for (size_t i = 0; i < sizeof(sorts) / sizeof(sorts[0]); i++)
+		if (!strcmp(sorts[i].name, sort))
+			order = sorts[i].expr;
+	if (!order || (!fq && !strcmp(sort, "relevance"))) {
+		free(fq);
+		return HM_ERR_USAGE;
+	}
+	/* FTS5's MATCH cannot sit under an OR: the clause is there only when there are words. */
+	where = xasprintf("%s WHERE r.removed_at IS NULL AND %s "
+			  "AND (?2 IS NULL OR r.hub = ?2) AND (?3 IS NULL OR r.type = ?3) "
+			  "AND (?4 IS NULL OR substr(r.name, 1, length(?4) + 1) = ?4 || '/') "
+			  "AND (?5 IS NULL OR instr(coalesce(r.tags, ''), json_quote(?5)) > 0) "
+			  "AND (?6 IS NULL OR r.sync_status = ?6) "
+			  "AND (?7 < 0 OR (?7 = 1) = (r.gated IS NOT NULL AND r.gated != 'false')) "
+			  "AND (?8 < 0 OR coalesce(s.total_size, 0) >= ?8) AND (?9 < 0 OR coalesce(s.total_size, 0) <= ?9) ",
+			  fq ? "JOIN repo_fts ON repo_fts.rowid = r.id" : "", fq ? "repo_fts MATCH ?1" : "?1 IS NULL");
+	for (int pass = total ? 0 : 1; pass < 2 && !r; pass++) {
+		free(sql);
+		sql = pass == 0 ? xasprintf("SELECT count(*) FROM repos r LEFT JOIN refs f ON f.repo_id = r.id AND "
+					    "f.name = r.follow_rev LEFT JOIN snapshots s ON s.id = f.snapshot_id %s", where)
+				: xasprintf("SELECT " REPO_COLUMNS "%s ORDER BY %s %s, r.id LIMIT ?10 OFFSET ?11", where,
+					    order, s->desc ? "DESC" : "ASC");
+		if (sqlite3_prepare_v2(c->db, sql, -1, &st, NULL) != SQLITE_OK) {
+			r = HM_ERR_SQLITE;
+			break;
+		}
+		if (fq)
+			sqlite3_bind_text(st, 1, fq, -1, SQLITE_STATIC);
+		if (s->hub)
+			sqlite3_bind_text(st, 2, s->hub, -1, SQLITE_STATIC);
+		if (s->type)
+			sqlite3_bind_text(st, 3, s->type, -1, SQLITE_STATIC);
+		if (s->org)
+			sqlite3_bind_text(st, 4, s->org, -1, SQLITE_STATIC);
+		if (s->tag)
+			sqlite3_bind_text(st, 5, s->tag, -1, SQLITE_STATIC);
+		if (s->status)
+			sqlite3_bind_text(st, 6, s->status, -1, SQLITE_STATIC);
+		sqlite3_bind_int(st, 7, s->gated);
+		sqlite3_bind_int64(st, 8, s->min_size);
+		sqlite3_bind_int64(st, 9, s->max_size);
+		if (pass == 0) {
+			if (sqlite3_step(st) == SQLITE_ROW)
+				*total = sqlite3_column_int64(st, 0);
+			else
+				r = HM_ERR_SQLITE;
+		} else {
+			sqlite3_bind_int64(st, 10, s->limit ? (sqlite3_int64)s->limit : -1);
+			sqlite3_bind_int64(st, 11, (sqlite3_int64)s->offset);
+			while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+				struct catalog_repo repo = { 0 };
+				read_repo(st, &repo);
+				r = fn(ud, &repo);
+				catalog_repo_release(&repo);
+				if (r)
+					break;
+			}
+			if (!r && rc != SQLITE_DONE)
+				r = HM_ERR_SQLITE;
+		}
+		sqlite3_finalize(st);
+		st = NULL;
+	}
+	free(sql);
+	free(where);
+	free(fq);
+	return r;
+}
+
+int catalog_totals(struct catalog *c, struct catalog_totals *out)
+{
+	sqlite3_stmt *st = NULL;
+	int r = HM_ERR_SQLITE;
+
+	memset(out, 0, sizeof(*out));
+	if (sqlite3_prepare_v2(c->db,
+		"SELECT (SELECT count(*) FROM repos WHERE removed_at IS NULL),"
+		" (SELECT count(*) FROM repos r JOIN refs f ON f.repo_id = r.id AND f.name = r.follow_rev WHERE r.removed_at IS NULL),"
+		" (SELECT count(*) FROM snapshots), (SELECT count(*) FROM files),"
+		" (SELECT count(*) FROM blobs), (SELECT coalesce(sum(size), 0) FROM blobs),"
+		" (SELECT coalesce(sum(s.total_size), 0) FROM refs f JOIN snapshots s ON s.id = f.snapshot_id),"
+		" (SELECT coalesce(sum(total_size), 0) FROM snapshots)", -1, &st, NULL) != SQLITE_OK)
+		return r;
+	if (sqlite3_step(st) == SQLITE_ROW) {
+		out->repos = sqlite3_column_int64(st, 0);
+		out->repos_synced = sqlite3_column_int64(st, 1);
+		out->snapshots = sqlite3_column_int64(st, 2);
+		out->files = sqlite3_column_int64(st, 3);
+		out->blobs = sqlite3_column_int64(st, 4);
+		out->unique_bytes = sqlite3_column_int64(st, 5);
+		out->logical_bytes = sqlite3_column_int64(st, 6);
+		out->dedup_saved_bytes = sqlite3_column_int64(st, 7) - out->unique_bytes;
+		if (out->dedup_saved_bytes < 0)
+			out->dedup_saved_bytes = 0;
+		r = 0;
+	}
+	sqlite3_finalize(st);
+	return r;
+}
+
+int catalog_runs_each(struct catalog *c, size_t limit, int (*fn)(void *ud, const struct catalog_run *r), void *ud)
+{
+	sqlite3_stmt *st = NULL;
+	int r = 0, rc;
+
+	if (sqlite3_prepare_v2(c->db, "SELECT id, started_at, coalesce(ended_at, 0), outcome, repos_ok, repos_failed, "
+			       "files_fetched, bytes_fetched FROM sync_runs ORDER BY started_at DESC, id DESC LIMIT ?1",
+			       -1, &st, NULL) != SQLITE_OK)
+		return HM_ERR_SQLITE;
+	sqlite3_bind_int64(st, 1, limit ? (sqlite3_int64)limit : -1);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		struct catalog_run run = {
+			sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1), sqlite3_column_int64(st, 2),
+			(const char *)sqlite3_column_text(st, 3), sqlite3_column_int64(st, 4),
+			sqlite3_column_int64(st, 5), sqlite3_column_int64(st, 6), sqlite3_column_int64(st, 7),
+		};
+		r = fn(ud, &run);
+		if (r)
+			break;
+	}
+	if (!r && rc != SQLITE_DONE)
+		r = HM_ERR_SQLITE;
+	sqlite3_finalize(st);
+	return r;
+}
+
+int catalog_snapshots_each(struct catalog *c, int64_t repo_id,
+			   int (*fn)(void *ud, const char *commit, int64_t synced_at, int64_t files, int64_t size),
+			   void *ud)
+{
+	sqlite3_stmt *st = NULL;
+	int r = 0, rc;
+
+	if (sqlite3_prepare_v2(c->db, "SELECT commit_id, synced_at, file_count, total_size FROM snapshots "
+			       "WHERE repo_id = ?1 ORDER BY synced_at DESC, id DESC", -1, &st, NULL) != SQLITE_OK)
+		return HM_ERR_SQLITE;
+	sqlite3_bind_int64(st, 1, repo_id);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		r = fn(ud, (const char *)sqlite3_column_text(st, 0), sqlite3_column_int64(st, 1),
+		       sqlite3_column_int64(st, 2), sqlite3_column_int64(st, 3));
+		if (r)
+			break;
+	}
+	if (!r && rc != SQLITE_DONE)
+		r = HM_ERR_SQLITE;
+	sqlite3_finalize(st);
+	return r;
 }

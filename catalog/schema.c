@@ -7,6 +7,8 @@
  *      runs and per-repo sync results.
  *   2  snapshots.selection: the include/exclude globs and options a snapshot was selected with, so a
  *      change of them makes the next sync select again even when the commit did not move.
+ *   3  repo_fts: an FTS5 index over repo names, authors, tags, pipeline tag, library, license and card
+ *      text, kept by triggers on repos; sync_runs_by_start for the history.
  *
  * Rules: a migration only ever moves from version N-1 to N; released migrations are never edited,
  * a change is a new entry at the end of `migrations`.
@@ -97,6 +99,26 @@ static const char *const migrations[] = {
 	");",
 	/* 1 -> 2 */
 	"ALTER TABLE snapshots ADD COLUMN selection TEXT;",
+	/* 2 -> 3 */
+	"CREATE VIRTUAL TABLE repo_fts USING fts5(name, author, tags, pipeline_tag, library_name, license, card);"
+	"CREATE TRIGGER repos_fts_ai AFTER INSERT ON repos BEGIN"
+	"  INSERT INTO repo_fts (rowid, name, author, tags, pipeline_tag, library_name, license, card)"
+	"  VALUES (new.id, new.name, CASE WHEN instr(new.name, '/') THEN substr(new.name, 1, instr(new.name, '/') - 1) END,"
+	"          new.tags, new.pipeline_tag, new.library_name, new.license, new.card_data);"
+	"END;"
+	"CREATE TRIGGER repos_fts_au AFTER UPDATE ON repos BEGIN"
+	"  DELETE FROM repo_fts WHERE rowid = old.id;"
+	"  INSERT INTO repo_fts (rowid, name, author, tags, pipeline_tag, library_name, license, card)"
+	"  VALUES (new.id, new.name, CASE WHEN instr(new.name, '/') THEN substr(new.name, 1, instr(new.name, '/') - 1) END,"
+	"          new.tags, new.pipeline_tag, new.library_name, new.license, new.card_data);"
+	"END;"
+	"CREATE TRIGGER repos_fts_ad AFTER DELETE ON repos BEGIN"
+	"  DELETE FROM repo_fts WHERE rowid = old.id;"
+	"END;"
+	"INSERT INTO repo_fts (rowid, name, author, tags, pipeline_tag, library_name, license, card)"
+	"  SELECT id, name, CASE WHEN instr(name, '/') THEN substr(name, 1, instr(name, '/') - 1) END,"
+	"         tags, pipeline_tag, library_name, license, card_data FROM repos;"
+	"CREATE INDEX sync_runs_by_start ON sync_runs(started_at);",
 };
 
 int catalog__migration_count(void)

@@ -132,28 +132,6 @@ static void hf_error(struct httpd_req *req, int status, const char *code, const 
 	mirror__respond_json(req, status, o);
 }
 
-/* Our own origin as the client reached it (for Link), honouring a reverse proxy's X-Forwarded-*. */
-static char *self_base(const struct httpd_req *req)
-{
-	const char *proto = httpd_header(req, "X-Forwarded-Proto");
-	const char *host = httpd_header(req, "X-Forwarded-Host");
-	char *p = NULL, *h = NULL, *out;
-
-	if (!host)
-		host = httpd_header(req, "Host");
-	if (!host || !*host || strpbrk(host, " /\\\"<>\r\n"))
-		host = "localhost";
-	if (!proto || (strcasecmp(proto, "http") && strcasecmp(proto, "https")))
-		proto = "http";
-	/* only the first value of a comma list */
-	p = xstrndup(proto, strcspn(proto, ","));
-	h = xstrndup(host, strcspn(host, ", "));
-	out = xasprintf("%s://%s", p, h);
-	free(p);
-	free(h);
-	return out;
-}
-
 static char *iso_time(int64_t t)
 {
 	char b[32];
@@ -485,7 +463,7 @@ static void hf_tree(struct hfreq *h, const char *rev, const char *rev_raw, char 
 		goto out;
 	}
 	if (t.more) {
-		char *base = self_base(h->req), *cur = hub_url_escape(t.cursor, false);
+		char *base = mirror__self_base(h->req), *cur = hub_url_escape(t.cursor, false);
 		char *sub = hub_url_escape(t.base, true);
 		httpd_add_headerf(h->req, "Link", "<%s/api/%ss/%s/tree/%s%s%s?recursive=%s&expand=%s&limit=%ld&cursor=%s>; rel=\"next\"",
 				  base, h->type, h->name, rev_raw, t.baselen ? "/" : "", sub,
@@ -696,7 +674,7 @@ static void hf_list(struct mirror_routes *rt, struct httpd_req *req, const char 
 		goto out;
 	}
 	if (l.n == (size_t)limit && l.last) {
-		char *base = self_base(req), *cur = hub_url_escape(l.last, false);
+		char *base = mirror__self_base(req), *cur = hub_url_escape(l.last, false);
 		char *s = search ? hub_url_escape(search, false) : xstrdup(""), *a = author ? hub_url_escape(author, false) : xstrdup("");
 		httpd_add_headerf(req, "Link", "<%s/api/%ss?search=%s&author=%s&limit=%ld&cursor=%s>; rel=\"next\"",
 				  base, type, s, a, limit, cur);

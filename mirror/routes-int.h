@@ -22,6 +22,15 @@ int mirror__route_hf(void *ud, struct httpd_req *req);
 /* ModelScope API (routes-ms.c). */
 int mirror__route_ms(void *ud, struct httpd_req *req);
 
+/* Catalog browsing API (routes-catalog.c), and the JSON shape of a repo it shares with others. */
+int mirror__route_catalog(void *ud, struct httpd_req *req);
+struct catalog_repo;
+json_t *mirror__catalog_repo_json(const struct catalog_repo *r, const char *base);
+
+/* Our own origin as the client reached it ("http://host:port"), honouring X-Forwarded-Proto/Host.
+ * Caller frees. */
+char *mirror__self_base(const struct httpd_req *req);
+
 /* Parse a single "bytes=" Range header against size. Returns 1 with [*a, *b] set, 0 for "no usable
  * range" (answer the whole file), -1 for unsatisfiable (416). */
 int mirror__parse_range(const char *h, int64_t size, int64_t *a, int64_t *b);

@@ -44,6 +44,7 @@ struct mirror_routes *mirror_routes_new(struct mirror_data *d)
 void mirror_routes_install(struct mirror_routes *r, struct httpd *h)
 {
 	httpd_add_handler(h, on_healthz, r);
+	httpd_add_handler(h, mirror__route_catalog, r);
 	httpd_add_handler(h, mirror__route_ms, r);
 	httpd_add_handler(h, mirror__route_hf, r);
 }
@@ -92,6 +93,28 @@ int mirror__parse_range(const char *h, int64_t size, int64_t *a, int64_t *b)
 	*a = x;
 	*b = y >= size ? size - 1 : y;
 	return 1;
+}
+
+/* Our own origin as the client reached it (for Link), honouring a reverse proxy's X-Forwarded-*. */
+char *mirror__self_base(const struct httpd_req *req)
+{
+	const char *proto = httpd_header(req, "X-Forwarded-Proto");
+	const char *host = httpd_header(req, "X-Forwarded-Host");
+	char *p = NULL, *h = NULL, *out;
+
+	if (!host)
+		host = httpd_header(req, "Host");
+	if (!host || !*host || strpbrk(host, " /\\\"<>\r\n"))
+		host = "localhost";
+	if (!proto || (strcasecmp(proto, "http") && strcasecmp(proto, "https")))
+		proto = "http";
+	/* only the first value of a comma list */
+	p = xstrndup(proto, strcspn(proto, ","));
+	h = xstrndup(host, strcspn(host, ", "));
+	out = xasprintf("%s://%s", p, h);
+	free(p);
+	free(h);
+	return out;
 }
 
 void mirror__respond_json(struct httpd_req *req, int status, json_t *body)

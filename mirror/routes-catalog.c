@@ -1,0 +1,344 @@
+/*
+ * routes-catalog.c - the catalog browsing API under /api/catalog/ (docs/http-api.md): search with
+ * filters and sorting, repo detail with refs, snapshots and files, mirror totals, sync history.
+ * Field names are stable; add, never rename.
+ */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include <jansson.h>
+
+#include "base/err.h"
+#include "base/path.h"
+#include "base/xmalloc.h"
+#include "catalog/catalog.h"
+#include "data.h"
+#include "hub/hub.h"
+#include "routes-int.h"
+
+#define PAGE_DEFAULT 50
+#define PAGE_MAX 1000
+
+static void api_error(struct httpd_req *req, int status, const char *msg)
+{
+	httpd_add_header(req, "Access-Control-Allow-Origin", "*");
+	mirror__respond_json(req, status, json_pack("{s:s}", "error", msg));
+}
+
+static json_t *json_text_or(const char *text, json_t *dflt)
+{
+	json_t *v = text ? json_loads(text, JSON_DECODE_ANY, NULL) : NULL;
+
+	if (!v)
+		return dflt;
+	json_decref(dflt);
+	return v;
+}
+
+static json_t *nullable_str(const char *s)
+{
+	return s ? json_string(s) : json_null();
+}
+
+json_t *mirror__catalog_repo_json(const struct catalog_repo *r, const char *base)
+{
+	const char *slash = strchr(r->name, '/');
+	bool ds = !strcmp(r->type, "dataset");
+	char *spec = xasprintf("%s:%s%s", r->hub, ds ? "datasets/" : "", r->name);
+	json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:o, s:s, s:o, s:o, s:I, s:I, s:b}",
+		"spec", spec, "hub", r->hub, "type", r->type, "name", r->name,
+		"org", slash ? "" : "", "revision", r->follow_rev, "commit", nullable_str(r->head_commit),
+		"sync_status", r->sync_status, "sync_error", nullable_str(r->sync_error),
+		"last_sync_at", r->last_sync_at ? json_integer(r->last_sync_at) : json_null(),
+		"files", (json_int_t)r->file_count, "size", (json_int_t)r->total_size,
+		"gated", r->gated && strcmp(r->gated, "false"));
+
+	json_object_set_new(o, "org", slash ? json_stringn(r->name, (size_t)(slash - r->name)) : json_null());
+	json_object_set_new(o, "gated_mode", nullable_str(r->gated && strcmp(r->gated, "false") ? r->gated : NULL));
+	json_object_set_new(o, "pipeline_tag", nullable_str(r->pipeline_tag));
+	json_object_set_new(o, "library_name", nullable_str(r->library_name));
+	json_object_set_new(o, "license", nullable_str(r->license));
+	json_object_set_new(o, "tags", json_text_or(r->tags, json_array()));
+	json_object_set_new(o, "downloads", r->downloads >= 0 ? json_integer(r->downloads) : json_null());
+	json_object_set_new(o, "likes", r->likes >= 0 ? json_integer(r->likes) : json_null());
+	json_object_set_new(o, "last_modified", nullable_str(r->last_modified));
+	json_object_set_new(o, "added_at", json_integer(r->added_at));
+	if (base) {
+		/* what a user copies to use this repo from here */
+		json_object_set_new(o, "mount_command", json_sprintf("hubmirror mount --mirror %s %s", base, spec));
+		if (!strcmp(r->hub, "hf"))
+			json_object_set_new(o, "endpoint_env", json_sprintf("HF_ENDPOINT=%s", base));
+		else
+			json_object_set_new(o, "endpoint_env", json_sprintf("MODELSCOPE_ENDPOINT=%s", base));
+	}
+	free(spec);
+	return o;
+}
+
+struct search_ctx {
+	json_t *arr;
+	char *base;
+};
+
+static int search_cb(void *ud, const struct catalog_repo *r)
+{
+	struct search_ctx *s = ud;
+
+	json_array_append_new(s->arr, mirror__catalog_repo_json(r, s->base));
+	return 0;
+}
+
+static int64_t qint(struct httpd_req *req, const char *name, int64_t dflt)
+{
+	char *v = httpd_query_param(req, name), *end;
+	long long n = v ? strtoll(v, &end, 10) : dflt;
+
+	if (v && (end == v || *end))
+		n = dflt;
+	free(v);
+	return n;
+}
+
+static void catalog_repos(struct mirror_routes *rt, struct httpd_req *req)
+{
+	struct catalog_search s = { 0 };
+	struct search_ctx sc = { json_array(), mirror__self_base(req) };
+	char *q = httpd_query_param(req, "q"), *hub = httpd_query_param(req, "hub"), *type = httpd_query_param(req, "type");
+	char *org = httpd_query_param(req, "org"), *tag = httpd_query_param(req, "tag");
+	char *status = httpd_query_param(req, "status"), *sort = httpd_query_param(req, "sort");
+	char *order = httpd_query_param(req, "order"), *gated = httpd_query_param(req, "gated");
+	char *cursor = httpd_query_param(req, "cursor");
+	int64_t total = 0, limit = qint(req, "limit", PAGE_DEFAULT);
+	int r;
+
+	s.q = q && *q ? q : NULL;
+	s.hub = hub && *hub ? hub : NULL;
+	s.type = type && *type ? type : NULL;
+	s.org = org && *org ? org : NULL;
+	s.tag = tag && *tag ? tag : NULL;
+	s.status = status && *status ? status : NULL;
+	s.gated = gated && *gated ? (!strcasecmp(gated, "true") || !strcmp(gated, "1")) : -1;
+	s.min_size = qint(req, "min_size", -1);
+	s.max_size = qint(req, "max_size", -1);
+	s.sort = sort && *sort ? sort : NULL;
+	s.desc = order ? !strcasecmp(order, "desc") : (s.sort && strcmp(s.sort, "name") && strcmp(s.sort, "relevance"));
+	/* The cursor is opaque to clients: today the offset of the next page. */
+	s.offset = cursor ? (size_t)strtoull(cursor, NULL, 10) : 0;
+	s.limit = (size_t)(limit < 1 || limit > PAGE_MAX ? PAGE_DEFAULT : limit);
+	r = catalog_search(rt->data->catalog, &s, search_cb, &sc, &total);
+	if (r) {
+		json_decref(sc.arr);
+		api_error(req, r == HM_ERR_USAGE ? 400 : 500,
+			  r == HM_ERR_USAGE ? "bad sort (relevance needs q; or name, size, last_synced, downloads, likes)"
+					    : "catalog error");
+	} else {
+		json_t *o = json_pack("{s:o, s:I}", "repos", sc.arr, "total", (json_int_t)total);
+		size_t next = s.offset + json_array_size(sc.arr);
+		json_object_set_new(o, "next_cursor", (int64_t)next < total && json_array_size(sc.arr)
+						      ? json_sprintf("%zu", next) : json_null());
+		httpd_add_header(req, "Access-Control-Allow-Origin", "*");
+		mirror__respond_json(req, 200, o);
+	}
+	free(sc.base);
+	free(q); free(hub); free(type); free(org); free(tag); free(status); free(sort); free(order);
+	free(gated); free(cursor);
+}
+
+static int refs_cb(void *ud, const char *name, const char *kind, const char *commit)
+{
+	json_array_append_new(ud, json_pack("{s:s, s:s, s:s}", "name", name, "kind", kind, "commit", commit));
+	return 0;
+}
+
+static int snaps_cb(void *ud, const char *commit, int64_t at, int64_t files, int64_t size)
+{
+	json_array_append_new(ud, json_pack("{s:s, s:I, s:I, s:I}", "commit", commit, "synced_at", (json_int_t)at,
+					    "files", (json_int_t)files, "size", (json_int_t)size));
+	return 0;
+}
+
+struct files_ctx {
+	json_t *arr;
+	size_t baselen;
+	char *last_dir;
+	json_t *last_dir_obj;
+	size_t limit, emitted;
+	bool more;
+	char *cursor;
+};
+
+/* One level of the file tree; folders carry the total size of what is below them. */
+static int files_cb(void *ud, const struct catalog_entry *e)
+{
+	struct files_ctx *f = ud;
+	const char *rel = e->path + f->baselen;
+	const char *slash = strchr(rel, '/');
+
+	if (slash) {
+		size_t n = (size_t)(slash - e->path);
+		if (f->last_dir && strlen(f->last_dir) == n && !strncmp(f->last_dir, e->path, n)) {
+			json_object_set_new(f->last_dir_obj, "size",
+					    json_integer(json_integer_value(json_object_get(f->last_dir_obj, "size")) + e->size));
+			json_object_set_new(f->last_dir_obj, "files",
+					    json_integer(json_integer_value(json_object_get(f->last_dir_obj, "files")) + 1));
+			return 0;
+		}
+		if (f->emitted == f->limit) {
+			f->more = true;
+			return 1;
+		}
+		free(f->last_dir);
+		f->last_dir = xstrndup(e->path, n);
+		f->last_dir_obj = json_pack("{s:s, s:s, s:I, s:i}", "path", f->last_dir, "type", "directory",
+					    "size", (json_int_t)e->size, "files", 1);
+		json_array_append_new(f->arr, f->last_dir_obj);
+		free(f->cursor);
+		f->cursor = xasprintf("%s/\xff", f->last_dir);
+	} else {
+		json_t *o;
+		if (f->emitted == f->limit) {
+			f->more = true;
+			return 1;
+		}
+		o = json_pack("{s:s, s:s, s:I, s:s}", "path", e->path, "type", "file", "size", (json_int_t)e->size,
+			      "sha256", e->sha256);
+		json_object_set_new(o, "lfs", json_boolean(e->lfs_oid[0]));
+		json_object_set_new(o, "git_oid", e->git_oid[0] ? json_string(e->git_oid) : json_null());
+		json_array_append_new(f->arr, o);
+		free(f->cursor);
+		f->cursor = xstrdup(e->path);
+	}
+	f->emitted++;
+	return 0;
+}
+
+/* /api/catalog/repos/{hub}/{type}/{name}[/files] */
+static void catalog_repo(struct mirror_routes *rt, struct httpd_req *req, const char *rest)
+{
+	char hub[8], type[16];
+	const char *p = rest, *files_suffix;
+	char *name = NULL, *base = NULL, *dir = NULL, *cursor = NULL;
+	struct catalog_repo repo = { 0 };
+	struct catalog_snapshot snap;
+	bool found = false, want_files;
+	int r;
+
+	if (sscanf(p, "%7[a-z]/%15[a-z]/", hub, type) != 2) {
+		api_error(req, 404, "not found");
+		return;
+	}
+	p += strlen(hub) + strlen(type) + 2;
+	files_suffix = strstr(p, "/files");
+	want_files = files_suffix && !strcmp(files_suffix, "/files");
+	name = want_files ? xstrndup(p, (size_t)(files_suffix - p)) : xstrdup(p);
+	if ((strcmp(hub, "hf") && strcmp(hub, "ms")) || (strcmp(type, "model") && strcmp(type, "dataset")) ||
+	    hub_check_name(strcmp(hub, "ms") ? HUB_HF : HUB_MS, name)) {
+		api_error(req, 404, "no such repository");
+		goto out;
+	}
+	r = catalog_resolve(rt->data->catalog, hub, type, name, NULL, &repo, &snap, &found);
+	if (!found) {
+		api_error(req, 404, "no such repository");
+		goto out;
+	}
+	if (r)
+		memset(&snap, 0, sizeof(snap)); /* tracked, never synced */
+	base = mirror__self_base(req);
+	if (want_files) {
+		struct files_ctx f = { json_array(), 0, NULL, NULL, 0, 0, false, NULL };
+		char *prefix = NULL;
+		int64_t limit = qint(req, "limit", PAGE_MAX);
+		dir = httpd_query_param(req, "dir");
+		cursor = httpd_query_param(req, "cursor");
+		if (dir && *dir && path_check_str(dir)) {
+			json_decref(f.arr);
+			api_error(req, 400, "bad dir");
+			goto out;
+		}
+		if (dir && *dir)
+			prefix = xasprintf("%s/", dir);
+		f.baselen = prefix ? strlen(prefix) : 0;
+		f.limit = (size_t)(limit < 1 || limit > PAGE_MAX ? PAGE_MAX : limit);
+		if (snap.id)
+			catalog_snapshot_walk(rt->data->catalog, snap.id, prefix, cursor, 0, files_cb, &f);
+		httpd_add_header(req, "Access-Control-Allow-Origin", "*");
+		mirror__respond_json(req, 200, json_pack("{s:s, s:o, s:o}", "dir", dir ? dir : "", "entries", f.arr,
+							  "next_cursor", f.more ? json_string(f.cursor) : json_null()));
+		free(prefix);
+		free(f.last_dir);
+		free(f.cursor);
+	} else {
+		json_t *o = mirror__catalog_repo_json(&repo, base), *refs = json_array(), *snaps = json_array();
+		json_t *card = json_text_or(repo.card_data, json_null());
+		catalog_refs_each(rt->data->catalog, repo.id, refs_cb, refs);
+		catalog_snapshots_each(rt->data->catalog, repo.id, snaps_cb, snaps);
+		json_object_set_new(o, "refs", refs);
+		json_object_set_new(o, "snapshots", snaps);
+		json_object_set_new(o, "card_data", card);
+		json_object_set_new(o, "include", json_text_or(repo.include_globs, json_array()));
+		json_object_set_new(o, "exclude", json_text_or(repo.exclude_globs, json_array()));
+		json_object_set_new(o, "swarm", json_null()); /* filled once p2p lands */
+		httpd_add_header(req, "Access-Control-Allow-Origin", "*");
+		mirror__respond_json(req, 200, o);
+	}
+out:
+	if (found)
+		catalog_repo_release(&repo);
+	free(name);
+	free(base);
+	free(dir);
+	free(cursor);
+}
+
+static int runs_cb(void *ud, const struct catalog_run *r)
+{
+	json_array_append_new(ud, json_pack("{s:I, s:I, s:o, s:o, s:I, s:I, s:I, s:I}", "id", (json_int_t)r->id,
+		"started_at", (json_int_t)r->started_at, "ended_at", r->ended_at ? json_integer(r->ended_at) : json_null(),
+		"outcome", nullable_str(r->outcome), "repos_ok", (json_int_t)r->repos_ok,
+		"repos_failed", (json_int_t)r->repos_failed, "files_fetched", (json_int_t)r->files_fetched,
+		"bytes_fetched", (json_int_t)r->bytes_fetched));
+	return 0;
+}
+
+int mirror__route_catalog(void *ud, struct httpd_req *req)
+{
+	struct mirror_routes *rt = ud;
+	const char *p = httpd_path(req);
+
+	if (strncmp(p, "/api/catalog/", 13))
+		return HTTPD_PASS;
+	if (strcmp(httpd_method(req), "GET") && strcmp(httpd_method(req), "HEAD")) {
+		api_error(req, 405, "read-only");
+		return 0;
+	}
+	p += 13;
+	if (!strcmp(p, "repos")) {
+		catalog_repos(rt, req);
+	} else if (!strncmp(p, "repos/", 6)) {
+		catalog_repo(rt, req, p + 6);
+	} else if (!strcmp(p, "stats")) {
+		struct catalog_totals t;
+		if (catalog_totals(rt->data->catalog, &t)) {
+			api_error(req, 500, "catalog error");
+		} else {
+			httpd_add_header(req, "Access-Control-Allow-Origin", "*");
+			mirror__respond_json(req, 200, json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+				"repos", (json_int_t)t.repos, "repos_synced", (json_int_t)t.repos_synced,
+				"snapshots", (json_int_t)t.snapshots, "files", (json_int_t)t.files, "blobs", (json_int_t)t.blobs,
+				"unique_bytes", (json_int_t)t.unique_bytes, "logical_bytes", (json_int_t)t.logical_bytes,
+				"dedup_saved_bytes", (json_int_t)t.dedup_saved_bytes));
+		}
+	} else if (!strcmp(p, "syncs")) {
+		json_t *a = json_array();
+		int64_t limit = qint(req, "limit", 20);
+		catalog_runs_each(rt->data->catalog, (size_t)(limit < 1 || limit > 1000 ? 20 : limit), runs_cb, a);
+		httpd_add_header(req, "Access-Control-Allow-Origin", "*");
+		mirror__respond_json(req, 200, json_pack("{s:o}", "runs", a));
+	} else {
+		api_error(req, 404, "not found");
+	}
+	return 0;
+}
