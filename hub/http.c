@@ -757,3 +757,61 @@ void hub_http_free(struct hub_http **hp)
 	uv_close((uv_handle_t *)&h->timer, http_closed);
 	*hp = NULL;
 }
+
+/* ---- blocking GET for the CLI ---------------------------------------------------------------- */
+
+struct sink {
+	struct buf b;
+	size_t max;
+	bool too_big;
+};
+
+static size_t sink_write(char *data, size_t size, size_t n, void *ud)
+{
+	struct sink *s = ud;
+
+	if (s->b.len + size * n > s->max) {
+		s->too_big = true;
+		return 0;
+	}
+	buf_add(&s->b, data, size * n);
+	return size * n;
+}
+
+int hub_http_get_blocking(const char *url, size_t max, char **body, size_t *len, long *status, char **errmsg)
+{
+	CURL *e = curl_easy_init();
+	struct sink s = { .max = max };
+	char err[CURL_ERROR_SIZE] = "";
+	CURLcode cc;
+	int r = 0;
+
+	if (!e)
+		return HM_ERR_CURL;
+	buf_init(&s.b);
+	curl_easy_setopt(e, CURLOPT_URL, url);
+	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
+	curl_easy_setopt(e, CURLOPT_TIMEOUT, 120L);
+	curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "");
+	curl_easy_setopt(e, CURLOPT_USERAGENT, "hubmirror/" HUBMIRROR_VERSION);
+	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, sink_write);
+	curl_easy_setopt(e, CURLOPT_WRITEDATA, &s);
+	curl_easy_setopt(e, CURLOPT_ERRORBUFFER, err);
+	cc = curl_easy_perform(e);
+	if (s.too_big) {
+		r = -EFBIG;
+	} else if (cc != CURLE_OK) {
+		r = HM_ERR_CURL;
+		if (errmsg)
+			*errmsg = xstrdup(err[0] ? err : curl_easy_strerror(cc));
+	} else {
+		curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, status);
+		*len = s.b.len;
+		*body = buf_detach(&s.b, NULL);
+	}
+	buf_release(&s.b);
+	curl_easy_cleanup(e);
+	return r;
+}

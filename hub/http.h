@@ -106,3 +106,10 @@ char *hub_url_escape(const char *s, bool keep_slash);
 char *hub_link_next(const char *link);
 
 #endif
+
+/*
+ * A blocking GET for command-line tools (no loop needed): at most max bytes of body into *body
+ * (malloc'd, NUL-terminated, caller frees), the status in *status. Returns 0 when an answer came,
+ * whatever its status; HM_ERR_CURL with *errmsg (malloc'd) when the transfer failed; -EFBIG past max.
+ */
+int hub_http_get_blocking(const char *url, size_t max, char **body, size_t *len, long *status, char **errmsg);

@@ -54,7 +54,16 @@ struct catalog_repo;
 /* The JSON shape of a tracked repo, shared by ls and info (a new reference). */
 struct json_t *cli_repo_json(const struct catalog_repo *r);
 
+/* The mirror to ask: opt if set, else $HUBMIRROR_URL, else NULL (use the local data directory). */
+const char *cli_mirror_url(const char *opt);
+/* GET mirror + path from its catalog API; NULL (message printed) unless a 200 with JSON came. */
+struct json_t *cli_mirror_get(const char *mirror, const char *path_and_query);
+/* Print repos (a JSON array of catalog repo objects: spec revision sync_status files size
+ * last_sync_at) as a table, the spec column fitted to the terminal. */
+void cli_print_repo_table(struct json_t *repos);
+
 int cmd_add(int argc, char **argv);
+int cmd_search(int argc, char **argv);
 int cmd_gc(int argc, char **argv);
 int cmd_verify(int argc, char **argv);
 int cmd_remove(int argc, char **argv);

@@ -8,6 +8,7 @@
 #include <jansson.h>
 
 #include "base/err.h"
+#include "base/xmalloc.h"
 #include "catalog/catalog.h"
 #include "cli.h"
 #include "hub/hub.h"
@@ -18,9 +19,11 @@ int cmd_info(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "data", required_argument, NULL, 'd' },
 		{ "json", no_argument, NULL, 'j' },
+		{ "mirror", required_argument, NULL, 'm' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const struct cli_command *self = cli_find("info");
+	const char *mirror = NULL;
 	struct mirror_data *data = NULL;
 	struct catalog_repo repo = { 0 };
 	struct hub_spec spec;
@@ -32,6 +35,8 @@ int cmd_info(int argc, char **argv)
 			dir = optarg;
 		else if (c == 'j')
 			json = 1;
+		else if (c == 'm')
+			mirror = optarg;
 		else
 			return cli_usage_error(self, "unknown option");
 	}
@@ -39,6 +44,35 @@ int cmd_info(int argc, char **argv)
 		return cli_usage_error(self, "expected one repository");
 	if (hub_spec_parse(argv[optind], &spec))
 		return cli_usage_error(self, "'%s' is not a repository spec", argv[optind]);
+	mirror = dir ? NULL : cli_mirror_url(mirror);
+	if (mirror) {
+		char *path = xasprintf("/api/catalog/repos/%s/%s/%s", hub_kind_name(spec.hub), hub_type_name(spec.type),
+				       spec.name);
+		json_t *o = cli_mirror_get(mirror, path);
+		free(path);
+		hub_spec_release(&spec);
+		if (!o)
+			return CLI_FAILED;
+		if (json) {
+			json_dumpf(o, stdout, JSON_INDENT(2));
+			putchar('\n');
+		} else {
+			char size[32], when[32];
+			cli_human_size(json_integer_value(json_object_get(o, "size")), size, sizeof(size));
+			cli_human_time(json_integer_value(json_object_get(o, "last_sync_at")), when, sizeof(when));
+			printf("%s\n  type        %s\n  revision    %s\n  commit      %s\n  files       %lld (%s)\n"
+			       "  status      %s\n  last sync   %s\n  use         %s\n  mount       %s\n",
+			       json_string_value(json_object_get(o, "spec")), json_string_value(json_object_get(o, "type")),
+			       json_string_value(json_object_get(o, "revision")),
+			       json_is_string(json_object_get(o, "commit")) ? json_string_value(json_object_get(o, "commit")) : "(not synced)",
+			       (long long)json_integer_value(json_object_get(o, "files")), size,
+			       json_string_value(json_object_get(o, "sync_status")), when,
+			       json_string_value(json_object_get(o, "endpoint_env")),
+			       json_string_value(json_object_get(o, "mount_command")));
+		}
+		json_decref(o);
+		return CLI_OK;
+	}
 	if (cli_open_data(dir, &data)) {
 		hub_spec_release(&spec);
 		return CLI_FAILED;

@@ -9,6 +9,7 @@
 
 #include <jansson.h>
 
+#include "base/xmalloc.h"
 #include "catalog/catalog.h"
 #include "cli.h"
 #include "mirror/data.h"
@@ -30,23 +31,51 @@ json_t *cli_repo_json(const struct catalog_repo *r)
 	return o;
 }
 
+/* All tracked repos of a remote mirror, following the catalog API's cursors. */
+static json_t *remote_list(const char *mirror)
+{
+	json_t *all = json_array();
+	char *path = xstrdup("/api/catalog/repos?sort=name&limit=1000");
+
+	while (path) {
+		json_t *page = cli_mirror_get(mirror, path);
+		const char *next;
+		free(path);
+		path = NULL;
+		if (!page) {
+			json_decref(all);
+			return NULL;
+		}
+		json_array_extend(all, json_object_get(page, "repos"));
+		next = json_string_value(json_object_get(page, "next_cursor"));
+		if (next)
+			path = xasprintf("/api/catalog/repos?sort=name&limit=1000&cursor=%s", next);
+		json_decref(page);
+	}
+	return all;
+}
+
 int cmd_ls(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "data", required_argument, NULL, 'd' },
+		{ "mirror", required_argument, NULL, 'm' },
 		{ "json", no_argument, NULL, 'j' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const struct cli_command *self = cli_find("ls");
 	struct mirror_data *data = NULL;
 	struct catalog_repo *list = NULL;
-	const char *dir = NULL;
-	size_t n = 0, wspec = 4;
+	const char *dir = NULL, *mirror = NULL;
+	json_t *a = NULL;
+	size_t n = 0;
 	int c, json = 0, r = CLI_OK;
 
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		if (c == 'd')
 			dir = optarg;
+		else if (c == 'm')
+			mirror = optarg;
 		else if (c == 'j')
 			json = 1;
 		else
@@ -54,43 +83,33 @@ int cmd_ls(int argc, char **argv)
 	}
 	if (optind < argc)
 		return cli_usage_error(self, "unexpected argument '%s'", argv[optind]);
-	if (cli_open_data(dir, &data))
-		return CLI_FAILED;
-	if (catalog_repo_list(data->catalog, &list, &n)) {
-		fprintf(stderr, "hubmirror: catalog: %s\n", catalog_errmsg(data->catalog));
-		r = CLI_FAILED;
-		goto out;
-	}
-	if (json) {
-		json_t *a = json_array();
+	mirror = dir ? NULL : cli_mirror_url(mirror);
+	if (mirror) {
+		a = remote_list(mirror);
+		if (!a)
+			return CLI_FAILED;
+	} else {
+		if (cli_open_data(dir, &data))
+			return CLI_FAILED;
+		if (catalog_repo_list(data->catalog, &list, &n)) {
+			fprintf(stderr, "hubmirror: catalog: %s\n", catalog_errmsg(data->catalog));
+			r = CLI_FAILED;
+			goto out;
+		}
+		a = json_array();
 		for (size_t i = 0; i < n; i++)
 			json_array_append_new(a, cli_repo_json(&list[i]));
+	}
+	if (json) {
 		json_dumpf(a, stdout, JSON_INDENT(2));
 		putchar('\n');
-		json_decref(a);
-		goto out;
-	}
-	if (n == 0) {
+	} else if (json_array_size(a) == 0) {
 		printf("no repositories tracked (add one with 'hubmirror add hf:ORG/NAME')\n");
-		goto out;
-	}
-	for (size_t i = 0; i < n; i++) {
-		size_t w = strlen(list[i].hub) + 1 + strlen(list[i].name) + (strcmp(list[i].type, "dataset") ? 0 : 9);
-		if (w > wspec)
-			wspec = w;
-	}
-	printf("%-*s  %-12s  %-8s  %7s  %10s  %s\n", (int)wspec, "SPEC", "REVISION", "STATUS", "FILES", "SIZE",
-	       "LAST SYNC (UTC)");
-	for (size_t i = 0; i < n; i++) {
-		char spec[512], size[32], when[32];
-		snprintf(spec, sizeof(spec), "%s:%s%s", list[i].hub,
-			 strcmp(list[i].type, "dataset") ? "" : "datasets/", list[i].name);
-		cli_human_size(list[i].total_size, size, sizeof(size));
-		cli_human_time(list[i].last_sync_at, when, sizeof(when));
-		printf("%-*s  %-12s  %-8s  %7lld  %10s  %s\n", (int)wspec, spec, list[i].follow_rev,
-		       list[i].sync_status, (long long)list[i].file_count, size, when);
+	} else {
+		cli_print_repo_table(a);
 	}
 out:
+	json_decref(a);
 	catalog_repo_list_free(list, n);
 	mirror_data_free(&data);
 	return r;

@@ -74,4 +74,14 @@ assert d["repos"] == 5 and d["repos_synced"] == 4 and d["dedup_saved_bytes"] >= 
 assert d["logical_bytes"] - d["unique_bytes"] >= 400000, d'
 check "sync history" q 'syncs' 'r = d["runs"][0]; assert r["outcome"] == "partial" and r["repos_ok"] == 4 and r["repos_failed"] == 1 and r["files_fetched"] > 0, d'
 check "catalog API is read-only" bash -c "[ \"\$(curl -sS -o /dev/null -w '%{http_code}' -X POST '$M/api/catalog/repos')\" = 405 ]"
+
+# The CLI, locally and against the mirror.
+check "search locally" bash -c '"$HUBMIRROR" search --json qwen instr | /usr/bin/python3 -c "import json,sys; d=json.load(sys.stdin); assert sorted(r[\"spec\"] for r in d)==[\"hf:qwen/Qwen2.5-7B-Instruct\",\"ms:qwen/Qwen2.5-7B-Instruct\"], d"'
+check "search --mirror" bash -c '"$HUBMIRROR" search --mirror "'"$M"'" --hub hf --json qwen | /usr/bin/python3 -c "import json,sys; d=json.load(sys.stdin); assert [r[\"spec\"] for r in d]==[\"hf:qwen/Qwen2.5-7B-Instruct\"], d"'
+check "search table" bash -c '"$HUBMIRROR" search poetry | grep -q "^hf:datasets/acme/poems "'
+check "search with no match says so" bash -c '"$HUBMIRROR" search zzzz | grep -q "nothing matches"'
+check "ls --mirror lists what the mirror has" bash -c '[ "$(HUBMIRROR_URL="'"$M"'" "$HUBMIRROR" ls | wc -l)" = 6 ]'
+check "info --mirror prints the lines to use it" bash -c '"$HUBMIRROR" info --mirror "'"$M"'" hf:acme/bert-tiny | grep -q "HF_ENDPOINT='"$M"'"'
+expect_status 1 "info --mirror of an unknown repo fails" "$HUBMIRROR" info --mirror "$M" hf:acme/none
+expect_status 1 "an unreachable mirror fails with a message" "$HUBMIRROR" ls --mirror http://127.0.0.1:1
 finish

@@ -1,0 +1,88 @@
+/*
+ * remote.c - what ls, search and info share: talking to a mirror's catalog API (--mirror URL or
+ * $HUBMIRROR_URL) and printing repositories as a table sized to the terminal.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "base/err.h"
+#include "base/xmalloc.h"
+#include "cli.h"
+#include "hub/http.h"
+
+const char *cli_mirror_url(const char *opt)
+{
+	const char *e = getenv("HUBMIRROR_URL");
+
+	if (opt && *opt)
+		return opt;
+	return e && *e ? e : NULL;
+}
+
+json_t *cli_mirror_get(const char *mirror, const char *path_and_query)
+{
+	size_t n = strlen(mirror), len = 0;
+	char *url, *body = NULL, *err = NULL;
+	long status = 0;
+	json_t *j = NULL;
+	int r;
+
+	while (n && mirror[n - 1] == '/')
+		n--;
+	url = xasprintf("%.*s%s", (int)n, mirror, path_and_query);
+	r = hub_http_get_blocking(url, 256u << 20, &body, &len, &status, &err);
+	if (r) {
+		fprintf(stderr, "hubmirror: cannot reach the mirror at %.*s: %s\n", (int)n, mirror, err ? err : err_str(r));
+	} else {
+		j = json_loadb(body, len, 0, NULL);
+		if (status != 200) {
+			const char *m = json_string_value(json_object_get(j, "error"));
+			fprintf(stderr, "hubmirror: %s: %ld %s\n", url, status, m ? m : "");
+			json_decref(j);
+			j = NULL;
+		} else if (!j) {
+			fprintf(stderr, "hubmirror: %s did not answer JSON (is it a hubmirror?)\n", url);
+		}
+	}
+	free(url);
+	free(body);
+	free(err);
+	return j;
+}
+
+void cli_print_repo_table(json_t *repos)
+{
+	int width = cli_term_width();
+	size_t wspec = 4, i;
+	json_t *r;
+	int wmax;
+
+	json_array_foreach(repos, i, r) {
+		size_t w = strlen(json_string_value(json_object_get(r, "spec")));
+		if (w > wspec)
+			wspec = w;
+	}
+	/* On a terminal, the spec column gives way so a row fits on one line (the rest is 60 columns). */
+	wmax = width ? width - 60 : 0;
+	if (wmax > 0 && wspec > (size_t)wmax)
+		wspec = (size_t)(wmax > 12 ? wmax : 12);
+	printf("%-*s  %-12s  %-8s  %7s  %10s  %s\n", (int)wspec, "SPEC", "REVISION", "STATUS", "FILES", "SIZE",
+	       "LAST SYNC (UTC)");
+	json_array_foreach(repos, i, r) {
+		char size[32], when[32], spec[512];
+		const char *s = json_string_value(json_object_get(r, "spec"));
+		size_t sl = strlen(s);
+		if (sl > wspec && wspec > 3)
+			snprintf(spec, sizeof(spec), "%.*s...", (int)(wspec - 3), s);
+		else
+			snprintf(spec, sizeof(spec), "%s", s);
+		cli_human_size(json_integer_value(json_object_get(r, "size")), size, sizeof(size));
+		cli_human_time(json_integer_value(json_object_get(r, "last_sync_at")), when, sizeof(when));
+		printf("%-*s  %-12.12s  %-8s  %7lld  %10s  %s\n", (int)wspec, spec,
+		       json_string_value(json_object_get(r, "revision")), json_string_value(json_object_get(r, "sync_status")),
+		       (long long)json_integer_value(json_object_get(r, "files")), size, when);
+	}
+}
