@@ -40,24 +40,36 @@ const struct cli_command cli_commands[] = {
 	{ "help", cmd_help, "help [COMMAND]", "show the commands, or the help of one",
 	  "Without COMMAND, list every command with a one-line summary. With COMMAND, show its usage\n"
 	  "and options. `hubmirror COMMAND --help` shows the same.\n" },
-	{ "info", cmd_info, "info [--data DIR] [--json] SPEC", "show one tracked repository",
+	{ "info", cmd_info, "info [--data DIR | --mirror URL] [--json] SPEC", "show one tracked repository",
 	  "Show a tracked repository: followed revision, synced commit, file count and size, sync status\n"
 	  "and error, include/exclude globs.\n"
 	  "  --data DIR   data directory (default $HUBMIRROR_DATA or /var/lib/hubmirror)\n"
+	  "  --mirror URL ask a running mirror instead (default $HUBMIRROR_URL when --data is not given);\n"
+	  "               also prints the lines to use it (endpoint and mount command)\n"
 	  "  --json       print a JSON object (the same fields as one entry of `ls --json`)\n" },
-	{ "ls", cmd_ls, "ls [--data DIR] [--json]", "list the tracked repositories",
+	{ "ls", cmd_ls, "ls [--data DIR | --mirror URL] [--json]", "list the tracked repositories",
 	  "One line per tracked repository: spec, followed revision, sync status, files and size of the\n"
 	  "synced snapshot, last sync time (UTC).\n"
 	  "  --data DIR   data directory (default $HUBMIRROR_DATA or /var/lib/hubmirror)\n"
+	  "  --mirror URL list a running mirror's catalog (default $HUBMIRROR_URL when --data is not given)\n"
 	  "  --json       print a JSON array of objects with stable field names:\n"
 	  "               spec hub type name revision commit sync_status sync_error files size\n"
 	  "               last_sync_at added_at include exclude\n" },
 	{ "remove", cmd_remove, "remove [--data DIR] SPEC...", "stop tracking repositories",
 	  "Stop syncing the repositories. Their synced files stay in the store until `hubmirror gc`.\n"
 	  "  --data DIR   data directory (default $HUBMIRROR_DATA or /var/lib/hubmirror)\n" },
+	{ "search", cmd_search, "search [--data DIR | --mirror URL] [--hub hf|ms] [--type model|dataset] [--limit N] [--json] QUERY...",
+	  "search the catalog: names, authors, tags, task, library, license, card text",
+	  "Every word of QUERY matches as a prefix (qwen inst finds Qwen2.5-7B-Instruct); results are ranked.\n"
+	  "  --data DIR     search the local catalog (default $HUBMIRROR_DATA or /var/lib/hubmirror)\n"
+	  "  --mirror URL   search a running mirror (default $HUBMIRROR_URL when --data is not given)\n"
+	  "  --hub, --type  narrow to one hub or kind\n"
+	  "  --limit N      at most N results (default 50)\n"
+	  "  --json         print a JSON array\n" },
 	{ "serve", cmd_serve,
 	  "serve [--data DIR] [--listen HOST:PORT] [--sync-at HH:MM] [--access-log FILE|-]\n"
-	  "       [--hf-upstream URL] [--ms-upstream URL] [--ready-file FILE]",
+	  "       [--hf-upstream URL] [--ms-upstream URL] [--ready-file FILE]\n"
+	  "       [--header-timeout S] [--idle-timeout S] [--write-timeout S]",
 	  "run the mirror node: the Hugging Face API over the synced store, and the nightly sync",
 	  "Answers the Hugging Face Hub API (repo info, tree, paths-info, refs, resolve and raw with Range,\n"
 	  "listings) for the synced repositories, from the catalog and the store only: point clients at it\n"
@@ -69,6 +81,12 @@ const struct cli_command cli_commands[] = {
 	  "  --hf-upstream URL, --ms-upstream URL   passed to the scheduled sync\n"
 	  "  --access-log FILE   one line per request (common log format plus seconds); - for stdout\n"
 	  "  --ready-file FILE   write the base URL there once listening (for scripts)\n"
+	  "  --header-timeout S  close a connection whose request (line, headers, body) takes longer\n"
+	  "                      than S seconds from its first byte (default 15)\n"
+	  "  --idle-timeout S    close a keep-alive connection idle between requests for S seconds\n"
+	  "                      (default 75)\n"
+	  "  --write-timeout S   close a connection whose client accepts no byte of the answer for S\n"
+	  "                      seconds (default 120)\n"
 	  "Stops on SIGINT or SIGTERM.\n" },
 	{ "sync", cmd_sync,
 	  "sync [--data DIR] [--hf-upstream URL] [--ms-upstream URL] [--json] [--wait] [--jobs N] [SPEC...]",
