@@ -286,3 +286,7 @@ int catalog_runs_each(struct catalog *c, size_t limit, int (*fn)(void *ud, const
 int catalog_snapshots_each(struct catalog *c, int64_t repo_id,
 			   int (*fn)(void *ud, const char *commit, int64_t synced_at, int64_t files, int64_t size),
 			   void *ud);
+
+/* Sync runs grouped by outcome ("running" for open ones): fn(ud, outcome, runs, files, bytes). */
+int catalog_run_totals(struct catalog *c,
+		       int (*fn)(void *ud, const char *outcome, int64_t runs, int64_t files, int64_t bytes), void *ud);

@@ -127,16 +127,28 @@ int catalog_snapshot_walk(struct catalog *c, int64_t snapshot_id, const char *pr
 	int r = 0, rc;
 	size_t plen = prefix ? strlen(prefix) : 0;
 
-	/* The primary key (snapshot_id, path) serves both the prefix range and the cursor. */
-	if (sqlite3_prepare_v2(c->db,
-		"SELECT path, size, git_oid, lfs_oid, sha256 FROM files WHERE snapshot_id = ?1 "
-		"AND path > ?2 AND (?3 = '' OR (path >= ?3 AND substr(path, 1, ?4) = ?3)) "
-		"ORDER BY path LIMIT ?5", -1, &st, NULL) != SQLITE_OK)
+	char *upper = NULL;
+
+	/* The primary key (snapshot_id, path) serves the cursor and the prefix as one range scan: every
+	 * path that starts with prefix sorts in [prefix, prefix with its last byte + 1). */
+	if (plen) {
+		upper = xstrdup(prefix);
+		upper[plen - 1]++;
+	}
+	if (sqlite3_prepare_v2(c->db, plen
+		? "SELECT path, size, git_oid, lfs_oid, sha256 FROM files WHERE snapshot_id = ?1 "
+		  "AND path > ?2 AND path >= ?3 AND path < ?4 ORDER BY path LIMIT ?5"
+		: "SELECT path, size, git_oid, lfs_oid, sha256 FROM files WHERE snapshot_id = ?1 "
+		  "AND path > ?2 ORDER BY path LIMIT ?5", -1, &st, NULL) != SQLITE_OK) {
+		free(upper);
 		return HM_ERR_SQLITE;
+	}
 	sqlite3_bind_int64(st, 1, snapshot_id);
 	sqlite3_bind_text(st, 2, after ? after : "", -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 3, prefix ? prefix : "", -1, SQLITE_STATIC);
-	sqlite3_bind_int64(st, 4, (sqlite3_int64)plen);
+	if (plen) {
+		sqlite3_bind_text(st, 3, prefix, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 4, upper, -1, SQLITE_STATIC);
+	}
 	sqlite3_bind_int64(st, 5, limit ? (sqlite3_int64)limit : -1);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		struct catalog_entry e;
@@ -149,6 +161,7 @@ int catalog_snapshot_walk(struct catalog *c, int64_t snapshot_id, const char *pr
 	if (!r && rc != SQLITE_DONE)
 		r = HM_ERR_SQLITE;
 	sqlite3_finalize(st);
+	free(upper);
 	return r;
 }
 

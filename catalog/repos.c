@@ -462,3 +462,24 @@ int catalog_snapshots_each(struct catalog *c, int64_t repo_id,
 	sqlite3_finalize(st);
 	return r;
 }
+
+int catalog_run_totals(struct catalog *c,
+		       int (*fn)(void *ud, const char *outcome, int64_t runs, int64_t files, int64_t bytes), void *ud)
+{
+	sqlite3_stmt *st = NULL;
+	int r = 0, rc;
+
+	if (sqlite3_prepare_v2(c->db, "SELECT coalesce(outcome, 'running'), count(*), sum(files_fetched), "
+			       "sum(bytes_fetched) FROM sync_runs GROUP BY 1 ORDER BY 1", -1, &st, NULL) != SQLITE_OK)
+		return HM_ERR_SQLITE;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		r = fn(ud, (const char *)sqlite3_column_text(st, 0), sqlite3_column_int64(st, 1),
+		       sqlite3_column_int64(st, 2), sqlite3_column_int64(st, 3));
+		if (r)
+			break;
+	}
+	if (!r && rc != SQLITE_DONE)
+		r = HM_ERR_SQLITE;
+	sqlite3_finalize(st);
+	return r;
+}

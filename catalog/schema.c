@@ -9,6 +9,7 @@
  *      change of them makes the next sync select again even when the commit did not move.
  *   3  repo_fts: an FTS5 index over repo names, authors, tags, pipeline tag, library, license and card
  *      text, kept by triggers on repos; sync_runs_by_start for the history.
+ *   4  indexes for browsing sorts (name, downloads, likes, last sync).
  *
  * Rules: a migration only ever moves from version N-1 to N; released migrations are never edited,
  * a change is a new entry at the end of `migrations`.
@@ -119,6 +120,11 @@ static const char *const migrations[] = {
 	"  SELECT id, name, CASE WHEN instr(name, '/') THEN substr(name, 1, instr(name, '/') - 1) END,"
 	"         tags, pipeline_tag, library_name, license, card_data FROM repos;"
 	"CREATE INDEX sync_runs_by_start ON sync_runs(started_at);",
+	/* 3 -> 4 */
+	"CREATE INDEX repos_by_name ON repos(name);"
+	"CREATE INDEX repos_by_downloads ON repos(downloads);"
+	"CREATE INDEX repos_by_likes ON repos(likes);"
+	"CREATE INDEX repos_by_last_sync ON repos(last_sync_at);",
 };
 
 int catalog__migration_count(void)
