@@ -196,7 +196,7 @@ static int files_cb(void *ud, const struct catalog_entry *e)
 					    "size", (json_int_t)e->size, "files", 1);
 		json_array_append_new(f->arr, f->last_dir_obj);
 		free(f->cursor);
-		f->cursor = xasprintf("%s/\xff", f->last_dir);
+		f->cursor = xasprintf("%s/", f->last_dir); /* "folder/": after everything in it (see below) */
 	} else {
 		json_t *o;
 		if (f->emitted == f->limit) {
@@ -253,6 +253,13 @@ static void catalog_repo(struct mirror_routes *rt, struct httpd_req *req, const 
 		int64_t limit = qint(req, "limit", PAGE_MAX);
 		dir = httpd_query_param(req, "dir");
 		cursor = httpd_query_param(req, "cursor");
+		if (cursor && *cursor && cursor[strlen(cursor) - 1] == '/') {
+			/* A cursor naming a folder skips all of it: no path ends in '/', and 0xff sorts after
+			 * every byte a UTF-8 path can hold. (Kept out of the JSON, which must be UTF-8.) */
+			char *c2 = xasprintf("%s\xff", cursor);
+			free(cursor);
+			cursor = c2;
+		}
 		if (dir && *dir && path_check_str(dir)) {
 			json_decref(f.arr);
 			api_error(req, 400, "bad dir");

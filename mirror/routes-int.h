@@ -22,6 +22,9 @@ int mirror__route_hf(void *ud, struct httpd_req *req);
 /* ModelScope API (routes-ms.c). */
 int mirror__route_ms(void *ud, struct httpd_req *req);
 
+/* The web page and its assets, embedded at build time (routes-web.c). */
+int mirror__route_web(void *ud, struct httpd_req *req);
+
 /* Catalog browsing API (routes-catalog.c), and the JSON shape of a repo it shares with others. */
 int mirror__route_catalog(void *ud, struct httpd_req *req);
 struct catalog_repo;

@@ -44,6 +44,7 @@ struct mirror_routes *mirror_routes_new(struct mirror_data *d)
 void mirror_routes_install(struct mirror_routes *r, struct httpd *h)
 {
 	httpd_add_handler(h, on_healthz, r);
+	httpd_add_handler(h, mirror__route_web, r);
 	httpd_add_handler(h, mirror__route_catalog, r);
 	httpd_add_handler(h, mirror__route_ms, r);
 	httpd_add_handler(h, mirror__route_hf, r);
@@ -119,12 +120,20 @@ char *mirror__self_base(const struct httpd_req *req)
 
 void mirror__respond_json(struct httpd_req *req, int status, json_t *body)
 {
-	char *s = json_dumps(body, JSON_COMPACT), etag[48];
+	char *s, etag[48];
 	unsigned char md[20];
 	unsigned int n;
 	const char *inm;
-	size_t len = strlen(s);
+	size_t len;
 
+	/* A value built from request bytes that are not UTF-8 makes jansson give NULL: answer plainly
+	 * instead of trusting every caller to have checked. */
+	if (!body) {
+		httpd_respond(req, status >= 400 ? status : 500, "application/json", "{\"error\":\"bad request\"}", 23);
+		return;
+	}
+	s = json_dumps(body, JSON_COMPACT);
+	len = strlen(s);
 	json_decref(body);
 	if (status == 200) {
 		/* A weak ETag over the body, as the Hub sends: clients revalidate with If-None-Match. */
