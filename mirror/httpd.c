@@ -6,7 +6,12 @@
  *            paused (later pipelined bytes stay in the buffer) and the handler chain answers it.
  *   WRITING  the response goes out with send()/sendfile() until EAGAIN, then poll(writable).
  *            Nothing is read meanwhile, so a client pipelining 10,000 requests is throttled by TCP.
- * After a response, keep-alive connections parse what is already buffered before reading again.
+ *   LINGER   after refusing a request it did not read to the end (too large, malformed): our side
+ *            is shut down and what the client still sends is read and dropped for a short while,
+ *            because closing with unread bytes sends a reset that can destroy the answer in flight.
+ * After a response, keep-alive connections parse what is already buffered before reading again (in
+ * a loop, not by recursion: thousands of pipelined requests may be buffered). A connection that
+ * goes idle gives back its buffers.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -32,6 +37,9 @@
 #define READ_CHUNK 16384
 #define MAX_HEADERS 100
 #define FILE_CHUNK (1 << 20)   /* bytes per sendfile call, so one client cannot hog the loop */
+#define READ_BURST 8           /* chunks read per wakeup at most */
+#define LINGER_MS 2000         /* how long a refused client may go on sending before we close */
+#define LINGER_MAX (4 << 20)   /* ... and how much of it we read */
 
 struct handler {
 	httpd_handler_fn fn;
@@ -68,7 +76,7 @@ struct httpd_req {
 	size_t header_bytes;
 	struct buf body;
 	bool keep_alive;
-	bool too_big;
+	int refuse;                    /* 414, 431 or 413 once a limit is passed; 0 otherwise */
 	/* response */
 	int status;
 	struct buf resp_head;          /* extra headers added by the handler */
@@ -76,7 +84,7 @@ struct httpd_req {
 	uint64_t start_ns;
 };
 
-enum conn_state { C_READING, C_WRITING, C_CLOSING };
+enum conn_state { C_READING, C_WRITING, C_LINGER, C_CLOSING };
 
 struct conn {
 	struct httpd *h;
@@ -90,6 +98,10 @@ struct conn {
 	size_t rlen, roff;             /* bytes in rbuf, bytes already parsed */
 	struct httpd_req req;
 	bool in_request;               /* a request has started (header timeout applies) */
+	bool header_timer_on;          /* its timer runs: it is not restarted by each byte */
+	bool processing;               /* inside conn_process: a response done at once continues there */
+	bool linger;                   /* the request was refused before it was read to the end */
+	size_t lingered;               /* bytes dropped in C_LINGER */
 	/* outgoing */
 	struct buf out;                /* status line + headers (+ memory body) */
 	size_t out_off;
@@ -204,7 +216,7 @@ static int on_url(http_parser *p, const char *at, size_t n)
 
 	c->req.header_bytes += n;
 	if (c->req.header_bytes > c->h->cfg.max_header_bytes) {
-		c->req.too_big = true;
+		c->req.refuse = 414;
 		return 1;
 	}
 	buf_add(&c->req.url, at, n);
@@ -218,12 +230,12 @@ static int on_header_field(http_parser *p, const char *at, size_t n)
 
 	r->header_bytes += n;
 	if (r->header_bytes > c->h->cfg.max_header_bytes) {
-		r->too_big = true;
+		r->refuse = 431;
 		return 1;
 	}
 	if (!r->nheaders || r->last_was_value) {
 		if (r->nheaders == MAX_HEADERS) {
-			r->too_big = true;
+			r->refuse = 431;
 			return 1;
 		}
 		r->headers[r->nheaders].name = xstrndup(at, n);
@@ -248,7 +260,7 @@ static int on_header_value(http_parser *p, const char *at, size_t n)
 
 	r->header_bytes += n;
 	if (r->header_bytes > c->h->cfg.max_header_bytes) {
-		r->too_big = true;
+		r->refuse = 431;
 		return 1;
 	}
 	hd = &r->headers[r->nheaders - 1];
@@ -264,7 +276,7 @@ static int on_headers_complete(http_parser *p)
 	struct conn *c = p->data;
 
 	if (p->content_length != ULLONG_MAX && p->content_length > c->h->cfg.max_body_bytes) {
-		c->req.too_big = true;
+		c->req.refuse = 413;
 		return -1;
 	}
 	snprintf(c->req.method, sizeof(c->req.method), "%s", http_method_str((enum http_method)p->method));
@@ -280,7 +292,7 @@ static int on_body(http_parser *p, const char *at, size_t n)
 	struct conn *c = p->data;
 
 	if (c->req.body.len + n > c->h->cfg.max_body_bytes) {
-		c->req.too_big = true;
+		c->req.refuse = 413;
 		return 1;
 	}
 	buf_add(&c->req.body, at, n);
@@ -313,6 +325,7 @@ static const char *reason(int status)
 	case 405: return "Method Not Allowed";
 	case 408: return "Request Timeout";
 	case 413: return "Content Too Large";
+	case 414: return "URI Too Long";
 	case 416: return "Range Not Satisfiable";
 	case 429: return "Too Many Requests";
 	case 431: return "Request Header Fields Too Large";
@@ -360,9 +373,14 @@ static void start_response(struct conn *c, int status, const char *ctype, int64_
 	buf_addf(&c->out, "HTTP/1.1 %d %s\r\nDate: %s\r\nServer: hubmirror\r\n", status, reason(status), date);
 	if (ctype)
 		buf_addf(&c->out, "Content-Type: %s\r\n", ctype);
-	buf_addf(&c->out, "Content-Length: %lld\r\n", (long long)length);
+	/* 204 and 304 have no body; a Content-Length: 0 on a 304 would misstate the length of the
+	 * representation a cache holds. */
+	if (status != 204 && status != 304)
+		buf_addf(&c->out, "Content-Length: %lld\r\n", (long long)length);
 	if (c->close_after)
 		buf_adds(&c->out, "Connection: close\r\n");
+	else if (c->parser.http_major == 1 && c->parser.http_minor == 0)
+		buf_adds(&c->out, "Connection: keep-alive\r\n"); /* HTTP/1.0 closes unless told */
 	buf_add(&c->out, r->resp_head.data, r->resp_head.len);
 	buf_adds(&c->out, "\r\n");
 }
@@ -415,7 +433,7 @@ static void req_reset(struct httpd_req *r)
 	buf_reset(&r->body);
 	buf_reset(&r->resp_head);
 	r->answered = false;
-	r->too_big = false;
+	r->refuse = 0;
 	r->status = 0;
 	r->method[0] = '\0';
 }
@@ -527,6 +545,35 @@ static int conn_flush(struct conn *c)
 	return 1;
 }
 
+/* Shut our side and drop what the client still sends (see C_LINGER), then close. */
+static void conn_linger(struct conn *c)
+{
+	shutdown(c->fd, SHUT_WR);
+	c->state = C_LINGER;
+	free(c->rbuf);
+	c->rbuf = NULL;
+	c->rlen = c->roff = 0;
+	set_timer(c, LINGER_MS);
+	uv_poll_start(&c->poll, UV_READABLE, conn_on_poll);
+}
+
+static void conn_drain(struct conn *c)
+{
+	char sink[READ_CHUNK];
+
+	for (;;) {
+		ssize_t n = recv(c->fd, sink, sizeof(sink), 0);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return;
+		if (n <= 0 || (c->lingered += (size_t)n) > LINGER_MAX) {
+			conn_close(c); /* the client closed too, or it has had its chance */
+			return;
+		}
+	}
+}
+
 static void conn_finish_response(struct conn *c)
 {
 	log_access(c);
@@ -535,15 +582,20 @@ static void conn_finish_response(struct conn *c)
 		c->file_fd = -1;
 	}
 	if (c->close_after) {
-		conn_close(c);
+		if (c->linger)
+			conn_linger(c);
+		else
+			conn_close(c);
 		return;
 	}
 	req_reset(&c->req);
 	c->in_request = false;
+	c->header_timer_on = false;
 	c->state = C_READING;
 	c->sent_this_response = 0;
 	http_parser_pause(&c->parser, 0);
-	conn_process(c); /* pipelined bytes already buffered */
+	if (!c->processing)
+		conn_process(c); /* pipelined bytes already buffered */
 }
 
 static void conn_write(struct conn *c)
@@ -604,6 +656,7 @@ static void dispatch(struct conn *c)
 static void reply_error_and_close(struct conn *c, int status, const char *msg)
 {
 	c->req.keep_alive = false;
+	c->linger = true;
 	if (!c->req.path)
 		c->req.path = xstrdup("-");
 	httpd_respond(&c->req, status, "text/plain", msg, strlen(msg));
@@ -611,12 +664,25 @@ static void reply_error_and_close(struct conn *c, int status, const char *msg)
 	conn_write(c);
 }
 
-/* Parse what is buffered; answer a complete request, or wait for more bytes. */
+/* Between requests with nothing buffered: give back what the last request grew (a 1 MiB body, a
+ * large JSON answer), so that an idle keep-alive connection stays small. */
+static void conn_trim(struct conn *c)
+{
+	buf_release(&c->out);
+	c->out_off = 0;
+	buf_release(&c->req.url);
+	buf_release(&c->req.body);
+	buf_release(&c->req.resp_head);
+}
+
+/* Parse what is buffered; answer complete requests, then wait for more bytes. A response that goes
+ * out at once comes back here through the loop (conn_finish_response sees c->processing). */
 static void conn_process(struct conn *c)
 {
 	size_t n;
 	enum http_errno e;
 
+	c->processing = true;
 	while (c->state == C_READING) {
 		if (c->roff < c->rlen) {
 			n = http_parser_execute(&c->parser, &parser_settings, c->rbuf + c->roff, c->rlen - c->roff);
@@ -624,15 +690,18 @@ static void conn_process(struct conn *c)
 			e = HTTP_PARSER_ERRNO(&c->parser);
 			if (e == HPE_PAUSED) {
 				dispatch(c);
-				return;
+				continue;
 			}
 			if (e != HPE_OK) {
-				if (c->req.too_big)
-					reply_error_and_close(c, c->req.header_bytes > c->h->cfg.max_header_bytes ? 431 : 413,
-							      "request too large\n");
+				if (c->req.refuse == 414)
+					reply_error_and_close(c, 414, "request target too long\n");
+				else if (c->req.refuse == 431)
+					reply_error_and_close(c, 431, "request headers too large\n");
+				else if (c->req.refuse == 413)
+					reply_error_and_close(c, 413, "request body too large\n");
 				else
 					reply_error_and_close(c, 400, "malformed request\n");
-				return;
+				continue;
 			}
 		}
 		/* Everything buffered is parsed: release the buffer while idle. */
@@ -641,42 +710,59 @@ static void conn_process(struct conn *c)
 			c->rbuf = NULL;
 			c->rlen = c->roff = 0;
 		}
-		set_timer(c, c->in_request ? c->h->cfg.header_timeout_ms : c->h->cfg.idle_timeout_ms);
+		if (!c->in_request) {
+			conn_trim(c);
+			set_timer(c, c->h->cfg.idle_timeout_ms);
+		} else if (!c->header_timer_on) {
+			/* From the first byte of the request: a client trickling bytes does not extend it. */
+			c->header_timer_on = true;
+			set_timer(c, c->h->cfg.header_timeout_ms);
+		}
 		uv_poll_start(&c->poll, UV_READABLE, conn_on_poll);
-		return;
+		break;
 	}
+	c->processing = false;
 }
 
 static void conn_read(struct conn *c)
 {
-	ssize_t n;
+	/* A few chunks per wakeup while a request is still arriving: with thousands of busy connections
+	 * a loop turn takes a while, and one chunk per turn would stretch a 1 MiB upload past the header
+	 * timeout. Once a chunk completed a request, the loop's other connections come first. */
+	for (int burst = 0; burst < READ_BURST && c->state == C_READING; burst++) {
+		uint64_t answered = c->h->stats.requests_total;
+		size_t room;
+		ssize_t n;
 
-	if (!c->rbuf) {
-		c->rbuf = xmalloc(READ_CHUNK);
-		c->rlen = c->roff = 0;
-	}
-	n = recv(c->fd, c->rbuf + c->rlen, READ_CHUNK - c->rlen, 0);
-	if (n < 0) {
-		if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
+		if (!c->rbuf) {
+			c->rbuf = xmalloc(READ_CHUNK);
+			c->rlen = c->roff = 0;
+		}
+		room = READ_CHUNK - c->rlen;
+		n = recv(c->fd, c->rbuf + c->rlen, room, 0);
+		if (n < 0) {
+			if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
+				return;
+			conn_close(c);
 			return;
-		conn_close(c);
-		return;
-	}
-	if (n == 0) {
-		conn_close(c);
-		return;
-	}
-	if (!c->in_request)
+		}
+		if (n == 0) {
+			conn_close(c);
+			return;
+		}
 		c->in_request = true; /* the header timeout starts with the first byte */
-	c->rlen += (size_t)n;
-	conn_process(c);
-	/* Compact: keep unparsed bytes at the front so the next recv has room. */
-	if (c->state != C_CLOSING && c->rbuf && c->roff > 0 && c->roff < c->rlen) {
-		memmove(c->rbuf, c->rbuf + c->roff, c->rlen - c->roff);
-		c->rlen -= c->roff;
-		c->roff = 0;
-	} else if (c->state != C_CLOSING && c->rbuf && c->roff == c->rlen) {
-		c->rlen = c->roff = 0;
+		c->rlen += (size_t)n;
+		conn_process(c);
+		/* Compact: keep unparsed bytes at the front so the next recv has room. */
+		if (c->state != C_CLOSING && c->rbuf && c->roff > 0 && c->roff < c->rlen) {
+			memmove(c->rbuf, c->rbuf + c->roff, c->rlen - c->roff);
+			c->rlen -= c->roff;
+			c->roff = 0;
+		} else if (c->state != C_CLOSING && c->rbuf && c->roff == c->rlen) {
+			c->rlen = c->roff = 0;
+		}
+		if ((size_t)n < room || c->h->stats.requests_total != answered)
+			return; /* drained, or served: the poll says when to go on */
 	}
 }
 
@@ -692,6 +778,8 @@ static void conn_on_poll(uv_poll_t *p, int status, int events)
 		conn_write(c);
 	else if (c->state == C_READING && (events & UV_READABLE))
 		conn_read(c);
+	else if (c->state == C_LINGER && (events & UV_READABLE))
+		conn_drain(c);
 }
 
 static void tmp_tcp_closed(uv_handle_t *h)

@@ -3,9 +3,10 @@
  *
  * Connections are plain non-blocking sockets watched with uv_poll, so that a file body goes out with
  * sendfile() straight from the page cache, a chunk at a time as the socket drains: a slow client never
- * makes the server buffer a file, and an idle keep-alive connection costs one small struct (its read
- * buffer is released between requests). Requests on one connection are answered in order (pipelining
- * is safe: the server stops reading while it writes).
+ * makes the server buffer a file, and an idle keep-alive connection costs one small struct (its
+ * buffers are released between requests). Requests on one connection are answered in order
+ * (pipelining is safe: the server stops reading while it writes). A request over a limit is answered
+ * 414, 431 or 413 and its connection closed.
  *
  * Handlers form a chain (h2o-style): each gets the request and either answers it (returns 0) or passes
  * (returns HTTPD_PASS). Handlers run on the loop and must not block on anything slow.
@@ -29,7 +30,8 @@ struct httpd_config {
 	const char *listen;             /* "HOST:PORT", e.g. "127.0.0.1:8080" or "[::]:8080" */
 	size_t max_header_bytes;        /* request line + headers; 0: 16 KiB */
 	size_t max_body_bytes;          /* 0: 1 MiB */
-	unsigned header_timeout_ms;     /* from the first byte of a request to its end; 0: 15 s */
+	unsigned header_timeout_ms;     /* from the first byte of a request to its end (trickled bytes do not
+					 * extend it); 0: 15 s */
 	unsigned idle_timeout_ms;       /* keep-alive wait for the next request; 0: 75 s */
 	unsigned write_timeout_ms;      /* no byte accepted by the client for this long; 0: 120 s */
 	FILE *access_log;               /* one line per request, or NULL */

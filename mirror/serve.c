@@ -173,6 +173,9 @@ int mirror_serve(const struct mirror_serve_config *cfg, char **errmsg)
 	uv_loop_init(&s.loop);
 	hc.listen = cfg->listen;
 	hc.access_log = cfg->access_log;
+	hc.header_timeout_ms = cfg->header_timeout_ms;
+	hc.idle_timeout_ms = cfg->idle_timeout_ms;
+	hc.write_timeout_ms = cfg->write_timeout_ms;
 	r = httpd_new(&s.loop, &hc, &s.httpd);
 	if (r) {
 		if (errmsg)

@@ -17,6 +17,10 @@ struct mirror_serve_config {
 	const char *ms_upstream;
 	FILE *access_log;           /* NULL: none */
 	const char *ready_file;     /* if set, "http://HOST:PORT\n" is written there once listening */
+	/* HTTP timeouts in milliseconds (see struct httpd_config); 0: the server's defaults. */
+	unsigned header_timeout_ms;
+	unsigned idle_timeout_ms;
+	unsigned write_timeout_ms;
 };
 
 /* Parse "HH:MM" into minutes after midnight; -1 when malformed. */

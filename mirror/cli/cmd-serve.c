@@ -13,6 +13,17 @@
 #include "mirror/data.h"
 #include "mirror/serve.h"
 
+/* Seconds (fractions allowed) to milliseconds; 0 when not a number in (0, 86400]. */
+static unsigned parse_timeout(const char *s)
+{
+	char *end;
+	double v = strtod(s, &end);
+
+	if (end == s || *end || !(v > 0) || v > 86400)
+		return 0;
+	return v * 1000 < 1 ? 1 : (unsigned)(v * 1000);
+}
+
 int cmd_serve(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -23,6 +34,9 @@ int cmd_serve(int argc, char **argv)
 		{ "ms-upstream", required_argument, NULL, 'M' },
 		{ "access-log", required_argument, NULL, 'a' },
 		{ "ready-file", required_argument, NULL, 'r' },
+		{ "header-timeout", required_argument, NULL, 'T' },
+		{ "idle-timeout", required_argument, NULL, 'I' },
+		{ "write-timeout", required_argument, NULL, 'W' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const struct cli_command *self = cli_find("serve");
@@ -43,6 +57,19 @@ int cmd_serve(int argc, char **argv)
 		case 'M': cfg.ms_upstream = optarg; break;
 		case 'a': access = optarg; break;
 		case 'r': cfg.ready_file = optarg; break;
+		case 'T': case 'I': case 'W': {
+			unsigned ms = parse_timeout(optarg);
+			if (!ms)
+				return cli_usage_error(self, "--%s-timeout takes seconds, above 0 and at most 86400",
+						       c == 'T' ? "header" : c == 'I' ? "idle" : "write");
+			if (c == 'T')
+				cfg.header_timeout_ms = ms;
+			else if (c == 'I')
+				cfg.idle_timeout_ms = ms;
+			else
+				cfg.write_timeout_ms = ms;
+			break;
+		}
 		default: return cli_usage_error(self, "unknown option");
 		}
 	}
