@@ -260,7 +260,7 @@ static void catalog_repo(struct mirror_routes *rt, struct httpd_req *req, const 
 			free(cursor);
 			cursor = c2;
 		}
-		if (dir && *dir && path_check_str(dir)) {
+		if ((dir && *dir && path_check_str(dir)) || (!dir && httpd_query(req) && strstr(httpd_query(req), "dir="))) {
 			json_decref(f.arr);
 			api_error(req, 400, "bad dir");
 			goto out;

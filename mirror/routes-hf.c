@@ -858,8 +858,11 @@ static int route_api(struct mirror_routes *rt, struct httpd_req *req, const stru
 		sub = segs_join_decoded(s, i + 1 + used);
 		if (i + 1 + used < s->n && !sub)
 			hf_error(req, 400, NULL, "bad path", NULL);
-		else
-			hf_tree(&h, rev, s->v[i + 1], sub);
+		else {
+			char *rev_enc = hub_url_escape(rev, false); /* refs/pr/1 sent raw goes back encoded */
+			hf_tree(&h, rev, rev_enc, sub);
+			free(rev_enc);
+		}
 	} else if (!strcmp(s->v[i], "paths-info") && i + 1 < s->n && !strcmp(method, "POST")) {
 		rev = segs_join_decoded(s, i + 1);
 		if (rev)
@@ -870,7 +873,10 @@ static int route_api(struct mirror_routes *rt, struct httpd_req *req, const stru
 		hf_commits(&h, rev);
 	} else if (!strcmp(s->v[i], "treesize") && (rev = take_revision(s, i + 1, &used))) {
 		sub = segs_join_decoded(s, i + 1 + used);
-		hf_treesize(&h, rev, i + 1 + used < s->n ? sub : NULL);
+		if (i + 1 + used < s->n && (!sub || path_check_str(sub)))
+			hf_error(req, 400, NULL, "bad path", NULL);
+		else
+			hf_treesize(&h, rev, i + 1 + used < s->n ? sub : NULL);
 	} else if (!strcmp(s->v[i], "xet-read-token")) {
 		/* Never Xet: clients that ask get a plain 404 and stay on HTTP. */
 		hf_error(req, 404, NULL, "Xet is not served by this mirror", NULL);

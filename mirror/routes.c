@@ -129,7 +129,7 @@ void mirror__respond_json(struct httpd_req *req, int status, json_t *body)
 	/* A value built from request bytes that are not UTF-8 makes jansson give NULL: answer plainly
 	 * instead of trusting every caller to have checked. */
 	if (!body) {
-		httpd_respond(req, status >= 400 ? status : 500, "application/json", "{\"error\":\"bad request\"}", 23);
+		httpd_respond(req, status >= 400 ? status : 400, "application/json", "{\"error\":\"bad request\"}", 23);
 		return;
 	}
 	s = json_dumps(body, JSON_COMPACT);
