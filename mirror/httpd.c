@@ -56,6 +56,8 @@ struct httpd {
 	struct httpd_stats stats;
 	int port;
 	bool closing;
+	httpd_observer_fn observer;
+	void *observer_ud;
 };
 
 struct header {
@@ -82,6 +84,7 @@ struct httpd_req {
 	struct buf resp_head;          /* extra headers added by the handler */
 	bool answered;
 	uint64_t start_ns;
+	const char *route;             /* static name set by the handler that answered, or NULL */
 };
 
 enum conn_state { C_READING, C_WRITING, C_LINGER, C_CLOSING };
@@ -419,6 +422,7 @@ void httpd_respond_file(struct httpd_req *r, int status, const char *content_typ
 
 static void req_reset(struct httpd_req *r)
 {
+	r->route = NULL;
 	for (size_t i = 0; i < r->nheaders; i++) {
 		free(r->headers[i].name);
 		free(r->headers[i].value);
@@ -576,6 +580,9 @@ static void conn_drain(struct conn *c)
 
 static void conn_finish_response(struct conn *c)
 {
+	if (c->h->observer)
+		c->h->observer(c->h->observer_ud, c->req.route ? c->req.route : "other", c->req.status,
+			       c->sent_this_response);
 	log_access(c);
 	if (c->file_fd >= 0) {
 		close(c->file_fd);
@@ -934,6 +941,17 @@ void httpd_add_handler(struct httpd *h, httpd_handler_fn fn, void *ud)
 int httpd_port(const struct httpd *h)
 {
 	return h->port;
+}
+
+void httpd_set_route(struct httpd_req *r, const char *route)
+{
+	r->route = route;
+}
+
+void httpd_set_observer(struct httpd *h, httpd_observer_fn fn, void *ud)
+{
+	h->observer = fn;
+	h->observer_ud = ud;
 }
 
 void httpd_get_stats(const struct httpd *h, struct httpd_stats *out)

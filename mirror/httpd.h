@@ -48,6 +48,12 @@ int httpd_port(const struct httpd *h);
 /* Close the listener and every connection; run the loop afterwards to finish. NULL-safe. */
 void httpd_free(struct httpd **h);
 
+/* Name the route that answers r (a static string; for metrics). */
+void httpd_set_route(struct httpd_req *r, const char *route);
+/* fn runs once per completed response with its route ("other" when unnamed), status and bytes sent. */
+typedef void (*httpd_observer_fn)(void *ud, const char *route, int status, uint64_t bytes);
+void httpd_set_observer(struct httpd *h, httpd_observer_fn fn, void *ud);
+
 /* Counters for /metrics and tests. */
 struct httpd_stats {
 	uint64_t connections_open;

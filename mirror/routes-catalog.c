@@ -317,6 +317,7 @@ int mirror__route_catalog(void *ud, struct httpd_req *req)
 
 	if (strncmp(p, "/api/catalog/", 13))
 		return HTTPD_PASS;
+	httpd_set_route(req, "catalog_api");
 	if (strcmp(httpd_method(req), "GET") && strcmp(httpd_method(req), "HEAD")) {
 		api_error(req, 405, "read-only");
 		return 0;

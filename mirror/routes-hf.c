@@ -839,15 +839,22 @@ static int route_api(struct mirror_routes *rt, struct httpd_req *req, const stru
 	if (s->n == 2) {
 		if (strcmp(method, "GET") && strcmp(method, "HEAD"))
 			return HTTPD_PASS;
+		httpd_set_route(req, "hf_list");
 		hf_list(rt, req, h.type);
 		return 0;
 	}
 	used = take_repo(s, i, api_keywords, &h.name);
 	if (!used) {
+		httpd_set_route(req, "hf_api");
 		hf_error(req, 404, "RepoNotFound", "Repository not found", NULL);
 		return 0;
 	}
 	i += used;
+	/* the route label for metrics: the action, or info */
+	httpd_set_route(req, i == s->n ? "hf_info" : !strcmp(s->v[i], "revision") ? "hf_info"
+			: !strcmp(s->v[i], "tree") ? "hf_tree" : !strcmp(s->v[i], "paths-info") ? "hf_paths_info"
+			: !strcmp(s->v[i], "refs") ? "hf_refs" : !strcmp(s->v[i], "commits") ? "hf_commits"
+			: !strcmp(s->v[i], "treesize") ? "hf_treesize" : "hf_api");
 	if (i == s->n) {
 		hf_info(&h, NULL);
 	} else if (!strcmp(s->v[i], "revision") && i + 1 < s->n) {
@@ -913,6 +920,7 @@ static int route_file(struct mirror_routes *rt, struct httpd_req *req, const str
 		return HTTPD_PASS;
 	}
 	raw = !strcmp(s->v[i], "raw");
+	httpd_set_route(req, raw ? "hf_raw" : "hf_resolve");
 	rev = take_revision(s, i + 1, &used);
 	if (rev && i + 1 + used < s->n)
 		path = segs_join_decoded(s, i + 1 + used);
@@ -935,6 +943,7 @@ int mirror__route_hf(void *ud, struct httpd_req *req)
 
 	if (!strcmp(method, "OPTIONS")) {
 		/* CORS preflight, for browsers (transformers.js) */
+		httpd_set_route(req, "cors_preflight");
 		httpd_add_header(req, "Access-Control-Allow-Origin", "*");
 		httpd_add_header(req, "Access-Control-Allow-Methods", "GET, HEAD, POST, OPTIONS");
 		httpd_add_header(req, "Access-Control-Allow-Headers", "Authorization, Range, Content-Type, If-None-Match");

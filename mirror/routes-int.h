@@ -12,9 +12,24 @@
 
 struct mirror_data;
 
+struct route_count {
+	const char *route;      /* static */
+	int status;
+	uint64_t requests;
+	uint64_t bytes;
+};
+
 struct mirror_routes {
 	struct mirror_data *data;
+	struct httpd *httpd;
+	struct route_count *counts;   /* requests by (route, status), for /metrics */
+	size_t ncounts;
 };
+
+struct buf;
+/* /metrics (routes-metrics.c), and the request counters it prints. */
+int mirror__route_metrics(void *ud, struct httpd_req *req);
+void mirror__metrics_requests(struct mirror_routes *rt, struct buf *b);
 
 /* Hugging Face API (routes-hf.c). */
 int mirror__route_hf(void *ud, struct httpd_req *req);

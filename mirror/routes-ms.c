@@ -343,6 +343,7 @@ int mirror__route_ms(void *ud, struct httpd_req *req)
 	} else {
 		return HTTPD_PASS;
 	}
+	httpd_set_route(req, "ms_api");
 	copy = xstrdup(rest);
 	for (char *s = copy; s && n < 8; ) {
 		char *slash = strchr(s, '/');
@@ -373,8 +374,10 @@ int mirror__route_ms(void *ud, struct httpd_req *req)
 		ms_list(&m, false);
 	else if (n == 4 && !strcmp(seg[2], "repo") && !strcmp(seg[3], "tree"))
 		ms_list(&m, true);
-	else if (n == 3 && !strcmp(seg[2], "repo"))
+	else if (n == 3 && !strcmp(seg[2], "repo")) {
+		httpd_set_route(req, "ms_file");
 		ms_download(&m);
+	}
 	else if (n >= 4 && !strcmp(seg[2], "download") && !strcmp(method, "POST"))
 		ms_envelope(req, 200, json_true(), "success"); /* download counters: fire and forget */
 	else

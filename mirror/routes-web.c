@@ -60,6 +60,7 @@ int mirror__route_web(void *ud, struct httpd_req *req)
 
 	if (!a)
 		return HTTPD_PASS;
+	httpd_set_route(req, "web");
 	if (strcmp(httpd_method(req), "GET") && strcmp(httpd_method(req), "HEAD")) {
 		httpd_add_header(req, "Allow", "GET, HEAD");
 		httpd_respond(req, 405, "text/plain", "method not allowed\n", 19);

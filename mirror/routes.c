@@ -8,6 +8,7 @@
 #include <jansson.h>
 #include <openssl/evp.h>
 
+#include "base/buf.h"
 #include "base/hex.h"
 
 #include "base/xmalloc.h"
@@ -25,6 +26,7 @@ static int on_healthz(void *ud, struct httpd_req *req)
 
 	if (strcmp(httpd_path(req), "/healthz"))
 		return HTTPD_PASS;
+	httpd_set_route(req, "healthz");
 	v = catalog_stored_version(r->data->catalog);
 	body = v > 0 ? xasprintf("{\"status\":\"ok\",\"schema\":%d}\n", v)
 		     : xstrdup("{\"status\":\"error\",\"error\":\"catalog unreadable\"}\n");
@@ -41,8 +43,35 @@ struct mirror_routes *mirror_routes_new(struct mirror_data *d)
 	return r;
 }
 
+static void on_response_done(void *ud, const char *route, int status, uint64_t bytes)
+{
+	struct mirror_routes *r = ud;
+	size_t i;
+
+	for (i = 0; i < r->ncounts; i++)
+		if (r->counts[i].status == status && !strcmp(r->counts[i].route, route))
+			break;
+	if (i == r->ncounts) {
+		r->counts = xreallocarray(r->counts, r->ncounts + 1, sizeof(*r->counts));
+		r->counts[i] = (struct route_count){ route, status, 0, 0 };
+		r->ncounts++;
+	}
+	r->counts[i].requests++;
+	r->counts[i].bytes += bytes;
+}
+
+void mirror__metrics_requests(struct mirror_routes *rt, struct buf *b)
+{
+	for (size_t i = 0; i < rt->ncounts; i++)
+		buf_addf(b, "hubmirror_http_requests_total{route=\"%s\",status=\"%d\"} %llu\n", rt->counts[i].route,
+			 rt->counts[i].status, (unsigned long long)rt->counts[i].requests);
+}
+
 void mirror_routes_install(struct mirror_routes *r, struct httpd *h)
 {
+	r->httpd = h;
+	httpd_set_observer(h, on_response_done, r);
+	httpd_add_handler(h, mirror__route_metrics, r);
 	httpd_add_handler(h, on_healthz, r);
 	httpd_add_handler(h, mirror__route_web, r);
 	httpd_add_handler(h, mirror__route_catalog, r);
@@ -54,6 +83,7 @@ void mirror_routes_free(struct mirror_routes **r)
 {
 	if (!r || !*r)
 		return;
+	free((*r)->counts);
 	free(*r);
 	*r = NULL;
 }

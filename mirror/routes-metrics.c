@@ -1,0 +1,131 @@
+/*
+ * routes-metrics.c - GET /metrics in the Prometheus text format (version 0.0.4): the HTTP server's
+ * counters, the sync history, the store, and one gauge pair per repository. Names follow the
+ * Prometheus conventions: a unit suffix, `_total` for counters.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/buf.h"
+#include "catalog/catalog.h"
+#include "data.h"
+#include "routes-int.h"
+
+/* A label value: backslash, double quote and newline escaped. */
+static void label(struct buf *b, const char *v)
+{
+	for (; v && *v; v++) {
+		if (*v == '\\' || *v == '"')
+			buf_addch(b, '\\');
+		if (*v == '\n') {
+			buf_adds(b, "\\n");
+			continue;
+		}
+		buf_addch(b, *v);
+	}
+}
+
+static void head(struct buf *b, const char *name, const char *type, const char *help)
+{
+	buf_addf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+static int runs_cb(void *ud, const char *outcome, int64_t runs, int64_t files, int64_t bytes)
+{
+	struct buf *b = ud;
+
+	buf_adds(b, "hubmirror_sync_runs_total{outcome=\"");
+	label(b, outcome);
+	buf_addf(b, "\"} %lld\n", (long long)runs);
+	(void)files;
+	(void)bytes;
+	return 0;
+}
+
+struct up_ctx {
+	int64_t files, bytes;
+};
+
+static int up_cb(void *ud, const char *outcome, int64_t runs, int64_t files, int64_t bytes)
+{
+	struct up_ctx *u = ud;
+
+	(void)outcome;
+	(void)runs;
+	u->files += files;
+	u->bytes += bytes;
+	return 0;
+}
+
+int mirror__route_metrics(void *ud, struct httpd_req *req)
+{
+	struct mirror_routes *rt = ud;
+	struct catalog *c = rt->data->catalog;
+	struct httpd_stats hs;
+	struct catalog_totals t;
+	struct catalog_repo *repos = NULL;
+	struct up_ctx up = { 0, 0 };
+	size_t n = 0;
+	struct buf b;
+
+	if (strcmp(httpd_path(req), "/metrics"))
+		return HTTPD_PASS;
+	httpd_set_route(req, "metrics");
+	buf_init(&b);
+	httpd_get_stats(rt->httpd, &hs);
+	head(&b, "hubmirror_http_requests_total", "counter", "HTTP requests answered, by route and status.");
+	mirror__metrics_requests(rt, &b);
+	head(&b, "hubmirror_http_response_bytes_total", "counter", "Bytes sent to HTTP clients (headers and bodies).");
+	buf_addf(&b, "hubmirror_http_response_bytes_total %llu\n", (unsigned long long)hs.bytes_sent);
+	head(&b, "hubmirror_http_connections", "gauge", "Open client connections.");
+	buf_addf(&b, "hubmirror_http_connections %llu\n", (unsigned long long)hs.connections_open);
+	head(&b, "hubmirror_http_connections_total", "counter", "Client connections accepted.");
+	buf_addf(&b, "hubmirror_http_connections_total %llu\n", (unsigned long long)hs.connections_total);
+
+	head(&b, "hubmirror_sync_runs_total", "counter", "Sync runs by outcome.");
+	catalog_run_totals(c, runs_cb, &b);
+	catalog_run_totals(c, up_cb, &up);
+	head(&b, "hubmirror_upstream_fetched_bytes_total", "counter", "Bytes fetched from upstream hubs by syncs.");
+	buf_addf(&b, "hubmirror_upstream_fetched_bytes_total %lld\n", (long long)up.bytes);
+	head(&b, "hubmirror_upstream_fetched_files_total", "counter", "Files fetched from upstream hubs by syncs.");
+	buf_addf(&b, "hubmirror_upstream_fetched_files_total %lld\n", (long long)up.files);
+
+	if (!catalog_totals(c, &t)) {
+		head(&b, "hubmirror_store_bytes", "gauge", "Bytes in the store (each distinct content once).");
+		buf_addf(&b, "hubmirror_store_bytes %lld\n", (long long)t.unique_bytes);
+		head(&b, "hubmirror_store_blobs", "gauge", "Distinct contents in the store.");
+		buf_addf(&b, "hubmirror_store_blobs %lld\n", (long long)t.blobs);
+		head(&b, "hubmirror_dedup_saved_bytes", "gauge", "Bytes that deduplication saves over storing every snapshot whole.");
+		buf_addf(&b, "hubmirror_dedup_saved_bytes %lld\n", (long long)t.dedup_saved_bytes);
+		head(&b, "hubmirror_repos", "gauge", "Tracked repositories.");
+		buf_addf(&b, "hubmirror_repos %lld\n", (long long)t.repos);
+	}
+	if (!catalog_repo_list(c, &repos, &n)) {
+		head(&b, "hubmirror_repo_last_sync_timestamp_seconds", "gauge", "When each repository was last synced (Unix time).");
+		for (size_t i = 0; i < n; i++) {
+			buf_adds(&b, "hubmirror_repo_last_sync_timestamp_seconds{hub=\"");
+			label(&b, repos[i].hub);
+			buf_adds(&b, "\",type=\"");
+			label(&b, repos[i].type);
+			buf_adds(&b, "\",repo=\"");
+			label(&b, repos[i].name);
+			buf_adds(&b, "\",status=\"");
+			label(&b, repos[i].sync_status);
+			buf_addf(&b, "\"} %lld\n", (long long)repos[i].last_sync_at);
+		}
+		head(&b, "hubmirror_repo_size_bytes", "gauge", "Size of each repository's synced snapshot.");
+		for (size_t i = 0; i < n; i++) {
+			buf_adds(&b, "hubmirror_repo_size_bytes{hub=\"");
+			label(&b, repos[i].hub);
+			buf_adds(&b, "\",type=\"");
+			label(&b, repos[i].type);
+			buf_adds(&b, "\",repo=\"");
+			label(&b, repos[i].name);
+			buf_addf(&b, "\"} %lld\n", (long long)repos[i].total_size);
+		}
+		catalog_repo_list_free(repos, n);
+	}
+	httpd_respond(req, 200, "text/plain; version=0.0.4; charset=utf-8", b.data, b.len);
+	buf_release(&b);
+	return 0;
+}
