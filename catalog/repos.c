@@ -327,7 +327,10 @@ int catalog_search(struct catalog *c, const struct catalog_search *s,
 	sized = s->min_size >= 0 || s->max_size >= 0;
 	where = xasprintf("%s WHERE r.removed_at IS NULL AND %s%s%s%s%s%s%s%s%s",
 			  fq ? "JOIN repo_fts ON repo_fts.rowid = r.id" : "", fq ? "repo_fts MATCH ?1" : "?1 IS NULL",
-			  s->hub ? " AND r.hub = ?2" : "", s->type ? " AND r.type = ?3" : "",
+			  /* with words, FTS must drive the join: a unary + keeps the planner off the (hub, type,
+			   * name) index, which would run one FTS query per repo (2 s at 20k repos) */
+			  s->hub ? (fq ? " AND +r.hub = ?2" : " AND r.hub = ?2") : "",
+			  s->type ? (fq ? " AND +r.type = ?3" : " AND r.type = ?3") : "",
 			  s->org ? " AND substr(r.name, 1, length(?4) + 1) = ?4 || '/'" : "",
 			  s->tag ? " AND instr(coalesce(r.tags, ''), json_quote(?5)) > 0" : "",
 			  s->status ? " AND r.sync_status = ?6" : "",
