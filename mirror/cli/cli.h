@@ -34,6 +34,7 @@ int cmd_version(int argc, char **argv);
 #endif
 
 /* ---- helpers shared by commands (util.c) ---- */
+#include <stdbool.h>
 #include <stdint.h>
 #include <stddef.h>
 
@@ -42,6 +43,10 @@ struct mirror_data;
 /* Open the data directory (dir NULL: the default), printing "hubmirror: ..." on failure.
  * Returns CLI_OK or CLI_FAILED. */
 int cli_open_data(const char *dir, struct mirror_data **out);
+
+/* Take the data directory's sync lock (waiting with wait), printing why on failure.
+ * Returns CLI_OK or CLI_FAILED. */
+int cli_lock_data(struct mirror_data *d, bool wait);
 
 /* "1.5 GiB", "312 B": binary units, one decimal. out holds at least 16 bytes. */
 void cli_human_size(int64_t bytes, char *out, size_t outlen);

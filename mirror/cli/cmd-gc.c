@@ -30,7 +30,6 @@ int cmd_gc(int argc, char **argv)
 	long keep = 2, age_h = 168;
 	int c, dry = 0, wait = 0, json = 0, r = CLI_OK, e;
 	char *err = NULL, *end;
-	long holder = 0;
 
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (c) {
@@ -56,10 +55,7 @@ int cmd_gc(int argc, char **argv)
 		return cli_usage_error(self, "unexpected argument '%s'", argv[optind]);
 	if (cli_open_data(dir, &data))
 		return CLI_FAILED;
-	e = mirror_data_lock(data, wait, &holder);
-	if (e) {
-		fprintf(stderr, e == HM_ERR_LOCKED ? "hubmirror: a sync is running on '%s' (pid %ld); use --wait\n"
-						   : "hubmirror: cannot lock '%s'\n", data->dir, holder);
+	if (cli_lock_data(data, wait)) {
 		mirror_data_free(&data);
 		return CLI_FAILED;
 	}

@@ -96,7 +96,6 @@ int cmd_sync(int argc, char **argv)
 	size_t n = 0;
 	const char *dir = NULL;
 	int c, json = 0, wait = 0, progress = isatty(STDERR_FILENO), r = CLI_OK, e;
-	long holder = 0;
 	char *err = NULL;
 
 	cfg.hf_base = env_first("HUBMIRROR_HF_UPSTREAM", "HF_ENDPOINT");
@@ -145,14 +144,7 @@ int cmd_sync(int argc, char **argv)
 	}
 	if (cli_open_data(dir, &data))
 		return CLI_FAILED;
-	e = mirror_data_lock(data, wait, &holder);
-	if (e == HM_ERR_LOCKED) {
-		fprintf(stderr, "hubmirror: another sync is running on '%s' (pid %ld); use --wait to run after it\n",
-			data->dir, holder);
-		r = CLI_FAILED;
-		goto out;
-	} else if (e) {
-		fprintf(stderr, "hubmirror: cannot lock '%s': %s\n", data->dir, err_str(e));
+	if (cli_lock_data(data, wait)) {
 		r = CLI_FAILED;
 		goto out;
 	}

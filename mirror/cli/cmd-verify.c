@@ -27,7 +27,6 @@ int cmd_verify(int argc, char **argv)
 	const char *dir = NULL;
 	int c, wait = 0, json = 0, r, e;
 	char *err = NULL;
-	long holder = 0;
 
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (c) {
@@ -41,10 +40,7 @@ int cmd_verify(int argc, char **argv)
 		return cli_usage_error(self, "unexpected argument '%s'", argv[optind]);
 	if (cli_open_data(dir, &data))
 		return CLI_FAILED;
-	e = mirror_data_lock(data, wait, &holder);
-	if (e) {
-		fprintf(stderr, e == HM_ERR_LOCKED ? "hubmirror: a sync is running on '%s' (pid %ld); use --wait\n"
-						   : "hubmirror: cannot lock '%s'\n", data->dir, holder);
+	if (cli_lock_data(data, wait)) {
 		mirror_data_free(&data);
 		return CLI_FAILED;
 	}

@@ -7,6 +7,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/err.h"
 #include "cli.h"
 #include "mirror/data.h"
 
@@ -59,4 +60,17 @@ int cli_term_width(void)
 	if (!isatty(STDOUT_FILENO) || ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) < 0 || ws.ws_col == 0)
 		return 0;
 	return ws.ws_col;
+}
+
+int cli_lock_data(struct mirror_data *d, bool wait)
+{
+	long holder = 0;
+	int e = mirror_data_lock(d, wait, &holder);
+
+	if (e == HM_ERR_LOCKED)
+		fprintf(stderr, "hubmirror: another sync is running on '%s' (pid %ld); use --wait to run after it\n",
+			d->dir, holder);
+	else if (e)
+		fprintf(stderr, "hubmirror: cannot lock '%s': %s\n", d->dir, err_str(e));
+	return e ? CLI_FAILED : CLI_OK;
 }

@@ -48,3 +48,19 @@ start_fakehub() {
 	FAKE_CDN=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["cdn"])' "$ready")
 	export FAKE_API FAKE_CDN
 }
+
+# start_serve [ARGS...]: run `hubmirror serve` on a free loopback port (stopped at exit) and set M to
+# its base URL. Its stderr goes to $T/serve.err, its access log to $T/access.log.
+start_serve() {
+	local i
+	rm -f "$T/url"
+	"$HUBMIRROR" serve --listen 127.0.0.1:0 --ready-file "$T/url" --access-log "$T/access.log" "$@" 2>"$T/serve.err" &
+	_pids+=($!)
+	for i in $(seq 1 100); do
+		[ -s "$T/url" ] && break
+		sleep 0.05
+	done
+	[ -s "$T/url" ] || { echo "# serve did not start:"; sed 's/^/#   /' "$T/serve.err"; return 1; }
+	M=$(cat "$T/url")
+	export M
+}

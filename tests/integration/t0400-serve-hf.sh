@@ -26,10 +26,7 @@ export HUBMIRROR_HF_UPSTREAM=$FAKE_API
 HF_TOKEN=hf_ok "$HUBMIRROR" sync >/dev/null
 check "synced" test "$("$HUBMIRROR" ls --json | "$PY" -c 'import json,sys; print(sum(r["sync_status"]=="ok" for r in json.load(sys.stdin)))')" = 3
 
-"$HUBMIRROR" serve --listen 127.0.0.1:0 --ready-file "$T/url" --access-log "$T/access.log" 2>"$T/serve.err" &
-_pids+=($!)
-for _ in $(seq 100); do [ -s "$T/url" ] && break; sleep 0.05; done
-M=$(cat "$T/url")
+check "serve starts" start_serve
 check "serve is up" curl -fsS "$M/healthz" -o "$T/health"
 check "healthz is ok JSON" grep -q '"status":"ok"' "$T/health"
 curl -fsS "$FAKE_API/_fake/repos" >"$T/upstream.json"

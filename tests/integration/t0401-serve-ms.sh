@@ -17,10 +17,7 @@ check "fake upstream starts" start_fakehub --repos "$T/spec.json"
 export HUBMIRROR_MS_UPSTREAM=$FAKE_API
 "$HUBMIRROR" add ms:acme/ms-llm ms:datasets/acme/ms-rows >/dev/null
 check "synced from ModelScope" "$HUBMIRROR" sync
-"$HUBMIRROR" serve --listen 127.0.0.1:0 --ready-file "$T/url" 2>"$T/serve.err" &
-_pids+=($!)
-for _ in $(seq 100); do [ -s "$T/url" ] && break; sleep 0.05; done
-M=$(cat "$T/url")
+check "serve starts" start_serve
 "$PY" "$HM_SRC/tests/integration/msclient.py" "$M" acme/ms-llm acme/ms-rows 450 >"$T/ms.out"; st=$?
 sed 's/^/# /' "$T/ms.out"
 check "ModelScope client flow ($(grep -c '^ok' "$T/ms.out") checks passed)" test "$st" = 0

@@ -25,10 +25,7 @@ check "fake upstream starts" start_fakehub --repos "$T/spec.json"
 export HUBMIRROR_HF_UPSTREAM=$FAKE_API HUBMIRROR_MS_UPSTREAM=$FAKE_API
 "$HUBMIRROR" add hf:qwen/Qwen2.5-7B-Instruct ms:qwen/Qwen2.5-7B-Instruct hf:acme/bert-tiny hf:datasets/acme/poems hf:acme/gated-llm >/dev/null
 "$HUBMIRROR" sync >/dev/null
-"$HUBMIRROR" serve --listen 127.0.0.1:0 --ready-file "$T/url" 2>"$T/serve.err" &
-_pids+=($!)
-for _ in $(seq 100); do [ -s "$T/url" ] && break; sleep 0.05; done
-M=$(cat "$T/url")
+check "serve starts" start_serve
 api() { curl -fsS "$M/api/catalog/$1"; }
 q() { api "$1" | "$PY" -c "import json,sys; d=json.load(sys.stdin); $2"; }
 

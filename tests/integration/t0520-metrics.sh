@@ -14,10 +14,7 @@ check "fake upstream starts" start_fakehub --repos "$T/spec.json"
 export HUBMIRROR_HF_UPSTREAM=$FAKE_API HUBMIRROR_MS_UPSTREAM=$FAKE_API
 "$HUBMIRROR" add hf:acme/m1 ms:acme/m1 >/dev/null
 "$HUBMIRROR" sync >/dev/null
-"$HUBMIRROR" serve --listen 127.0.0.1:0 --ready-file "$T/url" 2>"$T/serve.err" &
-_pids+=($!)
-for _ in $(seq 100); do [ -s "$T/url" ] && break; sleep 0.05; done
-M=$(cat "$T/url")
+check "serve starts" start_serve
 # parse M OUT: every sample into "name{labels} value" lines; fails on anything not in the format
 parse() {
 	curl -fsS "$M/metrics" | "$PY" -c '
