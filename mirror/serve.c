@@ -135,13 +135,17 @@ static void on_sync_timer(uv_timer_t *t)
 
 static void schedule_sync(struct server *s)
 {
-	uint64_t ms;
+	uint64_t ms = 0;
 
-	if (s->sync_minute < 0)
+	if (s->sync_minute >= 0)
+		ms = ms_until(s->sync_minute);
+	/* With both, whichever comes first: the interval counts from the end of the previous run. */
+	if (s->cfg->sync_every_s > 0 && (!ms || (uint64_t)(s->cfg->sync_every_s * 1000) < ms))
+		ms = (uint64_t)(s->cfg->sync_every_s * 1000);
+	if (!ms)
 		return;
-	ms = ms_until(s->sync_minute);
 	uv_timer_start(&s->sync_timer, on_sync_timer, ms, 0);
-	log_info("serve", "next sync in %llu min", (unsigned long long)(ms / 60000));
+	log_info("serve", "next sync in %llu s", (unsigned long long)(ms / 1000));
 }
 
 static void on_signal(uv_signal_t *sig, int signum)

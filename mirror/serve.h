@@ -11,7 +11,8 @@
 struct mirror_serve_config {
 	const char *data_dir;       /* borrowed */
 	const char *listen;         /* "HOST:PORT" */
-	const char *sync_at;        /* "HH:MM" local time, or NULL: no schedule */
+	const char *sync_at;        /* "HH:MM" local time, or NULL: no daily schedule */
+	double sync_every_s;        /* > 0: also sync this many seconds after the previous sync ended */
 	const char *self_exe;       /* the hubmirror binary to run for the scheduled sync */
 	const char *hf_upstream;    /* passed to the scheduled sync; NULL: its defaults */
 	const char *ms_upstream;

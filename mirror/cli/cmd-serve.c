@@ -30,6 +30,7 @@ int cmd_serve(int argc, char **argv)
 		{ "data", required_argument, NULL, 'd' },
 		{ "listen", required_argument, NULL, 'l' },
 		{ "sync-at", required_argument, NULL, 's' },
+		{ "sync-every", required_argument, NULL, 'E' },
 		{ "hf-upstream", required_argument, NULL, 'H' },
 		{ "ms-upstream", required_argument, NULL, 'M' },
 		{ "access-log", required_argument, NULL, 'a' },
@@ -53,6 +54,15 @@ int cmd_serve(int argc, char **argv)
 		case 'd': cfg.data_dir = optarg; break;
 		case 'l': cfg.listen = optarg; break;
 		case 's': cfg.sync_at = optarg; break;
+		case 'E': {
+			char *end;
+			double v = strtod(optarg, &end);
+			double mult = !*end ? 1 : !strcmp(end, "s") ? 1 : !strcmp(end, "m") ? 60 : !strcmp(end, "h") ? 3600 : -1;
+			if (end == optarg || mult < 0 || v <= 0 || v * mult > 30 * 86400)
+				return cli_usage_error(self, "--sync-every takes a duration like 90, 15m or 6h, not '%s'", optarg);
+			cfg.sync_every_s = v * mult;
+			break;
+		}
 		case 'H': cfg.hf_upstream = optarg; break;
 		case 'M': cfg.ms_upstream = optarg; break;
 		case 'a': access = optarg; break;

@@ -67,7 +67,7 @@ const struct cli_command cli_commands[] = {
 	  "  --limit N      at most N results (default 50)\n"
 	  "  --json         print a JSON array\n" },
 	{ "serve", cmd_serve,
-	  "serve [--data DIR] [--listen HOST:PORT] [--sync-at HH:MM] [--access-log FILE|-]\n"
+	  "serve [--data DIR] [--listen HOST:PORT] [--sync-at HH:MM] [--sync-every D] [--access-log FILE|-]\n"
 	  "       [--hf-upstream URL] [--ms-upstream URL] [--ready-file FILE]\n"
 	  "       [--header-timeout S] [--idle-timeout S] [--write-timeout S]",
 	  "run the mirror node: the Hugging Face API over the synced store, and the nightly sync",
@@ -78,6 +78,7 @@ const struct cli_command cli_commands[] = {
 	  "  --listen HOST:PORT  address to listen on (default $HUBMIRROR_LISTEN or 0.0.0.0:8080;\n"
 	  "                      port 0 picks a free one)\n"
 	  "  --sync-at HH:MM     run 'hubmirror sync --wait' every day at this local time\n"
+	  "  --sync-every D      also run it D after the previous run ended (90, 15m, 6h)\n"
 	  "  --hf-upstream URL, --ms-upstream URL   passed to the scheduled sync\n"
 	  "  --access-log FILE   one line per request (common log format plus seconds); - for stdout\n"
 	  "  --ready-file FILE   write the base URL there once listening (for scripts)\n"
