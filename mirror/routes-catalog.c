@@ -244,6 +244,8 @@ static void catalog_repo(struct mirror_routes *rt, struct httpd_req *req, const 
 		api_error(req, 404, "no such repository");
 		goto out;
 	}
+	if (!mirror__access_check(rt, req, hub, type, name, NULL))
+		goto out;
 	if (r)
 		memset(&snap, 0, sizeof(snap)); /* tracked, never synced */
 	base = mirror__self_base(req);

@@ -214,6 +214,8 @@ static int hf_resolve(struct hfreq *h, const char *rev)
 	int r = catalog_resolve(h->rt->data->catalog, "hf", h->type, h->name, rev, &h->repo, &h->snap, &found);
 
 	h->repo_loaded = found;
+	if (found && !mirror__access_check(h->rt, h->req, "hf", h->type, h->name, "hf"))
+		return -1;
 	if (!r)
 		return 0;
 	if (r == HM_ERR_NOT_FOUND && !found) {

@@ -4,6 +4,7 @@
 #ifndef HM_MIRROR_ROUTES_INT_H
 #define HM_MIRROR_ROUTES_INT_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include <jansson.h>
@@ -19,8 +20,11 @@ struct route_count {
 	uint64_t bytes;
 };
 
+struct mirror_access;
+
 struct mirror_routes {
 	struct mirror_data *data;
+	const struct mirror_access *access;   /* borrowed; NULL: open */
 	struct httpd *httpd;
 	struct route_count *counts;   /* requests by (route, status), for /metrics */
 	size_t ncounts;
@@ -52,6 +56,11 @@ char *mirror__self_base(const struct httpd_req *req);
 /* Parse a single "bytes=" Range header against size. Returns 1 with [*a, *b] set, 0 for "no usable
  * range" (answer the whole file), -1 for unsatisfiable (416). */
 int mirror__parse_range(const char *h, int64_t size, int64_t *a, int64_t *b);
+
+/* May this request read repo (hub, type, name)? If not, the refusal has been answered (401 without a
+ * valid token, 403 with one) in the style of hub ("hf", "ms" or NULL for plain JSON). */
+bool mirror__access_check(struct mirror_routes *rt, struct httpd_req *req, const char *hub, const char *type,
+			  const char *name, const char *style);
 
 /* Send body (consumed) as compact JSON. */
 void mirror__respond_json(struct httpd_req *req, int status, json_t *body);

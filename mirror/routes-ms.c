@@ -65,6 +65,10 @@ static int ms_resolve(struct msreq *m)
 		FREE_AND_NULL(&rev);
 	r = catalog_resolve(m->rt->data->catalog, "ms", m->type, m->name, rev, &m->repo, &m->snap, &found);
 	m->repo_loaded = found;
+	if (found && !mirror__access_check(m->rt, m->req, "ms", m->type, m->name, "ms")) {
+		free(rev);
+		return -1;
+	}
 	if (r) {
 		char *msg = !found ? xasprintf("%s %s not found", m->type, m->name)
 				   : xasprintf("Revision %s not found", rev ? rev : "(default)");

@@ -1,6 +1,7 @@
 /*
  * routes.c - the handler chain, and the small routes that belong to no hub (/healthz).
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -13,6 +14,7 @@
 
 #include "base/xmalloc.h"
 #include "catalog/catalog.h"
+#include "access.h"
 #include "data.h"
 #include "httpd.h"
 #include "routes-int.h"
@@ -35,12 +37,85 @@ static int on_healthz(void *ud, struct httpd_req *req)
 	return 0;
 }
 
-struct mirror_routes *mirror_routes_new(struct mirror_data *d)
+struct mirror_routes *mirror_routes_new(struct mirror_data *d, const struct mirror_access *access)
 {
 	struct mirror_routes *r = xcalloc(1, sizeof(*r));
 
 	r->data = d;
+	r->access = access;
 	return r;
+}
+
+/* The operator token of a request: `Authorization: Bearer X` (Hugging Face clients, the new
+ * ModelScope SDK) or the `m_session_id=X` cookie (ModelScope). Returns a pointer into buf or NULL. */
+static const char *request_token(const struct httpd_req *req, char *buf, size_t cap)
+{
+	const char *h = httpd_header(req, "Authorization"), *c;
+
+	if (h && !strncasecmp(h, "Bearer ", 7)) {
+		snprintf(buf, cap, "%s", h + 7);
+		return buf;
+	}
+	c = httpd_header(req, "Cookie");
+	if (c && (c = strstr(c, "m_session_id="))) {
+		c += 13;
+		snprintf(buf, cap, "%.*s", (int)strcspn(c, "; "), c);
+		return buf;
+	}
+	return NULL;
+}
+
+static void refuse(struct httpd_req *req, bool had_token, const char *style)
+{
+	const char *msg = had_token ? "You do not have access to this resource on this mirror."
+				    : "Invalid username or password.";
+	char *body;
+
+	if (!had_token)
+		httpd_add_header(req, "WWW-Authenticate", "Bearer realm=\"hubmirror\"");
+	httpd_add_header(req, "Access-Control-Allow-Origin", "*");
+	if (style && !strcmp(style, "ms")) {
+		body = xasprintf("{\"Code\":%d,\"Success\":false,\"Data\":null,\"Message\":\"%s\",\"RequestId\":\"\"}",
+				 had_token ? 403 : 401, msg);
+	} else {
+		httpd_add_header(req, "X-Error-Message", msg);
+		body = xasprintf("{\"error\":\"%s\"}", msg);
+	}
+	httpd_respond(req, had_token ? 403 : 401, "application/json", body, strlen(body));
+	free(body);
+}
+
+bool mirror__access_check(struct mirror_routes *rt, struct httpd_req *req, const char *hub, const char *type,
+			  const char *name, const char *style)
+{
+	char buf[512];
+	const char *tok;
+
+	if (!rt->access)
+		return true;
+	tok = request_token(req, buf, sizeof(buf));
+	if (mirror_access_allows(rt->access, tok, hub, type, name))
+		return true;
+	refuse(req, tok != NULL && mirror_access_token_valid(rt->access, tok), style);
+	return false;
+}
+
+/* --auth all: nothing but /healthz without a valid token. */
+static int on_gate(void *ud, struct httpd_req *req)
+{
+	struct mirror_routes *r = ud;
+	char buf[512];
+	const char *tok;
+
+	if (!r->access || mirror_access_mode(r->access) != ACCESS_ALL || !strcmp(httpd_path(req), "/healthz") ||
+	    !strcmp(httpd_method(req), "OPTIONS"))
+		return HTTPD_PASS;
+	tok = request_token(req, buf, sizeof(buf));
+	if (mirror_access_token_valid(r->access, tok))
+		return HTTPD_PASS;
+	httpd_set_route(req, "auth");
+	refuse(req, false, strncmp(httpd_path(req), "/api/v1/", 8) ? "hf" : "ms");
+	return 0;
 }
 
 static void on_response_done(void *ud, const char *route, int status, uint64_t bytes)
@@ -71,6 +146,7 @@ void mirror_routes_install(struct mirror_routes *r, struct httpd *h)
 {
 	r->httpd = h;
 	httpd_set_observer(h, on_response_done, r);
+	httpd_add_handler(h, on_gate, r);
 	httpd_add_handler(h, mirror__route_metrics, r);
 	httpd_add_handler(h, on_healthz, r);
 	httpd_add_handler(h, mirror__route_web, r);

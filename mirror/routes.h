@@ -10,8 +10,10 @@ struct httpd;
 struct mirror_data;
 struct mirror_routes;
 
-/* d is borrowed and must outlive the routes. */
-struct mirror_routes *mirror_routes_new(struct mirror_data *d);
+struct mirror_access;
+
+/* d and access (NULL: everything open) are borrowed and must outlive the routes. */
+struct mirror_routes *mirror_routes_new(struct mirror_data *d, const struct mirror_access *access);
 void mirror_routes_install(struct mirror_routes *r, struct httpd *h);
 void mirror_routes_free(struct mirror_routes **r);
 

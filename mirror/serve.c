@@ -13,6 +13,7 @@
 #include "base/log.h"
 #include "base/xmalloc.h"
 #include "catalog/catalog.h"
+#include "access.h"
 #include "data.h"
 #include "httpd.h"
 #include "routes.h"
@@ -29,6 +30,7 @@ struct server {
 	struct mirror_data *data;
 	struct httpd *httpd;
 	struct mirror_routes *routes;
+	struct mirror_access *access;
 };
 
 int mirror_parse_hhmm(const char *s)
@@ -171,9 +173,14 @@ int mirror_serve(const struct mirror_serve_config *cfg, char **errmsg)
 	memset(&s, 0, sizeof(s));
 	s.cfg = cfg;
 	s.sync_minute = cfg->sync_at ? mirror_parse_hhmm(cfg->sync_at) : -1;
-	r = mirror_data_open(cfg->data_dir, &s.data, errmsg);
+	r = mirror_access_load(cfg->tokens_file, (enum mirror_access_mode)cfg->auth_mode, &s.access, errmsg);
 	if (r)
 		return r;
+	r = mirror_data_open(cfg->data_dir, &s.data, errmsg);
+	if (r) {
+		mirror_access_free(&s.access);
+		return r;
+	}
 	uv_loop_init(&s.loop);
 	hc.listen = cfg->listen;
 	hc.access_log = cfg->access_log;
@@ -186,7 +193,7 @@ int mirror_serve(const struct mirror_serve_config *cfg, char **errmsg)
 			*errmsg = xasprintf("cannot listen on %s: %s", cfg->listen, uv_strerror(r));
 		goto out;
 	}
-	s.routes = mirror_routes_new(s.data);
+	s.routes = mirror_routes_new(s.data, s.access);
 	mirror_routes_install(s.routes, s.httpd);
 
 	uv_signal_init(&s.loop, &s.sigint);
@@ -224,5 +231,6 @@ out:
 	uv_run(&s.loop, UV_RUN_DEFAULT);
 	uv_loop_close(&s.loop);
 	mirror_data_free(&s.data);
+	mirror_access_free(&s.access);
 	return r;
 }

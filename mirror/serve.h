@@ -17,6 +17,8 @@ struct mirror_serve_config {
 	const char *hf_upstream;    /* passed to the scheduled sync; NULL: its defaults */
 	const char *ms_upstream;
 	FILE *access_log;           /* NULL: none */
+	const char *tokens_file;    /* operator tokens (access.h), or NULL */
+	int auth_mode;              /* enum mirror_access_mode */
 	const char *ready_file;     /* if set, "http://HOST:PORT\n" is written there once listening */
 	/* HTTP timeouts in milliseconds (see struct httpd_config); 0: the server's defaults. */
 	unsigned header_timeout_ms;

@@ -10,6 +10,7 @@
 
 #include "base/err.h"
 #include "cli.h"
+#include "mirror/access.h"
 #include "mirror/data.h"
 #include "mirror/serve.h"
 
@@ -31,6 +32,8 @@ int cmd_serve(int argc, char **argv)
 		{ "listen", required_argument, NULL, 'l' },
 		{ "sync-at", required_argument, NULL, 's' },
 		{ "sync-every", required_argument, NULL, 'E' },
+		{ "tokens", required_argument, NULL, 'K' },
+		{ "auth", required_argument, NULL, 'A' },
 		{ "hf-upstream", required_argument, NULL, 'H' },
 		{ "ms-upstream", required_argument, NULL, 'M' },
 		{ "access-log", required_argument, NULL, 'a' },
@@ -45,7 +48,7 @@ int cmd_serve(int argc, char **argv)
 	const char *access = NULL;
 	char exe[4096], *err = NULL;
 	size_t exelen = sizeof(exe);
-	int c, r;
+	int c, r, auth = -1;
 
 	cfg.data_dir = mirror_data_default_dir();
 	cfg.listen = getenv("HUBMIRROR_LISTEN") ? getenv("HUBMIRROR_LISTEN") : "0.0.0.0:8080";
@@ -54,6 +57,17 @@ int cmd_serve(int argc, char **argv)
 		case 'd': cfg.data_dir = optarg; break;
 		case 'l': cfg.listen = optarg; break;
 		case 's': cfg.sync_at = optarg; break;
+		case 'K': cfg.tokens_file = optarg; break;
+		case 'A':
+			if (!strcmp(optarg, "open"))
+				auth = ACCESS_OPEN;
+			else if (!strcmp(optarg, "listed"))
+				auth = ACCESS_LISTED;
+			else if (!strcmp(optarg, "all"))
+				auth = ACCESS_ALL;
+			else
+				return cli_usage_error(self, "--auth takes open, listed or all");
+			break;
 		case 'E': {
 			char *end;
 			double v = strtod(optarg, &end);
@@ -85,6 +99,11 @@ int cmd_serve(int argc, char **argv)
 	}
 	if (optind < argc)
 		return cli_usage_error(self, "unexpected argument '%s'", argv[optind]);
+	if (auth < 0)
+		auth = cfg.tokens_file ? ACCESS_LISTED : ACCESS_OPEN;
+	if (auth != ACCESS_OPEN && !cfg.tokens_file)
+		return cli_usage_error(self, "--auth %s needs --tokens FILE", auth == ACCESS_ALL ? "all" : "listed");
+	cfg.auth_mode = auth;
 	if (cfg.sync_at && mirror_parse_hhmm(cfg.sync_at) < 0)
 		return cli_usage_error(self, "--sync-at takes HH:MM (local time), not '%s'", cfg.sync_at);
 	if (!strrchr(cfg.listen, ':'))

@@ -68,6 +68,7 @@ const struct cli_command cli_commands[] = {
 	  "  --json         print a JSON array\n" },
 	{ "serve", cmd_serve,
 	  "serve [--data DIR] [--listen HOST:PORT] [--sync-at HH:MM] [--sync-every D] [--access-log FILE|-]\n"
+	  "       [--tokens FILE] [--auth open|listed|all]\n"
 	  "       [--hf-upstream URL] [--ms-upstream URL] [--ready-file FILE]\n"
 	  "       [--header-timeout S] [--idle-timeout S] [--write-timeout S]",
 	  "run the mirror node: the Hugging Face API over the synced store, and the nightly sync",
@@ -79,6 +80,9 @@ const struct cli_command cli_commands[] = {
 	  "                      port 0 picks a free one)\n"
 	  "  --sync-at HH:MM     run 'hubmirror sync --wait' every day at this local time\n"
 	  "  --sync-every D      also run it D after the previous run ended (90, 15m, 6h)\n"
+	  "  --tokens FILE       operator tokens: lines 'TOKEN *' or 'TOKEN SPEC...' ('#' comments)\n"
+	  "  --auth MODE         open (no token), listed (repos named in FILE need a token granting\n"
+	  "                      them; the default with --tokens) or all (every request but /healthz)\n"
 	  "  --hf-upstream URL, --ms-upstream URL   passed to the scheduled sync\n"
 	  "  --access-log FILE   one line per request (common log format plus seconds); - for stdout\n"
 	  "  --ready-file FILE   write the base URL there once listening (for scripts)\n"

@@ -1,0 +1,212 @@
+/*
+ * access.c - operator bearer tokens (see access.h).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+
+#include "access.h"
+#include "base/err.h"
+#include "base/xmalloc.h"
+#include "hub/hub.h"
+
+struct grant {
+	unsigned char digest[32];  /* sha256 of the token */
+	bool all;
+	char **specs;              /* "hf:model:org/name" keys */
+	size_t nspecs;
+};
+
+struct mirror_access {
+	enum mirror_access_mode mode;
+	struct grant *grants;
+	size_t ngrants;
+	char **protected;          /* every repo key named in the file */
+	size_t nprotected;
+};
+
+static void digest(const char *token, unsigned char out[32])
+{
+	unsigned int n;
+
+	EVP_Digest(token, strlen(token), out, &n, EVP_sha256(), NULL);
+}
+
+static char *repo_key(const char *hub, const char *type, const char *name)
+{
+	return xasprintf("%s:%s:%s", hub, type, name);
+}
+
+static bool in_list(char **list, size_t n, const char *key)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(list[i], key))
+			return true;
+	return false;
+}
+
+int mirror_access_load(const char *path, enum mirror_access_mode mode, struct mirror_access **out, char **errmsg)
+{
+	struct mirror_access *a = xcalloc(1, sizeof(*a));
+	FILE *f = NULL;
+	char *line = NULL;
+	size_t cap = 0;
+	int lineno = 0, r = 0;
+
+	a->mode = mode;
+	if (!path) {
+		if (mode != ACCESS_OPEN) {
+			if (errmsg)
+				*errmsg = xstrdup("a tokens file is needed to require tokens");
+			mirror_access_free(&a);
+			return HM_ERR_USAGE;
+		}
+		*out = a;
+		return 0;
+	}
+	f = fopen(path, "r");
+	if (!f) {
+		r = -errno;
+		if (errmsg)
+			*errmsg = xasprintf("cannot read tokens file '%s': %s", path, strerror(errno));
+		mirror_access_free(&a);
+		return r;
+	}
+	while (getline(&line, &cap, f) >= 0) {
+		char *save = NULL, *tok, *w;
+		struct grant g = { 0 };
+
+		lineno++;
+		if (strchr(line, '#'))
+			*strchr(line, '#') = '\0';
+		tok = strtok_r(line, " \t\r\n", &save);
+		if (!tok)
+			continue;
+		if (strlen(tok) < 8) {
+			if (errmsg)
+				*errmsg = xasprintf("%s:%d: a token must have at least 8 characters", path, lineno);
+			r = HM_ERR_USAGE;
+			break;
+		}
+		digest(tok, g.digest);
+		memset(tok, 0, strlen(tok)); /* do not keep the token itself around */
+		while ((w = strtok_r(NULL, " \t\r\n", &save))) {
+			struct hub_spec s;
+			char *key;
+			int pr;
+
+			if (!strcmp(w, "*")) {
+				g.all = true;
+				continue;
+			}
+			pr = hub_spec_parse(w, &s);
+			if (pr || s.revision) {
+				if (!pr)
+					hub_spec_release(&s);
+				if (errmsg)
+					*errmsg = xasprintf("%s:%d: '%s' is not '*' or a repository spec", path, lineno, w);
+				r = HM_ERR_USAGE;
+				break;
+			}
+			key = repo_key(hub_kind_name(s.hub), hub_type_name(s.type), s.name);
+			hub_spec_release(&s);
+			g.specs = xreallocarray(g.specs, g.nspecs + 1, sizeof(*g.specs));
+			g.specs[g.nspecs++] = xstrdup(key);
+			if (!in_list(a->protected, a->nprotected, key)) {
+				a->protected = xreallocarray(a->protected, a->nprotected + 1, sizeof(*a->protected));
+				a->protected[a->nprotected++] = key;
+			} else {
+				free(key);
+			}
+		}
+		if (!r && !g.all && !g.nspecs) {
+			if (errmsg)
+				*errmsg = xasprintf("%s:%d: the token grants nothing (add '*' or repository specs)", path, lineno);
+			r = HM_ERR_USAGE;
+		}
+		a->grants = xreallocarray(a->grants, a->ngrants + 1, sizeof(*a->grants));
+		a->grants[a->ngrants++] = g;
+		if (r)
+			break;
+	}
+	if (line)
+		memset(line, 0, cap);
+	free(line);
+	fclose(f);
+	if (r) {
+		mirror_access_free(&a);
+		return r;
+	}
+	*out = a;
+	return 0;
+}
+
+void mirror_access_free(struct mirror_access **ap)
+{
+	struct mirror_access *a = ap ? *ap : NULL;
+
+	if (!a)
+		return;
+	for (size_t i = 0; i < a->ngrants; i++) {
+		for (size_t j = 0; j < a->grants[i].nspecs; j++)
+			free(a->grants[i].specs[j]);
+		free(a->grants[i].specs);
+	}
+	free(a->grants);
+	for (size_t i = 0; i < a->nprotected; i++)
+		free(a->protected[i]);
+	free(a->protected);
+	free(a);
+	*ap = NULL;
+}
+
+enum mirror_access_mode mirror_access_mode(const struct mirror_access *a)
+{
+	return a->mode;
+}
+
+/* The grant of token, or NULL. Every grant is compared, in constant time, whatever matches. */
+static const struct grant *find_grant(const struct mirror_access *a, const char *token)
+{
+	unsigned char d[32];
+	const struct grant *hit = NULL;
+
+	if (!token || !*token)
+		return NULL;
+	digest(token, d);
+	for (size_t i = 0; i < a->ngrants; i++)
+		if (!CRYPTO_memcmp(d, a->grants[i].digest, 32) && !hit)
+			hit = &a->grants[i];
+	return hit;
+}
+
+bool mirror_access_token_valid(const struct mirror_access *a, const char *token)
+{
+	return find_grant(a, token) != NULL;
+}
+
+bool mirror_access_allows(const struct mirror_access *a, const char *token, const char *hub, const char *type,
+			  const char *name)
+{
+	const struct grant *g;
+	char *key;
+	bool listed, ok;
+
+	if (a->mode == ACCESS_OPEN)
+		return true;
+	key = repo_key(hub, type, name);
+	listed = in_list(a->protected, a->nprotected, key);
+	g = find_grant(a, token);
+	/* A repo named in the file needs a token that grants it; any other is open (listed) or open to
+	 * every valid token (all). */
+	if (!listed)
+		ok = a->mode == ACCESS_LISTED || g;
+	else
+		ok = g && (g->all || in_list(g->specs, g->nspecs, key));
+	free(key);
+	return ok;
+}

@@ -1,0 +1,35 @@
+/*
+ * access.h - who may read what from `serve`: operator bearer tokens.
+ *
+ * A tokens file has one token a line, followed by what it grants: `*` (everything) or repository
+ * specs (hf:org/name, ms:datasets/org/name); '#' starts a comment. Only sha256 digests of the tokens
+ * are kept in memory, and a presented token is compared with every digest in constant time, so
+ * neither timing nor a memory dump gives one away. Tokens are never logged.
+ *
+ * Modes: ACCESS_OPEN (no token needed), ACCESS_LISTED (repos named in the file need a token that
+ * grants them; the rest is open), ACCESS_ALL (every request but /healthz needs a valid token, and repos
+ * named in the file one that grants them).
+ */
+#ifndef HM_MIRROR_ACCESS_H
+#define HM_MIRROR_ACCESS_H
+
+#include <stdbool.h>
+
+enum mirror_access_mode { ACCESS_OPEN, ACCESS_LISTED, ACCESS_ALL };
+
+struct mirror_access;
+
+/* Load path (NULL with ACCESS_OPEN). Returns 0 and *out, or an error with *errmsg naming the line. */
+int mirror_access_load(const char *path, enum mirror_access_mode mode, struct mirror_access **out, char **errmsg);
+void mirror_access_free(struct mirror_access **a);
+
+enum mirror_access_mode mirror_access_mode(const struct mirror_access *a);
+
+/* Does token (may be NULL) give any access at all (ACCESS_ALL's gate)? */
+bool mirror_access_token_valid(const struct mirror_access *a, const char *token);
+
+/* May token (may be NULL) read repo (hub "hf"/"ms", type "model"/"dataset", name)? */
+bool mirror_access_allows(const struct mirror_access *a, const char *token, const char *hub, const char *type,
+			  const char *name);
+
+#endif
