@@ -36,7 +36,8 @@
 
 #define READ_CHUNK 16384
 #define MAX_HEADERS 100
-#define FILE_CHUNK (1 << 20)   /* bytes per sendfile call, so one client cannot hog the loop */
+#define FILE_CHUNK (4 << 20)   /* bytes per sendfile call */
+#define FILE_BURST (16 << 20)  /* bytes per wakeup, so one fast client cannot hog the loop */
 #define READ_BURST 8           /* chunks read per wakeup at most */
 #define LINGER_MS 2000         /* how long a refused client may go on sending before we close */
 #define LINGER_MAX (4 << 20)   /* ... and how much of it we read */
@@ -114,10 +115,22 @@ struct conn {
 	uint64_t sent_this_response;
 	char peer[64];
 	struct conn *prev, *next;
+	int watching;                  /* the uv_poll events in force (conn_watch) */
 };
 
 static http_parser_settings parser_settings;
 static void conn_close(struct conn *c);
+static void conn_on_poll(uv_poll_t *p, int status, int events);
+
+/* Watch the socket for events; a no-op when that is already so, which saves an epoll_ctl per
+ * sendfile chunk of a big answer. */
+static void conn_watch(struct conn *c, int events)
+{
+	if (c->watching == events)
+		return;
+	uv_poll_start(&c->poll, events, conn_on_poll);
+	c->watching = events;
+}
 static void conn_on_poll(uv_poll_t *p, int status, int events);
 static void conn_process(struct conn *c);
 
@@ -528,7 +541,7 @@ static int conn_flush(struct conn *c)
 		c->sent_this_response += (uint64_t)n;
 		c->h->stats.bytes_sent += (uint64_t)n;
 	}
-	while (c->file_left > 0) {
+	for (size_t burst = 0; c->file_left > 0; ) {
 		off_t off = (off_t)c->file_off;
 		size_t want = c->file_left > FILE_CHUNK ? FILE_CHUNK : (size_t)c->file_left;
 		ssize_t n = sendfile(c->fd, c->file_fd, &off, want);
@@ -543,7 +556,8 @@ static int conn_flush(struct conn *c)
 		c->file_left -= n;
 		c->sent_this_response += (uint64_t)n;
 		c->h->stats.bytes_sent += (uint64_t)n;
-		if (c->file_left > 0)
+		burst += (size_t)n;
+		if (c->file_left > 0 && burst >= FILE_BURST)
 			return 0; /* yield to other connections; the poll says when to go on */
 	}
 	return 1;
@@ -558,7 +572,7 @@ static void conn_linger(struct conn *c)
 	c->rbuf = NULL;
 	c->rlen = c->roff = 0;
 	set_timer(c, LINGER_MS);
-	uv_poll_start(&c->poll, UV_READABLE, conn_on_poll);
+	conn_watch(c, UV_READABLE);
 }
 
 static void conn_drain(struct conn *c)
@@ -614,7 +628,7 @@ static void conn_write(struct conn *c)
 		return;
 	}
 	if (r == 0) {
-		uv_poll_start(&c->poll, UV_WRITABLE, conn_on_poll);
+		conn_watch(c, UV_WRITABLE);
 		set_timer(c, c->h->cfg.write_timeout_ms);
 		return;
 	}
@@ -725,7 +739,7 @@ static void conn_process(struct conn *c)
 			c->header_timer_on = true;
 			set_timer(c, c->h->cfg.header_timeout_ms);
 		}
-		uv_poll_start(&c->poll, UV_READABLE, conn_on_poll);
+		conn_watch(c, UV_READABLE);
 		break;
 	}
 	c->processing = false;
@@ -849,7 +863,7 @@ static void on_connection(uv_stream_t *server, int status)
 	h->stats.connections_open++;
 	h->stats.connections_total++;
 	set_timer(c, h->cfg.idle_timeout_ms);
-	uv_poll_start(&c->poll, UV_READABLE, conn_on_poll);
+	conn_watch(c, UV_READABLE);
 }
 
 /* ---- server ------------------------------------------------------------------------------------ */
