@@ -93,10 +93,31 @@ out:
 	return r;
 }
 
+sqlite3_stmt *catalog__cached(struct catalog *c, const char *sql)
+{
+	size_t i;
+
+	for (i = 0; i < CATALOG_STMT_CACHE && c->cache[i].sql; i++) {
+		if (c->cache[i].sql == sql) {
+			sqlite3_reset(c->cache[i].st);
+			sqlite3_clear_bindings(c->cache[i].st);
+			return c->cache[i].st;
+		}
+	}
+	if (i == CATALOG_STMT_CACHE)
+		return NULL; /* the cache is sized for the statements that use it; a bug if reached */
+	if (sqlite3_prepare_v3(c->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &c->cache[i].st, NULL) != SQLITE_OK)
+		return NULL;
+	c->cache[i].sql = sql;
+	return c->cache[i].st;
+}
+
 void catalog_free(struct catalog **c)
 {
 	if (!c || !*c)
 		return;
+	for (size_t i = 0; i < CATALOG_STMT_CACHE; i++)
+		sqlite3_finalize((*c)->cache[i].st);
 	sqlite3_close((*c)->db);
 	free(*c);
 	*c = NULL;

@@ -30,47 +30,29 @@ static void copy_hex(char *dst, size_t cap, sqlite3_stmt *st, int col)
 	dst[n] = '\0';
 }
 
-static int read_repo_by_name(struct catalog *c, const char *hub, const char *type, const char *name,
-			     struct catalog_repo *repo)
-{
-	sqlite3_stmt *st = NULL;
-	int r = HM_ERR_SQLITE, rc;
-
-	/* the same columns as repos.c, but removed repos count too: they are served until gc */
-	if (sqlite3_prepare_v2(c->db, "SELECT id FROM repos WHERE hub=?1 AND type=?2 AND name=?3", -1, &st, NULL))
-		return r;
-	sqlite3_bind_text(st, 1, hub, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 2, type, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 3, name, -1, SQLITE_STATIC);
-	rc = sqlite3_step(st);
-	sqlite3_finalize(st);
-	if (rc == SQLITE_DONE)
-		return HM_ERR_NOT_FOUND;
-	if (rc != SQLITE_ROW)
-		return r;
-	return catalog__repo_get_any(c, hub, type, name, repo);
-}
+static const char sql_resolve[] =
+	"SELECT s.id, s.commit_id, s.synced_at, s.file_count, s.total_size FROM refs f "
+	"JOIN snapshots s ON s.id = f.snapshot_id WHERE f.repo_id = ?1 AND f.name = ?2 "
+	"UNION ALL SELECT id, commit_id, synced_at, file_count, total_size FROM snapshots "
+	"WHERE repo_id = ?1 AND commit_id = ?2 LIMIT 1";
 
 int catalog_resolve(struct catalog *c, const char *hub, const char *type, const char *name, const char *rev,
 		    struct catalog_repo *repo, struct catalog_snapshot *snap, bool *repo_found)
 {
-	sqlite3_stmt *st = NULL;
+	sqlite3_stmt *st;
 	int r, rc;
 
 	*repo_found = false;
-	r = read_repo_by_name(c, hub, type, name, repo);
+	/* removed repos count too: they are served until gc */
+	r = catalog__repo_get_any(c, hub, type, name, repo);
 	if (r)
 		return r;
 	*repo_found = true;
 	if (!rev || !strcmp(rev, "HEAD"))
 		rev = repo->follow_rev;
 	/* A ref first (a branch may be named like a hash); then a synced commit id. */
-	r = sqlite3_prepare_v2(c->db,
-		"SELECT s.id, s.commit_id, s.synced_at, s.file_count, s.total_size FROM refs f "
-		"JOIN snapshots s ON s.id = f.snapshot_id WHERE f.repo_id = ?1 AND f.name = ?2 "
-		"UNION ALL SELECT id, commit_id, synced_at, file_count, total_size FROM snapshots "
-		"WHERE repo_id = ?1 AND commit_id = ?2 LIMIT 1", -1, &st, NULL);
-	if (r != SQLITE_OK)
+	st = catalog__cached(c, sql_resolve);
+	if (!st)
 		return HM_ERR_SQLITE;
 	sqlite3_bind_int64(st, 1, repo->id);
 	sqlite3_bind_text(st, 2, rev, -1, SQLITE_STATIC);
@@ -86,7 +68,7 @@ int catalog_resolve(struct catalog *c, const char *hub, const char *type, const 
 	} else {
 		r = rc == SQLITE_DONE ? HM_ERR_NOT_FOUND : HM_ERR_SQLITE;
 	}
-	sqlite3_finalize(st);
+	sqlite3_reset(st);
 	return r;
 }
 
@@ -99,13 +81,15 @@ static void read_entry(sqlite3_stmt *st, struct catalog_entry *e)
 	copy_hex(e->sha256, sizeof(e->sha256), st, 4);
 }
 
+static const char sql_file[] =
+	"SELECT path, size, git_oid, lfs_oid, sha256 FROM files WHERE snapshot_id = ?1 AND path = ?2";
+
 int catalog_snapshot_file(struct catalog *c, int64_t snapshot_id, const char *path, struct catalog_entry *out)
 {
-	sqlite3_stmt *st = NULL;
+	sqlite3_stmt *st = catalog__cached(c, sql_file);
 	int r = HM_ERR_SQLITE, rc;
 
-	if (sqlite3_prepare_v2(c->db, "SELECT path, size, git_oid, lfs_oid, sha256 FROM files "
-			       "WHERE snapshot_id = ?1 AND path = ?2", -1, &st, NULL) != SQLITE_OK)
+	if (!st)
 		return r;
 	sqlite3_bind_int64(st, 1, snapshot_id);
 	sqlite3_bind_text(st, 2, path, -1, SQLITE_STATIC);
@@ -116,7 +100,7 @@ int catalog_snapshot_file(struct catalog *c, int64_t snapshot_id, const char *pa
 	} else if (rc == SQLITE_DONE) {
 		r = HM_ERR_NOT_FOUND;
 	}
-	sqlite3_finalize(st);
+	sqlite3_reset(st);
 	return r;
 }
 

@@ -158,17 +158,18 @@ out:
 	return r;
 }
 
+static const char sql_repo_tracked[] =
+	"SELECT " REPO_COLUMNS "WHERE r.hub=?1 AND r.type=?2 AND r.name=?3 AND r.removed_at IS NULL";
+static const char sql_repo_any[] = "SELECT " REPO_COLUMNS "WHERE r.hub=?1 AND r.type=?2 AND r.name=?3";
+
 static int repo_get(struct catalog *c, const char *hub, const char *type, const char *name, bool tracked_only,
 		    struct catalog_repo *out)
 {
-	sqlite3_stmt *st = NULL;
+	sqlite3_stmt *st = catalog__cached(c, tracked_only ? sql_repo_tracked : sql_repo_any);
 	int r = HM_ERR_SQLITE, rc;
 
-	if (sqlite3_prepare_v2(c->db, tracked_only
-			       ? "SELECT " REPO_COLUMNS "WHERE r.hub=?1 AND r.type=?2 AND r.name=?3 AND r.removed_at IS NULL"
-			       : "SELECT " REPO_COLUMNS "WHERE r.hub=?1 AND r.type=?2 AND r.name=?3",
-			       -1, &st, NULL) != SQLITE_OK)
-		goto out;
+	if (!st)
+		return r;
 	sqlite3_bind_text(st, 1, hub, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 2, type, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 3, name, -1, SQLITE_STATIC);
@@ -179,8 +180,7 @@ static int repo_get(struct catalog *c, const char *hub, const char *type, const 
 	} else if (rc == SQLITE_DONE) {
 		r = HM_ERR_NOT_FOUND;
 	}
-out:
-	sqlite3_finalize(st);
+	sqlite3_reset(st);
 	return r;
 }
 
