@@ -116,6 +116,7 @@ struct conn {
 	char peer[64];
 	struct conn *prev, *next;
 	int watching;                  /* the uv_poll events in force (conn_watch) */
+	bool corked;                   /* TCP_CORK is set for a big file answer */
 };
 
 static http_parser_settings parser_settings;
@@ -429,6 +430,12 @@ void httpd_respond_file(struct httpd_req *r, int status, const char *content_typ
 	c->file_fd = fd;
 	c->file_off = offset;
 	c->file_left = length;
+	if (length >= (1 << 20)) {
+		/* Cork big answers: headers and body leave in full-sized segments (as nginx's tcp_nopush). */
+		int one = 1;
+		setsockopt(c->fd, IPPROTO_TCP, TCP_CORK, &one, sizeof(one));
+		c->corked = true;
+	}
 }
 
 /* ---- connection lifecycle ---------------------------------------------------------------------- */
@@ -594,6 +601,11 @@ static void conn_drain(struct conn *c)
 
 static void conn_finish_response(struct conn *c)
 {
+	if (c->corked) {
+		int zero = 0;
+		setsockopt(c->fd, IPPROTO_TCP, TCP_CORK, &zero, sizeof(zero)); /* push the tail now */
+		c->corked = false;
+	}
 	if (c->h->observer)
 		c->h->observer(c->h->observer_ud, c->req.route ? c->req.route : "other", c->req.status,
 			       c->sent_this_response);
