@@ -211,6 +211,13 @@ void catalog_entry_release(struct catalog_entry *e);
 int catalog_resolve(struct catalog *c, const char *hub, const char *type, const char *name, const char *rev,
 		    struct catalog_repo *repo, struct catalog_snapshot *snap, bool *repo_found);
 
+/*
+ * catalog_resolve for the file-serving hot path: one query in the common case, and *repo holds only
+ * id, hub, type, name, follow_rev, gated and options (the rest NULL / 0). Same results otherwise.
+ */
+int catalog_resolve_lite(struct catalog *c, const char *hub, const char *type, const char *name, const char *rev,
+			 struct catalog_repo *repo, struct catalog_snapshot *snap, bool *repo_found);
+
 /* The name of repo id (of hub and type). *name is malloc'd. Returns 0, HM_ERR_NOT_FOUND or HM_ERR_SQLITE. */
 int catalog_repo_name_by_id(struct catalog *c, int64_t id, const char *hub, const char *type, char **name);
 

@@ -72,6 +72,69 @@ int catalog_resolve(struct catalog *c, const char *hub, const char *type, const 
 	return r;
 }
 
+static const char sql_resolve_lite[] =
+	"SELECT r.id, r.follow_rev, r.gated, r.options, s.id, s.commit_id, s.synced_at, s.file_count, s.total_size "
+	"FROM repos r LEFT JOIN refs f ON f.repo_id = r.id AND f.name = coalesce(?4, r.follow_rev) "
+	"LEFT JOIN snapshots s ON s.id = f.snapshot_id WHERE r.hub = ?1 AND r.type = ?2 AND r.name = ?3";
+
+int catalog_resolve_lite(struct catalog *c, const char *hub, const char *type, const char *name, const char *rev,
+			 struct catalog_repo *repo, struct catalog_snapshot *snap, bool *repo_found)
+{
+	sqlite3_stmt *st = catalog__cached(c, sql_resolve_lite);
+	const unsigned char *t;
+	bool have_snap = false;
+	int rc;
+
+	*repo_found = false;
+	if (!st)
+		return HM_ERR_SQLITE;
+	if (rev && !strcmp(rev, "HEAD"))
+		rev = NULL;
+	sqlite3_bind_text(st, 1, hub, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, type, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 3, name, -1, SQLITE_STATIC);
+	if (rev)
+		sqlite3_bind_text(st, 4, rev, -1, SQLITE_STATIC);
+	rc = sqlite3_step(st);
+	if (rc != SQLITE_ROW) {
+		sqlite3_reset(st);
+		return rc == SQLITE_DONE ? HM_ERR_NOT_FOUND : HM_ERR_SQLITE;
+	}
+	memset(repo, 0, sizeof(*repo));
+	repo->id = sqlite3_column_int64(st, 0);
+	repo->hub = xstrdup(hub);
+	repo->type = xstrdup(type);
+	repo->name = xstrdup(name);
+	repo->follow_rev = xstrdup((const char *)sqlite3_column_text(st, 1));
+	repo->gated = (t = sqlite3_column_text(st, 2)) ? xstrdup((const char *)t) : NULL;
+	repo->options = (t = sqlite3_column_text(st, 3)) ? xstrdup((const char *)t) : NULL;
+	repo->private_ = repo->downloads = repo->likes = -1;
+	*repo_found = true;
+	if (sqlite3_column_type(st, 4) != SQLITE_NULL) {
+		snap->id = sqlite3_column_int64(st, 4);
+		snap->repo_id = repo->id;
+		copy_hex(snap->commit, sizeof(snap->commit), st, 5);
+		snap->synced_at = sqlite3_column_int64(st, 6);
+		snap->file_count = sqlite3_column_int64(st, 7);
+		snap->total_size = sqlite3_column_int64(st, 8);
+		have_snap = true;
+	}
+	sqlite3_reset(st);
+	if (have_snap)
+		return 0;
+	if (!rev)
+		return HM_ERR_NOT_FOUND;
+	/* not a ref: maybe a synced commit id (the general lookup tries both, in that order) */
+	{
+		struct catalog_repo full = { 0 };
+		bool found = false;
+		int r = catalog_resolve(c, hub, type, name, rev, &full, snap, &found);
+		if (found)
+			catalog_repo_release(&full);
+		return r;
+	}
+}
+
 static void read_entry(sqlite3_stmt *st, struct catalog_entry *e)
 {
 	e->path = xstrdup((const char *)sqlite3_column_text(st, 0));

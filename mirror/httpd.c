@@ -59,6 +59,8 @@ struct httpd {
 	bool closing;
 	httpd_observer_fn observer;
 	void *observer_ud;
+	time_t date_at;                /* the second `date` was formatted for */
+	char date[40];
 };
 
 struct header {
@@ -376,18 +378,21 @@ void httpd_add_headerf(struct httpd_req *r, const char *name, const char *fmt, .
 static void start_response(struct conn *c, int status, const char *ctype, int64_t length)
 {
 	struct httpd_req *r = &c->req;
-	char date[64];
 	time_t now = time(NULL);
-	struct tm tm;
 
-	gmtime_r(&now, &tm);
-	strftime(date, sizeof(date), "%a, %d %b %Y %H:%M:%S GMT", &tm);
+	/* The Date header changes once a second: format it once a second (the loop is one thread). */
+	if (now != c->h->date_at) {
+		struct tm tm;
+		gmtime_r(&now, &tm);
+		strftime(c->h->date, sizeof(c->h->date), "%a, %d %b %Y %H:%M:%S GMT", &tm);
+		c->h->date_at = now;
+	}
 	r->status = status;
 	r->answered = true;
 	c->close_after = !r->keep_alive || c->h->closing;
 	buf_reset(&c->out);
 	c->out_off = 0;
-	buf_addf(&c->out, "HTTP/1.1 %d %s\r\nDate: %s\r\nServer: hubmirror\r\n", status, reason(status), date);
+	buf_addf(&c->out, "HTTP/1.1 %d %s\r\nDate: %s\r\nServer: hubmirror\r\n", status, reason(status), c->h->date);
 	if (ctype)
 		buf_addf(&c->out, "Content-Type: %s\r\n", ctype);
 	/* 204 and 304 have no body; a Content-Length: 0 on a 304 would misstate the length of the

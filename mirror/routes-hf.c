@@ -208,10 +208,11 @@ static void hfreq_release(struct hfreq *h)
 }
 
 /* Resolve h->name at rev; on failure answer the Hub's error and return non-zero. */
-static int hf_resolve(struct hfreq *h, const char *rev)
+static int hf_resolve_how(struct hfreq *h, const char *rev, bool lite)
 {
 	bool found = false;
-	int r = catalog_resolve(h->rt->data->catalog, "hf", h->type, h->name, rev, &h->repo, &h->snap, &found);
+	int r = (lite ? catalog_resolve_lite : catalog_resolve)(h->rt->data->catalog, "hf", h->type, h->name, rev,
+								&h->repo, &h->snap, &found);
 
 	h->repo_loaded = found;
 	if (found && !mirror__access_check(h->rt, h->req, "hf", h->type, h->name, "hf"))
@@ -228,6 +229,13 @@ static int hf_resolve(struct hfreq *h, const char *rev)
 		hf_error(h->req, 500, NULL, "catalog error", NULL);
 	}
 	return -1;
+}
+
+/* Resolve h->name at rev with the full repo row (metadata answers); the file routes use the lite
+ * lookup, which reads only what serving a file needs. */
+static int hf_resolve(struct hfreq *h, const char *rev)
+{
+	return hf_resolve_how(h, rev, false);
 }
 
 /* Content of gated repos stays gated on the mirror unless the operator opened it (add --open). */
@@ -716,7 +724,7 @@ static void hf_file(struct hfreq *h, const char *rev, const char *path, bool raw
 	int64_t a = 0, b = -1;
 	int fd, rr, r;
 
-	if (hf_resolve(h, rev))
+	if (hf_resolve_how(h, rev, true))
 		return;
 	if (!path || path_check_str(path)) {
 		hf_error(req, 404, "EntryNotFound", "Entry not found", h->snap.commit);
