@@ -51,7 +51,7 @@ cat >"$T/spec.json" <<'JSON'
              {"path": "data/test/part-0000.parquet", "size": 50000, "seed": 3},
              {"path": "data/validation/shard/deep.jsonl", "content": "{\"x\": 1}\n"}]},
   {"hub": "hf", "type": "model", "id": "other/gated-thing", "gated": "manual",
-   "files": [{"path": "config.json", "content": "{}\n"}]},
+   "files": [{"path": "config.json", "content": "{\"gated\": \"thing\"}\n"}]},
   {"hub": "ms", "type": "model", "id": "qwen/ms-tiny",
    "files": [{"path": "configuration.json", "content": "{\"framework\": \"pytorch\"}\n"},
              {"path": "sub/tokenizer.json", "content": "{}\n"},
