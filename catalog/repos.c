@@ -17,14 +17,16 @@ static char *col_str(sqlite3_stmt *st, int i)
 }
 
 /* Columns in the order read_repo() expects; the head snapshot comes from the followed ref. */
-#define REPO_COLUMNS \
+#define REPO_SELECT \
 	"r.id, r.hub, r.type, r.name, r.follow_rev, r.include_globs, r.exclude_globs, r.options, " \
 	"r.added_at, r.sync_status, r.sync_error, coalesce(r.last_sync_at, 0), s.commit_id, " \
 	"coalesce(s.file_count, 0), coalesce(s.total_size, 0), s.selection, " \
 	"r.gated, coalesce(r.private, -1), r.card_data, r.tags, r.pipeline_tag, r.library_name, r.license, " \
-	"coalesce(r.downloads, -1), coalesce(r.likes, -1), r.last_modified " \
-	"FROM repos r LEFT JOIN refs f ON f.repo_id = r.id AND f.name = r.follow_rev " \
+	"coalesce(r.downloads, -1), coalesce(r.likes, -1), r.last_modified "
+#define REPO_JOINS \
+	"LEFT JOIN refs f ON f.repo_id = r.id AND f.name = r.follow_rev " \
 	"LEFT JOIN snapshots s ON s.id = f.snapshot_id "
+#define REPO_COLUMNS REPO_SELECT "FROM repos r " REPO_JOINS
 
 static void read_repo(sqlite3_stmt *st, struct catalog_repo *r)
 {
@@ -300,7 +302,8 @@ int catalog_search(struct catalog *c, const struct catalog_search *s,
 		   int (*fn)(void *ud, const struct catalog_repo *r), void *ud, int64_t *total)
 {
 	static const struct { const char *name, *expr; } sorts[] = {
-		{ "relevance", "bm25(repo_fts)" },
+		/* name, author, tags, pipeline tag, library, license, card: a hit in the name counts most */
+		{ "relevance", "bm25(repo_fts, 10.0, 5.0, 3.0, 2.0, 2.0, 1.0, 0.5)" },
 		{ "name", "r.name" },
 		{ "size", "coalesce(s.total_size, 0)" },
 		{ "last_synced", "coalesce(r.last_sync_at, 0)" },
@@ -310,7 +313,7 @@ int catalog_search(struct catalog *c, const struct catalog_search *s,
 	const char *order = NULL, *sort = s->sort && *s->sort ? s->sort : NULL;
 	char *fq = s->q ? fts_query(s->q) : NULL, *sql = NULL, *where;
 	sqlite3_stmt *st = NULL;
-	bool sized;
+	bool sized, needs_snap;
 	int r = 0, rc;
 
 	if (!sort)
@@ -325,6 +328,7 @@ int catalog_search(struct catalog *c, const struct catalog_search *s,
 	/* Only the clauses in use go into the SQL: FTS5's MATCH cannot sit under an OR, and the count
 	 * needs the snapshot join only for size bounds (it is most of the cost at 100k repos). */
 	sized = s->min_size >= 0 || s->max_size >= 0;
+	needs_snap = sized || !strcmp(sort, "size");
 	where = xasprintf("%s WHERE r.removed_at IS NULL AND %s%s%s%s%s%s%s%s%s",
 			  fq ? "JOIN repo_fts ON repo_fts.rowid = r.id" : "", fq ? "repo_fts MATCH ?1" : "?1 IS NULL",
 			  /* with words, FTS must drive the join: a unary + keeps the planner off the (hub, type,
@@ -339,11 +343,13 @@ int catalog_search(struct catalog *c, const struct catalog_search *s,
 			  s->max_size >= 0 ? " AND coalesce(s.total_size, 0) <= ?9" : "");
 	for (int pass = total ? 0 : 1; pass < 2 && !r; pass++) {
 		free(sql);
-		sql = pass == 0 ? xasprintf("SELECT count(*) FROM repos r %s %s",
-					    sized ? "LEFT JOIN refs f ON f.repo_id = r.id AND f.name = r.follow_rev "
-						    "LEFT JOIN snapshots s ON s.id = f.snapshot_id" : "", where)
-				: xasprintf("SELECT " REPO_COLUMNS "%s ORDER BY %s %s, r.id LIMIT ?10 OFFSET ?11", where,
-					    order, s->desc ? "DESC" : "ASC");
+		/* Two steps: rank only ids (the sorter then holds two columns per match, not 26), then read
+		 * the full rows of the one page. */
+		sql = pass == 0 ? xasprintf("SELECT count(*) FROM repos r %s %s", needs_snap ? REPO_JOINS : "", where)
+				: xasprintf("SELECT " REPO_SELECT "FROM (SELECT r.id AS pid, %s AS k FROM repos r %s %s "
+					    "ORDER BY k %s, r.id LIMIT ?10 OFFSET ?11) p JOIN repos r ON r.id = p.pid "
+					    REPO_JOINS "ORDER BY p.k %s, r.id", order, needs_snap ? REPO_JOINS : "", where,
+					    s->desc ? "DESC" : "ASC", s->desc ? "DESC" : "ASC");
 		if (sqlite3_prepare_v2(c->db, sql, -1, &st, NULL) != SQLITE_OK) {
 			r = HM_ERR_SQLITE;
 			break;
