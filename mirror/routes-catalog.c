@@ -48,15 +48,15 @@ json_t *mirror__catalog_repo_json(const struct catalog_repo *r, const char *base
 	const char *slash = strchr(r->name, '/');
 	bool ds = !strcmp(r->type, "dataset");
 	char *spec = xasprintf("%s:%s%s", r->hub, ds ? "datasets/" : "", r->name);
-	json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:o, s:s, s:o, s:o, s:I, s:I, s:b}",
+	json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:o, s:s, s:o, s:s, s:o, s:o, s:I, s:I, s:b}",
 		"spec", spec, "hub", r->hub, "type", r->type, "name", r->name,
-		"org", slash ? "" : "", "revision", r->follow_rev, "commit", nullable_str(r->head_commit),
+		"org", slash ? json_stringn(r->name, (size_t)(slash - r->name)) : json_null(),
+		"revision", r->follow_rev, "commit", nullable_str(r->head_commit),
 		"sync_status", r->sync_status, "sync_error", nullable_str(r->sync_error),
 		"last_sync_at", r->last_sync_at ? json_integer(r->last_sync_at) : json_null(),
 		"files", (json_int_t)r->file_count, "size", (json_int_t)r->total_size,
 		"gated", r->gated && strcmp(r->gated, "false"));
 
-	json_object_set_new(o, "org", slash ? json_stringn(r->name, (size_t)(slash - r->name)) : json_null());
 	json_object_set_new(o, "gated_mode", nullable_str(r->gated && strcmp(r->gated, "false") ? r->gated : NULL));
 	json_object_set_new(o, "pipeline_tag", nullable_str(r->pipeline_tag));
 	json_object_set_new(o, "library_name", nullable_str(r->library_name));
