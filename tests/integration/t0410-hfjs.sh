@@ -56,19 +56,9 @@ assert len(out[\"dataset\"][\"files\"]) == 3001, len(out[\"dataset\"][\"files\"]
 json.dump(out, open(sys.argv[1], \"w\"))
 " "$0"' "$T/expect.json"
 
-start_serve() {
-	local i
-	"$HUBMIRROR" serve --listen 127.0.0.1:0 --ready-file "$T/serve.ready" --access-log "$T/access.log" \
-		>"$T/serve.out" 2>"$T/serve.err" &
-	_pids+=($!)
-	for i in $(seq 1 100); do
-		[ -s "$T/serve.ready" ] && break
-		sleep 0.05
-	done
-	[ -s "$T/serve.ready" ] || { echo "# serve did not start:"; sed 's/^/#   /' "$T/serve.err"; return 1; }
-	MIRROR=$(head -n1 "$T/serve.ready")
-}
+# start_serve (lib.sh) sets M; the client script takes MIRROR
 check "hubmirror serve starts" start_serve || finish
+MIRROR=$M
 
 # Run the client; its "ok - X" / "not ok - X" lines become this script's checks.
 nchecks=0

@@ -67,18 +67,6 @@ statuses=$("$HUBMIRROR" ls --json | "$PY" -c 'import json, sys; print(sorted(r["
 check "synced: 3 ok, the gated one gated" test "$statuses" = "['gated', 'ok', 'ok', 'ok']"
 [ "$statuses" = "['gated', 'ok', 'ok', 'ok']" ] || { echo "# statuses: $statuses, sync took $((SECONDS - s0)) s"; sed 's/^/# sync: /' "$T/sync.out"; }
 
-start_serve() {
-	local i
-	"$HUBMIRROR" serve --listen 127.0.0.1:0 --ready-file "$T/serve.ready" --access-log "$T/access.log" \
-		>"$T/serve.out" 2>"$T/serve.err" &
-	_pids+=($!)
-	for i in $(seq 1 100); do
-		[ -s "$T/serve.ready" ] && break
-		sleep 0.05
-	done
-	[ -s "$T/serve.ready" ] || { echo "# serve did not start:"; sed 's/^/#   /' "$T/serve.err"; return 1; }
-	M=$(head -n1 "$T/serve.ready")
-}
 check "hubmirror serve starts" start_serve || finish
 
 # ---- the assets over HTTP ----
