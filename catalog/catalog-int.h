@@ -26,6 +26,9 @@ sqlite3_stmt *catalog__cached(struct catalog *c, const char *sql);
 int catalog__migration_count(void);
 const char *catalog__migration(int to_version);
 
+/* Registers hm_rank() (rank.c), the search relevance, on a connection. SQLITE_OK or an error. */
+int catalog__register_rank(sqlite3 *db);
+
 /* catalog_repo_get that also finds removed (not yet collected) repos. */
 int catalog__repo_get_any(struct catalog *c, const char *hub, const char *type, const char *name,
 			  struct catalog_repo *out);

@@ -84,6 +84,10 @@ int catalog_open(const char *path, struct catalog **out, char **errmsg)
 	r = migrate(db, errmsg);
 	if (r)
 		goto out;
+	if (catalog__register_rank(db) != SQLITE_OK) {
+		r = fail(db, errmsg, "cannot register the search ranking");
+		goto out;
+	}
 	c = xcalloc(1, sizeof(*c));
 	c->db = db;
 	db = NULL;

@@ -8,6 +8,10 @@
 #ifndef HM_CATALOG_H
 #define HM_CATALOG_H
 
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
 struct catalog;
 
 /*

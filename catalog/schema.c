@@ -10,6 +10,9 @@
  *   3  repo_fts: an FTS5 index over repo names, authors, tags, pipeline tag, library, license and card
  *      text, kept by triggers on repos; sync_runs_by_start for the history.
  *   4  indexes for browsing sorts (name, downloads, likes, last sync).
+ *   5  repo_fts holds live repos only (a removed repo leaves it, a re-added one returns), so a
+ *      search can count and rank from the index alone; the index is rewritten only when an indexed
+ *      column (or removed_at) changes, not on every sync status update.
  *
  * Rules: a migration only ever moves from version N-1 to N; released migrations are never edited,
  * a change is a new entry at the end of `migrations`.
@@ -125,6 +128,22 @@ static const char *const migrations[] = {
 	"CREATE INDEX repos_by_downloads ON repos(downloads);"
 	"CREATE INDEX repos_by_likes ON repos(likes);"
 	"CREATE INDEX repos_by_last_sync ON repos(last_sync_at);",
+	/* 4 -> 5 */
+	"DROP TRIGGER repos_fts_ai;"
+	"DROP TRIGGER repos_fts_au;"
+	"CREATE TRIGGER repos_fts_ai AFTER INSERT ON repos WHEN new.removed_at IS NULL BEGIN"
+	"  INSERT INTO repo_fts (rowid, name, author, tags, pipeline_tag, library_name, license, card)"
+	"  VALUES (new.id, new.name, CASE WHEN instr(new.name, '/') THEN substr(new.name, 1, instr(new.name, '/') - 1) END,"
+	"          new.tags, new.pipeline_tag, new.library_name, new.license, new.card_data);"
+	"END;"
+	"CREATE TRIGGER repos_fts_au AFTER UPDATE OF name, tags, pipeline_tag, library_name, license, card_data,"
+	"  removed_at ON repos BEGIN"
+	"  DELETE FROM repo_fts WHERE rowid = old.id;"
+	"  INSERT INTO repo_fts (rowid, name, author, tags, pipeline_tag, library_name, license, card)"
+	"  SELECT new.id, new.name, CASE WHEN instr(new.name, '/') THEN substr(new.name, 1, instr(new.name, '/') - 1) END,"
+	"         new.tags, new.pipeline_tag, new.library_name, new.license, new.card_data WHERE new.removed_at IS NULL;"
+	"END;"
+	"DELETE FROM repo_fts WHERE rowid IN (SELECT id FROM repos WHERE removed_at IS NOT NULL);",
 };
 
 int catalog__migration_count(void)
