@@ -42,6 +42,12 @@ struct waiter {
 	size_t idx;             /* into repo->wants */
 };
 
+struct denial {
+	struct srepo *repo;
+	int err;
+	char *text;
+};
+
 enum job_state { JOB_QUEUED, JOB_RUNNING, JOB_OK, JOB_FAILED };
 
 struct job {
@@ -52,6 +58,9 @@ struct job {
 	struct srepo *owner;    /* whose hub and token the request uses */
 	struct waiter *waiters;
 	size_t nwaiters, capwaiters;
+	struct denial *denied;  /* repos whose own request for this content was refused */
+	size_t ndenied;
+	bool parked;            /* refused for all its waiters, who wait for the listings to end */
 	struct mirror_store_writer *w;
 	struct hub_http_req *req;
 	int tries;
@@ -353,6 +362,45 @@ static bool job_error_is_access(int e)
 	return e == HM_ERR_GATED || e == HM_ERR_AUTH || e == HM_ERR_NOT_FOUND || e == HM_ERR_DISABLED;
 }
 
+/* Tell every file waiting on j its content (sha256) or the error; a refused repo reports its own
+ * refusal, not the last owner's. */
+static void job_notify(struct job *j, int err, const char *sha256)
+{
+	for (size_t i = 0; i < j->nwaiters; i++) {
+		struct srepo *r = j->waiters[i].repo;
+		if (err) {
+			int e = err;
+			const char *why = j->error_text ? j->error_text : err_str(err);
+			char *t;
+			for (size_t k = 0; k < j->ndenied; k++)
+				if (j->denied[k].repo == r) {
+					e = j->denied[k].err;
+					why = j->denied[k].text;
+				}
+			t = xasprintf("%s: %s", r->wants[j->waiters[i].idx].f->path, why);
+			repo_fail(r, e, t);
+			free(t);
+		} else {
+			memcpy(r->wants[j->waiters[i].idx].sha256, sha256, 65);
+		}
+		if (--r->pending == 0)
+			repo_finish(r);
+	}
+	j->nwaiters = 0;
+	j->parked = false;
+}
+
+/* Once every listing is in, no repo can come to ask for a parked job's content any more: its
+ * waiters fail with their refusals. */
+static void flush_parked(struct sync *s)
+{
+	for (size_t i = 0; i < s->njobs; i++) {
+		struct job *j = s->jobs[i];
+		if (j->parked && j->state == JOB_FAILED && j->nwaiters)
+			job_notify(j, j->ndenied ? j->denied[j->ndenied - 1].err : HM_ERR_GATED, NULL);
+	}
+}
+
 /* The job ended (sha256 set on success, err otherwise): tell every waiting file and repo. */
 static void job_complete(struct job *j, int err, const char *sha256)
 {
@@ -368,55 +416,42 @@ static void job_complete(struct job *j, int err, const char *sha256)
 		j->owner->res->files_fetched++;
 	}
 	if (err && job_error_is_access(err)) {
-		/* Access is per repo (a gated repo's copy of a shared file): only the owner's files fail;
-		 * the others get the job again, fetched through their own repo. */
-		size_t keep = 0;
-		struct waiter *mine = xcalloc(j->nwaiters, sizeof(*mine));
-		size_t nmine = 0;
-		for (size_t i = 0; i < j->nwaiters; i++) {
-			if (j->waiters[i].repo == j->owner)
-				mine[nmine++] = j->waiters[i];
-			else
-				j->waiters[keep++] = j->waiters[i];
+		/* Access is per repo (a gated repo's copy of a shared file). The rule: a repo is synced
+		 * when the mirror holds every file it selected, verified; whose request fetched a shared
+		 * file does not matter (serving enforces gating). So a refused owner's files keep
+		 * waiting while the content is asked for through a repo that was not refused yet, and
+		 * fail only when none is left: the outcome does not depend on which repo asked first. */
+		struct waiter *next = NULL;
+
+		j->denied = xreallocarray(j->denied, j->ndenied + 1, sizeof(*j->denied));
+		j->denied[j->ndenied].repo = j->owner;
+		j->denied[j->ndenied].err = err;
+		j->denied[j->ndenied].text = xstrdup(j->error_text ? j->error_text : err_str(err));
+		j->ndenied++;
+		for (size_t i = 0; i < j->nwaiters && !next; i++) {
+			bool refused = false;
+			for (size_t k = 0; k < j->ndenied; k++)
+				refused |= j->denied[k].repo == j->waiters[i].repo;
+			if (!refused)
+				next = &j->waiters[i];
 		}
-		if (keep) {
-			struct waiter *w = &j->waiters[0];
-			j->nwaiters = keep;
-			j->owner = w->repo;
-			j->f = w->repo->wants[w->idx].f;
+		if (next) {
+			j->owner = next->repo;
+			j->f = next->repo->wants[next->idx].f;
 			j->tries = 0;
 			j->state = JOB_QUEUED;
 			enqueue(s, j);
-		} else {
-			j->nwaiters = 0;
+			pump(s);
+			return;
 		}
-		for (size_t i = 0; i < nmine; i++) {
-			struct srepo *r = mine[i].repo;
-			char *t = xasprintf("%s: %s", r->wants[mine[i].idx].f->path,
-					    j->error_text ? j->error_text : err_str(err));
-			repo_fail(r, err, t);
-			free(t);
-			if (--r->pending == 0)
-				repo_finish(r);
+		if (s->next_listing < s->nrepos || s->listings_active) {
+			/* a repo still being listed may want the same content: park until all are in */
+			j->parked = true;
+			pump(s);
+			return;
 		}
-		free(mine);
-		pump(s);
-		return;
 	}
-	for (size_t i = 0; i < j->nwaiters; i++) {
-		struct srepo *r = j->waiters[i].repo;
-		if (err) {
-			char *t = xasprintf("%s: %s", r->wants[j->waiters[i].idx].f->path,
-					    j->error_text ? j->error_text : err_str(err));
-			repo_fail(r, err, t);
-			free(t);
-		} else {
-			memcpy(r->wants[j->waiters[i].idx].sha256, sha256, 65);
-		}
-		if (--r->pending == 0)
-			repo_finish(r);
-	}
-	j->nwaiters = 0;
+	job_notify(j, err, sha256);
 	pump(s);
 }
 
@@ -667,6 +702,7 @@ static void plan_repo(struct srepo *r)
 			continue;
 		} else if (j->state == JOB_OK || j->state == JOB_FAILED) {
 			/* failed for another repo (or vanished): run it again for this one */
+			j->parked = false;
 			j->state = JOB_QUEUED;
 			j->f = f;
 			j->owner = r;
@@ -721,6 +757,8 @@ static void start_listings(struct sync *s)
 			repo_finish(r);
 		}
 	}
+	if (s->next_listing == s->nrepos && !s->listings_active)
+		flush_parked(s);
 }
 
 /* ---- progress ---------------------------------------------------------------------------------- */
@@ -835,6 +873,9 @@ out:
 	for (size_t i = 0; i < s.njobs; i++) {
 		free(s.jobs[i]->waiters);
 		free(s.jobs[i]->error_text);
+		for (size_t k = 0; k < s.jobs[i]->ndenied; k++)
+			free(s.jobs[i]->denied[k].text);
+		free(s.jobs[i]->denied);
 		free(s.jobs[i]);
 	}
 	free(s.jobs);

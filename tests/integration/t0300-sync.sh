@@ -21,6 +21,17 @@ cat >"$T/spec.json" <<'JSON'
    "generate": {"count": 250, "size": 100, "prefix": "data/part-", "suffix": ".jsonl"}},
   {"hub": "hf", "type": "model", "id": "acme/gated", "gated": "manual",
    "files": [{"path": "config.json", "content": "{\"gated\": true}\n"}]},
+  {"hub": "hf", "type": "model", "id": "twins/a-gated", "gated": "manual",
+   "files": [{"path": "w.safetensors", "size": 300000, "seed": 21}]},
+  {"hub": "hf", "type": "model", "id": "twins/b-open",
+   "files": [{"path": "w.safetensors", "size": 300000, "seed": 21}]},
+  {"hub": "hf", "type": "model", "id": "twins/c-open",
+   "files": [{"path": "w.safetensors", "size": 300000, "seed": 22}]},
+  {"hub": "hf", "type": "model", "id": "twins/d-gated", "gated": "manual",
+   "files": [{"path": "w.safetensors", "size": 300000, "seed": 22}]},
+  {"hub": "hf", "type": "model", "id": "twins/e-gated", "gated": "manual",
+   "files": [{"path": "w.safetensors", "size": 300000, "seed": 22},
+             {"path": "own.json", "content": "{\"own\": 1}\n"}]},
   {"hub": "ms", "type": "model", "id": "acme/llm",
    "files": [{"path": "configuration.json", "content": "{\"framework\": \"pytorch\"}\n"},
              {"path": "model.safetensors", "size": 2500000, "seed": 7}]},
@@ -130,6 +141,22 @@ check "a second sync exits 1 while one runs" test "$st" = 1
 check "lock message names the running sync" grep -q "another sync is running" "$T/lock.err"
 check "--wait queues behind it" hm sync --wait hf:acme/llm
 wait "$first"
+
+# A gated repo whose files all come with an open repo in the same run: synced (the mirror holds
+# every file, verified) whichever repo asked first; one with a file of its own stays gated and says
+# so in its own words. Three runs, so the listing order varies.
+for i in 1 2 3; do
+	HUBMIRROR_DATA=$T/twins$i hm add hf:twins/a-gated hf:twins/b-open hf:twins/c-open hf:twins/d-gated hf:twins/e-gated
+	HUBMIRROR_DATA=$T/twins$i hm sync --json >"$T/tw$i.json"
+	check "run $i: gated twins of open repos sync, a gated repo with its own file does not" "$PY" -c '
+import json, sys
+by = {x["spec"]: x for x in json.load(open(sys.argv[1]))["repos"]}
+for k in ("a-gated", "b-open", "c-open", "d-gated"):
+    assert by["hf:twins/" + k]["outcome"] == "ok", by
+e = by["hf:twins/e-gated"]
+assert e["outcome"] == "gated" and "own.json" in e["error"] and "twins/e-gated" in e["error"], e
+' "$T/tw$i.json"
+done
 
 expect_status 1 "sync of an untracked repo fails" hm sync hf:acme/unknown 2>"$T/e1"
 check "untracked message" grep -q "is not tracked" "$T/e1"
