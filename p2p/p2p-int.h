@@ -1,0 +1,34 @@
+/*
+ * p2p-int.h - what the C files of p2p/ and the shim share; nothing outside p2p/ includes it.
+ *
+ * Names here are p2p__ (two underscores): internal, but across files of the folder.
+ */
+#ifndef HM_P2P_INT_H
+#define HM_P2P_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* What p2p__torrent_build hands back: raw hashes; torrent.c turns them into hex. */
+struct p2p__built {
+	unsigned char *data;   /* bencoded .torrent, malloc'd, owned by the caller */
+	size_t len;
+	unsigned char v1[20];  /* SHA-1 of the bencoded info dictionary */
+	unsigned char v2[32];  /* SHA-256 of the same */
+	int64_t pieces;
+};
+
+/*
+ * The libtorrent half of p2p_torrent_create (shim.cpp). parent is the directory that holds
+ * name/paths[i] (regular files or symlinks to them, of sizes[i] bytes); paths are already checked,
+ * sorted and free of duplicates. Hashes every file with set_piece_hashes, generates the hybrid
+ * torrent without creation date, creator or comment, loads it back to make sure every path survives
+ * libtorrent's loader unchanged, and fills *out.
+ * Returns 0, HM_ERR_PATH_UNSAFE (a path the loader would rename) or HM_ERR_TORRENT, with a malloc'd
+ * message in *errmsg (if not NULL) on error; *out is written only on success. Never throws.
+ */
+int p2p__torrent_build(const char *parent, const char *name, const char *const *paths,
+		       const int64_t *sizes, size_t n, int64_t piece_size, struct p2p__built *out,
+		       char **errmsg);
+
+#endif

@@ -1,0 +1,560 @@
+/*
+ * test-p2p-torrent.c - deterministic hybrid torrents of a snapshot: the piece size rule, the same
+ * bytes and info-hashes from the same files in any order and any workdir, a different hash for other
+ * content, no temporary files left behind, refusals with a message, empty files, and (when
+ * python3-libtorrent is there) an independent check with lt_check.py that every piece verifies
+ * against a real copy of the files.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <libgen.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "base/err.h"
+#include "base/path.h"
+#include "base/xmalloc.h"
+#include "p2p/p2p.h"
+#include "test.h"
+
+static char *tmp_root; /* one directory for the whole run, removed at the end */
+
+static int rm_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+	remove(path);
+	return 0;
+}
+
+static void write_file(const char *path, const void *data, size_t len)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+	if (fd < 0 || write(fd, data, len) != (ssize_t)len) {
+		printf("# cannot write %s\n", path);
+		exit(1);
+	}
+	close(fd);
+}
+
+/* Write a blob of len pseudo-random bytes (seeded) into the "store"; returns its path (caller frees). */
+static char *blob(const char *label, size_t len, unsigned seed)
+{
+	char *path = xasprintf("%s/store/%s", tmp_root, label);
+	unsigned char *d = xmalloc(len ? len : 1);
+
+	for (size_t i = 0; i < len; i++) {
+		seed = seed * 1103515245u + 12345u;
+		d[i] = (unsigned char)(seed >> 16);
+	}
+	write_file(path, d, len);
+	free(d);
+	return path;
+}
+
+static char *fresh_dir(const char *label)
+{
+	char *d = xasprintf("%s/%s", tmp_root, label);
+
+	CHECK_INT(path_mkdirs(d, 0755), 0);
+	return d;
+}
+
+/* Number of entries in dir besides "." and ".." (0 for a missing dir). */
+static int dir_entries(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	int n = 0;
+
+	if (!d)
+		return 0;
+	while ((e = readdir(d)))
+		if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+			n++;
+	closedir(d);
+	return n;
+}
+
+static void copy_file(const char *from, const char *to)
+{
+	struct stat st;
+	int fd = open(from, O_RDONLY);
+	char *data;
+
+	if (fd < 0 || fstat(fd, &st) < 0)
+		exit(1);
+	data = xmalloc((size_t)st.st_size + 1);
+	if (read(fd, data, (size_t)st.st_size) != st.st_size)
+		exit(1);
+	close(fd);
+	write_file(to, data, (size_t)st.st_size);
+	free(data);
+}
+
+static int all_lower_hex(const char *s, size_t len)
+{
+	if (strlen(s) != len)
+		return 0;
+	for (size_t i = 0; i < len; i++)
+		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+			return 0;
+	return 1;
+}
+
+/* The snapshot most tests use: nested directories, an empty file, a file over several pieces, a
+ * non-ASCII name, and names that sort differently by plain strcmp ("a/b" vs "a-c"). */
+#define NFILES 7
+static char *src[NFILES];
+static const char *const paths[NFILES] = {
+	"config.json", "a/b", "a-c", "empty.txt", "weights/model-00001.safetensors",
+	"weights/sub/deep/x.bin", "docs/ünï côde.md",
+};
+static const size_t sizes[NFILES] = { 517, 65536, 1, 0, 300000, 70000, 12 };
+
+static void snapshot(struct p2p_file *f, int reverse)
+{
+	for (int i = 0; i < NFILES; i++) {
+		int j = reverse ? NFILES - 1 - i : i;
+		f[i] = (struct p2p_file){ .path = paths[j], .size = (int64_t)sizes[j], .source = src[j] };
+	}
+}
+
+TEST(piece_size_rule)
+{
+	const int64_t K = 1024, M = 1024 * 1024, G = 1024 * M;
+
+	CHECK_INT(p2p_torrent_piece_size(0), 64 * K);
+	CHECK_INT(p2p_torrent_piece_size(-5), 64 * K);
+	CHECK_INT(p2p_torrent_piece_size(1), 64 * K);
+	CHECK_INT(p2p_torrent_piece_size(1500 * 64 * K), 64 * K);
+	CHECK_INT(p2p_torrent_piece_size(1501 * 64 * K - 1), 64 * K);
+	CHECK_INT(p2p_torrent_piece_size(1501 * 64 * K), 128 * K);
+	CHECK_INT(p2p_torrent_piece_size(200 * M), 256 * K);
+	CHECK_INT(p2p_torrent_piece_size(G), M);
+	CHECK_INT(p2p_torrent_piece_size(10 * G), 8 * M);
+	CHECK_INT(p2p_torrent_piece_size(1500 * 16 * M), 16 * M);
+	CHECK_INT(p2p_torrent_piece_size(100 * G), 16 * M);
+	CHECK_INT(p2p_torrent_piece_size(INT64_MAX), 16 * M);
+}
+
+TEST(deterministic_in_any_order_and_workdir)
+{
+	struct p2p_file f1[NFILES], f2[NFILES];
+	struct p2p_torrent t1 = { 0 }, t2 = { 0 };
+	char *w1 = fresh_dir("work1"), *w2 = fresh_dir("work2/deeper/");
+	char *err = NULL;
+	struct stat before, after;
+	int r;
+
+	snapshot(f1, 0);
+	snapshot(f2, 1);
+	CHECK_INT(stat(src[4], &before), 0);
+	r = p2p_torrent_create("org--model", f1, NFILES, w1, &t1, &err);
+	if (r)
+		printf("#   create: %s\n", err ? err : "?");
+	CHECK_INT(r, 0);
+	CHECK(err == NULL);
+	r = p2p_torrent_create("org--model", f2, NFILES, w2, &t2, &err);
+	CHECK_INT(r, 0);
+	CHECK(t1.data && t2.data);
+	CHECK(t1.len > 0);
+	CHECK_INT(t1.len, t2.len);
+	CHECK(t1.len == t2.len && t1.data && t2.data && !memcmp(t1.data, t2.data, t1.len));
+	CHECK_STR(t1.btih, t2.btih);
+	CHECK_STR(t1.btmh, t2.btmh);
+	CHECK(all_lower_hex(t1.btih, 40));
+	CHECK(all_lower_hex(t1.btmh, 64));
+	CHECK_INT(t1.piece_size, 64 * 1024);
+	/* Every file starts on a piece boundary (pad files), the tail is padded too: one piece per
+	 * started piece of every non-empty file. */
+	CHECK_INT(t1.pieces, 1 + 1 + 1 + 5 + 2 + 1);
+	/* Nothing that changes from node to node or run to run. */
+	if (t1.data) {
+		CHECK(!memmem(t1.data, t1.len, "creation date", 13));
+		CHECK(!memmem(t1.data, t1.len, "created by", 10));
+		CHECK(!memmem(t1.data, t1.len, "comment", 7));
+		CHECK(!memmem(t1.data, t1.len, "announce", 8));
+		CHECK(!memmem(t1.data, t1.len, "url-list", 8));
+		CHECK(!memmem(t1.data, t1.len, "mtime", 5));
+		CHECK(memmem(t1.data, t1.len, "12:meta versioni2e", 18) != NULL); /* v2 */
+		CHECK(memmem(t1.data, t1.len, "6:pieces", 8) != NULL);            /* v1 */
+	}
+	/* The sources were only read. */
+	CHECK_INT(stat(src[4], &after), 0);
+	CHECK_INT(after.st_size, before.st_size);
+	CHECK(after.st_mtim.tv_sec == before.st_mtim.tv_sec && after.st_mtim.tv_nsec == before.st_mtim.tv_nsec);
+	/* The symlink farms are gone. */
+	CHECK_INT(dir_entries(w1), 0);
+	CHECK_INT(dir_entries(w2), 0);
+	p2p_torrent_release(&t1);
+	CHECK(t1.data == NULL && t1.len == 0);
+	p2p_torrent_release(&t1); /* twice is fine */
+	p2p_torrent_release(NULL);
+	p2p_torrent_release(&t2);
+	free(w1);
+	free(w2);
+}
+
+TEST(other_content_or_name_other_hash)
+{
+	struct p2p_file f[NFILES];
+	struct p2p_torrent a = { 0 }, b = { 0 }, c = { 0 };
+	char *w = fresh_dir("work3");
+	char *changed = blob("changed", sizes[4], 99); /* same size, other bytes */
+
+	snapshot(f, 0);
+	CHECK_INT(p2p_torrent_create("org--model", f, NFILES, w, &a, NULL), 0);
+	f[4].source = changed;
+	CHECK_INT(p2p_torrent_create("org--model", f, NFILES, w, &b, NULL), 0);
+	CHECK(strcmp(a.btih, b.btih) != 0);
+	CHECK(strcmp(a.btmh, b.btmh) != 0);
+	snapshot(f, 0);
+	CHECK_INT(p2p_torrent_create("org--other", f, NFILES, w, &c, NULL), 0);
+	CHECK(strcmp(a.btih, c.btih) != 0);
+	CHECK(strcmp(a.btmh, c.btmh) != 0);
+	CHECK_INT(dir_entries(w), 0);
+	p2p_torrent_release(&a);
+	p2p_torrent_release(&b);
+	p2p_torrent_release(&c);
+	free(changed);
+	free(w);
+}
+
+/* Expect p2p_torrent_create to refuse with code and a message, leaving *out and workdir alone. */
+static void refused(const char *name, const struct p2p_file *f, size_t n, const char *w, int code,
+		    int line)
+{
+	struct p2p_torrent t;
+	char *err = NULL;
+	int r;
+
+	memset(&t, 0x5a, sizeof(t));
+	r = p2p_torrent_create(name, f, n, w, &t, &err);
+	if (r != code) {
+		printf("#   line %d: returned %d (%s), expected %d (%s)\n", line, r, err ? err : "",
+		       code, err_str(code));
+		test_current_failed = 1;
+	}
+	if (!err || !*err) {
+		printf("#   line %d: no message\n", line);
+		test_current_failed = 1;
+	} else {
+		printf("#   line %d: %s\n", line, err);
+	}
+	if (((unsigned char *)&t)[0] != 0x5a || t.len != (size_t)0x5a5a5a5a5a5a5a5aull) {
+		printf("#   line %d: output written on error\n", line);
+		test_current_failed = 1;
+	}
+	free(err);
+	if (w && dir_entries(w)) {
+		printf("#   line %d: workdir not empty\n", line);
+		test_current_failed = 1;
+	}
+}
+
+#define REFUSED(name, f, n, w, code) refused(name, f, n, w, code, __LINE__)
+
+TEST(refusals)
+{
+	char *w = fresh_dir("work4");
+	char *dir = fresh_dir("store/a-directory");
+	char *long_name = xmalloc(256);
+	struct p2p_file f[NFILES];
+	const char *bad_names[] = { "", ".", "..", "a/b", "/x", "x\ny", "a\\b" };
+	const char *bad_paths[] = { "", "/abs", "a/../b", "a//b", "a/", "./a", "x\001" };
+
+	snapshot(f, 0); /* only the first entries are used below */
+	for (size_t i = 0; i < sizeof(bad_names) / sizeof(*bad_names); i++)
+		REFUSED(bad_names[i], f, 2, w, HM_ERR_PATH_UNSAFE);
+	REFUSED(NULL, f, 2, w, HM_ERR_USAGE);
+	REFUSED("m", NULL, 2, w, HM_ERR_USAGE);
+	REFUSED("m", f, 0, w, -ENODATA);
+	REFUSED("m", NULL, 0, w, -ENODATA);
+	REFUSED("m", f, 2, NULL, HM_ERR_USAGE);
+	for (size_t i = 0; i < sizeof(bad_paths) / sizeof(*bad_paths); i++) {
+		snapshot(f, 0);
+		f[1].path = bad_paths[i];
+		REFUSED("m", f, 2, w, HM_ERR_PATH_UNSAFE);
+	}
+	snapshot(f, 0);
+	f[1].path = NULL;
+	REFUSED("m", f, 2, w, HM_ERR_PATH_UNSAFE);
+
+	/* Duplicates and a file that is also a directory, in any position of the input. */
+	snapshot(f, 0);
+	f[2].path = "config.json";
+	REFUSED("m", f, 3, w, HM_ERR_USAGE);
+	snapshot(f, 0);
+	f[0].path = "a/b/c"; /* "a/b" is a file */
+	REFUSED("m", f, 3, w, HM_ERR_USAGE);
+	snapshot(f, 0);
+	f[0].path = "a"; /* with "a-c" sorting between "a" and "a/b" under plain strcmp */
+	REFUSED("m", f, 3, w, HM_ERR_USAGE);
+
+	/* Sources. */
+	snapshot(f, 0);
+	f[1].source = "/nonexistent/blob";
+	REFUSED("m", f, 2, w, -ENOENT);
+	snapshot(f, 0);
+	f[1].size = (int64_t)sizes[1] + 1;
+	REFUSED("m", f, 2, w, HM_ERR_SIZE_MISMATCH);
+	snapshot(f, 0);
+	f[3].size = 1; /* the empty one */
+	REFUSED("m", f, 4, w, HM_ERR_SIZE_MISMATCH);
+	snapshot(f, 0);
+	f[1].source = "store/relative";
+	REFUSED("m", f, 2, w, HM_ERR_USAGE);
+	snapshot(f, 0);
+	f[1].source = dir;
+	f[1].size = 0;
+	REFUSED("m", f, 2, w, -EINVAL);
+	snapshot(f, 0);
+	f[1].size = -1;
+	REFUSED("m", f, 2, w, HM_ERR_USAGE);
+	snapshot(f, 0);
+	f[1].size = INT64_MAX;
+	f[0].size = INT64_MAX;
+	REFUSED("m", f, 2, w, HM_ERR_USAGE);
+
+	/* A torrent of empty files only carries no data: libtorrent cannot make it. */
+	snapshot(f, 0);
+	f[0] = f[3];
+	REFUSED("m", f, 1, w, -ENODATA);
+
+	/* A workdir that does not exist. */
+	snapshot(f, 0);
+	REFUSED("m", f, 2, "/nonexistent/work", -ENOENT);
+
+	/* path_check accepts a 255-byte component, but libtorrent's loader cuts it to 240: a peer would
+	 * write the file elsewhere. This fails after the farm is built and hashed, so it also shows the
+	 * farm is removed on error. */
+	memset(long_name, 'y', 255);
+	long_name[255] = '\0';
+	snapshot(f, 0);
+	f[1].path = long_name;
+	REFUSED("m", f, 2, w, HM_ERR_PATH_UNSAFE);
+	snapshot(f, 0);
+	f[1].path = "rtl\xe2\x80\xae.txt"; /* U+202E RIGHT-TO-LEFT OVERRIDE: dropped by the loader */
+	REFUSED("m", f, 2, w, HM_ERR_PATH_UNSAFE);
+	snapshot(f, 0);
+	f[1].path = "bad\xff.bin"; /* not UTF-8: the loader replaces the byte */
+	REFUSED("m", f, 2, w, HM_ERR_PATH_UNSAFE);
+
+	free(long_name);
+	free(dir);
+	free(w);
+}
+
+TEST(empty_files)
+{
+	char *e = blob("empty2", 0, 1), *one = blob("one", 1, 5);
+	char *w = fresh_dir("work5");
+	struct p2p_file f[3] = {
+		{ .path = "z/empty", .size = 0, .source = e },
+		{ .path = "a", .size = 1, .source = one },
+		{ .path = "m/empty", .size = 0, .source = e }, /* one blob, two paths */
+	};
+	struct p2p_torrent t = { 0 };
+	char *err = NULL;
+
+	CHECK_INT(p2p_torrent_create("e", f, 3, w, &t, &err), 0);
+	if (err)
+		printf("#   %s\n", err);
+	CHECK_INT(t.pieces, 1);
+	/* Both empty files are listed (v1 "files"), though they take no piece. */
+	CHECK(t.data && memmem(t.data, t.len, "l1:m5:emptye", 12));
+	CHECK(t.data && memmem(t.data, t.len, "l1:z5:emptye", 12));
+	CHECK_INT(dir_entries(w), 0);
+	p2p_torrent_release(&t);
+	free(err);
+	free(e);
+	free(one);
+	free(w);
+}
+
+/* ---- the independent check with libtorrent's Python binding ---- */
+
+static int python_has_libtorrent(void)
+{
+	return access("/usr/bin/python3", X_OK) == 0 &&
+	       system("/usr/bin/python3 -c 'import libtorrent' >/dev/null 2>&1") == 0;
+}
+
+/* tests/unit/lt_check.py next to this file. Compilers see this file by a path relative to the build
+ * directory (meson) or absolute; meson test runs from the build directory, so try the path as given,
+ * then relative to the build root found from our own executable (tests/unit/ below it). */
+static char *find_lt_check(void)
+{
+	char *here = xstrdup(__FILE__), *cand;
+	char exe[4096];
+	ssize_t n;
+	const char *dir = dirname(here);
+
+	cand = xasprintf("%s/lt_check.py", dir);
+	if (access(cand, R_OK) == 0)
+		goto out;
+	free(cand);
+	cand = NULL;
+	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n > 0 && dir[0] != '/') {
+		exe[n] = '\0';
+		cand = xasprintf("%s/../../%s/lt_check.py", dirname(exe), dir);
+		if (access(cand, R_OK) != 0)
+			FREE_AND_NULL(&cand);
+	}
+out:
+	free(here);
+	return cand;
+}
+
+/* Run lt_check.py torrent dir; returns its exit status and its stdout in *outp (caller frees). */
+static int run_lt_check(const char *script, const char *torrent, const char *dir, char **outp)
+{
+	char *outfile = xasprintf("%s/lt_check.out", tmp_root);
+	int status = -1, fd;
+	pid_t pid = fork();
+	struct stat st;
+
+	if (pid == 0) {
+		fd = open(outfile, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		if (fd < 0 || dup2(fd, 1) < 0)
+			_exit(127);
+		execl("/usr/bin/python3", "python3", script, torrent, dir, "--timeout", "60", (char *)NULL);
+		_exit(127);
+	}
+	if (pid < 0 || waitpid(pid, &status, 0) < 0)
+		return -1;
+	*outp = NULL;
+	fd = open(outfile, O_RDONLY);
+	if (fd >= 0 && fstat(fd, &st) == 0) {
+		*outp = xmalloc((size_t)st.st_size + 1);
+		if (read(fd, *outp, (size_t)st.st_size) != st.st_size)
+			st.st_size = 0;
+		(*outp)[st.st_size] = '\0';
+		close(fd);
+	}
+	free(outfile);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+static void expect_in(const char *out, const char *needle)
+{
+	if (!out || !strstr(out, needle)) {
+		printf("#   lt_check output lacks %s\n", needle);
+		test_current_failed = 1;
+	}
+}
+
+TEST(libtorrent_python_agrees)
+{
+	struct p2p_file f[NFILES];
+	struct p2p_torrent t = { 0 };
+	char *w = fresh_dir("work6");
+	char *data = fresh_dir("seed");
+	char *tfile = xasprintf("%s/snap.torrent", tmp_root);
+	char *script = find_lt_check();
+	char *out = NULL, *want = NULL, *err = NULL;
+	int r;
+
+	CHECK(script != NULL);
+	if (!script)
+		goto out;
+	snapshot(f, 1);
+	r = p2p_torrent_create("org--model", f, NFILES, w, &t, &err);
+	if (r)
+		printf("#   create: %s\n", err ? err : "?");
+	CHECK_INT(r, 0);
+	if (r)
+		goto out;
+	write_file(tfile, t.data, t.len);
+	/* DIR/<name>/<path> as regular files: what a peer that downloaded it would have. */
+	for (int i = 0; i < NFILES; i++) {
+		char *p = xasprintf("%s/org--model/%s", data, paths[i]);
+		char *pdir = xstrdup(p);
+		CHECK_INT(path_mkdirs(dirname(pdir), 0755), 0);
+		copy_file(src[i], p);
+		free(pdir);
+		free(p);
+	}
+	CHECK_INT(run_lt_check(script, tfile, data, &out), 0);
+	printf("#   %s", out ? out : "(no output)\n");
+	want = xasprintf("\"btih\": \"%s\"", t.btih);
+	expect_in(out, want);
+	free(want);
+	want = xasprintf("\"btmh\": \"%s\"", t.btmh);
+	expect_in(out, want);
+	free(want);
+	want = xasprintf("\"pieces\": %lld, \"have\": %lld, \"seeding\": true", (long long)t.pieces,
+			 (long long)t.pieces);
+	expect_in(out, want);
+	free(want);
+	expect_in(out, "\"empty.txt\"");
+	expect_in(out, "\"weights/sub/deep/x.bin\"");
+	expect_in(out, "\"a-c\"");
+	expect_in(out, "\"a/b\"");
+	CHECK(!out || !strstr(out, ".pad"));
+	FREE_AND_NULL(&out);
+
+	/* The check can fail: one changed byte in the big file costs exactly one piece. */
+	{
+		char *p = xasprintf("%s/org--model/%s", data, paths[4]);
+		int fd = open(p, O_WRONLY);
+		CHECK(fd >= 0 && pwrite(fd, "!", 1, 100000) == 1);
+		if (fd >= 0)
+			close(fd);
+		free(p);
+	}
+	CHECK_INT(run_lt_check(script, tfile, data, &out), 1);
+	want = xasprintf("\"have\": %lld", (long long)t.pieces - 1);
+	expect_in(out, want);
+	free(want);
+out:
+	free(out);
+	free(err);
+	free(script);
+	free(tfile);
+	free(data);
+	free(w);
+	p2p_torrent_release(&t);
+}
+
+int main(void)
+{
+	char tmpl[] = "/tmp/test-p2p-torrent-XXXXXX";
+
+	if (!mkdtemp(tmpl)) {
+		printf("Bail out! mkdtemp: %s\n", strerror(errno));
+		return 1;
+	}
+	tmp_root = tmpl;
+	free(fresh_dir("store"));
+	for (int i = 0; i < NFILES; i++) {
+		char *label = xasprintf("blob%d", i);
+		src[i] = blob(label, sizes[i], (unsigned)i + 1);
+		free(label);
+	}
+
+	RUN(piece_size_rule);
+	RUN(deterministic_in_any_order_and_workdir);
+	RUN(other_content_or_name_other_hash);
+	RUN(refusals);
+	RUN(empty_files);
+	if (python_has_libtorrent()) {
+		RUN(libtorrent_python_agrees);
+	} else {
+		test_count++;
+		printf("ok %d - libtorrent_python_agrees # SKIP python3-libtorrent is not importable\n",
+		       test_count);
+	}
+
+	for (int i = 0; i < NFILES; i++)
+		free(src[i]);
+	nftw(tmp_root, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	return test_done();
+}
