@@ -249,6 +249,40 @@ int catalog_repos_each(struct catalog *c, const char *hub, const char *type, con
 		       const char *author, const char *after, size_t limit,
 		       int (*fn)(void *ud, const struct catalog_repo *r), void *ud);
 
+/* ---- swarm: torrents of snapshots --------------------------------------------------------------- */
+
+struct catalog_torrent {
+	int64_t snapshot_id;
+	char btih[41];        /* v1 info-hash, lowercase hex */
+	char btmh[65];        /* v2 info-hash (sha256), lowercase hex */
+	char name[256];       /* the torrent's root directory name */
+	int64_t piece_size;
+	int64_t created_at;
+};
+
+/* Record (or replace) the torrent of a snapshot. Returns 0 or HM_ERR_SQLITE. */
+int catalog_torrent_put(struct catalog *c, const struct catalog_torrent *t);
+
+/* The repo (tracked or removed-but-not-collected) a snapshot belongs to. Returns 0 (fills *out: release
+ * it), HM_ERR_NOT_FOUND or HM_ERR_SQLITE. */
+int catalog_snapshot_repo(struct catalog *c, int64_t snapshot_id, struct catalog_repo *out);
+
+/* The torrent of a snapshot. Returns 0, HM_ERR_NOT_FOUND or HM_ERR_SQLITE. */
+int catalog_torrent_get(struct catalog *c, int64_t snapshot_id, struct catalog_torrent *out);
+
+/* A torrent by info-hash as peers announce it: 40 hex digits of the v1 hash or of the first 20 bytes
+ * of the v2 hash (BEP 52's truncated form), or the 64 digits of the whole v2 hash. Any snapshot with
+ * that torrent (they share files and names). Returns 0, HM_ERR_NOT_FOUND or HM_ERR_SQLITE. */
+int catalog_torrent_find(struct catalog *c, const char *hash_hex, struct catalog_torrent *out);
+
+/* Snapshots that refs point at and that have no torrent yet: fn(ud, snapshot id, repo name) for each,
+ * oldest first; a non-zero return stops the walk and is returned. */
+int catalog_torrent_missing_each(struct catalog *c, int (*fn)(void *ud, int64_t snapshot_id, const char *name),
+				 void *ud);
+
+/* Whether any torrent row has this v1 hash (gc keeps its file). 1, 0 or HM_ERR_SQLITE. */
+int catalog_torrent_known(struct catalog *c, const char *btih);
+
 /* ---- browsing ------------------------------------------------------------------------------------ */
 
 struct catalog_search {

@@ -164,18 +164,14 @@ static const char sql_repo_tracked[] =
 	"SELECT " REPO_COLUMNS "WHERE r.hub=?1 AND r.type=?2 AND r.name=?3 AND r.removed_at IS NULL";
 static const char sql_repo_any[] = "SELECT " REPO_COLUMNS "WHERE r.hub=?1 AND r.type=?2 AND r.name=?3";
 
-static int repo_get(struct catalog *c, const char *hub, const char *type, const char *name, bool tracked_only,
-		    struct catalog_repo *out)
-{
-	sqlite3_stmt *st = catalog__cached(c, tracked_only ? sql_repo_tracked : sql_repo_any);
-	int r = HM_ERR_SQLITE, rc;
+static const char sql_repo_of_snapshot[] =
+	"SELECT " REPO_COLUMNS "WHERE r.id = (SELECT repo_id FROM snapshots WHERE id = ?1)";
 
-	if (!st)
-		return r;
-	sqlite3_bind_text(st, 1, hub, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 2, type, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 3, name, -1, SQLITE_STATIC);
-	rc = sqlite3_step(st);
+/* Step a bound single-row repo statement from the cache into out. */
+static int repo_row(sqlite3_stmt *st, struct catalog_repo *out)
+{
+	int r = HM_ERR_SQLITE, rc = sqlite3_step(st);
+
 	if (rc == SQLITE_ROW) {
 		read_repo(st, out);
 		r = 0;
@@ -184,6 +180,29 @@ static int repo_get(struct catalog *c, const char *hub, const char *type, const 
 	}
 	sqlite3_reset(st);
 	return r;
+}
+
+static int repo_get(struct catalog *c, const char *hub, const char *type, const char *name, bool tracked_only,
+		    struct catalog_repo *out)
+{
+	sqlite3_stmt *st = catalog__cached(c, tracked_only ? sql_repo_tracked : sql_repo_any);
+
+	if (!st)
+		return HM_ERR_SQLITE;
+	sqlite3_bind_text(st, 1, hub, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, type, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 3, name, -1, SQLITE_STATIC);
+	return repo_row(st, out);
+}
+
+int catalog_snapshot_repo(struct catalog *c, int64_t snapshot_id, struct catalog_repo *out)
+{
+	sqlite3_stmt *st = catalog__cached(c, sql_repo_of_snapshot);
+
+	if (!st)
+		return HM_ERR_SQLITE;
+	sqlite3_bind_int64(st, 1, snapshot_id);
+	return repo_row(st, out);
 }
 
 int catalog_repo_get(struct catalog *c, const char *hub, const char *type, const char *name,

@@ -13,6 +13,9 @@
  *   5  repo_fts holds live repos only (a removed repo leaves it, a re-added one returns), so a
  *      search can count and rank from the index alone; the index is rewritten only when an indexed
  *      column (or removed_at) changes, not on every sync status update.
+ *   6  torrents: the swarm's torrent of a snapshot (v1 and v2 info-hashes, name, piece size); the
+ *      .torrent file itself is torrents/<btih>.torrent in the data directory. Two snapshots with the
+ *      same name and files have the same torrent, so the hashes are indexed, not unique.
  *
  * Rules: a migration only ever moves from version N-1 to N; released migrations are never edited,
  * a change is a new entry at the end of `migrations`.
@@ -144,6 +147,17 @@ static const char *const migrations[] = {
 	"         new.tags, new.pipeline_tag, new.library_name, new.license, new.card_data WHERE new.removed_at IS NULL;"
 	"END;"
 	"DELETE FROM repo_fts WHERE rowid IN (SELECT id FROM repos WHERE removed_at IS NOT NULL);",
+	/* 5 -> 6 */
+	"CREATE TABLE torrents ("
+	"  snapshot_id INTEGER PRIMARY KEY REFERENCES snapshots(id) ON DELETE CASCADE,"
+	"  btih        TEXT NOT NULL,"                  /* v1 info-hash, hex */
+	"  btmh        TEXT NOT NULL,"                  /* v2 info-hash (sha256), hex */
+	"  name        TEXT NOT NULL,"
+	"  piece_size  INTEGER NOT NULL,"
+	"  created_at  INTEGER NOT NULL"
+	");"
+	"CREATE INDEX torrents_by_btih ON torrents(btih);"
+	"CREATE INDEX torrents_by_btmh ON torrents(btmh);",
 };
 
 int catalog__migration_count(void)

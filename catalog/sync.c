@@ -55,6 +55,14 @@ int catalog_snapshot_commit(struct catalog *c, int64_t repo_id, const char *comm
 	st = NULL;
 
 	if (snap_id && !same_selection) {
+		/* new files, so a new torrent: the old one (its hashes) no longer describes it */
+		if (prepare(c, "DELETE FROM torrents WHERE snapshot_id = ?1", &st))
+			goto out;
+		sqlite3_bind_int64(st, 1, snap_id);
+		if (sqlite3_step(st) != SQLITE_DONE)
+			goto out;
+		sqlite3_finalize(st);
+		st = NULL;
 		if (prepare(c, "DELETE FROM files WHERE snapshot_id = ?1", &st))
 			goto out;
 		sqlite3_bind_int64(st, 1, snap_id);

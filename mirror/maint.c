@@ -20,6 +20,7 @@
 #include "data.h"
 #include "maint.h"
 #include "store.h"
+#include "torrents.h"
 
 struct gc_walk {
 	struct mirror_data *d;
@@ -86,6 +87,13 @@ int mirror_gc(struct mirror_data *d, int keep, int64_t partial_max_age_s, bool d
 			log_warn("gc", "cannot delete blob %s: %s", dead[i], err_str(r));
 	}
 	free(dead);
+	if (!dry_run) {
+		size_t gone = 0;
+		int e = mirror_torrents_gc(d, &gone);
+		if (e)
+			log_warn("gc", "cannot sweep torrents: %s", err_str(e));
+		rep->torrents_removed = (int64_t)gone;
+	}
 	/* With dry_run the catalog still holds the dead blobs, so the walk does not count them twice. */
 	r = mirror_store_each(d->store, true, gc_visit, &g);
 	if (r && errmsg)

@@ -17,6 +17,7 @@ struct mirror_gc_report {
 	int64_t orphans_removed;     /* blob files the catalog did not know (a crash between rename and
 				      * commit leaves these) */
 	int64_t partials_removed;    /* stale .part files */
+	int64_t torrents_removed;    /* torrent files of dropped snapshots */
 };
 
 /*

@@ -289,7 +289,7 @@ static void catalog_repo(struct mirror_routes *rt, struct httpd_req *req, const 
 		json_object_set_new(o, "card_data", card);
 		json_object_set_new(o, "include", json_text_or(repo.include_globs, json_array()));
 		json_object_set_new(o, "exclude", json_text_or(repo.exclude_globs, json_array()));
-		json_object_set_new(o, "swarm", json_null()); /* filled once p2p lands */
+		json_object_set_new(o, "swarm", mirror__swarm_json(rt, snap.id, &repo, base));
 		httpd_add_header(req, "Access-Control-Allow-Origin", "*");
 		mirror__respond_json(req, 200, o);
 	}

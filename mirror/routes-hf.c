@@ -238,20 +238,6 @@ static int hf_resolve(struct hfreq *h, const char *rev)
 	return hf_resolve_how(h, rev, false);
 }
 
-/* Content of gated repos stays gated on the mirror unless the operator opened it (add --open). */
-static bool content_allowed(const struct hfreq *h)
-{
-	json_t *o;
-	bool open;
-
-	if (!h->repo.gated || !strcmp(h->repo.gated, "false"))
-		return true;
-	o = json_loads(h->repo.options ? h->repo.options : "{}", 0, NULL);
-	open = json_is_true(json_object_get(o, "open"));
-	json_decref(o);
-	return open;
-}
-
 /* ---- A: repo info -------------------------------------------------------------------------------- */
 
 struct sib_ctx {
@@ -719,10 +705,10 @@ static void hf_file(struct hfreq *h, const char *rev, const char *path, bool raw
 {
 	struct catalog_entry e;
 	struct httpd_req *req = h->req;
-	char etag[80], *blob = NULL, *fname, *disp;
+	char etag[80], *fname, *disp;
 	const char *base;
 	int64_t a = 0, b = -1;
-	int fd, rr, r;
+	int rr, r;
 
 	if (hf_resolve_how(h, rev, true))
 		return;
@@ -736,7 +722,7 @@ static void hf_file(struct hfreq *h, const char *rev, const char *path, bool raw
 			 r == HM_ERR_NOT_FOUND ? "Entry not found" : "catalog error", h->snap.commit);
 		return;
 	}
-	if (!content_allowed(h)) {
+	if (!mirror__content_allowed(&h->repo)) {
 		hf_error(req, 401, "GatedRepo", "Access to this gated repository is restricted on this mirror.", NULL);
 		goto out;
 	}
@@ -768,7 +754,6 @@ static void hf_file(struct hfreq *h, const char *rev, const char *path, bool raw
 		httpd_add_header(req, "X-Linked-Etag", etag);
 		httpd_add_headerf(req, "X-Linked-Size", "%" PRId64, e.size);
 	}
-	httpd_add_header(req, "Accept-Ranges", "bytes");
 	base = strrchr(e.path, '/') ? strrchr(e.path, '/') + 1 : e.path;
 	fname = hub_url_escape(base, false);
 	disp = xasprintf("inline; filename*=UTF-8''%s; filename=\"%s\"", fname, fname);
@@ -779,30 +764,10 @@ static void hf_file(struct hfreq *h, const char *rev, const char *path, bool raw
 		httpd_respond(req, 304, NULL, "", 0);
 		goto out;
 	}
-	blob = mirror_store_blob_path(h->rt->data->store, e.sha256);
-	fd = blob ? open(blob, O_RDONLY | O_CLOEXEC) : -1;
-	if (fd < 0) {
+	if (mirror__send_blob(h->rt, req, e.sha256, e.size))
 		/* catalog says yes, store says no: verify quarantined it; the next sync brings it back */
 		hf_error(req, 503, NULL, "File temporarily unavailable on this mirror", h->snap.commit);
-		goto out;
-	}
-	/* An empty file is a plain 200 to any Range (clients probe with bytes=0-0; a 416 breaks some). It
-	 * still names its size in Content-Range, which @huggingface/hub and transformers.js read. */
-	rr = e.size == 0 ? 0 : mirror__parse_range(httpd_header(req, "Range"), e.size, &a, &b);
-	if (e.size == 0 && httpd_header(req, "Range"))
-		httpd_add_header(req, "Content-Range", "bytes */0");
-	if (rr < 0) {
-		close(fd);
-		httpd_add_headerf(req, "Content-Range", "bytes */%" PRId64, e.size);
-		httpd_respond(req, 416, "text/plain", "range not satisfiable\n", 22);
-	} else if (rr > 0) {
-		httpd_add_headerf(req, "Content-Range", "bytes %" PRId64 "-%" PRId64 "/%" PRId64, a, b, e.size);
-		httpd_respond_file(req, 206, "application/octet-stream", fd, a, b - a + 1);
-	} else {
-		httpd_respond_file(req, 200, "application/octet-stream", fd, 0, e.size);
-	}
 out:
-	free(blob);
 	catalog_entry_release(&e);
 }
 

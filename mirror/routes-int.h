@@ -28,18 +28,30 @@ struct mirror_routes {
 	struct httpd *httpd;
 	struct route_count *counts;   /* requests by (route, status), for /metrics */
 	size_t ncounts;
+	struct mirror_tracker *tracker;      /* the swarm's tracker (routes-p2p.c), owned */
+	int64_t tracker_swept;        /* when its peers were last expired (monotonic seconds) */
 };
 
 struct buf;
 /* /metrics (routes-metrics.c), and the request counters it prints. */
 int mirror__route_metrics(void *ud, struct httpd_req *req);
 void mirror__metrics_requests(struct mirror_routes *rt, struct buf *b);
+/* Bytes sent in answers of route (static name), all statuses. */
+uint64_t mirror__route_bytes(const struct mirror_routes *rt, const char *route);
 
 /* Hugging Face API (routes-hf.c). */
 int mirror__route_hf(void *ud, struct httpd_req *req);
 
 /* ModelScope API (routes-ms.c). */
 int mirror__route_ms(void *ud, struct httpd_req *req);
+
+/* The swarm: torrents, tracker and web seed (routes-p2p.c), and the swarm of a snapshot for the
+ * catalog API: {btih, btmh, torrent (URL), piece_size, seeders, leechers}, or JSON null when the
+ * snapshot (0: none) has no torrent. base: our origin (mirror__self_base). */
+int mirror__route_p2p(void *ud, struct httpd_req *req);
+struct catalog_repo;
+json_t *mirror__swarm_json(struct mirror_routes *rt, int64_t snapshot_id, const struct catalog_repo *repo,
+			   const char *base);
 
 /* The web page and its assets, embedded at build time (routes-web.c). */
 int mirror__route_web(void *ud, struct httpd_req *req);
@@ -56,6 +68,17 @@ char *mirror__self_base(const struct httpd_req *req);
 /* Parse a single "bytes=" Range header against size. Returns 1 with [*a, *b] set, 0 for "no usable
  * range" (answer the whole file), -1 for unsatisfiable (416). */
 int mirror__parse_range(const char *h, int64_t size, int64_t *a, int64_t *b);
+
+/* Answer with the bytes of blob sha256 (size bytes) as application/octet-stream, honouring one
+ * "bytes=" Range (206, or 416 with the size), an empty file being a plain 200 to any Range. The
+ * caller adds its own headers (ETag, ...) first. Returns 0 when answered, -1 when the store has no
+ * such blob (verify quarantined it): nothing was sent, the caller answers 503 in its own style. */
+int mirror__send_blob(struct mirror_routes *rt, struct httpd_req *req, const char *sha256, int64_t size);
+
+/* Whether the content of repo r may be served: not gated upstream, or opened by the operator
+ * (add --open). */
+struct catalog_repo;
+bool mirror__content_allowed(const struct catalog_repo *r);
 
 /* May this request read repo (hub, type, name)? If not, the refusal has been answered (401 without a
  * valid token, 403 with one) in the style of hub ("hf", "ms" or NULL for plain JSON). */

@@ -10,6 +10,7 @@
 #include "catalog/catalog.h"
 #include "data.h"
 #include "routes-int.h"
+#include "tracker.h"
 
 /* A label value: backslash, double quote and newline escaped. */
 static void label(struct buf *b, const char *v)
@@ -99,6 +100,19 @@ int mirror__route_metrics(void *ud, struct httpd_req *req)
 		buf_addf(&b, "hubmirror_dedup_saved_bytes %lld\n", (long long)t.dedup_saved_bytes);
 		head(&b, "hubmirror_repos", "gauge", "Tracked repositories.");
 		buf_addf(&b, "hubmirror_repos %lld\n", (long long)t.repos);
+	}
+	{
+		struct mirror_tracker_stats ts;
+		mirror_tracker_stats(rt->tracker, &ts);
+		head(&b, "hubmirror_tracker_announces_total", "counter", "Announces the swarm's tracker answered.");
+		buf_addf(&b, "hubmirror_tracker_announces_total %llu\n", (unsigned long long)ts.announces);
+		head(&b, "hubmirror_tracker_torrents", "gauge", "Swarms with live peers (v1 and truncated v2 hashes count apart).");
+		buf_addf(&b, "hubmirror_tracker_torrents %zu\n", ts.torrents);
+		head(&b, "hubmirror_tracker_peers", "gauge", "Live peers over all swarms, by role.");
+		buf_addf(&b, "hubmirror_tracker_peers{role=\"seeder\"} %zu\n", ts.seeders);
+		buf_addf(&b, "hubmirror_tracker_peers{role=\"leecher\"} %zu\n", ts.peers - ts.seeders);
+		head(&b, "hubmirror_webseed_bytes_total", "counter", "Bytes the mirror sent to the swarm as its web seed (headers included).");
+		buf_addf(&b, "hubmirror_webseed_bytes_total %llu\n", (unsigned long long)mirror__route_bytes(rt, "webseed"));
 	}
 	if (!catalog_repo_list(c, &repos, &n)) {
 		head(&b, "hubmirror_repo_last_sync_timestamp_seconds", "gauge", "When each repository was last synced (Unix time).");

@@ -291,10 +291,8 @@ static void ms_revisions(struct msreq *m)
 /* Bytes of one file, with Range (the old SDK always sends one). */
 static void ms_download(struct msreq *m)
 {
-	char *path = httpd_query_param(m->req, "FilePath"), *blob = NULL;
+	char *path = httpd_query_param(m->req, "FilePath");
 	struct catalog_entry e = { 0 };
-	int fd, rr;
-	int64_t a = 0, b = 0;
 
 	if (ms_resolve(m))
 		goto out;
@@ -302,30 +300,11 @@ static void ms_download(struct msreq *m)
 		ms_envelope(m->req, 404, NULL, "file not found");
 		goto out;
 	}
-	blob = mirror_store_blob_path(m->rt->data->store, e.sha256);
-	fd = blob ? open(blob, O_RDONLY | O_CLOEXEC) : -1;
-	if (fd < 0) {
-		ms_envelope(m->req, 503, NULL, "file temporarily unavailable on this mirror");
-		goto out;
-	}
-	httpd_add_header(m->req, "Accept-Ranges", "bytes");
 	httpd_add_headerf(m->req, "ETag", "\"%s\"", e.sha256);
-	rr = e.size == 0 ? 0 : mirror__parse_range(httpd_header(m->req, "Range"), e.size, &a, &b);
-	if (e.size == 0 && httpd_header(m->req, "Range"))
-		httpd_add_header(m->req, "Content-Range", "bytes */0"); /* an empty file: 200, size 0 */
-	if (rr < 0) {
-		close(fd);
-		httpd_add_headerf(m->req, "Content-Range", "bytes */%" PRId64, e.size);
-		httpd_respond(m->req, 416, "text/plain", "range not satisfiable\n", 22);
-	} else if (rr > 0) {
-		httpd_add_headerf(m->req, "Content-Range", "bytes %" PRId64 "-%" PRId64 "/%" PRId64, a, b, e.size);
-		httpd_respond_file(m->req, 206, "application/octet-stream", fd, a, b - a + 1);
-	} else {
-		httpd_respond_file(m->req, 200, "application/octet-stream", fd, 0, e.size);
-	}
+	if (mirror__send_blob(m->rt, m->req, e.sha256, e.size))
+		ms_envelope(m->req, 503, NULL, "file temporarily unavailable on this mirror");
 out:
 	catalog_entry_release(&e);
-	free(blob);
 	free(path);
 }
 

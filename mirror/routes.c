@@ -1,10 +1,13 @@
 /*
  * routes.c - the handler chain, and the small routes that belong to no hub (/healthz).
  */
+#include <fcntl.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include <jansson.h>
 #include <openssl/evp.h>
@@ -19,6 +22,8 @@
 #include "httpd.h"
 #include "routes-int.h"
 #include "routes.h"
+#include "store.h"
+#include "tracker.h"
 
 static int on_healthz(void *ud, struct httpd_req *req)
 {
@@ -43,6 +48,7 @@ struct mirror_routes *mirror_routes_new(struct mirror_data *d, const struct mirr
 
 	r->data = d;
 	r->access = access;
+	r->tracker = mirror_tracker_new(NULL);
 	return r;
 }
 
@@ -100,6 +106,47 @@ bool mirror__access_check(struct mirror_routes *rt, struct httpd_req *req, const
 	return false;
 }
 
+int mirror__send_blob(struct mirror_routes *rt, struct httpd_req *req, const char *sha256, int64_t size)
+{
+	char *blob = mirror_store_blob_path(rt->data->store, sha256);
+	int fd = blob ? open(blob, O_RDONLY | O_CLOEXEC) : -1, rr;
+	int64_t a = 0, b = 0;
+
+	free(blob);
+	if (fd < 0)
+		return -1;
+	httpd_add_header(req, "Accept-Ranges", "bytes");
+	/* An empty file is a plain 200 to any Range (clients probe with bytes=0-0; a 416 breaks some). It
+	 * still names its size in Content-Range, which @huggingface/hub and transformers.js read. */
+	rr = size == 0 ? 0 : mirror__parse_range(httpd_header(req, "Range"), size, &a, &b);
+	if (size == 0 && httpd_header(req, "Range"))
+		httpd_add_header(req, "Content-Range", "bytes */0");
+	if (rr < 0) {
+		close(fd);
+		httpd_add_headerf(req, "Content-Range", "bytes */%" PRId64, size);
+		httpd_respond(req, 416, "text/plain", "range not satisfiable\n", 22);
+	} else if (rr > 0) {
+		httpd_add_headerf(req, "Content-Range", "bytes %" PRId64 "-%" PRId64 "/%" PRId64, a, b, size);
+		httpd_respond_file(req, 206, "application/octet-stream", fd, a, b - a + 1);
+	} else {
+		httpd_respond_file(req, 200, "application/octet-stream", fd, 0, size);
+	}
+	return 0;
+}
+
+bool mirror__content_allowed(const struct catalog_repo *r)
+{
+	json_t *o;
+	bool open;
+
+	if (!r->gated || !strcmp(r->gated, "false"))
+		return true;
+	o = json_loads(r->options ? r->options : "{}", 0, NULL);
+	open = json_is_true(json_object_get(o, "open"));
+	json_decref(o);
+	return open;
+}
+
 /* --auth all: nothing but /healthz without a valid token. */
 static int on_gate(void *ud, struct httpd_req *req)
 {
@@ -135,6 +182,16 @@ static void on_response_done(void *ud, const char *route, int status, uint64_t b
 	r->counts[i].bytes += bytes;
 }
 
+uint64_t mirror__route_bytes(const struct mirror_routes *rt, const char *route)
+{
+	uint64_t sum = 0;
+
+	for (size_t i = 0; i < rt->ncounts; i++)
+		if (!strcmp(rt->counts[i].route, route))
+			sum += rt->counts[i].bytes;
+	return sum;
+}
+
 void mirror__metrics_requests(struct mirror_routes *rt, struct buf *b)
 {
 	for (size_t i = 0; i < rt->ncounts; i++)
@@ -149,6 +206,7 @@ void mirror_routes_install(struct mirror_routes *r, struct httpd *h)
 	httpd_add_handler(h, on_gate, r);
 	httpd_add_handler(h, mirror__route_metrics, r);
 	httpd_add_handler(h, on_healthz, r);
+	httpd_add_handler(h, mirror__route_p2p, r);
 	httpd_add_handler(h, mirror__route_web, r);
 	httpd_add_handler(h, mirror__route_catalog, r);
 	httpd_add_handler(h, mirror__route_ms, r);
@@ -160,6 +218,7 @@ void mirror_routes_free(struct mirror_routes **r)
 	if (!r || !*r)
 		return;
 	free((*r)->counts);
+	mirror_tracker_free(&(*r)->tracker);
 	free(*r);
 	*r = NULL;
 }

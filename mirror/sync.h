@@ -58,6 +58,7 @@ struct mirror_sync_report {
 	int64_t bytes_fetched;
 	uint64_t upstream_requests;   /* HTTP attempts sent upstream, retries and redirects included */
 	double seconds;
+	int64_t torrents_made;        /* filled by the caller that makes torrents after the run */
 };
 
 /*

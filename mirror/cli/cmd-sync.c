@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -21,6 +22,7 @@
 #include "hub/hub.h"
 #include "mirror/data.h"
 #include "mirror/sync.h"
+#include "mirror/torrents.h"
 
 static const char *env_first(const char *a, const char *b)
 {
@@ -50,6 +52,7 @@ static json_t *report_json(const struct mirror_sync_report *rep)
 			"error", r->error ? json_string(r->error) : json_null()));
 	}
 	json_object_set_new(o, "repos", a);
+	json_object_set_new(o, "torrents_made", json_integer((json_int_t)rep->torrents_made));
 	return o;
 }
 
@@ -71,6 +74,8 @@ static void print_report(const struct mirror_sync_report *rep)
 	printf("sync: %zu ok, %zu failed; fetched %lld files (%s) in %.1f s with %llu upstream requests\n",
 	       rep->ok, rep->failed, (long long)rep->files_fetched, b, rep->seconds,
 	       (unsigned long long)rep->upstream_requests);
+	if (rep->torrents_made)
+		printf("sync: made %lld torrents for the swarm\n", (long long)rep->torrents_made);
 }
 
 int cmd_sync(int argc, char **argv)
@@ -175,6 +180,18 @@ int cmd_sync(int argc, char **argv)
 		r = CLI_FAILED;
 		goto out;
 	}
+	/* the swarm's torrents of new snapshots (all missing ones: also those synced before an upgrade) */
+	{
+		size_t made = 0;
+		char *terr = NULL;
+		int te = mirror_torrents_make(data, (int64_t)time(NULL), &made, &terr);
+		if (te) {
+			fprintf(stderr, "hubmirror: %s\n", terr ? terr : err_str(te));
+			r = CLI_FAILED;
+		}
+		free(terr);
+		rep.torrents_made = (int64_t)made;
+	}
 	if (json) {
 		json_t *o = report_json(&rep);
 		json_dumpf(o, stdout, JSON_INDENT(2));
@@ -183,7 +200,10 @@ int cmd_sync(int argc, char **argv)
 	} else {
 		print_report(&rep);
 	}
-	r = rep.failed ? CLI_FAILED : CLI_OK;
+	if (rep.failed)
+		r = CLI_FAILED;
+	else if (r != CLI_FAILED)
+		r = CLI_OK;
 out:
 	free(err);
 	mirror_sync_report_release(&rep);

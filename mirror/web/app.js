@@ -493,6 +493,10 @@
 		if (r.gated) meta.push(['Gated', r.gated_mode || 'yes']);
 		if (Array.isArray(r.include) && r.include.length) meta.push(['Include', h('code', { text: r.include.join(' ') })]);
 		if (Array.isArray(r.exclude) && r.exclude.length) meta.push(['Exclude', h('code', { text: r.exclude.join(' ') })]);
+		if (r.swarm) {
+			meta.push(['Swarm', h('span', { id: 'swarm', text: num(r.swarm.seeders) + ' seeding, ' + num(r.swarm.leechers) + ' downloading' })]);
+			meta.push(['Torrent', h('a', { href: r.swarm.torrent, title: 'v1 ' + r.swarm.btih + '\nv2 ' + r.swarm.btmh, text: shortSha(r.swarm.btih) })]);
+		}
 
 		const refs = (r.refs || []).map((f) => h('tr', null,
 			h('td', null, h('code', { text: f.name })), h('td', { text: f.kind }),

@@ -240,6 +240,8 @@ try {
 	ok((await page.textContent('#mount-cmd')) === corpus.mount_command && corpus.mount_command === 'hubmirror mount --mirror ' + M + ' hf:datasets/acme/corpus',
 		'mount command shown', await page.textContent('#mount-cmd'));
 	ok((await page.textContent('#endpoint-env')) === 'HF_ENDPOINT=' + M, 'endpoint line shown');
+	ok(corpus.swarm && corpus.swarm.btih.length === 40 && /0 seeding, 0 downloading/.test(await page.textContent('#swarm')),
+		'swarm and torrent shown', corpus.swarm);
 
 	// 5. the file tree
 	const names = () => page.$$eval('#files tbody tr:not(.up) .entry', (l) => l.map((e) => e.textContent));

@@ -1,0 +1,346 @@
+/*
+ * routes-p2p.c - what the swarm asks of the mirror: the torrent of a repo's snapshot, the tracker
+ * and the web seed.
+ *
+ *   GET /api/p2p/torrent/{hub}/{type}/{org}/{name}[?rev=REV][&webseed=0]   the .torrent, with this
+ *        mirror as tracker (announce) and web seed (url-list, left out with webseed=0);
+ *        X-Hubmirror-{Commit,Btih,Btmh} headers
+ *   GET /announce?info_hash=...                                BEP 3 tracker (compact, BEP 23/7),
+ *        only for torrents of this mirror (by v1 hash or the truncated v2 hash)
+ *   GET /p2p/seed/{btih}/{torrent name}/{path}                 BEP 19 web seed: the client appends
+ *        "<name>/<path>" to the url-list entry "/p2p/seed/{btih}/"; served from the store, Range ok
+ *
+ * The web seed and the torrent follow the same access rules as the hub routes: a gated repo stays
+ * closed unless opened, and a repo restricted to listed tokens needs one (web seed requests carry
+ * none, so such repos are reachable through peers only).
+ */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "base/buf.h"
+#include "base/err.h"
+#include "base/hex.h"
+#include "base/path.h"
+#include "base/xmalloc.h"
+#include "catalog/catalog.h"
+#include "data.h"
+#include "httpd.h"
+#include "routes-int.h"
+#include "torrents.h"
+#include "tracker.h"
+
+static int64_t mono_seconds(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec;
+}
+
+static void plain(struct httpd_req *req, int status, const char *msg)
+{
+	httpd_respond(req, status, "text/plain; charset=utf-8", msg, strlen(msg));
+}
+
+/* ---- tracker -------------------------------------------------------------------------------------- */
+
+static void announce(struct mirror_routes *rt, struct httpd_req *req)
+{
+	const char *q = httpd_query(req), *why = NULL;
+	struct mirror_tracker_announce a;
+	struct catalog_torrent t;
+	struct sockaddr_storage ss = { 0 };
+	const char *peer = httpd_peer(req);
+	char hex[41];
+	struct buf out;
+	int64_t now = mono_seconds();
+
+	buf_init(&out);
+	if (mirror_tracker_parse_announce(q ? q : "", q ? strlen(q) : 0, &a, &why)) {
+		mirror_tracker_failure(&out, why ? why : "bad announce");
+		goto send;
+	}
+	hex_encode(a.info_hash, 20, hex);
+	if (catalog_torrent_find(rt->data->catalog, hex, &t)) {
+		mirror_tracker_failure(&out, "unknown torrent: this tracker serves the torrents of its mirror only");
+		goto send;
+	}
+	if (inet_pton(AF_INET, peer, &((struct sockaddr_in *)&ss)->sin_addr) == 1) {
+		ss.ss_family = AF_INET;
+	} else if (inet_pton(AF_INET6, peer, &((struct sockaddr_in6 *)&ss)->sin6_addr) == 1) {
+		ss.ss_family = AF_INET6;
+	} else {
+		mirror_tracker_failure(&out, "cannot tell your address");
+		goto send;
+	}
+	if (now - rt->tracker_swept >= 30) {
+		mirror_tracker_expire(rt->tracker, now);
+		rt->tracker_swept = now;
+	}
+	/* on a refusal (a limit) the body says why: sent all the same */
+	mirror_tracker_announce(rt->tracker, &a, (const struct sockaddr *)&ss, now, &out);
+send:
+	httpd_add_header(req, "Cache-Control", "no-store");
+	httpd_respond(req, 200, "text/plain", out.data, out.len);
+	buf_release(&out);
+}
+
+/* ---- the torrent of a repo ------------------------------------------------------------------------ */
+
+/* Split "a/b/c/d" (raw, percent-encoded) into exactly n decoded segments. Returns 0 or -1. */
+static int split_segments(const char *raw, char **seg, size_t n)
+{
+	size_t i = 0;
+	const char *p = raw;
+
+	for (; i < n; i++) {
+		const char *e = strchr(p, '/');
+		size_t len = e ? (size_t)(e - p) : strlen(p);
+		if ((i + 1 < n) != (e != NULL) || !len)
+			break;
+		seg[i] = httpd_unescape(p, len, false);
+		if (!seg[i] || !*seg[i] || strchr(seg[i], '/'))
+			break;
+		p = e ? e + 1 : p + len;
+	}
+	if (i == n)
+		return 0;
+	for (size_t k = 0; k <= i && k < n; k++)
+		FREE_AND_NULL(&seg[k]);
+	return -1;
+}
+
+static void torrent(struct mirror_routes *rt, struct httpd_req *req, const char *rest)
+{
+	char *seg[4] = { 0 }, *name = NULL, *rev = httpd_query_param(req, "rev"), *base = NULL, *announce_url = NULL;
+	char *seed_url = NULL, *data = NULL, *ws = httpd_query_param(req, "webseed");
+	struct catalog_repo repo = { 0 };
+	struct catalog_snapshot snap;
+	struct catalog_torrent t;
+	bool found = false, have_repo = false;
+	size_t len = 0;
+	int r;
+
+	if (split_segments(rest, seg, 4) || (strcmp(seg[0], "hf") && strcmp(seg[0], "ms")) ||
+	    (strcmp(seg[1], "model") && strcmp(seg[1], "dataset"))) {
+		mirror__respond_json(req, 404, json_pack("{s:s}", "error", "no such repo: use /api/p2p/torrent/{hf|ms}/{model|dataset}/{org}/{name}"));
+		goto out;
+	}
+	name = xasprintf("%s/%s", seg[2], seg[3]);
+	if (!mirror__access_check(rt, req, seg[0], seg[1], name, NULL))
+		goto out;
+	r = catalog_resolve(rt->data->catalog, seg[0], seg[1], name, rev, &repo, &snap, &found);
+	have_repo = !r || (r == HM_ERR_NOT_FOUND && found);
+	if (r) {
+		mirror__respond_json(req, r == HM_ERR_NOT_FOUND ? 404 : 500, json_pack("{s:s}", "error",
+			r != HM_ERR_NOT_FOUND ? "catalog error" : found ? "revision not synced on this mirror" : "repo not on this mirror"));
+		goto out;
+	}
+	if (!mirror__content_allowed(&repo)) {
+		mirror__respond_json(req, 403, json_pack("{s:s}", "error", "gated repository: closed on this mirror"));
+		goto out;
+	}
+	r = catalog_torrent_get(rt->data->catalog, snap.id, &t);
+	if (r) {
+		mirror__respond_json(req, r == HM_ERR_NOT_FOUND ? 404 : 500, json_pack("{s:s}", "error",
+			r == HM_ERR_NOT_FOUND ? "no torrent for this snapshot yet (the next sync makes it)" : "catalog error"));
+		goto out;
+	}
+	base = mirror__self_base(req);
+	announce_url = xasprintf("%s/announce", base);
+	/* ?webseed=0: peers only (the mirror is then tracker, not source) */
+	if (!ws || strcmp(ws, "0"))
+		seed_url = xasprintf("%s/p2p/seed/%s/", base, t.btih);
+	r = mirror_torrent_load(rt->data, t.btih, announce_url, seed_url, &data, &len);
+	if (r) {
+		mirror__respond_json(req, 503, json_pack("{s:s, s:s}", "error", "torrent file unavailable", "detail", err_str(r)));
+		goto out;
+	}
+	httpd_add_header(req, "X-Hubmirror-Commit", snap.commit);
+	httpd_add_header(req, "X-Hubmirror-Btih", t.btih);
+	httpd_add_header(req, "X-Hubmirror-Btmh", t.btmh);
+	httpd_add_headerf(req, "Content-Disposition", "attachment; filename=\"%s-%.12s.torrent\"", t.name, snap.commit);
+	httpd_respond(req, 200, "application/x-bittorrent", data, len);
+out:
+	if (have_repo)
+		catalog_repo_release(&repo);
+	for (size_t i = 0; i < 4; i++)
+		free(seg[i]);
+	free(data);
+	free(seed_url);
+	free(announce_url);
+	free(base);
+	free(name);
+	free(rev);
+	free(ws);
+}
+
+/* ---- web seed --------------------------------------------------------------------------------------- */
+
+/* A pad file (BEP 47) of a hybrid torrent: N zero bytes that align the next file to a piece. libtorrent
+ * never asks for them; v1-only clients such as aria2c do, and fail the download on a 404. */
+static void pad_file(struct httpd_req *req, const char *digits, int64_t piece_size)
+{
+	char *end;
+	long long n = strtoll(digits, &end, 10);
+	int64_t a = 0, b = 0;
+	char *zeros;
+	int rr;
+
+	if (end == digits || *end || *digits == '0' || n <= 0 || n >= piece_size) {
+		plain(req, 404, "not found\n");
+		return;
+	}
+	rr = mirror__parse_range(httpd_header(req, "Range"), n, &a, &b);
+	if (rr < 0) {
+		httpd_add_headerf(req, "Content-Range", "bytes */%lld", n);
+		plain(req, 416, "range not satisfiable\n");
+		return;
+	}
+	if (!rr) {
+		a = 0;
+		b = n - 1;
+	}
+	zeros = xcalloc(1, (size_t)(b - a + 1));
+	httpd_add_header(req, "Accept-Ranges", "bytes");
+	if (rr)
+		httpd_add_headerf(req, "Content-Range", "bytes %lld-%lld/%lld", (long long)a, (long long)b, n);
+	httpd_respond(req, rr ? 206 : 200, "application/octet-stream", zeros, (size_t)(b - a + 1));
+	free(zeros);
+}
+
+/* walk callback: the path of a snapshot's only file; a second file clears it and stops */
+static int lone_file(void *ud, const struct catalog_entry *e)
+{
+	char **path = ud;
+
+	if (*path) {
+		FREE_AND_NULL(path);
+		return 1;
+	}
+	*path = xstrdup(e->path);
+	return 0;
+}
+
+static void web_seed(struct mirror_routes *rt, struct httpd_req *req, const char *rest)
+{
+	const char *slash = strchr(rest, '/'), *slash2;
+	char btih[41], *tname = NULL, *path = NULL;
+	struct catalog_torrent t;
+	struct catalog_repo repo = { 0 };
+	struct catalog_entry e = { 0 };
+	bool have_repo = false;
+
+	/* {btih}/{torrent name}/{path}; libtorrent 2.0.8 (before 2.0.14) asks for {btih}/{torrent name}
+	 * alone when the torrent holds one file, which then is the answer */
+	if (!slash || slash - rest != 40 || !slash[1]) {
+		plain(req, 404, "not found\n");
+		goto out;
+	}
+	slash2 = strchr(slash + 1, '/');
+	memcpy(btih, rest, 40);
+	btih[40] = '\0';
+	for (int i = 0; i < 40; i++)
+		if (!strchr("0123456789abcdef", btih[i])) {
+			plain(req, 404, "not found\n");
+			goto out;
+		}
+	tname = httpd_unescape(slash + 1, slash2 ? (size_t)(slash2 - slash - 1) : strlen(slash + 1), false);
+	if (!tname || catalog_torrent_find(rt->data->catalog, btih, &t) || strcmp(t.btih, btih) || strcmp(t.name, tname)) {
+		plain(req, 404, "not found\n");
+		goto out;
+	}
+	if (slash2)
+		path = httpd_unescape(slash2 + 1, strlen(slash2 + 1), false);
+	else if (catalog_snapshot_walk(rt->data->catalog, t.snapshot_id, NULL, NULL, 2, lone_file, &path) || !path)
+		FREE_AND_NULL(&path);
+	if (!path || path_check_str(path)) {
+		plain(req, 404, "not found\n");
+		goto out;
+	}
+	if (catalog_snapshot_repo(rt->data->catalog, t.snapshot_id, &repo)) {
+		plain(req, 404, "not found\n");
+		goto out;
+	}
+	have_repo = true;
+	if (!mirror__access_check(rt, req, repo.hub, repo.type, repo.name, NULL))
+		goto out;
+	if (!mirror__content_allowed(&repo)) {
+		plain(req, 403, "gated repository: closed on this mirror\n");
+		goto out;
+	}
+	if (!strncmp(path, ".pad/", 5)) {
+		pad_file(req, path + 5, t.piece_size);
+		goto out;
+	}
+	if (catalog_snapshot_file(rt->data->catalog, t.snapshot_id, path, &e)) {
+		plain(req, 404, "not found\n");
+		goto out;
+	}
+	httpd_add_headerf(req, "ETag", "\"%s\"", e.sha256);
+	if (mirror__send_blob(rt, req, e.sha256, e.size))
+		plain(req, 503, "file temporarily unavailable on this mirror\n");
+out:
+	catalog_entry_release(&e);
+	if (have_repo)
+		catalog_repo_release(&repo);
+	free(tname);
+	free(path);
+}
+
+json_t *mirror__swarm_json(struct mirror_routes *rt, int64_t snapshot_id, const struct catalog_repo *repo,
+			   const char *base)
+{
+	struct catalog_torrent t;
+	unsigned char v1[20], v2[20];
+	size_t s1 = 0, l1 = 0, s2 = 0, l2 = 0;
+
+	if (!snapshot_id || catalog_torrent_get(rt->data->catalog, snapshot_id, &t) || hex_decode(t.btih, v1, 20) ||
+	    hex_decode(t.btmh, v2, 20))
+		return json_null();
+	/* libtorrent announces the v1 hash and the truncated v2 hash as two swarms of the same peers;
+	 * v1-only clients the first only: the larger count of each is the swarm's */
+	mirror_tracker_swarm(rt->tracker, v1, &s1, &l1);
+	mirror_tracker_swarm(rt->tracker, v2, &s2, &l2);
+	return json_pack("{s:s, s:s, s:s++++++, s:I, s:I, s:I}", "btih", t.btih, "btmh", t.btmh,
+			 "torrent", base, "/api/p2p/torrent/", repo->hub, "/", repo->type, "/", repo->name,
+			 "piece_size", (json_int_t)t.piece_size, "seeders", (json_int_t)(s1 > s2 ? s1 : s2),
+			 "leechers", (json_int_t)(l1 > l2 ? l1 : l2));
+}
+
+int mirror__route_p2p(void *ud, struct httpd_req *req)
+{
+	struct mirror_routes *rt = ud;
+	const char *path = httpd_path(req), *method = httpd_method(req);
+	bool get = !strcmp(method, "GET") || !strcmp(method, "HEAD");
+
+	if (!strcmp(path, "/announce")) {
+		httpd_set_route(req, "announce");
+		if (!get)
+			plain(req, 405, "method not allowed\n");
+		else
+			announce(rt, req);
+		return 0;
+	}
+	if (!strncmp(path, "/p2p/seed/", 10)) {
+		httpd_set_route(req, "webseed");
+		if (!get)
+			plain(req, 405, "method not allowed\n");
+		else
+			web_seed(rt, req, path + 10);
+		return 0;
+	}
+	if (!strncmp(path, "/api/p2p/torrent/", 17)) {
+		httpd_set_route(req, "torrent");
+		if (!get)
+			plain(req, 405, "method not allowed\n");
+		else
+			torrent(rt, req, path + 17);
+		return 0;
+	}
+	return HTTPD_PASS;
+}

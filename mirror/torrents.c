@@ -1,0 +1,317 @@
+/*
+ * torrents.c - making, storing and handing out the torrents of snapshots (see torrents.h).
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base/err.h"
+#include "base/log.h"
+#include "base/xmalloc.h"
+#include "catalog/catalog.h"
+#include "data.h"
+#include "p2p/p2p.h"
+#include "store.h"
+#include "torrents.h"
+
+char *mirror_torrent_path(const struct mirror_data *d, const char *btih)
+{
+	return xasprintf("%s/torrents/%s.torrent", d->dir, btih);
+}
+
+static int write_file(const char *dir, const char *final, const void *data, size_t len)
+{
+	char *tmp = xasprintf("%s.part", final);
+	int fd, r = 0, dfd;
+	size_t off = 0;
+
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		r = -errno;
+		goto out;
+	}
+	while (off < len) {
+		ssize_t n = write(fd, (const char *)data + off, len - off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			r = -errno;
+			break;
+		}
+		off += (size_t)n;
+	}
+	if (!r && fsync(fd) < 0)
+		r = -errno;
+	if (close(fd) < 0 && !r)
+		r = -errno;
+	if (!r && rename(tmp, final) < 0)
+		r = -errno;
+	if (r)
+		unlink(tmp);
+	else if ((dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) >= 0) {
+		if (fsync(dfd) < 0)
+			r = -errno;
+		close(dfd);
+	}
+out:
+	free(tmp);
+	return r;
+}
+
+struct files {
+	struct mirror_data *d;
+	struct p2p_file *v;
+	size_t n, cap;
+};
+
+static int add_file(void *ud, const struct catalog_entry *e)
+{
+	struct files *f = ud;
+
+	if (f->n == f->cap) {
+		f->cap = f->cap ? f->cap * 2 : 64;
+		f->v = xreallocarray(f->v, f->cap, sizeof(*f->v));
+	}
+	f->v[f->n].path = xstrdup(e->path);
+	f->v[f->n].size = e->size;
+	f->v[f->n].source = mirror_store_blob_path(f->d->store, e->sha256);
+	f->n++;
+	return 0;
+}
+
+static void files_release(struct files *f)
+{
+	for (size_t i = 0; i < f->n; i++) {
+		free((char *)f->v[i].path);
+		free((char *)f->v[i].source);
+	}
+	free(f->v);
+}
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	if (ftw->level == 0)
+		return 0; /* keep .work itself */
+	return remove(path) < 0 && errno != ENOENT ? -1 : 0;
+}
+
+struct pending {
+	int64_t *ids;
+	char **names;
+	size_t n, cap;
+};
+
+static int add_pending(void *ud, int64_t snapshot_id, const char *name)
+{
+	struct pending *p = ud;
+
+	if (p->n == p->cap) {
+		p->cap = p->cap ? p->cap * 2 : 16;
+		p->ids = xreallocarray(p->ids, p->cap, sizeof(*p->ids));
+		p->names = xreallocarray(p->names, p->cap, sizeof(*p->names));
+	}
+	p->ids[p->n] = snapshot_id;
+	p->names[p->n] = xstrdup(name);
+	p->n++;
+	return 0;
+}
+
+/* One snapshot: hash, write the file, then record the row. */
+static int make_one(struct mirror_data *d, const char *dir, const char *work, int64_t snapshot_id,
+		    const char *repo, int64_t now, char **errmsg)
+{
+	struct files f = { .d = d };
+	struct p2p_torrent t = { 0 };
+	struct catalog_torrent row = { 0 };
+	const char *slash = strrchr(repo, '/');
+	const char *name = slash ? slash + 1 : repo;
+	char *path = NULL, *why = NULL;
+	int r;
+
+	r = catalog_snapshot_walk(d->catalog, snapshot_id, NULL, NULL, 0, add_file, &f);
+	if (r) {
+		why = xasprintf("catalog: %s", catalog_errmsg(d->catalog));
+		goto out;
+	}
+	r = p2p_torrent_create(name, f.v, f.n, work, &t, &why);
+	if (r)
+		goto out;
+	path = mirror_torrent_path(d, t.btih);
+	r = write_file(dir, path, t.data, t.len);
+	if (r) {
+		why = xasprintf("cannot write %s: %s", path, err_str(r));
+		goto out;
+	}
+	row.snapshot_id = snapshot_id;
+	memcpy(row.btih, t.btih, sizeof(row.btih));
+	memcpy(row.btmh, t.btmh, sizeof(row.btmh));
+	snprintf(row.name, sizeof(row.name), "%s", name);
+	row.piece_size = t.piece_size;
+	row.created_at = now;
+	r = catalog_torrent_put(d->catalog, &row);
+	if (r)
+		why = xasprintf("catalog: %s", catalog_errmsg(d->catalog));
+out:
+	if (r && errmsg)
+		*errmsg = xasprintf("torrent of %s: %s", repo, why ? why : err_str(r));
+	free(why);
+	free(path);
+	p2p_torrent_release(&t);
+	files_release(&f);
+	return r;
+}
+
+int mirror_torrents_make(struct mirror_data *d, int64_t now, size_t *made, char **errmsg)
+{
+	struct pending p = { 0 };
+	char *dir = xasprintf("%s/torrents", d->dir), *work = xasprintf("%s/torrents/.work", d->dir);
+	size_t count = 0;
+	int r;
+
+	if ((mkdir(dir, 0755) < 0 && errno != EEXIST) || (mkdir(work, 0755) < 0 && errno != EEXIST)) {
+		r = -errno;
+		if (errmsg)
+			*errmsg = xasprintf("cannot create %s: %s", work, strerror(errno));
+		goto out;
+	}
+	/* what a crash during an earlier make left (the caller holds the sync lock: nobody else makes) */
+	if (nftw(work, remove_entry, 16, FTW_DEPTH | FTW_PHYS) < 0)
+		log_warn("torrents", "cannot clear %s: %s", work, strerror(errno));
+	r = catalog_torrent_missing_each(d->catalog, add_pending, &p);
+	if (r) {
+		if (errmsg)
+			*errmsg = xasprintf("catalog: %s", catalog_errmsg(d->catalog));
+		goto out;
+	}
+	/* one snapshot's failure (a path BitTorrent clients would rename, a blob gone) does not stop
+	 * the others; the first error is returned */
+	for (size_t i = 0; i < p.n; i++) {
+		char *why = NULL;
+		int e = make_one(d, dir, work, p.ids[i], p.names[i], now, &why);
+		if (!e)
+			count++;
+		else if (e != -ENODATA && !r) {
+			/* -ENODATA: no bytes at all (no files, or only empty ones): nothing to share */
+			r = e;
+			if (errmsg) {
+				*errmsg = why;
+				why = NULL;
+			}
+		}
+		free(why);
+	}
+out:
+	if (made)
+		*made = count;
+	for (size_t i = 0; i < p.n; i++)
+		free(p.names[i]);
+	free(p.names);
+	free(p.ids);
+	free(work);
+	free(dir);
+	return r;
+}
+
+int mirror_torrent_load(const struct mirror_data *d, const char *btih, const char *announce, const char *webseed,
+			char **out, size_t *len)
+{
+	char *path = mirror_torrent_path(d, btih), *data = NULL, *res;
+	struct stat st;
+	size_t n = 0, pos = 0;
+	int fd = open(path, O_RDONLY | O_CLOEXEC), r = 0;
+
+	free(path);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0) {
+		r = -errno;
+		goto out;
+	}
+	if (st.st_size < 2 || st.st_size > 64 * 1024 * 1024) {
+		r = HM_ERR_TORRENT;
+		goto out;
+	}
+	n = (size_t)st.st_size;
+	data = xmalloc(n);
+	while (pos < n) {
+		ssize_t k = read(fd, data + pos, n - pos);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0) {
+			r = k < 0 ? -errno : HM_ERR_TORRENT;
+			goto out;
+		}
+		pos += (size_t)k;
+	}
+	if (data[0] != 'd' || data[n - 1] != 'e') {
+		r = HM_ERR_TORRENT;
+		goto out;
+	}
+	/* bencoded keys are sorted: "announce" sorts before every key the file has (comment, created by,
+	 * creation date, info, piece layers), "url-list" after them */
+	{
+		char *a = announce ? xasprintf("8:announce%zu:%s", strlen(announce), announce) : xstrdup("");
+		char *u = webseed ? xasprintf("8:url-list%zu:%s", strlen(webseed), webseed) : xstrdup("");
+		size_t al = strlen(a), ul = strlen(u);
+
+		res = xmalloc(n + al + ul);
+		res[0] = 'd';
+		memcpy(res + 1, a, al);
+		memcpy(res + 1 + al, data + 1, n - 2);
+		memcpy(res + 1 + al + n - 2, u, ul);
+		res[n - 1 + al + ul] = 'e';
+		*out = res;
+		*len = n + al + ul;
+		free(a);
+		free(u);
+	}
+out:
+	free(data);
+	close(fd);
+	return r;
+}
+
+int mirror_torrents_gc(struct mirror_data *d, size_t *removed)
+{
+	char *dir = xasprintf("%s/torrents", d->dir);
+	DIR *dh = opendir(dir);
+	struct dirent *e;
+	size_t count = 0;
+	int r = 0;
+
+	if (!dh) {
+		r = errno == ENOENT ? 0 : -errno;
+		goto out;
+	}
+	while ((e = readdir(dh))) {
+		size_t l = strlen(e->d_name);
+		char btih[41];
+		int k;
+
+		if (l != 40 + strlen(".torrent") || strcmp(e->d_name + 40, ".torrent"))
+			continue;
+		memcpy(btih, e->d_name, 40);
+		btih[40] = '\0';
+		k = catalog_torrent_known(d->catalog, btih);
+		if (k < 0) {
+			r = k;
+			break;
+		}
+		if (!k && unlinkat(dirfd(dh), e->d_name, 0) == 0)
+			count++;
+	}
+	closedir(dh);
+out:
+	if (removed)
+		*removed = count;
+	free(dir);
+	return r;
+}
