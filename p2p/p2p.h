@@ -19,6 +19,15 @@ struct p2p_session_config {
 	const char *listen_interfaces;
 	/* Local service discovery (BEP 14). DHT, UPnP and NAT-PMP are always off inside a data center. */
 	bool enable_lsd;
+	/* Upload cap in bytes/s for peers on the local network (private ranges and loopback: libtorrent's
+	 * local peer class, which ignores the global limits and unchoke slots). 0: unlimited. */
+	int64_t local_upload_limit;
+	/* Settings for a fast LAN: the buffers of libtorrent's high_performance_seed preset (send buffer
+	 * watermarks, queued disk bytes, request queues, connection limits), uTP off (TCP only), and
+	 * active-torrent limits raised so that hundreds of seeds stay active and announced. false: libtorrent's
+	 * defaults for those. Give it to every node of a swarm: a peer with default settings dials uTP
+	 * first and, refused, falls back to TCP only after a timeout (measured: 4 s more to connect). */
+	bool lan_tuning;
 };
 
 struct p2p_session_status {
@@ -31,17 +40,123 @@ struct p2p_session_status {
 };
 
 /*
- * Start a session and wait until it listens (at most a few seconds). On success *out is the new
- * session, owned by the caller (p2p_session_free). On failure returns HM_ERR_TORRENT and, if errmsg
- * is not NULL, sets *errmsg to a malloc'd message the caller frees; *out is untouched.
+ * Start a session and wait until it listens (at most a few seconds). cfg may be NULL (all defaults; a
+ * zeroed config is the same). On success *out is the new session, owned by the caller
+ * (p2p_session_free). On failure returns HM_ERR_TORRENT (-EINVAL for a negative local_upload_limit)
+ * and, if errmsg is not NULL, sets *errmsg to a malloc'd message the caller frees; *out is untouched.
  */
 int p2p_session_new(const struct p2p_session_config *cfg, struct p2p_session **out, char **errmsg);
 
 /* Read back the settings in force and the listen port. Returns 0 or HM_ERR_TORRENT. */
 int p2p_session_status(struct p2p_session *s, struct p2p_session_status *out);
 
-/* Stop the session (aborts its network activity) and free it. Accepts NULL and *s == NULL. */
+/* Stop the session (aborts its network activity) and free it. Accepts NULL and *s == NULL. The wakeup
+ * function (p2p_session_set_wakeup) is unregistered first and is never called once this has begun, so
+ * free the session before closing the uv_async_t it signals. Blocks until libtorrent's threads end. */
 void p2p_session_free(struct p2p_session **s);
+
+/*
+ * Torrents in a session. Every torrent is keyed by its v1 info-hash in lowercase hex (the "btih",
+ * 40 characters; upper case is accepted too). The functions below may be called from any one thread at
+ * a time or from several (the session's own table is locked); p2p_session_drain belongs to one thread,
+ * the event loop's. Most of them wait for libtorrent's network thread to answer, which takes
+ * microseconds unless a torrent is huge.
+ */
+
+struct p2p_add {
+	const unsigned char *torrent;   /* a bencoded .torrent, borrowed for the call */
+	size_t len;
+	const char *save_path;          /* the folder that holds the torrent's root folder; borrowed */
+	/* The files are complete: no check at add, each piece is verified on its first request. If one
+	 * fails, libtorrent (2.0.8) drops its peers, leaves seed mode, rechecks every file and carries on
+	 * as a downloader missing the bad pieces, with no error: only the status (seeding and seed_mode
+	 * false, pieces_have < num_pieces) tells. */
+	bool seed_mode;
+	const char *const *web_seeds;   /* extra BEP 19 URLs (added to the torrent's url-list); may be NULL */
+	size_t nweb_seeds;
+};
+
+/*
+ * Add a torrent to s, started and not auto-managed (libtorrent's queue never pauses it). *btih_out
+ * (41 bytes, may be NULL) gets its v1 info-hash in lowercase hex. A torrent already in the session is
+ * not added again: the call returns 0 and its hash, and adds a's web seeds to it (other fields of a are
+ * ignored). Torrents up to 100 MB of metadata or INT_MAX pieces load (libtorrent's default limits are
+ * 10 MB and 2 million pieces). Blocking: parses the whole torrent (a 20 MB one takes tens of ms).
+ * Returns 0, HM_ERR_USAGE (NULL arguments, no save_path), HM_ERR_TORRENT (a torrent libtorrent cannot
+ * load or add, or a v2-only torrent, which has no btih), with a malloc'd message in *errmsg if errmsg
+ * is not NULL; *btih_out is written only on success.
+ */
+int p2p_session_add(struct p2p_session *s, const struct p2p_add *a, char *btih_out, char **errmsg);
+
+/* Remove the torrent btih from s; its files stay on disk. Returns 0, or HM_ERR_NOT_FOUND if s has no
+ * such torrent. Events already queued for it may still come out of p2p_session_drain. */
+int p2p_session_remove(struct p2p_session *s, const char *btih);
+
+/* Connect torrent btih to a peer known to have it: endpoint is "1.2.3.4:6881" or "[::1]:6881"
+ * (borrowed; no host names). Asynchronous: libtorrent dials at its next one-second tick (uTP first
+ * unless the session has lan_tuning), redials if the connection drops, and a failure shows only as no
+ * peer. Returns 0, HM_ERR_NOT_FOUND (unknown btih), -EINVAL (a malformed endpoint) or HM_ERR_TORRENT. */
+int p2p_session_connect(struct p2p_session *s, const char *btih, const char *endpoint);
+
+struct p2p_torrent_status {
+	bool seeding;           /* has every piece and has verified every piece (not merely in seed mode) */
+	bool seed_mode;         /* added with seed_mode and still in it: complete by assumption, pieces are
+	                         * verified as peers first ask for them; libtorrent leaves it once all are */
+	bool paused;
+	bool error;             /* stopped by an error, described in message */
+	char message[256];      /* "" without an error; "<file>: <error>" or "<error>", cut to fit */
+	double progress;        /* 0..1 of the wanted bytes (1 in seed mode) */
+	int64_t total_wanted, total_done;   /* bytes of the wanted pieces, and of those we have (partial
+	                                     * pieces count their finished blocks) */
+	int64_t uploaded, downloaded;       /* payload bytes since the torrent was added to this session (a
+	                                     * pause does not reset them) */
+	int64_t from_web_seeds;             /* of downloaded, the payload received over BEP 19 / BEP 17 web
+	                                     * seed connections, open or closed since */
+	int peers, seeds;       /* connected peers (web seeds included), and those of them that are seeds */
+	int num_pieces, pieces_have;
+};
+
+/* Fill *out with the state of torrent btih. Returns 0, HM_ERR_NOT_FOUND or HM_ERR_TORRENT; *out is
+ * written only on success. */
+int p2p_session_torrent_status(struct p2p_session *s, const char *btih, struct p2p_torrent_status *out);
+
+/* Session-wide payload totals since p2p_session_new, for metrics: every torrent's uploaded and
+ * downloaded, including torrents removed since (their counts at removal). Monotonic. Returns 0 or
+ * HM_ERR_TORRENT; the outputs are written only on success and may be NULL. */
+int p2p_session_totals(struct p2p_session *s, int64_t *uploaded, int64_t *downloaded);
+
+/*
+ * Events, the libuv way. p2p_session_set_wakeup registers fn, which libtorrent calls ON ITS OWN THREAD
+ * (with its alert queue locked) when alerts start waiting: fn must do nothing but wake the loop, i.e.
+ * uv_async_send. The loop thread then calls p2p_session_drain, which takes every waiting alert and
+ * calls on_event for the ones below. fn is called again only after a drain has emptied the queue, so
+ * drain from every wakeup. fn NULL unregisters. Registering while alerts wait calls fn at once. Set it
+ * before adding torrents, or drain once after setting it.
+ *
+ * P2P_EVENT_FINISHED: the torrent has every wanted piece. Also posted right after adding a torrent
+ *   with seed_mode (libtorrent counts it as finished at once).
+ * P2P_EVENT_ERROR: a file error (message names the file and the operation), or the torrent stopped on
+ *   an error (message as in p2p_torrent_status). One failure may give both.
+ * P2P_EVENT_PIECE: piece `piece` was downloaded and verified, or found good by a recheck of the files
+ *   (as after a failed seed_mode piece); not for the pieces seed_mode verifies as peers ask for them.
+ *
+ * Strings in an event are borrowed for the call of on_event. on_event may call the other p2p_session_*
+ * functions but not p2p_session_drain (that returns -EBUSY). Events of a torrent removed meanwhile may
+ * still come; events whose torrent is already gone from libtorrent are dropped.
+ * Returns the number of events delivered; or, after delivering them, HM_ERR_TORRENT if libtorrent's
+ * alert queue overflowed and alerts were lost (then poll p2p_session_torrent_status), or -EBUSY if
+ * called from inside on_event.
+ */
+enum p2p_event_kind { P2P_EVENT_FINISHED, P2P_EVENT_ERROR, P2P_EVENT_PIECE };
+struct p2p_event {
+	enum p2p_event_kind kind;
+	const char *btih;
+	int piece;              /* P2P_EVENT_PIECE: the piece index; otherwise -1 */
+	const char *message;    /* P2P_EVENT_ERROR: what failed; otherwise "" */
+};
+void p2p_session_set_wakeup(struct p2p_session *s, void (*fn)(void *ud), void *ud);
+int p2p_session_drain(struct p2p_session *s, void (*on_event)(void *ud, const struct p2p_event *ev),
+		      void *ud);
 
 /* libtorrent's version string, e.g. "2.0.8.0". Static. */
 const char *p2p_version(void);

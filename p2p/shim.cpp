@@ -5,25 +5,39 @@
  * libtorrent's settings for a data-center swarm (libtorrent-notes.md) are applied in one place.
  */
 #include <algorithm>
+#include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <climits>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <functional>
 #include <iterator>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
+#include <libtorrent/address.hpp>
 #include <libtorrent/alert_types.hpp>
 #include <libtorrent/bencode.hpp>
 #include <libtorrent/create_torrent.hpp>
+#include <libtorrent/extensions.hpp>
 #include <libtorrent/file_storage.hpp>
+#include <libtorrent/load_torrent.hpp>
+#include <libtorrent/peer_class.hpp>
+#include <libtorrent/peer_connection_handle.hpp>
+#include <libtorrent/peer_info.hpp>
 #include <libtorrent/session.hpp>
 #include <libtorrent/settings_pack.hpp>
+#include <libtorrent/torrent_handle.hpp>
 #include <libtorrent/torrent_info.hpp>
+#include <libtorrent/torrent_status.hpp>
 #include <libtorrent/version.hpp>
 
 extern "C" {
@@ -35,8 +49,71 @@ extern "C" {
 
 namespace lt = libtorrent;
 
+/*
+ * Payload received from the web seeds (BEP 19 url seeds, BEP 17 http seeds) of one torrent.
+ * libtorrent keeps per-connection counters only, and closes web seed connections when a torrent
+ * finishes, so the bytes of closed connections are banked here by a peer plugin (on libtorrent's network
+ * thread) and the open ones are added at status time. reported keeps the value from going backwards
+ * when a connection closes between reading closed and listing the peers.
+ */
+struct web_bytes {
+	std::atomic<std::int64_t> closed{0};
+	std::atomic<std::int64_t> reported{0};
+};
+
+/* Attached to each web seed connection: banks its payload when it closes. on_disconnect runs before
+ * libtorrent drops the connection from the torrent's peer list, inside one network-thread call, so a
+ * synchronous get_peer_info sees a connection either live or banked, never both. */
+class web_peer_counter final : public lt::peer_plugin {
+public:
+	web_peer_counter(lt::peer_connection_handle pc, std::shared_ptr<web_bytes> c)
+		: m_pc(std::move(pc)), m_c(std::move(c)) {}
+
+	void on_disconnect(lt::error_code const &) override
+	{
+		try {
+			if (!m_pc.native_handle())
+				return;
+			lt::peer_info pi;
+			m_pc.get_peer_info(pi);
+			m_c->closed += pi.total_download;
+		} catch (...) {
+			/* a lost count is not worth unwinding libtorrent's network thread */
+		}
+	}
+
+private:
+	lt::peer_connection_handle m_pc;
+	std::shared_ptr<web_bytes> m_c;
+};
+
+class web_torrent_counter final : public lt::torrent_plugin {
+public:
+	explicit web_torrent_counter(std::shared_ptr<web_bytes> c) : m_c(std::move(c)) {}
+
+	std::shared_ptr<lt::peer_plugin> new_connection(lt::peer_connection_handle const &pc) override
+	{
+		if (pc.type() == lt::connection_type::bittorrent)
+			return nullptr;
+		return std::make_shared<web_peer_counter>(pc, m_c);
+	}
+
+private:
+	std::shared_ptr<web_bytes> m_c;
+};
+
+struct torrent_entry {
+	lt::torrent_handle h;
+	std::shared_ptr<const lt::torrent_info> ti;
+	std::shared_ptr<web_bytes> web;
+};
+
 struct p2p_session {
 	std::unique_ptr<lt::session> ses;
+	std::mutex mu;                                   /* guards torrents and the removed_* bank */
+	std::unordered_map<std::string, torrent_entry> torrents;  /* by btih, lowercase hex */
+	std::int64_t removed_up = 0, removed_down = 0;   /* payload counts of torrents removed */
+	bool draining = false;                           /* inside p2p_session_drain (loop thread only) */
 };
 
 static void set_err(char **errmsg, const std::string &msg)
@@ -48,11 +125,47 @@ static void set_err(char **errmsg, const std::string &msg)
 		std::memcpy(*errmsg, msg.c_str(), msg.size() + 1);
 }
 
+/* lan_tuning: the buffer and connection settings of libtorrent's high_performance_seed preset (not its
+ * short timeouts and max_failcount 1, which suit a seedbox more than a LAN of agents), TCP only (uTP
+ * keeps a LAN far below its speed: libtorrent-notes.md), and active limits raised so that hundreds of
+ * torrents are all active (announced to trackers and LSD) even if some are auto-managed. */
+static void lan_settings(lt::settings_pack &sp)
+{
+	static const int from_preset[] = {
+		lt::settings_pack::send_buffer_watermark,
+		lt::settings_pack::send_buffer_low_watermark,
+		lt::settings_pack::send_buffer_watermark_factor,
+		lt::settings_pack::send_not_sent_low_watermark,
+		lt::settings_pack::max_queued_disk_bytes,
+		lt::settings_pack::max_peer_recv_buffer_size,
+		lt::settings_pack::max_out_request_queue,
+		lt::settings_pack::checking_mem_usage,
+		lt::settings_pack::file_pool_size,
+		lt::settings_pack::connections_limit,
+		lt::settings_pack::connection_speed,
+		lt::settings_pack::listen_queue_size,
+		lt::settings_pack::unchoke_slots_limit,
+	};
+	lt::settings_pack hp = lt::high_performance_seed();
+
+	for (int name : from_preset)
+		sp.set_int(name, hp.get_int(name));
+	sp.set_bool(lt::settings_pack::enable_outgoing_utp, false);
+	sp.set_bool(lt::settings_pack::enable_incoming_utp, false);
+	sp.set_int(lt::settings_pack::active_downloads, 2000);
+	sp.set_int(lt::settings_pack::active_seeds, 20000);
+	sp.set_int(lt::settings_pack::active_limit, 20000);
+	sp.set_int(lt::settings_pack::active_tracker_limit, 20000);
+	sp.set_int(lt::settings_pack::active_lsd_limit, 20000);
+}
+
 /* The settings every hubmirror session runs with; see libtorrent-notes.md for why each. */
 static lt::settings_pack base_settings(const struct p2p_session_config *cfg)
 {
 	lt::settings_pack sp;
 
+	if (cfg && cfg->lan_tuning)
+		lan_settings(sp);
 	sp.set_str(lt::settings_pack::listen_interfaces,
 		   cfg && cfg->listen_interfaces ? cfg->listen_interfaces : "0.0.0.0:6881");
 	/* DHT bootstraps to the internet; UPnP/NAT-PMP poke routers. None belongs in a data center. */
@@ -62,8 +175,14 @@ static lt::settings_pack base_settings(const struct p2p_session_config *cfg)
 	sp.set_bool(lt::settings_pack::enable_lsd, cfg && cfg->enable_lsd);
 	/* Many peers share one address on a LAN (and on loopback in tests). */
 	sp.set_bool(lt::settings_pack::allow_multiple_connections_per_ip, true);
+	/* What p2p_session_drain reports: errors (file errors are error|storage), status (finished, listen
+	 * results, torrent errors), piece_progress (piece_finished_alert, one per verified piece). */
 	sp.set_int(lt::settings_pack::alert_mask,
-		   lt::alert_category::error | lt::alert_category::status);
+		   lt::alert_category::error | lt::alert_category::status | lt::alert_category::storage |
+			   lt::alert_category::piece_progress);
+	/* One piece alert per piece: 2000 (the default) can overflow while the loop is busy for a moment on
+	 * a fast LAN; 10000 is what high_performance_seed uses. */
+	sp.set_int(lt::settings_pack::alert_queue_size, 10000);
 	return sp;
 }
 
@@ -71,8 +190,18 @@ extern "C" int p2p_session_new(const struct p2p_session_config *cfg, struct p2p_
 			       char **errmsg)
 {
 	try {
+		if (cfg && cfg->local_upload_limit < 0) {
+			set_err(errmsg, "local_upload_limit is negative");
+			return -EINVAL;
+		}
 		auto s = std::make_unique<p2p_session>();
 		s->ses = std::make_unique<lt::session>(lt::session_params(base_settings(cfg)));
+		if (cfg && cfg->local_upload_limit > 0) {
+			/* Peers on the local network are in the local class, which the global limits skip. */
+			lt::peer_class_info pci = s->ses->get_peer_class(lt::session::local_peer_class_id);
+			pci.upload_limit = static_cast<int>(std::min<int64_t>(cfg->local_upload_limit, INT_MAX));
+			s->ses->set_peer_class(lt::session::local_peer_class_id, pci);
+		}
 
 		/* Listening is asynchronous: wait for the verdict so callers get a usable port or an error. */
 		auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
@@ -128,6 +257,12 @@ extern "C" void p2p_session_free(struct p2p_session **s)
 	if (!s || !*s)
 		return;
 	try {
+		/* First, so that the caller's wakeup (a uv_async_t it may close next) is never called again;
+		 * libtorrent calls it under the alert queue's lock, which this takes too. */
+		(*s)->ses->set_alert_notify(std::function<void()>());
+	} catch (...) {
+	}
+	try {
 		delete *s; /* lt::session's destructor aborts and joins its threads */
 	} catch (...) {
 		/* nothing useful to do; the memory is gone either way */
@@ -138,6 +273,363 @@ extern "C" void p2p_session_free(struct p2p_session **s)
 extern "C" const char *p2p_version(void)
 {
 	return lt::version();
+}
+
+/*
+ * Torrents in a session. The table maps btih -> handle; libtorrent's own calls are thread-safe, the
+ * table is guarded by s->mu. Calls on a handle (status, connect_peer, ...) wait for the network thread.
+ */
+
+static void hex40(lt::sha1_hash const &h, char out[41])
+{
+	static const char hex[] = "0123456789abcdef";
+	for (int i = 0; i < 20; i++) {
+		auto c = static_cast<unsigned char>(h[static_cast<std::size_t>(i)]);
+		out[2 * i] = hex[c >> 4];
+		out[2 * i + 1] = hex[c & 15];
+	}
+	out[40] = '\0';
+}
+
+/* The table key of btih: 40 hex digits, lowercased. false for anything else (then no such torrent). */
+static bool btih_key(const char *btih, std::string &key)
+{
+	if (!btih || std::strlen(btih) != 40)
+		return false;
+	key.assign(btih, 40);
+	for (char &c : key) {
+		if (c >= 'A' && c <= 'F')
+			c = static_cast<char>(c - 'A' + 'a');
+		else if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')))
+			return false;
+	}
+	return true;
+}
+
+/* Copy the entry of btih out of the table (handles are cheap to copy). false if there is none. */
+static bool find_entry(struct p2p_session *s, const char *btih, torrent_entry &e)
+{
+	std::string key;
+
+	if (!btih_key(btih, key))
+		return false;
+	std::lock_guard<std::mutex> lock(s->mu);
+	auto it = s->torrents.find(key);
+	if (it == s->torrents.end())
+		return false;
+	e = it->second;
+	return true;
+}
+
+/*
+ * Payload bytes of a torrent since it was added. libtorrent has two counters, neither right alone:
+ * total_payload_* is exact but restarts from 0 when the torrent is paused and resumed; all_time_*
+ * survives that but only takes in each second's bytes at libtorrent's one-second tick (a torrent that
+ * just finished shows up to a second short). The larger of the two is exact until a pause and at most a
+ * second behind after one. all_time_* starts from 0 because no resume data is loaded; if it ever is,
+ * subtract the loaded values here.
+ */
+static std::int64_t payload_up(lt::torrent_status const &st)
+{
+	return std::max(st.all_time_upload, st.total_payload_upload);
+}
+
+static std::int64_t payload_down(lt::torrent_status const &st)
+{
+	return std::max(st.all_time_download, st.total_payload_download);
+}
+
+extern "C" int p2p_session_add(struct p2p_session *s, const struct p2p_add *a, char *btih_out,
+			       char **errmsg)
+{
+	try {
+		if (!s || !a || !a->torrent || !a->save_path || !*a->save_path ||
+		    (a->nweb_seeds && !a->web_seeds)) {
+			set_err(errmsg, "p2p_session_add: missing torrent or save_path");
+			return HM_ERR_USAGE;
+		}
+		/* Our snapshots' torrents can be tens of MB (100,000 files) and, for huge models with small
+		 * pieces, have more than the default 2 million pieces. The buffer is already in memory, so its
+		 * size is no threat; tokens are bounded by it. */
+		lt::load_torrent_limits lim;
+		lim.max_buffer_size = static_cast<int>(
+			std::min<size_t>(INT_MAX, std::max<size_t>(a->len + 1, 100000000)));
+		lim.max_pieces = INT_MAX;
+		lim.max_decode_tokens = INT_MAX;
+		lt::add_torrent_params atp = lt::load_torrent_buffer(
+			lt::span<char const>(reinterpret_cast<char const *>(a->torrent),
+					     static_cast<std::ptrdiff_t>(std::min<size_t>(a->len, PTRDIFF_MAX))),
+			lim);
+		if (!atp.ti || !atp.ti->info_hashes().has_v1()) {
+			set_err(errmsg, "torrent has no v1 info-hash (v2-only torrents are not supported)");
+			return HM_ERR_TORRENT;
+		}
+		char hex[41];
+		hex40(atp.ti->info_hashes().v1, hex);
+
+		std::lock_guard<std::mutex> lock(s->mu);
+		auto it = s->torrents.find(hex);
+		if (it != s->torrents.end()) {
+			for (size_t i = 0; i < a->nweb_seeds; i++)
+				if (a->web_seeds[i])
+					it->second.h.add_url_seed(a->web_seeds[i]);
+		} else {
+			atp.save_path = a->save_path;
+			atp.flags &= ~(lt::torrent_flags::auto_managed | lt::torrent_flags::paused);
+			if (a->seed_mode)
+				atp.flags |= lt::torrent_flags::seed_mode;
+			for (size_t i = 0; i < a->nweb_seeds; i++)
+				if (a->web_seeds[i])
+					atp.url_seeds.push_back(a->web_seeds[i]);
+			auto web = std::make_shared<web_bytes>();
+			atp.extensions.push_back([web](lt::torrent_handle const &, lt::client_data_t) {
+				return std::shared_ptr<lt::torrent_plugin>(std::make_shared<web_torrent_counter>(web));
+			});
+			std::shared_ptr<const lt::torrent_info> ti = atp.ti;
+			lt::error_code ec;
+			lt::torrent_handle h = s->ses->add_torrent(std::move(atp), ec);
+			if (ec) {
+				set_err(errmsg, "adding torrent " + std::string(hex) + ": " + ec.message());
+				return HM_ERR_TORRENT;
+			}
+			s->torrents.emplace(hex, torrent_entry{h, std::move(ti), std::move(web)});
+		}
+		if (btih_out)
+			std::memcpy(btih_out, hex, sizeof hex);
+		return 0;
+	} catch (const std::exception &e) {
+		set_err(errmsg, std::string("loading torrent: ") + e.what());
+		return HM_ERR_TORRENT;
+	} catch (...) {
+		set_err(errmsg, "loading torrent: unknown libtorrent exception");
+		return HM_ERR_TORRENT;
+	}
+}
+
+extern "C" int p2p_session_remove(struct p2p_session *s, const char *btih)
+{
+	try {
+		std::string key;
+		if (!btih_key(btih, key))
+			return HM_ERR_NOT_FOUND;
+		std::lock_guard<std::mutex> lock(s->mu);
+		auto it = s->torrents.find(key);
+		if (it == s->torrents.end())
+			return HM_ERR_NOT_FOUND;
+		/* Bank its counts for p2p_session_totals. remove_torrent is queued behind this status call
+		 * on the network thread, and totals reads under the same lock, so nothing counts twice. */
+		lt::torrent_status st = it->second.h.status({});
+		s->removed_up += payload_up(st);
+		s->removed_down += payload_down(st);
+		s->ses->remove_torrent(it->second.h); /* no delete_files: the files are the caller's */
+		s->torrents.erase(it);
+		return 0;
+	} catch (...) {
+		return HM_ERR_TORRENT;
+	}
+}
+
+/* Parse "1.2.3.4:6881" or "[::1]:6881". */
+static bool parse_endpoint(const char *text, lt::tcp::endpoint &ep)
+{
+	std::string t = text ? text : "";
+	std::string host, port;
+
+	if (!t.empty() && t[0] == '[') {
+		size_t close = t.find("]:");
+		if (close == std::string::npos)
+			return false;
+		host = t.substr(1, close - 1);
+		port = t.substr(close + 2);
+	} else {
+		size_t colon = t.rfind(':');
+		if (colon == std::string::npos)
+			return false;
+		host = t.substr(0, colon);
+		port = t.substr(colon + 1);
+		if (host.find(':') != std::string::npos) /* IPv6 without brackets */
+			return false;
+	}
+	if (host.empty() || port.empty() || port.size() > 5 ||
+	    port.find_first_not_of("0123456789") != std::string::npos)
+		return false;
+	unsigned long p = std::strtoul(port.c_str(), nullptr, 10);
+	if (p == 0 || p > 65535)
+		return false;
+	lt::error_code ec;
+	lt::address addr = lt::make_address(host, ec);
+	if (ec)
+		return false;
+	ep = lt::tcp::endpoint(addr, static_cast<unsigned short>(p));
+	return true;
+}
+
+extern "C" int p2p_session_connect(struct p2p_session *s, const char *btih, const char *endpoint)
+{
+	try {
+		torrent_entry e;
+		if (!find_entry(s, btih, e))
+			return HM_ERR_NOT_FOUND;
+		lt::tcp::endpoint ep;
+		if (!parse_endpoint(endpoint, ep))
+			return -EINVAL;
+		/* libtorrent's default flags. Not without pex_encryption: 2.0.8 then never reconnects to the
+		 * peer once the connection drops (as it does when a seed_mode torrent rechecks). */
+		e.h.connect_peer(ep);
+		return 0;
+	} catch (...) {
+		return HM_ERR_TORRENT;
+	}
+}
+
+/* "<file>: <error>" for an error tied to a file of ti, "<error>" otherwise. */
+static std::string error_text(lt::error_code const &ec, lt::file_index_t file, lt::torrent_info const *ti)
+{
+	std::string msg = ec.message();
+	if (ti && file >= lt::file_index_t(0) && file < ti->files().end_file())
+		msg = ti->files().file_path(file) + ": " + msg;
+	return msg;
+}
+
+static void copy_message(char *dst, size_t size, std::string const &msg)
+{
+	size_t n = std::min(msg.size(), size - 1);
+	std::memcpy(dst, msg.data(), n);
+	dst[n] = '\0';
+}
+
+extern "C" int p2p_session_torrent_status(struct p2p_session *s, const char *btih,
+					  struct p2p_torrent_status *out)
+{
+	try {
+		torrent_entry e;
+		if (!find_entry(s, btih, e))
+			return HM_ERR_NOT_FOUND;
+
+		/* Closed web seed connections first, then the open ones: a connection that closes in between
+		 * is missed this time (and counted next time), never counted twice. */
+		std::int64_t web = e.web->closed.load();
+		std::vector<lt::peer_info> peers;
+		e.h.get_peer_info(peers);
+		for (lt::peer_info const &p : peers)
+			if (p.connection_type & (lt::peer_info::web_seed | lt::peer_info::http_seed))
+				web += p.total_download;
+		std::int64_t prev = e.web->reported.load();
+		while (prev < web && !e.web->reported.compare_exchange_weak(prev, web)) {
+		}
+		web = std::max(web, prev);
+
+		lt::torrent_status st = e.h.status(lt::torrent_handle::query_accurate_download_counters);
+		struct p2p_torrent_status r;
+		std::memset(&r, 0, sizeof r);
+		r.seed_mode = bool(st.flags & lt::torrent_flags::seed_mode);
+		r.seeding = st.is_seeding && !r.seed_mode;
+		r.paused = bool(st.flags & lt::torrent_flags::paused);
+		r.error = bool(st.errc);
+		if (r.error)
+			copy_message(r.message, sizeof r.message, error_text(st.errc, st.error_file, e.ti.get()));
+		r.progress = st.progress;
+		r.total_wanted = st.total_wanted;
+		r.total_done = st.total_wanted_done;
+		r.uploaded = payload_up(st);
+		r.downloaded = payload_down(st);
+		r.from_web_seeds = web;
+		r.peers = st.num_peers;
+		r.seeds = st.num_seeds;
+		r.num_pieces = e.ti->num_pieces();
+		r.pieces_have = st.num_pieces;
+		*out = r;
+		return 0;
+	} catch (...) {
+		return HM_ERR_TORRENT;
+	}
+}
+
+extern "C" int p2p_session_totals(struct p2p_session *s, int64_t *uploaded, int64_t *downloaded)
+{
+	try {
+		std::lock_guard<std::mutex> lock(s->mu);
+		std::int64_t up = s->removed_up, down = s->removed_down;
+		std::vector<lt::torrent_status> all =
+			s->ses->get_torrent_status([](lt::torrent_status const &) { return true; }, {});
+		for (lt::torrent_status const &st : all) {
+			up += payload_up(st);
+			down += payload_down(st);
+		}
+		if (uploaded)
+			*uploaded = up;
+		if (downloaded)
+			*downloaded = down;
+		return 0;
+	} catch (...) {
+		return HM_ERR_TORRENT;
+	}
+}
+
+extern "C" void p2p_session_set_wakeup(struct p2p_session *s, void (*fn)(void *ud), void *ud)
+{
+	try {
+		if (fn)
+			s->ses->set_alert_notify([fn, ud] { fn(ud); });
+		else
+			s->ses->set_alert_notify(std::function<void()>());
+	} catch (...) {
+		/* only an invalid session handle throws here, and ours lives until p2p_session_free */
+	}
+}
+
+extern "C" int p2p_session_drain(struct p2p_session *s,
+				 void (*on_event)(void *ud, const struct p2p_event *ev), void *ud)
+{
+	if (s->draining)
+		return -EBUSY; /* pop_alerts would free the alerts the outer call is walking */
+	s->draining = true;
+	int n = 0;
+	bool dropped = false;
+	try {
+		std::vector<lt::alert *> alerts;
+		s->ses->pop_alerts(&alerts);
+		for (lt::alert *a : alerts) {
+			struct p2p_event ev = {};
+			std::string msg;
+			ev.piece = -1;
+			if (lt::alert_cast<lt::torrent_finished_alert>(a)) {
+				ev.kind = P2P_EVENT_FINISHED;
+			} else if (auto *pf = lt::alert_cast<lt::piece_finished_alert>(a)) {
+				ev.kind = P2P_EVENT_PIECE;
+				ev.piece = static_cast<int>(pf->piece_index);
+			} else if (auto *fe = lt::alert_cast<lt::file_error_alert>(a)) {
+				ev.kind = P2P_EVENT_ERROR;
+				msg = std::string(fe->filename()) + ": " + lt::operation_name(fe->op) + ": " +
+				      fe->error.message();
+			} else if (auto *te = lt::alert_cast<lt::torrent_error_alert>(a)) {
+				ev.kind = P2P_EVENT_ERROR;
+				msg = te->error.message();
+				if (te->filename() && *te->filename())
+					msg = std::string(te->filename()) + ": " + msg;
+			} else if (lt::alert_cast<lt::alerts_dropped_alert>(a)) {
+				dropped = true;
+				continue;
+			} else {
+				continue;
+			}
+			/* All four are torrent alerts. A torrent already gone has no hash left: skip it. */
+			lt::info_hash_t ih = static_cast<lt::torrent_alert *>(a)->handle.info_hashes();
+			if (!ih.has_v1())
+				continue;
+			char hex[41];
+			hex40(ih.v1, hex);
+			ev.btih = hex;
+			ev.message = msg.c_str();
+			n++;
+			if (on_event)
+				on_event(ud, &ev);
+		}
+	} catch (...) {
+		dropped = true;
+	}
+	s->draining = false;
+	return dropped ? HM_ERR_TORRENT : n;
 }
 
 /* A path libtorrent would rename, made safe to print: every byte outside printable ASCII, '"' and
