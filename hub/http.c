@@ -362,6 +362,11 @@ static int req_start_attempt(struct hub_http_req *r)
 		char *a = xasprintf("Authorization: Bearer %s", r->token);
 		r->headers = curl_slist_append(r->headers, a);
 		free(a);
+		if (r->o.token_cookie) {
+			a = xasprintf("Cookie: %s=%s", r->o.token_cookie, r->token);
+			r->headers = curl_slist_append(r->headers, a);
+			free(a);
+		}
 	}
 	if (r->inm) {
 		char *a = xasprintf("If-None-Match: %s", r->inm);

@@ -54,6 +54,8 @@ struct hub_http_resp {
 struct hub_http_req_opts {
 	const char *url;            /* borrowed for the call */
 	const char *token;          /* borrowed for the call; NULL: anonymous */
+	const char *token_cookie;   /* also send the token as this cookie (ModelScope: "m_session_id"),
+				     * to the first host only like the header; a static string; NULL: none */
 	const char *if_none_match;  /* borrowed; NULL: none */
 	int64_t range_start;        /* > 0: ask for bytes=range_start- */
 	bool head;                  /* HEAD instead of GET */

@@ -95,6 +95,18 @@ const char *hub_client_token(const struct hub_client *c, enum hub_kind hub)
 	return hub == HUB_MS ? c->ms_token : c->hf_token;
 }
 
+bool hub_token_valid(const char *t)
+{
+	size_t n = 0;
+
+	if (!t)
+		return true;
+	for (; t[n]; n++)
+		if (t[n] <= ' ' || t[n] > '~' || t[n] == ';' || t[n] == ',' || n >= 4096)
+			return false;
+	return n > 0;
+}
+
 void hub_snapshot_free(struct hub_snapshot **sp)
 {
 	struct hub_snapshot *s = sp ? *sp : NULL;
@@ -231,6 +243,7 @@ static void request_json(struct fetch *f, const char *url,
 	struct hub_http_req_opts o = {
 		.url = url,
 		.token = hub_client_token(f->c, f->spec.hub),
+		.token_cookie = f->spec.hub == HUB_MS ? "m_session_id" : NULL,
 		.max_body = MAX_JSON,
 		.on_done = done,
 		.ud = f,

@@ -72,6 +72,10 @@ void hub_snapshot_free(struct hub_snapshot **s);
 /* The token to send for a hub (borrowed, may be NULL). */
 const char *hub_client_token(const struct hub_client *c, enum hub_kind hub);
 
+/* Whether t (NULL: yes) can be sent as a bearer token and a cookie value: 1 to 4096 printable ASCII
+ * bytes, no space, ';' or ','. */
+bool hub_token_valid(const char *t);
+
 /* Map an upstream error answer (status, X-Error-Code) of a content request to an error code. */
 int hub_classify_error(enum hub_kind hub, long status, const char *error_code);
 

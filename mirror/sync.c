@@ -594,6 +594,7 @@ static void job_start(struct job *j)
 	struct hub_http_req_opts o = {
 		.url = j->f->url,
 		.token = hub_client_token(j->s->client, j->owner->spec.hub),
+		.token_cookie = j->owner->spec.hub == HUB_MS ? "m_session_id" : NULL,
 		.on_response = job_on_response,
 		.on_body = job_on_body,
 		.on_done = job_on_done,

@@ -20,6 +20,7 @@
 #include "catalog/catalog.h"
 #include "cli.h"
 #include "hub/hub.h"
+#include "hub/upstream.h"
 #include "mirror/data.h"
 #include "mirror/sync.h"
 #include "mirror/torrents.h"
@@ -107,6 +108,10 @@ int cmd_sync(int argc, char **argv)
 	cfg.ms_base = env_first("HUBMIRROR_MS_UPSTREAM", "MODELSCOPE_ENDPOINT");
 	cfg.hf_token = env_first("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN");
 	cfg.ms_token = env_first("MODELSCOPE_API_TOKEN", NULL);
+	/* a token goes into a header (and ModelScope's cookie): a stray newline would add headers */
+	if (!hub_token_valid(cfg.hf_token) || !hub_token_valid(cfg.ms_token))
+		return cli_usage_error(self, "%s holds characters no token has (spaces, ';', control bytes)",
+				       hub_token_valid(cfg.hf_token) ? "MODELSCOPE_API_TOKEN" : "HF_TOKEN");
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		char *end = NULL;
 		switch (c) {

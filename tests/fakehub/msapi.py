@@ -30,7 +30,7 @@ def token_info(h):
     """Token from `Authorization: Bearer` or the m_session_id cookie; unknown = anonymous."""
     token = None
     auth = h.headers.get("Authorization") or ""
-    if auth.lower().startswith("bearer "):
+    if auth.lower().startswith("bearer ") and not h.app.config.ms_cookie_auth_only:
         token = auth[7:].strip()
     for part in (h.headers.get("Cookie") or "").split(";"):
         name, _, value = part.strip().partition("=")

@@ -20,7 +20,7 @@ class Config:
     """Knobs that tests may change at run time through /_fake/config."""
 
     FIELDS = {"tree_page_size": int, "commits_page_size": int, "cdn_expires": int,
-              "ms_cdn_threshold": int, "cdn_reject_auth": bool}
+              "ms_cdn_threshold": int, "cdn_reject_auth": bool, "ms_cookie_auth_only": bool}
 
     def __init__(self, **values):
         self.tree_page_size = 1000
@@ -28,6 +28,8 @@ class Config:
         self.cdn_expires = 3600
         self.ms_cdn_threshold = 8 << 20
         self.cdn_reject_auth = False
+        # ModelScope servers that know only the old SDK's m_session_id cookie, not the Bearer header
+        self.ms_cookie_auth_only = False
         self.update(values)
 
     def update(self, values):

@@ -7,7 +7,7 @@
 . "$HM_SRC/tests/integration/lib.sh"
 
 cat >"$T/spec.json" <<'JSON'
-{"tokens": {"hf_approved": {"approved": ["acme/gated"]}},
+{"tokens": {"hf_approved": {"approved": ["acme/gated"]}, "ms_approved": {"approved": ["acme/ms-gated"]}},
  "repos": [
   {"hub": "hf", "type": "model", "id": "acme/llm",
    "card": {"license": "apache-2.0", "tags": ["llm"], "pipeline_tag": "text-generation", "library_name": "transformers"},
@@ -35,6 +35,8 @@ cat >"$T/spec.json" <<'JSON'
   {"hub": "ms", "type": "model", "id": "acme/llm",
    "files": [{"path": "configuration.json", "content": "{\"framework\": \"pytorch\"}\n"},
              {"path": "model.safetensors", "size": 2500000, "seed": 7}]},
+  {"hub": "ms", "type": "model", "id": "acme/ms-gated", "gated": "manual",
+   "files": [{"path": "weights.bin", "size": 40000, "seed": 51}]},
   {"hub": "ms", "type": "dataset", "id": "acme/ms-corpus",
    "generate": {"count": 450, "size": 50, "prefix": "rows/r-", "suffix": ".txt"}}
  ]}
@@ -46,6 +48,14 @@ stats() { curl -fsS "$FAKE_API/_fake/stats"; }
 reset_stats() { curl -fsS -X POST "$FAKE_API/_fake/reset" >/dev/null; }
 content_bytes() { stats | "$PY" -c 'import json,sys; d=json.load(sys.stdin)["content_bytes"]; print(d["api"] + d["cdn"])'; }
 requests() { stats | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["total"])'; }
+# Since the last reset: the CDN was asked and never saw a credential; every API request carried one.
+auth_only_to_api() { stats | "$PY" -c '
+import json, sys
+rec = json.load(sys.stdin)["recent"]
+cdn = [x for x in rec if x["kind"] == "cdn"]
+api = [x for x in rec if x["kind"] != "cdn"]
+assert cdn and not any(x["auth"] for x in cdn), cdn
+assert api and all(x["auth"] for x in api), api'; }
 
 check "add five repos" hm add hf:acme/llm hf:datasets/acme/corpus hf:acme/gated ms:acme/llm ms:datasets/acme/ms-corpus
 
@@ -101,14 +111,21 @@ curl -fsS -X POST "$FAKE_API/_fake/commit" -d '{"repo": "acme/llm", "hub": "hf",
 reset_stats
 HF_TOKEN=hf_approved hm sync --json hf:acme/llm >"$T/r3.json"
 check "incremental sync fetched exactly the changed file" test "$(content_bytes)" = 2600000
-check "the token went to the API host and never to the CDN" bash -c 'curl -fsS "$FAKE_API/_fake/stats" | /usr/bin/python3 -c "
-import json,sys
-rec = json.load(sys.stdin)[\"recent\"]
-cdn = [x for x in rec if x[\"kind\"] == \"cdn\"]
-api = [x for x in rec if x[\"kind\"] != \"cdn\"]
-assert cdn and not any(x[\"auth\"] for x in cdn), cdn
-assert api and all(x[\"auth\"] for x in api), api
-"'
+check "the token went to the API host and never to the CDN" auth_only_to_api
+# ModelScope servers that know only the old SDK's m_session_id cookie: the token goes as both, to
+# the API host only (the file here redirects to the CDN host, which sees neither).
+curl -fsS -X POST "$FAKE_API/_fake/config" -d '{"ms_cookie_auth_only": true, "ms_cdn_threshold": 1000}' >/dev/null
+hm add ms:acme/ms-gated >/dev/null
+reset_stats
+MODELSCOPE_API_TOKEN=ms_approved hm sync --json ms:acme/ms-gated >"$T/r-ms.json"
+check "a gated ModelScope repo syncs with the token sent as the m_session_id cookie" "$PY" -c '
+import json, sys
+r = json.load(open(sys.argv[1]))["repos"][0]
+assert r["outcome"] == "ok" and r["files_fetched"] == 1, r' "$T/r-ms.json"
+check "the cookie went to the API host and never to the CDN" auth_only_to_api
+curl -fsS -X POST "$FAKE_API/_fake/config" -d '{"ms_cookie_auth_only": false, "ms_cdn_threshold": 8388608}' >/dev/null
+expect_status 2 "a token with a line break is refused before any request" env HF_TOKEN=$'hf_x\r\nX-Evil: 1' "$HUBMIRROR" sync hf:acme/llm 2>/dev/null
+
 new_commit=$(hm info --json hf:acme/llm | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["commit"])')
 check "ref moved to the new commit" test "$old_commit" != "$new_commit" -a ${#new_commit} = 40
 check "consistent after incremental sync" "$PY" "$HM_SRC/tests/integration/checkstore.py" "$HUBMIRROR_DATA" --expect-fake "$FAKE_API"
