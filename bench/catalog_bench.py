@@ -96,7 +96,7 @@ def main():
     generate(os.path.join(data, "catalog.db"), a.repos, a.files)
     gen = time.time() - t0
     ready = os.path.join(work, "url")
-    srv = subprocess.Popen([a.hubmirror, "serve", "--data", data, "--listen", "127.0.0.1:0", "--ready-file", ready],
+    srv = subprocess.Popen([a.hubmirror, "serve", "--data", data, "--listen", "127.0.0.1:0", "--p2p-listen", "127.0.0.1:0", "--ready-file", ready],
                            stderr=subprocess.DEVNULL)
     try:
         for _ in range(200):

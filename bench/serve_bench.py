@@ -116,7 +116,7 @@ def main():
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, a.idle + 1000), hard))
     hm = subprocess.Popen([a.hubmirror, "serve", "--data", data, "--listen", "127.0.0.1:%d" % hm_port,
-                           "--ready-file", ready, "--idle-timeout", "600"], stderr=subprocess.DEVNULL)
+                           "--ready-file", ready, "--idle-timeout", "600", "--p2p-listen", "127.0.0.1:0"], stderr=subprocess.DEVNULL)
     conf = os.path.join(work, "nginx.conf")
     open(conf, "w").write("""user root; worker_processes 1; daemon off; pid %s/nginx.pid; error_log %s/nginx.err;
 events { worker_connections 20000; }

@@ -280,6 +280,9 @@ int catalog_torrent_find(struct catalog *c, const char *hash_hex, struct catalog
 int catalog_torrent_missing_each(struct catalog *c, int (*fn)(void *ud, int64_t snapshot_id, const char *name),
 				 void *ud);
 
+/* Every torrent row, in snapshot order: fn(ud, t) (borrowed); a non-zero return stops and is returned. */
+int catalog_torrents_each(struct catalog *c, int (*fn)(void *ud, const struct catalog_torrent *t), void *ud);
+
 /* Whether any torrent row has this v1 hash (gc keeps its file). 1, 0 or HM_ERR_SQLITE. */
 int catalog_torrent_known(struct catalog *c, const char *btih);
 

@@ -120,3 +120,24 @@ int catalog_torrent_known(struct catalog *c, const char *btih)
 	sqlite3_finalize(st);
 	return r;
 }
+
+int catalog_torrents_each(struct catalog *c, int (*fn)(void *ud, const struct catalog_torrent *t), void *ud)
+{
+	sqlite3_stmt *st = NULL;
+	int r = 0, rc;
+
+	if (sqlite3_prepare_v2(c->db, "SELECT " TORRENT_COLUMNS " FROM torrents ORDER BY snapshot_id", -1, &st, NULL) !=
+	    SQLITE_OK)
+		return HM_ERR_SQLITE;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		struct catalog_torrent t;
+		read_torrent(st, &t);
+		r = fn(ud, &t);
+		if (r)
+			break;
+	}
+	if (!r && rc != SQLITE_DONE)
+		r = HM_ERR_SQLITE;
+	sqlite3_finalize(st);
+	return r;
+}

@@ -116,6 +116,7 @@ struct conn {
 	bool close_after;
 	uint64_t sent_this_response;
 	char peer[64];
+	char local[64];         /* our address on this connection (getsockname) */
 	struct conn *prev, *next;
 	int watching;                  /* the uv_poll events in force (conn_watch) */
 	bool corked;                   /* TCP_CORK is set for a big file answer */
@@ -144,6 +145,7 @@ bool httpd_is_head(const struct httpd_req *r) { return r->head; }
 const char *httpd_path(const struct httpd_req *r) { return r->path; }
 const char *httpd_query(const struct httpd_req *r) { return r->query; }
 const char *httpd_peer(const struct httpd_req *r) { return r->c->peer; }
+const char *httpd_local(const struct httpd_req *r) { return r->c->local; }
 bool httpd_answered(const struct httpd_req *r) { return r->answered; }
 
 const char *httpd_header(const struct httpd_req *r, const char *name)
@@ -867,6 +869,17 @@ static void on_connection(uv_stream_t *server, int status)
 		inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr, c->peer, sizeof(c->peer));
 	else
 		snprintf(c->peer, sizeof(c->peer), "-");
+	{
+		struct sockaddr_storage ls;
+		socklen_t ll = sizeof(ls);
+		snprintf(c->local, sizeof(c->local), "-");
+		if (getsockname(fd, (struct sockaddr *)&ls, &ll) == 0) {
+			if (ls.ss_family == AF_INET)
+				inet_ntop(AF_INET, &((struct sockaddr_in *)&ls)->sin_addr, c->local, sizeof(c->local));
+			else if (ls.ss_family == AF_INET6)
+				inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ls)->sin6_addr, c->local, sizeof(c->local));
+		}
+	}
 	http_parser_init(&c->parser, HTTP_REQUEST);
 	c->parser.data = c;
 	uv_poll_init_socket(h->loop, &c->poll, fd);

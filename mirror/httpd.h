@@ -73,6 +73,7 @@ const char *httpd_query(const struct httpd_req *r);        /* raw query without 
 const char *httpd_header(const struct httpd_req *r, const char *name);
 const char *httpd_body(const struct httpd_req *r, size_t *len);
 const char *httpd_peer(const struct httpd_req *r);         /* "127.0.0.1" */
+const char *httpd_local(const struct httpd_req *r);        /* our own address on this connection, "-" if unknown */
 
 /* ---- answering (exactly once per request) ---- */
 

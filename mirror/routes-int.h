@@ -30,6 +30,7 @@ struct mirror_routes {
 	size_t ncounts;
 	struct mirror_tracker *tracker;      /* the swarm's tracker (routes-p2p.c), owned */
 	int64_t tracker_swept;        /* when its peers were last expired (monotonic seconds) */
+	struct mirror_seeder *seeder; /* the mirror's own BitTorrent seed, borrowed; NULL: none */
 };
 
 struct buf;

@@ -10,6 +10,7 @@
 #include "catalog/catalog.h"
 #include "data.h"
 #include "routes-int.h"
+#include "seeder.h"
 #include "tracker.h"
 
 /* A label value: backslash, double quote and newline escaped. */
@@ -111,6 +112,14 @@ int mirror__route_metrics(void *ud, struct httpd_req *req)
 		head(&b, "hubmirror_tracker_peers", "gauge", "Live peers over all swarms, by role.");
 		buf_addf(&b, "hubmirror_tracker_peers{role=\"seeder\"} %zu\n", ts.seeders);
 		buf_addf(&b, "hubmirror_tracker_peers{role=\"leecher\"} %zu\n", ts.peers - ts.seeders);
+		if (rt->seeder) {
+			int64_t seeded = 0, uploaded = 0;
+			mirror_seeder_stats(rt->seeder, &seeded, &uploaded);
+			head(&b, "hubmirror_seeder_torrents", "gauge", "Torrents the mirror seeds over BitTorrent.");
+			buf_addf(&b, "hubmirror_seeder_torrents %lld\n", (long long)seeded);
+			head(&b, "hubmirror_seeder_uploaded_bytes_total", "counter", "Payload bytes the mirror's BitTorrent seed sent to peers.");
+			buf_addf(&b, "hubmirror_seeder_uploaded_bytes_total %lld\n", (long long)uploaded);
+		}
 		head(&b, "hubmirror_webseed_bytes_total", "counter", "Bytes the mirror sent to the swarm as its web seed (headers included).");
 		buf_addf(&b, "hubmirror_webseed_bytes_total %llu\n", (unsigned long long)mirror__route_bytes(rt, "webseed"));
 	}

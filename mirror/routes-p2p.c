@@ -30,6 +30,7 @@
 #include "data.h"
 #include "httpd.h"
 #include "routes-int.h"
+#include "seeder.h"
 #include "torrents.h"
 #include "tracker.h"
 
@@ -47,6 +48,33 @@ static void plain(struct httpd_req *req, int status, const char *msg)
 }
 
 /* ---- tracker -------------------------------------------------------------------------------------- */
+
+/* The mirror seeds this torrent: put its seed in the swarm the peer announced (v1 or truncated v2
+ * hash), at the address the peer reached us on, so the answer can name it. Refreshed by every
+ * announce, so it lives as long as the swarm does. */
+static void announce_self(struct mirror_routes *rt, struct httpd_req *req, const struct mirror_tracker_announce *peer,
+			  int64_t now)
+{
+	struct mirror_tracker_announce me = *peer;
+	struct sockaddr_storage ss = { 0 };
+	const char *local = httpd_local(req);
+	struct buf ignored;
+
+	if (inet_pton(AF_INET, local, &((struct sockaddr_in *)&ss)->sin_addr) == 1)
+		ss.ss_family = AF_INET;
+	else if (inet_pton(AF_INET6, local, &((struct sockaddr_in6 *)&ss)->sin6_addr) == 1)
+		ss.ss_family = AF_INET6;
+	else
+		return;
+	memcpy(me.peer_id, "-HM0001-hubmirrorseed", 20);
+	me.port = (uint16_t)mirror_seeder_port(rt->seeder);
+	me.left = 0;
+	me.event = MIRROR_TRACKER_EVENT_NONE;
+	me.numwant = 0;
+	buf_init(&ignored);
+	mirror_tracker_announce(rt->tracker, &me, (const struct sockaddr *)&ss, now, &ignored);
+	buf_release(&ignored);
+}
 
 static void announce(struct mirror_routes *rt, struct httpd_req *req)
 {
@@ -81,6 +109,8 @@ static void announce(struct mirror_routes *rt, struct httpd_req *req)
 		mirror_tracker_expire(rt->tracker, now);
 		rt->tracker_swept = now;
 	}
+	if (rt->seeder && mirror_seeder_has(rt->seeder, t.btih))
+		announce_self(rt, req, &a, now);
 	/* on a refusal (a limit) the body says why: sent all the same */
 	mirror_tracker_announce(rt->tracker, &a, (const struct sockaddr *)&ss, now, &out);
 send:

@@ -15,6 +15,9 @@ struct mirror_access;
 /* d and access (NULL: everything open) are borrowed and must outlive the routes. */
 struct mirror_routes *mirror_routes_new(struct mirror_data *d, const struct mirror_access *access);
 void mirror_routes_install(struct mirror_routes *r, struct httpd *h);
+/* The mirror's BitTorrent seed (borrowed; NULL: none): the tracker adds it to the swarms it seeds. */
+struct mirror_seeder;
+void mirror_routes_set_seeder(struct mirror_routes *r, struct mirror_seeder *seeder);
 void mirror_routes_free(struct mirror_routes **r);
 
 #endif

@@ -17,6 +17,7 @@
 #include "data.h"
 #include "httpd.h"
 #include "routes.h"
+#include "seeder.h"
 #include "serve.h"
 
 struct server {
@@ -30,6 +31,7 @@ struct server {
 	struct mirror_data *data;
 	struct httpd *httpd;
 	struct mirror_routes *routes;
+	struct mirror_seeder *seeder;
 	struct mirror_access *access;
 };
 
@@ -195,6 +197,20 @@ int mirror_serve(const struct mirror_serve_config *cfg, char **errmsg)
 	}
 	s.routes = mirror_routes_new(s.data, s.access);
 	mirror_routes_install(s.routes, s.httpd);
+	if (cfg->p2p_listen) {
+		struct mirror_seeder_config sc = { cfg->p2p_listen, cfg->p2p_upload_limit, cfg->p2p_rescan_ms };
+		char *why = NULL;
+		r = mirror_seeder_new(&s.loop, s.data, &sc, &s.seeder, &why);
+		if (r) {
+			if (errmsg)
+				*errmsg = xasprintf("cannot start the BitTorrent seed on %s: %s", cfg->p2p_listen,
+						    why ? why : err_str(r));
+			free(why);
+			goto out;
+		}
+		mirror_routes_set_seeder(s.routes, s.seeder);
+		log_info("serve", "seeding over BitTorrent on port %d", mirror_seeder_port(s.seeder));
+	}
 
 	uv_signal_init(&s.loop, &s.sigint);
 	uv_signal_init(&s.loop, &s.sigterm);
@@ -225,6 +241,7 @@ int mirror_serve(const struct mirror_serve_config *cfg, char **errmsg)
 out:
 	httpd_free(&s.httpd);
 	mirror_routes_free(&s.routes);
+	mirror_seeder_free(&s.seeder); /* closes its handles: before the walk below */
 	if (s.sync_running)
 		uv_process_kill(&s.sync_proc, SIGTERM); /* its lock and temp files make this safe */
 	uv_walk(&s.loop, close_walk, NULL);

@@ -24,6 +24,9 @@ struct mirror_serve_config {
 	unsigned header_timeout_ms;
 	unsigned idle_timeout_ms;
 	unsigned write_timeout_ms;
+	const char *p2p_listen;     /* the BitTorrent seed's listen interfaces; NULL: no seed */
+	int64_t p2p_upload_limit;   /* bytes/s, 0: unlimited */
+	unsigned p2p_rescan_ms;     /* 0: the seeder's default */
 };
 
 /* Parse "HH:MM" into minutes after midnight; -1 when malformed. */

@@ -41,6 +41,9 @@ int cmd_serve(int argc, char **argv)
 		{ "header-timeout", required_argument, NULL, 'T' },
 		{ "idle-timeout", required_argument, NULL, 'I' },
 		{ "write-timeout", required_argument, NULL, 'W' },
+		{ "p2p-listen", required_argument, NULL, 'P' },
+		{ "p2p-upload-limit", required_argument, NULL, 'U' },
+		{ "p2p-rescan", required_argument, NULL, 'R' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const struct cli_command *self = cli_find("serve");
@@ -52,6 +55,7 @@ int cmd_serve(int argc, char **argv)
 
 	cfg.data_dir = mirror_data_default_dir();
 	cfg.listen = getenv("HUBMIRROR_LISTEN") ? getenv("HUBMIRROR_LISTEN") : "0.0.0.0:8080";
+	cfg.p2p_listen = getenv("HUBMIRROR_P2P_LISTEN") ? getenv("HUBMIRROR_P2P_LISTEN") : "0.0.0.0:6881";
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (c) {
 		case 'd': cfg.data_dir = optarg; break;
@@ -81,6 +85,23 @@ int cmd_serve(int argc, char **argv)
 		case 'M': cfg.ms_upstream = optarg; break;
 		case 'a': access = optarg; break;
 		case 'r': cfg.ready_file = optarg; break;
+		case 'P': cfg.p2p_listen = optarg; break;
+		case 'R': {
+			unsigned ms = parse_timeout(optarg);
+			if (!ms)
+				return cli_usage_error(self, "--p2p-rescan takes seconds, above 0 and at most 86400");
+			cfg.p2p_rescan_ms = ms;
+			break;
+		}
+		case 'U': {
+			char *end;
+			double v = strtod(optarg, &end);
+			double mult = !*end ? 1 : !strcmp(end, "k") ? 1e3 : !strcmp(end, "M") ? 1e6 : !strcmp(end, "G") ? 1e9 : -1;
+			if (end == optarg || mult < 0 || v < 0 || v * mult > 1e12)
+				return cli_usage_error(self, "--p2p-upload-limit takes bytes per second (k, M, G), not '%s'", optarg);
+			cfg.p2p_upload_limit = (int64_t)(v * mult);
+			break;
+		}
 		case 'T': case 'I': case 'W': {
 			unsigned ms = parse_timeout(optarg);
 			if (!ms)
@@ -108,6 +129,10 @@ int cmd_serve(int argc, char **argv)
 		return cli_usage_error(self, "--sync-at takes HH:MM (local time), not '%s'", cfg.sync_at);
 	if (!strrchr(cfg.listen, ':'))
 		return cli_usage_error(self, "--listen takes HOST:PORT, not '%s'", cfg.listen);
+	if (!strcmp(cfg.p2p_listen, "off"))
+		cfg.p2p_listen = NULL;
+	else if (!strrchr(cfg.p2p_listen, ':'))
+		return cli_usage_error(self, "--p2p-listen takes HOST:PORT or off, not '%s'", cfg.p2p_listen);
 	if (uv_exepath(exe, &exelen))
 		snprintf(exe, sizeof(exe), "%s", "hubmirror");
 	cfg.self_exe = exe;

@@ -70,7 +70,8 @@ const struct cli_command cli_commands[] = {
 	  "serve [--data DIR] [--listen HOST:PORT] [--sync-at HH:MM] [--sync-every D] [--access-log FILE|-]\n"
 	  "       [--tokens FILE] [--auth open|listed|all]\n"
 	  "       [--hf-upstream URL] [--ms-upstream URL] [--ready-file FILE]\n"
-	  "       [--header-timeout S] [--idle-timeout S] [--write-timeout S]",
+	  "       [--header-timeout S] [--idle-timeout S] [--write-timeout S]\n"
+	  "       [--p2p-listen HOST:PORT|off] [--p2p-upload-limit BYTES/S] [--p2p-rescan S]",
 	  "run the mirror node: the Hugging Face API over the synced store, and the nightly sync",
 	  "Answers the Hugging Face Hub API (repo info, tree, paths-info, refs, resolve and raw with Range,\n"
 	  "listings) for the synced repositories, from the catalog and the store only: point clients at it\n"
@@ -92,6 +93,10 @@ const struct cli_command cli_commands[] = {
 	  "                      (default 75)\n"
 	  "  --write-timeout S   close a connection whose client accepts no byte of the answer for S\n"
 	  "                      seconds (default 120)\n"
+	  "  --p2p-listen A      where the mirror seeds its torrents over BitTorrent (default\n"
+	  "                      $HUBMIRROR_P2P_LISTEN or 0.0.0.0:6881; off: web seed and tracker only)\n"
+	  "  --p2p-upload-limit N  cap the seed's upload, LAN peers included (bytes/s, k/M/G suffixes)\n"
+	  "  --p2p-rescan S      look for torrents a sync made, or gc dropped, every S seconds (30)\n"
 	  "Stops on SIGINT or SIGTERM.\n" },
 	{ "sync", cmd_sync,
 	  "sync [--data DIR] [--hf-upstream URL] [--ms-upstream URL] [--json] [--wait] [--jobs N] [SPEC...]",

@@ -7,8 +7,9 @@ set -u
 : "${HUBMIRROR:?run through meson test}"
 PY=/usr/bin/python3
 T=$(mktemp -d "${TMPDIR:-/tmp}/hm-it-XXXXXX")
-# Never touch a real data directory from a test.
+# Never touch a real data directory from a test; serve's BitTorrent seed on loopback, any free port.
 export HUBMIRROR_DATA="$T/data"
+export HUBMIRROR_P2P_LISTEN=127.0.0.1:0
 _failed=0
 _count=0
 _pids=()
@@ -64,3 +65,8 @@ start_serve() {
 	M=$(cat "$T/url")
 	export M
 }
+
+# metric NAME: print the value of one sample (NAME with its labels, exactly as /metrics writes it) of
+# the mirror at $M; fails when absent. metric_at_least NAME N: the sample is >= N.
+metric() { curl -fsS "$M/metrics" | awk -v k="$1" '$1 == k { print $2; f = 1 } END { exit !f }'; }
+metric_at_least() { local v; v=$(metric "$1") && awk -v v="$v" -v n="$2" 'BEGIN { exit !(v + 0 >= n + 0) }'; }

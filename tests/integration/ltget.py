@@ -20,6 +20,8 @@ def main():
                       "enable_upnp": False, "enable_natpmp": False,
                       # every peer of a test lives on 127.0.0.1 (libtorrent-notes: off, most fail)
                       "allow_multiple_connections_per_ip": True,
+                      # TCP only, as the mirror's LAN-tuned seed: a uTP attempt first costs ~4 s
+                      "enable_outgoing_utp": False, "enable_incoming_utp": False,
                       "alert_mask": lt.alert.category_t.error_notification | lt.alert.category_t.status_notification})
     ti = lt.torrent_info(a.torrent)
     h = ses.add_torrent({"ti": ti, "save_path": a.dir})

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# t0601-p2p-seeder: the mirror is a BitTorrent seed of its own torrents. A libtorrent client given
+# the torrent without a web seed finds the mirror through the mirror's tracker and gets every piece
+# from the mirror's libtorrent session; a repo synced while serve runs joins at the next rescan, one
+# removed and collected leaves it; /metrics counts what the seed uploaded.
+. "$HM_SRC/tests/integration/lib.sh"
+"$PY" -c 'import libtorrent' 2>/dev/null || { echo "1..0 # SKIP python3-libtorrent missing"; exit 77; }
+cat >"$T/spec.json" <<'JSON'
+{"repos": [
+  {"hub": "hf", "type": "model", "id": "acme/seeded",
+   "files": [{"path": "config.json", "content": "{\"seeded\": true}\n"},
+             {"path": "model.safetensors", "size": 2500000, "seed": 41},
+             {"path": "tokenizer/vocab.txt", "content": "x\ny\n"}]},
+  {"hub": "hf", "type": "model", "id": "acme/later",
+   "files": [{"path": "weights.bin", "size": 700000, "seed": 42}]}
+ ]}
+JSON
+check "fake upstream starts" start_fakehub --repos "$T/spec.json"
+export HUBMIRROR_HF_UPSTREAM=$FAKE_API
+"$HUBMIRROR" add hf:acme/seeded >/dev/null && "$HUBMIRROR" sync >/dev/null
+check "serve starts with its BitTorrent seed" start_serve --p2p-rescan 1
+check "the log names the seed's port" grep -q "seeding over BitTorrent on port [1-9]" "$T/serve.err"
+curl -fsS "$FAKE_API/_fake/repos" >"$T/up.json"
+verify() { "$PY" "$HM_SRC/tests/integration/checkfiles.py" "$T/up.json" hf "$1" "$2"; }
+
+curl -fsS -o "$T/seeded.torrent" "$M/api/p2p/torrent/hf/model/acme/seeded?webseed=0"
+timeout 60 "$PY" "$HM_SRC/tests/integration/ltget.py" "$T/seeded.torrent" "$T/c1" >"$T/c1.log" 2>&1
+check "a client with no web seed gets the model from the mirror's seed" grep -q "complete" "$T/c1.log"
+sed 's/^/# /' "$T/c1.log"
+check "every byte matches upstream" verify acme/seeded "$T/c1/seeded"
+check "nothing came through the web seed" bash -c '! grep -q "/p2p/seed/" "$T/access.log"'
+check "/metrics: one torrent seeded" test "$(metric hubmirror_seeder_torrents)" = 1
+check "/metrics: the model's bytes uploaded by the seed" metric_at_least hubmirror_seeder_uploaded_bytes_total 2500000
+
+# A sync while serve runs (another process): the new torrent is seeded after the next rescan.
+"$HUBMIRROR" add hf:acme/later >/dev/null && "$HUBMIRROR" sync hf:acme/later >/dev/null
+sleep 2.5
+curl -fsS -o "$T/later.torrent" "$M/api/p2p/torrent/hf/model/acme/later?webseed=0"
+timeout 60 "$PY" "$HM_SRC/tests/integration/ltget.py" "$T/later.torrent" "$T/c2" >"$T/c2.log" 2>&1
+check "a repo synced while serving is seeded after the rescan" grep -q "complete" "$T/c2.log"
+check "and its bytes match upstream" verify acme/later "$T/c2/later"
+
+# Removed and collected: no longer seeded, its seed folder gone.
+later=$("$PY" -c 'import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute("select t.btih from torrents t join snapshots s on s.id=t.snapshot_id join repos r on r.id=s.repo_id where r.name=\"acme/later\"").fetchone()[0])' "$HUBMIRROR_DATA/catalog.db")
+check "its seed folder exists while seeded" test -d "$HUBMIRROR_DATA/p2p/seed/$later"
+"$HUBMIRROR" remove hf:acme/later >/dev/null && "$HUBMIRROR" gc >/dev/null
+sleep 2.5
+check "after remove + gc the seed folder is gone" test ! -e "$HUBMIRROR_DATA/p2p/seed/$later"
+check "and so is the torrent file" test ! -e "$HUBMIRROR_DATA/torrents/$later.torrent"
+check "/metrics: one torrent seeded again" test "$(metric hubmirror_seeder_torrents)" = 1
+expect_status 2 "--p2p-listen needs HOST:PORT or off" "$HUBMIRROR" serve --p2p-listen nowhere 2>/dev/null
+finish
