@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """swarm_bench.py - N instances fetch the same model from one mirror: HTTP against BitTorrent.
 
-  /usr/bin/python3 bench/swarm_bench.py [--hubmirror PATH] [--clients 8] [--mib 256] [--mbit 400]
+  /usr/bin/python3 bench/swarm_bench.py [--hubmirror PATH] [--clients 8] [--mib 256] [--mbit 400] [--super-seed]
 
 As root. Builds a small network of namespaces on a bridge: the mirror and N clients, every node's
 uplink shaped to the same rate (tc tbf on its veth), as GPU instances with equal NICs. The model (one
@@ -103,6 +103,7 @@ def main():
     ap.add_argument("--clients", type=int, default=8)
     ap.add_argument("--mib", type=int, default=256)
     ap.add_argument("--mbit", type=int, default=400, help="every node's uplink")
+    ap.add_argument("--super-seed", action="store_true", help="serve --p2p-super-seed")
     a = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("swarm_bench.py builds network namespaces: run it as root")
@@ -128,7 +129,8 @@ def main():
         mirror_ns, _, mirror_ip = net.nodes[0]
         ready = os.path.join(work, "url")
         procs.append(subprocess.Popen(ns(mirror_ns, a.hubmirror, "serve", "--data", data, "--listen", mirror_ip + ":8080",
-                                         "--p2p-listen", mirror_ip + ":6881", "--ready-file", ready),
+                                         "--p2p-listen", mirror_ip + ":6881", "--ready-file", ready,
+                                         *(["--p2p-super-seed"] if a.super_seed else [])),
                                       stderr=open(os.path.join(work, "serve.err"), "w")))
         for _ in range(200):
             if os.path.exists(ready):
@@ -178,7 +180,7 @@ def main():
         p2p_s = time.monotonic() - t0
         p2p_tx = net.tx_bytes(0) - base_tx
         ok = all("complete:" in open(log).read() for _, log in lps)
-        rows.append(("p2p (libtorrent, mirror seed + peers)", p2p_s, p2p_tx, ok))
+        rows.append(("p2p (libtorrent, mirror seed%s + peers)" % (", super-seeding" if a.super_seed else ""), p2p_s, p2p_tx, ok))
         for p, _ in lps:
             p.terminate()
 

@@ -39,6 +39,7 @@ struct mirror_seeder {
 	struct seeded *v;
 	size_t n, cap;
 	int port;
+	bool super_seed;
 };
 
 static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
@@ -166,6 +167,7 @@ static int add_torrent(struct mirror_seeder *s, const struct catalog_torrent *t)
 	a.len = len;
 	a.save_path = dir;
 	a.seed_mode = true;
+	a.super_seed = s->super_seed;
 	r = p2p_session_add(s->ses, &a, NULL, &why);
 	if (r) {
 		log_warn("seeder", "%s: %s", t->name, why ? why : err_str(r));
@@ -262,6 +264,7 @@ int mirror_seeder_new(uv_loop_t *loop, struct mirror_data *d, const struct mirro
 
 	s->loop = loop;
 	s->d = d;
+	s->super_seed = cfg->super_seed;
 	s->root = xasprintf("%s/p2p/seed", d->dir);
 	r = path_mkdirs(s->root, 0755);
 	if (r) {

@@ -22,6 +22,7 @@ struct mirror_seeder_config {
 	const char *listen;            /* libtorrent listen interfaces, "0.0.0.0:6881" */
 	int64_t upload_limit;          /* bytes/s to the swarm (LAN peers included); 0: unlimited */
 	unsigned rescan_ms;            /* catalog rescan period; 0: 30 s */
+	bool super_seed;               /* BEP 16: offer each peer pieces nobody has yet (about one copy out) */
 };
 
 /*

@@ -27,6 +27,7 @@ struct mirror_serve_config {
 	const char *p2p_listen;     /* the BitTorrent seed's listen interfaces; NULL: no seed */
 	int64_t p2p_upload_limit;   /* bytes/s, 0: unlimited */
 	unsigned p2p_rescan_ms;     /* 0: the seeder's default */
+	bool p2p_super_seed;        /* BEP 16 super-seeding: about one copy out, slower start */
 };
 
 /* Parse "HH:MM" into minutes after midnight; -1 when malformed. */

@@ -72,6 +72,10 @@ struct p2p_add {
 	 * as a downloader missing the bad pieces, with no error: only the status (seeding and seed_mode
 	 * false, pieces_have < num_pieces) tells. */
 	bool seed_mode;
+	/* BEP 16 super-seeding (for an origin seed): each peer is offered pieces no other peer has yet,
+	 * one at a time, so the seed sends about one copy and the peers spread the rest. Only for a
+	 * torrent the session has whole. */
+	bool super_seed;
 	const char *const *web_seeds;   /* extra BEP 19 URLs (added to the torrent's url-list); may be NULL */
 	size_t nweb_seeds;
 };

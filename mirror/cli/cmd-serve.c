@@ -44,6 +44,7 @@ int cmd_serve(int argc, char **argv)
 		{ "p2p-listen", required_argument, NULL, 'P' },
 		{ "p2p-upload-limit", required_argument, NULL, 'U' },
 		{ "p2p-rescan", required_argument, NULL, 'R' },
+		{ "p2p-super-seed", no_argument, NULL, 'S' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const struct cli_command *self = cli_find("serve");
@@ -86,6 +87,7 @@ int cmd_serve(int argc, char **argv)
 		case 'a': access = optarg; break;
 		case 'r': cfg.ready_file = optarg; break;
 		case 'P': cfg.p2p_listen = optarg; break;
+		case 'S': cfg.p2p_super_seed = true; break;
 		case 'R': {
 			unsigned ms = parse_timeout(optarg);
 			if (!ms)

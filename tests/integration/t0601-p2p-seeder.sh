@@ -48,5 +48,12 @@ sleep 2.5
 check "after remove + gc the seed folder is gone" test ! -e "$HUBMIRROR_DATA/p2p/seed/$later"
 check "and so is the torrent file" test ! -e "$HUBMIRROR_DATA/torrents/$later.torrent"
 check "/metrics: one torrent seeded again" test "$(metric hubmirror_seeder_torrents)" = 1
+# --p2p-super-seed: a lone client with the usual torrent (web seed included) still completes. (Without
+# the web seed, libtorrent 2.0.8's super-seeding leaves a lone peer stalled near the end.)
+start_serve --p2p-super-seed
+curl -fsS -o "$T/super.torrent" "$M/api/p2p/torrent/hf/model/acme/seeded"
+timeout 60 "$PY" "$HM_SRC/tests/integration/ltget.py" "$T/super.torrent" "$T/c3" >"$T/c3.log" 2>&1
+check "with --p2p-super-seed a lone client completes" grep -q "complete" "$T/c3.log"
+check "and its bytes match upstream" verify acme/seeded "$T/c3/seeded"
 expect_status 2 "--p2p-listen needs HOST:PORT or off" "$HUBMIRROR" serve --p2p-listen nowhere 2>/dev/null
 finish
