@@ -15,11 +15,14 @@
  * none, so such repos are reachable through peers only).
  */
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "base/buf.h"
 #include "base/err.h"
@@ -28,6 +31,7 @@
 #include "base/xmalloc.h"
 #include "catalog/catalog.h"
 #include "data.h"
+#include "p2p/p2p.h"
 #include "httpd.h"
 #include "routes-int.h"
 #include "seeder.h"
@@ -213,13 +217,29 @@ out:
 
 /* A pad file (BEP 47) of a hybrid torrent: N zero bytes that align the next file to a piece. libtorrent
  * never asks for them; v1-only clients such as aria2c do, and fail the download on a 404. */
+/* The zeros pad files are made of: one sparse in-memory file of the largest piece size, shared by
+ * every answer (sent with sendfile like a blob), so a crowd of pad requests costs no memory per
+ * request. Made on first use; -1 if the system cannot. */
+static int zeros_fd(void)
+{
+	static int fd = -2;
+
+	if (fd == -2) {
+		fd = memfd_create("hubmirror-zeros", MFD_CLOEXEC);
+		if (fd >= 0 && ftruncate(fd, P2P_MAX_PIECE) < 0) {
+			close(fd);
+			fd = -1;
+		}
+	}
+	return fd;
+}
+
 static void pad_file(struct httpd_req *req, const char *digits, int64_t piece_size)
 {
 	char *end;
 	long long n = strtoll(digits, &end, 10);
 	int64_t a = 0, b = 0;
-	char *zeros;
-	int rr;
+	int rr, fd;
 
 	if (end == digits || *end || *digits == '0' || n <= 0 || n >= piece_size) {
 		plain(req, 404, "not found\n");
@@ -235,12 +255,15 @@ static void pad_file(struct httpd_req *req, const char *digits, int64_t piece_si
 		a = 0;
 		b = n - 1;
 	}
-	zeros = xcalloc(1, (size_t)(b - a + 1));
+	fd = zeros_fd() >= 0 && n <= P2P_MAX_PIECE ? fcntl(zeros_fd(), F_DUPFD_CLOEXEC, 0) : -1;
+	if (fd < 0) {
+		plain(req, 503, "no zeros to send\n");
+		return;
+	}
 	httpd_add_header(req, "Accept-Ranges", "bytes");
 	if (rr)
 		httpd_add_headerf(req, "Content-Range", "bytes %lld-%lld/%lld", (long long)a, (long long)b, n);
-	httpd_respond(req, rr ? 206 : 200, "application/octet-stream", zeros, (size_t)(b - a + 1));
-	free(zeros);
+	httpd_respond_file(req, rr ? 206 : 200, "application/octet-stream", fd, a, b - a + 1);
 }
 
 /* walk callback: the path of a snapshot's only file; a second file clears it and stops */

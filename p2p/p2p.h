@@ -194,6 +194,9 @@ struct p2p_torrent {
 	int64_t pieces;       /* number of pieces, counting the bytes of pad files */
 };
 
+/* The largest piece size p2p_torrent_piece_size picks (so the largest pad file a torrent has). */
+#define P2P_MAX_PIECE ((int64_t)16 * 1024 * 1024)
+
 /* The piece size for a torrent of total bytes: 64 KiB, doubled while total / piece > 1500, at most 16 MiB. */
 int64_t p2p_torrent_piece_size(int64_t total);
 

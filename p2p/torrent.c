@@ -24,7 +24,7 @@
 #include "p2p/p2p.h"
 
 #define PIECE_MIN ((int64_t)64 * 1024)
-#define PIECE_MAX ((int64_t)16 * 1024 * 1024)
+#define PIECE_MAX P2P_MAX_PIECE
 #define PIECES_TARGET 1500
 
 int64_t p2p_torrent_piece_size(int64_t total)
