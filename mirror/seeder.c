@@ -26,6 +26,7 @@
 struct seeded {
 	char btih[41];
 	bool seen;              /* in the catalog at the last scan */
+	bool bad;               /* a piece failed its check: no longer seeded (until restart) */
 };
 
 struct mirror_seeder {
@@ -66,7 +67,9 @@ static struct seeded *find(const struct mirror_seeder *s, const char *btih)
 
 bool mirror_seeder_has(const struct mirror_seeder *s, const char *btih)
 {
-	return s && find(s, btih) != NULL;
+	const struct seeded *x = s ? find(s, btih) : NULL;
+
+	return x && !x->bad;
 }
 
 int mirror_seeder_port(const struct mirror_seeder *s)
@@ -80,7 +83,9 @@ void mirror_seeder_stats(const struct mirror_seeder *s, int64_t *torrents, int64
 
 	if (s && p2p_session_totals(s->ses, &up, &down))
 		up = 0;
-	*torrents = s ? (int64_t)s->n : 0;
+	*torrents = 0;
+	for (size_t i = 0; s && i < s->n; i++)
+		*torrents += !s->v[i].bad;
 	*uploaded = up;
 }
 
@@ -168,6 +173,7 @@ static int add_torrent(struct mirror_seeder *s, const struct catalog_torrent *t)
 	a.save_path = dir;
 	a.seed_mode = true;
 	a.super_seed = s->super_seed;
+	a.upload_only = true; /* the files are links into the store: never written by libtorrent */
 	r = p2p_session_add(s->ses, &a, NULL, &why);
 	if (r) {
 		log_warn("seeder", "%s: %s", t->name, why ? why : err_str(r));
@@ -179,6 +185,7 @@ static int add_torrent(struct mirror_seeder *s, const struct catalog_torrent *t)
 	}
 	memcpy(s->v[s->n].btih, t->btih, sizeof(s->v[s->n].btih));
 	s->v[s->n].seen = true;
+	s->v[s->n].bad = false;
 	s->n++;
 	log_debug("seeder", "seeding %s (%s)", t->name, t->btih);
 out:
@@ -211,15 +218,27 @@ void mirror_seeder_rescan(struct mirror_seeder *s)
 		for (size_t i = 0; i < s->n; i++)
 			s->v[i].seen = true; /* keep everything on a failed scan */
 	}
-	/* torrents gc dropped: stop seeding them, remove their folders */
+	/* torrents gc dropped: stop seeding them, remove their folders; and a torrent whose seed found a
+	 * bad piece (it left seed mode without being whole: a blob changed under it) stops being seeded:
+	 * verify quarantines the blob and the next sync fetches it again */
 	for (size_t i = 0; i < s->n; i++) {
+		struct p2p_torrent_status st;
 		char *dir;
+		if (s->v[i].seen && !s->v[i].bad && !p2p_session_torrent_status(s->ses, s->v[i].btih, &st) &&
+		    !st.seed_mode && !st.seeding) {
+			log_error("seeder", "torrent %s: %d of %d pieces failed their check: a blob in the store is "
+				  "damaged; no longer seeded (run 'hubmirror verify')", s->v[i].btih,
+				  st.num_pieces - st.pieces_have, st.num_pieces);
+			p2p_session_remove(s->ses, s->v[i].btih);
+			s->v[i].bad = true;
+		}
 		if (s->v[i].seen) {
 			s->v[keep++] = s->v[i];
 			continue;
 		}
 		dir = xasprintf("%s/%s", s->root, s->v[i].btih);
-		p2p_session_remove(s->ses, s->v[i].btih);
+		if (!s->v[i].bad)
+			p2p_session_remove(s->ses, s->v[i].btih);
 		remove_tree(dir);
 		free(dir);
 	}

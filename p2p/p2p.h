@@ -76,6 +76,10 @@ struct p2p_add {
 	 * one at a time, so the seed sends about one copy and the peers spread the rest. Only for a
 	 * torrent the session has whole. */
 	bool super_seed;
+	/* Never download: libtorrent's upload mode. For a seed whose files are not its own to write (the
+	 * mirror's are symlinks to its store): if a piece fails its check in seed mode, the torrent leaves
+	 * seed mode but does not fetch the piece and write it through the link. */
+	bool upload_only;
 	const char *const *web_seeds;   /* extra BEP 19 URLs (added to the torrent's url-list); may be NULL */
 	size_t nweb_seeds;
 };

@@ -380,6 +380,8 @@ extern "C" int p2p_session_add(struct p2p_session *s, const struct p2p_add *a, c
 				atp.flags |= lt::torrent_flags::seed_mode;
 			if (a->super_seed)
 				atp.flags |= lt::torrent_flags::super_seeding;
+			if (a->upload_only)
+				atp.flags |= lt::torrent_flags::upload_mode;
 			for (size_t i = 0; i < a->nweb_seeds; i++)
 				if (a->web_seeds[i])
 					atp.url_seeds.push_back(a->web_seeds[i]);

@@ -55,5 +55,18 @@ curl -fsS -o "$T/super.torrent" "$M/api/p2p/torrent/hf/model/acme/seeded"
 timeout 60 "$PY" "$HM_SRC/tests/integration/ltget.py" "$T/super.torrent" "$T/c3" >"$T/c3.log" 2>&1
 check "with --p2p-super-seed a lone client completes" grep -q "complete" "$T/c3.log"
 check "and its bytes match upstream" verify acme/seeded "$T/c3/seeded"
+# A blob damaged on disk: the seed finds it out at the piece's first check, stops seeding that torrent
+# and says so; it never writes into the store (upload-only).
+blob=$("$PY" -c 'import json,sys; r=[x for x in json.load(open(sys.argv[1]))["repos"] if x["id"]=="acme/seeded"][0]; f=[f for f in r["commits"][-1]["files"] if f["path"]=="model.safetensors"][0]; print(f["sha256"][:2] + "/" + f["sha256"])' "$T/up.json")
+printf 'X' | dd of="$HUBMIRROR_DATA/store/blobs/$blob" bs=1 seek=1000 conv=notrunc 2>/dev/null
+damaged=$(sha256sum "$HUBMIRROR_DATA/store/blobs/$blob")
+start_serve --p2p-rescan 1
+curl -fsS -o "$T/seeded2.torrent" "$M/api/p2p/torrent/hf/model/acme/seeded?webseed=0"   # this serve's tracker
+timeout 20 "$PY" "$HM_SRC/tests/integration/ltget.py" --timeout 8 "$T/seeded2.torrent" "$T/c4" >"$T/c4.log" 2>&1
+check "a client cannot complete from a seed with a damaged blob" bash -c '! grep -q complete "$T/c4.log"'
+sleep 1.5
+check "the seed reports the damage and stops seeding it" grep -q "pieces failed their check: a blob in the store is damaged" "$T/serve.err"
+check "the seed did not write into the store" test "$(sha256sum "$HUBMIRROR_DATA/store/blobs/$blob")" = "$damaged"
+check "/metrics: the damaged torrent is not counted as seeded" test "$(metric hubmirror_seeder_torrents)" = 0
 expect_status 2 "--p2p-listen needs HOST:PORT or off" "$HUBMIRROR" serve --p2p-listen nowhere 2>/dev/null
 finish
