@@ -322,7 +322,7 @@ int catalog_search(struct catalog *c, const struct catalog_search *s,
 {
 	static const struct { const char *name, *expr; } sorts[] = {
 		/* name, author, tags, pipeline tag, library, license, card: a hit in the name counts most */
-		{ "relevance", "hm_rank(repo_fts, 10.0, 5.0, 3.0, 2.0, 2.0, 1.0, 0.5)" },
+		{ "relevance", "hm_rank(repo_fts, 10.0, 5.0, 3.0, 2.0, 2.0, 1.0, 0.5, 0.0)" },
 		{ "name", "r.name" },
 		{ "size", "coalesce(s.total_size, 0)" },
 		{ "last_synced", "coalesce(r.last_sync_at, 0)" },
@@ -332,9 +332,19 @@ int catalog_search(struct catalog *c, const struct catalog_search *s,
 	const char *order = NULL, *sort = s->sort && *s->sort ? s->sort : NULL;
 	char *fq = s->q ? fts_query(s->q) : NULL, *sql = NULL, *where, *from;
 	sqlite3_stmt *st = NULL;
-	bool sized, needs_snap, index_only;
+	bool sized, needs_snap, index_only, hub_facet, type_facet;
 	int r = 0, rc;
 
+	/* The user's words never match the facets column; a hub or type filter becomes a facet term, so
+	 * FTS5 narrows the matches itself (schema v7). Only known values make a term. */
+	hub_facet = s->hub && (!strcmp(s->hub, "hf") || !strcmp(s->hub, "ms"));
+	type_facet = s->type && (!strcmp(s->type, "model") || !strcmp(s->type, "dataset"));
+	if (fq) {
+		char *w = xasprintf("- {facets} : (%s)%s%s%s%s", fq, hub_facet ? " AND facets:hub" : "",
+				    hub_facet ? s->hub : "", type_facet ? " AND facets:type" : "", type_facet ? s->type : "");
+		free(fq);
+		fq = w;
+	}
 	if (!sort)
 		sort = fq ? "relevance" : "name";
 	for (size_t i = 0; i < sizeof(sorts) / sizeof(sorts[0]); i++)
@@ -348,10 +358,12 @@ int catalog_search(struct catalog *c, const struct catalog_search *s,
 	 * needs the snapshot join only for size bounds (it is most of the cost at 100k repos). */
 	sized = s->min_size >= 0 || s->max_size >= 0;
 	needs_snap = sized || !strcmp(sort, "size");
-	/* repo_fts holds exactly the live repos (schema v5): words without repo filters count from the
-	 * index alone, and with the relevance sort rank from it too. A row lookup in repos per match is
-	 * what makes a common word slow (13k matches at 100k repos). */
-	index_only = fq && !s->hub && !s->type && !s->org && !s->tag && !s->status && s->gated < 0 && !sized;
+	/* repo_fts holds exactly the live repos (schema v5): words without repo filters (or with hub and
+	 * type filters, which are facet terms) count from the index alone, and with the relevance sort
+	 * rank from it too. A row lookup in repos per match is what makes a common word slow (13k
+	 * matches at 100k repos). */
+	index_only = fq && (!s->hub || hub_facet) && (!s->type || type_facet) && !s->org && !s->tag && !s->status &&
+		     s->gated < 0 && !sized;
 	from = xasprintf("repos r %s %s", needs_snap ? REPO_JOINS : "", fq ? "JOIN repo_fts ON repo_fts.rowid = r.id" : "");
 	where = xasprintf("WHERE r.removed_at IS NULL AND %s%s%s%s%s%s%s%s%s",
 			  fq ? "repo_fts MATCH ?1" : "?1 IS NULL",

@@ -16,6 +16,8 @@
  *   6  torrents: the swarm's torrent of a snapshot (v1 and v2 info-hashes, name, piece size); the
  *      .torrent file itself is torrents/<btih>.torrent in the data directory. Two snapshots with the
  *      same name and files have the same torrent, so the hashes are indexed, not unique.
+ *   7  repo_fts gains a facets column ("hubhf typemodel"): a search narrowed to a hub or a type
+ *      counts and ranks from the index alone (user words never match it: they are column-filtered).
  *
  * Rules: a migration only ever moves from version N-1 to N; released migrations are never edited,
  * a change is a new entry at the end of `migrations`.
@@ -158,6 +160,33 @@ static const char *const migrations[] = {
 	");"
 	"CREATE INDEX torrents_by_btih ON torrents(btih);"
 	"CREATE INDEX torrents_by_btmh ON torrents(btmh);",
+	/* 6 -> 7 */
+	"DROP TRIGGER repos_fts_ai;"
+	"DROP TRIGGER repos_fts_au;"
+	"DROP TRIGGER repos_fts_ad;"
+	"DROP TABLE repo_fts;"
+	"CREATE VIRTUAL TABLE repo_fts USING fts5(name, author, tags, pipeline_tag, library_name, license, card, facets);"
+	"CREATE TRIGGER repos_fts_ai AFTER INSERT ON repos WHEN new.removed_at IS NULL BEGIN"
+	"  INSERT INTO repo_fts (rowid, name, author, tags, pipeline_tag, library_name, license, card, facets)"
+	"  VALUES (new.id, new.name, CASE WHEN instr(new.name, '/') THEN substr(new.name, 1, instr(new.name, '/') - 1) END,"
+	"          new.tags, new.pipeline_tag, new.library_name, new.license, new.card_data,"
+	"          'hub' || new.hub || ' type' || new.type);"
+	"END;"
+	"CREATE TRIGGER repos_fts_au AFTER UPDATE OF name, tags, pipeline_tag, library_name, license, card_data,"
+	"  removed_at ON repos BEGIN"
+	"  DELETE FROM repo_fts WHERE rowid = old.id;"
+	"  INSERT INTO repo_fts (rowid, name, author, tags, pipeline_tag, library_name, license, card, facets)"
+	"  SELECT new.id, new.name, CASE WHEN instr(new.name, '/') THEN substr(new.name, 1, instr(new.name, '/') - 1) END,"
+	"         new.tags, new.pipeline_tag, new.library_name, new.license, new.card_data,"
+	"         'hub' || new.hub || ' type' || new.type WHERE new.removed_at IS NULL;"
+	"END;"
+	"CREATE TRIGGER repos_fts_ad AFTER DELETE ON repos BEGIN"
+	"  DELETE FROM repo_fts WHERE rowid = old.id;"
+	"END;"
+	"INSERT INTO repo_fts (rowid, name, author, tags, pipeline_tag, library_name, license, card, facets)"
+	"  SELECT id, name, CASE WHEN instr(name, '/') THEN substr(name, 1, instr(name, '/') - 1) END,"
+	"         tags, pipeline_tag, library_name, license, card_data, 'hub' || hub || ' type' || type"
+	"  FROM repos WHERE removed_at IS NULL;",
 };
 
 int catalog__migration_count(void)

@@ -145,8 +145,11 @@ TEST(search_ranks_and_forgets_removed)
 	CHECK_STR(nm.got[1], "acme/coder-qwen");
 	CHECK_STR(nm.got[2], "zed/poetry-bot");
 	CHECK_INT(search(c, "qwen cod", NULL, &nm), 2); /* every word must match, each as a prefix */
-	CHECK_INT(search(c, "qwen", "hf", &nm), 2);     /* the filtered path agrees */
+	CHECK_INT(search(c, "qwen", "hf", &nm), 2);     /* a hub is a facet term: ranked in the index */
 	CHECK_STR(nm.got[0], "acme/coder-qwen");
+	CHECK_INT(search(c, "qwen", "ms", &nm), 1);
+	CHECK_INT(search(c, "hubhf", NULL, &nm), 0);    /* user words never match the facets */
+	CHECK_INT(search(c, "model", NULL, &nm), 0);
 
 	/* removed: out of the results and of the index; tracked again: back */
 	CHECK_INT(catalog_repo_remove(c, "hf", "model", "acme/coder-qwen"), 0);
