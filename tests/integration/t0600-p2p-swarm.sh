@@ -78,6 +78,12 @@ expect_status 22 "the web seed refuses paths that leave the torrent" curl -fsS -
 expect_status 22 "the torrent of a gated repo stays closed" curl -fsS -o /dev/null "$M/api/p2p/torrent/hf/model/acme/closed"
 closed=$("$PY" -c 'import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute("select t.btih from torrents t join snapshots s on s.id=t.snapshot_id join repos r on r.id=s.repo_id where r.name=\"acme/closed\"").fetchone()[0])' "$HUBMIRROR_DATA/catalog.db")
 expect_status 22 "and so do its files on the web seed" curl -fsS -o /dev/null "$M/p2p/seed/$closed/closed/w.bin"
+expect_status 22 "the web seed refuses encoded traversal" curl -fsS -o /dev/null "$M/p2p/seed/$btih/swarm/%2e%2e/%2e%2e/catalog.db"
+expect_status 22 "the web seed refuses an upper-case or short hash" curl -fsS -o /dev/null "$M/p2p/seed/$(echo "$btih" | tr a-f A-F)/swarm/config.json"
+expect_status 22 "a many-file torrent has no file at its bare name" curl -fsS -o /dev/null "$M/p2p/seed/$btih/swarm"
+expect_status 22 "the torrent route wants exactly hub/type/org/name" curl -fsS -o /dev/null "$M/api/p2p/torrent/hf/model/acme/swarm/extra"
+check "a malformed announce gets a failure reason, not an error page" bash -c '
+	curl -fsS "$M/announce?info_hash=short&port=x" | grep -q "failure reason"'
 check "the tracker refuses torrents that are not the mirror's" bash -c '
 	curl -fsS "$M/announce?info_hash=%01%02%03%04%05%06%07%08%09%10%11%12%13%14%15%16%17%18%19%20&peer_id=-XX0001-abcdefghijkl&port=6881&uploaded=0&downloaded=0&left=10" | grep -q "failure reason"'
 curl -fsS "$FAKE_API/_fake/repos" >"$T/up.json"
