@@ -4,7 +4,7 @@
  *
  *   GET /api/p2p/torrent/{hub}/{type}/{org}/{name}[?rev=REV][&webseed=0]   the .torrent, with this
  *        mirror as tracker (announce) and web seed (url-list, left out with webseed=0);
- *        X-Hubmirror-{Commit,Btih,Btmh} headers
+ *        X-Hubmirror-{Commit,Btih,Btmh} headers; with meta=1 those as JSON instead, with the ref name
  *   GET /announce?info_hash=...                                BEP 3 tracker (compact, BEP 23/7),
  *        only for torrents of this mirror (by v1 hash or the truncated v2 hash)
  *   GET /p2p/seed/{btih}/{torrent name}/{path}                 BEP 19 web seed: the client appends
@@ -151,7 +151,7 @@ static int split_segments(const char *raw, char **seg, size_t n)
 static void torrent(struct mirror_routes *rt, struct httpd_req *req, const char *rest)
 {
 	char *seg[4] = { 0 }, *name = NULL, *rev = httpd_query_param(req, "rev"), *base = NULL, *announce_url = NULL;
-	char *seed_url = NULL, *data = NULL, *ws = httpd_query_param(req, "webseed");
+	char *seed_url = NULL, *data = NULL, *ws = httpd_query_param(req, "webseed"), *meta = httpd_query_param(req, "meta");
 	struct catalog_repo repo = { 0 };
 	struct catalog_snapshot snap;
 	struct catalog_torrent t;
@@ -184,6 +184,13 @@ static void torrent(struct mirror_routes *rt, struct httpd_req *req, const char 
 			r == HM_ERR_NOT_FOUND ? "no torrent for this snapshot yet (the next sync makes it)" : "catalog error"));
 		goto out;
 	}
+	if (meta && !strcmp(meta, "1")) {
+		/* what a mount needs besides the bytes: the commit and the ref name, for the HF cache */
+		mirror__respond_json(req, 200, json_pack("{s:s, s:s, s:s, s:s, s:s, s:I}", "commit", snap.commit,
+			"revision", rev && *rev ? rev : repo.follow_rev, "btih", t.btih, "btmh", t.btmh, "name", t.name,
+			"piece_size", (json_int_t)t.piece_size));
+		goto out;
+	}
 	base = mirror__self_base(req);
 	announce_url = xasprintf("%s/announce", base);
 	/* ?webseed=0: peers only (the mirror is then tracker, not source) */
@@ -211,6 +218,7 @@ out:
 	free(name);
 	free(rev);
 	free(ws);
+	free(meta);
 }
 
 /* ---- web seed --------------------------------------------------------------------------------------- */

@@ -73,6 +73,8 @@ int cmd_gc(int argc, char **argv);
 int cmd_verify(int argc, char **argv);
 int cmd_remove(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
+int cmd_mount(int argc, char **argv);
+int cmd_umount(int argc, char **argv);
 int cmd_sync(int argc, char **argv);
 int cmd_ls(int argc, char **argv);
 int cmd_info(int argc, char **argv);

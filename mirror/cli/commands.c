@@ -66,6 +66,24 @@ const struct cli_command cli_commands[] = {
 	  "  --hub, --type  narrow to one hub or kind\n"
 	  "  --limit N      at most N results (default 50)\n"
 	  "  --json         print a JSON array\n" },
+	{ "mount", cmd_mount,
+	  "mount [--mirror URL] [--cache DIR] [--hf-cache DIR | --no-hf-cache] [--listen ADDR] [--foreground]\n"
+	  "       SPEC[@REV] [DIR]",
+	  "attach a synced repo: read-only files fetched on demand from the swarm, and in the HF cache",
+	  "Asks the mirror for the snapshot's torrent and mounts it read-only on DIR (default /models/ORG/NAME)\n"
+	  "with FUSE: the files are there at once, a read waits only for the pieces it touches (asked for\n"
+	  "first), and the whole snapshot downloads in the background from peers and the mirror; every byte\n"
+	  "read is verified. For a Hugging Face repo it also links the files into the Hugging Face cache\n"
+	  "(models--ORG--NAME/snapshots/COMMIT, refs/REV), so libraries find them with HF_HUB_OFFLINE=1.\n"
+	  "Returns once the files are visible; the mount runs in its own process until 'hubmirror umount'.\n"
+	  "  --mirror URL   the mirror (default $HUBMIRROR_URL)\n"
+	  "  --cache DIR    where the bytes are kept (default $HUBMIRROR_CACHE or /var/cache/hubmirror)\n"
+	  "  --hf-cache DIR the Hugging Face hub cache (default $HF_HUB_CACHE, $HF_HOME/hub or\n"
+	  "                 ~/.cache/huggingface/hub); --no-hf-cache: no links\n"
+	  "  --listen ADDR  where this peer listens for other peers (default 0.0.0.0:0)\n"
+	  "  --foreground   stay in the foreground until unmounted (for systemd or debugging)\n" },
+	{ "umount", cmd_umount, "umount DIR", "detach a folder that 'hubmirror mount' attached",
+	  "Unmounts DIR; the mount's process then ends. Its downloaded bytes stay in the cache.\n" },
 	{ "serve", cmd_serve,
 	  "serve [--data DIR] [--listen HOST:PORT] [--sync-at HH:MM] [--sync-every D] [--access-log FILE|-]\n"
 	  "       [--tokens FILE] [--auth open|listed|all]\n"

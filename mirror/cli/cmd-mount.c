@@ -1,0 +1,313 @@
+/*
+ * cmd-mount.c - `hubmirror mount SPEC[@REV] [DIR]` and `hubmirror umount DIR`: a synced repo of a
+ * mirror as read-only files, fetched on demand from the swarm (p2p/mount.h), and linked into the
+ * Hugging Face cache so libraries find them offline.
+ *
+ * mount asks the mirror for the snapshot's torrent, then forks: the child mounts and serves (its
+ * libtorrent session starts after the fork), the parent waits on a pipe until the files are visible
+ * and the cache links made, and returns. --foreground keeps it all in one process.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "base/err.h"
+#include "base/path.h"
+#include "base/xmalloc.h"
+#include "cli.h"
+#include "hub/hub.h"
+#include "hub/http.h"
+#include "p2p/mount.h"
+#include "p2p/p2p.h"
+
+struct hf_links {
+	const char *hub_cache;     /* NULL: no links */
+	const char *type;          /* "model" / "dataset" */
+	const char *name;          /* org/name */
+	const char *revision;      /* the ref name */
+	const char *commit;
+	const char *dir;           /* the mount point */
+	int ready_fd;              /* -1 in the foreground */
+};
+
+/* <hub_cache>/models--org--name/{refs/<revision>, snapshots/<commit>/<path> -> <dir>/<path>}: the
+ * layout huggingface_hub reads offline (HF_HUB_OFFLINE=1). */
+static int link_hf_cache(const struct hf_links *l, const struct p2p_file_list *files, char **why)
+{
+	char *repo_dir = NULL, *flat = xmalloc(strlen(l->name) * 2 + 1), *snap = NULL, *ref = NULL, *slash, *o = flat;
+	FILE *f;
+	int r = 0;
+
+	for (const char *p = l->name; *p; p++) { /* org/name -> org--name */
+		if (*p == '/') {
+			*o++ = '-';
+			*o++ = '-';
+		} else {
+			*o++ = *p;
+		}
+	}
+	*o = '\0';
+	repo_dir = xasprintf("%s/%ss--%s", l->hub_cache, l->type, flat);
+	snap = xasprintf("%s/snapshots/%s", repo_dir, l->commit);
+	ref = xasprintf("%s/refs/%s", repo_dir, l->revision);
+	slash = strrchr(ref, '/');
+	*slash = '\0';
+	r = path_mkdirs(ref, 0755);
+	*slash = '/';
+	if (!r && !(f = fopen(ref, "w")))
+		r = -errno;
+	else if (!r) {
+		fputs(l->commit, f);
+		if (fclose(f) != 0)
+			r = -errno;
+	}
+	for (size_t i = 0; !r && i < files->n; i++) {
+		char *link = xasprintf("%s/%s", snap, files->v[i].path), *target = xasprintf("%s/%s", l->dir, files->v[i].path);
+		slash = strrchr(link, '/');
+		*slash = '\0';
+		r = path_mkdirs(link, 0755);
+		*slash = '/';
+		if (!r) {
+			unlink(link); /* a mount of the same snapshot elsewhere before */
+			if (symlink(target, link) < 0)
+				r = -errno;
+		}
+		if (r && why)
+			*why = xasprintf("cannot link %s: %s", link, err_str(r));
+		free(link);
+		free(target);
+	}
+	if (r && why && !*why)
+		*why = xasprintf("cannot write %s: %s", ref, err_str(r));
+	free(repo_dir);
+	free(snap);
+	free(ref);
+	free(flat);
+	return r;
+}
+
+static int on_mounted(void *ud, const char *btih, const struct p2p_file_list *files)
+{
+	const struct hf_links *l = ud;
+	char *why = NULL;
+	int r = 0;
+
+	(void)btih;
+	if (l->hub_cache)
+		r = link_hf_cache(l, files, &why);
+	if (l->ready_fd >= 0) {
+		char *msg = r ? xasprintf("%s\n", why ? why : err_str(r)) : xstrdup("ok\n");
+		if (write(l->ready_fd, msg, strlen(msg)) < 0) { /* the parent is gone: carry on */
+		}
+		free(msg);
+		close(l->ready_fd);
+	} else if (r) {
+		fprintf(stderr, "hubmirror: %s\n", why ? why : err_str(r));
+	}
+	free(why);
+	return r;
+}
+
+static const char *default_hub_cache(char *buf, size_t cap)
+{
+	const char *v = getenv("HF_HUB_CACHE"), *home = getenv("HF_HOME");
+
+	if (v && *v)
+		return v;
+	if (home && *home)
+		snprintf(buf, cap, "%s/hub", home);
+	else
+		snprintf(buf, cap, "%s/.cache/huggingface/hub", getenv("HOME") ? getenv("HOME") : "/root");
+	return buf;
+}
+
+int cmd_mount(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "mirror", required_argument, NULL, 'm' },
+		{ "cache", required_argument, NULL, 'c' },
+		{ "hf-cache", required_argument, NULL, 'H' },
+		{ "no-hf-cache", no_argument, NULL, 'N' },
+		{ "listen", required_argument, NULL, 'l' },
+		{ "foreground", no_argument, NULL, 'f' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const struct cli_command *self = cli_find("mount");
+	const char *mirror_opt = NULL, *cache = getenv("HUBMIRROR_CACHE"), *listen = NULL, *mirror;
+	char hcbuf[4096], *dir = NULL, *err = NULL, *body = NULL, *tor = NULL, *url = NULL, *q = NULL;
+	struct hf_links links = { NULL, NULL, NULL, NULL, NULL, NULL, -1 };
+	struct p2p_mount_config mc = { 0 };
+	struct hub_spec spec;
+	json_t *meta = NULL;
+	bool foreground = false, no_hf = false;
+	size_t len = 0, tlen = 0;
+	long status = 0;
+	int c, r = CLI_FAILED, pipefd[2] = { -1, -1 };
+
+	links.hub_cache = NULL;
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (c) {
+		case 'm': mirror_opt = optarg; break;
+		case 'c': cache = optarg; break;
+		case 'H': links.hub_cache = optarg; break;
+		case 'N': no_hf = true; break;
+		case 'l': listen = optarg; break;
+		case 'f': foreground = true; break;
+		default: return cli_usage_error(self, "unknown option");
+		}
+	}
+	if (optind >= argc || argc - optind > 2)
+		return cli_usage_error(self, "give a SPEC (and a folder)");
+	mirror = cli_mirror_url(mirror_opt);
+	if (!mirror)
+		return cli_usage_error(self, "which mirror? give --mirror URL or set HUBMIRROR_URL");
+	if (hub_spec_parse(argv[optind], &spec))
+		return cli_usage_error(self, "'%s' is not a SPEC like hf:org/name[@rev]", argv[optind]);
+	if (!strchr(spec.name, '/')) {
+		hub_spec_release(&spec);
+		return cli_usage_error(self, "mount needs an org/name repo");
+	}
+	dir = argc - optind == 2 ? xstrdup(argv[optind + 1]) : xasprintf("/models/%s", spec.name);
+	if (!cache)
+		cache = "/var/cache/hubmirror";
+	if (!no_hf && !links.hub_cache && !strcmp(hub_kind_name(spec.hub), "hf"))
+		links.hub_cache = default_hub_cache(hcbuf, sizeof(hcbuf));
+	if (no_hf || strcmp(hub_kind_name(spec.hub), "hf"))
+		links.hub_cache = NULL; /* ModelScope's own cache layout is not made yet */
+
+	/* what to mount: the snapshot's commit and ref, then its torrent */
+	q = spec.revision ? hub_url_escape(spec.revision, false) : NULL;
+	url = xasprintf("%s/api/p2p/torrent/%s/%s/%s?meta=1%s%s", mirror, hub_kind_name(spec.hub), hub_type_name(spec.type),
+			spec.name, q ? "&rev=" : "", q ? q : "");
+	if (hub_http_get_blocking(url, 1 << 20, &body, &len, &status, &err)) {
+		fprintf(stderr, "hubmirror: %s: %s\n", mirror, err ? err : "no answer");
+		goto out;
+	}
+	meta = json_loads(body, 0, NULL);
+	if (status != 200 || !json_is_object(meta)) {
+		const char *e = json_string_value(json_object_get(meta, "error"));
+		fprintf(stderr, "hubmirror: %s on %s: %s\n", argv[optind], mirror, e ? e : "unexpected answer");
+		goto out;
+	}
+	free(url);
+	url = xasprintf("%s/api/p2p/torrent/%s/%s/%s%s%s", mirror, hub_kind_name(spec.hub), hub_type_name(spec.type),
+			spec.name, q ? "?rev=" : "", q ? q : "");
+	if (hub_http_get_blocking(url, 128 << 20, &tor, &tlen, &status, &err) || status != 200) {
+		fprintf(stderr, "hubmirror: cannot get the torrent from %s: %s\n", mirror, err ? err : "unexpected answer");
+		goto out;
+	}
+	links.type = hub_type_name(spec.type);
+	links.name = spec.name;
+	links.revision = json_string_value(json_object_get(meta, "revision"));
+	links.commit = json_string_value(json_object_get(meta, "commit"));
+	links.dir = dir;
+	if (!links.revision || !links.commit || hub_check_revision(links.revision) || !*links.commit) {
+		fprintf(stderr, "hubmirror: %s answered a snapshot without a usable commit or ref\n", mirror);
+		goto out;
+	}
+	if (path_mkdirs(dir, 0755) || path_mkdirs(cache, 0755)) {
+		fprintf(stderr, "hubmirror: cannot create %s or %s: %s\n", dir, cache, strerror(errno));
+		goto out;
+	}
+	mc.torrent = (const unsigned char *)tor;
+	mc.len = tlen;
+	mc.dir = dir;
+	mc.cache_dir = cache;
+	mc.listen = listen;
+	mc.on_mounted = on_mounted;
+	mc.ud = &links;
+
+	if (!foreground) {
+		pid_t pid;
+		char msg[512];
+		ssize_t n;
+
+		if (pipe(pipefd) < 0) {
+			fprintf(stderr, "hubmirror: pipe: %s\n", strerror(errno));
+			goto out;
+		}
+		fflush(NULL);
+		pid = fork();
+		if (pid < 0) {
+			fprintf(stderr, "hubmirror: fork: %s\n", strerror(errno));
+			goto out;
+		}
+		if (pid == 0) {
+			/* the mount's own process: no terminal, its session starts here */
+			close(pipefd[0]);
+			setsid();
+			if (freopen("/dev/null", "r", stdin) == NULL || freopen("/dev/null", "w", stdout) == NULL) {
+			}
+			links.ready_fd = pipefd[1];
+			r = p2p_mount_run(&mc, &err);
+			if (r && links.ready_fd >= 0) {
+				char *m = xasprintf("%s\n", err ? err : err_str(r));
+				if (write(pipefd[1], m, strlen(m)) < 0) {
+				}
+				free(m);
+			}
+			_exit(r ? 1 : 0);
+		}
+		close(pipefd[1]);
+		pipefd[1] = -1;
+		n = read(pipefd[0], msg, sizeof(msg) - 1);
+		msg[n > 0 ? n : 0] = '\0';
+		if (n <= 0 || strcmp(msg, "ok\n")) {
+			waitpid(pid, NULL, 0);
+			fprintf(stderr, "hubmirror: mount failed: %s", n > 0 ? msg : "the mount process ended\n");
+			goto out;
+		}
+		printf("mounted %s @ %.12s on %s (pid %ld)%s%s\n", argv[optind], links.commit, dir, (long)pid,
+		       links.hub_cache ? "; Hugging Face cache: " : "", links.hub_cache ? links.hub_cache : "");
+		r = CLI_OK;
+		goto out;
+	}
+	r = p2p_mount_run(&mc, &err) ? CLI_FAILED : CLI_OK;
+	if (r)
+		fprintf(stderr, "hubmirror: %s\n", err ? err : "mount failed");
+out:
+	if (pipefd[0] >= 0)
+		close(pipefd[0]);
+	if (pipefd[1] >= 0)
+		close(pipefd[1]);
+	json_decref(meta);
+	hub_spec_release(&spec);
+	free(q);
+	free(url);
+	free(body);
+	free(tor);
+	free(dir);
+	free(err);
+	return r;
+}
+
+int cmd_umount(int argc, char **argv)
+{
+	const struct cli_command *self = cli_find("umount");
+	pid_t pid;
+	int st;
+
+	if (argc != 2 || argv[1][0] == '-')
+		return cli_usage_error(self, "give the folder to unmount");
+	/* root unmounts directly; others through libfuse's setuid helper */
+	if (getuid() == 0 && umount2(argv[1], 0) == 0)
+		return CLI_OK;
+	pid = fork();
+	if (pid == 0) {
+		execlp("fusermount3", "fusermount3", "-u", argv[1], (char *)NULL);
+		_exit(127);
+	}
+	if (pid < 0 || waitpid(pid, &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+		fprintf(stderr, "hubmirror: cannot unmount %s\n", argv[1]);
+		return CLI_FAILED;
+	}
+	return CLI_OK;
+}
