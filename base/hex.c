@@ -16,7 +16,7 @@ void hex_encode(const unsigned char *in, size_t n, char *out)
 	out[2 * n] = '\0';
 }
 
-static int nibble(char c)
+int hex_digit(char c)
 {
 	if (c >= '0' && c <= '9')
 		return c - '0';
@@ -30,7 +30,7 @@ static int nibble(char c)
 int hex_decode(const char *s, unsigned char *out, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
-		int hi = nibble(s[2 * i]), lo = hi < 0 ? -1 : nibble(s[2 * i + 1]);
+		int hi = hex_digit(s[2 * i]), lo = hi < 0 ? -1 : hex_digit(s[2 * i + 1]);
 		if (lo < 0)
 			return -1;
 		out[i] = (unsigned char)(hi << 4 | lo);

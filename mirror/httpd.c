@@ -31,6 +31,7 @@
 #include <http_parser.h>
 
 #include "base/buf.h"
+#include "base/hex.h"
 #include "base/xmalloc.h"
 #include "httpd.h"
 
@@ -163,16 +164,6 @@ const char *httpd_body(const struct httpd_req *r, size_t *len)
 	return r->body.data;
 }
 
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
 
 char *httpd_unescape(const char *s, size_t n, bool plus)
 {
@@ -182,7 +173,7 @@ char *httpd_unescape(const char *s, size_t n, bool plus)
 	for (size_t i = 0; i < n; i++) {
 		char ch = s[i];
 		if (ch == '%') {
-			int hi = i + 2 < n ? hexval(s[i + 1]) : -1, lo = i + 2 < n ? hexval(s[i + 2]) : -1;
+			int hi = i + 2 < n ? hex_digit(s[i + 1]) : -1, lo = i + 2 < n ? hex_digit(s[i + 2]) : -1;
 			if (hi < 0 || lo < 0) {
 				buf_release(&b);
 				return NULL;

@@ -27,6 +27,7 @@
 #include "tracker.h"
 #include "base/buf.h"
 #include "base/err.h"
+#include "base/hex.h"
 #include "base/xmalloc.h"
 
 #define DEFAULT_INTERVAL 120
@@ -434,16 +435,6 @@ static void sweep_when_full(struct mirror_tracker *t, int64_t now)
 
 /* ---- parsing ---- */
 
-static int unhex(unsigned char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
 
 /* Percent-decode s[0..n) into out, writing at most cap bytes. Returns the full decoded length (which
  * may exceed cap: the rest is dropped), or -1 on a malformed escape. */
@@ -457,7 +448,7 @@ static long pct_decode(const char *s, size_t n, unsigned char *out, size_t cap)
 		if (c == '%') {
 			int hi, lo;
 
-			if (n - i < 3 || (hi = unhex((unsigned char)s[i + 1])) < 0 || (lo = unhex((unsigned char)s[i + 2])) < 0)
+			if (n - i < 3 || (hi = hex_digit(s[i + 1])) < 0 || (lo = hex_digit(s[i + 2])) < 0)
 				return -1;
 			c = (unsigned char)(hi << 4 | lo);
 			i += 3;

@@ -70,7 +70,13 @@ static int link_hf_cache(const struct hf_links *l, const struct p2p_file_list *f
 			r = -errno;
 	}
 	for (size_t i = 0; !r && i < files->n; i++) {
-		char *link = xasprintf("%s/%s", snap, files->v[i].path), *target = xasprintf("%s/%s", l->dir, files->v[i].path);
+		char *link, *target;
+		if (path_check_str(files->v[i].path)) { /* a torrent's path never leaves the snapshot folder */
+			r = HM_ERR_PATH_UNSAFE;
+			break;
+		}
+		link = xasprintf("%s/%s", snap, files->v[i].path);
+		target = xasprintf("%s/%s", l->dir, files->v[i].path);
 		slash = strrchr(link, '/');
 		*slash = '\0';
 		r = path_mkdirs(link, 0755);
