@@ -120,6 +120,8 @@ int mirror__route_metrics(void *ud, struct httpd_req *req)
 			head(&b, "hubmirror_seeder_uploaded_bytes_total", "counter", "Payload bytes the mirror's BitTorrent seed sent to peers.");
 			buf_addf(&b, "hubmirror_seeder_uploaded_bytes_total %lld\n", (long long)uploaded);
 		}
+		head(&b, "hubmirror_tracker_peer_uploaded_bytes", "gauge", "What the swarms' live peers report having uploaded in their current sessions (BitTorrent peers other than the mirror).");
+		buf_addf(&b, "hubmirror_tracker_peer_uploaded_bytes %lld\n", (long long)ts.peer_uploaded);
 		head(&b, "hubmirror_webseed_bytes_total", "counter", "Bytes the mirror sent to the swarm as its web seed (headers included).");
 		buf_addf(&b, "hubmirror_webseed_bytes_total %llu\n", (unsigned long long)mirror__route_bytes(rt, "webseed"));
 	}

@@ -73,6 +73,7 @@ static void announce_self(struct mirror_routes *rt, struct httpd_req *req, const
 	memcpy(me.peer_id, "-HM0001-hubmirrorseed", 20);
 	me.port = (uint16_t)mirror_seeder_port(rt->seeder);
 	me.left = 0;
+	me.uploaded = me.downloaded = 0; /* the seed's own bytes are counted by the seeder, not here */
 	me.event = MIRROR_TRACKER_EVENT_NONE;
 	me.numwant = 0;
 	buf_init(&ignored);

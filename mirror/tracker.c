@@ -39,6 +39,7 @@
 
 struct peer {
 	int64_t last_seen;
+	int64_t uploaded;           /* as its last announce said */
 	unsigned char addr[16];     /* IPv4 in the first 4 bytes, the rest zero */
 	unsigned char peer_id[20];
 	uint16_t port;              /* host order */
@@ -66,6 +67,7 @@ struct mirror_tracker {
 	struct torrent **list;      /* dense, ntorrents entries */
 	size_t ntorrents, list_cap;
 	size_t npeers, nseeders;
+	int64_t peer_uploaded;      /* sum of the live peers' uploaded */
 	uint64_t announces;
 	uint64_t key[2];            /* SipHash key */
 	uint64_t rng[4];            /* xoshiro256** state */
@@ -244,6 +246,7 @@ static void peer_add(struct mirror_tracker *t, struct torrent *tor, const struct
 	tor->index[index_find(t, tor, p)] = (uint32_t)(tor->npeers + 1);
 	tor->npeers++;
 	t->npeers++;
+	t->peer_uploaded += p->uploaded;
 	if (p->seeder) {
 		tor->nseeders++;
 		t->nseeders++;
@@ -261,6 +264,7 @@ static void peer_remove(struct mirror_tracker *t, struct torrent *tor, size_t i)
 		tor->nseeders--;
 		t->nseeders--;
 	}
+	t->peer_uploaded -= tor->peers[i].uploaded;
 	index_delete(t, tor, index_find(t, tor, &tor->peers[i]));
 	if (i != last) {
 		tor->peers[i] = tor->peers[last];
@@ -771,6 +775,7 @@ int mirror_tracker_announce(struct mirror_tracker *t, const struct mirror_tracke
 	key.port = a->port;
 	key.last_seen = now;
 	key.seeder = a->left == 0;
+	key.uploaded = a->uploaded;
 	memcpy(key.peer_id, a->peer_id, 20);
 
 	tor = torrent_get(t, a->info_hash);
@@ -801,6 +806,8 @@ int mirror_tracker_announce(struct mirror_tracker *t, const struct mirror_tracke
 				t->nseeders++;
 			}
 			p->seeder = key.seeder;
+			t->peer_uploaded += key.uploaded - p->uploaded;
+			p->uploaded = key.uploaded;
 			p->last_seen = now; /* only later: sweep_at stays a lower bound */
 			memcpy(p->peer_id, key.peer_id, 20);
 			write_response(t, tor, v - 1, a, true, out);
@@ -842,6 +849,7 @@ void mirror_tracker_stats(const struct mirror_tracker *t, struct mirror_tracker_
 	out->torrents = t->ntorrents;
 	out->peers = t->npeers;
 	out->seeders = t->nseeders;
+	out->peer_uploaded = t->peer_uploaded;
 	out->announces = t->announces;
 }
 

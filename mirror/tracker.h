@@ -102,6 +102,8 @@ struct mirror_tracker_stats {
 	size_t peers;        /* across all swarms (a client in two swarms counts twice) */
 	size_t seeders;      /* of those peers, how many have left == 0 */
 	uint64_t announces;  /* every mirror_tracker_announce() call since mirror_tracker_new(), refused ones included */
+	int64_t peer_uploaded; /* the live peers' "uploaded" as they last announced it: what peers have sent
+	                        * (to each other and anyone) in their current sessions */
 };
 
 /* Fill *out. Counts are as of the last access or sweep: peers past their expiry that nothing has

@@ -136,6 +136,7 @@ assert urllib.request.urlopen(sw["torrent"]).headers["X-Hubmirror-Btih"] == btih
 PY
 check "/metrics counts announces" metric_at_least hubmirror_tracker_announces_total 2
 check "/metrics counts the swarm's seeders" metric_at_least 'hubmirror_tracker_peers{role="seeder"}' 1
+check "/metrics has what peers report uploading" metric_at_least hubmirror_tracker_peer_uploaded_bytes 0
 check "/metrics counts web seed bytes (libtorrent and aria2c read the model there)" metric_at_least hubmirror_webseed_bytes_total 4000000
 kill "$seeder" 2>/dev/null
 finish

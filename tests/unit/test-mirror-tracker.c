@@ -614,13 +614,36 @@ TEST(stopped_removes_and_counts)
 	CHECK_INT(st.torrents, 1);
 	CHECK_INT(st.peers, 1);
 	CHECK_INT(st.seeders, 0);
+	/* What peers say they uploaded: summed over live peers, updated, dropped when they leave. */
+	a = ann(8, "10.1.0.3", 1000, 99);
+	a.uploaded = 100;
+	CHECK_INT(announce(t, &a, "10.1.0.3", 9, &b), 0);
+	a = ann(8, "10.1.0.4", 1000, 99);
+	a.uploaded = 50;
+	CHECK_INT(announce(t, &a, "10.1.0.4", 9, &b), 0);
+	mirror_tracker_stats(t, &st);
+	CHECK_INT(st.peer_uploaded, 150);
+	a = ann(8, "10.1.0.3", 1000, 99);
+	a.uploaded = 400;
+	CHECK_INT(announce(t, &a, "10.1.0.3", 10, &b), 0);
+	mirror_tracker_stats(t, &st);
+	CHECK_INT(st.peer_uploaded, 450);
+	a = ann(8, "10.1.0.4", 1000, 99);
+	a.event = MIRROR_TRACKER_EVENT_STOPPED;
+	CHECK_INT(announce(t, &a, "10.1.0.4", 10, &b), 0);
+	mirror_tracker_stats(t, &st);
+	CHECK_INT(st.peer_uploaded, 400);
+	mirror_tracker_expire(t, 10 + 2 * 120);
+	mirror_tracker_stats(t, &st);
+	CHECK_INT(st.peer_uploaded, 0);
+	CHECK_INT(st.torrents, 0);
 	/* Stopped for a swarm nobody knows: an empty answer, nothing created. */
 	a = ann(9, "10.1.0.9", 1000, 0);
 	a.event = MIRROR_TRACKER_EVENT_STOPPED;
 	CHECK_INT(announce(t, &a, "10.1.0.9", 9, &b), 0);
 	CHECK(BODY_IS(&b, "d8:completei0e10:incompletei0e8:intervali120e12:min intervali60e5:peers0:e"));
 	mirror_tracker_stats(t, &st);
-	CHECK_INT(st.torrents, 1);
+	CHECK_INT(st.torrents, 0);
 	free(list);
 	buf_release(&b);
 	mirror_tracker_free(&t);
