@@ -149,6 +149,13 @@ static int split_segments(const char *raw, char **seg, size_t n)
 	return -1;
 }
 
+static int meta_file(void *ud, const struct catalog_entry *e)
+{
+	json_array_append_new(ud, json_pack("{s:s, s:I, s:s}", "path", e->path, "size", (json_int_t)e->size,
+					    "sha256", e->sha256));
+	return 0;
+}
+
 static void torrent(struct mirror_routes *rt, struct httpd_req *req, const char *rest)
 {
 	char *seg[4] = { 0 }, *name = NULL, *rev = httpd_query_param(req, "rev"), *base = NULL, *announce_url = NULL;
@@ -186,10 +193,13 @@ static void torrent(struct mirror_routes *rt, struct httpd_req *req, const char 
 		goto out;
 	}
 	if (meta && !strcmp(meta, "1")) {
-		/* what a mount needs besides the bytes: the commit and the ref name, for the HF cache */
-		mirror__respond_json(req, 200, json_pack("{s:s, s:s, s:s, s:s, s:s, s:I}", "commit", snap.commit,
+		/* what a mount needs besides the bytes: the commit and the ref name (for the HF cache), and
+		 * each file's sha256 (an instance that has a content from another snapshot places it first) */
+		json_t *files = json_array();
+		catalog_snapshot_walk(rt->data->catalog, snap.id, NULL, NULL, 0, meta_file, files);
+		mirror__respond_json(req, 200, json_pack("{s:s, s:s, s:s, s:s, s:s, s:I, s:o}", "commit", snap.commit,
 			"revision", rev && *rev ? rev : repo.follow_rev, "btih", t.btih, "btmh", t.btmh, "name", t.name,
-			"piece_size", (json_int_t)t.piece_size));
+			"piece_size", (json_int_t)t.piece_size, "files", files));
 		goto out;
 	}
 	base = mirror__self_base(req);

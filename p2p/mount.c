@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <fuse.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -18,6 +19,7 @@
 #include <unistd.h>
 
 #include "base/err.h"
+#include "base/path.h"
 #include "base/xmalloc.h"
 #include "mount.h"
 #include "p2p.h"
@@ -31,6 +33,12 @@ struct mnt {
 	pthread_mutex_t mu;                     /* guards fds */
 	int *fds;                               /* per entry of files.v, -1 until first read */
 	time_t mounted_at;
+	const struct p2p_mount_config *cfg;
+	char *save;                             /* <cache>/<btih> */
+	pthread_t watcher;
+	bool watcher_started;
+	atomic_bool stopping;
+	bool indexed;
 };
 
 static struct mnt *self(void)
@@ -224,6 +232,99 @@ static void *op_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
 	return fuse_get_context()->private_data;
 }
 
+/* ---- contents shared across torrents (revisions) ----------------------------------------------- */
+
+static bool sha_ok(const char *s)
+{
+	size_t i = 0;
+
+	for (; s && s[i]; i++)
+		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+			return false;
+	return i == 64;
+}
+
+/* Before the torrent starts: hard-link every known content the cache already holds into its place. */
+static size_t place_known(const struct p2p_mount_config *cfg, const char *save)
+{
+	size_t placed = 0;
+
+	for (size_t i = 0; cfg->name && i < cfg->nknown; i++) {
+		const struct p2p_mount_known *k = &cfg->known[i];
+		char *have, *dest, *slash;
+		struct stat st;
+
+		if (!sha_ok(k->sha256) || path_check_str(k->path) || path_check_str(cfg->name))
+			continue;
+		have = xasprintf("%s/by-sha256/%s", cfg->cache_dir, k->sha256);
+		dest = xasprintf("%s/%s/%s", save, cfg->name, k->path);
+		if (stat(have, &st) == 0 && S_ISREG(st.st_mode) && lstat(dest, &st) < 0) {
+			slash = strrchr(dest, '/');
+			*slash = '\0';
+			if (!path_mkdirs(dest, 0755)) {
+				*slash = '/';
+				if (link(have, dest) == 0)
+					placed++;
+			}
+		}
+		free(have);
+		free(dest);
+	}
+	return placed;
+}
+
+/* After the torrent is whole (every piece verified): keep each known content by its sha256. */
+static void index_known(struct mnt *m)
+{
+	char *dir = xasprintf("%s/by-sha256", m->cfg->cache_dir);
+
+	path_mkdirs(dir, 0755);
+	for (size_t i = 0; i < m->cfg->nknown; i++) {
+		const struct p2p_mount_known *k = &m->cfg->known[i];
+		const struct p2p_file_entry *e = find_file(m, k->path);
+		char *src = NULL, *dst;
+
+		if (!e || !sha_ok(k->sha256) || e->size == 0 ||
+		    p2p_session_file_path(m->ses, m->btih, e->index, &src))
+			continue;
+		dst = xasprintf("%s/%s", dir, k->sha256);
+		if (link(src, dst) < 0 && errno != EEXIST) {
+			/* another filesystem or a vanished file: the next torrent just downloads it */
+		}
+		free(dst);
+		free(src);
+	}
+	free(dir);
+}
+
+/* Drains the session's events (it has no loop of its own) and indexes the contents once whole. */
+static void on_mount_event(void *ud, const struct p2p_event *ev)
+{
+	struct mnt *m = ud;
+
+	if (ev->kind == P2P_EVENT_FINISHED && !m->indexed) {
+		m->indexed = true;
+		index_known(m);
+	}
+}
+
+static void *watch(void *arg)
+{
+	struct mnt *m = arg;
+	struct timespec nap = { 0, 200 * 1000 * 1000 };
+
+	while (!m->stopping) {
+		struct p2p_torrent_status st;
+		p2p_session_drain(m->ses, on_mount_event, m);
+		if (!m->indexed && !p2p_session_torrent_status(m->ses, m->btih, &st) && st.seeding) {
+			m->indexed = true;
+			index_known(m);
+		}
+		nanosleep(&nap, NULL);
+	}
+	return NULL;
+}
+
 static const struct fuse_operations ops = {
 	.init = op_init,
 	.getattr = op_getattr,
@@ -262,6 +363,7 @@ int p2p_mount_run(const struct p2p_mount_config *cfg, char **errmsg)
 			*errmsg = xasprintf("cannot create %s: %s", save, strerror(errno));
 		goto out;
 	}
+	place_known(cfg, save);
 	add.torrent = cfg->torrent;
 	add.len = cfg->len;
 	add.save_path = save;
@@ -299,6 +401,9 @@ int p2p_mount_run(const struct p2p_mount_config *cfg, char **errmsg)
 		goto out;
 	}
 	fuse_set_signal_handlers(fuse_get_session(f));
+	m.cfg = cfg;
+	if (pthread_create(&m.watcher, NULL, watch, &m) == 0)
+		m.watcher_started = true;
 	if (cfg->on_mounted && (r = cfg->on_mounted(cfg->ud, m.btih, &m.files)) != 0) {
 		fuse_remove_signal_handlers(fuse_get_session(f));
 		fuse_unmount(f);
@@ -308,6 +413,10 @@ int p2p_mount_run(const struct p2p_mount_config *cfg, char **errmsg)
 	fuse_remove_signal_handlers(fuse_get_session(f));
 	fuse_unmount(f);
 out:
+	if (m.watcher_started) {
+		m.stopping = true;
+		pthread_join(m.watcher, NULL);
+	}
 	if (f)
 		fuse_destroy(f);
 	fuse_opt_free_args(&args);

@@ -151,6 +151,8 @@ int cmd_mount(int argc, char **argv)
 	char hcbuf[4096], *dir = NULL, *err = NULL, *body = NULL, *tor = NULL, *url = NULL, *q = NULL;
 	struct hf_links links = { NULL, NULL, NULL, NULL, NULL, NULL, -1 };
 	struct p2p_mount_config mc = { 0 };
+	struct p2p_mount_known *known = NULL;
+	size_t nknown = 0;
 	struct hub_spec spec;
 	json_t *meta = NULL;
 	bool foreground = false, no_hf = false;
@@ -193,7 +195,7 @@ int cmd_mount(int argc, char **argv)
 	q = spec.revision ? hub_url_escape(spec.revision, false) : NULL;
 	url = xasprintf("%s/api/p2p/torrent/%s/%s/%s?meta=1%s%s", mirror, hub_kind_name(spec.hub), hub_type_name(spec.type),
 			spec.name, q ? "&rev=" : "", q ? q : "");
-	if (hub_http_get_blocking(url, 1 << 20, &body, &len, &status, &err)) {
+	if (hub_http_get_blocking(url, 256 << 20, &body, &len, &status, &err)) {
 		fprintf(stderr, "hubmirror: %s: %s\n", mirror, err ? err : "no answer");
 		goto out;
 	}
@@ -223,6 +225,24 @@ int cmd_mount(int argc, char **argv)
 		fprintf(stderr, "hubmirror: cannot create %s or %s: %s\n", dir, cache, strerror(errno));
 		goto out;
 	}
+	/* contents this instance may hold already (another revision): placed before the torrent starts */
+	{
+		json_t *files = json_object_get(meta, "files"), *it;
+		size_t i;
+		known = xcalloc(json_array_size(files) + 1, sizeof(*known));
+		json_array_foreach(files, i, it) {
+			const char *p = json_string_value(json_object_get(it, "path"));
+			const char *h = json_string_value(json_object_get(it, "sha256"));
+			if (p && h) {
+				known[nknown].path = p;
+				known[nknown].sha256 = h;
+				nknown++;
+			}
+		}
+	}
+	mc.known = known;
+	mc.nknown = nknown;
+	mc.name = json_string_value(json_object_get(meta, "name"));
 	mc.torrent = (const unsigned char *)tor;
 	mc.len = tlen;
 	mc.dir = dir;
@@ -284,6 +304,7 @@ out:
 		close(pipefd[0]);
 	if (pipefd[1] >= 0)
 		close(pipefd[1]);
+	free(known);
 	json_decref(meta);
 	hub_spec_release(&spec);
 	free(q);

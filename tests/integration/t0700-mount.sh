@@ -18,7 +18,7 @@ JSON
 check "fake upstream starts" start_fakehub --repos "$T/spec.json"
 export HUBMIRROR_HF_UPSTREAM=$FAKE_API
 "$HUBMIRROR" add hf:acme/mnt >/dev/null && "$HUBMIRROR" sync >/dev/null
-check "serve starts" start_serve
+check "serve starts" start_serve --p2p-rescan 1
 curl -fsS "$FAKE_API/_fake/repos" >"$T/up.json"
 commit=$("$PY" -c 'import json,sys; print([r for r in json.load(open(sys.argv[1]))["repos"] if r["id"]=="acme/mnt"][0]["sha"])' "$T/up.json")
 mnt=$T/mnt
@@ -39,10 +39,30 @@ check "no new files" bash -c "! touch '$mnt/new' 2>/dev/null"
 check "the HF cache's ref names the commit" test "$(cat "$T/hf/models--acme--mnt/refs/main")" = "$commit"
 check "the HF cache's snapshot links to the mounted files" cmp "$T/hf/models--acme--mnt/snapshots/$commit/tokenizer/vocab.txt" "$mnt/tokenizer/vocab.txt"
 pid=$(sed -n 's/.*(pid \([0-9]*\)).*/\1/p' "$T/mount.out")
+big=$("$PY" -c 'import json,sys; r=[x for x in json.load(open(sys.argv[1]))["repos"] if x["id"]=="acme/mnt"][0]; print([f for f in r["commits"][-1]["files"] if f["path"]=="model.safetensors"][0]["sha256"])' "$T/up.json")
+for i in $(seq 50); do [ -e "$T/cache/by-sha256/$big" ] && break; sleep 0.1; done
+check "once whole, the mount keeps its contents by sha256 in the cache" test -e "$T/cache/by-sha256/$big"
 check "umount detaches it" "$HUBMIRROR" umount "$mnt"
 check "the folder is no longer a mount" bash -c "! grep -q ' $mnt ' /proc/mounts"
 for i in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
 check "and the mount's process has ended" bash -c "! kill -0 $pid 2>/dev/null"
+# A new revision upstream (config.json changes, the 6 MB weights do not): mounting it fetches only
+# what changed; the weights are placed from the cache (a hard link) and checked by libtorrent.
+curl -fsS -X POST "$FAKE_API/_fake/commit" -d '{"repo": "acme/mnt", "hub": "hf", "type": "model", "branch": "main",
+  "title": "new config", "files": [{"path": "config.json", "content": "{\"mounted\": 2}\n"}]}' >/dev/null
+"$HUBMIRROR" sync >/dev/null
+curl -fsS "$FAKE_API/_fake/repos" >"$T/up2.json"
+sleep 1.5   # the seed's rescan picks up the new torrent
+sent() { echo $(( $(metric hubmirror_seeder_uploaded_bytes_total) + $(metric hubmirror_webseed_bytes_total) )); }
+before=$(sent)
+"$HUBMIRROR" mount --mirror "$M" --cache "$T/cache" --no-hf-cache --listen 127.0.0.1:0 hf:acme/mnt "$T/mnt2" >"$T/mount2.out" 2>&1
+check "the new revision mounts" grep -q mounted "$T/mount2.out"
+check "with its new config and the same weights, byte for byte" "$PY" "$HM_SRC/tests/integration/checkfiles.py" "$T/up2.json" hf acme/mnt "$T/mnt2"
+after=$(sent)
+echo "# the mirror sent $((after - before)) bytes for the new revision"
+check "the mirror sent well under the weights' 6 MB for it" test $((after - before)) -lt 1000000
+check "the weights in the cache are one file with two names" test "$(stat -c %h "$T/cache/by-sha256/$big")" -ge 3
+"$HUBMIRROR" umount "$T/mnt2"
 expect_status 1 "mounting a repo the mirror does not have fails clearly" \
 	"$HUBMIRROR" mount --mirror "$M" --cache "$T/cache" --no-hf-cache hf:acme/nope "$T/nope" 2>"$T/nope.err"
 check "and says so" grep -q "not on this mirror" "$T/nope.err"
