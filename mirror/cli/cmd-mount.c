@@ -20,6 +20,7 @@
 #include <jansson.h>
 
 #include "base/err.h"
+#include "base/hex.h"
 #include "base/path.h"
 #include "base/xmalloc.h"
 #include "cli.h"
@@ -205,24 +206,26 @@ int cmd_mount(int argc, char **argv)
 		fprintf(stderr, "hubmirror: %s on %s: %s\n", argv[optind], mirror, e ? e : "unexpected answer");
 		goto out;
 	}
-	free(url);
-	url = xasprintf("%s/api/p2p/torrent/%s/%s/%s%s%s", mirror, hub_kind_name(spec.hub), hub_type_name(spec.type),
-			spec.name, q ? "?rev=" : "", q ? q : "");
-	if (hub_http_get_blocking(url, 128 << 20, &tor, &tlen, &status, &err) || status != 200) {
-		fprintf(stderr, "hubmirror: cannot get the torrent from %s: %s\n", mirror, err ? err : "unexpected answer");
-		goto out;
-	}
 	links.type = hub_type_name(spec.type);
 	links.name = spec.name;
 	links.revision = json_string_value(json_object_get(meta, "revision"));
 	links.commit = json_string_value(json_object_get(meta, "commit"));
 	links.dir = dir;
-	if (!links.revision || !links.commit || hub_check_revision(links.revision) || !*links.commit) {
+	/* the commit names a folder of the HF cache: 40 hex digits, nothing else */
+	if (!links.revision || !links.commit || hub_check_revision(links.revision) || !hex_is_lower(links.commit, 40)) {
 		fprintf(stderr, "hubmirror: %s answered a snapshot without a usable commit or ref\n", mirror);
 		goto out;
 	}
-	if (path_mkdirs(dir, 0755) || path_mkdirs(cache, 0755)) {
-		fprintf(stderr, "hubmirror: cannot create %s or %s: %s\n", dir, cache, strerror(errno));
+	/* the torrent of that very commit, even if a sync moves the ref meanwhile */
+	free(url);
+	url = xasprintf("%s/api/p2p/torrent/%s/%s/%s?rev=%s", mirror, hub_kind_name(spec.hub), hub_type_name(spec.type),
+			spec.name, links.commit);
+	if (hub_http_get_blocking(url, 128 << 20, &tor, &tlen, &status, &err) || status != 200) {
+		fprintf(stderr, "hubmirror: cannot get the torrent from %s: %s\n", mirror, err ? err : "unexpected answer");
+		goto out;
+	}
+	if ((c = path_mkdirs(dir, 0755)) != 0 || (c = path_mkdirs(cache, 0755)) != 0) {
+		fprintf(stderr, "hubmirror: cannot create %s or %s: %s\n", dir, cache, err_str(c));
 		goto out;
 	}
 	/* contents this instance may hold already (another revision): placed before the torrent starts */
