@@ -783,17 +783,26 @@ static size_t sink_write(char *data, size_t size, size_t n, void *ud)
 	return size * n;
 }
 
-int hub_http_get_blocking(const char *url, size_t max, char **body, size_t *len, long *status, char **errmsg)
+int hub_http_get_blocking(const char *url, const char *token, size_t max, char **body, size_t *len, long *status,
+			  char **errmsg)
 {
 	CURL *e = curl_easy_init();
 	struct sink s = { .max = max };
 	char err[CURL_ERROR_SIZE] = "";
+	struct curl_slist *hdr = NULL;
 	CURLcode cc;
 	int r = 0;
 
 	if (!e)
 		return HM_ERR_CURL;
 	buf_init(&s.b);
+	if (token && *token) {
+		/* no redirects are followed here, so the token reaches this URL's host only */
+		char *a = xasprintf("Authorization: Bearer %s", token);
+		hdr = curl_slist_append(hdr, a);
+		free(a);
+		curl_easy_setopt(e, CURLOPT_HTTPHEADER, hdr);
+	}
 	curl_easy_setopt(e, CURLOPT_URL, url);
 	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
@@ -818,5 +827,6 @@ int hub_http_get_blocking(const char *url, size_t max, char **body, size_t *len,
 	}
 	buf_release(&s.b);
 	curl_easy_cleanup(e);
+	curl_slist_free_all(hdr);
 	return r;
 }

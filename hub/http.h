@@ -111,7 +111,9 @@ char *hub_link_next(const char *link);
 
 /*
  * A blocking GET for command-line tools (no loop needed): at most max bytes of body into *body
- * (malloc'd, NUL-terminated, caller frees), the status in *status. Returns 0 when an answer came,
- * whatever its status; HM_ERR_CURL with *errmsg (malloc'd) when the transfer failed; -EFBIG past max.
+ * (malloc'd, NUL-terminated, caller frees), the status in *status. token (NULL: none) goes as a
+ * bearer token; redirects are not followed. Returns 0 when an answer came, whatever its status;
+ * HM_ERR_CURL with *errmsg (malloc'd) when the transfer failed; -EFBIG past max.
  */
-int hub_http_get_blocking(const char *url, size_t max, char **body, size_t *len, long *status, char **errmsg);
+int hub_http_get_blocking(const char *url, const char *token, size_t max, char **body, size_t *len, long *status,
+			  char **errmsg);

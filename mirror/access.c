@@ -1,6 +1,7 @@
 /*
  * access.c - operator bearer tokens (see access.h).
  */
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,9 +9,11 @@
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
+#include <openssl/hmac.h>
 
 #include "access.h"
 #include "base/err.h"
+#include "base/hex.h"
 #include "base/xmalloc.h"
 #include "hub/hub.h"
 
@@ -209,4 +212,53 @@ bool mirror_access_allows(const struct mirror_access *a, const char *token, cons
 		ok = g && (g->all || in_list(g->specs, g->nspecs, key));
 	free(key);
 	return ok;
+}
+
+/* HMAC-SHA256(key, grant digest || btih), the first 16 bytes in hex. */
+static void cap_mac(const unsigned char key[32], const struct grant *g, const char *btih, char out[33])
+{
+	unsigned char msg[32 + 40], mac[EVP_MAX_MD_SIZE];
+	unsigned int n = 0;
+
+	memcpy(msg, g->digest, 32);
+	memcpy(msg + 32, btih, 40);
+	HMAC(EVP_sha256(), key, 32, msg, sizeof(msg), mac, &n);
+	hex_encode(mac, 16, out);
+}
+
+static bool grant_allows(const struct mirror_access *a, const struct grant *g, const char *hub, const char *type,
+			 const char *name)
+{
+	char *key = repo_key(hub, type, name);
+	bool ok = !in_list(a->protected, a->nprotected, key) || g->all || in_list(g->specs, g->nspecs, key);
+
+	free(key);
+	return ok;
+}
+
+char *mirror_access_capability(const struct mirror_access *a, const unsigned char key[32], const char *token,
+			       const char *btih)
+{
+	const struct grant *g = a ? find_grant(a, token) : NULL;
+	char mac[33];
+
+	if (!g || !hex_is_lower(btih, 40))
+		return NULL;
+	cap_mac(key, g, btih, mac);
+	return xasprintf("%zx.%s", (size_t)(g - a->grants), mac);
+}
+
+bool mirror_access_capability_allows(const struct mirror_access *a, const unsigned char key[32], const char *cap,
+				     const char *btih, const char *hub, const char *type, const char *name)
+{
+	char *end, mac[33];
+	unsigned long i;
+
+	if (!a || !cap || !hex_is_lower(btih, 40) || !isxdigit((unsigned char)cap[0]))
+		return false;
+	i = strtoul(cap, &end, 16);
+	if (*end != '.' || i >= a->ngrants || !hex_is_lower(end + 1, 32))
+		return false;
+	cap_mac(key, &a->grants[i], btih, mac);
+	return !CRYPTO_memcmp(mac, end + 1, 32) && grant_allows(a, &a->grants[i], hub, type, name);
 }

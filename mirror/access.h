@@ -32,4 +32,19 @@ bool mirror_access_token_valid(const struct mirror_access *a, const char *token)
 bool mirror_access_allows(const struct mirror_access *a, const char *token, const char *hub, const char *type,
 			  const char *name);
 
+/*
+ * Capabilities for BitTorrent clients, whose web seed and tracker requests carry no Authorization:
+ * the mirror puts one in the URLs of a torrent it hands to a token holder. A capability names the
+ * token's grant and proves, with an HMAC under the data directory's secret key, that it was made for
+ * this torrent (btih, 40 hex digits): "<grant>.<mac>". It stops working when the token is removed
+ * from the tokens file or no longer grants the repo.
+ *
+ * mirror_access_capability: for a token that may read the repo, a malloc'd capability; NULL otherwise.
+ * mirror_access_capability_allows: does cap (untrusted text) let its holder read repo through btih?
+ */
+char *mirror_access_capability(const struct mirror_access *a, const unsigned char key[32], const char *token,
+			       const char *btih);
+bool mirror_access_capability_allows(const struct mirror_access *a, const unsigned char key[32], const char *cap,
+				     const char *btih, const char *hub, const char *type, const char *name);
+
 #endif

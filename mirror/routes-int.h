@@ -31,7 +31,13 @@ struct mirror_routes {
 	struct mirror_tracker *tracker;      /* the swarm's tracker (routes-p2p.c), owned */
 	int64_t tracker_swept;        /* when its peers were last expired (monotonic seconds) */
 	struct mirror_seeder *seeder; /* the mirror's own BitTorrent seed, borrowed; NULL: none */
+	unsigned char p2p_key[32];    /* the data directory's key for capabilities (access.h) */
+	bool have_p2p_key;            /* loaded: with tokens on, guarded repos get keyed torrents */
 };
+
+/* The operator token of a request (Authorization: Bearer, or ModelScope's m_session_id cookie), in
+ * buf; NULL when none. */
+const char *mirror__request_token(const struct httpd_req *req, char *buf, size_t cap);
 
 struct buf;
 /* /metrics (routes-metrics.c), and the request counters it prints. */

@@ -11,8 +11,10 @@
  *        "<name>/<path>" to the url-list entry "/p2p/seed/{btih}/"; served from the store, Range ok
  *
  * The web seed and the torrent follow the same access rules as the hub routes: a gated repo stays
- * closed unless opened, and a repo restricted to listed tokens needs one (web seed requests carry
- * none, so such repos are reachable through peers only).
+ * closed unless opened. BitTorrent clients carry no token, so a repo that needs one gets, in the
+ * torrent a token holder asks for, URLs with a capability (access.h): /announce?hmcap=CAP and
+ *   GET /p2p/kseed/{CAP}/{btih}/{torrent name}/{path}
+ * and its plain web seed and capability-less announces are refused.
  */
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -33,6 +35,7 @@
 #include "data.h"
 #include "p2p/p2p.h"
 #include "httpd.h"
+#include "access.h"
 #include "routes-int.h"
 #include "seeder.h"
 #include "torrents.h"
@@ -49,6 +52,12 @@ static int64_t mono_seconds(void)
 static void plain(struct httpd_req *req, int status, const char *msg)
 {
 	httpd_respond(req, status, "text/plain; charset=utf-8", msg, strlen(msg));
+}
+
+/* Can anyone read repo r's content without a token? Then its torrent's URLs need no capability. */
+static bool anon_ok(const struct mirror_routes *rt, const struct catalog_repo *r)
+{
+	return !rt->access || mirror_access_allows(rt->access, NULL, r->hub, r->type, r->name);
 }
 
 /* ---- tracker -------------------------------------------------------------------------------------- */
@@ -101,6 +110,22 @@ static void announce(struct mirror_routes *rt, struct httpd_req *req)
 	if (catalog_torrent_find(rt->data->catalog, hex, &t)) {
 		mirror_tracker_failure(&out, "unknown torrent: this tracker serves the torrents of its mirror only");
 		goto send;
+	}
+	if (rt->access) {
+		/* a guarded repo's swarm: only for holders of the key its .torrent carries */
+		struct catalog_repo repo = { 0 };
+		bool ok = false;
+		if (!catalog_snapshot_repo(rt->data->catalog, t.snapshot_id, &repo)) {
+			char *cap = anon_ok(rt, &repo) ? NULL : httpd_query_param(req, "hmcap");
+			ok = anon_ok(rt, &repo) || (rt->have_p2p_key && mirror_access_capability_allows(rt->access, rt->p2p_key,
+						  cap, t.btih, repo.hub, repo.type, repo.name));
+			free(cap);
+			catalog_repo_release(&repo);
+		}
+		if (!ok) {
+			mirror_tracker_failure(&out, "this torrent needs the key its .torrent carries");
+			goto send;
+		}
 	}
 	if (inet_pton(AF_INET, peer, &((struct sockaddr_in *)&ss)->sin_addr) == 1) {
 		ss.ss_family = AF_INET;
@@ -203,10 +228,24 @@ static void torrent(struct mirror_routes *rt, struct httpd_req *req, const char 
 		goto out;
 	}
 	base = mirror__self_base(req);
-	announce_url = xasprintf("%s/announce", base);
-	/* ?webseed=0: peers only (the mirror is then tracker, not source) */
-	if (!ws || strcmp(ws, "0"))
-		seed_url = xasprintf("%s/p2p/seed/%s/", base, t.btih);
+	if (anon_ok(rt, &repo)) {
+		announce_url = xasprintf("%s/announce", base);
+		/* ?webseed=0: peers only (the mirror is then tracker, not source) */
+		if (!ws || strcmp(ws, "0"))
+			seed_url = xasprintf("%s/p2p/seed/%s/", base, t.btih);
+	} else {
+		/* guarded: BitTorrent clients send no token, so the URLs carry a capability for this one */
+		char tb[512], *cap = rt->have_p2p_key ? mirror_access_capability(rt->access, rt->p2p_key,
+						mirror__request_token(req, tb, sizeof(tb)), t.btih) : NULL;
+		if (!cap) {
+			mirror__respond_json(req, 503, json_pack("{s:s}", "error", "no key to make this torrent's URLs with"));
+			goto out;
+		}
+		announce_url = xasprintf("%s/announce?hmcap=%s", base, cap);
+		if (!ws || strcmp(ws, "0"))
+			seed_url = xasprintf("%s/p2p/kseed/%s/%s/", base, cap, t.btih);
+		free(cap);
+	}
 	r = mirror_torrent_load(rt->data, t.btih, announce_url, seed_url, &data, &len);
 	if (r) {
 		mirror__respond_json(req, 503, json_pack("{s:s, s:s}", "error", "torrent file unavailable", "detail", err_str(r)));
@@ -298,7 +337,7 @@ static int lone_file(void *ud, const struct catalog_entry *e)
 	return 0;
 }
 
-static void web_seed(struct mirror_routes *rt, struct httpd_req *req, const char *rest)
+static void web_seed(struct mirror_routes *rt, struct httpd_req *req, const char *rest, const char *cap)
 {
 	const char *slash = strchr(rest, '/'), *slash2;
 	char btih[41], *tname = NULL, *path = NULL;
@@ -339,8 +378,15 @@ static void web_seed(struct mirror_routes *rt, struct httpd_req *req, const char
 		goto out;
 	}
 	have_repo = true;
-	if (!mirror__access_check(rt, req, repo.hub, repo.type, repo.name, NULL))
+	if (cap) {
+		if (!rt->have_p2p_key ||
+		    !mirror_access_capability_allows(rt->access, rt->p2p_key, cap, t.btih, repo.hub, repo.type, repo.name)) {
+			plain(req, 403, "this key does not open this torrent\n");
+			goto out;
+		}
+	} else if (!mirror__access_check(rt, req, repo.hub, repo.type, repo.name, NULL)) {
 		goto out;
+	}
 	if (!mirror__content_allowed(&repo)) {
 		plain(req, 403, "gated repository: closed on this mirror\n");
 		goto out;
@@ -403,7 +449,22 @@ int mirror__route_p2p(void *ud, struct httpd_req *req)
 		if (!get)
 			plain(req, 405, "method not allowed\n");
 		else
-			web_seed(rt, req, path + 10);
+			web_seed(rt, req, path + 10, NULL);
+		return 0;
+	}
+	if (!strncmp(path, "/p2p/kseed/", 11)) {
+		/* /p2p/kseed/{capability}/{btih}/{name}/{path}: a guarded repo's web seed */
+		const char *p = path + 11, *slash = strchr(p, '/');
+		httpd_set_route(req, "webseed");
+		if (!get) {
+			plain(req, 405, "method not allowed\n");
+		} else if (!rt->access || !slash || slash == p || slash - p > 80) {
+			plain(req, 404, "not found\n");
+		} else {
+			char *cap = xstrndup(p, (size_t)(slash - p));
+			web_seed(rt, req, slash + 1, cap);
+			free(cap);
+		}
 		return 0;
 	}
 	if (!strncmp(path, "/api/p2p/torrent/", 17)) {

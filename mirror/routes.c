@@ -13,8 +13,9 @@
 #include <openssl/evp.h>
 
 #include "base/buf.h"
+#include "base/err.h"
 #include "base/hex.h"
-
+#include "base/log.h"
 #include "base/xmalloc.h"
 #include "catalog/catalog.h"
 #include "access.h"
@@ -23,6 +24,7 @@
 #include "routes-int.h"
 #include "routes.h"
 #include "store.h"
+#include "torrents.h"
 #include "tracker.h"
 
 static int on_healthz(void *ud, struct httpd_req *req)
@@ -49,12 +51,18 @@ struct mirror_routes *mirror_routes_new(struct mirror_data *d, const struct mirr
 	r->data = d;
 	r->access = access;
 	r->tracker = mirror_tracker_new(NULL);
+	if (access && mirror_access_mode(access) != ACCESS_OPEN) {
+		int e = mirror_p2p_secret(d, r->p2p_key);
+		r->have_p2p_key = !e;
+		if (e)
+			log_warn("serve", "no key for the swarm's capabilities (%s): guarded repos get no torrent", err_str(e));
+	}
 	return r;
 }
 
 /* The operator token of a request: `Authorization: Bearer X` (Hugging Face clients, the new
  * ModelScope SDK) or the `m_session_id=X` cookie (ModelScope). Returns a pointer into buf or NULL. */
-static const char *request_token(const struct httpd_req *req, char *buf, size_t cap)
+const char *mirror__request_token(const struct httpd_req *req, char *buf, size_t cap)
 {
 	const char *h = httpd_header(req, "Authorization"), *c;
 
@@ -99,7 +107,7 @@ bool mirror__access_check(struct mirror_routes *rt, struct httpd_req *req, const
 
 	if (!rt->access)
 		return true;
-	tok = request_token(req, buf, sizeof(buf));
+	tok = mirror__request_token(req, buf, sizeof(buf));
 	if (mirror_access_allows(rt->access, tok, hub, type, name))
 		return true;
 	refuse(req, tok != NULL && mirror_access_token_valid(rt->access, tok), style);
@@ -157,7 +165,10 @@ static int on_gate(void *ud, struct httpd_req *req)
 	if (!r->access || mirror_access_mode(r->access) != ACCESS_ALL || !strcmp(httpd_path(req), "/healthz") ||
 	    !strcmp(httpd_method(req), "OPTIONS"))
 		return HTTPD_PASS;
-	tok = request_token(req, buf, sizeof(buf));
+	/* BitTorrent clients send no Authorization: their routes check the capability in the URL */
+	if (!strcmp(httpd_path(req), "/announce") || !strncmp(httpd_path(req), "/p2p/kseed/", 11))
+		return HTTPD_PASS;
+	tok = mirror__request_token(req, buf, sizeof(buf));
 	if (mirror_access_token_valid(r->access, tok))
 		return HTTPD_PASS;
 	httpd_set_route(req, "auth");

@@ -9,10 +9,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 #include "base/err.h"
+#include "base/hex.h"
 #include "base/log.h"
+#include "base/path.h"
 #include "base/xmalloc.h"
 #include "catalog/catalog.h"
 #include "data.h"
@@ -312,6 +315,49 @@ int mirror_torrents_gc(struct mirror_data *d, size_t *removed)
 out:
 	if (removed)
 		*removed = count;
+	free(dir);
+	return r;
+}
+
+int mirror_p2p_secret(const struct mirror_data *d, unsigned char key[32])
+{
+	char *dir = xasprintf("%s/p2p", d->dir), *path = xasprintf("%s/p2p/secret", d->dir), *tmp = NULL;
+	char hex[65];
+	int fd, r = 0;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		ssize_t n = read(fd, hex, 64);
+		close(fd);
+		hex[n > 0 ? n : 0] = '\0';
+		if (n == 64 && !hex_decode(hex, key, 32))
+			goto out;
+		r = HM_ERR_TORRENT; /* damaged: made anew below */
+	}
+	r = 0;
+	if (getrandom(key, 32, 0) != 32) {
+		r = -errno;
+		goto out;
+	}
+	hex_encode(key, 32, hex);
+	path_mkdirs(dir, 0755);
+	tmp = xasprintf("%s.%ld", path, (long)getpid());
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		r = -errno;
+		goto out;
+	}
+	if (write(fd, hex, 64) != 64 || fsync(fd) < 0)
+		r = errno ? -errno : -EIO;
+	if (close(fd) < 0 && !r)
+		r = -errno;
+	if (!r && rename(tmp, path) < 0)
+		r = -errno;
+	if (r)
+		unlink(tmp);
+out:
+	free(tmp);
+	free(path);
 	free(dir);
 	return r;
 }

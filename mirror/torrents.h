@@ -37,6 +37,10 @@ char *mirror_torrent_path(const struct mirror_data *d, const char *btih);
 int mirror_torrent_load(const struct mirror_data *d, const char *btih, const char *announce, const char *webseed,
 			char **out, size_t *len);
 
+/* The data directory's secret key for capabilities in torrent URLs (access.h): <data>/p2p/secret,
+ * 32 random bytes made on first use (mode 0600). Returns 0 or -errno. */
+int mirror_p2p_secret(const struct mirror_data *d, unsigned char key[32]);
+
 /* Remove torrent files no catalog row knows (after gc dropped snapshots). *removed counts them. */
 int mirror_torrents_gc(struct mirror_data *d, size_t *removed);
 

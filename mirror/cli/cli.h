@@ -61,6 +61,8 @@ struct json_t *cli_repo_json(const struct catalog_repo *r);
 
 /* The mirror to ask: opt if set, else $HUBMIRROR_URL, else NULL (use the local data directory). */
 const char *cli_mirror_url(const char *opt);
+/* The operator token for a mirror that asks for one: $HUBMIRROR_TOKEN (NULL when unset or malformed). */
+const char *cli_mirror_token(void);
 /* GET mirror + path from its catalog API; NULL (message printed) unless a 200 with JSON came. */
 struct json_t *cli_mirror_get(const char *mirror, const char *path_and_query);
 /* Print repos (a JSON array of catalog repo objects: spec revision sync_status files size

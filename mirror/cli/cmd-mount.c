@@ -196,7 +196,7 @@ int cmd_mount(int argc, char **argv)
 	q = spec.revision ? hub_url_escape(spec.revision, false) : NULL;
 	url = xasprintf("%s/api/p2p/torrent/%s/%s/%s?meta=1%s%s", mirror, hub_kind_name(spec.hub), hub_type_name(spec.type),
 			spec.name, q ? "&rev=" : "", q ? q : "");
-	if (hub_http_get_blocking(url, 256 << 20, &body, &len, &status, &err)) {
+	if (hub_http_get_blocking(url, cli_mirror_token(), 256 << 20, &body, &len, &status, &err)) {
 		fprintf(stderr, "hubmirror: %s: %s\n", mirror, err ? err : "no answer");
 		goto out;
 	}
@@ -220,7 +220,7 @@ int cmd_mount(int argc, char **argv)
 	free(url);
 	url = xasprintf("%s/api/p2p/torrent/%s/%s/%s?rev=%s", mirror, hub_kind_name(spec.hub), hub_type_name(spec.type),
 			spec.name, links.commit);
-	if (hub_http_get_blocking(url, 128 << 20, &tor, &tlen, &status, &err) || status != 200) {
+	if (hub_http_get_blocking(url, cli_mirror_token(), 128 << 20, &tor, &tlen, &status, &err) || status != 200) {
 		fprintf(stderr, "hubmirror: cannot get the torrent from %s: %s\n", mirror, err ? err : "unexpected answer");
 		goto out;
 	}

@@ -12,6 +12,7 @@
 #include "base/xmalloc.h"
 #include "cli.h"
 #include "hub/http.h"
+#include "hub/upstream.h"
 
 const char *cli_mirror_url(const char *opt)
 {
@@ -20,6 +21,13 @@ const char *cli_mirror_url(const char *opt)
 	if (opt && *opt)
 		return opt;
 	return e && *e ? e : NULL;
+}
+
+const char *cli_mirror_token(void)
+{
+	const char *t = getenv("HUBMIRROR_TOKEN");
+
+	return t && *t && hub_token_valid(t) ? t : NULL;
 }
 
 json_t *cli_mirror_get(const char *mirror, const char *path_and_query)
@@ -33,7 +41,7 @@ json_t *cli_mirror_get(const char *mirror, const char *path_and_query)
 	while (n && mirror[n - 1] == '/')
 		n--;
 	url = xasprintf("%.*s%s", (int)n, mirror, path_and_query);
-	r = hub_http_get_blocking(url, 256u << 20, &body, &len, &status, &err);
+	r = hub_http_get_blocking(url, cli_mirror_token(), 256u << 20, &body, &len, &status, &err);
 	if (r) {
 		fprintf(stderr, "hubmirror: cannot reach the mirror at %.*s: %s\n", (int)n, mirror, err ? err : err_str(r));
 	} else {

@@ -7,6 +7,7 @@ set -u
 : "${HUBMIRROR:?run through meson test}"
 PY=/usr/bin/python3
 T=$(mktemp -d "${TMPDIR:-/tmp}/hm-it-XXXXXX")
+export T   # bash -c snippets in the tests use it
 # Never touch a real data directory from a test; serve's BitTorrent seed on loopback, any free port.
 export HUBMIRROR_DATA="$T/data"
 export HUBMIRROR_P2P_LISTEN=127.0.0.1:0

@@ -68,5 +68,28 @@ sleep 1.5
 check "the seed reports the damage and stops seeding it" grep -q "pieces failed their check: a blob in the store is damaged" "$T/serve.err"
 check "the seed did not write into the store" test "$(sha256sum "$HUBMIRROR_DATA/store/blobs/$blob")" = "$damaged"
 check "/metrics: the damaged torrent is not counted as seeded" test "$(metric hubmirror_seeder_torrents)" = 0
+# --auth all: BitTorrent clients send no token, so a token holder's torrent carries a capability in
+# its tracker and web seed URLs; without it the swarm's doors stay shut.
+printf 'hm_secret_token *\n' >"$T/tokens"
+cp "$T/c1/seeded/model.safetensors" "$HUBMIRROR_DATA/store/blobs/$blob"   # repaired (as verify + sync would)
+rm -rf "$HUBMIRROR_DATA/p2p/seed"                                          # a fresh seed for this serve
+start_serve --tokens "$T/tokens" --auth all --p2p-rescan 1
+expect_status 22 "the torrent needs a token" curl -fsS -o /dev/null "$M/api/p2p/torrent/hf/model/acme/seeded"
+curl -fsS -H "Authorization: Bearer hm_secret_token" -o "$T/keyed.torrent" "$M/api/p2p/torrent/hf/model/acme/seeded"
+check "a token holder's torrent carries a capability for tracker and web seed" "$PY" -c '
+import libtorrent as lt, sys
+ti = lt.torrent_info(sys.argv[1])
+tr = [t.url for t in ti.trackers()]
+assert "/announce?hmcap=" in tr[0], tr
+assert "/p2p/kseed/" in ti.web_seeds()[0]["url"], ti.web_seeds()' "$T/keyed.torrent"
+timeout 60 "$PY" "$HM_SRC/tests/integration/ltget.py" "$T/keyed.torrent" "$T/c5" >"$T/c5.log" 2>&1
+check "a client with it gets the model through the guarded swarm" grep -q "complete" "$T/c5.log"
+check "and its bytes match upstream" verify acme/seeded "$T/c5/seeded"
+seedurl=$("$PY" -c 'import libtorrent as lt, sys; print(lt.torrent_info(sys.argv[1]).web_seeds()[0]["url"])' "$T/keyed.torrent")
+check "the keyed web seed serves a file" bash -c "curl -fsS '${seedurl}seeded/config.json' | grep -q seeded"
+btih=$(curl -fsS -H "Authorization: Bearer hm_secret_token" "$M/api/p2p/torrent/hf/model/acme/seeded?meta=1" | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["btih"])')
+expect_status 22 "the plain web seed is shut" curl -fsS -o /dev/null "$M/p2p/seed/$btih/seeded/config.json"
+expect_status 22 "a forged capability is refused" curl -fsS -o /dev/null "$M/p2p/kseed/0.0123456789abcdef0123456789abcdef/$btih/seeded/config.json"
+check "the tracker wants the key" bash -c "curl -fsS '$M/announce?info_hash=$("$PY" -c 'import sys,urllib.parse; print(urllib.parse.quote(bytes.fromhex(sys.argv[1])))' "$btih")&peer_id=-XX0001-abcdefghijkl&port=6881&uploaded=0&downloaded=0&left=10' | grep -q 'needs the key'"
 expect_status 2 "--p2p-listen needs HOST:PORT or off" "$HUBMIRROR" serve --p2p-listen nowhere 2>/dev/null
 finish
