@@ -55,21 +55,18 @@ int catalog_snapshot_commit(struct catalog *c, int64_t repo_id, const char *comm
 	st = NULL;
 
 	if (snap_id && !same_selection) {
-		/* new files, so a new torrent: the old one (its hashes) no longer describes it */
-		if (prepare(c, "DELETE FROM torrents WHERE snapshot_id = ?1", &st))
-			goto out;
-		sqlite3_bind_int64(st, 1, snap_id);
-		if (sqlite3_step(st) != SQLITE_DONE)
-			goto out;
-		sqlite3_finalize(st);
-		st = NULL;
-		if (prepare(c, "DELETE FROM files WHERE snapshot_id = ?1", &st))
-			goto out;
-		sqlite3_bind_int64(st, 1, snap_id);
-		if (sqlite3_step(st) != SQLITE_DONE)
-			goto out;
-		sqlite3_finalize(st);
-		st = NULL;
+		/* new files; so a new torrent too: the old one (its hashes) no longer describes them */
+		static const char *const drop[] = { "DELETE FROM torrents WHERE snapshot_id = ?1",
+						    "DELETE FROM files WHERE snapshot_id = ?1" };
+		for (size_t i = 0; i < sizeof(drop) / sizeof(drop[0]); i++) {
+			if (prepare(c, drop[i], &st))
+				goto out;
+			sqlite3_bind_int64(st, 1, snap_id);
+			if (sqlite3_step(st) != SQLITE_DONE)
+				goto out;
+			sqlite3_finalize(st);
+			st = NULL;
+		}
 		if (prepare(c, "UPDATE snapshots SET synced_at = ?2, file_count = ?3, total_size = ?4, selection = ?5 "
 			       "WHERE id = ?1", &st))
 			goto out;

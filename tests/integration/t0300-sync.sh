@@ -147,6 +147,9 @@ import json, sys
 r = json.load(open(sys.argv[1]))["repos"][0]
 assert r["files"] == 5 and r["files_fetched"] == 0, r   # 7 - pytorch_model.bin - sub/dir/notes.md
 ' "$T/r4.json"
+check "new files, new torrent: the snapshot's torrent is made again" "$PY" -c '
+import json, sys
+assert json.load(open(sys.argv[1]))["torrents_made"] == 1' "$T/r4.json"
 
 # One sync at a time per data directory.
 curl -fsS -X POST "$FAKE_API/_fake/faults" -d '{"match": "/api/datasets/acme/corpus/revision", "kind": "slow", "seconds": 2}' >/dev/null
