@@ -3,7 +3,8 @@
  *
  * The files appear at once (the listing comes from the torrent); a read waits for the pieces it
  * touches, which the swarm is asked for before any other, while the whole torrent downloads in the
- * background into a cache folder. Every byte a read returns is in a piece libtorrent verified.
+ * background into a cache folder. Every byte a read returns is in a piece
+ * whose bytes in the cache file matched the torrent's hash (p2p_session_have_range).
  */
 #ifndef HM_P2P_MOUNT_H
 #define HM_P2P_MOUNT_H

@@ -145,8 +145,10 @@ int p2p_session_totals(struct p2p_session *s, int64_t *uploaded, int64_t *downlo
  *   with seed_mode (libtorrent counts it as finished at once).
  * P2P_EVENT_ERROR: a file error (message names the file and the operation), or the torrent stopped on
  *   an error (message as in p2p_torrent_status). One failure may give both.
- * P2P_EVENT_PIECE: piece `piece` was downloaded and verified, or found good by a recheck of the files
- *   (as after a failed seed_mode piece); not for the pieces seed_mode verifies as peers ask for them.
+ * P2P_EVENT_PIECE: piece `piece` passed libtorrent's check (downloaded, or found good by a recheck of
+ *   the files, as after a failed seed_mode piece); not for the pieces seed_mode verifies as peers ask
+ *   for them. A hint to look again, not a promise that the bytes are in the file: libtorrent checks a
+ *   piece before the last of its blocks are written, so read only what p2p_session_have_range admits.
  *
  * Strings in an event are borrowed for the call of on_event. on_event may call the other p2p_session_*
  * functions but not p2p_session_drain (that returns -EBUSY). Events of a torrent removed meanwhile may
@@ -217,14 +219,19 @@ void p2p_file_list_release(struct p2p_file_list *l);
 int p2p_session_file_path(struct p2p_session *s, const char *btih, int index, char **out);
 
 /*
- * Are bytes [offset, offset + len) of file index all in verified pieces, so that pread() of the file
- * returns them? 1 yes, 0 no, or an error (see above). An empty range (len 0, and so any range of an
- * empty file) is 1; a torrent in seed mode answers 1 (its files are complete by assumption). A piece
- * once reported had stays had (the answer is cached; libtorrent only loses pieces on a recheck, which
- * this API never starts, and what a torrent in seed mode assumes is not cached). Fast: a cached
- * range costs a lock and a bit test per piece; a piece not yet seen had costs a round trip to
- * libtorrent's network thread (measured: 1000 pieces in 3.4 ms the first time, 0.6 us cached), and the
- * scan stops at the first missing one. Pieces reported by p2p_session_drain are cached as they pass.
+ * Are bytes [offset, offset + len) of file index in the file and verified, so that pread() of the file
+ * returns exactly the torrent's bytes? 1 yes, 0 not yet, or an error (see above). An empty range (len
+ * 0, and so any range of an empty file) is 1. The rule (docs/p2p.md, "Which bytes a read may return"):
+ * a piece counts once libtorrent has it AND its bytes, read back from the file (pad files as zeros),
+ * match the torrent's v1 piece hash; only then is it cached as had, and it stays had (libtorrent never
+ * rewrites a piece it has, and this API never starts a recheck). No word of libtorrent's alone is
+ * trusted: 2.0.8 passes a piece while blocks of it still wait to be written (a read then sees zeros).
+ * So a piece libtorrent has whose writes are still pending answers 0 for a moment, a piece whose file
+ * was damaged answers 0 until it is fixed, and a torrent in seed mode answers from its files.
+ * Cost: a cached range costs a lock and a bit test per piece; a piece not seen yet one round trip to
+ * libtorrent's network thread (3.4 us) and, if had, one pread and SHA-1 of the piece (~1.4 GB/s, the
+ * bytes usually in the page cache); the scan stops at the first missing piece. Safe from any thread;
+ * two threads may verify one piece at the same time (both get the same answer).
  */
 int p2p_session_have_range(struct p2p_session *s, const char *btih, int index, int64_t offset, int64_t len);
 
