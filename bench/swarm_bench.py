@@ -2,6 +2,7 @@
 """swarm_bench.py - N instances fetch the same model from one mirror: HTTP against BitTorrent.
 
   /usr/bin/python3 bench/swarm_bench.py [--hubmirror PATH] [--clients 8] [--mib 256] [--mbit 400] [--super-seed]
+                                        [--cases http,p2p,mount] [--runs 1]
 
 As root. Builds a small network of namespaces on a bridge: the mirror and N clients, every node's
 uplink shaped to the same rate (tc tbf on its veth), as GPU instances with equal NICs. The model (one
@@ -11,10 +12,13 @@ big file plus small ones) is synced from the fake upstream first. Then, in one r
         HF_ENDPOINT setup; the mirror's HTTP serves like nginx, see serve_bench.py);
   p2p:  N python3-libtorrent clients get the torrent from the mirror (no web seed: the mirror's own
         BitTorrent seed is the only origin) and share pieces through the mirror's tracker.
+  mount: N clients run `hubmirror mount` (the mirror's torrent with its web seed, as a user gets it)
+        and, the moment it returns, read every file of the mount once, whole; `--runs` repeats it.
 
 For each: seconds until the last client has every byte (p2p: verified by libtorrent; http: sha256
-checked after), and the bytes the mirror sent (its veth's tx counter), as copies of the model.
-Prints a table for docs/benchmarks.md.
+checked after; mount: every byte read through FUSE compared with the mirror's copy, and every wrong
+16 KiB block counted and named), the bytes the mirror sent (its veth's tx counter) as copies of the
+model, and the machine's CPU use meanwhile. Prints a table for docs/benchmarks.md.
 """
 import argparse
 import hashlib
@@ -32,6 +36,31 @@ TOP = os.path.dirname(HERE)
 LTGET = os.path.join(TOP, "tests", "integration", "ltget.py")
 PREFIX = "hmsb"          # names of namespaces, links and the bridge
 NET = "10.79.0."
+
+# Run in a client's namespace after its mount returns: read a file of the mount once, whole, in
+# 1 MiB reads (as cp does), compare with the reference copy, print one JSON line.
+CHECK = r"""
+import json, sys, time
+got, ref = sys.argv[1], sys.argv[2]
+t0, wrong, first, n = time.monotonic(), 0, [], 0
+with open(got, "rb") as g, open(ref, "rb") as r:
+    off = 0
+    while True:
+        a, b = g.read(1 << 20), r.read(1 << 20)
+        if a != b:
+            for k in range(0, max(len(a), len(b)), 16384):
+                x, y = a[k:k + 16384], b[k:k + 16384]
+                if x != y:
+                    wrong += 1
+                    if len(first) < 4:
+                        first.append({"offset": off + k, "zeros": x.count(0) - y.count(0), "len": len(x)})
+        if not b and not a:
+            break
+        n += len(a)
+        off += len(b)
+print(json.dumps({"file": got, "bytes": n, "wrong_blocks": wrong, "first_wrong": first,
+                  "seconds": time.monotonic() - t0}))
+"""
 
 
 def sh(*cmd, check=True):
@@ -75,6 +104,16 @@ class Net:
             name = line.split()[0] if line.split() else ""
             if name.startswith(PREFIX):
                 sh("ip", "netns", "del", name, check=False)
+        # a namespace goes (and its veth pair with it) once its last process has: wait for that, then
+        # remove what is left
+        for _ in range(100):
+            if PREFIX + "h" not in sh("ip", "-br", "link", check=False):
+                break
+            time.sleep(0.05)
+        for line in sh("ip", "-br", "link", check=False).splitlines():
+            link = line.split()[0].split("@")[0] if line.split() else ""
+            if link.startswith(PREFIX + "h"):
+                sh("ip", "link", "del", link, check=False)
         sh("ip", "link", "del", PREFIX + "br", check=False)
 
 
@@ -97,6 +136,58 @@ def sha256(path):
     return h.hexdigest()
 
 
+def cpu_ticks():
+    """(busy, total) jiffies of the whole machine."""
+    f = [int(x) for x in open("/proc/stat").readline().split()[1:]]
+    idle = f[3] + f[4]
+    return sum(f) - idle, sum(f)
+
+
+def cpu_share(since):
+    busy, total = cpu_ticks()
+    return (busy - since[0]) / max(total - since[1], 1)
+
+
+def mount_run(a, net, work, m, files, run):
+    """One run of the mount case: every client mounts and reads every file; returns (seconds, tx, reads)."""
+    procs = []
+    base_tx = net.tx_bytes(0)
+    t0 = time.monotonic()
+    for i in range(1, a.clients + 1):
+        name, _, ip = net.nodes[i]
+        d = os.path.join(work, "mnt%d-%d" % (run, i))
+        mnt, cache = os.path.join(d, "mnt"), os.path.join(d, "cache")
+        os.makedirs(mnt)
+        os.makedirs(cache)
+        checks = " && ".join("%s -c \"$CHECK\" %s %s" % (sys.executable, os.path.join(mnt, f["path"]),
+                                                            os.path.join(work, "ref", f["path"]))
+                             for f in sorted(files, key=lambda f: -f["size"]))
+        script = ("%s mount --mirror %s --cache %s --no-hf-cache --listen %s:6881 hf:bench/model %s && { %s; }; "
+                  "r=$?; %s umount %s; exit $r") % (a.hubmirror, m, cache, ip, mnt, checks, a.hubmirror, mnt)
+        log = os.path.join(d, "log")
+        procs.append((subprocess.Popen(ns(name, "sh", "-c", script), env=dict(os.environ, CHECK=CHECK),
+                                       stdout=open(log, "w"), stderr=subprocess.STDOUT), log))
+    reads = []
+    while procs and time.monotonic() - t0 < 600 and any(p.poll() is None for p, _ in procs):
+        time.sleep(0.05)
+    secs = time.monotonic() - t0
+    tx = net.tx_bytes(0) - base_tx
+    for p, log in procs:
+        if p.poll() is None:
+            p.kill()
+        for line in open(log):
+            if line.startswith("{"):
+                reads.append(json.loads(line))
+        if p.wait() != 0:
+            reads.append({"file": log, "bytes": 0, "wrong_blocks": -1, "first_wrong": [open(log).read()[-500:]]})
+    if os.environ.get("HM_BENCH_DEBUG"):
+        for _, log in procs:
+            print(open(log).read(), file=sys.stderr)
+    for i in range(1, a.clients + 1):
+        shutil.rmtree(os.path.join(work, "mnt%d-%d" % (run, i)), ignore_errors=True)
+    return secs, tx, reads
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--hubmirror", default=os.path.join(TOP, "build", "mirror", "cli", "hubmirror"))
@@ -104,7 +195,10 @@ def main():
     ap.add_argument("--mib", type=int, default=256)
     ap.add_argument("--mbit", type=int, default=400, help="every node's uplink")
     ap.add_argument("--super-seed", action="store_true", help="serve --p2p-super-seed")
+    ap.add_argument("--cases", default="http,p2p,mount", help="which of http,p2p,mount to run")
+    ap.add_argument("--runs", type=int, default=1, help="runs of the mount case")
     a = ap.parse_args()
+    cases = set(a.cases.split(","))
     if os.geteuid() != 0:
         sys.exit("swarm_bench.py builds network namespaces: run it as root")
     work = tempfile.mkdtemp(prefix="hm-swarmbench-")
@@ -139,61 +233,100 @@ def main():
         m = open(ready).read().strip()
         rows = []
 
+        # the reference copy every read is compared with, fetched once
+        os.makedirs(os.path.join(work, "ref"))
+        for f in files:
+            subprocess.run(ns(net.nodes[1][0], "curl", "-fsS", "-o", os.path.join(work, "ref", f["path"]),
+                              "%s/bench/model/resolve/main/%s" % (m, f["path"])), check=True)
+            if sha256(os.path.join(work, "ref", f["path"])) != f["sha256"]:
+                sys.exit("the mirror's copy of %s is not the upstream's" % f["path"])
+
         # http: every client fetches every file at once
-        base_tx = net.tx_bytes(0)
-        t0 = time.monotonic()
-        cps = []
-        for i in range(1, a.clients + 1):
-            name, _, _ = net.nodes[i]
-            d = os.path.join(work, "http%d" % i)
-            os.makedirs(d)
-            for f in files:
-                cps.append((subprocess.Popen(ns(name, "curl", "-fsS", "-o", os.path.join(d, f["path"]),
-                                                "%s/bench/model/resolve/main/%s" % (m, f["path"]))), d, f))
-        ok = all(p.wait() == 0 for p, _, _ in cps)
-        http_s = time.monotonic() - t0
-        http_tx = net.tx_bytes(0) - base_tx
-        ok = ok and all(sha256(os.path.join(d, f["path"])) == f["sha256"] for _, d, f in cps)
-        rows.append(("http (curl from the mirror)", http_s, http_tx, ok))
-        for i in range(1, a.clients + 1):
-            shutil.rmtree(os.path.join(work, "http%d" % i), ignore_errors=True)
+        if "http" in cases:
+            base_tx, cpu0 = net.tx_bytes(0), cpu_ticks()
+            t0 = time.monotonic()
+            cps = []
+            for i in range(1, a.clients + 1):
+                name, _, _ = net.nodes[i]
+                d = os.path.join(work, "http%d" % i)
+                os.makedirs(d)
+                for f in files:
+                    cps.append((subprocess.Popen(ns(name, "curl", "-fsS", "-o", os.path.join(d, f["path"]),
+                                                    "%s/bench/model/resolve/main/%s" % (m, f["path"]))), d, f))
+            ok = all(p.wait() == 0 for p, _, _ in cps)
+            http_s = time.monotonic() - t0
+            http_tx, cpu = net.tx_bytes(0) - base_tx, cpu_share(cpu0)
+            ok = ok and all(sha256(os.path.join(d, f["path"])) == f["sha256"] for _, d, f in cps)
+            rows.append(("http (curl from the mirror)", http_s, http_tx, cpu, "yes" if ok else "NO"))
+            for i in range(1, a.clients + 1):
+                shutil.rmtree(os.path.join(work, "http%d" % i), ignore_errors=True)
 
         # p2p: the torrent without a web seed; the mirror's seed and the peers
-        tor = os.path.join(work, "model.torrent")
-        subprocess.run(ns(net.nodes[1][0], "curl", "-fsS", "-o", tor, m + "/api/p2p/torrent/hf/model/bench/model?webseed=0"),
-                       check=True)
-        base_tx = net.tx_bytes(0)
-        t0 = time.monotonic()
-        lps = []
-        for i in range(1, a.clients + 1):
-            name, _, ip = net.nodes[i]
-            log = os.path.join(work, "p2p%d.log" % i)
-            lps.append((subprocess.Popen(ns(name, sys.executable, LTGET, "--listen", ip + ":6881", "--seed", "600",
-                                            "--timeout", "600", tor, os.path.join(work, "p2p%d" % i)),
-                                         stdout=open(log, "w"), stderr=subprocess.STDOUT), log))
-        done = set()
-        while len(done) < len(lps) and time.monotonic() - t0 < 600:
-            for k, (p, log) in enumerate(lps):
-                if k not in done and ("complete:" in open(log).read() or p.poll() is not None):
-                    done.add(k)
-            time.sleep(0.05)
-        p2p_s = time.monotonic() - t0
-        p2p_tx = net.tx_bytes(0) - base_tx
-        ok = all("complete:" in open(log).read() for _, log in lps)
-        rows.append(("p2p (libtorrent, mirror seed%s + peers)" % (", super-seeding" if a.super_seed else ""), p2p_s, p2p_tx, ok))
-        for p, _ in lps:
-            p.terminate()
+        if "p2p" in cases:
+            tor = os.path.join(work, "model.torrent")
+            subprocess.run(ns(net.nodes[1][0], "curl", "-fsS", "-o", tor,
+                              m + "/api/p2p/torrent/hf/model/bench/model?webseed=0"), check=True)
+            base_tx, cpu0 = net.tx_bytes(0), cpu_ticks()
+            t0 = time.monotonic()
+            lps = []
+            for i in range(1, a.clients + 1):
+                name, _, ip = net.nodes[i]
+                log = os.path.join(work, "p2p%d.log" % i)
+                lps.append((subprocess.Popen(ns(name, sys.executable, LTGET, "--listen", ip + ":6881", "--seed", "600",
+                                                "--timeout", "600", tor, os.path.join(work, "p2p%d" % i)),
+                                             stdout=open(log, "w"), stderr=subprocess.STDOUT), log))
+            done = set()
+            while len(done) < len(lps) and time.monotonic() - t0 < 600:
+                for k, (p, log) in enumerate(lps):
+                    if k not in done and ("complete:" in open(log).read() or p.poll() is not None):
+                        done.add(k)
+                time.sleep(0.05)
+            p2p_s = time.monotonic() - t0
+            p2p_tx, cpu = net.tx_bytes(0) - base_tx, cpu_share(cpu0)
+            ok = all("complete:" in open(log).read() for _, log in lps)
+            rows.append(("p2p (libtorrent, mirror seed%s + peers)" % (", super-seeding" if a.super_seed else ""),
+                         p2p_s, p2p_tx, cpu, "yes" if ok else "NO"))
+            for p, _ in lps:
+                p.terminate()
+                p.wait()
+            for i in range(1, a.clients + 1):
+                shutil.rmtree(os.path.join(work, "p2p%d" % i), ignore_errors=True)
+
+        # mount: what a user runs on every instance, then every byte read and compared
+        wrong_total, reads_total = 0, 0
+        if "mount" in cases:
+            for run in range(1, a.runs + 1):
+                cpu0 = cpu_ticks()
+                secs, tx, reads = mount_run(a, net, work, m, files, run)
+                cpu = cpu_share(cpu0)
+                wrong = sum(max(r["wrong_blocks"], 0) for r in reads)
+                failed = [r for r in reads if r["wrong_blocks"] != 0]
+                complete = len([r for r in reads if r["wrong_blocks"] == 0]) == a.clients * len(files)
+                wrong_total += wrong + len([r for r in failed if r["wrong_blocks"] < 0])
+                reads_total += len(reads)
+                for r in failed:
+                    print("run %d: %s: %s wrong 16 KiB blocks, first %s" % (run, r["file"], r["wrong_blocks"],
+                                                                            r["first_wrong"]), file=sys.stderr)
+                rows.append(("mount + read every byte, run %d" % run, secs, tx, cpu,
+                             "yes" if complete else "NO (%d wrong blocks)" % wrong))
 
         floor = total / (a.mbit * 1e6 / 8)
         print("%d clients, a %.0f MiB model, every uplink %d Mbit/s (one copy through the mirror's uplink: %.1f s)"
               % (a.clients, total / 1048576.0, a.mbit, floor))
         print()
-        print("| case | all clients done | mirror sent | copies of the model | ok |")
-        print("|---|---|---|---|---|")
-        for name, secs, tx, good in rows:
-            print("| %s | %.1f s | %.0f MiB | %.2f | %s |" % (name, secs, tx / 1048576.0, tx / total, "yes" if good else "NO"))
+        print("| case | all clients done | x floor | mirror sent | copies of the model | CPU (2 cores) | bytes right |")
+        print("|---|---|---|---|---|---|---|")
+        for name, secs, tx, cpu, good in rows:
+            print("| %s | %.1f s | %.2f | %.0f MiB | %.2f | %.0f%% | %s |" % (name, secs, secs / floor, tx / 1048576.0,
+                                                                         tx / total, cpu * 100, good))
         print()
-        print("ratio http/p2p time: %.2fx; mirror bytes p2p/http: %.2f" % (rows[0][1] / rows[1][1], rows[1][2] / rows[0][2]))
+        by = {r[0].split(" ")[0]: r for r in rows}
+        if "http" in by and "p2p" in by:
+            print("ratio http/p2p time: %.2fx; mirror bytes p2p/http: %.2f" % (by["http"][1] / by["p2p"][1],
+                                                                                by["p2p"][2] / by["http"][2]))
+        if "mount" in cases:
+            print("mount: %d runs, %d files read whole, %d wrong 16 KiB blocks (or failed reads)"
+                  % (a.runs, reads_total, wrong_total))
     finally:
         for p in procs:
             p.terminate()

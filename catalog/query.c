@@ -73,7 +73,8 @@ int catalog_resolve(struct catalog *c, const char *hub, const char *type, const 
 }
 
 static const char sql_resolve_lite[] =
-	"SELECT r.id, r.follow_rev, r.gated, r.options, s.id, s.commit_id, s.synced_at, s.file_count, s.total_size "
+	"SELECT r.id, r.follow_rev, r.gated, r.options, s.id, s.commit_id, s.synced_at, s.file_count, s.total_size, "
+	"coalesce(r.private, -1) "
 	"FROM repos r LEFT JOIN refs f ON f.repo_id = r.id AND f.name = coalesce(?4, r.follow_rev) "
 	"LEFT JOIN snapshots s ON s.id = f.snapshot_id WHERE r.hub = ?1 AND r.type = ?2 AND r.name = ?3";
 
@@ -108,7 +109,8 @@ int catalog_resolve_lite(struct catalog *c, const char *hub, const char *type, c
 	repo->follow_rev = xstrdup((const char *)sqlite3_column_text(st, 1));
 	repo->gated = (t = sqlite3_column_text(st, 2)) ? xstrdup((const char *)t) : NULL;
 	repo->options = (t = sqlite3_column_text(st, 3)) ? xstrdup((const char *)t) : NULL;
-	repo->private_ = repo->downloads = repo->likes = -1;
+	repo->private_ = sqlite3_column_int(st, 9);
+	repo->downloads = repo->likes = -1;
 	*repo_found = true;
 	if (sqlite3_column_type(st, 4) != SQLITE_NULL) {
 		snap->id = sqlite3_column_int64(st, 4);

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <jansson.h>
+
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
@@ -15,6 +17,7 @@
 #include "base/err.h"
 #include "base/hex.h"
 #include "base/xmalloc.h"
+#include "catalog/catalog.h"
 #include "hub/hub.h"
 
 struct grant {
@@ -261,4 +264,39 @@ bool mirror_access_capability_allows(const struct mirror_access *a, const unsign
 		return false;
 	cap_mac(key, &a->grants[i], btih, mac);
 	return !CRYPTO_memcmp(mac, end + 1, 32) && grant_allows(a, &a->grants[i], hub, type, name);
+}
+
+bool mirror_access_names(const struct mirror_access *a, const char *hub, const char *type, const char *name)
+{
+	char *key;
+	bool yes;
+
+	if (!a || !a->nprotected)
+		return false;
+	key = repo_key(hub, type, name);
+	yes = in_list(a->protected, a->nprotected, key);
+	free(key);
+	return yes;
+}
+
+/* Did the operator open the repo (`add --open`: options {"open": true})? */
+static bool opened(const struct catalog_repo *r)
+{
+	json_t *o = json_loads(r->options ? r->options : "{}", 0, NULL);
+	bool open = json_is_true(json_object_get(o, "open"));
+
+	json_decref(o);
+	return open;
+}
+
+bool mirror_access_content_open(const struct mirror_access *a, const struct catalog_repo *r)
+{
+	bool guarded_upstream = (r->gated && strcmp(r->gated, "false")) || r->private_ == 1;
+
+	return !guarded_upstream || opened(r) || mirror_access_names(a, r->hub, r->type, r->name);
+}
+
+bool mirror_access_public(const struct mirror_access *a, const struct catalog_repo *r)
+{
+	return mirror_access_content_open(a, r) && (!a || mirror_access_allows(a, NULL, r->hub, r->type, r->name));
 }

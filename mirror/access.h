@@ -32,6 +32,20 @@ bool mirror_access_token_valid(const struct mirror_access *a, const char *token)
 bool mirror_access_allows(const struct mirror_access *a, const char *token, const char *hub, const char *type,
 			  const char *name);
 
+/* Is repo named in the tokens file (so only tokens that grant it read it)? */
+bool mirror_access_names(const struct mirror_access *a, const char *hub, const char *type, const char *name);
+
+/*
+ * Content policy (docs/security.md). A gated or private upstream repo is closed on the mirror unless
+ * the operator opened it (`add --open`) or names it in the tokens file (then the tokens that grant it
+ * read it); a is NULL-safe. mirror_access_content_open: may the repo's files be served at all, to a
+ * request that passed mirror_access_allows? mirror_access_public: may anyone, without a token, read
+ * them? Only public repos are seeded and announced openly over BitTorrent, where nobody shows a token.
+ */
+struct catalog_repo;
+bool mirror_access_content_open(const struct mirror_access *a, const struct catalog_repo *r);
+bool mirror_access_public(const struct mirror_access *a, const struct catalog_repo *r);
+
 /*
  * Capabilities for BitTorrent clients, whose web seed and tracker requests carry no Authorization:
  * the mirror puts one in the URLs of a torrent it hands to a token holder. A capability names the

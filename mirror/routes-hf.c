@@ -28,6 +28,7 @@
 #include "data.h"
 #include "hub/http.h"
 #include "hub/hub.h"
+#include "access.h"
 #include "routes-int.h"
 #include "store.h"
 
@@ -276,7 +277,7 @@ static json_t *repo_summary_json(const struct catalog_repo *r, const char *type,
 	EVP_Digest(r->name, strlen(r->name), md, &n, EVP_sha1(), NULL);
 	hex_encode(md, 12, id24);
 	lm = r->last_sync_at || synced_at ? iso_time(synced_at ? synced_at : r->last_sync_at) : xstrdup("1970-01-01T00:00:00.000Z");
-	o = json_pack("{s:s, s:s, s:s, s:b, s:b}", "_id", id24, "id", r->name, "lastModified", lm, "private", 0,
+	o = json_pack("{s:s, s:s, s:s, s:b, s:b}", "_id", id24, "id", r->name, "lastModified", lm, "private", r->private_ == 1,
 		      "disabled", 0);
 	free(lm);
 	if (!strcmp(type, "model"))
@@ -722,8 +723,12 @@ static void hf_file(struct hfreq *h, const char *rev, const char *path, bool raw
 			 r == HM_ERR_NOT_FOUND ? "Entry not found" : "catalog error", h->snap.commit);
 		return;
 	}
-	if (!mirror__content_allowed(&h->repo)) {
-		hf_error(req, 401, "GatedRepo", "Access to this gated repository is restricted on this mirror.", NULL);
+	if (!mirror_access_content_open(h->rt->access, &h->repo)) {
+		/* the Hub's own answers: a gated repo's content, and a private repo to whom may not see it */
+		if (h->repo.private_ == 1)
+			hf_error(req, 401, NULL, "Invalid username or password.", NULL);
+		else
+			hf_error(req, 401, "GatedRepo", "Access to this gated repository is restricted on this mirror.", NULL);
 		goto out;
 	}
 	add_cors(req);

@@ -82,10 +82,6 @@ int mirror__parse_range(const char *h, int64_t size, int64_t *a, int64_t *b);
  * such blob (verify quarantined it): nothing was sent, the caller answers 503 in its own style. */
 int mirror__send_blob(struct mirror_routes *rt, struct httpd_req *req, const char *sha256, int64_t size);
 
-/* Whether the content of repo r may be served: not gated upstream, or opened by the operator
- * (add --open). */
-struct catalog_repo;
-bool mirror__content_allowed(const struct catalog_repo *r);
 
 /* May this request read repo (hub, type, name)? If not, the refusal has been answered (401 without a
  * valid token, 403 with one) in the style of hub ("hf", "ms" or NULL for plain JSON). */

@@ -20,6 +20,7 @@
 #include "catalog/catalog.h"
 #include "data.h"
 #include "hub/hub.h"
+#include "access.h"
 #include "routes-int.h"
 #include "store.h"
 
@@ -298,6 +299,11 @@ static void ms_download(struct msreq *m)
 		goto out;
 	if (!path || path_check_str(path) || catalog_snapshot_file(m->rt->data->catalog, m->snap.id, path, &e)) {
 		ms_envelope(m->req, 404, NULL, "file not found");
+		goto out;
+	}
+	if (!mirror_access_content_open(m->rt->access, &m->repo)) {
+		/* a gated or private upstream repo the operator did not open (docs/security.md) */
+		ms_envelope(m->req, 403, NULL, "this repository is closed on this mirror");
 		goto out;
 	}
 	httpd_add_headerf(m->req, "ETag", "\"%s\"", e.sha256);

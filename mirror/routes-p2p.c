@@ -111,19 +111,23 @@ static void announce(struct mirror_routes *rt, struct httpd_req *req)
 		mirror_tracker_failure(&out, "unknown torrent: this tracker serves the torrents of its mirror only");
 		goto send;
 	}
-	if (rt->access) {
-		/* a guarded repo's swarm: only for holders of the key its .torrent carries */
+	{
+		/* a closed repo (gated or private upstream, not opened) has no swarm here; a guarded repo's
+		 * swarm is only for holders of the key its .torrent carries */
 		struct catalog_repo repo = { 0 };
-		bool ok = false;
+		bool ok = false, open = false;
 		if (!catalog_snapshot_repo(rt->data->catalog, t.snapshot_id, &repo)) {
-			char *cap = anon_ok(rt, &repo) ? NULL : httpd_query_param(req, "hmcap");
-			ok = anon_ok(rt, &repo) || (rt->have_p2p_key && mirror_access_capability_allows(rt->access, rt->p2p_key,
-						  cap, t.btih, repo.hub, repo.type, repo.name));
+			char *cap;
+			open = mirror_access_content_open(rt->access, &repo);
+			cap = !open || anon_ok(rt, &repo) ? NULL : httpd_query_param(req, "hmcap");
+			ok = open && (anon_ok(rt, &repo) || (rt->have_p2p_key && mirror_access_capability_allows(rt->access,
+						  rt->p2p_key, cap, t.btih, repo.hub, repo.type, repo.name)));
 			free(cap);
 			catalog_repo_release(&repo);
 		}
 		if (!ok) {
-			mirror_tracker_failure(&out, "this torrent needs the key its .torrent carries");
+			mirror_tracker_failure(&out, open ? "this torrent needs the key its .torrent carries"
+						     : "this repository is closed on this mirror");
 			goto send;
 		}
 	}
@@ -207,7 +211,7 @@ static void torrent(struct mirror_routes *rt, struct httpd_req *req, const char 
 			r != HM_ERR_NOT_FOUND ? "catalog error" : found ? "revision not synced on this mirror" : "repo not on this mirror"));
 		goto out;
 	}
-	if (!mirror__content_allowed(&repo)) {
+	if (!mirror_access_content_open(rt->access, &repo)) {
 		mirror__respond_json(req, 403, json_pack("{s:s}", "error", "gated repository: closed on this mirror"));
 		goto out;
 	}
@@ -387,7 +391,7 @@ static void web_seed(struct mirror_routes *rt, struct httpd_req *req, const char
 	} else if (!mirror__access_check(rt, req, repo.hub, repo.type, repo.name, NULL)) {
 		goto out;
 	}
-	if (!mirror__content_allowed(&repo)) {
+	if (!mirror_access_content_open(rt->access, &repo)) {
 		plain(req, 403, "gated repository: closed on this mirror\n");
 		goto out;
 	}
@@ -417,7 +421,10 @@ json_t *mirror__swarm_json(struct mirror_routes *rt, int64_t snapshot_id, const 
 	unsigned char v1[20], v2[20];
 	size_t s1 = 0, l1 = 0, s2 = 0, l2 = 0;
 
-	if (!snapshot_id || catalog_torrent_get(rt->data->catalog, snapshot_id, &t) || hex_decode(t.btih, v1, 20) ||
+	/* a repo whose files are closed here has no swarm to show (its info-hash would be enough to ask
+	 * peers for them) */
+	if (!snapshot_id || !mirror_access_content_open(rt->access, repo) ||
+	    catalog_torrent_get(rt->data->catalog, snapshot_id, &t) || hex_decode(t.btih, v1, 20) ||
 	    hex_decode(t.btmh, v2, 20))
 		return json_null();
 	/* libtorrent announces the v1 hash and the truncated v2 hash as two swarms of the same peers;

@@ -142,19 +142,6 @@ int mirror__send_blob(struct mirror_routes *rt, struct httpd_req *req, const cha
 	return 0;
 }
 
-bool mirror__content_allowed(const struct catalog_repo *r)
-{
-	json_t *o;
-	bool open;
-
-	if (!r->gated || !strcmp(r->gated, "false"))
-		return true;
-	o = json_loads(r->options ? r->options : "{}", 0, NULL);
-	open = json_is_true(json_object_get(o, "open"));
-	json_decref(o);
-	return open;
-}
-
 /* --auth all: nothing but /healthz without a valid token. */
 static int on_gate(void *ud, struct httpd_req *req)
 {

@@ -19,6 +19,7 @@
 #include "catalog/catalog.h"
 #include "data.h"
 #include "p2p/p2p.h"
+#include "access.h"
 #include "seeder.h"
 #include "store.h"
 #include "torrents.h"
@@ -41,6 +42,7 @@ struct mirror_seeder {
 	size_t n, cap;
 	int port;
 	bool super_seed;
+	const struct mirror_access *access;
 };
 
 static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
@@ -195,11 +197,27 @@ out:
 	return r;
 }
 
+/* May anyone read the snapshot's repo without a token? If not, its torrent is not seeded (and one
+ * seeded before, say before the operator closed it, stops at this scan). */
+static bool public_snapshot(struct mirror_seeder *s, int64_t snapshot_id)
+{
+	struct catalog_repo repo = { 0 };
+	bool yes;
+
+	if (catalog_snapshot_repo(s->d->catalog, snapshot_id, &repo))
+		return false;
+	yes = mirror_access_public(s->access, &repo);
+	catalog_repo_release(&repo);
+	return yes;
+}
+
 static int scan_one(void *ud, const struct catalog_torrent *t)
 {
 	struct mirror_seeder *s = ud;
 	struct seeded *have = find(s, t->btih);
 
+	if (!public_snapshot(s, t->snapshot_id))
+		return 0;
 	if (have)
 		have->seen = true;
 	else
@@ -284,6 +302,7 @@ int mirror_seeder_new(uv_loop_t *loop, struct mirror_data *d, const struct mirro
 	s->loop = loop;
 	s->d = d;
 	s->super_seed = cfg->super_seed;
+	s->access = cfg->access;
 	s->root = xasprintf("%s/p2p/seed", d->dir);
 	r = path_mkdirs(s->root, 0755);
 	if (r) {

@@ -18,11 +18,18 @@
 struct mirror_data;
 struct mirror_seeder;
 
+struct mirror_access;
+
 struct mirror_seeder_config {
 	const char *listen;            /* libtorrent listen interfaces, "0.0.0.0:6881" */
 	int64_t upload_limit;          /* bytes/s to the swarm (LAN peers included); 0: unlimited */
 	unsigned rescan_ms;            /* catalog rescan period; 0: 30 s */
 	bool super_seed;               /* BEP 16: offer each peer pieces nobody has yet (about one copy out) */
+	/* Who may read what (NULL: no tokens). Borrowed for the seeder's life. Only repos anyone may read
+	 * without a token (mirror_access_public) are seeded: BitTorrent peers show no token, and the
+	 * info-hash is no secret (anyone who can list the files can compute it). Guarded repos travel
+	 * through the web seed and the tracker with a capability, and between the token holders' peers. */
+	const struct mirror_access *access;
 };
 
 /*

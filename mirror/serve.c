@@ -199,7 +199,7 @@ int mirror_serve(const struct mirror_serve_config *cfg, char **errmsg)
 	mirror_routes_install(s.routes, s.httpd);
 	if (cfg->p2p_listen) {
 		struct mirror_seeder_config sc = { cfg->p2p_listen, cfg->p2p_upload_limit, cfg->p2p_rescan_ms,
-						   cfg->p2p_super_seed };
+						   cfg->p2p_super_seed, s.access };
 		char *why = NULL;
 		r = mirror_seeder_new(&s.loop, s.data, &sc, &s.seeder, &why);
 		if (r) {

@@ -34,6 +34,7 @@
 #define DEFAULT_MAX_TORRENTS 100000
 #define DEFAULT_MAX_PEERS 5000
 #define DEFAULT_MAX_TOTAL_PEERS 1000000
+#define DEFAULT_MAX_PER_ADDRESS 8
 #define MIN_TABLE 16     /* swarm table slots, a power of two */
 #define MIN_PEERS 4      /* peer array capacity, a power of two; its index has twice as many slots */
 
@@ -61,13 +62,15 @@ struct torrent {
 struct mirror_tracker {
 	int interval;
 	int64_t ttl;                /* 2 * interval */
-	size_t max_torrents, max_peers, max_total_peers;
+	size_t max_torrents, max_peers, max_total_peers, max_per_address;
 	struct torrent **slots;     /* nslots (a power of two), NULL = empty */
 	size_t nslots;
 	struct torrent **list;      /* dense, ntorrents entries */
 	size_t ntorrents, list_cap;
 	size_t npeers, nseeders;
-	int64_t peer_uploaded;      /* sum of the live peers' uploaded */
+	/* Sum of the live peers' uploaded, in 128 bits: each is up to INT64_MAX as the peer says, and a
+	 * million of them cannot overflow it; reported saturated at INT64_MAX. */
+	__extension__ unsigned __int128 peer_uploaded;
 	uint64_t announces;
 	uint64_t key[2];            /* SipHash key */
 	uint64_t rng[4];            /* xoshiro256** state */
@@ -246,7 +249,7 @@ static void peer_add(struct mirror_tracker *t, struct torrent *tor, const struct
 	tor->index[index_find(t, tor, p)] = (uint32_t)(tor->npeers + 1);
 	tor->npeers++;
 	t->npeers++;
-	t->peer_uploaded += p->uploaded;
+	t->peer_uploaded += (uint64_t)p->uploaded;
 	if (p->seeder) {
 		tor->nseeders++;
 		t->nseeders++;
@@ -264,7 +267,7 @@ static void peer_remove(struct mirror_tracker *t, struct torrent *tor, size_t i)
 		tor->nseeders--;
 		t->nseeders--;
 	}
-	t->peer_uploaded -= tor->peers[i].uploaded;
+	t->peer_uploaded -= (uint64_t)tor->peers[i].uploaded;
 	index_delete(t, tor, index_find(t, tor, &tor->peers[i]));
 	if (i != last) {
 		tor->peers[i] = tor->peers[last];
@@ -393,6 +396,7 @@ struct mirror_tracker *mirror_tracker_new(const struct mirror_tracker_config *cf
 	t->max_torrents = cfg && cfg->max_torrents ? cfg->max_torrents : DEFAULT_MAX_TORRENTS;
 	t->max_peers = cfg && cfg->max_peers ? cfg->max_peers : DEFAULT_MAX_PEERS;
 	t->max_total_peers = cfg && cfg->max_total_peers ? cfg->max_total_peers : DEFAULT_MAX_TOTAL_PEERS;
+	t->max_per_address = cfg && cfg->max_per_address ? cfg->max_per_address : DEFAULT_MAX_PER_ADDRESS;
 	if (t->max_peers > UINT32_MAX / 4)
 		t->max_peers = UINT32_MAX / 4; /* the index stores positions in 32 bits */
 	t->nslots = MIN_TABLE;
@@ -755,6 +759,27 @@ static void write_response(struct mirror_tracker *t, const struct torrent *tor, 
 	buf_addch(out, 'e');
 }
 
+/* If key's address already has max_per_address peers in tor, remove the one of them seen longest
+ * ago and return true (key then takes its place, within every limit). O(peers of the swarm), for new
+ * peers only. */
+static bool make_room_for(struct mirror_tracker *t, struct torrent *tor, const struct peer *key)
+{
+	size_t same = 0, oldest = SIZE_MAX;
+
+	for (size_t i = 0; i < tor->npeers; i++) {
+		const struct peer *p = &tor->peers[i];
+		if (p->v6 != key->v6 || memcmp(p->addr, key->addr, 16))
+			continue;
+		same++;
+		if (oldest == SIZE_MAX || p->last_seen < tor->peers[oldest].last_seen)
+			oldest = i;
+	}
+	if (same < t->max_per_address)
+		return false;
+	peer_remove(t, tor, oldest);
+	return true;
+}
+
 int mirror_tracker_announce(struct mirror_tracker *t, const struct mirror_tracker_announce *a, const struct sockaddr *remote,
 		     int64_t now, struct buf *out)
 {
@@ -806,7 +831,8 @@ int mirror_tracker_announce(struct mirror_tracker *t, const struct mirror_tracke
 				t->nseeders++;
 			}
 			p->seeder = key.seeder;
-			t->peer_uploaded += key.uploaded - p->uploaded;
+			t->peer_uploaded -= (uint64_t)p->uploaded;
+			t->peer_uploaded += (uint64_t)key.uploaded;
 			p->uploaded = key.uploaded;
 			p->last_seen = now; /* only later: sweep_at stays a lower bound */
 			memcpy(p->peer_id, key.peer_id, 20);
@@ -815,7 +841,12 @@ int mirror_tracker_announce(struct mirror_tracker *t, const struct mirror_tracke
 		}
 	}
 
-	/* A new peer, maybe in a new swarm. */
+	/* A new peer, maybe in a new swarm. One address holds at most max_per_address places in a swarm:
+	 * a new port from an address that has them all takes the place of its longest-silent one (a
+	 * restarted client comes back on a new port), so a flood from one address can neither fill the
+	 * swarm nor crowd the others out of the answers. */
+	if (tor && make_room_for(t, tor, &key))
+		goto answer;
 	if (t->npeers >= t->max_total_peers || (!tor && t->ntorrents >= t->max_torrents))
 		sweep_when_full(t, now);
 	tor = torrent_get(t, a->info_hash); /* the sweep may have dropped it */
@@ -836,6 +867,7 @@ int mirror_tracker_announce(struct mirror_tracker *t, const struct mirror_tracke
 	}
 	if (!tor)
 		tor = torrent_add(t, a->info_hash, info_hash_hash(t, a->info_hash));
+answer:
 	peer_add(t, tor, &key);
 	write_response(t, tor, tor->npeers - 1, a, true, out);
 out:
@@ -849,7 +881,7 @@ void mirror_tracker_stats(const struct mirror_tracker *t, struct mirror_tracker_
 	out->torrents = t->ntorrents;
 	out->peers = t->npeers;
 	out->seeders = t->nseeders;
-	out->peer_uploaded = t->peer_uploaded;
+	out->peer_uploaded = t->peer_uploaded > INT64_MAX ? INT64_MAX : (int64_t)t->peer_uploaded;
 	out->announces = t->announces;
 }
 

@@ -11,7 +11,9 @@
  * Peers expire 2 * interval after their last announce: lazily whenever their swarm is accessed, and
  * in a mirror_tracker_expire() sweep the server runs periodically. Memory is bounded by max_torrents,
  * max_peers and max_total_peers; when a limit is reached new swarms / peers get a failure response
- * while peers already known keep working.
+ * while peers already known keep working. One address holds at most max_per_address places in a
+ * swarm (its newest ports), so one host cannot fill a swarm or crowd others out of the answers. The
+ * uploaded counts peers report are summed without overflow (metrics see them saturated).
  *
  * Not thread-safe: one tracker belongs to one thread (the libuv loop).
  */
@@ -34,6 +36,8 @@ struct mirror_tracker_config {
 	size_t max_torrents;    /* distinct info-hashes kept (default 100000 if 0) */
 	size_t max_peers;       /* per info-hash (default 5000 if 0) */
 	size_t max_total_peers; /* across all info-hashes (default 1000000 if 0): the real memory bound */
+	size_t max_per_address; /* peers (ports) of one IP address in one swarm (default 8 if 0); a new
+	                         * port beyond it replaces that address's longest-silent peer */
 };
 
 /* A tracker with cfg's limits (cfg may be NULL: all defaults; it is copied, not kept). Seeds its hash

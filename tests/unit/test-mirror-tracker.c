@@ -848,6 +848,77 @@ TEST(limits_refuse_new_entries_only)
 	mirror_tracker_free(&t);
 }
 
+/* An announce flood from one address (5000 ports) holds a handful of places in the swarm: the others
+ * still get in and are in the answers; a new port from the flooder replaces its longest-silent one. */
+TEST(one_address_cannot_fill_a_swarm)
+{
+	struct mirror_tracker_config cfg = { .max_peers = 100 };
+	struct mirror_tracker *t = mirror_tracker_new(&cfg);
+	char (*list)[64] = xcalloc(MAXP, 64);
+	struct mirror_tracker_stats st;
+	struct buf b;
+	int n, flooder = 0;
+
+	buf_init(&b);
+	CHECK_INT(join(t, 7, "10.9.0.1", 6881, 1, 0, &b), 0);
+	for (unsigned port = 1; port <= 5000; port++)
+		CHECK_INT(join(t, 7, "10.6.6.6", port, 1, (int64_t)port / 100, &b), 0);
+	mirror_tracker_stats(t, &st);
+	CHECK_INT(st.peers, 9); /* the honest peer and 8 of the flooder's ports */
+	/* the newest ports are the ones kept */
+	CHECK_INT(join(t, 7, "10.9.0.2", 6881, 1, 60, &b), 0);
+	n = peers_of(&b, list, MAXP);
+	CHECK_INT(n, 9);
+	CHECK(listed(list, n, "10.9.0.1:6881"));
+	CHECK(listed(list, n, "10.6.6.6:5000"));
+	CHECK(!listed(list, n, "10.6.6.6:4000"));
+	for (int k = 0; k < n; k++)
+		flooder += !strncmp(list[k], "10.6.6.6:", 9);
+	CHECK_INT(flooder, 8);
+	/* a swarm that is full of distinct addresses still refuses newcomers, as before */
+	for (int k = 3; k <= 100; k++) {
+		char ip[32];
+		snprintf(ip, sizeof(ip), "10.9.1.%d", k);
+		join(t, 7, ip, 6881, 1, 61, &b);
+	}
+	mirror_tracker_stats(t, &st);
+	CHECK_INT(st.peers, 100);
+	CHECK_INT(join(t, 7, "10.9.2.1", 6881, 1, 61, &b), -ENOSPC);
+	free(list);
+	buf_release(&b);
+	mirror_tracker_free(&t);
+}
+
+/* uploaded is whatever a peer says, up to INT64_MAX: the sum saturates instead of wrapping negative. */
+TEST(uploaded_sum_saturates)
+{
+	struct mirror_tracker *t = mirror_tracker_new(NULL);
+	struct mirror_tracker_announce a;
+	struct mirror_tracker_stats st;
+	struct buf b;
+
+	buf_init(&b);
+	a = ann(9, "10.8.0.1", 1, 1);
+	a.uploaded = INT64_MAX;
+	CHECK_INT(announce(t, &a, "10.8.0.1", 0, &b), 0);
+	a = ann(9, "10.8.0.2", 1, 1);
+	a.uploaded = INT64_MAX;
+	CHECK_INT(announce(t, &a, "10.8.0.2", 0, &b), 0);
+	CHECK_INT(announce(t, &a, "10.8.0.2", 1, &b), 0); /* a refresh with the same count */
+	mirror_tracker_stats(t, &st);
+	CHECK(st.peer_uploaded == INT64_MAX);
+	/* exact again once the big ones are gone */
+	a.uploaded = 5;
+	CHECK_INT(announce(t, &a, "10.8.0.2", 2, &b), 0);
+	a = ann(9, "10.8.0.1", 1, 1);
+	a.event = MIRROR_TRACKER_EVENT_STOPPED;
+	CHECK_INT(announce(t, &a, "10.8.0.1", 2, &b), 0);
+	mirror_tracker_stats(t, &st);
+	CHECK_INT(st.peer_uploaded, 5);
+	buf_release(&b);
+	mirror_tracker_free(&t);
+}
+
 TEST(big_swarm_gives_fifty_distinct)
 {
 	struct mirror_tracker *t = mirror_tracker_new(NULL);
@@ -975,6 +1046,8 @@ int main(void)
 	RUN(numwant_caps);
 	RUN(expiry_after_two_intervals);
 	RUN(limits_refuse_new_entries_only);
+	RUN(one_address_cannot_fill_a_swarm);
+	RUN(uploaded_sum_saturates);
 	RUN(big_swarm_gives_fifty_distinct);
 	RUN(many_swarms_grow_and_shrink);
 	return test_done();
