@@ -23,6 +23,7 @@ static const char *const project_msgs[] = {
 	[HM_ERR_AUTH - HM_ERR_FIRST]          = "not authorized (private repository or bad token)",
 	[HM_ERR_DISABLED - HM_ERR_FIRST]      = "repository disabled upstream",
 	[HM_ERR_UPSTREAM - HM_ERR_FIRST]      = "unusable upstream answer",
+	[HM_ERR_TIMEOUT - HM_ERR_FIRST]       = "query took too long",
 };
 
 const char *err_str(int code)

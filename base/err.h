@@ -27,6 +27,7 @@ enum {
 	HM_ERR_AUTH,                  /* upstream refused our credentials (or the repo is private) */
 	HM_ERR_DISABLED,              /* upstream disabled the repo */
 	HM_ERR_UPSTREAM,              /* upstream answered something we cannot use */
+	HM_ERR_TIMEOUT,               /* a query ran past its time budget and was abandoned */
 	HM_ERR_LAST                   /* keep last */
 };
 

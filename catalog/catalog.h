@@ -291,7 +291,10 @@ int catalog_torrent_known(struct catalog *c, const char *btih);
 
 struct catalog_search {
 	const char *q;            /* words to search (names, authors, tags, task, library, license, card);
-				   * each word matches as a prefix; NULL or "": everything */
+				   * a word is a run of letters and digits; each word of 2 or more characters
+				   * matches as a prefix, a lone character as a whole word; repeated words count
+				   * once; at most CATALOG_SEARCH_MAX_WORDS words of at most
+				   * CATALOG_SEARCH_MAX_WORD bytes; NULL or "": everything */
 	const char *hub;          /* "hf" / "ms" or NULL */
 	const char *type;         /* "model" / "dataset" or NULL */
 	const char *org;          /* exact org, or NULL */
@@ -304,10 +307,19 @@ struct catalog_search {
 	bool desc;
 	size_t offset;
 	size_t limit;             /* 0: no limit */
+	int budget_ms;            /* give up after this long (0: no bound), so that one query cannot hold
+				   * a server's loop: sqlite's progress handler interrupts it */
 };
 
+#define CATALOG_SEARCH_MAX_WORDS 8
+#define CATALOG_SEARCH_MAX_WORD 64
+
+/* Why s would be refused (a static sentence), or NULL if it is fine. */
+const char *catalog_search_refusal(const struct catalog_search *s);
+
 /* Tracked repos matching s, in its order; fn gets each (borrowed). *total (may be NULL) is the number
- * of matches ignoring offset and limit. Returns 0, HM_ERR_USAGE for a bad sort, or HM_ERR_SQLITE. */
+ * of matches ignoring offset and limit. Returns 0, HM_ERR_USAGE for what catalog_search_refusal
+ * refuses, HM_ERR_TIMEOUT past s->budget_ms (fn may have had some rows), or HM_ERR_SQLITE. */
 int catalog_search(struct catalog *c, const struct catalog_search *s,
 		   int (*fn)(void *ud, const struct catalog_repo *r), void *ud, int64_t *total);
 

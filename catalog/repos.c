@@ -4,8 +4,10 @@
 #include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
+#include "base/buf.h"
 #include "base/err.h"
 #include "base/xmalloc.h"
 #include "catalog-int.h"
@@ -285,36 +287,98 @@ const char *catalog_errmsg(struct catalog *c)
 	return sqlite3_errmsg(c->db);
 }
 
-/* Turn user words into an FTS5 query: every run of letters/digits becomes a quoted prefix term
- * ("qwen"*), so punctuation in the input can never be FTS syntax. NULL when no word is left. */
-static char *fts_query(const char *q)
+/*
+ * The user's words, bounded (docs/security.md): every run of letters/digits is a word, so punctuation
+ * can never be FTS syntax. Each prefix term makes FTS5 expand it over the whole vocabulary, so one
+ * request of many words ran for minutes on a single loop: at most CATALOG_SEARCH_MAX_WORDS distinct
+ * words (ASCII case folded, as the index folds it) of at most CATALOG_SEARCH_MAX_WORD bytes, and a lone
+ * character (which would expand to a sixteenth of the vocabulary) matches as a whole word.
+ * Calls fn(ud, word, len) per distinct word, in order; returns the count, or -1 when over a limit
+ * (*why set).
+ */
+static int each_word(const char *q, void (*fn)(void *ud, const char *w, size_t n), void *ud, const char **why)
 {
-	char *out = xmalloc(strlen(q) * 4 + 16), *o = out;
 	const unsigned char *p = (const unsigned char *)q;
+	const unsigned char *seen[CATALOG_SEARCH_MAX_WORDS];
+	size_t seen_len[CATALOG_SEARCH_MAX_WORDS];
+	int n = 0;
 
 	while (*p) {
 		const unsigned char *start;
+		bool dup = false;
 		while (*p && !(isalnum(*p) || *p >= 0x80))
 			p++;
 		start = p;
 		while (*p && (isalnum(*p) || *p >= 0x80))
 			p++;
-		if (p > start) {
-			if (o != out)
-				*o++ = ' ';
-			*o++ = '"';
-			memcpy(o, start, (size_t)(p - start));
-			o += p - start;
-			memcpy(o, "\"*", 2);
-			o += 2;
+		if (p == start)
+			continue;
+		if ((size_t)(p - start) > CATALOG_SEARCH_MAX_WORD) {
+			*why = "a search word is too long (at most 64 bytes)";
+			return -1;
 		}
+		for (int k = 0; k < n && !dup; k++)
+			dup = seen_len[k] == (size_t)(p - start) && !strncasecmp((const char *)seen[k], (const char *)start, seen_len[k]);
+		if (dup)
+			continue;
+		if (n == CATALOG_SEARCH_MAX_WORDS) {
+			*why = "too many search words (at most 8)";
+			return -1;
+		}
+		seen[n] = start;
+		seen_len[n++] = (size_t)(p - start);
+		if (fn)
+			fn(ud, (const char *)start, (size_t)(p - start));
 	}
-	*o = '\0';
-	if (o == out) {
-		free(out);
+	return n;
+}
+
+const char *catalog_search_refusal(const struct catalog_search *s)
+{
+	const char *why = NULL;
+
+	if (s->q && each_word(s->q, NULL, NULL, &why) < 0)
+		return why;
+	if (s->sort && *s->sort && strcmp(s->sort, "relevance") && strcmp(s->sort, "name") && strcmp(s->sort, "size") &&
+	    strcmp(s->sort, "last_synced") && strcmp(s->sort, "downloads") && strcmp(s->sort, "likes"))
+		return "bad sort (relevance, name, size, last_synced, downloads, likes)";
+	if (s->sort && !strcmp(s->sort, "relevance") && (!s->q || each_word(s->q, NULL, NULL, &why) <= 0))
+		return "sort=relevance needs words to search";
+	return NULL;
+}
+
+static void add_term(void *ud, const char *w, size_t n)
+{
+	struct buf *b = ud;
+
+	if (b->len)
+		buf_addch(b, ' ');
+	buf_addch(b, '"');
+	buf_add(b, w, n);
+	buf_adds(b, n > 1 ? "\"*" : "\"");
+}
+
+/* The FTS5 query of q (see each_word), malloc'd; NULL when no word is left or q is refused. */
+static char *fts_query(const char *q)
+{
+	struct buf b;
+	const char *why = NULL;
+
+	buf_init(&b);
+	if (each_word(q, add_term, &b, &why) <= 0) {
+		buf_release(&b);
 		return NULL;
 	}
-	return out;
+	return buf_detach(&b, NULL);
+}
+
+/* sqlite's progress handler: interrupt the statement once the clock passes the deadline. */
+static int past_deadline(void *ud)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 > *(int64_t *)ud;
 }
 
 int catalog_search(struct catalog *c, const struct catalog_search *s,
@@ -330,10 +394,21 @@ int catalog_search(struct catalog *c, const struct catalog_search *s,
 		{ "likes", "coalesce(r.likes, 0)" },
 	};
 	const char *order = NULL, *sort = s->sort && *s->sort ? s->sort : NULL;
-	char *fq = s->q ? fts_query(s->q) : NULL, *sql = NULL, *where, *from;
+	char *fq = NULL, *sql = NULL, *where, *from;
 	sqlite3_stmt *st = NULL;
 	bool sized, needs_snap, index_only, hub_facet, type_facet;
 	int r = 0, rc;
+	int64_t deadline = 0;
+
+	if (catalog_search_refusal(s))
+		return HM_ERR_USAGE;
+	fq = s->q ? fts_query(s->q) : NULL;
+	if (s->budget_ms > 0) {
+		struct timespec ts;
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		deadline = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 + s->budget_ms;
+		sqlite3_progress_handler(c->db, 1000, past_deadline, &deadline);
+	}
 
 	/* The user's words never match the facets column; a hub or type filter becomes a facet term, so
 	 * FTS5 narrows the matches itself (schema v7). Only known values make a term. */
@@ -352,6 +427,7 @@ int catalog_search(struct catalog *c, const struct catalog_search *s,
 			order = sorts[i].expr;
 	if (!order || (!fq && !strcmp(sort, "relevance"))) {
 		free(fq);
+		sqlite3_progress_handler(c->db, 0, NULL, NULL);
 		return HM_ERR_USAGE;
 	}
 	/* Only the clauses in use go into the SQL: FTS5's MATCH cannot sit under an OR, and the count
@@ -414,10 +490,10 @@ int catalog_search(struct catalog *c, const struct catalog_search *s,
 		sqlite3_bind_int64(st, 8, s->min_size);
 		sqlite3_bind_int64(st, 9, s->max_size);
 		if (pass == 0) {
-			if (sqlite3_step(st) == SQLITE_ROW)
+			if ((rc = sqlite3_step(st)) == SQLITE_ROW)
 				*total = sqlite3_column_int64(st, 0);
 			else
-				r = HM_ERR_SQLITE;
+				r = rc == SQLITE_INTERRUPT ? HM_ERR_TIMEOUT : HM_ERR_SQLITE;
 		} else {
 			sqlite3_bind_int64(st, 10, s->limit ? (sqlite3_int64)s->limit : -1);
 			sqlite3_bind_int64(st, 11, (sqlite3_int64)s->offset);
@@ -430,11 +506,13 @@ int catalog_search(struct catalog *c, const struct catalog_search *s,
 					break;
 			}
 			if (!r && rc != SQLITE_DONE)
-				r = HM_ERR_SQLITE;
+				r = rc == SQLITE_INTERRUPT ? HM_ERR_TIMEOUT : HM_ERR_SQLITE;
 		}
 		sqlite3_finalize(st);
 		st = NULL;
 	}
+	if (s->budget_ms > 0)
+		sqlite3_progress_handler(c->db, 0, NULL, NULL);
 	free(sql);
 	free(where);
 	free(from);

@@ -128,12 +128,15 @@ static void catalog_repos(struct mirror_routes *rt, struct httpd_req *req)
 	/* The cursor is opaque to clients: today the offset of the next page. */
 	s.offset = cursor ? (size_t)strtoull(cursor, NULL, 10) : 0;
 	s.limit = (size_t)(limit < 1 || limit > PAGE_MAX ? PAGE_DEFAULT : limit);
+	/* the server has one loop: no search may hold it longer than this (docs/security.md) */
+	s.budget_ms = rt->search_budget_ms;
 	r = catalog_search(rt->data->catalog, &s, search_cb, &sc, &total);
 	if (r) {
+		const char *why = catalog_search_refusal(&s);
 		json_decref(sc.arr);
-		api_error(req, r == HM_ERR_USAGE ? 400 : 500,
-			  r == HM_ERR_USAGE ? "bad sort (relevance needs q; or name, size, last_synced, downloads, likes)"
-					    : "catalog error");
+		api_error(req, r == HM_ERR_USAGE || r == HM_ERR_TIMEOUT ? 400 : 500,
+			  r == HM_ERR_USAGE ? (why ? why : "bad search") :
+			  r == HM_ERR_TIMEOUT ? "search took too long: use fewer or longer words, or filters" : "catalog error");
 	} else {
 		json_t *o = json_pack("{s:o, s:I}", "repos", sc.arr, "total", (json_int_t)total);
 		size_t next = s.offset + json_array_size(sc.arr);

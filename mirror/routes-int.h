@@ -33,6 +33,7 @@ struct mirror_routes {
 	struct mirror_seeder *seeder; /* the mirror's own BitTorrent seed, borrowed; NULL: none */
 	unsigned char p2p_key[32];    /* the data directory's key for capabilities (access.h) */
 	bool have_p2p_key;            /* loaded: with tokens on, guarded repos get keyed torrents */
+	int search_budget_ms;         /* the longest one catalog search may hold the loop */
 };
 
 /* The operator token of a request (Authorization: Bearer, or ModelScope's m_session_id cookie), in

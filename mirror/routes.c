@@ -51,6 +51,7 @@ struct mirror_routes *mirror_routes_new(struct mirror_data *d, const struct mirr
 	r->data = d;
 	r->access = access;
 	r->tracker = mirror_tracker_new(NULL);
+	r->search_budget_ms = 100; /* docs/security.md: no request holds the loop for long */
 	if (access && mirror_access_mode(access) != ACCESS_OPEN) {
 		int e = mirror_p2p_secret(d, r->p2p_key);
 		r->have_p2p_key = !e;
@@ -200,6 +201,11 @@ void mirror__metrics_requests(struct mirror_routes *rt, struct buf *b)
 void mirror_routes_set_seeder(struct mirror_routes *r, struct mirror_seeder *seeder)
 {
 	r->seeder = seeder;
+}
+
+void mirror_routes_set_search_budget(struct mirror_routes *r, int ms)
+{
+	r->search_budget_ms = ms > 0 ? ms : r->search_budget_ms;
 }
 
 void mirror_routes_install(struct mirror_routes *r, struct httpd *h)

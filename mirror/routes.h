@@ -18,6 +18,8 @@ void mirror_routes_install(struct mirror_routes *r, struct httpd *h);
 /* The mirror's BitTorrent seed (borrowed; NULL: none): the tracker adds it to the swarms it seeds. */
 struct mirror_seeder;
 void mirror_routes_set_seeder(struct mirror_routes *r, struct mirror_seeder *seeder);
+/* How long one catalog search may run (milliseconds, > 0); past it the request gets a 400. */
+void mirror_routes_set_search_budget(struct mirror_routes *r, int ms);
 void mirror_routes_free(struct mirror_routes **r);
 
 #endif

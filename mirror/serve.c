@@ -196,6 +196,7 @@ int mirror_serve(const struct mirror_serve_config *cfg, char **errmsg)
 		goto out;
 	}
 	s.routes = mirror_routes_new(s.data, s.access);
+	mirror_routes_set_search_budget(s.routes, cfg->search_budget_ms);
 	mirror_routes_install(s.routes, s.httpd);
 	if (cfg->p2p_listen) {
 		struct mirror_seeder_config sc = { cfg->p2p_listen, cfg->p2p_upload_limit, cfg->p2p_rescan_ms,

@@ -28,6 +28,7 @@ struct mirror_serve_config {
 	int64_t p2p_upload_limit;   /* bytes/s, 0: unlimited */
 	unsigned p2p_rescan_ms;     /* 0: the seeder's default */
 	bool p2p_super_seed;        /* BEP 16 super-seeding: about one copy out, slower start */
+	int search_budget_ms;       /* longest a catalog search may run on the loop; 0: 100 */
 };
 
 /* Parse "HH:MM" into minutes after midnight; -1 when malformed. */

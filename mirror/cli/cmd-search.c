@@ -36,6 +36,7 @@ int cmd_search(int argc, char **argv)
 	};
 	const struct cli_command *self = cli_find("search");
 	struct catalog_search s = { 0 };
+	int sr;
 	struct mirror_data *data = NULL;
 	const char *dir = NULL, *mirror = NULL;
 	struct buf q;
@@ -96,8 +97,11 @@ int cmd_search(int argc, char **argv)
 		s.min_size = s.max_size = -1;
 		s.limit = (size_t)limit;
 		a = json_array();
-		if (catalog_search(data->catalog, &s, add_cb, a, &total)) {
-			fprintf(stderr, "hubmirror: catalog: %s\n", catalog_errmsg(data->catalog));
+		if ((sr = catalog_search(data->catalog, &s, add_cb, a, &total))) {
+			if (sr == HM_ERR_USAGE && catalog_search_refusal(&s))
+				fprintf(stderr, "hubmirror: %s\n", catalog_search_refusal(&s));
+			else
+				fprintf(stderr, "hubmirror: catalog: %s\n", catalog_errmsg(data->catalog));
 			r = CLI_FAILED;
 			goto out;
 		}

@@ -45,6 +45,7 @@ int cmd_serve(int argc, char **argv)
 		{ "p2p-upload-limit", required_argument, NULL, 'U' },
 		{ "p2p-rescan", required_argument, NULL, 'R' },
 		{ "p2p-super-seed", no_argument, NULL, 'S' },
+		{ "search-budget", required_argument, NULL, 'B' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const struct cli_command *self = cli_find("serve");
@@ -88,6 +89,14 @@ int cmd_serve(int argc, char **argv)
 		case 'r': cfg.ready_file = optarg; break;
 		case 'P': cfg.p2p_listen = optarg; break;
 		case 'S': cfg.p2p_super_seed = true; break;
+		case 'B': {
+			char *end;
+			long v = strtol(optarg, &end, 10);
+			if (end == optarg || *end || v < 1 || v > 60000)
+				return cli_usage_error(self, "--search-budget takes milliseconds, 1 to 60000");
+			cfg.search_budget_ms = (int)v;
+			break;
+		}
 		case 'R': {
 			unsigned ms = parse_timeout(optarg);
 			if (!ms)

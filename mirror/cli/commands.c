@@ -89,7 +89,8 @@ const struct cli_command cli_commands[] = {
 	  "       [--tokens FILE] [--auth open|listed|all]\n"
 	  "       [--hf-upstream URL] [--ms-upstream URL] [--ready-file FILE]\n"
 	  "       [--header-timeout S] [--idle-timeout S] [--write-timeout S]\n"
-	  "       [--p2p-listen HOST:PORT|off] [--p2p-upload-limit BYTES/S] [--p2p-rescan S] [--p2p-super-seed]",
+	  "       [--p2p-listen HOST:PORT|off] [--p2p-upload-limit BYTES/S] [--p2p-rescan S] [--p2p-super-seed]\n"
+	  "       [--search-budget MS]",
 	  "run the mirror node: the Hugging Face API over the synced store, and the nightly sync",
 	  "Answers the Hugging Face Hub API (repo info, tree, paths-info, refs, resolve and raw with Range,\n"
 	  "listings) for the synced repositories, from the catalog and the store only: point clients at it\n"
@@ -115,6 +116,7 @@ const struct cli_command cli_commands[] = {
 	  "                      $HUBMIRROR_P2P_LISTEN or 0.0.0.0:6881; off: web seed and tracker only)\n"
 	  "  --p2p-upload-limit N  cap the seed's upload, LAN peers included (bytes/s, k/M/G suffixes)\n"
 	  "  --p2p-rescan S      look for torrents a sync made, or gc dropped, every S seconds (30)\n"
+	  "  --search-budget MS  the longest one catalog search may run; past it a 400 (100)\n"
 	  "  --p2p-super-seed    offer each peer only pieces no peer has yet: the mirror sends about one\n"
 	  "                      copy of a model however many fetch it, at the cost of a slower start\n"
 	  "                      (experimental: a lone client without the web seed can stall at the end)\n"
