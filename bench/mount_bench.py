@@ -1,16 +1,21 @@
 #!/usr/bin/python3
 """mount_bench.py - what an ML engineer waits for: `hubmirror mount` against curl from the mirror.
 
-  /usr/bin/python3 bench/mount_bench.py [--hubmirror PATH] [--mib 512]
+  /usr/bin/python3 bench/mount_bench.py [--hubmirror PATH] [--baseline PATH] [--mib 512] [--runs 3]
 
 As root (FUSE). One model (config.json, a tokenizer and one big weights file) is synced from the fake
-upstream; `hubmirror serve` runs on loopback. Side by side, in one run:
+upstream; `hubmirror serve` runs on loopback. Side by side, in one run, the page cache dropped before
+each case (`sync; echo 3 > /proc/sys/vm/drop_caches`):
 
-  curl:  GET every file from the mirror's resolve URLs (what HF_ENDPOINT clients do), to local disk;
+  curl:  GET every file from the mirror's resolve URLs (what HF_ENDPOINT clients do) to local disk,
+         then read every byte of them once (what loading the model does next);
   mount: `hubmirror mount` (returns once the files are visible), then read config.json, then the
          last MiB of the weights (what a loader's header/index read looks like), then every byte.
+  With --baseline, the same mount steps with another hubmirror binary (an older build), so a change
+  to the read path is measured against what it replaces in the same run.
 
-Prints a table for docs/benchmarks.md.
+Each case runs --runs times, interleaved; the table shows medians. Prints a table for
+docs/benchmarks.md.
 """
 import argparse
 import json
@@ -46,10 +51,23 @@ def read_all(path):
             pass
 
 
+def drop_caches():
+    subprocess.run(["sync"])
+    with open("/proc/sys/vm/drop_caches", "w") as f:
+        f.write("3\n")
+
+
+def median(v):
+    v = sorted(v)
+    return v[len(v) // 2]
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--hubmirror", default=os.path.join(TOP, "build", "mirror", "cli", "hubmirror"))
     ap.add_argument("--mib", type=int, default=512)
+    ap.add_argument("--baseline", help="another hubmirror binary to mount with, side by side")
+    ap.add_argument("--runs", type=int, default=3)
     a = ap.parse_args()
     if os.geteuid() != 0 or not os.path.exists("/dev/fuse"):
         sys.exit("mount_bench.py mounts with FUSE: run it as root, with /dev/fuse")
@@ -70,39 +88,59 @@ def main():
         procs.append(start([a.hubmirror, "serve", "--listen", "127.0.0.1:0", "--p2p-listen", "127.0.0.1:0",
                             "--ready-file", os.path.join(work, "url")], os.path.join(work, "url"), env))
         m = open(os.path.join(work, "url")).read().strip()
-        rows = []
+        names = ("config.json", "tokenizer.json", "model.safetensors")
+        bins = [("mount", a.hubmirror)] + ([("baseline", a.baseline)] if a.baseline else [])
+        t = {}
 
-        dl = os.path.join(work, "curl")
-        os.makedirs(dl)
-        t_curl = timed(lambda: [subprocess.run(["curl", "-fsS", "-o", os.path.join(dl, f),
-                                                "%s/bench/model/resolve/main/%s" % (m, f)], check=True)
-                                for f in ("config.json", "tokenizer.json", "model.safetensors")])
-        rows.append(("curl from the mirror: every file to disk", t_curl))
+        def add(key, secs):
+            t.setdefault(key, []).append(secs)
 
-        os.makedirs(mnt)
-        t_mount = timed(lambda: subprocess.run([a.hubmirror, "mount", "--mirror", m, "--cache", os.path.join(work, "cache"),
-                                                "--no-hf-cache", "--listen", "127.0.0.1:0", "hf:bench/model", mnt],
-                                               env=env, check=True, stdout=subprocess.DEVNULL))
-        rows.append(("mount: the command returns, files listed", t_mount))
-        rows.append(("mount: then read config.json", timed(lambda: read_all(os.path.join(mnt, "config.json")))))
+        same = True
+        for run in range(a.runs):
+            dl = os.path.join(work, "curl")
+            shutil.rmtree(dl, ignore_errors=True)
+            os.makedirs(dl)
+            drop_caches()
+            add("curl", timed(lambda: [subprocess.run(["curl", "-fsS", "-o", os.path.join(dl, f),
+                                                       "%s/bench/model/resolve/main/%s" % (m, f)], check=True)
+                                       for f in names] + [read_all(os.path.join(dl, f)) for f in names]))
+            for label, exe in bins:
+                cache = os.path.join(work, "cache-%s-%d" % (label, run))
+                os.makedirs(mnt, exist_ok=True)
+                drop_caches()
+                add(label + " mount", timed(lambda: subprocess.run(
+                    [exe, "mount", "--mirror", m, "--cache", cache, "--no-hf-cache", "--listen", "127.0.0.1:0",
+                     "hf:bench/model", mnt], env=env, check=True, stdout=subprocess.DEVNULL)))
+                add(label + " config", timed(lambda: read_all(os.path.join(mnt, "config.json"))))
 
-        def tail():
-            with open(os.path.join(mnt, "model.safetensors"), "rb") as f:
-                f.seek(-(1 << 20), os.SEEK_END)
-                f.read()
-        rows.append(("mount: then read the last MiB of the weights", timed(tail)))
-        rows.append(("mount: then read every byte of the weights", timed(lambda: read_all(os.path.join(mnt, "model.safetensors")))))
-        same = subprocess.run(["cmp", os.path.join(mnt, "model.safetensors"), os.path.join(dl, "model.safetensors")]).returncode == 0
-        total = sum(r[1] for r in rows[1:])
-        print("a %d MiB model on loopback (2 cores); bytes identical: %s" % (a.mib + 2, "yes" if same else "NO"))
+                def tail():
+                    with open(os.path.join(mnt, "model.safetensors"), "rb") as f:
+                        f.seek(-(1 << 20), os.SEEK_END)
+                        f.read()
+                add(label + " tail", timed(tail))
+                add(label + " all", timed(lambda: read_all(os.path.join(mnt, "model.safetensors"))))
+                same = same and subprocess.run(["cmp", os.path.join(mnt, "model.safetensors"),
+                                                os.path.join(dl, "model.safetensors")]).returncode == 0
+                subprocess.run([exe, "umount", mnt], stderr=subprocess.DEVNULL)
+                shutil.rmtree(cache, ignore_errors=True)
+        print("a %d MiB model on loopback (2 cores), page cache dropped before each case, medians of %d runs; "
+              "bytes identical: %s" % (a.mib + 2, a.runs, "yes" if same else "NO"))
         print()
-        print("| step | seconds |")
-        print("|---|---|")
-        for name, secs in rows:
-            print("| %s | %.3f |" % (name, secs))
-        print("| mount: all of the above | %.3f |" % total)
+        print("| step | " + " | ".join(label for label, _ in bins) + " |")
+        print("|---|" + "---|" * len(bins))
+        for key, name in (("mount", "the command returns, files listed"), ("config", "then read config.json"),
+                          ("tail", "then read the last MiB of the weights"),
+                          ("all", "then read every byte of the weights")):
+            print("| %s | %s |" % (name, " | ".join("%.3f" % median(t[label + " " + key]) for label, _ in bins)))
+        totals = {label: median([sum(t[label + " " + k][r] for k in ("mount", "config", "tail", "all"))
+                                 for r in range(a.runs)]) for label, _ in bins}
+        print("| all of the above | %s |" % " | ".join("%.3f" % totals[label] for label, _ in bins))
         print()
-        print("ratio mount (everything) / curl: %.2f" % (total / t_curl))
+        print("curl from the mirror, every file to disk and read once: %.3f s" % median(t["curl"]))
+        for label, _ in bins:
+            print("ratio %s (everything) / curl: %.2f" % (label, totals[label] / median(t["curl"])))
+        if a.baseline:
+            print("ratio mount / baseline: %.3f" % (totals["mount"] / totals["baseline"]))
     finally:
         subprocess.run([a.hubmirror, "umount", mnt], stderr=subprocess.DEVNULL)
         for p in procs:

@@ -22,6 +22,7 @@
 #include "base/path.h"
 #include "base/xmalloc.h"
 #include "mount.h"
+#include "p2p-int.h"
 #include "p2p.h"
 
 struct mnt {
@@ -38,7 +39,8 @@ struct mnt {
 	pthread_t watcher;
 	bool watcher_started;
 	atomic_bool stopping;
-	bool indexed;
+	bool finished;                          /* every piece had */
+	bool indexed;                           /* contents kept by sha256 (index_known) */
 };
 
 static struct mnt *self(void)
@@ -263,8 +265,15 @@ static size_t place_known(const struct p2p_mount_config *cfg, const char *save)
 			*slash = '\0';
 			if (!path_mkdirs(dest, 0755)) {
 				*slash = '/';
-				if (link(have, dest) == 0)
-					placed++;
+				/* Only a content that is exactly the torrent's file stays placed: a piece libtorrent
+				 * found wrong there would be fetched and written into this inode, which other
+				 * snapshots share (the mirror names the sha256; the torrent's hashes decide). */
+				if (link(have, dest) == 0) {
+					if (p2p_torrent_verify_file(cfg->torrent, cfg->len, save, k->path) == 1)
+						placed++;
+					else
+						unlink(dest);
+				}
 			}
 		}
 		free(have);
@@ -273,28 +282,42 @@ static size_t place_known(const struct p2p_mount_config *cfg, const char *save)
 	return placed;
 }
 
-/* After the torrent is whole (every piece verified): keep each known content by its sha256. */
-static void index_known(struct mnt *m)
+/* After the torrent is whole: keep each known content by its sha256, once every byte of the file is
+ * verified in it against the torrent and its sha256 is computed here to be the one the mirror named
+ * (a mirror that names a wrong one must not get a file kept under another content's name). Returns
+ * how many files are not verified in the file yet (their last writes may still be pending when the
+ * torrent reports itself finished): the watcher tries those again. */
+static size_t index_known(struct mnt *m)
 {
 	char *dir = xasprintf("%s/by-sha256", m->cfg->cache_dir);
+	size_t pending = 0;
 
 	path_mkdirs(dir, 0755);
 	for (size_t i = 0; i < m->cfg->nknown; i++) {
 		const struct p2p_mount_known *k = &m->cfg->known[i];
 		const struct p2p_file_entry *e = find_file(m, k->path);
-		char *src = NULL, *dst;
+		char *src = NULL, *dst, got[65];
+		struct stat st;
+		int have;
 
-		if (!e || !sha_ok(k->sha256) || e->size == 0 ||
-		    p2p_session_file_path(m->ses, m->btih, e->index, &src))
+		if (!e || !sha_ok(k->sha256) || e->size == 0)
 			continue;
 		dst = xasprintf("%s/%s", dir, k->sha256);
-		if (link(src, dst) < 0 && errno != EEXIST) {
-			/* another filesystem or a vanished file: the next torrent just downloads it */
+		if (lstat(dst, &st) == 0) {
+			free(dst); /* kept already (this torrent's earlier pass, or another's) */
+			continue;
+		}
+		have = p2p_session_have_range(m->ses, m->btih, e->index, 0, e->size);
+		pending += have == 0;
+		if (have == 1 && !p2p_session_file_path(m->ses, m->btih, e->index, &src) &&
+		    !p2p__file_sha256(src, got) && !strcmp(got, k->sha256) && link(src, dst) < 0) {
+			/* another filesystem, or a race with another mount: the next torrent downloads it */
 		}
 		free(dst);
 		free(src);
 	}
 	free(dir);
+	return pending;
 }
 
 /* Drains the session's events (it has no loop of its own) and indexes the contents once whole. */
@@ -302,24 +325,24 @@ static void on_mount_event(void *ud, const struct p2p_event *ev)
 {
 	struct mnt *m = ud;
 
-	if (ev->kind == P2P_EVENT_FINISHED && !m->indexed) {
-		m->indexed = true;
-		index_known(m);
-	}
+	if (ev->kind == P2P_EVENT_FINISHED)
+		m->finished = true;
 }
 
 static void *watch(void *arg)
 {
 	struct mnt *m = arg;
 	struct timespec nap = { 0, 200 * 1000 * 1000 };
+	int tries = 0;
 
 	while (!m->stopping) {
 		struct p2p_torrent_status st;
 		p2p_session_drain(m->ses, on_mount_event, m);
-		if (!m->indexed && !p2p_session_torrent_status(m->ses, m->btih, &st) && st.seeding) {
+		if (!m->finished && !p2p_session_torrent_status(m->ses, m->btih, &st) && st.seeding)
+			m->finished = true;
+		/* a file whose last writes are pending is tried again, for a minute at most */
+		if (m->finished && !m->indexed && (index_known(m) == 0 || ++tries >= 300))
 			m->indexed = true;
-			index_known(m);
-		}
 		nanosleep(&nap, NULL);
 	}
 	return NULL;

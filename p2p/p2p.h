@@ -250,6 +250,18 @@ int p2p_session_have_range(struct p2p_session *s, const char *btih, int index, i
 int p2p_session_want_range(struct p2p_session *s, const char *btih, int index, int64_t offset, int64_t len,
 			   int deadline_ms);
 
+/*
+ * Does the file at <save_path>/<name>/<path> hold exactly what the torrent says file path (inside
+ * its root folder, as p2p_session_files lists it) holds? Reads it and checks every piece of it against
+ * the torrent's v1 hashes, without a session: for contents placed from elsewhere (another revision)
+ * before a torrent starts, since a piece that fails there would be downloaded and written into the
+ * placed file. A piece shared with another real file (not in hubmirror's torrents, which align files
+ * to pieces) counts as a mismatch. Returns 1 (an empty file too), 0 (a mismatch, or the file is
+ * missing or short), HM_ERR_NOT_FOUND (no such file in the torrent), HM_ERR_USAGE or HM_ERR_TORRENT.
+ * Blocking: reads the whole file.
+ */
+int p2p_torrent_verify_file(const unsigned char *torrent, size_t len, const char *save_path, const char *path);
+
 /* libtorrent's version string, e.g. "2.0.8.0". Static. */
 const char *p2p_version(void);
 
