@@ -244,10 +244,11 @@ int catalog_refs_each(struct catalog *c, int64_t repo_id,
 /*
  * Repos with at least one snapshot, of hub and type, whose name contains search (NULL: any) and whose
  * org is author (NULL: any), in name order after the name `after` (NULL: from the start), at most
- * limit. fn gets each repo (borrowed) and its followed snapshot (NULL when not synced).
+ * limit, leaving out the repos hidden names (as catalog_search.hidden; NULL: none). fn gets each repo
+ * (borrowed) and its followed snapshot (NULL when not synced).
  */
 int catalog_repos_each(struct catalog *c, const char *hub, const char *type, const char *search,
-		       const char *author, const char *after, size_t limit,
+		       const char *author, const char *after, size_t limit, const char *hidden,
 		       int (*fn)(void *ud, const struct catalog_repo *r), void *ud);
 
 /* ---- swarm: torrents of snapshots --------------------------------------------------------------- */
@@ -309,6 +310,8 @@ struct catalog_search {
 	size_t limit;             /* 0: no limit */
 	int budget_ms;            /* give up after this long (0: no bound), so that one query cannot hold
 				   * a server's loop: sqlite's progress handler interrupts it */
+	const char *hidden;       /* a JSON array of "hub:type:name" keys of repos to leave out, as if
+				   * they were not tracked (not counted, never matched); NULL: none */
 };
 
 #define CATALOG_SEARCH_MAX_WORDS 8

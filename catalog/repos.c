@@ -219,8 +219,11 @@ int catalog__repo_get_any(struct catalog *c, const char *hub, const char *type, 
 	return repo_get(c, hub, type, name, false, out);
 }
 
+/* A repo not among the keys of the JSON array bound at P (NULL: none hidden). */
+#define HIDDEN_CLAUSE(P) "(" P " IS NULL OR (r.hub || ':' || r.type || ':' || r.name) NOT IN (SELECT value FROM json_each(" P ")))"
+
 int catalog_repos_each(struct catalog *c, const char *hub, const char *type, const char *search,
-		       const char *author, const char *after, size_t limit,
+		       const char *author, const char *after, size_t limit, const char *hidden,
 		       int (*fn)(void *ud, const struct catalog_repo *r), void *ud)
 {
 	sqlite3_stmt *st = NULL;
@@ -230,7 +233,7 @@ int catalog_repos_each(struct catalog *c, const char *hub, const char *type, con
 			       "WHERE r.hub = ?1 AND r.type = ?2 AND s.id IS NOT NULL "
 			       "AND (?3 IS NULL OR instr(lower(r.name), lower(?3)) > 0) "
 			       "AND (?4 IS NULL OR substr(r.name, 1, length(?4) + 1) = ?4 || '/') "
-			       "AND r.name > ?5 ORDER BY r.name LIMIT ?6", -1, &st, NULL) != SQLITE_OK)
+			       "AND r.name > ?5 AND " HIDDEN_CLAUSE("?7") " ORDER BY r.name LIMIT ?6", -1, &st, NULL) != SQLITE_OK)
 		return HM_ERR_SQLITE;
 	sqlite3_bind_text(st, 1, hub, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 2, type, -1, SQLITE_STATIC);
@@ -240,6 +243,8 @@ int catalog_repos_each(struct catalog *c, const char *hub, const char *type, con
 		sqlite3_bind_text(st, 4, author, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 5, after ? after : "", -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 6, limit ? (sqlite3_int64)limit : -1);
+	if (hidden)
+		sqlite3_bind_text(st, 7, hidden, -1, SQLITE_STATIC);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		struct catalog_repo repo = { 0 };
 		read_repo(st, &repo);
@@ -439,9 +444,9 @@ int catalog_search(struct catalog *c, const struct catalog_search *s,
 	 * rank from it too. A row lookup in repos per match is what makes a common word slow (13k
 	 * matches at 100k repos). */
 	index_only = fq && (!s->hub || hub_facet) && (!s->type || type_facet) && !s->org && !s->tag && !s->status &&
-		     s->gated < 0 && !sized;
+		     s->gated < 0 && !sized && !s->hidden;
 	from = xasprintf("repos r %s %s", needs_snap ? REPO_JOINS : "", fq ? "JOIN repo_fts ON repo_fts.rowid = r.id" : "");
-	where = xasprintf("WHERE r.removed_at IS NULL AND %s%s%s%s%s%s%s%s%s",
+	where = xasprintf("WHERE r.removed_at IS NULL AND %s%s%s%s%s%s%s%s%s%s",
 			  fq ? "repo_fts MATCH ?1" : "?1 IS NULL",
 			  /* with words, FTS must drive the join: a unary + keeps the planner off the (hub, type,
 			   * name) index, which would run one FTS query per repo (2 s at 20k repos) */
@@ -452,7 +457,8 @@ int catalog_search(struct catalog *c, const struct catalog_search *s,
 			  s->status ? " AND r.sync_status = ?6" : "",
 			  s->gated >= 0 ? " AND (?7 = 1) = (r.gated IS NOT NULL AND r.gated != 'false')" : "",
 			  s->min_size >= 0 ? " AND coalesce(s.total_size, 0) >= ?8" : "",
-			  s->max_size >= 0 ? " AND coalesce(s.total_size, 0) <= ?9" : "");
+			  s->max_size >= 0 ? " AND coalesce(s.total_size, 0) <= ?9" : "",
+			  s->hidden ? " AND " HIDDEN_CLAUSE("?12") : "");
 	for (int pass = total ? 0 : 1; pass < 2 && !r; pass++) {
 		free(sql);
 		/* Two steps: rank only ids (the sorter then holds two columns per match, not 26), then read
@@ -489,6 +495,8 @@ int catalog_search(struct catalog *c, const struct catalog_search *s,
 		sqlite3_bind_int(st, 7, s->gated);
 		sqlite3_bind_int64(st, 8, s->min_size);
 		sqlite3_bind_int64(st, 9, s->max_size);
+		if (s->hidden)
+			sqlite3_bind_text(st, 12, s->hidden, -1, SQLITE_STATIC);
 		if (pass == 0) {
 			if ((rc = sqlite3_step(st)) == SQLITE_ROW)
 				*total = sqlite3_column_int64(st, 0);

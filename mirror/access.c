@@ -300,3 +300,21 @@ bool mirror_access_public(const struct mirror_access *a, const struct catalog_re
 {
 	return mirror_access_content_open(a, r) && (!a || mirror_access_allows(a, NULL, r->hub, r->type, r->name));
 }
+
+char *mirror_access_hidden(const struct mirror_access *a, const char *token)
+{
+	const struct grant *g;
+	json_t *arr;
+	char *out;
+
+	if (!a || a->mode == ACCESS_OPEN || !a->nprotected)
+		return NULL;
+	g = find_grant(a, token);
+	arr = json_array();
+	for (size_t i = 0; i < a->nprotected; i++)
+		if (!g || (!g->all && !in_list(g->specs, g->nspecs, a->protected[i])))
+			json_array_append_new(arr, json_string(a->protected[i]));
+	out = json_array_size(arr) ? json_dumps(arr, JSON_COMPACT) : NULL;
+	json_decref(arr);
+	return out;
+}

@@ -32,6 +32,11 @@ bool mirror_access_token_valid(const struct mirror_access *a, const char *token)
 bool mirror_access_allows(const struct mirror_access *a, const char *token, const char *hub, const char *type,
 			  const char *name);
 
+/* The repos token (may be NULL) may not read, as a malloc'd JSON array of "hub:type:name" keys for
+ * the catalog's listings to leave out (catalog_search.hidden); NULL when there are none. Listings,
+ * search and metrics show a guarded repo only to those who may read it (docs/security.md). */
+char *mirror_access_hidden(const struct mirror_access *a, const char *token);
+
 /* Is repo named in the tokens file (so only tokens that grant it read it)? */
 bool mirror_access_names(const struct mirror_access *a, const char *hub, const char *type, const char *name);
 

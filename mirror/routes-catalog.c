@@ -110,7 +110,7 @@ static void catalog_repos(struct mirror_routes *rt, struct httpd_req *req)
 	char *org = httpd_query_param(req, "org"), *tag = httpd_query_param(req, "tag");
 	char *status = httpd_query_param(req, "status"), *sort = httpd_query_param(req, "sort");
 	char *order = httpd_query_param(req, "order"), *gated = httpd_query_param(req, "gated");
-	char *cursor = httpd_query_param(req, "cursor");
+	char *cursor = httpd_query_param(req, "cursor"), *hidden;
 	int64_t total = 0, limit = qint(req, "limit", PAGE_DEFAULT);
 	int r;
 
@@ -130,6 +130,8 @@ static void catalog_repos(struct mirror_routes *rt, struct httpd_req *req)
 	s.limit = (size_t)(limit < 1 || limit > PAGE_MAX ? PAGE_DEFAULT : limit);
 	/* the server has one loop: no search may hold it longer than this (docs/security.md) */
 	s.budget_ms = rt->search_budget_ms;
+	/* a guarded repo is not there for whom may not read it: not listed, counted or matched */
+	s.hidden = hidden = mirror__hidden(rt, req);
 	r = catalog_search(rt->data->catalog, &s, search_cb, &sc, &total);
 	if (r) {
 		const char *why = catalog_search_refusal(&s);
@@ -147,7 +149,7 @@ static void catalog_repos(struct mirror_routes *rt, struct httpd_req *req)
 	}
 	free(sc.base);
 	free(q); free(hub); free(type); free(org); free(tag); free(status); free(sort); free(order);
-	free(gated); free(cursor);
+	free(gated); free(cursor); free(hidden);
 }
 
 static int refs_cb(void *ud, const char *name, const char *kind, const char *commit)

@@ -661,11 +661,13 @@ static void hf_list(struct mirror_routes *rt, struct httpd_req *req, const char 
 	char *cursor = httpd_query_param(req, "cursor"), *limit_s = httpd_query_param(req, "limit");
 	long limit = limit_s ? strtol(limit_s, NULL, 10) : LIST_PAGE;
 	struct list_ctx l = { rt, type, json_array(), 0, NULL };
+	char *hidden;
 
 	if (limit < 1 || limit > LIST_PAGE)
 		limit = LIST_PAGE;
+	hidden = mirror__hidden(rt, req);
 	if (catalog_repos_each(rt->data->catalog, "hf", type, search && *search ? search : NULL,
-			       author && *author ? author : NULL, cursor, (size_t)limit, list_cb, &l)) {
+			       author && *author ? author : NULL, cursor, (size_t)limit, hidden, list_cb, &l)) {
 		json_decref(l.arr);
 		hf_error(req, 500, NULL, "catalog error", NULL);
 		goto out;
@@ -683,6 +685,7 @@ static void hf_list(struct mirror_routes *rt, struct httpd_req *req, const char 
 	add_cors(req);
 	mirror__respond_json(req, 200, l.arr);
 out:
+	free(hidden);
 	free(l.last);
 	free(search);
 	free(author);

@@ -40,6 +40,10 @@ struct mirror_routes {
  * buf; NULL when none. */
 const char *mirror__request_token(const struct httpd_req *req, char *buf, size_t cap);
 
+/* The repos this request may not read, for listings to leave out (mirror_access_hidden); malloc'd
+ * JSON or NULL. */
+char *mirror__hidden(const struct mirror_routes *rt, const struct httpd_req *req);
+
 struct buf;
 /* /metrics (routes-metrics.c), and the request counters it prints. */
 int mirror__route_metrics(void *ud, struct httpd_req *req);

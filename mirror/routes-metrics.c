@@ -6,7 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "access.h"
 #include "base/buf.h"
+#include "base/xmalloc.h"
 #include "catalog/catalog.h"
 #include "data.h"
 #include "routes-int.h"
@@ -126,8 +128,16 @@ int mirror__route_metrics(void *ud, struct httpd_req *req)
 		buf_addf(&b, "hubmirror_webseed_bytes_total %llu\n", (unsigned long long)mirror__route_bytes(rt, "webseed"));
 	}
 	if (!catalog_repo_list(c, &repos, &n)) {
+		/* a guarded repo's series only for a scrape whose token may read it (docs/security.md) */
+		char tb[512];
+		const char *tok = mirror__request_token(req, tb, sizeof(tb));
+		bool *visible = xcalloc(n ? n : 1, sizeof(*visible));
+		for (size_t i = 0; i < n; i++)
+			visible[i] = !rt->access || mirror_access_allows(rt->access, tok, repos[i].hub, repos[i].type, repos[i].name);
 		head(&b, "hubmirror_repo_last_sync_timestamp_seconds", "gauge", "When each repository was last synced (Unix time).");
 		for (size_t i = 0; i < n; i++) {
+			if (!visible[i])
+				continue;
 			buf_adds(&b, "hubmirror_repo_last_sync_timestamp_seconds{hub=\"");
 			label(&b, repos[i].hub);
 			buf_adds(&b, "\",type=\"");
@@ -140,6 +150,8 @@ int mirror__route_metrics(void *ud, struct httpd_req *req)
 		}
 		head(&b, "hubmirror_repo_size_bytes", "gauge", "Size of each repository's synced snapshot.");
 		for (size_t i = 0; i < n; i++) {
+			if (!visible[i])
+				continue;
 			buf_adds(&b, "hubmirror_repo_size_bytes{hub=\"");
 			label(&b, repos[i].hub);
 			buf_adds(&b, "\",type=\"");
@@ -149,6 +161,7 @@ int mirror__route_metrics(void *ud, struct httpd_req *req)
 			buf_addf(&b, "\"} %lld\n", (long long)repos[i].total_size);
 		}
 		catalog_repo_list_free(repos, n);
+		free(visible);
 	}
 	httpd_respond(req, 200, "text/plain; version=0.0.4; charset=utf-8", b.data, b.len);
 	buf_release(&b);

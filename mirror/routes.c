@@ -100,6 +100,13 @@ static void refuse(struct httpd_req *req, bool had_token, const char *style)
 	free(body);
 }
 
+char *mirror__hidden(const struct mirror_routes *rt, const struct httpd_req *req)
+{
+	char buf[512];
+
+	return rt->access ? mirror_access_hidden(rt->access, mirror__request_token(req, buf, sizeof(buf))) : NULL;
+}
+
 bool mirror__access_check(struct mirror_routes *rt, struct httpd_req *req, const char *hub, const char *type,
 			  const char *name, const char *style)
 {

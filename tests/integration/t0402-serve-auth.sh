@@ -7,7 +7,8 @@
 cat >"$T/spec.json" <<'JSON'
 {"repos": [
   {"hub": "hf", "type": "model", "id": "acme/open", "files": [{"path": "config.json", "content": "{\"o\": 1}\n"}]},
-  {"hub": "hf", "type": "model", "id": "acme/secret", "files": [{"path": "config.json", "content": "{\"s\": 1}\n"}]},
+  {"hub": "hf", "type": "model", "id": "acme/secret", "card": {"tags": ["zanzibarcode"], "license": "mit"},
+   "files": [{"path": "config.json", "content": "{\"s\": 1}\n"}]},
   {"hub": "ms", "type": "model", "id": "acme/ms-secret", "files": [{"path": "configuration.json", "content": "{}\n"}]}
  ]}
 JSON
@@ -35,6 +36,20 @@ check "a prefix of a token is not the token" test "$(code -H 'Authorization: Bea
 check "catalog detail of a listed repo needs the token" test "$(code "$M/api/catalog/repos/hf/model/acme/secret")" = 401
 check "ModelScope: envelope 401 anonymous" bash -c "curl -sS '$M/api/v1/models/acme/ms-secret/repo/files?Revision=master' | grep -q '\"Code\":401'"
 check "ModelScope: the m_session_id cookie works" test "$(code -b 'm_session_id=team-abcdefghij' "$M/api/v1/models/acme/ms-secret/repo?Revision=master&FilePath=configuration.json")" = 200
+# A guarded repo is not there for whom may not read it: not listed, counted, matched or measured.
+search_total() { curl -fsS "$@" | "$PY" -c 'import json,sys; d=json.load(sys.stdin); print(d["total"], " ".join(r["name"] for r in d["repos"]))'; }
+check "search: anonymous does not find a guarded repo by its tag" test "$(search_total "$M/api/catalog/repos?q=zanzibarcode")" = "0 "
+check "search: the team finds it" test "$(search_total -H 'Authorization: Bearer team-abcdefghij' "$M/api/catalog/repos?q=zanzibarcode")" = "1 acme/secret"
+check "list: anonymous sees the open repo only (and counts it only)" test "$(search_total "$M/api/catalog/repos?hub=hf")" = "1 acme/open"
+check "list: the team sees both" test "$(search_total -H 'Authorization: Bearer team-abcdefghij' "$M/api/catalog/repos?hub=hf")" = "2 acme/open acme/secret"
+check "/api/models: anonymous sees the open repo only" bash -c "
+	curl -fsS '$M/api/models' | grep -q acme/open && ! curl -fsS '$M/api/models' | grep -q acme/secret"
+check "/api/models: the team sees both" bash -c "
+	curl -fsS -H 'Authorization: Bearer team-abcdefghij' '$M/api/models' | grep -q acme/secret"
+check "/metrics: no series of a guarded repo for an anonymous scrape" bash -c "
+	curl -fsS '$M/metrics' | grep -q 'repo=\"acme/open\"' && ! curl -fsS '$M/metrics' | grep -q 'acme/secret'"
+check "/metrics: a scrape with the team's token has them" bash -c "
+	curl -fsS -H 'Authorization: Bearer team-abcdefghij' '$M/metrics' | grep -q 'repo=\"acme/secret\"'"
 check "tokens never reach the logs" bash -c "! grep -rqE 'team-abc|ops-0123|other-zyx' '$T/access.log' '$T/serve.err'"
 kill "${_pids[-1]}"; wait "${_pids[-1]}" 2>/dev/null
 
