@@ -18,6 +18,9 @@
  *      same name and files have the same torrent, so the hashes are indexed, not unique.
  *   7  repo_fts gains a facets column ("hubhf typemodel"): a search narrowed to a hub or a type
  *      counts and ranks from the index alone (user words never match it: they are column-filtered).
+ *   8  blob_fetches: which repo's request fetched each content, recorded as the bytes land (before
+ *      any snapshot names them), so a repo may name content it did not fetch only when a repo anyone
+ *      may read fetched or names it, and a run that failed halfway still resumes from what it got.
  *
  * Rules: a migration only ever moves from version N-1 to N; released migrations are never edited,
  * a change is a new entry at the end of `migrations`.
@@ -187,6 +190,12 @@ static const char *const migrations[] = {
 	"  SELECT id, name, CASE WHEN instr(name, '/') THEN substr(name, 1, instr(name, '/') - 1) END,"
 	"         tags, pipeline_tag, library_name, license, card_data, 'hub' || hub || ' type' || type"
 	"  FROM repos WHERE removed_at IS NULL;",
+	/* 7 -> 8 */
+	"CREATE TABLE blob_fetches ("
+	"  sha256  TEXT NOT NULL,"
+	"  repo_id INTEGER NOT NULL REFERENCES repos(id) ON DELETE CASCADE,"
+	"  PRIMARY KEY (sha256, repo_id)"
+	") WITHOUT ROWID;",
 };
 
 int catalog__migration_count(void)

@@ -158,6 +158,40 @@ int catalog_sha256_for_git_oid(struct catalog *c, const char *git_oid, int64_t s
 	return r;
 }
 
+bool catalog_blob_public_or_own(struct catalog *c, const char *sha256, int64_t repo_id)
+{
+	sqlite3_stmt *st = NULL;
+	bool yes;
+
+#define OPEN_TO(r) "(" r ".id = ?2 OR ((" r ".gated IS NULL OR " r ".gated = 'false') AND coalesce(" r ".private, 0) != 1) " \
+			   "OR json_extract(coalesce(" r ".options, '{}'), '$.open') = 1)"
+	if (prepare(c, "SELECT 1 FROM blob_fetches b JOIN repos r ON r.id = b.repo_id WHERE b.sha256 = ?1 AND " OPEN_TO("r") " "
+		       "UNION ALL SELECT 1 FROM files f JOIN snapshots s ON s.id = f.snapshot_id JOIN repos q ON q.id = s.repo_id "
+		       "WHERE f.sha256 = ?1 AND " OPEN_TO("q") " LIMIT 1", &st))
+		return false;
+#undef OPEN_TO
+	sqlite3_bind_text(st, 1, sha256, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, repo_id);
+	yes = sqlite3_step(st) == SQLITE_ROW;
+	sqlite3_finalize(st);
+	return yes;
+}
+
+int catalog_blob_fetched(struct catalog *c, const char *sha256, int64_t repo_id)
+{
+	sqlite3_stmt *st = NULL;
+	int r = HM_ERR_SQLITE;
+
+	if (prepare(c, "INSERT INTO blob_fetches (sha256, repo_id) VALUES (?1, ?2) ON CONFLICT DO NOTHING", &st))
+		return r;
+	sqlite3_bind_text(st, 1, sha256, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, repo_id);
+	if (sqlite3_step(st) == SQLITE_DONE)
+		r = 0;
+	sqlite3_finalize(st);
+	return r;
+}
+
 int catalog_repo_set_sync(struct catalog *c, int64_t repo_id, const char *status, const char *error,
 			  int64_t when, const struct catalog_repo_meta *m)
 {

@@ -84,6 +84,7 @@ struct srepo {
 	size_t pending;         /* wants whose content is not in the store yet */
 	int error;
 	char *error_text;
+	bool is_public;         /* anyone may read its content (repo_public), from its listing */
 };
 
 struct sync {
@@ -357,17 +358,50 @@ static void job_add_waiter(struct job *j, struct srepo *r, size_t idx)
 	j->nwaiters++;
 }
 
+/* Would anyone be let read r's content? Not when upstream gates it or keeps it private, unless the
+ * operator opened it. From the listing: plan_repo keeps the answer in r->is_public, which outlives it. */
+static bool repo_public(const struct srepo *r)
+{
+	json_t *g = r->snap && r->snap->meta ? json_object_get(r->snap->meta, "gated") : NULL;
+	json_t *p = r->snap && r->snap->meta ? json_object_get(r->snap->meta, "private") : NULL;
+	bool closed = (g && !json_is_false(g) && !(json_is_string(g) && !strcmp(json_string_value(g), "false"))) ||
+		      json_is_true(p);
+	json_t *o;
+	bool open;
+
+	if (!closed)
+		return true;
+	o = json_loads(r->cr->options ? r->cr->options : "{}", 0, NULL);
+	open = json_is_true(json_object_get(o, "open"));
+	json_decref(o);
+	return open;
+}
+
+/* May repo r take content that job j fetched for its owner? Content fetched for a repo anyone may read
+ * is public; content fetched for a closed repo only proves that repo may have it (docs/security.md). */
+static bool may_take(const struct job *j, const struct srepo *r)
+{
+	return j->owner == r || j->owner->is_public;
+}
+
 static bool job_error_is_access(int e)
 {
 	return e == HM_ERR_GATED || e == HM_ERR_AUTH || e == HM_ERR_NOT_FOUND || e == HM_ERR_DISABLED;
 }
 
 /* Tell every file waiting on j its content (sha256) or the error; a refused repo reports its own
- * refusal, not the last owner's. */
-static void job_notify(struct job *j, int err, const char *sha256)
+ * refusal, not the last owner's. On success, waiters that may not take content fetched for the
+ * owner (may_take) stay, and the caller fetches it again for them; returns how many stayed. */
+static size_t job_notify(struct job *j, int err, const char *sha256)
 {
+	size_t kept = 0;
+
 	for (size_t i = 0; i < j->nwaiters; i++) {
 		struct srepo *r = j->waiters[i].repo;
+		if (!err && !may_take(j, r)) {
+			j->waiters[kept++] = j->waiters[i];
+			continue;
+		}
 		if (err) {
 			int e = err;
 			const char *why = j->error_text ? j->error_text : err_str(err);
@@ -386,8 +420,9 @@ static void job_notify(struct job *j, int err, const char *sha256)
 		if (--r->pending == 0)
 			repo_finish(r);
 	}
-	j->nwaiters = 0;
+	j->nwaiters = kept;
 	j->parked = false;
+	return kept;
 }
 
 /* Once every listing is in, no repo can come to ask for a parked job's content any more: its
@@ -411,6 +446,8 @@ static void job_complete(struct job *j, int err, const char *sha256)
 	j->state = err ? JOB_FAILED : JOB_OK;
 	if (!err) {
 		memcpy(j->result_sha, sha256, 65);
+		if (catalog_blob_fetched(s->d->catalog, sha256, j->owner->cr->id))
+			log_warn("sync", "catalog: %s", catalog_errmsg(s->d->catalog));
 		s->files_done++;
 		s->report->files_fetched++;
 		j->owner->res->files_fetched++;
@@ -451,7 +488,14 @@ static void job_complete(struct job *j, int err, const char *sha256)
 			return;
 		}
 	}
-	job_notify(j, err, sha256);
+	if (job_notify(j, err, sha256)) {
+		/* content fetched for a closed repo, wanted by others: fetched again as the first of them */
+		j->owner = j->waiters[0].repo;
+		j->f = j->owner->wants[j->waiters[0].idx].f;
+		j->tries = 0;
+		j->state = JOB_QUEUED;
+		enqueue(s, j);
+	}
 	pump(s);
 }
 
@@ -658,14 +702,18 @@ static void plan_repo(struct srepo *r)
 	struct catalog *c = s->d->catalog;
 
 	select_files(r);
+	r->is_public = repo_public(r);
 	r->pending = r->nwants + 1; /* +1 until planning is over, so completion cannot run early */
 	for (size_t i = 0; i < r->nwants; i++) {
 		struct hub_file *f = r->wants[i].f;
 		const char *key;
 		struct job *j;
 
+		/* A blob already in the store is named without a fetch only when that gives nothing away:
+		 * a listing could name a closed repo's content (its sha256 is public metadata). */
 		if (f->sha256[0]) {
-			if (mirror_store_has(s->d->store, f->sha256, f->size)) {
+			if (mirror_store_has(s->d->store, f->sha256, f->size) &&
+			    catalog_blob_public_or_own(c, f->sha256, r->cr->id)) {
 				memcpy(r->wants[i].sha256, f->sha256, 65);
 				r->pending--;
 				continue;
@@ -674,7 +722,7 @@ static void plan_repo(struct srepo *r)
 		} else if (f->git_oid[0]) {
 			char sha[65];
 			if (!catalog_sha256_for_git_oid(c, f->git_oid, f->size, sha) &&
-			    mirror_store_has(s->d->store, sha, f->size)) {
+			    mirror_store_has(s->d->store, sha, f->size) && catalog_blob_public_or_own(c, sha, r->cr->id)) {
 				memcpy(r->wants[i].sha256, sha, 65);
 				r->pending--;
 				continue;
@@ -696,7 +744,11 @@ static void plan_repo(struct srepo *r)
 			enqueue(s, j);
 			s->files_total++;
 			s->bytes_total += f->size;
-		} else if (j->state == JOB_OK && mirror_store_has(s->d->store, j->result_sha, f->size)) {
+		} else if (j->state == JOB_QUEUED && !j->owner->is_public && r->is_public) {
+			/* not started yet: fetch it as the public repo, which every waiter may take */
+			j->owner = r;
+			j->f = f;
+		} else if (j->state == JOB_OK && may_take(j, r) && mirror_store_has(s->d->store, j->result_sha, f->size)) {
 			/* fetched earlier in this run, for another repo or path */
 			memcpy(r->wants[i].sha256, j->result_sha, 65);
 			r->pending--;
