@@ -2,13 +2,48 @@
  * path.c - the guard for untrusted paths, and small filesystem helpers.
  */
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 
 #include "err.h"
 #include "path.h"
 #include "xmalloc.h"
+
+/* Length of the valid UTF-8 sequence at s (of at most n bytes), or 0: no overlong forms, no
+ * surrogates, nothing past U+10FFFF. */
+static size_t utf8_len(const unsigned char *s, size_t n)
+{
+	uint32_t cp;
+	size_t len, i;
+
+	if (s[0] < 0x80)
+		return 1;
+	if (s[0] >= 0xc2 && s[0] <= 0xdf)
+		len = 2, cp = s[0] & 0x1f;
+	else if (s[0] >= 0xe0 && s[0] <= 0xef)
+		len = 3, cp = s[0] & 0x0f;
+	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
+		len = 4, cp = s[0] & 0x07;
+	else
+		return 0;
+	if (len > n)
+		return 0;
+	for (i = 1; i < len; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		cp = cp << 6 | (s[i] & 0x3f);
+	}
+	if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
+	    (cp >= 0xd800 && cp <= 0xdfff))
+		return 0;
+	/* direction controls: LRM, RLM, LRE..RLO, LRI..PDI */
+	if (cp == 0x200e || cp == 0x200f || (cp >= 0x202a && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069))
+		return 0;
+	return len;
+}
 
 static int check_component(const char *c, size_t n)
 {
@@ -16,17 +51,24 @@ static int check_component(const char *c, size_t n)
 		return HM_ERR_PATH_UNSAFE;
 	if ((n == 1 && c[0] == '.') || (n == 2 && c[0] == '.' && c[1] == '.'))
 		return HM_ERR_PATH_UNSAFE;
-	for (size_t i = 0; i < n; i++) {
+	if (n == 4 && !strncasecmp(c, ".git", 4))
+		return HM_ERR_PATH_UNSAFE;
+	for (size_t i = 0; i < n;) {
 		unsigned char ch = (unsigned char)c[i];
+		size_t l;
 		if (ch < 0x20 || ch == 0x7f || ch == '\\')
 			return HM_ERR_PATH_UNSAFE; /* includes NUL */
+		l = utf8_len((const unsigned char *)c + i, n - i);
+		if (!l)
+			return HM_ERR_PATH_UNSAFE;
+		i += l;
 	}
 	return 0;
 }
 
 int path_check(const char *p, size_t len)
 {
-	size_t start = 0;
+	size_t start = 0, depth = 0;
 
 	if (!p || len == 0 || len > PATH_MAX_LEN || p[0] == '/')
 		return HM_ERR_PATH_UNSAFE;
@@ -35,6 +77,8 @@ int path_check(const char *p, size_t len)
 			int r = check_component(p + start, i - start);
 			if (r)
 				return r;
+			if (++depth > PATH_MAX_DEPTH)
+				return HM_ERR_PATH_UNSAFE;
 			start = i + 1;
 		}
 	}

@@ -11,13 +11,18 @@
 #include <stddef.h>
 
 #define PATH_MAX_LEN 4096       /* whole relative path, in bytes */
-#define PATH_MAX_COMPONENT 255  /* one component, in bytes (NAME_MAX on Linux) */
+#define PATH_MAX_COMPONENT 240  /* one component, in bytes: BitTorrent clients (libtorrent) cut longer
+                                 * ones, so a longer name could not travel the swarm unchanged */
+#define PATH_MAX_DEPTH 64       /* components */
 
 /*
  * Check the len bytes at p as an untrusted relative path. It must be non-empty, at most PATH_MAX_LEN
  * bytes, hold no NUL byte, not start with '/', and be made of '/'-separated components that are
  * non-empty (no "a//b", no trailing '/'), not "." or "..", at most PATH_MAX_COMPONENT bytes, and free
- * of ASCII control characters and backslashes (which other systems read as separators).
+ * of ASCII control characters and backslashes (which other systems read as separators); at most
+ * PATH_MAX_DEPTH components; valid UTF-8 without Unicode direction controls (U+200E, U+200F,
+ * U+202A-U+202E, U+2066-U+2069: a name that displays as another, and that BitTorrent clients strip);
+ * and no ".git" component in any letter case (git would take it for its own metadata).
  * Returns 0 or HM_ERR_PATH_UNSAFE.
  */
 int path_check(const char *p, size_t len);

@@ -140,8 +140,55 @@ int hub_classify_error(enum hub_kind hub, long status, const char *code)
 	return HM_ERR_HTTP;
 }
 
+static int by_path(const void *a, const void *b)
+{
+	return strcmp((*(const struct hub_file *const *)a)->path, (*(const struct hub_file *const *)b)->path);
+}
+
+/* A file whose path is also a folder of other files ("a" next to "a/b") cannot be laid out as a tree
+ * (the store's snapshots, the torrent, a mount, the HF cache): leave it out, counted with the unsafe
+ * paths, and keep the folder. Also drops exact duplicates (the second one). */
+static void drop_conflicts(struct hub_snapshot *s)
+{
+	struct hub_file **v = xcalloc(s->nfiles ? s->nfiles : 1, sizeof(*v));
+	bool *drop = xcalloc(s->nfiles ? s->nfiles : 1, sizeof(*drop));
+	size_t keep = 0;
+
+	for (size_t i = 0; i < s->nfiles; i++)
+		v[i] = &s->files[i];
+	qsort(v, s->nfiles, sizeof(*v), by_path);
+	for (size_t i = 0; i + 1 < s->nfiles; i++)
+		if (!strcmp(v[i]->path, v[i + 1]->path))
+			drop[v[i + 1] - s->files] = true;
+	for (size_t i = 0; i < s->nfiles; i++) {
+		const char *p = s->files[i].path;
+		for (const char *slash = strchr(p, '/'); slash; slash = strchr(slash + 1, '/')) {
+			/* a copy: the sorted array points at the paths themselves */
+			struct hub_file key = { .path = xstrndup(p, (size_t)(slash - p)) }, *kp = &key, **hit;
+			hit = bsearch(&kp, v, s->nfiles, sizeof(*v), by_path);
+			free(key.path);
+			if (hit)
+				drop[*hit - s->files] = true;
+		}
+	}
+	for (size_t i = 0; i < s->nfiles; i++) {
+		if (drop[i]) {
+			free(s->files[i].path);
+			free(s->files[i].url);
+			s->skipped_unsafe++;
+		} else {
+			s->files[keep++] = s->files[i];
+		}
+	}
+	s->nfiles = keep;
+	free(drop);
+	free(v);
+}
+
 static void fetch_finish(struct fetch *f, int result)
 {
+	if (!result && f->snap && !f->snap->unchanged)
+		drop_conflicts(f->snap);
 	f->cb(f->ud, result, f->snap);
 	hub_spec_release(&f->spec);
 	free(f->known);

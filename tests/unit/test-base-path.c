@@ -63,6 +63,35 @@ TEST(rejects_oversized)
 	free(longpath);
 }
 
+/* Names that would break the tree, the swarm or git further down: refused at the one guard. */
+TEST(rejects_names_that_break_later)
+{
+	char deep[64 * 2 + 8] = "";
+
+	/* direction controls: U+202E (RLO) makes "x\u202Egnp.exe" display as "xexe.png" */
+	CHECK_INT(path_check_str("x\xe2\x80\xaegnp.exe"), HM_ERR_PATH_UNSAFE);
+	CHECK_INT(path_check_str("a/\xe2\x81\xa6" "b"), HM_ERR_PATH_UNSAFE);   /* U+2066 LRI */
+	CHECK_INT(path_check_str("\xe2\x80\x8fz"), HM_ERR_PATH_UNSAFE);    /* U+200F RLM */
+	CHECK_INT(path_check_str("em\xe2\x80\x94" "dash"), 0);             /* U+2014: an ordinary mark */
+	/* not UTF-8: a lone continuation byte, an overlong '/', a surrogate, a cut sequence */
+	CHECK_INT(path_check_str("a\x80"), HM_ERR_PATH_UNSAFE);
+	CHECK_INT(path_check_str("a\xc0\xaf" "b"), HM_ERR_PATH_UNSAFE);
+	CHECK_INT(path_check_str("\xed\xa0\x80"), HM_ERR_PATH_UNSAFE);
+	CHECK_INT(path_check_str("x\xe6\xa8"), HM_ERR_PATH_UNSAFE);
+	CHECK_INT(path_check_str("\xf0\x9f\x98\x80.txt"), 0);          /* U+1F600 */
+	/* git's own folder, in any case, anywhere */
+	CHECK_INT(path_check_str(".git/config"), HM_ERR_PATH_UNSAFE);
+	CHECK_INT(path_check_str("sub/.GIT/hooks/x"), HM_ERR_PATH_UNSAFE);
+	CHECK_INT(path_check_str(".gitignore"), 0);
+	CHECK_INT(path_check_str("x.git"), 0);
+	/* 64 components pass, 65 do not */
+	for (int i = 0; i < 64; i++)
+		strcat(deep, i ? "/d" : "d");
+	CHECK_INT(path_check_str(deep), 0);
+	strcat(deep, "/d");
+	CHECK_INT(path_check_str(deep), HM_ERR_PATH_UNSAFE);
+}
+
 TEST(join)
 {
 	char *out = NULL;
@@ -109,6 +138,7 @@ int main(void)
 	RUN(rejects_traversal);
 	RUN(rejects_embedded_nul);
 	RUN(rejects_oversized);
+	RUN(rejects_names_that_break_later);
 	RUN(join);
 	RUN(mkdirs);
 	return test_done();
