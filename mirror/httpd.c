@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/ioctl.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -32,6 +33,7 @@
 
 #include "base/buf.h"
 #include "base/hex.h"
+#include "base/log.h"
 #include "base/xmalloc.h"
 #include "httpd.h"
 
@@ -92,12 +94,17 @@ struct httpd_req {
 };
 
 enum conn_state { C_READING, C_WRITING, C_LINGER, C_CLOSING };
+/* What the connection's one timer stands for. */
+enum conn_timer { T_IDLE, T_HEADER, T_WRITE, T_LINGER };
+static const char *const timer_names[] = { "idle", "header", "write", "linger" };
 
 struct conn {
 	struct httpd *h;
 	uv_os_sock_t fd;
 	uv_poll_t poll;
 	uv_timer_t timer;
+	enum conn_timer timer_kind;     /* what the running timer stands for */
+	uint64_t timer_set_ns;         /* when it was started (uv_hrtime) */
 	int closing_handles;
 	enum conn_state state;
 	http_parser parser;
@@ -460,7 +467,7 @@ static void req_reset(struct httpd_req *r)
 	r->method[0] = '\0';
 }
 
-static void set_timer(struct conn *c, unsigned ms);
+static void set_timer(struct conn *c, enum conn_timer kind);
 
 static void conn_handle_closed(uv_handle_t *handle)
 {
@@ -502,13 +509,32 @@ static void conn_close(struct conn *c)
 	uv_close((uv_handle_t *)&c->timer, conn_handle_closed);
 }
 
-static void on_timer(uv_timer_t *t)
+/* Bytes the client sent that we have not read yet (0 when unknown). */
+static int conn_unread(struct conn *c)
 {
-	conn_close(t->data); /* header, idle or write timeout */
+	int n = 0;
+
+	return ioctl(c->fd, FIONREAD, &n) == 0 && n > 0 ? n : 0;
 }
 
-static void set_timer(struct conn *c, unsigned ms)
+static void on_timer(uv_timer_t *t)
 {
+	struct conn *c = t->data;
+
+	log_debug("httpd", "%s: %s timeout after %.2f s (%s): closing with %d bytes unread", c->peer,
+		  timer_names[c->timer_kind], (double)(uv_hrtime() - c->timer_set_ns) / 1e9,
+		  c->in_request ? "in a request" : "between requests", conn_unread(c));
+	conn_close(c);
+}
+
+static void set_timer(struct conn *c, enum conn_timer kind)
+{
+	const struct httpd_config *cfg = &c->h->cfg;
+	unsigned ms = kind == T_IDLE ? cfg->idle_timeout_ms : kind == T_HEADER ? cfg->header_timeout_ms :
+		      kind == T_WRITE ? cfg->write_timeout_ms : LINGER_MS;
+
+	c->timer_kind = kind;
+	c->timer_set_ns = uv_hrtime();
 	uv_timer_start(&c->timer, on_timer, ms, 0);
 }
 
@@ -576,7 +602,7 @@ static void conn_linger(struct conn *c)
 	free(c->rbuf);
 	c->rbuf = NULL;
 	c->rlen = c->roff = 0;
-	set_timer(c, LINGER_MS);
+	set_timer(c, T_LINGER);
 	conn_watch(c, UV_READABLE);
 }
 
@@ -639,7 +665,7 @@ static void conn_write(struct conn *c)
 	}
 	if (r == 0) {
 		conn_watch(c, UV_WRITABLE);
-		set_timer(c, c->h->cfg.write_timeout_ms);
+		set_timer(c, T_WRITE);
 		return;
 	}
 	conn_finish_response(c);
@@ -743,11 +769,11 @@ static void conn_process(struct conn *c)
 		}
 		if (!c->in_request) {
 			conn_trim(c);
-			set_timer(c, c->h->cfg.idle_timeout_ms);
+			set_timer(c, T_IDLE);
 		} else if (!c->header_timer_on) {
 			/* From the first byte of the request: a client trickling bytes does not extend it. */
 			c->header_timer_on = true;
-			set_timer(c, c->h->cfg.header_timeout_ms);
+			set_timer(c, T_HEADER);
 		}
 		conn_watch(c, UV_READABLE);
 		break;
@@ -883,7 +909,7 @@ static void on_connection(uv_stream_t *server, int status)
 	h->conns = c;
 	h->stats.connections_open++;
 	h->stats.connections_total++;
-	set_timer(c, h->cfg.idle_timeout_ms);
+	set_timer(c, T_IDLE);
 	conn_watch(c, UV_READABLE);
 }
 

@@ -596,9 +596,10 @@ def scenario_slowread(path, sha, size, pid, seconds, write_timeout):
 
 # ---- many idle connections -----------------------------------------------------------------------
 
-def scenario_idle(n, pid, idle_timeout, limit_mib):
+def scenario_idle(n, pid, idle_timeout, limit_mib, log_path=None):
     """n idle connections (half of them after one request): a new client is served, VmRSS stays
-    under limit_mib, and the idle timeout closes them all."""
+    under limit_mib, and the idle timeout closes them all. log_path: the server's log, whose tail is
+    printed when a request goes unanswered."""
     n, pid, idle_timeout, limit_mib = int(n), int(pid), float(idle_timeout), float(limit_mib)
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft < n + 100:
@@ -606,6 +607,7 @@ def scenario_idle(n, pid, idle_timeout, limit_mib):
     rss0 = rss_kib(pid)
     t0 = time.monotonic()
     conns = []
+    sent = {}  # connection index -> (what, seconds after t0 it was sent, whether send() took it all)
     # Half of them ask once first, so both fresh and kept-alive idle connections are held; one in
     # twenty of those sends a 900 KB body, which an idle connection must not keep.
     body = json.dumps({"paths": ["x" * 900000]}).encode()
@@ -615,11 +617,32 @@ def scenario_idle(n, pid, idle_timeout, limit_mib):
         c = Conn(10)
         conns.append(c)
         if i % 2 == 0:
-            c.send(big if i % 20 == 0 else b"GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n")
-    for c in conns[::2]:
-        st, _, _ = c.response()
+            what = "POST paths-info (%d-byte body)" % len(body) if i % 20 == 0 else "GET /healthz"
+            t = time.monotonic() - t0
+            sent[i] = (what, t, c.send(big if i % 20 == 0 else b"GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n"),
+                       time.monotonic() - t0 - t)
+    t_read = time.monotonic() - t0
+    for i in range(0, n, 2):
+        what, t, whole, took = sent[i]
+        try:
+            st, _, _ = conns[i].response()
+        except (OSError, EOFError, ValueError) as e:
+            st = "%s: %s" % (type(e).__name__, e)
         if st != 200:
-            expect(False, "keep-alive request answered %s" % st)
+            now = time.monotonic() - t0
+            note("request %d of %d: %s, sent at +%.2f s in %.2f s (%s), responses read from +%.2f s, "
+                 "failed at +%.2f s, %.2f s after it was sent" % (i, n, what, t, took, "all taken" if whole
+                                                                  else "send failed", t_read, now, now - t))
+            expect(False, "keep-alive request %d (%s) answered %s" % (i, what, st))
+            if log_path:
+                try:
+                    with open(log_path, errors="replace") as f:
+                        tail = f.readlines()[-15:]
+                except OSError as e:
+                    tail = ["cannot read %s: %s\n" % (log_path, e)]
+                note("server log tail (%s):" % log_path)
+                for line in tail:
+                    note("  " + line.rstrip("\n"))
             break
     opened = time.monotonic() - t0
     t1 = time.monotonic()

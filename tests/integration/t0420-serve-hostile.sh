@@ -31,8 +31,11 @@ export HUBMIRROR_HF_UPSTREAM=$FAKE_API HUBMIRROR_MS_UPSTREAM=$FAKE_API
 check "synced" "$HUBMIRROR" sync --no-progress
 
 HEADER_TIMEOUT=2 IDLE_TIMEOUT=4 WRITE_TIMEOUT=4
-"$HUBMIRROR" serve --listen 127.0.0.1:0 --ready-file "$T/url" --header-timeout $HEADER_TIMEOUT \
-	--idle-timeout $IDLE_TIMEOUT --write-timeout $WRITE_TIMEOUT 2>"$T/serve.err" &
+# At debug level the server logs each connection a timeout closes (which timeout, after how long, how
+# many request bytes it left unread): a scenario that fails prints the tail of $T/serve.err.
+"$HUBMIRROR" --log-level debug serve --listen 127.0.0.1:0 --ready-file "$T/url" \
+	--header-timeout $HEADER_TIMEOUT --idle-timeout $IDLE_TIMEOUT --write-timeout $WRITE_TIMEOUT \
+	2>"$T/serve.err" &
 SPID=$!
 _pids+=($SPID)
 for _ in $(seq 100); do [ -s "$T/url" ] && break; sleep 0.05; done
@@ -72,7 +75,7 @@ hostile "200 slowloris connections: others served, closed by the header timeout"
 hostile "a slow reader neither stalls full-speed readers nor grows the server" \
 	slowread "$big" "$big_sha" "$big_size" "$SPID" 3 $WRITE_TIMEOUT
 hostile "2,000 idle connections: served, RSS under 100 MB, closed by the idle timeout" \
-	idle 2000 "$SPID" $IDLE_TIMEOUT 100
+	idle 2000 "$SPID" $IDLE_TIMEOUT 100 "$T/serve.err"
 hostile "garbage and clients that vanish mid-response" garbage "$big"
 
 check "no sanitizer report" bash -c "! grep -qE 'ERROR: (Address|Leak)Sanitizer|runtime error:' '$T/serve.err'"
