@@ -517,13 +517,51 @@ static int conn_unread(struct conn *c)
 	return ioctl(c->fd, FIONREAD, &n) == 0 && n > 0 ? n : 0;
 }
 
+static void conn_read(struct conn *c);
+
+/* An idle or header timer is due while bytes from the client wait in our receive buffer. libuv runs
+ * due timers after each turn's I/O callbacks, before it polls again; when a turn takes long
+ * (thousands of connections, a CPU shared with other work, a 1 MiB body read 128 KiB per turn), a
+ * timer can fire although the client sent everything in time: it is we who did not read it, and
+ * closing then would reset a legitimate client (the bytes are unread). So read first: for a header
+ * timer, all that is there, and close only if the request is still incomplete; for an idle timer,
+ * the bytes start a request, which gets its own header timer. True when the connection lives on. */
+static bool conn_catch_up(struct conn *c)
+{
+	uint64_t answered = c->h->stats.requests_total;
+
+	if (c->state != C_READING || (c->timer_kind != T_IDLE && c->timer_kind != T_HEADER) ||
+	    !conn_unread(c))
+		return false;
+	if (c->timer_kind == T_IDLE) {
+		conn_read(c);
+		return c->state != C_CLOSING;
+	}
+	/* Bounded, in case a client streams faster than we parse: a request is at most a 1 MiB body
+	 * and its headers, and the limits refuse more (414/431/413 end the loop). */
+	for (int i = 0; i < 64 && c->state == C_READING && c->h->stats.requests_total == answered &&
+			conn_unread(c) > 0; i++)
+		conn_read(c);
+	return c->state != C_CLOSING && (c->state != C_READING || c->h->stats.requests_total != answered);
+}
+
 static void on_timer(uv_timer_t *t)
 {
 	struct conn *c = t->data;
+	enum conn_timer kind = c->timer_kind;
+	double after = (double)(uv_hrtime() - c->timer_set_ns) / 1e9;
+	int unread = conn_unread(c);
 
+	if (conn_catch_up(c)) {
+		log_debug("httpd", "%s: %s timeout after %.2f s with %d bytes unread: read them, the "
+			  "connection goes on", c->peer, timer_names[kind], after, unread);
+		return;
+	}
+	if (c->state == C_CLOSING)
+		return; /* reading met the client's close */
 	log_debug("httpd", "%s: %s timeout after %.2f s (%s): closing with %d bytes unread", c->peer,
-		  timer_names[c->timer_kind], (double)(uv_hrtime() - c->timer_set_ns) / 1e9,
-		  c->in_request ? "in a request" : "between requests", conn_unread(c));
+		  timer_names[kind], after, c->in_request ? "in a request" : "between requests",
+		  conn_unread(c));
 	conn_close(c);
 }
 

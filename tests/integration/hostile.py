@@ -12,6 +12,7 @@ import os
 import re
 import resource
 import selectors
+import signal
 import socket
 import sys
 import threading
@@ -594,6 +595,20 @@ def scenario_slowread(path, sha, size, pid, seconds, write_timeout):
     done()
 
 
+def log_tail(log_path, lines=15):
+    """Print the end of the server's log (when the script was given its path)."""
+    if not log_path:
+        return
+    try:
+        with open(log_path, errors="replace") as f:
+            tail = f.readlines()[-lines:]
+    except OSError as e:
+        tail = ["cannot read %s: %s\n" % (log_path, e)]
+    note("server log tail (%s):" % log_path)
+    for line in tail:
+        note("  " + line.rstrip("\n"))
+
+
 # ---- many idle connections -----------------------------------------------------------------------
 
 def scenario_idle(n, pid, idle_timeout, limit_mib, log_path=None):
@@ -634,15 +649,7 @@ def scenario_idle(n, pid, idle_timeout, limit_mib, log_path=None):
                  "failed at +%.2f s, %.2f s after it was sent" % (i, n, what, t, took, "all taken" if whole
                                                                   else "send failed", t_read, now, now - t))
             expect(False, "keep-alive request %d (%s) answered %s" % (i, what, st))
-            if log_path:
-                try:
-                    with open(log_path, errors="replace") as f:
-                        tail = f.readlines()[-15:]
-                except OSError as e:
-                    tail = ["cannot read %s: %s\n" % (log_path, e)]
-                note("server log tail (%s):" % log_path)
-                for line in tail:
-                    note("  " + line.rstrip("\n"))
+            log_tail(log_path)
             break
     opened = time.monotonic() - t0
     t1 = time.monotonic()
@@ -664,6 +671,42 @@ def scenario_idle(n, pid, idle_timeout, limit_mib, log_path=None):
     note("after the idle timeout (%.1f s): %d of %d still open" % (idle_timeout, still, n))
     expect(still == 0, "%d idle connections outlived the idle timeout" % still)
     expect(healthy(), "healthz after the idle connections")
+    done()
+
+
+# ---- a server that falls behind ------------------------------------------------------------------
+
+def scenario_stalled(pid, header_timeout, log_path=None):
+    """A client sends a 900 KB request in time, but the server falls behind (here: it is stopped)
+    past its header timeout: once it runs again, the bytes waiting in its receive buffer are read and
+    the request answered, not reset. The server reads at most 128 KiB of a connection per loop turn
+    and runs due timers between turns, so this is what a loaded server used to get wrong."""
+    pid, header_timeout = int(pid), float(header_timeout)
+    body = json.dumps({"paths": ["x" * 900000]}).encode()
+    head = b"POST /api/models/acme/tiny/paths-info/main HTTP/1.1\r\nHost: t\r\n" \
+           b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(body)
+    c = Conn(header_timeout + 10)
+    c.send(head + body[:1000])
+    time.sleep(0.3)  # the server reads the start: its header timer runs from there
+    t0 = time.monotonic()
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        sender = threading.Thread(target=c.send, args=(body[1000:],), daemon=True)
+        sender.start()
+        time.sleep(header_timeout + 1)
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    try:
+        st, _, _ = c.response()
+    except (OSError, EOFError, ValueError) as e:
+        st = "%s: %s" % (type(e).__name__, e)
+    note("%d-byte request sent while the server was stopped for %.1f s (header timeout %.1f s): %s "
+         "after %.2f s" % (len(head) + len(body), header_timeout + 1, header_timeout, st,
+                           time.monotonic() - t0))
+    if not expect(st == 200, "a request that arrived in time while the server was behind answered %s" % st):
+        log_tail(log_path)
+    c.close()
+    expect(healthy(), "healthz after the stalled server")
     done()
 
 

@@ -5,9 +5,10 @@
 # ModelScope and catalog routes take from the query): never a byte from outside the snapshot, never a
 # crash; oversized request lines, headers and bodies (414/431/413 and a closed connection); 10,000
 # pipelined requests on one connection; slowloris (closed by the header timeout); a slow reader beside
-# full-speed readers (no stall, no buffering, dropped by the write timeout); 2,000 idle connections
-# (small RSS, idle timeout); garbage bytes and clients that vanish mid-response. Short timeouts
-# (--header-timeout and friends) keep it well under a minute.
+# full-speed readers (no stall, no buffering, dropped by the write timeout); a request sent in full
+# while the server was stalled past its header timeout (read and answered, not reset); 2,000 idle
+# connections (small RSS, idle timeout); garbage bytes and clients that vanish mid-response. Short
+# timeouts (--header-timeout and friends) keep it well under a minute.
 . "$HM_SRC/tests/integration/lib.sh"
 ulimit -n 8192 2>/dev/null || ulimit -n "$(ulimit -Hn)" 2>/dev/null
 
@@ -74,6 +75,8 @@ hostile "200 slowloris connections: others served, closed by the header timeout"
 	slowloris 200 $HEADER_TIMEOUT
 hostile "a slow reader neither stalls full-speed readers nor grows the server" \
 	slowread "$big" "$big_sha" "$big_size" "$SPID" 3 $WRITE_TIMEOUT
+hostile "a 900 KB request sent in time to a server stalled past its header timeout is answered, not reset" \
+	stalled "$SPID" $HEADER_TIMEOUT "$T/serve.err"
 hostile "2,000 idle connections: served, RSS under 100 MB, closed by the idle timeout" \
 	idle 2000 "$SPID" $IDLE_TIMEOUT 100 "$T/serve.err"
 hostile "garbage and clients that vanish mid-response" garbage "$big"
