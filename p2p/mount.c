@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <fuse.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -340,9 +341,16 @@ static void *watch(void *arg)
 		p2p_session_drain(m->ses, on_mount_event, m);
 		if (!m->finished && !p2p_session_torrent_status(m->ses, m->btih, &st) && st.seeding)
 			m->finished = true;
-		/* a file whose last writes are pending is tried again, for a minute at most */
-		if (m->finished && !m->indexed && (index_known(m) == 0 || ++tries >= 300))
-			m->indexed = true;
+		/* A file whose last writes are pending is tried again, for a minute at most. Hashing a whole
+		 * snapshot must not slow the reads it runs beside (the download often ends while a loader
+		 * still reads): it runs at SCHED_IDLE, on CPU time nobody else wants. */
+		if (m->finished && !m->indexed) {
+			struct sched_param idle = { 0 }, normal = { 0 };
+			pthread_setschedparam(pthread_self(), SCHED_IDLE, &idle);
+			if (index_known(m) == 0 || ++tries >= 300)
+				m->indexed = true;
+			pthread_setschedparam(pthread_self(), SCHED_OTHER, &normal);
+		}
 		nanosleep(&nap, NULL);
 	}
 	return NULL;

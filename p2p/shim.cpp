@@ -108,13 +108,13 @@ private:
 
 /*
  * Pieces whose bytes are verified in the file, one bit each, for p2p_session_have_range: read and set
- * without a lock from any thread. A bit is set only after the piece's bytes were read back from the
- * files and matched the torrent's piece hash (verify_in_file), never from libtorrent's word alone:
- * 2.0.8 checks a piece as soon as all its blocks are received, hashing the ones still waiting to be
- * written from its store buffer, and posts piece_finished_alert then, while up to aio_threads write
- * jobs of that piece may still be queued; a pread in that window returns the zeros of a sparse file
- * (docs/p2p.md, "Which bytes a read may return"). Bits are never cleared: libtorrent never rewrites a
- * piece it has, and nothing here starts a recheck.
+ * without a lock from any thread. A bit is set only by p2p_session_have_range, from have_piece() or
+ * from the file itself (verify_in_file), never from piece_finished_alert: 2.0.8 checks a piece as soon
+ * as all its blocks are received, hashing the ones still waiting to be written from its store buffer,
+ * and posts that alert then, while up to aio_threads write jobs of the piece may still be queued; a
+ * pread in that window returns the zeros of a sparse file (docs/p2p.md, "Which bytes a read may
+ * return"). Bits are never cleared: libtorrent never rewrites a piece it has, and nothing here starts
+ * a recheck.
  */
 struct have_cache {
 	explicit have_cache(int pieces)
@@ -139,6 +139,8 @@ struct torrent_entry {
 	std::string save_path;             /* as given to p2p_session_add (never moved) */
 	std::shared_ptr<have_cache> have;
 };
+
+static bool admit_written(torrent_entry const &e);
 
 struct p2p_session {
 	std::unique_ptr<lt::session> ses;
@@ -630,6 +632,7 @@ extern "C" int p2p_session_drain(struct p2p_session *s,
 	s->draining = true;
 	int n = 0;
 	bool dropped = false;
+	std::unordered_set<std::string> pieces_of;   /* torrents with new pieces: admitted after the loop */
 	try {
 		std::vector<lt::alert *> alerts;
 		s->ses->pop_alerts(&alerts);
@@ -663,11 +666,20 @@ extern "C" int p2p_session_drain(struct p2p_session *s,
 				continue;
 			char hex[41];
 			hex40(ih.v1, hex);
+			if (ev.kind == P2P_EVENT_PIECE)
+				pieces_of.insert(hex);
 			ev.btih = hex;
 			ev.message = msg.c_str();
 			n++;
 			if (on_event)
 				on_event(ud, &ev);
+		}
+		/* Admit what those pieces made whole on this thread, so that reads find them cached instead
+		 * of asking libtorrent's network thread themselves. */
+		for (std::string const &hex : pieces_of) {
+			torrent_entry e;
+			if (find_entry(s, hex.c_str(), e))
+				admit_written(e);
 		}
 	} catch (...) {
 		dropped = true;
@@ -830,6 +842,36 @@ static bool verify_in_file(lt::torrent_info const &ti, std::string const &save_p
 	return h.final() == ti.hash_for_piece(piece);
 }
 
+/*
+ * Cache as had every piece whose bytes libtorrent has written and verified, and say whether its word
+ * can be taken for this torrent. A piece passes its check (torrent_status::pieces, and
+ * piece_finished_alert) as soon as its blocks are received, hashed partly from the store buffer; it
+ * stays in the download queue until its last block is written, and only then is it the picker's
+ * "have" (piece_picker::mark_as_finished). So: passed and not in the queue, read in that order (a
+ * piece that finishes writing in between is had either way). Not trusted: a torrent in seed mode
+ * (every piece counts as passed) and one that has had a piece fail (libtorrent's v2 block-hash path
+ * can then mark pieces had while their re-downloaded blocks are being written): there the caller
+ * reads each piece back from the file (docs/p2p.md, "Which bytes a read may return").
+ */
+static bool admit_written(torrent_entry const &e)
+{
+	lt::torrent_status st = e.h.status(lt::torrent_handle::query_pieces);
+	if ((st.flags & lt::torrent_flags::seed_mode) || st.total_failed_bytes > 0)
+		return false;
+	std::vector<lt::partial_piece_info> queue = e.h.get_download_queue();
+	std::vector<int> busy;
+	busy.reserve(queue.size());
+	for (lt::partial_piece_info const &q : queue)
+		busy.push_back(static_cast<int>(q.piece_index));
+	std::sort(busy.begin(), busy.end());
+	int n = std::min(st.pieces.size(), e.have->n);
+	for (int i = 0; i < n; i++)
+		if (!e.have->get(i) && st.pieces.get_bit(lt::piece_index_t(i)) &&
+		    !std::binary_search(busy.begin(), busy.end(), i))
+			e.have->set(i);
+	return true;
+}
+
 extern "C" int p2p_session_have_range(struct p2p_session *s, const char *btih, int index, int64_t offset,
 				      int64_t len)
 {
@@ -844,11 +886,17 @@ extern "C" int p2p_session_have_range(struct p2p_session *s, const char *btih, i
 		int p = first;
 		while (p <= last && e.have->get(p))
 			p++;
-		/* A piece not seen yet: libtorrent must have it (one call to the network thread, 3.4 us, so
-		 * that missing pieces are not hashed over and over while a read waits), and then its bytes
-		 * must hash right in the file. A piece that passed libtorrent's check but whose last blocks
-		 * are still being written hashes wrong here; the caller asks again a moment later. In seed
-		 * mode libtorrent answers yes for every piece, and the file decides. */
+		if (p > last)
+			return 1;
+		/* A piece not seen yet: admit what libtorrent has whole in the files (two calls to its
+		 * network thread for every piece at once), or, where its word is no such promise, read the
+		 * pieces back from the files. */
+		if (admit_written(e)) {
+			for (; p <= last; p++)
+				if (!e.have->get(p))
+					return 0;
+			return 1;
+		}
 		for (; p <= last; p++) {
 			if (e.have->get(p))
 				continue;

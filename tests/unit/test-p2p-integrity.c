@@ -344,6 +344,38 @@ TEST(readers_see_only_verified_bytes)
 	printf("#   %d rounds: %d pieces read, %d wrong\n", ROUNDS, total_read, total_bad);
 }
 
+/* Where libtorrent's word is no promise, the file decides: a torrent in seed mode (every piece "had"
+ * by assumption) over a copy of the files with one block damaged admits every piece but that one. */
+TEST(seed_mode_reads_from_the_file)
+{
+	char *dir = xasprintf("%s/damaged", tmp_root), *copy = xasprintf("%s/Race/model.bin", dir), *cfg;
+	struct p2p_session *s = NULL;
+	int port, fd, bad_piece = 7;
+	int64_t piece = tor.piece_size;
+	unsigned char junk[16384];
+
+	cfg = make_file(dir, "Race/config.json", 700, 7);
+	fd = open(copy, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	CHECK(fd >= 0 && write(fd, model, model_size) == (ssize_t)model_size);
+	memset(junk, 0x5a, sizeof(junk));
+	/* a block in the middle of the model's piece 7 (torrent piece 8) */
+	CHECK(fd >= 0 && pwrite(fd, junk, sizeof(junk), (int64_t)bad_piece * piece + 16384) == (ssize_t)sizeof(junk));
+	if (fd >= 0)
+		close(fd);
+	CHECK_INT(start(&s, &port, 0, true), 0);
+	if (s && !add(s, dir, true)) {
+		CHECK_INT(p2p_session_have_range(s, tor.btih, model_index, 0, piece), 1);
+		CHECK_INT(p2p_session_have_range(s, tor.btih, model_index, (int64_t)bad_piece * piece, piece), 0);
+		CHECK_INT(p2p_session_have_range(s, tor.btih, model_index, (int64_t)bad_piece * piece + 100, 10), 0);
+		CHECK_INT(p2p_session_have_range(s, tor.btih, model_index, (int64_t)(bad_piece + 1) * piece, piece), 1);
+		CHECK_INT(p2p_session_have_range(s, tor.btih, model_index, 0, (int64_t)model_size), 0);
+	}
+	p2p_session_free(&s);
+	free(cfg);
+	free(copy);
+	free(dir);
+}
+
 int main(void)
 {
 	char tmpl[] = "/tmp/test-p2p-integrity-XXXXXX";
@@ -354,8 +386,10 @@ int main(void)
 	}
 	tmp_root = tmpl;
 	RUN(make_torrent);
-	if (tor.data && seed && model_index >= 0)
+	if (tor.data && seed && model_index >= 0) {
 		RUN(readers_see_only_verified_bytes);
+		RUN(seed_mode_reads_from_the_file);
+	}
 	p2p_session_free(&seed);
 	p2p_torrent_release(&tor);
 	free(model);
