@@ -64,6 +64,7 @@ struct httpd {
 	void *observer_ud;
 	time_t date_at;                /* the second `date` was formatted for */
 	char date[40];
+	char **trusted;                /* cfg.trusted_proxies, split; NULL-terminated */
 };
 
 struct header {
@@ -153,6 +154,14 @@ bool httpd_is_head(const struct httpd_req *r) { return r->head; }
 const char *httpd_path(const struct httpd_req *r) { return r->path; }
 const char *httpd_query(const struct httpd_req *r) { return r->query; }
 const char *httpd_peer(const struct httpd_req *r) { return r->c->peer; }
+
+bool httpd_from_trusted_proxy(const struct httpd_req *r)
+{
+	for (char **t = r->c->h->trusted; t && *t; t++)
+		if (!strcmp(*t, r->c->peer))
+			return true;
+	return false;
+}
 const char *httpd_local(const struct httpd_req *r) { return r->c->local; }
 bool httpd_answered(const struct httpd_req *r) { return r->answered; }
 
@@ -906,6 +915,17 @@ static void on_connection(uv_stream_t *server, int status)
 	memset(&ss, 0, sizeof(ss));
 	uv_tcp_getpeername(tmp, (struct sockaddr *)&ss, &sl);
 	uv_close((uv_handle_t *)tmp, tmp_tcp_closed);
+	if (h->stats.connections_open >= h->cfg.max_connections) {
+		/* over the limit: a short answer the client can act on, never a silent drop */
+		static const char busy[] = "HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\n"
+					   "Content-Type: text/plain\r\nContent-Length: 31\r\nConnection: close\r\n\r\n"
+					   "too many connections, try again\n";
+		ssize_t ignored = send(fd, busy, sizeof(busy) - 1, MSG_DONTWAIT | MSG_NOSIGNAL);
+		(void)ignored;
+		h->stats.connections_refused++;
+		close(fd);
+		return;
+	}
 	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	c = xcalloc(1, sizeof(*c));
@@ -1012,6 +1032,19 @@ int httpd_new(uv_loop_t *loop, const struct httpd_config *cfg, struct httpd **ou
 		h->cfg.idle_timeout_ms = 75000;
 	if (!h->cfg.write_timeout_ms)
 		h->cfg.write_timeout_ms = 120000;
+	if (!h->cfg.max_connections)
+		h->cfg.max_connections = 16384;
+	if (cfg->trusted_proxies) {
+		char *copy = xstrdup(cfg->trusted_proxies), *save = NULL, *w;
+		size_t n = 0;
+		for (w = strtok_r(copy, ", ", &save); w; w = strtok_r(NULL, ", ", &save)) {
+			h->trusted = xreallocarray(h->trusted, n + 2, sizeof(*h->trusted));
+			h->trusted[n++] = xstrdup(w);
+			h->trusted[n] = NULL;
+		}
+		free(copy);
+	}
+	h->cfg.trusted_proxies = NULL; /* kept split in h->trusted */
 	uv_tcp_init(loop, &h->listener);
 	h->listener.data = h;
 	r = uv_tcp_bind(&h->listener, (struct sockaddr *)&ss, 0);
@@ -1062,6 +1095,9 @@ static void listener_closed(uv_handle_t *handle)
 {
 	struct httpd *h = handle->data;
 
+	for (char **t = h->trusted; t && *t; t++)
+		free(*t);
+	free(h->trusted);
 	free(h->handlers);
 	free(h);
 }
@@ -1077,4 +1113,40 @@ void httpd_free(struct httpd **hp)
 		conn_close(h->conns);
 	uv_close((uv_handle_t *)&h->listener, listener_closed);
 	*hp = NULL;
+}
+
+int httpd_parse_range(const char *h, int64_t size, int64_t *a, int64_t *b)
+{
+	char *end;
+	long long x, y;
+
+	if (!h || strncasecmp(h, "bytes=", 6) || strchr(h, ','))
+		return 0; /* absent, another unit, or several ranges: RFC 9110 lets us send it all */
+	h += 6;
+	if (*h == '-') {
+		y = strtoll(h + 1, &end, 10);
+		if (end == h + 1 || *end || y <= 0)
+			return 0;
+		if (size == 0)
+			return -1;
+		*a = y >= size ? 0 : size - y;
+		*b = size - 1;
+		return 1;
+	}
+	x = strtoll(h, &end, 10);
+	if (end == h || *end != '-' || x < 0)
+		return 0;
+	h = end + 1;
+	if (*h) {
+		y = strtoll(h, &end, 10);
+		if (*end || y < x)
+			return 0;
+	} else {
+		y = size - 1;
+	}
+	if (x >= size)
+		return -1;
+	*a = x;
+	*b = y >= size ? size - 1 : y;
+	return 1;
 }

@@ -35,6 +35,10 @@ struct httpd_config {
 	unsigned idle_timeout_ms;       /* keep-alive wait for the next request; 0: 75 s */
 	unsigned write_timeout_ms;      /* no byte accepted by the client for this long; 0: 120 s */
 	FILE *access_log;               /* one line per request, or NULL */
+	size_t max_connections;         /* open at once; past it a new one gets a 503 and is closed;
+					 * 0: 16384 */
+	const char *trusted_proxies;    /* comma-separated peer addresses whose X-Forwarded-* headers
+					 * are believed (httpd_from_trusted_proxy); NULL: none. Copied. */
 };
 
 typedef int (*httpd_handler_fn)(void *ud, struct httpd_req *req);
@@ -60,6 +64,7 @@ struct httpd_stats {
 	uint64_t connections_total;
 	uint64_t requests_total;
 	uint64_t bytes_sent;
+	uint64_t connections_refused;  /* past max_connections */
 };
 void httpd_get_stats(const struct httpd *h, struct httpd_stats *out);
 
@@ -69,6 +74,15 @@ const char *httpd_method(const struct httpd_req *r);       /* "GET", "HEAD", ...
 bool httpd_is_head(const struct httpd_req *r);
 const char *httpd_path(const struct httpd_req *r);         /* raw (still percent-encoded), no query */
 const char *httpd_query(const struct httpd_req *r);        /* raw query without '?', or NULL */
+/* Parse a Range header value (h may be NULL) against a body of size bytes: 1 with [*a, *b] set (inside
+ * the body, *a <= *b), 0 for "no usable range" (absent, another unit, several ranges, malformed:
+ * answer the whole body, as RFC 9110 allows), -1 for a range that starts past the end (416). *a and
+ * *b are written only on 1. */
+int httpd_parse_range(const char *h, int64_t size, int64_t *a, int64_t *b);
+
+/* Did r come from one of cfg.trusted_proxies (by the connection's peer address)? Only then may a
+ * handler believe X-Forwarded-* headers: from anyone else they are whatever the client wrote. */
+bool httpd_from_trusted_proxy(const struct httpd_req *r);
 /* Case-insensitive header lookup; NULL when absent. */
 const char *httpd_header(const struct httpd_req *r, const char *name);
 const char *httpd_body(const struct httpd_req *r, size_t *len);

@@ -745,7 +745,7 @@ static void hf_file(struct hfreq *h, const char *rev, const char *path, bool raw
 		snprintf(etag, sizeof(etag), "\"%s\"", e.git_oid);
 		httpd_add_header(req, "ETag", etag);
 		httpd_add_header(req, "Accept-Ranges", "bytes");
-		rr = mirror__parse_range(httpd_header(req, "Range"), (int64_t)n, &a, &b);
+		rr = httpd_parse_range(httpd_header(req, "Range"), (int64_t)n, &a, &b);
 		if (rr < 0) {
 			httpd_add_headerf(req, "Content-Range", "bytes */%zu", n);
 			httpd_respond(req, 416, "text/plain", "range not satisfiable\n", 22);

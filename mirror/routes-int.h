@@ -73,13 +73,9 @@ int mirror__route_catalog(void *ud, struct httpd_req *req);
 struct catalog_repo;
 json_t *mirror__catalog_repo_json(const struct catalog_repo *r, const char *base);
 
-/* Our own origin as the client reached it ("http://host:port"), honouring X-Forwarded-Proto/Host.
- * Caller frees. */
+/* Our own origin as the client reached it ("http://host:port"), honouring X-Forwarded-Proto/Host
+ * from a --trusted-proxy only. Caller frees. */
 char *mirror__self_base(const struct httpd_req *req);
-
-/* Parse a single "bytes=" Range header against size. Returns 1 with [*a, *b] set, 0 for "no usable
- * range" (answer the whole file), -1 for unsatisfiable (416). */
-int mirror__parse_range(const char *h, int64_t size, int64_t *a, int64_t *b);
 
 /* Answer with the bytes of blob sha256 (size bytes) as application/octet-stream, honouring one
  * "bytes=" Range (206, or 416 with the size), an empty file being a plain 200 to any Range. The

@@ -85,6 +85,8 @@ int mirror__route_metrics(void *ud, struct httpd_req *req)
 	buf_addf(&b, "hubmirror_http_connections %llu\n", (unsigned long long)hs.connections_open);
 	head(&b, "hubmirror_http_connections_total", "counter", "Client connections accepted.");
 	buf_addf(&b, "hubmirror_http_connections_total %llu\n", (unsigned long long)hs.connections_total);
+	head(&b, "hubmirror_http_connections_refused_total", "counter", "Connections answered 503 and closed: --max-connections were open.");
+	buf_addf(&b, "hubmirror_http_connections_refused_total %llu\n", (unsigned long long)hs.connections_refused);
 
 	head(&b, "hubmirror_sync_runs_total", "counter", "Sync runs by outcome.");
 	catalog_run_totals(c, runs_cb, &b);

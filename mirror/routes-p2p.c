@@ -307,7 +307,7 @@ static void pad_file(struct httpd_req *req, const char *digits, int64_t piece_si
 		plain(req, 404, "not found\n");
 		return;
 	}
-	rr = mirror__parse_range(httpd_header(req, "Range"), n, &a, &b);
+	rr = httpd_parse_range(httpd_header(req, "Range"), n, &a, &b);
 	if (rr < 0) {
 		httpd_add_headerf(req, "Content-Range", "bytes */%lld", n);
 		plain(req, 416, "range not satisfiable\n");

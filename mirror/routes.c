@@ -134,7 +134,7 @@ int mirror__send_blob(struct mirror_routes *rt, struct httpd_req *req, const cha
 	httpd_add_header(req, "Accept-Ranges", "bytes");
 	/* An empty file is a plain 200 to any Range (clients probe with bytes=0-0; a 416 breaks some). It
 	 * still names its size in Content-Range, which @huggingface/hub and transformers.js read. */
-	rr = size == 0 ? 0 : mirror__parse_range(httpd_header(req, "Range"), size, &a, &b);
+	rr = size == 0 ? 0 : httpd_parse_range(httpd_header(req, "Range"), size, &a, &b);
 	if (size == 0 && httpd_header(req, "Range"))
 		httpd_add_header(req, "Content-Range", "bytes */0");
 	if (rr < 0) {
@@ -239,49 +239,14 @@ void mirror_routes_free(struct mirror_routes **r)
 	*r = NULL;
 }
 
-/* Parse a single "bytes=" range against size. Returns 1 with [*a, *b] set, 0 for "no usable range"
- * (answer the whole file), -1 for unsatisfiable. */
-int mirror__parse_range(const char *h, int64_t size, int64_t *a, int64_t *b)
-{
-	char *end;
-	long long x, y;
-
-	if (!h || strncasecmp(h, "bytes=", 6) || strchr(h, ','))
-		return 0; /* absent, another unit, or several ranges: RFC 9110 lets us send it all */
-	h += 6;
-	if (*h == '-') {
-		y = strtoll(h + 1, &end, 10);
-		if (end == h + 1 || *end || y <= 0)
-			return 0;
-		if (size == 0)
-			return -1;
-		*a = y >= size ? 0 : size - y;
-		*b = size - 1;
-		return 1;
-	}
-	x = strtoll(h, &end, 10);
-	if (end == h || *end != '-' || x < 0)
-		return 0;
-	h = end + 1;
-	if (*h) {
-		y = strtoll(h, &end, 10);
-		if (*end || y < x)
-			return 0;
-	} else {
-		y = size - 1;
-	}
-	if (x >= size)
-		return -1;
-	*a = x;
-	*b = y >= size ? size - 1 : y;
-	return 1;
-}
-
-/* Our own origin as the client reached it (for Link), honouring a reverse proxy's X-Forwarded-*. */
+/* Our own origin as the client reached it (for Link, torrents), honouring X-Forwarded-* from a
+ * reverse proxy the operator named (serve --trusted-proxy) and from no one else: otherwise any client
+ * could have the mirror write other hosts into the URLs it hands out (docs/security.md). */
 char *mirror__self_base(const struct httpd_req *req)
 {
-	const char *proto = httpd_header(req, "X-Forwarded-Proto");
-	const char *host = httpd_header(req, "X-Forwarded-Host");
+	bool proxied = httpd_from_trusted_proxy(req);
+	const char *proto = proxied ? httpd_header(req, "X-Forwarded-Proto") : NULL;
+	const char *host = proxied ? httpd_header(req, "X-Forwarded-Host") : NULL;
 	char *p = NULL, *h = NULL, *out;
 
 	if (!host)

@@ -186,6 +186,8 @@ int mirror_serve(const struct mirror_serve_config *cfg, char **errmsg)
 	uv_loop_init(&s.loop);
 	hc.listen = cfg->listen;
 	hc.access_log = cfg->access_log;
+	hc.max_connections = cfg->max_connections;
+	hc.trusted_proxies = cfg->trusted_proxies;
 	hc.header_timeout_ms = cfg->header_timeout_ms;
 	hc.idle_timeout_ms = cfg->idle_timeout_ms;
 	hc.write_timeout_ms = cfg->write_timeout_ms;

@@ -29,6 +29,8 @@ struct mirror_serve_config {
 	unsigned p2p_rescan_ms;     /* 0: the seeder's default */
 	bool p2p_super_seed;        /* BEP 16 super-seeding: about one copy out, slower start */
 	int search_budget_ms;       /* longest a catalog search may run on the loop; 0: 100 */
+	size_t max_connections;     /* HTTP connections open at once (503 past it); 0: 16384 */
+	const char *trusted_proxies; /* peer addresses whose X-Forwarded-* count, comma-separated; NULL */
 };
 
 /* Parse "HH:MM" into minutes after midnight; -1 when malformed. */

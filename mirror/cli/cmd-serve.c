@@ -46,6 +46,8 @@ int cmd_serve(int argc, char **argv)
 		{ "p2p-rescan", required_argument, NULL, 'R' },
 		{ "p2p-super-seed", no_argument, NULL, 'S' },
 		{ "search-budget", required_argument, NULL, 'B' },
+		{ "max-connections", required_argument, NULL, 'C' },
+		{ "trusted-proxy", required_argument, NULL, 'X' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const struct cli_command *self = cli_find("serve");
@@ -89,6 +91,15 @@ int cmd_serve(int argc, char **argv)
 		case 'r': cfg.ready_file = optarg; break;
 		case 'P': cfg.p2p_listen = optarg; break;
 		case 'S': cfg.p2p_super_seed = true; break;
+		case 'X': cfg.trusted_proxies = optarg; break;
+		case 'C': {
+			char *end;
+			long v = strtol(optarg, &end, 10);
+			if (end == optarg || *end || v < 1 || v > 1000000)
+				return cli_usage_error(self, "--max-connections takes a number, 1 to 1000000");
+			cfg.max_connections = (size_t)v;
+			break;
+		}
 		case 'B': {
 			char *end;
 			long v = strtol(optarg, &end, 10);

@@ -90,7 +90,7 @@ const struct cli_command cli_commands[] = {
 	  "       [--hf-upstream URL] [--ms-upstream URL] [--ready-file FILE]\n"
 	  "       [--header-timeout S] [--idle-timeout S] [--write-timeout S]\n"
 	  "       [--p2p-listen HOST:PORT|off] [--p2p-upload-limit BYTES/S] [--p2p-rescan S] [--p2p-super-seed]\n"
-	  "       [--search-budget MS]",
+	  "       [--search-budget MS] [--max-connections N] [--trusted-proxy ADDR[,ADDR...]]",
 	  "run the mirror node: the Hugging Face API over the synced store, and the nightly sync",
 	  "Answers the Hugging Face Hub API (repo info, tree, paths-info, refs, resolve and raw with Range,\n"
 	  "listings) for the synced repositories, from the catalog and the store only: point clients at it\n"
@@ -117,6 +117,8 @@ const struct cli_command cli_commands[] = {
 	  "  --p2p-upload-limit N  cap the seed's upload, LAN peers included (bytes/s, k/M/G suffixes)\n"
 	  "  --p2p-rescan S      look for torrents a sync made, or gc dropped, every S seconds (30)\n"
 	  "  --search-budget MS  the longest one catalog search may run; past it a 400 (100)\n"
+	  "  --max-connections N HTTP connections open at once; past it a 503 (16384)\n"
+	  "  --trusted-proxy A   believe X-Forwarded-Host/-Proto only from these peer addresses\n"
 	  "  --p2p-super-seed    offer each peer only pieces no peer has yet: the mirror sends about one\n"
 	  "                      copy of a model however many fetch it, at the cost of a slower start\n"
 	  "                      (experimental: a lone client without the web seed can stall at the end)\n"

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# t0421-serve-limits: what one client may make the server do (docs/security.md). Past
+# --max-connections a new connection gets a 503 and is closed (counted in /metrics), and the server
+# serves again once connections close; X-Forwarded-Host and -Proto shape the URLs the mirror hands
+# out (torrents, Link headers) only when they come from a peer named with --trusted-proxy: from anyone
+# else they are whatever the client wrote.
+. "$HM_SRC/tests/integration/lib.sh"
+cat >"$T/spec.json" <<'JSON'
+{"repos": [{"hub": "hf", "type": "model", "id": "acme/lim",
+            "files": [{"path": "w.bin", "size": 100000, "seed": 91}]}]}
+JSON
+check "fake upstream starts" start_fakehub --repos "$T/spec.json"
+export HUBMIRROR_HF_UPSTREAM=$FAKE_API
+"$HUBMIRROR" add hf:acme/lim >/dev/null && "$HUBMIRROR" sync >/dev/null
+check "serve starts with --max-connections 20" start_serve --p2p-listen off --max-connections 20
+check "20 connections are held, the 21st gets a 503, and the server serves again after" "$PY" - "$M" <<'PY'
+import socket, sys, time, urllib.request
+host, port = sys.argv[1].split("//")[1].split(":")
+held = [socket.create_connection((host, int(port))) for _ in range(20)]
+time.sleep(0.3)  # the server has taken them all
+extra = socket.create_connection((host, int(port)))
+extra.settimeout(5)
+head = extra.recv(200).decode()
+assert head.startswith("HTTP/1.1 503") and "Retry-After" in head, head
+for s in held:
+    s.close()
+for _ in range(50):
+    try:
+        assert urllib.request.urlopen(sys.argv[1] + "/healthz").status == 200
+        break
+    except Exception:
+        time.sleep(0.1)
+else:
+    raise SystemExit("not served after the connections closed")
+print("# over the limit: " + head.splitlines()[0])
+PY
+check "/metrics counts the refused connection" metric_at_least hubmirror_http_connections_refused_total 1
+
+torrent_names() { curl -fsS -H "X-Forwarded-Host: evil.example" -H "X-Forwarded-Proto: https" "$M/api/p2p/torrent/hf/model/acme/lim" | grep -c "evil.example"; }
+check "an untrusted client's X-Forwarded-Host does not reach the torrent's URLs" test "$(torrent_names)" = 0
+check "serve starts with --trusted-proxy 127.0.0.1" start_serve --p2p-listen off --trusted-proxy 10.9.9.9,127.0.0.1
+check "a trusted proxy's X-Forwarded-Host does" test "$(torrent_names)" -ge 1
+curl -fsS -D "$T/h" -o /dev/null -H "X-Forwarded-Host: evil.example" -H "X-Forwarded-Proto: https" \
+	"$M/api/models/acme/lim/tree/main?limit=1"
+check "and its X-Forwarded-Proto too (Link header)" grep -qi "^Link: <https://evil.example/" "$T/h"
+finish
