@@ -4,6 +4,7 @@
  * A name that passes these checks is safe to use as two path components and in URLs without
  * escaping, which is what later code relies on.
  */
+#include <stdbool.h>
 #include <string.h>
 #include <stdlib.h>
 
@@ -99,8 +100,13 @@ void hub_spec_release(struct hub_spec *spec)
 
 char *hub_spec_format(const struct hub_spec *spec, int with_rev)
 {
+	/* A model whose owner is called "models" or "datasets" keeps an explicit "models/": without it
+	 * the owner would read as the type prefix (found by tests/fuzz/fuzz-spec). */
+	bool ambiguous = spec->type == HUB_MODEL &&
+			 (!strncmp(spec->name, "models/", 7) || !strncmp(spec->name, "datasets/", 9));
+
 	return xasprintf("%s:%s%s%s%s", hub_kind_name(spec->hub),
-			 spec->type == HUB_DATASET ? "datasets/" : "", spec->name,
+			 spec->type == HUB_DATASET ? "datasets/" : ambiguous ? "models/" : "", spec->name,
 			 with_rev && spec->revision ? "@" : "", with_rev && spec->revision ? spec->revision : "");
 }
 

@@ -66,9 +66,31 @@ TEST(rejects_hostile_and_malformed)
 	}
 }
 
+/* An owner called "models" or "datasets" reads as the type prefix unless it is spelled out: formatting
+ * keeps the explicit "models/" so the spec parses back to the same repo (found by fuzz-spec). */
+TEST(formats_back_to_the_same_repo)
+{
+	static const char *const specs[] = { "ms:models/models/m", "hf:models/datasets/x", "hf:datasets/models/y",
+					      "hf:acme/plain@v1", "hf:gpt2" };
+
+	for (size_t i = 0; i < sizeof(specs) / sizeof(specs[0]); i++) {
+		struct hub_spec a, b;
+		char *f;
+		CHECK_INT(hub_spec_parse(specs[i], &a), 0);
+		f = hub_spec_format(&a, 1);
+		CHECK_INT(hub_spec_parse(f, &b), 0);
+		CHECK_STR(b.name, a.name);
+		CHECK_INT(b.type, a.type);
+		hub_spec_release(&a);
+		hub_spec_release(&b);
+		free(f);
+	}
+}
+
 int main(void)
 {
 	RUN(parses_the_four_forms);
 	RUN(rejects_hostile_and_malformed);
+	RUN(formats_back_to_the_same_repo);
 	return test_done();
 }
