@@ -15,6 +15,7 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <malloc.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <netinet/in.h>
@@ -65,6 +66,8 @@ struct httpd {
 	time_t date_at;                /* the second `date` was formatted for */
 	char date[40];
 	char **trusted;                /* cfg.trusted_proxies, split; NULL-terminated */
+	bool trim_pending;             /* a big answer was spilled: return its build memory after the
+					* handler freed it (malloc_trim) */
 };
 
 struct header {
@@ -416,12 +419,38 @@ static void start_response(struct conn *c, int status, const char *ctype, int64_
 	buf_adds(&c->out, "\r\n");
 }
 
+#define SPILL_MIN ((size_t)1 << 20)
+
 void httpd_respond(struct httpd_req *r, int status, const char *content_type, const void *body, size_t len)
 {
 	struct conn *c = r->c;
 
 	if (r->answered)
 		return;
+	if (!r->head && status != 304 && status != 204 && len >= SPILL_MIN && c->h->cfg.spill_dir) {
+		/* a big body (a repo info of 100,000 files, an unpaged listing) is built once, then leaves
+		 * from a file: a thousand slow readers of it pin no heap */
+		int fd = open(c->h->cfg.spill_dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+		size_t done = 0;
+		while (fd >= 0 && done < len) {
+			ssize_t n = write(fd, (const char *)body + done, len - done);
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n <= 0)
+				break;
+			done += (size_t)n;
+		}
+		if (fd >= 0 && done == len) {
+			c->h->stats.bodies_spilled++;
+			httpd_respond_file(r, status, content_type, fd, 0, (int64_t)len);
+			/* what built it (tens of MB of JSON, freed by the caller) goes back to the system
+			 * rather than staying in malloc's arenas between such requests */
+			c->h->trim_pending = true;
+			return;
+		}
+		if (fd >= 0)
+			close(fd); /* a full disk: keep it in memory */
+	}
 	start_response(c, status, content_type, (int64_t)len);
 	if (!r->head && status != 304 && status != 204)
 		buf_add(&c->out, body, len);
@@ -751,6 +780,10 @@ static void dispatch(struct conn *c)
 				httpd_respond(r, 500, "text/plain", "handler gave no answer\n", 23);
 		if (!r->answered)
 			httpd_respond(r, 404, "text/plain", "not found\n", 10);
+	}
+	if (h->trim_pending) {
+		h->trim_pending = false;
+		malloc_trim(0);
 	}
 	c->state = C_WRITING;
 	uv_timer_stop(&c->timer);

@@ -39,6 +39,10 @@ struct httpd_config {
 					 * 0: 16384 */
 	const char *trusted_proxies;    /* comma-separated peer addresses whose X-Forwarded-* headers
 					 * are believed (httpd_from_trusted_proxy); NULL: none. Copied. */
+	const char *spill_dir;          /* a folder for unnamed temporary files (O_TMPFILE): an answer
+					 * body of 1 MiB or more goes there and out with sendfile, so a
+					 * client that reads slowly pins disk, not memory; NULL: keep
+					 * bodies in memory. Borrowed for the server's life. */
 };
 
 typedef int (*httpd_handler_fn)(void *ud, struct httpd_req *req);
@@ -65,6 +69,7 @@ struct httpd_stats {
 	uint64_t requests_total;
 	uint64_t bytes_sent;
 	uint64_t connections_refused;  /* past max_connections */
+	uint64_t bodies_spilled;       /* answers sent from a spill file (cfg.spill_dir) */
 };
 void httpd_get_stats(const struct httpd *h, struct httpd_stats *out);
 

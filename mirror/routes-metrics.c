@@ -85,6 +85,8 @@ int mirror__route_metrics(void *ud, struct httpd_req *req)
 	buf_addf(&b, "hubmirror_http_connections %llu\n", (unsigned long long)hs.connections_open);
 	head(&b, "hubmirror_http_connections_total", "counter", "Client connections accepted.");
 	buf_addf(&b, "hubmirror_http_connections_total %llu\n", (unsigned long long)hs.connections_total);
+	head(&b, "hubmirror_http_bodies_spilled_total", "counter", "Answers of 1 MiB or more sent from a temporary file instead of memory.");
+	buf_addf(&b, "hubmirror_http_bodies_spilled_total %llu\n", (unsigned long long)hs.bodies_spilled);
 	head(&b, "hubmirror_http_connections_refused_total", "counter", "Connections answered 503 and closed: --max-connections were open.");
 	buf_addf(&b, "hubmirror_http_connections_refused_total %llu\n", (unsigned long long)hs.connections_refused);
 

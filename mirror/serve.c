@@ -22,6 +22,7 @@
 
 struct server {
 	const struct mirror_serve_config *cfg;
+	char *spill_dir;                /* <data>/store/tmp: big answers leave from files there */
 	uv_loop_t loop;
 	uv_signal_t sigint, sigterm;
 	uv_timer_t sync_timer;
@@ -188,6 +189,8 @@ int mirror_serve(const struct mirror_serve_config *cfg, char **errmsg)
 	hc.access_log = cfg->access_log;
 	hc.max_connections = cfg->max_connections;
 	hc.trusted_proxies = cfg->trusted_proxies;
+	s.spill_dir = xasprintf("%s/store/tmp", s.data->dir);
+	hc.spill_dir = s.spill_dir;
 	hc.header_timeout_ms = cfg->header_timeout_ms;
 	hc.idle_timeout_ms = cfg->idle_timeout_ms;
 	hc.write_timeout_ms = cfg->write_timeout_ms;
@@ -252,6 +255,7 @@ out:
 	uv_run(&s.loop, UV_RUN_DEFAULT);
 	uv_loop_close(&s.loop);
 	mirror_data_free(&s.data);
+	free(s.spill_dir);
 	mirror_access_free(&s.access);
 	return r;
 }
