@@ -927,9 +927,6 @@ static void tmp_tcp_closed(uv_handle_t *h)
 static void on_connection(uv_stream_t *server, int status)
 {
 	struct httpd *h = server->data;
-	struct sockaddr_storage ss;
-	int sl = sizeof(ss);
-	struct conn *c;
 	uv_tcp_t *tmp;
 	uv_os_fd_t tfd;
 	int fd, one = 1;
@@ -945,9 +942,19 @@ static void on_connection(uv_stream_t *server, int status)
 		uv_close((uv_handle_t *)tmp, tmp_tcp_closed);
 		return;
 	}
-	memset(&ss, 0, sizeof(ss));
-	uv_tcp_getpeername(tmp, (struct sockaddr *)&ss, &sl);
 	uv_close((uv_handle_t *)tmp, tmp_tcp_closed);
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	httpd_adopt(h, fd);
+}
+
+int httpd_adopt(struct httpd *h, int fd)
+{
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+	struct conn *c;
+
+	memset(&ss, 0, sizeof(ss));
+	getpeername(fd, (struct sockaddr *)&ss, &sl);
 	if (h->stats.connections_open >= h->cfg.max_connections) {
 		/* over the limit: a short answer the client can act on, never a silent drop */
 		static const char busy[] = "HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\n"
@@ -957,10 +964,9 @@ static void on_connection(uv_stream_t *server, int status)
 		(void)ignored;
 		h->stats.connections_refused++;
 		close(fd);
-		return;
+		return -EBUSY;
 	}
 	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
-	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	c = xcalloc(1, sizeof(*c));
 	c->h = h;
 	c->fd = fd;
@@ -1002,6 +1008,7 @@ static void on_connection(uv_stream_t *server, int status)
 	h->stats.connections_total++;
 	set_timer(c, T_IDLE);
 	conn_watch(c, UV_READABLE);
+	return 0;
 }
 
 /* ---- server ------------------------------------------------------------------------------------ */

@@ -49,6 +49,10 @@ typedef int (*httpd_handler_fn)(void *ud, struct httpd_req *req);
 
 /* Listen on cfg->listen. Returns 0 (and *out, owned: httpd_free) or a negative libuv/errno code. */
 int httpd_new(uv_loop_t *loop, const struct httpd_config *cfg, struct httpd **out);
+/* Serve a connection accepted elsewhere (a unix socket, one end of a socketpair): fd is consumed,
+ * made non-blocking, and served like an accepted TCP connection (its peer shows as "-" unless it is
+ * IPv4/IPv6). Returns 0, or -EBUSY past max_connections (fd answered 503 and closed). */
+int httpd_adopt(struct httpd *h, int fd);
 /* Append a handler to the chain. ud is borrowed. */
 void httpd_add_handler(struct httpd *h, httpd_handler_fn fn, void *ud);
 /* The port actually bound (useful with port 0). */
