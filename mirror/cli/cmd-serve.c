@@ -1,5 +1,5 @@
 /*
- * cmd-serve.c - `hubmirror serve`: the mirror node (mirror/serve.c).
+ * cmd-serve.c - `hubmirror serve`: the mirror node (mirror/serve/serve.c).
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -10,9 +10,9 @@
 
 #include "base/err.h"
 #include "cli.h"
-#include "mirror/access.h"
+#include "mirror/serve/access.h"
 #include "mirror/data.h"
-#include "mirror/serve.h"
+#include "mirror/serve/serve.h"
 
 /* Seconds (fractions allowed) to milliseconds; 0 when not a number in (0, 86400]. */
 static unsigned parse_timeout(const char *s)

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mirror/httpd.h"
+#include "hub/httpd.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -128,6 +128,6 @@ big=9223372036854775807
 announce "$b_open" 6001 "$big" >/dev/null
 announce "$b_open" 6002 "$big" >/dev/null
 check "peers reporting INT64_MAX uploaded bytes twice: /metrics saturates, never negative" \
-	test "$(metric hubmirror_tracker_peer_uploaded_bytes)" = "$big"
+	test "$(metric hubp2p_tracker_peer_uploaded_bytes)" = "$big"
 check "serve logged no sanitizer report" bash -c '! grep -q "runtime error" "$T/serve.err"'
 finish

@@ -328,8 +328,9 @@ TEST(wanted_ranges_come_first)
 	       first_progress * 100);
 	/* About 0.5 s to connect, and libtorrent's rate limiter lets the first bytes of a capped peer out
 	 * only after about 1.5 s more (0.5 s in all without the cap). The wanted pieces are the first to
-	 * come: B has little else when they are there (25% when libtorrent's first pieces were random). */
-	CHECK(first_seconds < 3.0);
+	 * come: B has little else when they are there (25% when libtorrent's first pieces were random).
+	 * How soon, against the whole download's time, is checked once that is known (whole_download):
+	 * an absolute bound failed on a loaded 2-core machine (3.7 s) with the order still right. */
 	CHECK(first_progress < 0.15);
 	for (size_t i = 0; i < NFIRST; i++) {
 		const struct want *w = &first_wants[i];
@@ -440,6 +441,7 @@ TEST(whole_download)
 	took = now_s() - t_start;
 	printf("#   whole torrent on B after %.2f s (the wanted ranges after %.2f s)\n", took, first_seconds);
 	CHECK(took > 4.0);  /* the cap held: the ranges were early, not the whole thing fast */
+	CHECK(first_seconds * 2 < took);  /* measured 1.9 s of 9.9 s; 3.7 s of 11.8 s under load */
 	CHECK_INT(B.pieces, tor.pieces);
 	CHECK_INT(B.errors, 0);
 	CHECK_INT(B.drain_failures, 0);

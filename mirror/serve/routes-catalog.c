@@ -15,7 +15,7 @@
 #include "base/path.h"
 #include "base/xmalloc.h"
 #include "catalog/catalog.h"
-#include "data.h"
+#include "mirror/data.h"
 #include "hub/hub.h"
 #include "routes-int.h"
 

@@ -25,12 +25,12 @@
 #include "base/path.h"
 #include "base/xmalloc.h"
 #include "catalog/catalog.h"
-#include "data.h"
+#include "mirror/data.h"
 #include "hub/http.h"
 #include "hub/hub.h"
 #include "access.h"
 #include "routes-int.h"
-#include "store.h"
+#include "mirror/store.h"
 
 #define TREE_PAGE 1000
 #define LIST_PAGE 1000

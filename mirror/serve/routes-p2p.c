@@ -32,14 +32,14 @@
 #include "base/path.h"
 #include "base/xmalloc.h"
 #include "catalog/catalog.h"
-#include "data.h"
+#include "mirror/data.h"
 #include "p2p/p2p.h"
-#include "httpd.h"
+#include "hub/httpd.h"
 #include "access.h"
 #include "routes-int.h"
 #include "seeder.h"
-#include "torrents.h"
-#include "tracker.h"
+#include "mirror/torrents.h"
+#include "p2p/tracker.h"
 
 static int64_t mono_seconds(void)
 {
@@ -65,10 +65,10 @@ static bool anon_ok(const struct mirror_routes *rt, const struct catalog_repo *r
 /* The mirror seeds this torrent: put its seed in the swarm the peer announced (v1 or truncated v2
  * hash), at the address the peer reached us on, so the answer can name it. Refreshed by every
  * announce, so it lives as long as the swarm does. */
-static void announce_self(struct mirror_routes *rt, struct httpd_req *req, const struct mirror_tracker_announce *peer,
+static void announce_self(struct mirror_routes *rt, struct httpd_req *req, const struct p2p_tracker_announce *peer,
 			  int64_t now)
 {
-	struct mirror_tracker_announce me = *peer;
+	struct p2p_tracker_announce me = *peer;
 	struct sockaddr_storage ss = { 0 };
 	const char *local = httpd_local(req);
 	struct buf ignored;
@@ -83,17 +83,17 @@ static void announce_self(struct mirror_routes *rt, struct httpd_req *req, const
 	me.port = (uint16_t)mirror_seeder_port(rt->seeder);
 	me.left = 0;
 	me.uploaded = me.downloaded = 0; /* the seed's own bytes are counted by the seeder, not here */
-	me.event = MIRROR_TRACKER_EVENT_NONE;
+	me.event = P2P_TRACKER_EVENT_NONE;
 	me.numwant = 0;
 	buf_init(&ignored);
-	mirror_tracker_announce(rt->tracker, &me, (const struct sockaddr *)&ss, now, &ignored);
+	p2p_tracker_announce(rt->tracker, &me, (const struct sockaddr *)&ss, now, &ignored);
 	buf_release(&ignored);
 }
 
 static void announce(struct mirror_routes *rt, struct httpd_req *req)
 {
 	const char *q = httpd_query(req), *why = NULL;
-	struct mirror_tracker_announce a;
+	struct p2p_tracker_announce a;
 	struct catalog_torrent t;
 	struct sockaddr_storage ss = { 0 };
 	const char *peer = httpd_peer(req);
@@ -102,13 +102,13 @@ static void announce(struct mirror_routes *rt, struct httpd_req *req)
 	int64_t now = mono_seconds();
 
 	buf_init(&out);
-	if (mirror_tracker_parse_announce(q ? q : "", q ? strlen(q) : 0, &a, &why)) {
-		mirror_tracker_failure(&out, why ? why : "bad announce");
+	if (p2p_tracker_parse_announce(q ? q : "", q ? strlen(q) : 0, &a, &why)) {
+		p2p_tracker_failure(&out, why ? why : "bad announce");
 		goto send;
 	}
 	hex_encode(a.info_hash, 20, hex);
 	if (catalog_torrent_find(rt->data->catalog, hex, &t)) {
-		mirror_tracker_failure(&out, "unknown torrent: this tracker serves the torrents of its mirror only");
+		p2p_tracker_failure(&out, "unknown torrent: this tracker serves the torrents of its mirror only");
 		goto send;
 	}
 	{
@@ -126,7 +126,7 @@ static void announce(struct mirror_routes *rt, struct httpd_req *req)
 			catalog_repo_release(&repo);
 		}
 		if (!ok) {
-			mirror_tracker_failure(&out, open ? "this torrent needs the key its .torrent carries"
+			p2p_tracker_failure(&out, open ? "this torrent needs the key its .torrent carries"
 						     : "this repository is closed on this mirror");
 			goto send;
 		}
@@ -136,17 +136,17 @@ static void announce(struct mirror_routes *rt, struct httpd_req *req)
 	} else if (inet_pton(AF_INET6, peer, &((struct sockaddr_in6 *)&ss)->sin6_addr) == 1) {
 		ss.ss_family = AF_INET6;
 	} else {
-		mirror_tracker_failure(&out, "cannot tell your address");
+		p2p_tracker_failure(&out, "cannot tell your address");
 		goto send;
 	}
 	if (now - rt->tracker_swept >= 30) {
-		mirror_tracker_expire(rt->tracker, now);
+		p2p_tracker_expire(rt->tracker, now);
 		rt->tracker_swept = now;
 	}
 	if (rt->seeder && mirror_seeder_has(rt->seeder, t.btih))
 		announce_self(rt, req, &a, now);
 	/* on a refusal (a limit) the body says why: sent all the same */
-	mirror_tracker_announce(rt->tracker, &a, (const struct sockaddr *)&ss, now, &out);
+	p2p_tracker_announce(rt->tracker, &a, (const struct sockaddr *)&ss, now, &out);
 send:
 	httpd_add_header(req, "Cache-Control", "no-store");
 	httpd_respond(req, 200, "text/plain", out.data, out.len);
@@ -429,8 +429,8 @@ json_t *mirror__swarm_json(struct mirror_routes *rt, int64_t snapshot_id, const 
 		return json_null();
 	/* libtorrent announces the v1 hash and the truncated v2 hash as two swarms of the same peers;
 	 * v1-only clients the first only: the larger count of each is the swarm's */
-	mirror_tracker_swarm(rt->tracker, v1, &s1, &l1);
-	mirror_tracker_swarm(rt->tracker, v2, &s2, &l2);
+	p2p_tracker_swarm(rt->tracker, v1, &s1, &l1);
+	p2p_tracker_swarm(rt->tracker, v2, &s2, &l2);
 	return json_pack("{s:s, s:s, s:s++++++, s:I, s:I, s:I}", "btih", t.btih, "btmh", t.btmh,
 			 "torrent", base, "/api/p2p/torrent/", repo->hub, "/", repo->type, "/", repo->name,
 			 "piece_size", (json_int_t)t.piece_size, "seeders", (json_int_t)(s1 > s2 ? s1 : s2),

@@ -19,13 +19,13 @@
 #include "base/xmalloc.h"
 #include "catalog/catalog.h"
 #include "access.h"
-#include "data.h"
-#include "httpd.h"
+#include "mirror/data.h"
+#include "hub/httpd.h"
 #include "routes-int.h"
 #include "routes.h"
-#include "store.h"
-#include "torrents.h"
-#include "tracker.h"
+#include "mirror/store.h"
+#include "mirror/torrents.h"
+#include "p2p/tracker.h"
 
 static int on_healthz(void *ud, struct httpd_req *req)
 {
@@ -50,7 +50,7 @@ struct mirror_routes *mirror_routes_new(struct mirror_data *d, const struct mirr
 
 	r->data = d;
 	r->access = access;
-	r->tracker = mirror_tracker_new(NULL);
+	r->tracker = p2p_tracker_new(NULL);
 	r->search_budget_ms = 100; /* docs/security.md: no request holds the loop for long */
 	if (access && mirror_access_mode(access) != ACCESS_OPEN) {
 		int e = mirror_p2p_secret(d, r->p2p_key);
@@ -234,7 +234,7 @@ void mirror_routes_free(struct mirror_routes **r)
 	if (!r || !*r)
 		return;
 	free((*r)->counts);
-	mirror_tracker_free(&(*r)->tracker);
+	p2p_tracker_free(&(*r)->tracker);
 	free(*r);
 	*r = NULL;
 }

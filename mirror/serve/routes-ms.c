@@ -18,11 +18,11 @@
 #include "base/path.h"
 #include "base/xmalloc.h"
 #include "catalog/catalog.h"
-#include "data.h"
+#include "mirror/data.h"
 #include "hub/hub.h"
 #include "access.h"
 #include "routes-int.h"
-#include "store.h"
+#include "mirror/store.h"
 
 #define MS_DEFAULT_PAGE 100
 #define MS_MAX_PAGE 1000

@@ -1,7 +1,7 @@
 /*
  * tracker.c - the in-memory BitTorrent tracker (see tracker.h).
  *
- * Layout: swarms (struct torrent) live in an open-addressing hash table keyed by info-hash (linear
+ * Layout: swarms (struct swarm) live in an open-addressing hash table keyed by info-hash (linear
  * probing, load <= 1/2, backward-shift deletion so there are no tombstones) and in a dense array used
  * for sweeps. Each swarm keeps its peers in an array (swap-remove) plus its own open-addressing index
  * from (ip, port) to array position, so an announce costs O(1) expected plus O(numwant) for the reply.
@@ -48,7 +48,7 @@ struct peer {
 	uint8_t seeder;
 };
 
-struct torrent {
+struct swarm {
 	unsigned char info_hash[20];
 	uint64_t hash;              /* of info_hash, so table moves need no rehash */
 	size_t pos;                 /* in tracker.list */
@@ -59,13 +59,13 @@ struct torrent {
 	int64_t sweep_at;           /* no peer expires before this */
 };
 
-struct mirror_tracker {
+struct p2p_tracker {
 	int interval;
 	int64_t ttl;                /* 2 * interval */
 	size_t max_torrents, max_peers, max_total_peers, max_per_address;
-	struct torrent **slots;     /* nslots (a power of two), NULL = empty */
+	struct swarm **slots;     /* nslots (a power of two), NULL = empty */
 	size_t nslots;
-	struct torrent **list;      /* dense, ntorrents entries */
+	struct swarm **list;      /* dense, ntorrents entries */
 	size_t ntorrents, list_cap;
 	size_t npeers, nseeders;
 	/* Sum of the live peers' uploaded, in 128 bits: each is up to INT64_MAX as the peer says, and a
@@ -144,12 +144,12 @@ static uint64_t rng_next(uint64_t s[4])
 }
 
 /* Uniform enough in [0, n) for n < 2^32 (Lemire's multiply-shift; the bias is below n / 2^32). */
-static size_t rng_below(struct mirror_tracker *t, size_t n)
+static size_t rng_below(struct p2p_tracker *t, size_t n)
 {
 	return (size_t)(((rng_next(t->rng) >> 32) * (uint64_t)n) >> 32);
 }
 
-static void seed(struct mirror_tracker *t)
+static void seed(struct p2p_tracker *t)
 {
 	uint64_t s[3], x;
 	struct timespec ts;
@@ -172,14 +172,14 @@ static void seed(struct mirror_tracker *t)
 /* ---- time ---- */
 
 /* When a peer last seen at last_seen expires (saturating). */
-static int64_t expiry(const struct mirror_tracker *t, int64_t last_seen)
+static int64_t expiry(const struct p2p_tracker *t, int64_t last_seen)
 {
 	return last_seen > INT64_MAX - t->ttl ? INT64_MAX : last_seen + t->ttl;
 }
 
 /* ---- peers of one swarm ---- */
 
-static uint64_t peer_hash(const struct mirror_tracker *t, const struct peer *p)
+static uint64_t peer_hash(const struct p2p_tracker *t, const struct peer *p)
 {
 	unsigned char k[19];
 
@@ -195,13 +195,13 @@ static bool peer_same(const struct peer *a, const struct peer *b)
 	return a->port == b->port && a->v6 == b->v6 && !memcmp(a->addr, b->addr, 16);
 }
 
-static size_t index_mask(const struct torrent *tor)
+static size_t index_mask(const struct swarm *tor)
 {
 	return tor->cap * 2 - 1;
 }
 
 /* The index slot holding key, or the empty slot where it would go. */
-static size_t index_find(const struct mirror_tracker *t, const struct torrent *tor, const struct peer *key)
+static size_t index_find(const struct p2p_tracker *t, const struct swarm *tor, const struct peer *key)
 {
 	size_t mask = index_mask(tor), i = peer_hash(t, key) & mask;
 	uint32_t v;
@@ -212,7 +212,7 @@ static size_t index_find(const struct mirror_tracker *t, const struct torrent *t
 }
 
 /* Empty slot i, moving later entries of the same probe run back so lookups never meet a hole. */
-static void index_delete(const struct mirror_tracker *t, struct torrent *tor, size_t i)
+static void index_delete(const struct p2p_tracker *t, struct swarm *tor, size_t i)
 {
 	size_t mask = index_mask(tor), j = i, k;
 
@@ -231,7 +231,7 @@ static void index_delete(const struct mirror_tracker *t, struct torrent *tor, si
 }
 
 /* Resize the peer array to cap entries (>= npeers) and rebuild the index. */
-static void peers_resize(const struct mirror_tracker *t, struct torrent *tor, size_t cap)
+static void peers_resize(const struct p2p_tracker *t, struct swarm *tor, size_t cap)
 {
 	tor->peers = xreallocarray(tor->peers, cap, sizeof(*tor->peers));
 	tor->cap = cap;
@@ -241,7 +241,7 @@ static void peers_resize(const struct mirror_tracker *t, struct torrent *tor, si
 		tor->index[index_find(t, tor, &tor->peers[n])] = (uint32_t)(n + 1);
 }
 
-static void peer_add(struct mirror_tracker *t, struct torrent *tor, const struct peer *p)
+static void peer_add(struct p2p_tracker *t, struct swarm *tor, const struct peer *p)
 {
 	if (tor->npeers == tor->cap)
 		peers_resize(t, tor, tor->cap * 2);
@@ -259,7 +259,7 @@ static void peer_add(struct mirror_tracker *t, struct torrent *tor, const struct
 }
 
 /* Remove the peer at position i; the last peer takes its place. */
-static void peer_remove(struct mirror_tracker *t, struct torrent *tor, size_t i)
+static void peer_remove(struct p2p_tracker *t, struct swarm *tor, size_t i)
 {
 	size_t last = tor->npeers - 1;
 
@@ -280,7 +280,7 @@ static void peer_remove(struct mirror_tracker *t, struct torrent *tor, size_t i)
 }
 
 /* Drop the swarm's expired peers if any can be due (see sweep_at). */
-static void torrent_sweep(struct mirror_tracker *t, struct torrent *tor, int64_t now)
+static void swarm_sweep(struct p2p_tracker *t, struct swarm *tor, int64_t now)
 {
 	int64_t next = INT64_MAX;
 
@@ -300,13 +300,13 @@ static void torrent_sweep(struct mirror_tracker *t, struct torrent *tor, int64_t
 
 /* ---- the swarm table ---- */
 
-static uint64_t info_hash_hash(const struct mirror_tracker *t, const unsigned char ih[20])
+static uint64_t info_hash_hash(const struct p2p_tracker *t, const unsigned char ih[20])
 {
 	return siphash(t->key, ih, 20);
 }
 
 /* The slot holding info-hash ih (hashing to h), or the empty slot where it would go. */
-static size_t table_find(const struct mirror_tracker *t, const unsigned char ih[20], uint64_t h)
+static size_t table_find(const struct p2p_tracker *t, const unsigned char ih[20], uint64_t h)
 {
 	size_t mask = t->nslots - 1, i = h & mask;
 
@@ -315,7 +315,7 @@ static size_t table_find(const struct mirror_tracker *t, const unsigned char ih[
 	return i;
 }
 
-static void table_delete(struct mirror_tracker *t, size_t i)
+static void table_delete(struct p2p_tracker *t, size_t i)
 {
 	size_t mask = t->nslots - 1, j = i, k;
 
@@ -332,7 +332,7 @@ static void table_delete(struct mirror_tracker *t, size_t i)
 	t->slots[i] = NULL;
 }
 
-static void table_resize(struct mirror_tracker *t, size_t nslots)
+static void table_resize(struct p2p_tracker *t, size_t nslots)
 {
 	free(t->slots);
 	t->slots = xcalloc(nslots, sizeof(*t->slots));
@@ -341,9 +341,9 @@ static void table_resize(struct mirror_tracker *t, size_t nslots)
 		t->slots[table_find(t, t->list[n]->info_hash, t->list[n]->hash)] = t->list[n];
 }
 
-static struct torrent *torrent_add(struct mirror_tracker *t, const unsigned char ih[20], uint64_t h)
+static struct swarm *swarm_add(struct p2p_tracker *t, const unsigned char ih[20], uint64_t h)
 {
-	struct torrent *tor = xcalloc(1, sizeof(*tor));
+	struct swarm *tor = xcalloc(1, sizeof(*tor));
 
 	if ((t->ntorrents + 1) * 2 > t->nslots)
 		table_resize(t, t->nslots * 2);
@@ -361,7 +361,7 @@ static struct torrent *torrent_add(struct mirror_tracker *t, const unsigned char
 	return tor;
 }
 
-static void torrent_free(struct torrent *tor)
+static void torrent_free(struct swarm *tor)
 {
 	free(tor->peers);
 	free(tor->index);
@@ -369,7 +369,7 @@ static void torrent_free(struct torrent *tor)
 }
 
 /* Forget the swarm (its peers must be gone already: the counters are not touched). */
-static void torrent_remove(struct mirror_tracker *t, struct torrent *tor)
+static void swarm_remove(struct p2p_tracker *t, struct swarm *tor)
 {
 	table_delete(t, table_find(t, tor->info_hash, tor->hash));
 	t->list[tor->pos] = t->list[t->ntorrents - 1];
@@ -380,16 +380,16 @@ static void torrent_remove(struct mirror_tracker *t, struct torrent *tor)
 		table_resize(t, t->nslots / 2);
 }
 
-static struct torrent *torrent_get(const struct mirror_tracker *t, const unsigned char ih[20])
+static struct swarm *swarm_get(const struct p2p_tracker *t, const unsigned char ih[20])
 {
 	return t->slots[table_find(t, ih, info_hash_hash(t, ih))];
 }
 
 /* ---- lifecycle ---- */
 
-struct mirror_tracker *mirror_tracker_new(const struct mirror_tracker_config *cfg)
+struct p2p_tracker *p2p_tracker_new(const struct p2p_tracker_config *cfg)
 {
-	struct mirror_tracker *t = xcalloc(1, sizeof(*t));
+	struct p2p_tracker *t = xcalloc(1, sizeof(*t));
 
 	t->interval = cfg && cfg->interval > 0 ? cfg->interval : DEFAULT_INTERVAL;
 	t->ttl = 2 * (int64_t)t->interval;
@@ -405,9 +405,9 @@ struct mirror_tracker *mirror_tracker_new(const struct mirror_tracker_config *cf
 	return t;
 }
 
-void mirror_tracker_free(struct mirror_tracker **tp)
+void p2p_tracker_free(struct p2p_tracker **tp)
 {
-	struct mirror_tracker *t = tp ? *tp : NULL;
+	struct p2p_tracker *t = tp ? *tp : NULL;
 
 	if (!t)
 		return;
@@ -419,15 +419,15 @@ void mirror_tracker_free(struct mirror_tracker **tp)
 	*tp = NULL;
 }
 
-void mirror_tracker_expire(struct mirror_tracker *t, int64_t now)
+void p2p_tracker_expire(struct p2p_tracker *t, int64_t now)
 {
-	/* Backwards: torrent_remove() swaps the last swarm, already swept, into the hole. */
+	/* Backwards: swarm_remove() swaps the last swarm, already swept, into the hole. */
 	for (size_t n = t->ntorrents; n-- > 0;) {
-		struct torrent *tor = t->list[n];
+		struct swarm *tor = t->list[n];
 
-		torrent_sweep(t, tor, now);
+		swarm_sweep(t, tor, now);
 		if (!tor->npeers)
-			torrent_remove(t, tor);
+			swarm_remove(t, tor);
 	}
 	t->swept = true;
 	t->last_sweep = now;
@@ -435,10 +435,10 @@ void mirror_tracker_expire(struct mirror_tracker *t, int64_t now)
 
 /* A limit is reached: expired peers may be what fills it, so sweep everything, but at most once per
  * second of now so that a flood of refused announces cannot make every announce O(all peers). */
-static void sweep_when_full(struct mirror_tracker *t, int64_t now)
+static void sweep_when_full(struct p2p_tracker *t, int64_t now)
 {
 	if (!t->swept || t->last_sweep != now)
-		mirror_tracker_expire(t, now);
+		p2p_tracker_expire(t, now);
 }
 
 /* ---- parsing ---- */
@@ -498,9 +498,9 @@ static bool is(const unsigned char *s, long n, const char *word)
 	return (size_t)n == strlen(word) && !memcmp(s, word, (size_t)n);
 }
 
-int mirror_tracker_parse_announce(const char *query, size_t len, struct mirror_tracker_announce *out, const char **why)
+int p2p_tracker_parse_announce(const char *query, size_t len, struct p2p_tracker_announce *out, const char **why)
 {
-	struct mirror_tracker_announce a;
+	struct p2p_tracker_announce a;
 	bool have_hash = false, have_id = false, have_port = false, have_left = false;
 	const char *reason = NULL;
 	size_t pos = 0;
@@ -569,13 +569,13 @@ int mirror_tracker_parse_announce(const char *query, size_t len, struct mirror_t
 			have_left = true;
 		} else if (is(key, kn, "event")) {
 			if (vn == 0 || is(val, vn, "paused"))
-				a.event = MIRROR_TRACKER_EVENT_NONE;
+				a.event = P2P_TRACKER_EVENT_NONE;
 			else if (is(val, vn, "started"))
-				a.event = MIRROR_TRACKER_EVENT_STARTED;
+				a.event = P2P_TRACKER_EVENT_STARTED;
 			else if (is(val, vn, "stopped"))
-				a.event = MIRROR_TRACKER_EVENT_STOPPED;
+				a.event = P2P_TRACKER_EVENT_STOPPED;
 			else if (is(val, vn, "completed"))
-				a.event = MIRROR_TRACKER_EVENT_COMPLETED;
+				a.event = P2P_TRACKER_EVENT_COMPLETED;
 			else
 				reason = "invalid event";
 		} else if (is(key, kn, "numwant")) {
@@ -613,7 +613,7 @@ int mirror_tracker_parse_announce(const char *query, size_t len, struct mirror_t
 
 /* ---- announce ---- */
 
-void mirror_tracker_failure(struct buf *out, const char *reason)
+void p2p_tracker_failure(struct buf *out, const char *reason)
 {
 	buf_addf(out, "d14:failure reason%zu:", strlen(reason));
 	buf_adds(out, reason);
@@ -647,7 +647,7 @@ static bool peer_from(const struct sockaddr *sa, struct peer *p)
 
 /* Choose up to want peers of tor at random, never position self (SIZE_MAX: none), into sel in random
  * order. Returns how many. */
-static size_t pick_peers(struct mirror_tracker *t, const struct torrent *tor, size_t self, size_t want, uint32_t *sel)
+static size_t pick_peers(struct p2p_tracker *t, const struct swarm *tor, size_t self, size_t want, uint32_t *sel)
 {
 	size_t n = tor->npeers, cand = n - (self < n ? 1 : 0), k = 0;
 
@@ -666,8 +666,8 @@ static size_t pick_peers(struct mirror_tracker *t, const struct torrent *tor, si
 		return k;
 	}
 	if (want * 2 >= cand) {
-		/* Dense (cand <= 2 * MIRROR_TRACKER_MAX_NUMWANT): partial Fisher-Yates over the candidates. */
-		uint32_t all[2 * MIRROR_TRACKER_MAX_NUMWANT + 1];
+		/* Dense (cand <= 2 * P2P_TRACKER_MAX_NUMWANT): partial Fisher-Yates over the candidates. */
+		uint32_t all[2 * P2P_TRACKER_MAX_NUMWANT + 1];
 
 		for (size_t i = 0; i < n; i++)
 			if (i != self)
@@ -701,15 +701,15 @@ static size_t pick_peers(struct mirror_tracker *t, const struct torrent *tor, si
 	return k;
 }
 
-static void write_response(struct mirror_tracker *t, const struct torrent *tor, size_t self, const struct mirror_tracker_announce *a,
+static void write_response(struct p2p_tracker *t, const struct swarm *tor, size_t self, const struct p2p_tracker_announce *a,
 			   bool with_peers, struct buf *out)
 {
 	size_t seeders = tor ? tor->nseeders : 0, leechers = tor ? tor->npeers - tor->nseeders : 0;
-	size_t want = a->numwant < 0 ? MIRROR_TRACKER_DEFAULT_NUMWANT : (size_t)a->numwant, n = 0, n4 = 0, n6 = 0;
-	uint32_t sel[MIRROR_TRACKER_MAX_NUMWANT];
+	size_t want = a->numwant < 0 ? P2P_TRACKER_DEFAULT_NUMWANT : (size_t)a->numwant, n = 0, n4 = 0, n6 = 0;
+	uint32_t sel[P2P_TRACKER_MAX_NUMWANT];
 
-	if (want > MIRROR_TRACKER_MAX_NUMWANT)
-		want = MIRROR_TRACKER_MAX_NUMWANT;
+	if (want > P2P_TRACKER_MAX_NUMWANT)
+		want = P2P_TRACKER_MAX_NUMWANT;
 	if (tor && with_peers)
 		n = pick_peers(t, tor, self, want, sel);
 	buf_addf(out, "d8:completei%zue10:incompletei%zue8:intervali%de12:min intervali%de5:peers",
@@ -762,7 +762,7 @@ static void write_response(struct mirror_tracker *t, const struct torrent *tor, 
 /* If key's address already has max_per_address peers in tor, remove the one of them seen longest
  * ago and return true (key then takes its place, within every limit). O(peers of the swarm), for new
  * peers only. */
-static bool make_room_for(struct mirror_tracker *t, struct torrent *tor, const struct peer *key)
+static bool make_room_for(struct p2p_tracker *t, struct swarm *tor, const struct peer *key)
 {
 	size_t same = 0, oldest = SIZE_MAX;
 
@@ -780,21 +780,21 @@ static bool make_room_for(struct mirror_tracker *t, struct torrent *tor, const s
 	return true;
 }
 
-int mirror_tracker_announce(struct mirror_tracker *t, const struct mirror_tracker_announce *a, const struct sockaddr *remote,
+int p2p_tracker_announce(struct p2p_tracker *t, const struct p2p_tracker_announce *a, const struct sockaddr *remote,
 		     int64_t now, struct buf *out)
 {
-	struct torrent *tor;
+	struct swarm *tor;
 	struct peer key;
 	uint32_t v;
 	int r = 0;
 
 	t->announces++;
 	if (!peer_from(remote, &key)) {
-		mirror_tracker_failure(out, "unsupported address family");
+		p2p_tracker_failure(out, "unsupported address family");
 		return -EAFNOSUPPORT;
 	}
 	if (!a->port) {
-		mirror_tracker_failure(out, "invalid port");
+		p2p_tracker_failure(out, "invalid port");
 		return -EINVAL;
 	}
 	key.port = a->port;
@@ -803,11 +803,11 @@ int mirror_tracker_announce(struct mirror_tracker *t, const struct mirror_tracke
 	key.uploaded = a->uploaded;
 	memcpy(key.peer_id, a->peer_id, 20);
 
-	tor = torrent_get(t, a->info_hash);
+	tor = swarm_get(t, a->info_hash);
 	if (tor)
-		torrent_sweep(t, tor, now);
+		swarm_sweep(t, tor, now);
 
-	if (a->event == MIRROR_TRACKER_EVENT_STOPPED) {
+	if (a->event == P2P_TRACKER_EVENT_STOPPED) {
 		if (tor) {
 			v = tor->index[index_find(t, tor, &key)];
 			if (v)
@@ -849,34 +849,34 @@ int mirror_tracker_announce(struct mirror_tracker *t, const struct mirror_tracke
 		goto answer;
 	if (t->npeers >= t->max_total_peers || (!tor && t->ntorrents >= t->max_torrents))
 		sweep_when_full(t, now);
-	tor = torrent_get(t, a->info_hash); /* the sweep may have dropped it */
+	tor = swarm_get(t, a->info_hash); /* the sweep may have dropped it */
 	if (t->npeers >= t->max_total_peers) {
-		mirror_tracker_failure(out, "tracker is full: too many peers");
+		p2p_tracker_failure(out, "tracker is full: too many peers");
 		r = -ENOSPC;
 		goto out;
 	}
 	if (!tor && t->ntorrents >= t->max_torrents) {
-		mirror_tracker_failure(out, "tracker is full: too many torrents");
+		p2p_tracker_failure(out, "tracker is full: too many torrents");
 		r = -ENOSPC;
 		goto out;
 	}
 	if (tor && tor->npeers >= t->max_peers) {
-		mirror_tracker_failure(out, "swarm is full: too many peers for this torrent");
+		p2p_tracker_failure(out, "swarm is full: too many peers for this torrent");
 		r = -ENOSPC;
 		goto out;
 	}
 	if (!tor)
-		tor = torrent_add(t, a->info_hash, info_hash_hash(t, a->info_hash));
+		tor = swarm_add(t, a->info_hash, info_hash_hash(t, a->info_hash));
 answer:
 	peer_add(t, tor, &key);
 	write_response(t, tor, tor->npeers - 1, a, true, out);
 out:
 	if (tor && !tor->npeers)
-		torrent_remove(t, tor);
+		swarm_remove(t, tor);
 	return r;
 }
 
-void mirror_tracker_stats(const struct mirror_tracker *t, struct mirror_tracker_stats *out)
+void p2p_tracker_stats(const struct p2p_tracker *t, struct p2p_tracker_stats *out)
 {
 	out->torrents = t->ntorrents;
 	out->peers = t->npeers;
@@ -885,9 +885,9 @@ void mirror_tracker_stats(const struct mirror_tracker *t, struct mirror_tracker_
 	out->announces = t->announces;
 }
 
-void mirror_tracker_swarm(const struct mirror_tracker *t, const unsigned char info_hash[20], size_t *seeders, size_t *leechers)
+void p2p_tracker_swarm(const struct p2p_tracker *t, const unsigned char info_hash[20], size_t *seeders, size_t *leechers)
 {
-	const struct torrent *tor = torrent_get(t, info_hash);
+	const struct swarm *tor = swarm_get(t, info_hash);
 
 	*seeders = tor ? tor->nseeders : 0;
 	*leechers = tor ? tor->npeers - tor->nseeders : 0;

@@ -9,7 +9,7 @@
 
 #include <jansson.h>
 
-#include "httpd.h"
+#include "hub/httpd.h"
 
 struct mirror_data;
 
@@ -28,7 +28,7 @@ struct mirror_routes {
 	struct httpd *httpd;
 	struct route_count *counts;   /* requests by (route, status), for /metrics */
 	size_t ncounts;
-	struct mirror_tracker *tracker;      /* the swarm's tracker (routes-p2p.c), owned */
+	struct p2p_tracker *tracker;      /* the swarm's tracker (routes-p2p.c), owned */
 	int64_t tracker_swept;        /* when its peers were last expired (monotonic seconds) */
 	struct mirror_seeder *seeder; /* the mirror's own BitTorrent seed, borrowed; NULL: none */
 	unsigned char p2p_key[32];    /* the data directory's key for capabilities (access.h) */

@@ -9,7 +9,7 @@
  * A peer is identified by (info-hash, IP from the connection, port from the announce); the "ip" query
  * parameter is never trusted. IPv4-mapped IPv6 addresses (a dual-stack listener) count as IPv4.
  * Peers expire 2 * interval after their last announce: lazily whenever their swarm is accessed, and
- * in a mirror_tracker_expire() sweep the server runs periodically. Memory is bounded by max_torrents,
+ * in a p2p_tracker_expire() sweep the server runs periodically. Memory is bounded by max_torrents,
  * max_peers and max_total_peers; when a limit is reached new swarms / peers get a failure response
  * while peers already known keep working. One address holds at most max_per_address places in a
  * swarm (its newest ports), so one host cannot fill a swarm or crowd others out of the answers. The
@@ -17,8 +17,8 @@
  *
  * Not thread-safe: one tracker belongs to one thread (the libuv loop).
  */
-#ifndef HM_MIRROR_TRACKER_H
-#define HM_MIRROR_TRACKER_H
+#ifndef HM_P2P_TRACKER_H
+#define HM_P2P_TRACKER_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -26,12 +26,12 @@
 #include <sys/socket.h>
 
 struct buf;
-struct mirror_tracker;
+struct p2p_tracker;
 
-#define MIRROR_TRACKER_DEFAULT_NUMWANT 50
-#define MIRROR_TRACKER_MAX_NUMWANT 200
+#define P2P_TRACKER_DEFAULT_NUMWANT 50
+#define P2P_TRACKER_MAX_NUMWANT 200
 
-struct mirror_tracker_config {
+struct p2p_tracker_config {
 	int interval;           /* seconds clients are told to wait between announces (default 120 if <= 0) */
 	size_t max_torrents;    /* distinct info-hashes kept (default 100000 if 0) */
 	size_t max_peers;       /* per info-hash (default 5000 if 0) */
@@ -42,19 +42,19 @@ struct mirror_tracker_config {
 
 /* A tracker with cfg's limits (cfg may be NULL: all defaults; it is copied, not kept). Seeds its hash
  * keys and PRNG from getrandom(). Never fails (out of memory aborts). The caller owns the result and
- * releases it with mirror_tracker_free(). */
-struct mirror_tracker *mirror_tracker_new(const struct mirror_tracker_config *cfg);
+ * releases it with p2p_tracker_free(). */
+struct p2p_tracker *p2p_tracker_new(const struct p2p_tracker_config *cfg);
 /* Free *t and everything it holds; NULL-safe (t or *t), sets *t = NULL. */
-void mirror_tracker_free(struct mirror_tracker **t);
+void p2p_tracker_free(struct p2p_tracker **t);
 
-enum mirror_tracker_event { MIRROR_TRACKER_EVENT_NONE, MIRROR_TRACKER_EVENT_STARTED, MIRROR_TRACKER_EVENT_STOPPED, MIRROR_TRACKER_EVENT_COMPLETED };
+enum p2p_tracker_event { P2P_TRACKER_EVENT_NONE, P2P_TRACKER_EVENT_STARTED, P2P_TRACKER_EVENT_STOPPED, P2P_TRACKER_EVENT_COMPLETED };
 
-struct mirror_tracker_announce {
+struct p2p_tracker_announce {
 	unsigned char info_hash[20];
 	unsigned char peer_id[20];
 	uint16_t port;          /* 1..65535 */
 	int64_t uploaded, downloaded, left;
-	enum mirror_tracker_event event;
+	enum p2p_tracker_event event;
 	int numwant;            /* -1 when absent; else 0..INT_MAX as sent (the tracker caps it) */
 	bool compact;           /* default true */
 	bool no_peer_id;
@@ -69,12 +69,12 @@ struct mirror_tracker_announce {
  * numwant is a non-negative integer (huge values saturate); compact and no_peer_id are 0 or 1.
  * Unknown parameters (ip, key, trackerid, ...) are ignored; a repeated parameter: the last one counts.
  * Returns 0 and fills *out, or HM_ERR_USAGE with *out untouched and *why (if why is not NULL) set to
- * a static human-readable reason, suitable for mirror_tracker_failure().
+ * a static human-readable reason, suitable for p2p_tracker_failure().
  */
-int mirror_tracker_parse_announce(const char *query, size_t len, struct mirror_tracker_announce *out, const char **why);
+int p2p_tracker_parse_announce(const char *query, size_t len, struct p2p_tracker_announce *out, const char **why);
 
 /*
- * Record the announce *a (borrowed for the call; as mirror_tracker_parse_announce() fills it) of the peer at
+ * Record the announce *a (borrowed for the call; as p2p_tracker_parse_announce() fills it) of the peer at
  * remote (borrowed; AF_INET or AF_INET6, only its address is used: the port comes from the announce)
  * and append the bencoded response body to out (an initialised buf, normally empty):
  *   d8:completei<seeders>e10:incompletei<leechers>e8:intervali<interval>e12:min intervali<interval/2>e
@@ -91,31 +91,31 @@ int mirror_tracker_parse_announce(const char *query, size_t len, struct mirror_t
  * -ENOSPC when a limit refused a new swarm or peer, -EAFNOSUPPORT when remote is neither IPv4 nor
  * IPv6, -EINVAL when a->port is 0.
  */
-int mirror_tracker_announce(struct mirror_tracker *t, const struct mirror_tracker_announce *a, const struct sockaddr *remote,
+int p2p_tracker_announce(struct p2p_tracker *t, const struct p2p_tracker_announce *a, const struct sockaddr *remote,
 		     int64_t now, struct buf *out);
 
 /* Append the BEP 3 failure response d14:failure reason<len>:<reason>e to out. reason is borrowed. */
-void mirror_tracker_failure(struct buf *out, const char *reason);
+void p2p_tracker_failure(struct buf *out, const char *reason);
 
 /* Drop every peer whose last announce is 2 * interval or more before now, and every swarm left empty.
  * Costs O(torrents) plus O(peers) of the swarms that have a peer due to expire. */
-void mirror_tracker_expire(struct mirror_tracker *t, int64_t now);
+void p2p_tracker_expire(struct p2p_tracker *t, int64_t now);
 
-struct mirror_tracker_stats {
+struct p2p_tracker_stats {
 	size_t torrents;     /* swarms with at least one peer */
 	size_t peers;        /* across all swarms (a client in two swarms counts twice) */
 	size_t seeders;      /* of those peers, how many have left == 0 */
-	uint64_t announces;  /* every mirror_tracker_announce() call since mirror_tracker_new(), refused ones included */
+	uint64_t announces;  /* every p2p_tracker_announce() call since p2p_tracker_new(), refused ones included */
 	int64_t peer_uploaded; /* the live peers' "uploaded" as they last announced it: what peers have sent
 	                        * (to each other and anyone) in their current sessions */
 };
 
 /* Fill *out. Counts are as of the last access or sweep: peers past their expiry that nothing has
- * touched since are still counted until the next mirror_tracker_expire(). */
-void mirror_tracker_stats(const struct mirror_tracker *t, struct mirror_tracker_stats *out);
+ * touched since are still counted until the next p2p_tracker_expire(). */
+void p2p_tracker_stats(const struct p2p_tracker *t, struct p2p_tracker_stats *out);
 
 /* Seeders and leechers of one info-hash (0/0 if unknown), as of the last access or sweep (see
- * mirror_tracker_stats()). */
-void mirror_tracker_swarm(const struct mirror_tracker *t, const unsigned char info_hash[20], size_t *seeders, size_t *leechers);
+ * p2p_tracker_stats()). */
+void p2p_tracker_swarm(const struct p2p_tracker *t, const unsigned char info_hash[20], size_t *seeders, size_t *leechers);
 
 #endif

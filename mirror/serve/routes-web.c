@@ -1,6 +1,6 @@
 /*
  * routes-web.c - the web page: GET/HEAD "/" (index.html) and "/assets/<name>", from the files of
- * mirror/web/ that embed.py compiled into the binary (web_assets.c). Strong ETags computed at build
+ * mirror/serve/web/ that embed.py compiled into the binary (web_assets.c). Strong ETags computed at build
  * time answer If-None-Match with 304. index.html is revalidated on every load (no-cache) and pins
  * each asset by version ("assets/app.js?v=<hash>"), so a versioned asset may be kept for a year;
  * without the matching ?v= it is revalidated too. Paths that are not ours pass down the chain (an
@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "httpd.h"
+#include "hub/httpd.h"
 #include "routes-int.h"
 #include "web_assets.h"
 

@@ -17,7 +17,7 @@
 #include "base/buf.h"
 #include "base/err.h"
 #include "base/xmalloc.h"
-#include "mirror/tracker.h"
+#include "p2p/tracker.h"
 #include "test.h"
 
 /* ---- a strict bencode reader (test only) ---- */
@@ -177,9 +177,9 @@ static void peer_id_of(const char *ip, unsigned port, unsigned char id[20])
 	memcpy(id, tmp, 20);
 }
 
-static struct mirror_tracker_announce ann(unsigned char hash, const char *ip, unsigned port, int64_t left)
+static struct p2p_tracker_announce ann(unsigned char hash, const char *ip, unsigned port, int64_t left)
 {
-	struct mirror_tracker_announce a;
+	struct p2p_tracker_announce a;
 
 	memset(&a, 0, sizeof(a));
 	memset(a.info_hash, hash, 20);
@@ -192,20 +192,20 @@ static struct mirror_tracker_announce ann(unsigned char hash, const char *ip, un
 }
 
 /* Announce a from ip into a fresh body in out. */
-static int announce(struct mirror_tracker *t, const struct mirror_tracker_announce *a, const char *ip, int64_t now, struct buf *out)
+static int announce(struct p2p_tracker *t, const struct p2p_tracker_announce *a, const char *ip, int64_t now, struct buf *out)
 {
 	struct sockaddr_storage ss;
 
 	sockaddr_of(ip, &ss);
 	buf_reset(out);
-	return mirror_tracker_announce(t, a, (const struct sockaddr *)&ss, now, out);
+	return p2p_tracker_announce(t, a, (const struct sockaddr *)&ss, now, out);
 }
 
 /* Simple announce: started, numwant default, compact. */
-static int join(struct mirror_tracker *t, unsigned char hash, const char *ip, unsigned port, int64_t left, int64_t now,
+static int join(struct p2p_tracker *t, unsigned char hash, const char *ip, unsigned port, int64_t left, int64_t now,
 		struct buf *out)
 {
-	struct mirror_tracker_announce a = ann(hash, ip, port, left);
+	struct p2p_tracker_announce a = ann(hash, ip, port, left);
 
 	return announce(t, &a, ip, now, out);
 }
@@ -313,10 +313,10 @@ static bool is_failure(const struct buf *b)
 
 /* ---- parsing ---- */
 
-static int parse(const char *q, struct mirror_tracker_announce *a, const char **why)
+static int parse(const char *q, struct p2p_tracker_announce *a, const char **why)
 {
 	*why = NULL;
-	return mirror_tracker_parse_announce(q, strlen(q), a, why);
+	return p2p_tracker_parse_announce(q, strlen(q), a, why);
 }
 
 #define HASH_PCT "%124Vx%9a%bc%de%f0%01%23Eg%89%AB%CD%EF%fe%dc%ba%98"
@@ -325,7 +325,7 @@ static const unsigned char hash_raw[20] = { 0x12, '4', 'V', 'x', 0x9a, 0xbc, 0xd
 
 TEST(parse_binary_hash_and_options)
 {
-	struct mirror_tracker_announce a;
+	struct p2p_tracker_announce a;
 	const char *why;
 	const char *q = "info_hash=" HASH_PCT "&peer_id=-qB4650-%41bcdefghijkl&port=6881&uploaded=10"
 			"&downloaded=20&left=30&event=started&numwant=7&compact=0&no_peer_id=1&ip=6.6.6.6&key=ab%20cd"
@@ -340,7 +340,7 @@ TEST(parse_binary_hash_and_options)
 	CHECK_INT(a.uploaded, 10);
 	CHECK_INT(a.downloaded, 20);
 	CHECK_INT(a.left, 30);
-	CHECK_INT(a.event, MIRROR_TRACKER_EVENT_STARTED);
+	CHECK_INT(a.event, P2P_TRACKER_EVENT_STARTED);
 	CHECK_INT(a.numwant, 7);
 	CHECK(!a.compact);
 	CHECK(a.no_peer_id);
@@ -348,12 +348,12 @@ TEST(parse_binary_hash_and_options)
 
 TEST(parse_defaults_and_events)
 {
-	static const struct { const char *ev; enum mirror_tracker_event want; } evs[] = {
-		{ "", MIRROR_TRACKER_EVENT_NONE }, { "&event=", MIRROR_TRACKER_EVENT_NONE },
-		{ "&event=started", MIRROR_TRACKER_EVENT_STARTED }, { "&event=stopped", MIRROR_TRACKER_EVENT_STOPPED },
-		{ "&event=completed", MIRROR_TRACKER_EVENT_COMPLETED }, { "&event=paused", MIRROR_TRACKER_EVENT_NONE },
+	static const struct { const char *ev; enum p2p_tracker_event want; } evs[] = {
+		{ "", P2P_TRACKER_EVENT_NONE }, { "&event=", P2P_TRACKER_EVENT_NONE },
+		{ "&event=started", P2P_TRACKER_EVENT_STARTED }, { "&event=stopped", P2P_TRACKER_EVENT_STOPPED },
+		{ "&event=completed", P2P_TRACKER_EVENT_COMPLETED }, { "&event=paused", P2P_TRACKER_EVENT_NONE },
 	};
-	struct mirror_tracker_announce a;
+	struct p2p_tracker_announce a;
 	const char *why;
 	char q[512];
 
@@ -380,7 +380,7 @@ TEST(parse_defaults_and_events)
 	{
 		const char *q2 = "info_hash=" HASH_PCT "&peer_id=abcdefghij0123456789&port=1&left=5&port=0";
 
-		CHECK_INT(mirror_tracker_parse_announce(q2, strlen(q2) - strlen("&port=0"), &a, &why), 0);
+		CHECK_INT(p2p_tracker_parse_announce(q2, strlen(q2) - strlen("&port=0"), &a, &why), 0);
 		CHECK_INT(a.port, 1);
 	}
 }
@@ -417,7 +417,7 @@ TEST(parse_refuses_bad_queries)
 		{ "\xff\xfe\x01garbage=%%%", "missing info_hash" },
 		{ "x%%%=1&info_hash=" HASH_PCT, "bad percent-encoding in a parameter name" },
 	};
-	struct mirror_tracker_announce a, before;
+	struct p2p_tracker_announce a, before;
 	const char *why;
 
 	memset(&before, 0x5a, sizeof(before));
@@ -427,7 +427,7 @@ TEST(parse_refuses_bad_queries)
 		CHECK_STR(why, bad[k][1]);
 		CHECK(!memcmp(&a, &before, sizeof(a))); /* out untouched on error */
 	}
-	CHECK_INT(mirror_tracker_parse_announce("port=1", 6, &a, NULL), HM_ERR_USAGE); /* why may be NULL */
+	CHECK_INT(p2p_tracker_parse_announce("port=1", 6, &a, NULL), HM_ERR_USAGE); /* why may be NULL */
 }
 
 /* ---- responses ---- */
@@ -437,16 +437,16 @@ TEST(failure_body)
 	struct buf b;
 
 	buf_init(&b);
-	mirror_tracker_failure(&b, "swarm is full");
+	p2p_tracker_failure(&b, "swarm is full");
 	CHECK(BODY_IS(&b, "d14:failure reason13:swarm is fulle"));
 	buf_release(&b);
 }
 
 TEST(responses_byte_for_byte)
 {
-	struct mirror_tracker_config cfg = { .interval = 120 };
-	struct mirror_tracker *t = mirror_tracker_new(&cfg);
-	struct mirror_tracker_announce a;
+	struct p2p_tracker_config cfg = { .interval = 120 };
+	struct p2p_tracker *t = p2p_tracker_new(&cfg);
+	struct p2p_tracker_announce a;
 	struct buf b;
 	size_t s, l;
 
@@ -479,22 +479,22 @@ TEST(responses_byte_for_byte)
 	CHECK(BODY_IS(&b, "d8:completei1e10:incompletei1e8:intervali120e12:min intervali60e"
 		      "5:peersld2:ip8:10.0.0.24:porti6882eeee"));
 	/* Port comes from the announce, IP from the connection: the "ip" parameter never enters. */
-	mirror_tracker_swarm(t, a.info_hash, &s, &l);
+	p2p_tracker_swarm(t, a.info_hash, &s, &l);
 	CHECK_INT(s, 1);
 	CHECK_INT(l, 1);
-	mirror_tracker_swarm(t, (const unsigned char *)"unknown-info-hash-xx", &s, &l);
+	p2p_tracker_swarm(t, (const unsigned char *)"unknown-info-hash-xx", &s, &l);
 	CHECK_INT(s, 0);
 	CHECK_INT(l, 0);
 	buf_release(&b);
-	mirror_tracker_free(&t);
+	p2p_tracker_free(&t);
 	CHECK(t == NULL);
-	mirror_tracker_free(&t);
-	mirror_tracker_free(NULL);
+	p2p_tracker_free(&t);
+	p2p_tracker_free(NULL);
 }
 
 TEST(never_yourself_and_same_host_other_port)
 {
-	struct mirror_tracker *t = mirror_tracker_new(NULL);
+	struct p2p_tracker *t = p2p_tracker_new(NULL);
 	char (*list)[64] = xcalloc(MAXP, 64);
 	char ip[32], self[64];
 	struct buf b;
@@ -512,7 +512,7 @@ TEST(never_yourself_and_same_host_other_port)
 		CHECK(distinct(list, n));
 	}
 	for (int k = 0; k < 30; k++) {
-		struct mirror_tracker_announce a;
+		struct p2p_tracker_announce a;
 
 		snprintf(ip, sizeof(ip), "192.168.1.%d", k / 2 + 1);
 		a = ann(1, ip, 7000 + (unsigned)k, 10);
@@ -534,7 +534,7 @@ TEST(never_yourself_and_same_host_other_port)
 		bool varied = false;
 
 		for (int k = 0; k < 400; k++) {
-			struct mirror_tracker_announce a = ann(1, "192.168.1.1", 7000, 10);
+			struct p2p_tracker_announce a = ann(1, "192.168.1.1", 7000, 10);
 
 			a.numwant = k < 300 ? k % 5 + 1 : 200;
 			CHECK_INT(announce(t, &a, "192.168.1.1", 61, &b), 0);
@@ -550,15 +550,15 @@ TEST(never_yourself_and_same_host_other_port)
 	}
 	free(list);
 	buf_release(&b);
-	mirror_tracker_free(&t);
+	p2p_tracker_free(&t);
 }
 
 TEST(stopped_removes_and_counts)
 {
-	struct mirror_tracker *t = mirror_tracker_new(NULL);
+	struct p2p_tracker *t = p2p_tracker_new(NULL);
 	char (*list)[64] = xcalloc(MAXP, 64);
-	struct mirror_tracker_announce a;
-	struct mirror_tracker_stats st;
+	struct p2p_tracker_announce a;
+	struct p2p_tracker_stats st;
 	unsigned char h[20];
 	size_t s, l;
 	struct buf b;
@@ -570,10 +570,10 @@ TEST(stopped_removes_and_counts)
 	CHECK_INT(join(t, 7, "10.1.0.2", 1000, 0, 5, &b), 0);   /* seeder */
 	CHECK_INT(join(t, 7, "10.1.0.3", 1000, 99, 5, &b), 0);  /* leecher */
 	CHECK_INT(join(t, 8, "10.1.0.3", 1000, 99, 5, &b), 0);  /* same client, other torrent */
-	mirror_tracker_swarm(t, h, &s, &l);
+	p2p_tracker_swarm(t, h, &s, &l);
 	CHECK_INT(s, 2);
 	CHECK_INT(l, 1);
-	mirror_tracker_stats(t, &st);
+	p2p_tracker_stats(t, &st);
 	CHECK_INT(st.torrents, 2);
 	CHECK_INT(st.peers, 4);
 	CHECK_INT(st.seeders, 2);
@@ -581,15 +581,15 @@ TEST(stopped_removes_and_counts)
 
 	/* The leecher completes: counted as a seeder from now on. */
 	a = ann(7, "10.1.0.3", 1000, 0);
-	a.event = MIRROR_TRACKER_EVENT_COMPLETED;
+	a.event = P2P_TRACKER_EVENT_COMPLETED;
 	CHECK_INT(announce(t, &a, "10.1.0.3", 6, &b), 0);
-	mirror_tracker_swarm(t, h, &s, &l);
+	p2p_tracker_swarm(t, h, &s, &l);
 	CHECK_INT(s, 3);
 	CHECK_INT(l, 0);
 
 	/* Stopped: gone, and no peers in the reply. */
 	a = ann(7, "10.1.0.1", 1000, 0);
-	a.event = MIRROR_TRACKER_EVENT_STOPPED;
+	a.event = P2P_TRACKER_EVENT_STOPPED;
 	CHECK_INT(announce(t, &a, "10.1.0.1", 7, &b), 0);
 	CHECK(BODY_IS(&b, "d8:completei2e10:incompletei0e8:intervali120e12:min intervali60e5:peers0:e"));
 	CHECK_INT(join(t, 7, "10.1.0.2", 1000, 0, 8, &b), 0);
@@ -598,19 +598,19 @@ TEST(stopped_removes_and_counts)
 	CHECK(listed(list, n, "10.1.0.3:1000"));
 	/* A stopped from the same host but another port removes nothing. */
 	a = ann(7, "10.1.0.2", 1001, 0);
-	a.event = MIRROR_TRACKER_EVENT_STOPPED;
+	a.event = P2P_TRACKER_EVENT_STOPPED;
 	CHECK_INT(announce(t, &a, "10.1.0.2", 9, &b), 0);
-	mirror_tracker_swarm(t, h, &s, &l);
+	p2p_tracker_swarm(t, h, &s, &l);
 	CHECK_INT(s, 2);
 	/* Everyone leaves: the swarm is forgotten. */
 	a = ann(7, "10.1.0.2", 1000, 0);
-	a.event = MIRROR_TRACKER_EVENT_STOPPED;
+	a.event = P2P_TRACKER_EVENT_STOPPED;
 	CHECK_INT(announce(t, &a, "10.1.0.2", 9, &b), 0);
 	a = ann(7, "10.1.0.3", 1000, 0);
-	a.event = MIRROR_TRACKER_EVENT_STOPPED;
+	a.event = P2P_TRACKER_EVENT_STOPPED;
 	CHECK_INT(announce(t, &a, "10.1.0.3", 9, &b), 0);
 	CHECK(BODY_IS(&b, "d8:completei0e10:incompletei0e8:intervali120e12:min intervali60e5:peers0:e"));
-	mirror_tracker_stats(t, &st);
+	p2p_tracker_stats(t, &st);
 	CHECK_INT(st.torrents, 1);
 	CHECK_INT(st.peers, 1);
 	CHECK_INT(st.seeders, 0);
@@ -621,40 +621,40 @@ TEST(stopped_removes_and_counts)
 	a = ann(8, "10.1.0.4", 1000, 99);
 	a.uploaded = 50;
 	CHECK_INT(announce(t, &a, "10.1.0.4", 9, &b), 0);
-	mirror_tracker_stats(t, &st);
+	p2p_tracker_stats(t, &st);
 	CHECK_INT(st.peer_uploaded, 150);
 	a = ann(8, "10.1.0.3", 1000, 99);
 	a.uploaded = 400;
 	CHECK_INT(announce(t, &a, "10.1.0.3", 10, &b), 0);
-	mirror_tracker_stats(t, &st);
+	p2p_tracker_stats(t, &st);
 	CHECK_INT(st.peer_uploaded, 450);
 	a = ann(8, "10.1.0.4", 1000, 99);
-	a.event = MIRROR_TRACKER_EVENT_STOPPED;
+	a.event = P2P_TRACKER_EVENT_STOPPED;
 	CHECK_INT(announce(t, &a, "10.1.0.4", 10, &b), 0);
-	mirror_tracker_stats(t, &st);
+	p2p_tracker_stats(t, &st);
 	CHECK_INT(st.peer_uploaded, 400);
-	mirror_tracker_expire(t, 10 + 2 * 120);
-	mirror_tracker_stats(t, &st);
+	p2p_tracker_expire(t, 10 + 2 * 120);
+	p2p_tracker_stats(t, &st);
 	CHECK_INT(st.peer_uploaded, 0);
 	CHECK_INT(st.torrents, 0);
 	/* Stopped for a swarm nobody knows: an empty answer, nothing created. */
 	a = ann(9, "10.1.0.9", 1000, 0);
-	a.event = MIRROR_TRACKER_EVENT_STOPPED;
+	a.event = P2P_TRACKER_EVENT_STOPPED;
 	CHECK_INT(announce(t, &a, "10.1.0.9", 9, &b), 0);
 	CHECK(BODY_IS(&b, "d8:completei0e10:incompletei0e8:intervali120e12:min intervali60e5:peers0:e"));
-	mirror_tracker_stats(t, &st);
+	p2p_tracker_stats(t, &st);
 	CHECK_INT(st.torrents, 0);
 	free(list);
 	buf_release(&b);
-	mirror_tracker_free(&t);
+	p2p_tracker_free(&t);
 }
 
 TEST(ipv6_peers_in_peers6)
 {
-	struct mirror_tracker *t = mirror_tracker_new(NULL);
+	struct p2p_tracker *t = p2p_tracker_new(NULL);
 	char (*list)[64] = xcalloc(MAXP, 64);
-	struct mirror_tracker_announce a;
-	struct mirror_tracker_stats st;
+	struct p2p_tracker_announce a;
+	struct p2p_tracker_stats st;
 	struct buf b;
 	int n;
 
@@ -667,7 +667,7 @@ TEST(ipv6_peers_in_peers6)
 		      "\x20\x01\x0d\xb8\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x01\x1a\xe1" "e"));
 	/* An IPv4-mapped address (dual-stack listener) is an IPv4 peer, and the same peer as plain v4. */
 	CHECK_INT(join(t, 3, "::ffff:10.0.0.9", 6882, 1, 3, &b), 0);
-	mirror_tracker_stats(t, &st);
+	p2p_tracker_stats(t, &st);
 	CHECK_INT(st.peers, 2);
 	CHECK_INT(join(t, 3, "2001:db8::2", 6883, 1, 4, &b), 0);
 	n = peers_of(&b, list, MAXP);
@@ -689,12 +689,12 @@ TEST(ipv6_peers_in_peers6)
 		memset(&un, 0, sizeof(un));
 		un.sun_family = AF_UNIX;
 		buf_reset(&b);
-		CHECK_INT(mirror_tracker_announce(t, &a, (const struct sockaddr *)&un, 6, &b), -EAFNOSUPPORT);
+		CHECK_INT(p2p_tracker_announce(t, &a, (const struct sockaddr *)&un, 6, &b), -EAFNOSUPPORT);
 		CHECK(is_failure(&b));
 	}
 	free(list);
 	buf_release(&b);
-	mirror_tracker_free(&t);
+	p2p_tracker_free(&t);
 }
 
 TEST(numwant_caps)
@@ -702,9 +702,9 @@ TEST(numwant_caps)
 	static const struct { int numwant; int want; } cases[] = {
 		{ -1, 50 }, { 0, 0 }, { 1, 1 }, { 7, 7 }, { 150, 150 }, { 200, 200 }, { 201, 200 }, { INT_MAX, 200 },
 	};
-	struct mirror_tracker *t = mirror_tracker_new(NULL);
+	struct p2p_tracker *t = p2p_tracker_new(NULL);
 	char (*list)[64] = xcalloc(MAXP, 64);
-	struct mirror_tracker_announce a;
+	struct p2p_tracker_announce a;
 	char ip[32];
 	struct buf b;
 	int n;
@@ -742,15 +742,15 @@ TEST(numwant_caps)
 	}
 	free(list);
 	buf_release(&b);
-	mirror_tracker_free(&t);
+	p2p_tracker_free(&t);
 }
 
 TEST(expiry_after_two_intervals)
 {
-	struct mirror_tracker_config cfg = { .interval = 10 };
-	struct mirror_tracker *t = mirror_tracker_new(&cfg);
+	struct p2p_tracker_config cfg = { .interval = 10 };
+	struct p2p_tracker *t = p2p_tracker_new(&cfg);
 	char (*list)[64] = xcalloc(MAXP, 64);
-	struct mirror_tracker_stats st;
+	struct p2p_tracker_stats st;
 	struct buf b;
 	int n;
 
@@ -775,37 +775,37 @@ TEST(expiry_after_two_intervals)
 
 	/* The sweep: swarms nobody touches go too. */
 	CHECK_INT(join(t, 2, "10.4.0.9", 1, 0, 150, &b), 0);
-	mirror_tracker_stats(t, &st);
+	p2p_tracker_stats(t, &st);
 	CHECK_INT(st.torrents, 2);
 	CHECK_INT(st.peers, 3);
-	mirror_tracker_expire(t, 154);  /* 10.4.0.1 expires at 155, 10.4.0.3 at 164, 10.4.0.9 at 170 */
-	mirror_tracker_stats(t, &st);
+	p2p_tracker_expire(t, 154);  /* 10.4.0.1 expires at 155, 10.4.0.3 at 164, 10.4.0.9 at 170 */
+	p2p_tracker_stats(t, &st);
 	CHECK_INT(st.peers, 3);
-	mirror_tracker_expire(t, 155);
-	mirror_tracker_stats(t, &st);
+	p2p_tracker_expire(t, 155);
+	p2p_tracker_stats(t, &st);
 	CHECK_INT(st.peers, 2);
 	CHECK_INT(st.torrents, 2);
-	mirror_tracker_expire(t, 169);
-	mirror_tracker_stats(t, &st);
+	p2p_tracker_expire(t, 169);
+	p2p_tracker_stats(t, &st);
 	CHECK_INT(st.peers, 1);
 	CHECK_INT(st.torrents, 1);
 	CHECK_INT(st.seeders, 1);
-	mirror_tracker_expire(t, 170);
-	mirror_tracker_stats(t, &st);
+	p2p_tracker_expire(t, 170);
+	p2p_tracker_stats(t, &st);
 	CHECK_INT(st.peers, 0);
 	CHECK_INT(st.torrents, 0);
 	CHECK_INT(st.seeders, 0);
 	free(list);
 	buf_release(&b);
-	mirror_tracker_free(&t);
+	p2p_tracker_free(&t);
 }
 
 TEST(limits_refuse_new_entries_only)
 {
-	struct mirror_tracker_config cfg = { .interval = 10, .max_torrents = 2, .max_peers = 3, .max_total_peers = 5 };
-	struct mirror_tracker *t = mirror_tracker_new(&cfg);
-	struct mirror_tracker_announce a;
-	struct mirror_tracker_stats st;
+	struct p2p_tracker_config cfg = { .interval = 10, .max_torrents = 2, .max_peers = 3, .max_total_peers = 5 };
+	struct p2p_tracker *t = p2p_tracker_new(&cfg);
+	struct p2p_tracker_announce a;
+	struct p2p_tracker_stats st;
 	struct buf b;
 
 	buf_init(&b);
@@ -815,7 +815,7 @@ TEST(limits_refuse_new_entries_only)
 	CHECK_INT(join(t, 3, "10.5.0.1", 1, 1, 0, &b), -ENOSPC);
 	CHECK(is_failure(&b));
 	CHECK(BODY_IS(&b, "d14:failure reason34:tracker is full: too many torrentse"));
-	mirror_tracker_stats(t, &st);
+	p2p_tracker_stats(t, &st);
 	CHECK_INT(st.torrents, 2);
 	CHECK_INT(st.peers, 2);
 	CHECK_INT(st.announces, 3);
@@ -828,34 +828,34 @@ TEST(limits_refuse_new_entries_only)
 	CHECK(!is_failure(&b));
 	/* Room again once someone leaves. */
 	a = ann(1, "10.5.0.3", 1, 1);
-	a.event = MIRROR_TRACKER_EVENT_STOPPED;
+	a.event = P2P_TRACKER_EVENT_STOPPED;
 	CHECK_INT(announce(t, &a, "10.5.0.3", 2, &b), 0);
 	CHECK_INT(join(t, 1, "10.5.0.4", 1, 1, 2, &b), 0);
 	/* The total: 1 + 3 in swarm 1... add to swarm 2 until 5 peers in all. */
 	CHECK_INT(join(t, 2, "10.5.0.2", 1, 1, 3, &b), 0);
 	CHECK_INT(join(t, 2, "10.5.0.3", 1, 1, 3, &b), -ENOSPC);
 	CHECK(BODY_IS(&b, "d14:failure reason31:tracker is full: too many peerse"));
-	mirror_tracker_stats(t, &st);
+	p2p_tracker_stats(t, &st);
 	CHECK_INT(st.peers, 5);
 	/* Expired peers make room without waiting for the sweep: everyone last seen at 0..3 is gone at
 	 * 23 (2 * interval), though nothing touched their swarms. */
 	CHECK_INT(join(t, 3, "10.5.0.1", 1, 1, 21, &b), -ENOSPC);
 	CHECK_INT(join(t, 3, "10.5.0.1", 1, 1, 23, &b), 0);
-	mirror_tracker_stats(t, &st);
+	p2p_tracker_stats(t, &st);
 	CHECK_INT(st.torrents, 1);
 	CHECK_INT(st.peers, 1);
 	buf_release(&b);
-	mirror_tracker_free(&t);
+	p2p_tracker_free(&t);
 }
 
 /* An announce flood from one address (5000 ports) holds a handful of places in the swarm: the others
  * still get in and are in the answers; a new port from the flooder replaces its longest-silent one. */
 TEST(one_address_cannot_fill_a_swarm)
 {
-	struct mirror_tracker_config cfg = { .max_peers = 100 };
-	struct mirror_tracker *t = mirror_tracker_new(&cfg);
+	struct p2p_tracker_config cfg = { .max_peers = 100 };
+	struct p2p_tracker *t = p2p_tracker_new(&cfg);
 	char (*list)[64] = xcalloc(MAXP, 64);
-	struct mirror_tracker_stats st;
+	struct p2p_tracker_stats st;
 	struct buf b;
 	int n, flooder = 0;
 
@@ -863,7 +863,7 @@ TEST(one_address_cannot_fill_a_swarm)
 	CHECK_INT(join(t, 7, "10.9.0.1", 6881, 1, 0, &b), 0);
 	for (unsigned port = 1; port <= 5000; port++)
 		CHECK_INT(join(t, 7, "10.6.6.6", port, 1, (int64_t)port / 100, &b), 0);
-	mirror_tracker_stats(t, &st);
+	p2p_tracker_stats(t, &st);
 	CHECK_INT(st.peers, 9); /* the honest peer and 8 of the flooder's ports */
 	/* the newest ports are the ones kept */
 	CHECK_INT(join(t, 7, "10.9.0.2", 6881, 1, 60, &b), 0);
@@ -881,20 +881,20 @@ TEST(one_address_cannot_fill_a_swarm)
 		snprintf(ip, sizeof(ip), "10.9.1.%d", k);
 		join(t, 7, ip, 6881, 1, 61, &b);
 	}
-	mirror_tracker_stats(t, &st);
+	p2p_tracker_stats(t, &st);
 	CHECK_INT(st.peers, 100);
 	CHECK_INT(join(t, 7, "10.9.2.1", 6881, 1, 61, &b), -ENOSPC);
 	free(list);
 	buf_release(&b);
-	mirror_tracker_free(&t);
+	p2p_tracker_free(&t);
 }
 
 /* uploaded is whatever a peer says, up to INT64_MAX: the sum saturates instead of wrapping negative. */
 TEST(uploaded_sum_saturates)
 {
-	struct mirror_tracker *t = mirror_tracker_new(NULL);
-	struct mirror_tracker_announce a;
-	struct mirror_tracker_stats st;
+	struct p2p_tracker *t = p2p_tracker_new(NULL);
+	struct p2p_tracker_announce a;
+	struct p2p_tracker_stats st;
 	struct buf b;
 
 	buf_init(&b);
@@ -905,26 +905,26 @@ TEST(uploaded_sum_saturates)
 	a.uploaded = INT64_MAX;
 	CHECK_INT(announce(t, &a, "10.8.0.2", 0, &b), 0);
 	CHECK_INT(announce(t, &a, "10.8.0.2", 1, &b), 0); /* a refresh with the same count */
-	mirror_tracker_stats(t, &st);
+	p2p_tracker_stats(t, &st);
 	CHECK(st.peer_uploaded == INT64_MAX);
 	/* exact again once the big ones are gone */
 	a.uploaded = 5;
 	CHECK_INT(announce(t, &a, "10.8.0.2", 2, &b), 0);
 	a = ann(9, "10.8.0.1", 1, 1);
-	a.event = MIRROR_TRACKER_EVENT_STOPPED;
+	a.event = P2P_TRACKER_EVENT_STOPPED;
 	CHECK_INT(announce(t, &a, "10.8.0.1", 2, &b), 0);
-	mirror_tracker_stats(t, &st);
+	p2p_tracker_stats(t, &st);
 	CHECK_INT(st.peer_uploaded, 5);
 	buf_release(&b);
-	mirror_tracker_free(&t);
+	p2p_tracker_free(&t);
 }
 
 TEST(big_swarm_gives_fifty_distinct)
 {
-	struct mirror_tracker *t = mirror_tracker_new(NULL);
+	struct p2p_tracker *t = p2p_tracker_new(NULL);
 	char (*list)[64] = xcalloc(MAXP, 64);
 	char (*first)[64] = xcalloc(MAXP, 64);
-	struct mirror_tracker_stats st;
+	struct p2p_tracker_stats st;
 	char ip[32];
 	struct buf b;
 	int n, same = 0;
@@ -934,7 +934,7 @@ TEST(big_swarm_gives_fifty_distinct)
 		snprintf(ip, sizeof(ip), "10.%d.%d.%d", 10 + k / 62500, k / 250 % 250, k % 250 + 1);
 		CHECK_INT(join(t, 0x42, ip, 6881, k % 3 ? 1 : 0, 1, &b), 0);
 	}
-	mirror_tracker_stats(t, &st);
+	p2p_tracker_stats(t, &st);
 	CHECK_INT(st.peers, 2000);
 	CHECK_INT(st.seeders, 667);
 	CHECK_INT(join(t, 0x42, "10.10.0.1", 6881, 0, 2, &b), 0);
@@ -966,16 +966,16 @@ TEST(big_swarm_gives_fifty_distinct)
 	free(first);
 	free(list);
 	buf_release(&b);
-	mirror_tracker_free(&t);
+	p2p_tracker_free(&t);
 }
 
 TEST(many_swarms_grow_and_shrink)
 {
 	/* Exercise table growth, backward-shift deletion and peer-array shrinking under churn. */
-	struct mirror_tracker_config cfg = { .interval = 100 };
-	struct mirror_tracker *t = mirror_tracker_new(&cfg);
-	struct mirror_tracker_announce a;
-	struct mirror_tracker_stats st;
+	struct p2p_tracker_config cfg = { .interval = 100 };
+	struct p2p_tracker *t = p2p_tracker_new(&cfg);
+	struct p2p_tracker_announce a;
+	struct p2p_tracker_stats st;
 	char ip[32];
 	struct buf b;
 	size_t s, l;
@@ -989,7 +989,7 @@ TEST(many_swarms_grow_and_shrink)
 		a.info_hash[19] = 1;
 		CHECK_INT(announce(t, &a, ip, 0, &b), 0);
 	}
-	mirror_tracker_stats(t, &st);
+	p2p_tracker_stats(t, &st);
 	CHECK_INT(st.torrents, 6000);
 	CHECK_INT(st.peers, 6000);
 	/* Stop every other swarm, and all but one peer of a big swarm. */
@@ -997,16 +997,16 @@ TEST(many_swarms_grow_and_shrink)
 		snprintf(ip, sizeof(ip), "10.6.%d.%d", k / 200, k % 200 + 1);
 		a = ann(0, ip, 6881, 0);
 		memcpy(a.info_hash, &k, sizeof(k));
-		a.event = MIRROR_TRACKER_EVENT_STOPPED;
+		a.event = P2P_TRACKER_EVENT_STOPPED;
 		CHECK_INT(announce(t, &a, ip, 1, &b), 0);
 	}
-	mirror_tracker_stats(t, &st);
+	p2p_tracker_stats(t, &st);
 	CHECK_INT(st.torrents, 4500);
 	for (int k = 1; k < 3000; k += 2) {
 		snprintf(ip, sizeof(ip), "10.6.%d.%d", k / 200, k % 200 + 1);
 		a = ann(0, ip, 6881, 1);
 		memcpy(a.info_hash, &k, sizeof(k));
-		mirror_tracker_swarm(t, a.info_hash, &s, &l);
+		p2p_tracker_swarm(t, a.info_hash, &s, &l);
 		CHECK_INT(s, 0);
 		CHECK_INT(l, 1);
 	}
@@ -1017,20 +1017,20 @@ TEST(many_swarms_grow_and_shrink)
 	for (int k = 1; k < 500; k++) {
 		snprintf(ip, sizeof(ip), "10.7.%d.%d", k / 200, k % 200 + 1);
 		a = ann(0x77, ip, 6881, 1);
-		a.event = MIRROR_TRACKER_EVENT_STOPPED;
+		a.event = P2P_TRACKER_EVENT_STOPPED;
 		CHECK_INT(announce(t, &a, ip, 1, &b), 0);
 	}
 	a = ann(0x77, "10.7.0.1", 6881, 1);
-	mirror_tracker_swarm(t, a.info_hash, &s, &l);
+	p2p_tracker_swarm(t, a.info_hash, &s, &l);
 	CHECK_INT(l, 1);
 	CHECK_INT(join(t, 0x77, "10.7.0.1", 6881, 1, 1, &b), 0);
 	CHECK(BODY_IS(&b, "d8:completei0e10:incompletei1e8:intervali100e12:min intervali50e5:peers0:e"));
-	mirror_tracker_expire(t, 1000);
-	mirror_tracker_stats(t, &st);
+	p2p_tracker_expire(t, 1000);
+	p2p_tracker_stats(t, &st);
 	CHECK_INT(st.torrents, 0);
 	CHECK_INT(st.peers, 0);
 	buf_release(&b);
-	mirror_tracker_free(&t);
+	p2p_tracker_free(&t);
 }
 
 int main(void)

@@ -17,12 +17,12 @@
 #include "base/path.h"
 #include "base/xmalloc.h"
 #include "catalog/catalog.h"
-#include "data.h"
+#include "mirror/data.h"
 #include "p2p/p2p.h"
 #include "access.h"
 #include "seeder.h"
-#include "store.h"
-#include "torrents.h"
+#include "mirror/store.h"
+#include "mirror/torrents.h"
 
 struct seeded {
 	char btih[41];
