@@ -33,7 +33,7 @@ import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.dirname(HERE)
-LTGET = os.path.join(TOP, "tests", "integration", "ltget.py")
+LTGET = os.path.join(TOP, "tests", "integration", "helpers", "ltget.py")
 PREFIX = "hmsb"          # names of namespaces, links and the bridge
 NET = "10.79.0."
 

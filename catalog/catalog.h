@@ -29,8 +29,6 @@ void catalog_free(struct catalog **c);
 int catalog_schema_version(void);
 int catalog_stored_version(struct catalog *c);
 
-#endif
-
 /* ---- tracked repositories ---------------------------------------------------------------------- */
 
 #include <stdbool.h>
@@ -364,3 +362,5 @@ int catalog_snapshots_each(struct catalog *c, int64_t repo_id,
 /* Sync runs grouped by outcome ("running" for open ones): fn(ud, outcome, runs, files, bytes). */
 int catalog_run_totals(struct catalog *c,
 		       int (*fn)(void *ud, const char *outcome, int64_t runs, int64_t files, int64_t bytes), void *ud);
+
+#endif

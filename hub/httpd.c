@@ -147,7 +147,6 @@ static void conn_watch(struct conn *c, int events)
 	uv_poll_start(&c->poll, events, conn_on_poll);
 	c->watching = events;
 }
-static void conn_on_poll(uv_poll_t *p, int status, int events);
 static void conn_process(struct conn *c);
 
 /* ---- request accessors -------------------------------------------------------------------- */

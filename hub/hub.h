@@ -1,6 +1,6 @@
 /*
- * hub.h - what a hub looks like on the wire, in both directions: repo specs, the upstream clients
- * (Hugging Face, ModelScope) and the JSON shapes the mirror renders. This first part: specs.
+ * hub.h - repository specs (hf:ORG/NAME, ms:datasets/ORG/NAME@REV): parsing, formatting and the
+ * hubs' naming rules. The upstream clients are in upstream.h and http.h, the HTTP server in httpd.h.
  */
 #ifndef HM_HUB_H
 #define HM_HUB_H

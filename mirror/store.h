@@ -12,6 +12,7 @@
 #define HM_STORE_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 struct mirror_store;

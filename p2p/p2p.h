@@ -2,7 +2,7 @@
  * p2p.h - the swarm: a plain C view of libtorrent-rasterbar.
  *
  * Everything libtorrent is behind this header; no C++ type crosses it, and every function catches
- * exceptions and turns them into error codes (style.md). The implementation is p2p/shim.cpp, the only
+ * exceptions and turns them into error codes (docs/CODING.md). The implementation is p2p/shim.cpp, the only
  * C++ in the project.
  */
 #ifndef HM_P2P_H
@@ -270,7 +270,7 @@ const char *p2p_version(void);
  *
  * One torrent per snapshot, hybrid v1+v2 (so v1-only clients such as aria2c can join), deterministic:
  * every node that holds the same files builds the same bytes and so the same info-hashes, which is what
- * lets every mirror seed the same swarm (design.md "Distribution"). The layout is always
+ * lets every mirror seed the same swarm (docs/p2p.md). The layout is always
  * <name>/<path> with pad files (".pad/N") between files and after the last one unless it is the only
  * one: libtorrent 2.0.8 adds them in hybrid torrents so that every file starts on a piece; clients never
  * request them, and they are not to be shown to users.
@@ -326,7 +326,7 @@ int64_t p2p_torrent_piece_size(int64_t total);
  *
  * A snapshot of a single file gives a torrent whose one file sits in the <name> directory (libtorrent
  * adds no pad file after a lone file): the layout for which libtorrent 2.0.8 peers request a wrong
- * web-seed URL (libtorrent-notes.md), so such a swarm must not rely on the web seed alone.
+ * web-seed URL (docs/libtorrent.md), so such a swarm must not rely on the web seed alone.
  *
  * Blocking: reads every byte of every source (SHA-1 and SHA-256), so run it off the event loop. Loading
  * a torrent of many files (tens of thousands) needs raised load_torrent_limits on the reading side.

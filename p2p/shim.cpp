@@ -2,7 +2,7 @@
  * shim.cpp - the only C++ file: libtorrent-rasterbar behind the C API of p2p.h.
  *
  * Rules for this file: no C++ type leaves it, every extern "C" function catches everything, and
- * libtorrent's settings for a data-center swarm (libtorrent-notes.md) are applied in one place.
+ * libtorrent's settings for a data-center swarm (docs/libtorrent.md) are applied in one place.
  */
 #include <algorithm>
 #include <atomic>
@@ -161,7 +161,7 @@ static void set_err(char **errmsg, const std::string &msg)
 
 /* lan_tuning: the buffer and connection settings of libtorrent's high_performance_seed preset (not its
  * short timeouts and max_failcount 1, which suit a seedbox more than a LAN of agents), TCP only (uTP
- * keeps a LAN far below its speed: libtorrent-notes.md), and active limits raised so that hundreds of
+ * keeps a LAN far below its speed: docs/libtorrent.md), and active limits raised so that hundreds of
  * torrents are all active (announced to trackers and LSD) even if some are auto-managed. */
 static void lan_settings(lt::settings_pack &sp)
 {
@@ -193,7 +193,7 @@ static void lan_settings(lt::settings_pack &sp)
 	sp.set_int(lt::settings_pack::active_lsd_limit, 20000);
 }
 
-/* The settings every hubmirror session runs with; see libtorrent-notes.md for why each. */
+/* The settings every hubmirror session runs with; see docs/libtorrent.md for why each. */
 static lt::settings_pack base_settings(const struct p2p_session_config *cfg)
 {
 	lt::settings_pack sp;
@@ -968,7 +968,7 @@ static std::string quoted(const std::string &p)
  * the piece size (caller's rule), the file order (libtorrent canonicalises hybrid torrents itself, and
  * the caller already sorted the same way), no file attributes, no mtime, no creation date, no creator.
  * 2.0.8 pads after the last file too ("tail padding", new in 2.0.8): torrents made by other libtorrent
- * versions of the same files can differ, so every node must run the same one (libtorrent-notes.md).
+ * versions of the same files can differ, so every node must run the same one (docs/libtorrent.md).
  */
 extern "C" int p2p__torrent_build(const char *parent, const char *name, const char *const *paths,
 				  const int64_t *sizes, size_t n, int64_t piece_size,

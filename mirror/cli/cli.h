@@ -7,6 +7,10 @@
 #ifndef HM_CLI_H
 #define HM_CLI_H
 
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
 enum { CLI_OK = 0, CLI_FAILED = 1, CLI_USAGE = 2 };
 
 struct cli_command {
@@ -31,12 +35,7 @@ int cli_usage_error(const struct cli_command *cmd, const char *fmt, ...)
 int cmd_help(int argc, char **argv);
 int cmd_version(int argc, char **argv);
 
-#endif
-
 /* ---- helpers shared by commands (util.c) ---- */
-#include <stdbool.h>
-#include <stdint.h>
-#include <stddef.h>
 
 struct mirror_data;
 
@@ -80,3 +79,5 @@ int cmd_umount(int argc, char **argv);
 int cmd_sync(int argc, char **argv);
 int cmd_ls(int argc, char **argv);
 int cmd_info(int argc, char **argv);
+
+#endif

@@ -1,5 +1,5 @@
 /*
- * routes-hf.c - the Hugging Face Hub API, as the official clients use it (hf-api.md), answered from
+ * routes-hf.c - the Hugging Face Hub API, as the official clients use it (docs/protocols/huggingface.md), answered from
  * the catalog and the store.
  *
  * Routing happens on the raw path: a revision may arrive encoded (refs%2Fpr%2F1, Python) or raw

@@ -70,7 +70,6 @@ int mirror__route_web(void *ud, struct httpd_req *req);
 
 /* Catalog browsing API (routes-catalog.c), and the JSON shape of a repo it shares with others. */
 int mirror__route_catalog(void *ud, struct httpd_req *req);
-struct catalog_repo;
 json_t *mirror__catalog_repo_json(const struct catalog_repo *r, const char *base);
 
 /* Our own origin as the client reached it ("http://host:port"), honouring X-Forwarded-Proto/Host

@@ -1,5 +1,5 @@
 /*
- * routes-ms.c - the ModelScope API (modelscope-api.md) for the repositories synced from ModelScope,
+ * routes-ms.c - the ModelScope API (docs/protocols/modelscope.md) for the repositories synced from ModelScope,
  * answered from the catalog and the store. Every JSON answer has the envelope
  * {Code, Success, Data, Message, RequestId}; the old SDK accepts only Code == 200 with Success.
  */

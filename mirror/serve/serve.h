@@ -1,11 +1,15 @@
 /*
  * serve.h - the mirror node: `hubmirror serve` as a library call. Opens the data directory, answers
- * HTTP (the hub APIs, health, and more as they land) from the catalog and store only, and runs the
- * nightly sync as a child process at a set time.
+ * HTTP (the Hugging Face and ModelScope APIs, the catalog API and web page, metrics, health, the
+ * swarm's torrents, tracker and web seed) from the catalog and store only, seeds its public torrents
+ * over BitTorrent, and runs the nightly sync as a child process at a set time.
  */
 #ifndef HM_MIRROR_SERVE_H
 #define HM_MIRROR_SERVE_H
 
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 struct mirror_serve_config {

@@ -2,8 +2,8 @@
 """fakehub: a fake Hugging Face Hub + ModelScope upstream for hubmirror's tests.
 
 It serves, from a deterministic JSON spec of repositories, the HTTP APIs that
-the mirror talks to upstream, as described in docs/hf-api.md and
-docs/modelscope-api.md, including the real Hub's awkward answers (relative
+the mirror talks to upstream, as described in docs/protocols/huggingface.md and
+docs/protocols/modelscope.md, including the real Hub's awkward answers (relative
 307s, signed 302s to another host, Xet headers, 401 for unknown repos, ...).
 
 Two listening hosts: the API host (127.0.0.1) and a "CDN" host (127.0.0.2, a

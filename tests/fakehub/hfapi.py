@@ -2,7 +2,7 @@
 
 Routes on the raw path (so `refs%2Fpr%2F1` stays one segment until the
 revision is decoded) and answers like the real Hub as described in
-docs/hf-api.md, quirks included: relative 307 to /api/resolve-cache for
+docs/protocols/huggingface.md, quirks included: relative 307 to /api/resolve-cache for
 regular files on a branch, 302 to the signed CDN for LFS files, Xet headers
 and `xetHash` fields a mirror must strip, 401 for unknown repos when
 anonymous, X-Error-Code headers, weak ETags on JSON.

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # t0002-lint: source rules that the compiler does not enforce: banned functions (git's banned.h
-# list) and the layering of style.md (lower layers never include upper ones).
+# list), the layering of docs/ARCHITECTURE.md (lower layers never include upper ones), headers that
+# compile alone (each includes what it uses, and twice is harmless), and no comment that points at a
+# document the repository does not have.
 . "$HM_SRC/tests/integration/lib.sh"
 cd "$HM_SRC" || exit 1
 
@@ -22,6 +24,24 @@ layer_check p2p mirror catalog hub
 # mirror's library (not its cli/) must not depend on the CLI.
 out=$(grep -rn '#include "cli.h"\|mirror/cli/' mirror --include='*.c' --include='*.h' | grep -v '^mirror/cli/' || true)
 if [ -z "$out" ]; then ok "mirror library does not include the CLI"; else fail "mirror includes the CLI"; fi
+# mirror's data side does not know the server on top of it.
+out=$(grep -rn '#include "mirror/serve/\|#include "serve/' mirror --include='*.c' --include='*.h' | grep -v '^mirror/serve/\|^mirror/cli/' || true)
+if [ -z "$out" ]; then ok "mirror's data side does not include mirror/serve"; else fail "mirror's data side includes the server"; echo "$out" | sed 's/^/#   /'; fi
+# Every header compiles on its own, and included twice (its guard works).
+cflags=$(pkg-config --cflags libuv jansson fuse3 2>/dev/null)
+bad=""
+for h in $(find base catalog hub mirror p2p -name '*.h' | sort); do
+	# shellcheck disable=SC2086
+	printf '#include "%s"\n#include "%s"\n' "$h" "$h" |
+		cc -std=c11 -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 -Wall -Werror -fsyntax-only -I. -I"$HM_BUILD" \
+			-I"$HM_BUILD/mirror/serve" $cflags -x c - 2>"$T/hdr.err" || { bad+="$h "; sed 's/^/#   /' "$T/hdr.err" | head -5; }
+done
+if [ -z "$bad" ]; then ok "every header compiles alone"; else fail "headers that do not compile alone: $bad"; fi
+# Comments and docs point only at what the repository has.
+out=$(grep -rnE '(hf-api|modelscope-api|libtorrent-notes|design|style)\.md' base catalog hub mirror p2p tests docs README.md \
+	--include='*.c' --include='*.h' --include='*.cpp' --include='*.py' --include='*.sh' --include='*.md' 2>/dev/null |
+	grep -v '^tests/integration/t0002-lint.sh' || true)
+if [ -z "$out" ]; then ok "no reference to a document outside the repository"; else fail "references to documents the repository does not have"; echo "$out" | sed 's/^/#   /'; fi
 # Private headers stay in their folder.
 out=$(grep -rnE '#include "[a-z]+/[a-z]+-int\.h"' base catalog hub mirror p2p || true)
 if [ -z "$out" ]; then ok "no private header included across folders"; else fail "private header crossing"; echo "$out" | sed 's/^/#   /'; fi

@@ -75,7 +75,7 @@ for x in r["repos"]:
     if x["outcome"] == "ok":
         assert len(x["commit"]) == 40
 PY
-check "store and catalog consistent, every file as upstream has it" "$PY" "$HM_SRC/tests/integration/checkstore.py" "$HUBMIRROR_DATA" --expect-fake "$FAKE_API"
+check "store and catalog consistent, every file as upstream has it" "$PY" "$HM_SRC/tests/integration/helpers/checkstore.py" "$HUBMIRROR_DATA" --expect-fake "$FAKE_API"
 
 # The same 2.5 MB safetensors is in hf:acme/llm and ms:acme/llm: fetched once.
 check "shared content fetched once across hubs" "$PY" - "$T/r1.json" <<'PY'
@@ -128,7 +128,7 @@ expect_status 2 "a token with a line break is refused before any request" env HF
 
 new_commit=$(hm info --json hf:acme/llm | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["commit"])')
 check "ref moved to the new commit" test "$old_commit" != "$new_commit" -a ${#new_commit} = 40
-check "consistent after incremental sync" "$PY" "$HM_SRC/tests/integration/checkstore.py" "$HUBMIRROR_DATA" --expect-fake "$FAKE_API"
+check "consistent after incremental sync" "$PY" "$HM_SRC/tests/integration/helpers/checkstore.py" "$HUBMIRROR_DATA" --expect-fake "$FAKE_API"
 check "old snapshot kept in the catalog" bash -c '[ "$(/usr/bin/python3 -c "
 import sqlite3,sys; db=sqlite3.connect(sys.argv[1]); print(db.execute(\"select count(*) from snapshots s join repos r on r.id=s.repo_id where r.name=\x27acme/llm\x27 and r.hub=\x27hf\x27\").fetchone()[0])" "$HUBMIRROR_DATA/catalog.db")" = 2 ]'
 

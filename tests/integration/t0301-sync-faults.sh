@@ -100,7 +100,7 @@ import json,sys
 for x in json.load(sys.stdin)["recent"]:
     if x["range"] and x["status"] == 206 and x["kind"] in ("cdn", "resolve", "ms-file"):
         print(x["range"].split("=")[1].split("-")[0])'; }
-checkstore() { "$PY" "$HM_SRC/tests/integration/checkstore.py" "$HUBMIRROR_DATA" --expect-fake "$FAKE_API"; }
+checkstore() { "$PY" "$HM_SRC/tests/integration/helpers/checkstore.py" "$HUBMIRROR_DATA" --expect-fake "$FAKE_API"; }
 # report FILE EXPR: the Python expression EXPR holds for the report r (by: repos by spec).
 report() {
 	"$PY" - "$1" "$2" <<'PY'

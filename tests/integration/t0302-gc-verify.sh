@@ -18,7 +18,7 @@ check "fake upstream starts" start_fakehub --repos "$T/spec.json"
 export HUBMIRROR_HF_UPSTREAM=$FAKE_API
 hm() { "$HUBMIRROR" "$@"; }
 store="$HUBMIRROR_DATA/store"
-checkstore() { "$PY" "$HM_SRC/tests/integration/checkstore.py" "$HUBMIRROR_DATA"; }
+checkstore() { "$PY" "$HM_SRC/tests/integration/helpers/checkstore.py" "$HUBMIRROR_DATA"; }
 blob_exists() { [ -f "$store/blobs/${1:0:2}/$1" ]; }
 sha_of() { "$PY" -c 'import hashlib,random,sys
 size, seed = int(sys.argv[1]), int(sys.argv[2])

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # t0400-serve-hf: the Hugging Face API served from a synced store, checked with curl header by header
-# against hf-api.md: repo info (blobs, revision by name and by commit), the paginated tree with an
+# against docs/protocols/huggingface.md: repo info (blobs, revision by name and by commit), the paginated tree with an
 # absolute Link to the mirror's own host (and behind a proxy), paths-info (form and JSON), refs,
 # resolve HEAD/GET with the Hub's ETags, Range/206/416, raw, error codes, conditional requests, CORS,
 # no Xet anywhere, listings, gated repos, and /healthz.

@@ -18,7 +18,7 @@ export HUBMIRROR_MS_UPSTREAM=$FAKE_API
 "$HUBMIRROR" add ms:acme/ms-llm ms:datasets/acme/ms-rows >/dev/null
 check "synced from ModelScope" "$HUBMIRROR" sync
 check "serve starts" start_serve
-"$PY" "$HM_SRC/tests/integration/msclient.py" "$M" acme/ms-llm acme/ms-rows 450 >"$T/ms.out"; st=$?
+"$PY" "$HM_SRC/tests/integration/helpers/msclient.py" "$M" acme/ms-llm acme/ms-rows 450 >"$T/ms.out"; st=$?
 sed 's/^/# /' "$T/ms.out"
 check "ModelScope client flow ($(grep -c '^ok' "$T/ms.out") checks passed)" test "$st" = 0
 check "a Hugging Face path does not see ModelScope repos" bash -c "[ \"\$(curl -sS -o /dev/null -w '%{http_code}' '$M/api/models/acme/ms-llm')\" = 404 ]"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # t0420-serve-hostile: `hubmirror serve` against hostile clients over raw sockets to 127.0.0.1
-# (tests/integration/hostile.py), each scenario ending with a plain client still served: traversal
+# (tests/integration/helpers/hostile.py), each scenario ending with a plain client still served: traversal
 # attempts through the repo, revision and file parts of the HF routes (and the paths and revisions the
 # ModelScope and catalog routes take from the query): never a byte from outside the snapshot, never a
 # crash; oversized request lines, headers and bodies (414/431/413 and a closed connection); 10,000
@@ -54,7 +54,7 @@ grep -q libasan "/proc/$SPID/maps" 2>/dev/null && export HM_ASAN=1
 
 hostile() { # hostile NAME SCENARIO ARGS...: run a scenario, then make sure a plain client is served
 	local name=$1 t0=$SECONDS; shift
-	"$PY" "$HM_SRC/tests/integration/hostile.py" "$1" "$M" "${@:2}" >"$T/out" 2>&1; local st=$?
+	"$PY" "$HM_SRC/tests/integration/helpers/hostile.py" "$1" "$M" "${@:2}" >"$T/out" 2>&1; local st=$?
 	sed 's/^/    /' "$T/out"
 	if [ "$st" = 0 ]; then ok "$name ($((SECONDS - t0)) s)"; else fail "$name"; fi
 	if kill -0 "$SPID" 2>/dev/null && curl -fsS -m 10 "$M/healthz" -o /dev/null; then

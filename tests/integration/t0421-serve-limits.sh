@@ -58,7 +58,11 @@ spid=${_pids[-1]}
 rss() { awk '/^VmRSS:/ { print $2 }' "/proc/$spid/status"; }
 curl -fsS -o /dev/null "$M/api/datasets/big/corpus"   # once, so what a request builds is counted before
 before=$(rss)
-check "12 clients ask for the 15 MB repo info and do not read it: it pins no memory" "$PY" - "$M" "$spid" "$before" <<'PY'
+# Under AddressSanitizer freed memory stays in its quarantine (256 MB) and malloc_trim does nothing:
+# RSS says nothing there, only the spill counter below does.
+limit=40000
+ldd "$HUBMIRROR" | grep -q libasan && limit=100000000
+check "12 clients ask for the 15 MB repo info and do not read it: it pins no memory" "$PY" - "$M" "$spid" "$before" "$limit" <<'PY'
 import socket, sys, time
 host, port = sys.argv[1].split("//")[1].split(":")
 def rss():
@@ -77,7 +81,7 @@ for s in held:
 time.sleep(0.5)
 grew = rss() - int(sys.argv[3])
 print("# serve's RSS grew by %d kB with 12 unread 15 MB answers in flight" % grew)
-assert grew < 40000, grew
+assert grew < int(sys.argv[4]), grew
 for s in held:
     s.close()
 PY

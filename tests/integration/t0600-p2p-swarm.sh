@@ -87,17 +87,17 @@ check "a malformed announce gets a failure reason, not an error page" bash -c '
 check "the tracker refuses torrents that are not the mirror's" bash -c '
 	curl -fsS "$M/announce?info_hash=%01%02%03%04%05%06%07%08%09%10%11%12%13%14%15%16%17%18%19%20&peer_id=-XX0001-abcdefghijkl&port=6881&uploaded=0&downloaded=0&left=10" | grep -q "failure reason"'
 curl -fsS "$FAKE_API/_fake/repos" >"$T/up.json"
-verify() { "$PY" "$HM_SRC/tests/integration/checkfiles.py" "$T/up.json" hf acme/swarm "$1"; }
+verify() { "$PY" "$HM_SRC/tests/integration/helpers/checkfiles.py" "$T/up.json" hf acme/swarm "$1"; }
 
 # A v2 client: python3-libtorrent, the web seed as its only source.
 check "python3-libtorrent downloads the model from the web seed" \
-	timeout 60 "$PY" "$HM_SRC/tests/integration/ltget.py" "$T/swarm.torrent" "$T/lt"
+	timeout 60 "$PY" "$HM_SRC/tests/integration/helpers/ltget.py" "$T/swarm.torrent" "$T/lt"
 check "every byte libtorrent wrote matches upstream" verify "$T/lt/swarm"
 
 # One file in a folder: libtorrent 2.0.8 asks the web seed for the torrent's name alone (fixed in 2.0.14).
 curl -fsS -o "$T/single.torrent" "$M/api/p2p/torrent/hf/model/acme/single"
 check "python3-libtorrent 2.0.8 downloads a one-file torrent from the web seed" \
-	timeout 60 "$PY" "$HM_SRC/tests/integration/ltget.py" "$T/single.torrent" "$T/lt1"
+	timeout 60 "$PY" "$HM_SRC/tests/integration/helpers/ltget.py" "$T/single.torrent" "$T/lt1"
 check "and the file is right" cmp "$T/lt1/single/sub/only.bin" "$HUBMIRROR_DATA/store/blobs/$(
 	"$PY" -c 'import json,sys; r=[x for x in json.load(open(sys.argv[1]))["repos"] if x["id"]=="acme/single"][0]; f=[f for f in r["commits"][-1]["files"] if f["path"]=="sub/only.bin"][0]; print(f["sha256"][:2] + "/" + f["sha256"])' "$T/up.json")"
 
@@ -115,12 +115,12 @@ ti = lt.torrent_info(sys.argv[1]); assert not ti.web_seeds() and ti.trackers(), 
 # a web seed, finds it through the mirror's tracker and gets every piece from it. (Debian 12's aria2c
 # 1.36 cannot join: it drops the v2 file tree's empty keys and computes another info-hash, aria2
 # issue #1903, fixed in 1.37; it still downloads a hybrid torrent from the web seed, above.)
-"$PY" "$HM_SRC/tests/integration/ltget.py" --seed 30 "$T/peers-only.torrent" "$T/lt" >"$T/seeder.log" 2>&1 &
+"$PY" "$HM_SRC/tests/integration/helpers/ltget.py" --seed 30 "$T/peers-only.torrent" "$T/lt" >"$T/seeder.log" 2>&1 &
 seeder=$!
 _pids+=($seeder)
 for i in $(seq 1 50); do grep -q complete "$T/seeder.log" && break; sleep 0.1; done
 check "the first client seeds" grep -q "complete" "$T/seeder.log"
-timeout 60 "$PY" "$HM_SRC/tests/integration/ltget.py" "$T/peers-only.torrent" "$T/lt2" >"$T/leecher.log" 2>&1
+timeout 60 "$PY" "$HM_SRC/tests/integration/helpers/ltget.py" "$T/peers-only.torrent" "$T/lt2" >"$T/leecher.log" 2>&1
 check "a second client gets every piece from the first through the tracker" grep -q "complete" "$T/leecher.log"
 check "all of it from a peer, none from a web seed" grep -Eq "complete: [0-9]+ pieces, [1-9][0-9]* payload bytes downloaded, 0 of them from web seeds" "$T/leecher.log"
 check "every byte it got matches upstream" verify "$T/lt2/swarm"

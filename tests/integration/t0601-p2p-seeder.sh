@@ -21,10 +21,10 @@ export HUBMIRROR_HF_UPSTREAM=$FAKE_API
 check "serve starts with its BitTorrent seed" start_serve --p2p-rescan 1
 check "the log names the seed's port" grep -q "seeding over BitTorrent on port [1-9]" "$T/serve.err"
 curl -fsS "$FAKE_API/_fake/repos" >"$T/up.json"
-verify() { "$PY" "$HM_SRC/tests/integration/checkfiles.py" "$T/up.json" hf "$1" "$2"; }
+verify() { "$PY" "$HM_SRC/tests/integration/helpers/checkfiles.py" "$T/up.json" hf "$1" "$2"; }
 
 curl -fsS -o "$T/seeded.torrent" "$M/api/p2p/torrent/hf/model/acme/seeded?webseed=0"
-timeout 60 "$PY" "$HM_SRC/tests/integration/ltget.py" "$T/seeded.torrent" "$T/c1" >"$T/c1.log" 2>&1
+timeout 60 "$PY" "$HM_SRC/tests/integration/helpers/ltget.py" "$T/seeded.torrent" "$T/c1" >"$T/c1.log" 2>&1
 check "a client with no web seed gets the model from the mirror's seed" grep -q "complete" "$T/c1.log"
 sed 's/^/# /' "$T/c1.log"
 check "every byte matches upstream" verify acme/seeded "$T/c1/seeded"
@@ -36,7 +36,7 @@ check "/metrics: the model's bytes uploaded by the seed" metric_at_least hubmirr
 "$HUBMIRROR" add hf:acme/later >/dev/null && "$HUBMIRROR" sync hf:acme/later >/dev/null
 sleep 2.5
 curl -fsS -o "$T/later.torrent" "$M/api/p2p/torrent/hf/model/acme/later?webseed=0"
-timeout 60 "$PY" "$HM_SRC/tests/integration/ltget.py" "$T/later.torrent" "$T/c2" >"$T/c2.log" 2>&1
+timeout 60 "$PY" "$HM_SRC/tests/integration/helpers/ltget.py" "$T/later.torrent" "$T/c2" >"$T/c2.log" 2>&1
 check "a repo synced while serving is seeded after the rescan" grep -q "complete" "$T/c2.log"
 check "and its bytes match upstream" verify acme/later "$T/c2/later"
 
@@ -52,7 +52,7 @@ check "/metrics: one torrent seeded again" test "$(metric hubmirror_seeder_torre
 # the web seed, libtorrent 2.0.8's super-seeding leaves a lone peer stalled near the end.)
 start_serve --p2p-super-seed
 curl -fsS -o "$T/super.torrent" "$M/api/p2p/torrent/hf/model/acme/seeded"
-timeout 60 "$PY" "$HM_SRC/tests/integration/ltget.py" "$T/super.torrent" "$T/c3" >"$T/c3.log" 2>&1
+timeout 60 "$PY" "$HM_SRC/tests/integration/helpers/ltget.py" "$T/super.torrent" "$T/c3" >"$T/c3.log" 2>&1
 check "with --p2p-super-seed a lone client completes" grep -q "complete" "$T/c3.log"
 check "and its bytes match upstream" verify acme/seeded "$T/c3/seeded"
 # A blob damaged on disk: the seed finds it out at the piece's first check, stops seeding that torrent
@@ -62,7 +62,7 @@ printf 'X' | dd of="$HUBMIRROR_DATA/store/blobs/$blob" bs=1 seek=1000 conv=notru
 damaged=$(sha256sum "$HUBMIRROR_DATA/store/blobs/$blob")
 start_serve --p2p-rescan 1
 curl -fsS -o "$T/seeded2.torrent" "$M/api/p2p/torrent/hf/model/acme/seeded?webseed=0"   # this serve's tracker
-timeout 20 "$PY" "$HM_SRC/tests/integration/ltget.py" --timeout 8 "$T/seeded2.torrent" "$T/c4" >"$T/c4.log" 2>&1
+timeout 20 "$PY" "$HM_SRC/tests/integration/helpers/ltget.py" --timeout 8 "$T/seeded2.torrent" "$T/c4" >"$T/c4.log" 2>&1
 check "a client cannot complete from a seed with a damaged blob" bash -c '! grep -q complete "$T/c4.log"'
 sleep 1.5
 check "the seed reports the damage and stops seeding it" grep -q "pieces failed their check: a blob in the store is damaged" "$T/serve.err"
@@ -82,7 +82,7 @@ ti = lt.torrent_info(sys.argv[1])
 tr = [t.url for t in ti.trackers()]
 assert "/announce?hmcap=" in tr[0], tr
 assert "/p2p/kseed/" in ti.web_seeds()[0]["url"], ti.web_seeds()' "$T/keyed.torrent"
-timeout 60 "$PY" "$HM_SRC/tests/integration/ltget.py" "$T/keyed.torrent" "$T/c5" >"$T/c5.log" 2>&1
+timeout 60 "$PY" "$HM_SRC/tests/integration/helpers/ltget.py" "$T/keyed.torrent" "$T/c5" >"$T/c5.log" 2>&1
 check "a client with it gets the model through the guarded swarm" grep -q "complete" "$T/c5.log"
 check "and its bytes match upstream" verify acme/seeded "$T/c5/seeded"
 seedurl=$("$PY" -c 'import libtorrent as lt, sys; print(lt.torrent_info(sys.argv[1]).web_seeds()[0]["url"])' "$T/keyed.torrent")

@@ -90,7 +90,7 @@ check "with the Hub's own status for it" grep -qx 401 "$T/code"
 expect_status 22 "its torrent too" curl -fsS -o /dev/null "$M/api/p2p/torrent/hf/model/acme/priv"
 check "the open repo's files are served" curl -fsS -o /dev/null "$M/acme/open/resolve/main/w.bin"
 curl -fsS -H "Authorization: Bearer team-token-0001" -o "$T/team.torrent" "$M/api/p2p/torrent/hf/model/acme/team"
-timeout 60 "$PY" "$HM_SRC/tests/integration/ltget.py" "$T/team.torrent" "$T/team" >"$T/team.log" 2>&1
+timeout 60 "$PY" "$HM_SRC/tests/integration/helpers/ltget.py" "$T/team.torrent" "$T/team" >"$T/team.log" 2>&1
 sed 's/^/# /' "$T/team.log"
 check "a token holder still gets the guarded repo over the web seed (capability)" grep -q complete "$T/team.log"
 

@@ -33,7 +33,7 @@ check "it is a FUSE mount" bash -c "grep -q ' $mnt fuse.hubmirror ' /proc/mounts
 check "config.json reads at once, as upstream has it" bash -c "test \"\$(cat '$mnt/config.json')\" = '{\"mounted\": true}'"
 check "the tail of the big file reads first (pieces asked for on demand)" bash -c "
 	tail -c 1000 '$mnt/model.safetensors' | cmp - <(tail -c 1000 \"\$(ls $HUBMIRROR_DATA/store/blobs/*/* | while read b; do [ \$(stat -c %s \$b) = 6000000 ] && echo \$b; done)\")"
-check "every file, byte for byte" "$PY" "$HM_SRC/tests/integration/checkfiles.py" "$T/up.json" hf acme/mnt "$mnt"
+check "every file, byte for byte" "$PY" "$HM_SRC/tests/integration/helpers/checkfiles.py" "$T/up.json" hf acme/mnt "$mnt"
 check "files are read-only" bash -c "test \"\$(stat -c %a '$mnt/config.json')\" = 444 && ! (echo x >'$mnt/config.json') 2>/dev/null"
 check "no new files" bash -c "! touch '$mnt/new' 2>/dev/null"
 check "the HF cache's ref names the commit" test "$(cat "$T/hf/models--acme--mnt/refs/main")" = "$commit"
@@ -57,7 +57,7 @@ sent() { echo $(( $(metric hubmirror_seeder_uploaded_bytes_total) + $(metric hub
 before=$(sent)
 "$HUBMIRROR" mount --mirror "$M" --cache "$T/cache" --no-hf-cache --listen 127.0.0.1:0 hf:acme/mnt "$T/mnt2" >"$T/mount2.out" 2>&1
 check "the new revision mounts" grep -q mounted "$T/mount2.out"
-check "with its new config and the same weights, byte for byte" "$PY" "$HM_SRC/tests/integration/checkfiles.py" "$T/up2.json" hf acme/mnt "$T/mnt2"
+check "with its new config and the same weights, byte for byte" "$PY" "$HM_SRC/tests/integration/helpers/checkfiles.py" "$T/up2.json" hf acme/mnt "$T/mnt2"
 after=$(sent)
 echo "# the mirror sent $((after - before)) bytes for the new revision"
 check "the mirror sent well under the weights' 6 MB for it" test $((after - before)) -lt 1000000

@@ -28,7 +28,7 @@ trap 'unmount "$T/mnt"; unmount "$T/mnt2"; unmount "$T/mnt3"; _cleanup' EXIT
 # Revision 1 through a mirror that names a made-up sha256 for config.json.
 lie() {
 	rm -f "$T/lie.url"
-	"$PY" "$HM_SRC/tests/integration/lyingmirror.py" --ready-file "$T/lie.url" --mirror "$M" "$@" &
+	"$PY" "$HM_SRC/tests/integration/helpers/lyingmirror.py" --ready-file "$T/lie.url" --mirror "$M" "$@" &
 	_pids+=($!)
 	for i in $(seq 100); do [ -s "$T/lie.url" ] && break; sleep 0.05; done
 	L=$(cat "$T/lie.url")
@@ -37,7 +37,7 @@ z=$(printf 'z%.0s' $(seq 64) | tr z e)
 lie --claim "config.json=$z"
 "$HUBMIRROR" mount --mirror "$L" --cache "$T/cache" --no-hf-cache --listen 127.0.0.1:0 hf:acme/lie "$mnt" >"$T/m1.out" 2>&1
 check "revision 1 mounts through the lying front" grep -q mounted "$T/m1.out"
-check "its files are upstream's, byte for byte" "$PY" "$HM_SRC/tests/integration/checkfiles.py" "$T/up1.json" hf acme/lie "$mnt"
+check "its files are upstream's, byte for byte" "$PY" "$HM_SRC/tests/integration/helpers/checkfiles.py" "$T/up1.json" hf acme/lie "$mnt"
 for i in $(seq 100); do [ -e "$T/cache/by-sha256/$x" ] && break; sleep 0.1; done
 check "the weights are kept by their sha256, computed here" test -e "$T/cache/by-sha256/$x"
 check "config.json is not kept under the sha256 the mirror made up" test ! -e "$T/cache/by-sha256/$z"
@@ -55,7 +55,7 @@ sleep 1.5   # the seed's rescan picks up the new torrent
 lie --claim "w.bin=$x"
 "$HUBMIRROR" mount --mirror "$L" --cache "$T/cache" --no-hf-cache --listen 127.0.0.1:0 hf:acme/lie "$T/mnt2" >"$T/m2.out" 2>&1
 check "revision 2 mounts through the front that names revision 1's weights" grep -q mounted "$T/m2.out"
-check "it reads revision 2's weights, byte for byte" "$PY" "$HM_SRC/tests/integration/checkfiles.py" "$T/up2.json" hf acme/lie "$T/mnt2"
+check "it reads revision 2's weights, byte for byte" "$PY" "$HM_SRC/tests/integration/helpers/checkfiles.py" "$T/up2.json" hf acme/lie "$T/mnt2"
 unmount "$T/mnt2"
 got=$(sha256sum "$T/cache/by-sha256/$x" | cut -d' ' -f1)
 check "the content kept as revision 1's weights is still theirs" test "$got" = "$x"
@@ -66,6 +66,6 @@ check "revision 2's weights are not kept under revision 1's name" test "$(stat -
 # An honest mirror again: the same revision mounts as it should.
 "$HUBMIRROR" mount --mirror "$M" --cache "$T/cache" --no-hf-cache --listen 127.0.0.1:0 hf:acme/lie "$T/mnt3" >"$T/m3.out" 2>&1
 check "the honest mirror's revision 2 mounts too" grep -q mounted "$T/m3.out"
-check "byte for byte" "$PY" "$HM_SRC/tests/integration/checkfiles.py" "$T/up2.json" hf acme/lie "$T/mnt3"
+check "byte for byte" "$PY" "$HM_SRC/tests/integration/helpers/checkfiles.py" "$T/up2.json" hf acme/lie "$T/mnt3"
 unmount "$T/mnt3"
 finish

@@ -1,5 +1,5 @@
 /*
- * test-hub-spec.c - repository specs: the forms of design.md, and names that must not pass.
+ * test-hub-spec.c - repository specs: the forms of docs/commands/add.md, and names that must not pass.
  */
 #include <stdlib.h>
 

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """msclient.py MIRROR_URL - a ModelScope SDK-style client flow against the mirror, stdlib only.
 
-Does what the modelscope SDK does (modelscope-api.md), in both the old and the new style, and checks
+Does what the modelscope SDK does (docs/protocols/modelscope.md), in both the old and the new style, and checks
 every byte against the listing's Sha256:
   models:   existence, info with Revision, revisions, files listing (Recursive), download of every file
             with the old SDK's Range bytes=0-(size-1) and a resumed Range bytes=N-;
