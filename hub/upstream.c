@@ -468,6 +468,38 @@ static bool is_hex64_any_case(const char *s)
 	return true;
 }
 
+/* The repo's info, for what the listing does not say: whether it is private (Visibility 5 is public;
+ * 1 private, 3 internal). A private upstream repo is closed on the mirror like a gated one
+ * (docs/security.md), so a repo whose info upstream refuses counts as private; another failure leaves
+ * it unknown and does not fail the sync. Called once the listing is in, whether it changed or not. */
+static void ms_info_done(void *ud, int result, const struct hub_http_resp *resp, const char *body, size_t len)
+{
+	struct fetch *f = ud;
+	json_t *env = NULL, *vis;
+	char *keep = f->snap->message ? xstrdup(f->snap->message) : NULL;
+	int r = api_answer(f, result, resp, body, len, &env);
+
+	if (!f->snap->meta)
+		f->snap->meta = json_object();
+	if (r == HM_ERR_AUTH || r == HM_ERR_GATED) {
+		json_object_set_new(f->snap->meta, "private", json_true());
+	} else if (!r && json_is_integer(vis = json_object_get(json_object_get(env, "Data"), "Visibility"))) {
+		json_object_set_new(f->snap->meta, "private", json_boolean(json_integer_value(vis) != 5));
+	}
+	free(f->snap->message); /* the listing's outcome stands, not the info's */
+	f->snap->message = keep;
+	json_decref(env);
+	fetch_finish(f, 0);
+}
+
+static void ms_info(struct fetch *f)
+{
+	char *url = xasprintf("%s/api/v1/%ss/%s", f->c->ms_base, hub_type_name(f->spec.type), f->spec.name);
+
+	request_json(f, url, ms_info_done);
+	free(url);
+}
+
 static void ms_list_done(void *ud, int result, const struct hub_http_resp *resp, const char *body, size_t len)
 {
 	struct fetch *f = ud;
@@ -517,7 +549,7 @@ static void ms_list_done(void *ud, int result, const struct hub_http_resp *resp,
 	ms_tree_id(f);
 	if (f->known && !strcmp(f->known, f->snap->commit))
 		f->snap->unchanged = true;
-	fetch_finish(f, 0);
+	ms_info(f);
 	return;
 fail:
 	json_decref(env);
