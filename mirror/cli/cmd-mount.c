@@ -24,6 +24,7 @@
 #include "base/path.h"
 #include "base/xmalloc.h"
 #include "cli.h"
+#include "hub/cache.h"
 #include "hub/hub.h"
 #include "hub/http.h"
 #include "p2p/mount.h"
@@ -39,68 +40,6 @@ struct hf_links {
 	int ready_fd;              /* -1 in the foreground */
 };
 
-/* <hub_cache>/models--org--name/{refs/<revision>, snapshots/<commit>/<path> -> <dir>/<path>}: the
- * layout huggingface_hub reads offline (HF_HUB_OFFLINE=1). */
-static int link_hf_cache(const struct hf_links *l, const struct p2p_file_list *files, char **why)
-{
-	char *repo_dir = NULL, *flat = xmalloc(strlen(l->name) * 2 + 1), *snap = NULL, *ref = NULL, *slash, *o = flat;
-	FILE *f;
-	int r = 0;
-
-	for (const char *p = l->name; *p; p++) { /* org/name -> org--name */
-		if (*p == '/') {
-			*o++ = '-';
-			*o++ = '-';
-		} else {
-			*o++ = *p;
-		}
-	}
-	*o = '\0';
-	repo_dir = xasprintf("%s/%ss--%s", l->hub_cache, l->type, flat);
-	snap = xasprintf("%s/snapshots/%s", repo_dir, l->commit);
-	ref = xasprintf("%s/refs/%s", repo_dir, l->revision);
-	slash = strrchr(ref, '/');
-	*slash = '\0';
-	r = path_mkdirs(ref, 0755);
-	*slash = '/';
-	if (!r && !(f = fopen(ref, "w")))
-		r = -errno;
-	else if (!r) {
-		fputs(l->commit, f);
-		if (fclose(f) != 0)
-			r = -errno;
-	}
-	for (size_t i = 0; !r && i < files->n; i++) {
-		char *link, *target;
-		if (path_check_str(files->v[i].path)) { /* a torrent's path never leaves the snapshot folder */
-			r = HM_ERR_PATH_UNSAFE;
-			break;
-		}
-		link = xasprintf("%s/%s", snap, files->v[i].path);
-		target = xasprintf("%s/%s", l->dir, files->v[i].path);
-		slash = strrchr(link, '/');
-		*slash = '\0';
-		r = path_mkdirs(link, 0755);
-		*slash = '/';
-		if (!r) {
-			unlink(link); /* a mount of the same snapshot elsewhere before */
-			if (symlink(target, link) < 0)
-				r = -errno;
-		}
-		if (r && why)
-			*why = xasprintf("cannot link %s: %s", link, err_str(r));
-		free(link);
-		free(target);
-	}
-	if (r && why && !*why)
-		*why = xasprintf("cannot write %s: %s", ref, err_str(r));
-	free(repo_dir);
-	free(snap);
-	free(ref);
-	free(flat);
-	return r;
-}
-
 static int on_mounted(void *ud, const char *btih, const struct p2p_file_list *files)
 {
 	const struct hf_links *l = ud;
@@ -108,8 +47,13 @@ static int on_mounted(void *ud, const char *btih, const struct p2p_file_list *fi
 	int r = 0;
 
 	(void)btih;
-	if (l->hub_cache)
-		r = link_hf_cache(l, files, &why);
+	if (l->hub_cache) {
+		const char **paths = xcalloc(files->n ? files->n : 1, sizeof(*paths));
+		for (size_t i = 0; i < files->n; i++)
+			paths[i] = files->v[i].path;
+		r = hub_cache_link_hf(l->hub_cache, l->type, l->name, l->revision, l->commit, l->dir, paths, files->n, &why);
+		free(paths);
+	}
 	if (l->ready_fd >= 0) {
 		char *msg = r ? xasprintf("%s\n", why ? why : err_str(r)) : xstrdup("ok\n");
 		if (write(l->ready_fd, msg, strlen(msg)) < 0) { /* the parent is gone: carry on */
@@ -123,17 +67,106 @@ static int on_mounted(void *ud, const char *btih, const struct p2p_file_list *fi
 	return r;
 }
 
-static const char *default_hub_cache(char *buf, size_t cap)
+/* GET the snapshot's meta from the mirror (commit, ref, name, files with sha256): a new reference,
+ * or NULL after saying why on stderr. */
+static json_t *fetch_meta(const char *mirror, const struct hub_spec *spec, const char *what)
 {
-	const char *v = getenv("HF_HUB_CACHE"), *home = getenv("HF_HOME");
+	char *q = spec->revision ? hub_url_escape(spec->revision, false) : NULL, *body = NULL, *err = NULL;
+	char *url = xasprintf("%s/api/p2p/torrent/%s/%s/%s?meta=1%s%s", mirror, hub_kind_name(spec->hub),
+			      hub_type_name(spec->type), spec->name, q ? "&rev=" : "", q ? q : "");
+	json_t *meta = NULL;
+	size_t len = 0;
+	long status = 0;
 
-	if (v && *v)
-		return v;
-	if (home && *home)
-		snprintf(buf, cap, "%s/hub", home);
-	else
-		snprintf(buf, cap, "%s/.cache/huggingface/hub", getenv("HOME") ? getenv("HOME") : "/root");
-	return buf;
+	if (hub_http_get_blocking(url, cli_mirror_token(), 256 << 20, &body, &len, &status, &err)) {
+		fprintf(stderr, "hubmirror: %s: %s\n", mirror, err ? err : "no answer");
+	} else {
+		meta = json_loads(body, 0, NULL);
+		if (status != 200 || !json_is_object(meta)) {
+			const char *e = json_string_value(json_object_get(meta, "error"));
+			fprintf(stderr, "hubmirror: %s on %s: %s\n", what, mirror, e ? e : "unexpected answer");
+			json_decref(meta);
+			meta = NULL;
+		}
+	}
+	free(q);
+	free(url);
+	free(body);
+	free(err);
+	return meta;
+}
+
+/* The files the meta names with a sha256 (borrowed from meta), for placing contents already here. */
+static struct p2p_mount_known *known_files(json_t *meta, size_t *n)
+{
+	json_t *files = json_object_get(meta, "files"), *it;
+	struct p2p_mount_known *known = xcalloc(json_array_size(files) + 1, sizeof(*known));
+	size_t i;
+
+	*n = 0;
+	json_array_foreach(files, i, it) {
+		const char *p = json_string_value(json_object_get(it, "path"));
+		const char *h = json_string_value(json_object_get(it, "sha256"));
+		if (p && h) {
+			known[*n].path = p;
+			known[*n].sha256 = h;
+			(*n)++;
+		}
+	}
+	return known;
+}
+
+/* Fork the mount's own process and wait on a pipe until its files are visible (and linked), or it
+ * says why it could not. Returns CLI_OK or CLI_FAILED (said on stderr). */
+static int run_detached(const struct p2p_mount_config *mc, struct hf_links *links, const char *what)
+{
+	int pipefd[2];
+	pid_t pid;
+	char msg[512];
+	ssize_t n;
+
+	if (pipe(pipefd) < 0) {
+		fprintf(stderr, "hubmirror: pipe: %s\n", strerror(errno));
+		return CLI_FAILED;
+	}
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0) {
+		fprintf(stderr, "hubmirror: fork: %s\n", strerror(errno));
+		close(pipefd[0]);
+		close(pipefd[1]);
+		return CLI_FAILED;
+	}
+	if (pid == 0) {
+		/* the mount's own process: no terminal, its session starts here */
+		char *err = NULL;
+		int r;
+		close(pipefd[0]);
+		setsid();
+		if (freopen("/dev/null", "r", stdin) == NULL || freopen("/dev/null", "w", stdout) == NULL) {
+		}
+		links->ready_fd = pipefd[1];
+		r = p2p_mount_run(mc, &err);
+		if (r) {
+			char *m = xasprintf("%s\n", err ? err : err_str(r));
+			if (write(pipefd[1], m, strlen(m)) < 0) {
+			}
+			free(m);
+		}
+		_exit(r ? 1 : 0);
+	}
+	close(pipefd[1]);
+	n = read(pipefd[0], msg, sizeof(msg) - 1);
+	close(pipefd[0]);
+	msg[n > 0 ? n : 0] = '\0';
+	if (n <= 0 || strcmp(msg, "ok\n")) {
+		waitpid(pid, NULL, 0);
+		fprintf(stderr, "hubmirror: mount failed: %s", n > 0 ? msg : "the mount process ended\n");
+		return CLI_FAILED;
+	}
+	printf("mounted %s @ %.12s on %s (pid %ld)%s%s\n", what, links->commit, mc->dir, (long)pid,
+	       links->hub_cache ? "; Hugging Face cache: " : "", links->hub_cache ? links->hub_cache : "");
+	return CLI_OK;
 }
 
 int cmd_mount(int argc, char **argv)
@@ -149,7 +182,7 @@ int cmd_mount(int argc, char **argv)
 	};
 	const struct cli_command *self = cli_find("mount");
 	const char *mirror_opt = NULL, *cache = getenv("HUBMIRROR_CACHE"), *listen = NULL, *mirror;
-	char hcbuf[4096], *dir = NULL, *err = NULL, *body = NULL, *tor = NULL, *url = NULL, *q = NULL;
+	char hcbuf[4096], *dir = NULL, *err = NULL, *tor = NULL, *url = NULL;
 	struct hf_links links = { NULL, NULL, NULL, NULL, NULL, NULL, -1 };
 	struct p2p_mount_config mc = { 0 };
 	struct p2p_mount_known *known = NULL;
@@ -157,9 +190,9 @@ int cmd_mount(int argc, char **argv)
 	struct hub_spec spec;
 	json_t *meta = NULL;
 	bool foreground = false, no_hf = false;
-	size_t len = 0, tlen = 0;
+	size_t tlen = 0;
 	long status = 0;
-	int c, r = CLI_FAILED, pipefd[2] = { -1, -1 };
+	int c, r = CLI_FAILED;
 
 	links.hub_cache = NULL;
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -188,24 +221,13 @@ int cmd_mount(int argc, char **argv)
 	if (!cache)
 		cache = "/var/cache/hubmirror";
 	if (!no_hf && !links.hub_cache && !strcmp(hub_kind_name(spec.hub), "hf"))
-		links.hub_cache = default_hub_cache(hcbuf, sizeof(hcbuf));
+		links.hub_cache = hub_cache_hf_default(hcbuf, sizeof(hcbuf));
 	if (no_hf || strcmp(hub_kind_name(spec.hub), "hf"))
 		links.hub_cache = NULL; /* ModelScope's own cache layout is not made yet */
 
 	/* what to mount: the snapshot's commit and ref, then its torrent */
-	q = spec.revision ? hub_url_escape(spec.revision, false) : NULL;
-	url = xasprintf("%s/api/p2p/torrent/%s/%s/%s?meta=1%s%s", mirror, hub_kind_name(spec.hub), hub_type_name(spec.type),
-			spec.name, q ? "&rev=" : "", q ? q : "");
-	if (hub_http_get_blocking(url, cli_mirror_token(), 256 << 20, &body, &len, &status, &err)) {
-		fprintf(stderr, "hubmirror: %s: %s\n", mirror, err ? err : "no answer");
+	if (!(meta = fetch_meta(mirror, &spec, argv[optind])))
 		goto out;
-	}
-	meta = json_loads(body, 0, NULL);
-	if (status != 200 || !json_is_object(meta)) {
-		const char *e = json_string_value(json_object_get(meta, "error"));
-		fprintf(stderr, "hubmirror: %s on %s: %s\n", argv[optind], mirror, e ? e : "unexpected answer");
-		goto out;
-	}
 	links.type = hub_type_name(spec.type);
 	links.name = spec.name;
 	links.revision = json_string_value(json_object_get(meta, "revision"));
@@ -217,7 +239,6 @@ int cmd_mount(int argc, char **argv)
 		goto out;
 	}
 	/* the torrent of that very commit, even if a sync moves the ref meanwhile */
-	free(url);
 	url = xasprintf("%s/api/p2p/torrent/%s/%s/%s?rev=%s", mirror, hub_kind_name(spec.hub), hub_type_name(spec.type),
 			spec.name, links.commit);
 	if (hub_http_get_blocking(url, cli_mirror_token(), 128 << 20, &tor, &tlen, &status, &err) || status != 200) {
@@ -229,20 +250,7 @@ int cmd_mount(int argc, char **argv)
 		goto out;
 	}
 	/* contents this instance may hold already (another revision): placed before the torrent starts */
-	{
-		json_t *files = json_object_get(meta, "files"), *it;
-		size_t i;
-		known = xcalloc(json_array_size(files) + 1, sizeof(*known));
-		json_array_foreach(files, i, it) {
-			const char *p = json_string_value(json_object_get(it, "path"));
-			const char *h = json_string_value(json_object_get(it, "sha256"));
-			if (p && h) {
-				known[nknown].path = p;
-				known[nknown].sha256 = h;
-				nknown++;
-			}
-		}
-	}
+	known = known_files(meta, &nknown);
 	mc.known = known;
 	mc.nknown = nknown;
 	mc.name = json_string_value(json_object_get(meta, "name"));
@@ -255,64 +263,17 @@ int cmd_mount(int argc, char **argv)
 	mc.ud = &links;
 
 	if (!foreground) {
-		pid_t pid;
-		char msg[512];
-		ssize_t n;
-
-		if (pipe(pipefd) < 0) {
-			fprintf(stderr, "hubmirror: pipe: %s\n", strerror(errno));
-			goto out;
-		}
-		fflush(NULL);
-		pid = fork();
-		if (pid < 0) {
-			fprintf(stderr, "hubmirror: fork: %s\n", strerror(errno));
-			goto out;
-		}
-		if (pid == 0) {
-			/* the mount's own process: no terminal, its session starts here */
-			close(pipefd[0]);
-			setsid();
-			if (freopen("/dev/null", "r", stdin) == NULL || freopen("/dev/null", "w", stdout) == NULL) {
-			}
-			links.ready_fd = pipefd[1];
-			r = p2p_mount_run(&mc, &err);
-			if (r && links.ready_fd >= 0) {
-				char *m = xasprintf("%s\n", err ? err : err_str(r));
-				if (write(pipefd[1], m, strlen(m)) < 0) {
-				}
-				free(m);
-			}
-			_exit(r ? 1 : 0);
-		}
-		close(pipefd[1]);
-		pipefd[1] = -1;
-		n = read(pipefd[0], msg, sizeof(msg) - 1);
-		msg[n > 0 ? n : 0] = '\0';
-		if (n <= 0 || strcmp(msg, "ok\n")) {
-			waitpid(pid, NULL, 0);
-			fprintf(stderr, "hubmirror: mount failed: %s", n > 0 ? msg : "the mount process ended\n");
-			goto out;
-		}
-		printf("mounted %s @ %.12s on %s (pid %ld)%s%s\n", argv[optind], links.commit, dir, (long)pid,
-		       links.hub_cache ? "; Hugging Face cache: " : "", links.hub_cache ? links.hub_cache : "");
-		r = CLI_OK;
+		r = run_detached(&mc, &links, argv[optind]);
 		goto out;
 	}
 	r = p2p_mount_run(&mc, &err) ? CLI_FAILED : CLI_OK;
 	if (r)
 		fprintf(stderr, "hubmirror: %s\n", err ? err : "mount failed");
 out:
-	if (pipefd[0] >= 0)
-		close(pipefd[0]);
-	if (pipefd[1] >= 0)
-		close(pipefd[1]);
 	free(known);
 	json_decref(meta);
 	hub_spec_release(&spec);
-	free(q);
 	free(url);
-	free(body);
 	free(tor);
 	free(dir);
 	free(err);

@@ -1,0 +1,30 @@
+/*
+ * cache.h - the hubs' client caches, as their libraries read them offline: a mounted or pulled
+ * snapshot is linked into them so that code which loads a model by name finds it without a network.
+ *
+ * Hugging Face (huggingface_hub, transformers, datasets with HF_HUB_OFFLINE=1):
+ *   <hub_cache>/<type>s--<org>--<name>/refs/<revision>     the commit, 40 hex digits, no newline
+ *   <hub_cache>/<type>s--<org>--<name>/snapshots/<commit>/<path> -> the file
+ * The ModelScope layout comes with the instance agent.
+ */
+#ifndef HM_HUB_CACHE_H
+#define HM_HUB_CACHE_H
+
+#include <stddef.h>
+
+/* The Hugging Face cache folder a process on this machine uses: $HF_HUB_CACHE, $HF_HOME/hub, or
+ * ~/.cache/huggingface/hub. Written into buf (cap bytes); returns buf or the environment's string. */
+const char *hub_cache_hf_default(char *buf, size_t cap);
+
+/*
+ * Link a snapshot into the Hugging Face cache at hub_cache: type "model"/"dataset", name "org/name",
+ * revision (the ref, checked with hub_check_revision), commit (40 lowercase hex digits), and the n
+ * files paths[i] (relative, each checked with path_check) found under target_dir. An existing link of
+ * the same path is replaced (a mount of the same snapshot elsewhere before). Returns 0, or an error
+ * with *why (malloc'd, if why) naming what could not be written; HM_ERR_PATH_UNSAFE for a bad name,
+ * revision, commit or path (nothing is written outside hub_cache).
+ */
+int hub_cache_link_hf(const char *hub_cache, const char *type, const char *name, const char *revision,
+		      const char *commit, const char *target_dir, const char *const *paths, size_t n, char **why);
+
+#endif
