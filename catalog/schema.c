@@ -21,6 +21,8 @@
  *   8  blob_fetches: which repo's request fetched each content, recorded as the bytes land (before
  *      any snapshot names them), so a repo may name content it did not fetch only when a repo anyone
  *      may read fetched or names it, and a run that failed halfway still resumes from what it got.
+ *   9  repos.private = -1 (unknown) for ModelScope repos: their visibility was never read before, so
+ *      the next sync asks for it (sync asks only when unknown or when the listing changed).
  *
  * Rules: a migration only ever moves from version N-1 to N; released migrations are never edited,
  * a change is a new entry at the end of `migrations`.
@@ -196,6 +198,8 @@ static const char *const migrations[] = {
 	"  repo_id INTEGER NOT NULL REFERENCES repos(id) ON DELETE CASCADE,"
 	"  PRIMARY KEY (sha256, repo_id)"
 	") WITHOUT ROWID;",
+	/* 8 -> 9 */
+	"UPDATE repos SET private = -1 WHERE hub = 'ms';",
 };
 
 int catalog__migration_count(void)

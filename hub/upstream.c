@@ -41,6 +41,7 @@ struct fetch {
 	struct hub_client *c;
 	struct hub_spec spec;
 	char *known;
+	bool need_meta;        /* ask for the repo's info even when unchanged (ModelScope) */
 	hub_snapshot_cb cb;
 	void *ud;
 	struct hub_snapshot *snap;
@@ -471,7 +472,8 @@ static bool is_hex64_any_case(const char *s)
 /* The repo's info, for what the listing does not say: whether it is private (Visibility 5 is public;
  * 1 private, 3 internal). A private upstream repo is closed on the mirror like a gated one
  * (docs/security.md), so a repo whose info upstream refuses counts as private; another failure leaves
- * it unknown and does not fail the sync. Called once the listing is in, whether it changed or not. */
+ * it unknown and does not fail the sync. Asked once the listing is in, when it changed or when the
+ * caller does not know the repo's visibility (need_meta). */
 static void ms_info_done(void *ud, int result, const struct hub_http_resp *resp, const char *body, size_t len)
 {
 	struct fetch *f = ud;
@@ -549,6 +551,10 @@ static void ms_list_done(void *ud, int result, const struct hub_http_resp *resp,
 	ms_tree_id(f);
 	if (f->known && !strcmp(f->known, f->snap->commit))
 		f->snap->unchanged = true;
+	if (f->snap->unchanged && !f->need_meta) {
+		fetch_finish(f, 0);  /* one request for a repo that did not change */
+		return;
+	}
 	ms_info(f);
 	return;
 fail:
@@ -570,7 +576,7 @@ static void ms_dataset_page(struct fetch *f)
 /* ---- entry ------------------------------------------------------------------------------------- */
 
 int hub_snapshot_fetch(struct hub_client *c, const struct hub_spec *spec, const char *known_commit,
-		       hub_snapshot_cb cb, void *ud)
+		       bool need_meta, hub_snapshot_cb cb, void *ud)
 {
 	struct fetch *f;
 	char *url, *rev;
@@ -585,6 +591,7 @@ int hub_snapshot_fetch(struct hub_client *c, const struct hub_spec *spec, const 
 	f->spec.name = xstrdup(spec->name);
 	f->spec.revision = xstrdup(spec->revision);
 	f->known = known_commit ? xstrdup(known_commit) : NULL;
+	f->need_meta = need_meta;
 	f->cb = cb;
 	f->ud = ud;
 	f->snap = xcalloc(1, sizeof(*f->snap));

@@ -64,9 +64,12 @@ void hub_client_free(struct hub_client **c);
 /*
  * Resolve spec->revision (spec->name on spec->hub) and, unless it equals known_commit (may be NULL),
  * list its files. spec is copied. Returns 0 (cb will run later, from the loop) or -EINVAL.
+ * need_meta: the caller lacks the repo's metadata (ModelScope: its visibility, one more request);
+ * without it, an unchanged ModelScope repo costs its listing only. Hugging Face's answer always
+ * carries the metadata.
  */
 int hub_snapshot_fetch(struct hub_client *c, const struct hub_spec *spec, const char *known_commit,
-		       hub_snapshot_cb cb, void *ud);
+		       bool need_meta, hub_snapshot_cb cb, void *ud);
 void hub_snapshot_free(struct hub_snapshot **s);
 
 /* The token to send for a hub (borrowed, may be NULL). */

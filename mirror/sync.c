@@ -29,6 +29,7 @@
 #include "hub/upstream.h"
 #include "store.h"
 #include "sync.h"
+#include "torrents.h"
 
 struct srepo;
 
@@ -803,7 +804,9 @@ static void start_listings(struct sync *s)
 
 		free(sel);
 		s->listings_active++;
-		e = hub_snapshot_fetch(s->client, &r->spec, same ? r->cr->head_commit : NULL, on_snapshot, r);
+		/* private_ < 0: visibility never read (ModelScope repos from before schema v9) */
+		e = hub_snapshot_fetch(s->client, &r->spec, same ? r->cr->head_commit : NULL, r->cr->private_ < 0,
+				       on_snapshot, r);
 		if (e) {
 			s->listings_active--;
 			repo_fail(r, e, "cannot start listing");
@@ -921,6 +924,14 @@ int mirror_sync_run(struct mirror_data *d, const struct catalog_repo *repos, siz
 	if (catalog_run_end(d->catalog, s.run_id, report->failed ? (report->ok ? "partial" : "failed") : "ok",
 			    (int64_t)report->ok, (int64_t)report->failed, report->files_fetched, report->bytes_fetched))
 		log_warn("sync", "catalog: %s", catalog_errmsg(d->catalog));
+	/* the swarm's torrents of new snapshots (all missing ones: those synced before an upgrade too) */
+	{
+		size_t made = 0;
+		int te = mirror_torrents_make(d, (int64_t)time(NULL), &made, &report->torrents_error);
+		report->torrents_made = (int64_t)made;
+		if (te && !report->torrents_error)
+			report->torrents_error = xstrdup(err_str(te));
+	}
 	r = 0;
 out:
 	for (size_t i = 0; i < s.njobs; i++) {
@@ -958,5 +969,6 @@ void mirror_sync_report_release(struct mirror_sync_report *r)
 		free(r->repos[i].error);
 	}
 	free(r->repos);
+	free(r->torrents_error);
 	memset(r, 0, sizeof(*r));
 }

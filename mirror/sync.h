@@ -58,13 +58,15 @@ struct mirror_sync_report {
 	int64_t bytes_fetched;
 	uint64_t upstream_requests;   /* HTTP attempts sent upstream, retries and redirects included */
 	double seconds;
-	int64_t torrents_made;        /* filled by the caller that makes torrents after the run */
+	int64_t torrents_made;        /* torrents made after the run for snapshots that had none */
+	char *torrents_error;         /* owned: why making them failed, or NULL */
 };
 
 /*
- * Sync the n repos (from catalog_repo_list/get; borrowed). Fills *report (release it with
- * mirror_sync_report_release) and returns 0 when the run itself worked, whatever the repos' outcomes;
- * a negative code (and *errmsg, malloc'd) when it could not run at all.
+ * Sync the n repos (from catalog_repo_list/get; borrowed), then make the swarm's torrent of every
+ * snapshot that has none (docs/p2p.md; a failure there is report->torrents_error, the sync stands).
+ * Fills *report (release it with mirror_sync_report_release) and returns 0 when the run itself worked,
+ * whatever the repos' outcomes; a negative code (and *errmsg, malloc'd) when it could not run at all.
  */
 int mirror_sync_run(struct mirror_data *d, const struct catalog_repo *repos, size_t n,
 		    const struct mirror_sync_config *cfg, struct mirror_sync_report *report, char **errmsg);

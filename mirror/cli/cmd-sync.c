@@ -9,7 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -23,7 +22,6 @@
 #include "hub/upstream.h"
 #include "mirror/data.h"
 #include "mirror/sync.h"
-#include "mirror/torrents.h"
 
 static const char *env_first(const char *a, const char *b)
 {
@@ -185,17 +183,9 @@ int cmd_sync(int argc, char **argv)
 		r = CLI_FAILED;
 		goto out;
 	}
-	/* the swarm's torrents of new snapshots (all missing ones: also those synced before an upgrade) */
-	{
-		size_t made = 0;
-		char *terr = NULL;
-		int te = mirror_torrents_make(data, (int64_t)time(NULL), &made, &terr);
-		if (te) {
-			fprintf(stderr, "hubmirror: %s\n", terr ? terr : err_str(te));
-			r = CLI_FAILED;
-		}
-		free(terr);
-		rep.torrents_made = (int64_t)made;
+	if (rep.torrents_error) {
+		fprintf(stderr, "hubmirror: %s\n", rep.torrents_error);
+		r = CLI_FAILED;
 	}
 	if (json) {
 		json_t *o = report_json(&rep);
