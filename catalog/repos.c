@@ -386,6 +386,45 @@ static int past_deadline(void *ud)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 > *(int64_t *)ud;
 }
 
+/* The filters of s as the search's statements number them (?1 the FTS query, ?10/?11 the page). */
+static void search_bind(sqlite3_stmt *st, const struct catalog_search *s, const char *fq)
+{
+	if (fq)
+		sqlite3_bind_text(st, 1, fq, -1, SQLITE_STATIC);
+	if (s->hub)
+		sqlite3_bind_text(st, 2, s->hub, -1, SQLITE_STATIC);
+	if (s->type)
+		sqlite3_bind_text(st, 3, s->type, -1, SQLITE_STATIC);
+	if (s->org)
+		sqlite3_bind_text(st, 4, s->org, -1, SQLITE_STATIC);
+	if (s->tag)
+		sqlite3_bind_text(st, 5, s->tag, -1, SQLITE_STATIC);
+	if (s->status)
+		sqlite3_bind_text(st, 6, s->status, -1, SQLITE_STATIC);
+	sqlite3_bind_int(st, 7, s->gated);
+	sqlite3_bind_int64(st, 8, s->min_size);
+	sqlite3_bind_int64(st, 9, s->max_size);
+	if (s->hidden)
+		sqlite3_bind_text(st, 12, s->hidden, -1, SQLITE_STATIC);
+}
+
+/* Run a page statement: fn gets each row's repo. Returns 0, fn's non-zero, HM_ERR_TIMEOUT (the
+ * progress handler interrupted it) or HM_ERR_SQLITE. */
+static int search_rows(sqlite3_stmt *st, int (*fn)(void *ud, const struct catalog_repo *r), void *ud)
+{
+	int r = 0, rc;
+
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		struct catalog_repo repo = { 0 };
+		read_repo(st, &repo);
+		r = fn(ud, &repo);
+		catalog_repo_release(&repo);
+		if (r)
+			return r;
+	}
+	return rc == SQLITE_DONE ? 0 : rc == SQLITE_INTERRUPT ? HM_ERR_TIMEOUT : HM_ERR_SQLITE;
+}
+
 int catalog_search(struct catalog *c, const struct catalog_search *s,
 		   int (*fn)(void *ud, const struct catalog_repo *r), void *ud, int64_t *total)
 {
@@ -480,23 +519,7 @@ int catalog_search(struct catalog *c, const struct catalog_search *s,
 			r = HM_ERR_SQLITE;
 			break;
 		}
-		if (fq)
-			sqlite3_bind_text(st, 1, fq, -1, SQLITE_STATIC);
-		if (s->hub)
-			sqlite3_bind_text(st, 2, s->hub, -1, SQLITE_STATIC);
-		if (s->type)
-			sqlite3_bind_text(st, 3, s->type, -1, SQLITE_STATIC);
-		if (s->org)
-			sqlite3_bind_text(st, 4, s->org, -1, SQLITE_STATIC);
-		if (s->tag)
-			sqlite3_bind_text(st, 5, s->tag, -1, SQLITE_STATIC);
-		if (s->status)
-			sqlite3_bind_text(st, 6, s->status, -1, SQLITE_STATIC);
-		sqlite3_bind_int(st, 7, s->gated);
-		sqlite3_bind_int64(st, 8, s->min_size);
-		sqlite3_bind_int64(st, 9, s->max_size);
-		if (s->hidden)
-			sqlite3_bind_text(st, 12, s->hidden, -1, SQLITE_STATIC);
+		search_bind(st, s, fq);
 		if (pass == 0) {
 			if ((rc = sqlite3_step(st)) == SQLITE_ROW)
 				*total = sqlite3_column_int64(st, 0);
@@ -505,16 +528,7 @@ int catalog_search(struct catalog *c, const struct catalog_search *s,
 		} else {
 			sqlite3_bind_int64(st, 10, s->limit ? (sqlite3_int64)s->limit : -1);
 			sqlite3_bind_int64(st, 11, (sqlite3_int64)s->offset);
-			while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-				struct catalog_repo repo = { 0 };
-				read_repo(st, &repo);
-				r = fn(ud, &repo);
-				catalog_repo_release(&repo);
-				if (r)
-					break;
-			}
-			if (!r && rc != SQLITE_DONE)
-				r = rc == SQLITE_INTERRUPT ? HM_ERR_TIMEOUT : HM_ERR_SQLITE;
+			r = search_rows(st, fn, ud);
 		}
 		sqlite3_finalize(st);
 		st = NULL;

@@ -77,6 +77,34 @@ static void print_report(const struct mirror_sync_report *rep)
 		printf("sync: made %lld torrents for the swarm\n", (long long)rep->torrents_made);
 }
 
+/* The tracked repos the specs name (all of them when there are none), into *repos (n of them). Says
+ * why on stderr and returns -1 when one is not tracked or the catalog cannot be read. */
+static int repos_to_sync(struct mirror_data *data, char **specs, int nspecs, struct catalog_repo **repos, size_t *n)
+{
+	*n = 0;
+	if (nspecs == 0) {
+		if (!catalog_repo_list(data->catalog, repos, n))
+			return 0;
+		fprintf(stderr, "hubmirror: catalog: %s\n", catalog_errmsg(data->catalog));
+		return -1;
+	}
+	*repos = xcalloc((size_t)nspecs, sizeof(**repos));
+	for (int i = 0; i < nspecs; i++) {
+		struct hub_spec s;
+		int e;
+		hub_spec_parse(specs[i], &s);
+		e = catalog_repo_get(data->catalog, hub_kind_name(s.hub), hub_type_name(s.type), s.name, &(*repos)[*n]);
+		hub_spec_release(&s);
+		if (e) {
+			fprintf(stderr, "hubmirror: '%s' is not tracked (add it with 'hubmirror add %s')\n", specs[i],
+				specs[i]);
+			return -1;
+		}
+		(*n)++;
+	}
+	return 0;
+}
+
 int cmd_sync(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -156,23 +184,7 @@ int cmd_sync(int argc, char **argv)
 		r = CLI_FAILED;
 		goto out;
 	}
-	if (optind < argc) {
-		repos = xcalloc((size_t)(argc - optind), sizeof(*repos));
-		for (int i = optind; i < argc; i++) {
-			struct hub_spec s;
-			hub_spec_parse(argv[i], &s);
-			e = catalog_repo_get(data->catalog, hub_kind_name(s.hub), hub_type_name(s.type), s.name, &repos[n]);
-			hub_spec_release(&s);
-			if (e) {
-				fprintf(stderr, "hubmirror: '%s' is not tracked (add it with 'hubmirror add %s')\n",
-					argv[i], argv[i]);
-				r = CLI_FAILED;
-				goto out;
-			}
-			n++;
-		}
-	} else if (catalog_repo_list(data->catalog, &repos, &n)) {
-		fprintf(stderr, "hubmirror: catalog: %s\n", catalog_errmsg(data->catalog));
+	if (repos_to_sync(data, argv + optind, argc - optind, &repos, &n)) {
 		r = CLI_FAILED;
 		goto out;
 	}
