@@ -33,4 +33,22 @@ int catalog__register_rank(sqlite3 *db);
 int catalog__repo_get_any(struct catalog *c, const char *hub, const char *type, const char *name,
 			  struct catalog_repo *out);
 
+/* Columns in the order read_repo() expects; the head snapshot comes from the followed ref. */
+#define REPO_SELECT \
+	"r.id, r.hub, r.type, r.name, r.follow_rev, r.include_globs, r.exclude_globs, r.options, " \
+	"r.added_at, r.sync_status, r.sync_error, coalesce(r.last_sync_at, 0), s.commit_id, " \
+	"coalesce(s.file_count, 0), coalesce(s.total_size, 0), s.selection, " \
+	"r.gated, coalesce(r.private, -1), r.card_data, r.tags, r.pipeline_tag, r.library_name, r.license, " \
+	"coalesce(r.downloads, -1), coalesce(r.likes, -1), r.last_modified "
+#define REPO_JOINS \
+	"LEFT JOIN refs f ON f.repo_id = r.id AND f.name = r.follow_rev " \
+	"LEFT JOIN snapshots s ON s.id = f.snapshot_id "
+#define REPO_COLUMNS REPO_SELECT "FROM repos r " REPO_JOINS
+
+/* A repo not among the keys of the JSON array bound at P (NULL: none hidden). */
+#define HIDDEN_CLAUSE(P) "(" P " IS NULL OR (r.hub || ':' || r.type || ':' || r.name) NOT IN (SELECT value FROM json_each(" P ")))"
+
+/* Fill *r from a row of REPO_SELECT (repos.c). */
+void catalog__read_repo(sqlite3_stmt *st, struct catalog_repo *r);
+
 #endif

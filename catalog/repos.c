@@ -1,5 +1,6 @@
 /*
- * repos.c - tracked repositories: add, remove, get, list.
+ * repos.c - tracked repositories: add, remove, get, list; totals, runs and snapshots for browsing.
+ * Search is in search.c, its ranking in rank.c.
  */
 #include <ctype.h>
 #include <stdlib.h>
@@ -18,19 +19,7 @@ static char *col_str(sqlite3_stmt *st, int i)
 	return t ? xstrdup((const char *)t) : NULL;
 }
 
-/* Columns in the order read_repo() expects; the head snapshot comes from the followed ref. */
-#define REPO_SELECT \
-	"r.id, r.hub, r.type, r.name, r.follow_rev, r.include_globs, r.exclude_globs, r.options, " \
-	"r.added_at, r.sync_status, r.sync_error, coalesce(r.last_sync_at, 0), s.commit_id, " \
-	"coalesce(s.file_count, 0), coalesce(s.total_size, 0), s.selection, " \
-	"r.gated, coalesce(r.private, -1), r.card_data, r.tags, r.pipeline_tag, r.library_name, r.license, " \
-	"coalesce(r.downloads, -1), coalesce(r.likes, -1), r.last_modified "
-#define REPO_JOINS \
-	"LEFT JOIN refs f ON f.repo_id = r.id AND f.name = r.follow_rev " \
-	"LEFT JOIN snapshots s ON s.id = f.snapshot_id "
-#define REPO_COLUMNS REPO_SELECT "FROM repos r " REPO_JOINS
-
-static void read_repo(sqlite3_stmt *st, struct catalog_repo *r)
+void catalog__read_repo(sqlite3_stmt *st, struct catalog_repo *r)
 {
 	r->id = sqlite3_column_int64(st, 0);
 	r->hub = col_str(st, 1);
@@ -175,7 +164,7 @@ static int repo_row(sqlite3_stmt *st, struct catalog_repo *out)
 	int r = HM_ERR_SQLITE, rc = sqlite3_step(st);
 
 	if (rc == SQLITE_ROW) {
-		read_repo(st, out);
+		catalog__read_repo(st, out);
 		r = 0;
 	} else if (rc == SQLITE_DONE) {
 		r = HM_ERR_NOT_FOUND;
@@ -219,8 +208,6 @@ int catalog__repo_get_any(struct catalog *c, const char *hub, const char *type, 
 	return repo_get(c, hub, type, name, false, out);
 }
 
-/* A repo not among the keys of the JSON array bound at P (NULL: none hidden). */
-#define HIDDEN_CLAUSE(P) "(" P " IS NULL OR (r.hub || ':' || r.type || ':' || r.name) NOT IN (SELECT value FROM json_each(" P ")))"
 
 int catalog_repos_each(struct catalog *c, const char *hub, const char *type, const char *search,
 		       const char *author, const char *after, size_t limit, const char *hidden,
@@ -247,7 +234,7 @@ int catalog_repos_each(struct catalog *c, const char *hub, const char *type, con
 		sqlite3_bind_text(st, 7, hidden, -1, SQLITE_STATIC);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		struct catalog_repo repo = { 0 };
-		read_repo(st, &repo);
+		catalog__read_repo(st, &repo);
 		r = fn(ud, &repo);
 		catalog_repo_release(&repo);
 		if (r)
@@ -275,7 +262,7 @@ int catalog_repo_list(struct catalog *c, struct catalog_repo **out, size_t *n)
 			list = xreallocarray(list, cap, sizeof(*list));
 		}
 		memset(&list[len], 0, sizeof(*list));
-		read_repo(st, &list[len++]);
+		catalog__read_repo(st, &list[len++]);
 	}
 	sqlite3_finalize(st);
 	if (rc != SQLITE_DONE) {
@@ -290,256 +277,6 @@ int catalog_repo_list(struct catalog *c, struct catalog_repo **out, size_t *n)
 const char *catalog_errmsg(struct catalog *c)
 {
 	return sqlite3_errmsg(c->db);
-}
-
-/*
- * The user's words, bounded (docs/security.md): every run of letters/digits is a word, so punctuation
- * can never be FTS syntax. Each prefix term makes FTS5 expand it over the whole vocabulary, so one
- * request of many words ran for minutes on a single loop: at most CATALOG_SEARCH_MAX_WORDS distinct
- * words (ASCII case folded, as the index folds it) of at most CATALOG_SEARCH_MAX_WORD bytes, and a lone
- * character (which would expand to a sixteenth of the vocabulary) matches as a whole word.
- * Calls fn(ud, word, len) per distinct word, in order; returns the count, or -1 when over a limit
- * (*why set).
- */
-static int each_word(const char *q, void (*fn)(void *ud, const char *w, size_t n), void *ud, const char **why)
-{
-	const unsigned char *p = (const unsigned char *)q;
-	const unsigned char *seen[CATALOG_SEARCH_MAX_WORDS];
-	size_t seen_len[CATALOG_SEARCH_MAX_WORDS];
-	int n = 0;
-
-	while (*p) {
-		const unsigned char *start;
-		bool dup = false;
-		while (*p && !(isalnum(*p) || *p >= 0x80))
-			p++;
-		start = p;
-		while (*p && (isalnum(*p) || *p >= 0x80))
-			p++;
-		if (p == start)
-			continue;
-		if ((size_t)(p - start) > CATALOG_SEARCH_MAX_WORD) {
-			*why = "a search word is too long (at most 64 bytes)";
-			return -1;
-		}
-		for (int k = 0; k < n && !dup; k++)
-			dup = seen_len[k] == (size_t)(p - start) && !strncasecmp((const char *)seen[k], (const char *)start, seen_len[k]);
-		if (dup)
-			continue;
-		if (n == CATALOG_SEARCH_MAX_WORDS) {
-			*why = "too many search words (at most 8)";
-			return -1;
-		}
-		seen[n] = start;
-		seen_len[n++] = (size_t)(p - start);
-		if (fn)
-			fn(ud, (const char *)start, (size_t)(p - start));
-	}
-	return n;
-}
-
-const char *catalog_search_refusal(const struct catalog_search *s)
-{
-	const char *why = NULL;
-
-	if (s->q && each_word(s->q, NULL, NULL, &why) < 0)
-		return why;
-	if (s->sort && *s->sort && strcmp(s->sort, "relevance") && strcmp(s->sort, "name") && strcmp(s->sort, "size") &&
-	    strcmp(s->sort, "last_synced") && strcmp(s->sort, "downloads") && strcmp(s->sort, "likes"))
-		return "bad sort (relevance, name, size, last_synced, downloads, likes)";
-	if (s->sort && !strcmp(s->sort, "relevance") && (!s->q || each_word(s->q, NULL, NULL, &why) <= 0))
-		return "sort=relevance needs words to search";
-	return NULL;
-}
-
-static void add_term(void *ud, const char *w, size_t n)
-{
-	struct buf *b = ud;
-
-	if (b->len)
-		buf_addch(b, ' ');
-	buf_addch(b, '"');
-	buf_add(b, w, n);
-	buf_adds(b, n > 1 ? "\"*" : "\"");
-}
-
-/* The FTS5 query of q (see each_word), malloc'd; NULL when no word is left or q is refused. */
-static char *fts_query(const char *q)
-{
-	struct buf b;
-	const char *why = NULL;
-
-	buf_init(&b);
-	if (each_word(q, add_term, &b, &why) <= 0) {
-		buf_release(&b);
-		return NULL;
-	}
-	return buf_detach(&b, NULL);
-}
-
-/* sqlite's progress handler: interrupt the statement once the clock passes the deadline. */
-static int past_deadline(void *ud)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 > *(int64_t *)ud;
-}
-
-/* The filters of s as the search's statements number them (?1 the FTS query, ?10/?11 the page). */
-static void search_bind(sqlite3_stmt *st, const struct catalog_search *s, const char *fq)
-{
-	if (fq)
-		sqlite3_bind_text(st, 1, fq, -1, SQLITE_STATIC);
-	if (s->hub)
-		sqlite3_bind_text(st, 2, s->hub, -1, SQLITE_STATIC);
-	if (s->type)
-		sqlite3_bind_text(st, 3, s->type, -1, SQLITE_STATIC);
-	if (s->org)
-		sqlite3_bind_text(st, 4, s->org, -1, SQLITE_STATIC);
-	if (s->tag)
-		sqlite3_bind_text(st, 5, s->tag, -1, SQLITE_STATIC);
-	if (s->status)
-		sqlite3_bind_text(st, 6, s->status, -1, SQLITE_STATIC);
-	sqlite3_bind_int(st, 7, s->gated);
-	sqlite3_bind_int64(st, 8, s->min_size);
-	sqlite3_bind_int64(st, 9, s->max_size);
-	if (s->hidden)
-		sqlite3_bind_text(st, 12, s->hidden, -1, SQLITE_STATIC);
-}
-
-/* Run a page statement: fn gets each row's repo. Returns 0, fn's non-zero, HM_ERR_TIMEOUT (the
- * progress handler interrupted it) or HM_ERR_SQLITE. */
-static int search_rows(sqlite3_stmt *st, int (*fn)(void *ud, const struct catalog_repo *r), void *ud)
-{
-	int r = 0, rc;
-
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		struct catalog_repo repo = { 0 };
-		read_repo(st, &repo);
-		r = fn(ud, &repo);
-		catalog_repo_release(&repo);
-		if (r)
-			return r;
-	}
-	return rc == SQLITE_DONE ? 0 : rc == SQLITE_INTERRUPT ? HM_ERR_TIMEOUT : HM_ERR_SQLITE;
-}
-
-int catalog_search(struct catalog *c, const struct catalog_search *s,
-		   int (*fn)(void *ud, const struct catalog_repo *r), void *ud, int64_t *total)
-{
-	static const struct { const char *name, *expr; } sorts[] = {
-		/* name, author, tags, pipeline tag, library, license, card: a hit in the name counts most */
-		{ "relevance", "hm_rank(repo_fts, 10.0, 5.0, 3.0, 2.0, 2.0, 1.0, 0.5, 0.0)" },
-		{ "name", "r.name" },
-		{ "size", "coalesce(s.total_size, 0)" },
-		{ "last_synced", "coalesce(r.last_sync_at, 0)" },
-		{ "downloads", "coalesce(r.downloads, 0)" },
-		{ "likes", "coalesce(r.likes, 0)" },
-	};
-	const char *order = NULL, *sort = s->sort && *s->sort ? s->sort : NULL;
-	char *fq = NULL, *sql = NULL, *where, *from;
-	sqlite3_stmt *st = NULL;
-	bool sized, needs_snap, index_only, hub_facet, type_facet;
-	int r = 0, rc;
-	int64_t deadline = 0;
-
-	if (catalog_search_refusal(s))
-		return HM_ERR_USAGE;
-	fq = s->q ? fts_query(s->q) : NULL;
-	if (s->budget_ms > 0) {
-		struct timespec ts;
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		deadline = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 + s->budget_ms;
-		sqlite3_progress_handler(c->db, 1000, past_deadline, &deadline);
-	}
-
-	/* The user's words never match the facets column; a hub or type filter becomes a facet term, so
-	 * FTS5 narrows the matches itself (schema v7). Only known values make a term. */
-	hub_facet = s->hub && (!strcmp(s->hub, "hf") || !strcmp(s->hub, "ms"));
-	type_facet = s->type && (!strcmp(s->type, "model") || !strcmp(s->type, "dataset"));
-	if (fq) {
-		char *w = xasprintf("- {facets} : (%s)%s%s%s%s", fq, hub_facet ? " AND facets:hub" : "",
-				    hub_facet ? s->hub : "", type_facet ? " AND facets:type" : "", type_facet ? s->type : "");
-		free(fq);
-		fq = w;
-	}
-	if (!sort)
-		sort = fq ? "relevance" : "name";
-	for (size_t i = 0; i < sizeof(sorts) / sizeof(sorts[0]); i++)
-		if (!strcmp(sorts[i].name, sort))
-			order = sorts[i].expr;
-	if (!order || (!fq && !strcmp(sort, "relevance"))) {
-		free(fq);
-		sqlite3_progress_handler(c->db, 0, NULL, NULL);
-		return HM_ERR_USAGE;
-	}
-	/* Only the clauses in use go into the SQL: FTS5's MATCH cannot sit under an OR, and the count
-	 * needs the snapshot join only for size bounds (it is most of the cost at 100k repos). */
-	sized = s->min_size >= 0 || s->max_size >= 0;
-	needs_snap = sized || !strcmp(sort, "size");
-	/* repo_fts holds exactly the live repos (schema v5): words without repo filters (or with hub and
-	 * type filters, which are facet terms) count from the index alone, and with the relevance sort
-	 * rank from it too. A row lookup in repos per match is what makes a common word slow (13k
-	 * matches at 100k repos). */
-	index_only = fq && (!s->hub || hub_facet) && (!s->type || type_facet) && !s->org && !s->tag && !s->status &&
-		     s->gated < 0 && !sized && !s->hidden;
-	from = xasprintf("repos r %s %s", needs_snap ? REPO_JOINS : "", fq ? "JOIN repo_fts ON repo_fts.rowid = r.id" : "");
-	where = xasprintf("WHERE r.removed_at IS NULL AND %s%s%s%s%s%s%s%s%s%s",
-			  fq ? "repo_fts MATCH ?1" : "?1 IS NULL",
-			  /* with words, FTS must drive the join: a unary + keeps the planner off the (hub, type,
-			   * name) index, which would run one FTS query per repo (2 s at 20k repos) */
-			  s->hub ? (fq ? " AND +r.hub = ?2" : " AND r.hub = ?2") : "",
-			  s->type ? (fq ? " AND +r.type = ?3" : " AND r.type = ?3") : "",
-			  s->org ? " AND substr(r.name, 1, length(?4) + 1) = ?4 || '/'" : "",
-			  s->tag ? " AND instr(coalesce(r.tags, ''), json_quote(?5)) > 0" : "",
-			  s->status ? " AND r.sync_status = ?6" : "",
-			  s->gated >= 0 ? " AND (?7 = 1) = (r.gated IS NOT NULL AND r.gated != 'false')" : "",
-			  s->min_size >= 0 ? " AND coalesce(s.total_size, 0) >= ?8" : "",
-			  s->max_size >= 0 ? " AND coalesce(s.total_size, 0) <= ?9" : "",
-			  s->hidden ? " AND " HIDDEN_CLAUSE("?12") : "");
-	for (int pass = total ? 0 : 1; pass < 2 && !r; pass++) {
-		free(sql);
-		/* Two steps: rank only ids (the sorter then holds two columns per match, not 26), then read
-		 * the full rows of the one page. */
-		if (pass == 0)
-			sql = index_only ? xstrdup("SELECT count(*) FROM repo_fts WHERE repo_fts MATCH ?1")
-					 : xasprintf("SELECT count(*) FROM %s %s", from, where);
-		else if (index_only && !strcmp(sort, "relevance"))
-			sql = xasprintf("SELECT " REPO_SELECT "FROM (SELECT rowid AS pid, %s AS k FROM repo_fts "
-					"WHERE repo_fts MATCH ?1 ORDER BY k %s, pid LIMIT ?10 OFFSET ?11) p "
-					"JOIN repos r ON r.id = p.pid " REPO_JOINS "ORDER BY p.k %s, r.id", order,
-					s->desc ? "DESC" : "ASC", s->desc ? "DESC" : "ASC");
-		else
-			sql = xasprintf("SELECT " REPO_SELECT "FROM (SELECT r.id AS pid, %s AS k FROM %s %s "
-					"ORDER BY k %s, r.id LIMIT ?10 OFFSET ?11) p JOIN repos r ON r.id = p.pid "
-					REPO_JOINS "ORDER BY p.k %s, r.id", order, from, where,
-					s->desc ? "DESC" : "ASC", s->desc ? "DESC" : "ASC");
-		if (sqlite3_prepare_v2(c->db, sql, -1, &st, NULL) != SQLITE_OK) {
-			r = HM_ERR_SQLITE;
-			break;
-		}
-		search_bind(st, s, fq);
-		if (pass == 0) {
-			if ((rc = sqlite3_step(st)) == SQLITE_ROW)
-				*total = sqlite3_column_int64(st, 0);
-			else
-				r = rc == SQLITE_INTERRUPT ? HM_ERR_TIMEOUT : HM_ERR_SQLITE;
-		} else {
-			sqlite3_bind_int64(st, 10, s->limit ? (sqlite3_int64)s->limit : -1);
-			sqlite3_bind_int64(st, 11, (sqlite3_int64)s->offset);
-			r = search_rows(st, fn, ud);
-		}
-		sqlite3_finalize(st);
-		st = NULL;
-	}
-	if (s->budget_ms > 0)
-		sqlite3_progress_handler(c->db, 0, NULL, NULL);
-	free(sql);
-	free(where);
-	free(from);
-	free(fq);
-	return r;
 }
 
 int catalog_totals(struct catalog *c, struct catalog_totals *out)
