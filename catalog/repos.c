@@ -209,12 +209,27 @@ int catalog__repo_get_any(struct catalog *c, const char *hub, const char *type, 
 }
 
 
+int catalog__repo_rows(sqlite3_stmt *st, int (*fn)(void *ud, const struct catalog_repo *r), void *ud)
+{
+	int r, rc;
+
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		struct catalog_repo repo = { 0 };
+		catalog__read_repo(st, &repo);
+		r = fn(ud, &repo);
+		catalog_repo_release(&repo);
+		if (r)
+			return r;
+	}
+	return rc == SQLITE_DONE ? 0 : rc == SQLITE_INTERRUPT ? HM_ERR_TIMEOUT : HM_ERR_SQLITE;
+}
+
 int catalog_repos_each(struct catalog *c, const char *hub, const char *type, const char *search,
 		       const char *author, const char *after, size_t limit, const char *hidden,
 		       int (*fn)(void *ud, const struct catalog_repo *r), void *ud)
 {
 	sqlite3_stmt *st = NULL;
-	int r = 0, rc;
+	int r;
 
 	if (sqlite3_prepare_v2(c->db, "SELECT " REPO_COLUMNS
 			       "WHERE r.hub = ?1 AND r.type = ?2 AND s.id IS NOT NULL "
@@ -232,16 +247,7 @@ int catalog_repos_each(struct catalog *c, const char *hub, const char *type, con
 	sqlite3_bind_int64(st, 6, limit ? (sqlite3_int64)limit : -1);
 	if (hidden)
 		sqlite3_bind_text(st, 7, hidden, -1, SQLITE_STATIC);
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		struct catalog_repo repo = { 0 };
-		catalog__read_repo(st, &repo);
-		r = fn(ud, &repo);
-		catalog_repo_release(&repo);
-		if (r)
-			break;
-	}
-	if (!r && rc != SQLITE_DONE)
-		r = HM_ERR_SQLITE;
+	r = catalog__repo_rows(st, fn, ud);
 	sqlite3_finalize(st);
 	return r;
 }

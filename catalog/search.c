@@ -129,23 +129,6 @@ static void search_bind(sqlite3_stmt *st, const struct catalog_search *s, const 
 		sqlite3_bind_text(st, 12, s->hidden, -1, SQLITE_STATIC);
 }
 
-/* Run a page statement: fn gets each row's repo. Returns 0, fn's non-zero, HM_ERR_TIMEOUT (the
- * progress handler interrupted it) or HM_ERR_SQLITE. */
-static int search_rows(sqlite3_stmt *st, int (*fn)(void *ud, const struct catalog_repo *r), void *ud)
-{
-	int r = 0, rc;
-
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		struct catalog_repo repo = { 0 };
-		catalog__read_repo(st, &repo);
-		r = fn(ud, &repo);
-		catalog_repo_release(&repo);
-		if (r)
-			return r;
-	}
-	return rc == SQLITE_DONE ? 0 : rc == SQLITE_INTERRUPT ? HM_ERR_TIMEOUT : HM_ERR_SQLITE;
-}
-
 int catalog_search(struct catalog *c, const struct catalog_search *s,
 		   int (*fn)(void *ud, const struct catalog_repo *r), void *ud, int64_t *total)
 {
@@ -249,7 +232,7 @@ int catalog_search(struct catalog *c, const struct catalog_search *s,
 		} else {
 			sqlite3_bind_int64(st, 10, s->limit ? (sqlite3_int64)s->limit : -1);
 			sqlite3_bind_int64(st, 11, (sqlite3_int64)s->offset);
-			r = search_rows(st, fn, ud);
+			r = catalog__repo_rows(st, fn, ud);
 		}
 		sqlite3_finalize(st);
 		st = NULL;

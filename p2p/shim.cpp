@@ -150,6 +150,26 @@ struct p2p_session {
 	bool draining = false;                           /* inside p2p_session_drain (loop thread only) */
 };
 
+/* libtorrent's load limits for a torrent buffer already in memory (at least floor bytes allowed):
+ * snapshots' torrents can be tens of MB (100,000 files) and hold more than 2 million pieces, and a
+ * buffer in memory is no threat by its size; tokens are bounded by it. */
+static lt::load_torrent_limits limits_for(size_t len, size_t floor)
+{
+	lt::load_torrent_limits lim;
+	lim.max_buffer_size = static_cast<int>(std::min<size_t>(INT_MAX, std::max<size_t>(len + 1, floor)));
+	lim.max_pieces = INT_MAX;
+	lim.max_decode_tokens = INT_MAX;
+	return lim;
+}
+
+/* The metadata of a bencoded torrent (throws what libtorrent throws). */
+static lt::torrent_info info_of(const unsigned char *torrent, size_t len)
+{
+	return lt::torrent_info(lt::span<char const>(reinterpret_cast<char const *>(torrent),
+						     static_cast<std::ptrdiff_t>(std::min<size_t>(len, PTRDIFF_MAX))),
+				limits_for(len, 100000000), lt::from_span);
+}
+
 static void set_err(char **errmsg, const std::string &msg)
 {
 	if (!errmsg)
@@ -388,14 +408,7 @@ extern "C" int p2p_session_add(struct p2p_session *s, const struct p2p_add *a, c
 			set_err(errmsg, "p2p_session_add: missing torrent or save_path");
 			return HM_ERR_USAGE;
 		}
-		/* Our snapshots' torrents can be tens of MB (100,000 files) and, for huge models with small
-		 * pieces, have more than the default 2 million pieces. The buffer is already in memory, so its
-		 * size is no threat; tokens are bounded by it. */
-		lt::load_torrent_limits lim;
-		lim.max_buffer_size = static_cast<int>(
-			std::min<size_t>(INT_MAX, std::max<size_t>(a->len + 1, 100000000)));
-		lim.max_pieces = INT_MAX;
-		lim.max_decode_tokens = INT_MAX;
+		lt::load_torrent_limits lim = limits_for(a->len, 100000000);
 		lt::add_torrent_params atp = lt::load_torrent_buffer(
 			lt::span<char const>(reinterpret_cast<char const *>(a->torrent),
 					     static_cast<std::ptrdiff_t>(std::min<size_t>(a->len, PTRDIFF_MAX))),
@@ -1011,11 +1024,7 @@ extern "C" int p2p__torrent_build(const char *parent, const char *name, const ch
 		 * bytes, drops Unicode direction marks, replaces bad UTF-8): a path it changes would land
 		 * somewhere else on a peer than on the web seed, so refuse it here. Limits are raised for
 		 * this check only: it is our own buffer. */
-		lt::load_torrent_limits lim;
-		lim.max_buffer_size = static_cast<int>(
-			std::min<size_t>(INT_MAX, std::max<size_t>(buf.size() + 1, 10000000)));
-		lim.max_pieces = INT_MAX;
-		lim.max_decode_tokens = INT_MAX;
+		lt::load_torrent_limits lim = limits_for(buf.size(), 10000000);
 		lt::torrent_info ti(lt::span<char const>(buf.data(), static_cast<std::ptrdiff_t>(buf.size())), lim,
 				    lt::from_span);
 		lt::file_storage const &got = ti.files();
@@ -1058,13 +1067,7 @@ extern "C" int p2p_torrent_info_hash(const unsigned char *torrent, size_t len, c
 			set_err(errmsg, "p2p_torrent_info_hash: missing torrent");
 			return HM_ERR_USAGE;
 		}
-		lt::load_torrent_limits lim;
-		lim.max_buffer_size = static_cast<int>(std::min<size_t>(INT_MAX, std::max<size_t>(len + 1, 100000000)));
-		lim.max_pieces = INT_MAX;
-		lim.max_decode_tokens = INT_MAX;
-		lt::torrent_info ti(lt::span<char const>(reinterpret_cast<char const *>(torrent),
-							  static_cast<std::ptrdiff_t>(std::min<size_t>(len, PTRDIFF_MAX))),
-				    lim, lt::from_span);
+		lt::torrent_info ti = info_of(torrent, len);
 		if (!ti.info_hashes().has_v1()) {
 			set_err(errmsg, "torrent has no v1 info-hash (v2-only torrents are not supported)");
 			return HM_ERR_TORRENT;
@@ -1092,13 +1095,7 @@ extern "C" int p2p_torrent_verify_file(const unsigned char *torrent, size_t len,
 	try {
 		if (!torrent || !save_path || !path)
 			return HM_ERR_USAGE;
-		lt::load_torrent_limits lim;
-		lim.max_buffer_size = static_cast<int>(std::min<size_t>(INT_MAX, std::max<size_t>(len + 1, 100000000)));
-		lim.max_pieces = INT_MAX;
-		lim.max_decode_tokens = INT_MAX;
-		lt::torrent_info ti(lt::span<char const>(reinterpret_cast<char const *>(torrent),
-							  static_cast<std::ptrdiff_t>(std::min<size_t>(len, PTRDIFF_MAX))),
-				    lim, lt::from_span);
+		lt::torrent_info ti = info_of(torrent, len);
 		if (!ti.info_hashes().has_v1())
 			return HM_ERR_TORRENT;
 		lt::file_storage const &fs = ti.files();
