@@ -54,9 +54,6 @@ void cli_human_time(int64_t unix_seconds, char *out, size_t outlen);
 /* Width of the terminal on stdout, or 0 when stdout is not a terminal. */
 int cli_term_width(void);
 
-struct catalog_repo;
-/* The JSON shape of a tracked repo, shared by ls and info (a new reference). */
-struct json_t *cli_repo_json(const struct catalog_repo *r);
 
 /* The mirror to ask: opt if set, else $HUBMIRROR_URL, else NULL (use the local data directory). */
 const char *cli_mirror_url(const char *opt);

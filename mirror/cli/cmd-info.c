@@ -11,6 +11,7 @@
 #include "base/xmalloc.h"
 #include "catalog/catalog.h"
 #include "cli.h"
+#include "mirror/repojson.h"
 #include "hub/hub.h"
 #include "mirror/data.h"
 
@@ -85,7 +86,7 @@ int cmd_info(int argc, char **argv)
 		fprintf(stderr, "hubmirror: catalog: %s\n", catalog_errmsg(data->catalog));
 		r = CLI_FAILED;
 	} else if (json) {
-		json_t *o = cli_repo_json(&repo);
+		json_t *o = mirror_repo_json(&repo, NULL);
 		json_dumpf(o, stdout, JSON_INDENT(2));
 		putchar('\n');
 		json_decref(o);

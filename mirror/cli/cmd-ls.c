@@ -13,23 +13,7 @@
 #include "catalog/catalog.h"
 #include "cli.h"
 #include "mirror/data.h"
-
-json_t *cli_repo_json(const struct catalog_repo *r)
-{
-	json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:s, s:I, s:I, s:I}",
-			      "hub", r->hub, "type", r->type, "name", r->name, "revision", r->follow_rev,
-			      "sync_status", r->sync_status, "files", (json_int_t)r->file_count,
-			      "size", (json_int_t)r->total_size, "added_at", (json_int_t)r->added_at);
-
-	json_object_set_new(o, "spec", json_sprintf("%s:%s%s", r->hub,
-						    strcmp(r->type, "dataset") ? "" : "datasets/", r->name));
-	json_object_set_new(o, "commit", r->head_commit ? json_string(r->head_commit) : json_null());
-	json_object_set_new(o, "last_sync_at", r->last_sync_at ? json_integer(r->last_sync_at) : json_null());
-	json_object_set_new(o, "sync_error", r->sync_error ? json_string(r->sync_error) : json_null());
-	json_object_set_new(o, "include", json_loads(r->include_globs, 0, NULL));
-	json_object_set_new(o, "exclude", json_loads(r->exclude_globs, 0, NULL));
-	return o;
-}
+#include "mirror/repojson.h"
 
 /* All tracked repos of a remote mirror, following the catalog API's cursors. */
 static json_t *remote_list(const char *mirror)
@@ -98,7 +82,7 @@ int cmd_ls(int argc, char **argv)
 		}
 		a = json_array();
 		for (size_t i = 0; i < n; i++)
-			json_array_append_new(a, cli_repo_json(&list[i]));
+			json_array_append_new(a, mirror_repo_json(&list[i], NULL));
 	}
 	if (json) {
 		json_dumpf(a, stdout, JSON_INDENT(2));

@@ -14,12 +14,13 @@
 #include "base/xmalloc.h"
 #include "catalog/catalog.h"
 #include "cli.h"
+#include "mirror/repojson.h"
 #include "hub/http.h"
 #include "mirror/data.h"
 
 static int add_cb(void *ud, const struct catalog_repo *r)
 {
-	json_array_append_new(ud, cli_repo_json(r));
+	json_array_append_new(ud, mirror_repo_json(r, NULL));
 	return 0;
 }
 

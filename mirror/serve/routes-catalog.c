@@ -17,6 +17,7 @@
 #include "catalog/catalog.h"
 #include "mirror/data.h"
 #include "hub/hub.h"
+#include "mirror/repojson.h"
 #include "routes-int.h"
 
 #define PAGE_DEFAULT 50
@@ -43,41 +44,6 @@ static json_t *nullable_str(const char *s)
 	return s ? json_string(s) : json_null();
 }
 
-json_t *mirror__catalog_repo_json(const struct catalog_repo *r, const char *base)
-{
-	const char *slash = strchr(r->name, '/');
-	bool ds = !strcmp(r->type, "dataset");
-	char *spec = xasprintf("%s:%s%s", r->hub, ds ? "datasets/" : "", r->name);
-	json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:o, s:s, s:o, s:s, s:o, s:o, s:I, s:I, s:b}",
-		"spec", spec, "hub", r->hub, "type", r->type, "name", r->name,
-		"org", slash ? json_stringn(r->name, (size_t)(slash - r->name)) : json_null(),
-		"revision", r->follow_rev, "commit", nullable_str(r->head_commit),
-		"sync_status", r->sync_status, "sync_error", nullable_str(r->sync_error),
-		"last_sync_at", r->last_sync_at ? json_integer(r->last_sync_at) : json_null(),
-		"files", (json_int_t)r->file_count, "size", (json_int_t)r->total_size,
-		"gated", r->gated && strcmp(r->gated, "false"));
-
-	json_object_set_new(o, "gated_mode", nullable_str(r->gated && strcmp(r->gated, "false") ? r->gated : NULL));
-	json_object_set_new(o, "pipeline_tag", nullable_str(r->pipeline_tag));
-	json_object_set_new(o, "library_name", nullable_str(r->library_name));
-	json_object_set_new(o, "license", nullable_str(r->license));
-	json_object_set_new(o, "tags", json_text_or(r->tags, json_array()));
-	json_object_set_new(o, "downloads", r->downloads >= 0 ? json_integer(r->downloads) : json_null());
-	json_object_set_new(o, "likes", r->likes >= 0 ? json_integer(r->likes) : json_null());
-	json_object_set_new(o, "last_modified", nullable_str(r->last_modified));
-	json_object_set_new(o, "added_at", json_integer(r->added_at));
-	if (base) {
-		/* what a user copies to use this repo from here */
-		json_object_set_new(o, "mount_command", json_sprintf("hubmirror mount --mirror %s %s", base, spec));
-		if (!strcmp(r->hub, "hf"))
-			json_object_set_new(o, "endpoint_env", json_sprintf("HF_ENDPOINT=%s", base));
-		else
-			json_object_set_new(o, "endpoint_env", json_sprintf("MODELSCOPE_ENDPOINT=%s", base));
-	}
-	free(spec);
-	return o;
-}
-
 struct search_ctx {
 	json_t *arr;
 	char *base;
@@ -87,7 +53,7 @@ static int search_cb(void *ud, const struct catalog_repo *r)
 {
 	struct search_ctx *s = ud;
 
-	json_array_append_new(s->arr, mirror__catalog_repo_json(r, s->base));
+	json_array_append_new(s->arr, mirror_repo_json(r, s->base));
 	return 0;
 }
 
@@ -285,7 +251,7 @@ static void catalog_repo(struct mirror_routes *rt, struct httpd_req *req, const 
 		free(f.last_dir);
 		free(f.cursor);
 	} else {
-		json_t *o = mirror__catalog_repo_json(&repo, base), *refs = json_array(), *snaps = json_array();
+		json_t *o = mirror_repo_json(&repo, base), *refs = json_array(), *snaps = json_array();
 		json_t *card = json_text_or(repo.card_data, json_null());
 		catalog_refs_each(rt->data->catalog, repo.id, refs_cb, refs);
 		catalog_snapshots_each(rt->data->catalog, repo.id, snaps_cb, snaps);

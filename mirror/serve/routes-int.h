@@ -68,9 +68,8 @@ json_t *mirror__swarm_json(struct mirror_routes *rt, int64_t snapshot_id, const 
 /* The web page and its assets, embedded at build time (routes-web.c). */
 int mirror__route_web(void *ud, struct httpd_req *req);
 
-/* Catalog browsing API (routes-catalog.c), and the JSON shape of a repo it shares with others. */
+/* Catalog browsing API (routes-catalog.c); the JSON shape of a repo is mirror/repojson.h's. */
 int mirror__route_catalog(void *ud, struct httpd_req *req);
-json_t *mirror__catalog_repo_json(const struct catalog_repo *r, const char *base);
 
 /* Our own origin as the client reached it ("http://host:port"), honouring X-Forwarded-Proto/Host
  * from a --trusted-proxy only. Caller frees. */

@@ -1,0 +1,18 @@
+/*
+ * repojson.h - one JSON shape of a tracked repo, for every place that shows one: the catalog API
+ * (list, search, detail), `hubmirror ls --json`, `search --json` and `info --json`, locally or
+ * through --mirror (which prints what the API answered), so a script reads the same fields either way.
+ * docs/http-api.md lists the fields.
+ */
+#ifndef HM_MIRROR_REPOJSON_H
+#define HM_MIRROR_REPOJSON_H
+
+#include <jansson.h>
+
+struct catalog_repo;
+
+/* The repo as a JSON object (a new reference). With base (the mirror's URL as a client reaches it),
+ * also what a user copies to use it from there: mount_command and endpoint_env. */
+json_t *mirror_repo_json(const struct catalog_repo *r, const char *base);
+
+#endif
