@@ -1189,3 +1189,32 @@ int httpd_parse_range(const char *h, int64_t size, int64_t *a, int64_t *b)
 	*b = y >= size ? size - 1 : y;
 	return 1;
 }
+
+bool httpd_etag_matches(const char *inm, const char *etag)
+{
+	size_t n;
+
+	if (!inm || !etag)
+		return false;
+	if (!strncmp(etag, "W/", 2))
+		etag += 2;
+	n = strlen(etag);
+	while (*inm) {
+		const char *end;
+		while (*inm == ' ' || *inm == '\t' || *inm == ',')
+			inm++;
+		if (*inm == '*')
+			return true;
+		if (!strncmp(inm, "W/", 2))
+			inm += 2;
+		if (*inm != '"')
+			return false;
+		end = strchr(inm + 1, '"');
+		if (!end)
+			return false;
+		if ((size_t)(end + 1 - inm) == n && !memcmp(inm, etag, n))
+			return true;
+		inm = end + 1;
+	}
+	return false;
+}

@@ -89,6 +89,10 @@ const char *httpd_query(const struct httpd_req *r);        /* raw query without 
  * *b are written only on 1. */
 int httpd_parse_range(const char *h, int64_t size, int64_t *a, int64_t *b);
 
+/* Does an If-None-Match value (NULL: absent) match etag ("x" or W/"x")? "*" or a comma list of entity
+ * tags, compared weakly as RFC 9110 13.1.2 wants for If-None-Match (W/ ignored on both sides). */
+bool httpd_etag_matches(const char *if_none_match, const char *etag);
+
 /* Did r come from one of cfg.trusted_proxies (by the connection's peer address)? Only then may a
  * handler believe X-Forwarded-* headers: from anyone else they are whatever the client wrote. */
 bool httpd_from_trusted_proxy(const struct httpd_req *r);

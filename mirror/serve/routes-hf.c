@@ -695,16 +695,6 @@ out:
 
 /* ---- D, E: resolve and raw ------------------------------------------------------------------------ */
 
-static bool etag_matches(const char *inm, const char *etag)
-{
-	/* If-None-Match: "x", W/"x", * */
-	if (!inm)
-		return false;
-	if (!strcmp(inm, "*"))
-		return true;
-	return strstr(inm, etag) != NULL;
-}
-
 static void hf_file(struct hfreq *h, const char *rev, const char *path, bool raw)
 {
 	struct catalog_entry e;
@@ -768,7 +758,7 @@ static void hf_file(struct hfreq *h, const char *rev, const char *path, bool raw
 	httpd_add_header(req, "Content-Disposition", disp);
 	free(fname);
 	free(disp);
-	if (etag_matches(httpd_header(req, "If-None-Match"), etag)) {
+	if (httpd_etag_matches(httpd_header(req, "If-None-Match"), etag)) {
 		httpd_respond(req, 304, NULL, "", 0);
 		goto out;
 	}

@@ -26,33 +26,6 @@ static const struct web_asset *find_asset(const char *path)
 	return NULL;
 }
 
-/* If-None-Match: "*" or a comma list of entity tags, compared weakly (RFC 9110 13.1.2). */
-static bool etag_matches(const char *inm, const char *etag)
-{
-	size_t n = strlen(etag);
-
-	if (!inm)
-		return false;
-	while (*inm) {
-		const char *end;
-		while (*inm == ' ' || *inm == '\t' || *inm == ',')
-			inm++;
-		if (*inm == '*')
-			return true;
-		if (!strncmp(inm, "W/", 2))
-			inm += 2;
-		if (*inm != '"')
-			return false;
-		end = strchr(inm + 1, '"');
-		if (!end)
-			return false;
-		if ((size_t)(end + 1 - inm) == n && !memcmp(inm, etag, n))
-			return true;
-		inm = end + 1;
-	}
-	return false;
-}
-
 int mirror__route_web(void *ud, struct httpd_req *req)
 {
 	const struct web_asset *a = find_asset(httpd_path(req));
@@ -80,7 +53,7 @@ int mirror__route_web(void *ud, struct httpd_req *req)
 		httpd_add_header(req, "X-Frame-Options", "DENY");
 	}
 	httpd_add_header(req, "X-Content-Type-Options", "nosniff");
-	if (etag_matches(httpd_header(req, "If-None-Match"), a->etag)) {
+	if (httpd_etag_matches(httpd_header(req, "If-None-Match"), a->etag)) {
 		httpd_respond(req, 304, NULL, "", 0);
 		return 0;
 	}

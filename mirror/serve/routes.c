@@ -289,7 +289,7 @@ void mirror__respond_json(struct httpd_req *req, int status, json_t *body)
 		memcpy(etag + 43, "\"", 2);
 		httpd_add_header(req, "ETag", etag);
 		inm = httpd_header(req, "If-None-Match");
-		if (inm && (strstr(inm, etag + 2) || !strcmp(inm, "*"))) {
+		if (httpd_etag_matches(inm, etag)) {
 			httpd_respond(req, 304, NULL, "", 0);
 			free(s);
 			return;

@@ -72,10 +72,25 @@ TEST(unescape)
 	free(s);
 }
 
+TEST(if_none_match)
+{
+	CHECK(httpd_etag_matches("\"abc\"", "\"abc\""));
+	CHECK(httpd_etag_matches("W/\"abc\"", "\"abc\""));            /* weak comparison */
+	CHECK(httpd_etag_matches("\"abc\"", "W/\"abc\""));
+	CHECK(httpd_etag_matches("\"x\", W/\"abc\"", "\"abc\""));      /* a list */
+	CHECK(httpd_etag_matches("*", "\"abc\""));
+	CHECK(!httpd_etag_matches("\"abcd\"", "\"abc\""));           /* not a substring match */
+	CHECK(!httpd_etag_matches("\"xabc\"", "\"abc\""));
+	CHECK(!httpd_etag_matches("abc", "\"abc\""));                /* unquoted: malformed */
+	CHECK(!httpd_etag_matches(NULL, "\"abc\""));
+	CHECK(!httpd_etag_matches("\"abc", "\"abc\""));             /* unterminated */
+}
+
 int main(void)
 {
 	RUN(range_forms);
 	RUN(range_refusals);
 	RUN(unescape);
+	RUN(if_none_match);
 	return test_done();
 }
