@@ -73,9 +73,29 @@ void mirror_data_free(struct mirror_data **d)
 	*d = NULL;
 }
 
+char *mirror_data_path(const struct mirror_data *d, enum mirror_data_place place)
+{
+	static const char *const rel[] = {
+		[MIRROR_DATA_TORRENTS] = "torrents",
+		[MIRROR_DATA_TORRENT_WORK] = "torrents/.work",
+		[MIRROR_DATA_P2P] = "p2p",
+		[MIRROR_DATA_P2P_SECRET] = "p2p/secret",
+		[MIRROR_DATA_SEED] = "p2p/seed",
+		[MIRROR_DATA_SPILL] = "store/tmp",
+		[MIRROR_DATA_LOCK] = "sync.lock",
+	};
+
+	return xasprintf("%s/%s", d->dir, rel[place]);
+}
+
+char *mirror_data_torrent_path(const struct mirror_data *d, const char *btih)
+{
+	return xasprintf("%s/torrents/%s.torrent", d->dir, btih);
+}
+
 int mirror_data_lock(struct mirror_data *d, bool wait, long *holder_pid)
 {
-	char *p = xasprintf("%s/sync.lock", d->dir), pid[32];
+	char *p = mirror_data_path(d, MIRROR_DATA_LOCK), pid[32];
 	int fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0644), n;
 
 	free(p);

@@ -1,5 +1,13 @@
 /*
- * data.h - a mirror's data directory: <dir>/catalog.db and <dir>/store/.
+ * data.h - a mirror's data directory, and where everything in it lives (every path is made here):
+ *
+ *   catalog.db                 the catalog (catalog/)
+ *   store/blobs/<h0h1>/<sha256> the content-addressed store, store/tmp/ its partial files and the
+ *                              server's spill files (mirror/store.h)
+ *   sync.lock                  the sync lock (mirror_data_lock)
+ *   torrents/<btih>.torrent    the swarm's torrents of snapshots, torrents/.work/ their hashing farms
+ *   p2p/secret                 the key of the capabilities in guarded repos' torrents
+ *   p2p/seed/<btih>/           the BitTorrent seed's folders of links to the store
  */
 #ifndef HM_MIRROR_DATA_H
 #define HM_MIRROR_DATA_H
@@ -34,5 +42,18 @@ void mirror_data_free(struct mirror_data **d);
  */
 int mirror_data_lock(struct mirror_data *d, bool wait, long *holder_pid);
 void mirror_data_unlock(struct mirror_data *d);
+
+/* Paths in the data directory (the layout above); each malloc'd, the caller frees. btih: 40 hex. */
+enum mirror_data_place {
+	MIRROR_DATA_TORRENTS,     /* torrents/ */
+	MIRROR_DATA_TORRENT_WORK, /* torrents/.work */
+	MIRROR_DATA_P2P,          /* p2p/ */
+	MIRROR_DATA_P2P_SECRET,   /* p2p/secret */
+	MIRROR_DATA_SEED,         /* p2p/seed */
+	MIRROR_DATA_SPILL,        /* store/tmp */
+	MIRROR_DATA_LOCK,         /* sync.lock */
+};
+char *mirror_data_path(const struct mirror_data *d, enum mirror_data_place place);
+char *mirror_data_torrent_path(const struct mirror_data *d, const char *btih);
 
 #endif

@@ -25,7 +25,7 @@
 
 char *mirror_torrent_path(const struct mirror_data *d, const char *btih)
 {
-	return xasprintf("%s/torrents/%s.torrent", d->dir, btih);
+	return mirror_data_torrent_path(d, btih);
 }
 
 static int write_file(const char *dir, const char *final, const void *data, size_t len)
@@ -175,7 +175,7 @@ out:
 int mirror_torrents_make(struct mirror_data *d, int64_t now, size_t *made, char **errmsg)
 {
 	struct pending p = { 0 };
-	char *dir = xasprintf("%s/torrents", d->dir), *work = xasprintf("%s/torrents/.work", d->dir);
+	char *dir = mirror_data_path(d, MIRROR_DATA_TORRENTS), *work = mirror_data_path(d, MIRROR_DATA_TORRENT_WORK);
 	size_t count = 0;
 	int r;
 
@@ -284,7 +284,7 @@ out:
 
 int mirror_torrents_gc(struct mirror_data *d, size_t *removed)
 {
-	char *dir = xasprintf("%s/torrents", d->dir);
+	char *dir = mirror_data_path(d, MIRROR_DATA_TORRENTS);
 	DIR *dh = opendir(dir);
 	struct dirent *e;
 	size_t count = 0;
@@ -321,7 +321,7 @@ out:
 
 int mirror_p2p_secret(const struct mirror_data *d, unsigned char key[32])
 {
-	char *dir = xasprintf("%s/p2p", d->dir), *path = xasprintf("%s/p2p/secret", d->dir), *tmp = NULL;
+	char *dir = mirror_data_path(d, MIRROR_DATA_P2P), *path = mirror_data_path(d, MIRROR_DATA_P2P_SECRET), *tmp = NULL;
 	char hex[65];
 	int fd, r = 0;
 

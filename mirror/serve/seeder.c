@@ -303,7 +303,7 @@ int mirror_seeder_new(uv_loop_t *loop, struct mirror_data *d, const struct mirro
 	s->d = d;
 	s->super_seed = cfg->super_seed;
 	s->access = cfg->access;
-	s->root = xasprintf("%s/p2p/seed", d->dir);
+	s->root = mirror_data_path(d, MIRROR_DATA_SEED);
 	r = path_mkdirs(s->root, 0755);
 	if (r) {
 		if (errmsg)

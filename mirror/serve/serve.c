@@ -189,7 +189,7 @@ int mirror_serve(const struct mirror_serve_config *cfg, char **errmsg)
 	hc.access_log = cfg->access_log;
 	hc.max_connections = cfg->max_connections;
 	hc.trusted_proxies = cfg->trusted_proxies;
-	s.spill_dir = xasprintf("%s/store/tmp", s.data->dir);
+	s.spill_dir = mirror_data_path(s.data, MIRROR_DATA_SPILL);
 	hc.spill_dir = s.spill_dir;
 	hc.header_timeout_ms = cfg->header_timeout_ms;
 	hc.idle_timeout_ms = cfg->idle_timeout_ms;
