@@ -455,6 +455,11 @@ void httpd_respond(struct httpd_req *r, int status, const char *content_type, co
 		buf_add(&c->out, body, len);
 }
 
+void httpd_respond_str(struct httpd_req *r, int status, const char *content_type, const char *body)
+{
+	httpd_respond(r, status, content_type, body, strlen(body));
+}
+
 void httpd_respond_file(struct httpd_req *r, int status, const char *content_type, int fd, int64_t offset,
 			int64_t length)
 {
@@ -772,13 +777,13 @@ static void dispatch(struct conn *c)
 	h->stats.requests_total++;
 	split_target(r);
 	if (r->path[0] != '/') {
-		httpd_respond(r, 400, "text/plain", "bad request target\n", 19);
+		httpd_respond_str(r, 400, "text/plain", "bad request target\n");
 	} else {
 		for (size_t i = 0; i < h->nhandlers && !r->answered; i++)
 			if (h->handlers[i].fn(h->handlers[i].ud, r) != HTTPD_PASS && !r->answered)
-				httpd_respond(r, 500, "text/plain", "handler gave no answer\n", 23);
+				httpd_respond_str(r, 500, "text/plain", "handler gave no answer\n");
 		if (!r->answered)
-			httpd_respond(r, 404, "text/plain", "not found\n", 10);
+			httpd_respond_str(r, 404, "text/plain", "not found\n");
 	}
 	if (h->trim_pending) {
 		h->trim_pending = false;

@@ -113,6 +113,9 @@ void httpd_add_headerf(struct httpd_req *r, const char *name, const char *fmt, .
 	__attribute__((format(printf, 3, 4)));
 /* Answer with a body from memory (copied; HEAD sends the headers only). */
 void httpd_respond(struct httpd_req *r, int status, const char *content_type, const void *body, size_t len);
+/* httpd_respond with a C string body (its length counted here, never by hand). */
+void httpd_respond_str(struct httpd_req *r, int status, const char *content_type, const char *body);
+
 /* Answer with length bytes of fd from offset, sent with sendfile. fd is consumed (closed when done). */
 void httpd_respond_file(struct httpd_req *r, int status, const char *content_type, int fd, int64_t offset,
 			int64_t length);

@@ -13,6 +13,7 @@
 
 #include "base/err.h"
 #include "base/path.h"
+#include "base/str.h"
 #include "base/xmalloc.h"
 #include "catalog/catalog.h"
 #include "mirror/data.h"
@@ -288,18 +289,17 @@ int mirror__route_catalog(void *ud, struct httpd_req *req)
 	struct mirror_routes *rt = ud;
 	const char *p = httpd_path(req);
 
-	if (strncmp(p, "/api/catalog/", 13))
+	if (!(p = skip_prefix(p, "/api/catalog/")))
 		return HTTPD_PASS;
 	httpd_set_route(req, "catalog_api");
 	if (strcmp(httpd_method(req), "GET") && strcmp(httpd_method(req), "HEAD")) {
 		api_error(req, 405, "read-only");
 		return 0;
 	}
-	p += 13;
 	if (!strcmp(p, "repos")) {
 		catalog_repos(rt, req);
-	} else if (!strncmp(p, "repos/", 6)) {
-		catalog_repo(rt, req, p + 6);
+	} else if (skip_prefix(p, "repos/")) {
+		catalog_repo(rt, req, skip_prefix(p, "repos/"));
 	} else if (!strcmp(p, "stats")) {
 		struct catalog_totals t;
 		if (catalog_totals(rt->data->catalog, &t)) {

@@ -738,7 +738,7 @@ static void hf_file(struct hfreq *h, const char *rev, const char *path, bool raw
 		rr = httpd_parse_range(httpd_header(req, "Range"), (int64_t)n, &a, &b);
 		if (rr < 0) {
 			httpd_add_headerf(req, "Content-Range", "bytes */%zu", n);
-			httpd_respond(req, 416, "text/plain", "range not satisfiable\n", 22);
+			httpd_respond_str(req, 416, "text/plain", "range not satisfiable\n");
 		} else if (rr > 0) {
 			httpd_add_headerf(req, "Content-Range", "bytes %" PRId64 "-%" PRId64 "/%zu", a, b, n);
 			httpd_respond(req, 206, "text/plain; charset=utf-8", ptr + a, (size_t)(b - a + 1));
@@ -759,7 +759,7 @@ static void hf_file(struct hfreq *h, const char *rev, const char *path, bool raw
 	free(fname);
 	free(disp);
 	if (httpd_etag_matches(httpd_header(req, "If-None-Match"), etag)) {
-		httpd_respond(req, 304, NULL, "", 0);
+		httpd_respond_str(req, 304, NULL, "");
 		goto out;
 	}
 	if (mirror__send_blob(h->rt, req, e.sha256, e.size))
@@ -921,7 +921,7 @@ int mirror__route_hf(void *ud, struct httpd_req *req)
 		httpd_add_header(req, "Access-Control-Allow-Methods", "GET, HEAD, POST, OPTIONS");
 		httpd_add_header(req, "Access-Control-Allow-Headers", "Authorization, Range, Content-Type, If-None-Match");
 		httpd_add_header(req, "Access-Control-Max-Age", "86400");
-		httpd_respond(req, 204, NULL, "", 0);
+		httpd_respond_str(req, 204, NULL, "");
 		return 0;
 	}
 	segs_split(&s, httpd_path(req));

@@ -16,6 +16,7 @@
 #include "base/err.h"
 #include "base/hex.h"
 #include "base/path.h"
+#include "base/str.h"
 #include "base/xmalloc.h"
 #include "catalog/catalog.h"
 #include "mirror/data.h"
@@ -323,12 +324,10 @@ int mirror__route_ms(void *ud, struct httpd_req *req)
 	size_t n = 0;
 	int64_t numeric = 0;
 
-	if (!strncmp(p, "/api/v1/models/", 15)) {
+	if ((rest = skip_prefix(p, "/api/v1/models/"))) {
 		m.type = "model";
-		rest = p + 15;
-	} else if (!strncmp(p, "/api/v1/datasets/", 17)) {
+	} else if ((rest = skip_prefix(p, "/api/v1/datasets/"))) {
 		m.type = "dataset";
-		rest = p + 17;
 	} else {
 		return HTTPD_PASS;
 	}

@@ -30,6 +30,7 @@
 #include "base/err.h"
 #include "base/hex.h"
 #include "base/path.h"
+#include "base/str.h"
 #include "base/xmalloc.h"
 #include "catalog/catalog.h"
 #include "mirror/data.h"
@@ -395,8 +396,8 @@ static void web_seed(struct mirror_routes *rt, struct httpd_req *req, const char
 		plain(req, 403, "gated repository: closed on this mirror\n");
 		goto out;
 	}
-	if (!strncmp(path, ".pad/", 5)) {
-		pad_file(req, path + 5, t.piece_size);
+	if (skip_prefix(path, ".pad/")) {
+		pad_file(req, skip_prefix(path, ".pad/"), t.piece_size);
 		goto out;
 	}
 	if (catalog_snapshot_file(rt->data->catalog, t.snapshot_id, path, &e)) {
@@ -440,7 +441,7 @@ json_t *mirror__swarm_json(struct mirror_routes *rt, int64_t snapshot_id, const 
 int mirror__route_p2p(void *ud, struct httpd_req *req)
 {
 	struct mirror_routes *rt = ud;
-	const char *path = httpd_path(req), *method = httpd_method(req);
+	const char *path = httpd_path(req), *method = httpd_method(req), *rest;
 	bool get = !strcmp(method, "GET") || !strcmp(method, "HEAD");
 
 	if (!strcmp(path, "/announce")) {
@@ -451,17 +452,17 @@ int mirror__route_p2p(void *ud, struct httpd_req *req)
 			announce(rt, req);
 		return 0;
 	}
-	if (!strncmp(path, "/p2p/seed/", 10)) {
+	if ((rest = skip_prefix(path, "/p2p/seed/"))) {
 		httpd_set_route(req, "webseed");
 		if (!get)
 			plain(req, 405, "method not allowed\n");
 		else
-			web_seed(rt, req, path + 10, NULL);
+			web_seed(rt, req, rest, NULL);
 		return 0;
 	}
-	if (!strncmp(path, "/p2p/kseed/", 11)) {
+	if ((rest = skip_prefix(path, "/p2p/kseed/"))) {
 		/* /p2p/kseed/{capability}/{btih}/{name}/{path}: a guarded repo's web seed */
-		const char *p = path + 11, *slash = strchr(p, '/');
+		const char *p = rest, *slash = strchr(p, '/');
 		httpd_set_route(req, "webseed");
 		if (!get) {
 			plain(req, 405, "method not allowed\n");
@@ -474,12 +475,12 @@ int mirror__route_p2p(void *ud, struct httpd_req *req)
 		}
 		return 0;
 	}
-	if (!strncmp(path, "/api/p2p/torrent/", 17)) {
+	if ((rest = skip_prefix(path, "/api/p2p/torrent/"))) {
 		httpd_set_route(req, "torrent");
 		if (!get)
 			plain(req, 405, "method not allowed\n");
 		else
-			torrent(rt, req, path + 17);
+			torrent(rt, req, rest);
 		return 0;
 	}
 	return HTTPD_PASS;

@@ -36,7 +36,7 @@ int mirror__route_web(void *ud, struct httpd_req *req)
 	httpd_set_route(req, "web");
 	if (strcmp(httpd_method(req), "GET") && strcmp(httpd_method(req), "HEAD")) {
 		httpd_add_header(req, "Allow", "GET, HEAD");
-		httpd_respond(req, 405, "text/plain", "method not allowed\n", 19);
+		httpd_respond_str(req, 405, "text/plain", "method not allowed\n");
 		return 0;
 	}
 	index = !strcmp(a->path, "/");
@@ -54,7 +54,7 @@ int mirror__route_web(void *ud, struct httpd_req *req)
 	}
 	httpd_add_header(req, "X-Content-Type-Options", "nosniff");
 	if (httpd_etag_matches(httpd_header(req, "If-None-Match"), a->etag)) {
-		httpd_respond(req, 304, NULL, "", 0);
+		httpd_respond_str(req, 304, NULL, "");
 		return 0;
 	}
 	httpd_respond(req, 200, a->content_type, a->bytes, a->length);

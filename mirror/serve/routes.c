@@ -140,7 +140,7 @@ int mirror__send_blob(struct mirror_routes *rt, struct httpd_req *req, const cha
 	if (rr < 0) {
 		close(fd);
 		httpd_add_headerf(req, "Content-Range", "bytes */%" PRId64, size);
-		httpd_respond(req, 416, "text/plain", "range not satisfiable\n", 22);
+		httpd_respond_str(req, 416, "text/plain", "range not satisfiable\n");
 	} else if (rr > 0) {
 		httpd_add_headerf(req, "Content-Range", "bytes %" PRId64 "-%" PRId64 "/%" PRId64, a, b, size);
 		httpd_respond_file(req, 206, "application/octet-stream", fd, a, b - a + 1);
@@ -275,7 +275,7 @@ void mirror__respond_json(struct httpd_req *req, int status, json_t *body)
 	/* A value built from request bytes that are not UTF-8 makes jansson give NULL: answer plainly
 	 * instead of trusting every caller to have checked. */
 	if (!body) {
-		httpd_respond(req, status >= 400 ? status : 400, "application/json", "{\"error\":\"bad request\"}", 23);
+		httpd_respond_str(req, status >= 400 ? status : 400, "application/json", "{\"error\":\"bad request\"}");
 		return;
 	}
 	s = json_dumps(body, JSON_COMPACT);
@@ -290,7 +290,7 @@ void mirror__respond_json(struct httpd_req *req, int status, json_t *body)
 		httpd_add_header(req, "ETag", etag);
 		inm = httpd_header(req, "If-None-Match");
 		if (httpd_etag_matches(inm, etag)) {
-			httpd_respond(req, 304, NULL, "", 0);
+			httpd_respond_str(req, 304, NULL, "");
 			free(s);
 			return;
 		}
