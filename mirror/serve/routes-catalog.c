@@ -284,14 +284,9 @@ static int runs_cb(void *ud, const struct catalog_run *r)
 	return 0;
 }
 
-int mirror__route_catalog(void *ud, struct httpd_req *req)
+int mirror__route_catalog(struct mirror_routes *rt, struct httpd_req *req, const char *p, const char *arg)
 {
-	struct mirror_routes *rt = ud;
-	const char *p = httpd_path(req);
-
-	if (!(p = skip_prefix(p, "/api/catalog/")))
-		return HTTPD_PASS;
-	httpd_set_route(req, "catalog_api");
+	(void)arg;
 	if (strcmp(httpd_method(req), "GET") && strcmp(httpd_method(req), "HEAD")) {
 		api_error(req, 405, "read-only");
 		return 0;

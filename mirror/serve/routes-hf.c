@@ -907,13 +907,14 @@ static int route_file(struct mirror_routes *rt, struct httpd_req *req, const str
 	return 0;
 }
 
-int mirror__route_hf(void *ud, struct httpd_req *req)
+int mirror__route_hf(struct mirror_routes *rt, struct httpd_req *req, const char *rest, const char *arg)
 {
-	struct mirror_routes *rt = ud;
 	const char *method = httpd_method(req);
 	struct segs s;
 	int r = HTTPD_PASS;
 
+	(void)rest;
+	(void)arg;
 	if (!strcmp(method, "OPTIONS")) {
 		/* CORS preflight, for browsers (transformers.js) */
 		httpd_set_route(req, "cors_preflight");

@@ -44,32 +44,42 @@ const char *mirror__request_token(const struct httpd_req *req, char *buf, size_t
  * JSON or NULL. */
 char *mirror__hidden(const struct mirror_routes *rt, const struct httpd_req *req);
 
+/*
+ * A route of the URL map (routes.c): called for a path the map gives it, with rest = the path after
+ * the route's prefix and arg = the map's argument for it. Answers the request (returns 0), or returns
+ * HTTPD_PASS when the path is not one of its own (only the routes without a prefix do: web, hf).
+ */
+typedef int (*mirror__route_fn)(struct mirror_routes *rt, struct httpd_req *req, const char *rest, const char *arg);
+
 struct buf;
 /* /metrics (routes-metrics.c), and the request counters it prints. */
-int mirror__route_metrics(void *ud, struct httpd_req *req);
+int mirror__route_metrics(struct mirror_routes *rt, struct httpd_req *req, const char *rest, const char *arg);
 void mirror__metrics_requests(struct mirror_routes *rt, struct buf *b);
 /* Bytes sent in answers of route (static name), all statuses. */
 uint64_t mirror__route_bytes(const struct mirror_routes *rt, const char *route);
 
-/* Hugging Face API (routes-hf.c). */
-int mirror__route_hf(void *ud, struct httpd_req *req);
+/* Hugging Face API (routes-hf.c): the Hub's URL space, what no prefix of the map claimed. */
+int mirror__route_hf(struct mirror_routes *rt, struct httpd_req *req, const char *rest, const char *arg);
 
-/* ModelScope API (routes-ms.c). */
-int mirror__route_ms(void *ud, struct httpd_req *req);
+/* ModelScope API (routes-ms.c): arg is the repo type, "model" or "dataset". */
+int mirror__route_ms(struct mirror_routes *rt, struct httpd_req *req, const char *rest, const char *arg);
 
 /* The swarm: torrents, tracker and web seed (routes-p2p.c), and the swarm of a snapshot for the
  * catalog API: {btih, btmh, torrent (URL), piece_size, seeders, leechers}, or JSON null when the
  * snapshot (0: none) has no torrent. base: our origin (mirror__self_base). */
-int mirror__route_p2p(void *ud, struct httpd_req *req);
+int mirror__route_announce(struct mirror_routes *rt, struct httpd_req *req, const char *rest, const char *arg);
+int mirror__route_webseed(struct mirror_routes *rt, struct httpd_req *req, const char *rest, const char *arg);
+int mirror__route_kseed(struct mirror_routes *rt, struct httpd_req *req, const char *rest, const char *arg);
+int mirror__route_torrent(struct mirror_routes *rt, struct httpd_req *req, const char *rest, const char *arg);
 struct catalog_repo;
 json_t *mirror__swarm_json(struct mirror_routes *rt, int64_t snapshot_id, const struct catalog_repo *repo,
 			   const char *base);
 
 /* The web page and its assets, embedded at build time (routes-web.c). */
-int mirror__route_web(void *ud, struct httpd_req *req);
+int mirror__route_web(struct mirror_routes *rt, struct httpd_req *req, const char *rest, const char *arg);
 
 /* Catalog browsing API (routes-catalog.c); the JSON shape of a repo is mirror/repojson.h's. */
-int mirror__route_catalog(void *ud, struct httpd_req *req);
+int mirror__route_catalog(struct mirror_routes *rt, struct httpd_req *req, const char *rest, const char *arg);
 
 /* Our own origin as the client reached it ("http://host:port"), honouring X-Forwarded-Proto/Host
  * from a --trusted-proxy only. Caller frees. */

@@ -61,9 +61,8 @@ static int up_cb(void *ud, const char *outcome, int64_t runs, int64_t files, int
 	return 0;
 }
 
-int mirror__route_metrics(void *ud, struct httpd_req *req)
+int mirror__route_metrics(struct mirror_routes *rt, struct httpd_req *req, const char *rest, const char *arg)
 {
-	struct mirror_routes *rt = ud;
 	struct catalog *c = rt->data->catalog;
 	struct httpd_stats hs;
 	struct catalog_totals t;
@@ -72,9 +71,8 @@ int mirror__route_metrics(void *ud, struct httpd_req *req)
 	size_t n = 0;
 	struct buf b;
 
-	if (strcmp(httpd_path(req), "/metrics"))
-		return HTTPD_PASS;
-	httpd_set_route(req, "metrics");
+	(void)rest;
+	(void)arg;
 	buf_init(&b);
 	httpd_get_stats(rt->httpd, &hs);
 	head(&b, "hubmirror_http_requests_total", "counter", "HTTP requests answered, by route and status.");

@@ -315,23 +315,14 @@ out:
 	free(path);
 }
 
-int mirror__route_ms(void *ud, struct httpd_req *req)
+int mirror__route_ms(struct mirror_routes *rt, struct httpd_req *req, const char *rest, const char *type)
 {
-	struct mirror_routes *rt = ud;
-	const char *p = httpd_path(req), *method = httpd_method(req), *rest;
-	struct msreq m = { .rt = rt, .req = req };
+	const char *method = httpd_method(req);
+	struct msreq m = { .rt = rt, .req = req, .type = type };
 	char *seg[8] = { 0 }, *copy;
 	size_t n = 0;
 	int64_t numeric = 0;
 
-	if ((rest = skip_prefix(p, "/api/v1/models/"))) {
-		m.type = "model";
-	} else if ((rest = skip_prefix(p, "/api/v1/datasets/"))) {
-		m.type = "dataset";
-	} else {
-		return HTTPD_PASS;
-	}
-	httpd_set_route(req, "ms_api");
 	copy = xstrdup(rest);
 	for (char *s = copy; s && n < 8; ) {
 		char *slash = strchr(s, '/');

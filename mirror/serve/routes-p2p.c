@@ -438,50 +438,40 @@ json_t *mirror__swarm_json(struct mirror_routes *rt, int64_t snapshot_id, const 
 			 "leechers", (json_int_t)(l1 > l2 ? l1 : l2));
 }
 
-int mirror__route_p2p(void *ud, struct httpd_req *req)
+int mirror__route_announce(struct mirror_routes *rt, struct httpd_req *req, const char *rest, const char *arg)
 {
-	struct mirror_routes *rt = ud;
-	const char *path = httpd_path(req), *method = httpd_method(req), *rest;
-	bool get = !strcmp(method, "GET") || !strcmp(method, "HEAD");
+	(void)rest;
+	(void)arg;
+	announce(rt, req);
+	return 0;
+}
 
-	if (!strcmp(path, "/announce")) {
-		httpd_set_route(req, "announce");
-		if (!get)
-			plain(req, 405, "method not allowed\n");
-		else
-			announce(rt, req);
-		return 0;
+int mirror__route_webseed(struct mirror_routes *rt, struct httpd_req *req, const char *rest, const char *arg)
+{
+	(void)arg;
+	web_seed(rt, req, rest, NULL);
+	return 0;
+}
+
+/* /p2p/kseed/{capability}/{btih}/{name}/{path}: a guarded repo's web seed */
+int mirror__route_kseed(struct mirror_routes *rt, struct httpd_req *req, const char *rest, const char *arg)
+{
+	const char *slash = strchr(rest, '/');
+
+	(void)arg;
+	if (!rt->access || !slash || slash == rest || slash - rest > 80) {
+		plain(req, 404, "not found\n");
+	} else {
+		char *cap = xstrndup(rest, (size_t)(slash - rest));
+		web_seed(rt, req, slash + 1, cap);
+		free(cap);
 	}
-	if ((rest = skip_prefix(path, "/p2p/seed/"))) {
-		httpd_set_route(req, "webseed");
-		if (!get)
-			plain(req, 405, "method not allowed\n");
-		else
-			web_seed(rt, req, rest, NULL);
-		return 0;
-	}
-	if ((rest = skip_prefix(path, "/p2p/kseed/"))) {
-		/* /p2p/kseed/{capability}/{btih}/{name}/{path}: a guarded repo's web seed */
-		const char *p = rest, *slash = strchr(p, '/');
-		httpd_set_route(req, "webseed");
-		if (!get) {
-			plain(req, 405, "method not allowed\n");
-		} else if (!rt->access || !slash || slash == p || slash - p > 80) {
-			plain(req, 404, "not found\n");
-		} else {
-			char *cap = xstrndup(p, (size_t)(slash - p));
-			web_seed(rt, req, slash + 1, cap);
-			free(cap);
-		}
-		return 0;
-	}
-	if ((rest = skip_prefix(path, "/api/p2p/torrent/"))) {
-		httpd_set_route(req, "torrent");
-		if (!get)
-			plain(req, 405, "method not allowed\n");
-		else
-			torrent(rt, req, rest);
-		return 0;
-	}
-	return HTTPD_PASS;
+	return 0;
+}
+
+int mirror__route_torrent(struct mirror_routes *rt, struct httpd_req *req, const char *rest, const char *arg)
+{
+	(void)arg;
+	torrent(rt, req, rest);
+	return 0;
 }

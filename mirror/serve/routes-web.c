@@ -26,14 +26,16 @@ static const struct web_asset *find_asset(const char *path)
 	return NULL;
 }
 
-int mirror__route_web(void *ud, struct httpd_req *req)
+int mirror__route_web(struct mirror_routes *rt, struct httpd_req *req, const char *rest, const char *arg)
 {
 	const struct web_asset *a = find_asset(httpd_path(req));
 	bool index;
 
+	(void)rt;
+	(void)rest;
+	(void)arg;
 	if (!a)
 		return HTTPD_PASS;
-	httpd_set_route(req, "web");
 	if (strcmp(httpd_method(req), "GET") && strcmp(httpd_method(req), "HEAD")) {
 		httpd_add_header(req, "Allow", "GET, HEAD");
 		httpd_respond_str(req, 405, "text/plain", "method not allowed\n");

@@ -27,15 +27,13 @@
 #include "mirror/torrents.h"
 #include "p2p/tracker.h"
 
-static int on_healthz(void *ud, struct httpd_req *req)
+static int route_healthz(struct mirror_routes *r, struct httpd_req *req, const char *rest, const char *arg)
 {
-	struct mirror_routes *r = ud;
 	int v;
 	char *body;
 
-	if (strcmp(httpd_path(req), "/healthz"))
-		return HTTPD_PASS;
-	httpd_set_route(req, "healthz");
+	(void)rest;
+	(void)arg;
 	v = catalog_stored_version(r->data->catalog);
 	body = v > 0 ? xasprintf("{\"status\":\"ok\",\"schema\":%d}\n", v)
 		     : xstrdup("{\"status\":\"error\",\"error\":\"catalog unreadable\"}\n");
@@ -150,25 +148,86 @@ int mirror__send_blob(struct mirror_routes *rt, struct httpd_req *req, const cha
 	return 0;
 }
 
-/* --auth all: nothing but /healthz without a valid token. */
-static int on_gate(void *ud, struct httpd_req *req)
+/*
+ * The URL map: the whole URL space in one place. A path that ends in '/' is a prefix; the routes
+ * without a path take what the others leave, in order (the web page's own paths, then the Hub's URL
+ * space). name labels the request in the access log and /metrics (a route may refine it). gate says
+ * who may call it under --auth all: GATE_TOKEN a valid token; GATE_NONE anyone; GATE_CAPABILITY
+ * anyone, because BitTorrent clients send no Authorization and the route checks the capability in
+ * its URL. get_only: other methods get a 405.
+ */
+enum gate { GATE_TOKEN, GATE_NONE, GATE_CAPABILITY };
+static const struct route {
+	const char *path;
+	mirror__route_fn fn;
+	const char *arg;
+	const char *name;
+	enum gate gate;
+	bool get_only;
+	const char *refusal;     /* how a refused request is answered: "hf" or "ms" */
+} url_map[] = {
+	{ "/healthz", route_healthz, NULL, "healthz", GATE_NONE, true, "hf" },
+	{ "/metrics", mirror__route_metrics, NULL, "metrics", GATE_TOKEN, true, "hf" },
+	{ "/announce", mirror__route_announce, NULL, "announce", GATE_CAPABILITY, true, "hf" },
+	{ "/p2p/seed/", mirror__route_webseed, NULL, "webseed", GATE_TOKEN, true, "hf" },
+	{ "/p2p/kseed/", mirror__route_kseed, NULL, "webseed", GATE_CAPABILITY, true, "hf" },
+	{ "/api/p2p/torrent/", mirror__route_torrent, NULL, "torrent", GATE_TOKEN, true, "hf" },
+	{ "/api/catalog/", mirror__route_catalog, NULL, "catalog_api", GATE_TOKEN, false, "hf" },
+	{ "/api/v1/models/", mirror__route_ms, "model", "ms_api", GATE_TOKEN, false, "ms" },
+	{ "/api/v1/datasets/", mirror__route_ms, "dataset", "ms_api", GATE_TOKEN, false, "ms" },
+	{ NULL, mirror__route_web, NULL, "web", GATE_TOKEN, false, "hf" },
+	{ NULL, mirror__route_hf, NULL, "hf", GATE_TOKEN, false, "hf" },
+};
+
+/* May req reach route e? Under --auth all, only with a valid token (CORS preflights aside). Answers
+ * the refusal itself and returns false. */
+static bool gate_open(struct mirror_routes *r, const struct route *e, struct httpd_req *req)
 {
-	struct mirror_routes *r = ud;
 	char buf[512];
 	const char *tok;
 
-	if (!r->access || mirror_access_mode(r->access) != ACCESS_ALL || !strcmp(httpd_path(req), "/healthz") ||
+	if (e->gate != GATE_TOKEN || !r->access || mirror_access_mode(r->access) != ACCESS_ALL ||
 	    !strcmp(httpd_method(req), "OPTIONS"))
-		return HTTPD_PASS;
-	/* BitTorrent clients send no Authorization: their routes check the capability in the URL */
-	if (!strcmp(httpd_path(req), "/announce") || !strncmp(httpd_path(req), "/p2p/kseed/", 11))
-		return HTTPD_PASS;
+		return true;
 	tok = mirror__request_token(req, buf, sizeof(buf));
 	if (mirror_access_token_valid(r->access, tok))
-		return HTTPD_PASS;
+		return true;
 	httpd_set_route(req, "auth");
-	refuse(req, false, strncmp(httpd_path(req), "/api/v1/", 8) ? "hf" : "ms");
-	return 0;
+	refuse(req, false, e->refusal);
+	return false;
+}
+
+/* The one handler: find the path's route in the map, check its gate and method, call it. */
+static int dispatch(void *ud, struct httpd_req *req)
+{
+	struct mirror_routes *r = ud;
+	const char *path = httpd_path(req), *method = httpd_method(req);
+	bool get = !strcmp(method, "GET") || !strcmp(method, "HEAD");
+
+	for (size_t i = 0; i < sizeof(url_map) / sizeof(url_map[0]); i++) {
+		const struct route *e = &url_map[i];
+		const char *rest = path;
+		size_t n = e->path ? strlen(e->path) : 0;
+
+		if (e->path && (e->path[n - 1] == '/' ? strncmp(path, e->path, n) : strcmp(path, e->path)))
+			continue;
+		rest = path + n;
+		if (!gate_open(r, e, req))
+			return 0;
+		if (e->path) {
+			httpd_set_route(req, e->name);
+			if (e->get_only && !get) {
+				httpd_respond_str(req, 405, "text/plain", "method not allowed\n");
+				return 0;
+			}
+		} else {
+			httpd_set_route(req, e->name); /* the fallbacks refine it or pass */
+		}
+		if (e->fn(r, req, rest, e->arg) != HTTPD_PASS)
+			return 0;
+	}
+	httpd_set_route(req, NULL);
+	return HTTPD_PASS;
 }
 
 static void on_response_done(void *ud, const char *route, int status, uint64_t bytes)
@@ -219,14 +278,7 @@ void mirror_routes_install(struct mirror_routes *r, struct httpd *h)
 {
 	r->httpd = h;
 	httpd_set_observer(h, on_response_done, r);
-	httpd_add_handler(h, on_gate, r);
-	httpd_add_handler(h, mirror__route_metrics, r);
-	httpd_add_handler(h, on_healthz, r);
-	httpd_add_handler(h, mirror__route_p2p, r);
-	httpd_add_handler(h, mirror__route_web, r);
-	httpd_add_handler(h, mirror__route_catalog, r);
-	httpd_add_handler(h, mirror__route_ms, r);
-	httpd_add_handler(h, mirror__route_hf, r);
+	httpd_add_handler(h, dispatch, r);
 }
 
 void mirror_routes_free(struct mirror_routes **r)
