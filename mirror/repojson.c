@@ -9,7 +9,7 @@
 #include "catalog/catalog.h"
 #include "repojson.h"
 
-static json_t *json_text_or(const char *text, json_t *dflt)
+json_t *mirror_json_text_or(const char *text, json_t *dflt)
 {
 	json_t *v = text ? json_loads(text, JSON_DECODE_ANY, NULL) : NULL;
 
@@ -19,7 +19,7 @@ static json_t *json_text_or(const char *text, json_t *dflt)
 	return v;
 }
 
-static json_t *nullable_str(const char *s)
+json_t *mirror_json_str_or_null(const char *s)
 {
 	return s ? json_string(s) : json_null();
 }
@@ -32,23 +32,23 @@ json_t *mirror_repo_json(const struct catalog_repo *r, const char *base)
 	json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:o, s:s, s:o, s:s, s:o, s:o, s:I, s:I, s:b}",
 		"spec", spec, "hub", r->hub, "type", r->type, "name", r->name,
 		"org", slash ? json_stringn(r->name, (size_t)(slash - r->name)) : json_null(),
-		"revision", r->follow_rev, "commit", nullable_str(r->head_commit),
-		"sync_status", r->sync_status, "sync_error", nullable_str(r->sync_error),
+		"revision", r->follow_rev, "commit", mirror_json_str_or_null(r->head_commit),
+		"sync_status", r->sync_status, "sync_error", mirror_json_str_or_null(r->sync_error),
 		"last_sync_at", r->last_sync_at ? json_integer(r->last_sync_at) : json_null(),
 		"files", (json_int_t)r->file_count, "size", (json_int_t)r->total_size,
 		"gated", r->gated && strcmp(r->gated, "false"));
 
-	json_object_set_new(o, "gated_mode", nullable_str(r->gated && strcmp(r->gated, "false") ? r->gated : NULL));
-	json_object_set_new(o, "pipeline_tag", nullable_str(r->pipeline_tag));
-	json_object_set_new(o, "library_name", nullable_str(r->library_name));
-	json_object_set_new(o, "license", nullable_str(r->license));
-	json_object_set_new(o, "tags", json_text_or(r->tags, json_array()));
+	json_object_set_new(o, "gated_mode", mirror_json_str_or_null(r->gated && strcmp(r->gated, "false") ? r->gated : NULL));
+	json_object_set_new(o, "pipeline_tag", mirror_json_str_or_null(r->pipeline_tag));
+	json_object_set_new(o, "library_name", mirror_json_str_or_null(r->library_name));
+	json_object_set_new(o, "license", mirror_json_str_or_null(r->license));
+	json_object_set_new(o, "tags", mirror_json_text_or(r->tags, json_array()));
 	json_object_set_new(o, "downloads", r->downloads >= 0 ? json_integer(r->downloads) : json_null());
 	json_object_set_new(o, "likes", r->likes >= 0 ? json_integer(r->likes) : json_null());
-	json_object_set_new(o, "last_modified", nullable_str(r->last_modified));
+	json_object_set_new(o, "last_modified", mirror_json_str_or_null(r->last_modified));
 	json_object_set_new(o, "added_at", json_integer(r->added_at));
-	json_object_set_new(o, "include", json_text_or(r->include_globs, json_array()));
-	json_object_set_new(o, "exclude", json_text_or(r->exclude_globs, json_array()));
+	json_object_set_new(o, "include", mirror_json_text_or(r->include_globs, json_array()));
+	json_object_set_new(o, "exclude", mirror_json_text_or(r->exclude_globs, json_array()));
 	if (base) {
 		/* what a user copies to use this repo from here */
 		json_object_set_new(o, "mount_command", json_sprintf("hubmirror mount --mirror %s %s", base, spec));

@@ -15,4 +15,10 @@ struct catalog_repo;
  * also what a user copies to use it from there: mount_command and endpoint_env. */
 json_t *mirror_repo_json(const struct catalog_repo *r, const char *base);
 
+/* JSON text kept in the catalog (a card, tags, globs) as a value; dflt (consumed) when text is NULL or
+ * not JSON. */
+json_t *mirror_json_text_or(const char *text, json_t *dflt);
+/* s as a JSON string, or null. */
+json_t *mirror_json_str_or_null(const char *s);
+
 #endif

@@ -30,20 +30,6 @@ static void api_error(struct httpd_req *req, int status, const char *msg)
 	mirror__respond_json(req, status, json_pack("{s:s}", "error", msg));
 }
 
-static json_t *json_text_or(const char *text, json_t *dflt)
-{
-	json_t *v = text ? json_loads(text, JSON_DECODE_ANY, NULL) : NULL;
-
-	if (!v)
-		return dflt;
-	json_decref(dflt);
-	return v;
-}
-
-static json_t *nullable_str(const char *s)
-{
-	return s ? json_string(s) : json_null();
-}
 
 struct search_ctx {
 	json_t *arr;
@@ -253,14 +239,12 @@ static void catalog_repo(struct mirror_routes *rt, struct httpd_req *req, const 
 		free(f.cursor);
 	} else {
 		json_t *o = mirror_repo_json(&repo, base), *refs = json_array(), *snaps = json_array();
-		json_t *card = json_text_or(repo.card_data, json_null());
+		json_t *card = mirror_json_text_or(repo.card_data, json_null());
 		catalog_refs_each(rt->data->catalog, repo.id, refs_cb, refs);
 		catalog_snapshots_each(rt->data->catalog, repo.id, snaps_cb, snaps);
 		json_object_set_new(o, "refs", refs);
 		json_object_set_new(o, "snapshots", snaps);
 		json_object_set_new(o, "card_data", card);
-		json_object_set_new(o, "include", json_text_or(repo.include_globs, json_array()));
-		json_object_set_new(o, "exclude", json_text_or(repo.exclude_globs, json_array()));
 		json_object_set_new(o, "swarm", mirror__swarm_json(rt, snap.id, &repo, base));
 		httpd_add_header(req, "Access-Control-Allow-Origin", "*");
 		mirror__respond_json(req, 200, o);
@@ -278,7 +262,7 @@ static int runs_cb(void *ud, const struct catalog_run *r)
 {
 	json_array_append_new(ud, json_pack("{s:I, s:I, s:o, s:o, s:I, s:I, s:I, s:I}", "id", (json_int_t)r->id,
 		"started_at", (json_int_t)r->started_at, "ended_at", r->ended_at ? json_integer(r->ended_at) : json_null(),
-		"outcome", nullable_str(r->outcome), "repos_ok", (json_int_t)r->repos_ok,
+		"outcome", mirror_json_str_or_null(r->outcome), "repos_ok", (json_int_t)r->repos_ok,
 		"repos_failed", (json_int_t)r->repos_failed, "files_fetched", (json_int_t)r->files_fetched,
 		"bytes_fetched", (json_int_t)r->bytes_fetched));
 	return 0;
