@@ -80,11 +80,6 @@ static int same_file(const char *a, const char *b)
 }
 
 /* The libuv way: libtorrent's thread only pokes the loop. */
-static void wake(void *ud)
-{
-	uv_async_send(ud);
-}
-
 static void on_event(void *ud, const struct p2p_event *ev)
 {
 	struct peer *p = ud;
@@ -133,14 +128,7 @@ static void watch(struct peer *p, const char *btih)
 /* Run the loop until done(arg) or seconds pass; returns done's last answer. */
 static int run_until(int (*done)(void *), void *arg, double seconds)
 {
-	double end = now_s() + seconds;
-
-	while (!done(arg)) {
-		if (now_s() > end)
-			return 0;
-		uv_run(&loop, UV_RUN_ONCE);
-	}
-	return 1;
+	return p2p_test_run_until(&loop, done, arg, seconds);
 }
 
 static int is_finished(void *arg)
@@ -155,25 +143,7 @@ static int never(void *arg)
 
 static int start_peer(struct peer *p, int64_t local_upload_limit, bool lan)
 {
-	struct p2p_session_config cfg = { .listen_interfaces = "127.0.0.1:0",
-					  .local_upload_limit = local_upload_limit,
-					  .lan_tuning = lan };
-	struct p2p_session_status st;
-	char *err = NULL;
-	int r = p2p_session_new(&cfg, &p->s, &err);
-
-	if (r) {
-		printf("#   session %s: %s\n", p->name, err ? err : "?");
-		free(err);
-		return r;
-	}
-	CHECK_INT(p2p_session_status(p->s, &st), 0);
-	p->port = st.listen_port;
-	CHECK(p->port > 0);
-	uv_async_init(&loop, &p->async, on_async);
-	p->async.data = p;
-	p2p_session_set_wakeup(p->s, wake, &p->async);
-	return 0;
+	return p2p_test_session(&loop, p->name, local_upload_limit, lan, &p->s, &p->port, &p->async, on_async, p);
 }
 
 /* Add torrent t to p (save_path dir) and return 0 or the error, printing the message. */
