@@ -50,6 +50,10 @@ int catalog__repo_get_any(struct catalog *c, const char *hub, const char *type, 
 
 /* Fill *r from a row of REPO_SELECT (repos.c). */
 void catalog__read_repo(sqlite3_stmt *st, struct catalog_repo *r);
+/* Step a bound statement for one row and read it into out with read (when there is one); reset the
+ * statement (a cached one stays usable). Returns 0, HM_ERR_NOT_FOUND (no row) or HM_ERR_SQLITE. */
+int catalog__one_row(sqlite3_stmt *st, void (*read)(sqlite3_stmt *st, void *out), void *out);
+
 /* Step st's REPO_SELECT rows: fn gets each repo (borrowed). Returns 0, fn's non-zero, HM_ERR_TIMEOUT
  * (a progress handler interrupted it) or HM_ERR_SQLITE. st is the caller's to finalize or reset. */
 int catalog__repo_rows(sqlite3_stmt *st, int (*fn)(void *ud, const struct catalog_repo *r), void *ud);

@@ -149,24 +149,20 @@ static void read_entry(sqlite3_stmt *st, struct catalog_entry *e)
 static const char sql_file[] =
 	"SELECT path, size, git_oid, lfs_oid, sha256 FROM files WHERE snapshot_id = ?1 AND path = ?2";
 
+static void read_entry_row(sqlite3_stmt *st, void *out)
+{
+	read_entry(st, out);
+}
+
 int catalog_snapshot_file(struct catalog *c, int64_t snapshot_id, const char *path, struct catalog_entry *out)
 {
 	sqlite3_stmt *st = catalog__cached(c, sql_file);
-	int r = HM_ERR_SQLITE, rc;
 
 	if (!st)
-		return r;
+		return HM_ERR_SQLITE;
 	sqlite3_bind_int64(st, 1, snapshot_id);
 	sqlite3_bind_text(st, 2, path, -1, SQLITE_STATIC);
-	rc = sqlite3_step(st);
-	if (rc == SQLITE_ROW) {
-		read_entry(st, out);
-		r = 0;
-	} else if (rc == SQLITE_DONE) {
-		r = HM_ERR_NOT_FOUND;
-	}
-	sqlite3_reset(st);
-	return r;
+	return catalog__one_row(st, read_entry_row, out);
 }
 
 int catalog_snapshot_walk(struct catalog *c, int64_t snapshot_id, const char *prefix, const char *after,

@@ -158,19 +158,29 @@ static const char sql_repo_any[] = "SELECT " REPO_COLUMNS "WHERE r.hub=?1 AND r.
 static const char sql_repo_of_snapshot[] =
 	"SELECT " REPO_COLUMNS "WHERE r.id = (SELECT repo_id FROM snapshots WHERE id = ?1)";
 
-/* Step a bound single-row repo statement from the cache into out. */
-static int repo_row(sqlite3_stmt *st, struct catalog_repo *out)
+int catalog__one_row(sqlite3_stmt *st, void (*read)(sqlite3_stmt *st, void *out), void *out)
 {
 	int r = HM_ERR_SQLITE, rc = sqlite3_step(st);
 
 	if (rc == SQLITE_ROW) {
-		catalog__read_repo(st, out);
+		read(st, out);
 		r = 0;
 	} else if (rc == SQLITE_DONE) {
 		r = HM_ERR_NOT_FOUND;
 	}
 	sqlite3_reset(st);
 	return r;
+}
+
+static void read_repo_row(sqlite3_stmt *st, void *out)
+{
+	catalog__read_repo(st, out);
+}
+
+/* Step a bound single-row repo statement from the cache into out. */
+static int repo_row(sqlite3_stmt *st, struct catalog_repo *out)
+{
+	return catalog__one_row(st, read_repo_row, out);
 }
 
 static int repo_get(struct catalog *c, const char *hub, const char *type, const char *name, bool tracked_only,

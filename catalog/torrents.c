@@ -27,19 +27,14 @@ static void read_torrent(sqlite3_stmt *st, struct catalog_torrent *out)
 	out->created_at = sqlite3_column_int64(st, 5);
 }
 
+static void read_torrent_row(sqlite3_stmt *st, void *out)
+{
+	read_torrent(st, out);
+}
+
 static int get_one(sqlite3_stmt *st, struct catalog_torrent *out)
 {
-	int r = HM_ERR_SQLITE, rc;
-
-	rc = sqlite3_step(st);
-	if (rc == SQLITE_ROW) {
-		read_torrent(st, out);
-		r = 0;
-	} else if (rc == SQLITE_DONE) {
-		r = HM_ERR_NOT_FOUND;
-	}
-	sqlite3_reset(st);
-	return r;
+	return catalog__one_row(st, read_torrent_row, out);
 }
 
 int catalog_torrent_put(struct catalog *c, const struct catalog_torrent *t)
