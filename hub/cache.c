@@ -2,11 +2,14 @@
  * cache.c - the hubs' client caches (see cache.h).
  */
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "base/buf.h"
 #include "base/err.h"
 #include "base/hex.h"
 #include "base/path.h"
@@ -45,6 +48,37 @@ static int write_ref(const char *ref, const char *commit)
 	return fclose(f) == 0 ? 0 : -errno;
 }
 
+/* dir/<path> -> target_dir/<path> for each path (folders made, an existing link replaced). */
+static int link_files(const char *dir, const char *target_dir, const char *const *paths, size_t n, char **why)
+{
+	int r = 0;
+
+	for (size_t i = 0; !r && i < n; i++) {
+		char *link, *target, *slash;
+		if (path_check_str(paths[i])) { /* a path never leaves the snapshot folder */
+			if (why)
+				*why = xstrdup("a file path the cache cannot hold");
+			return HM_ERR_PATH_UNSAFE;
+		}
+		link = xasprintf("%s/%s", dir, paths[i]);
+		target = xasprintf("%s/%s", target_dir, paths[i]);
+		slash = strrchr(link, '/');
+		*slash = '\0';
+		r = path_mkdirs(link, 0755);
+		*slash = '/';
+		if (!r) {
+			unlink(link);
+			if (symlink(target, link) < 0)
+				r = -errno;
+		}
+		if (r && why)
+			*why = xasprintf("cannot link %s: %s", link, err_str(r));
+		free(link);
+		free(target);
+	}
+	return r;
+}
+
 int hub_cache_link_hf(const char *hub_cache, const char *type, const char *name, const char *revision,
 		      const char *commit, const char *target_dir, const char *const *paths, size_t n, char **why)
 {
@@ -73,33 +107,146 @@ int hub_cache_link_hf(const char *hub_cache, const char *type, const char *name,
 	r = write_ref(ref, commit);
 	if (r && why)
 		*why = xasprintf("cannot write %s: %s", ref, err_str(r));
-	for (size_t i = 0; !r && i < n; i++) {
-		char *link, *target, *slash;
-		if (path_check_str(paths[i])) { /* a path never leaves the snapshot folder */
-			r = HM_ERR_PATH_UNSAFE;
-			if (why)
-				*why = xstrdup("a file path the Hugging Face cache cannot hold");
-			break;
-		}
-		link = xasprintf("%s/%s", snap, paths[i]);
-		target = xasprintf("%s/%s", target_dir, paths[i]);
-		slash = strrchr(link, '/');
-		*slash = '\0';
-		r = path_mkdirs(link, 0755);
-		*slash = '/';
-		if (!r) {
-			unlink(link);
-			if (symlink(target, link) < 0)
-				r = -errno;
-		}
-		if (r && why)
-			*why = xasprintf("cannot link %s: %s", link, err_str(r));
-		free(link);
-		free(target);
-	}
+	if (!r)
+		r = link_files(snap, target_dir, paths, n, why);
 	free(repo_dir);
 	free(snap);
 	free(ref);
 	free(flat);
+	return r;
+}
+
+const char *hub_cache_ms_default(char *buf, size_t cap)
+{
+	const char *v = getenv("MODELSCOPE_CACHE");
+
+	if (v && *v)
+		return v;
+	snprintf(buf, cap, "%s/.cache/modelscope/hub", getenv("HOME") ? getenv("HOME") : "/root");
+	return buf;
+}
+
+const char *hub_cache_ms_hub_default(char *buf, size_t cap)
+{
+	const char *v = getenv("MODELSCOPE_CACHE");
+
+	if (v && *v)
+		return v;
+	snprintf(buf, cap, "%s/.cache/modelscope", getenv("HOME") ? getenv("HOME") : "/root");
+	return buf;
+}
+
+/* Python pickle (protocol 2), what the classic SDK reads its index with: a str as BINUNICODE. */
+static void pickle_str(struct buf *b, const char *s)
+{
+	uint32_t n = (uint32_t)strlen(s);
+	unsigned char len[4] = { (unsigned char)n, (unsigned char)(n >> 8), (unsigned char)(n >> 16),
+				 (unsigned char)(n >> 24) };
+
+	buf_addch(b, 'X');
+	buf_add(b, len, 4);
+	buf_adds(b, s);
+}
+
+/* Write bytes to path through a temporary name and a rename (a reader sees the old file or the new). */
+static int write_file(const char *path, const void *data, size_t len)
+{
+	char *tmp = xasprintf("%s.tmp%ld", path, (long)getpid());
+	FILE *f = fopen(tmp, "wb");
+	int r = 0;
+
+	if (!f || fwrite(data, 1, len, f) != len)
+		r = errno ? -errno : -EIO;
+	if (f && fclose(f) != 0 && !r)
+		r = -errno;
+	if (!r && rename(tmp, path) < 0)
+		r = -errno;
+	if (r)
+		unlink(tmp);
+	free(tmp);
+	return r;
+}
+
+/* The classic SDK's index of a model folder: .msc (the files at a revision), .mdl (the id), .mv. */
+static int write_ms_index(const char *dir, const char *id, const char *commit, const char *const *paths, size_t n)
+{
+	struct buf b;
+	char *p;
+	int r;
+
+	buf_init(&b);
+	buf_add(&b, "\x80\x02]q\x00(", 6); /* PROTO 2, EMPTY_LIST, BINPUT 0, MARK */
+	for (size_t i = 0; i < n; i++) {
+		buf_adds(&b, "}(");             /* EMPTY_DICT, MARK */
+		pickle_str(&b, "Path");
+		pickle_str(&b, paths[i]);
+		pickle_str(&b, "Revision");
+		pickle_str(&b, commit);
+		buf_addch(&b, 'u');             /* SETITEMS */
+	}
+	buf_adds(&b, "e.");                     /* APPENDS, STOP */
+	p = xasprintf("%s/.msc", dir);
+	r = write_file(p, b.data, b.len);
+	free(p);
+	buf_reset(&b);
+	buf_add(&b, "\x80\x02}", 3);          /* PROTO 2, EMPTY_DICT */
+	pickle_str(&b, "id");
+	pickle_str(&b, id);
+	buf_adds(&b, "s.");                     /* SETITEM, STOP */
+	p = xasprintf("%s/.mdl", dir);
+	if (!r)
+		r = write_file(p, b.data, b.len);
+	free(p);
+	buf_reset(&b);
+	buf_addf(&b, "Revision:%s,CreatedAt:%lld", commit, (long long)time(NULL));
+	p = xasprintf("%s/.mv", dir);
+	if (!r)
+		r = write_file(p, b.data, b.len);
+	free(p);
+	buf_release(&b);
+	return r;
+}
+
+int hub_cache_link_ms(const char *ms_cache, const char *ms_hub_cache, const char *type, const char *name,
+		      const char *revision, const char *commit, const char *target_dir, const char *const *paths,
+		      size_t n, char **why)
+{
+	const char *slash = strchr(name, '/');
+	char *masked, *dir = NULL, *id = NULL, *flat = NULL, *snap = NULL;
+	struct buf m;
+	int r;
+
+	if (!slash || path_check_str(name) || strchr(slash + 1, '/') || hub_check_revision(revision) ||
+	    path_check_str(revision) || !hex_is_lower(commit, 40) || (strcmp(type, "model") && strcmp(type, "dataset"))) {
+		if (why)
+			*why = xstrdup("not a snapshot the ModelScope cache can name");
+		return HM_ERR_PATH_UNSAFE;
+	}
+	/* the classic SDK masks dots in the name (not the owner): Qwen2.5-7B -> Qwen2___5-7B */
+	buf_init(&m);
+	for (const char *p = slash + 1; *p; p++) {
+		if (*p == '.')
+			buf_adds(&m, "___");
+		else
+			buf_addch(&m, *p);
+	}
+	masked = buf_detach(&m, NULL);
+	dir = xasprintf("%s/%ss/%.*s/%s", ms_cache, type, (int)(slash - name), name, masked);
+	id = xasprintf("%.*s/%s", (int)(slash - name), name, masked);
+	r = path_mkdirs(dir, 0755);
+	if (!r)
+		r = link_files(dir, target_dir, paths, n, why);
+	if (!r && (r = write_ms_index(dir, id, commit, paths, n)) != 0 && why)
+		*why = xasprintf("cannot write the index of %s: %s", dir, err_str(r));
+	if (!r && ms_hub_cache) {
+		flat = xasprintf("%.*s--%s", (int)(slash - name), name, slash + 1);
+		snap = xasprintf("%s/%ss/%s/snapshots/%s", ms_hub_cache, type, flat, revision);
+		r = link_files(snap, target_dir, paths, n, why);
+	}
+	free(masked);
+	free(dir);
+	free(id);
+	free(flat);
+	free(snap);
 	return r;
 }

@@ -5,7 +5,14 @@
  * Hugging Face (huggingface_hub, transformers, datasets with HF_HUB_OFFLINE=1):
  *   <hub_cache>/<type>s--<org>--<name>/refs/<revision>     the commit, 40 hex digits, no newline
  *   <hub_cache>/<type>s--<org>--<name>/snapshots/<commit>/<path> -> the file
- * The ModelScope layout comes with the instance agent.
+ * ModelScope, for both of its SDKs (read offline with local_files_only=True):
+ *   classic `modelscope`: <ms_cache>/<type>s/<owner>/<name, '.' as '___'>/<path> -> the file, with the
+ *     SDK's index beside them: .msc (a pickle of [{'Path': path, 'Revision': commit}, ...], what
+ *     snapshot_download and model_file_download look up), .mdl (a pickle of {'id': 'owner/name'}) and
+ *     .mv ("Revision:<commit>,CreatedAt:<unix time>"); <ms_cache> is $MODELSCOPE_CACHE or
+ *     ~/.cache/modelscope/hub.
+ *   `modelscope_hub`: <root>/<type>s/<owner>--<name>/snapshots/<revision>/<path> -> the file; <root> is
+ *     $MODELSCOPE_CACHE or ~/.cache/modelscope.
  */
 #ifndef HM_HUB_CACHE_H
 #define HM_HUB_CACHE_H
@@ -26,5 +33,19 @@ const char *hub_cache_hf_default(char *buf, size_t cap);
  */
 int hub_cache_link_hf(const char *hub_cache, const char *type, const char *name, const char *revision,
 		      const char *commit, const char *target_dir, const char *const *paths, size_t n, char **why);
+
+/* The classic ModelScope SDK's cache folder ($MODELSCOPE_CACHE or ~/.cache/modelscope/hub), and the
+ * newer modelscope_hub's ($MODELSCOPE_CACHE or ~/.cache/modelscope), as hub_cache_hf_default. */
+const char *hub_cache_ms_default(char *buf, size_t cap);
+const char *hub_cache_ms_hub_default(char *buf, size_t cap);
+
+/*
+ * Link a snapshot into both ModelScope layouts: ms_cache (the classic SDK's, with its .msc/.mdl/.mv
+ * index, written to a temporary name and renamed) and ms_hub_cache (modelscope_hub's; NULL: not made).
+ * Arguments and errors as hub_cache_link_hf; name is "owner/name".
+ */
+int hub_cache_link_ms(const char *ms_cache, const char *ms_hub_cache, const char *type, const char *name,
+		      const char *revision, const char *commit, const char *target_dir, const char *const *paths,
+		      size_t n, char **why);
 
 #endif

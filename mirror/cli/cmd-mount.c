@@ -32,6 +32,8 @@
 
 struct hf_links {
 	const char *hub_cache;     /* NULL: no links */
+	const char *ms_cache;      /* ModelScope: the classic SDK's cache (NULL: no links) */
+	const char *ms_hub_cache;  /* and modelscope_hub's */
 	const char *type;          /* "model" / "dataset" */
 	const char *name;          /* org/name */
 	const char *revision;      /* the ref name */
@@ -47,11 +49,16 @@ static int on_mounted(void *ud, const char *btih, const struct p2p_file_list *fi
 	int r = 0;
 
 	(void)btih;
-	if (l->hub_cache) {
+	if (l->hub_cache || l->ms_cache) {
 		const char **paths = xcalloc(files->n ? files->n : 1, sizeof(*paths));
 		for (size_t i = 0; i < files->n; i++)
 			paths[i] = files->v[i].path;
-		r = hub_cache_link_hf(l->hub_cache, l->type, l->name, l->revision, l->commit, l->dir, paths, files->n, &why);
+		if (l->hub_cache)
+			r = hub_cache_link_hf(l->hub_cache, l->type, l->name, l->revision, l->commit, l->dir, paths,
+					      files->n, &why);
+		else
+			r = hub_cache_link_ms(l->ms_cache, l->ms_hub_cache, l->type, l->name, l->revision, l->commit,
+					      l->dir, paths, files->n, &why);
 		free(paths);
 	}
 	if (l->ready_fd >= 0) {
@@ -165,7 +172,8 @@ static int run_detached(const struct p2p_mount_config *mc, struct hf_links *link
 		return CLI_FAILED;
 	}
 	printf("mounted %s @ %.12s on %s (pid %ld)%s%s\n", what, links->commit, mc->dir, (long)pid,
-	       links->hub_cache ? "; Hugging Face cache: " : "", links->hub_cache ? links->hub_cache : "");
+	       links->hub_cache ? "; Hugging Face cache: " : links->ms_cache ? "; ModelScope cache: " : "",
+	       links->hub_cache ? links->hub_cache : links->ms_cache ? links->ms_cache : "");
 	return CLI_OK;
 }
 
@@ -176,31 +184,34 @@ int cmd_mount(int argc, char **argv)
 		{ "cache", required_argument, NULL, 'c' },
 		{ "hf-cache", required_argument, NULL, 'H' },
 		{ "no-hf-cache", no_argument, NULL, 'N' },
+		{ "ms-cache", required_argument, NULL, 'S' },
+		{ "no-ms-cache", no_argument, NULL, 'n' },
 		{ "listen", required_argument, NULL, 'l' },
 		{ "foreground", no_argument, NULL, 'f' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const struct cli_command *self = cli_find("mount");
 	const char *mirror_opt = NULL, *cache = getenv("HUBMIRROR_CACHE"), *listen = NULL, *mirror;
-	char hcbuf[4096], *dir = NULL, *err = NULL, *tor = NULL, *url = NULL;
-	struct hf_links links = { NULL, NULL, NULL, NULL, NULL, NULL, -1 };
+	char hcbuf[4096], mcbuf[4096], mhbuf[4096], *dir = NULL, *err = NULL, *tor = NULL, *url = NULL;
+	struct hf_links links = { .ready_fd = -1 };
 	struct p2p_mount_config mc = { 0 };
 	struct p2p_mount_known *known = NULL;
 	size_t nknown = 0;
 	struct hub_spec spec;
 	json_t *meta = NULL;
-	bool foreground = false, no_hf = false;
+	bool foreground = false, no_hf = false, no_ms = false;
 	size_t tlen = 0;
 	long status = 0;
 	int c, r = CLI_FAILED;
 
-	links.hub_cache = NULL;
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (c) {
 		case 'm': mirror_opt = optarg; break;
 		case 'c': cache = optarg; break;
 		case 'H': links.hub_cache = optarg; break;
 		case 'N': no_hf = true; break;
+		case 'S': links.ms_cache = links.ms_hub_cache = optarg; break;
+		case 'n': no_ms = true; break;
 		case 'l': listen = optarg; break;
 		case 'f': foreground = true; break;
 		default: return cli_usage_error(self, "unknown option");
@@ -222,8 +233,14 @@ int cmd_mount(int argc, char **argv)
 		cache = "/var/cache/hubmirror";
 	if (!no_hf && !links.hub_cache && !strcmp(hub_kind_name(spec.hub), "hf"))
 		links.hub_cache = hub_cache_hf_default(hcbuf, sizeof(hcbuf));
-	if (no_hf || strcmp(hub_kind_name(spec.hub), "hf"))
-		links.hub_cache = NULL; /* ModelScope's own cache layout is not made yet */
+	if (no_hf || spec.hub != HUB_HF)
+		links.hub_cache = NULL;
+	if (spec.hub == HUB_MS && !no_ms && !links.ms_cache) {
+		links.ms_cache = hub_cache_ms_default(mcbuf, sizeof(mcbuf));
+		links.ms_hub_cache = hub_cache_ms_hub_default(mhbuf, sizeof(mhbuf));
+	}
+	if (no_ms || spec.hub != HUB_MS)
+		links.ms_cache = links.ms_hub_cache = NULL;
 
 	/* what to mount: the snapshot's commit and ref, then its torrent */
 	if (!(meta = fetch_meta(mirror, &spec, argv[optind])))

@@ -67,7 +67,8 @@ const struct cli_command cli_commands[] = {
 	  "  --limit N      at most N results (default 50)\n"
 	  "  --json         print a JSON array\n" },
 	{ "mount", cmd_mount,
-	  "mount [--mirror URL] [--cache DIR] [--hf-cache DIR | --no-hf-cache] [--listen ADDR] [--foreground]\n"
+	  "mount [--mirror URL] [--cache DIR] [--hf-cache DIR | --no-hf-cache] [--ms-cache DIR | --no-ms-cache]\n"
+	  "      [--listen ADDR] [--foreground]\n"
 	  "       SPEC[@REV] [DIR]",
 	  "attach a synced repo: read-only files fetched on demand from the swarm, and in the HF cache",
 	  "Asks the mirror for the snapshot's torrent and mounts it read-only on DIR (default /models/ORG/NAME)\n"
@@ -80,6 +81,8 @@ const struct cli_command cli_commands[] = {
 	  "  --cache DIR    where the bytes are kept (default $HUBMIRROR_CACHE or /var/cache/hubmirror)\n"
 	  "  --hf-cache DIR the Hugging Face hub cache (default $HF_HUB_CACHE, $HF_HOME/hub or\n"
 	  "                 ~/.cache/huggingface/hub); --no-hf-cache: no links\n"
+	  "  --ms-cache DIR the ModelScope cache of ms: repos (default $MODELSCOPE_CACHE, or\n"
+	  "                 ~/.cache/modelscope/hub and ~/.cache/modelscope); --no-ms-cache: no links\n"
 	  "  --listen ADDR  where this peer listens for other peers (default 0.0.0.0:0)\n"
 	  "  --foreground   stay in the foreground until unmounted (for systemd or debugging)\n" },
 	{ "umount", cmd_umount, "umount DIR", "detach a folder that 'hubmirror mount' attached",
