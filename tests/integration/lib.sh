@@ -41,8 +41,10 @@ start_fakehub() {
 	rm -f "$ready"
 	"$PY" "$HM_SRC/tests/fakehub/fakehub.py" --ready-file "$ready" --quiet "$@" >"$T/fakehub.out" 2>"$T/fakehub.err" &
 	_pids+=($!)
-	for i in $(seq 1 100); do
+	# up to 30 s (a loaded 2-core machine), but not a moment longer than the process lives
+	for i in $(seq 1 600); do
 		[ -s "$ready" ] && break
+		kill -0 "${_pids[-1]}" 2>/dev/null || break
 		sleep 0.05
 	done
 	[ -s "$ready" ] || { echo "# fakehub did not start:"; sed 's/^/#   /' "$T/fakehub.err"; return 1; }
@@ -58,8 +60,10 @@ start_serve() {
 	rm -f "$T/url"
 	"$HUBMIRROR" serve --listen 127.0.0.1:0 --ready-file "$T/url" --access-log "$T/access.log" "$@" 2>"$T/serve.err" &
 	_pids+=($!)
-	for i in $(seq 1 100); do
+	# up to 30 s (seeding thousands of files' links on a loaded machine), but no longer than it lives
+	for i in $(seq 1 600); do
 		[ -s "$T/url" ] && break
+		kill -0 "${_pids[-1]}" 2>/dev/null || break
 		sleep 0.05
 	done
 	[ -s "$T/url" ] || { echo "# serve did not start:"; sed 's/^/#   /' "$T/serve.err"; return 1; }

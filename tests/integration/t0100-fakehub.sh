@@ -79,12 +79,14 @@ start_ns=$(date +%s%N)
 "$PY" "$FAKEHUB" --repos "$T/spec.json" --ready-file "$T/ready" --cache-dir "$T/cache" --quiet \
 	>"$T/stdout" 2>"$T/stderr" &
 PID=$!
-for _ in $(seq 1 500); do
+for _ in $(seq 1 3000); do
 	[ -s "$T/ready" ] && break
 	sleep 0.01
 done
 ready_ms=$((($(date +%s%N) - start_ns) / 1000000))
-check "fakehub ready in under a second (${ready_ms} ms)" '[ -s "$T/ready" ] && [ "$ready_ms" -lt 1000 ]'
+# It starts in about 0.1 s (bytes and hashes are made when first asked for). The bound catches a fake
+# that would make them all at start, not a loaded machine's 3 s.
+check "fakehub ready without making its files first (${ready_ms} ms, bound 10 s)" '[ -s "$T/ready" ] && [ "$ready_ms" -lt 10000 ]'
 [ -s "$T/ready" ] || { cat "$T/stderr"; exit 1; }
 API=$("$PY" -c "import json; print(json.load(open('$T/ready'))['api'])")
 CDN=$("$PY" -c "import json; print(json.load(open('$T/ready'))['cdn'])")
