@@ -17,17 +17,17 @@
 #include "cache.h"
 #include "hub.h"
 
+static const char *env_or_home(const char *env, const char *home_rel, char *buf, size_t cap);
+
 const char *hub_cache_hf_default(char *buf, size_t cap)
 {
-	const char *v = getenv("HF_HUB_CACHE"), *home = getenv("HF_HOME");
+	const char *home = getenv("HF_HOME");
 
-	if (v && *v)
-		return v;
-	if (home && *home)
+	if (home && *home && !(getenv("HF_HUB_CACHE") && *getenv("HF_HUB_CACHE"))) {
 		snprintf(buf, cap, "%s/hub", home);
-	else
-		snprintf(buf, cap, "%s/.cache/huggingface/hub", getenv("HOME") ? getenv("HOME") : "/root");
-	return buf;
+		return buf;
+	}
+	return env_or_home("HF_HUB_CACHE", ".cache/huggingface/hub", buf, cap);
 }
 
 /* Write commit into the ref file (its folders made). */
@@ -116,24 +116,25 @@ int hub_cache_link_hf(const char *hub_cache, const char *type, const char *name,
 	return r;
 }
 
-const char *hub_cache_ms_default(char *buf, size_t cap)
+/* $env if set, else ~/<home_rel> (written into buf). */
+static const char *env_or_home(const char *env, const char *home_rel, char *buf, size_t cap)
 {
-	const char *v = getenv("MODELSCOPE_CACHE");
+	const char *v = getenv(env);
 
 	if (v && *v)
 		return v;
-	snprintf(buf, cap, "%s/.cache/modelscope/hub", getenv("HOME") ? getenv("HOME") : "/root");
+	snprintf(buf, cap, "%s/%s", getenv("HOME") ? getenv("HOME") : "/root", home_rel);
 	return buf;
+}
+
+const char *hub_cache_ms_default(char *buf, size_t cap)
+{
+	return env_or_home("MODELSCOPE_CACHE", ".cache/modelscope/hub", buf, cap);
 }
 
 const char *hub_cache_ms_hub_default(char *buf, size_t cap)
 {
-	const char *v = getenv("MODELSCOPE_CACHE");
-
-	if (v && *v)
-		return v;
-	snprintf(buf, cap, "%s/.cache/modelscope", getenv("HOME") ? getenv("HOME") : "/root");
-	return buf;
+	return env_or_home("MODELSCOPE_CACHE", ".cache/modelscope", buf, cap);
 }
 
 /* Python pickle (protocol 2), what the classic SDK reads its index with: a str as BINUNICODE. */
