@@ -786,8 +786,15 @@ static size_t sink_write(char *data, size_t size, size_t n, void *ud)
 int hub_http_get_blocking(const char *url, const char *token, size_t max, char **body, size_t *len, long *status,
 			  char **errmsg)
 {
+	struct hub_http_call c = { .url = url, .token = token, .max = max };
+
+	return hub_http_call_blocking(&c, body, len, status, errmsg);
+}
+
+int hub_http_call_blocking(const struct hub_http_call *c, char **body, size_t *len, long *status, char **errmsg)
+{
 	CURL *e = curl_easy_init();
-	struct sink s = { .max = max };
+	struct sink s = { .max = c->max };
 	char err[CURL_ERROR_SIZE] = "";
 	struct curl_slist *hdr = NULL;
 	CURLcode cc;
@@ -796,18 +803,26 @@ int hub_http_get_blocking(const char *url, const char *token, size_t max, char *
 	if (!e)
 		return HM_ERR_CURL;
 	buf_init(&s.b);
-	if (token && *token) {
+	if (c->token && *c->token) {
 		/* no redirects are followed here, so the token reaches this URL's host only */
-		char *a = xasprintf("Authorization: Bearer %s", token);
+		char *a = xasprintf("Authorization: Bearer %s", c->token);
 		hdr = curl_slist_append(hdr, a);
 		free(a);
-		curl_easy_setopt(e, CURLOPT_HTTPHEADER, hdr);
 	}
-	curl_easy_setopt(e, CURLOPT_URL, url);
+	if (c->body) {
+		hdr = curl_slist_append(hdr, "Content-Type: application/json");
+		curl_easy_setopt(e, CURLOPT_POSTFIELDS, c->body);
+		curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE, (long)strlen(c->body));
+	}
+	if (hdr)
+		curl_easy_setopt(e, CURLOPT_HTTPHEADER, hdr);
+	if (c->unix_socket)
+		curl_easy_setopt(e, CURLOPT_UNIX_SOCKET_PATH, c->unix_socket);
+	curl_easy_setopt(e, CURLOPT_URL, c->url);
 	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
 	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
-	curl_easy_setopt(e, CURLOPT_TIMEOUT, 120L);
+	curl_easy_setopt(e, CURLOPT_TIMEOUT, c->timeout_s > 0 ? c->timeout_s : 120L);
 	curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "");
 	curl_easy_setopt(e, CURLOPT_USERAGENT, "hubmirror/" HUBMIRROR_VERSION);
 	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, sink_write);
@@ -816,6 +831,10 @@ int hub_http_get_blocking(const char *url, const char *token, size_t max, char *
 	cc = curl_easy_perform(e);
 	if (s.too_big) {
 		r = -EFBIG;
+	} else if (cc == CURLE_COULDNT_CONNECT && c->unix_socket) {
+		r = -ECONNREFUSED;
+		if (errmsg)
+			*errmsg = xstrdup(err[0] ? err : curl_easy_strerror(cc));
 	} else if (cc != CURLE_OK) {
 		r = HM_ERR_CURL;
 		if (errmsg)

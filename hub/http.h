@@ -107,8 +107,6 @@ char *hub_url_escape(const char *s, bool keep_slash);
 /* Parse an RFC 8288 Link header and return the URL of rel="next" (caller frees), or NULL. */
 char *hub_link_next(const char *link);
 
-#endif
-
 /*
  * A blocking GET for command-line tools (no loop needed): at most max bytes of body into *body
  * (malloc'd, NUL-terminated, caller frees), the status in *status. token (NULL: none) goes as a
@@ -117,3 +115,18 @@ char *hub_link_next(const char *link);
  */
 int hub_http_get_blocking(const char *url, const char *token, size_t max, char **body, size_t *len, long *status,
 			  char **errmsg);
+
+/* The same with more to say: a POST of a JSON body (body non-NULL), over a unix socket (the URL's
+ * host is then only a name), with its own overall timeout (0: 120 s). A refused or missing unix
+ * socket is -ECONNREFUSED (with *errmsg), so a caller can tell "nobody listens" from other failures. */
+struct hub_http_call {
+	const char *url;
+	const char *token;          /* NULL: none */
+	const char *unix_socket;    /* NULL: TCP to the URL's host */
+	const char *body;           /* NULL: GET; else POST with Content-Type application/json */
+	size_t max;                 /* the most body bytes taken */
+	long timeout_s;
+};
+int hub_http_call_blocking(const struct hub_http_call *c, char **body, size_t *len, long *status, char **errmsg);
+
+#endif

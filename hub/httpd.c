@@ -54,6 +54,8 @@ struct handler {
 struct httpd {
 	uv_loop_t *loop;
 	uv_tcp_t listener;
+	uv_pipe_t unix_listener;       /* instead of listener, for a "unix:PATH" listen */
+	bool is_unix;
 	struct httpd_config cfg;
 	struct handler *handlers;
 	size_t nhandlers;
@@ -904,7 +906,7 @@ static void tmp_tcp_closed(uv_handle_t *h)
 static void on_connection(uv_stream_t *server, int status)
 {
 	struct httpd *h = server->data;
-	uv_tcp_t *tmp;
+	uv_stream_t *tmp;
 	uv_os_fd_t tfd;
 	int fd, one = 1;
 
@@ -912,15 +914,21 @@ static void on_connection(uv_stream_t *server, int status)
 		return;
 	/* libuv has accepted the socket already; take it over as a plain fd (a uv_tcp_t would own the
 	 * writes, and sendfile needs them), and let the uv_tcp_t close its own copy. */
-	tmp = xcalloc(1, sizeof(*tmp));
-	uv_tcp_init(h->loop, tmp);
-	if (uv_accept(server, (uv_stream_t *)tmp) || uv_fileno((uv_handle_t *)tmp, &tfd) ||
+	if (h->is_unix) {
+		tmp = xcalloc(1, sizeof(uv_pipe_t));
+		uv_pipe_init(h->loop, (uv_pipe_t *)tmp, 0);
+	} else {
+		tmp = xcalloc(1, sizeof(uv_tcp_t));
+		uv_tcp_init(h->loop, (uv_tcp_t *)tmp);
+	}
+	if (uv_accept(server, tmp) || uv_fileno((uv_handle_t *)tmp, &tfd) ||
 	    (fd = fcntl(tfd, F_DUPFD_CLOEXEC, 3)) < 0) {
 		uv_close((uv_handle_t *)tmp, tmp_tcp_closed);
 		return;
 	}
 	uv_close((uv_handle_t *)tmp, tmp_tcp_closed);
-	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	if (!h->is_unix)
+		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	httpd_adopt(h, fd);
 }
 
@@ -1018,6 +1026,24 @@ static int parse_listen(const char *s, struct sockaddr_storage *ss)
 
 static void listener_closed(uv_handle_t *handle);
 
+static int listen_unix(struct httpd *h, const char *path, struct httpd **out)
+{
+	int r;
+
+	h->is_unix = true;
+	uv_pipe_init(h->loop, &h->unix_listener, 0);
+	h->unix_listener.data = h;
+	r = uv_pipe_bind(&h->unix_listener, path);
+	if (!r)
+		r = uv_listen((uv_stream_t *)&h->unix_listener, 128, on_connection);
+	if (r) {
+		uv_close((uv_handle_t *)&h->unix_listener, listener_closed); /* frees h */
+		return r;
+	}
+	*out = h;
+	return 0;
+}
+
 int httpd_new(uv_loop_t *loop, const struct httpd_config *cfg, struct httpd **out)
 {
 	struct httpd *h;
@@ -1025,9 +1051,11 @@ int httpd_new(uv_loop_t *loop, const struct httpd_config *cfg, struct httpd **ou
 	int namelen = sizeof(ss), r;
 
 	memset(&ss, 0, sizeof(ss));
-	r = parse_listen(cfg->listen ? cfg->listen : "127.0.0.1:8080", &ss);
-	if (r)
-		return r;
+	if (!cfg->listen || strncmp(cfg->listen, "unix:", 5)) {
+		r = parse_listen(cfg->listen ? cfg->listen : "127.0.0.1:8080", &ss);
+		if (r)
+			return r;
+	}
 	parser_settings.on_message_begin = on_message_begin;
 	parser_settings.on_url = on_url;
 	parser_settings.on_header_field = on_header_field;
@@ -1062,6 +1090,8 @@ int httpd_new(uv_loop_t *loop, const struct httpd_config *cfg, struct httpd **ou
 		free(copy);
 	}
 	h->cfg.trusted_proxies = NULL; /* kept split in h->trusted */
+	if (cfg->listen && !strncmp(cfg->listen, "unix:", 5))
+		return listen_unix(h, cfg->listen + 5, out);
 	uv_tcp_init(loop, &h->listener);
 	h->listener.data = h;
 	r = uv_tcp_bind(&h->listener, (struct sockaddr *)&ss, 0);
@@ -1128,6 +1158,6 @@ void httpd_free(struct httpd **hp)
 	h->closing = true;
 	while (h->conns)
 		conn_close(h->conns);
-	uv_close((uv_handle_t *)&h->listener, listener_closed);
+	uv_close(h->is_unix ? (uv_handle_t *)&h->unix_listener : (uv_handle_t *)&h->listener, listener_closed);
 	*hp = NULL;
 }

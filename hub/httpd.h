@@ -27,7 +27,9 @@ struct httpd;
 struct httpd_req;
 
 struct httpd_config {
-	const char *listen;             /* "HOST:PORT", e.g. "127.0.0.1:8080" or "[::]:8080" */
+	const char *listen;             /* "HOST:PORT", e.g. "127.0.0.1:8080" or "[::]:8080"; or
+					 * "unix:PATH", a unix socket made at PATH (which must not
+					 * exist; its mode follows the umask; port 0) */
 	size_t max_header_bytes;        /* request line + headers; 0: 16 KiB */
 	size_t max_body_bytes;          /* 0: 1 MiB */
 	unsigned header_timeout_ms;     /* from the first byte of a request to its end (trickled bytes do not

@@ -3,7 +3,8 @@
  *
  * libfuse's multi-threaded loop calls the operations below from its worker threads; the p2p
  * session's range calls are safe from any thread. A read that finds its bytes missing asks the
- * swarm for them first (piece deadlines) and polls until libtorrent has verified them.
+ * swarm for them first (piece deadlines) and polls until the bytes are verified in the file.
+ * Stopping is an unmount: the kernel then ends the loop's reads of /dev/fuse, and its thread returns.
  */
 #define FUSE_USE_VERSION 35
 
@@ -11,37 +12,35 @@
 #include <fcntl.h>
 #include <fuse.h>
 #include <pthread.h>
-#include <sched.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "base/err.h"
-#include "base/path.h"
 #include "base/xmalloc.h"
 #include "mount.h"
-#include "p2p-int.h"
 #include "p2p.h"
 
 struct mnt {
 	struct p2p_session *ses;
 	char btih[41];
+	char *dir;
 	struct p2p_file_list files;
 	const struct p2p_file_entry **sorted;   /* files by path (strcmp), for lookups and listings */
 	int timeout_s;
 	pthread_mutex_t mu;                     /* guards fds */
 	int *fds;                               /* per entry of files.v, -1 until first read */
 	time_t mounted_at;
-	const struct p2p_mount_config *cfg;
-	char *save;                             /* <cache>/<btih> */
-	pthread_t watcher;
-	bool watcher_started;
-	atomic_bool stopping;
-	bool finished;                          /* every piece had */
-	bool indexed;                           /* contents kept by sha256 (index_known) */
+	struct fuse *f;
+	pthread_t loop;
+	bool loop_started;
+	atomic_bool gone;                       /* the loop ended: unmounted */
 };
 
 static struct mnt *self(void)
@@ -235,127 +234,6 @@ static void *op_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
 	return fuse_get_context()->private_data;
 }
 
-/* ---- contents shared across torrents (revisions) ----------------------------------------------- */
-
-static bool sha_ok(const char *s)
-{
-	size_t i = 0;
-
-	for (; s && s[i]; i++)
-		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
-			return false;
-	return i == 64;
-}
-
-/* Before the torrent starts: hard-link every known content the cache already holds into its place. */
-static size_t place_known(const struct p2p_mount_config *cfg, const char *save)
-{
-	size_t placed = 0;
-
-	for (size_t i = 0; cfg->name && i < cfg->nknown; i++) {
-		const struct p2p_mount_known *k = &cfg->known[i];
-		char *have, *dest, *slash;
-		struct stat st;
-
-		if (!sha_ok(k->sha256) || path_check_str(k->path) || path_check_str(cfg->name))
-			continue;
-		have = xasprintf("%s/by-sha256/%s", cfg->cache_dir, k->sha256);
-		dest = xasprintf("%s/%s/%s", save, cfg->name, k->path);
-		if (stat(have, &st) == 0 && S_ISREG(st.st_mode) && lstat(dest, &st) < 0) {
-			slash = strrchr(dest, '/');
-			*slash = '\0';
-			if (!path_mkdirs(dest, 0755)) {
-				*slash = '/';
-				/* Only a content that is exactly the torrent's file stays placed: a piece libtorrent
-				 * found wrong there would be fetched and written into this inode, which other
-				 * snapshots share (the mirror names the sha256; the torrent's hashes decide). */
-				if (link(have, dest) == 0) {
-					if (p2p_torrent_verify_file(cfg->torrent, cfg->len, save, k->path) == 1)
-						placed++;
-					else
-						unlink(dest);
-				}
-			}
-		}
-		free(have);
-		free(dest);
-	}
-	return placed;
-}
-
-/* After the torrent is whole: keep each known content by its sha256, once every byte of the file is
- * verified in it against the torrent and its sha256 is computed here to be the one the mirror named
- * (a mirror that names a wrong one must not get a file kept under another content's name). Returns
- * how many files are not verified in the file yet (their last writes may still be pending when the
- * torrent reports itself finished): the watcher tries those again. */
-static size_t index_known(struct mnt *m)
-{
-	char *dir = xasprintf("%s/by-sha256", m->cfg->cache_dir);
-	size_t pending = 0;
-
-	path_mkdirs(dir, 0755);
-	for (size_t i = 0; i < m->cfg->nknown; i++) {
-		const struct p2p_mount_known *k = &m->cfg->known[i];
-		const struct p2p_file_entry *e = find_file(m, k->path);
-		char *src = NULL, *dst, got[65];
-		struct stat st;
-		int have;
-
-		if (!e || !sha_ok(k->sha256) || e->size == 0)
-			continue;
-		dst = xasprintf("%s/%s", dir, k->sha256);
-		if (lstat(dst, &st) == 0) {
-			free(dst); /* kept already (this torrent's earlier pass, or another's) */
-			continue;
-		}
-		have = p2p_session_have_range(m->ses, m->btih, e->index, 0, e->size);
-		pending += have == 0;
-		if (have == 1 && !p2p_session_file_path(m->ses, m->btih, e->index, &src) &&
-		    !p2p__file_sha256(src, got) && !strcmp(got, k->sha256) && link(src, dst) < 0) {
-			/* another filesystem, or a race with another mount: the next torrent downloads it */
-		}
-		free(dst);
-		free(src);
-	}
-	free(dir);
-	return pending;
-}
-
-/* Drains the session's events (it has no loop of its own) and indexes the contents once whole. */
-static void on_mount_event(void *ud, const struct p2p_event *ev)
-{
-	struct mnt *m = ud;
-
-	if (ev->kind == P2P_EVENT_FINISHED)
-		m->finished = true;
-}
-
-static void *watch(void *arg)
-{
-	struct mnt *m = arg;
-	struct timespec nap = { 0, 200 * 1000 * 1000 };
-	int tries = 0;
-
-	while (!m->stopping) {
-		struct p2p_torrent_status st;
-		p2p_session_drain(m->ses, on_mount_event, m);
-		if (!m->finished && !p2p_session_torrent_status(m->ses, m->btih, &st) && st.seeding)
-			m->finished = true;
-		/* A file whose last writes are pending is tried again, for a minute at most. Hashing a whole
-		 * snapshot must not slow the reads it runs beside (the download often ends while a loader
-		 * still reads): it runs at SCHED_IDLE, on CPU time nobody else wants. */
-		if (m->finished && !m->indexed) {
-			struct sched_param idle = { 0 }, normal = { 0 };
-			pthread_setschedparam(pthread_self(), SCHED_IDLE, &idle);
-			if (index_known(m) == 0 || ++tries >= 300)
-				m->indexed = true;
-			pthread_setschedparam(pthread_self(), SCHED_OTHER, &normal);
-		}
-		nanosleep(&nap, NULL);
-	}
-	return NULL;
-}
-
 static const struct fuse_operations ops = {
 	.init = op_init,
 	.getattr = op_getattr,
@@ -364,102 +242,150 @@ static const struct fuse_operations ops = {
 	.read = op_read,
 };
 
-int p2p_mount_run(const struct p2p_mount_config *cfg, char **errmsg)
+static void *serve_loop(void *arg)
 {
-	struct mnt m = { 0 };
-	struct p2p_session_config sc = { 0 };
-	struct p2p_add add = { 0 };
-	struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
+	struct mnt *m = arg;
 	struct fuse_loop_config lc = { .clone_fd = 0, .max_idle_threads = 16 };
-	struct fuse *f = NULL;
-	char *opts = NULL, *save = NULL;
-	int r;
 
-	pthread_mutex_init(&m.mu, NULL);
-	m.timeout_s = cfg->read_timeout_s > 0 ? cfg->read_timeout_s : 600;
-	m.mounted_at = time(NULL);
-	sc.listen_interfaces = cfg->listen ? cfg->listen : "0.0.0.0:0";
-	sc.lan_tuning = true;
-	r = p2p_session_new(&sc, &m.ses, errmsg);
-	if (r)
-		goto out;
-	r = p2p_torrent_info_hash(cfg->torrent, cfg->len, m.btih, errmsg);
-	if (r)
-		goto out;
-	/* the bytes of each torrent in a folder of their own: two revisions share a name, not a folder */
-	save = xasprintf("%s/%s", cfg->cache_dir, m.btih);
-	if (mkdir(save, 0755) < 0 && errno != EEXIST) {
-		r = -errno;
-		if (errmsg)
-			*errmsg = xasprintf("cannot create %s: %s", save, strerror(errno));
-		goto out;
+	fuse_loop_mt(m->f, &lc);
+	m->gone = true;
+	return NULL;
+}
+
+static void mnt_free(struct mnt *m)
+{
+	if (m->f)
+		fuse_destroy(m->f);
+	for (size_t i = 0; m->fds && i < m->files.n; i++)
+		if (m->fds[i] >= 0)
+			close(m->fds[i]);
+	free(m->fds);
+	free(m->sorted);
+	free(m->dir);
+	p2p_file_list_release(&m->files);
+	pthread_mutex_destroy(&m->mu);
+	free(m);
+}
+
+/* Unmount dir: directly as root, else through libfuse's setuid helper. Returns 0 or -errno. */
+static int unmount_dir(const char *dir, bool lazy)
+{
+	pid_t pid;
+	int st;
+
+	if (getuid() == 0)
+		return umount2(dir, lazy ? MNT_DETACH : 0) == 0 ? 0 : -errno;
+	pid = fork();
+	if (pid == 0) {
+		execlp("fusermount3", "fusermount3", lazy ? "-uz" : "-u", dir, (char *)NULL);
+		_exit(127);
 	}
-	place_known(cfg, save);
-	add.torrent = cfg->torrent;
-	add.len = cfg->len;
-	add.save_path = save;
-	r = p2p_session_add(m.ses, &add, NULL, errmsg);
-	if (r)
-		goto out;
-	r = p2p_session_files(m.ses, m.btih, &m.files);
+	if (pid < 0 || waitpid(pid, &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+		return -EBUSY;
+	return 0;
+}
+
+/* A folder a dead FUSE process left mounted answers ENOTCONN: detach it so it can be mounted again. */
+static void clear_stale(const char *dir)
+{
+	struct stat st;
+
+	if (stat(dir, &st) < 0 && errno == ENOTCONN)
+		unmount_dir(dir, true);
+}
+
+static int list_files(struct mnt *m, char **errmsg)
+{
+	int r = p2p_session_files(m->ses, m->btih, &m->files);
+
 	if (r) {
 		if (errmsg)
 			*errmsg = xasprintf("cannot list the torrent's files: %s", err_str(r));
-		goto out;
+		return r;
 	}
-	m.sorted = xcalloc(m.files.n ? m.files.n : 1, sizeof(*m.sorted));
-	m.fds = xcalloc(m.files.n ? m.files.n : 1, sizeof(*m.fds));
-	for (size_t i = 0; i < m.files.n; i++) {
-		m.sorted[i] = &m.files.v[i];
-		m.fds[i] = -1;
+	m->sorted = xcalloc(m->files.n ? m->files.n : 1, sizeof(*m->sorted));
+	m->fds = xcalloc(m->files.n ? m->files.n : 1, sizeof(*m->fds));
+	for (size_t i = 0; i < m->files.n; i++) {
+		m->sorted[i] = &m->files.v[i];
+		m->fds[i] = -1;
 	}
-	qsort(m.sorted, m.files.n, sizeof(*m.sorted), by_path);
+	qsort(m->sorted, m->files.n, sizeof(*m->sorted), by_path);
+	return 0;
+}
 
+int p2p_mount_start(const struct p2p_mount_config *cfg, struct p2p_mount **out, char **errmsg)
+{
+	struct mnt *m = xcalloc(1, sizeof(*m));
+	struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
+	char *opts;
+	int r;
+
+	pthread_mutex_init(&m->mu, NULL);
+	m->ses = cfg->ses;
+	snprintf(m->btih, sizeof(m->btih), "%s", cfg->btih);
+	m->dir = xstrdup(cfg->dir);
+	m->timeout_s = cfg->read_timeout_s > 0 ? cfg->read_timeout_s : 600;
+	m->mounted_at = time(NULL);
+	if ((r = list_files(m, errmsg)) != 0) {
+		mnt_free(m);
+		return r;
+	}
+	clear_stale(cfg->dir);
 	/* read-only; others may read it when we are root (allow_other needs root or fuse.conf) */
 	opts = xasprintf("ro,fsname=hubmirror,subtype=hubmirror,default_permissions%s", getuid() == 0 ? ",allow_other" : "");
 	fuse_opt_add_arg(&args, "hubmirror");
 	fuse_opt_add_arg(&args, "-o");
 	fuse_opt_add_arg(&args, opts);
-	f = fuse_new(&args, &ops, sizeof(ops), &m);
-	if (!f || fuse_mount(f, cfg->dir) != 0) {
-		r = -EIO;
+	m->f = fuse_new(&args, &ops, sizeof(ops), m);
+	fuse_opt_free_args(&args);
+	free(opts);
+	if (!m->f || fuse_mount(m->f, cfg->dir) != 0) {
 		if (errmsg)
 			*errmsg = xasprintf("cannot mount on %s (is it an empty folder, and is /dev/fuse there?)", cfg->dir);
-		if (f) {
-			fuse_destroy(f);
-			f = NULL;
-		}
-		goto out;
+		mnt_free(m);
+		return -EIO;
 	}
-	fuse_set_signal_handlers(fuse_get_session(f));
-	m.cfg = cfg;
-	if (pthread_create(&m.watcher, NULL, watch, &m) == 0)
-		m.watcher_started = true;
-	if (cfg->on_mounted && (r = cfg->on_mounted(cfg->ud, m.btih, &m.files)) != 0) {
-		fuse_remove_signal_handlers(fuse_get_session(f));
-		fuse_unmount(f);
-		goto out;
+	if ((r = pthread_create(&m->loop, NULL, serve_loop, m)) != 0) {
+		if (errmsg)
+			*errmsg = xasprintf("cannot start the mount's thread: %s", strerror(r));
+		fuse_unmount(m->f);
+		mnt_free(m);
+		return -r;
 	}
-	r = fuse_loop_mt(f, &lc) == 0 ? 0 : -EIO;
-	fuse_remove_signal_handlers(fuse_get_session(f));
-	fuse_unmount(f);
-out:
-	if (m.watcher_started) {
-		m.stopping = true;
-		pthread_join(m.watcher, NULL);
+	m->loop_started = true;
+	*out = (struct p2p_mount *)m;
+	return 0;
+}
+
+bool p2p_mount_gone(const struct p2p_mount *pm)
+{
+	return ((const struct mnt *)pm)->gone;
+}
+
+int p2p_mount_stop(struct p2p_mount **pm, bool lazy, char **errmsg)
+{
+	struct mnt *m = (struct mnt *)*pm;
+	int r;
+
+	if (!m)
+		return 0;
+	if (!m->gone && (r = unmount_dir(m->dir, lazy)) != 0 && !m->gone) {
+		if (errmsg)
+			*errmsg = xasprintf("cannot unmount %s: %s", m->dir, r == -EBUSY ? "files are open there" : strerror(-r));
+		return r;
 	}
-	if (f)
-		fuse_destroy(f);
-	fuse_opt_free_args(&args);
-	for (size_t i = 0; m.fds && i < m.files.n; i++)
-		if (m.fds[i] >= 0)
-			close(m.fds[i]);
-	free(m.fds);
-	free(m.sorted);
-	p2p_file_list_release(&m.files);
-	p2p_session_free(&m.ses);
-	pthread_mutex_destroy(&m.mu);
-	free(opts);
-	free(save);
-	return r;
+	/* lazily detached files still open keep the loop serving them: at shutdown the process's end
+	 * closes the connection, so wait a moment and leave such a mount to it */
+	for (int i = 0; lazy && !m->gone && i < 200; i++)
+		usleep(10 * 1000);
+	if (lazy && !m->gone) {
+		*pm = NULL;
+		return 0;
+	}
+	if (m->loop_started)
+		pthread_join(m->loop, NULL);
+	fuse_unmount(m->f); /* forgets the mount point (it is gone already) */
+	mnt_free(m);
+	*pm = NULL;
+	return 0;
 }

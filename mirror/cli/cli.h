@@ -51,6 +51,8 @@ int cli_lock_data(struct mirror_data *d, bool wait);
 void cli_human_size(int64_t bytes, char *out, size_t outlen);
 /* "2026-11-30 03:00" (UTC) or "never" for 0. */
 void cli_human_time(int64_t unix_seconds, char *out, size_t outlen);
+/* "50M", "1.5G", "800k", "1000": bytes per second (decimal units) into *out; 0, or -1 when malformed. */
+int cli_parse_rate(const char *arg, int64_t *out);
 /* Width of the terminal on stdout, or 0 when stdout is not a terminal. */
 int cli_term_width(void);
 
@@ -73,6 +75,8 @@ int cmd_remove(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 int cmd_mount(int argc, char **argv);
 int cmd_umount(int argc, char **argv);
+int cmd_agent(int argc, char **argv);
+int cmd_status(int argc, char **argv);
 int cmd_sync(int argc, char **argv);
 int cmd_ls(int argc, char **argv);
 int cmd_info(int argc, char **argv);

@@ -84,15 +84,10 @@ static int serve_option(const struct cli_command *self, int c, const char *arg, 
 		cfg->p2p_rescan_ms = ms;
 		break;
 	}
-	case 'U': {
-		char *end;
-		double v = strtod(arg, &end);
-		double mult = !*end ? 1 : !strcmp(end, "k") ? 1e3 : !strcmp(end, "M") ? 1e6 : !strcmp(end, "G") ? 1e9 : -1;
-		if (end == arg || mult < 0 || v < 0 || v * mult > 1e12)
+	case 'U':
+		if (cli_parse_rate(arg, &cfg->p2p_upload_limit))
 			return cli_usage_error(self, "--p2p-upload-limit takes bytes per second (k, M, G), not '%s'", arg);
-		cfg->p2p_upload_limit = (int64_t)(v * mult);
 		break;
-	}
 	case 'T': case 'I': case 'W': {
 		unsigned ms = parse_timeout(arg);
 		if (!ms)

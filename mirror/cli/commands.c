@@ -66,27 +66,52 @@ const struct cli_command cli_commands[] = {
 	  "  --hub, --type  narrow to one hub or kind\n"
 	  "  --limit N      at most N results (default 50)\n"
 	  "  --json         print a JSON array\n" },
+	{ "agent", cmd_agent,
+	  "agent [--mirror URL] [--cache DIR] [--socket PATH] [--listen ADDR] [--upload-limit RATE]\n"
+	  "      [--foreground]\n"
+	  "       hubmirror agent --stop [--socket PATH]",
+	  "run the instance agent: one process for every mount, the swarm session and the cache",
+	  "The agent holds every mount of this machine in one long-lived process with one BitTorrent\n"
+	  "session and one cache, and keeps seeding what it fetched after the mount is gone and after a\n"
+	  "restart. 'hubmirror mount' starts one when none runs. Returns once it listens on its socket.\n"
+	  "  --mirror URL        the mirror for mounts that name none (default $HUBMIRROR_URL)\n"
+	  "  --cache DIR         where the bytes are kept (default $HUBMIRROR_CACHE or /var/cache/hubmirror);\n"
+	  "                      its log is DIR/agent.log\n"
+	  "  --socket PATH       the control socket (default $HUBMIRROR_AGENT_SOCKET or\n"
+	  "                      /run/hubmirror/agent.sock), readable by its owner only\n"
+	  "  --listen ADDR       where this peer listens for other peers (default 0.0.0.0:0)\n"
+	  "  --upload-limit R    cap what it sends to peers (bytes/s, k/M/G suffixes)\n"
+	  "  --foreground        stay in the foreground (for systemd)\n"
+	  "  --stop              ask the running agent to unmount everything and end\n" },
 	{ "mount", cmd_mount,
 	  "mount [--mirror URL] [--cache DIR] [--hf-cache DIR | --no-hf-cache] [--ms-cache DIR | --no-ms-cache]\n"
-	  "      [--listen ADDR] [--foreground]\n"
-	  "       SPEC[@REV] [DIR]",
-	  "attach a synced repo: read-only files fetched on demand from the swarm, and in the HF cache",
-	  "Asks the mirror for the snapshot's torrent and mounts it read-only on DIR (default /models/ORG/NAME)\n"
-	  "with FUSE: the files are there at once, a read waits only for the pieces it touches (asked for\n"
+	  "      [--listen ADDR] [--socket PATH] SPEC[@REV] [DIR]",
+	  "attach a synced repo: read-only files fetched on demand from the swarm, and in the hub caches",
+	  "Asks the instance agent to mount the snapshot read-only on DIR (default /models/ORG/NAME) with\n"
+	  "FUSE: the files are there at once, a read waits only for the pieces it touches (asked for\n"
 	  "first), and the whole snapshot downloads in the background from peers and the mirror; every byte\n"
-	  "read is verified. For a Hugging Face repo it also links the files into the Hugging Face cache\n"
-	  "(models--ORG--NAME/snapshots/COMMIT, refs/REV), so libraries find them with HF_HUB_OFFLINE=1.\n"
-	  "Returns once the files are visible; the mount runs in its own process until 'hubmirror umount'.\n"
-	  "  --mirror URL   the mirror (default $HUBMIRROR_URL)\n"
-	  "  --cache DIR    where the bytes are kept (default $HUBMIRROR_CACHE or /var/cache/hubmirror)\n"
+	  "read is verified. A Hugging Face repo is also linked into the Hugging Face cache\n"
+	  "(models--ORG--NAME/snapshots/COMMIT, refs/REV), so libraries find it with HF_HUB_OFFLINE=1; a\n"
+	  "ModelScope repo into both ModelScope SDKs' caches. Starts the agent when none runs (with\n"
+	  "--cache and --listen); returns once the files are visible.\n"
+	  "  --mirror URL   the mirror (default $HUBMIRROR_URL, else the running agent's)\n"
+	  "  --cache DIR    for a new agent: where the bytes are kept (default $HUBMIRROR_CACHE or\n"
+	  "                 /var/cache/hubmirror)\n"
 	  "  --hf-cache DIR the Hugging Face hub cache (default $HF_HUB_CACHE, $HF_HOME/hub or\n"
 	  "                 ~/.cache/huggingface/hub); --no-hf-cache: no links\n"
 	  "  --ms-cache DIR the ModelScope cache of ms: repos (default $MODELSCOPE_CACHE, or\n"
 	  "                 ~/.cache/modelscope/hub and ~/.cache/modelscope); --no-ms-cache: no links\n"
-	  "  --listen ADDR  where this peer listens for other peers (default 0.0.0.0:0)\n"
-	  "  --foreground   stay in the foreground until unmounted (for systemd or debugging)\n" },
-	{ "umount", cmd_umount, "umount DIR", "detach a folder that 'hubmirror mount' attached",
-	  "Unmounts DIR; the mount's process then ends. Its downloaded bytes stay in the cache.\n" },
+	  "  --listen ADDR  for a new agent: where it listens for other peers (default 0.0.0.0:0)\n"
+	  "  --socket PATH  the agent's socket (default $HUBMIRROR_AGENT_SOCKET or /run/hubmirror/agent.sock)\n" },
+	{ "umount", cmd_umount, "umount [--socket PATH] DIR", "detach a folder that 'hubmirror mount' attached",
+	  "Asks the agent to unmount DIR (a plain unmount if no agent holds it). The snapshot stays in the\n"
+	  "agent's cache and keeps seeding.\n" },
+	{ "status", cmd_status, "status [--socket PATH] [--json]", "show what the instance agent holds",
+	  "The agent (pid, cache, mirror, peer port, bytes sent and received) and each snapshot it holds:\n"
+	  "spec, commit, bytes had of total, complete or not, peers, where it is mounted.\n"
+	  "  --json   print the agent's answer as JSON (fields: pid socket mirror cache p2p_port started_at\n"
+	  "           uploaded downloaded snapshots[spec revision commit btih bytes_have bytes_total\n"
+	  "           complete mounts peers uploaded downloaded error])\n" },
 	{ "serve", cmd_serve,
 	  "serve [--data DIR] [--listen HOST:PORT] [--sync-at HH:MM] [--sync-every D] [--access-log FILE|-]\n"
 	  "       [--tokens FILE] [--auth open|listed|all]\n"

@@ -3,6 +3,7 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/ioctl.h>
 #include <time.h>
 #include <unistd.h>
@@ -73,4 +74,16 @@ int cli_lock_data(struct mirror_data *d, bool wait)
 	else if (e)
 		fprintf(stderr, "hubmirror: cannot lock '%s': %s\n", d->dir, err_str(e));
 	return e ? CLI_FAILED : CLI_OK;
+}
+
+int cli_parse_rate(const char *arg, int64_t *out)
+{
+	char *end;
+	double v = strtod(arg, &end);
+	double mult = !*end ? 1 : !strcmp(end, "k") ? 1e3 : !strcmp(end, "M") ? 1e6 : !strcmp(end, "G") ? 1e9 : -1;
+
+	if (end == arg || mult < 0 || v < 0 || v * mult > 1e12)
+		return -1;
+	*out = (int64_t)(v * mult);
+	return 0;
 }

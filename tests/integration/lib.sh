@@ -11,6 +11,8 @@ export T   # bash -c snippets in the tests use it
 # Never touch a real data directory from a test; serve's BitTorrent seed on loopback, any free port.
 export HUBMIRROR_DATA="$T/data"
 export HUBMIRROR_P2P_LISTEN=127.0.0.1:0
+# Each test's own instance agent (started by `hubmirror mount`), stopped at the end.
+export HUBMIRROR_AGENT_SOCKET="$T/agent.sock"
 _failed=0
 _count=0
 _pids=()
@@ -19,6 +21,10 @@ _cleanup() {
 	local p
 	for p in "${_pids[@]}"; do kill "$p" 2>/dev/null; done
 	for p in "${_pids[@]}"; do wait "$p" 2>/dev/null; done
+	if [ -S "$HUBMIRROR_AGENT_SOCKET" ]; then
+		p=$("$HUBMIRROR" status --json 2>/dev/null | sed -n 's/^  "pid": \([0-9]*\),$/\1/p')
+		timeout 20 "$HUBMIRROR" agent --stop >/dev/null 2>&1 || { [ -n "$p" ] && kill -9 "$p" 2>/dev/null; }
+	fi
 	rm -rf "$T"
 }
 trap _cleanup EXIT

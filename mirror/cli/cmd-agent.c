@@ -1,0 +1,222 @@
+/*
+ * cmd-agent.c - `hubmirror agent` (the instance agent: p2p/agent/agent.h) and `hubmirror status`
+ * (what it holds).
+ *
+ * `agent` forks the agent's own process and returns once it listens (or says why it could not);
+ * --foreground runs it in this process, for systemd. `agent --stop` asks a running one to end.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "base/err.h"
+#include "base/path.h"
+#include "base/xmalloc.h"
+#include "cli.h"
+#include "p2p/agent/agent.h"
+
+/* Fork the agent's process: no terminal, stderr to <cache>/agent.log; wait until it listens. */
+static int run_detached(const struct agent_config *cfg)
+{
+	int pipefd[2];
+	char msg[512], *log;
+	ssize_t n;
+	pid_t pid;
+
+	if (path_mkdirs(cfg->cache_dir, 0755) || pipe(pipefd) < 0) {
+		fprintf(stderr, "hubmirror: cannot prepare %s: %s\n", cfg->cache_dir, strerror(errno));
+		return CLI_FAILED;
+	}
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0) {
+		fprintf(stderr, "hubmirror: fork: %s\n", strerror(errno));
+		return CLI_FAILED;
+	}
+	if (pid == 0) {
+		char *err = NULL;
+		int r;
+		close(pipefd[0]);
+		setsid();
+		log = xasprintf("%s/agent.log", cfg->cache_dir);
+		if (!freopen("/dev/null", "r", stdin) || !freopen("/dev/null", "w", stdout) || !freopen(log, "a", stderr)) {
+		}
+		setvbuf(stderr, NULL, _IOLBF, 0);
+		free(log);
+		r = agent_run(cfg, pipefd[1], &err);
+		if (r) {
+			char *m = xasprintf("%s\n", err ? err : err_str(r));
+			if (write(pipefd[1], m, strlen(m)) < 0) {
+			}
+			free(m);
+		}
+		_exit(r ? 1 : 0);
+	}
+	close(pipefd[1]);
+	n = read(pipefd[0], msg, sizeof(msg) - 1);
+	close(pipefd[0]);
+	msg[n > 0 ? n : 0] = '\0';
+	if (n <= 0 || strcmp(msg, "ok\n")) {
+		waitpid(pid, NULL, 0);
+		fprintf(stderr, "hubmirror: the agent did not start: %s", n > 0 ? msg : "its process ended\n");
+		return CLI_FAILED;
+	}
+	printf("agent %ld listening on %s (cache %s)\n", (long)pid, cfg->socket_path, cfg->cache_dir);
+	return CLI_OK;
+}
+
+/* Ask the agent at socket to end, and wait until its socket is gone. */
+static int stop_agent(const char *socket)
+{
+	long status = 0;
+	json_t *j = NULL;
+	char *err = NULL;
+	struct stat st;
+	int r = agent_call(socket, "/v1/stop", "{}", 10, &status, &j, &err);
+
+	json_decref(j);
+	if (r == -ECONNREFUSED) {
+		fprintf(stderr, "hubmirror: no agent runs at %s\n", socket);
+		free(err);
+		return CLI_FAILED;
+	}
+	if (r || status != 200) {
+		fprintf(stderr, "hubmirror: the agent at %s did not take the stop: %s\n", socket, err ? err : "?");
+		free(err);
+		return CLI_FAILED;
+	}
+	for (int i = 0; i < 300 && stat(socket, &st) == 0; i++)
+		usleep(20 * 1000);
+	return CLI_OK;
+}
+
+int cmd_agent(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "mirror", required_argument, NULL, 'm' },
+		{ "cache", required_argument, NULL, 'c' },
+		{ "socket", required_argument, NULL, 's' },
+		{ "listen", required_argument, NULL, 'l' },
+		{ "upload-limit", required_argument, NULL, 'U' },
+		{ "foreground", no_argument, NULL, 'f' },
+		{ "stop", no_argument, NULL, 'S' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const struct cli_command *self = cli_find("agent");
+	struct agent_config cfg = { 0 };
+	const char *mirror_opt = NULL;
+	bool foreground = false, stop = false;
+	char *err = NULL;
+	int c, r;
+
+	cfg.cache_dir = getenv("HUBMIRROR_CACHE");
+	cfg.socket_path = agent_socket_default();
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (c) {
+		case 'm': mirror_opt = optarg; break;
+		case 'c': cfg.cache_dir = optarg; break;
+		case 's': cfg.socket_path = optarg; break;
+		case 'l': cfg.listen = optarg; break;
+		case 'U':
+			if (cli_parse_rate(optarg, &cfg.upload_limit))
+				return cli_usage_error(self, "--upload-limit takes bytes per second (k, M, G), not '%s'", optarg);
+			break;
+		case 'f': foreground = true; break;
+		case 'S': stop = true; break;
+		default: return cli_usage_error(self, "unknown option");
+		}
+	}
+	if (optind < argc)
+		return cli_usage_error(self, "unexpected argument '%s'", argv[optind]);
+	if (stop)
+		return stop_agent(cfg.socket_path);
+	cfg.mirror = cli_mirror_url(mirror_opt);
+	if (!cfg.cache_dir || !*cfg.cache_dir)
+		cfg.cache_dir = "/var/cache/hubmirror";
+	if (!foreground)
+		return run_detached(&cfg);
+	r = agent_run(&cfg, -1, &err);
+	if (r)
+		fprintf(stderr, "hubmirror: %s\n", err ? err : err_str(r));
+	free(err);
+	return r ? CLI_FAILED : CLI_OK;
+}
+
+static void print_status(json_t *st)
+{
+	json_t *snaps = json_object_get(st, "snapshots"), *s;
+	char up[16], down[16];
+	size_t i;
+
+	cli_human_size(json_integer_value(json_object_get(st, "uploaded")), up, sizeof(up));
+	cli_human_size(json_integer_value(json_object_get(st, "downloaded")), down, sizeof(down));
+	printf("agent %lld, cache %s, mirror %s, peer port %lld; sent %s, received %s\n",
+	       (long long)json_integer_value(json_object_get(st, "pid")),
+	       json_string_value(json_object_get(st, "cache")),
+	       json_string_value(json_object_get(st, "mirror")) ? json_string_value(json_object_get(st, "mirror")) : "-",
+	       (long long)json_integer_value(json_object_get(st, "p2p_port")), up, down);
+	json_array_foreach(snaps, i, s) {
+		int64_t have = json_integer_value(json_object_get(s, "bytes_have"));
+		int64_t total = json_integer_value(json_object_get(s, "bytes_total"));
+		json_t *mounts = json_object_get(s, "mounts");
+		char h[16], t[16];
+		cli_human_size(have, h, sizeof(h));
+		cli_human_size(total, t, sizeof(t));
+		printf("%s @ %.12s  %s / %s%s  %lld peers  %s%s\n", json_string_value(json_object_get(s, "spec")),
+		       json_string_value(json_object_get(s, "commit")), h, t,
+		       json_is_true(json_object_get(s, "complete")) ? " (complete, seeding)" : "",
+		       (long long)json_integer_value(json_object_get(s, "peers")),
+		       json_array_size(mounts) ? "mounted on " : "not mounted",
+		       json_array_size(mounts) ? json_string_value(json_array_get(mounts, 0)) : "");
+	}
+}
+
+int cmd_status(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "socket", required_argument, NULL, 's' },
+		{ "json", no_argument, NULL, 'j' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const struct cli_command *self = cli_find("status");
+	const char *socket = agent_socket_default();
+	bool as_json = false;
+	json_t *st = NULL;
+	char *err = NULL;
+	long status = 0;
+	int c, r;
+
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (c) {
+		case 's': socket = optarg; break;
+		case 'j': as_json = true; break;
+		default: return cli_usage_error(self, "unknown option");
+		}
+	}
+	if (optind < argc)
+		return cli_usage_error(self, "unexpected argument '%s'", argv[optind]);
+	r = agent_call(socket, "/v1/status", NULL, 30, &status, &st, &err);
+	if (r || status != 200 || !json_is_object(st)) {
+		fprintf(stderr, "hubmirror: %s\n", r == -ECONNREFUSED ? "no agent runs (start one with 'hubmirror agent' or 'hubmirror mount')"
+					   : err ? err : "the agent gave no status");
+		free(err);
+		json_decref(st);
+		return CLI_FAILED;
+	}
+	if (as_json) {
+		char *s = json_dumps(st, JSON_INDENT(2));
+		puts(s);
+		free(s);
+	} else {
+		print_status(st);
+	}
+	json_decref(st);
+	return CLI_OK;
+}

@@ -1,0 +1,432 @@
+/*
+ * agent.c - the instance agent's process (see agent.h): one libuv loop for the control socket, the
+ * session's events and a one-second tick; one libtorrent session; FUSE mounts with threads of their
+ * own (p2p/mount.h); hashing of finished snapshots on libuv's thread pool at idle priority.
+ *
+ * What survives the process is in the cache: each snapshot's torrent and the mirror's description
+ * of it (<cache>/agent/<btih>.torrent and .json, written to a temporary name and renamed), so a
+ * restarted agent takes its snapshots back and seeds them again; libtorrent checks their files then.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agent-int.h"
+#include "base/err.h"
+#include "base/hex.h"
+#include "base/path.h"
+#include "base/xmalloc.h"
+#include "hub/httpd.h"
+#include "p2p/mount.h"
+#include "p2p/p2p.h"
+
+struct snap *agent_snap_find(struct agent *a, const char *btih)
+{
+	for (size_t i = 0; i < a->nsnaps; i++)
+		if (!strcmp(a->snaps[i]->btih, btih))
+			return a->snaps[i];
+	return NULL;
+}
+
+static void snap_free(struct snap *s)
+{
+	free(s->known);
+	free(s->torrent);
+	free(s->save);
+	free(s->mounts);
+	json_decref(s->meta);
+	free(s);
+}
+
+/* The files the meta names with a sha256 (borrowed from it). */
+static void snap_known(struct snap *s)
+{
+	json_t *files = json_object_get(s->meta, "files"), *it;
+	size_t i;
+
+	s->known = xcalloc(json_array_size(files) + 1, sizeof(*s->known));
+	json_array_foreach(files, i, it) {
+		const char *p = json_string_value(json_object_get(it, "path"));
+		const char *h = json_string_value(json_object_get(it, "sha256"));
+		if (p && h) {
+			s->known[s->nknown].path = p;
+			s->known[s->nknown].sha256 = h;
+			s->nknown++;
+		}
+	}
+}
+
+/* Write data to path through a temporary name, so a crash leaves the old file or the new one. */
+static int write_atomic(const char *path, const void *data, size_t len)
+{
+	char *tmp = xasprintf("%s.tmp", path);
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600), r = 0;
+
+	if (fd < 0) {
+		r = -errno;
+	} else {
+		if (write(fd, data, len) != (ssize_t)len || fsync(fd) < 0)
+			r = errno ? -errno : -EIO;
+		close(fd);
+		if (!r && rename(tmp, path) < 0)
+			r = -errno;
+	}
+	if (r)
+		unlink(tmp);
+	free(tmp);
+	return r;
+}
+
+static void remember(struct agent *a, const struct snap *s)
+{
+	char *dir = xasprintf("%s/agent", a->cfg->cache_dir), *tp, *mp, *js;
+
+	path_mkdirs(dir, 0700);
+	tp = xasprintf("%s/%s.torrent", dir, s->btih);
+	mp = xasprintf("%s/%s.json", dir, s->btih);
+	js = json_dumps(s->meta, JSON_COMPACT);
+	/* the description last: a snapshot is taken back only with both */
+	if (write_atomic(tp, s->torrent, s->tlen) || write_atomic(mp, js, strlen(js)))
+		fprintf(stderr, "hubmirror agent: cannot remember %s in %s: a restart will not seed it\n", s->btih, dir);
+	free(js);
+	free(tp);
+	free(mp);
+	free(dir);
+}
+
+struct snap *agent_snap_add(struct agent *a, json_t *meta, const unsigned char *torrent, size_t tlen,
+			    char **errmsg)
+{
+	struct p2p_add add = { 0 };
+	struct snap *s;
+	char btih[41];
+
+	if (p2p_torrent_info_hash(torrent, tlen, btih, errmsg)) {
+		json_decref(meta);
+		return NULL;
+	}
+	if ((s = agent_snap_find(a, btih))) {
+		json_decref(meta);
+		return s;
+	}
+	s = xcalloc(1, sizeof(*s));
+	memcpy(s->btih, btih, sizeof(btih));
+	s->meta = meta;
+	s->spec = json_string_value(json_object_get(meta, "spec"));
+	s->revision = json_string_value(json_object_get(meta, "revision"));
+	s->commit = json_string_value(json_object_get(meta, "commit"));
+	s->name = json_string_value(json_object_get(meta, "name"));
+	s->torrent = xmalloc(tlen);
+	memcpy(s->torrent, torrent, tlen);
+	s->tlen = tlen;
+	s->save = xasprintf("%s/%s", a->cfg->cache_dir, btih);
+	snap_known(s);
+	if (mkdir(s->save, 0755) < 0 && errno != EEXIST) {
+		if (errmsg)
+			*errmsg = xasprintf("cannot create %s: %s", s->save, strerror(errno));
+		snap_free(s);
+		return NULL;
+	}
+	/* contents this instance holds already (another revision): placed before the torrent starts */
+	p2p_keep_place(a->cfg->cache_dir, s->name, s->known, s->nknown, torrent, tlen, s->save);
+	add.torrent = torrent;
+	add.len = tlen;
+	add.save_path = s->save;
+	if (p2p_session_add(a->ses, &add, NULL, errmsg)) {
+		snap_free(s);
+		return NULL;
+	}
+	remember(a, s);
+	a->snaps = xreallocarray(a->snaps, a->nsnaps + 1, sizeof(*a->snaps));
+	a->snaps[a->nsnaps++] = s;
+	return s;
+}
+
+/* Read a whole file of at most max bytes. Returns 0 with *out (malloc'd) or -errno. */
+static int read_file(const char *path, size_t max, unsigned char **out, size_t *len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC), r = 0;
+	struct stat st;
+
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0 || st.st_size < 0 || (size_t)st.st_size > max) {
+		close(fd);
+		return -EFBIG;
+	}
+	*out = xmalloc((size_t)st.st_size + 1);
+	*len = 0;
+	while (*len < (size_t)st.st_size) {
+		ssize_t n = read(fd, *out + *len, (size_t)st.st_size - *len);
+		if (n <= 0) {
+			r = n < 0 ? -errno : -EIO;
+			break;
+		}
+		*len += (size_t)n;
+	}
+	close(fd);
+	if (r) {
+		free(*out);
+		*out = NULL;
+	}
+	return r;
+}
+
+/* Take back the snapshots an earlier run held (their bytes are in the cache). */
+static void recall(struct agent *a)
+{
+	char *dir = xasprintf("%s/agent", a->cfg->cache_dir);
+	struct dirent **names = NULL;
+	int n = scandir(dir, &names, NULL, alphasort);
+
+	for (int i = 0; i < n; i++) {
+		const char *nm = names[i]->d_name;
+		size_t len = strlen(nm);
+		if (len == 45 && !strcmp(nm + 40, ".json")) {
+			char *mp = xasprintf("%s/%s", dir, nm), *tp = xasprintf("%s/%.40s.torrent", dir, nm), *err = NULL;
+			json_t *meta = json_load_file(mp, 0, NULL);
+			unsigned char *tor = NULL;
+			size_t tlen = 0;
+			if (meta && !read_file(tp, 128 << 20, &tor, &tlen) &&
+			    !agent_snap_add(a, meta, tor, tlen, &err))
+				fprintf(stderr, "hubmirror agent: cannot take back %.40s: %s\n", nm, err ? err : "?");
+			else if (!meta)
+				fprintf(stderr, "hubmirror agent: %s is unreadable: skipped\n", mp);
+			free(err);
+			free(tor);
+			free(mp);
+			free(tp);
+		}
+		free(names[i]);
+	}
+	free(names);
+	free(dir);
+}
+
+/* ---- finished snapshots: contents kept by sha256 ------------------------------------------------- */
+
+static void index_work(uv_work_t *w)
+{
+	struct snap *s = w->data;
+	struct agent *a = s->work.loop->data;
+	struct sched_param idle = { 0 }, normal = { 0 };
+	size_t pending;
+
+	/* Hashing a whole snapshot must not slow the reads it runs beside (the download often ends while a
+	 * loader still reads): it runs at SCHED_IDLE, on CPU time nobody else wants. */
+	pthread_setschedparam(pthread_self(), SCHED_IDLE, &idle);
+	pending = p2p_keep_index(a->ses, s->btih, a->cfg->cache_dir, s->known, s->nknown);
+	pthread_setschedparam(pthread_self(), SCHED_OTHER, &normal);
+	/* a file whose last writes are pending is tried again, for a minute at most */
+	s->indexed = pending == 0 || ++s->index_tries >= 60;
+}
+
+static void index_done(uv_work_t *w, int status)
+{
+	struct snap *s = w->data;
+
+	(void)status;
+	s->indexing = false;
+}
+
+static void on_event(void *ud, const struct p2p_event *ev)
+{
+	struct agent *a = ud;
+	struct snap *s = agent_snap_find(a, ev->btih);
+
+	if (s && ev->kind == P2P_EVENT_FINISHED)
+		s->finished = true;
+	else if (s && ev->kind == P2P_EVENT_ERROR)
+		fprintf(stderr, "hubmirror agent: %s: %s\n", s->spec ? s->spec : s->btih, ev->message);
+}
+
+static void on_wake(uv_async_t *h)
+{
+	struct agent *a = h->data;
+
+	p2p_session_drain(a->ses, on_event, a);
+}
+
+static void wake_from_libtorrent(void *ud)
+{
+	uv_async_send(ud);
+}
+
+static void on_tick(uv_timer_t *t)
+{
+	struct agent *a = t->data;
+
+	p2p_session_drain(a->ses, on_event, a);
+	for (size_t i = 0; i < a->nsnaps; i++) {
+		struct snap *s = a->snaps[i];
+		struct p2p_torrent_status st;
+		/* mounts detached from outside (a plain umount): their thread has ended */
+		for (size_t k = 0; k < s->nmounts; k++) {
+			if (p2p_mount_gone(s->mounts[k].m)) {
+				p2p_mount_stop(&s->mounts[k].m, false, NULL);
+				free(s->mounts[k].dir);
+				s->mounts[k--] = s->mounts[--s->nmounts];
+			}
+		}
+		if (!s->finished && !p2p_session_torrent_status(a->ses, s->btih, &st) && st.seeding)
+			s->finished = true;
+		if (s->finished && !s->indexed && !s->indexing) {
+			s->indexing = true;
+			s->work.data = s;
+			uv_queue_work(&a->loop, &s->work, index_work, index_done);
+		}
+	}
+}
+
+/* ---- start and stop ------------------------------------------------------------------------------ */
+
+static void close_cb(uv_handle_t *h)
+{
+	(void)h;
+}
+
+void agent_stop(struct agent *a)
+{
+	if (a->stopping)
+		return;
+	a->stopping = true;
+	for (size_t i = 0; i < a->nsnaps; i++) {
+		struct snap *s = a->snaps[i];
+		for (size_t k = 0; k < s->nmounts; k++) {
+			p2p_mount_stop(&s->mounts[k].m, true, NULL);
+			free(s->mounts[k].dir);
+		}
+		s->nmounts = 0;
+	}
+	httpd_free(&a->ctl);
+	uv_timer_stop(&a->tick);
+	uv_close((uv_handle_t *)&a->tick, close_cb);
+	uv_close((uv_handle_t *)&a->sigterm, close_cb);
+	uv_close((uv_handle_t *)&a->sigint, close_cb);
+}
+
+static void on_stop_timer(uv_timer_t *t)
+{
+	agent_stop(t->data);
+}
+
+void agent_stop_soon(struct agent *a)
+{
+	uv_timer_start(&a->tick, on_stop_timer, 100, 0);
+}
+
+static void on_signal(uv_signal_t *h, int signum)
+{
+	(void)signum;
+	agent_stop(h->data);
+}
+
+/* Is an agent answering at path already? Then this one must not take the socket from it. */
+static bool socket_in_use(const char *path)
+{
+	long status = 0;
+	json_t *j = NULL;
+	int r = agent_call(path, "/v1/status", NULL, 5, &status, &j, NULL);
+
+	json_decref(j);
+	return r == 0;
+}
+
+static int start(struct agent *a, char **errmsg)
+{
+	struct p2p_session_config sc = { 0 };
+	struct httpd_config hc = { 0 };
+	char *listen, *sockdir = xstrdup(a->cfg->socket_path), *slash = strrchr(sockdir, '/');
+	int r;
+
+	if (slash && slash != sockdir) {
+		*slash = '\0';
+		path_mkdirs(sockdir, 0755);
+	}
+	free(sockdir);
+	if (socket_in_use(a->cfg->socket_path)) {
+		*errmsg = xasprintf("an agent already runs at %s", a->cfg->socket_path);
+		return -EADDRINUSE;
+	}
+	unlink(a->cfg->socket_path); /* left by an agent that died */
+	if ((r = path_mkdirs(a->cfg->cache_dir, 0755)) != 0) {
+		*errmsg = xasprintf("cannot create %s: %s", a->cfg->cache_dir, err_str(r));
+		return r;
+	}
+	sc.listen_interfaces = a->cfg->listen ? a->cfg->listen : "0.0.0.0:0";
+	sc.lan_tuning = true;
+	sc.local_upload_limit = a->cfg->upload_limit;
+	if ((r = p2p_session_new(&sc, &a->ses, errmsg)) != 0)
+		return r;
+	uv_async_init(&a->loop, &a->wake, on_wake);
+	uv_unref((uv_handle_t *)&a->wake); /* the loop ends when the control socket and timers do */
+	a->wake.data = a;
+	p2p_session_set_wakeup(a->ses, wake_from_libtorrent, &a->wake);
+	recall(a);
+	/* the control socket is the agent's owner's alone: it mounts and reads tokens */
+	listen = xasprintf("unix:%s", a->cfg->socket_path);
+	hc.listen = listen;
+	hc.max_connections = 256;
+	umask(077);
+	r = httpd_new(&a->loop, &hc, &a->ctl);
+	umask(022);
+	free(listen);
+	if (r) {
+		*errmsg = xasprintf("cannot listen on %s: %s", a->cfg->socket_path, uv_strerror(r));
+		return r;
+	}
+	httpd_add_handler(a->ctl, agent_control, a);
+	uv_timer_init(&a->loop, &a->tick);
+	a->tick.data = a;
+	uv_timer_start(&a->tick, on_tick, 1000, 1000);
+	uv_signal_init(&a->loop, &a->sigterm);
+	uv_signal_init(&a->loop, &a->sigint);
+	a->sigterm.data = a->sigint.data = a;
+	uv_signal_start(&a->sigterm, on_signal, SIGTERM);
+	uv_signal_start(&a->sigint, on_signal, SIGINT);
+	return 0;
+}
+
+int agent_run(const struct agent_config *cfg, int ready_fd, char **errmsg)
+{
+	struct agent *a = xcalloc(1, sizeof(*a));
+	int r;
+
+	a->cfg = cfg;
+	a->started_at = time(NULL);
+	uv_loop_init(&a->loop);
+	a->loop.data = a;
+	signal(SIGPIPE, SIG_IGN);
+	r = start(a, errmsg);
+	if (!r) {
+		if (ready_fd >= 0) {
+			if (write(ready_fd, "ok\n", 3) < 0) { /* the parent is gone: carry on */
+			}
+			close(ready_fd);
+		}
+		uv_run(&a->loop, UV_RUN_DEFAULT);
+		unlink(cfg->socket_path);
+	} else {
+		httpd_free(&a->ctl);
+	}
+	/* libtorrent first: it must not signal the async handle once that is closed */
+	p2p_session_free(&a->ses);
+	if (a->wake.loop)
+		uv_close((uv_handle_t *)&a->wake, close_cb);
+	uv_run(&a->loop, UV_RUN_DEFAULT);
+	uv_loop_close(&a->loop);
+	for (size_t i = 0; i < a->nsnaps; i++)
+		snap_free(a->snaps[i]);
+	free(a->snaps);
+	free(a);
+	return r;
+}

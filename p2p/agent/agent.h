@@ -1,0 +1,48 @@
+/*
+ * agent.h - the instance agent: one long-lived process per machine that holds the swarm session, the
+ * cache and every mount of the instance (docs/agent.md).
+ *
+ * It listens on a unix socket and speaks HTTP there (the control API below); `hubmirror mount`,
+ * `umount` and `status` are its clients, and start it when none runs. A snapshot it fetched stays in
+ * its cache and keeps seeding after its mount is gone, and after the agent restarts.
+ *
+ * Control API (JSON bodies, JSON answers; an error is {"error": "..."} with a 4xx/5xx status):
+ *   GET  /v1/status   the agent, and each snapshot: spec, commit, bytes had and total, mounts, peers
+ *   POST /v1/mount    {"spec", "dir", "mirror"?, "token"?, "hf_cache"?, "ms_cache"?, "ms_hub_cache"?}
+ *   POST /v1/umount   {"dir"}
+ *   POST /v1/stop     unmount everything and end
+ */
+#ifndef HM_AGENT_H
+#define HM_AGENT_H
+
+#include <stdint.h>
+
+struct agent_config {
+	const char *mirror;             /* the default mirror URL for mounts that name none; may be NULL */
+	const char *cache_dir;          /* the bytes: <cache>/<btih>/<name>/<path>; by-sha256/; agent/ */
+	const char *socket_path;        /* the control socket */
+	const char *listen;             /* libtorrent listen interfaces; NULL: "0.0.0.0:0" */
+	int64_t upload_limit;           /* bytes/s to LAN peers; 0: unlimited */
+	int read_timeout_s;             /* a mount's read waits this long for its pieces; 0: 600 */
+};
+
+/*
+ * Run the agent until it is told to stop (SIGTERM, SIGINT, POST /v1/stop). Once it listens, writes
+ * "ok\n" to ready_fd (if >= 0) and closes it; if it cannot start, returns an error with *errmsg
+ * (malloc'd) instead, and writes nothing. Returns 0 after a clean stop.
+ */
+int agent_run(const struct agent_config *cfg, int ready_fd, char **errmsg);
+
+/* The control socket clients use: $HUBMIRROR_AGENT_SOCKET, or /run/hubmirror/agent.sock. */
+const char *agent_socket_default(void);
+
+/*
+ * A call to the agent at socket: GET path (body NULL) or POST body. Returns 0 with *status and
+ * *answer (the parsed JSON answer, a new reference, or NULL if it was not JSON); -ECONNREFUSED when no
+ * agent listens there; another error with *errmsg (malloc'd).
+ */
+struct json_t;
+int agent_call(const char *socket, const char *path, const char *body, long timeout_s, long *status,
+	       struct json_t **answer, char **errmsg);
+
+#endif

@@ -1,0 +1,317 @@
+/*
+ * control.c - the agent's control API on its unix socket (the routes are listed in agent.h).
+ *
+ * A mount is answered on the loop, blocking it while the mirror is asked for the snapshot and the
+ * FUSE mount is made (tens of milliseconds on a LAN): the socket's clients are the instance's own
+ * commands, and reads of mounted files never touch this loop (they run on FUSE's threads).
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "agent-int.h"
+#include "base/err.h"
+#include "base/hex.h"
+#include "base/path.h"
+#include "base/xmalloc.h"
+#include "hub/cache.h"
+#include "hub/http.h"
+#include "hub/httpd.h"
+#include "hub/hub.h"
+#include "p2p/mount.h"
+#include "p2p/p2p.h"
+
+static void answer(struct httpd_req *req, int status, json_t *j)
+{
+	char *s = json_dumps(j, JSON_COMPACT);
+
+	httpd_respond_str(req, status, "application/json", s);
+	free(s);
+	json_decref(j);
+}
+
+__attribute__((format(printf, 3, 4)))
+static int fail(struct httpd_req *req, int status, const char *fmt, ...)
+{
+	va_list ap;
+	char *msg = NULL;
+
+	va_start(ap, fmt);
+	if (vasprintf(&msg, fmt, ap) < 0)
+		msg = NULL;
+	va_end(ap);
+	answer(req, status, json_pack("{s:s}", "error", msg ? msg : "out of memory"));
+	free(msg);
+	return 0;
+}
+
+/* ---- status -------------------------------------------------------------------------------------- */
+
+static json_t *snap_json(struct agent *a, const struct snap *s)
+{
+	struct p2p_torrent_status st = { 0 };
+	json_t *mounts = json_array();
+	bool ok = !p2p_session_torrent_status(a->ses, s->btih, &st);
+
+	for (size_t k = 0; k < s->nmounts; k++)
+		json_array_append_new(mounts, json_string(s->mounts[k].dir));
+	return json_pack("{s:s?, s:s?, s:s?, s:s, s:I, s:I, s:b, s:o, s:i, s:I, s:I, s:s?}",
+			 "spec", s->spec, "revision", s->revision, "commit", s->commit, "btih", s->btih,
+			 "bytes_have", (json_int_t)(ok ? st.total_done : 0),
+			 "bytes_total", (json_int_t)(ok ? st.total_wanted : 0), "complete", ok && st.seeding,
+			 "mounts", mounts, "peers", ok ? st.peers : 0, "uploaded", (json_int_t)(ok ? st.uploaded : 0),
+			 "downloaded", (json_int_t)(ok ? st.downloaded : 0),
+			 "error", ok && st.error ? st.message : NULL);
+}
+
+static int do_status(struct agent *a, struct httpd_req *req)
+{
+	json_t *snaps = json_array();
+	struct p2p_session_status ss = { 0 };
+	int64_t up = 0, down = 0;
+
+	for (size_t i = 0; i < a->nsnaps; i++)
+		json_array_append_new(snaps, snap_json(a, a->snaps[i]));
+	p2p_session_status(a->ses, &ss);
+	p2p_session_totals(a->ses, &up, &down);
+	answer(req, 200, json_pack("{s:i, s:s, s:s?, s:s, s:i, s:I, s:I, s:I, s:o}", "pid", (int)getpid(),
+				   "socket", a->cfg->socket_path, "mirror", a->cfg->mirror, "cache", a->cfg->cache_dir,
+				   "p2p_port", ss.listen_port, "started_at", (json_int_t)a->started_at,
+				   "uploaded", (json_int_t)up, "downloaded", (json_int_t)down, "snapshots", snaps));
+	return 0;
+}
+
+/* ---- mount --------------------------------------------------------------------------------------- */
+
+/* GET mirror + path; 0 with the body, or an HTTP status for the client with *why (malloc'd). */
+static int mirror_get(const char *mirror, const char *path, const char *token, char **body, size_t *len,
+		      char **why)
+{
+	char *url = xasprintf("%s%s", mirror, path), *err = NULL;
+	long status = 0;
+	int r;
+
+	r = hub_http_get_blocking(url, token, 128 << 20, body, len, &status, &err);
+	free(url);
+	if (r) {
+		*why = xasprintf("cannot reach the mirror at %s: %s", mirror, err ? err : err_str(r));
+		free(err);
+		return 502;
+	}
+	if (status != 200) {
+		json_t *j = json_loadb(*body, *len, 0, NULL);
+		const char *e = json_string_value(json_object_get(j, "error"));
+		*why = xstrdup(e ? e : "unexpected answer");
+		json_decref(j);
+		free(*body);
+		*body = NULL;
+		return status == 404 || status == 401 || status == 403 ? (int)status : 502;
+	}
+	return 0;
+}
+
+/* The mirror's description of the snapshot (commit, ref, name, files with sha256) and its torrent. */
+static int fetch_snapshot(const char *mirror, const char *token, const struct hub_spec *spec, json_t **meta,
+			  char **tor, size_t *tlen, char **why)
+{
+	char *q = spec->revision ? hub_url_escape(spec->revision, false) : NULL, *body = NULL, *path;
+	const char *rev, *commit;
+	size_t len = 0;
+	int st;
+
+	path = xasprintf("/api/p2p/torrent/%s/%s/%s?meta=1%s%s", hub_kind_name(spec->hub), hub_type_name(spec->type),
+			 spec->name, q ? "&rev=" : "", q ? q : "");
+	st = mirror_get(mirror, path, token, &body, &len, why);
+	free(path);
+	free(q);
+	if (st)
+		return st;
+	*meta = json_loadb(body, len, 0, NULL);
+	free(body);
+	rev = json_string_value(json_object_get(*meta, "revision"));
+	commit = json_string_value(json_object_get(*meta, "commit"));
+	/* the commit names a folder of the HF cache: 40 hex digits, nothing else */
+	if (!rev || !commit || hub_check_revision(rev) || !hex_is_lower(commit, 40)) {
+		*why = xasprintf("%s answered a snapshot without a usable commit or ref", mirror);
+		return 502;
+	}
+	/* the torrent of that very commit, even if a sync moves the ref meanwhile */
+	path = xasprintf("/api/p2p/torrent/%s/%s/%s?rev=%s", hub_kind_name(spec->hub), hub_type_name(spec->type),
+			 spec->name, commit);
+	st = mirror_get(mirror, path, token, tor, tlen, why);
+	free(path);
+	return st;
+}
+
+/* Link the mounted files into the hub caches the request names (none: no links). */
+static int link_caches(const struct snap *s, const struct hub_spec *spec, json_t *body, const char *dir,
+		       const struct p2p_file_list *files, char **why)
+{
+	const char *hf = json_string_value(json_object_get(body, "hf_cache"));
+	const char *ms = json_string_value(json_object_get(body, "ms_cache"));
+	const char *msh = json_string_value(json_object_get(body, "ms_hub_cache"));
+	const char **paths = xcalloc(files->n ? files->n : 1, sizeof(*paths));
+	int r = 0;
+
+	for (size_t i = 0; i < files->n; i++)
+		paths[i] = files->v[i].path;
+	if (hf && spec->hub == HUB_HF)
+		r = hub_cache_link_hf(hf, hub_type_name(spec->type), spec->name, s->revision, s->commit, dir, paths,
+				      files->n, why);
+	else if (ms && spec->hub == HUB_MS)
+		r = hub_cache_link_ms(ms, msh, hub_type_name(spec->type), spec->name, s->revision, s->commit, dir,
+				      paths, files->n, why);
+	free(paths);
+	return r;
+}
+
+static struct agent_mount *mount_at(struct agent *a, const char *dir, struct snap **owner)
+{
+	for (size_t i = 0; i < a->nsnaps; i++)
+		for (size_t k = 0; k < a->snaps[i]->nmounts; k++)
+			if (!strcmp(a->snaps[i]->mounts[k].dir, dir)) {
+				if (owner)
+					*owner = a->snaps[i];
+				return &a->snaps[i]->mounts[k];
+			}
+	return NULL;
+}
+
+/* Mount snapshot s on dir and link it; answers the request. */
+static int mount_snap(struct agent *a, struct httpd_req *req, struct snap *s, const struct hub_spec *spec,
+		      json_t *body, const char *dir)
+{
+	struct p2p_mount_config mc = { .ses = a->ses, .btih = s->btih, .dir = dir,
+				       .read_timeout_s = a->cfg->read_timeout_s };
+	struct p2p_file_list files = { 0 };
+	struct p2p_mount *m = NULL;
+	char *err = NULL;
+	int r;
+
+	if ((r = path_mkdirs(dir, 0755)) != 0)
+		return fail(req, 500, "cannot create %s: %s", dir, err_str(r));
+	if (p2p_mount_start(&mc, &m, &err)) {
+		fail(req, 500, "%s", err ? err : "cannot mount");
+		free(err);
+		return 0;
+	}
+	if (p2p_session_files(a->ses, s->btih, &files) || link_caches(s, spec, body, dir, &files, &err)) {
+		fail(req, 500, "%s", err ? err : "cannot link the files into the hub cache");
+		p2p_mount_stop(&m, true, NULL);
+		p2p_file_list_release(&files);
+		free(err);
+		return 0;
+	}
+	p2p_file_list_release(&files);
+	s->mounts = xreallocarray(s->mounts, s->nmounts + 1, sizeof(*s->mounts));
+	s->mounts[s->nmounts].dir = xstrdup(dir);
+	s->mounts[s->nmounts].m = m;
+	s->nmounts++;
+	answer(req, 200, json_pack("{s:s, s:s, s:s, s:s, s:s, s:i, s:s?, s:s?}", "spec", s->spec, "revision",
+				   s->revision, "commit", s->commit, "btih", s->btih, "dir", dir, "pid", (int)getpid(),
+				   "hf_cache", spec->hub == HUB_HF ? json_string_value(json_object_get(body, "hf_cache")) : NULL,
+				   "ms_cache", spec->hub == HUB_MS ? json_string_value(json_object_get(body, "ms_cache")) : NULL));
+	return 0;
+}
+
+static int do_mount(struct agent *a, struct httpd_req *req, json_t *body)
+{
+	const char *sp = json_string_value(json_object_get(body, "spec"));
+	const char *dir = json_string_value(json_object_get(body, "dir"));
+	const char *mirror = json_string_value(json_object_get(body, "mirror"));
+	const char *token = json_string_value(json_object_get(body, "token"));
+	struct hub_spec spec;
+	json_t *meta = NULL;
+	char *tor = NULL, *why = NULL;
+	struct snap *s;
+	size_t tlen = 0;
+	int st;
+
+	if (!mirror)
+		mirror = a->cfg->mirror;
+	if (!sp || hub_spec_parse(sp, &spec))
+		return fail(req, 400, "'%s' is not a SPEC like hf:org/name[@rev]", sp ? sp : "");
+	if (!dir || dir[0] != '/' || path_check_str(dir + 1) || !mirror || !strchr(spec.name, '/')) {
+		hub_spec_release(&spec);
+		return fail(req, 400, "%s", !mirror ? "which mirror? this agent has none: give one"
+				 : !strchr(sp, '/') ? "mount needs an org/name repo" : "the folder must be an absolute path");
+	}
+	if (mount_at(a, dir, NULL)) {
+		hub_spec_release(&spec);
+		return fail(req, 409, "%s is mounted already (hubmirror umount %s)", dir, dir);
+	}
+	st = fetch_snapshot(mirror, token, &spec, &meta, &tor, &tlen, &why);
+	if (st) {
+		fail(req, st, "%s on %s: %s", sp, mirror, why);
+	} else {
+		char *canon = hub_spec_format(&spec, 0);
+		json_object_set_new(meta, "spec", json_string(canon));
+		free(canon);
+		s = agent_snap_add(a, json_incref(meta), (const unsigned char *)tor, tlen, &why);
+		if (!s)
+			fail(req, 502, "cannot take the snapshot's torrent: %s", why ? why : "?");
+		else
+			mount_snap(a, req, s, &spec, body, dir);
+	}
+	json_decref(meta);
+	free(tor);
+	free(why);
+	hub_spec_release(&spec);
+	return 0;
+}
+
+static int do_umount(struct agent *a, struct httpd_req *req, json_t *body)
+{
+	const char *dir = json_string_value(json_object_get(body, "dir"));
+	struct snap *s = NULL;
+	struct agent_mount *am = dir ? mount_at(a, dir, &s) : NULL;
+	char *err = NULL;
+
+	if (!am)
+		return fail(req, 404, "%s is not mounted by this agent", dir ? dir : "that");
+	if (p2p_mount_stop(&am->m, false, &err)) {
+		fail(req, 409, "%s", err ? err : "cannot unmount");
+		free(err);
+		return 0;
+	}
+	free(am->dir);
+	*am = s->mounts[--s->nmounts];
+	answer(req, 200, json_pack("{s:s, s:s}", "dir", dir, "btih", s->btih));
+	return 0;
+}
+
+int agent_control(void *ud, struct httpd_req *req)
+{
+	struct agent *a = ud;
+	const char *path = httpd_path(req), *b;
+	bool post = !strcmp(httpd_method(req), "POST");
+	json_t *body = NULL;
+	size_t blen = 0;
+
+	if (!strcmp(path, "/v1/status"))
+		return do_status(a, req);
+	if (!post)
+		return fail(req, !strcmp(path, "/v1/mount") || !strcmp(path, "/v1/umount") ? 405 : 404,
+			    "no such call: %s", path);
+	if (!strcmp(path, "/v1/stop")) {
+		agent_stop_soon(a);
+		return fail(req, 200, "stopping");
+	}
+	b = httpd_body(req, &blen);
+	body = json_loadb(b ? b : "", blen, 0, NULL);
+	if (!json_is_object(body)) {
+		json_decref(body);
+		return fail(req, 400, "the body must be a JSON object");
+	}
+	if (!strcmp(path, "/v1/mount"))
+		do_mount(a, req, body);
+	else if (!strcmp(path, "/v1/umount"))
+		do_umount(a, req, body);
+	else
+		fail(req, 404, "no such call: %s", path);
+	json_decref(body);
+	return 0;
+}
