@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -285,13 +286,16 @@ static int unmount_dir(const char *dir, bool lazy)
 	return 0;
 }
 
-/* A folder a dead FUSE process left mounted answers ENOTCONN: detach it so it can be mounted again. */
+/* A folder a dead FUSE process left mounted answers ENOTCONN: detach it (and any stacked under it)
+ * so it can be mounted again. statfs, because the kernel answers it from no cache (a stat may come
+ * from attributes cached while the process lived). */
 static void clear_stale(const char *dir)
 {
-	struct stat st;
+	struct statfs sf;
 
-	if (stat(dir, &st) < 0 && errno == ENOTCONN)
-		unmount_dir(dir, true);
+	for (int i = 0; i < 8 && statfs(dir, &sf) < 0 && errno == ENOTCONN; i++)
+		if (unmount_dir(dir, true))
+			break;
 }
 
 static int list_files(struct mnt *m, char **errmsg)

@@ -173,6 +173,9 @@ int cmd_mount(int argc, char **argv)
 	       json_string_value(json_object_get(ans, "commit")), dir,
 	       (long long)json_integer_value(json_object_get(ans, "pid")),
 	       hf ? "; Hugging Face cache: " : ms ? "; ModelScope cache: " : "", hf ? hf : ms ? ms : "");
+	if (json_string_value(json_object_get(ans, "offline")))
+		fprintf(stderr, "hubmirror: the mirror did not answer (%s): mounted the snapshot this instance holds\n",
+			json_string_value(json_object_get(ans, "offline")));
 	r = CLI_OK;
 out:
 	json_decref(ans);

@@ -8,7 +8,9 @@
  *
  * Control API (JSON bodies, JSON answers; an error is {"error": "..."} with a 4xx/5xx status):
  *   GET  /v1/status   the agent, and each snapshot: spec, commit, bytes had and total, mounts, peers
- *   POST /v1/mount    {"spec", "dir", "mirror"?, "token"?, "hf_cache"?, "ms_cache"?, "ms_hub_cache"?}
+ *   POST /v1/mount    {"spec", "dir", "mirror"?, "token"?, "hf_cache"?, "ms_cache"?, "ms_hub_cache"?}:
+ *                     the mirror's current snapshot of spec; when the mirror cannot be reached, the
+ *                     newest one the agent holds (the answer's "offline" says why)
  *   POST /v1/umount   {"dir"}
  *   POST /v1/stop     unmount everything and end
  */

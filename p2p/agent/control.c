@@ -210,11 +210,30 @@ static int mount_snap(struct agent *a, struct httpd_req *req, struct snap *s, co
 	s->mounts[s->nmounts].dir = xstrdup(dir);
 	s->mounts[s->nmounts].m = m;
 	s->nmounts++;
-	answer(req, 200, json_pack("{s:s, s:s, s:s, s:s, s:s, s:i, s:s?, s:s?}", "spec", s->spec, "revision",
+	answer(req, 200, json_pack("{s:s, s:s, s:s, s:s, s:s, s:i, s:s?, s:s?, s:s?}", "spec", s->spec, "revision",
 				   s->revision, "commit", s->commit, "btih", s->btih, "dir", dir, "pid", (int)getpid(),
+				   "offline", json_string_value(json_object_get(body, "offline")),
 				   "hf_cache", spec->hub == HUB_HF ? json_string_value(json_object_get(body, "hf_cache")) : NULL,
 				   "ms_cache", spec->hub == HUB_MS ? json_string_value(json_object_get(body, "ms_cache")) : NULL));
 	return 0;
+}
+
+/* The newest snapshot held of spec (at its revision, a ref or a commit, if it names one): what a mount
+ * gets when the mirror cannot be reached. */
+static struct snap *held(struct agent *a, const struct hub_spec *spec)
+{
+	char *canon = hub_spec_format(spec, 0);
+	struct snap *best = NULL;
+
+	for (size_t i = 0; i < a->nsnaps; i++) {
+		struct snap *s = a->snaps[i];
+		if (s->spec && !strcmp(s->spec, canon) &&
+		    (!spec->revision || (s->revision && !strcmp(s->revision, spec->revision)) ||
+		     (s->commit && !strcmp(s->commit, spec->revision))))
+			best = s; /* later in the list: taken later */
+	}
+	free(canon);
+	return best;
 }
 
 static int do_mount(struct agent *a, struct httpd_req *req, json_t *body)
@@ -244,7 +263,12 @@ static int do_mount(struct agent *a, struct httpd_req *req, json_t *body)
 		return fail(req, 409, "%s is mounted already (hubmirror umount %s)", dir, dir);
 	}
 	st = fetch_snapshot(mirror, token, &spec, &meta, &tor, &tlen, &why);
-	if (st) {
+	if (st == 502 && (s = held(a, &spec))) {
+		/* the mirror is down or broken: what this instance has still mounts */
+		fprintf(stderr, "hubmirror agent: %s: %s; mounting the snapshot held (%.12s)\n", sp, why, s->commit);
+		json_object_set_new(body, "offline", json_string(why));
+		mount_snap(a, req, s, &spec, body, dir);
+	} else if (st) {
 		fail(req, st, "%s on %s: %s", sp, mirror, why);
 	} else {
 		char *canon = hub_spec_format(&spec, 0);

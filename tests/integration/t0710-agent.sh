@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# t0710-agent: the instance agent. Two mounts (a Hugging Face and a ModelScope repo) are served by one
+# agent process; `status --json` tells what it holds; a bad spec or a repo the mirror lacks fails
+# clearly and the agent carries on; with the mirror down, a held snapshot still mounts (and says so);
+# killed with -9, the agent leaves its cache intact: a new one takes its snapshots back, mounts the
+# stale folder again, and reads every byte without fetching the model again. Needs root and FUSE.
+. "$HM_SRC/tests/integration/lib.sh"
+[ "$(id -u)" = 0 ] && [ -c /dev/fuse ] || { echo "1..0 # SKIP needs root and /dev/fuse"; exit 77; }
+command -v fusermount3 >/dev/null || { echo "1..0 # SKIP fusermount3 missing (apt-get install fuse3)"; exit 77; }
+cat >"$T/spec.json" <<'JSON'
+{"repos": [
+  {"hub": "hf", "type": "model", "id": "acme/agent-hf",
+   "files": [{"path": "config.json", "content": "{\"agent\": 1}\n"},
+             {"path": "model.safetensors", "size": 3000000, "seed": 71}]},
+  {"hub": "ms", "type": "model", "id": "acme/agent-ms",
+   "files": [{"path": "configuration.json", "content": "{\"framework\": \"pytorch\"}\n"},
+             {"path": "w.bin", "size": 1500000, "seed": 72}]}
+ ]}
+JSON
+check "fake upstream starts" start_fakehub --repos "$T/spec.json"
+export HUBMIRROR_HF_UPSTREAM=$FAKE_API HUBMIRROR_MS_UPSTREAM=$FAKE_API
+"$HUBMIRROR" add hf:acme/agent-hf ms:acme/agent-ms >/dev/null && "$HUBMIRROR" sync >/dev/null
+check "serve starts" start_serve --p2p-listen 127.0.0.1:0
+serve_pid=${_pids[-1]}
+curl -fsS "$FAKE_API/_fake/repos" >"$T/up.json"
+unmount() { "$HUBMIRROR" umount "$1" 2>/dev/null || umount -l "$1" 2>/dev/null; }
+trap 'unmount "$T/hf"; unmount "$T/ms"; _cleanup' EXIT
+json() { "$PY" -c "import json,sys; d=json.load(open(sys.argv[1])); print($2)" "$1"; }
+
+"$HUBMIRROR" mount --mirror "$M" --cache "$T/cache" --hf-cache "$T/hfc" --listen 127.0.0.1:0 hf:acme/agent-hf "$T/hf" >"$T/m1.out" 2>&1
+check "the HF repo mounts (starting the agent)" grep -q "mounted hf:acme/agent-hf" "$T/m1.out"
+MODELSCOPE_CACHE=$T/msc "$HUBMIRROR" mount --mirror "$M" ms:acme/agent-ms "$T/ms" >"$T/m2.out" 2>&1
+check "the ModelScope repo mounts" grep -q "mounted ms:acme/agent-ms" "$T/m2.out"
+sed 's/^/# /' "$T/m1.out" "$T/m2.out"
+pid1=$(sed -n 's/.*(agent pid \([0-9]*\)).*/\1/p' "$T/m1.out")
+pid2=$(sed -n 's/.*(agent pid \([0-9]*\)).*/\1/p' "$T/m2.out")
+check "one agent process holds both" test -n "$pid1" -a "$pid1" = "$pid2"
+check "and it is the only agent on this socket" test "$(pgrep -fc "hubmirror agent --socket $HUBMIRROR_AGENT_SOCKET")" = 1
+check "HF files, byte for byte" "$PY" "$HM_SRC/tests/integration/helpers/checkfiles.py" "$T/up.json" hf acme/agent-hf "$T/hf"
+check "ModelScope files, byte for byte" "$PY" "$HM_SRC/tests/integration/helpers/checkfiles.py" "$T/up.json" ms acme/agent-ms "$T/ms"
+check "the ModelScope cache is linked" test -L "$T/msc/models/acme/agent-ms/w.bin"
+"$HUBMIRROR" status --json >"$T/st.json"
+check "status --json names both snapshots, their commits and mount points" "$PY" - "$T/st.json" "$T/up.json" "$T" <<'PY'
+import json, sys
+st = json.load(open(sys.argv[1])); up = json.load(open(sys.argv[2])); t = sys.argv[3]
+sha = {(r["hub"], r["id"]): r["sha"] for r in up["repos"]}
+snaps = {s["spec"]: s for s in st["snapshots"]}
+assert set(snaps) == {"hf:acme/agent-hf", "ms:acme/agent-ms"}, snaps
+assert snaps["hf:acme/agent-hf"]["commit"] == sha[("hf", "acme/agent-hf")]
+assert len(snaps["ms:acme/agent-ms"]["commit"]) == 40
+assert snaps["hf:acme/agent-hf"]["mounts"] == [t + "/hf"] and snaps["ms:acme/agent-ms"]["mounts"] == [t + "/ms"]
+assert all(s["bytes_total"] > 0 and len(s["btih"]) == 40 for s in snaps.values())
+assert st["cache"] == t + "/cache" and st["pid"] > 0
+PY
+check "status prints a line per snapshot" bash -c "\"$HUBMIRROR\" status | grep -c 'acme/agent-' | grep -qx 2"
+
+# bad input: the agent says why and carries on
+expect_status 1 "a repo the mirror lacks fails" "$HUBMIRROR" mount hf:acme/nope "$T/nope" 2>"$T/nope.err"
+check "and says so" grep -q "not on this mirror" "$T/nope.err"
+expect_status 2 "a malformed spec is a usage error" "$HUBMIRROR" mount 'hf:acme/../x' "$T/bad" 2>/dev/null
+expect_status 1 "mounting over a held mount point fails" "$HUBMIRROR" mount hf:acme/agent-hf "$T/hf" 2>"$T/busy.err"
+check "and says it is mounted already" grep -q "mounted already" "$T/busy.err"
+check "the agent still answers" "$HUBMIRROR" status
+expect_status 1 "umount of a folder nobody mounted fails" "$HUBMIRROR" umount "$T/nothing" 2>/dev/null
+
+# the mirror goes down: what the instance holds still mounts
+check "umount the ModelScope mount" "$HUBMIRROR" umount "$T/ms"
+kill "$serve_pid"; wait "$serve_pid" 2>/dev/null
+MODELSCOPE_CACHE=$T/msc "$HUBMIRROR" mount --mirror "$M" ms:acme/agent-ms "$T/ms" >"$T/m3.out" 2>"$T/m3.err"
+check "with the mirror down, the held snapshot mounts again" grep -q "mounted ms:acme/agent-ms" "$T/m3.out"
+check "and the command says the mirror did not answer" grep -q "mirror did not answer" "$T/m3.err"
+check "its files read whole" "$PY" "$HM_SRC/tests/integration/helpers/checkfiles.py" "$T/up.json" ms acme/agent-ms "$T/ms"
+expect_status 1 "a snapshot it does not hold fails" "$HUBMIRROR" mount --mirror "$M" hf:acme/other "$T/other" 2>"$T/down.err"
+check "saying the mirror cannot be reached" grep -q "cannot reach the mirror" "$T/down.err"
+
+# kill -9: the cache stays, a new agent takes the snapshots back
+kill -9 "$pid1"
+for i in $(seq 50); do kill -0 "$pid1" 2>/dev/null || break; sleep 0.1; done
+check "the killed agent's mount points are dead" bash -c "! ls '$T/hf' >/dev/null 2>&1"
+rm -f "$HUBMIRROR_AGENT_SOCKET"
+"$HUBMIRROR" mount --mirror "$M" --cache "$T/cache" --hf-cache "$T/hfc" --listen 127.0.0.1:0 hf:acme/agent-hf "$T/hf" >"$T/m4.out" 2>"$T/m4.err"
+check "a new agent mounts the stale folder again (mirror still down)" grep -q "mounted hf:acme/agent-hf" "$T/m4.out"
+sed 's/^/# /' "$T/m4.out" "$T/m4.err"
+pid3=$(sed -n 's/.*(agent pid \([0-9]*\)).*/\1/p' "$T/m4.out")
+check "it is a new process" test -n "$pid3" -a "$pid3" != "$pid1"
+check "it took back both snapshots" bash -c "\"$HUBMIRROR\" status --json | grep -c '\"spec\": \"' | grep -qx 2"
+check "every byte reads, with no mirror to fetch from" "$PY" "$HM_SRC/tests/integration/helpers/checkfiles.py" "$T/up.json" hf acme/agent-hf "$T/hf"
+check "the HF cache still points at the files" cmp "$T/hfc/models--acme--agent-hf/snapshots/$(json "$T/up.json" '[r for r in d["repos"] if r["id"]=="acme/agent-hf"][0]["sha"]')/config.json" "$T/hf/config.json"
+check "agent --stop ends it" "$HUBMIRROR" agent --stop
+check "and its socket is gone" test ! -e "$HUBMIRROR_AGENT_SOCKET"
+check "its mount points are released" bash -c "! grep -q ' $T/hf ' /proc/mounts"
+for i in $(seq 50); do kill -0 "$pid3" 2>/dev/null || break; sleep 0.1; done
+check "and its process has ended" bash -c "! kill -0 $pid3 2>/dev/null"
+finish
