@@ -57,7 +57,7 @@ static int run_detached(const struct agent_config *cfg)
 			}
 			free(m);
 		}
-		_exit(r ? 1 : 0);
+		exit(r ? 1 : 0); /* not _exit: the sanitizer build checks for leaks at exit */
 	}
 	close(pipefd[1]);
 	n = read(pipefd[0], msg, sizeof(msg) - 1);

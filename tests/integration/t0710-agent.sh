@@ -91,4 +91,6 @@ check "and its socket is gone" test ! -e "$HUBMIRROR_AGENT_SOCKET"
 check "its mount points are released" bash -c "! grep -q ' $T/hf ' /proc/mounts"
 for i in $(seq 50); do kill -0 "$pid3" 2>/dev/null || break; sleep 0.1; done
 check "and its process has ended" bash -c "! kill -0 $pid3 2>/dev/null"
+# (in the sanitizer build the agents report to their log, which no exit status carries)
+check "the agents' log holds no sanitizer report" bash -c "! grep -E 'Sanitizer|runtime error' '$T/cache/agent.log'"
 finish
