@@ -39,11 +39,18 @@ struct snap {
 	char *save;                     /* <cache>/<btih> */
 	struct agent_mount *mounts;
 	size_t nmounts;
-	bool finished;                  /* every piece had */
+	bool finished;                  /* libtorrent has every piece */
+	bool verified;                  /* and every file's bytes are verified in the cache's files */
 	bool indexed;                   /* contents kept by sha256 (or given up) */
-	bool indexing;                  /* an index job runs */
+	bool settling;                  /* a settle job (verify, index) runs on the thread pool */
 	int index_tries;
+	bool pinned;                    /* never evicted (pull --pin) */
+	int64_t last_used;              /* unix time of the last mount, umount or pull: eviction order */
+	json_t *pending_links;          /* hub caches to link the cache's files into once verified (pull):
+					 * an array of {"hf_cache", "ms_cache", "ms_hub_cache"} */
+	char *link_error;               /* why such a link failed, or NULL */
 	uv_work_t work;
+	bool work_verified, work_indexed; /* the job's results, applied on the loop */
 };
 
 struct agent {
@@ -70,6 +77,11 @@ struct snap *agent_snap_find(struct agent *a, const char *btih);
  * (an existing one if the agent has it already) or NULL with *errmsg. */
 struct snap *agent_snap_add(struct agent *a, json_t *meta, const unsigned char *torrent, size_t tlen,
 			    char **errmsg);
+/* Link the files of s (found under dir) into the hub caches where names ({"hf_cache", "ms_cache",
+ * "ms_hub_cache"}, each optional; only those of the snapshot's hub are used). 0, or an error and
+ * *why (malloc'd). */
+int agent_snap_link(struct agent *a, const struct snap *s, json_t *where, const char *dir, char **why);
+
 /* End: unmount everything (lazily), close the control socket; the loop then ends. Not from inside a
  * control handler (it frees the server): there, agent_stop_soon (once the answer is out). */
 void agent_stop(struct agent *a);

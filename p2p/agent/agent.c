@@ -25,7 +25,9 @@
 #include "base/hex.h"
 #include "base/path.h"
 #include "base/xmalloc.h"
+#include "hub/cache.h"
 #include "hub/httpd.h"
+#include "hub/hub.h"
 #include "p2p/mount.h"
 #include "p2p/p2p.h"
 
@@ -43,6 +45,8 @@ static void snap_free(struct snap *s)
 	free(s->torrent);
 	free(s->save);
 	free(s->mounts);
+	free(s->link_error);
+	json_decref(s->pending_links);
 	json_decref(s->meta);
 	free(s);
 }
@@ -125,6 +129,8 @@ struct snap *agent_snap_add(struct agent *a, json_t *meta, const unsigned char *
 	s->revision = json_string_value(json_object_get(meta, "revision"));
 	s->commit = json_string_value(json_object_get(meta, "commit"));
 	s->name = json_string_value(json_object_get(meta, "name"));
+	s->pending_links = json_array();
+	s->last_used = time(NULL);
 	s->torrent = xmalloc(tlen);
 	memcpy(s->torrent, torrent, tlen);
 	s->tlen = tlen;
@@ -212,30 +218,102 @@ static void recall(struct agent *a)
 	free(dir);
 }
 
-/* ---- finished snapshots: contents kept by sha256 ------------------------------------------------- */
+int agent_snap_link(struct agent *a, const struct snap *s, json_t *where, const char *dir, char **why)
+{
+	const char *hf = json_string_value(json_object_get(where, "hf_cache"));
+	const char *ms = json_string_value(json_object_get(where, "ms_cache"));
+	const char *msh = json_string_value(json_object_get(where, "ms_hub_cache"));
+	struct p2p_file_list files = { 0 };
+	struct hub_spec spec;
+	const char **paths;
+	int r = 0;
 
-static void index_work(uv_work_t *w)
+	if (!s->spec || hub_spec_parse(s->spec, &spec)) {
+		*why = xstrdup("the snapshot has no usable spec");
+		return HM_ERR_BAD_SPEC;
+	}
+	if ((r = p2p_session_files(a->ses, s->btih, &files)) != 0) {
+		*why = xasprintf("cannot list the snapshot's files: %s", err_str(r));
+		hub_spec_release(&spec);
+		return r;
+	}
+	paths = xcalloc(files.n ? files.n : 1, sizeof(*paths));
+	for (size_t i = 0; i < files.n; i++)
+		paths[i] = files.v[i].path;
+	if (hf && spec.hub == HUB_HF)
+		r = hub_cache_link_hf(hf, hub_type_name(spec.type), spec.name, s->revision, s->commit, dir, paths, files.n,
+				      why);
+	else if (ms && spec.hub == HUB_MS)
+		r = hub_cache_link_ms(ms, msh, hub_type_name(spec.type), spec.name, s->revision, s->commit, dir, paths,
+				      files.n, why);
+	free(paths);
+	p2p_file_list_release(&files);
+	hub_spec_release(&spec);
+	return r;
+}
+
+/* ---- finished snapshots: verified in the cache, contents kept by sha256 -------------------------- */
+
+/* Is every byte of every file of s in its cache file and verified (p2p_session_have_range)? */
+static bool verify_all(struct agent *a, const struct snap *s)
+{
+	struct p2p_file_list files = { 0 };
+	bool all = true;
+
+	if (p2p_session_files(a->ses, s->btih, &files))
+		return false;
+	for (size_t i = 0; all && i < files.n; i++)
+		all = p2p_session_have_range(a->ses, s->btih, files.v[i].index, 0, files.v[i].size) == 1;
+	p2p_file_list_release(&files);
+	return all;
+}
+
+static void settle_work(uv_work_t *w)
 {
 	struct snap *s = w->data;
 	struct agent *a = s->work.loop->data;
 	struct sched_param idle = { 0 }, normal = { 0 };
-	size_t pending;
 
 	/* Hashing a whole snapshot must not slow the reads it runs beside (the download often ends while a
-	 * loader still reads): it runs at SCHED_IDLE, on CPU time nobody else wants. */
+	 * loader still reads): it runs at SCHED_IDLE, on CPU time nobody else wants. A file whose last
+	 * writes are still pending is tried again at the next tick. */
 	pthread_setschedparam(pthread_self(), SCHED_IDLE, &idle);
-	pending = p2p_keep_index(a->ses, s->btih, a->cfg->cache_dir, s->known, s->nknown);
+	s->work_verified = s->verified || verify_all(a, s);
+	s->work_indexed = s->indexed || p2p_keep_index(a->ses, s->btih, a->cfg->cache_dir, s->known, s->nknown) == 0;
 	pthread_setschedparam(pthread_self(), SCHED_OTHER, &normal);
-	/* a file whose last writes are pending is tried again, for a minute at most */
-	s->indexed = pending == 0 || ++s->index_tries >= 60;
 }
 
-static void index_done(uv_work_t *w, int status)
+/* Once verified: the links pulls asked for, to the cache's own files. */
+static void link_pending(struct agent *a, struct snap *s)
+{
+	char *dir = xasprintf("%s/%s", s->save, s->name ? s->name : "");
+	json_t *it;
+	size_t i;
+
+	json_array_foreach(s->pending_links, i, it) {
+		char *why = NULL;
+		if (agent_snap_link(a, s, it, dir, &why)) {
+			free(s->link_error);
+			s->link_error = why ? why : xstrdup("cannot link into the hub cache");
+			fprintf(stderr, "hubmirror agent: %s: %s\n", s->spec, s->link_error);
+		}
+	}
+	json_array_clear(s->pending_links);
+	free(dir);
+}
+
+static void settle_done(uv_work_t *w, int status)
 {
 	struct snap *s = w->data;
+	struct agent *a = s->work.loop->data;
 
 	(void)status;
-	s->indexing = false;
+	s->settling = false;
+	s->verified = s->work_verified;
+	/* a file whose last writes are pending is tried again, for a minute at most */
+	s->indexed = s->work_indexed || ++s->index_tries >= 60;
+	if (s->verified)
+		link_pending(a, s);
 }
 
 static void on_event(void *ud, const struct p2p_event *ev)
@@ -279,10 +357,10 @@ static void on_tick(uv_timer_t *t)
 		}
 		if (!s->finished && !p2p_session_torrent_status(a->ses, s->btih, &st) && st.seeding)
 			s->finished = true;
-		if (s->finished && !s->indexed && !s->indexing) {
-			s->indexing = true;
+		if (s->finished && (!s->verified || !s->indexed) && !s->settling && !a->stopping) {
+			s->settling = true;
 			s->work.data = s;
-			uv_queue_work(&a->loop, &s->work, index_work, index_done);
+			uv_queue_work(&a->loop, &s->work, settle_work, settle_done);
 		}
 	}
 }

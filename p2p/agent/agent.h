@@ -11,6 +11,10 @@
  *   POST /v1/mount    {"spec", "dir", "mirror"?, "token"?, "hf_cache"?, "ms_cache"?, "ms_hub_cache"?}:
  *                     the mirror's current snapshot of spec; when the mirror cannot be reached, the
  *                     newest one the agent holds (the answer's "offline" says why)
+ *   POST /v1/pull     {"spec", "mirror"?, "token"?, "hf_cache"?, "ms_cache"?, "ms_hub_cache"?, "pin"?}:
+ *                     fetch the snapshot whole into the cache, no FUSE; once every file is verified
+ *                     there, link it into the hub caches named (status: "verified"); pinned: never
+ *                     evicted
  *   POST /v1/umount   {"dir"}
  *   POST /v1/stop     unmount everything and end
  */

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "agent-int.h"
@@ -53,18 +54,23 @@ static int fail(struct httpd_req *req, int status, const char *fmt, ...)
 static json_t *snap_json(struct agent *a, const struct snap *s)
 {
 	struct p2p_torrent_status st = { 0 };
-	json_t *mounts = json_array();
+	json_t *mounts = json_array(), *j;
+	char *path = xasprintf("%s/%s", s->save, s->name ? s->name : "");
 	bool ok = !p2p_session_torrent_status(a->ses, s->btih, &st);
 
 	for (size_t k = 0; k < s->nmounts; k++)
 		json_array_append_new(mounts, json_string(s->mounts[k].dir));
-	return json_pack("{s:s?, s:s?, s:s?, s:s, s:I, s:I, s:b, s:o, s:i, s:I, s:I, s:s?}",
+	j = json_pack("{s:s?, s:s?, s:s?, s:s, s:I, s:I, s:b, s:b, s:b, s:I, s:o, s:i, s:I, s:I, s:s?}",
 			 "spec", s->spec, "revision", s->revision, "commit", s->commit, "btih", s->btih,
 			 "bytes_have", (json_int_t)(ok ? st.total_done : 0),
 			 "bytes_total", (json_int_t)(ok ? st.total_wanted : 0), "complete", ok && st.seeding,
-			 "mounts", mounts, "peers", ok ? st.peers : 0, "uploaded", (json_int_t)(ok ? st.uploaded : 0),
-			 "downloaded", (json_int_t)(ok ? st.downloaded : 0),
-			 "error", ok && st.error ? st.message : NULL);
+			 "verified", s->verified && !json_array_size(s->pending_links), "pinned", s->pinned,
+			 "last_used", (json_int_t)s->last_used, "mounts", mounts, "peers", ok ? st.peers : 0,
+			 "uploaded", (json_int_t)(ok ? st.uploaded : 0), "downloaded", (json_int_t)(ok ? st.downloaded : 0),
+			 "error", ok && st.error ? st.message : s->link_error);
+	json_object_set_new(j, "path", json_string(path));
+	free(path);
+	return j;
 }
 
 static int do_status(struct agent *a, struct httpd_req *req)
@@ -146,28 +152,6 @@ static int fetch_snapshot(const char *mirror, const char *token, const struct hu
 	return st;
 }
 
-/* Link the mounted files into the hub caches the request names (none: no links). */
-static int link_caches(const struct snap *s, const struct hub_spec *spec, json_t *body, const char *dir,
-		       const struct p2p_file_list *files, char **why)
-{
-	const char *hf = json_string_value(json_object_get(body, "hf_cache"));
-	const char *ms = json_string_value(json_object_get(body, "ms_cache"));
-	const char *msh = json_string_value(json_object_get(body, "ms_hub_cache"));
-	const char **paths = xcalloc(files->n ? files->n : 1, sizeof(*paths));
-	int r = 0;
-
-	for (size_t i = 0; i < files->n; i++)
-		paths[i] = files->v[i].path;
-	if (hf && spec->hub == HUB_HF)
-		r = hub_cache_link_hf(hf, hub_type_name(spec->type), spec->name, s->revision, s->commit, dir, paths,
-				      files->n, why);
-	else if (ms && spec->hub == HUB_MS)
-		r = hub_cache_link_ms(ms, msh, hub_type_name(spec->type), spec->name, s->revision, s->commit, dir,
-				      paths, files->n, why);
-	free(paths);
-	return r;
-}
-
 static struct agent_mount *mount_at(struct agent *a, const char *dir, struct snap **owner)
 {
 	for (size_t i = 0; i < a->nsnaps; i++)
@@ -186,7 +170,6 @@ static int mount_snap(struct agent *a, struct httpd_req *req, struct snap *s, co
 {
 	struct p2p_mount_config mc = { .ses = a->ses, .btih = s->btih, .dir = dir,
 				       .read_timeout_s = a->cfg->read_timeout_s };
-	struct p2p_file_list files = { 0 };
 	struct p2p_mount *m = NULL;
 	char *err = NULL;
 	int r;
@@ -198,14 +181,12 @@ static int mount_snap(struct agent *a, struct httpd_req *req, struct snap *s, co
 		free(err);
 		return 0;
 	}
-	if (p2p_session_files(a->ses, s->btih, &files) || link_caches(s, spec, body, dir, &files, &err)) {
+	if (agent_snap_link(a, s, body, dir, &err)) {
 		fail(req, 500, "%s", err ? err : "cannot link the files into the hub cache");
 		p2p_mount_stop(&m, true, NULL);
-		p2p_file_list_release(&files);
 		free(err);
 		return 0;
 	}
-	p2p_file_list_release(&files);
 	s->mounts = xreallocarray(s->mounts, s->nmounts + 1, sizeof(*s->mounts));
 	s->mounts[s->nmounts].dir = xstrdup(dir);
 	s->mounts[s->nmounts].m = m;
@@ -236,53 +217,102 @@ static struct snap *held(struct agent *a, const struct hub_spec *spec)
 	return best;
 }
 
-static int do_mount(struct agent *a, struct httpd_req *req, json_t *body)
+/* The snapshot a mount or pull of spec gets: the mirror's current one (taken into the session), or
+ * when the mirror cannot be reached the newest one held (body's "offline" then says why). NULL after
+ * answering the request with the error. */
+static struct snap *resolve(struct agent *a, struct httpd_req *req, const struct hub_spec *spec, json_t *body)
 {
 	const char *sp = json_string_value(json_object_get(body, "spec"));
-	const char *dir = json_string_value(json_object_get(body, "dir"));
 	const char *mirror = json_string_value(json_object_get(body, "mirror"));
 	const char *token = json_string_value(json_object_get(body, "token"));
-	struct hub_spec spec;
+	struct snap *s = NULL;
 	json_t *meta = NULL;
 	char *tor = NULL, *why = NULL;
-	struct snap *s;
 	size_t tlen = 0;
 	int st;
 
 	if (!mirror)
 		mirror = a->cfg->mirror;
-	if (!sp || hub_spec_parse(sp, &spec))
-		return fail(req, 400, "'%s' is not a SPEC like hf:org/name[@rev]", sp ? sp : "");
-	if (!dir || dir[0] != '/' || path_check_str(dir + 1) || !mirror || !strchr(spec.name, '/')) {
-		hub_spec_release(&spec);
-		return fail(req, 400, "%s", !mirror ? "which mirror? this agent has none: give one"
-				 : !strchr(sp, '/') ? "mount needs an org/name repo" : "the folder must be an absolute path");
+	if (!mirror) {
+		fail(req, 400, "which mirror? this agent has none: give one");
+		return NULL;
 	}
-	if (mount_at(a, dir, NULL)) {
-		hub_spec_release(&spec);
-		return fail(req, 409, "%s is mounted already (hubmirror umount %s)", dir, dir);
-	}
-	st = fetch_snapshot(mirror, token, &spec, &meta, &tor, &tlen, &why);
-	if (st == 502 && (s = held(a, &spec))) {
-		/* the mirror is down or broken: what this instance has still mounts */
-		fprintf(stderr, "hubmirror agent: %s: %s; mounting the snapshot held (%.12s)\n", sp, why, s->commit);
+	st = fetch_snapshot(mirror, token, spec, &meta, &tor, &tlen, &why);
+	if (st == 502 && (s = held(a, spec))) {
+		/* the mirror is down or broken: what this instance has still serves */
+		fprintf(stderr, "hubmirror agent: %s: %s; using the snapshot held (%.12s)\n", sp, why, s->commit);
 		json_object_set_new(body, "offline", json_string(why));
-		mount_snap(a, req, s, &spec, body, dir);
 	} else if (st) {
 		fail(req, st, "%s on %s: %s", sp, mirror, why);
 	} else {
-		char *canon = hub_spec_format(&spec, 0);
+		char *canon = hub_spec_format(spec, 0);
 		json_object_set_new(meta, "spec", json_string(canon));
 		free(canon);
 		s = agent_snap_add(a, json_incref(meta), (const unsigned char *)tor, tlen, &why);
 		if (!s)
 			fail(req, 502, "cannot take the snapshot's torrent: %s", why ? why : "?");
-		else
-			mount_snap(a, req, s, &spec, body, dir);
 	}
 	json_decref(meta);
 	free(tor);
 	free(why);
+	if (s)
+		s->last_used = time(NULL);
+	return s;
+}
+
+/* Parse the body's spec (an org/name repo); 0, or answers 400 and returns -1. */
+static int body_spec(struct httpd_req *req, json_t *body, struct hub_spec *spec)
+{
+	const char *sp = json_string_value(json_object_get(body, "spec"));
+
+	if (!sp || hub_spec_parse(sp, spec)) {
+		fail(req, 400, "'%s' is not a SPEC like hf:org/name[@rev]", sp ? sp : "");
+		return -1;
+	}
+	if (!strchr(spec->name, '/')) {
+		hub_spec_release(spec);
+		fail(req, 400, "%s needs an org/name repo", sp);
+		return -1;
+	}
+	return 0;
+}
+
+static int do_mount(struct agent *a, struct httpd_req *req, json_t *body)
+{
+	const char *dir = json_string_value(json_object_get(body, "dir"));
+	struct hub_spec spec;
+	struct snap *s;
+
+	if (body_spec(req, body, &spec))
+		return 0;
+	if (!dir || dir[0] != '/' || path_check_str(dir + 1))
+		fail(req, 400, "the folder must be an absolute path");
+	else if (mount_at(a, dir, NULL))
+		fail(req, 409, "%s is mounted already (hubmirror umount %s)", dir, dir);
+	else if ((s = resolve(a, req, &spec, body)))
+		mount_snap(a, req, s, &spec, body, dir);
+	hub_spec_release(&spec);
+	return 0;
+}
+
+/* Fetch the snapshot whole into the cache (no FUSE), linked into the hub caches once verified. */
+static int do_pull(struct agent *a, struct httpd_req *req, json_t *body)
+{
+	struct hub_spec spec;
+	struct snap *s;
+	json_t *where;
+
+	if (body_spec(req, body, &spec))
+		return 0;
+	if ((s = resolve(a, req, &spec, body))) {
+		s->pinned |= json_is_true(json_object_get(body, "pin"));
+		where = json_pack("{s:O?, s:O?, s:O?}", "hf_cache", json_object_get(body, "hf_cache"), "ms_cache",
+				  json_object_get(body, "ms_cache"), "ms_hub_cache", json_object_get(body, "ms_hub_cache"));
+		json_array_append_new(s->pending_links, where);
+		answer(req, 200, json_pack("{s:s, s:s, s:s, s:s, s:s?, s:i}", "spec", s->spec, "revision", s->revision,
+					   "commit", s->commit, "btih", s->btih, "offline",
+					   json_string_value(json_object_get(body, "offline")), "pid", (int)getpid()));
+	}
 	hub_spec_release(&spec);
 	return 0;
 }
@@ -303,6 +333,7 @@ static int do_umount(struct agent *a, struct httpd_req *req, json_t *body)
 	}
 	free(am->dir);
 	*am = s->mounts[--s->nmounts];
+	s->last_used = time(NULL);
 	answer(req, 200, json_pack("{s:s, s:s}", "dir", dir, "btih", s->btih));
 	return 0;
 }
@@ -318,7 +349,7 @@ int agent_control(void *ud, struct httpd_req *req)
 	if (!strcmp(path, "/v1/status"))
 		return do_status(a, req);
 	if (!post)
-		return fail(req, !strcmp(path, "/v1/mount") || !strcmp(path, "/v1/umount") ? 405 : 404,
+		return fail(req, !strcmp(path, "/v1/mount") || !strcmp(path, "/v1/umount") || !strcmp(path, "/v1/pull") ? 405 : 404,
 			    "no such call: %s", path);
 	if (!strcmp(path, "/v1/stop")) {
 		agent_stop_soon(a);
@@ -332,6 +363,8 @@ int agent_control(void *ud, struct httpd_req *req)
 	}
 	if (!strcmp(path, "/v1/mount"))
 		do_mount(a, req, body);
+	else if (!strcmp(path, "/v1/pull"))
+		do_pull(a, req, body);
 	else if (!strcmp(path, "/v1/umount"))
 		do_umount(a, req, body);
 	else
