@@ -22,6 +22,19 @@ struct catalog {
  * stepped to completion before the next use of the same SQL. NULL on error. */
 sqlite3_stmt *catalog__cached(struct catalog *c, const char *sql);
 
+/* The statement idioms every file of the catalog repeats (catalog.c). */
+/* Prepare sql on c's connection into *st: 0, or HM_ERR_SQLITE (*st is then NULL). */
+int catalog__prepare(struct catalog *c, const char *sql, sqlite3_stmt **st);
+/* Step a bound statement that returns no rows (INSERT, UPDATE, DELETE) and finalize it: 0 when it ran
+ * to completion, else HM_ERR_SQLITE. */
+int catalog__run(sqlite3_stmt *st);
+/* Step a bound query for its first row only and finalize it: 1 (a row), 0 (none) or HM_ERR_SQLITE. */
+int catalog__has_row(sqlite3_stmt *st);
+/* End a loop that stepped st's rows and called back on each (stopping at the first non-zero r): rc is
+ * the last sqlite3_step's result, r the last callback's. Finalizes st; returns r, or HM_ERR_SQLITE
+ * where the rows ended on an error rather than at their end. */
+int catalog__rows_end(sqlite3_stmt *st, int rc, int r);
+
 /* Number of migrations (= newest schema version) and the SQL that moves to_version-1 -> to_version. */
 int catalog__migration_count(void);
 const char *catalog__migration(int to_version);

@@ -1,5 +1,6 @@
 /*
- * catalog.c - opening the catalog database and migrating its schema.
+ * catalog.c - opening the catalog database and migrating its schema; the prepared-statement cache and
+ * the statement idioms the other files share.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -114,6 +115,35 @@ sqlite3_stmt *catalog__cached(struct catalog *c, const char *sql)
 		return NULL;
 	c->cache[i].sql = sql;
 	return c->cache[i].st;
+}
+
+int catalog__prepare(struct catalog *c, const char *sql, sqlite3_stmt **st)
+{
+	return sqlite3_prepare_v2(c->db, sql, -1, st, NULL) == SQLITE_OK ? 0 : HM_ERR_SQLITE;
+}
+
+int catalog__run(sqlite3_stmt *st)
+{
+	int r = sqlite3_step(st) == SQLITE_DONE ? 0 : HM_ERR_SQLITE;
+
+	sqlite3_finalize(st);
+	return r;
+}
+
+int catalog__has_row(sqlite3_stmt *st)
+{
+	int rc = sqlite3_step(st);
+
+	sqlite3_finalize(st);
+	return rc == SQLITE_ROW ? 1 : rc == SQLITE_DONE ? 0 : HM_ERR_SQLITE;
+}
+
+int catalog__rows_end(sqlite3_stmt *st, int rc, int r)
+{
+	sqlite3_finalize(st);
+	if (!r && rc != SQLITE_DONE)
+		r = HM_ERR_SQLITE;
+	return r;
 }
 
 void catalog_free(struct catalog **c)

@@ -12,18 +12,15 @@
 static int exec1(struct catalog *c, const char *sql, int64_t arg, int64_t *changes)
 {
 	sqlite3_stmt *st = NULL;
-	int r = HM_ERR_SQLITE;
+	int r;
 
-	if (sqlite3_prepare_v2(c->db, sql, -1, &st, NULL) != SQLITE_OK)
-		return r;
+	if (catalog__prepare(c, sql, &st))
+		return HM_ERR_SQLITE;
 	if (sqlite3_bind_parameter_count(st) >= 1)
 		sqlite3_bind_int64(st, 1, arg);
-	if (sqlite3_step(st) == SQLITE_DONE) {
-		if (changes)
-			*changes = sqlite3_changes(c->db);
-		r = 0;
-	}
-	sqlite3_finalize(st);
+	r = catalog__run(st);
+	if (!r && changes)
+		*changes = sqlite3_changes(c->db);
 	return r;
 }
 
@@ -52,8 +49,7 @@ int catalog_gc(struct catalog *c, int keep, bool dry_run, struct catalog_gc_stat
 		  "   (s2.synced_at > s.synced_at OR (s2.synced_at = s.synced_at AND s2.id > s.id))) >= ?1))",
 		  keep, &stats->snapshots_dropped))
 		goto out;
-	if (sqlite3_prepare_v2(c->db, "SELECT sha256, size FROM blobs WHERE sha256 NOT IN (SELECT sha256 FROM files)",
-			       -1, &st, NULL) != SQLITE_OK)
+	if (catalog__prepare(c, "SELECT sha256, size FROM blobs WHERE sha256 NOT IN (SELECT sha256 FROM files)", &st))
 		goto out;
 	while (sqlite3_step(st) == SQLITE_ROW) {
 		if (n == cap) {
@@ -87,18 +83,11 @@ out:
 int catalog_blob_known(struct catalog *c, const char *sha256)
 {
 	sqlite3_stmt *st = NULL;
-	int r = HM_ERR_SQLITE, rc;
 
-	if (sqlite3_prepare_v2(c->db, "SELECT 1 FROM blobs WHERE sha256 = ?1", -1, &st, NULL) != SQLITE_OK)
-		return r;
+	if (catalog__prepare(c, "SELECT 1 FROM blobs WHERE sha256 = ?1", &st))
+		return HM_ERR_SQLITE;
 	sqlite3_bind_text(st, 1, sha256, -1, SQLITE_STATIC);
-	rc = sqlite3_step(st);
-	if (rc == SQLITE_ROW)
-		r = 1;
-	else if (rc == SQLITE_DONE)
-		r = 0;
-	sqlite3_finalize(st);
-	return r;
+	return catalog__has_row(st);
 }
 
 int catalog_blob_each(struct catalog *c, int (*fn)(void *ud, const char *sha256, int64_t size), void *ud)
@@ -106,17 +95,14 @@ int catalog_blob_each(struct catalog *c, int (*fn)(void *ud, const char *sha256,
 	sqlite3_stmt *st = NULL;
 	int r = 0, rc;
 
-	if (sqlite3_prepare_v2(c->db, "SELECT sha256, size FROM blobs ORDER BY sha256", -1, &st, NULL) != SQLITE_OK)
+	if (catalog__prepare(c, "SELECT sha256, size FROM blobs ORDER BY sha256", &st))
 		return HM_ERR_SQLITE;
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		r = fn(ud, (const char *)sqlite3_column_text(st, 0), sqlite3_column_int64(st, 1));
 		if (r)
 			break;
 	}
-	if (!r && rc != SQLITE_DONE)
-		r = HM_ERR_SQLITE;
-	sqlite3_finalize(st);
-	return r;
+	return catalog__rows_end(st, rc, r);
 }
 
 int catalog_blob_damaged(struct catalog *c, const char *sha256)
@@ -126,11 +112,10 @@ int catalog_blob_damaged(struct catalog *c, const char *sha256)
 
 	if (catalog_begin(c))
 		return r;
-	if (sqlite3_prepare_v2(c->db,
-			       "UPDATE repos SET sync_status = 'damaged', sync_error = 'content failed verification; "
-			       "the next sync fetches it again' WHERE id IN (SELECT s.repo_id FROM snapshots s "
-			       "JOIN files f ON f.snapshot_id = s.id WHERE f.sha256 = ?1) AND removed_at IS NULL",
-			       -1, &st, NULL) != SQLITE_OK)
+	if (catalog__prepare(c,
+			     "UPDATE repos SET sync_status = 'damaged', sync_error = 'content failed verification; "
+			     "the next sync fetches it again' WHERE id IN (SELECT s.repo_id FROM snapshots s "
+			     "JOIN files f ON f.snapshot_id = s.id WHERE f.sha256 = ?1) AND removed_at IS NULL", &st))
 		goto out;
 	sqlite3_bind_text(st, 1, sha256, -1, SQLITE_STATIC);
 	if (sqlite3_step(st) != SQLITE_DONE)
@@ -140,8 +125,8 @@ int catalog_blob_damaged(struct catalog *c, const char *sha256)
 	st = NULL;
 	/* A NULL selection never equals a repo's current one: the next sync lists and plans again, and
 	 * planning fetches whatever the store lacks. */
-	if (sqlite3_prepare_v2(c->db, "UPDATE snapshots SET selection = NULL WHERE id IN "
-			       "(SELECT snapshot_id FROM files WHERE sha256 = ?1)", -1, &st, NULL) != SQLITE_OK) {
+	if (catalog__prepare(c, "UPDATE snapshots SET selection = NULL WHERE id IN "
+			     "(SELECT snapshot_id FROM files WHERE sha256 = ?1)", &st)) {
 		r = HM_ERR_SQLITE;
 		goto out;
 	}

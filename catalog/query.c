@@ -180,11 +180,11 @@ int catalog_snapshot_walk(struct catalog *c, int64_t snapshot_id, const char *pr
 		upper = xstrdup(prefix);
 		upper[plen - 1]++;
 	}
-	if (sqlite3_prepare_v2(c->db, plen
+	if (catalog__prepare(c, plen
 		? "SELECT path, size, git_oid, lfs_oid, sha256 FROM files WHERE snapshot_id = ?1 "
 		  "AND path > ?2 AND path >= ?3 AND path < ?4 ORDER BY path LIMIT ?5"
 		: "SELECT path, size, git_oid, lfs_oid, sha256 FROM files WHERE snapshot_id = ?1 "
-		  "AND path > ?2 ORDER BY path LIMIT ?5", -1, &st, NULL) != SQLITE_OK) {
+		  "AND path > ?2 ORDER BY path LIMIT ?5", &st)) {
 		free(upper);
 		return HM_ERR_SQLITE;
 	}
@@ -203,9 +203,7 @@ int catalog_snapshot_walk(struct catalog *c, int64_t snapshot_id, const char *pr
 		if (r)
 			break;
 	}
-	if (!r && rc != SQLITE_DONE)
-		r = HM_ERR_SQLITE;
-	sqlite3_finalize(st);
+	r = catalog__rows_end(st, rc, r);
 	free(upper);
 	return r;
 }
@@ -216,8 +214,8 @@ int catalog_refs_each(struct catalog *c, int64_t repo_id,
 	sqlite3_stmt *st = NULL;
 	int r = 0, rc;
 
-	if (sqlite3_prepare_v2(c->db, "SELECT f.name, f.kind, s.commit_id FROM refs f JOIN snapshots s "
-			       "ON s.id = f.snapshot_id WHERE f.repo_id = ?1 ORDER BY f.name", -1, &st, NULL) != SQLITE_OK)
+	if (catalog__prepare(c, "SELECT f.name, f.kind, s.commit_id FROM refs f JOIN snapshots s "
+			     "ON s.id = f.snapshot_id WHERE f.repo_id = ?1 ORDER BY f.name", &st))
 		return HM_ERR_SQLITE;
 	sqlite3_bind_int64(st, 1, repo_id);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
@@ -226,10 +224,7 @@ int catalog_refs_each(struct catalog *c, int64_t repo_id,
 		if (r)
 			break;
 	}
-	if (!r && rc != SQLITE_DONE)
-		r = HM_ERR_SQLITE;
-	sqlite3_finalize(st);
-	return r;
+	return catalog__rows_end(st, rc, r);
 }
 
 int catalog_repo_name_by_id(struct catalog *c, int64_t id, const char *hub, const char *type, char **name)
@@ -237,8 +232,7 @@ int catalog_repo_name_by_id(struct catalog *c, int64_t id, const char *hub, cons
 	sqlite3_stmt *st = NULL;
 	int r = HM_ERR_SQLITE, rc;
 
-	if (sqlite3_prepare_v2(c->db, "SELECT name FROM repos WHERE id = ?1 AND hub = ?2 AND type = ?3", -1, &st,
-			       NULL) != SQLITE_OK)
+	if (catalog__prepare(c, "SELECT name FROM repos WHERE id = ?1 AND hub = ?2 AND type = ?3", &st))
 		return r;
 	sqlite3_bind_int64(st, 1, id);
 	sqlite3_bind_text(st, 2, hub, -1, SQLITE_STATIC);

@@ -94,8 +94,7 @@ int catalog_repo_add(struct catalog *c, const char *hub, const char *type, const
 	int r = HM_ERR_SQLITE, existed = 0;
 
 	/* Was it tracked before? (Only to answer *created; the upsert below is one statement.) */
-	if (sqlite3_prepare_v2(c->db, "SELECT removed_at IS NULL FROM repos WHERE hub=?1 AND type=?2 AND name=?3",
-			       -1, &st, NULL) != SQLITE_OK)
+	if (catalog__prepare(c, "SELECT removed_at IS NULL FROM repos WHERE hub=?1 AND type=?2 AND name=?3", &st))
 		goto out;
 	sqlite3_bind_text(st, 1, hub, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 2, type, -1, SQLITE_STATIC);
@@ -105,13 +104,12 @@ int catalog_repo_add(struct catalog *c, const char *hub, const char *type, const
 	sqlite3_finalize(st);
 	st = NULL;
 
-	if (sqlite3_prepare_v2(c->db,
+	if (catalog__prepare(c,
 		"INSERT INTO repos (hub, type, name, follow_rev, include_globs, exclude_globs, options, added_at) "
 		"VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) "
 		"ON CONFLICT (hub, type, name) DO UPDATE SET follow_rev = excluded.follow_rev, "
 		"include_globs = excluded.include_globs, exclude_globs = excluded.exclude_globs, "
-		"options = excluded.options, removed_at = NULL",
-		-1, &st, NULL) != SQLITE_OK)
+		"options = excluded.options, removed_at = NULL", &st))
 		goto out;
 	sqlite3_bind_text(st, 1, hub, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 2, type, -1, SQLITE_STATIC);
@@ -134,20 +132,18 @@ out:
 int catalog_repo_remove(struct catalog *c, const char *hub, const char *type, const char *name)
 {
 	sqlite3_stmt *st = NULL;
-	int r = HM_ERR_SQLITE;
+	int r;
 
-	if (sqlite3_prepare_v2(c->db, "UPDATE repos SET removed_at = ?4 "
-			       "WHERE hub=?1 AND type=?2 AND name=?3 AND removed_at IS NULL", -1, &st, NULL) != SQLITE_OK)
-		goto out;
+	if (catalog__prepare(c, "UPDATE repos SET removed_at = ?4 "
+			     "WHERE hub=?1 AND type=?2 AND name=?3 AND removed_at IS NULL", &st))
+		return HM_ERR_SQLITE;
 	sqlite3_bind_text(st, 1, hub, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 2, type, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 3, name, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 4, (sqlite3_int64)time(NULL));
-	if (sqlite3_step(st) != SQLITE_DONE)
-		goto out;
-	r = sqlite3_changes(c->db) ? 0 : HM_ERR_NOT_FOUND;
-out:
-	sqlite3_finalize(st);
+	r = catalog__run(st);
+	if (!r && !sqlite3_changes(c->db))
+		r = HM_ERR_NOT_FOUND;
 	return r;
 }
 
@@ -241,11 +237,11 @@ int catalog_repos_each(struct catalog *c, const char *hub, const char *type, con
 	sqlite3_stmt *st = NULL;
 	int r;
 
-	if (sqlite3_prepare_v2(c->db, "SELECT " REPO_COLUMNS
-			       "WHERE r.hub = ?1 AND r.type = ?2 AND s.id IS NOT NULL "
-			       "AND (?3 IS NULL OR instr(lower(r.name), lower(?3)) > 0) "
-			       "AND (?4 IS NULL OR substr(r.name, 1, length(?4) + 1) = ?4 || '/') "
-			       "AND r.name > ?5 AND " HIDDEN_CLAUSE("?7") " ORDER BY r.name LIMIT ?6", -1, &st, NULL) != SQLITE_OK)
+	if (catalog__prepare(c, "SELECT " REPO_COLUMNS
+			     "WHERE r.hub = ?1 AND r.type = ?2 AND s.id IS NOT NULL "
+			     "AND (?3 IS NULL OR instr(lower(r.name), lower(?3)) > 0) "
+			     "AND (?4 IS NULL OR substr(r.name, 1, length(?4) + 1) = ?4 || '/') "
+			     "AND r.name > ?5 AND " HIDDEN_CLAUSE("?7") " ORDER BY r.name LIMIT ?6", &st))
 		return HM_ERR_SQLITE;
 	sqlite3_bind_text(st, 1, hub, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 2, type, -1, SQLITE_STATIC);
@@ -269,8 +265,8 @@ int catalog_repo_list(struct catalog *c, struct catalog_repo **out, size_t *n)
 	size_t len = 0, cap = 0;
 	int rc;
 
-	if (sqlite3_prepare_v2(c->db, "SELECT " REPO_COLUMNS "WHERE r.removed_at IS NULL "
-			       "ORDER BY r.hub, r.type, r.name", -1, &st, NULL) != SQLITE_OK)
+	if (catalog__prepare(c, "SELECT " REPO_COLUMNS "WHERE r.removed_at IS NULL "
+			     "ORDER BY r.hub, r.type, r.name", &st))
 		return HM_ERR_SQLITE;
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		if (len == cap) {
@@ -301,13 +297,13 @@ int catalog_totals(struct catalog *c, struct catalog_totals *out)
 	int r = HM_ERR_SQLITE;
 
 	memset(out, 0, sizeof(*out));
-	if (sqlite3_prepare_v2(c->db,
+	if (catalog__prepare(c,
 		"SELECT (SELECT count(*) FROM repos WHERE removed_at IS NULL),"
 		" (SELECT count(*) FROM repos r JOIN refs f ON f.repo_id = r.id AND f.name = r.follow_rev WHERE r.removed_at IS NULL),"
 		" (SELECT count(*) FROM snapshots), (SELECT count(*) FROM files),"
 		" (SELECT count(*) FROM blobs), (SELECT coalesce(sum(size), 0) FROM blobs),"
 		" (SELECT coalesce(sum(s.total_size), 0) FROM refs f JOIN snapshots s ON s.id = f.snapshot_id),"
-		" (SELECT coalesce(sum(total_size), 0) FROM snapshots)", -1, &st, NULL) != SQLITE_OK)
+		" (SELECT coalesce(sum(total_size), 0) FROM snapshots)", &st))
 		return r;
 	if (sqlite3_step(st) == SQLITE_ROW) {
 		out->repos = sqlite3_column_int64(st, 0);
@@ -331,9 +327,9 @@ int catalog_runs_each(struct catalog *c, size_t limit, int (*fn)(void *ud, const
 	sqlite3_stmt *st = NULL;
 	int r = 0, rc;
 
-	if (sqlite3_prepare_v2(c->db, "SELECT id, started_at, coalesce(ended_at, 0), outcome, repos_ok, repos_failed, "
-			       "files_fetched, bytes_fetched FROM sync_runs ORDER BY started_at DESC, id DESC LIMIT ?1",
-			       -1, &st, NULL) != SQLITE_OK)
+	if (catalog__prepare(c, "SELECT id, started_at, coalesce(ended_at, 0), outcome, repos_ok, repos_failed, "
+			     "files_fetched, bytes_fetched FROM sync_runs ORDER BY started_at DESC, id DESC LIMIT ?1",
+			     &st))
 		return HM_ERR_SQLITE;
 	sqlite3_bind_int64(st, 1, limit ? (sqlite3_int64)limit : -1);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
@@ -346,10 +342,7 @@ int catalog_runs_each(struct catalog *c, size_t limit, int (*fn)(void *ud, const
 		if (r)
 			break;
 	}
-	if (!r && rc != SQLITE_DONE)
-		r = HM_ERR_SQLITE;
-	sqlite3_finalize(st);
-	return r;
+	return catalog__rows_end(st, rc, r);
 }
 
 int catalog_snapshots_each(struct catalog *c, int64_t repo_id,
@@ -359,8 +352,8 @@ int catalog_snapshots_each(struct catalog *c, int64_t repo_id,
 	sqlite3_stmt *st = NULL;
 	int r = 0, rc;
 
-	if (sqlite3_prepare_v2(c->db, "SELECT commit_id, synced_at, file_count, total_size FROM snapshots "
-			       "WHERE repo_id = ?1 ORDER BY synced_at DESC, id DESC", -1, &st, NULL) != SQLITE_OK)
+	if (catalog__prepare(c, "SELECT commit_id, synced_at, file_count, total_size FROM snapshots "
+			     "WHERE repo_id = ?1 ORDER BY synced_at DESC, id DESC", &st))
 		return HM_ERR_SQLITE;
 	sqlite3_bind_int64(st, 1, repo_id);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
@@ -369,10 +362,7 @@ int catalog_snapshots_each(struct catalog *c, int64_t repo_id,
 		if (r)
 			break;
 	}
-	if (!r && rc != SQLITE_DONE)
-		r = HM_ERR_SQLITE;
-	sqlite3_finalize(st);
-	return r;
+	return catalog__rows_end(st, rc, r);
 }
 
 int catalog_run_totals(struct catalog *c,
@@ -381,8 +371,8 @@ int catalog_run_totals(struct catalog *c,
 	sqlite3_stmt *st = NULL;
 	int r = 0, rc;
 
-	if (sqlite3_prepare_v2(c->db, "SELECT coalesce(outcome, 'running'), count(*), sum(files_fetched), "
-			       "sum(bytes_fetched) FROM sync_runs GROUP BY 1 ORDER BY 1", -1, &st, NULL) != SQLITE_OK)
+	if (catalog__prepare(c, "SELECT coalesce(outcome, 'running'), count(*), sum(files_fetched), "
+			     "sum(bytes_fetched) FROM sync_runs GROUP BY 1 ORDER BY 1", &st))
 		return HM_ERR_SQLITE;
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		r = fn(ud, (const char *)sqlite3_column_text(st, 0), sqlite3_column_int64(st, 1),
@@ -390,8 +380,5 @@ int catalog_run_totals(struct catalog *c,
 		if (r)
 			break;
 	}
-	if (!r && rc != SQLITE_DONE)
-		r = HM_ERR_SQLITE;
-	sqlite3_finalize(st);
-	return r;
+	return catalog__rows_end(st, rc, r);
 }

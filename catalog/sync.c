@@ -9,11 +9,6 @@
 #include "base/err.h"
 #include "catalog-int.h"
 
-static int prepare(struct catalog *c, const char *sql, sqlite3_stmt **st)
-{
-	return sqlite3_prepare_v2(c->db, sql, -1, st, NULL) == SQLITE_OK ? 0 : HM_ERR_SQLITE;
-}
-
 static void bind_text_or_null(sqlite3_stmt *st, int i, const char *s)
 {
 	if (s)
@@ -34,15 +29,15 @@ int catalog_snapshot_commit(struct catalog *c, int64_t repo_id, const char *comm
 		total += files[i].size;
 	if (catalog_begin(c))
 		return HM_ERR_SQLITE;
-	if (prepare(c, "INSERT INTO blobs (sha256, size, stored_at) VALUES (?1, ?2, ?3) "
-		       "ON CONFLICT (sha256) DO NOTHING", &blob) ||
-	    prepare(c, "INSERT INTO files (snapshot_id, path, size, git_oid, lfs_oid, sha256) "
-		       "VALUES (?1, ?2, ?3, ?4, ?5, ?6)", &file))
+	if (catalog__prepare(c, "INSERT INTO blobs (sha256, size, stored_at) VALUES (?1, ?2, ?3) "
+			     "ON CONFLICT (sha256) DO NOTHING", &blob) ||
+	    catalog__prepare(c, "INSERT INTO files (snapshot_id, path, size, git_oid, lfs_oid, sha256) "
+			     "VALUES (?1, ?2, ?3, ?4, ?5, ?6)", &file))
 		goto out;
 
 	/* A commit seen before (a ref moved back, or a revision re-added) keeps its snapshot row; if it
 	 * was selected differently, its files are replaced. */
-	if (prepare(c, "SELECT id, selection IS ?3 FROM snapshots WHERE repo_id = ?1 AND commit_id = ?2", &st))
+	if (catalog__prepare(c, "SELECT id, selection IS ?3 FROM snapshots WHERE repo_id = ?1 AND commit_id = ?2", &st))
 		goto out;
 	sqlite3_bind_int64(st, 1, repo_id);
 	sqlite3_bind_text(st, 2, commit, -1, SQLITE_STATIC);
@@ -59,7 +54,7 @@ int catalog_snapshot_commit(struct catalog *c, int64_t repo_id, const char *comm
 		static const char *const drop[] = { "DELETE FROM torrents WHERE snapshot_id = ?1",
 						    "DELETE FROM files WHERE snapshot_id = ?1" };
 		for (size_t i = 0; i < sizeof(drop) / sizeof(drop[0]); i++) {
-			if (prepare(c, drop[i], &st))
+			if (catalog__prepare(c, drop[i], &st))
 				goto out;
 			sqlite3_bind_int64(st, 1, snap_id);
 			if (sqlite3_step(st) != SQLITE_DONE)
@@ -67,8 +62,9 @@ int catalog_snapshot_commit(struct catalog *c, int64_t repo_id, const char *comm
 			sqlite3_finalize(st);
 			st = NULL;
 		}
-		if (prepare(c, "UPDATE snapshots SET synced_at = ?2, file_count = ?3, total_size = ?4, selection = ?5 "
-			       "WHERE id = ?1", &st))
+		if (catalog__prepare(c,
+				     "UPDATE snapshots SET synced_at = ?2, file_count = ?3, total_size = ?4, "
+				     "selection = ?5 WHERE id = ?1", &st))
 			goto out;
 		sqlite3_bind_int64(st, 1, snap_id);
 		sqlite3_bind_int64(st, 2, (sqlite3_int64)time(NULL));
@@ -80,8 +76,9 @@ int catalog_snapshot_commit(struct catalog *c, int64_t repo_id, const char *comm
 		sqlite3_finalize(st);
 		st = NULL;
 	} else if (!snap_id) {
-		if (prepare(c, "INSERT INTO snapshots (repo_id, commit_id, synced_at, file_count, total_size, selection) "
-			       "VALUES (?1, ?2, ?3, ?4, ?5, ?6)", &st))
+		if (catalog__prepare(c,
+				     "INSERT INTO snapshots (repo_id, commit_id, synced_at, file_count, total_size, "
+				     "selection) VALUES (?1, ?2, ?3, ?4, ?5, ?6)", &st))
 			goto out;
 		sqlite3_bind_int64(st, 1, repo_id);
 		sqlite3_bind_text(st, 2, commit, -1, SQLITE_STATIC);
@@ -114,9 +111,10 @@ int catalog_snapshot_commit(struct catalog *c, int64_t repo_id, const char *comm
 				goto out;
 		}
 	}
-	if (prepare(c, "INSERT INTO refs (repo_id, name, kind, snapshot_id, updated_at) VALUES (?1, ?2, ?3, ?4, ?5) "
-		       "ON CONFLICT (repo_id, name) DO UPDATE SET snapshot_id = excluded.snapshot_id, "
-		       "updated_at = excluded.updated_at", &st))
+	if (catalog__prepare(c,
+			     "INSERT INTO refs (repo_id, name, kind, snapshot_id, updated_at) "
+			     "VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (repo_id, name) DO UPDATE SET "
+			     "snapshot_id = excluded.snapshot_id, updated_at = excluded.updated_at", &st))
 		goto out;
 	sqlite3_bind_int64(st, 1, repo_id);
 	sqlite3_bind_text(st, 2, ref_name, -1, SQLITE_STATIC);
@@ -142,7 +140,9 @@ int catalog_sha256_for_git_oid(struct catalog *c, const char *git_oid, int64_t s
 	sqlite3_stmt *st = NULL;
 	int r = HM_ERR_SQLITE, rc;
 
-	if (prepare(c, "SELECT sha256 FROM files WHERE git_oid = ?1 AND size = ?2 AND lfs_oid IS NULL LIMIT 1", &st))
+	if (catalog__prepare(c,
+			     "SELECT sha256 FROM files WHERE git_oid = ?1 AND size = ?2 AND lfs_oid IS NULL LIMIT 1",
+			     &st))
 		return r;
 	sqlite3_bind_text(st, 1, git_oid, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 2, size);
@@ -161,51 +161,46 @@ int catalog_sha256_for_git_oid(struct catalog *c, const char *git_oid, int64_t s
 bool catalog_blob_public_or_own(struct catalog *c, const char *sha256, int64_t repo_id)
 {
 	sqlite3_stmt *st = NULL;
-	bool yes;
 
 #define OPEN_TO(r) "(" r ".id = ?2 OR ((" r ".gated IS NULL OR " r ".gated = 'false') AND coalesce(" r ".private, 0) != 1) " \
 			   "OR json_extract(coalesce(" r ".options, '{}'), '$.open') = 1)"
-	if (prepare(c, "SELECT 1 FROM blob_fetches b JOIN repos r ON r.id = b.repo_id WHERE b.sha256 = ?1 AND " OPEN_TO("r") " "
-		       "UNION ALL SELECT 1 FROM files f JOIN snapshots s ON s.id = f.snapshot_id JOIN repos q ON q.id = s.repo_id "
-		       "WHERE f.sha256 = ?1 AND " OPEN_TO("q") " LIMIT 1", &st))
+	if (catalog__prepare(c,
+			     "SELECT 1 FROM blob_fetches b JOIN repos r ON r.id = b.repo_id "
+			     "WHERE b.sha256 = ?1 AND " OPEN_TO("r") " UNION ALL SELECT 1 FROM files f "
+			     "JOIN snapshots s ON s.id = f.snapshot_id JOIN repos q ON q.id = s.repo_id "
+			     "WHERE f.sha256 = ?1 AND " OPEN_TO("q") " LIMIT 1", &st))
 		return false;
 #undef OPEN_TO
 	sqlite3_bind_text(st, 1, sha256, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 2, repo_id);
-	yes = sqlite3_step(st) == SQLITE_ROW;
-	sqlite3_finalize(st);
-	return yes;
+	return catalog__has_row(st) == 1;
 }
 
 int catalog_blob_fetched(struct catalog *c, const char *sha256, int64_t repo_id)
 {
 	sqlite3_stmt *st = NULL;
-	int r = HM_ERR_SQLITE;
 
-	if (prepare(c, "INSERT INTO blob_fetches (sha256, repo_id) VALUES (?1, ?2) ON CONFLICT DO NOTHING", &st))
-		return r;
+	if (catalog__prepare(c,
+			     "INSERT INTO blob_fetches (sha256, repo_id) VALUES (?1, ?2) ON CONFLICT DO NOTHING", &st))
+		return HM_ERR_SQLITE;
 	sqlite3_bind_text(st, 1, sha256, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 2, repo_id);
-	if (sqlite3_step(st) == SQLITE_DONE)
-		r = 0;
-	sqlite3_finalize(st);
-	return r;
+	return catalog__run(st);
 }
 
 int catalog_repo_set_sync(struct catalog *c, int64_t repo_id, const char *status, const char *error,
 			  int64_t when, const struct catalog_repo_meta *m)
 {
 	sqlite3_stmt *st = NULL;
-	int r = HM_ERR_SQLITE;
 
-	if (prepare(c, "UPDATE repos SET sync_status = ?2, sync_error = ?3, last_sync_at = ?4, "
-		       "gated = coalesce(?5, gated), private = coalesce(?6, private), "
-		       "card_data = coalesce(?7, card_data), tags = coalesce(?8, tags), "
-		       "pipeline_tag = coalesce(?9, pipeline_tag), library_name = coalesce(?10, library_name), "
-		       "license = coalesce(?11, license), downloads = coalesce(?12, downloads), "
-		       "likes = coalesce(?13, likes), last_modified = coalesce(?14, last_modified) "
-		       "WHERE id = ?1", &st))
-		return r;
+	if (catalog__prepare(c, "UPDATE repos SET sync_status = ?2, sync_error = ?3, last_sync_at = ?4, "
+			     "gated = coalesce(?5, gated), private = coalesce(?6, private), "
+			     "card_data = coalesce(?7, card_data), tags = coalesce(?8, tags), "
+			     "pipeline_tag = coalesce(?9, pipeline_tag), library_name = coalesce(?10, library_name), "
+			     "license = coalesce(?11, license), downloads = coalesce(?12, downloads), "
+			     "likes = coalesce(?13, likes), last_modified = coalesce(?14, last_modified) "
+			     "WHERE id = ?1", &st))
+		return HM_ERR_SQLITE;
 	sqlite3_bind_int64(st, 1, repo_id);
 	sqlite3_bind_text(st, 2, status, -1, SQLITE_STATIC);
 	bind_text_or_null(st, 3, error);
@@ -225,10 +220,7 @@ int catalog_repo_set_sync(struct catalog *c, int64_t repo_id, const char *status
 			sqlite3_bind_int64(st, 13, m->likes);
 		bind_text_or_null(st, 14, m->last_modified);
 	}
-	if (sqlite3_step(st) == SQLITE_DONE)
-		r = 0;
-	sqlite3_finalize(st);
-	return r;
+	return catalog__run(st);
 }
 
 int catalog_run_begin(struct catalog *c, int64_t *run_id)
@@ -240,14 +232,12 @@ int catalog_run_begin(struct catalog *c, int64_t *run_id)
 	if (sqlite3_exec(c->db, "UPDATE sync_runs SET outcome = 'interrupted' WHERE outcome IS NULL",
 			 NULL, NULL, NULL) != SQLITE_OK)
 		return r;
-	if (prepare(c, "INSERT INTO sync_runs (started_at) VALUES (?1)", &st))
+	if (catalog__prepare(c, "INSERT INTO sync_runs (started_at) VALUES (?1)", &st))
 		return r;
 	sqlite3_bind_int64(st, 1, (sqlite3_int64)time(NULL));
-	if (sqlite3_step(st) == SQLITE_DONE) {
+	r = catalog__run(st);
+	if (!r)
 		*run_id = sqlite3_last_insert_rowid(c->db);
-		r = 0;
-	}
-	sqlite3_finalize(st);
 	return r;
 }
 
@@ -255,11 +245,11 @@ int catalog_run_result(struct catalog *c, int64_t run_id, int64_t repo_id, const
 		       const char *commit, int64_t files, int64_t bytes, const char *error)
 {
 	sqlite3_stmt *st = NULL;
-	int r = HM_ERR_SQLITE;
 
-	if (prepare(c, "INSERT OR REPLACE INTO sync_results (run_id, repo_id, outcome, commit_id, files_fetched, "
-		       "bytes_fetched, error) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)", &st))
-		return r;
+	if (catalog__prepare(c,
+			     "INSERT OR REPLACE INTO sync_results (run_id, repo_id, outcome, commit_id, files_fetched, "
+			     "bytes_fetched, error) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)", &st))
+		return HM_ERR_SQLITE;
 	sqlite3_bind_int64(st, 1, run_id);
 	sqlite3_bind_int64(st, 2, repo_id);
 	sqlite3_bind_text(st, 3, outcome, -1, SQLITE_STATIC);
@@ -267,21 +257,17 @@ int catalog_run_result(struct catalog *c, int64_t run_id, int64_t repo_id, const
 	sqlite3_bind_int64(st, 5, files);
 	sqlite3_bind_int64(st, 6, bytes);
 	bind_text_or_null(st, 7, error);
-	if (sqlite3_step(st) == SQLITE_DONE)
-		r = 0;
-	sqlite3_finalize(st);
-	return r;
+	return catalog__run(st);
 }
 
 int catalog_run_end(struct catalog *c, int64_t run_id, const char *outcome, int64_t repos_ok,
 		    int64_t repos_failed, int64_t files, int64_t bytes)
 {
 	sqlite3_stmt *st = NULL;
-	int r = HM_ERR_SQLITE;
 
-	if (prepare(c, "UPDATE sync_runs SET ended_at = ?2, outcome = ?3, repos_ok = ?4, repos_failed = ?5, "
-		       "files_fetched = ?6, bytes_fetched = ?7 WHERE id = ?1", &st))
-		return r;
+	if (catalog__prepare(c, "UPDATE sync_runs SET ended_at = ?2, outcome = ?3, repos_ok = ?4, repos_failed = ?5, "
+			     "files_fetched = ?6, bytes_fetched = ?7 WHERE id = ?1", &st))
+		return HM_ERR_SQLITE;
 	sqlite3_bind_int64(st, 1, run_id);
 	sqlite3_bind_int64(st, 2, (sqlite3_int64)time(NULL));
 	sqlite3_bind_text(st, 3, outcome, -1, SQLITE_STATIC);
@@ -289,8 +275,5 @@ int catalog_run_end(struct catalog *c, int64_t run_id, const char *outcome, int6
 	sqlite3_bind_int64(st, 5, repos_failed);
 	sqlite3_bind_int64(st, 6, files);
 	sqlite3_bind_int64(st, 7, bytes);
-	if (sqlite3_step(st) == SQLITE_DONE)
-		r = 0;
-	sqlite3_finalize(st);
-	return r;
+	return catalog__run(st);
 }

@@ -40,21 +40,17 @@ static int get_one(sqlite3_stmt *st, struct catalog_torrent *out)
 int catalog_torrent_put(struct catalog *c, const struct catalog_torrent *t)
 {
 	sqlite3_stmt *st = NULL;
-	int r = HM_ERR_SQLITE;
 
-	if (sqlite3_prepare_v2(c->db, "INSERT OR REPLACE INTO torrents (" TORRENT_COLUMNS ") VALUES (?1,?2,?3,?4,?5,?6)",
-			       -1, &st, NULL) != SQLITE_OK)
-		return r;
+	if (catalog__prepare(c,
+			     "INSERT OR REPLACE INTO torrents (" TORRENT_COLUMNS ") VALUES (?1,?2,?3,?4,?5,?6)", &st))
+		return HM_ERR_SQLITE;
 	sqlite3_bind_int64(st, 1, t->snapshot_id);
 	sqlite3_bind_text(st, 2, t->btih, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 3, t->btmh, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 4, t->name, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 5, t->piece_size);
 	sqlite3_bind_int64(st, 6, t->created_at);
-	if (sqlite3_step(st) == SQLITE_DONE)
-		r = 0;
-	sqlite3_finalize(st);
-	return r;
+	return catalog__run(st);
 }
 
 int catalog_torrent_get(struct catalog *c, int64_t snapshot_id, struct catalog_torrent *out)
@@ -87,33 +83,26 @@ int catalog_torrent_missing_each(struct catalog *c, int (*fn)(void *ud, int64_t 
 	sqlite3_stmt *st = NULL;
 	int r = 0, rc;
 
-	if (sqlite3_prepare_v2(c->db, "SELECT DISTINCT s.id, r.name FROM refs f JOIN snapshots s ON s.id = f.snapshot_id "
-			       "JOIN repos r ON r.id = s.repo_id LEFT JOIN torrents t ON t.snapshot_id = s.id "
-			       "WHERE t.snapshot_id IS NULL ORDER BY s.id", -1, &st, NULL) != SQLITE_OK)
+	if (catalog__prepare(c, "SELECT DISTINCT s.id, r.name FROM refs f JOIN snapshots s ON s.id = f.snapshot_id "
+			     "JOIN repos r ON r.id = s.repo_id LEFT JOIN torrents t ON t.snapshot_id = s.id "
+			     "WHERE t.snapshot_id IS NULL ORDER BY s.id", &st))
 		return HM_ERR_SQLITE;
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		r = fn(ud, sqlite3_column_int64(st, 0), (const char *)sqlite3_column_text(st, 1));
 		if (r)
 			break;
 	}
-	if (!r && rc != SQLITE_DONE)
-		r = HM_ERR_SQLITE;
-	sqlite3_finalize(st);
-	return r;
+	return catalog__rows_end(st, rc, r);
 }
 
 int catalog_torrent_known(struct catalog *c, const char *btih)
 {
 	sqlite3_stmt *st = NULL;
-	int r = HM_ERR_SQLITE, rc;
 
-	if (sqlite3_prepare_v2(c->db, "SELECT 1 FROM torrents WHERE btih = ?1", -1, &st, NULL) != SQLITE_OK)
-		return r;
+	if (catalog__prepare(c, "SELECT 1 FROM torrents WHERE btih = ?1", &st))
+		return HM_ERR_SQLITE;
 	sqlite3_bind_text(st, 1, btih, -1, SQLITE_STATIC);
-	rc = sqlite3_step(st);
-	r = rc == SQLITE_ROW ? 1 : rc == SQLITE_DONE ? 0 : HM_ERR_SQLITE;
-	sqlite3_finalize(st);
-	return r;
+	return catalog__has_row(st);
 }
 
 int catalog_torrents_each(struct catalog *c, int (*fn)(void *ud, const struct catalog_torrent *t), void *ud)
@@ -121,8 +110,7 @@ int catalog_torrents_each(struct catalog *c, int (*fn)(void *ud, const struct ca
 	sqlite3_stmt *st = NULL;
 	int r = 0, rc;
 
-	if (sqlite3_prepare_v2(c->db, "SELECT " TORRENT_COLUMNS " FROM torrents ORDER BY snapshot_id", -1, &st, NULL) !=
-	    SQLITE_OK)
+	if (catalog__prepare(c, "SELECT " TORRENT_COLUMNS " FROM torrents ORDER BY snapshot_id", &st))
 		return HM_ERR_SQLITE;
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		struct catalog_torrent t;
@@ -131,8 +119,5 @@ int catalog_torrents_each(struct catalog *c, int (*fn)(void *ud, const struct ca
 		if (r)
 			break;
 	}
-	if (!r && rc != SQLITE_DONE)
-		r = HM_ERR_SQLITE;
-	sqlite3_finalize(st);
-	return r;
+	return catalog__rows_end(st, rc, r);
 }
