@@ -81,4 +81,15 @@ int cmd_sync(int argc, char **argv);
 int cmd_ls(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 
+/* ---- more helpers shared by commands (util.c) ---- */
+
+/* cli_open_data, then cli_lock_data: *out is set only when both succeed (a failure is printed and
+ * closes the directory again). Returns CLI_OK or CLI_FAILED. */
+int cli_open_locked(const char *dir, bool wait, struct mirror_data **out);
+/* Print o to stdout as indented JSON and a newline; o stays the caller's. */
+void cli_print_json(struct json_t *o);
+/* Print why a catalog call about the repository named spec failed with e (HM_ERR_NOT_FOUND: it is
+ * not tracked; else the catalog's own message). Returns CLI_FAILED. */
+int cli_repo_error(struct mirror_data *d, const char *spec, int e);
+
 #endif

@@ -53,12 +53,8 @@ int cmd_gc(int argc, char **argv)
 	}
 	if (optind < argc)
 		return cli_usage_error(self, "unexpected argument '%s'", argv[optind]);
-	if (cli_open_data(dir, &data))
+	if (cli_open_locked(dir, wait, &data))
 		return CLI_FAILED;
-	if (cli_lock_data(data, wait)) {
-		mirror_data_free(&data);
-		return CLI_FAILED;
-	}
 	e = mirror_gc(data, (int)keep, (int64_t)age_h * 3600, dry, &rep, &err);
 	if (e) {
 		fprintf(stderr, "hubmirror: gc: %s\n", err ? err : err_str(e));
@@ -69,8 +65,7 @@ int cmd_gc(int argc, char **argv)
 				      "blobs_removed", (json_int_t)rep.blobs_removed, "bytes_freed", (json_int_t)rep.bytes_freed,
 				      "orphans_removed", (json_int_t)rep.orphans_removed,
 				      "partials_removed", (json_int_t)rep.partials_removed);
-		json_dumpf(o, stdout, JSON_INDENT(2));
-		putchar('\n');
+		cli_print_json(o);
 		json_decref(o);
 	} else {
 		char b[32];

@@ -55,8 +55,7 @@ int cmd_info(int argc, char **argv)
 		if (!o)
 			return CLI_FAILED;
 		if (json) {
-			json_dumpf(o, stdout, JSON_INDENT(2));
-			putchar('\n');
+			cli_print_json(o);
 		} else {
 			char size[32], when[32];
 			cli_human_size(json_integer_value(json_object_get(o, "size")), size, sizeof(size));
@@ -79,16 +78,11 @@ int cmd_info(int argc, char **argv)
 		return CLI_FAILED;
 	}
 	e = catalog_repo_get(data->catalog, hub_kind_name(spec.hub), hub_type_name(spec.type), spec.name, &repo);
-	if (e == HM_ERR_NOT_FOUND) {
-		fprintf(stderr, "hubmirror: '%s' is not tracked\n", argv[optind]);
-		r = CLI_FAILED;
-	} else if (e) {
-		fprintf(stderr, "hubmirror: catalog: %s\n", catalog_errmsg(data->catalog));
-		r = CLI_FAILED;
+	if (e) {
+		r = cli_repo_error(data, argv[optind], e);
 	} else if (json) {
 		json_t *o = mirror_repo_json(&repo, NULL);
-		json_dumpf(o, stdout, JSON_INDENT(2));
-		putchar('\n');
+		cli_print_json(o);
 		json_decref(o);
 	} else {
 		char size[32], when[32], added[32];

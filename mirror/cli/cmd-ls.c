@@ -85,8 +85,7 @@ int cmd_ls(int argc, char **argv)
 			json_array_append_new(a, mirror_repo_json(&list[i], NULL));
 	}
 	if (json) {
-		json_dumpf(a, stdout, JSON_INDENT(2));
-		putchar('\n');
+		cli_print_json(a);
 	} else if (json_array_size(a) == 0) {
 		printf("no repositories tracked (add one with 'hubmirror add hf:ORG/NAME')\n");
 	} else {

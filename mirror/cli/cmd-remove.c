@@ -48,15 +48,10 @@ int cmd_remove(int argc, char **argv)
 
 		hub_spec_parse(argv[i], &s);
 		e = catalog_repo_remove(data->catalog, hub_kind_name(s.hub), hub_type_name(s.type), s.name);
-		if (e == HM_ERR_NOT_FOUND) {
-			fprintf(stderr, "hubmirror: '%s' is not tracked\n", argv[i]);
-			r = CLI_FAILED;
-		} else if (e) {
-			fprintf(stderr, "hubmirror: catalog: %s\n", catalog_errmsg(data->catalog));
-			r = CLI_FAILED;
-		} else {
+		if (e)
+			r = cli_repo_error(data, argv[i], e);
+		else
 			printf("removed %s\n", argv[i]);
-		}
 		hub_spec_release(&s);
 	}
 	mirror_data_free(&data);

@@ -108,8 +108,7 @@ int cmd_search(int argc, char **argv)
 		}
 	}
 	if (json) {
-		json_dumpf(a, stdout, JSON_INDENT(2));
-		putchar('\n');
+		cli_print_json(a);
 	} else if (!json_array_size(a)) {
 		printf("nothing matches '%s'\n", q.data);
 	} else {

@@ -178,12 +178,8 @@ int cmd_sync(int argc, char **argv)
 			return cli_usage_error(self, "'%s': sync follows the tracked revision; change it with 'hubmirror add'",
 					       argv[i]);
 	}
-	if (cli_open_data(dir, &data))
+	if (cli_open_locked(dir, wait, &data))
 		return CLI_FAILED;
-	if (cli_lock_data(data, wait)) {
-		r = CLI_FAILED;
-		goto out;
-	}
 	if (repos_to_sync(data, argv + optind, argc - optind, &repos, &n)) {
 		r = CLI_FAILED;
 		goto out;
@@ -201,8 +197,7 @@ int cmd_sync(int argc, char **argv)
 	}
 	if (json) {
 		json_t *o = report_json(&rep);
-		json_dumpf(o, stdout, JSON_INDENT(2));
-		putchar('\n');
+		cli_print_json(o);
 		json_decref(o);
 	} else {
 		print_report(&rep);

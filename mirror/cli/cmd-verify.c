@@ -38,12 +38,8 @@ int cmd_verify(int argc, char **argv)
 	}
 	if (optind < argc)
 		return cli_usage_error(self, "unexpected argument '%s'", argv[optind]);
-	if (cli_open_data(dir, &data))
+	if (cli_open_locked(dir, wait, &data))
 		return CLI_FAILED;
-	if (cli_lock_data(data, wait)) {
-		mirror_data_free(&data);
-		return CLI_FAILED;
-	}
 	e = mirror_verify(data, &rep, &err);
 	if (e) {
 		fprintf(stderr, "hubmirror: verify: %s\n", err ? err : err_str(e));
@@ -53,8 +49,7 @@ int cmd_verify(int argc, char **argv)
 			json_t *o = json_pack("{s:I, s:I, s:I, s:I, s:I}", "blobs_checked", (json_int_t)rep.blobs_checked,
 					      "bytes_checked", (json_int_t)rep.bytes_checked, "corrupt", (json_int_t)rep.corrupt,
 					      "missing", (json_int_t)rep.missing, "repos_marked", (json_int_t)rep.repos_marked);
-			json_dumpf(o, stdout, JSON_INDENT(2));
-			putchar('\n');
+			cli_print_json(o);
 			json_decref(o);
 		} else {
 			char b[32];

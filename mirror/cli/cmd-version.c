@@ -53,8 +53,7 @@ int cmd_version(int argc, char **argv)
 	if (!o)
 		return CLI_FAILED;
 	if (json) {
-		json_dumpf(o, stdout, JSON_INDENT(2));
-		putchar('\n');
+		cli_print_json(o);
 	} else {
 		const char *k;
 		json_t *v;

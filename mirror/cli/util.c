@@ -8,7 +8,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
 #include "base/err.h"
+#include "catalog/catalog.h"
 #include "cli.h"
 #include "mirror/data.h"
 
@@ -86,4 +89,33 @@ int cli_parse_rate(const char *arg, int64_t *out)
 		return -1;
 	*out = (int64_t)(v * mult);
 	return 0;
+}
+
+int cli_open_locked(const char *dir, bool wait, struct mirror_data **out)
+{
+	struct mirror_data *d = NULL;
+
+	if (cli_open_data(dir, &d))
+		return CLI_FAILED;
+	if (cli_lock_data(d, wait)) {
+		mirror_data_free(&d);
+		return CLI_FAILED;
+	}
+	*out = d;
+	return CLI_OK;
+}
+
+void cli_print_json(json_t *o)
+{
+	json_dumpf(o, stdout, JSON_INDENT(2));
+	putchar('\n');
+}
+
+int cli_repo_error(struct mirror_data *d, const char *spec, int e)
+{
+	if (e == HM_ERR_NOT_FOUND)
+		fprintf(stderr, "hubmirror: '%s' is not tracked\n", spec);
+	else
+		fprintf(stderr, "hubmirror: catalog: %s\n", catalog_errmsg(d->catalog));
+	return CLI_FAILED;
 }
