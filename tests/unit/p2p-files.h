@@ -1,17 +1,11 @@
 /*
- * p2p-files.h - helpers shared by the p2p unit tests that move real files between sessions: a
- * temporary tree's removal, a clock, files of seeded pseudo-random bytes, and libtorrent sessions on
- * loopback whose events a libuv loop drains. Header-only (static), like test.h; include after
- * <ftw.h>, <fcntl.h>, <uv.h>, test.h and base/path.h, base/xmalloc.h, p2p/p2p.h.
+ * p2p-files.h - helpers shared by the p2p unit tests that move real files between sessions: a clock,
+ * files of seeded pseudo-random bytes, and libtorrent sessions on loopback whose events a libuv loop
+ * drains. Header-only (static), like test.h; include after <fcntl.h>, <uv.h>, test.h and
+ * base/path.h, base/xmalloc.h, p2p/p2p.h.
  */
 #ifndef HM_TEST_P2P_FILES_H
 #define HM_TEST_P2P_FILES_H
-
-static int rm_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
-{
-	remove(path);
-	return 0;
-}
 
 static double now_s(void)
 {

@@ -188,19 +188,15 @@ TEST(search_ranks_and_forgets_removed)
 
 int main(void)
 {
-	char *cmd;
 	int r;
 
-	if (!mkdtemp(dir))
-		return 1;
+	test_tmpdir(dir);
 	RUN(open_migrates_and_reopens);
 	RUN(refuses_newer_schema);
 	RUN(reports_unopenable_path);
 	RUN(search_ranks_and_forgets_removed);
 	r = test_done();
-	cmd = xasprintf("rm -rf %s", dir);
-	if (system(cmd) != 0)
+	if (test_rmtree(dir))
 		r = 1;
-	free(cmd);
 	return r;
 }

@@ -4,7 +4,6 @@
  * (a revision, a commit, a path) write nothing.
  */
 #include <errno.h>
-#include <ftw.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,15 +18,6 @@
 
 static char *root;
 static const char commit[] = "0123456789abcdef0123456789abcdef01234567";
-
-static int rm_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
-{
-	(void)st;
-	(void)type;
-	(void)ftw;
-	remove(path);
-	return 0;
-}
 
 static char *slurp(const char *path)
 {
@@ -91,13 +81,9 @@ int main(void)
 {
 	char tmpl[] = "/tmp/test-hub-cache-XXXXXX";
 
-	if (!mkdtemp(tmpl)) {
-		printf("Bail out! mkdtemp: %s\n", strerror(errno));
-		return 1;
-	}
-	root = tmpl;
+	root = test_tmpdir(tmpl);
 	RUN(links_a_snapshot);
 	RUN(writes_nothing_outside);
-	nftw(root, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	test_rmtree(root);
 	return test_done();
 }

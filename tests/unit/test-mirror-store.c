@@ -205,10 +205,9 @@ TEST(hostile_names_are_refused)
 
 int main(void)
 {
-	char *cmd;
 	int r;
 
-	if (!mkdtemp(dir) || mirror_store_open(dir, &store))
+	if (mirror_store_open(test_tmpdir(dir), &store))
 		return 1;
 	RUN(verified_content_becomes_a_blob);
 	RUN(mismatch_never_enters_the_store);
@@ -217,9 +216,7 @@ int main(void)
 	RUN(hostile_names_are_refused);
 	mirror_store_free(&store);
 	r = test_done();
-	cmd = xasprintf("rm -rf %s", dir);
-	if (system(cmd) != 0)
+	if (test_rmtree(dir))
 		r = 1;
-	free(cmd);
 	return r;
 }

@@ -15,7 +15,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -380,11 +379,7 @@ int main(void)
 {
 	char tmpl[] = "/tmp/test-p2p-integrity-XXXXXX";
 
-	if (!mkdtemp(tmpl)) {
-		printf("Bail out! mkdtemp: %s\n", strerror(errno));
-		return 1;
-	}
-	tmp_root = tmpl;
+	tmp_root = test_tmpdir(tmpl);
 	RUN(make_torrent);
 	if (tor.data && seed && model_index >= 0) {
 		RUN(readers_see_only_verified_bytes);
@@ -395,6 +390,6 @@ int main(void)
 	free(model);
 	free(src_model);
 	free(src_config);
-	nftw(tmp_root, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	test_rmtree(tmp_root);
 	return test_done();
 }

@@ -13,7 +13,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -489,11 +488,7 @@ int main(void)
 {
 	char tmpl[] = "/tmp/test-p2p-ondemand-XXXXXX";
 
-	if (!mkdtemp(tmpl)) {
-		printf("Bail out! mkdtemp: %s\n", strerror(errno));
-		return 1;
-	}
-	tmp_root = tmpl;
+	tmp_root = test_tmpdir(tmpl);
 	uv_loop_init(&loop);
 	uv_timer_init(&loop, &tick);
 	uv_timer_start(&tick, on_tick, 20, 20);
@@ -527,6 +522,6 @@ int main(void)
 	}
 	free(adir);
 	free(bdir);
-	nftw(tmp_root, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	test_rmtree(tmp_root);
 	return test_done();
 }

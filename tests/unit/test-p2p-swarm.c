@@ -9,7 +9,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -591,11 +590,7 @@ int main(void)
 	char tmpl[] = "/tmp/test-p2p-swarm-XXXXXX";
 	int ok;
 
-	if (!mkdtemp(tmpl)) {
-		printf("Bail out! mkdtemp: %s\n", strerror(errno));
-		return 1;
-	}
-	tmp_root = tmpl;
+	tmp_root = test_tmpdir(tmpl);
 	uv_loop_init(&loop);
 	uv_timer_init(&loop, &tick);
 	uv_timer_start(&tick, on_tick, 20, 20);
@@ -623,6 +618,6 @@ int main(void)
 	p2p_torrent_release(&bad_t);
 	for (int i = 0; i < NMAIN; i++)
 		free(main_src[i]);
-	nftw(tmp_root, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	test_rmtree(tmp_root);
 	return test_done();
 }

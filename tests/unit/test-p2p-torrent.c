@@ -8,7 +8,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <libgen.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -24,12 +23,6 @@
 #include "test.h"
 
 static char *tmp_root; /* one directory for the whole run, removed at the end */
-
-static int rm_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
-{
-	remove(path);
-	return 0;
-}
 
 static void write_file(const char *path, const void *data, size_t len)
 {
@@ -528,11 +521,7 @@ int main(void)
 {
 	char tmpl[] = "/tmp/test-p2p-torrent-XXXXXX";
 
-	if (!mkdtemp(tmpl)) {
-		printf("Bail out! mkdtemp: %s\n", strerror(errno));
-		return 1;
-	}
-	tmp_root = tmpl;
+	tmp_root = test_tmpdir(tmpl);
 	free(fresh_dir("store"));
 	for (int i = 0; i < NFILES; i++) {
 		char *label = xasprintf("blob%d", i);
@@ -555,6 +544,6 @@ int main(void)
 
 	for (int i = 0; i < NFILES; i++)
 		free(src[i]);
-	nftw(tmp_root, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+	test_rmtree(tmp_root);
 	return test_done();
 }

@@ -210,6 +210,16 @@ static int join(struct p2p_tracker *t, unsigned char hash, const char *ip, unsig
 	return announce(t, &a, ip, now, out);
 }
 
+/* A peer's stopped announce (otherwise as join). */
+static int leave(struct p2p_tracker *t, unsigned char hash, const char *ip, unsigned port, int64_t left, int64_t now,
+		 struct buf *out)
+{
+	struct p2p_tracker_announce a = ann(hash, ip, port, left);
+
+	a.event = P2P_TRACKER_EVENT_STOPPED;
+	return announce(t, &a, ip, now, out);
+}
+
 #define MAXP 512
 
 /* The peers of a compact or dict response as "ip:port" / "[ip6]:port" text. Returns the count, or -1
@@ -588,27 +598,19 @@ TEST(stopped_removes_and_counts)
 	CHECK_INT(l, 0);
 
 	/* Stopped: gone, and no peers in the reply. */
-	a = ann(7, "10.1.0.1", 1000, 0);
-	a.event = P2P_TRACKER_EVENT_STOPPED;
-	CHECK_INT(announce(t, &a, "10.1.0.1", 7, &b), 0);
+	CHECK_INT(leave(t, 7, "10.1.0.1", 1000, 0, 7, &b), 0);
 	CHECK(BODY_IS(&b, "d8:completei2e10:incompletei0e8:intervali120e12:min intervali60e5:peers0:e"));
 	CHECK_INT(join(t, 7, "10.1.0.2", 1000, 0, 8, &b), 0);
 	n = peers_of(&b, list, MAXP);
 	CHECK_INT(n, 1);
 	CHECK(listed(list, n, "10.1.0.3:1000"));
 	/* A stopped from the same host but another port removes nothing. */
-	a = ann(7, "10.1.0.2", 1001, 0);
-	a.event = P2P_TRACKER_EVENT_STOPPED;
-	CHECK_INT(announce(t, &a, "10.1.0.2", 9, &b), 0);
+	CHECK_INT(leave(t, 7, "10.1.0.2", 1001, 0, 9, &b), 0);
 	p2p_tracker_swarm(t, h, &s, &l);
 	CHECK_INT(s, 2);
 	/* Everyone leaves: the swarm is forgotten. */
-	a = ann(7, "10.1.0.2", 1000, 0);
-	a.event = P2P_TRACKER_EVENT_STOPPED;
-	CHECK_INT(announce(t, &a, "10.1.0.2", 9, &b), 0);
-	a = ann(7, "10.1.0.3", 1000, 0);
-	a.event = P2P_TRACKER_EVENT_STOPPED;
-	CHECK_INT(announce(t, &a, "10.1.0.3", 9, &b), 0);
+	CHECK_INT(leave(t, 7, "10.1.0.2", 1000, 0, 9, &b), 0);
+	CHECK_INT(leave(t, 7, "10.1.0.3", 1000, 0, 9, &b), 0);
 	CHECK(BODY_IS(&b, "d8:completei0e10:incompletei0e8:intervali120e12:min intervali60e5:peers0:e"));
 	p2p_tracker_stats(t, &st);
 	CHECK_INT(st.torrents, 1);
@@ -628,9 +630,7 @@ TEST(stopped_removes_and_counts)
 	CHECK_INT(announce(t, &a, "10.1.0.3", 10, &b), 0);
 	p2p_tracker_stats(t, &st);
 	CHECK_INT(st.peer_uploaded, 450);
-	a = ann(8, "10.1.0.4", 1000, 99);
-	a.event = P2P_TRACKER_EVENT_STOPPED;
-	CHECK_INT(announce(t, &a, "10.1.0.4", 10, &b), 0);
+	CHECK_INT(leave(t, 8, "10.1.0.4", 1000, 99, 10, &b), 0);
 	p2p_tracker_stats(t, &st);
 	CHECK_INT(st.peer_uploaded, 400);
 	p2p_tracker_expire(t, 10 + 2 * 120);
@@ -638,9 +638,7 @@ TEST(stopped_removes_and_counts)
 	CHECK_INT(st.peer_uploaded, 0);
 	CHECK_INT(st.torrents, 0);
 	/* Stopped for a swarm nobody knows: an empty answer, nothing created. */
-	a = ann(9, "10.1.0.9", 1000, 0);
-	a.event = P2P_TRACKER_EVENT_STOPPED;
-	CHECK_INT(announce(t, &a, "10.1.0.9", 9, &b), 0);
+	CHECK_INT(leave(t, 9, "10.1.0.9", 1000, 0, 9, &b), 0);
 	CHECK(BODY_IS(&b, "d8:completei0e10:incompletei0e8:intervali120e12:min intervali60e5:peers0:e"));
 	p2p_tracker_stats(t, &st);
 	CHECK_INT(st.torrents, 0);
@@ -804,7 +802,6 @@ TEST(limits_refuse_new_entries_only)
 {
 	struct p2p_tracker_config cfg = { .interval = 10, .max_torrents = 2, .max_peers = 3, .max_total_peers = 5 };
 	struct p2p_tracker *t = p2p_tracker_new(&cfg);
-	struct p2p_tracker_announce a;
 	struct p2p_tracker_stats st;
 	struct buf b;
 
@@ -827,9 +824,7 @@ TEST(limits_refuse_new_entries_only)
 	CHECK_INT(join(t, 1, "10.5.0.1", 1, 0, 2, &b), 0);
 	CHECK(!is_failure(&b));
 	/* Room again once someone leaves. */
-	a = ann(1, "10.5.0.3", 1, 1);
-	a.event = P2P_TRACKER_EVENT_STOPPED;
-	CHECK_INT(announce(t, &a, "10.5.0.3", 2, &b), 0);
+	CHECK_INT(leave(t, 1, "10.5.0.3", 1, 1, 2, &b), 0);
 	CHECK_INT(join(t, 1, "10.5.0.4", 1, 1, 2, &b), 0);
 	/* The total: 1 + 3 in swarm 1... add to swarm 2 until 5 peers in all. */
 	CHECK_INT(join(t, 2, "10.5.0.2", 1, 1, 3, &b), 0);
@@ -910,9 +905,7 @@ TEST(uploaded_sum_saturates)
 	/* exact again once the big ones are gone */
 	a.uploaded = 5;
 	CHECK_INT(announce(t, &a, "10.8.0.2", 2, &b), 0);
-	a = ann(9, "10.8.0.1", 1, 1);
-	a.event = P2P_TRACKER_EVENT_STOPPED;
-	CHECK_INT(announce(t, &a, "10.8.0.1", 2, &b), 0);
+	CHECK_INT(leave(t, 9, "10.8.0.1", 1, 1, 2, &b), 0);
 	p2p_tracker_stats(t, &st);
 	CHECK_INT(st.peer_uploaded, 5);
 	buf_release(&b);
@@ -1016,9 +1009,7 @@ TEST(many_swarms_grow_and_shrink)
 	}
 	for (int k = 1; k < 500; k++) {
 		snprintf(ip, sizeof(ip), "10.7.%d.%d", k / 200, k % 200 + 1);
-		a = ann(0x77, ip, 6881, 1);
-		a.event = P2P_TRACKER_EVENT_STOPPED;
-		CHECK_INT(announce(t, &a, ip, 1, &b), 0);
+		CHECK_INT(leave(t, 0x77, ip, 6881, 1, 1, &b), 0);
 	}
 	a = ann(0x77, "10.7.0.1", 6881, 1);
 	p2p_tracker_swarm(t, a.info_hash, &s, &l);

@@ -5,12 +5,16 @@
  *   int main(void) { RUN(name); return test_done(); }
  *
  * A failed CHECK prints the expression, file and line, and marks the test failed; test_done()
- * returns 1 if anything failed, so meson sees the failure.
+ * returns 1 if anything failed, so meson sees the failure. A test that needs files makes its folder
+ * with test_tmpdir() and removes it with test_rmtree().
  */
 #ifndef HM_TEST_H
 #define HM_TEST_H
 
+#include <errno.h>
+#include <ftw.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static int test_failures_total;
@@ -53,6 +57,34 @@ static inline int test_done(void)
 {
 	printf("1..%d\n", test_count);
 	return test_failures_total ? 1 : 0;
+}
+
+/* mkdtemp(tmpl) ("/tmp/NAME-XXXXXX"), or a TAP "Bail out!" and exit 1. Returns tmpl. */
+static inline char *test_tmpdir(char *tmpl)
+{
+	if (!mkdtemp(tmpl)) {
+		printf("Bail out! mkdtemp: %s\n", strerror(errno));
+		exit(1);
+	}
+	return tmpl;
+}
+
+static int test_rm_failed;
+
+static inline int test_rm_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+	if (remove(path))
+		test_rm_failed = 1;
+	return 0;
+}
+
+/* Remove dir and everything in it (links are removed, not followed). 0, or -1 if anything stayed. */
+static inline int test_rmtree(const char *dir)
+{
+	test_rm_failed = 0;
+	if (nftw(dir, test_rm_entry, 16, FTW_DEPTH | FTW_PHYS))
+		return -1;
+	return test_rm_failed ? -1 : 0;
 }
 
 #endif
