@@ -1,7 +1,8 @@
 # lib.sh - shared helpers for the integration scripts. Source it first:
 #   . "$HM_SRC/tests/integration/lib.sh"
-# Gives: $T (a fresh temp dir, removed on exit), check/ok/fail reporting, start_fakehub, and
-# finish (exit status = failures). Scripts print TAP-ish "ok - name" / "not ok - name" lines.
+# Gives: $T (a fresh temp dir, removed on exit), check/ok/fail reporting, skip and the need_*
+# guards, start_fakehub, start_serve, sync_from_fake, and finish (exit status = failures). Scripts
+# print TAP-ish "ok - name" / "not ok - name" lines.
 set -u
 : "${HM_SRC:?run through meson test}"
 : "${HUBMIRROR:?run through meson test}"
@@ -41,19 +42,39 @@ expect_status() {
 }
 finish() { echo "1..$_count"; [ "$_failed" -eq 0 ]; exit $?; }
 
-# start_fakehub [ARGS...]: start tests/fakehub and set FAKE_API / FAKE_CDN to its base URLs.
-start_fakehub() {
-	local ready="$T/fakehub.ready" i
-	rm -f "$ready"
-	"$PY" "$HM_SRC/tests/fakehub/fakehub.py" --ready-file "$ready" --quiet "$@" >"$T/fakehub.out" 2>"$T/fakehub.err" &
-	_pids+=($!)
-	# up to 30 s (a loaded 2-core machine), but not a moment longer than the process lives
+# skip WHY: the whole script is skipped (meson's 77), saying why.
+skip() { echo "1..0 # SKIP $*"; exit 77; }
+# need_fuse: skip unless mounts can be made here (root, /dev/fuse, fusermount3).
+need_fuse() {
+	[ "$(id -u)" = 0 ] && [ -c /dev/fuse ] || skip "needs root and /dev/fuse"
+	command -v fusermount3 >/dev/null || skip "fusermount3 missing (apt-get install fuse3)"
+}
+# need_node_module PKG: skip unless node and tests/js/node_modules/PKG are installed; sets JS to tests/js.
+need_node_module() {
+	JS=$HM_SRC/tests/js
+	command -v node >/dev/null 2>&1 || skip "node is not installed (bash .ci/setup installs it)"
+	[ -f "$JS/node_modules/$1/package.json" ] || skip "$JS/node_modules/$1 is missing (bash .ci/setup runs npm ci there)"
+}
+
+# _await_ready FILE WHAT LOG: wait for the process started last to write FILE, up to 30 s (a loaded
+# 2-core machine) but not a moment longer than it lives; else show LOG and fail.
+_await_ready() {
+	local i
 	for i in $(seq 1 600); do
-		[ -s "$ready" ] && break
+		[ -s "$1" ] && break
 		kill -0 "${_pids[-1]}" 2>/dev/null || break
 		sleep 0.05
 	done
-	[ -s "$ready" ] || { echo "# fakehub did not start:"; sed 's/^/#   /' "$T/fakehub.err"; return 1; }
+	[ -s "$1" ] || { echo "# $2 did not start:"; sed 's/^/#   /' "$3"; return 1; }
+}
+
+# start_fakehub [ARGS...]: start tests/fakehub and set FAKE_API / FAKE_CDN to its base URLs.
+start_fakehub() {
+	local ready="$T/fakehub.ready"
+	rm -f "$ready"
+	"$PY" "$HM_SRC/tests/fakehub/fakehub.py" --ready-file "$ready" --quiet "$@" >"$T/fakehub.out" 2>"$T/fakehub.err" &
+	_pids+=($!)
+	_await_ready "$ready" fakehub "$T/fakehub.err" || return 1
 	FAKE_API=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["api"])' "$ready")
 	FAKE_CDN=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["cdn"])' "$ready")
 	export FAKE_API FAKE_CDN
@@ -62,17 +83,11 @@ start_fakehub() {
 # start_serve [ARGS...]: run `hubmirror serve` on a free loopback port (stopped at exit) and set M to
 # its base URL. Its stderr goes to $T/serve.err, its access log to $T/access.log.
 start_serve() {
-	local i
 	rm -f "$T/url"
 	"$HUBMIRROR" serve --listen 127.0.0.1:0 --ready-file "$T/url" --access-log "$T/access.log" "$@" 2>"$T/serve.err" &
 	_pids+=($!)
-	# up to 30 s (seeding thousands of files' links on a loaded machine), but no longer than it lives
-	for i in $(seq 1 600); do
-		[ -s "$T/url" ] && break
-		kill -0 "${_pids[-1]}" 2>/dev/null || break
-		sleep 0.05
-	done
-	[ -s "$T/url" ] || { echo "# serve did not start:"; sed 's/^/#   /' "$T/serve.err"; return 1; }
+	# (seeding thousands of files' links on a loaded machine takes a while)
+	_await_ready "$T/url" serve "$T/serve.err" || return 1
 	M=$(cat "$T/url")
 	export M
 }
@@ -81,3 +96,17 @@ start_serve() {
 # the mirror at $M; fails when absent. metric_at_least NAME N: the sample is >= N.
 metric() { curl -fsS "$M/metrics" | awk -v k="$1" '$1 == k { print $2; f = 1 } END { exit !f }'; }
 metric_at_least() { local v; v=$(metric "$1") && awk -v v="$v" -v n="$2" 'BEGIN { exit !(v + 0 >= n + 0) }'; }
+
+# sync_from_fake SPEC...: start the fake upstream on $T/spec.json (a check), point the hubs of the
+# SPECs (hf:..., ms:...) at it, then add the SPECs and sync them, quietly.
+sync_from_fake() {
+	local s
+	check "fake upstream starts" start_fakehub --repos "$T/spec.json"
+	for s in "$@"; do
+		case $s in
+		hf:*) export HUBMIRROR_HF_UPSTREAM=$FAKE_API ;;
+		ms:*) export HUBMIRROR_MS_UPSTREAM=$FAKE_API ;;
+		esac
+	done
+	"$HUBMIRROR" add "$@" >/dev/null && "$HUBMIRROR" sync >/dev/null
+}

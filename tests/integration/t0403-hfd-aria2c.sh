@@ -13,9 +13,7 @@ cat >"$T/spec.json" <<'JSON'
              {"path": "model-00002-of-00002.safetensors", "size": 2100000, "seed": 22}]}
  ]}
 JSON
-check "fake upstream starts" start_fakehub --repos "$T/spec.json"
-export HUBMIRROR_HF_UPSTREAM=$FAKE_API
-"$HUBMIRROR" add hf:acme/hfd >/dev/null && "$HUBMIRROR" sync >/dev/null
+sync_from_fake hf:acme/hfd
 check "serve starts" start_serve
 # hfd.sh: the file list from the tree (paginated), then one aria2c input entry per file
 "$PY" - "$M" "$T/aria2.txt" <<'PY'

@@ -8,15 +8,7 @@
 # Skipped (77) when node or tests/js/node_modules is missing.
 . "$HM_SRC/tests/integration/lib.sh"
 
-JS=$HM_SRC/tests/js
-if ! command -v node >/dev/null 2>&1; then
-	echo "1..0 # SKIP node is not installed (bash .ci/setup installs it)"
-	exit 77
-fi
-if [ ! -f "$JS/node_modules/@huggingface/hub/package.json" ]; then
-	echo "1..0 # SKIP $JS/node_modules is missing (bash .ci/setup runs npm ci there)"
-	exit 77
-fi
+need_node_module @huggingface/hub
 
 cat >"$T/spec.json" <<'JSON'
 {"repos": [

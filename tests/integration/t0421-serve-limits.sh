@@ -10,9 +10,7 @@ cat >"$T/spec.json" <<'JSON'
 {"repos": [{"hub": "hf", "type": "model", "id": "acme/lim",
             "files": [{"path": "w.bin", "size": 100000, "seed": 91}]}]}
 JSON
-check "fake upstream starts" start_fakehub --repos "$T/spec.json"
-export HUBMIRROR_HF_UPSTREAM=$FAKE_API
-"$HUBMIRROR" add hf:acme/lim >/dev/null && "$HUBMIRROR" sync >/dev/null
+sync_from_fake hf:acme/lim
 check "serve starts with --max-connections 20" start_serve --p2p-listen off --max-connections 20
 check "20 connections are held, the 21st gets a 503, and the server serves again after" "$PY" - "$M" <<'PY'
 import socket, sys, time, urllib.request

@@ -12,20 +12,9 @@
 # $HM_BUILD/meson-logs/t0510-web/. Skipped (77) without /usr/bin/chromium, node or tests/js/node_modules.
 . "$HM_SRC/tests/integration/lib.sh"
 
-JS=$HM_SRC/tests/js
 CHROMIUM=/usr/bin/chromium
-if [ ! -x "$CHROMIUM" ]; then
-	echo "1..0 # SKIP $CHROMIUM is not installed (bash .ci/setup installs it)"
-	exit 77
-fi
-if ! command -v node >/dev/null 2>&1; then
-	echo "1..0 # SKIP node is not installed (bash .ci/setup installs it)"
-	exit 77
-fi
-if [ ! -f "$JS/node_modules/playwright-core/package.json" ]; then
-	echo "1..0 # SKIP $JS/node_modules/playwright-core is missing (bash .ci/setup runs npm ci there)"
-	exit 77
-fi
+[ -x "$CHROMIUM" ] || skip "$CHROMIUM is not installed (bash .ci/setup installs it)"
+need_node_module playwright-core
 ART=${HM_BUILD:-$T}/meson-logs/t0510-web
 mkdir -p "$ART"
 started=$SECONDS

@@ -15,9 +15,7 @@ cat >"$T/spec.json" <<'JSON'
    "files": [{"path": "weights.bin", "size": 700000, "seed": 42}]}
  ]}
 JSON
-check "fake upstream starts" start_fakehub --repos "$T/spec.json"
-export HUBMIRROR_HF_UPSTREAM=$FAKE_API
-"$HUBMIRROR" add hf:acme/seeded >/dev/null && "$HUBMIRROR" sync >/dev/null
+sync_from_fake hf:acme/seeded
 check "serve starts with its BitTorrent seed" start_serve --p2p-rescan 1
 check "the log names the seed's port" grep -q "seeding over BitTorrent on port [1-9]" "$T/serve.err"
 curl -fsS "$FAKE_API/_fake/repos" >"$T/up.json"

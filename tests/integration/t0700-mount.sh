@@ -5,8 +5,7 @@
 # and `hubmirror umount` detaches it while the agent that held it keeps the snapshot. Needs root and
 # /dev/fuse.
 . "$HM_SRC/tests/integration/lib.sh"
-[ "$(id -u)" = 0 ] && [ -c /dev/fuse ] || { echo "1..0 # SKIP needs root and /dev/fuse"; exit 77; }
-command -v fusermount3 >/dev/null || { echo "1..0 # SKIP fusermount3 missing (apt-get install fuse3)"; exit 77; }
+need_fuse
 cat >"$T/spec.json" <<'JSON'
 {"repos": [
   {"hub": "hf", "type": "model", "id": "acme/mnt",
@@ -16,9 +15,7 @@ cat >"$T/spec.json" <<'JSON'
              {"path": "model.safetensors", "size": 6000000, "seed": 61}]}
  ]}
 JSON
-check "fake upstream starts" start_fakehub --repos "$T/spec.json"
-export HUBMIRROR_HF_UPSTREAM=$FAKE_API
-"$HUBMIRROR" add hf:acme/mnt >/dev/null && "$HUBMIRROR" sync >/dev/null
+sync_from_fake hf:acme/mnt
 check "serve starts" start_serve --p2p-rescan 1
 curl -fsS "$FAKE_API/_fake/repos" >"$T/up.json"
 commit=$("$PY" -c 'import json,sys; print([r for r in json.load(open(sys.argv[1]))["repos"] if r["id"]=="acme/mnt"][0]["sha"])' "$T/up.json")

@@ -5,8 +5,7 @@
 # that lies in the torrent's meta) must neither get a content kept under another's name, nor make a
 # later torrent write into a file other snapshots share. Needs root and /dev/fuse.
 . "$HM_SRC/tests/integration/lib.sh"
-[ "$(id -u)" = 0 ] && [ -c /dev/fuse ] || { echo "1..0 # SKIP needs root and /dev/fuse"; exit 77; }
-command -v fusermount3 >/dev/null || { echo "1..0 # SKIP fusermount3 missing (apt-get install fuse3)"; exit 77; }
+need_fuse
 cat >"$T/spec.json" <<'JSON'
 {"repos": [
   {"hub": "hf", "type": "model", "id": "acme/lie",
@@ -14,9 +13,7 @@ cat >"$T/spec.json" <<'JSON'
              {"path": "w.bin", "size": 3000000, "seed": 71}]}
  ]}
 JSON
-check "fake upstream starts" start_fakehub --repos "$T/spec.json"
-export HUBMIRROR_HF_UPSTREAM=$FAKE_API
-"$HUBMIRROR" add hf:acme/lie >/dev/null && "$HUBMIRROR" sync >/dev/null
+sync_from_fake hf:acme/lie
 check "serve starts" start_serve --p2p-rescan 1 --p2p-listen 127.0.0.1:0
 curl -fsS "$FAKE_API/_fake/repos" >"$T/up1.json"
 sha() { "$PY" -c 'import json,sys; r=[x for x in json.load(open(sys.argv[1]))["repos"] if x["id"]=="acme/lie"][0]; print([f for f in r["commits"][-1]["files"] if f["path"]==sys.argv[2]][0]["sha256"])' "$1" "$2"; }

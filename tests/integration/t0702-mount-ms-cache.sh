@@ -6,8 +6,7 @@
 # The SDKs' offline lookups are replayed here as they read the cache (snapshot_download and
 # model_file_download with local_files_only=True; modelscope_hub's download_repo). Needs root and FUSE.
 . "$HM_SRC/tests/integration/lib.sh"
-[ "$(id -u)" = 0 ] && [ -c /dev/fuse ] || { echo "1..0 # SKIP needs root and /dev/fuse"; exit 77; }
-command -v fusermount3 >/dev/null || { echo "1..0 # SKIP fusermount3 missing (apt-get install fuse3)"; exit 77; }
+need_fuse
 cat >"$T/spec.json" <<'JSON'
 {"repos": [
   {"hub": "ms", "type": "model", "id": "acme/tiny.v2",
@@ -15,9 +14,7 @@ cat >"$T/spec.json" <<'JSON'
              {"path": "sub/w.bin", "size": 400000, "seed": 77}]}
  ]}
 JSON
-check "fake upstream starts" start_fakehub --repos "$T/spec.json"
-export HUBMIRROR_MS_UPSTREAM=$FAKE_API
-"$HUBMIRROR" add ms:acme/tiny.v2 >/dev/null && "$HUBMIRROR" sync >/dev/null
+sync_from_fake ms:acme/tiny.v2
 check "serve starts" start_serve --p2p-listen 127.0.0.1:0
 mnt=$T/mnt
 trap '"$HUBMIRROR" umount "$mnt" 2>/dev/null || umount -l "$mnt" 2>/dev/null; _cleanup' EXIT
