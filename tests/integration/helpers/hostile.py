@@ -242,43 +242,34 @@ def scenario_traversal(data_dir, secret_text):
     paths += ["dots..name.txt", "sub%2Fnotes.txt"]
 
     reqs = []
-    for r in repos:
-        reqs.append("/%s/resolve/main/config.json" % r)
-        reqs.append("/%s/raw/main/config.json" % r)
-        reqs.append("/api/models/%s/tree/main" % r)
-        reqs.append("/api/models/%s/tree/main/sub" % r)
-        reqs.append("/api/models/%s/revision/main" % r)
-    for v in revs:
-        reqs.append("/acme/tiny/resolve/%s/config.json" % v)
-        reqs.append("/acme/tiny/raw/%s/model.safetensors" % v)
-        reqs.append("/api/models/acme/tiny/tree/%s" % v)
-        reqs.append("/api/models/acme/tiny/tree/%s/sub" % v)
-        reqs.append("/api/models/acme/tiny/revision/%s" % v)
-        reqs.append("/api/models/acme/tiny/treesize/%s" % v)
-    for p in paths:
-        reqs.append("/acme/tiny/resolve/main/%s" % p)
-        reqs.append("/acme/tiny/raw/main/%s" % p)
-        reqs.append("/api/models/acme/tiny/tree/main/%s" % p)
-        reqs.append("/api/models/acme/tiny/tree/main/%s?recursive=true" % p)
-        reqs.append("/api/models/acme/tiny/treesize/main/%s" % p)
+
+    def each(values, *forms):
+        """Every form (a target with %s where the value goes, each %s the same value) for each value."""
+        for v in values:
+            reqs.extend(f % ((v,) * f.count("%s")) for f in forms)
+
+    each(repos, "/%s/resolve/main/config.json", "/%s/raw/main/config.json", "/api/models/%s/tree/main",
+         "/api/models/%s/tree/main/sub", "/api/models/%s/revision/main")
+    each(revs, "/acme/tiny/resolve/%s/config.json", "/acme/tiny/raw/%s/model.safetensors",
+         "/api/models/acme/tiny/tree/%s", "/api/models/acme/tiny/tree/%s/sub", "/api/models/acme/tiny/revision/%s",
+         "/api/models/acme/tiny/treesize/%s")
+    each(paths, "/acme/tiny/resolve/main/%s", "/acme/tiny/raw/main/%s", "/api/models/acme/tiny/tree/main/%s",
+         "/api/models/acme/tiny/tree/main/%s?recursive=true", "/api/models/acme/tiny/treesize/main/%s")
     # ModelScope and catalog routes take paths and revisions from the query
-    for v in ["..%2F..%2F..%2Fetc%2Fpasswd", "%2Fetc%2Fpasswd", "%00", "%ff", "%c0%ae%c0%ae%2F",
-              "sub%2F..%2Fconfiguration.json", "..%5C..%5Cetc%5Cpasswd", "..", "%2e%2e%2f%2e%2e%2fcatalog.db",
-              q(data_dir + "/catalog.db", safe=""),
-              "configuration.json%00", "sub%2F%2Fnotes.txt", "%0d%0aX-Evil:%201"]:
-        reqs.append("/api/v1/models/acme/tiny/repo?FilePath=%s" % v)
-        reqs.append("/api/v1/models/acme/tiny/repo?Revision=%s&FilePath=configuration.json" % v)
-        reqs.append("/api/v1/models/acme/tiny/repo/files?Root=%s&Recursive=true" % v)
-        reqs.append("/api/v1/models/acme/tiny/repo/files?Revision=%s" % v)
-        reqs.append("/api/v1/datasets/acme/tiny/repo/tree?Root=%s&PageSize=%s&PageNumber=%s" % (v, v, v))
-        reqs.append("/api/v1/models/acme/tiny/revisions?Revision=%s" % v)
-        reqs.append("/api/catalog/repos/hf/model/acme/tiny/files?dir=%s&cursor=%s" % (v, v))
-        reqs.append("/api/catalog/repos?q=%s&hub=%s&type=%s&org=%s&tag=%s&status=%s&sort=%s&order=%s&cursor=%s"
-                    % ((v,) * 9))
-    for r in repos:
-        reqs.append("/api/v1/models/%s/repo?FilePath=configuration.json" % r)
-        reqs.append("/api/catalog/repos/hf/model/%s/files" % r)
-        reqs.append("/api/catalog/repos/ms/model/%s" % r)
+    each(["..%2F..%2F..%2Fetc%2Fpasswd", "%2Fetc%2Fpasswd", "%00", "%ff", "%c0%ae%c0%ae%2F",
+          "sub%2F..%2Fconfiguration.json", "..%5C..%5Cetc%5Cpasswd", "..", "%2e%2e%2f%2e%2e%2fcatalog.db",
+          q(data_dir + "/catalog.db", safe=""),
+          "configuration.json%00", "sub%2F%2Fnotes.txt", "%0d%0aX-Evil:%201"],
+         "/api/v1/models/acme/tiny/repo?FilePath=%s",
+         "/api/v1/models/acme/tiny/repo?Revision=%s&FilePath=configuration.json",
+         "/api/v1/models/acme/tiny/repo/files?Root=%s&Recursive=true",
+         "/api/v1/models/acme/tiny/repo/files?Revision=%s",
+         "/api/v1/datasets/acme/tiny/repo/tree?Root=%s&PageSize=%s&PageNumber=%s",
+         "/api/v1/models/acme/tiny/revisions?Revision=%s",
+         "/api/catalog/repos/hf/model/acme/tiny/files?dir=%s&cursor=%s",
+         "/api/catalog/repos?q=%s&hub=%s&type=%s&org=%s&tag=%s&status=%s&sort=%s&order=%s&cursor=%s")
+    each(repos, "/api/v1/models/%s/repo?FilePath=configuration.json", "/api/catalog/repos/hf/model/%s/files",
+         "/api/catalog/repos/ms/model/%s")
     # whole targets
     reqs += ["/../../../etc/passwd", "/%2e%2e/%2e%2e/etc/passwd", "//etc/passwd", "/etc/passwd",
              "/acme/tiny/resolve/main/config.json/../../../../../etc/passwd",

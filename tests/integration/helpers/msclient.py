@@ -92,26 +92,25 @@ check("missing revision: 404", st == 404)
 ok, dinfo = envelope("/api/v1/datasets/%s" % DATASET)
 check("dataset info has a numeric Id", ok and isinstance(dinfo["Id"], int) and dinfo["Type"] is not None)
 did = dinfo["Id"] if ok else 0
-old, page = [], 1
-while True:  # the old SDK: numeric id, PageSize 100, until a short page
-    ok, d = envelope("/api/v1/datasets/%d/repo/tree?Revision=master&Root=/&Recursive=True&PageNumber=%d&PageSize=100"
-                     % (did, page))
-    if not ok:
-        break
-    old += d["Files"]
-    if len(d["Files"]) < 100:
-        break
-    page += 1
-new, page = [], 1
-while True:  # the new SDK: owner/name, PageSize 200
-    ok, d = envelope("/api/v1/datasets/%s/repo/tree?Revision=master&Root=/&Recursive=True&PageNumber=%d&PageSize=200"
-                     % (DATASET, page))
-    if not ok:
-        break
-    new += d["Files"]
-    if len(d["Files"]) < 200:
-        break
-    page += 1
+
+
+def tree_pages(dataset, size):
+    """The dataset's whole tree as an SDK pages through it: PageSize size, until a short page (or an error)."""
+    files, page = [], 1
+    while True:
+        ok, d = envelope("/api/v1/datasets/%s/repo/tree?Revision=master&Root=/&Recursive=True&PageNumber=%d&PageSize=%d"
+                         % (dataset, page, size))
+        if not ok:
+            break
+        files += d["Files"]
+        if len(d["Files"]) < size:
+            break
+        page += 1
+    return files
+
+
+old = tree_pages(did, 100)  # the old SDK: numeric id, PageSize 100
+new = tree_pages(DATASET, 200)  # the new SDK: owner/name, PageSize 200
 blobs = [f for f in new if f["Type"] == "blob"]
 check("tree by numeric id and by name agree", old == new and len(blobs) == int(sys.argv[4] if len(sys.argv) > 4 else 0) + 1)
 good = True
