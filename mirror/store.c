@@ -122,8 +122,9 @@ static int writer_hash(struct mirror_store_writer *w, const void *data, size_t n
 	return 0;
 }
 
-/* Feed the bytes already in the partial file through the hashes. */
-static int writer_rehash(struct mirror_store_writer *w)
+/* Read fd from its start to its end in 1 MiB chunks, each passed to fn (a non-zero return stops).
+ * Returns 0 with the bytes read in *total, fn's non-zero, or -errno. */
+static int read_chunks(int fd, int (*fn)(void *ud, const void *data, size_t n), void *ud, int64_t *total)
 {
 	static const size_t chunk = 1 << 20;
 	char *b = xmalloc(chunk);
@@ -131,7 +132,7 @@ static int writer_rehash(struct mirror_store_writer *w)
 	int r = 0;
 
 	for (;;) {
-		ssize_t n = pread(w->fd, b, chunk, off);
+		ssize_t n = pread(fd, b, chunk, off);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
@@ -140,12 +141,27 @@ static int writer_rehash(struct mirror_store_writer *w)
 		}
 		if (n == 0)
 			break;
-		r = writer_hash(w, b, (size_t)n);
+		r = fn(ud, b, (size_t)n);
 		if (r)
 			break;
 		off += n;
 	}
 	free(b);
+	*total = off;
+	return r;
+}
+
+static int writer_hash_chunk(void *w, const void *data, size_t n)
+{
+	return writer_hash(w, data, n);
+}
+
+/* Feed the bytes already in the partial file through the hashes. */
+static int writer_rehash(struct mirror_store_writer *w)
+{
+	int64_t off;
+	int r = read_chunks(w->fd, writer_hash_chunk, w, &off);
+
 	if (!r)
 		w->written = off;
 	return r;
@@ -377,13 +393,18 @@ int mirror_store_quarantine(struct mirror_store *s, const char *sha256)
 	return r;
 }
 
+static int digest_chunk(void *ctx, const void *data, size_t n)
+{
+	EVP_DigestUpdate(ctx, data, n);
+	return 0;
+}
+
 int mirror_store_check(struct mirror_store *s, const char *sha256, bool *ok, int64_t *size)
 {
 	char *p = mirror_store_blob_path(s, sha256), got[65];
 	EVP_MD_CTX *ctx;
-	char *b;
-	int fd, r = 0;
-	int64_t total = 0;
+	int fd, r;
+	int64_t total;
 
 	if (!p)
 		return -EINVAL;
@@ -392,21 +413,8 @@ int mirror_store_check(struct mirror_store *s, const char *sha256, bool *ok, int
 	if (fd < 0)
 		return -errno;
 	ctx = EVP_MD_CTX_new();
-	b = xmalloc(1 << 20);
 	EVP_DigestInit_ex(ctx, EVP_sha256(), NULL);
-	for (;;) {
-		ssize_t n = read(fd, b, 1 << 20);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			r = -errno;
-			break;
-		}
-		if (n == 0)
-			break;
-		EVP_DigestUpdate(ctx, b, (size_t)n);
-		total += n;
-	}
+	r = read_chunks(fd, digest_chunk, ctx, &total);
 	if (!r) {
 		r = finish_digest(ctx, got);
 		*ok = !r && !strcmp(got, sha256);
@@ -414,7 +422,6 @@ int mirror_store_check(struct mirror_store *s, const char *sha256, bool *ok, int
 	}
 	posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED); /* a full verify should not evict the hot set */
 	close(fd);
-	free(b);
 	EVP_MD_CTX_free(ctx);
 	return r;
 }
