@@ -5,8 +5,7 @@
 # killed with -9, the agent leaves its cache intact: a new one takes its snapshots back, mounts the
 # stale folder again, and reads every byte without fetching the model again. Needs root and FUSE.
 . "$HM_SRC/tests/integration/lib.sh"
-[ "$(id -u)" = 0 ] && [ -c /dev/fuse ] || { echo "1..0 # SKIP needs root and /dev/fuse"; exit 77; }
-command -v fusermount3 >/dev/null || { echo "1..0 # SKIP fusermount3 missing (apt-get install fuse3)"; exit 77; }
+need_fuse
 cat >"$T/spec.json" <<'JSON'
 {"repos": [
   {"hub": "hf", "type": "model", "id": "acme/agent-hf",
