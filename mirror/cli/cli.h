@@ -77,6 +77,29 @@ int cmd_mount(int argc, char **argv);
 int cmd_umount(int argc, char **argv);
 int cmd_agent(int argc, char **argv);
 int cmd_status(int argc, char **argv);
+int cmd_pull(int argc, char **argv);
+
+/* ---- the instance agent's clients: mount and pull (cmd-mount.c) ---- */
+
+struct cli_agent_opts {
+	const char *command;                    /* "mount", "pull": for messages */
+	const char *socket;                     /* the agent's socket */
+	const char *mirror, *cache, *listen;    /* mirror for the request; cache and listen for a new agent */
+	const char *hf, *ms;                    /* hub caches to link into (NULL: the defaults) */
+	bool no_hf, no_ms;
+};
+/* Their getopt entries (short codes m c H N S n l s), and cli_agent_opt to take one (1 if it did). */
+#define CLI_AGENT_OPTIONS \
+	{ "mirror", required_argument, NULL, 'm' }, { "cache", required_argument, NULL, 'c' }, \
+	{ "hf-cache", required_argument, NULL, 'H' }, { "no-hf-cache", no_argument, NULL, 'N' }, \
+	{ "ms-cache", required_argument, NULL, 'S' }, { "no-ms-cache", no_argument, NULL, 'n' }, \
+	{ "listen", required_argument, NULL, 'l' }, { "socket", required_argument, NULL, 's' }
+int cli_agent_opt(struct cli_agent_opts *o, int c, const char *arg);
+/* The body of a request about spec: mirror, token, and the hub caches to link into. New reference. */
+struct json_t *cli_agent_request(const char *spec, const struct cli_agent_opts *o);
+/* POST req to the agent (starting one when none answers, if o->mirror is set): CLI_OK with *ans (a new
+ * reference), or CLI_FAILED / CLI_USAGE after saying why on stderr (*ans may be set; release it). */
+int cli_agent_post(const struct cli_agent_opts *o, const char *path, struct json_t *req, struct json_t **ans);
 int cmd_sync(int argc, char **argv);
 int cmd_ls(int argc, char **argv);
 int cmd_info(int argc, char **argv);

@@ -75,66 +75,89 @@ static int start_agent(const char *socket, const char *mirror, const char *cache
 	return CLI_OK;
 }
 
-/* The request to the agent: what to mount where, and which hub caches to link it into. */
-static char *mount_request(const char *spec, const struct hub_spec *sp, const char *dir, const char *mirror,
-			   const char *hf_cache, bool no_hf, const char *ms_cache, bool no_ms)
+json_t *cli_agent_request(const char *spec, const struct cli_agent_opts *o)
 {
 	char hc[4096], mc[4096], mh[4096];
-	json_t *j = json_pack("{s:s, s:s}", "spec", spec, "dir", dir);
-	char *s;
+	json_t *j = json_pack("{s:s}", "spec", spec);
+	struct hub_spec sp;
 
-	if (mirror)
-		json_object_set_new(j, "mirror", json_string(mirror));
+	if (o->mirror)
+		json_object_set_new(j, "mirror", json_string(o->mirror));
 	if (cli_mirror_token())
 		json_object_set_new(j, "token", json_string(cli_mirror_token()));
-	if (sp->hub == HUB_HF && !no_hf)
-		json_object_set_new(j, "hf_cache", json_string(hf_cache ? hf_cache : hub_cache_hf_default(hc, sizeof(hc))));
-	if (sp->hub == HUB_MS && !no_ms) {
-		json_object_set_new(j, "ms_cache", json_string(ms_cache ? ms_cache : hub_cache_ms_default(mc, sizeof(mc))));
-		json_object_set_new(j, "ms_hub_cache",
-				    json_string(ms_cache ? ms_cache : hub_cache_ms_hub_default(mh, sizeof(mh))));
+	if (hub_spec_parse(spec, &sp))
+		return j;
+	if (sp.hub == HUB_HF && !o->no_hf)
+		json_object_set_new(j, "hf_cache", json_string(o->hf ? o->hf : hub_cache_hf_default(hc, sizeof(hc))));
+	if (sp.hub == HUB_MS && !o->no_ms) {
+		json_object_set_new(j, "ms_cache", json_string(o->ms ? o->ms : hub_cache_ms_default(mc, sizeof(mc))));
+		json_object_set_new(j, "ms_hub_cache", json_string(o->ms ? o->ms : hub_cache_ms_hub_default(mh, sizeof(mh))));
 	}
-	s = json_dumps(j, JSON_COMPACT);
-	json_decref(j);
-	return s;
+	hub_spec_release(&sp);
+	return j;
+}
+
+int cli_agent_post(const struct cli_agent_opts *o, const char *path, json_t *req, json_t **ans)
+{
+	char *body = json_dumps(req, JSON_COMPACT), *err = NULL;
+	long status = 0;
+	int r = agent_call(o->socket, path, body, 600, &status, ans, &err);
+
+	if (r == -ECONNREFUSED) {
+		/* no agent yet: start one, then ask it */
+		free(err);
+		err = NULL;
+		if (!o->mirror) {
+			free(body);
+			return cli_usage_error(cli_find(o->command), "which mirror? give --mirror URL or set HUBMIRROR_URL");
+		}
+		if (start_agent(o->socket, o->mirror, o->cache, o->listen)) {
+			free(body);
+			return CLI_FAILED;
+		}
+		r = agent_call(o->socket, path, body, 600, &status, ans, &err);
+	}
+	free(body);
+	if (r || status != 200) {
+		const char *e = json_string_value(json_object_get(*ans, "error"));
+		fprintf(stderr, "hubmirror: %s failed: %s\n", o->command, e ? e : err ? err : err_str(r));
+		free(err);
+		return CLI_FAILED;
+	}
+	return CLI_OK;
+}
+
+/* The options mount and pull share; returns 1 if c was one of them. */
+int cli_agent_opt(struct cli_agent_opts *o, int c, const char *arg)
+{
+	switch (c) {
+	case 'm': o->mirror = arg; break;
+	case 'c': o->cache = arg; break;
+	case 'H': o->hf = arg; break;
+	case 'N': o->no_hf = true; break;
+	case 'S': o->ms = arg; break;
+	case 'n': o->no_ms = true; break;
+	case 'l': o->listen = arg; break;
+	case 's': o->socket = arg; break;
+	default: return 0;
+	}
+	return 1;
 }
 
 int cmd_mount(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "mirror", required_argument, NULL, 'm' },
-		{ "cache", required_argument, NULL, 'c' },
-		{ "hf-cache", required_argument, NULL, 'H' },
-		{ "no-hf-cache", no_argument, NULL, 'N' },
-		{ "ms-cache", required_argument, NULL, 'S' },
-		{ "no-ms-cache", no_argument, NULL, 'n' },
-		{ "listen", required_argument, NULL, 'l' },
-		{ "socket", required_argument, NULL, 's' },
-		{ NULL, 0, NULL, 0 },
-	};
+	static const struct option opts[] = { CLI_AGENT_OPTIONS, { NULL, 0, NULL, 0 } };
 	const struct cli_command *self = cli_find("mount");
-	const char *mirror = NULL, *cache = NULL, *listen = NULL, *hf = NULL, *ms = NULL;
-	const char *socket = agent_socket_default();
-	char *dir, *body, *err = NULL;
-	bool no_hf = false, no_ms = false;
+	struct cli_agent_opts o = { .command = "mount", .socket = agent_socket_default() };
+	const char *hf, *ms;
 	struct hub_spec spec;
-	json_t *ans = NULL;
-	long status = 0;
+	json_t *ans = NULL, *req;
+	char *dir;
 	int c, r;
 
-	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-		switch (c) {
-		case 'm': mirror = optarg; break;
-		case 'c': cache = optarg; break;
-		case 'H': hf = optarg; break;
-		case 'N': no_hf = true; break;
-		case 'S': ms = optarg; break;
-		case 'n': no_ms = true; break;
-		case 'l': listen = optarg; break;
-		case 's': socket = optarg; break;
-		default: return cli_usage_error(self, "unknown option");
-		}
-	}
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1)
+		if (!cli_agent_opt(&o, c, optarg))
+			return cli_usage_error(self, "unknown option");
 	if (optind >= argc || argc - optind > 2)
 		return cli_usage_error(self, "give a SPEC (and a folder)");
 	if (hub_spec_parse(argv[optind], &spec))
@@ -143,30 +166,14 @@ int cmd_mount(int argc, char **argv)
 		hub_spec_release(&spec);
 		return cli_usage_error(self, "mount needs an org/name repo");
 	}
-	mirror = cli_mirror_url(mirror);
+	o.mirror = cli_mirror_url(o.mirror);
 	dir = argc - optind == 2 ? absolute(argv[optind + 1]) : xasprintf("/models/%s", spec.name);
-	body = mount_request(argv[optind], &spec, dir, mirror, hf, no_hf, ms, no_ms);
-	r = agent_call(socket, "/v1/mount", body, 600, &status, &ans, &err);
-	if (r == -ECONNREFUSED) {
-		/* no agent yet: start one, then ask it */
-		free(err);
-		err = NULL;
-		if (!mirror) {
-			r = cli_usage_error(self, "which mirror? give --mirror URL or set HUBMIRROR_URL");
-			goto out;
-		}
-		if (start_agent(socket, mirror, cache, listen)) {
-			r = CLI_FAILED;
-			goto out;
-		}
-		r = agent_call(socket, "/v1/mount", body, 600, &status, &ans, &err);
-	}
-	if (r || status != 200) {
-		const char *e = json_string_value(json_object_get(ans, "error"));
-		fprintf(stderr, "hubmirror: mount failed: %s\n", e ? e : err ? err : err_str(r));
-		r = CLI_FAILED;
+	req = cli_agent_request(argv[optind], &o);
+	json_object_set_new(req, "dir", json_string(dir));
+	r = cli_agent_post(&o, "/v1/mount", req, &ans);
+	json_decref(req);
+	if (r)
 		goto out;
-	}
 	hf = json_string_value(json_object_get(ans, "hf_cache"));
 	ms = json_string_value(json_object_get(ans, "ms_cache"));
 	printf("mounted %s @ %.12s on %s (agent pid %lld)%s%s\n", argv[optind],
@@ -176,13 +183,10 @@ int cmd_mount(int argc, char **argv)
 	if (json_string_value(json_object_get(ans, "offline")))
 		fprintf(stderr, "hubmirror: the mirror did not answer (%s): mounted the snapshot this instance holds\n",
 			json_string_value(json_object_get(ans, "offline")));
-	r = CLI_OK;
 out:
 	json_decref(ans);
 	hub_spec_release(&spec);
-	free(body);
 	free(dir);
-	free(err);
 	return r;
 }
 

@@ -103,6 +103,18 @@ const struct cli_command cli_commands[] = {
 	  "                 ~/.cache/modelscope/hub and ~/.cache/modelscope); --no-ms-cache: no links\n"
 	  "  --listen ADDR  for a new agent: where it listens for other peers (default 0.0.0.0:0)\n"
 	  "  --socket PATH  the agent's socket (default $HUBMIRROR_AGENT_SOCKET or /run/hubmirror/agent.sock)\n" },
+	{ "pull", cmd_pull,
+	  "pull [--mirror URL] [--cache DIR] [--hf-cache DIR | --no-hf-cache] [--ms-cache DIR | --no-ms-cache]\n"
+	  "     [--listen ADDR] [--socket PATH] [--pin] [--json] SPEC[@REV]...",
+	  "fetch synced repos whole into the instance's cache and the hub caches, without FUSE",
+	  "Asks the instance agent (starting one as mount does) to fetch each snapshot whole from the swarm\n"
+	  "into its cache, and once every byte is verified there, to link it into the Hugging Face or\n"
+	  "ModelScope cache, where libraries find it offline. For containers without /dev/fuse, and for\n"
+	  "warming an instance before a job. Exits 0 when every snapshot is verified and linked.\n"
+	  "  --pin    never evict these snapshots from the cache (agent --cache-size)\n"
+	  "  --json   a JSON line per snapshot about once a second: spec commit bytes_have bytes_total\n"
+	  "           verified (on a terminal without --json: a progress line)\n"
+	  "The other options are mount's.\n" },
 	{ "umount", cmd_umount, "umount [--socket PATH] DIR", "detach a folder that 'hubmirror mount' attached",
 	  "Asks the agent to unmount DIR (a plain unmount if no agent holds it). The snapshot stays in the\n"
 	  "agent's cache and keeps seeding.\n" },

@@ -82,6 +82,9 @@ struct snap *agent_snap_add(struct agent *a, json_t *meta, const unsigned char *
  * *why (malloc'd). */
 int agent_snap_link(struct agent *a, const struct snap *s, json_t *where, const char *dir, char **why);
 
+/* Once s is verified: make the links pulls asked for (pending_links), to the cache's own files. */
+void agent_link_pending(struct agent *a, struct snap *s);
+
 /* End: unmount everything (lazily), close the control socket; the loop then ends. Not from inside a
  * control handler (it frees the server): there, agent_stop_soon (once the answer is out). */
 void agent_stop(struct agent *a);

@@ -283,8 +283,7 @@ static void settle_work(uv_work_t *w)
 	pthread_setschedparam(pthread_self(), SCHED_OTHER, &normal);
 }
 
-/* Once verified: the links pulls asked for, to the cache's own files. */
-static void link_pending(struct agent *a, struct snap *s)
+void agent_link_pending(struct agent *a, struct snap *s)
 {
 	char *dir = xasprintf("%s/%s", s->save, s->name ? s->name : "");
 	json_t *it;
@@ -313,7 +312,7 @@ static void settle_done(uv_work_t *w, int status)
 	/* a file whose last writes are pending is tried again, for a minute at most */
 	s->indexed = s->work_indexed || ++s->index_tries >= 60;
 	if (s->verified)
-		link_pending(a, s);
+		agent_link_pending(a, s);
 }
 
 static void on_event(void *ud, const struct p2p_event *ev)

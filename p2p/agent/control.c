@@ -309,6 +309,8 @@ static int do_pull(struct agent *a, struct httpd_req *req, json_t *body)
 		where = json_pack("{s:O?, s:O?, s:O?}", "hf_cache", json_object_get(body, "hf_cache"), "ms_cache",
 				  json_object_get(body, "ms_cache"), "ms_hub_cache", json_object_get(body, "ms_hub_cache"));
 		json_array_append_new(s->pending_links, where);
+		if (s->verified)
+			agent_link_pending(a, s); /* held whole already */
 		answer(req, 200, json_pack("{s:s, s:s, s:s, s:s, s:s?, s:i}", "spec", s->spec, "revision", s->revision,
 					   "commit", s->commit, "btih", s->btih, "offline",
 					   json_string_value(json_object_get(body, "offline")), "pid", (int)getpid()));

@@ -1,0 +1,173 @@
+/*
+ * cmd-pull.c - `hubmirror pull SPEC...`: snapshots whole into the instance agent's cache, without FUSE
+ * (containers without /dev/fuse), linked into the hub caches once every byte is verified there.
+ *
+ * The agent does the work (POST /v1/pull); this command follows its status until every snapshot is
+ * verified, showing progress: a line redrawn on a terminal, JSON lines with --json, nothing
+ * otherwise. Exit 0 only when every byte of every snapshot is verified and linked.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "base/xmalloc.h"
+#include "cli.h"
+#include "hub/hub.h"
+#include "p2p/agent/agent.h"
+
+/* The status entry of snapshot btih, borrowed from st. */
+static json_t *entry(json_t *st, const char *btih)
+{
+	json_t *s;
+	size_t i;
+
+	json_array_foreach(json_object_get(st, "snapshots"), i, s) {
+		const char *b = json_string_value(json_object_get(s, "btih"));
+		if (b && !strcmp(b, btih))
+			return s;
+	}
+	return NULL;
+}
+
+static int64_t num(json_t *o, const char *k)
+{
+	return json_integer_value(json_object_get(o, k));
+}
+
+/* Show one round of progress; returns 1 when all are verified, -1 on an error (said), else 0. */
+static int progress(json_t *st, json_t *want, bool as_json, bool tty, const char *socket)
+{
+	int64_t have = 0, total = 0;
+	size_t i, done = 0;
+	json_t *w;
+	char h[16], t[16];
+
+	json_array_foreach(want, i, w) {
+		json_t *e = entry(st, json_string_value(json_object_get(w, "btih")));
+		const char *err = json_string_value(json_object_get(e, "error"));
+		if (!e || err) {
+			fprintf(stderr, "%shubmirror: %s: %s\n", tty ? "\n" : "", json_string_value(json_object_get(w, "spec")),
+				err ? err : "the agent no longer holds it");
+			return -1;
+		}
+		have += num(e, "bytes_have");
+		total += num(e, "bytes_total");
+		done += json_is_true(json_object_get(e, "verified"));
+		if (as_json) {
+			json_t *line = json_pack("{s:O, s:O, s:I, s:I, s:b}", "spec", json_object_get(w, "spec"), "commit",
+						 json_object_get(e, "commit"), "bytes_have", (json_int_t)num(e, "bytes_have"),
+						 "bytes_total", (json_int_t)num(e, "bytes_total"), "verified",
+						 json_is_true(json_object_get(e, "verified")));
+			char *s = json_dumps(line, JSON_COMPACT);
+			puts(s);
+			free(s);
+			json_decref(line);
+		}
+	}
+	if (tty) {
+		cli_human_size(have, h, sizeof(h));
+		cli_human_size(total, t, sizeof(t));
+		fprintf(stderr, "\rpulling %zu of %zu: %s / %s (%d%%)%s", json_array_size(want) - done, json_array_size(want),
+			h, t, total ? (int)(100 * have / total) : 100, done == json_array_size(want) ? ", verified\n" : "   ");
+	}
+	fflush(stdout);
+	(void)socket;
+	return done == json_array_size(want);
+}
+
+/* Follow the agent's status until every snapshot in want is verified. */
+static int follow(const char *socket, json_t *want, bool as_json)
+{
+	bool tty = !as_json && isatty(STDERR_FILENO);
+	struct timespec nap = { 0, 200 * 1000 * 1000 };
+	time_t last_json = 0;
+
+	for (;;) {
+		json_t *st = NULL;
+		char *err = NULL;
+		long status = 0;
+		int r = agent_call(socket, "/v1/status", NULL, 30, &status, &st, &err);
+		bool print_json = as_json && time(NULL) != last_json;
+
+		if (r || status != 200) {
+			fprintf(stderr, "hubmirror: the agent stopped answering: %s\n", err ? err : "no status");
+			free(err);
+			json_decref(st);
+			return CLI_FAILED;
+		}
+		r = progress(st, want, print_json, tty, socket);
+		if (print_json)
+			last_json = time(NULL);
+		if (r == 1 && as_json && !print_json)
+			progress(st, want, true, false, socket); /* the last line says verified */
+		json_decref(st);
+		if (r)
+			return r == 1 ? CLI_OK : CLI_FAILED;
+		nanosleep(&nap, NULL);
+	}
+}
+
+int cmd_pull(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		CLI_AGENT_OPTIONS,
+		{ "pin", no_argument, NULL, 'p' },
+		{ "json", no_argument, NULL, 'j' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const struct cli_command *self = cli_find("pull");
+	struct cli_agent_opts o = { .command = "pull", .socket = agent_socket_default() };
+	bool pin = false, as_json = false;
+	json_t *want = json_array(), *ans, *w;
+	size_t i;
+	int c, r = CLI_OK;
+
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		if (c == 'p')
+			pin = true;
+		else if (c == 'j')
+			as_json = true;
+		else if (!cli_agent_opt(&o, c, optarg))
+			return cli_usage_error(self, "unknown option");
+	}
+	if (optind >= argc)
+		return cli_usage_error(self, "give one or more SPECs");
+	for (int k = optind; k < argc; k++) {
+		struct hub_spec spec;
+		if (hub_spec_parse(argv[k], &spec) || !strchr(spec.name, '/')) {
+			json_decref(want);
+			return cli_usage_error(self, "'%s' is not a SPEC like hf:org/name[@rev]", argv[k]);
+		}
+		hub_spec_release(&spec);
+	}
+	o.mirror = cli_mirror_url(o.mirror);
+	for (int k = optind; k < argc && !r; k++) {
+		json_t *req = cli_agent_request(argv[k], &o);
+		ans = NULL;
+		json_object_set_new(req, "pin", json_boolean(pin));
+		r = cli_agent_post(&o, "/v1/pull", req, &ans);
+		json_decref(req);
+		if (!r) {
+			json_array_append_new(want, json_pack("{s:s, s:O, s:O}", "spec", argv[k], "btih",
+							      json_object_get(ans, "btih"), "commit", json_object_get(ans, "commit")));
+			if (json_string_value(json_object_get(ans, "offline")))
+				fprintf(stderr, "hubmirror: the mirror did not answer (%s): %s is the snapshot this instance holds\n",
+					json_string_value(json_object_get(ans, "offline")), argv[k]);
+		}
+		json_decref(ans);
+	}
+	if (!r)
+		r = follow(o.socket, want, as_json);
+	if (!r && !as_json)
+		json_array_foreach(want, i, w)
+			printf("pulled %s @ %.12s\n", json_string_value(json_object_get(w, "spec")),
+			       json_string_value(json_object_get(w, "commit")));
+	json_decref(want);
+	return r;
+}

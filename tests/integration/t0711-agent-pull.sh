@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# t0711-agent-pull: `hubmirror pull` fetches snapshots whole into the agent's cache without FUSE (so it
+# runs in containers without /dev/fuse, and here without root), and links them into the Hugging Face
+# and ModelScope caches only once every byte is verified; --json prints progress lines; status shows
+# them pinned; a bad spec or a repo the mirror lacks fails without leaving anything linked.
+. "$HM_SRC/tests/integration/lib.sh"
+cat >"$T/spec.json" <<'JSON'
+{"repos": [
+  {"hub": "hf", "type": "model", "id": "acme/pull-hf",
+   "files": [{"path": "config.json", "content": "{\"pull\": 1}\n"},
+             {"path": "sub/model.safetensors", "size": 2500000, "seed": 81}]},
+  {"hub": "ms", "type": "model", "id": "acme/pull.ms",
+   "files": [{"path": "configuration.json", "content": "{\"framework\": \"pytorch\"}\n"},
+             {"path": "w.bin", "size": 900000, "seed": 82}]}
+ ]}
+JSON
+check "fake upstream starts" start_fakehub --repos "$T/spec.json"
+export HUBMIRROR_HF_UPSTREAM=$FAKE_API HUBMIRROR_MS_UPSTREAM=$FAKE_API
+"$HUBMIRROR" add hf:acme/pull-hf ms:acme/pull.ms >/dev/null && "$HUBMIRROR" sync >/dev/null
+check "serve starts" start_serve --p2p-listen 127.0.0.1:0
+curl -fsS "$FAKE_API/_fake/repos" >"$T/up.json"
+hf_commit=$("$PY" -c 'import json,sys; print([r for r in json.load(open(sys.argv[1]))["repos"] if r["id"]=="acme/pull-hf"][0]["sha"])' "$T/up.json")
+
+MODELSCOPE_CACHE=$T/msc "$HUBMIRROR" pull --mirror "$M" --cache "$T/cache" --hf-cache "$T/hfc" --listen 127.0.0.1:0 \
+	--pin --json hf:acme/pull-hf ms:acme/pull.ms >"$T/pull.json" 2>"$T/pull.err"
+st=$?
+check "pull exits 0 once both are verified" test "$st" = 0
+sed 's/^/# /' "$T/pull.err"
+tail -2 "$T/pull.json" | sed 's/^/# /'
+check "its JSON lines end with both verified" "$PY" - "$T/pull.json" <<'PY'
+import json, sys
+last = {}
+for line in open(sys.argv[1]):
+    d = json.loads(line)
+    last[d["spec"]] = d
+assert set(last) == {"hf:acme/pull-hf", "ms:acme/pull.ms"}, last
+assert all(d["verified"] and d["bytes_have"] == d["bytes_total"] > 0 for d in last.values()), last
+PY
+check "nothing was mounted" bash -c "! grep -q ' $T/' /proc/mounts"
+check "the HF cache's ref names the commit" test "$(cat "$T/hfc/models--acme--pull-hf/refs/main")" = "$hf_commit"
+check "the HF cache holds every file, byte for byte" "$PY" "$HM_SRC/tests/integration/helpers/checkfiles.py" \
+	"$T/up.json" hf acme/pull-hf "$T/hfc/models--acme--pull-hf/snapshots/$hf_commit"
+check "modelscope_hub's cache holds every file, byte for byte" "$PY" "$HM_SRC/tests/integration/helpers/checkfiles.py" \
+	"$T/up.json" ms acme/pull.ms "$T/msc/models/acme--pull.ms/snapshots/master"
+check "the classic SDK's cache has them, with its index" bash -c "cmp '$T/msc/models/acme/pull___ms/w.bin' \
+	'$T/msc/models/acme--pull.ms/snapshots/master/w.bin' && test -s '$T/msc/models/acme/pull___ms/.msc'"
+"$HUBMIRROR" status --json >"$T/st.json"
+check "status shows both pinned, verified, not mounted" "$PY" -c '
+import json,sys; s=json.load(open(sys.argv[1]))["snapshots"]
+assert len(s) == 2 and all(x["pinned"] and x["verified"] and x["complete"] and x["mounts"] == [] for x in s), s' "$T/st.json"
+"$HUBMIRROR" pull --no-hf-cache hf:acme/pull-hf >"$T/again.out" 2>&1
+check "pulling it again is at once verified (the agent holds it)" grep -q "pulled hf:acme/pull-hf" "$T/again.out"
+expect_status 1 "pulling a repo the mirror lacks fails" "$HUBMIRROR" pull --hf-cache "$T/hfc" hf:acme/none 2>"$T/none.err"
+check "and says so" grep -q "not on this mirror" "$T/none.err"
+check "and links nothing" test ! -e "$T/hfc/models--acme--none"
+expect_status 2 "a malformed spec is a usage error" "$HUBMIRROR" pull 'hf:a/b/../c' 2>/dev/null
+expect_status 2 "pull without a spec is a usage error" "$HUBMIRROR" pull 2>/dev/null
+check "agent --stop ends it" "$HUBMIRROR" agent --stop
+check "the agents' log holds no sanitizer report" bash -c "! grep -E 'Sanitizer|runtime error' '$T/cache/agent.log'"
+finish
