@@ -6,6 +6,10 @@
  *            paused (later pipelined bytes stay in the buffer) and the handler chain answers it.
  *   WRITING  the response goes out with send()/sendfile() until EAGAIN, then poll(writable).
  *            Nothing is read meanwhile, so a client pipelining 10,000 requests is throttled by TCP.
+ *   DEFERRED the handler gave the answer to httpd_defer: a job computes it on libuv's threadpool.
+ *            Nothing is read or written and no timer runs until its done callback answers on the
+ *            loop (then WRITING as usual); if the connection closes meanwhile, the job is detached
+ *            from it and its done callback gets no request.
  *   LINGER   after refusing a request it did not read to the end (too large, malformed): our side
  *            is shut down and what the client still sends is read and dropped for a short while,
  *            because closing with unread bytes sends a reset that can destroy the answer in flight.
@@ -51,6 +55,17 @@ struct handler {
 	void *ud;
 };
 
+/* A deferred answer (httpd_defer): waiting in h's list, then on the threadpool. */
+struct job {
+	uv_work_t work;
+	struct httpd *h;
+	struct conn *c;                /* whom to answer; NULL once the connection is gone */
+	httpd_work_fn fn;
+	httpd_done_fn done;
+	void *ud;
+	struct job *next;              /* in the waiting list */
+};
+
 struct httpd {
 	uv_loop_t *loop;
 	uv_tcp_t listener;
@@ -70,6 +85,8 @@ struct httpd {
 	char **trusted;                /* cfg.trusted_proxies, split; NULL-terminated */
 	bool trim_pending;             /* a big answer was spilled: return its build memory after the
 					* handler freed it (malloc_trim) */
+	struct job *waiting, *waiting_tail; /* deferred jobs not started yet, in order */
+	bool freed;                    /* httpd_free is done but for the jobs still running */
 };
 
 struct header {
@@ -99,7 +116,7 @@ struct httpd_req {
 	const char *route;             /* static name set by the handler that answered, or NULL */
 };
 
-enum conn_state { C_READING, C_WRITING, C_LINGER, C_CLOSING };
+enum conn_state { C_READING, C_WRITING, C_DEFERRED, C_LINGER, C_CLOSING };
 /* What the connection's one timer stands for. */
 enum conn_timer { T_IDLE, T_HEADER, T_WRITE, T_LINGER };
 static const char *const timer_names[] = { "idle", "header", "write", "linger" };
@@ -134,6 +151,7 @@ struct conn {
 	struct conn *prev, *next;
 	int watching;                  /* the uv_poll events in force (conn_watch) */
 	bool corked;                   /* TCP_CORK is set for a big file answer */
+	struct job *job;               /* in C_DEFERRED: the job that will answer */
 };
 
 static http_parser_settings parser_settings;
@@ -146,7 +164,10 @@ static void conn_watch(struct conn *c, int events)
 {
 	if (c->watching == events)
 		return;
-	uv_poll_start(&c->poll, events, conn_on_poll);
+	if (events)
+		uv_poll_start(&c->poll, events, conn_on_poll);
+	else
+		uv_poll_stop(&c->poll);
 	c->watching = events;
 }
 static void conn_process(struct conn *c);
@@ -515,6 +536,10 @@ static void conn_close(struct conn *c)
 	if (c->next)
 		c->next->prev = c->prev;
 	h->stats.connections_open--;
+	if (c->job) {
+		c->job->c = NULL; /* its done callback gets no request */
+		c->job = NULL;
+	}
 	if (c->file_fd >= 0)
 		close(c->file_fd);
 	c->file_fd = -1;
@@ -744,6 +769,17 @@ static void split_target(struct httpd_req *r)
 	}
 }
 
+/* The request is answered: return what building a big answer took, and send it. */
+static void send_answer(struct conn *c)
+{
+	if (c->h->trim_pending) {
+		c->h->trim_pending = false;
+		malloc_trim(0);
+	}
+	c->state = C_WRITING;
+	conn_write(c);
+}
+
 static void dispatch(struct conn *c)
 {
 	struct httpd *h = c->h;
@@ -754,19 +790,115 @@ static void dispatch(struct conn *c)
 	if (r->path[0] != '/') {
 		httpd_respond_str(r, 400, "text/plain", "bad request target\n");
 	} else {
-		for (size_t i = 0; i < h->nhandlers && !r->answered; i++)
-			if (h->handlers[i].fn(h->handlers[i].ud, r) != HTTPD_PASS && !r->answered)
+		for (size_t i = 0; i < h->nhandlers && !r->answered && !c->job; i++)
+			if (h->handlers[i].fn(h->handlers[i].ud, r) != HTTPD_PASS && !r->answered && !c->job)
 				httpd_respond_str(r, 500, "text/plain", "handler gave no answer\n");
-		if (!r->answered)
+		if (!r->answered && !c->job)
 			httpd_respond_str(r, 404, "text/plain", "not found\n");
 	}
-	if (h->trim_pending) {
-		h->trim_pending = false;
-		malloc_trim(0);
-	}
-	c->state = C_WRITING;
 	uv_timer_stop(&c->timer);
-	conn_write(c);
+	if (c->job) {
+		/* answered later (deferred_done); pipelined bytes wait, in the socket or in rbuf */
+		c->state = C_DEFERRED;
+		conn_watch(c, 0);
+		return;
+	}
+	send_answer(c);
+}
+
+/* ---- deferred answers ----------------------------------------------------------------------------- */
+
+static void httpd_destroy(struct httpd *h);
+
+static void job_work(uv_work_t *w)
+{
+	struct job *j = w->data;
+
+	j->fn(j->ud); /* on the threadpool: nothing of httpd is touched here */
+}
+
+static void jobs_start(struct httpd *h);
+
+/* On the loop, after job_work: answer the request if its connection is still there. */
+static void job_after(uv_work_t *w, int status)
+{
+	struct job *j = w->data;
+	struct httpd *h = j->h;
+	struct conn *c = j->c;
+
+	h->stats.deferred_running--;
+	if (c) {
+		c->job = NULL;
+		if (status < 0) { /* never ran (it cannot be cancelled today, but say so if it were) */
+			httpd_add_header(&c->req, "Retry-After", "1");
+			httpd_respond_str(&c->req, 503, "text/plain", "server busy, try again\n");
+		}
+	}
+	j->done(j->ud, c && status >= 0 ? &c->req : NULL);
+	free(j);
+	if (c) {
+		h->stats.deferred_total++;
+		if (!c->req.answered)
+			httpd_respond_str(&c->req, 500, "text/plain", "handler gave no answer\n");
+		send_answer(c);
+	}
+	if (h->freed && !h->stats.deferred_running)
+		httpd_destroy(h);
+	else
+		jobs_start(h);
+}
+
+/* Start waiting jobs while fewer than cfg.max_workers run; one whose connection closed meanwhile is
+ * only given back to its done callback. */
+static void jobs_start(struct httpd *h)
+{
+	while (h->waiting && h->stats.deferred_running < h->cfg.max_workers) {
+		struct job *j = h->waiting;
+
+		h->waiting = j->next;
+		if (!h->waiting)
+			h->waiting_tail = NULL;
+		h->stats.deferred_waiting--;
+		if (!j->c) {
+			j->done(j->ud, NULL);
+			free(j);
+			continue;
+		}
+		h->stats.deferred_running++;
+		uv_queue_work(h->loop, &j->work, job_work, job_after); /* fails only without a callback */
+	}
+}
+
+void httpd_defer(struct httpd_req *r, httpd_work_fn work, httpd_done_fn done, void *ud)
+{
+	struct conn *c = r->c;
+	struct httpd *h = c->h;
+	struct job *j;
+
+	if (r->answered || c->job || h->closing || h->stats.deferred_waiting >= h->cfg.max_waiting) {
+		if (!r->answered) {
+			h->stats.deferred_refused++;
+			httpd_add_header(r, "Retry-After", "1");
+			httpd_respond_str(r, 503, "text/plain", "server busy, try again\n");
+		}
+		done(ud, NULL);
+		return;
+	}
+	j = xcalloc(1, sizeof(*j));
+	j->work.data = j;
+	j->h = h;
+	j->c = c;
+	j->fn = work;
+	j->done = done;
+	j->ud = ud;
+	c->job = j;
+	if (h->waiting_tail)
+		h->waiting_tail->next = j;
+	else
+		h->waiting = j;
+	h->waiting_tail = j;
+	h->stats.deferred_waiting++;
+	jobs_start(h);
 }
 
 static void reply_error_and_close(struct conn *c, int status, const char *msg)
@@ -1079,6 +1211,10 @@ int httpd_new(uv_loop_t *loop, const struct httpd_config *cfg, struct httpd **ou
 		h->cfg.write_timeout_ms = 120000;
 	if (!h->cfg.max_connections)
 		h->cfg.max_connections = 16384;
+	if (!h->cfg.max_workers)
+		h->cfg.max_workers = 2;
+	if (!h->cfg.max_waiting)
+		h->cfg.max_waiting = 256;
 	if (cfg->trusted_proxies) {
 		char *copy = xstrdup(cfg->trusted_proxies), *save = NULL, *w;
 		size_t n = 0;
@@ -1138,15 +1274,24 @@ void httpd_get_stats(const struct httpd *h, struct httpd_stats *out)
 	*out = h->stats;
 }
 
-static void listener_closed(uv_handle_t *handle)
+static void httpd_destroy(struct httpd *h)
 {
-	struct httpd *h = handle->data;
-
 	for (char **t = h->trusted; t && *t; t++)
 		free(*t);
 	free(h->trusted);
 	free(h->handlers);
 	free(h);
+}
+
+/* The server's memory goes when the listener has closed and no deferred job runs any more (their
+ * job_after calls need it). */
+static void listener_closed(uv_handle_t *handle)
+{
+	struct httpd *h = handle->data;
+
+	h->freed = true;
+	if (!h->stats.deferred_running)
+		httpd_destroy(h);
 }
 
 void httpd_free(struct httpd **hp)
@@ -1157,7 +1302,15 @@ void httpd_free(struct httpd **hp)
 		return;
 	h->closing = true;
 	while (h->conns)
-		conn_close(h->conns);
+		conn_close(h->conns); /* detaches their jobs */
+	while (h->waiting) {      /* jobs not started: never run */
+		struct job *j = h->waiting;
+		h->waiting = j->next;
+		h->stats.deferred_waiting--;
+		j->done(j->ud, NULL);
+		free(j);
+	}
+	h->waiting_tail = NULL;
 	uv_close(h->is_unix ? (uv_handle_t *)&h->unix_listener : (uv_handle_t *)&h->listener, listener_closed);
 	*hp = NULL;
 }

@@ -9,7 +9,9 @@
  * 414, 431 or 413 and its connection closed.
  *
  * Handlers form a chain (h2o-style): each gets the request and either answers it (returns 0) or passes
- * (returns HTTPD_PASS). Handlers run on the loop and must not block on anything slow.
+ * (returns HTTPD_PASS). Handlers run on the loop and must not block on anything slow: the whole server
+ * waits for them. An answer that takes long to compute (a walk over 300,000 files, a search) is
+ * handed to httpd_defer, which computes it on libuv's threadpool and answers on the loop afterwards.
  */
 #ifndef HM_HTTPD_H
 #define HM_HTTPD_H
@@ -45,6 +47,11 @@ struct httpd_config {
 					 * body of 1 MiB or more goes there and out with sendfile, so a
 					 * client that reads slowly pins disk, not memory; NULL: keep
 					 * bodies in memory. Borrowed for the server's life. */
+	unsigned max_workers;           /* deferred jobs (httpd_defer) running at once, on libuv's
+					 * threadpool (UV_THREADPOOL_SIZE threads, 4 by default, for the
+					 * whole process); 0: 2 */
+	unsigned max_waiting;           /* deferred jobs waiting for a worker; past it a request gets a
+					 * 503 with Retry-After; 0: 256 */
 };
 
 typedef int (*httpd_handler_fn)(void *ud, struct httpd_req *req);
@@ -76,6 +83,10 @@ struct httpd_stats {
 	uint64_t bytes_sent;
 	uint64_t connections_refused;  /* past max_connections */
 	uint64_t bodies_spilled;       /* answers sent from a spill file (cfg.spill_dir) */
+	uint64_t deferred_total;       /* requests answered through httpd_defer */
+	uint64_t deferred_refused;     /* past cfg.max_waiting: answered 503 */
+	uint64_t deferred_running;     /* jobs on the threadpool now */
+	uint64_t deferred_waiting;     /* jobs waiting for a worker now */
 };
 void httpd_get_stats(const struct httpd *h, struct httpd_stats *out);
 
@@ -121,6 +132,28 @@ void httpd_respond_str(struct httpd_req *r, int status, const char *content_type
 /* Answer with length bytes of fd from offset, sent with sendfile. fd is consumed (closed when done). */
 void httpd_respond_file(struct httpd_req *r, int status, const char *content_type, int fd, int64_t offset,
 			int64_t length);
+
+/*
+ * Answer later, from work done off the loop. work(job) runs on a thread of libuv's threadpool, then
+ * done(job, r) on the loop answers r; the handler returns 0 without answering. Meanwhile the
+ * connection reads nothing (requests pipelined behind r wait, and are answered in order after it) and
+ * no timer runs on it; the rest of the server goes on.
+ *
+ * work must touch neither r nor the loop nor anything of httpd: whatever it needs from the request is
+ * copied into job first, and what it computes goes back in job. done runs exactly once, on the loop:
+ *   - with r: answer it (httpd_add_header, httpd_respond*, as in a handler; no answer is a 500),
+ *     then free job;
+ *   - with r == NULL: there is no one to answer (the connection was closed, e.g. by httpd_free), or
+ *     the job never ran (past cfg.max_waiting, when r was answered 503 before done was called, at
+ *     once): only free job. work may or may not have run.
+ * At most cfg.max_workers jobs run at once, so a flood of slow requests takes at most that many of
+ * the threadpool's threads; the others wait in order. httpd_free leaves the jobs that run to finish
+ * (the loop must then run until they have: uv_run returns only after their done calls); the server's
+ * memory is released after the last of them.
+ */
+typedef void (*httpd_work_fn)(void *job);
+typedef void (*httpd_done_fn)(void *job, struct httpd_req *r);
+void httpd_defer(struct httpd_req *r, httpd_work_fn work, httpd_done_fn done, void *job);
 
 /* Decode %XX escapes (and, with plus, '+' as space) of n bytes into a new string; NULL on a bad
  * escape or when the result would hold a NUL byte. Caller frees. */

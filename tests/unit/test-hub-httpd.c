@@ -1,11 +1,17 @@
 /*
  * test-hub-httpd.c - the HTTP server's parsers that decide what leaves the server: Range (which bytes
- * of a blob), percent-decoding (which path a route sees). The server itself is driven over sockets
- * by the integration tests and by tests/fuzz/fuzz-http.
+ * of a blob), percent-decoding (which path a route sees); and answers deferred to the threadpool
+ * (httpd_defer), driven over socketpairs the server adopts, with a worker held until the test lets it
+ * go: so every ordering below is decided by the test, never by a clock. The rest of the server is
+ * driven over sockets by the integration tests and by tests/fuzz/fuzz-http.
  */
+#include <errno.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "hub/httpd.h"
 #include "test.h"
@@ -86,11 +92,176 @@ TEST(if_none_match)
 	CHECK(!httpd_etag_matches("\"abc", "\"abc\""));             /* unterminated */
 }
 
+/* ---- httpd_defer ---- */
+
+/* The workers block here until the test opens the gate. */
+static pthread_mutex_t gate_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t gate_cv = PTHREAD_COND_INITIALIZER;
+static bool gate_open;
+static int done_with_req, done_without_req;
+
+struct slow_job {
+	char *body;
+};
+
+static void slow_work(void *ud)
+{
+	struct slow_job *j = ud;
+
+	pthread_mutex_lock(&gate_mu);
+	while (!gate_open)
+		pthread_cond_wait(&gate_cv, &gate_mu);
+	pthread_mutex_unlock(&gate_mu);
+	j->body = strdup("slow\n");
+}
+
+static void slow_done(void *ud, struct httpd_req *r)
+{
+	struct slow_job *j = ud;
+
+	if (r) {
+		done_with_req++;
+		httpd_respond_str(r, 200, "text/plain", j->body);
+	} else {
+		done_without_req++;
+	}
+	free(j->body);
+	free(j);
+}
+
+static int handler(void *ud, struct httpd_req *r)
+{
+	(void)ud;
+	if (!strcmp(httpd_path(r), "/slow")) {
+		httpd_defer(r, slow_work, slow_done, calloc(1, sizeof(struct slow_job)));
+		return 0;
+	}
+	httpd_respond_str(r, 200, "text/plain", "fast\n");
+	return 0;
+}
+
+static void set_gate(bool open)
+{
+	pthread_mutex_lock(&gate_mu);
+	gate_open = open;
+	pthread_cond_broadcast(&gate_cv);
+	pthread_mutex_unlock(&gate_mu);
+}
+
+/* A client end over a socketpair whose other end the server adopts; req is sent at once. */
+static int client(struct httpd *h, const char *req)
+{
+	int sv[2];
+
+	if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv))
+		return -1;
+	httpd_adopt(h, sv[1]);
+	if (write(sv[0], req, strlen(req)) != (ssize_t)strlen(req))
+		return -1;
+	return sv[0];
+}
+
+/* What fd has received so far (appended to got), without waiting. */
+static void take(int fd, char *got, size_t cap)
+{
+	size_t n = strlen(got);
+	ssize_t k;
+
+	while (n + 1 < cap && (k = recv(fd, got + n, cap - 1 - n, MSG_DONTWAIT)) > 0)
+		n += (size_t)k;
+	got[n] = '\0';
+}
+
+/* Turn the loop until got holds want (or a bound of turns is spent). */
+static void run_until(uv_loop_t *loop, int fd, char *got, size_t cap, const char *want)
+{
+	for (int i = 0; i < 100000; i++) {
+		take(fd, got, cap);
+		if (strstr(got, want))
+			return;
+		uv_run(loop, UV_RUN_NOWAIT);
+		if (i > 100)
+			usleep(100);
+	}
+}
+
+TEST(defer_order)
+{
+	uv_loop_t loop;
+	struct httpd *h = NULL;
+	struct httpd_config cfg = { .listen = "127.0.0.1:0", .max_workers = 1, .max_waiting = 1 };
+	char a[4096] = "", c[4096] = "";
+	int fa, fb, fc;
+	const char *slow, *fast;
+
+	uv_loop_init(&loop);
+	set_gate(false);
+	CHECK_INT(httpd_new(&loop, &cfg, &h), 0);
+	httpd_add_handler(h, handler, NULL);
+	/* a slow request with a fast one pipelined behind it; a fast one on another connection */
+	fa = client(h, "GET /slow HTTP/1.1\r\nHost: x\r\n\r\nGET /fast HTTP/1.1\r\nHost: x\r\n\r\n");
+	fb = client(h, "GET /slow HTTP/1.1\r\nHost: x\r\n\r\n");  /* waits: one worker */
+	fc = client(h, "GET /slow HTTP/1.1\r\nHost: x\r\n\r\nGET /fast HTTP/1.1\r\nHost: x\r\n\r\n");
+	run_until(&loop, fc, c, sizeof(c), "fast\n");
+	CHECK(!strncmp(c, "HTTP/1.1 503", 12));                   /* past max_waiting */
+	CHECK(strstr(c, "Retry-After: 1") != NULL);
+	CHECK(strstr(c, "fast\n") != NULL);                       /* and the connection goes on */
+	CHECK_INT(done_without_req, 1);
+	take(fa, a, sizeof(a));
+	CHECK_STR(a, "");                                         /* held: nothing, not even the fast one */
+	close(fb);                                                /* gone while its job waits */
+	set_gate(true);
+	run_until(&loop, fa, a, sizeof(a), "fast\n");
+	slow = strstr(a, "slow\n");
+	fast = strstr(a, "fast\n");
+	CHECK(slow && fast && slow < fast);                       /* pipelined answers in order */
+	CHECK_INT(done_with_req + done_without_req, 2);
+	for (int i = 0; i < 1000 && done_with_req + done_without_req < 3; i++)
+		uv_run(&loop, UV_RUN_NOWAIT), usleep(100);
+	CHECK_INT(done_with_req + done_without_req, 3);           /* fb's, answered into a closed socket */
+	close(fa);
+	close(fc);
+	httpd_free(&h);
+	uv_run(&loop, UV_RUN_DEFAULT);
+	CHECK_INT(uv_loop_close(&loop), 0);
+}
+
+/* httpd_free while a job runs: its done callback gets no request, and nothing leaks (ASan). */
+TEST(defer_shutdown)
+{
+	uv_loop_t loop;
+	struct httpd *h = NULL;
+	struct httpd_config cfg = { .listen = "127.0.0.1:0", .max_workers = 1 };
+	int before = done_without_req, fa, fb;
+	char a[512] = "";
+
+	uv_loop_init(&loop);
+	set_gate(false);
+	CHECK_INT(httpd_new(&loop, &cfg, &h), 0);
+	httpd_add_handler(h, handler, NULL);
+	fa = client(h, "GET /slow HTTP/1.1\r\nHost: x\r\n\r\n");  /* runs, held */
+	fb = client(h, "GET /slow HTTP/1.1\r\nHost: x\r\n\r\n");  /* waits */
+	for (int i = 0; i < 100; i++)
+		uv_run(&loop, UV_RUN_NOWAIT);
+	httpd_free(&h);
+	CHECK_INT(done_without_req, before + 1);                  /* the waiting one, at once */
+	set_gate(true);
+	uv_run(&loop, UV_RUN_DEFAULT);                            /* returns once the running one is done */
+	CHECK_INT(done_without_req, before + 2);
+	CHECK_INT(uv_loop_close(&loop), 0);
+	take(fa, a, sizeof(a));
+	CHECK_STR(a, "");
+	close(fa);
+	close(fb);
+}
+
 int main(void)
 {
 	RUN(range_forms);
 	RUN(range_refusals);
 	RUN(unescape);
 	RUN(if_none_match);
+	RUN(defer_order);
+	RUN(defer_shutdown);
 	return test_done();
 }
