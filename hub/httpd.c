@@ -188,7 +188,7 @@ bool httpd_from_trusted_proxy(const struct httpd_req *r)
 	return false;
 }
 const char *httpd_local(const struct httpd_req *r) { return r->c->local; }
-bool httpd_answered(const struct httpd_req *r) { return r->answered; }
+bool httpd_answered(const struct httpd_req *r) { return r->answered || r->c->job; }
 
 const char *httpd_header(const struct httpd_req *r, const char *name)
 {
@@ -420,7 +420,7 @@ void httpd_respond(struct httpd_req *r, int status, const char *content_type, co
 {
 	struct conn *c = r->c;
 
-	if (r->answered)
+	if (r->answered || c->job) /* once, and a deferred one by its done callback only */
 		return;
 	if (!r->head && status != 304 && status != 204 && len >= SPILL_MIN && c->h->cfg.spill_dir) {
 		/* a big body (a repo info of 100,000 files, an unpaged listing) is built once, then leaves
@@ -461,7 +461,7 @@ void httpd_respond_file(struct httpd_req *r, int status, const char *content_typ
 {
 	struct conn *c = r->c;
 
-	if (r->answered) {
+	if (r->answered || c->job) {
 		close(fd);
 		return;
 	}

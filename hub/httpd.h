@@ -117,7 +117,7 @@ const char *httpd_local(const struct httpd_req *r);        /* our own address on
 
 /* ---- answering (exactly once per request) ---- */
 
-/* Has the request been answered yet? */
+/* Has the request been answered yet, or handed to httpd_defer (whose done callback answers it)? */
 bool httpd_answered(const struct httpd_req *r);
 
 /* Add a response header (copied). Call before httpd_respond*. Never use for Content-Length. */

@@ -52,6 +52,7 @@ enum mirror_data_place {
 	MIRROR_DATA_SEED,         /* p2p/seed */
 	MIRROR_DATA_SPILL,        /* store/tmp */
 	MIRROR_DATA_LOCK,         /* sync.lock */
+	MIRROR_DATA_CATALOG,      /* catalog.db */
 };
 char *mirror_data_path(const struct mirror_data *d, enum mirror_data_place place);
 char *mirror_data_torrent_path(const struct mirror_data *d, const char *btih);

@@ -55,54 +55,91 @@ static int64_t qint(struct httpd_req *req, const char *name, int64_t dflt)
 	return n;
 }
 
-static void catalog_repos(struct mirror_routes *rt, struct httpd_req *req)
-{
-	struct catalog_search s = { 0 };
-	struct search_ctx sc = { json_array(), mirror__self_base(req) };
-	char *q = httpd_query_param(req, "q"), *hub = httpd_query_param(req, "hub"), *type = httpd_query_param(req, "type");
-	char *org = httpd_query_param(req, "org"), *tag = httpd_query_param(req, "tag");
-	char *status = httpd_query_param(req, "status"), *sort = httpd_query_param(req, "sort");
-	char *order = httpd_query_param(req, "order"), *gated = httpd_query_param(req, "gated");
-	char *cursor = httpd_query_param(req, "cursor"), *hidden;
-	int64_t total = 0, limit = qint(req, "limit", PAGE_DEFAULT);
-	int r;
+/* A search: bounded by the budget, but a budget's worth of work is still too long for the loop, so it
+ * runs on a worker (docs/security.md). The strings s points into are the job's. */
+struct search_job {
+	struct mirror__job j;
+	struct catalog_search s;
+	char *base, *q, *hub, *type, *org, *tag, *status, *sort, *hidden;
+};
 
-	s.q = q && *q ? q : NULL;
-	s.hub = hub && *hub ? hub : NULL;
-	s.type = type && *type ? type : NULL;
-	s.org = org && *org ? org : NULL;
-	s.tag = tag && *tag ? tag : NULL;
-	s.status = status && *status ? status : NULL;
-	s.gated = gated && *gated ? (!strcasecmp(gated, "true") || !strcmp(gated, "1")) : -1;
-	s.min_size = qint(req, "min_size", -1);
-	s.max_size = qint(req, "max_size", -1);
-	s.sort = sort && *sort ? sort : NULL;
-	s.desc = order ? !strcasecmp(order, "desc") : (s.sort && strcmp(s.sort, "name") && strcmp(s.sort, "relevance"));
-	/* The cursor is opaque to clients: today the offset of the next page. */
-	s.offset = cursor ? (size_t)strtoull(cursor, NULL, 10) : 0;
-	s.limit = (size_t)(limit < 1 || limit > PAGE_MAX ? PAGE_DEFAULT : limit);
-	/* the server has one loop: no search may hold it longer than this (docs/security.md) */
-	s.budget_ms = rt->search_budget_ms;
-	/* a guarded repo is not there for whom may not read it: not listed, counted or matched */
-	s.hidden = hidden = mirror__hidden(rt, req);
-	r = catalog_search(rt->data->catalog, &s, search_cb, &sc, &total);
+static void search_build(struct mirror__job *job, struct catalog *cat)
+{
+	struct search_job *sj = (struct search_job *)job;
+	struct search_ctx sc = { json_array(), sj->base };
+	int64_t total = 0;
+	int r = catalog_search(cat, &sj->s, search_cb, &sc, &total);
+
 	if (r) {
-		const char *why = catalog_search_refusal(&s);
+		const char *why = catalog_search_refusal(&sj->s);
 		json_decref(sc.arr);
-		api_error(req, r == HM_ERR_USAGE || r == HM_ERR_TIMEOUT ? 400 : 500,
-			  r == HM_ERR_USAGE ? (why ? why : "bad search") :
-			  r == HM_ERR_TIMEOUT ? "search took too long: use fewer or longer words, or filters" : "catalog error");
+		job->status = r == HM_ERR_USAGE || r == HM_ERR_TIMEOUT ? 400 : 500;
+		job->body = json_pack("{s:s}", "error", r == HM_ERR_USAGE ? (why ? why : "bad search") :
+				      r == HM_ERR_TIMEOUT ? "search took too long: use fewer or longer words, or filters"
+							  : "catalog error");
 	} else {
 		json_t *o = json_pack("{s:o, s:I}", "repos", sc.arr, "total", (json_int_t)total);
-		size_t next = s.offset + json_array_size(sc.arr);
+		size_t next = sj->s.offset + json_array_size(sc.arr);
 		json_object_set_new(o, "next_cursor", (int64_t)next < total && json_array_size(sc.arr)
 						      ? json_sprintf("%zu", next) : json_null());
-		httpd_add_header(req, "Access-Control-Allow-Origin", "*");
-		mirror__respond_json(req, 200, o);
+		job->status = 200;
+		job->body = o;
 	}
-	free(sc.base);
-	free(q); free(hub); free(type); free(org); free(tag); free(status); free(sort); free(order);
-	free(gated); free(cursor); free(hidden);
+}
+
+static void search_release(struct mirror__job *job)
+{
+	struct search_job *sj = (struct search_job *)job;
+
+	free(sj->base); free(sj->q); free(sj->hub); free(sj->type); free(sj->org); free(sj->tag);
+	free(sj->status); free(sj->sort); free(sj->hidden);
+	free(sj);
+}
+
+/* A query parameter, NULL when absent or empty. */
+static char *qstr(struct httpd_req *req, const char *name)
+{
+	char *v = httpd_query_param(req, name);
+
+	if (v && !*v)
+		FREE_AND_NULL(&v);
+	return v;
+}
+
+static void catalog_repos(struct mirror_routes *rt, struct httpd_req *req)
+{
+	struct search_job *sj = xcalloc(1, sizeof(*sj));
+	struct catalog_search *s = &sj->s;
+	char *order = httpd_query_param(req, "order"), *gated = httpd_query_param(req, "gated");
+	char *cursor = httpd_query_param(req, "cursor");
+	int64_t limit = qint(req, "limit", PAGE_DEFAULT);
+
+	sj->j.build = search_build;
+	sj->j.release = search_release;
+	sj->base = mirror__self_base(req);
+	s->q = sj->q = qstr(req, "q");
+	s->hub = sj->hub = qstr(req, "hub");
+	s->type = sj->type = qstr(req, "type");
+	s->org = sj->org = qstr(req, "org");
+	s->tag = sj->tag = qstr(req, "tag");
+	s->status = sj->status = qstr(req, "status");
+	s->gated = gated && *gated ? (!strcasecmp(gated, "true") || !strcmp(gated, "1")) : -1;
+	s->min_size = qint(req, "min_size", -1);
+	s->max_size = qint(req, "max_size", -1);
+	s->sort = sj->sort = qstr(req, "sort");
+	s->desc = order ? !strcasecmp(order, "desc") : (s->sort && strcmp(s->sort, "name") && strcmp(s->sort, "relevance"));
+	/* The cursor is opaque to clients: today the offset of the next page. */
+	s->offset = cursor ? (size_t)strtoull(cursor, NULL, 10) : 0;
+	s->limit = (size_t)(limit < 1 || limit > PAGE_MAX ? PAGE_DEFAULT : limit);
+	/* no search may hold a worker longer than this either (docs/security.md) */
+	s->budget_ms = rt->search_budget_ms;
+	/* a guarded repo is not there for whom may not read it: not listed, counted or matched */
+	s->hidden = sj->hidden = mirror__hidden(rt, req);
+	free(order);
+	free(gated);
+	free(cursor);
+	httpd_add_header(req, "Access-Control-Allow-Origin", "*");
+	mirror__defer(rt, req, &sj->j);
 }
 
 static int refs_cb(void *ud, const char *name, const char *kind, const char *commit)

@@ -133,6 +133,19 @@ static void hf_error(struct httpd_req *req, int status, const char *code, const 
 	mirror__respond_json(req, status, o);
 }
 
+/* hf_error for a deferred answer (on a worker): the same answer; CORS was added on the loop. */
+static void hf_job_error(struct mirror__job *j, int status, const char *code, const char *msg, const char *commit)
+{
+	if (code)
+		mirror__job_header(j, "X-Error-Code", "%s", code);
+	mirror__job_header(j, "X-Error-Message", "%s", msg);
+	if (commit)
+		mirror__job_header(j, "X-Repo-Commit", "%s", commit);
+	json_decref(j->body);
+	j->status = status;
+	j->body = json_pack("{s:s}", "error", msg);
+}
+
 static char *iso_time(int64_t t)
 {
 	char b[32];
@@ -300,11 +313,40 @@ static json_t *repo_summary_json(const struct catalog_repo *r, const char *type,
 	return o;
 }
 
+/* The siblings of a repo info: every file (300,000 of them take 0.5 s), so built on a worker. */
+struct info_job {
+	struct mirror__job j;
+	json_t *o;              /* the info without its siblings */
+	int64_t snap_id;
+	bool blobs;
+};
+
+static void info_build(struct mirror__job *job, struct catalog *cat)
+{
+	struct info_job *ij = (struct info_job *)job;
+	struct sib_ctx sc = { json_array(), ij->blobs };
+	int r = catalog_snapshot_walk(cat, ij->snap_id, NULL, NULL, 0, sibling_cb, &sc);
+
+	json_object_set_new(ij->o, "siblings", sc.arr);
+	if (r) {
+		hf_job_error(job, 500, NULL, "catalog error", NULL);
+		return;
+	}
+	job->status = 200;
+	job->body = ij->o;
+	ij->o = NULL;
+}
+
+static void info_release(struct mirror__job *job)
+{
+	json_decref(((struct info_job *)job)->o);
+	free(job);
+}
+
 static void hf_info(struct hfreq *h, const char *rev)
 {
-	struct sib_ctx sc;
+	struct info_job *ij;
 	json_t *o, *card;
-	int r;
 
 	if (hf_resolve(h, rev))
 		return;
@@ -315,23 +357,20 @@ static void hf_info(struct hfreq *h, const char *rev)
 	else
 		json_decref(card);
 	json_object_set_new(o, "usedStorage", json_integer(h->snap.total_size));
-	sc.arr = json_array();
-	sc.blobs = query_bool(h->req, "blobs");
-	r = catalog_snapshot_walk(h->rt->data->catalog, h->snap.id, NULL, NULL, 0, sibling_cb, &sc);
-	json_object_set_new(o, "siblings", sc.arr);
-	if (r) {
-		json_decref(o);
-		hf_error(h->req, 500, NULL, "catalog error", NULL);
-		return;
-	}
+	ij = xcalloc(1, sizeof(*ij));
+	ij->j.build = info_build;
+	ij->j.release = info_release;
+	ij->o = o;
+	ij->snap_id = h->snap.id;
+	ij->blobs = query_bool(h->req, "blobs");
 	add_cors(h->req);
-	mirror__respond_json(h->req, 200, o);
+	mirror__defer(h->rt, h->req, &ij->j);
 }
 
 /* ---- B: tree ---------------------------------------------------------------------------------------- */
 
 struct tree_ctx {
-	struct hfreq *h;
+	const struct catalog_snapshot *snap;
 	json_t *arr;
 	const char *base;        /* "" or "dir" (no trailing slash) */
 	size_t baselen;
@@ -356,7 +395,7 @@ static void tree_dirs(struct tree_ctx *t, const char *path)
 		if (t->prev && strlen(t->prev) > n && !strncmp(t->prev, path, n) && t->prev[n] == '/')
 			continue;
 		d = xstrndup(path, n);
-		json_array_append_new(t->arr, dir_json(d, &t->h->snap));
+		json_array_append_new(t->arr, dir_json(d, t->snap));
 		free(d);
 	}
 }
@@ -374,7 +413,7 @@ static int tree_cb(void *ud, const struct catalog_entry *e)
 			return 1;
 		}
 		tree_dirs(t, e->path);
-		json_array_append_new(t->arr, file_json(e, &t->h->snap, t->expand));
+		json_array_append_new(t->arr, file_json(e, t->snap, t->expand));
 		free(t->prev);
 		t->prev = xstrdup(e->path);
 		free(t->cursor);
@@ -392,7 +431,7 @@ static int tree_cb(void *ud, const struct catalog_entry *e)
 		}
 		free(t->last_dir);
 		t->last_dir = xstrndup(e->path, n);
-		json_array_append_new(t->arr, dir_json(t->last_dir, &t->h->snap));
+		json_array_append_new(t->arr, dir_json(t->last_dir, t->snap));
 		free(t->cursor);
 		t->cursor = xasprintf("%s/\xff", t->last_dir); /* sorts after everything in it */
 	} else {
@@ -400,7 +439,7 @@ static int tree_cb(void *ud, const struct catalog_entry *e)
 			t->more = true;
 			return 1;
 		}
-		json_array_append_new(t->arr, file_json(e, &t->h->snap, t->expand));
+		json_array_append_new(t->arr, file_json(e, t->snap, t->expand));
 		free(t->cursor);
 		t->cursor = xstrdup(e->path);
 	}
@@ -408,75 +447,113 @@ static int tree_cb(void *ud, const struct catalog_entry *e)
 	return 0;
 }
 
-static void hf_tree(struct hfreq *h, const char *rev, const char *rev_raw, char *subpath)
+/* A tree page: up to 1,000 entries, but a folder of 300,000 files is walked whole to list it once,
+ * so built on a worker. */
+struct tree_job {
+	struct mirror__job j;
+	struct catalog_snapshot snap;
+	const char *type;       /* static */
+	char *name, *rev_enc, *sub, *cursor, *base;
+	long limit;
+	bool recursive, expand;
+};
+
+static void tree_build(struct mirror__job *job, struct catalog *cat)
 {
+	struct tree_job *tj = (struct tree_job *)job;
 	struct tree_ctx t;
-	char *cursor = httpd_query_param(h->req, "cursor"), *prefix = NULL;
-	char *limit_s = httpd_query_param(h->req, "limit");
-	long limit = limit_s ? strtol(limit_s, NULL, 10) : TREE_PAGE;
+	char *prefix = NULL;
 	int r;
 
-	free(limit_s);
-	if (limit < 1 || limit > TREE_PAGE)
-		limit = TREE_PAGE;
 	memset(&t, 0, sizeof(t));
-	if (hf_resolve(h, rev))
-		goto out;
-	t.h = h;
+	t.snap = &tj->snap;
 	t.arr = json_array();
-	t.recursive = query_bool(h->req, "recursive");
-	t.expand = query_bool(h->req, "expand");
-	if (subpath && *subpath) {
-		size_t n = strlen(subpath);
-		while (n && subpath[n - 1] == '/')
-			subpath[--n] = '\0';
-	}
-	t.base = subpath && *subpath ? subpath : "";
+	t.recursive = tj->recursive;
+	t.expand = tj->expand;
+	t.base = tj->sub ? tj->sub : "";
 	t.baselen = strlen(t.base);
 	if (t.baselen) {
 		struct catalog_entry e;
-		if (path_check_str(t.base) ||
-		    !catalog_snapshot_file(h->rt->data->catalog, h->snap.id, t.base, &e)) {
+		if (path_check_str(t.base) || !catalog_snapshot_file(cat, tj->snap.id, t.base, &e)) {
 			/* a file is not a folder to list (the Hub answers 404 too) */
 			if (!path_check_str(t.base))
 				catalog_entry_release(&e);
-			hf_error(h->req, 404, "EntryNotFound", "Entry not found", h->snap.commit);
-			json_decref(t.arr);
+			hf_job_error(job, 404, "EntryNotFound", "Entry not found", tj->snap.commit);
 			goto out;
 		}
 		prefix = xasprintf("%s/", t.base);
 	}
-	t.limit = (size_t)limit;
-	t.prev = cursor ? xstrdup(cursor) : NULL;
-	r = catalog_snapshot_walk(h->rt->data->catalog, h->snap.id, prefix, cursor, 0, tree_cb, &t);
+	t.limit = (size_t)tj->limit;
+	t.prev = tj->cursor ? xstrdup(tj->cursor) : NULL;
+	r = catalog_snapshot_walk(cat, tj->snap.id, prefix, tj->cursor, 0, tree_cb, &t);
 	if (r && r != 1) {
-		json_decref(t.arr);
-		hf_error(h->req, 500, NULL, "catalog error", NULL);
+		hf_job_error(job, 500, NULL, "catalog error", NULL);
 		goto out;
 	}
-	if (t.baselen && json_array_size(t.arr) == 0 && !cursor) {
-		json_decref(t.arr);
-		hf_error(h->req, 404, "EntryNotFound", "Entry not found", h->snap.commit);
+	if (t.baselen && json_array_size(t.arr) == 0 && !tj->cursor) {
+		hf_job_error(job, 404, "EntryNotFound", "Entry not found", tj->snap.commit);
 		goto out;
 	}
 	if (t.more) {
-		char *base = mirror__self_base(h->req), *cur = hub_url_escape(t.cursor, false);
-		char *sub = hub_url_escape(t.base, true);
-		httpd_add_headerf(h->req, "Link", "<%s/api/%ss/%s/tree/%s%s%s?recursive=%s&expand=%s&limit=%ld&cursor=%s>; rel=\"next\"",
-				  base, h->type, h->name, rev_raw, t.baselen ? "/" : "", sub,
-				  t.recursive ? "true" : "false", t.expand ? "true" : "false", limit, cur);
-		free(base);
+		char *cur = hub_url_escape(t.cursor, false), *sub = hub_url_escape(t.base, true);
+		mirror__job_header(job, "Link", "<%s/api/%ss/%s/tree/%s%s%s?recursive=%s&expand=%s&limit=%ld&cursor=%s>; rel=\"next\"",
+				   tj->base, tj->type, tj->name, tj->rev_enc, t.baselen ? "/" : "", sub,
+				   t.recursive ? "true" : "false", t.expand ? "true" : "false", tj->limit, cur);
 		free(cur);
 		free(sub);
 	}
-	add_cors(h->req);
-	mirror__respond_json(h->req, 200, t.arr);
+	job->status = 200;
+	job->body = t.arr;
+	t.arr = NULL;
 out:
+	json_decref(t.arr);
 	free(t.prev);
 	free(t.last_dir);
 	free(t.cursor);
 	free(prefix);
-	free(cursor);
+}
+
+static void tree_release(struct mirror__job *job)
+{
+	struct tree_job *tj = (struct tree_job *)job;
+
+	free(tj->name);
+	free(tj->rev_enc);
+	free(tj->sub);
+	free(tj->cursor);
+	free(tj->base);
+	free(tj);
+}
+
+static void hf_tree(struct hfreq *h, const char *rev, const char *rev_raw, const char *subpath)
+{
+	struct tree_job *tj;
+	char *limit_s = httpd_query_param(h->req, "limit");
+	long limit = limit_s ? strtol(limit_s, NULL, 10) : TREE_PAGE;
+	size_t n = subpath ? strlen(subpath) : 0;
+
+	free(limit_s);
+	if (limit < 1 || limit > TREE_PAGE)
+		limit = TREE_PAGE;
+	if (hf_resolve(h, rev))
+		return;
+	tj = xcalloc(1, sizeof(*tj));
+	tj->j.build = tree_build;
+	tj->j.release = tree_release;
+	tj->snap = h->snap;
+	tj->type = h->type;
+	tj->name = xstrdup(h->name);
+	tj->rev_enc = xstrdup(rev_raw);
+	while (n && subpath[n - 1] == '/')
+		n--;
+	tj->sub = n ? xstrndup(subpath, n) : NULL;
+	tj->cursor = httpd_query_param(h->req, "cursor");
+	tj->base = mirror__self_base(h->req);
+	tj->limit = limit;
+	tj->recursive = query_bool(h->req, "recursive");
+	tj->expand = query_bool(h->req, "expand");
+	add_cors(h->req);
+	mirror__defer(h->rt, h->req, &tj->j);
 }
 
 /* ---- C: paths-info --------------------------------------------------------------------------------- */
@@ -637,7 +714,6 @@ static void hf_treesize(struct hfreq *h, const char *rev, const char *subpath)
 /* ---- I: listings ---------------------------------------------------------------------------------- */
 
 struct list_ctx {
-	struct mirror_routes *rt;
 	const char *type;
 	json_t *arr;
 	size_t n;
@@ -655,42 +731,73 @@ static int list_cb(void *ud, const struct catalog_repo *r)
 	return 0;
 }
 
-static void hf_list(struct mirror_routes *rt, struct httpd_req *req, const char *type)
-{
-	char *search = httpd_query_param(req, "search"), *author = httpd_query_param(req, "author");
-	char *cursor = httpd_query_param(req, "cursor"), *limit_s = httpd_query_param(req, "limit");
-	long limit = limit_s ? strtol(limit_s, NULL, 10) : LIST_PAGE;
-	struct list_ctx l = { rt, type, json_array(), 0, NULL };
-	char *hidden;
+/* A page of repos, with search: a scan of every repo's name, so built on a worker. */
+struct list_job {
+	struct mirror__job j;
+	const char *type;       /* static */
+	char *search, *author, *cursor, *hidden, *base;
+	long limit;
+};
 
-	if (limit < 1 || limit > LIST_PAGE)
-		limit = LIST_PAGE;
-	hidden = mirror__hidden(rt, req);
-	if (catalog_repos_each(rt->data->catalog, "hf", type, search && *search ? search : NULL,
-			       author && *author ? author : NULL, cursor, (size_t)limit, hidden, list_cb, &l)) {
+static void list_build(struct mirror__job *job, struct catalog *cat)
+{
+	struct list_job *lj = (struct list_job *)job;
+	struct list_ctx l = { lj->type, json_array(), 0, NULL };
+
+	if (catalog_repos_each(cat, "hf", lj->type, lj->search && *lj->search ? lj->search : NULL,
+			       lj->author && *lj->author ? lj->author : NULL, lj->cursor, (size_t)lj->limit, lj->hidden,
+			       list_cb, &l)) {
 		json_decref(l.arr);
-		hf_error(req, 500, NULL, "catalog error", NULL);
-		goto out;
+		free(l.last);
+		hf_job_error(job, 500, NULL, "catalog error", NULL);
+		return;
 	}
-	if (l.n == (size_t)limit && l.last) {
-		char *base = mirror__self_base(req), *cur = hub_url_escape(l.last, false);
-		char *s = search ? hub_url_escape(search, false) : xstrdup(""), *a = author ? hub_url_escape(author, false) : xstrdup("");
-		httpd_add_headerf(req, "Link", "<%s/api/%ss?search=%s&author=%s&limit=%ld&cursor=%s>; rel=\"next\"",
-				  base, type, s, a, limit, cur);
-		free(base);
+	if (l.n == (size_t)lj->limit && l.last) {
+		char *cur = hub_url_escape(l.last, false);
+		char *s = lj->search ? hub_url_escape(lj->search, false) : xstrdup("");
+		char *a = lj->author ? hub_url_escape(lj->author, false) : xstrdup("");
+		mirror__job_header(job, "Link", "<%s/api/%ss?search=%s&author=%s&limit=%ld&cursor=%s>; rel=\"next\"",
+				   lj->base, lj->type, s, a, lj->limit, cur);
 		free(cur);
 		free(s);
 		free(a);
 	}
-	add_cors(req);
-	mirror__respond_json(req, 200, l.arr);
-out:
-	free(hidden);
 	free(l.last);
-	free(search);
-	free(author);
-	free(cursor);
+	job->status = 200;
+	job->body = l.arr;
+}
+
+static void list_release(struct mirror__job *job)
+{
+	struct list_job *lj = (struct list_job *)job;
+
+	free(lj->search);
+	free(lj->author);
+	free(lj->cursor);
+	free(lj->hidden);
+	free(lj->base);
+	free(lj);
+}
+
+static void hf_list(struct mirror_routes *rt, struct httpd_req *req, const char *type)
+{
+	struct list_job *lj = xcalloc(1, sizeof(*lj));
+	char *limit_s = httpd_query_param(req, "limit");
+
+	lj->j.build = list_build;
+	lj->j.release = list_release;
+	lj->type = type;
+	lj->search = httpd_query_param(req, "search");
+	lj->author = httpd_query_param(req, "author");
+	lj->cursor = httpd_query_param(req, "cursor");
+	lj->limit = limit_s ? strtol(limit_s, NULL, 10) : LIST_PAGE;
+	if (lj->limit < 1 || lj->limit > LIST_PAGE)
+		lj->limit = LIST_PAGE;
 	free(limit_s);
+	lj->hidden = mirror__hidden(rt, req);
+	lj->base = mirror__self_base(req);
+	add_cors(req);
+	mirror__defer(rt, req, &lj->j);
 }
 
 /* ---- D, E: resolve and raw ------------------------------------------------------------------------ */

@@ -4,6 +4,7 @@
 #ifndef HM_MIRROR_ROUTES_INT_H
 #define HM_MIRROR_ROUTES_INT_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -33,7 +34,13 @@ struct mirror_routes {
 	struct mirror_seeder *seeder; /* the mirror's own BitTorrent seed, borrowed; NULL: none */
 	unsigned char p2p_key[32];    /* the data directory's key for capabilities (access.h) */
 	bool have_p2p_key;            /* loaded: with tokens on, guarded repos get keyed torrents */
-	int search_budget_ms;         /* the longest one catalog search may hold the loop */
+	int search_budget_ms;         /* the longest one catalog search may hold a worker */
+	/* the workers' catalog connections (defer.c): idle ones, as many as ever ran at once */
+#define MIRROR_POOL 8
+	pthread_mutex_t pool_mu;
+	struct catalog *pool[MIRROR_POOL];
+	size_t npool;
+	char *catalog_path;
 };
 
 /* The operator token of a request (Authorization: Bearer, or ModelScope's m_session_id cookie), in
@@ -99,5 +106,40 @@ bool mirror__access_check(struct mirror_routes *rt, struct httpd_req *req, const
 
 /* Send body (consumed) as compact JSON. */
 void mirror__respond_json(struct httpd_req *req, int status, json_t *body);
+/* The two halves of it: body (consumed) as compact JSON text (malloc'd; NULL when body is NULL, e.g.
+ * a value built from bytes that are not UTF-8), with its weak ETag in etag when not NULL (any
+ * thread); and sending that text (NULL: a 400), a 304 when etag (may be NULL) matches the request's
+ * If-None-Match. */
+char *mirror__json_dump(json_t *body, size_t *len, char etag[48]);
+void mirror__respond_dumped(struct httpd_req *req, int status, const char *text, size_t len, const char *etag);
+
+/*
+ * A route's answer built off the loop (defer.c). On the loop the route checks the request, allocates
+ * a struct that starts with this one, copies into it what the answer needs, sets build and release,
+ * adds the CORS headers of every answer, then calls mirror__defer. On a worker, with a catalog
+ * connection of its own, build sets status and body (JSON, consumed), and headers with
+ * mirror__job_header; it must touch neither the request nor the loop nor rt->data->catalog. Then the
+ * answer is sent (or dropped, if the client is gone) and release frees the route's struct. A build
+ * that sets no status gives a 503.
+ */
+struct catalog;
+struct mirror__job {
+	void (*build)(struct mirror__job *j, struct catalog *cat);
+	void (*release)(struct mirror__job *j);
+	int status;
+	json_t *body;
+	/* defer.c's */
+	struct mirror_routes *rt;
+	char **headers;           /* name, value, ... */
+	size_t nheaders;
+	char *text;
+	size_t len;
+	char etag[48];
+};
+void mirror__defer(struct mirror_routes *rt, struct httpd_req *req, struct mirror__job *j);
+void mirror__job_header(struct mirror__job *j, const char *name, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* Close the idle connections of the pool (mirror_routes_free, once no job runs). */
+void mirror__pool_free(struct mirror_routes *rt);
 
 #endif

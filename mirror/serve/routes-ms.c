@@ -28,16 +28,24 @@
 #define MS_DEFAULT_PAGE 100
 #define MS_MAX_PAGE 1000
 
-static void ms_envelope(struct httpd_req *req, int status, json_t *data, const char *message)
+/* The envelope around data (consumed); on the loop or a worker. */
+static json_t *ms_envelope_json(int status, json_t *data, const char *message)
 {
 	char rid[40];
-	uint64_t t = uv_hrtime();
+	struct timespec ts;
+	uint64_t t;
 
 	/* RequestId: only needs to be unique enough to quote in a bug report. */
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	t = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 	snprintf(rid, sizeof(rid), "hm-%016" PRIx64 "-%04x", t, (unsigned)(t >> 7) & 0xffff);
-	mirror__respond_json(req, status, json_pack("{s:i, s:b, s:o, s:s, s:s}", "Code", status, "Success",
-						    status == 200, "Data", data ? data : json_null(), "Message",
-						    message, "RequestId", rid));
+	return json_pack("{s:i, s:b, s:o, s:s, s:s}", "Code", status, "Success", status == 200, "Data",
+			 data ? data : json_null(), "Message", message, "RequestId", rid);
+}
+
+static void ms_envelope(struct httpd_req *req, int status, json_t *data, const char *message)
+{
+	mirror__respond_json(req, status, ms_envelope_json(status, data, message));
 }
 
 struct msreq {
@@ -81,23 +89,24 @@ static int ms_resolve(struct msreq *m)
 	return r;
 }
 
-static json_t *ms_file_entry(const struct msreq *m, const char *path, bool dir, const struct catalog_entry *e)
+static json_t *ms_file_entry(const struct catalog_snapshot *snap, const char *path, bool dir,
+			     const struct catalog_entry *e)
 {
 	const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
 
 	if (dir)
 		return json_pack("{s:s, s:s, s:s, s:i, s:s, s:s, s:b, s:s, s:s, s:I, s:s, s:s}", "Name", base,
-				 "Path", path, "Type", "tree", "Size", 0, "Sha256", "", "Revision", m->snap.commit,
+				 "Path", path, "Type", "tree", "Size", 0, "Sha256", "", "Revision", snap->commit,
 				 "IsLFS", 0, "Mode", "040000", "CommitMessage", "", "CommittedDate",
-				 (json_int_t)m->snap.synced_at, "CommitterName", "", "InCheck", "");
+				 (json_int_t)snap->synced_at, "CommitterName", "", "InCheck", "");
 	return json_pack("{s:s, s:s, s:s, s:I, s:s, s:s, s:b, s:s, s:s, s:I, s:s, s:s}", "Name", base, "Path", path,
-			 "Type", "blob", "Size", (json_int_t)e->size, "Sha256", e->sha256, "Revision", m->snap.commit,
+			 "Type", "blob", "Size", (json_int_t)e->size, "Sha256", e->sha256, "Revision", snap->commit,
 			 "IsLFS", e->lfs_oid[0] != '\0', "Mode", "100644", "CommitMessage", "",
-			 "CommittedDate", (json_int_t)m->snap.synced_at, "CommitterName", "", "InCheck", "");
+			 "CommittedDate", (json_int_t)snap->synced_at, "CommitterName", "", "InCheck", "");
 }
 
 struct list_ctx {
-	struct msreq *m;
+	const struct catalog_snapshot *snap;
 	json_t *files;
 	const char *root;       /* "" or "dir" */
 	size_t rootlen;
@@ -130,10 +139,10 @@ static int list_cb(void *ud, const struct catalog_entry *e)
 			if (l->prev && strlen(l->prev) > n && !strncmp(l->prev, e->path, n) && l->prev[n] == '/')
 				continue;
 			d = xstrndup(e->path, n);
-			list_add(l, ms_file_entry(l->m, d, true, NULL));
+			list_add(l, ms_file_entry(l->snap, d, true, NULL));
 			free(d);
 		}
-		list_add(l, ms_file_entry(l->m, e->path, false, e));
+		list_add(l, ms_file_entry(l->snap, e->path, false, e));
 		free(l->prev);
 		l->prev = xstrdup(e->path);
 	} else if (slash) {
@@ -141,10 +150,10 @@ static int list_cb(void *ud, const struct catalog_entry *e)
 		if (!l->last_dir || strlen(l->last_dir) != n || strncmp(l->last_dir, e->path, n)) {
 			free(l->last_dir);
 			l->last_dir = xstrndup(e->path, n);
-			list_add(l, ms_file_entry(l->m, l->last_dir, true, NULL));
+			list_add(l, ms_file_entry(l->snap, l->last_dir, true, NULL));
 		}
 	} else {
-		list_add(l, ms_file_entry(l->m, e->path, false, e));
+		list_add(l, ms_file_entry(l->snap, e->path, false, e));
 	}
 	return 0;
 }
@@ -169,15 +178,58 @@ static long qlong(const struct httpd_req *req, const char *name, long dflt)
 	return n;
 }
 
-/* Files listing; paged when page_size > 0 (datasets), whole otherwise (models). */
-static void ms_list(struct msreq *m, bool paged)
+/* A files listing: a model's is whole (300,000 files take as long on the loop as a Hugging Face repo
+ * info), so built on a worker. */
+struct list_job {
+	struct mirror__job j;
+	struct catalog_snapshot snap;
+	char *root;             /* "" or "dir" */
+	bool recursive;
+	size_t skip, take;
+};
+
+static void list_build(struct mirror__job *job, struct catalog *cat)
 {
+	struct list_job *lj = (struct list_job *)job;
 	struct list_ctx l;
-	char *root = httpd_query_param(m->req, "Root"), *prefix = NULL;
-	long page = qlong(m->req, "PageNumber", 1), size = qlong(m->req, "PageSize", MS_DEFAULT_PAGE);
+	char *prefix = *lj->root ? xasprintf("%s/", lj->root) : NULL;
 	int r;
 
 	memset(&l, 0, sizeof(l));
+	l.snap = &lj->snap;
+	l.files = json_array();
+	l.root = lj->root;
+	l.rootlen = strlen(l.root);
+	l.recursive = lj->recursive;
+	l.skip = lj->skip;
+	l.take = lj->take;
+	r = catalog_snapshot_walk(cat, lj->snap.id, prefix, NULL, 0, list_cb, &l);
+	if (r) {
+		json_decref(l.files);
+		job->status = 500;
+		job->body = ms_envelope_json(500, NULL, "catalog error");
+	} else {
+		job->status = 200;
+		job->body = ms_envelope_json(200, json_pack("{s:o}", "Files", l.files), "success");
+	}
+	free(l.last_dir);
+	free(l.prev);
+	free(prefix);
+}
+
+static void list_release(struct mirror__job *job)
+{
+	free(((struct list_job *)job)->root);
+	free(job);
+}
+
+/* Files listing; paged when page_size > 0 (datasets), whole otherwise (models). */
+static void ms_list(struct msreq *m, bool paged)
+{
+	struct list_job *lj;
+	char *root = httpd_query_param(m->req, "Root");
+	long page = qlong(m->req, "PageNumber", 1), size = qlong(m->req, "PageSize", MS_DEFAULT_PAGE);
+
 	if (ms_resolve(m))
 		goto out;
 	if (root) { /* "/" and "" mean the top; otherwise a folder, with or without slashes around it */
@@ -193,34 +245,25 @@ static void ms_list(struct msreq *m, bool paged)
 			goto out;
 		}
 	}
-	l.m = m;
-	l.files = json_array();
-	l.root = root ? root : "";
-	l.rootlen = strlen(l.root);
-	l.recursive = qbool(m->req, "Recursive", false);
+	lj = xcalloc(1, sizeof(*lj));
+	lj->j.build = list_build;
+	lj->j.release = list_release;
+	lj->snap = m->snap;
+	lj->root = root ? root : xstrdup("");
+	root = NULL;
+	lj->recursive = qbool(m->req, "Recursive", false);
 	if (paged) {
 		if (page < 1)
 			page = 1;
 		if (size < 1 || size > MS_MAX_PAGE)
 			size = MS_DEFAULT_PAGE;
-		l.skip = (size_t)(page - 1) * (size_t)size;
-		l.take = (size_t)size;
+		lj->skip = (size_t)(page - 1) * (size_t)size;
+		lj->take = (size_t)size;
 	} else {
-		l.take = (size_t)-1;
+		lj->take = (size_t)-1;
 	}
-	if (l.rootlen)
-		prefix = xasprintf("%s/", l.root);
-	r = catalog_snapshot_walk(m->rt->data->catalog, m->snap.id, prefix, NULL, 0, list_cb, &l);
-	if (r) {
-		json_decref(l.files);
-		ms_envelope(m->req, 500, NULL, "catalog error");
-		goto out;
-	}
-	ms_envelope(m->req, 200, json_pack("{s:o}", "Files", l.files), "success");
+	mirror__defer(m->rt, m->req, &lj->j);
 out:
-	free(l.last_dir);
-	free(l.prev);
-	free(prefix);
 	free(root);
 }
 

@@ -49,7 +49,9 @@ struct mirror_routes *mirror_routes_new(struct mirror_data *d, const struct mirr
 	r->data = d;
 	r->access = access;
 	r->tracker = p2p_tracker_new(NULL);
-	r->search_budget_ms = 100; /* docs/security.md: no request holds the loop for long */
+	r->search_budget_ms = 100; /* docs/security.md: no search holds a worker for long */
+	pthread_mutex_init(&r->pool_mu, NULL);
+	r->catalog_path = mirror_data_path(d, MIRROR_DATA_CATALOG);
 	if (access && mirror_access_mode(access) != ACCESS_OPEN) {
 		int e = mirror_p2p_secret(d, r->p2p_key);
 		r->have_p2p_key = !e;
@@ -286,6 +288,9 @@ void mirror_routes_free(struct mirror_routes **r)
 	if (!r || !*r)
 		return;
 	free((*r)->counts);
+	mirror__pool_free(*r);
+	pthread_mutex_destroy(&(*r)->pool_mu);
+	free((*r)->catalog_path);
 	p2p_tracker_free(&(*r)->tracker);
 	free(*r);
 	*r = NULL;
@@ -316,37 +321,51 @@ char *mirror__self_base(const struct httpd_req *req)
 	return out;
 }
 
-void mirror__respond_json(struct httpd_req *req, int status, json_t *body)
+char *mirror__json_dump(json_t *body, size_t *len, char etag[48])
 {
-	char *s, etag[48];
+	char *s;
 	unsigned char md[20];
 	unsigned int n;
-	const char *inm;
-	size_t len;
 
-	/* A value built from request bytes that are not UTF-8 makes jansson give NULL: answer plainly
-	 * instead of trusting every caller to have checked. */
-	if (!body) {
-		httpd_respond_str(req, status >= 400 ? status : 400, "application/json", "{\"error\":\"bad request\"}");
-		return;
-	}
+	if (!body)
+		return NULL;
 	s = json_dumps(body, JSON_COMPACT);
-	len = strlen(s);
+	*len = strlen(s);
 	json_decref(body);
-	if (status == 200) {
+	if (etag) {
 		/* A weak ETag over the body, as the Hub sends: clients revalidate with If-None-Match. */
-		EVP_Digest(s, len, md, &n, EVP_sha1(), NULL);
+		EVP_Digest(s, *len, md, &n, EVP_sha1(), NULL);
 		memcpy(etag, "W/\"", 3);
 		hex_encode(md, 20, etag + 3);
 		memcpy(etag + 43, "\"", 2);
+	}
+	return s;
+}
+
+void mirror__respond_dumped(struct httpd_req *req, int status, const char *text, size_t len, const char *etag)
+{
+	/* A value built from request bytes that are not UTF-8 makes jansson give NULL: answer plainly
+	 * instead of trusting every caller to have checked. */
+	if (!text) {
+		httpd_respond_str(req, status >= 400 ? status : 400, "application/json", "{\"error\":\"bad request\"}");
+		return;
+	}
+	if (etag) {
 		httpd_add_header(req, "ETag", etag);
-		inm = httpd_header(req, "If-None-Match");
-		if (httpd_etag_matches(inm, etag)) {
+		if (httpd_etag_matches(httpd_header(req, "If-None-Match"), etag)) {
 			httpd_respond_str(req, 304, NULL, "");
-			free(s);
 			return;
 		}
 	}
-	httpd_respond(req, status, "application/json", s, len);
+	httpd_respond(req, status, "application/json", text, len);
+}
+
+void mirror__respond_json(struct httpd_req *req, int status, json_t *body)
+{
+	char etag[48], *s;
+	size_t len = 0;
+
+	s = mirror__json_dump(body, &len, status == 200 ? etag : NULL);
+	mirror__respond_dumped(req, status, s, len, status == 200 ? etag : NULL);
 	free(s);
 }

@@ -246,14 +246,14 @@ int mirror_serve(const struct mirror_serve_config *cfg, char **errmsg)
 	uv_run(&s.loop, UV_RUN_DEFAULT);
 	r = 0;
 out:
-	httpd_free(&s.httpd);
-	mirror_routes_free(&s.routes);
+	httpd_free(&s.httpd); /* deferred answers still running finish in the uv_run below */
 	mirror_seeder_free(&s.seeder); /* closes its handles: before the walk below */
 	if (s.sync_running)
 		uv_process_kill(&s.sync_proc, SIGTERM); /* its lock and temp files make this safe */
 	uv_walk(&s.loop, close_walk, NULL);
 	uv_run(&s.loop, UV_RUN_DEFAULT);
 	uv_loop_close(&s.loop);
+	mirror_routes_free(&s.routes); /* after the workers: they use its catalog connections */
 	mirror_data_free(&s.data);
 	free(s.spill_dir);
 	mirror_access_free(&s.access);

@@ -1,0 +1,114 @@
+/*
+ * defer.c - a route's slow part, off the loop (docs/security.md, "No request may stall the server").
+ * The route checks the request on the loop (resolve, access: quick lookups), copies what the rest
+ * needs into a job, and httpd_defer runs the job on a worker of libuv's threadpool with a catalog
+ * connection of its own: a SQLite connection is used by one thread at a time, and the catalog runs in
+ * WAL mode, so these readers run beside the loop's connection and a sync's writer. The JSON the job
+ * builds is dumped and hashed (ETag) on the worker too; the loop only sends it.
+ */
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "base/buf.h"
+#include "base/log.h"
+#include "base/xmalloc.h"
+#include "catalog/catalog.h"
+#include "mirror/data.h"
+#include "routes-int.h"
+
+/* A catalog connection for this worker: an idle one of the pool, or a new one. */
+static struct catalog *pool_take(struct mirror_routes *rt)
+{
+	struct catalog *c = NULL;
+	char *err = NULL;
+
+	pthread_mutex_lock(&rt->pool_mu);
+	if (rt->npool)
+		c = rt->pool[--rt->npool];
+	pthread_mutex_unlock(&rt->pool_mu);
+	if (!c && catalog_open(rt->catalog_path, &c, &err)) {
+		log_warn("serve", "a worker cannot open the catalog: %s", err ? err : "?");
+		free(err);
+		c = NULL;
+	}
+	return c;
+}
+
+/* Back to the pool (it holds as many as ever ran at once, at most MIRROR_POOL). */
+static void pool_give(struct mirror_routes *rt, struct catalog *c)
+{
+	if (!c)
+		return;
+	pthread_mutex_lock(&rt->pool_mu);
+	if (rt->npool < MIRROR_POOL) {
+		rt->pool[rt->npool++] = c;
+		c = NULL;
+	}
+	pthread_mutex_unlock(&rt->pool_mu);
+	catalog_free(&c);
+}
+
+void mirror__pool_free(struct mirror_routes *rt)
+{
+	while (rt->npool)
+		catalog_free(&rt->pool[--rt->npool]);
+}
+
+void mirror__job_header(struct mirror__job *j, const char *name, const char *fmt, ...)
+{
+	va_list ap;
+	struct buf v;
+
+	buf_init(&v);
+	va_start(ap, fmt);
+	buf_vaddf(&v, fmt, ap);
+	va_end(ap);
+	j->headers = xreallocarray(j->headers, j->nheaders + 2, sizeof(*j->headers));
+	j->headers[j->nheaders++] = xstrdup(name);
+	j->headers[j->nheaders++] = buf_detach(&v, NULL);
+}
+
+/* On a worker: build the answer with a connection of the pool, and dump it. */
+static void job_work(void *ud)
+{
+	struct mirror__job *j = ud;
+	struct catalog *cat = pool_take(j->rt);
+
+	if (cat)
+		j->build(j, cat);
+	pool_give(j->rt, cat);
+	if (!j->status) {
+		json_decref(j->body);
+		j->status = 503;
+		j->body = json_pack("{s:s}", "error", "catalog unavailable");
+	}
+	j->text = mirror__json_dump(j->body, &j->len, j->status == 200 ? j->etag : NULL);
+	j->body = NULL;
+}
+
+/* On the loop: send it, unless the client is gone. */
+static void job_done(void *ud, struct httpd_req *req)
+{
+	struct mirror__job *j = ud;
+
+	if (req) {
+		for (size_t i = 0; i + 1 < j->nheaders; i += 2)
+			httpd_add_header(req, j->headers[i], j->headers[i + 1]);
+		mirror__respond_dumped(req, j->status, j->text, j->len, j->status == 200 ? j->etag : NULL);
+	}
+	for (size_t i = 0; i < j->nheaders; i++)
+		free(j->headers[i]);
+	free(j->headers);
+	free(j->text);
+	json_decref(j->body);
+	j->release(j);
+}
+
+void mirror__defer(struct mirror_routes *rt, struct httpd_req *req, struct mirror__job *j)
+{
+	j->rt = rt;
+	httpd_defer(req, job_work, job_done, j);
+}
