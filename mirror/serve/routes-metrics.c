@@ -87,6 +87,14 @@ int mirror__route_metrics(struct mirror_routes *rt, struct httpd_req *req, const
 	buf_addf(&b, "hubmirror_http_bodies_spilled_total %llu\n", (unsigned long long)hs.bodies_spilled);
 	head(&b, "hubmirror_http_connections_refused_total", "counter", "Connections answered 503 and closed: --max-connections were open.");
 	buf_addf(&b, "hubmirror_http_connections_refused_total %llu\n", (unsigned long long)hs.connections_refused);
+	head(&b, "hubmirror_http_deferred_total", "counter", "Answers built on a worker thread, off the event loop (listings, searches).");
+	buf_addf(&b, "hubmirror_http_deferred_total %llu\n", (unsigned long long)hs.deferred_total);
+	head(&b, "hubmirror_http_deferred_refused_total", "counter", "Requests answered 503: too many answers were waiting for a worker.");
+	buf_addf(&b, "hubmirror_http_deferred_refused_total %llu\n", (unsigned long long)hs.deferred_refused);
+	head(&b, "hubmirror_http_deferred_running", "gauge", "Answers being built on worker threads now.");
+	buf_addf(&b, "hubmirror_http_deferred_running %llu\n", (unsigned long long)hs.deferred_running);
+	head(&b, "hubmirror_http_deferred_waiting", "gauge", "Answers waiting for a worker thread now.");
+	buf_addf(&b, "hubmirror_http_deferred_waiting %llu\n", (unsigned long long)hs.deferred_waiting);
 
 	head(&b, "hubmirror_sync_runs_total", "counter", "Sync runs by outcome.");
 	catalog_run_totals(c, runs_cb, &b);
