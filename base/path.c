@@ -2,11 +2,14 @@
  * path.c - the guard for untrusted paths, and small filesystem helpers.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "err.h"
 #include "path.h"
@@ -130,4 +133,69 @@ int path_mkdirs(const char *dir, unsigned mode)
 	}
 	free(tmp);
 	return r;
+}
+
+int path_write_atomic(const char *path, const void *data, size_t len, unsigned mode)
+{
+	char *tmp = xasprintf("%s.tmp%ld", path, (long)getpid());
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600), r = 0;
+	size_t done = 0;
+
+	if (fd < 0) {
+		free(tmp);
+		return -errno;
+	}
+	while (!r && done < len) {
+		ssize_t n = write(fd, (const char *)data + done, len - done);
+		if (n < 0 && errno != EINTR)
+			r = -errno;
+		else if (n > 0)
+			done += (size_t)n;
+	}
+	if (!r && (fchmod(fd, mode) < 0 || fsync(fd) < 0))
+		r = -errno;
+	if (close(fd) < 0 && !r)
+		r = -errno;
+	if (!r && rename(tmp, path) < 0)
+		r = -errno;
+	if (r)
+		unlink(tmp);
+	free(tmp);
+	return r;
+}
+
+int path_read_file(const char *path, size_t max, char **out, size_t *len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC), r = 0;
+	struct stat st;
+	size_t got = 0;
+	char *b;
+
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0 || st.st_size < 0 || (size_t)st.st_size > max) {
+		r = fstat(fd, &st) < 0 ? -errno : -EFBIG;
+		close(fd);
+		return r;
+	}
+	b = xmalloc((size_t)st.st_size + 1);
+	while (got < (size_t)st.st_size) {
+		ssize_t n = read(fd, b + got, (size_t)st.st_size - got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			r = n < 0 ? -errno : -EIO;
+			break;
+		}
+		got += (size_t)n;
+	}
+	close(fd);
+	if (r) {
+		free(b);
+		return r;
+	}
+	b[got] = '\0';
+	*out = b;
+	*len = got;
+	return 0;
 }

@@ -39,4 +39,13 @@ int path_join(const char *base, const char *rel, char **out);
 /* Create dir and its missing parents with mode (like mkdir -p). Returns 0 or -errno. */
 int path_mkdirs(const char *dir, unsigned mode);
 
+/* Write len bytes to path through a temporary name beside it (PATH.tmpPID, mode 0600 then mode),
+ * fsynced and renamed over path: a reader, or a crash, sees the old file or the new one whole.
+ * Returns 0 or -errno (the temporary file removed). */
+int path_write_atomic(const char *path, const void *data, size_t len, unsigned mode);
+
+/* Read the whole file at path, at most max bytes, into *out (malloc'd, with a NUL after the *len
+ * bytes; the caller frees). Returns 0, -EFBIG past max, or -errno; *out is set only on 0. */
+int path_read_file(const char *path, size_t max, char **out, size_t *len);
+
 #endif

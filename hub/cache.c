@@ -149,25 +149,6 @@ static void pickle_str(struct buf *b, const char *s)
 	buf_adds(b, s);
 }
 
-/* Write bytes to path through a temporary name and a rename (a reader sees the old file or the new). */
-static int write_file(const char *path, const void *data, size_t len)
-{
-	char *tmp = xasprintf("%s.tmp%ld", path, (long)getpid());
-	FILE *f = fopen(tmp, "wb");
-	int r = 0;
-
-	if (!f || fwrite(data, 1, len, f) != len)
-		r = errno ? -errno : -EIO;
-	if (f && fclose(f) != 0 && !r)
-		r = -errno;
-	if (!r && rename(tmp, path) < 0)
-		r = -errno;
-	if (r)
-		unlink(tmp);
-	free(tmp);
-	return r;
-}
-
 /* The classic SDK's index of a model folder: .msc (the files at a revision), .mdl (the id), .mv. */
 static int write_ms_index(const char *dir, const char *id, const char *commit, const char *const *paths, size_t n)
 {
@@ -187,7 +168,7 @@ static int write_ms_index(const char *dir, const char *id, const char *commit, c
 	}
 	buf_adds(&b, "e.");                     /* APPENDS, STOP */
 	p = xasprintf("%s/.msc", dir);
-	r = write_file(p, b.data, b.len);
+	r = path_write_atomic(p, b.data, b.len, 0644);
 	free(p);
 	buf_reset(&b);
 	buf_add(&b, "\x80\x02}", 3);          /* PROTO 2, EMPTY_DICT */
@@ -196,13 +177,13 @@ static int write_ms_index(const char *dir, const char *id, const char *commit, c
 	buf_adds(&b, "s.");                     /* SETITEM, STOP */
 	p = xasprintf("%s/.mdl", dir);
 	if (!r)
-		r = write_file(p, b.data, b.len);
+		r = path_write_atomic(p, b.data, b.len, 0644);
 	free(p);
 	buf_reset(&b);
 	buf_addf(&b, "Revision:%s,CreatedAt:%lld", commit, (long long)time(NULL));
 	p = xasprintf("%s/.mv", dir);
 	if (!r)
-		r = write_file(p, b.data, b.len);
+		r = path_write_atomic(p, b.data, b.len, 0644);
 	free(p);
 	buf_release(&b);
 	return r;

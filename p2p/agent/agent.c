@@ -69,27 +69,6 @@ static void snap_known(struct snap *s)
 	}
 }
 
-/* Write data to path through a temporary name, so a crash leaves the old file or the new one. */
-static int write_atomic(const char *path, const void *data, size_t len)
-{
-	char *tmp = xasprintf("%s.tmp", path);
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600), r = 0;
-
-	if (fd < 0) {
-		r = -errno;
-	} else {
-		if (write(fd, data, len) != (ssize_t)len || fsync(fd) < 0)
-			r = errno ? -errno : -EIO;
-		close(fd);
-		if (!r && rename(tmp, path) < 0)
-			r = -errno;
-	}
-	if (r)
-		unlink(tmp);
-	free(tmp);
-	return r;
-}
-
 static void remember(struct agent *a, const struct snap *s)
 {
 	char *dir = xasprintf("%s/agent", a->cfg->cache_dir), *tp, *mp, *js;
@@ -99,7 +78,7 @@ static void remember(struct agent *a, const struct snap *s)
 	mp = xasprintf("%s/%s.json", dir, s->btih);
 	js = json_dumps(s->meta, JSON_COMPACT);
 	/* the description last: a snapshot is taken back only with both */
-	if (write_atomic(tp, s->torrent, s->tlen) || write_atomic(mp, js, strlen(js)))
+	if (path_write_atomic(tp, s->torrent, s->tlen, 0600) || path_write_atomic(mp, js, strlen(js), 0600))
 		fprintf(stderr, "hubmirror agent: cannot remember %s in %s: a restart will not seed it\n", s->btih, dir);
 	free(js);
 	free(tp);
@@ -157,36 +136,6 @@ struct snap *agent_snap_add(struct agent *a, json_t *meta, const unsigned char *
 	return s;
 }
 
-/* Read a whole file of at most max bytes. Returns 0 with *out (malloc'd) or -errno. */
-static int read_file(const char *path, size_t max, unsigned char **out, size_t *len)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC), r = 0;
-	struct stat st;
-
-	if (fd < 0)
-		return -errno;
-	if (fstat(fd, &st) < 0 || st.st_size < 0 || (size_t)st.st_size > max) {
-		close(fd);
-		return -EFBIG;
-	}
-	*out = xmalloc((size_t)st.st_size + 1);
-	*len = 0;
-	while (*len < (size_t)st.st_size) {
-		ssize_t n = read(fd, *out + *len, (size_t)st.st_size - *len);
-		if (n <= 0) {
-			r = n < 0 ? -errno : -EIO;
-			break;
-		}
-		*len += (size_t)n;
-	}
-	close(fd);
-	if (r) {
-		free(*out);
-		*out = NULL;
-	}
-	return r;
-}
-
 /* Take back the snapshots an earlier run held (their bytes are in the cache). */
 static void recall(struct agent *a)
 {
@@ -200,10 +149,10 @@ static void recall(struct agent *a)
 		if (len == 45 && !strcmp(nm + 40, ".json")) {
 			char *mp = xasprintf("%s/%s", dir, nm), *tp = xasprintf("%s/%.40s.torrent", dir, nm), *err = NULL;
 			json_t *meta = json_load_file(mp, 0, NULL);
-			unsigned char *tor = NULL;
+			char *tor = NULL;
 			size_t tlen = 0;
-			if (meta && !read_file(tp, 128 << 20, &tor, &tlen) &&
-			    !agent_snap_add(a, meta, tor, tlen, &err))
+			if (meta && !path_read_file(tp, 128 << 20, &tor, &tlen) &&
+			    !agent_snap_add(a, meta, (const unsigned char *)tor, tlen, &err))
 				fprintf(stderr, "hubmirror agent: cannot take back %.40s: %s\n", nm, err ? err : "?");
 			else if (!meta)
 				fprintf(stderr, "hubmirror agent: %s is unreadable: skipped\n", mp);

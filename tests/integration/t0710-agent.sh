@@ -16,9 +16,7 @@ cat >"$T/spec.json" <<'JSON'
              {"path": "w.bin", "size": 1500000, "seed": 72}]}
  ]}
 JSON
-check "fake upstream starts" start_fakehub --repos "$T/spec.json"
-export HUBMIRROR_HF_UPSTREAM=$FAKE_API HUBMIRROR_MS_UPSTREAM=$FAKE_API
-"$HUBMIRROR" add hf:acme/agent-hf ms:acme/agent-ms >/dev/null && "$HUBMIRROR" sync >/dev/null
+sync_from_fake hf:acme/agent-hf ms:acme/agent-ms
 check "serve starts" start_serve --p2p-listen 127.0.0.1:0
 serve_pid=${_pids[-1]}
 curl -fsS "$FAKE_API/_fake/repos" >"$T/up.json"

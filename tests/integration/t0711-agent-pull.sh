@@ -14,9 +14,7 @@ cat >"$T/spec.json" <<'JSON'
              {"path": "w.bin", "size": 900000, "seed": 82}]}
  ]}
 JSON
-check "fake upstream starts" start_fakehub --repos "$T/spec.json"
-export HUBMIRROR_HF_UPSTREAM=$FAKE_API HUBMIRROR_MS_UPSTREAM=$FAKE_API
-"$HUBMIRROR" add hf:acme/pull-hf ms:acme/pull.ms >/dev/null && "$HUBMIRROR" sync >/dev/null
+sync_from_fake hf:acme/pull-hf ms:acme/pull.ms
 check "serve starts" start_serve --p2p-listen 127.0.0.1:0
 curl -fsS "$FAKE_API/_fake/repos" >"$T/up.json"
 hf_commit=$("$PY" -c 'import json,sys; print([r for r in json.load(open(sys.argv[1]))["repos"] if r["id"]=="acme/pull-hf"][0]["sha"])' "$T/up.json")

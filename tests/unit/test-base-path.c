@@ -3,6 +3,7 @@
  */
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -132,6 +133,32 @@ TEST(mkdirs)
 	free(dir);
 }
 
+TEST(write_and_read_whole_files)
+{
+	char tmpl[] = "/tmp/hm-test-file-XXXXXX";
+	char *dir = test_tmpdir(tmpl), *p = xasprintf("%s/f", dir), *got = NULL;
+	size_t len = 0;
+	struct stat st;
+
+	CHECK_INT(path_write_atomic(p, "first", 5, 0640), 0);
+	CHECK_INT(path_write_atomic(p, "second\0x", 8, 0640), 0); /* replaces it whole */
+	CHECK_INT(path_read_file(p, 100, &got, &len), 0);
+	CHECK(len == 8 && !memcmp(got, "second\0x", 8) && got[8] == '\0');
+	CHECK(stat(p, &st) == 0 && (st.st_mode & 0777) == 0640);
+	free(got);
+	got = NULL;
+	CHECK_INT(path_read_file(p, 7, &got, &len), -EFBIG);
+	CHECK(got == NULL);
+	CHECK_INT(path_read_file(dir, 100, &got, &len) < 0, 1); /* a folder is no file */
+	free(got);
+	free(p);
+	p = xasprintf("%s/missing/f", dir);
+	CHECK_INT(path_write_atomic(p, "x", 1, 0644), -ENOENT);
+	CHECK_INT(path_read_file(p, 100, &got, &len), -ENOENT);
+	CHECK_INT(test_rmtree(dir), 0);
+	free(p);
+}
+
 int main(void)
 {
 	RUN(accepts_ordinary_paths);
@@ -141,5 +168,6 @@ int main(void)
 	RUN(rejects_names_that_break_later);
 	RUN(join);
 	RUN(mkdirs);
+	RUN(write_and_read_whole_files);
 	return test_done();
 }
