@@ -135,6 +135,21 @@ int path_mkdirs(const char *dir, unsigned mode)
 	return r;
 }
 
+/* Make a rename in path's folder durable (best effort: a folder that cannot be opened is left). */
+static void fsync_parent(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	char *dir = slash ? xstrndup(path, slash == path ? 1 : (size_t)(slash - path)) : xstrdup(".");
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	if (fd >= 0) {
+		if (fsync(fd) < 0) { /* the file is in place; only its durability is unproven */
+		}
+		close(fd);
+	}
+	free(dir);
+}
+
 int path_write_atomic(const char *path, const void *data, size_t len, unsigned mode)
 {
 	char *tmp = xasprintf("%s.tmp%ld", path, (long)getpid());
@@ -160,6 +175,8 @@ int path_write_atomic(const char *path, const void *data, size_t len, unsigned m
 		r = -errno;
 	if (r)
 		unlink(tmp);
+	else
+		fsync_parent(path);
 	free(tmp);
 	return r;
 }

@@ -40,7 +40,8 @@ int path_join(const char *base, const char *rel, char **out);
 int path_mkdirs(const char *dir, unsigned mode);
 
 /* Write len bytes to path through a temporary name beside it (PATH.tmpPID, mode 0600 then mode),
- * fsynced and renamed over path: a reader, or a crash, sees the old file or the new one whole.
+ * fsynced and renamed over path, the folder fsynced: a reader, or a crash, sees the old file or the
+ * new one whole.
  * Returns 0 or -errno (the temporary file removed). */
 int path_write_atomic(const char *path, const void *data, size_t len, unsigned mode);
 

@@ -28,45 +28,6 @@ char *mirror_torrent_path(const struct mirror_data *d, const char *btih)
 	return mirror_data_torrent_path(d, btih);
 }
 
-static int write_file(const char *dir, const char *final, const void *data, size_t len)
-{
-	char *tmp = xasprintf("%s.part", final);
-	int fd, r = 0, dfd;
-	size_t off = 0;
-
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0) {
-		r = -errno;
-		goto out;
-	}
-	while (off < len) {
-		ssize_t n = write(fd, (const char *)data + off, len - off);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			r = -errno;
-			break;
-		}
-		off += (size_t)n;
-	}
-	if (!r && fsync(fd) < 0)
-		r = -errno;
-	if (close(fd) < 0 && !r)
-		r = -errno;
-	if (!r && rename(tmp, final) < 0)
-		r = -errno;
-	if (r)
-		unlink(tmp);
-	else if ((dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) >= 0) {
-		if (fsync(dfd) < 0)
-			r = -errno;
-		close(dfd);
-	}
-out:
-	free(tmp);
-	return r;
-}
-
 struct files {
 	struct mirror_data *d;
 	struct p2p_file *v;
@@ -148,7 +109,7 @@ static int make_one(struct mirror_data *d, const char *dir, const char *work, in
 	if (r)
 		goto out;
 	path = mirror_torrent_path(d, t.btih);
-	r = write_file(dir, path, t.data, t.len);
+	r = path_write_atomic(path, t.data, t.len, 0644);
 	if (r) {
 		why = xasprintf("cannot write %s: %s", path, err_str(r));
 		goto out;
@@ -321,7 +282,7 @@ out:
 
 int mirror_p2p_secret(const struct mirror_data *d, unsigned char key[32])
 {
-	char *dir = mirror_data_path(d, MIRROR_DATA_P2P), *path = mirror_data_path(d, MIRROR_DATA_P2P_SECRET), *tmp = NULL;
+	char *dir = mirror_data_path(d, MIRROR_DATA_P2P), *path = mirror_data_path(d, MIRROR_DATA_P2P_SECRET);
 	char hex[65];
 	int fd, r = 0;
 
@@ -341,22 +302,8 @@ int mirror_p2p_secret(const struct mirror_data *d, unsigned char key[32])
 	}
 	hex_encode(key, 32, hex);
 	path_mkdirs(dir, 0755);
-	tmp = xasprintf("%s.%ld", path, (long)getpid());
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd < 0) {
-		r = -errno;
-		goto out;
-	}
-	if (write(fd, hex, 64) != 64 || fsync(fd) < 0)
-		r = errno ? -errno : -EIO;
-	if (close(fd) < 0 && !r)
-		r = -errno;
-	if (!r && rename(tmp, path) < 0)
-		r = -errno;
-	if (r)
-		unlink(tmp);
+	r = path_write_atomic(path, hex, 64, 0600);
 out:
-	free(tmp);
 	free(path);
 	free(dir);
 	return r;
