@@ -246,6 +246,20 @@ static lt::settings_pack base_settings(const struct p2p_session_config *cfg)
 	return sp;
 }
 
+/* Inside a catch block: the error of the exception being handled, after prefix, in *errmsg; returns
+ * HM_ERR_TORRENT. */
+static int torrent_error(char **errmsg, const std::string &prefix)
+{
+	try {
+		throw;
+	} catch (const std::exception &e) {
+		set_err(errmsg, prefix + e.what());
+	} catch (...) {
+		set_err(errmsg, prefix + "unknown libtorrent exception");
+	}
+	return HM_ERR_TORRENT;
+}
+
 extern "C" int p2p_session_new(const struct p2p_session_config *cfg, struct p2p_session **out,
 			       char **errmsg)
 {
@@ -286,12 +300,8 @@ extern "C" int p2p_session_new(const struct p2p_session_config *cfg, struct p2p_
 		}
 		*out = s.release();
 		return 0;
-	} catch (const std::exception &e) {
-		set_err(errmsg, e.what());
-		return HM_ERR_TORRENT;
 	} catch (...) {
-		set_err(errmsg, "unknown libtorrent exception");
-		return HM_ERR_TORRENT;
+		return torrent_error(errmsg, "");
 	}
 }
 
@@ -456,12 +466,8 @@ extern "C" int p2p_session_add(struct p2p_session *s, const struct p2p_add *a, c
 		if (btih_out)
 			std::memcpy(btih_out, hex, sizeof hex);
 		return 0;
-	} catch (const std::exception &e) {
-		set_err(errmsg, std::string("loading torrent: ") + e.what());
-		return HM_ERR_TORRENT;
 	} catch (...) {
-		set_err(errmsg, "loading torrent: unknown libtorrent exception");
-		return HM_ERR_TORRENT;
+		return torrent_error(errmsg, "loading torrent: ");
 	}
 }
 
@@ -1051,12 +1057,8 @@ extern "C" int p2p__torrent_build(const char *parent, const char *name, const ch
 		std::memcpy(out->v2, ti.info_hashes().v2.data(), sizeof out->v2);
 		out->pieces = ti.num_pieces();
 		return 0;
-	} catch (const std::exception &e) {
-		set_err(errmsg, std::string("creating torrent \"") + name + "\": " + e.what());
-		return HM_ERR_TORRENT;
 	} catch (...) {
-		set_err(errmsg, "creating torrent: unknown libtorrent exception");
-		return HM_ERR_TORRENT;
+		return torrent_error(errmsg, std::string("creating torrent \"") + name + "\": ");
 	}
 }
 
@@ -1080,12 +1082,8 @@ extern "C" int p2p_torrent_info_hash(const unsigned char *torrent, size_t len, c
 		}
 		btih_out[40] = '\0';
 		return 0;
-	} catch (const std::exception &e) {
-		set_err(errmsg, std::string("not a torrent: ") + e.what());
-		return HM_ERR_TORRENT;
 	} catch (...) {
-		set_err(errmsg, "not a torrent");
-		return HM_ERR_TORRENT;
+		return torrent_error(errmsg, "not a torrent: ");
 	}
 }
 
