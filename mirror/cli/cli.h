@@ -53,6 +53,8 @@ void cli_human_size(int64_t bytes, char *out, size_t outlen);
 void cli_human_time(int64_t unix_seconds, char *out, size_t outlen);
 /* "50M", "1.5G", "800k", "1000": bytes per second (decimal units) into *out; 0, or -1 when malformed. */
 int cli_parse_rate(const char *arg, int64_t *out);
+/* "50G", "1.5T", "800M": bytes (decimal units k M G T) into *out; 0, or -1 when malformed. */
+int cli_parse_size(const char *arg, int64_t *out);
 /* Width of the terminal on stdout, or 0 when stdout is not a terminal. */
 int cli_term_width(void);
 

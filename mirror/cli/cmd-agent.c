@@ -105,6 +105,7 @@ int cmd_agent(int argc, char **argv)
 		{ "socket", required_argument, NULL, 's' },
 		{ "listen", required_argument, NULL, 'l' },
 		{ "upload-limit", required_argument, NULL, 'U' },
+		{ "cache-size", required_argument, NULL, 'C' },
 		{ "foreground", no_argument, NULL, 'f' },
 		{ "stop", no_argument, NULL, 'S' },
 		{ NULL, 0, NULL, 0 },
@@ -127,6 +128,10 @@ int cmd_agent(int argc, char **argv)
 		case 'U':
 			if (cli_parse_rate(optarg, &cfg.upload_limit))
 				return cli_usage_error(self, "--upload-limit takes bytes per second (k, M, G), not '%s'", optarg);
+			break;
+		case 'C':
+			if (cli_parse_size(optarg, &cfg.cache_size) || cfg.cache_size <= 0)
+				return cli_usage_error(self, "--cache-size takes bytes (k, M, G, T), not '%s'", optarg);
 			break;
 		case 'f': foreground = true; break;
 		case 'S': stop = true; break;

@@ -67,7 +67,8 @@ const struct cli_command cli_commands[] = {
 	  "  --limit N      at most N results (default 50)\n"
 	  "  --json         print a JSON array\n" },
 	{ "agent", cmd_agent,
-	  "agent [--mirror URL] [--cache DIR] [--socket PATH] [--listen ADDR] [--upload-limit RATE]\n"
+	  "agent [--mirror URL] [--cache DIR] [--cache-size SIZE] [--socket PATH] [--listen ADDR]\n"
+	  "      [--upload-limit RATE]\n"
 	  "      [--foreground]\n"
 	  "       hubmirror agent --stop [--socket PATH]",
 	  "run the instance agent: one process for every mount, the swarm session and the cache",
@@ -80,6 +81,8 @@ const struct cli_command cli_commands[] = {
 	  "  --socket PATH       the control socket (default $HUBMIRROR_AGENT_SOCKET or\n"
 	  "                      /run/hubmirror/agent.sock), readable by its owner only\n"
 	  "  --listen ADDR       where this peer listens for other peers (default 0.0.0.0:0)\n"
+	  "  --cache-size SIZE   keep the cache under SIZE (k/M/G/T): past it, the least recently used\n"
+	  "                      snapshots neither mounted nor pinned (pull --pin) are evicted\n"
 	  "  --upload-limit R    cap what it sends to peers (bytes/s, k/M/G suffixes)\n"
 	  "  --foreground        stay in the foreground (for systemd)\n"
 	  "  --stop              ask the running agent to unmount everything and end\n" },

@@ -29,6 +29,9 @@ struct agent_config {
 	const char *socket_path;        /* the control socket */
 	const char *listen;             /* libtorrent listen interfaces; NULL: "0.0.0.0:0" */
 	int64_t upload_limit;           /* bytes/s to LAN peers; 0: unlimited */
+	int64_t cache_size;             /* bytes the cache may hold; past it the least recently used
+					 * snapshots that are neither mounted nor pinned are evicted;
+					 * 0: no limit */
 	int read_timeout_s;             /* a mount's read waits this long for its pieces; 0: 600 */
 };
 
