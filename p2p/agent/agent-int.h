@@ -65,10 +65,27 @@ struct agent {
 	size_t nsnaps;
 	bool stopping;
 	int64_t started_at;
+	/* the cache's size (evict.c) */
+	bool sizing;                    /* a sizing job runs */
+	int64_t sized_at;               /* when the last one ended */
+	int64_t cache_used;             /* bytes of disk the cache held then */
+	char **drop;                    /* what dropped snapshots leave, deleted by the next sizing job */
+	size_t ndrop;
+	bool over_said;                 /* "over its size, nothing to drop" was logged */
 };
 
 /* The control API's handler (control.c). */
 int agent_control(void *ud, struct httpd_req *req);
+
+/* Remove s from the session and the table (the caller frees it with agent_snap_free; its files
+ * stay). Only for a snapshot with no mount and no job running. */
+void agent_snap_forget(struct agent *a, struct snap *s);
+void agent_snap_free(struct snap *s);
+
+/* The cache's size: from the tick, measure it (on a worker) when due and evict past the limit;
+ * agent_evict_now makes the next tick measure. */
+void agent_evict_tick(struct agent *a);
+void agent_evict_now(struct agent *a);
 
 /* The snapshot with this btih, or NULL. */
 struct snap *agent_snap_find(struct agent *a, const char *btih);

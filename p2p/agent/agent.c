@@ -39,7 +39,7 @@ struct snap *agent_snap_find(struct agent *a, const char *btih)
 	return NULL;
 }
 
-static void snap_free(struct snap *s)
+void agent_snap_free(struct snap *s)
 {
 	free(s->known);
 	free(s->torrent);
@@ -49,6 +49,17 @@ static void snap_free(struct snap *s)
 	json_decref(s->pending_links);
 	json_decref(s->meta);
 	free(s);
+}
+
+void agent_snap_forget(struct agent *a, struct snap *s)
+{
+	p2p_session_remove(a->ses, s->btih);
+	for (size_t i = 0; i < a->nsnaps; i++)
+		if (a->snaps[i] == s) {
+			memmove(&a->snaps[i], &a->snaps[i + 1], (a->nsnaps - i - 1) * sizeof(*a->snaps));
+			a->nsnaps--;
+			break;
+		}
 }
 
 /* The files the meta names with a sha256 (borrowed from it). */
@@ -118,7 +129,7 @@ struct snap *agent_snap_add(struct agent *a, json_t *meta, const unsigned char *
 	if (mkdir(s->save, 0755) < 0 && errno != EEXIST) {
 		if (errmsg)
 			*errmsg = xasprintf("cannot create %s: %s", s->save, strerror(errno));
-		snap_free(s);
+		agent_snap_free(s);
 		return NULL;
 	}
 	/* contents this instance holds already (another revision): placed before the torrent starts */
@@ -127,12 +138,13 @@ struct snap *agent_snap_add(struct agent *a, json_t *meta, const unsigned char *
 	add.len = tlen;
 	add.save_path = s->save;
 	if (p2p_session_add(a->ses, &add, NULL, errmsg)) {
-		snap_free(s);
+		agent_snap_free(s);
 		return NULL;
 	}
 	remember(a, s);
 	a->snaps = xreallocarray(a->snaps, a->nsnaps + 1, sizeof(*a->snaps));
 	a->snaps[a->nsnaps++] = s;
+	agent_evict_now(a);
 	return s;
 }
 
@@ -262,6 +274,7 @@ static void settle_done(uv_work_t *w, int status)
 	s->indexed = s->work_indexed || ++s->index_tries >= 60;
 	if (s->verified)
 		agent_link_pending(a, s);
+	agent_evict_now(a); /* the download's bytes are all in now */
 }
 
 static void on_event(void *ud, const struct p2p_event *ev)
@@ -311,6 +324,7 @@ static void on_tick(uv_timer_t *t)
 			uv_queue_work(&a->loop, &s->work, settle_work, settle_done);
 		}
 	}
+	agent_evict_tick(a);
 }
 
 /* ---- start and stop ------------------------------------------------------------------------------ */
@@ -450,8 +464,11 @@ int agent_run(const struct agent_config *cfg, int ready_fd, char **errmsg)
 		uv_close((uv_handle_t *)&a->wake, close_cb);
 	uv_run(&a->loop, UV_RUN_DEFAULT);
 	uv_loop_close(&a->loop);
+	for (size_t i = 0; i < a->ndrop; i++)
+		free(a->drop[i]);
+	free(a->drop);
 	for (size_t i = 0; i < a->nsnaps; i++)
-		snap_free(a->snaps[i]);
+		agent_snap_free(a->snaps[i]);
 	free(a->snaps);
 	free(a);
 	return r;

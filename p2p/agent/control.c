@@ -83,8 +83,9 @@ static int do_status(struct agent *a, struct httpd_req *req)
 		json_array_append_new(snaps, snap_json(a, a->snaps[i]));
 	p2p_session_status(a->ses, &ss);
 	p2p_session_totals(a->ses, &up, &down);
-	answer(req, 200, json_pack("{s:i, s:s, s:s?, s:s, s:i, s:I, s:I, s:I, s:o}", "pid", (int)getpid(),
+	answer(req, 200, json_pack("{s:i, s:s, s:s?, s:s, s:I, s:I, s:i, s:I, s:I, s:I, s:o}", "pid", (int)getpid(),
 				   "socket", a->cfg->socket_path, "mirror", a->cfg->mirror, "cache", a->cfg->cache_dir,
+				   "cache_used", (json_int_t)a->cache_used, "cache_size", (json_int_t)a->cfg->cache_size,
 				   "p2p_port", ss.listen_port, "started_at", (json_int_t)a->started_at,
 				   "uploaded", (json_int_t)up, "downloaded", (json_int_t)down, "snapshots", snaps));
 	return 0;

@@ -1,0 +1,205 @@
+/*
+ * evict.c - the cache's size (agent --cache-size): measured on a worker thread, and kept under the
+ * limit by dropping the least recently used snapshots that are neither mounted, pinned, nor being
+ * pulled or checked. A mounted snapshot is never dropped, whatever the size.
+ *
+ * What counts is the disk the cache holds: every regular file once per inode (a content shared by
+ * two snapshots is one inode, hard-linked), its allocated blocks (sparse files of a download in
+ * progress count what they hold). A by-sha256 entry whose inode no snapshot links any more (link
+ * count 1) is a leftover of a dropped snapshot: the walk removes it.
+ */
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agent-int.h"
+#include "base/xmalloc.h"
+#include "p2p/p2p.h"
+
+struct inode {
+	dev_t dev;
+	ino_t ino;
+	int64_t bytes;
+};
+
+struct walk {
+	int64_t used;
+	struct inode *shared;           /* files with more than one name, counted once at the end */
+	size_t nshared, cap;
+};
+
+/* nftw has no user pointer: the walk of this thread (one sizing job runs at a time). */
+static _Thread_local struct walk *cur;
+
+static int visit(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+	const char *base = path + ftw->base;
+
+	(void)type;
+	if (!S_ISREG(st->st_mode))
+		return 0;
+	if (st->st_nlink == 1 && ftw->level >= 1 && strlen(base) == 64 && ftw->base >= 10 &&
+	    !strncmp(path + ftw->base - 10, "by-sha256/", 10)) {
+		unlink(path); /* its snapshots are gone */
+		return 0;
+	}
+	if (st->st_nlink == 1) {
+		cur->used += (int64_t)st->st_blocks * 512;
+		return 0;
+	}
+	if (cur->nshared == cur->cap) {
+		cur->cap = cur->cap ? 2 * cur->cap : 256;
+		cur->shared = xreallocarray(cur->shared, cur->cap, sizeof(*cur->shared));
+	}
+	cur->shared[cur->nshared++] = (struct inode){ st->st_dev, st->st_ino, (int64_t)st->st_blocks * 512 };
+	return 0;
+}
+
+static int by_inode(const void *pa, const void *pb)
+{
+	const struct inode *a = pa, *b = pb;
+
+	if (a->dev != b->dev)
+		return a->dev < b->dev ? -1 : 1;
+	return a->ino < b->ino ? -1 : a->ino > b->ino;
+}
+
+/* Bytes of disk under dir, each inode once. */
+static int64_t disk_used(const char *dir)
+{
+	struct walk w = { 0 };
+
+	cur = &w;
+	nftw(dir, visit, 32, FTW_PHYS);
+	qsort(w.shared, w.nshared, sizeof(*w.shared), by_inode);
+	for (size_t i = 0; i < w.nshared; i++)
+		if (i == 0 || by_inode(&w.shared[i - 1], &w.shared[i]))
+			w.used += w.shared[i].bytes;
+	free(w.shared);
+	cur = NULL;
+	return w.used;
+}
+
+static int rm_visit(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+	(void)st;
+	(void)ftw;
+	if (type == FTW_DP)
+		rmdir(path);
+	else
+		unlink(path);
+	return 0;
+}
+
+struct sizing {
+	uv_work_t w;
+	struct agent *a;
+	char **drop;                    /* folders and files of dropped snapshots, deleted first */
+	size_t ndrop;
+	int64_t used;
+};
+
+static void size_work(uv_work_t *w)
+{
+	struct sizing *z = w->data;
+
+	for (size_t i = 0; i < z->ndrop; i++)
+		nftw(z->drop[i], rm_visit, 32, FTW_DEPTH | FTW_PHYS);
+	z->used = disk_used(z->a->cfg->cache_dir);
+}
+
+static int by_last_use(const void *pa, const void *pb)
+{
+	const struct snap *a = *(struct snap *const *)pa, *b = *(struct snap *const *)pb;
+
+	return a->last_used < b->last_used ? -1 : a->last_used > b->last_used;
+}
+
+/* Can s go? Not while mounted, pinned, waiting to be linked, or being checked on a worker. */
+static bool evictable(const struct snap *s)
+{
+	return !s->nmounts && !s->pinned && !json_array_size(s->pending_links) && !s->settling;
+}
+
+/* Drop snapshots, least recently used first, until the estimate is under the limit. */
+static void choose(struct agent *a, int64_t used)
+{
+	struct snap **order = xcalloc(a->nsnaps ? a->nsnaps : 1, sizeof(*order));
+	size_t n = a->nsnaps;
+
+	memcpy(order, a->snaps, n * sizeof(*order));
+	qsort(order, n, sizeof(*order), by_last_use);
+	for (size_t i = 0; i < n && used > a->cfg->cache_size; i++) {
+		struct snap *s = order[i];
+		struct p2p_torrent_status st = { 0 };
+		if (!evictable(s))
+			continue;
+		p2p_session_torrent_status(a->ses, s->btih, &st);
+		used -= st.total_done;
+		fprintf(stderr, "hubmirror agent: evicting %s @ %.12s (last used %lld s ago) to keep the cache under %lld bytes\n",
+			s->spec ? s->spec : s->btih, s->commit ? s->commit : "", (long long)(time(NULL) - s->last_used),
+			(long long)a->cfg->cache_size);
+		agent_snap_forget(a, s);
+		a->drop = xreallocarray(a->drop, a->ndrop + 3, sizeof(*a->drop));
+		a->drop[a->ndrop++] = xasprintf("%s/%s", a->cfg->cache_dir, s->btih);
+		a->drop[a->ndrop++] = xasprintf("%s/agent/%s.json", a->cfg->cache_dir, s->btih);
+		a->drop[a->ndrop++] = xasprintf("%s/agent/%s.torrent", a->cfg->cache_dir, s->btih);
+		agent_snap_free(s);
+	}
+	if (used > a->cfg->cache_size && !a->ndrop && !a->over_said) {
+		fprintf(stderr, "hubmirror agent: the cache holds %lld bytes, over its %lld: what is left is mounted, pinned or in use\n",
+			(long long)used, (long long)a->cfg->cache_size);
+		a->over_said = true;
+	}
+	if (used <= a->cfg->cache_size)
+		a->over_said = false;
+	if (a->ndrop)
+		agent_evict_now(a); /* delete what was dropped and measure again at the next tick */
+	free(order);
+}
+
+static void size_done(uv_work_t *w, int status)
+{
+	struct sizing *z = w->data;
+	struct agent *a = z->a;
+
+	(void)status;
+	a->sizing = false;
+	a->sized_at = time(NULL);
+	a->cache_used = z->used;
+	for (size_t i = 0; i < z->ndrop; i++)
+		free(z->drop[i]);
+	free(z->drop);
+	free(z);
+	if (!a->stopping && a->cfg->cache_size > 0 && a->cache_used > a->cfg->cache_size)
+		choose(a, a->cache_used);
+}
+
+void agent_evict_tick(struct agent *a)
+{
+	struct sizing *z;
+
+	if (a->sizing || a->stopping)
+		return;
+	/* measured every 10 s (and at once after a drop); without a limit, every minute for status */
+	if (!a->ndrop && time(NULL) - a->sized_at < (a->cfg->cache_size > 0 ? 10 : 60))
+		return;
+	z = xcalloc(1, sizeof(*z));
+	z->a = a;
+	z->drop = a->drop;
+	z->ndrop = a->ndrop;
+	a->drop = NULL;
+	a->ndrop = 0;
+	z->w.data = z;
+	a->sizing = true;
+	uv_queue_work(&a->loop, &z->w, size_work, size_done);
+}
+
+void agent_evict_now(struct agent *a)
+{
+	a->sized_at = 0;
+}
