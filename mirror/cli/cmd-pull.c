@@ -133,11 +133,15 @@ int cmd_pull(int argc, char **argv)
 			pin = true;
 		else if (c == 'j')
 			as_json = true;
-		else if (!cli_agent_opt(&o, c, optarg))
+		else if (!cli_agent_opt(&o, c, optarg)) {
+			json_decref(want);
 			return cli_usage_error(self, "unknown option");
+		}
 	}
-	if (optind >= argc)
+	if (optind >= argc) {
+		json_decref(want);
 		return cli_usage_error(self, "give one or more SPECs");
+	}
 	for (int k = optind; k < argc; k++) {
 		struct hub_spec spec;
 		if (hub_spec_parse(argv[k], &spec) || !strchr(spec.name, '/')) {

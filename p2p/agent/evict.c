@@ -75,7 +75,8 @@ static int64_t disk_used(const char *dir)
 
 	cur = &w;
 	nftw(dir, visit, 32, FTW_PHYS);
-	qsort(w.shared, w.nshared, sizeof(*w.shared), by_inode);
+	if (w.nshared)
+		qsort(w.shared, w.nshared, sizeof(*w.shared), by_inode);
 	for (size_t i = 0; i < w.nshared; i++)
 		if (i == 0 || by_inode(&w.shared[i - 1], &w.shared[i]))
 			w.used += w.shared[i].bytes;
@@ -131,8 +132,10 @@ static void choose(struct agent *a, int64_t used)
 	struct snap **order = xcalloc(a->nsnaps ? a->nsnaps : 1, sizeof(*order));
 	size_t n = a->nsnaps;
 
-	memcpy(order, a->snaps, n * sizeof(*order));
-	qsort(order, n, sizeof(*order), by_last_use);
+	if (n) {
+		memcpy(order, a->snaps, n * sizeof(*order));
+		qsort(order, n, sizeof(*order), by_last_use);
+	}
 	for (size_t i = 0; i < n && used > a->cfg->cache_size; i++) {
 		struct snap *s = order[i];
 		struct p2p_torrent_status st = { 0 };
