@@ -11,6 +11,8 @@ each case (`sync; echo 3 > /proc/sys/vm/drop_caches`):
          then read every byte of them once (what loading the model does next);
   mount: `hubmirror mount` (returns once the files are visible), then read config.json, then the
          last MiB of the weights (what a loader's header/index read looks like), then every byte.
+         The instance agent (`hubmirror agent`, with an empty cache) is started before, untimed, as
+         systemd would; it is stopped after each case.
   With --baseline, the same mount steps with another hubmirror binary (an older build), so a change
   to the read path is measured against what it replaces in the same run.
 
@@ -55,6 +57,11 @@ def drop_caches():
     subprocess.run(["sync"])
     with open("/proc/sys/vm/drop_caches", "w") as f:
         f.write("3\n")
+
+
+def has_agent(exe):
+    """Does this hubmirror run its mounts in an instance agent (`hubmirror agent`)?"""
+    return subprocess.run([exe, "help", "agent"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode == 0
 
 
 def median(v):
@@ -107,6 +114,11 @@ def main():
             for label, exe in bins:
                 cache = os.path.join(work, "cache-%s-%d" % (label, run))
                 os.makedirs(mnt, exist_ok=True)
+                # an instance's agent runs before the job (systemd): started untimed, with an empty cache
+                env["HUBMIRROR_AGENT_SOCKET"] = os.path.join(work, "agent-%s-%d.sock" % (label, run))
+                if has_agent(exe):
+                    subprocess.run([exe, "agent", "--mirror", m, "--cache", cache, "--listen", "127.0.0.1:0"],
+                                   env=env, check=True, stdout=subprocess.DEVNULL)
                 drop_caches()
                 add(label + " mount", timed(lambda: subprocess.run(
                     [exe, "mount", "--mirror", m, "--cache", cache, "--no-hf-cache", "--listen", "127.0.0.1:0",
@@ -121,7 +133,9 @@ def main():
                 add(label + " all", timed(lambda: read_all(os.path.join(mnt, "model.safetensors"))))
                 same = same and subprocess.run(["cmp", os.path.join(mnt, "model.safetensors"),
                                                 os.path.join(dl, "model.safetensors")]).returncode == 0
-                subprocess.run([exe, "umount", mnt], stderr=subprocess.DEVNULL)
+                subprocess.run([exe, "umount", mnt], env=env, stderr=subprocess.DEVNULL)
+                if has_agent(exe):
+                    subprocess.run([exe, "agent", "--stop"], env=env, stdout=subprocess.DEVNULL)
                 shutil.rmtree(cache, ignore_errors=True)
         print("a %d MiB model on loopback (2 cores), page cache dropped before each case, medians of %d runs; "
               "bytes identical: %s" % (a.mib + 2, a.runs, "yes" if same else "NO"))
