@@ -118,8 +118,9 @@ struct httpd_req {
 
 enum conn_state { C_READING, C_WRITING, C_DEFERRED, C_LINGER, C_CLOSING };
 /* What the connection's one timer stands for. */
-enum conn_timer { T_IDLE, T_HEADER, T_WRITE, T_LINGER };
-static const char *const timer_names[] = { "idle", "header", "write", "linger" };
+enum conn_timer { T_IDLE, T_HEADER, T_WRITE, T_LINGER, T_GATE };
+#define GATE_RETRY_MS 10       /* how soon a gated body asks again for bytes that were not ready */
+static const char *const timer_names[] = { "idle", "header", "write", "linger", "gate" };
 
 struct conn {
 	struct httpd *h;
@@ -144,6 +145,9 @@ struct conn {
 	size_t out_off;
 	int file_fd;
 	int64_t file_off, file_left;
+	httpd_gate_fn gate;            /* a gated file body (httpd_respond_file_gated), or NULL */
+	void (*gate_release)(void *ud);
+	void *gate_ud;
 	bool close_after;
 	uint64_t sent_this_response;
 	char peer[64];
@@ -456,6 +460,27 @@ void httpd_respond_str(struct httpd_req *r, int status, const char *content_type
 	httpd_respond(r, status, content_type, body, strlen(body));
 }
 
+void httpd_respond_file_gated(struct httpd_req *r, int status, const char *content_type, int fd, int64_t offset,
+			      int64_t length, httpd_gate_fn gate, void (*release)(void *ud), void *ud)
+{
+	struct conn *c = r->c;
+
+	if (r->answered || c->job) {
+		close(fd);
+		if (release)
+			release(ud);
+		return;
+	}
+	httpd_respond_file(r, status, content_type, fd, offset, length);
+	if (c->file_fd == fd) {
+		c->gate = gate;
+		c->gate_release = release;
+		c->gate_ud = ud;
+	} else if (release) {
+		release(ud); /* HEAD or empty: no body to gate */
+	}
+}
+
 void httpd_respond_file(struct httpd_req *r, int status, const char *content_type, int fd, int64_t offset,
 			int64_t length)
 {
@@ -506,6 +531,20 @@ static void req_reset(struct httpd_req *r)
 }
 
 static void set_timer(struct conn *c, enum conn_timer kind);
+static void conn_write(struct conn *c);
+
+/* The answer's file is sent or abandoned: close it and let its gate go. */
+static void file_done(struct conn *c)
+{
+	if (c->file_fd >= 0)
+		close(c->file_fd);
+	c->file_fd = -1;
+	if (c->gate_release)
+		c->gate_release(c->gate_ud);
+	c->gate = NULL;
+	c->gate_release = NULL;
+	c->gate_ud = NULL;
+}
 
 static void conn_handle_closed(uv_handle_t *handle)
 {
@@ -540,9 +579,7 @@ static void conn_close(struct conn *c)
 		c->job->c = NULL; /* its done callback gets no request */
 		c->job = NULL;
 	}
-	if (c->file_fd >= 0)
-		close(c->file_fd);
-	c->file_fd = -1;
+	file_done(c);
 	uv_poll_stop(&c->poll);
 	uv_timer_stop(&c->timer);
 	close(c->fd);
@@ -592,7 +629,13 @@ static void on_timer(uv_timer_t *t)
 	struct conn *c = t->data;
 	enum conn_timer kind = c->timer_kind;
 	double after = (double)(uv_hrtime() - c->timer_set_ns) / 1e9;
-	int unread = conn_unread(c);
+	int unread;
+
+	if (kind == T_GATE) { /* a gated body: ask again (the gate decides when to give up) */
+		conn_write(c);
+		return;
+	}
+	unread = conn_unread(c);
 
 	if (conn_catch_up(c)) {
 		log_debug("httpd", "%s: %s timeout after %.2f s with %d bytes unread: read them, the "
@@ -611,7 +654,7 @@ static void set_timer(struct conn *c, enum conn_timer kind)
 {
 	const struct httpd_config *cfg = &c->h->cfg;
 	unsigned ms = kind == T_IDLE ? cfg->idle_timeout_ms : kind == T_HEADER ? cfg->header_timeout_ms :
-		      kind == T_WRITE ? cfg->write_timeout_ms : LINGER_MS;
+		      kind == T_WRITE ? cfg->write_timeout_ms : kind == T_GATE ? GATE_RETRY_MS : LINGER_MS;
 
 	c->timer_kind = kind;
 	c->timer_set_ns = uv_hrtime();
@@ -638,7 +681,7 @@ static void log_access(struct conn *c)
 }
 
 /* Write as much as the socket takes. Returns 1 when everything is out, 0 when it would block,
- * -1 on a dead connection. */
+ * 2 when a gated body waits for its bytes, -1 on a dead connection. */
 static int conn_flush(struct conn *c)
 {
 	while (c->out_off < c->out.len) {
@@ -655,7 +698,17 @@ static int conn_flush(struct conn *c)
 	for (size_t burst = 0; c->file_left > 0; ) {
 		off_t off = (off_t)c->file_off;
 		size_t want = c->file_left > FILE_CHUNK ? FILE_CHUNK : (size_t)c->file_left;
-		ssize_t n = sendfile(c->fd, c->file_fd, &off, want);
+		ssize_t n;
+		if (c->gate) {
+			int64_t ready = c->gate(c->gate_ud, c->file_off, (int64_t)want);
+			if (ready < 0)
+				return -1; /* the bytes will not come: the client must not take a short body */
+			if (ready == 0)
+				return 2;
+			if ((size_t)ready < want)
+				want = (size_t)ready;
+		}
+		n = sendfile(c->fd, c->file_fd, &off, want);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
@@ -714,10 +767,7 @@ static void conn_finish_response(struct conn *c)
 		c->h->observer(c->h->observer_ud, c->req.route ? c->req.route : "other", c->req.status,
 			       c->sent_this_response);
 	log_access(c);
-	if (c->file_fd >= 0) {
-		close(c->file_fd);
-		c->file_fd = -1;
-	}
+	file_done(c);
 	if (c->close_after) {
 		if (c->linger)
 			conn_linger(c);
@@ -746,6 +796,11 @@ static void conn_write(struct conn *c)
 	if (r == 0) {
 		conn_watch(c, UV_WRITABLE);
 		set_timer(c, T_WRITE);
+		return;
+	}
+	if (r == 2) {
+		conn_watch(c, 0);
+		set_timer(c, T_GATE);
 		return;
 	}
 	conn_finish_response(c);
@@ -836,7 +891,7 @@ static void job_after(uv_work_t *w, int status)
 	}
 	j->done(j->ud, c && status >= 0 ? &c->req : NULL);
 	free(j);
-	if (c) {
+	if (c && !c->job) { /* done may have deferred again: then the next job answers */
 		h->stats.deferred_total++;
 		if (!c->req.answered)
 			httpd_respond_str(&c->req, 500, "text/plain", "handler gave no answer\n");

@@ -142,7 +142,7 @@ void httpd_respond_file(struct httpd_req *r, int status, const char *content_typ
  * work must touch neither r nor the loop nor anything of httpd: whatever it needs from the request is
  * copied into job first, and what it computes goes back in job. done runs exactly once, on the loop:
  *   - with r: answer it (httpd_add_header, httpd_respond*, as in a handler; no answer is a 500),
- *     then free job;
+ *     or hand it to httpd_defer again (a next step off the loop), then free job;
  *   - with r == NULL: there is no one to answer (the connection was closed, e.g. by httpd_free), or
  *     the job never ran (past cfg.max_waiting, when r was answered 503 before done was called, at
  *     once): only free job. work may or may not have run.
@@ -154,6 +154,18 @@ void httpd_respond_file(struct httpd_req *r, int status, const char *content_typ
 typedef void (*httpd_work_fn)(void *job);
 typedef void (*httpd_done_fn)(void *job, struct httpd_req *r);
 void httpd_defer(struct httpd_req *r, httpd_work_fn work, httpd_done_fn done, void *job);
+
+/*
+ * httpd_respond_file for bytes that arrive while they are sent (a file downloading from a swarm):
+ * before each chunk, gate(ud, offset, len) says how many bytes from offset may go now: len or fewer,
+ * 0 for "not yet" (asked again about every 10 ms; the connection waits without a write timeout), or
+ * -1 to give up (the connection is closed before the promised length, so the client never takes a
+ * short body for the whole). gate runs on the loop: it must be quick. release(ud) (may be NULL) is
+ * called once when the body is done, abandoned or never started.
+ */
+typedef int64_t (*httpd_gate_fn)(void *ud, int64_t offset, int64_t len);
+void httpd_respond_file_gated(struct httpd_req *r, int status, const char *content_type, int fd, int64_t offset,
+			      int64_t length, httpd_gate_fn gate, void (*release)(void *ud), void *ud);
 
 /* Decode %XX escapes (and, with plus, '+' as space) of n bytes into a new string; NULL on a bad
  * escape or when the result would hold a NUL byte. Caller frees. */
