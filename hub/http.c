@@ -791,6 +791,27 @@ int hub_http_get_blocking(const char *url, const char *token, size_t max, char *
 	return hub_http_call_blocking(&c, body, len, status, errmsg);
 }
 
+/* libcurl's header callback for hub_http_call: one "Name: value" line at a time (a new status line
+ * after an interim answer starts over, which the caller sees as headers seen twice). */
+static size_t header_line(char *data, size_t size, size_t n, void *ud)
+{
+	const struct hub_http_call *c = ud;
+	size_t len = size * n;
+	char *line = xstrndup(data, len), *colon = strchr(line, ':'), *v, *end;
+
+	if (colon) {
+		*colon = '\0';
+		for (v = colon + 1; *v == ' ' || *v == '\t'; v++)
+			;
+		for (end = v + strlen(v); end > v && (end[-1] == '\r' || end[-1] == '\n' || end[-1] == ' '); end--)
+			;
+		*end = '\0';
+		c->on_header(c->ud, line, v);
+	}
+	free(line);
+	return len;
+}
+
 int hub_http_call_blocking(const struct hub_http_call *c, char **body, size_t *len, long *status, char **errmsg)
 {
 	CURL *e = curl_easy_init();
@@ -810,9 +831,21 @@ int hub_http_call_blocking(const struct hub_http_call *c, char **body, size_t *l
 		free(a);
 	}
 	if (c->body) {
-		hdr = curl_slist_append(hdr, "Content-Type: application/json");
+		char *ct = xasprintf("Content-Type: %s", c->body_type ? c->body_type : "application/json");
+		hdr = curl_slist_append(hdr, ct);
+		free(ct);
 		curl_easy_setopt(e, CURLOPT_POSTFIELDS, c->body);
-		curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE, (long)strlen(c->body));
+		curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE, (long)(c->body_len ? c->body_len : strlen(c->body)));
+	}
+	for (const char *const *h = c->headers; h && *h; h++)
+		hdr = curl_slist_append(hdr, *h);
+	if (c->method && !strcmp(c->method, "HEAD"))
+		curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
+	else if (c->method)
+		curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, c->method);
+	if (c->on_header) {
+		curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, header_line);
+		curl_easy_setopt(e, CURLOPT_HEADERDATA, c);
 	}
 	if (hdr)
 		curl_easy_setopt(e, CURLOPT_HTTPHEADER, hdr);

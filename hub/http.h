@@ -126,6 +126,14 @@ struct hub_http_call {
 	const char *body;           /* NULL: GET; else POST with Content-Type application/json */
 	size_t max;                 /* the most body bytes taken */
 	long timeout_s;
+	/* for a proxy (the agent's local endpoint): */
+	const char *method;         /* "HEAD", "POST", ...; NULL: GET, or POST with a body */
+	size_t body_len;            /* 0: strlen(body) */
+	const char *body_type;      /* NULL: application/json */
+	const char *const *headers; /* more "Name: value" lines, NULL-terminated; may be NULL */
+	/* each header of the final answer (name as sent, value without the line end) */
+	void (*on_header)(void *ud, const char *name, const char *value);
+	void *ud;
 };
 int hub_http_call_blocking(const struct hub_http_call *c, char **body, size_t *len, long *status, char **errmsg);
 

@@ -106,6 +106,7 @@ int cmd_agent(int argc, char **argv)
 		{ "listen", required_argument, NULL, 'l' },
 		{ "upload-limit", required_argument, NULL, 'U' },
 		{ "cache-size", required_argument, NULL, 'C' },
+		{ "http", required_argument, NULL, 'h' },
 		{ "foreground", no_argument, NULL, 'f' },
 		{ "stop", no_argument, NULL, 'S' },
 		{ NULL, 0, NULL, 0 },
@@ -133,6 +134,7 @@ int cmd_agent(int argc, char **argv)
 			if (cli_parse_size(optarg, &cfg.cache_size) || cfg.cache_size <= 0)
 				return cli_usage_error(self, "--cache-size takes bytes (k, M, G, T), not '%s'", optarg);
 			break;
+		case 'h': cfg.http = optarg; break;
 		case 'f': foreground = true; break;
 		case 'S': stop = true; break;
 		default: return cli_usage_error(self, "unknown option");

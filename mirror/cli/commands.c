@@ -68,7 +68,7 @@ const struct cli_command cli_commands[] = {
 	  "  --json         print a JSON array\n" },
 	{ "agent", cmd_agent,
 	  "agent [--mirror URL] [--cache DIR] [--cache-size SIZE] [--socket PATH] [--listen ADDR]\n"
-	  "      [--upload-limit RATE]\n"
+	  "      [--upload-limit RATE] [--http HOST:PORT]\n"
 	  "      [--foreground]\n"
 	  "       hubmirror agent --stop [--socket PATH]",
 	  "run the instance agent: one process for every mount, the swarm session and the cache",
@@ -84,6 +84,9 @@ const struct cli_command cli_commands[] = {
 	  "  --cache-size SIZE   keep the cache under SIZE (k/M/G/T): past it, the least recently used\n"
 	  "                      snapshots neither mounted nor pinned (pull --pin) are evicted\n"
 	  "  --upload-limit R    cap what it sends to peers (bytes/s, k/M/G suffixes)\n"
+	  "  --http HOST:PORT    the local hub endpoint: the Hugging Face and ModelScope APIs of the mirror\n"
+	  "                      on this instance, file bytes through the swarm and the cache\n"
+	  "                      (HF_ENDPOINT=http://HOST:PORT)\n"
 	  "  --foreground        stay in the foreground (for systemd)\n"
 	  "  --stop              ask the running agent to unmount everything and end\n" },
 	{ "mount", cmd_mount,

@@ -58,6 +58,7 @@ struct agent {
 	uv_loop_t loop;
 	struct p2p_session *ses;
 	struct httpd *ctl;
+	struct httpd *http;             /* the local hub endpoint, or NULL */
 	uv_async_t wake;
 	uv_timer_t tick;
 	uv_signal_t sigterm, sigint;
@@ -86,6 +87,15 @@ void agent_snap_free(struct snap *s);
  * agent_evict_now makes the next tick measure. */
 void agent_evict_tick(struct agent *a);
 void agent_evict_now(struct agent *a);
+
+/* Ask mirror (with token, may be NULL) for spec's snapshot: the description (commit, ref, name,
+ * files with sha256; *meta, a new reference) and the torrent of that commit (*tor, malloc'd). Blocking:
+ * from a worker, or from a control call. 0, or an HTTP status for the client with *why (malloc'd). */
+struct hub_spec;
+int agent_fetch_snapshot(const char *mirror, const char *token, const struct hub_spec *spec, json_t **meta,
+			 char **tor, size_t *tlen, char **why);
+/* The handler of the local hub endpoint (endpoint.c). */
+int agent_endpoint(void *ud, struct httpd_req *req);
 
 /* The snapshot with this btih, or NULL. */
 struct snap *agent_snap_find(struct agent *a, const char *btih);

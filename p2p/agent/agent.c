@@ -348,6 +348,7 @@ void agent_stop(struct agent *a)
 		s->nmounts = 0;
 	}
 	httpd_free(&a->ctl);
+	httpd_free(&a->http);
 	uv_timer_stop(&a->tick);
 	uv_close((uv_handle_t *)&a->tick, close_cb);
 	uv_close((uv_handle_t *)&a->sigterm, close_cb);
@@ -425,6 +426,15 @@ static int start(struct agent *a, char **errmsg)
 		return r;
 	}
 	httpd_add_handler(a->ctl, agent_control, a);
+	if (a->cfg->http) {
+		struct httpd_config ec = { .listen = a->cfg->http, .max_workers = 64, .max_waiting = 4096,
+					   .write_timeout_ms = 600000 };
+		if ((r = httpd_new(&a->loop, &ec, &a->http)) != 0) {
+			*errmsg = xasprintf("cannot listen on %s: %s", a->cfg->http, uv_strerror(r));
+			return r;
+		}
+		httpd_add_handler(a->http, agent_endpoint, a);
+	}
 	uv_timer_init(&a->loop, &a->tick);
 	a->tick.data = a;
 	uv_timer_start(&a->tick, on_tick, 1000, 1000);
@@ -446,6 +456,9 @@ int agent_run(const struct agent_config *cfg, int ready_fd, char **errmsg)
 	uv_loop_init(&a->loop);
 	a->loop.data = a;
 	signal(SIGPIPE, SIG_IGN);
+	/* the local endpoint's bodies wait on worker threads for their first bytes, up to 64 at once,
+	 * beside the agent's own jobs: libuv reads this once, at its first job */
+	setenv("UV_THREADPOOL_SIZE", "72", 0);
 	r = start(a, errmsg);
 	if (!r) {
 		if (ready_fd >= 0) {
@@ -457,6 +470,7 @@ int agent_run(const struct agent_config *cfg, int ready_fd, char **errmsg)
 		unlink(cfg->socket_path);
 	} else {
 		httpd_free(&a->ctl);
+		httpd_free(&a->http);
 	}
 	/* libtorrent first: it must not signal the async handle once that is closed */
 	p2p_session_free(&a->ses);

@@ -33,6 +33,7 @@ struct agent_config {
 					 * snapshots that are neither mounted nor pinned are evicted;
 					 * 0: no limit */
 	int read_timeout_s;             /* a mount's read waits this long for its pieces; 0: 600 */
+	const char *http;               /* the local hub endpoint's HOST:PORT (docs/agent.md); NULL: none */
 };
 
 /*

@@ -83,7 +83,8 @@ static int do_status(struct agent *a, struct httpd_req *req)
 		json_array_append_new(snaps, snap_json(a, a->snaps[i]));
 	p2p_session_status(a->ses, &ss);
 	p2p_session_totals(a->ses, &up, &down);
-	answer(req, 200, json_pack("{s:i, s:s, s:s?, s:s, s:I, s:I, s:i, s:I, s:I, s:I, s:o}", "pid", (int)getpid(),
+	answer(req, 200, json_pack("{s:i, s:i, s:s, s:s?, s:s, s:I, s:I, s:i, s:I, s:I, s:I, s:o}", "pid", (int)getpid(),
+				   "http_port", a->http ? httpd_port(a->http) : 0,
 				   "socket", a->cfg->socket_path, "mirror", a->cfg->mirror, "cache", a->cfg->cache_dir,
 				   "cache_used", (json_int_t)a->cache_used, "cache_size", (json_int_t)a->cfg->cache_size,
 				   "p2p_port", ss.listen_port, "started_at", (json_int_t)a->started_at,
@@ -120,8 +121,7 @@ static int mirror_get(const char *mirror, const char *path, const char *token, c
 	return 0;
 }
 
-/* The mirror's description of the snapshot (commit, ref, name, files with sha256) and its torrent. */
-static int fetch_snapshot(const char *mirror, const char *token, const struct hub_spec *spec, json_t **meta,
+int agent_fetch_snapshot(const char *mirror, const char *token, const struct hub_spec *spec, json_t **meta,
 			  char **tor, size_t *tlen, char **why)
 {
 	char *q = spec->revision ? hub_url_escape(spec->revision, false) : NULL, *body = NULL, *path;
@@ -238,7 +238,7 @@ static struct snap *resolve(struct agent *a, struct httpd_req *req, const struct
 		fail(req, 400, "which mirror? this agent has none: give one");
 		return NULL;
 	}
-	st = fetch_snapshot(mirror, token, spec, &meta, &tor, &tlen, &why);
+	st = agent_fetch_snapshot(mirror, token, spec, &meta, &tor, &tlen, &why);
 	if (st == 502 && (s = held(a, spec))) {
 		/* the mirror is down or broken: what this instance has still serves */
 		fprintf(stderr, "hubmirror agent: %s: %s; using the snapshot held (%.12s)\n", sp, why, s->commit);

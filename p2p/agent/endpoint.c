@@ -1,0 +1,558 @@
+/*
+ * endpoint.c - the agent's local hub endpoint (agent --http HOST:PORT): the Hugging Face and ModelScope
+ * APIs on the instance, so that HF_ENDPOINT / MODELSCOPE_DOMAIN clients (hf download, transformers,
+ * vLLM, the ModelScope SDKs) work unchanged with their file bytes coming through the swarm and the
+ * agent's cache (docs/agent.md, "The local endpoint").
+ *
+ * Every request is answered off the loop, in steps (httpd_defer, each step's done deferring the next):
+ *  1. ask the mirror: the same method, path and query, with the client's Host (so the URLs the mirror
+ *     writes, pagination Links among them, point back here), Authorization and If-None-Match. A file
+ *     request (HF resolve, ModelScope repo?FilePath=) is asked as HEAD: the mirror's headers
+ *     (commit, ETag, linked size, name) are the answer's, the bytes are not taken from it. A metadata
+ *     answer is kept under <cache>/agent/http/ and served from there when the mirror cannot be reached.
+ *  2. a file of a commit the agent does not hold: the snapshot's description and torrent from the
+ *     mirror, then (on the loop) into the session like a pull;
+ *  3. wait for the first bytes of the range to be verified in the cache file and open it;
+ *  then the body goes out with sendfile as its pieces verify (httpd_respond_file_gated): a byte that
+ *  has not passed its piece's hash is never sent, and a transfer that cannot finish is cut short.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <openssl/sha.h>
+
+#include "agent-int.h"
+#include "base/buf.h"
+#include "base/hex.h"
+#include "base/path.h"
+#include "base/xmalloc.h"
+#include "hub/http.h"
+#include "hub/httpd.h"
+#include "hub/hub.h"
+#include "p2p/p2p.h"
+
+#define READ_WAIT_S 600            /* a body waits this long for its next verified bytes */
+#define MAX_ANSWER (256u << 20)    /* a metadata answer taken from the mirror */
+
+/* Headers of the mirror's answer that the client gets. */
+static const char *const passed[] = {
+	"Content-Type", "ETag", "X-Repo-Commit", "X-Error-Code", "X-Error-Message", "Link", "X-Linked-Size",
+	"X-Linked-Etag", "Content-Disposition", "Accept-Ranges", "Location", "X-Request-Id", NULL,
+};
+
+struct ep {
+	struct agent *a;
+	/* the request, copied */
+	char *method, *target, *host, *auth, *inm, *range, *body, *ctype;
+	size_t blen;
+	char *token;                    /* the bearer token of auth, for the snapshot calls */
+	/* a file request: its repo, revision and path (NULL otherwise) */
+	struct hub_spec spec;
+	char *fpath;
+	bool file;
+	/* the mirror's answer */
+	long status;
+	json_t *headers;                /* {name: value} of passed[] */
+	char *answer;
+	size_t alen;
+	bool offline;                   /* the mirror did not answer: from the kept copy */
+	/* step 2 */
+	json_t *meta;
+	char *tor;
+	size_t tlen;
+	char *why;
+	/* step 3 and the body */
+	char btih[41];
+	int index;
+	int64_t size, off, len;
+	int fd;
+	int64_t waited_since;           /* when the body last got no byte */
+};
+
+static void ep_free(struct ep *e)
+{
+	free(e->method);
+	free(e->target);
+	free(e->host);
+	free(e->auth);
+	free(e->inm);
+	free(e->range);
+	free(e->body);
+	free(e->ctype);
+	free(e->token);
+	hub_spec_release(&e->spec);
+	free(e->fpath);
+	json_decref(e->headers);
+	free(e->answer);
+	json_decref(e->meta);
+	free(e->tor);
+	free(e->why);
+	if (e->fd >= 0)
+		close(e->fd);
+	free(e);
+}
+
+static char *dup_header(struct httpd_req *r, const char *name)
+{
+	const char *v = httpd_header(r, name);
+
+	return v ? xstrdup(v) : NULL;
+}
+
+/* ---- which requests are files --------------------------------------------------------------------- */
+
+/* The decoded segments of a raw path; NULL-terminated, caller frees each and the array. */
+static char **segments(const char *path, size_t *n)
+{
+	char **v = NULL;
+	const char *p = path;
+
+	*n = 0;
+	while (*p == '/')
+		p++;
+	while (*p) {
+		const char *slash = strchr(p, '/');
+		size_t len = slash ? (size_t)(slash - p) : strlen(p);
+		v = xreallocarray(v, *n + 2, sizeof(*v));
+		v[(*n)++] = httpd_unescape(p, len, false);
+		v[*n] = NULL;
+		if (!v[*n - 1]) {
+			v[*n - 1] = xstrdup("");
+		}
+		p += len;
+		while (*p == '/')
+			p++;
+	}
+	return v;
+}
+
+static void free_segments(char **v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(v[i]);
+	free(v);
+}
+
+/* Join segs[from..n) with '/'. */
+static char *join(char **segs, size_t from, size_t n)
+{
+	struct buf b;
+
+	buf_init(&b);
+	for (size_t i = from; i < n; i++)
+		buf_addf(&b, "%s%s", i > from ? "/" : "", segs[i]);
+	return buf_detach(&b, NULL);
+}
+
+/* HF: /{org}/{name}/resolve/{rev}/{path...} and /datasets/{org}/{name}/resolve/{rev}/{path...};
+ * ModelScope: /api/v1/models/{owner}/{name}/repo?...FilePath=...&Revision=... */
+static void classify(struct ep *e, struct httpd_req *r)
+{
+	size_t n, base;
+	char **s = segments(httpd_path(r), &n), *spec = NULL, *fp = NULL, *rev = NULL;
+
+	base = n > 0 && !strcmp(s[0], "datasets") ? 1 : 0;
+	if (n >= base + 5 && !strcmp(s[base + 2], "resolve")) {
+		spec = xasprintf("hf:%s%s/%s@%s", base ? "datasets/" : "", s[base], s[base + 1], s[base + 3]);
+		fp = join(s, base + 4, n);
+	} else if (n == 6 && !strcmp(s[0], "api") && !strcmp(s[1], "v1") && !strcmp(s[2], "models") &&
+		   !strcmp(s[5], "repo") && (fp = httpd_query_param(r, "FilePath"))) {
+		rev = httpd_query_param(r, "Revision");
+		spec = xasprintf("ms:%s/%s@%s", s[3], s[4], rev && *rev ? rev : "master");
+	}
+	if (spec && fp && !path_check_str(fp) && !hub_spec_parse(spec, &e->spec)) {
+		e->file = true;
+		e->fpath = fp;
+		fp = NULL;
+	}
+	free(spec);
+	free(fp);
+	free(rev);
+	free_segments(s, n);
+}
+
+/* ---- step 1: the mirror ----------------------------------------------------------------------------- */
+
+static void keep_header(void *ud, const char *name, const char *value)
+{
+	struct ep *e = ud;
+
+	for (const char *const *p = passed; *p; p++)
+		if (!strcasecmp(name, *p))
+			json_object_set_new(e->headers, *p, json_string(value));
+}
+
+/* Where a metadata answer is kept for offline use: by the hash of its method and target. */
+static char *kept_path(const struct ep *e)
+{
+	unsigned char md[SHA256_DIGEST_LENGTH];
+	char hex[65], *key = xasprintf("%s %s", e->file ? "FILE" : e->method, e->target), *p;
+
+	SHA256((const unsigned char *)key, strlen(key), md);
+	hex_encode(md, sizeof(md), hex);
+	p = xasprintf("%s/agent/http/%s", e->a->cfg->cache_dir, hex);
+	free(key);
+	return p;
+}
+
+static void keep_answer(struct ep *e)
+{
+	char *p = kept_path(e), *dir = xasprintf("%s/agent/http", e->a->cfg->cache_dir), *s;
+	json_t *j = json_pack("{s:i, s:O, s:s%}", "status", (int)e->status, "headers", e->headers, "body",
+			      e->answer ? e->answer : "", e->alen);
+
+	path_mkdirs(dir, 0700);
+	s = json_dumps(j, JSON_COMPACT);
+	if (s)
+		path_write_atomic(p, s, strlen(s), 0600);
+	free(s);
+	json_decref(j);
+	free(dir);
+	free(p);
+}
+
+static bool kept_answer(struct ep *e)
+{
+	char *p = kept_path(e), *raw = NULL;
+	size_t len = 0;
+	json_t *j = NULL, *b;
+
+	if (!path_read_file(p, MAX_ANSWER * 2, &raw, &len))
+		j = json_loadb(raw, len, 0, NULL);
+	free(raw);
+	free(p);
+	b = json_object_get(j, "body");
+	if (!json_is_string(b)) {
+		json_decref(j);
+		return false;
+	}
+	e->status = (long)json_integer_value(json_object_get(j, "status"));
+	json_object_update(e->headers, json_object_get(j, "headers"));
+	e->alen = json_string_length(b);
+	e->answer = xmalloc(e->alen + 1);
+	memcpy(e->answer, json_string_value(b), e->alen + 1);
+	json_decref(j);
+	return true;
+}
+
+static void ask_mirror(void *job)
+{
+	struct ep *e = job;
+	const char *hdrs[4];
+	char *h_host = e->host ? xasprintf("Host: %s", e->host) : NULL;
+	char *h_inm = e->inm && !e->file ? xasprintf("If-None-Match: %s", e->inm) : NULL;
+	char *url = xasprintf("%s%s", e->a->cfg->mirror, e->target), *err = NULL;
+	struct hub_http_call c = { .url = url, .token = e->token, .max = MAX_ANSWER, .timeout_s = 300,
+				   .method = e->file ? "HEAD" : e->method, .body = e->blen ? e->body : NULL,
+				   .body_len = e->blen, .body_type = e->ctype, .headers = hdrs,
+				   .on_header = keep_header, .ud = e };
+	size_t n = 0;
+	int r;
+
+	if (h_host)
+		hdrs[n++] = h_host;
+	if (h_inm)
+		hdrs[n++] = h_inm;
+	hdrs[n] = NULL;
+	r = hub_http_call_blocking(&c, &e->answer, &e->alen, &e->status, &err);
+	/* kept for offline use: metadata GETs, and a file's headers (its bytes are in the snapshot) */
+	if (r) {
+		json_object_clear(e->headers);
+		e->offline = (e->file || !strcmp(e->method, "GET")) && kept_answer(e);
+		if (!e->offline)
+			e->why = xasprintf("cannot reach the mirror at %s: %s", e->a->cfg->mirror, err ? err : "?");
+	} else if (e->status == 200 && (e->file || !strcmp(e->method, "GET"))) {
+		keep_answer(e);
+	}
+	free(err);
+	free(url);
+	free(h_host);
+	free(h_inm);
+}
+
+static void set_headers(struct httpd_req *r, json_t *headers, bool with_type)
+{
+	const char *k;
+	json_t *v;
+
+	json_object_foreach(headers, k, v)
+		if (with_type || strcasecmp(k, "Content-Type"))
+			httpd_add_header(r, k, json_string_value(v));
+}
+
+static void relay(struct ep *e, struct httpd_req *r)
+{
+	const char *ct = json_string_value(json_object_get(e->headers, "Content-Type"));
+
+	set_headers(r, e->headers, false);
+	httpd_respond(r, (int)e->status, ct ? ct : "application/octet-stream", e->answer ? e->answer : "", e->alen);
+}
+
+static void fail(struct httpd_req *r, int status, const char *msg)
+{
+	json_t *j = json_pack("{s:s}", "error", msg);
+	char *s = json_dumps(j, JSON_COMPACT);
+
+	httpd_add_header(r, "X-Error-Message", msg);
+	httpd_respond_str(r, status, "application/json", s);
+	free(s);
+	json_decref(j);
+}
+
+/* ---- steps 2 and 3: the snapshot, the first bytes ------------------------------------------------- */
+
+static void fetch_snapshot(void *job)
+{
+	struct ep *e = job;
+	struct hub_spec at = e->spec;
+	const char *commit = json_string_value(json_object_get(e->headers, "X-Repo-Commit"));
+
+	if (commit)
+		at.revision = (char *)commit; /* the very commit the mirror answered for */
+	if (agent_fetch_snapshot(e->a->cfg->mirror, e->token, &at, &e->meta, &e->tor, &e->tlen, &e->why) && !e->why)
+		e->why = xstrdup("the mirror gave no snapshot");
+}
+
+/* On a worker: wait until the first bytes of the range are verified, then open the cache file. */
+static void first_bytes(void *job)
+{
+	struct ep *e = job;
+	struct p2p_session *ses = e->a->ses;
+	int64_t first = e->len < (1 << 20) ? e->len : (1 << 20);
+	struct timespec nap = { 0, 5 * 1000 * 1000 };
+	char *path = NULL;
+	int have, waited = 0;
+
+	p2p_session_want_range(ses, e->btih, e->index, e->off, e->len, 0);
+	while ((have = p2p_session_have_range(ses, e->btih, e->index, e->off, first)) == 0 && waited < READ_WAIT_S * 200) {
+		nanosleep(&nap, NULL);
+		if (++waited % 200 == 0)
+			p2p_session_want_range(ses, e->btih, e->index, e->off, e->len, 0);
+	}
+	if (have == 1 && !p2p_session_file_path(ses, e->btih, e->index, &path))
+		e->fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (e->fd < 0 && !e->why)
+		e->why = xstrdup(have == 0 ? "no peer and no mirror sent the file's bytes in time"
+				 : "the file is not readable in the cache");
+	free(path);
+}
+
+/* The gate of the body: how many bytes from off are verified now (see httpd_respond_file_gated). */
+static int64_t gate(void *ud, int64_t off, int64_t len)
+{
+	struct ep *e = ud;
+	struct p2p_session *ses = e->a->ses;
+	int64_t step = len;
+
+	/* the whole chunk, else a smaller head of it (pieces are verified one by one) */
+	for (; step >= (64 << 10) || step == len; step /= 4) {
+		int have = p2p_session_have_range(ses, e->btih, e->index, off, step);
+		if (have < 0)
+			return -1;
+		if (have == 1) {
+			e->waited_since = 0;
+			return step;
+		}
+		if (step < (64 << 10))
+			break;
+	}
+	if (!e->waited_since) {
+		e->waited_since = (int64_t)time(NULL);
+		p2p_session_want_range(ses, e->btih, e->index, off, e->off + e->len - off, 0);
+	} else if ((int64_t)time(NULL) - e->waited_since > READ_WAIT_S) {
+		return -1;
+	}
+	return 0;
+}
+
+static void gate_release(void *ud)
+{
+	struct ep *e = ud;
+
+	e->fd = -1; /* httpd closes it */
+	ep_free(e);
+}
+
+static void send_body(void *job, struct httpd_req *r)
+{
+	struct ep *e = job;
+	int fd = e->fd;
+
+	if (!r) {
+		ep_free(e);
+		return;
+	}
+	if (fd < 0) {
+		fail(r, 504, e->why ? e->why : "the file's bytes did not come");
+		ep_free(e);
+		return;
+	}
+	if (e->len != e->size)
+		httpd_add_headerf(r, "Content-Range", "bytes %" PRId64 "-%" PRId64 "/%" PRId64, e->off,
+				  e->off + e->len - 1, e->size);
+	e->fd = -1;
+	httpd_respond_file_gated(r, e->len != e->size ? 206 : 200, "application/octet-stream", fd, e->off, e->len,
+				 gate, gate_release, e);
+}
+
+/* On the loop, with the snapshot in the session: find the file, take the range, wait for its start. */
+static void start_file(struct ep *e, struct httpd_req *r, struct snap *s)
+{
+	struct p2p_file_list files = { 0 };
+	int rr;
+
+	e->index = -1;
+	memcpy(e->btih, s->btih, sizeof(e->btih));
+	s->last_used = time(NULL);
+	if (!p2p_session_files(e->a->ses, s->btih, &files))
+		for (size_t i = 0; i < files.n; i++)
+			if (!strcmp(files.v[i].path, e->fpath)) {
+				e->index = files.v[i].index;
+				e->size = files.v[i].size;
+			}
+	p2p_file_list_release(&files);
+	if (e->index < 0) {
+		fail(r, 502, "the mirror's torrent does not hold the file it listed");
+		ep_free(e);
+		return;
+	}
+	rr = httpd_parse_range(e->range, e->size, &e->off, &e->len);
+	if (rr < 0) {
+		httpd_add_headerf(r, "Content-Range", "bytes */%" PRId64, e->size);
+		fail(r, 416, "range not satisfiable");
+		ep_free(e);
+		return;
+	}
+	if (rr > 0)
+		e->len = e->len - e->off + 1; /* [off, b] */
+	else
+		e->len = e->size; /* off is 0 */
+	set_headers(r, e->headers, false);
+	if (httpd_etag_matches(e->inm, json_string_value(json_object_get(e->headers, "ETag")))) {
+		httpd_respond_str(r, 304, NULL, "");
+		ep_free(e);
+		return;
+	}
+	if (e->len == 0 || !strcmp(e->method, "HEAD")) {
+		/* the headers of the whole answer, Content-Length included; no body */
+		int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+		if (e->len != e->size)
+			httpd_add_headerf(r, "Content-Range", "bytes %" PRId64 "-%" PRId64 "/%" PRId64, e->off,
+					  e->off + e->len - 1, e->size);
+		if (fd < 0)
+			httpd_respond(r, 200, "application/octet-stream", "", 0);
+		else
+			httpd_respond_file(r, e->len != e->size ? 206 : 200, "application/octet-stream", fd, e->off, e->len);
+		ep_free(e);
+		return;
+	}
+	httpd_defer(r, first_bytes, send_body, e);
+}
+
+static struct snap *held_commit(struct agent *a, const char *commit)
+{
+	for (size_t i = 0; commit && i < a->nsnaps; i++)
+		if (a->snaps[i]->commit && !strcmp(a->snaps[i]->commit, commit))
+			return a->snaps[i];
+	return NULL;
+}
+
+static void snapshot_taken(void *job, struct httpd_req *r)
+{
+	struct ep *e = job;
+	char *why = NULL;
+	struct snap *s = NULL;
+	char *canon;
+
+	if (!r) {
+		ep_free(e);
+		return;
+	}
+	if (e->meta && e->tor) {
+		canon = hub_spec_format(&e->spec, 0);
+		json_object_set_new(e->meta, "spec", json_string(canon));
+		free(canon);
+		s = agent_snap_add(e->a, json_incref(e->meta), (const unsigned char *)e->tor, e->tlen, &why);
+	}
+	if (!s) {
+		fail(r, 502, why ? why : e->why ? e->why : "cannot take the snapshot");
+		free(why);
+		ep_free(e);
+		return;
+	}
+	start_file(e, r, s);
+}
+
+static void mirror_answered(void *job, struct httpd_req *r)
+{
+	struct ep *e = job;
+	struct snap *s;
+
+	if (!r) {
+		ep_free(e);
+		return;
+	}
+	if (e->why) {
+		fail(r, 502, e->why);
+		ep_free(e);
+		return;
+	}
+	if (e->offline)
+		httpd_add_header(r, "X-Hubmirror-Offline", "answered from the agent's copy");
+	if (!e->file || e->status != 200) {
+		relay(e, r);
+		ep_free(e);
+		return;
+	}
+	s = held_commit(e->a, json_string_value(json_object_get(e->headers, "X-Repo-Commit")));
+	if (s)
+		start_file(e, r, s);
+	else if (!e->offline)
+		httpd_defer(r, fetch_snapshot, snapshot_taken, e);
+	else {
+		fail(r, 502, "the mirror cannot be reached and this agent no longer holds the snapshot");
+		ep_free(e);
+	}
+}
+
+int agent_endpoint(void *ud, struct httpd_req *r)
+{
+	struct agent *a = ud;
+	struct ep *e = xcalloc(1, sizeof(*e));
+	const char *q = httpd_query(r), *b;
+
+	e->a = a;
+	e->fd = -1;
+	e->headers = json_object();
+	e->method = xstrdup(httpd_method(r));
+	e->target = xasprintf("%s%s%s", httpd_path(r), q ? "?" : "", q ? q : "");
+	e->host = dup_header(r, "Host");
+	e->auth = dup_header(r, "Authorization");
+	e->inm = dup_header(r, "If-None-Match");
+	e->range = dup_header(r, "Range");
+	e->ctype = dup_header(r, "Content-Type");
+	if (e->auth && !strncasecmp(e->auth, "Bearer ", 7))
+		e->token = xstrdup(e->auth + 7);
+	b = httpd_body(r, &e->blen);
+	if (e->blen) {
+		e->body = xmalloc(e->blen + 1);
+		memcpy(e->body, b, e->blen);
+		e->body[e->blen] = '\0';
+	}
+	if (!a->cfg->mirror) {
+		fail(r, 502, "this agent has no mirror (agent --mirror URL)");
+		ep_free(e);
+		return 0;
+	}
+	if (!strcmp(e->method, "GET") || !strcmp(e->method, "HEAD"))
+		classify(e, r);
+	httpd_set_route(r, e->file ? "file" : "proxy");
+	httpd_defer(r, ask_mirror, mirror_answered, e);
+	return 0;
+}
