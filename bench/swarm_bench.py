@@ -14,6 +14,8 @@ big file plus small ones) is synced from the fake upstream first. Then, in one r
         BitTorrent seed is the only origin) and share pieces through the mirror's tracker.
   mount: N clients run `hubmirror mount` (the mirror's torrent with its web seed, as a user gets it)
         and, the moment it returns, read every file of the mount once, whole; `--runs` repeats it.
+        Each client's mount starts its own instance agent, which keeps seeding after the umount (as on
+        a real instance) until every client is done.
 
 For each: seconds until the last client has every byte (p2p: verified by libtorrent; http: sha256
 checked after; mount: every byte read through FUSE compared with the mirror's copy, and every wrong
@@ -165,7 +167,10 @@ def mount_run(a, net, work, m, files, run):
         script = ("%s mount --mirror %s --cache %s --no-hf-cache --listen %s:6881 hf:bench/model %s && { %s; }; "
                   "r=$?; %s umount %s; exit $r") % (a.hubmirror, m, cache, ip, mnt, checks, a.hubmirror, mnt)
         log = os.path.join(d, "log")
-        procs.append((subprocess.Popen(ns(name, "sh", "-c", script), env=dict(os.environ, CHECK=CHECK),
+        # each instance's own agent (its socket in the client's folder); it keeps seeding after the
+        # umount, as on a real instance, until every client is done
+        env = dict(os.environ, CHECK=CHECK, HUBMIRROR_AGENT_SOCKET=os.path.join(d, "agent.sock"))
+        procs.append((subprocess.Popen(ns(name, "sh", "-c", script), env=env,
                                        stdout=open(log, "w"), stderr=subprocess.STDOUT), log))
     reads = []
     while procs and time.monotonic() - t0 < 600 and any(p.poll() is None for p, _ in procs):
@@ -183,6 +188,11 @@ def mount_run(a, net, work, m, files, run):
     if os.environ.get("HM_BENCH_DEBUG"):
         for _, log in procs:
             print(open(log).read(), file=sys.stderr)
+    for i in range(1, a.clients + 1):
+        sock = os.path.join(work, "mnt%d-%d" % (run, i), "agent.sock")
+        if os.path.exists(sock):
+            subprocess.run([a.hubmirror, "agent", "--stop", "--socket", sock], stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL)
     for i in range(1, a.clients + 1):
         shutil.rmtree(os.path.join(work, "mnt%d-%d" % (run, i)), ignore_errors=True)
     return secs, tx, reads
