@@ -255,6 +255,109 @@ TEST(defer_shutdown)
 	close(fb);
 }
 
+/* ---- gated bodies, and a done that defers again ---- */
+
+static int64_t admitted;          /* bytes of the file the gate lets go (-1: give up) */
+static int gate_released;
+
+static int64_t test_gate(void *ud, int64_t off, int64_t len)
+{
+	(void)ud;
+	if (admitted < 0)
+		return -1;
+	return off >= admitted ? 0 : (admitted - off < len ? admitted - off : len);
+}
+
+static void test_release(void *ud)
+{
+	(void)ud;
+	gate_released++;
+}
+
+static void step2_work(void *ud)
+{
+	(void)ud;
+}
+
+static void step2_done(void *ud, struct httpd_req *r)
+{
+	char path[] = "/tmp/hm-test-gate-XXXXXX";
+	int fd = mkstemp(path);
+	char data[3000];
+
+	(void)ud;
+	for (size_t i = 0; i < sizeof(data); i++)
+		data[i] = (char)('a' + i % 26);
+	CHECK(fd >= 0 && write(fd, data, sizeof(data)) == (ssize_t)sizeof(data));
+	unlink(path);
+	if (r)
+		httpd_respond_file_gated(r, 200, "text/plain", fd, 0, sizeof(data), test_gate, test_release, NULL);
+	else
+		close(fd);
+}
+
+static void step1_done(void *ud, struct httpd_req *r)
+{
+	if (r)
+		httpd_defer(r, step2_work, step2_done, ud); /* a second step off the loop */
+}
+
+static int gated_handler(void *ud, struct httpd_req *r)
+{
+	(void)ud;
+	httpd_defer(r, step2_work, step1_done, NULL);
+	return 0;
+}
+
+/* Bytes go out only as the gate admits them; a gate that gives up cuts the body short. */
+TEST(gated_body)
+{
+	uv_loop_t loop;
+	struct httpd *h = NULL;
+	struct httpd_config cfg = { .listen = "127.0.0.1:0" };
+	char got[8192] = "";
+	const char *body;
+	int fd;
+
+	uv_loop_init(&loop);
+	CHECK_INT(httpd_new(&loop, &cfg, &h), 0);
+	httpd_add_handler(h, gated_handler, NULL);
+	admitted = 1000;
+	fd = client(h, "GET /f HTTP/1.1\r\nHost: x\r\n\r\n");
+	run_until(&loop, fd, got, sizeof(got), "\r\n\r\n");
+	for (int i = 0; i < 200; i++)
+		uv_run(&loop, UV_RUN_NOWAIT), usleep(100), take(fd, got, sizeof(got));
+	CHECK(strstr(got, "Content-Length: 3000") != NULL);     /* the whole length is promised */
+	body = strstr(got, "\r\n\r\n");
+	CHECK(body && strlen(body + 4) == 1000);                 /* but only the admitted bytes came */
+	admitted = 3000;
+	for (int i = 0; i < 5000 && strlen(strstr(got, "\r\n\r\n") + 4) < 3000; i++)
+		uv_run(&loop, UV_RUN_NOWAIT), usleep(100), take(fd, got, sizeof(got));
+	body = strstr(got, "\r\n\r\n");
+	CHECK(body && strlen(body + 4) == 3000);
+	CHECK_INT(gate_released, 1);
+	close(fd);
+	/* a gate that gives up: the connection closes before the promised length */
+	admitted = 500;
+	got[0] = '\0';
+	fd = client(h, "GET /f HTTP/1.1\r\nHost: x\r\n\r\n");
+	run_until(&loop, fd, got, sizeof(got), "\r\n\r\n");
+	for (int i = 0; i < 200; i++)
+		uv_run(&loop, UV_RUN_NOWAIT), usleep(100), take(fd, got, sizeof(got));
+	admitted = -1;
+	for (int i = 0; i < 500; i++)
+		uv_run(&loop, UV_RUN_NOWAIT), usleep(100);
+	take(fd, got, sizeof(got));
+	body = strstr(got, "\r\n\r\n");
+	CHECK(body && strlen(body + 4) == 500);
+	CHECK(recv(fd, got, 1, MSG_DONTWAIT) == 0);              /* closed, short */
+	CHECK_INT(gate_released, 2);
+	close(fd);
+	httpd_free(&h);
+	uv_run(&loop, UV_RUN_DEFAULT);
+	CHECK_INT(uv_loop_close(&loop), 0);
+}
+
 int main(void)
 {
 	RUN(range_forms);
@@ -263,5 +366,6 @@ int main(void)
 	RUN(if_none_match);
 	RUN(defer_order);
 	RUN(defer_shutdown);
+	RUN(gated_body);
 	return test_done();
 }
