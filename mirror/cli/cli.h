@@ -32,6 +32,58 @@ void cli_print_help(const struct cli_command *cmd);
 int cli_usage_error(const struct cli_command *cmd, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
+/* ---- options (flags.c) ---- */
+
+/* What a command's option takes, and where it goes. */
+enum cli_flag_kind {
+	CLI_FLAG_BOOL,  /* --name: *(bool *)dest = true */
+	CLI_FLAG_NO,    /* --name: *(bool *)dest = false (--no-progress after --progress) */
+	CLI_FLAG_STR,   /* --name ARG: *(const char **)dest = ARG (borrowed from argv) */
+	CLI_FLAG_INT,   /* --name N: *(int *)dest = N, a whole number from min to max */
+	CLI_FLAG_RATE,  /* --name RATE: *(int64_t *)dest, bytes per second by cli_parse_rate */
+	CLI_FLAG_SIZE,  /* --name SIZE: *(int64_t *)dest, bytes by cli_parse_size, at least min */
+	CLI_FLAG_FN,    /* --name ARG: fn(cmd, flag, ARG) parses it into dest */
+};
+
+/* One option of a command: a table of them ends with CLI_END. Write them with the macros below. */
+struct cli_flag {
+	const char *name;          /* "data" for --data (getopt_long: a unique prefix works too) */
+	enum cli_flag_kind kind;
+	void *dest;                /* what kind says; CLI_FLAG_FN: whatever fn wants */
+	int64_t min, max;          /* CLI_FLAG_INT: the range; CLI_FLAG_SIZE: the least */
+	/* The usage error for a bad value: "--NAME takes TAKES" (INT), "--NAME takes TAKES, not 'ARG'"
+	 * (RATE, SIZE). NULL: "MIN to MAX", "bytes per second (k, M, G)", "bytes (k, M, G, T)". */
+	const char *takes;
+	/* CLI_FLAG_FN: CLI_OK, or CLI_USAGE after cli_usage_error. */
+	int (*fn)(const struct cli_command *cmd, const struct cli_flag *f, const char *arg);
+};
+
+/* The table's entries; dest is type-checked (a mismatch is a compiler warning, so an error). */
+#define CLI_BOOL(name, p) { (name), CLI_FLAG_BOOL, (1 ? (p) : (bool *)NULL), 0, 0, NULL, NULL }
+#define CLI_NO(name, p) { (name), CLI_FLAG_NO, (1 ? (p) : (bool *)NULL), 0, 0, NULL, NULL }
+#define CLI_STR(name, p) { (name), CLI_FLAG_STR, (1 ? (p) : (const char **)NULL), 0, 0, NULL, NULL }
+#define CLI_INT(name, p, lo, hi) { (name), CLI_FLAG_INT, (1 ? (p) : (int *)NULL), (lo), (hi), NULL, NULL }
+#define CLI_INT_TAKES(name, p, lo, hi, takes) \
+	{ (name), CLI_FLAG_INT, (1 ? (p) : (int *)NULL), (lo), (hi), (takes), NULL }
+#define CLI_RATE(name, p) { (name), CLI_FLAG_RATE, (1 ? (p) : (int64_t *)NULL), 0, 0, NULL, NULL }
+#define CLI_SIZE(name, p, least) { (name), CLI_FLAG_SIZE, (1 ? (p) : (int64_t *)NULL), (least), 0, NULL, NULL }
+#define CLI_FN(name, p, fn) { (name), CLI_FLAG_FN, (p), 0, 0, NULL, (fn) }
+#define CLI_END { NULL, CLI_FLAG_BOOL, NULL, 0, 0, NULL, NULL }
+
+/* Parse the options of argv (argv[0] the command name; getopt_long underneath, so options and
+ * operands may mix, and "--" ends the options) into the destinations of flags, in order. Returns
+ * CLI_OK with optind at the first operand, or CLI_USAGE at the first bad option after saying why
+ * with cli_usage_error(cmd, ...): "unknown option" for one flags does not have or one missing its
+ * argument (getopt_long has named it already unless opterr is 0). */
+int cli_parse_flags(const struct cli_command *cmd, int argc, char **argv, const struct cli_flag *flags);
+/* The same for words that come from elsewhere: where ("FILE:LINE: ") starts each message it prints. */
+int cli_parse_flags_in(const struct cli_command *cmd, const char *where, int argc, char **argv,
+		       const struct cli_flag *flags);
+/* "50M", "1.5G", "800k", "1000": bytes per second (decimal units) into *out; 0, or -1 when malformed. */
+int cli_parse_rate(const char *arg, int64_t *out);
+/* "50G", "1.5T", "800M": bytes (decimal units k M G T) into *out; 0, or -1 when malformed. */
+int cli_parse_size(const char *arg, int64_t *out);
+
 int cmd_help(int argc, char **argv);
 int cmd_version(int argc, char **argv);
 
@@ -51,10 +103,6 @@ int cli_lock_data(struct mirror_data *d, bool wait);
 void cli_human_size(int64_t bytes, char *out, size_t outlen);
 /* "2026-11-30 03:00" (UTC) or "never" for 0. */
 void cli_human_time(int64_t unix_seconds, char *out, size_t outlen);
-/* "50M", "1.5G", "800k", "1000": bytes per second (decimal units) into *out; 0, or -1 when malformed. */
-int cli_parse_rate(const char *arg, int64_t *out);
-/* "50G", "1.5T", "800M": bytes (decimal units k M G T) into *out; 0, or -1 when malformed. */
-int cli_parse_size(const char *arg, int64_t *out);
 /* Width of the terminal on stdout, or 0 when stdout is not a terminal. */
 int cli_term_width(void);
 

@@ -1,7 +1,6 @@
 /*
  * commands.c - the one table of commands. Add a command here and in its own cmd-<name>.c.
  */
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -217,20 +216,4 @@ void cli_print_help(const struct cli_command *cmd)
 	printf("usage: hubmirror %s\n\n%s\n", cmd->synopsis, cmd->summary);
 	if (cmd->help && *cmd->help)
 		printf("\n%s", cmd->help);
-}
-
-int cli_usage_error(const struct cli_command *cmd, const char *fmt, ...)
-{
-	va_list ap;
-
-	fputs("hubmirror: ", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	if (cmd)
-		fprintf(stderr, "usage: hubmirror %s\n(see 'hubmirror help %s')\n", cmd->synopsis, cmd->name);
-	else
-		fputs("(see 'hubmirror help')\n", stderr);
-	return CLI_USAGE;
 }

@@ -3,7 +3,6 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 #include <sys/ioctl.h>
 #include <time.h>
 #include <unistd.h>
@@ -77,30 +76,6 @@ int cli_lock_data(struct mirror_data *d, bool wait)
 	else if (e)
 		fprintf(stderr, "hubmirror: cannot lock '%s': %s\n", d->dir, err_str(e));
 	return e ? CLI_FAILED : CLI_OK;
-}
-
-/* A number with an optional decimal unit (k M G T, or none), at most max. */
-static int parse_units(const char *arg, double max, int64_t *out)
-{
-	char *end;
-	double v = strtod(arg, &end);
-	double mult = !*end ? 1 : !strcmp(end, "k") ? 1e3 : !strcmp(end, "M") ? 1e6 : !strcmp(end, "G") ? 1e9
-		    : !strcmp(end, "T") ? 1e12 : -1;
-
-	if (end == arg || mult < 0 || v < 0 || v * mult > max)
-		return -1;
-	*out = (int64_t)(v * mult);
-	return 0;
-}
-
-int cli_parse_rate(const char *arg, int64_t *out)
-{
-	return parse_units(arg, 1e12, out);
-}
-
-int cli_parse_size(const char *arg, int64_t *out)
-{
-	return parse_units(arg, 1e18, out);
 }
 
 int cli_open_locked(const char *dir, bool wait, struct mirror_data **out)

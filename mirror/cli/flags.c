@@ -1,0 +1,136 @@
+/*
+ * flags.c - the commands' option parser (a table of struct cli_flag over getopt_long) and their
+ * usage errors.
+ */
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/xmalloc.h"
+#include "cli.h"
+
+/* getopt_long's value for flags[i]: above every character, so never a short option's. */
+#define FLAG_VAL0 0x1000
+
+int cli_usage_error(const struct cli_command *cmd, const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("hubmirror: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	if (cmd)
+		fprintf(stderr, "usage: hubmirror %s\n(see 'hubmirror help %s')\n", cmd->synopsis, cmd->name);
+	else
+		fputs("(see 'hubmirror help')\n", stderr);
+	return CLI_USAGE;
+}
+
+/* A number with an optional decimal unit (k M G T, or none), at most max. */
+static int parse_units(const char *arg, double max, int64_t *out)
+{
+	char *end;
+	double v = strtod(arg, &end);
+	double mult = !*end ? 1 : !strcmp(end, "k") ? 1e3 : !strcmp(end, "M") ? 1e6 : !strcmp(end, "G") ? 1e9
+		    : !strcmp(end, "T") ? 1e12 : -1;
+
+	if (end == arg || mult < 0 || v < 0 || v * mult > max)
+		return -1;
+	*out = (int64_t)(v * mult);
+	return 0;
+}
+
+int cli_parse_rate(const char *arg, int64_t *out)
+{
+	return parse_units(arg, 1e12, out);
+}
+
+int cli_parse_size(const char *arg, int64_t *out)
+{
+	return parse_units(arg, 1e18, out);
+}
+
+/* A whole number from f->min to f->max into *out; -1 when it is not. */
+static int parse_int(const struct cli_flag *f, const char *arg, int *out)
+{
+	char *end;
+	long v = strtol(arg, &end, 10);
+
+	if (end == arg || *end || v < f->min || v > f->max)
+		return -1;
+	*out = (int)v;
+	return 0;
+}
+
+/* Take one option's argument (NULL for a bool) into f->dest. Returns CLI_OK or CLI_USAGE (said). */
+static int take(const struct cli_command *cmd, const char *where, const struct cli_flag *f, const char *arg)
+{
+	switch (f->kind) {
+	case CLI_FLAG_BOOL:
+		*(bool *)f->dest = true;
+		break;
+	case CLI_FLAG_NO:
+		*(bool *)f->dest = false;
+		break;
+	case CLI_FLAG_STR:
+		*(const char **)f->dest = arg;
+		break;
+	case CLI_FLAG_INT:
+		if (parse_int(f, arg, f->dest)) {
+			if (f->takes)
+				return cli_usage_error(cmd, "%s--%s takes %s", where, f->name, f->takes);
+			return cli_usage_error(cmd, "%s--%s takes %lld to %lld", where, f->name, (long long)f->min,
+					       (long long)f->max);
+		}
+		break;
+	case CLI_FLAG_RATE:
+		if (cli_parse_rate(arg, f->dest))
+			return cli_usage_error(cmd, "%s--%s takes %s, not '%s'", where, f->name,
+					       f->takes ? f->takes : "bytes per second (k, M, G)", arg);
+		break;
+	case CLI_FLAG_SIZE:
+		if (cli_parse_size(arg, f->dest) || *(int64_t *)f->dest < f->min)
+			return cli_usage_error(cmd, "%s--%s takes %s, not '%s'", where, f->name,
+					       f->takes ? f->takes : "bytes (k, M, G, T)", arg);
+		break;
+	case CLI_FLAG_FN:
+		return f->fn(cmd, f, arg);
+	}
+	return CLI_OK;
+}
+
+int cli_parse_flags_in(const struct cli_command *cmd, const char *where, int argc, char **argv,
+		       const struct cli_flag *flags)
+{
+	struct option *opts;
+	size_t n = 0;
+	int c, r = CLI_OK;
+
+	while (flags[n].name)
+		n++;
+	opts = xcalloc(n + 1, sizeof(*opts));
+	for (size_t i = 0; i < n; i++) {
+		bool bare = flags[i].kind == CLI_FLAG_BOOL || flags[i].kind == CLI_FLAG_NO;
+
+		opts[i].name = flags[i].name;
+		opts[i].has_arg = bare ? no_argument : required_argument;
+		opts[i].val = FLAG_VAL0 + (int)i;
+	}
+	while (r == CLI_OK && (c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		if (c < FLAG_VAL0 || c >= FLAG_VAL0 + (int)n)
+			r = cli_usage_error(cmd, "%sunknown option", where);
+		else
+			r = take(cmd, where, &flags[c - FLAG_VAL0], optarg);
+	}
+	free(opts);
+	return r;
+}
+
+int cli_parse_flags(const struct cli_command *cmd, int argc, char **argv, const struct cli_flag *flags)
+{
+	return cli_parse_flags_in(cmd, "", argc, argv, flags);
+}

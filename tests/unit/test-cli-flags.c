@@ -1,0 +1,159 @@
+/*
+ * test-cli-flags.c - the commands' option parser (mirror/cli/flags.c): each kind of flag, operands
+ * mixed with options, and the usage error (exit status 2, message) for each way an option is bad.
+ */
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "mirror/cli/cli.h"
+#include "test.h"
+
+static const struct cli_command cmd_t = { "t", NULL, "t [--x]", "a command to test with", "" };
+
+/* What the last parse said on stderr, and the first operand it left (NULL: none). */
+static char said[1024];
+static const char *operand;
+
+/* Parse the words (a NULL-terminated list after argv[0] "t") by flags, with where unless it is NULL,
+ * catching stderr into said. */
+static int parse_in(const char *where, const char *const *words, const struct cli_flag *flags)
+{
+	char *argv[32];
+	int argc = 0, saved, r;
+	FILE *f = tmpfile();
+	size_t n;
+
+	argv[argc++] = "t";
+	while (*words)
+		argv[argc++] = (char *)*words++;
+	argv[argc] = NULL;
+	fflush(stderr);
+	saved = dup(STDERR_FILENO);
+	dup2(fileno(f), STDERR_FILENO);
+	optind = 0;
+	r = where ? cli_parse_flags_in(&cmd_t, where, argc, argv, flags) : cli_parse_flags(&cmd_t, argc, argv, flags);
+	operand = optind < argc ? argv[optind] : NULL;
+	fflush(stderr);
+	dup2(saved, STDERR_FILENO);
+	close(saved);
+	rewind(f);
+	n = fread(said, 1, sizeof(said) - 1, f);
+	said[n] = '\0';
+	fclose(f);
+	return r;
+}
+
+static int parse(const char *const *words, const struct cli_flag *flags)
+{
+	return parse_in(NULL, words, flags);
+}
+
+/* A flag parsed by its own function: "even" numbers only, counted. */
+static int take_even(const struct cli_command *cmd, const struct cli_flag *f, const char *arg)
+{
+	int *count = f->dest;
+
+	if (strlen(arg) % 2)
+		return cli_usage_error(cmd, "--%s takes an even word, not '%s'", f->name, arg);
+	(*count)++;
+	return CLI_OK;
+}
+
+TEST(each_kind_of_flag)
+{
+	bool json = false, progress = true;
+	const char *dir = NULL;
+	int keep = 2, evens = 0;
+	int64_t rate = 0, size = 0;
+	const struct cli_flag flags[] = {
+		CLI_BOOL("json", &json), CLI_NO("no-progress", &progress), CLI_STR("data", &dir),
+		CLI_INT("keep", &keep, 1, 1000), CLI_RATE("rate", &rate), CLI_SIZE("size", &size, 1),
+		CLI_FN("even", &evens, take_even), CLI_END,
+	};
+
+	CHECK_INT(parse((const char *[]){ "--json", "op", "--no-progress", "--data", "d", "--keep=7", "--rate", "1.5M",
+					  "--size", "2G", "--even", "ab", "--even=cdef", NULL }, flags), CLI_OK);
+	CHECK(json);
+	CHECK(!progress);
+	CHECK_STR(dir, "d");
+	CHECK_INT(keep, 7);
+	CHECK_INT(rate, 1500000);
+	CHECK_INT(size, 2000000000);
+	CHECK_INT(evens, 2);
+	CHECK_STR(said, "");
+	/* getopt_long moves the operand after the options */
+	CHECK_STR(operand, "op");
+}
+
+TEST(operands_and_the_end_of_options)
+{
+	bool json = false;
+	const struct cli_flag flags[] = { CLI_BOOL("json", &json), CLI_END };
+
+	CHECK_INT(parse((const char *[]){ NULL }, flags), CLI_OK);
+	CHECK(operand == NULL);
+	CHECK_INT(parse((const char *[]){ "--", "--json", NULL }, flags), CLI_OK);
+	CHECK(!json);
+	CHECK_STR(operand, "--json");
+	/* a unique prefix is the option */
+	CHECK_INT(parse((const char *[]){ "--js", "op", NULL }, flags), CLI_OK);
+	CHECK(json);
+	CHECK_STR(operand, "op");
+}
+
+TEST(bad_options_are_usage_errors)
+{
+	const char *dir = NULL;
+	int keep = 2, age = 168, evens = 0;
+	int64_t rate = 0, size = 0;
+	const struct cli_flag flags[] = {
+		CLI_STR("data", &dir), CLI_INT("keep", &keep, 1, 1000),
+		CLI_INT_TAKES("age", &age, 0, 1000000, "hours (0 or more)"), CLI_RATE("rate", &rate),
+		CLI_SIZE("size", &size, 1), CLI_FN("even", &evens, take_even), CLI_END,
+	};
+
+	CHECK_INT(parse((const char *[]){ "--frob", NULL }, flags), CLI_USAGE);
+	CHECK(strstr(said, "hubmirror: unknown option\nusage: hubmirror t [--x]\n(see 'hubmirror help t')\n"));
+	CHECK_INT(parse((const char *[]){ "--data", NULL }, flags), CLI_USAGE);
+	CHECK(strstr(said, "hubmirror: unknown option\n"));
+	CHECK_INT(parse((const char *[]){ "--keep", "0", NULL }, flags), CLI_USAGE);
+	CHECK(strstr(said, "hubmirror: --keep takes 1 to 1000\n"));
+	CHECK_INT(parse((const char *[]){ "--keep", "5x", NULL }, flags), CLI_USAGE);
+	CHECK_INT(parse((const char *[]){ "--keep", "", NULL }, flags), CLI_USAGE);
+	CHECK_INT(parse((const char *[]){ "--keep", "4294967297", NULL }, flags), CLI_USAGE);
+	CHECK_INT(keep, 2);
+	CHECK_INT(parse((const char *[]){ "--age", "-1", NULL }, flags), CLI_USAGE);
+	CHECK(strstr(said, "hubmirror: --age takes hours (0 or more)\n"));
+	CHECK_INT(parse((const char *[]){ "--rate", "5Q", NULL }, flags), CLI_USAGE);
+	CHECK(strstr(said, "hubmirror: --rate takes bytes per second (k, M, G), not '5Q'\n"));
+	CHECK_INT(parse((const char *[]){ "--size", "0", NULL }, flags), CLI_USAGE);
+	CHECK(strstr(said, "hubmirror: --size takes bytes (k, M, G, T), not '0'\n"));
+	CHECK_INT(parse((const char *[]){ "--even", "abc", NULL }, flags), CLI_USAGE);
+	CHECK(strstr(said, "hubmirror: --even takes an even word, not 'abc'\n"));
+	/* the first bad option stops the parse */
+	CHECK_INT(parse((const char *[]){ "--keep", "0", "--data", "d", NULL }, flags), CLI_USAGE);
+	CHECK(dir == NULL);
+}
+
+TEST(where_starts_each_message)
+{
+	int keep = 2;
+	const struct cli_flag flags[] = { CLI_INT("keep", &keep, 1, 1000), CLI_END };
+
+	CHECK_INT(parse_in("list:4: ", (const char *[]){ "--keep", "0", NULL }, flags), CLI_USAGE);
+	CHECK(strstr(said, "hubmirror: list:4: --keep takes 1 to 1000\n"));
+	CHECK_INT(parse_in("list:4: ", (const char *[]){ "--frob", NULL }, flags), CLI_USAGE);
+	CHECK(strstr(said, "hubmirror: list:4: unknown option\n"));
+}
+
+int main(void)
+{
+	RUN(each_kind_of_flag);
+	RUN(operands_and_the_end_of_options);
+	RUN(bad_options_are_usage_errors);
+	RUN(where_starts_each_message);
+	return test_done();
+}
