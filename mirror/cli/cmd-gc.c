@@ -2,6 +2,7 @@
  * cmd-gc.c - `hubmirror gc`: drop snapshots nothing needs and the blobs only they referenced.
  */
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -14,48 +15,30 @@
 
 int cmd_gc(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "data", required_argument, NULL, 'd' },
-		{ "keep", required_argument, NULL, 'k' },
-		{ "partial-age", required_argument, NULL, 'a' },
-		{ "dry-run", no_argument, NULL, 'n' },
-		{ "wait", no_argument, NULL, 'w' },
-		{ "json", no_argument, NULL, 'j' },
-		{ NULL, 0, NULL, 0 },
-	};
 	const struct cli_command *self = cli_find("gc");
 	struct mirror_data *data = NULL;
 	struct mirror_gc_report rep;
 	const char *dir = NULL;
-	long keep = 2, age_h = 168;
-	int c, dry = 0, wait = 0, json = 0, r = CLI_OK, e;
-	char *err = NULL, *end;
+	int keep = 2, age_h = 168, r = CLI_OK, e;
+	bool dry = false, wait = false, json = false;
+	char *err = NULL;
+	const struct cli_flag flags[] = {
+		CLI_STR("data", &dir),
+		CLI_INT("keep", &keep, 1, 1000),
+		CLI_INT_TAKES("partial-age", &age_h, 0, INT_MAX, "hours (0 or more)"),
+		CLI_BOOL("dry-run", &dry),
+		CLI_BOOL("wait", &wait),
+		CLI_BOOL("json", &json),
+		CLI_END,
+	};
 
-	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-		switch (c) {
-		case 'd': dir = optarg; break;
-		case 'n': dry = 1; break;
-		case 'w': wait = 1; break;
-		case 'j': json = 1; break;
-		case 'k':
-			keep = strtol(optarg, &end, 10);
-			if (*end || keep < 1 || keep > 1000)
-				return cli_usage_error(self, "--keep takes 1 to 1000");
-			break;
-		case 'a':
-			age_h = strtol(optarg, &end, 10);
-			if (*end || age_h < 0)
-				return cli_usage_error(self, "--partial-age takes hours (0 or more)");
-			break;
-		default:
-			return cli_usage_error(self, "unknown option");
-		}
-	}
+	if (cli_parse_flags(self, argc, argv, flags))
+		return CLI_USAGE;
 	if (optind < argc)
 		return cli_usage_error(self, "unexpected argument '%s'", argv[optind]);
 	if (cli_open_locked(dir, wait, &data))
 		return CLI_FAILED;
-	e = mirror_gc(data, (int)keep, (int64_t)age_h * 3600, dry, &rep, &err);
+	e = mirror_gc(data, keep, (int64_t)age_h * 3600, dry, &rep, &err);
 	if (e) {
 		fprintf(stderr, "hubmirror: gc: %s\n", err ? err : err_str(e));
 		r = CLI_FAILED;

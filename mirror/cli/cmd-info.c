@@ -17,30 +17,18 @@
 
 int cmd_info(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "data", required_argument, NULL, 'd' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "mirror", required_argument, NULL, 'm' },
-		{ NULL, 0, NULL, 0 },
-	};
 	const struct cli_command *self = cli_find("info");
 	const char *mirror = NULL;
 	struct mirror_data *data = NULL;
 	struct catalog_repo repo = { 0 };
 	struct hub_spec spec;
 	const char *dir = NULL;
-	int c, json = 0, r = CLI_OK, e;
+	bool json = false;
+	int r = CLI_OK, e;
+	const struct cli_flag flags[] = { CLI_STR("data", &dir), CLI_BOOL("json", &json), CLI_STR("mirror", &mirror), CLI_END };
 
-	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-		if (c == 'd')
-			dir = optarg;
-		else if (c == 'j')
-			json = 1;
-		else if (c == 'm')
-			mirror = optarg;
-		else
-			return cli_usage_error(self, "unknown option");
-	}
+	if (cli_parse_flags(self, argc, argv, flags))
+		return CLI_USAGE;
 	if (argc - optind != 1)
 		return cli_usage_error(self, "expected one repository");
 	if (hub_spec_parse(argv[optind], &spec))

@@ -41,30 +41,18 @@ static json_t *remote_list(const char *mirror)
 
 int cmd_ls(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "data", required_argument, NULL, 'd' },
-		{ "mirror", required_argument, NULL, 'm' },
-		{ "json", no_argument, NULL, 'j' },
-		{ NULL, 0, NULL, 0 },
-	};
 	const struct cli_command *self = cli_find("ls");
 	struct mirror_data *data = NULL;
 	struct catalog_repo *list = NULL;
 	const char *dir = NULL, *mirror = NULL;
 	json_t *a = NULL;
 	size_t n = 0;
-	int c, json = 0, r = CLI_OK;
+	bool json = false;
+	int r = CLI_OK;
+	const struct cli_flag flags[] = { CLI_STR("data", &dir), CLI_STR("mirror", &mirror), CLI_BOOL("json", &json), CLI_END };
 
-	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-		if (c == 'd')
-			dir = optarg;
-		else if (c == 'm')
-			mirror = optarg;
-		else if (c == 'j')
-			json = 1;
-		else
-			return cli_usage_error(self, "unknown option");
-	}
+	if (cli_parse_flags(self, argc, argv, flags))
+		return CLI_USAGE;
 	if (optind < argc)
 		return cli_usage_error(self, "unexpected argument '%s'", argv[optind]);
 	mirror = dir ? NULL : cli_mirror_url(mirror);

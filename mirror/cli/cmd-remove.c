@@ -14,20 +14,14 @@
 
 int cmd_remove(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "data", required_argument, NULL, 'd' },
-		{ NULL, 0, NULL, 0 },
-	};
 	const struct cli_command *self = cli_find("remove");
 	struct mirror_data *data = NULL;
 	const char *dir = NULL;
-	int c, r = CLI_OK;
+	int r = CLI_OK;
+	const struct cli_flag flags[] = { CLI_STR("data", &dir), CLI_END };
 
-	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-		if (c != 'd')
-			return cli_usage_error(self, "unknown option");
-		dir = optarg;
-	}
+	if (cli_parse_flags(self, argc, argv, flags))
+		return CLI_USAGE;
 	if (optind >= argc)
 		return cli_usage_error(self, "no repository given");
 	for (int i = optind; i < argc; i++) {

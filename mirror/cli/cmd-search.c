@@ -26,15 +26,6 @@ static int add_cb(void *ud, const struct catalog_repo *r)
 
 int cmd_search(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "data", required_argument, NULL, 'd' },
-		{ "mirror", required_argument, NULL, 'm' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "hub", required_argument, NULL, 'H' },
-		{ "type", required_argument, NULL, 't' },
-		{ "limit", required_argument, NULL, 'n' },
-		{ NULL, 0, NULL, 0 },
-	};
 	const struct cli_command *self = cli_find("search");
 	struct catalog_search s = { 0 };
 	int sr;
@@ -42,27 +33,21 @@ int cmd_search(int argc, char **argv)
 	const char *dir = NULL, *mirror = NULL;
 	struct buf q;
 	json_t *a = NULL;
-	int c, json = 0, r = CLI_OK;
-	long limit = 50;
+	bool json = false;
+	int limit = 50, r = CLI_OK;
 	int64_t total = 0;
-	char *end;
+	const struct cli_flag flags[] = {
+		CLI_STR("data", &dir),
+		CLI_STR("mirror", &mirror),
+		CLI_BOOL("json", &json),
+		CLI_STR("hub", &s.hub),
+		CLI_STR("type", &s.type),
+		CLI_INT("limit", &limit, 1, 1000),
+		CLI_END,
+	};
 
-	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-		switch (c) {
-		case 'd': dir = optarg; break;
-		case 'm': mirror = optarg; break;
-		case 'j': json = 1; break;
-		case 'H': s.hub = optarg; break;
-		case 't': s.type = optarg; break;
-		case 'n':
-			limit = strtol(optarg, &end, 10);
-			if (*end || limit < 1 || limit > 1000)
-				return cli_usage_error(self, "--limit takes 1 to 1000");
-			break;
-		default:
-			return cli_usage_error(self, "unknown option");
-		}
-	}
+	if (cli_parse_flags(self, argc, argv, flags))
+		return CLI_USAGE;
 	if (optind >= argc)
 		return cli_usage_error(self, "nothing to search for");
 	if ((s.hub && strcmp(s.hub, "hf") && strcmp(s.hub, "ms")) || (s.type && strcmp(s.type, "model") && strcmp(s.type, "dataset")))
@@ -76,7 +61,7 @@ int cmd_search(int argc, char **argv)
 	mirror = dir ? NULL : cli_mirror_url(mirror);
 	if (mirror) {
 		char *eq = hub_url_escape(q.data, false);
-		char *path = xasprintf("/api/catalog/repos?q=%s&limit=%ld%s%s%s%s", eq, limit, s.hub ? "&hub=" : "",
+		char *path = xasprintf("/api/catalog/repos?q=%s&limit=%d%s%s%s%s", eq, limit, s.hub ? "&hub=" : "",
 				       s.hub ? s.hub : "", s.type ? "&type=" : "", s.type ? s.type : "");
 		json_t *page = cli_mirror_get(mirror, path);
 		free(eq);

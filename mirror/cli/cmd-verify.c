@@ -15,27 +15,17 @@
 
 int cmd_verify(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "data", required_argument, NULL, 'd' },
-		{ "wait", no_argument, NULL, 'w' },
-		{ "json", no_argument, NULL, 'j' },
-		{ NULL, 0, NULL, 0 },
-	};
 	const struct cli_command *self = cli_find("verify");
 	struct mirror_data *data = NULL;
 	struct mirror_verify_report rep;
 	const char *dir = NULL;
-	int c, wait = 0, json = 0, r, e;
+	bool wait = false, json = false;
+	int r, e;
 	char *err = NULL;
+	const struct cli_flag flags[] = { CLI_STR("data", &dir), CLI_BOOL("wait", &wait), CLI_BOOL("json", &json), CLI_END };
 
-	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-		switch (c) {
-		case 'd': dir = optarg; break;
-		case 'w': wait = 1; break;
-		case 'j': json = 1; break;
-		default: return cli_usage_error(self, "unknown option");
-		}
-	}
+	if (cli_parse_flags(self, argc, argv, flags))
+		return CLI_USAGE;
 	if (optind < argc)
 		return cli_usage_error(self, "unexpected argument '%s'", argv[optind]);
 	if (cli_open_locked(dir, wait, &data))

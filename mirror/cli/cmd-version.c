@@ -21,20 +21,14 @@
 
 int cmd_version(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "json", no_argument, NULL, 'j' },
-		{ NULL, 0, NULL, 0 },
-	};
 	unsigned long hp = http_parser_version();
 	char hpver[32];
-	int json = 0, c;
+	bool json = false;
 	json_t *o;
+	const struct cli_flag flags[] = { CLI_BOOL("json", &json), CLI_END };
 
-	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-		if (c != 'j')
-			return cli_usage_error(cli_find("version"), "unknown option");
-		json = 1;
-	}
+	if (cli_parse_flags(cli_find("version"), argc, argv, flags))
+		return CLI_USAGE;
 	if (optind < argc)
 		return cli_usage_error(cli_find("version"), "unexpected argument '%s'", argv[optind]);
 
