@@ -105,21 +105,20 @@ static int repos_to_sync(struct mirror_data *data, char **specs, int nspecs, str
 	return 0;
 }
 
+/* --retry-delay SECONDS: the first backoff, above 0 and at most 600 (f->dest a double). */
+static int take_retry_delay(const struct cli_command *self, const struct cli_flag *f, const char *arg)
+{
+	char *end;
+	double v = strtod(arg, &end);
+
+	if (*end || v <= 0 || v > 600)
+		return cli_usage_error(self, "--retry-delay takes seconds, above 0 and at most 600");
+	*(double *)f->dest = v;
+	return CLI_OK;
+}
+
 int cmd_sync(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "data", required_argument, NULL, 'd' },
-		{ "hf-upstream", required_argument, NULL, 'H' },
-		{ "ms-upstream", required_argument, NULL, 'M' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "wait", no_argument, NULL, 'w' },
-		{ "jobs", required_argument, NULL, 'J' },
-		{ "max-tries", required_argument, NULL, 'T' },
-		{ "retry-delay", required_argument, NULL, 'R' },
-		{ "progress", no_argument, NULL, 'p' },
-		{ "no-progress", no_argument, NULL, 'P' },
-		{ NULL, 0, NULL, 0 },
-	};
 	const struct cli_command *self = cli_find("sync");
 	struct mirror_sync_config cfg = { 0 };
 	struct mirror_sync_report rep = { 0 };
@@ -127,8 +126,22 @@ int cmd_sync(int argc, char **argv)
 	struct catalog_repo *repos = NULL;
 	size_t n = 0;
 	const char *dir = NULL;
-	int c, json = 0, wait = 0, progress = isatty(STDERR_FILENO), r = CLI_OK, e;
+	bool json = false, wait = false, progress = isatty(STDERR_FILENO);
+	int r = CLI_OK, e;
 	char *err = NULL;
+	const struct cli_flag flags[] = {
+		CLI_STR("data", &dir),
+		CLI_STR("hf-upstream", &cfg.hf_base),
+		CLI_STR("ms-upstream", &cfg.ms_base),
+		CLI_BOOL("json", &json),
+		CLI_BOOL("wait", &wait),
+		CLI_INT("jobs", &cfg.max_parallel_files, 1, 256),
+		CLI_INT("max-tries", &cfg.http.max_tries, 1, 100),
+		CLI_FN("retry-delay", &cfg.http.backoff_base_s, take_retry_delay),
+		CLI_BOOL("progress", &progress),
+		CLI_NO("no-progress", &progress),
+		CLI_END,
+	};
 
 	cfg.hf_base = env_first("HUBMIRROR_HF_UPSTREAM", "HF_ENDPOINT");
 	cfg.ms_base = env_first("HUBMIRROR_MS_UPSTREAM", "MODELSCOPE_ENDPOINT");
@@ -138,36 +151,9 @@ int cmd_sync(int argc, char **argv)
 	if (!hub_token_valid(cfg.hf_token) || !hub_token_valid(cfg.ms_token))
 		return cli_usage_error(self, "%s holds characters no token has (spaces, ';', control bytes)",
 				       hub_token_valid(cfg.hf_token) ? "MODELSCOPE_API_TOKEN" : "HF_TOKEN");
-	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-		char *end = NULL;
-		switch (c) {
-		case 'd': dir = optarg; break;
-		case 'H': cfg.hf_base = optarg; break;
-		case 'M': cfg.ms_base = optarg; break;
-		case 'j': json = 1; break;
-		case 'w': wait = 1; break;
-		case 'p': progress = 1; break;
-		case 'P': progress = 0; break;
-		case 'J':
-			cfg.max_parallel_files = (int)strtol(optarg, &end, 10);
-			if (*end || cfg.max_parallel_files < 1 || cfg.max_parallel_files > 256)
-				return cli_usage_error(self, "--jobs takes 1 to 256");
-			break;
-		case 'T':
-			cfg.http.max_tries = (int)strtol(optarg, &end, 10);
-			if (*end || cfg.http.max_tries < 1 || cfg.http.max_tries > 100)
-				return cli_usage_error(self, "--max-tries takes 1 to 100");
-			cfg.max_file_tries = cfg.http.max_tries;
-			break;
-		case 'R':
-			cfg.http.backoff_base_s = strtod(optarg, &end);
-			if (*end || cfg.http.backoff_base_s <= 0 || cfg.http.backoff_base_s > 600)
-				return cli_usage_error(self, "--retry-delay takes seconds, above 0 and at most 600");
-			break;
-		default:
-			return cli_usage_error(self, "unknown option");
-		}
-	}
+	if (cli_parse_flags(self, argc, argv, flags))
+		return CLI_USAGE;
+	cfg.max_file_tries = cfg.http.max_tries; /* --max-tries bounds a file's attempts too */
 	for (int i = optind; i < argc; i++) {
 		struct hub_spec s;
 		if (hub_spec_parse(argv[i], &s))
