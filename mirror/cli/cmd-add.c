@@ -31,6 +31,7 @@ struct add_item {
 };
 
 struct add_opts {
+	const char *where;      /* "" on the command line, "FILE:LINE: " in a list file: starts messages */
 	const char *data;
 	const char *from;
 	const char *revision;
@@ -38,17 +39,6 @@ struct add_opts {
 	json_t *exclude;
 	bool prefer_safetensors;
 	bool open;
-};
-
-static const struct option add_longopts[] = {
-	{ "prefer-safetensors", no_argument, NULL, 'S' },
-	{ "open", no_argument, NULL, 'O' },
-	{ "data", required_argument, NULL, 'd' },
-	{ "from", required_argument, NULL, 'f' },
-	{ "revision", required_argument, NULL, 'r' },
-	{ "include", required_argument, NULL, 'i' },
-	{ "exclude", required_argument, NULL, 'x' },
-	{ NULL, 0, NULL, 0 },
 };
 
 /* A glob is matched against repo-relative paths; it must be a sane, non-empty pattern. */
@@ -64,45 +54,47 @@ static int check_glob(const char *g)
 	return 0;
 }
 
-/* Parse options from argv into o (getopt state must be reset by the caller). where names the source
- * for messages ("" or "FILE:LINE: "). Returns CLI_OK or CLI_USAGE (message printed). */
-static int parse_opts(int argc, char **argv, struct add_opts *o, const char *where, int allow_global)
+/* --data and --from (f->dest the struct add_opts): on the command line, not in a list file. */
+static int take_global(const struct cli_command *self, const struct cli_flag *f, const char *arg)
 {
-	const struct cli_command *self = cli_find("add");
-	int c;
+	struct add_opts *o = f->dest;
 
-	while ((c = getopt_long(argc, argv, "", add_longopts, NULL)) != -1) {
-		switch (c) {
-		case 'd':
-		case 'f':
-			if (!allow_global)
-				return cli_usage_error(NULL, "%s--%s is not allowed in a list file", where,
-						       c == 'd' ? "data" : "from");
-			if (c == 'd')
-				o->data = optarg;
-			else
-				o->from = optarg;
-			break;
-		case 'r':
-			o->revision = optarg;
-			break;
-		case 'S':
-			o->prefer_safetensors = true;
-			break;
-		case 'O':
-			o->open = true;
-			break;
-		case 'i':
-		case 'x':
-			if (check_glob(optarg))
-				return cli_usage_error(self, "%sbad glob '%s'", where, optarg);
-			json_array_append_new(c == 'i' ? o->include : o->exclude, json_string(optarg));
-			break;
-		default:
-			return cli_usage_error(self, "%sunknown option", where);
-		}
-	}
+	if (*o->where)
+		return cli_usage_error(NULL, "%s--%s is not allowed in a list file", o->where, f->name);
+	if (!strcmp(f->name, "data"))
+		o->data = arg;
+	else
+		o->from = arg;
 	return CLI_OK;
+}
+
+/* --include and --exclude (f->dest the struct add_opts): a glob more for their list. */
+static int take_glob(const struct cli_command *self, const struct cli_flag *f, const char *arg)
+{
+	struct add_opts *o = f->dest;
+
+	if (check_glob(arg))
+		return cli_usage_error(self, "%sbad glob '%s'", o->where, arg);
+	json_array_append_new(!strcmp(f->name, "include") ? o->include : o->exclude, json_string(arg));
+	return CLI_OK;
+}
+
+/* Parse options from argv into o (getopt state must be reset by the caller). Returns CLI_OK or
+ * CLI_USAGE (message printed). */
+static int parse_opts(int argc, char **argv, struct add_opts *o)
+{
+	const struct cli_flag flags[] = {
+		CLI_BOOL("prefer-safetensors", &o->prefer_safetensors),
+		CLI_BOOL("open", &o->open),
+		CLI_FN("data", o, take_global),
+		CLI_FN("from", o, take_global),
+		CLI_STR("revision", &o->revision),
+		CLI_FN("include", o, take_glob),
+		CLI_FN("exclude", o, take_glob),
+		CLI_END,
+	};
+
+	return cli_parse_flags_in(cli_find("add"), o->where, argc, argv, flags);
 }
 
 /* Turn one SPEC plus options into an item. Returns CLI_OK or CLI_USAGE (message printed). */
@@ -179,7 +171,7 @@ static int read_list(const char *file, struct add_item **items, size_t *nitems)
 	}
 	while (getline(&line, &cap, f) >= 0) {
 		char *words[64], where[512];
-		struct add_opts o = { 0 };
+		struct add_opts o = { .where = where };
 		int n;
 
 		lineno++;
@@ -196,7 +188,7 @@ static int read_list(const char *file, struct add_item **items, size_t *nitems)
 		o.exclude = json_array();
 		optind = 0;
 		opterr = 0;
-		r = parse_opts(n + 1, words, &o, where, 0);
+		r = parse_opts(n + 1, words, &o);
 		if (r == CLI_OK && optind != n)
 			r = cli_usage_error(NULL, "%sexpected one SPEC per line", where);
 		if (r == CLI_OK) {
@@ -225,7 +217,7 @@ static int read_list(const char *file, struct add_item **items, size_t *nitems)
 int cmd_add(int argc, char **argv)
 {
 	const struct cli_command *self = cli_find("add");
-	struct add_opts o = { 0 };
+	struct add_opts o = { .where = "" };
 	struct add_item *items = NULL;
 	struct mirror_data *data = NULL;
 	size_t n = 0, added = 0, updated = 0;
@@ -233,7 +225,7 @@ int cmd_add(int argc, char **argv)
 
 	o.include = json_array();
 	o.exclude = json_array();
-	r = parse_opts(argc, argv, &o, "", 1);
+	r = parse_opts(argc, argv, &o);
 	if (r != CLI_OK)
 		goto out;
 	if (o.from) {
