@@ -138,13 +138,12 @@ struct cli_agent_opts {
 	const char *hf, *ms;                    /* hub caches to link into (NULL: the defaults) */
 	bool no_hf, no_ms;
 };
-/* Their getopt entries (short codes m c H N S n l s), and cli_agent_opt to take one (1 if it did). */
-#define CLI_AGENT_OPTIONS \
-	{ "mirror", required_argument, NULL, 'm' }, { "cache", required_argument, NULL, 'c' }, \
-	{ "hf-cache", required_argument, NULL, 'H' }, { "no-hf-cache", no_argument, NULL, 'N' }, \
-	{ "ms-cache", required_argument, NULL, 'S' }, { "no-ms-cache", no_argument, NULL, 'n' }, \
-	{ "listen", required_argument, NULL, 'l' }, { "socket", required_argument, NULL, 's' }
-int cli_agent_opt(struct cli_agent_opts *o, int c, const char *arg);
+/* Their options, into *o: entries of a struct cli_flag table. */
+#define CLI_AGENT_FLAGS(o) \
+	CLI_STR("mirror", &(o)->mirror), CLI_STR("cache", &(o)->cache), \
+	CLI_STR("hf-cache", &(o)->hf), CLI_BOOL("no-hf-cache", &(o)->no_hf), \
+	CLI_STR("ms-cache", &(o)->ms), CLI_BOOL("no-ms-cache", &(o)->no_ms), \
+	CLI_STR("listen", &(o)->listen), CLI_STR("socket", &(o)->socket)
 /* The body of a request about spec: mirror, token, and the hub caches to link into. New reference. */
 struct json_t *cli_agent_request(const char *spec, const struct cli_agent_opts *o);
 /* POST req to the agent (starting one when none answers, if o->mirror is set): CLI_OK with *ans (a new

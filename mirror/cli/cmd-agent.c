@@ -99,47 +99,29 @@ static int stop_agent(const char *socket)
 
 int cmd_agent(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "mirror", required_argument, NULL, 'm' },
-		{ "cache", required_argument, NULL, 'c' },
-		{ "socket", required_argument, NULL, 's' },
-		{ "listen", required_argument, NULL, 'l' },
-		{ "upload-limit", required_argument, NULL, 'U' },
-		{ "cache-size", required_argument, NULL, 'C' },
-		{ "http", required_argument, NULL, 'h' },
-		{ "foreground", no_argument, NULL, 'f' },
-		{ "stop", no_argument, NULL, 'S' },
-		{ NULL, 0, NULL, 0 },
-	};
 	const struct cli_command *self = cli_find("agent");
 	struct agent_config cfg = { 0 };
 	const char *mirror_opt = NULL;
 	bool foreground = false, stop = false;
 	char *err = NULL;
-	int c, r;
+	int r;
+	const struct cli_flag flags[] = {
+		CLI_STR("mirror", &mirror_opt),
+		CLI_STR("cache", &cfg.cache_dir),
+		CLI_STR("socket", &cfg.socket_path),
+		CLI_STR("listen", &cfg.listen),
+		CLI_RATE("upload-limit", &cfg.upload_limit),
+		CLI_SIZE("cache-size", &cfg.cache_size, 1),
+		CLI_STR("http", &cfg.http),
+		CLI_BOOL("foreground", &foreground),
+		CLI_BOOL("stop", &stop),
+		CLI_END,
+	};
 
 	cfg.cache_dir = getenv("HUBMIRROR_CACHE");
 	cfg.socket_path = agent_socket_default();
-	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-		switch (c) {
-		case 'm': mirror_opt = optarg; break;
-		case 'c': cfg.cache_dir = optarg; break;
-		case 's': cfg.socket_path = optarg; break;
-		case 'l': cfg.listen = optarg; break;
-		case 'U':
-			if (cli_parse_rate(optarg, &cfg.upload_limit))
-				return cli_usage_error(self, "--upload-limit takes bytes per second (k, M, G), not '%s'", optarg);
-			break;
-		case 'C':
-			if (cli_parse_size(optarg, &cfg.cache_size) || cfg.cache_size <= 0)
-				return cli_usage_error(self, "--cache-size takes bytes (k, M, G, T), not '%s'", optarg);
-			break;
-		case 'h': cfg.http = optarg; break;
-		case 'f': foreground = true; break;
-		case 'S': stop = true; break;
-		default: return cli_usage_error(self, "unknown option");
-		}
-	}
+	if (cli_parse_flags(self, argc, argv, flags))
+		return CLI_USAGE;
 	if (optind < argc)
 		return cli_usage_error(self, "unexpected argument '%s'", argv[optind]);
 	if (stop)
@@ -187,26 +169,17 @@ static void print_status(json_t *st)
 
 int cmd_status(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "socket", required_argument, NULL, 's' },
-		{ "json", no_argument, NULL, 'j' },
-		{ NULL, 0, NULL, 0 },
-	};
 	const struct cli_command *self = cli_find("status");
 	const char *socket = agent_socket_default();
 	bool as_json = false;
 	json_t *st = NULL;
 	char *err = NULL;
 	long status = 0;
-	int c, r;
+	int r;
+	const struct cli_flag flags[] = { CLI_STR("socket", &socket), CLI_BOOL("json", &as_json), CLI_END };
 
-	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-		switch (c) {
-		case 's': socket = optarg; break;
-		case 'j': as_json = true; break;
-		default: return cli_usage_error(self, "unknown option");
-		}
-	}
+	if (cli_parse_flags(self, argc, argv, flags))
+		return CLI_USAGE;
 	if (optind < argc)
 		return cli_usage_error(self, "unexpected argument '%s'", argv[optind]);
 	r = agent_call(socket, "/v1/status", NULL, 30, &status, &st, &err);

@@ -127,37 +127,19 @@ int cli_agent_post(const struct cli_agent_opts *o, const char *path, json_t *req
 	return CLI_OK;
 }
 
-/* The options mount and pull share; returns 1 if c was one of them. */
-int cli_agent_opt(struct cli_agent_opts *o, int c, const char *arg)
-{
-	switch (c) {
-	case 'm': o->mirror = arg; break;
-	case 'c': o->cache = arg; break;
-	case 'H': o->hf = arg; break;
-	case 'N': o->no_hf = true; break;
-	case 'S': o->ms = arg; break;
-	case 'n': o->no_ms = true; break;
-	case 'l': o->listen = arg; break;
-	case 's': o->socket = arg; break;
-	default: return 0;
-	}
-	return 1;
-}
-
 int cmd_mount(int argc, char **argv)
 {
-	static const struct option opts[] = { CLI_AGENT_OPTIONS, { NULL, 0, NULL, 0 } };
 	const struct cli_command *self = cli_find("mount");
 	struct cli_agent_opts o = { .command = "mount", .socket = agent_socket_default() };
 	const char *hf, *ms;
 	struct hub_spec spec;
 	json_t *ans = NULL, *req;
 	char *dir;
-	int c, r;
+	int r;
+	const struct cli_flag flags[] = { CLI_AGENT_FLAGS(&o), CLI_END };
 
-	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1)
-		if (!cli_agent_opt(&o, c, optarg))
-			return cli_usage_error(self, "unknown option");
+	if (cli_parse_flags(self, argc, argv, flags))
+		return CLI_USAGE;
 	if (optind >= argc || argc - optind > 2)
 		return cli_usage_error(self, "give a SPEC (and a folder)");
 	if (hub_spec_parse(argv[optind], &spec))
@@ -213,22 +195,16 @@ static int unmount_direct(const char *dir)
 
 int cmd_umount(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "socket", required_argument, NULL, 's' },
-		{ NULL, 0, NULL, 0 },
-	};
 	const struct cli_command *self = cli_find("umount");
 	const char *socket = agent_socket_default();
 	char *dir, *body, *err = NULL;
 	json_t *ans = NULL, *req;
 	long status = 0;
-	int c, r;
+	int r;
+	const struct cli_flag flags[] = { CLI_STR("socket", &socket), CLI_END };
 
-	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-		if (c != 's')
-			return cli_usage_error(self, "unknown option");
-		socket = optarg;
-	}
+	if (cli_parse_flags(self, argc, argv, flags))
+		return CLI_USAGE;
 	if (argc - optind != 1)
 		return cli_usage_error(self, "give the folder to unmount");
 	dir = absolute(argv[optind]);

@@ -115,28 +115,17 @@ static int follow(const char *socket, json_t *want, bool as_json)
 
 int cmd_pull(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		CLI_AGENT_OPTIONS,
-		{ "pin", no_argument, NULL, 'p' },
-		{ "json", no_argument, NULL, 'j' },
-		{ NULL, 0, NULL, 0 },
-	};
 	const struct cli_command *self = cli_find("pull");
 	struct cli_agent_opts o = { .command = "pull", .socket = agent_socket_default() };
 	bool pin = false, as_json = false;
 	json_t *want = json_array(), *ans, *w;
 	size_t i;
-	int c, r = CLI_OK;
+	int r = CLI_OK;
+	const struct cli_flag flags[] = { CLI_AGENT_FLAGS(&o), CLI_BOOL("pin", &pin), CLI_BOOL("json", &as_json), CLI_END };
 
-	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-		if (c == 'p')
-			pin = true;
-		else if (c == 'j')
-			as_json = true;
-		else if (!cli_agent_opt(&o, c, optarg)) {
-			json_decref(want);
-			return cli_usage_error(self, "unknown option");
-		}
+	if (cli_parse_flags(self, argc, argv, flags)) {
+		json_decref(want);
+		return CLI_USAGE;
 	}
 	if (optind >= argc) {
 		json_decref(want);
