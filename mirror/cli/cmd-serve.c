@@ -14,96 +14,46 @@
 #include "mirror/data.h"
 #include "mirror/serve/serve.h"
 
-/* Seconds (fractions allowed) to milliseconds; 0 when not a number in (0, 86400]. */
-static unsigned parse_timeout(const char *s)
+/* --auth open|listed|all into an access mode (f->dest an int). */
+static int take_auth(const struct cli_command *self, const struct cli_flag *f, const char *arg)
 {
-	char *end;
-	double v = strtod(s, &end);
+	int *auth = f->dest;
 
-	if (end == s || *end || !(v > 0) || v > 86400)
-		return 0;
-	return v * 1000 < 1 ? 1 : (unsigned)(v * 1000);
+	if (!strcmp(arg, "open"))
+		*auth = ACCESS_OPEN;
+	else if (!strcmp(arg, "listed"))
+		*auth = ACCESS_LISTED;
+	else if (!strcmp(arg, "all"))
+		*auth = ACCESS_ALL;
+	else
+		return cli_usage_error(self, "--auth takes open, listed or all");
+	return CLI_OK;
 }
 
-/* One option of serve's command line into *cfg (and the auth mode, the access log path). Returns 0,
- * or CLI_USAGE after saying what is wrong. */
-static int serve_option(const struct cli_command *self, int c, const char *arg, struct mirror_serve_config *cfg,
-			int *auth, const char **access)
+/* --sync-every 90, 15m or 6h: seconds, up to 30 days (f->dest a double). */
+static int take_every(const struct cli_command *self, const struct cli_flag *f, const char *arg)
 {
-	switch (c) {
-	case 'd': cfg->data_dir = arg; break;
-	case 'l': cfg->listen = arg; break;
-	case 's': cfg->sync_at = arg; break;
-	case 'K': cfg->tokens_file = arg; break;
-	case 'A':
-		if (!strcmp(arg, "open"))
-			*auth = ACCESS_OPEN;
-		else if (!strcmp(arg, "listed"))
-			*auth = ACCESS_LISTED;
-		else if (!strcmp(arg, "all"))
-			*auth = ACCESS_ALL;
-		else
-			return cli_usage_error(self, "--auth takes open, listed or all");
-		break;
-	case 'E': {
-		char *end;
-		double v = strtod(arg, &end);
-		double mult = !*end ? 1 : !strcmp(end, "s") ? 1 : !strcmp(end, "m") ? 60 : !strcmp(end, "h") ? 3600 : -1;
-		if (end == arg || mult < 0 || v <= 0 || v * mult > 30 * 86400)
-			return cli_usage_error(self, "--sync-every takes a duration like 90, 15m or 6h, not '%s'", arg);
-		cfg->sync_every_s = v * mult;
-		break;
-	}
-	case 'H': cfg->hf_upstream = arg; break;
-	case 'M': cfg->ms_upstream = arg; break;
-	case 'a': *access = arg; break;
-	case 'r': cfg->ready_file = arg; break;
-	case 'P': cfg->p2p_listen = arg; break;
-	case 'S': cfg->p2p_super_seed = true; break;
-	case 'X': cfg->trusted_proxies = arg; break;
-	case 'C': {
-		char *end;
-		long v = strtol(arg, &end, 10);
-		if (end == arg || *end || v < 1 || v > 1000000)
-			return cli_usage_error(self, "--max-connections takes a number, 1 to 1000000");
-		cfg->max_connections = (size_t)v;
-		break;
-	}
-	case 'B': {
-		char *end;
-		long v = strtol(arg, &end, 10);
-		if (end == arg || *end || v < 1 || v > 60000)
-			return cli_usage_error(self, "--search-budget takes milliseconds, 1 to 60000");
-		cfg->search_budget_ms = (int)v;
-		break;
-	}
-	case 'R': {
-		unsigned ms = parse_timeout(arg);
-		if (!ms)
-			return cli_usage_error(self, "--p2p-rescan takes seconds, above 0 and at most 86400");
-		cfg->p2p_rescan_ms = ms;
-		break;
-	}
-	case 'U':
-		if (cli_parse_rate(arg, &cfg->p2p_upload_limit))
-			return cli_usage_error(self, "--p2p-upload-limit takes bytes per second (k, M, G), not '%s'", arg);
-		break;
-	case 'T': case 'I': case 'W': {
-		unsigned ms = parse_timeout(arg);
-		if (!ms)
-			return cli_usage_error(self, "--%s-timeout takes seconds, above 0 and at most 86400",
-					       c == 'T' ? "header" : c == 'I' ? "idle" : "write");
-		if (c == 'T')
-			cfg->header_timeout_ms = ms;
-		else if (c == 'I')
-			cfg->idle_timeout_ms = ms;
-		else
-			cfg->write_timeout_ms = ms;
-		break;
-	}
-	default: return cli_usage_error(self, "unknown option");
-	}
-	return 0;
+	char *end;
+	double v = strtod(arg, &end);
+	double mult = !*end ? 1 : !strcmp(end, "s") ? 1 : !strcmp(end, "m") ? 60 : !strcmp(end, "h") ? 3600 : -1;
+
+	if (end == arg || mult < 0 || v <= 0 || v * mult > 30 * 86400)
+		return cli_usage_error(self, "--sync-every takes a duration like 90, 15m or 6h, not '%s'", arg);
+	*(double *)f->dest = v * mult;
+	return CLI_OK;
+}
+
+/* The timeouts and --p2p-rescan: seconds (fractions allowed) in (0, 86400] to milliseconds (f->dest
+ * an unsigned). */
+static int take_timeout(const struct cli_command *self, const struct cli_flag *f, const char *arg)
+{
+	char *end;
+	double v = strtod(arg, &end);
+
+	if (end == arg || *end || !(v > 0) || v > 86400)
+		return cli_usage_error(self, "--%s takes seconds, above 0 and at most 86400", f->name);
+	*(unsigned *)f->dest = v * 1000 < 1 ? 1 : (unsigned)(v * 1000);
+	return CLI_OK;
 }
 
 /* What the options mean together: the auth mode, addresses, times. Returns 0 or CLI_USAGE. */
@@ -127,42 +77,42 @@ static int serve_check(const struct cli_command *self, struct mirror_serve_confi
 
 int cmd_serve(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "data", required_argument, NULL, 'd' },
-		{ "listen", required_argument, NULL, 'l' },
-		{ "sync-at", required_argument, NULL, 's' },
-		{ "sync-every", required_argument, NULL, 'E' },
-		{ "tokens", required_argument, NULL, 'K' },
-		{ "auth", required_argument, NULL, 'A' },
-		{ "hf-upstream", required_argument, NULL, 'H' },
-		{ "ms-upstream", required_argument, NULL, 'M' },
-		{ "access-log", required_argument, NULL, 'a' },
-		{ "ready-file", required_argument, NULL, 'r' },
-		{ "header-timeout", required_argument, NULL, 'T' },
-		{ "idle-timeout", required_argument, NULL, 'I' },
-		{ "write-timeout", required_argument, NULL, 'W' },
-		{ "p2p-listen", required_argument, NULL, 'P' },
-		{ "p2p-upload-limit", required_argument, NULL, 'U' },
-		{ "p2p-rescan", required_argument, NULL, 'R' },
-		{ "p2p-super-seed", no_argument, NULL, 'S' },
-		{ "search-budget", required_argument, NULL, 'B' },
-		{ "max-connections", required_argument, NULL, 'C' },
-		{ "trusted-proxy", required_argument, NULL, 'X' },
-		{ NULL, 0, NULL, 0 },
-	};
 	const struct cli_command *self = cli_find("serve");
 	struct mirror_serve_config cfg = { 0 };
 	const char *access = NULL;
 	char exe[4096], *err = NULL;
 	size_t exelen = sizeof(exe);
-	int c, r, auth = -1;
+	int r, auth = -1, max_connections = 0;
+	const struct cli_flag flags[] = {
+		CLI_STR("data", &cfg.data_dir),
+		CLI_STR("listen", &cfg.listen),
+		CLI_STR("sync-at", &cfg.sync_at),
+		CLI_FN("sync-every", &cfg.sync_every_s, take_every),
+		CLI_STR("tokens", &cfg.tokens_file),
+		CLI_FN("auth", &auth, take_auth),
+		CLI_STR("hf-upstream", &cfg.hf_upstream),
+		CLI_STR("ms-upstream", &cfg.ms_upstream),
+		CLI_STR("access-log", &access),
+		CLI_STR("ready-file", &cfg.ready_file),
+		CLI_FN("header-timeout", &cfg.header_timeout_ms, take_timeout),
+		CLI_FN("idle-timeout", &cfg.idle_timeout_ms, take_timeout),
+		CLI_FN("write-timeout", &cfg.write_timeout_ms, take_timeout),
+		CLI_STR("p2p-listen", &cfg.p2p_listen),
+		CLI_RATE("p2p-upload-limit", &cfg.p2p_upload_limit),
+		CLI_FN("p2p-rescan", &cfg.p2p_rescan_ms, take_timeout),
+		CLI_BOOL("p2p-super-seed", &cfg.p2p_super_seed),
+		CLI_INT_TAKES("search-budget", &cfg.search_budget_ms, 1, 60000, "milliseconds, 1 to 60000"),
+		CLI_INT_TAKES("max-connections", &max_connections, 1, 1000000, "a number, 1 to 1000000"),
+		CLI_STR("trusted-proxy", &cfg.trusted_proxies),
+		CLI_END,
+	};
 
 	cfg.data_dir = mirror_data_default_dir();
 	cfg.listen = getenv("HUBMIRROR_LISTEN") ? getenv("HUBMIRROR_LISTEN") : "0.0.0.0:8080";
 	cfg.p2p_listen = getenv("HUBMIRROR_P2P_LISTEN") ? getenv("HUBMIRROR_P2P_LISTEN") : "0.0.0.0:6881";
-	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1)
-		if ((r = serve_option(self, c, optarg, &cfg, &auth, &access)) != 0)
-			return r;
+	if (cli_parse_flags(self, argc, argv, flags))
+		return CLI_USAGE;
+	cfg.max_connections = (size_t)max_connections;
 	if (optind < argc)
 		return cli_usage_error(self, "unexpected argument '%s'", argv[optind]);
 	if ((r = serve_check(self, &cfg, auth)) != 0)
