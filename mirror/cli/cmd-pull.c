@@ -133,11 +133,15 @@ int cmd_pull(int argc, char **argv)
 	}
 	for (int k = optind; k < argc; k++) {
 		struct hub_spec spec;
-		if (hub_spec_parse(argv[k], &spec) || !strchr(spec.name, '/')) {
+		bool ok = !hub_spec_parse(argv[k], &spec);
+		if (ok) {
+			ok = strchr(spec.name, '/') != NULL; /* org/name: a bare legacy name has no snapshot torrent */
+			hub_spec_release(&spec);
+		}
+		if (!ok) {
 			json_decref(want);
 			return cli_usage_error(self, "'%s' is not a SPEC like hf:org/name[@rev]", argv[k]);
 		}
-		hub_spec_release(&spec);
 	}
 	o.mirror = cli_mirror_url(o.mirror);
 	for (int k = optind; k < argc && !r; k++) {
