@@ -39,6 +39,7 @@ struct add_opts {
 	json_t *exclude;
 	bool prefer_safetensors;
 	bool open;
+	bool preheat;
 };
 
 /* A glob is matched against repo-relative paths; it must be a sane, non-empty pattern. */
@@ -86,6 +87,7 @@ static int parse_opts(int argc, char **argv, struct add_opts *o)
 	const struct cli_flag flags[] = {
 		CLI_BOOL("prefer-safetensors", &o->prefer_safetensors),
 		CLI_BOOL("open", &o->open),
+		CLI_BOOL("preheat", &o->preheat),
 		CLI_FN("data", o, take_global),
 		CLI_FN("from", o, take_global),
 		CLI_STR("revision", &o->revision),
@@ -127,6 +129,8 @@ static int make_item(const char *spec, const struct add_opts *o, const char *whe
 			json_object_set_new(opts, "prefer_safetensors", json_true());
 		if (o->open)
 			json_object_set_new(opts, "open", json_true());
+		if (o->preheat)
+			json_object_set_new(opts, "preheat", json_true());
 		it->options = json_dumps(opts, JSON_COMPACT | JSON_SORT_KEYS);
 		json_decref(opts);
 	}
@@ -230,7 +234,7 @@ int cmd_add(int argc, char **argv)
 		goto out;
 	if (o.from) {
 		if (optind < argc || o.revision || json_array_size(o.include) || json_array_size(o.exclude) ||
-		    o.prefer_safetensors || o.open) {
+		    o.prefer_safetensors || o.open || o.preheat) {
 			r = cli_usage_error(self, "--from takes no SPEC or options on the command line");
 			goto out;
 		}

@@ -102,7 +102,7 @@ int cmd_agent(int argc, char **argv)
 	const struct cli_command *self = cli_find("agent");
 	struct agent_config cfg = { 0 };
 	const char *mirror_opt = NULL;
-	bool foreground = false, stop = false;
+	bool foreground = false, stop = false, preheat = false;
 	char *err = NULL;
 	int r;
 	const struct cli_flag flags[] = {
@@ -113,6 +113,8 @@ int cmd_agent(int argc, char **argv)
 		CLI_RATE("upload-limit", &cfg.upload_limit),
 		CLI_SIZE("cache-size", &cfg.cache_size, 1),
 		CLI_STR("http", &cfg.http),
+		CLI_BOOL("preheat", &preheat),
+		CLI_INT("preheat-every", &cfg.preheat_every_s, 1, 86400),
 		CLI_BOOL("foreground", &foreground),
 		CLI_BOOL("stop", &stop),
 		CLI_END,
@@ -127,6 +129,10 @@ int cmd_agent(int argc, char **argv)
 	if (stop)
 		return stop_agent(cfg.socket_path);
 	cfg.mirror = cli_mirror_url(mirror_opt);
+	if (preheat && !cfg.preheat_every_s)
+		cfg.preheat_every_s = 300;
+	else if (!preheat)
+		cfg.preheat_every_s = 0;
 	if (!cfg.cache_dir || !*cfg.cache_dir)
 		cfg.cache_dir = "/var/cache/hubmirror";
 	if (!foreground)

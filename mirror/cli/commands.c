@@ -9,7 +9,7 @@
 const struct cli_command cli_commands[] = {
 	{ "add", cmd_add,
 	  "add [--data DIR] [--revision REV] [--include GLOB]... [--exclude GLOB]... [--prefer-safetensors]\n"
-	  "       [--open] SPEC...\n"
+	  "       [--open] [--preheat] SPEC...\n"
 	  "       hubmirror add [--data DIR] --from FILE",
 	  "track repositories for the mirror to sync",
 	  "SPEC is hf:ORG/NAME, hf:datasets/ORG/NAME, ms:ORG/NAME or ms:datasets/ORG/NAME, optionally\n"
@@ -23,6 +23,8 @@ const struct cli_command cli_commands[] = {
 	  "                    formats (*.bin *.pt *.pth *.h5 *.msgpack *.ckpt *.ot)\n"
 	  "  --open            serve the content of a repo that is gated upstream to every client of\n"
 	  "                    this mirror (the operator has cleared its license for them)\n"
+	  "  --preheat         have agents started with --preheat fetch each new snapshot in the\n"
+	  "                    background, so the swarm is warm before the first instance needs it\n"
 	  "  --from FILE       read one SPEC per line, each followed by its own options; '#' comments.\n"
 	  "                    All lines are checked first: one bad line adds nothing. FILE - is stdin.\n" },
 	{ "gc", cmd_gc, "gc [--data DIR] [--keep N] [--partial-age HOURS] [--dry-run] [--wait] [--json]",
@@ -67,7 +69,7 @@ const struct cli_command cli_commands[] = {
 	  "  --json         print a JSON array\n" },
 	{ "agent", cmd_agent,
 	  "agent [--mirror URL] [--cache DIR] [--cache-size SIZE] [--socket PATH] [--listen ADDR]\n"
-	  "      [--upload-limit RATE] [--http HOST:PORT]\n"
+	  "      [--upload-limit RATE] [--http HOST:PORT] [--preheat [--preheat-every S]]\n"
 	  "      [--foreground]\n"
 	  "       hubmirror agent --stop [--socket PATH]",
 	  "run the instance agent: one process for every mount, the swarm session and the cache",
@@ -86,6 +88,8 @@ const struct cli_command cli_commands[] = {
 	  "  --http HOST:PORT    the local hub endpoint: the Hugging Face and ModelScope APIs of the mirror\n"
 	  "                      on this instance, file bytes through the swarm and the cache\n"
 	  "                      (HF_ENDPOINT=http://HOST:PORT)\n"
+	  "  --preheat           fetch in the background what the mirror marks to preheat (add --preheat),\n"
+	  "                      asking every 300 s or --preheat-every S\n"
 	  "  --foreground        stay in the foreground (for systemd)\n"
 	  "  --stop              ask the running agent to unmount everything and end\n" },
 	{ "mount", cmd_mount,

@@ -78,6 +78,7 @@ int mirror__route_announce(struct mirror_routes *rt, struct httpd_req *req, cons
 int mirror__route_webseed(struct mirror_routes *rt, struct httpd_req *req, const char *rest, const char *arg);
 int mirror__route_kseed(struct mirror_routes *rt, struct httpd_req *req, const char *rest, const char *arg);
 int mirror__route_torrent(struct mirror_routes *rt, struct httpd_req *req, const char *rest, const char *arg);
+int mirror__route_preheat(struct mirror_routes *rt, struct httpd_req *req, const char *rest, const char *arg);
 struct catalog_repo;
 json_t *mirror__swarm_json(struct mirror_routes *rt, int64_t snapshot_id, const struct catalog_repo *repo,
 			   const char *base);

@@ -469,6 +469,40 @@ int mirror__route_kseed(struct mirror_routes *rt, struct httpd_req *req, const c
 	return 0;
 }
 
+/* GET /api/p2p/preheat: the snapshots the operator marked to pre-distribute (add --preheat), the
+ * followed revision of each, as far as anyone may read them: agents started with --preheat fetch them
+ * in the background, so the swarm is warm before the first real use. A guarded repo is left out
+ * (its swarm needs a token's capability; an agent pulls it with one). */
+int mirror__route_preheat(struct mirror_routes *rt, struct httpd_req *req, const char *rest, const char *arg)
+{
+	struct catalog_repo *list = NULL;
+	json_t *out = json_array();
+	size_t n = 0;
+
+	(void)rest;
+	(void)arg;
+	if (catalog_repo_list(rt->data->catalog, &list, &n)) {
+		json_decref(out);
+		mirror__respond_json(req, 500, json_pack("{s:s}", "error", "catalog error"));
+		return 0;
+	}
+	for (size_t i = 0; i < n; i++) {
+		const struct catalog_repo *r = &list[i];
+		json_t *o = json_loads(r->options ? r->options : "{}", 0, NULL);
+		if (json_is_true(json_object_get(o, "preheat")) && r->head_commit && anon_ok(rt, r) &&
+		    mirror_access_content_open(rt->access, r)) {
+			char *spec = xasprintf("%s:%s%s", r->hub, strcmp(r->type, "dataset") ? "" : "datasets/", r->name);
+			json_array_append_new(out, json_pack("{s:s, s:s, s:s}", "spec", spec, "revision", r->follow_rev,
+							     "commit", r->head_commit));
+			free(spec);
+		}
+		json_decref(o);
+	}
+	catalog_repo_list_free(list, n);
+	mirror__respond_json(req, 200, json_pack("{s:o}", "snapshots", out));
+	return 0;
+}
+
 int mirror__route_torrent(struct mirror_routes *rt, struct httpd_req *req, const char *rest, const char *arg)
 {
 	(void)arg;

@@ -73,6 +73,9 @@ struct agent {
 	char **drop;                    /* what dropped snapshots leave, deleted by the next sizing job */
 	size_t ndrop;
 	bool over_said;                 /* "over its size, nothing to drop" was logged */
+	/* preheat (preheat.c) */
+	bool preheating;                /* a preheat job runs */
+	int64_t preheated_at;           /* when the last one ended */
 };
 
 /* The control API's handler (control.c). */
@@ -87,6 +90,9 @@ void agent_snap_free(struct snap *s);
  * agent_evict_now makes the next tick measure. */
 void agent_evict_tick(struct agent *a);
 void agent_evict_now(struct agent *a);
+
+/* agent --preheat: from the tick, when due, fetch what the mirror marks to preheat (preheat.c). */
+void agent_preheat_tick(struct agent *a);
 
 /* Ask mirror (with token, may be NULL) for spec's snapshot: the description (commit, ref, name,
  * files with sha256; *meta, a new reference) and the torrent of that commit (*tor, malloc'd). Blocking:

@@ -325,6 +325,7 @@ static void on_tick(uv_timer_t *t)
 		}
 	}
 	agent_evict_tick(a);
+	agent_preheat_tick(a);
 }
 
 /* ---- start and stop ------------------------------------------------------------------------------ */

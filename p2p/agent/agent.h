@@ -34,6 +34,7 @@ struct agent_config {
 					 * 0: no limit */
 	int read_timeout_s;             /* a mount's read waits this long for its pieces; 0: 600 */
 	const char *http;               /* the local hub endpoint's HOST:PORT (docs/agent.md); NULL: none */
+	int preheat_every_s;            /* fetch what the mirror marks to preheat, this often; 0: never */
 };
 
 /*
