@@ -565,25 +565,19 @@ static int any_cb(void *ud, const struct catalog_entry *e)
 	return 1;
 }
 
-static void hf_paths_info(struct hfreq *h, const char *rev)
+/* The paths a paths-info body names (JSON or a form), and its expand flag. */
+static json_t *paths_parse(const char *body, size_t blen, bool json, bool *expand)
 {
-	size_t blen;
-	const char *body = httpd_body(h->req, &blen);
-	const char *ctype = httpd_header(h->req, "Content-Type");
-	json_t *paths = json_array(), *out, *p;
-	bool expand = false;
-	size_t i;
+	json_t *paths = json_array();
 
-	if (hf_resolve(h, rev))
-		goto done;
-	if (ctype && !strncasecmp(ctype, "application/json", 16)) {
+	if (json) {
 		json_t *j = json_loadb(body, blen, 0, NULL);
 		json_t *ps = json_object_get(j, "paths");
 		if (json_is_array(ps))
 			json_array_extend(paths, ps);
 		else if (json_is_string(ps))
 			json_array_append(paths, ps);
-		expand = json_is_true(json_object_get(j, "expand"));
+		*expand = json_is_true(json_object_get(j, "expand"));
 		json_decref(j);
 	} else {
 		/* form: paths=a&paths=b&expand=true */
@@ -597,13 +591,31 @@ static void hf_paths_info(struct hfreq *h, const char *rev)
 			if (k && v && !strcmp(k, "paths"))
 				json_array_append_new(paths, json_string(v));
 			else if (k && v && !strcmp(k, "expand"))
-				expand = !strcasecmp(v, "true") || !strcmp(v, "1");
+				*expand = !strcasecmp(v, "true") || !strcmp(v, "1");
 			free(k);
 			free(v);
 		}
 		free(copy);
 	}
-	out = json_array();
+	return paths;
+}
+
+/* Up to 10,000 lookups (a body of 1 MiB names that many), so on a worker, body parsing included. */
+struct paths_job {
+	struct mirror__job j;
+	struct catalog_snapshot snap;
+	char *body;
+	size_t blen;
+	bool json;
+};
+
+static void paths_build(struct mirror__job *job, struct catalog *cat)
+{
+	struct paths_job *pj = (struct paths_job *)job;
+	bool expand = false;
+	json_t *paths = paths_parse(pj->body, pj->blen, pj->json, &expand), *out = json_array(), *p;
+	size_t i;
+
 	json_array_foreach(paths, i, p) {
 		const char *path = json_string_value(p);
 		struct catalog_entry e;
@@ -612,21 +624,49 @@ static void hf_paths_info(struct hfreq *h, const char *rev)
 
 		if (!path || path_check_str(path) || i >= 10000)
 			continue; /* missing (or impossible) paths are simply omitted, as on the Hub */
-		if (!catalog_snapshot_file(h->rt->data->catalog, h->snap.id, path, &e)) {
-			json_array_append_new(out, file_json(&e, &h->snap, expand));
+		if (!catalog_snapshot_file(cat, pj->snap.id, path, &e)) {
+			json_array_append_new(out, file_json(&e, &pj->snap, expand));
 			catalog_entry_release(&e);
 			continue;
 		}
 		prefix = xasprintf("%s/", path);
-		catalog_snapshot_walk(h->rt->data->catalog, h->snap.id, prefix, NULL, 1, any_cb, &any);
+		catalog_snapshot_walk(cat, pj->snap.id, prefix, NULL, 1, any_cb, &any);
 		free(prefix);
 		if (any)
-			json_array_append_new(out, dir_json(path, &h->snap));
+			json_array_append_new(out, dir_json(path, &pj->snap));
 	}
-	add_cors(h->req);
-	mirror__respond_json(h->req, 200, out);
-done:
 	json_decref(paths);
+	job->status = 200;
+	job->body = out;
+}
+
+static void paths_release(struct mirror__job *job)
+{
+	free(((struct paths_job *)job)->body);
+	free(job);
+}
+
+static void hf_paths_info(struct hfreq *h, const char *rev)
+{
+	size_t blen;
+	const char *body = httpd_body(h->req, &blen);
+	const char *ctype = httpd_header(h->req, "Content-Type");
+	struct paths_job *pj;
+
+	if (hf_resolve(h, rev))
+		return;
+	pj = xcalloc(1, sizeof(*pj));
+	pj->j.build = paths_build;
+	pj->j.release = paths_release;
+	pj->snap = h->snap;
+	pj->body = xmalloc(blen + 1);
+	if (blen)
+		memcpy(pj->body, body, blen);
+	pj->body[blen] = '\0';
+	pj->blen = blen;
+	pj->json = ctype && !strncasecmp(ctype, "application/json", 16);
+	add_cors(h->req);
+	mirror__defer(h->rt, h->req, &pj->j);
 }
 
 /* ---- F, G, H: refs, commits, treesize ----------------------------------------------------------------- */
@@ -687,28 +727,53 @@ static void hf_commits(struct hfreq *h, const char *rev)
 	mirror__respond_json(h->req, 200, a);
 }
 
-struct size_ctx {
-	int64_t total;
-};
-
 static int size_cb(void *ud, const struct catalog_entry *e)
 {
-	((struct size_ctx *)ud)->total += e->size;
+	*(int64_t *)ud += e->size;
 	return 0;
+}
+
+/* The size below a path: every file of it is summed (the root: all of them), so on a worker. */
+struct size_job {
+	struct mirror__job j;
+	int64_t snap_id;
+	char *sub;              /* NULL: the root */
+};
+
+static void size_build(struct mirror__job *job, struct catalog *cat)
+{
+	struct size_job *sj = (struct size_job *)job;
+	char *prefix = sj->sub && *sj->sub ? xasprintf("%s/", sj->sub) : NULL;
+	int64_t total = 0;
+
+	if (catalog_snapshot_walk(cat, sj->snap_id, prefix, NULL, 0, size_cb, &total)) {
+		hf_job_error(job, 500, NULL, "catalog error", NULL);
+	} else {
+		job->status = 200;
+		job->body = json_pack("{s:s, s:I}", "path", sj->sub ? sj->sub : "", "size", (json_int_t)total);
+	}
+	free(prefix);
+}
+
+static void size_release(struct mirror__job *job)
+{
+	free(((struct size_job *)job)->sub);
+	free(job);
 }
 
 static void hf_treesize(struct hfreq *h, const char *rev, const char *subpath)
 {
-	struct size_ctx sc = { 0 };
-	char *prefix = subpath && *subpath ? xasprintf("%s/", subpath) : NULL;
+	struct size_job *sj;
 
-	if (!hf_resolve(h, rev)) {
-		catalog_snapshot_walk(h->rt->data->catalog, h->snap.id, prefix, NULL, 0, size_cb, &sc);
-		add_cors(h->req);
-		mirror__respond_json(h->req, 200, json_pack("{s:s, s:I}", "path", subpath ? subpath : "",
-							     "size", (json_int_t)sc.total));
-	}
-	free(prefix);
+	if (hf_resolve(h, rev))
+		return;
+	sj = xcalloc(1, sizeof(*sj));
+	sj->j.build = size_build;
+	sj->j.release = size_release;
+	sj->snap_id = h->snap.id;
+	sj->sub = subpath ? xstrdup(subpath) : NULL;
+	add_cors(h->req);
+	mirror__defer(h->rt, h->req, &sj->j);
 }
 
 /* ---- I: listings ---------------------------------------------------------------------------------- */
