@@ -210,12 +210,85 @@ static int files_cb(void *ud, const struct catalog_entry *e)
 	return 0;
 }
 
+/* A page of files: each folder listed carries the sum of every file below it (the root: all 300,000
+ * of a big dataset), so built on a worker. */
+struct files_job {
+	struct mirror__job j;
+	int64_t snap_id;        /* 0: never synced, no files */
+	char *dir, *cursor;
+	size_t limit;
+};
+
+static void files_build(struct mirror__job *job, struct catalog *cat)
+{
+	struct files_job *fj = (struct files_job *)job;
+	struct files_ctx f = { json_array(), 0, NULL, NULL, fj->limit, 0, false, NULL };
+	char *prefix = fj->dir && *fj->dir ? xasprintf("%s/", fj->dir) : NULL;
+	int r = 0;
+
+	f.baselen = prefix ? strlen(prefix) : 0;
+	if (fj->snap_id)
+		r = catalog_snapshot_walk(cat, fj->snap_id, prefix, fj->cursor, 0, files_cb, &f);
+	if (r && r != 1) {
+		json_decref(f.arr);
+		job->status = 500;
+		job->body = json_pack("{s:s}", "error", "catalog error");
+	} else {
+		job->status = 200;
+		job->body = json_pack("{s:s, s:o, s:o}", "dir", fj->dir ? fj->dir : "", "entries", f.arr,
+				      "next_cursor", f.more ? json_string(f.cursor) : json_null());
+	}
+	free(prefix);
+	free(f.last_dir);
+	free(f.cursor);
+}
+
+static void files_release(struct mirror__job *job)
+{
+	struct files_job *fj = (struct files_job *)job;
+
+	free(fj->dir);
+	free(fj->cursor);
+	free(fj);
+}
+
+/* /api/catalog/repos/{hub}/{type}/{name}/files?dir=&cursor=&limit= of snapshot snap_id (0: none) */
+static void catalog_files(struct mirror_routes *rt, struct httpd_req *req, int64_t snap_id)
+{
+	struct files_job *fj;
+	char *dir = httpd_query_param(req, "dir"), *cursor;
+	int64_t limit = qint(req, "limit", PAGE_MAX);
+
+	if ((dir && *dir && path_check_str(dir)) || (!dir && httpd_query(req) && strstr(httpd_query(req), "dir="))) {
+		free(dir);
+		api_error(req, 400, "bad dir");
+		return;
+	}
+	cursor = httpd_query_param(req, "cursor");
+	if (cursor && *cursor && cursor[strlen(cursor) - 1] == '/') {
+		/* A cursor naming a folder skips all of it: no path ends in '/', and 0xff sorts after
+		 * every byte a UTF-8 path can hold. (Kept out of the JSON, which must be UTF-8.) */
+		char *c2 = xasprintf("%s\xff", cursor);
+		free(cursor);
+		cursor = c2;
+	}
+	fj = xcalloc(1, sizeof(*fj));
+	fj->j.build = files_build;
+	fj->j.release = files_release;
+	fj->snap_id = snap_id;
+	fj->dir = dir;
+	fj->cursor = cursor;
+	fj->limit = (size_t)(limit < 1 || limit > PAGE_MAX ? PAGE_MAX : limit);
+	httpd_add_header(req, "Access-Control-Allow-Origin", "*");
+	mirror__defer(rt, req, &fj->j);
+}
+
 /* /api/catalog/repos/{hub}/{type}/{name}[/files] */
 static void catalog_repo(struct mirror_routes *rt, struct httpd_req *req, const char *rest)
 {
 	char hub[8], type[16];
 	const char *p = rest, *files_suffix;
-	char *name = NULL, *base = NULL, *dir = NULL, *cursor = NULL;
+	char *name = NULL, *base = NULL;
 	struct catalog_repo repo = { 0 };
 	struct catalog_snapshot snap;
 	bool found = false, want_files;
@@ -245,35 +318,7 @@ static void catalog_repo(struct mirror_routes *rt, struct httpd_req *req, const 
 		memset(&snap, 0, sizeof(snap)); /* tracked, never synced */
 	base = mirror__self_base(req);
 	if (want_files) {
-		struct files_ctx f = { json_array(), 0, NULL, NULL, 0, 0, false, NULL };
-		char *prefix = NULL;
-		int64_t limit = qint(req, "limit", PAGE_MAX);
-		dir = httpd_query_param(req, "dir");
-		cursor = httpd_query_param(req, "cursor");
-		if (cursor && *cursor && cursor[strlen(cursor) - 1] == '/') {
-			/* A cursor naming a folder skips all of it: no path ends in '/', and 0xff sorts after
-			 * every byte a UTF-8 path can hold. (Kept out of the JSON, which must be UTF-8.) */
-			char *c2 = xasprintf("%s\xff", cursor);
-			free(cursor);
-			cursor = c2;
-		}
-		if ((dir && *dir && path_check_str(dir)) || (!dir && httpd_query(req) && strstr(httpd_query(req), "dir="))) {
-			json_decref(f.arr);
-			api_error(req, 400, "bad dir");
-			goto out;
-		}
-		if (dir && *dir)
-			prefix = xasprintf("%s/", dir);
-		f.baselen = prefix ? strlen(prefix) : 0;
-		f.limit = (size_t)(limit < 1 || limit > PAGE_MAX ? PAGE_MAX : limit);
-		if (snap.id)
-			catalog_snapshot_walk(rt->data->catalog, snap.id, prefix, cursor, 0, files_cb, &f);
-		httpd_add_header(req, "Access-Control-Allow-Origin", "*");
-		mirror__respond_json(req, 200, json_pack("{s:s, s:o, s:o}", "dir", dir ? dir : "", "entries", f.arr,
-							  "next_cursor", f.more ? json_string(f.cursor) : json_null()));
-		free(prefix);
-		free(f.last_dir);
-		free(f.cursor);
+		catalog_files(rt, req, snap.id);
 	} else {
 		json_t *o = mirror_repo_json(&repo, base), *refs = json_array(), *snaps = json_array();
 		json_t *card = mirror_json_text_or(repo.card_data, json_null());
@@ -291,8 +336,6 @@ out:
 		catalog_repo_release(&repo);
 	free(name);
 	free(base);
-	free(dir);
-	free(cursor);
 }
 
 static int runs_cb(void *ud, const struct catalog_run *r)
