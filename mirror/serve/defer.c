@@ -82,9 +82,14 @@ static void job_work(void *ud)
 	pool_give(j->rt, cat);
 	if (!j->status) {
 		json_decref(j->body);
+		free(j->text);
+		j->text = NULL;
+		j->ctype = NULL;
 		j->status = 503;
 		j->body = json_pack("{s:s}", "error", "catalog unavailable");
 	}
+	if (j->ctype)
+		return; /* text as it is */
 	j->text = mirror__json_dump(j->body, &j->len, j->status == 200 ? j->etag : NULL);
 	j->body = NULL;
 }
@@ -97,7 +102,10 @@ static void job_done(void *ud, struct httpd_req *req)
 	if (req) {
 		for (size_t i = 0; i + 1 < j->nheaders; i += 2)
 			httpd_add_header(req, j->headers[i], j->headers[i + 1]);
-		mirror__respond_dumped(req, j->status, j->text, j->len, j->status == 200 ? j->etag : NULL);
+		if (j->ctype)
+			httpd_respond(req, j->status, j->ctype, j->text, j->len);
+		else
+			mirror__respond_dumped(req, j->status, j->text, j->len, j->status == 200 ? j->etag : NULL);
 	}
 	for (size_t i = 0; i < j->nheaders; i++)
 		free(j->headers[i]);

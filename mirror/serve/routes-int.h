@@ -119,9 +119,10 @@ void mirror__respond_dumped(struct httpd_req *req, int status, const char *text,
  * a struct that starts with this one, copies into it what the answer needs, sets build and release,
  * adds the CORS headers of every answer, then calls mirror__defer. On a worker, with a catalog
  * connection of its own, build sets status and body (JSON, consumed), and headers with
- * mirror__job_header; it must touch neither the request nor the loop nor rt->data->catalog. Then the
- * answer is sent (or dropped, if the client is gone) and release frees the route's struct. A build
- * that sets no status gives a 503.
+ * mirror__job_header; or, for an answer that is not JSON, status, ctype (static) and text/len
+ * (malloc'd, sent as they are: no ETag). It must touch neither the request nor the loop nor
+ * rt->data->catalog. Then the answer is sent (or dropped, if the client is gone) and release frees
+ * the route's struct. A build that sets no status gives a 503.
  */
 struct catalog;
 struct mirror__job {
@@ -129,12 +130,13 @@ struct mirror__job {
 	void (*release)(struct mirror__job *j);
 	int status;
 	json_t *body;
+	const char *ctype;        /* NULL: JSON (body); else the type of text */
+	char *text;
+	size_t len;
 	/* defer.c's */
 	struct mirror_routes *rt;
 	char **headers;           /* name, value, ... */
 	size_t nheaders;
-	char *text;
-	size_t len;
 	char etag[48];
 };
 void mirror__defer(struct mirror_routes *rt, struct httpd_req *req, struct mirror__job *j);

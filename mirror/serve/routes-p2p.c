@@ -186,15 +186,102 @@ static int meta_file(void *ud, const struct catalog_entry *e)
 	return 0;
 }
 
+/* A torrent's file list (meta=1: every file of the snapshot) and its .torrent (up to 64 MiB read
+ * from disk), so both are made on a worker. */
+struct torrent_job {
+	struct mirror__job j;
+	struct catalog_torrent t;
+	char commit[41];
+	char *revision;                 /* meta: the ref name */
+	char *announce_url, *seed_url;  /* the .torrent's */
+	bool meta;
+};
+
+static void torrent_build(struct mirror__job *job, struct catalog *cat)
+{
+	struct torrent_job *tj = (struct torrent_job *)job;
+	int r;
+
+	if (tj->meta) {
+		/* what a mount needs besides the bytes: the commit and the ref name (for the HF cache), and
+		 * each file's sha256 (an instance that has a content from another snapshot places it first) */
+		json_t *files = json_array();
+		if (catalog_snapshot_walk(cat, tj->t.snapshot_id, NULL, NULL, 0, meta_file, files)) {
+			json_decref(files);
+			job->status = 500;
+			job->body = json_pack("{s:s}", "error", "catalog error");
+			return;
+		}
+		job->status = 200;
+		job->body = json_pack("{s:s, s:s, s:s, s:s, s:s, s:I, s:o}", "commit", tj->commit, "revision",
+				      tj->revision, "btih", tj->t.btih, "btmh", tj->t.btmh, "name", tj->t.name,
+				      "piece_size", (json_int_t)tj->t.piece_size, "files", files);
+		return;
+	}
+	r = mirror_torrent_load(job->rt->data, tj->t.btih, tj->announce_url, tj->seed_url, &job->text, &job->len);
+	if (r) {
+		job->status = 503;
+		job->body = json_pack("{s:s, s:s}", "error", "torrent file unavailable", "detail", err_str(r));
+		return;
+	}
+	mirror__job_header(job, "X-Hubmirror-Commit", "%s", tj->commit);
+	mirror__job_header(job, "X-Hubmirror-Btih", "%s", tj->t.btih);
+	mirror__job_header(job, "X-Hubmirror-Btmh", "%s", tj->t.btmh);
+	mirror__job_header(job, "Content-Disposition", "attachment; filename=\"%s-%.12s.torrent\"", tj->t.name,
+			   tj->commit);
+	job->status = 200;
+	job->ctype = "application/x-bittorrent";
+}
+
+static void torrent_release(struct mirror__job *job)
+{
+	struct torrent_job *tj = (struct torrent_job *)job;
+
+	free(tj->revision);
+	free(tj->announce_url);
+	free(tj->seed_url);
+	free(tj);
+}
+
+/* The .torrent's URLs: this mirror as tracker and (unless ?webseed=0) web seed, with a capability
+ * when the repo is guarded. Returns 0, or -1 having answered 503. */
+static int torrent_urls(struct mirror_routes *rt, struct httpd_req *req, const struct catalog_repo *repo,
+			struct torrent_job *tj)
+{
+	char *base = mirror__self_base(req), *ws = httpd_query_param(req, "webseed");
+	int r = 0;
+
+	if (anon_ok(rt, repo)) {
+		tj->announce_url = xasprintf("%s/announce", base);
+		/* ?webseed=0: peers only (the mirror is then tracker, not source) */
+		if (!ws || strcmp(ws, "0"))
+			tj->seed_url = xasprintf("%s/p2p/seed/%s/", base, tj->t.btih);
+	} else {
+		/* guarded: BitTorrent clients send no token, so the URLs carry a capability for this one */
+		char tb[512], *cap = rt->have_p2p_key ? mirror_access_capability(rt->access, rt->p2p_key,
+						mirror__request_token(req, tb, sizeof(tb)), tj->t.btih) : NULL;
+		if (!cap) {
+			mirror__respond_json(req, 503, json_pack("{s:s}", "error", "no key to make this torrent's URLs with"));
+			r = -1;
+		} else {
+			tj->announce_url = xasprintf("%s/announce?hmcap=%s", base, cap);
+			if (!ws || strcmp(ws, "0"))
+				tj->seed_url = xasprintf("%s/p2p/kseed/%s/%s/", base, cap, tj->t.btih);
+			free(cap);
+		}
+	}
+	free(base);
+	free(ws);
+	return r;
+}
+
 static void torrent(struct mirror_routes *rt, struct httpd_req *req, const char *rest)
 {
-	char *seg[4] = { 0 }, *name = NULL, *rev = httpd_query_param(req, "rev"), *base = NULL, *announce_url = NULL;
-	char *seed_url = NULL, *data = NULL, *ws = httpd_query_param(req, "webseed"), *meta = httpd_query_param(req, "meta");
+	char *seg[4] = { 0 }, *name = NULL, *rev = httpd_query_param(req, "rev"), *meta = httpd_query_param(req, "meta");
 	struct catalog_repo repo = { 0 };
 	struct catalog_snapshot snap;
-	struct catalog_torrent t;
+	struct torrent_job *tj = xcalloc(1, sizeof(*tj));
 	bool found = false, have_repo = false;
-	size_t len = 0;
 	int r;
 
 	if (split_segments(rest, seg, 4) || (strcmp(seg[0], "hf") && strcmp(seg[0], "ms")) ||
@@ -216,63 +303,31 @@ static void torrent(struct mirror_routes *rt, struct httpd_req *req, const char 
 		mirror__respond_json(req, 403, json_pack("{s:s}", "error", "gated repository: closed on this mirror"));
 		goto out;
 	}
-	r = catalog_torrent_get(rt->data->catalog, snap.id, &t);
+	r = catalog_torrent_get(rt->data->catalog, snap.id, &tj->t);
 	if (r) {
 		mirror__respond_json(req, r == HM_ERR_NOT_FOUND ? 404 : 500, json_pack("{s:s}", "error",
 			r == HM_ERR_NOT_FOUND ? "no torrent for this snapshot yet (the next sync makes it)" : "catalog error"));
 		goto out;
 	}
-	if (meta && !strcmp(meta, "1")) {
-		/* what a mount needs besides the bytes: the commit and the ref name (for the HF cache), and
-		 * each file's sha256 (an instance that has a content from another snapshot places it first) */
-		json_t *files = json_array();
-		catalog_snapshot_walk(rt->data->catalog, snap.id, NULL, NULL, 0, meta_file, files);
-		mirror__respond_json(req, 200, json_pack("{s:s, s:s, s:s, s:s, s:s, s:I, s:o}", "commit", snap.commit,
-			"revision", rev && *rev ? rev : repo.follow_rev, "btih", t.btih, "btmh", t.btmh, "name", t.name,
-			"piece_size", (json_int_t)t.piece_size, "files", files));
+	tj->meta = meta && !strcmp(meta, "1");
+	if (tj->meta)
+		tj->revision = xstrdup(rev && *rev ? rev : repo.follow_rev);
+	else if (torrent_urls(rt, req, &repo, tj))
 		goto out;
-	}
-	base = mirror__self_base(req);
-	if (anon_ok(rt, &repo)) {
-		announce_url = xasprintf("%s/announce", base);
-		/* ?webseed=0: peers only (the mirror is then tracker, not source) */
-		if (!ws || strcmp(ws, "0"))
-			seed_url = xasprintf("%s/p2p/seed/%s/", base, t.btih);
-	} else {
-		/* guarded: BitTorrent clients send no token, so the URLs carry a capability for this one */
-		char tb[512], *cap = rt->have_p2p_key ? mirror_access_capability(rt->access, rt->p2p_key,
-						mirror__request_token(req, tb, sizeof(tb)), t.btih) : NULL;
-		if (!cap) {
-			mirror__respond_json(req, 503, json_pack("{s:s}", "error", "no key to make this torrent's URLs with"));
-			goto out;
-		}
-		announce_url = xasprintf("%s/announce?hmcap=%s", base, cap);
-		if (!ws || strcmp(ws, "0"))
-			seed_url = xasprintf("%s/p2p/kseed/%s/%s/", base, cap, t.btih);
-		free(cap);
-	}
-	r = mirror_torrent_load(rt->data, t.btih, announce_url, seed_url, &data, &len);
-	if (r) {
-		mirror__respond_json(req, 503, json_pack("{s:s, s:s}", "error", "torrent file unavailable", "detail", err_str(r)));
-		goto out;
-	}
-	httpd_add_header(req, "X-Hubmirror-Commit", snap.commit);
-	httpd_add_header(req, "X-Hubmirror-Btih", t.btih);
-	httpd_add_header(req, "X-Hubmirror-Btmh", t.btmh);
-	httpd_add_headerf(req, "Content-Disposition", "attachment; filename=\"%s-%.12s.torrent\"", t.name, snap.commit);
-	httpd_respond(req, 200, "application/x-bittorrent", data, len);
+	memcpy(tj->commit, snap.commit, sizeof(tj->commit));
+	tj->j.build = torrent_build;
+	tj->j.release = torrent_release;
+	mirror__defer(rt, req, &tj->j);
+	tj = NULL;
 out:
+	if (tj)
+		torrent_release(&tj->j);
 	if (have_repo)
 		catalog_repo_release(&repo);
 	for (size_t i = 0; i < 4; i++)
 		free(seg[i]);
-	free(data);
-	free(seed_url);
-	free(announce_url);
-	free(base);
 	free(name);
 	free(rev);
-	free(ws);
 	free(meta);
 }
 
