@@ -348,6 +348,29 @@ static int runs_cb(void *ud, const struct catalog_run *r)
 	return 0;
 }
 
+/* The mirror's totals: counts every file and blob of the catalog, so on a worker. */
+static void stats_build(struct mirror__job *job, struct catalog *cat)
+{
+	struct catalog_totals t;
+
+	if (catalog_totals(cat, &t)) {
+		job->status = 500;
+		job->body = json_pack("{s:s}", "error", "catalog error");
+		return;
+	}
+	job->status = 200;
+	job->body = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+		"repos", (json_int_t)t.repos, "repos_synced", (json_int_t)t.repos_synced,
+		"snapshots", (json_int_t)t.snapshots, "files", (json_int_t)t.files, "blobs", (json_int_t)t.blobs,
+		"unique_bytes", (json_int_t)t.unique_bytes, "logical_bytes", (json_int_t)t.logical_bytes,
+		"dedup_saved_bytes", (json_int_t)t.dedup_saved_bytes);
+}
+
+static void stats_release(struct mirror__job *job)
+{
+	free(job);
+}
+
 int mirror__route_catalog(struct mirror_routes *rt, struct httpd_req *req, const char *p, const char *arg)
 {
 	(void)arg;
@@ -360,17 +383,11 @@ int mirror__route_catalog(struct mirror_routes *rt, struct httpd_req *req, const
 	} else if (skip_prefix(p, "repos/")) {
 		catalog_repo(rt, req, skip_prefix(p, "repos/"));
 	} else if (!strcmp(p, "stats")) {
-		struct catalog_totals t;
-		if (catalog_totals(rt->data->catalog, &t)) {
-			api_error(req, 500, "catalog error");
-		} else {
-			httpd_add_header(req, "Access-Control-Allow-Origin", "*");
-			mirror__respond_json(req, 200, json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
-				"repos", (json_int_t)t.repos, "repos_synced", (json_int_t)t.repos_synced,
-				"snapshots", (json_int_t)t.snapshots, "files", (json_int_t)t.files, "blobs", (json_int_t)t.blobs,
-				"unique_bytes", (json_int_t)t.unique_bytes, "logical_bytes", (json_int_t)t.logical_bytes,
-				"dedup_saved_bytes", (json_int_t)t.dedup_saved_bytes));
-		}
+		struct mirror__job *j = xcalloc(1, sizeof(*j));
+		j->build = stats_build;
+		j->release = stats_release;
+		httpd_add_header(req, "Access-Control-Allow-Origin", "*");
+		mirror__defer(rt, req, j);
 	} else if (!strcmp(p, "syncs")) {
 		json_t *a = json_array();
 		int64_t limit = qint(req, "limit", 20);
