@@ -173,6 +173,9 @@ int catalog_snapshot_walk(struct catalog *c, int64_t snapshot_id, const char *pr
 	size_t plen = prefix ? strlen(prefix) : 0;
 
 	char *upper = NULL;
+	/* one lower bound, the higher of the two: given both (path > ?2 AND path >= ?3), sqlite ranges
+	 * over the first and filters by the second, scanning every path of the snapshot below prefix */
+	bool from_prefix = plen && (!after || strcmp(after, prefix) < 0);
 
 	/* The primary key (snapshot_id, path) serves the cursor and the prefix as one range scan: every
 	 * path that starts with prefix sorts in [prefix, prefix with its last byte + 1). */
@@ -180,21 +183,22 @@ int catalog_snapshot_walk(struct catalog *c, int64_t snapshot_id, const char *pr
 		upper = xstrdup(prefix);
 		upper[plen - 1]++;
 	}
-	if (catalog__prepare(c, plen
+	if (catalog__prepare(c, !plen
 		? "SELECT path, size, git_oid, lfs_oid, sha256 FROM files WHERE snapshot_id = ?1 "
-		  "AND path > ?2 AND path >= ?3 AND path < ?4 ORDER BY path LIMIT ?5"
+		  "AND path > ?2 ORDER BY path LIMIT ?4"
+		: from_prefix
+		? "SELECT path, size, git_oid, lfs_oid, sha256 FROM files WHERE snapshot_id = ?1 "
+		  "AND path >= ?2 AND path < ?3 ORDER BY path LIMIT ?4"
 		: "SELECT path, size, git_oid, lfs_oid, sha256 FROM files WHERE snapshot_id = ?1 "
-		  "AND path > ?2 ORDER BY path LIMIT ?5", &st)) {
+		  "AND path > ?2 AND path < ?3 ORDER BY path LIMIT ?4", &st)) {
 		free(upper);
 		return HM_ERR_SQLITE;
 	}
 	sqlite3_bind_int64(st, 1, snapshot_id);
-	sqlite3_bind_text(st, 2, after ? after : "", -1, SQLITE_STATIC);
-	if (plen) {
-		sqlite3_bind_text(st, 3, prefix, -1, SQLITE_STATIC);
-		sqlite3_bind_text(st, 4, upper, -1, SQLITE_STATIC);
-	}
-	sqlite3_bind_int64(st, 5, limit ? (sqlite3_int64)limit : -1);
+	sqlite3_bind_text(st, 2, from_prefix ? prefix : after ? after : "", -1, SQLITE_STATIC);
+	if (plen)
+		sqlite3_bind_text(st, 3, upper, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 4, limit ? (sqlite3_int64)limit : -1);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		struct catalog_entry e;
 		read_entry(st, &e);
