@@ -2,9 +2,11 @@
 # t0422-serve-slow: no request holds the server's loop (docs/security.md). The big answers (a repo info
 # of 300,000 files, a tree page that walks them, a ModelScope listing) and searches are built on a
 # worker thread: while one is built, small requests on other connections (a file download, /healthz,
-# a tiny repo's info) are answered first. Checked by order, never by a clock: the small answers are
-# complete while the big one has not sent a byte (before, the loop built it first and sent its head
-# before it even read the small requests). Requests pipelined behind a deferred one come back in order;
+# a tiny repo's info) are answered first; so are the other walks of a whole snapshot (treesize, the
+# catalog API's file page, a torrent's meta=1 file list, paths-info), and the catalog's totals and
+# /metrics wait for a worker. Checked by order, never by a clock: the small answers are complete while
+# the big one has not sent a byte (before, the loop built it first and sent its head before it even
+# read the small requests). Requests pipelined behind a deferred one come back in order;
 # clients that leave while their answer is built, and a shutdown with one in flight, harm nothing
 # (under ASan: no error, no leak).
 . "$HM_SRC/tests/integration/lib.sh"
@@ -20,6 +22,11 @@ import sys
 sys.path.insert(0, sys.argv[2])
 import catalog_bench
 catalog_bench.generate(sys.argv[1], 200, 300000)
+import sqlite3
+db = sqlite3.connect(sys.argv[1])  # a torrent for it (its meta=1 lists every file; no .torrent needed)
+db.execute("INSERT INTO torrents SELECT s.id, ?, ?, 'corpus', 4194304, 0 FROM snapshots s JOIN repos r "
+           "ON r.id = s.repo_id WHERE r.name = 'big/corpus'", ("1" * 40, "2" * 64))
+db.commit()
 PY
 check "serve starts" start_serve --p2p-listen off
 
@@ -63,6 +70,79 @@ head, body = read_answer(big)
 assert head.startswith("HTTP/1.1 200"), head
 assert len(json.loads(body)["siblings"]) == 300000
 print("# 3 small answers complete before the first byte of the 300,000-file repo info")
+PY
+
+check "each walk of the big repo runs off the loop: a small request is answered while it is computed" "$PY" - "$M" <<'PY'
+import socket, sys, json
+host, port = sys.argv[1].split("//")[1].split(":")
+
+def read_answer(s):
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = s.recv(65536)
+        assert chunk, "closed before the head"
+        data += chunk
+    head, rest = data.split(b"\r\n\r\n", 1)
+    n = int([l.split(b":")[1] for l in head.split(b"\r\n") if l.lower().startswith(b"content-length:")][0])
+    while len(rest) < n:
+        chunk = s.recv(1 << 20)
+        assert chunk, "closed in the body"
+        rest += chunk
+    return head.decode(), rest
+
+def send(req):
+    s = socket.create_connection((host, int(port)))
+    s.sendall(req)
+    return s
+
+def get(path):
+    return send(("GET %s HTTP/1.1\r\nHost: x\r\n\r\n" % path).encode())
+
+def healthz():
+    head, body = read_answer(get("/healthz"))
+    assert head.startswith("HTTP/1.1 200") and b'"status":"ok"' in body, head
+
+def silent(s):
+    s.setblocking(False)
+    try:
+        early = s.recv(1)
+    except BlockingIOError:
+        early = None
+    s.setblocking(True)
+    return early is None
+
+paths = json.dumps({"paths": ["data/shard-%03d/part-%06d.parquet" % (j // 1000, j) for j in range(0, 300000, 30)]})
+post = ("POST /api/datasets/big/corpus/paths-info/main HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        "Content-Length: %d\r\n\r\n%s" % (len(paths), paths)).encode()
+walks = [  # (name, request, check of the answer)
+    ("treesize", "/api/datasets/big/corpus/treesize/main", lambda o: o == {"path": "", "size": 30000000}),
+    ("catalog files", "/api/catalog/repos/hf/dataset/big/corpus/files",
+     lambda o: o["entries"] == [{"path": "data", "type": "directory", "size": 30000000, "files": 300000}]),
+    ("torrent meta", "/api/p2p/torrent/hf/dataset/big/corpus?meta=1", lambda o: len(o["files"]) == 300000),
+    ("paths-info", post, lambda o: len(o) == 10000),
+]
+# while each is computed on a worker, /healthz on another connection is answered first
+for name, req, ok in walks:
+    s = send(req) if isinstance(req, bytes) else get(req)
+    healthz()
+    assert silent(s), name + ": answered before a small request on another connection"
+    head, body = read_answer(s)
+    assert head.startswith("HTTP/1.1 200") and ok(json.loads(body)), (name, head, body[:200])
+# and the catalog's totals and /metrics (a count of every file): with both workers busy on repo infos,
+# they wait for one, and a small request goes by
+busy = [get("/api/datasets/big/corpus?blobs=true") for _ in range(2)]
+healthz()  # the loop has read the two: they are on the workers
+waiting = [("stats", get("/api/catalog/stats")), ("metrics", get("/metrics"))]
+healthz()
+for name, s in waiting:
+    assert silent(s), name + ": answered on the loop"
+for s in busy:
+    assert read_answer(s)[0].startswith("HTTP/1.1 200")
+head, body = read_answer(waiting[0][1])
+assert head.startswith("HTTP/1.1 200") and json.loads(body)["files"] == 300202, (head, body)
+head, body = read_answer(waiting[1][1])
+assert head.startswith("HTTP/1.1 200") and b"hubmirror_repos 202\n" in body, (head, body[:200])
+print("# treesize, catalog files, torrent meta=1, paths-info of 10,000 paths, stats and /metrics: off the loop")
 PY
 
 check "pipelined requests behind deferred ones come back in order" "$PY" - "$M" <<'PY'
