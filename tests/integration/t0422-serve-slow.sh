@@ -34,20 +34,9 @@ check "small requests on other connections are answered while the big repo info 
 import socket, sys, json
 host, port = sys.argv[1].split("//")[1].split(":")
 
-def read_answer(s):
-    """One whole HTTP/1.1 answer (Content-Length framed): (head, body)."""
-    data = b""
-    while b"\r\n\r\n" not in data:
-        chunk = s.recv(65536)
-        assert chunk, "closed before the head"
-        data += chunk
-    head, rest = data.split(b"\r\n\r\n", 1)
-    n = int([l.split(b":")[1] for l in head.split(b"\r\n") if l.lower().startswith(b"content-length:")][0])
-    while len(rest) < n:
-        chunk = s.recv(1 << 20)
-        assert chunk, "closed in the body"
-        rest += chunk
-    return head.decode(), rest
+import os
+sys.path.insert(0, os.path.join(os.environ["HM_SRC"], "tests", "integration", "helpers"))
+from rawhttp import read_answer
 
 big = socket.create_connection((host, int(port)))
 big.sendall(b"GET /api/datasets/big/corpus?blobs=true HTTP/1.1\r\nHost: x\r\n\r\n")
@@ -76,19 +65,9 @@ check "each walk of the big repo runs off the loop: a small request is answered 
 import socket, sys, json
 host, port = sys.argv[1].split("//")[1].split(":")
 
-def read_answer(s):
-    data = b""
-    while b"\r\n\r\n" not in data:
-        chunk = s.recv(65536)
-        assert chunk, "closed before the head"
-        data += chunk
-    head, rest = data.split(b"\r\n\r\n", 1)
-    n = int([l.split(b":")[1] for l in head.split(b"\r\n") if l.lower().startswith(b"content-length:")][0])
-    while len(rest) < n:
-        chunk = s.recv(1 << 20)
-        assert chunk, "closed in the body"
-        rest += chunk
-    return head.decode(), rest
+import os
+sys.path.insert(0, os.path.join(os.environ["HM_SRC"], "tests", "integration", "helpers"))
+from rawhttp import read_answer
 
 def send(req):
     s = socket.create_connection((host, int(port)))
