@@ -204,7 +204,11 @@ static int op_read(const char *path, char *buf, size_t size, off_t off, struct f
 	n = e->size - off < (int64_t)size ? e->size - off : (int64_t)size;
 	/* wait for verified bytes: ask for them first, then poll (asking again each second) */
 	while ((have = p2p_session_have_range(m->ses, m->btih, e->index, off, n)) == 0) {
+		struct p2p_torrent_status st;
 		if (waited_ms % 1000 == 0 && p2p_session_want_range(m->ses, m->btih, e->index, off, n, 0))
+			return -EIO;
+		/* a torrent stopped by an error (a full disk) will not bring the bytes: fail now */
+		if (waited_ms % 1000 == 500 && !p2p_session_torrent_status(m->ses, m->btih, &st) && st.error)
 			return -EIO;
 		if (waited_ms >= (int64_t)m->timeout_s * 1000)
 			return -EIO;

@@ -9,7 +9,9 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <inttypes.h>
 #include <string.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -51,6 +53,26 @@ static int fail(struct httpd_req *req, int status, const char *fmt, ...)
 
 /* ---- status -------------------------------------------------------------------------------------- */
 
+/* What a snapshot's error means for its user: libtorrent says "Bad address" when a write to a full
+ * disk faults; say the disk is full when the cache's file system lacks the bytes still to come. */
+static char *error_words(struct agent *a, const struct p2p_torrent_status *st)
+{
+	struct statvfs fs;
+	char free_s[32], need_s[32];
+	int64_t avail, need = st->total_wanted - st->total_done;
+
+	if (statvfs(a->cfg->cache_dir, &fs) == 0) {
+		avail = (int64_t)fs.f_bavail * (int64_t)fs.f_frsize;
+		if (avail < need + (1 << 20)) {
+			snprintf(free_s, sizeof(free_s), "%" PRId64, avail);
+			snprintf(need_s, sizeof(need_s), "%" PRId64, need);
+			return xasprintf("the cache's disk is full (%s bytes free, %s more needed): free space in %s or "
+					 "give the agent a --cache-size (%s)", free_s, need_s, a->cfg->cache_dir, st->message);
+		}
+	}
+	return xstrdup(st->message);
+}
+
 static json_t *snap_json(struct agent *a, const struct snap *s)
 {
 	struct p2p_torrent_status st = { 0 };
@@ -67,7 +89,12 @@ static json_t *snap_json(struct agent *a, const struct snap *s)
 			 "verified", s->verified && !json_array_size(s->pending_links), "pinned", s->pinned,
 			 "last_used", (json_int_t)s->last_used, "mounts", mounts, "peers", ok ? st.peers : 0,
 			 "uploaded", (json_int_t)(ok ? st.uploaded : 0), "downloaded", (json_int_t)(ok ? st.downloaded : 0),
-			 "error", ok && st.error ? st.message : s->link_error);
+			 "error", s->link_error);
+	if (ok && st.error) {
+		char *w = error_words(a, &st);
+		json_object_set_new(j, "error", json_string(w));
+		free(w);
+	}
 	json_object_set_new(j, "path", json_string(path));
 	free(path);
 	return j;
