@@ -97,8 +97,11 @@ static void remember(struct agent *a, const struct snap *s)
 	free(dir);
 }
 
-struct snap *agent_snap_add(struct agent *a, json_t *meta, const unsigned char *torrent, size_t tlen,
-			    char **errmsg)
+/* agent_snap_add; whole: the snapshot was verified whole in the cache before (a restart), so it is
+ * added in seed mode: no recheck of every file up front, each piece verified when first read or asked
+ * for (p2p_session_have_range reads seed-mode pieces back from the file). */
+static struct snap *snap_add(struct agent *a, json_t *meta, const unsigned char *torrent, size_t tlen, bool whole,
+			     char **errmsg)
 {
 	struct p2p_add add = { 0 };
 	struct snap *s;
@@ -133,10 +136,13 @@ struct snap *agent_snap_add(struct agent *a, json_t *meta, const unsigned char *
 		return NULL;
 	}
 	/* contents this instance holds already (another revision): placed before the torrent starts */
-	p2p_keep_place(a->cfg->cache_dir, s->name, s->known, s->nknown, torrent, tlen, s->save);
+	if (!whole)
+		p2p_keep_place(a->cfg->cache_dir, s->name, s->known, s->nknown, torrent, tlen, s->save);
 	add.torrent = torrent;
 	add.len = tlen;
 	add.save_path = s->save;
+	add.seed_mode = whole;
+	s->verified = s->finished = whole;
 	if (p2p_session_add(a->ses, &add, NULL, errmsg)) {
 		agent_snap_free(s);
 		return NULL;
@@ -146,6 +152,12 @@ struct snap *agent_snap_add(struct agent *a, json_t *meta, const unsigned char *
 	a->snaps[a->nsnaps++] = s;
 	agent_evict_now(a);
 	return s;
+}
+
+struct snap *agent_snap_add(struct agent *a, json_t *meta, const unsigned char *torrent, size_t tlen,
+			    char **errmsg)
+{
+	return snap_add(a, meta, torrent, tlen, false, errmsg);
 }
 
 /* Take back the snapshots an earlier run held (their bytes are in the cache). */
@@ -164,7 +176,8 @@ static void recall(struct agent *a)
 			char *tor = NULL;
 			size_t tlen = 0;
 			if (meta && !path_read_file(tp, 128 << 20, &tor, &tlen) &&
-			    !agent_snap_add(a, meta, (const unsigned char *)tor, tlen, &err))
+			    !snap_add(a, meta, (const unsigned char *)tor, tlen,
+				      json_is_true(json_object_get(meta, "verified")), &err))
 				fprintf(stderr, "hubmirror agent: cannot take back %.40s: %s\n", nm, err ? err : "?");
 			else if (!meta)
 				fprintf(stderr, "hubmirror agent: %s is unreadable: skipped\n", mp);
@@ -269,6 +282,11 @@ static void settle_done(uv_work_t *w, int status)
 
 	(void)status;
 	s->settling = false;
+	if (s->work_verified && !s->verified) {
+		/* remembered: a restart takes it back whole, without rechecking every byte first */
+		json_object_set_new(s->meta, "verified", json_true());
+		remember(a, s);
+	}
 	s->verified = s->work_verified;
 	/* a file whose last writes are pending is tried again, for a minute at most */
 	s->indexed = s->work_indexed || ++s->index_tries >= 60;

@@ -85,7 +85,7 @@ static json_t *snap_json(struct agent *a, const struct snap *s)
 	j = json_pack("{s:s?, s:s?, s:s?, s:s, s:I, s:I, s:b, s:b, s:b, s:I, s:o, s:i, s:I, s:I, s:s?}",
 			 "spec", s->spec, "revision", s->revision, "commit", s->commit, "btih", s->btih,
 			 "bytes_have", (json_int_t)(ok ? st.total_done : 0),
-			 "bytes_total", (json_int_t)(ok ? st.total_wanted : 0), "complete", ok && st.seeding,
+			 "bytes_total", (json_int_t)(ok ? st.total_wanted : 0), "complete", ok && (st.seeding || st.seed_mode),
 			 "verified", s->verified && !json_array_size(s->pending_links), "pinned", s->pinned,
 			 "last_used", (json_int_t)s->last_used, "mounts", mounts, "peers", ok ? st.peers : 0,
 			 "uploaded", (json_int_t)(ok ? st.uploaded : 0), "downloaded", (json_int_t)(ok ? st.downloaded : 0),
@@ -96,6 +96,8 @@ static json_t *snap_json(struct agent *a, const struct snap *s)
 		free(w);
 	}
 	json_object_set_new(j, "path", json_string(path));
+	/* taken back whole after a restart: its pieces are verified as they are read, not all up front */
+	json_object_set_new(j, "checked_lazily", json_boolean(ok && st.seed_mode));
 	free(path);
 	return j;
 }

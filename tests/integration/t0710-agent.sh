@@ -71,6 +71,12 @@ expect_status 1 "a snapshot it does not hold fails" "$HUBMIRROR" mount --mirror 
 check "saying the mirror cannot be reached" grep -q "cannot reach the mirror" "$T/down.err"
 
 # kill -9: the cache stays, a new agent takes the snapshots back
+# the agent checks a finished snapshot's files on a worker: wait until both are verified (the state a
+# restart takes back without a recheck), up to 30 s
+for i in $(seq 150); do
+	"$HUBMIRROR" status --json | "$PY" -c 'import json,sys; sys.exit(not all(x["verified"] for x in json.load(sys.stdin)["snapshots"]))' && break
+	sleep 0.2
+done
 kill -9 "$pid1"
 for i in $(seq 50); do kill -0 "$pid1" 2>/dev/null || break; sleep 0.1; done
 check "the killed agent's mount points are dead" bash -c "! ls '$T/hf' >/dev/null 2>&1"
@@ -81,6 +87,11 @@ sed 's/^/# /' "$T/m4.out" "$T/m4.err"
 pid3=$(sed -n 's/.*(agent pid \([0-9]*\)).*/\1/p' "$T/m4.out")
 check "it is a new process" test -n "$pid3" -a "$pid3" != "$pid1"
 check "it took back both snapshots" bash -c "\"$HUBMIRROR\" status --json | grep -c '\"spec\": \"' | grep -qx 2"
+# verified whole before the kill: taken back without a recheck of every byte (seed mode: each piece is
+# verified when first read or asked for)
+check "both are taken back whole, checked lazily, not rechecked up front" bash -c "\"$HUBMIRROR\" status --json | \"$PY\" -c '
+import json,sys; s=json.load(sys.stdin)[\"snapshots\"]
+assert all(x[\"checked_lazily\"] and x[\"verified\"] and x[\"complete\"] for x in s), s'"
 check "every byte reads, with no mirror to fetch from" "$PY" "$HM_SRC/tests/integration/helpers/checkfiles.py" "$T/up.json" hf acme/agent-hf "$T/hf"
 check "the HF cache still points at the files" cmp "$T/hfc/models--acme--agent-hf/snapshots/$(json "$T/up.json" '[r for r in d["repos"] if r["id"]=="acme/agent-hf"][0]["sha"]')/config.json" "$T/hf/config.json"
 check "agent --stop ends it" "$HUBMIRROR" agent --stop
