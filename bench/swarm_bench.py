@@ -2,7 +2,7 @@
 """swarm_bench.py - N instances fetch the same model from one mirror: HTTP against BitTorrent.
 
   /usr/bin/python3 bench/swarm_bench.py [--hubmirror PATH] [--clients 8] [--mib 256] [--mbit 400] [--super-seed]
-                                        [--cases http,p2p,mount] [--runs 1]
+                                        [--cases http,p2p,mount,pull] [--runs 1]
 
 As root. Builds a small network of namespaces on a bridge: the mirror and N clients, every node's
 uplink shaped to the same rate (tc tbf on its veth), as GPU instances with equal NICs. The model (one
@@ -16,6 +16,8 @@ big file plus small ones) is synced from the fake upstream first. Then, in one r
         and, the moment it returns, read every file of the mount once, whole; `--runs` repeats it.
         Each client's mount starts its own instance agent, which keeps seeding after the umount (as on
         a real instance) until every client is done.
+  pull: the same with `hubmirror pull` (no FUSE, as in a container): every client's agent fetches the
+        snapshot whole and verified, then every file is read from its cache and compared.
 
 For each: seconds until the last client has every byte (p2p: verified by libtorrent; http: sha256
 checked after; mount: every byte read through FUSE compared with the mirror's copy, and every wrong
@@ -150,8 +152,10 @@ def cpu_share(since):
     return (busy - since[0]) / max(total - since[1], 1)
 
 
-def mount_run(a, net, work, m, files, run):
-    """One run of the mount case: every client mounts and reads every file; returns (seconds, tx, reads)."""
+def mount_run(a, net, work, m, files, run, kind="mount"):
+    """One run of the mount case (every client mounts and reads every file) or of the pull case (every
+    client pulls the snapshot whole, then every file is read from its agent's cache); returns
+    (seconds, tx, reads)."""
     procs = []
     base_tx = net.tx_bytes(0)
     t0 = time.monotonic()
@@ -161,11 +165,17 @@ def mount_run(a, net, work, m, files, run):
         mnt, cache = os.path.join(d, "mnt"), os.path.join(d, "cache")
         os.makedirs(mnt)
         os.makedirs(cache)
-        checks = " && ".join("%s -c \"$CHECK\" %s %s" % (sys.executable, os.path.join(mnt, f["path"]),
+        where = mnt if kind == "mount" else "$P"
+        checks = " && ".join("%s -c \"$CHECK\" %s %s" % (sys.executable, os.path.join(where, f["path"]),
                                                             os.path.join(work, "ref", f["path"]))
                              for f in sorted(files, key=lambda f: -f["size"]))
-        script = ("%s mount --mirror %s --cache %s --no-hf-cache --listen %s:6881 hf:bench/model %s && { %s; }; "
-                  "r=$?; %s umount %s; exit $r") % (a.hubmirror, m, cache, ip, mnt, checks, a.hubmirror, mnt)
+        if kind == "mount":
+            script = ("%s mount --mirror %s --cache %s --no-hf-cache --listen %s:6881 hf:bench/model %s && { %s; }; "
+                      "r=$?; %s umount %s; exit $r") % (a.hubmirror, m, cache, ip, mnt, checks, a.hubmirror, mnt)
+        else:
+            script = ("%s pull --mirror %s --cache %s --no-hf-cache --listen %s:6881 hf:bench/model >/dev/null && "
+                      "P=$(%s status --json | %s -c 'import json,sys; print(json.load(sys.stdin)[\"snapshots\"][0][\"path\"])') "
+                      "&& { %s; }") % (a.hubmirror, m, cache, ip, a.hubmirror, sys.executable, checks)
         log = os.path.join(d, "log")
         # each instance's own agent (its socket in the client's folder); it keeps seeding after the
         # umount, as on a real instance, until every client is done
@@ -205,7 +215,7 @@ def main():
     ap.add_argument("--mib", type=int, default=256)
     ap.add_argument("--mbit", type=int, default=400, help="every node's uplink")
     ap.add_argument("--super-seed", action="store_true", help="serve --p2p-super-seed")
-    ap.add_argument("--cases", default="http,p2p,mount", help="which of http,p2p,mount to run")
+    ap.add_argument("--cases", default="http,p2p,mount", help="which of http,p2p,mount,pull to run")
     ap.add_argument("--runs", type=int, default=1, help="runs of the mount case")
     a = ap.parse_args()
     cases = set(a.cases.split(","))
@@ -318,6 +328,17 @@ def main():
                     print("run %d: %s: %s wrong 16 KiB blocks, first %s" % (run, r["file"], r["wrong_blocks"],
                                                                             r["first_wrong"]), file=sys.stderr)
                 rows.append(("mount + read every byte, run %d" % run, secs, tx, cpu,
+                             "yes" if complete else "NO (%d wrong blocks)" % wrong))
+
+        # pull: the agent's way without FUSE (containers); every byte then read from each agent's cache
+        if "pull" in cases:
+            for run in range(1, a.runs + 1):
+                cpu0 = cpu_ticks()
+                secs, tx, reads = mount_run(a, net, work, m, files, run, "pull")
+                cpu = cpu_share(cpu0)
+                wrong = sum(max(r["wrong_blocks"], 0) for r in reads)
+                complete = len([r for r in reads if r["wrong_blocks"] == 0]) == a.clients * len(files)
+                rows.append(("pull, then read every byte, run %d" % run, secs, tx, cpu,
                              "yes" if complete else "NO (%d wrong blocks)" % wrong))
 
         floor = total / (a.mbit * 1e6 / 8)
