@@ -80,6 +80,9 @@ struct p2p_add {
 	 * mirror's are symlinks to its store): if a piece fails its check in seed mode, the torrent leaves
 	 * seed mode but does not fetch the piece and write it through the link. */
 	bool upload_only;
+	/* Leave out the web seeds the torrent itself names (its url-list): peers only, until the caller
+	 * adds them (p2p_session_add again with web_seeds; p2p_torrent_web_seeds lists them). */
+	bool no_url_list;
 	const char *const *web_seeds;   /* extra BEP 19 URLs (added to the torrent's url-list); may be NULL */
 	size_t nweb_seeds;
 };
@@ -261,6 +264,10 @@ int p2p_session_want_range(struct p2p_session *s, const char *btih, int index, i
  * Blocking: reads the whole file.
  */
 int p2p_torrent_verify_file(const unsigned char *torrent, size_t len, const char *save_path, const char *path);
+
+/* The web seeds (BEP 19 url-list) a .torrent names: *out, a NULL-terminated array of *n malloc'd
+ * strings (the caller frees each and the array). Returns 0, HM_ERR_USAGE or HM_ERR_TORRENT. */
+int p2p_torrent_web_seeds(const unsigned char *torrent, size_t len, char ***out, size_t *n);
 
 /* libtorrent's version string, e.g. "2.0.8.0". Static. */
 const char *p2p_version(void);

@@ -445,6 +445,11 @@ extern "C" int p2p_session_add(struct p2p_session *s, const struct p2p_add *a, c
 				atp.flags |= lt::torrent_flags::super_seeding;
 			if (a->upload_only)
 				atp.flags |= lt::torrent_flags::upload_mode;
+			if (a->no_url_list) {
+				atp.url_seeds.clear();
+				atp.http_seeds.clear();
+				atp.ti->set_web_seeds({});
+			}
 			for (size_t i = 0; i < a->nweb_seeds; i++)
 				if (a->web_seeds[i])
 					atp.url_seeds.push_back(a->web_seeds[i]);
@@ -1084,6 +1089,24 @@ extern "C" int p2p_torrent_info_hash(const unsigned char *torrent, size_t len, c
 		return 0;
 	} catch (...) {
 		return torrent_error(errmsg, "not a torrent: ");
+	}
+}
+
+extern "C" int p2p_torrent_web_seeds(const unsigned char *torrent, size_t len, char ***out, size_t *n)
+{
+	try {
+		if (!torrent || !out || !n)
+			return HM_ERR_USAGE;
+		lt::torrent_info ti = info_of(torrent, len);
+		std::vector<lt::web_seed_entry> const &ws = ti.web_seeds();
+		char **v = static_cast<char **>(xcalloc(ws.size() + 1, sizeof(char *)));
+		for (size_t i = 0; i < ws.size(); i++)
+			v[i] = xstrdup(ws[i].url.c_str());
+		*out = v;
+		*n = ws.size();
+		return 0;
+	} catch (...) {
+		return HM_ERR_TORRENT;
 	}
 }
 

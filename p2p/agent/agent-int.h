@@ -51,6 +51,15 @@ struct snap {
 	char *link_error;               /* why such a link failed, or NULL */
 	uv_work_t work;
 	bool work_verified, work_indexed; /* the job's results, applied on the loop */
+	/* The mirror's web seed is the source of last resort: a snapshot starts with peers only (the
+	 * mirror's own BitTorrent seed among them), and the torrent's web seeds join when it has no
+	 * other peer 1 s after it was added (a lone instance), or when it gets no byte for 3 s. */
+	char **web_seeds;
+	size_t nweb;
+	bool web_on;
+	uint64_t added_ms;              /* uv_now when it was added */
+	int64_t last_done;              /* bytes had at the last tick, and how many ticks it stayed so */
+	int still_ticks;
 };
 
 struct agent {

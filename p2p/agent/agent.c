@@ -46,6 +46,9 @@ void agent_snap_free(struct snap *s)
 	free(s->save);
 	free(s->mounts);
 	free(s->link_error);
+	for (size_t i = 0; i < s->nweb; i++)
+		free(s->web_seeds[i]);
+	free(s->web_seeds);
 	json_decref(s->pending_links);
 	json_decref(s->meta);
 	free(s);
@@ -143,6 +146,9 @@ static struct snap *snap_add(struct agent *a, json_t *meta, const unsigned char 
 	add.save_path = s->save;
 	add.seed_mode = whole;
 	s->verified = s->finished = whole;
+	if (!p2p_torrent_web_seeds(torrent, tlen, &s->web_seeds, &s->nweb) && s->nweb)
+		add.no_url_list = true; /* peers first: see struct snap */
+	s->added_ms = uv_now(&a->loop);
 	if (p2p_session_add(a->ses, &add, NULL, errmsg)) {
 		agent_snap_free(s);
 		return NULL;
@@ -318,6 +324,29 @@ static void wake_from_libtorrent(void *ud)
 	uv_async_send(ud);
 }
 
+/* Let the web seeds in when the swarm cannot do without them (see struct snap). */
+static void web_seed_when_alone(struct agent *a, struct snap *s, const struct p2p_torrent_status *st)
+{
+	struct p2p_add add = { 0 };
+	bool alone, stalled;
+
+	if (s->web_on || !s->nweb || s->finished)
+		return;
+	alone = st->peers <= 1 && uv_now(&a->loop) - s->added_ms >= 1000;
+	s->still_ticks = st->total_done == s->last_done ? s->still_ticks + 1 : 0;
+	s->last_done = st->total_done;
+	stalled = s->still_ticks >= 6; /* 3 s */
+	if (!alone && !stalled)
+		return;
+	add.torrent = s->torrent;
+	add.len = s->tlen;
+	add.save_path = s->save;
+	add.web_seeds = (const char *const *)s->web_seeds;
+	add.nweb_seeds = s->nweb;
+	if (!p2p_session_add(a->ses, &add, NULL, NULL))
+		s->web_on = true;
+}
+
 static void on_tick(uv_timer_t *t)
 {
 	struct agent *a = t->data;
@@ -334,8 +363,11 @@ static void on_tick(uv_timer_t *t)
 				s->mounts[k--] = s->mounts[--s->nmounts];
 			}
 		}
-		if (!s->finished && !p2p_session_torrent_status(a->ses, s->btih, &st) && st.seeding)
-			s->finished = true;
+		if (!s->finished && !p2p_session_torrent_status(a->ses, s->btih, &st)) {
+			if (st.seeding)
+				s->finished = true;
+			web_seed_when_alone(a, s, &st);
+		}
 		if (s->finished && (!s->verified || !s->indexed) && !s->settling && !a->stopping) {
 			s->settling = true;
 			s->work.data = s;
@@ -456,7 +488,7 @@ static int start(struct agent *a, char **errmsg)
 	}
 	uv_timer_init(&a->loop, &a->tick);
 	a->tick.data = a;
-	uv_timer_start(&a->tick, on_tick, 1000, 1000);
+	uv_timer_start(&a->tick, on_tick, 500, 500);
 	uv_signal_init(&a->loop, &a->sigterm);
 	uv_signal_init(&a->loop, &a->sigint);
 	a->sigterm.data = a->sigint.data = a;
