@@ -4,6 +4,7 @@
 #ifndef HM_AGENT_INT_H
 #define HM_AGENT_INT_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -74,6 +75,8 @@ struct agent {
 	struct snap **snaps;
 	size_t nsnaps;
 	bool stopping;
+	atomic_bool quit;               /* stopping, for worker threads: a body waiting for its first
+					 * bytes gives up, so the loop (which waits for its jobs) can end */
 	int64_t started_at;
 	/* the cache's size (evict.c) */
 	bool sizing;                    /* a sizing job runs */

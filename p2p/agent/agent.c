@@ -390,6 +390,7 @@ void agent_stop(struct agent *a)
 	if (a->stopping)
 		return;
 	a->stopping = true;
+	atomic_store(&a->quit, true);
 	for (size_t i = 0; i < a->nsnaps; i++) {
 		struct snap *s = a->snaps[i];
 		for (size_t k = 0; k < s->nmounts; k++) {

@@ -330,7 +330,8 @@ static void first_bytes(void *job)
 	int have, waited = 0;
 
 	p2p_session_want_range(ses, e->btih, e->index, e->off, e->len, 0);
-	while ((have = p2p_session_have_range(ses, e->btih, e->index, e->off, first)) == 0 && waited < READ_WAIT_S * 200) {
+	while ((have = p2p_session_have_range(ses, e->btih, e->index, e->off, first)) == 0 && waited < READ_WAIT_S * 200 &&
+	       !atomic_load(&e->a->quit)) {
 		nanosleep(&nap, NULL);
 		if (++waited % 200 == 0)
 			p2p_session_want_range(ses, e->btih, e->index, e->off, e->len, 0);
