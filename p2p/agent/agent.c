@@ -330,7 +330,9 @@ static void web_seed_when_alone(struct agent *a, struct snap *s, const struct p2
 	struct p2p_add add = { 0 };
 	bool alone, stalled;
 
-	if (s->web_on || !s->nweb || s->finished)
+	/* (not s->finished: a snapshot taken back in seed mode that finds a damaged piece leaves seed mode
+	 * and downloads it again, and may need the web seed for that) */
+	if (s->web_on || !s->nweb || st->seeding || st->seed_mode)
 		return;
 	alone = st->peers <= 1 && uv_now(&a->loop) - s->added_ms >= 1000;
 	s->still_ticks = st->total_done == s->last_done ? s->still_ticks + 1 : 0;
@@ -363,7 +365,7 @@ static void on_tick(uv_timer_t *t)
 				s->mounts[k--] = s->mounts[--s->nmounts];
 			}
 		}
-		if (!s->finished && !p2p_session_torrent_status(a->ses, s->btih, &st)) {
+		if (!p2p_session_torrent_status(a->ses, s->btih, &st)) {
 			if (st.seeding)
 				s->finished = true;
 			web_seed_when_alone(a, s, &st);
