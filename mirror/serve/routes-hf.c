@@ -600,32 +600,30 @@ static json_t *paths_parse(const char *body, size_t blen, bool json, bool *expan
 	return paths;
 }
 
-/* Up to 10,000 lookups (a body of 1 MiB names that many), so on a worker, body parsing included. */
+/* Up to 10,000 lookups (a body of 1 MiB names that many), so on a worker. The body is parsed on the
+ * loop (bounded by the server's body limit, a few ms at most) and the job keeps only the paths that
+ * can exist: a queue of waiting jobs must not pin every client's body (a flood of 900 KB bodies did). */
 struct paths_job {
 	struct mirror__job j;
 	struct catalog_snapshot snap;
-	char *body;
-	size_t blen;
-	bool json;
+	json_t *paths;          /* strings that pass path_check, at most 10,000 */
+	bool expand;
 };
 
 static void paths_build(struct mirror__job *job, struct catalog *cat)
 {
 	struct paths_job *pj = (struct paths_job *)job;
-	bool expand = false;
-	json_t *paths = paths_parse(pj->body, pj->blen, pj->json, &expand), *out = json_array(), *p;
+	json_t *out = json_array(), *p;
 	size_t i;
 
-	json_array_foreach(paths, i, p) {
+	json_array_foreach(pj->paths, i, p) {
 		const char *path = json_string_value(p);
 		struct catalog_entry e;
 		char *prefix;
 		bool any = false;
 
-		if (!path || path_check_str(path) || i >= 10000)
-			continue; /* missing (or impossible) paths are simply omitted, as on the Hub */
 		if (!catalog_snapshot_file(cat, pj->snap.id, path, &e)) {
-			json_array_append_new(out, file_json(&e, &pj->snap, expand));
+			json_array_append_new(out, file_json(&e, &pj->snap, pj->expand));
 			catalog_entry_release(&e);
 			continue;
 		}
@@ -635,14 +633,13 @@ static void paths_build(struct mirror__job *job, struct catalog *cat)
 		if (any)
 			json_array_append_new(out, dir_json(path, &pj->snap));
 	}
-	json_decref(paths);
 	job->status = 200;
 	job->body = out;
 }
 
 static void paths_release(struct mirror__job *job)
 {
-	free(((struct paths_job *)job)->body);
+	json_decref(((struct paths_job *)job)->paths);
 	free(job);
 }
 
@@ -652,6 +649,8 @@ static void hf_paths_info(struct hfreq *h, const char *rev)
 	const char *body = httpd_body(h->req, &blen);
 	const char *ctype = httpd_header(h->req, "Content-Type");
 	struct paths_job *pj;
+	json_t *all, *p;
+	size_t i;
 
 	if (hf_resolve(h, rev))
 		return;
@@ -659,12 +658,15 @@ static void hf_paths_info(struct hfreq *h, const char *rev)
 	pj->j.build = paths_build;
 	pj->j.release = paths_release;
 	pj->snap = h->snap;
-	pj->body = xmalloc(blen + 1);
-	if (blen)
-		memcpy(pj->body, body, blen);
-	pj->body[blen] = '\0';
-	pj->blen = blen;
-	pj->json = ctype && !strncasecmp(ctype, "application/json", 16);
+	all = paths_parse(body ? body : "", blen, ctype && !strncasecmp(ctype, "application/json", 16), &pj->expand);
+	pj->paths = json_array();
+	json_array_foreach(all, i, p) {
+		const char *path = json_string_value(p);
+		/* missing (or impossible) paths are simply omitted, as on the Hub */
+		if (i < 10000 && path && !path_check_str(path))
+			json_array_append(pj->paths, p);
+	}
+	json_decref(all);
 	add_cors(h->req);
 	mirror__defer(h->rt, h->req, &pj->j);
 }
