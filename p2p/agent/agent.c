@@ -1,6 +1,6 @@
 /*
  * agent.c - the instance agent's process (see agent.h): one libuv loop for the control socket, the
- * session's events and a one-second tick; one libtorrent session; FUSE mounts with threads of their
+ * session's events and a tick every 500 ms; one libtorrent session; FUSE mounts with threads of their
  * own (p2p/mount.h); hashing of finished snapshots on libuv's thread pool at idle priority.
  *
  * What survives the process is in the cache: each snapshot's torrent and the mirror's description
