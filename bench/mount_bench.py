@@ -75,6 +75,7 @@ def main():
     ap.add_argument("--mib", type=int, default=512)
     ap.add_argument("--baseline", help="another hubmirror binary to mount with, side by side")
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--show-status", action="store_true", help="print the agent's status after each mount case")
     a = ap.parse_args()
     if os.geteuid() != 0 or not os.path.exists("/dev/fuse"):
         sys.exit("mount_bench.py mounts with FUSE: run it as root, with /dev/fuse")
@@ -133,6 +134,8 @@ def main():
                 add(label + " all", timed(lambda: read_all(os.path.join(mnt, "model.safetensors"))))
                 same = same and subprocess.run(["cmp", os.path.join(mnt, "model.safetensors"),
                                                 os.path.join(dl, "model.safetensors")]).returncode == 0
+                if a.show_status and has_agent(exe):
+                    subprocess.run([exe, "status"], env=env)
                 subprocess.run([exe, "umount", mnt], env=env, stderr=subprocess.DEVNULL)
                 if has_agent(exe):
                     subprocess.run([exe, "agent", "--stop"], env=env, stdout=subprocess.DEVNULL)

@@ -152,12 +152,23 @@ def cpu_share(since):
     return (busy - since[0]) / max(total - since[1], 1)
 
 
+def mirror_split(net, m):
+    """What the mirror has sent so far: (BitTorrent seed payload, web seed bytes) from its /metrics."""
+    out = sh(*ns(net.nodes[1][0], "curl", "-fsS", m + "/metrics"))
+    v = {}
+    for line in out.splitlines():
+        parts = line.split()
+        if len(parts) == 2 and parts[0] in ("hubmirror_seeder_uploaded_bytes_total", "hubmirror_webseed_bytes_total"):
+            v[parts[0]] = int(float(parts[1]))
+    return v.get("hubmirror_seeder_uploaded_bytes_total", 0), v.get("hubmirror_webseed_bytes_total", 0)
+
+
 def mount_run(a, net, work, m, files, run, kind="mount"):
     """One run of the mount case (every client mounts and reads every file) or of the pull case (every
     client pulls the snapshot whole, then every file is read from its agent's cache); returns
     (seconds, tx, reads)."""
     procs = []
-    base_tx = net.tx_bytes(0)
+    base_tx, base_split = net.tx_bytes(0), mirror_split(net, m)
     t0 = time.monotonic()
     for i in range(1, a.clients + 1):
         name, _, ip = net.nodes[i]
@@ -187,6 +198,20 @@ def mount_run(a, net, work, m, files, run, kind="mount"):
         time.sleep(0.05)
     secs = time.monotonic() - t0
     tx = net.tx_bytes(0) - base_tx
+    split = mirror_split(net, m)
+    filled = 0
+    for i in range(1, a.clients + 1):
+        st = subprocess.run([a.hubmirror, "status", "--json"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                            env=dict(os.environ, HUBMIRROR_AGENT_SOCKET=os.path.join(work, "mnt%d-%d" % (run, i),
+                                                                                    "agent.sock")))
+        try:
+            filled += sum(s.get("fetched_over_http", 0) for s in json.loads(st.stdout)["snapshots"])
+        except (ValueError, KeyError):
+            pass
+    print("%s run %d: the mirror sent %.0f MiB as its BitTorrent seed and %.0f MiB over HTTP ranges, of which "
+          "the agents' fill took %.0f MiB (the rest: web seeds)" % (
+              kind, run, (split[0] - base_split[0]) / 2**20, (split[1] - base_split[1]) / 2**20, filled / 2**20),
+          file=sys.stderr)
     for p, log in procs:
         if p.poll() is None:
             p.kill()

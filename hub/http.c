@@ -377,7 +377,12 @@ static int req_start_attempt(struct hub_http_req *r)
 	r->headers = curl_slist_append(r->headers, "Expect:");
 	curl_easy_setopt(r->easy, CURLOPT_URL, r->url);
 	curl_easy_setopt(r->easy, CURLOPT_HTTPHEADER, r->headers);
-	if (r->o.range_start > 0) {
+	if (r->o.range_len > 0) {
+		char range[48];
+		snprintf(range, sizeof(range), "%lld-%lld", (long long)r->o.range_start,
+			 (long long)(r->o.range_start + r->o.range_len - 1));
+		curl_easy_setopt(r->easy, CURLOPT_RANGE, range);
+	} else if (r->o.range_start > 0) {
 		char range[32];
 		snprintf(range, sizeof(range), "%lld-", (long long)r->o.range_start);
 		curl_easy_setopt(r->easy, CURLOPT_RANGE, range);

@@ -58,6 +58,8 @@ struct hub_http_req_opts {
 				     * to the first host only like the header; a static string; NULL: none */
 	const char *if_none_match;  /* borrowed; NULL: none */
 	int64_t range_start;        /* > 0: ask for bytes=range_start- */
+	int64_t range_len;          /* > 0: ask for exactly bytes=range_start-(range_start+range_len-1)
+				     * (range_start may then be 0) */
 	bool head;                  /* HEAD instead of GET */
 	/* Body handling: either buffer it (max_body bytes, then fail with -EFBIG) and get it in on_done,
 	 * or stream it through on_body. */

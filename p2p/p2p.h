@@ -28,7 +28,14 @@ struct p2p_session_config {
 	 * defaults for those. Give it to every node of a swarm: a peer with default settings dials uTP
 	 * first and, refused, falls back to TCP only after a timeout (measured: 4 s more to connect). */
 	bool lan_tuning;
+	/* The mirror's own seed: its peer ids start with P2P_ORIGIN_PEER_ID, so agents can tell it from
+	 * their peers (p2p_add.origin_last). */
+	bool origin;
 };
+
+/* The start of the peer id of a mirror's seed (p2p_session_config.origin). */
+#define P2P_ORIGIN_PEER_ID "-HM"
+
 
 struct p2p_session_status {
 	int listen_port;   /* TCP port the session listens on */
@@ -83,6 +90,10 @@ struct p2p_add {
 	/* Leave out the web seeds the torrent itself names (its url-list): peers only, until the caller
 	 * adds them (p2p_session_add again with web_seeds; p2p_torrent_web_seeds lists them). */
 	bool no_url_list;
+	/* Take nothing from the mirror's seed (a peer whose id starts with P2P_ORIGIN_PEER_ID) over
+	 * BitTorrent: it counts as a peer that has no piece, so what only the mirror has is left to the
+	 * caller (the agent fetches it over HTTP: p2p_session_add_piece) and peers share the rest. */
+	bool origin_last;
 	const char *const *web_seeds;   /* extra BEP 19 URLs (added to the torrent's url-list); may be NULL */
 	size_t nweb_seeds;
 };
@@ -124,6 +135,8 @@ struct p2p_torrent_status {
 	int64_t from_web_seeds;             /* of downloaded, the payload received over BEP 19 / BEP 17 web
 	                                     * seed connections, open or closed since */
 	int peers, seeds;       /* connected peers (web seeds included), and those of them that are seeds */
+	int known_peers;        /* peers known (from the tracker, or that connected), connected or not */
+	bool tracker_replied;   /* a tracker has answered an announce (so known_peers holds its peers) */
 	int num_pieces, pieces_have;
 };
 
@@ -194,6 +207,8 @@ struct p2p_file_entry {
 	                      * owned by the list */
 	int64_t size;
 	int index;           /* libtorrent's file index, for the calls below */
+	int64_t offset;      /* where its bytes start in the torrent's (pad files counted): in hubmirror's
+	                      * torrents a multiple of the piece size */
 };
 
 /* The files of a torrent: v[0..n) in the torrent's order, pad files left out. */
@@ -201,6 +216,9 @@ struct p2p_file_list {
 	struct p2p_file_entry *v;   /* owned */
 	size_t n;
 	char *name;                 /* the torrent's root folder (its name), owned */
+	int64_t piece_size;         /* every piece's size but the last one's */
+	int64_t total;              /* the torrent's bytes, pad files counted */
+	int pieces;
 };
 
 /*
@@ -252,6 +270,23 @@ int p2p_session_have_range(struct p2p_session *s, const char *btih, int index, i
  */
 int p2p_session_want_range(struct p2p_session *s, const char *btih, int index, int64_t offset, int64_t len,
 			   int deadline_ms);
+
+/*
+ * Pieces from elsewhere (the agent's HTTP fill: docs/agent.md). p2p_session_pieces_had fills had[0..n)
+ * (n must be the torrent's piece count, else -EINVAL) with 1 for each piece libtorrent has (whether or
+ * not its bytes are written yet), 0 for the others, and returns 0; a torrent still checking its files
+ * counts every piece as had (so nothing is fetched twice) and returns 1: ask again soon. avail (may be
+ * NULL) gets how many connected peers have each piece (a peer that origin_last hides counts for none). p2p_session_add_piece hands libtorrent a whole piece
+ * (len must be that piece's size, pad bytes as zeros, else -EINVAL): libtorrent copies it, writes it
+ * and checks its hashes as for a piece from a peer; a piece it has already is left alone, and one that
+ * fails its check is dropped and fetched again from peers. Asynchronous, safe from any thread.
+ * p2p_session_take_wanted returns the first missing piece of the latest p2p_session_want_range
+ * (a reader waits for it) and forgets it, or -1 when none came since the last call.
+ * Errors as for the calls above.
+ */
+int p2p_session_pieces_had(struct p2p_session *s, const char *btih, unsigned char *had, int *avail, int n);
+int p2p_session_add_piece(struct p2p_session *s, const char *btih, int piece, const char *data, size_t len);
+int p2p_session_take_wanted(struct p2p_session *s, const char *btih);
 
 /*
  * Does the file at <save_path>/<name>/<path> hold exactly what the torrent says file path (inside

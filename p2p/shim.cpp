@@ -107,6 +107,46 @@ private:
 };
 
 /*
+ * p2p_add.origin_last: a peer whose id starts with P2P_ORIGIN_PEER_ID (the mirror's seed) is taken to
+ * have nothing. Its bitfield, have-all, have, suggest and allowed-fast messages are handled here and
+ * never reach libtorrent, so no request ever goes to it; what only the mirror has comes over HTTP
+ * instead (the agent's fill). The id is known from the handshake on, before any of those messages.
+ */
+class origin_blind_peer final : public lt::peer_plugin {
+public:
+	explicit origin_blind_peer(lt::peer_connection_handle pc) : m_pc(std::move(pc)) {}
+
+	bool on_bitfield(lt::bitfield const &) override { return origin(); }
+	bool on_have_all() override { return origin(); }
+	bool on_have(lt::piece_index_t) override { return origin(); }
+	bool on_suggest(lt::piece_index_t) override { return origin(); }
+	bool on_allowed_fast(lt::piece_index_t) override { return origin(); }
+
+private:
+	bool origin() const
+	{
+		try {
+			lt::peer_id const &id = m_pc.pid();
+			static const char prefix[] = P2P_ORIGIN_PEER_ID;
+			return std::memcmp(id.data(), prefix, sizeof prefix - 1) == 0;
+		} catch (...) {
+			return false;
+		}
+	}
+	lt::peer_connection_handle m_pc;
+};
+
+class origin_blind final : public lt::torrent_plugin {
+public:
+	std::shared_ptr<lt::peer_plugin> new_connection(lt::peer_connection_handle const &pc) override
+	{
+		if (pc.type() != lt::connection_type::bittorrent)
+			return nullptr;
+		return std::make_shared<origin_blind_peer>(pc);
+	}
+};
+
+/*
  * Pieces whose bytes are verified in the file, one bit each, for p2p_session_have_range: read and set
  * without a lock from any thread. A bit is set only by p2p_session_have_range, from have_piece() or
  * from the file itself (verify_in_file), never from piece_finished_alert: 2.0.8 checks a piece as soon
@@ -130,6 +170,8 @@ struct have_cache {
 	}
 	int const n;
 	std::unique_ptr<std::atomic<std::uint64_t>[]> words;
+	/* the first missing piece of the latest p2p_session_want_range, for p2p_session_take_wanted */
+	std::atomic<int> wanted{-1};
 };
 
 struct torrent_entry {
@@ -243,6 +285,12 @@ static lt::settings_pack base_settings(const struct p2p_session_config *cfg)
 	 * On a LAN a random start buys nothing over rarest-first, which also starts at a random piece among
 	 * equally rare ones. */
 	sp.set_int(lt::settings_pack::initial_picker_threshold, 0);
+	if (cfg && cfg->origin)
+		sp.set_str(lt::settings_pack::peer_fingerprint, P2P_ORIGIN_PEER_ID "0100-");
+	/* Every byte a session receives is hashed twice (SHA-1 for v1, SHA-256 for v2: ~0.75 s of CPU per
+	 * 512 MiB here); libtorrent's one hashing thread made that the ceiling of a lone instance's speed. */
+	sp.set_int(lt::settings_pack::hashing_threads,
+		   static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, 8u)));
 	return sp;
 }
 
@@ -457,6 +505,10 @@ extern "C" int p2p_session_add(struct p2p_session *s, const struct p2p_add *a, c
 			atp.extensions.push_back([web](lt::torrent_handle const &, lt::client_data_t) {
 				return std::shared_ptr<lt::torrent_plugin>(std::make_shared<web_torrent_counter>(web));
 			});
+			if (a->origin_last)
+				atp.extensions.push_back([](lt::torrent_handle const &, lt::client_data_t) {
+					return std::shared_ptr<lt::torrent_plugin>(std::make_shared<origin_blind>());
+				});
 			std::shared_ptr<const lt::torrent_info> ti = atp.ti;
 			auto have = std::make_shared<have_cache>(ti->num_pieces());
 			lt::error_code ec;
@@ -606,6 +658,8 @@ extern "C" int p2p_session_torrent_status(struct p2p_session *s, const char *bti
 		r.from_web_seeds = web;
 		r.peers = st.num_peers;
 		r.seeds = st.num_seeds;
+		r.known_peers = st.list_peers;
+		r.tracker_replied = !st.current_tracker.empty();
 		r.num_pieces = e.ti->num_pieces();
 		r.pieces_have = st.num_pieces;
 		*out = r;
@@ -787,8 +841,12 @@ extern "C" int p2p_session_files(struct p2p_session *s, const char *btih, struct
 			l.v[i].path = xstrdup(paths[i].c_str());
 			l.v[i].size = fs.file_size(lt::file_index_t(idx[i]));
 			l.v[i].index = idx[i];
+			l.v[i].offset = fs.file_offset(lt::file_index_t(idx[i]));
 		}
 		l.name = xstrdup(name.c_str());
+		l.piece_size = fs.piece_length();
+		l.pieces = fs.num_pieces();
+		l.total = fs.total_size();
 		*out = l;
 		return 0;
 	} catch (...) {
@@ -957,9 +1015,70 @@ extern "C" int p2p_session_want_range(struct p2p_session *s, const char *btih, i
 		for (int p = first; p <= last; p++) {
 			if (e.have->get(p))
 				continue;
+			if (d == deadline_ms)
+				e.have->wanted.store(p, std::memory_order_relaxed);
 			e.h.set_piece_deadline(lt::piece_index_t(p), static_cast<int>(std::min<std::int64_t>(d, INT_MAX)));
 			d += deadline_step_ms;
 		}
+		return 0;
+	} catch (lt::system_error const &err) {
+		return handle_error(err);
+	} catch (...) {
+		return HM_ERR_TORRENT;
+	}
+}
+
+extern "C" int p2p_session_take_wanted(struct p2p_session *s, const char *btih)
+{
+	torrent_entry e;
+	if (!find_entry(s, btih, e))
+		return HM_ERR_NOT_FOUND;
+	return e.have->wanted.exchange(-1, std::memory_order_relaxed);
+}
+
+extern "C" int p2p_session_pieces_had(struct p2p_session *s, const char *btih, unsigned char *had, int *avail,
+				      int n)
+{
+	try {
+		torrent_entry e;
+		if (!find_entry(s, btih, e))
+			return HM_ERR_NOT_FOUND;
+		if (n != e.ti->num_pieces())
+			return -EINVAL;
+		lt::torrent_status st = e.h.status(lt::torrent_handle::query_pieces);
+		/* a torrent still checking its files lists no piece yet: then nothing counts as missing */
+		bool known = st.pieces.size() == n && st.state != lt::torrent_status::checking_files &&
+			     st.state != lt::torrent_status::checking_resume_data;
+		for (int i = 0; i < n; i++)
+			had[i] = !known || st.pieces.get_bit(lt::piece_index_t(i));
+		if (avail) {
+			std::vector<int> v;
+			e.h.piece_availability(v);
+			for (int i = 0; i < n; i++)
+				avail[i] = i < static_cast<int>(v.size()) ? std::max(v[size_t(i)], 0) : 0;
+		}
+		return known ? 0 : 1;
+	} catch (lt::system_error const &err) {
+		return handle_error(err);
+	} catch (...) {
+		return HM_ERR_TORRENT;
+	}
+}
+
+extern "C" int p2p_session_add_piece(struct p2p_session *s, const char *btih, int piece, const char *data,
+				     size_t len)
+{
+	try {
+		torrent_entry e;
+		if (!find_entry(s, btih, e))
+			return HM_ERR_NOT_FOUND;
+		if (piece < 0 || piece >= e.ti->num_pieces() ||
+		    len != static_cast<size_t>(e.ti->piece_size(lt::piece_index_t(piece))))
+			return -EINVAL;
+		/* copied into a vector libtorrent keeps: the caller's buffer is free again at once. libtorrent
+		 * writes the piece's blocks and checks its hashes as for a piece from a peer; a piece that
+		 * fails is dropped (hash_failed) and fetched again from peers. */
+		e.h.add_piece(lt::piece_index_t(piece), std::vector<char>(data, data + len));
 		return 0;
 	} catch (lt::system_error const &err) {
 		return handle_error(err);

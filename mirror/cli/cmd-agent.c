@@ -115,6 +115,7 @@ int cmd_agent(int argc, char **argv)
 		CLI_STR("http", &cfg.http),
 		CLI_BOOL("preheat", &preheat),
 		CLI_INT("preheat-every", &cfg.preheat_every_s, 1, 86400),
+		CLI_BOOL("no-fill", &cfg.no_fill),
 		CLI_BOOL("foreground", &foreground),
 		CLI_BOOL("stop", &stop),
 		CLI_END,

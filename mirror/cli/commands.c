@@ -70,7 +70,7 @@ const struct cli_command cli_commands[] = {
 	{ "agent", cmd_agent,
 	  "agent [--mirror URL] [--cache DIR] [--cache-size SIZE] [--socket PATH] [--listen ADDR]\n"
 	  "      [--upload-limit RATE] [--http HOST:PORT] [--preheat [--preheat-every S]]\n"
-	  "      [--foreground]\n"
+	  "      [--no-fill] [--foreground]\n"
 	  "       hubmirror agent --stop [--socket PATH]",
 	  "run the instance agent: one process for every mount, the swarm session and the cache",
 	  "The agent holds every mount of this machine in one long-lived process with one BitTorrent\n"
@@ -90,6 +90,8 @@ const struct cli_command cli_commands[] = {
 	  "                      (HF_ENDPOINT=http://HOST:PORT)\n"
 	  "  --preheat           fetch in the background what the mirror marks to preheat (add --preheat),\n"
 	  "                      asking every 300 s or --preheat-every S\n"
+	  "  --no-fill           take what only the mirror has from its BitTorrent seed and web seed\n"
+	  "                      instead of over HTTP ranges from its store\n"
 	  "  --foreground        stay in the foreground (for systemd)\n"
 	  "  --stop              ask the running agent to unmount everything and end\n" },
 	{ "mount", cmd_mount,

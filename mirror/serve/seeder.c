@@ -313,6 +313,7 @@ int mirror_seeder_new(uv_loop_t *loop, struct mirror_data *d, const struct mirro
 	pc.listen_interfaces = cfg->listen;
 	pc.local_upload_limit = cfg->upload_limit;
 	pc.lan_tuning = true;
+	pc.origin = true; /* agents take what only the mirror has over HTTP, not from this seed */
 	r = p2p_session_new(&pc, &s->ses, errmsg);
 	if (r)
 		goto fail;

@@ -59,6 +59,10 @@ struct snap {
 	size_t nweb;
 	bool web_on;
 	uint64_t added_ms;              /* uv_now when it was added */
+	/* A lone instance takes pieces over HTTP ranges from the web seed (fill.c) */
+	struct fill *fill;
+	bool fill_tried;
+	int64_t fill_bytes;             /* piece bytes the fill handed to libtorrent */
 	int64_t last_done;              /* bytes had at the last tick, and how many ticks it stayed so */
 	int still_ticks;
 };
@@ -85,6 +89,8 @@ struct agent {
 	char **drop;                    /* what dropped snapshots leave, deleted by the next sizing job */
 	size_t ndrop;
 	bool over_said;                 /* "over its size, nothing to drop" was logged */
+	struct hub_http *fill_http;     /* the fill's requests (fill.c), from the first fill on */
+	uv_timer_t fill_soon;           /* look again in a moment (libtorrent was checking files) */
 	/* preheat (preheat.c) */
 	bool preheating;                /* a preheat job runs */
 	int64_t preheated_at;           /* when the last one ended */
@@ -102,6 +108,18 @@ void agent_snap_free(struct snap *s);
  * agent_evict_now makes the next tick measure. */
 void agent_evict_tick(struct agent *a);
 void agent_evict_now(struct agent *a);
+
+/* The HTTP fill (fill.c): from the tick and after adding s, with its status: start, pause or go on
+ * fetching pieces over HTTP while s is alone in its swarm. agent_fill_running: a fill fetches (or may
+ * when alone). agent_fill_stop: drop s's fill (before s is dropped). agent_fill_end: the agent stops:
+ * cancel every request; the layer goes once they are done. */
+struct p2p_torrent_status;
+void agent_fill_update(struct agent *a, struct snap *s, const struct p2p_torrent_status *st);
+bool agent_fill_running(const struct snap *s);
+void agent_fill_stop(struct agent *a, struct snap *s);
+void agent_fill_end(struct agent *a);
+void agent_fill_init(struct agent *a);
+void agent_fill_soon(struct agent *a);
 
 /* agent --preheat: from the tick, when due, fetch what the mirror marks to preheat (preheat.c). */
 void agent_preheat_tick(struct agent *a);

@@ -56,6 +56,7 @@ void agent_snap_free(struct snap *s)
 
 void agent_snap_forget(struct agent *a, struct snap *s)
 {
+	agent_fill_stop(a, s);
 	p2p_session_remove(a->ses, s->btih);
 	for (size_t i = 0; i < a->nsnaps; i++)
 		if (a->snaps[i] == s) {
@@ -146,8 +147,10 @@ static struct snap *snap_add(struct agent *a, json_t *meta, const unsigned char 
 	add.save_path = s->save;
 	add.seed_mode = whole;
 	s->verified = s->finished = whole;
-	if (!p2p_torrent_web_seeds(torrent, tlen, &s->web_seeds, &s->nweb) && s->nweb)
+	if (!p2p_torrent_web_seeds(torrent, tlen, &s->web_seeds, &s->nweb) && s->nweb) {
 		add.no_url_list = true; /* peers first: see struct snap */
+		add.origin_last = !a->cfg->no_fill; /* what only the mirror has comes over HTTP (fill.c) */
+	}
 	s->added_ms = uv_now(&a->loop);
 	if (p2p_session_add(a->ses, &add, NULL, errmsg)) {
 		agent_snap_free(s);
@@ -157,6 +160,8 @@ static struct snap *snap_add(struct agent *a, json_t *meta, const unsigned char 
 	a->snaps = xreallocarray(a->snaps, a->nsnaps + 1, sizeof(*a->snaps));
 	a->snaps[a->nsnaps++] = s;
 	agent_evict_now(a);
+	if (!whole)
+		agent_fill_soon(a); /* a lone instance should not wait for the tick */
 	return s;
 }
 
@@ -334,7 +339,8 @@ static void web_seed_when_alone(struct agent *a, struct snap *s, const struct p2
 	 * and downloads it again, and may need the web seed for that) */
 	if (s->web_on || !s->nweb || st->seeding || st->seed_mode)
 		return;
-	alone = st->peers <= 1 && uv_now(&a->loop) - s->added_ms >= 1000;
+	/* alone, the HTTP fill fetches its pieces (fill.c), unless it gave up */
+	alone = st->peers <= 1 && uv_now(&a->loop) - s->added_ms >= 1000 && !agent_fill_running(s);
 	s->still_ticks = st->total_done == s->last_done ? s->still_ticks + 1 : 0;
 	s->last_done = st->total_done;
 	stalled = s->still_ticks >= 6; /* 3 s */
@@ -369,6 +375,7 @@ static void on_tick(uv_timer_t *t)
 			if (st.seeding)
 				s->finished = true;
 			web_seed_when_alone(a, s, &st);
+			agent_fill_update(a, s, &st);
 		}
 		if (s->finished && (!s->verified || !s->indexed) && !s->settling && !a->stopping) {
 			s->settling = true;
@@ -393,6 +400,7 @@ void agent_stop(struct agent *a)
 		return;
 	a->stopping = true;
 	atomic_store(&a->quit, true);
+	agent_fill_end(a);
 	for (size_t i = 0; i < a->nsnaps; i++) {
 		struct snap *s = a->snaps[i];
 		for (size_t k = 0; k < s->nmounts; k++) {
@@ -466,6 +474,7 @@ static int start(struct agent *a, char **errmsg)
 	uv_unref((uv_handle_t *)&a->wake); /* the loop ends when the control socket and timers do */
 	a->wake.data = a;
 	p2p_session_set_wakeup(a->ses, wake_from_libtorrent, &a->wake);
+	agent_fill_init(a);
 	recall(a);
 	/* the control socket is the agent's owner's alone: it mounts and reads tokens */
 	listen = xasprintf("unix:%s", a->cfg->socket_path);
@@ -525,6 +534,8 @@ int agent_run(const struct agent_config *cfg, int ready_fd, char **errmsg)
 	} else {
 		httpd_free(&a->ctl);
 		httpd_free(&a->http);
+		if (a->fill_soon.loop)
+			agent_fill_end(a);
 	}
 	/* libtorrent first: it must not signal the async handle once that is closed */
 	p2p_session_free(&a->ses);

@@ -21,6 +21,7 @@
 #ifndef HM_AGENT_H
 #define HM_AGENT_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 struct agent_config {
@@ -35,6 +36,8 @@ struct agent_config {
 	int read_timeout_s;             /* a mount's read waits this long for its pieces; 0: 600 */
 	const char *http;               /* the local hub endpoint's HOST:PORT (docs/agent.md); NULL: none */
 	int preheat_every_s;            /* fetch what the mirror marks to preheat, this often; 0: never */
+	bool no_fill;                   /* take the mirror's pieces over BitTorrent (its seed, then its web
+					 * seed) rather than over HTTP ranges (fill.c) */
 };
 
 /*

@@ -96,6 +96,8 @@ static json_t *snap_json(struct agent *a, const struct snap *s)
 		free(w);
 	}
 	json_object_set_new(j, "path", json_string(path));
+	/* pieces the HTTP fill fetched from the mirror while alone (fill.c), in downloaded too */
+	json_object_set_new(j, "fetched_over_http", json_integer(s->fill_bytes));
 	/* taken back whole after a restart: its pieces are verified as they are read, not all up front */
 	json_object_set_new(j, "checked_lazily", json_boolean(ok && st.seed_mode));
 	free(path);

@@ -424,6 +424,212 @@ TEST(whole_download)
 	CHECK_INT(p2p_session_want_range(B.s, tor.btih, idx[F_MODEL], 0, (int64_t)sizes[F_MODEL], 0), 0);
 }
 
+/* ---- pieces from elsewhere (the agent's HTTP fill) ---- */
+
+/* Piece p of the torrent as add_piece wants it: the bytes of the file it starts in, then zeros. */
+static char *piece_bytes(const struct p2p_file_list *l, int p, size_t *len)
+{
+	int64_t at = (int64_t)p * l->piece_size;
+	int64_t plen = p == l->pieces - 1 ? l->total - at : l->piece_size;
+	char *buf = xcalloc(1, (size_t)plen);
+
+	*len = (size_t)plen;
+	for (size_t i = 0; i < l->n; i++) {
+		const struct p2p_file_entry *e = &l->v[i];
+		if (e->size && e->offset <= at && at < e->offset + e->size) {
+			int64_t n = e->offset + e->size - at < plen ? e->offset + e->size - at : plen;
+			for (int k = 0; k < NFILES; k++)
+				if (!strcmp(rel[k], e->path)) {
+					int fd = open(src[k], O_RDONLY);
+					if (fd < 0 || pread(fd, buf, (size_t)n, at - e->offset) != (ssize_t)n)
+						memset(buf, 0xee, (size_t)plen);
+					if (fd >= 0)
+						close(fd);
+				}
+		}
+	}
+	return buf;
+}
+
+static bool have_piece(struct p2p_session *c, const struct p2p_file_list *l, int p)
+{
+	unsigned char *had = xcalloc((size_t)l->pieces, 1);
+	bool r = p2p_session_pieces_had(c, tor.btih, had, NULL, l->pieces) == 0 && had[p];
+
+	free(had);
+	return r;
+}
+
+TEST(pieces_from_elsewhere)
+{
+	struct p2p_session_config cfg = { .listen_interfaces = "127.0.0.1:0" };
+	char *cdir = xasprintf("%s/C", tmp_root), *cpath = NULL;
+	struct p2p_session *c = NULL;
+	struct p2p_file_list l = { 0 };
+	unsigned char *had = NULL;
+	int *avail = NULL, model = -1, first, last, r = 1;
+	size_t len;
+	char *good = NULL, *bad;
+	double end;
+
+	/* C has no peer: only what it is handed */
+	CHECK_INT(p2p_session_new(&cfg, &c, NULL), 0);
+	if (!c)
+		goto out;
+	CHECK_INT(add(c, &tor, cdir, false), 0);
+	CHECK_INT(p2p_session_files(c, tor.btih, &l), 0);
+	CHECK_INT(l.pieces, tor.pieces);
+	CHECK(l.piece_size == tor.piece_size);
+	CHECK(l.total == (int64_t)l.pieces * l.piece_size || l.total > (int64_t)(l.pieces - 1) * l.piece_size);
+	for (size_t i = 0; i < l.n; i++) {
+		if (l.v[i].size)
+			CHECK_INT(l.v[i].offset % l.piece_size, 0); /* files start on pieces */
+		if (!strcmp(l.v[i].path, rel[F_MODEL]))
+			model = (int)i;
+	}
+	CHECK(model >= 0);
+	if (model < 0)
+		goto out;
+	had = xcalloc((size_t)l.pieces, 1);
+	avail = xcalloc((size_t)l.pieces, sizeof(*avail));
+	CHECK_INT(p2p_session_pieces_had(c, tor.btih, had, NULL, l.pieces - 1), -EINVAL);
+	end = now_s() + 10;
+	while (now_s() < end && (r = p2p_session_pieces_had(c, tor.btih, had, avail, l.pieces)) == 1)
+		usleep(10000); /* libtorrent checks the (missing) files first */
+	CHECK_INT(r, 0);
+	for (int p = 0; p < l.pieces; p++) {
+		CHECK_INT(had[p], 0);
+		CHECK_INT(avail[p], 0); /* no peer */
+	}
+	CHECK_INT(p2p_session_pieces_had(c, "0000000000000000000000000000000000000000", had, NULL, l.pieces),
+		  HM_ERR_NOT_FOUND);
+
+	/* what a reader waits for, once */
+	CHECK_INT(p2p_session_take_wanted(c, tor.btih), -1);
+	first = (int)(l.v[model].offset / l.piece_size) + 3;
+	last = first + 1;
+	CHECK_INT(p2p_session_want_range(c, tor.btih, l.v[model].index, 3 * l.piece_size, 2 * l.piece_size, 0), 0);
+	CHECK_INT(p2p_session_take_wanted(c, tor.btih), first);
+	CHECK_INT(p2p_session_take_wanted(c, tor.btih), -1);
+
+	/* a piece of the wrong size is refused; one with a wrong byte is dropped by libtorrent's check */
+	good = piece_bytes(&l, first, &len);
+	CHECK_INT(p2p_session_add_piece(c, tor.btih, first, good, len - 1), -EINVAL);
+	CHECK_INT(p2p_session_add_piece(c, tor.btih, l.pieces, good, len), -EINVAL);
+	bad = xmalloc(len);
+	memcpy(bad, good, len);
+	bad[len / 2] ^= 1;
+	CHECK_INT(p2p_session_add_piece(c, tor.btih, first, bad, len), 0);
+	free(bad);
+	end = now_s() + 1.5;
+	while (now_s() < end && !have_piece(c, &l, first))
+		usleep(10000);
+	CHECK(!have_piece(c, &l, first));
+	CHECK_INT(p2p_session_have_range(c, tor.btih, l.v[model].index, 3 * l.piece_size, l.piece_size), 0);
+
+	/* the right bytes: had, readable, and seeded like any piece (the last piece too, pad and all) */
+	CHECK_INT(p2p_session_add_piece(c, tor.btih, first, good, len), 0);
+	free(good);
+	good = piece_bytes(&l, last, &len);
+	CHECK_INT(p2p_session_add_piece(c, tor.btih, last, good, len), 0);
+	end = now_s() + 10;
+	while (now_s() < end &&
+	       p2p_session_have_range(c, tor.btih, l.v[model].index, 3 * l.piece_size, 2 * l.piece_size) != 1)
+		usleep(10000);
+	CHECK_INT(p2p_session_have_range(c, tor.btih, l.v[model].index, 3 * l.piece_size, 2 * l.piece_size), 1);
+	CHECK_INT(p2p_session_file_path(c, tor.btih, l.v[model].index, &cpath), 0);
+	CHECK(cpath && same_range(src[F_MODEL], cpath, 3 * l.piece_size, (size_t)(2 * l.piece_size)));
+	free(good);
+	good = piece_bytes(&l, l.pieces - 1, &len);
+	CHECK_INT(p2p_session_add_piece(c, tor.btih, l.pieces - 1, good, len), 0);
+	end = now_s() + 10;
+	while (now_s() < end && !have_piece(c, &l, l.pieces - 1))
+		usleep(10000);
+	CHECK(have_piece(c, &l, l.pieces - 1));
+out:
+	free(good);
+	free(had);
+	free(avail);
+	free(cpath);
+	p2p_file_list_release(&l);
+	p2p_session_free(&c);
+	free(cdir);
+}
+
+/* ---- the mirror's seed as the source of last resort (origin_last) ---- */
+
+static int64_t downloaded(struct p2p_session *c)
+{
+	struct p2p_torrent_status st;
+
+	return p2p_session_torrent_status(c, tor.btih, &st) ? -1 : st.downloaded;
+}
+
+/* O seeds as a mirror does (origin); D adds the torrent with origin_last and is connected to it: D
+ * sees O as a peer with nothing and takes no byte from it; E, without origin_last, downloads from O. */
+TEST(origin_last)
+{
+	struct p2p_session_config ocfg = { .listen_interfaces = "127.0.0.1:0", .lan_tuning = true, .origin = true };
+	struct p2p_session_config cfg = { .listen_interfaces = "127.0.0.1:0", .lan_tuning = true };
+	struct p2p_session *o = NULL, *d = NULL, *e = NULL;
+	struct p2p_session_status os;
+	struct p2p_torrent_status st = { 0 };
+	char *ddir = xasprintf("%s/D", tmp_root), *edir = xasprintf("%s/E", tmp_root), ep[32];
+	struct p2p_add da = { .torrent = tor.data, .len = tor.len, .save_path = ddir, .origin_last = true };
+	unsigned char *had = xcalloc((size_t)tor.pieces, 1);
+	int *avail = xcalloc((size_t)tor.pieces, sizeof(*avail));
+	double end;
+	int max_avail = 0;
+
+	CHECK_INT(p2p_session_new(&ocfg, &o, NULL), 0);
+	CHECK_INT(p2p_session_new(&cfg, &d, NULL), 0);
+	CHECK_INT(p2p_session_new(&cfg, &e, NULL), 0);
+	if (!o || !d || !e)
+		goto out;
+	CHECK_INT(add(o, &tor, adir, true), 0);
+	CHECK_INT(p2p_session_add(d, &da, NULL, NULL), 0);
+	CHECK_INT(add(e, &tor, edir, false), 0);
+	CHECK_INT(p2p_session_status(o, &os), 0);
+	snprintf(ep, sizeof(ep), "127.0.0.1:%d", os.listen_port);
+	CHECK_INT(p2p_session_connect(d, tor.btih, ep), 0);
+	CHECK_INT(p2p_session_connect(e, tor.btih, ep), 0);
+	/* E (a plain peer) completes from O... */
+	end = now_s() + 20;
+	while (now_s() < end && !(p2p_session_torrent_status(e, tor.btih, &st) == 0 && st.seeding))
+		usleep(20000);
+	CHECK(st.seeding);
+	/* ...while D, connected to O all that time, has taken nothing and sees no piece anywhere */
+	CHECK_INT(p2p_session_torrent_status(d, tor.btih, &st), 0);
+	CHECK(st.peers >= 1);
+	CHECK_INT(st.pieces_have, 0);
+	CHECK(downloaded(d) == 0);
+	CHECK_INT(p2p_session_pieces_had(d, tor.btih, had, avail, (int)tor.pieces), 0);
+	for (int p = 0; p < tor.pieces; p++)
+		if (avail[p] > max_avail)
+			max_avail = avail[p];
+	CHECK_INT(max_avail, 0);
+	/* a plain peer's pieces count, and D downloads from it */
+	{
+		struct p2p_session_status es;
+		CHECK_INT(p2p_session_status(e, &es), 0);
+		snprintf(ep, sizeof(ep), "127.0.0.1:%d", es.listen_port);
+		CHECK_INT(p2p_session_connect(d, tor.btih, ep), 0);
+	}
+	end = now_s() + 20;
+	while (now_s() < end && !(p2p_session_torrent_status(d, tor.btih, &st) == 0 && st.seeding))
+		usleep(20000);
+	CHECK(st.seeding);
+	CHECK(downloaded(d) >= (int64_t)(sizes[F_MODEL] + sizes[F_TOKENIZER]));
+out:
+	free(had);
+	free(avail);
+	p2p_session_free(&e);
+	p2p_session_free(&d);
+	p2p_session_free(&o);
+	free(ddir);
+	free(edir);
+}
+
 /* ---- how fast have_range is over 1000 pieces ---- */
 
 TEST(have_range_speed)
@@ -507,6 +713,8 @@ int main(void)
 		RUN(wanted_ranges_come_first);
 		RUN(want_ahead_while_busy);
 		RUN(whole_download);
+		RUN(pieces_from_elsewhere);
+		RUN(origin_last);
 	}
 	RUN(have_range_speed);
 

@@ -1,0 +1,447 @@
+/*
+ * fill.c - the pieces only the mirror has, over plain HTTP ranges (docs/agent.md, "The mirror as the
+ * source of last resort").
+ *
+ * An agent adds its snapshots with origin_last: the mirror's BitTorrent seed counts as a peer with
+ * nothing, so peers trade what any of them has, and a piece no connected peer has (its availability is
+ * 0) comes from here: the agent asks the torrent's web seed (the mirror's store) for runs of whole
+ * pieces with Range requests and hands each piece to libtorrent (p2p_session_add_piece), which checks
+ * it against the torrent's hashes, writes it and seeds it like a piece from a peer. Nothing is trusted
+ * that libtorrent has not checked, and a reader still reads only what p2p_session_have_range admits.
+ *
+ * Alone (no peer known but the mirror) a snapshot comes whole this way, a few runs of 4 MiB at once,
+ * in order from the piece a reader waits for (p2p_session_take_wanted) or where the last run ended:
+ * one HTTP stream from the mirror is faster than its seed over BitTorrent and costs the mirror half
+ * the CPU (sendfile). In a swarm, one run of one piece at a time, at a random piece nobody has (or the
+ * one a reader waits for), so that agents starting together fetch different pieces from the mirror
+ * and trade them; the mirror then sends about one copy. Everything here runs on the agent's loop; the
+ * bytes arrive through hub_http.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent-int.h"
+#include "base/err.h"
+#include "base/xmalloc.h"
+#include "hub/http.h"
+#include "p2p/p2p.h"
+
+#define FILL_RUN_BYTES ((int64_t)4 << 20)   /* alone: bytes asked for in one request (at least a piece) */
+#define FILL_PARALLEL 3                     /* alone: requests in flight per snapshot; in a swarm 1 */
+#define FILL_HINT_MS 300                    /* in a swarm: about how long a reader waits for peers first */
+#define FILL_AHEAD 64                       /* in a swarm with readers: pieces picked from past the last wait */
+#define FILL_FAILS 3                        /* failed requests in a row before the fill gives up */
+
+struct fill {
+	struct agent *a;
+	char btih[41];
+	bool gone;                      /* its snapshot was dropped: free once no request is in flight */
+	bool on;                        /* requests may start */
+	bool alone;                     /* no peer known but the mirror */
+	bool given_up;                  /* FILL_FAILS requests failed in a row: the swarm and web seed go on */
+	int fails;
+	struct p2p_file_list files;     /* with the piece layout */
+	char *base;                     /* <web seed>/<name>/ */
+	unsigned char *claimed;         /* per piece: a request fetches it, or fetched it */
+	unsigned char *had;             /* per piece, refreshed before choosing a run */
+	int *avail;                     /* per piece: how many connected peers have it (then) */
+	int cursor;                     /* where the next run without a reader starts */
+	int hint;                       /* the piece a reader waits for (-1: none), since when, and how long
+					 * to let peers bring it first (in a swarm) */
+	uint64_t hint_since, hint_wait;
+	int frontier;                   /* the latest piece a reader waited for (-1: none yet) */
+	uint64_t rng;
+	struct run *runs[FILL_PARALLEL]; /* in flight */
+	int inflight;
+	int64_t *bytes;                 /* its snapshot's count of piece bytes handed to libtorrent */
+	int64_t bytes_gone;             /* where bytes points once the snapshot is dropped */
+};
+
+struct run {
+	struct fill *f;
+	struct hub_http_req *req;
+	int slot;
+	const struct p2p_file_entry *fe;
+	int first, end;                 /* pieces [first, end) */
+	int next;                       /* the piece being received */
+	int64_t piece_file_bytes;       /* of piece next, how many come from the file (the rest is pad) */
+	char *buf;                      /* piece next, filled up to got */
+	int64_t got;
+	bool ok;                        /* the answer is the 206 asked for */
+};
+
+static int64_t piece_len(const struct fill *f, int p)
+{
+	return p == f->files.pieces - 1 ? f->files.total - (int64_t)p * f->files.piece_size : f->files.piece_size;
+}
+
+/* The file whose bytes hold torrent offset off, or NULL (a pad file's bytes). */
+static const struct p2p_file_entry *file_at(const struct fill *f, int64_t off)
+{
+	size_t lo = 0, hi = f->files.n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (f->files.v[mid].offset + f->files.v[mid].size <= off)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo < f->files.n && f->files.v[lo].offset <= off && off < f->files.v[lo].offset + f->files.v[lo].size)
+		return &f->files.v[lo];
+	return NULL;
+}
+
+/* The bytes piece p takes from fe (the piece starts inside it: files start on pieces). */
+static int64_t file_part(const struct fill *f, const struct p2p_file_entry *fe, int p)
+{
+	int64_t at = (int64_t)p * f->files.piece_size, end = fe->offset + fe->size;
+	int64_t len = piece_len(f, p);
+
+	return at + len <= end ? len : end - at;
+}
+
+static void fill_free(struct fill *f)
+{
+	p2p_file_list_release(&f->files);
+	free(f->base);
+	free(f->claimed);
+	free(f->had);
+	free(f->avail);
+	free(f);
+}
+
+static void pump(struct fill *f);
+
+static void run_free(struct run *r)
+{
+	free(r->buf);
+	free(r);
+}
+
+static void run_start_piece(struct run *r)
+{
+	r->got = 0;
+	r->piece_file_bytes = r->next < r->end ? file_part(r->f, r->fe, r->next) : 0;
+}
+
+static int on_response(void *ud, const struct hub_http_resp *resp)
+{
+	struct run *r = ud;
+	const struct fill *f = r->f;
+	long long start = -1;
+	int64_t want = (int64_t)r->first * f->files.piece_size - r->fe->offset;
+
+	if (f->gone)
+		return -ECANCELED;
+	/* exactly the range asked for, or nothing: a 200 would be the whole file */
+	if (resp->status != 206 || !resp->content_range || sscanf(resp->content_range, "bytes %lld-", &start) != 1 ||
+	    start != want)
+		return HM_ERR_HTTP;
+	r->ok = true;
+	return 0;
+}
+
+static int on_body(void *ud, const char *data, size_t n)
+{
+	struct run *r = ud;
+	struct fill *f = r->f;
+
+	if (f->gone)
+		return -ECANCELED;
+	while (n) {
+		int64_t take;
+		if (r->next >= r->end)
+			return HM_ERR_HTTP; /* more than asked for */
+		take = r->piece_file_bytes - r->got;
+		if ((int64_t)n < take)
+			take = (int64_t)n;
+		memcpy(r->buf + r->got, data, (size_t)take);
+		r->got += take;
+		data += take;
+		n -= (size_t)take;
+		if (r->got == r->piece_file_bytes) {
+			int64_t len = piece_len(f, r->next);
+			memset(r->buf + r->got, 0, (size_t)(len - r->got)); /* the pad file after the file */
+			if (p2p_session_add_piece(f->a->ses, f->btih, r->next, r->buf, (size_t)len))
+				return -ECANCELED; /* the torrent is gone */
+			*f->bytes += len;
+			r->next++;
+			run_start_piece(r);
+		}
+	}
+	return 0;
+}
+
+static void on_done(void *ud, int result, const struct hub_http_resp *resp, const char *body, size_t len)
+{
+	struct run *r = ud;
+	struct fill *f = r->f;
+	struct agent *a = f->a;
+
+	(void)body;
+	(void)len;
+	f->inflight--;
+	f->runs[r->slot] = NULL;
+	/* pieces not received go back to the swarm (and to a later run) */
+	for (int p = r->next; p < r->end; p++)
+		f->claimed[p] = 0;
+	if (!f->gone) {
+		if (result || !r->ok || r->next < r->end) {
+			if (++f->fails >= FILL_FAILS && !f->given_up) {
+				f->given_up = true;
+				fprintf(stderr, "hubmirror agent: %.12s: the mirror's HTTP ranges failed %d times (%s, HTTP %ld): "
+					"its pieces come from the swarm and the web seed\n", f->btih, f->fails,
+					result ? err_str(result) : "short answer", resp ? resp->status : 0);
+			}
+		} else {
+			f->fails = 0;
+		}
+	}
+	run_free(r);
+	if (f->gone) {
+		if (!f->inflight)
+			fill_free(f);
+	} else {
+		pump(f);
+	}
+	if (a->stopping && a->fill_http && !hub_http_active(a->fill_http))
+		hub_http_free(&a->fill_http); /* the last request is done (nothing uses the layer after this) */
+}
+
+static uint64_t rnd(struct fill *f)
+{
+	/* xorshift64: only to spread agents apart */
+	f->rng ^= f->rng << 13;
+	f->rng ^= f->rng >> 7;
+	f->rng ^= f->rng << 17;
+	return f->rng;
+}
+
+static bool wanted_here(const struct fill *f, int p)
+{
+	return !f->had[p] && !f->claimed[p] && !f->avail[p];
+}
+
+/* Claim the next run: [*first, *end) of fe. false when nothing is left to fetch. */
+static bool next_run(struct fill *f, int *first, int *end, const struct p2p_file_entry **fe)
+{
+	int n = f->files.pieces, w, start, r;
+	int64_t most = f->alone ? FILL_RUN_BYTES : 1;
+
+	if ((r = p2p_session_pieces_had(f->a->ses, f->btih, f->had, f->avail, n)) != 0) {
+		if (r == 1)
+			agent_fill_soon(f->a); /* libtorrent still checks the files */
+		return false;
+	}
+	w = p2p_session_take_wanted(f->a->ses, f->btih);
+	if (w >= 0 && w < n && w != f->hint) {
+		f->hint = f->frontier = w;
+		f->hint_since = uv_now(&f->a->loop);
+		/* agents that read in step take turns, by chance, at fetching what nobody has */
+		f->hint_wait = FILL_HINT_MS / 2 + rnd(f) % FILL_HINT_MS;
+	}
+	if (f->hint >= 0 && (f->had[f->hint] || f->avail[f->hint] || f->claimed[f->hint]))
+		f->hint = f->frontier = -1;
+	f->rng = uv_hrtime() | 1; /* it came, or comes from a peer or a run */
+	/* A reader's piece first; in a swarm only once it has waited FILL_HINT_MS for a peer to have it:
+	 * agents reading the same model read it in the same order, and would all fetch the same pieces */
+	if (f->hint >= 0 && (f->alone || uv_now(&f->a->loop) - f->hint_since >= f->hint_wait))
+		start = f->hint;
+	else if (f->alone)
+		start = f->cursor;
+	else if (f->frontier >= 0)
+		start = (f->frontier + (int)(rnd(f) % FILL_AHEAD)) % n; /* near where the readers are */
+	else
+		start = (int)(rnd(f) % (uint64_t)n); /* apart from the other agents */
+	for (int k = 0; k < n; k++) {
+		int p = (start + k) % n, q = p;
+		const struct p2p_file_entry *e;
+		int64_t bytes = 0;
+		if (!wanted_here(f, p) || !(e = file_at(f, (int64_t)p * f->files.piece_size)))
+			continue;
+		/* on while the pieces are missing everywhere, unclaimed and in the same file */
+		while (q < n && wanted_here(f, q) && bytes < most &&
+		       (int64_t)q * f->files.piece_size < e->offset + e->size) {
+			f->claimed[q] = 1;
+			bytes += piece_len(f, q);
+			q++;
+		}
+		*first = p;
+		*end = q;
+		*fe = e;
+		f->cursor = q % n;
+		return true;
+	}
+	return false;
+}
+
+/* Start requests while the fill may run and pieces are left. */
+static void pump(struct fill *f)
+{
+	struct agent *a = f->a;
+
+	while (f->on && !f->given_up && !a->stopping && f->inflight < (f->alone ? FILL_PARALLEL : 1)) {
+		struct hub_http_req_opts o = { 0 };
+		const struct p2p_file_entry *fe;
+		struct run *r;
+		char *path, *url;
+		int first, end;
+		if (!next_run(f, &first, &end, &fe))
+			return;
+		r = xcalloc(1, sizeof(*r));
+		r->f = f;
+		for (r->slot = 0; f->runs[r->slot]; r->slot++)
+			;
+		r->fe = fe;
+		r->first = r->next = first;
+		r->end = end;
+		r->buf = xmalloc((size_t)f->files.piece_size);
+		run_start_piece(r);
+		path = hub_url_escape(fe->path, true);
+		url = xasprintf("%s%s", f->base, path);
+		o.url = url;
+		o.range_start = (int64_t)first * f->files.piece_size - fe->offset;
+		o.range_len = (int64_t)(end - 1) * f->files.piece_size + file_part(f, fe, end - 1) - fe->offset -
+			      o.range_start;
+		o.on_response = on_response;
+		o.on_body = on_body;
+		o.on_done = on_done;
+		o.ud = r;
+		f->inflight++;
+		f->runs[r->slot] = r;
+		if (!(r->req = hub_http_request(a->fill_http, &o))) {
+			f->inflight--;
+			f->runs[r->slot] = NULL;
+			for (int p = first; p < end; p++)
+				f->claimed[p] = 0;
+			run_free(r);
+			f->given_up = true;
+		}
+		free(url);
+		free(path);
+	}
+}
+
+/* A new fill for s, or NULL when it has no web seed or no pieces to fetch. */
+static struct fill *fill_new(struct agent *a, struct snap *s)
+{
+	struct fill *f;
+	char *name;
+
+	if (!s->nweb || a->cfg->no_fill)
+		return NULL;
+	if (!a->fill_http) {
+		struct hub_http_config hc = { .max_tries = 1, .connect_timeout_ms = 5000, .stall_timeout_s = 20 };
+		if (hub_http_new(&a->loop, &hc, &a->fill_http))
+			return NULL;
+	}
+	f = xcalloc(1, sizeof(*f));
+	f->a = a;
+	f->bytes = &s->fill_bytes;
+	memcpy(f->btih, s->btih, sizeof(f->btih));
+	if (p2p_session_files(a->ses, s->btih, &f->files) || f->files.pieces <= 0 || f->files.piece_size <= 0) {
+		fill_free(f);
+		return NULL;
+	}
+	name = hub_url_escape(f->files.name, false);
+	/* the web seed's URL of a multi-file torrent, as BEP 19 clients build it: <url>/<name>/<path> */
+	f->base = xasprintf("%s%s%s/", s->web_seeds[0], s->web_seeds[0][strlen(s->web_seeds[0]) - 1] == '/' ? "" : "/",
+			    name);
+	free(name);
+	f->claimed = xcalloc((size_t)f->files.pieces, 1);
+	f->had = xcalloc((size_t)f->files.pieces, 1);
+	f->avail = xcalloc((size_t)f->files.pieces, sizeof(*f->avail));
+	f->cursor = (int)(((uint64_t)uv_hrtime() / 1000) % (uint64_t)f->files.pieces);
+	f->hint = f->frontier = -1;
+	f->rng = uv_hrtime() | 1;
+	return f;
+}
+
+void agent_fill_update(struct agent *a, struct snap *s, const struct p2p_torrent_status *st)
+{
+	/* alone: no peer but (at most) the mirror's seed, connected or known; web seed connections are
+	 * not peers here */
+	int peers = st->peers - (s->web_on ? (int)s->nweb : 0);
+	bool want = !a->stopping && !st->seeding && !st->seed_mode && !st->error && !st->paused, alone;
+
+	if (st->known_peers > peers)
+		peers = st->known_peers;
+	/* not before the tracker has said who else is there (or kept quiet for 2 s): agents starting
+	 * together would each take the whole snapshot from the mirror */
+	alone = peers <= 1 && (st->tracker_replied || uv_now(&a->loop) - s->added_ms >= 2000);
+	if (!s->fill && want && !s->fill_tried) {
+		s->fill_tried = true;
+		s->fill = fill_new(a, s);
+	}
+	if (!s->fill)
+		return;
+	if (st->seeding) {
+		agent_fill_stop(a, s); /* done: its memory goes */
+		return;
+	}
+	s->fill->on = want;
+	s->fill->alone = alone;
+	pump(s->fill);
+}
+
+bool agent_fill_running(const struct snap *s)
+{
+	return s->fill && !s->fill->given_up;
+}
+
+void agent_fill_stop(struct agent *a, struct snap *s)
+{
+	struct fill *f = s->fill;
+
+	(void)a;
+	s->fill = NULL;
+	if (!f)
+		return;
+	f->gone = true;
+	f->on = false;
+	f->bytes = &f->bytes_gone;
+	if (!f->inflight) {
+		fill_free(f);
+		return;
+	}
+	/* the last on_done frees it */
+	for (int i = 0; i < FILL_PARALLEL; i++)
+		if (f->runs[i])
+			hub_http_cancel(f->runs[i]->req);
+}
+
+static void on_soon(uv_timer_t *t)
+{
+	struct agent *a = t->data;
+
+	for (size_t i = 0; i < a->nsnaps; i++) {
+		struct p2p_torrent_status st;
+		if ((a->snaps[i]->fill || !a->snaps[i]->fill_tried) &&
+		    !p2p_session_torrent_status(a->ses, a->snaps[i]->btih, &st))
+			agent_fill_update(a, a->snaps[i], &st);
+	}
+}
+
+void agent_fill_soon(struct agent *a)
+{
+	if (!a->stopping && !uv_is_active((uv_handle_t *)&a->fill_soon))
+		uv_timer_start(&a->fill_soon, on_soon, 20, 0);
+}
+
+void agent_fill_init(struct agent *a)
+{
+	uv_timer_init(&a->loop, &a->fill_soon);
+	a->fill_soon.data = a;
+}
+
+void agent_fill_end(struct agent *a)
+{
+	uv_close((uv_handle_t *)&a->fill_soon, NULL);
+	for (size_t i = 0; i < a->nsnaps; i++)
+		agent_fill_stop(a, a->snaps[i]);
+	if (a->fill_http && !hub_http_active(a->fill_http))
+		hub_http_free(&a->fill_http);
+}

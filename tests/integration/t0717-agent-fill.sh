@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# t0717-agent-fill: the mirror is the source of last resort. Its BitTorrent seed identifies itself and
+# agents take nothing from it; a lone agent gets every piece over HTTP ranges from the mirror's store
+# (its fill), checked by libtorrent like any piece and then seeded; a second agent gets its pieces
+# from the first one, not from the mirror. Every byte is compared with upstream's. No FUSE.
+. "$HM_SRC/tests/integration/lib.sh"
+cat >"$T/spec.json" <<'JSON'
+{"repos": [
+  {"hub": "hf", "type": "model", "id": "acme/fill",
+   "files": [{"path": "config.json", "content": "{\"fill\": 1}\n"},
+             {"path": "model.safetensors", "size": 6000000, "seed": 171},
+             {"path": "sub/tokenizer.json", "size": 700000, "seed": 172}]}
+ ]}
+JSON
+sync_from_fake hf:acme/fill
+check "serve starts" start_serve --p2p-listen 127.0.0.1:0
+curl -fsS "$FAKE_API/_fake/repos" >"$T/up.json"
+commit=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["repos"][0]["sha"])' "$T/up.json")
+# field SOCKET KEY: a number from the agent's status of the snapshot
+field() { HUBMIRROR_AGENT_SOCKET=$1 "$HUBMIRROR" status --json | "$PY" -c '
+import json,sys; s=json.load(sys.stdin)["snapshots"]; print(s[0][sys.argv[1]])' "$2"; }
+
+export HUBMIRROR_AGENT_SOCKET=$T/a.sock
+check "a lone agent pulls the snapshot" "$HUBMIRROR" pull --mirror "$M" --cache "$T/ca" --hf-cache "$T/hfa" \
+	--listen 127.0.0.1:0 hf:acme/fill
+total=$(field "$T/a.sock" bytes_total)
+filled=$(field "$T/a.sock" fetched_over_http)
+echo "# lone agent: $filled bytes over HTTP ranges, $(field "$T/a.sock" downloaded) from peers, of $total"
+check "every piece came over HTTP ranges from the mirror" test "$filled" -ge "$total"
+check "none from a peer: the mirror's seed gave nothing" test "$(field "$T/a.sock" downloaded)" = 0
+check "the mirror's seed sent nothing" test "$(metric hubmirror_seeder_uploaded_bytes_total)" = 0
+check "the files are upstream's, byte for byte" "$PY" "$HM_SRC/tests/integration/helpers/checkfiles.py" \
+	"$T/up.json" hf acme/fill "$T/hfa/models--acme--fill/snapshots/$commit"
+
+# a second agent, while the first one seeds
+export HUBMIRROR_AGENT_SOCKET=$T/b.sock
+check "a second agent pulls it" "$HUBMIRROR" pull --mirror "$M" --cache "$T/cb" --hf-cache "$T/hfb" \
+	--listen 127.0.0.1:0 hf:acme/fill
+filled=$(field "$T/b.sock" fetched_over_http)
+got=$(field "$T/b.sock" downloaded)
+echo "# second agent: $filled bytes over HTTP ranges, $got from peers"
+check "it got its pieces from the first agent" test "$got" -ge $((total * 3 / 4))
+check "and took at most a quarter from the mirror" test "$filled" -le $((total / 4))
+check "the first agent uploaded them" test "$(field "$T/a.sock" uploaded)" -ge $((total * 3 / 4))
+check "its files are upstream's, byte for byte" "$PY" "$HM_SRC/tests/integration/helpers/checkfiles.py" \
+	"$T/up.json" hf acme/fill "$T/hfb/models--acme--fill/snapshots/$commit"
+check "agent b stops" "$HUBMIRROR" agent --stop
+HUBMIRROR_AGENT_SOCKET=$T/a.sock check "agent a stops" "$HUBMIRROR" agent --stop
+check "the agents' logs hold no sanitizer report" bash -c "! grep -E 'Sanitizer|runtime error' '$T/ca/agent.log' '$T/cb/agent.log'"
+finish
