@@ -52,6 +52,7 @@ struct hub_http_req {
 	char *origin;                 /* scheme://host:port of the first URL: the only token recipient */
 	char *token;
 	char *inm;
+	char *header;
 	CURL *easy;
 	struct curl_slist *headers;
 	uv_timer_t timer;             /* retry backoff, and deferred completion after cancel */
@@ -314,6 +315,7 @@ static void req_closed(uv_handle_t *handle)
 	free(r->origin);
 	free(r->token);
 	free(r->inm);
+	free(r->header);
 	free(r);
 }
 
@@ -373,6 +375,8 @@ static int req_start_attempt(struct hub_http_req *r)
 		r->headers = curl_slist_append(r->headers, a);
 		free(a);
 	}
+	if (r->header)
+		r->headers = curl_slist_append(r->headers, r->header);
 	r->headers = curl_slist_append(r->headers, "Accept: */*");
 	r->headers = curl_slist_append(r->headers, "Expect:");
 	curl_easy_setopt(r->easy, CURLOPT_URL, r->url);
@@ -545,6 +549,8 @@ struct hub_http_req *hub_http_request(struct hub_http *h, const struct hub_http_
 	r->url = xstrdup(opts->url);
 	r->token = opts->token && *opts->token ? xstrdup(opts->token) : NULL;
 	r->inm = opts->if_none_match ? xstrdup(opts->if_none_match) : NULL;
+	r->header = opts->header ? xstrdup(opts->header) : NULL;
+	r->o.header = NULL;
 	r->o.url = NULL;
 	r->o.token = NULL;
 	r->o.if_none_match = NULL;

@@ -57,6 +57,7 @@ struct hub_http_req_opts {
 	const char *token_cookie;   /* also send the token as this cookie (ModelScope: "m_session_id"),
 				     * to the first host only like the header; a static string; NULL: none */
 	const char *if_none_match;  /* borrowed; NULL: none */
+	const char *header;         /* one more request header, "Name: value", borrowed; NULL: none */
 	int64_t range_start;        /* > 0: ask for bytes=range_start- */
 	int64_t range_len;          /* > 0: ask for exactly bytes=range_start-(range_start+range_len-1)
 				     * (range_start may then be 0) */

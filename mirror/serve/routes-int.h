@@ -35,6 +35,15 @@ struct mirror_routes {
 	unsigned char p2p_key[32];    /* the data directory's key for capabilities (access.h) */
 	bool have_p2p_key;            /* loaded: with tokens on, guarded repos get keyed torrents */
 	int search_budget_ms;         /* the longest one catalog search may hold a worker */
+	/* Agents' fill requests in a swarm (routes-p2p.c, "X-Hubmirror-Fill: swarm"): the ranges served
+	 * lately, by a hash of torrent, path and range, so the next agent asking is told to take those
+	 * bytes from a peer (409) instead of having the mirror send them again */
+#define MIRROR_FILL_SLOTS 4096
+	struct mirror_fill_slot {
+		uint64_t key;
+		int64_t at_ms;
+	} fill_slots[MIRROR_FILL_SLOTS];
+	uint64_t fill_deduped;        /* fill requests answered 409 */
 	/* the workers' catalog connections (defer.c): idle ones, as many as ever ran at once */
 #define MIRROR_POOL 8
 	pthread_mutex_t pool_mu;

@@ -114,6 +114,8 @@ static void swarm_part(struct mirror_routes *rt, struct buf *b)
 	buf_addf(b, "hubp2p_tracker_peer_uploaded_bytes %lld\n", (long long)ts.peer_uploaded);
 	head(b, "hubmirror_webseed_bytes_total", "counter", "Bytes the mirror sent to the swarm as its web seed (headers included).");
 	buf_addf(b, "hubmirror_webseed_bytes_total %llu\n", (unsigned long long)mirror__route_bytes(rt, "webseed"));
+	head(b, "hubmirror_webseed_fill_deduped_total", "counter", "Agents' fill requests answered 409: another agent had just fetched those bytes (take them from the swarm).");
+	buf_addf(b, "hubmirror_webseed_fill_deduped_total %llu\n", (unsigned long long)rt->fill_deduped);
 }
 
 /* Sync history and store totals (the totals count every file of the catalog). */

@@ -50,6 +50,14 @@ static int64_t mono_seconds(void)
 	return (int64_t)ts.tv_sec;
 }
 
+static int64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 static void plain(struct httpd_req *req, int status, const char *msg)
 {
 	httpd_respond(req, status, "text/plain; charset=utf-8", msg, strlen(msg));
@@ -397,6 +405,45 @@ static int lone_file(void *ud, const struct catalog_entry *e)
 	return 0;
 }
 
+/* How long the mirror remembers a range it sent to an agent's fill in a swarm: longer than the agent
+ * needs to receive it and tell its peers (docs/agent.md), short enough that a range whose first taker
+ * went away is sent again soon. */
+#define FILL_TAKEN_MS 5000
+
+static uint64_t fnv1a(uint64_t h, const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		h ^= (unsigned char)s[i];
+		h *= 1099511628211ull;
+	}
+	return h;
+}
+
+/* An agent's fill in a swarm asks for bytes (X-Hubmirror-Fill: swarm): did another agent get this
+ * very range from the mirror moments ago? Then it will have them soon, and so will its peers. The
+ * first asker is always served; a request without the header (any other client) is never refused. */
+static bool fill_taken(struct mirror_routes *rt, const struct httpd_req *req, const char *btih, const char *path)
+{
+	const char *mode = httpd_header(req, "X-Hubmirror-Fill"), *range = httpd_header(req, "Range");
+	uint64_t key = 14695981039346656037ull;
+	struct mirror_fill_slot *slot;
+	int64_t now = mono_ms();
+
+	if (!mode || strcmp(mode, "swarm") || !range)
+		return false;
+	key = fnv1a(key, btih, strlen(btih) + 1);
+	key = fnv1a(key, path, strlen(path) + 1);
+	key = fnv1a(key, range, strlen(range));
+	slot = &rt->fill_slots[key % MIRROR_FILL_SLOTS];
+	if (slot->key == key && now - slot->at_ms < FILL_TAKEN_MS) {
+		rt->fill_deduped++;
+		return true;
+	}
+	slot->key = key;
+	slot->at_ms = now;
+	return false;
+}
+
 static void web_seed(struct mirror_routes *rt, struct httpd_req *req, const char *rest, const char *cap)
 {
 	const char *slash = strchr(rest, '/'), *slash2;
@@ -457,6 +504,11 @@ static void web_seed(struct mirror_routes *rt, struct httpd_req *req, const char
 	}
 	if (catalog_snapshot_file(rt->data->catalog, t.snapshot_id, path, &e)) {
 		plain(req, 404, "not found\n");
+		goto out;
+	}
+	if (fill_taken(rt, req, btih, path)) {
+		httpd_add_header(req, "X-Hubmirror-Fill", "taken");
+		plain(req, 409, "another agent has just fetched these bytes: take them from the swarm\n");
 		goto out;
 	}
 	httpd_add_headerf(req, "ETag", "\"%s\"", e.sha256);

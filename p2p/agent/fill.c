@@ -30,8 +30,10 @@
 
 #define FILL_RUN_BYTES ((int64_t)4 << 20)   /* alone: bytes asked for in one request (at least a piece) */
 #define FILL_PARALLEL 3                     /* alone: requests in flight per snapshot; in a swarm 1 */
-#define FILL_HINT_MS 300                    /* in a swarm: about how long a reader waits for peers first */
+#define FILL_ELSEWHERE_MS 5000              /* a range the mirror said another agent has: left to peers */
 #define FILL_AHEAD 64                       /* in a swarm with readers: pieces picked from past the last wait */
+#define FILL_RETRY_MS 5000                  /* a piece handed over and still not had: fetched again */
+#define FILL_TRIES 3                        /* ...at most this often (then peers and the web seed) */
 #define FILL_FAILS 3                        /* failed requests in a row before the fill gives up */
 
 struct fill {
@@ -44,13 +46,16 @@ struct fill {
 	int fails;
 	struct p2p_file_list files;     /* with the piece layout */
 	char *base;                     /* <web seed>/<name>/ */
-	unsigned char *claimed;         /* per piece: a request fetches it, or fetched it */
+	unsigned char *claimed;         /* per piece: a request fetches it */
+	unsigned char *tries;           /* per piece: handed to libtorrent this often */
 	unsigned char *had;             /* per piece, refreshed before choosing a run */
 	int *avail;                     /* per piece: how many connected peers have it (then) */
 	int cursor;                     /* where the next run without a reader starts */
-	int hint;                       /* the piece a reader waits for (-1: none), since when, and how long
-					 * to let peers bring it first (in a swarm) */
-	uint64_t hint_since, hint_wait;
+	int hint;                       /* the piece a reader waits for (-1: none) */
+	uint32_t *elsewhere;            /* per piece: until when (ms of uv_now, 0: not) it is left alone:
+					 * another agent has it, or it was handed over and libtorrent checks it
+					 * (a piece that failed its check is dropped: fetched again after that) */
+	uint64_t now;                   /* uv_now when the run is chosen */
 	int frontier;                   /* the latest piece a reader waited for (-1: none yet) */
 	uint64_t rng;
 	struct run *runs[FILL_PARALLEL]; /* in flight */
@@ -71,6 +76,13 @@ struct run {
 	int64_t got;
 	bool ok;                        /* the answer is the 206 asked for */
 };
+
+static void leave_alone(struct fill *f, int p, uint64_t ms)
+{
+	uint32_t until = (uint32_t)(uv_now(&f->a->loop) + ms);
+
+	f->elsewhere[p] = until ? until : 1;
+}
 
 static int64_t piece_len(const struct fill *f, int p)
 {
@@ -110,6 +122,8 @@ static void fill_free(struct fill *f)
 	free(f->claimed);
 	free(f->had);
 	free(f->avail);
+	free(f->elsewhere);
+	free(f->tries);
 	free(f);
 }
 
@@ -137,6 +151,8 @@ static int on_response(void *ud, const struct hub_http_resp *resp)
 	if (f->gone)
 		return -ECANCELED;
 	/* exactly the range asked for, or nothing: a 200 would be the whole file */
+	if (resp->status == 409)
+		return -EALREADY; /* another agent has just fetched these bytes (a swarm fill) */
 	if (resp->status != 206 || !resp->content_range || sscanf(resp->content_range, "bytes %lld-", &start) != 1 ||
 	    start != want)
 		return HM_ERR_HTTP;
@@ -167,6 +183,9 @@ static int on_body(void *ud, const char *data, size_t n)
 			memset(r->buf + r->got, 0, (size_t)(len - r->got)); /* the pad file after the file */
 			if (p2p_session_add_piece(f->a->ses, f->btih, r->next, r->buf, (size_t)len))
 				return -ECANCELED; /* the torrent is gone */
+			leave_alone(f, r->next, FILL_RETRY_MS);
+			f->claimed[r->next] = 0;
+			f->tries[r->next]++;
 			*f->bytes += len;
 			r->next++;
 			run_start_piece(r);
@@ -188,7 +207,11 @@ static void on_done(void *ud, int result, const struct hub_http_resp *resp, cons
 	/* pieces not received go back to the swarm (and to a later run) */
 	for (int p = r->next; p < r->end; p++)
 		f->claimed[p] = 0;
-	if (!f->gone) {
+	if (!f->gone && result == -EALREADY) {
+		/* its peers will have them: leave them to the swarm for a while */
+		for (int p = r->next; p < r->end; p++)
+			leave_alone(f, p, FILL_ELSEWHERE_MS);
+	} else if (!f->gone) {
 		if (result || !r->ok || r->next < r->end) {
 			if (++f->fails >= FILL_FAILS && !f->given_up) {
 				f->given_up = true;
@@ -222,7 +245,8 @@ static uint64_t rnd(struct fill *f)
 
 static bool wanted_here(const struct fill *f, int p)
 {
-	return !f->had[p] && !f->claimed[p] && !f->avail[p];
+	return !f->had[p] && !f->claimed[p] && !f->avail[p] && f->tries[p] < FILL_TRIES &&
+	       (!f->elsewhere[p] || (int32_t)(f->elsewhere[p] - (uint32_t)f->now) <= 0);
 }
 
 /* Claim the next run: [*first, *end) of fe. false when nothing is left to fetch. */
@@ -236,19 +260,16 @@ static bool next_run(struct fill *f, int *first, int *end, const struct p2p_file
 			agent_fill_soon(f->a); /* libtorrent still checks the files */
 		return false;
 	}
+	f->now = uv_now(&f->a->loop);
 	w = p2p_session_take_wanted(f->a->ses, f->btih);
-	if (w >= 0 && w < n && w != f->hint) {
+	if (w >= 0 && w < n)
 		f->hint = f->frontier = w;
-		f->hint_since = uv_now(&f->a->loop);
-		/* agents that read in step take turns, by chance, at fetching what nobody has */
-		f->hint_wait = FILL_HINT_MS / 2 + rnd(f) % FILL_HINT_MS;
-	}
-	if (f->hint >= 0 && (f->had[f->hint] || f->avail[f->hint] || f->claimed[f->hint]))
-		f->hint = f->frontier = -1;
-	f->rng = uv_hrtime() | 1; /* it came, or comes from a peer or a run */
-	/* A reader's piece first; in a swarm only once it has waited FILL_HINT_MS for a peer to have it:
-	 * agents reading the same model read it in the same order, and would all fetch the same pieces */
-	if (f->hint >= 0 && (f->alone || uv_now(&f->a->loop) - f->hint_since >= f->hint_wait))
+	if (f->hint >= 0 && !wanted_here(f, f->hint))
+		f->hint = -1; /* it came, or comes from a peer, a run or another agent */
+	/* A reader's piece first. Agents reading the same model read it in the same order and ask for the
+	 * same pieces at once: in a swarm the mirror sends a range once and answers the others 409 (they
+	 * then take it from the first), see routes-p2p.c's fill_taken. */
+	if (f->hint >= 0)
 		start = f->hint;
 	else if (f->alone)
 		start = f->cursor;
@@ -306,6 +327,7 @@ static void pump(struct fill *f)
 		o.range_start = (int64_t)first * f->files.piece_size - fe->offset;
 		o.range_len = (int64_t)(end - 1) * f->files.piece_size + file_part(f, fe, end - 1) - fe->offset -
 			      o.range_start;
+		o.header = f->alone ? NULL : "X-Hubmirror-Fill: swarm";
 		o.on_response = on_response;
 		o.on_body = on_body;
 		o.on_done = on_done;
@@ -354,6 +376,8 @@ static struct fill *fill_new(struct agent *a, struct snap *s)
 	f->claimed = xcalloc((size_t)f->files.pieces, 1);
 	f->had = xcalloc((size_t)f->files.pieces, 1);
 	f->avail = xcalloc((size_t)f->files.pieces, sizeof(*f->avail));
+	f->elsewhere = xcalloc((size_t)f->files.pieces, sizeof(*f->elsewhere));
+	f->tries = xcalloc((size_t)f->files.pieces, 1);
 	f->cursor = (int)(((uint64_t)uv_hrtime() / 1000) % (uint64_t)f->files.pieces);
 	f->hint = f->frontier = -1;
 	f->rng = uv_hrtime() | 1;

@@ -2,7 +2,9 @@
 # t0717-agent-fill: the mirror is the source of last resort. Its BitTorrent seed identifies itself and
 # agents take nothing from it; a lone agent gets every piece over HTTP ranges from the mirror's store
 # (its fill), checked by libtorrent like any piece and then seeded; a second agent gets its pieces
-# from the first one, not from the mirror. Every byte is compared with upstream's. No FUSE.
+# from the first one, not from the mirror; an agents' fill request in a swarm for a range the mirror
+# has just sent is answered 409 (take it from the swarm), other clients' never. Every byte is
+# compared with upstream's. No FUSE.
 . "$HM_SRC/tests/integration/lib.sh"
 cat >"$T/spec.json" <<'JSON'
 {"repos": [
@@ -44,6 +46,18 @@ check "and took at most a quarter from the mirror" test "$filled" -le $((total /
 check "the first agent uploaded them" test "$(field "$T/a.sock" uploaded)" -ge $((total * 3 / 4))
 check "its files are upstream's, byte for byte" "$PY" "$HM_SRC/tests/integration/helpers/checkfiles.py" \
 	"$T/up.json" hf acme/fill "$T/hfb/models--acme--fill/snapshots/$commit"
+
+# in a swarm, the mirror sends a range once: the next agent asking for it within seconds is told to
+# take it from its peers (409); other clients are always served
+btih=$(HUBMIRROR_AGENT_SOCKET=$T/a.sock "$HUBMIRROR" status --json | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["snapshots"][0]["btih"])')
+url="$M/p2p/seed/$btih/$(curl -fsS "$M/api/p2p/torrent/hf/model/acme/fill?meta=1" | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["name"])')/model.safetensors"
+spared=$(metric hubmirror_webseed_fill_deduped_total)
+fillget() { curl -s -o "$T/range.bin" -w '%{http_code}' -r 1048576-2097151 "$@" "$url"; }
+check "a swarm fill's first request for a range is served" test "$(fillget -H 'X-Hubmirror-Fill: swarm')" = 206
+check "the next one within seconds is told to take it from peers" test "$(fillget -H 'X-Hubmirror-Fill: swarm')" = 409
+check "a client without the header is served all the same" test "$(fillget)" = 206
+check "another range is served" test "$(curl -s -o /dev/null -w '%{http_code}' -r 0-1048575 -H 'X-Hubmirror-Fill: swarm' "$url")" = 206
+check "the mirror counts what it spared" test "$(metric hubmirror_webseed_fill_deduped_total)" = $((spared + 1))
 check "agent b stops" "$HUBMIRROR" agent --stop
 HUBMIRROR_AGENT_SOCKET=$T/a.sock check "agent a stops" "$HUBMIRROR" agent --stop
 check "the agents' logs hold no sanitizer report" bash -c "! grep -E 'Sanitizer|runtime error' '$T/ca/agent.log' '$T/cb/agent.log'"

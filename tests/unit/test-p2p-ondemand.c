@@ -527,15 +527,24 @@ TEST(pieces_from_elsewhere)
 	CHECK(!have_piece(c, &l, first));
 	CHECK_INT(p2p_session_have_range(c, tor.btih, l.v[model].index, 3 * l.piece_size, l.piece_size), 0);
 
-	/* the right bytes: had, readable, and seeded like any piece (the last piece too, pad and all) */
-	CHECK_INT(p2p_session_add_piece(c, tor.btih, first, good, len), 0);
-	free(good);
-	good = piece_bytes(&l, last, &len);
-	CHECK_INT(p2p_session_add_piece(c, tor.btih, last, good, len), 0);
-	end = now_s() + 10;
-	while (now_s() < end &&
-	       p2p_session_have_range(c, tor.btih, l.v[model].index, 3 * l.piece_size, 2 * l.piece_size) != 1)
-		usleep(10000);
+	/* the right bytes: had, readable, and seeded like any piece (the last piece too, pad and all).
+	 * libtorrent drops a failed piece's blocks asynchronously and ignores blocks it still holds: the
+	 * good piece may need handing again (as the agent's fill does after a while) */
+	{
+		char *next = piece_bytes(&l, last, &len);
+		double again = 0;
+		CHECK_INT(p2p_session_add_piece(c, tor.btih, last, next, len), 0);
+		free(next);
+		end = now_s() + 10;
+		while (now_s() < end &&
+		       p2p_session_have_range(c, tor.btih, l.v[model].index, 3 * l.piece_size, 2 * l.piece_size) != 1) {
+			if (now_s() >= again && !have_piece(c, &l, first)) {
+				CHECK_INT(p2p_session_add_piece(c, tor.btih, first, good, l.piece_size), 0);
+				again = now_s() + 1;
+			}
+			usleep(10000);
+		}
+	}
 	CHECK_INT(p2p_session_have_range(c, tor.btih, l.v[model].index, 3 * l.piece_size, 2 * l.piece_size), 1);
 	CHECK_INT(p2p_session_file_path(c, tor.btih, l.v[model].index, &cpath), 0);
 	CHECK(cpath && same_range(src[F_MODEL], cpath, 3 * l.piece_size, (size_t)(2 * l.piece_size)));
