@@ -137,6 +137,7 @@ struct p2p_torrent_status {
 	int peers, seeds;       /* connected peers (web seeds included), and those of them that are seeds */
 	int known_peers;        /* peers known (from the tracker, or that connected), connected or not */
 	bool tracker_replied;   /* a tracker has answered an announce (so known_peers holds its peers) */
+	bool checking;          /* libtorrent is checking the files (at add, or after p2p_session_reseed) */
 	int num_pieces, pieces_have;
 };
 
@@ -285,6 +286,29 @@ int p2p_session_want_range(struct p2p_session *s, const char *btih, int index, i
  * Errors as for the calls above.
  */
 int p2p_session_pieces_had(struct p2p_session *s, const char *btih, unsigned char *had, int *avail, int n);
+
+/*
+ * Writing pieces without libtorrent (the agent's direct fill, alone: docs/agent.md). It saves
+ * libtorrent's two hashes per piece (SHA-1 and SHA-256 in a hybrid torrent) and its copies:
+ * - p2p_session_download_pause: pause (or go on with) asking peers for pieces (libtorrent's upload
+ *   mode: uploads go on), so that libtorrent writes nothing into the files meanwhile.
+ * - p2p_session_write_piece: check data (a whole piece, pad bytes as zeros; len its size, else
+ *   -EINVAL) against the torrent's v1 piece hash (HM_ERR_HASH_MISMATCH: nothing written), write its
+ *   file parts into <save_path>/<name>/<path> (folders and files made as needed; -errno when a write
+ *   fails: the piece then does not count), and count it as had for p2p_session_have_range. libtorrent
+ *   does not know of it. Blocking (SHA-1 and a write of one piece); any thread.
+ * - p2p_session_reseed: hand what the files hold to libtorrent: the torrent is removed and added again
+ *   from its bytes (torrent, len: the same torrent, else HM_ERR_USAGE) with the same options, in seed mode when whole (every piece written: nothing is hashed now, each
+ *   piece when a peer first asks for it; empty files are made), else checked from the files as at an
+ *   add. Pieces had for p2p_session_have_range stay had; the upload and download counts start again.
+ *   Trackers are kept (and the old torrent leaves without a "stopped" announce, which could reach the
+ *   tracker after the new one's "started"); web seeds are not. 0, or an error with *errmsg (the torrent is then
+ *   gone from s).
+ */
+int p2p_session_download_pause(struct p2p_session *s, const char *btih, bool pause);
+int p2p_session_write_piece(struct p2p_session *s, const char *btih, int piece, const char *data, size_t len);
+int p2p_session_reseed(struct p2p_session *s, const char *btih, const unsigned char *torrent, size_t len, bool whole,
+		       char **errmsg);
 int p2p_session_add_piece(struct p2p_session *s, const char *btih, int piece, const char *data, size_t len);
 int p2p_session_take_wanted(struct p2p_session *s, const char *btih);
 

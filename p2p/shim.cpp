@@ -46,6 +46,7 @@
 
 extern "C" {
 #include "base/err.h"
+#include "base/path.h"
 #include "base/xmalloc.h"
 #include "p2p-int.h"
 #include "p2p/p2p.h"
@@ -180,6 +181,7 @@ struct torrent_entry {
 	std::shared_ptr<web_bytes> web;
 	std::string save_path;             /* as given to p2p_session_add (never moved) */
 	std::shared_ptr<have_cache> have;
+	bool origin_last = false;          /* as given to p2p_session_add (p2p_session_reseed adds again) */
 };
 
 static bool admit_written(torrent_entry const &e);
@@ -518,7 +520,7 @@ extern "C" int p2p_session_add(struct p2p_session *s, const struct p2p_add *a, c
 				return HM_ERR_TORRENT;
 			}
 			s->torrents.emplace(hex, torrent_entry{h, std::move(ti), std::move(web), a->save_path,
-							       std::move(have)});
+							       std::move(have), a->origin_last});
 		}
 		if (btih_out)
 			std::memcpy(btih_out, hex, sizeof hex);
@@ -660,6 +662,8 @@ extern "C" int p2p_session_torrent_status(struct p2p_session *s, const char *bti
 		r.seeds = st.num_seeds;
 		r.known_peers = st.list_peers;
 		r.tracker_replied = !st.current_tracker.empty();
+		r.checking = st.state == lt::torrent_status::checking_files ||
+			     st.state == lt::torrent_status::checking_resume_data;
 		r.num_pieces = e.ti->num_pieces();
 		r.pieces_have = st.num_pieces;
 		*out = r;
@@ -1025,6 +1029,168 @@ extern "C" int p2p_session_want_range(struct p2p_session *s, const char *btih, i
 		return handle_error(err);
 	} catch (...) {
 		return HM_ERR_TORRENT;
+	}
+}
+
+extern "C" int p2p_session_download_pause(struct p2p_session *s, const char *btih, bool pause)
+{
+	try {
+		torrent_entry e;
+		if (!find_entry(s, btih, e))
+			return HM_ERR_NOT_FOUND;
+		/* libtorrent's upload mode: no request to any peer (deadlines wait too), uploads go on */
+		if (pause)
+			e.h.set_flags(lt::torrent_flags::upload_mode);
+		else
+			e.h.unset_flags(lt::torrent_flags::upload_mode);
+		return 0;
+	} catch (lt::system_error const &err) {
+		return handle_error(err);
+	} catch (...) {
+		return HM_ERR_TORRENT;
+	}
+}
+
+/* Write all of buf at off into fd. 0 or -errno. */
+static int pwrite_all(int fd, const char *buf, size_t len, std::int64_t off)
+{
+	while (len) {
+		ssize_t n = ::pwrite(fd, buf, len, off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return -EIO;
+		buf += n;
+		len -= static_cast<size_t>(n);
+		off += n;
+	}
+	return 0;
+}
+
+extern "C" int p2p_session_write_piece(struct p2p_session *s, const char *btih, int piece, const char *data,
+				       size_t len)
+{
+	try {
+		torrent_entry e;
+		if (!find_entry(s, btih, e))
+			return HM_ERR_NOT_FOUND;
+		lt::file_storage const &fs = e.ti->files();
+		if (piece < 0 || piece >= e.ti->num_pieces() ||
+		    len != static_cast<size_t>(e.ti->piece_size(lt::piece_index_t(piece))))
+			return -EINVAL;
+		lt::hasher h(data, static_cast<int>(len));
+		if (h.final() != e.ti->hash_for_piece(lt::piece_index_t(piece)))
+			return HM_ERR_HASH_MISMATCH;
+		std::int64_t at = 0;
+		for (lt::file_slice const &sl : fs.map_block(lt::piece_index_t(piece), 0, static_cast<int>(len))) {
+			const char *part = data + at;
+			at += sl.size;
+			if (fs.pad_file_at(sl.file_index))
+				continue;
+			/* libtorrent's loader made the path safe: it stays under save_path */
+			std::string path = fs.file_path(sl.file_index, e.save_path);
+			std::string dir = path.substr(0, path.rfind('/'));
+			int r = path_mkdirs(dir.c_str(), 0755);
+			if (r)
+				return r;
+			int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+			if (fd < 0)
+				return -errno;
+			r = pwrite_all(fd, part, static_cast<size_t>(sl.size), sl.offset);
+			::close(fd);
+			if (r)
+				return r;
+		}
+		/* checked before the write, and the write has returned: a pread now sees exactly these bytes */
+		e.have->set(piece);
+		return 0;
+	} catch (lt::system_error const &err) {
+		return handle_error(err);
+	} catch (...) {
+		return HM_ERR_TORRENT;
+	}
+}
+
+extern "C" int p2p_session_reseed(struct p2p_session *s, const char *btih, const unsigned char *torrent, size_t len,
+				  bool whole, char **errmsg)
+{
+	try {
+		std::string key;
+		if (!btih_key(btih, key))
+			return HM_ERR_NOT_FOUND;
+		std::lock_guard<std::mutex> lock(s->mu);
+		auto it = s->torrents.find(key);
+		if (it == s->torrents.end())
+			return HM_ERR_NOT_FOUND;
+		torrent_entry &e = it->second;
+		lt::file_storage const &fs = e.ti->files();
+		if (whole) {
+			/* empty files have no piece: make them, as libtorrent would */
+			for (lt::file_index_t i : fs.file_range()) {
+				if (fs.pad_file_at(i) || fs.file_size(i) != 0)
+					continue;
+				std::string path = fs.file_path(i, e.save_path);
+				if (path_mkdirs(path.substr(0, path.rfind('/')).c_str(), 0755) == 0) {
+					int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+					if (fd >= 0)
+						::close(fd);
+				}
+			}
+		}
+		/* from the torrent's bytes: a torrent_info libtorrent has used no longer holds the v2 piece
+		 * layers (libtorrent moves them into the torrent), without which no piece passes */
+		lt::add_torrent_params atp = lt::load_torrent_buffer(
+			lt::span<char const>(reinterpret_cast<char const *>(torrent),
+					     static_cast<std::ptrdiff_t>(std::min<size_t>(len, PTRDIFF_MAX))),
+			limits_for(len, 100000000));
+		if (!atp.ti || atp.ti->info_hashes().v1 != e.ti->info_hashes().v1) {
+			set_err(errmsg, "p2p_session_reseed: not this torrent");
+			return HM_ERR_USAGE;
+		}
+		atp.trackers.clear();
+		atp.tracker_tiers.clear();
+		atp.url_seeds.clear();
+		atp.ti->set_web_seeds({});
+		atp.save_path = e.save_path;
+		/* the trackers live in the torrent, not in its metadata */
+		for (lt::announce_entry const &ae : e.h.trackers()) {
+			atp.trackers.push_back(ae.url);
+			atp.tracker_tiers.push_back(ae.tier);
+		}
+		atp.flags &= ~(lt::torrent_flags::auto_managed | lt::torrent_flags::paused);
+		if (whole)
+			atp.flags |= lt::torrent_flags::seed_mode;
+		auto web = e.web;
+		atp.extensions.push_back([web](lt::torrent_handle const &, lt::client_data_t) {
+			return std::shared_ptr<lt::torrent_plugin>(std::make_shared<web_torrent_counter>(web));
+		});
+		if (e.origin_last)
+			atp.extensions.push_back([](lt::torrent_handle const &, lt::client_data_t) {
+				return std::shared_ptr<lt::torrent_plugin>(std::make_shared<origin_blind>());
+			});
+		/* Bank the old torrent's counts, then swap: libtorrent runs the removal before the add (both
+		 * go to its network thread in this order), so the info-hash is free again. The entry keeps its
+		 * have cache: reads of what was had go on without a pause. */
+		lt::torrent_status st = e.h.status({});
+		s->removed_up += payload_up(st);
+		s->removed_down += payload_down(st);
+		/* no "stopped" announce from the old torrent: it could reach the tracker after the new one's
+		 * "started" and drop this peer from the swarm */
+		e.h.replace_trackers({});
+		s->ses->remove_torrent(e.h);
+		lt::error_code ec;
+		lt::torrent_handle h = s->ses->add_torrent(std::move(atp), ec);
+		if (ec) {
+			set_err(errmsg, "adding torrent " + key + " again: " + ec.message());
+			s->torrents.erase(it);
+			return HM_ERR_TORRENT;
+		}
+		e.h = h;
+		return 0;
+	} catch (...) {
+		return torrent_error(errmsg, "adding the torrent again: ");
 	}
 }
 

@@ -116,6 +116,8 @@ void agent_evict_now(struct agent *a);
 struct p2p_torrent_status;
 void agent_fill_update(struct agent *a, struct snap *s, const struct p2p_torrent_status *st);
 bool agent_fill_running(const struct snap *s);
+/* File bytes the fill wrote that libtorrent does not count yet (direct mode): for status. */
+int64_t agent_fill_unseen(const struct snap *s);
 void agent_fill_stop(struct agent *a, struct snap *s);
 void agent_fill_end(struct agent *a);
 void agent_fill_init(struct agent *a);

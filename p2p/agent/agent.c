@@ -341,8 +341,9 @@ static void web_seed_when_alone(struct agent *a, struct snap *s, const struct p2
 		return;
 	/* alone, the HTTP fill fetches its pieces (fill.c), unless it gave up */
 	alone = st->peers <= 1 && uv_now(&a->loop) - s->added_ms >= 1000 && !agent_fill_running(s);
-	s->still_ticks = st->total_done == s->last_done ? s->still_ticks + 1 : 0;
-	s->last_done = st->total_done;
+	/* (the fill's bytes count: in direct mode libtorrent counts none until the end) */
+	s->still_ticks = st->total_done + s->fill_bytes == s->last_done ? s->still_ticks + 1 : 0;
+	s->last_done = st->total_done + s->fill_bytes;
 	stalled = s->still_ticks >= 6; /* 3 s */
 	if (!alone && !stalled)
 		return;

@@ -73,6 +73,14 @@ static char *error_words(struct agent *a, const struct p2p_torrent_status *st)
 	return xstrdup(st->message);
 }
 
+/* What libtorrent counts, and what the fill wrote that it does not count yet. */
+static int64_t have_bytes(const struct snap *s, const struct p2p_torrent_status *st)
+{
+	int64_t have = st->total_done + agent_fill_unseen(s);
+
+	return have < st->total_wanted ? have : st->total_wanted;
+}
+
 static json_t *snap_json(struct agent *a, const struct snap *s)
 {
 	struct p2p_torrent_status st = { 0 };
@@ -84,7 +92,7 @@ static json_t *snap_json(struct agent *a, const struct snap *s)
 		json_array_append_new(mounts, json_string(s->mounts[k].dir));
 	j = json_pack("{s:s?, s:s?, s:s?, s:s, s:I, s:I, s:b, s:b, s:b, s:I, s:o, s:i, s:I, s:I, s:s?}",
 			 "spec", s->spec, "revision", s->revision, "commit", s->commit, "btih", s->btih,
-			 "bytes_have", (json_int_t)(ok ? st.total_done : 0),
+			 "bytes_have", (json_int_t)(ok ? have_bytes(s, &st) : 0),
 			 "bytes_total", (json_int_t)(ok ? st.total_wanted : 0), "complete", ok && (st.seeding || st.seed_mode),
 			 "verified", s->verified && !json_array_size(s->pending_links), "pinned", s->pinned,
 			 "last_used", (json_int_t)s->last_used, "mounts", mounts, "peers", ok ? st.peers : 0,

@@ -34,6 +34,7 @@
 #define FILL_AHEAD 64                       /* in a swarm with readers: pieces picked from past the last wait */
 #define FILL_RETRY_MS 5000                  /* a piece handed over and still not had: fetched again */
 #define FILL_TRIES 3                        /* ...at most this often (then peers and the web seed) */
+#define FILL_WORK_MAX ((int64_t)64 << 20)  /* direct: bytes waiting for the thread pool before no new run */
 #define FILL_FAILS 3                        /* failed requests in a row before the fill gives up */
 
 struct fill {
@@ -42,12 +43,23 @@ struct fill {
 	bool gone;                      /* its snapshot was dropped: free once no request is in flight */
 	bool on;                        /* requests may start */
 	bool alone;                     /* no peer known but the mirror */
+	bool peers_seen;                /* in a swarm: connected to a peer (or 2 s have passed) */
 	bool given_up;                  /* FILL_FAILS requests failed in a row: the swarm and web seed go on */
 	int fails;
 	struct p2p_file_list files;     /* with the piece layout */
 	char *base;                     /* <web seed>/<name>/ */
+	unsigned char *torrent;         /* the .torrent (for p2p_session_reseed) */
+	size_t tlen;
 	unsigned char *claimed;         /* per piece: a request fetches it */
 	unsigned char *tries;           /* per piece: handed to libtorrent this often */
+	/* Direct (alone, from the start): pieces are checked and written here, not by libtorrent, which
+	 * asks no peer meanwhile; once all are in, the torrent is added again in seed mode */
+	bool direct;
+	bool direct_tried;
+	int working;                    /* pieces being checked and written on the thread pool */
+	int64_t working_bytes;
+	unsigned char *mine;            /* per piece: written here */
+	int64_t direct_bytes;           /* of the file bytes (pads left out) */
 	unsigned char *had;             /* per piece, refreshed before choosing a run */
 	int *avail;                     /* per piece: how many connected peers have it (then) */
 	int cursor;                     /* where the next run without a reader starts */
@@ -119,11 +131,13 @@ static void fill_free(struct fill *f)
 {
 	p2p_file_list_release(&f->files);
 	free(f->base);
+	free(f->torrent);
 	free(f->claimed);
 	free(f->had);
 	free(f->avail);
 	free(f->elsewhere);
 	free(f->tries);
+	free(f->mine);
 	free(f);
 }
 
@@ -133,6 +147,23 @@ static void run_free(struct run *r)
 {
 	free(r->buf);
 	free(r);
+}
+
+/* Hand what direct mode wrote to libtorrent (p2p_session_reseed): whole, the torrent is added again in
+ * seed mode; else it checks the files (after a write error, or pieces that kept failing), and asks
+ * peers again. */
+static void direct_end(struct fill *f, bool whole)
+{
+	char *err = NULL;
+
+	f->direct = false;
+	if (p2p_session_reseed(f->a->ses, f->btih, f->torrent, f->tlen, whole, &err)) {
+		fprintf(stderr, "hubmirror agent: %.12s: %s\n", f->btih, err ? err : "cannot add the torrent again");
+		f->given_up = true;
+	}
+	free(err);
+	if (!whole)
+		agent_fill_soon(f->a); /* libtorrent checks the files now */
 }
 
 static void run_start_piece(struct run *r)
@@ -160,6 +191,72 @@ static int on_response(void *ud, const struct hub_http_resp *resp)
 	return 0;
 }
 
+/* ---- direct mode: a piece checked and written on libuv's thread pool ---- */
+
+struct write_job {
+	uv_work_t w;
+	struct fill *f;
+	int piece;
+	char *buf;
+	size_t len;
+	int64_t file_bytes;
+	int result;
+};
+
+static void write_work(uv_work_t *w)
+{
+	struct write_job *j = w->data;
+
+	j->result = p2p_session_write_piece(j->f->a->ses, j->f->btih, j->piece, j->buf, j->len);
+}
+
+static void write_done(uv_work_t *w, int status)
+{
+	struct write_job *j = w->data;
+	struct fill *f = j->f;
+
+	f->working--;
+	f->working_bytes -= (int64_t)j->len;
+	f->claimed[j->piece] = 0;
+	f->tries[j->piece]++;
+	if (status == 0 && j->result == 0) {
+		f->mine[j->piece] = 1;
+		f->direct_bytes += j->file_bytes;
+		*f->bytes += (int64_t)j->len;
+	} else if (j->result == HM_ERR_HASH_MISMATCH) {
+		leave_alone(f, j->piece, 0); /* wrong bytes: asked again (FILL_TRIES) */
+	} else if (!f->gone && f->direct) {
+		fprintf(stderr, "hubmirror agent: %.12s: cannot write a piece into the cache (%s): libtorrent takes over\n",
+			f->btih, err_str(status ? status : j->result));
+		direct_end(f, false);
+	}
+	free(j->buf);
+	free(j);
+	if (f->gone) {
+		if (!f->inflight && !f->working)
+			fill_free(f);
+	} else {
+		pump(f);
+	}
+}
+
+/* Hand run r's current piece (len bytes in r->buf) to the thread pool; r gets a new buffer. */
+static void write_piece(struct fill *f, struct run *r, int64_t len)
+{
+	struct write_job *j = xcalloc(1, sizeof(*j));
+
+	j->f = f;
+	j->piece = r->next;
+	j->buf = r->buf;
+	j->len = (size_t)len;
+	j->file_bytes = r->piece_file_bytes;
+	j->w.data = j;
+	r->buf = xmalloc((size_t)f->files.piece_size);
+	f->working++;
+	f->working_bytes += len;
+	uv_queue_work(&f->a->loop, &j->w, write_work, write_done);
+}
+
 static int on_body(void *ud, const char *data, size_t n)
 {
 	struct run *r = ud;
@@ -181,12 +278,17 @@ static int on_body(void *ud, const char *data, size_t n)
 		if (r->got == r->piece_file_bytes) {
 			int64_t len = piece_len(f, r->next);
 			memset(r->buf + r->got, 0, (size_t)(len - r->got)); /* the pad file after the file */
-			if (p2p_session_add_piece(f->a->ses, f->btih, r->next, r->buf, (size_t)len))
-				return -ECANCELED; /* the torrent is gone */
-			leave_alone(f, r->next, FILL_RETRY_MS);
-			f->claimed[r->next] = 0;
-			f->tries[r->next]++;
-			*f->bytes += len;
+			if (f->direct) {
+				/* checked and written on the thread pool; the piece stays claimed until then */
+				write_piece(f, r, len);
+			} else {
+				if (p2p_session_add_piece(f->a->ses, f->btih, r->next, r->buf, (size_t)len))
+					return -ECANCELED; /* the torrent is gone */
+				leave_alone(f, r->next, FILL_RETRY_MS);
+				f->claimed[r->next] = 0;
+				f->tries[r->next]++;
+				*f->bytes += len;
+			}
 			r->next++;
 			run_start_piece(r);
 		}
@@ -225,7 +327,7 @@ static void on_done(void *ud, int result, const struct hub_http_resp *resp, cons
 	}
 	run_free(r);
 	if (f->gone) {
-		if (!f->inflight)
+		if (!f->inflight && !f->working)
 			fill_free(f);
 	} else {
 		pump(f);
@@ -245,20 +347,22 @@ static uint64_t rnd(struct fill *f)
 
 static bool wanted_here(const struct fill *f, int p)
 {
-	return !f->had[p] && !f->claimed[p] && !f->avail[p] && f->tries[p] < FILL_TRIES &&
+	/* direct: every piece comes from here (libtorrent asks no peer) */
+	return !f->had[p] && !f->mine[p] && !f->claimed[p] && (f->direct || !f->avail[p]) && f->tries[p] < FILL_TRIES &&
 	       (!f->elsewhere[p] || (int32_t)(f->elsewhere[p] - (uint32_t)f->now) <= 0);
 }
 
-/* Claim the next run: [*first, *end) of fe. false when nothing is left to fetch. */
-static bool next_run(struct fill *f, int *first, int *end, const struct p2p_file_entry **fe)
+/* Claim the next run: [*first, *end) of fe. 1: claimed; 0: nothing is left to fetch; -1: not now (libtorrent
+ * checks the files, or is gone). */
+static int next_run(struct fill *f, int *first, int *end, const struct p2p_file_entry **fe)
 {
 	int n = f->files.pieces, w, start, r;
-	int64_t most = f->alone ? FILL_RUN_BYTES : 1;
+	int64_t most = f->alone || f->direct ? FILL_RUN_BYTES : 1;
 
 	if ((r = p2p_session_pieces_had(f->a->ses, f->btih, f->had, f->avail, n)) != 0) {
 		if (r == 1)
 			agent_fill_soon(f->a); /* libtorrent still checks the files */
-		return false;
+		return -1;
 	}
 	f->now = uv_now(&f->a->loop);
 	w = p2p_session_take_wanted(f->a->ses, f->btih);
@@ -271,7 +375,9 @@ static bool next_run(struct fill *f, int *first, int *end, const struct p2p_file
 	 * then take it from the first), see routes-p2p.c's fill_taken. */
 	if (f->hint >= 0)
 		start = f->hint;
-	else if (f->alone)
+	else if (!f->alone && !f->direct && !f->peers_seen)
+		return -1; /* only what a reader waits for, until we know what the peers have */
+	else if (f->alone || f->direct)
 		start = f->cursor;
 	else if (f->frontier >= 0)
 		start = (f->frontier + (int)(rnd(f) % FILL_AHEAD)) % n; /* near where the readers are */
@@ -294,9 +400,9 @@ static bool next_run(struct fill *f, int *first, int *end, const struct p2p_file
 		*end = q;
 		*fe = e;
 		f->cursor = q % n;
-		return true;
+		return 1;
 	}
-	return false;
+	return 0;
 }
 
 /* Start requests while the fill may run and pieces are left. */
@@ -304,14 +410,23 @@ static void pump(struct fill *f)
 {
 	struct agent *a = f->a;
 
-	while (f->on && !f->given_up && !a->stopping && f->inflight < (f->alone ? FILL_PARALLEL : 1)) {
+	while (f->on && !f->given_up && !a->stopping && f->inflight < (f->alone || f->direct ? FILL_PARALLEL : 1) &&
+	       f->working_bytes < FILL_WORK_MAX) {
 		struct hub_http_req_opts o = { 0 };
 		const struct p2p_file_entry *fe;
 		struct run *r;
 		char *path, *url;
-		int first, end;
-		if (!next_run(f, &first, &end, &fe))
+		int first, end, got;
+		if ((got = next_run(f, &first, &end, &fe)) != 1) {
+			if (!got && f->direct && !f->inflight && !f->working) {
+				/* nothing left to ask for: all in (or pieces that kept failing) */
+				bool all = true;
+				for (int p = 0; all && p < f->files.pieces; p++)
+					all = f->had[p] || f->mine[p];
+				direct_end(f, all);
+			}
 			return;
+		}
 		r = xcalloc(1, sizeof(*r));
 		r->f = f;
 		for (r->slot = 0; f->runs[r->slot]; r->slot++)
@@ -327,7 +442,7 @@ static void pump(struct fill *f)
 		o.range_start = (int64_t)first * f->files.piece_size - fe->offset;
 		o.range_len = (int64_t)(end - 1) * f->files.piece_size + file_part(f, fe, end - 1) - fe->offset -
 			      o.range_start;
-		o.header = f->alone ? NULL : "X-Hubmirror-Fill: swarm";
+		o.header = f->alone || f->direct ? NULL : "X-Hubmirror-Fill: swarm";
 		o.on_response = on_response;
 		o.on_body = on_body;
 		o.on_done = on_done;
@@ -363,6 +478,9 @@ static struct fill *fill_new(struct agent *a, struct snap *s)
 	f = xcalloc(1, sizeof(*f));
 	f->a = a;
 	f->bytes = &s->fill_bytes;
+	f->torrent = xmalloc(s->tlen);
+	memcpy(f->torrent, s->torrent, s->tlen);
+	f->tlen = s->tlen;
 	memcpy(f->btih, s->btih, sizeof(f->btih));
 	if (p2p_session_files(a->ses, s->btih, &f->files) || f->files.pieces <= 0 || f->files.piece_size <= 0) {
 		fill_free(f);
@@ -378,6 +496,7 @@ static struct fill *fill_new(struct agent *a, struct snap *s)
 	f->avail = xcalloc((size_t)f->files.pieces, sizeof(*f->avail));
 	f->elsewhere = xcalloc((size_t)f->files.pieces, sizeof(*f->elsewhere));
 	f->tries = xcalloc((size_t)f->files.pieces, 1);
+	f->mine = xcalloc((size_t)f->files.pieces, 1);
 	f->cursor = (int)(((uint64_t)uv_hrtime() / 1000) % (uint64_t)f->files.pieces);
 	f->hint = f->frontier = -1;
 	f->rng = uv_hrtime() | 1;
@@ -402,18 +521,34 @@ void agent_fill_update(struct agent *a, struct snap *s, const struct p2p_torrent
 	}
 	if (!s->fill)
 		return;
-	if (st->seeding) {
-		agent_fill_stop(a, s); /* done: its memory goes */
+	if (st->seeding || st->seed_mode) {
+		agent_fill_stop(a, s); /* done (or added again whole): its memory goes */
 		return;
 	}
 	s->fill->on = want;
 	s->fill->alone = alone;
+	/* in a swarm, what peers have is known once they are connected: libtorrent dials the peers the
+	 * tracker named at its next one-second tick */
+	s->fill->peers_seen = st->peers >= 2 || uv_now(&a->loop) - s->added_ms >= 2000;
+	/* Alone: the direct mode, once (libtorrent has asked no peer for anything: the mirror's seed is
+	 * hidden from it, no other peer is known and its web seed is out) */
+	if (want && alone && !s->fill->direct_tried && !s->web_on && !st->checking && !s->fill->given_up) {
+		s->fill->direct_tried = true;
+		s->fill->direct = !p2p_session_download_pause(a->ses, s->btih, true);
+	}
+	if (want && !st->tracker_replied && uv_now(&a->loop) - s->added_ms < 2000)
+		agent_fill_soon(a); /* look again as soon as the tracker answers */
 	pump(s->fill);
 }
 
 bool agent_fill_running(const struct snap *s)
 {
 	return s->fill && !s->fill->given_up;
+}
+
+int64_t agent_fill_unseen(const struct snap *s)
+{
+	return s->fill && s->fill->direct ? s->fill->direct_bytes : 0;
 }
 
 void agent_fill_stop(struct agent *a, struct snap *s)
@@ -427,7 +562,7 @@ void agent_fill_stop(struct agent *a, struct snap *s)
 	f->gone = true;
 	f->on = false;
 	f->bytes = &f->bytes_gone;
-	if (!f->inflight) {
+	if (!f->inflight && !f->working) {
 		fill_free(f);
 		return;
 	}

@@ -58,6 +58,7 @@ check "the next one within seconds is told to take it from peers" test "$(fillge
 check "a client without the header is served all the same" test "$(fillget)" = 206
 check "another range is served" test "$(curl -s -o /dev/null -w '%{http_code}' -r 0-1048575 -H 'X-Hubmirror-Fill: swarm' "$url")" = 206
 check "the mirror counts what it spared" test "$(metric hubmirror_webseed_fill_deduped_total)" = $((spared + 1))
+cat "$T/cb/agent.log" "$T/ca/agent.log" | sed "s/^/# /"
 check "agent b stops" "$HUBMIRROR" agent --stop
 HUBMIRROR_AGENT_SOCKET=$T/a.sock check "agent a stops" "$HUBMIRROR" agent --stop
 check "the agents' logs hold no sanitizer report" bash -c "! grep -E 'Sanitizer|runtime error' '$T/ca/agent.log' '$T/cb/agent.log'"

@@ -565,6 +565,88 @@ out:
 	free(cdir);
 }
 
+/* ---- pieces written without libtorrent, then handed to it (the agent's direct fill) ---- */
+
+TEST(direct_pieces)
+{
+	struct p2p_session_config cfg = { .listen_interfaces = "127.0.0.1:0", .lan_tuning = true };
+	struct p2p_session *c = NULL, *e = NULL;
+	struct p2p_session_status cs;
+	struct p2p_torrent_status st = { 0 };
+	struct p2p_file_list l = { 0 };
+	char *cdir = xasprintf("%s/C2", tmp_root), *edir = xasprintf("%s/E2", tmp_root), ep[32], *err = NULL;
+	unsigned char *had = NULL;
+	double end;
+	int r = 1;
+
+	CHECK_INT(p2p_session_new(&cfg, &c, NULL), 0);
+	CHECK_INT(p2p_session_new(&cfg, &e, NULL), 0);
+	if (!c || !e)
+		goto out;
+	CHECK_INT(add(c, &tor, cdir, false), 0);
+	CHECK_INT(p2p_session_files(c, tor.btih, &l), 0);
+	had = xcalloc((size_t)l.pieces, 1);
+	end = now_s() + 10;
+	while (now_s() < end && (r = p2p_session_pieces_had(c, tor.btih, had, NULL, l.pieces)) == 1)
+		usleep(10000);
+	CHECK_INT(r, 0);
+	CHECK_INT(p2p_session_download_pause(c, tor.btih, true), 0);
+	for (int p = 0; p < l.pieces; p++) {
+		size_t len;
+		char *b = piece_bytes(&l, p, &len);
+		if (p == 1) {
+			b[7] ^= 1; /* a wrong byte: refused, nothing counts */
+			CHECK_INT(p2p_session_write_piece(c, tor.btih, p, b, len), HM_ERR_HASH_MISMATCH);
+			CHECK_INT(p2p_session_write_piece(c, tor.btih, p, b, len - 1), -EINVAL);
+			b[7] ^= 1;
+		}
+		CHECK_INT(p2p_session_write_piece(c, tor.btih, p, b, len), 0);
+		free(b);
+	}
+	/* had at once for reads, though libtorrent knows of none of it */
+	for (size_t i = 0; i < l.n; i++)
+		CHECK_INT(p2p_session_have_range(c, tor.btih, l.v[i].index, 0, l.v[i].size), 1);
+	CHECK_INT(p2p_session_torrent_status(c, tor.btih, &st), 0);
+	CHECK_INT(st.pieces_have, 0);
+	for (int i = 0; i < NFILES; i++) {
+		char *path = xasprintf("%s/OnDemand/%s", cdir, rel[i]);
+		if (sizes[i])
+			CHECK(same_file(src[i], path));
+		free(path);
+	}
+	/* handed over whole: seed mode, every file there (the empty one too), and it seeds to a peer */
+	CHECK_INT(p2p_session_reseed(c, tor.btih, tor.data, tor.len, true, &err), 0);
+	free(err);
+	CHECK_INT(p2p_session_reseed(c, tor.btih, tor.data, 10, true, NULL) != 0, 1);
+	CHECK_INT(p2p_session_torrent_status(c, tor.btih, &st), 0);
+	CHECK(st.seed_mode);
+	{
+		char *empty = xasprintf("%s/OnDemand/%s", cdir, rel[F_EMPTY]);
+		struct stat sb;
+		CHECK(stat(empty, &sb) == 0 && sb.st_size == 0);
+		free(empty);
+	}
+	for (size_t i = 0; i < l.n; i++)
+		CHECK_INT(p2p_session_have_range(c, tor.btih, l.v[i].index, 0, l.v[i].size), 1);
+	CHECK_INT(add(e, &tor, edir, false), 0);
+	CHECK_INT(p2p_session_status(c, &cs), 0);
+	snprintf(ep, sizeof(ep), "127.0.0.1:%d", cs.listen_port);
+	CHECK_INT(p2p_session_connect(e, tor.btih, ep), 0);
+	end = now_s() + 20;
+	while (now_s() < end && !(p2p_session_torrent_status(e, tor.btih, &st) == 0 && st.seeding))
+		usleep(20000);
+	CHECK(st.seeding);
+	CHECK_INT(p2p_session_torrent_status(c, tor.btih, &st), 0);
+	CHECK(st.uploaded >= (int64_t)sizes[F_MODEL]);
+out:
+	free(had);
+	p2p_file_list_release(&l);
+	p2p_session_free(&e);
+	p2p_session_free(&c);
+	free(cdir);
+	free(edir);
+}
+
 /* ---- the mirror's seed as the source of last resort (origin_last) ---- */
 
 static int64_t downloaded(struct p2p_session *c)
@@ -724,6 +806,7 @@ int main(void)
 		RUN(whole_download);
 		RUN(pieces_from_elsewhere);
 		RUN(origin_last);
+		RUN(direct_pieces);
 	}
 	RUN(have_range_speed);
 
