@@ -199,19 +199,26 @@ def mount_run(a, net, work, m, files, run, kind="mount"):
     secs = time.monotonic() - t0
     tx = net.tx_bytes(0) - base_tx
     split = mirror_split(net, m)
-    filled = 0
+    filled, each = 0, []
     for i in range(1, a.clients + 1):
         st = subprocess.run([a.hubmirror, "status", "--json"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                             env=dict(os.environ, HUBMIRROR_AGENT_SOCKET=os.path.join(work, "mnt%d-%d" % (run, i),
                                                                                     "agent.sock")))
         try:
-            filled += sum(s.get("fetched_over_http", 0) for s in json.loads(st.stdout)["snapshots"])
+            each.append(sum(s.get("fetched_over_http", 0) for s in json.loads(st.stdout)["snapshots"]))
+            filled += each[-1]
         except (ValueError, KeyError):
             pass
     print("%s run %d: the mirror sent %.0f MiB as its BitTorrent seed and %.0f MiB over HTTP ranges, of which "
           "the agents' fill took %.0f MiB (the rest: web seeds)" % (
               kind, run, (split[0] - base_split[0]) / 2**20, (split[1] - base_split[1]) / 2**20, filled / 2**20),
           file=sys.stderr)
+    if os.environ.get("HM_BENCH_DEBUG"):
+        print("  fill per agent (MiB): %s" % " ".join("%.0f" % (x / 2**20) for x in each), file=sys.stderr)
+        for i in range(1, a.clients + 1):
+            log = os.path.join(work, "mnt%d-%d" % (run, i), "cache", "agent.log")
+            if os.path.exists(log):
+                print("  agent %d: %s" % (i, open(log).read().strip().replace("\n", "\n    ")), file=sys.stderr)
     for p, log in procs:
         if p.poll() is None:
             p.kill()

@@ -306,6 +306,9 @@ int p2p_session_pieces_had(struct p2p_session *s, const char *btih, unsigned cha
  *   gone from s).
  */
 int p2p_session_download_pause(struct p2p_session *s, const char *btih, bool pause);
+/* Announce to the trackers now (their minimum interval ignored): a torrent that asks no peer learns of
+ * new ones only this way. Asynchronous; errors as above. */
+int p2p_session_reannounce(struct p2p_session *s, const char *btih);
 int p2p_session_write_piece(struct p2p_session *s, const char *btih, int piece, const char *data, size_t len);
 int p2p_session_reseed(struct p2p_session *s, const char *btih, const unsigned char *torrent, size_t len, bool whole,
 		       char **errmsg);

@@ -1194,6 +1194,21 @@ extern "C" int p2p_session_reseed(struct p2p_session *s, const char *btih, const
 	}
 }
 
+extern "C" int p2p_session_reannounce(struct p2p_session *s, const char *btih)
+{
+	try {
+		torrent_entry e;
+		if (!find_entry(s, btih, e))
+			return HM_ERR_NOT_FOUND;
+		e.h.force_reannounce(0, -1, lt::torrent_handle::ignore_min_interval);
+		return 0;
+	} catch (lt::system_error const &err) {
+		return handle_error(err);
+	} catch (...) {
+		return HM_ERR_TORRENT;
+	}
+}
+
 extern "C" int p2p_session_take_wanted(struct p2p_session *s, const char *btih)
 {
 	torrent_entry e;

@@ -56,6 +56,12 @@ struct fill {
 	 * asks no peer meanwhile; once all are in, the torrent is added again in seed mode */
 	bool direct;
 	bool direct_tried;
+	uint64_t direct_since;          /* direct: when it started, when it last asked the tracker who else
+					 * is there, and how often */
+	uint64_t announced;
+	int announces;
+	bool leaving;                   /* another agent came: direct mode ends once no request is in
+					 * flight and no write waits (then libtorrent checks the files) */
 	int working;                    /* pieces being checked and written on the thread pool */
 	int64_t working_bytes;
 	unsigned char *mine;            /* per piece: written here */
@@ -262,7 +268,7 @@ static int on_body(void *ud, const char *data, size_t n)
 	struct run *r = ud;
 	struct fill *f = r->f;
 
-	if (f->gone)
+	if (f->gone || f->leaving)
 		return -ECANCELED;
 	while (n) {
 		int64_t take;
@@ -313,7 +319,7 @@ static void on_done(void *ud, int result, const struct hub_http_resp *resp, cons
 		/* its peers will have them: leave them to the swarm for a while */
 		for (int p = r->next; p < r->end; p++)
 			leave_alone(f, p, FILL_ELSEWHERE_MS);
-	} else if (!f->gone) {
+	} else if (!f->gone && !f->leaving) {
 		if (result || !r->ok || r->next < r->end) {
 			if (++f->fails >= FILL_FAILS && !f->given_up) {
 				f->given_up = true;
@@ -409,6 +415,16 @@ static int next_run(struct fill *f, int *first, int *end, const struct p2p_file_
 static void pump(struct fill *f)
 {
 	struct agent *a = f->a;
+
+	if (f->leaving) {
+		/* every write done before libtorrent looks at the files: it then never writes a piece
+		 * that counts as had here */
+		if (!f->inflight && !f->working) {
+			f->leaving = false;
+			direct_end(f, false);
+		}
+		return;
+	}
 
 	while (f->on && !f->given_up && !a->stopping && f->inflight < (f->alone || f->direct ? FILL_PARALLEL : 1) &&
 	       f->working_bytes < FILL_WORK_MAX) {
@@ -530,11 +546,37 @@ void agent_fill_update(struct agent *a, struct snap *s, const struct p2p_torrent
 	/* in a swarm, what peers have is known once they are connected: libtorrent dials the peers the
 	 * tracker named at its next one-second tick */
 	s->fill->peers_seen = st->peers >= 2 || uv_now(&a->loop) - s->added_ms >= 2000;
+	/* in direct mode libtorrent asks no peer, and peers that come see one with nothing: ask the
+	 * tracker who else is there, every second */
+	if (s->fill->direct && !s->fill->leaving) {
+		uint64_t now = uv_now(&a->loop), since = now - s->fill->direct_since;
+		/* soon after it started (agents starting together), then every second */
+		if (s->fill->announces < 3 ? since >= 200u * (1u << s->fill->announces) : now - s->fill->announced >= 1000) {
+			s->fill->announced = now;
+			s->fill->announces++;
+			p2p_session_reannounce(a->ses, s->btih);
+		}
+		if (since < 3000)
+			agent_fill_soon(a); /* and look at the answers at once */
+	}
+	/* another agent came: it is better served by this one's pieces through libtorrent */
+	if (s->fill->direct && !alone && !s->fill->leaving && peers > 1) {
+		fprintf(stderr, "hubmirror agent: %s: %d peers now: libtorrent takes over what was fetched\n",
+			s->spec ? s->spec : s->btih, peers);
+		s->fill->leaving = true;
+		for (int i = 0; i < FILL_PARALLEL; i++)
+			if (s->fill->runs[i])
+				hub_http_cancel(s->fill->runs[i]->req);
+	}
 	/* Alone: the direct mode, once (libtorrent has asked no peer for anything: the mirror's seed is
 	 * hidden from it, no other peer is known and its web seed is out) */
 	if (want && alone && !s->fill->direct_tried && !s->web_on && !st->checking && !s->fill->given_up) {
 		s->fill->direct_tried = true;
 		s->fill->direct = !p2p_session_download_pause(a->ses, s->btih, true);
+		s->fill->direct_since = s->fill->announced = uv_now(&a->loop);
+		if (s->fill->direct)
+			fprintf(stderr, "hubmirror agent: %s: alone in its swarm: fetching it over HTTP ranges from the mirror\n",
+				s->spec ? s->spec : s->btih);
 	}
 	if (want && !st->tracker_replied && uv_now(&a->loop) - s->added_ms < 2000)
 		agent_fill_soon(a); /* look again as soon as the tracker answers */
