@@ -221,6 +221,38 @@ static void hfreq_release(struct hfreq *h)
 		catalog_repo_release(&h->repo);
 }
 
+/* A repo the catalog tracks but never got, because upstream refused the mirror: answer as the Hub
+ * answers a client that may not read it, so clients raise what they would upstream (GatedRepoError,
+ * DisabledRepoError, RepositoryNotFoundError), not RevisionNotFoundError. true when it answered. */
+static bool hf_refused(struct hfreq *h)
+{
+	struct catalog_repo r = { 0 };
+	bool answered = true;
+	char *m;
+
+	if (catalog_repo_get(h->rt->data->catalog, "hf", h->type, h->name, &r))
+		return false;
+	if (r.head_commit || !r.sync_status) {
+		answered = false;
+	} else if (!strcmp(r.sync_status, "gated")) {
+		m = xasprintf("Access to %s %s is restricted, and this mirror has no approved access to it: its operator "
+			      "must request access upstream and give the mirror a token that has it.", h->type, h->name);
+		hf_error(h->req, httpd_header(h->req, "Authorization") ? 403 : 401, "GatedRepo", m, NULL);
+		free(m);
+	} else if (!strcmp(r.sync_status, "disabled")) {
+		hf_error(h->req, 403, NULL, "Access to this resource is disabled.", NULL);
+	} else if (!strcmp(r.sync_status, "denied") || !strcmp(r.sync_status, "missing")) {
+		m = xasprintf("Repository not found: upstream %s %s to this mirror", !strcmp(r.sync_status, "denied") ?
+			      "refuses" : "no longer has", h->name);
+		hf_error(h->req, 404, "RepoNotFound", m, NULL);
+		free(m);
+	} else {
+		answered = false;
+	}
+	catalog_repo_release(&r);
+	return answered;
+}
+
 /* Resolve h->name at rev; on failure answer the Hub's error and return non-zero. */
 static int hf_resolve_how(struct hfreq *h, const char *rev, bool lite)
 {
@@ -235,6 +267,8 @@ static int hf_resolve_how(struct hfreq *h, const char *rev, bool lite)
 		return 0;
 	if (r == HM_ERR_NOT_FOUND && !found) {
 		hf_error(h->req, 404, "RepoNotFound", "Repository not found", NULL);
+	} else if (r == HM_ERR_NOT_FOUND && hf_refused(h)) {
+		/* answered */
 	} else if (r == HM_ERR_NOT_FOUND) {
 		char *m = xasprintf("Invalid rev id: %s", rev ? rev : "HEAD");
 		hf_error(h->req, 404, "RevisionNotFound", m, NULL);

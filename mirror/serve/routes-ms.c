@@ -65,6 +65,30 @@ static void msreq_release(struct msreq *m)
 		catalog_repo_release(&m->repo);
 }
 
+/* A repo tracked but never got, because upstream refused the mirror: answer as ModelScope answers a
+ * client without access (403), or one asking for what is gone (404). true when it answered. */
+static bool ms_refused(struct msreq *m)
+{
+	const char *st = m->repo.sync_status;
+	char *msg;
+
+	if (m->repo.head_commit || !st)
+		return false;
+	if (!strcmp(st, "gated") || !strcmp(st, "denied"))
+		msg = xasprintf("This mirror has no access to %s %s upstream (%s): its operator must obtain access and "
+				"give the mirror a token that has it.", m->type, m->name,
+				!strcmp(st, "gated") ? "access must be requested and approved" : "private");
+	else if (!strcmp(st, "disabled"))
+		msg = xstrdup("Access to this resource is disabled.");
+	else if (!strcmp(st, "missing"))
+		msg = xasprintf("%s %s not found upstream", m->type, m->name);
+	else
+		return false;
+	ms_envelope(m->req, !strcmp(st, "missing") ? 404 : 403, NULL, msg);
+	free(msg);
+	return true;
+}
+
 static int ms_resolve(struct msreq *m)
 {
 	char *rev = httpd_query_param(m->req, "Revision");
@@ -79,7 +103,7 @@ static int ms_resolve(struct msreq *m)
 		free(rev);
 		return -1;
 	}
-	if (r) {
+	if (r && !(r == HM_ERR_NOT_FOUND && found && ms_refused(m))) {
 		char *msg = !found ? xasprintf("%s %s not found", m->type, m->name)
 				   : xasprintf("Revision %s not found", rev ? rev : "(default)");
 		ms_envelope(m->req, r == HM_ERR_NOT_FOUND ? 404 : 500, NULL, msg);
