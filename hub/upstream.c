@@ -12,6 +12,7 @@
  */
 #include <errno.h>
 #include <stdlib.h>
+#include <time.h>
 #include <string.h>
 
 #include <openssl/evp.h>
@@ -48,6 +49,8 @@ struct fetch {
 	size_t cap;
 	char *origin_prefix;   /* HF: pages must start with this (scheme://host[:port]/) */
 	int page;              /* ModelScope dataset pages */
+	char *known_stamp;     /* ModelScope dataset: its info's last update time at the last listing */
+	bool info_done;        /* ModelScope: the info was asked already (meta in snap) */
 };
 
 static char *strip_slash(const char *s)
@@ -193,6 +196,7 @@ static void fetch_finish(struct fetch *f, int result)
 	f->cb(f->ud, result, f->snap);
 	hub_spec_release(&f->spec);
 	free(f->known);
+	free(f->known_stamp);
 	free(f->origin_prefix);
 	free(f);
 }
@@ -477,7 +481,7 @@ static bool is_hex64_any_case(const char *s)
 static void ms_info_done(void *ud, int result, const struct hub_http_resp *resp, const char *body, size_t len)
 {
 	struct fetch *f = ud;
-	json_t *env = NULL, *vis;
+	json_t *env = NULL, *vis, *stamp;
 	char *keep = f->snap->message ? xstrdup(f->snap->message) : NULL;
 	int r = api_answer(f, result, resp, body, len, &env);
 
@@ -488,9 +492,32 @@ static void ms_info_done(void *ud, int result, const struct hub_http_resp *resp,
 	} else if (!r && json_is_integer(vis = json_object_get(json_object_get(env, "Data"), "Visibility"))) {
 		json_object_set_new(f->snap->meta, "private", json_boolean(json_integer_value(vis) != 5));
 	}
+	if (!r && json_is_integer(stamp = json_object_get(json_object_get(env, "Data"), "LastUpdatedTime")) &&
+	    json_integer_value(stamp) > 0) {
+		/* ISO 8601 like the Hub's lastModified; for a dataset also what tells a change */
+		time_t t = (time_t)json_integer_value(stamp);
+		char iso[32];
+		strftime(iso, sizeof(iso), "%Y-%m-%dT%H:%M:%S.000Z", gmtime(&t));
+		json_object_set_new(f->snap->meta, "last_modified", json_string(iso));
+	}
 	free(f->snap->message); /* the listing's outcome stands, not the info's */
 	f->snap->message = keep;
 	json_decref(env);
+	if (!f->info_done && f->spec.type == HUB_DATASET) {
+		/* asked first (see hub_snapshot_fetch): unchanged when the update time is the one of the
+		 * last listing; else list */
+		const char *now = json_string_value(json_object_get(f->snap->meta, "last_modified"));
+		f->info_done = true;
+		if (f->known && f->known_stamp && now && !strcmp(now, f->known_stamp)) {
+			memcpy(f->snap->commit, f->known, 41);
+			f->snap->unchanged = true;
+			fetch_finish(f, 0);
+			return;
+		}
+		f->page = 1;
+		ms_dataset_page(f);
+		return;
+	}
 	fetch_finish(f, 0);
 }
 
@@ -551,8 +578,8 @@ static void ms_list_done(void *ud, int result, const struct hub_http_resp *resp,
 	ms_tree_id(f);
 	if (f->known && !strcmp(f->known, f->snap->commit))
 		f->snap->unchanged = true;
-	if (f->snap->unchanged && !f->need_meta) {
-		fetch_finish(f, 0);  /* one request for a repo that did not change */
+	if (f->info_done || (f->snap->unchanged && !f->need_meta)) {
+		fetch_finish(f, 0);  /* one request for a model that did not change */
 		return;
 	}
 	ms_info(f);
@@ -576,7 +603,7 @@ static void ms_dataset_page(struct fetch *f)
 /* ---- entry ------------------------------------------------------------------------------------- */
 
 int hub_snapshot_fetch(struct hub_client *c, const struct hub_spec *spec, const char *known_commit,
-		       bool need_meta, hub_snapshot_cb cb, void *ud)
+		       const char *known_stamp, bool need_meta, hub_snapshot_cb cb, void *ud)
 {
 	struct fetch *f;
 	char *url, *rev;
@@ -601,9 +628,11 @@ int hub_snapshot_fetch(struct hub_client *c, const struct hub_spec *spec, const 
 		url = xasprintf("%s/api/%ss/%s/revision/%s", c->hf_base, hub_type_name(spec->type), spec->name, rev);
 		request_json(f, url, hf_info_done);
 	} else if (spec->type == HUB_DATASET) {
+		/* A ModelScope dataset's listing names no commit, and a big one is many pages: its info comes
+		 * first, and the listing only when its update time moved (or is not known yet) */
 		free(rev);
-		f->page = 1;
-		ms_dataset_page(f);
+		f->known_stamp = known_stamp ? xstrdup(known_stamp) : NULL;
+		ms_info(f);
 		return 0;
 	} else {
 		url = xasprintf("%s/api/v1/models/%s/repo/files?Revision=%s&Recursive=True", c->ms_base, spec->name, rev);

@@ -65,11 +65,14 @@ void hub_client_free(struct hub_client **c);
  * Resolve spec->revision (spec->name on spec->hub) and, unless it equals known_commit (may be NULL),
  * list its files. spec is copied. Returns 0 (cb will run later, from the loop) or -EINVAL.
  * need_meta: the caller lacks the repo's metadata (ModelScope: its visibility, one more request);
- * without it, an unchanged ModelScope repo costs its listing only. Hugging Face's answer always
- * carries the metadata.
+ * without it, an unchanged ModelScope model costs its listing only. Hugging Face's answer always
+ * carries the metadata. A ModelScope dataset (whose listing names no commit and may be many pages)
+ * costs its info only when that says the same update time as known_stamp (the meta's last_modified
+ * after the listing that gave known_commit; may be NULL): then it is unchanged; else its info and
+ * its listing.
  */
 int hub_snapshot_fetch(struct hub_client *c, const struct hub_spec *spec, const char *known_commit,
-		       bool need_meta, hub_snapshot_cb cb, void *ud);
+		       const char *known_stamp, bool need_meta, hub_snapshot_cb cb, void *ud);
 void hub_snapshot_free(struct hub_snapshot **s);
 
 /* The token to send for a hub (borrowed, may be NULL). */

@@ -5,6 +5,8 @@
  *   store/blobs/<h0h1>/<sha256> the content-addressed store, store/tmp/ its partial files and the
  *                              server's spill files (mirror/store.h)
  *   sync.lock                  the sync lock (mirror_data_lock)
+ *   sync.tokens                which upstream tokens the last sync used (hashes cut short, mode 0600):
+ *                              a change makes the next sync ask again for repos upstream refused
  *   torrents/<btih>.torrent    the swarm's torrents of snapshots, torrents/.work/ their hashing farms
  *   p2p/secret                 the key of the capabilities in guarded repos' torrents
  *   p2p/seed/<btih>/           the BitTorrent seed's folders of links to the store
@@ -52,6 +54,7 @@ enum mirror_data_place {
 	MIRROR_DATA_SEED,         /* p2p/seed */
 	MIRROR_DATA_SPILL,        /* store/tmp */
 	MIRROR_DATA_LOCK,         /* sync.lock */
+	MIRROR_DATA_SYNC_TOKENS,  /* sync.tokens */
 	MIRROR_DATA_CATALOG,      /* catalog.db */
 };
 char *mirror_data_path(const struct mirror_data *d, enum mirror_data_place place);

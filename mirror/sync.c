@@ -18,10 +18,14 @@
 #include <unistd.h>
 
 #include <jansson.h>
+#include <openssl/sha.h>
 #include <uv.h>
 
+#include "base/buf.h"
 #include "base/err.h"
+#include "base/hex.h"
 #include "base/log.h"
+#include "base/path.h"
 #include "base/xmalloc.h"
 #include "catalog/catalog.h"
 #include "data.h"
@@ -110,6 +114,9 @@ struct sync {
 	int64_t bytes_total, bytes_done;
 	uint64_t started_ns;
 	int64_t run_id;
+	char *tokens_seen;      /* what sync.tokens should say after this run */
+	bool tokens_changed;    /* since the last run: ask refused repos again */
+	bool running;           /* inside uv_run (uv_stop ends it; outside, it would skip the closing run) */
 };
 
 static void pump(struct sync *s);
@@ -792,20 +799,62 @@ static void on_snapshot(void *ud, int result, struct hub_snapshot *snap)
 	start_listings(s);
 }
 
+/* How long a repo upstream refused to the mirror (gated without an approved token, private to it,
+ * disabled) is not asked again: every refusal costs several requests, night after night. A change of
+ * the tokens the sync uses makes it ask at once. */
+#define REFUSED_RECHECK_S (7 * 24 * 3600)
+
+static bool refused_recently(const struct sync *s, const struct catalog_repo *cr)
+{
+	const char *st = cr->sync_status;
+
+	if (!st || (strcmp(st, "gated") && strcmp(st, "denied") && strcmp(st, "disabled")) || s->tokens_changed)
+		return false;
+	return cr->last_sync_at > 0 && time(NULL) - cr->last_sync_at < REFUSED_RECHECK_S;
+}
+
+/* A refused repo left alone this run: reported as it stands, the catalog's record (and its time, from
+ * which the next check counts) untouched. */
+static void repo_skip_refused(struct srepo *r)
+{
+	struct sync *s = r->s;
+	struct mirror_sync_repo_result *res = r->res;
+	time_t next = (time_t)(r->cr->last_sync_at + REFUSED_RECHECK_S);
+	char when[32];
+
+	strftime(when, sizeof(when), "%Y-%m-%d %H:%M UTC", gmtime(&next));
+	res->outcome = !strcmp(r->cr->sync_status, "gated") ? "gated" : !strcmp(r->cr->sync_status, "denied") ? "denied"
+										    : "disabled";
+	res->error = xasprintf("%s (not asked again before %s, or until the upstream tokens change)",
+			       r->cr->sync_error ? r->cr->sync_error : "refused upstream", when);
+	s->report->failed++;
+	if (catalog_run_result(s->d->catalog, s->run_id, r->cr->id, res->outcome, NULL, 0, 0, res->error))
+		log_warn("sync", "catalog: %s", catalog_errmsg(s->d->catalog));
+	s->repos_done++;
+	if (s->repos_done == s->nrepos && s->running)
+		uv_stop(&s->loop);
+}
+
 static void start_listings(struct sync *s)
 {
 	while (s->next_listing < s->nrepos && s->listings_active < (size_t)s->cfg->max_parallel_listings) {
 		struct srepo *r = &s->repos[s->next_listing++];
+		char *sel;
+		bool same;
 		int e;
 
-		char *sel = catalog_repo_selection(r->cr);
+		if (refused_recently(s, r->cr)) {
+			repo_skip_refused(r);
+			continue;
+		}
+		sel = catalog_repo_selection(r->cr);
 		/* A snapshot selected with other globs or options does not count as "have it". */
-		bool same = r->cr->head_selection && !strcmp(sel, r->cr->head_selection);
-
+		same = r->cr->head_selection && !strcmp(sel, r->cr->head_selection);
 		free(sel);
 		s->listings_active++;
 		/* private_ < 0: visibility never read (ModelScope repos from before schema v9) */
-		e = hub_snapshot_fetch(s->client, &r->spec, same ? r->cr->head_commit : NULL, r->cr->private_ < 0,
+		e = hub_snapshot_fetch(s->client, &r->spec, same ? r->cr->head_commit : NULL,
+				       same ? r->cr->last_modified : NULL, r->cr->private_ < 0,
 				       on_snapshot, r);
 		if (e) {
 			s->listings_active--;
@@ -843,6 +892,49 @@ static void on_progress(uv_timer_t *t)
 }
 
 /* ---- run --------------------------------------------------------------------------------------- */
+
+/* "hf <16 hex> ms <16 hex>": the first 64 bits of each token's SHA-256 ("-" without one), enough to
+ * tell a change, nothing to recover a token from. */
+static void token_mark(struct buf *b, const char *hub, const char *token)
+{
+	unsigned char md[32];
+	char hex[65];
+
+	if (!token || !*token) {
+		buf_addf(b, "%s -\n", hub);
+		return;
+	}
+	SHA256((const unsigned char *)token, strlen(token), md);
+	hex_encode(md, 8, hex);
+	buf_addf(b, "%s %s\n", hub, hex);
+}
+
+/* Did the tokens change since the last run (sync.tokens)? Then refused repos are asked again. */
+static void tokens_check(struct sync *s)
+{
+	char *p = mirror_data_path(s->d, MIRROR_DATA_SYNC_TOKENS), *old = NULL;
+	size_t len = 0;
+	struct buf b;
+
+	buf_init(&b);
+	token_mark(&b, "hf", s->cfg->hf_token);
+	token_mark(&b, "ms", s->cfg->ms_token);
+	s->tokens_seen = buf_detach(&b, NULL);
+	s->tokens_changed = path_read_file(p, 4096, &old, &len) != 0 || strlen(s->tokens_seen) != len ||
+			    memcmp(old, s->tokens_seen, len) != 0;
+	free(old);
+	free(p);
+}
+
+static void tokens_remember(struct sync *s)
+{
+	char *p = mirror_data_path(s->d, MIRROR_DATA_SYNC_TOKENS);
+
+	if (s->tokens_changed && s->tokens_seen &&
+	    path_write_atomic(p, s->tokens_seen, strlen(s->tokens_seen), 0600))
+		log_warn("sync", "cannot write %s: refused repos will be asked again next time", p);
+	free(p);
+}
 
 int mirror_sync_run(struct mirror_data *d, const struct catalog_repo *repos, size_t n,
 		    const struct mirror_sync_config *cfg_in, struct mirror_sync_report *report, char **errmsg)
@@ -889,6 +981,7 @@ int mirror_sync_run(struct mirror_data *d, const struct catalog_repo *repos, siz
 		goto out;
 	}
 
+	tokens_check(&s);
 	report->repos = xcalloc(n ? n : 1, sizeof(*report->repos));
 	report->nrepos = n;
 	s.repos = xcalloc(n ? n : 1, sizeof(*s.repos));
@@ -912,14 +1005,18 @@ int mirror_sync_run(struct mirror_data *d, const struct catalog_repo *repos, siz
 		if (cfg.progress)
 			uv_timer_start(&s.progress_timer, on_progress, 500, 500);
 		start_listings(&s);
-		if (s.repos_done < s.nrepos)
+		if (s.repos_done < s.nrepos) {
+			s.running = true;
 			uv_run(&s.loop, UV_RUN_DEFAULT);
+			s.running = false;
+		}
 		if (cfg.progress) {
 			on_progress(&s.progress_timer);
 			fputc('\n', stderr);
 		}
 	}
 	report->upstream_requests = hub_http_attempts(s.http);
+	tokens_remember(&s);
 	report->seconds = (double)(uv_hrtime() - s.started_ns) / 1e9;
 	if (catalog_run_end(d->catalog, s.run_id, report->failed ? (report->ok ? "partial" : "failed") : "ok",
 			    (int64_t)report->ok, (int64_t)report->failed, report->files_fetched, report->bytes_fetched))
@@ -949,6 +1046,7 @@ out:
 		free(s.repos[i].error_text);
 	}
 	free(s.repos);
+	free(s.tokens_seen);
 	hub_client_free(&s.client);
 	hub_http_free(&s.http);
 	if (timer_inited)

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # t0300-sync: add + sync from the fake upstream, end to end through the real binary:
 # HF models and datasets (paginated tree), ModelScope models and datasets (paged listing), dedup
-# across hubs and revisions (proved by the bytes the upstream counted), a no-change sync costing about
-# one request per repo, an incremental sync after an upstream commit fetching only what changed,
+# across hubs and revisions (proved by the bytes the upstream counted), a no-change sync costing one
+# request per repo (a ModelScope dataset too), a refused repo costing none until the tokens change, an
+# incremental sync after an upstream commit fetching only what changed,
 # gated repos recorded and skipped, tokens never sent to the CDN host, and the one-sync-at-a-time lock.
 . "$HM_SRC/tests/integration/lib.sh"
 
@@ -90,16 +91,34 @@ reset_stats
 hm sync --json hf:acme/llm hf:datasets/acme/corpus ms:acme/llm ms:datasets/acme/ms-corpus >"$T/r2.json"
 check "no-change sync fetches no content" test "$(content_bytes)" = 0
 n=$(requests)
-# One request per repo, except that a ModelScope dataset names no commit, so its listing pages are
-# what tells (451 files = 3 pages of 200).
-check "no-change sync: one request per repo, listing pages for ModelScope datasets ($n)" test "$n" -eq 6
+# One request per repo: a ModelScope dataset's listing names no commit (451 files = 3 pages of 200),
+# so its info's update time tells, compared with the one of its last listing.
+check "no-change sync: one request per repo, ModelScope dataset included ($n)" test "$n" -eq 4
 check "no-change report says unchanged" "$PY" -c '
 import json, sys
 r = json.load(open(sys.argv[1]))
 assert [x["outcome"] for x in r["repos"]] == ["unchanged"] * 4, r
 ' "$T/r2.json"
 
-# With an approved token the gated repo syncs.
+# The gated repo refused the mirror: it is not asked again every night (until the tokens change or a
+# week has passed), and the report says so.
+reset_stats
+hm sync --json hf:acme/gated >"$T/r-g.json"
+check "a refused repo costs no request the next time ($(requests))" test "$(requests)" = 0
+check "and is reported as it stands" "$PY" -c '
+import json, sys
+x = json.load(open(sys.argv[1]))["repos"][0]
+assert x["outcome"] == "gated" and "not asked again before" in x["error"], x' "$T/r-g.json"
+# A ModelScope dataset that changes upstream: its update time moves, so it is listed again.
+curl -fsS -X POST "$FAKE_API/_fake/commit" -d '{"repo": "acme/ms-corpus", "hub": "ms", "type": "dataset",
+  "branch": "master", "title": "one more row", "files": [{"path": "rows/r-new.txt", "content": "new row\n"}]}' >/dev/null
+hm sync --json ms:datasets/acme/ms-corpus >"$T/r-msd.json"
+check "a changed ModelScope dataset is listed and synced" "$PY" -c '
+import json, sys
+x = json.load(open(sys.argv[1]))["repos"][0]
+assert x["outcome"] == "ok" and x["files"] == 452 and x["files_fetched"] == 1, x' "$T/r-msd.json"
+
+# With an approved token (a change of tokens: the refused repo is asked again) the gated repo syncs.
 HF_TOKEN=hf_approved hm sync hf:acme/gated >/dev/null
 check "gated repo syncs with an approved token" bash -c '"$HUBMIRROR" info --json hf:acme/gated | /usr/bin/python3 -c "import json,sys; d=json.load(sys.stdin); assert d[\"sync_status\"]==\"ok\" and d[\"files\"]==2, d"'
 check "token did not leak into the catalog or logs" bash -c '! grep -rq hf_approved "$HUBMIRROR_DATA"'
