@@ -4,18 +4,22 @@
  *
  * An agent adds its snapshots with origin_last: the mirror's BitTorrent seed counts as a peer with
  * nothing, so peers trade what any of them has, and a piece no connected peer has (its availability is
- * 0) comes from here: the agent asks the torrent's web seed (the mirror's store) for runs of whole
- * pieces with Range requests and hands each piece to libtorrent (p2p_session_add_piece), which checks
- * it against the torrent's hashes, writes it and seeds it like a piece from a peer. Nothing is trusted
- * that libtorrent has not checked, and a reader still reads only what p2p_session_have_range admits.
+ * 0) comes from here, asked of the torrent's web seed (the mirror's store) with Range requests.
  *
- * Alone (no peer known but the mirror) a snapshot comes whole this way, a few runs of 4 MiB at once,
- * in order from the piece a reader waits for (p2p_session_take_wanted) or where the last run ended:
- * one HTTP stream from the mirror is faster than its seed over BitTorrent and costs the mirror half
- * the CPU (sendfile). In a swarm, one run of one piece at a time, at a random piece nobody has (or the
- * one a reader waits for), so that agents starting together fetch different pieces from the mirror
- * and trade them; the mirror then sends about one copy. Everything here runs on the agent's loop; the
- * bytes arrive through hub_http.
+ * - Alone (the tracker knows no peer but the mirror): direct mode. libtorrent asks no peer (upload
+ *   mode); runs of 4 MiB, three at once, in order from the piece a reader waits for
+ *   (p2p_session_take_wanted) or where the last run ended; each piece is checked against its v1 hash
+ *   and written into the cache's files on libuv's thread pool (p2p_session_write_piece), readable at
+ *   once; when all are in, the torrent is added again in seed mode (p2p_session_reseed). The tracker
+ *   is asked again meanwhile: when another agent shows up, direct mode ends once every write is done
+ *   (libtorrent then checks the files) and the swarm way goes on.
+ * - In a swarm: one piece at a time, handed to libtorrent (p2p_session_add_piece), which checks it as
+ *   a piece from a peer; the reader's piece first, else a random piece nobody has (near where readers
+ *   are). Requests say "X-Hubmirror-Fill: swarm": the mirror answers 409 for a range it just sent to
+ *   another agent, and the piece is left to the swarm for a while (routes-p2p.c, fill_taken).
+ *
+ * Nothing is trusted unchecked, and a reader still reads only what p2p_session_have_range admits.
+ * Everything here runs on the agent's loop (the writes on its thread pool); bytes arrive by hub_http.
  */
 #include <errno.h>
 #include <stdio.h>
