@@ -115,9 +115,10 @@ struct catalog_file {
  * Record a complete snapshot and point the ref at it, in one transaction: the blobs (inserted if new),
  * the snapshot (reused if this commit was recorded before with the same selection; its files are
  * replaced when the selection differs), its files, the ref. Either all of it is
- * visible afterwards or none. Returns 0 or HM_ERR_SQLITE.
+ * visible afterwards or none. The ref is a tag when tag is set (upstream says so), else a branch, or a
+ * pull request's refs/pr/N. Returns 0 or HM_ERR_SQLITE.
  */
-int catalog_snapshot_commit(struct catalog *c, int64_t repo_id, const char *commit, const char *ref_name,
+int catalog_snapshot_commit(struct catalog *c, int64_t repo_id, const char *commit, const char *ref_name, bool tag,
 			    const char *selection, const struct catalog_file *files, size_t n);
 
 /* The sha256 of content with this git blob id and size, if the catalog has seen it. out: 65 bytes.

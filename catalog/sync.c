@@ -17,13 +17,13 @@ static void bind_text_or_null(sqlite3_stmt *st, int i, const char *s)
 		sqlite3_bind_null(st, i);
 }
 
-int catalog_snapshot_commit(struct catalog *c, int64_t repo_id, const char *commit, const char *ref_name,
+int catalog_snapshot_commit(struct catalog *c, int64_t repo_id, const char *commit, const char *ref_name, bool tag,
 			    const char *selection, const struct catalog_file *files, size_t n)
 {
 	sqlite3_stmt *blob = NULL, *file = NULL, *st = NULL;
 	int64_t total = 0, snap_id = 0;
 	int r = HM_ERR_SQLITE, same_selection = 0;
-	const char *kind = strncmp(ref_name, "refs/pr/", 8) ? "branch" : "pr";
+	const char *kind = tag ? "tag" : strncmp(ref_name, "refs/pr/", 8) ? "branch" : "pr";
 
 	for (size_t i = 0; i < n; i++)
 		total += files[i].size;
@@ -114,7 +114,8 @@ int catalog_snapshot_commit(struct catalog *c, int64_t repo_id, const char *comm
 	if (catalog__prepare(c,
 			     "INSERT INTO refs (repo_id, name, kind, snapshot_id, updated_at) "
 			     "VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (repo_id, name) DO UPDATE SET "
-			     "snapshot_id = excluded.snapshot_id, updated_at = excluded.updated_at", &st))
+			     "kind = excluded.kind, snapshot_id = excluded.snapshot_id, updated_at = excluded.updated_at",
+			     &st))
 		goto out;
 	sqlite3_bind_int64(st, 1, repo_id);
 	sqlite3_bind_text(st, 2, ref_name, -1, SQLITE_STATIC);

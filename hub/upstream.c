@@ -330,6 +330,45 @@ static void hf_meta(struct fetch *f, json_t *info)
 
 static void hf_tree_page(struct fetch *f, const char *url);
 
+/* Is the revision a name that may be a tag (not main/master, not a commit id, not refs/...)? */
+static bool maybe_tag(const char *rev)
+{
+	return strcmp(rev, "main") && strcmp(rev, "master") && !hex_is_lower(rev, 40) && strncmp(rev, "refs/", 5);
+}
+
+static void hf_refs_done(void *ud, int result, const struct hub_http_resp *resp, const char *body, size_t len)
+{
+	struct fetch *f = ud;
+	json_t *refs = NULL, *it;
+	size_t i;
+	char *keep = f->snap->message ? xstrdup(f->snap->message) : NULL;
+
+	/* a refs answer that fails or is odd leaves the revision a branch: the snapshot stands */
+	if (!api_answer(f, result, resp, body, len, &refs))
+		json_array_foreach(json_object_get(refs, "tags"), i, it)
+			if (json_is_string(json_object_get(it, "name")) &&
+			    !strcmp(json_string_value(json_object_get(it, "name")), f->spec.revision))
+				f->snap->is_tag = true;
+	json_decref(refs);
+	free(f->snap->message);
+	f->snap->message = keep;
+	fetch_finish(f, 0);
+}
+
+/* The listing is in: for a revision that may be a tag, ask which it is (GET .../refs). */
+static void hf_listed(struct fetch *f)
+{
+	char *url;
+
+	if (!maybe_tag(f->spec.revision)) {
+		fetch_finish(f, 0);
+		return;
+	}
+	url = xasprintf("%s/api/%ss/%s/refs", f->c->hf_base, hub_type_name(f->spec.type), f->spec.name);
+	request_json(f, url, hf_refs_done);
+	free(url);
+}
+
 static void hf_tree_done(void *ud, int result, const struct hub_http_resp *resp, const char *body, size_t len)
 {
 	struct fetch *f = ud;
@@ -388,7 +427,7 @@ static void hf_tree_done(void *ud, int result, const struct hub_http_resp *resp,
 		free(next);
 		return;
 	}
-	fetch_finish(f, 0);
+	hf_listed(f);
 	return;
 fail:
 	json_decref(arr);
@@ -463,6 +502,44 @@ static void ms_tree_id(struct fetch *f)
 
 static void ms_dataset_page(struct fetch *f);
 
+static void ms_revisions_done(void *ud, int result, const struct hub_http_resp *resp, const char *body, size_t len)
+{
+	struct fetch *f = ud;
+	json_t *env = NULL, *it;
+	size_t i;
+	char *keep = f->snap->message ? xstrdup(f->snap->message) : NULL;
+
+	/* an answer that fails or is odd leaves the revision a branch: the snapshot stands */
+	if (!api_answer(f, result, resp, body, len, &env))
+		json_array_foreach(json_object_get(json_object_get(json_object_get(env, "Data"), "RevisionMap"), "Tags"),
+				   i, it)
+			if (json_is_string(json_object_get(it, "Revision")) &&
+			    !strcmp(json_string_value(json_object_get(it, "Revision")), f->spec.revision))
+				f->snap->is_tag = true;
+	json_decref(env);
+	free(f->snap->message);
+	f->snap->message = keep;
+	fetch_finish(f, 0);
+}
+
+/* For a revision that may be a tag: ask ModelScope's revisions which it is. */
+static void ms_revisions(struct fetch *f)
+{
+	char *url = xasprintf("%s/api/v1/%ss/%s/revisions", f->c->ms_base, hub_type_name(f->spec.type), f->spec.name);
+
+	request_json(f, url, ms_revisions_done);
+	free(url);
+}
+
+/* Listed (and its info read, when it was asked): done, unless the revision may be a tag. */
+static void ms_listed(struct fetch *f)
+{
+	if (!f->snap->unchanged && maybe_tag(f->spec.revision))
+		ms_revisions(f);
+	else
+		fetch_finish(f, 0);
+}
+
 static bool is_hex64_any_case(const char *s)
 {
 	if (!s || strlen(s) != 64)
@@ -518,7 +595,7 @@ static void ms_info_done(void *ud, int result, const struct hub_http_resp *resp,
 		ms_dataset_page(f);
 		return;
 	}
-	fetch_finish(f, 0);
+	ms_listed(f);
 }
 
 static void ms_info(struct fetch *f)
@@ -579,7 +656,7 @@ static void ms_list_done(void *ud, int result, const struct hub_http_resp *resp,
 	if (f->known && !strcmp(f->known, f->snap->commit))
 		f->snap->unchanged = true;
 	if (f->info_done || (f->snap->unchanged && !f->need_meta)) {
-		fetch_finish(f, 0);  /* one request for a model that did not change */
+		ms_listed(f);  /* one request for a model that did not change */
 		return;
 	}
 	ms_info(f);

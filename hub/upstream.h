@@ -39,6 +39,8 @@ struct hub_file {
 struct hub_snapshot {
 	char commit[41];       /* HF: the commit id; ModelScope: a tree id (see upstream.c) */
 	bool unchanged;        /* commit equals the known one: nothing listed */
+	bool is_tag;           /* the revision is a tag upstream, not a branch (asked, with one more request,
+				* when the snapshot changed and the revision is neither main/master nor a commit) */
 	struct hub_file *files;
 	size_t nfiles;
 	size_t skipped_unsafe; /* entries whose path failed path_check() */

@@ -255,7 +255,8 @@ static void repo_finish(struct srepo *r)
 			files[i].lfs_oid = f->lfs && f->sha256[0] ? f->sha256 : NULL;
 			files[i].sha256 = r->wants[i].sha256;
 		}
-		e = catalog_snapshot_commit(c, r->cr->id, r->snap->commit, r->cr->follow_rev, sel, files, r->nwants);
+		e = catalog_snapshot_commit(c, r->cr->id, r->snap->commit, r->cr->follow_rev, r->snap->is_tag, sel, files,
+					    r->nwants);
 		free(sel);
 		if (e) {
 			err = HM_ERR_SQLITE;
