@@ -689,7 +689,12 @@ TEST(origin_last)
 	while (now_s() < end && !(p2p_session_torrent_status(e, tor.btih, &st) == 0 && st.seeding))
 		usleep(20000);
 	CHECK(st.seeding);
-	/* ...while D, connected to O all that time, has taken nothing and sees no piece anywhere */
+	/* ...while D, connected to O (libtorrent dials at its one-second tick: wait for it), has taken
+	 * nothing and sees no piece anywhere */
+	end = now_s() + 10;
+	while (now_s() < end && !(p2p_session_torrent_status(d, tor.btih, &st) == 0 && st.peers >= 1))
+		usleep(20000);
+	usleep(300000); /* and a moment for its messages */
 	CHECK_INT(p2p_session_torrent_status(d, tor.btih, &st), 0);
 	CHECK(st.peers >= 1);
 	CHECK_INT(st.pieces_have, 0);
