@@ -336,23 +336,34 @@ static bool maybe_tag(const char *rev)
 	return strcmp(rev, "main") && strcmp(rev, "master") && !hex_is_lower(rev, 40) && strncmp(rev, "refs/", 5);
 }
 
-static void hf_refs_done(void *ud, int result, const struct hub_http_resp *resp, const char *body, size_t len)
+/* The answer to "is the revision a tag?" (HF refs, ModelScope revisions): tags is the answer's list of
+ * tags, whose entries name the tag under key. One that fails or is odd leaves the revision a branch:
+ * the snapshot stands, and so does the listing's message. */
+static void tag_answer(struct fetch *f, int result, const struct hub_http_resp *resp, const char *body, size_t len,
+		       bool ms)
 {
-	struct fetch *f = ud;
-	json_t *refs = NULL, *it;
+	json_t *j = NULL, *tags, *it;
 	size_t i;
 	char *keep = f->snap->message ? xstrdup(f->snap->message) : NULL;
+	const char *key = ms ? "Revision" : "name";
 
-	/* a refs answer that fails or is odd leaves the revision a branch: the snapshot stands */
-	if (!api_answer(f, result, resp, body, len, &refs))
-		json_array_foreach(json_object_get(refs, "tags"), i, it)
-			if (json_is_string(json_object_get(it, "name")) &&
-			    !strcmp(json_string_value(json_object_get(it, "name")), f->spec.revision))
+	if (!api_answer(f, result, resp, body, len, &j)) {
+		tags = ms ? json_object_get(json_object_get(json_object_get(j, "Data"), "RevisionMap"), "Tags")
+			  : json_object_get(j, "tags");
+		json_array_foreach(tags, i, it)
+			if (json_is_string(json_object_get(it, key)) &&
+			    !strcmp(json_string_value(json_object_get(it, key)), f->spec.revision))
 				f->snap->is_tag = true;
-	json_decref(refs);
+	}
+	json_decref(j);
 	free(f->snap->message);
 	f->snap->message = keep;
 	fetch_finish(f, 0);
+}
+
+static void hf_refs_done(void *ud, int result, const struct hub_http_resp *resp, const char *body, size_t len)
+{
+	tag_answer(ud, result, resp, body, len, false);
 }
 
 /* The listing is in: for a revision that may be a tag, ask which it is (GET .../refs). */
@@ -504,22 +515,7 @@ static void ms_dataset_page(struct fetch *f);
 
 static void ms_revisions_done(void *ud, int result, const struct hub_http_resp *resp, const char *body, size_t len)
 {
-	struct fetch *f = ud;
-	json_t *env = NULL, *it;
-	size_t i;
-	char *keep = f->snap->message ? xstrdup(f->snap->message) : NULL;
-
-	/* an answer that fails or is odd leaves the revision a branch: the snapshot stands */
-	if (!api_answer(f, result, resp, body, len, &env))
-		json_array_foreach(json_object_get(json_object_get(json_object_get(env, "Data"), "RevisionMap"), "Tags"),
-				   i, it)
-			if (json_is_string(json_object_get(it, "Revision")) &&
-			    !strcmp(json_string_value(json_object_get(it, "Revision")), f->spec.revision))
-				f->snap->is_tag = true;
-	json_decref(env);
-	free(f->snap->message);
-	f->snap->message = keep;
-	fetch_finish(f, 0);
+	tag_answer(ud, result, resp, body, len, true);
 }
 
 /* For a revision that may be a tag: ask ModelScope's revisions which it is. */

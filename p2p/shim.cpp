@@ -459,6 +459,31 @@ static std::int64_t payload_down(lt::torrent_status const &st)
 	return std::max(st.all_time_download, st.total_payload_download);
 }
 
+/* The plugins every torrent of a session carries: the web seeds' byte count, and for origin_last
+ * the peer plugin that hides the mirror's seed. */
+static void add_plugins(lt::add_torrent_params &atp, std::shared_ptr<web_bytes> web, bool origin_last)
+{
+	atp.extensions.push_back([web](lt::torrent_handle const &, lt::client_data_t) {
+		return std::shared_ptr<lt::torrent_plugin>(std::make_shared<web_torrent_counter>(web));
+	});
+	if (origin_last)
+		atp.extensions.push_back([](lt::torrent_handle const &, lt::client_data_t) {
+			return std::shared_ptr<lt::torrent_plugin>(std::make_shared<origin_blind>());
+		});
+}
+
+/* Remove h from s (its files stay), its counts banked for p2p_session_totals first: remove_torrent is
+ * queued behind this status call on the network thread, and totals reads under the same lock (held
+ * by the caller), so nothing counts twice. */
+static void bank_and_remove(struct p2p_session *s, lt::torrent_handle const &h)
+{
+	lt::torrent_status st = h.status({});
+
+	s->removed_up += payload_up(st);
+	s->removed_down += payload_down(st);
+	s->ses->remove_torrent(h); /* no delete_files: the files are the caller's */
+}
+
 extern "C" int p2p_session_add(struct p2p_session *s, const struct p2p_add *a, char *btih_out,
 			       char **errmsg)
 {
@@ -504,13 +529,7 @@ extern "C" int p2p_session_add(struct p2p_session *s, const struct p2p_add *a, c
 				if (a->web_seeds[i])
 					atp.url_seeds.push_back(a->web_seeds[i]);
 			auto web = std::make_shared<web_bytes>();
-			atp.extensions.push_back([web](lt::torrent_handle const &, lt::client_data_t) {
-				return std::shared_ptr<lt::torrent_plugin>(std::make_shared<web_torrent_counter>(web));
-			});
-			if (a->origin_last)
-				atp.extensions.push_back([](lt::torrent_handle const &, lt::client_data_t) {
-					return std::shared_ptr<lt::torrent_plugin>(std::make_shared<origin_blind>());
-				});
+			add_plugins(atp, web, a->origin_last);
 			std::shared_ptr<const lt::torrent_info> ti = atp.ti;
 			auto have = std::make_shared<have_cache>(ti->num_pieces());
 			lt::error_code ec;
@@ -540,12 +559,7 @@ extern "C" int p2p_session_remove(struct p2p_session *s, const char *btih)
 		auto it = s->torrents.find(key);
 		if (it == s->torrents.end())
 			return HM_ERR_NOT_FOUND;
-		/* Bank its counts for p2p_session_totals. remove_torrent is queued behind this status call
-		 * on the network thread, and totals reads under the same lock, so nothing counts twice. */
-		lt::torrent_status st = it->second.h.status({});
-		s->removed_up += payload_up(st);
-		s->removed_down += payload_down(st);
-		s->ses->remove_torrent(it->second.h); /* no delete_files: the files are the caller's */
+		bank_and_remove(s, it->second.h);
 		s->torrents.erase(it);
 		return 0;
 	} catch (...) {
@@ -1162,24 +1176,13 @@ extern "C" int p2p_session_reseed(struct p2p_session *s, const char *btih, const
 		atp.flags &= ~(lt::torrent_flags::auto_managed | lt::torrent_flags::paused);
 		if (whole)
 			atp.flags |= lt::torrent_flags::seed_mode;
-		auto web = e.web;
-		atp.extensions.push_back([web](lt::torrent_handle const &, lt::client_data_t) {
-			return std::shared_ptr<lt::torrent_plugin>(std::make_shared<web_torrent_counter>(web));
-		});
-		if (e.origin_last)
-			atp.extensions.push_back([](lt::torrent_handle const &, lt::client_data_t) {
-				return std::shared_ptr<lt::torrent_plugin>(std::make_shared<origin_blind>());
-			});
-		/* Bank the old torrent's counts, then swap: libtorrent runs the removal before the add (both
-		 * go to its network thread in this order), so the info-hash is free again. The entry keeps its
-		 * have cache: reads of what was had go on without a pause. */
-		lt::torrent_status st = e.h.status({});
-		s->removed_up += payload_up(st);
-		s->removed_down += payload_down(st);
-		/* no "stopped" announce from the old torrent: it could reach the tracker after the new one's
-		 * "started" and drop this peer from the swarm */
+		add_plugins(atp, e.web, e.origin_last);
+		/* Swap: libtorrent runs the removal before the add (both go to its network thread in this
+		 * order), so the info-hash is free again. The entry keeps its have cache: reads of what was
+		 * had go on without a pause. No "stopped" announce from the old torrent: it could reach the
+		 * tracker after the new one's "started" and drop this peer from the swarm. */
 		e.h.replace_trackers({});
-		s->ses->remove_torrent(e.h);
+		bank_and_remove(s, e.h);
 		lt::error_code ec;
 		lt::torrent_handle h = s->ses->add_torrent(std::move(atp), ec);
 		if (ec) {
