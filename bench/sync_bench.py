@@ -4,7 +4,7 @@
   /usr/bin/python3 bench/sync_bench.py [--hubmirror PATH] [--big-mib 2048] [--repos 600] [--files 3000]
 
 1. no-change sync of N tracked repos: upstream requests per repo and wall time (after a first full
-   sync, whose peak RSS is reported too);
+   sync, whose peak RSS is reported too), and the night of the week that also lists their refs;
 2. full sync of a model with one big file plus small ones, against `aria2c -x8 -j8` fetching the same
    files from the same fake upstream;
 3. full sync of a dataset of many small files, against the same aria2c.
@@ -78,6 +78,17 @@ def main():
     for i in range(a.repos):
         spec["repos"].append({"hub": "hf" if i % 4 else "ms", "type": "model", "id": "fleet/m%04d" % i,
                               "files": [{"path": "config.json", "content": "{\"i\": %d}\n" % i}]})
+    # one of each kind that costs more to look at: a gated model without an approved token, a
+    # ModelScope dataset of many listing pages, a Hugging Face dataset with tags and a parquet branch
+    extra = [("hf:fleet/gated", {"hub": "hf", "type": "model", "id": "fleet/gated", "gated": "manual",
+                                 "files": [{"path": "w.bin", "size": 4096, "seed": 9}]}),
+             ("ms:datasets/fleet/msds", {"hub": "ms", "type": "dataset", "id": "fleet/msds",
+                                         "generate": {"count": 1000, "size": 64, "prefix": "d/p-"}}),
+             ("hf:datasets/fleet/hfds", {"hub": "hf", "type": "dataset", "id": "fleet/hfds",
+                                         "commits": [{"key": "c1", "files": [{"path": "a.csv", "content": "a\n"}]},
+                                                     {"key": "c2", "files": [{"path": "p/0.parquet", "size": 64, "seed": 1}]}],
+                                         "branches": {"main": "c1"}, "tags": {"v1": "c1"}, "converts": {"parquet": "c2"}})]
+    spec["repos"] += [r for _, r in extra]
     with open(os.path.join(work, "spec.json"), "w") as f:
         json.dump(spec, f)
     ready = os.path.join(work, "ready")
@@ -109,13 +120,27 @@ def main():
         with open(lst, "w") as f:
             for i in range(a.repos):
                 f.write("%s:fleet/m%04d\n" % ("hf" if i % 4 else "ms", i))
+            for sp, _ in extra:
+                f.write(sp + "\n")
         subprocess.run([hm, "add", "--from", lst], env=env1, check=True, stdout=subprocess.DEVNULL)
         t_full, rss_full, _ = run([hm, "sync", "--no-progress"], env1)
+        nrepos = a.repos + len(extra)
+        for sp, _ in extra:  # each kind on its own first (the refused one is not asked again anyway)
+            fake_post(api, "/_fake/reset")
+            run([hm, "sync", "--no-progress", sp], env1)
+            rows.append(("no-change sync, %s" % sp, "", "%d req" % fake_get(api, "/_fake/stats")["total"], ""))
         fake_post(api, "/_fake/reset")
         t_noop, rss_noop, _ = run([hm, "sync", "--no-progress"], env1)
         reqs = fake_get(api, "/_fake/stats")["total"]
-        rows.append(("no-change sync, %d repos" % a.repos, "%.2f s" % t_noop, "%.2f req/repo" % (reqs / a.repos),
+        rows.append(("no-change sync, %d repos" % nrepos, "%.2f s" % t_noop, "%.2f req/repo" % (reqs / nrepos),
                      "target <= 1.2 req/repo"))
+        # Once a week an unchanged repo's refs are listed too (its tags: sync --check-refs forces it).
+        fake_post(api, "/_fake/reset")
+        t_refs, _, _ = run([hm, "sync", "--no-progress", "--check-refs"], env1)
+        reqs_refs = fake_get(api, "/_fake/stats")["total"]
+        rows.append(("no-change sync + refs check, %d repos" % nrepos, "%.2f s" % t_refs,
+                     "%.2f req/repo" % (reqs_refs / nrepos),
+                     "a week: %.2f req/repo/night" % ((6 * reqs + reqs_refs) / 7.0 / nrepos)))
         rows.append(("full sync, %d repos: peak RSS" % a.repos, "%.2f s" % t_full, "%.1f MB" % rss_full,
                      "target < 150 MB"))
 

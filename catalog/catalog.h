@@ -63,6 +63,8 @@ struct catalog_repo {
 	int64_t downloads;
 	int64_t likes;
 	char *last_modified;
+	char *refs_policy;    /* which refs besides follow_rev: "tags", "default", "all", or a JSON array */
+	int64_t refs_checked_at; /* when upstream's refs were last listed, 0 never */
 };
 
 void catalog_repo_release(struct catalog_repo *r);
@@ -120,6 +122,29 @@ struct catalog_file {
  */
 int catalog_snapshot_commit(struct catalog *c, int64_t repo_id, const char *commit, const char *ref_name, bool tag,
 			    const char *selection, const struct catalog_file *files, size_t n);
+
+/* ---- refs beyond the followed one (the sync's second pass) ---- */
+
+/* Set which refs the sync mirrors besides follow_rev: "tags", "default", "all" or a JSON array of
+ * names. A change makes the next sync list upstream's refs (refs_checked_at cleared). Returns 0,
+ * HM_ERR_NOT_FOUND or HM_ERR_SQLITE. */
+int catalog_repo_set_refs(struct catalog *c, const char *hub, const char *type, const char *name,
+			  const char *policy);
+
+/* The commit ref name of repo_id points at, when its snapshot was selected with selection. out: 41
+ * bytes. Returns 0, HM_ERR_NOT_FOUND (no such ref, or selected otherwise) or HM_ERR_SQLITE. */
+int catalog_ref_commit(struct catalog *c, int64_t repo_id, const char *name, const char *selection, char *out);
+
+/* Point ref name (a tag when tag, else a branch, refs/pr/N or refs/convert/X by its name) at the
+ * repo's snapshot of commit, when that snapshot exists and was selected with selection. Returns 0,
+ * HM_ERR_NOT_FOUND (then it must be listed and fetched: catalog_snapshot_commit) or HM_ERR_SQLITE. */
+int catalog_ref_point(struct catalog *c, int64_t repo_id, const char *name, bool tag, const char *commit,
+		      const char *selection);
+
+/* Upstream's refs were listed and every wanted one is in: drop the repo's refs that are neither the
+ * followed one nor named in keep (a JSON array of names; their snapshots stay addressable by commit
+ * until gc), and record the time. *dropped (may be NULL) counts them. Returns 0 or HM_ERR_SQLITE. */
+int catalog_refs_checked(struct catalog *c, int64_t repo_id, const char *keep, int64_t when, int64_t *dropped);
 
 /* The sha256 of content with this git blob id and size, if the catalog has seen it. out: 65 bytes.
  * Returns 0, HM_ERR_NOT_FOUND or HM_ERR_SQLITE. */

@@ -47,6 +47,8 @@ void catalog__read_repo(sqlite3_stmt *st, struct catalog_repo *r)
 	r->downloads = sqlite3_column_int64(st, 23);
 	r->likes = sqlite3_column_int64(st, 24);
 	r->last_modified = col_str(st, 25);
+	r->refs_policy = col_str(st, 26);
+	r->refs_checked_at = sqlite3_column_int64(st, 27);
 }
 
 char *catalog_repo_selection(const struct catalog_repo *r)
@@ -76,6 +78,7 @@ void catalog_repo_release(struct catalog_repo *r)
 	free(r->library_name);
 	free(r->license);
 	free(r->last_modified);
+	free(r->refs_policy);
 	memset(r, 0, sizeof(*r));
 }
 

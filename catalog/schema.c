@@ -23,6 +23,9 @@
  *      may read fetched or names it, and a run that failed halfway still resumes from what it got.
  *   9  repos.private = -1 (unknown) for ModelScope repos: their visibility was never read before, so
  *      the next sync asks for it (sync asks only when unknown or when the listing changed).
+ *  10  refs beyond the followed one: repos.refs_policy ('tags' (the default), 'default', 'all', or a
+ *      JSON array of ref names) and repos.refs_checked_at (when upstream's refs were last listed);
+ *      refs.kind gains 'convert' (Hugging Face's refs/convert/parquet), so refs is rebuilt.
  *
  * Rules: a migration only ever moves from version N-1 to N; released migrations are never edited,
  * a change is a new entry at the end of `migrations`.
@@ -200,6 +203,21 @@ static const char *const migrations[] = {
 	") WITHOUT ROWID;",
 	/* 8 -> 9 */
 	"UPDATE repos SET private = -1 WHERE hub = 'ms';",
+	/* 9 -> 10 */
+	"CREATE TABLE refs_new ("
+	"  repo_id     INTEGER NOT NULL REFERENCES repos(id) ON DELETE CASCADE,"
+	"  name        TEXT NOT NULL,"                  /* main, v1.0, refs/pr/1, refs/convert/parquet */
+	"  kind        TEXT NOT NULL CHECK (kind IN ('branch', 'tag', 'pr', 'convert')),"
+	"  snapshot_id INTEGER NOT NULL REFERENCES snapshots(id),"
+	"  updated_at  INTEGER NOT NULL,"
+	"  PRIMARY KEY (repo_id, name)"
+	");"
+	"INSERT INTO refs_new (repo_id, name, kind, snapshot_id, updated_at)"
+	"  SELECT repo_id, name, kind, snapshot_id, updated_at FROM refs;"
+	"DROP TABLE refs;"
+	"ALTER TABLE refs_new RENAME TO refs;"
+	"ALTER TABLE repos ADD COLUMN refs_policy TEXT NOT NULL DEFAULT 'tags';"
+	"ALTER TABLE repos ADD COLUMN refs_checked_at INTEGER;",
 };
 
 int catalog__migration_count(void)

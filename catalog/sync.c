@@ -17,13 +17,44 @@ static void bind_text_or_null(sqlite3_stmt *st, int i, const char *s)
 		sqlite3_bind_null(st, i);
 }
 
+/* A ref's kind: upstream said tag, else by its name. */
+static const char *ref_kind(const char *name, bool tag)
+{
+	if (tag)
+		return "tag";
+	if (!strncmp(name, "refs/pr/", 8))
+		return "pr";
+	return strncmp(name, "refs/convert/", 13) ? "branch" : "convert";
+}
+
+/* Point ref_name (of kind) of repo_id at snapshot snap_id, inside the caller's transaction. */
+static int ref_upsert(struct catalog *c, int64_t repo_id, const char *ref_name, const char *kind, int64_t snap_id)
+{
+	sqlite3_stmt *st = NULL;
+
+	if (catalog__prepare(c,
+			     "INSERT INTO refs (repo_id, name, kind, snapshot_id, updated_at) "
+			     "VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (repo_id, name) DO UPDATE SET "
+			     "kind = excluded.kind, snapshot_id = excluded.snapshot_id, "
+			     "updated_at = CASE WHEN snapshot_id = excluded.snapshot_id AND kind = excluded.kind "
+			     "THEN updated_at ELSE excluded.updated_at END",
+			     &st))
+		return HM_ERR_SQLITE;
+	sqlite3_bind_int64(st, 1, repo_id);
+	sqlite3_bind_text(st, 2, ref_name, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 3, kind, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 4, snap_id);
+	sqlite3_bind_int64(st, 5, (sqlite3_int64)time(NULL));
+	return catalog__run(st);
+}
+
 int catalog_snapshot_commit(struct catalog *c, int64_t repo_id, const char *commit, const char *ref_name, bool tag,
 			    const char *selection, const struct catalog_file *files, size_t n)
 {
 	sqlite3_stmt *blob = NULL, *file = NULL, *st = NULL;
 	int64_t total = 0, snap_id = 0;
 	int r = HM_ERR_SQLITE, same_selection = 0;
-	const char *kind = tag ? "tag" : strncmp(ref_name, "refs/pr/", 8) ? "branch" : "pr";
+	const char *kind = ref_kind(ref_name, tag);
 
 	for (size_t i = 0; i < n; i++)
 		total += files[i].size;
@@ -111,20 +142,7 @@ int catalog_snapshot_commit(struct catalog *c, int64_t repo_id, const char *comm
 				goto out;
 		}
 	}
-	if (catalog__prepare(c,
-			     "INSERT INTO refs (repo_id, name, kind, snapshot_id, updated_at) "
-			     "VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (repo_id, name) DO UPDATE SET "
-			     "kind = excluded.kind, snapshot_id = excluded.snapshot_id, updated_at = excluded.updated_at",
-			     &st))
-		goto out;
-	sqlite3_bind_int64(st, 1, repo_id);
-	sqlite3_bind_text(st, 2, ref_name, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 3, kind, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(st, 4, snap_id);
-	sqlite3_bind_int64(st, 5, (sqlite3_int64)time(NULL));
-	if (sqlite3_step(st) != SQLITE_DONE)
-		goto out;
-	r = 0;
+	r = ref_upsert(c, repo_id, ref_name, kind, snap_id);
 out:
 	sqlite3_finalize(blob);
 	sqlite3_finalize(file);
@@ -277,4 +295,102 @@ int catalog_run_end(struct catalog *c, int64_t run_id, const char *outcome, int6
 	sqlite3_bind_int64(st, 6, files);
 	sqlite3_bind_int64(st, 7, bytes);
 	return catalog__run(st);
+}
+
+/* ---- refs beyond the followed one ------------------------------------------------------------- */
+
+int catalog_repo_set_refs(struct catalog *c, const char *hub, const char *type, const char *name,
+			  const char *policy)
+{
+	sqlite3_stmt *st = NULL;
+	int r;
+
+	if (catalog__prepare(c, "UPDATE repos SET refs_policy = ?4, refs_checked_at = CASE WHEN refs_policy = ?4 "
+			     "THEN refs_checked_at END WHERE hub = ?1 AND type = ?2 AND name = ?3", &st))
+		return HM_ERR_SQLITE;
+	sqlite3_bind_text(st, 1, hub, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, type, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 3, name, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 4, policy, -1, SQLITE_STATIC);
+	r = catalog__run(st);
+	if (!r && !sqlite3_changes(c->db))
+		r = HM_ERR_NOT_FOUND;
+	return r;
+}
+
+int catalog_ref_commit(struct catalog *c, int64_t repo_id, const char *name, const char *selection, char *out)
+{
+	sqlite3_stmt *st = NULL;
+	int r = HM_ERR_NOT_FOUND, rc;
+
+	if (catalog__prepare(c, "SELECT s.commit_id FROM refs f JOIN snapshots s ON s.id = f.snapshot_id "
+			     "WHERE f.repo_id = ?1 AND f.name = ?2 AND s.selection IS ?3", &st))
+		return HM_ERR_SQLITE;
+	sqlite3_bind_int64(st, 1, repo_id);
+	sqlite3_bind_text(st, 2, name, -1, SQLITE_STATIC);
+	bind_text_or_null(st, 3, selection);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW && sqlite3_column_bytes(st, 0) == 40) {
+		memcpy(out, sqlite3_column_text(st, 0), 40);
+		out[40] = '\0';
+		r = 0;
+	} else if (rc != SQLITE_ROW && rc != SQLITE_DONE) {
+		r = HM_ERR_SQLITE;
+	}
+	sqlite3_finalize(st);
+	return r;
+}
+
+int catalog_ref_point(struct catalog *c, int64_t repo_id, const char *name, bool tag, const char *commit,
+		      const char *selection)
+{
+	sqlite3_stmt *st = NULL;
+	int64_t snap_id = 0;
+	int rc;
+
+	if (catalog__prepare(c, "SELECT id FROM snapshots WHERE repo_id = ?1 AND commit_id = ?2 AND selection IS ?3",
+			     &st))
+		return HM_ERR_SQLITE;
+	sqlite3_bind_int64(st, 1, repo_id);
+	sqlite3_bind_text(st, 2, commit, -1, SQLITE_STATIC);
+	bind_text_or_null(st, 3, selection);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW)
+		snap_id = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	if (rc == SQLITE_DONE)
+		return HM_ERR_NOT_FOUND;
+	if (rc != SQLITE_ROW)
+		return HM_ERR_SQLITE;
+	return ref_upsert(c, repo_id, name, ref_kind(name, tag), snap_id);
+}
+
+int catalog_refs_checked(struct catalog *c, int64_t repo_id, const char *keep, int64_t when, int64_t *dropped)
+{
+	sqlite3_stmt *st = NULL;
+	int r = HM_ERR_SQLITE;
+
+	if (catalog_begin(c))
+		return HM_ERR_SQLITE;
+	if (catalog__prepare(c, "DELETE FROM refs WHERE repo_id = ?1 AND "
+			     "name <> (SELECT follow_rev FROM repos WHERE id = ?1) AND "
+			     "name NOT IN (SELECT value FROM json_each(?2))", &st))
+		goto out;
+	sqlite3_bind_int64(st, 1, repo_id);
+	sqlite3_bind_text(st, 2, keep, -1, SQLITE_STATIC);
+	if (catalog__run(st))
+		goto out;
+	if (dropped)
+		*dropped = sqlite3_changes(c->db);
+	if (catalog__prepare(c, "UPDATE repos SET refs_checked_at = ?2 WHERE id = ?1", &st))
+		goto out;
+	sqlite3_bind_int64(st, 1, repo_id);
+	sqlite3_bind_int64(st, 2, when);
+	r = catalog__run(st);
+out:
+	if (r || catalog_commit(c)) {
+		catalog_rollback(c);
+		return HM_ERR_SQLITE;
+	}
+	return 0;
 }

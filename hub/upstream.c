@@ -43,6 +43,7 @@ struct fetch {
 	struct hub_spec spec;
 	char *known;
 	bool need_meta;        /* ask for the repo's info even when unchanged (ModelScope) */
+	bool kind_known;       /* the caller knows whether the revision is a tag: do not ask */
 	hub_snapshot_cb cb;
 	void *ud;
 	struct hub_snapshot *snap;
@@ -51,6 +52,8 @@ struct fetch {
 	int page;              /* ModelScope dataset pages */
 	char *known_stamp;     /* ModelScope dataset: its info's last update time at the last listing */
 	bool info_done;        /* ModelScope: the info was asked already (meta in snap) */
+	hub_refs_cb refs_cb;   /* hub_refs_fetch: cb is unused, snap only carries message and requests */
+	struct hub_refs *refs; /* its answer so far */
 };
 
 static char *strip_slash(const char *s)
@@ -193,7 +196,15 @@ static void fetch_finish(struct fetch *f, int result)
 {
 	if (!result && f->snap && !f->snap->unchanged)
 		drop_conflicts(f->snap);
-	f->cb(f->ud, result, f->snap);
+	if (f->refs_cb) {
+		struct hub_refs *refs = f->refs ? f->refs : xcalloc(1, sizeof(*refs));
+		refs->requests = f->snap->requests;
+		refs->message = f->snap->message ? xstrdup(f->snap->message) : NULL;
+		hub_snapshot_free(&f->snap);
+		f->refs_cb(f->ud, result, refs);
+	} else {
+		f->cb(f->ud, result, f->snap);
+	}
 	hub_spec_release(&f->spec);
 	free(f->known);
 	free(f->known_stamp);
@@ -371,7 +382,7 @@ static void hf_listed(struct fetch *f)
 {
 	char *url;
 
-	if (!maybe_tag(f->spec.revision)) {
+	if (f->kind_known || !maybe_tag(f->spec.revision)) {
 		fetch_finish(f, 0);
 		return;
 	}
@@ -530,7 +541,7 @@ static void ms_revisions(struct fetch *f)
 /* Listed (and its info read, when it was asked): done, unless the revision may be a tag. */
 static void ms_listed(struct fetch *f)
 {
-	if (!f->snap->unchanged && maybe_tag(f->spec.revision))
+	if (!f->snap->unchanged && !f->kind_known && maybe_tag(f->spec.revision))
 		ms_revisions(f);
 	else
 		fetch_finish(f, 0);
@@ -550,7 +561,7 @@ static bool is_hex64_any_case(const char *s)
  * 1 private, 3 internal). A private upstream repo is closed on the mirror like a gated one
  * (docs/security.md), so a repo whose info upstream refuses counts as private; another failure leaves
  * it unknown and does not fail the sync. Asked once the listing is in, when it changed or when the
- * caller does not know the repo's visibility (need_meta). */
+ * caller does not know the repo's visibility (HUB_FETCH_NEED_META). */
 static void ms_info_done(void *ud, int result, const struct hub_http_resp *resp, const char *body, size_t len)
 {
 	struct fetch *f = ud;
@@ -676,7 +687,7 @@ static void ms_dataset_page(struct fetch *f)
 /* ---- entry ------------------------------------------------------------------------------------- */
 
 int hub_snapshot_fetch(struct hub_client *c, const struct hub_spec *spec, const char *known_commit,
-		       const char *known_stamp, bool need_meta, hub_snapshot_cb cb, void *ud)
+		       const char *known_stamp, unsigned flags, hub_snapshot_cb cb, void *ud)
 {
 	struct fetch *f;
 	char *url, *rev;
@@ -691,7 +702,8 @@ int hub_snapshot_fetch(struct hub_client *c, const struct hub_spec *spec, const 
 	f->spec.name = xstrdup(spec->name);
 	f->spec.revision = xstrdup(spec->revision);
 	f->known = known_commit ? xstrdup(known_commit) : NULL;
-	f->need_meta = need_meta;
+	f->need_meta = flags & HUB_FETCH_NEED_META;
+	f->kind_known = flags & HUB_FETCH_KIND_KNOWN;
 	f->cb = cb;
 	f->ud = ud;
 	f->snap = xcalloc(1, sizeof(*f->snap));
@@ -713,5 +725,97 @@ int hub_snapshot_fetch(struct hub_client *c, const struct hub_spec *spec, const 
 	}
 	free(url);
 	free(rev);
+	return 0;
+}
+
+/* ---- refs -------------------------------------------------------------------------------------- */
+
+void hub_refs_free(struct hub_refs **rp)
+{
+	struct hub_refs *r = rp ? *rp : NULL;
+
+	if (!r)
+		return;
+	for (size_t i = 0; i < r->n; i++)
+		free(r->v[i].name);
+	free(r->v);
+	free(r->message);
+	free(r);
+	*rp = NULL;
+}
+
+/* Add the entries of arr (HF: {name, targetCommit}; ModelScope: {Revision}) as kind; names under
+ * prefix ("refs/convert/" for HF's conversions). Odd entries are left out. */
+static void refs_add(struct hub_refs *out, json_t *arr, const char *kind, const char *prefix, bool ms)
+{
+	size_t i;
+	json_t *it;
+
+	json_array_foreach(arr, i, it) {
+		json_t *jname = json_object_get(it, ms ? "Revision" : "name");
+		const char *name = json_string_value(jname);
+		const char *commit = ms ? NULL : json_string_value(json_object_get(it, "targetCommit"));
+		char *full;
+
+		if (!name || (!ms && (!commit || !hex_is_lower(commit, 40))))
+			continue;
+		full = xasprintf("%s%s", prefix, name);
+		if (hub_check_revision(full) || strlen(name) != json_string_length(jname)) { /* no NUL inside */
+			free(full);
+			continue;
+		}
+		out->v = xreallocarray(out->v, out->n + 1, sizeof(*out->v));
+		out->v[out->n].name = full;
+		out->v[out->n].kind = kind;
+		snprintf(out->v[out->n].commit, sizeof(out->v[out->n].commit), "%s", commit ? commit : "");
+		out->n++;
+	}
+}
+
+static void refs_done(void *ud, int result, const struct hub_http_resp *resp, const char *body, size_t len)
+{
+	struct fetch *f = ud;
+	struct hub_refs *refs = f->refs = xcalloc(1, sizeof(*refs));
+	json_t *j = NULL, *map;
+	bool ms = f->spec.hub == HUB_MS;
+	int r = api_answer(f, result, resp, body, len, &j);
+
+	if (!r) {
+		map = ms ? json_object_get(json_object_get(j, "Data"), "RevisionMap") : j;
+		if (!json_is_object(map)) {
+			r = HM_ERR_UPSTREAM;
+			set_message(f, "refs answer is not an object");
+		} else {
+			refs_add(refs, json_object_get(map, ms ? "Branches" : "branches"), "branch", "", ms);
+			refs_add(refs, json_object_get(map, ms ? "Tags" : "tags"), "tag", "", ms);
+			if (!ms)
+				refs_add(refs, json_object_get(map, "converts"), "convert", "refs/convert/", false);
+		}
+	}
+	json_decref(j);
+	fetch_finish(f, r);
+}
+
+int hub_refs_fetch(struct hub_client *c, const struct hub_spec *spec, hub_refs_cb cb, void *ud)
+{
+	struct fetch *f;
+	char *url;
+
+	if (!spec->name || hub_check_name(spec->hub, spec->name))
+		return -EINVAL;
+	if (spec->hub == HUB_MS && spec->type == HUB_DATASET)
+		return -ENOTSUP;
+	f = xcalloc(1, sizeof(*f));
+	f->c = c;
+	f->spec.hub = spec->hub;
+	f->spec.type = spec->type;
+	f->spec.name = xstrdup(spec->name);
+	f->refs_cb = cb;
+	f->ud = ud;
+	f->snap = xcalloc(1, sizeof(*f->snap));
+	url = spec->hub == HUB_HF ? xasprintf("%s/api/%ss/%s/refs", c->hf_base, hub_type_name(spec->type), spec->name)
+				  : xasprintf("%s/api/v1/models/%s/revisions", c->ms_base, spec->name);
+	request_json(f, url, refs_done);
+	free(url);
 	return 0;
 }

@@ -66,16 +66,47 @@ void hub_client_free(struct hub_client **c);
 /*
  * Resolve spec->revision (spec->name on spec->hub) and, unless it equals known_commit (may be NULL),
  * list its files. spec is copied. Returns 0 (cb will run later, from the loop) or -EINVAL.
- * need_meta: the caller lacks the repo's metadata (ModelScope: its visibility, one more request);
- * without it, an unchanged ModelScope model costs its listing only. Hugging Face's answer always
+ * flags: HUB_FETCH_NEED_META: the caller lacks the repo's metadata (ModelScope: its visibility, one
+ * more request); without it, an unchanged ModelScope model costs its listing only.
+ * HUB_FETCH_KIND_KNOWN: the caller knows whether the revision is a tag (snap->is_tag stays false),
+ * so a changed snapshot of a name that may be a tag costs no refs request. Hugging Face's answer always
  * carries the metadata. A ModelScope dataset (whose listing names no commit and may be many pages)
  * costs its info only when that says the same update time as known_stamp (the meta's last_modified
  * after the listing that gave known_commit; may be NULL): then it is unchanged; else its info and
  * its listing.
  */
+#define HUB_FETCH_NEED_META 1u
+#define HUB_FETCH_KIND_KNOWN 2u
 int hub_snapshot_fetch(struct hub_client *c, const struct hub_spec *spec, const char *known_commit,
-		       const char *known_stamp, bool need_meta, hub_snapshot_cb cb, void *ud);
+		       const char *known_stamp, unsigned flags, hub_snapshot_cb cb, void *ud);
 void hub_snapshot_free(struct hub_snapshot **s);
+
+/* One ref upstream lists for a repo. */
+struct hub_ref {
+	char *name;            /* owned: "dev", "v1.0", "refs/convert/parquet"; passed hub_check_revision() */
+	const char *kind;      /* static: "branch", "tag" or "convert" */
+	char commit[41];       /* the commit it points at; "" when upstream does not say (ModelScope) */
+};
+
+struct hub_refs {
+	struct hub_ref *v;
+	size_t n;
+	char *message;         /* owned: upstream's words on failure */
+	uint64_t requests;
+};
+
+/* Called once with result 0 (refs filled) or an error (as hub_snapshot_cb's); the callee owns refs
+ * (always given) and frees it with hub_refs_free(). */
+typedef void (*hub_refs_cb)(void *ud, int result, struct hub_refs *refs);
+
+/*
+ * The branches, tags and (Hugging Face) conversions of a repo: one request (HF GET .../refs, whose
+ * entries name their commits; ModelScope models GET .../revisions, whose entries do not). ModelScope
+ * datasets have no such call: -ENOTSUP. Entries with odd names or commits are left out. Returns 0 (cb
+ * runs later, from the loop), -EINVAL or -ENOTSUP.
+ */
+int hub_refs_fetch(struct hub_client *c, const struct hub_spec *spec, hub_refs_cb cb, void *ud);
+void hub_refs_free(struct hub_refs **r);
 
 /* The token to send for a hub (borrowed, may be NULL). */
 const char *hub_client_token(const struct hub_client *c, enum hub_kind hub);

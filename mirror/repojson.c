@@ -49,6 +49,9 @@ json_t *mirror_repo_json(const struct catalog_repo *r, const char *base)
 	json_object_set_new(o, "added_at", json_integer(r->added_at));
 	json_object_set_new(o, "include", mirror_json_text_or(r->include_globs, json_array()));
 	json_object_set_new(o, "exclude", mirror_json_text_or(r->exclude_globs, json_array()));
+	/* which refs besides the followed one: "tags", "default", "all", or the names */
+	json_object_set_new(o, "refs_policy", r->refs_policy && r->refs_policy[0] == '['
+			    ? mirror_json_text_or(r->refs_policy, json_array()) : json_string(r->refs_policy ? r->refs_policy : "tags"));
 	if (base) {
 		/* what a user copies to use this repo from here */
 		json_object_set_new(o, "mount_command", json_sprintf("hubmirror mount --mirror %s %s", base, spec));

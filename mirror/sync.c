@@ -90,6 +90,15 @@ struct srepo {
 	int error;
 	char *error_text;
 	bool is_public;         /* anyone may read its content (repo_public), from its listing */
+	/* the second pass: refs beyond the followed one */
+	struct srepo *parent;   /* a ref's srepo: the repo's first-pass one; NULL in the first pass */
+	char *ref_name;         /* owned: the ref it syncs (v1.0, dev, refs/convert/parquet) */
+	bool ref_tag;
+	char *ref_rev;          /* owned: the revision asked (HF: the ref's commit; ModelScope: its name) */
+	char ref_known[41];     /* ModelScope: the commit the ref's snapshot has, "" when none */
+	size_t ref_idx;         /* its entry in res->refs */
+	json_t *keep;           /* first pass: the names of the wanted refs upstream has */
+	bool refs_bad;          /* first pass: a wanted ref did not come in (nothing dropped, not checked) */
 };
 
 struct sync {
@@ -117,6 +126,12 @@ struct sync {
 	char *tokens_seen;      /* what sync.tokens should say after this run */
 	bool tokens_changed;    /* since the last run: ask refused repos again */
 	bool running;           /* inside uv_run (uv_stop ends it; outside, it would skip the closing run) */
+	struct srepo *first;    /* the first pass's repos (repos is the second pass's during it) */
+	size_t nfirst;
+	struct srepo *second;   /* the second pass: one per ref to list */
+	size_t nsecond, capsecond;
+	size_t refs_next;       /* next first-pass repo whose refs may be due */
+	size_t refs_active;     /* refs listings in flight */
 };
 
 static void pump(struct sync *s);
@@ -233,6 +248,66 @@ static void meta_from_json(json_t *m, struct catalog_repo_meta *out, char **card
 	out->last_modified = json_string_value(json_object_get(m, "last_modified"));
 }
 
+/* Record r's complete snapshot and point ref at it. 0, or HM_ERR_SQLITE with r->error_text. */
+static int snapshot_record(struct srepo *r, const char *ref, bool tag)
+{
+	struct catalog *c = r->s->d->catalog;
+	struct catalog_file *files = xcalloc(r->nwants ? r->nwants : 1, sizeof(*files));
+	char *sel = catalog_repo_selection(r->cr);
+	int e;
+
+	for (size_t i = 0; i < r->nwants; i++) {
+		const struct hub_file *f = r->wants[i].f;
+		files[i].path = f->path;
+		files[i].size = f->size;
+		files[i].git_oid = f->git_oid[0] ? f->git_oid : NULL;
+		files[i].lfs_oid = f->lfs && f->sha256[0] ? f->sha256 : NULL;
+		files[i].sha256 = r->wants[i].sha256;
+	}
+	e = catalog_snapshot_commit(c, r->cr->id, r->snap->commit, ref, tag, sel, files, r->nwants);
+	free(sel);
+	free(files);
+	if (!e)
+		return 0;
+	free(r->error_text);
+	r->error_text = xasprintf("catalog: %s", catalog_errmsg(c));
+	return HM_ERR_SQLITE;
+}
+
+/* One srepo is done: the pass ends with the last. */
+static void srepo_done(struct srepo *r)
+{
+	struct sync *s = r->s;
+
+	/* The listing is no longer needed: free it now, a run over 600 repos should not hold them all. */
+	hub_snapshot_free(&r->snap);
+	FREE_AND_NULL(&r->wants);
+	r->nwants = 0;
+	s->repos_done++;
+	if (s->repos_done == s->nrepos && s->running)
+		uv_stop(&s->loop);
+}
+
+/* A ref of the second pass is done: its entry in the repo's result says how. */
+static void ref_finish(struct srepo *r)
+{
+	struct mirror_sync_ref_result *rr = &r->res->refs[r->ref_idx];
+	int err = r->error;
+
+	if (!err && r->snap && !r->snap->unchanged)
+		err = snapshot_record(r, r->ref_name, r->ref_tag);
+	if (err) {
+		rr->outcome = outcome_of(err);
+		rr->error = xstrdup(r->error_text ? r->error_text : err_str(err));
+		r->parent->refs_bad = true;
+		log_debug("sync", "%s: ref %s: %s", r->res->spec, r->ref_name, rr->error);
+	} else {
+		rr->outcome = r->snap->unchanged ? "unchanged" : "ok";
+		rr->commit = xstrdup(r->snap->commit);
+	}
+	srepo_done(r);
+}
+
 static void repo_finish(struct srepo *r)
 {
 	struct sync *s = r->s;
@@ -242,29 +317,12 @@ static void repo_finish(struct srepo *r)
 	char *card = NULL, *tags = NULL;
 	int err = r->error;
 
-	if (!err && r->snap && !r->snap->unchanged) {
-		struct catalog_file *files = xcalloc(r->nwants ? r->nwants : 1, sizeof(*files));
-		char *sel = catalog_repo_selection(r->cr);
-		int e;
-
-		for (size_t i = 0; i < r->nwants; i++) {
-			const struct hub_file *f = r->wants[i].f;
-			files[i].path = f->path;
-			files[i].size = f->size;
-			files[i].git_oid = f->git_oid[0] ? f->git_oid : NULL;
-			files[i].lfs_oid = f->lfs && f->sha256[0] ? f->sha256 : NULL;
-			files[i].sha256 = r->wants[i].sha256;
-		}
-		e = catalog_snapshot_commit(c, r->cr->id, r->snap->commit, r->cr->follow_rev, r->snap->is_tag, sel, files,
-					    r->nwants);
-		free(sel);
-		if (e) {
-			err = HM_ERR_SQLITE;
-			free(r->error_text);
-			r->error_text = xasprintf("catalog: %s", catalog_errmsg(c));
-		}
-		free(files);
+	if (r->parent) {
+		ref_finish(r);
+		return;
 	}
+	if (!err && r->snap && !r->snap->unchanged)
+		err = snapshot_record(r, r->cr->follow_rev, r->snap->is_tag);
 	res->outcome = err ? outcome_of(err) : (r->snap && r->snap->unchanged ? "unchanged" : "ok");
 	if (err) {
 		res->error = r->error_text ? xstrdup(r->error_text) : xstrdup(err_str(err));
@@ -299,13 +357,7 @@ static void repo_finish(struct srepo *r)
 	else
 		log_debug("sync", "%s: %s %s (%lld files, %lld fetched)", res->spec, res->outcome, res->commit,
 			 (long long)res->files, (long long)res->files_fetched);
-	/* The listing is no longer needed: free it now, a run over 600 repos should not hold them all. */
-	hub_snapshot_free(&r->snap);
-	FREE_AND_NULL(&r->wants);
-	r->nwants = 0;
-	s->repos_done++;
-	if (s->repos_done == s->nrepos)
-		uv_stop(&s->loop);
+	srepo_done(r);
 }
 
 static void repo_fail(struct srepo *r, int err, const char *text)
@@ -390,7 +442,7 @@ static bool repo_public(const struct srepo *r)
  * is public; content fetched for a closed repo only proves that repo may have it (docs/security.md). */
 static bool may_take(const struct job *j, const struct srepo *r)
 {
-	return j->owner == r || j->owner->is_public;
+	return j->owner->cr->id == r->cr->id || j->owner->is_public;
 }
 
 static bool job_error_is_access(int e)
@@ -844,7 +896,7 @@ static void start_listings(struct sync *s)
 		bool same;
 		int e;
 
-		if (refused_recently(s, r->cr)) {
+		if (!r->parent && refused_recently(s, r->cr)) {
 			repo_skip_refused(r);
 			continue;
 		}
@@ -854,9 +906,13 @@ static void start_listings(struct sync *s)
 		free(sel);
 		s->listings_active++;
 		/* private_ < 0: visibility never read (ModelScope repos from before schema v9) */
-		e = hub_snapshot_fetch(s->client, &r->spec, same ? r->cr->head_commit : NULL,
-				       same ? r->cr->last_modified : NULL, r->cr->private_ < 0,
-				       on_snapshot, r);
+		if (r->parent)
+			e = hub_snapshot_fetch(s->client, &r->spec, r->ref_known[0] ? r->ref_known : NULL, NULL,
+					       HUB_FETCH_KIND_KNOWN, on_snapshot, r);
+		else
+			e = hub_snapshot_fetch(s->client, &r->spec, same ? r->cr->head_commit : NULL,
+					       same ? r->cr->last_modified : NULL,
+					       r->cr->private_ < 0 ? HUB_FETCH_NEED_META : 0, on_snapshot, r);
 		if (e) {
 			s->listings_active--;
 			repo_fail(r, e, "cannot start listing");
@@ -865,6 +921,219 @@ static void start_listings(struct sync *s)
 	}
 	if (s->next_listing == s->nrepos && !s->listings_active)
 		flush_parked(s);
+}
+
+/* ---- the second pass: refs beyond the followed one ------------------------------------------------ */
+
+/* How long a repo's refs are trusted under the tags policy when its followed snapshot did not move:
+ * a tag on an old commit shows up within a week (sync --check-refs: at once). */
+#define REFS_RECHECK_S (7 * 24 * 3600)
+/* At most this many refs per repo (the rest are reported as skipped: name them with add --refs). */
+#define MAX_REFS 64
+
+static bool policy_is(const char *p, const char *word)
+{
+	return p && !strcmp(p, word);
+}
+
+static bool refs_due(const struct sync *s, const struct srepo *r)
+{
+	const char *p = r->cr->refs_policy, *o = r->res->outcome;
+
+	if (r->error || !o || (strcmp(o, "ok") && strcmp(o, "unchanged")) || !p || policy_is(p, "default"))
+		return false;
+	if (r->spec.hub == HUB_MS && r->spec.type == HUB_DATASET)
+		return false; /* ModelScope lists no refs of a dataset */
+	if (!policy_is(p, "tags") || s->cfg->check_refs || !strcmp(o, "ok") || !r->cr->refs_checked_at)
+		return true;
+	return time(NULL) - r->cr->refs_checked_at >= REFS_RECHECK_S;
+}
+
+/* Does r's policy want upstream's ref e? names: the policy's list, or NULL. */
+static bool ref_wanted(const struct srepo *r, json_t *names, const struct hub_ref *e)
+{
+	const char *p = r->cr->refs_policy;
+	json_t *v;
+	size_t i;
+
+	if (!strcmp(e->name, r->cr->follow_rev))
+		return false;
+	if (policy_is(p, "all"))
+		return true;
+	if (policy_is(p, "tags")) /* and the datasets library's parquet conversion */
+		return !strcmp(e->kind, "tag") || (!strcmp(e->kind, "convert") && r->spec.type == HUB_DATASET);
+	json_array_foreach(names, i, v)
+		if (json_is_string(v) && !strcmp(json_string_value(v), e->name))
+			return true;
+	return false;
+}
+
+static size_t ref_result_add(struct mirror_sync_repo_result *res, const char *name, const char *kind)
+{
+	res->refs = xreallocarray(res->refs, res->nrefs + 1, sizeof(*res->refs));
+	memset(&res->refs[res->nrefs], 0, sizeof(*res->refs));
+	res->refs[res->nrefs].name = xstrdup(name);
+	res->refs[res->nrefs].kind = kind;
+	return res->nrefs++;
+}
+
+/* A ref to list and fetch in the second pass, like r's followed revision. */
+static void second_add(struct sync *s, struct srepo *r, const struct hub_ref *e, size_t idx, const char *known)
+{
+	struct srepo *q;
+
+	if (s->nsecond == s->capsecond) {
+		s->capsecond = s->capsecond ? s->capsecond * 2 : 16;
+		s->second = xreallocarray(s->second, s->capsecond, sizeof(*s->second));
+	}
+	q = &s->second[s->nsecond++];
+	memset(q, 0, sizeof(*q));
+	q->s = s;
+	q->cr = r->cr;
+	q->res = r->res;
+	q->parent = r;
+	q->spec = r->spec;
+	q->ref_rev = xstrdup(e->commit[0] ? e->commit : e->name);
+	q->spec.revision = q->ref_rev;
+	q->ref_name = xstrdup(e->name);
+	q->ref_tag = !strcmp(e->kind, "tag");
+	q->ref_idx = idx;
+	if (known)
+		memcpy(q->ref_known, known, 41);
+}
+
+static void refs_start(struct sync *s);
+
+static void on_refs(void *ud, int result, struct hub_refs *refs)
+{
+	struct srepo *r = ud;
+	struct sync *s = r->s;
+	struct catalog *c = s->d->catalog;
+	struct mirror_sync_repo_result *res = r->res;
+	char *sel = catalog_repo_selection(r->cr);
+	json_t *names = r->cr->refs_policy[0] == '[' ? json_loads(r->cr->refs_policy, 0, NULL) : NULL, *v;
+	size_t taken = 0, i;
+
+	s->refs_active--;
+	res->refs_listed = true;
+	if (result) {
+		res->refs_error = xasprintf("listing refs: %s", refs->message ? refs->message : err_str(result));
+		r->refs_bad = true;
+		goto out;
+	}
+	r->keep = json_array();
+	for (i = 0; i < refs->n; i++) {
+		const struct hub_ref *e = &refs->v[i];
+		char known[41];
+		size_t k;
+		int pe;
+
+		if (!ref_wanted(r, names, e))
+			continue;
+		json_array_append_new(r->keep, json_string(e->name));
+		k = ref_result_add(res, e->name, e->kind);
+		if (taken++ >= MAX_REFS) {
+			res->refs[k].outcome = "skipped";
+			res->refs[k].error = xasprintf("more than %d refs: name the ones to mirror with add --refs", MAX_REFS);
+			continue;
+		}
+		if (e->commit[0]) {
+			/* Hugging Face names the commit: one the catalog holds costs nothing */
+			pe = catalog_ref_point(c, r->cr->id, e->name, !strcmp(e->kind, "tag"), e->commit, sel);
+			if (!pe) {
+				res->refs[k].outcome = "unchanged";
+				res->refs[k].commit = xstrdup(e->commit);
+				continue;
+			}
+			if (pe != HM_ERR_NOT_FOUND) {
+				res->refs[k].outcome = "error";
+				res->refs[k].error = xasprintf("catalog: %s", catalog_errmsg(c));
+				r->refs_bad = true;
+				continue;
+			}
+			second_add(s, r, e, k, NULL);
+		} else {
+			second_add(s, r, e, k, catalog_ref_commit(c, r->cr->id, e->name, sel, known) ? NULL : known);
+		}
+	}
+	/* named in the policy, not upstream (any more): reported, and its ref is dropped */
+	json_array_foreach(names, i, v) {
+		size_t k;
+		bool found = !json_is_string(v) || !strcmp(json_string_value(v), r->cr->follow_rev);
+		for (k = 0; k < refs->n && !found; k++)
+			found = !strcmp(refs->v[k].name, json_string_value(v));
+		if (!found) {
+			k = ref_result_add(res, json_string_value(v), NULL);
+			res->refs[k].outcome = "missing";
+		}
+	}
+out:
+	json_decref(names);
+	free(sel);
+	hub_refs_free(&refs);
+	refs_start(s);
+	if (!s->refs_active && s->refs_next == s->nfirst && s->running)
+		uv_stop(&s->loop);
+}
+
+/* Ask upstream's refs of the first-pass repos where due, a few at a time. */
+static void refs_start(struct sync *s)
+{
+	while (s->refs_next < s->nfirst && s->refs_active < (size_t)s->cfg->max_parallel_listings) {
+		struct srepo *r = &s->first[s->refs_next++];
+		int e;
+
+		if (!refs_due(s, r))
+			continue;
+		s->refs_active++;
+		e = hub_refs_fetch(s->client, &r->spec, on_refs, r);
+		if (e) {
+			s->refs_active--;
+			r->res->refs_listed = true;
+			r->res->refs_error = xasprintf("listing refs: %s", err_str(e));
+			r->refs_bad = true;
+		}
+	}
+}
+
+/* The second pass: list the due repos' refs, then sync the wanted ones like the first pass did its
+ * repos (the content jobs, and so what the first pass fetched, are shared), then drop what upstream
+ * no longer has where every wanted ref came in. */
+static void refs_pass(struct sync *s)
+{
+	s->first = s->repos;
+	s->nfirst = s->nrepos;
+	refs_start(s);
+	if (s->refs_active) {
+		s->running = true;
+		uv_run(&s->loop, UV_RUN_DEFAULT);
+		s->running = false;
+	}
+	if (s->nsecond) {
+		s->repos = s->second;
+		s->nrepos = s->nsecond;
+		s->next_listing = 0;
+		s->repos_done = 0;
+		start_listings(s);
+		if (s->repos_done < s->nrepos) {
+			s->running = true;
+			uv_run(&s->loop, UV_RUN_DEFAULT);
+			s->running = false;
+		}
+		s->repos = s->first;
+		s->nrepos = s->nfirst;
+	}
+	for (size_t i = 0; i < s->nfirst; i++) {
+		struct srepo *r = &s->first[i];
+		char *keep;
+
+		if (!r->keep || r->refs_bad)
+			continue;
+		keep = json_dumps(r->keep, JSON_COMPACT);
+		if (catalog_refs_checked(s->d->catalog, r->cr->id, keep, (int64_t)time(NULL), &r->res->refs_dropped))
+			log_warn("sync", "catalog: %s", catalog_errmsg(s->d->catalog));
+		free(keep);
+	}
 }
 
 /* ---- progress ---------------------------------------------------------------------------------- */
@@ -1011,6 +1280,7 @@ int mirror_sync_run(struct mirror_data *d, const struct catalog_repo *repos, siz
 			uv_run(&s.loop, UV_RUN_DEFAULT);
 			s.running = false;
 		}
+		refs_pass(&s);
 		if (cfg.progress) {
 			on_progress(&s.progress_timer);
 			fputc('\n', stderr);
@@ -1045,8 +1315,17 @@ out:
 		hub_snapshot_free(&s.repos[i].snap);
 		free(s.repos[i].wants);
 		free(s.repos[i].error_text);
+		json_decref(s.repos[i].keep);
 	}
 	free(s.repos);
+	for (size_t i = 0; i < s.nsecond; i++) {
+		hub_snapshot_free(&s.second[i].snap);
+		free(s.second[i].wants);
+		free(s.second[i].error_text);
+		free(s.second[i].ref_name);
+		free(s.second[i].ref_rev);
+	}
+	free(s.second);
 	free(s.tokens_seen);
 	hub_client_free(&s.client);
 	hub_http_free(&s.http);
@@ -1066,6 +1345,13 @@ void mirror_sync_report_release(struct mirror_sync_report *r)
 		free(r->repos[i].spec);
 		free(r->repos[i].commit);
 		free(r->repos[i].error);
+		for (size_t k = 0; k < r->repos[i].nrefs; k++) {
+			free(r->repos[i].refs[k].name);
+			free(r->repos[i].refs[k].commit);
+			free(r->repos[i].refs[k].error);
+		}
+		free(r->repos[i].refs);
+		free(r->repos[i].refs_error);
 	}
 	free(r->repos);
 	free(r->torrents_error);

@@ -8,6 +8,14 @@
  * files of a repo are in, the snapshot is recorded and the ref moved in one transaction; if any file
  * failed, the repo keeps its previous snapshot and the partial files stay for the next run to resume.
  *
+ * Then a second pass for the refs a repo mirrors besides the followed one (its refs policy: tags by
+ * default, docs/commands/add.md): upstream's refs are listed (one request) when the followed snapshot
+ * changed in this run, when they were last listed a week ago or more, when the policy names branches
+ * (all, or a list: every run), or with check_refs. A ref at a commit the catalog holds (selected
+ * the same way) is pointed there without a request; any other is listed and fetched like the
+ * followed revision, sharing the run's content jobs. Once every wanted ref is in, refs upstream no
+ * longer has are dropped (their snapshots stay addressable by commit until gc).
+ *
  * The caller holds the data directory's sync lock (mirror_data_lock).
  */
 #ifndef HM_MIRROR_SYNC_H
@@ -33,7 +41,18 @@ struct mirror_sync_config {
 	int max_parallel_listings;    /* repos being resolved/listed at once; 0: 8 */
 	int max_file_tries;           /* attempts per file without progress; 0: 5 */
 	bool progress;                /* live progress line on stderr */
+	bool check_refs;              /* list upstream's refs of every repo whose policy wants any, now */
 	struct hub_http_config http;  /* retry and timeout knobs */
+};
+
+/* One ref of the second pass. */
+struct mirror_sync_ref_result {
+	char *name;           /* owned: v1.0, dev, refs/convert/parquet */
+	const char *kind;     /* static: branch, tag, convert */
+	char *commit;         /* owned: the snapshot's commit (ModelScope: tree id), NULL when it failed */
+	const char *outcome;  /* static: ok (fetched), unchanged, missing (named, not upstream), skipped, or
+			       * the error's outcome (gated, denied, error, ...) */
+	char *error;          /* owned, NULL when fine */
 };
 
 struct mirror_sync_repo_result {
@@ -46,6 +65,11 @@ struct mirror_sync_repo_result {
 	int64_t files_fetched;
 	int64_t bytes_fetched;
 	int64_t skipped_unsafe;
+	struct mirror_sync_ref_result *refs;   /* the second pass, when upstream's refs were listed */
+	size_t nrefs;
+	bool refs_listed;     /* upstream's refs were asked for in this run */
+	char *refs_error;     /* owned: why listing them failed, or NULL */
+	int64_t refs_dropped; /* refs upstream no longer has, dropped */
 };
 
 struct mirror_sync_report {

@@ -1,7 +1,7 @@
 /*
  * cmd-add.c - `hubmirror add`: track repositories in the local catalog.
  *
- *   hubmirror add [--data DIR] [--revision REV] [--include GLOB]... [--exclude GLOB]... SPEC...
+ *   hubmirror add [--data DIR] [--revision REV] [--include GLOB]... [--exclude GLOB]... [--refs WHICH] SPEC...
  *   hubmirror add [--data DIR] --from FILE
  *
  * FILE holds one SPEC per line with the same options after it (`hf:org/x --include '*.json'` is
@@ -28,6 +28,7 @@ struct add_item {
 	char *include;          /* JSON array text */
 	char *exclude;
 	char *options;          /* JSON object text */
+	char *refs;             /* the refs policy: tags, default, all, or a JSON array of names */
 };
 
 struct add_opts {
@@ -40,6 +41,8 @@ struct add_opts {
 	bool prefer_safetensors;
 	bool open;
 	bool preheat;
+	const char *refs_word;  /* tags, default or all */
+	json_t *refs_names;     /* or names */
 };
 
 /* A glob is matched against repo-relative paths; it must be a sane, non-empty pattern. */
@@ -80,6 +83,35 @@ static int take_glob(const struct cli_command *self, const struct cli_flag *f, c
 	return CLI_OK;
 }
 
+/* --refs (f->dest the struct add_opts): a word, or names (comma-separated, repeatable). */
+static int take_refs(const struct cli_command *self, const struct cli_flag *f, const char *arg)
+{
+	struct add_opts *o = f->dest;
+	char *copy, *save = NULL;
+
+	if (!strcmp(arg, "tags") || !strcmp(arg, "default") || !strcmp(arg, "all")) {
+		if (json_array_size(o->refs_names))
+			return cli_usage_error(self, "%s--refs %s cannot go with names", o->where, arg);
+		o->refs_word = !strcmp(arg, "tags") ? "tags" : !strcmp(arg, "all") ? "all" : "default";
+		return CLI_OK;
+	}
+	if (o->refs_word)
+		return cli_usage_error(self, "%s--refs %s cannot go with names", o->where, o->refs_word);
+	copy = xstrdup(arg);
+	for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		if (hub_check_revision(t) || !strcmp(t, "tags") || !strcmp(t, "default") || !strcmp(t, "all")) {
+			int r = cli_usage_error(self, "%sbad ref name '%s' in --refs", o->where, t);
+			free(copy);
+			return r;
+		}
+		json_array_append_new(o->refs_names, json_string(t));
+	}
+	free(copy);
+	if (!json_array_size(o->refs_names))
+		return cli_usage_error(self, "%s--refs needs tags, default, all or ref names", o->where);
+	return CLI_OK;
+}
+
 /* Parse options from argv into o (getopt state must be reset by the caller). Returns CLI_OK or
  * CLI_USAGE (message printed). */
 static int parse_opts(int argc, char **argv, struct add_opts *o)
@@ -93,6 +125,7 @@ static int parse_opts(int argc, char **argv, struct add_opts *o)
 		CLI_STR("revision", &o->revision),
 		CLI_FN("include", o, take_glob),
 		CLI_FN("exclude", o, take_glob),
+		CLI_FN("refs", o, take_refs),
 		CLI_END,
 	};
 
@@ -134,6 +167,8 @@ static int make_item(const char *spec, const struct add_opts *o, const char *whe
 		it->options = json_dumps(opts, JSON_COMPACT | JSON_SORT_KEYS);
 		json_decref(opts);
 	}
+	it->refs = json_array_size(o->refs_names) ? json_dumps(o->refs_names, JSON_COMPACT)
+						  : xstrdup(o->refs_word ? o->refs_word : "tags");
 	return CLI_OK;
 }
 
@@ -143,6 +178,7 @@ static void item_release(struct add_item *it)
 	free(it->include);
 	free(it->exclude);
 	free(it->options);
+	free(it->refs);
 }
 
 /* Split a list-file line into words (whitespace-separated, '#' to the end is a comment). */
@@ -190,6 +226,7 @@ static int read_list(const char *file, struct add_item **items, size_t *nitems)
 		words[0] = "add";
 		o.include = json_array();
 		o.exclude = json_array();
+		o.refs_names = json_array();
 		optind = 0;
 		opterr = 0;
 		r = parse_opts(n + 1, words, &o);
@@ -207,6 +244,7 @@ static int read_list(const char *file, struct add_item **items, size_t *nitems)
 		}
 		json_decref(o.include);
 		json_decref(o.exclude);
+		json_decref(o.refs_names);
 		if (r != CLI_OK)
 			break;
 	}
@@ -229,12 +267,13 @@ int cmd_add(int argc, char **argv)
 
 	o.include = json_array();
 	o.exclude = json_array();
+	o.refs_names = json_array();
 	r = parse_opts(argc, argv, &o);
 	if (r != CLI_OK)
 		goto out;
 	if (o.from) {
 		if (optind < argc || o.revision || json_array_size(o.include) || json_array_size(o.exclude) ||
-		    o.prefer_safetensors || o.open || o.preheat) {
+		    o.prefer_safetensors || o.open || o.preheat || o.refs_word || json_array_size(o.refs_names)) {
 			r = cli_usage_error(self, "--from takes no SPEC or options on the command line");
 			goto out;
 		}
@@ -264,7 +303,9 @@ int cmd_add(int argc, char **argv)
 		bool created = false;
 		if (catalog_repo_add(data->catalog, hub_kind_name(items[i].spec.hub),
 				     hub_type_name(items[i].spec.type), items[i].spec.name, items[i].spec.revision,
-				     items[i].include, items[i].exclude, items[i].options, &created)) {
+				     items[i].include, items[i].exclude, items[i].options, &created) ||
+		    catalog_repo_set_refs(data->catalog, hub_kind_name(items[i].spec.hub),
+					  hub_type_name(items[i].spec.type), items[i].spec.name, items[i].refs)) {
 			catalog_rollback(data->catalog);
 			r = CLI_FAILED;
 			goto dberr;
@@ -292,6 +333,7 @@ out:
 	free(items);
 	json_decref(o.include);
 	json_decref(o.exclude);
+	json_decref(o.refs_names);
 	mirror_data_free(&data);
 	return r;
 }

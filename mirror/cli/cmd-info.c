@@ -4,6 +4,7 @@
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <jansson.h>
 
@@ -14,6 +15,30 @@
 #include "mirror/repojson.h"
 #include "hub/hub.h"
 #include "mirror/data.h"
+
+/* "main, v1.0 (tag), refs/convert/parquet (convert)": the refs of the JSON array [{name, kind}]. */
+static void print_refs(json_t *refs)
+{
+	json_t *v;
+	size_t i;
+
+	printf("  refs        ");
+	if (!json_array_size(refs))
+		printf("(none)");
+	json_array_foreach(refs, i, v) {
+		const char *kind = json_string_value(json_object_get(v, "kind"));
+		printf("%s%s", i ? ", " : "", json_string_value(json_object_get(v, "name")));
+		if (kind && strcmp(kind, "branch"))
+			printf(" (%s)", kind);
+	}
+	putchar('\n');
+}
+
+static int ref_to_json(void *ud, const char *name, const char *kind, const char *commit)
+{
+	json_array_append_new(ud, json_pack("{s:s, s:s, s:s}", "name", name, "kind", kind, "commit", commit));
+	return 0;
+}
 
 int cmd_info(int argc, char **argv)
 {
@@ -57,6 +82,7 @@ int cmd_info(int argc, char **argv)
 			       json_string_value(json_object_get(o, "sync_status")), when,
 			       json_string_value(json_object_get(o, "endpoint_env")),
 			       json_string_value(json_object_get(o, "mount_command")));
+			print_refs(json_object_get(o, "refs"));
 		}
 		json_decref(o);
 		return CLI_OK;
@@ -74,6 +100,7 @@ int cmd_info(int argc, char **argv)
 		json_decref(o);
 	} else {
 		char size[32], when[32], added[32];
+		json_t *refs = json_array();
 		cli_human_size(repo.total_size, size, sizeof(size));
 		cli_human_time(repo.last_sync_at, when, sizeof(when));
 		cli_human_time(repo.added_at, added, sizeof(added));
@@ -82,6 +109,10 @@ int cmd_info(int argc, char **argv)
 		       argv[optind], repo.type, repo.follow_rev, repo.head_commit ? repo.head_commit : "(not synced)",
 		       (long long)repo.file_count, size, repo.sync_status, repo.sync_error ? ": " : "",
 		       repo.sync_error ? repo.sync_error : "", when, added, repo.include_globs, repo.exclude_globs);
+		printf("  mirrors     %s\n", repo.refs_policy);
+		catalog_refs_each(data->catalog, repo.id, ref_to_json, refs);
+		print_refs(refs);
+		json_decref(refs);
 	}
 	catalog_repo_release(&repo);
 	hub_spec_release(&spec);

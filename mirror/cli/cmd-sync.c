@@ -42,13 +42,28 @@ static json_t *report_json(const struct mirror_sync_report *rep)
 
 	for (size_t i = 0; i < rep->nrepos; i++) {
 		const struct mirror_sync_repo_result *r = &rep->repos[i];
-		json_array_append_new(a, json_pack("{s:s, s:s, s:o, s:I, s:I, s:I, s:I, s:I, s:o}",
+		json_t *ro = json_pack("{s:s, s:s, s:o, s:I, s:I, s:I, s:I, s:I, s:o}",
 			"spec", r->spec, "outcome", r->outcome,
 			"commit", r->commit ? json_string(r->commit) : json_null(),
 			"files", (json_int_t)r->files, "bytes", (json_int_t)r->bytes,
 			"files_fetched", (json_int_t)r->files_fetched, "bytes_fetched", (json_int_t)r->bytes_fetched,
 			"skipped_unsafe", (json_int_t)r->skipped_unsafe,
-			"error", r->error ? json_string(r->error) : json_null()));
+			"error", r->error ? json_string(r->error) : json_null());
+		if (r->refs_listed) {
+			/* the second pass: only when upstream's refs were asked for in this run */
+			json_t *refs = json_array();
+			for (size_t k = 0; k < r->nrefs; k++) {
+				const struct mirror_sync_ref_result *f = &r->refs[k];
+				json_array_append_new(refs, json_pack("{s:s, s:o, s:o, s:s, s:o}", "name", f->name,
+					"kind", f->kind ? json_string(f->kind) : json_null(),
+					"commit", f->commit ? json_string(f->commit) : json_null(), "outcome", f->outcome,
+					"error", f->error ? json_string(f->error) : json_null()));
+			}
+			json_object_set_new(ro, "refs", refs);
+			json_object_set_new(ro, "refs_error", r->refs_error ? json_string(r->refs_error) : json_null());
+			json_object_set_new(ro, "refs_dropped", json_integer((json_int_t)r->refs_dropped));
+		}
+		json_array_append_new(a, ro);
 	}
 	json_object_set_new(o, "repos", a);
 	json_object_set_new(o, "torrents_made", json_integer((json_int_t)rep->torrents_made));
@@ -68,6 +83,16 @@ static void print_report(const struct mirror_sync_report *rep)
 			printf("%-9s %s @ %.12s: %lld files, fetched %lld (%s)%s\n", r->outcome, r->spec, r->commit,
 			       (long long)r->files, (long long)r->files_fetched, b,
 			       r->skipped_unsafe ? ", skipped unsafe paths" : "");
+		if (r->refs_error)
+			printf("%-9s %s: %s\n", "error", r->spec, r->refs_error);
+		for (size_t k = 0; k < r->nrefs; k++) {
+			const struct mirror_sync_ref_result *f = &r->refs[k];
+			if (f->error || strcmp(f->outcome, "unchanged"))
+				printf("%-9s %s@%s%s%.12s%s%s\n", f->outcome, r->spec, f->name, f->commit ? " @ " : "",
+				       f->commit ? f->commit : "", f->error ? ": " : "", f->error ? f->error : "");
+		}
+		if (r->refs_dropped)
+			printf("%-9s %s: %lld refs upstream no longer has\n", "dropped", r->spec, (long long)r->refs_dropped);
 	}
 	cli_human_size(rep->bytes_fetched, b, sizeof(b));
 	printf("sync: %zu ok, %zu failed; fetched %lld files (%s) in %.1f s with %llu upstream requests\n",
@@ -138,6 +163,7 @@ int cmd_sync(int argc, char **argv)
 		CLI_INT("jobs", &cfg.max_parallel_files, 1, 256),
 		CLI_INT("max-tries", &cfg.http.max_tries, 1, 100),
 		CLI_FN("retry-delay", &cfg.http.backoff_base_s, take_retry_delay),
+		CLI_BOOL("check-refs", &cfg.check_refs),
 		CLI_BOOL("progress", &progress),
 		CLI_NO("no-progress", &progress),
 		CLI_END,

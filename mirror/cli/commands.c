@@ -9,7 +9,7 @@
 const struct cli_command cli_commands[] = {
 	{ "add", cmd_add,
 	  "add [--data DIR] [--revision REV] [--include GLOB]... [--exclude GLOB]... [--prefer-safetensors]\n"
-	  "       [--open] [--preheat] SPEC...\n"
+	  "       [--open] [--preheat] [--refs tags|default|all|NAME,...] SPEC...\n"
 	  "       hubmirror add [--data DIR] --from FILE",
 	  "track repositories for the mirror to sync",
 	  "SPEC is hf:ORG/NAME, hf:datasets/ORG/NAME, ms:ORG/NAME or ms:datasets/ORG/NAME, optionally\n"
@@ -25,6 +25,10 @@ const struct cli_command cli_commands[] = {
 	  "                    this mirror (the operator has cleared its license for them)\n"
 	  "  --preheat         have agents started with --preheat fetch each new snapshot in the\n"
 	  "                    background, so the swarm is warm before the first instance needs it\n"
+	  "  --refs WHICH      refs mirrored besides the followed revision, each addressable by name\n"
+	  "                    and commit: tags (the default: every tag, and a dataset's\n"
+	  "                    refs/convert/parquet), default (the followed revision only), all (every\n"
+	  "                    branch, tag and conversion), or names (v1.0,dev; repeatable)\n"
 	  "  --from FILE       read one SPEC per line, each followed by its own options; '#' comments.\n"
 	  "                    All lines are checked first: one bad line adds nothing. FILE - is stdin.\n" },
 	{ "gc", cmd_gc, "gc [--data DIR] [--keep N] [--partial-age HOURS] [--dry-run] [--wait] [--json]",
@@ -175,14 +179,19 @@ const struct cli_command cli_commands[] = {
 	  "                      (experimental: a lone client without the web seed can stall at the end)\n"
 	  "Stops on SIGINT or SIGTERM.\n" },
 	{ "sync", cmd_sync,
-	  "sync [--data DIR] [--hf-upstream URL] [--ms-upstream URL] [--json] [--wait] [--jobs N] [SPEC...]",
+	  "sync [--data DIR] [--hf-upstream URL] [--ms-upstream URL] [--json] [--wait] [--jobs N] [--check-refs]\n"
+	  "     [SPEC...]",
 	  "fetch what changed upstream for the tracked repositories (or those named)",
 	  "For each repository, resolve its revision upstream; an unchanged commit costs one request.\n"
 	  "Otherwise list its files and fetch, verified against upstream's sha256 (or git id), the ones\n"
 	  "the store lacks; the new snapshot becomes visible only when all of its files are in. A repo\n"
 	  "that fails keeps its previous snapshot, and partial files are resumed by the next run.\n"
+	  "Then the refs each repository mirrors besides (add --refs; its tags by default): upstream's\n"
+	  "refs are listed when the followed snapshot changed, or weekly, or every run for branches;\n"
+	  "each new one is fetched the same way, and refs upstream no longer has are dropped.\n"
 	  "Exit status 1 when any repository failed (gated, denied, missing, error).\n"
 	  "  --data DIR          data directory (default $HUBMIRROR_DATA or /var/lib/hubmirror)\n"
+	  "  --check-refs        list upstream's refs of every repository now, not only when due\n"
 	  "  --hf-upstream URL   Hugging Face endpoint (default $HUBMIRROR_HF_UPSTREAM, $HF_ENDPOINT,\n"
 	  "                      or https://huggingface.co); may be another hubmirror\n"
 	  "  --ms-upstream URL   ModelScope endpoint (default $HUBMIRROR_MS_UPSTREAM,\n"

@@ -708,7 +708,7 @@ static void hf_paths_info(struct hfreq *h, const char *rev)
 /* ---- F, G, H: refs, commits, treesize ----------------------------------------------------------------- */
 
 struct refs_ctx {
-	json_t *branches, *tags, *prs;
+	json_t *branches, *tags, *prs, *converts;
 };
 
 static int refs_cb(void *ud, const char *name, const char *kind, const char *commit)
@@ -720,6 +720,9 @@ static int refs_cb(void *ud, const char *name, const char *kind, const char *com
 	else if (!strcmp(kind, "tag"))
 		json_array_append_new(r->tags, json_pack("{s:s, s:s+, s:s}", "name", name, "ref",
 							  "refs/tags/", name, "targetCommit", commit));
+	else if (!strcmp(kind, "convert")) /* refs/convert/parquet: named "parquet" */
+		json_array_append_new(r->converts, json_pack("{s:s, s:s, s:s}", "name", name + strlen("refs/convert/"),
+							      "ref", name, "targetCommit", commit));
 	else if (!hex_is_lower(name, 40)) /* a followed commit id is not a branch */
 		json_array_append_new(r->branches, json_pack("{s:s, s:s+, s:s}", "name", name, "ref",
 							      "refs/heads/", name, "targetCommit", commit));
@@ -728,17 +731,18 @@ static int refs_cb(void *ud, const char *name, const char *kind, const char *com
 
 static void hf_refs(struct hfreq *h)
 {
-	struct refs_ctx r = { json_array(), json_array(), json_array() };
+	struct refs_ctx r = { json_array(), json_array(), json_array(), json_array() };
 	json_t *o;
 
 	if (hf_resolve(h, NULL)) {
 		json_decref(r.branches);
 		json_decref(r.tags);
 		json_decref(r.prs);
+		json_decref(r.converts);
 		return;
 	}
 	catalog_refs_each(h->rt->data->catalog, h->repo.id, refs_cb, &r);
-	o = json_pack("{s:o, s:[], s:o}", "branches", r.branches, "converts", "tags", r.tags);
+	o = json_pack("{s:o, s:o, s:o}", "branches", r.branches, "converts", r.converts, "tags", r.tags);
 	if (query_bool(h->req, "include_prs"))
 		json_object_set_new(o, "pullRequests", r.prs);
 	else

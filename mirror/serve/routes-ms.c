@@ -338,7 +338,10 @@ static int rev_cb(void *ud, const char *name, const char *kind, const char *comm
 			      "CreatedBy", "", "Message", "", "Url", "");
 
 	(void)commit;
-	json_array_append_new(!strcmp(kind, "tag") ? r->tags : r->branches, o);
+	if (!strcmp(kind, "tag") || !strcmp(kind, "branch"))
+		json_array_append_new(!strcmp(kind, "tag") ? r->tags : r->branches, o);
+	else
+		json_decref(o);
 	return 0;
 }
 

@@ -38,6 +38,11 @@ def handle(h):
         commit(h)
     elif method == "POST" and name in ("delete-repo", "delete-ref", "update-repo"):
         mutate(h, name)
+    elif method == "POST" and name == "tag":
+        body = h.json_body() or {}
+        hub, rtype, repo_id = repo_key(body)
+        c = h.app.world.set_tag(hub, rtype, repo_id, str(body.get("name", "")), str(body.get("rev", "")))
+        ok(h, {"commit": c.id} if c else {"error": "no such repo or revision"}, 200 if c else 404)
     elif method == "POST" and name == "tokens":
         app.world.tokens.update(h.json_body() or {})
         ok(h)

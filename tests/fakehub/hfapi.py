@@ -353,7 +353,7 @@ def refs_answer(h, repo):
     def refs(table, prefix):
         return [{"name": name, "ref": prefix + name, "targetCommit": c.id}
                 for name, c in table.items()]
-    d = {"branches": refs(repo.branches, "refs/heads/"), "converts": [],
+    d = {"branches": refs(repo.branches, "refs/heads/"), "converts": refs(repo.converts, "refs/convert/"),
          "tags": refs(repo.tags, "refs/tags/")}
     if truthy(h.q("include_prs", "")):
         d["pullRequests"] = [{"name": "refs/pr/%s" % n, "ref": "refs/pr/%s" % n,

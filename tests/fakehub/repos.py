@@ -213,6 +213,7 @@ class Repo:
         self.branches = {}
         self.tags = {}
         self.prs = {}
+        self.converts = {}  # "parquet" -> Commit: refs/convert/parquet
         self.commits = {}  # id -> Commit
         self.keys = {}  # spec key -> Commit
         self.created = BASE_DATE
@@ -245,6 +246,8 @@ class Repo:
                 return table[rev[len(prefix):]]
         if rev.startswith("refs/pr/"):
             return self.prs.get(rev[len("refs/pr/"):])
+        if rev.startswith("refs/convert/"):
+            return self.converts.get(rev[len("refs/convert/"):])
         if rev in self.branches:
             return self.branches[rev]
         if rev in self.tags:
@@ -325,7 +328,7 @@ class World:
         for index, cspec in enumerate(commits):
             self._add_spec_commit(repo, rspec, cspec, index)
         refs = {"branches": rspec.get("branches"), "tags": rspec.get("tags", {}),
-                "prs": rspec.get("prs", {})}
+                "prs": rspec.get("prs", {}), "converts": rspec.get("converts", {})}
         if not refs["branches"]:
             refs["branches"] = {repo.default_branch: commits[-1].get("key", "c%d" % len(commits))}
         for kind, table in refs.items():
@@ -440,11 +443,21 @@ class World:
             if repo is None:
                 return False
             for prefix, table in (("refs/heads/", repo.branches), ("refs/tags/", repo.tags),
-                                  ("refs/pr/", repo.prs), ("", repo.branches), ("", repo.tags)):
+                                  ("refs/pr/", repo.prs), ("refs/convert/", repo.converts),
+                                  ("", repo.branches), ("", repo.tags)):
                 if ref.startswith(prefix) and ref[len(prefix):] in table:
                     del table[ref[len(prefix):]]
                     return True
             return False
+
+    def set_tag(self, hub, rtype, repo_id, name, rev):
+        """Point tag name at the commit rev names (creating or moving it); the commit, or None."""
+        with self.lock:
+            repo = self.get(hub, rtype, repo_id)
+            commit = repo.resolve(rev) if repo else None
+            if commit is not None:
+                repo.tags[name] = commit
+            return commit
 
     def update_repo(self, hub, rtype, repo_id, changes):
         with self.lock:
@@ -474,6 +487,7 @@ class World:
                 "branches": {k: c.id for k, c in r.branches.items()},
                 "tags": {k: c.id for k, c in r.tags.items()},
                 "prs": {k: c.id for k, c in r.prs.items()},
+                "converts": {k: c.id for k, c in r.converts.items()},
                 "commits": [{"key": c.key, "id": c.id, "parent": c.parent.id if c.parent else None,
                              "title": c.title, "date": iso_date(c.date),
                              "files": [f.describe(with_hashes) for f in c.files.values()]}
