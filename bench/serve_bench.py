@@ -10,7 +10,10 @@ on, access log off), and measures over loopback:
   1. GET of the big file with curl (best of 3): MB/s, ratio to nginx (target >= 0.9);
   2. /{repo}/resolve/main/config.json with wrk -c64 -t2 -d5s (GET of 16 bytes: wrk cannot do HEAD):
      requests/s and p99, against nginx serving the same file (target >= 0.5x);
-  3. RSS of hubmirror with N idle keep-alive connections (target < 100 MB).
+  3. RSS of hubmirror with N idle keep-alive connections (target < 100 MB);
+  4. the same two over HTTPS (serve --tls-cert, nginx `listen ssl` with the same EC P-256 certificate
+     and its default ciphers): the big file with curl, the small one with wrk. Without kernel TLS
+     (this machine's kernel has no `tls` module) both encrypt in user space, one core each.
 """
 import argparse
 import hashlib
@@ -72,10 +75,10 @@ def free_port():
     return p
 
 
-def curl_rate(url):
+def curl_rate(url, extra=()):
     best = 0
     for _ in range(3):
-        out = subprocess.run(["curl", "-sS", "-o", "/dev/null", "-w", "%{speed_download}", url],
+        out = subprocess.run(["curl", "-sS"] + list(extra) + ["-o", "/dev/null", "-w", "%{speed_download}", url],
                              capture_output=True, text=True, check=True).stdout
         best = max(best, float(out))
     return best / 1e6
@@ -111,19 +114,25 @@ def main():
     work = tempfile.mkdtemp(prefix="hm-servebench-")
     data = os.path.join(work, "data")
     files = make_data(a.hubmirror, data, a.gib)
-    hm_port, ng_port = free_port(), free_port()
+    hm_port, ng_port, ngs_port = free_port(), free_port(), free_port()
+    cert, key = os.path.join(work, "cert.pem"), os.path.join(work, "key.pem")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+                    "-keyout", key, "-out", cert, "-days", "2", "-subj", "/CN=bench",
+                    "-addext", "subjectAltName=IP:127.0.0.1"], check=True, capture_output=True)
     ready = os.path.join(work, "url")
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, a.idle + 1000), hard))
     hm = subprocess.Popen([a.hubmirror, "serve", "--data", data, "--listen", "127.0.0.1:%d" % hm_port,
-                           "--ready-file", ready, "--idle-timeout", "600", "--p2p-listen", "127.0.0.1:0"], stderr=subprocess.DEVNULL)
+                           "--ready-file", ready, "--idle-timeout", "600", "--p2p-listen", "127.0.0.1:0",
+                           "--tls-cert", cert, "--tls-key", key], stderr=subprocess.DEVNULL)
     conf = os.path.join(work, "nginx.conf")
     open(conf, "w").write("""user root; worker_processes 1; daemon off; pid %s/nginx.pid; error_log %s/nginx.err;
 events { worker_connections 20000; }
 http { access_log off; sendfile on; tcp_nopush on; keepalive_requests 1000000;
   types { application/octet-stream safetensors; application/json json; }
-  server { listen 127.0.0.1:%d; root %s/store/blobs; } }
-""" % (work, work, ng_port, data))
+  server { listen 127.0.0.1:%d; root %s/store/blobs; }
+  server { listen 127.0.0.1:%d ssl; ssl_certificate %s; ssl_certificate_key %s; root %s/store/blobs; } }
+""" % (work, work, ng_port, data, ngs_port, cert, key, data))
     ng = subprocess.Popen(["/usr/sbin/nginx", "-c", conf], stderr=subprocess.DEVNULL)
     try:
         for _ in range(100):
@@ -140,6 +149,11 @@ http { access_log off; sendfile on; tcp_nopush on; keepalive_requests 1000000;
         hm_head = "http://127.0.0.1:%d/bench/big/resolve/main/config.json" % hm_port
         ng_head = "http://127.0.0.1:%d/%s/%s" % (ng_port, csha[:2], csha)
         h_hm, h_ng = wrk(hm_head), wrk(ng_head)
+        tls = ["--cacert", cert]
+        hms_big, ngs_big = hm_big.replace("http:", "https:"), "https://127.0.0.1:%d/%s/%s" % (ngs_port, sha[:2], sha)
+        s_hm, s_ng = curl_rate(hms_big, tls), curl_rate(ngs_big, tls)
+        hs_hm = wrk(hm_head.replace("http:", "https:"))
+        hs_ng = wrk("https://127.0.0.1:%d/%s/%s" % (ngs_port, csha[:2], csha))
         base = rss_kib(hm.pid)
         socks = []
         for _ in range(a.idle):
@@ -158,6 +172,11 @@ http { access_log off; sendfile on; tcp_nopush on; keepalive_requests 1000000;
             ("resolve config.json (16 B), wrk -c64: hubmirror", "%.0f req/s" % h_hm[0],
              "p99 %.2f ms; ratio %.2f (target >= 0.5)" % (h_hm[1], h_hm[0] / h_ng[0])),
             ("static config.json, wrk -c64: nginx (1 worker)", "%.0f req/s" % h_ng[0], "p99 %.2f ms" % h_ng[1]),
+            ("HTTPS: GET %d GiB file, curl: hubmirror" % a.gib, "%.0f MB/s" % s_hm, "ratio %.2f" % (s_hm / s_ng)),
+            ("HTTPS: GET %d GiB file, curl: nginx (1 worker)" % a.gib, "%.0f MB/s" % s_ng, ""),
+            ("HTTPS: resolve config.json, wrk -c64: hubmirror", "%.0f req/s" % hs_hm[0],
+             "p99 %.2f ms; ratio %.2f" % (hs_hm[1], hs_hm[0] / hs_ng[0])),
+            ("HTTPS: static config.json, wrk -c64: nginx (1 worker)", "%.0f req/s" % hs_ng[0], "p99 %.2f ms" % hs_ng[1]),
             ("RSS with %d idle keep-alive connections" % a.idle, "%.1f MB" % (idle_rss / 1024.0),
              "%.1f MB before (target < 100 MB)" % (base / 1024.0)),
         ]

@@ -40,123 +40,7 @@
 #include "base/hex.h"
 #include "base/log.h"
 #include "base/xmalloc.h"
-#include "httpd.h"
-
-#define READ_CHUNK 16384
-#define MAX_HEADERS 100
-#define FILE_CHUNK (4 << 20)   /* bytes per sendfile call */
-#define FILE_BURST (16 << 20)  /* bytes per wakeup, so one fast client cannot hog the loop */
-#define READ_BURST 8           /* chunks read per wakeup at most */
-#define LINGER_MS 2000         /* how long a refused client may go on sending before we close */
-#define LINGER_MAX (4 << 20)   /* ... and how much of it we read */
-
-struct handler {
-	httpd_handler_fn fn;
-	void *ud;
-};
-
-/* A deferred answer (httpd_defer): waiting in h's list, then on the threadpool. */
-struct job {
-	uv_work_t work;
-	struct httpd *h;
-	struct conn *c;                /* whom to answer; NULL once the connection is gone */
-	httpd_work_fn fn;
-	httpd_done_fn done;
-	void *ud;
-	struct job *next;              /* in the waiting list */
-};
-
-struct httpd {
-	uv_loop_t *loop;
-	uv_tcp_t listener;
-	uv_pipe_t unix_listener;       /* instead of listener, for a "unix:PATH" listen */
-	bool is_unix;
-	struct httpd_config cfg;
-	struct handler *handlers;
-	size_t nhandlers;
-	struct conn *conns;            /* all open connections, for shutdown */
-	struct httpd_stats stats;
-	int port;
-	bool closing;
-	httpd_observer_fn observer;
-	void *observer_ud;
-	time_t date_at;                /* the second `date` was formatted for */
-	char date[40];
-	char **trusted;                /* cfg.trusted_proxies, split; NULL-terminated */
-	bool trim_pending;             /* a big answer was spilled: return its build memory after the
-					* handler freed it (malloc_trim) */
-	struct job *waiting, *waiting_tail; /* deferred jobs not started yet, in order */
-	bool freed;                    /* httpd_free is done but for the jobs still running */
-};
-
-struct header {
-	char *name;
-	char *value;
-};
-
-struct httpd_req {
-	struct conn *c;
-	char method[16];
-	bool head;
-	struct buf url;                /* raw request target */
-	char *path;                    /* raw path (points into a copy) */
-	char *query;
-	struct header headers[MAX_HEADERS];
-	size_t nheaders;
-	bool last_was_value;
-	size_t header_bytes;
-	struct buf body;
-	bool keep_alive;
-	int refuse;                    /* 414, 431 or 413 once a limit is passed; 0 otherwise */
-	/* response */
-	int status;
-	struct buf resp_head;          /* extra headers added by the handler */
-	bool answered;
-	uint64_t start_ns;
-	const char *route;             /* static name set by the handler that answered, or NULL */
-};
-
-enum conn_state { C_READING, C_WRITING, C_DEFERRED, C_LINGER, C_CLOSING };
-/* What the connection's one timer stands for. */
-enum conn_timer { T_IDLE, T_HEADER, T_WRITE, T_LINGER, T_GATE };
-#define GATE_RETRY_MS 10       /* how soon a gated body asks again for bytes that were not ready */
-static const char *const timer_names[] = { "idle", "header", "write", "linger", "gate" };
-
-struct conn {
-	struct httpd *h;
-	uv_os_sock_t fd;
-	uv_poll_t poll;
-	uv_timer_t timer;
-	enum conn_timer timer_kind;     /* what the running timer stands for */
-	uint64_t timer_set_ns;         /* when it was started (uv_hrtime) */
-	int closing_handles;
-	enum conn_state state;
-	http_parser parser;
-	char *rbuf;                    /* NULL while idle */
-	size_t rlen, roff;             /* bytes in rbuf, bytes already parsed */
-	struct httpd_req req;
-	bool in_request;               /* a request has started (header timeout applies) */
-	bool header_timer_on;          /* its timer runs: it is not restarted by each byte */
-	bool processing;               /* inside conn_process: a response done at once continues there */
-	bool linger;                   /* the request was refused before it was read to the end */
-	size_t lingered;               /* bytes dropped in C_LINGER */
-	/* outgoing */
-	struct buf out;                /* status line + headers (+ memory body) */
-	size_t out_off;
-	int file_fd;
-	int64_t file_off, file_left;
-	httpd_gate_fn gate;            /* a gated file body (httpd_respond_file_gated), or NULL */
-	void (*gate_release)(void *ud);
-	void *gate_ud;
-	bool close_after;
-	uint64_t sent_this_response;
-	char peer[64];
-	char local[64];         /* our address on this connection (getsockname) */
-	struct conn *prev, *next;
-	int watching;                  /* the uv_poll events in force (conn_watch) */
-	bool corked;                   /* TCP_CORK is set for a big file answer */
-	struct job *job;               /* in C_DEFERRED: the job that will answer */
-};
+#include "httpd-int.h"
 
 static http_parser_settings parser_settings;
 static void conn_close(struct conn *c);
@@ -166,6 +50,8 @@ static void conn_on_poll(uv_poll_t *p, int status, int events);
  * sendfile chunk of a big answer. */
 static void conn_watch(struct conn *c, int events)
 {
+	if (events)
+		events |= c->tls_want; /* TLS may wait for the other direction (a handshake, a key update) */
 	if (c->watching == events)
 		return;
 	if (events)
@@ -179,6 +65,7 @@ static void conn_process(struct conn *c);
 /* ---- request accessors -------------------------------------------------------------------- */
 
 const char *httpd_method(const struct httpd_req *r) { return r->method; }
+bool httpd_is_tls(const struct httpd_req *r) { return r->c->ssl != NULL; }
 bool httpd_is_head(const struct httpd_req *r) { return r->head; }
 const char *httpd_path(const struct httpd_req *r) { return r->path; }
 const char *httpd_query(const struct httpd_req *r) { return r->query; }
@@ -544,6 +431,8 @@ static void file_done(struct conn *c)
 	c->gate = NULL;
 	c->gate_release = NULL;
 	c->gate_ud = NULL;
+	free(c->tls_buf); /* a TLS body's slice buffer: not kept between answers */
+	c->tls_buf = NULL;
 }
 
 static void conn_handle_closed(uv_handle_t *handle)
@@ -582,6 +471,7 @@ static void conn_close(struct conn *c)
 	file_done(c);
 	uv_poll_stop(&c->poll);
 	uv_timer_stop(&c->timer);
+	httpd__tls_close(c);
 	close(c->fd);
 	c->closing_handles = 2;
 	uv_close((uv_handle_t *)&c->poll, conn_handle_closed);
@@ -685,7 +575,7 @@ static void log_access(struct conn *c)
 static int conn_flush(struct conn *c)
 {
 	while (c->out_off < c->out.len) {
-		ssize_t n = send(c->fd, c->out.data + c->out_off, c->out.len - c->out_off, MSG_NOSIGNAL);
+		ssize_t n = httpd__send(c, c->out.data + c->out_off, c->out.len - c->out_off);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
@@ -708,7 +598,7 @@ static int conn_flush(struct conn *c)
 			if ((size_t)ready < want)
 				want = (size_t)ready;
 		}
-		n = sendfile(c->fd, c->file_fd, &off, want);
+		n = httpd__sendfile(c, c->file_fd, &off, want);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
@@ -781,8 +671,11 @@ static void conn_finish_response(struct conn *c)
 	c->state = C_READING;
 	c->sent_this_response = 0;
 	http_parser_pause(&c->parser, 0);
-	if (!c->processing)
+	if (!c->processing) {
 		conn_process(c); /* pipelined bytes already buffered */
+		if (c->state == C_READING && httpd__tls_pending(c))
+			conn_read(c); /* ... or held by TLS, which the poll will not announce */
+	}
 }
 
 static void conn_write(struct conn *c)
@@ -1032,6 +925,14 @@ static void conn_read(struct conn *c)
 	/* A few chunks per wakeup while a request is still arriving: with thousands of busy connections
 	 * a loop turn takes a while, and one chunk per turn would stretch a 1 MiB upload past the header
 	 * timeout. Once a chunk completed a request, the loop's other connections come first. */
+	int d = httpd__tls_detect(c);
+
+	if (d == -EAGAIN)
+		return;
+	if (d < 0) {
+		conn_close(c);
+		return;
+	}
 	for (int burst = 0; burst < READ_BURST && c->state == C_READING; burst++) {
 		uint64_t answered = c->h->stats.requests_total;
 		size_t room;
@@ -1042,10 +943,13 @@ static void conn_read(struct conn *c)
 			c->rlen = c->roff = 0;
 		}
 		room = READ_CHUNK - c->rlen;
-		n = recv(c->fd, c->rbuf + c->rlen, room, 0);
+		n = httpd__recv(c, c->rbuf + c->rlen, room);
 		if (n < 0) {
-			if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
+			if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) {
+				if (c->ssl)
+					conn_watch(c, UV_READABLE); /* and what TLS waits for */
 				return;
+			}
 			conn_close(c);
 			return;
 		}
@@ -1064,6 +968,10 @@ static void conn_read(struct conn *c)
 		} else if (c->state != C_CLOSING && c->rbuf && c->roff == c->rlen) {
 			c->rlen = c->roff = 0;
 		}
+		if (httpd__tls_pending(c)) {
+			burst--; /* TLS holds more (the rest of one record) that the poll will not announce */
+			continue;
+		}
 		if ((size_t)n < room || c->h->stats.requests_total != answered)
 			return; /* drained, or served: the poll says when to go on */
 	}
@@ -1077,9 +985,10 @@ static void conn_on_poll(uv_poll_t *p, int status, int events)
 		conn_close(c);
 		return;
 	}
-	if (c->state == C_WRITING && (events & UV_WRITABLE))
+	/* Besides its own direction, a state watches only what TLS waits for: any event goes on. */
+	if (c->state == C_WRITING && (events & (UV_WRITABLE | UV_READABLE)))
 		conn_write(c);
-	else if (c->state == C_READING && (events & UV_READABLE))
+	else if (c->state == C_READING && (events & (UV_READABLE | UV_WRITABLE)))
 		conn_read(c);
 	else if (c->state == C_LINGER && (events & UV_READABLE))
 		conn_drain(c);

@@ -27,6 +27,7 @@
 
 struct httpd;
 struct httpd_req;
+struct hub_tls;
 
 struct httpd_config {
 	const char *listen;             /* "HOST:PORT", e.g. "127.0.0.1:8080" or "[::]:8080"; or
@@ -52,6 +53,10 @@ struct httpd_config {
 					 * whole process); 0: 2 */
 	unsigned max_waiting;           /* deferred jobs waiting for a worker; past it a request gets a
 					 * 503 with Retry-After; 0: 256 */
+	struct hub_tls *tls;            /* a certificate (tls.h): connections that open with a TLS
+					 * handshake speak HTTPS on the same port, the others plain
+					 * HTTP; NULL: plain only. Borrowed; the process must ignore
+					 * SIGPIPE. */
 };
 
 typedef int (*httpd_handler_fn)(void *ud, struct httpd_req *req);
@@ -87,12 +92,15 @@ struct httpd_stats {
 	uint64_t deferred_refused;     /* past cfg.max_waiting: answered 503 */
 	uint64_t deferred_running;     /* jobs on the threadpool now */
 	uint64_t deferred_waiting;     /* jobs waiting for a worker now */
+	uint64_t tls_connections;      /* connections that spoke TLS */
+	uint64_t tls_errors;           /* ... and ended on a TLS failure (handshake, bad record) */
 };
 void httpd_get_stats(const struct httpd *h, struct httpd_stats *out);
 
 /* ---- the request, valid during the handler call ---- */
 
 const char *httpd_method(const struct httpd_req *r);       /* "GET", "HEAD", ... */
+bool httpd_is_tls(const struct httpd_req *r);              /* it came over TLS (https) */
 bool httpd_is_head(const struct httpd_req *r);
 const char *httpd_path(const struct httpd_req *r);         /* raw (still percent-encoded), no query */
 const char *httpd_query(const struct httpd_req *r);        /* raw query without '?', or NULL */

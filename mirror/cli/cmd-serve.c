@@ -104,6 +104,8 @@ int cmd_serve(int argc, char **argv)
 		CLI_INT_TAKES("search-budget", &cfg.search_budget_ms, 1, 60000, "milliseconds, 1 to 60000"),
 		CLI_INT_TAKES("max-connections", &max_connections, 1, 1000000, "a number, 1 to 1000000"),
 		CLI_STR("trusted-proxy", &cfg.trusted_proxies),
+		CLI_STR("tls-cert", &cfg.tls_cert),
+		CLI_STR("tls-key", &cfg.tls_key),
 		CLI_END,
 	};
 
@@ -117,6 +119,8 @@ int cmd_serve(int argc, char **argv)
 		return cli_usage_error(self, "unexpected argument '%s'", argv[optind]);
 	if ((r = serve_check(self, &cfg, auth)) != 0)
 		return r;
+	if (!cfg.tls_cert != !cfg.tls_key)
+		return cli_usage_error(self, "--tls-cert and --tls-key go together");
 	if (uv_exepath(exe, &exelen))
 		snprintf(exe, sizeof(exe), "%s", "hubmirror");
 	cfg.self_exe = exe;

@@ -79,6 +79,10 @@ static void http_part(struct mirror_routes *rt, struct buf *b)
 	buf_addf(b, "hubmirror_http_bodies_spilled_total %llu\n", (unsigned long long)hs.bodies_spilled);
 	head(b, "hubmirror_http_connections_refused_total", "counter", "Connections answered 503 and closed: --max-connections were open.");
 	buf_addf(b, "hubmirror_http_connections_refused_total %llu\n", (unsigned long long)hs.connections_refused);
+	head(b, "hubmirror_http_tls_connections_total", "counter", "Connections that spoke TLS (serve --tls-cert).");
+	buf_addf(b, "hubmirror_http_tls_connections_total %llu\n", (unsigned long long)hs.tls_connections);
+	head(b, "hubmirror_http_tls_errors_total", "counter", "TLS connections that ended on a TLS failure (handshake, bad record).");
+	buf_addf(b, "hubmirror_http_tls_errors_total %llu\n", (unsigned long long)hs.tls_errors);
 	head(b, "hubmirror_http_deferred_total", "counter", "Answers built on a worker thread, off the event loop (listings, searches).");
 	buf_addf(b, "hubmirror_http_deferred_total %llu\n", (unsigned long long)hs.deferred_total);
 	head(b, "hubmirror_http_deferred_refused_total", "counter", "Requests answered 503: too many answers were waiting for a worker.");

@@ -312,7 +312,7 @@ char *mirror__self_base(const struct httpd_req *req)
 	if (!host || !*host || strpbrk(host, " /\\\"<>\r\n"))
 		host = "localhost";
 	if (!proto || (strcasecmp(proto, "http") && strcasecmp(proto, "https")))
-		proto = "http";
+		proto = httpd_is_tls(req) ? "https" : "http";
 	/* only the first value of a comma list */
 	p = xstrndup(proto, strcspn(proto, ","));
 	h = xstrndup(host, strcspn(host, ", "));

@@ -16,6 +16,7 @@
 #include "access.h"
 #include "mirror/data.h"
 #include "hub/httpd.h"
+#include "hub/tls.h"
 #include "routes.h"
 #include "seeder.h"
 #include "serve.h"
@@ -24,7 +25,8 @@ struct server {
 	const struct mirror_serve_config *cfg;
 	char *spill_dir;                /* <data>/store/tmp: big answers leave from files there */
 	uv_loop_t loop;
-	uv_signal_t sigint, sigterm;
+	uv_signal_t sigint, sigterm, sighup;
+	struct hub_tls *tls;
 	uv_timer_t sync_timer;
 	uv_process_t sync_proc;
 	bool sync_running;
@@ -161,6 +163,28 @@ static void on_signal(uv_signal_t *sig, int signum)
 	uv_stop(&s->loop);
 }
 
+/* SIGHUP: the certificate and key again (renewed by certbot or an operator); new connections get
+ * them, open ones keep theirs. A file that does not load leaves the one in use. */
+static void on_sighup(uv_signal_t *sig, int signum)
+{
+	struct server *s = sig->data;
+	char *err = NULL, *what;
+
+	(void)signum;
+	if (!s->tls) {
+		log_info("serve", "SIGHUP: nothing to reload (no --tls-cert)");
+		return;
+	}
+	if (hub_tls_reload(s->tls, &err)) {
+		log_error("serve", "SIGHUP: TLS certificate not reloaded, the old one stays: %s", err);
+		free(err);
+		return;
+	}
+	what = hub_tls_describe(s->tls);
+	log_info("serve", "SIGHUP: TLS certificate reloaded (%s)", what);
+	free(what);
+}
+
 static void close_walk(uv_handle_t *h, void *arg)
 {
 	if (!uv_is_closing(h))
@@ -184,8 +208,14 @@ int mirror_serve(const struct mirror_serve_config *cfg, char **errmsg)
 		mirror_access_free(&s.access);
 		return r;
 	}
+	if (cfg->tls_cert && hub_tls_new(cfg->tls_cert, cfg->tls_key, &s.tls, errmsg)) {
+		mirror_data_free(&s.data);
+		mirror_access_free(&s.access);
+		return HM_ERR_USAGE;
+	}
 	uv_loop_init(&s.loop);
 	hc.listen = cfg->listen;
+	hc.tls = s.tls;
 	hc.access_log = cfg->access_log;
 	hc.max_connections = cfg->max_connections;
 	hc.trusted_proxies = cfg->trusted_proxies;
@@ -224,12 +254,20 @@ int mirror_serve(const struct mirror_serve_config *cfg, char **errmsg)
 	s.sigint.data = s.sigterm.data = &s;
 	uv_signal_start(&s.sigint, on_signal, SIGINT);
 	uv_signal_start(&s.sigterm, on_signal, SIGTERM);
+	uv_signal_init(&s.loop, &s.sighup);
+	s.sighup.data = &s;
+	uv_signal_start(&s.sighup, on_sighup, SIGHUP);
 	signal(SIGPIPE, SIG_IGN);
 	uv_timer_init(&s.loop, &s.sync_timer);
 	s.sync_timer.data = &s;
 	schedule_sync(&s);
 
 	log_info("serve", "listening on %s (port %d), data %s", cfg->listen, httpd_port(s.httpd), cfg->data_dir);
+	if (s.tls) {
+		char *what = hub_tls_describe(s.tls);
+		log_info("serve", "HTTPS on the same port (%s)", what);
+		free(what);
+	}
 	if (cfg->ready_file) {
 		char *tmp = xasprintf("%s.tmp", cfg->ready_file);
 		FILE *f = fopen(tmp, "w");
@@ -257,5 +295,6 @@ out:
 	mirror_data_free(&s.data);
 	free(s.spill_dir);
 	mirror_access_free(&s.access);
+	hub_tls_free(&s.tls);
 	return r;
 }

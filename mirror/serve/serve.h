@@ -35,12 +35,14 @@ struct mirror_serve_config {
 	int search_budget_ms;       /* longest a catalog search may run on the loop; 0: 100 */
 	size_t max_connections;     /* HTTP connections open at once (503 past it); 0: 16384 */
 	const char *trusted_proxies; /* peer addresses whose X-Forwarded-* count, comma-separated; NULL */
+	const char *tls_cert;       /* PEM certificate chain: HTTPS on the same port (tls.h); NULL: none */
+	const char *tls_key;        /* its PEM private key */
 };
 
 /* Parse "HH:MM" into minutes after midnight; -1 when malformed. */
 int mirror_parse_hhmm(const char *s);
 
-/* Run until SIGINT or SIGTERM. Returns 0, or a negative code with *errmsg (malloc'd). */
+/* Run until SIGINT or SIGTERM; SIGHUP loads the TLS certificate and key again. Returns 0, or a negative code with *errmsg (malloc'd). */
 int mirror_serve(const struct mirror_serve_config *cfg, char **errmsg);
 
 #endif

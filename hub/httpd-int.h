@@ -1,0 +1,160 @@
+/*
+ * httpd-int.h - the HTTP server's private types, shared by httpd.c (connections, parsing, answers)
+ * and httpd-tls.c (TLS on a connection). Not for use outside hub/httpd*.c.
+ */
+#ifndef HM_HTTPD_INT_H
+#define HM_HTTPD_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <time.h>
+
+#include <http_parser.h>
+#include <openssl/ssl.h>
+#include <uv.h>
+
+#include "base/buf.h"
+#include "httpd.h"
+
+#define READ_CHUNK 16384
+#define MAX_HEADERS 100
+#define FILE_CHUNK (4 << 20)   /* bytes per sendfile call */
+#define FILE_BURST (16 << 20)  /* bytes per wakeup, so one fast client cannot hog the loop */
+#define READ_BURST 8           /* chunks read per wakeup at most */
+#define LINGER_MS 2000         /* how long a refused client may go on sending before we close */
+#define LINGER_MAX (4 << 20)   /* ... and how much of it we read */
+
+struct handler {
+	httpd_handler_fn fn;
+	void *ud;
+};
+
+/* A deferred answer (httpd_defer): waiting in h's list, then on the threadpool. */
+struct job {
+	uv_work_t work;
+	struct httpd *h;
+	struct conn *c;                /* whom to answer; NULL once the connection is gone */
+	httpd_work_fn fn;
+	httpd_done_fn done;
+	void *ud;
+	struct job *next;              /* in the waiting list */
+};
+
+struct httpd {
+	uv_loop_t *loop;
+	uv_tcp_t listener;
+	uv_pipe_t unix_listener;       /* instead of listener, for a "unix:PATH" listen */
+	bool is_unix;
+	struct httpd_config cfg;
+	struct handler *handlers;
+	size_t nhandlers;
+	struct conn *conns;            /* all open connections, for shutdown */
+	struct httpd_stats stats;
+	int port;
+	bool closing;
+	httpd_observer_fn observer;
+	void *observer_ud;
+	time_t date_at;                /* the second `date` was formatted for */
+	char date[40];
+	char **trusted;                /* cfg.trusted_proxies, split; NULL-terminated */
+	bool trim_pending;             /* a big answer was spilled: return its build memory after the
+					* handler freed it (malloc_trim) */
+	struct job *waiting, *waiting_tail; /* deferred jobs not started yet, in order */
+	bool freed;                    /* httpd_free is done but for the jobs still running */
+};
+
+struct header {
+	char *name;
+	char *value;
+};
+
+struct httpd_req {
+	struct conn *c;
+	char method[16];
+	bool head;
+	struct buf url;                /* raw request target */
+	char *path;                    /* raw path (points into a copy) */
+	char *query;
+	struct header headers[MAX_HEADERS];
+	size_t nheaders;
+	bool last_was_value;
+	size_t header_bytes;
+	struct buf body;
+	bool keep_alive;
+	int refuse;                    /* 414, 431 or 413 once a limit is passed; 0 otherwise */
+	/* response */
+	int status;
+	struct buf resp_head;          /* extra headers added by the handler */
+	bool answered;
+	uint64_t start_ns;
+	const char *route;             /* static name set by the handler that answered, or NULL */
+};
+
+enum conn_state { C_READING, C_WRITING, C_DEFERRED, C_LINGER, C_CLOSING };
+/* What the connection's one timer stands for. */
+enum conn_timer { T_IDLE, T_HEADER, T_WRITE, T_LINGER, T_GATE };
+#define GATE_RETRY_MS 10       /* how soon a gated body asks again for bytes that were not ready */
+static const char *const timer_names[] = { "idle", "header", "write", "linger", "gate" };
+
+struct conn {
+	struct httpd *h;
+	uv_os_sock_t fd;
+	uv_poll_t poll;
+	uv_timer_t timer;
+	enum conn_timer timer_kind;     /* what the running timer stands for */
+	uint64_t timer_set_ns;         /* when it was started (uv_hrtime) */
+	int closing_handles;
+	enum conn_state state;
+	http_parser parser;
+	char *rbuf;                    /* NULL while idle */
+	size_t rlen, roff;             /* bytes in rbuf, bytes already parsed */
+	struct httpd_req req;
+	bool in_request;               /* a request has started (header timeout applies) */
+	bool header_timer_on;          /* its timer runs: it is not restarted by each byte */
+	bool processing;               /* inside conn_process: a response done at once continues there */
+	bool linger;                   /* the request was refused before it was read to the end */
+	size_t lingered;               /* bytes dropped in C_LINGER */
+	/* outgoing */
+	struct buf out;                /* status line + headers (+ memory body) */
+	size_t out_off;
+	int file_fd;
+	int64_t file_off, file_left;
+	httpd_gate_fn gate;            /* a gated file body (httpd_respond_file_gated), or NULL */
+	void (*gate_release)(void *ud);
+	void *gate_ud;
+	bool close_after;
+	uint64_t sent_this_response;
+	char peer[64];
+	char local[64];         /* our address on this connection (getsockname) */
+	struct conn *prev, *next;
+	int watching;                  /* the uv_poll events in force (conn_watch) */
+	bool corked;                   /* TCP_CORK is set for a big file answer */
+	struct job *job;               /* in C_DEFERRED: the job that will answer */
+	/* TLS (httpd-tls.c), when the server has a certificate and the client's first byte was a TLS
+	 * handshake's */
+	bool tls_checked;              /* the first byte was looked at */
+	SSL *ssl;                      /* NULL: plain HTTP */
+	int tls_want;                  /* UV_READABLE / UV_WRITABLE the last TLS call waits for, besides
+					* the direction the state reads or writes */
+	bool tls_dead;                 /* a fatal TLS error: no close_notify */
+	char *tls_buf;                 /* a file body's bytes on their way through SSL_write */
+};
+
+/* ---- TLS on a connection (httpd-tls.c) ---- */
+
+/* Before the first read when the server has TLS: a connection whose first byte opens a TLS
+ * handshake gets c->ssl. Returns 0 (decided), -EAGAIN (no byte yet) or -1 (closed or failed). */
+int httpd__tls_detect(struct conn *c);
+/* recv / send / sendfile through TLS when c->ssl, else plain; same returns (-1 with errno EAGAIN when
+ * the socket or the TLS engine waits: then c->tls_want names what TLS waits for, if anything). */
+ssize_t httpd__recv(struct conn *c, void *buf, size_t n);
+ssize_t httpd__send(struct conn *c, const void *buf, size_t n);
+ssize_t httpd__sendfile(struct conn *c, int fd, off_t *off, size_t n);
+/* Decrypted bytes TLS holds that the socket will not announce. */
+bool httpd__tls_pending(const struct conn *c);
+/* Say goodbye (close_notify, best effort) and free c's TLS state. */
+void httpd__tls_close(struct conn *c);
+
+#endif
