@@ -107,6 +107,7 @@ def main():
     ap.add_argument("--hubmirror", default=os.path.join(TOP, "build", "mirror", "cli", "hubmirror"))
     ap.add_argument("--gib", type=int, default=1)
     ap.add_argument("--idle", type=int, default=10000)
+    ap.add_argument("--no-tls", action="store_true", help="plain HTTP only (a hubmirror without --tls-cert)")
     a = ap.parse_args()
     for tool in ("nginx", "wrk"):
         if not shutil.which(tool) and not os.path.exists("/usr/sbin/" + tool):
@@ -123,8 +124,8 @@ def main():
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, a.idle + 1000), hard))
     hm = subprocess.Popen([a.hubmirror, "serve", "--data", data, "--listen", "127.0.0.1:%d" % hm_port,
-                           "--ready-file", ready, "--idle-timeout", "600", "--p2p-listen", "127.0.0.1:0",
-                           "--tls-cert", cert, "--tls-key", key], stderr=subprocess.DEVNULL)
+                           "--ready-file", ready, "--idle-timeout", "600", "--p2p-listen", "127.0.0.1:0"] +
+                          ([] if a.no_tls else ["--tls-cert", cert, "--tls-key", key]), stderr=subprocess.DEVNULL)
     conf = os.path.join(work, "nginx.conf")
     open(conf, "w").write("""user root; worker_processes 1; daemon off; pid %s/nginx.pid; error_log %s/nginx.err;
 events { worker_connections 20000; }
@@ -149,11 +150,12 @@ http { access_log off; sendfile on; tcp_nopush on; keepalive_requests 1000000;
         hm_head = "http://127.0.0.1:%d/bench/big/resolve/main/config.json" % hm_port
         ng_head = "http://127.0.0.1:%d/%s/%s" % (ng_port, csha[:2], csha)
         h_hm, h_ng = wrk(hm_head), wrk(ng_head)
-        tls = ["--cacert", cert]
-        hms_big, ngs_big = hm_big.replace("http:", "https:"), "https://127.0.0.1:%d/%s/%s" % (ngs_port, sha[:2], sha)
-        s_hm, s_ng = curl_rate(hms_big, tls), curl_rate(ngs_big, tls)
-        hs_hm = wrk(hm_head.replace("http:", "https:"))
-        hs_ng = wrk("https://127.0.0.1:%d/%s/%s" % (ngs_port, csha[:2], csha))
+        if not a.no_tls:
+            tls = ["--cacert", cert]
+            hms_big, ngs_big = hm_big.replace("http:", "https:"), "https://127.0.0.1:%d/%s/%s" % (ngs_port, sha[:2], sha)
+            s_hm, s_ng = curl_rate(hms_big, tls), curl_rate(ngs_big, tls)
+            hs_hm = wrk(hm_head.replace("http:", "https:"))
+            hs_ng = wrk("https://127.0.0.1:%d/%s/%s" % (ngs_port, csha[:2], csha))
         base = rss_kib(hm.pid)
         socks = []
         for _ in range(a.idle):
@@ -172,11 +174,13 @@ http { access_log off; sendfile on; tcp_nopush on; keepalive_requests 1000000;
             ("resolve config.json (16 B), wrk -c64: hubmirror", "%.0f req/s" % h_hm[0],
              "p99 %.2f ms; ratio %.2f (target >= 0.5)" % (h_hm[1], h_hm[0] / h_ng[0])),
             ("static config.json, wrk -c64: nginx (1 worker)", "%.0f req/s" % h_ng[0], "p99 %.2f ms" % h_ng[1]),
+        ] + ([] if a.no_tls else [
             ("HTTPS: GET %d GiB file, curl: hubmirror" % a.gib, "%.0f MB/s" % s_hm, "ratio %.2f" % (s_hm / s_ng)),
             ("HTTPS: GET %d GiB file, curl: nginx (1 worker)" % a.gib, "%.0f MB/s" % s_ng, ""),
             ("HTTPS: resolve config.json, wrk -c64: hubmirror", "%.0f req/s" % hs_hm[0],
              "p99 %.2f ms; ratio %.2f" % (hs_hm[1], hs_hm[0] / hs_ng[0])),
             ("HTTPS: static config.json, wrk -c64: nginx (1 worker)", "%.0f req/s" % hs_ng[0], "p99 %.2f ms" % hs_ng[1]),
+        ]) + [
             ("RSS with %d idle keep-alive connections" % a.idle, "%.1f MB" % (idle_rss / 1024.0),
              "%.1f MB before (target < 100 MB)" % (base / 1024.0)),
         ]

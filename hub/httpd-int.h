@@ -140,6 +140,8 @@ struct conn {
 					* the direction the state reads or writes */
 	bool tls_dead;                 /* a fatal TLS error: no close_notify */
 	char *tls_buf;                 /* a file body's bytes on their way through SSL_write */
+	int64_t tls_buf_off;           /* the file offset of tls_buf[0] */
+	size_t tls_buf_len;            /* bytes in tls_buf */
 };
 
 /* ---- TLS on a connection (httpd-tls.c) ---- */

@@ -122,18 +122,29 @@ ssize_t httpd__sendfile(struct conn *c, int fd, off_t *off, size_t n)
 		*off += (off_t)w;
 		return (ssize_t)w;
 	}
-	/* A slice through a buffer. After a WANT_WRITE the same bytes are offered again (the file does
-	 * not change, and the offset only moves by what was written); the buffer may move meanwhile. */
-	if (!c->tls_buf)
+	/* A slice through a buffer, read once and sent as the socket takes it (a congested socket takes
+	 * a record or two per call: reading the slice again each time cost more than the encryption).
+	 * After a WANT_WRITE the same bytes are offered again from where the offset stands, as OpenSSL
+	 * wants; the buffer may move meanwhile (SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER). */
+	if (!c->tls_buf) {
 		c->tls_buf = xmalloc(TLS_COPY);
-	if (n > TLS_COPY)
-		n = TLS_COPY;
-	do
-		got = pread(fd, c->tls_buf, n, *off);
-	while (got < 0 && errno == EINTR);
-	if (got <= 0)
-		return got < 0 ? -1 : 0;
-	got = httpd__send(c, c->tls_buf, (size_t)got);
+		c->tls_buf_len = 0;
+	}
+	if ((int64_t)*off < c->tls_buf_off || (int64_t)*off >= c->tls_buf_off + (int64_t)c->tls_buf_len) {
+		size_t want = n > TLS_COPY ? TLS_COPY : n;
+		c->tls_buf_len = 0;
+		do
+			got = pread(fd, c->tls_buf, want, *off);
+		while (got < 0 && errno == EINTR);
+		if (got <= 0)
+			return got < 0 ? -1 : 0;
+		c->tls_buf_off = (int64_t)*off;
+		c->tls_buf_len = (size_t)got;
+	}
+	{
+		size_t skip = (size_t)((int64_t)*off - c->tls_buf_off), have = c->tls_buf_len - skip;
+		got = httpd__send(c, c->tls_buf + skip, have < n ? have : n);
+	}
 	if (got > 0)
 		*off += (off_t)got;
 	return got;
