@@ -1,5 +1,7 @@
 /*
- * cmd-info.c - `hubmirror info [--data DIR] [--json] SPEC`: one tracked repository in detail.
+ * cmd-info.c - `hubmirror info [--data DIR | --mirror URL] [--json] [--files] SPEC[@REV]`: one tracked
+ * repository in detail; with --files, the files of its followed snapshot (or of REV: a ref it mirrors
+ * or a commit it holds) with size and sha256.
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -13,6 +15,7 @@
 #include "catalog/catalog.h"
 #include "cli.h"
 #include "mirror/repojson.h"
+#include "hub/http.h"
 #include "hub/hub.h"
 #include "mirror/data.h"
 
@@ -40,17 +43,84 @@ static int ref_to_json(void *ud, const char *name, const char *kind, const char 
 	return 0;
 }
 
+/* The file table: size, sha256, path; then the count. */
+static void print_files(json_t *files, const char *commit)
+{
+	json_t *f;
+	size_t i;
+	int64_t total = 0;
+	char size[32];
+
+	printf("files of %s:\n", commit ? commit : "(not synced)");
+	json_array_foreach(files, i, f) {
+		total += json_integer_value(json_object_get(f, "size"));
+		printf("%14lld  %s  %s\n", (long long)json_integer_value(json_object_get(f, "size")),
+		       json_string_value(json_object_get(f, "sha256")), json_string_value(json_object_get(f, "path")));
+	}
+	cli_human_size(total, size, sizeof(size));
+	printf("%zu files, %s\n", json_array_size(files), size);
+}
+
+static int file_to_json(void *ud, const struct catalog_entry *e)
+{
+	json_t *o = json_pack("{s:s, s:I, s:s, s:b}", "path", e->path, "size", (json_int_t)e->size, "sha256", e->sha256,
+			      "lfs", e->lfs_oid[0] != '\0');
+	json_object_set_new(o, "git_oid", e->git_oid[0] ? json_string(e->git_oid) : json_null());
+	json_array_append_new(ud, o);
+	return 0;
+}
+
+/* Every file of SPEC at its revision (NULL: the followed one) from a mirror's catalog API, page by
+ * page; commit (41 bytes) gets the snapshot's commit ("" when never synced). */
+static json_t *mirror_files(const char *mirror, const struct hub_spec *spec, char *commit)
+{
+	json_t *all = json_array();
+	char *cursor = NULL;
+
+	for (;;) {
+		char *rev = spec->revision ? hub_url_escape(spec->revision, false) : NULL;
+		char *cur = cursor ? hub_url_escape(cursor, false) : NULL;
+		char *path = xasprintf("/api/catalog/repos/%s/%s/%s/files?recursive=1&limit=1000%s%s%s%s",
+				       hub_kind_name(spec->hub), hub_type_name(spec->type), spec->name,
+				       rev ? "&rev=" : "", rev ? rev : "", cur ? "&cursor=" : "", cur ? cur : "");
+		json_t *page = cli_mirror_get(mirror, path), *e;
+		size_t i;
+
+		free(rev);
+		free(cur);
+		free(path);
+		free(cursor);
+		cursor = NULL;
+		if (!page) {
+			json_decref(all);
+			return NULL;
+		}
+		json_array_foreach(json_object_get(page, "entries"), i, e)
+			json_array_append(all, e);
+		if (json_is_string(json_object_get(page, "commit")))
+			snprintf(commit, 41, "%s", json_string_value(json_object_get(page, "commit")));
+		if (json_is_string(json_object_get(page, "next_cursor")))
+			cursor = xstrdup(json_string_value(json_object_get(page, "next_cursor")));
+		json_decref(page);
+		if (!cursor)
+			return all;
+	}
+}
+
 int cmd_info(int argc, char **argv)
 {
 	const struct cli_command *self = cli_find("info");
 	const char *mirror = NULL;
 	struct mirror_data *data = NULL;
 	struct catalog_repo repo = { 0 };
+	struct catalog_snapshot snap = { 0 };
+	json_t *fl = NULL;
 	struct hub_spec spec;
 	const char *dir = NULL;
-	bool json = false;
+	bool json = false, files = false;
 	int r = CLI_OK, e;
-	const struct cli_flag flags[] = { CLI_STR("data", &dir), CLI_BOOL("json", &json), CLI_STR("mirror", &mirror), CLI_END };
+	const struct cli_flag flags[] = { CLI_STR("data", &dir), CLI_BOOL("json", &json), CLI_STR("mirror", &mirror),
+					  CLI_BOOL("files", &files), CLI_END };
 
 	if (cli_parse_flags(self, argc, argv, flags))
 		return CLI_USAGE;
@@ -58,15 +128,28 @@ int cmd_info(int argc, char **argv)
 		return cli_usage_error(self, "expected one repository");
 	if (hub_spec_parse(argv[optind], &spec))
 		return cli_usage_error(self, "'%s' is not a repository spec", argv[optind]);
+	if (spec.revision && !files) {
+		hub_spec_release(&spec);
+		return cli_usage_error(self, "'%s': a revision goes with --files (info shows the repository)", argv[optind]);
+	}
 	mirror = dir ? NULL : cli_mirror_url(mirror);
 	if (mirror) {
 		char *path = xasprintf("/api/catalog/repos/%s/%s/%s", hub_kind_name(spec.hub), hub_type_name(spec.type),
 				       spec.name);
 		json_t *o = cli_mirror_get(mirror, path);
+		char commit[41] = "";
 		free(path);
+		if (o && files && !(fl = mirror_files(mirror, &spec, commit))) {
+			json_decref(o);
+			o = NULL;
+		}
 		hub_spec_release(&spec);
 		if (!o)
 			return CLI_FAILED;
+		if (fl && json) {
+			json_object_set_new(o, "file_list", fl);
+			fl = NULL;
+		}
 		if (json) {
 			cli_print_json(o);
 		} else {
@@ -84,6 +167,9 @@ int cmd_info(int argc, char **argv)
 			       json_string_value(json_object_get(o, "mount_command")));
 			print_refs(json_object_get(o, "refs"));
 		}
+		if (fl)
+			print_files(fl, commit[0] ? commit : NULL);
+		json_decref(fl);
 		json_decref(o);
 		return CLI_OK;
 	}
@@ -94,8 +180,34 @@ int cmd_info(int argc, char **argv)
 	e = catalog_repo_get(data->catalog, hub_kind_name(spec.hub), hub_type_name(spec.type), spec.name, &repo);
 	if (e) {
 		r = cli_repo_error(data, argv[optind], e);
-	} else if (json) {
+		goto out;
+	}
+	if (files) {
+		/* the files of the followed snapshot, or of the revision named */
+		struct catalog_repo r2 = { 0 };
+		bool found = false;
+		int fe = catalog_resolve(data->catalog, repo.hub, repo.type, repo.name, spec.revision, &r2, &snap, &found);
+		if (found)
+			catalog_repo_release(&r2);
+		fl = json_array();
+		if (fe == HM_ERR_NOT_FOUND && spec.revision) {
+			fprintf(stderr, "hubmirror: %s: no revision '%s' here (see the refs 'hubmirror info' lists)\n",
+				argv[optind], spec.revision);
+			r = CLI_FAILED;
+			goto out;
+		}
+		if (fe == HM_ERR_NOT_FOUND)
+			snap.id = 0; /* tracked, never synced: no files */
+		else if (fe || catalog_snapshot_walk(data->catalog, snap.id, NULL, NULL, 0, file_to_json, fl)) {
+			fprintf(stderr, "hubmirror: catalog: %s\n", catalog_errmsg(data->catalog));
+			r = CLI_FAILED;
+			goto out;
+		}
+	}
+	if (json) {
 		json_t *o = mirror_repo_json(&repo, NULL);
+		if (fl)
+			json_object_set_new(o, "file_list", json_incref(fl));
 		cli_print_json(o);
 		json_decref(o);
 	} else {
@@ -113,7 +225,11 @@ int cmd_info(int argc, char **argv)
 		catalog_refs_each(data->catalog, repo.id, ref_to_json, refs);
 		print_refs(refs);
 		json_decref(refs);
+		if (fl)
+			print_files(fl, snap.id ? snap.commit : NULL);
 	}
+out:
+	json_decref(fl);
 	catalog_repo_release(&repo);
 	hub_spec_release(&spec);
 	mirror_data_free(&data);

@@ -45,9 +45,11 @@ const struct cli_command cli_commands[] = {
 	{ "help", cmd_help, "help [COMMAND]", "show the commands, or the help of one",
 	  "Without COMMAND, list every command with a one-line summary. With COMMAND, show its usage\n"
 	  "and options. `hubmirror COMMAND --help` shows the same.\n" },
-	{ "info", cmd_info, "info [--data DIR | --mirror URL] [--json] SPEC", "show one tracked repository",
+	{ "info", cmd_info, "info [--data DIR | --mirror URL] [--json] [--files] SPEC[@REV]", "show one tracked repository",
 	  "Show a tracked repository: followed revision, synced commit, file count and size, sync status\n"
-	  "and error, include/exclude globs.\n"
+	  "and error, include/exclude globs, the refs it mirrors and holds.\n"
+	  "  --files      also list its files (size, sha256, path): of the followed snapshot, or of REV\n"
+	  "               (a ref or commit the mirror holds)\n"
 	  "  --data DIR   data directory (default $HUBMIRROR_DATA or /var/lib/hubmirror)\n"
 	  "  --mirror URL ask a running mirror instead (default $HUBMIRROR_URL when --data is not given);\n"
 	  "               also prints the lines to use it (endpoint and mount command)\n"

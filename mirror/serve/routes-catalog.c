@@ -163,6 +163,7 @@ struct files_ctx {
 	size_t limit, emitted;
 	bool more;
 	char *cursor;
+	bool recursive;         /* every file below, paths whole: no folder entries */
 };
 
 /* One level of the file tree; folders carry the total size of what is below them. */
@@ -172,7 +173,7 @@ static int files_cb(void *ud, const struct catalog_entry *e)
 	const char *rel = e->path + f->baselen;
 	const char *slash = strchr(rel, '/');
 
-	if (slash) {
+	if (slash && !f->recursive) {
 		size_t n = (size_t)(slash - e->path);
 		if (f->last_dir && strlen(f->last_dir) == n && !strncmp(f->last_dir, e->path, n)) {
 			json_object_set_new(f->last_dir_obj, "size",
@@ -215,14 +216,16 @@ static int files_cb(void *ud, const struct catalog_entry *e)
 struct files_job {
 	struct mirror__job j;
 	int64_t snap_id;        /* 0: never synced, no files */
+	char commit[41];        /* its commit */
 	char *dir, *cursor;
 	size_t limit;
+	bool recursive;
 };
 
 static void files_build(struct mirror__job *job, struct catalog *cat)
 {
 	struct files_job *fj = (struct files_job *)job;
-	struct files_ctx f = { json_array(), 0, NULL, NULL, fj->limit, 0, false, NULL };
+	struct files_ctx f = { json_array(), 0, NULL, NULL, fj->limit, 0, false, NULL, fj->recursive };
 	char *prefix = fj->dir && *fj->dir ? xasprintf("%s/", fj->dir) : NULL;
 	int r = 0;
 
@@ -235,8 +238,9 @@ static void files_build(struct mirror__job *job, struct catalog *cat)
 		job->body = json_pack("{s:s}", "error", "catalog error");
 	} else {
 		job->status = 200;
-		job->body = json_pack("{s:s, s:o, s:o}", "dir", fj->dir ? fj->dir : "", "entries", f.arr,
-				      "next_cursor", f.more ? json_string(f.cursor) : json_null());
+		job->body = json_pack("{s:s, s:o, s:o, s:o}", "dir", fj->dir ? fj->dir : "", "entries", f.arr,
+				      "next_cursor", f.more ? json_string(f.cursor) : json_null(),
+				      "commit", fj->snap_id ? json_string(fj->commit) : json_null());
 	}
 	free(prefix);
 	free(f.last_dir);
@@ -252,8 +256,9 @@ static void files_release(struct mirror__job *job)
 	free(fj);
 }
 
-/* /api/catalog/repos/{hub}/{type}/{name}/files?dir=&cursor=&limit= of snapshot snap_id (0: none) */
-static void catalog_files(struct mirror_routes *rt, struct httpd_req *req, int64_t snap_id)
+/* /api/catalog/repos/{hub}/{type}/{name}/files?dir=&cursor=&limit=&recursive=&rev= of snapshot snap_id
+ * (0: none) */
+static void catalog_files(struct mirror_routes *rt, struct httpd_req *req, int64_t snap_id, const char *commit)
 {
 	struct files_job *fj;
 	char *dir = httpd_query_param(req, "dir"), *cursor;
@@ -276,9 +281,15 @@ static void catalog_files(struct mirror_routes *rt, struct httpd_req *req, int64
 	fj->j.build = files_build;
 	fj->j.release = files_release;
 	fj->snap_id = snap_id;
+	snprintf(fj->commit, sizeof(fj->commit), "%s", commit);
 	fj->dir = dir;
 	fj->cursor = cursor;
 	fj->limit = (size_t)(limit < 1 || limit > PAGE_MAX ? PAGE_MAX : limit);
+	{
+		char *rec = httpd_query_param(req, "recursive");
+		fj->recursive = rec && (!strcmp(rec, "1") || !strcasecmp(rec, "true"));
+		free(rec);
+	}
 	httpd_add_header(req, "Access-Control-Allow-Origin", "*");
 	mirror__defer(rt, req, &fj->j);
 }
@@ -288,7 +299,7 @@ static void catalog_repo(struct mirror_routes *rt, struct httpd_req *req, const 
 {
 	char hub[8], type[16];
 	const char *p = rest, *files_suffix;
-	char *name = NULL, *base = NULL;
+	char *name = NULL, *base = NULL, *rev = NULL;
 	struct catalog_repo repo = { 0 };
 	struct catalog_snapshot snap;
 	bool found = false, want_files;
@@ -307,9 +318,19 @@ static void catalog_repo(struct mirror_routes *rt, struct httpd_req *req, const 
 		api_error(req, 404, "no such repository");
 		goto out;
 	}
-	r = catalog_resolve(rt->data->catalog, hub, type, name, NULL, &repo, &snap, &found);
+	rev = want_files ? httpd_query_param(req, "rev") : NULL;
+	if (rev && (!*rev || hub_check_revision(rev))) {
+		api_error(req, 400, "bad rev");
+		goto out;
+	}
+	r = catalog_resolve(rt->data->catalog, hub, type, name, rev, &repo, &snap, &found);
 	if (!found) {
 		api_error(req, 404, "no such repository");
+		goto out;
+	}
+	if (r && rev) {
+		if (mirror__access_check(rt, req, hub, type, name, NULL))
+			api_error(req, 404, "no such revision");
 		goto out;
 	}
 	if (!mirror__access_check(rt, req, hub, type, name, NULL))
@@ -318,7 +339,7 @@ static void catalog_repo(struct mirror_routes *rt, struct httpd_req *req, const 
 		memset(&snap, 0, sizeof(snap)); /* tracked, never synced */
 	base = mirror__self_base(req);
 	if (want_files) {
-		catalog_files(rt, req, snap.id);
+		catalog_files(rt, req, snap.id, snap.commit);
 	} else {
 		json_t *o = mirror_repo_json(&repo, base), *refs = json_array(), *snaps = json_array();
 		json_t *card = mirror_json_text_or(repo.card_data, json_null());
@@ -336,6 +357,7 @@ out:
 		catalog_repo_release(&repo);
 	free(name);
 	free(base);
+	free(rev);
 }
 
 static int runs_cb(void *ud, const struct catalog_run *r)

@@ -150,6 +150,20 @@ hm sync --json hf:acme/only-main >"$T/s4.json"
 check "after --refs tags, the next sync fetches the repo's tags" test "$(body acme/only-main/resolve/v1.0/w.txt)" = old
 check "info lists the refs and the policy" bash -c "'$HUBMIRROR' info hf:acme/rel | grep -qx '  refs        main, v1.1 (tag), v2.0 (tag)' &&
 	'$HUBMIRROR' info hf:acme/named | grep -qx '  mirrors     \[\"dev\",\"v9\"\]'"
+sha_of() { printf '%s' "$1" | sha256sum | cut -c1-64; }
+check "info --files lists a tag's files with size and sha256" bash -c "'$HUBMIRROR' info --files hf:acme/rel@v1.1 |
+	grep -qx '             4  $(sha_of 'two
+')  w.txt'"
+check "... the same through the mirror's catalog API" bash -c "diff <('$HUBMIRROR' info --files hf:acme/rel@v1.1 | sed -n '/^files of/,\$p') \
+	<('$HUBMIRROR' info --mirror '$M' --files hf:acme/rel@v1.1 | sed -n '/^files of/,\$p') >/dev/null &&
+	'$HUBMIRROR' info --mirror '$M' --files hf:acme/rel@v1.1 | grep -q '^files of $REL2:'"
+check "info --files --json: the file list" "$PY" -c '
+import json,subprocess,sys
+d = json.loads(subprocess.check_output([sys.argv[1], "info", "--json", "--files", "hf:acme/rel"]))
+assert sorted(f["path"] for f in d["file_list"]) == [".gitattributes", "model.safetensors", "w.txt"], d["file_list"]
+assert [f["size"] for f in d["file_list"] if f["path"] == "model.safetensors"] == [300000], d["file_list"]' "$HUBMIRROR"
+check "info --files of a revision the mirror lacks fails, saying so" bash -c "! '$HUBMIRROR' info --files hf:acme/rel@v9 2>'$T/e9' && grep -q \"no revision 'v9'\" '$T/e9'"
+check "a revision without --files is a usage error" bash -c "'$HUBMIRROR' info hf:acme/rel@v1.1 >/dev/null 2>&1; [ \$? = 2 ]"
 check "ls --json carries each repo's refs policy" "$PY" -c '
 import json,subprocess,sys
 d = {r["spec"]: r["refs_policy"] for r in json.loads(subprocess.check_output([sys.argv[1], "ls", "--json"]))}
