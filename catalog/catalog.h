@@ -65,6 +65,7 @@ struct catalog_repo {
 	char *last_modified;
 	char *refs_policy;    /* which refs besides follow_rev: "tags", "default", "all", or a JSON array */
 	int64_t refs_checked_at; /* when upstream's refs were last listed, 0 never */
+	char *upstream_name;  /* the name upstream answers with now, when it renamed the repo; else NULL */
 };
 
 void catalog_repo_release(struct catalog_repo *r);
@@ -173,6 +174,7 @@ struct catalog_repo_meta {
 	int64_t downloads;        /* -1 unknown */
 	int64_t likes;            /* -1 unknown */
 	const char *last_modified;
+	const char *upstream_name; /* the name upstream answered with ("": the repo's own: clear) */
 };
 
 /* Record the outcome of syncing one repo: status (ok, gated, denied, missing, disabled, error), error
@@ -256,6 +258,11 @@ int catalog_resolve(struct catalog *c, const char *hub, const char *type, const 
  */
 int catalog_resolve_lite(struct catalog *c, const char *hub, const char *type, const char *name, const char *rev,
 			 struct catalog_repo *repo, struct catalog_snapshot *snap, bool *repo_found);
+
+/* The tracked repo (or removed, not yet collected) that upstream now calls name (it was renamed
+ * after it was added under another). *tracked is malloc'd. Returns 0, HM_ERR_NOT_FOUND or
+ * HM_ERR_SQLITE. */
+int catalog_repo_alias(struct catalog *c, const char *hub, const char *type, const char *name, char **tracked);
 
 /* The name of repo id (of hub and type). *name is malloc'd. Returns 0, HM_ERR_NOT_FOUND or HM_ERR_SQLITE. */
 int catalog_repo_name_by_id(struct catalog *c, int64_t id, const char *hub, const char *type, char **name);

@@ -72,6 +72,25 @@ int catalog_resolve(struct catalog *c, const char *hub, const char *type, const 
 	return r;
 }
 
+int catalog_repo_alias(struct catalog *c, const char *hub, const char *type, const char *name, char **tracked)
+{
+	sqlite3_stmt *st = NULL;
+	int rc;
+
+	/* the tracked one first, should two repos answer to the same upstream name */
+	if (catalog__prepare(c, "SELECT name FROM repos WHERE hub = ?1 AND type = ?2 AND upstream_name = ?3 "
+			     "ORDER BY removed_at IS NOT NULL, id LIMIT 1", &st))
+		return HM_ERR_SQLITE;
+	sqlite3_bind_text(st, 1, hub, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, type, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 3, name, -1, SQLITE_STATIC);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW)
+		*tracked = xstrdup((const char *)sqlite3_column_text(st, 0));
+	sqlite3_finalize(st);
+	return rc == SQLITE_ROW ? 0 : rc == SQLITE_DONE ? HM_ERR_NOT_FOUND : HM_ERR_SQLITE;
+}
+
 static const char sql_resolve_lite[] =
 	"SELECT r.id, r.follow_rev, r.gated, r.options, s.id, s.commit_id, s.synced_at, s.file_count, s.total_size, "
 	"coalesce(r.private, -1) "

@@ -49,6 +49,7 @@ void catalog__read_repo(sqlite3_stmt *st, struct catalog_repo *r)
 	r->last_modified = col_str(st, 25);
 	r->refs_policy = col_str(st, 26);
 	r->refs_checked_at = sqlite3_column_int64(st, 27);
+	r->upstream_name = col_str(st, 28);
 }
 
 char *catalog_repo_selection(const struct catalog_repo *r)
@@ -79,6 +80,7 @@ void catalog_repo_release(struct catalog_repo *r)
 	free(r->license);
 	free(r->last_modified);
 	free(r->refs_policy);
+	free(r->upstream_name);
 	memset(r, 0, sizeof(*r));
 }
 

@@ -26,6 +26,8 @@
  *  10  refs beyond the followed one: repos.refs_policy ('tags' (the default), 'default', 'all', or a
  *      JSON array of ref names) and repos.refs_checked_at (when upstream's refs were last listed);
  *      refs.kind gains 'convert' (Hugging Face's refs/convert/parquet), so refs is rebuilt.
+ *  11  repos.upstream_name: the name upstream answers with now when it differs from the one the repo
+ *      was added under (a renamed repo), so the mirror answers to both.
  *
  * Rules: a migration only ever moves from version N-1 to N; released migrations are never edited,
  * a change is a new entry at the end of `migrations`.
@@ -218,6 +220,9 @@ static const char *const migrations[] = {
 	"ALTER TABLE refs_new RENAME TO refs;"
 	"ALTER TABLE repos ADD COLUMN refs_policy TEXT NOT NULL DEFAULT 'tags';"
 	"ALTER TABLE repos ADD COLUMN refs_checked_at INTEGER;",
+	/* 10 -> 11 */
+	"ALTER TABLE repos ADD COLUMN upstream_name TEXT;"
+	"CREATE INDEX repos_by_upstream_name ON repos(hub, type, upstream_name) WHERE upstream_name IS NOT NULL;",
 };
 
 int catalog__migration_count(void)

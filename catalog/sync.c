@@ -217,7 +217,8 @@ int catalog_repo_set_sync(struct catalog *c, int64_t repo_id, const char *status
 			     "card_data = coalesce(?7, card_data), tags = coalesce(?8, tags), "
 			     "pipeline_tag = coalesce(?9, pipeline_tag), library_name = coalesce(?10, library_name), "
 			     "license = coalesce(?11, license), downloads = coalesce(?12, downloads), "
-			     "likes = coalesce(?13, likes), last_modified = coalesce(?14, last_modified) "
+			     "likes = coalesce(?13, likes), last_modified = coalesce(?14, last_modified), "
+			     "upstream_name = CASE WHEN ?15 IS NULL THEN upstream_name WHEN ?15 = '' THEN NULL ELSE ?15 END "
 			     "WHERE id = ?1", &st))
 		return HM_ERR_SQLITE;
 	sqlite3_bind_int64(st, 1, repo_id);
@@ -238,6 +239,7 @@ int catalog_repo_set_sync(struct catalog *c, int64_t repo_id, const char *status
 		if (m->likes >= 0)
 			sqlite3_bind_int64(st, 13, m->likes);
 		bind_text_or_null(st, 14, m->last_modified);
+		bind_text_or_null(st, 15, m->upstream_name);
 	}
 	return catalog__run(st);
 }

@@ -328,6 +328,11 @@ static void hf_meta(struct fetch *f, json_t *info)
 
 	v = json_object_get(info, "gated");
 	json_object_set_new(m, "gated", json_is_string(v) ? json_copy(v) : json_string("false"));
+	/* the name upstream answers with: another one when the repo was renamed (the request followed
+	 * a redirect from the old name) */
+	v = json_object_get(info, "id");
+	if (json_is_string(v) && !hub_check_name(HUB_HF, json_string_value(v)))
+		json_object_set(m, "upstream_name", v);
 	for (size_t i = 0; i < sizeof(copy) / sizeof(copy[0]); i++)
 		if ((v = json_object_get(info, copy[i])) && !json_is_null(v))
 			json_object_set(m, !strcmp(copy[i], "lastModified") ? "last_modified" : copy[i], v);

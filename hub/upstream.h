@@ -45,7 +45,8 @@ struct hub_snapshot {
 	size_t nfiles;
 	size_t skipped_unsafe; /* entries whose path failed path_check() */
 	json_t *meta;          /* owned: gated, private, tags, pipeline_tag, library_name, license,
-				* card_data, downloads, likes, last_modified (absent when unknown) */
+				* card_data, downloads, likes, last_modified, upstream_name (HF: the repo's
+				* name as upstream answers, a renamed repo's new one) (absent when unknown) */
 	char *message;         /* owned: upstream's words on failure (X-Error-Message / Message) */
 	uint64_t requests;     /* upstream requests this call made (pages included) */
 };

@@ -49,6 +49,8 @@ json_t *mirror_repo_json(const struct catalog_repo *r, const char *base)
 	json_object_set_new(o, "added_at", json_integer(r->added_at));
 	json_object_set_new(o, "include", mirror_json_text_or(r->include_globs, json_array()));
 	json_object_set_new(o, "exclude", mirror_json_text_or(r->exclude_globs, json_array()));
+	/* upstream renamed it: its name there now (the mirror answers to both) */
+	json_object_set_new(o, "upstream_name", mirror_json_str_or_null(r->upstream_name));
 	/* which refs besides the followed one: "tags", "default", "all", or the names */
 	json_object_set_new(o, "refs_policy", r->refs_policy && r->refs_policy[0] == '['
 			    ? mirror_json_text_or(r->refs_policy, json_array()) : json_string(r->refs_policy ? r->refs_policy : "tags"));

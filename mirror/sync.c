@@ -221,7 +221,7 @@ static const char *outcome_of(int err)
 	}
 }
 
-static void meta_from_json(json_t *m, struct catalog_repo_meta *out, char **card, char **tags)
+static void meta_from_json(json_t *m, const char *name, struct catalog_repo_meta *out, char **card, char **tags)
 {
 	json_t *v;
 
@@ -246,6 +246,9 @@ static void meta_from_json(json_t *m, struct catalog_repo_meta *out, char **card
 	if (json_is_integer(v = json_object_get(m, "likes")))
 		out->likes = json_integer_value(v);
 	out->last_modified = json_string_value(json_object_get(m, "last_modified"));
+	/* a renamed repo: remembered (the mirror answers to both names); the same name clears it */
+	if ((out->upstream_name = json_string_value(json_object_get(m, "upstream_name"))) && !strcmp(out->upstream_name, name))
+		out->upstream_name = "";
 }
 
 /* Record r's complete snapshot and point ref at it. 0, or HM_ERR_SQLITE with r->error_text. */
@@ -343,7 +346,7 @@ static void repo_finish(struct srepo *r)
 		res->files = r->cr->file_count;
 		res->bytes = r->cr->total_size;
 	}
-	meta_from_json(r->snap ? r->snap->meta : NULL, &meta, &card, &tags);
+	meta_from_json(r->snap ? r->snap->meta : NULL, r->cr->name, &meta, &card, &tags);
 	if (catalog_repo_set_sync(c, r->cr->id, err ? outcome_of(err) : "ok", err ? res->error : NULL,
 				  (int64_t)time(NULL), &meta) ||
 	    catalog_run_result(c, s->run_id, r->cr->id, res->outcome, res->commit, res->files_fetched,

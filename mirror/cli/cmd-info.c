@@ -165,6 +165,9 @@ int cmd_info(int argc, char **argv)
 			       json_string_value(json_object_get(o, "sync_status")), when,
 			       json_string_value(json_object_get(o, "endpoint_env")),
 			       json_string_value(json_object_get(o, "mount_command")));
+			if (json_is_string(json_object_get(o, "upstream_name")))
+				printf("  upstream    renamed to %s (both names work here)\n",
+				       json_string_value(json_object_get(o, "upstream_name")));
 			print_refs(json_object_get(o, "refs"));
 		}
 		if (fl)
@@ -221,6 +224,8 @@ int cmd_info(int argc, char **argv)
 		       argv[optind], repo.type, repo.follow_rev, repo.head_commit ? repo.head_commit : "(not synced)",
 		       (long long)repo.file_count, size, repo.sync_status, repo.sync_error ? ": " : "",
 		       repo.sync_error ? repo.sync_error : "", when, added, repo.include_globs, repo.exclude_globs);
+		if (repo.upstream_name)
+			printf("  upstream    renamed to %s (both names work here)\n", repo.upstream_name);
 		printf("  mirrors     %s\n", repo.refs_policy);
 		catalog_refs_each(data->catalog, repo.id, ref_to_json, refs);
 		print_refs(refs);

@@ -259,7 +259,16 @@ static int hf_resolve_how(struct hfreq *h, const char *rev, bool lite)
 	bool found = false;
 	int r = (lite ? catalog_resolve_lite : catalog_resolve)(h->rt->data->catalog, "hf", h->type, h->name, rev,
 								&h->repo, &h->snap, &found);
+	char *tracked = NULL;
 
+	if (!found && !catalog_repo_alias(h->rt->data->catalog, "hf", h->type, h->name, &tracked)) {
+		/* upstream renamed it after it was added: the name clients learn there finds it too, under
+		 * the tracked name's access rules */
+		free(h->name);
+		h->name = tracked;
+		r = (lite ? catalog_resolve_lite : catalog_resolve)(h->rt->data->catalog, "hf", h->type, h->name, rev,
+								    &h->repo, &h->snap, &found);
+	}
 	h->repo_loaded = found;
 	if (found && !mirror__access_check(h->rt, h->req, "hf", h->type, h->name, "hf"))
 		return -1;

@@ -21,7 +21,7 @@ started=$SECONDS
 
 cat >"$T/spec.json" <<'JSON'
 {"repos": [
-  {"hub": "hf", "type": "model", "id": "acme/llm",
+  {"hub": "hf", "type": "model", "id": "acme/llm-v2", "renamed_from": ["acme/llm"],
    "card": {"license": "mit", "tags": ["llm", "<img src=x onerror=\"window.__xss=1\">"],
             "pipeline_tag": "text-generation", "library_name": "transformers"},
    "files": [{"path": "config.json", "content": "{\"hidden_size\": 64}\n"},
@@ -292,6 +292,10 @@ try {
 	const xss = await page.evaluate(() => ({ flag: window.__xss, imgs: document.querySelectorAll('#repo-view img').length,
 		chip: [...document.querySelectorAll('#repo-view .tags .chip')].some((c) => c.textContent === '<img src=x onerror="window.__xss=1">') }));
 	ok(xss.flag === undefined && xss.imgs === 0 && xss.chip, 'a tag that looks like HTML is shown as text', xss);
+	const shown = await page.evaluate(() => ({ h1: document.querySelector('#repo-view .repo-h1').textContent,
+		alias: (document.querySelector('#alias') || {}).textContent }));
+	ok(shown.h1 === 'acme/llm-v2' && /added here as acme\/llm,/.test(shown.alias || ''),
+		'a repo renamed upstream shows its new name and the one it was added under', shown);
 	await page.goto(M + '/#/repo/hf/model/acme/nope');
 	await page.waitForSelector('#repo-view .notfound');
 	ok(/No repository hf:acme\/nope/.test(await page.innerText('#repo-view')), 'an unknown repo: not found');

@@ -466,7 +466,7 @@
 	}
 
 	function renderRepo(view, r) {
-		document.title = r.name + ' \u00b7 hubmirror';
+		document.title = (r.upstream_name || r.name) + ' \u00b7 hubmirror';
 		clear(view);
 		const card = r.card_data && typeof r.card_data === 'object' ? r.card_data : null;
 		const tags = Array.isArray(r.tags) ? r.tags : [];
@@ -511,7 +511,9 @@
 			h('nav', { class: 'crumbs', 'aria-label': 'Breadcrumb' }, h('a', { href: '#/', text: '\u2190 All repositories' })),
 			h('header', { class: 'repo-head' },
 				h('div', { class: 'repo-badges' }, hubBadge(r.hub), typeBadge(r.type), gatedBadge(r), statusPill(r.sync_status)),
-				h('h1', { class: 'repo-h1' }, repoName(r.name)),
+				h('h1', { class: 'repo-h1' }, repoName(r.upstream_name || r.name)),
+				r.upstream_name ? h('p', { class: 'alias muted', id: 'alias',
+					text: 'Renamed upstream; added here as ' + r.name + ', which works too.' }) : null,
 				tags.length ? h('div', { class: 'tags' }, tags.map((t) => h('span', { class: 'chip', text: t }))) : null),
 			r.sync_error ? h('div', { class: 'alert', role: 'alert' }, h('strong', { text: 'Last sync failed: ' }), r.sync_error) : null,
 			h('section', { class: 'card use', 'aria-labelledby': 'use-h' },
