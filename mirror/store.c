@@ -426,6 +426,42 @@ int mirror_store_check(struct mirror_store *s, const char *sha256, bool *ok, int
 	return r;
 }
 
+int mirror_store_git_oid(struct mirror_store *s, const char *sha256, char *out, int64_t *size)
+{
+	char *p = mirror_store_blob_path(s, sha256), hdr[40];
+	EVP_MD_CTX *ctx;
+	struct stat st;
+	int fd, r, n;
+	int64_t total;
+
+	if (!p)
+		return -EINVAL;
+	fd = open(p, O_RDONLY | O_CLOEXEC);
+	free(p);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0) {
+		r = -errno;
+		close(fd);
+		return r;
+	}
+	/* git's blob id: sha1 over "blob <size>" and its NUL, then the content */
+	n = snprintf(hdr, sizeof(hdr), "blob %lld", (long long)st.st_size);
+	ctx = EVP_MD_CTX_new();
+	EVP_DigestInit_ex(ctx, EVP_sha1(), NULL);
+	EVP_DigestUpdate(ctx, hdr, (size_t)n + 1);
+	r = read_chunks(fd, digest_chunk, ctx, &total);
+	if (!r && total != (int64_t)st.st_size)
+		r = -EIO; /* it changed under us */
+	if (!r)
+		r = finish_digest(ctx, out);
+	if (!r && size)
+		*size = total;
+	close(fd);
+	EVP_MD_CTX_free(ctx);
+	return r;
+}
+
 static int each_in_dir(const char *dir, const char *suffix, time_t now,
 		       int (*fn)(void *, const char *, const char *, int64_t), void *ud)
 {

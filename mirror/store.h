@@ -82,6 +82,10 @@ int mirror_store_quarantine(struct mirror_store *s, const char *sha256);
  * -ENOENT, or -errno. */
 int mirror_store_check(struct mirror_store *s, const char *sha256, bool *ok, int64_t *size);
 
+/* The git blob id of a stored blob (out: 41 bytes, lowercase hex) and its size. Returns 0, -ENOENT or
+ * -errno. */
+int mirror_store_git_oid(struct mirror_store *s, const char *sha256, char *out, int64_t *size);
+
 /* Call fn for every file under blobs/ (name: what it is called, may not be a valid hash) and, with
  * partials, every .part file in tmp/ (with its age in seconds). Stops at fn's first non-zero. */
 int mirror_store_each(struct mirror_store *s, bool partials,

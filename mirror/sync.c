@@ -53,13 +53,18 @@ struct denial {
 	char *text;
 };
 
-enum job_state { JOB_QUEUED, JOB_RUNNING, JOB_OK, JOB_FAILED };
+/* JOB_TWIN: waiting for a running job of the other kind of key and the same size, which may be the
+ * same content (twin_wait) */
+enum job_state { JOB_QUEUED, JOB_RUNNING, JOB_OK, JOB_FAILED, JOB_TWIN };
 
 struct job {
 	struct sync *s;
 	enum job_state state;
 	char key[65];
-	struct hub_file *f;     /* the first wanting file: its URL and expectations */
+	struct hub_file *f;     /* the first wanting file: its URL and expectations (borrowed from its
+				* repo's listing, which is freed when that repo finishes: not read
+				* once the job ended) */
+	int64_t size;           /* the content's size (the key's files all have it) */
 	struct srepo *owner;    /* whose hub and token the request uses */
 	struct waiter *waiters;
 	size_t nwaiters, capwaiters;
@@ -76,6 +81,8 @@ struct job {
 	char *error_text;
 	int fail;               /* error code set by on_response/on_body */
 	struct job *next;       /* queue link */
+	struct job **twins;     /* JOB_TWIN jobs waiting for this one */
+	size_t ntwins;
 };
 
 struct srepo {
@@ -501,6 +508,8 @@ static void flush_parked(struct sync *s)
 }
 
 /* The job ended (sha256 set on success, err otherwise): tell every waiting file and repo. */
+static void twins_release(struct job *k, const char *sha256);
+
 static void job_complete(struct job *j, int err, const char *sha256)
 {
 	struct sync *s = j->s;
@@ -508,6 +517,7 @@ static void job_complete(struct job *j, int err, const char *sha256)
 	s->jobs_active--;
 	s->inflight_bytes -= j->f->size;
 	j->state = err ? JOB_FAILED : JOB_OK;
+	twins_release(j, err ? NULL : sha256);
 	if (!err) {
 		memcpy(j->result_sha, sha256, 65);
 		if (catalog_blob_fetched(s->d->catalog, sha256, j->owner->cr->id))
@@ -732,6 +742,89 @@ static void job_start(struct job *j)
 	}
 }
 
+/* ---- twins: one content known by git id on one hub and by sha256 on the other ---------------- */
+
+/* Twins are looked for among files up to this size: git ids name regular (not LFS) files, which the
+ * Hub keeps small; hashing one again to compare is cheap. */
+#define TWIN_MAX_SIZE ((int64_t)64 << 20)
+
+/* Is j's content the blob sha256 that job k brought, and may j's repos take it from k (content
+ * fetched for a closed repo goes to that repo only: may_take's rule)? */
+static bool twin_match(struct sync *s, const struct job *k, const struct job *j, const char *sha256)
+{
+	char oid[41];
+	int64_t got = -1;
+
+	if (!sha256 || !(k->owner->is_public || k->owner->cr->id == j->owner->cr->id) ||
+	    !mirror_store_has(s->d->store, sha256, j->size))
+		return false;
+	if (strlen(j->key) == 64)
+		return !strcmp(j->key, sha256);
+	return !mirror_store_git_oid(s->d->store, sha256, oid, &got) && got == j->size && !strcmp(oid, j->key);
+}
+
+/* j's content came with its twin (sha256): its files take it without a fetch. Returns false when
+ * some of its waiters may not take it (they need their own fetch: the caller queues j for them). */
+static bool twin_take(struct sync *s, struct job *j, const struct job *k, const char *sha256)
+{
+	log_debug("sync", "%s: the same content as %.12s (the other hub's name for it), fetched once", j->f->path,
+		  k->key);
+	j->state = JOB_OK;
+	memcpy(j->result_sha, sha256, 65);
+	s->files_done++;
+	if (!job_notify(j, 0, sha256))
+		return true;
+	j->owner = j->waiters[0].repo;
+	j->f = j->owner->wants[j->waiters[0].idx].f;
+	return false;
+}
+
+/* Before j starts: a job of the other kind of key (a git id for a sha256, or the reverse) and the
+ * same size may bring the same content (a Hugging Face regular file and a ModelScope file). One that
+ * ended already is compared now (returns 1: j took its content); one still running makes j wait for
+ * it (returns 2); else 0 and j is fetched. */
+static int twin_check(struct sync *s, struct job *j)
+{
+	size_t klen = strlen(j->key), compared = 0;
+
+	if (j->size > TWIN_MAX_SIZE)
+		return 0;
+	for (size_t i = 0; i < s->njobs; i++) {
+		struct job *k = s->jobs[i];
+		if (k == j || k->size != j->size || strlen(k->key) == klen)
+			continue;
+		if (k->state == JOB_RUNNING) {
+			j->state = JOB_TWIN;
+			k->twins = xreallocarray(k->twins, k->ntwins + 1, sizeof(*k->twins));
+			k->twins[k->ntwins++] = j;
+			return 2;
+		}
+		if (k->state == JOB_OK && compared++ < 16 && twin_match(s, k, j, k->result_sha))
+			return twin_take(s, j, k, k->result_sha) ? 1 : 0;
+	}
+	return 0;
+}
+
+/* k ended (sha256 its content, NULL on failure): its twins take that content when it is theirs and
+ * they may, or are fetched as usual. */
+static void twins_release(struct job *k, const char *sha256)
+{
+	struct sync *s = k->s;
+	struct job **tw = k->twins;
+	size_t n = k->ntwins;
+
+	k->twins = NULL;
+	k->ntwins = 0;
+	for (size_t i = 0; i < n; i++) {
+		struct job *j = tw[i];
+		if (twin_match(s, k, j, sha256) && twin_take(s, j, k, sha256))
+			continue;
+		j->state = JOB_QUEUED;
+		enqueue(s, j);
+	}
+	free(tw);
+}
+
 /* Start queued jobs while the limits allow. */
 static void pump(struct sync *s)
 {
@@ -741,6 +834,8 @@ static void pump(struct sync *s)
 		s->queue_head = j->next;
 		if (!s->queue_head)
 			s->queue_tail = NULL;
+		if (twin_check(s, j))
+			continue; /* taken from a twin, or waiting for one */
 		s->jobs_active++;
 		s->inflight_bytes += j->f->size;
 		j->state = JOB_RUNNING;
@@ -803,6 +898,7 @@ static void plan_repo(struct srepo *r)
 			j->s = s;
 			snprintf(j->key, sizeof(j->key), "%s", key);
 			j->f = f;
+			j->size = f->size;
 			j->owner = r;
 			job_insert(s, j);
 			enqueue(s, j);
@@ -1311,6 +1407,7 @@ out:
 		for (size_t k = 0; k < s.jobs[i]->ndenied; k++)
 			free(s.jobs[i]->denied[k].text);
 		free(s.jobs[i]->denied);
+		free(s.jobs[i]->twins);
 		free(s.jobs[i]);
 	}
 	free(s.jobs);
