@@ -19,6 +19,9 @@
 #include "mirror/data.h"
 #include "hub/hub.h"
 #include "mirror/repojson.h"
+#include "mirror/store.h"
+#include "access.h"
+#include "card.h"
 #include "routes-int.h"
 
 #define PAGE_DEFAULT 50
@@ -294,15 +297,94 @@ static void catalog_files(struct mirror_routes *rt, struct httpd_req *req, int64
 	mirror__defer(rt, req, &fj->j);
 }
 
-/* /api/catalog/repos/{hub}/{type}/{name}[/files] */
+/* ---- the card: README.md as HTML (card.c), built on a worker ---- */
+
+#define CARD_MAX (1 << 20)
+
+struct card_job {
+	struct mirror__job j;
+	int64_t snap_id;
+	char *file_url;         /* the mirror's URL of the snapshot's files, up to the path */
+};
+
+static void card_build(struct mirror__job *job, struct catalog *cat)
+{
+	struct card_job *cj = (struct card_job *)job;
+	static const char *const names[] = { "README.md", "readme.md", "Readme.md" };
+	struct catalog_entry e = { 0 };
+	char *path, *md = NULL, *html;
+	size_t len = 0, i;
+
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (cj->snap_id && !catalog_snapshot_file(cat, cj->snap_id, names[i], &e))
+			break;
+	if (i == sizeof(names) / sizeof(names[0])) {
+		job->status = 404;
+		job->body = json_pack("{s:s}", "error", "no card (README.md) in this snapshot");
+		return;
+	}
+	if (e.size > CARD_MAX) {
+		job->status = 413;
+		job->body = json_pack("{s:s}", "error", "the card is larger than 1 MiB: not rendered");
+		catalog_entry_release(&e);
+		return;
+	}
+	path = mirror_store_blob_path(job->rt->data->store, e.sha256);
+	if (!path || path_read_file(path, CARD_MAX, &md, &len)) {
+		job->status = 503;
+		job->body = json_pack("{s:s}", "error", "the card's file is not in the store");
+	} else {
+		html = mirror_card_html(md, len, cj->file_url);
+		job->status = 200;
+		job->body = json_pack("{s:s, s:s}", "path", e.path, "html", html);
+		free(html);
+	}
+	free(path);
+	free(md);
+	catalog_entry_release(&e);
+}
+
+static void card_release(struct mirror__job *job)
+{
+	struct card_job *cj = (struct card_job *)job;
+
+	free(cj->file_url);
+	free(cj);
+}
+
+/* /api/catalog/repos/{hub}/{type}/{name}/card of snapshot snap (0: never synced) */
+static void catalog_card(struct mirror_routes *rt, struct httpd_req *req, const struct catalog_repo *repo,
+			 const struct catalog_snapshot *snap)
+{
+	struct card_job *cj;
+	bool ds = !strcmp(repo->type, "dataset");
+
+	if (!mirror_access_content_open(rt->access, repo)) {
+		api_error(req, 403, "the card of a gated or private repository is not shown");
+		return;
+	}
+	cj = xcalloc(1, sizeof(*cj));
+	cj->j.build = card_build;
+	cj->j.release = card_release;
+	cj->snap_id = snap->id;
+	if (!strcmp(repo->hub, "hf"))
+		cj->file_url = xasprintf("/%s%s/resolve/%s/", ds ? "datasets/" : "", repo->name, snap->commit);
+	else
+		cj->file_url = xasprintf("/api/v1/%s/%s/repo?%sRevision=%s&FilePath=", ds ? "datasets" : "models",
+					 repo->name, ds ? "Source=SDK&" : "", snap->commit);
+	httpd_add_header(req, "Access-Control-Allow-Origin", "*");
+	mirror__defer(rt, req, &cj->j);
+}
+
+/* /api/catalog/repos/{hub}/{type}/{name}[/files|/card] */
 static void catalog_repo(struct mirror_routes *rt, struct httpd_req *req, const char *rest)
 {
 	char hub[8], type[16];
-	const char *p = rest, *files_suffix;
+	const char *p = rest, *files_suffix, *card_suffix;
 	char *name = NULL, *base = NULL, *rev = NULL;
 	struct catalog_repo repo = { 0 };
 	struct catalog_snapshot snap;
-	bool found = false, want_files;
+	bool found = false, want_files, want_card;
 	int r;
 
 	if (sscanf(p, "%7[a-z]/%15[a-z]/", hub, type) != 2) {
@@ -312,7 +394,10 @@ static void catalog_repo(struct mirror_routes *rt, struct httpd_req *req, const 
 	p += strlen(hub) + strlen(type) + 2;
 	files_suffix = strstr(p, "/files");
 	want_files = files_suffix && !strcmp(files_suffix, "/files");
-	name = want_files ? xstrndup(p, (size_t)(files_suffix - p)) : xstrdup(p);
+	card_suffix = strstr(p, "/card");
+	want_card = !want_files && card_suffix && !strcmp(card_suffix, "/card");
+	name = want_files ? xstrndup(p, (size_t)(files_suffix - p))
+		: want_card ? xstrndup(p, (size_t)(card_suffix - p)) : xstrdup(p);
 	if ((strcmp(hub, "hf") && strcmp(hub, "ms")) || (strcmp(type, "model") && strcmp(type, "dataset")) ||
 	    hub_check_name(strcmp(hub, "ms") ? HUB_HF : HUB_MS, name)) {
 		api_error(req, 404, "no such repository");
@@ -338,7 +423,9 @@ static void catalog_repo(struct mirror_routes *rt, struct httpd_req *req, const 
 	if (r)
 		memset(&snap, 0, sizeof(snap)); /* tracked, never synced */
 	base = mirror__self_base(req);
-	if (want_files) {
+	if (want_card) {
+		catalog_card(rt, req, &repo, &snap);
+	} else if (want_files) {
 		catalog_files(rt, req, snap.id, snap.commit);
 	} else {
 		json_t *o = mirror_repo_json(&repo, base), *refs = json_array(), *snaps = json_array();

@@ -25,7 +25,7 @@ cat >"$T/spec.json" <<'JSON'
    "card": {"license": "mit", "tags": ["llm", "<img src=x onerror=\"window.__xss=1\">"],
             "pipeline_tag": "text-generation", "library_name": "transformers"},
    "files": [{"path": "config.json", "content": "{\"hidden_size\": 64}\n"},
-             {"path": "README.md", "content": "# llm\n"},
+             {"path": "README.md", "content": "---\nlicense: mit\n---\n# LLM card\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n<script>window.__cardxss=1</script>\n\n![remote](https://evil.example/x.png) ![local](tokenizer/tokenizer.json) [bad](javascript:alert(1)) [cfg](./config.json) [up](../../etc/passwd)\n"},
              {"path": "tokenizer/tokenizer.json", "content": "{}\n"},
              {"path": "model.safetensors", "size": 1500000, "seed": 5}]},
   {"hub": "hf", "type": "dataset", "id": "acme/corpus",
@@ -88,6 +88,9 @@ check "unknown asset: 404 (passed down the chain)" test "$(curl -sS -o /dev/null
 check "POST /: 405" test "$(curl -sS -o /dev/null -w '%{http_code}' -X POST -d x "$M/")" = 405
 check "no URL to anywhere else in the page (no CDN, no fonts)" bash -c "! grep -hoE '(https?:)?//[A-Za-z0-9.-]+' '$T/index.html' '$T/app.js' '$T/style.css' | grep -v '//www.w3.org$'"
 check "the chain is intact (healthz, catalog API)" bash -c "curl -fsS '$M/healthz' | grep -q ok && curl -fsS '$M/api/catalog/stats' | grep -q '\"repos\":4'"
+card_code() { curl -sS -o /dev/null -w '%{http_code}' "$M/api/catalog/repos/$1/card"; }
+check "a card: 404 without a README, 403 for a gated repo, 200 otherwise" \
+	test "$(card_code ms/model/qwen/ms-tiny) $(card_code hf/model/other/gated-thing) $(card_code hf/dataset/acme/corpus)" = "404 403 200"
 
 # ---- the page in Chromium ----
 cat >"$T/web.mjs" <<'JS'
@@ -289,13 +292,28 @@ try {
 	ok(/pytorch/.test(await page.evaluate(async (u) => (await fetch(u)).text(), cfg)), 'a ModelScope file downloads from the mirror', cfg);
 	await page.goto(M + '/#/repo/hf/model/acme/llm');
 	await page.waitForSelector('#repo-view .tags');
-	const xss = await page.evaluate(() => ({ flag: window.__xss, imgs: document.querySelectorAll('#repo-view img').length,
+	const xss = await page.evaluate(() => ({ flag: window.__xss, imgs: document.querySelectorAll('#repo-view img:not(#readme img)').length,
 		chip: [...document.querySelectorAll('#repo-view .tags .chip')].some((c) => c.textContent === '<img src=x onerror="window.__xss=1">') }));
 	ok(xss.flag === undefined && xss.imgs === 0 && xss.chip, 'a tag that looks like HTML is shown as text', xss);
 	const shown = await page.evaluate(() => ({ h1: document.querySelector('#repo-view .repo-h1').textContent,
 		alias: (document.querySelector('#alias') || {}).textContent }));
 	ok(shown.h1 === 'acme/llm-v2' && /added here as acme\/llm,/.test(shown.alias || ''),
 		'a repo renamed upstream shows its new name and the one it was added under', shown);
+	await page.waitForSelector('#readme-card:not([hidden]) #readme h1');
+	const cardv = await page.evaluate(() => {
+		const box = document.querySelector('#readme');
+		const a = (t) => [...box.querySelectorAll('a')].find((e) => e.textContent === t);
+		return { h1: box.querySelector('h1').textContent, td: [...box.querySelectorAll('td')].map((e) => e.textContent).join(','),
+			scripts: box.querySelectorAll('script').length, flag: window.__cardxss, front: /license: mit/.test(box.textContent),
+			imgs: [...box.querySelectorAll('img')].map((e) => e.getAttribute('src')), remote: a('remote') && a('remote').getAttribute('href'),
+			bad: a('bad') && a('bad').getAttribute('href'), cfg: a('cfg') && a('cfg').getAttribute('href'), up: a('up') && a('up').getAttribute('href') };
+	});
+	ok(cardv.h1 === 'LLM card' && cardv.td === '1,2' && !cardv.front, 'the model card renders (heading, table), its front matter left out', cardv);
+	ok(cardv.scripts === 0 && cardv.flag === undefined && !cardv.bad, 'the card runs nothing: raw HTML dropped, a javascript: link emptied', cardv);
+	ok(cardv.imgs.length === 1 && /^\/acme\/llm\/resolve\/[0-9a-f]{40}\/tokenizer\/tokenizer\.json$/.test(cardv.imgs[0]) &&
+		cardv.remote === 'https://evil.example/x.png', "the card's own image comes from the mirror, a remote one is only a link", cardv);
+	ok(/^\/acme\/llm\/resolve\/[0-9a-f]{40}\/config\.json$/.test(cardv.cfg || '') && cardv.up === '../../etc/passwd',
+		"a link to a file of the repo points at the mirror; one leaving it is left alone", cardv);
 	await page.goto(M + '/#/repo/hf/model/acme/nope');
 	await page.waitForSelector('#repo-view .notfound');
 	ok(/No repository hf:acme\/nope/.test(await page.innerText('#repo-view')), 'an unknown repo: not found');

@@ -463,6 +463,7 @@
 		reveal();
 		loadFiles(dir, false);
 		loadRuns(seq);
+		loadCard(seq);
 	}
 
 	function renderRepo(view, r) {
@@ -528,6 +529,9 @@
 					h('div', { id: 'files' }, h('p', { class: 'muted', text: 'Loading files\u2026' })),
 					h('div', { class: 'more' }, h('button', { type: 'button', class: 'btn', id: 'files-more', hidden: true,
 						text: 'More files', onclick: () => loadFiles(page.dir, true) }))),
+				h('section', { class: 'card readme-card', id: 'readme-card', hidden: true, 'aria-labelledby': 'readme-h' },
+					h('h2', { id: 'readme-h', text: r.type === 'dataset' ? 'Dataset card' : 'Model card' }),
+					h('div', { class: 'markdown', id: 'readme' })),
 				h('section', { class: 'card runs-card', 'aria-labelledby': 'runs-h' },
 					h('h2', { id: 'runs-h', text: 'Sync history' }),
 					h('p', { class: 'muted small', text: 'Recent sync runs of this mirror (all tracked repositories).' }),
@@ -545,6 +549,23 @@
 			card ? h('details', { class: 'card carddata' },
 				h('summary', null, h('h2', { text: 'Card metadata' })),
 				h('pre', { class: 'json', text: JSON.stringify(card, null, 2) })) : null);
+	}
+
+	// The card (README.md) as the mirror rendered it: cmark-gfm in its safe mode (raw HTML dropped,
+	// script links emptied), images that are not the repo's own turned into links; nothing here
+	// loads from outside the mirror. A repo without one keeps the section hidden.
+	async function loadCard(seq) {
+		const r = page.repo;
+		if (!r) return;
+		let d;
+		try {
+			d = await api(repoApi(r) + '/card');
+		} catch (e) {
+			return;
+		}
+		if (seq !== page.seq || !$('readme') || typeof d.html !== 'string') return;
+		$('readme').innerHTML = d.html;
+		$('readme-card').hidden = false;
 	}
 
 	async function loadFiles(dir, more) {
