@@ -97,6 +97,16 @@ TEST(verified_content_becomes_a_blob)
 	CHECK_INT(count_files("tmp"), 0);
 	free(back);
 	free(path);
+	{
+		/* the git blob id of a stored blob, as another hub names the same content */
+		char oid2[41];
+		int64_t size = -1;
+		CHECK_INT(mirror_store_git_oid(store, sha, oid2, &size), 0);
+		CHECK_STR(oid2, oid);
+		CHECK_INT(size, (int64_t)len);
+		CHECK_INT(mirror_store_git_oid(store, "0000000000000000000000000000000000000000000000000000000000000000", oid2,
+					       &size), -ENOENT);
+	}
 }
 
 TEST(mismatch_never_enters_the_store)
