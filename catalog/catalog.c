@@ -185,3 +185,92 @@ void catalog_rollback(struct catalog *c)
 {
 	sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
 }
+
+/* ---- backup and restore ------------------------------------------------------------------------ */
+
+int catalog_backup(struct catalog *c, const char *dest, char **errmsg)
+{
+	sqlite3 *out = NULL;
+	sqlite3_backup *b;
+	int rc;
+
+	if (sqlite3_open_v2(dest, &out, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, NULL) !=
+	    SQLITE_OK) {
+		int r = fail(out, errmsg, "cannot create the backup");
+		sqlite3_close(out);
+		return r;
+	}
+	/* One step over every page: the source is read in one transaction, so the copy is the catalog
+	 * as of one moment, whatever a running sync or serve does meanwhile (WAL readers do not block). */
+	b = sqlite3_backup_init(out, "main", c->db, "main");
+	if (!b) {
+		int r = fail(out, errmsg, "cannot start the backup");
+		sqlite3_close(out);
+		return r;
+	}
+	do {
+		rc = sqlite3_backup_step(b, -1);
+		if (rc == SQLITE_BUSY || rc == SQLITE_LOCKED)
+			sqlite3_sleep(50);
+	} while (rc == SQLITE_OK || rc == SQLITE_BUSY || rc == SQLITE_LOCKED);
+	sqlite3_backup_finish(b);
+	if (rc != SQLITE_DONE) {
+		int r = fail(out, errmsg, "backup failed");
+		sqlite3_close(out);
+		return r;
+	}
+	/* a file that stands alone: no -wal beside it */
+	rc = sqlite3_exec(out, "PRAGMA journal_mode = DELETE", NULL, NULL, NULL);
+	if (rc != SQLITE_OK) {
+		int r = fail(out, errmsg, "backup failed");
+		sqlite3_close(out);
+		return r;
+	}
+	return sqlite3_close(out) == SQLITE_OK ? 0 : HM_ERR_SQLITE;
+}
+
+int catalog_file_check(const char *path, int *version, int64_t *repos, char **errmsg)
+{
+	sqlite3 *db = NULL;
+	sqlite3_stmt *st = NULL;
+	char *uri = xasprintf("file:%s?mode=ro&immutable=1", path);
+	int r = HM_ERR_SQLITE, v = 0;
+
+	if (sqlite3_open_v2(uri, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
+		r = fail(db, errmsg, "not an SQLite database");
+		goto out;
+	}
+	if (sqlite3_prepare_v2(db, "PRAGMA quick_check", -1, &st, NULL) != SQLITE_OK || sqlite3_step(st) != SQLITE_ROW ||
+	    strcmp((const char *)sqlite3_column_text(st, 0), "ok")) {
+		r = fail(db, errmsg, "not a sound SQLite database (quick_check)");
+		goto out;
+	}
+	sqlite3_finalize(st);
+	st = NULL;
+	if (read_version(db, &v) || v < 1) {
+		r = fail(db, errmsg, "not a hubmirror catalog (no schema version)");
+		goto out;
+	}
+	if (v > catalog__migration_count()) {
+		if (errmsg)
+			*errmsg = xasprintf("catalog schema version %d is newer than this hubmirror (%d)", v,
+					    catalog__migration_count());
+		r = HM_ERR_SCHEMA;
+		goto out;
+	}
+	if (sqlite3_prepare_v2(db, "SELECT count(*) FROM repos", -1, &st, NULL) != SQLITE_OK ||
+	    sqlite3_step(st) != SQLITE_ROW) {
+		r = fail(db, errmsg, "not a hubmirror catalog (no repos)");
+		goto out;
+	}
+	if (repos)
+		*repos = sqlite3_column_int64(st, 0);
+	if (version)
+		*version = v;
+	r = 0;
+out:
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+	free(uri);
+	return r;
+}

@@ -29,6 +29,15 @@ void catalog_free(struct catalog **c);
 int catalog_schema_version(void);
 int catalog_stored_version(struct catalog *c);
 
+/* Copy the open catalog to dest (a new file) as of one moment, safe while others read and write it
+ * (SQLite's online backup); dest stands alone (no WAL). Returns 0 or HM_ERR_SQLITE with *errmsg. */
+int catalog_backup(struct catalog *c, const char *dest, char **errmsg);
+
+/* Is the file at path a sound hubmirror catalog this binary can open? Read-only. *version (its
+ * schema version) and *repos (tracked or removed) are set on success. Returns 0, HM_ERR_SQLITE or
+ * HM_ERR_SCHEMA (newer than this binary), with *errmsg. */
+int catalog_file_check(const char *path, int *version, int64_t *repos, char **errmsg);
+
 /* ---- tracked repositories ---------------------------------------------------------------------- */
 
 #include <stdbool.h>
@@ -325,6 +334,11 @@ int catalog_torrent_missing_each(struct catalog *c, int (*fn)(void *ud, int64_t 
 
 /* Every torrent row, in snapshot order: fn(ud, t) (borrowed); a non-zero return stops and is returned. */
 int catalog_torrents_each(struct catalog *c, int (*fn)(void *ud, const struct catalog_torrent *t), void *ud);
+
+/* Drop the torrent rows whose .torrent file is gone (have(ud, btih) false): the next sync makes
+ * them again, with the same info-hashes. *dropped counts them. Returns 0 or HM_ERR_SQLITE. */
+int catalog_torrents_drop_missing(struct catalog *c, bool (*have)(void *ud, const char *btih), void *ud,
+				  int64_t *dropped);
 
 /* Whether any torrent row has this v1 hash (gc keeps its file). 1, 0 or HM_ERR_SQLITE. */
 int catalog_torrent_known(struct catalog *c, const char *btih);

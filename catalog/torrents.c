@@ -3,9 +3,11 @@
  * so the tracker answers only for torrents of this mirror and the web seed maps a hash to files.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "base/err.h"
+#include "base/xmalloc.h"
 #include "catalog-int.h"
 
 #define TORRENT_COLUMNS "snapshot_id, btih, btmh, name, piece_size, created_at"
@@ -120,4 +122,45 @@ int catalog_torrents_each(struct catalog *c, int (*fn)(void *ud, const struct ca
 			break;
 	}
 	return catalog__rows_end(st, rc, r);
+}
+
+int catalog_torrents_drop_missing(struct catalog *c, bool (*have)(void *ud, const char *btih), void *ud,
+				  int64_t *dropped)
+{
+	sqlite3_stmt *st = NULL;
+	int64_t *gone = NULL;
+	size_t n = 0, cap = 0;
+	int r = HM_ERR_SQLITE, rc;
+
+	*dropped = 0;
+	if (catalog__prepare(c, "SELECT snapshot_id, btih FROM torrents", &st))
+		return HM_ERR_SQLITE;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		const char *btih = (const char *)sqlite3_column_text(st, 1);
+		if (btih && have(ud, btih))
+			continue;
+		if (n == cap) {
+			cap = cap ? cap * 2 : 64;
+			gone = xreallocarray(gone, cap, sizeof(*gone));
+		}
+		gone[n++] = sqlite3_column_int64(st, 0);
+	}
+	sqlite3_finalize(st);
+	st = NULL;
+	if (rc != SQLITE_DONE)
+		goto out;
+	/* after the walk: rows are not deleted under a running SELECT */
+	for (size_t i = 0; i < n; i++) {
+		if (catalog__prepare(c, "DELETE FROM torrents WHERE snapshot_id = ?1", &st))
+			goto out;
+		sqlite3_bind_int64(st, 1, gone[i]);
+		if (catalog__run(st))
+			goto out;
+		st = NULL;
+		(*dropped)++;
+	}
+	r = 0;
+out:
+	free(gone);
+	return r;
 }

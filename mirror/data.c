@@ -30,6 +30,7 @@ int mirror_data_open(const char *dir, struct mirror_data **out, char **errmsg)
 
 	d->dir = xstrdup(dir);
 	d->lock_fd = -1;
+	d->serve_fd = -1;
 	r = path_mkdirs(dir, 0755);
 	if (r) {
 		if (errmsg)
@@ -66,6 +67,8 @@ void mirror_data_free(struct mirror_data **d)
 	if (!d || !*d)
 		return;
 	mirror_data_unlock(*d);
+	if ((*d)->serve_fd >= 0)
+		close((*d)->serve_fd);
 	catalog_free(&(*d)->catalog);
 	mirror_store_free(&(*d)->store);
 	free((*d)->dir);
@@ -85,6 +88,7 @@ char *mirror_data_path(const struct mirror_data *d, enum mirror_data_place place
 		[MIRROR_DATA_LOCK] = "sync.lock",
 		[MIRROR_DATA_SYNC_TOKENS] = "sync.tokens",
 		[MIRROR_DATA_CATALOG] = "catalog.db",
+		[MIRROR_DATA_SERVE_LOCK] = "serve.lock",
 	};
 
 	return xasprintf("%s/%s", d->dir, rel[place]);
@@ -120,6 +124,43 @@ int mirror_data_lock(struct mirror_data *d, bool wait, long *holder_pid)
 	}
 	d->lock_fd = fd;
 	return 0;
+}
+
+static int serve_lock_op(struct mirror_data *d, int op, int *fd_out)
+{
+	char *p = mirror_data_path(d, MIRROR_DATA_SERVE_LOCK);
+	int fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+
+	free(p);
+	if (fd < 0)
+		return -errno;
+	if (flock(fd, op | LOCK_NB) < 0) {
+		int e = errno;
+		close(fd);
+		return e == EWOULDBLOCK ? 1 : -e;
+	}
+	*fd_out = fd;
+	return 0;
+}
+
+int mirror_data_serve_lock(struct mirror_data *d)
+{
+	int fd = -1, r = serve_lock_op(d, LOCK_SH, &fd);
+
+	if (r == 1)
+		return -EWOULDBLOCK; /* a restore holds it for a moment */
+	if (!r)
+		d->serve_fd = fd;
+	return r;
+}
+
+int mirror_data_serve_exclude(struct mirror_data *d)
+{
+	int fd = -1, r = serve_lock_op(d, LOCK_EX, &fd);
+
+	if (!r)
+		d->serve_fd = fd;
+	return r;
 }
 
 void mirror_data_unlock(struct mirror_data *d)

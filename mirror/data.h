@@ -5,6 +5,7 @@
  *   store/blobs/<h0h1>/<sha256> the content-addressed store, store/tmp/ its partial files and the
  *                              server's spill files (mirror/store.h)
  *   sync.lock                  the sync lock (mirror_data_lock)
+ *   serve.lock                 held (shared) by every running `serve` (mirror_data_serve_lock)
  *   sync.tokens                which upstream tokens the last sync used (hashes cut short, mode 0600):
  *                              a change makes the next sync ask again for repos upstream refused
  *   torrents/<btih>.torrent    the swarm's torrents of snapshots, torrents/.work/ their hashing farms
@@ -22,6 +23,7 @@ struct mirror_store;
 struct mirror_data {
 	char *dir;                   /* owned */
 	int lock_fd;                 /* -1 unless the sync lock is held */
+	int serve_fd;                /* -1 unless this process serves the directory */
 	struct catalog *catalog;     /* owned */
 	struct mirror_store *store;  /* owned */
 };
@@ -45,6 +47,14 @@ void mirror_data_free(struct mirror_data **d);
 int mirror_data_lock(struct mirror_data *d, bool wait, long *holder_pid);
 void mirror_data_unlock(struct mirror_data *d);
 
+/* A serve announces itself for its whole life (a shared flock on serve.lock: several serves may share
+ * a directory); returns 0, -EWOULDBLOCK while a restore holds the directory, or -errno.
+ * mirror_data_serve_exclude keeps every serve out (the exclusive flock, held until
+ * mirror_data_free): a restore must not swap the catalog under one. Returns 0, 1 when a serve runs,
+ * or -errno. */
+int mirror_data_serve_lock(struct mirror_data *d);
+int mirror_data_serve_exclude(struct mirror_data *d);
+
 /* Paths in the data directory (the layout above); each malloc'd, the caller frees. btih: 40 hex. */
 enum mirror_data_place {
 	MIRROR_DATA_TORRENTS,     /* torrents/ */
@@ -56,6 +66,7 @@ enum mirror_data_place {
 	MIRROR_DATA_LOCK,         /* sync.lock */
 	MIRROR_DATA_SYNC_TOKENS,  /* sync.tokens */
 	MIRROR_DATA_CATALOG,      /* catalog.db */
+	MIRROR_DATA_SERVE_LOCK,   /* serve.lock */
 };
 char *mirror_data_path(const struct mirror_data *d, enum mirror_data_place place);
 char *mirror_data_torrent_path(const struct mirror_data *d, const char *btih);

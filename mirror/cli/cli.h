@@ -118,6 +118,8 @@ struct json_t *cli_mirror_get(const char *mirror, const char *path_and_query);
 void cli_print_repo_table(struct json_t *repos);
 
 int cmd_add(int argc, char **argv);
+int cmd_backup(int argc, char **argv);
+int cmd_restore(int argc, char **argv);
 int cmd_search(int argc, char **argv);
 int cmd_gc(int argc, char **argv);
 int cmd_verify(int argc, char **argv);

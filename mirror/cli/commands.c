@@ -31,6 +31,13 @@ const struct cli_command cli_commands[] = {
 	  "                    branch, tag and conversion), or names (v1.0,dev; repeatable)\n"
 	  "  --from FILE       read one SPEC per line, each followed by its own options; '#' comments.\n"
 	  "                    All lines are checked first: one bad line adds nothing. FILE - is stdin.\n" },
+	{ "backup", cmd_backup, "backup [--data DIR] --output FILE",
+	  "copy the catalog as of now, while serve and sync run",
+	  "Writes the catalog (SQLite's online backup: one consistent moment, whatever a running serve or\n"
+	  "sync does) to FILE, through a temporary file renamed into place. The store is content-addressed:\n"
+	  "the catalog is what must be kept; 'hubmirror restore' puts it back.\n"
+	  "  --data DIR      data directory (default $HUBMIRROR_DATA or /var/lib/hubmirror)\n"
+	  "  --output FILE   where to write it (replaced if it exists)\n" },
 	{ "gc", cmd_gc, "gc [--data DIR] [--keep N] [--partial-age HOURS] [--dry-run] [--wait] [--json]",
 	  "drop snapshots nothing needs, and the files only they used",
 	  "Keeps every snapshot a ref points at and the N most recent of each tracked repository; drops\n"
@@ -208,6 +215,15 @@ const struct cli_command cli_commands[] = {
 	  "  --progress, --no-progress   live progress on stderr (default: when it is a terminal)\n"
 	  "Tokens come from $HF_TOKEN (or $HUGGING_FACE_HUB_TOKEN) and $MODELSCOPE_API_TOKEN; they are\n"
 	  "sent only to the upstream host itself, never to the hosts it redirects to, and never logged.\n" },
+	{ "restore", cmd_restore, "restore [--data DIR] [--json] FILE",
+	  "put a catalog backup in place",
+	  "Checks that FILE is a sound hubmirror catalog (quick_check, a schema this binary knows), then\n"
+	  "replaces the data directory's catalog with it (its old WAL removed first) and migrates it if it\n"
+	  "is older. Refused while a serve or a sync uses the directory; a bad FILE changes nothing.\n"
+	  "Contents the catalog names that the store lacks mark their repositories damaged, and torrents\n"
+	  "whose files are gone are dropped: the next 'hubmirror sync' fetches and makes them again.\n"
+	  "  --data DIR   data directory (default $HUBMIRROR_DATA or /var/lib/hubmirror)\n"
+	  "  --json       print the report as JSON\n" },
 	{ "verify", cmd_verify, "verify [--data DIR] [--wait] [--json]",
 	  "re-hash every stored file; quarantine corrupt ones for the next sync to fetch again",
 	  "Reads every blob of the store and checks it against its sha256. A corrupt blob is moved to\n"

@@ -208,6 +208,15 @@ int mirror_serve(const struct mirror_serve_config *cfg, char **errmsg)
 		mirror_access_free(&s.access);
 		return r;
 	}
+	r = mirror_data_serve_lock(s.data); /* held for life: a restore waits for no serve */
+	if (r) {
+		if (errmsg)
+			*errmsg = xasprintf(r == -EWOULDBLOCK ? "a restore is replacing the catalog of %s: try again"
+							      : "cannot lock %s", cfg->data_dir);
+		mirror_data_free(&s.data);
+		mirror_access_free(&s.access);
+		return r;
+	}
 	if (cfg->tls_cert && hub_tls_new(cfg->tls_cert, cfg->tls_key, &s.tls, errmsg)) {
 		mirror_data_free(&s.data);
 		mirror_access_free(&s.access);
