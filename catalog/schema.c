@@ -220,9 +220,9 @@ static const char *const migrations[] = {
 	"ALTER TABLE refs_new RENAME TO refs;"
 	"ALTER TABLE repos ADD COLUMN refs_policy TEXT NOT NULL DEFAULT 'tags';"
 	"ALTER TABLE repos ADD COLUMN refs_checked_at INTEGER;",
-	/* 10 -> 11 */
-	"ALTER TABLE repos ADD COLUMN upstream_name TEXT;"
-	"CREATE INDEX repos_by_upstream_name ON repos(hub, type, upstream_name) WHERE upstream_name IS NOT NULL;",
+	/* 10 -> 11 (in parentheses: two literals joined on purpose) */
+	("ALTER TABLE repos ADD COLUMN upstream_name TEXT;"
+	 "CREATE INDEX repos_by_upstream_name ON repos(hub, type, upstream_name) WHERE upstream_name IS NOT NULL;"),
 };
 
 int catalog__migration_count(void)

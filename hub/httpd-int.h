@@ -54,6 +54,11 @@ struct httpd {
 	struct httpd_stats stats;
 	int port;
 	bool closing;
+	bool draining;                 /* httpd_drain: answers in flight finish, nothing new comes */
+	bool listener_gone;            /* the listener closed for the drain (its callback ran) */
+	bool free_pending;             /* httpd_free came while the drain's listener close ran */
+	void (*drained)(void *ud);     /* called once no connection is left */
+	void *drained_ud;
 	httpd_observer_fn observer;
 	void *observer_ud;
 	time_t date_at;                /* the second `date` was formatted for */

@@ -287,7 +287,7 @@ static void start_response(struct conn *c, int status, const char *ctype, int64_
 	}
 	r->status = status;
 	r->answered = true;
-	c->close_after = !r->keep_alive || c->h->closing;
+	c->close_after = !r->keep_alive || c->h->closing || c->h->draining;
 	buf_reset(&c->out);
 	c->out_off = 0;
 	buf_addf(&c->out, "HTTP/1.1 %d %s\r\nDate: %s\r\nServer: hubmirror\r\n", status, reason(status), c->h->date);
@@ -464,6 +464,11 @@ static void conn_close(struct conn *c)
 	if (c->next)
 		c->next->prev = c->prev;
 	h->stats.connections_open--;
+	if (h->draining && !h->conns && h->drained) {
+		void (*done)(void *) = h->drained;
+		h->drained = NULL; /* once */
+		done(h->drained_ud);
+	}
 	if (c->job) {
 		c->job->c = NULL; /* its done callback gets no request */
 		c->job = NULL;
@@ -658,7 +663,7 @@ static void conn_finish_response(struct conn *c)
 			       c->sent_this_response);
 	log_access(c);
 	file_done(c);
-	if (c->close_after) {
+	if (c->close_after || c->h->draining) {
 		if (c->linger)
 			conn_linger(c);
 		else
@@ -1258,12 +1263,45 @@ static void listener_closed(uv_handle_t *handle)
 		httpd_destroy(h);
 }
 
+/* The drain's listener close is done: if httpd_free came meanwhile, finish what it began. */
+static void listener_closed_draining(uv_handle_t *handle)
+{
+	struct httpd *h = handle->data;
+
+	h->listener_gone = true;
+	if (h->free_pending)
+		listener_closed(handle);
+}
+
+void httpd_drain(struct httpd *h, void (*done)(void *ud), void *ud)
+{
+	struct conn *c, *next;
+
+	if (h->draining || h->closing)
+		return;
+	h->draining = true;
+	h->drained = done;
+	h->drained_ud = ud;
+	uv_close(h->is_unix ? (uv_handle_t *)&h->unix_listener : (uv_handle_t *)&h->listener, listener_closed_draining);
+	/* idle keep-alive connections go now: nothing of theirs is in flight */
+	for (c = h->conns; c; c = next) {
+		next = c->next;
+		if (c->state == C_READING && !c->in_request && c->rlen == c->roff)
+			conn_close(c); /* the last one calls done */
+	}
+	if (!h->conns && h->drained) {
+		h->drained = NULL;
+		done(ud);
+	}
+}
+
 void httpd_free(struct httpd **hp)
 {
 	struct httpd *h = hp ? *hp : NULL;
 
 	if (!h)
 		return;
+	h->drained = NULL; /* no callback from the closes below */
 	h->closing = true;
 	while (h->conns)
 		conn_close(h->conns); /* detaches their jobs */
@@ -1275,6 +1313,14 @@ void httpd_free(struct httpd **hp)
 		free(j);
 	}
 	h->waiting_tail = NULL;
-	uv_close(h->is_unix ? (uv_handle_t *)&h->unix_listener : (uv_handle_t *)&h->listener, listener_closed);
+	if (h->listener_gone) {
+		h->freed = true;
+		if (!h->stats.deferred_running)
+			httpd_destroy(h);
+	} else if (h->draining) {
+		h->free_pending = true; /* the drain's close callback finishes */
+	} else {
+		uv_close(h->is_unix ? (uv_handle_t *)&h->unix_listener : (uv_handle_t *)&h->listener, listener_closed);
+	}
 	*hp = NULL;
 }

@@ -71,6 +71,11 @@ int httpd_adopt(struct httpd *h, int fd);
 void httpd_add_handler(struct httpd *h, httpd_handler_fn fn, void *ud);
 /* The port actually bound (useful with port 0). */
 int httpd_port(const struct httpd *h);
+/* Stop taking connections (the listener closes) and close the idle keep-alive ones; a request being
+ * read or answered (or computed by httpd_defer) goes on and its connection closes after the answer.
+ * done(ud) runs once no connection is left (at once, from this call, when none is). httpd_free
+ * still ends whatever is left. For a graceful shutdown (serve on SIGTERM). */
+void httpd_drain(struct httpd *h, void (*done)(void *ud), void *ud);
 /* Close the listener and every connection; run the loop afterwards to finish. NULL-safe. */
 void httpd_free(struct httpd **h);
 

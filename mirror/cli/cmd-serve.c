@@ -56,6 +56,18 @@ static int take_timeout(const struct cli_command *self, const struct cli_flag *f
 	return CLI_OK;
 }
 
+/* --shutdown-grace: seconds, 0 (stop at once) to 3600. */
+static int take_grace(const struct cli_command *self, const struct cli_flag *f, const char *arg)
+{
+	char *end;
+	double v = strtod(arg, &end);
+
+	if (end == arg || *end || !(v >= 0) || v > 3600)
+		return cli_usage_error(self, "--%s takes seconds, 0 to 3600", f->name);
+	*(unsigned *)f->dest = (unsigned)(v * 1000);
+	return CLI_OK;
+}
+
 /* What the options mean together: the auth mode, addresses, times. Returns 0 or CLI_USAGE. */
 static int serve_check(const struct cli_command *self, struct mirror_serve_config *cfg, int auth)
 {
@@ -104,12 +116,14 @@ int cmd_serve(int argc, char **argv)
 		CLI_INT_TAKES("search-budget", &cfg.search_budget_ms, 1, 60000, "milliseconds, 1 to 60000"),
 		CLI_INT_TAKES("max-connections", &max_connections, 1, 1000000, "a number, 1 to 1000000"),
 		CLI_STR("trusted-proxy", &cfg.trusted_proxies),
+		CLI_FN("shutdown-grace", &cfg.shutdown_grace_ms, take_grace),
 		CLI_STR("tls-cert", &cfg.tls_cert),
 		CLI_STR("tls-key", &cfg.tls_key),
 		CLI_END,
 	};
 
 	cfg.data_dir = mirror_data_default_dir();
+	cfg.shutdown_grace_ms = 10000;
 	cfg.listen = getenv("HUBMIRROR_LISTEN") ? getenv("HUBMIRROR_LISTEN") : "0.0.0.0:8080";
 	cfg.p2p_listen = getenv("HUBMIRROR_P2P_LISTEN") ? getenv("HUBMIRROR_P2P_LISTEN") : "0.0.0.0:6881";
 	if (cli_parse_flags(self, argc, argv, flags))

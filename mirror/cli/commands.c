@@ -152,6 +152,7 @@ const struct cli_command cli_commands[] = {
 	  "serve [--data DIR] [--listen HOST:PORT] [--sync-at HH:MM] [--sync-every D] [--access-log FILE|-]\n"
 	  "       [--tokens FILE] [--auth open|listed|all]\n"
 	  "       [--hf-upstream URL] [--ms-upstream URL] [--ready-file FILE] [--tls-cert FILE --tls-key FILE]\n"
+	  "       [--shutdown-grace S]\n"
 	  "       [--header-timeout S] [--idle-timeout S] [--write-timeout S]\n"
 	  "       [--p2p-listen HOST:PORT|off] [--p2p-upload-limit BYTES/S] [--p2p-rescan S] [--p2p-super-seed]\n"
 	  "       [--search-budget MS] [--max-connections N] [--trusted-proxy ADDR[,ADDR...]]",
@@ -183,12 +184,14 @@ const struct cli_command cli_commands[] = {
 	  "  --search-budget MS  the longest one catalog search may run; past it a 400 (100)\n"
 	  "  --max-connections N HTTP connections open at once; past it a 503 (16384)\n"
 	  "  --trusted-proxy A   believe X-Forwarded-Host/-Proto only from these peer addresses\n"
+	  "  --shutdown-grace S  on SIGTERM/SIGINT, stop taking connections and let answers in flight\n"
+	  "                      finish for up to S seconds (default 10; 0: stop at once)\n"
 	  "  --tls-cert FILE, --tls-key FILE   HTTPS on the same port (PEM certificate chain and\n"
 	  "                      key); plain HTTP still answers there. SIGHUP loads them again\n"
 	  "  --p2p-super-seed    offer each peer only pieces no peer has yet: the mirror sends about one\n"
 	  "                      copy of a model however many fetch it, at the cost of a slower start\n"
 	  "                      (experimental: a lone client without the web seed can stall at the end)\n"
-	  "Stops on SIGINT or SIGTERM.\n" },
+	  "Stops on SIGINT or SIGTERM (gracefully: see --shutdown-grace; a second signal stops at once).\n" },
 	{ "sync", cmd_sync,
 	  "sync [--data DIR] [--hf-upstream URL] [--ms-upstream URL] [--json] [--wait] [--jobs N] [--check-refs]\n"
 	  "     [SPEC...]",

@@ -28,6 +28,8 @@ struct server {
 	uv_signal_t sigint, sigterm, sighup;
 	struct hub_tls *tls;
 	uv_timer_t sync_timer;
+	uv_timer_t grace_timer;     /* the longest a graceful shutdown waits for answers in flight */
+	bool stopping;
 	uv_process_t sync_proc;
 	bool sync_running;
 	int sync_minute;            /* minutes after local midnight, -1: none */
@@ -155,12 +157,45 @@ static void schedule_sync(struct server *s)
 	log_info("serve", "next sync in %llu s", (unsigned long long)(ms / 1000));
 }
 
+static void on_drained(void *ud)
+{
+	struct server *s = ud;
+
+	log_info("serve", "every answer in flight is out: stopping");
+	uv_stop(&s->loop);
+}
+
+static void on_grace_over(uv_timer_t *t)
+{
+	struct server *s = t->data;
+	struct httpd_stats st;
+
+	httpd_get_stats(s->httpd, &st);
+	log_warn("serve", "shutdown grace over: closing %llu connections still answering",
+		 (unsigned long long)st.connections_open);
+	uv_stop(&s->loop);
+}
+
+/* SIGTERM or SIGINT: stop taking connections, let the answers in flight finish (at most the grace),
+ * then stop (the seed, the scheduled sync and the catalog close after the loop). A second signal
+ * stops at once. */
 static void on_signal(uv_signal_t *sig, int signum)
 {
 	struct server *s = sig->data;
+	struct httpd_stats st;
 
-	log_info("serve", "signal %d: shutting down", signum);
-	uv_stop(&s->loop);
+	if (s->stopping || !s->cfg->shutdown_grace_ms) {
+		log_info("serve", "signal %d: shutting down now", signum);
+		uv_stop(&s->loop);
+		return;
+	}
+	s->stopping = true;
+	httpd_get_stats(s->httpd, &st);
+	log_info("serve", "signal %d: shutting down: no new connections; finishing the answers in flight "
+		 "(up to %.1f s; a second signal stops at once)", signum, s->cfg->shutdown_grace_ms / 1000.0);
+	uv_timer_stop(&s->sync_timer); /* no scheduled sync starts now */
+	uv_timer_start(&s->grace_timer, on_grace_over, s->cfg->shutdown_grace_ms, 0);
+	httpd_drain(s->httpd, on_drained, s);
 }
 
 /* SIGHUP: the certificate and key again (renewed by certbot or an operator); new connections get
@@ -269,6 +304,8 @@ int mirror_serve(const struct mirror_serve_config *cfg, char **errmsg)
 	signal(SIGPIPE, SIG_IGN);
 	uv_timer_init(&s.loop, &s.sync_timer);
 	s.sync_timer.data = &s;
+	uv_timer_init(&s.loop, &s.grace_timer);
+	s.grace_timer.data = &s;
 	schedule_sync(&s);
 
 	log_info("serve", "listening on %s (port %d), data %s", cfg->listen, httpd_port(s.httpd), cfg->data_dir);

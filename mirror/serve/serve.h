@@ -37,6 +37,8 @@ struct mirror_serve_config {
 	const char *trusted_proxies; /* peer addresses whose X-Forwarded-* count, comma-separated; NULL */
 	const char *tls_cert;       /* PEM certificate chain: HTTPS on the same port (tls.h); NULL: none */
 	const char *tls_key;        /* its PEM private key */
+	unsigned shutdown_grace_ms; /* on SIGTERM, how long answers in flight may take to finish; 0: stop
+				     * at once (cmd-serve's default is 10 s) */
 };
 
 /* Parse "HH:MM" into minutes after midnight; -1 when malformed. */
