@@ -120,6 +120,14 @@ import json,sys,urllib.request
 d = json.load(urllib.request.urlopen(sys.argv[1] + "/api/catalog/repos/hf/model/acme/rel"))
 assert sorted((r["name"], r["kind"]) for r in d["refs"]) == [("main", "branch"), ("v1.0", "tag"), ("v2.0", "tag")], d["refs"]' "$M"
 
+# ---- a pinned deployment pulls a tag through the swarm into the HF cache ----
+"$HUBMIRROR" pull --mirror "$M" --cache "$T/cache" --hf-cache "$T/hfc" --listen 127.0.0.1:0 --json hf:acme/rel@v1.0 \
+	>"$T/pull.json" 2>"$T/pull.err"
+check "pull of a tag exits 0, verified" test $? = 0
+check "the HF cache names the tag's commit and holds its bytes" bash -c "[ \"\$(cat '$T/hfc/models--acme--rel/refs/v1.0')\" = $REL1 ] &&
+	[ \"\$(cat '$T/hfc/models--acme--rel/snapshots/$REL1/w.txt')\" = one ]"
+"$HUBMIRROR" agent --stop >/dev/null 2>&1
+
 # ---- an unchanged night: one request per repo (the named list, which follows a branch, two) ----
 requests() { curl -fsS "$FAKE_API/_fake/stats" | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["total"])'; }
 curl -fsS -X POST "$FAKE_API/_fake/reset" >/dev/null
