@@ -119,6 +119,7 @@ void cli_print_repo_table(struct json_t *repos);
 
 int cmd_add(int argc, char **argv);
 int cmd_backup(int argc, char **argv);
+int cmd_config(int argc, char **argv);
 int cmd_restore(int argc, char **argv);
 int cmd_search(int argc, char **argv);
 int cmd_gc(int argc, char **argv);

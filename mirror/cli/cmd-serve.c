@@ -9,7 +9,10 @@
 #include <uv.h>
 
 #include "base/err.h"
+#include "base/log.h"
 #include "cli.h"
+#include "config.h"
+#include "prepare.h"
 #include "mirror/serve/access.h"
 #include "mirror/data.h"
 #include "mirror/serve/serve.h"
@@ -68,6 +71,26 @@ static int take_grace(const struct cli_command *self, const struct cli_flag *f, 
 	return CLI_OK;
 }
 
+/* --listen and --p2p-listen (which also takes off): HOST:PORT. --sync-at: HH:MM. Checked as they
+ * are taken, so a bad value in the configuration file is named with its line. */
+static int take_address(const struct cli_command *self, const struct cli_flag *f, const char *arg)
+{
+	bool p2p = !strcmp(f->name, "p2p-listen");
+
+	if (!strrchr(arg, ':') && !(p2p && !strcmp(arg, "off")))
+		return cli_usage_error(self, "--%s takes HOST:PORT%s, not '%s'", f->name, p2p ? " or off" : "", arg);
+	*(const char **)f->dest = arg;
+	return CLI_OK;
+}
+
+static int take_hhmm(const struct cli_command *self, const struct cli_flag *f, const char *arg)
+{
+	if (mirror_parse_hhmm(arg) < 0)
+		return cli_usage_error(self, "--%s takes HH:MM (local time), not '%s'", f->name, arg);
+	*(const char **)f->dest = arg;
+	return CLI_OK;
+}
+
 /* What the options mean together: the auth mode, addresses, times. Returns 0 or CLI_USAGE. */
 static int serve_check(const struct cli_command *self, struct mirror_serve_config *cfg, int auth)
 {
@@ -87,67 +110,144 @@ static int serve_check(const struct cli_command *self, struct mirror_serve_confi
 	return 0;
 }
 
-int cmd_serve(int argc, char **argv)
+int cli_serve_prepare(int argc, char **argv, struct serve_prep *p)
 {
 	const struct cli_command *self = cli_find("serve");
-	struct mirror_serve_config cfg = { 0 };
-	const char *access = NULL;
-	char exe[4096], *err = NULL;
-	size_t exelen = sizeof(exe);
-	int r, auth = -1, max_connections = 0;
+	struct mirror_serve_config *cfg = &p->cfg;
 	const struct cli_flag flags[] = {
-		CLI_STR("data", &cfg.data_dir),
-		CLI_STR("listen", &cfg.listen),
-		CLI_STR("sync-at", &cfg.sync_at),
-		CLI_FN("sync-every", &cfg.sync_every_s, take_every),
-		CLI_STR("tokens", &cfg.tokens_file),
-		CLI_FN("auth", &auth, take_auth),
-		CLI_STR("hf-upstream", &cfg.hf_upstream),
-		CLI_STR("ms-upstream", &cfg.ms_upstream),
-		CLI_STR("access-log", &access),
-		CLI_STR("ready-file", &cfg.ready_file),
-		CLI_FN("header-timeout", &cfg.header_timeout_ms, take_timeout),
-		CLI_FN("idle-timeout", &cfg.idle_timeout_ms, take_timeout),
-		CLI_FN("write-timeout", &cfg.write_timeout_ms, take_timeout),
-		CLI_STR("p2p-listen", &cfg.p2p_listen),
-		CLI_RATE("p2p-upload-limit", &cfg.p2p_upload_limit),
-		CLI_FN("p2p-rescan", &cfg.p2p_rescan_ms, take_timeout),
-		CLI_BOOL("p2p-super-seed", &cfg.p2p_super_seed),
-		CLI_INT_TAKES("search-budget", &cfg.search_budget_ms, 1, 60000, "milliseconds, 1 to 60000"),
-		CLI_INT_TAKES("max-connections", &max_connections, 1, 1000000, "a number, 1 to 1000000"),
-		CLI_STR("trusted-proxy", &cfg.trusted_proxies),
-		CLI_FN("shutdown-grace", &cfg.shutdown_grace_ms, take_grace),
-		CLI_STR("tls-cert", &cfg.tls_cert),
-		CLI_STR("tls-key", &cfg.tls_key),
+		CLI_STR("config", &p->config),
+		CLI_STR("data", &cfg->data_dir),
+		CLI_FN("listen", &cfg->listen, take_address),
+		CLI_FN("sync-at", &cfg->sync_at, take_hhmm),
+		CLI_FN("sync-every", &cfg->sync_every_s, take_every),
+		CLI_STR("tokens", &cfg->tokens_file),
+		CLI_FN("auth", &p->auth, take_auth),
+		CLI_STR("hf-upstream", &cfg->hf_upstream),
+		CLI_STR("ms-upstream", &cfg->ms_upstream),
+		CLI_STR("access-log", &p->access),
+		CLI_STR("ready-file", &cfg->ready_file),
+		CLI_FN("header-timeout", &cfg->header_timeout_ms, take_timeout),
+		CLI_FN("idle-timeout", &cfg->idle_timeout_ms, take_timeout),
+		CLI_FN("write-timeout", &cfg->write_timeout_ms, take_timeout),
+		CLI_FN("p2p-listen", &cfg->p2p_listen, take_address),
+		CLI_RATE("p2p-upload-limit", &cfg->p2p_upload_limit),
+		CLI_FN("p2p-rescan", &cfg->p2p_rescan_ms, take_timeout),
+		CLI_BOOL("p2p-super-seed", &cfg->p2p_super_seed),
+		CLI_INT_TAKES("search-budget", &cfg->search_budget_ms, 1, 60000, "milliseconds, 1 to 60000"),
+		CLI_INT_TAKES("max-connections", &p->max_connections, 1, 1000000, "a number, 1 to 1000000"),
+		CLI_STR("trusted-proxy", &cfg->trusted_proxies),
+		CLI_FN("shutdown-grace", &cfg->shutdown_grace_ms, take_grace),
+		CLI_STR("tls-cert", &cfg->tls_cert),
+		CLI_STR("tls-key", &cfg->tls_key),
 		CLI_END,
 	};
+	int r;
 
-	cfg.data_dir = mirror_data_default_dir();
-	cfg.shutdown_grace_ms = 10000;
-	cfg.listen = getenv("HUBMIRROR_LISTEN") ? getenv("HUBMIRROR_LISTEN") : "0.0.0.0:8080";
-	cfg.p2p_listen = getenv("HUBMIRROR_P2P_LISTEN") ? getenv("HUBMIRROR_P2P_LISTEN") : "0.0.0.0:6881";
+	memset(p, 0, sizeof(*p));
+	p->auth = -1;
+	cfg->data_dir = mirror_data_default_dir();
+	cfg->shutdown_grace_ms = 10000;
+	cfg->listen = getenv("HUBMIRROR_LISTEN") ? getenv("HUBMIRROR_LISTEN") : "0.0.0.0:8080";
+	cfg->p2p_listen = getenv("HUBMIRROR_P2P_LISTEN") ? getenv("HUBMIRROR_P2P_LISTEN") : "0.0.0.0:6881";
+	cfg->config_path = config_path(config_option(argc, argv, "config"));
+	if ((r = config_load(cfg->config_path, &p->conf)) != CLI_OK ||
+	    (r = config_apply(&p->conf, self, CONFIG_SERVE, flags)) != CLI_OK)
+		goto fail;
+	r = CLI_USAGE;
 	if (cli_parse_flags(self, argc, argv, flags))
-		return CLI_USAGE;
-	cfg.max_connections = (size_t)max_connections;
-	if (optind < argc)
-		return cli_usage_error(self, "unexpected argument '%s'", argv[optind]);
-	if ((r = serve_check(self, &cfg, auth)) != 0)
+		goto fail;
+	cfg->max_connections = (size_t)p->max_connections;
+	if (optind < argc) {
+		cli_usage_error(self, "unexpected argument '%s'", argv[optind]);
+		goto fail;
+	}
+	if (serve_check(self, cfg, p->auth))
+		goto fail;
+	if (!cfg->tls_cert != !cfg->tls_key) {
+		cli_usage_error(self, "--tls-cert and --tls-key go together");
+		goto fail;
+	}
+	return CLI_OK;
+fail:
+	config_release(&p->conf);
+	return r;
+}
+
+/* SIGHUP: read the configuration file again. The certificate files are loaded again by serve
+ * itself; every other setting is taken at start, so a change is said to need a restart (the
+ * scheduled sync reads the file at each run, so its settings apply from the next one). */
+static void serve_reread(void *ud)
+{
+	struct serve_prep *p = ud;
+	struct config now;
+	int changed = 0;
+
+	if (!p->cfg.config_path)
+		return;
+	if (config_load(p->cfg.config_path, &now) != CLI_OK) {
+		log_error("serve", "SIGHUP: %s does not load (see above); the settings in use stay", p->cfg.config_path);
+		return;
+	}
+	for (size_t i = 0; i < now.n; i++) {
+		const char *before = NULL;
+		for (size_t k = 0; k < p->conf.n; k++)
+			if (!strcmp(p->conf.v[k].section, now.v[i].section) && !strcmp(p->conf.v[k].key, now.v[i].key))
+				before = p->conf.v[k].value;
+		if (before && !strcmp(before, now.v[i].value))
+			continue;
+		changed++;
+		/* [sync] keys serve itself passes on (schedule, upstreams) are fixed at start */
+		if (!strcmp(now.v[i].section, "sync") && strcmp(now.v[i].key, "at") && strcmp(now.v[i].key, "every") &&
+		    strcmp(now.v[i].key, "hf-upstream") && strcmp(now.v[i].key, "ms-upstream"))
+			log_info("serve", "SIGHUP: [%s] %s changed: the next scheduled sync uses it", now.v[i].section,
+				 now.v[i].key);
+		else
+			log_warn("serve", "SIGHUP: [%s] %s changed: restart serve to apply it", now.v[i].section,
+				 now.v[i].key);
+	}
+	for (size_t k = 0; k < p->conf.n; k++) {
+		bool still = false;
+		for (size_t i = 0; i < now.n && !still; i++)
+			still = !strcmp(p->conf.v[k].section, now.v[i].section) && !strcmp(p->conf.v[k].key, now.v[i].key);
+		if (!still) {
+			changed++;
+			log_warn("serve", "SIGHUP: [%s] %s removed: restart serve to apply it", p->conf.v[k].section,
+				 p->conf.v[k].key);
+		}
+	}
+	if (!changed)
+		log_info("serve", "SIGHUP: %s unchanged", p->cfg.config_path);
+	config_release(&now);
+}
+
+int cmd_serve(int argc, char **argv)
+{
+	struct serve_prep p;
+	struct mirror_serve_config cfg;
+	char exe[4096], *err = NULL;
+	size_t exelen = sizeof(exe);
+	int r;
+
+	if ((r = cli_serve_prepare(argc, argv, &p)) != CLI_OK)
 		return r;
-	if (!cfg.tls_cert != !cfg.tls_key)
-		return cli_usage_error(self, "--tls-cert and --tls-key go together");
+	cfg = p.cfg;
+	cfg.on_sighup = serve_reread;
+	cfg.on_sighup_ud = &p;
 	if (uv_exepath(exe, &exelen))
 		snprintf(exe, sizeof(exe), "%s", "hubmirror");
 	cfg.self_exe = exe;
-	if (access) {
-		cfg.access_log = !strcmp(access, "-") ? stdout : fopen(access, "a");
+	if (p.access) {
+		cfg.access_log = !strcmp(p.access, "-") ? stdout : fopen(p.access, "a");
 		if (!cfg.access_log) {
-			fprintf(stderr, "hubmirror: cannot open access log '%s'\n", access);
+			fprintf(stderr, "hubmirror: cannot open access log '%s'\n", p.access);
+			config_release(&p.conf);
 			return CLI_FAILED;
 		}
 	}
 	r = mirror_serve(&cfg, &err);
 	if (cfg.access_log && cfg.access_log != stdout)
 		fclose(cfg.access_log);
+	config_release(&p.conf); /* cfg borrowed its strings */
 	if (r) {
 		fprintf(stderr, "hubmirror: serve: %s\n", err ? err : err_str(r));
 		free(err);

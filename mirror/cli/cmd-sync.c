@@ -6,7 +6,9 @@
  * new snapshot only once all its files are verified in the store.
  */
 #include <getopt.h>
+#include <errno.h>
 #include <stdio.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -14,10 +16,13 @@
 #include <jansson.h>
 
 #include "base/err.h"
+#include "base/path.h"
 #include "base/log.h"
 #include "base/xmalloc.h"
 #include "catalog/catalog.h"
 #include "cli.h"
+#include "config.h"
+#include "prepare.h"
 #include "hub/hub.h"
 #include "hub/upstream.h"
 #include "mirror/data.h"
@@ -142,61 +147,139 @@ static int take_retry_delay(const struct cli_command *self, const struct cli_fla
 	return CLI_OK;
 }
 
+/* A token from a file: the file must be readable by its owner only (a token is a password), and hold
+ * one token (surrounding whitespace ignored). *out is malloc'd. Returns 0, or -1 after saying why. */
+static int read_token_file(const char *path, const char *what, char **out)
+{
+	struct stat st;
+	char *data = NULL, *b, *e;
+	size_t len = 0;
+
+	if (stat(path, &st) < 0 || !S_ISREG(st.st_mode)) {
+		fprintf(stderr, "hubmirror: %s '%s': %s\n", what, path, errno ? strerror(errno) : "not a file");
+		return -1;
+	}
+	if (st.st_mode & 077) {
+		fprintf(stderr, "hubmirror: %s '%s' can be read by others: make it the owner's only (chmod 600)\n",
+			what, path);
+		return -1;
+	}
+	if (path_read_file(path, 8192, &data, &len)) {
+		fprintf(stderr, "hubmirror: cannot read %s '%s'\n", what, path);
+		return -1;
+	}
+	for (b = data; *b == ' ' || *b == '\t' || *b == '\n' || *b == '\r'; b++)
+		;
+	for (e = b + strlen(b); e > b && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\n' || e[-1] == '\r'); e--)
+		;
+	*e = '\0';
+	if (!*b || !hub_token_valid(b)) {
+		fprintf(stderr, "hubmirror: %s '%s' holds no token (one line of printable characters)\n", what, path);
+		free(data);
+		return -1;
+	}
+	*out = xstrdup(b);
+	free(data);
+	return 0;
+}
+
+int cli_sync_prepare(int argc, char **argv, const char *config_file, struct sync_opts *o, struct config *conf)
+{
+	const struct cli_command *self = cli_find("sync");
+	struct mirror_sync_config *cfg = &o->cfg;
+	const struct cli_flag flags[] = {
+		CLI_STR("config", &o->config),
+		CLI_STR("data", &o->dir),
+		CLI_STR("hf-token-file", &o->hf_token_file),
+		CLI_STR("ms-token-file", &o->ms_token_file),
+		CLI_STR("hf-upstream", &cfg->hf_base),
+		CLI_STR("ms-upstream", &cfg->ms_base),
+		CLI_BOOL("json", &o->json),
+		CLI_BOOL("wait", &o->wait),
+		CLI_INT("jobs", &cfg->max_parallel_files, 1, 256),
+		CLI_INT("max-tries", &cfg->http.max_tries, 1, 100),
+		CLI_FN("retry-delay", &cfg->http.backoff_base_s, take_retry_delay),
+		CLI_BOOL("check-refs", &cfg->check_refs),
+		CLI_BOOL("progress", &o->progress),
+		CLI_NO("no-progress", &o->progress),
+		CLI_END,
+	};
+	int r;
+
+	memset(o, 0, sizeof(*o));
+	memset(conf, 0, sizeof(*conf));
+	o->progress = isatty(STDERR_FILENO);
+	cfg->hf_base = env_first("HUBMIRROR_HF_UPSTREAM", "HF_ENDPOINT");
+	cfg->ms_base = env_first("HUBMIRROR_MS_UPSTREAM", "MODELSCOPE_ENDPOINT");
+	cfg->hf_token = env_first("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN");
+	cfg->ms_token = env_first("MODELSCOPE_API_TOKEN", NULL);
+	if ((r = config_load(config_file ? config_file : config_path(config_option(argc, argv, "config")), conf)) != CLI_OK)
+		return r;
+	if ((r = config_apply(conf, self, CONFIG_SYNC, flags)) != CLI_OK ||
+	    (argc && cli_parse_flags(self, argc, argv, flags)))
+		return CLI_USAGE;
+	/* a token file (the command line's or the configuration's) wins over the environment */
+	if ((o->hf_token_file && read_token_file(o->hf_token_file, "Hugging Face token file", &o->hf_token)) ||
+	    (o->ms_token_file && read_token_file(o->ms_token_file, "ModelScope token file", &o->ms_token)))
+		return CLI_FAILED;
+	if (o->hf_token)
+		cfg->hf_token = o->hf_token;
+	if (o->ms_token)
+		cfg->ms_token = o->ms_token;
+	/* a token goes into a header (and ModelScope's cookie): a stray newline would add headers */
+	if (!hub_token_valid(cfg->hf_token) || !hub_token_valid(cfg->ms_token))
+		return cli_usage_error(self, "%s holds characters no token has (spaces, ';', control bytes)",
+				       hub_token_valid(cfg->hf_token) ? "MODELSCOPE_API_TOKEN" : "HF_TOKEN");
+	return CLI_OK;
+}
+
+void cli_sync_opts_release(struct sync_opts *o)
+{
+	free(o->hf_token);
+	free(o->ms_token);
+	o->hf_token = o->ms_token = NULL;
+}
+
 int cmd_sync(int argc, char **argv)
 {
 	const struct cli_command *self = cli_find("sync");
-	struct mirror_sync_config cfg = { 0 };
+	struct sync_opts o;
 	struct mirror_sync_report rep = { 0 };
 	struct mirror_data *data = NULL;
 	struct catalog_repo *repos = NULL;
+	struct config conf;
 	size_t n = 0;
-	const char *dir = NULL;
-	bool json = false, wait = false, progress = isatty(STDERR_FILENO);
-	int r = CLI_OK, e;
+	int r, e;
 	char *err = NULL;
-	const struct cli_flag flags[] = {
-		CLI_STR("data", &dir),
-		CLI_STR("hf-upstream", &cfg.hf_base),
-		CLI_STR("ms-upstream", &cfg.ms_base),
-		CLI_BOOL("json", &json),
-		CLI_BOOL("wait", &wait),
-		CLI_INT("jobs", &cfg.max_parallel_files, 1, 256),
-		CLI_INT("max-tries", &cfg.http.max_tries, 1, 100),
-		CLI_FN("retry-delay", &cfg.http.backoff_base_s, take_retry_delay),
-		CLI_BOOL("check-refs", &cfg.check_refs),
-		CLI_BOOL("progress", &progress),
-		CLI_NO("no-progress", &progress),
-		CLI_END,
-	};
+	struct mirror_sync_config cfg;
 
-	cfg.hf_base = env_first("HUBMIRROR_HF_UPSTREAM", "HF_ENDPOINT");
-	cfg.ms_base = env_first("HUBMIRROR_MS_UPSTREAM", "MODELSCOPE_ENDPOINT");
-	cfg.hf_token = env_first("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN");
-	cfg.ms_token = env_first("MODELSCOPE_API_TOKEN", NULL);
-	/* a token goes into a header (and ModelScope's cookie): a stray newline would add headers */
-	if (!hub_token_valid(cfg.hf_token) || !hub_token_valid(cfg.ms_token))
-		return cli_usage_error(self, "%s holds characters no token has (spaces, ';', control bytes)",
-				       hub_token_valid(cfg.hf_token) ? "MODELSCOPE_API_TOKEN" : "HF_TOKEN");
-	if (cli_parse_flags(self, argc, argv, flags))
-		return CLI_USAGE;
+	if ((r = cli_sync_prepare(argc, argv, NULL, &o, &conf)) != CLI_OK)
+		goto out;
+	cfg = o.cfg;
 	cfg.max_file_tries = cfg.http.max_tries; /* --max-tries bounds a file's attempts too */
 	for (int i = optind; i < argc; i++) {
 		struct hub_spec s;
-		if (hub_spec_parse(argv[i], &s))
-			return cli_usage_error(self, "'%s' is not a repository spec", argv[i]);
+		if (hub_spec_parse(argv[i], &s)) {
+			r = cli_usage_error(self, "'%s' is not a repository spec", argv[i]);
+			goto out;
+		}
 		e = s.revision != NULL;
 		hub_spec_release(&s);
-		if (e)
-			return cli_usage_error(self, "'%s': sync follows the tracked revision; change it with 'hubmirror add'",
-					       argv[i]);
+		if (e) {
+			r = cli_usage_error(self, "'%s': sync follows the tracked revision; change it with 'hubmirror add'",
+					    argv[i]);
+			goto out;
+		}
 	}
-	if (cli_open_locked(dir, wait, &data))
-		return CLI_FAILED;
+	if (cli_open_locked(o.dir, o.wait, &data)) {
+		r = CLI_FAILED;
+		goto out;
+	}
 	if (repos_to_sync(data, argv + optind, argc - optind, &repos, &n)) {
 		r = CLI_FAILED;
 		goto out;
 	}
-	cfg.progress = progress && !json;
+	cfg.progress = o.progress && !o.json;
 	e = mirror_sync_run(data, repos, n, &cfg, &rep, &err);
 	if (e) {
 		fprintf(stderr, "hubmirror: sync: %s\n", err ? err : err_str(e));
@@ -207,10 +290,10 @@ int cmd_sync(int argc, char **argv)
 		fprintf(stderr, "hubmirror: %s\n", rep.torrents_error);
 		r = CLI_FAILED;
 	}
-	if (json) {
-		json_t *o = report_json(&rep);
-		cli_print_json(o);
-		json_decref(o);
+	if (o.json) {
+		json_t *j = report_json(&rep);
+		cli_print_json(j);
+		json_decref(j);
 	} else {
 		print_report(&rep);
 	}
@@ -223,5 +306,7 @@ out:
 	mirror_sync_report_release(&rep);
 	catalog_repo_list_free(repos, n);
 	mirror_data_free(&data);
+	config_release(&conf); /* cfg borrowed its strings */
+	cli_sync_opts_release(&o);
 	return r;
 }

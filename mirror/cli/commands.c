@@ -38,6 +38,14 @@ const struct cli_command cli_commands[] = {
 	  "the catalog is what must be kept; 'hubmirror restore' puts it back.\n"
 	  "  --data DIR      data directory (default $HUBMIRROR_DATA or /var/lib/hubmirror)\n"
 	  "  --output FILE   where to write it (replaced if it exists)\n" },
+	{ "config", cmd_config, "config check|show [FILE]",
+	  "check the configuration file, or show the settings it makes",
+	  "FILE defaults to $HUBMIRROR_CONFIG, else /etc/hubmirror/hubmirror.conf. 'check' reads it as serve\n"
+	  "and sync would (every key is one of their options, checked the same way; the error names the\n"
+	  "line), and also loads the tokens file, the token files and the TLS certificate it names. 'show'\n"
+	  "prints every key it may hold with its value, or says which option's default applies.\n"
+	  "serve and sync read it (--config FILE, or the same defaults); their command line wins over it,\n"
+	  "and it wins over the environment. Keys: docs/configuration.md.\n" },
 	{ "gc", cmd_gc, "gc [--data DIR] [--keep N] [--partial-age HOURS] [--dry-run] [--wait] [--json]",
 	  "drop snapshots nothing needs, and the files only they used",
 	  "Keeps every snapshot a ref points at and the N most recent of each tracked repository; drops\n"
@@ -149,7 +157,7 @@ const struct cli_command cli_commands[] = {
 	  "           uploaded downloaded snapshots[spec revision commit btih bytes_have bytes_total\n"
 	  "           complete mounts peers uploaded downloaded error])\n" },
 	{ "serve", cmd_serve,
-	  "serve [--data DIR] [--listen HOST:PORT] [--sync-at HH:MM] [--sync-every D] [--access-log FILE|-]\n"
+	  "serve [--config FILE] [--data DIR] [--listen HOST:PORT] [--sync-at HH:MM] [--sync-every D] [--access-log FILE|-]\n"
 	  "       [--tokens FILE] [--auth open|listed|all]\n"
 	  "       [--hf-upstream URL] [--ms-upstream URL] [--ready-file FILE] [--tls-cert FILE --tls-key FILE]\n"
 	  "       [--shutdown-grace S]\n"
@@ -184,6 +192,8 @@ const struct cli_command cli_commands[] = {
 	  "  --search-budget MS  the longest one catalog search may run; past it a 400 (100)\n"
 	  "  --max-connections N HTTP connections open at once; past it a 503 (16384)\n"
 	  "  --trusted-proxy A   believe X-Forwarded-Host/-Proto only from these peer addresses\n"
+	  "  --config FILE       the configuration file (default $HUBMIRROR_CONFIG, else\n"
+	  "                      /etc/hubmirror/hubmirror.conf if present); options given here win\n"
 	  "  --shutdown-grace S  on SIGTERM/SIGINT, stop taking connections and let answers in flight\n"
 	  "                      finish for up to S seconds (default 10; 0: stop at once)\n"
 	  "  --tls-cert FILE, --tls-key FILE   HTTPS on the same port (PEM certificate chain and\n"
@@ -193,8 +203,8 @@ const struct cli_command cli_commands[] = {
 	  "                      (experimental: a lone client without the web seed can stall at the end)\n"
 	  "Stops on SIGINT or SIGTERM (gracefully: see --shutdown-grace; a second signal stops at once).\n" },
 	{ "sync", cmd_sync,
-	  "sync [--data DIR] [--hf-upstream URL] [--ms-upstream URL] [--json] [--wait] [--jobs N] [--check-refs]\n"
-	  "     [SPEC...]",
+	  "sync [--config FILE] [--data DIR] [--hf-upstream URL] [--ms-upstream URL] [--hf-token-file FILE]\n"
+	  "     [--ms-token-file FILE] [--json] [--wait] [--jobs N] [--check-refs] [SPEC...]",
 	  "fetch what changed upstream for the tracked repositories (or those named)",
 	  "For each repository, resolve its revision upstream; an unchanged commit costs one request.\n"
 	  "Otherwise list its files and fetch, verified against upstream's sha256 (or git id), the ones\n"
@@ -206,6 +216,10 @@ const struct cli_command cli_commands[] = {
 	  "Exit status 1 when any repository failed (gated, denied, missing, error).\n"
 	  "  --data DIR          data directory (default $HUBMIRROR_DATA or /var/lib/hubmirror)\n"
 	  "  --check-refs        list upstream's refs of every repository now, not only when due\n"
+	  "  --config FILE       the configuration file (default $HUBMIRROR_CONFIG, else\n"
+	  "                      /etc/hubmirror/hubmirror.conf if present): its [sync] keys and data\n"
+	  "  --hf-token-file FILE, --ms-token-file FILE   the upstream token, from a file readable by\n"
+	  "                      its owner only (wins over $HF_TOKEN / $MODELSCOPE_API_TOKEN)\n"
 	  "  --hf-upstream URL   Hugging Face endpoint (default $HUBMIRROR_HF_UPSTREAM, $HF_ENDPOINT,\n"
 	  "                      or https://huggingface.co); may be another hubmirror\n"
 	  "  --ms-upstream URL   ModelScope endpoint (default $HUBMIRROR_MS_UPSTREAM,\n"

@@ -92,7 +92,7 @@ static void on_sync_exit(uv_process_t *p, int64_t status, int sig)
 static void on_sync_timer(uv_timer_t *t)
 {
 	struct server *s = t->data;
-	char *args[12];
+	char *args[14];
 	int n = 0, r;
 	uv_process_options_t o;
 	uv_stdio_container_t io[3];
@@ -110,6 +110,11 @@ static void on_sync_timer(uv_timer_t *t)
 	args[n++] = "--no-progress";
 	args[n++] = "--data";
 	args[n++] = (char *)s->cfg->data_dir;
+	if (s->cfg->config_path) {
+		/* the sync reads its own settings (upstream token files) from the same file */
+		args[n++] = "--config";
+		args[n++] = (char *)s->cfg->config_path;
+	}
 	if (s->cfg->hf_upstream) {
 		args[n++] = "--hf-upstream";
 		args[n++] = (char *)s->cfg->hf_upstream;
@@ -206,8 +211,10 @@ static void on_sighup(uv_signal_t *sig, int signum)
 	char *err = NULL, *what;
 
 	(void)signum;
+	if (s->cfg->on_sighup)
+		s->cfg->on_sighup(s->cfg->on_sighup_ud); /* the configuration file: what changed, said */
 	if (!s->tls) {
-		log_info("serve", "SIGHUP: nothing to reload (no --tls-cert)");
+		log_info("serve", "SIGHUP: no TLS certificate to reload");
 		return;
 	}
 	if (hub_tls_reload(s->tls, &err)) {

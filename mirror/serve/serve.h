@@ -37,6 +37,11 @@ struct mirror_serve_config {
 	const char *trusted_proxies; /* peer addresses whose X-Forwarded-* count, comma-separated; NULL */
 	const char *tls_cert;       /* PEM certificate chain: HTTPS on the same port (tls.h); NULL: none */
 	const char *tls_key;        /* its PEM private key */
+	const char *config_path;    /* the configuration file serve read (passed on to the scheduled sync),
+				     * or NULL */
+	void (*on_sighup)(void *ud); /* called first on SIGHUP (the CLI reads the file again and says what
+				     * changed), or NULL */
+	void *on_sighup_ud;
 	unsigned shutdown_grace_ms; /* on SIGTERM, how long answers in flight may take to finish; 0: stop
 				     * at once (cmd-serve's default is 10 s) */
 };

@@ -12,6 +12,8 @@ export T   # bash -c snippets in the tests use it
 # Never touch a real data directory from a test; serve's BitTorrent seed on loopback, any free port.
 export HUBMIRROR_DATA="$T/data"
 export HUBMIRROR_P2P_LISTEN=127.0.0.1:0
+# ... and never a configuration file of the machine's (/etc/hubmirror/hubmirror.conf): an empty one
+export HUBMIRROR_CONFIG=/dev/null
 # Each test's own instance agent (started by `hubmirror mount`), stopped at the end.
 export HUBMIRROR_AGENT_SOCKET="$T/agent.sock"
 _failed=0

@@ -48,7 +48,7 @@ check "the catalog's WAL was checkpointed away" bash -c "[ ! -s '$HUBMIRROR_DATA
 # ---- past the grace, what is left is cut short ----
 check "serve starts with a short grace" start_serve --p2p-listen off --shutdown-grace 1
 PID=$(serve_pid)
-curl -sS --limit-rate 500K -o "$T/slow.bin" "$M/acme/big/resolve/main/model.safetensors" 2>/dev/null &
+curl -sS --limit-rate 2M -o "$T/slow.bin" "$M/acme/big/resolve/main/model.safetensors" 2>/dev/null &
 dl=$!
 sleep 0.5
 t0=$(date +%s.%N)
@@ -74,7 +74,7 @@ t0=$(date +%s.%N)
 kill -INT "$PID"
 wait "$PID"
 t1=$(date +%s.%N)
+kill $dl 2>/dev/null # what the kernel still holds for it drains at 200 KB/s: no need to watch that
 wait $dl
 check "a second signal stops at once" awk -v a="$t0" -v b="$t1" 'BEGIN { exit !(b - a < 3) }'
-sed 's/^/# /' "$T/serve.err"
 finish

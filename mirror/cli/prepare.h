@@ -1,0 +1,39 @@
+/*
+ * prepare.h - what serve and sync are told (the environment, the configuration file, the command
+ * line), made and checked apart from running them, so that `config check` runs the same checks.
+ */
+#ifndef HM_CLI_PREPARE_H
+#define HM_CLI_PREPARE_H
+
+#include <stdbool.h>
+
+#include "config.h"
+#include "mirror/serve/serve.h"
+#include "mirror/sync.h"
+
+struct serve_prep {
+	struct mirror_serve_config cfg;
+	struct config conf;
+	const char *access;         /* --access-log */
+	const char *config;
+	int auth, max_connections;
+};
+
+/* Fill p from the defaults, the configuration file and argv, and check the result. Returns CLI_OK
+ * (then release p->conf: cfg borrows its strings), or CLI_USAGE / CLI_FAILED after saying why. */
+int cli_serve_prepare(int argc, char **argv, struct serve_prep *p);
+
+struct sync_opts {
+	struct mirror_sync_config cfg;
+	const char *dir, *config, *hf_token_file, *ms_token_file;
+	bool json, wait, progress;
+	char *hf_token, *ms_token;  /* read from the token files (owned) */
+};
+
+/* Fill o: the environment, then the configuration file (config_file, or the one argv or the
+ * environment names; loaded into *conf: release it), then argv (argc 0: none), then the token files
+ * (readable by their owner only). Returns CLI_OK, or CLI_USAGE / CLI_FAILED after saying why. */
+int cli_sync_prepare(int argc, char **argv, const char *config_file, struct sync_opts *o, struct config *conf);
+void cli_sync_opts_release(struct sync_opts *o);
+
+#endif
