@@ -164,6 +164,28 @@ int config_load(const char *path, struct config *out)
 	return CLI_OK;
 }
 
+void config_data_dir(void)
+{
+	const char *path = config_path(NULL);
+	struct load_ctx l = { NULL, 0, NULL, NULL };
+	struct config c;
+
+	if (!path)
+		return;
+	memset(&c, 0, sizeof(c));
+	l.c = &c;
+	l.f = fopen(path, "r");
+	if (!l.f)
+		return;
+	if (!ini_parse_stream(reader, &l, handler, &l))
+		for (size_t i = 0; i < c.n; i++)
+			if (!strcmp(c.v[i].section, "serve") && !strcmp(c.v[i].key, "data") && *c.v[i].value)
+				setenv("HUBMIRROR_DATA", c.v[i].value, 1);
+	fclose(l.f);
+	free(l.error);
+	config_release(&c);
+}
+
 void config_release(struct config *c)
 {
 	for (size_t i = 0; c && i < c->n; i++) {

@@ -39,6 +39,12 @@ const char *config_option(int argc, char **argv, const char *name);
  * it exists; NULL when none. Static or borrowed. */
 const char *config_path(const char *opt);
 
+/* The data directory the configuration file (config_path(NULL)) names in [serve] data becomes
+ * $HUBMIRROR_DATA, so that every command (add, ls, gc, backup...) works on the one serve and sync
+ * use; the file wins over the environment, as for serve and sync. A file that does not load is left
+ * to the commands that read it to report. */
+void config_data_dir(void);
+
 /* Read path (NULL: no file, an empty config) into *out; every section and key must be known.
  * Returns CLI_OK, or CLI_USAGE / CLI_FAILED after printing "hubmirror: FILE:LINE: ...". */
 int config_load(const char *path, struct config *out);

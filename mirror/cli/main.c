@@ -10,6 +10,7 @@
 
 #include "base/log.h"
 #include "cli.h"
+#include "config.h"
 
 static void print_global_usage(FILE *f)
 {
@@ -75,6 +76,7 @@ int main(int argc, char **argv)
 			return CLI_OK;
 		}
 	}
+	config_data_dir(); /* every command finds the data directory the configuration file names */
 	optind = 0; /* glibc: full reinitialisation for the command's own getopt_long */
 	return cmd->run(argc, argv);
 }

@@ -33,6 +33,9 @@ check "the gated repo synced with the file's token, in the file's data directory
 	'$PY' -c 'import json,sys; assert all(r[\"sync_status\"] == \"ok\" for r in json.load(sys.stdin))'"
 check "the token was written nowhere in the data directory" bash -c "! grep -rq hf_file_token '$T/cdata'"
 
+check "every command uses the file's data directory (here ls, with HUBMIRROR_DATA set elsewhere)" bash -c \
+	"HUBMIRROR_CONFIG='$T/hm.conf' '$HUBMIRROR' ls --json | '$PY' -c 'import json,sys; assert len(json.load(sys.stdin)) == 2'"
+
 # ---- the command line wins: the file's listen address is unusable, the flag's is not ----
 check "serve with the file, --listen and --ready-file from the command line" start_serve --config "$T/hm.conf" --sync-every 1
 check "it serves the file's data directory" test "$(curl -fsS "$M/acme/open/resolve/main/config.json")" = '{"open": 1}'
