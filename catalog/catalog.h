@@ -151,6 +151,10 @@ int catalog_ref_commit(struct catalog *c, int64_t repo_id, const char *name, con
 int catalog_ref_point(struct catalog *c, int64_t repo_id, const char *name, bool tag, const char *commit,
 		      const char *selection);
 
+/* When the repo's snapshot of commit was synced, as another mirror recorded it (an imported bundle):
+ * answers that show the time then match that mirror's. Returns 0 or HM_ERR_SQLITE. */
+int catalog_snapshot_set_synced_at(struct catalog *c, int64_t repo_id, const char *commit, int64_t when);
+
 /* Upstream's refs were listed and every wanted one is in: drop the repo's refs that are neither the
  * followed one nor named in keep (a JSON array of names; their snapshots stay addressable by commit
  * until gc), and record the time. *dropped (may be NULL) counts them. Returns 0 or HM_ERR_SQLITE. */

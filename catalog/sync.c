@@ -396,3 +396,15 @@ out:
 	}
 	return 0;
 }
+
+int catalog_snapshot_set_synced_at(struct catalog *c, int64_t repo_id, const char *commit, int64_t when)
+{
+	sqlite3_stmt *st = NULL;
+
+	if (catalog__prepare(c, "UPDATE snapshots SET synced_at = ?3 WHERE repo_id = ?1 AND commit_id = ?2", &st))
+		return HM_ERR_SQLITE;
+	sqlite3_bind_int64(st, 1, repo_id);
+	sqlite3_bind_text(st, 2, commit, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 3, when);
+	return catalog__run(st);
+}

@@ -120,6 +120,8 @@ void cli_print_repo_table(struct json_t *repos);
 int cmd_add(int argc, char **argv);
 int cmd_backup(int argc, char **argv);
 int cmd_config(int argc, char **argv);
+int cmd_export(int argc, char **argv);
+int cmd_import(int argc, char **argv);
 int cmd_restore(int argc, char **argv);
 int cmd_search(int argc, char **argv);
 int cmd_gc(int argc, char **argv);

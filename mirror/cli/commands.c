@@ -46,6 +46,13 @@ const struct cli_command cli_commands[] = {
 	  "prints every key it may hold with its value, or says which option's default applies.\n"
 	  "serve and sync read it (--config FILE, or the same defaults); their command line wins over it,\n"
 	  "and it wins over the environment. Keys: docs/configuration.md.\n" },
+	{ "export", cmd_export, "export [--data DIR] --output FILE SPEC...",
+	  "write repositories into a bundle to carry into a network without internet",
+	  "Writes one tar archive (zstd-compressed when FILE ends in .zst): a manifest of the repositories\n"
+	  "(their settings, metadata, every snapshot a ref points at, each file's path, size and hashes),\n"
+	  "then each content once, streamed from the store. 'hubmirror import' reads it on the other side.\n"
+	  "  --data DIR      data directory (default $HUBMIRROR_DATA or /var/lib/hubmirror)\n"
+	  "  --output FILE   the bundle (written through a temporary file, renamed at the end)\n" },
 	{ "gc", cmd_gc, "gc [--data DIR] [--keep N] [--partial-age HOURS] [--dry-run] [--wait] [--json]",
 	  "drop snapshots nothing needs, and the files only they used",
 	  "Keeps every snapshot a ref points at and the N most recent of each tracked repository; drops\n"
@@ -69,6 +76,17 @@ const struct cli_command cli_commands[] = {
 	  "  --mirror URL ask a running mirror instead (default $HUBMIRROR_URL when --data is not given);\n"
 	  "               also prints the lines to use it (endpoint and mount command)\n"
 	  "  --json       print a JSON object (the same fields as one entry of `ls --json`)\n" },
+	{ "import", cmd_import, "import [--data DIR] [--wait] [--json] FILE...",
+	  "bring the repositories of bundles into this mirror",
+	  "Reads every header of FILE first and refuses an archive holding anything but its manifest and\n"
+	  "the contents it names (links, devices, other paths, a wrong size): nothing enters the store then.\n"
+	  "Each content is verified against its sha256 as it is stored; those the store holds are skipped,\n"
+	  "so importing again, or after an interruption, goes on where it stopped. Then the repositories,\n"
+	  "snapshots and refs enter the catalog and their torrents are made (the same info-hashes as on\n"
+	  "the exporting mirror). One import or sync at a time per data directory.\n"
+	  "  --data DIR   data directory (default $HUBMIRROR_DATA or /var/lib/hubmirror)\n"
+	  "  --wait       wait for a running sync instead of failing\n"
+	  "  --json       print each bundle's report as JSON\n" },
 	{ "ls", cmd_ls, "ls [--data DIR | --mirror URL] [--json]", "list the tracked repositories",
 	  "One line per tracked repository: spec, followed revision, sync status, files and size of the\n"
 	  "synced snapshot, last sync time (UTC).\n"

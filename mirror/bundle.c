@@ -1,0 +1,657 @@
+/*
+ * bundle.c - air-gapped bundles (see bundle.h).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <archive.h>
+#include <archive_entry.h>
+#include <jansson.h>
+
+#include "base/err.h"
+#include "base/hex.h"
+#include "base/path.h"
+#include "base/xmalloc.h"
+#include "bundle.h"
+#include "catalog/catalog.h"
+#include "data.h"
+#include "hub/hub.h"
+#include "store.h"
+#include "torrents.h"
+
+#define MANIFEST "manifest.json"
+#define MANIFEST_MAX ((int64_t)512 << 20)
+#define CHUNK (1 << 20)
+
+static int fail(char **errmsg, int r, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int fail(char **errmsg, int r, const char *fmt, ...)
+{
+	va_list ap;
+	char buf[1024];
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	if (errmsg && !*errmsg)
+		*errmsg = xstrdup(buf);
+	return r;
+}
+
+/* ---- export ------------------------------------------------------------------------------------ */
+
+struct refs_ctx {
+	json_t *refs;
+};
+
+static int ref_cb(void *ud, const char *name, const char *kind, const char *commit)
+{
+	json_array_append_new(ud, json_pack("{s:s, s:s, s:s}", "name", name, "kind", kind, "commit", commit));
+	return 0;
+}
+
+struct files_ctx {
+	json_t *files, *blobs;
+};
+
+static int file_cb(void *ud, const struct catalog_entry *e)
+{
+	struct files_ctx *f = ud;
+	json_t *o = json_pack("{s:s, s:I, s:s}", "path", e->path, "size", (json_int_t)e->size, "sha256", e->sha256);
+
+	json_object_set_new(o, "git_oid", e->git_oid[0] ? json_string(e->git_oid) : json_null());
+	json_object_set_new(o, "lfs_oid", e->lfs_oid[0] ? json_string(e->lfs_oid) : json_null());
+	json_array_append_new(f->files, o);
+	json_object_set_new(f->blobs, e->sha256, json_integer((json_int_t)e->size));
+	return 0;
+}
+
+static json_t *text_json(const char *t, json_t *dflt)
+{
+	json_t *j = t ? json_loads(t, 0, NULL) : NULL;
+
+	if (j) {
+		json_decref(dflt);
+		return j;
+	}
+	return dflt;
+}
+
+static json_t *str_or_null(const char *s)
+{
+	return s ? json_string(s) : json_null();
+}
+
+/* One repo's part of the manifest; its contents added to blobs. */
+static int export_repo(struct mirror_data *d, const struct hub_spec *spec, json_t *repos, json_t *blobs, char **errmsg)
+{
+	struct catalog_repo r = { 0 };
+	json_t *o, *refs = json_array(), *snaps = json_array(), *commits = json_object(), *v;
+	const char *hub = hub_kind_name(spec->hub), *type = hub_type_name(spec->type);
+	char *s = hub_spec_format(spec, 0);
+	size_t i;
+	int e = catalog_repo_get(d->catalog, hub, type, spec->name, &r);
+
+	if (e) {
+		e = fail(errmsg, e, "%s is not tracked here", s);
+		goto out;
+	}
+	if (!r.head_commit) {
+		e = fail(errmsg, HM_ERR_NOT_FOUND, "%s was never synced: nothing to export", s);
+		goto out;
+	}
+	catalog_refs_each(d->catalog, r.id, ref_cb, refs);
+	json_array_foreach(refs, i, v)
+		json_object_set_new(commits, json_string_value(json_object_get(v, "commit")), json_true());
+	{
+		const char *commit;
+		json_t *unused;
+		json_object_foreach(commits, commit, unused) {
+			struct catalog_repo r2 = { 0 };
+			struct catalog_snapshot snap;
+			struct files_ctx f = { json_array(), blobs };
+			bool found = false;
+			e = catalog_resolve(d->catalog, hub, type, spec->name, commit, &r2, &snap, &found);
+			if (found)
+				catalog_repo_release(&r2);
+			if (!e)
+				e = catalog_snapshot_walk(d->catalog, snap.id, NULL, NULL, 0, file_cb, &f);
+			if (e) {
+				json_decref(f.files);
+				e = fail(errmsg, e, "%s: snapshot %.12s: %s", s, commit, catalog_errmsg(d->catalog));
+				goto out;
+			}
+			json_array_append_new(snaps, json_pack("{s:s, s:I, s:o}", "commit", commit, "synced_at",
+							       (json_int_t)snap.synced_at, "files", f.files));
+		}
+	}
+	o = json_pack("{s:s, s:s, s:s, s:s, s:o, s:o, s:o, s:o, s:o, s:o}", "hub", hub, "type", type, "name", r.name,
+		      "follow_rev", r.follow_rev, "include", text_json(r.include_globs, json_array()),
+		      "exclude", text_json(r.exclude_globs, json_array()), "options", text_json(r.options, json_object()),
+		      "refs_policy", str_or_null(r.refs_policy), "refs", refs, "snapshots", snaps);
+	json_object_set_new(o, "meta", json_pack("{s:o, s:i, s:o, s:o, s:o, s:o, s:o, s:I, s:I, s:o, s:o}",
+		"gated", str_or_null(r.gated), "private", r.private_, "card_data", text_json(r.card_data, json_null()),
+		"tags", text_json(r.tags, json_null()), "pipeline_tag", str_or_null(r.pipeline_tag),
+		"library_name", str_or_null(r.library_name), "license", str_or_null(r.license),
+		"downloads", (json_int_t)r.downloads, "likes", (json_int_t)r.likes,
+		"last_modified", str_or_null(r.last_modified), "upstream_name", str_or_null(r.upstream_name)));
+	json_array_append_new(repos, o);
+	refs = snaps = NULL;
+	e = 0;
+out:
+	json_decref(refs);
+	json_decref(snaps);
+	json_decref(commits);
+	catalog_repo_release(&r);
+	free(s);
+	return e;
+}
+
+static int write_entry_head(struct archive *a, const char *name, int64_t size)
+{
+	struct archive_entry *e = archive_entry_new();
+	int r;
+
+	archive_entry_set_pathname(e, name);
+	archive_entry_set_filetype(e, AE_IFREG);
+	archive_entry_set_perm(e, 0644);
+	archive_entry_set_size(e, size);
+	archive_entry_set_mtime(e, time(NULL), 0);
+	r = archive_write_header(a, e);
+	archive_entry_free(e);
+	return r == ARCHIVE_OK ? 0 : -1;
+}
+
+int mirror_bundle_export(struct mirror_data *d, const struct hub_spec *specs, size_t n, const char *out,
+			 struct mirror_bundle_report *rep, char **errmsg)
+{
+	json_t *repos = json_array(), *blobs = json_object(), *manifest = NULL, *bl = json_array(), *v;
+	struct archive *a = NULL;
+	char *tmp = xasprintf("%s.tmp-%ld", out, (long)getpid()), *text = NULL, *buf = NULL;
+	const char *sha;
+	size_t len = strlen(out);
+	int r = 0;
+
+	memset(rep, 0, sizeof(*rep));
+	for (size_t i = 0; i < n && !r; i++)
+		r = export_repo(d, &specs[i], repos, blobs, errmsg);
+	if (r)
+		goto out;
+	json_object_foreach(blobs, sha, v)
+		json_array_append_new(bl, json_pack("{s:s, s:O}", "sha256", sha, "size", v));
+	manifest = json_pack("{s:s, s:i, s:I, s:O, s:O}", "format", "hubmirror-bundle", "version", 1,
+			     "created", (json_int_t)time(NULL), "repos", repos, "blobs", bl);
+	text = json_dumps(manifest, JSON_COMPACT);
+	a = archive_write_new();
+	archive_write_set_format_pax_restricted(a);
+	if (len > 4 && !strcmp(out + len - 4, ".zst") && archive_write_add_filter_zstd(a) != ARCHIVE_OK) {
+		r = fail(errmsg, -ENOTSUP, "this libarchive cannot write zstd: %s", archive_error_string(a));
+		goto out;
+	}
+	if (archive_write_open_filename(a, tmp) != ARCHIVE_OK ||
+	    write_entry_head(a, MANIFEST, (int64_t)strlen(text)) ||
+	    archive_write_data(a, text, strlen(text)) != (la_ssize_t)strlen(text)) {
+		r = fail(errmsg, -EIO, "cannot write '%s': %s", tmp, archive_error_string(a));
+		goto out;
+	}
+	buf = xmalloc(CHUNK);
+	json_object_foreach(blobs, sha, v) {
+		char *p = mirror_store_blob_path(d->store, sha), name[80];
+		int fd = p ? open(p, O_RDONLY | O_CLOEXEC) : -1;
+		int64_t left = json_integer_value(v);
+		free(p);
+		if (fd < 0) {
+			r = fail(errmsg, -ENOENT, "content %s is not in the store (run 'hubmirror verify' and sync)", sha);
+			goto out;
+		}
+		snprintf(name, sizeof(name), "blobs/%s", sha);
+		if (write_entry_head(a, name, left)) {
+			close(fd);
+			r = fail(errmsg, -EIO, "cannot write '%s': %s", tmp, archive_error_string(a));
+			goto out;
+		}
+		/* streamed a chunk at a time: a 100 GB model never sits in memory or in a temporary copy */
+		while (left > 0) {
+			ssize_t got = read(fd, buf, left > CHUNK ? CHUNK : (size_t)left);
+			if (got < 0 && errno == EINTR)
+				continue;
+			if (got <= 0 || archive_write_data(a, buf, (size_t)got) != got) {
+				close(fd);
+				r = fail(errmsg, -EIO, "cannot copy content %s: %s", sha,
+					 got <= 0 ? "the stored file is short" : archive_error_string(a));
+				goto out;
+			}
+			left -= got;
+			rep->bytes += got;
+		}
+		close(fd);
+		rep->blobs++;
+	}
+	if (archive_write_close(a) != ARCHIVE_OK) {
+		r = fail(errmsg, -EIO, "cannot finish '%s': %s", tmp, archive_error_string(a));
+		goto out;
+	}
+	if (rename(tmp, out) < 0) {
+		r = fail(errmsg, -errno, "cannot rename to '%s': %s", out, strerror(errno));
+		goto out;
+	}
+	rep->repos = (int64_t)json_array_size(repos);
+	json_array_foreach(repos, len, v)
+		rep->snapshots += (int64_t)json_array_size(json_object_get(v, "snapshots"));
+out:
+	if (a)
+		archive_write_free(a);
+	if (r)
+		unlink(tmp);
+	free(tmp);
+	free(text);
+	free(buf);
+	json_decref(manifest);
+	json_decref(repos);
+	json_decref(blobs);
+	json_decref(bl);
+	return r;
+}
+
+/* ---- import ------------------------------------------------------------------------------------ */
+
+static bool is_hex(json_t *v, size_t n)
+{
+	return json_is_string(v) && hex_is_lower(json_string_value(v), n) && json_string_length(v) == n;
+}
+
+static bool str_or_null_ok(json_t *v)
+{
+	return !v || json_is_null(v) || json_is_string(v);
+}
+
+/* Check everything the manifest says before anything is written; blobs (sha256 -> size) is filled.
+ * Returns NULL or what is wrong (malloc'd). */
+static char *manifest_check(json_t *m, json_t *blobs)
+{
+	json_t *repos = json_object_get(m, "repos"), *bl = json_object_get(m, "blobs"), *r, *b;
+	const char *format = json_string_value(json_object_get(m, "format"));
+	size_t i;
+
+	if (!json_is_object(m) || !format || strcmp(format, "hubmirror-bundle"))
+		return xstrdup("not a hubmirror bundle manifest");
+	if (json_integer_value(json_object_get(m, "version")) != 1)
+		return xstrdup("a bundle version this hubmirror does not know");
+	if (!json_is_array(repos) || !json_is_array(bl))
+		return xstrdup("the manifest lacks repos or blobs");
+	json_array_foreach(bl, i, b) {
+		json_t *sz = json_object_get(b, "size");
+		if (!is_hex(json_object_get(b, "sha256"), 64) || !json_is_integer(sz) || json_integer_value(sz) < 0)
+			return xasprintf("blob entry %zu is malformed", i);
+		if (json_object_get(blobs, json_string_value(json_object_get(b, "sha256"))))
+			return xasprintf("blob %s is listed twice", json_string_value(json_object_get(b, "sha256")));
+		json_object_set(blobs, json_string_value(json_object_get(b, "sha256")), sz);
+	}
+	json_array_foreach(repos, i, r) {
+		const char *hub = json_string_value(json_object_get(r, "hub")), *type = json_string_value(json_object_get(r, "type"));
+		const char *name = json_string_value(json_object_get(r, "name"));
+		const char *follow = json_string_value(json_object_get(r, "follow_rev"));
+		json_t *snaps = json_object_get(r, "snapshots"), *refs = json_object_get(r, "refs"), *s, *f, *g;
+		json_t *commits = json_object();
+		enum hub_kind k;
+		size_t j, l;
+		char *err = NULL;
+
+		if (!hub || !type || !name || !follow || hub_kind_parse(hub, &k) || (strcmp(type, "model") && strcmp(type, "dataset")) ||
+		    hub_check_name(k, name) || hub_check_revision(follow) || !json_is_array(snaps) || !json_is_array(refs) ||
+		    !json_is_array(json_object_get(r, "include")) || !json_is_array(json_object_get(r, "exclude")) ||
+		    !json_is_object(json_object_get(r, "options")) || !str_or_null_ok(json_object_get(r, "refs_policy"))) {
+			json_decref(commits);
+			return xasprintf("repo entry %zu is malformed", i);
+		}
+		json_array_foreach(json_object_get(r, "include"), j, g)
+			if (!json_is_string(g))
+				err = xasprintf("%s: a glob is not a string", name);
+		json_array_foreach(json_object_get(r, "exclude"), j, g)
+			if (!err && !json_is_string(g))
+				err = xasprintf("%s: a glob is not a string", name);
+		json_array_foreach(snaps, j, s) {
+			if (err)
+				break;
+			if (!is_hex(json_object_get(s, "commit"), 40) || !json_is_array(json_object_get(s, "files"))) {
+				err = xasprintf("%s: snapshot %zu is malformed", name, j);
+				break;
+			}
+			json_object_set_new(commits, json_string_value(json_object_get(s, "commit")), json_true());
+			json_array_foreach(json_object_get(s, "files"), l, f) {
+				json_t *p = json_object_get(f, "path"), *sz = json_object_get(f, "size");
+				json_t *sha = json_object_get(f, "sha256"), *want;
+				json_t *git = json_object_get(f, "git_oid"), *lfs = json_object_get(f, "lfs_oid");
+				if (!json_is_string(p) || path_check(json_string_value(p), json_string_length(p)) ||
+				    !json_is_integer(sz) || !is_hex(sha, 64) ||
+				    !(json_is_null(git) || is_hex(git, 40)) || !(json_is_null(lfs) || is_hex(lfs, 64))) {
+					err = xasprintf("%s: file %zu of snapshot %zu is malformed or its path unsafe", name, l, j);
+					break;
+				}
+				want = json_object_get(blobs, json_string_value(sha));
+				if (!want || json_integer_value(want) != json_integer_value(sz)) {
+					err = xasprintf("%s: %s names content the bundle does not list", name, json_string_value(p));
+					break;
+				}
+			}
+		}
+		json_array_foreach(refs, j, s) {
+			const char *kind = json_string_value(json_object_get(s, "kind"));
+			const char *rn = json_string_value(json_object_get(s, "name"));
+			if (err)
+				break;
+			if (!rn || hub_check_revision(rn) || !kind ||
+			    (strcmp(kind, "branch") && strcmp(kind, "tag") && strcmp(kind, "pr") && strcmp(kind, "convert")) ||
+			    !is_hex(json_object_get(s, "commit"), 40) ||
+			    !json_object_get(commits, json_string_value(json_object_get(s, "commit"))))
+				err = xasprintf("%s: ref %zu is malformed or names no snapshot of the bundle", name, j);
+		}
+		json_decref(commits);
+		if (err)
+			return err;
+	}
+	return NULL;
+}
+
+/* The first entry, manifest.json, read whole and checked. Returns 0 or an error (said). */
+static int read_manifest(struct archive *a, json_t **manifest, json_t *blobs, char **errmsg)
+{
+	struct archive_entry *e;
+	char *text, *why;
+	int64_t size;
+	json_error_t jerr;
+
+	if (archive_read_next_header(a, &e) != ARCHIVE_OK)
+		return fail(errmsg, HM_ERR_JSON, "not a readable tar archive: %s", archive_error_string(a));
+	size = archive_entry_size(e);
+	if (strcmp(archive_entry_pathname(e), MANIFEST) || archive_entry_filetype(e) != AE_IFREG ||
+	    !archive_entry_size_is_set(e) || size <= 0 || size > MANIFEST_MAX)
+		return fail(errmsg, HM_ERR_JSON, "the archive does not start with its %s", MANIFEST);
+	text = xmalloc((size_t)size);
+	if (archive_read_data(a, text, (size_t)size) != size) {
+		free(text);
+		return fail(errmsg, HM_ERR_JSON, "%s is cut short", MANIFEST);
+	}
+	*manifest = json_loadb(text, (size_t)size, JSON_REJECT_DUPLICATES, &jerr);
+	free(text);
+	if (!*manifest)
+		return fail(errmsg, HM_ERR_JSON, "%s: %s (line %d)", MANIFEST, jerr.text, jerr.line);
+	if ((why = manifest_check(*manifest, blobs))) {
+		fail(errmsg, HM_ERR_JSON, "%s: %s", MANIFEST, why);
+		free(why);
+		return HM_ERR_JSON;
+	}
+	return 0;
+}
+
+static struct archive *open_bundle(const char *path, char **errmsg)
+{
+	struct archive *a = archive_read_new();
+
+	archive_read_support_filter_all(a);
+	archive_read_support_format_tar(a);
+	if (archive_read_open_filename(a, path, CHUNK) != ARCHIVE_OK) {
+		fail(errmsg, -EIO, "cannot open '%s': %s", path, archive_error_string(a));
+		archive_read_free(a);
+		return NULL;
+	}
+	return a;
+}
+
+/* The entry is blobs/<a sha256 the manifest names>, a regular file of the size it says, not seen
+ * before. Returns the sha256 (borrowed from the entry) or NULL after saying what is wrong. */
+static const char *entry_blob(struct archive_entry *e, json_t *blobs, json_t *seen, char **errmsg)
+{
+	const char *name = archive_entry_pathname(e), *sha;
+	json_t *want;
+
+	if (archive_entry_filetype(e) != AE_IFREG || archive_entry_hardlink(e) || archive_entry_symlink(e)) {
+		fail(errmsg, HM_ERR_PATH_UNSAFE, "entry '%s' is not a regular file (links and devices are refused)",
+		     name ? name : "?");
+		return NULL;
+	}
+	if (!name || strncmp(name, "blobs/", 6) || !hex_is_lower(name + 6, 64) || strlen(name) != 70) {
+		fail(errmsg, HM_ERR_PATH_UNSAFE, "entry '%s' is not one the manifest names", name ? name : "?");
+		return NULL;
+	}
+	sha = name + 6;
+	want = json_object_get(blobs, sha);
+	if (!want || json_object_get(seen, sha)) {
+		fail(errmsg, HM_ERR_PATH_UNSAFE, "entry '%s' is %s", name, want ? "there twice" : "not in the manifest");
+		return NULL;
+	}
+	if (!archive_entry_size_is_set(e) || archive_entry_size(e) != json_integer_value(want)) {
+		fail(errmsg, HM_ERR_SIZE_MISMATCH, "entry '%s' is not the size the manifest says", name);
+		return NULL;
+	}
+	json_object_set_new(seen, sha, json_true());
+	return sha;
+}
+
+/* Store one entry's bytes, verified against sha256. Returns 0 or an error (said). */
+static int store_blob(struct mirror_data *d, struct archive *a, const char *sha256, int64_t size, char *buf,
+		      char **errmsg)
+{
+	struct mirror_store_expect ex = { sha256, NULL, size };
+	struct mirror_store_writer *w = NULL;
+	la_ssize_t got;
+	int r = mirror_store_writer_new(d->store, &ex, false, &w);
+
+	if (r)
+		return fail(errmsg, r, "store: %s", err_str(r));
+	while ((got = archive_read_data(a, buf, CHUNK)) > 0)
+		if ((r = mirror_store_writer_write(w, buf, (size_t)got)) != 0) {
+			mirror_store_writer_abort(&w, false);
+			return fail(errmsg, r, "content %s: %s", sha256, err_str(r));
+		}
+	if (got < 0) {
+		mirror_store_writer_abort(&w, false);
+		return fail(errmsg, -EIO, "content %s: %s", sha256, archive_error_string(a));
+	}
+	r = mirror_store_writer_commit(&w, NULL);
+	if (r)
+		return fail(errmsg, r, "content %s does not hash to its name (%s): the bundle is damaged", sha256,
+			    err_str(r));
+	return 0;
+}
+
+/* A snapshot of repo entry r by commit: its files for catalog_snapshot_commit. */
+static struct catalog_file *snapshot_files(json_t *r, const char *commit, size_t *n)
+{
+	json_t *s, *f;
+	size_t i, j;
+
+	json_array_foreach(json_object_get(r, "snapshots"), i, s) {
+		struct catalog_file *out;
+		json_t *files = json_object_get(s, "files");
+		if (strcmp(json_string_value(json_object_get(s, "commit")), commit))
+			continue;
+		*n = json_array_size(files);
+		out = xcalloc(*n ? *n : 1, sizeof(*out));
+		json_array_foreach(files, j, f) {
+			out[j].path = json_string_value(json_object_get(f, "path"));
+			out[j].size = json_integer_value(json_object_get(f, "size"));
+			out[j].sha256 = json_string_value(json_object_get(f, "sha256"));
+			out[j].git_oid = json_string_value(json_object_get(f, "git_oid"));
+			out[j].lfs_oid = json_string_value(json_object_get(f, "lfs_oid"));
+		}
+		return out;
+	}
+	*n = 0;
+	return NULL;
+}
+
+/* Track repo entry r and record its snapshots and refs. Returns 0 or an error (said). */
+static int import_repo(struct mirror_data *d, json_t *r, struct mirror_bundle_report *rep, char **errmsg)
+{
+	const char *hub = json_string_value(json_object_get(r, "hub")), *type = json_string_value(json_object_get(r, "type"));
+	const char *name = json_string_value(json_object_get(r, "name"));
+	char *inc = json_dumps(json_object_get(r, "include"), JSON_COMPACT);
+	char *exc = json_dumps(json_object_get(r, "exclude"), JSON_COMPACT);
+	char *opt = json_dumps(json_object_get(r, "options"), JSON_COMPACT | JSON_SORT_KEYS), *sel = NULL;
+	json_t *meta = json_object_get(r, "meta"), *ref, *sn, *f;
+	const char *policy = json_string_value(json_object_get(r, "refs_policy"));
+	struct catalog_repo cr = { 0 };
+	struct catalog_repo_meta m;
+	char *card = NULL, *tags = NULL;
+	size_t i, j;
+	int e;
+
+	e = catalog_repo_add(d->catalog, hub, type, name, json_string_value(json_object_get(r, "follow_rev")), inc, exc,
+			     opt, NULL);
+	if (!e && policy)
+		e = catalog_repo_set_refs(d->catalog, hub, type, name, policy);
+	if (!e)
+		e = catalog_repo_get(d->catalog, hub, type, name, &cr);
+	if (e) {
+		e = fail(errmsg, HM_ERR_SQLITE, "%s: catalog: %s", name, catalog_errmsg(d->catalog));
+		goto out;
+	}
+	sel = catalog_repo_selection(&cr);
+	json_array_foreach(json_object_get(r, "refs"), i, ref) {
+		const char *commit = json_string_value(json_object_get(ref, "commit"));
+		const char *kind = json_string_value(json_object_get(ref, "kind"));
+		size_t n = 0;
+		struct catalog_file *files = snapshot_files(r, commit, &n);
+		e = catalog_snapshot_commit(d->catalog, cr.id, commit, json_string_value(json_object_get(ref, "name")),
+					    !strcmp(kind, "tag"), sel, files, n);
+		free(files);
+		if (e) {
+			e = fail(errmsg, HM_ERR_SQLITE, "%s: catalog: %s", name, catalog_errmsg(d->catalog));
+			goto out;
+		}
+	}
+	/* each snapshot's time as the exporting mirror recorded it: its answers show it */
+	json_array_foreach(json_object_get(r, "snapshots"), i, sn)
+		if (json_is_integer(json_object_get(sn, "synced_at")) &&
+		    catalog_snapshot_set_synced_at(d->catalog, cr.id, json_string_value(json_object_get(sn, "commit")),
+						   json_integer_value(json_object_get(sn, "synced_at")))) {
+			e = fail(errmsg, HM_ERR_SQLITE, "%s: catalog: %s", name, catalog_errmsg(d->catalog));
+			goto out;
+		}
+	/* the repo's own contents, for the rule on naming content (docs/security.md) */
+	json_array_foreach(json_object_get(r, "snapshots"), i, sn)
+		json_array_foreach(json_object_get(sn, "files"), j, f)
+			catalog_blob_fetched(d->catalog, json_string_value(json_object_get(f, "sha256")), cr.id);
+	memset(&m, 0, sizeof(m));
+	m.gated = json_string_value(json_object_get(meta, "gated"));
+	m.private_ = json_is_integer(json_object_get(meta, "private")) ? (int)json_integer_value(json_object_get(meta, "private")) : -1;
+	card = json_is_null(json_object_get(meta, "card_data")) || !json_object_get(meta, "card_data") ? NULL
+		: json_dumps(json_object_get(meta, "card_data"), JSON_COMPACT);
+	tags = json_is_null(json_object_get(meta, "tags")) || !json_object_get(meta, "tags") ? NULL
+		: json_dumps(json_object_get(meta, "tags"), JSON_COMPACT);
+	m.card_data = card;
+	m.tags = tags;
+	m.pipeline_tag = json_string_value(json_object_get(meta, "pipeline_tag"));
+	m.library_name = json_string_value(json_object_get(meta, "library_name"));
+	m.license = json_string_value(json_object_get(meta, "license"));
+	m.downloads = json_is_integer(json_object_get(meta, "downloads")) ? json_integer_value(json_object_get(meta, "downloads")) : -1;
+	m.likes = json_is_integer(json_object_get(meta, "likes")) ? json_integer_value(json_object_get(meta, "likes")) : -1;
+	m.last_modified = json_string_value(json_object_get(meta, "last_modified"));
+	m.upstream_name = json_string_value(json_object_get(meta, "upstream_name"));
+	if (catalog_repo_set_sync(d->catalog, cr.id, "ok", NULL, (int64_t)time(NULL), &m)) {
+		e = fail(errmsg, HM_ERR_SQLITE, "%s: catalog: %s", name, catalog_errmsg(d->catalog));
+		goto out;
+	}
+	rep->repos++;
+	rep->snapshots += (int64_t)json_array_size(json_object_get(r, "snapshots"));
+out:
+	catalog_repo_release(&cr);
+	free(inc);
+	free(exc);
+	free(opt);
+	free(sel);
+	free(card);
+	free(tags);
+	return e;
+}
+
+int mirror_bundle_import(struct mirror_data *d, const char *path, struct mirror_bundle_report *rep, char **errmsg)
+{
+	struct archive *a = NULL;
+	struct archive_entry *e;
+	json_t *manifest = NULL, *blobs = json_object(), *seen = json_object(), *v, *r;
+	const char *sha;
+	char *buf = NULL;
+	size_t i, made = 0;
+	int rc, err = 0;
+
+	memset(rep, 0, sizeof(*rep));
+	/* Pass 1: every header, nothing stored. Any entry out of place refuses the whole archive. */
+	if (!(a = open_bundle(path, errmsg))) {
+		err = -EIO;
+		goto out;
+	}
+	if ((err = read_manifest(a, &manifest, blobs, errmsg)))
+		goto out;
+	while ((rc = archive_read_next_header(a, &e)) == ARCHIVE_OK) {
+		if (!entry_blob(e, blobs, seen, errmsg)) {
+			err = HM_ERR_PATH_UNSAFE;
+			goto out;
+		}
+		archive_read_data_skip(a);
+	}
+	if (rc != ARCHIVE_EOF) {
+		err = fail(errmsg, -EIO, "the archive is damaged: %s", archive_error_string(a));
+		goto out;
+	}
+	json_object_foreach(blobs, sha, v)
+		if (!json_object_get(seen, sha) && !mirror_store_has(d->store, sha, json_integer_value(v))) {
+			err = fail(errmsg, HM_ERR_NOT_FOUND, "the bundle lacks content %s (and this store does not hold it)", sha);
+			goto out;
+		}
+	archive_read_free(a);
+	json_object_clear(seen);
+	/* Pass 2: the contents, each verified as it is stored; those held already are skipped. */
+	if (!(a = open_bundle(path, errmsg))) {
+		err = -EIO;
+		goto out;
+	}
+	json_decref(manifest);
+	manifest = NULL;
+	json_object_clear(blobs);
+	if ((err = read_manifest(a, &manifest, blobs, errmsg)))
+		goto out;
+	buf = xmalloc(CHUNK);
+	while ((rc = archive_read_next_header(a, &e)) == ARCHIVE_OK) {
+		int64_t size;
+		if (!(sha = entry_blob(e, blobs, seen, errmsg))) {
+			err = HM_ERR_PATH_UNSAFE; /* changed between the passes */
+			goto out;
+		}
+		size = archive_entry_size(e);
+		if (mirror_store_has(d->store, sha, size)) {
+			rep->blobs_skipped++;
+			archive_read_data_skip(a);
+			continue;
+		}
+		if ((err = store_blob(d, a, sha, size, buf, errmsg)))
+			goto out;
+		rep->blobs++;
+		rep->bytes += size;
+	}
+	if (rc != ARCHIVE_EOF) {
+		err = fail(errmsg, -EIO, "the archive is damaged: %s", archive_error_string(a));
+		goto out;
+	}
+	/* Every content is in: the catalog, then the torrents (deterministic: the same info-hashes). */
+	json_array_foreach(json_object_get(manifest, "repos"), i, r)
+		if ((err = import_repo(d, r, rep, errmsg)))
+			goto out;
+	err = mirror_torrents_make(d, (int64_t)time(NULL), &made, errmsg);
+	rep->torrents_made = (int64_t)made;
+out:
+	if (a)
+		archive_read_free(a);
+	free(buf);
+	json_decref(manifest);
+	json_decref(blobs);
+	json_decref(seen);
+	return err;
+}

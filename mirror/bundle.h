@@ -1,0 +1,41 @@
+/*
+ * bundle.h - air-gapped bundles: repositories' snapshots (their refs, files and metadata) and the
+ * contents they name, in one tar archive (libarchive), to carry into a network without internet.
+ *
+ * The archive holds manifest.json first (the repositories, their snapshots and refs, each file's
+ * path, size and hashes, and the list of contents), then blobs/<sha256> for each content. Import
+ * reads every header before it stores anything and refuses an archive with anything but regular
+ * files, a path other than manifest.json and blobs/<a sha256 the manifest names>, an entry twice,
+ * or a size the manifest does not say: nothing enters the store then. Each content is verified
+ * against its sha256 as it is stored (the store publishes only verified bytes), contents already
+ * held are skipped (an interrupted import goes on where it stopped), and the catalog records the
+ * snapshots in one transaction once every content named is in. Torrents are made again afterwards:
+ * they are deterministic, so the info-hashes are the exporting mirror's.
+ */
+#ifndef HM_MIRROR_BUNDLE_H
+#define HM_MIRROR_BUNDLE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct mirror_data;
+struct hub_spec;
+
+struct mirror_bundle_report {
+	int64_t repos, snapshots, blobs;
+	int64_t bytes;            /* of the contents written (export) or stored (import) */
+	int64_t blobs_skipped;    /* import: contents the store already held */
+	int64_t torrents_made;    /* import */
+};
+
+/* Write the followed snapshot and every ref's snapshot of the n tracked repos to out (a tar; zstd
+ * compressed when out ends in .zst), through a temporary file renamed at the end. Returns 0 or an
+ * error with *errmsg. */
+int mirror_bundle_export(struct mirror_data *d, const struct hub_spec *specs, size_t n, const char *out,
+			 struct mirror_bundle_report *rep, char **errmsg);
+
+/* Read the bundle at path into d (whose sync lock the caller holds). Returns 0 or an error with
+ * *errmsg (the store untouched when the archive itself is refused). */
+int mirror_bundle_import(struct mirror_data *d, const char *path, struct mirror_bundle_report *rep, char **errmsg);
+
+#endif

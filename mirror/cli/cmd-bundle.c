@@ -1,0 +1,109 @@
+/*
+ * cmd-bundle.c - `hubmirror export` and `hubmirror import`: air-gapped bundles (mirror/bundle.c).
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <jansson.h>
+
+#include "base/err.h"
+#include "base/xmalloc.h"
+#include "cli.h"
+#include "hub/hub.h"
+#include "mirror/bundle.h"
+#include "mirror/data.h"
+
+int cmd_export(int argc, char **argv)
+{
+	const struct cli_command *self = cli_find("export");
+	struct mirror_bundle_report rep;
+	struct mirror_data *data = NULL;
+	struct hub_spec *specs;
+	const char *dir = NULL, *out = NULL;
+	char *err = NULL, size[32];
+	size_t n = 0;
+	int r = CLI_OK;
+	const struct cli_flag flags[] = { CLI_STR("data", &dir), CLI_STR("output", &out), CLI_END };
+
+	if (cli_parse_flags(self, argc, argv, flags))
+		return CLI_USAGE;
+	if (!out)
+		return cli_usage_error(self, "--output FILE is required");
+	if (optind >= argc)
+		return cli_usage_error(self, "no repository given");
+	specs = xcalloc((size_t)(argc - optind), sizeof(*specs));
+	for (int i = optind; i < argc; i++) {
+		if (hub_spec_parse(argv[i], &specs[n]) || specs[n].revision) {
+			r = cli_usage_error(self, "'%s' is not a repository spec (hf:ORG/NAME, ms:datasets/ORG/NAME, "
+					    "no @REVISION: every ref it mirrors goes)", argv[i]);
+			if (!specs[n].name)
+				break;
+			n++;
+			goto out;
+		}
+		n++;
+	}
+	if (cli_open_data(dir, &data)) {
+		r = CLI_FAILED;
+		goto out;
+	}
+	if (mirror_bundle_export(data, specs, n, out, &rep, &err)) {
+		fprintf(stderr, "hubmirror: export: %s\n", err ? err : "failed");
+		r = CLI_FAILED;
+		goto out;
+	}
+	cli_human_size(rep.bytes, size, sizeof(size));
+	printf("export: %lld repos, %lld snapshots, %lld contents (%s) in %s\n", (long long)rep.repos,
+	       (long long)rep.snapshots, (long long)rep.blobs, size, out);
+out:
+	for (size_t i = 0; i < n; i++)
+		hub_spec_release(&specs[i]);
+	free(specs);
+	free(err);
+	mirror_data_free(&data);
+	return r;
+}
+
+int cmd_import(int argc, char **argv)
+{
+	const struct cli_command *self = cli_find("import");
+	struct mirror_bundle_report rep;
+	struct mirror_data *data = NULL;
+	const char *dir = NULL;
+	bool wait = false, json = false;
+	char *err = NULL, size[32];
+	int r = CLI_OK;
+	const struct cli_flag flags[] = { CLI_STR("data", &dir), CLI_BOOL("wait", &wait), CLI_BOOL("json", &json),
+					  CLI_END };
+
+	if (cli_parse_flags(self, argc, argv, flags))
+		return CLI_USAGE;
+	if (argc - optind < 1)
+		return cli_usage_error(self, "expected a bundle FILE");
+	/* like a sync: one writer of the store and catalog at a time */
+	if (cli_open_locked(dir, wait, &data))
+		return CLI_FAILED;
+	for (int i = optind; i < argc && r == CLI_OK; i++) {
+		if (mirror_bundle_import(data, argv[i], &rep, &err)) {
+			fprintf(stderr, "hubmirror: import %s: %s\n", argv[i], err ? err : "failed");
+			r = CLI_FAILED;
+		} else if (json) {
+			json_t *o = json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:I}", "bundle", argv[i],
+					      "repos", (json_int_t)rep.repos, "snapshots", (json_int_t)rep.snapshots,
+					      "blobs", (json_int_t)rep.blobs, "blobs_skipped", (json_int_t)rep.blobs_skipped,
+					      "bytes", (json_int_t)rep.bytes, "torrents_made", (json_int_t)rep.torrents_made);
+			cli_print_json(o);
+			json_decref(o);
+		} else {
+			cli_human_size(rep.bytes, size, sizeof(size));
+			printf("import %s: %lld repos, %lld snapshots; %lld contents stored (%s), %lld held already; "
+			       "%lld torrents made\n", argv[i], (long long)rep.repos, (long long)rep.snapshots,
+			       (long long)rep.blobs, size, (long long)rep.blobs_skipped, (long long)rep.torrents_made);
+		}
+		free(err);
+		err = NULL;
+	}
+	mirror_data_free(&data);
+	return r;
+}

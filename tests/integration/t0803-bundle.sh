@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# t0803-bundle: export repositories into a bundle, import it into an empty mirror that never saw the
+# upstream: it answers byte-identical (Hugging Face and ModelScope APIs, tags too) and hands out the
+# same torrents (info-hashes); importing again stores nothing new. Hostile archives (a symlink, a
+# device, "..", an absolute path, an entry the manifest does not name, a wrong size, no manifest
+# first) are refused with the store untouched; a damaged content is refused and nothing of its repos
+# enters the catalog.
+. "$HM_SRC/tests/integration/lib.sh"
+cat >"$T/spec.json" <<'JSON'
+{"repos": [
+  {"hub": "hf", "type": "model", "id": "acme/bundled",
+   "commits": [{"key": "c1", "files": [{"path": "config.json", "content": "{\"v\": 1}\n"},
+                                       {"path": "model.safetensors", "size": 3000000, "seed": 4}]},
+               {"key": "c2", "parent": "c1", "files": [{"path": "config.json", "content": "{\"v\": 2}\n"}]}],
+   "branches": {"main": "c2"}, "tags": {"v1.0": "c1"}},
+  {"hub": "ms", "type": "model", "id": "acme/ms-bundled",
+   "files": [{"path": "configuration.json", "content": "{}\n"},
+             {"path": "sub/tokenizer.json", "content": "{\"t\": 1}\n"}]},
+  {"hub": "hf", "type": "dataset", "id": "acme/rows",
+   "files": [{"path": "data/train.csv", "content": "a,b\n1,2\n"}]}
+ ]}
+JSON
+check "synced from the fake upstream" sync_from_fake hf:acme/bundled ms:acme/ms-bundled hf:datasets/acme/rows
+check "export" "$HUBMIRROR" export --output "$T/b.tar" hf:acme/bundled ms:acme/ms-bundled hf:datasets/acme/rows
+check "export (zstd)" "$HUBMIRROR" export --output "$T/b.tar.zst" hf:acme/bundled ms:acme/ms-bundled hf:datasets/acme/rows
+check "the bundle starts with its manifest, then the contents" bash -c "tar -tf '$T/b.tar' | head -1 | grep -qx manifest.json &&
+	[ \"\$(tar -tf '$T/b.tar' | grep -c '^blobs/[0-9a-f]\{64\}\$')\" = \"\$(tar -tf '$T/b.tar' | tail -n +2 | wc -l)\" ]"
+check "exporting an untracked repo fails" bash -c "! '$HUBMIRROR' export --output '$T/x.tar' hf:acme/nope 2>/dev/null && [ ! -e '$T/x.tar' ]"
+
+# ---- import into an empty mirror (no upstream at all) ----
+B=$T/offline
+check "import into an empty data directory" env -u HUBMIRROR_HF_UPSTREAM -u HUBMIRROR_MS_UPSTREAM "$HUBMIRROR" import --data "$B" --json "$T/b.tar.zst"
+"$HUBMIRROR" import --data "$B" --json "$T/b.tar" >"$T/again.json"
+check "importing again stores nothing new" "$PY" -c '
+import json,sys; d=json.load(open(sys.argv[1])); assert d["blobs"] == 0 and d["blobs_skipped"] >= 6 and d["repos"] == 3, d' "$T/again.json"
+check "serve on the source starts" start_serve --p2p-listen off
+A=$M
+check "serve on the imported mirror starts" start_serve --data "$B" --p2p-listen off
+same() { cmp <(curl -fsS "$A$1") <(curl -fsS "$M$1"); }
+check "HF info is the same" same /api/models/acme/bundled
+check "HF tree is the same" same "/api/models/acme/bundled/tree/main?recursive=true"
+check "a file by branch" same /acme/bundled/resolve/main/model.safetensors
+check "a file by tag" same /acme/bundled/resolve/v1.0/config.json
+check "the refs" same /api/models/acme/bundled/refs
+check "a dataset file" same /datasets/acme/rows/resolve/main/data/train.csv
+msdata() { curl -fsS "$1/api/v1/models/acme/ms-bundled/repo/files?Revision=master&Recursive=True" |
+	"$PY" -c 'import json,sys; print(json.dumps(json.load(sys.stdin)["Data"], sort_keys=True))'; }
+check "ModelScope listing (its Data; the RequestId is per request)" test "$(msdata "$A")" = "$(msdata "$M")"
+check "ModelScope download" same "/api/v1/models/acme/ms-bundled/repo?Revision=master&FilePath=sub/tokenizer.json"
+swarm() { curl -fsS "$1/api/catalog/repos/hf/model/acme/bundled" | "$PY" -c 'import json,sys; s=json.load(sys.stdin)["swarm"]; print(s["btih"], s["btmh"])'; }
+check "the same torrent (info-hashes)" test "$(swarm "$A")" = "$(swarm "$M")"
+
+# ---- hostile and damaged archives: refused, the store untouched ----
+"$PY" - "$T/b.tar" "$T" <<'PY'
+import io, json, os, sys, tarfile
+src, out = sys.argv[1], sys.argv[2]
+with tarfile.open(src) as t:
+    members = [(m, t.extractfile(m).read()) for m in t.getmembers()]
+manifest, blobs = members[0], members[1:]
+def write(name, entries):
+    with tarfile.open(os.path.join(out, name), "w", format=tarfile.PAX_FORMAT) as t:
+        for m, data in entries:
+            m = tarfile.TarInfo(m.name) if isinstance(m, tarfile.TarInfo) else m
+            if data is None:
+                continue
+            m.size = len(data)
+            t.addfile(m, io.BytesIO(data))
+def extra(name, info):
+    with tarfile.open(os.path.join(out, name), "w", format=tarfile.PAX_FORMAT) as t:
+        for m, data in [manifest] + blobs[:1]:
+            ti = tarfile.TarInfo(m.name); ti.size = len(data); t.addfile(ti, io.BytesIO(data))
+        t.addfile(info)
+sl = tarfile.TarInfo("blobs/" + "0" * 64); sl.type = tarfile.SYMTYPE; sl.linkname = "/etc/passwd"
+extra("h-symlink.tar", sl)
+dev = tarfile.TarInfo("blobs/" + "1" * 64); dev.type = tarfile.CHRTYPE; dev.devmajor, dev.devminor = 1, 3
+extra("h-device.tar", dev)
+def with_entry(name, entry_name, data, first=None):
+    with tarfile.open(os.path.join(out, name), "w", format=tarfile.PAX_FORMAT) as t:
+        for m, d in ([first] if first else [manifest]) + blobs[:1] + [(tarfile.TarInfo(entry_name), data)]:
+            ti = tarfile.TarInfo(m.name); ti.size = len(d); t.addfile(ti, io.BytesIO(d))
+with_entry("h-dotdot.tar", "blobs/../../evil", b"x")
+with_entry("h-absolute.tar", "/tmp/evil-" + "2" * 8, b"x")
+with_entry("h-unnamed.tar", "blobs/" + "3" * 64, b"x")
+# a listed content with the wrong size
+name, data = blobs[0][0].name, blobs[0][1]
+with tarfile.open(os.path.join(out, "h-size.tar"), "w", format=tarfile.PAX_FORMAT) as t:
+    for m, d in [manifest, (blobs[0][0], data + b"!")]:
+        ti = tarfile.TarInfo(m.name); ti.size = len(d); t.addfile(ti, io.BytesIO(d))
+# no manifest first
+with tarfile.open(os.path.join(out, "h-nomanifest.tar"), "w", format=tarfile.PAX_FORMAT) as t:
+    for m, d in blobs[:1] + [manifest]:
+        ti = tarfile.TarInfo(m.name); ti.size = len(d); t.addfile(ti, io.BytesIO(d))
+# a damaged content: right name and size, other bytes (the biggest, so the others may go in first)
+big = max(range(len(blobs)), key=lambda i: len(blobs[i][1]))
+with tarfile.open(os.path.join(out, "d-corrupt.tar"), "w", format=tarfile.PAX_FORMAT) as t:
+    for i, (m, d) in enumerate([manifest] + blobs):
+        if i - 1 == big:
+            d = bytes([d[0] ^ 0xff]) + d[1:]
+        ti = tarfile.TarInfo(m.name); ti.size = len(d); t.addfile(ti, io.BytesIO(d))
+PY
+blobs_of() { (cd "$1/store/blobs" 2>/dev/null && find . -type f | sort); }
+for h in symlink device dotdot absolute unnamed size nomanifest; do
+	C=$T/h-$h
+	"$HUBMIRROR" import --data "$C" "$T/h-$h.tar" 2>"$T/h-$h.err"; st=$?
+	check "hostile archive ($h) refused, nothing in the store, nothing tracked" bash -c "[ $st = 1 ] && [ -z \"\$(cd '$C/store/blobs' 2>/dev/null && find . -type f)\" ] &&
+		[ \"\$(HUBMIRROR_DATA='$C' '$HUBMIRROR' ls --json)\" = '[]' ] && [ ! -e /tmp/evil-22222222 ]"
+done
+check "the refusal says what is wrong" grep -q 'not a regular file' "$T/h-symlink.err"
+C=$T/damaged
+"$HUBMIRROR" import --data "$C" "$T/d-corrupt.tar" 2>"$T/d.err"; st=$?
+check "a damaged content is refused and nothing is tracked" bash -c "[ $st = 1 ] && grep -q 'does not hash to its name' '$T/d.err' &&
+	[ \"\$(HUBMIRROR_DATA='$C' '$HUBMIRROR' ls --json)\" = '[]' ]"
+check "the good bundle then completes that mirror (what came before is kept)" "$HUBMIRROR" import --data "$C" "$T/b.tar"
+finish
