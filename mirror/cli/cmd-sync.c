@@ -26,6 +26,7 @@
 #include "hub/hub.h"
 #include "hub/upstream.h"
 #include "mirror/data.h"
+#include "mirror/maint.h"
 #include "mirror/sync.h"
 
 static const char *env_first(const char *a, const char *b)
@@ -200,6 +201,7 @@ int cli_sync_prepare(int argc, char **argv, const char *config_file, struct sync
 		CLI_INT("max-tries", &cfg->http.max_tries, 1, 100),
 		CLI_FN("retry-delay", &cfg->http.backoff_base_s, take_retry_delay),
 		CLI_BOOL("check-refs", &cfg->check_refs),
+		CLI_INT("retention", &o->retention, 0, 1000),
 		CLI_BOOL("progress", &o->progress),
 		CLI_NO("no-progress", &o->progress),
 		CLI_END,
@@ -208,6 +210,7 @@ int cli_sync_prepare(int argc, char **argv, const char *config_file, struct sync
 
 	memset(o, 0, sizeof(*o));
 	memset(conf, 0, sizeof(*conf));
+	o->retention = -1;
 	o->progress = isatty(STDERR_FILENO);
 	cfg->hf_base = env_first("HUBMIRROR_HF_UPSTREAM", "HF_ENDPOINT");
 	cfg->ms_base = env_first("HUBMIRROR_MS_UPSTREAM", "MODELSCOPE_ENDPOINT");
@@ -296,6 +299,20 @@ int cmd_sync(int argc, char **argv)
 		json_decref(j);
 	} else {
 		print_report(&rep);
+	}
+	if (o.retention >= 0) {
+		/* retention: what the run left old beyond N per repo goes, with the contents only it used */
+		struct mirror_gc_report g;
+		char *gerr = NULL, b[32];
+		if (mirror_gc(data, o.retention, 7 * 24 * 3600, false, &g, &gerr)) {
+			fprintf(stderr, "hubmirror: sync: gc after the run: %s\n", gerr ? gerr : "failed");
+			r = CLI_FAILED;
+		} else if (!o.json && (g.snapshots_dropped || g.blobs_removed)) {
+			cli_human_size(g.bytes_freed, b, sizeof(b));
+			printf("sync: retention %d: dropped %lld old snapshots and %lld contents (%s)\n", o.retention,
+			       (long long)g.snapshots_dropped, (long long)g.blobs_removed, b);
+		}
+		free(gerr);
 	}
 	if (rep.failed)
 		r = CLI_FAILED;

@@ -222,7 +222,7 @@ const struct cli_command cli_commands[] = {
 	  "Stops on SIGINT or SIGTERM (gracefully: see --shutdown-grace; a second signal stops at once).\n" },
 	{ "sync", cmd_sync,
 	  "sync [--config FILE] [--data DIR] [--hf-upstream URL] [--ms-upstream URL] [--hf-token-file FILE]\n"
-	  "     [--ms-token-file FILE] [--json] [--wait] [--jobs N] [--check-refs] [SPEC...]",
+	  "     [--ms-token-file FILE] [--json] [--wait] [--jobs N] [--check-refs] [--retention N] [SPEC...]",
 	  "fetch what changed upstream for the tracked repositories (or those named)",
 	  "For each repository, resolve its revision upstream; an unchanged commit costs one request.\n"
 	  "Otherwise list its files and fetch, verified against upstream's sha256 (or git id), the ones\n"
@@ -234,6 +234,8 @@ const struct cli_command cli_commands[] = {
 	  "Exit status 1 when any repository failed (gated, denied, missing, error).\n"
 	  "  --data DIR          data directory (default $HUBMIRROR_DATA or /var/lib/hubmirror)\n"
 	  "  --check-refs        list upstream's refs of every repository now, not only when due\n"
+	  "  --retention N       after the run, keep N old snapshots per repository besides those a ref\n"
+	  "                      points at, and drop the rest with the contents only they used (gc)\n"
 	  "  --config FILE       the configuration file (default $HUBMIRROR_CONFIG, else\n"
 	  "                      /etc/hubmirror/hubmirror.conf if present): its [sync] keys and data\n"
 	  "  --hf-token-file FILE, --ms-token-file FILE   the upstream token, from a file readable by\n"

@@ -65,6 +65,7 @@ static const struct config_key keys[] = {
 	{ "sync", "jobs", "jobs", CONFIG_SYNC, false },
 	{ "sync", "max-tries", "max-tries", CONFIG_SYNC, false },
 	{ "sync", "retry-delay", "retry-delay", CONFIG_SYNC, false },
+	{ "store", "retention", "retention", CONFIG_SYNC, false },
 	{ "p2p", "listen", "p2p-listen", CONFIG_SERVE, false },
 	{ "p2p", "upload-limit", "p2p-upload-limit", CONFIG_SERVE, false },
 	{ "p2p", "rescan", "p2p-rescan", CONFIG_SERVE, false },
@@ -120,7 +121,7 @@ static int handler(void *user, const char *section, const char *name, const char
 	if (!find_key(section, key)) {
 		if (!l->error) /* inih reports the first bad line: keep its reason */
 			l->error = *section ? xasprintf("unknown key '%s' in [%s]", name, section)
-					    : xasprintf("'%s' outside a section ([serve], [sync] or [p2p])", name);
+					    : xasprintf("'%s' outside a section ([serve], [sync], [store] or [p2p])", name);
 		free(key);
 		return 0;
 	}

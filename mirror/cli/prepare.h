@@ -27,6 +27,7 @@ struct sync_opts {
 	struct mirror_sync_config cfg;
 	const char *dir, *config, *hf_token_file, *ms_token_file;
 	bool json, wait, progress;
+	int retention;              /* --retention N: keep N old snapshots per repo, gc after the run; -1 off */
 	char *hf_token, *ms_token;  /* read from the token files (owned) */
 };
 
