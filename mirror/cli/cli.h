@@ -169,4 +169,9 @@ void cli_print_json(struct json_t *o);
  * not tracked; else the catalog's own message). Returns CLI_FAILED. */
 int cli_repo_error(struct mirror_data *d, const char *spec, int e);
 
+/* A token from a file readable by its owner only (mode 600; a token is a password), one line of
+ * printable characters, whitespace around it ignored. *out is malloc'd. Returns 0, or -1 after
+ * saying why, with what ("Hugging Face token file") in the message. */
+int cli_read_token_file(const char *path, const char *what, char **out);
+
 #endif

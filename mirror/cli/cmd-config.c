@@ -49,6 +49,7 @@ out:
 	mirror_access_free(&a);
 	hub_tls_free(&tls);
 	config_release(&sp.conf);
+	free(sp.admin_token);
 	return r;
 }
 

@@ -137,6 +137,7 @@ int cli_serve_prepare(int argc, char **argv, struct serve_prep *p)
 		CLI_INT_TAKES("max-connections", &p->max_connections, 1, 1000000, "a number, 1 to 1000000"),
 		CLI_STR("trusted-proxy", &cfg->trusted_proxies),
 		CLI_FN("shutdown-grace", &cfg->shutdown_grace_ms, take_grace),
+		CLI_STR("admin-token-file", &p->admin_token_file),
 		CLI_STR("tls-cert", &cfg->tls_cert),
 		CLI_STR("tls-key", &cfg->tls_key),
 		CLI_END,
@@ -167,6 +168,11 @@ int cli_serve_prepare(int argc, char **argv, struct serve_prep *p)
 		cli_usage_error(self, "--tls-cert and --tls-key go together");
 		goto fail;
 	}
+	if (p->admin_token_file && cli_read_token_file(p->admin_token_file, "admin token file", &p->admin_token)) {
+		r = CLI_FAILED;
+		goto fail;
+	}
+	cfg->admin_token = p->admin_token;
 	return CLI_OK;
 fail:
 	config_release(&p->conf);
@@ -248,6 +254,7 @@ int cmd_serve(int argc, char **argv)
 	if (cfg.access_log && cfg.access_log != stdout)
 		fclose(cfg.access_log);
 	config_release(&p.conf); /* cfg borrowed its strings */
+	free(p.admin_token);
 	if (r) {
 		fprintf(stderr, "hubmirror: serve: %s\n", err ? err : err_str(r));
 		free(err);

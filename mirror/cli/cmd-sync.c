@@ -148,42 +148,6 @@ static int take_retry_delay(const struct cli_command *self, const struct cli_fla
 	return CLI_OK;
 }
 
-/* A token from a file: the file must be readable by its owner only (a token is a password), and hold
- * one token (surrounding whitespace ignored). *out is malloc'd. Returns 0, or -1 after saying why. */
-static int read_token_file(const char *path, const char *what, char **out)
-{
-	struct stat st;
-	char *data = NULL, *b, *e;
-	size_t len = 0;
-
-	if (stat(path, &st) < 0 || !S_ISREG(st.st_mode)) {
-		fprintf(stderr, "hubmirror: %s '%s': %s\n", what, path, errno ? strerror(errno) : "not a file");
-		return -1;
-	}
-	if (st.st_mode & 077) {
-		fprintf(stderr, "hubmirror: %s '%s' can be read by others: make it the owner's only (chmod 600)\n",
-			what, path);
-		return -1;
-	}
-	if (path_read_file(path, 8192, &data, &len)) {
-		fprintf(stderr, "hubmirror: cannot read %s '%s'\n", what, path);
-		return -1;
-	}
-	for (b = data; *b == ' ' || *b == '\t' || *b == '\n' || *b == '\r'; b++)
-		;
-	for (e = b + strlen(b); e > b && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\n' || e[-1] == '\r'); e--)
-		;
-	*e = '\0';
-	if (!*b || !hub_token_valid(b)) {
-		fprintf(stderr, "hubmirror: %s '%s' holds no token (one line of printable characters)\n", what, path);
-		free(data);
-		return -1;
-	}
-	*out = xstrdup(b);
-	free(data);
-	return 0;
-}
-
 int cli_sync_prepare(int argc, char **argv, const char *config_file, struct sync_opts *o, struct config *conf)
 {
 	const struct cli_command *self = cli_find("sync");
@@ -222,8 +186,8 @@ int cli_sync_prepare(int argc, char **argv, const char *config_file, struct sync
 	    (argc && cli_parse_flags(self, argc, argv, flags)))
 		return CLI_USAGE;
 	/* a token file (the command line's or the configuration's) wins over the environment */
-	if ((o->hf_token_file && read_token_file(o->hf_token_file, "Hugging Face token file", &o->hf_token)) ||
-	    (o->ms_token_file && read_token_file(o->ms_token_file, "ModelScope token file", &o->ms_token)))
+	if ((o->hf_token_file && cli_read_token_file(o->hf_token_file, "Hugging Face token file", &o->hf_token)) ||
+	    (o->ms_token_file && cli_read_token_file(o->ms_token_file, "ModelScope token file", &o->ms_token)))
 		return CLI_FAILED;
 	if (o->hf_token)
 		cfg->hf_token = o->hf_token;

@@ -212,6 +212,8 @@ const struct cli_command cli_commands[] = {
 	  "  --trusted-proxy A   believe X-Forwarded-Host/-Proto only from these peer addresses\n"
 	  "  --config FILE       the configuration file (default $HUBMIRROR_CONFIG, else\n"
 	  "                      /etc/hubmirror/hubmirror.conf if present); options given here win\n"
+	  "  --admin-token-file FILE  turn on the operator's API (/api/admin/: status, sync now, pause,\n"
+	  "                      add and remove repos) for requests bearing the token in FILE (mode 600)\n"
 	  "  --shutdown-grace S  on SIGTERM/SIGINT, stop taking connections and let answers in flight\n"
 	  "                      finish for up to S seconds (default 10; 0: stop at once)\n"
 	  "  --tls-cert FILE, --tls-key FILE   HTTPS on the same port (PEM certificate chain and\n"

@@ -15,6 +15,8 @@ struct serve_prep {
 	struct mirror_serve_config cfg;
 	struct config conf;
 	const char *access;         /* --access-log */
+	const char *admin_token_file;
+	char *admin_token;          /* read from it (owned) */
 	const char *config;
 	int auth, max_connections;
 };

@@ -1,6 +1,12 @@
 /*
  * util.c - small helpers the command files share.
  */
+#include "hub/upstream.h"
+#include "base/xmalloc.h"
+#include "base/path.h"
+#include <string.h>
+#include <errno.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/ioctl.h>
@@ -105,4 +111,40 @@ int cli_repo_error(struct mirror_data *d, const char *spec, int e)
 	else
 		fprintf(stderr, "hubmirror: catalog: %s\n", catalog_errmsg(d->catalog));
 	return CLI_FAILED;
+}
+
+/* A token from a file: the file must be readable by its owner only (a token is a password), and hold
+ * one token (surrounding whitespace ignored). *out is malloc'd. Returns 0, or -1 after saying why. */
+int cli_read_token_file(const char *path, const char *what, char **out)
+{
+	struct stat st;
+	char *data = NULL, *b, *e;
+	size_t len = 0;
+
+	if (stat(path, &st) < 0 || !S_ISREG(st.st_mode)) {
+		fprintf(stderr, "hubmirror: %s '%s': %s\n", what, path, errno ? strerror(errno) : "not a file");
+		return -1;
+	}
+	if (st.st_mode & 077) {
+		fprintf(stderr, "hubmirror: %s '%s' can be read by others: make it the owner's only (chmod 600)\n",
+			what, path);
+		return -1;
+	}
+	if (path_read_file(path, 8192, &data, &len)) {
+		fprintf(stderr, "hubmirror: cannot read %s '%s'\n", what, path);
+		return -1;
+	}
+	for (b = data; *b == ' ' || *b == '\t' || *b == '\n' || *b == '\r'; b++)
+		;
+	for (e = b + strlen(b); e > b && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\n' || e[-1] == '\r'); e--)
+		;
+	*e = '\0';
+	if (!*b || !hub_token_valid(b)) {
+		fprintf(stderr, "hubmirror: %s '%s' holds no token (one line of printable characters)\n", what, path);
+		free(data);
+		return -1;
+	}
+	*out = xstrdup(b);
+	free(data);
+	return 0;
 }

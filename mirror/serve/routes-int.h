@@ -11,6 +11,7 @@
 #include <jansson.h>
 
 #include "hub/httpd.h"
+#include "routes.h"
 
 struct mirror_data;
 
@@ -50,6 +51,7 @@ struct mirror_routes {
 	struct catalog *pool[MIRROR_POOL];
 	size_t npool;
 	char *catalog_path;
+	struct mirror_admin admin;    /* the operator's API; admin.token NULL: off */
 };
 
 /* The operator token of a request (Authorization: Bearer, or ModelScope's m_session_id cookie), in
@@ -97,6 +99,7 @@ int mirror__route_web(struct mirror_routes *rt, struct httpd_req *req, const cha
 
 /* Catalog browsing API (routes-catalog.c); the JSON shape of a repo is mirror/repojson.h's. */
 int mirror__route_catalog(struct mirror_routes *rt, struct httpd_req *req, const char *rest, const char *arg);
+int mirror__route_admin(struct mirror_routes *rt, struct httpd_req *req, const char *rest, const char *arg);
 
 /* Our own origin as the client reached it ("http://host:port"), honouring X-Forwarded-Proto/Host
  * from a --trusted-proxy only. Caller frees. */

@@ -176,6 +176,7 @@ static const struct route {
 	{ "/api/p2p/torrent/", mirror__route_torrent, NULL, "torrent", GATE_TOKEN, true, "hf" },
 	{ "/api/p2p/preheat", mirror__route_preheat, NULL, "preheat", GATE_TOKEN, true, "hf" },
 	{ "/api/catalog/", mirror__route_catalog, NULL, "catalog_api", GATE_TOKEN, false, "hf" },
+	{ "/api/admin/", mirror__route_admin, NULL, "admin", GATE_NONE, false, "hf" }, /* its own token */
 	{ "/api/v1/models/", mirror__route_ms, "model", "ms_api", GATE_TOKEN, false, "ms" },
 	{ "/api/v1/datasets/", mirror__route_ms, "dataset", "ms_api", GATE_TOKEN, false, "ms" },
 	{ NULL, mirror__route_web, NULL, "web", GATE_TOKEN, false, "hf" },
@@ -282,6 +283,11 @@ void mirror_routes_install(struct mirror_routes *r, struct httpd *h)
 	r->httpd = h;
 	httpd_set_observer(h, on_response_done, r);
 	httpd_add_handler(h, dispatch, r);
+}
+
+void mirror_routes_set_admin(struct mirror_routes *r, const struct mirror_admin *a)
+{
+	r->admin = *a;
 }
 
 void mirror_routes_free(struct mirror_routes **r)

@@ -20,6 +20,17 @@ struct mirror_seeder;
 void mirror_routes_set_seeder(struct mirror_routes *r, struct mirror_seeder *seeder);
 /* How long one catalog search may run (milliseconds, > 0); past it the request gets a 400. */
 void mirror_routes_set_search_budget(struct mirror_routes *r, int ms);
+/* The operator's API (/api/admin/, routes-admin.c): what serve lets it do. token NULL: off. */
+#include <stdbool.h>
+#include <jansson.h>
+struct mirror_admin {
+	const char *token;                        /* borrowed; compared in constant time */
+	void *ud;
+	json_t *(*status)(void *ud);              /* the schedule and the running sync */
+	int (*sync_now)(void *ud, json_t *specs); /* 0 started, -EBUSY when one runs, or an error */
+	void (*pause)(void *ud, bool paused);     /* the schedule */
+};
+void mirror_routes_set_admin(struct mirror_routes *r, const struct mirror_admin *a);
 void mirror_routes_free(struct mirror_routes **r);
 
 #endif

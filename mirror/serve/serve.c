@@ -32,6 +32,10 @@ struct server {
 	bool stopping;
 	uv_process_t sync_proc;
 	bool sync_running;
+	bool sync_by_admin;         /* the running sync came from the admin API */
+	bool paused;                /* the schedule, through the admin API */
+	int64_t sync_started_at;
+	int64_t last_sync_status;   /* of the last sync's exit, -1 before any */
 	int sync_minute;            /* minutes after local midnight, -1: none */
 	struct mirror_data *data;
 	struct httpd *httpd;
@@ -85,23 +89,21 @@ static void on_sync_exit(uv_process_t *p, int64_t status, int sig)
 	else
 		log_info("serve", "scheduled sync finished");
 	s->sync_running = false;
+	s->last_sync_status = sig ? 128 + sig : status;
 	uv_close((uv_handle_t *)p, NULL);
 	schedule_sync(s);
 }
 
-static void on_sync_timer(uv_timer_t *t)
+/* Start `hubmirror sync` as a child (of the specs named, or all). Returns 0 or a libuv error. */
+static int start_sync(struct server *s, json_t *specs)
 {
-	struct server *s = t->data;
-	char *args[14];
+	size_t nspecs = json_array_size(specs), i;
+	char **args = xcalloc(16 + nspecs, sizeof(*args));
+	json_t *v;
 	int n = 0, r;
 	uv_process_options_t o;
 	uv_stdio_container_t io[3];
 
-	if (s->sync_running) {
-		log_warn("serve", "previous scheduled sync still running; skipping this one");
-		schedule_sync(s);
-		return;
-	}
 	/* The sync runs as its own process: a crash or a long hash never stalls the server, and the
 	 * data directory's lock orders it with syncs started by hand. */
 	args[n++] = (char *)s->cfg->self_exe;
@@ -123,6 +125,8 @@ static void on_sync_timer(uv_timer_t *t)
 		args[n++] = "--ms-upstream";
 		args[n++] = (char *)s->cfg->ms_upstream;
 	}
+	json_array_foreach(specs, i, v)
+		args[n++] = (char *)json_string_value(v);
 	args[n] = NULL;
 	memset(&o, 0, sizeof(o));
 	io[0].flags = UV_IGNORE;
@@ -137,20 +141,39 @@ static void on_sync_timer(uv_timer_t *t)
 	o.stdio_count = 3;
 	s->sync_proc.data = s;
 	r = uv_spawn(&s->loop, &s->sync_proc, &o);
+	free(args);
 	if (r) {
-		log_error("serve", "cannot start the scheduled sync: %s", uv_strerror(r));
+		log_error("serve", "cannot start the sync: %s", uv_strerror(r));
 		uv_close((uv_handle_t *)&s->sync_proc, NULL);
+		return r;
+	}
+	s->sync_running = true;
+	s->sync_started_at = (int64_t)time(NULL);
+	log_info("serve", "%s sync started (pid %d)", nspecs || s->sync_by_admin ? "requested" : "scheduled",
+		 s->sync_proc.pid);
+	return 0;
+}
+
+static void on_sync_timer(uv_timer_t *t)
+{
+	struct server *s = t->data;
+
+	if (s->sync_running) {
+		log_warn("serve", "previous scheduled sync still running; skipping this one");
 		schedule_sync(s);
 		return;
 	}
-	s->sync_running = true;
-	log_info("serve", "scheduled sync started (pid %d)", s->sync_proc.pid);
+	s->sync_by_admin = false;
+	if (start_sync(s, NULL))
+		schedule_sync(s);
 }
 
 static void schedule_sync(struct server *s)
 {
 	uint64_t ms = 0;
 
+	if (s->paused || s->stopping)
+		return;
 	if (s->sync_minute >= 0)
 		ms = ms_until(s->sync_minute);
 	/* With both, whichever comes first: the interval counts from the end of the previous run. */
@@ -160,6 +183,44 @@ static void schedule_sync(struct server *s)
 		return;
 	uv_timer_start(&s->sync_timer, on_sync_timer, ms, 0);
 	log_info("serve", "next sync in %llu s", (unsigned long long)(ms / 1000));
+}
+
+/* ---- the admin API's side (routes-admin.c) ---- */
+
+static json_t *admin_status(void *ud)
+{
+	struct server *s = ud;
+	uint64_t due = uv_is_active((uv_handle_t *)&s->sync_timer) ? uv_timer_get_due_in(&s->sync_timer) : 0;
+	json_t *o = json_pack("{s:b, s:b}", "sync_running", s->sync_running, "schedule_paused", s->paused);
+
+	json_object_set_new(o, "sync_pid", s->sync_running ? json_integer(s->sync_proc.pid) : json_null());
+	json_object_set_new(o, "sync_started_at", s->sync_running ? json_integer(s->sync_started_at) : json_null());
+	json_object_set_new(o, "next_sync_in_s", due ? json_integer((json_int_t)(due / 1000)) : json_null());
+	json_object_set_new(o, "last_sync_exit", s->last_sync_status >= 0 ? json_integer(s->last_sync_status) : json_null());
+	return o;
+}
+
+static int admin_sync_now(void *ud, json_t *specs)
+{
+	struct server *s = ud;
+
+	if (s->sync_running)
+		return -EBUSY;
+	s->sync_by_admin = true;
+	uv_timer_stop(&s->sync_timer); /* the schedule counts from this run's end */
+	return start_sync(s, specs);
+}
+
+static void admin_pause(void *ud, bool paused)
+{
+	struct server *s = ud;
+
+	s->paused = paused;
+	log_info("serve", "admin: schedule %s", paused ? "paused" : "resumed");
+	if (paused)
+		uv_timer_stop(&s->sync_timer);
+	else if (!s->sync_running)
+		schedule_sync(s);
 }
 
 static void on_drained(void *ud)
@@ -242,6 +303,7 @@ int mirror_serve(const struct mirror_serve_config *cfg, char **errmsg)
 	memset(&s, 0, sizeof(s));
 	s.cfg = cfg;
 	s.sync_minute = cfg->sync_at ? mirror_parse_hhmm(cfg->sync_at) : -1;
+	s.last_sync_status = -1;
 	r = mirror_access_load(cfg->tokens_file, (enum mirror_access_mode)cfg->auth_mode, &s.access, errmsg);
 	if (r)
 		return r;
@@ -284,6 +346,10 @@ int mirror_serve(const struct mirror_serve_config *cfg, char **errmsg)
 	s.routes = mirror_routes_new(s.data, s.access);
 	mirror_routes_set_search_budget(s.routes, cfg->search_budget_ms);
 	mirror_routes_install(s.routes, s.httpd);
+	if (cfg->admin_token) {
+		struct mirror_admin a = { cfg->admin_token, &s, admin_status, admin_sync_now, admin_pause };
+		mirror_routes_set_admin(s.routes, &a);
+	}
 	if (cfg->p2p_listen) {
 		struct mirror_seeder_config sc = { cfg->p2p_listen, cfg->p2p_upload_limit, cfg->p2p_rescan_ms,
 						   cfg->p2p_super_seed, s.access };

@@ -39,6 +39,7 @@ struct mirror_serve_config {
 	const char *tls_key;        /* its PEM private key */
 	const char *config_path;    /* the configuration file serve read (passed on to the scheduled sync),
 				     * or NULL */
+	const char *admin_token;    /* the operator's API (/api/admin/) with this bearer token; NULL: off */
 	void (*on_sighup)(void *ud); /* called first on SIGHUP (the CLI reads the file again and says what
 				     * changed), or NULL */
 	void *on_sighup_ud;

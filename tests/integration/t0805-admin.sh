@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# t0805-admin: the operator's API (serve --admin-token-file). Off without the file; without a token
+# 401, with a wrong one 403; with the right one: a repository added, a sync started now (and a second
+# refused while it runs), the status followed to its end, the repository then served; the schedule
+# paused and resumed; a repository removed; bad bodies refused. The token is never logged.
+. "$HM_SRC/tests/integration/lib.sh"
+cat >"$T/spec.json" <<'JSON'
+{"repos": [
+  {"hub": "hf", "type": "model", "id": "acme/via-api",
+   "files": [{"path": "config.json", "content": "{\"api\": 1}\n"}, {"path": "w.bin", "size": 3000000, "seed": 6}]}
+ ]}
+JSON
+check "fake upstream starts" start_fakehub --repos "$T/spec.json"
+export HUBMIRROR_HF_UPSTREAM=$FAKE_API
+check "serve without an admin token starts" start_serve --p2p-listen off
+check "the admin API is off then" test "$(curl -s -o /dev/null -w '%{http_code}' "$M/api/admin/status")" = 404
+kill "$(pgrep -f -- "--ready-file $T/url" | head -n1)"
+printf 'adm-7Qx2k9zLwP\n' >"$T/admin.token"
+chmod 644 "$T/admin.token"
+"$HUBMIRROR" serve --listen 127.0.0.1:0 --admin-token-file "$T/admin.token" 2>"$T/e0"; st=$?
+check "an admin token file others can read is refused" bash -c "[ $st = 1 ] && grep -q 'can be read by others' '$T/e0'"
+chmod 600 "$T/admin.token"
+check "serve with the admin token starts" start_serve --p2p-listen off --admin-token-file "$T/admin.token" --sync-every 3600
+A=(-H 'Authorization: Bearer adm-7Qx2k9zLwP')
+code() { curl -s -o "$T/out" -w '%{http_code}' "$@"; }
+check "no token: 401" test "$(code "$M/api/admin/status")" = 401
+check "a wrong token: 403" test "$(code -H 'Authorization: Bearer adm-7Qx2k9zLwQ' "$M/api/admin/status")" = 403
+check "the right token: the status" bash -c "[ \"\$(curl -s -o '$T/st' -w '%{http_code}' -H 'Authorization: Bearer adm-7Qx2k9zLwP' '$M/api/admin/status')\" = 200 ] &&
+	'$PY' -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d[\"sync_running\"] is False and d[\"schedule_paused\"] is False and d[\"next_sync_in_s\"] > 3000, d' '$T/st'"
+check "a bad body is refused" test "$(code "${A[@]}" -X POST -d '[1]' "$M/api/admin/repos")" = 400
+check "a bad spec is refused" test "$(code "${A[@]}" -X POST -d '{"spec": "hf:../x"}' "$M/api/admin/repos")" = 400
+check "add a repository" test "$(code "${A[@]}" -X POST -d '{"spec": "hf:acme/via-api", "exclude": ["*.md"]}' "$M/api/admin/repos")" = 201
+check "it is tracked, with its options" bash -c "'$HUBMIRROR' info --json hf:acme/via-api | '$PY' -c 'import json,sys; d=json.load(sys.stdin); assert d[\"exclude\"] == [\"*.md\"] and d[\"refs_policy\"] == \"tags\", d'"
+check "a sync of a repo that is not tracked is refused" test "$(code "${A[@]}" -X POST -d '{"specs": ["hf:acme/none"]}' "$M/api/admin/sync")" = 404
+curl -fsS -X POST -d '{"match": "/acme/via-api/resolve/", "kind": "slow", "seconds": 1, "count": 1}' "$FAKE_API/_fake/faults" >/dev/null
+check "start a sync now" test "$(code "${A[@]}" -X POST -d '{"specs": ["hf:acme/via-api"]}' "$M/api/admin/sync")" = 202
+check "a second one while it runs is refused" test "$(code "${A[@]}" -X POST "$M/api/admin/sync")" = 409
+for _ in $(seq 100); do
+	curl -fsS "${A[@]}" "$M/api/admin/status" | "$PY" -c 'import json,sys; sys.exit(0 if not json.load(sys.stdin)["sync_running"] else 1)' && break
+	sleep 0.1
+done
+check "the status says the sync ended well" bash -c "curl -fsS -H 'Authorization: Bearer adm-7Qx2k9zLwP' '$M/api/admin/status' |
+	'$PY' -c 'import json,sys; d=json.load(sys.stdin); assert not d[\"sync_running\"] and d[\"last_sync_exit\"] == 0, d'"
+check "the repository is served" test "$(curl -fsS "$M/acme/via-api/resolve/main/config.json")" = '{"api": 1}'
+check "pause the schedule" test "$(code "${A[@]}" -X POST -d '{"paused": true}' "$M/api/admin/schedule")" = 200
+check "paused: no next sync" bash -c "curl -fsS -H 'Authorization: Bearer adm-7Qx2k9zLwP' '$M/api/admin/status' |
+	'$PY' -c 'import json,sys; d=json.load(sys.stdin); assert d[\"schedule_paused\"] and d[\"next_sync_in_s\"] is None, d'"
+check "resume it" test "$(code "${A[@]}" -X POST -d '{"paused": false}' "$M/api/admin/schedule")" = 200
+check "resumed: a next sync" bash -c "curl -fsS -H 'Authorization: Bearer adm-7Qx2k9zLwP' '$M/api/admin/status' |
+	'$PY' -c 'import json,sys; d=json.load(sys.stdin); assert not d[\"schedule_paused\"] and d[\"next_sync_in_s\"] > 3000, d'"
+check "remove the repository" test "$(code "${A[@]}" -X DELETE "$M/api/admin/repos/hf/model/acme/via-api")" = 200
+check "it is no longer tracked" bash -c "'$HUBMIRROR' ls --json | '$PY' -c 'import json,sys; assert json.load(sys.stdin) == []'"
+check "removing it again: 404" test "$(code "${A[@]}" -X DELETE "$M/api/admin/repos/hf/model/acme/via-api")" = 404
+check "the token is in no log" bash -c "! grep -rq adm-7Qx2k9zLwP '$T/serve.err' '$T/access.log'"
+finish
