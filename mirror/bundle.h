@@ -8,9 +8,10 @@
  * files, a path other than manifest.json and blobs/<a sha256 the manifest names>, an entry twice,
  * or a size the manifest does not say: nothing enters the store then. Each content is verified
  * against its sha256 as it is stored (the store publishes only verified bytes), contents already
- * held are skipped (an interrupted import goes on where it stopped), and the catalog records the
- * snapshots in one transaction once every content named is in. Torrents are made again afterwards:
- * they are deterministic, so the info-hashes are the exporting mirror's.
+ * held are skipped (an interrupted import goes on where it stopped), and only once every content
+ * named is in does the catalog record the repositories and their snapshots (each ref's snapshot in
+ * a transaction of its own). Torrents are made again afterwards: they are deterministic, so the
+ * info-hashes are the exporting mirror's.
  */
 #ifndef HM_MIRROR_BUNDLE_H
 #define HM_MIRROR_BUNDLE_H
