@@ -116,6 +116,11 @@ struct json_t *cli_mirror_get(const char *mirror, const char *path_and_query);
 /* Print repos (a JSON array of catalog repo objects: spec revision sync_status files size
  * last_sync_at) as a table, the spec column fitted to the terminal. */
 void cli_print_repo_table(struct json_t *repos);
+/* A call to a mirror's operator API (/api/admin/..., docs/http-api.md) with $HUBMIRROR_ADMIN_TOKEN:
+ * method (GET, POST, DELETE), body (NULL: none). The answer's JSON (NULL when none came; a refusal is
+ * printed and its JSON still returned), *status its HTTP status (0 when none). */
+struct json_t *cli_admin_call(const char *mirror, const char *method, const char *path, struct json_t *body,
+			      long *status);
 
 int cmd_add(int argc, char **argv);
 int cmd_backup(int argc, char **argv);

@@ -35,6 +35,7 @@ struct add_opts {
 	const char *where;      /* "" on the command line, "FILE:LINE: " in a list file: starts messages */
 	const char *data;
 	const char *from;
+	const char *mirror;     /* --mirror URL: through its operator API, not a local catalog */
 	const char *revision;
 	json_t *include;
 	json_t *exclude;
@@ -67,6 +68,8 @@ static int take_global(const struct cli_command *self, const struct cli_flag *f,
 		return cli_usage_error(NULL, "%s--%s is not allowed in a list file", o->where, f->name);
 	if (!strcmp(f->name, "data"))
 		o->data = arg;
+	else if (!strcmp(f->name, "mirror"))
+		o->mirror = arg;
 	else
 		o->from = arg;
 	return CLI_OK;
@@ -122,6 +125,7 @@ static int parse_opts(int argc, char **argv, struct add_opts *o)
 		CLI_BOOL("preheat", &o->preheat),
 		CLI_FN("data", o, take_global),
 		CLI_FN("from", o, take_global),
+		CLI_FN("mirror", o, take_global),
 		CLI_STR("revision", &o->revision),
 		CLI_FN("include", o, take_glob),
 		CLI_FN("exclude", o, take_glob),
@@ -256,6 +260,33 @@ static int read_list(const char *file, struct add_item **items, size_t *nitems)
 	return r;
 }
 
+/* The items through a running mirror's operator API (its serve holds the catalog). */
+static int add_remote(const char *mirror, const struct add_item *items, size_t n, size_t *added, size_t *updated)
+{
+	for (size_t i = 0; i < n; i++) {
+		char *spec = hub_spec_format(&items[i].spec, 1);
+		json_t *opts = json_loads(items[i].options, 0, NULL), *refs = json_loads(items[i].refs, 0, NULL);
+		json_t *body = json_pack("{s:s, s:o, s:o}", "spec", spec, "include", json_loads(items[i].include, 0, NULL),
+					 "exclude", json_loads(items[i].exclude, 0, NULL)), *j;
+		const char *k;
+		json_t *v;
+		long status;
+
+		json_object_set_new(body, "refs", refs ? refs : json_string(items[i].refs));
+		json_object_foreach(opts, k, v)
+			json_object_set(body, k, v);
+		j = cli_admin_call(mirror, "POST", "/api/admin/repos", body, &status);
+		json_decref(body);
+		json_decref(opts);
+		json_decref(j);
+		free(spec);
+		if (status != 200 && status != 201)
+			return CLI_FAILED;
+		status == 201 ? (*added)++ : (*updated)++;
+	}
+	return CLI_OK;
+}
+
 int cmd_add(int argc, char **argv)
 {
 	const struct cli_command *self = cli_find("add");
@@ -292,6 +323,12 @@ int cmd_add(int argc, char **argv)
 	}
 	if (r != CLI_OK)
 		goto out;
+	if (o.mirror) {
+		r = add_remote(o.mirror, items, n, &added, &updated);
+		if (r == CLI_OK)
+			printf("tracking %zu new, %zu updated on %s\n", added, updated, o.mirror);
+		goto out;
+	}
 	r = cli_open_data(o.data, &data);
 	if (r != CLI_OK)
 		goto out;

@@ -6,7 +6,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include <jansson.h>
+
 #include "base/err.h"
+#include "base/xmalloc.h"
 #include "catalog/catalog.h"
 #include "cli.h"
 #include "hub/hub.h"
@@ -16,9 +19,9 @@ int cmd_remove(int argc, char **argv)
 {
 	const struct cli_command *self = cli_find("remove");
 	struct mirror_data *data = NULL;
-	const char *dir = NULL;
+	const char *dir = NULL, *mirror = NULL;
 	int r = CLI_OK;
-	const struct cli_flag flags[] = { CLI_STR("data", &dir), CLI_END };
+	const struct cli_flag flags[] = { CLI_STR("data", &dir), CLI_STR("mirror", &mirror), CLI_END };
 
 	if (cli_parse_flags(self, argc, argv, flags))
 		return CLI_USAGE;
@@ -33,6 +36,26 @@ int cmd_remove(int argc, char **argv)
 			return cli_usage_error(self, "'%s': remove takes a repository without @REVISION", argv[i]);
 		}
 		hub_spec_release(&s);
+	}
+	if (mirror) {
+		/* through a running mirror's operator API */
+		for (int i = optind; i < argc; i++) {
+			struct hub_spec s;
+			char *path;
+			json_t *j;
+			long status;
+			hub_spec_parse(argv[i], &s);
+			path = xasprintf("/api/admin/repos/%s/%s/%s", hub_kind_name(s.hub), hub_type_name(s.type), s.name);
+			j = cli_admin_call(mirror, "DELETE", path, NULL, &status);
+			json_decref(j);
+			free(path);
+			hub_spec_release(&s);
+			if (status != 200)
+				r = CLI_FAILED;
+			else
+				printf("removed %s on %s\n", argv[i], mirror);
+		}
+		return r;
 	}
 	if (cli_open_data(dir, &data))
 		return CLI_FAILED;

@@ -154,6 +154,7 @@ int cli_sync_prepare(int argc, char **argv, const char *config_file, struct sync
 	struct mirror_sync_config *cfg = &o->cfg;
 	const struct cli_flag flags[] = {
 		CLI_STR("config", &o->config),
+		CLI_STR("mirror", &o->mirror),
 		CLI_STR("data", &o->dir),
 		CLI_STR("hf-token-file", &o->hf_token_file),
 		CLI_STR("ms-token-file", &o->ms_token_file),
@@ -207,6 +208,40 @@ void cli_sync_opts_release(struct sync_opts *o)
 	o->hf_token = o->ms_token = NULL;
 }
 
+/* sync --mirror URL [SPEC...]: the mirror's serve runs it (its operator API); with --wait, followed
+ * to its end, and the exit status is the sync's. */
+static int sync_remote(const struct sync_opts *o, int nspecs, char **specs)
+{
+	json_t *body = json_object(), *arr = json_array(), *j;
+	long status;
+
+	for (int i = 0; i < nspecs; i++)
+		json_array_append_new(arr, json_string(specs[i]));
+	json_object_set_new(body, "specs", arr);
+	j = cli_admin_call(o->mirror, "POST", "/api/admin/sync", body, &status);
+	json_decref(body);
+	json_decref(j);
+	if (status != 202)
+		return CLI_FAILED;
+	printf("sync started on %s\n", o->mirror);
+	if (!o->wait)
+		return CLI_OK;
+	for (;;) {
+		json_t *st = cli_admin_call(o->mirror, "GET", "/api/admin/status", NULL, &status);
+		bool running = json_is_true(json_object_get(st, "sync_running"));
+		json_t *ex = json_object_get(st, "last_sync_exit");
+		long code = json_is_integer(ex) ? (long)json_integer_value(ex) : -1;
+		json_decref(st);
+		if (status != 200)
+			return CLI_FAILED;
+		if (!running) {
+			printf("sync on %s ended: %s\n", o->mirror, code == 0 ? "ok" : "with failures (see its log)");
+			return code == 0 ? CLI_OK : CLI_FAILED;
+		}
+		usleep(500000);
+	}
+}
+
 int cmd_sync(int argc, char **argv)
 {
 	const struct cli_command *self = cli_find("sync");
@@ -237,6 +272,10 @@ int cmd_sync(int argc, char **argv)
 					    argv[i]);
 			goto out;
 		}
+	}
+	if (o.mirror) {
+		r = sync_remote(&o, argc - optind, argv + optind);
+		goto out;
 	}
 	if (cli_open_locked(o.dir, o.wait, &data)) {
 		r = CLI_FAILED;

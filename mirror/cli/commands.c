@@ -29,6 +29,8 @@ const struct cli_command cli_commands[] = {
 	  "                    and commit: tags (the default: every tag, and a dataset's\n"
 	  "                    refs/convert/parquet), default (the followed revision only), all (every\n"
 	  "                    branch, tag and conversion), or names (v1.0,dev; repeatable)\n"
+	  "  --mirror URL      add them on that mirror, through its operator API ($HUBMIRROR_ADMIN_TOKEN),\n"
+	  "                    not in a local data directory\n"
 	  "  --from FILE       read one SPEC per line, each followed by its own options; '#' comments.\n"
 	  "                    All lines are checked first: one bad line adds nothing. FILE - is stdin.\n" },
 	{ "backup", cmd_backup, "backup [--data DIR] --output FILE",
@@ -95,9 +97,10 @@ const struct cli_command cli_commands[] = {
 	  "  --json       print a JSON array of objects with stable field names:\n"
 	  "               spec hub type name revision commit sync_status sync_error files size\n"
 	  "               last_sync_at added_at include exclude\n" },
-	{ "remove", cmd_remove, "remove [--data DIR] SPEC...", "stop tracking repositories",
+	{ "remove", cmd_remove, "remove [--data DIR | --mirror URL] SPEC...", "stop tracking repositories",
 	  "Stop syncing the repositories. Their synced files stay in the store until `hubmirror gc`.\n"
-	  "  --data DIR   data directory (default $HUBMIRROR_DATA or /var/lib/hubmirror)\n" },
+	  "  --data DIR   data directory (default $HUBMIRROR_DATA or /var/lib/hubmirror)\n"
+	  "  --mirror URL remove them on that mirror, through its operator API ($HUBMIRROR_ADMIN_TOKEN)\n" },
 	{ "search", cmd_search, "search [--data DIR | --mirror URL] [--hub hf|ms] [--type model|dataset] [--limit N] [--json] QUERY...",
 	  "search the catalog: names, authors, tags, task, library, license, card text",
 	  "Every word of QUERY matches as a prefix (qwen inst finds Qwen2.5-7B-Instruct); results are ranked.\n"
@@ -240,6 +243,8 @@ const struct cli_command cli_commands[] = {
 	  "                      points at, and drop the rest with the contents only they used (gc)\n"
 	  "  --config FILE       the configuration file (default $HUBMIRROR_CONFIG, else\n"
 	  "                      /etc/hubmirror/hubmirror.conf if present): its [sync] keys and data\n"
+	  "  --mirror URL        have that mirror's serve run the sync (its operator API, with\n"
+	  "                      $HUBMIRROR_ADMIN_TOKEN); with --wait, until it ends, with its status\n"
 	  "  --hf-token-file FILE, --ms-token-file FILE   the upstream token, from a file readable by\n"
 	  "                      its owner only (wins over $HF_TOKEN / $MODELSCOPE_API_TOKEN)\n"
 	  "  --hf-upstream URL   Hugging Face endpoint (default $HUBMIRROR_HF_UPSTREAM, $HF_ENDPOINT,\n"

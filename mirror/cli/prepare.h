@@ -28,6 +28,7 @@ int cli_serve_prepare(int argc, char **argv, struct serve_prep *p);
 struct sync_opts {
 	struct mirror_sync_config cfg;
 	const char *dir, *config, *hf_token_file, *ms_token_file;
+	const char *mirror;         /* --mirror URL: ask that mirror's serve to sync (its operator API) */
 	bool json, wait, progress;
 	int retention;              /* --retention N: keep N old snapshots per repo, gc after the run; -1 off */
 	char *hf_token, *ms_token;  /* read from the token files (owned) */

@@ -61,6 +61,42 @@ json_t *cli_mirror_get(const char *mirror, const char *path_and_query)
 	return j;
 }
 
+json_t *cli_admin_call(const char *mirror, const char *method, const char *path, json_t *body, long *status)
+{
+	const char *tok = getenv("HUBMIRROR_ADMIN_TOKEN");
+	size_t n = strlen(mirror), len = 0;
+	char *url, *text = body ? json_dumps(body, JSON_COMPACT) : NULL, *got = NULL, *err = NULL;
+	json_t *j = NULL;
+	int r;
+
+	*status = 0;
+	if (!tok || !*tok || !hub_token_valid(tok)) {
+		fprintf(stderr, "hubmirror: set HUBMIRROR_ADMIN_TOKEN to the mirror's admin token "
+			"(HUBMIRROR_ADMIN_TOKEN=$(cat admin.token))\n");
+		free(text);
+		return NULL;
+	}
+	while (n && mirror[n - 1] == '/')
+		n--;
+	url = xasprintf("%.*s%s", (int)n, mirror, path);
+	{
+		struct hub_http_call c = { .url = url, .token = tok, .body = text, .method = method, .max = 16u << 20 };
+		r = hub_http_call_blocking(&c, &got, &len, status, &err);
+	}
+	if (r)
+		fprintf(stderr, "hubmirror: cannot reach the mirror at %.*s: %s\n", (int)n, mirror, err ? err : err_str(r));
+	else if (!(j = json_loadb(got, len, 0, NULL)))
+		fprintf(stderr, "hubmirror: %s did not answer JSON (is it a hubmirror with the admin API on?)\n", url);
+	else if (*status >= 300)
+		fprintf(stderr, "hubmirror: %s %s: %ld %s\n", method, url, *status,
+			json_string_value(json_object_get(j, "error")) ? json_string_value(json_object_get(j, "error")) : "");
+	free(url);
+	free(text);
+	free(got);
+	free(err);
+	return j;
+}
+
 void cli_print_repo_table(json_t *repos)
 {
 	int width = cli_term_width();

@@ -61,13 +61,15 @@ static json_t *body_json(struct httpd_req *req, bool may_be_empty)
 	return j;
 }
 
-/* POST /api/admin/repos {"spec", "include"?, "exclude"?, "refs"?}: track a repository (or change its
- * options), as `hubmirror add` does. */
+/* POST /api/admin/repos {"spec", "include"?, "exclude"?, "refs"?, "prefer_safetensors"?, "open"?,
+ * "preheat"?}: track a repository (or change its options), as `hubmirror add` does. */
 static void admin_add(struct mirror_routes *rt, struct httpd_req *req)
 {
 	json_t *b = body_json(req, false), *inc, *exc, *refs, *v;
 	struct hub_spec spec = { 0 };
-	char *is = NULL, *es = NULL, *rs = NULL;
+	char *is = NULL, *es = NULL, *rs = NULL, *os = NULL;
+	json_t *opts = json_object();
+	static const char *const flags[] = { "open", "preheat", "prefer_safetensors" };
 	bool created = false;
 	size_t i;
 	struct catalog *c = rt->data->catalog;
@@ -106,11 +108,21 @@ static void admin_add(struct mirror_routes *rt, struct httpd_req *req)
 			error(req, 400, "a ref name is not a sane revision");
 			goto out;
 		}
+	for (i = 0; i < sizeof(flags) / sizeof(flags[0]); i++) {
+		v = json_object_get(b, flags[i]);
+		if (v && !json_is_boolean(v)) {
+			error(req, 400, "open, preheat and prefer_safetensors are true or false");
+			goto out;
+		}
+		if (json_is_true(v))
+			json_object_set_new(opts, flags[i], json_true());
+	}
+	os = json_dumps(opts, JSON_COMPACT | JSON_SORT_KEYS); /* as add writes them */
 	is = inc ? json_dumps(inc, JSON_COMPACT) : xstrdup("[]");
 	es = exc ? json_dumps(exc, JSON_COMPACT) : xstrdup("[]");
 	rs = !refs ? xstrdup("tags") : json_is_string(refs) ? xstrdup(json_string_value(refs)) : json_dumps(refs, JSON_COMPACT);
 	if (catalog_repo_add(c, hub_kind_name(spec.hub), hub_type_name(spec.type), spec.name,
-			     spec.revision ? spec.revision : hub_default_revision(spec.hub), is, es, "{}", &created) ||
+			     spec.revision ? spec.revision : hub_default_revision(spec.hub), is, es, os, &created) ||
 	    catalog_repo_set_refs(c, hub_kind_name(spec.hub), hub_type_name(spec.type), spec.name, rs)) {
 		error(req, 500, "catalog error");
 		goto out;
@@ -126,6 +138,8 @@ out:
 	free(is);
 	free(es);
 	free(rs);
+	free(os);
+	json_decref(opts);
 }
 
 /* DELETE /api/admin/repos/{hub}/{type}/{org}/{name} */

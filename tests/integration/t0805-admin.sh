@@ -51,5 +51,21 @@ check "resumed: a next sync" bash -c "curl -fsS -H 'Authorization: Bearer adm-7Q
 check "remove the repository" test "$(code "${A[@]}" -X DELETE "$M/api/admin/repos/hf/model/acme/via-api")" = 200
 check "it is no longer tracked" bash -c "'$HUBMIRROR' ls --json | '$PY' -c 'import json,sys; assert json.load(sys.stdin) == []'"
 check "removing it again: 404" test "$(code "${A[@]}" -X DELETE "$M/api/admin/repos/hf/model/acme/via-api")" = 404
+# ---- the CLI through the API: add, sync --wait, remove on the running mirror ----
+"$HUBMIRROR" add --mirror "$M" hf:acme/via-api 2>"$T/noauth"; st=$?
+check "add --mirror without the admin token fails, saying what to set" bash -c "[ $st = 1 ] && grep -q HUBMIRROR_ADMIN_TOKEN '$T/noauth'"
+export HUBMIRROR_ADMIN_TOKEN=adm-7Qx2k9zLwP
+check "add --mirror" bash -c "'$HUBMIRROR' add --mirror '$M' --prefer-safetensors hf:acme/via-api | grep -q 'tracking 1 new'"
+check "... with its options, in that mirror's catalog" "$PY" -c '
+import sqlite3,sys
+o = sqlite3.connect(sys.argv[1]).execute("select options from repos where name = ?", ("acme/via-api",)).fetchone()[0]
+assert o == "{\"prefer_safetensors\":true}", o' "$HUBMIRROR_DATA/catalog.db"
+check "sync --mirror --wait runs it there and ends ok" "$HUBMIRROR" sync --mirror "$M" --wait hf:acme/via-api
+check "the repository is served again" test "$(curl -fsS "$M/acme/via-api/resolve/main/config.json")" = '{"api": 1}'
+check "remove --mirror" bash -c "'$HUBMIRROR' remove --mirror '$M' hf:acme/via-api | grep -q removed"
+check "gone from that mirror" bash -c "'$HUBMIRROR' ls --json | '$PY' -c 'import json,sys; assert json.load(sys.stdin) == []'"
+unset HUBMIRROR_ADMIN_TOKEN
+HUBMIRROR_ADMIN_TOKEN=wrong-token "$HUBMIRROR" remove --mirror "$M" hf:acme/via-api 2>"$T/wrong"; st=$?
+check "a wrong admin token: refused, said" bash -c "[ $st = 1 ] && grep -q '403 wrong admin token' '$T/wrong'"
 check "the token is in no log" bash -c "! grep -rq adm-7Qx2k9zLwP '$T/serve.err' '$T/access.log'"
 finish
