@@ -135,8 +135,19 @@ int path_mkdirs(const char *dir, unsigned mode)
 	return r;
 }
 
-/* Make a rename in path's folder durable (best effort: a folder that cannot be opened is left). */
-static void fsync_parent(const char *path)
+int path_fsync(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC), r = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (fsync(fd) < 0)
+		r = -errno;
+	close(fd);
+	return r;
+}
+
+void path_fsync_parent(const char *path)
 {
 	const char *slash = strrchr(path, '/');
 	char *dir = slash ? xstrndup(path, slash == path ? 1 : (size_t)(slash - path)) : xstrdup(".");
@@ -176,7 +187,7 @@ int path_write_atomic(const char *path, const void *data, size_t len, unsigned m
 	if (r)
 		unlink(tmp);
 	else
-		fsync_parent(path);
+		path_fsync_parent(path);
 	free(tmp);
 	return r;
 }

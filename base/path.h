@@ -45,6 +45,12 @@ int path_mkdirs(const char *dir, unsigned mode);
  * Returns 0 or -errno (the temporary file removed). */
 int path_write_atomic(const char *path, const void *data, size_t len, unsigned mode);
 
+/* fsync a file or a folder by path (a folder: the names in it, after a rename). Returns 0 or -errno. */
+int path_fsync(const char *path);
+/* Make a rename to path durable: fsync its folder (best effort: a folder that cannot be opened is
+ * left). */
+void path_fsync_parent(const char *path);
+
 /* Read the whole file at path, at most max bytes, into *out (malloc'd, with a NUL after the *len
  * bytes; the caller frees). Returns 0, -EFBIG past max, or -errno; *out is set only on 0. */
 int path_read_file(const char *path, size_t max, char **out, size_t *len);

@@ -18,35 +18,15 @@
 #include "data.h"
 #include "store.h"
 
-static int fsync_path(const char *path, int flags)
-{
-	int fd = open(path, flags | O_CLOEXEC), r = 0;
-
-	if (fd < 0)
-		return -errno;
-	if (fsync(fd) < 0)
-		r = -errno;
-	close(fd);
-	return r;
-}
-
-/* The folder part of path ("." for a bare name), malloc'd. */
-static char *dir_of(const char *path)
-{
-	const char *slash = strrchr(path, '/');
-
-	return slash ? (slash == path ? xstrdup("/") : xstrndup(path, (size_t)(slash - path))) : xstrdup(".");
-}
-
 int mirror_backup(struct mirror_data *d, const char *out, int64_t *bytes, char **errmsg)
 {
-	char *tmp = xasprintf("%s.tmp-%ld", out, (long)getpid()), *dir = dir_of(out);
+	char *tmp = xasprintf("%s.tmp-%ld", out, (long)getpid());
 	struct stat st;
 	int r;
 
 	unlink(tmp);
 	r = catalog_backup(d->catalog, tmp, errmsg);
-	if (!r && (r = fsync_path(tmp, O_RDONLY)) != 0 && errmsg)
+	if (!r && (r = path_fsync(tmp)) != 0 && errmsg)
 		*errmsg = xasprintf("cannot write '%s': %s", tmp, strerror(-r));
 	if (!r && rename(tmp, out) < 0) {
 		r = -errno;
@@ -56,11 +36,10 @@ int mirror_backup(struct mirror_data *d, const char *out, int64_t *bytes, char *
 	if (r)
 		unlink(tmp);
 	else
-		fsync_path(dir, O_RDONLY | O_DIRECTORY);
+		path_fsync_parent(out);
 	if (!r && bytes)
 		*bytes = stat(out, &st) == 0 ? (int64_t)st.st_size : 0;
 	free(tmp);
-	free(dir);
 	return r;
 }
 
@@ -197,7 +176,7 @@ int mirror_restore(const char *dir, const char *file, struct mirror_restore_repo
 		unlink(tmp);
 		goto out;
 	}
-	fsync_path(dir, O_RDONLY | O_DIRECTORY);
+	path_fsync(dir);
 	r = mirror_data_open(dir, &d, errmsg); /* migrates an older backup */
 	if (r)
 		goto out;

@@ -268,19 +268,6 @@ int mirror_store_writer_write(struct mirror_store_writer *w, const void *data, s
 	return r;
 }
 
-static int fsync_dir(const char *dir)
-{
-	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	int r = 0;
-
-	if (fd < 0)
-		return -errno;
-	if (fsync(fd) < 0)
-		r = -errno;
-	close(fd);
-	return r;
-}
-
 static int finish_digest(EVP_MD_CTX *ctx, char *hexout)
 {
 	unsigned char md[EVP_MAX_MD_SIZE];
@@ -332,7 +319,7 @@ int mirror_store_writer_commit(struct mirror_store_writer **wp, char *sha256_out
 		r = -errno;
 		goto out;
 	} else {
-		r = fsync_dir(fandir);
+		r = path_fsync(fandir);
 	}
 	if (!r && sha256_out)
 		memcpy(sha256_out, got256, 65);
@@ -399,12 +386,15 @@ static int digest_chunk(void *ctx, const void *data, size_t n)
 	return 0;
 }
 
-int mirror_store_check(struct mirror_store *s, const char *sha256, bool *ok, int64_t *size)
+/* Hash the stored blob sha256 with md into hex (git: as git names a blob, "blob <size>" and its NUL
+ * first); *size its length. Returns 0, -ENOENT or -errno. */
+static int hash_blob(struct mirror_store *s, const char *sha256, bool git, char *hex, int64_t *size)
 {
-	char *p = mirror_store_blob_path(s, sha256), got[65];
+	char *p = mirror_store_blob_path(s, sha256), hdr[40];
 	EVP_MD_CTX *ctx;
-	int fd, r;
-	int64_t total;
+	struct stat st;
+	int fd, r = 0;
+	int64_t total = 0;
 
 	if (!p)
 		return -EINVAL;
@@ -413,52 +403,44 @@ int mirror_store_check(struct mirror_store *s, const char *sha256, bool *ok, int
 	if (fd < 0)
 		return -errno;
 	ctx = EVP_MD_CTX_new();
-	EVP_DigestInit_ex(ctx, EVP_sha256(), NULL);
-	r = read_chunks(fd, digest_chunk, ctx, &total);
-	if (!r) {
-		r = finish_digest(ctx, got);
-		*ok = !r && !strcmp(got, sha256);
-		*size = total;
+	EVP_DigestInit_ex(ctx, git ? EVP_sha1() : EVP_sha256(), NULL);
+	if (git) {
+		if (fstat(fd, &st) < 0)
+			r = -errno;
+		else
+			EVP_DigestUpdate(ctx, hdr, (size_t)snprintf(hdr, sizeof(hdr), "blob %lld", (long long)st.st_size) + 1);
 	}
+	if (!r)
+		r = read_chunks(fd, digest_chunk, ctx, &total);
+	if (!r && git && total != (int64_t)st.st_size)
+		r = -EIO; /* it changed under us */
+	if (!r)
+		r = finish_digest(ctx, hex);
+	if (!r)
+		*size = total;
 	posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED); /* a full verify should not evict the hot set */
 	close(fd);
 	EVP_MD_CTX_free(ctx);
 	return r;
 }
 
+int mirror_store_check(struct mirror_store *s, const char *sha256, bool *ok, int64_t *size)
+{
+	char got[65];
+	int r = hash_blob(s, sha256, false, got, size);
+
+	if (!r)
+		*ok = !strcmp(got, sha256);
+	return r;
+}
+
 int mirror_store_git_oid(struct mirror_store *s, const char *sha256, char *out, int64_t *size)
 {
-	char *p = mirror_store_blob_path(s, sha256), hdr[40];
-	EVP_MD_CTX *ctx;
-	struct stat st;
-	int fd, r, n;
-	int64_t total;
+	int64_t n;
+	int r = hash_blob(s, sha256, true, out, &n);
 
-	if (!p)
-		return -EINVAL;
-	fd = open(p, O_RDONLY | O_CLOEXEC);
-	free(p);
-	if (fd < 0)
-		return -errno;
-	if (fstat(fd, &st) < 0) {
-		r = -errno;
-		close(fd);
-		return r;
-	}
-	/* git's blob id: sha1 over "blob <size>" and its NUL, then the content */
-	n = snprintf(hdr, sizeof(hdr), "blob %lld", (long long)st.st_size);
-	ctx = EVP_MD_CTX_new();
-	EVP_DigestInit_ex(ctx, EVP_sha1(), NULL);
-	EVP_DigestUpdate(ctx, hdr, (size_t)n + 1);
-	r = read_chunks(fd, digest_chunk, ctx, &total);
-	if (!r && total != (int64_t)st.st_size)
-		r = -EIO; /* it changed under us */
-	if (!r)
-		r = finish_digest(ctx, out);
 	if (!r && size)
-		*size = total;
-	close(fd);
-	EVP_MD_CTX_free(ctx);
+		*size = n;
 	return r;
 }
 

@@ -35,115 +35,9 @@
 #include "sync.h"
 #include "torrents.h"
 
-struct srepo;
-
-struct want {
-	struct hub_file *f;     /* borrowed from the repo's snapshot */
-	char sha256[65];        /* filled when the content is in the store */
-};
-
-struct waiter {
-	struct srepo *repo;
-	size_t idx;             /* into repo->wants */
-};
-
-struct denial {
-	struct srepo *repo;
-	int err;
-	char *text;
-};
-
-/* JOB_TWIN: waiting for a running job of the other kind of key and the same size, which may be the
- * same content (twin_wait) */
-enum job_state { JOB_QUEUED, JOB_RUNNING, JOB_OK, JOB_FAILED, JOB_TWIN };
-
-struct job {
-	struct sync *s;
-	enum job_state state;
-	char key[65];
-	struct hub_file *f;     /* the first wanting file: its URL and expectations (borrowed from its
-				* repo's listing, which is freed when that repo finishes: not read
-				* once the job ended) */
-	int64_t size;           /* the content's size (the key's files all have it) */
-	struct srepo *owner;    /* whose hub and token the request uses */
-	struct waiter *waiters;
-	size_t nwaiters, capwaiters;
-	struct denial *denied;  /* repos whose own request for this content was refused */
-	size_t ndenied;
-	bool parked;            /* refused for all its waiters, who wait for the listings to end */
-	struct mirror_store_writer *w;
-	struct hub_http_req *req;
-	int tries;
-	int64_t attempt_start;  /* writer offset when the attempt began */
-	int64_t fetched;        /* bytes received over all attempts */
-	long status;
-	char result_sha[65];    /* the blob's name once JOB_OK */
-	char *error_text;
-	int fail;               /* error code set by on_response/on_body */
-	struct job *next;       /* queue link */
-	struct job **twins;     /* JOB_TWIN jobs waiting for this one */
-	size_t ntwins;
-};
-
-struct srepo {
-	struct sync *s;
-	const struct catalog_repo *cr;
-	struct mirror_sync_repo_result *res;
-	struct hub_spec spec;
-	struct hub_snapshot *snap;
-	struct want *wants;
-	size_t nwants;
-	size_t pending;         /* wants whose content is not in the store yet */
-	int error;
-	char *error_text;
-	bool is_public;         /* anyone may read its content (repo_public), from its listing */
-	/* the second pass: refs beyond the followed one */
-	struct srepo *parent;   /* a ref's srepo: the repo's first-pass one; NULL in the first pass */
-	char *ref_name;         /* owned: the ref it syncs (v1.0, dev, refs/convert/parquet) */
-	bool ref_tag;
-	char *ref_rev;          /* owned: the revision asked (HF: the ref's commit; ModelScope: its name) */
-	char ref_known[41];     /* ModelScope: the commit the ref's snapshot has, "" when none */
-	size_t ref_idx;         /* its entry in res->refs */
-	json_t *keep;           /* first pass: the names of the wanted refs upstream has */
-	bool refs_bad;          /* first pass: a wanted ref did not come in (nothing dropped, not checked) */
-};
-
-struct sync {
-	struct mirror_data *d;
-	const struct mirror_sync_config *cfg;
-	uv_loop_t loop;
-	uv_timer_t progress_timer;
-	struct hub_http *http;
-	struct hub_client *client;
-	struct srepo *repos;
-	size_t nrepos;
-	size_t next_listing;    /* next repo to list */
-	size_t listings_active;
-	size_t repos_done;
-	struct job *queue_head, *queue_tail;
-	size_t jobs_active;
-	int64_t inflight_bytes;
-	struct job **jobs;      /* every job, for lookup by key and cleanup */
-	size_t njobs, capjobs;
-	struct mirror_sync_report *report;
-	int64_t files_total, files_done;
-	int64_t bytes_total, bytes_done;
-	uint64_t started_ns;
-	int64_t run_id;
-	char *tokens_seen;      /* what sync.tokens should say after this run */
-	bool tokens_changed;    /* since the last run: ask refused repos again */
-	bool running;           /* inside uv_run (uv_stop ends it; outside, it would skip the closing run) */
-	struct srepo *first;    /* the first pass's repos (repos is the second pass's during it) */
-	size_t nfirst;
-	struct srepo *second;   /* the second pass: one per ref to list */
-	size_t nsecond, capsecond;
-	size_t refs_next;       /* next first-pass repo whose refs may be due */
-	size_t refs_active;     /* refs listings in flight */
-};
+#include "sync-int.h"
 
 static void pump(struct sync *s);
-static void enqueue(struct sync *s, struct job *j);
-static void start_listings(struct sync *s);
 
 /* ---- selection ------------------------------------------------------------------------------- */
 
@@ -463,7 +357,7 @@ static bool job_error_is_access(int e)
 /* Tell every file waiting on j its content (sha256) or the error; a refused repo reports its own
  * refusal, not the last owner's. On success, waiters that may not take content fetched for the
  * owner (may_take) stay, and the caller fetches it again for them; returns how many stayed. */
-static size_t job_notify(struct job *j, int err, const char *sha256)
+size_t mirror__sync_job_notify(struct job *j, int err, const char *sha256)
 {
 	size_t kept = 0;
 
@@ -503,13 +397,11 @@ static void flush_parked(struct sync *s)
 	for (size_t i = 0; i < s->njobs; i++) {
 		struct job *j = s->jobs[i];
 		if (j->parked && j->state == JOB_FAILED && j->nwaiters)
-			job_notify(j, j->ndenied ? j->denied[j->ndenied - 1].err : HM_ERR_GATED, NULL);
+			mirror__sync_job_notify(j, j->ndenied ? j->denied[j->ndenied - 1].err : HM_ERR_GATED, NULL);
 	}
 }
 
 /* The job ended (sha256 set on success, err otherwise): tell every waiting file and repo. */
-static void twins_release(struct job *k, const char *sha256);
-
 static void job_complete(struct job *j, int err, const char *sha256)
 {
 	struct sync *s = j->s;
@@ -517,7 +409,7 @@ static void job_complete(struct job *j, int err, const char *sha256)
 	s->jobs_active--;
 	s->inflight_bytes -= j->f->size;
 	j->state = err ? JOB_FAILED : JOB_OK;
-	twins_release(j, err ? NULL : sha256);
+	mirror__sync_twins_release(j, err ? NULL : sha256);
 	if (!err) {
 		memcpy(j->result_sha, sha256, 65);
 		if (catalog_blob_fetched(s->d->catalog, sha256, j->owner->cr->id))
@@ -551,7 +443,7 @@ static void job_complete(struct job *j, int err, const char *sha256)
 			j->f = next->repo->wants[next->idx].f;
 			j->tries = 0;
 			j->state = JOB_QUEUED;
-			enqueue(s, j);
+			mirror__sync_enqueue(s, j);
 			pump(s);
 			return;
 		}
@@ -562,13 +454,13 @@ static void job_complete(struct job *j, int err, const char *sha256)
 			return;
 		}
 	}
-	if (job_notify(j, err, sha256)) {
+	if (mirror__sync_job_notify(j, err, sha256)) {
 		/* content fetched for a closed repo, wanted by others: fetched again as the first of them */
 		j->owner = j->waiters[0].repo;
 		j->f = j->owner->wants[j->waiters[0].idx].f;
 		j->tries = 0;
 		j->state = JOB_QUEUED;
-		enqueue(s, j);
+		mirror__sync_enqueue(s, j);
 	}
 	pump(s);
 }
@@ -742,89 +634,6 @@ static void job_start(struct job *j)
 	}
 }
 
-/* ---- twins: one content known by git id on one hub and by sha256 on the other ---------------- */
-
-/* Twins are looked for among files up to this size: git ids name regular (not LFS) files, which the
- * Hub keeps small; hashing one again to compare is cheap. */
-#define TWIN_MAX_SIZE ((int64_t)64 << 20)
-
-/* Is j's content the blob sha256 that job k brought, and may j's repos take it from k (content
- * fetched for a closed repo goes to that repo only: may_take's rule)? */
-static bool twin_match(struct sync *s, const struct job *k, const struct job *j, const char *sha256)
-{
-	char oid[41];
-	int64_t got = -1;
-
-	if (!sha256 || !(k->owner->is_public || k->owner->cr->id == j->owner->cr->id) ||
-	    !mirror_store_has(s->d->store, sha256, j->size))
-		return false;
-	if (strlen(j->key) == 64)
-		return !strcmp(j->key, sha256);
-	return !mirror_store_git_oid(s->d->store, sha256, oid, &got) && got == j->size && !strcmp(oid, j->key);
-}
-
-/* j's content came with its twin (sha256): its files take it without a fetch. Returns false when
- * some of its waiters may not take it (they need their own fetch: the caller queues j for them). */
-static bool twin_take(struct sync *s, struct job *j, const struct job *k, const char *sha256)
-{
-	log_debug("sync", "%s: the same content as %.12s (the other hub's name for it), fetched once", j->f->path,
-		  k->key);
-	j->state = JOB_OK;
-	memcpy(j->result_sha, sha256, 65);
-	s->files_done++;
-	if (!job_notify(j, 0, sha256))
-		return true;
-	j->owner = j->waiters[0].repo;
-	j->f = j->owner->wants[j->waiters[0].idx].f;
-	return false;
-}
-
-/* Before j starts: a job of the other kind of key (a git id for a sha256, or the reverse) and the
- * same size may bring the same content (a Hugging Face regular file and a ModelScope file). One that
- * ended already is compared now (returns 1: j took its content); one still running makes j wait for
- * it (returns 2); else 0 and j is fetched. */
-static int twin_check(struct sync *s, struct job *j)
-{
-	size_t klen = strlen(j->key), compared = 0;
-
-	if (j->size > TWIN_MAX_SIZE)
-		return 0;
-	for (size_t i = 0; i < s->njobs; i++) {
-		struct job *k = s->jobs[i];
-		if (k == j || k->size != j->size || strlen(k->key) == klen)
-			continue;
-		if (k->state == JOB_RUNNING) {
-			j->state = JOB_TWIN;
-			k->twins = xreallocarray(k->twins, k->ntwins + 1, sizeof(*k->twins));
-			k->twins[k->ntwins++] = j;
-			return 2;
-		}
-		if (k->state == JOB_OK && compared++ < 16 && twin_match(s, k, j, k->result_sha))
-			return twin_take(s, j, k, k->result_sha) ? 1 : 0;
-	}
-	return 0;
-}
-
-/* k ended (sha256 its content, NULL on failure): its twins take that content when it is theirs and
- * they may, or are fetched as usual. */
-static void twins_release(struct job *k, const char *sha256)
-{
-	struct sync *s = k->s;
-	struct job **tw = k->twins;
-	size_t n = k->ntwins;
-
-	k->twins = NULL;
-	k->ntwins = 0;
-	for (size_t i = 0; i < n; i++) {
-		struct job *j = tw[i];
-		if (twin_match(s, k, j, sha256) && twin_take(s, j, k, sha256))
-			continue;
-		j->state = JOB_QUEUED;
-		enqueue(s, j);
-	}
-	free(tw);
-}
-
 /* Start queued jobs while the limits allow. */
 static void pump(struct sync *s)
 {
@@ -834,7 +643,7 @@ static void pump(struct sync *s)
 		s->queue_head = j->next;
 		if (!s->queue_head)
 			s->queue_tail = NULL;
-		if (twin_check(s, j))
+		if (mirror__sync_twin_check(s, j))
 			continue; /* taken from a twin, or waiting for one */
 		s->jobs_active++;
 		s->inflight_bytes += j->f->size;
@@ -843,7 +652,7 @@ static void pump(struct sync *s)
 	}
 }
 
-static void enqueue(struct sync *s, struct job *j)
+void mirror__sync_enqueue(struct sync *s, struct job *j)
 {
 	j->next = NULL;
 	if (s->queue_tail)
@@ -901,7 +710,7 @@ static void plan_repo(struct srepo *r)
 			j->size = f->size;
 			j->owner = r;
 			job_insert(s, j);
-			enqueue(s, j);
+			mirror__sync_enqueue(s, j);
 			s->files_total++;
 			s->bytes_total += f->size;
 		} else if (j->state == JOB_QUEUED && !j->owner->is_public && r->is_public) {
@@ -921,7 +730,7 @@ static void plan_repo(struct srepo *r)
 			j->owner = r;
 			j->tries = 0;
 			FREE_AND_NULL(&j->error_text);
-			enqueue(s, j);
+			mirror__sync_enqueue(s, j);
 		}
 		job_add_waiter(j, r, i);
 	}
@@ -948,7 +757,7 @@ static void on_snapshot(void *ud, int result, struct hub_snapshot *snap)
 			log_warn("sync", "%s: skipped %zu entries with unsafe paths", r->res->spec, snap->skipped_unsafe);
 		plan_repo(r);
 	}
-	start_listings(s);
+	mirror__sync_start_listings(s);
 }
 
 /* How long a repo upstream refused to the mirror (gated without an approved token, private to it,
@@ -987,7 +796,7 @@ static void repo_skip_refused(struct srepo *r)
 		uv_stop(&s->loop);
 }
 
-static void start_listings(struct sync *s)
+void mirror__sync_start_listings(struct sync *s)
 {
 	while (s->next_listing < s->nrepos && s->listings_active < (size_t)s->cfg->max_parallel_listings) {
 		struct srepo *r = &s->repos[s->next_listing++];
@@ -1020,219 +829,6 @@ static void start_listings(struct sync *s)
 	}
 	if (s->next_listing == s->nrepos && !s->listings_active)
 		flush_parked(s);
-}
-
-/* ---- the second pass: refs beyond the followed one ------------------------------------------------ */
-
-/* How long a repo's refs are trusted under the tags policy when its followed snapshot did not move:
- * a tag on an old commit shows up within a week (sync --check-refs: at once). */
-#define REFS_RECHECK_S (7 * 24 * 3600)
-/* At most this many refs per repo (the rest are reported as skipped: name them with add --refs). */
-#define MAX_REFS 64
-
-static bool policy_is(const char *p, const char *word)
-{
-	return p && !strcmp(p, word);
-}
-
-static bool refs_due(const struct sync *s, const struct srepo *r)
-{
-	const char *p = r->cr->refs_policy, *o = r->res->outcome;
-
-	if (r->error || !o || (strcmp(o, "ok") && strcmp(o, "unchanged")) || !p || policy_is(p, "default"))
-		return false;
-	if (r->spec.hub == HUB_MS && r->spec.type == HUB_DATASET)
-		return false; /* ModelScope lists no refs of a dataset */
-	if (!policy_is(p, "tags") || s->cfg->check_refs || !strcmp(o, "ok") || !r->cr->refs_checked_at)
-		return true;
-	return time(NULL) - r->cr->refs_checked_at >= REFS_RECHECK_S;
-}
-
-/* Does r's policy want upstream's ref e? names: the policy's list, or NULL. */
-static bool ref_wanted(const struct srepo *r, json_t *names, const struct hub_ref *e)
-{
-	const char *p = r->cr->refs_policy;
-	json_t *v;
-	size_t i;
-
-	if (!strcmp(e->name, r->cr->follow_rev))
-		return false;
-	if (policy_is(p, "all"))
-		return true;
-	if (policy_is(p, "tags")) /* and the datasets library's parquet conversion */
-		return !strcmp(e->kind, "tag") || (!strcmp(e->kind, "convert") && r->spec.type == HUB_DATASET);
-	json_array_foreach(names, i, v)
-		if (json_is_string(v) && !strcmp(json_string_value(v), e->name))
-			return true;
-	return false;
-}
-
-static size_t ref_result_add(struct mirror_sync_repo_result *res, const char *name, const char *kind)
-{
-	res->refs = xreallocarray(res->refs, res->nrefs + 1, sizeof(*res->refs));
-	memset(&res->refs[res->nrefs], 0, sizeof(*res->refs));
-	res->refs[res->nrefs].name = xstrdup(name);
-	res->refs[res->nrefs].kind = kind;
-	return res->nrefs++;
-}
-
-/* A ref to list and fetch in the second pass, like r's followed revision. */
-static void second_add(struct sync *s, struct srepo *r, const struct hub_ref *e, size_t idx, const char *known)
-{
-	struct srepo *q;
-
-	if (s->nsecond == s->capsecond) {
-		s->capsecond = s->capsecond ? s->capsecond * 2 : 16;
-		s->second = xreallocarray(s->second, s->capsecond, sizeof(*s->second));
-	}
-	q = &s->second[s->nsecond++];
-	memset(q, 0, sizeof(*q));
-	q->s = s;
-	q->cr = r->cr;
-	q->res = r->res;
-	q->parent = r;
-	q->spec = r->spec;
-	q->ref_rev = xstrdup(e->commit[0] ? e->commit : e->name);
-	q->spec.revision = q->ref_rev;
-	q->ref_name = xstrdup(e->name);
-	q->ref_tag = !strcmp(e->kind, "tag");
-	q->ref_idx = idx;
-	if (known)
-		memcpy(q->ref_known, known, 41);
-}
-
-static void refs_start(struct sync *s);
-
-static void on_refs(void *ud, int result, struct hub_refs *refs)
-{
-	struct srepo *r = ud;
-	struct sync *s = r->s;
-	struct catalog *c = s->d->catalog;
-	struct mirror_sync_repo_result *res = r->res;
-	char *sel = catalog_repo_selection(r->cr);
-	json_t *names = r->cr->refs_policy[0] == '[' ? json_loads(r->cr->refs_policy, 0, NULL) : NULL, *v;
-	size_t taken = 0, i;
-
-	s->refs_active--;
-	res->refs_listed = true;
-	if (result) {
-		res->refs_error = xasprintf("listing refs: %s", refs->message ? refs->message : err_str(result));
-		r->refs_bad = true;
-		goto out;
-	}
-	r->keep = json_array();
-	for (i = 0; i < refs->n; i++) {
-		const struct hub_ref *e = &refs->v[i];
-		char known[41];
-		size_t k;
-		int pe;
-
-		if (!ref_wanted(r, names, e))
-			continue;
-		json_array_append_new(r->keep, json_string(e->name));
-		k = ref_result_add(res, e->name, e->kind);
-		if (taken++ >= MAX_REFS) {
-			res->refs[k].outcome = "skipped";
-			res->refs[k].error = xasprintf("more than %d refs: name the ones to mirror with add --refs", MAX_REFS);
-			continue;
-		}
-		if (e->commit[0]) {
-			/* Hugging Face names the commit: one the catalog holds costs nothing */
-			pe = catalog_ref_point(c, r->cr->id, e->name, !strcmp(e->kind, "tag"), e->commit, sel);
-			if (!pe) {
-				res->refs[k].outcome = "unchanged";
-				res->refs[k].commit = xstrdup(e->commit);
-				continue;
-			}
-			if (pe != HM_ERR_NOT_FOUND) {
-				res->refs[k].outcome = "error";
-				res->refs[k].error = xasprintf("catalog: %s", catalog_errmsg(c));
-				r->refs_bad = true;
-				continue;
-			}
-			second_add(s, r, e, k, NULL);
-		} else {
-			second_add(s, r, e, k, catalog_ref_commit(c, r->cr->id, e->name, sel, known) ? NULL : known);
-		}
-	}
-	/* named in the policy, not upstream (any more): reported, and its ref is dropped */
-	json_array_foreach(names, i, v) {
-		size_t k;
-		bool found = !json_is_string(v) || !strcmp(json_string_value(v), r->cr->follow_rev);
-		for (k = 0; k < refs->n && !found; k++)
-			found = !strcmp(refs->v[k].name, json_string_value(v));
-		if (!found) {
-			k = ref_result_add(res, json_string_value(v), NULL);
-			res->refs[k].outcome = "missing";
-		}
-	}
-out:
-	json_decref(names);
-	free(sel);
-	hub_refs_free(&refs);
-	refs_start(s);
-	if (!s->refs_active && s->refs_next == s->nfirst && s->running)
-		uv_stop(&s->loop);
-}
-
-/* Ask upstream's refs of the first-pass repos where due, a few at a time. */
-static void refs_start(struct sync *s)
-{
-	while (s->refs_next < s->nfirst && s->refs_active < (size_t)s->cfg->max_parallel_listings) {
-		struct srepo *r = &s->first[s->refs_next++];
-		int e;
-
-		if (!refs_due(s, r))
-			continue;
-		s->refs_active++;
-		e = hub_refs_fetch(s->client, &r->spec, on_refs, r);
-		if (e) {
-			s->refs_active--;
-			r->res->refs_listed = true;
-			r->res->refs_error = xasprintf("listing refs: %s", err_str(e));
-			r->refs_bad = true;
-		}
-	}
-}
-
-/* The second pass: list the due repos' refs, then sync the wanted ones like the first pass did its
- * repos (the content jobs, and so what the first pass fetched, are shared), then drop what upstream
- * no longer has where every wanted ref came in. */
-static void refs_pass(struct sync *s)
-{
-	s->first = s->repos;
-	s->nfirst = s->nrepos;
-	refs_start(s);
-	if (s->refs_active) {
-		s->running = true;
-		uv_run(&s->loop, UV_RUN_DEFAULT);
-		s->running = false;
-	}
-	if (s->nsecond) {
-		s->repos = s->second;
-		s->nrepos = s->nsecond;
-		s->next_listing = 0;
-		s->repos_done = 0;
-		start_listings(s);
-		if (s->repos_done < s->nrepos) {
-			s->running = true;
-			uv_run(&s->loop, UV_RUN_DEFAULT);
-			s->running = false;
-		}
-		s->repos = s->first;
-		s->nrepos = s->nfirst;
-	}
-	for (size_t i = 0; i < s->nfirst; i++) {
-		struct srepo *r = &s->first[i];
-		char *keep;
-
-		if (!r->keep || r->refs_bad)
-			continue;
-		keep = json_dumps(r->keep, JSON_COMPACT);
-		if (catalog_refs_checked(s->d->catalog, r->cr->id, keep, (int64_t)time(NULL), &r->res->refs_dropped))
-			log_warn("sync", "catalog: %s", catalog_errmsg(s->d->catalog));
-		free(keep);
-	}
 }
 
 /* ---- progress ---------------------------------------------------------------------------------- */
@@ -1373,13 +969,13 @@ int mirror_sync_run(struct mirror_data *d, const struct catalog_repo *repos, siz
 	if (n) {
 		if (cfg.progress)
 			uv_timer_start(&s.progress_timer, on_progress, 500, 500);
-		start_listings(&s);
+		mirror__sync_start_listings(&s);
 		if (s.repos_done < s.nrepos) {
 			s.running = true;
 			uv_run(&s.loop, UV_RUN_DEFAULT);
 			s.running = false;
 		}
-		refs_pass(&s);
+		mirror__sync_refs_pass(&s);
 		if (cfg.progress) {
 			on_progress(&s.progress_timer);
 			fputc('\n', stderr);

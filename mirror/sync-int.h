@@ -1,0 +1,141 @@
+/*
+ * sync-int.h - the sync engine's types, shared by sync.c (the run, listings, content jobs),
+ * sync-twins.c (one content under two hubs' names) and sync-refs.c (the second pass over refs).
+ * Not for use outside mirror/sync*.c.
+ */
+#ifndef HM_MIRROR_SYNC_INT_H
+#define HM_MIRROR_SYNC_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+#include <uv.h>
+
+#include "hub/upstream.h"
+#include "sync.h"
+
+struct srepo;
+
+struct want {
+	struct hub_file *f;     /* borrowed from the repo's snapshot */
+	char sha256[65];        /* filled when the content is in the store */
+};
+
+struct waiter {
+	struct srepo *repo;
+	size_t idx;             /* into repo->wants */
+};
+
+struct denial {
+	struct srepo *repo;
+	int err;
+	char *text;
+};
+
+/* JOB_TWIN: waiting for a running job of the other kind of key and the same size, which may be the
+ * same content (twin_wait) */
+enum job_state { JOB_QUEUED, JOB_RUNNING, JOB_OK, JOB_FAILED, JOB_TWIN };
+
+struct job {
+	struct sync *s;
+	enum job_state state;
+	char key[65];
+	struct hub_file *f;     /* the first wanting file: its URL and expectations (borrowed from its
+				* repo's listing, which is freed when that repo finishes: not read
+				* once the job ended) */
+	int64_t size;           /* the content's size (the key's files all have it) */
+	struct srepo *owner;    /* whose hub and token the request uses */
+	struct waiter *waiters;
+	size_t nwaiters, capwaiters;
+	struct denial *denied;  /* repos whose own request for this content was refused */
+	size_t ndenied;
+	bool parked;            /* refused for all its waiters, who wait for the listings to end */
+	struct mirror_store_writer *w;
+	struct hub_http_req *req;
+	int tries;
+	int64_t attempt_start;  /* writer offset when the attempt began */
+	int64_t fetched;        /* bytes received over all attempts */
+	long status;
+	char result_sha[65];    /* the blob's name once JOB_OK */
+	char *error_text;
+	int fail;               /* error code set by on_response/on_body */
+	struct job *next;       /* queue link */
+	struct job **twins;     /* JOB_TWIN jobs waiting for this one */
+	size_t ntwins;
+};
+
+struct srepo {
+	struct sync *s;
+	const struct catalog_repo *cr;
+	struct mirror_sync_repo_result *res;
+	struct hub_spec spec;
+	struct hub_snapshot *snap;
+	struct want *wants;
+	size_t nwants;
+	size_t pending;         /* wants whose content is not in the store yet */
+	int error;
+	char *error_text;
+	bool is_public;         /* anyone may read its content (repo_public), from its listing */
+	/* the second pass: refs beyond the followed one */
+	struct srepo *parent;   /* a ref's srepo: the repo's first-pass one; NULL in the first pass */
+	char *ref_name;         /* owned: the ref it syncs (v1.0, dev, refs/convert/parquet) */
+	bool ref_tag;
+	char *ref_rev;          /* owned: the revision asked (HF: the ref's commit; ModelScope: its name) */
+	char ref_known[41];     /* ModelScope: the commit the ref's snapshot has, "" when none */
+	size_t ref_idx;         /* its entry in res->refs */
+	json_t *keep;           /* first pass: the names of the wanted refs upstream has */
+	bool refs_bad;          /* first pass: a wanted ref did not come in (nothing dropped, not checked) */
+};
+
+struct sync {
+	struct mirror_data *d;
+	const struct mirror_sync_config *cfg;
+	uv_loop_t loop;
+	uv_timer_t progress_timer;
+	struct hub_http *http;
+	struct hub_client *client;
+	struct srepo *repos;
+	size_t nrepos;
+	size_t next_listing;    /* next repo to list */
+	size_t listings_active;
+	size_t repos_done;
+	struct job *queue_head, *queue_tail;
+	size_t jobs_active;
+	int64_t inflight_bytes;
+	struct job **jobs;      /* every job, for lookup by key and cleanup */
+	size_t njobs, capjobs;
+	struct mirror_sync_report *report;
+	int64_t files_total, files_done;
+	int64_t bytes_total, bytes_done;
+	uint64_t started_ns;
+	int64_t run_id;
+	char *tokens_seen;      /* what sync.tokens should say after this run */
+	bool tokens_changed;    /* since the last run: ask refused repos again */
+	bool running;           /* inside uv_run (uv_stop ends it; outside, it would skip the closing run) */
+	struct srepo *first;    /* the first pass's repos (repos is the second pass's during it) */
+	size_t nfirst;
+	struct srepo *second;   /* the second pass: one per ref to list */
+	size_t nsecond, capsecond;
+	size_t refs_next;       /* next first-pass repo whose refs may be due */
+	size_t refs_active;     /* refs listings in flight */
+};
+
+/* sync.c */
+void mirror__sync_enqueue(struct sync *s, struct job *j);
+void mirror__sync_start_listings(struct sync *s);
+/* Tell every file waiting on j its content (sha256) or the error; returns how many waiters stayed
+ * (they may not take content fetched for j's owner: the caller fetches it again for them). */
+size_t mirror__sync_job_notify(struct job *j, int err, const char *sha256);
+
+/* sync-twins.c: before j starts, a job of the other kind of key and the same size may bring its
+ * content: 1 (taken from one that ended), 2 (waiting for one that runs), 0 (fetch it). When k ends
+ * (sha256 its content, NULL on failure), its waiting twins take it or are queued. */
+int mirror__sync_twin_check(struct sync *s, struct job *j);
+void mirror__sync_twins_release(struct job *k, const char *sha256);
+
+/* sync-refs.c: the second pass, after the first pass's loop ended. */
+void mirror__sync_refs_pass(struct sync *s);
+
+#endif
