@@ -207,7 +207,7 @@ int catalog_run_end(struct catalog *c, int64_t run_id, const char *outcome, int6
 
 /*
  * Drop the snapshots nothing needs: all snapshots of removed repos (and their refs), and of tracked
- * repos those that no ref points at beyond the keep most recent ones. Then drop the blob rows no file
+ * repos those that no ref points at and no pin holds beyond the keep most recent ones. Then drop the blob rows no file
  * references. One transaction (with dry_run, rolled back). *dead (array of 65-byte hex names, *ndead
  * long, caller frees) lists the blobs whose files the caller should now delete from the store.
  * Returns 0 or HM_ERR_SQLITE.
@@ -219,6 +219,24 @@ struct catalog_gc_stats {
 };
 int catalog_gc(struct catalog *c, int keep, bool dry_run, struct catalog_gc_stats *stats,
 	       char (**dead)[65], size_t *ndead);
+
+/* Pin (pin true: now) or unpin a snapshot: gc, retention and the store quota never drop a pinned
+ * snapshot of a tracked repo. Returns 0, HM_ERR_NOT_FOUND or HM_ERR_SQLITE. */
+int catalog_snapshot_pin(struct catalog *c, int64_t snapshot_id, bool pin);
+
+/* The bytes of the contents the catalog holds (each once). Returns 0 or HM_ERR_SQLITE. */
+int catalog_store_bytes(struct catalog *c, int64_t *bytes);
+
+/*
+ * Make room under the store quota: drop snapshots, those of removed repos first, then old ones of
+ * tracked repos (no ref points at them, not pinned) oldest first, until the contents only they held,
+ * less those held(ud, sha256) says are in use, add up to at least need bytes. Drops no more than that.
+ * In one transaction: when all the candidates together free less than need, nothing is dropped.
+ * *freed: the bytes freed (or that all candidates would free), *dropped: snapshots dropped, *dead:
+ * the blobs to delete from the store now (as catalog_gc's). Returns 0 or HM_ERR_SQLITE.
+ */
+int catalog_quota_evict(struct catalog *c, int64_t need, bool (*held)(void *ud, const char *sha256), void *ud,
+			int64_t *freed, int64_t *dropped, char (**dead)[65], size_t *ndead);
 
 /* Is this sha256 a blob the catalog knows? Returns 1, 0, or HM_ERR_SQLITE. */
 int catalog_blob_known(struct catalog *c, const char *sha256);
@@ -242,6 +260,7 @@ struct catalog_snapshot {
 	int64_t synced_at;
 	int64_t file_count;
 	int64_t total_size;
+	int64_t pinned_at;    /* when an operator pinned it (hubmirror pin), 0 when not pinned */
 };
 
 struct catalog_entry {
@@ -405,10 +424,9 @@ struct catalog_run {
 };
 int catalog_runs_each(struct catalog *c, size_t limit, int (*fn)(void *ud, const struct catalog_run *r), void *ud);
 
-/* The snapshots of a repo, newest first: fn(ud, commit, synced_at, file_count, total_size). */
+/* The snapshots of a repo, newest first: fn(ud, snapshot) (borrowed for the call). */
 int catalog_snapshots_each(struct catalog *c, int64_t repo_id,
-			   int (*fn)(void *ud, const char *commit, int64_t synced_at, int64_t files, int64_t size),
-			   void *ud);
+			   int (*fn)(void *ud, const struct catalog_snapshot *snap), void *ud);
 
 /* Sync runs grouped by outcome ("running" for open ones): fn(ud, outcome, runs, files, bytes). */
 int catalog_run_totals(struct catalog *c,

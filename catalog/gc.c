@@ -44,7 +44,7 @@ int catalog_gc(struct catalog *c, int keep, bool dry_run, struct catalog_gc_stat
 		  "DELETE FROM snapshots WHERE id IN ("
 		  " SELECT s.id FROM snapshots s JOIN repos r ON r.id = s.repo_id"
 		  " WHERE r.removed_at IS NOT NULL OR ("
-		  "  s.id NOT IN (SELECT snapshot_id FROM refs) AND"
+		  "  s.id NOT IN (SELECT snapshot_id FROM refs) AND s.pinned_at IS NULL AND"
 		  "  (SELECT count(*) FROM snapshots s2 WHERE s2.repo_id = s.repo_id AND"
 		  "   (s2.synced_at > s.synced_at OR (s2.synced_at = s.synced_at AND s2.id > s.id))) >= ?1))",
 		  keep, &stats->snapshots_dropped))
@@ -73,6 +73,146 @@ out:
 	}
 	if (r) {
 		free(list);
+		return r;
+	}
+	*dead = list;
+	*ndead = n;
+	return 0;
+}
+
+int catalog_snapshot_pin(struct catalog *c, int64_t snapshot_id, bool pin)
+{
+	sqlite3_stmt *st = NULL;
+
+	if (catalog__prepare(c, "UPDATE snapshots SET pinned_at = CASE WHEN ?2 THEN coalesce(pinned_at, unixepoch()) "
+			     "END WHERE id = ?1", &st))
+		return HM_ERR_SQLITE;
+	sqlite3_bind_int64(st, 1, snapshot_id);
+	sqlite3_bind_int(st, 2, pin);
+	if (sqlite3_step(st) != SQLITE_DONE) {
+		sqlite3_finalize(st);
+		return HM_ERR_SQLITE;
+	}
+	sqlite3_finalize(st);
+	return sqlite3_changes(c->db) ? 0 : HM_ERR_NOT_FOUND;
+}
+
+int catalog_store_bytes(struct catalog *c, int64_t *bytes)
+{
+	sqlite3_stmt *st = NULL;
+	int rc;
+
+	if (catalog__prepare(c, "SELECT coalesce(sum(size), 0) FROM blobs", &st))
+		return HM_ERR_SQLITE;
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW)
+		*bytes = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	return rc == SQLITE_ROW ? 0 : HM_ERR_SQLITE;
+}
+
+struct sized_blob {
+	char sha256[65];
+	int64_t size;
+};
+
+/* The distinct contents of snapshot id (*out malloc'd, *n long). */
+static int snapshot_blobs(struct catalog *c, int64_t id, struct sized_blob **out, size_t *n)
+{
+	sqlite3_stmt *st = NULL;
+	size_t cap = 0;
+	int rc;
+
+	*out = NULL;
+	*n = 0;
+	if (catalog__prepare(c, "SELECT DISTINCT f.sha256, b.size FROM files f JOIN blobs b ON b.sha256 = f.sha256 "
+			     "WHERE f.snapshot_id = ?1", &st))
+		return HM_ERR_SQLITE;
+	sqlite3_bind_int64(st, 1, id);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (*n == cap) {
+			cap = cap ? cap * 2 : 64;
+			*out = xreallocarray(*out, cap, sizeof(**out));
+		}
+		snprintf((*out)[*n].sha256, 65, "%s", (const char *)sqlite3_column_text(st, 0));
+		(*out)[(*n)++].size = sqlite3_column_int64(st, 1);
+	}
+	return catalog__rows_end(st, rc, 0);
+}
+
+/* Drop blob sha256's row when no file names it any more: 1 (dropped), 0 (still named) or HM_ERR_SQLITE. */
+static int blob_drop_unused(struct catalog *c, const char *sha256)
+{
+	sqlite3_stmt *st = NULL;
+
+	if (catalog__prepare(c, "DELETE FROM blobs WHERE sha256 = ?1 AND NOT EXISTS "
+			     "(SELECT 1 FROM files WHERE sha256 = ?1)", &st))
+		return HM_ERR_SQLITE;
+	sqlite3_bind_text(st, 1, sha256, -1, SQLITE_STATIC);
+	if (catalog__run(st))
+		return HM_ERR_SQLITE;
+	return sqlite3_changes(c->db) > 0;
+}
+
+int catalog_quota_evict(struct catalog *c, int64_t need, bool (*held)(void *ud, const char *sha256), void *ud,
+			int64_t *freed, int64_t *dropped, char (**dead)[65], size_t *ndead)
+{
+	sqlite3_stmt *cand = NULL;
+	char (*list)[65] = NULL;
+	size_t n = 0, cap = 0;
+	int r = HM_ERR_SQLITE, rc = SQLITE_DONE;
+
+	*freed = *dropped = 0;
+	*dead = NULL;
+	*ndead = 0;
+	if (catalog_begin(c))
+		return r;
+	/* Removed repos' snapshots first (gc drops them anyway), then tracked repos' old ones, oldest
+	 * first; a ref target or a pinned snapshot of a tracked repo is never a candidate. */
+	if (catalog__prepare(c,
+			     "SELECT s.id FROM snapshots s JOIN repos r ON r.id = s.repo_id WHERE r.removed_at IS NOT NULL"
+			     " OR (s.pinned_at IS NULL AND s.id NOT IN (SELECT snapshot_id FROM refs))"
+			     " ORDER BY r.removed_at IS NULL, s.synced_at, s.id", &cand))
+		goto out;
+	while (*freed < need && (rc = sqlite3_step(cand)) == SQLITE_ROW) {
+		int64_t id = sqlite3_column_int64(cand, 0);
+		struct sized_blob *bl = NULL;
+		size_t nb = 0, i;
+		int e = snapshot_blobs(c, id, &bl, &nb);
+
+		if (!e)
+			e = exec1(c, "DELETE FROM refs WHERE snapshot_id = ?1", id, NULL);
+		if (!e)
+			e = exec1(c, "DELETE FROM snapshots WHERE id = ?1", id, NULL);
+		for (i = 0; !e && i < nb; i++) {
+			if (held && held(ud, bl[i].sha256))
+				continue; /* the running sync names it: the row stays, the next gc decides */
+			e = blob_drop_unused(c, bl[i].sha256);
+			if (e == 1) {
+				if (n == cap) {
+					cap = cap ? cap * 2 : 64;
+					list = xreallocarray(list, cap, sizeof(*list));
+				}
+				memcpy(list[n++], bl[i].sha256, 65);
+				*freed += bl[i].size;
+				e = 0;
+			}
+		}
+		free(bl);
+		if (e)
+			goto out;
+		(*dropped)++;
+	}
+	if (rc == SQLITE_ROW || rc == SQLITE_DONE)
+		r = 0;
+out:
+	sqlite3_finalize(cand);
+	if (r || *freed < need || catalog_commit(c)) {
+		catalog_rollback(c);
+		free(list);
+		if (!r && *freed >= need)
+			r = HM_ERR_SQLITE;
+		*dropped = 0;
 		return r;
 	}
 	*dead = list;

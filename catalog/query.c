@@ -31,9 +31,9 @@ static void copy_hex(char *dst, size_t cap, sqlite3_stmt *st, int col)
 }
 
 static const char sql_resolve[] =
-	"SELECT s.id, s.commit_id, s.synced_at, s.file_count, s.total_size FROM refs f "
+	"SELECT s.id, s.commit_id, s.synced_at, s.file_count, s.total_size, coalesce(s.pinned_at, 0) FROM refs f "
 	"JOIN snapshots s ON s.id = f.snapshot_id WHERE f.repo_id = ?1 AND f.name = ?2 "
-	"UNION ALL SELECT id, commit_id, synced_at, file_count, total_size FROM snapshots "
+	"UNION ALL SELECT id, commit_id, synced_at, file_count, total_size, coalesce(pinned_at, 0) FROM snapshots "
 	"WHERE repo_id = ?1 AND commit_id = ?2 LIMIT 1";
 
 int catalog_resolve(struct catalog *c, const char *hub, const char *type, const char *name, const char *rev,
@@ -64,6 +64,7 @@ int catalog_resolve(struct catalog *c, const char *hub, const char *type, const 
 		snap->synced_at = sqlite3_column_int64(st, 2);
 		snap->file_count = sqlite3_column_int64(st, 3);
 		snap->total_size = sqlite3_column_int64(st, 4);
+		snap->pinned_at = sqlite3_column_int64(st, 5);
 		r = 0;
 	} else {
 		r = rc == SQLITE_DONE ? HM_ERR_NOT_FOUND : HM_ERR_SQLITE;
@@ -93,7 +94,7 @@ int catalog_repo_alias(struct catalog *c, const char *hub, const char *type, con
 
 static const char sql_resolve_lite[] =
 	"SELECT r.id, r.follow_rev, r.gated, r.options, s.id, s.commit_id, s.synced_at, s.file_count, s.total_size, "
-	"coalesce(r.private, -1) "
+	"coalesce(r.private, -1), coalesce(s.pinned_at, 0) "
 	"FROM repos r LEFT JOIN refs f ON f.repo_id = r.id AND f.name = coalesce(?4, r.follow_rev) "
 	"LEFT JOIN snapshots s ON s.id = f.snapshot_id WHERE r.hub = ?1 AND r.type = ?2 AND r.name = ?3";
 
@@ -138,6 +139,7 @@ int catalog_resolve_lite(struct catalog *c, const char *hub, const char *type, c
 		snap->synced_at = sqlite3_column_int64(st, 6);
 		snap->file_count = sqlite3_column_int64(st, 7);
 		snap->total_size = sqlite3_column_int64(st, 8);
+		snap->pinned_at = sqlite3_column_int64(st, 10);
 		have_snap = true;
 	}
 	sqlite3_reset(st);

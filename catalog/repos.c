@@ -4,6 +4,7 @@
  */
 #include <ctype.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 #include <strings.h>
 #include <time.h>
@@ -351,19 +352,26 @@ int catalog_runs_each(struct catalog *c, size_t limit, int (*fn)(void *ud, const
 }
 
 int catalog_snapshots_each(struct catalog *c, int64_t repo_id,
-			   int (*fn)(void *ud, const char *commit, int64_t synced_at, int64_t files, int64_t size),
-			   void *ud)
+			   int (*fn)(void *ud, const struct catalog_snapshot *snap), void *ud)
 {
 	sqlite3_stmt *st = NULL;
 	int r = 0, rc;
 
-	if (catalog__prepare(c, "SELECT commit_id, synced_at, file_count, total_size FROM snapshots "
-			     "WHERE repo_id = ?1 ORDER BY synced_at DESC, id DESC", &st))
+	if (catalog__prepare(c, "SELECT id, commit_id, synced_at, file_count, total_size, coalesce(pinned_at, 0) "
+			     "FROM snapshots WHERE repo_id = ?1 ORDER BY synced_at DESC, id DESC", &st))
 		return HM_ERR_SQLITE;
 	sqlite3_bind_int64(st, 1, repo_id);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		r = fn(ud, (const char *)sqlite3_column_text(st, 0), sqlite3_column_int64(st, 1),
-		       sqlite3_column_int64(st, 2), sqlite3_column_int64(st, 3));
+		struct catalog_snapshot sn = {
+			.id = sqlite3_column_int64(st, 0),
+			.repo_id = repo_id,
+			.synced_at = sqlite3_column_int64(st, 2),
+			.file_count = sqlite3_column_int64(st, 3),
+			.total_size = sqlite3_column_int64(st, 4),
+			.pinned_at = sqlite3_column_int64(st, 5),
+		};
+		snprintf(sn.commit, sizeof(sn.commit), "%s", (const char *)sqlite3_column_text(st, 1));
+		r = fn(ud, &sn);
 		if (r)
 			break;
 	}

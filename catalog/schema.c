@@ -28,6 +28,8 @@
  *      refs.kind gains 'convert' (Hugging Face's refs/convert/parquet), so refs is rebuilt.
  *  11  repos.upstream_name: the name upstream answers with now when it differs from the one the repo
  *      was added under (a renamed repo), so the mirror answers to both.
+ *  12  snapshots.pinned_at: an operator's pin (hubmirror pin), when set; gc, retention and the store
+ *      quota never drop a pinned snapshot of a tracked repo.
  *
  * Rules: a migration only ever moves from version N-1 to N; released migrations are never edited,
  * a change is a new entry at the end of `migrations`.
@@ -223,6 +225,8 @@ static const char *const migrations[] = {
 	/* 10 -> 11 (in parentheses: two literals joined on purpose) */
 	("ALTER TABLE repos ADD COLUMN upstream_name TEXT;"
 	 "CREATE INDEX repos_by_upstream_name ON repos(hub, type, upstream_name) WHERE upstream_name IS NOT NULL;"),
+	/* 11 -> 12 */
+	"ALTER TABLE snapshots ADD COLUMN pinned_at INTEGER;",
 };
 
 int catalog__migration_count(void)

@@ -120,10 +120,16 @@ struct sync {
 	size_t nsecond, capsecond;
 	size_t refs_next;       /* next first-pass repo whose refs may be due */
 	size_t refs_active;     /* refs listings in flight */
+	int64_t quota_used;     /* the store's bytes as the catalog counts them (-1: not read yet), less
+				 * what the quota dropped in this run */
+	int64_t quota_reserved; /* bytes of the contents this run's planned repos will add */
 };
 
 /* sync.c */
 void mirror__sync_enqueue(struct sync *s, struct job *j);
+struct job *mirror__sync_job_find(struct sync *s, const char *key);
+/* The repo failed (the first error stays): err and a printf-style text. */
+void mirror__sync_repo_fail(struct srepo *r, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 void mirror__sync_start_listings(struct sync *s);
 /* Tell every file waiting on j its content (sha256) or the error; returns how many waiters stayed
  * (they may not take content fetched for j's owner: the caller fetches it again for them). */
@@ -134,6 +140,10 @@ size_t mirror__sync_job_notify(struct job *j, int err, const char *sha256);
  * (sha256 its content, NULL on failure), its waiting twins take it or are queued. */
 int mirror__sync_twin_check(struct sync *s, struct job *j);
 void mirror__sync_twins_release(struct job *k, const char *sha256);
+
+/* sync-quota.c: reserve room under the store quota for the contents r will fetch, dropping old
+ * snapshots if need be. 0, or the error r now fails with (outcome "quota" when it cannot fit). */
+int mirror__sync_quota_admit(struct srepo *r);
 
 /* sync-refs.c: the second pass, after the first pass's loop ended. */
 void mirror__sync_refs_pass(struct sync *s);

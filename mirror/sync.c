@@ -118,6 +118,7 @@ static const char *outcome_of(int err)
 	case HM_ERR_AUTH: return "denied";
 	case HM_ERR_NOT_FOUND: return "missing";
 	case HM_ERR_DISABLED: return "disabled";
+	case HM_ERR_QUOTA: return "quota";
 	default: return "error";
 	}
 }
@@ -272,9 +273,22 @@ static void repo_fail(struct srepo *r, int err, const char *text)
 	}
 }
 
+void mirror__sync_repo_fail(struct srepo *r, int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (r->error)
+		return;
+	r->error = err;
+	va_start(ap, fmt);
+	if (vasprintf(&r->error_text, fmt, ap) < 0)
+		r->error_text = NULL;
+	va_end(ap);
+}
+
 /* ---- jobs -------------------------------------------------------------------------------------- */
 
-static struct job *job_find(struct sync *s, const char *key)
+struct job *mirror__sync_job_find(struct sync *s, const char *key)
 {
 	/* Linear scan is fine at the sizes one run sees per key lookup... but a 100k-file dataset makes it
 	 * quadratic, so keep the array sorted and bisect. */
@@ -670,6 +684,10 @@ static void plan_repo(struct srepo *r)
 	struct catalog *c = s->d->catalog;
 
 	select_files(r);
+	if (mirror__sync_quota_admit(r)) {
+		repo_finish(r); /* it keeps its previous snapshot */
+		return;
+	}
 	r->is_public = repo_public(r);
 	r->pending = r->nwants + 1; /* +1 until planning is over, so completion cannot run early */
 	for (size_t i = 0; i < r->nwants; i++) {
@@ -701,7 +719,7 @@ static void plan_repo(struct srepo *r)
 			r->pending--;
 			continue;
 		}
-		j = job_find(s, key);
+		j = mirror__sync_job_find(s, key);
 		if (!j) {
 			j = xcalloc(1, sizeof(*j));
 			j->s = s;
@@ -920,6 +938,7 @@ int mirror_sync_run(struct mirror_data *d, const struct catalog_repo *repos, siz
 		cfg.max_file_tries = 5;
 	memset(report, 0, sizeof(*report));
 	memset(&s, 0, sizeof(s));
+	s.quota_used = -1; /* read when a repo first needs it */
 	s.d = d;
 	s.cfg = &cfg;
 	s.report = report;
@@ -994,6 +1013,12 @@ int mirror_sync_run(struct mirror_data *d, const struct catalog_repo *repos, siz
 		report->torrents_made = (int64_t)made;
 		if (te && !report->torrents_error)
 			report->torrents_error = xstrdup(err_str(te));
+	}
+	if (report->quota_dropped) {
+		size_t gone = 0;
+		int ge = mirror_torrents_gc(d, &gone); /* the torrent files of the snapshots the quota dropped */
+		if (ge)
+			log_warn("sync", "cannot sweep torrents: %s", err_str(ge));
 	}
 	r = 0;
 out:

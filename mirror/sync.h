@@ -42,6 +42,7 @@ struct mirror_sync_config {
 	int max_file_tries;           /* attempts per file without progress; 0: 5 */
 	bool progress;                /* live progress line on stderr */
 	bool check_refs;              /* list upstream's refs of every repo whose policy wants any, now */
+	int64_t quota_bytes;          /* the store's size limit (sync-quota.c); 0: none */
 	struct hub_http_config http;  /* retry and timeout knobs */
 };
 
@@ -83,6 +84,8 @@ struct mirror_sync_report {
 	uint64_t upstream_requests;   /* HTTP attempts sent upstream, retries and redirects included */
 	double seconds;
 	int64_t torrents_made;        /* torrents made after the run for snapshots that had none */
+	int64_t quota_dropped;        /* old snapshots dropped to stay under the store quota */
+	int64_t quota_freed;          /* bytes that freed */
 	char *torrents_error;         /* owned: why making them failed, or NULL */
 };
 

@@ -130,6 +130,7 @@ int cmd_import(int argc, char **argv);
 int cmd_restore(int argc, char **argv);
 int cmd_search(int argc, char **argv);
 int cmd_gc(int argc, char **argv);
+int cmd_pin(int argc, char **argv);
 int cmd_verify(int argc, char **argv);
 int cmd_remove(int argc, char **argv);
 int cmd_serve(int argc, char **argv);

@@ -43,6 +43,27 @@ static int ref_to_json(void *ud, const char *name, const char *kind, const char 
 	return 0;
 }
 
+static int snap_to_json(void *ud, const struct catalog_snapshot *sn)
+{
+	json_array_append_new(ud, json_pack("{s:s, s:I, s:I, s:I, s:b}", "commit", sn->commit,
+					    "synced_at", (json_int_t)sn->synced_at, "files", (json_int_t)sn->file_count,
+					    "size", (json_int_t)sn->total_size, "pinned", sn->pinned_at != 0));
+	return 0;
+}
+
+/* "3 (pinned: 0123456789ab)": the snapshots the mirror holds, of the JSON array [{commit, pinned}]. */
+static void print_snapshots(json_t *snaps)
+{
+	json_t *v;
+	size_t i, pinned = 0;
+
+	printf("  snapshots   %zu", json_array_size(snaps));
+	json_array_foreach(snaps, i, v)
+		if (json_is_true(json_object_get(v, "pinned")))
+			printf("%s%.12s", pinned++ ? ", " : " (pinned: ", json_string_value(json_object_get(v, "commit")));
+	printf("%s\n", pinned ? ")" : "");
+}
+
 /* The file table: size, sha256, path; then the count. */
 static void print_files(json_t *files, const char *commit)
 {
@@ -114,7 +135,7 @@ int cmd_info(int argc, char **argv)
 	struct mirror_data *data = NULL;
 	struct catalog_repo repo = { 0 };
 	struct catalog_snapshot snap = { 0 };
-	json_t *fl = NULL;
+	json_t *fl = NULL, *snaps = NULL;
 	struct hub_spec spec;
 	const char *dir = NULL;
 	bool json = false, files = false;
@@ -169,6 +190,7 @@ int cmd_info(int argc, char **argv)
 				printf("  upstream    renamed to %s (both names work here)\n",
 				       json_string_value(json_object_get(o, "upstream_name")));
 			print_refs(json_object_get(o, "refs"));
+			print_snapshots(json_object_get(o, "snapshots"));
 		}
 		if (fl)
 			print_files(fl, commit[0] ? commit : NULL);
@@ -207,8 +229,14 @@ int cmd_info(int argc, char **argv)
 			goto out;
 		}
 	}
+	snaps = json_array();
+	if (catalog_snapshots_each(data->catalog, repo.id, snap_to_json, snaps)) {
+		r = cli_repo_error(data, argv[optind], HM_ERR_SQLITE);
+		goto out;
+	}
 	if (json) {
 		json_t *o = mirror_repo_json(&repo, NULL);
+		json_object_set(o, "snapshots", snaps);
 		if (fl)
 			json_object_set_new(o, "file_list", json_incref(fl));
 		cli_print_json(o);
@@ -230,11 +258,13 @@ int cmd_info(int argc, char **argv)
 		catalog_refs_each(data->catalog, repo.id, ref_to_json, refs);
 		print_refs(refs);
 		json_decref(refs);
+		print_snapshots(snaps);
 		if (fl)
 			print_files(fl, snap.id ? snap.commit : NULL);
 	}
 out:
 	json_decref(fl);
+	json_decref(snaps);
 	catalog_repo_release(&repo);
 	hub_spec_release(&spec);
 	mirror_data_free(&data);

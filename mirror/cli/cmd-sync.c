@@ -73,6 +73,8 @@ static json_t *report_json(const struct mirror_sync_report *rep)
 	}
 	json_object_set_new(o, "repos", a);
 	json_object_set_new(o, "torrents_made", json_integer((json_int_t)rep->torrents_made));
+	json_object_set_new(o, "quota_dropped", json_integer((json_int_t)rep->quota_dropped));
+	json_object_set_new(o, "quota_freed", json_integer((json_int_t)rep->quota_freed));
 	return o;
 }
 
@@ -106,6 +108,11 @@ static void print_report(const struct mirror_sync_report *rep)
 	       (unsigned long long)rep->upstream_requests);
 	if (rep->torrents_made)
 		printf("sync: made %lld torrents for the swarm\n", (long long)rep->torrents_made);
+	if (rep->quota_dropped) {
+		char fb[32];
+		cli_human_size(rep->quota_freed, fb, sizeof(fb));
+		printf("sync: quota: dropped %lld old snapshots (%s) to make room\n", (long long)rep->quota_dropped, fb);
+	}
 }
 
 /* The tracked repos the specs name (all of them when there are none), into *repos (n of them). Says
@@ -167,6 +174,7 @@ int cli_sync_prepare(int argc, char **argv, const char *config_file, struct sync
 		CLI_FN("retry-delay", &cfg->http.backoff_base_s, take_retry_delay),
 		CLI_BOOL("check-refs", &cfg->check_refs),
 		CLI_INT("retention", &o->retention, 0, 1000),
+		CLI_SIZE("quota", &cfg->quota_bytes, 1),
 		CLI_BOOL("progress", &o->progress),
 		CLI_NO("no-progress", &o->progress),
 		CLI_END,

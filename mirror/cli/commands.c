@@ -57,7 +57,8 @@ const struct cli_command cli_commands[] = {
 	  "  --output FILE   the bundle (written through a temporary file, renamed at the end)\n" },
 	{ "gc", cmd_gc, "gc [--data DIR] [--keep N] [--partial-age HOURS] [--dry-run] [--wait] [--json]",
 	  "drop snapshots nothing needs, and the files only they used",
-	  "Keeps every snapshot a ref points at and the N most recent of each tracked repository; drops\n"
+	  "Keeps every snapshot a ref points at or a pin holds (hubmirror pin) and the N most recent of\n"
+	  "each tracked repository; drops\n"
 	  "all snapshots of removed repositories, then every stored file no kept snapshot references,\n"
 	  "files the catalog does not know (left by a crash), and partial downloads older than HOURS.\n"
 	  "  --data DIR            data directory (default $HUBMIRROR_DATA or /var/lib/hubmirror)\n"
@@ -66,6 +67,13 @@ const struct cli_command cli_commands[] = {
 	  "  --dry-run             report what would go, change nothing\n"
 	  "  --wait                wait for a running sync instead of failing\n"
 	  "  --json                print the report as JSON\n" },
+	{ "pin", cmd_pin, "pin [--data DIR] [--remove] SPEC[@REV]...",
+	  "keep snapshots through gc, retention and the store quota",
+	  "Pins the snapshot of REV (a ref or a commit the mirror holds; default: the followed revision)\n"
+	  "so that gc, sync --retention and the store quota never drop it, even once no ref points at it.\n"
+	  "'hubmirror info --json' shows each snapshot's pin. Removing a repository drops its pins.\n"
+	  "  --data DIR   data directory (default $HUBMIRROR_DATA or /var/lib/hubmirror)\n"
+	  "  --remove     unpin instead\n" },
 	{ "help", cmd_help, "help [COMMAND]", "show the commands, or the help of one",
 	  "Without COMMAND, list every command with a one-line summary. With COMMAND, show its usage\n"
 	  "and options. `hubmirror COMMAND --help` shows the same.\n" },
@@ -227,7 +235,8 @@ const struct cli_command cli_commands[] = {
 	  "Stops on SIGINT or SIGTERM (gracefully: see --shutdown-grace; a second signal stops at once).\n" },
 	{ "sync", cmd_sync,
 	  "sync [--config FILE] [--data DIR] [--hf-upstream URL] [--ms-upstream URL] [--hf-token-file FILE]\n"
-	  "     [--ms-token-file FILE] [--json] [--wait] [--jobs N] [--check-refs] [--retention N] [SPEC...]",
+	  "     [--ms-token-file FILE] [--json] [--wait] [--jobs N] [--check-refs] [--retention N]\n"
+	  "     [--quota SIZE] [SPEC...]",
 	  "fetch what changed upstream for the tracked repositories (or those named)",
 	  "For each repository, resolve its revision upstream; an unchanged commit costs one request.\n"
 	  "Otherwise list its files and fetch, verified against upstream's sha256 (or git id), the ones\n"
@@ -241,6 +250,9 @@ const struct cli_command cli_commands[] = {
 	  "  --check-refs        list upstream's refs of every repository now, not only when due\n"
 	  "  --retention N       after the run, keep N old snapshots per repository besides those a ref\n"
 	  "                      points at, and drop the rest with the contents only they used (gc)\n"
+	  "  --quota SIZE        the store's size limit (500G, 2T): a repository that would go over it\n"
+	  "                      first drops old snapshots (never a ref's or a pinned one, oldest first);\n"
+	  "                      when that cannot make room it fails with outcome quota, the rest go on\n"
 	  "  --config FILE       the configuration file (default $HUBMIRROR_CONFIG, else\n"
 	  "                      /etc/hubmirror/hubmirror.conf if present): its [sync] keys and data\n"
 	  "  --mirror URL        have that mirror's serve run the sync (its operator API, with\n"

@@ -67,6 +67,7 @@ static const struct config_key keys[] = {
 	{ "sync", "max-tries", "max-tries", CONFIG_SYNC, false },
 	{ "sync", "retry-delay", "retry-delay", CONFIG_SYNC, false },
 	{ "store", "retention", "retention", CONFIG_SYNC, false },
+	{ "store", "quota", "quota", CONFIG_SYNC, false },
 	{ "p2p", "listen", "p2p-listen", CONFIG_SERVE, false },
 	{ "p2p", "upload-limit", "p2p-upload-limit", CONFIG_SERVE, false },
 	{ "p2p", "rescan", "p2p-rescan", CONFIG_SERVE, false },

@@ -151,10 +151,11 @@ static int refs_cb(void *ud, const char *name, const char *kind, const char *com
 	return 0;
 }
 
-static int snaps_cb(void *ud, const char *commit, int64_t at, int64_t files, int64_t size)
+static int snaps_cb(void *ud, const struct catalog_snapshot *sn)
 {
-	json_array_append_new(ud, json_pack("{s:s, s:I, s:I, s:I}", "commit", commit, "synced_at", (json_int_t)at,
-					    "files", (json_int_t)files, "size", (json_int_t)size));
+	json_array_append_new(ud, json_pack("{s:s, s:I, s:I, s:I, s:b}", "commit", sn->commit,
+					    "synced_at", (json_int_t)sn->synced_at, "files", (json_int_t)sn->file_count,
+					    "size", (json_int_t)sn->total_size, "pinned", sn->pinned_at != 0));
 	return 0;
 }
 
