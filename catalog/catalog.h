@@ -238,6 +238,9 @@ int catalog_store_bytes(struct catalog *c, int64_t *bytes);
 int catalog_quota_evict(struct catalog *c, int64_t need, bool (*held)(void *ud, const char *sha256), void *ud,
 			int64_t *freed, int64_t *dropped, char (**dead)[65], size_t *ndead);
 
+/* When the blob entered this store (unix seconds). Returns 0, HM_ERR_NOT_FOUND or HM_ERR_SQLITE. */
+int catalog_blob_stored_at(struct catalog *c, const char *sha256, int64_t *at);
+
 /* Is this sha256 a blob the catalog knows? Returns 1, 0, or HM_ERR_SQLITE. */
 int catalog_blob_known(struct catalog *c, const char *sha256);
 

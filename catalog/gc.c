@@ -220,6 +220,21 @@ out:
 	return 0;
 }
 
+int catalog_blob_stored_at(struct catalog *c, const char *sha256, int64_t *at)
+{
+	sqlite3_stmt *st = NULL;
+	int rc;
+
+	if (catalog__prepare(c, "SELECT stored_at FROM blobs WHERE sha256 = ?1", &st))
+		return HM_ERR_SQLITE;
+	sqlite3_bind_text(st, 1, sha256, -1, SQLITE_STATIC);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW)
+		*at = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	return rc == SQLITE_ROW ? 0 : rc == SQLITE_DONE ? HM_ERR_NOT_FOUND : HM_ERR_SQLITE;
+}
+
 int catalog_blob_known(struct catalog *c, const char *sha256)
 {
 	sqlite3_stmt *st = NULL;

@@ -1,6 +1,7 @@
 /*
  * bundle.c - air-gapped bundles (see bundle.h).
  */
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -168,12 +169,206 @@ static int write_entry_head(struct archive *a, const char *name, int64_t size)
 	return r == ARCHIVE_OK ? 0 : -1;
 }
 
+/* ---- volumes: the archive's byte stream cut into FILE.001, FILE.002, ... (or one FILE) ---------- */
+
+struct volumes {
+	const char *out;
+	int64_t size;           /* bytes per volume; 0: one file */
+	int fd;
+	int64_t in_vol;         /* bytes in the open volume */
+	char **tmps;            /* the temporary names written so far, renamed at the end */
+	size_t n;
+};
+
+static char *volume_name(const struct volumes *v, size_t idx, bool tmp)
+{
+	if (!v->size)
+		return tmp ? xasprintf("%s.tmp-%ld", v->out, (long)getpid()) : xstrdup(v->out);
+	return tmp ? xasprintf("%s.%03zu.tmp-%ld", v->out, idx + 1, (long)getpid()) : xasprintf("%s.%03zu", v->out, idx + 1);
+}
+
+static int volume_next(struct archive *a, struct volumes *v)
+{
+	char *name;
+
+	if (v->fd >= 0 && (fsync(v->fd) < 0 || close(v->fd) < 0)) {
+		v->fd = -1;
+		archive_set_error(a, errno, "cannot finish volume %zu: %s", v->n, strerror(errno));
+		return -1;
+	}
+	if (v->size && v->n >= 999) {
+		archive_set_error(a, EFBIG, "more than 999 volumes: take a larger --volume-size");
+		return -1;
+	}
+	name = volume_name(v, v->n, true);
+	v->fd = open(name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (v->fd < 0) {
+		archive_set_error(a, errno, "cannot create '%s': %s", name, strerror(errno));
+		free(name);
+		return -1;
+	}
+	v->tmps = xreallocarray(v->tmps, v->n + 1, sizeof(*v->tmps));
+	v->tmps[v->n++] = name;
+	v->in_vol = 0;
+	return 0;
+}
+
+static la_ssize_t volumes_write(struct archive *a, void *ud, const void *buf, size_t len)
+{
+	struct volumes *v = ud;
+	const char *p = buf;
+	size_t left = len;
+
+	while (left) {
+		size_t room = left;
+		ssize_t w;
+		if (v->size && v->in_vol >= v->size && volume_next(a, v))
+			return -1;
+		if (v->size && (int64_t)room > v->size - v->in_vol)
+			room = (size_t)(v->size - v->in_vol);
+		w = write(v->fd, p, room);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			archive_set_error(a, w < 0 ? errno : EIO, "cannot write volume %zu: %s", v->n,
+					  w < 0 ? strerror(errno) : "short write");
+			return -1;
+		}
+		p += w;
+		left -= (size_t)w;
+		v->in_vol += w;
+	}
+	return (la_ssize_t)len;
+}
+
+static int volumes_open(struct archive *a, void *ud)
+{
+	return volume_next(a, ud) ? ARCHIVE_FATAL : ARCHIVE_OK;
+}
+
+static int volumes_close(struct archive *a, void *ud)
+{
+	struct volumes *v = ud;
+	int r = ARCHIVE_OK;
+
+	if (v->fd >= 0 && (fsync(v->fd) < 0 || close(v->fd) < 0)) {
+		archive_set_error(a, errno, "cannot finish the last volume: %s", strerror(errno));
+		r = ARCHIVE_FATAL;
+	}
+	v->fd = -1;
+	return r;
+}
+
+/* Rename every volume to its name (ok), or delete them all. */
+static int volumes_end(struct volumes *v, bool ok, char **errmsg)
+{
+	int r = 0;
+
+	for (size_t i = 0; i < v->n; i++) {
+		char *final = volume_name(v, i, false);
+		if (ok && !r && rename(v->tmps[i], final) < 0)
+			r = fail(errmsg, -errno, "cannot rename to '%s': %s", final, strerror(errno));
+		if (!ok || r)
+			unlink(v->tmps[i]);
+		free(final);
+		free(v->tmps[i]);
+	}
+	free(v->tmps);
+	v->tmps = NULL;
+	v->n = 0;
+	return r;
+}
+
+int mirror_bundle_volume(const char *path)
+{
+	size_t n = strlen(path);
+
+	if (n < 5 || path[n - 4] != '.' || !isdigit((unsigned char)path[n - 3]) || !isdigit((unsigned char)path[n - 2]) ||
+	    !isdigit((unsigned char)path[n - 1]))
+		return 0;
+	return atoi(path + n - 3);
+}
+
+/* The files a bundle path stands for: itself, or, for FILE.001, every volume FILE.001, FILE.002, ...
+ * there is (NULL-terminated; free each and the array). NULL after saying why. */
+static char **bundle_files(const char *path, char **errmsg)
+{
+	char **names = xcalloc(2, sizeof(*names));
+	int vol = mirror_bundle_volume(path);
+	size_t n = 1;
+
+	names[0] = xstrdup(path);
+	if (vol > 1) {
+		fail(errmsg, -EINVAL, "'%s' is a later volume of a bundle: import its first one (.001)", path);
+		free(names[0]);
+		free(names);
+		return NULL;
+	}
+	if (vol == 1) {
+		size_t base = strlen(path) - 4;
+		for (;;) {
+			char *next = xasprintf("%.*s.%03zu", (int)base, path, n + 1);
+			if (access(next, F_OK) < 0) {
+				free(next);
+				break;
+			}
+			names = xreallocarray(names, n + 2, sizeof(*names));
+			names[n++] = next;
+		}
+		names[n] = NULL;
+	}
+	return names;
+}
+
+static size_t volumes_there(const char *path)
+{
+	char **names = bundle_files(path, NULL);
+	size_t n = 0;
+
+	while (names && names[n])
+		free(names[n++]);
+	free(names);
+	return n;
+}
+
+static void bundle_files_free(char **names)
+{
+	for (size_t i = 0; names && names[i]; i++)
+		free(names[i]);
+	free(names);
+}
+
+static int read_manifest(struct archive *a, json_t **manifest, json_t *blobs, char **errmsg);
+static struct archive *open_bundle(const char *path, char **errmsg);
+
+/* The contents another bundle lists (its manifest's): the far side holds them once it imported it. */
+static int since_bundle_blobs(const char *path, json_t *into, char **errmsg)
+{
+	struct archive *a = open_bundle(path, errmsg);
+	json_t *m = NULL;
+	int r;
+
+	if (!a)
+		return -EIO;
+	r = read_manifest(a, &m, into, errmsg);
+	archive_read_free(a);
+	json_decref(m);
+	if (r && errmsg && *errmsg) {
+		char *t = xasprintf("--since '%s': %s", path, *errmsg);
+		free(*errmsg);
+		*errmsg = t;
+	}
+	return r;
+}
+
 int mirror_bundle_export(struct mirror_data *d, const struct hub_spec *specs, size_t n, const char *out,
-			 struct mirror_bundle_report *rep, char **errmsg)
+			 const struct mirror_bundle_opts *opt, struct mirror_bundle_report *rep, char **errmsg)
 {
 	json_t *repos = json_array(), *blobs = json_object(), *manifest = NULL, *bl = json_array(), *v;
+	json_t *omit = json_object(), *since = NULL;
 	struct archive *a = NULL;
-	char *tmp = xasprintf("%s.tmp-%ld", out, (long)getpid()), *text = NULL, *buf = NULL;
+	struct volumes vols = { out, opt ? opt->volume_size : 0, -1, 0, NULL, 0 };
+	char *text = NULL, *buf = NULL;
 	const char *sha;
 	size_t len = strlen(out);
 	int r = 0;
@@ -183,10 +378,25 @@ int mirror_bundle_export(struct mirror_data *d, const struct hub_spec *specs, si
 		r = export_repo(d, &specs[i], repos, blobs, errmsg);
 	if (r)
 		goto out;
+	/* An incremental bundle lists every content but carries only those the far side lacks. */
+	if (opt && opt->since_bundle) {
+		if ((r = since_bundle_blobs(opt->since_bundle, omit, errmsg)))
+			goto out;
+		since = json_pack("{s:s}", "bundle", opt->since_bundle);
+	} else if (opt && opt->since_time > 0) {
+		json_object_foreach(blobs, sha, v) {
+			int64_t at = 0;
+			if (!catalog_blob_stored_at(d->catalog, sha, &at) && at < opt->since_time)
+				json_object_set_new(omit, sha, json_true());
+		}
+		since = json_pack("{s:I}", "time", (json_int_t)opt->since_time);
+	}
 	json_object_foreach(blobs, sha, v)
 		json_array_append_new(bl, json_pack("{s:s, s:O}", "sha256", sha, "size", v));
 	manifest = json_pack("{s:s, s:i, s:I, s:O, s:O}", "format", "hubmirror-bundle", "version", 1,
 			     "created", (json_int_t)time(NULL), "repos", repos, "blobs", bl);
+	if (since)
+		json_object_set_new(manifest, "since", since);
 	text = json_dumps(manifest, JSON_COMPACT);
 	a = archive_write_new();
 	archive_write_set_format_pax_restricted(a);
@@ -197,17 +407,23 @@ int mirror_bundle_export(struct mirror_data *d, const struct hub_spec *specs, si
 		r = fail(errmsg, -ENOTSUP, "this libarchive cannot write zstd: %s", archive_error_string(a));
 		goto out;
 	}
-	if (archive_write_open_filename(a, tmp) != ARCHIVE_OK ||
+	if (archive_write_open(a, &vols, volumes_open, volumes_write, volumes_close) != ARCHIVE_OK ||
 	    write_entry_head(a, MANIFEST, (int64_t)strlen(text)) ||
 	    archive_write_data(a, text, strlen(text)) != (la_ssize_t)strlen(text)) {
-		r = fail(errmsg, -EIO, "cannot write '%s': %s", tmp, archive_error_string(a));
+		r = fail(errmsg, -EIO, "cannot write '%s': %s", out, archive_error_string(a));
 		goto out;
 	}
 	buf = xmalloc(CHUNK);
 	json_object_foreach(blobs, sha, v) {
-		char *p = mirror_store_blob_path(d->store, sha), name[80];
-		int fd = p ? open(p, O_RDONLY | O_CLOEXEC) : -1;
+		char *p, name[80];
+		int fd;
 		int64_t left = json_integer_value(v);
+		if (json_object_get(omit, sha)) {
+			rep->blobs_omitted++;
+			continue;
+		}
+		p = mirror_store_blob_path(d->store, sha);
+		fd = p ? open(p, O_RDONLY | O_CLOEXEC) : -1;
 		free(p);
 		if (fd < 0) {
 			r = fail(errmsg, -ENOENT, "content %s is not in the store (run 'hubmirror verify' and sync)", sha);
@@ -217,7 +433,7 @@ int mirror_bundle_export(struct mirror_data *d, const struct hub_spec *specs, si
 		snprintf(name, sizeof(name), "blobs/%s", sha);
 		if (write_entry_head(a, name, left)) {
 			close(fd);
-			r = fail(errmsg, -EIO, "cannot write '%s': %s", tmp, archive_error_string(a));
+			r = fail(errmsg, -EIO, "cannot write '%s': %s", out, archive_error_string(a));
 			goto out;
 		}
 		/* streamed a chunk at a time: a 100 GB model never sits in memory or in a temporary copy */
@@ -238,28 +454,28 @@ int mirror_bundle_export(struct mirror_data *d, const struct hub_spec *specs, si
 		rep->blobs++;
 	}
 	if (archive_write_close(a) != ARCHIVE_OK) {
-		r = fail(errmsg, -EIO, "cannot finish '%s': %s", tmp, archive_error_string(a));
+		r = fail(errmsg, -EIO, "cannot finish '%s': %s", out, archive_error_string(a));
 		goto out;
 	}
-	if (rename(tmp, out) < 0) {
-		r = fail(errmsg, -errno, "cannot rename to '%s': %s", out, strerror(errno));
+	rep->volumes = vols.size ? (int64_t)vols.n : 1;
+	r = volumes_end(&vols, true, errmsg);
+	if (r)
 		goto out;
-	}
 	rep->repos = (int64_t)json_array_size(repos);
 	json_array_foreach(repos, len, v)
 		rep->snapshots += (int64_t)json_array_size(json_object_get(v, "snapshots"));
 out:
 	if (a)
-		archive_write_free(a);
-	if (r)
-		unlink(tmp);
-	free(tmp);
+		archive_write_free(a); /* closes the open volume, if any */
+	if (vols.n)
+		volumes_end(&vols, false, NULL);
 	free(text);
 	free(buf);
 	json_decref(manifest);
 	json_decref(repos);
 	json_decref(blobs);
 	json_decref(bl);
+	json_decref(omit);
 	return r;
 }
 
@@ -396,15 +612,21 @@ static int read_manifest(struct archive *a, json_t **manifest, json_t *blobs, ch
 
 static struct archive *open_bundle(const char *path, char **errmsg)
 {
-	struct archive *a = archive_read_new();
+	char **names = bundle_files(path, errmsg);
+	struct archive *a;
 
+	if (!names)
+		return NULL;
+	a = archive_read_new();
 	archive_read_support_filter_all(a);
 	archive_read_support_format_tar(a);
-	if (archive_read_open_filename(a, path, CHUNK) != ARCHIVE_OK) {
+	/* volumes are read as one stream, in order */
+	if (archive_read_open_filenames(a, (const char **)names, CHUNK) != ARCHIVE_OK) {
 		fail(errmsg, -EIO, "cannot open '%s': %s", path, archive_error_string(a));
 		archive_read_free(a);
-		return NULL;
+		a = NULL;
 	}
+	bundle_files_free(names);
 	return a;
 }
 
@@ -607,7 +829,21 @@ int mirror_bundle_import(struct mirror_data *d, const char *path, struct mirror_
 	}
 	json_object_foreach(blobs, sha, v)
 		if (!json_object_get(seen, sha) && !mirror_store_has(d->store, sha, json_integer_value(v))) {
-			err = fail(errmsg, HM_ERR_NOT_FOUND, "the bundle lacks content %s (and this store does not hold it)", sha);
+			json_t *since = json_object_get(manifest, "since");
+			if (json_is_string(json_object_get(since, "bundle")))
+				err = fail(errmsg, HM_ERR_NOT_FOUND, "the bundle is incremental, made against '%s', and this "
+					   "store lacks content %s it left out: import that bundle first",
+					   json_string_value(json_object_get(since, "bundle")), sha);
+			else if (since)
+				err = fail(errmsg, HM_ERR_NOT_FOUND, "the bundle is incremental (contents stored before "
+					   "%lld left out) and this store lacks content %s: import the bundles before it first",
+					   (long long)json_integer_value(json_object_get(since, "time")), sha);
+			else if (mirror_bundle_volume(path) == 1)
+				err = fail(errmsg, HM_ERR_NOT_FOUND, "the bundle lacks content %s (and this store does not "
+					   "hold it): is a volume missing? %zu read, through '%.*s.%03zu'", sha,
+					   volumes_there(path), (int)strlen(path) - 4, path, volumes_there(path));
+			else
+				err = fail(errmsg, HM_ERR_NOT_FOUND, "the bundle lacks content %s (and this store does not hold it)", sha);
 			goto out;
 		}
 	archive_read_free(a);

@@ -24,16 +24,30 @@ struct hub_spec;
 
 struct mirror_bundle_report {
 	int64_t repos, snapshots, blobs;
+	int64_t blobs_omitted;    /* export --since: contents listed but left out (the far side has them) */
+	int64_t volumes;          /* export: files written */
 	int64_t bytes;            /* of the contents written (export) or stored (import) */
 	int64_t blobs_skipped;    /* import: contents the store already held */
 	int64_t torrents_made;    /* import */
 };
 
+struct mirror_bundle_opts {
+	int64_t volume_size;      /* cut the archive into out.001, out.002, ... of this many bytes; 0: one file */
+	const char *since_bundle; /* an earlier bundle (its first volume): leave out the contents it lists */
+	int64_t since_time;       /* else, when > 0: leave out the contents stored here before this time */
+};
+
 /* Write the followed snapshot and every ref's snapshot of the n tracked repos to out (a tar; zstd
- * compressed when out ends in .zst), through a temporary file renamed at the end. Returns 0 or an
- * error with *errmsg. */
+ * compressed when out ends in .zst), through temporary files renamed at the end. opt may be NULL.
+ * An incremental bundle (opt's since) lists every content in its manifest, and "since" says against
+ * what it was made, but carries only the others: importing it needs the left-out ones in the store.
+ * Returns 0 or an error with *errmsg. */
 int mirror_bundle_export(struct mirror_data *d, const struct hub_spec *specs, size_t n, const char *out,
-			 struct mirror_bundle_report *rep, char **errmsg);
+			 const struct mirror_bundle_opts *opt, struct mirror_bundle_report *rep, char **errmsg);
+
+/* 1, 2, ... when path is a volume (ends in .001, .002, ...), else 0. Import takes a bundle's first
+ * volume and reads the others after it. */
+int mirror_bundle_volume(const char *path);
 
 /* Read the bundle at path into d (whose sync lock the caller holds). Returns 0 or an error with
  * *errmsg (the store untouched when the archive itself is refused). */

@@ -4,6 +4,9 @@
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
@@ -14,22 +17,57 @@
 #include "mirror/bundle.h"
 #include "mirror/data.h"
 
+/* --since DATE: 2026-11-01, 2026-11-01T12:00:00Z (UTC), or @UNIXSECONDS. Returns 0 or -1. */
+static int parse_since_date(const char *arg, int64_t *out)
+{
+	static const char *const forms[] = { "%Y-%m-%dT%H:%M:%SZ", "%Y-%m-%dT%H:%MZ", "%Y-%m-%d" };
+	char *end;
+
+	if (arg[0] == '@') {
+		long long v = strtoll(arg + 1, &end, 10);
+		if (end == arg + 1 || *end || v <= 0)
+			return -1;
+		*out = v;
+		return 0;
+	}
+	for (size_t i = 0; i < sizeof(forms) / sizeof(forms[0]); i++) {
+		struct tm tm;
+		memset(&tm, 0, sizeof(tm));
+		end = strptime(arg, forms[i], &tm);
+		if (end && !*end) {
+			*out = (int64_t)timegm(&tm);
+			return 0;
+		}
+	}
+	return -1;
+}
+
 int cmd_export(int argc, char **argv)
 {
 	const struct cli_command *self = cli_find("export");
 	struct mirror_bundle_report rep;
 	struct mirror_data *data = NULL;
 	struct hub_spec *specs;
-	const char *dir = NULL, *out = NULL;
+	struct mirror_bundle_opts opt = { 0 };
+	const char *dir = NULL, *out = NULL, *since = NULL;
 	char *err = NULL, size[32];
 	size_t n = 0;
 	int r = CLI_OK;
-	const struct cli_flag flags[] = { CLI_STR("data", &dir), CLI_STR("output", &out), CLI_END };
+	const struct cli_flag flags[] = { CLI_STR("data", &dir), CLI_STR("output", &out), CLI_STR("since", &since),
+					  CLI_SIZE("volume-size", &opt.volume_size, 64 << 10), CLI_END };
 
 	if (cli_parse_flags(self, argc, argv, flags))
 		return CLI_USAGE;
 	if (!out)
 		return cli_usage_error(self, "--output FILE is required");
+	if (since) {
+		/* an earlier bundle (a file there), else a date */
+		if (access(since, F_OK) == 0)
+			opt.since_bundle = since;
+		else if (parse_since_date(since, &opt.since_time))
+			return cli_usage_error(self, "--since takes an earlier bundle (no file '%s') or a date "
+					       "(2026-11-01, 2026-11-01T12:00:00Z, @UNIXSECONDS)", since);
+	}
 	if (optind >= argc)
 		return cli_usage_error(self, "no repository given");
 	specs = xcalloc((size_t)(argc - optind), sizeof(*specs));
@@ -48,14 +86,19 @@ int cmd_export(int argc, char **argv)
 		r = CLI_FAILED;
 		goto out;
 	}
-	if (mirror_bundle_export(data, specs, n, out, &rep, &err)) {
+	if (mirror_bundle_export(data, specs, n, out, &opt, &rep, &err)) {
 		fprintf(stderr, "hubmirror: export: %s\n", err ? err : "failed");
 		r = CLI_FAILED;
 		goto out;
 	}
 	cli_human_size(rep.bytes, size, sizeof(size));
-	printf("export: %lld repos, %lld snapshots, %lld contents (%s) in %s\n", (long long)rep.repos,
+	printf("export: %lld repos, %lld snapshots, %lld contents (%s) in %s", (long long)rep.repos,
 	       (long long)rep.snapshots, (long long)rep.blobs, size, out);
+	if (opt.volume_size)
+		printf(".001 .. .%03lld (%lld volumes)", (long long)rep.volumes, (long long)rep.volumes);
+	if (since)
+		printf("; %lld contents left out (held since %s)", (long long)rep.blobs_omitted, since);
+	putchar('\n');
 out:
 	for (size_t i = 0; i < n; i++)
 		hub_spec_release(&specs[i]);
@@ -85,6 +128,11 @@ int cmd_import(int argc, char **argv)
 	if (cli_open_locked(dir, wait, &data))
 		return CLI_FAILED;
 	for (int i = optind; i < argc && r == CLI_OK; i++) {
+		/* FILE.001 stands for all its volumes: the later ones given too (a shell glob) are skipped */
+		int vol = mirror_bundle_volume(argv[i]);
+		if (vol > 1 && i > optind && mirror_bundle_volume(argv[i - 1]) == vol - 1 &&
+		    !strncmp(argv[i], argv[i - 1], strlen(argv[i]) - 3))
+			continue;
 		if (mirror_bundle_import(data, argv[i], &rep, &err)) {
 			fprintf(stderr, "hubmirror: import %s: %s\n", argv[i], err ? err : "failed");
 			r = CLI_FAILED;

@@ -48,13 +48,18 @@ const struct cli_command cli_commands[] = {
 	  "prints every key it may hold with its value, or says which option's default applies.\n"
 	  "serve and sync read it (--config FILE, or the same defaults); their command line wins over it,\n"
 	  "and it wins over the environment. Keys: docs/configuration.md.\n" },
-	{ "export", cmd_export, "export [--data DIR] --output FILE SPEC...",
+	{ "export", cmd_export, "export [--data DIR] [--since BUNDLE|DATE] [--volume-size SIZE] --output FILE SPEC...",
 	  "write repositories into a bundle to carry into a network without internet",
 	  "Writes one tar archive (zstd-compressed when FILE ends in .zst): a manifest of the repositories\n"
 	  "(their settings, metadata, every snapshot a ref points at, each file's path, size and hashes),\n"
 	  "then each content once, streamed from the store. 'hubmirror import' reads it on the other side.\n"
 	  "  --data DIR      data directory (default $HUBMIRROR_DATA or /var/lib/hubmirror)\n"
-	  "  --output FILE   the bundle (written through a temporary file, renamed at the end)\n" },
+	  "  --output FILE   the bundle (written through a temporary file, renamed at the end)\n"
+	  "  --since BUNDLE|DATE   an incremental bundle: the manifest whole, but only the contents\n"
+	  "                  that earlier bundle does not list (or stored here after DATE: 2026-11-01,\n"
+	  "                  2026-11-01T12:00:00Z, @UNIXSECONDS); importing it needs those in the store\n"
+	  "  --volume-size SIZE    cut the archive into FILE.001, FILE.002, ... of SIZE bytes (4G, 700M);\n"
+	  "                  import FILE.001 reads them all\n" },
 	{ "gc", cmd_gc, "gc [--data DIR] [--keep N] [--partial-age HOURS] [--dry-run] [--wait] [--json]",
 	  "drop snapshots nothing needs, and the files only they used",
 	  "Keeps every snapshot a ref points at or a pin holds (hubmirror pin) and the N most recent of\n"
@@ -93,7 +98,8 @@ const struct cli_command cli_commands[] = {
 	  "Each content is verified against its sha256 as it is stored; those the store holds are skipped,\n"
 	  "so importing again, or after an interruption, goes on where it stopped. Then the repositories,\n"
 	  "snapshots and refs enter the catalog and their torrents are made (the same info-hashes as on\n"
-	  "the exporting mirror). One import or sync at a time per data directory.\n"
+	  "the exporting mirror). FILE.001 stands for every volume of a bundle cut by --volume-size.\n"
+	  "One import or sync at a time per data directory.\n"
 	  "  --data DIR   data directory (default $HUBMIRROR_DATA or /var/lib/hubmirror)\n"
 	  "  --wait       wait for a running sync instead of failing\n"
 	  "  --json       print each bundle's report as JSON\n" },
