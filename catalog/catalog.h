@@ -435,4 +435,35 @@ int catalog_snapshots_each(struct catalog *c, int64_t repo_id,
 int catalog_run_totals(struct catalog *c,
 		       int (*fn)(void *ud, const char *outcome, int64_t runs, int64_t files, int64_t bytes), void *ud);
 
+/* ---- requests: users ask for repositories the mirror does not track ----------------------------- */
+
+struct catalog_request {
+	int64_t id;
+	char *hub, *type, *name;
+	char *reason;           /* NULL when none given */
+	char *requested_by;     /* who asked first: "token:<8 hex of its sha256>" or a peer address */
+	int64_t requested_at;
+	char *state;            /* pending, approved, declined */
+	int64_t decided_at;     /* 0 while pending */
+	char *decided_by;       /* NULL while pending */
+	char *note;             /* the operator's word on it, or NULL */
+	int64_t votes;          /* how many times it was asked for while pending */
+};
+void catalog_request_release(struct catalog_request *q);
+
+/* Record a request (a pending one for the same repo gains a vote instead: *created false). At most
+ * max_pending pending requests (0: no limit): HM_ERR_QUOTA beyond. Returns 0 or an error. */
+int catalog_request_add(struct catalog *c, const char *hub, const char *type, const char *name, const char *reason,
+			const char *by, int64_t max_pending, int64_t *id, bool *created);
+/* Returns 0, HM_ERR_NOT_FOUND or HM_ERR_SQLITE; release *out. */
+int catalog_request_get(struct catalog *c, int64_t id, struct catalog_request *out);
+/* Approve or decline a pending request (the caller tracks the repo on approval). Returns 0,
+ * HM_ERR_NOT_FOUND (no such pending request) or HM_ERR_SQLITE. */
+int catalog_request_decide(struct catalog *c, int64_t id, bool approve, const char *by, const char *note);
+/* Requests of state (NULL: all), pending first (most votes first), then decided, newest first; at
+ * most limit (0: all). fn gets each (borrowed for the call). */
+int catalog_requests_each(struct catalog *c, const char *state, size_t limit,
+			  int (*fn)(void *ud, const struct catalog_request *q), void *ud);
+int catalog_requests_pending(struct catalog *c, int64_t *n);
+
 #endif

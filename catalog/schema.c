@@ -30,6 +30,8 @@
  *      was added under (a renamed repo), so the mirror answers to both.
  *  12  snapshots.pinned_at: an operator's pin (hubmirror pin), when set; gc, retention and the store
  *      quota never drop a pinned snapshot of a tracked repo.
+ *  13  requests: users' requests for repositories the mirror lacks (one pending per repo, votes),
+ *      approved (then tracked) or declined by the operator.
  *
  * Rules: a migration only ever moves from version N-1 to N; released migrations are never edited,
  * a change is a new entry at the end of `migrations`.
@@ -227,6 +229,22 @@ static const char *const migrations[] = {
 	 "CREATE INDEX repos_by_upstream_name ON repos(hub, type, upstream_name) WHERE upstream_name IS NOT NULL;"),
 	/* 11 -> 12 */
 	"ALTER TABLE snapshots ADD COLUMN pinned_at INTEGER;",
+	/* 12 -> 13 */
+	("CREATE TABLE requests ("
+	 "  id           INTEGER PRIMARY KEY,"
+	 "  hub          TEXT NOT NULL,"
+	 "  type         TEXT NOT NULL,"
+	 "  name         TEXT NOT NULL,"
+	 "  reason       TEXT,"
+	 "  requested_by TEXT,"
+	 "  requested_at INTEGER NOT NULL,"
+	 "  state        TEXT NOT NULL DEFAULT 'pending' CHECK (state IN ('pending', 'approved', 'declined')),"
+	 "  decided_at   INTEGER,"
+	 "  decided_by   TEXT,"
+	 "  note         TEXT,"
+	 "  votes        INTEGER NOT NULL DEFAULT 1"
+	 ");"
+	 "CREATE UNIQUE INDEX requests_pending ON requests(hub, type, name) WHERE state = 'pending';"),
 };
 
 int catalog__migration_count(void)

@@ -87,6 +87,7 @@ char *mirror_data_path(const struct mirror_data *d, enum mirror_data_place place
 		[MIRROR_DATA_SPILL] = "store/tmp",
 		[MIRROR_DATA_LOCK] = "sync.lock",
 		[MIRROR_DATA_SYNC_TOKENS] = "sync.tokens",
+		[MIRROR_DATA_SYNC_PROGRESS] = "sync.progress",
 		[MIRROR_DATA_CATALOG] = "catalog.db",
 		[MIRROR_DATA_SERVE_LOCK] = "serve.lock",
 	};

@@ -8,6 +8,8 @@
  *   serve.lock                 held (shared) by every running `serve` (mirror_data_serve_lock)
  *   sync.tokens                which upstream tokens the last sync used (hashes cut short, mode 0600):
  *                              a change makes the next sync ask again for repos upstream refused
+ *   sync.progress              the running (or last) sync's progress, JSON, rewritten every second
+ *                              (mirror/sync.h)
  *   torrents/<btih>.torrent    the swarm's torrents of snapshots, torrents/.work/ their hashing farms
  *   p2p/secret                 the key of the capabilities in guarded repos' torrents
  *   p2p/seed/<btih>/           the BitTorrent seed's folders of links to the store
@@ -65,6 +67,7 @@ enum mirror_data_place {
 	MIRROR_DATA_SPILL,        /* store/tmp */
 	MIRROR_DATA_LOCK,         /* sync.lock */
 	MIRROR_DATA_SYNC_TOKENS,  /* sync.tokens */
+	MIRROR_DATA_SYNC_PROGRESS, /* sync.progress */
 	MIRROR_DATA_CATALOG,      /* catalog.db */
 	MIRROR_DATA_SERVE_LOCK,   /* serve.lock */
 };

@@ -110,6 +110,8 @@ struct sync {
 	int64_t files_total, files_done;
 	int64_t bytes_total, bytes_done;
 	uint64_t started_ns;
+	int64_t started_at;     /* unix seconds */
+	uint64_t progress_last_ms; /* loop time sync.progress was last written */
 	int64_t run_id;
 	char *tokens_seen;      /* what sync.tokens should say after this run */
 	bool tokens_changed;    /* since the last run: ask refused repos again */

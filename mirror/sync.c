@@ -851,19 +851,67 @@ void mirror__sync_start_listings(struct sync *s)
 
 /* ---- progress ---------------------------------------------------------------------------------- */
 
+/* The biggest file in flight, for the progress line. */
+static struct job *biggest_running(const struct sync *s)
+{
+	struct job *big = NULL;
+
+	for (size_t i = 0; i < s->njobs; i++)
+		if (s->jobs[i]->state == JOB_RUNNING && s->jobs[i]->w && (!big || s->jobs[i]->f->size > big->f->size))
+			big = s->jobs[i];
+	return big;
+}
+
+/* <data>/sync.progress: where the run stands, for the operator's API (replaced whole: a reader never
+ * sees half of it). Best effort: a failure only costs the report. */
+static void progress_write(struct sync *s, bool running)
+{
+	double secs = (double)(uv_hrtime() - s->started_ns) / 1e9;
+	json_t *o = json_pack("{s:i, s:I, s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:f}", "pid", (int)getpid(),
+			      "run_id", (json_int_t)s->run_id, "running", running, "started_at", (json_int_t)s->started_at,
+			      "updated_at", (json_int_t)time(NULL), "repos_total", (json_int_t)s->nrepos,
+			      "repos_done", (json_int_t)s->repos_done, "files_total", (json_int_t)s->files_total,
+			      "files_done", (json_int_t)s->files_done, "bytes_total", (json_int_t)s->bytes_total,
+			      "bytes_done", (json_int_t)s->bytes_done, "bytes_per_s", secs > 0 ? (double)s->bytes_done / secs : 0.0);
+	json_t *cur = json_array();
+	char *path = mirror_data_path(s->d, MIRROR_DATA_SYNC_PROGRESS), *tmp = xasprintf("%s.tmp", path);
+
+	json_object_set_new(o, "pass", json_string(s->first ? "refs" : "repos"));
+	for (size_t i = 0; running && i < s->njobs; i++) {
+		struct job *j = s->jobs[i];
+		if (j->state == JOB_RUNNING && j->w && json_array_size(cur) < 8)
+			json_array_append_new(cur, json_pack("{s:s, s:s, s:I, s:I}", "repo", j->owner->res->spec, "path",
+							     j->f->path, "size", (json_int_t)j->f->size, "done",
+							     (json_int_t)mirror_store_writer_offset(j->w)));
+	}
+	json_object_set_new(o, "fetching", cur);
+	if (!running)
+		json_object_set_new(o, "outcome", json_string(s->report->failed ? (s->report->ok ? "partial" : "failed") : "ok"));
+	if (json_dump_file(o, tmp, JSON_COMPACT) || rename(tmp, path))
+		unlink(tmp);
+	json_decref(o);
+	free(tmp);
+	free(path);
+}
+
 static void on_progress(uv_timer_t *t)
 {
 	struct sync *s = t->data;
 	double secs = (double)(uv_hrtime() - s->started_ns) / 1e9;
 	double rate = secs > 0 ? (double)s->bytes_done / secs : 0;
-	struct job *big = NULL;
+	struct job *big;
 	char file[64] = "";
+	uint64_t now = uv_now(&s->loop);
 
+	if (now - s->progress_last_ms >= 1000 || !s->progress_last_ms) {
+		s->progress_last_ms = now;
+		progress_write(s, true);
+	}
+	if (!s->cfg->progress)
+		return;
 	/* Overall numbers, then the biggest file in flight with its own progress, like the tools ML
 	 * users know; one line, rewritten in place. */
-	for (size_t i = 0; i < s->njobs; i++)
-		if (s->jobs[i]->state == JOB_RUNNING && s->jobs[i]->w && (!big || s->jobs[i]->f->size > big->f->size))
-			big = s->jobs[i];
+	big = biggest_running(s);
 	if (big && big->f->size > 0) {
 		const char *base = strrchr(big->f->path, '/') ? strrchr(big->f->path, '/') + 1 : big->f->path;
 		snprintf(file, sizeof(file), "  %.40s %3d%%", base,
@@ -943,6 +991,7 @@ int mirror_sync_run(struct mirror_data *d, const struct catalog_repo *repos, siz
 	s.cfg = &cfg;
 	s.report = report;
 	s.started_ns = uv_hrtime();
+	s.started_at = (int64_t)time(NULL);
 
 	if (catalog_run_begin(d->catalog, &s.run_id)) {
 		if (errmsg)
@@ -986,8 +1035,8 @@ int mirror_sync_run(struct mirror_data *d, const struct catalog_repo *repos, siz
 	timer_inited = true;
 	s.progress_timer.data = &s;
 	if (n) {
-		if (cfg.progress)
-			uv_timer_start(&s.progress_timer, on_progress, 500, 500);
+		/* the terminal's line twice a second; sync.progress once a second */
+		uv_timer_start(&s.progress_timer, on_progress, 0, cfg.progress ? 500 : 1000);
 		mirror__sync_start_listings(&s);
 		if (s.repos_done < s.nrepos) {
 			s.running = true;
@@ -995,6 +1044,7 @@ int mirror_sync_run(struct mirror_data *d, const struct catalog_repo *repos, siz
 			s.running = false;
 		}
 		mirror__sync_refs_pass(&s);
+		uv_timer_stop(&s.progress_timer);
 		if (cfg.progress) {
 			on_progress(&s.progress_timer);
 			fputc('\n', stderr);
@@ -1002,6 +1052,7 @@ int mirror_sync_run(struct mirror_data *d, const struct catalog_repo *repos, siz
 	}
 	report->upstream_requests = hub_http_attempts(s.http);
 	tokens_remember(&s);
+	progress_write(&s, false);
 	report->seconds = (double)(uv_hrtime() - s.started_ns) / 1e9;
 	if (catalog_run_end(d->catalog, s.run_id, report->failed ? (report->ok ? "partial" : "failed") : "ok",
 			    (int64_t)report->ok, (int64_t)report->failed, report->files_fetched, report->bytes_fetched))

@@ -116,6 +116,11 @@ struct json_t *cli_mirror_get(const char *mirror, const char *path_and_query);
 /* Print repos (a JSON array of catalog repo objects: spec revision sync_status files size
  * last_sync_at) as a table, the spec column fitted to the terminal. */
 void cli_print_repo_table(struct json_t *repos);
+/* method path (with body, may be NULL) on the mirror, with token (may be NULL): its JSON answer, or
+ * NULL when it could not be reached or did not answer JSON (said). *status: the HTTP status (0
+ * when unreached); an answer >= 300 is said too. */
+struct json_t *cli_mirror_call(const char *mirror, const char *method, const char *path, struct json_t *body,
+			       const char *token, long *status);
 /* A call to a mirror's operator API (/api/admin/..., docs/http-api.md) with $HUBMIRROR_ADMIN_TOKEN:
  * method (GET, POST, DELETE), body (NULL: none). The answer's JSON (NULL when none came; a refusal is
  * printed and its JSON still returned), *status its HTTP status (0 when none). */
@@ -131,6 +136,8 @@ int cmd_restore(int argc, char **argv);
 int cmd_search(int argc, char **argv);
 int cmd_gc(int argc, char **argv);
 int cmd_pin(int argc, char **argv);
+int cmd_request(int argc, char **argv);
+int cmd_requests(int argc, char **argv);
 int cmd_verify(int argc, char **argv);
 int cmd_remove(int argc, char **argv);
 int cmd_serve(int argc, char **argv);

@@ -237,12 +237,22 @@ static int sync_remote(const struct sync_opts *o, int nspecs, char **specs)
 	for (;;) {
 		json_t *st = cli_admin_call(o->mirror, "GET", "/api/admin/status", NULL, &status);
 		bool running = json_is_true(json_object_get(st, "sync_running"));
-		json_t *ex = json_object_get(st, "last_sync_exit");
+		json_t *ex = json_object_get(st, "last_sync_exit"), *pg = json_object_get(st, "sync_progress");
 		long code = json_is_integer(ex) ? (long)json_integer_value(ex) : -1;
+		if (running && o->progress && json_is_true(json_object_get(pg, "running")))
+			fprintf(stderr, "\r\033[Ksync on %s: repos %lld/%lld  files %lld/%lld  %.1f/%.1f MiB", o->mirror,
+				(long long)json_integer_value(json_object_get(pg, "repos_done")),
+				(long long)json_integer_value(json_object_get(pg, "repos_total")),
+				(long long)json_integer_value(json_object_get(pg, "files_done")),
+				(long long)json_integer_value(json_object_get(pg, "files_total")),
+				(double)json_integer_value(json_object_get(pg, "bytes_done")) / 1048576.0,
+				(double)json_integer_value(json_object_get(pg, "bytes_total")) / 1048576.0);
 		json_decref(st);
 		if (status != 200)
 			return CLI_FAILED;
 		if (!running) {
+			if (o->progress)
+				fputc('\n', stderr);
 			printf("sync on %s ended: %s\n", o->mirror, code == 0 ? "ok" : "with failures (see its log)");
 			return code == 0 ? CLI_OK : CLI_FAILED;
 		}

@@ -277,6 +277,27 @@ const struct cli_command cli_commands[] = {
 	  "  --progress, --no-progress   live progress on stderr (default: when it is a terminal)\n"
 	  "Tokens come from $HF_TOKEN (or $HUGGING_FACE_HUB_TOKEN) and $MODELSCOPE_API_TOKEN; they are\n"
 	  "sent only to the upstream host itself, never to the hosts it redirects to, and never logged.\n" },
+	{ "request", cmd_request, "request [--mirror URL] [--reason TEXT] SPEC...",
+	  "ask a mirror for repositories it does not have",
+	  "Records a request on the mirror (--mirror URL or $HUBMIRROR_URL; $HUBMIRROR_TOKEN when its\n"
+	  "tokens file asks for one): the operator approves or declines it ('hubmirror requests'). Asking\n"
+	  "for one that is pending adds your ask to it; one the mirror has already is said so.\n"
+	  "  --mirror URL    the mirror\n"
+	  "  --reason TEXT   why (one line, at most 1000 bytes): the operator sees it\n" },
+	{ "requests", cmd_requests,
+	  "requests [--data DIR | --mirror URL] [--state pending|approved|declined] [--json]\n"
+	  "       requests approve|decline [--data DIR | --mirror URL] [--note TEXT] ID...",
+	  "list users' requests for repositories, and approve or decline them",
+	  "Without a verb, the requests: pending first (most asked for first), then the decided ones.\n"
+	  "approve tracks the repository (with the default options: change them with 'hubmirror add');\n"
+	  "on a mirror (through its operator API, $HUBMIRROR_ADMIN_TOKEN) a sync of it starts at once,\n"
+	  "on a data directory the next sync fetches it. decline closes the request; --note tells the\n"
+	  "user why (the web page shows it).\n"
+	  "  --data DIR     data directory (default $HUBMIRROR_DATA or /var/lib/hubmirror)\n"
+	  "  --mirror URL   a running mirror instead (or $HUBMIRROR_URL)\n"
+	  "  --state S      only the requests in state S\n"
+	  "  --note TEXT    the operator's word on the decision\n"
+	  "  --json         print JSON\n" },
 	{ "restore", cmd_restore, "restore [--data DIR] [--json] FILE",
 	  "put a catalog backup in place",
 	  "Checks that FILE is a sound hubmirror catalog (quick_check, a schema this binary knows), then\n"

@@ -61,21 +61,15 @@ json_t *cli_mirror_get(const char *mirror, const char *path_and_query)
 	return j;
 }
 
-json_t *cli_admin_call(const char *mirror, const char *method, const char *path, json_t *body, long *status)
+json_t *cli_mirror_call(const char *mirror, const char *method, const char *path, json_t *body, const char *tok,
+			long *status)
 {
-	const char *tok = getenv("HUBMIRROR_ADMIN_TOKEN");
 	size_t n = strlen(mirror), len = 0;
 	char *url, *text = body ? json_dumps(body, JSON_COMPACT) : NULL, *got = NULL, *err = NULL;
 	json_t *j = NULL;
 	int r;
 
 	*status = 0;
-	if (!tok || !*tok || !hub_token_valid(tok)) {
-		fprintf(stderr, "hubmirror: set HUBMIRROR_ADMIN_TOKEN to the mirror's admin token "
-			"(HUBMIRROR_ADMIN_TOKEN=$(cat admin.token))\n");
-		free(text);
-		return NULL;
-	}
 	while (n && mirror[n - 1] == '/')
 		n--;
 	url = xasprintf("%.*s%s", (int)n, mirror, path);
@@ -86,7 +80,8 @@ json_t *cli_admin_call(const char *mirror, const char *method, const char *path,
 	if (r)
 		fprintf(stderr, "hubmirror: cannot reach the mirror at %.*s: %s\n", (int)n, mirror, err ? err : err_str(r));
 	else if (!(j = json_loadb(got, len, 0, NULL)))
-		fprintf(stderr, "hubmirror: %s did not answer JSON (is it a hubmirror with the admin API on?)\n", url);
+		fprintf(stderr, "hubmirror: %s did not answer JSON (is it a hubmirror%s?)\n", url,
+			strstr(path, "/api/admin/") ? " with the admin API on" : "");
 	else if (*status >= 300)
 		fprintf(stderr, "hubmirror: %s %s: %ld %s\n", method, url, *status,
 			json_string_value(json_object_get(j, "error")) ? json_string_value(json_object_get(j, "error")) : "");
@@ -95,6 +90,19 @@ json_t *cli_admin_call(const char *mirror, const char *method, const char *path,
 	free(got);
 	free(err);
 	return j;
+}
+
+json_t *cli_admin_call(const char *mirror, const char *method, const char *path, json_t *body, long *status)
+{
+	const char *tok = getenv("HUBMIRROR_ADMIN_TOKEN");
+
+	*status = 0;
+	if (!tok || !*tok || !hub_token_valid(tok)) {
+		fprintf(stderr, "hubmirror: set HUBMIRROR_ADMIN_TOKEN to the mirror's admin token "
+			"(HUBMIRROR_ADMIN_TOKEN=$(cat admin.token))\n");
+		return NULL;
+	}
+	return cli_mirror_call(mirror, method, path, body, tok, status);
 }
 
 void cli_print_repo_table(json_t *repos)

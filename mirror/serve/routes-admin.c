@@ -12,6 +12,7 @@
 #include <openssl/sha.h>
 
 #include "base/err.h"
+#include "base/log.h"
 #include "base/xmalloc.h"
 #include "catalog/catalog.h"
 #include "hub/hub.h"
@@ -129,6 +130,7 @@ static void admin_add(struct mirror_routes *rt, struct httpd_req *req)
 	}
 	{
 		char *s = hub_spec_format(&spec, 0);
+		log_info("admin", "%s: %s %s", httpd_peer(req), created ? "tracking" : "options replaced for", s);
 		reply(req, created ? 201 : 200, json_pack("{s:s, s:b}", "spec", s, "created", created));
 		free(s);
 	}
@@ -164,8 +166,11 @@ static void admin_remove(struct mirror_routes *rt, struct httpd_req *req, const 
 		error(req, 404, "not tracked");
 	else if (e)
 		error(req, 500, "catalog error");
-	else
+	else {
+		log_info("admin", "%s: stopped tracking %s:%s%s", httpd_peer(req), hub, strcmp(type, "dataset") ? "" : "datasets/",
+			 name);
 		reply(req, 200, json_pack("{s:s}", "removed", name));
+	}
 }
 
 /* POST /api/admin/sync {"specs"?: [...]}: a sync now (the tracked repos named, or all). */
@@ -203,8 +208,10 @@ static void admin_sync(struct mirror_routes *rt, struct httpd_req *req)
 		error(req, 409, "a sync is running: see /api/admin/status");
 	else if (e)
 		error(req, 500, "cannot start the sync");
-	else
+	else {
+		log_info("admin", "%s: sync started (%s)", httpd_peer(req), json_array_size(specs) ? "the repositories named" : "all");
 		reply(req, 202, json_pack("{s:b}", "started", true));
+	}
 out:
 	json_decref(b);
 }
@@ -233,11 +240,14 @@ int mirror__route_admin(struct mirror_routes *rt, struct httpd_req *req, const c
 			error(req, 400, "the body is {\"paused\": true|false}");
 		else if (b) {
 			rt->admin.pause(rt->admin.ud, json_is_true(p));
+			log_info("admin", "%s: schedule %s", httpd_peer(req), json_is_true(p) ? "paused" : "resumed");
 			reply(req, 200, json_pack("{s:b}", "paused", json_is_true(p)));
 		}
 		json_decref(b);
 	} else if (!strcmp(rest, "repos") && !strcmp(method, "POST")) {
 		admin_add(rt, req);
+	} else if (!strncmp(rest, "requests/", 9) && !strcmp(method, "POST")) {
+		mirror__admin_decide(rt, req, rest + 9);
 	} else if (!strncmp(rest, "repos/", 6) && !strcmp(method, "DELETE")) {
 		admin_remove(rt, req, rest + 6);
 	} else {

@@ -484,6 +484,10 @@ static void stats_release(struct mirror__job *job)
 int mirror__route_catalog(struct mirror_routes *rt, struct httpd_req *req, const char *p, const char *arg)
 {
 	(void)arg;
+	if (!strcmp(p, "requests")) {
+		mirror__route_requests(rt, req);
+		return 0;
+	}
 	if (strcmp(httpd_method(req), "GET") && strcmp(httpd_method(req), "HEAD")) {
 		api_error(req, 405, "read-only");
 		return 0;

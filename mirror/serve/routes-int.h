@@ -100,6 +100,11 @@ int mirror__route_web(struct mirror_routes *rt, struct httpd_req *req, const cha
 /* Catalog browsing API (routes-catalog.c); the JSON shape of a repo is mirror/repojson.h's. */
 int mirror__route_catalog(struct mirror_routes *rt, struct httpd_req *req, const char *rest, const char *arg);
 int mirror__route_admin(struct mirror_routes *rt, struct httpd_req *req, const char *rest, const char *arg);
+/* routes-requests.c: /api/catalog/requests, and the admin's decision (POST /api/admin/requests/{id}) */
+void mirror__route_requests(struct mirror_routes *rt, struct httpd_req *req);
+void mirror__admin_decide(struct mirror_routes *rt, struct httpd_req *req, const char *id);
+struct catalog_request;
+json_t *mirror__request_json(const struct catalog_request *q, bool full);
 
 /* Our own origin as the client reached it ("http://host:port"), honouring X-Forwarded-Proto/Host
  * from a --trusted-proxy only. Caller frees. */

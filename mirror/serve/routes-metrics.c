@@ -145,6 +145,13 @@ static void catalog_part(struct catalog *c, struct buf *b)
 		head(b, "hubmirror_repos", "gauge", "Tracked repositories.");
 		buf_addf(b, "hubmirror_repos %lld\n", (long long)t.repos);
 	}
+	{
+		int64_t pending = 0;
+		if (!catalog_requests_pending(c, &pending)) {
+			head(b, "hubmirror_requests_pending", "gauge", "Users' requests for repositories, waiting for the operator.");
+			buf_addf(b, "hubmirror_requests_pending %lld\n", (long long)pending);
+		}
+	}
 }
 
 static void repo_labels(struct buf *b, const char *metric, const struct catalog_repo *r)

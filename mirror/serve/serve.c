@@ -187,6 +187,26 @@ static void schedule_sync(struct server *s)
 
 /* ---- the admin API's side (routes-admin.c) ---- */
 
+/* The running or last sync's progress (sync.progress, written by every sync of this directory,
+ * ours or one started by hand), or null. A run that says it is running but whose process is gone
+ * was interrupted. */
+static json_t *sync_progress(struct server *s)
+{
+	char *path = mirror_data_path(s->data, MIRROR_DATA_SYNC_PROGRESS);
+	json_t *o = json_load_file(path, 0, NULL);
+	json_t *pid = json_object_get(o, "pid");
+
+	free(path);
+	if (!json_is_object(o))
+		return json_null();
+	if (json_is_true(json_object_get(o, "running")) && json_is_integer(pid) &&
+	    kill((pid_t)json_integer_value(pid), 0) < 0 && errno == ESRCH) {
+		json_object_set_new(o, "running", json_false());
+		json_object_set_new(o, "outcome", json_string("interrupted"));
+	}
+	return o;
+}
+
 static json_t *admin_status(void *ud)
 {
 	struct server *s = ud;
@@ -197,6 +217,7 @@ static json_t *admin_status(void *ud)
 	json_object_set_new(o, "sync_started_at", s->sync_running ? json_integer(s->sync_started_at) : json_null());
 	json_object_set_new(o, "next_sync_in_s", due ? json_integer((json_int_t)(due / 1000)) : json_null());
 	json_object_set_new(o, "last_sync_exit", s->last_sync_status >= 0 ? json_integer(s->last_sync_status) : json_null());
+	json_object_set_new(o, "sync_progress", sync_progress(s));
 	return o;
 }
 

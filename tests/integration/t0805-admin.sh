@@ -32,15 +32,25 @@ check "a bad spec is refused" test "$(code "${A[@]}" -X POST -d '{"spec": "hf:..
 check "add a repository" test "$(code "${A[@]}" -X POST -d '{"spec": "hf:acme/via-api", "exclude": ["*.md"]}' "$M/api/admin/repos")" = 201
 check "it is tracked, with its options" bash -c "'$HUBMIRROR' info --json hf:acme/via-api | '$PY' -c 'import json,sys; d=json.load(sys.stdin); assert d[\"exclude\"] == [\"*.md\"] and d[\"refs_policy\"] == \"tags\", d'"
 check "a sync of a repo that is not tracked is refused" test "$(code "${A[@]}" -X POST -d '{"specs": ["hf:acme/none"]}' "$M/api/admin/sync")" = 404
-curl -fsS -X POST -d '{"match": "/acme/via-api/resolve/", "kind": "slow", "seconds": 1, "count": 1}' "$FAKE_API/_fake/faults" >/dev/null
+curl -fsS -X POST -d '{"match": "/acme/via-api/resolve/", "kind": "slow", "seconds": 3, "count": 1}' "$FAKE_API/_fake/faults" >/dev/null
 check "start a sync now" test "$(code "${A[@]}" -X POST -d '{"specs": ["hf:acme/via-api"]}' "$M/api/admin/sync")" = 202
 check "a second one while it runs is refused" test "$(code "${A[@]}" -X POST "$M/api/admin/sync")" = 409
+progress_seen=1
+for _ in $(seq 50); do
+	curl -fsS "${A[@]}" "$M/api/admin/status" | "$PY" -c 'import json,sys
+p = json.load(sys.stdin)["sync_progress"] or {}
+sys.exit(0 if p.get("running") and p["repos_total"] == 1 and p["files_total"] >= 2 and p["bytes_total"] > 3000000 else 1)' && { progress_seen=0; break; }
+	sleep 0.1
+done
+check "the status shows the running sync's progress (repos, files, bytes)" test "$progress_seen" = 0
 for _ in $(seq 100); do
 	curl -fsS "${A[@]}" "$M/api/admin/status" | "$PY" -c 'import json,sys; sys.exit(0 if not json.load(sys.stdin)["sync_running"] else 1)' && break
 	sleep 0.1
 done
 check "the status says the sync ended well" bash -c "curl -fsS -H 'Authorization: Bearer adm-7Qx2k9zLwP' '$M/api/admin/status' |
 	'$PY' -c 'import json,sys; d=json.load(sys.stdin); assert not d[\"sync_running\"] and d[\"last_sync_exit\"] == 0, d'"
+check "and its progress, ended, every byte in" bash -c "curl -fsS -H 'Authorization: Bearer adm-7Qx2k9zLwP' '$M/api/admin/status' |
+	'$PY' -c 'import json,sys; p=json.load(sys.stdin)[\"sync_progress\"]; assert not p[\"running\"] and p[\"outcome\"] == \"ok\" and p[\"bytes_done\"] == p[\"bytes_total\"] and p[\"files_done\"] == p[\"files_total\"], p'"
 check "the repository is served" test "$(curl -fsS "$M/acme/via-api/resolve/main/config.json")" = '{"api": 1}'
 check "pause the schedule" test "$(code "${A[@]}" -X POST -d '{"paused": true}' "$M/api/admin/schedule")" = 200
 check "paused: no next sync" bash -c "curl -fsS -H 'Authorization: Bearer adm-7Qx2k9zLwP' '$M/api/admin/status' |
@@ -68,4 +78,5 @@ unset HUBMIRROR_ADMIN_TOKEN
 HUBMIRROR_ADMIN_TOKEN=wrong-token "$HUBMIRROR" remove --mirror "$M" hf:acme/via-api 2>"$T/wrong"; st=$?
 check "a wrong admin token: refused, said" bash -c "[ $st = 1 ] && grep -q '403 wrong admin token' '$T/wrong'"
 check "the token is in no log" bash -c "! grep -rq adm-7Qx2k9zLwP '$T/serve.err' '$T/access.log'"
+check "the log names each operator action and who asked" bash -c "grep -q \"admin.*127.0.0.1: tracking hf:acme/via-api\" '$T/serve.err' && grep -q \"admin.*: stopped tracking hf:acme/via-api\" '$T/serve.err' && grep -q \"admin.*: schedule paused\" '$T/serve.err'"
 finish

@@ -6,6 +6,7 @@
  * nodes, setAttribute): never as HTML. Routes live in the hash:
  *   #/?q=&hub=&type=&gated=&status=&sort=&order=    the list
  *   #/repo/{hub}/{type}/{org}/{name}?dir=a/b         a repository, its file tree at dir
+ *   #/requests?spec=hf:org/name                      ask for a repository; what others asked for
  */
 'use strict';
 (function () {
@@ -21,6 +22,8 @@
 		damaged: ['Damaged', 'bad'], error: ['Error', 'bad'],
 	};
 	const OUTCOMES = { ok: 'ok', partial: 'warn', failed: 'bad', interrupted: 'bad' };
+	const REQUEST_STATES = { pending: ['Pending', 'warn'], approved: ['Approved', 'ok'], declined: ['Declined', 'bad'] };
+	const SPEC_RE = /^(hf|ms):(datasets\/)?[A-Za-z0-9][A-Za-z0-9._-]*\/[A-Za-z0-9][A-Za-z0-9._-]*$/;
 
 	const $ = (id) => document.getElementById(id);
 	/* a table lookup that never reaches Object.prototype ("constructor", "__proto__"...) */
@@ -339,10 +342,13 @@
 		const filtered = listQuery(false).has('q') || ['hub', 'type', 'gated', 'status'].some((k) => list[k]);
 		if (!d.total) {
 			s.textContent = filtered ? 'No repository matches.' : 'Nothing is mirrored yet.';
+			const asked = /^[A-Za-z0-9][A-Za-z0-9._-]*\/[A-Za-z0-9][A-Za-z0-9._-]*$/.test(list.q.trim())
+				? (list.hub || 'hf') + ':' + (list.type === 'dataset' ? 'datasets/' : '') + list.q.trim() : '';
 			ol.append(h('li', { class: 'empty-state' }, filtered
-				? ['Try other words or ', h('button', { type: 'button', class: 'linkish', onclick: resetFilters, text: 'clear the filters' }), '.']
+				? ['Try other words or ', h('button', { type: 'button', class: 'linkish', onclick: resetFilters, text: 'clear the filters' }), '. ',
+					'Not mirrored? ', h('a', { id: 'ask-link', href: '#/requests' + (asked ? '?spec=' + encodeURIComponent(asked) : ''), text: 'Request it' }), '.']
 				: ['Track one with ', h('code', { text: 'hubmirror add hf:org/name' }), ', then run ',
-					h('code', { text: 'hubmirror sync' }), '.']));
+					h('code', { text: 'hubmirror sync' }), ', or ', h('a', { href: '#/requests', text: 'request one' }), '.']));
 		} else {
 			s.textContent = (shown < d.total ? 'Showing ' + num(shown) + ' of ' : '') +
 				plural(d.total, 'repository', 'repositories') + (filtered ? ' match' + (d.total === 1 ? 'es' : '') : '');
@@ -388,6 +394,7 @@
 		syncControls();
 		const wasHidden = $('list-view').hidden;
 		$('repo-view').hidden = true;
+		$('requests-view').hidden = true;
 		$('list-view').hidden = false;
 		if (listKey !== listQuery(false).toString()) search(false);
 		else if (wasHidden) window.scrollTo(0, listScroll);
@@ -411,6 +418,7 @@
 		const view = $('repo-view');
 		if (!$('list-view').hidden) listScroll = window.scrollY;
 		$('list-view').hidden = true;
+		$('requests-view').hidden = true;
 		view.hidden = false;
 		if (!id) {
 			page.key = null;
@@ -672,6 +680,80 @@
 			['Files fetched', 'num'], ['Fetched', 'num']], rows, 'No sync has run yet.'));
 	}
 
+	/* ---- requests: ask for a repository the mirror lacks ---- */
+
+	async function loadRequests() {
+		const box = $('req-list');
+		let d;
+		try {
+			d = await api('requests');
+		} catch (e) {
+			clear(box).append(h('p', { class: 'error', text: 'Could not load the requests: ' + e.message }));
+			return;
+		}
+		const rows = (d.requests || []).map((q) => {
+			const st = own(REQUEST_STATES, q.state) || [q.state, 'idle'];
+			return h('tr', { 'data-spec': q.spec, 'data-state': q.state },
+				h('td', { class: 'mono', text: q.spec }),
+				h('td', null, h('span', { class: 'pill pill-' + st[1], text: st[0] })),
+				h('td', { class: 'num', text: num(q.votes) }),
+				h('td', { class: 'nowrap' }, timeEl(q.requested_at)),
+				h('td', { text: q.reason || '' }),
+				h('td', { text: q.note || '' }));
+		});
+		clear(box).append(table('requests', [['Repository'], ['State'], ['Asks', 'num'], ['Asked'], ['Reason'],
+			['Operator\u2019s note']], rows, 'Nobody has asked for a repository yet.'));
+		reveal();
+	}
+
+	async function submitRequest(e) {
+		e.preventDefault();
+		const spec = $('req-spec').value.trim(), reason = $('req-reason').value.trim();
+		const out = $('req-result');
+		out.classList.remove('error');
+		if (!SPEC_RE.test(spec)) {
+			out.classList.add('error');
+			out.textContent = 'Name it like hf:org/name, hf:datasets/org/name or ms:org/name.';
+			return;
+		}
+		$('req-send').disabled = true;
+		try {
+			const res = await fetch(API + 'requests', {
+				method: 'POST', headers: { 'Content-Type': 'application/json', Accept: 'application/json' },
+				body: JSON.stringify(reason ? { spec, reason } : { spec }),
+			});
+			let body = null;
+			try { body = await res.json(); } catch (x) { /* not JSON */ }
+			if (res.status === 409) {
+				out.textContent = spec + ' is mirrored already.';
+			} else if (!res.ok) {
+				out.classList.add('error');
+				out.textContent = 'Not sent: ' + ((body && body.error) || ('HTTP ' + res.status));
+			} else {
+				out.textContent = res.status === 201 ? 'Asked. The operator will see it.'
+					: 'Already asked for: your ask is counted (' + num(body.votes) + ' in all).';
+				$('req-reason').value = '';
+				loadRequests();
+			}
+		} catch (x) {
+			out.classList.add('error');
+			out.textContent = 'Not sent: ' + x.message;
+		} finally {
+			$('req-send').disabled = false;
+		}
+	}
+
+	function showRequests(params) {
+		document.title = 'Requests \u00b7 hubmirror';
+		if (!$('list-view').hidden) listScroll = window.scrollY;
+		$('list-view').hidden = true;
+		$('repo-view').hidden = true;
+		$('requests-view').hidden = false;
+		if (params.get('spec')) $('req-spec').value = params.get('spec');
+		$('req-result').textContent = '';
+		loadRequests();
+	}
+
 	/* ---- routing ---- */
 
 	function route() {
@@ -680,6 +762,7 @@
 		const path = qi < 0 ? hash : hash.slice(0, qi);
 		const params = new URLSearchParams(qi < 0 ? '' : hash.slice(qi + 1));
 		if (path.startsWith('/repo/')) showRepo(path.slice(6), params);
+		else if (path === '/requests') showRequests(params);
 		else showList(params);
 	}
 
@@ -702,6 +785,7 @@
 			onControl(true);
 		});
 		$('more').addEventListener('click', () => search(true));
+		$('req-form').addEventListener('submit', submitRequest);
 		document.addEventListener('keydown', (e) => {
 			const t = e.target;
 			if (e.key === '/' && !e.ctrlKey && !e.metaKey && !e.altKey &&
