@@ -78,6 +78,11 @@ void mirror_data_free(struct mirror_data **d)
 
 char *mirror_data_path(const struct mirror_data *d, enum mirror_data_place place)
 {
+	return mirror_data_path_in(d->dir, place);
+}
+
+char *mirror_data_path_in(const char *dir, enum mirror_data_place place)
+{
 	static const char *const rel[] = {
 		[MIRROR_DATA_TORRENTS] = "torrents",
 		[MIRROR_DATA_TORRENT_WORK] = "torrents/.work",
@@ -90,9 +95,10 @@ char *mirror_data_path(const struct mirror_data *d, enum mirror_data_place place
 		[MIRROR_DATA_SYNC_PROGRESS] = "sync.progress",
 		[MIRROR_DATA_CATALOG] = "catalog.db",
 		[MIRROR_DATA_SERVE_LOCK] = "serve.lock",
+		[MIRROR_DATA_SERVE_ADMIN] = "serve.admin",
 	};
 
-	return xasprintf("%s/%s", d->dir, rel[place]);
+	return xasprintf("%s/%s", dir, rel[place]);
 }
 
 char *mirror_data_torrent_path(const struct mirror_data *d, const char *btih)
@@ -153,6 +159,21 @@ int mirror_data_serve_lock(struct mirror_data *d)
 	if (!r)
 		d->serve_fd = fd;
 	return r;
+}
+
+bool mirror_data_serve_running(const char *dir)
+{
+	char *p = mirror_data_path_in(dir, MIRROR_DATA_SERVE_LOCK);
+	int fd = open(p, O_RDONLY | O_CLOEXEC);
+	bool held = false;
+
+	free(p);
+	if (fd < 0)
+		return false;
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0)
+		held = errno == EWOULDBLOCK;
+	close(fd); /* releases the probe's lock, if it got it */
+	return held;
 }
 
 int mirror_data_serve_exclude(struct mirror_data *d)

@@ -6,6 +6,8 @@
  *                              server's spill files (mirror/store.h)
  *   sync.lock                  the sync lock (mirror_data_lock)
  *   serve.lock                 held (shared) by every running `serve` (mirror_data_serve_lock)
+ *   serve.admin                a serve with the operator API: {"url", "pid", "token_file"}, so the
+ *                              CLI on this machine goes through it (docs/commands/serve.md)
  *   sync.tokens                which upstream tokens the last sync used (hashes cut short, mode 0600):
  *                              a change makes the next sync ask again for repos upstream refused
  *   sync.progress              the running (or last) sync's progress, JSON, rewritten every second
@@ -70,8 +72,13 @@ enum mirror_data_place {
 	MIRROR_DATA_SYNC_PROGRESS, /* sync.progress */
 	MIRROR_DATA_CATALOG,      /* catalog.db */
 	MIRROR_DATA_SERVE_LOCK,   /* serve.lock */
+	MIRROR_DATA_SERVE_ADMIN,  /* serve.admin */
 };
 char *mirror_data_path(const struct mirror_data *d, enum mirror_data_place place);
+/* The same for a data directory not opened (dir as given). */
+char *mirror_data_path_in(const char *dir, enum mirror_data_place place);
+/* Does a serve hold dir now (serve.lock)? Opens nothing else. */
+bool mirror_data_serve_running(const char *dir);
 char *mirror_data_torrent_path(const struct mirror_data *d, const char *btih);
 
 #endif

@@ -121,6 +121,11 @@ void cli_print_repo_table(struct json_t *repos);
  * when unreached); an answer >= 300 is said too. */
 struct json_t *cli_mirror_call(const char *mirror, const char *method, const char *path, struct json_t *body,
 			       const char *token, long *status);
+/* A serve of data directory dir (NULL: the default) with the operator API, on this machine, whose
+ * admin token this account can read (or $HUBMIRROR_ADMIN_TOKEN gives): its URL (malloc'd), and
+ * cli_admin_call then uses that token. NULL when there is none (or $HUBMIRROR_NO_SERVE_ROUTE is set):
+ * work on the directory itself. */
+char *cli_local_serve(const char *dir);
 /* A call to a mirror's operator API (/api/admin/..., docs/http-api.md) with $HUBMIRROR_ADMIN_TOKEN:
  * method (GET, POST, DELETE), body (NULL: none). The answer's JSON (NULL when none came; a refusal is
  * printed and its JSON still returned), *status its HTTP status (0 when none). */

@@ -294,6 +294,7 @@ int cmd_add(int argc, char **argv)
 	struct add_item *items = NULL;
 	struct mirror_data *data = NULL;
 	size_t n = 0, added = 0, updated = 0;
+	char *local = NULL;
 	int r;
 
 	o.include = json_array();
@@ -323,10 +324,13 @@ int cmd_add(int argc, char **argv)
 	}
 	if (r != CLI_OK)
 		goto out;
+	if (!o.mirror && (local = cli_local_serve(o.data)))
+		o.mirror = local; /* the serve running on this directory does it (its log says so) */
 	if (o.mirror) {
 		r = add_remote(o.mirror, items, n, &added, &updated);
 		if (r == CLI_OK)
-			printf("tracking %zu new, %zu updated on %s\n", added, updated, o.mirror);
+			printf("tracking %zu new, %zu updated on %s%s\n", added, updated, o.mirror,
+			       local ? " (the serve of this data directory)" : "");
 		goto out;
 	}
 	r = cli_open_data(o.data, &data);
@@ -372,5 +376,6 @@ out:
 	json_decref(o.exclude);
 	json_decref(o.refs_names);
 	mirror_data_free(&data);
+	free(local);
 	return r;
 }

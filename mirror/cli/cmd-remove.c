@@ -20,6 +20,7 @@ int cmd_remove(int argc, char **argv)
 	const struct cli_command *self = cli_find("remove");
 	struct mirror_data *data = NULL;
 	const char *dir = NULL, *mirror = NULL;
+	char *local = NULL;
 	int r = CLI_OK;
 	const struct cli_flag flags[] = { CLI_STR("data", &dir), CLI_STR("mirror", &mirror), CLI_END };
 
@@ -37,6 +38,8 @@ int cmd_remove(int argc, char **argv)
 		}
 		hub_spec_release(&s);
 	}
+	if (!mirror && (local = cli_local_serve(dir)))
+		mirror = local; /* the serve running on this directory does it */
 	if (mirror) {
 		/* through a running mirror's operator API */
 		for (int i = optind; i < argc; i++) {
@@ -53,8 +56,9 @@ int cmd_remove(int argc, char **argv)
 			if (status != 200)
 				r = CLI_FAILED;
 			else
-				printf("removed %s on %s\n", argv[i], mirror);
+				printf("removed %s on %s%s\n", argv[i], mirror, local ? " (the serve of this data directory)" : "");
 		}
+		free(local);
 		return r;
 	}
 	if (cli_open_data(dir, &data))

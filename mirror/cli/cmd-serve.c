@@ -173,6 +173,7 @@ int cli_serve_prepare(int argc, char **argv, struct serve_prep *p)
 		goto fail;
 	}
 	cfg->admin_token = p->admin_token;
+	cfg->admin_token_file = p->admin_token_file;
 	return CLI_OK;
 fail:
 	config_release(&p->conf);

@@ -175,6 +175,7 @@ int cli_sync_prepare(int argc, char **argv, const char *config_file, struct sync
 		CLI_BOOL("check-refs", &cfg->check_refs),
 		CLI_INT("retention", &o->retention, 0, 1000),
 		CLI_SIZE("quota", &cfg->quota_bytes, 1),
+		CLI_BOOL("local", &o->local),
 		CLI_BOOL("progress", &o->progress),
 		CLI_NO("no-progress", &o->progress),
 		CLI_END,
@@ -232,6 +233,7 @@ static int sync_remote(const struct sync_opts *o, int nspecs, char **specs)
 	if (status != 202)
 		return CLI_FAILED;
 	printf("sync started on %s\n", o->mirror);
+	fflush(stdout);
 	if (!o->wait)
 		return CLI_OK;
 	for (;;) {
@@ -260,6 +262,21 @@ static int sync_remote(const struct sync_opts *o, int nspecs, char **specs)
 	}
 }
 
+/* Options only a sync run here can honour (a serve's sync takes its own configuration). */
+static bool local_only_options(int argc, char **argv)
+{
+	static const char *const opts[] = { "--jobs", "--max-tries", "--retry-delay", "--check-refs", "--retention",
+					    "--quota", "--json", "--hf-token-file", "--ms-token-file", "--hf-upstream",
+					    "--ms-upstream" };
+
+	for (int i = 1; i < argc && strcmp(argv[i], "--"); i++)
+		for (size_t k = 0; k < sizeof(opts) / sizeof(opts[0]); k++)
+			if (!strncmp(argv[i], opts[k], strlen(opts[k])) &&
+			    (argv[i][strlen(opts[k])] == '\0' || argv[i][strlen(opts[k])] == '='))
+				return true;
+	return false;
+}
+
 int cmd_sync(int argc, char **argv)
 {
 	const struct cli_command *self = cli_find("sync");
@@ -272,6 +289,7 @@ int cmd_sync(int argc, char **argv)
 	int r, e;
 	char *err = NULL;
 	struct mirror_sync_config cfg;
+	char *local = NULL;
 
 	if ((r = cli_sync_prepare(argc, argv, NULL, &o, &conf)) != CLI_OK)
 		goto out;
@@ -290,6 +308,12 @@ int cmd_sync(int argc, char **argv)
 					    argv[i]);
 			goto out;
 		}
+	}
+	if (!o.mirror && !o.local && !local_only_options(argc, argv) && (local = cli_local_serve(o.dir))) {
+		/* a serve runs on this directory: it runs the sync, with its configuration and tokens, and
+		 * this command follows it to the end */
+		o.mirror = local;
+		o.wait = true;
 	}
 	if (o.mirror) {
 		r = sync_remote(&o, argc - optind, argv + optind);
@@ -341,6 +365,7 @@ int cmd_sync(int argc, char **argv)
 		r = CLI_OK;
 out:
 	free(err);
+	free(local);
 	mirror_sync_report_release(&rep);
 	catalog_repo_list_free(repos, n);
 	mirror_data_free(&data);

@@ -2,9 +2,11 @@
  * remote.c - what ls, search and info share: talking to a mirror's catalog API (--mirror URL or
  * $HUBMIRROR_URL) and printing repositories as a table sized to the terminal.
  */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
@@ -13,6 +15,7 @@
 #include "cli.h"
 #include "hub/http.h"
 #include "hub/upstream.h"
+#include "mirror/data.h"
 
 const char *cli_mirror_url(const char *opt)
 {
@@ -92,9 +95,56 @@ json_t *cli_mirror_call(const char *mirror, const char *method, const char *path
 	return j;
 }
 
+/* The admin token read for a serve on this machine (cli_local_serve); the environment's wins. */
+static char *local_admin_token;
+
+static void free_local_token(void)
+{
+	free(local_admin_token);
+	local_admin_token = NULL;
+}
+
+char *cli_local_serve(const char *dir)
+{
+	const char *env = getenv("HUBMIRROR_ADMIN_TOKEN");
+	char *path, *url = NULL;
+	json_t *o;
+	const char *tf;
+	long pid;
+
+	if (getenv("HUBMIRROR_NO_SERVE_ROUTE"))
+		return NULL;
+	if (!dir)
+		dir = mirror_data_default_dir();
+	path = mirror_data_path_in(dir, MIRROR_DATA_SERVE_ADMIN);
+	o = json_load_file(path, 0, NULL);
+	free(path);
+	tf = json_string_value(json_object_get(o, "token_file"));
+	pid = (long)json_integer_value(json_object_get(o, "pid"));
+	/* a file a serve left behind when it died says nothing: the serve must hold the directory now */
+	if (!json_is_string(json_object_get(o, "url")) || !tf || pid <= 0 || kill((pid_t)pid, 0) < 0 ||
+	    !mirror_data_serve_running(dir))
+		goto out;
+	if (!(env && *env) && !local_admin_token) {
+		/* quietly: an account that cannot read the token works on the directory itself */
+		if (access(tf, R_OK) < 0)
+			goto out;
+		if (cli_read_token_file(tf, "admin token file", &local_admin_token))
+			goto out;
+		atexit(free_local_token);
+	}
+	url = xstrdup(json_string_value(json_object_get(o, "url")));
+out:
+	json_decref(o);
+	return url;
+}
+
 json_t *cli_admin_call(const char *mirror, const char *method, const char *path, json_t *body, long *status)
 {
 	const char *tok = getenv("HUBMIRROR_ADMIN_TOKEN");
+
+	if ((!tok || !*tok) && local_admin_token)
+		tok = local_admin_token;
 
 	*status = 0;
 	if (!tok || !*tok || !hub_token_valid(tok)) {

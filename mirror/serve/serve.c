@@ -110,6 +110,7 @@ static int start_sync(struct server *s, json_t *specs)
 	args[n++] = "sync";
 	args[n++] = "--wait";
 	args[n++] = "--no-progress";
+	args[n++] = "--local"; /* here: not back through our own operator API */
 	args[n++] = "--data";
 	args[n++] = (char *)s->cfg->data_dir;
 	if (s->cfg->config_path) {
@@ -205,6 +206,47 @@ static json_t *sync_progress(struct server *s)
 		json_object_set_new(o, "outcome", json_string("interrupted"));
 	}
 	return o;
+}
+
+/* <data>/serve.admin while we run with the operator API: the CLI on this machine (add, remove,
+ * sync on this data directory) goes through us, with the token it reads from token_file (which only
+ * the operator's account can read). Written whole; on the way out, removed if it is still ours. */
+static void advertise_admin(struct server *s, bool on)
+{
+	char *path = mirror_data_path(s->data, MIRROR_DATA_SERVE_ADMIN), *tmp = xasprintf("%s.tmp", path);
+	char *token_file = s->cfg->admin_token_file ? realpath(s->cfg->admin_token_file, NULL) : NULL;
+	json_t *o = NULL;
+
+	if (!s->cfg->admin_token || !token_file)
+		goto out;
+	if (on) {
+		const char *host = s->cfg->listen, *colon = strrchr(host, ':');
+		char *h = xasprintf("%.*s", (int)(colon - host), host);
+		char *url;
+		/* a wildcard address is reached on loopback */
+		if (!strcmp(h, "0.0.0.0") || !*h)
+			url = xasprintf("http://127.0.0.1:%d", httpd_port(s->httpd));
+		else if (!strcmp(h, "[::]"))
+			url = xasprintf("http://[::1]:%d", httpd_port(s->httpd));
+		else
+			url = xasprintf("http://%s:%d", h, httpd_port(s->httpd));
+		o = json_pack("{s:s, s:i, s:s}", "url", url, "pid", (int)getpid(), "token_file", token_file);
+		if (json_dump_file(o, tmp, JSON_COMPACT) || rename(tmp, path)) {
+			log_warn("serve", "cannot write %s: %s", path, strerror(errno));
+			unlink(tmp);
+		}
+		free(url);
+		free(h);
+	} else {
+		o = json_load_file(path, 0, NULL);
+		if (json_integer_value(json_object_get(o, "pid")) == getpid())
+			unlink(path);
+	}
+out:
+	json_decref(o);
+	free(token_file);
+	free(tmp);
+	free(path);
 }
 
 static json_t *admin_status(void *ud)
@@ -421,7 +463,9 @@ int mirror_serve(const struct mirror_serve_config *cfg, char **errmsg)
 		}
 		free(tmp);
 	}
+	advertise_admin(&s, true);
 	uv_run(&s.loop, UV_RUN_DEFAULT);
+	advertise_admin(&s, false);
 	r = 0;
 out:
 	httpd_free(&s.httpd); /* deferred answers still running finish in the uv_run below */

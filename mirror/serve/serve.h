@@ -40,6 +40,8 @@ struct mirror_serve_config {
 	const char *config_path;    /* the configuration file serve read (passed on to the scheduled sync),
 				     * or NULL */
 	const char *admin_token;    /* the operator's API (/api/admin/) with this bearer token; NULL: off */
+	const char *admin_token_file; /* where it came from: advertised in <data>/serve.admin, with our
+				       * URL, for the CLI on this machine (NULL: nothing advertised) */
 	void (*on_sighup)(void *ud); /* called first on SIGHUP (the CLI reads the file again and says what
 				     * changed), or NULL */
 	void *on_sighup_ud;

@@ -2,7 +2,8 @@
 # t0805-admin: the operator's API (serve --admin-token-file). Off without the file; without a token
 # 401, with a wrong one 403; with the right one: a repository added, a sync started now (and a second
 # refused while it runs), the status followed to its end, the repository then served; the schedule
-# paused and resumed; a repository removed; bad bodies refused. The token is never logged.
+# paused and resumed; a repository removed; bad bodies refused; the CLI on the same data directory
+# goes through the serve (serve.admin) unless told --local. The token is never logged.
 . "$HM_SRC/tests/integration/lib.sh"
 cat >"$T/spec.json" <<'JSON'
 {"repos": [
@@ -78,5 +79,19 @@ unset HUBMIRROR_ADMIN_TOKEN
 HUBMIRROR_ADMIN_TOKEN=wrong-token "$HUBMIRROR" remove --mirror "$M" hf:acme/via-api 2>"$T/wrong"; st=$?
 check "a wrong admin token: refused, said" bash -c "[ $st = 1 ] && grep -q '403 wrong admin token' '$T/wrong'"
 check "the token is in no log" bash -c "! grep -rq adm-7Qx2k9zLwP '$T/serve.err' '$T/access.log'"
+# ---- on the mirror's machine, the plain CLI goes through the serve of its data directory ----
+check "the serve advertises itself in the data directory" "$PY" -c "
+import json; d = json.load(open('$HUBMIRROR_DATA/serve.admin'))
+assert d['url'].startswith('http://127.0.0.1:') and d['token_file'] == '$(realpath "$T/admin.token")', d"
+check "add goes through it (its token read from its file)" bash -c "'$HUBMIRROR' add hf:acme/via-api | grep -q 'on http://127.0.0.1:.* (the serve of this data directory)'"
+check "the serve logged it" grep -q "admin.*tracking hf:acme/via-api" "$T/serve.err"
+check "sync goes through it and follows it to its end" bash -c "'$HUBMIRROR' sync hf:acme/via-api | grep -q 'sync on http://127.0.0.1:.* ended: ok'"
+check "sync --local runs here" bash -c "'$HUBMIRROR' sync --local --no-progress hf:acme/via-api | grep -q 'unchanged'"
+check "sync with an option only a run here honours runs here" bash -c "'$HUBMIRROR' sync --json hf:acme/via-api | grep -q '\"outcome\": \"unchanged\"'"
+check "remove goes through it" bash -c "'$HUBMIRROR' remove hf:acme/via-api | grep -q '(the serve of this data directory)'"
+kill "$(pgrep -f -- "--ready-file $T/url" | head -n1)"
+for _ in $(seq 50); do [ -e "$HUBMIRROR_DATA/serve.admin" ] || break; sleep 0.1; done
+check "a stopping serve withdraws its advertisement" test ! -e "$HUBMIRROR_DATA/serve.admin"
+check "without a serve, add works on the directory" bash -c "'$HUBMIRROR' add hf:acme/via-api | grep -q '^tracking hf:acme/via-api'"
 check "the log names each operator action and who asked" bash -c "grep -q \"admin.*127.0.0.1: tracking hf:acme/via-api\" '$T/serve.err' && grep -q \"admin.*: stopped tracking hf:acme/via-api\" '$T/serve.err' && grep -q \"admin.*: schedule paused\" '$T/serve.err'"
 finish
