@@ -180,8 +180,8 @@ fail:
 	return r;
 }
 
-/* SIGHUP: read the configuration file again. The certificate files are loaded again by serve
- * itself; every other setting is taken at start, so a change is said to need a restart (the
+/* SIGHUP: read the configuration file again. The certificate files and the tokens file's contents
+ * are loaded again by serve itself; every other setting is taken at start, so a change is said to need a restart (the
  * scheduled sync reads the file at each run, so its settings apply from the next one). */
 static void serve_reread(void *ud)
 {
@@ -203,9 +203,11 @@ static void serve_reread(void *ud)
 		if (before && !strcmp(before, now.v[i].value))
 			continue;
 		changed++;
-		/* [sync] keys serve itself passes on (schedule, upstreams) are fixed at start */
-		if (!strcmp(now.v[i].section, "sync") && strcmp(now.v[i].key, "at") && strcmp(now.v[i].key, "every") &&
-		    strcmp(now.v[i].key, "hf-upstream") && strcmp(now.v[i].key, "ms-upstream"))
+		/* [sync] keys serve itself passes on (schedule, upstreams) are fixed at start; [store] keys
+		 * are the sync's */
+		if (!strcmp(now.v[i].section, "store") ||
+		    (!strcmp(now.v[i].section, "sync") && strcmp(now.v[i].key, "at") && strcmp(now.v[i].key, "every") &&
+		     strcmp(now.v[i].key, "hf-upstream") && strcmp(now.v[i].key, "ms-upstream")))
 			log_info("serve", "SIGHUP: [%s] %s changed: the next scheduled sync uses it", now.v[i].section,
 				 now.v[i].key);
 		else

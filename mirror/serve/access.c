@@ -4,6 +4,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,6 +29,7 @@ struct grant {
 };
 
 struct mirror_access {
+	atomic_int refs;           /* a reload swaps in a new object; a worker still using the old holds it */
 	enum mirror_access_mode mode;
 	struct grant *grants;
 	size_t ngrants;
@@ -63,6 +65,7 @@ int mirror_access_load(const char *path, enum mirror_access_mode mode, struct mi
 	size_t cap = 0;
 	int lineno = 0, r = 0;
 
+	atomic_init(&a->refs, 1);
 	a->mode = mode;
 	if (!path) {
 		if (mode != ACCESS_OPEN) {
@@ -151,12 +154,24 @@ int mirror_access_load(const char *path, enum mirror_access_mode mode, struct mi
 	return 0;
 }
 
+struct mirror_access *mirror_access_ref(const struct mirror_access *ca)
+{
+	struct mirror_access *a = (struct mirror_access *)ca;
+
+	if (a)
+		atomic_fetch_add(&a->refs, 1);
+	return a;
+}
+
 void mirror_access_free(struct mirror_access **ap)
 {
 	struct mirror_access *a = ap ? *ap : NULL;
 
 	if (!a)
 		return;
+	*ap = NULL;
+	if (atomic_fetch_sub(&a->refs, 1) > 1)
+		return; /* someone still holds it */
 	for (size_t i = 0; i < a->ngrants; i++) {
 		for (size_t j = 0; j < a->grants[i].nspecs; j++)
 			free(a->grants[i].specs[j]);

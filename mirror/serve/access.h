@@ -21,6 +21,9 @@ struct mirror_access;
 
 /* Load path (NULL with ACCESS_OPEN). Returns 0 and *out, or an error with *errmsg naming the line. */
 int mirror_access_load(const char *path, enum mirror_access_mode mode, struct mirror_access **out, char **errmsg);
+/* Reference counted (atomically): a reload swaps a new object in on the loop while a worker thread
+ * may still read the old one. ref adds a holder; free drops one (the last frees) and NULLs *a. */
+struct mirror_access *mirror_access_ref(const struct mirror_access *a);
 void mirror_access_free(struct mirror_access **a);
 
 enum mirror_access_mode mirror_access_mode(const struct mirror_access *a);

@@ -198,11 +198,13 @@ static void repos_part(struct catalog *c, const struct mirror_access *access, co
 }
 
 /* The loop writes its own counters; a worker adds the catalog's (a count of every file, a line per
- * repo) between and after them. access is read-only for the server's life. */
+ * repo) between and after them, with the access rules of the moment the scrape came (a reference:
+ * a SIGHUP may swap the rules meanwhile). */
 struct metrics_job {
 	struct mirror__job j;
 	struct buf http, swarm;
 	char *token;
+	struct mirror_access *access;
 };
 
 static void metrics_build(struct mirror__job *job, struct catalog *cat)
@@ -214,7 +216,7 @@ static void metrics_build(struct mirror__job *job, struct catalog *cat)
 	buf_add(&b, mj->http.data, mj->http.len);
 	catalog_part(cat, &b);
 	buf_add(&b, mj->swarm.data, mj->swarm.len);
-	repos_part(cat, job->rt->access, mj->token, &b);
+	repos_part(cat, mj->access, mj->token, &b);
 	job->status = 200;
 	job->ctype = "text/plain; version=0.0.4; charset=utf-8";
 	job->text = buf_detach(&b, &job->len);
@@ -227,6 +229,7 @@ static void metrics_release(struct mirror__job *job)
 	buf_release(&mj->http);
 	buf_release(&mj->swarm);
 	free(mj->token);
+	mirror_access_free(&mj->access);
 	free(mj);
 }
 
@@ -245,6 +248,7 @@ int mirror__route_metrics(struct mirror_routes *rt, struct httpd_req *req, const
 	http_part(rt, &mj->http);
 	swarm_part(rt, &mj->swarm);
 	mj->token = tok ? xstrdup(tok) : NULL;
+	mj->access = mirror_access_ref(rt->access);
 	mirror__defer(rt, req, &mj->j);
 	return 0;
 }

@@ -268,6 +268,11 @@ void mirror__metrics_requests(struct mirror_routes *rt, struct buf *b)
 			 rt->counts[i].status, (unsigned long long)rt->counts[i].requests);
 }
 
+void mirror_routes_set_access(struct mirror_routes *r, const struct mirror_access *access)
+{
+	r->access = access;
+}
+
 void mirror_routes_set_seeder(struct mirror_routes *r, struct mirror_seeder *seeder)
 {
 	r->seeder = seeder;

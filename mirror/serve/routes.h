@@ -18,6 +18,9 @@ void mirror_routes_install(struct mirror_routes *r, struct httpd *h);
 /* The mirror's BitTorrent seed (borrowed; NULL: none): the tracker adds it to the swarms it seeds. */
 struct mirror_seeder;
 void mirror_routes_set_seeder(struct mirror_routes *r, struct mirror_seeder *seeder);
+/* New access rules (borrowed like mirror_routes_new's; a worker that took a reference to the old
+ * ones keeps it until its answer is done). On the loop. */
+void mirror_routes_set_access(struct mirror_routes *r, const struct mirror_access *access);
 /* How long one catalog search may run (milliseconds, > 0); past it the request gets a 400. */
 void mirror_routes_set_search_budget(struct mirror_routes *r, int ms);
 /* The operator's API (/api/admin/, routes-admin.c): what serve lets it do. token NULL: off. */

@@ -225,6 +225,12 @@ static int scan_one(void *ud, const struct catalog_torrent *t)
 	return 0;
 }
 
+void mirror_seeder_set_access(struct mirror_seeder *s, const struct mirror_access *access)
+{
+	s->access = access;
+	mirror_seeder_rescan(s);
+}
+
 void mirror_seeder_rescan(struct mirror_seeder *s)
 {
 	size_t keep = 0;

@@ -48,6 +48,9 @@ bool mirror_seeder_has(const struct mirror_seeder *s, const char *btih);
 /* Torrents seeded, and payload bytes uploaded to peers since start. */
 void mirror_seeder_stats(const struct mirror_seeder *s, int64_t *torrents, int64_t *uploaded);
 
+/* New access rules (SIGHUP's tokens file; borrowed as cfg->access was), applied by a rescan now. */
+void mirror_seeder_set_access(struct mirror_seeder *s, const struct mirror_access *access);
+
 /* Scan the catalog now (also runs on its timer). */
 void mirror_seeder_rescan(struct mirror_seeder *s);
 

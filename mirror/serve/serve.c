@@ -329,6 +329,29 @@ static void on_signal(uv_signal_t *sig, int signum)
 
 /* SIGHUP: the certificate and key again (renewed by certbot or an operator); new connections get
  * them, open ones keep theirs. A file that does not load leaves the one in use. */
+/* The tokens file again: the new rules apply to every request from now on (a scrape being built
+ * keeps its reference to the old ones); a file that does not load leaves the old rules in place. */
+static void reload_tokens(struct server *s)
+{
+	struct mirror_access *a = NULL, *old;
+	char *err = NULL;
+
+	if (!s->cfg->tokens_file)
+		return;
+	if (mirror_access_load(s->cfg->tokens_file, (enum mirror_access_mode)s->cfg->auth_mode, &a, &err)) {
+		log_error("serve", "SIGHUP: tokens file not reloaded, the old rules stay: %s", err ? err : "?");
+		free(err);
+		return;
+	}
+	old = s->access;
+	s->access = a;
+	mirror_routes_set_access(s->routes, a);
+	if (s->seeder)
+		mirror_seeder_set_access(s->seeder, a);
+	mirror_access_free(&old);
+	log_info("serve", "SIGHUP: tokens file %s reloaded", s->cfg->tokens_file);
+}
+
 static void on_sighup(uv_signal_t *sig, int signum)
 {
 	struct server *s = sig->data;
@@ -337,6 +360,7 @@ static void on_sighup(uv_signal_t *sig, int signum)
 	(void)signum;
 	if (s->cfg->on_sighup)
 		s->cfg->on_sighup(s->cfg->on_sighup_ud); /* the configuration file: what changed, said */
+	reload_tokens(s);
 	if (!s->tls) {
 		log_info("serve", "SIGHUP: no TLS certificate to reload");
 		return;

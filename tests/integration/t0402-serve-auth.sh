@@ -60,6 +60,27 @@ check "all: a valid token opens the open repo" test "$(code -H 'Authorization: B
 check "all: the catalog API needs a token too" test "$(code "$M/api/catalog/repos")" = 401
 kill "${_pids[-1]}"; wait "${_pids[-1]}" 2>/dev/null
 
+# ---- SIGHUP reloads the tokens file: new rules at once, a broken file keeps the old ones ----
+cp "$T/tokens" "$T/tokens2"
+check "serve starts with a tokens file to change" start_serve --tokens "$T/tokens2"
+spid=${_pids[-1]}
+team() { code -H "Authorization: Bearer $1" "$M/acme/secret/resolve/main/config.json"; }
+check "before: the team token reads its repo" test "$(team team-abcdefghij)" = 200
+printf 'newteam-0987654321 hf:acme/secret\n' >"$T/tokens2"
+kill -HUP "$spid"
+for _ in $(seq 50); do grep -q 'tokens file .* reloaded' "$T/serve.err" && break; sleep 0.1; done
+check "SIGHUP: the reload is logged" grep -q "SIGHUP: tokens file $T/tokens2 reloaded" "$T/serve.err"
+check "after: the dropped token no longer reads it (an unknown token now)" test "$(team team-abcdefghij)" = 401
+check "after: the new token does" test "$(team newteam-0987654321)" = 200
+check "after: metrics see the new rules" bash -c "curl -fsS -H 'Authorization: Bearer newteam-0987654321' '$M/metrics' | grep -q 'repo=\"acme/secret\"'"
+printf 'short *\n' >"$T/tokens2"
+kill -HUP "$spid"
+for _ in $(seq 50); do grep -q 'tokens file not reloaded' "$T/serve.err" && break; sleep 0.1; done
+check "SIGHUP with a broken file: said, with its line" grep -q "SIGHUP: tokens file not reloaded, the old rules stay: .*tokens2:1:" "$T/serve.err"
+check "and the rules in use stay" test "$(team newteam-0987654321)" = 200
+check "no token ever logged" bash -c "! grep -q -e newteam-0987654321 -e team-abcdefghij '$T/serve.err'"
+kill "$spid"; wait "$spid" 2>/dev/null
+
 printf 'short *\n' >"$T/bad1"; printf 'long-enough-token hf:../x\n' >"$T/bad2"; printf 'long-enough-token\n' >"$T/bad3"
 for f in bad1 bad2 bad3; do
 	"$HUBMIRROR" serve --listen 127.0.0.1:0 --tokens "$T/$f" 2>"$T/$f.err"; st=$?
