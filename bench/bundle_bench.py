@@ -3,9 +3,9 @@
 
   /usr/bin/python3 bench/bundle_bench.py [--hubmirror PATH] [--gib 2] [--runs 2]
 
-Builds a data directory with a GIB GiB model (as serve_bench.py does), then, with the page cache
-dropped before each step and the written files synced inside its time (the disk is part of the
-real path):
+Builds a data directory with a GIB GiB model (as serve_bench.py does), then, with each step's
+earlier output deleted outside its time, the page cache dropped before it and the written files
+synced inside its time (the disk is part of the real path):
   1. `hubmirror export` of the model vs `tar -cf` of the same stored files;
   2. `hubmirror import` of that bundle into an empty data directory (every byte hashed and checked,
      fsynced, the catalog written, the torrent made) vs `tar -xf` of the plain archive (checks
@@ -35,9 +35,23 @@ def drop_caches():
         pass
 
 
-def timed(cmd, cwd=None):
+def settle(*paths):
+    """Delete a step's earlier output outside its time, and let the disk settle: on a filesystem
+    mounted with discard (this machine's), freeing 2 GiB sends discards that slow whatever runs
+    next, so a step must not pay for deleting what the step before it wrote."""
+    for p in paths:
+        if os.path.isdir(p):
+            shutil.rmtree(p, ignore_errors=True)
+        elif os.path.exists(p):
+            os.remove(p)
+    subprocess.run(["sync"], check=True)
+    time.sleep(2)
+
+
+def timed(cmd, cwd=None, clean=()):
     """Seconds for cmd from a cold page cache until what it wrote is on disk (sync inside the time:
     otherwise whichever runs next pays for the other's writeback)."""
+    settle(*clean)
     drop_caches()
     t = time.monotonic()
     subprocess.run(cmd, cwd=cwd, check=True, stdout=subprocess.DEVNULL)
@@ -60,13 +74,12 @@ def main():
         bundle, plain = os.path.join(work, "b.tar"), os.path.join(work, "p.tar")
         best = {}
         for _ in range(a.runs):
-            for k, cmd, cwd in (("export", [a.hubmirror, "export", "--data", data, "--output", bundle, "hf:bench/big"], None),
-                                ("tar -c", ["tar", "-cf", plain] + rels, blobs)):
-                best[k] = min(best.get(k, 1e9), timed(cmd, cwd))
+            for k, cmd, cwd, out in (("export", [a.hubmirror, "export", "--data", data, "--output", bundle, "hf:bench/big"], None, bundle),
+                                     ("tar -c", ["tar", "-cf", plain] + rels, blobs, plain)):
+                best[k] = min(best.get(k, 1e9), timed(cmd, cwd, (out,)))
             dst, out = os.path.join(work, "imported"), os.path.join(work, "untarred")
-            shutil.rmtree(dst, ignore_errors=True)
-            best["import"] = min(best.get("import", 1e9), timed([a.hubmirror, "import", "--data", dst, bundle]))
-            shutil.rmtree(out, ignore_errors=True)
+            best["import"] = min(best.get("import", 1e9), timed([a.hubmirror, "import", "--data", dst, bundle], None, (dst,)))
+            settle(out)
             os.makedirs(out)
             drop_caches()
             t = time.monotonic()
