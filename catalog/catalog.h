@@ -121,6 +121,7 @@ struct catalog_file {
 	const char *git_oid;   /* NULL when unknown */
 	const char *lfs_oid;   /* NULL for regular files */
 	const char *sha256;    /* content hash: the blob's name in the store */
+	bool absent;           /* the store does not hold it yet (a provisional snapshot: blobs.present 0) */
 };
 
 /*
@@ -241,7 +242,16 @@ int catalog_quota_evict(struct catalog *c, int64_t need, bool (*held)(void *ud, 
 /* When the blob entered this store (unix seconds). Returns 0, HM_ERR_NOT_FOUND or HM_ERR_SQLITE. */
 int catalog_blob_stored_at(struct catalog *c, const char *sha256, int64_t *at);
 
-/* Is this sha256 a blob the catalog knows? Returns 1, 0, or HM_ERR_SQLITE. */
+/* A content a provisional snapshot named is in the store now (fetched on demand): present. Returns 0
+ * or HM_ERR_SQLITE. */
+int catalog_blob_set_present(struct catalog *c, const char *sha256);
+/* Does the store hold it as far as the catalog knows (a row, present)? 1, 0 or HM_ERR_SQLITE. */
+int catalog_blob_present(struct catalog *c, const char *sha256);
+/* Are all the contents of the snapshot's files present (not a provisional snapshot)? 1, 0 or
+ * HM_ERR_SQLITE. */
+int catalog_snapshot_complete(struct catalog *c, int64_t snapshot_id);
+
+/* Is this sha256 a blob the catalog knows (present or not)? Returns 1, 0, or HM_ERR_SQLITE. */
 int catalog_blob_known(struct catalog *c, const char *sha256);
 
 /* Call fn for every catalog blob (sha256, size) until it returns non-zero (which is returned). */

@@ -49,7 +49,7 @@ int catalog_gc(struct catalog *c, int keep, bool dry_run, struct catalog_gc_stat
 		  "   (s2.synced_at > s.synced_at OR (s2.synced_at = s.synced_at AND s2.id > s.id))) >= ?1))",
 		  keep, &stats->snapshots_dropped))
 		goto out;
-	if (catalog__prepare(c, "SELECT sha256, size FROM blobs WHERE sha256 NOT IN (SELECT sha256 FROM files)", &st))
+	if (catalog__prepare(c, "SELECT sha256, size * present FROM blobs WHERE sha256 NOT IN (SELECT sha256 FROM files)", &st))
 		goto out;
 	while (sqlite3_step(st) == SQLITE_ROW) {
 		if (n == cap) {
@@ -102,7 +102,7 @@ int catalog_store_bytes(struct catalog *c, int64_t *bytes)
 	sqlite3_stmt *st = NULL;
 	int rc;
 
-	if (catalog__prepare(c, "SELECT coalesce(sum(size), 0) FROM blobs", &st))
+	if (catalog__prepare(c, "SELECT coalesce(sum(size), 0) FROM blobs WHERE present", &st))
 		return HM_ERR_SQLITE;
 	rc = sqlite3_step(st);
 	if (rc == SQLITE_ROW)
@@ -125,7 +125,7 @@ static int snapshot_blobs(struct catalog *c, int64_t id, struct sized_blob **out
 
 	*out = NULL;
 	*n = 0;
-	if (catalog__prepare(c, "SELECT DISTINCT f.sha256, b.size FROM files f JOIN blobs b ON b.sha256 = f.sha256 "
+	if (catalog__prepare(c, "SELECT DISTINCT f.sha256, b.size * b.present FROM files f JOIN blobs b ON b.sha256 = f.sha256 "
 			     "WHERE f.snapshot_id = ?1", &st))
 		return HM_ERR_SQLITE;
 	sqlite3_bind_int64(st, 1, id);
@@ -235,6 +235,40 @@ int catalog_blob_stored_at(struct catalog *c, const char *sha256, int64_t *at)
 	return rc == SQLITE_ROW ? 0 : rc == SQLITE_DONE ? HM_ERR_NOT_FOUND : HM_ERR_SQLITE;
 }
 
+int catalog_blob_set_present(struct catalog *c, const char *sha256)
+{
+	sqlite3_stmt *st = NULL;
+
+	if (catalog__prepare(c, "UPDATE blobs SET present = 1, stored_at = unixepoch() WHERE sha256 = ?1 AND NOT present",
+			     &st))
+		return HM_ERR_SQLITE;
+	sqlite3_bind_text(st, 1, sha256, -1, SQLITE_STATIC);
+	return catalog__run(st);
+}
+
+int catalog_snapshot_complete(struct catalog *c, int64_t snapshot_id)
+{
+	sqlite3_stmt *st = NULL;
+	int r;
+
+	if (catalog__prepare(c, "SELECT 1 FROM files f JOIN blobs b ON b.sha256 = f.sha256 "
+			     "WHERE f.snapshot_id = ?1 AND NOT b.present LIMIT 1", &st))
+		return HM_ERR_SQLITE;
+	sqlite3_bind_int64(st, 1, snapshot_id);
+	r = catalog__has_row(st);
+	return r < 0 ? r : !r;
+}
+
+int catalog_blob_present(struct catalog *c, const char *sha256)
+{
+	sqlite3_stmt *st = NULL;
+
+	if (catalog__prepare(c, "SELECT 1 FROM blobs WHERE sha256 = ?1 AND present", &st))
+		return HM_ERR_SQLITE;
+	sqlite3_bind_text(st, 1, sha256, -1, SQLITE_STATIC);
+	return catalog__has_row(st);
+}
+
 int catalog_blob_known(struct catalog *c, const char *sha256)
 {
 	sqlite3_stmt *st = NULL;
@@ -250,7 +284,7 @@ int catalog_blob_each(struct catalog *c, int (*fn)(void *ud, const char *sha256,
 	sqlite3_stmt *st = NULL;
 	int r = 0, rc;
 
-	if (catalog__prepare(c, "SELECT sha256, size FROM blobs ORDER BY sha256", &st))
+	if (catalog__prepare(c, "SELECT sha256, size FROM blobs WHERE present ORDER BY sha256", &st))
 		return HM_ERR_SQLITE;
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		r = fn(ud, (const char *)sqlite3_column_text(st, 0), sqlite3_column_int64(st, 1));

@@ -307,7 +307,7 @@ int catalog_totals(struct catalog *c, struct catalog_totals *out)
 		"SELECT (SELECT count(*) FROM repos WHERE removed_at IS NULL),"
 		" (SELECT count(*) FROM repos r JOIN refs f ON f.repo_id = r.id AND f.name = r.follow_rev WHERE r.removed_at IS NULL),"
 		" (SELECT count(*) FROM snapshots), (SELECT count(*) FROM files),"
-		" (SELECT count(*) FROM blobs), (SELECT coalesce(sum(size), 0) FROM blobs),"
+		" (SELECT count(*) FROM blobs WHERE present), (SELECT coalesce(sum(size), 0) FROM blobs WHERE present),"
 		" (SELECT coalesce(sum(s.total_size), 0) FROM refs f JOIN snapshots s ON s.id = f.snapshot_id),"
 		" (SELECT coalesce(sum(total_size), 0) FROM snapshots)", &st))
 		return r;

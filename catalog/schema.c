@@ -32,6 +32,10 @@
  *      quota never drop a pinned snapshot of a tracked repo.
  *  13  requests: users' requests for repositories the mirror lacks (one pending per repo, votes),
  *      approved (then tracked) or declined by the operator.
+ *  14  blobs.present: 0 for a content a snapshot names that the store does not hold yet (a repo
+ *      fetched on demand: its snapshot is listed at once, its large files come when first asked);
+ *      such a snapshot is provisional (selection NULL, no torrent, not exported) until a sync
+ *      completes it. Everything that counts or reads the store counts present blobs only.
  *
  * Rules: a migration only ever moves from version N-1 to N; released migrations are never edited,
  * a change is a new entry at the end of `migrations`.
@@ -245,6 +249,8 @@ static const char *const migrations[] = {
 	 "  votes        INTEGER NOT NULL DEFAULT 1"
 	 ");"
 	 "CREATE UNIQUE INDEX requests_pending ON requests(hub, type, name) WHERE state = 'pending';"),
+	/* 13 -> 14 */
+	"ALTER TABLE blobs ADD COLUMN present INTEGER NOT NULL DEFAULT 1;",
 };
 
 int catalog__migration_count(void)

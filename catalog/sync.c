@@ -60,8 +60,10 @@ int catalog_snapshot_commit(struct catalog *c, int64_t repo_id, const char *comm
 		total += files[i].size;
 	if (catalog_begin(c))
 		return HM_ERR_SQLITE;
-	if (catalog__prepare(c, "INSERT INTO blobs (sha256, size, stored_at) VALUES (?1, ?2, ?3) "
-			     "ON CONFLICT (sha256) DO NOTHING", &blob) ||
+	/* a content named before without being held becomes present when a snapshot brings it */
+	if (catalog__prepare(c, "INSERT INTO blobs (sha256, size, stored_at, present) VALUES (?1, ?2, ?3, ?4) "
+			     "ON CONFLICT (sha256) DO UPDATE SET present = 1, stored_at = excluded.stored_at "
+			     "WHERE excluded.present = 1 AND blobs.present = 0", &blob) ||
 	    catalog__prepare(c, "INSERT INTO files (snapshot_id, path, size, git_oid, lfs_oid, sha256) "
 			     "VALUES (?1, ?2, ?3, ?4, ?5, ?6)", &file))
 		goto out;
@@ -129,6 +131,7 @@ int catalog_snapshot_commit(struct catalog *c, int64_t repo_id, const char *comm
 			sqlite3_bind_text(blob, 1, files[i].sha256, -1, SQLITE_STATIC);
 			sqlite3_bind_int64(blob, 2, files[i].size);
 			sqlite3_bind_int64(blob, 3, (sqlite3_int64)time(NULL));
+			sqlite3_bind_int(blob, 4, !files[i].absent);
 			if (sqlite3_step(blob) != SQLITE_DONE)
 				goto out;
 			sqlite3_reset(file);

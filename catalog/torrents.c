@@ -87,7 +87,8 @@ int catalog_torrent_missing_each(struct catalog *c, int (*fn)(void *ud, int64_t 
 
 	if (catalog__prepare(c, "SELECT DISTINCT s.id, r.name FROM refs f JOIN snapshots s ON s.id = f.snapshot_id "
 			     "JOIN repos r ON r.id = s.repo_id LEFT JOIN torrents t ON t.snapshot_id = s.id "
-			     "WHERE t.snapshot_id IS NULL ORDER BY s.id", &st))
+			     "WHERE t.snapshot_id IS NULL AND NOT EXISTS (SELECT 1 FROM files x JOIN blobs b ON "
+			     "b.sha256 = x.sha256 WHERE x.snapshot_id = s.id AND NOT b.present) ORDER BY s.id", &st))
 		return HM_ERR_SQLITE;
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		r = fn(ud, sqlite3_column_int64(st, 0), (const char *)sqlite3_column_text(st, 1));

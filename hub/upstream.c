@@ -64,6 +64,25 @@ static char *strip_slash(const char *s)
 	return xstrndup(s, n);
 }
 
+char *hub_file_url(const struct hub_client *c, const struct hub_spec *spec, const char *commit, const char *path)
+{
+	char *p = hub_url_escape(path, true), *url;
+
+	if (spec->hub == HUB_HF) {
+		url = xasprintf("%s/%s%s/resolve/%s/%s", c->hf_base, spec->type == HUB_DATASET ? "datasets/" : "",
+				spec->name, commit, p);
+	} else {
+		char *rev = hub_url_escape(spec->revision, false);
+		url = spec->type == HUB_DATASET
+			? xasprintf("%s/api/v1/datasets/%s/repo?Source=SDK&Revision=%s&FilePath=%s", c->ms_base,
+				    spec->name, rev, p)
+			: xasprintf("%s/api/v1/models/%s/repo?Revision=%s&FilePath=%s", c->ms_base, spec->name, rev, p);
+		free(rev);
+	}
+	free(p);
+	return url;
+}
+
 int hub_client_new(struct hub_http *http, const struct hub_client_config *cfg, struct hub_client **out)
 {
 	struct hub_client *c;
@@ -223,7 +242,6 @@ static int add_file(struct fetch *f, const char *path, size_t pathlen, json_int_
 		    const char *sha256, bool lfs)
 {
 	struct hub_file *hf;
-	char *p;
 
 	if (size < 0 || (git_oid && !hex_is_lower(git_oid, 40)))
 		return HM_ERR_UPSTREAM;
@@ -247,20 +265,7 @@ static int add_file(struct fetch *f, const char *path, size_t pathlen, json_int_
 			hf->sha256[i] = (char)((sha256[i] >= 'A' && sha256[i] <= 'F') ? sha256[i] - 'A' + 'a' : sha256[i]);
 		hf->sha256[64] = '\0';
 	}
-	p = hub_url_escape(hf->path, true);
-	if (f->spec.hub == HUB_HF) {
-		hf->url = xasprintf("%s/%s%s/resolve/%s/%s", f->c->hf_base,
-				    f->spec.type == HUB_DATASET ? "datasets/" : "", f->spec.name, f->snap->commit, p);
-	} else {
-		char *rev = hub_url_escape(f->spec.revision, false);
-		hf->url = f->spec.type == HUB_DATASET
-			? xasprintf("%s/api/v1/datasets/%s/repo?Source=SDK&Revision=%s&FilePath=%s", f->c->ms_base,
-				    f->spec.name, rev, p)
-			: xasprintf("%s/api/v1/models/%s/repo?Revision=%s&FilePath=%s", f->c->ms_base,
-				    f->spec.name, rev, p);
-		free(rev);
-	}
-	free(p);
+	hf->url = hub_file_url(f->c, &f->spec, f->snap->commit, hf->path);
 	f->snap->nfiles++;
 	return 0;
 }

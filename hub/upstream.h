@@ -109,6 +109,10 @@ typedef void (*hub_refs_cb)(void *ud, int result, struct hub_refs *refs);
 int hub_refs_fetch(struct hub_client *c, const struct hub_spec *spec, hub_refs_cb cb, void *ud);
 void hub_refs_free(struct hub_refs **r);
 
+/* Where to GET the bytes of path in spec's repo: Hugging Face at commit, ModelScope at
+ * spec->revision (its listings name no commit). Malloc'd. */
+char *hub_file_url(const struct hub_client *c, const struct hub_spec *spec, const char *commit, const char *path);
+
 /* The token to send for a hub (borrowed, may be NULL). */
 const char *hub_client_token(const struct hub_client *c, enum hub_kind hub);
 

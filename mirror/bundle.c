@@ -121,6 +121,12 @@ static int export_repo(struct mirror_data *d, const struct hub_spec *spec, json_
 			e = catalog_resolve(d->catalog, hub, type, spec->name, commit, &r2, &snap, &found);
 			if (found)
 				catalog_repo_release(&r2);
+			if (!e && catalog_snapshot_complete(d->catalog, snap.id) == 0) {
+				json_decref(f.files);
+				e = fail(errmsg, HM_ERR_NOT_FOUND, "%s: snapshot %.12s is not complete here yet (fetched on "
+					 "demand): sync it first", s, commit);
+				goto out;
+			}
 			if (!e)
 				e = catalog_snapshot_walk(d->catalog, snap.id, NULL, NULL, 0, file_cb, &f);
 			if (e) {

@@ -20,7 +20,8 @@ struct srepo;
 
 struct want {
 	struct hub_file *f;     /* borrowed from the repo's snapshot */
-	char sha256[65];        /* filled when the content is in the store */
+	char sha256[65];        /* filled when the content is in the store (or named absent) */
+	bool absent;            /* provisional run: named by its sha256, not fetched (cfg.provisional) */
 };
 
 struct waiter {

@@ -168,8 +168,11 @@ static int snapshot_record(struct srepo *r, const char *ref, bool tag)
 		files[i].git_oid = f->git_oid[0] ? f->git_oid : NULL;
 		files[i].lfs_oid = f->lfs && f->sha256[0] ? f->sha256 : NULL;
 		files[i].sha256 = r->wants[i].sha256;
+		files[i].absent = r->wants[i].absent;
 	}
-	e = catalog_snapshot_commit(c, r->cr->id, r->snap->commit, ref, tag, sel, files, r->nwants);
+	/* a provisional snapshot is selected by nothing: the next sync lists it again and completes it */
+	e = catalog_snapshot_commit(c, r->cr->id, r->snap->commit, ref, tag, r->s->cfg->provisional ? NULL : sel, files,
+				    r->nwants);
 	free(sel);
 	free(files);
 	if (!e)
@@ -684,7 +687,7 @@ static void plan_repo(struct srepo *r)
 	struct catalog *c = s->d->catalog;
 
 	select_files(r);
-	if (mirror__sync_quota_admit(r)) {
+	if (!s->cfg->provisional && mirror__sync_quota_admit(r)) {
 		repo_finish(r); /* it keeps its previous snapshot */
 		return;
 	}
@@ -701,6 +704,13 @@ static void plan_repo(struct srepo *r)
 			if (mirror_store_has(s->d->store, f->sha256, f->size) &&
 			    catalog_blob_public_or_own(c, f->sha256, r->cr->id)) {
 				memcpy(r->wants[i].sha256, f->sha256, 65);
+				r->pending--;
+				continue;
+			}
+			if (s->cfg->provisional) {
+				/* named now, fetched when a client first asks (or by the next sync) */
+				memcpy(r->wants[i].sha256, f->sha256, 65);
+				r->wants[i].absent = !mirror_store_has(s->d->store, f->sha256, f->size);
 				r->pending--;
 				continue;
 			}
@@ -864,7 +874,7 @@ static struct job *biggest_running(const struct sync *s)
 
 /* <data>/sync.progress: where the run stands, for the operator's API (replaced whole: a reader never
  * sees half of it). Best effort: a failure only costs the report. */
-static void progress_write(struct sync *s, bool running)
+static void progress_write_file(struct sync *s, bool running)
 {
 	double secs = (double)(uv_hrtime() - s->started_ns) / 1e9;
 	json_t *o = json_pack("{s:i, s:I, s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:f}", "pid", (int)getpid(),
@@ -892,6 +902,12 @@ static void progress_write(struct sync *s, bool running)
 	json_decref(o);
 	free(tmp);
 	free(path);
+}
+
+static void progress_write(struct sync *s, bool running)
+{
+	if (!s->cfg->provisional) /* an on-demand listing inside serve: sync.progress is the syncs' */
+		progress_write_file(s, running);
 }
 
 static void on_progress(uv_timer_t *t)
@@ -1043,7 +1059,8 @@ int mirror_sync_run(struct mirror_data *d, const struct catalog_repo *repos, siz
 			uv_run(&s.loop, UV_RUN_DEFAULT);
 			s.running = false;
 		}
-		mirror__sync_refs_pass(&s);
+		if (!cfg.provisional)
+			mirror__sync_refs_pass(&s);
 		uv_timer_stop(&s.progress_timer);
 		if (cfg.progress) {
 			on_progress(&s.progress_timer);
@@ -1058,7 +1075,7 @@ int mirror_sync_run(struct mirror_data *d, const struct catalog_repo *repos, siz
 			    (int64_t)report->ok, (int64_t)report->failed, report->files_fetched, report->bytes_fetched))
 		log_warn("sync", "catalog: %s", catalog_errmsg(d->catalog));
 	/* the swarm's torrents of new snapshots (all missing ones: those synced before an upgrade too) */
-	{
+	if (!cfg.provisional) {
 		size_t made = 0;
 		int te = mirror_torrents_make(d, (int64_t)time(NULL), &made, &report->torrents_error);
 		report->torrents_made = (int64_t)made;

@@ -43,6 +43,11 @@ struct mirror_sync_config {
 	bool progress;                /* live progress line on stderr */
 	bool check_refs;              /* list upstream's refs of every repo whose policy wants any, now */
 	int64_t quota_bytes;          /* the store's size limit (sync-quota.c); 0: none */
+	bool provisional;             /* on demand: fetch only the contents upstream names by git id (the
+				       * small regular files), name the others (their sha256) absent, and
+				       * record the followed snapshot at once, selected by nothing, so
+				       * the next sync completes it; no refs pass, no quota, no torrents.
+				       * The caller need not hold the sync lock. */
 	struct hub_http_config http;  /* retry and timeout knobs */
 };
 

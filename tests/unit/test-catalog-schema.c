@@ -169,7 +169,7 @@ TEST(search_ranks_and_forgets_removed)
 	CHECK_INT(exec_sql(path, "PRAGMA user_version = 4; DROP TABLE torrents; DROP TABLE blob_fetches;"
 				 "ALTER TABLE repos DROP COLUMN refs_policy; ALTER TABLE repos DROP COLUMN refs_checked_at;"
 				 "DROP INDEX repos_by_upstream_name; ALTER TABLE repos DROP COLUMN upstream_name;"
-				 "ALTER TABLE snapshots DROP COLUMN pinned_at; DROP TABLE requests;"
+				 "ALTER TABLE snapshots DROP COLUMN pinned_at; DROP TABLE requests; ALTER TABLE blobs DROP COLUMN present;"
 				 "UPDATE repos SET removed_at = 5 WHERE name = 'zed/poetry-bot';"
 				 "INSERT INTO repo_fts (rowid, name) SELECT id, name FROM repos WHERE name = 'zed/poetry-bot';"
 				 "DROP TRIGGER repos_fts_ai; DROP TRIGGER repos_fts_au;"
