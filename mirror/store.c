@@ -227,6 +227,13 @@ fail:
 	return r;
 }
 
+char *mirror_store_part_path(const struct mirror_store *s, const char *key)
+{
+	if (!hex_is_lower(key, 64) && !hex_is_lower(key, 40))
+		return NULL;
+	return xasprintf("%s/%s.part", s->tmp, key);
+}
+
 int64_t mirror_store_writer_offset(const struct mirror_store_writer *w)
 {
 	return w->written;

@@ -47,6 +47,10 @@ bool mirror_store_has(const struct mirror_store *s, const char *sha256, int64_t 
 int mirror_store_writer_new(struct mirror_store *s, const struct mirror_store_expect *expect,
 			    bool resume, struct mirror_store_writer **out);
 
+/* Where the partial file of a content being written lives (key: its sha256, else its git id; which
+ * a writer uses). Another reader may follow it as it grows. NULL for a malformed key; caller frees. */
+char *mirror_store_part_path(const struct mirror_store *s, const char *key);
+
 /* Bytes already in the partial file (the resume offset). */
 int64_t mirror_store_writer_offset(const struct mirror_store_writer *w);
 

@@ -9,6 +9,7 @@
 #include <uv.h>
 
 #include "base/err.h"
+#include "base/xmalloc.h"
 #include "base/log.h"
 #include "cli.h"
 #include "config.h"
@@ -140,6 +141,9 @@ int cli_serve_prepare(int argc, char **argv, struct serve_prep *p)
 		CLI_STR("admin-token-file", &p->admin_token_file),
 		CLI_STR("tls-cert", &cfg->tls_cert),
 		CLI_STR("tls-key", &cfg->tls_key),
+		CLI_STR("on-demand", &cfg->on_demand),
+		CLI_STR("hf-token-file", &p->hf_token_file),
+		CLI_STR("ms-token-file", &p->ms_token_file),
 		CLI_END,
 	};
 	int r;
@@ -174,9 +178,20 @@ int cli_serve_prepare(int argc, char **argv, struct serve_prep *p)
 	}
 	cfg->admin_token = p->admin_token;
 	cfg->admin_token_file = p->admin_token_file;
+	/* upstream tokens: only a serve that fetches on demand holds them (the sync reads its own) */
+	if (cfg->on_demand &&
+	    ((p->hf_token_file && cli_read_token_file(p->hf_token_file, "Hugging Face token file", &p->hf_token)) ||
+	     (p->ms_token_file && cli_read_token_file(p->ms_token_file, "ModelScope token file", &p->ms_token)))) {
+		r = CLI_FAILED;
+		goto fail;
+	}
+	cfg->hf_token = p->hf_token;
+	cfg->ms_token = p->ms_token;
 	return CLI_OK;
 fail:
 	config_release(&p->conf);
+	FREE_AND_NULL(&p->hf_token);
+	FREE_AND_NULL(&p->ms_token);
 	return r;
 }
 
@@ -257,6 +272,8 @@ int cmd_serve(int argc, char **argv)
 	if (cfg.access_log && cfg.access_log != stdout)
 		fclose(cfg.access_log);
 	config_release(&p.conf); /* cfg borrowed its strings */
+	free(p.hf_token);
+	free(p.ms_token);
 	free(p.admin_token);
 	if (r) {
 		fprintf(stderr, "hubmirror: serve: %s\n", err ? err : err_str(r));

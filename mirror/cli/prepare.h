@@ -17,6 +17,8 @@ struct serve_prep {
 	const char *access;         /* --access-log */
 	const char *admin_token_file;
 	char *admin_token;          /* read from it (owned) */
+	const char *hf_token_file, *ms_token_file;  /* on demand: upstream tokens */
+	char *hf_token, *ms_token;  /* read from them (owned) */
 	const char *config;
 	int auth, max_connections;
 };

@@ -29,6 +29,7 @@
 #include "hub/http.h"
 #include "hub/hub.h"
 #include "access.h"
+#include "ondemand.h"
 #include "routes-int.h"
 #include "mirror/store.h"
 
@@ -274,7 +275,9 @@ static int hf_resolve_how(struct hfreq *h, const char *rev, bool lite)
 		return -1;
 	if (!r)
 		return 0;
-	if (r == HM_ERR_NOT_FOUND && !found) {
+	if (r == HM_ERR_NOT_FOUND && !found && mirror_ondemand_track(h->rt, h->req, "hf", h->type, h->name)) {
+		/* fetched on demand: answered once it is listed */
+	} else if (r == HM_ERR_NOT_FOUND && !found) {
 		hf_error(h->req, 404, "RepoNotFound", "Repository not found", NULL);
 	} else if (r == HM_ERR_NOT_FOUND && hf_refused(h)) {
 		/* answered */
@@ -983,9 +986,15 @@ static void hf_file(struct hfreq *h, const char *rev, const char *path, bool raw
 		httpd_respond_str(req, 304, NULL, "");
 		goto out;
 	}
-	if (mirror__send_blob(h->rt, req, e.sha256, e.size))
-		/* catalog says yes, store says no: verify quarantined it; the next sync brings it back */
-		hf_error(req, 503, NULL, "File temporarily unavailable on this mirror", h->snap.commit);
+	if (mirror__send_blob(h->rt, req, e.sha256, e.size)) {
+		/* a provisional snapshot's content, fetched now; or (catalog says yes, store says no) one
+		 * verify quarantined, which the next sync brings back */
+		struct mirror_ondemand_file of = { "hf", h->type, h->name, h->snap.commit, h->repo.follow_rev, e.path,
+						   e.sha256, e.size };
+		if (!h->rt->ondemand || catalog_blob_present(h->rt->data->catalog, e.sha256) != 0 ||
+		    mirror_ondemand_send(h->rt, req, &of))
+			hf_error(req, 503, NULL, "File temporarily unavailable on this mirror", h->snap.commit);
+	}
 out:
 	catalog_entry_release(&e);
 }

@@ -52,6 +52,7 @@ struct mirror_routes {
 	size_t npool;
 	char *catalog_path;
 	struct mirror_admin admin;    /* the operator's API; admin.token NULL: off */
+	struct mirror_ondemand *ondemand; /* serve --on-demand; NULL: off. Borrowed */
 };
 
 /* The operator token of a request (Authorization: Bearer, or ModelScope's m_session_id cookie), in
@@ -100,6 +101,12 @@ int mirror__route_web(struct mirror_routes *rt, struct httpd_req *req, const cha
 /* Catalog browsing API (routes-catalog.c); the JSON shape of a repo is mirror/repojson.h's. */
 int mirror__route_catalog(struct mirror_routes *rt, struct httpd_req *req, const char *rest, const char *arg);
 int mirror__route_admin(struct mirror_routes *rt, struct httpd_req *req, const char *rest, const char *arg);
+/* ModelScope's answer envelope {Code, Message, Success, Data, RequestId} (routes-ms.c). */
+json_t *mirror__ms_envelope_json(int status, json_t *data, const char *message);
+
+/* Route req again from the start (an answer that had to wait for an on-demand listing). */
+int mirror__dispatch(struct mirror_routes *rt, struct httpd_req *req);
+
 /* routes-requests.c: /api/catalog/requests, and the admin's decision (POST /api/admin/requests/{id}) */
 void mirror__route_requests(struct mirror_routes *rt, struct httpd_req *req);
 void mirror__admin_decide(struct mirror_routes *rt, struct httpd_req *req, const char *id);

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "access.h"
+#include "ondemand.h"
 #include "base/buf.h"
 #include "base/xmalloc.h"
 #include "catalog/catalog.h"
@@ -67,6 +68,8 @@ static void http_part(struct mirror_routes *rt, struct buf *b)
 	struct httpd_stats hs;
 
 	httpd_get_stats(rt->httpd, &hs);
+	if (rt->ondemand)
+		mirror_ondemand_metrics(rt->ondemand, b);
 	head(b, "hubmirror_http_requests_total", "counter", "HTTP requests answered, by route and status.");
 	mirror__metrics_requests(rt, b);
 	head(b, "hubmirror_http_response_bytes_total", "counter", "Bytes sent to HTTP clients (headers and bodies).");

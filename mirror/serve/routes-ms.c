@@ -22,6 +22,7 @@
 #include "mirror/data.h"
 #include "hub/hub.h"
 #include "access.h"
+#include "ondemand.h"
 #include "routes-int.h"
 #include "mirror/store.h"
 
@@ -29,7 +30,7 @@
 #define MS_MAX_PAGE 1000
 
 /* The envelope around data (consumed); on the loop or a worker. */
-static json_t *ms_envelope_json(int status, json_t *data, const char *message)
+json_t *mirror__ms_envelope_json(int status, json_t *data, const char *message)
 {
 	char rid[40];
 	struct timespec ts;
@@ -45,7 +46,7 @@ static json_t *ms_envelope_json(int status, json_t *data, const char *message)
 
 static void ms_envelope(struct httpd_req *req, int status, json_t *data, const char *message)
 {
-	mirror__respond_json(req, status, ms_envelope_json(status, data, message));
+	mirror__respond_json(req, status, mirror__ms_envelope_json(status, data, message));
 }
 
 struct msreq {
@@ -103,7 +104,9 @@ static int ms_resolve(struct msreq *m)
 		free(rev);
 		return -1;
 	}
-	if (r && !(r == HM_ERR_NOT_FOUND && found && ms_refused(m))) {
+	if (r == HM_ERR_NOT_FOUND && !found && mirror_ondemand_track(m->rt, m->req, "ms", m->type, m->name)) {
+		/* fetched on demand: answered once it is listed */
+	} else if (r && !(r == HM_ERR_NOT_FOUND && found && ms_refused(m))) {
 		char *msg = !found ? xasprintf("%s %s not found", m->type, m->name)
 				   : xasprintf("Revision %s not found", rev ? rev : "(default)");
 		ms_envelope(m->req, r == HM_ERR_NOT_FOUND ? 404 : 500, NULL, msg);
@@ -231,10 +234,10 @@ static void list_build(struct mirror__job *job, struct catalog *cat)
 	if (r) {
 		json_decref(l.files);
 		job->status = 500;
-		job->body = ms_envelope_json(500, NULL, "catalog error");
+		job->body = mirror__ms_envelope_json(500, NULL, "catalog error");
 	} else {
 		job->status = 200;
-		job->body = ms_envelope_json(200, json_pack("{s:o}", "Files", l.files), "success");
+		job->body = mirror__ms_envelope_json(200, json_pack("{s:o}", "Files", l.files), "success");
 	}
 	free(l.last_dir);
 	free(l.prev);
@@ -378,8 +381,14 @@ static void ms_download(struct msreq *m)
 		goto out;
 	}
 	httpd_add_headerf(m->req, "ETag", "\"%s\"", e.sha256);
-	if (mirror__send_blob(m->rt, m->req, e.sha256, e.size))
-		ms_envelope(m->req, 503, NULL, "file temporarily unavailable on this mirror");
+	if (mirror__send_blob(m->rt, m->req, e.sha256, e.size)) {
+		/* a provisional snapshot's content is fetched now (see routes-hf.c) */
+		struct mirror_ondemand_file of = { "ms", m->type, m->name, m->snap.commit, m->repo.follow_rev, e.path,
+						   e.sha256, e.size };
+		if (!m->rt->ondemand || catalog_blob_present(m->rt->data->catalog, e.sha256) != 0 ||
+		    mirror_ondemand_send(m->rt, m->req, &of))
+			ms_envelope(m->req, 503, NULL, "file temporarily unavailable on this mirror");
+	}
 out:
 	catalog_entry_release(&e);
 	free(path);

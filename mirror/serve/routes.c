@@ -202,6 +202,13 @@ static bool gate_open(struct mirror_routes *r, const struct route *e, struct htt
 }
 
 /* The one handler: find the path's route in the map, check its gate and method, call it. */
+static int dispatch(void *ud, struct httpd_req *req);
+
+int mirror__dispatch(struct mirror_routes *rt, struct httpd_req *req)
+{
+	return dispatch(rt, req);
+}
+
 static int dispatch(void *ud, struct httpd_req *req)
 {
 	struct mirror_routes *r = ud;
@@ -266,6 +273,11 @@ void mirror__metrics_requests(struct mirror_routes *rt, struct buf *b)
 	for (size_t i = 0; i < rt->ncounts; i++)
 		buf_addf(b, "hubmirror_http_requests_total{route=\"%s\",status=\"%d\"} %llu\n", rt->counts[i].route,
 			 rt->counts[i].status, (unsigned long long)rt->counts[i].requests);
+}
+
+void mirror_routes_set_ondemand(struct mirror_routes *r, struct mirror_ondemand *od)
+{
+	r->ondemand = od;
 }
 
 void mirror_routes_set_access(struct mirror_routes *r, const struct mirror_access *access)

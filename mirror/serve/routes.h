@@ -18,6 +18,9 @@ void mirror_routes_install(struct mirror_routes *r, struct httpd *h);
 /* The mirror's BitTorrent seed (borrowed; NULL: none): the tracker adds it to the swarms it seeds. */
 struct mirror_seeder;
 void mirror_routes_set_seeder(struct mirror_routes *r, struct mirror_seeder *seeder);
+/* Fetch on demand (borrowed; NULL: off). */
+struct mirror_ondemand;
+void mirror_routes_set_ondemand(struct mirror_routes *r, struct mirror_ondemand *od);
 /* New access rules (borrowed like mirror_routes_new's; a worker that took a reference to the old
  * ones keeps it until its answer is done). On the loop. */
 void mirror_routes_set_access(struct mirror_routes *r, const struct mirror_access *access);

@@ -18,6 +18,7 @@
 #include "hub/httpd.h"
 #include "hub/tls.h"
 #include "routes.h"
+#include "ondemand.h"
 #include "seeder.h"
 #include "serve.h"
 
@@ -41,6 +42,7 @@ struct server {
 	struct httpd *httpd;
 	struct mirror_routes *routes;
 	struct mirror_seeder *seeder;
+	struct mirror_ondemand *ondemand;
 	struct mirror_access *access;
 };
 
@@ -437,6 +439,15 @@ int mirror_serve(const struct mirror_serve_config *cfg, char **errmsg)
 		struct mirror_admin a = { cfg->admin_token, &s, admin_status, admin_sync_now, admin_pause };
 		mirror_routes_set_admin(s.routes, &a);
 	}
+	if (cfg->on_demand) {
+		struct mirror_ondemand_config oc = { cfg->on_demand, cfg->data_dir, cfg->hf_upstream, cfg->ms_upstream,
+						     cfg->hf_token, cfg->ms_token };
+		r = mirror_ondemand_new(&s.loop, &oc, &s.ondemand, errmsg);
+		if (r)
+			goto out;
+		mirror_routes_set_ondemand(s.routes, s.ondemand);
+		log_info("serve", "fetching on demand what a client asks for and %s covers", cfg->on_demand);
+	}
 	if (cfg->p2p_listen) {
 		struct mirror_seeder_config sc = { cfg->p2p_listen, cfg->p2p_upload_limit, cfg->p2p_rescan_ms,
 						   cfg->p2p_super_seed, s.access };
@@ -493,6 +504,7 @@ int mirror_serve(const struct mirror_serve_config *cfg, char **errmsg)
 	r = 0;
 out:
 	httpd_free(&s.httpd); /* deferred answers still running finish in the uv_run below */
+	mirror_ondemand_stop(s.ondemand, &s.loop); /* after the clients' connections closed */
 	mirror_seeder_free(&s.seeder); /* closes its handles: before the walk below */
 	if (s.sync_running)
 		uv_process_kill(&s.sync_proc, SIGTERM); /* its lock and temp files make this safe */
@@ -500,6 +512,7 @@ out:
 	uv_run(&s.loop, UV_RUN_DEFAULT);
 	uv_loop_close(&s.loop);
 	mirror_routes_free(&s.routes); /* after the workers: they use its catalog connections */
+	mirror_ondemand_free(&s.ondemand); /* after the workers too: listings use it */
 	mirror_data_free(&s.data);
 	free(s.spill_dir);
 	mirror_access_free(&s.access);

@@ -45,6 +45,9 @@ struct mirror_serve_config {
 	void (*on_sighup)(void *ud); /* called first on SIGHUP (the CLI reads the file again and says what
 				     * changed), or NULL */
 	void *on_sighup_ud;
+	const char *on_demand;      /* patterns of repos fetched when a client asks (ondemand.h); NULL: off */
+	const char *hf_token;       /* upstream tokens, for on-demand fetches only (NULL: anonymous) */
+	const char *ms_token;
 	unsigned shutdown_grace_ms; /* on SIGTERM, how long answers in flight may take to finish; 0: stop
 				     * at once (cmd-serve's default is 10 s) */
 };

@@ -1,0 +1,623 @@
+/*
+ * ondemand.c - repositories fetched when a client asks for them (see ondemand.h).
+ *
+ * Two parts:
+ *   tracking    on a worker thread (httpd_defer): the repo is added to the catalog and listed by the
+ *               sync engine's provisional mode on the worker's own loop and catalog connection; one
+ *               listing at a time, and a repo tried in the last minute is not tried again (a flood
+ *               of requests for a repo upstream lacks costs upstream one request a minute).
+ *   fetching    on the serve's loop: one struct fetch per content, writing through the store's
+ *               writer and answering every client asking for it from the partial file
+ *               (httpd_respond_file_gated). When another process writes the same partial file
+ *               (a sync: the store allows one writer), the clients follow that file instead.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "base/buf.h"
+#include "base/err.h"
+#include "base/hex.h"
+#include "base/log.h"
+#include "base/xmalloc.h"
+#include "catalog/catalog.h"
+#include "hub/http.h"
+#include "hub/httpd.h"
+#include "hub/hub.h"
+#include "hub/upstream.h"
+#include "mirror/data.h"
+#include "mirror/store.h"
+#include "mirror/sync.h"
+#include "ondemand.h"
+#include "routes-int.h"
+
+#define RETRY_AFTER_S 60       /* a repo tried is not tried again sooner */
+#define STALL_S 120            /* a followed partial file that does not grow for this long is given up */
+#define TRIED_SLOTS 256
+
+struct fetch;
+
+struct mirror_ondemand {
+	char **patterns;
+	size_t npatterns;
+	char *data_dir;
+	char *hf_base, *ms_base, *hf_token, *ms_token;
+	struct hub_http *http;
+	struct hub_client *client;
+	struct fetch *fetches;         /* contents being fetched or followed */
+	pthread_mutex_t mu;            /* tried[] and the counters the workers touch */
+	pthread_mutex_t list_mu;       /* one listing at a time */
+	struct { char key[160]; int64_t at; } tried[TRIED_SLOTS];
+	size_t tried_next;
+	uint64_t repos_tracked, listings_failed, fetches_total, fetches_failed, bytes_fetched;
+};
+
+/* ---- patterns ----------------------------------------------------------------------------------- */
+
+static char *spec_text(const char *hub, const char *type, const char *name)
+{
+	return xasprintf("%s:%s%s", hub, strcmp(type, "dataset") ? "" : "datasets/", name);
+}
+
+bool mirror_ondemand_covers(const struct mirror_ondemand *od, const char *hub, const char *type, const char *name)
+{
+	char *spec = spec_text(hub, type, name);
+	bool yes = false;
+
+	for (size_t i = 0; i < od->npatterns && !yes; i++)
+		yes = !strcmp(od->patterns[i], "*") || fnmatch(od->patterns[i], spec, 0) == 0;
+	free(spec);
+	return yes;
+}
+
+/* A pattern: "*", or hf:/ms: then [datasets/]ORG/NAME with globs. */
+static bool pattern_ok(const char *p)
+{
+	if (!strcmp(p, "*"))
+		return true;
+	if (strncmp(p, "hf:", 3) && strncmp(p, "ms:", 3))
+		return false;
+	if (!p[3] || strstr(p, "..") || strchr(p, ' '))
+		return false;
+	return true;
+}
+
+int mirror_ondemand_new(uv_loop_t *loop, const struct mirror_ondemand_config *cfg, struct mirror_ondemand **out,
+			char **errmsg)
+{
+	struct mirror_ondemand *od = xcalloc(1, sizeof(*od));
+	struct hub_http_config hc = { 0 };
+	struct hub_client_config cc;
+	char *list = xstrdup(cfg->patterns ? cfg->patterns : ""), *save = NULL, *t;
+	int r = 0;
+
+	for (t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		while (*t == ' ')
+			t++;
+		if (!*t)
+			continue;
+		if (!pattern_ok(t)) {
+			*errmsg = xasprintf("--on-demand: '%s' is not a pattern (hf:ORG/*, hf:datasets/*, ms:ORG/NAME, *)", t);
+			r = -EINVAL;
+			break;
+		}
+		od->patterns = xreallocarray(od->patterns, od->npatterns + 1, sizeof(*od->patterns));
+		od->patterns[od->npatterns++] = xstrdup(t);
+	}
+	free(list);
+	if (!r && !od->npatterns) {
+		*errmsg = xstrdup("--on-demand: no pattern given");
+		r = -EINVAL;
+	}
+	pthread_mutex_init(&od->mu, NULL);
+	pthread_mutex_init(&od->list_mu, NULL);
+	od->data_dir = xstrdup(cfg->data_dir);
+	od->hf_base = cfg->hf_base ? xstrdup(cfg->hf_base) : NULL;
+	od->ms_base = cfg->ms_base ? xstrdup(cfg->ms_base) : NULL;
+	od->hf_token = cfg->hf_token ? xstrdup(cfg->hf_token) : NULL;
+	od->ms_token = cfg->ms_token ? xstrdup(cfg->ms_token) : NULL;
+	if (!r && hub_http_new(loop, &hc, &od->http)) {
+		*errmsg = xstrdup("--on-demand: cannot start the HTTP client");
+		r = -EINVAL;
+	}
+	cc = (struct hub_client_config){ od->hf_base, od->ms_base, od->hf_token, od->ms_token };
+	if (!r && hub_client_new(od->http, &cc, &od->client)) {
+		*errmsg = xstrdup("--on-demand: upstream URLs must start with http:// or https://");
+		r = -EINVAL;
+	}
+	if (r) {
+		mirror_ondemand_free(&od);
+		return r;
+	}
+	*out = od;
+	return 0;
+}
+
+/* ---- tracking: on a worker ---------------------------------------------------------------------- */
+
+/* Was key tried in the last RETRY_AFTER_S seconds? If not, note it as tried now. */
+static bool tried_recently(struct mirror_ondemand *od, const char *key)
+{
+	int64_t now = (int64_t)time(NULL);
+	bool yes = false;
+
+	pthread_mutex_lock(&od->mu);
+	for (size_t i = 0; i < TRIED_SLOTS && !yes; i++)
+		yes = od->tried[i].at && now - od->tried[i].at < RETRY_AFTER_S && !strcmp(od->tried[i].key, key);
+	if (!yes) {
+		snprintf(od->tried[od->tried_next].key, sizeof(od->tried[0].key), "%s", key);
+		od->tried[od->tried_next].at = now;
+		od->tried_next = (od->tried_next + 1) % TRIED_SLOTS;
+	}
+	pthread_mutex_unlock(&od->mu);
+	return yes;
+}
+
+struct track_job {
+	struct mirror_routes *rt;
+	struct mirror_ondemand *od;
+	char *hub, *type, *name, *by;
+	int result;             /* 0: tracked and listed */
+	char *message;          /* why not */
+};
+
+static void track_work(void *ud)
+{
+	struct track_job *j = ud;
+	struct mirror_ondemand *od = j->od;
+	struct mirror_data *d = NULL;
+	struct catalog_repo repo = { 0 };
+	struct mirror_sync_config cfg = { 0 };
+	struct mirror_sync_report rep = { 0 };
+	enum hub_kind k = strcmp(j->hub, "ms") ? HUB_HF : HUB_MS;
+	char *err = NULL, *opts = NULL, *spec = spec_text(j->hub, j->type, j->name);
+	json_t *o;
+	int e;
+
+	pthread_mutex_lock(&od->list_mu);
+	e = mirror_data_open(od->data_dir, &d, &err);
+	if (e) {
+		j->result = e;
+		j->message = err ? err : xstrdup(err_str(e));
+		goto out;
+	}
+	if (!catalog_repo_get(d->catalog, j->hub, j->type, j->name, &repo)) {
+		j->result = 0; /* tracked meanwhile (a request before us, an operator) */
+		goto out;
+	}
+	o = json_pack("{s:{s:s, s:I}}", "on_demand", "by", j->by, "at", (json_int_t)time(NULL));
+	opts = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
+	json_decref(o);
+	if (catalog_repo_add(d->catalog, j->hub, j->type, j->name, hub_default_revision(k), NULL, NULL, opts, NULL) ||
+	    catalog_repo_set_refs(d->catalog, j->hub, j->type, j->name, "default") ||
+	    catalog_repo_get(d->catalog, j->hub, j->type, j->name, &repo)) {
+		j->result = HM_ERR_SQLITE;
+		j->message = xasprintf("catalog: %s", catalog_errmsg(d->catalog));
+		goto out;
+	}
+	cfg.hf_base = od->hf_base;
+	cfg.ms_base = od->ms_base;
+	cfg.hf_token = od->hf_token;
+	cfg.ms_token = od->ms_token;
+	cfg.provisional = true;
+	cfg.http.max_tries = 3;
+	e = mirror_sync_run(d, &repo, 1, &cfg, &rep, &err);
+	if (e || !rep.nrepos || strcmp(rep.repos[0].outcome, "ok")) {
+		j->result = e ? e : HM_ERR_NOT_FOUND;
+		j->message = xstrdup(e ? (err ? err : err_str(e))
+				       : (rep.repos[0].error ? rep.repos[0].error : rep.repos[0].outcome));
+		/* not kept: upstream lacks it or refuses the mirror; asked again in a minute at the earliest */
+		catalog_repo_remove(d->catalog, j->hub, j->type, j->name);
+		log_info("ondemand", "%s (asked by %s): not tracked: %s", spec, j->by, j->message);
+		pthread_mutex_lock(&od->mu);
+		od->listings_failed++;
+		pthread_mutex_unlock(&od->mu);
+	} else {
+		log_info("ondemand", "%s: tracked on demand (asked by %s) at %.12s, %lld files; large ones fetched when "
+			 "first asked", spec, j->by, rep.repos[0].commit, (long long)rep.repos[0].files);
+		pthread_mutex_lock(&od->mu);
+		od->repos_tracked++;
+		pthread_mutex_unlock(&od->mu);
+	}
+out:
+	mirror_sync_report_release(&rep);
+	catalog_repo_release(&repo);
+	mirror_data_free(&d);
+	pthread_mutex_unlock(&od->list_mu);
+	free(opts);
+	free(spec);
+	if (err && j->message != err)
+		free(err);
+}
+
+static void track_done(void *ud, struct httpd_req *req)
+{
+	struct track_job *j = ud;
+
+	if (req) {
+		if (!j->result) {
+			mirror__dispatch(j->rt, req); /* now tracked: answered as any repo */
+		} else if (!strcmp(j->hub, "ms")) {
+			char *m = xasprintf("%s %s not found", j->type, j->name);
+			mirror__respond_json(req, 404, mirror__ms_envelope_json(404, NULL, m));
+			free(m);
+		} else {
+			httpd_add_header(req, "X-Error-Code", "RepoNotFound");
+			httpd_add_header(req, "X-Error-Message", "Repository not found");
+			httpd_add_header(req, "Access-Control-Allow-Origin", "*");
+			mirror__respond_json(req, 404, json_pack("{s:s}", "error", "Repository not found"));
+		}
+	}
+	free(j->hub);
+	free(j->type);
+	free(j->name);
+	free(j->by);
+	free(j->message);
+	free(j);
+}
+
+int mirror_ondemand_track(struct mirror_routes *rt, struct httpd_req *req, const char *hub, const char *type,
+			  const char *name)
+{
+	struct mirror_ondemand *od = rt->ondemand;
+	struct track_job *j;
+	char *key;
+
+	if (!od || !mirror_ondemand_covers(od, hub, type, name))
+		return 0;
+	key = spec_text(hub, type, name);
+	if (tried_recently(od, key)) {
+		free(key);
+		return 0;
+	}
+	free(key);
+	j = xcalloc(1, sizeof(*j));
+	j->rt = rt;
+	j->od = od;
+	j->hub = xstrdup(hub);
+	j->type = xstrdup(type);
+	j->name = xstrdup(name);
+	j->by = xstrdup(httpd_peer(req));
+	httpd_defer(req, track_work, track_done, j);
+	return 1;
+}
+
+/* ---- fetching: on the loop ---------------------------------------------------------------------- */
+
+enum fetch_state { FETCH_RUNNING, FETCH_OK, FETCH_FAILED };
+
+struct fetch {
+	struct mirror_ondemand *od;
+	struct mirror_routes *rt;
+	struct fetch *next;
+	char sha256[65];
+	int64_t size;
+	enum fetch_state state;
+	int refs;                      /* clients + the transfer */
+	struct mirror_store_writer *w; /* NULL when following another process's writer */
+	struct hub_http_req *req;
+	int64_t have;                  /* bytes in the partial file */
+	char *part_path;
+	int64_t last_growth;           /* following: when the partial file last grew */
+	char *spec;                    /* for the log */
+};
+
+static void fetch_unref(struct fetch *f)
+{
+	struct fetch **pp;
+
+	if (--f->refs > 0)
+		return;
+	for (pp = &f->od->fetches; *pp; pp = &(*pp)->next)
+		if (*pp == f) {
+			*pp = f->next;
+			break;
+		}
+	mirror_store_writer_abort(&f->w, true);
+	free(f->part_path);
+	free(f->spec);
+	free(f);
+}
+
+static void fetch_end(struct fetch *f, enum fetch_state st, const char *why)
+{
+	struct mirror_ondemand *od = f->od;
+
+	f->state = st;
+	if (st == FETCH_OK) {
+		if (catalog_blob_set_present(f->rt->data->catalog, f->sha256))
+			log_warn("ondemand", "catalog: %s", catalog_errmsg(f->rt->data->catalog));
+		log_info("ondemand", "%s: content %.12s in (%lld bytes, verified)", f->spec, f->sha256, (long long)f->size);
+	} else {
+		od->fetches_failed++;
+		log_warn("ondemand", "%s: content %.12s not kept: %s", f->spec, f->sha256, why);
+	}
+}
+
+static int fetch_on_response(void *ud, const struct hub_http_resp *resp)
+{
+	struct fetch *f = ud;
+
+	if (resp->status == 206 && f->have > 0) {
+		char want[40];
+		int n = snprintf(want, sizeof(want), "bytes %lld-", (long long)f->have);
+		return !resp->content_range || strncmp(resp->content_range, want, (size_t)n) ? HM_ERR_UPSTREAM : 0;
+	}
+	if (resp->status == 200) {
+		if (f->have > 0) {
+			int r = mirror_store_writer_truncate(f->w); /* upstream ignored the Range */
+			if (r)
+				return r;
+			f->have = 0;
+		}
+		return 0;
+	}
+	return hub_classify_error(strncmp(f->spec, "ms:", 3) ? HUB_HF : HUB_MS, resp->status, resp->error_code);
+}
+
+static int fetch_on_body(void *ud, const char *data, size_t n)
+{
+	struct fetch *f = ud;
+	int r = mirror_store_writer_write(f->w, data, n);
+
+	if (r)
+		return r;
+	f->have += (int64_t)n;
+	f->od->bytes_fetched += n;
+	return 0;
+}
+
+static void fetch_on_done(void *ud, int result, const struct hub_http_resp *resp, const char *body, size_t len)
+{
+	struct fetch *f = ud;
+	int r;
+
+	(void)body;
+	(void)len;
+	f->req = NULL;
+	if (!result && (resp->status == 200 || resp->status == 206)) {
+		r = mirror_store_writer_commit(&f->w, NULL); /* verifies; a mismatch deletes the bytes */
+		fetch_end(f, r ? FETCH_FAILED : FETCH_OK, r ? err_str(r) : NULL);
+	} else {
+		/* kept for a resume (the next client, or the sync) */
+		fetch_end(f, FETCH_FAILED, result ? err_str(result) : "upstream refused");
+	}
+	fetch_unref(f);
+}
+
+/* How many bytes from off a client may take now: all of them once verified; while the content
+ * arrives, what is written except the last byte (which goes only after the check); -1 on failure. */
+static int64_t fetch_gate(void *ud, int64_t off, int64_t len)
+{
+	struct fetch *f = ud;
+	int64_t end;
+
+	if (f->state == FETCH_RUNNING && !f->w) {
+		/* following another writer: its partial file grows, then becomes the blob, or vanishes */
+		struct stat st;
+		int64_t now = (int64_t)time(NULL);
+		if (mirror_store_has(f->rt->data->store, f->sha256, f->size)) {
+			fetch_end(f, FETCH_OK, NULL);
+		} else if (stat(f->part_path, &st) < 0) {
+			fetch_end(f, FETCH_FAILED, "the other writer dropped it");
+		} else {
+			if ((int64_t)st.st_size > f->have) {
+				f->have = (int64_t)st.st_size;
+				f->last_growth = now;
+			}
+			if (now - f->last_growth > STALL_S)
+				fetch_end(f, FETCH_FAILED, "the other writer stalled");
+		}
+	}
+	if (f->state == FETCH_OK)
+		return len;
+	if (f->state == FETCH_FAILED)
+		return -1;
+	end = f->have - 1; /* the last byte waits for the verdict */
+	if (off >= end)
+		return 0;
+	return end - off < len ? end - off : len;
+}
+
+static void fetch_release(void *ud)
+{
+	fetch_unref(ud);
+}
+
+static struct fetch *fetch_start(struct mirror_routes *rt, const struct mirror_ondemand_file *in)
+{
+	struct mirror_ondemand *od = rt->ondemand;
+	struct mirror_store_expect ex = { in->sha256, NULL, in->size };
+	struct fetch *f;
+	int r;
+
+	for (f = od->fetches; f; f = f->next)
+		if (!strcmp(f->sha256, in->sha256) && f->state == FETCH_RUNNING)
+			return f;
+	f = xcalloc(1, sizeof(*f));
+	f->od = od;
+	f->rt = rt;
+	memcpy(f->sha256, in->sha256, 65);
+	f->size = in->size;
+	f->spec = spec_text(in->hub, in->type, in->name);
+	f->part_path = mirror_store_part_path(rt->data->store, in->sha256);
+	f->last_growth = (int64_t)time(NULL);
+	r = mirror_store_writer_new(rt->data->store, &ex, true, &f->w);
+	if (r && r != -EBUSY) {
+		log_warn("ondemand", "%s: content %.12s: store: %s", f->spec, f->sha256, err_str(r));
+		free(f->part_path);
+		free(f->spec);
+		free(f);
+		return NULL;
+	}
+	f->next = od->fetches;
+	od->fetches = f;
+	f->refs = 1; /* the transfer, or the following */
+	if (r == -EBUSY) {
+		log_info("ondemand", "%s: content %.12s is being fetched by another process: following it", f->spec,
+			 f->sha256);
+		f->w = NULL;
+		return f;
+	}
+	f->have = mirror_store_writer_offset(f->w);
+	od->fetches_total++;
+	if (f->have == f->size) {
+		r = mirror_store_writer_commit(&f->w, NULL); /* an earlier transfer got every byte */
+		fetch_end(f, r ? FETCH_FAILED : FETCH_OK, r ? err_str(r) : NULL);
+		if (r)
+			log_warn("ondemand", "%s: content %.12s: %s", f->spec, f->sha256, err_str(r));
+		return f;
+	}
+	{
+		enum hub_kind k = strcmp(in->hub, "ms") ? HUB_HF : HUB_MS;
+		struct hub_spec spec = { .hub = k, .type = strcmp(in->type, "dataset") ? HUB_MODEL : HUB_DATASET,
+					 .name = (char *)in->name, .revision = (char *)in->revision };
+		char *url = hub_file_url(od->client, &spec, in->commit, in->path);
+		struct hub_http_req_opts o = {
+			.url = url,
+			.token = hub_client_token(od->client, k),
+			.token_cookie = k == HUB_MS ? "m_session_id" : NULL,
+			.range_start = f->have,
+			.on_response = fetch_on_response,
+			.on_body = fetch_on_body,
+			.on_done = fetch_on_done,
+			.ud = f,
+		};
+		log_info("ondemand", "%s: fetching %s (%lld bytes) for a client", f->spec, in->path, (long long)in->size);
+		f->req = hub_http_request(od->http, &o);
+		free(url);
+		if (!f->req)
+			fetch_end(f, FETCH_FAILED, "bad upstream URL");
+	}
+	return f;
+}
+
+int mirror_ondemand_send(struct mirror_routes *rt, struct httpd_req *req, const struct mirror_ondemand_file *in)
+{
+	struct fetch *f;
+	int64_t a = 0, b = in->size - 1;
+	int fd, rr;
+
+	if (!rt->ondemand || !hex_is_lower(in->sha256, 64) || in->size <= 0)
+		return -1;
+	f = fetch_start(rt, in);
+	if (!f)
+		return -1;
+	if (f->state == FETCH_OK) {
+		/* in the store now */
+		f->refs++;
+		fetch_unref(f);
+		return mirror__send_blob(rt, req, in->sha256, in->size) ? -1 : 0;
+	}
+	if (f->state == FETCH_FAILED) {
+		f->refs++;
+		fetch_unref(f);
+		return -1;
+	}
+	fd = open(f->part_path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		/* followed, and it became the blob just now */
+		return mirror__send_blob(rt, req, in->sha256, in->size) ? -1 : 0;
+	}
+	httpd_add_header(req, "Accept-Ranges", "bytes");
+	rr = httpd_parse_range(httpd_header(req, "Range"), in->size, &a, &b);
+	if (rr < 0) {
+		close(fd);
+		httpd_add_headerf(req, "Content-Range", "bytes */%" PRId64, in->size);
+		httpd_respond_str(req, 416, "text/plain", "range not satisfiable\n");
+		return 0;
+	}
+	if (rr > 0)
+		httpd_add_headerf(req, "Content-Range", "bytes %" PRId64 "-%" PRId64 "/%" PRId64, a, b, in->size);
+	else
+		a = 0, b = in->size - 1;
+	f->refs++;
+	httpd_respond_file_gated(req, rr > 0 ? 206 : 200, "application/octet-stream", fd, a, b - a + 1, fetch_gate,
+				 fetch_release, f);
+	return 0;
+}
+
+/* ---- the rest ----------------------------------------------------------------------------------- */
+
+void mirror_ondemand_metrics(const struct mirror_ondemand *od, struct buf *b)
+{
+	size_t running = 0;
+
+	for (const struct fetch *f = od->fetches; f; f = f->next)
+		running += f->state == FETCH_RUNNING;
+	buf_adds(b, "# HELP hubmirror_ondemand_repos_total Repositories tracked because a client asked for them.\n"
+		    "# TYPE hubmirror_ondemand_repos_total counter\n");
+	buf_addf(b, "hubmirror_ondemand_repos_total %" PRIu64 "\n", od->repos_tracked);
+	buf_adds(b, "# HELP hubmirror_ondemand_fetches_total Contents fetched from upstream for a client, by outcome.\n"
+		    "# TYPE hubmirror_ondemand_fetches_total counter\n");
+	buf_addf(b, "hubmirror_ondemand_fetches_total{outcome=\"started\"} %" PRIu64 "\n", od->fetches_total);
+	buf_addf(b, "hubmirror_ondemand_fetches_total{outcome=\"failed\"} %" PRIu64 "\n", od->fetches_failed);
+	buf_adds(b, "# HELP hubmirror_ondemand_fetched_bytes_total Bytes fetched from upstream for clients.\n"
+		    "# TYPE hubmirror_ondemand_fetched_bytes_total counter\n");
+	buf_addf(b, "hubmirror_ondemand_fetched_bytes_total %" PRIu64 "\n", od->bytes_fetched);
+	buf_adds(b, "# HELP hubmirror_ondemand_fetches_running Contents being fetched (or followed) for clients now.\n"
+		    "# TYPE hubmirror_ondemand_fetches_running gauge\n");
+	buf_addf(b, "hubmirror_ondemand_fetches_running %zu\n", running);
+}
+
+void mirror_ondemand_stop(struct mirror_ondemand *od, uv_loop_t *loop)
+{
+	bool busy = true;
+
+	if (!od || !od->http)
+		return;
+	for (struct fetch *f = od->fetches; f; f = f->next)
+		if (f->req)
+			hub_http_cancel(f->req);
+	/* a cancelled transfer ends through its on_done, from a timer due at once: run the loop until
+	 * every one has (partial files kept for a resume) */
+	for (int i = 0; busy && i < 1000; i++) {
+		busy = false;
+		for (struct fetch *f = od->fetches; f; f = f->next)
+			busy |= f->req != NULL;
+		if (busy)
+			uv_run(loop, UV_RUN_NOWAIT);
+	}
+	hub_client_free(&od->client);
+	hub_http_free(&od->http); /* its handle closes in the caller's next uv_run */
+}
+
+void mirror_ondemand_free(struct mirror_ondemand **odp)
+{
+	struct mirror_ondemand *od = odp ? *odp : NULL;
+
+	if (!od)
+		return;
+	hub_client_free(&od->client);
+	hub_http_free(&od->http);
+	while (od->fetches) { /* followers the closed connections let go of already; what is left */
+		struct fetch *f = od->fetches;
+		od->fetches = f->next;
+		mirror_store_writer_abort(&f->w, true);
+		free(f->part_path);
+		free(f->spec);
+		free(f);
+	}
+	for (size_t i = 0; i < od->npatterns; i++)
+		free(od->patterns[i]);
+	free(od->patterns);
+	free(od->data_dir);
+	free(od->hf_base);
+	free(od->ms_base);
+	free(od->hf_token);
+	free(od->ms_token);
+	pthread_mutex_destroy(&od->mu);
+	pthread_mutex_destroy(&od->list_mu);
+	free(od);
+	*odp = NULL;
+}

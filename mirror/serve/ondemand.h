@@ -1,0 +1,74 @@
+/*
+ * ondemand.h - repositories the mirror does not track, fetched when a client asks for them
+ * (serve --on-demand PATTERNS; docs/commands/serve.md).
+ *
+ * A request for a repository that is not tracked but matches a pattern (a glob over its spec, such
+ * as every repo of one organisation: docs/commands/serve.md) tracks it (marked as added on demand,
+ * with who asked) and lists it upstream on a worker thread: the sync engine in its provisional mode fetches the small files upstream names by
+ * git id and records the snapshot at once, naming the large ones by their sha256 without fetching
+ * them; then the request is answered as for any tracked repository. A file whose content the store
+ * does not hold yet is fetched from upstream the first time it is asked for, through the store's
+ * writer (hashed as it lands), and streamed to that client, and to every other client asking for it
+ * meanwhile, from the partial file as its bytes arrive: one upstream transfer however many ask. The
+ * last byte goes out only once the whole content verified; a content that fails its hash is never
+ * kept, and every client's connection is closed short of the promised length, so no client holds a
+ * wrong file it believes complete. The nightly sync completes the snapshot like any other.
+ */
+#ifndef HM_MIRROR_ONDEMAND_H
+#define HM_MIRROR_ONDEMAND_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <uv.h>
+
+struct mirror_ondemand;
+struct mirror_routes;
+struct httpd_req;
+struct buf;
+
+struct mirror_ondemand_config {
+	const char *patterns;       /* comma-separated specs with globs; copied */
+	const char *data_dir;       /* the serve's data directory (a worker opens it again) */
+	const char *hf_base;        /* upstreams (NULL: the public hubs); copied */
+	const char *ms_base;
+	const char *hf_token;       /* NULL: anonymous; copied, never logged */
+	const char *ms_token;
+};
+
+/* Check the patterns and set up the upstream client on loop. Returns 0, or -EINVAL with *errmsg. */
+int mirror_ondemand_new(uv_loop_t *loop, const struct mirror_ondemand_config *cfg, struct mirror_ondemand **out,
+			char **errmsg);
+/* On the way out, after httpd_free: cancel the transfers in flight (running loop until they ended;
+ * partial files are kept for a resume) and close the upstream client. Then, after the last uv_run
+ * (listings on workers have ended), mirror_ondemand_free. */
+void mirror_ondemand_stop(struct mirror_ondemand *od, uv_loop_t *loop);
+void mirror_ondemand_free(struct mirror_ondemand **od);
+
+/* Does a pattern cover the repo (hub "hf"/"ms", type "model"/"dataset", name org/name)? */
+bool mirror_ondemand_covers(const struct mirror_ondemand *od, const char *hub, const char *type, const char *name);
+
+/* The repo is not tracked: when a pattern covers it and it was not tried in the last minute, track
+ * and list it on a worker and answer req afterwards as if it had been tracked all along (1: req is
+ * taken); else 0 (the caller answers "not found"). */
+int mirror_ondemand_track(struct mirror_routes *rt, struct httpd_req *req, const char *hub, const char *type,
+			  const char *name);
+
+/* What a file answer needs to fetch one content on demand. Strings borrowed for the call. */
+struct mirror_ondemand_file {
+	const char *hub, *type, *name;
+	const char *commit;         /* the snapshot's */
+	const char *revision;       /* the followed revision (ModelScope downloads by it) */
+	const char *path;
+	const char *sha256;
+	int64_t size;
+};
+
+/* Answer req (its headers already added) with the content, fetched now or being fetched, streamed as
+ * it lands (Range honoured). Returns 0 (answered), or -1 when it cannot (the caller answers 503). */
+int mirror_ondemand_send(struct mirror_routes *rt, struct httpd_req *req, const struct mirror_ondemand_file *f);
+
+/* Prometheus lines: repos tracked on demand, contents fetched, bytes, transfers running. */
+void mirror_ondemand_metrics(const struct mirror_ondemand *od, struct buf *b);
+
+#endif
