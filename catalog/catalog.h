@@ -476,4 +476,11 @@ int catalog_requests_each(struct catalog *c, const char *state, size_t limit,
 			  int (*fn)(void *ud, const struct catalog_request *q), void *ud);
 int catalog_requests_pending(struct catalog *c, int64_t *n);
 
+/* Repos tracked on demand (options.on_demand, serve --on-demand): a client asked for repo_id at `at`
+ * (options.on_demand.last). Returns 0 or HM_ERR_SQLITE. */
+int catalog_ondemand_touch(struct catalog *c, int64_t repo_id, int64_t at);
+/* Stop tracking the repos tracked on demand that nobody asked for since before (their snapshots go
+ * with the next gc); fn(ud, spec) for each. Returns 0 or an error. */
+int catalog_ondemand_expire(struct catalog *c, int64_t before, int (*fn)(void *ud, const char *spec), void *ud);
+
 #endif

@@ -181,6 +181,35 @@ int catalog_requests_each(struct catalog *c, const char *state, size_t limit,
 	return catalog__rows_end(st, rc, r);
 }
 
+int catalog_ondemand_touch(struct catalog *c, int64_t repo_id, int64_t at)
+{
+	sqlite3_stmt *st = NULL;
+
+	if (catalog__prepare(c, "UPDATE repos SET options = json_set(options, '$.on_demand.last', ?2) "
+			     "WHERE id = ?1 AND json_type(options, '$.on_demand') = 'object'", &st))
+		return HM_ERR_SQLITE;
+	sqlite3_bind_int64(st, 1, repo_id);
+	sqlite3_bind_int64(st, 2, at);
+	return catalog__run(st);
+}
+
+int catalog_ondemand_expire(struct catalog *c, int64_t before, int (*fn)(void *ud, const char *spec), void *ud)
+{
+	sqlite3_stmt *st = NULL;
+	int r = 0, rc;
+
+	if (catalog__prepare(c, "UPDATE repos SET removed_at = unixepoch() WHERE removed_at IS NULL AND "
+			     "json_type(options, '$.on_demand') = 'object' AND coalesce(json_extract(options, "
+			     "'$.on_demand.last'), json_extract(options, '$.on_demand.at'), 0) < ?1 "
+			     "RETURNING hub || ':' || CASE type WHEN 'dataset' THEN 'datasets/' ELSE '' END || name", &st))
+		return HM_ERR_SQLITE;
+	sqlite3_bind_int64(st, 1, before);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+		if (!r && fn)
+			r = fn(ud, (const char *)sqlite3_column_text(st, 0));
+	return catalog__rows_end(st, rc, 0) ? HM_ERR_SQLITE : r;
+}
+
 int catalog_requests_pending(struct catalog *c, int64_t *n)
 {
 	sqlite3_stmt *st = NULL;

@@ -47,6 +47,20 @@ static int take_every(const struct cli_command *self, const struct cli_flag *f, 
 	return CLI_OK;
 }
 
+/* --on-demand-ttl: a duration (90, 15m, 6h, 30d) in seconds (f->dest a double). */
+static int take_ttl(const struct cli_command *self, const struct cli_flag *f, const char *arg)
+{
+	char *end;
+	double v = strtod(arg, &end);
+	double mult = !*end || !strcmp(end, "s") ? 1 : !strcmp(end, "m") ? 60 : !strcmp(end, "h") ? 3600
+		    : !strcmp(end, "d") ? 86400 : -1;
+
+	if (end == arg || mult < 0 || !(v > 0) || v * mult > 3650 * 86400.0)
+		return cli_usage_error(self, "--on-demand-ttl takes a duration like 30d, 12h or 90, not '%s'", arg);
+	*(double *)f->dest = v * mult;
+	return CLI_OK;
+}
+
 /* The timeouts and --p2p-rescan: seconds (fractions allowed) in (0, 86400] to milliseconds (f->dest
  * an unsigned). */
 static int take_timeout(const struct cli_command *self, const struct cli_flag *f, const char *arg)
@@ -142,6 +156,7 @@ int cli_serve_prepare(int argc, char **argv, struct serve_prep *p)
 		CLI_STR("tls-cert", &cfg->tls_cert),
 		CLI_STR("tls-key", &cfg->tls_key),
 		CLI_STR("on-demand", &cfg->on_demand),
+		CLI_FN("on-demand-ttl", &cfg->on_demand_ttl_s, take_ttl),
 		CLI_STR("hf-token-file", &p->hf_token_file),
 		CLI_STR("ms-token-file", &p->ms_token_file),
 		CLI_END,

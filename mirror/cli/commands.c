@@ -195,7 +195,8 @@ const struct cli_command cli_commands[] = {
 	  "serve [--config FILE] [--data DIR] [--listen HOST:PORT] [--sync-at HH:MM] [--sync-every D] [--access-log FILE|-]\n"
 	  "       [--tokens FILE] [--auth open|listed|all]\n"
 	  "       [--hf-upstream URL] [--ms-upstream URL] [--ready-file FILE] [--tls-cert FILE --tls-key FILE]\n"
-	  "       [--shutdown-grace S] [--on-demand PATTERNS [--hf-token-file FILE] [--ms-token-file FILE]]\n"
+	  "       [--shutdown-grace S] [--on-demand PATTERNS [--on-demand-ttl D]\n"
+	  "       [--hf-token-file FILE] [--ms-token-file FILE]]\n"
 	  "       [--header-timeout S] [--idle-timeout S] [--write-timeout S]\n"
 	  "       [--p2p-listen HOST:PORT|off] [--p2p-upload-limit BYTES/S] [--p2p-rescan S] [--p2p-super-seed]\n"
 	  "       [--search-budget MS] [--max-connections N] [--trusted-proxy ADDR[,ADDR...]]",
@@ -235,6 +236,8 @@ const struct cli_command cli_commands[] = {
 	  "                      repos these comma-separated globs cover (hf:Qwen/*, hf:datasets/*,\n"
 	  "                      ms:qwen/*, or *): tracked at once, large files fetched when first\n"
 	  "                      asked and streamed while they verify; the nightly sync completes them\n"
+	  "  --on-demand-ttl D   a repo tracked on demand that nobody asks for this long (30d, 12h)\n"
+	  "                      stops being tracked; gc drops its contents (default 30d)\n"
 	  "  --hf-token-file FILE, --ms-token-file FILE   upstream tokens for on-demand fetches (mode 600)\n"
 	  "  --shutdown-grace S  on SIGTERM/SIGINT, stop taking connections and let answers in flight\n"
 	  "                      finish for up to S seconds (default 10; 0: stop at once)\n"

@@ -47,7 +47,18 @@
 
 struct fetch;
 
+struct touch {
+	int64_t repo_id;
+	int64_t at;
+};
+
 struct mirror_ondemand {
+	struct mirror_routes *rt;      /* for the sweep's catalog (set by the first touch) */
+	double ttl_s;                  /* repos nobody asked for this long stop being tracked */
+	uv_timer_t sweep;              /* writes the touches down and expires, every sweep period */
+	bool sweep_on;
+	struct touch *touches;         /* asked for since the last sweep */
+	size_t ntouches;
 	char **patterns;
 	size_t npatterns;
 	char *data_dir;
@@ -122,6 +133,7 @@ int mirror_ondemand_new(uv_loop_t *loop, const struct mirror_ondemand_config *cf
 	pthread_mutex_init(&od->mu, NULL);
 	pthread_mutex_init(&od->list_mu, NULL);
 	od->data_dir = xstrdup(cfg->data_dir);
+	od->ttl_s = cfg->ttl_s > 0 ? cfg->ttl_s : 30 * 86400.0;
 	od->hf_base = cfg->hf_base ? xstrdup(cfg->hf_base) : NULL;
 	od->ms_base = cfg->ms_base ? xstrdup(cfg->ms_base) : NULL;
 	od->hf_token = cfg->hf_token ? xstrdup(cfg->hf_token) : NULL;
@@ -139,6 +151,9 @@ int mirror_ondemand_new(uv_loop_t *loop, const struct mirror_ondemand_config *cf
 		mirror_ondemand_free(&od);
 		return r;
 	}
+	uv_timer_init(loop, &od->sweep);
+	od->sweep.data = od;
+	od->sweep_on = true;
 	*out = od;
 	return 0;
 }
@@ -547,6 +562,57 @@ int mirror_ondemand_send(struct mirror_routes *rt, struct httpd_req *req, const 
 	return 0;
 }
 
+/* ---- staying tracked while used --------------------------------------------------------------- */
+
+static int expired_cb(void *ud, const char *spec)
+{
+	(void)ud;
+	log_info("ondemand", "%s: nobody asked for it lately: no longer tracked (gc drops its contents)", spec);
+	return 0;
+}
+
+/* Write the touches down, then stop tracking what nobody asked for within the TTL. */
+static void sweep(struct mirror_ondemand *od)
+{
+	struct catalog *c = od->rt ? od->rt->data->catalog : NULL;
+
+	if (!c)
+		return;
+	for (size_t i = 0; i < od->ntouches; i++)
+		if (catalog_ondemand_touch(c, od->touches[i].repo_id, od->touches[i].at))
+			log_warn("ondemand", "catalog: %s", catalog_errmsg(c));
+	od->ntouches = 0;
+	if (catalog_ondemand_expire(c, (int64_t)time(NULL) - (int64_t)od->ttl_s, expired_cb, od))
+		log_warn("ondemand", "catalog: %s", catalog_errmsg(c));
+}
+
+static void on_sweep(uv_timer_t *t)
+{
+	sweep(t->data);
+}
+
+void mirror_ondemand_touch(struct mirror_routes *rt, int64_t repo_id)
+{
+	struct mirror_ondemand *od = rt->ondemand;
+	int64_t now = (int64_t)time(NULL);
+
+	if (!od->rt) {
+		/* the first use: sweep from now on (often enough for a short TTL, else each minute) */
+		uint64_t every = od->ttl_s < 120 ? 1000 : 60000;
+		od->rt = rt;
+		uv_timer_start(&od->sweep, on_sweep, every, every);
+	}
+	for (size_t i = 0; i < od->ntouches; i++)
+		if (od->touches[i].repo_id == repo_id) {
+			od->touches[i].at = now;
+			return;
+		}
+	if (od->ntouches >= 65536)
+		sweep(od);
+	od->touches = xreallocarray(od->touches, od->ntouches + 1, sizeof(*od->touches));
+	od->touches[od->ntouches++] = (struct touch){ repo_id, now };
+}
+
 /* ---- the rest ----------------------------------------------------------------------------------- */
 
 void mirror_ondemand_metrics(const struct mirror_ondemand *od, struct buf *b)
@@ -574,7 +640,14 @@ void mirror_ondemand_stop(struct mirror_ondemand *od, uv_loop_t *loop)
 {
 	bool busy = true;
 
-	if (!od || !od->http)
+	if (!od)
+		return;
+	if (od->sweep_on) {
+		sweep(od); /* the last touches */
+		uv_close((uv_handle_t *)&od->sweep, NULL);
+		od->sweep_on = false;
+	}
+	if (!od->http)
 		return;
 	for (struct fetch *f = od->fetches; f; f = f->next)
 		if (f->req)
@@ -618,6 +691,7 @@ void mirror_ondemand_free(struct mirror_ondemand **odp)
 	free(od->ms_token);
 	pthread_mutex_destroy(&od->mu);
 	pthread_mutex_destroy(&od->list_mu);
+	free(od->touches);
 	free(od);
 	*odp = NULL;
 }

@@ -34,6 +34,8 @@ struct mirror_ondemand_config {
 	const char *ms_base;
 	const char *hf_token;       /* NULL: anonymous; copied, never logged */
 	const char *ms_token;
+	double ttl_s;               /* a repo tracked on demand that nobody asks for this long stops being
+				     * tracked (its contents go with the next gc); 0: 30 days */
 };
 
 /* Check the patterns and set up the upstream client on loop. Returns 0, or -EINVAL with *errmsg. */
@@ -53,6 +55,10 @@ bool mirror_ondemand_covers(const struct mirror_ondemand *od, const char *hub, c
  * taken); else 0 (the caller answers "not found"). */
 int mirror_ondemand_track(struct mirror_routes *rt, struct httpd_req *req, const char *hub, const char *type,
 			  const char *name);
+
+/* A client asked for repo_id, a repo tracked on demand: it stays tracked for another TTL. Cheap (in
+ * memory; written down each minute, or each second under a short TTL). */
+void mirror_ondemand_touch(struct mirror_routes *rt, int64_t repo_id);
 
 /* What a file answer needs to fetch one content on demand. Strings borrowed for the call. */
 struct mirror_ondemand_file {

@@ -273,6 +273,8 @@ static int hf_resolve_how(struct hfreq *h, const char *rev, bool lite)
 	h->repo_loaded = found;
 	if (found && !mirror__access_check(h->rt, h->req, "hf", h->type, h->name, "hf"))
 		return -1;
+	if (found && h->rt->ondemand && h->repo.options && strstr(h->repo.options, "\"on_demand\""))
+		mirror_ondemand_touch(h->rt, h->repo.id);
 	if (!r)
 		return 0;
 	if (r == HM_ERR_NOT_FOUND && !found && mirror_ondemand_track(h->rt, h->req, "hf", h->type, h->name)) {

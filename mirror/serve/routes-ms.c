@@ -104,6 +104,8 @@ static int ms_resolve(struct msreq *m)
 		free(rev);
 		return -1;
 	}
+	if (found && m->rt->ondemand && m->repo.options && strstr(m->repo.options, "\"on_demand\""))
+		mirror_ondemand_touch(m->rt, m->repo.id);
 	if (r == HM_ERR_NOT_FOUND && !found && mirror_ondemand_track(m->rt, m->req, "ms", m->type, m->name)) {
 		/* fetched on demand: answered once it is listed */
 	} else if (r && !(r == HM_ERR_NOT_FOUND && found && ms_refused(m))) {

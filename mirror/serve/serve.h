@@ -46,6 +46,7 @@ struct mirror_serve_config {
 				     * changed), or NULL */
 	void *on_sighup_ud;
 	const char *on_demand;      /* patterns of repos fetched when a client asks (ondemand.h); NULL: off */
+	double on_demand_ttl_s;     /* untouched this long, such a repo stops being tracked; 0: 30 days */
 	const char *hf_token;       /* upstream tokens, for on-demand fetches only (NULL: anonymous) */
 	const char *ms_token;
 	unsigned shutdown_grace_ms; /* on SIGTERM, how long answers in flight may take to finish; 0: stop

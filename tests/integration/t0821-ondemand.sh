@@ -94,4 +94,13 @@ check "metrics count the on-demand work" bash -c "curl -fsS '$M/metrics' >'$T/me
 check "the provisional snapshot has no torrent yet" bash -c "curl -fsS '$M/api/catalog/repos/hf/model/acme/od-model' | '$PY' -c 'import json,sys; assert json.load(sys.stdin)[\"swarm\"] is None'"
 check "the nightly sync completes it" env HUBMIRROR_HF_UPSTREAM="$FAKE_API" "$HUBMIRROR" sync --local --no-progress hf:acme/od-model hf:acme/od-bad
 check "... and makes its torrent" bash -c "curl -fsS '$M/api/catalog/repos/hf/model/acme/od-model' | '$PY' -c 'import json,sys; assert json.load(sys.stdin)[\"swarm\"][\"btih\"]'"
+# a repo nobody asks for within the TTL stops being tracked; one in use stays
+kill "${_pids[-1]}"; wait "${_pids[-1]}" 2>/dev/null
+check "serve with a 3 s TTL starts" start_serve --p2p-listen off --hf-upstream "$FAKE_API" --on-demand 'hf:acme/*' --on-demand-ttl 3
+for _ in 1 2 3 4 5 6 7 8 9 10 11 12; do curl -fsS -o /dev/null "$M/api/models/acme/od-head"; sleep 0.5; done
+check "the repo asked for all along is still tracked" bash -c "'$HUBMIRROR' ls --json | grep -q acme/od-head"
+check "one nobody asked for is not" bash -c "! '$HUBMIRROR' ls --json | grep -q acme/od-bad"
+check "the log says so" grep -q "hf:acme/od-bad: nobody asked for it lately" "$T/serve.err"
+check "gc drops its contents" bash -c "'$HUBMIRROR' gc --keep 1 >/dev/null && [ ! -e '$HUBMIRROR_DATA/store/blobs/${SHA_BAD:0:2}/$SHA_BAD' ]"
+
 finish
