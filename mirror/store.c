@@ -30,12 +30,22 @@ struct mirror_store_writer {
 	struct mirror_store *store;
 	char *part_path;
 	int fd;
-	int64_t written;
+	int64_t written;        /* bytes taken (hashed): in the file, or in buf on their way */
+	int64_t flushed;        /* bytes in the file */
+	char *buf;              /* WRITE_BUF bytes: libcurl hands bodies over 16 KiB at a time, and a
+				 * pwrite each costs more than the copy (docs/benchmarks.md) */
+	size_t buflen;
+	int64_t flushed_ms;     /* when the buffer last went out: it never holds bytes older than
+				 * WRITE_AGE_MS (a crash loses no more; a reader of the partial file
+				 * sees a slow download move) */
 	int64_t size;           /* expected, or -1 */
 	char sha256[65];        /* expected, or "" */
 	char git_oid[41];       /* expected, or "" */
 	EVP_MD_CTX *sha256_ctx;
 	EVP_MD_CTX *sha1_ctx;   /* NULL unless a git oid is expected (needs the size up front) */
+	bool checked;           /* mirror_store_writer_check ran: its result, and the sha256 it found */
+	int check_result;
+	char got256[65];
 };
 
 int mirror_store_open(const char *dir, struct mirror_store **out)
@@ -88,8 +98,48 @@ bool mirror_store_has(const struct mirror_store *s, const char *sha256, int64_t 
 	return ok;
 }
 
+#define WRITE_BUF (1 << 20)
+#define WRITE_AGE_MS 100
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Write the buffered bytes to the file. On failure the file is cut back to what landed whole and
+ * the writer is of no further use (abort it; a resume re-hashes the file). */
+static int writer_flush(struct mirror_store_writer *w)
+{
+	const char *p = w->buf;
+	size_t left = w->buflen;
+	int64_t off = w->flushed;
+
+	while (left) {
+		ssize_t k = pwrite(w->fd, p, left, off);
+		if (k < 0) {
+			int e = errno;
+			if (e == EINTR)
+				continue;
+			if (ftruncate(w->fd, w->flushed) < 0) { /* commit will catch it */ }
+			w->buflen = 0;
+			return -e;
+		}
+		p += k;
+		off += k;
+		left -= (size_t)k;
+	}
+	w->flushed = off;
+	w->buflen = 0;
+	w->flushed_ms = now_ms();
+	return 0;
+}
+
 static void writer_free(struct mirror_store_writer *w)
 {
+	free(w->buf);
 	if (w->fd >= 0)
 		close(w->fd);
 	EVP_MD_CTX_free(w->sha256_ctx);
@@ -163,7 +213,7 @@ static int writer_rehash(struct mirror_store_writer *w)
 	int r = read_chunks(w->fd, writer_hash_chunk, w, &off);
 
 	if (!r)
-		w->written = off;
+		w->written = w->flushed = off;
 	return r;
 }
 
@@ -239,37 +289,47 @@ int64_t mirror_store_writer_offset(const struct mirror_store_writer *w)
 	return w->written;
 }
 
+int64_t mirror_store_writer_flushed(const struct mirror_store_writer *w)
+{
+	return w->flushed;
+}
+
 int mirror_store_writer_truncate(struct mirror_store_writer *w)
 {
+	w->buflen = 0;
 	if (ftruncate(w->fd, 0) < 0)
 		return -errno;
-	w->written = 0;
+	w->written = w->flushed = 0;
 	return writer_reset_hashes(w);
 }
 
 int mirror_store_writer_write(struct mirror_store_writer *w, const void *data, size_t n)
 {
-	const char *p = data;
-	int64_t off = w->written;
-	size_t left = n;
 	int r;
 
 	if (w->size >= 0 && (int64_t)n > w->size - w->written)
 		return HM_ERR_SIZE_MISMATCH;
-	while (left) {
-		ssize_t k = pwrite(w->fd, p, left, off);
-		if (k < 0) {
-			if (errno == EINTR)
-				continue;
-			/* Drop the torn tail so the partial file stays equal to what we hashed. */
-			if (ftruncate(w->fd, w->written) < 0) { /* keep going: commit will catch it */ }
-			return -errno;
-		}
-		p += k;
-		off += k;
-		left -= (size_t)k;
-	}
 	r = writer_hash(w, data, n);
+	if (r)
+		return r;
+	if (!w->buf)
+		w->buf = xmalloc(WRITE_BUF);
+	if (w->buflen + n > WRITE_BUF && (r = writer_flush(w)) != 0)
+		return r;
+	if (n >= WRITE_BUF) {
+		/* a big piece goes straight to the file */
+		const char *save = w->buf;
+		w->buf = (char *)data;
+		w->buflen = n;
+		r = writer_flush(w);
+		w->buf = (char *)save;
+		w->buflen = 0;
+	} else {
+		memcpy(w->buf + w->buflen, data, n);
+		w->buflen += n;
+		if (now_ms() - w->flushed_ms >= WRITE_AGE_MS)
+			r = writer_flush(w);
+	}
 	if (!r)
 		w->written += (int64_t)n;
 	return r;
@@ -286,27 +346,39 @@ static int finish_digest(EVP_MD_CTX *ctx, char *hexout)
 	return 0;
 }
 
+int mirror_store_writer_check(struct mirror_store_writer *w)
+{
+	char gotsha1[41];
+	int r;
+
+	if (w->checked)
+		return w->check_result;
+	r = writer_flush(w); /* the file must hold every byte before it is published */
+	if (r)
+		return r;
+	w->checked = true;
+	if (w->size >= 0 && w->written != w->size)
+		return w->check_result = HM_ERR_SIZE_MISMATCH;
+	r = finish_digest(w->sha256_ctx, w->got256);
+	if (!r && w->sha1_ctx)
+		r = finish_digest(w->sha1_ctx, gotsha1);
+	if (!r && ((w->sha256[0] && strcmp(w->sha256, w->got256)) || (w->git_oid[0] && strcmp(w->git_oid, gotsha1))))
+		r = HM_ERR_HASH_MISMATCH;
+	return w->check_result = r;
+}
+
 int mirror_store_writer_commit(struct mirror_store_writer **wp, char *sha256_out)
 {
 	struct mirror_store_writer *w = *wp;
-	char got256[65], gotsha1[41], *final = NULL, *fandir = NULL;
+	char *got256 = w->got256, *final = NULL, *fandir = NULL;
 	bool drop = false;
 	int r;
 
 	*wp = NULL;
-	if (w->size >= 0 && w->written != w->size) {
-		r = HM_ERR_SIZE_MISMATCH;
-		drop = w->written > w->size;
-		goto out;
-	}
-	r = finish_digest(w->sha256_ctx, got256);
-	if (!r && w->sha1_ctx)
-		r = finish_digest(w->sha1_ctx, gotsha1);
-	if (r)
-		goto out;
-	if ((w->sha256[0] && strcmp(w->sha256, got256)) || (w->git_oid[0] && strcmp(w->git_oid, gotsha1))) {
-		r = HM_ERR_HASH_MISMATCH;
-		drop = true;
+	r = mirror_store_writer_check(w);
+	if (r) {
+		/* wrong bytes go; a short file stays for a resume */
+		drop = r == HM_ERR_HASH_MISMATCH || (r == HM_ERR_SIZE_MISMATCH && w->written > w->size);
 		goto out;
 	}
 	final = mirror_store_blob_path(w->store, got256);
@@ -347,6 +419,8 @@ void mirror_store_writer_abort(struct mirror_store_writer **wp, bool keep_partia
 		return;
 	if (!keep_partial)
 		unlink(w->part_path);
+	else if (w->buflen)
+		writer_flush(w); /* what arrived stays for the resume (on failure, what landed whole) */
 	writer_free(w);
 	*wp = NULL;
 }

@@ -54,11 +54,20 @@ char *mirror_store_part_path(const struct mirror_store *s, const char *key);
 /* Bytes already in the partial file (the resume offset). */
 int64_t mirror_store_writer_offset(const struct mirror_store_writer *w);
 
+/* Bytes in the partial file itself (the writer buffers up to 1 MiB): what another reader of it may
+ * take. Every byte is in once _check (or _commit) ran. */
+int64_t mirror_store_writer_flushed(const struct mirror_store_writer *w);
+
 /* Drop everything written so far (e.g. the server ignored our Range and restarts from 0). */
 int mirror_store_writer_truncate(struct mirror_store_writer *w);
 
 /* Append n bytes. Returns 0, HM_ERR_SIZE_MISMATCH past the expected size, or -errno (-ENOSPC...). */
 int mirror_store_writer_write(struct mirror_store_writer *w, const void *data, size_t n);
+
+/* Check what was written against the expectation (size, sha256, git id) without publishing it:
+ * 0 when it matches, else HM_ERR_SIZE_MISMATCH or HM_ERR_HASH_MISMATCH. Once only (the digests are
+ * finished): _commit then publishes (or drops) on that verdict, and may run on another thread. */
+int mirror_store_writer_check(struct mirror_store_writer *w);
 
 /*
  * Verify and publish. On success the blob is in the store (or already was: same content), and

@@ -54,6 +54,7 @@ struct touch {
 
 struct mirror_ondemand {
 	struct mirror_routes *rt;      /* for the sweep's catalog (set by the first touch) */
+	uv_loop_t *loop;
 	double ttl_s;                  /* repos nobody asked for this long stop being tracked */
 	uv_timer_t sweep;              /* writes the touches down and expires, every sweep period */
 	bool sweep_on;
@@ -134,6 +135,7 @@ int mirror_ondemand_new(uv_loop_t *loop, const struct mirror_ondemand_config *cf
 	pthread_mutex_init(&od->list_mu, NULL);
 	od->data_dir = xstrdup(cfg->data_dir);
 	od->ttl_s = cfg->ttl_s > 0 ? cfg->ttl_s : 30 * 86400.0;
+	od->loop = loop;
 	od->hf_base = cfg->hf_base ? xstrdup(cfg->hf_base) : NULL;
 	od->ms_base = cfg->ms_base ? xstrdup(cfg->ms_base) : NULL;
 	od->hf_token = cfg->hf_token ? xstrdup(cfg->hf_token) : NULL;
@@ -309,7 +311,9 @@ int mirror_ondemand_track(struct mirror_routes *rt, struct httpd_req *req, const
 
 /* ---- fetching: on the loop ---------------------------------------------------------------------- */
 
-enum fetch_state { FETCH_RUNNING, FETCH_OK, FETCH_FAILED };
+/* VERIFIED: every byte in and checked (clients may take the last one); being fsynced and renamed
+ * into the store on a worker, so the loop never waits on the disk */
+enum fetch_state { FETCH_RUNNING, FETCH_VERIFIED, FETCH_OK, FETCH_FAILED };
 
 struct fetch {
 	struct mirror_ondemand *od;
@@ -325,6 +329,8 @@ struct fetch {
 	char *part_path;
 	int64_t last_growth;           /* following: when the partial file last grew */
 	char *spec;                    /* for the log */
+	uv_work_t work;                /* the commit, off the loop */
+	int commit_result;
 };
 
 static void fetch_unref(struct fetch *f)
@@ -387,9 +393,25 @@ static int fetch_on_body(void *ud, const char *data, size_t n)
 
 	if (r)
 		return r;
-	f->have += (int64_t)n;
+	f->have = mirror_store_writer_flushed(f->w);
 	f->od->bytes_fetched += n;
 	return 0;
+}
+
+static void commit_work(uv_work_t *wk)
+{
+	struct fetch *f = wk->data;
+
+	f->commit_result = mirror_store_writer_commit(&f->w, NULL); /* fsync, rename */
+}
+
+static void commit_after(uv_work_t *wk, int status)
+{
+	struct fetch *f = wk->data;
+
+	(void)status;
+	fetch_end(f, f->commit_result ? FETCH_FAILED : FETCH_OK, f->commit_result ? err_str(f->commit_result) : NULL);
+	fetch_unref(f);
 }
 
 static void fetch_on_done(void *ud, int result, const struct hub_http_resp *resp, const char *body, size_t len)
@@ -401,8 +423,19 @@ static void fetch_on_done(void *ud, int result, const struct hub_http_resp *resp
 	(void)len;
 	f->req = NULL;
 	if (!result && (resp->status == 200 || resp->status == 206)) {
-		r = mirror_store_writer_commit(&f->w, NULL); /* verifies; a mismatch deletes the bytes */
-		fetch_end(f, r ? FETCH_FAILED : FETCH_OK, r ? err_str(r) : NULL);
+		r = mirror_store_writer_check(f->w); /* the hash, finished: quick */
+		if (!r) {
+			/* verified: the clients take their last bytes now; the disk work goes to a worker */
+			f->state = FETCH_VERIFIED;
+			f->work.data = f;
+			if (!uv_queue_work(f->od->loop, &f->work, commit_work, commit_after))
+				return; /* commit_after drops the transfer's reference */
+			commit_work(&f->work);
+			commit_after(&f->work, 0);
+			return;
+		}
+		r = mirror_store_writer_commit(&f->w, NULL); /* drops the wrong bytes */
+		fetch_end(f, FETCH_FAILED, err_str(r));
 	} else {
 		/* kept for a resume (the next client, or the sync) */
 		fetch_end(f, FETCH_FAILED, result ? err_str(result) : "upstream refused");
@@ -434,7 +467,7 @@ static int64_t fetch_gate(void *ud, int64_t off, int64_t len)
 				fetch_end(f, FETCH_FAILED, "the other writer stalled");
 		}
 	}
-	if (f->state == FETCH_OK)
+	if (f->state == FETCH_OK || f->state == FETCH_VERIFIED)
 		return len;
 	if (f->state == FETCH_FAILED)
 		return -1;
@@ -457,7 +490,7 @@ static struct fetch *fetch_start(struct mirror_routes *rt, const struct mirror_o
 	int r;
 
 	for (f = od->fetches; f; f = f->next)
-		if (!strcmp(f->sha256, in->sha256) && f->state == FETCH_RUNNING)
+		if (!strcmp(f->sha256, in->sha256) && (f->state == FETCH_RUNNING || f->state == FETCH_VERIFIED))
 			return f;
 	f = xcalloc(1, sizeof(*f));
 	f->od = od;

@@ -1,0 +1,162 @@
+#!/usr/bin/python3
+"""ondemand_bench.py - a first download through a mirror fetching on demand, against the same
+download straight from the upstream, side by side in one run.
+
+  /usr/bin/python3 bench/ondemand_bench.py [--hubmirror PATH] [--mib 1024] [--runs 3] [--rate BYTES/S]
+
+The fake upstream serves a model with one MIB MiB file (its hashes computed before any timing). Each
+run, with the page cache dropped before each step and what was written synced inside its time:
+  1. curl -L of the file straight from the upstream (the Hub's redirect to its CDN) into a file;
+  2. a fresh `hubmirror serve --on-demand 'hf:*'` (empty data directory), then curl of the same file
+     from it into a file: the mirror lists the repo, fetches the file from upstream, hashes and
+     stores it, and streams it to curl as it lands (the last byte once verified).
+Both files are then read once and checked against the upstream's sha256 (outside the time). The
+same pair again with curl writing to /dev/null: a client on another machine, whose disk is not the
+mirror's (here both copies land on one disk, and the mirror's is the one the next client gets).
+--rate caps the upstream's body rate (the fake's slow fault on its CDN host, for both paths): the
+mirror node's link to the internet, rather than a loopback fake at memory speed.
+Prints the best of RUNS for each and the ratio (target <= 1.1); paste into docs/benchmarks.md.
+"""
+import argparse
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TOP = os.path.dirname(HERE)
+
+
+def drop_caches():
+    subprocess.run(["sync"], check=True)
+    try:
+        with open("/proc/sys/vm/drop_caches", "w") as f:
+            f.write("3\n")
+    except OSError:
+        pass
+
+
+def settle(*paths):
+    """Earlier outputs go outside the time (this machine's filesystem is mounted with discard)."""
+    for p in paths:
+        if os.path.isdir(p):
+            shutil.rmtree(p, ignore_errors=True)
+        elif os.path.exists(p):
+            os.remove(p)
+    subprocess.run(["sync"], check=True)
+    time.sleep(2)
+
+
+def sha256_of(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for b in iter(lambda: f.read(1 << 20), b""):
+            h.update(b)
+    return h.hexdigest()
+
+
+def wait_file(path, proc, what):
+    for _ in range(400):
+        if os.path.exists(path) and os.path.getsize(path) > 0:
+            return
+        if proc.poll() is not None:
+            sys.exit("%s exited early" % what)
+        time.sleep(0.05)
+    sys.exit("%s did not start" % what)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--hubmirror", default=os.path.join(TOP, "build", "mirror", "cli", "hubmirror"))
+    ap.add_argument("--mib", type=int, default=1024)
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--rate", type=int, default=0)
+    a = ap.parse_args()
+    work = tempfile.mkdtemp(prefix="hm-odbench-")
+    spec = {"repos": [{"hub": "hf", "type": "model", "id": "bench/od",
+                       "files": [{"path": "config.json", "content": "{\"bench\": true}\n"},
+                                 {"path": "model.safetensors", "size": a.mib << 20, "seed": 777}]}]}
+    with open(os.path.join(work, "spec.json"), "w") as f:
+        json.dump(spec, f)
+    ready = os.path.join(work, "ready")
+    fake = subprocess.Popen(["/usr/bin/python3", os.path.join(TOP, "tests", "fakehub", "fakehub.py"),
+                             "--repos", os.path.join(work, "spec.json"), "--ready-file", ready, "--quiet",
+                             "--cache-dir", os.path.join(work, "fakecache")], stdout=subprocess.DEVNULL)
+    serve = None
+    try:
+        wait_file(ready, fake, "the fake upstream")
+        api = json.load(open(ready))["api"]
+        url = api + "/bench/od/resolve/main/model.safetensors"
+        # warm the fake (it hashes the big file) and learn its sha256
+        repos = json.load(urllib.request.urlopen(api + "/_fake/repos?hashes=1"))["repos"]
+        files = [r for r in repos if r["id"] == "bench/od"][0]["commits"][-1]["files"]
+        want = [f for f in files if f["path"] == "model.safetensors"][0]["sha256"]
+        if a.rate:
+            rule = json.dumps({"match": "", "host": "cdn", "kind": "slow", "rate": a.rate, "count": -1}).encode()
+            urllib.request.urlopen(urllib.request.Request(api + "/_fake/faults", data=rule, method="POST")).read()
+        best = {}
+        out = os.path.join(work, "got.bin")
+        for run in range(2 * a.runs):
+            sink = out if run % 2 == 0 else "/dev/null"
+            tag = "" if sink == out else ", to /dev/null"
+            # 1. straight from the upstream
+            settle(out)
+            drop_caches()
+            t = time.monotonic()
+            subprocess.run(["curl", "-fsSL", "-o", sink, url], check=True)
+            subprocess.run(["sync"], check=True)
+            k = "curl from upstream" + tag
+            best[k] = min(best.get(k, 1e9), time.monotonic() - t)
+            if sink == out and sha256_of(out) != want:
+                sys.exit("upstream bytes do not match")
+            # 2. through a fresh mirror, on demand
+            data = os.path.join(work, "data")
+            settle(out, data)
+            mready = os.path.join(work, "mready")
+            if os.path.exists(mready):
+                os.remove(mready)
+            env = dict(os.environ, HUBMIRROR_DATA=data, HUBMIRROR_CONFIG="/dev/null")
+            serve = subprocess.Popen([a.hubmirror, "serve", "--listen", "127.0.0.1:0", "--ready-file", mready,
+                                      "--p2p-listen", "off", "--hf-upstream", api, "--on-demand", "hf:*"],
+                                     env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            wait_file(mready, serve, "serve")
+            m = open(mready).read().strip()
+            drop_caches()
+            t = time.monotonic()
+            subprocess.run(["curl", "-fsS", "-o", sink, m + "/bench/od/resolve/main/model.safetensors"], check=True)
+            subprocess.run(["sync"], check=True)
+            k = "curl from the mirror, on demand" + tag
+            best[k] = min(best.get(k, 1e9), time.monotonic() - t)
+            serve.terminate()
+            serve.wait()
+            serve = None
+            if sink == out and sha256_of(out) != want:
+                sys.exit("mirror bytes do not match")
+            blob = os.path.join(data, "store", "blobs", want[:2], want)
+            if not os.path.exists(blob):
+                sys.exit("the mirror did not keep the content")
+        size = float(a.mib)
+        print("| case (%d MiB file, best of %d, caches dropped%s) | seconds | MiB/s | ratio |"
+              % (a.mib, a.runs, ", upstream at %d MB/s" % (a.rate // 1000000) if a.rate else ""))
+        print("|---|---|---|---|")
+        for tag in ("", ", to /dev/null"):
+            up = best["curl from upstream" + tag]
+            for k in ("curl from the mirror, on demand" + tag, "curl from upstream" + tag):
+                ratio = "%.2f (target <= 1.1)" % (best[k] / up) if not k.startswith("curl from upstream") else ""
+                print("| %s | %.2f | %.0f | %s |" % (k, best[k], size / best[k], ratio))
+    finally:
+        if serve:
+            serve.terminate()
+            serve.wait()
+        fake.terminate()
+        fake.wait()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
