@@ -49,7 +49,7 @@ def generate(db_path, n_repos, n_files):
                          "VALUES (?,?,?,?,?,?)", (rid, commit, now, 1, 1000 + i, "x"))
         sid = cur.lastrowid
         sha = hashlib.sha256(name.encode()).hexdigest()
-        db.execute("INSERT OR IGNORE INTO blobs VALUES (?,?,?)", (sha, 1000 + i, now))
+        db.execute("INSERT OR IGNORE INTO blobs (sha256, size, stored_at) VALUES (?,?,?)", (sha, 1000 + i, now))
         db.execute("INSERT INTO files VALUES (?,?,?,?,?,?)", (sid, "config.json", 1000 + i, commit, None, sha))
         db.execute("INSERT INTO refs VALUES (?,?,?,?,?)", (rid, "main", "branch", sid, now))
     # one big dataset
@@ -61,7 +61,7 @@ def generate(db_path, n_repos, n_files):
     sid = cur.lastrowid
     for j in range(n_files):
         sha = hashlib.sha256(b"f%d" % j).hexdigest()
-        db.execute("INSERT OR IGNORE INTO blobs VALUES (?,?,?)", (sha, 100, now))
+        db.execute("INSERT OR IGNORE INTO blobs (sha256, size, stored_at) VALUES (?,?,?)", (sha, 100, now))
         db.execute("INSERT INTO files VALUES (?,?,?,?,?,?)",
                    (sid, "data/shard-%03d/part-%06d.parquet" % (j // 1000, j), 100, "c" * 40, sha, sha))
     db.execute("INSERT INTO refs VALUES (?,?,?,?,?)", (rid, "main", "branch", sid, now))

@@ -5,6 +5,7 @@
 # tests/js/hfclient.mjs: paginated listFiles, modelInfo/datasetInfo, downloadFile with every byte
 # checked against upstream's sha256, the HF cache layout built by downloadFileToCacheDir and
 # snapshotDownload (blobs named by the Hub's ETags), fileExists, and the client's not-found answers.
+# Then the same client against an empty mirror that fetches them on demand (serve --on-demand).
 # Skipped (77) when node or tests/js/node_modules is missing.
 . "$HM_SRC/tests/integration/lib.sh"
 
@@ -66,6 +67,23 @@ while IFS= read -r line; do
 	esac
 done < <(cd "$JS" && timeout 50 node hfclient.mjs --hub-url "$MIRROR" --expect "$T/expect.json" --tmp "$T" 2>&1; echo "exit $?")
 check "client script ran to the end ($nchecks checks, status $st)" test "$nchecks" -ge 20 -a \( "$st" = 0 -o "$st" = 1 \)
+
+# The same client against a mirror that never synced them: fetched on demand (serve --on-demand)
+mkdir -p "$T/od-tmp"
+check "an empty mirror fetching on demand starts" start_serve --data "$T/od" --p2p-listen off --hf-upstream "$FAKE_API" --on-demand 'hf:acme/*, hf:datasets/acme/*'
+nod=0
+st=none
+while IFS= read -r line; do
+	case $line in
+	"ok - "*) ok "hfjs on demand: ${line#ok - }"; nod=$((nod + 1)) ;;
+	"not ok - "*) fail "hfjs on demand: ${line#not ok - }"; nod=$((nod + 1)) ;;
+	"1.."*) ;;
+	"exit "*) st=${line#exit } ;;
+	*) echo "# $line" ;;
+	esac
+done < <(cd "$JS" && timeout 90 node hfclient.mjs --hub-url "$M" --expect "$T/expect.json" --tmp "$T/od-tmp" 2>&1; echo "exit $?")
+check "client script ran to the end on demand ($nod checks, status $st)" test "$nod" -ge 20 -a \( "$st" = 0 -o "$st" = 1 \)
+check "both repos are tracked there now" bash -c "'$HUBMIRROR' ls --data '$T/od' --json | grep -q acme/js-model && '$HUBMIRROR' ls --data '$T/od' --json | grep -q acme/js-many"
 if [ "$_failed" -gt 0 ]; then
 	echo "# mirror access log (last 20 lines):"
 	tail -n 20 "$T/access.log" | sed 's/^/#   /'
