@@ -117,6 +117,19 @@ int cli_agent_post(const struct cli_agent_opts *o, const char *path, json_t *req
 		}
 		r = agent_call(o->socket, path, body, 600, &status, ans, &err);
 	}
+	/* 503: the mirror fetched the repository on demand and is completing it for instances: ask
+	 * again until it is whole (it says how long to wait; each try is cheap) */
+	for (int waited = 0; !r && status == 503 && waited < 3600; waited += 2) {
+		if (!waited)
+			fprintf(stderr, "hubmirror: %s: the mirror is fetching this repository on demand; waiting for it\n",
+				o->command);
+		json_decref(*ans);
+		*ans = NULL;
+		free(err);
+		err = NULL;
+		sleep(2);
+		r = agent_call(o->socket, path, body, 600, &status, ans, &err);
+	}
 	free(body);
 	if (r || status != 200) {
 		const char *e = json_string_value(json_object_get(*ans, "error"));

@@ -202,6 +202,8 @@ int cli_serve_prepare(int argc, char **argv, struct serve_prep *p)
 	}
 	cfg->hf_token = p->hf_token;
 	cfg->ms_token = p->ms_token;
+	cfg->hf_token_file = cfg->on_demand ? p->hf_token_file : NULL;
+	cfg->ms_token_file = cfg->on_demand ? p->ms_token_file : NULL;
 	return CLI_OK;
 fail:
 	config_release(&p->conf);

@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <fnmatch.h>
+#include <signal.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -52,7 +53,16 @@ struct touch {
 	int64_t at;
 };
 
+struct completion {
+	uv_process_t proc;
+	struct mirror_ondemand *od;
+	char *spec;
+	struct completion *next;
+};
+
 struct mirror_ondemand {
+	struct completion *completions; /* syncs running to complete a snapshot for an instance */
+	char *self_exe, *config_path, *hf_token_file, *ms_token_file;
 	struct mirror_routes *rt;      /* for the sweep's catalog (set by the first touch) */
 	uv_loop_t *loop;
 	double ttl_s;                  /* repos nobody asked for this long stop being tracked */
@@ -135,6 +145,10 @@ int mirror_ondemand_new(uv_loop_t *loop, const struct mirror_ondemand_config *cf
 	pthread_mutex_init(&od->list_mu, NULL);
 	od->data_dir = xstrdup(cfg->data_dir);
 	od->ttl_s = cfg->ttl_s > 0 ? cfg->ttl_s : 30 * 86400.0;
+	od->self_exe = cfg->self_exe ? xstrdup(cfg->self_exe) : NULL;
+	od->config_path = cfg->config_path ? xstrdup(cfg->config_path) : NULL;
+	od->hf_token_file = cfg->hf_token_file ? xstrdup(cfg->hf_token_file) : NULL;
+	od->ms_token_file = cfg->ms_token_file ? xstrdup(cfg->ms_token_file) : NULL;
 	od->loop = loop;
 	od->hf_base = cfg->hf_base ? xstrdup(cfg->hf_base) : NULL;
 	od->ms_base = cfg->ms_base ? xstrdup(cfg->ms_base) : NULL;
@@ -595,6 +609,107 @@ int mirror_ondemand_send(struct mirror_routes *rt, struct httpd_req *req, const 
 	return 0;
 }
 
+/* ---- completing a snapshot for an instance ------------------------------------------------------ */
+
+static void completion_closed(uv_handle_t *h)
+{
+	struct completion *c = h->data;
+
+	free(c->spec);
+	free(c);
+}
+
+static void on_completion_exit(uv_process_t *p, int64_t status, int sig)
+{
+	struct completion *c = p->data, **pp;
+
+	for (pp = &c->od->completions; *pp; pp = &(*pp)->next)
+		if (*pp == c) {
+			*pp = c->next;
+			break;
+		}
+	if (sig || status)
+		log_warn("ondemand", "%s: the sync completing it ended with %s %lld; the next request tries again", c->spec,
+			 sig ? "signal" : "status", (long long)(sig ? sig : status));
+	else
+		log_info("ondemand", "%s: complete, torrent made", c->spec);
+	uv_close((uv_handle_t *)p, completion_closed);
+}
+
+int mirror_ondemand_complete(struct mirror_routes *rt, const char *hub, const char *type, const char *name)
+{
+	struct mirror_ondemand *od = rt->ondemand;
+	char *spec = spec_text(hub, type, name), *args[20];
+	struct completion *c;
+	uv_process_options_t o;
+	uv_stdio_container_t io[3];
+	int n = 0, r;
+
+	for (c = od->completions; c; c = c->next)
+		if (!strcmp(c->spec, spec)) {
+			free(spec);
+			return 0;
+		}
+	if (!od->self_exe) {
+		free(spec);
+		return -1;
+	}
+	args[n++] = od->self_exe;
+	args[n++] = "sync";
+	args[n++] = "--local";
+	args[n++] = "--wait";
+	args[n++] = "--no-progress";
+	args[n++] = "--data";
+	args[n++] = od->data_dir;
+	if (od->config_path) {
+		args[n++] = "--config";
+		args[n++] = od->config_path;
+	}
+	if (od->hf_base) {
+		args[n++] = "--hf-upstream";
+		args[n++] = od->hf_base;
+	}
+	if (od->ms_base) {
+		args[n++] = "--ms-upstream";
+		args[n++] = od->ms_base;
+	}
+	if (od->hf_token_file) {
+		args[n++] = "--hf-token-file";
+		args[n++] = od->hf_token_file;
+	}
+	if (od->ms_token_file) {
+		args[n++] = "--ms-token-file";
+		args[n++] = od->ms_token_file;
+	}
+	args[n++] = spec;
+	args[n] = NULL;
+	c = xcalloc(1, sizeof(*c));
+	c->od = od;
+	c->spec = spec;
+	c->proc.data = c;
+	memset(&o, 0, sizeof(o));
+	io[0].flags = UV_IGNORE;
+	io[1].flags = UV_INHERIT_FD;
+	io[1].data.fd = 2; /* its report goes to our log stream */
+	io[2].flags = UV_INHERIT_FD;
+	io[2].data.fd = 2;
+	o.file = od->self_exe;
+	o.args = args;
+	o.stdio = io;
+	o.stdio_count = 3;
+	o.exit_cb = on_completion_exit;
+	r = uv_spawn(od->loop, &c->proc, &o);
+	if (r) {
+		log_warn("ondemand", "%s: cannot start the sync completing it: %s", spec, uv_strerror(r));
+		uv_close((uv_handle_t *)&c->proc, completion_closed);
+		return -1;
+	}
+	c->next = od->completions;
+	od->completions = c;
+	log_info("ondemand", "%s: an instance wants it whole: syncing it now (pid %d)", spec, c->proc.pid);
+	return 0;
+}
+
 /* ---- staying tracked while used --------------------------------------------------------------- */
 
 static int expired_cb(void *ud, const char *spec)
@@ -675,6 +790,12 @@ void mirror_ondemand_stop(struct mirror_ondemand *od, uv_loop_t *loop)
 
 	if (!od)
 		return;
+	while (od->completions) {
+		struct completion *c = od->completions;
+		od->completions = c->next;
+		uv_process_kill(&c->proc, SIGTERM); /* its locks and partial files make this safe */
+		uv_close((uv_handle_t *)&c->proc, completion_closed);
+	}
 	if (od->sweep_on) {
 		sweep(od); /* the last touches */
 		uv_close((uv_handle_t *)&od->sweep, NULL);
@@ -725,6 +846,10 @@ void mirror_ondemand_free(struct mirror_ondemand **odp)
 	pthread_mutex_destroy(&od->mu);
 	pthread_mutex_destroy(&od->list_mu);
 	free(od->touches);
+	free(od->self_exe);
+	free(od->config_path);
+	free(od->hf_token_file);
+	free(od->ms_token_file);
 	free(od);
 	*odp = NULL;
 }

@@ -36,6 +36,11 @@ struct mirror_ondemand_config {
 	const char *ms_token;
 	double ttl_s;               /* a repo tracked on demand that nobody asks for this long stops being
 				     * tracked (its contents go with the next gc); 0: 30 days */
+	/* to complete a snapshot now (mirror_ondemand_complete): the sync run as a child, as serve's */
+	const char *self_exe;
+	const char *config_path;    /* may be NULL */
+	const char *hf_token_file;  /* may be NULL */
+	const char *ms_token_file;
 };
 
 /* Check the patterns and set up the upstream client on loop. Returns 0, or -EINVAL with *errmsg. */
@@ -55,6 +60,12 @@ bool mirror_ondemand_covers(const struct mirror_ondemand *od, const char *hub, c
  * taken); else 0 (the caller answers "not found"). */
 int mirror_ondemand_track(struct mirror_routes *rt, struct httpd_req *req, const char *hub, const char *type,
 			  const char *name);
+
+/* An instance wants the whole snapshot of a repo tracked on demand (its torrent, for mount or
+ * pull) while it is provisional: run the sync of it now, as a child process (`hubmirror sync --local
+ * --wait SPEC`: it fetches what the store lacks, records the snapshot and makes its torrent), unless
+ * one runs already. Returns 0 (running), or -1. */
+int mirror_ondemand_complete(struct mirror_routes *rt, const char *hub, const char *type, const char *name);
 
 /* A client asked for repo_id, a repo tracked on demand: it stays tracked for another TTL. Cheap (in
  * memory; written down each minute, or each second under a short TTL). */

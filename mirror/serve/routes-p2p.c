@@ -37,6 +37,7 @@
 #include "p2p/p2p.h"
 #include "hub/httpd.h"
 #include "access.h"
+#include "ondemand.h"
 #include "routes-int.h"
 #include "seeder.h"
 #include "mirror/torrents.h"
@@ -302,6 +303,8 @@ static void torrent(struct mirror_routes *rt, struct httpd_req *req, const char 
 		goto out;
 	r = catalog_resolve(rt->data->catalog, seg[0], seg[1], name, rev, &repo, &snap, &found);
 	have_repo = !r || (r == HM_ERR_NOT_FOUND && found);
+	if (r == HM_ERR_NOT_FOUND && !found && mirror_ondemand_track(rt, req, seg[0], seg[1], name))
+		goto out; /* fetched on demand: answered once it is listed */
 	if (r) {
 		mirror__respond_json(req, r == HM_ERR_NOT_FOUND ? 404 : 500, json_pack("{s:s}", "error",
 			r != HM_ERR_NOT_FOUND ? "catalog error" : found ? "revision not synced on this mirror" : "repo not on this mirror"));
@@ -312,6 +315,14 @@ static void torrent(struct mirror_routes *rt, struct httpd_req *req, const char 
 		goto out;
 	}
 	r = catalog_torrent_get(rt->data->catalog, snap.id, &tj->t);
+	if (r == HM_ERR_NOT_FOUND && rt->ondemand && catalog_snapshot_complete(rt->data->catalog, snap.id) == 0 &&
+	    !mirror_ondemand_complete(rt, seg[0], seg[1], name)) {
+		/* a snapshot tracked on demand, not whole yet: an instance wants it all */
+		httpd_add_header(req, "Retry-After", "2");
+		mirror__respond_json(req, 503, json_pack("{s:s, s:b}", "error", "fetched on demand: the mirror is "
+							  "completing this snapshot now; ask again shortly", "completing", true));
+		goto out;
+	}
 	if (r) {
 		mirror__respond_json(req, r == HM_ERR_NOT_FOUND ? 404 : 500, json_pack("{s:s}", "error",
 			r == HM_ERR_NOT_FOUND ? "no torrent for this snapshot yet (the next sync makes it)" : "catalog error"));

@@ -49,6 +49,8 @@ struct mirror_serve_config {
 	double on_demand_ttl_s;     /* untouched this long, such a repo stops being tracked; 0: 30 days */
 	const char *hf_token;       /* upstream tokens, for on-demand fetches only (NULL: anonymous) */
 	const char *ms_token;
+	const char *hf_token_file;  /* where they came from (handed to the syncs on-demand starts) */
+	const char *ms_token_file;
 	unsigned shutdown_grace_ms; /* on SIGTERM, how long answers in flight may take to finish; 0: stop
 				     * at once (cmd-serve's default is 10 s) */
 };

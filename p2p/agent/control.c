@@ -155,7 +155,8 @@ static int mirror_get(const char *mirror, const char *path, const char *token, c
 		json_decref(j);
 		free(*body);
 		*body = NULL;
-		return status == 404 || status == 401 || status == 403 ? (int)status : 502;
+		/* 503: a snapshot the mirror fetched on demand is being completed; the client asks again */
+		return status == 404 || status == 401 || status == 403 || status == 503 ? (int)status : 502;
 	}
 	return 0;
 }

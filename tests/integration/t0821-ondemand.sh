@@ -23,6 +23,9 @@ cat >"$T/spec.json" <<'JSON'
    "files": [{"path": "configuration.json", "content": "{\"framework\": \"pytorch\"}\n"},
              {"path": "sub/tokenizer.json", "content": "{}\n"},
              {"path": "model.safetensors", "size": 1200000, "seed": 9}]},
+  {"hub": "hf", "type": "model", "id": "acme/od-pull",
+   "files": [{"path": "config.json", "content": "{\"pull\": 1}\n"},
+             {"path": "sub/model.safetensors", "size": 2500000, "seed": 44}]},
   {"hub": "ms", "type": "dataset", "id": "acme/ms-od-rows",
    "generate": {"count": 120, "size": 30, "prefix": "rows/r-", "suffix": ".txt"}}
  ]}
@@ -94,6 +97,21 @@ check "metrics count the on-demand work" bash -c "curl -fsS '$M/metrics' >'$T/me
 check "the provisional snapshot has no torrent yet" bash -c "curl -fsS '$M/api/catalog/repos/hf/model/acme/od-model' | '$PY' -c 'import json,sys; assert json.load(sys.stdin)[\"swarm\"] is None'"
 check "the nightly sync completes it" env HUBMIRROR_HF_UPSTREAM="$FAKE_API" "$HUBMIRROR" sync --local --no-progress hf:acme/od-model hf:acme/od-bad
 check "... and makes its torrent" bash -c "curl -fsS '$M/api/catalog/repos/hf/model/acme/od-model' | '$PY' -c 'import json,sys; assert json.load(sys.stdin)[\"swarm\"][\"btih\"]'"
+# an instance pulls a repo the mirror never had, through its agent and the swarm: the mirror tracks
+# it, completes the snapshot (a sync of it, as a child) and makes its torrent while pull waits
+kill "${_pids[-1]}"; wait "${_pids[-1]}" 2>/dev/null
+check "serve with on demand and its seed starts" start_serve --p2p-listen 127.0.0.1:0 --hf-upstream "$FAKE_API" --on-demand 'hf:acme/*'
+curl -fsS "$FAKE_API/_fake/repos" >"$T/up.json"
+pc=$("$PY" -c 'import json,sys; print([r for r in json.load(open(sys.argv[1]))["repos"] if r["id"]=="acme/od-pull"][0]["sha"])' "$T/up.json")
+timeout 120 "$HUBMIRROR" pull --mirror "$M" --cache "$T/cache" --hf-cache "$T/hfc" --listen 127.0.0.1:0 hf:acme/od-pull >"$T/pull.out" 2>"$T/pull.err"
+st=$?
+check "pull of a repo the mirror never had exits 0" test "$st" = 0
+check "it said it waited for the mirror" grep -q "fetching this repository on demand; waiting" "$T/pull.err"
+check "the HF cache holds every file, byte for byte" "$PY" "$HM_SRC/tests/integration/helpers/checkfiles.py" \
+	"$T/up.json" hf acme/od-pull "$T/hfc/models--acme--od-pull/snapshots/$pc"
+check "the mirror completed the snapshot (its torrent)" bash -c "curl -fsS '$M/api/catalog/repos/hf/model/acme/od-pull' | '$PY' -c 'import json,sys; assert json.load(sys.stdin)[\"swarm\"][\"btih\"]'"
+timeout 20 "$HUBMIRROR" agent --stop >/dev/null 2>&1
+
 # a repo nobody asks for within the TTL stops being tracked; one in use stays
 kill "${_pids[-1]}"; wait "${_pids[-1]}" 2>/dev/null
 check "serve with a 3 s TTL starts" start_serve --p2p-listen off --hf-upstream "$FAKE_API" --on-demand 'hf:acme/*' --on-demand-ttl 3
