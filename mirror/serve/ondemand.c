@@ -524,7 +524,8 @@ static struct fetch *fetch_start(struct mirror_routes *rt, const struct mirror_o
 	}
 	f->next = od->fetches;
 	od->fetches = f;
-	f->refs = 1; /* the transfer, or the following */
+	/* references: each client, and the transfer while it runs (taken below when it starts); a
+	 * fetch nothing holds any more goes (the caller takes its client's reference at once) */
 	if (r == -EBUSY) {
 		log_info("ondemand", "%s: content %.12s is being fetched by another process: following it", f->spec,
 			 f->sha256);
@@ -558,7 +559,9 @@ static struct fetch *fetch_start(struct mirror_routes *rt, const struct mirror_o
 		log_info("ondemand", "%s: fetching %s (%lld bytes) for a client", f->spec, in->path, (long long)in->size);
 		f->req = hub_http_request(od->http, &o);
 		free(url);
-		if (!f->req)
+		if (f->req)
+			f->refs = 1;
+		else
 			fetch_end(f, FETCH_FAILED, "bad upstream URL");
 	}
 	return f;
@@ -575,26 +578,27 @@ int mirror_ondemand_send(struct mirror_routes *rt, struct httpd_req *req, const 
 	f = fetch_start(rt, in);
 	if (!f)
 		return -1;
+	f->refs++; /* this client's, handed to the answer below or dropped on the way out */
 	if (f->state == FETCH_OK) {
 		/* in the store now */
-		f->refs++;
 		fetch_unref(f);
 		return mirror__send_blob(rt, req, in->sha256, in->size) ? -1 : 0;
 	}
 	if (f->state == FETCH_FAILED) {
-		f->refs++;
 		fetch_unref(f);
 		return -1;
 	}
 	fd = open(f->part_path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
 		/* followed, and it became the blob just now */
+		fetch_unref(f);
 		return mirror__send_blob(rt, req, in->sha256, in->size) ? -1 : 0;
 	}
 	httpd_add_header(req, "Accept-Ranges", "bytes");
 	rr = httpd_parse_range(httpd_header(req, "Range"), in->size, &a, &b);
 	if (rr < 0) {
 		close(fd);
+		fetch_unref(f);
 		httpd_add_headerf(req, "Content-Range", "bytes */%" PRId64, in->size);
 		httpd_respond_str(req, 416, "text/plain", "range not satisfiable\n");
 		return 0;
@@ -603,7 +607,6 @@ int mirror_ondemand_send(struct mirror_routes *rt, struct httpd_req *req, const 
 		httpd_add_headerf(req, "Content-Range", "bytes %" PRId64 "-%" PRId64 "/%" PRId64, a, b, in->size);
 	else
 		a = 0, b = in->size - 1;
-	f->refs++;
 	httpd_respond_file_gated(req, rr > 0 ? 206 : 200, "application/octet-stream", fd, a, b - a + 1, fetch_gate,
 				 fetch_release, f);
 	return 0;
