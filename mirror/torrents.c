@@ -12,6 +12,7 @@
 #include <sys/random.h>
 #include <unistd.h>
 
+#include "base/buf.h"
 #include "base/err.h"
 #include "base/hex.h"
 #include "base/log.h"
@@ -184,8 +185,8 @@ out:
 	return r;
 }
 
-int mirror_torrent_load(const struct mirror_data *d, const char *btih, const char *announce, const char *webseed,
-			char **out, size_t *len)
+int mirror_torrent_load(const struct mirror_data *d, const char *btih, const char *const *announce, size_t nannounce,
+			const char *const *webseeds, size_t nwebseeds, char **out, size_t *len)
 {
 	char *path = mirror_torrent_path(d, btih), *data = NULL, *res;
 	struct stat st;
@@ -219,23 +220,32 @@ int mirror_torrent_load(const struct mirror_data *d, const char *btih, const cha
 		r = HM_ERR_TORRENT;
 		goto out;
 	}
-	/* bencoded keys are sorted: "announce" sorts before every key the file has (comment, created by,
-	 * creation date, info, piece layers), "url-list" after them */
+	/* bencoded keys are sorted: "announce" and "announce-list" sort before every key the file has
+	 * (comment, created by, creation date, info, piece layers), "url-list" after them */
 	{
-		char *a = announce ? xasprintf("8:announce%zu:%s", strlen(announce), announce) : xstrdup("");
-		char *u = webseed ? xasprintf("8:url-list%zu:%s", strlen(webseed), webseed) : xstrdup("");
-		size_t al = strlen(a), ul = strlen(u);
-
-		res = xmalloc(n + al + ul);
-		res[0] = 'd';
-		memcpy(res + 1, a, al);
-		memcpy(res + 1 + al, data + 1, n - 2);
-		memcpy(res + 1 + al + n - 2, u, ul);
-		res[n - 1 + al + ul] = 'e';
+		struct buf b;
+		buf_init(&b);
+		buf_adds(&b, "d");
+		if (nannounce)
+			buf_addf(&b, "8:announce%zu:%s", strlen(announce[0]), announce[0]);
+		if (nannounce > 1) {
+			buf_adds(&b, "13:announce-listl");
+			for (size_t i = 0; i < nannounce; i++)
+				buf_addf(&b, "l%zu:%se", strlen(announce[i]), announce[i]);
+			buf_adds(&b, "e");
+		}
+		buf_add(&b, data + 1, n - 2);
+		if (nwebseeds == 1)
+			buf_addf(&b, "8:url-list%zu:%s", strlen(webseeds[0]), webseeds[0]);
+		else if (nwebseeds > 1) {
+			buf_adds(&b, "8:url-listl");
+			for (size_t i = 0; i < nwebseeds; i++)
+				buf_addf(&b, "%zu:%s", strlen(webseeds[i]), webseeds[i]);
+			buf_adds(&b, "e");
+		}
+		buf_adds(&b, "e");
+		res = buf_detach(&b, len);
 		*out = res;
-		*len = n + al + ul;
-		free(a);
-		free(u);
 	}
 out:
 	free(data);

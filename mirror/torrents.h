@@ -30,12 +30,14 @@ int mirror_torrents_make(struct mirror_data *d, int64_t now, size_t *made, char 
 char *mirror_torrent_path(const struct mirror_data *d, const char *btih);
 
 /*
- * The stored torrent btih with announce (may be NULL) and a url-list of one web seed (may be NULL)
- * added. *out (malloc'd, *len bytes) is owned by the caller. Returns 0, -errno (-ENOENT when the file
- * is gone) or HM_ERR_TORRENT when the file is not a bencoded dictionary.
+ * The stored torrent btih with trackers and web seeds added, outside its info dictionary (so the
+ * info-hash stays): announce[0] as "announce" and, with more than one, every one as a tier of its
+ * own in "announce-list" (BEP 12: tried in order, this mirror first); the web seeds as "url-list"
+ * (BEP 19). Either count may be 0. *out (malloc'd, *len bytes) is owned by the caller. Returns 0,
+ * -errno (-ENOENT when the file is gone) or HM_ERR_TORRENT when the file is not a bencoded dictionary.
  */
-int mirror_torrent_load(const struct mirror_data *d, const char *btih, const char *announce, const char *webseed,
-			char **out, size_t *len);
+int mirror_torrent_load(const struct mirror_data *d, const char *btih, const char *const *announce, size_t nannounce,
+			const char *const *webseeds, size_t nwebseeds, char **out, size_t *len);
 
 /* The data directory's secret key for capabilities in torrent URLs (access.h): <data>/p2p/secret,
  * 32 random bytes made on first use (mode 0600). Returns 0 or -errno. */

@@ -122,6 +122,18 @@ static int serve_check(const struct cli_command *self, struct mirror_serve_confi
 		cfg->p2p_listen = NULL;
 	else if (!strrchr(cfg->p2p_listen, ':'))
 		return cli_usage_error(self, "--p2p-listen takes HOST:PORT or off, not '%s'", cfg->p2p_listen);
+	if (cfg->peer_mirrors) {
+		/* base URLs that go into torrents verbatim: http(s), and nothing a client would misread */
+		char *list = xstrdup(cfg->peer_mirrors), *save = NULL, *t;
+		int bad = 0;
+		for (t = strtok_r(list, ", ", &save); t && !bad; t = strtok_r(NULL, ", ", &save))
+			if ((strncmp(t, "http://", 7) && strncmp(t, "https://", 8)) || strpbrk(t, "\"'<>\\?#") ||
+			    strlen(t) > 512)
+				bad = cli_usage_error(self, "--peer-mirror takes http(s)://HOST[:PORT] base URLs, not '%s'", t);
+		free(list);
+		if (bad)
+			return bad;
+	}
 	return 0;
 }
 
@@ -156,6 +168,7 @@ int cli_serve_prepare(int argc, char **argv, struct serve_prep *p)
 		CLI_STR("tls-cert", &cfg->tls_cert),
 		CLI_STR("tls-key", &cfg->tls_key),
 		CLI_STR("on-demand", &cfg->on_demand),
+		CLI_STR("peer-mirror", &cfg->peer_mirrors),
 		CLI_FN("on-demand-ttl", &cfg->on_demand_ttl_s, take_ttl),
 		CLI_STR("hf-token-file", &p->hf_token_file),
 		CLI_STR("ms-token-file", &p->ms_token_file),

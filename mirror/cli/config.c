@@ -58,6 +58,7 @@ static const struct config_key keys[] = {
 	{ "serve", "shutdown-grace", "shutdown-grace", CONFIG_SERVE, false },
 	{ "serve", "admin-token-file", "admin-token-file", CONFIG_SERVE, false },
 	{ "serve", "on-demand", "on-demand", CONFIG_SERVE, false },
+	{ "serve", "peer-mirrors", "peer-mirror", CONFIG_SERVE, false },
 	{ "serve", "on-demand-ttl", "on-demand-ttl", CONFIG_SERVE, false },
 	{ "sync", "at", "sync-at", CONFIG_SERVE, false },
 	{ "sync", "every", "sync-every", CONFIG_SERVE, false },

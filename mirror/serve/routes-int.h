@@ -53,6 +53,8 @@ struct mirror_routes {
 	char *catalog_path;
 	struct mirror_admin admin;    /* the operator's API; admin.token NULL: off */
 	struct mirror_ondemand *ondemand; /* serve --on-demand; NULL: off. Borrowed */
+	char **peer_mirrors;          /* serve --peer-mirror: base URLs of the deployment's other mirrors */
+	size_t npeer_mirrors;
 };
 
 /* The operator token of a request (Authorization: Bearer, or ModelScope's m_session_id cookie), in

@@ -202,7 +202,9 @@ struct torrent_job {
 	struct catalog_torrent t;
 	char commit[41];
 	char *revision;                 /* meta: the ref name */
-	char *announce_url, *seed_url;  /* the .torrent's */
+	char **announce, **seeds;       /* the .torrent's trackers and web seeds: this mirror's first, then
+					 * its peer mirrors' (serve --peer-mirror) */
+	size_t nannounce, nseeds;
 	bool meta;
 };
 
@@ -227,7 +229,8 @@ static void torrent_build(struct mirror__job *job, struct catalog *cat)
 				      "piece_size", (json_int_t)tj->t.piece_size, "files", files);
 		return;
 	}
-	r = mirror_torrent_load(job->rt->data, tj->t.btih, tj->announce_url, tj->seed_url, &job->text, &job->len);
+	r = mirror_torrent_load(job->rt->data, tj->t.btih, (const char *const *)tj->announce, tj->nannounce,
+				(const char *const *)tj->seeds, tj->nseeds, &job->text, &job->len);
 	if (r) {
 		job->status = 503;
 		job->body = json_pack("{s:s, s:s}", "error", "torrent file unavailable", "detail", err_str(r));
@@ -247,8 +250,12 @@ static void torrent_release(struct mirror__job *job)
 	struct torrent_job *tj = (struct torrent_job *)job;
 
 	free(tj->revision);
-	free(tj->announce_url);
-	free(tj->seed_url);
+	for (size_t i = 0; i < tj->nannounce; i++)
+		free(tj->announce[i]);
+	for (size_t i = 0; i < tj->nseeds; i++)
+		free(tj->seeds[i]);
+	free(tj->announce);
+	free(tj->seeds);
 	free(tj);
 }
 
@@ -257,28 +264,35 @@ static void torrent_release(struct mirror__job *job)
 static int torrent_urls(struct mirror_routes *rt, struct httpd_req *req, const struct catalog_repo *repo,
 			struct torrent_job *tj)
 {
-	char *base = mirror__self_base(req), *ws = httpd_query_param(req, "webseed");
+	char *base = mirror__self_base(req), *ws = httpd_query_param(req, "webseed"), *cap = NULL;
+	/* ?webseed=0: peers only (the mirrors are then trackers, not sources) */
+	bool seeds = !ws || strcmp(ws, "0");
+	size_t n = 1 + rt->npeer_mirrors;
 	int r = 0;
 
-	if (anon_ok(rt, repo)) {
-		tj->announce_url = xasprintf("%s/announce", base);
-		/* ?webseed=0: peers only (the mirror is then tracker, not source) */
-		if (!ws || strcmp(ws, "0"))
-			tj->seed_url = xasprintf("%s/p2p/seed/%s/", base, tj->t.btih);
-	} else {
-		/* guarded: BitTorrent clients send no token, so the URLs carry a capability for this one */
-		char tb[512], *cap = rt->have_p2p_key ? mirror_access_capability(rt->access, rt->p2p_key,
-						mirror__request_token(req, tb, sizeof(tb)), tj->t.btih) : NULL;
+	if (!anon_ok(rt, repo)) {
+		/* guarded: BitTorrent clients send no token, so the URLs carry a capability for this one
+		 * (the mirrors of one deployment share the key: docs/deployment.md) */
+		char tb[512];
+		cap = rt->have_p2p_key ? mirror_access_capability(rt->access, rt->p2p_key,
+								  mirror__request_token(req, tb, sizeof(tb)), tj->t.btih) : NULL;
 		if (!cap) {
 			mirror__respond_json(req, 503, json_pack("{s:s}", "error", "no key to make this torrent's URLs with"));
 			r = -1;
-		} else {
-			tj->announce_url = xasprintf("%s/announce?hmcap=%s", base, cap);
-			if (!ws || strcmp(ws, "0"))
-				tj->seed_url = xasprintf("%s/p2p/kseed/%s/%s/", base, cap, tj->t.btih);
-			free(cap);
+			goto out;
 		}
 	}
+	tj->announce = xcalloc(n, sizeof(*tj->announce));
+	tj->seeds = xcalloc(n, sizeof(*tj->seeds));
+	for (size_t i = 0; i < n; i++) {
+		const char *b = i ? rt->peer_mirrors[i - 1] : base;
+		tj->announce[tj->nannounce++] = cap ? xasprintf("%s/announce?hmcap=%s", b, cap) : xasprintf("%s/announce", b);
+		if (seeds)
+			tj->seeds[tj->nseeds++] = cap ? xasprintf("%s/p2p/kseed/%s/%s/", b, cap, tj->t.btih)
+						      : xasprintf("%s/p2p/seed/%s/", b, tj->t.btih);
+	}
+out:
+	free(cap);
 	free(base);
 	free(ws);
 	return r;

@@ -275,6 +275,22 @@ void mirror__metrics_requests(struct mirror_routes *rt, struct buf *b)
 			 rt->counts[i].status, (unsigned long long)rt->counts[i].requests);
 }
 
+void mirror_routes_set_peer_mirrors(struct mirror_routes *r, const char *urls)
+{
+	char *list = xstrdup(urls ? urls : ""), *save = NULL, *t;
+
+	for (t = strtok_r(list, ", ", &save); t; t = strtok_r(NULL, ", ", &save)) {
+		size_t n = strlen(t);
+		while (n && t[n - 1] == '/')
+			t[--n] = '\0';
+		if (!n)
+			continue;
+		r->peer_mirrors = xreallocarray(r->peer_mirrors, r->npeer_mirrors + 1, sizeof(*r->peer_mirrors));
+		r->peer_mirrors[r->npeer_mirrors++] = xstrdup(t);
+	}
+	free(list);
+}
+
 void mirror_routes_set_ondemand(struct mirror_routes *r, struct mirror_ondemand *od)
 {
 	r->ondemand = od;
@@ -315,6 +331,9 @@ void mirror_routes_free(struct mirror_routes **r)
 	mirror__pool_free(*r);
 	pthread_mutex_destroy(&(*r)->pool_mu);
 	free((*r)->catalog_path);
+	for (size_t i = 0; i < (*r)->npeer_mirrors; i++)
+		free((*r)->peer_mirrors[i]);
+	free((*r)->peer_mirrors);
 	p2p_tracker_free(&(*r)->tracker);
 	free(*r);
 	*r = NULL;

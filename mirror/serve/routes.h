@@ -21,6 +21,9 @@ void mirror_routes_set_seeder(struct mirror_routes *r, struct mirror_seeder *see
 /* Fetch on demand (borrowed; NULL: off). */
 struct mirror_ondemand;
 void mirror_routes_set_ondemand(struct mirror_routes *r, struct mirror_ondemand *od);
+/* The deployment's other mirrors (comma-separated base URLs, copied): every torrent handed out
+ * lists them after this one, as trackers (a tier each) and web seeds. */
+void mirror_routes_set_peer_mirrors(struct mirror_routes *r, const char *urls);
 /* New access rules (borrowed like mirror_routes_new's; a worker that took a reference to the old
  * ones keeps it until its answer is done). On the loop. */
 void mirror_routes_set_access(struct mirror_routes *r, const struct mirror_access *access);

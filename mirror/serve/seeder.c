@@ -165,7 +165,7 @@ static int add_torrent(struct mirror_seeder *s, const struct catalog_torrent *t)
 		log_warn("seeder", "%s: cannot lay out its files: %s", t->name, err_str(r));
 		return r;
 	}
-	r = mirror_torrent_load(s->d, t->btih, NULL, NULL, &data, &len);
+	r = mirror_torrent_load(s->d, t->btih, NULL, 0, NULL, 0, &data, &len);
 	if (r) {
 		log_warn("seeder", "%s: cannot read torrents/%s.torrent: %s", t->name, t->btih, err_str(r));
 		goto out;

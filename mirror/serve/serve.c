@@ -435,6 +435,8 @@ int mirror_serve(const struct mirror_serve_config *cfg, char **errmsg)
 	s.routes = mirror_routes_new(s.data, s.access);
 	mirror_routes_set_search_budget(s.routes, cfg->search_budget_ms);
 	mirror_routes_install(s.routes, s.httpd);
+	if (cfg->peer_mirrors)
+		mirror_routes_set_peer_mirrors(s.routes, cfg->peer_mirrors);
 	if (cfg->admin_token) {
 		struct mirror_admin a = { cfg->admin_token, &s, admin_status, admin_sync_now, admin_pause };
 		mirror_routes_set_admin(s.routes, &a);

@@ -45,6 +45,7 @@ struct mirror_serve_config {
 	void (*on_sighup)(void *ud); /* called first on SIGHUP (the CLI reads the file again and says what
 				     * changed), or NULL */
 	void *on_sighup_ud;
+	const char *peer_mirrors;   /* the deployment's other mirrors, comma-separated base URLs; NULL */
 	const char *on_demand;      /* patterns of repos fetched when a client asks (ondemand.h); NULL: off */
 	double on_demand_ttl_s;     /* untouched this long, such a repo stops being tracked; 0: 30 days */
 	const char *hf_token;       /* upstream tokens, for on-demand fetches only (NULL: anonymous) */

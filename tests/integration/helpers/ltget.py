@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""ltget.py [--seed S] [--listen ADDR] [--timeout S] TORRENT DIR: download TORRENT into DIR with
+"""ltget.py [--seed S] [--listen ADDR] [--timeout S] [--rate BYTES/S] TORRENT DIR: download TORRENT into DIR with
 python3-libtorrent (Debian's 2.0.8 bindings), DHT/LSD/UPnP/NAT-PMP off, listening on loopback (or
 --listen, as bench/swarm_bench.py does in network namespaces), and wait until every piece is verified
 against the torrent's hashes (v2 merkle roots for a hybrid torrent). With --seed, keep seeding for S
@@ -17,6 +17,7 @@ def main():
     ap.add_argument("--seed", type=float, default=0)
     ap.add_argument("--listen", default="127.0.0.1:0", help="libtorrent listen_interfaces")
     ap.add_argument("--timeout", type=float, default=50)
+    ap.add_argument("--rate", type=int, default=0, help="download rate limit (0: none)")
     ap.add_argument("torrent")
     ap.add_argument("dir")
     a = ap.parse_args()
@@ -27,6 +28,9 @@ def main():
                       # TCP only, as the mirror's LAN-tuned seed: a uTP attempt first costs ~4 s
                       "enable_outgoing_utp": False, "enable_incoming_utp": False,
                       "alert_mask": lt.alert.category_t.error_notification | lt.alert.category_t.status_notification})
+    if a.rate:
+        # loopback counts as the local network, which libtorrent exempts from limits by default
+        ses.apply_settings({"download_rate_limit": a.rate, "ignore_limits_on_local_network": False})
     ti = lt.torrent_info(a.torrent)
     h = ses.add_torrent({"ti": ti, "save_path": a.dir})
     t0 = time.time()
