@@ -46,7 +46,9 @@ struct snap {
 	bool settling;                  /* a settle job (verify, index) runs on the thread pool */
 	int index_tries;
 	bool pinned;                    /* never evicted (pull --pin) */
-	int64_t last_used;              /* unix time of the last mount, umount or pull: eviction order */
+	int64_t last_used;              /* unix time of the last mount, umount or pull (agent_snap_used) */
+	uint64_t use_seq;               /* the agent's use counter then: eviction order within a second;
+					 * 0 for one taken back after a restart and not used since */
 	json_t *pending_links;          /* hub caches to link the cache's files into once verified (pull):
 					 * an array of {"hf_cache", "ms_cache", "ms_hub_cache"} */
 	char *link_error;               /* why such a link failed, or NULL */
@@ -82,6 +84,7 @@ struct agent {
 	atomic_bool quit;               /* stopping, for worker threads: a body waiting for its first
 					 * bytes gives up, so the loop (which waits for its jobs) can end */
 	int64_t started_at;
+	uint64_t use_counter;           /* agent_snap_used's */
 	/* the cache's size (evict.c) */
 	bool sizing;                    /* a sizing job runs */
 	int64_t sized_at;               /* when the last one ended */
@@ -154,5 +157,8 @@ void agent_link_pending(struct agent *a, struct snap *s);
  * control handler (it frees the server): there, agent_stop_soon (once the answer is out). */
 void agent_stop(struct agent *a);
 void agent_stop_soon(struct agent *a);
+
+/* s was mounted, unmounted, pulled or read through the endpoint now: the last to go. */
+void agent_snap_used(struct agent *a, struct snap *s);
 
 #endif

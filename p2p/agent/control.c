@@ -297,7 +297,7 @@ static struct snap *resolve(struct agent *a, struct httpd_req *req, const struct
 	free(tor);
 	free(why);
 	if (s)
-		s->last_used = time(NULL);
+		agent_snap_used(a, s);
 	return s;
 }
 
@@ -376,7 +376,7 @@ static int do_umount(struct agent *a, struct httpd_req *req, json_t *body)
 	}
 	free(am->dir);
 	*am = s->mounts[--s->nmounts];
-	s->last_used = time(NULL);
+	agent_snap_used(a, s);
 	answer(req, 200, json_pack("{s:s, s:s}", "dir", dir, "btih", s->btih));
 	return 0;
 }

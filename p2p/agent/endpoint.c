@@ -410,7 +410,7 @@ static void start_file(struct ep *e, struct httpd_req *r, struct snap *s)
 
 	e->index = -1;
 	memcpy(e->btih, s->btih, sizeof(e->btih));
-	s->last_used = time(NULL);
+	agent_snap_used(e->a, s);
 	if (!p2p_session_files(e->a->ses, s->btih, &files))
 		for (size_t i = 0; i < files.n; i++)
 			if (!strcmp(files.v[i].path, e->fpath)) {

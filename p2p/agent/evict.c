@@ -113,10 +113,22 @@ static void size_work(uv_work_t *w)
 	z->used = disk_used(z->a->cfg->cache_dir);
 }
 
+void agent_snap_used(struct agent *a, struct snap *s)
+{
+	s->last_used = time(NULL);
+	s->use_seq = ++a->use_counter;
+}
+
+/* Least recently used first: those not used since a restart by their time, then the rest in the
+ * order they were used (a second holds several uses; two pulls in one second must not tie). */
 static int by_last_use(const void *pa, const void *pb)
 {
 	const struct snap *a = *(struct snap *const *)pa, *b = *(struct snap *const *)pb;
 
+	if (!a->use_seq != !b->use_seq)
+		return a->use_seq ? 1 : -1;
+	if (a->use_seq)
+		return a->use_seq < b->use_seq ? -1 : 1;
 	return a->last_used < b->last_used ? -1 : a->last_used > b->last_used;
 }
 
