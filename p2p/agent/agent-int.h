@@ -158,6 +158,9 @@ void agent_link_pending(struct agent *a, struct snap *s);
 void agent_stop(struct agent *a);
 void agent_stop_soon(struct agent *a);
 
+/* The i-th base URL of a comma-separated list of mirrors (trimmed; malloc'd), NULL past the end. */
+char *agent_mirror_at(const char *list, size_t i);
+
 /* s was mounted, unmounted, pulled or read through the endpoint now: the last to go. */
 void agent_snap_used(struct agent *a, struct snap *s);
 

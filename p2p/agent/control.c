@@ -161,8 +161,56 @@ static int mirror_get(const char *mirror, const char *path, const char *token, c
 	return 0;
 }
 
-int agent_fetch_snapshot(const char *mirror, const char *token, const struct hub_spec *spec, json_t **meta,
-			  char **tor, size_t *tlen, char **why)
+char *agent_mirror_at(const char *list, size_t i)
+{
+	const char *p = list;
+
+	for (size_t k = 0; p && *p; k++) {
+		const char *end = strchr(p, ',');
+		size_t n = end ? (size_t)(end - p) : strlen(p);
+		while (n && (*p == ' ')) {
+			p++;
+			n--;
+		}
+		while (n && (p[n - 1] == ' ' || p[n - 1] == '/'))
+			n--;
+		if (k == i)
+			return n ? xstrndup(p, n) : NULL;
+		p = end ? end + 1 : NULL;
+	}
+	return NULL;
+}
+
+static int fetch_snapshot_one(const char *mirror, const char *token, const struct hub_spec *spec, json_t **meta,
+			      char **tor, size_t *tlen, char **why);
+
+int agent_fetch_snapshot(const char *mirrors, const char *token, const struct hub_spec *spec, json_t **meta,
+			 char **tor, size_t *tlen, char **why)
+{
+	char *m;
+	int st = 502;
+
+	/* several mirrors of one deployment (a comma list): the first that answers; one that cannot be
+	 * reached, or answers nonsense, passes the question to the next */
+	for (size_t i = 0; (m = agent_mirror_at(mirrors, i)) != NULL; i++) {
+		if (i) {
+			free(*why);
+			*why = NULL;
+		}
+		st = fetch_snapshot_one(m, token, spec, meta, tor, tlen, why);
+		free(m);
+		if (st != 502)
+			break;
+		json_decref(*meta);
+		*meta = NULL;
+	}
+	if (st == 502 && !*why)
+		*why = xstrdup("no mirror given");
+	return st;
+}
+
+static int fetch_snapshot_one(const char *mirror, const char *token, const struct hub_spec *spec, json_t **meta,
+			      char **tor, size_t *tlen, char **why)
 {
 	char *q = spec->revision ? hub_url_escape(spec->revision, false) : NULL, *body = NULL, *path;
 	const char *rev, *commit;

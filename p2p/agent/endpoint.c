@@ -247,20 +247,31 @@ static void ask_mirror(void *job)
 	const char *hdrs[4];
 	char *h_host = e->host ? xasprintf("Host: %s", e->host) : NULL;
 	char *h_inm = e->inm && !e->file ? xasprintf("If-None-Match: %s", e->inm) : NULL;
-	char *url = xasprintf("%s%s", e->a->cfg->mirror, e->target), *err = NULL;
-	struct hub_http_call c = { .url = url, .token = e->token, .max = MAX_ANSWER, .timeout_s = 300,
-				   .method = e->file ? "HEAD" : e->method, .body = e->blen ? e->body : NULL,
-				   .body_len = e->blen, .body_type = e->ctype, .headers = hdrs,
-				   .on_header = keep_header, .ud = e };
+	char *url = NULL, *err = NULL, *m;
 	size_t n = 0;
-	int r;
+	int r = -EINVAL;
 
 	if (h_host)
 		hdrs[n++] = h_host;
 	if (h_inm)
 		hdrs[n++] = h_inm;
 	hdrs[n] = NULL;
-	r = hub_http_call_blocking(&c, &e->answer, &e->alen, &e->status, &err);
+	/* the mirrors in turn: the first that can be reached answers */
+	for (size_t i = 0; r && (m = agent_mirror_at(e->a->cfg->mirror, i)) != NULL; i++) {
+		struct hub_http_call c = { .max = MAX_ANSWER, .timeout_s = 300, .method = e->file ? "HEAD" : e->method,
+					   .body = e->blen ? e->body : NULL, .body_len = e->blen, .body_type = e->ctype,
+					   .headers = hdrs, .on_header = keep_header, .ud = e, .token = e->token };
+		free(url);
+		free(err);
+		err = NULL;
+		url = xasprintf("%s%s", m, e->target);
+		c.url = url;
+		free(m);
+		json_object_clear(e->headers);
+		free(e->answer);
+		e->answer = NULL;
+		r = hub_http_call_blocking(&c, &e->answer, &e->alen, &e->status, &err);
+	}
 	/* kept for offline use: metadata GETs, and a file's headers (its bytes are in the snapshot) */
 	if (r) {
 		json_object_clear(e->headers);

@@ -46,12 +46,24 @@ static bool holds(const struct preheat *p, const char *commit)
 static void preheat_work(uv_work_t *w)
 {
 	struct preheat *p = w->data;
-	char *url = xasprintf("%s/api/p2p/preheat", p->a->cfg->mirror), *body = NULL, *err = NULL;
+	char *url = NULL, *body = NULL, *err = NULL, *m;
 	json_t *root, *list, *it;
 	size_t len = 0, i;
 	long status = 0;
+	int r = -EINVAL;
 
-	if (hub_http_get_blocking(url, NULL, 16 << 20, &body, &len, &status, &err) || status != 200) {
+	/* the mirrors in turn: the first that answers */
+	for (i = 0; (r || status != 200) && (m = agent_mirror_at(p->a->cfg->mirror, i)) != NULL; i++) {
+		free(url);
+		free(err);
+		free(body);
+		err = body = NULL;
+		status = 0;
+		url = xasprintf("%s/api/p2p/preheat", m);
+		free(m);
+		r = hub_http_get_blocking(url, NULL, 16 << 20, &body, &len, &status, &err);
+	}
+	if (r || status != 200) {
 		p->why = xasprintf("cannot get the preheat list: %s", err ? err : "unexpected answer");
 		free(err);
 		free(body);

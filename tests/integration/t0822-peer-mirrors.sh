@@ -42,5 +42,15 @@ sed 's/^/# /' "$T/lt.out"
 check "the download completed after A went away" test "$st" = 0
 check "every byte is upstream's" test "$(sha256sum <"$T/got/twice/model.safetensors" 2>/dev/null | cut -c1-64)" = "$(curl -fsS -L "$FAKE_API/acme/twice/resolve/main/model.safetensors" | sha256sum | cut -c1-64)"
 check "B's web seed served part of it" bash -c "curl -fsS '$B/metrics' | awk '\$1 ~ /^hubmirror_http_requests_total[{]route=\"webseed\",status=\"20/ { s += \$2 } END { exit !(s > 0) }'"
+# an instance that knows both mirrors keeps working with the first one down: metadata and the
+# torrent from the next (pull through the agent, into the HF cache)
+curl -fsS "$FAKE_API/_fake/repos" >"$T/up.json"
+pc=$("$PY" -c 'import json,sys; print([r for r in json.load(open(sys.argv[1]))["repos"] if r["id"]=="acme/twice"][0]["sha"])' "$T/up.json")
+timeout 60 "$HUBMIRROR" pull --mirror "$A,$B" --cache "$T/cache" --hf-cache "$T/hfc" --listen 127.0.0.1:0 hf:acme/twice >"$T/pull.out" 2>&1
+st=$?
+check "pull with the first of two mirrors down succeeds" test "$st" = 0
+check "... every file byte for byte" "$PY" "$HM_SRC/tests/integration/helpers/checkfiles.py" "$T/up.json" hf acme/twice \
+	"$T/hfc/models--acme--twice/snapshots/$pc"
+timeout 20 "$HUBMIRROR" agent --stop >/dev/null 2>&1
 expect_status 2 "a peer mirror that is not a URL is refused" "$HUBMIRROR" serve --listen 127.0.0.1:0 --peer-mirror "ftp://x"
 finish
