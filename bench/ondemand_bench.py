@@ -30,26 +30,8 @@ import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.dirname(HERE)
-
-
-def drop_caches():
-    subprocess.run(["sync"], check=True)
-    try:
-        with open("/proc/sys/vm/drop_caches", "w") as f:
-            f.write("3\n")
-    except OSError:
-        pass
-
-
-def settle(*paths):
-    """Earlier outputs go outside the time (this machine's filesystem is mounted with discard)."""
-    for p in paths:
-        if os.path.isdir(p):
-            shutil.rmtree(p, ignore_errors=True)
-        elif os.path.exists(p):
-            os.remove(p)
-    subprocess.run(["sync"], check=True)
-    time.sleep(2)
+sys.path.insert(0, HERE)
+from bundle_bench import drop_caches, settle  # noqa: E402  (the same cold-cache discipline)
 
 
 def sha256_of(path):

@@ -164,18 +164,20 @@ static int mirror_get(const char *mirror, const char *path, const char *token, c
 char *agent_mirror_at(const char *list, size_t i)
 {
 	const char *p = list;
+	size_t k = 0;
 
-	for (size_t k = 0; p && *p; k++) {
+	/* empty entries ("A,,B", a trailing comma) are skipped, not the end of the list */
+	while (p && *p) {
 		const char *end = strchr(p, ',');
 		size_t n = end ? (size_t)(end - p) : strlen(p);
-		while (n && (*p == ' ')) {
+		while (n && *p == ' ') {
 			p++;
 			n--;
 		}
 		while (n && (p[n - 1] == ' ' || p[n - 1] == '/'))
 			n--;
-		if (k == i)
-			return n ? xstrndup(p, n) : NULL;
+		if (n && k++ == i)
+			return xstrndup(p, n);
 		p = end ? end + 1 : NULL;
 	}
 	return NULL;
