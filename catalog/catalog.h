@@ -75,6 +75,10 @@ struct catalog_repo {
 	char *refs_policy;    /* which refs besides follow_rev: "tags", "default", "all", or a JSON array */
 	int64_t refs_checked_at; /* when upstream's refs were last listed, 0 never */
 	char *upstream_name;  /* the name upstream answers with now, when it renamed the repo; else NULL */
+	int tier;             /* 1: synced from the Hub; N+1: from a hubmirror of tier N; 0: never synced */
+	char *upstream;       /* the base URL the last successful sync asked, NULL before one */
+	int64_t origin_checked_at; /* when the Hub was last asked about it, here or up the chain; 0 unknown */
+	int64_t created_at;   /* when upstream says the repo was created; 0 unknown */
 };
 
 void catalog_repo_release(struct catalog_repo *r);
@@ -189,6 +193,10 @@ struct catalog_repo_meta {
 	int64_t likes;            /* -1 unknown */
 	const char *last_modified;
 	const char *upstream_name; /* the name upstream answered with ("": the repo's own: clear) */
+	int tier;                 /* 0: keep */
+	const char *upstream;     /* NULL: keep */
+	int64_t origin_checked_at; /* 0: keep */
+	int64_t created_at;       /* 0: keep */
 };
 
 /* Record the outcome of syncing one repo: status (ok, gated, denied, missing, disabled, error), error

@@ -51,6 +51,10 @@ void catalog__read_repo(sqlite3_stmt *st, struct catalog_repo *r)
 	r->refs_policy = col_str(st, 26);
 	r->refs_checked_at = sqlite3_column_int64(st, 27);
 	r->upstream_name = col_str(st, 28);
+	r->tier = sqlite3_column_int(st, 29);
+	r->upstream = col_str(st, 30);
+	r->origin_checked_at = sqlite3_column_int64(st, 31);
+	r->created_at = sqlite3_column_int64(st, 32);
 }
 
 char *catalog_repo_selection(const struct catalog_repo *r)
@@ -82,6 +86,7 @@ void catalog_repo_release(struct catalog_repo *r)
 	free(r->last_modified);
 	free(r->refs_policy);
 	free(r->upstream_name);
+	free(r->upstream);
 	memset(r, 0, sizeof(*r));
 }
 

@@ -36,6 +36,10 @@
  *      fetched on demand: its snapshot is listed at once, its large files come when first asked);
  *      such a snapshot is provisional (selection NULL, no torrent, not exported) until a sync
  *      completes it. Everything that counts or reads the store counts present blobs only.
+ *  15  tiers: repos.tier (1: synced from the Hub itself; N+1: from a hubmirror of tier N), repos.upstream
+ *      (the base URL it was synced from) and repos.origin_checked_at (when the Hub was last asked about
+ *      it, by this mirror or by the first one up the chain); repos.created_at, when upstream says it
+ *      created the repo.
  *
  * Rules: a migration only ever moves from version N-1 to N; released migrations are never edited,
  * a change is a new entry at the end of `migrations`.
@@ -251,6 +255,11 @@ static const char *const migrations[] = {
 	 "CREATE UNIQUE INDEX requests_pending ON requests(hub, type, name) WHERE state = 'pending';"),
 	/* 13 -> 14 */
 	"ALTER TABLE blobs ADD COLUMN present INTEGER NOT NULL DEFAULT 1;",
+	/* 14 -> 15 */
+	("ALTER TABLE repos ADD COLUMN tier INTEGER;"
+	 "ALTER TABLE repos ADD COLUMN upstream TEXT;"
+	 "ALTER TABLE repos ADD COLUMN origin_checked_at INTEGER;"
+	 "ALTER TABLE repos ADD COLUMN created_at INTEGER;"),
 };
 
 int catalog__migration_count(void)

@@ -221,7 +221,9 @@ int catalog_repo_set_sync(struct catalog *c, int64_t repo_id, const char *status
 			     "pipeline_tag = coalesce(?9, pipeline_tag), library_name = coalesce(?10, library_name), "
 			     "license = coalesce(?11, license), downloads = coalesce(?12, downloads), "
 			     "likes = coalesce(?13, likes), last_modified = coalesce(?14, last_modified), "
-			     "upstream_name = CASE WHEN ?15 IS NULL THEN upstream_name WHEN ?15 = '' THEN NULL ELSE ?15 END "
+			     "upstream_name = CASE WHEN ?15 IS NULL THEN upstream_name WHEN ?15 = '' THEN NULL ELSE ?15 END, "
+			     "tier = coalesce(?16, tier), upstream = coalesce(?17, upstream), "
+			     "origin_checked_at = coalesce(?18, origin_checked_at), created_at = coalesce(?19, created_at) "
 			     "WHERE id = ?1", &st))
 		return HM_ERR_SQLITE;
 	sqlite3_bind_int64(st, 1, repo_id);
@@ -243,6 +245,13 @@ int catalog_repo_set_sync(struct catalog *c, int64_t repo_id, const char *status
 			sqlite3_bind_int64(st, 13, m->likes);
 		bind_text_or_null(st, 14, m->last_modified);
 		bind_text_or_null(st, 15, m->upstream_name);
+		if (m->tier > 0)
+			sqlite3_bind_int(st, 16, m->tier);
+		bind_text_or_null(st, 17, m->upstream);
+		if (m->origin_checked_at > 0)
+			sqlite3_bind_int64(st, 18, m->origin_checked_at);
+		if (m->created_at > 0)
+			sqlite3_bind_int64(st, 19, m->created_at);
 	}
 	return catalog__run(st);
 }

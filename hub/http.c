@@ -38,11 +38,11 @@ struct sock_ctx {
 };
 
 enum hdr { H_CONTENT_RANGE, H_CONTENT_TYPE, H_ETAG, H_LINK, H_ERROR_CODE, H_ERROR_MESSAGE,
-	   H_REPO_COMMIT, H_LOCATION, H_RETRY_AFTER, H_RATELIMIT, H_COUNT };
+	   H_REPO_COMMIT, H_LOCATION, H_RETRY_AFTER, H_RATELIMIT, H_MIRROR_TIER, H_ORIGIN_CHECKED, H_COUNT };
 
 static const char *const hdr_names[H_COUNT] = {
 	"content-range", "content-type", "etag", "link", "x-error-code", "x-error-message",
-	"x-repo-commit", "location", "retry-after", "ratelimit",
+	"x-repo-commit", "location", "retry-after", "ratelimit", "x-hubmirror-tier", "x-hubmirror-origin-checked",
 };
 
 struct hub_http_req {
@@ -195,6 +195,8 @@ static void fill_resp(struct hub_http_req *r, struct hub_http_resp *resp)
 	resp->error_code = r->hdr[H_ERROR_CODE];
 	resp->error_message = r->hdr[H_ERROR_MESSAGE];
 	resp->repo_commit = r->hdr[H_REPO_COMMIT];
+	resp->mirror_tier = r->hdr[H_MIRROR_TIER];
+	resp->origin_checked = r->hdr[H_ORIGIN_CHECKED];
 	resp->url = r->url;
 	resp->transport_error = r->errbuf[0] ? r->errbuf : NULL;
 	resp->redirects = r->redirects;

@@ -45,6 +45,8 @@ struct hub_http_resp {
 	const char *error_code;     /* X-Error-Code */
 	const char *error_message;  /* X-Error-Message */
 	const char *repo_commit;    /* X-Repo-Commit */
+	const char *mirror_tier;    /* X-Hubmirror-Tier: the upstream is a hubmirror of this tier */
+	const char *origin_checked; /* X-Hubmirror-Origin-Checked: when the Hub was last asked (unix s) */
 	const char *url;            /* the URL that answered (after redirects) */
 	const char *transport_error; /* libcurl's words when the transfer itself failed, else NULL */
 	int redirects;

@@ -116,6 +116,21 @@ void hub_client_free(struct hub_client **cp)
 	*cp = NULL;
 }
 
+char *hub_client_base(const struct hub_client *c, enum hub_kind hub)
+{
+	const char *b = hub == HUB_MS ? c->ms_base : c->hf_base;
+	const char *host = strstr(b, "://"), *at, *slash;
+
+	if (!host)
+		return xstrdup(b);
+	host += 3;
+	slash = strchr(host, '/');
+	at = memchr(host, '@', slash ? (size_t)(slash - host) : strlen(host));
+	if (!at)
+		return xstrdup(b);
+	return xasprintf("%.*s%s", (int)(host - b), b, at + 1);
+}
+
 const char *hub_client_token(const struct hub_client *c, enum hub_kind hub)
 {
 	return hub == HUB_MS ? c->ms_token : c->hf_token;
@@ -270,6 +285,28 @@ static int add_file(struct fetch *f, const char *path, size_t pathlen, json_int_
 	return 0;
 }
 
+/* An upstream that is itself a hubmirror says its tier and when it last asked the Hub about the repo
+ * (docs/deployment.md); the first answer that says so counts. Anything malformed reads as not said. */
+static void mirror_headers(struct hub_snapshot *snap, const struct hub_http_resp *resp)
+{
+	char *end;
+	long long v;
+
+	if (snap->upstream_tier || !resp->mirror_tier)
+		return;
+	errno = 0;
+	v = strtoll(resp->mirror_tier, &end, 10);
+	if (errno || end == resp->mirror_tier || *end || v < 1 || v > 100)
+		return;
+	snap->upstream_tier = (int)v;
+	if (resp->origin_checked) {
+		errno = 0;
+		v = strtoll(resp->origin_checked, &end, 10);
+		if (!errno && end != resp->origin_checked && !*end && v > 0)
+			snap->origin_checked_at = v;
+	}
+}
+
 /* Common handling of a finished API request: transport errors, error statuses, JSON parse.
  * Returns 0 with *json set, or an error (message recorded). */
 static int api_answer(struct fetch *f, int result, const struct hub_http_resp *resp, const char *body,
@@ -291,6 +328,7 @@ static int api_answer(struct fetch *f, int result, const struct hub_http_resp *r
 			return HM_ERR_HTTP;
 		return hub_classify_error(f->spec.hub, resp->status, resp->error_code);
 	}
+	mirror_headers(f->snap, resp);
 	/* JSON_ALLOW_NUL: a hostile or broken upstream may put "\u0000" in a path. Without it that one
 	 * entry fails the whole answer, so the repo could never sync; with it the entry reaches
 	 * add_file(), whose path_check() sees the full length (json_string_length) and skips it. Other
@@ -329,7 +367,7 @@ static void hf_meta(struct fetch *f, json_t *info)
 {
 	json_t *m = json_object(), *v, *card = json_object_get(info, "cardData");
 	static const char *const copy[] = { "private", "tags", "pipeline_tag", "library_name", "downloads",
-					    "likes", "lastModified", "disabled" };
+					    "likes", "lastModified", "disabled", "createdAt" };
 
 	v = json_object_get(info, "gated");
 	json_object_set_new(m, "gated", json_is_string(v) ? json_copy(v) : json_string("false"));
@@ -340,7 +378,8 @@ static void hf_meta(struct fetch *f, json_t *info)
 		json_object_set(m, "upstream_name", v);
 	for (size_t i = 0; i < sizeof(copy) / sizeof(copy[0]); i++)
 		if ((v = json_object_get(info, copy[i])) && !json_is_null(v))
-			json_object_set(m, !strcmp(copy[i], "lastModified") ? "last_modified" : copy[i], v);
+			json_object_set(m, !strcmp(copy[i], "lastModified") ? "last_modified"
+					   : !strcmp(copy[i], "createdAt") ? "created_at" : copy[i], v);
 	if (json_is_object(card)) {
 		json_object_set(m, "card_data", card);
 		if (json_is_string(json_object_get(card, "license")))
@@ -593,6 +632,13 @@ static void ms_info_done(void *ud, int result, const struct hub_http_resp *resp,
 		char iso[32];
 		strftime(iso, sizeof(iso), "%Y-%m-%dT%H:%M:%S.000Z", gmtime(&t));
 		json_object_set_new(f->snap->meta, "last_modified", json_string(iso));
+	}
+	if (!r && json_is_integer(stamp = json_object_get(json_object_get(env, "Data"), "CreatedTime")) &&
+	    json_integer_value(stamp) > 0) {
+		time_t t = (time_t)json_integer_value(stamp);
+		char iso[32];
+		strftime(iso, sizeof(iso), "%Y-%m-%dT%H:%M:%S.000Z", gmtime(&t));
+		json_object_set_new(f->snap->meta, "created_at", json_string(iso));
 	}
 	free(f->snap->message); /* the listing's outcome stands, not the info's */
 	f->snap->message = keep;

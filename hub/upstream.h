@@ -45,10 +45,13 @@ struct hub_snapshot {
 	size_t nfiles;
 	size_t skipped_unsafe; /* entries whose path failed path_check() */
 	json_t *meta;          /* owned: gated, private, tags, pipeline_tag, library_name, license,
-				* card_data, downloads, likes, last_modified, upstream_name (HF: the repo's
+				* card_data, downloads, likes, last_modified, created_at, upstream_name (HF: the repo's
 				* name as upstream answers, a renamed repo's new one) (absent when unknown) */
 	char *message;         /* owned: upstream's words on failure (X-Error-Message / Message) */
 	uint64_t requests;     /* upstream requests this call made (pages included) */
+	int upstream_tier;     /* the upstream is a hubmirror of this tier (its X-Hubmirror-Tier); 0: not a
+				* hubmirror (the Hub itself) */
+	int64_t origin_checked_at; /* that hubmirror's last check of the repo at the Hub (unix s); 0: unknown */
 };
 
 /*
@@ -115,6 +118,10 @@ char *hub_file_url(const struct hub_client *c, const struct hub_spec *spec, cons
 
 /* The token to send for a hub (borrowed, may be NULL). */
 const char *hub_client_token(const struct hub_client *c, enum hub_kind hub);
+
+/* The base URL asked for hub's repos, without any user:password@ part (so it can be shown); caller
+ * frees. */
+char *hub_client_base(const struct hub_client *c, enum hub_kind hub);
 
 /* Whether t (NULL: yes) can be sent as a bearer token and a cookie value: 1 to 4096 printable ASCII
  * bytes, no space, ';' or ','. */

@@ -148,6 +148,13 @@ static int export_repo(struct mirror_data *d, const struct hub_spec *spec, json_
 		"library_name", str_or_null(r.library_name), "license", str_or_null(r.license),
 		"downloads", (json_int_t)r.downloads, "likes", (json_int_t)r.likes,
 		"last_modified", str_or_null(r.last_modified), "upstream_name", str_or_null(r.upstream_name)));
+	/* its place in a chain of mirrors: an importing mirror is one tier further */
+	if (r.tier > 0)
+		json_object_set_new(json_object_get(o, "meta"), "tier", json_integer(r.tier));
+	if (r.origin_checked_at > 0)
+		json_object_set_new(json_object_get(o, "meta"), "origin_checked_at", json_integer(r.origin_checked_at));
+	if (r.created_at > 0)
+		json_object_set_new(json_object_get(o, "meta"), "created_at", json_integer(r.created_at));
 	json_array_append_new(repos, o);
 	refs = snaps = NULL;
 	e = 0;
@@ -787,6 +794,14 @@ static int import_repo(struct mirror_data *d, json_t *r, struct mirror_bundle_re
 	m.likes = json_is_integer(json_object_get(meta, "likes")) ? json_integer_value(json_object_get(meta, "likes")) : -1;
 	m.last_modified = json_string_value(json_object_get(meta, "last_modified"));
 	m.upstream_name = json_string_value(json_object_get(meta, "upstream_name"));
+	/* a bundle puts the importer one tier below the mirror that wrote it (taken as tier 1 when it did not say) */
+	m.tier = json_is_integer(json_object_get(meta, "tier")) && json_integer_value(json_object_get(meta, "tier")) > 0 &&
+		 json_integer_value(json_object_get(meta, "tier")) < 100
+		 ? (int)json_integer_value(json_object_get(meta, "tier")) + 1 : 2;
+	m.upstream = "bundle";
+	m.created_at = json_is_integer(json_object_get(meta, "created_at")) ? json_integer_value(json_object_get(meta, "created_at")) : 0;
+	m.origin_checked_at = json_is_integer(json_object_get(meta, "origin_checked_at"))
+			      ? json_integer_value(json_object_get(meta, "origin_checked_at")) : 0;
 	if (catalog_repo_set_sync(d->catalog, cr.id, "ok", NULL, (int64_t)time(NULL), &m)) {
 		e = fail(errmsg, HM_ERR_SQLITE, "%s: catalog: %s", name, catalog_errmsg(d->catalog));
 		goto out;

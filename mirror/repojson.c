@@ -4,6 +4,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "base/xmalloc.h"
 #include "catalog/catalog.h"
@@ -51,6 +52,14 @@ json_t *mirror_repo_json(const struct catalog_repo *r, const char *base)
 	json_object_set_new(o, "exclude", mirror_json_text_or(r->exclude_globs, json_array()));
 	/* upstream renamed it: its name there now (the mirror answers to both) */
 	json_object_set_new(o, "upstream_name", mirror_json_str_or_null(r->upstream_name));
+	/* where it comes from: tier 1 syncs from the Hub, tier N+1 from a hubmirror of tier N; lag_s is
+	 * how long ago the Hub itself was last asked about it (by this mirror or up the chain) */
+	json_object_set_new(o, "tier", r->tier > 0 ? json_integer(r->tier) : json_null());
+	json_object_set_new(o, "upstream", mirror_json_str_or_null(r->upstream));
+	json_object_set_new(o, "origin_checked_at", r->origin_checked_at > 0 ? json_integer(r->origin_checked_at) : json_null());
+	json_object_set_new(o, "lag_s", r->origin_checked_at > 0
+			    ? json_integer(time(NULL) > r->origin_checked_at ? (json_int_t)(time(NULL) - r->origin_checked_at) : 0)
+			    : json_null());
 	/* which refs besides the followed one: "tags", "default", "all", or the names */
 	json_object_set_new(o, "refs_policy", r->refs_policy && r->refs_policy[0] == '['
 			    ? mirror_json_text_or(r->refs_policy, json_array()) : json_string(r->refs_policy ? r->refs_policy : "tags"));

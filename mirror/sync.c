@@ -123,6 +123,18 @@ static const char *outcome_of(int err)
 	}
 }
 
+/* "2026-12-01T13:49:36.000Z" (the Hub's lastModified) as unix seconds; 0 when it is not that. */
+static int64_t iso_seconds(const char *iso)
+{
+	struct tm tm;
+	const char *end;
+
+	memset(&tm, 0, sizeof(tm));
+	if (!iso || !(end = strptime(iso, "%Y-%m-%dT%H:%M:%S", &tm)) || (*end && *end != '.' && *end != 'Z'))
+		return 0;
+	return (int64_t)timegm(&tm);
+}
+
 static void meta_from_json(json_t *m, const char *name, struct catalog_repo_meta *out, char **card, char **tags)
 {
 	json_t *v;
@@ -148,6 +160,7 @@ static void meta_from_json(json_t *m, const char *name, struct catalog_repo_meta
 	if (json_is_integer(v = json_object_get(m, "likes")))
 		out->likes = json_integer_value(v);
 	out->last_modified = json_string_value(json_object_get(m, "last_modified"));
+	out->created_at = iso_seconds(json_string_value(json_object_get(m, "created_at")));
 	/* a renamed repo: remembered (the mirror answers to both names); the same name clears it */
 	if ((out->upstream_name = json_string_value(json_object_get(m, "upstream_name"))) && !strcmp(out->upstream_name, name))
 		out->upstream_name = "";
@@ -175,6 +188,13 @@ static int snapshot_record(struct srepo *r, const char *ref, bool tag)
 				    r->nwants);
 	free(sel);
 	free(files);
+	if (!e && r->snap->upstream_tier > 0) {
+		/* from another hubmirror: its time for the snapshot (the lastModified it answers), so that
+		 * every tier answers alike */
+		int64_t t = iso_seconds(json_string_value(json_object_get(r->snap->meta, "last_modified")));
+		if (t > 0)
+			e = catalog_snapshot_set_synced_at(c, r->cr->id, r->snap->commit, t);
+	}
 	if (!e)
 		return 0;
 	free(r->error_text);
@@ -222,7 +242,7 @@ static void repo_finish(struct srepo *r)
 	struct catalog *c = s->d->catalog;
 	struct mirror_sync_repo_result *res = r->res;
 	struct catalog_repo_meta meta;
-	char *card = NULL, *tags = NULL;
+	char *card = NULL, *tags = NULL, *upstream = NULL;
 	int err = r->error;
 
 	if (r->parent) {
@@ -252,6 +272,13 @@ static void repo_finish(struct srepo *r)
 		res->bytes = r->cr->total_size;
 	}
 	meta_from_json(r->snap ? r->snap->meta : NULL, r->cr->name, &meta, &card, &tags);
+	if (!err && r->snap) {
+		/* where it came from: the Hub (tier 1, asked now) or a hubmirror up the chain */
+		upstream = hub_client_base(s->client, r->spec.hub);
+		meta.upstream = upstream;
+		meta.tier = r->snap->upstream_tier + 1;
+		meta.origin_checked_at = r->snap->upstream_tier ? r->snap->origin_checked_at : (int64_t)time(NULL);
+	}
 	if (catalog_repo_set_sync(c, r->cr->id, err ? outcome_of(err) : "ok", err ? res->error : NULL,
 				  (int64_t)time(NULL), &meta) ||
 	    catalog_run_result(c, s->run_id, r->cr->id, res->outcome, res->commit, res->files_fetched,
@@ -259,6 +286,7 @@ static void repo_finish(struct srepo *r)
 		log_warn("sync", "catalog: %s", catalog_errmsg(c));
 	free(card);
 	free(tags);
+	free(upstream);
 	/* Per-repo lines are debug: the caller reports the run (a table on a terminal, a log line in serve). */
 	if (err)
 		log_debug("sync", "%s: %s: %s", res->spec, res->outcome, res->error);

@@ -275,6 +275,8 @@ static int hf_resolve_how(struct hfreq *h, const char *rev, bool lite)
 		return -1;
 	if (found && h->rt->ondemand && h->repo.options && strstr(h->repo.options, "\"on_demand\""))
 		mirror_ondemand_touch(h->rt, h->repo.id);
+	if (found && !lite)
+		mirror__tier_headers(h->req, &h->repo);
 	if (!r)
 		return 0;
 	if (r == HM_ERR_NOT_FOUND && !found && mirror_ondemand_track(h->rt, h->req, "hf", h->type, h->name)) {
@@ -347,6 +349,11 @@ static json_t *repo_summary_json(const struct catalog_repo *r, const char *type,
 		json_object_set_new(o, "author", json_stringn(r->name, (size_t)(slash - r->name)));
 	if (commit)
 		json_object_set_new(o, "sha", json_string(commit));
+	if (r->created_at > 0) {
+		char *ca = iso_time(r->created_at);
+		json_object_set_new(o, "createdAt", json_string(ca));
+		free(ca);
+	}
 	json_object_set_new(o, "gated", r->gated && strcmp(r->gated, "false") ? json_string(r->gated) : json_false());
 	json_object_set_new(o, "downloads", json_integer(r->downloads > 0 ? r->downloads : 0));
 	json_object_set_new(o, "likes", json_integer(r->likes > 0 ? r->likes : 0));

@@ -126,6 +126,10 @@ char *mirror__self_base(const struct httpd_req *req);
 int mirror__send_blob(struct mirror_routes *rt, struct httpd_req *req, const char *sha256, int64_t size);
 
 
+/* A repo's tier headers (X-Hubmirror-Tier, X-Hubmirror-Origin-Checked) on a metadata answer, for a
+ * mirror that syncs from this one (docs/deployment.md); nothing before its first sync. */
+void mirror__tier_headers(struct httpd_req *req, const struct catalog_repo *r);
+
 /* May this request read repo (hub, type, name)? If not, the refusal has been answered (401 without a
  * valid token, 403 with one) in the style of hub ("hf", "ms" or NULL for plain JSON). */
 bool mirror__access_check(struct mirror_routes *rt, struct httpd_req *req, const char *hub, const char *type,

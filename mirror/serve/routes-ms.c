@@ -106,6 +106,8 @@ static int ms_resolve(struct msreq *m)
 	}
 	if (found && m->rt->ondemand && m->repo.options && strstr(m->repo.options, "\"on_demand\""))
 		mirror_ondemand_touch(m->rt, m->repo.id);
+	if (found)
+		mirror__tier_headers(m->req, &m->repo);
 	if (r == HM_ERR_NOT_FOUND && !found && mirror_ondemand_track(m->rt, m->req, "ms", m->type, m->name)) {
 		/* fetched on demand: answered once it is listed */
 	} else if (r && !(r == HM_ERR_NOT_FOUND && found && ms_refused(m))) {
@@ -308,7 +310,8 @@ static void ms_info(struct msreq *m)
 	d = json_pack("{s:I, s:s, s:s, s:s, s:s, s:o, s:I, s:I, s:I, s:I, s:i, s:b, s:s}",
 		      "Id", (json_int_t)m->repo.id, "Name", slash ? slash + 1 : m->name, "ChineseName", "",
 		      "Description", "", "License", m->repo.license ? m->repo.license : "",
-		      "Tags", json_is_array(tags) ? tags : json_array(), "CreatedTime", (json_int_t)m->repo.added_at,
+		      "Tags", json_is_array(tags) ? tags : json_array(), "CreatedTime",
+		      (json_int_t)(m->repo.created_at > 0 ? m->repo.created_at : m->repo.added_at),
 		      "LastUpdatedTime", (json_int_t)m->snap.synced_at,
 		      "Downloads", (json_int_t)(m->repo.downloads > 0 ? m->repo.downloads : 0),
 		      "Stars", (json_int_t)(m->repo.likes > 0 ? m->repo.likes : 0), "Visibility", 5,

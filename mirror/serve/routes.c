@@ -107,6 +107,20 @@ char *mirror__hidden(const struct mirror_routes *rt, const struct httpd_req *req
 	return rt->access ? mirror_access_hidden(rt->access, mirror__request_token(req, buf, sizeof(buf))) : NULL;
 }
 
+void mirror__tier_headers(struct httpd_req *req, const struct catalog_repo *r)
+{
+	char b[24];
+
+	if (r->tier <= 0)
+		return;
+	snprintf(b, sizeof(b), "%d", r->tier);
+	httpd_add_header(req, "X-Hubmirror-Tier", b);
+	if (r->origin_checked_at > 0) {
+		snprintf(b, sizeof(b), "%lld", (long long)r->origin_checked_at);
+		httpd_add_header(req, "X-Hubmirror-Origin-Checked", b);
+	}
+}
+
 bool mirror__access_check(struct mirror_routes *rt, struct httpd_req *req, const char *hub, const char *type,
 			  const char *name, const char *style)
 {
@@ -369,15 +383,27 @@ char *mirror__json_dump(json_t *body, size_t *len, char etag[48])
 	char *s;
 	unsigned char md[20];
 	unsigned int n;
+	json_t *rid;
 
 	if (!body)
 		return NULL;
+	if (etag && (rid = json_object_get(body, "RequestId"))) {
+		/* ModelScope's envelope names each answer (RequestId, its last member): the tag is over the
+		 * rest, so that the same content keeps the same tag and If-None-Match works */
+		json_incref(rid);
+		json_object_del(body, "RequestId");
+		s = json_dumps(body, JSON_COMPACT);
+		json_object_set_new(body, "RequestId", rid);
+		EVP_Digest(s ? s : "", s ? strlen(s) : 0, md, &n, EVP_sha1(), NULL);
+		free(s);
+	}
 	s = json_dumps(body, JSON_COMPACT);
-	*len = strlen(s);
+	*len = s ? strlen(s) : 0;
+	if (etag && !json_object_get(body, "RequestId"))
+		EVP_Digest(s ? s : "", *len, md, &n, EVP_sha1(), NULL);
 	json_decref(body);
 	if (etag) {
 		/* A weak ETag over the body, as the Hub sends: clients revalidate with If-None-Match. */
-		EVP_Digest(s, *len, md, &n, EVP_sha1(), NULL);
 		memcpy(etag, "W/\"", 3);
 		hex_encode(md, 20, etag + 3);
 		memcpy(etag + 43, "\"", 2);
