@@ -62,7 +62,7 @@ int mirror_data_serve_exclude(struct mirror_data *d);
 /* Paths in the data directory (the layout above); each malloc'd, the caller frees. btih: 40 hex. */
 enum mirror_data_place {
 	MIRROR_DATA_TORRENTS,     /* torrents/ */
-	MIRROR_DATA_TORRENT_WORK, /* torrents/.work */
+	MIRROR_DATA_TORRENT_WORK, /* torrents/.work: older versions hashed torrents through symlinks here */
 	MIRROR_DATA_P2P,          /* p2p/ */
 	MIRROR_DATA_P2P_SECRET,   /* p2p/secret */
 	MIRROR_DATA_SEED,         /* p2p/seed */

@@ -63,8 +63,6 @@ static int remove_entry(const char *path, const struct stat *st, int flag, struc
 {
 	(void)st;
 	(void)flag;
-	if (ftw->level == 0)
-		return 0; /* keep .work itself */
 	return remove(path) < 0 && errno != ENOENT ? -1 : 0;
 }
 
@@ -90,7 +88,7 @@ static int add_pending(void *ud, int64_t snapshot_id, const char *name)
 }
 
 /* One snapshot: hash, write the file, then record the row. */
-static int make_one(struct mirror_data *d, const char *dir, const char *work, int64_t snapshot_id,
+static int make_one(struct mirror_data *d, const char *dir, int64_t snapshot_id,
 		    const char *repo, int64_t now, char **errmsg)
 {
 	struct files f = { .d = d };
@@ -106,7 +104,7 @@ static int make_one(struct mirror_data *d, const char *dir, const char *work, in
 		why = xasprintf("catalog: %s", catalog_errmsg(d->catalog));
 		goto out;
 	}
-	r = p2p_torrent_create(name, f.v, f.n, work, &t, &why);
+	r = p2p_torrent_create(name, f.v, f.n, &t, &why);
 	if (r)
 		goto out;
 	path = mirror_torrent_path(d, t.btih);
@@ -141,14 +139,15 @@ int mirror_torrents_make(struct mirror_data *d, int64_t now, size_t *made, char 
 	size_t count = 0;
 	int r;
 
-	if ((mkdir(dir, 0755) < 0 && errno != EEXIST) || (mkdir(work, 0755) < 0 && errno != EEXIST)) {
+	if (mkdir(dir, 0755) < 0 && errno != EEXIST) {
 		r = -errno;
 		if (errmsg)
-			*errmsg = xasprintf("cannot create %s: %s", work, strerror(errno));
+			*errmsg = xasprintf("cannot create %s: %s", dir, strerror(errno));
 		goto out;
 	}
-	/* what a crash during an earlier make left (the caller holds the sync lock: nobody else makes) */
-	if (nftw(work, remove_entry, 16, FTW_DEPTH | FTW_PHYS) < 0)
+	/* symlinks an older version's torrent making left after a crash (it hashed through them; the
+	 * caller holds the sync lock: nobody else makes) */
+	if (nftw(work, remove_entry, 16, FTW_DEPTH | FTW_PHYS) < 0 && errno != ENOENT)
 		log_warn("torrents", "cannot clear %s: %s", work, strerror(errno));
 	r = catalog_torrent_missing_each(d->catalog, add_pending, &p);
 	if (r) {
@@ -160,7 +159,7 @@ int mirror_torrents_make(struct mirror_data *d, int64_t now, size_t *made, char 
 	 * the others; the first error is returned */
 	for (size_t i = 0; i < p.n; i++) {
 		char *why = NULL;
-		int e = make_one(d, dir, work, p.ids[i], p.names[i], now, &why);
+		int e = make_one(d, dir, p.ids[i], p.names[i], now, &why);
 		if (!e)
 			count++;
 		else if (e != -ENODATA && !r) {

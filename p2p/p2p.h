@@ -369,15 +369,19 @@ struct p2p_torrent {
 /* The piece size for a torrent of total bytes: 64 KiB, doubled while total / piece > 1500, at most 16 MiB. */
 int64_t p2p_torrent_piece_size(int64_t total);
 
+/* The piece size p2p_torrent_create uses for files of these sizes: p2p_torrent_piece_size of their
+ * total, then halved (down to 16 KiB) while the pads of the hybrid layout (each file starts a piece)
+ * span more bytes than the files, unless halving adds more than 1,500 pieces. A snapshot of a few big
+ * files keeps the total's size; one of 100,000 small files gets small pieces (docs/p2p.md). */
+int64_t p2p_torrent_piece_size_for(const int64_t *sizes, size_t n);
+
 /*
  * Build the torrent of files (any order; sorted by path inside) named name (one safe path
  * component: no '/', not "." or "..", not empty). Deterministic: the same name and file list with the
  * same contents give the same bytes and info-hashes on every node (hybrid v1+v2, flag no_attributes,
- * no creation date, no creator, no comment, piece size from p2p_torrent_piece_size). The hashes are
- * computed by libtorrent's set_piece_hashes over a temporary directory of symlinks
- * workdir/<unique>/<name>/<path> -> source, which is removed before returning, on success and on error.
- * workdir must exist; sources are only read. Every source must exist and have the stated size. A crash
- * can leave a workdir/.p2p-torrent-* behind: it holds symlinks only, and removing it is safe.
+ * no creation date, no creator, no comment, piece size from p2p_torrent_piece_size_for). The hashes are
+ * computed from each file's source (only read), exactly as libtorrent's set_piece_hashes would over the
+ * files laid out under their paths. Every source must exist and have the stated size.
  *
  * Files are sorted component by component, byte-wise ("a/b" before "a-c"): the order of the v2 file
  * tree and of libtorrent's canonical layout. Empty files are allowed (listed, no piece).
@@ -390,7 +394,7 @@ int64_t p2p_torrent_piece_size(int64_t total);
  * a component over 240 bytes or with Unicode direction marks (HM_ERR_PATH_UNSAFE); a negative size, or
  * sizes that overflow int64_t together (HM_ERR_USAGE); a source that is not an absolute path
  * (HM_ERR_USAGE), missing or not a regular file (-errno or -EINVAL); a source whose size is not the
- * stated size (HM_ERR_SIZE_MISMATCH); a workdir that cannot hold the farm (-errno); a failure inside
+ * stated size, or that cannot be read whole (HM_ERR_SIZE_MISMATCH, -errno); a failure inside
  * libtorrent (HM_ERR_TORRENT).
  *
  * A snapshot of a single file gives a torrent whose one file sits in the <name> directory (libtorrent
@@ -403,8 +407,8 @@ int64_t p2p_torrent_piece_size(int64_t total);
  * Returns 0 and fills *out (the caller then owns out->data), or an error code, leaves *out untouched and
  * (if errmsg) sets *errmsg to a malloc'd message the caller frees.
  */
-int p2p_torrent_create(const char *name, const struct p2p_file *files, size_t n, const char *workdir,
-		       struct p2p_torrent *out, char **errmsg);
+int p2p_torrent_create(const char *name, const struct p2p_file *files, size_t n, struct p2p_torrent *out,
+		       char **errmsg);
 
 /* Free t->data and clear *t. Accepts NULL and a cleared or released struct. */
 void p2p_torrent_release(struct p2p_torrent *t);

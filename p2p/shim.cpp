@@ -51,6 +51,7 @@ extern "C" {
 #include "p2p-int.h"
 #include "p2p/p2p.h"
 }
+#include "shim-int.hpp"
 
 namespace lt = libtorrent;
 
@@ -194,17 +195,6 @@ struct p2p_session {
 	bool draining = false;                           /* inside p2p_session_drain (loop thread only) */
 };
 
-/* libtorrent's load limits for a torrent buffer already in memory (at least floor bytes allowed):
- * snapshots' torrents can be tens of MB (100,000 files) and hold more than 2 million pieces, and a
- * buffer in memory is no threat by its size; tokens are bounded by it. */
-static lt::load_torrent_limits limits_for(size_t len, size_t floor)
-{
-	lt::load_torrent_limits lim;
-	lim.max_buffer_size = static_cast<int>(std::min<size_t>(INT_MAX, std::max<size_t>(len + 1, floor)));
-	lim.max_pieces = INT_MAX;
-	lim.max_decode_tokens = INT_MAX;
-	return lim;
-}
 
 /* The metadata of a bencoded torrent (throws what libtorrent throws). */
 static lt::torrent_info info_of(const unsigned char *torrent, size_t len)
@@ -214,14 +204,6 @@ static lt::torrent_info info_of(const unsigned char *torrent, size_t len)
 				limits_for(len, 100000000), lt::from_span);
 }
 
-static void set_err(char **errmsg, const std::string &msg)
-{
-	if (!errmsg)
-		return;
-	*errmsg = static_cast<char *>(std::malloc(msg.size() + 1));
-	if (*errmsg)
-		std::memcpy(*errmsg, msg.c_str(), msg.size() + 1);
-}
 
 /* lan_tuning: the buffer and connection settings of libtorrent's high_performance_seed preset (not its
  * short timeouts and max_failcount 1, which suit a seedbox more than a LAN of agents), TCP only (uTP
@@ -296,19 +278,6 @@ static lt::settings_pack base_settings(const struct p2p_session_config *cfg)
 	return sp;
 }
 
-/* Inside a catch block: the error of the exception being handled, after prefix, in *errmsg; returns
- * HM_ERR_TORRENT. */
-static int torrent_error(char **errmsg, const std::string &prefix)
-{
-	try {
-		throw;
-	} catch (const std::exception &e) {
-		set_err(errmsg, prefix + e.what());
-	} catch (...) {
-		set_err(errmsg, prefix + "unknown libtorrent exception");
-	}
-	return HM_ERR_TORRENT;
-}
 
 extern "C" int p2p_session_new(const struct p2p_session_config *cfg, struct p2p_session **out,
 			       char **errmsg)
@@ -1271,104 +1240,7 @@ extern "C" int p2p_session_add_piece(struct p2p_session *s, const char *btih, in
 	}
 }
 
-/* A path libtorrent would rename, made safe to print: every byte outside printable ASCII, '"' and
- * '\\' as \\xNN (such a path may carry direction marks or bad UTF-8). */
-static std::string quoted(const std::string &p)
-{
-	static const char hex[] = "0123456789abcdef";
-	std::string q = "\"";
 
-	for (unsigned char c : p) {
-		if (c < 0x20 || c >= 0x7f || c == '"' || c == '\\') {
-			q += "\\x";
-			q += hex[c >> 4];
-			q += hex[c & 15];
-		} else {
-			q += static_cast<char>(c);
-		}
-	}
-	return q + "\"";
-}
-
-/*
- * Torrent creation. Determinism comes from fixing every input libtorrent would otherwise pick:
- * the piece size (caller's rule), the file order (libtorrent canonicalises hybrid torrents itself, and
- * the caller already sorted the same way), no file attributes, no mtime, no creation date, no creator.
- * 2.0.8 pads after the last file too ("tail padding", new in 2.0.8): torrents made by other libtorrent
- * versions of the same files can differ, so every node must run the same one (docs/libtorrent.md).
- */
-extern "C" int p2p__torrent_build(const char *parent, const char *name, const char *const *paths,
-				  const int64_t *sizes, size_t n, int64_t piece_size,
-				  struct p2p__built *out, char **errmsg)
-{
-	try {
-		lt::file_storage fs;
-		std::vector<std::string> want;
-		want.reserve(n);
-		fs.reserve(static_cast<int>(std::min<size_t>(n, INT_MAX)));
-		for (size_t i = 0; i < n; i++) {
-			want.push_back(std::string(name) + "/" + paths[i]);
-			fs.add_file(want.back(), sizes[i]);
-		}
-		lt::create_torrent ct(fs, static_cast<int>(piece_size), lt::create_torrent::no_attributes);
-		ct.set_creation_date(0); /* 0: the key is left out */
-
-		/* Hashing reads the files through the symlinks. One hashing thread per core: the work is
-		 * SHA-1 + SHA-256 of every byte and the files are usually in the page cache (just written). */
-		lt::settings_pack sp;
-		unsigned cores = std::thread::hardware_concurrency();
-		sp.set_int(lt::settings_pack::hashing_threads,
-			   static_cast<int>(std::clamp(cores, 1u, 8u)));
-		lt::error_code ec;
-		lt::set_piece_hashes(ct, parent, sp, [](lt::piece_index_t) {}, ec);
-		if (ec) {
-			set_err(errmsg, "hashing \"" + std::string(name) + "\": " + ec.message());
-			return HM_ERR_TORRENT;
-		}
-
-		lt::entry e = ct.generate();
-		/* generate() leaves these out when unset; make sure, they would break determinism. */
-		e.dict().erase("creation date");
-		e.dict().erase("created by");
-		e.dict().erase("comment");
-		std::vector<char> buf;
-		lt::bencode(std::back_inserter(buf), e);
-
-		/* Load it back as a client would. The loader sanitises paths (it cuts components over 240
-		 * bytes, drops Unicode direction marks, replaces bad UTF-8): a path it changes would land
-		 * somewhere else on a peer than on the web seed, so refuse it here. Limits are raised for
-		 * this check only: it is our own buffer. */
-		lt::load_torrent_limits lim = limits_for(buf.size(), 10000000);
-		lt::torrent_info ti(lt::span<char const>(buf.data(), static_cast<std::ptrdiff_t>(buf.size())), lim,
-				    lt::from_span);
-		lt::file_storage const &got = ti.files();
-		std::unordered_set<std::string> loaded;
-		for (lt::file_index_t i : got.file_range())
-			if (!got.pad_file_at(i))
-				loaded.insert(got.file_path(i));
-		for (std::string const &w : want) {
-			if (!loaded.count(w)) {
-				set_err(errmsg, "path " + quoted(w) +
-						" would be renamed by BitTorrent clients (libtorrent sanitises it)");
-				return HM_ERR_PATH_UNSAFE;
-			}
-		}
-		if (loaded.size() != want.size() || !ti.info_hashes().has_v1() || !ti.info_hashes().has_v2()) {
-			set_err(errmsg, "generated torrent does not load back as the same hybrid torrent");
-			return HM_ERR_TORRENT;
-		}
-
-		out->len = buf.size();
-		out->data = static_cast<unsigned char *>(xmalloc(buf.size()));
-		std::memcpy(out->data, buf.data(), buf.size());
-		std::memcpy(out->v1, ti.info_hashes().v1.data(), sizeof out->v1);
-		std::memcpy(out->v2, ti.info_hashes().v2.data(), sizeof out->v2);
-		out->pieces = ti.num_pieces();
-		return 0;
-	} catch (...) {
-		return torrent_error(errmsg, std::string("creating torrent \"") + name + "\": ");
-	}
-}
 
 extern "C" int p2p_torrent_info_hash(const unsigned char *torrent, size_t len, char *btih_out, char **errmsg)
 {

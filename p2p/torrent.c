@@ -1,13 +1,10 @@
 /*
  * torrent.c - deterministic hybrid torrents of snapshots: the plain C half of p2p_torrent_create.
  *
- * Checks the arguments, sorts the files the way libtorrent lays out a hybrid torrent, lays out a farm
- * of symlinks workdir/<unique>/<name>/<path> -> source so that libtorrent's set_piece_hashes can read
- * the store's blobs under the torrent's own paths (no copy), calls the shim for the libtorrent part
- * and removes the farm again, whatever happened.
+ * Checks the arguments, sorts the files the way libtorrent lays out a hybrid torrent, picks the piece
+ * size and calls the shim (shim-create.cpp), which hashes every file from its source.
  */
 #include <errno.h>
-#include <ftw.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +22,7 @@
 
 #define PIECE_MIN ((int64_t)64 * 1024)
 #define PIECE_MAX P2P_MAX_PIECE
+#define PIECE_FLOOR ((int64_t)16 * 1024) /* BitTorrent v2's smallest piece */
 #define PIECES_TARGET 1500
 
 int64_t p2p_torrent_piece_size(int64_t total)
@@ -33,6 +31,41 @@ int64_t p2p_torrent_piece_size(int64_t total)
 
 	while (piece < PIECE_MAX && total / piece > PIECES_TARGET)
 		piece *= 2;
+	return piece;
+}
+
+/* Pieces of the files at piece size p (every file starts a piece: hybrid layout), and the bytes they
+ * span, pads included; both saturate instead of overflowing. */
+static void layout_at(const int64_t *sizes, size_t n, int64_t p, int64_t *pieces, int64_t *spanned)
+{
+	*pieces = 0;
+	*spanned = 0;
+	for (size_t i = 0; i < n; i++) {
+		int64_t k = sizes[i] > 0 ? sizes[i] / p + (sizes[i] % p != 0) : 0;
+		*pieces = *pieces > INT64_MAX - k ? INT64_MAX : *pieces + k;
+		*spanned = k > INT64_MAX / p || *spanned > INT64_MAX - k * p ? INT64_MAX : *spanned + k * p;
+	}
+}
+
+int64_t p2p_torrent_piece_size_for(const int64_t *sizes, size_t n)
+{
+	int64_t total = 0, piece, pieces, spanned, half_pieces, half_spanned;
+
+	for (size_t i = 0; i < n; i++)
+		total = sizes[i] > 0 && total > INT64_MAX - sizes[i] ? INT64_MAX : total + (sizes[i] > 0 ? sizes[i] : 0);
+	piece = p2p_torrent_piece_size(total);
+	layout_at(sizes, n, piece, &pieces, &spanned);
+	/* Many files smaller than a piece: each is padded to a whole piece, and the pads are hashed as
+	 * zeros (100,000 files of 3 KB at 256 KiB: 26 GB to hash). Halve the piece while the pads
+	 * outweigh the payload, unless that would add more than PIECES_TARGET pieces (the big files'). */
+	while (piece > PIECE_FLOOR && spanned / 2 > total) {
+		layout_at(sizes, n, piece / 2, &half_pieces, &half_spanned);
+		if (half_pieces - pieces > PIECES_TARGET)
+			break;
+		piece /= 2;
+		pieces = half_pieces;
+		spanned = half_spanned;
+	}
 	return piece;
 }
 
@@ -101,22 +134,14 @@ static int file_cmp(const void *a, const void *b)
 	return path_cmp((*fa)->path, (*fb)->path);
 }
 
-/* nftw callback: remove everything below the farm, children first, never following a symlink. */
-static int remove_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
-{
-	if (remove(path) < 0 && errno != ENOENT)
-		return errno;
-	return 0;
-}
-
 /* Check everything that needs no filesystem access. Returns 0 or an error with *errmsg set. */
-static int check_args(const char *name, const struct p2p_file *files, size_t n, const char *workdir,
-		      struct p2p_torrent *out, char **errmsg)
+static int check_args(const char *name, const struct p2p_file *files, size_t n, struct p2p_torrent *out,
+		      char **errmsg)
 {
 	int64_t total = 0;
 
-	if (!name || !workdir || !*workdir || !out || (n && !files))
-		return fail(errmsg, HM_ERR_USAGE, "torrent: missing name, files, workdir or output");
+	if (!name || !out || (n && !files))
+		return fail(errmsg, HM_ERR_USAGE, "torrent: missing name, files or output");
 	if (path_check_str(name) || strchr(name, '/')) {
 		char *q = quote(name);
 		int r = fail(errmsg, HM_ERR_PATH_UNSAFE, "torrent name %s is not one safe path component", q);
@@ -210,62 +235,17 @@ static int check_sources(const struct p2p_file **sorted, size_t n, char **errmsg
 	return 0;
 }
 
-/* Lay out farm/<name>/<path> -> source for every file, making directories as needed. */
-static int make_farm(const char *farm, const char *name, const struct p2p_file **sorted, size_t n,
-		     char **errmsg)
-{
-	char *root = xasprintf("%s/%s", farm, name);
-	const char *prev = NULL;   /* path of the previous file whose directory exists */
-	size_t prev_dir = 0;       /* length of that directory part, 0 for the root */
-	int r = 0;
-
-	if (mkdir(root, 0700) < 0) {
-		r = fail(errmsg, -errno, "creating %s: %s", root, err_str(-errno));
-		goto out;
-	}
-	for (size_t i = 0; i < n; i++) {
-		const char *p = sorted[i]->path;
-		const char *slash = strrchr(p, '/');
-		size_t dir = slash ? (size_t)(slash - p) : 0;
-		char *link;
-
-		/* Sorted order keeps a directory's files together: mkdir only when the directory changes. */
-		if (dir && !(prev && prev_dir == dir && !strncmp(prev, p, dir))) {
-			char *d = xasprintf("%s/%.*s", root, (int)dir, p);
-			int e = path_mkdirs(d, 0700);
-			if (e)
-				r = fail(errmsg, e, "creating %s: %s", d, err_str(e));
-			free(d);
-			if (r)
-				goto out;
-		}
-		prev = p;
-		prev_dir = dir;
-		link = xasprintf("%s/%s", root, p);
-		if (symlink(sorted[i]->source, link) < 0)
-			r = fail(errmsg, -errno, "linking %s: %s", link, err_str(-errno));
-		free(link);
-		if (r)
-			goto out;
-	}
-out:
-	free(root);
-	return r;
-}
-
-int p2p_torrent_create(const char *name, const struct p2p_file *files, size_t n, const char *workdir,
-		       struct p2p_torrent *out, char **errmsg)
+int p2p_torrent_create(const char *name, const struct p2p_file *files, size_t n, struct p2p_torrent *out,
+		       char **errmsg)
 {
 	const struct p2p_file **sorted = NULL;
-	const char **paths = NULL;
+	const char **paths = NULL, **sources = NULL;
 	int64_t *sizes = NULL;
 	struct p2p__built built = { 0 };
-	char *farm = NULL;
-	size_t wlen;
-	int64_t total = 0;
+	int64_t piece = 0;
 	int r;
 
-	r = check_args(name, files, n, workdir, out, errmsg);
+	r = check_args(name, files, n, out, errmsg);
 	if (r)
 		return r;
 	sorted = xreallocarray(NULL, n, sizeof(*sorted));
@@ -278,35 +258,16 @@ int p2p_torrent_create(const char *name, const struct p2p_file *files, size_t n,
 	if (r)
 		goto out;
 
-	wlen = strlen(workdir);
-	while (wlen > 1 && workdir[wlen - 1] == '/')
-		wlen--;
-	farm = xasprintf("%.*s/.p2p-torrent-XXXXXX", (int)wlen, workdir);
-	if (!mkdtemp(farm)) {
-		r = fail(errmsg, -errno, "creating a temporary directory in %s: %s", workdir, err_str(-errno));
-		FREE_AND_NULL(&farm);
-		goto out;
+	paths = xreallocarray(NULL, n, sizeof(*paths));
+	sources = xreallocarray(NULL, n, sizeof(*sources));
+	sizes = xreallocarray(NULL, n, sizeof(*sizes));
+	for (size_t i = 0; i < n; i++) {
+		paths[i] = sorted[i]->path;
+		sources[i] = sorted[i]->source;
+		sizes[i] = sorted[i]->size;
 	}
-	r = make_farm(farm, name, sorted, n, errmsg);
-	if (!r) {
-		paths = xreallocarray(NULL, n, sizeof(*paths));
-		sizes = xreallocarray(NULL, n, sizeof(*sizes));
-		for (size_t i = 0; i < n; i++) {
-			paths[i] = sorted[i]->path;
-			sizes[i] = sorted[i]->size;
-			total += sizes[i];
-		}
-		r = p2p__torrent_build(farm, name, paths, sizes, n, p2p_torrent_piece_size(total),
-				       &built, errmsg);
-	}
-	/* The farm goes on every path; failing to remove it is an error too (the contract says gone). */
-	{
-		int e = nftw(farm, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
-		if (e && !r) {
-			e = e > 0 ? -e : -errno;
-			r = fail(errmsg, e, "removing %s: %s", farm, err_str(e));
-		}
-	}
+	piece = p2p_torrent_piece_size_for(sizes, n);
+	r = p2p__torrent_build(name, paths, sources, sizes, n, piece, &built, errmsg);
 	if (r)
 		goto out;
 
@@ -316,12 +277,12 @@ int p2p_torrent_create(const char *name, const struct p2p_file *files, size_t n,
 	built.data = NULL;
 	hex_encode(built.v1, sizeof(built.v1), out->btih);
 	hex_encode(built.v2, sizeof(built.v2), out->btmh);
-	out->piece_size = p2p_torrent_piece_size(total);
+	out->piece_size = piece;
 	out->pieces = built.pieces;
 out:
 	free(built.data);
-	free(farm);
 	free(paths);
+	free(sources);
 	free(sizes);
 	free(sorted);
 	return r;

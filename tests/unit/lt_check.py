@@ -11,6 +11,10 @@ The torrent is added to a private session (save_path=DIR; DHT, LSD, UPnP and NAT
 
 Exit status: 0 if every piece verified, 1 if not, 2 on usage or load errors. Stdlib + libtorrent only,
 so integration tests can use it as is.
+
+lt_check.py --make PIECE_SIZE DIR NAME: make the hybrid torrent of DIR/NAME with libtorrent's own
+create_torrent and set_piece_hashes, and print {"btih": ..., "btmh": ...}: what a torrent made another
+way must match.
 """
 import json
 import sys
@@ -33,8 +37,21 @@ def wait_checked(ses, deadline):
     return False
 
 
+def make(piece, parent, name):
+    fs = lt.file_storage()
+    lt.add_files(fs, parent + "/" + name)
+    ct = lt.create_torrent(fs, piece)
+    lt.set_piece_hashes(ct, parent)
+    limits = {"max_buffer_size": 1 << 30, "max_pieces": 1 << 24, "max_decode_tokens": 1 << 30}
+    ih = lt.torrent_info(lt.bencode(ct.generate()), limits).info_hashes()
+    print(json.dumps({"btih": str(ih.v1), "btmh": str(ih.v2)}))
+    return 0
+
+
 def main(argv):
     args = [a for a in argv[1:]]
+    if len(args) == 4 and args[0] == "--make":
+        return make(int(args[1]), args[2], args[3])
     timeout = 120.0
     if "--timeout" in args:
         i = args.index("--timeout")

@@ -170,6 +170,8 @@ TEST(search_ranks_and_forgets_removed)
 				 "ALTER TABLE repos DROP COLUMN refs_policy; ALTER TABLE repos DROP COLUMN refs_checked_at;"
 				 "DROP INDEX repos_by_upstream_name; ALTER TABLE repos DROP COLUMN upstream_name;"
 				 "ALTER TABLE snapshots DROP COLUMN pinned_at; DROP TABLE requests; ALTER TABLE blobs DROP COLUMN present;"
+				 "ALTER TABLE repos DROP COLUMN tier; ALTER TABLE repos DROP COLUMN upstream;"
+				 "ALTER TABLE repos DROP COLUMN origin_checked_at; ALTER TABLE repos DROP COLUMN created_at;"
 				 "UPDATE repos SET removed_at = 5 WHERE name = 'zed/poetry-bot';"
 				 "INSERT INTO repo_fts (rowid, name) SELECT id, name FROM repos WHERE name = 'zed/poetry-bot';"
 				 "DROP TRIGGER repos_fts_ai; DROP TRIGGER repos_fts_au;"

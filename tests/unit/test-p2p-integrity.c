@@ -187,7 +187,7 @@ TEST(make_torrent)
 	src_model = make_file(dir, "Race/model.bin", model_size, 11);
 	f[0] = (struct p2p_file){ .path = "config.json", .size = 700, .source = src_config };
 	f[1] = (struct p2p_file){ .path = "model.bin", .size = (int64_t)model_size, .source = src_model };
-	CHECK_INT(p2p_torrent_create("Race", f, 2, tmp_root, &tor, NULL), 0);
+	CHECK_INT(p2p_torrent_create("Race", f, 2, &tor, NULL), 0);
 	model = xmalloc(model_size);
 	fd = open(src_model, O_RDONLY);
 	CHECK(fd >= 0 && read(fd, model, model_size) == (ssize_t)model_size);

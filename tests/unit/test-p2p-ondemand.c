@@ -185,7 +185,7 @@ TEST(list_files)
 			free(sub);
 			f[i] = (struct p2p_file){ .path = rel[i], .size = (int64_t)sizes[i], .source = src[i] };
 		}
-		CHECK_INT(p2p_torrent_create("OnDemand", f, NFILES, tmp_root, &tor, &err), 0);
+		CHECK_INT(p2p_torrent_create("OnDemand", f, NFILES, &tor, &err), 0);
 		if (err)
 			printf("#   create: %s\n", err);
 		free(err);
@@ -748,7 +748,7 @@ TEST(have_range_speed)
 	CHECK(fd >= 0 && ftruncate(fd, size) == 0);
 	if (fd >= 0)
 		close(fd);
-	CHECK_INT(p2p_torrent_create("Speed", &f, 1, tmp_root, &t, NULL), 0);
+	CHECK_INT(p2p_torrent_create("Speed", &f, 1, &t, NULL), 0);
 	CHECK_INT(t.pieces, 1000);
 	/* A session without a wakeup: nothing drains, so only have_range itself fills its cache. Added
 	 * without seed mode, libtorrent checks the file and then has every piece. */

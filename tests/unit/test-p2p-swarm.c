@@ -181,7 +181,7 @@ static int build(const char *dir, const char *name, const char *const *rel, cons
 		free(sub);
 		f[i] = (struct p2p_file){ .path = rel[i], .size = (int64_t)sizes[i], .source = src[i] };
 	}
-	r = p2p_torrent_create(name, f, n, tmp_root, t, &err);
+	r = p2p_torrent_create(name, f, n, t, &err);
 	if (r)
 		printf("#   p2p_torrent_create %s: %s\n", name, err ? err : "?");
 	free(err);

@@ -1,0 +1,267 @@
+/*
+ * shim-create.cpp - the libtorrent half of p2p_torrent_create: the hybrid torrent of a snapshot,
+ * hashed straight from the store's files.
+ *
+ * libtorrent lays the torrent out (file order, pad files, piece count) and writes it; the hashes are
+ * computed here, reading each file from its source path, because libtorrent's set_piece_hashes reads
+ * only from a directory laid out under the torrent's own paths: for a snapshot of 100,000 files that
+ * meant as many symlinks made and removed again, 90% of the time of a torrent (docs/p2p.md).
+ *
+ * In a hybrid torrent every file starts a piece and is followed by a pad file to the piece's end, so
+ * each piece holds the bytes of one file and zeros. Its v1 hash is the SHA-1 of those bytes, zeros
+ * included. Its v2 hash (BEP 52) is the root of a Merkle tree of SHA-256s of its 16 KiB blocks. The
+ * last block may be short. The leaves past the file's last block are zero, and the tree is as wide as
+ * a piece, or, for a file smaller than one piece, as its block count rounded up to a power of two.
+ * That is what libtorrent's own set_piece_hashes computes; the unit tests compare the info-hashes with
+ * it (python3-libtorrent).
+ */
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <climits>
+#include <cstdint>
+#include <cstring>
+#include <fcntl.h>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unistd.h>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include <libtorrent/bencode.hpp>
+#include <libtorrent/create_torrent.hpp>
+#include <libtorrent/file_storage.hpp>
+#include <libtorrent/hasher.hpp>
+#include <libtorrent/torrent_info.hpp>
+
+extern "C" {
+#include "base/err.h"
+#include "base/xmalloc.h"
+#include "p2p-int.h"
+}
+#include "shim-int.hpp"
+
+namespace {
+
+constexpr int block_size = 16 * 1024;
+
+/* The root of a Merkle tree over leaves (a power of two of them), SHA-256 of each pair's 64 bytes. */
+lt::sha256_hash merkle_root(std::vector<lt::sha256_hash> &leaves)
+{
+	for (size_t width = leaves.size(); width > 1; width /= 2)
+		for (size_t i = 0; i < width / 2; i++) {
+			lt::hasher256 h;
+			h.update(leaves[2 * i]);
+			h.update(leaves[2 * i + 1]);
+			leaves[i] = h.final();
+		}
+	return leaves[0];
+}
+
+/* The smallest power of two >= n (n >= 1). */
+size_t pow2_at_least(size_t n)
+{
+	size_t p = 1;
+	while (p < n)
+		p *= 2;
+	return p;
+}
+
+/* The hashes of one torrent, filled by the hashing threads, then handed to create_torrent. */
+struct hashing {
+	lt::file_storage const &fs;
+	std::vector<const char *> const &source;      /* by file index; NULL for pad and empty files */
+	std::vector<lt::sha1_hash> v1;                 /* by piece */
+	std::vector<std::vector<lt::sha256_hash>> v2;  /* by file index: its pieces' roots */
+	std::vector<int> files;                        /* the files to hash, in order */
+	std::atomic<size_t> next{0};
+	std::atomic<bool> failed{false};
+	std::mutex mu;
+	int error = 0;
+	std::string message;
+
+	hashing(lt::file_storage const &f, std::vector<const char *> const &s) : fs(f), source(s) {}
+
+	void fail(int code, std::string const &msg)
+	{
+		std::lock_guard<std::mutex> g(mu);
+		if (!error) {
+			error = code;
+			message = msg;
+		}
+		failed = true;
+	}
+};
+
+/* Hash file index fi: every piece it starts (its bytes, then the pad's zeros). */
+void hash_file(hashing &hs, int fi, std::vector<char> &buf)
+{
+	lt::file_index_t const f(fi);
+	std::int64_t const size = hs.fs.file_size(f), plen = hs.fs.piece_length();
+	int const first = static_cast<int>(hs.fs.file_offset(f) / plen);
+	int const npieces = static_cast<int>((size + plen - 1) / plen);
+	size_t const file_blocks = static_cast<size_t>((size + block_size - 1) / block_size);
+	size_t const width = size < plen ? pow2_at_least(file_blocks) : static_cast<size_t>(plen / block_size);
+	std::vector<lt::sha256_hash> leaves;
+	int fd = open(hs.source[static_cast<size_t>(fi)], O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0) {
+		hs.fail(-errno, std::string("opening ") + hs.source[static_cast<size_t>(fi)] + ": " + std::strerror(errno));
+		return;
+	}
+	(void)posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+	hs.v2[static_cast<size_t>(fi)].resize(static_cast<size_t>(npieces));
+	for (int k = 0; k < npieces && !hs.failed; k++) {
+		int const piece = first + k;
+		std::int64_t const at = k * plen;
+		size_t const want = static_cast<size_t>(std::min(plen, size - at));
+		size_t const span = static_cast<size_t>(hs.fs.piece_size(lt::piece_index_t(piece)));
+		size_t got = 0;
+
+		while (got < want) {
+			ssize_t r = pread(fd, buf.data() + got, want - got, at + static_cast<std::int64_t>(got));
+			if (r < 0 && errno == EINTR)
+				continue;
+			if (r <= 0) {
+				hs.fail(r < 0 ? -errno : HM_ERR_SIZE_MISMATCH,
+					std::string("reading ") + hs.source[static_cast<size_t>(fi)] + ": " +
+					(r < 0 ? std::strerror(errno) : "shorter than its size"));
+				break;
+			}
+			got += static_cast<size_t>(r);
+		}
+		if (hs.failed)
+			break;
+		/* v1: the piece as peers see it, the pad's zeros included */
+		std::memset(buf.data() + want, 0, span > want ? span - want : 0);
+		hs.v1[static_cast<size_t>(piece)] = lt::hasher(buf.data(), static_cast<int>(span)).final();
+		/* v2: this piece's subtree of the file's Merkle tree */
+		leaves.assign(width, lt::sha256_hash());
+		for (size_t b = 0; b * block_size < want; b++) {
+			size_t const len = std::min(static_cast<size_t>(block_size), want - b * block_size);
+			leaves[b] = lt::hasher256(buf.data() + b * block_size, static_cast<int>(len)).final();
+		}
+		hs.v2[static_cast<size_t>(fi)][static_cast<size_t>(k)] = merkle_root(leaves);
+	}
+	close(fd);
+}
+
+void hash_worker(hashing &hs)
+{
+	std::vector<char> buf(static_cast<size_t>(hs.fs.piece_length()));
+
+	for (size_t i; !hs.failed && (i = hs.next++) < hs.files.size();)
+		hash_file(hs, hs.files[i], buf);
+}
+
+} // namespace
+
+/*
+ * Torrent creation. Determinism comes from fixing every input libtorrent would otherwise pick:
+ * the piece size (caller's rule), the file order (libtorrent canonicalises hybrid torrents itself, and
+ * the caller already sorted the same way), no file attributes, no mtime, no creation date, no creator.
+ * 2.0.8 pads after the last file too ("tail padding", new in 2.0.8): torrents made by other libtorrent
+ * versions of the same files can differ, so every node must run the same one (docs/libtorrent.md).
+ */
+extern "C" int p2p__torrent_build(const char *name, const char *const *paths, const char *const *sources,
+				  const int64_t *sizes, size_t n, int64_t piece_size, struct p2p__built *out,
+				  char **errmsg)
+{
+	try {
+		lt::file_storage fs;
+		std::vector<std::string> want;
+		std::unordered_map<std::string, const char *> by_path;
+		want.reserve(n);
+		by_path.reserve(n);
+		fs.reserve(static_cast<int>(std::min<size_t>(n, INT_MAX)));
+		for (size_t i = 0; i < n; i++) {
+			want.push_back(std::string(name) + "/" + paths[i]);
+			fs.add_file(want.back(), sizes[i]);
+			by_path.emplace(want.back(), sources[i]);
+		}
+		lt::create_torrent ct(fs, static_cast<int>(piece_size), lt::create_torrent::no_attributes);
+		ct.set_creation_date(0); /* 0: the key is left out */
+
+		/* The laid-out torrent's files (pads added, maybe reordered) back to their sources. */
+		lt::file_storage const &laid = ct.files();
+		std::vector<const char *> source(static_cast<size_t>(laid.num_files()), nullptr);
+		hashing hs(laid, source);
+		hs.v1.resize(static_cast<size_t>(laid.num_pieces()));
+		hs.v2.resize(static_cast<size_t>(laid.num_files()));
+		for (lt::file_index_t i : laid.file_range()) {
+			if (laid.pad_file_at(i) || laid.file_size(i) == 0)
+				continue;
+			auto it = by_path.find(laid.file_path(i));
+			if (it == by_path.end() || laid.file_offset(i) % laid.piece_length()) {
+				set_err(errmsg, "libtorrent laid out \"" + std::string(name) + "\" unexpectedly");
+				return HM_ERR_TORRENT;
+			}
+			source[static_cast<size_t>(static_cast<int>(i))] = it->second;
+			hs.files.push_back(static_cast<int>(i));
+		}
+
+		/* SHA-1 + SHA-256 of every byte, one thread per core (the files are usually in the page
+		 * cache: just written). */
+		unsigned cores = std::clamp(std::thread::hardware_concurrency(), 1u, 8u);
+		std::vector<std::thread> workers;
+		for (unsigned t = 1; t < cores && t < hs.files.size(); t++)
+			workers.emplace_back(hash_worker, std::ref(hs));
+		hash_worker(hs);
+		for (std::thread &w : workers)
+			w.join();
+		if (hs.failed) {
+			set_err(errmsg, "hashing \"" + std::string(name) + "\": " + hs.message);
+			return hs.error;
+		}
+		for (lt::piece_index_t p : laid.piece_range())
+			ct.set_hash(p, hs.v1[static_cast<size_t>(static_cast<int>(p))]);
+		for (int fi : hs.files)
+			for (size_t k = 0; k < hs.v2[static_cast<size_t>(fi)].size(); k++)
+				ct.set_hash2(lt::file_index_t(fi), lt::piece_index_t::diff_type(static_cast<int>(k)),
+					     hs.v2[static_cast<size_t>(fi)][k]);
+
+		lt::entry e = ct.generate();
+		/* generate() leaves these out when unset; make sure, they would break determinism. */
+		e.dict().erase("creation date");
+		e.dict().erase("created by");
+		e.dict().erase("comment");
+		std::vector<char> buf;
+		lt::bencode(std::back_inserter(buf), e);
+
+		/* Load it back as a client would. The loader sanitises paths (it cuts components over 240
+		 * bytes, drops Unicode direction marks, replaces bad UTF-8): a path it changes would land
+		 * somewhere else on a peer than on the web seed, so refuse it here. Limits are raised for
+		 * this check only: it is our own buffer. */
+		lt::load_torrent_limits lim = limits_for(buf.size(), 10000000);
+		lt::torrent_info ti(lt::span<char const>(buf.data(), static_cast<std::ptrdiff_t>(buf.size())), lim,
+				    lt::from_span);
+		lt::file_storage const &got = ti.files();
+		std::unordered_set<std::string> loaded;
+		for (lt::file_index_t i : got.file_range())
+			if (!got.pad_file_at(i))
+				loaded.insert(got.file_path(i));
+		for (std::string const &w : want) {
+			if (!loaded.count(w)) {
+				set_err(errmsg, "path " + quoted(w) +
+						" would be renamed by BitTorrent clients (libtorrent sanitises it)");
+				return HM_ERR_PATH_UNSAFE;
+			}
+		}
+		if (loaded.size() != want.size() || !ti.info_hashes().has_v1() || !ti.info_hashes().has_v2()) {
+			set_err(errmsg, "generated torrent does not load back as the same hybrid torrent");
+			return HM_ERR_TORRENT;
+		}
+
+		out->len = buf.size();
+		out->data = static_cast<unsigned char *>(xmalloc(buf.size()));
+		std::memcpy(out->data, buf.data(), buf.size());
+		std::memcpy(out->v1, ti.info_hashes().v1.data(), sizeof out->v1);
+		std::memcpy(out->v2, ti.info_hashes().v2.data(), sizeof out->v2);
+		out->pieces = ti.num_pieces();
+		return 0;
+	} catch (...) {
+		return torrent_error(errmsg, std::string("creating torrent \"") + name + "\": ");
+	}
+}

@@ -1,0 +1,78 @@
+/*
+ * shim-int.hpp - what the C++ files of the libtorrent shim share (shim.cpp: sessions and reading;
+ * shim-create.cpp: making torrents). Nothing outside p2p/ includes it.
+ */
+#ifndef HM_P2P_SHIM_INT_HPP
+#define HM_P2P_SHIM_INT_HPP
+
+#include <algorithm>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <string>
+
+#include <libtorrent/load_torrent.hpp>
+
+extern "C" {
+#include "base/err.h"
+}
+
+namespace lt = libtorrent;
+
+/* libtorrent's load limits for a torrent buffer already in memory (at least floor bytes allowed):
+ * snapshots' torrents can be tens of MB (100,000 files) and hold more than 2 million pieces, and a
+ * buffer in memory is no threat by its size; tokens are bounded by it. */
+inline lt::load_torrent_limits limits_for(size_t len, size_t floor)
+{
+	lt::load_torrent_limits lim;
+	lim.max_buffer_size = static_cast<int>(std::min<size_t>(INT_MAX, std::max<size_t>(len + 1, floor)));
+	lim.max_pieces = INT_MAX;
+	lim.max_decode_tokens = INT_MAX;
+	return lim;
+}
+
+/* *errmsg = a malloc'd copy of msg (when errmsg is not NULL). */
+inline void set_err(char **errmsg, const std::string &msg)
+{
+	if (!errmsg)
+		return;
+	*errmsg = static_cast<char *>(std::malloc(msg.size() + 1));
+	if (*errmsg)
+		std::memcpy(*errmsg, msg.c_str(), msg.size() + 1);
+}
+
+/* Inside a catch block: the error of the exception being handled, after prefix, in *errmsg; returns
+ * HM_ERR_TORRENT. */
+inline int torrent_error(char **errmsg, const std::string &prefix)
+{
+	try {
+		throw;
+	} catch (const std::exception &e) {
+		set_err(errmsg, prefix + e.what());
+	} catch (...) {
+		set_err(errmsg, prefix + "unknown libtorrent exception");
+	}
+	return HM_ERR_TORRENT;
+}
+
+/* A path libtorrent would rename, made safe to print: every byte outside printable ASCII, '"' and
+ * '\\' as \\xNN (such a path may carry direction marks or bad UTF-8). */
+inline std::string quoted(const std::string &p)
+{
+	static const char hex[] = "0123456789abcdef";
+	std::string q = "\"";
+
+	for (unsigned char c : p) {
+		if (c < 0x20 || c >= 0x7f || c == '"' || c == '\\') {
+			q += "\\x";
+			q += hex[c >> 4];
+			q += hex[c & 15];
+		} else {
+			q += static_cast<char>(c);
+		}
+	}
+	return q + "\"";
+}
+
+#endif
