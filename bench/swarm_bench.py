@@ -2,7 +2,7 @@
 """swarm_bench.py - N instances fetch the same model from one mirror: HTTP against BitTorrent.
 
   /usr/bin/python3 bench/swarm_bench.py [--hubmirror PATH] [--clients 8] [--mib 256] [--mbit 400] [--super-seed]
-                                        [--cases http,p2p,mount,pull] [--runs 1]
+                                        [--cases http,p2p,mount,pull] [--runs 1] [--mirrors 1|2]
 
 As root. Builds a small network of namespaces on a bridge: the mirror and N clients, every node's
 uplink shaped to the same rate (tc tbf on its veth), as GPU instances with equal NICs. The model (one
@@ -18,6 +18,10 @@ big file plus small ones) is synced from the fake upstream first. Then, in one r
         a real instance) until every client is done.
   pull: the same with `hubmirror pull` (no FUSE, as in a container): every client's agent fetches the
         snapshot whole and verified, then every file is read from its cache and compared.
+
+With --mirrors 2, a second mirror (its own namespace and uplink, synced from the same upstream, so
+the same torrent) serves beside the first; each names the other with --peer-mirror, and the mount
+and pull cases' agents are given both (--mirror A,B). The bytes each mirror sent are shown apart.
 
 For each: seconds until the last client has every byte (p2p: verified by libtorrent; http: sha256
 checked after; mount: every byte read through FUSE compared with the mirror's copy, and every wrong
@@ -152,9 +156,14 @@ def cpu_share(since):
     return (busy - since[0]) / max(total - since[1], 1)
 
 
+def mirrors_tx(net, n):
+    """What each of the n mirrors (the first nodes) has sent so far, from their veths."""
+    return [net.tx_bytes(k) for k in range(n)]
+
+
 def mirror_split(net, m):
     """What the mirror has sent so far: (BitTorrent seed payload, web seed bytes) from its /metrics."""
-    out = sh(*ns(net.nodes[1][0], "curl", "-fsS", m + "/metrics"))
+    out = sh(*ns(net.nodes[-1][0], "curl", "-fsS", m + "/metrics"))
     v = {}
     for line in out.splitlines():
         parts = line.split()
@@ -168,10 +177,10 @@ def mount_run(a, net, work, m, files, run, kind="mount"):
     client pulls the snapshot whole, then every file is read from its agent's cache); returns
     (seconds, tx, reads)."""
     procs = []
-    base_tx, base_split = net.tx_bytes(0), mirror_split(net, m)
+    base_tx, base_split = mirrors_tx(net, a.mirrors), mirror_split(net, m.split(",")[0])
     t0 = time.monotonic()
     for i in range(1, a.clients + 1):
-        name, _, ip = net.nodes[i]
+        name, _, ip = net.nodes[a.mirrors - 1 + i]
         d = os.path.join(work, "mnt%d-%d" % (run, i))
         mnt, cache = os.path.join(d, "mnt"), os.path.join(d, "cache")
         os.makedirs(mnt)
@@ -197,8 +206,8 @@ def mount_run(a, net, work, m, files, run, kind="mount"):
     while procs and time.monotonic() - t0 < 600 and any(p.poll() is None for p, _ in procs):
         time.sleep(0.05)
     secs = time.monotonic() - t0
-    tx = net.tx_bytes(0) - base_tx
-    split = mirror_split(net, m)
+    tx = [x - b for x, b in zip(mirrors_tx(net, a.mirrors), base_tx)]
+    split = mirror_split(net, m.split(",")[0])
     filled, each = 0, []
     for i in range(1, a.clients + 1):
         st = subprocess.run([a.hubmirror, "status", "--json"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
@@ -249,6 +258,7 @@ def main():
     ap.add_argument("--super-seed", action="store_true", help="serve --p2p-super-seed")
     ap.add_argument("--cases", default="http,p2p,mount", help="which of http,p2p,mount,pull to run")
     ap.add_argument("--runs", type=int, default=1, help="runs of the mount case")
+    ap.add_argument("--mirrors", type=int, default=1, choices=(1, 2), help="mirrors serving one swarm")
     a = ap.parse_args()
     cases = set(a.cases.split(","))
     if os.geteuid() != 0:
@@ -268,38 +278,48 @@ def main():
         env = dict(os.environ, HUBMIRROR_DATA=data, HUBMIRROR_HF_UPSTREAM=api)
         subprocess.run([a.hubmirror, "add", "hf:bench/model"], env=env, check=True, stdout=subprocess.DEVNULL)
         subprocess.run([a.hubmirror, "sync"], env=env, check=True, stdout=subprocess.DEVNULL)
+        if a.mirrors == 2:
+            env2 = dict(env, HUBMIRROR_DATA=data + "2")
+            subprocess.run([a.hubmirror, "add", "hf:bench/model"], env=env2, check=True, stdout=subprocess.DEVNULL)
+            subprocess.run([a.hubmirror, "sync"], env=env2, check=True, stdout=subprocess.DEVNULL)
         files = json.load(urllib.request.urlopen(api + "/_fake/repos"))["repos"][0]["commits"][-1]["files"]
         total = sum(f["size"] for f in files)
 
-        net = Net(a.clients + 1, a.mbit)
-        mirror_ns, _, mirror_ip = net.nodes[0]
-        ready = os.path.join(work, "url")
-        procs.append(subprocess.Popen(ns(mirror_ns, a.hubmirror, "serve", "--data", data, "--listen", mirror_ip + ":8080",
-                                         "--p2p-listen", mirror_ip + ":6881", "--ready-file", ready,
-                                         *(["--p2p-super-seed"] if a.super_seed else [])),
-                                      stderr=open(os.path.join(work, "serve.err"), "w")))
-        for _ in range(200):
-            if os.path.exists(ready):
-                break
-            time.sleep(0.05)
-        m = open(ready).read().strip()
+        net = Net(a.clients + a.mirrors, a.mbit)
+        urls = ["http://%s:8080" % net.nodes[k][2] for k in range(a.mirrors)]
+        for k in range(a.mirrors):
+            mirror_ns, _, mirror_ip = net.nodes[k]
+            ready = os.path.join(work, "url%d" % k)
+            peers = [u for j, u in enumerate(urls) if j != k]
+            procs.append(subprocess.Popen(ns(mirror_ns, a.hubmirror, "serve", "--data", data + ("2" if k else ""),
+                                             "--listen", mirror_ip + ":8080", "--p2p-listen", mirror_ip + ":6881",
+                                             "--ready-file", ready, *(["--p2p-super-seed"] if a.super_seed else []),
+                                             *(["--peer-mirror", ",".join(peers)] if peers else [])),
+                                          stderr=open(os.path.join(work, "serve%d.err" % k), "w")))
+            for _ in range(200):
+                if os.path.exists(ready):
+                    break
+                time.sleep(0.05)
+        m = open(os.path.join(work, "url0")).read().strip()
+        mlist = ",".join(urls)
+        client0 = net.nodes[a.mirrors][0]
         rows = []
 
         # the reference copy every read is compared with, fetched once
         os.makedirs(os.path.join(work, "ref"))
         for f in files:
-            subprocess.run(ns(net.nodes[1][0], "curl", "-fsS", "-o", os.path.join(work, "ref", f["path"]),
+            subprocess.run(ns(client0, "curl", "-fsS", "-o", os.path.join(work, "ref", f["path"]),
                               "%s/bench/model/resolve/main/%s" % (m, f["path"])), check=True)
             if sha256(os.path.join(work, "ref", f["path"])) != f["sha256"]:
                 sys.exit("the mirror's copy of %s is not the upstream's" % f["path"])
 
         # http: every client fetches every file at once
         if "http" in cases:
-            base_tx, cpu0 = net.tx_bytes(0), cpu_ticks()
+            base_tx, cpu0 = mirrors_tx(net, a.mirrors), cpu_ticks()
             t0 = time.monotonic()
             cps = []
             for i in range(1, a.clients + 1):
-                name, _, _ = net.nodes[i]
+                name, _, _ = net.nodes[a.mirrors - 1 + i]
                 d = os.path.join(work, "http%d" % i)
                 os.makedirs(d)
                 for f in files:
@@ -307,7 +327,7 @@ def main():
                                                     "%s/bench/model/resolve/main/%s" % (m, f["path"]))), d, f))
             ok = all(p.wait() == 0 for p, _, _ in cps)
             http_s = time.monotonic() - t0
-            http_tx, cpu = net.tx_bytes(0) - base_tx, cpu_share(cpu0)
+            http_tx, cpu = [x - b for x, b in zip(mirrors_tx(net, a.mirrors), base_tx)], cpu_share(cpu0)
             ok = ok and all(sha256(os.path.join(d, f["path"])) == f["sha256"] for _, d, f in cps)
             rows.append(("http (curl from the mirror)", http_s, http_tx, cpu, "yes" if ok else "NO"))
             for i in range(1, a.clients + 1):
@@ -316,13 +336,13 @@ def main():
         # p2p: the torrent without a web seed; the mirror's seed and the peers
         if "p2p" in cases:
             tor = os.path.join(work, "model.torrent")
-            subprocess.run(ns(net.nodes[1][0], "curl", "-fsS", "-o", tor,
+            subprocess.run(ns(client0, "curl", "-fsS", "-o", tor,
                               m + "/api/p2p/torrent/hf/model/bench/model?webseed=0"), check=True)
-            base_tx, cpu0 = net.tx_bytes(0), cpu_ticks()
+            base_tx, cpu0 = mirrors_tx(net, a.mirrors), cpu_ticks()
             t0 = time.monotonic()
             lps = []
             for i in range(1, a.clients + 1):
-                name, _, ip = net.nodes[i]
+                name, _, ip = net.nodes[a.mirrors - 1 + i]
                 log = os.path.join(work, "p2p%d.log" % i)
                 lps.append((subprocess.Popen(ns(name, sys.executable, LTGET, "--listen", ip + ":6881", "--seed", "600",
                                                 "--timeout", "600", tor, os.path.join(work, "p2p%d" % i)),
@@ -334,7 +354,7 @@ def main():
                         done.add(k)
                 time.sleep(0.05)
             p2p_s = time.monotonic() - t0
-            p2p_tx, cpu = net.tx_bytes(0) - base_tx, cpu_share(cpu0)
+            p2p_tx, cpu = [x - b for x, b in zip(mirrors_tx(net, a.mirrors), base_tx)], cpu_share(cpu0)
             ok = all("complete:" in open(log).read() for _, log in lps)
             rows.append(("p2p (libtorrent, mirror seed%s + peers)" % (", super-seeding" if a.super_seed else ""),
                          p2p_s, p2p_tx, cpu, "yes" if ok else "NO"))
@@ -349,7 +369,7 @@ def main():
         if "mount" in cases:
             for run in range(1, a.runs + 1):
                 cpu0 = cpu_ticks()
-                secs, tx, reads = mount_run(a, net, work, m, files, run)
+                secs, tx, reads = mount_run(a, net, work, mlist, files, run)
                 cpu = cpu_share(cpu0)
                 wrong = sum(max(r["wrong_blocks"], 0) for r in reads)
                 failed = [r for r in reads if r["wrong_blocks"] != 0]
@@ -366,7 +386,7 @@ def main():
         if "pull" in cases:
             for run in range(1, a.runs + 1):
                 cpu0 = cpu_ticks()
-                secs, tx, reads = mount_run(a, net, work, m, files, run, "pull")
+                secs, tx, reads = mount_run(a, net, work, mlist, files, run, "pull")
                 cpu = cpu_share(cpu0)
                 wrong = sum(max(r["wrong_blocks"], 0) for r in reads)
                 complete = len([r for r in reads if r["wrong_blocks"] == 0]) == a.clients * len(files)
@@ -374,19 +394,21 @@ def main():
                              "yes" if complete else "NO (%d wrong blocks)" % wrong))
 
         floor = total / (a.mbit * 1e6 / 8)
-        print("%d clients, a %.0f MiB model, every uplink %d Mbit/s (one copy through the mirror's uplink: %.1f s)"
-              % (a.clients, total / 1048576.0, a.mbit, floor))
+        print("%d clients, %d mirror%s, a %.0f MiB model, every uplink %d Mbit/s (one copy through one uplink: %.1f s)"
+              % (a.clients, a.mirrors, "s" if a.mirrors > 1 else "", total / 1048576.0, a.mbit, floor))
         print()
-        print("| case | all clients done | x floor | mirror sent | copies of the model | CPU (2 cores) | bytes right |")
+        print("| case | all clients done | x floor | mirrors sent | copies of the model%s | CPU (2 cores) | bytes right |"
+              % (" (each mirror)" if a.mirrors > 1 else ""))
         print("|---|---|---|---|---|---|---|")
         for name, secs, tx, cpu, good in rows:
-            print("| %s | %.1f s | %.2f | %.0f MiB | %.2f | %.0f%% | %s |" % (name, secs, secs / floor, tx / 1048576.0,
-                                                                         tx / total, cpu * 100, good))
+            each = " (%s)" % " + ".join("%.2f" % (x / total) for x in tx) if a.mirrors > 1 else ""
+            print("| %s | %.1f s | %.2f | %.0f MiB | %.2f%s | %.0f%% | %s |" % (
+                name, secs, secs / floor, sum(tx) / 1048576.0, sum(tx) / total, each, cpu * 100, good))
         print()
         by = {r[0].split(" ")[0]: r for r in rows}
         if "http" in by and "p2p" in by:
             print("ratio http/p2p time: %.2fx; mirror bytes p2p/http: %.2f" % (by["http"][1] / by["p2p"][1],
-                                                                                by["p2p"][2] / by["http"][2]))
+                                                                                sum(by["p2p"][2]) / sum(by["http"][2])))
         if "mount" in cases:
             print("mount: %d runs, %d files read whole, %d wrong 16 KiB blocks (or failed reads)"
                   % (a.runs, reads_total, wrong_total))

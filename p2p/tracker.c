@@ -32,7 +32,7 @@
 
 #define DEFAULT_INTERVAL 120
 #define DEFAULT_MAX_TORRENTS 100000
-#define DEFAULT_MAX_PEERS 5000
+#define DEFAULT_MAX_PEERS 100000
 #define DEFAULT_MAX_TOTAL_PEERS 1000000
 #define DEFAULT_MAX_PER_ADDRESS 8
 #define MIN_TABLE 16     /* swarm table slots, a power of two */

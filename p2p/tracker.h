@@ -34,7 +34,7 @@ struct p2p_tracker;
 struct p2p_tracker_config {
 	int interval;           /* seconds clients are told to wait between announces (default 120 if <= 0) */
 	size_t max_torrents;    /* distinct info-hashes kept (default 100000 if 0) */
-	size_t max_peers;       /* per info-hash (default 5000 if 0) */
+	size_t max_peers;       /* per info-hash (default 100000 if 0: a cluster of 10,000 instances on one model fits) */
 	size_t max_total_peers; /* across all info-hashes (default 1000000 if 0): the real memory bound */
 	size_t max_per_address; /* peers (ports) of one IP address in one swarm (default 8 if 0); a new
 	                         * port beyond it replaces that address's longest-silent peer */
