@@ -18,6 +18,11 @@
  *   are). Requests say "X-Hubmirror-Fill: swarm": the mirror answers 409 for a range it just sent to
  *   another agent, and the piece is left to the swarm for a while (routes-p2p.c, fill_taken).
  *
+ * Several mirrors (the torrent's web seeds: the mirror it came from, then its peer mirrors): each piece
+ * is asked of one of them by its index (piece % mirrors in a swarm, the same for every agent, so each
+ * mirror's 409 still sees the ranges it sent; alone, by the run's), so the mirrors share the work; a mirror whose ranges failed
+ * FILL_FAILS times in a row is left alone for FILL_DOWN_MS, its pieces asked of the next one.
+ *
  * Nothing is trusted unchecked, and a reader still reads only what p2p_session_have_range admits.
  * Everything here runs on the agent's loop (the writes on its thread pool); bytes arrive by hub_http.
  */
@@ -39,7 +44,9 @@
 #define FILL_RETRY_MS 5000                  /* a piece handed over and still not had: fetched again */
 #define FILL_TRIES 3                        /* ...at most this often (then peers and the web seed) */
 #define FILL_WORK_MAX ((int64_t)64 << 20)  /* direct: bytes waiting for the thread pool before no new run */
-#define FILL_FAILS 3                        /* failed requests in a row before the fill gives up */
+#define FILL_FAILS 3                        /* failed requests in a row before a mirror is left alone */
+#define FILL_DOWN_MS 30000                  /* ...for this long; when every mirror is, the fill gives up */
+#define FILL_MIRRORS 8                      /* web seeds used, at most */
 
 struct fill {
 	struct agent *a;
@@ -48,10 +55,13 @@ struct fill {
 	bool on;                        /* requests may start */
 	bool alone;                     /* no peer known but the mirror */
 	bool peers_seen;                /* in a swarm: connected to a peer (or 2 s have passed) */
-	bool given_up;                  /* FILL_FAILS requests failed in a row: the swarm and web seed go on */
-	int fails;
+	bool given_up;                  /* every mirror failed FILL_FAILS times in a row: the swarm and web
+					 * seed go on */
+	int fails[FILL_MIRRORS];        /* per mirror: requests failed in a row */
+	uint64_t down_until[FILL_MIRRORS]; /* per mirror: left alone until then (uv_now ms) */
 	struct p2p_file_list files;     /* with the piece layout */
-	char *base;                     /* <web seed>/<name>/ */
+	char *base[FILL_MIRRORS];       /* <web seed>/<name>/ of each mirror */
+	int nbase;
 	unsigned char *torrent;         /* the .torrent (for p2p_session_reseed) */
 	size_t tlen;
 	unsigned char *claimed;         /* per piece: a request fetches it */
@@ -90,6 +100,7 @@ struct run {
 	struct fill *f;
 	struct hub_http_req *req;
 	int slot;
+	int mirror;                     /* which base it asked */
 	const struct p2p_file_entry *fe;
 	int first, end;                 /* pieces [first, end) */
 	int next;                       /* the piece being received */
@@ -140,7 +151,8 @@ static int64_t file_part(const struct fill *f, const struct p2p_file_entry *fe, 
 static void fill_free(struct fill *f)
 {
 	p2p_file_list_release(&f->files);
-	free(f->base);
+	for (int i = 0; i < f->nbase; i++)
+		free(f->base[i]);
 	free(f->torrent);
 	free(f->claimed);
 	free(f->had);
@@ -306,6 +318,23 @@ static int on_body(void *ud, const char *data, size_t n)
 	return 0;
 }
 
+/* The mirror to ask for a run starting at piece first: in a swarm (runs of one piece) first % mirrors,
+ * alone (runs of FILL_RUN_BYTES) the run's number % mirrors; or the next one not left alone; -1 when
+ * every mirror is. */
+static int pick_mirror(struct fill *f, int first)
+{
+	uint64_t now = uv_now(&f->a->loop);
+	int64_t span = f->alone || f->direct ? FILL_RUN_BYTES / f->files.piece_size : 1;
+	int run = (int)(first / (span > 1 ? span : 1));
+
+	for (int k = 0; k < f->nbase; k++) {
+		int m = (run + k) % f->nbase;
+		if (f->down_until[m] <= now)
+			return m;
+	}
+	return -1;
+}
+
 static void on_done(void *ud, int result, const struct hub_http_resp *resp, const char *body, size_t len)
 {
 	struct run *r = ud;
@@ -325,14 +354,19 @@ static void on_done(void *ud, int result, const struct hub_http_resp *resp, cons
 			leave_alone(f, p, FILL_ELSEWHERE_MS);
 	} else if (!f->gone && !f->leaving) {
 		if (result || !r->ok || r->next < r->end) {
-			if (++f->fails >= FILL_FAILS && !f->given_up) {
-				f->given_up = true;
-				fprintf(stderr, "hubmirror agent: %.12s: the mirror's HTTP ranges failed %d times (%s, HTTP %ld): "
-					"its pieces come from the swarm and the web seed\n", f->btih, f->fails,
-					result ? err_str(result) : "short answer", resp ? resp->status : 0);
+			if (++f->fails[r->mirror] >= FILL_FAILS) {
+				f->fails[r->mirror] = 0;
+				f->down_until[r->mirror] = uv_now(&a->loop) + FILL_DOWN_MS;
+				if (pick_mirror(f, r->first) < 0 && !f->given_up) {
+					f->given_up = true;
+					fprintf(stderr, "hubmirror agent: %.12s: the mirror%s HTTP ranges failed %d times (%s, HTTP %ld): "
+						"its pieces come from the swarm and the web seed\n", f->btih,
+						f->nbase > 1 ? "s'" : "'s", FILL_FAILS, result ? err_str(result) : "short answer",
+						resp ? resp->status : 0);
+				}
 			}
 		} else {
-			f->fails = 0;
+			f->fails[r->mirror] = 0;
 		}
 	}
 	run_free(r);
@@ -449,6 +483,13 @@ static void pump(struct fill *f)
 		}
 		r = xcalloc(1, sizeof(*r));
 		r->f = f;
+		if ((r->mirror = pick_mirror(f, first)) < 0) {
+			/* every mirror failed lately: the pieces go back, asked again once one is due */
+			for (int p = first; p < end; p++)
+				f->claimed[p] = 0;
+			free(r);
+			return;
+		}
 		for (r->slot = 0; f->runs[r->slot]; r->slot++)
 			;
 		r->fe = fe;
@@ -457,7 +498,7 @@ static void pump(struct fill *f)
 		r->buf = xmalloc((size_t)f->files.piece_size);
 		run_start_piece(r);
 		path = hub_url_escape(fe->path, true);
-		url = xasprintf("%s%s", f->base, path);
+		url = xasprintf("%s%s", f->base[r->mirror], path);
 		o.url = url;
 		o.range_start = (int64_t)first * f->files.piece_size - fe->offset;
 		o.range_len = (int64_t)(end - 1) * f->files.piece_size + file_part(f, fe, end - 1) - fe->offset -
@@ -507,10 +548,18 @@ static struct fill *fill_new(struct agent *a, struct snap *s)
 		return NULL;
 	}
 	name = hub_url_escape(f->files.name, false);
-	/* the web seed's URL of a multi-file torrent, as BEP 19 clients build it: <url>/<name>/<path> */
-	f->base = xasprintf("%s%s%s/", s->web_seeds[0], s->web_seeds[0][strlen(s->web_seeds[0]) - 1] == '/' ? "" : "/",
-			    name);
+	/* the web seeds' URLs of a multi-file torrent, as BEP 19 clients build them: <url>/<name>/<path> */
+	for (size_t i = 0; i < s->nweb && f->nbase < FILL_MIRRORS; i++) {
+		const char *w = s->web_seeds[i];
+		if (!*w)
+			continue;
+		f->base[f->nbase++] = xasprintf("%s%s%s/", w, w[strlen(w) - 1] == '/' ? "" : "/", name);
+	}
 	free(name);
+	if (!f->nbase) {
+		fill_free(f);
+		return NULL;
+	}
 	f->claimed = xcalloc((size_t)f->files.pieces, 1);
 	f->had = xcalloc((size_t)f->files.pieces, 1);
 	f->avail = xcalloc((size_t)f->files.pieces, sizeof(*f->avail));

@@ -52,5 +52,21 @@ check "pull with the first of two mirrors down succeeds" test "$st" = 0
 check "... every file byte for byte" "$PY" "$HM_SRC/tests/integration/helpers/checkfiles.py" "$T/up.json" hf acme/twice \
 	"$T/hfc/models--acme--twice/snapshots/$pc"
 timeout 20 "$HUBMIRROR" agent --stop >/dev/null 2>&1
+# both up: an instance shares the ranges it takes from the mirrors between them (its fill asks each
+# piece run of one mirror by its number), every byte still checked
+webseed_bytes() { curl -fsS "$1/metrics" | awk '$1 == "hubmirror_webseed_bytes_total" { print $2; f = 1 } END { if (!f) print 0 }'; }
+check "mirror A starts again" start_serve --p2p-listen off --peer-mirror "$B/"
+A=$M
+a0=$(webseed_bytes "$A"); b0=$(webseed_bytes "$B")
+HUBMIRROR_AGENT_SOCKET="$T/agent2.sock" timeout 60 "$HUBMIRROR" pull --mirror "$A,$B" --cache "$T/cache2" --hf-cache "$T/hfc2" \
+	--listen 127.0.0.1:0 hf:acme/twice >"$T/pull2.out" 2>&1
+st=$?
+check "pull with both mirrors up succeeds" test "$st" = 0
+check "... every file byte for byte" "$PY" "$HM_SRC/tests/integration/helpers/checkfiles.py" "$T/up.json" hf acme/twice \
+	"$T/hfc2/models--acme--twice/snapshots/$pc"
+a1=$(webseed_bytes "$A"); b1=$(webseed_bytes "$B")
+echo "# ranges served: A $((a1 - a0)) bytes, B $((b1 - b0)) bytes"
+check "... with ranges from both mirrors, a million bytes or more each" test $((a1 - a0)) -ge 1000000 -a $((b1 - b0)) -ge 1000000
+HUBMIRROR_AGENT_SOCKET="$T/agent2.sock" timeout 20 "$HUBMIRROR" agent --stop >/dev/null 2>&1
 expect_status 2 "a peer mirror that is not a URL is refused" "$HUBMIRROR" serve --listen 127.0.0.1:0 --peer-mirror "ftp://x"
 finish
