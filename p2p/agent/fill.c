@@ -20,7 +20,7 @@
  *
  * Several mirrors (the torrent's web seeds: the mirror it came from, then its peer mirrors): each piece
  * is asked of one of them by its index (piece % mirrors in a swarm, the same for every agent, so each
- * mirror's 409 still sees the ranges it sent; alone, by the run's), so the mirrors share the work; a mirror whose ranges failed
+ * mirror's 409 still sees the ranges it sent; alone, run by run in turn), so the mirrors share the work; a mirror whose ranges failed
  * FILL_FAILS times in a row is left alone for FILL_DOWN_MS, its pieces asked of the next one.
  *
  * Nothing is trusted unchecked, and a reader still reads only what p2p_session_have_range admits.
@@ -62,6 +62,7 @@ struct fill {
 	struct p2p_file_list files;     /* with the piece layout */
 	char *base[FILL_MIRRORS];       /* <web seed>/<name>/ of each mirror */
 	int nbase;
+	unsigned runs_asked;            /* runs started: alone, each goes to the next mirror */
 	unsigned char *torrent;         /* the .torrent (for p2p_session_reseed) */
 	size_t tlen;
 	unsigned char *claimed;         /* per piece: a request fetches it */
@@ -319,13 +320,12 @@ static int on_body(void *ud, const char *data, size_t n)
 }
 
 /* The mirror to ask for a run starting at piece first: in a swarm (runs of one piece) first % mirrors,
- * alone (runs of FILL_RUN_BYTES) the run's number % mirrors; or the next one not left alone; -1 when
- * every mirror is. */
+ * the same for every agent; alone, each run the next mirror in turn; or the next one not left alone;
+ * -1 when every mirror is. */
 static int pick_mirror(struct fill *f, int first)
 {
 	uint64_t now = uv_now(&f->a->loop);
-	int64_t span = f->alone || f->direct ? FILL_RUN_BYTES / f->files.piece_size : 1;
-	int run = (int)(first / (span > 1 ? span : 1));
+	int run = f->alone || f->direct ? (int)(f->runs_asked % (unsigned)f->nbase) : first % f->nbase;
 
 	for (int k = 0; k < f->nbase; k++) {
 		int m = (run + k) % f->nbase;
@@ -490,6 +490,7 @@ static void pump(struct fill *f)
 			free(r);
 			return;
 		}
+		f->runs_asked++;
 		for (r->slot = 0; f->runs[r->slot]; r->slot++)
 			;
 		r->fe = fe;

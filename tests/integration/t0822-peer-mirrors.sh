@@ -66,7 +66,9 @@ check "... every file byte for byte" "$PY" "$HM_SRC/tests/integration/helpers/ch
 	"$T/hfc2/models--acme--twice/snapshots/$pc"
 a1=$(webseed_bytes "$A"); b1=$(webseed_bytes "$B")
 echo "# ranges served: A $((a1 - a0)) bytes, B $((b1 - b0)) bytes"
-check "... with ranges from both mirrors, a million bytes or more each" test $((a1 - a0)) -ge 1000000 -a $((b1 - b0)) -ge 1000000
+# (alone, the agent asks runs of up to 4 MiB of each mirror in turn, from a random piece; where the
+# runs end, and which requests finish first, varies: each mirror sends 0.2-4.2 MB of the 6 MB)
+check "... with ranges from both mirrors, 100 kB or more each" test $((a1 - a0)) -ge 100000 -a $((b1 - b0)) -ge 100000
 HUBMIRROR_AGENT_SOCKET="$T/agent2.sock" timeout 20 "$HUBMIRROR" agent --stop >/dev/null 2>&1
 expect_status 2 "a peer mirror that is not a URL is refused" "$HUBMIRROR" serve --listen 127.0.0.1:0 --peer-mirror "ftp://x"
 finish
