@@ -25,6 +25,7 @@ static const char *const project_msgs[] = {
 	[HM_ERR_UPSTREAM - HM_ERR_FIRST]      = "unusable upstream answer",
 	[HM_ERR_TIMEOUT - HM_ERR_FIRST]       = "query took too long",
 	[HM_ERR_QUOTA - HM_ERR_FIRST]         = "the store quota leaves no room",
+	[HM_ERR_GIT - HM_ERR_FIRST]           = "a git command failed",
 };
 
 const char *err_str(int code)

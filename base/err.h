@@ -29,6 +29,7 @@ enum {
 	HM_ERR_UPSTREAM,              /* upstream answered something we cannot use */
 	HM_ERR_TIMEOUT,               /* a query ran past its time budget and was abandoned */
 	HM_ERR_QUOTA,                 /* the store quota leaves no room for it */
+	HM_ERR_GIT,                   /* a git command (building or serving a git repository) failed */
 	HM_ERR_LAST                   /* keep last */
 };
 

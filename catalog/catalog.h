@@ -331,6 +331,10 @@ int catalog_snapshot_file(struct catalog *c, int64_t snapshot_id, const char *pa
 int catalog_snapshot_walk(struct catalog *c, int64_t snapshot_id, const char *prefix, const char *after,
 			  size_t limit, int (*fn)(void *ud, const struct catalog_entry *e), void *ud);
 
+/* Does a snapshot of repo_id that one of its refs points at have a file of content sha256, held by the
+ * store? *size (may be NULL) gets its size. Returns 0, HM_ERR_NOT_FOUND or HM_ERR_SQLITE. */
+int catalog_repo_content(struct catalog *c, int64_t repo_id, const char *sha256, int64_t *size);
+
 /* Refs of a repo: fn(ud, name, kind, commit) for each, in name order. */
 int catalog_refs_each(struct catalog *c, int64_t repo_id,
 		      int (*fn)(void *ud, const char *name, const char *kind, const char *commit), void *ud);

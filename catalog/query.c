@@ -272,3 +272,27 @@ int catalog_repo_name_by_id(struct catalog *c, int64_t id, const char *hub, cons
 	sqlite3_finalize(st);
 	return r;
 }
+
+int catalog_repo_content(struct catalog *c, int64_t repo_id, const char *sha256, int64_t *size)
+{
+	sqlite3_stmt *st = NULL;
+	int r;
+
+	/* files_by_blob finds the content's files first; few of them, each checked against the refs */
+	if (catalog__prepare(c, "SELECT f.size FROM files f JOIN refs r ON r.snapshot_id = f.snapshot_id "
+			     "JOIN blobs b ON b.sha256 = f.sha256 "
+			     "WHERE f.sha256 = ?2 AND r.repo_id = ?1 AND b.present = 1 LIMIT 1", &st))
+		return HM_ERR_SQLITE;
+	sqlite3_bind_int64(st, 1, repo_id);
+	sqlite3_bind_text(st, 2, sha256, -1, SQLITE_STATIC);
+	r = sqlite3_step(st);
+	if (r == SQLITE_ROW) {
+		if (size)
+			*size = sqlite3_column_int64(st, 0);
+		r = 0;
+	} else {
+		r = r == SQLITE_DONE ? HM_ERR_NOT_FOUND : HM_ERR_SQLITE;
+	}
+	sqlite3_finalize(st);
+	return r;
+}

@@ -9,6 +9,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
@@ -80,6 +81,8 @@ static void job_work(void *ud)
 	if (cat)
 		j->build(j, cat);
 	pool_give(j->rt, cat);
+	if (j->fd > 0 && j->status)
+		return; /* a file as it is */
 	if (!j->status) {
 		json_decref(j->body);
 		free(j->text);
@@ -102,7 +105,11 @@ static void job_done(void *ud, struct httpd_req *req)
 	if (req) {
 		for (size_t i = 0; i + 1 < j->nheaders; i += 2)
 			httpd_add_header(req, j->headers[i], j->headers[i + 1]);
-		if (j->ctype)
+		if (j->fd > 0 && j->status) {
+			httpd_respond_file(req, j->status, j->ctype_own ? j->ctype_own : "application/octet-stream", j->fd,
+					   j->fd_offset, j->fd_length);
+			j->fd = 0;
+		} else if (j->ctype)
 			httpd_respond(req, j->status, j->ctype, j->text, j->len);
 		else
 			mirror__respond_dumped(req, j->status, j->text, j->len, j->status == 200 ? j->etag : NULL);
@@ -111,6 +118,9 @@ static void job_done(void *ud, struct httpd_req *req)
 		free(j->headers[i]);
 	free(j->headers);
 	free(j->text);
+	free(j->ctype_own);
+	if (j->fd > 0)
+		close(j->fd);
 	json_decref(j->body);
 	j->release(j);
 }

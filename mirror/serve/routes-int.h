@@ -99,6 +99,8 @@ json_t *mirror__swarm_json(struct mirror_routes *rt, int64_t snapshot_id, const 
 
 /* The web page and its assets, embedded at build time (routes-web.c). */
 int mirror__route_web(struct mirror_routes *rt, struct httpd_req *req, const char *rest, const char *arg);
+/* git clone over HTTP and Git LFS (routes-git.c); passes what is not a git URL. */
+int mirror__route_git(struct mirror_routes *rt, struct httpd_req *req, const char *rest, const char *arg);
 
 /* Catalog browsing API (routes-catalog.c); the JSON shape of a repo is mirror/repojson.h's. */
 int mirror__route_catalog(struct mirror_routes *rt, struct httpd_req *req, const char *rest, const char *arg);
@@ -150,7 +152,7 @@ void mirror__respond_dumped(struct httpd_req *req, int status, const char *text,
  * adds the CORS headers of every answer, then calls mirror__defer. On a worker, with a catalog
  * connection of its own, build sets status and body (JSON, consumed), and headers with
  * mirror__job_header; or, for an answer that is not JSON, status, ctype (static) and text/len
- * (malloc'd, sent as they are: no ETag). It must touch neither the request nor the loop nor
+ * (malloc'd, sent as they are: no ETag), or status and a file (fd, fd_offset, fd_length, ctype_own). It must touch neither the request nor the loop nor
  * rt->data->catalog. Then the answer is sent (or dropped, if the client is gone) and release frees
  * the route's struct. A build that sets no status gives a 503.
  */
@@ -163,6 +165,11 @@ struct mirror__job {
 	const char *ctype;        /* NULL: JSON (body); else the type of text */
 	char *text;
 	size_t len;
+	/* or a body in a file: fd >= 1 (consumed), from fd_offset for fd_length bytes, of type ctype_own
+	 * (malloc'd, freed by defer.c) */
+	int fd;
+	long long fd_offset, fd_length;
+	char *ctype_own;
 	/* defer.c's */
 	struct mirror_routes *rt;
 	char **headers;           /* name, value, ... */

@@ -62,7 +62,9 @@ struct mirror_routes *mirror_routes_new(struct mirror_data *d, const struct mirr
 }
 
 /* The operator token of a request: `Authorization: Bearer X` (Hugging Face clients, the new
- * ModelScope SDK) or the `m_session_id=X` cookie (ModelScope). Returns a pointer into buf or NULL. */
+ * ModelScope SDK), `Authorization: Basic` with the token as the password, or as the user when there is
+ * no password (git: http://user:TOKEN@mirror/...), or the `m_session_id=X` cookie (ModelScope).
+ * Returns a pointer into buf or NULL. */
 const char *mirror__request_token(const struct httpd_req *req, char *buf, size_t cap)
 {
 	const char *h = httpd_header(req, "Authorization"), *c;
@@ -70,6 +72,31 @@ const char *mirror__request_token(const struct httpd_req *req, char *buf, size_t
 	if (h && !strncasecmp(h, "Bearer ", 7)) {
 		snprintf(buf, cap, "%s", h + 7);
 		return buf;
+	}
+	if (h && !strncasecmp(h, "Basic ", 6)) {
+		const char *b64 = h + 6 + strspn(h + 6, " ");
+		size_t n = strcspn(b64, " ");
+		unsigned char dec[600];
+		char *colon;
+		int len;
+		if (n == 0 || n > 4 * (sizeof(dec) - 1) / 3 || n % 4)
+			return NULL;
+		len = EVP_DecodeBlock(dec, (const unsigned char *)b64, (int)n);
+		if (len < 0)
+			return NULL;
+		len -= (int)(n >= 2 && b64[n - 1] == '=') + (int)(n >= 2 && b64[n - 2] == '=');
+		dec[len] = '\0';
+		if (memchr(dec, '\0', (size_t)len))
+			return NULL;
+		colon = strchr((char *)dec, ':');
+		if (colon && colon[1]) {
+			snprintf(buf, cap, "%s", colon + 1);
+		} else {
+			if (colon)
+				*colon = '\0';
+			snprintf(buf, cap, "%s", (char *)dec);
+		}
+		return buf[0] ? buf : NULL;
 	}
 	c = httpd_header(req, "Cookie");
 	if (c && (c = strstr(c, "m_session_id="))) {
@@ -87,7 +114,8 @@ static void refuse(struct httpd_req *req, bool had_token, const char *style)
 	char *body;
 
 	if (!had_token)
-		httpd_add_header(req, "WWW-Authenticate", "Bearer realm=\"hubmirror\"");
+		httpd_add_header(req, "WWW-Authenticate", style && !strcmp(style, "git") ? "Basic realm=\"hubmirror\""
+											: "Bearer realm=\"hubmirror\"");
 	httpd_add_header(req, "Access-Control-Allow-Origin", "*");
 	if (style && !strcmp(style, "ms")) {
 		body = xasprintf("{\"Code\":%d,\"Success\":false,\"Data\":null,\"Message\":\"%s\",\"RequestId\":\"\"}",
@@ -193,6 +221,7 @@ static const struct route {
 	{ "/api/admin/", mirror__route_admin, NULL, "admin", GATE_NONE, false, "hf" }, /* its own token */
 	{ "/api/v1/models/", mirror__route_ms, "model", "ms_api", GATE_TOKEN, false, "ms" },
 	{ "/api/v1/datasets/", mirror__route_ms, "dataset", "ms_api", GATE_TOKEN, false, "ms" },
+	{ NULL, mirror__route_git, NULL, "git", GATE_TOKEN, false, "git" },
 	{ NULL, mirror__route_web, NULL, "web", GATE_TOKEN, false, "hf" },
 	{ NULL, mirror__route_hf, NULL, "hf", GATE_TOKEN, false, "hf" },
 };

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """checkfiles.py UPSTREAM_JSON HUB REPO DIR: every file of REPO's head commit, as the fake upstream's
 /_fake/repos describes it, is in DIR with upstream's sha256; DIR holds nothing else (a BitTorrent
-client's pad-file folder .pad/ aside). Exit 0 or 1 with the first difference."""
+client's pad-file folder .pad/ and a git clone's .git/ aside). Exit 0 or 1 with the first difference."""
 import hashlib
 import json
 import os
@@ -15,7 +15,7 @@ def main():
     want = {f["path"]: f["sha256"] for f in head["files"]}
     have = set()
     for root, dirs, files in os.walk(d):
-        dirs[:] = [x for x in dirs if not (root == d and x == ".pad")]
+        dirs[:] = [x for x in dirs if not (root == d and x in (".pad", ".git"))]
         for name in files:
             have.add(os.path.relpath(os.path.join(root, name), d))
     if have != set(want):

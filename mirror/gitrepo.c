@@ -1,0 +1,763 @@
+/*
+ * gitrepo.c - a mirrored repository as a read-only git repository (see gitrepo.h, docs/git.md).
+ *
+ * git itself does the git work: `git fast-import` writes the objects (we hand it a stream of blobs
+ * and commits), `git update-ref` and `git symbolic-ref` set the refs, and `git http-backend` (the CGI
+ * that runs upload-pack) answers clients. Nothing here writes a git object or a pack by hand.
+ *
+ * The repository holds, besides the branches and tags clients see, refs/hubmirror/snap/<commit> for
+ * every snapshot built (hidden from clients: uploadpack.hideRefs), so a later build knows what is
+ * there; hubmirror-state holds the refs it was last built for, so an unchanged repository costs one
+ * file read.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "base/buf.h"
+#include "base/err.h"
+#include "base/path.h"
+#include "base/xmalloc.h"
+#include "catalog/catalog.h"
+#include "data.h"
+#include "gitrepo.h"
+#include "store.h"
+
+#define STATE_FILE "hubmirror-state"
+#define STATE_VERSION "hubmirror-git 1"
+/* every commit's author and committer, and date: the same snapshot is the same commit everywhere */
+#define IDENT "hubmirror <hubmirror@localhost> 946684800 +0000"
+
+char *mirror_git_root(const struct mirror_data *d)
+{
+	return xasprintf("%s/git", d->dir);
+}
+
+/* ---- running git ---------------------------------------------------------------------------- */
+
+/* An unlinked temporary file in dir (for a process's input or output). -errno on failure. */
+static int tmpfile_in(const char *dir)
+{
+	int fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+
+	if (fd < 0 && (errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL)) {
+		char *t = xasprintf("%s/.tmp-XXXXXX", dir);
+		fd = mkostemp(t, O_CLOEXEC);
+		if (fd >= 0)
+			unlink(t);
+		free(t);
+	}
+	return fd < 0 ? -errno : fd;
+}
+
+/* git's environment: nothing of ours (no tokens), no user or system configuration, extra appended. */
+static char **git_env(const char *const *extra)
+{
+	static const char *const base[] = { "PATH=/usr/local/bin:/usr/bin:/bin", "GIT_CONFIG_NOSYSTEM=1",
+					    "GIT_CONFIG_GLOBAL=/dev/null", "HOME=/nonexistent", "LC_ALL=C",
+					    "GIT_TERMINAL_PROMPT=0" };
+	size_t n = sizeof(base) / sizeof(base[0]), k = 0;
+	char **env;
+
+	while (extra && extra[k])
+		k++;
+	env = xcalloc(n + k + 1, sizeof(*env));
+	for (size_t i = 0; i < n; i++)
+		env[i] = xstrdup(base[i]);
+	for (size_t i = 0; i < k; i++)
+		env[n + i] = xstrdup(extra[i]);
+	return env;
+}
+
+static void env_free(char **env)
+{
+	for (size_t i = 0; env && env[i]; i++)
+		free(env[i]);
+	free(env);
+}
+
+/* Start git with argv (argv[0] is "git"), stdin from in (-1: /dev/null), stdout to out, stderr to err
+ * (-1: /dev/null). Returns the pid or -errno. */
+static pid_t git_start(const char *const *argv, const char *const *extra_env, int in, int out, int err)
+{
+	posix_spawn_file_actions_t fa;
+	char **env = git_env(extra_env);
+	pid_t pid;
+	int r;
+
+	posix_spawn_file_actions_init(&fa);
+	if (in >= 0)
+		posix_spawn_file_actions_adddup2(&fa, in, 0);
+	else
+		posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+	if (out >= 0)
+		posix_spawn_file_actions_adddup2(&fa, out, 1);
+	else
+		posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+	if (err >= 0)
+		posix_spawn_file_actions_adddup2(&fa, err, 2);
+	else
+		posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+	r = posix_spawnp(&pid, "git", &fa, NULL, (char *const *)argv, env);
+	posix_spawn_file_actions_destroy(&fa);
+	env_free(env);
+	return r ? -r : pid;
+}
+
+/* Wait for pid: its exit status (0-255), or -1 when a signal ended it. */
+static int git_wait(pid_t pid)
+{
+	int st;
+
+	while (waitpid(pid, &st, 0) < 0)
+		if (errno != EINTR)
+			return -1;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* The last line git wrote to err (an unlinked temporary file), for a message; malloc'd. */
+static char *last_words(int err)
+{
+	char buf[1024];
+	ssize_t n = pread(err, buf, sizeof(buf) - 1, 0);
+	char *end, *start;
+
+	if (n <= 0)
+		return xstrdup("no message");
+	buf[n] = '\0';
+	end = buf + strlen(buf);
+	while (end > buf && (end[-1] == '\n' || end[-1] == '\r'))
+		*--end = '\0';
+	start = strrchr(buf, '\n');
+	return xstrdup(start ? start + 1 : buf);
+}
+
+/* Run git to the end with the given output file (-1: none); 0, or an error with *errmsg. */
+static int git_run(const char *root, const char *const *argv, int in, int out, char **errmsg)
+{
+	int err = tmpfile_in(root), st;
+	pid_t pid;
+
+	pid = git_start(argv, NULL, in, out, err);
+	if (pid < 0) {
+		if (errmsg)
+			*errmsg = xasprintf("cannot run git: %s", strerror((int)-pid));
+		if (err >= 0)
+			close(err);
+		return HM_ERR_GIT;
+	}
+	st = git_wait(pid);
+	if (st != 0 && errmsg) {
+		char *w = err >= 0 ? last_words(err) : xstrdup("no message");
+		*errmsg = xasprintf("git %s: %s", argv[1], w);
+		free(w);
+	}
+	if (err >= 0)
+		close(err);
+	return st ? HM_ERR_GIT : 0;
+}
+
+/* ---- building the repository ----------------------------------------------------------------- */
+
+struct gref {
+	char *ref;             /* refs/heads/main, refs/tags/v1.0, refs/pr/1, refs/convert/parquet */
+	char commit[41];       /* the snapshot's (upstream's) commit */
+	int64_t snapshot_id;
+};
+
+struct refs_ctx {
+	struct catalog *cat;
+	const struct catalog_repo *repo;
+	struct gref *v;
+	size_t n;
+	char *head;            /* the followed ref's git name, when it is a branch */
+};
+
+/* A ref name git takes (git check-ref-format's rules, more strictly: no odd bytes at all). */
+static bool git_ref_ok(const char *ref)
+{
+	size_t n = strlen(ref);
+
+	if (n < 6 || strstr(ref, "..") || strstr(ref, "@{") || strstr(ref, "//") || ref[n - 1] == '/' ||
+	    ref[n - 1] == '.' || (n >= 5 && !strcmp(ref + n - 5, ".lock")) || strstr(ref, "/."))
+		return false;
+	for (const char *p = ref; *p; p++)
+		if ((unsigned char)*p <= ' ' || (unsigned char)*p >= 0x7f || strchr("~^:?*[\\", *p))
+			return false;
+	return true;
+}
+
+static int ref_cb(void *ud, const char *name, const char *kind, const char *commit)
+{
+	struct refs_ctx *c = ud;
+	struct catalog_repo r2 = { 0 };
+	struct catalog_snapshot snap;
+	bool found = false;
+	char *ref;
+
+	if (!strncmp(name, "refs/", 5))
+		ref = xstrdup(name);
+	else
+		ref = xasprintf("refs/%s/%s", !strcmp(kind, "tag") ? "tags" : "heads", name);
+	if (!git_ref_ok(ref) || strlen(commit) != 40 ||
+	    catalog_resolve(c->cat, c->repo->hub, c->repo->type, c->repo->name, commit, &r2, &snap, &found)) {
+		if (found)
+			catalog_repo_release(&r2);
+		free(ref);
+		return 0; /* left out: a name git refuses, or a snapshot gone */
+	}
+	catalog_repo_release(&r2);
+	if (catalog_snapshot_complete(c->cat, snap.id) != 1) {
+		free(ref);
+		return 0; /* provisional (fetched on demand): not yet */
+	}
+	c->v = xreallocarray(c->v, c->n + 1, sizeof(*c->v));
+	c->v[c->n] = (struct gref){ ref, "", snap.id };
+	memcpy(c->v[c->n].commit, commit, 41);
+	c->n++;
+	if (!strcmp(name, c->repo->follow_rev) && !strncmp(ref, "refs/heads/", 11) && !c->head)
+		c->head = xstrdup(ref);
+	return 0;
+}
+
+static int write_all(int fd, const void *p, size_t n)
+{
+	const char *b = p;
+
+	while (n) {
+		ssize_t w = write(fd, b, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return -errno;
+		b += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+static int write_str(int fd, const char *s)
+{
+	return write_all(fd, s, strlen(s));
+}
+
+struct stream {
+	struct mirror_data *d;
+	int fd;                /* fast-import's stdin */
+	json_t *marks;         /* blob key -> mark, across the stream */
+	int next_mark;
+	struct buf files;      /* the snapshot's "M" lines */
+	int err;
+	char *why;
+};
+
+/* A path for an "M" line: as it is, or C-quoted when git would read it otherwise. */
+static void add_path(struct buf *b, const char *p)
+{
+	if (p[0] != '"' && !strchr(p, '\n')) {
+		buf_adds(b, p);
+		return;
+	}
+	buf_addch(b, '"');
+	for (; *p; p++) {
+		if (*p == '"' || *p == '\\')
+			buf_addch(b, '\\');
+		if (*p == '\n')
+			buf_adds(b, "\\n");
+		else
+			buf_addch(b, *p);
+	}
+	buf_addch(b, '"');
+}
+
+/* One file of a snapshot: its blob (once per stream), and its "M" line for the commit. */
+static int file_cb(void *ud, const struct catalog_entry *e)
+{
+	struct stream *s = ud;
+	char key[70], head[96];
+	json_t *m;
+	int mark;
+
+	snprintf(key, sizeof(key), "%s%s", e->lfs_oid[0] ? "L" : "R", e->sha256);
+	if ((m = json_object_get(s->marks, key))) {
+		mark = (int)json_integer_value(m);
+	} else if (e->lfs_oid[0]) {
+		/* a large file: its Git LFS pointer, as the Hub's own repository holds it */
+		char ptr[200];
+		int n = snprintf(ptr, sizeof(ptr), "version https://git-lfs.github.com/spec/v1\noid sha256:%s\nsize %lld\n",
+				 e->lfs_oid, (long long)e->size);
+		mark = s->next_mark++;
+		snprintf(head, sizeof(head), "blob\nmark :%d\ndata %d\n", mark, n);
+		if ((s->err = write_str(s->fd, head)) || (s->err = write_all(s->fd, ptr, (size_t)n)) ||
+		    (s->err = write_str(s->fd, "\n")))
+			return s->err;
+		json_object_set_new(s->marks, key, json_integer(mark));
+	} else {
+		char *path = mirror_store_blob_path(s->d->store, e->sha256);
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		struct stat st;
+		char buf[65536];
+		int64_t left = e->size;
+		if (fd < 0 || fstat(fd, &st) || st.st_size != e->size) {
+			s->why = xasprintf("%s: the store's %s is %s", e->path, e->sha256, fd < 0 ? "missing" : "of another size");
+			if (fd >= 0)
+				close(fd);
+			free(path);
+			return s->err = HM_ERR_GIT;
+		}
+		free(path);
+		mark = s->next_mark++;
+		snprintf(head, sizeof(head), "blob\nmark :%d\ndata %lld\n", mark, (long long)e->size);
+		s->err = write_str(s->fd, head);
+		while (!s->err && left > 0) {
+			ssize_t n = read(fd, buf, left < (int64_t)sizeof(buf) ? (size_t)left : sizeof(buf));
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n <= 0) {
+				s->err = HM_ERR_GIT;
+				s->why = xasprintf("%s: reading the store's %s failed", e->path, e->sha256);
+				break;
+			}
+			s->err = write_all(s->fd, buf, (size_t)n);
+			left -= n;
+		}
+		close(fd);
+		if (s->err || (s->err = write_str(s->fd, "\n")))
+			return s->err;
+		json_object_set_new(s->marks, key, json_integer(mark));
+	}
+	buf_addf(&s->files, "M 100644 :%d ", mark);
+	add_path(&s->files, e->path);
+	buf_addch(&s->files, '\n');
+	return 0;
+}
+
+/* The commit of one snapshot, as refs/hubmirror/snap/<commit> in the stream. */
+static int stream_snapshot(struct stream *s, struct catalog *cat, const struct catalog_repo *repo,
+			   const struct gref *g)
+{
+	char *msg, *head;
+	int r;
+
+	buf_init(&s->files);
+	r = catalog_snapshot_walk(cat, g->snapshot_id, NULL, NULL, 0, file_cb, s);
+	if (!r) {
+		msg = xasprintf("%s:%s%s at %s\n\nThe files of upstream's commit %s as hubmirror mirrors them; large files are\n"
+				"Git LFS pointers. The commit is the mirror's own, the same on every mirror;\n"
+				"upstream's history is not here.\n", repo->hub, !strcmp(repo->type, "dataset") ? "datasets/" : "",
+				repo->name, g->commit, g->commit);
+		head = xasprintf("commit refs/hubmirror/snap/%s\nauthor " IDENT "\ncommitter " IDENT "\ndata %zu\n%s", g->commit,
+				 strlen(msg), msg);
+		r = write_str(s->fd, head);
+		if (!r && s->files.len)
+			r = write_all(s->fd, s->files.data, s->files.len);
+		if (!r)
+			r = write_str(s->fd, "\n");
+		free(head);
+		free(msg);
+	} else if (!s->err) {
+		s->why = xstrdup("catalog: cannot list the snapshot's files");
+	}
+	buf_release(&s->files);
+	return r ? r : s->err;
+}
+
+/* The refs the repository has now (git for-each-ref), one per line; malloc'd, "" when none. */
+static char *list_refs(const char *root, const char *gitdir, char **errmsg)
+{
+	const char *argv[] = { "git", "--git-dir", gitdir, "for-each-ref", "--format=%(refname)", NULL };
+	int out = tmpfile_in(root);
+	struct stat st;
+	char *text = NULL;
+
+	if (out < 0) {
+		*errmsg = xasprintf("temporary file in %s: %s", root, strerror(-out));
+		return NULL;
+	}
+	if (!git_run(root, argv, -1, out, errmsg) && !fstat(out, &st)) {
+		text = xmalloc((size_t)st.st_size + 1);
+		if (pread(out, text, (size_t)st.st_size, 0) != st.st_size) {
+			FREE_AND_NULL(&text);
+			*errmsg = xstrdup("reading git for-each-ref's output failed");
+		} else {
+			text[st.st_size] = '\0';
+		}
+	}
+	close(out);
+	return text;
+}
+
+static bool has_line(const char *text, const char *line)
+{
+	size_t n = strlen(line);
+
+	for (const char *p = text; p && *p;) {
+		const char *e = strchr(p, '\n');
+		size_t len = e ? (size_t)(e - p) : strlen(p);
+		if (len == n && !memcmp(p, line, n))
+			return true;
+		p = e ? e + 1 : NULL;
+	}
+	return false;
+}
+
+/* A new bare repository at gitdir with the settings serving needs. */
+static int init_repo(const char *root, const char *gitdir, char **errmsg)
+{
+	static const char *const settings[][2] = {
+		{ "uploadpack.hideRefs", "refs/hubmirror" }, /* the build's own refs */
+		{ "uploadpack.allowFilter", "true" },       /* partial clones */
+		{ "http.receivepack", "false" },            /* read-only, whoever asks */
+		{ "gc.auto", "0" },                         /* no gc in the middle of a request */
+		{ "core.logAllRefUpdates", "false" },
+	};
+	const char *init[] = { "git", "init", "--bare", "--quiet", gitdir, NULL };
+	int r = git_run(root, init, -1, -1, errmsg);
+
+	for (size_t i = 0; !r && i < sizeof(settings) / sizeof(settings[0]); i++) {
+		const char *argv[] = { "git", "--git-dir", gitdir, "config", settings[i][0], settings[i][1], NULL };
+		r = git_run(root, argv, -1, -1, errmsg);
+	}
+	return r;
+}
+
+/* Write the stream for the snapshots not built yet, then point every ref at its snapshot's commit. */
+static int fast_import(struct mirror_data *d, struct catalog *cat, const struct catalog_repo *repo, const char *root,
+		       const char *gitdir, const struct refs_ctx *rc, const char *have, char **errmsg)
+{
+	const char *argv[] = { "git", "--git-dir", gitdir, "fast-import", "--quiet", "--force", "--done", NULL };
+	struct stream s = { .d = d, .marks = json_object(), .next_mark = 1 };
+	int pipefd[2], err = tmpfile_in(root), r = 0, st;
+	json_t *done = json_object();
+	pid_t pid;
+
+	if (pipe2(pipefd, O_CLOEXEC)) {
+		*errmsg = xasprintf("pipe: %s", strerror(errno));
+		json_decref(s.marks);
+		json_decref(done);
+		if (err >= 0)
+			close(err);
+		return HM_ERR_GIT;
+	}
+	pid = git_start(argv, NULL, pipefd[0], -1, err);
+	close(pipefd[0]);
+	s.fd = pipefd[1];
+	if (pid < 0) {
+		*errmsg = xasprintf("cannot run git fast-import: %s", strerror((int)-pid));
+		r = HM_ERR_GIT;
+	}
+	for (size_t i = 0; !r && i < rc->n; i++) {
+		char line[80];
+		snprintf(line, sizeof(line), "refs/hubmirror/snap/%s", rc->v[i].commit);
+		if (has_line(have, line) || json_object_get(done, rc->v[i].commit))
+			continue;
+		json_object_set_new(done, rc->v[i].commit, json_true());
+		r = stream_snapshot(&s, cat, repo, &rc->v[i]);
+	}
+	for (size_t i = 0; !r && i < rc->n; i++) {
+		char *reset = xasprintf("reset %s\nfrom refs/hubmirror/snap/%s\n\n", rc->v[i].ref, rc->v[i].commit);
+		r = write_str(s.fd, reset);
+		free(reset);
+	}
+	if (!r)
+		r = write_str(s.fd, "done\n");
+	close(s.fd);
+	if (pid > 0) {
+		st = git_wait(pid);
+		if (st && !r)
+			r = HM_ERR_GIT;
+		if (st && !*errmsg) {
+			char *w = err >= 0 ? last_words(err) : xstrdup("no message");
+			*errmsg = xasprintf("git fast-import: %s", w);
+			free(w);
+		}
+	}
+	if (r && !*errmsg)
+		*errmsg = s.why ? xstrdup(s.why) : xasprintf("writing to git fast-import: %s", strerror(r < 0 ? -r : EIO));
+	free(s.why);
+	json_decref(s.marks);
+	json_decref(done);
+	if (err >= 0)
+		close(err);
+	return r ? (r < 0 ? HM_ERR_GIT : r) : 0;
+}
+
+/* Delete the refs clients would see that the catalog no longer has. */
+static int drop_stale(const char *root, const char *gitdir, const struct refs_ctx *rc, const char *have, char **errmsg)
+{
+	const char *argv[] = { "git", "--git-dir", gitdir, "update-ref", "--stdin", NULL };
+	struct buf b;
+	int in, r = 0;
+
+	buf_init(&b);
+	for (const char *p = have; p && *p;) {
+		const char *e = strchr(p, '\n');
+		size_t len = e ? (size_t)(e - p) : strlen(p);
+		char *ref = xstrndup(p, len);
+		bool want = !strncmp(ref, "refs/hubmirror/", 15);
+		for (size_t i = 0; !want && i < rc->n; i++)
+			want = !strcmp(rc->v[i].ref, ref);
+		if (!want && len)
+			buf_addf(&b, "delete %s\n", ref);
+		free(ref);
+		p = e ? e + 1 : NULL;
+	}
+	if (b.len) {
+		in = tmpfile_in(root);
+		if (in < 0 || write_all(in, b.data, b.len) || lseek(in, 0, SEEK_SET)) {
+			*errmsg = xstrdup("cannot hand git update-ref its input");
+			r = HM_ERR_GIT;
+		} else {
+			r = git_run(root, argv, in, -1, errmsg);
+		}
+		if (in >= 0)
+			close(in);
+	}
+	buf_release(&b);
+	return r;
+}
+
+int mirror_git_prepare(struct mirror_data *d, struct catalog *cat, const struct catalog_repo *repo, char **rel,
+		       char **errmsg)
+{
+	struct refs_ctx rc = { .cat = cat, .repo = repo };
+	char *root = mirror_git_root(d), *gitdir = NULL, *lockpath = NULL, *state = NULL, *want = NULL, *have = NULL;
+	char *dir = NULL, *tmp = NULL;
+	struct buf b;
+	int lock = -1, r;
+
+	*rel = xasprintf("%s/%s/%s.git", repo->hub, repo->type, repo->name);
+	*errmsg = NULL;
+	gitdir = xasprintf("%s/%s", root, *rel);
+	dir = xstrdup(gitdir);
+	*strrchr(dir, '/') = '\0';
+	if ((r = path_mkdirs(dir, 0755))) {
+		*errmsg = xasprintf("creating %s: %s", dir, strerror(-r));
+		r = HM_ERR_GIT;
+		goto out;
+	}
+	lockpath = xasprintf("%s.lock", gitdir);
+	lock = open(lockpath, O_CREAT | O_RDWR | O_CLOEXEC, 0600);
+	if (lock < 0 || flock(lock, LOCK_EX)) {
+		*errmsg = xasprintf("locking %s: %s", lockpath, strerror(errno));
+		r = HM_ERR_GIT;
+		goto out;
+	}
+	if ((r = catalog_refs_each(cat, repo->id, ref_cb, &rc))) {
+		*errmsg = xstrdup("catalog: cannot list the refs");
+		goto out;
+	}
+	if (!rc.n) {
+		r = HM_ERR_NOT_FOUND;
+		*errmsg = xstrdup("no complete snapshot yet");
+		goto out;
+	}
+	buf_init(&b);
+	buf_addf(&b, "%s\nHEAD %s\n", STATE_VERSION, rc.head ? rc.head : "");
+	for (size_t i = 0; i < rc.n; i++)
+		buf_addf(&b, "%s %s\n", rc.v[i].ref, rc.v[i].commit);
+	want = buf_detach(&b, NULL);
+	state = xasprintf("%s/" STATE_FILE, gitdir);
+	{
+		FILE *f = fopen(state, "r");
+		if (f) {
+			char cur[65536];
+			size_t n = fread(cur, 1, sizeof(cur) - 1, f);
+			fclose(f);
+			cur[n] = '\0';
+			if (!strcmp(cur, want)) {
+				r = 0; /* as built */
+				goto out;
+			}
+		}
+	}
+	{
+		char *headfile = xasprintf("%s/HEAD", gitdir);
+		bool exists = access(headfile, F_OK) == 0;
+		free(headfile);
+		if (!exists && (r = init_repo(root, gitdir, errmsg)))
+			goto out;
+	}
+	if (!(have = list_refs(root, gitdir, errmsg))) {
+		r = HM_ERR_GIT;
+		goto out;
+	}
+	if ((r = fast_import(d, cat, repo, root, gitdir, &rc, have, errmsg)))
+		goto out;
+	if ((r = drop_stale(root, gitdir, &rc, have, errmsg)))
+		goto out;
+	{
+		const char *head = rc.head;
+		for (size_t i = 0; !head && i < rc.n; i++)
+			if (!strncmp(rc.v[i].ref, "refs/heads/", 11))
+				head = rc.v[i].ref;
+		if (head) {
+			const char *argv[] = { "git", "--git-dir", gitdir, "symbolic-ref", "HEAD", head, NULL };
+			if ((r = git_run(root, argv, -1, -1, errmsg)))
+				goto out;
+		}
+	}
+	/* the state last, through a rename: a crash before it only means building again */
+	tmp = xasprintf("%s.tmp", state);
+	{
+		FILE *f = fopen(tmp, "w");
+		if (!f || fputs(want, f) < 0 || fclose(f)) {
+			*errmsg = xasprintf("writing %s: %s", tmp, strerror(errno));
+			r = HM_ERR_GIT;
+			goto out;
+		}
+		if (rename(tmp, state)) {
+			*errmsg = xasprintf("renaming %s: %s", tmp, strerror(errno));
+			r = HM_ERR_GIT;
+		}
+	}
+out:
+	if (lock >= 0)
+		close(lock);
+	for (size_t i = 0; i < rc.n; i++)
+		free(rc.v[i].ref);
+	free(rc.v);
+	free(rc.head);
+	free(have);
+	free(want);
+	free(state);
+	free(tmp);
+	free(lockpath);
+	free(dir);
+	free(gitdir);
+	free(root);
+	if (r)
+		FREE_AND_NULL(rel);
+	return r;
+}
+
+/* ---- serving -------------------------------------------------------------------------------- */
+
+/* A header value safe to hand a CGI as an environment variable: printable ASCII, short. */
+static bool env_value_ok(const char *v)
+{
+	if (!v || strlen(v) > 200)
+		return false;
+	for (; *v; v++)
+		if ((unsigned char)*v < ' ' || (unsigned char)*v > '~')
+			return false;
+	return true;
+}
+
+int mirror_git_backend(const struct mirror_data *d, const char *rel, const char *method, const char *path_after,
+		       const char *query, const char *content_type, const char *content_encoding,
+		       const char *git_protocol, const char *body, size_t len, int *fd, long long *offset,
+		       long long *length, int *status, char **ctype, char **errmsg)
+{
+	const char *argv[] = { "git", "http-backend", NULL };
+	char *root = mirror_git_root(d), *env[10] = { 0 };
+	int in = -1, out = -1, err = -1, r = 0, n = 0, st;
+	char head[4096];
+	ssize_t got;
+	pid_t pid;
+
+	*fd = -1;
+	*ctype = NULL;
+	*errmsg = NULL;
+	env[n++] = xasprintf("GIT_PROJECT_ROOT=%s", root);
+	env[n++] = xstrdup("GIT_HTTP_EXPORT_ALL=1");
+	env[n++] = xasprintf("PATH_INFO=/%s%s", rel, path_after);
+	env[n++] = xasprintf("REQUEST_METHOD=%s", method);
+	env[n++] = xasprintf("QUERY_STRING=%s", env_value_ok(query) ? query : "");
+	env[n++] = xasprintf("CONTENT_LENGTH=%zu", len);
+	if (env_value_ok(content_type))
+		env[n++] = xasprintf("CONTENT_TYPE=%s", content_type);
+	if (env_value_ok(content_encoding))
+		env[n++] = xasprintf("HTTP_CONTENT_ENCODING=%s", content_encoding);
+	if (env_value_ok(git_protocol))
+		env[n++] = xasprintf("GIT_PROTOCOL=%s", git_protocol);
+	in = tmpfile_in(root);
+	out = tmpfile_in(root);
+	err = tmpfile_in(root);
+	if (in < 0 || out < 0 || err < 0 || (len && write_all(in, body, len)) || lseek(in, 0, SEEK_SET)) {
+		*errmsg = xasprintf("temporary files in %s: %s", root, strerror(errno));
+		r = HM_ERR_GIT;
+		goto out;
+	}
+	pid = git_start(argv, (const char *const *)env, in, out, err);
+	if (pid < 0) {
+		*errmsg = xasprintf("cannot run git http-backend: %s", strerror((int)-pid));
+		r = HM_ERR_GIT;
+		goto out;
+	}
+	st = git_wait(pid);
+	/* the CGI's headers, then a blank line, then the body */
+	got = pread(out, head, sizeof(head) - 1, 0);
+	if (got <= 0) {
+		char *w = last_words(err);
+		*errmsg = xasprintf("git http-backend (exit %d): %s", st, w);
+		free(w);
+		r = HM_ERR_GIT;
+		goto out;
+	}
+	head[got] = '\0';
+	{
+		char *end = strstr(head, "\r\n\r\n"), *p;
+		size_t skip = 4;
+		if (!end || (strstr(head, "\n\n") && strstr(head, "\n\n") < end)) {
+			end = strstr(head, "\n\n");
+			skip = 2;
+		}
+		if (!end) {
+			*errmsg = xstrdup("git http-backend answered without headers");
+			r = HM_ERR_GIT;
+			goto out;
+		}
+		*end = '\0';
+		*status = 200;
+		for (p = head; p && *p;) {
+			char *e = strchr(p, '\n');
+			if (e) {
+				*e = '\0';
+				if (e > p && e[-1] == '\r')
+					e[-1] = '\0';
+			}
+			if (!strncasecmp(p, "Status:", 7))
+				*status = atoi(p + 7);
+			else if (!strncasecmp(p, "Content-Type:", 13))
+				*ctype = xstrdup(p + 13 + strspn(p + 13, " "));
+			p = e ? e + 1 : NULL;
+		}
+		*offset = (long long)(end - head) + (long long)skip;
+	}
+	{
+		struct stat sb;
+		if (fstat(out, &sb)) {
+			*errmsg = xasprintf("git http-backend's answer: %s", strerror(errno));
+			r = HM_ERR_GIT;
+			goto out;
+		}
+		*length = (long long)sb.st_size - *offset;
+	}
+	if (*status < 100 || *status > 599)
+		*status = 500;
+	if (!*ctype)
+		*ctype = xstrdup("text/plain");
+	*fd = out;
+	out = -1;
+out:
+	if (in >= 0)
+		close(in);
+	if (out >= 0)
+		close(out);
+	if (err >= 0)
+		close(err);
+	for (int i = 0; i < n; i++)
+		free(env[i]);
+	free(root);
+	return r;
+}

@@ -1,0 +1,44 @@
+/*
+ * gitrepo.h - a mirrored repository as a read-only git repository (docs/git.md).
+ *
+ * Each tracked repository gets, lazily, a bare repository <data>/git/<hub>/<type>/<org>/<name>.git
+ * that git's own http-backend serves: one commit per snapshot a ref points at (the snapshot's
+ * regular files as blobs, its large files as Git LFS pointers), and the ref as a branch or tag.
+ * Commits are the mirror's own but deterministic (fixed author and date, no parent), so the same
+ * snapshot is the same commit on every mirror.
+ */
+#ifndef HM_MIRROR_GITREPO_H
+#define HM_MIRROR_GITREPO_H
+
+struct catalog;
+struct catalog_repo;
+struct mirror_data;
+
+/* <data>/git, malloc'd: GIT_PROJECT_ROOT for http-backend. */
+char *mirror_git_root(const struct mirror_data *d);
+
+/*
+ * Build or bring up to date the bare repository of repo (one of the catalog's, read through cat, which
+ * may be a worker's own connection; the store through d) and set *rel (malloc'd) to its path below
+ * mirror_git_root: "hf/model/org/name.git". Blocking (runs git fast-import over the snapshots not
+ * built yet; the regular files are read from the store): call it on a worker. Builds of one
+ * repository are serialised by a lock file beside it; an up-to-date repository costs a file read.
+ * Returns 0, HM_ERR_NOT_FOUND (no ref has a complete snapshot) or an error with *errmsg (malloc'd).
+ */
+int mirror_git_prepare(struct mirror_data *d, struct catalog *cat, const struct catalog_repo *repo, char **rel,
+		       char **errmsg);
+
+/*
+ * Run git http-backend for one request on repository rel (below mirror_git_root): method, the path
+ * after the repository ("/info/refs" or "/git-upload-pack"), the query, the request's Content-Type,
+ * Content-Encoding and Git-Protocol headers (each may be NULL), its body (len bytes; may be empty).
+ * Only the upload-pack service is ever served. On success *fd is an unlinked temporary file holding
+ * the body of the answer, from *offset for *length bytes, *status the HTTP status and *ctype
+ * (malloc'd) its Content-Type. Blocking: on a worker. Returns 0 or an error with *errmsg.
+ */
+int mirror_git_backend(const struct mirror_data *d, const char *rel, const char *method, const char *path_after,
+		       const char *query, const char *content_type, const char *content_encoding,
+		       const char *git_protocol, const char *body, size_t len, int *fd, long long *offset,
+		       long long *length, int *status, char **ctype, char **errmsg);
+
+#endif

@@ -1,0 +1,332 @@
+/*
+ * routes-git.c - git clone over HTTP, and the Git LFS batch API (docs/git.md).
+ *
+ *   GET  /[datasets/]ORG/NAME[.git]/info/refs?service=git-upload-pack   the refs (smart HTTP)
+ *   POST /[datasets/]ORG/NAME[.git]/git-upload-pack                      the pack
+ *   POST /[datasets/]ORG/NAME[.git]/info/lfs/objects/batch                LFS: where each object is
+ *   GET  /[datasets/]ORG/NAME[.git]/info/lfs/objects/OID                  LFS: one object (Range works)
+ *
+ * ORG/NAME is a Hugging Face repo of the catalog or, when there is none of that name, a ModelScope one
+ * (ModelScope's own git URLs have the same shapes). Access is the HTTP API's (tokens as Bearer or as
+ * Basic credentials: http://user:TOKEN@mirror/...). The repository is built on a worker on first use
+ * and when the catalog's refs change (mirror/gitrepo.c); git's http-backend answers. Pushes, the dumb
+ * protocol and everything else are refused; a request body is at most serve's body limit (1 MiB),
+ * which bounds a want list.
+ */
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <jansson.h>
+
+#include "base/err.h"
+#include "base/hex.h"
+#include "base/log.h"
+#include "base/xmalloc.h"
+#include "catalog/catalog.h"
+#include "hub/httpd.h"
+#include "mirror/data.h"
+#include "access.h"
+#include "mirror/gitrepo.h"
+#include "routes-int.h"
+
+#define LFS_BATCH_MAX 1000   /* objects one batch request may ask about */
+
+enum git_op { OP_NONE, OP_INFO_REFS, OP_UPLOAD_PACK, OP_RECEIVE_PACK, OP_LFS_BATCH, OP_LFS_OBJECT };
+
+struct gitreq {
+	enum git_op op;
+	char *repo_path;        /* as the client wrote it, decoded: "datasets/acme/data.git" */
+	char *type;             /* "model" | "dataset" */
+	char *name;             /* "acme/data" */
+	char *oid;              /* OP_LFS_OBJECT */
+};
+
+static void gitreq_release(struct gitreq *g)
+{
+	free(g->repo_path);
+	free(g->type);
+	free(g->name);
+	free(g->oid);
+}
+
+/* Split the path into its repository and what is asked of it; false when it is not a git URL. */
+static bool parse(const char *path, struct gitreq *g)
+{
+	char *segs[16];
+	size_t n = 0, suffix = 0, first;
+	char *copy = xstrdup(path), *save = NULL, *s;
+	bool ok = false;
+
+	memset(g, 0, sizeof(*g));
+	for (s = strtok_r(copy, "/", &save); s && n < 16; s = strtok_r(NULL, "/", &save))
+		segs[n++] = s;
+	if (s || n < 3)
+		goto out;
+	if (!strcmp(segs[n - 1], "git-upload-pack")) {
+		g->op = OP_UPLOAD_PACK;
+		suffix = 1;
+	} else if (!strcmp(segs[n - 1], "git-receive-pack")) {
+		g->op = OP_RECEIVE_PACK;
+		suffix = 1;
+	} else if (n >= 4 && !strcmp(segs[n - 2], "info") && !strcmp(segs[n - 1], "refs")) {
+		g->op = OP_INFO_REFS;
+		suffix = 2;
+	} else if (n >= 6 && !strcmp(segs[n - 4], "info") && !strcmp(segs[n - 3], "lfs") && !strcmp(segs[n - 2], "objects")) {
+		if (!strcmp(segs[n - 1], "batch")) {
+			g->op = OP_LFS_BATCH;
+		} else if (hex_is_lower(segs[n - 1], 64)) {
+			g->op = OP_LFS_OBJECT;
+			g->oid = xstrdup(segs[n - 1]);
+		} else {
+			goto out;
+		}
+		suffix = 4;
+	} else {
+		goto out;
+	}
+	/* what is left: ORG/NAME or datasets/ORG/NAME (NAME maybe with .git) */
+	first = n - suffix == 3 && !strcmp(segs[0], "datasets") ? 1 : 0;
+	if (n - suffix - first != 2)
+		goto out;
+	{
+		char *org = httpd_unescape(segs[first], strlen(segs[first]), false);
+		char *name = httpd_unescape(segs[first + 1], strlen(segs[first + 1]), false);
+		size_t l = name ? strlen(name) : 0;
+		if (org && name) {
+			if (l > 4 && !strcmp(name + l - 4, ".git"))
+				name[l - 4] = '\0';
+			g->name = xasprintf("%s/%s", org, name);
+			g->repo_path = xasprintf("%s%s.git", first ? "datasets/" : "", g->name);
+			g->type = xstrdup(first ? "dataset" : "model");
+			ok = true;
+		}
+		free(org);
+		free(name);
+	}
+out:
+	free(copy);
+	if (!ok) {
+		gitreq_release(g);
+		memset(g, 0, sizeof(*g));
+	}
+	return ok;
+}
+
+/* ---- clone and fetch: http-backend on a worker ------------------------------------------------- */
+
+struct git_job {
+	struct mirror__job j;
+	struct mirror_data *data;
+	struct catalog_repo repo;   /* id, hub, type, name, follow_rev */
+	char *method, *path_after, *query, *ctype_in, *cenc, *proto;
+	char *body;
+	size_t len;
+};
+
+static void git_build(struct mirror__job *job, struct catalog *cat)
+{
+	struct git_job *g = (struct git_job *)job;
+	char *rel = NULL, *err = NULL;
+	int status = 0, r;
+
+	r = mirror_git_prepare(g->data, cat, &g->repo, &rel, &err);
+	if (r == HM_ERR_NOT_FOUND) {
+		job->status = 404;
+		job->ctype = "text/plain";
+		job->text = xasprintf("%s has no complete snapshot on this mirror yet\n", g->repo.name);
+		job->len = strlen(job->text);
+	} else if (r) {
+		log_warn("git", "%s:%s: building its git repository: %s", g->repo.hub, g->repo.name, err ? err : "?");
+	} else if ((r = mirror_git_backend(g->data, rel, g->method, g->path_after, g->query, g->ctype_in, g->cenc,
+					   g->proto, g->body, g->len, &job->fd, &job->fd_offset, &job->fd_length,
+					   &status, &job->ctype_own, &err))) {
+		log_warn("git", "%s:%s: %s", g->repo.hub, g->repo.name, err ? err : "?");
+	} else {
+		job->status = status;
+		mirror__job_header(job, "Cache-Control", "no-cache");
+	}
+	if (r && !job->status) {
+		job->status = 500;
+		job->ctype = "text/plain";
+		job->text = xstrdup("the mirror cannot serve this repository over git now\n");
+		job->len = strlen(job->text);
+	}
+	free(rel);
+	free(err);
+}
+
+static void git_release(struct mirror__job *job)
+{
+	struct git_job *g = (struct git_job *)job;
+
+	catalog_repo_release(&g->repo);
+	free(g->method);
+	free(g->path_after);
+	free(g->query);
+	free(g->ctype_in);
+	free(g->cenc);
+	free(g->proto);
+	free(g->body);
+	free(g);
+}
+
+static char *dup_or_null(const char *s)
+{
+	return s ? xstrdup(s) : NULL;
+}
+
+static void serve_git(struct mirror_routes *rt, struct httpd_req *req, const struct catalog_repo *repo,
+		      const char *path_after)
+{
+	struct git_job *g = xcalloc(1, sizeof(*g));
+	const char *body;
+
+	g->j.build = git_build;
+	g->j.release = git_release;
+	g->data = rt->data;
+	g->repo.id = repo->id;
+	g->repo.hub = xstrdup(repo->hub);
+	g->repo.type = xstrdup(repo->type);
+	g->repo.name = xstrdup(repo->name);
+	g->repo.follow_rev = xstrdup(repo->follow_rev);
+	g->method = xstrdup(httpd_method(req));
+	g->path_after = xstrdup(path_after);
+	g->query = dup_or_null(httpd_query(req));
+	g->ctype_in = dup_or_null(httpd_header(req, "Content-Type"));
+	g->cenc = dup_or_null(httpd_header(req, "Content-Encoding"));
+	g->proto = dup_or_null(httpd_header(req, "Git-Protocol"));
+	body = httpd_body(req, &g->len);
+	g->body = xmalloc(g->len ? g->len : 1);
+	if (g->len)
+		memcpy(g->body, body, g->len);
+	mirror__defer(rt, req, &g->j);
+}
+
+/* ---- Git LFS ----------------------------------------------------------------------------------- */
+
+static void lfs_answer(struct httpd_req *req, int status, json_t *o)
+{
+	char *text = json_dumps(o, JSON_COMPACT);
+
+	json_decref(o);
+	httpd_respond(req, status, "application/vnd.git-lfs+json", text, strlen(text));
+	free(text);
+}
+
+static void lfs_error(struct httpd_req *req, int status, const char *msg)
+{
+	lfs_answer(req, status, json_pack("{s:s}", "message", msg));
+}
+
+/* The batch API: where each object the repository has can be downloaded (docs/git.md). */
+static void lfs_batch(struct mirror_routes *rt, struct httpd_req *req, const struct gitreq *g,
+		      const struct catalog_repo *repo)
+{
+	size_t len, i;
+	const char *body = httpd_body(req, &len), *auth = httpd_header(req, "Authorization");
+	json_error_t jerr;
+	json_t *in = json_loadb(body ? body : "", len, JSON_REJECT_DUPLICATES, &jerr), *objs, *o, *out;
+	const char *op;
+	char *base;
+
+	if (!json_is_object(in) || !json_is_array(objs = json_object_get(in, "objects")) ||
+	    !(op = json_string_value(json_object_get(in, "operation")))) {
+		json_decref(in);
+		lfs_error(req, 422, "a batch request is {\"operation\", \"objects\": [{\"oid\", \"size\"}]}");
+		return;
+	}
+	if (strcmp(op, "download")) {
+		json_decref(in);
+		lfs_error(req, 403, "this mirror is read-only: only downloads");
+		return;
+	}
+	if (json_array_size(objs) > LFS_BATCH_MAX) {
+		json_decref(in);
+		lfs_error(req, 413, "at most 1000 objects per batch");
+		return;
+	}
+	base = mirror__self_base(req);
+	out = json_array();
+	json_array_foreach(objs, i, o) {
+		const char *oid = json_string_value(json_object_get(o, "oid"));
+		json_t *sz = json_object_get(o, "size"), *e;
+		int64_t size = -1;
+		if (!oid || !hex_is_lower(oid, 64) || !json_is_integer(sz)) {
+			e = json_pack("{s:s, s:I, s:{s:i, s:s}}", "oid", oid && strlen(oid) < 100 ? oid : "", "size",
+				      json_is_integer(sz) ? json_integer_value(sz) : (json_int_t)0, "error", "code", 422,
+				      "message", "malformed object");
+		} else if (catalog_repo_content(rt->data->catalog, repo->id, oid, &size) || size != json_integer_value(sz)) {
+			e = json_pack("{s:s, s:I, s:{s:i, s:s}}", "oid", oid, "size", json_integer_value(sz), "error",
+				      "code", 404, "message", "Object does not exist");
+		} else {
+			json_t *dl = json_pack("{s:s++++, s:i}", "href", base, "/", g->repo_path, "/info/lfs/objects/", oid,
+					       "expires_in", 86400);
+			if (auth)
+				json_object_set_new(dl, "header", json_pack("{s:s}", "Authorization", auth));
+			e = json_pack("{s:s, s:I, s:b, s:{s:o}}", "oid", oid, "size", (json_int_t)size, "authenticated", 1,
+				      "actions", "download", dl);
+		}
+		json_array_append_new(out, e);
+	}
+	free(base);
+	json_decref(in);
+	lfs_answer(req, 200, json_pack("{s:s, s:o}", "transfer", "basic", "objects", out));
+}
+
+/* ---- the route ------------------------------------------------------------------------------- */
+
+/* The repository of a git URL: Hugging Face's of that name, else ModelScope's. */
+static bool find_repo(struct mirror_routes *rt, const struct gitreq *g, struct catalog_repo *repo)
+{
+	return !catalog_repo_get(rt->data->catalog, "hf", g->type, g->name, repo) ||
+	       !catalog_repo_get(rt->data->catalog, "ms", g->type, g->name, repo);
+}
+
+int mirror__route_git(struct mirror_routes *rt, struct httpd_req *req, const char *rest, const char *arg)
+{
+	const char *method = httpd_method(req), *q = httpd_query(req);
+	struct catalog_repo repo = { 0 };
+	struct gitreq g;
+
+	(void)rest;
+	(void)arg;
+	if (!parse(httpd_path(req), &g))
+		return HTTPD_PASS;
+	httpd_set_route(req, g.op == OP_LFS_BATCH || g.op == OP_LFS_OBJECT ? "git_lfs" : "git");
+	if (g.op == OP_RECEIVE_PACK || (g.op == OP_INFO_REFS && q && strstr(q, "service=git-receive-pack"))) {
+		httpd_respond_str(req, 403, "text/plain", "this mirror is read-only: no push\n");
+	} else if (g.op == OP_INFO_REFS && (!q || strcmp(q, "service=git-upload-pack"))) {
+		httpd_respond_str(req, 403, "text/plain", "only git's smart HTTP protocol is served (git 1.6.6 or later)\n");
+	} else if ((g.op == OP_UPLOAD_PACK || g.op == OP_LFS_BATCH) ? strcmp(method, "POST")
+								    : strcmp(method, "GET") && strcmp(method, "HEAD")) {
+		httpd_respond_str(req, 405, "text/plain", "method not allowed\n");
+	} else if (!find_repo(rt, &g, &repo)) {
+		if (g.op == OP_LFS_BATCH)
+			lfs_error(req, 404, "Repository not found");
+		else
+			httpd_respond_str(req, 404, "text/plain", "Repository not found\n");
+	} else if (!mirror__access_check(rt, req, repo.hub, repo.type, repo.name, "git")) {
+		/* answered */
+	} else if (!mirror_access_content_open(rt->access, &repo)) {
+		/* gated or private upstream, not opened here: as its files over HTTP (no content at all) */
+		httpd_add_header(req, "WWW-Authenticate", "Basic realm=\"hubmirror\"");
+		httpd_respond_str(req, 401, "text/plain", "Access to this repository is restricted on this mirror.\n");
+	} else if (g.op == OP_INFO_REFS) {
+		serve_git(rt, req, &repo, "/info/refs");
+	} else if (g.op == OP_UPLOAD_PACK) {
+		serve_git(rt, req, &repo, "/git-upload-pack");
+	} else if (g.op == OP_LFS_BATCH) {
+		lfs_batch(rt, req, &g, &repo);
+	} else {
+		int64_t size = -1;
+		if (catalog_repo_content(rt->data->catalog, repo.id, g.oid, &size))
+			httpd_respond_str(req, 404, "text/plain", "Object does not exist\n");
+		else if (mirror__send_blob(rt, req, g.oid, size))
+			httpd_respond_str(req, 503, "text/plain", "the store does not hold this object now\n");
+	}
+	catalog_repo_release(&repo);
+	gitreq_release(&g);
+	return 0;
+}
