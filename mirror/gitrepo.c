@@ -10,8 +10,10 @@
  * there; hubmirror-state holds the refs it was last built for, so an unchanged repository costs one
  * file read.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +27,7 @@
 
 #include "base/buf.h"
 #include "base/err.h"
+#include "base/log.h"
 #include "base/path.h"
 #include "base/xmalloc.h"
 #include "catalog/catalog.h"
@@ -491,8 +494,24 @@ static int fast_import(struct mirror_data *d, struct catalog *cat, const struct 
 	return r ? (r < 0 ? HM_ERR_GIT : r) : 0;
 }
 
-/* Delete the refs clients would see that the catalog no longer has. */
-static int drop_stale(const char *root, const char *gitdir, const struct refs_ctx *rc, const char *have, char **errmsg)
+/* Does the catalog still have repo's snapshot of commit (a snapshot ref worth keeping: a client that
+ * has it fetches only what changed since)? */
+static bool snapshot_kept(struct catalog *cat, const struct catalog_repo *repo, const char *commit)
+{
+	struct catalog_repo r2 = { 0 };
+	struct catalog_snapshot snap;
+	bool found = false;
+	int r = catalog_resolve(cat, repo->hub, repo->type, repo->name, commit, &r2, &snap, &found);
+
+	if (found)
+		catalog_repo_release(&r2);
+	return r != HM_ERR_NOT_FOUND;
+}
+
+/* Delete the refs clients would see that the catalog no longer has, and the build's refs of snapshots
+ * the catalog dropped (their objects go at the next `hubmirror gc`). */
+static int drop_stale(struct catalog *cat, const struct catalog_repo *repo, const char *root, const char *gitdir,
+		      const struct refs_ctx *rc, const char *have, char **errmsg)
 {
 	const char *argv[] = { "git", "--git-dir", gitdir, "update-ref", "--stdin", NULL };
 	struct buf b;
@@ -503,7 +522,8 @@ static int drop_stale(const char *root, const char *gitdir, const struct refs_ct
 		const char *e = strchr(p, '\n');
 		size_t len = e ? (size_t)(e - p) : strlen(p);
 		char *ref = xstrndup(p, len);
-		bool want = !strncmp(ref, "refs/hubmirror/", 15);
+		bool snap = !strncmp(ref, "refs/hubmirror/snap/", 20);
+		bool want = snap ? strlen(ref) != 60 || snapshot_kept(cat, repo, ref + 20) : false;
 		for (size_t i = 0; !want && i < rc->n; i++)
 			want = !strcmp(rc->v[i].ref, ref);
 		if (!want && len)
@@ -593,7 +613,7 @@ int mirror_git_prepare(struct mirror_data *d, struct catalog *cat, const struct 
 	}
 	if ((r = fast_import(d, cat, repo, root, gitdir, &rc, have, errmsg)))
 		goto out;
-	if ((r = drop_stale(root, gitdir, &rc, have, errmsg)))
+	if ((r = drop_stale(cat, repo, root, gitdir, &rc, have, errmsg)))
 		goto out;
 	{
 		const char *head = rc.head;
@@ -760,4 +780,88 @@ out:
 		free(env[i]);
 	free(root);
 	return r;
+}
+
+/* ---- gc ---------------------------------------------------------------------------------------- */
+
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	(void)ftw;
+	return remove(path) < 0 && errno != ENOENT ? -1 : 0;
+}
+
+/* One <name>.git below root/hub/type/org: gone with its repo, else its unreachable objects pruned. */
+static void gc_one(struct mirror_data *d, const char *root, const char *hub, const char *type, const char *org,
+		   const char *entry, struct mirror_git_gc_report *rep)
+{
+	char *gitdir = xasprintf("%s/%s/%s/%s/%s", root, hub, type, org, entry);
+	char *name = xasprintf("%s/%.*s", org, (int)(strlen(entry) - 4), entry);
+	char *lockpath = xasprintf("%s.lock", gitdir), *err = NULL;
+	struct catalog_repo r = { 0 };
+	int lock = open(lockpath, O_CREAT | O_RDWR | O_CLOEXEC, 0600);
+
+	if (lock < 0 || flock(lock, LOCK_EX)) {
+		log_warn("gc", "cannot lock %s: %s", gitdir, strerror(errno));
+	} else if (catalog_repo_get(d->catalog, hub, type, name, &r)) {
+		/* not tracked any more (or never): nobody clones it */
+		if (nftw(gitdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS) == 0) {
+			unlink(lockpath);
+			rep->removed++;
+		} else {
+			log_warn("gc", "cannot remove %s: %s", gitdir, strerror(errno));
+		}
+	} else {
+		const char *argv[] = { "git", "--git-dir", gitdir, "gc", "--quiet", "--prune=now", NULL };
+		catalog_repo_release(&r);
+		if (git_run(root, argv, -1, -1, &err))
+			log_warn("gc", "%s: %s", gitdir, err ? err : "git gc failed");
+		else
+			rep->collected++;
+	}
+	if (lock >= 0)
+		close(lock);
+	free(err);
+	free(lockpath);
+	free(name);
+	free(gitdir);
+}
+
+int mirror_git_gc(struct mirror_data *d, struct mirror_git_gc_report *rep)
+{
+	static const char *const hubs[] = { "hf", "ms" }, *const types[] = { "model", "dataset" };
+	char *root = mirror_git_root(d);
+
+	memset(rep, 0, sizeof(*rep));
+	for (size_t h = 0; h < 2; h++) {
+		for (size_t t = 0; t < 2; t++) {
+			char *dir = xasprintf("%s/%s/%s", root, hubs[h], types[t]);
+			DIR *orgs = opendir(dir);
+			struct dirent *o;
+			while (orgs && (o = readdir(orgs))) {
+				char *odir;
+				DIR *names;
+				struct dirent *n;
+				if (o->d_name[0] == '.')
+					continue;
+				odir = xasprintf("%s/%s", dir, o->d_name);
+				names = opendir(odir);
+				while (names && (n = readdir(names))) {
+					size_t l = strlen(n->d_name);
+					if (n->d_name[0] != '.' && l > 4 && !strcmp(n->d_name + l - 4, ".git"))
+						gc_one(d, root, hubs[h], types[t], o->d_name, n->d_name, rep);
+				}
+				if (names)
+					closedir(names);
+				free(odir);
+			}
+			if (orgs)
+				closedir(orgs);
+			free(dir);
+		}
+	}
+	free(root);
+	return 0;
 }

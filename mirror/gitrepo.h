@@ -41,4 +41,12 @@ int mirror_git_backend(const struct mirror_data *d, const char *rel, const char 
 		       const char *git_protocol, const char *body, size_t len, int *fd, long long *offset,
 		       long long *length, int *status, char **ctype, char **errmsg);
 
+/* The git side of `hubmirror gc`: the repositories of repos no longer tracked go; the others lose the
+ * objects no ref reaches (git gc --prune=now). Problems are logged, never fatal. */
+struct mirror_git_gc_report {
+	long long removed;     /* repositories deleted */
+	long long collected;   /* repositories git gc ran on */
+};
+int mirror_git_gc(struct mirror_data *d, struct mirror_git_gc_report *rep);
+
 #endif

@@ -18,6 +18,7 @@
 #include "base/xmalloc.h"
 #include "catalog/catalog.h"
 #include "data.h"
+#include "gitrepo.h"
 #include "maint.h"
 #include "store.h"
 #include "torrents.h"
@@ -93,6 +94,11 @@ int mirror_gc(struct mirror_data *d, int keep, int64_t partial_max_age_s, bool d
 		if (e)
 			log_warn("gc", "cannot sweep torrents: %s", err_str(e));
 		rep->torrents_removed = (int64_t)gone;
+		{
+			struct mirror_git_gc_report gr;
+			mirror_git_gc(d, &gr);
+			rep->git_removed = gr.removed;
+		}
 	}
 	/* With dry_run the catalog still holds the dead blobs, so the walk does not count them twice. */
 	r = mirror_store_each(d->store, true, gc_visit, &g);

@@ -18,6 +18,7 @@ struct mirror_gc_report {
 				      * commit leaves these) */
 	int64_t partials_removed;    /* stale .part files */
 	int64_t torrents_removed;    /* torrent files of dropped snapshots */
+	int64_t git_removed;         /* git repositories (docs/git.md) of repos no longer tracked */
 };
 
 /*

@@ -48,6 +48,7 @@ int cmd_gc(int argc, char **argv)
 				      "blobs_removed", (json_int_t)rep.blobs_removed, "bytes_freed", (json_int_t)rep.bytes_freed,
 				      "orphans_removed", (json_int_t)rep.orphans_removed,
 				      "partials_removed", (json_int_t)rep.partials_removed);
+		json_object_set_new(o, "git_repositories_removed", json_integer(rep.git_removed));
 		cli_print_json(o);
 		json_decref(o);
 	} else {
@@ -56,6 +57,8 @@ int cmd_gc(int argc, char **argv)
 		printf("gc%s: %lld snapshots, %lld blobs (%s), %lld orphan files, %lld stale partial files %s\n",
 		       dry ? " (dry run)" : "", (long long)rep.snapshots_dropped, (long long)rep.blobs_removed, b,
 		       (long long)rep.orphans_removed, (long long)rep.partials_removed, dry ? "would go" : "removed");
+		if (rep.git_removed)
+			printf("gc: %lld git repositories of repos no longer tracked removed\n", (long long)rep.git_removed);
 	}
 	free(err);
 	mirror_data_free(&data);

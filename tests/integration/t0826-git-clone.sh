@@ -99,4 +99,13 @@ curl -fsS -X POST -H 'Content-Type: application/vnd.git-lfs+json' -d "{\"operati
 check "LFS: another repo's object is not this one's" "$PY" -c 'import json,sys; o=json.load(open(sys.argv[1]))["objects"][0]; assert o["error"]["code"] == 404 and "actions" not in o, o' "$T/batch.json"
 check "... nor served by its object URL" test "$(code "$M/acme/gitmodel.git/info/lfs/objects/$other")" = 404
 check "LFS: uploads are refused" test "$(code -X POST -H 'Content-Type: application/vnd.git-lfs+json' -d '{"operation": "upload", "objects": []}' "$M/acme/gitmodel.git/info/lfs/objects/batch")" = 403
+# gc: a repo no longer tracked loses its git repository; the others keep cloning
+curl -fsS "$FAKE_API/_fake/repos" >"$T/up.json" # upstream as it is now
+check "the ModelScope repo clones (its git repository is built)" git clone -q "$M/acme/ms-git" "$T/c10"
+check "... there" test -d "$T/data/git/ms/model/acme/ms-git.git"
+check "untracked and collected" bash -c "'$HUBMIRROR' remove ms:acme/ms-git >/dev/null && '$HUBMIRROR' gc >'$T/gc.out' && grep -q '1 git repositories' '$T/gc.out'"
+check "... its git repository is gone" test ! -e "$T/data/git/ms/model/acme/ms-git.git"
+check "... and it clones no more" test "$(code "$M/acme/ms-git.git/info/refs?service=git-upload-pack")" = 404
+check "the others still clone after gc" git clone -q "$M/acme/gitmodel" "$T/c9"
+check "... every file is upstream's" files hf acme/gitmodel "$T/c9"
 finish
