@@ -344,7 +344,10 @@ static void web_seed_when_alone(struct agent *a, struct snap *s, const struct p2
 	/* (the fill's bytes count: in direct mode libtorrent counts none until the end) */
 	s->still_ticks = st->total_done + s->fill_bytes == s->last_done ? s->still_ticks + 1 : 0;
 	s->last_done = st->total_done + s->fill_bytes;
-	stalled = s->still_ticks >= 6; /* 3 s */
+	/* 3 s without a byte; with the fill running, 30 s: it takes what no peer has, so a stall with peers
+	 * means slow peers (a starved machine), which libtorrent's web seed, asking the mirror for pieces
+	 * other agents take too, would only duplicate; past 30 s it is the last resort all the same */
+	stalled = s->still_ticks >= (agent_fill_running(s) ? 60 : 6);
 	if (!alone && !stalled)
 		return;
 	add.torrent = s->torrent;
