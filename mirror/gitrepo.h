@@ -10,6 +10,8 @@
 #ifndef HM_MIRROR_GITREPO_H
 #define HM_MIRROR_GITREPO_H
 
+#include <stddef.h>
+
 struct catalog;
 struct catalog_repo;
 struct mirror_data;

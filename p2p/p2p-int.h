@@ -19,7 +19,7 @@ struct p2p__built {
 };
 
 /*
- * The libtorrent half of p2p_torrent_create (shim-create.cpp). Files i are paths[i] in the torrent
+ * The libtorrent half of p2p_torrent_create (shim-torrent.cpp). Files i are paths[i] in the torrent
  * (already checked, sorted and free of duplicates), read from sources[i] (regular files of sizes[i]
  * bytes). Hashes every file itself (SHA-1 and SHA-256, one thread per core), generates the hybrid
  * torrent without creation date, creator or comment, loads it back to make sure every path survives

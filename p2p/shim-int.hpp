@@ -1,6 +1,6 @@
 /*
  * shim-int.hpp - what the C++ files of the libtorrent shim share (shim.cpp: sessions and reading;
- * shim-create.cpp: making torrents). Nothing outside p2p/ includes it.
+ * shim-torrent.cpp: making and reading torrents). Nothing outside p2p/ includes it.
  */
 #ifndef HM_P2P_SHIM_INT_HPP
 #define HM_P2P_SHIM_INT_HPP
@@ -13,6 +13,7 @@
 #include <string>
 
 #include <libtorrent/load_torrent.hpp>
+#include <libtorrent/torrent_info.hpp>
 
 extern "C" {
 #include "base/err.h"
@@ -74,5 +75,17 @@ inline std::string quoted(const std::string &p)
 	}
 	return q + "\"";
 }
+
+/* The metadata of a bencoded torrent (throws what libtorrent throws). */
+inline lt::torrent_info info_of(const unsigned char *torrent, size_t len)
+{
+	return lt::torrent_info(lt::span<char const>(reinterpret_cast<char const *>(torrent),
+						     static_cast<std::ptrdiff_t>(std::min<size_t>(len, PTRDIFF_MAX))),
+				limits_for(len, 100000000), lt::from_span);
+}
+
+/* Hash what the files under save_path hold of piece p (pad files as zeros) and compare with the
+ * torrent's v1 piece hash; a missing or short file is a mismatch (shim-torrent.cpp). */
+bool verify_in_file(lt::torrent_info const &ti, std::string const &save_path, int p);
 
 #endif

@@ -2,7 +2,7 @@
  * torrent.c - deterministic hybrid torrents of snapshots: the plain C half of p2p_torrent_create.
  *
  * Checks the arguments, sorts the files the way libtorrent lays out a hybrid torrent, picks the piece
- * size and calls the shim (shim-create.cpp), which hashes every file from its source.
+ * size and calls the shim (shim-torrent.cpp), which hashes every file from its source.
  */
 #include <errno.h>
 #include <stdarg.h>

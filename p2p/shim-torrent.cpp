@@ -1,6 +1,8 @@
 /*
- * shim-create.cpp - the libtorrent half of p2p_torrent_create: the hybrid torrent of a snapshot,
- * hashed straight from the store's files.
+ * shim-torrent.cpp - torrents as files: the libtorrent half of p2p_torrent_create (the hybrid torrent
+ * of a snapshot, hashed straight from the store's files), and reading torrents and checking files
+ * against them (p2p_torrent_info_hash, p2p_torrent_web_seeds, p2p_torrent_verify_file,
+ * p2p__file_sha256). The session side is shim.cpp.
  *
  * libtorrent lays the torrent out (file order, pad files, piece count) and writes it; the hashes are
  * computed here, reading each file from its source path, because libtorrent's set_piece_hashes reads
@@ -40,6 +42,7 @@ extern "C" {
 #include "base/err.h"
 #include "base/xmalloc.h"
 #include "p2p-int.h"
+#include "p2p/p2p.h"
 }
 #include "shim-int.hpp"
 
@@ -263,5 +266,159 @@ extern "C" int p2p__torrent_build(const char *name, const char *const *paths, co
 		return 0;
 	} catch (...) {
 		return torrent_error(errmsg, std::string("creating torrent \"") + name + "\": ");
+	}
+}
+
+/* ---- reading torrents and files ---------------------------------------------------------------- */
+
+/* Hash what the files hold of piece p (pad files as zeros) and compare with the torrent's v1 piece
+ * hash. A missing or short file is a mismatch. Reads through the page cache, so right after libtorrent
+ * wrote the piece this costs the hashing only (SHA-1: ~1.4 GB/s here). */
+bool verify_in_file(lt::torrent_info const &ti, std::string const &save_path, int p)
+{
+	static thread_local std::vector<char> buf(256 * 1024);
+	static const std::vector<char> zeros(64 * 1024, 0);
+	lt::file_storage const &fs = ti.files();
+	lt::piece_index_t const piece(p);
+	lt::hasher h;
+
+	for (lt::file_slice const &sl : fs.map_block(piece, 0, fs.piece_size(piece))) {
+		std::int64_t left = sl.size;
+		if (fs.pad_file_at(sl.file_index)) {
+			for (; left > 0; left -= std::min<std::int64_t>(left, std::int64_t(zeros.size())))
+				h.update(zeros.data(), static_cast<int>(std::min<std::int64_t>(left, std::int64_t(zeros.size()))));
+			continue;
+		}
+		std::string path = fs.file_path(sl.file_index, save_path);
+		int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			return false;
+		std::int64_t at = sl.offset;
+		while (left > 0) {
+			ssize_t n = ::pread(fd, buf.data(), static_cast<size_t>(std::min<std::int64_t>(left, std::int64_t(buf.size()))), at);
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n <= 0)
+				break;
+			h.update(buf.data(), static_cast<int>(n));
+			at += n;
+			left -= n;
+		}
+		::close(fd);
+		if (left > 0)
+			return false;
+	}
+	return h.final() == ti.hash_for_piece(piece);
+}
+
+extern "C" int p2p_torrent_info_hash(const unsigned char *torrent, size_t len, char *btih_out, char **errmsg)
+{
+	try {
+		if (!torrent || !btih_out) {
+			set_err(errmsg, "p2p_torrent_info_hash: missing torrent");
+			return HM_ERR_USAGE;
+		}
+		lt::torrent_info ti = info_of(torrent, len);
+		if (!ti.info_hashes().has_v1()) {
+			set_err(errmsg, "torrent has no v1 info-hash (v2-only torrents are not supported)");
+			return HM_ERR_TORRENT;
+		}
+		static const char digits[] = "0123456789abcdef";
+		auto const &h = ti.info_hashes().v1;
+		for (int i = 0; i < 20; i++) {
+			btih_out[2 * i] = digits[static_cast<unsigned char>(h[i]) >> 4];
+			btih_out[2 * i + 1] = digits[static_cast<unsigned char>(h[i]) & 15];
+		}
+		btih_out[40] = '\0';
+		return 0;
+	} catch (...) {
+		return torrent_error(errmsg, "not a torrent: ");
+	}
+}
+
+extern "C" int p2p_torrent_web_seeds(const unsigned char *torrent, size_t len, char ***out, size_t *n)
+{
+	try {
+		if (!torrent || !out || !n)
+			return HM_ERR_USAGE;
+		lt::torrent_info ti = info_of(torrent, len);
+		std::vector<lt::web_seed_entry> const &ws = ti.web_seeds();
+		char **v = static_cast<char **>(xcalloc(ws.size() + 1, sizeof(char *)));
+		for (size_t i = 0; i < ws.size(); i++)
+			v[i] = xstrdup(ws[i].url.c_str());
+		*out = v;
+		*n = ws.size();
+		return 0;
+	} catch (...) {
+		return HM_ERR_TORRENT;
+	}
+}
+
+extern "C" int p2p_torrent_verify_file(const unsigned char *torrent, size_t len, const char *save_path,
+				       const char *path)
+{
+	try {
+		if (!torrent || !save_path || !path)
+			return HM_ERR_USAGE;
+		lt::torrent_info ti = info_of(torrent, len);
+		if (!ti.info_hashes().has_v1())
+			return HM_ERR_TORRENT;
+		lt::file_storage const &fs = ti.files();
+		std::string want = ti.name() + "/" + path;
+		for (lt::file_index_t i : fs.file_range()) {
+			if (fs.pad_file_at(i) || fs.file_path(i) != want)
+				continue;
+			std::int64_t size = fs.file_size(i);
+			if (size == 0)
+				return 1;
+			std::int64_t start = fs.file_offset(i), pl = fs.piece_length();
+			/* a piece that holds bytes of another real file cannot be checked from this one */
+			for (int p = int(start / pl); p <= int((start + size - 1) / pl); p++) {
+				for (lt::file_slice const &sl : fs.map_block(lt::piece_index_t(p), 0, fs.piece_size(lt::piece_index_t(p))))
+					if (sl.file_index != i && !fs.pad_file_at(sl.file_index))
+						return 0;
+				if (!verify_in_file(ti, save_path, p))
+					return 0;
+			}
+			return 1;
+		}
+		return HM_ERR_NOT_FOUND;
+	} catch (...) {
+		return HM_ERR_TORRENT;
+	}
+}
+
+extern "C" int p2p__file_sha256(const char *path, char hex_out[65])
+{
+	try {
+		std::vector<char> buf(1 << 20);
+		lt::hasher256 h;
+		int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			return -errno;
+		for (;;) {
+			ssize_t n = ::read(fd, buf.data(), buf.size());
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n < 0) {
+				int e = -errno;
+				::close(fd);
+				return e;
+			}
+			if (n == 0)
+				break;
+			h.update(buf.data(), static_cast<int>(n));
+		}
+		::close(fd);
+		lt::sha256_hash d = h.final();
+		static const char digits[] = "0123456789abcdef";
+		for (int i = 0; i < 32; i++) {
+			hex_out[2 * i] = digits[static_cast<unsigned char>(d[i]) >> 4];
+			hex_out[2 * i + 1] = digits[static_cast<unsigned char>(d[i]) & 15];
+		}
+		hex_out[64] = '\0';
+		return 0;
+	} catch (...) {
+		return HM_ERR_TORRENT;
 	}
 }
