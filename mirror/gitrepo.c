@@ -588,16 +588,19 @@ int mirror_git_prepare(struct mirror_data *d, struct catalog *cat, const struct 
 	want = buf_detach(&b, NULL);
 	state = xasprintf("%s/" STATE_FILE, gitdir);
 	{
+		/* as built when the state file holds exactly want (read one byte more than it to tell) */
+		size_t wlen = strlen(want), n = 0;
+		char *cur = xmalloc(wlen + 2);
 		FILE *f = fopen(state, "r");
 		if (f) {
-			char cur[65536];
-			size_t n = fread(cur, 1, sizeof(cur) - 1, f);
+			n = fread(cur, 1, wlen + 1, f);
 			fclose(f);
-			cur[n] = '\0';
-			if (!strcmp(cur, want)) {
-				r = 0; /* as built */
-				goto out;
-			}
+		}
+		r = f && n == wlen && !memcmp(cur, want, wlen);
+		free(cur);
+		if (r) {
+			r = 0;
+			goto out;
 		}
 	}
 	{

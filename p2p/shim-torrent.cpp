@@ -209,8 +209,12 @@ extern "C" int p2p__torrent_build(const char *name, const char *const *paths, co
 		 * cache: just written). */
 		unsigned cores = std::clamp(std::thread::hardware_concurrency(), 1u, 8u);
 		std::vector<std::thread> workers;
-		for (unsigned t = 1; t < cores && t < hs.files.size(); t++)
-			workers.emplace_back(hash_worker, std::ref(hs));
+		try {
+			for (unsigned t = 1; t < cores && t < hs.files.size(); t++)
+				workers.emplace_back(hash_worker, std::ref(hs));
+		} catch (...) {
+			/* no more threads: the ones started and this one do the work */
+		}
 		hash_worker(hs);
 		for (std::thread &w : workers)
 			w.join();
