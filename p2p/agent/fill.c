@@ -7,7 +7,7 @@
  * 0) comes from here, asked of the torrent's web seed (the mirror's store) with Range requests.
  *
  * - Alone (the tracker knows no peer but the mirror): direct mode. libtorrent asks no peer (upload
- *   mode); runs of 4 MiB, three at once, in order from the piece a reader waits for
+ *   mode); runs of 4 MiB, three at once (one in the first FILL_WARY_MS), in order from the piece a reader waits for
  *   (p2p_session_take_wanted) or where the last run ended; each piece is checked against its v1 hash
  *   and written into the cache's files on libuv's thread pool (p2p_session_write_piece), readable at
  *   once; when all are in, the torrent is added again in seed mode (p2p_session_reseed). The tracker
@@ -39,6 +39,7 @@
 
 #define FILL_RUN_BYTES ((int64_t)4 << 20)   /* alone: bytes asked for in one request (at least a piece) */
 #define FILL_PARALLEL 3                     /* alone: requests in flight per snapshot; in a swarm 1 */
+#define FILL_WARY_MS 1500                   /* ...but 1 for this long after direct mode starts */
 #define FILL_ELSEWHERE_MS 5000              /* a range the mirror said another agent has: left to peers */
 #define FILL_AHEAD 64                       /* in a swarm with readers: pieces picked from past the last wait */
 #define FILL_RETRY_MS 5000                  /* a piece handed over and still not had: fetched again */
@@ -449,6 +450,19 @@ static int next_run(struct fill *f, int *first, int *end, const struct p2p_file_
 	return 0;
 }
 
+/* Requests in flight at most: in a swarm one; alone FILL_PARALLEL, but one in the first FILL_WARY_MS of
+ * direct mode, while the tracker is asked again who else is there (agents that start together each
+ * find themselves alone at first, and on a slow mirror link their runs would fill its uplink with
+ * bytes the others take too) */
+static int parallel(const struct fill *f)
+{
+	if (!f->alone && !f->direct)
+		return 1;
+	if (f->direct && uv_now(&f->a->loop) - f->direct_since < FILL_WARY_MS)
+		return 1;
+	return FILL_PARALLEL;
+}
+
 /* Start requests while the fill may run and pieces are left. */
 static void pump(struct fill *f)
 {
@@ -464,8 +478,7 @@ static void pump(struct fill *f)
 		return;
 	}
 
-	while (f->on && !f->given_up && !a->stopping && f->inflight < (f->alone || f->direct ? FILL_PARALLEL : 1) &&
-	       f->working_bytes < FILL_WORK_MAX) {
+	while (f->on && !f->given_up && !a->stopping && f->inflight < parallel(f) && f->working_bytes < FILL_WORK_MAX) {
 		struct hub_http_req_opts o = { 0 };
 		const struct p2p_file_entry *fe;
 		struct run *r;
