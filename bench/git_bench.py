@@ -17,7 +17,6 @@ before each, best of RUNS:
 Prints a table for docs/benchmarks.md; the target is git clone <= 1.3x curl.
 """
 import argparse
-import hashlib
 import json
 import os
 import shutil
@@ -31,24 +30,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 from bundle_bench import drop_caches, settle  # noqa: E402  (the same cold-cache discipline)
-
-
-def sha256_of(path):
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for b in iter(lambda: f.read(1 << 20), b""):
-            h.update(b)
-    return h.hexdigest()
-
-
-def wait_file(path, proc, what):
-    for _ in range(1200):
-        if os.path.exists(path) and os.path.getsize(path) > 0:
-            return
-        if proc.poll() is not None:
-            sys.exit("%s exited early" % what)
-        time.sleep(0.05)
-    sys.exit("%s did not start" % what)
+from ondemand_bench import sha256_of, wait_file  # noqa: E402
 
 
 def check_all(d, files, what):
