@@ -786,6 +786,57 @@ out:
 	free(dir);
 }
 
+/* ---- a peer in upload mode stays connected ---- */
+
+/* F has nothing and is in upload mode (an agent alone at first, fetching from the mirror directly:
+ * fill.c), G has nothing either and dials F. libtorrent's default closes such a connection ("an
+ * uninteresting upload-only peer") and dials it again only much later, so the agents that came while
+ * one was alone lost it for good; the sessions keep it (close_redundant_connections off). */
+TEST(upload_only_peer_kept)
+{
+	struct p2p_session_config cfg = { .listen_interfaces = "127.0.0.1:0", .lan_tuning = true };
+	struct p2p_session *f = NULL, *g = NULL;
+	struct p2p_session_status fs;
+	struct p2p_torrent_status st = { 0 };
+	char *fdir = xasprintf("%s/F", tmp_root), *gdir = xasprintf("%s/G", tmp_root), ep[32];
+	struct p2p_add fa = { .torrent = tor.data, .len = tor.len, .save_path = fdir, .upload_only = true };
+	double end;
+	int gaps = 0, samples = 0;
+
+	CHECK_INT(p2p_session_new(&cfg, &f, NULL), 0);
+	CHECK_INT(p2p_session_new(&cfg, &g, NULL), 0);
+	if (!f || !g)
+		goto out;
+	CHECK_INT(p2p_session_add(f, &fa, NULL, NULL), 0);
+	CHECK_INT(add(g, &tor, gdir, false), 0);
+	CHECK_INT(p2p_session_status(f, &fs), 0);
+	snprintf(ep, sizeof(ep), "127.0.0.1:%d", fs.listen_port);
+	CHECK_INT(p2p_session_connect(g, tor.btih, ep), 0);
+	end = now_s() + 10;
+	while (now_s() < end && !(p2p_session_torrent_status(g, tor.btih, &st) == 0 && st.peers >= 1))
+		usleep(20000);
+	CHECK_INT(st.peers, 1);
+	/* the bitfields and F's "upload only" go by in milliseconds; watch for 3 s */
+	end = now_s() + 3;
+	while (now_s() < end) {
+		samples++;
+		if (p2p_session_torrent_status(g, tor.btih, &st) || st.peers < 1)
+			gaps++;
+		usleep(20000);
+	}
+	printf("#   G without F in %d of %d looks over 3 s\n", gaps, samples);
+	CHECK_INT(gaps, 0);
+	CHECK_INT(p2p_session_torrent_status(f, tor.btih, &st), 0);
+	CHECK_INT(st.peers, 1);
+out:
+	p2p_session_free(&f);
+	p2p_session_free(&g);
+	test_rmtree(fdir);
+	test_rmtree(gdir);
+	free(fdir);
+	free(gdir);
+}
+
 int main(void)
 {
 	char tmpl[] = "/tmp/test-p2p-ondemand-XXXXXX";
@@ -811,6 +862,7 @@ int main(void)
 		RUN(whole_download);
 		RUN(pieces_from_elsewhere);
 		RUN(origin_last);
+		RUN(upload_only_peer_kept);
 		RUN(direct_pieces);
 	}
 	RUN(have_range_speed);
