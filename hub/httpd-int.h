@@ -1,6 +1,7 @@
 /*
- * httpd-int.h - the HTTP server's private types, shared by httpd.c (connections, parsing, answers)
- * and httpd-tls.c (TLS on a connection). Not for use outside hub/httpd*.c.
+ * httpd-int.h - the HTTP server's private types, shared by httpd.c (connections, answers),
+ * httpd-request.c (reading a request) and httpd-tls.c (TLS on a connection). Not for use outside
+ * hub/httpd*.c.
  */
 #ifndef HM_HTTPD_INT_H
 #define HM_HTTPD_INT_H
@@ -148,6 +149,13 @@ struct conn {
 	int64_t tls_buf_off;           /* the file offset of tls_buf[0] */
 	size_t tls_buf_len;            /* bytes in tls_buf */
 };
+
+/* ---- reading a request (httpd-request.c) ---- */
+
+/* http-parser's callbacks: they fill c->req (p->data is the connection c) */
+extern const http_parser_settings httpd__parser_settings;
+/* r->url split into r->path (absolute-form reduced to its path) and r->query */
+void httpd__split_target(struct httpd_req *r);
 
 /* ---- TLS on a connection (httpd-tls.c) ---- */
 
