@@ -223,13 +223,6 @@ static void lan_settings(lt::settings_pack &sp)
 
 	for (int name : from_preset)
 		sp.set_int(name, hp.get_int(name));
-	/* Keep connections libtorrent would call redundant (a peer that says it is upload-only and has
-	 * nothing we want yet, two seeds). An agent alone at first asks the mirror directly with libtorrent
-	 * in upload mode (fill.c), which tells peers "upload only": every agent that came meanwhile hung up
-	 * on it, and, with the mirror saying another agent had just taken a range, the last pieces went
-	 * round the few connections left 5 s at a time (8 agents reading as they fetched: reads stalled
-	 * for 5 to 30 s in 2 runs of 6). On a LAN an idle connection costs little; a lost one a reconnect much later. */
-	sp.set_bool(lt::settings_pack::close_redundant_connections, false);
 	sp.set_bool(lt::settings_pack::enable_outgoing_utp, false);
 	sp.set_bool(lt::settings_pack::enable_incoming_utp, false);
 	sp.set_int(lt::settings_pack::active_downloads, 2000);
@@ -271,6 +264,16 @@ static lt::settings_pack base_settings(const struct p2p_session_config *cfg)
 	sp.set_int(lt::settings_pack::initial_picker_threshold, 0);
 	if (cfg && cfg->origin)
 		sp.set_str(lt::settings_pack::peer_fingerprint, P2P_ORIGIN_PEER_ID "0100-");
+	/* Keep connections libtorrent would call redundant (a peer that says it is upload-only and has
+	 * nothing we want yet, two seeds), between agents. An agent alone at first asks the mirror
+	 * directly with libtorrent in upload mode (fill.c), which tells peers "upload only": every agent
+	 * that came meanwhile hung up on it, and, with the mirror saying another agent had just taken a
+	 * range, the last pieces went round the few connections left 5 s at a time (8 agents reading as
+	 * they fetched: reads stalled for 5 to 30 s in 2 runs of 6). On a LAN an idle connection costs
+	 * little; a lost one a reconnect much later. A mirror's seed (origin) keeps the default: the
+	 * finished agents of every snapshot it seeds would otherwise stay connected to it. */
+	if (cfg && cfg->lan_tuning && !cfg->origin)
+		sp.set_bool(lt::settings_pack::close_redundant_connections, false);
 	/* Every byte a session receives is hashed twice (SHA-1 for v1, SHA-256 for v2: ~0.75 s of CPU per
 	 * 512 MiB here); libtorrent's one hashing thread made that the ceiling of a lone instance's speed. */
 	sp.set_int(lt::settings_pack::hashing_threads,
