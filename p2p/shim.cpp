@@ -264,14 +264,9 @@ static lt::settings_pack base_settings(const struct p2p_session_config *cfg)
 	sp.set_int(lt::settings_pack::initial_picker_threshold, 0);
 	if (cfg && cfg->origin)
 		sp.set_str(lt::settings_pack::peer_fingerprint, P2P_ORIGIN_PEER_ID "0100-");
-	/* Keep connections libtorrent would call redundant (a peer that says it is upload-only and has
-	 * nothing we want yet, two seeds), between agents. An agent alone at first asks the mirror
-	 * directly with libtorrent in upload mode (fill.c), which tells peers "upload only": every agent
-	 * that came meanwhile hung up on it, and, with the mirror saying another agent had just taken a
-	 * range, the last pieces went round the few connections left 5 s at a time (8 agents reading as
-	 * they fetched: reads stalled for 5 to 30 s in 2 runs of 6). On a LAN an idle connection costs
-	 * little; a lost one a reconnect much later. A mirror's seed (origin) keeps the default: the
-	 * finished agents of every snapshot it seeds would otherwise stay connected to it. */
+	/* Agents keep connections libtorrent calls redundant: an agent alone at first is in upload mode
+	 * (fill.c), and peers that hung up on it left the swarm a few connections each (reads stalled
+	 * 5-30 s). A mirror's seed keeps the default. docs/libtorrent.md, "Upload mode". */
 	if (cfg && cfg->lan_tuning && !cfg->origin)
 		sp.set_bool(lt::settings_pack::close_redundant_connections, false);
 	/* Every byte a session receives is hashed twice (SHA-1 for v1, SHA-256 for v2: ~0.75 s of CPU per
