@@ -266,7 +266,7 @@ static lt::settings_pack base_settings(const struct p2p_session_config *cfg)
 		sp.set_str(lt::settings_pack::peer_fingerprint, P2P_ORIGIN_PEER_ID "0100-");
 	/* Agents keep connections libtorrent calls redundant: an agent alone at first is in upload mode
 	 * (fill.c), and peers that hung up on it left the swarm a few connections each (reads stalled
-	 * 5-30 s). A mirror's seed keeps the default. docs/libtorrent.md, "Upload mode". */
+	 * 5-30 s). A mirror's seed keeps the default (docs/libtorrent.md, upload mode). */
 	if (cfg && cfg->lan_tuning && !cfg->origin)
 		sp.set_bool(lt::settings_pack::close_redundant_connections, false);
 	/* Every byte a session receives is hashed twice (SHA-1 for v1, SHA-256 for v2: ~0.75 s of CPU per
