@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <fuse.h>
+#include <fuse_lowlevel.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -42,6 +43,7 @@ struct mnt {
 	pthread_t loop;
 	bool loop_started;
 	atomic_bool gone;                       /* the loop ended: unmounted */
+	atomic_bool closing;                    /* the owner ends: waiting reads give up */
 };
 
 static struct mnt *self(void)
@@ -189,15 +191,27 @@ static int file_fd(struct mnt *m, size_t k)
 }
 
 /* Wait until bytes [off, off + n) of file k are verified in the cache (asking the swarm for them
- * first, then polling, asking again each second). 0, or -EIO. */
+ * first, then polling, asking again each second). 0, -EINTR (the reader gave up: the kernel
+ * interrupted the request), or -EIO.
+ *
+ * The wait ends as soon as nobody can want its answer: the reader was interrupted (a signal; a
+ * killed reader whose request was a readahead is not, but then the next case comes once the last
+ * user of the mount lets go), the session ended (the kernel aborted the connection: the last mount
+ * of it, in every namespace, is gone), or the owner is closing. A worker stuck here would hold the
+ * FUSE loop open (libfuse joins its workers, and never cancels one that is answering a request). */
 static int wait_verified(struct mnt *m, const struct p2p_file_entry *e, off_t off, int64_t n)
 {
 	struct timespec nap = { 0, 5 * 1000 * 1000 };
+	struct fuse_session *se = fuse_get_session(m->f);
 	int64_t waited_ms = 0;
 	int have;
 
 	while ((have = p2p_session_have_range(m->ses, m->btih, e->index, off, n)) == 0) {
 		struct p2p_torrent_status st;
+		if (fuse_interrupted())
+			return -EINTR;
+		if (fuse_session_exited(se) || m->closing)
+			return -EIO;
 		if (waited_ms % 1000 == 0 && p2p_session_want_range(m->ses, m->btih, e->index, off, n, 0))
 			return -EIO;
 		/* a torrent stopped by an error (a full disk) will not bring the bytes: fail now */
@@ -228,6 +242,8 @@ static int op_read_buf(const char *path, struct fuse_bufvec **bufp, size_t size,
 	*bufp = bv;
 	if (off >= e->size)
 		return 0;
+	if (m->closing)
+		return -EIO;
 	n = e->size - off < (int64_t)size ? e->size - off : (int64_t)size;
 	if ((r = wait_verified(m, e, off, n)) != 0)
 		return r;
@@ -387,30 +403,47 @@ bool p2p_mount_gone(const struct p2p_mount *pm)
 	return ((const struct mnt *)pm)->gone;
 }
 
-int p2p_mount_stop(struct p2p_mount **pm, bool lazy, char **errmsg)
+const char *p2p_mount_dir(const struct p2p_mount *pm)
 {
-	struct mnt *m = (struct mnt *)*pm;
+	return ((const struct mnt *)pm)->dir;
+}
+
+int p2p_mount_detach(struct p2p_mount *pm, char **errmsg)
+{
+	struct mnt *m = (struct mnt *)pm;
 	int r;
 
+	/* Lazily: the folder leaves this namespace at once, whatever holds the mount elsewhere (files
+	 * open, a copy of it in another mount namespace: every container started meanwhile has one).
+	 * A plain umount would refuse the first and leave the second serving; waiting for either here
+	 * would hang the caller on others' processes. */
+	if (m->gone || (r = unmount_dir(m->dir, true)) == 0 || m->gone)
+		return 0;
+	/* not mounted any more (detached from outside meanwhile): nothing left to detach */
+	if (r == -EINVAL || r == -ENOENT)
+		return 0;
+	if (errmsg)
+		*errmsg = xasprintf("cannot unmount %s: %s", m->dir, strerror(-r));
+	return r;
+}
+
+bool p2p_mount_release(struct p2p_mount **pm)
+{
+	struct mnt *m = (struct mnt *)*pm;
+
 	if (!m)
-		return 0;
-	if (!m->gone && (r = unmount_dir(m->dir, lazy)) != 0 && !m->gone) {
-		if (errmsg)
-			*errmsg = xasprintf("cannot unmount %s: %s", m->dir, r == -EBUSY ? "files are open there" : strerror(-r));
-		return r;
-	}
-	/* lazily detached files still open keep the loop serving them: at shutdown the process's end
-	 * closes the connection, so wait a moment and leave such a mount to it */
-	for (int i = 0; lazy && !m->gone && i < 200; i++)
-		usleep(10 * 1000);
-	if (lazy && !m->gone) {
-		*pm = NULL;
-		return 0;
-	}
+		return true;
+	if (!m->gone)
+		return false;
 	if (m->loop_started)
-		pthread_join(m->loop, NULL);
-	fuse_unmount(m->f); /* forgets the mount point (it is gone already) */
+		pthread_join(m->loop, NULL); /* it has returned: no wait */
+	fuse_unmount(m->f); /* forgets the mount point (the connection is gone: unmounts nothing) */
 	mnt_free(m);
 	*pm = NULL;
-	return 0;
+	return true;
+}
+
+void p2p_mount_close(struct p2p_mount *pm)
+{
+	((struct mnt *)pm)->closing = true;
 }

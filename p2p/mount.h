@@ -30,13 +30,26 @@ struct p2p_mount_config {
  */
 int p2p_mount_start(const struct p2p_mount_config *cfg, struct p2p_mount **out, char **errmsg);
 
-/* Has the mount been detached from outside (umount, fusermount3 -u)? Its thread has then ended. */
+/* Has the mount ended (detached in every mount namespace and no file open there)? Its loop has then
+ * returned, and p2p_mount_release frees it without waiting. */
 bool p2p_mount_gone(const struct p2p_mount *m);
 
-/* Detach (unless gone already) and free. A mount whose files are open answers -EBUSY and stays, unless
- * lazy (MNT_DETACH: the folder is detached at once and the files open there keep reading): that is
- * for a process about to end, which leaves such a mount's memory to its end. Returns 0 or -errno with
- * *errmsg; *m is NULL after 0. */
-int p2p_mount_stop(struct p2p_mount **m, bool lazy, char **errmsg);
+/* The folder it was mounted on. */
+const char *p2p_mount_dir(const struct p2p_mount *m);
+
+/*
+ * Detach the folder, lazily (MNT_DETACH), and return at once: the folder is free in this mount
+ * namespace, while files open there, and copies of the mount in other mount namespaces (a container
+ * started meanwhile has one), go on reading until they let go. Never waits on those users. 0 (also
+ * when the folder was detached already), or -errno with *errmsg.
+ */
+int p2p_mount_detach(struct p2p_mount *m, char **errmsg);
+
+/* Free a mount whose loop has ended (p2p_mount_gone): true and *m NULL. false while it still
+ * serves somebody (ask again later). Never blocks. */
+bool p2p_mount_release(struct p2p_mount **m);
+
+/* The owner ends: reads waiting for bytes give up (EIO) instead of waiting for them. */
+void p2p_mount_close(struct p2p_mount *m);
 
 #endif

@@ -7,6 +7,8 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,15 +74,39 @@ static int run_detached(const struct agent_config *cfg)
 	return CLI_OK;
 }
 
-/* Ask the agent at socket to end, and wait until its socket is gone. */
+/* Has process pid ended? (A zombie has: it waits only for its parent to read its status.) */
+static bool process_gone(pid_t pid)
+{
+	char path[64], line[256];
+	bool zombie = false;
+	FILE *f;
+
+	if (kill(pid, 0) < 0 && errno == ESRCH)
+		return true;
+	snprintf(path, sizeof(path), "/proc/%ld/status", (long)pid);
+	if (!(f = fopen(path, "r")))
+		return errno == ENOENT;
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, "State:", 6)) {
+			zombie = strchr(line, 'Z') != NULL;
+			break;
+		}
+	fclose(f);
+	return zombie;
+}
+
+/* Ask the agent at socket to end, and wait until its process has (its mounts are then released and
+ * its files closed: the cache's file system can be unmounted). */
 static int stop_agent(const char *socket)
 {
 	long status = 0;
 	json_t *j = NULL;
 	char *err = NULL;
 	struct stat st;
+	pid_t pid;
 	int r = agent_call(socket, "/v1/stop", "{}", 10, &status, &j, &err);
 
+	pid = (pid_t)json_integer_value(json_object_get(j, "pid"));
 	json_decref(j);
 	if (r == -ECONNREFUSED) {
 		fprintf(stderr, "hubmirror: no agent runs at %s\n", socket);
@@ -92,9 +118,16 @@ static int stop_agent(const char *socket)
 		free(err);
 		return CLI_FAILED;
 	}
-	for (int i = 0; i < 300 && stat(socket, &st) == 0; i++)
+	/* libtorrent says goodbye to its trackers as it ends: seconds at most */
+	for (int i = 0; i < 3000; i++) {
+		if (pid > 0 ? process_gone(pid) : stat(socket, &st) != 0)
+			return CLI_OK;
+		if (i == 250)
+			fprintf(stderr, "hubmirror: waiting for the agent (pid %ld) to end\n", (long)pid);
 		usleep(20 * 1000);
-	return CLI_OK;
+	}
+	fprintf(stderr, "hubmirror: the agent (pid %ld) is still stopping after 60 s\n", (long)pid);
+	return CLI_FAILED;
 }
 
 int cmd_agent(int argc, char **argv)
@@ -162,15 +195,17 @@ static void print_status(json_t *st)
 		int64_t have = json_integer_value(json_object_get(s, "bytes_have"));
 		int64_t total = json_integer_value(json_object_get(s, "bytes_total"));
 		json_t *mounts = json_object_get(s, "mounts");
+		json_int_t elsewhere = json_integer_value(json_object_get(s, "detached_in_use"));
 		char h[16], t[16];
 		cli_human_size(have, h, sizeof(h));
 		cli_human_size(total, t, sizeof(t));
-		printf("%s @ %.12s  %s / %s%s  %lld peers  %s%s\n", json_string_value(json_object_get(s, "spec")),
+		printf("%s @ %.12s  %s / %s%s  %lld peers  %s%s%s\n", json_string_value(json_object_get(s, "spec")),
 		       json_string_value(json_object_get(s, "commit")), h, t,
 		       json_is_true(json_object_get(s, "complete")) ? " (complete, seeding)" : "",
 		       (long long)json_integer_value(json_object_get(s, "peers")),
 		       json_array_size(mounts) ? "mounted on " : "not mounted",
-		       json_array_size(mounts) ? json_string_value(json_array_get(mounts, 0)) : "");
+		       json_array_size(mounts) ? json_string_value(json_array_get(mounts, 0)) : "",
+		       elsewhere ? "; an unmounted copy still in use (open files or another mount namespace)" : "");
 	}
 }
 

@@ -232,6 +232,10 @@ int cmd_umount(int argc, char **argv)
 		fprintf(stderr, "hubmirror: %s\n", e ? e : "the agent could not unmount it");
 		r = CLI_FAILED;
 	} else {
+		if (json_is_true(json_object_get(ans, "in_use")))
+			fprintf(stderr, "hubmirror: %s is unmounted here, but the mount stays in use elsewhere (files open in "
+					"it, or a container or other mount namespace that copied it): it is served until the "
+					"last of them lets go\n", dir);
 		r = CLI_OK;
 	}
 	json_decref(ans);

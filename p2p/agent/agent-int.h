@@ -40,6 +40,11 @@ struct snap {
 	char *save;                     /* <cache>/<btih> */
 	struct agent_mount *mounts;
 	size_t nmounts;
+	/* mounts umount detached that still serve somebody: files open in them, or a copy of the mount
+	 * in another mount namespace (a container started meanwhile); the tick frees each once it ends.
+	 * The snapshot is kept (not evicted) while any is left. */
+	struct p2p_mount **lingering;
+	size_t nlingering;
 	bool finished;                  /* libtorrent has every piece */
 	bool verified;                  /* and every file's bytes are verified in the cache's files */
 	bool indexed;                   /* contents kept by sha256 (or given up) */
@@ -77,7 +82,7 @@ struct agent {
 	struct httpd *http;             /* the local hub endpoint, or NULL */
 	uv_async_t wake;
 	uv_timer_t tick;
-	uv_signal_t sigterm, sigint;
+	uv_signal_t sigterm, sigint, sighup;
 	struct snap **snaps;
 	size_t nsnaps;
 	bool stopping;
@@ -152,6 +157,11 @@ int agent_snap_link(struct agent *a, const struct snap *s, json_t *where, const 
 
 /* Once s is verified: make the links pulls asked for (pending_links), to the cache's own files. */
 void agent_link_pending(struct agent *a, struct snap *s);
+
+/* Detach mount k of s (lazily: it never waits for the mount's users) and drop it from s->mounts; a
+ * mount still in use elsewhere lingers until its users let go. 0 with *in_use set, or -errno with
+ * *why (malloc'd; the mount then stays). */
+int agent_mount_detach(struct agent *a, struct snap *s, size_t k, bool *in_use, char **why);
 
 /* End: unmount everything (lazily), close the control socket; the loop then ends. Not from inside a
  * control handler (it frees the server): there, agent_stop_soon (once the answer is out). */

@@ -45,6 +45,7 @@ void agent_snap_free(struct snap *s)
 	free(s->torrent);
 	free(s->save);
 	free(s->mounts);
+	free(s->lingering);
 	free(s->link_error);
 	for (size_t i = 0; i < s->nweb; i++)
 		free(s->web_seeds[i]);
@@ -369,12 +370,17 @@ static void on_tick(uv_timer_t *t)
 		struct p2p_torrent_status st;
 		/* mounts detached from outside (a plain umount): their thread has ended */
 		for (size_t k = 0; k < s->nmounts; k++) {
-			if (p2p_mount_gone(s->mounts[k].m)) {
-				p2p_mount_stop(&s->mounts[k].m, false, NULL);
+			if (p2p_mount_release(&s->mounts[k].m)) {
 				free(s->mounts[k].dir);
 				s->mounts[k--] = s->mounts[--s->nmounts];
 			}
 		}
+		/* detached mounts whose last user (an open file, another namespace's copy) let go */
+		for (size_t k = 0; k < s->nlingering; k++)
+			if (p2p_mount_release(&s->lingering[k])) {
+				s->lingering[k--] = s->lingering[--s->nlingering];
+				agent_snap_used(a, s);
+			}
 		if (!p2p_session_torrent_status(a->ses, s->btih, &st)) {
 			if (st.seeding)
 				s->finished = true;
@@ -391,6 +397,31 @@ static void on_tick(uv_timer_t *t)
 	agent_preheat_tick(a);
 }
 
+/* ---- mounts -------------------------------------------------------------------------------------- */
+
+int agent_mount_detach(struct agent *a, struct snap *s, size_t k, bool *in_use, char **why)
+{
+	struct p2p_mount *m = s->mounts[k].m;
+	int r;
+
+	(void)a;
+	*in_use = false;
+	if ((r = p2p_mount_detach(m, why)) != 0)
+		return r;
+	free(s->mounts[k].dir);
+	s->mounts[k] = s->mounts[--s->nmounts];
+	/* With nobody left on it the kernel ends the connection as the detach returns, and the mount's
+	 * loop a moment later: look for 200 ms at most (this is the agent's loop), else it lingers */
+	for (int i = 0; i < 40 && !p2p_mount_gone(m); i++)
+		usleep(5 * 1000);
+	if (p2p_mount_release(&m))
+		return 0;
+	*in_use = true;
+	s->lingering = xreallocarray(s->lingering, s->nlingering + 1, sizeof(*s->lingering));
+	s->lingering[s->nlingering++] = m;
+	return 0;
+}
+
 /* ---- start and stop ------------------------------------------------------------------------------ */
 
 static void close_cb(uv_handle_t *h)
@@ -405,13 +436,37 @@ void agent_stop(struct agent *a)
 	a->stopping = true;
 	atomic_store(&a->quit, true);
 	agent_fill_end(a);
+	/* every mount detached, and reads still waiting told to give up; those still in use elsewhere
+	 * (files open, another namespace's copy) end with this process, which closes their connections:
+	 * their users then get ENOTCONN. A moment (1 s in all) for the others to end cleanly. */
 	for (size_t i = 0; i < a->nsnaps; i++) {
 		struct snap *s = a->snaps[i];
-		for (size_t k = 0; k < s->nmounts; k++) {
-			p2p_mount_stop(&s->mounts[k].m, true, NULL);
-			free(s->mounts[k].dir);
+		while (s->nmounts) {
+			bool in_use;
+			char *why = NULL;
+			p2p_mount_close(s->mounts[0].m);
+			if (agent_mount_detach(a, s, 0, &in_use, &why)) {
+				fprintf(stderr, "hubmirror agent: %s\n", why ? why : "cannot unmount");
+				free(s->mounts[0].dir);
+				s->mounts[0] = s->mounts[--s->nmounts]; /* left to the process's end */
+			}
+			free(why);
 		}
-		s->nmounts = 0;
+	}
+	for (size_t i = 0; i < a->nsnaps; i++)
+		for (size_t k = 0; k < a->snaps[i]->nlingering; k++)
+			p2p_mount_close(a->snaps[i]->lingering[k]);
+	for (int t = 0; t < 100; t++) {
+		bool left = false;
+		for (size_t i = 0; i < a->nsnaps; i++)
+			for (size_t k = 0; k < a->snaps[i]->nlingering; k++)
+				if (p2p_mount_release(&a->snaps[i]->lingering[k]))
+					a->snaps[i]->lingering[k--] = a->snaps[i]->lingering[--a->snaps[i]->nlingering];
+				else
+					left = true;
+		if (!left)
+			break;
+		usleep(10 * 1000);
 	}
 	httpd_free(&a->ctl);
 	httpd_free(&a->http);
@@ -419,6 +474,7 @@ void agent_stop(struct agent *a)
 	uv_close((uv_handle_t *)&a->tick, close_cb);
 	uv_close((uv_handle_t *)&a->sigterm, close_cb);
 	uv_close((uv_handle_t *)&a->sigint, close_cb);
+	uv_close((uv_handle_t *)&a->sighup, close_cb);
 }
 
 static void on_stop_timer(uv_timer_t *t)
@@ -433,7 +489,11 @@ void agent_stop_soon(struct agent *a)
 
 static void on_signal(uv_signal_t *h, int signum)
 {
-	(void)signum;
+	if (signum == SIGHUP) {
+		/* systemd's reload, or a terminal that went away: the agent has nothing to read again */
+		fprintf(stderr, "hubmirror agent: SIGHUP: nothing to reload; carrying on\n");
+		return;
+	}
 	agent_stop(h->data);
 }
 
@@ -507,9 +567,11 @@ static int start(struct agent *a, char **errmsg)
 	uv_timer_start(&a->tick, on_tick, 500, 500);
 	uv_signal_init(&a->loop, &a->sigterm);
 	uv_signal_init(&a->loop, &a->sigint);
-	a->sigterm.data = a->sigint.data = a;
+	uv_signal_init(&a->loop, &a->sighup);
+	a->sigterm.data = a->sigint.data = a->sighup.data = a;
 	uv_signal_start(&a->sigterm, on_signal, SIGTERM);
 	uv_signal_start(&a->sigint, on_signal, SIGINT);
+	uv_signal_start(&a->sighup, on_signal, SIGHUP);
 	return 0;
 }
 

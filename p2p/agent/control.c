@@ -106,6 +106,8 @@ static json_t *snap_json(struct agent *a, const struct snap *s)
 	json_object_set_new(j, "path", json_string(path));
 	/* pieces the HTTP fill fetched from the mirror while alone (fill.c), in downloaded too */
 	json_object_set_new(j, "fetched_over_http", json_integer(s->fill_bytes));
+	/* mounts umount detached that still serve open files or another namespace's copy */
+	json_object_set_new(j, "detached_in_use", json_integer((json_int_t)s->nlingering));
 	/* taken back whole after a restart: its pieces are verified as they are read, not all up front */
 	json_object_set_new(j, "checked_lazily", json_boolean(ok && st.seed_mode));
 	free(path);
@@ -272,16 +274,21 @@ static int mount_snap(struct agent *a, struct httpd_req *req, struct snap *s, co
 		free(err);
 		return 0;
 	}
-	if (agent_snap_link(a, s, body, dir, &err)) {
-		fail(req, 500, "%s", err ? err : "cannot link the files into the hub cache");
-		p2p_mount_stop(&m, true, NULL);
-		free(err);
-		return 0;
-	}
 	s->mounts = xreallocarray(s->mounts, s->nmounts + 1, sizeof(*s->mounts));
 	s->mounts[s->nmounts].dir = xstrdup(dir);
 	s->mounts[s->nmounts].m = m;
 	s->nmounts++;
+	if (agent_snap_link(a, s, body, dir, &err)) {
+		bool in_use;
+		fail(req, 500, "%s", err ? err : "cannot link the files into the hub cache");
+		free(err);
+		err = NULL;
+		if (agent_mount_detach(a, s, s->nmounts - 1, &in_use, &err)) {
+			fprintf(stderr, "hubmirror agent: %s\n", err ? err : "cannot unmount");
+			free(err);
+		}
+		return 0;
+	}
 	answer(req, 200, json_pack("{s:s, s:s, s:s, s:s, s:s, s:i, s:s?, s:s?, s:s?}", "spec", s->spec, "revision",
 				   s->revision, "commit", s->commit, "btih", s->btih, "dir", dir, "pid", (int)getpid(),
 				   "offline", json_string_value(json_object_get(body, "offline")),
@@ -415,19 +422,23 @@ static int do_umount(struct agent *a, struct httpd_req *req, json_t *body)
 	const char *dir = json_string_value(json_object_get(body, "dir"));
 	struct snap *s = NULL;
 	struct agent_mount *am = dir ? mount_at(a, dir, &s) : NULL;
-	char *err = NULL;
+	char *err = NULL, *d;
+	bool in_use = false;
 
 	if (!am)
 		return fail(req, 404, "%s is not mounted by this agent", dir ? dir : "that");
-	if (p2p_mount_stop(&am->m, false, &err)) {
+	d = xstrdup(dir); /* dir may be the mount's own string, freed by the detach */
+	if (agent_mount_detach(a, s, (size_t)(am - s->mounts), &in_use, &err)) {
 		fail(req, 409, "%s", err ? err : "cannot unmount");
 		free(err);
+		free(d);
 		return 0;
 	}
-	free(am->dir);
-	*am = s->mounts[--s->nmounts];
 	agent_snap_used(a, s);
-	answer(req, 200, json_pack("{s:s, s:s}", "dir", dir, "btih", s->btih));
+	/* in_use: files are open there, or another mount namespace (a container started while it was
+	 * mounted) holds a copy: those go on reading until they let go (docs/agent.md) */
+	answer(req, 200, json_pack("{s:s, s:s, s:b}", "dir", d, "btih", s->btih, "in_use", in_use));
+	free(d);
 	return 0;
 }
 
@@ -446,7 +457,9 @@ int agent_control(void *ud, struct httpd_req *req)
 			    "no such call: %s", path);
 	if (!strcmp(path, "/v1/stop")) {
 		agent_stop_soon(a);
-		return fail(req, 200, "stopping");
+		/* the caller waits for this process to end */
+		answer(req, 200, json_pack("{s:s, s:i}", "status", "stopping", "pid", (int)getpid()));
+		return 0;
 	}
 	b = httpd_body(req, &blen);
 	body = json_loadb(b ? b : "", blen, 0, NULL);

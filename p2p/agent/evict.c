@@ -135,7 +135,7 @@ static int by_last_use(const void *pa, const void *pb)
 /* Can s go? Not while mounted, pinned, waiting to be linked, or being checked on a worker. */
 static bool evictable(const struct snap *s)
 {
-	return !s->nmounts && !s->pinned && !json_array_size(s->pending_links) && !s->settling;
+	return !s->nmounts && !s->nlingering && !s->pinned && !json_array_size(s->pending_links) && !s->settling;
 }
 
 /* Drop snapshots, least recently used first, until the estimate is under the limit. */

@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# t0719-agent-namespaces: the agent on a node where containers start beside it. Every container
+# runtime copies the host's mounts into a new mount namespace (`unshare -m` here); such a copy, or a
+# reader that gave up, must never hang the agent: umount detaches at once and says the mount stays
+# in use elsewhere, status, a new mount and the local endpoint answer within seconds meanwhile, the
+# copy keeps reading until its namespace ends, and the agent then lets the mount go. A reader killed
+# while it waits for bytes that are not coming (the mirror frozen) leaves nothing stuck either.
+# SIGHUP does not kill the agent; `agent --stop` returns once the process is gone. Needs root and FUSE.
+. "$HM_SRC/tests/integration/lib.sh"
+need_fuse
+command -v unshare >/dev/null && command -v nsenter >/dev/null || skip "unshare and nsenter (util-linux) missing"
+cat >"$T/spec.json" <<'JSON'
+{"repos": [
+  {"hub": "hf", "type": "model", "id": "acme/ns-a",
+   "files": [{"path": "config.json", "content": "{\"ns\": 1}\n"},
+             {"path": "model.safetensors", "size": 3000000, "seed": 191}]},
+  {"hub": "hf", "type": "model", "id": "acme/ns-big",
+   "files": [{"path": "config.json", "content": "{\"ns\": 2}\n"},
+             {"path": "big.bin", "size": 48000000, "seed": 192}]}
+ ]}
+JSON
+sync_from_fake hf:acme/ns-a hf:acme/ns-big
+# no BitTorrent seed and (below) no HTTP fill: a lone agent takes its bytes from the web seed, which it
+# lets in a second after the mount, so a frozen mirror leaves the big file's bytes missing
+check "serve starts" start_serve --p2p-listen off
+serve_pid=${_pids[-1]}
+curl -fsS "$FAKE_API/_fake/repos" >"$T/up.json"
+holder=
+cleanup() {
+	[ -n "$holder" ] && kill "$holder" 2>/dev/null
+	kill -CONT "$serve_pid" 2>/dev/null
+	for d in a b big; do "$HUBMIRROR" umount "$T/$d" 2>/dev/null || umount -l "$T/$d" 2>/dev/null; done
+	_cleanup
+}
+trap cleanup EXIT
+# quick NAME CMD...: CMD must end (well) within 5 s: a hung agent fails here, not after minutes
+quick() { local name=$1; shift; check "$name" timeout 5 "$@"; }
+snapj() { "$HUBMIRROR" status --json | "$PY" -c "import json,sys; x=[s for s in json.load(sys.stdin)['snapshots'] if s['spec']==sys.argv[1]][0]; print($2)" "$1"; }
+
+check "an agent with a local endpoint starts" "$HUBMIRROR" agent --mirror "$M" --cache "$T/cache" --listen 127.0.0.1:0 --http 127.0.0.1:0 --no-fill
+apid=$("$HUBMIRROR" status --json | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["pid"])')
+E=http://127.0.0.1:$("$HUBMIRROR" status --json | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["http_port"])')
+quick "mount acme/ns-a" "$HUBMIRROR" mount --hf-cache "$T/hfc" hf:acme/ns-a "$T/a"
+check "its files read, byte for byte" "$PY" "$HM_SRC/tests/integration/helpers/checkfiles.py" "$T/up.json" hf acme/ns-a "$T/a"
+
+# a container starts: a new mount namespace with a private copy of every mount, the model's among them
+unshare -m --propagation private bash -c "echo ready >'$T/ns.ready'; exec sleep 600" &
+holder=$!
+for i in $(seq 100); do [ -s "$T/ns.ready" ] && break; sleep 0.05; done
+check "the new namespace sees the model's files" nsenter -t "$holder" -m cmp "$T/a/config.json" <(printf '{"ns": 1}\n')
+timeout 10 "$HUBMIRROR" umount "$T/a" 2>"$T/umount.err"; rc=$?
+sed 's/^/# /' "$T/umount.err"
+check "umount returns at once, and well (status $rc)" test "$rc" = 0
+check "saying the mount stays in use elsewhere" grep -q "stays in use elsewhere" "$T/umount.err"
+check "the folder is free in the agent's namespace" bash -c "! mountpoint -q '$T/a'"
+quick "status answers meanwhile" "$HUBMIRROR" status
+check "and counts the copy still in use" test "$(snapj hf:acme/ns-a 'x["detached_in_use"]')" = 1
+check "the container's copy still reads, byte for byte" nsenter -t "$holder" -m \
+	"$PY" "$HM_SRC/tests/integration/helpers/checkfiles.py" "$T/up.json" hf acme/ns-a "$T/a"
+quick "a new mount on the same folder" "$HUBMIRROR" mount --hf-cache "$T/hfc" hf:acme/ns-a "$T/a"
+quick "a mount on another folder" "$HUBMIRROR" mount --hf-cache "$T/hfc" hf:acme/ns-a "$T/b"
+quick "the local endpoint answers" curl -fsS -o /dev/null "$E/api/models/acme/ns-a/revision/main"
+quick "and serves a file" cmp <(curl -fsS "$E/acme/ns-a/resolve/main/config.json") "$T/b/config.json"
+check "the new mount reads" "$PY" "$HM_SRC/tests/integration/helpers/checkfiles.py" "$T/up.json" hf acme/ns-a "$T/a"
+# (the namespace was made before these mounts: it has no copy of them)
+timeout 10 "$HUBMIRROR" umount "$T/b" 2>"$T/umount2.err"; rc=$?
+check "a mount nobody else holds unmounts (status $rc)" test "$rc" = 0
+check "without the in-use note" test ! -s "$T/umount2.err"
+# the container ends: the last user of the first mount lets go, and the agent frees it
+kill "$holder"; wait "$holder" 2>/dev/null; holder=
+for i in $(seq 50); do [ "$(snapj hf:acme/ns-a 'x["detached_in_use"]')" = 0 ] && break; sleep 0.2; done
+check "once the namespace is gone the detached mount is let go" test "$(snapj hf:acme/ns-a 'x["detached_in_use"]')" = 0
+quick "umount of the remounted folder" "$HUBMIRROR" umount "$T/a"
+
+# a reader gives up while it waits for bytes that are not coming
+quick "mount acme/ns-big" "$HUBMIRROR" mount --hf-cache "$T/hfc" hf:acme/ns-big "$T/big"
+kill -STOP "$serve_pid"
+if [ "$(snapj hf:acme/ns-big 'int(x["bytes_have"] < x["bytes_total"])')" != 1 ]; then
+	fail "the big file must still be missing for this case (the web seed came early)"
+else
+	dd if="$T/big/big.bin" of=/dev/null bs=1M skip=40 count=1 2>/dev/null &
+	reader=$!
+	sleep 1
+	check "the reader waits for its bytes" kill -0 "$reader"
+	kill -9 "$reader"
+	for i in $(seq 50); do kill -0 "$reader" 2>/dev/null || break; sleep 0.1; done
+	check "the killed reader is gone" bash -c "! kill -0 $reader 2>/dev/null"
+	quick "umount returns at once" "$HUBMIRROR" umount "$T/big"
+	quick "status answers" "$HUBMIRROR" status
+	for i in $(seq 50); do [ "$(snapj hf:acme/ns-big 'x["detached_in_use"]')" = 0 ] && break; sleep 0.2; done
+	check "the mount's waiting read gave up and the mount is let go" test "$(snapj hf:acme/ns-big 'x["detached_in_use"]')" = 0
+fi
+kill -CONT "$serve_pid"
+
+# SIGHUP (systemd's reload) is no reason to end
+kill -HUP "$apid"
+sleep 0.5
+quick "after SIGHUP the agent still answers" "$HUBMIRROR" status
+check "and says it carries on" grep -q "SIGHUP" "$T/cache/agent.log"
+
+# agent --stop returns once the process has ended
+quick "agent --stop" "$HUBMIRROR" agent --stop
+check "its process has ended when --stop returns" bash -c "! kill -0 $apid 2>/dev/null || grep -q '^State:.*Z' /proc/$apid/status"
+check "the agents' log holds no sanitizer report" bash -c "! grep -E 'Sanitizer|runtime error' '$T/cache/agent.log'"
+finish
