@@ -172,6 +172,9 @@ struct json_t *cli_agent_request(const char *spec, const struct cli_agent_opts *
 /* POST req to the agent (starting one when none answers, if o->mirror is set): CLI_OK with *ans (a new
  * reference), or CLI_FAILED / CLI_USAGE after saying why on stderr (*ans may be set; release it). */
 int cli_agent_post(const struct cli_agent_opts *o, const char *path, struct json_t *req, struct json_t **ans);
+/* When the agent's answer ans (to a mount or pull of spec) says the mirror did not answer, say on
+ * stderr which snapshot held is used instead: "offline: using main @ bb8dd88c (synced ...)". */
+void cli_agent_offline_note(const char *spec, struct json_t *ans);
 int cmd_sync(int argc, char **argv);
 int cmd_ls(int argc, char **argv);
 int cmd_info(int argc, char **argv);

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -140,6 +141,26 @@ int cli_agent_post(const struct cli_agent_opts *o, const char *path, json_t *req
 	return CLI_OK;
 }
 
+void cli_agent_offline_note(const char *spec, json_t *ans)
+{
+	const char *why = json_string_value(json_object_get(ans, "offline"));
+	json_t *u = json_object_get(ans, "offline_using");
+	json_int_t synced = json_integer_value(json_object_get(u, "synced_at"));
+	json_int_t taken = json_integer_value(json_object_get(u, "taken_at"));
+	char when[64] = "";
+	time_t t = (time_t)(synced ? synced : taken);
+	struct tm tm;
+
+	if (!why)
+		return;
+	if (t && localtime_r(&t, &tm))
+		strftime(when, sizeof(when), "%Y-%m-%d %H:%M", &tm);
+	fprintf(stderr, "hubmirror: %s: offline: using %s @ %.8s%s%s%s (the mirror did not answer: %s)\n", spec,
+		json_string_value(json_object_get(u, "revision")) ? json_string_value(json_object_get(u, "revision")) : "?",
+		json_string_value(json_object_get(u, "commit")) ? json_string_value(json_object_get(u, "commit")) : "?",
+		*when ? (synced ? " (synced " : " (held since ") : "", when, *when ? ")" : "", why);
+}
+
 int cmd_mount(int argc, char **argv)
 {
 	const struct cli_command *self = cli_find("mount");
@@ -175,9 +196,7 @@ int cmd_mount(int argc, char **argv)
 	       json_string_value(json_object_get(ans, "commit")), dir,
 	       (long long)json_integer_value(json_object_get(ans, "pid")),
 	       hf ? "; Hugging Face cache: " : ms ? "; ModelScope cache: " : "", hf ? hf : ms ? ms : "");
-	if (json_string_value(json_object_get(ans, "offline")))
-		fprintf(stderr, "hubmirror: the mirror did not answer (%s): mounted the snapshot this instance holds\n",
-			json_string_value(json_object_get(ans, "offline")));
+	cli_agent_offline_note(argv[optind], ans);
 out:
 	json_decref(ans);
 	hub_spec_release(&spec);

@@ -7,6 +7,7 @@
  * otherwise. Exit 0 only when every byte of every snapshot is verified and linked.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,18 +22,46 @@
 #include "hub/hub.h"
 #include "p2p/agent/agent.h"
 
-/* The status entry of snapshot btih, borrowed from st. */
-static json_t *entry(json_t *st, const char *btih)
+/* a[ka] and b[kb] are the same string */
+static bool same(json_t *a, const char *ka, json_t *b, const char *kb)
+{
+	const char *x = json_string_value(json_object_get(a, ka)), *y = json_string_value(json_object_get(b, kb));
+
+	return x && y && !strcmp(x, y);
+}
+
+/* The status entry of what w pulled (its snapshot under the name pulled: twins and refs with the
+ * same files share a snapshot, each with an entry of its own), borrowed from st. */
+static json_t *entry(json_t *st, json_t *w)
 {
 	json_t *s;
 	size_t i;
 
-	json_array_foreach(json_object_get(st, "snapshots"), i, s) {
-		const char *b = json_string_value(json_object_get(s, "btih"));
-		if (b && !strcmp(b, btih))
+	json_array_foreach(json_object_get(st, "snapshots"), i, s)
+		if (same(s, "btih", w, "btih") && same(s, "spec", w, "canon") && same(s, "commit", w, "commit") &&
+		    same(s, "revision", w, "revision"))
 			return s;
-	}
+	json_array_foreach(json_object_get(st, "snapshots"), i, s)
+		if (same(s, "btih", w, "btih") && same(s, "spec", w, "canon"))
+			return s;
 	return NULL;
+}
+
+/* This pull's links: 1 made, 0 not yet, -1 failed (*why borrowed from e). */
+static int linked(json_t *e, json_t *w, const char **why)
+{
+	char id[32];
+	json_t *v;
+
+	snprintf(id, sizeof(id), "%lld", (long long)json_integer_value(json_object_get(w, "link")));
+	v = json_object_get(json_object_get(e, "links"), id);
+	if (!v)
+		return 0;
+	if (json_is_string(v)) {
+		*why = json_string_value(v);
+		return -1;
+	}
+	return 1;
 }
 
 static int64_t num(json_t *o, const char *k)
@@ -49,8 +78,10 @@ static int progress(json_t *st, json_t *want, bool as_json, bool tty, const char
 	char h[16], t[16];
 
 	json_array_foreach(want, i, w) {
-		json_t *e = entry(st, json_string_value(json_object_get(w, "btih")));
+		json_t *e = entry(st, w);
 		const char *err = json_string_value(json_object_get(e, "error"));
+		int link = e ? linked(e, w, &err) : 0;
+		bool ok;
 		if (!e || err) {
 			fprintf(stderr, "%shubmirror: %s: %s\n", tty ? "\n" : "", json_string_value(json_object_get(w, "spec")),
 				err ? err : "the agent no longer holds it");
@@ -58,13 +89,17 @@ static int progress(json_t *st, json_t *want, bool as_json, bool tty, const char
 		}
 		have += num(e, "bytes_have");
 		total += num(e, "bytes_total");
-		done += json_is_true(json_object_get(e, "verified"));
+		ok = json_is_true(json_object_get(e, "verified")) && link == 1;
+		done += ok;
 		if (as_json) {
-			json_t *line = json_pack("{s:O, s:O, s:I, s:I, s:b}", "spec", json_object_get(w, "spec"), "commit",
-						 json_object_get(e, "commit"), "bytes_have", (json_int_t)num(e, "bytes_have"),
-						 "bytes_total", (json_int_t)num(e, "bytes_total"), "verified",
-						 json_is_true(json_object_get(e, "verified")));
-			char *s = json_dumps(line, JSON_COMPACT);
+			json_t *line = json_pack("{s:O, s:O, s:O, s:I, s:I, s:b}", "spec", json_object_get(w, "spec"), "revision",
+						 json_object_get(w, "revision"), "commit", json_object_get(e, "commit"),
+						 "bytes_have", (json_int_t)num(e, "bytes_have"),
+						 "bytes_total", (json_int_t)num(e, "bytes_total"), "verified", ok);
+			char *s;
+			if (json_object_get(w, "offline"))
+				json_object_set(line, "offline", json_object_get(w, "offline"));
+			s = json_dumps(line, JSON_COMPACT);
 			puts(s);
 			free(s);
 			json_decref(line);
@@ -151,11 +186,22 @@ int cmd_pull(int argc, char **argv)
 		r = cli_agent_post(&o, "/v1/pull", req, &ans);
 		json_decref(req);
 		if (!r) {
-			json_array_append_new(want, json_pack("{s:s, s:O, s:O}", "spec", argv[k], "btih",
-							      json_object_get(ans, "btih"), "commit", json_object_get(ans, "commit")));
-			if (json_string_value(json_object_get(ans, "offline")))
-				fprintf(stderr, "hubmirror: the mirror did not answer (%s): %s is the snapshot this instance holds\n",
-					json_string_value(json_object_get(ans, "offline")), argv[k]);
+			json_t *got = json_pack("{s:s, s:O, s:O, s:O, s:O, s:O}", "spec", argv[k], "canon",
+					      json_object_get(ans, "spec"), "revision", json_object_get(ans, "revision"), "btih",
+					      json_object_get(ans, "btih"), "commit", json_object_get(ans, "commit"), "link",
+					      json_object_get(ans, "link"));
+			if (json_object_get(ans, "offline")) {
+				/* --json says it on each line of that spec: {why, revision, commit, synced_at} */
+				json_t *off = json_deep_copy(json_object_get(ans, "offline_using"));
+				if (!json_is_object(off)) {
+					json_decref(off);
+					off = json_object();
+				}
+				json_object_set(off, "why", json_object_get(ans, "offline"));
+				json_object_set_new(got, "offline", off);
+			}
+			json_array_append_new(want, got);
+			cli_agent_offline_note(argv[k], ans);
 		}
 		json_decref(ans);
 	}
@@ -163,8 +209,9 @@ int cmd_pull(int argc, char **argv)
 		r = follow(o.socket, want, as_json);
 	if (!r && !as_json)
 		json_array_foreach(want, i, w)
-			printf("pulled %s @ %.12s\n", json_string_value(json_object_get(w, "spec")),
-			       json_string_value(json_object_get(w, "commit")));
+			printf("pulled %s @ %.12s%s\n", json_string_value(json_object_get(w, "spec")),
+			       json_string_value(json_object_get(w, "commit")),
+			       json_object_get(w, "offline") ? " (offline: the snapshot this instance holds)" : "");
 	json_decref(want);
 	return r;
 }

@@ -202,6 +202,7 @@ struct torrent_job {
 	struct catalog_torrent t;
 	char commit[41];
 	char *revision;                 /* meta: the ref name */
+	int64_t synced_at;              /* meta: when the snapshot was synced (unix time) */
 	char **announce, **seeds;       /* the .torrent's trackers and web seeds: this mirror's first, then
 					 * its peer mirrors' (serve --peer-mirror) */
 	size_t nannounce, nseeds;
@@ -224,9 +225,10 @@ static void torrent_build(struct mirror__job *job, struct catalog *cat)
 			return;
 		}
 		job->status = 200;
-		job->body = json_pack("{s:s, s:s, s:s, s:s, s:s, s:I, s:o}", "commit", tj->commit, "revision",
+		job->body = json_pack("{s:s, s:s, s:s, s:s, s:s, s:I, s:I, s:o}", "commit", tj->commit, "revision",
 				      tj->revision, "btih", tj->t.btih, "btmh", tj->t.btmh, "name", tj->t.name,
-				      "piece_size", (json_int_t)tj->t.piece_size, "files", files);
+				      "piece_size", (json_int_t)tj->t.piece_size, "synced_at", (json_int_t)tj->synced_at,
+				      "files", files);
 		return;
 	}
 	r = mirror_torrent_load(job->rt->data, tj->t.btih, (const char *const *)tj->announce, tj->nannounce,
@@ -348,6 +350,7 @@ static void torrent(struct mirror_routes *rt, struct httpd_req *req, const char 
 	else if (torrent_urls(rt, req, &repo, tj))
 		goto out;
 	memcpy(tj->commit, snap.commit, sizeof(tj->commit));
+	tj->synced_at = snap.synced_at;
 	tj->j.build = torrent_build;
 	tj->j.release = torrent_release;
 	mirror__defer(rt, req, &tj->j);

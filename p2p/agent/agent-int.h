@@ -24,6 +24,7 @@ struct p2p_session;
 struct agent_mount {
 	char *dir;
 	struct p2p_mount *m;
+	json_t *name;                   /* the name it was mounted as (borrowed from s->names) */
 };
 
 /* A snapshot the agent holds: its torrent is in the session from the first mount (or the agent's
@@ -33,6 +34,13 @@ struct snap {
 	json_t *meta;                   /* the mirror's answer: spec fields, revision, commit, name, files */
 	const char *spec;               /* borrowed from meta: "hf:org/name", "ms:datasets/o/n" */
 	const char *revision, *commit, *name;
+	/* Every name the snapshot was asked for, each its own entry of status with its own commit and
+	 * hub cache links, sharing the torrent and the bytes: twins (an HF repo and its ModelScope copy
+	 * with the same files have one torrent), and refs or commits with the same files. An array in
+	 * meta ("names"), so a restart keeps them: {"spec", "revision", "commit", "asked" (the revision
+	 * asked for, "" when none: what a plain mount gets offline), "taken_at", "synced_at"}. */
+	json_t *names;
+	json_t *links_done;             /* the pulls' links made: {"<id>": null or "why it failed"} */
 	unsigned char *torrent;
 	size_t tlen;
 	struct p2p_known *known;        /* strings borrowed from meta */
@@ -55,8 +63,8 @@ struct snap {
 	uint64_t use_seq;               /* the agent's use counter then: eviction order within a second;
 					 * 0 for one taken back after a restart and not used since */
 	json_t *pending_links;          /* hub caches to link the cache's files into once verified (pull):
-					 * an array of {"hf_cache", "ms_cache", "ms_hub_cache"} */
-	char *link_error;               /* why such a link failed, or NULL */
+					 * an array of {"hf_cache", "ms_cache", "ms_hub_cache", "name", "id"};
+					 * each one's outcome goes to links_done under its id */
 	uv_work_t work;
 	bool work_verified, work_indexed; /* the job's results, applied on the loop */
 	/* The mirror's web seed is the source of last resort: a snapshot starts with peers only (the
@@ -90,6 +98,7 @@ struct agent {
 					 * bytes gives up, so the loop (which waits for its jobs) can end */
 	int64_t started_at;
 	uint64_t use_counter;           /* agent_snap_used's */
+	uint64_t link_counter;          /* the pulls' link ids */
 	/* the cache's size (evict.c) */
 	bool sizing;                    /* a sizing job runs */
 	int64_t sized_at;               /* when the last one ended */
@@ -145,15 +154,22 @@ int agent_endpoint(void *ud, struct httpd_req *req);
 
 /* The snapshot with this btih, or NULL. */
 struct snap *agent_snap_find(struct agent *a, const char *btih);
-/* Take a snapshot the mirror described (meta, consumed) with its torrent (copied): place the
- * contents the cache holds, add it to the session, and remember it on disk. Returns the snapshot
- * (an existing one if the agent has it already) or NULL with *errmsg. */
+/* Take a snapshot the mirror described (meta, consumed: its "spec" says which was asked for) with
+ * its torrent (copied): place the contents the cache holds, add it to the session, and remember it on
+ * disk. asked: the revision asked for (NULL or "" for none). Returns the snapshot (an existing one if
+ * the agent has its torrent already: the name is added to it) with *name (borrowed from s->names),
+ * or NULL with *errmsg. */
 struct snap *agent_snap_add(struct agent *a, json_t *meta, const unsigned char *torrent, size_t tlen,
-			    char **errmsg);
-/* Link the files of s (found under dir) into the hub caches where names ({"hf_cache", "ms_cache",
- * "ms_hub_cache"}, each optional; only those of the snapshot's hub are used). 0, or an error and
- * *why (malloc'd). */
-int agent_snap_link(struct agent *a, const struct snap *s, json_t *where, const char *dir, char **why);
+			    const char *asked, json_t **name, char **errmsg);
+/* Link the files of s (found under dir) as name (one of s->names) into the hub caches where names
+ * ({"hf_cache", "ms_cache", "ms_hub_cache"}, each optional; only those of the name's hub are used).
+ * 0, or an error and *why (malloc'd). */
+int agent_snap_link(struct agent *a, const struct snap *s, json_t *name, json_t *where, const char *dir, char **why);
+/* The name of s whose commit is commit, or NULL. */
+json_t *agent_snap_name_by_commit(const struct snap *s, const char *commit);
+/* The newest name held of spec (canonical) at revision (a ref, a commit, or NULL: the one a plain
+ * request gets), and its snapshot; NULL when none. */
+json_t *agent_held(struct agent *a, const char *spec, const char *revision, struct snap **s);
 
 /* Once s is verified: make the links pulls asked for (pending_links), to the cache's own files. */
 void agent_link_pending(struct agent *a, struct snap *s);

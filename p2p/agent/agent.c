@@ -10,6 +10,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -46,7 +47,7 @@ void agent_snap_free(struct snap *s)
 	free(s->save);
 	free(s->mounts);
 	free(s->lingering);
-	free(s->link_error);
+	json_decref(s->links_done);
 	for (size_t i = 0; i < s->nweb; i++)
 		free(s->web_seeds[i]);
 	free(s->web_seeds);
@@ -102,21 +103,125 @@ static void remember(struct agent *a, const struct snap *s)
 	free(dir);
 }
 
+static const char *jstr(json_t *o, const char *k)
+{
+	return json_string_value(json_object_get(o, k));
+}
+
+static bool str_eq(const char *a, const char *b)
+{
+	return a && b && !strcmp(a, b);
+}
+
+/* Add the name from describes (its spec, revision and commit), asked for as asked, to s->names, or
+ * bring the one it already has up to date; returns it (borrowed). */
+static json_t *add_name(struct snap *s, json_t *from, const char *asked)
+{
+	const char *spec = jstr(from, "spec"), *rev = jstr(from, "revision"), *commit = jstr(from, "commit");
+	json_t *it, *synced = json_object_get(from, "synced_at");
+	size_t i;
+
+	if (!asked)
+		asked = "";
+	json_array_foreach(s->names, i, it) {
+		if (str_eq(jstr(it, "spec"), spec) && str_eq(jstr(it, "revision"), rev) && str_eq(jstr(it, "commit"), commit)) {
+			/* asked for plainly once: what a plain mount gets offline, whatever was asked since */
+			if (!*asked)
+				json_object_set_new(it, "asked", json_string(""));
+			json_object_set_new(it, "taken_at", json_integer((json_int_t)time(NULL)));
+			if (json_is_integer(synced))
+				json_object_set(it, "synced_at", synced);
+			return it;
+		}
+	}
+	it = json_pack("{s:s?, s:s?, s:s?, s:s, s:I}", "spec", spec, "revision", rev, "commit", commit, "asked", asked,
+		       "taken_at", (json_int_t)time(NULL));
+	if (json_is_integer(synced))
+		json_object_set(it, "synced_at", synced);
+	json_array_append_new(s->names, it);
+	return it;
+}
+
+/* A description from before names were kept: its own spec is its only name (asked plainly when it
+ * is at the hub's default branch). */
+static void names_from_meta(struct snap *s)
+{
+	struct hub_spec sp;
+	const char *asked = NULL;
+
+	if (s->spec && s->revision && !hub_spec_parse(s->spec, &sp)) {
+		if (strcmp(s->revision, hub_default_revision(sp.hub)))
+			asked = s->revision;
+		hub_spec_release(&sp);
+	}
+	add_name(s, s->meta, asked);
+}
+
+json_t *agent_snap_name_by_commit(const struct snap *s, const char *commit)
+{
+	json_t *it;
+	size_t i;
+
+	json_array_foreach(s->names, i, it)
+		if (str_eq(jstr(it, "commit"), commit))
+			return it;
+	return NULL;
+}
+
+json_t *agent_held(struct agent *a, const char *spec, const char *revision, struct snap **out)
+{
+	json_t *best = NULL, *it;
+	struct hub_spec sp;
+	const char *dflt = NULL;
+	size_t k;
+
+	*out = NULL;
+	if (!hub_spec_parse(spec, &sp)) {
+		dflt = hub_default_revision(sp.hub);
+		hub_spec_release(&sp);
+	}
+	for (size_t i = 0; i < a->nsnaps; i++)
+		json_array_foreach(a->snaps[i]->names, k, it) {
+			const char *rev = jstr(it, "revision"), *asked = jstr(it, "asked");
+			bool match;
+			if (!str_eq(jstr(it, "spec"), spec))
+				continue;
+			if (revision && *revision)
+				match = str_eq(rev, revision) || str_eq(jstr(it, "commit"), revision) || str_eq(asked, revision);
+			else /* a plain request: what a plain one got, or the hub's default branch */
+				match = (asked && !*asked) || str_eq(rev, dflt);
+			if (match && (!best || json_integer_value(json_object_get(it, "taken_at")) >=
+					       json_integer_value(json_object_get(best, "taken_at")))) {
+				best = it;
+				*out = a->snaps[i];
+			}
+		}
+	return best;
+}
+
 /* agent_snap_add; whole: the snapshot was verified whole in the cache before (a restart), so it is
  * added in seed mode: no recheck of every file up front, each piece verified when first read or asked
  * for (p2p_session_have_range reads seed-mode pieces back from the file). */
-static struct snap *snap_add(struct agent *a, json_t *meta, const unsigned char *torrent, size_t tlen, bool whole,
-			     char **errmsg)
+static struct snap *snap_add(struct agent *a, json_t *meta, const unsigned char *torrent, size_t tlen, bool recalled,
+			     bool whole, const char *asked, json_t **name, char **errmsg)
 {
 	struct p2p_add add = { 0 };
 	struct snap *s;
 	char btih[41];
+	json_t *nm;
 
 	if (p2p_torrent_info_hash(torrent, tlen, btih, errmsg)) {
 		json_decref(meta);
 		return NULL;
 	}
 	if ((s = agent_snap_find(a, btih))) {
+		/* the same files under another name (a twin, another ref): its own entry, the same bytes */
+		size_t before = json_array_size(s->names);
+		nm = add_name(s, meta, asked);
+		if (name)
+			*name = nm;
+		if (json_array_size(s->names) != before)
+			remember(a, s);
 		json_decref(meta);
 		return s;
 	}
@@ -127,7 +232,16 @@ static struct snap *snap_add(struct agent *a, json_t *meta, const unsigned char 
 	s->revision = json_string_value(json_object_get(meta, "revision"));
 	s->commit = json_string_value(json_object_get(meta, "commit"));
 	s->name = json_string_value(json_object_get(meta, "name"));
+	if (!json_is_array(json_object_get(meta, "names")))
+		json_object_set_new(meta, "names", json_array());
+	s->names = json_object_get(meta, "names");
+	if (recalled && !json_array_size(s->names))
+		names_from_meta(s);
+	nm = recalled ? json_array_get(s->names, 0) : add_name(s, meta, asked);
+	if (name)
+		*name = nm;
 	s->pending_links = json_array();
+	s->links_done = json_object();
 	s->last_used = time(NULL);
 	s->torrent = xmalloc(tlen);
 	memcpy(s->torrent, torrent, tlen);
@@ -167,9 +281,9 @@ static struct snap *snap_add(struct agent *a, json_t *meta, const unsigned char 
 }
 
 struct snap *agent_snap_add(struct agent *a, json_t *meta, const unsigned char *torrent, size_t tlen,
-			    char **errmsg)
+			    const char *asked, json_t **name, char **errmsg)
 {
-	return snap_add(a, meta, torrent, tlen, false, errmsg);
+	return snap_add(a, meta, torrent, tlen, false, false, asked, name, errmsg);
 }
 
 /* Take back the snapshots an earlier run held (their bytes are in the cache). */
@@ -188,8 +302,8 @@ static void recall(struct agent *a)
 			char *tor = NULL;
 			size_t tlen = 0;
 			if (meta && !path_read_file(tp, 128 << 20, &tor, &tlen) &&
-			    !snap_add(a, meta, (const unsigned char *)tor, tlen,
-				      json_is_true(json_object_get(meta, "verified")), &err))
+			    !snap_add(a, meta, (const unsigned char *)tor, tlen, true,
+				      json_is_true(json_object_get(meta, "verified")), NULL, NULL, &err))
 				fprintf(stderr, "hubmirror agent: cannot take back %.40s: %s\n", nm, err ? err : "?");
 			else if (!meta)
 				fprintf(stderr, "hubmirror agent: %s is unreadable: skipped\n", mp);
@@ -204,8 +318,9 @@ static void recall(struct agent *a)
 	free(dir);
 }
 
-int agent_snap_link(struct agent *a, const struct snap *s, json_t *where, const char *dir, char **why)
+int agent_snap_link(struct agent *a, const struct snap *s, json_t *name, json_t *where, const char *dir, char **why)
 {
+	const char *nspec = jstr(name, "spec"), *rev = jstr(name, "revision"), *commit = jstr(name, "commit");
 	const char *hf = json_string_value(json_object_get(where, "hf_cache"));
 	const char *ms = json_string_value(json_object_get(where, "ms_cache"));
 	const char *msh = json_string_value(json_object_get(where, "ms_hub_cache"));
@@ -214,7 +329,7 @@ int agent_snap_link(struct agent *a, const struct snap *s, json_t *where, const 
 	const char **paths;
 	int r = 0;
 
-	if (!s->spec || hub_spec_parse(s->spec, &spec)) {
+	if (!nspec || !rev || !commit || hub_spec_parse(nspec, &spec)) {
 		*why = xstrdup("the snapshot has no usable spec");
 		return HM_ERR_BAD_SPEC;
 	}
@@ -227,11 +342,9 @@ int agent_snap_link(struct agent *a, const struct snap *s, json_t *where, const 
 	for (size_t i = 0; i < files.n; i++)
 		paths[i] = files.v[i].path;
 	if (hf && spec.hub == HUB_HF)
-		r = hub_cache_link_hf(hf, hub_type_name(spec.type), spec.name, s->revision, s->commit, dir, paths, files.n,
-				      why);
+		r = hub_cache_link_hf(hf, hub_type_name(spec.type), spec.name, rev, commit, dir, paths, files.n, why);
 	else if (ms && spec.hub == HUB_MS)
-		r = hub_cache_link_ms(ms, msh, hub_type_name(spec.type), spec.name, s->revision, s->commit, dir, paths,
-				      files.n, why);
+		r = hub_cache_link_ms(ms, msh, hub_type_name(spec.type), spec.name, rev, commit, dir, paths, files.n, why);
 	free(paths);
 	p2p_file_list_release(&files);
 	hub_spec_release(&spec);
@@ -276,14 +389,30 @@ void agent_link_pending(struct agent *a, struct snap *s)
 	size_t i;
 
 	json_array_foreach(s->pending_links, i, it) {
-		char *why = NULL;
-		if (agent_snap_link(a, s, it, dir, &why)) {
-			free(s->link_error);
-			s->link_error = why ? why : xstrdup("cannot link into the hub cache");
-			fprintf(stderr, "hubmirror agent: %s: %s\n", s->spec, s->link_error);
+		char *why = NULL, id[32];
+		json_t *name = json_object_get(it, "name");
+		snprintf(id, sizeof(id), "%" PRId64, (int64_t)json_integer_value(json_object_get(it, "id")));
+		/* each pull's outcome is its own: a bad hub cache path fails that pull, not the next */
+		if (agent_snap_link(a, s, name, it, dir, &why)) {
+			if (!why)
+				why = xstrdup("cannot link into the hub cache");
+			fprintf(stderr, "hubmirror agent: %s: %s\n", jstr(name, "spec"), why);
+			json_object_set_new(s->links_done, id, json_string(why));
+		} else {
+			json_object_set_new(s->links_done, id, json_null());
 		}
+		free(why);
 	}
 	json_array_clear(s->pending_links);
+	/* a snapshot pulled again and again keeps the last outcomes only */
+	while (json_object_size(s->links_done) > 256) {
+		const char *k, *oldest = NULL;
+		json_t *v;
+		json_object_foreach(s->links_done, k, v)
+			if (!oldest || strtoll(k, NULL, 10) < strtoll(oldest, NULL, 10))
+				oldest = k;
+		json_object_del(s->links_done, oldest);
+	}
 	free(dir);
 }
 

@@ -81,7 +81,8 @@ static int64_t have_bytes(const struct snap *s, const struct p2p_torrent_status 
 	return have < st->total_wanted ? have : st->total_wanted;
 }
 
-static json_t *snap_json(struct agent *a, const struct snap *s)
+/* One entry of status: snapshot s as name (one of s->names). */
+static json_t *snap_json(struct agent *a, const struct snap *s, json_t *name)
 {
 	struct p2p_torrent_status st = { 0 };
 	json_t *mounts = json_array(), *j;
@@ -89,20 +90,23 @@ static json_t *snap_json(struct agent *a, const struct snap *s)
 	bool ok = !p2p_session_torrent_status(a->ses, s->btih, &st);
 
 	for (size_t k = 0; k < s->nmounts; k++)
-		json_array_append_new(mounts, json_string(s->mounts[k].dir));
-	j = json_pack("{s:s?, s:s?, s:s?, s:s, s:I, s:I, s:b, s:b, s:b, s:I, s:o, s:i, s:I, s:I, s:s?}",
-			 "spec", s->spec, "revision", s->revision, "commit", s->commit, "btih", s->btih,
-			 "bytes_have", (json_int_t)(ok ? have_bytes(s, &st) : 0),
-			 "bytes_total", (json_int_t)(ok ? st.total_wanted : 0), "complete", ok && (st.seeding || st.seed_mode),
-			 "verified", s->verified && !json_array_size(s->pending_links), "pinned", s->pinned,
-			 "last_used", (json_int_t)s->last_used, "mounts", mounts, "peers", ok ? st.peers : 0,
-			 "uploaded", (json_int_t)(ok ? st.uploaded : 0), "downloaded", (json_int_t)(ok ? st.downloaded : 0),
-			 "error", s->link_error);
+		if (s->mounts[k].name == name)
+			json_array_append_new(mounts, json_string(s->mounts[k].dir));
+	j = json_pack("{s:O?, s:O?, s:O?, s:O?, s:s, s:I, s:I, s:b, s:b, s:b, s:I, s:o, s:i, s:I, s:I}",
+		      "spec", json_object_get(name, "spec"), "revision", json_object_get(name, "revision"),
+		      "commit", json_object_get(name, "commit"), "synced_at", json_object_get(name, "synced_at"),
+		      "btih", s->btih, "bytes_have", (json_int_t)(ok ? have_bytes(s, &st) : 0),
+		      "bytes_total", (json_int_t)(ok ? st.total_wanted : 0), "complete", ok && (st.seeding || st.seed_mode),
+		      "verified", s->verified && !json_array_size(s->pending_links), "pinned", s->pinned,
+		      "last_used", (json_int_t)s->last_used, "mounts", mounts, "peers", ok ? st.peers : 0,
+		      "uploaded", (json_int_t)(ok ? st.uploaded : 0), "downloaded", (json_int_t)(ok ? st.downloaded : 0));
 	if (ok && st.error) {
 		char *w = error_words(a, &st);
 		json_object_set_new(j, "error", json_string(w));
 		free(w);
 	}
+	/* each pull's hub cache links, by the id its answer gave: null (made) or why they failed */
+	json_object_set_new(j, "links", json_deep_copy(s->links_done));
 	json_object_set_new(j, "path", json_string(path));
 	/* pieces the HTTP fill fetched from the mirror while alone (fill.c), in downloaded too */
 	json_object_set_new(j, "fetched_over_http", json_integer(s->fill_bytes));
@@ -120,8 +124,12 @@ static int do_status(struct agent *a, struct httpd_req *req)
 	struct p2p_session_status ss = { 0 };
 	int64_t up = 0, down = 0;
 
-	for (size_t i = 0; i < a->nsnaps; i++)
-		json_array_append_new(snaps, snap_json(a, a->snaps[i]));
+	for (size_t i = 0; i < a->nsnaps; i++) {
+		json_t *nm;
+		size_t k;
+		json_array_foreach(a->snaps[i]->names, k, nm)
+			json_array_append_new(snaps, snap_json(a, a->snaps[i], nm));
+	}
 	p2p_session_status(a->ses, &ss);
 	p2p_session_totals(a->ses, &up, &down);
 	answer(req, 200, json_pack("{s:i, s:i, s:s, s:s?, s:s, s:I, s:I, s:i, s:I, s:I, s:I, s:o}", "pid", (int)getpid(),
@@ -257,14 +265,25 @@ static struct agent_mount *mount_at(struct agent *a, const char *dir, struct sna
 	return NULL;
 }
 
-/* Mount snapshot s on dir and link it; answers the request. */
-static int mount_snap(struct agent *a, struct httpd_req *req, struct snap *s, const struct hub_spec *spec,
-		      json_t *body, const char *dir)
+/* What the answer of a mount or pull says of the snapshot held that the mirror could not be asked
+ * for: "offline" (why), and "offline_using" (the name used: revision, commit, when synced). */
+static void offline_answer(json_t *ans, json_t *body)
+{
+	if (json_object_get(body, "offline")) {
+		json_object_set(ans, "offline", json_object_get(body, "offline"));
+		json_object_set(ans, "offline_using", json_object_get(body, "offline_using"));
+	}
+}
+
+/* Mount snapshot s (as name) on dir and link it; answers the request. */
+static int mount_snap(struct agent *a, struct httpd_req *req, struct snap *s, json_t *name,
+		      const struct hub_spec *spec, json_t *body, const char *dir)
 {
 	struct p2p_mount_config mc = { .ses = a->ses, .btih = s->btih, .dir = dir,
 				       .read_timeout_s = a->cfg->read_timeout_s };
 	struct p2p_mount *m = NULL;
 	char *err = NULL;
+	json_t *ans;
 	int r;
 
 	if ((r = path_mkdirs(dir, 0755)) != 0)
@@ -277,8 +296,9 @@ static int mount_snap(struct agent *a, struct httpd_req *req, struct snap *s, co
 	s->mounts = xreallocarray(s->mounts, s->nmounts + 1, sizeof(*s->mounts));
 	s->mounts[s->nmounts].dir = xstrdup(dir);
 	s->mounts[s->nmounts].m = m;
+	s->mounts[s->nmounts].name = name;
 	s->nmounts++;
-	if (agent_snap_link(a, s, body, dir, &err)) {
+	if (agent_snap_link(a, s, name, body, dir, &err)) {
 		bool in_use;
 		fail(req, 500, "%s", err ? err : "cannot link the files into the hub cache");
 		free(err);
@@ -289,70 +309,64 @@ static int mount_snap(struct agent *a, struct httpd_req *req, struct snap *s, co
 		}
 		return 0;
 	}
-	answer(req, 200, json_pack("{s:s, s:s, s:s, s:s, s:s, s:i, s:s?, s:s?, s:s?}", "spec", s->spec, "revision",
-				   s->revision, "commit", s->commit, "btih", s->btih, "dir", dir, "pid", (int)getpid(),
-				   "offline", json_string_value(json_object_get(body, "offline")),
-				   "hf_cache", spec->hub == HUB_HF ? json_string_value(json_object_get(body, "hf_cache")) : NULL,
-				   "ms_cache", spec->hub == HUB_MS ? json_string_value(json_object_get(body, "ms_cache")) : NULL));
+	ans = json_pack("{s:O, s:O, s:O, s:s, s:s, s:i, s:s?, s:s?}", "spec", json_object_get(name, "spec"), "revision",
+			json_object_get(name, "revision"), "commit", json_object_get(name, "commit"), "btih", s->btih,
+			"dir", dir, "pid", (int)getpid(),
+			"hf_cache", spec->hub == HUB_HF ? json_string_value(json_object_get(body, "hf_cache")) : NULL,
+			"ms_cache", spec->hub == HUB_MS ? json_string_value(json_object_get(body, "ms_cache")) : NULL);
+	offline_answer(ans, body);
+	answer(req, 200, ans);
 	return 0;
 }
 
-/* The newest snapshot held of spec (at its revision, a ref or a commit, if it names one): what a mount
- * gets when the mirror cannot be reached. */
-static struct snap *held(struct agent *a, const struct hub_spec *spec)
-{
-	char *canon = hub_spec_format(spec, 0);
-	struct snap *best = NULL;
-
-	for (size_t i = 0; i < a->nsnaps; i++) {
-		struct snap *s = a->snaps[i];
-		if (s->spec && !strcmp(s->spec, canon) &&
-		    (!spec->revision || (s->revision && !strcmp(s->revision, spec->revision)) ||
-		     (s->commit && !strcmp(s->commit, spec->revision))))
-			best = s; /* later in the list: taken later */
-	}
-	free(canon);
-	return best;
-}
-
 /* The snapshot a mount or pull of spec gets: the mirror's current one (taken into the session), or
- * when the mirror cannot be reached the newest one held (body's "offline" then says why). NULL after
- * answering the request with the error. */
-static struct snap *resolve(struct agent *a, struct httpd_req *req, const struct hub_spec *spec, json_t *body)
+ * when the mirror cannot be reached the newest one held of the same revision (body's "offline" then
+ * says why, "offline_using" which). NULL after answering the request with the error; else s with
+ * *name (borrowed from s->names). */
+static struct snap *resolve(struct agent *a, struct httpd_req *req, const struct hub_spec *spec, json_t *body,
+			    json_t **name)
 {
 	const char *sp = json_string_value(json_object_get(body, "spec"));
 	const char *mirror = json_string_value(json_object_get(body, "mirror"));
 	const char *token = json_string_value(json_object_get(body, "token"));
+	char *canon = hub_spec_format(spec, 0);
 	struct snap *s = NULL;
 	json_t *meta = NULL;
 	char *tor = NULL, *why = NULL;
 	size_t tlen = 0;
 	int st;
 
+	*name = NULL;
 	if (!mirror)
 		mirror = a->cfg->mirror;
 	if (!mirror) {
 		fail(req, 400, "which mirror? this agent has none: give one");
+		free(canon);
 		return NULL;
 	}
 	st = agent_fetch_snapshot(mirror, token, spec, &meta, &tor, &tlen, &why);
-	if (st == 502 && (s = held(a, spec))) {
-		/* the mirror is down or broken: what this instance has still serves */
-		fprintf(stderr, "hubmirror agent: %s: %s; using the snapshot held (%.12s)\n", sp, why, s->commit);
+	if (st == 502 && (*name = agent_held(a, canon, spec->revision, &s))) {
+		/* the mirror is down or broken: what this instance has of that revision still serves */
+		fprintf(stderr, "hubmirror agent: %s: %s; using the snapshot held (%s @ %.12s)\n", sp, why,
+			json_string_value(json_object_get(*name, "revision")),
+			json_string_value(json_object_get(*name, "commit")));
 		json_object_set_new(body, "offline", json_string(why));
+		json_object_set_new(body, "offline_using",
+				    json_pack("{s:O?, s:O?, s:O?, s:O?}", "revision", json_object_get(*name, "revision"),
+					      "commit", json_object_get(*name, "commit"), "synced_at",
+					      json_object_get(*name, "synced_at"), "taken_at", json_object_get(*name, "taken_at")));
 	} else if (st) {
 		fail(req, st, "%s on %s: %s", sp, mirror, why);
 	} else {
-		char *canon = hub_spec_format(spec, 0);
 		json_object_set_new(meta, "spec", json_string(canon));
-		free(canon);
-		s = agent_snap_add(a, json_incref(meta), (const unsigned char *)tor, tlen, &why);
+		s = agent_snap_add(a, json_incref(meta), (const unsigned char *)tor, tlen, spec->revision, name, &why);
 		if (!s)
 			fail(req, 502, "cannot take the snapshot's torrent: %s", why ? why : "?");
 	}
 	json_decref(meta);
 	free(tor);
 	free(why);
+	free(canon);
 	if (s)
 		agent_snap_used(a, s);
 	return s;
@@ -380,6 +394,7 @@ static int do_mount(struct agent *a, struct httpd_req *req, json_t *body)
 	const char *dir = json_string_value(json_object_get(body, "dir"));
 	struct hub_spec spec;
 	struct snap *s;
+	json_t *name;
 
 	if (body_spec(req, body, &spec))
 		return 0;
@@ -387,31 +402,37 @@ static int do_mount(struct agent *a, struct httpd_req *req, json_t *body)
 		fail(req, 400, "the folder must be an absolute path");
 	else if (mount_at(a, dir, NULL))
 		fail(req, 409, "%s is mounted already (hubmirror umount %s)", dir, dir);
-	else if ((s = resolve(a, req, &spec, body)))
-		mount_snap(a, req, s, &spec, body, dir);
+	else if ((s = resolve(a, req, &spec, body, &name)))
+		mount_snap(a, req, s, name, &spec, body, dir);
 	hub_spec_release(&spec);
 	return 0;
 }
 
-/* Fetch the snapshot whole into the cache (no FUSE), linked into the hub caches once verified. */
+/* Fetch the snapshot whole into the cache (no FUSE), linked into the hub caches once verified: the
+ * answer's "link" is the id under which status's "links" gives this pull's outcome. */
 static int do_pull(struct agent *a, struct httpd_req *req, json_t *body)
 {
 	struct hub_spec spec;
 	struct snap *s;
-	json_t *where;
+	json_t *where, *name, *ans;
+	uint64_t id;
 
 	if (body_spec(req, body, &spec))
 		return 0;
-	if ((s = resolve(a, req, &spec, body))) {
+	if ((s = resolve(a, req, &spec, body, &name))) {
 		s->pinned |= json_is_true(json_object_get(body, "pin"));
-		where = json_pack("{s:O?, s:O?, s:O?}", "hf_cache", json_object_get(body, "hf_cache"), "ms_cache",
-				  json_object_get(body, "ms_cache"), "ms_hub_cache", json_object_get(body, "ms_hub_cache"));
+		id = ++a->link_counter;
+		where = json_pack("{s:O?, s:O?, s:O?, s:O, s:I}", "hf_cache", json_object_get(body, "hf_cache"), "ms_cache",
+				  json_object_get(body, "ms_cache"), "ms_hub_cache", json_object_get(body, "ms_hub_cache"),
+				  "name", name, "id", (json_int_t)id);
 		json_array_append_new(s->pending_links, where);
+		ans = json_pack("{s:O, s:O, s:O, s:s, s:I, s:i}", "spec", json_object_get(name, "spec"), "revision",
+				json_object_get(name, "revision"), "commit", json_object_get(name, "commit"), "btih", s->btih,
+				"link", (json_int_t)id, "pid", (int)getpid());
+		offline_answer(ans, body);
 		if (s->verified)
 			agent_link_pending(a, s); /* held whole already */
-		answer(req, 200, json_pack("{s:s, s:s, s:s, s:s, s:s?, s:i}", "spec", s->spec, "revision", s->revision,
-					   "commit", s->commit, "btih", s->btih, "offline",
-					   json_string_value(json_object_get(body, "offline")), "pid", (int)getpid()));
+		answer(req, 200, ans);
 	}
 	hub_spec_release(&spec);
 	return 0;

@@ -470,7 +470,7 @@ static void start_file(struct ep *e, struct httpd_req *r, struct snap *s)
 static struct snap *held_commit(struct agent *a, const char *commit)
 {
 	for (size_t i = 0; commit && i < a->nsnaps; i++)
-		if (a->snaps[i]->commit && !strcmp(a->snaps[i]->commit, commit))
+		if (agent_snap_name_by_commit(a->snaps[i], commit))
 			return a->snaps[i];
 	return NULL;
 }
@@ -490,7 +490,8 @@ static void snapshot_taken(void *job, struct httpd_req *r)
 		canon = hub_spec_format(&e->spec, 0);
 		json_object_set_new(e->meta, "spec", json_string(canon));
 		free(canon);
-		s = agent_snap_add(e->a, json_incref(e->meta), (const unsigned char *)e->tor, e->tlen, &why);
+		s = agent_snap_add(e->a, json_incref(e->meta), (const unsigned char *)e->tor, e->tlen, e->spec.revision,
+				   NULL, &why);
 	}
 	if (!s) {
 		fail(r, 502, why ? why : e->why ? e->why : "cannot take the snapshot");

@@ -115,7 +115,7 @@ static void preheat_done(uv_work_t *w, int status)
 				json_string_value(json_object_get(p->found[i].meta, "spec")),
 				json_string_value(json_object_get(p->found[i].meta, "commit")));
 			if (!agent_snap_add(a, json_incref(p->found[i].meta), (const unsigned char *)p->found[i].tor,
-					    p->found[i].tlen, &why))
+					    p->found[i].tlen, NULL, NULL, &why))
 				fprintf(stderr, "hubmirror agent: preheat: %s\n", why ? why : "cannot take the snapshot");
 		}
 		free(why);
@@ -138,9 +138,13 @@ void agent_preheat_tick(struct agent *a)
 	p = xcalloc(1, sizeof(*p));
 	p->a = a;
 	p->held = json_array();
-	for (size_t i = 0; i < a->nsnaps; i++)
-		if (a->snaps[i]->commit)
-			json_array_append_new(p->held, json_string(a->snaps[i]->commit));
+	for (size_t i = 0; i < a->nsnaps; i++) {
+		json_t *nm;
+		size_t k;
+		json_array_foreach(a->snaps[i]->names, k, nm)
+			if (json_string_value(json_object_get(nm, "commit")))
+				json_array_append(p->held, json_object_get(nm, "commit"));
+	}
 	p->w.data = p;
 	a->preheating = true;
 	uv_queue_work(&a->loop, &p->w, preheat_work, preheat_done);
