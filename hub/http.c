@@ -825,6 +825,18 @@ static size_t header_line(char *data, size_t size, size_t n, void *ud)
 	return len;
 }
 
+/* libcurl's progress callback for hub_http_call: non-zero ends the transfer (c->cancel set). */
+static int cancelled(void *ud, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal, curl_off_t ulnow)
+{
+	const struct hub_http_call *c = ud;
+
+	(void)dltotal;
+	(void)dlnow;
+	(void)ultotal;
+	(void)ulnow;
+	return atomic_load(c->cancel) ? 1 : 0;
+}
+
 int hub_http_call_blocking(const struct hub_http_call *c, char **body, size_t *len, long *status, char **errmsg)
 {
 	CURL *e = curl_easy_init();
@@ -867,8 +879,17 @@ int hub_http_call_blocking(const struct hub_http_call *c, char **body, size_t *l
 	curl_easy_setopt(e, CURLOPT_URL, c->url);
 	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
-	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
+	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, c->connect_timeout_ms > 0 ? c->connect_timeout_ms : 10000L);
 	curl_easy_setopt(e, CURLOPT_TIMEOUT, c->timeout_s > 0 ? c->timeout_s : 120L);
+	if (c->stall_s > 0) {
+		curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1L);
+		curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, c->stall_s);
+	}
+	if (c->cancel) {
+		curl_easy_setopt(e, CURLOPT_XFERINFOFUNCTION, cancelled);
+		curl_easy_setopt(e, CURLOPT_XFERINFODATA, c);
+		curl_easy_setopt(e, CURLOPT_NOPROGRESS, 0L);
+	}
 	curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "");
 	curl_easy_setopt(e, CURLOPT_USERAGENT, "hubmirror/" HUBMIRROR_VERSION);
 	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, sink_write);

@@ -13,6 +13,7 @@
 #ifndef HM_HUB_HTTP_H
 #define HM_HUB_HTTP_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -131,6 +132,10 @@ struct hub_http_call {
 	const char *body;           /* NULL: GET; else POST with Content-Type application/json */
 	size_t max;                 /* the most body bytes taken */
 	long timeout_s;
+	long connect_timeout_ms;    /* 0: 10 s */
+	long stall_s;               /* fail when no byte came for this long (a server that accepts and
+				     * never answers); 0: only timeout_s bounds the wait */
+	const atomic_bool *cancel;  /* when it turns true the transfer ends within a second; may be NULL */
 	/* for a proxy (the agent's local endpoint): */
 	const char *method;         /* "HEAD", "POST", ...; NULL: GET, or POST with a body */
 	size_t body_len;            /* 0: strlen(body) */

@@ -12,6 +12,7 @@
 #include <fcntl.h>
 #include <fuse.h>
 #include <fuse_lowlevel.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -441,6 +442,19 @@ bool p2p_mount_release(struct p2p_mount **pm)
 	mnt_free(m);
 	*pm = NULL;
 	return true;
+}
+
+bool p2p_mount_connected(const struct p2p_mount *pm)
+{
+	const struct mnt *m = (const struct mnt *)pm;
+	struct pollfd pfd = { .fd = -1 };
+
+	if (m->gone)
+		return false;
+	/* the kernel ends the connection as the last mount of it goes (the superblock is destroyed
+	 * before the unmount returns): /dev/fuse then polls POLLERR, before the loop has noticed */
+	pfd.fd = fuse_session_fd(fuse_get_session(m->f));
+	return !(poll(&pfd, 1, 0) == 1 && (pfd.revents & (POLLERR | POLLNVAL)));
 }
 
 void p2p_mount_close(struct p2p_mount *pm)

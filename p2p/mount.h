@@ -45,6 +45,11 @@ const char *p2p_mount_dir(const struct p2p_mount *m);
  */
 int p2p_mount_detach(struct p2p_mount *m, char **errmsg);
 
+/* Does the kernel's connection of the mount still serve somebody (a mount of it in some namespace, or
+ * a file open in one)? Asked right after p2p_mount_detach, false means it ended with the detach. Never
+ * blocks. */
+bool p2p_mount_connected(const struct p2p_mount *m);
+
 /* Free a mount whose loop has ended (p2p_mount_gone): true and *m NULL. false while it still
  * serves somebody (ask again later). Never blocks. */
 bool p2p_mount_release(struct p2p_mount **m);

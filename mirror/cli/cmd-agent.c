@@ -149,6 +149,7 @@ int cmd_agent(int argc, char **argv)
 		CLI_BOOL("preheat", &preheat),
 		CLI_INT("preheat-every", &cfg.preheat_every_s, 1, 86400),
 		CLI_BOOL("no-fill", &cfg.no_fill),
+		CLI_INT("mirror-timeout", &cfg.mirror_timeout_s, 1, 3600),
 		CLI_BOOL("foreground", &foreground),
 		CLI_BOOL("stop", &stop),
 		CLI_END,

@@ -126,7 +126,7 @@ const struct cli_command cli_commands[] = {
 	{ "agent", cmd_agent,
 	  "agent [--mirror URL] [--cache DIR] [--cache-size SIZE] [--socket PATH] [--listen ADDR]\n"
 	  "      [--upload-limit RATE] [--http HOST:PORT] [--preheat [--preheat-every S]]\n"
-	  "      [--no-fill] [--foreground]\n"
+	  "      [--no-fill] [--mirror-timeout S] [--foreground]\n"
 	  "       hubmirror agent --stop [--socket PATH]",
 	  "run the instance agent: one process for every mount, the swarm session and the cache",
 	  "The agent holds every mount of this machine in one long-lived process with one BitTorrent\n"
@@ -149,8 +149,11 @@ const struct cli_command cli_commands[] = {
 	  "                      asking every 300 s or --preheat-every S\n"
 	  "  --no-fill           take what only the mirror has from its BitTorrent seed and web seed\n"
 	  "                      instead of over HTTP ranges from its store\n"
+	  "  --mirror-timeout S  a mirror that sends nothing for S seconds (default 20) is given up and\n"
+	  "                      the next one asked; with none left, a held snapshot is used\n"
 	  "  --foreground        stay in the foreground (for systemd)\n"
-	  "  --stop              ask the running agent to unmount everything and end\n" },
+	  "  --stop              ask the running agent to unmount everything and end; returns once it\n"
+	  "                      has (SIGHUP is ignored)\n" },
 	{ "mount", cmd_mount,
 	  "mount [--mirror URL] [--cache DIR] [--hf-cache DIR | --no-hf-cache] [--ms-cache DIR | --no-ms-cache]\n"
 	  "      [--listen ADDR] [--socket PATH] SPEC[@REV] [DIR]",

@@ -143,12 +143,15 @@ void agent_fill_soon(struct agent *a);
 /* agent --preheat: from the tick, when due, fetch what the mirror marks to preheat (preheat.c). */
 void agent_preheat_tick(struct agent *a);
 
-/* Ask mirror (with token, may be NULL) for spec's snapshot: the description (commit, ref, name,
- * files with sha256; *meta, a new reference) and the torrent of that commit (*tor, malloc'd). Blocking:
- * from a worker, or from a control call. 0, or an HTTP status for the client with *why (malloc'd). */
+/* Ask the mirrors (a comma list, in turn; with token, may be NULL) for spec's snapshot: the
+ * description (commit, ref, name, files with sha256; *meta, a new reference) and the torrent of that
+ * commit (*tor, malloc'd). Blocking (ask.c): from a worker only. 0, or an HTTP status for the client
+ * with *why (malloc'd). */
 struct hub_spec;
-int agent_fetch_snapshot(const char *mirror, const char *token, const struct hub_spec *spec, json_t **meta,
-			 char **tor, size_t *tlen, char **why);
+int agent_fetch_snapshot(struct agent *a, const char *mirrors, const char *token, const struct hub_spec *spec,
+			 json_t **meta, char **tor, size_t *tlen, char **why);
+/* How long a mirror may send nothing before the next one is asked (--mirror-timeout; 20 s). */
+long agent_mirror_stall_s(const struct agent *a);
 /* The handler of the local hub endpoint (endpoint.c). */
 int agent_endpoint(void *ud, struct httpd_req *req);
 

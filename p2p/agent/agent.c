@@ -540,12 +540,11 @@ int agent_mount_detach(struct agent *a, struct snap *s, size_t k, bool *in_use, 
 	free(s->mounts[k].dir);
 	s->mounts[k] = s->mounts[--s->nmounts];
 	/* With nobody left on it the kernel ends the connection as the detach returns, and the mount's
-	 * loop a moment later: look for 200 ms at most (this is the agent's loop), else it lingers */
-	for (int i = 0; i < 40 && !p2p_mount_gone(m); i++)
-		usleep(5 * 1000);
+	 * loop a moment later: it lingers until then (the tick frees it), in use or not, and nothing here
+	 * waits for it */
+	*in_use = p2p_mount_connected(m);
 	if (p2p_mount_release(&m))
 		return 0;
-	*in_use = true;
 	s->lingering = xreallocarray(s->lingering, s->nlingering + 1, sizeof(*s->lingering));
 	s->lingering[s->nlingering++] = m;
 	return 0;
@@ -673,6 +672,7 @@ static int start(struct agent *a, char **errmsg)
 	listen = xasprintf("unix:%s", a->cfg->socket_path);
 	hc.listen = listen;
 	hc.max_connections = 256;
+	hc.max_workers = 16; /* mounts and pulls asking the mirrors (a silent one holds a worker) */
 	umask(077);
 	r = httpd_new(&a->loop, &hc, &a->ctl);
 	umask(022);

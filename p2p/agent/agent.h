@@ -38,6 +38,8 @@ struct agent_config {
 	int preheat_every_s;            /* fetch what the mirror marks to preheat, this often; 0: never */
 	bool no_fill;                   /* take the mirror's pieces over BitTorrent (its seed, then its web
 					 * seed) rather than over HTTP ranges (fill.c) */
+	int mirror_timeout_s;           /* a mirror that sends nothing this long is given up for the next
+					 * (metadata, torrents, the endpoint's questions); 0: 20 */
 };
 
 /*

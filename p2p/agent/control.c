@@ -1,9 +1,11 @@
 /*
  * control.c - the agent's control API on its unix socket (the routes are listed in agent.h).
  *
- * A mount is answered on the loop, blocking it while the mirror is asked for the snapshot and the
- * FUSE mount is made (tens of milliseconds on a LAN): the socket's clients are the instance's own
- * commands, and reads of mounted files never touch this loop (they run on FUSE's threads).
+ * Nothing here waits on the loop for anything another party controls: a mount or pull asks the mirror
+ * on a worker (httpd_defer, ask.c) and is answered when it has its answer; umount detaches lazily and
+ * never joins a FUSE thread (docs/agent.md, "Containers beside the agent"). What runs on the loop is
+ * the agent's own bookkeeping and the FUSE mount itself; reads of mounted files never touch this loop
+ * (they run on FUSE's threads).
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -81,6 +83,16 @@ static int64_t have_bytes(const struct snap *s, const struct p2p_torrent_status 
 	return have < st->total_wanted ? have : st->total_wanted;
 }
 
+/* Mounts of s that umount detached and still serve somebody. */
+static size_t lingering_in_use(const struct snap *s)
+{
+	size_t n = 0;
+
+	for (size_t k = 0; k < s->nlingering; k++)
+		n += p2p_mount_connected(s->lingering[k]);
+	return n;
+}
+
 /* One entry of status: snapshot s as name (one of s->names). */
 static json_t *snap_json(struct agent *a, const struct snap *s, json_t *name)
 {
@@ -111,7 +123,7 @@ static json_t *snap_json(struct agent *a, const struct snap *s, json_t *name)
 	/* pieces the HTTP fill fetched from the mirror while alone (fill.c), in downloaded too */
 	json_object_set_new(j, "fetched_over_http", json_integer(s->fill_bytes));
 	/* mounts umount detached that still serve open files or another namespace's copy */
-	json_object_set_new(j, "detached_in_use", json_integer((json_int_t)s->nlingering));
+	json_object_set_new(j, "detached_in_use", json_integer((json_int_t)lingering_in_use(s)));
 	/* taken back whole after a restart: its pieces are verified as they are read, not all up front */
 	json_object_set_new(j, "checked_lazily", json_boolean(ok && st.seed_mode));
 	free(path);
@@ -142,116 +154,6 @@ static int do_status(struct agent *a, struct httpd_req *req)
 }
 
 /* ---- mount --------------------------------------------------------------------------------------- */
-
-/* GET mirror + path; 0 with the body, or an HTTP status for the client with *why (malloc'd). */
-static int mirror_get(const char *mirror, const char *path, const char *token, char **body, size_t *len,
-		      char **why)
-{
-	char *url = xasprintf("%s%s", mirror, path), *err = NULL;
-	long status = 0;
-	int r;
-
-	r = hub_http_get_blocking(url, token, 128 << 20, body, len, &status, &err);
-	free(url);
-	if (r) {
-		*why = xasprintf("cannot reach the mirror at %s: %s", mirror, err ? err : err_str(r));
-		free(err);
-		return 502;
-	}
-	if (status != 200) {
-		json_t *j = json_loadb(*body, *len, 0, NULL);
-		const char *e = json_string_value(json_object_get(j, "error"));
-		*why = xstrdup(e ? e : "unexpected answer");
-		json_decref(j);
-		free(*body);
-		*body = NULL;
-		/* 503: a snapshot the mirror fetched on demand is being completed; the client asks again */
-		return status == 404 || status == 401 || status == 403 || status == 503 ? (int)status : 502;
-	}
-	return 0;
-}
-
-char *agent_mirror_at(const char *list, size_t i)
-{
-	const char *p = list;
-	size_t k = 0;
-
-	/* empty entries ("A,,B", a trailing comma) are skipped, not the end of the list */
-	while (p && *p) {
-		const char *end = strchr(p, ',');
-		size_t n = end ? (size_t)(end - p) : strlen(p);
-		while (n && *p == ' ') {
-			p++;
-			n--;
-		}
-		while (n && (p[n - 1] == ' ' || p[n - 1] == '/'))
-			n--;
-		if (n && k++ == i)
-			return xstrndup(p, n);
-		p = end ? end + 1 : NULL;
-	}
-	return NULL;
-}
-
-static int fetch_snapshot_one(const char *mirror, const char *token, const struct hub_spec *spec, json_t **meta,
-			      char **tor, size_t *tlen, char **why);
-
-int agent_fetch_snapshot(const char *mirrors, const char *token, const struct hub_spec *spec, json_t **meta,
-			 char **tor, size_t *tlen, char **why)
-{
-	char *m;
-	int st = 502;
-
-	/* several mirrors of one deployment (a comma list): the first that answers; one that cannot be
-	 * reached, or answers nonsense, passes the question to the next */
-	for (size_t i = 0; (m = agent_mirror_at(mirrors, i)) != NULL; i++) {
-		if (i) {
-			free(*why);
-			*why = NULL;
-		}
-		st = fetch_snapshot_one(m, token, spec, meta, tor, tlen, why);
-		free(m);
-		if (st != 502)
-			break;
-		json_decref(*meta);
-		*meta = NULL;
-	}
-	if (st == 502 && !*why)
-		*why = xstrdup("no mirror given");
-	return st;
-}
-
-static int fetch_snapshot_one(const char *mirror, const char *token, const struct hub_spec *spec, json_t **meta,
-			      char **tor, size_t *tlen, char **why)
-{
-	char *q = spec->revision ? hub_url_escape(spec->revision, false) : NULL, *body = NULL, *path;
-	const char *rev, *commit;
-	size_t len = 0;
-	int st;
-
-	path = xasprintf("/api/p2p/torrent/%s/%s/%s?meta=1%s%s", hub_kind_name(spec->hub), hub_type_name(spec->type),
-			 spec->name, q ? "&rev=" : "", q ? q : "");
-	st = mirror_get(mirror, path, token, &body, &len, why);
-	free(path);
-	free(q);
-	if (st)
-		return st;
-	*meta = json_loadb(body, len, 0, NULL);
-	free(body);
-	rev = json_string_value(json_object_get(*meta, "revision"));
-	commit = json_string_value(json_object_get(*meta, "commit"));
-	/* the commit names a folder of the HF cache: 40 hex digits, nothing else */
-	if (!rev || !commit || hub_check_revision(rev) || !hex_is_lower(commit, 40)) {
-		*why = xasprintf("%s answered a snapshot without a usable commit or ref", mirror);
-		return 502;
-	}
-	/* the torrent of that very commit, even if a sync moves the ref meanwhile */
-	path = xasprintf("/api/p2p/torrent/%s/%s/%s?rev=%s", hub_kind_name(spec->hub), hub_type_name(spec->type),
-			 spec->name, commit);
-	st = mirror_get(mirror, path, token, tor, tlen, why);
-	free(path);
-	return st;
-}
 
 static struct agent_mount *mount_at(struct agent *a, const char *dir, struct snap **owner)
 {
@@ -319,57 +221,144 @@ static int mount_snap(struct agent *a, struct httpd_req *req, struct snap *s, js
 	return 0;
 }
 
-/* The snapshot a mount or pull of spec gets: the mirror's current one (taken into the session), or
+/* A mount or pull on its way: the mirror is asked on a worker (ask.c), never on the loop, so a mirror
+ * that is slow or silent holds this request and no other. */
+struct resolve_job {
+	struct agent *a;
+	json_t *body;                   /* the request's body (touched on the loop only) */
+	struct hub_spec spec;
+	char *mirror, *token, *dir;     /* dir: a mount's folder; NULL for a pull */
+	/* the worker's answer */
+	json_t *meta;
+	char *tor, *why;
+	size_t tlen;
+	int st;
+};
+
+static void resolve_free(struct resolve_job *j)
+{
+	json_decref(j->body);
+	json_decref(j->meta);
+	hub_spec_release(&j->spec);
+	free(j->mirror);
+	free(j->token);
+	free(j->dir);
+	free(j->tor);
+	free(j->why);
+	free(j);
+}
+
+static void resolve_work(void *job)
+{
+	struct resolve_job *j = job;
+
+	j->st = agent_fetch_snapshot(j->a, j->mirror, j->token, &j->spec, &j->meta, &j->tor, &j->tlen, &j->why);
+}
+
+/* The snapshot the job's mount or pull gets: the mirror's current one (taken into the session), or
  * when the mirror cannot be reached the newest one held of the same revision (body's "offline" then
  * says why, "offline_using" which). NULL after answering the request with the error; else s with
  * *name (borrowed from s->names). */
-static struct snap *resolve(struct agent *a, struct httpd_req *req, const struct hub_spec *spec, json_t *body,
-			    json_t **name)
+static struct snap *resolved(struct agent *a, struct httpd_req *req, struct resolve_job *j, json_t **name)
 {
-	const char *sp = json_string_value(json_object_get(body, "spec"));
-	const char *mirror = json_string_value(json_object_get(body, "mirror"));
-	const char *token = json_string_value(json_object_get(body, "token"));
-	char *canon = hub_spec_format(spec, 0);
+	const char *sp = json_string_value(json_object_get(j->body, "spec"));
+	char *canon = hub_spec_format(&j->spec, 0), *why = NULL;
 	struct snap *s = NULL;
-	json_t *meta = NULL;
-	char *tor = NULL, *why = NULL;
-	size_t tlen = 0;
-	int st;
 
 	*name = NULL;
-	if (!mirror)
-		mirror = a->cfg->mirror;
-	if (!mirror) {
-		fail(req, 400, "which mirror? this agent has none: give one");
-		free(canon);
-		return NULL;
-	}
-	st = agent_fetch_snapshot(mirror, token, spec, &meta, &tor, &tlen, &why);
-	if (st == 502 && (*name = agent_held(a, canon, spec->revision, &s))) {
+	if (j->st == 502 && (*name = agent_held(a, canon, j->spec.revision, &s))) {
 		/* the mirror is down or broken: what this instance has of that revision still serves */
-		fprintf(stderr, "hubmirror agent: %s: %s; using the snapshot held (%s @ %.12s)\n", sp, why,
+		fprintf(stderr, "hubmirror agent: %s: %s; using the snapshot held (%s @ %.12s)\n", sp, j->why,
 			json_string_value(json_object_get(*name, "revision")),
 			json_string_value(json_object_get(*name, "commit")));
-		json_object_set_new(body, "offline", json_string(why));
-		json_object_set_new(body, "offline_using",
+		json_object_set_new(j->body, "offline", json_string(j->why));
+		json_object_set_new(j->body, "offline_using",
 				    json_pack("{s:O?, s:O?, s:O?, s:O?}", "revision", json_object_get(*name, "revision"),
 					      "commit", json_object_get(*name, "commit"), "synced_at",
 					      json_object_get(*name, "synced_at"), "taken_at", json_object_get(*name, "taken_at")));
-	} else if (st) {
-		fail(req, st, "%s on %s: %s", sp, mirror, why);
+	} else if (j->st) {
+		fail(req, j->st, "%s on %s: %s", sp, j->mirror, j->why ? j->why : "?");
 	} else {
-		json_object_set_new(meta, "spec", json_string(canon));
-		s = agent_snap_add(a, json_incref(meta), (const unsigned char *)tor, tlen, spec->revision, name, &why);
+		json_object_set_new(j->meta, "spec", json_string(canon));
+		s = agent_snap_add(a, json_incref(j->meta), (const unsigned char *)j->tor, j->tlen, j->spec.revision, name,
+				   &why);
 		if (!s)
 			fail(req, 502, "cannot take the snapshot's torrent: %s", why ? why : "?");
 	}
-	json_decref(meta);
-	free(tor);
 	free(why);
 	free(canon);
 	if (s)
 		agent_snap_used(a, s);
 	return s;
+}
+
+/* Answer a pull of snapshot s (as name): it downloads whole into the cache (no FUSE), and is linked
+ * into the hub caches once verified; the answer's "link" is the id under which status's "links" gives
+ * this pull's outcome. */
+static void pull_snap(struct agent *a, struct httpd_req *req, struct snap *s, json_t *name, json_t *body)
+{
+	json_t *where, *ans;
+	uint64_t id = ++a->link_counter;
+
+	s->pinned |= json_is_true(json_object_get(body, "pin"));
+	where = json_pack("{s:O?, s:O?, s:O?, s:O, s:I}", "hf_cache", json_object_get(body, "hf_cache"), "ms_cache",
+			  json_object_get(body, "ms_cache"), "ms_hub_cache", json_object_get(body, "ms_hub_cache"),
+			  "name", name, "id", (json_int_t)id);
+	json_array_append_new(s->pending_links, where);
+	ans = json_pack("{s:O, s:O, s:O, s:s, s:I, s:i}", "spec", json_object_get(name, "spec"), "revision",
+			json_object_get(name, "revision"), "commit", json_object_get(name, "commit"), "btih", s->btih,
+			"link", (json_int_t)id, "pid", (int)getpid());
+	offline_answer(ans, body);
+	if (s->verified)
+		agent_link_pending(a, s); /* held whole already */
+	answer(req, 200, ans);
+}
+
+static void resolve_done(void *job, struct httpd_req *req)
+{
+	struct resolve_job *j = job;
+	struct agent *a = j->a;
+	struct snap *s;
+	json_t *name;
+
+	if (!req) {
+		resolve_free(j);
+		return;
+	}
+	if (a->stopping)
+		fail(req, 503, "the agent is stopping");
+	else if (j->dir && mount_at(a, j->dir, NULL)) /* mounted meanwhile by another request */
+		fail(req, 409, "%s is mounted already (hubmirror umount %s)", j->dir, j->dir);
+	else if ((s = resolved(a, req, j, &name)) && j->dir)
+		mount_snap(a, req, s, name, &j->spec, j->body, j->dir);
+	else if (s)
+		pull_snap(a, req, s, name, j->body);
+	resolve_free(j);
+}
+
+/* Start a mount (dir) or pull (dir NULL) of spec (consumed) for req. */
+static void resolve_start(struct agent *a, struct httpd_req *req, struct hub_spec *spec, json_t *body,
+			  const char *dir)
+{
+	const char *mirror = json_string_value(json_object_get(body, "mirror"));
+	const char *token = json_string_value(json_object_get(body, "token"));
+	struct resolve_job *j;
+
+	if (!mirror)
+		mirror = a->cfg->mirror;
+	if (!mirror) {
+		fail(req, 400, "which mirror? this agent has none: give one");
+		hub_spec_release(spec);
+		return;
+	}
+	j = xcalloc(1, sizeof(*j));
+	j->a = a;
+	j->body = json_incref(body);
+	j->spec = *spec;
+	j->mirror = xstrdup(mirror);
+	j->token = token ? xstrdup(token) : NULL;
+	j->dir = dir ? xstrdup(dir) : NULL;
+	httpd_defer(req, resolve_work, resolve_done, j);
 }
 
 /* Parse the body's spec (an org/name repo); 0, or answers 400 and returns -1. */
@@ -393,8 +382,6 @@ static int do_mount(struct agent *a, struct httpd_req *req, json_t *body)
 {
 	const char *dir = json_string_value(json_object_get(body, "dir"));
 	struct hub_spec spec;
-	struct snap *s;
-	json_t *name;
 
 	if (body_spec(req, body, &spec))
 		return 0;
@@ -402,39 +389,21 @@ static int do_mount(struct agent *a, struct httpd_req *req, json_t *body)
 		fail(req, 400, "the folder must be an absolute path");
 	else if (mount_at(a, dir, NULL))
 		fail(req, 409, "%s is mounted already (hubmirror umount %s)", dir, dir);
-	else if ((s = resolve(a, req, &spec, body, &name)))
-		mount_snap(a, req, s, name, &spec, body, dir);
+	else {
+		resolve_start(a, req, &spec, body, dir);
+		return 0;
+	}
 	hub_spec_release(&spec);
 	return 0;
 }
 
-/* Fetch the snapshot whole into the cache (no FUSE), linked into the hub caches once verified: the
- * answer's "link" is the id under which status's "links" gives this pull's outcome. */
 static int do_pull(struct agent *a, struct httpd_req *req, json_t *body)
 {
 	struct hub_spec spec;
-	struct snap *s;
-	json_t *where, *name, *ans;
-	uint64_t id;
 
 	if (body_spec(req, body, &spec))
 		return 0;
-	if ((s = resolve(a, req, &spec, body, &name))) {
-		s->pinned |= json_is_true(json_object_get(body, "pin"));
-		id = ++a->link_counter;
-		where = json_pack("{s:O?, s:O?, s:O?, s:O, s:I}", "hf_cache", json_object_get(body, "hf_cache"), "ms_cache",
-				  json_object_get(body, "ms_cache"), "ms_hub_cache", json_object_get(body, "ms_hub_cache"),
-				  "name", name, "id", (json_int_t)id);
-		json_array_append_new(s->pending_links, where);
-		ans = json_pack("{s:O, s:O, s:O, s:s, s:I, s:i}", "spec", json_object_get(name, "spec"), "revision",
-				json_object_get(name, "revision"), "commit", json_object_get(name, "commit"), "btih", s->btih,
-				"link", (json_int_t)id, "pid", (int)getpid());
-		offline_answer(ans, body);
-		if (s->verified)
-			agent_link_pending(a, s); /* held whole already */
-		answer(req, 200, ans);
-	}
-	hub_spec_release(&spec);
+	resolve_start(a, req, &spec, body, NULL);
 	return 0;
 }
 

@@ -260,7 +260,9 @@ static void ask_mirror(void *job)
 	for (size_t i = 0; r && (m = agent_mirror_at(e->a->cfg->mirror, i)) != NULL; i++) {
 		struct hub_http_call c = { .max = MAX_ANSWER, .timeout_s = 300, .method = e->file ? "HEAD" : e->method,
 					   .body = e->blen ? e->body : NULL, .body_len = e->blen, .body_type = e->ctype,
-					   .headers = hdrs, .on_header = keep_header, .ud = e, .token = e->token };
+					   .headers = hdrs, .on_header = keep_header, .ud = e, .token = e->token,
+					   .connect_timeout_ms = 5000, .stall_s = agent_mirror_stall_s(e->a),
+					   .cancel = &e->a->quit };
 		free(url);
 		free(err);
 		err = NULL;
@@ -326,7 +328,7 @@ static void fetch_snapshot(void *job)
 
 	if (commit)
 		at.revision = (char *)commit; /* the very commit the mirror answered for */
-	if (agent_fetch_snapshot(e->a->cfg->mirror, e->token, &at, &e->meta, &e->tor, &e->tlen, &e->why) && !e->why)
+	if (agent_fetch_snapshot(e->a, e->a->cfg->mirror, e->token, &at, &e->meta, &e->tor, &e->tlen, &e->why) && !e->why)
 		e->why = xstrdup("the mirror gave no snapshot");
 }
 

@@ -61,7 +61,11 @@ static void preheat_work(uv_work_t *w)
 		status = 0;
 		url = xasprintf("%s/api/p2p/preheat", m);
 		free(m);
-		r = hub_http_get_blocking(url, NULL, 16 << 20, &body, &len, &status, &err);
+		{
+			struct hub_http_call c = { .url = url, .max = 16 << 20, .connect_timeout_ms = 5000,
+						   .stall_s = agent_mirror_stall_s(p->a), .cancel = &p->a->quit };
+			r = hub_http_call_blocking(&c, &body, &len, &status, &err);
+		}
 	}
 	if (r || status != 200) {
 		p->why = xasprintf("cannot get the preheat list: %s", err ? err : "unexpected answer");
@@ -82,7 +86,7 @@ static void preheat_work(uv_work_t *w)
 			continue;
 		free(sp.revision);
 		sp.revision = xstrdup(commit);
-		if (!agent_fetch_snapshot(p->a->cfg->mirror, NULL, &sp, &f.meta, &f.tor, &f.tlen, &why)) {
+		if (!agent_fetch_snapshot(p->a, p->a->cfg->mirror, NULL, &sp, &f.meta, &f.tor, &f.tlen, &why)) {
 			json_object_set_new(f.meta, "spec", json_string(spec));
 			p->found = xreallocarray(p->found, p->nfound + 1, sizeof(*p->found));
 			p->found[p->nfound++] = f;

@@ -5,7 +5,8 @@
 # in use elsewhere, status, a new mount and the local endpoint answer within seconds meanwhile, the
 # copy keeps reading until its namespace ends, and the agent then lets the mount go. A reader killed
 # while it waits for bytes that are not coming (the mirror frozen) leaves nothing stuck either.
-# SIGHUP does not kill the agent; `agent --stop` returns once the process is gone. Needs root and FUSE.
+# A mirror that accepts and never answers holds only the mount that asked it. SIGHUP does not kill the
+# agent; `agent --stop` returns once the process is gone. Needs root and FUSE.
 . "$HM_SRC/tests/integration/lib.sh"
 need_fuse
 command -v unshare >/dev/null && command -v nsenter >/dev/null || skip "unshare and nsenter (util-linux) missing"
@@ -29,7 +30,7 @@ holder=
 cleanup() {
 	[ -n "$holder" ] && kill "$holder" 2>/dev/null
 	kill -CONT "$serve_pid" 2>/dev/null
-	for d in a b big; do "$HUBMIRROR" umount "$T/$d" 2>/dev/null || umount -l "$T/$d" 2>/dev/null; done
+	for d in a b c big; do "$HUBMIRROR" umount "$T/$d" 2>/dev/null || umount -l "$T/$d" 2>/dev/null; done
 	_cleanup
 }
 trap cleanup EXIT
@@ -37,9 +38,19 @@ trap cleanup EXIT
 quick() { local name=$1; shift; check "$name" timeout 5 "$@"; }
 snapj() { "$HUBMIRROR" status --json | "$PY" -c "import json,sys; x=[s for s in json.load(sys.stdin)['snapshots'] if s['spec']==sys.argv[1]][0]; print($2)" "$1"; }
 
-check "an agent with a local endpoint starts" "$HUBMIRROR" agent --mirror "$M" --cache "$T/cache" --listen 127.0.0.1:0 --http 127.0.0.1:0 --no-fill
+check "an agent with a local endpoint starts" "$HUBMIRROR" agent --mirror "$M" --cache "$T/cache" --listen 127.0.0.1:0 --http 127.0.0.1:0 --no-fill --mirror-timeout 3
 apid=$("$HUBMIRROR" status --json | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["pid"])')
 E=http://127.0.0.1:$("$HUBMIRROR" status --json | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["http_port"])')
+# the watchdog: a status call every 200 ms from here to the stop, each within 2 s (the target is a
+# second; the margin is for a loaded CI machine) whatever the mounts, FUSE and the mirror are doing
+touch "$T/watch"
+( while [ -e "$T/watch" ]; do
+	t0=$(date +%s%N)
+	timeout 2 "$HUBMIRROR" status >/dev/null 2>&1 || echo "status failed or hung at $(date +%T.%N)" >>"$T/watch.bad"
+	echo "$((($(date +%s%N) - t0) / 1000000)) $(date +%T.%N)" >>"$T/watch.ms"
+	sleep 0.2
+done ) &
+watchdog=$!
 quick "mount acme/ns-a" "$HUBMIRROR" mount --hf-cache "$T/hfc" hf:acme/ns-a "$T/a"
 check "its files read, byte for byte" "$PY" "$HM_SRC/tests/integration/helpers/checkfiles.py" "$T/up.json" hf acme/ns-a "$T/a"
 
@@ -92,11 +103,39 @@ else
 fi
 kill -CONT "$serve_pid"
 
+# a mirror that accepts connections and never answers holds only the request that asked it: status
+# answers meanwhile, and the mount goes to the next mirror after --mirror-timeout
+"$PY" -c '
+import socket, sys, time
+s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(64)
+open(sys.argv[1], "w").write("http://127.0.0.1:%d" % s.getsockname()[1])
+held = []
+while True:
+    c, _ = s.accept(); held.append(c)   # read nothing, answer nothing
+' "$T/bh.url" &
+_pids+=($!)
+for i in $(seq 100); do [ -s "$T/bh.url" ] && break; sleep 0.05; done
+BH=$(cat "$T/bh.url")
+"$HUBMIRROR" mount --mirror "$BH,$M" --hf-cache "$T/hfc" hf:acme/ns-a "$T/c" >"$T/bh.out" 2>&1 &
+bhmount=$!
+sleep 0.5
+quick "while a mount waits on a silent mirror, status answers" "$HUBMIRROR" status
+quick "and so does the local endpoint" curl -fsS -o /dev/null "$E/api/models/acme/ns-a/revision/main"
+timeout 30 tail --pid="$bhmount" -f /dev/null
+wait "$bhmount"; rc=$?
+sed 's/^/# /' "$T/bh.out"
+check "the mount then comes from the next mirror (status $rc)" grep -q "mounted hf:acme/ns-a" "$T/bh.out"
+quick "umount it" "$HUBMIRROR" umount "$T/c"
+
 # SIGHUP (systemd's reload) is no reason to end
 kill -HUP "$apid"
 sleep 0.5
 quick "after SIGHUP the agent still answers" "$HUBMIRROR" status
 check "and says it carries on" grep -q "SIGHUP" "$T/cache/agent.log"
+
+rm -f "$T/watch"; wait "$watchdog"
+echo "# watchdog: $(wc -l <"$T/watch.ms") status calls, the slowest $(sort -n "$T/watch.ms" | tail -1 | cut -d' ' -f1) ms"
+check "the watchdog saw every status call answer" test ! -s "$T/watch.bad"
 
 # agent --stop returns once the process has ended
 quick "agent --stop" "$HUBMIRROR" agent --stop

@@ -1,0 +1,138 @@
+/*
+ * ask.c - the agent's questions to its mirrors: a snapshot's description and torrent, asked of each
+ * mirror of the list in turn. Blocking, so from worker threads only (never the agent's loop): a mirror
+ * that accepts and never answers holds the asker for the stall time (--mirror-timeout) at most, and
+ * the agent's stop ends the wait.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "agent-int.h"
+#include "base/err.h"
+#include "base/hex.h"
+#include "base/xmalloc.h"
+#include "hub/http.h"
+#include "hub/hub.h"
+
+long agent_mirror_stall_s(const struct agent *a)
+{
+	return a->cfg->mirror_timeout_s > 0 ? a->cfg->mirror_timeout_s : 20;
+}
+
+/* GET mirror + path; 0 with the body, or an HTTP status for the client with *why (malloc'd). */
+static int mirror_get(struct agent *a, const char *mirror, const char *path, const char *token, char **body,
+		      size_t *len, char **why)
+{
+	char *url = xasprintf("%s%s", mirror, path), *err = NULL;
+	/* a mirror that accepts and never answers must not hold the caller for long: the next one is
+	 * asked after the stall (docs/agent.md) */
+	struct hub_http_call c = { .url = url, .token = token, .max = 128 << 20, .timeout_s = 600,
+				   .connect_timeout_ms = 5000, .stall_s = agent_mirror_stall_s(a), .cancel = &a->quit };
+	long status = 0;
+	int r;
+
+	r = hub_http_call_blocking(&c, body, len, &status, &err);
+	free(url);
+	if (r) {
+		*why = xasprintf("cannot reach the mirror at %s: %s", mirror, err ? err : err_str(r));
+		free(err);
+		return 502;
+	}
+	if (status != 200) {
+		json_t *j = json_loadb(*body, *len, 0, NULL);
+		const char *e = json_string_value(json_object_get(j, "error"));
+		*why = xstrdup(e ? e : "unexpected answer");
+		json_decref(j);
+		free(*body);
+		*body = NULL;
+		/* 503: a snapshot the mirror fetched on demand is being completed; the client asks again */
+		return status == 404 || status == 401 || status == 403 || status == 503 ? (int)status : 502;
+	}
+	return 0;
+}
+
+char *agent_mirror_at(const char *list, size_t i)
+{
+	const char *p = list;
+	size_t k = 0;
+
+	/* empty entries ("A,,B", a trailing comma) are skipped, not the end of the list */
+	while (p && *p) {
+		const char *end = strchr(p, ',');
+		size_t n = end ? (size_t)(end - p) : strlen(p);
+		while (n && *p == ' ') {
+			p++;
+			n--;
+		}
+		while (n && (p[n - 1] == ' ' || p[n - 1] == '/'))
+			n--;
+		if (n && k++ == i)
+			return xstrndup(p, n);
+		p = end ? end + 1 : NULL;
+	}
+	return NULL;
+}
+
+static int fetch_snapshot_one(struct agent *a, const char *mirror, const char *token, const struct hub_spec *spec,
+			      json_t **meta, char **tor, size_t *tlen, char **why);
+
+int agent_fetch_snapshot(struct agent *a, const char *mirrors, const char *token, const struct hub_spec *spec,
+			 json_t **meta, char **tor, size_t *tlen, char **why)
+{
+	char *m;
+	int st = 502;
+
+	/* several mirrors of one deployment (a comma list): the first that answers; one that cannot be
+	 * reached, or answers nonsense, passes the question to the next */
+	for (size_t i = 0; (m = agent_mirror_at(mirrors, i)) != NULL; i++) {
+		if (i) {
+			free(*why);
+			*why = NULL;
+		}
+		st = fetch_snapshot_one(a, m, token, spec, meta, tor, tlen, why);
+		free(m);
+		if (st != 502)
+			break;
+		json_decref(*meta);
+		*meta = NULL;
+	}
+	if (st == 502 && !*why)
+		*why = xstrdup("no mirror given");
+	return st;
+}
+
+static int fetch_snapshot_one(struct agent *a, const char *mirror, const char *token, const struct hub_spec *spec,
+			      json_t **meta, char **tor, size_t *tlen, char **why)
+{
+	char *q = spec->revision ? hub_url_escape(spec->revision, false) : NULL, *body = NULL, *path;
+	const char *rev, *commit;
+	size_t len = 0;
+	int st;
+
+	path = xasprintf("/api/p2p/torrent/%s/%s/%s?meta=1%s%s", hub_kind_name(spec->hub), hub_type_name(spec->type),
+			 spec->name, q ? "&rev=" : "", q ? q : "");
+	st = mirror_get(a, mirror, path, token, &body, &len, why);
+	free(path);
+	free(q);
+	if (st)
+		return st;
+	*meta = json_loadb(body, len, 0, NULL);
+	free(body);
+	rev = json_string_value(json_object_get(*meta, "revision"));
+	commit = json_string_value(json_object_get(*meta, "commit"));
+	/* the commit names a folder of the HF cache: 40 hex digits, nothing else */
+	if (!rev || !commit || hub_check_revision(rev) || !hex_is_lower(commit, 40)) {
+		*why = xasprintf("%s answered a snapshot without a usable commit or ref", mirror);
+		return 502;
+	}
+	/* the torrent of that very commit, even if a sync moves the ref meanwhile */
+	path = xasprintf("/api/p2p/torrent/%s/%s/%s?rev=%s", hub_kind_name(spec->hub), hub_type_name(spec->type),
+			 spec->name, commit);
+	st = mirror_get(a, mirror, path, token, tor, tlen, why);
+	free(path);
+	return st;
+}
+
