@@ -105,6 +105,7 @@ struct agent {
 	int64_t cache_used;             /* bytes of disk the cache held then */
 	char **drop;                    /* what dropped snapshots leave, deleted by the next sizing job */
 	size_t ndrop;
+	uint64_t drop_counter;          /* names of folders moved aside (agent_drop_files) */
 	bool over_said;                 /* "over its size, nothing to drop" was logged */
 	struct hub_http *fill_http;     /* the fill's requests (fill.c), from the first fill on */
 	uv_timer_t fill_soon;           /* look again in a moment (libtorrent was checking files) */
@@ -125,6 +126,10 @@ void agent_snap_free(struct snap *s);
  * agent_evict_now makes the next tick measure. */
 void agent_evict_tick(struct agent *a);
 void agent_evict_now(struct agent *a);
+/* A snapshot dropped from the cache: its torrent and description go, and its folder moves to
+ * <cache>/.dropped/ at once, to be deleted by the next sizing job (never under a snapshot taken again
+ * meanwhile). From the loop. */
+void agent_drop_files(struct agent *a, const char *btih);
 
 /* The HTTP fill (fill.c): from the tick and after adding s, with its status: start, pause or go on
  * fetching pieces over HTTP while s is alone in its swarm. agent_fill_running: a fill fetches (or may

@@ -286,6 +286,25 @@ struct snap *agent_snap_add(struct agent *a, json_t *meta, const unsigned char *
 	return snap_add(a, meta, torrent, tlen, false, false, asked, name, errmsg);
 }
 
+/* What an earlier run dropped and did not get to delete (<cache>/.dropped/): deleted by the first
+ * sizing job. */
+static void clear_dropped(struct agent *a)
+{
+	char *trash = xasprintf("%s/.dropped", a->cfg->cache_dir);
+	struct dirent **names = NULL;
+	int n = scandir(trash, &names, NULL, alphasort);
+
+	for (int i = 0; i < n; i++) {
+		if (strcmp(names[i]->d_name, ".") && strcmp(names[i]->d_name, "..")) {
+			a->drop = xreallocarray(a->drop, a->ndrop + 1, sizeof(*a->drop));
+			a->drop[a->ndrop++] = xasprintf("%s/%s", trash, names[i]->d_name);
+		}
+		free(names[i]);
+	}
+	free(names);
+	free(trash);
+}
+
 /* Take back the snapshots an earlier run held (their bytes are in the cache). */
 static void recall(struct agent *a)
 {
@@ -668,6 +687,7 @@ static int start(struct agent *a, char **errmsg)
 	p2p_session_set_wakeup(a->ses, wake_from_libtorrent, &a->wake);
 	agent_fill_init(a);
 	recall(a);
+	clear_dropped(a);
 	/* the control socket is the agent's owner's alone: it mounts and reads tokens */
 	listen = xasprintf("unix:%s", a->cfg->socket_path);
 	hc.listen = listen;

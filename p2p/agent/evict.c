@@ -8,6 +8,7 @@
  * progress count what they hold). A by-sha256 entry whose inode no snapshot links any more (link
  * count 1) is a leftover of a dropped snapshot: the walk removes it.
  */
+#include <errno.h>
 #include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -138,6 +139,33 @@ static bool evictable(const struct snap *s)
 	return !s->nmounts && !s->nlingering && !s->pinned && !json_array_size(s->pending_links) && !s->settling;
 }
 
+void agent_drop_files(struct agent *a, const char *btih)
+{
+	char *dir = xasprintf("%s/%s", a->cfg->cache_dir, btih), *trash = xasprintf("%s/.dropped", a->cfg->cache_dir);
+	char *to = xasprintf("%s/%s.%llu", trash, btih, (unsigned long long)++a->drop_counter);
+	char *js = xasprintf("%s/agent/%s.json", a->cfg->cache_dir, btih);
+	char *tp = xasprintf("%s/agent/%s.torrent", a->cfg->cache_dir, btih);
+
+	/* Out of the snapshot's own names at once: a mount or pull of the same snapshot a moment later
+	 * makes them anew, and the deletion (on a worker, later) only ever touches the dropped copy.
+	 * Files libtorrent still has open follow the rename. */
+	unlink(js);
+	unlink(tp);
+	mkdir(trash, 0700);
+	if (rename(dir, to) == 0 || errno == ENOENT) {
+		free(dir);
+		dir = to;
+	} else {
+		fprintf(stderr, "hubmirror agent: cannot move %s aside (%s): it is deleted in place\n", dir, strerror(errno));
+		free(to);
+	}
+	a->drop = xreallocarray(a->drop, a->ndrop + 1, sizeof(*a->drop));
+	a->drop[a->ndrop++] = dir;
+	free(trash);
+	free(js);
+	free(tp);
+}
+
 /* Drop snapshots, least recently used first, until the estimate is under the limit. */
 static void choose(struct agent *a, int64_t used)
 {
@@ -159,10 +187,7 @@ static void choose(struct agent *a, int64_t used)
 			s->spec ? s->spec : s->btih, s->commit ? s->commit : "", (long long)(time(NULL) - s->last_used),
 			(long long)a->cfg->cache_size);
 		agent_snap_forget(a, s);
-		a->drop = xreallocarray(a->drop, a->ndrop + 3, sizeof(*a->drop));
-		a->drop[a->ndrop++] = xasprintf("%s/%s", a->cfg->cache_dir, s->btih);
-		a->drop[a->ndrop++] = xasprintf("%s/agent/%s.json", a->cfg->cache_dir, s->btih);
-		a->drop[a->ndrop++] = xasprintf("%s/agent/%s.torrent", a->cfg->cache_dir, s->btih);
+		agent_drop_files(a, s->btih);
 		agent_snap_free(s);
 	}
 	if (used > a->cfg->cache_size && !a->ndrop && !a->over_said) {

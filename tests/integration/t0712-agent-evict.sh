@@ -2,7 +2,8 @@
 # t0712-agent-evict: `agent --cache-size` keeps the cache under its size by evicting the least recently
 # used snapshots that are neither mounted nor pinned: a mounted snapshot and a pinned one stay, the
 # oldest unpinned pull goes (its folder and the contents only it held), the newest stays; once
-# unmounted, a snapshot becomes evictable in turn. Needs root and FUSE (for the mounted one).
+# unmounted, a snapshot becomes evictable in turn; a mount of a snapshot being dropped takes it back
+# whole (the drop's deletion never runs under it). Needs root and FUSE (for the mounted one).
 . "$HM_SRC/tests/integration/lib.sh"
 need_fuse
 cat >"$T/spec.json" <<'JSON'
@@ -17,7 +18,7 @@ JSON
 sync_from_fake hf:acme/ev-a hf:acme/ev-b hf:acme/ev-c hf:acme/ev-d hf:acme/ev-e
 check "serve starts" start_serve --p2p-listen 127.0.0.1:0
 curl -fsS "$FAKE_API/_fake/repos" >"$T/up.json"
-trap '"$HUBMIRROR" umount "$T/a" 2>/dev/null || umount -l "$T/a" 2>/dev/null; _cleanup' EXIT
+trap 'for d in a r; do "$HUBMIRROR" umount "$T/$d" 2>/dev/null || umount -l "$T/$d" 2>/dev/null; done; _cleanup' EXIT
 export HUBMIRROR_URL=$M
 check "an agent with a 5 MB cache starts" "$HUBMIRROR" agent --cache "$T/cache" --cache-size 5M --listen 127.0.0.1:0
 # held: the specs the agent has now, one per line
@@ -50,6 +51,27 @@ check "now the unmounted a is the oldest and goes; the pinned b stays" wait_held
 check "c's files are back, byte for byte" "$PY" "$HM_SRC/tests/integration/helpers/checkfiles.py" "$T/up.json" hf acme/ev-c \
 	"$T/hfc/models--acme--ev-c/snapshots/$("$PY" -c 'import json,sys; print([r for r in json.load(open(sys.argv[1]))["repos"] if r["id"]=="acme/ev-c"][0]["sha"])' "$T/up.json")"
 check "and the cache ends under its size" wait_under
+# eviction racing a mount: each pull makes the agent drop the least recently used snapshot; as soon
+# as the log says which, that one is mounted again, while its drop's deletion is still to run (the next
+# sizing job, within a second): the deletion must not touch the files the mount took back
+raced=0
+for p in d a e c d; do
+	n=$(grep -c evicting "$T/cache/agent.log")
+	"$HUBMIRROR" pull --hf-cache "$T/hfc" "hf:acme/ev-$p" >/dev/null
+	for i in $(seq 300); do [ "$(grep -c evicting "$T/cache/agent.log")" -gt "$n" ] && break; sleep 0.01; done
+	q=$(grep evicting "$T/cache/agent.log" | sed -n "$((n + 1))s/.*evicting hf:acme\/ev-\([a-e]\) .*/\1/p")
+	[ -n "$q" ] || continue # the pull found room: nothing to race
+	raced=$((raced + 1))
+	"$HUBMIRROR" mount --no-hf-cache "hf:acme/ev-$q" "$T/r" >/dev/null
+	check "[pull $p, $q dropped and mounted at once] it reads whole" "$PY" "$HM_SRC/tests/integration/helpers/checkfiles.py" "$T/up.json" hf "acme/ev-$q" "$T/r"
+	sleep 2.5
+	check "[pull $p, $q dropped and mounted at once] and still does once the drop is deleted" "$PY" "$HM_SRC/tests/integration/helpers/checkfiles.py" "$T/up.json" hf "acme/ev-$q" "$T/r"
+	qpath=$("$HUBMIRROR" status --json | "$PY" -c 'import json,sys; print([s["path"] for s in json.load(sys.stdin)["snapshots"] if s["spec"]==sys.argv[1]][0])' "hf:acme/ev-$q")
+	check "[pull $p, $q dropped and mounted at once] its cache files are still there" test -f "$qpath/w.bin"
+	"$HUBMIRROR" umount "$T/r"
+done
+check "three drops raced a mount ($raced)" test "$raced" -ge 3
+check "nothing dropped is left behind" bash -c "test -z \"\$(ls -A '$T/cache/.dropped' 2>/dev/null)\""
 grep 'evicting' "$T/cache/agent.log" | sed 's/^/# /'
 check "agent --stop" "$HUBMIRROR" agent --stop
 check "the agents' log holds no sanitizer report" bash -c "! grep -E 'Sanitizer|runtime error' '$T/cache/agent.log'"
