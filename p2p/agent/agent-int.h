@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include <jansson.h>
 #include <uv.h>
@@ -94,6 +95,9 @@ struct agent {
 	struct snap **snaps;
 	size_t nsnaps;
 	bool stopping;
+	int lock_fd;                    /* <cache>/agent/lock, held while the agent runs */
+	dev_t sock_dev;                 /* the control socket this agent made (removed at exit only */
+	ino_t sock_ino;                 /* while it is still that one) */
 	atomic_bool quit;               /* stopping, for worker threads: a body waiting for its first
 					 * bytes gives up, so the loop (which waits for its jobs) can end */
 	int64_t started_at;

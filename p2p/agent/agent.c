@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -644,15 +645,75 @@ static void on_signal(uv_signal_t *h, int signum)
 	agent_stop(h->data);
 }
 
-/* Is an agent answering at path already? Then this one must not take the socket from it. */
-static bool socket_in_use(const char *path)
+/* Is an agent at path already? Then this one must not take the socket from it. Only a socket nobody
+ * listens on (or none) is free: one that accepts and does not answer in 5 s is an agent that is slow
+ * (stopped, or busy), not a dead one. 0 free, else -EADDRINUSE with *why. */
+static int socket_free(const char *path, char **why)
 {
 	long status = 0;
 	json_t *j = NULL;
-	int r = agent_call(path, "/v1/status", NULL, 5, &status, &j, NULL);
+	char *err = NULL;
+	int r = agent_call(path, "/v1/status", NULL, 5, &status, &j, &err);
 
+	if (r == -ECONNREFUSED) {
+		r = 0;
+	} else if (!r) {
+		*why = xasprintf("an agent (pid %lld) already runs at %s", (long long)json_integer_value(json_object_get(j, "pid")),
+				 path);
+		r = -EADDRINUSE;
+	} else {
+		*why = xasprintf("an agent at %s does not answer (%s): stop it first (hubmirror agent --stop), or "
+				 "give this one another --socket and --cache", path, err ? err : "no answer");
+		r = -EADDRINUSE;
+	}
 	json_decref(j);
-	return r == 0;
+	free(err);
+	return r;
+}
+
+/* One agent per cache: another would evict, check and rewrite what this one serves. An advisory lock
+ * on <cache>/agent/lock, held for the process's life (the kernel lets go when it ends, however it
+ * ends), naming its pid and socket for the refusal. */
+static int lock_cache(struct agent *a, char **why)
+{
+	char *dir = xasprintf("%s/agent", a->cfg->cache_dir), *path = xasprintf("%s/lock", dir), held[512] = "";
+	int fd, r = 0;
+	ssize_t n;
+
+	path_mkdirs(dir, 0700);
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		*why = xasprintf("cannot open %s: %s", path, strerror(errno));
+		r = -errno;
+	} else if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		n = pread(fd, held, sizeof(held) - 1, 0);
+		held[n > 0 ? n : 0] = '\0';
+		held[strcspn(held, "\n")] = '\0';
+		*why = xasprintf("the cache %s is in use by another agent (%s): give this one a --cache of its own",
+				 a->cfg->cache_dir, *held ? held : "pid unknown");
+		close(fd);
+		fd = -1;
+		r = -EBUSY;
+	} else {
+		char *me = xasprintf("pid %ld, socket %s\n", (long)getpid(), a->cfg->socket_path);
+		if (ftruncate(fd, 0) < 0 || pwrite(fd, me, strlen(me), 0) < 0) {
+		} /* only the refusal's words */
+		free(me);
+	}
+	a->lock_fd = fd;
+	free(path);
+	free(dir);
+	return r;
+}
+
+/* Remove the control socket at exit, if it is still this agent's (an agent started after this one
+ * lost it may have its own there now). */
+static void unlink_own_socket(struct agent *a)
+{
+	struct stat st;
+
+	if (a->sock_ino && stat(a->cfg->socket_path, &st) == 0 && st.st_ino == a->sock_ino && st.st_dev == a->sock_dev)
+		unlink(a->cfg->socket_path);
 }
 
 static int start(struct agent *a, char **errmsg)
@@ -667,15 +728,15 @@ static int start(struct agent *a, char **errmsg)
 		path_mkdirs(sockdir, 0755);
 	}
 	free(sockdir);
-	if (socket_in_use(a->cfg->socket_path)) {
-		*errmsg = xasprintf("an agent already runs at %s", a->cfg->socket_path);
-		return -EADDRINUSE;
-	}
-	unlink(a->cfg->socket_path); /* left by an agent that died */
+	if ((r = socket_free(a->cfg->socket_path, errmsg)) != 0)
+		return r;
 	if ((r = path_mkdirs(a->cfg->cache_dir, 0755)) != 0) {
 		*errmsg = xasprintf("cannot create %s: %s", a->cfg->cache_dir, err_str(r));
 		return r;
 	}
+	if ((r = lock_cache(a, errmsg)) != 0)
+		return r;
+	unlink(a->cfg->socket_path); /* left by an agent that died */
 	sc.listen_interfaces = a->cfg->listen ? a->cfg->listen : "0.0.0.0:0";
 	sc.lan_tuning = true;
 	sc.local_upload_limit = a->cfg->upload_limit;
@@ -700,6 +761,13 @@ static int start(struct agent *a, char **errmsg)
 	if (r) {
 		*errmsg = xasprintf("cannot listen on %s: %s", a->cfg->socket_path, uv_strerror(r));
 		return r;
+	}
+	{
+		struct stat st;
+		if (stat(a->cfg->socket_path, &st) == 0) {
+			a->sock_ino = st.st_ino;
+			a->sock_dev = st.st_dev;
+		}
 	}
 	httpd_add_handler(a->ctl, agent_control, a);
 	if (a->cfg->http) {
@@ -730,6 +798,7 @@ int agent_run(const struct agent_config *cfg, int ready_fd, char **errmsg)
 	int r;
 
 	a->cfg = cfg;
+	a->lock_fd = -1;
 	a->started_at = time(NULL);
 	uv_loop_init(&a->loop);
 	a->loop.data = a;
@@ -745,7 +814,7 @@ int agent_run(const struct agent_config *cfg, int ready_fd, char **errmsg)
 			close(ready_fd);
 		}
 		uv_run(&a->loop, UV_RUN_DEFAULT);
-		unlink(cfg->socket_path);
+		unlink_own_socket(a);
 	} else {
 		httpd_free(&a->ctl);
 		httpd_free(&a->http);
@@ -764,6 +833,8 @@ int agent_run(const struct agent_config *cfg, int ready_fd, char **errmsg)
 	for (size_t i = 0; i < a->nsnaps; i++)
 		agent_snap_free(a->snaps[i]);
 	free(a->snaps);
+	if (a->lock_fd >= 0)
+		close(a->lock_fd);
 	free(a);
 	return r;
 }

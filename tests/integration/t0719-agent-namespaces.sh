@@ -5,8 +5,9 @@
 # in use elsewhere, status, a new mount and the local endpoint answer within seconds meanwhile, the
 # copy keeps reading until its namespace ends, and the agent then lets the mount go. A reader killed
 # while it waits for bytes that are not coming (the mirror frozen) leaves nothing stuck either.
-# A mirror that accepts and never answers holds only the mount that asked it. SIGHUP does not kill the
-# agent; `agent --stop` returns once the process is gone. Needs root and FUSE.
+# A mirror that accepts and never answers holds only the mount that asked it. A second agent on the
+# same cache is refused, and so is one on the socket of an agent that is slow to answer. SIGHUP does
+# not kill the agent; `agent --stop` returns once the process is gone. Needs root and FUSE.
 . "$HM_SRC/tests/integration/lib.sh"
 need_fuse
 command -v unshare >/dev/null && command -v nsenter >/dev/null || skip "unshare and nsenter (util-linux) missing"
@@ -136,6 +137,17 @@ check "and says it carries on" grep -q "SIGHUP" "$T/cache/agent.log"
 rm -f "$T/watch"; wait "$watchdog"
 echo "# watchdog: $(wc -l <"$T/watch.ms") status calls, the slowest $(sort -n "$T/watch.ms" | tail -1 | cut -d' ' -f1) ms"
 check "the watchdog saw every status call answer" test ! -s "$T/watch.bad"
+
+# one agent per cache, and a slow agent keeps its socket (after the watchdog: this one stops the agent)
+expect_status 1 "a second agent on the same cache is refused" "$HUBMIRROR" agent --cache "$T/cache" --socket "$T/other.sock" --listen 127.0.0.1:0 2>"$T/second.err"
+sed 's/^/# /' "$T/second.err"
+check "saying the cache is in use by the first (its pid and socket)" grep -q "in use by another agent (pid $apid, socket $HUBMIRROR_AGENT_SOCKET)" "$T/second.err"
+kill -STOP "$apid"
+expect_status 1 "a stopped agent's socket is not taken over" timeout 30 "$HUBMIRROR" agent --cache "$T/cache2" --listen 127.0.0.1:0 2>"$T/third.err"
+sed 's/^/# /' "$T/third.err"
+check "saying the agent there does not answer" grep -q "does not answer" "$T/third.err"
+kill -CONT "$apid"
+quick "the first agent answers on its socket again" "$HUBMIRROR" status
 
 # agent --stop returns once the process has ended
 quick "agent --stop" "$HUBMIRROR" agent --stop
