@@ -21,7 +21,10 @@
  * Several mirrors (the torrent's web seeds: the mirror it came from, then its peer mirrors): each piece
  * is asked of one of them by its index (piece % mirrors in a swarm, the same for every agent, so each
  * mirror's 409 still sees the ranges it sent; alone, run by run in turn), so the mirrors share the work; a mirror whose ranges failed
- * FILL_FAILS times in a row is left alone for FILL_DOWN_MS, its pieces asked of the next one.
+ * FILL_FAILS times in a row is left alone for a while (1 s, doubling each time in a row up to
+ * FILL_DOWN_MS), its pieces asked of the next one. When every mirror is left alone the fill rests
+ * and asks again when the first is due: a mirror that restarts, or drops off the network for a
+ * while, is taken up again (in direct mode nothing else would fetch: libtorrent asks no peer).
  *
  * Nothing is trusted unchecked, and a reader still reads only what p2p_session_have_range admits.
  * Everything here runs on the agent's loop (the writes on its thread pool); bytes arrive by hub_http.
@@ -46,7 +49,7 @@
 #define FILL_TRIES 3                        /* ...at most this often (then peers and the web seed) */
 #define FILL_WORK_MAX ((int64_t)64 << 20)  /* direct: bytes waiting for the thread pool before no new run */
 #define FILL_FAILS 3                        /* failed requests in a row before a mirror is left alone */
-#define FILL_DOWN_MS 30000                  /* ...for this long; when every mirror is, the fill gives up */
+#define FILL_DOWN_MS 30000                  /* ...for 1 s, 2 s, 4 s ... up to this long */
 #define FILL_MIRRORS 8                      /* web seeds used, at most */
 
 struct fill {
@@ -59,7 +62,9 @@ struct fill {
 	bool given_up;                  /* every mirror failed FILL_FAILS times in a row: the swarm and web
 					 * seed go on */
 	int fails[FILL_MIRRORS];        /* per mirror: requests failed in a row */
+	int downs[FILL_MIRRORS];        /* per mirror: times left alone in a row */
 	uint64_t down_until[FILL_MIRRORS]; /* per mirror: left alone until then (uv_now ms) */
+	bool resting;                   /* every mirror is left alone (said once in the log) */
 	struct p2p_file_list files;     /* with the piece layout */
 	char *base[FILL_MIRRORS];       /* <web seed>/<name>/ of each mirror */
 	int nbase;
@@ -356,18 +361,25 @@ static void on_done(void *ud, int result, const struct hub_http_resp *resp, cons
 	} else if (!f->gone && !f->leaving) {
 		if (result || !r->ok || r->next < r->end) {
 			if (++f->fails[r->mirror] >= FILL_FAILS) {
+				int shift = f->downs[r->mirror] < 5 ? f->downs[r->mirror] : 5;
+				uint64_t ms = (uint64_t)1000 << shift;
 				f->fails[r->mirror] = 0;
-				f->down_until[r->mirror] = uv_now(&a->loop) + FILL_DOWN_MS;
-				if (pick_mirror(f, r->first) < 0 && !f->given_up) {
-					f->given_up = true;
+				f->downs[r->mirror]++;
+				f->down_until[r->mirror] = uv_now(&a->loop) + (ms < FILL_DOWN_MS ? ms : FILL_DOWN_MS);
+				if (pick_mirror(f, r->first) < 0 && !f->resting) {
+					f->resting = true;
 					fprintf(stderr, "hubmirror agent: %.12s: the mirror%s HTTP ranges failed %d times (%s, HTTP %ld): "
-						"its pieces come from the swarm and the web seed\n", f->btih,
+						"asking again in a moment (the swarm meanwhile)\n", f->btih,
 						f->nbase > 1 ? "s'" : "'s", FILL_FAILS, result ? err_str(result) : "short answer",
 						resp ? resp->status : 0);
 				}
 			}
 		} else {
+			if (f->resting)
+				fprintf(stderr, "hubmirror agent: %.12s: the mirror answers again\n", f->btih);
+			f->resting = false;
 			f->fails[r->mirror] = 0;
+			f->downs[r->mirror] = 0;
 		}
 	}
 	run_free(r);
