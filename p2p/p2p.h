@@ -306,6 +306,11 @@ int p2p_session_pieces_had(struct p2p_session *s, const char *btih, unsigned cha
  *   gone from s).
  */
 int p2p_session_download_pause(struct p2p_session *s, const char *btih, bool pause);
+/* After a write error (a full disk): clear the torrent's error, resume it (the error stopped it) and
+ * take it out of the upload mode libtorrent put it in (it would try again by itself only after its
+ * optimistic_disk_retry, minutes), so it asks for pieces again; a write that fails again gives the
+ * error again. 0, or as above. */
+int p2p_session_retry(struct p2p_session *s, const char *btih);
 /* Announce to the trackers now (their minimum interval ignored): a torrent that asks no peer learns of
  * new ones only this way. Asynchronous; errors as above. */
 int p2p_session_reannounce(struct p2p_session *s, const char *btih);

@@ -993,6 +993,24 @@ extern "C" int p2p_session_download_pause(struct p2p_session *s, const char *bti
 	}
 }
 
+extern "C" int p2p_session_retry(struct p2p_session *s, const char *btih)
+{
+	try {
+		torrent_entry e;
+		if (!find_entry(s, btih, e))
+			return HM_ERR_NOT_FOUND;
+		/* an error stops the torrent (pauses it): clear it, and start it again */
+		e.h.clear_error();
+		e.h.unset_flags(lt::torrent_flags::upload_mode);
+		e.h.resume();
+		return 0;
+	} catch (lt::system_error const &err) {
+		return handle_error(err);
+	} catch (...) {
+		return HM_ERR_TORRENT;
+	}
+}
+
 /* Write all of buf at off into fd. 0 or -errno. */
 static int pwrite_all(int fd, const char *buf, size_t len, std::int64_t off)
 {

@@ -207,6 +207,8 @@ static void print_status(json_t *st)
 		       json_array_size(mounts) ? "mounted on " : "not mounted",
 		       json_array_size(mounts) ? json_string_value(json_array_get(mounts, 0)) : "",
 		       elsewhere ? "; an unmounted copy still in use (open files or another mount namespace)" : "");
+		if (json_string_value(json_object_get(s, "error")))
+			printf("  error: %s\n", json_string_value(json_object_get(s, "error")));
 	}
 }
 

@@ -197,6 +197,8 @@ int cmd_mount(int argc, char **argv)
 	       (long long)json_integer_value(json_object_get(ans, "pid")),
 	       hf ? "; Hugging Face cache: " : ms ? "; ModelScope cache: " : "", hf ? hf : ms ? ms : "");
 	cli_agent_offline_note(argv[optind], ans);
+	if (json_string_value(json_object_get(ans, "warning")))
+		fprintf(stderr, "hubmirror: warning: %s\n", json_string_value(json_object_get(ans, "warning")));
 out:
 	json_decref(ans);
 	hub_spec_release(&spec);

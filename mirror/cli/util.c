@@ -17,6 +17,7 @@
 
 #include "base/err.h"
 #include "catalog/catalog.h"
+#include "base/size.h"
 #include "cli.h"
 #include "mirror/data.h"
 
@@ -34,19 +35,7 @@ int cli_open_data(const char *dir, struct mirror_data **out)
 
 void cli_human_size(int64_t bytes, char *out, size_t outlen)
 {
-	static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB" };
-	double v = (double)bytes;
-	int u = 0;
-
-	if (bytes < 1024) {
-		snprintf(out, outlen, "%lld B", (long long)bytes);
-		return;
-	}
-	while (v >= 1024 && u < 5) {
-		v /= 1024;
-		u++;
-	}
-	snprintf(out, outlen, "%.1f %s", v, units[u]);
+	size_human(bytes, out, outlen);
 }
 
 void cli_human_time(int64_t t, char *out, size_t outlen)

@@ -81,6 +81,9 @@ struct snap {
 	int64_t fill_bytes;             /* piece bytes the fill handed to libtorrent */
 	int64_t last_done;              /* bytes had at the last tick, and how many ticks it stayed so */
 	int still_ticks;
+	int64_t last_error_at;          /* errors are logged once a minute at most; the others counted */
+	int errors_unsaid;
+	uint64_t retried_ms;            /* uv_now of the last p2p_session_retry after an error */
 };
 
 struct agent {
@@ -130,6 +133,15 @@ void agent_snap_free(struct snap *s);
  * agent_evict_now makes the next tick measure. */
 void agent_evict_tick(struct agent *a);
 void agent_evict_now(struct agent *a);
+/* Room on the cache's disk (evict.c). agent_disk_free: bytes free (and the disk's size), or -1.
+ * agent_snap_need: what a snapshot the mirror described (meta) would still add: its files, less the
+ * contents held already (by-sha256) or, for one held, what it has; *total its size. agent_room_for:
+ * do need bytes fit, with a margin? agent_room_refusal: NULL when they do, else why not and what to
+ * do (malloc'd). */
+int64_t agent_disk_free(const struct agent *a, int64_t *disk_size);
+int64_t agent_snap_need(struct agent *a, json_t *meta, int64_t *total);
+bool agent_room_for(const struct agent *a, int64_t need);
+char *agent_room_refusal(const struct agent *a, const char *spec, int64_t need, int64_t total);
 /* A snapshot dropped from the cache: its torrent and description go, and its folder moves to
  * <cache>/.dropped/ at once, to be deleted by the next sizing job (never under a snapshot taken again
  * meanwhile). From the loop. */
@@ -142,6 +154,10 @@ void agent_drop_files(struct agent *a, const char *btih);
 struct p2p_torrent_status;
 void agent_fill_update(struct agent *a, struct snap *s, const struct p2p_torrent_status *st);
 bool agent_fill_running(const struct snap *s);
+/* The reason s's pieces failed is gone (a full disk has room): its fill asks again for every piece. */
+void agent_fill_again(struct snap *s);
+/* s's fill writes its pieces itself (direct mode: libtorrent in upload mode on purpose). */
+bool agent_fill_direct(const struct snap *s);
 /* File bytes the fill wrote that libtorrent does not count yet (direct mode): for status. */
 int64_t agent_fill_unseen(const struct snap *s);
 void agent_fill_stop(struct agent *a, struct snap *s);
@@ -198,6 +214,11 @@ void agent_stop_soon(struct agent *a);
 
 /* The i-th base URL of a comma-separated list of mirrors (trimmed; malloc'd), NULL past the end. */
 char *agent_mirror_at(const char *list, size_t i);
+
+/* After a write error (a full disk): once the cache's disk has room for what s still lacks, clear
+ * the error and go on (at most every 5 s; from the tick, and at a new mount or pull of s). */
+struct p2p_torrent_status;
+void agent_snap_retry(struct agent *a, struct snap *s, const struct p2p_torrent_status *st);
 
 /* s was mounted, unmounted, pulled or read through the endpoint now: the last to go. */
 void agent_snap_used(struct agent *a, struct snap *s);

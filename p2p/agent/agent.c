@@ -26,6 +26,7 @@
 #include "base/err.h"
 #include "base/hex.h"
 #include "base/path.h"
+#include "base/size.h"
 #include "base/xmalloc.h"
 #include "hub/cache.h"
 #include "hub/httpd.h"
@@ -461,10 +462,22 @@ static void on_event(void *ud, const struct p2p_event *ev)
 	struct agent *a = ud;
 	struct snap *s = agent_snap_find(a, ev->btih);
 
-	if (s && ev->kind == P2P_EVENT_FINISHED)
+	if (s && ev->kind == P2P_EVENT_FINISHED) {
 		s->finished = true;
-	else if (s && ev->kind == P2P_EVENT_ERROR)
-		fprintf(stderr, "hubmirror agent: %s: %s\n", s->spec ? s->spec : s->btih, ev->message);
+	} else if (s && ev->kind == P2P_EVENT_ERROR) {
+		/* a full disk fails every write in flight, in two words each: one line a minute per
+		 * snapshot, saying how many more came */
+		if (time(NULL) - s->last_error_at >= 60) {
+			if (s->errors_unsaid)
+				fprintf(stderr, "hubmirror agent: %s: (%d more errors like the last)\n",
+					s->spec ? s->spec : s->btih, s->errors_unsaid);
+			fprintf(stderr, "hubmirror agent: %s: %s\n", s->spec ? s->spec : s->btih, ev->message);
+			s->last_error_at = time(NULL);
+			s->errors_unsaid = 0;
+		} else {
+			s->errors_unsaid++;
+		}
+	}
 }
 
 static void on_wake(uv_async_t *h)
@@ -477,6 +490,25 @@ static void on_wake(uv_async_t *h)
 static void wake_from_libtorrent(void *ud)
 {
 	uv_async_send(ud);
+}
+
+void agent_snap_retry(struct agent *a, struct snap *s, const struct p2p_torrent_status *st)
+{
+	int64_t need = st->total_wanted - st->total_done;
+	char f[32];
+
+	/* a write error (a full disk): once the disk has room for the rest, ask again (libtorrent
+	 * itself would wait minutes); not in direct mode, where the fill holds libtorrent back itself */
+	if (!st->error || agent_fill_direct(s) || uv_now(&a->loop) - s->retried_ms < 5000 || !agent_room_for(a, need))
+		return;
+	s->retried_ms = uv_now(&a->loop);
+	size_human(agent_disk_free(a, NULL), f, sizeof(f));
+	fprintf(stderr, "hubmirror agent: %s: the cache's disk has room again (%s free): going on\n",
+		s->spec ? s->spec : s->btih, f);
+	p2p_session_retry(a->ses, s->btih);
+	agent_fill_again(s);
+	agent_fill_soon(a);
+	s->last_error_at = 0; /* a new error after this is said at once */
 }
 
 /* Let the web seeds in when the swarm cannot do without them (see struct snap). */
@@ -533,6 +565,7 @@ static void on_tick(uv_timer_t *t)
 		if (!p2p_session_torrent_status(a->ses, s->btih, &st)) {
 			if (st.seeding)
 				s->finished = true;
+			agent_snap_retry(a, s, &st);
 			web_seed_when_alone(a, s, &st);
 			agent_fill_update(a, s, &st);
 		}

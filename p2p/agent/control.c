@@ -13,7 +13,6 @@
 #include <stdlib.h>
 #include <inttypes.h>
 #include <string.h>
-#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -56,23 +55,18 @@ static int fail(struct httpd_req *req, int status, const char *fmt, ...)
 /* ---- status -------------------------------------------------------------------------------------- */
 
 /* What a snapshot's error means for its user: libtorrent says "Bad address" when a write to a full
- * disk faults; say the disk is full when the cache's file system lacks the bytes still to come. */
-static char *error_words(struct agent *a, const struct p2p_torrent_status *st)
+ * disk faults; say the disk is full, what is missing, what is free and what to do, when the cache's
+ * disk lacks the bytes still to come (the agent goes on by itself once it has them: the tick). */
+static char *error_words(struct agent *a, const struct snap *s, const struct p2p_torrent_status *st)
 {
-	struct statvfs fs;
-	char free_s[32], need_s[32];
-	int64_t avail, need = st->total_wanted - st->total_done;
+	char *room = agent_room_refusal(a, s->spec ? s->spec : s->btih, st->total_wanted - st->total_done, st->total_wanted);
+	char *w;
 
-	if (statvfs(a->cfg->cache_dir, &fs) == 0) {
-		avail = (int64_t)fs.f_bavail * (int64_t)fs.f_frsize;
-		if (avail < need + (1 << 20)) {
-			snprintf(free_s, sizeof(free_s), "%" PRId64, avail);
-			snprintf(need_s, sizeof(need_s), "%" PRId64, need);
-			return xasprintf("the cache's disk is full (%s bytes free, %s more needed): free space in %s or "
-					 "give the agent a --cache-size (%s)", free_s, need_s, a->cfg->cache_dir, st->message);
-		}
-	}
-	return xstrdup(st->message);
+	if (!room)
+		return xstrdup(st->message);
+	w = xasprintf("the cache's disk is full: %s; it goes on once there is room (%s)", room, st->message);
+	free(room);
+	return w;
 }
 
 /* What libtorrent counts, and what the fill wrote that it does not count yet. */
@@ -113,7 +107,7 @@ static json_t *snap_json(struct agent *a, const struct snap *s, json_t *name)
 		      "last_used", (json_int_t)s->last_used, "mounts", mounts, "peers", ok ? st.peers : 0,
 		      "uploaded", (json_int_t)(ok ? st.uploaded : 0), "downloaded", (json_int_t)(ok ? st.downloaded : 0));
 	if (ok && st.error) {
-		char *w = error_words(a, &st);
+		char *w = error_words(a, s, &st);
 		json_object_set_new(j, "error", json_string(w));
 		free(w);
 	}
@@ -217,6 +211,8 @@ static int mount_snap(struct agent *a, struct httpd_req *req, struct snap *s, js
 			"hf_cache", spec->hub == HUB_HF ? json_string_value(json_object_get(body, "hf_cache")) : NULL,
 			"ms_cache", spec->hub == HUB_MS ? json_string_value(json_object_get(body, "ms_cache")) : NULL);
 	offline_answer(ans, body);
+	if (json_object_get(body, "warning"))
+		json_object_set(ans, "warning", json_object_get(body, "warning"));
 	answer(req, 200, ans);
 	return 0;
 }
@@ -255,6 +251,27 @@ static void resolve_work(void *job)
 	j->st = agent_fetch_snapshot(j->a, j->mirror, j->token, &j->spec, &j->meta, &j->tor, &j->tlen, &j->why);
 }
 
+/* Is there room on the cache's disk for what the snapshot meta describes still lacks? A pull is
+ * refused at once when there is not (answered 507, saying what is missing, what is free and what to
+ * do: true); a mount goes on, since it fetches what is read first, with the same words as a warning
+ * in the body for its answer. */
+static bool room_refused(struct agent *a, struct httpd_req *req, struct resolve_job *j, const char *canon, json_t *meta)
+{
+	int64_t total = 0, need = agent_snap_need(a, meta, &total);
+	char *why = agent_room_refusal(a, canon, need, total);
+
+	if (!why)
+		return false;
+	if (j->dir) {
+		json_object_set_new(j->body, "warning", json_string(why));
+		free(why);
+		return false;
+	}
+	fail(req, 507, "%s", why);
+	free(why);
+	return true;
+}
+
 /* The snapshot the job's mount or pull gets: the mirror's current one (taken into the session), or
  * when the mirror cannot be reached the newest one held of the same revision (body's "offline" then
  * says why, "offline_using" which). NULL after answering the request with the error; else s with
@@ -278,6 +295,9 @@ static struct snap *resolved(struct agent *a, struct httpd_req *req, struct reso
 					      json_object_get(*name, "synced_at"), "taken_at", json_object_get(*name, "taken_at")));
 	} else if (j->st) {
 		fail(req, j->st, "%s on %s: %s", sp, j->mirror, j->why ? j->why : "?");
+	} else if (room_refused(a, req, j, canon, j->meta)) {
+		free(canon);
+		return NULL;
 	} else {
 		json_object_set_new(j->meta, "spec", json_string(canon));
 		s = agent_snap_add(a, json_incref(j->meta), (const unsigned char *)j->tor, j->tlen, j->spec.revision, name,
@@ -286,9 +306,17 @@ static struct snap *resolved(struct agent *a, struct httpd_req *req, struct reso
 			fail(req, 502, "cannot take the snapshot's torrent: %s", why ? why : "?");
 	}
 	free(why);
+	if (s && j->st == 502 && room_refused(a, req, j, canon, s->meta)) /* offline: the copy held */
+		s = NULL;
 	free(canon);
-	if (s)
+	if (s) {
+		struct p2p_torrent_status st;
 		agent_snap_used(a, s);
+		/* stopped by a full disk that has room now: a new request goes on at once */
+		s->retried_ms = 0;
+		if (!p2p_session_torrent_status(a->ses, s->btih, &st))
+			agent_snap_retry(a, s, &st);
+	}
 	return s;
 }
 

@@ -14,10 +14,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "agent-int.h"
+#include "base/size.h"
 #include "base/xmalloc.h"
 #include "p2p/p2p.h"
 
@@ -137,6 +139,83 @@ static int by_last_use(const void *pa, const void *pb)
 static bool evictable(const struct snap *s)
 {
 	return !s->nmounts && !s->nlingering && !s->pinned && !json_array_size(s->pending_links) && !s->settling;
+}
+
+/* ---- room on the cache's disk -------------------------------------------------------------------- */
+
+/* kept free beside a snapshot (the agent's own files, the log): 16 MiB, less on a small disk */
+static int64_t margin(int64_t disk)
+{
+	return disk / 64 < ((int64_t)16 << 20) ? disk / 64 : (int64_t)16 << 20;
+}
+
+int64_t agent_disk_free(const struct agent *a, int64_t *disk_size)
+{
+	struct statvfs fs;
+
+	if (statvfs(a->cfg->cache_dir, &fs) < 0)
+		return -1;
+	if (disk_size)
+		*disk_size = (int64_t)fs.f_blocks * (int64_t)fs.f_frsize;
+	return (int64_t)fs.f_bavail * (int64_t)fs.f_frsize;
+}
+
+int64_t agent_snap_need(struct agent *a, json_t *meta, int64_t *total)
+{
+	const char *btih = json_string_value(json_object_get(meta, "btih"));
+	struct snap *s = btih ? agent_snap_find(a, btih) : NULL;
+	struct p2p_torrent_status st;
+	int64_t need = 0, all = 0;
+	json_t *it;
+	size_t i;
+
+	if (s && !p2p_session_torrent_status(a->ses, s->btih, &st)) {
+		int64_t have = st.total_done + agent_fill_unseen(s);
+		*total = st.total_wanted;
+		return have < st.total_wanted ? st.total_wanted - have : 0;
+	}
+	json_array_foreach(json_object_get(meta, "files"), i, it) {
+		int64_t size = json_integer_value(json_object_get(it, "size"));
+		const char *sha = json_string_value(json_object_get(it, "sha256"));
+		char *kept = sha && strlen(sha) == 64 && !strchr(sha, '/') ?
+			     xasprintf("%s/by-sha256/%s", a->cfg->cache_dir, sha) : NULL;
+		struct stat ks;
+		all += size;
+		/* a content held for another snapshot is placed by a hard link: no new bytes */
+		if (!kept || stat(kept, &ks) < 0 || ks.st_size != size)
+			need += size;
+		free(kept);
+	}
+	*total = all;
+	return need;
+}
+
+bool agent_room_for(const struct agent *a, int64_t need)
+{
+	int64_t disk = 0, avail = agent_disk_free(a, &disk);
+
+	return avail < 0 || need + margin(disk) <= avail;
+}
+
+char *agent_room_refusal(const struct agent *a, const char *spec, int64_t need, int64_t total)
+{
+	int64_t disk = 0, avail = agent_disk_free(a, &disk);
+	char n[32], f[32], t[32], d[32];
+
+	if (avail < 0 || need + margin(disk) <= avail)
+		return NULL;
+	size_human(need, n, sizeof(n));
+	size_human(avail, f, sizeof(f));
+	size_human(total, t, sizeof(t));
+	size_human(disk, d, sizeof(d));
+	if (total > disk)
+		return xasprintf("not enough room in the cache for %s: it needs %s more and the disk of %s has %s free; "
+				 "the snapshot alone (%s) is bigger than that whole disk (%s): give the agent a cache on a "
+				 "bigger one (agent --cache DIR)", spec, n, a->cfg->cache_dir, f, t, d);
+	return xasprintf("not enough room in the cache for %s: it needs %s more and the disk of %s has %s free "
+			 "(the snapshot is %s in all): free space there%s", spec, n, a->cfg->cache_dir, f, t,
+			 a->cfg->cache_size > 0 ? ", or unmount or unpin snapshots so that they can be evicted"
+						: ", or give the agent a --cache-size so that it evicts snapshots nobody uses");
 }
 
 void agent_drop_files(struct agent *a, const char *btih)

@@ -667,6 +667,24 @@ bool agent_fill_running(const struct snap *s)
 	return s->fill && !s->fill->given_up;
 }
 
+void agent_fill_again(struct snap *s)
+{
+	struct fill *f = s->fill;
+
+	if (!f)
+		return;
+	/* pieces whose writes failed (a full disk) counted as tries: they are worth asking again */
+	memset(f->tries, 0, (size_t)f->files.pieces);
+	memset(f->elsewhere, 0, (size_t)f->files.pieces * sizeof(*f->elsewhere));
+	memset(f->fails, 0, sizeof(f->fails));
+	memset(f->down_until, 0, sizeof(f->down_until));
+}
+
+bool agent_fill_direct(const struct snap *s)
+{
+	return s->fill && s->fill->direct;
+}
+
 int64_t agent_fill_unseen(const struct snap *s)
 {
 	return s->fill && s->fill->direct ? s->fill->direct_bytes : 0;
