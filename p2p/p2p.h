@@ -311,6 +311,12 @@ int p2p_session_download_pause(struct p2p_session *s, const char *btih, bool pau
  * optimistic_disk_retry, minutes), so it asks for pieces again; a write that fails again gives the
  * error again. 0, or as above. */
 int p2p_session_retry(struct p2p_session *s, const char *btih);
+/* Read back every piece libtorrent believes it has of torrent btih and hash it (blocking: the whole
+ * torrent is read; from a worker thread). Pieces that fail (bit rot, another process, deleted files)
+ * are no longer admitted by p2p_session_have_range, and the torrent's files are then checked again by
+ * libtorrent, which fetches them anew. *checked: pieces read; *damaged: of those, how many failed.
+ * (p2p_session_have_range does the same for a piece it reads back and finds damaged.) 0, or as above. */
+int p2p_session_verify(struct p2p_session *s, const char *btih, int *checked, int *damaged);
 /* Announce to the trackers now (their minimum interval ignored): a torrent that asks no peer learns of
  * new ones only this way. Asynchronous; errors as above. */
 int p2p_session_reannounce(struct p2p_session *s, const char *btih);

@@ -170,10 +170,19 @@ struct have_cache {
 		if (i >= 0 && i < n)
 			words[std::size_t(i) / 64].fetch_or(std::uint64_t(1) << (i % 64), std::memory_order_release);
 	}
+	void clear(int i)
+	{
+		if (i >= 0 && i < n)
+			words[std::size_t(i) / 64].fetch_and(~(std::uint64_t(1) << (i % 64)), std::memory_order_release);
+	}
 	int const n;
 	std::unique_ptr<std::atomic<std::uint64_t>[]> words;
 	/* the first missing piece of the latest p2p_session_want_range, for p2p_session_take_wanted */
 	std::atomic<int> wanted{-1};
+	/* pieces libtorrent believed it had whose bytes in the files failed their hash, and when the
+	 * torrent was last rechecked for them (steady clock, ms) */
+	std::atomic<int> damaged{0};
+	std::atomic<std::int64_t> rechecked_ms{0};
 };
 
 struct torrent_entry {
@@ -900,6 +909,26 @@ static bool admit_written(torrent_entry const &e)
 	return true;
 }
 
+static std::int64_t steady_ms()
+{
+	return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
+		.count();
+}
+
+/* Piece p, which libtorrent believes it has, failed its hash in the files (bit rot, another process,
+ * a file deleted while the agent was down): libtorrent must learn it has not, or it neither fetches
+ * the piece nor stops offering it. 2.0.8 can forget no single piece: the torrent's files are checked
+ * again (at most every 10 s), which finds every such piece and fetches them again. */
+static void found_damaged(torrent_entry const &e, int p)
+{
+	std::int64_t now = steady_ms(), was = e.have->rechecked_ms.load();
+
+	e.have->clear(p);
+	e.have->damaged++;
+	if (now - was >= 10000 && e.have->rechecked_ms.compare_exchange_strong(was, now))
+		e.h.force_recheck();
+}
+
 extern "C" int p2p_session_have_range(struct p2p_session *s, const char *btih, int index, int64_t offset,
 				      int64_t len)
 {
@@ -928,8 +957,12 @@ extern "C" int p2p_session_have_range(struct p2p_session *s, const char *btih, i
 		for (; p <= last; p++) {
 			if (e.have->get(p))
 				continue;
-			if (!e.h.have_piece(lt::piece_index_t(p)) || !verify_in_file(*e.ti, e.save_path, p))
+			if (!e.h.have_piece(lt::piece_index_t(p)))
 				return 0;
+			if (!verify_in_file(*e.ti, e.save_path, p)) {
+				found_damaged(e, p);
+				return 0;
+			}
 			e.have->set(p);
 		}
 		return 1;
@@ -985,6 +1018,39 @@ extern "C" int p2p_session_download_pause(struct p2p_session *s, const char *bti
 			e.h.set_flags(lt::torrent_flags::upload_mode);
 		else
 			e.h.unset_flags(lt::torrent_flags::upload_mode);
+		return 0;
+	} catch (lt::system_error const &err) {
+		return handle_error(err);
+	} catch (...) {
+		return HM_ERR_TORRENT;
+	}
+}
+
+extern "C" int p2p_session_verify(struct p2p_session *s, const char *btih, int *checked, int *damaged)
+{
+	try {
+		torrent_entry e;
+		if (!find_entry(s, btih, e))
+			return HM_ERR_NOT_FOUND;
+		int n = e.ti->num_pieces(), ok = 0, bad = 0;
+		for (int p = 0; p < n; p++) {
+			if (!e.h.have_piece(lt::piece_index_t(p)))
+				continue;
+			if (verify_in_file(*e.ti, e.save_path, p)) {
+				ok++;
+				e.have->set(p);
+			} else {
+				bad++;
+				e.have->clear(p);
+				e.have->damaged++;
+			}
+		}
+		if (bad) {
+			e.have->rechecked_ms = steady_ms();
+			e.h.force_recheck();
+		}
+		*checked = ok + bad;
+		*damaged = bad;
 		return 0;
 	} catch (lt::system_error const &err) {
 		return handle_error(err);

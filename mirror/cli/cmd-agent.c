@@ -212,19 +212,64 @@ static void print_status(json_t *st)
 	}
 }
 
+/* status --verify [SPEC]: the agent reads back and hashes every piece it holds (of SPEC's snapshots);
+ * damaged ones are fetched again. Exit 0 when all were sound, 1 when some were not (or on an error). */
+static int verify_cache(const char *socket, const char *spec, bool as_json)
+{
+	json_t *req = spec ? json_pack("{s:s}", "spec", spec) : json_object(), *ans = NULL, *s;
+	char *body = json_dumps(req, JSON_COMPACT), *err = NULL;
+	long status = 0;
+	size_t i;
+	int r = agent_call(socket, "/v1/verify", body, 7 * 86400, &status, &ans, &err);
+
+	free(body);
+	json_decref(req);
+	if (r || status != 200) {
+		const char *e = json_string_value(json_object_get(ans, "error"));
+		fprintf(stderr, "hubmirror: %s\n", r == -ECONNREFUSED ? "no agent runs" : e ? e : err ? err : "the agent could not verify");
+		free(err);
+		json_decref(ans);
+		return CLI_FAILED;
+	}
+	if (as_json) {
+		char *t = json_dumps(ans, JSON_INDENT(2));
+		puts(t);
+		free(t);
+	} else {
+		json_array_foreach(json_object_get(ans, "snapshots"), i, s) {
+			json_t *specs = json_object_get(s, "specs");
+			int pieces = (int)json_integer_value(json_object_get(s, "pieces"));
+			int bad = (int)json_integer_value(json_object_get(s, "damaged"));
+			char *names = json_dumps(specs, JSON_COMPACT);
+			if (bad)
+				printf("%s %.12s: %d of %d pieces damaged in the cache: fetching them again (hubmirror pull waits for them)\n",
+				       names, json_string_value(json_object_get(s, "btih")), bad, pieces);
+			else
+				printf("%s %.12s: %d pieces verified\n", names, json_string_value(json_object_get(s, "btih")), pieces);
+			free(names);
+		}
+	}
+	r = json_integer_value(json_object_get(ans, "damaged")) ? CLI_FAILED : CLI_OK;
+	json_decref(ans);
+	return r;
+}
+
 int cmd_status(int argc, char **argv)
 {
 	const struct cli_command *self = cli_find("status");
 	const char *socket = agent_socket_default();
-	bool as_json = false;
+	bool as_json = false, verify = false;
 	json_t *st = NULL;
 	char *err = NULL;
 	long status = 0;
 	int r;
-	const struct cli_flag flags[] = { CLI_STR("socket", &socket), CLI_BOOL("json", &as_json), CLI_END };
+	const struct cli_flag flags[] = { CLI_STR("socket", &socket), CLI_BOOL("json", &as_json),
+					  CLI_BOOL("verify", &verify), CLI_END };
 
 	if (cli_parse_flags(self, argc, argv, flags))
 		return CLI_USAGE;
+	if (verify && argc - optind <= 1)
+		return verify_cache(socket, optind < argc ? argv[optind] : NULL, as_json);
 	if (optind < argc)
 		return cli_usage_error(self, "unexpected argument '%s'", argv[optind]);
 	r = agent_call(socket, "/v1/status", NULL, 30, &status, &st, &err);

@@ -190,12 +190,16 @@ const struct cli_command cli_commands[] = {
 	{ "umount", cmd_umount, "umount [--socket PATH] DIR", "detach a folder that 'hubmirror mount' attached",
 	  "Asks the agent to unmount DIR (a plain unmount if no agent holds it). The snapshot stays in the\n"
 	  "agent's cache and keeps seeding.\n" },
-	{ "status", cmd_status, "status [--socket PATH] [--json]", "show what the instance agent holds",
+	{ "status", cmd_status, "status [--socket PATH] [--json]\n       hubmirror status --verify [--json] [SPEC]",
+	  "show what the instance agent holds",
 	  "The agent (pid, cache, mirror, peer port, bytes sent and received) and each snapshot it holds:\n"
-	  "spec, commit, bytes had of total, complete or not, peers, where it is mounted.\n"
+	  "spec, commit, bytes had of total, complete or not, peers, where it is mounted, and its error.\n"
 	  "  --json   print the agent's answer as JSON (fields: pid socket mirror cache p2p_port started_at\n"
 	  "           uploaded downloaded snapshots[spec revision commit btih bytes_have bytes_total\n"
-	  "           complete mounts peers uploaded downloaded error])\n" },
+	  "           complete mounts peers uploaded downloaded links detached_in_use error])\n"
+	  "  --verify read back and hash every piece the cache holds (of SPEC's snapshots): damaged ones\n"
+	  "           (bit rot, another process) are fetched again from the swarm and the mirror; exit 1\n"
+	  "           when some were damaged\n" },
 	{ "serve", cmd_serve,
 	  "serve [--config FILE] [--data DIR] [--listen HOST:PORT] [--sync-at HH:MM] [--sync-every D] [--access-log FILE|-]\n"
 	  "       [--tokens FILE] [--auth open|listed|all]\n"

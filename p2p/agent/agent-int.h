@@ -58,6 +58,9 @@ struct snap {
 	bool verified;                  /* and every file's bytes are verified in the cache's files */
 	bool indexed;                   /* contents kept by sha256 (or given up) */
 	bool settling;                  /* a settle job (verify, index) runs on the thread pool */
+	uint64_t settle_after;          /* uv_now before which no settle job starts (one just failed) */
+	bool unchecked;                 /* taken back whole at a restart (seed mode), its files not read
+					 * back since: a pull verifies them before it links (agent_snap_check) */
 	int index_tries;
 	bool pinned;                    /* never evicted (pull --pin) */
 	int64_t last_used;              /* unix time of the last mount, umount or pull (agent_snap_used) */
@@ -198,6 +201,9 @@ json_t *agent_snap_name_by_commit(const struct snap *s, const char *commit);
 /* The newest name held of spec (canonical) at revision (a ref, a commit, or NULL: the one a plain
  * request gets), and its snapshot; NULL when none. */
 json_t *agent_held(struct agent *a, const char *spec, const char *revision, struct snap **s);
+
+/* A pull of s is about to link it: one taken back whole at a restart is verified first. */
+void agent_snap_check(struct agent *a, struct snap *s);
 
 /* Once s is verified: make the links pulls asked for (pending_links), to the cache's own files. */
 void agent_link_pending(struct agent *a, struct snap *s);

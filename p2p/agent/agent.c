@@ -264,6 +264,7 @@ static struct snap *snap_add(struct agent *a, json_t *meta, const unsigned char 
 	add.save_path = s->save;
 	add.seed_mode = whole;
 	s->verified = s->finished = whole;
+	s->unchecked = whole; /* its bytes are read back before a pull links them (agent_snap_check) */
 	if (!p2p_torrent_web_seeds(torrent, tlen, &s->web_seeds, &s->nweb) && s->nweb) {
 		add.no_url_list = true; /* peers first: see struct snap */
 		add.origin_last = !a->cfg->no_fill; /* what only the mirror has comes over HTTP (fill.c) */
@@ -403,6 +404,15 @@ static void settle_work(uv_work_t *w)
 	pthread_setschedparam(pthread_self(), SCHED_OTHER, &normal);
 }
 
+void agent_snap_check(struct agent *a, struct snap *s)
+{
+	(void)a;
+	/* taken back whole at a restart and not read back since: every byte is hashed again first (the
+	 * settle job), and a damaged piece is fetched again, before anything links the files */
+	if (s->unchecked)
+		s->verified = false;
+}
+
 void agent_link_pending(struct agent *a, struct snap *s)
 {
 	char *dir = xasprintf("%s/%s", s->save, s->name ? s->name : "");
@@ -444,6 +454,10 @@ static void settle_done(uv_work_t *w, int status)
 
 	(void)status;
 	s->settling = false;
+	if (s->work_verified)
+		s->unchecked = false;
+	else
+		s->settle_after = uv_now(&a->loop) + 5000; /* a piece missing or damaged: not again at once */
 	if (s->work_verified && !s->verified) {
 		/* remembered: a restart takes it back whole, without rechecking every byte first */
 		json_object_set_new(s->meta, "verified", json_true());
@@ -511,6 +525,22 @@ void agent_snap_retry(struct agent *a, struct snap *s, const struct p2p_torrent_
 	s->last_error_at = 0; /* a new error after this is said at once */
 }
 
+/* s was whole, and a check of its files found pieces damaged (libtorrent checked them again and
+ * lacks them now): it downloads them anew, from peers, the fill or the web seed; verified and linked
+ * again once whole. A restart meanwhile must not take it back as whole. */
+static void snap_damaged(struct agent *a, struct snap *s)
+{
+	fprintf(stderr, "hubmirror agent: %s: pieces in the cache failed their hash: fetching them again\n",
+		s->spec ? s->spec : s->btih);
+	s->finished = false;
+	s->verified = false;
+	s->unchecked = false;
+	s->fill_tried = false;
+	json_object_set_new(s->meta, "verified", json_false());
+	remember(a, s);
+	agent_fill_soon(a);
+}
+
 /* Let the web seeds in when the swarm cannot do without them (see struct snap). */
 static void web_seed_when_alone(struct agent *a, struct snap *s, const struct p2p_torrent_status *st)
 {
@@ -565,11 +595,15 @@ static void on_tick(uv_timer_t *t)
 		if (!p2p_session_torrent_status(a->ses, s->btih, &st)) {
 			if (st.seeding)
 				s->finished = true;
+			else if (s->finished && !st.seed_mode && !st.checking && !agent_fill_direct(s) &&
+				 st.total_done < st.total_wanted)
+				snap_damaged(a, s);
 			agent_snap_retry(a, s, &st);
 			web_seed_when_alone(a, s, &st);
 			agent_fill_update(a, s, &st);
 		}
-		if (s->finished && (!s->verified || !s->indexed) && !s->settling && !a->stopping) {
+		if (s->finished && (!s->verified || !s->indexed) && !s->settling && !a->stopping &&
+		    uv_now(&a->loop) >= s->settle_after) {
 			s->settling = true;
 			s->work.data = s;
 			uv_queue_work(&a->loop, &s->work, settle_work, settle_done);

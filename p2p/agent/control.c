@@ -337,6 +337,7 @@ static void pull_snap(struct agent *a, struct httpd_req *req, struct snap *s, js
 			json_object_get(name, "revision"), "commit", json_object_get(name, "commit"), "btih", s->btih,
 			"link", (json_int_t)id, "pid", (int)getpid());
 	offline_answer(ans, body);
+	agent_snap_check(a, s);
 	if (s->verified)
 		agent_link_pending(a, s); /* held whole already */
 	answer(req, 200, ans);
@@ -460,6 +461,97 @@ static int do_umount(struct agent *a, struct httpd_req *req, json_t *body)
 	return 0;
 }
 
+/* ---- verify -------------------------------------------------------------------------------------- */
+
+/* Read back and hash every piece of the snapshots held (or those of one spec), on a worker: what
+ * fails is fetched again (p2p_session_verify), the answer says what was found. */
+struct verify_job {
+	struct agent *a;
+	size_t n;
+	char (*btih)[41];
+	int *checked, *damaged, *r;
+	json_t *names;                  /* per snapshot: its specs, for the answer (loop only) */
+};
+
+static void verify_work(void *job)
+{
+	struct verify_job *v = job;
+
+	for (size_t i = 0; i < v->n && !atomic_load(&v->a->quit); i++)
+		v->r[i] = p2p_session_verify(v->a->ses, v->btih[i], &v->checked[i], &v->damaged[i]);
+}
+
+static void verify_done(void *job, struct httpd_req *req)
+{
+	struct verify_job *v = job;
+	json_t *out = json_array();
+	int bad = 0;
+
+	for (size_t i = 0; req && i < v->n; i++) {
+		json_array_append_new(out, json_pack("{s:s, s:O, s:i, s:i, s:b}", "btih", v->btih[i], "specs",
+						     json_array_get(v->names, i), "pieces", v->checked[i], "damaged",
+						     v->damaged[i], "held", v->r[i] == 0));
+		bad += v->damaged[i];
+	}
+	if (req)
+		answer(req, 200, json_pack("{s:o, s:i}", "snapshots", out, "damaged", bad));
+	else
+		json_decref(out);
+	json_decref(v->names);
+	free(v->btih);
+	free(v->checked);
+	free(v->damaged);
+	free(v->r);
+	free(v);
+}
+
+static int do_verify(struct agent *a, struct httpd_req *req, json_t *body)
+{
+	const char *want = json_string_value(json_object_get(body, "spec"));
+	struct verify_job *v = xcalloc(1, sizeof(*v));
+	char *canon = NULL;
+	struct hub_spec sp;
+
+	if (want) {
+		if (hub_spec_parse(want, &sp)) {
+			free(v);
+			return fail(req, 400, "'%s' is not a SPEC like hf:org/name", want);
+		}
+		canon = hub_spec_format(&sp, 0);
+		hub_spec_release(&sp);
+	}
+	v->a = a;
+	v->names = json_array();
+	v->btih = xcalloc(a->nsnaps + 1, sizeof(*v->btih));
+	v->checked = xcalloc(a->nsnaps + 1, sizeof(int));
+	v->damaged = xcalloc(a->nsnaps + 1, sizeof(int));
+	v->r = xcalloc(a->nsnaps + 1, sizeof(int));
+	for (size_t i = 0; i < a->nsnaps; i++) {
+		json_t *specs = json_array(), *nm;
+		bool match = !canon;
+		size_t k;
+		json_array_foreach(a->snaps[i]->names, k, nm) {
+			json_array_append(specs, json_object_get(nm, "spec"));
+			match |= canon && json_string_value(json_object_get(nm, "spec")) &&
+				 !strcmp(json_string_value(json_object_get(nm, "spec")), canon);
+		}
+		if (!match) {
+			json_decref(specs);
+			continue;
+		}
+		memcpy(v->btih[v->n], a->snaps[i]->btih, 41);
+		json_array_append_new(v->names, specs);
+		v->n++;
+	}
+	free(canon);
+	if (want && !v->n) {
+		verify_done(v, NULL);
+		return fail(req, 404, "this agent holds no snapshot of %s", want);
+	}
+	httpd_defer(req, verify_work, verify_done, v);
+	return 0;
+}
+
 int agent_control(void *ud, struct httpd_req *req)
 {
 	struct agent *a = ud;
@@ -491,6 +583,8 @@ int agent_control(void *ud, struct httpd_req *req)
 		do_pull(a, req, body);
 	else if (!strcmp(path, "/v1/umount"))
 		do_umount(a, req, body);
+	else if (!strcmp(path, "/v1/verify"))
+		do_verify(a, req, body);
 	else
 		fail(req, 404, "no such call: %s", path);
 	json_decref(body);
