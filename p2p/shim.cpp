@@ -278,6 +278,14 @@ static lt::settings_pack base_settings(const struct p2p_session_config *cfg)
 	 * 5-30 s). A mirror's seed keeps the default (docs/libtorrent.md, upload mode). */
 	if (cfg && cfg->lan_tuning && !cfg->origin)
 		sp.set_bool(lt::settings_pack::close_redundant_connections, false);
+	/* A peer that claims pieces and does not send them (broken, or hostile) loses its requests and is
+	 * snubbed after 5 s, not libtorrent's 60 (a WAN's figure): on a LAN a block comes in milliseconds.
+	 * Snubbed peers do not count in p2p_session_pieces_had's availability, so the fill takes those
+	 * pieces from the mirror (docs/agent.md). */
+	if (cfg && cfg->lan_tuning && !cfg->origin) {
+		sp.set_int(lt::settings_pack::request_timeout, 5);
+		sp.set_int(lt::settings_pack::piece_timeout, 5);
+	}
 	/* Every byte a session receives is hashed twice (SHA-1 for v1, SHA-256 for v2: ~0.75 s of CPU per
 	 * 512 MiB here); libtorrent's one hashing thread made that the ceiling of a lone instance's speed. */
 	sp.set_int(lt::settings_pack::hashing_threads,
@@ -1252,6 +1260,17 @@ extern "C" int p2p_session_pieces_had(struct p2p_session *s, const char *btih, u
 			e.h.piece_availability(v);
 			for (int i = 0; i < n; i++)
 				avail[i] = i < static_cast<int>(v.size()) ? std::max(v[size_t(i)], 0) : 0;
+			/* a snubbed peer (it left requests unanswered: lan_tuning's request_timeout) has its
+			 * pieces in name only: what only such peers have counts as nobody's */
+			std::vector<lt::peer_info> peers;
+			e.h.get_peer_info(peers);
+			for (lt::peer_info const &pi : peers) {
+				if (!(pi.flags & lt::peer_info::snubbed))
+					continue;
+				for (int i = 0; i < n && i < pi.pieces.size(); i++)
+					if (pi.pieces.get_bit(lt::piece_index_t(i)) && avail[i] > 0)
+						avail[i]--;
+			}
 		}
 		return known ? 0 : 1;
 	} catch (lt::system_error const &err) {

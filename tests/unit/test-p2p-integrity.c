@@ -344,7 +344,8 @@ TEST(readers_see_only_verified_bytes)
 }
 
 /* Where libtorrent's word is no promise, the file decides: a torrent in seed mode (every piece "had"
- * by assumption) over a copy of the files with one block damaged admits every piece but that one. */
+ * by assumption) over a copy of the files with one block damaged admits every piece but that one, and
+ * the damaged piece makes libtorrent check the files again, after which it lacks just that piece. */
 TEST(seed_mode_reads_from_the_file)
 {
 	char *dir = xasprintf("%s/damaged", tmp_root), *copy = xasprintf("%s/Race/model.bin", dir), *cfg;
@@ -363,10 +364,21 @@ TEST(seed_mode_reads_from_the_file)
 		close(fd);
 	CHECK_INT(start(&s, &port, 0, true), 0);
 	if (s && !add(s, dir, true)) {
+		struct p2p_torrent_status st = { 0 };
 		CHECK_INT(p2p_session_have_range(s, tor.btih, model_index, 0, piece), 1);
 		CHECK_INT(p2p_session_have_range(s, tor.btih, model_index, (int64_t)bad_piece * piece, piece), 0);
 		CHECK_INT(p2p_session_have_range(s, tor.btih, model_index, (int64_t)bad_piece * piece + 100, 10), 0);
+		/* the damaged piece made libtorrent check the files again (it believed it had the piece):
+		 * once that is done it lacks just that piece, and says so */
+		for (int i = 0; i < 1000; i++) {
+			if (!p2p_session_torrent_status(s, tor.btih, &st) && !st.checking && !st.seed_mode)
+				break;
+			usleep(10 * 1000);
+		}
+		CHECK(!st.seed_mode && !st.checking);
+		CHECK_INT(st.pieces_have, st.num_pieces - 1);
 		CHECK_INT(p2p_session_have_range(s, tor.btih, model_index, (int64_t)(bad_piece + 1) * piece, piece), 1);
+		CHECK_INT(p2p_session_have_range(s, tor.btih, model_index, (int64_t)bad_piece * piece, piece), 0);
 		CHECK_INT(p2p_session_have_range(s, tor.btih, model_index, 0, (int64_t)model_size), 0);
 	}
 	p2p_session_free(&s);
