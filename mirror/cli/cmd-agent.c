@@ -232,9 +232,7 @@ static int verify_cache(const char *socket, const char *spec, bool as_json)
 		return CLI_FAILED;
 	}
 	if (as_json) {
-		char *t = json_dumps(ans, JSON_INDENT(2));
-		puts(t);
-		free(t);
+		cli_print_json(ans);
 	} else {
 		json_array_foreach(json_object_get(ans, "snapshots"), i, s) {
 			json_t *specs = json_object_get(s, "specs");
@@ -280,13 +278,10 @@ int cmd_status(int argc, char **argv)
 		json_decref(st);
 		return CLI_FAILED;
 	}
-	if (as_json) {
-		char *s = json_dumps(st, JSON_INDENT(2));
-		puts(s);
-		free(s);
-	} else {
+	if (as_json)
+		cli_print_json(st);
+	else
 		print_status(st);
-	}
 	json_decref(st);
 	return CLI_OK;
 }
