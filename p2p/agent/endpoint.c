@@ -188,12 +188,20 @@ static void keep_header(void *ud, const char *name, const char *value)
 			json_object_set_new(e->headers, *p, json_string(value));
 }
 
-/* Where a metadata answer is kept for offline use: by the hash of its method and target. */
+/* Where a metadata answer is kept for offline use: by the hash of its method, its target and its
+ * credentials. An answer the mirror gave a token is replayed only to a request with that very
+ * Authorization (a digest of it is in the key, not the token), never to one without it or with
+ * another; the client's Host is not in the key (see keep_answer). */
 static char *kept_path(const struct ep *e)
 {
-	unsigned char md[SHA256_DIGEST_LENGTH];
-	char hex[65], *key = xasprintf("%s %s", e->file ? "FILE" : e->method, e->target), *p;
+	unsigned char md[SHA256_DIGEST_LENGTH], ad[SHA256_DIGEST_LENGTH];
+	char hex[65], ahex[65] = "-", *key, *p;
 
+	if (e->auth && *e->auth) {
+		SHA256((const unsigned char *)e->auth, strlen(e->auth), ad);
+		hex_encode(ad, sizeof(ad), ahex);
+	}
+	key = xasprintf("%s %s %s", e->file ? "FILE" : e->method, e->target, ahex);
 	SHA256((const unsigned char *)key, strlen(key), md);
 	hex_encode(md, sizeof(md), hex);
 	p = xasprintf("%s/agent/http/%s", e->a->cfg->cache_dir, hex);
@@ -201,11 +209,35 @@ static char *kept_path(const struct ep *e)
 	return p;
 }
 
+/* In s, every "//from/" (a URL the mirror wrote for the Host it was asked with) as "//to/". */
+static char *swap_host(const char *s, size_t len, const char *from, const char *to, size_t *out_len)
+{
+	char *pat = xasprintf("//%s/", from), *rep = xasprintf("//%s/", to);
+	size_t plen = strlen(pat), rlen = strlen(rep);
+	struct buf b;
+	const char *p = s, *end = s + len, *hit;
+
+	buf_init(&b);
+	while (p < end && (hit = memmem(p, (size_t)(end - p), pat, plen))) {
+		buf_add(&b, p, (size_t)(hit - p));
+		buf_add(&b, rep, rlen);
+		p = hit + plen;
+	}
+	buf_add(&b, p, (size_t)(end - p));
+	*out_len = b.len;
+	free(pat);
+	free(rep);
+	return buf_detach(&b, NULL);
+}
+
+/* Kept with the Host the mirror was asked for: a replay writes the asking client's own Host into the
+ * URLs (pagination Links, Locations, bodies), so what one client's Host made the mirror write never
+ * reaches another client (a `Host: evil.example` request cannot send later ones elsewhere). */
 static void keep_answer(struct ep *e)
 {
 	char *p = kept_path(e), *dir = xasprintf("%s/agent/http", e->a->cfg->cache_dir), *s;
-	json_t *j = json_pack("{s:i, s:O, s:s%}", "status", (int)e->status, "headers", e->headers, "body",
-			      e->answer ? e->answer : "", e->alen);
+	json_t *j = json_pack("{s:i, s:O, s:s%, s:s?}", "status", (int)e->status, "headers", e->headers, "body",
+			      e->answer ? e->answer : "", e->alen, "host", e->host);
 
 	path_mkdirs(dir, 0700);
 	s = json_dumps(j, JSON_COMPACT);
@@ -220,8 +252,9 @@ static void keep_answer(struct ep *e)
 static bool kept_answer(struct ep *e)
 {
 	char *p = kept_path(e), *raw = NULL;
+	const char *was, *k;
 	size_t len = 0;
-	json_t *j = NULL, *b;
+	json_t *j = NULL, *b, *v;
 
 	if (!path_read_file(p, MAX_ANSWER * 2, &raw, &len))
 		j = json_loadb(raw, len, 0, NULL);
@@ -234,9 +267,20 @@ static bool kept_answer(struct ep *e)
 	}
 	e->status = (long)json_integer_value(json_object_get(j, "status"));
 	json_object_update(e->headers, json_object_get(j, "headers"));
-	e->alen = json_string_length(b);
-	e->answer = xmalloc(e->alen + 1);
-	memcpy(e->answer, json_string_value(b), e->alen + 1);
+	was = json_string_value(json_object_get(j, "host"));
+	if (was && e->host && strcmp(was, e->host)) {
+		json_object_foreach(e->headers, k, v) {
+			size_t n;
+			char *t = swap_host(json_string_value(v), json_string_length(v), was, e->host, &n);
+			json_object_set_new(e->headers, k, json_stringn(t, n));
+			free(t);
+		}
+		e->answer = swap_host(json_string_value(b), json_string_length(b), was, e->host, &e->alen);
+	} else {
+		e->alen = json_string_length(b);
+		e->answer = xmalloc(e->alen + 1);
+		memcpy(e->answer, json_string_value(b), e->alen + 1);
+	}
 	json_decref(j);
 	return true;
 }
