@@ -28,7 +28,11 @@
 #include "torrents.h"
 
 #define MANIFEST "manifest.json"
-#define MANIFEST_MAX ((int64_t)512 << 20)
+#define MANIFEST_MAX ((int64_t)256 << 20)  /* about a million files; its parse takes ~4x */
+/* A manifest compresses some 5-20x; one that expands more than this over what the archive's
+ * compressed stream has given so far (past the first MiB) is a decompression bomb: refused before
+ * its text, let alone its parse, takes the memory it asks for */
+#define MANIFEST_RATIO 200
 #define CHUNK (1 << 20)
 
 static int fail(char **errmsg, int r, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -606,10 +610,30 @@ static int read_manifest(struct archive *a, json_t **manifest, json_t *blobs, ch
 	if (strcmp(archive_entry_pathname(e), MANIFEST) || archive_entry_filetype(e) != AE_IFREG ||
 	    !archive_entry_size_is_set(e) || size <= 0 || size > MANIFEST_MAX)
 		return fail(errmsg, HM_ERR_JSON, "the archive does not start with its %s", MANIFEST);
-	text = xmalloc((size_t)size);
-	if (archive_read_data(a, text, (size_t)size) != size) {
-		free(text);
-		return fail(errmsg, HM_ERR_JSON, "%s is cut short", MANIFEST);
+	{
+		/* read in steps, the buffer growing with what came, and the expansion watched */
+		size_t cap = (size_t)(size < (1 << 20) ? size : (1 << 20)), got = 0;
+		text = xmalloc(cap);
+		while ((int64_t)got < size) {
+			la_ssize_t n;
+			int64_t raw;
+			if (got == cap) {
+				cap = (int64_t)cap * 2 > size ? (size_t)size : cap * 2;
+				text = xrealloc(text, cap);
+			}
+			n = archive_read_data(a, text + got, cap - got);
+			if (n <= 0) {
+				free(text);
+				return fail(errmsg, HM_ERR_JSON, "%s is cut short", MANIFEST);
+			}
+			got += (size_t)n;
+			raw = archive_filter_bytes(a, -1);
+			if (got > (1 << 20) && raw > 0 && (int64_t)got / raw > MANIFEST_RATIO) {
+				free(text);
+				return fail(errmsg, HM_ERR_JSON, "%s expands %lld times over its compressed bytes (a "
+					    "decompression bomb?): refused", MANIFEST, (long long)((int64_t)got / raw));
+			}
+		}
 	}
 	*manifest = json_loadb(text, (size_t)size, JSON_REJECT_DUPLICATES, &jerr);
 	free(text);

@@ -111,4 +111,37 @@ C=$T/damaged
 check "a damaged content is refused and nothing is tracked" bash -c "[ $st = 1 ] && grep -q 'does not hash to its name' '$T/d.err' &&
 	[ \"\$(HUBMIRROR_DATA='$C' '$HUBMIRROR' ls --json)\" = '[]' ]"
 check "the good bundle then completes that mirror (what came before is kept)" "$HUBMIRROR" import --data "$C" "$T/b.tar"
+# a decompression bomb: a few hundred KB of gzip whose manifest.json inflates to 128 MiB of (valid) JSON
+"$PY" - "$T/h-bomb.tar.gz" <<'PY'
+import io, sys, tarfile
+size = 128 << 20
+class Spaces(io.RawIOBase):
+    def __init__(self):
+        self.left = size - 2
+        self.head = b"{"
+    def readable(self):
+        return True
+    def readinto(self, b):
+        if self.head:
+            n = len(self.head); b[:n] = self.head; self.head = b""; return n
+        if self.left <= 0:
+            if self.left == 0:
+                b[:1] = b"}"; self.left = -1; return 1
+            return 0
+        n = min(len(b), self.left); b[:n] = b" " * n; self.left -= n; return n
+with tarfile.open(sys.argv[1], "w:gz", compresslevel=9) as t:
+    ti = tarfile.TarInfo("manifest.json"); ti.size = size
+    t.addfile(ti, io.BufferedReader(Spaces(), 1 << 20))
+PY
+echo "# the bomb: $(stat -c %s "$T/h-bomb.tar.gz") bytes of gzip"
+C=$T/bomb
+"$HUBMIRROR" import --data "$C" "$T/h-bomb.tar.gz" 2>"$T/bomb.err"; st=$?
+sed 's/^/# /' "$T/bomb.err"
+check "a manifest that inflates hundreds of times over is refused (status $st)" test "$st" = 1
+check "saying it is a decompression bomb" grep -q "decompression bomb" "$T/bomb.err"
+if [ -x /usr/bin/time ]; then
+	/usr/bin/time -f %M -o "$T/bomb.rss" "$HUBMIRROR" import --data "$C" "$T/h-bomb.tar.gz" 2>/dev/null
+	rss=$(tail -1 "$T/bomb.rss")
+	check "without taking the memory it asks for ($rss KiB at most)" test "$rss" -lt 65536
+fi
 finish
