@@ -1,6 +1,7 @@
 /*
  * log.c - one line per message: "2026-11-30T03:00:00Z info  sync: text". Each line is written with a
- * single write() so lines from threads do not interleave.
+ * single write() so lines from threads do not interleave, and a message's control bytes (a newline
+ * among them) are escaped, so no text from the network can forge a line.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -39,7 +40,7 @@ int log_parse_level(const char *s, enum log_level *out)
 
 void log_msg(enum log_level level, const char *topic, const char *fmt, ...)
 {
-	struct buf line;
+	struct buf line, text;
 	char stamp[32];
 	struct timespec ts;
 	struct tm tm;
@@ -52,10 +53,21 @@ void log_msg(enum log_level level, const char *topic, const char *fmt, ...)
 	strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%SZ", &tm);
 
 	buf_init(&line);
+	buf_init(&text);
 	buf_addf(&line, "%s %-5s %s: ", stamp, level_names[level], topic ? topic : "main");
 	va_start(ap, fmt);
-	buf_vaddf(&line, fmt, ap);
+	buf_vaddf(&text, fmt, ap);
 	va_end(ap);
+	/* one message, one line: what came from the network (a name with a %0a in it) cannot start a
+	 * line of its own, nor move the terminal's cursor; control bytes are written as \xNN */
+	for (size_t i = 0; i < text.len; i++) {
+		unsigned char ch = (unsigned char)text.data[i];
+		if (ch < 0x20 || ch == 0x7f)
+			buf_addf(&line, "\\x%02x", ch);
+		else
+			buf_addch(&line, (char)ch);
+	}
+	buf_release(&text);
 	buf_addch(&line, '\n');
 	if (write(STDERR_FILENO, line.data, line.len) < 0) {
 		/* nowhere left to report it */

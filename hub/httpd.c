@@ -398,15 +398,24 @@ static void log_access(struct conn *c)
 	char when[64];
 	time_t now = time(NULL);
 	struct tm tm;
+	const char *path = r->path ? r->path : "-", *rest = NULL;
+	int keep = 0;
 
 	if (!c->h->cfg.access_log)
 		return;
 	gmtime_r(&now, &tm);
 	strftime(when, sizeof(when), "%d/%b/%Y:%H:%M:%S +0000", &tm);
 	/* Common log format, then the time taken. The query string is left out: signed URLs and
-	 * similar carry credentials there. */
-	fprintf(c->h->cfg.access_log, "%s - - [%s] \"%s %s%s HTTP/1.1\" %d %llu %.3f\n", c->peer, when,
-		r->method[0] ? r->method : "-", r->path ? r->path : "-", r->query ? "?..." : "", r->status,
+	 * similar carry credentials there; so is a path segment cfg.log_redact names (a capability). */
+	for (const char *const *p = c->h->cfg.log_redact; p && *p; p++)
+		if (!strncmp(path, *p, strlen(*p))) {
+			keep = (int)strlen(*p);
+			rest = strchr(path + keep, '/');
+			break;
+		}
+	fprintf(c->h->cfg.access_log, "%s - - [%s] \"%s %.*s%s%s%s HTTP/1.1\" %d %llu %.3f\n", c->peer, when,
+		r->method[0] ? r->method : "-", keep ? keep : (int)strlen(path), path, keep ? "REDACTED" : "",
+		keep && rest ? rest : "", r->query ? "?..." : "", r->status,
 		(unsigned long long)c->sent_this_response, (double)(uv_hrtime() - r->start_ns) / 1e9);
 	fflush(c->h->cfg.access_log);
 }

@@ -40,6 +40,10 @@ struct httpd_config {
 	unsigned idle_timeout_ms;       /* keep-alive wait for the next request; 0: 75 s */
 	unsigned write_timeout_ms;      /* no byte accepted by the client for this long; 0: 120 s */
 	FILE *access_log;               /* one line per request, or NULL */
+	const char *const *log_redact;  /* path prefixes ("/p2p/kseed/") whose next segment is a secret:
+					 * written "REDACTED" in the access log; NULL-terminated, may be
+					 * NULL. Borrowed for the server's life. (The query is never
+					 * logged.) */
 	size_t max_connections;         /* open at once; past it a new one gets a 503 and is closed;
 					 * 0: 16384 */
 	const char *trusted_proxies;    /* comma-separated peer addresses whose X-Forwarded-* headers

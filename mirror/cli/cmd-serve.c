@@ -1,10 +1,13 @@
 /*
  * cmd-serve.c - `hubmirror serve`: the mirror node (mirror/serve/serve.c).
  */
+#include <fcntl.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <uv.h>
 
@@ -274,6 +277,23 @@ static void serve_reread(void *ud)
 	config_release(&now);
 }
 
+/* The access log, appended to: made mode 0640 (it names clients and what they read), and one that
+ * others could read made so too. NULL on failure. */
+static FILE *open_log(const char *path)
+{
+	int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
+	struct stat st;
+	FILE *f;
+
+	if (fd < 0)
+		return NULL;
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (st.st_mode & 0137))
+		fchmod(fd, st.st_mode & 0640);
+	if (!(f = fdopen(fd, "a")))
+		close(fd);
+	return f;
+}
+
 int cmd_serve(int argc, char **argv)
 {
 	struct serve_prep p;
@@ -291,7 +311,7 @@ int cmd_serve(int argc, char **argv)
 		snprintf(exe, sizeof(exe), "%s", "hubmirror");
 	cfg.self_exe = exe;
 	if (p.access) {
-		cfg.access_log = !strcmp(p.access, "-") ? stdout : fopen(p.access, "a");
+		cfg.access_log = !strcmp(p.access, "-") ? stdout : open_log(p.access);
 		if (!cfg.access_log) {
 			fprintf(stderr, "hubmirror: cannot open access log '%s'\n", p.access);
 			config_release(&p.conf);

@@ -31,6 +31,9 @@ import json,subprocess,sys
 s = json.loads(subprocess.check_output([sys.argv[1], "status", "--json"]))["snapshots"][0]
 assert s["fetched_over_http"] >= 3000000, s' "$HUBMIRROR"
 check "the token is in no file of the agent's cache" bash -c "! grep -rq team-token-0001 '$T/cache'"
+check "the mirror's access log shows the capability's web seed requests" grep -q '"GET /p2p/kseed/' "$T/access.log"
+check "with the capability left out of every line" bash -c "! grep '/p2p/kseed/' '$T/access.log' | grep -v '/p2p/kseed/REDACTED/'"
+check "and the access log readable by its owner and group only (640)" test "$(stat -c %a "$T/access.log")" = 640
 check "agent --stop" "$HUBMIRROR" agent --stop
 check "the agent's log holds no sanitizer report" bash -c "! grep -E 'Sanitizer|runtime error' '$T/cache/agent.log'"
 

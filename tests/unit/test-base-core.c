@@ -1,8 +1,10 @@
 /*
- * test-base-core.c - errors, buffers, allocation helpers, hex, log levels.
+ * test-base-core.c - errors, buffers, allocation helpers, hex, log levels and lines.
  */
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "base/buf.h"
 #include "base/err.h"
@@ -86,6 +88,30 @@ TEST(log_levels)
 	CHECK_INT(log_parse_level("loud", &l), HM_ERR_USAGE);
 }
 
+/* A message with control bytes from the network stays one line: a name with a newline cannot forge
+ * a line of its own in the log. */
+TEST(log_lines_cannot_be_forged)
+{
+	int fds[2], saved = dup(STDERR_FILENO);
+	char got[512] = "";
+	ssize_t n;
+
+	CHECK(saved >= 0 && pipe(fds) == 0);
+	if (saved < 0)
+		return;
+	dup2(fds[1], STDERR_FILENO);
+	log_msg(LOG_LEVEL_ERROR, "ondemand", "%s: not tracked", "acme/x\n2026-01-01T00:00:00Z info  admin: tracking\x1b[2J");
+	dup2(saved, STDERR_FILENO);
+	close(saved);
+	close(fds[1]);
+	n = read(fds[0], got, sizeof(got) - 1);
+	close(fds[0]);
+	got[n > 0 ? n : 0] = '\0';
+	CHECK(strchr(got, '\n') == got + strlen(got) - 1); /* the only newline ends the line */
+	CHECK(strstr(got, "acme/x\\x0a2026-01-01T00:00:00Z info  admin: tracking\\x1b[2J: not tracked") != NULL);
+	CHECK(strchr(got, 0x1b) == NULL);
+}
+
 int main(void)
 {
 	RUN(err_str_covers_both_ranges);
@@ -93,5 +119,6 @@ int main(void)
 	RUN(xmalloc_family);
 	RUN(hex);
 	RUN(log_levels);
+	RUN(log_lines_cannot_be_forged);
 	return test_done();
 }
