@@ -457,11 +457,21 @@ static void fetch_on_done(void *ud, int result, const struct hub_http_resp *resp
 	fetch_unref(f);
 }
 
+/* One client's answer from a content being fetched: its fetch (a reference) and the last byte of its
+ * range, which goes only once the content is verified. */
+struct gated {
+	struct fetch *f;
+	int64_t last;
+};
+
 /* How many bytes from off a client may take now: all of them once verified; while the content
- * arrives, what is written except the last byte (which goes only after the check); -1 on failure. */
+ * arrives, what is written, but never the last byte of the client's range (nor the content's), which
+ * goes only after the check: a range that is not verified never ends as a complete answer (a client
+ * splitting a file into ranges would assemble bytes that failed the hash); -1 on failure. */
 static int64_t fetch_gate(void *ud, int64_t off, int64_t len)
 {
-	struct fetch *f = ud;
+	struct gated *g = ud;
+	struct fetch *f = g->f;
 	int64_t end;
 
 	if (f->state == FETCH_RUNNING && !f->w) {
@@ -485,7 +495,7 @@ static int64_t fetch_gate(void *ud, int64_t off, int64_t len)
 		return len;
 	if (f->state == FETCH_FAILED)
 		return -1;
-	end = f->have - 1; /* the last byte waits for the verdict */
+	end = f->have - 1 < g->last ? f->have - 1 : g->last; /* the last byte waits for the verdict */
 	if (off >= end)
 		return 0;
 	return end - off < len ? end - off : len;
@@ -493,7 +503,10 @@ static int64_t fetch_gate(void *ud, int64_t off, int64_t len)
 
 static void fetch_release(void *ud)
 {
-	fetch_unref(ud);
+	struct gated *g = ud;
+
+	fetch_unref(g->f);
+	free(g);
 }
 
 static struct fetch *fetch_start(struct mirror_routes *rt, const struct mirror_ondemand_file *in)
@@ -570,6 +583,7 @@ static struct fetch *fetch_start(struct mirror_routes *rt, const struct mirror_o
 int mirror_ondemand_send(struct mirror_routes *rt, struct httpd_req *req, const struct mirror_ondemand_file *in)
 {
 	struct fetch *f;
+	struct gated *g;
 	int64_t a = 0, b = in->size - 1;
 	int fd, rr;
 
@@ -607,8 +621,11 @@ int mirror_ondemand_send(struct mirror_routes *rt, struct httpd_req *req, const 
 		httpd_add_headerf(req, "Content-Range", "bytes %" PRId64 "-%" PRId64 "/%" PRId64, a, b, in->size);
 	else
 		a = 0, b = in->size - 1;
+	g = xcalloc(1, sizeof(*g));
+	g->f = f;
+	g->last = b;
 	httpd_respond_file_gated(req, rr > 0 ? 206 : 200, "application/octet-stream", fd, a, b - a + 1, fetch_gate,
-				 fetch_release, f);
+				 fetch_release, g);
 	return 0;
 }
 

@@ -15,6 +15,8 @@ cat >"$T/spec.json" <<'JSON'
              {"path": "model.safetensors", "size": 3000000, "seed": 41}]},
   {"hub": "hf", "type": "model", "id": "acme/od-bad",
    "files": [{"path": "config.json", "content": "{}\n"}, {"path": "w.bin", "size": 2000000, "seed": 42}]},
+  {"hub": "hf", "type": "model", "id": "acme/od-bad-range",
+   "files": [{"path": "config.json", "content": "{}\n"}, {"path": "w.bin", "size": 2000000, "seed": 43}]},
   {"hub": "hf", "type": "model", "id": "other/outside",
    "files": [{"path": "config.json", "content": "{}\n"}]},
   {"hub": "hf", "type": "model", "id": "acme/od-head",
@@ -71,6 +73,17 @@ check "it holds less than the whole file" test "$(stat -c %s "$T/bad.bin" 2>/dev
 SHA_BAD=$(fake_sha acme/od-bad w.bin)
 check "nothing was kept" test ! -e "$HUBMIRROR_DATA/store/blobs/${SHA_BAD:0:2}/$SHA_BAD"
 check "asking again fetches it again, right" test "$(curl -fsS "$M/acme/od-bad/resolve/main/w.bin" | sha256sum | cut -c1-64)" = "$SHA_BAD"
+# ... nor a client with a complete range of it (how hf_transfer, aria2c -x and hfd split a file): the
+# range's last byte waits for the content's verdict, and the answer is cut short on a mismatch
+# (upstream throttled: the range's bytes are in long before the content's last one)
+curl -fsS -X POST -d '{"match": "", "host": "cdn", "kind": "slow", "rate": 1000000, "count": 1}' "$FAKE_API/_fake/faults" >/dev/null
+curl -fsS -X POST -d '{"match": "", "host": "cdn", "kind": "corrupt", "offset": 1000, "count": 1}' "$FAKE_API/_fake/faults" >/dev/null
+curl -fsS -r 0-9999 -o "$T/badr.bin" "$M/acme/od-bad-range/resolve/main/w.bin"; st=$?
+check "a range over bytes that fail the hash does not end as a complete answer (curl $st)" test "$st" != 0
+check "what came is short of the range" test "$(stat -c %s "$T/badr.bin" 2>/dev/null || echo 0)" -lt 10000
+SHA_BADR=$(fake_sha acme/od-bad-range w.bin)
+check "a range asked again comes whole and right" cmp <(curl -fsS -r 0-9999 "$M/acme/od-bad-range/resolve/main/w.bin") \
+	<(curl -fsS "$M/acme/od-bad-range/resolve/main/w.bin" | head -c 10000)
 
 # outside the patterns: not found, and upstream never asked
 before=$(stats | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["total"])')
@@ -92,7 +105,7 @@ check "ModelScope SDK flows on demand ($(grep -c '^ok' "$T/ms.out") checks)" tes
 [ "$st" = 0 ] || { grep -v "^ok" "$T/ms.out" | sed "s/^/# /"; grep -i "ondemand\|error\|warn" "$T/serve.err" | tail -20; }
 
 check "metrics count the on-demand work" bash -c "curl -fsS '$M/metrics' >'$T/metrics' &&
-	grep -q '^hubmirror_ondemand_repos_total 5$' '$T/metrics' && grep -q '^hubmirror_ondemand_fetches_total{outcome=\"failed\"} 1$' '$T/metrics' &&
+	grep -q '^hubmirror_ondemand_repos_total 6$' '$T/metrics' && grep -q '^hubmirror_ondemand_fetches_total{outcome=\"failed\"} 2$' '$T/metrics' &&
 	grep -q '^hubmirror_ondemand_fetches_total{outcome=\"started\"} [0-9]' '$T/metrics'"
 check "the provisional snapshot has no torrent yet" bash -c "curl -fsS '$M/api/catalog/repos/hf/model/acme/od-model' | '$PY' -c 'import json,sys; assert json.load(sys.stdin)[\"swarm\"] is None'"
 check "the nightly sync completes it" env HUBMIRROR_HF_UPSTREAM="$FAKE_API" "$HUBMIRROR" sync --local --no-progress hf:acme/od-model hf:acme/od-bad
