@@ -15,6 +15,7 @@
 #include <archive.h>
 #include <archive_entry.h>
 #include <jansson.h>
+#include <openssl/evp.h>
 
 #include "base/err.h"
 #include "base/hex.h"
@@ -724,6 +725,60 @@ static int store_blob(struct mirror_data *d, struct archive *a, const char *sha2
 	return 0;
 }
 
+/* The archive's bytes of an entry whose content the store holds already: hashed all the same, for
+ * it to count as carried (a bundle must not claim a content by its name alone). 0 when they hash to
+ * sha256, else an error (said). */
+static int hash_entry(struct archive *a, const char *sha256, char *buf, char **errmsg)
+{
+	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned int mdlen = 0;
+	char hex[65];
+	la_ssize_t got = -1;
+	int ok = ctx && EVP_DigestInit_ex(ctx, EVP_sha256(), NULL);
+
+	while (ok && (got = archive_read_data(a, buf, CHUNK)) > 0)
+		ok = EVP_DigestUpdate(ctx, buf, (size_t)got);
+	ok = ok && got == 0 && EVP_DigestFinal_ex(ctx, md, &mdlen) && mdlen == 32;
+	EVP_MD_CTX_free(ctx);
+	if (!ok)
+		return fail(errmsg, -EIO, "content %s: %s", sha256, archive_error_string(a) ? archive_error_string(a) : "cannot hash");
+	hex_encode(md, 32, hex);
+	if (strcmp(hex, sha256))
+		return fail(errmsg, HM_ERR_HASH_MISMATCH, "content %s does not hash to its name: the bundle is damaged, or "
+			    "claims a content it does not hold", sha256);
+	return 0;
+}
+
+/* Every content a repo entry of the manifest names that the archive does not carry (seen lacks it)
+ * must be one this mirror holds and that repository may name: public, or fetched by it already (as
+ * sync's rule for listings has it); else a bundle of a few KB could publish a gated repository's
+ * content under an open name. 0, or an error (said). */
+static int check_named(struct mirror_data *d, json_t *manifest, json_t *seen, char **errmsg)
+{
+	json_t *r, *sn, *f;
+	size_t i, j, k;
+
+	json_array_foreach(json_object_get(manifest, "repos"), i, r) {
+		const char *hub = json_string_value(json_object_get(r, "hub")), *type = json_string_value(json_object_get(r, "type"));
+		const char *name = json_string_value(json_object_get(r, "name"));
+		struct catalog_repo cr = { 0 };
+		int64_t id = catalog_repo_get(d->catalog, hub, type, name, &cr) ? 0 : cr.id;
+		catalog_repo_release(&cr);
+		json_array_foreach(json_object_get(r, "snapshots"), j, sn)
+			json_array_foreach(json_object_get(sn, "files"), k, f) {
+				const char *sha = json_string_value(json_object_get(f, "sha256"));
+				if (!sha || json_object_get(seen, sha) || catalog_blob_public_or_own(d->catalog, sha, id))
+					continue;
+				return fail(errmsg, HM_ERR_PATH_UNSAFE, "the bundle names content %s for %s:%s%s (%s) without "
+					    "carrying it, and this mirror holds it only for repositories that may not "
+					    "share it: refused", sha, hub, strcmp(type, "dataset") ? "" : "datasets/", name,
+					    json_string_value(json_object_get(f, "path")));
+			}
+	}
+	return 0;
+}
+
 /* A snapshot of repo entry r by commit: its files for catalog_snapshot_commit. */
 static struct catalog_file *snapshot_files(json_t *r, const char *commit, size_t *n)
 {
@@ -751,13 +806,12 @@ static struct catalog_file *snapshot_files(json_t *r, const char *commit, size_t
 }
 
 /* Track repo entry r and record its snapshots and refs. Returns 0 or an error (said). */
-static int import_repo(struct mirror_data *d, json_t *r, struct mirror_bundle_report *rep, char **errmsg)
+static int import_repo(struct mirror_data *d, json_t *r, json_t *carried, bool keep_options,
+		       struct mirror_bundle_report *rep, char **errmsg)
 {
 	const char *hub = json_string_value(json_object_get(r, "hub")), *type = json_string_value(json_object_get(r, "type"));
 	const char *name = json_string_value(json_object_get(r, "name"));
-	char *inc = json_dumps(json_object_get(r, "include"), JSON_COMPACT);
-	char *exc = json_dumps(json_object_get(r, "exclude"), JSON_COMPACT);
-	char *opt = json_dumps(json_object_get(r, "options"), JSON_COMPACT | JSON_SORT_KEYS), *sel = NULL;
+	char *inc = NULL, *exc = NULL, *opt = NULL, *sel = NULL;
 	json_t *meta = json_object_get(r, "meta"), *ref, *sn, *f;
 	const char *policy = json_string_value(json_object_get(r, "refs_policy"));
 	struct catalog_repo cr = { 0 };
@@ -766,6 +820,22 @@ static int import_repo(struct mirror_data *d, json_t *r, struct mirror_bundle_re
 	size_t i, j;
 	int e;
 
+	/* access options are the importing operator's (see bundle.h) */
+	if (!catalog_repo_get(d->catalog, hub, type, name, &cr)) {
+		inc = xstrdup(cr.include_globs ? cr.include_globs : "[]");
+		exc = xstrdup(cr.exclude_globs ? cr.exclude_globs : "[]");
+		opt = xstrdup(cr.options ? cr.options : "{}");
+		rep->options_kept++;
+	} else if (keep_options) {
+		inc = json_dumps(json_object_get(r, "include"), JSON_COMPACT);
+		exc = json_dumps(json_object_get(r, "exclude"), JSON_COMPACT);
+		opt = json_dumps(json_object_get(r, "options"), JSON_COMPACT | JSON_SORT_KEYS);
+	} else if (json_object_size(json_object_get(r, "options")) || json_array_size(json_object_get(r, "include")) ||
+		   json_array_size(json_object_get(r, "exclude"))) {
+		rep->options_dropped++;
+	}
+	catalog_repo_release(&cr);
+	memset(&cr, 0, sizeof(cr));
 	e = catalog_repo_add(d->catalog, hub, type, name, json_string_value(json_object_get(r, "follow_rev")), inc, exc,
 			     opt, NULL);
 	if (!e && policy)
@@ -798,10 +868,14 @@ static int import_repo(struct mirror_data *d, json_t *r, struct mirror_bundle_re
 			e = fail(errmsg, HM_ERR_SQLITE, "%s: catalog: %s", name, catalog_errmsg(d->catalog));
 			goto out;
 		}
-	/* the repo's own contents, for the rule on naming content (docs/security.md) */
+	/* the repo's own contents, for the rule on naming content (docs/security.md): only what the
+	 * archive carried and what hashed to its name here, never what it merely named */
 	json_array_foreach(json_object_get(r, "snapshots"), i, sn)
-		json_array_foreach(json_object_get(sn, "files"), j, f)
-			catalog_blob_fetched(d->catalog, json_string_value(json_object_get(f, "sha256")), cr.id);
+		json_array_foreach(json_object_get(sn, "files"), j, f) {
+			const char *sha = json_string_value(json_object_get(f, "sha256"));
+			if (sha && json_object_get(carried, sha))
+				catalog_blob_fetched(d->catalog, sha, cr.id);
+		}
 	memset(&m, 0, sizeof(m));
 	m.gated = json_string_value(json_object_get(meta, "gated"));
 	m.private_ = json_is_integer(json_object_get(meta, "private")) ? (int)json_integer_value(json_object_get(meta, "private")) : -1;
@@ -843,7 +917,8 @@ out:
 	return e;
 }
 
-int mirror_bundle_import(struct mirror_data *d, const char *path, struct mirror_bundle_report *rep, char **errmsg)
+int mirror_bundle_import(struct mirror_data *d, const char *path, bool keep_options, struct mirror_bundle_report *rep,
+			 char **errmsg)
 {
 	struct archive *a = NULL;
 	struct archive_entry *e;
@@ -891,9 +966,12 @@ int mirror_bundle_import(struct mirror_data *d, const char *path, struct mirror_
 				err = fail(errmsg, HM_ERR_NOT_FOUND, "the bundle lacks content %s (and this store does not hold it)", sha);
 			goto out;
 		}
+	if ((err = check_named(d, manifest, seen, errmsg)))
+		goto out;
 	archive_read_free(a);
 	json_object_clear(seen);
-	/* Pass 2: the contents, each verified as it is stored; those held already are skipped. */
+	/* Pass 2: the contents, each verified as it is stored; those held already are hashed, not stored
+	 * again. seen then holds what the archive carried, verified. */
 	if (!(a = open_bundle(path, errmsg))) {
 		err = -EIO;
 		goto out;
@@ -912,8 +990,9 @@ int mirror_bundle_import(struct mirror_data *d, const char *path, struct mirror_
 		}
 		size = archive_entry_size(e);
 		if (mirror_store_has(d->store, sha, size)) {
+			if ((err = hash_entry(a, sha, buf, errmsg)))
+				goto out;
 			rep->blobs_skipped++;
-			archive_read_data_skip(a);
 			continue;
 		}
 		if ((err = store_blob(d, a, sha, size, buf, errmsg)))
@@ -927,7 +1006,7 @@ int mirror_bundle_import(struct mirror_data *d, const char *path, struct mirror_
 	}
 	/* Every content is in: the catalog, then the torrents (deterministic: the same info-hashes). */
 	json_array_foreach(json_object_get(manifest, "repos"), i, r)
-		if ((err = import_repo(d, r, rep, errmsg)))
+		if ((err = import_repo(d, r, seen, keep_options, rep, errmsg)))
 			goto out;
 	err = mirror_torrents_make(d, (int64_t)time(NULL), &made, errmsg);
 	rep->torrents_made = (int64_t)made;

@@ -16,6 +16,7 @@
 #ifndef HM_MIRROR_BUNDLE_H
 #define HM_MIRROR_BUNDLE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -27,8 +28,11 @@ struct mirror_bundle_report {
 	int64_t blobs_omitted;    /* export --since: contents listed but left out (the far side has them) */
 	int64_t volumes;          /* export: files written */
 	int64_t bytes;            /* of the contents written (export) or stored (import) */
-	int64_t blobs_skipped;    /* import: contents the store already held */
+	int64_t blobs_skipped;    /* import: contents the store already held (the archive's copy hashed too) */
 	int64_t torrents_made;    /* import */
+	int64_t options_kept;     /* import: tracked repos whose own options stayed, the bundle's left out */
+	int64_t options_dropped;  /* import: new repos whose bundle options (open, preheat, globs,
+				   * guards) were left out (keep_options takes them) */
 };
 
 struct mirror_bundle_opts {
@@ -50,7 +54,15 @@ int mirror_bundle_export(struct mirror_data *d, const struct hub_spec *specs, si
 int mirror_bundle_volume(const char *path);
 
 /* Read the bundle at path into d (whose sync lock the caller holds). Returns 0 or an error with
- * *errmsg (the store untouched when the archive itself is refused). */
-int mirror_bundle_import(struct mirror_data *d, const char *path, struct mirror_bundle_report *rep, char **errmsg);
+ * *errmsg (the store untouched when the archive itself is refused).
+ *
+ * A bundle is the exporting operator's word, not this one's: a content it names but does not carry
+ * must be in the store and one that any of its repositories may name (public, or fetched by that
+ * repository: catalog_blob_public_or_own), or the archive is refused; only contents the archive
+ * carried, whose bytes hashed to their names here, count as fetched by its repositories. Access
+ * options (open, preheat, include/exclude globs, guards) stay this mirror's: a tracked repository
+ * keeps its own, a new one gets none unless keep_options (rep says how many of each). */
+int mirror_bundle_import(struct mirror_data *d, const char *path, bool keep_options, struct mirror_bundle_report *rep,
+			 char **errmsg);
 
 #endif

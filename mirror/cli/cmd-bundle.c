@@ -114,11 +114,11 @@ int cmd_import(int argc, char **argv)
 	struct mirror_bundle_report rep;
 	struct mirror_data *data = NULL;
 	const char *dir = NULL;
-	bool wait = false, json = false;
+	bool wait = false, json = false, keep_options = false;
 	char *err = NULL, size[32];
 	int r = CLI_OK;
 	const struct cli_flag flags[] = { CLI_STR("data", &dir), CLI_BOOL("wait", &wait), CLI_BOOL("json", &json),
-					  CLI_END };
+					  CLI_BOOL("keep-options", &keep_options), CLI_END };
 
 	if (cli_parse_flags(self, argc, argv, flags))
 		return CLI_USAGE;
@@ -133,14 +133,16 @@ int cmd_import(int argc, char **argv)
 		if (vol > 1 && i > optind && mirror_bundle_volume(argv[i - 1]) == vol - 1 &&
 		    !strncmp(argv[i], argv[i - 1], strlen(argv[i]) - 3))
 			continue;
-		if (mirror_bundle_import(data, argv[i], &rep, &err)) {
+		if (mirror_bundle_import(data, argv[i], keep_options, &rep, &err)) {
 			fprintf(stderr, "hubmirror: import %s: %s\n", argv[i], err ? err : "failed");
 			r = CLI_FAILED;
 		} else if (json) {
-			json_t *o = json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:I}", "bundle", argv[i],
+			json_t *o = json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "bundle", argv[i],
 					      "repos", (json_int_t)rep.repos, "snapshots", (json_int_t)rep.snapshots,
 					      "blobs", (json_int_t)rep.blobs, "blobs_skipped", (json_int_t)rep.blobs_skipped,
-					      "bytes", (json_int_t)rep.bytes, "torrents_made", (json_int_t)rep.torrents_made);
+					      "bytes", (json_int_t)rep.bytes, "torrents_made", (json_int_t)rep.torrents_made,
+					      "options_kept", (json_int_t)rep.options_kept, "options_dropped",
+					      (json_int_t)rep.options_dropped);
 			cli_print_json(o);
 			json_decref(o);
 		} else {
@@ -148,6 +150,12 @@ int cmd_import(int argc, char **argv)
 			printf("import %s: %lld repos, %lld snapshots; %lld contents stored (%s), %lld held already; "
 			       "%lld torrents made\n", argv[i], (long long)rep.repos, (long long)rep.snapshots,
 			       (long long)rep.blobs, size, (long long)rep.blobs_skipped, (long long)rep.torrents_made);
+			if (rep.options_kept)
+				printf("  %lld repos already tracked keep their own options (the bundle's are not taken)\n",
+				       (long long)rep.options_kept);
+			if (rep.options_dropped)
+				printf("  %lld new repos get no options from the bundle (open, preheat, globs, guards): "
+				       "set them with hubmirror add, or import --keep-options\n", (long long)rep.options_dropped);
 		}
 		free(err);
 		err = NULL;

@@ -91,18 +91,22 @@ const struct cli_command cli_commands[] = {
 	  "  --mirror URL ask a running mirror instead (default $HUBMIRROR_URL when --data is not given);\n"
 	  "               also prints the lines to use it (endpoint and mount command)\n"
 	  "  --json       print a JSON object (the same fields as one entry of `ls --json`)\n" },
-	{ "import", cmd_import, "import [--data DIR] [--wait] [--json] FILE...",
+	{ "import", cmd_import, "import [--data DIR] [--wait] [--json] [--keep-options] FILE...",
 	  "bring the repositories of bundles into this mirror",
 	  "Reads every header of FILE first and refuses an archive holding anything but its manifest and\n"
 	  "the contents it names (links, devices, other paths, a wrong size): nothing enters the store then.\n"
-	  "Each content is verified against its sha256 as it is stored; those the store holds are skipped,\n"
-	  "so importing again, or after an interruption, goes on where it stopped. Then the repositories,\n"
+	  "Each content is verified against its sha256 as it is stored; those the store holds are hashed,\n"
+	  "not stored again, so importing again, or after an interruption, goes on where it stopped. A\n"
+	  "content the bundle names without carrying it must be one this mirror holds and may show under\n"
+	  "that name (public, or that repository's own). Then the repositories,\n"
 	  "snapshots and refs enter the catalog and their torrents are made (the same info-hashes as on\n"
 	  "the exporting mirror). FILE.001 stands for every volume of a bundle cut by --volume-size.\n"
 	  "One import or sync at a time per data directory.\n"
 	  "  --data DIR   data directory (default $HUBMIRROR_DATA or /var/lib/hubmirror)\n"
 	  "  --wait       wait for a running sync instead of failing\n"
-	  "  --json       print each bundle's report as JSON\n" },
+	  "  --json       print each bundle's report as JSON\n"
+	  "  --keep-options  give new repositories the bundle's options (open, preheat, include/exclude,\n"
+	  "               guards); without it they get none, and tracked ones always keep their own\n" },
 	{ "ls", cmd_ls, "ls [--data DIR | --mirror URL] [--json]", "list the tracked repositories",
 	  "One line per tracked repository: spec, followed revision, sync status, files and size of the\n"
 	  "synced snapshot, last sync time (UTC).\n"
