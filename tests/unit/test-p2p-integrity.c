@@ -373,6 +373,10 @@ TEST(seed_mode_reads_from_the_file)
 		for (int i = 0; i < 6000; i++) { /* up to a minute on a loaded machine */
 			if (!p2p_session_torrent_status(s, tor.btih, &st) && !st.checking && !st.seed_mode)
 				break;
+			/* as a waiting reader does (the recheck is asked again every 10 s while it finds
+			 * the piece damaged) */
+			if (i % 100 == 99)
+				p2p_session_have_range(s, tor.btih, model_index, (int64_t)bad_piece * piece, piece);
 			usleep(10 * 1000);
 		}
 		CHECK(!st.seed_mode && !st.checking);
