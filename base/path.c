@@ -3,6 +3,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,13 +49,40 @@ static size_t utf8_len(const unsigned char *s, size_t n)
 	return len;
 }
 
+/* Would git take component c (n bytes) for its own folder on some file system, and so refuse a tree
+ * holding it (core.protectNTFS, on by default, and core.protectHFS)? ".git" with trailing dots or
+ * spaces (NTFS drops them), its 8.3 short name "git~1", and ".git" with characters HFS+ ignores inside
+ * (zero-width joiners and the like). A mirrored repo holding such a path would break every clone. */
+static bool is_dotgit(const char *c, size_t n)
+{
+	char plain[16];
+	size_t m = 0;
+
+	while (n && (c[n - 1] == '.' || c[n - 1] == ' '))
+		n--;
+	if ((n == 4 && !strncasecmp(c, ".git", 4)) || (n == 5 && !strncasecmp(c, "git~1", 5)))
+		return true;
+	/* without the code points HFS+ ignores: U+200C-U+200F, U+202A-U+202E, U+206A-U+206F, U+FEFF */
+	for (size_t i = 0; i < n && m < sizeof(plain) - 1; i++) {
+		const unsigned char *u = (const unsigned char *)c + i;
+		if (i + 2 < n && ((u[0] == 0xe2 && u[1] == 0x80 && ((u[2] >= 0x8c && u[2] <= 0x8f) || (u[2] >= 0xaa && u[2] <= 0xae))) ||
+				  (u[0] == 0xe2 && u[1] == 0x81 && u[2] >= 0xaa && u[2] <= 0xaf) ||
+				  (u[0] == 0xef && u[1] == 0xbb && u[2] == 0xbf))) {
+			i += 2;
+			continue;
+		}
+		plain[m++] = c[i];
+	}
+	return m == 4 && !strncasecmp(plain, ".git", 4);
+}
+
 static int check_component(const char *c, size_t n)
 {
 	if (n == 0 || n > PATH_MAX_COMPONENT)
 		return HM_ERR_PATH_UNSAFE;
 	if ((n == 1 && c[0] == '.') || (n == 2 && c[0] == '.' && c[1] == '.'))
 		return HM_ERR_PATH_UNSAFE;
-	if (n == 4 && !strncasecmp(c, ".git", 4))
+	if (is_dotgit(c, n))
 		return HM_ERR_PATH_UNSAFE;
 	for (size_t i = 0; i < n;) {
 		unsigned char ch = (unsigned char)c[i];

@@ -84,6 +84,16 @@ TEST(rejects_names_that_break_later)
 	CHECK_INT(path_check_str(".git/config"), HM_ERR_PATH_UNSAFE);
 	CHECK_INT(path_check_str("sub/.GIT/hooks/x"), HM_ERR_PATH_UNSAFE);
 	CHECK_INT(path_check_str(".gitignore"), 0);
+	/* what git takes for its folder on NTFS or HFS+, and refuses in a tree (it would break clones) */
+	CHECK_INT(path_check_str(".git./x"), HM_ERR_PATH_UNSAFE);
+	CHECK_INT(path_check_str(".GIT . ./x"), HM_ERR_PATH_UNSAFE);
+	CHECK_INT(path_check_str("GIT~1/x"), HM_ERR_PATH_UNSAFE);
+	CHECK_INT(path_check_str("a/git~1"), HM_ERR_PATH_UNSAFE);
+	CHECK_INT(path_check_str(".g\xe2\x80\x8cit/config"), HM_ERR_PATH_UNSAFE);
+	CHECK_INT(path_check_str(".git\xef\xbb\xbf"), HM_ERR_PATH_UNSAFE);
+	CHECK_INT(path_check_str("git~2/x"), 0);
+	CHECK_INT(path_check_str(".git.d/x"), 0);
+	CHECK_INT(path_check_str("\xe2\x80\x8dgitx"), 0);
 	CHECK_INT(path_check_str("x.git"), 0);
 	/* 64 components pass, 65 do not */
 	for (int i = 0; i < 64; i++)
