@@ -18,11 +18,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <signal.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
+#include <archive.h>
+#include <archive_entry.h>
 #include <jansson.h>
 
 #include "base/buf.h"
@@ -34,6 +39,9 @@
 #include "data.h"
 #include "gitrepo.h"
 #include "store.h"
+
+#define GIT_BODY_MAX ((size_t)10 << 20)  /* a request's body, inflated: a want list of 100,000 objects */
+#define GIT_RUN_MAX_S 120                /* one http-backend run */
 
 #define STATE_FILE "hubmirror-state"
 #define STATE_VERSION "hubmirror-git 1"
@@ -125,6 +133,67 @@ static int git_wait(pid_t pid)
 		if (errno != EINTR)
 			return -1;
 	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* git_wait, but a run past limit_s is killed (-2): an upload-pack is bounded in time, so no client
+ * holds one of serve's workers for long. */
+static int git_wait_bounded(pid_t pid, int limit_s)
+{
+	struct timespec nap = { 0, 10 * 1000 * 1000 };
+	int st;
+
+	for (long waited_ms = 0;; waited_ms += 10) {
+		pid_t r = waitpid(pid, &st, WNOHANG);
+		if (r == pid)
+			return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+		if (r < 0 && errno != EINTR)
+			return -1;
+		if (waited_ms >= (long)limit_s * 1000) {
+			kill(pid, SIGKILL);
+			git_wait(pid);
+			return -2;
+		}
+		nanosleep(&nap, NULL);
+	}
+}
+
+/* Inflate a gzip'd request body (git sends large want lists so) here, up to GIT_BODY_MAX bytes, so that
+ * git's http-backend never sees more: 0 with *out (malloc'd), -EFBIG past the cap, -EINVAL when it is
+ * no gzip. libarchive's raw format reads the bare stream. */
+static int inflate_body(const char *body, size_t len, char **out, size_t *outlen)
+{
+	struct archive *a = archive_read_new();
+	struct archive_entry *e;
+	struct buf b;
+	char chunk[65536];
+	la_ssize_t n;
+	int r = 0;
+
+	buf_init(&b);
+	archive_read_support_filter_gzip(a);
+	archive_read_support_format_raw(a);
+	if (archive_read_open_memory(a, body, len) != ARCHIVE_OK || archive_read_next_header(a, &e) != ARCHIVE_OK ||
+	    archive_filter_code(a, 0) != ARCHIVE_FILTER_GZIP) {
+		r = -EINVAL;
+	} else {
+		while ((n = archive_read_data(a, chunk, sizeof(chunk))) > 0) {
+			if (b.len + (size_t)n > GIT_BODY_MAX) {
+				r = -EFBIG;
+				break;
+			}
+			buf_add(&b, chunk, (size_t)n);
+		}
+		if (!r && n < 0)
+			r = -EINVAL;
+	}
+	archive_read_free(a);
+	if (r) {
+		buf_release(&b);
+		return r;
+	}
+	*outlen = b.len;
+	*out = buf_detach(&b, NULL);
+	return 0;
 }
 
 /* The last line git wrote to err (an unlinked temporary file), for a message; malloc'd. */
@@ -682,7 +751,7 @@ int mirror_git_backend(const struct mirror_data *d, const char *rel, const char 
 		       long long *length, int *status, char **ctype, char **errmsg)
 {
 	const char *argv[] = { "git", "http-backend", NULL };
-	char *root = mirror_git_root(d), *env[10] = { 0 };
+	char *root = mirror_git_root(d), *env[14] = { 0 }, *inflated = NULL;
 	int in = -1, out = -1, err = -1, r = 0, n = 0, st;
 	char head[4096];
 	ssize_t got;
@@ -696,13 +765,27 @@ int mirror_git_backend(const struct mirror_data *d, const char *rel, const char 
 	env[n++] = xasprintf("PATH_INFO=/%s%s", rel, path_after);
 	env[n++] = xasprintf("REQUEST_METHOD=%s", method);
 	env[n++] = xasprintf("QUERY_STRING=%s", env_value_ok(query) ? query : "");
+	if (content_encoding && (!strcasecmp(content_encoding, "gzip") || !strcasecmp(content_encoding, "x-gzip"))) {
+		r = inflate_body(body, len, &inflated, &len);
+		if (r) {
+			*errmsg = xstrdup(r == -EFBIG ? "the request inflates past 10 MiB" : "the request's gzip body is damaged");
+			goto out;
+		}
+		body = inflated;
+	} else if (content_encoding && *content_encoding && strcasecmp(content_encoding, "identity")) {
+		*errmsg = xasprintf("unknown Content-Encoding '%s'", content_encoding);
+		r = -EINVAL;
+		goto out;
+	}
 	env[n++] = xasprintf("CONTENT_LENGTH=%zu", len);
 	if (env_value_ok(content_type))
 		env[n++] = xasprintf("CONTENT_TYPE=%s", content_type);
-	if (env_value_ok(content_encoding))
-		env[n++] = xasprintf("HTTP_CONTENT_ENCODING=%s", content_encoding);
 	if (env_value_ok(git_protocol))
 		env[n++] = xasprintf("GIT_PROTOCOL=%s", git_protocol);
+	/* a sparse:oid filter costs paths times patterns: refused (git's own switch) */
+	env[n++] = xstrdup("GIT_CONFIG_COUNT=1");
+	env[n++] = xstrdup("GIT_CONFIG_KEY_0=uploadpackfilter.sparse:oid.allow");
+	env[n++] = xstrdup("GIT_CONFIG_VALUE_0=false");
 	in = tmpfile_in(root);
 	out = tmpfile_in(root);
 	err = tmpfile_in(root);
@@ -717,7 +800,12 @@ int mirror_git_backend(const struct mirror_data *d, const char *rel, const char 
 		r = HM_ERR_GIT;
 		goto out;
 	}
-	st = git_wait(pid);
+	st = git_wait_bounded(pid, GIT_RUN_MAX_S);
+	if (st == -2) {
+		*errmsg = xasprintf("git http-backend ran past %d s: stopped", GIT_RUN_MAX_S);
+		r = -ETIMEDOUT;
+		goto out;
+	}
 	/* the CGI's headers, then a blank line, then the body */
 	got = pread(out, head, sizeof(head) - 1, 0);
 	if (got <= 0) {
@@ -781,6 +869,7 @@ out:
 		close(err);
 	for (int i = 0; i < n; i++)
 		free(env[i]);
+	free(inflated);
 	free(root);
 	return r;
 }

@@ -13,6 +13,7 @@
  * protocol and everything else are refused; a request body is at most serve's body limit (1 MiB),
  * which bounds a want list.
  */
+#include <errno.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -143,6 +144,13 @@ static void git_build(struct mirror__job *job, struct catalog *cat)
 					   g->proto, g->body, g->len, &job->fd, &job->fd_offset, &job->fd_length,
 					   &status, &job->ctype_own, &err))) {
 		log_warn("git", "%s:%s: %s", g->repo.hub, g->repo.name, err ? err : "?");
+		/* the client's doing: said to it (a body past the cap, a bad encoding, a run past the bound) */
+		if (r == -EFBIG || r == -EINVAL || r == -ETIMEDOUT) {
+			job->status = r == -EFBIG ? 413 : r == -EINVAL ? 400 : 503;
+			job->ctype = "text/plain";
+			job->text = xasprintf("%s\n", err ? err : "refused");
+			job->len = strlen(job->text);
+		}
 	} else {
 		job->status = status;
 		mirror__job_header(job, "Cache-Control", "no-cache");

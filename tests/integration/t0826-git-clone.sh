@@ -93,6 +93,14 @@ check "the dumb protocol is not served" test "$(code "$M/acme/gitmodel.git/info/
 check "path tricks find nothing" bash -c "for p in '/acme/../acme/gitmodel.git/info/refs' '/%2e%2e/gitmodel.git/info/refs' '/acme/%2e%2e%2fgitmodel/info/refs' '/x/y/z/acme/gitmodel.git/info/refs'; do c=\$(curl -s -o /dev/null -w '%{http_code}' --path-as-is '$M'\"\$p?service=git-upload-pack\"); [ \"\$c\" = 404 ] || { echo \"\$p: \$c\"; exit 1; }; done"
 head -c 3000000 /dev/zero | tr '\0' 'w' >"$T/huge"
 check "an oversized want list is refused before git sees it" test "$(code -X POST -H 'Content-Type: application/x-git-upload-pack-request' --data-binary @"$T/huge" "$M/acme/gitmodel.git/git-upload-pack")" = 413
+head -c 80000000 /dev/zero | gzip -9 >"$T/bomb.gz"
+echo "# a gzip'd request of $(stat -c %s "$T/bomb.gz") bytes that inflates to 80 MB"
+check "a gzip'd request that inflates past 10 MiB is refused before git sees it" test "$(code -X POST -H 'Content-Type: application/x-git-upload-pack-request' \
+	-H 'Content-Encoding: gzip' --data-binary @"$T/bomb.gz" "$M/acme/gitmodel.git/git-upload-pack")" = 413
+check "a sparse:oid filter (its cost is paths times patterns) is refused" bash -c \
+	"! git clone -q --filter=sparse:oid=HEAD:config.json '$M/acme/gitmodel' '$T/sparse' 2>'$T/sparse.err' && grep -qi 'sparse' '$T/sparse.err'"
+sed 's/^/# /' "$T/sparse.err"
+check "a blob:none partial clone still works" git clone -q --filter=blob:none "$M/acme/gitmodel" "$T/partial"
 other=$("$PY" -c 'import json,sys; r=[x for x in json.load(open(sys.argv[1]))["repos"] if x["id"]=="acme/gitdata"][0]; c=[c for c in r["commits"] if c["id"]==r["sha"]][0]; print([f for f in c["files"] if f["path"]=="data/train.parquet"][0]["sha256"])' "$T/up.json")
 curl -fsS -X POST -H 'Content-Type: application/vnd.git-lfs+json' -d "{\"operation\": \"download\", \"objects\": [{\"oid\": \"$other\", \"size\": 1500000}]}" \
 	"$M/acme/gitmodel.git/info/lfs/objects/batch" >"$T/batch.json"
