@@ -183,6 +183,10 @@ struct have_cache {
 	 * torrent was last rechecked for them (steady clock, ms) */
 	std::atomic<int> damaged{0};
 	std::atomic<std::int64_t> rechecked_ms{0};
+	/* a piece was found damaged: libtorrent's word that it has a piece is no promise any more (it
+	 * says so until its recheck has run, and the recheck is asynchronous), so each piece not cached
+	 * here is read back from the files (admit_written) */
+	std::atomic<bool> distrust{false};
 };
 
 struct torrent_entry {
@@ -901,7 +905,7 @@ extern "C" int p2p_session_file_path(struct p2p_session *s, const char *btih, in
 static bool admit_written(torrent_entry const &e)
 {
 	lt::torrent_status st = e.h.status(lt::torrent_handle::query_pieces);
-	if ((st.flags & lt::torrent_flags::seed_mode) || st.total_failed_bytes > 0)
+	if ((st.flags & lt::torrent_flags::seed_mode) || st.total_failed_bytes > 0 || e.have->distrust)
 		return false;
 	std::vector<lt::partial_piece_info> queue = e.h.get_download_queue();
 	std::vector<int> busy;
@@ -933,6 +937,7 @@ static void found_damaged(torrent_entry const &e, int p)
 
 	e.have->clear(p);
 	e.have->damaged++;
+	e.have->distrust = true;
 	if (now - was >= 10000 && e.have->rechecked_ms.compare_exchange_strong(was, now))
 		e.h.force_recheck();
 }
@@ -1054,6 +1059,7 @@ extern "C" int p2p_session_verify(struct p2p_session *s, const char *btih, int *
 			}
 		}
 		if (bad) {
+			e.have->distrust = true;
 			e.have->rechecked_ms = steady_ms();
 			e.h.force_recheck();
 		}

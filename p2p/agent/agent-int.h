@@ -70,6 +70,7 @@ struct snap {
 					 * an array of {"hf_cache", "ms_cache", "ms_hub_cache", "name", "id"};
 					 * each one's outcome goes to links_done under its id */
 	uv_work_t work;
+	bool work_verify;               /* the job hashes the files (s was not verified when it started) */
 	bool work_verified, work_indexed; /* the job's results, applied on the loop */
 	/* The mirror's web seed is the source of last resort: a snapshot starts with peers only (the
 	 * mirror's own BitTorrent seed among them), and the torrent's web seeds join when it has no
@@ -201,6 +202,10 @@ json_t *agent_snap_name_by_commit(const struct snap *s, const char *commit);
 /* The newest name held of spec (canonical) at revision (a ref, a commit, or NULL: the one a plain
  * request gets), and its snapshot; NULL when none. */
 json_t *agent_held(struct agent *a, const char *spec, const char *revision, struct snap **s);
+
+/* s was whole, and pieces of it were found damaged in the cache: it is neither finished nor verified
+ * until they are fetched again (a restart meanwhile does not take it back whole). */
+void agent_snap_damaged(struct agent *a, struct snap *s);
 
 /* A pull of s is about to link it: one taken back whole at a restart is verified first. */
 void agent_snap_check(struct agent *a, struct snap *s);

@@ -399,7 +399,7 @@ static void settle_work(uv_work_t *w)
 	 * loader still reads): it runs at SCHED_IDLE, on CPU time nobody else wants. A file whose last
 	 * writes are still pending is tried again at the next tick. */
 	pthread_setschedparam(pthread_self(), SCHED_IDLE, &idle);
-	s->work_verified = s->verified || verify_all(a, s);
+	s->work_verified = !s->work_verify || verify_all(a, s);
 	s->work_indexed = s->indexed || p2p_keep_index(a->ses, s->btih, a->cfg->cache_dir, s->known, s->nknown) == 0;
 	pthread_setschedparam(pthread_self(), SCHED_OTHER, &normal);
 }
@@ -454,16 +454,21 @@ static void settle_done(uv_work_t *w, int status)
 
 	(void)status;
 	s->settling = false;
-	if (s->work_verified)
-		s->unchecked = false;
-	else
-		s->settle_after = uv_now(&a->loop) + 5000; /* a piece missing or damaged: not again at once */
-	if (s->work_verified && !s->verified) {
-		/* remembered: a restart takes it back whole, without rechecking every byte first */
-		json_object_set_new(s->meta, "verified", json_true());
-		remember(a, s);
+	/* Only a job that hashed the files decides whether they are verified: one that started with the
+	 * snapshot verified (to index it) says nothing of a pull, or a damage, that made it unverified
+	 * meanwhile */
+	if (s->work_verify) {
+		if (s->work_verified)
+			s->unchecked = false;
+		else
+			s->settle_after = uv_now(&a->loop) + 5000; /* a piece missing or damaged: not again at once */
+		if (s->work_verified && !s->verified) {
+			/* remembered: a restart takes it back whole, without rechecking every byte first */
+			json_object_set_new(s->meta, "verified", json_true());
+			remember(a, s);
+		}
+		s->verified = s->work_verified;
 	}
-	s->verified = s->work_verified;
 	/* a file whose last writes are pending is tried again, for a minute at most */
 	s->indexed = s->work_indexed || ++s->index_tries >= 60;
 	if (s->verified)
@@ -528,10 +533,11 @@ void agent_snap_retry(struct agent *a, struct snap *s, const struct p2p_torrent_
 /* s was whole, and a check of its files found pieces damaged (libtorrent checked them again and
  * lacks them now): it downloads them anew, from peers, the fill or the web seed; verified and linked
  * again once whole. A restart meanwhile must not take it back as whole. */
-static void snap_damaged(struct agent *a, struct snap *s)
+void agent_snap_damaged(struct agent *a, struct snap *s)
 {
-	fprintf(stderr, "hubmirror agent: %s: pieces in the cache failed their hash: fetching them again\n",
-		s->spec ? s->spec : s->btih);
+	if (s->finished || s->verified)
+		fprintf(stderr, "hubmirror agent: %s: pieces in the cache failed their hash: fetching them again\n",
+			s->spec ? s->spec : s->btih);
 	s->finished = false;
 	s->verified = false;
 	s->unchecked = false;
@@ -597,7 +603,7 @@ static void on_tick(uv_timer_t *t)
 				s->finished = true;
 			else if (s->finished && !st.seed_mode && !st.checking && !agent_fill_direct(s) &&
 				 st.total_done < st.total_wanted)
-				snap_damaged(a, s);
+				agent_snap_damaged(a, s);
 			agent_snap_retry(a, s, &st);
 			web_seed_when_alone(a, s, &st);
 			agent_fill_update(a, s, &st);
@@ -605,6 +611,7 @@ static void on_tick(uv_timer_t *t)
 		if (s->finished && (!s->verified || !s->indexed) && !s->settling && !a->stopping &&
 		    uv_now(&a->loop) >= s->settle_after) {
 			s->settling = true;
+			s->work_verify = !s->verified; /* read on the loop, not by the job */
 			s->work.data = s;
 			uv_queue_work(&a->loop, &s->work, settle_work, settle_done);
 		}

@@ -487,10 +487,15 @@ static void verify_done(void *job, struct httpd_req *req)
 	json_t *out = json_array();
 	int bad = 0;
 
-	for (size_t i = 0; req && i < v->n; i++) {
-		json_array_append_new(out, json_pack("{s:s, s:O, s:i, s:i, s:b}", "btih", v->btih[i], "specs",
-						     json_array_get(v->names, i), "pieces", v->checked[i], "damaged",
-						     v->damaged[i], "held", v->r[i] == 0));
+	for (size_t i = 0; i < v->n; i++) {
+		struct snap *s = agent_snap_find(v->a, v->btih[i]);
+		/* not whole any more: a pull from now on waits for the pieces fetched again */
+		if (s && v->damaged[i])
+			agent_snap_damaged(v->a, s);
+		if (req)
+			json_array_append_new(out, json_pack("{s:s, s:O, s:i, s:i, s:b}", "btih", v->btih[i], "specs",
+							     json_array_get(v->names, i), "pieces", v->checked[i],
+							     "damaged", v->damaged[i], "held", v->r[i] == 0));
 		bad += v->damaged[i];
 	}
 	if (req)
