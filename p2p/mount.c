@@ -404,11 +404,6 @@ bool p2p_mount_gone(const struct p2p_mount *pm)
 	return ((const struct mnt *)pm)->gone;
 }
 
-const char *p2p_mount_dir(const struct p2p_mount *pm)
-{
-	return ((const struct mnt *)pm)->dir;
-}
-
 int p2p_mount_detach(struct p2p_mount *pm, char **errmsg)
 {
 	struct mnt *m = (struct mnt *)pm;

@@ -34,9 +34,6 @@ int p2p_mount_start(const struct p2p_mount_config *cfg, struct p2p_mount **out, 
  * returned, and p2p_mount_release frees it without waiting. */
 bool p2p_mount_gone(const struct p2p_mount *m);
 
-/* The folder it was mounted on. */
-const char *p2p_mount_dir(const struct p2p_mount *m);
-
 /*
  * Detach the folder, lazily (MNT_DETACH), and return at once: the folder is free in this mount
  * namespace, while files open there, and copies of the mount in other mount namespaces (a container
