@@ -184,18 +184,43 @@ bool catalog_blob_public_or_own(struct catalog *c, const char *sha256, int64_t r
 {
 	sqlite3_stmt *st = NULL;
 
-#define OPEN_TO(r) "(" r ".id = ?2 OR ((" r ".gated IS NULL OR " r ".gated = 'false') AND coalesce(" r ".private, 0) != 1) " \
-			   "OR json_extract(coalesce(" r ".options, '{}'), '$.open') = 1)"
+	/* Public: a verified fetch by a repo anyone may read (blob_fetches, written as the bytes land
+	 * through the store writer). Own: that, by repo_id itself, or a complete snapshot of repo_id
+	 * names it (every content such a snapshot names passed this rule or was fetched when it was
+	 * made). A provisional snapshot's rows (selection NULL: listed on demand, nothing fetched) count
+	 * for nothing, nor do any files rows of other repos: a lying listing would publish through them. */
 	if (catalog__prepare(c,
-			     "SELECT 1 FROM blob_fetches b JOIN repos r ON r.id = b.repo_id "
-			     "WHERE b.sha256 = ?1 AND " OPEN_TO("r") " UNION ALL SELECT 1 FROM files f "
-			     "JOIN snapshots s ON s.id = f.snapshot_id JOIN repos q ON q.id = s.repo_id "
-			     "WHERE f.sha256 = ?1 AND " OPEN_TO("q") " LIMIT 1", &st))
+			     "SELECT 1 FROM blob_fetches b JOIN repos r ON r.id = b.repo_id WHERE b.sha256 = ?1 AND "
+			     "(r.id = ?2 OR ((r.gated IS NULL OR r.gated = 'false') AND coalesce(r.private, 0) != 1) "
+			     "OR json_extract(coalesce(r.options, '{}'), '$.open') = 1) "
+			     "UNION ALL SELECT 1 FROM files f JOIN snapshots s ON s.id = f.snapshot_id "
+			     "WHERE f.sha256 = ?1 AND s.repo_id = ?2 AND s.selection IS NOT NULL LIMIT 1", &st))
 		return false;
-#undef OPEN_TO
 	sqlite3_bind_text(st, 1, sha256, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 2, repo_id);
 	return catalog__has_row(st) == 1;
+}
+
+int catalog_snapshot_trusts(struct catalog *c, int64_t snapshot_id, const char *sha256)
+{
+	sqlite3_stmt *st = NULL;
+	int64_t repo_id = 0;
+	int r;
+
+	if (catalog__prepare(c, "SELECT repo_id, selection IS NOT NULL FROM snapshots WHERE id = ?1", &st))
+		return HM_ERR_SQLITE;
+	sqlite3_bind_int64(st, 1, snapshot_id);
+	r = sqlite3_step(st);
+	if (r == SQLITE_ROW) {
+		repo_id = sqlite3_column_int64(st, 0);
+		r = sqlite3_column_int(st, 1);
+	} else {
+		r = r == SQLITE_DONE ? HM_ERR_NOT_FOUND : HM_ERR_SQLITE;
+	}
+	sqlite3_finalize(st);
+	if (r != 0)
+		return r; /* complete (1), or an error */
+	return catalog_blob_public_or_own(c, sha256, repo_id) ? 1 : 0;
 }
 
 int catalog_blob_fetched(struct catalog *c, const char *sha256, int64_t repo_id)

@@ -345,6 +345,8 @@ struct fetch {
 	char *spec;                    /* for the log */
 	uv_work_t work;                /* the commit, off the loop */
 	int commit_result;
+	int64_t repo_id;               /* whose request it is: its verified bytes count as its fetch */
+	bool own_bytes;                /* this process's writer verified them (not followed) */
 };
 
 static void fetch_unref(struct fetch *f)
@@ -370,7 +372,10 @@ static void fetch_end(struct fetch *f, enum fetch_state st, const char *why)
 
 	f->state = st;
 	if (st == FETCH_OK) {
-		if (catalog_blob_set_present(f->rt->data->catalog, f->sha256))
+		/* present, and (bytes from the repo's own upstream, verified) the repo's own: the sync
+		 * that completes the snapshot names it without a fetch (catalog_blob_public_or_own) */
+		if (catalog_blob_set_present(f->rt->data->catalog, f->sha256) ||
+		    (f->own_bytes && f->repo_id && catalog_blob_fetched(f->rt->data->catalog, f->sha256, f->repo_id)))
 			log_warn("ondemand", "catalog: %s", catalog_errmsg(f->rt->data->catalog));
 		log_info("ondemand", "%s: content %.12s in (%lld bytes, verified)", f->spec, f->sha256, (long long)f->size);
 	} else {
@@ -424,6 +429,7 @@ static void commit_after(uv_work_t *wk, int status)
 	struct fetch *f = wk->data;
 
 	(void)status;
+	f->own_bytes = !f->commit_result;
 	fetch_end(f, f->commit_result ? FETCH_FAILED : FETCH_OK, f->commit_result ? err_str(f->commit_result) : NULL);
 	fetch_unref(f);
 }
@@ -517,7 +523,8 @@ static struct fetch *fetch_start(struct mirror_routes *rt, const struct mirror_o
 	int r;
 
 	for (f = od->fetches; f; f = f->next)
-		if (!strcmp(f->sha256, in->sha256) && (f->state == FETCH_RUNNING || f->state == FETCH_VERIFIED))
+		if (!strcmp(f->sha256, in->sha256) && (f->state == FETCH_RUNNING || f->state == FETCH_VERIFIED) &&
+		    (f->w || !in->untrusted))
 			return f;
 	f = xcalloc(1, sizeof(*f));
 	f->od = od;
@@ -527,7 +534,18 @@ static struct fetch *fetch_start(struct mirror_routes *rt, const struct mirror_o
 	f->spec = spec_text(in->hub, in->type, in->name);
 	f->part_path = mirror_store_part_path(rt->data->store, in->sha256);
 	f->last_growth = (int64_t)time(NULL);
+	f->repo_id = in->repo_id;
 	r = mirror_store_writer_new(rt->data->store, &ex, true, &f->w);
+	if (r == -EBUSY && in->untrusted) {
+		/* another process writes it; following it would end at the store's copy, which this
+		 * repo may not take until its own upstream's bytes are verified: the client asks again */
+		log_info("ondemand", "%s: content %.12s is being fetched by another process; the client asks again",
+			 f->spec, f->sha256);
+		free(f->part_path);
+		free(f->spec);
+		free(f);
+		return NULL;
+	}
 	if (r && r != -EBUSY) {
 		log_warn("ondemand", "%s: content %.12s: store: %s", f->spec, f->sha256, err_str(r));
 		free(f->part_path);
@@ -549,6 +567,7 @@ static struct fetch *fetch_start(struct mirror_routes *rt, const struct mirror_o
 	od->fetches_total++;
 	if (f->have == f->size) {
 		r = mirror_store_writer_commit(&f->w, NULL); /* an earlier transfer got every byte */
+		f->own_bytes = !r;
 		fetch_end(f, r ? FETCH_FAILED : FETCH_OK, r ? err_str(r) : NULL);
 		if (r)
 			log_warn("ondemand", "%s: content %.12s: %s", f->spec, f->sha256, err_str(r));
@@ -593,6 +612,10 @@ int mirror_ondemand_send(struct mirror_routes *rt, struct httpd_req *req, const 
 	if (!f)
 		return -1;
 	f->refs++; /* this client's, handed to the answer below or dropped on the way out */
+	if (f->state == FETCH_OK && in->untrusted && !f->own_bytes) {
+		fetch_unref(f);
+		return -1;
+	}
 	if (f->state == FETCH_OK) {
 		/* in the store now */
 		fetch_unref(f);

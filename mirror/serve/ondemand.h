@@ -79,6 +79,9 @@ struct mirror_ondemand_file {
 	const char *path;
 	const char *sha256;
 	int64_t size;
+	int64_t repo_id;            /* the repo asked for (its verified fetch is recorded as its own) */
+	bool untrusted;             /* the store holds the content, but this repo may not name it yet
+	                             * (catalog_snapshot_trusts): its bytes come from its upstream first */
 };
 
 /* Answer req (its headers already added) with the content, fetched now or being fetched, streamed as

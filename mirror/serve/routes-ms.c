@@ -373,6 +373,7 @@ static void ms_download(struct msreq *m)
 {
 	char *path = httpd_query_param(m->req, "FilePath");
 	struct catalog_entry e = { 0 };
+	int trusted;
 
 	if (ms_resolve(m))
 		goto out;
@@ -386,11 +387,14 @@ static void ms_download(struct msreq *m)
 		goto out;
 	}
 	httpd_add_headerf(m->req, "ETag", "\"%s\"", e.sha256);
-	if (mirror__send_blob(m->rt, m->req, e.sha256, e.size)) {
-		/* a provisional snapshot's content is fetched now (see routes-hf.c) */
+	trusted = catalog_snapshot_trusts(m->rt->data->catalog, m->snap.id, e.sha256);
+	if (trusted != 1 || mirror__send_blob(m->rt, m->req, e.sha256, e.size)) {
+		/* a provisional snapshot's content is fetched now, and one it may not take from the
+		 * store yet comes from its upstream first (see routes-hf.c) */
 		struct mirror_ondemand_file of = { "ms", m->type, m->name, m->snap.commit, m->repo.follow_rev, e.path,
-						   e.sha256, e.size };
-		if (!m->rt->ondemand || catalog_blob_present(m->rt->data->catalog, e.sha256) != 0 ||
+						   e.sha256, e.size, m->snap.repo_id, trusted == 0 };
+		if (!m->rt->ondemand || trusted < 0 ||
+		    (trusted == 1 && catalog_blob_present(m->rt->data->catalog, e.sha256) != 0) ||
 		    mirror_ondemand_send(m->rt, m->req, &of))
 			ms_envelope(m->req, 503, NULL, "file temporarily unavailable on this mirror");
 	}
