@@ -163,6 +163,20 @@ int path_mkdirs(const char *dir, unsigned mode)
 	return r;
 }
 
+int path_mkdirs_private(const char *dir, unsigned mode)
+{
+	struct stat st;
+	int r = path_mkdirs(dir, mode);
+
+	if (r)
+		return r;
+	if (stat(dir, &st) < 0)
+		return -errno;
+	if ((st.st_mode & 07777 & ~mode) && chmod(dir, st.st_mode & 07777 & mode) < 0)
+		return -errno;
+	return 0;
+}
+
 int path_fsync(const char *path)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC), r = 0;

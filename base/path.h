@@ -38,6 +38,10 @@ int path_join(const char *base, const char *rel, char **out);
 
 /* Create dir and its missing parents with mode (like mkdir -p). Returns 0 or -errno. */
 int path_mkdirs(const char *dir, unsigned mode);
+/* path_mkdirs, then take from dir itself every permission bit mode lacks (an existing directory made
+ * by an older version, or under a looser umask): a data directory or cache others may not enter.
+ * Returns 0 or -errno. */
+int path_mkdirs_private(const char *dir, unsigned mode);
 
 /* Write len bytes to path through a temporary name beside it (PATH.tmpPID, mode 0600 then mode),
  * fsynced and renamed over path, the folder fsynced: a reader, or a crash, sees the old file or the

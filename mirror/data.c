@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "base/err.h"
@@ -31,7 +32,7 @@ int mirror_data_open(const char *dir, struct mirror_data **out, char **errmsg)
 	d->dir = xstrdup(dir);
 	d->lock_fd = -1;
 	d->serve_fd = -1;
-	r = path_mkdirs(dir, 0755);
+	r = path_mkdirs_private(dir, 0750);
 	if (r) {
 		if (errmsg)
 			*errmsg = xasprintf("cannot create data directory '%s': %s", dir, err_str(r));
@@ -43,6 +44,14 @@ int mirror_data_open(const char *dir, struct mirror_data **out, char **errmsg)
 		if (errmsg)
 			*errmsg = xasprintf("'%s': %s", p, cerr ? cerr : err_str(r));
 		goto fail;
+	}
+	/* made 0644 by an older version: the umask (main.c) keeps new ones 0640 */
+	for (const char *const *sfx = (const char *const[]){ "", "-wal", "-shm", NULL }; *sfx; sfx++) {
+		char *f = xasprintf("%s%s", p, *sfx);
+		struct stat st;
+		if (stat(f, &st) == 0 && (st.st_mode & 0137))
+			chmod(f, st.st_mode & 0640);
+		free(f);
 	}
 	free(p);
 	p = xasprintf("%s/store", dir);

@@ -108,7 +108,7 @@ static int make_one(struct mirror_data *d, const char *dir, int64_t snapshot_id,
 	if (r)
 		goto out;
 	path = mirror_torrent_path(d, t.btih);
-	r = path_write_atomic(path, t.data, t.len, 0644);
+	r = path_write_atomic(path, t.data, t.len, 0640);
 	if (r) {
 		why = xasprintf("cannot write %s: %s", path, err_str(r));
 		goto out;

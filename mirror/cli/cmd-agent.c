@@ -32,7 +32,7 @@ static int run_detached(const struct agent_config *cfg)
 	ssize_t n;
 	pid_t pid;
 
-	if (path_mkdirs(cfg->cache_dir, 0755) || pipe(pipefd) < 0) {
+	if (path_mkdirs_private(cfg->cache_dir, 0750) || pipe(pipefd) < 0) {
 		fprintf(stderr, "hubmirror: cannot prepare %s: %s\n", cfg->cache_dir, strerror(errno));
 		return CLI_FAILED;
 	}

@@ -5,6 +5,7 @@
  *   hubmirror --version | --help
  */
 #include <getopt.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -33,6 +34,9 @@ int main(int argc, char **argv)
 	enum log_level level;
 	int c;
 
+	/* What hubmirror writes is its owner's and its group's (data, caches, logs, exports): guarded
+	 * content must not become readable by every user of the machine (docs/security.md). */
+	umask(umask(0) | 027);
 	/* '+': stop at the command name, its options are its own. */
 	while ((c = getopt_long(argc, argv, "+hvq", opts, NULL)) != -1) {
 		switch (c) {

@@ -804,7 +804,7 @@ static int start(struct agent *a, char **errmsg)
 	free(sockdir);
 	if ((r = socket_free(a->cfg->socket_path, errmsg)) != 0)
 		return r;
-	if ((r = path_mkdirs(a->cfg->cache_dir, 0755)) != 0) {
+	if ((r = path_mkdirs_private(a->cfg->cache_dir, 0750)) != 0) {
 		*errmsg = xasprintf("cannot create %s: %s", a->cfg->cache_dir, err_str(r));
 		return r;
 	}
@@ -828,9 +828,11 @@ static int start(struct agent *a, char **errmsg)
 	hc.listen = listen;
 	hc.max_connections = 256;
 	hc.max_workers = 16; /* mounts and pulls asking the mirrors (a silent one holds a worker) */
-	umask(077);
-	r = httpd_new(&a->loop, &hc, &a->ctl);
-	umask(022);
+	{
+		mode_t old = umask(077);
+		r = httpd_new(&a->loop, &hc, &a->ctl);
+		umask(old);
+	}
 	free(listen);
 	if (r) {
 		*errmsg = xasprintf("cannot listen on %s: %s", a->cfg->socket_path, uv_strerror(r));
