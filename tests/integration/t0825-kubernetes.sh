@@ -15,7 +15,7 @@ fi
 if command -v kubectl >/dev/null; then
 	check "kubectl kustomize renders the kustomization offline" bash -c "kubectl kustomize '$K' >'$T/rendered.yaml' 2>'$T/kustomize.err' || { cat '$T/kustomize.err'; false; }"
 fi
-for cmd in serve agent mount; do "$HUBMIRROR" help "$cmd" >"$T/help-$cmd.txt" 2>&1; done
+for cmd in serve agent mount status; do "$HUBMIRROR" help "$cmd" >"$T/help-$cmd.txt" 2>&1; done
 cat >"$T/check.py" <<'PY'
 import glob, os, re, shlex, sys
 import yaml
@@ -81,6 +81,24 @@ for where, f, d in docs:
             for w in line[2:]:
                 if w.startswith("--") and w.split("=")[0] not in known:
                     bad.append("%s: hubmirror %s has no option %s" % (where, sub, w))
+# Only the agent's own pod holds the control socket (its folder, /run/hubmirror): a workload with it
+# could stop the node's agent or mount anywhere. And the local endpoint is bound to loopback.
+for where, f, d in docs:
+    if d["kind"] not in ("Pod", "StatefulSet", "DaemonSet", "Deployment"):
+        continue
+    spec, _ = pods(d)
+    cs = spec.get("initContainers", []) + spec["containers"]
+    lines = [l for c in cs for l in hubmirror_lines(c)]
+    runs_agent = any(l[1] == "agent" for l in lines)
+    for v in spec.get("volumes", []):
+        hp = (v.get("hostPath") or {}).get("path", "").rstrip("/")
+        if not runs_agent and (hp == "/run/hubmirror" or hp.startswith("/run/hubmirror/") or hp in ("/run", "/")):
+            bad.append("%s: hands a workload the agent's control socket (hostPath %s)" % (where, hp))
+    for l in lines:
+        if l[1] == "agent" and "--http" in l:
+            v = l[l.index("--http") + 1]
+            if not (v.startswith("127.") or v.startswith("[::1]")):
+                bad.append("%s: the local endpoint is bound to %s, not loopback" % (where, v))
 for where, f, d in docs:
     if d["kind"] == "Service":
         sel = d["spec"]["selector"]
@@ -97,6 +115,25 @@ sed -i 's/- --preheat$/- --preheat-all/; s/name: fuse, mountPath/name: fuse2, mo
 /usr/bin/python3 "$T/check.py" "$T/broken" "$T" >"$T/broken.out" 2>&1
 check "... and it fails on a manifest with an unknown option and an undeclared volume" \
 	bash -c "grep -q 'has no option --preheat-all' '$T/broken.out' && grep -q 'undeclared volume fuse2' '$T/broken.out'"
+# ... and on a workload given the control socket, and an endpoint open to the network
+sed -i 's/- 127.0.0.1:8089$/- 0.0.0.0:8089/' "$T/broken/agent.yaml"
+cat >>"$T/broken/workload-example.yaml" <<'YAML'
+---
+apiVersion: v1
+kind: Pod
+metadata: { name: sneaky, namespace: default }
+spec:
+  containers:
+    - name: c
+      image: x
+      volumeMounts: [{ name: run, mountPath: /run/hubmirror }]
+  volumes:
+    - name: run
+      hostPath: { path: /run/hubmirror, type: Directory }
+YAML
+/usr/bin/python3 "$T/check.py" "$T/broken" "$T" >"$T/broken.out" 2>&1
+check "... and on a workload with the control socket and an endpoint bound to every address" \
+	bash -c "grep -q 'Pod sneaky: hands a workload the agent.s control socket' '$T/broken.out' && grep -q 'bound to 0.0.0.0:8089, not loopback' '$T/broken.out'"
 # The ConfigMap's configuration file, with the Secret's files and the data directory under $T.
 check "the mirror's configuration passes hubmirror config check" /usr/bin/python3 - "$K/mirror.yaml" "$T" <<'PY'
 import os, sys, subprocess
