@@ -648,6 +648,28 @@ static int read_manifest(struct archive *a, json_t **manifest, json_t *blobs, ch
 	return 0;
 }
 
+int mirror_bundle_read_manifest(const void *bytes, size_t len, json_t **manifest, char **errmsg)
+{
+	struct archive *a = archive_read_new();
+	json_t *blobs = json_object();
+	int r;
+
+	*manifest = NULL;
+	archive_read_support_filter_all(a);
+	archive_read_support_format_tar(a);
+	if (archive_read_open_memory(a, bytes, len) != ARCHIVE_OK)
+		r = fail(errmsg, HM_ERR_JSON, "not a readable archive: %s", archive_error_string(a));
+	else
+		r = read_manifest(a, manifest, blobs, errmsg);
+	if (r && *manifest) {
+		json_decref(*manifest);
+		*manifest = NULL;
+	}
+	archive_read_free(a);
+	json_decref(blobs);
+	return r;
+}
+
 static struct archive *open_bundle(const char *path, char **errmsg)
 {
 	char **names = bundle_files(path, errmsg);

@@ -20,6 +20,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <jansson.h>
+
 struct mirror_data;
 struct hub_spec;
 
@@ -64,5 +66,11 @@ int mirror_bundle_volume(const char *path);
  * keeps its own, a new one gets none unless keep_options (rep says how many of each). */
 int mirror_bundle_import(struct mirror_data *d, const char *path, bool keep_options, struct mirror_bundle_report *rep,
 			 char **errmsg);
+
+/* The manifest of the archive in bytes (a tar, compressed or not), read and checked as import does
+ * before anything is written: its size and expansion bounded, its JSON parsed, every name, path,
+ * hash and reference checked. Returns 0 and *manifest (the caller's), or an error with *errmsg.
+ * For the fuzz harness (tests/fuzz/fuzz-bundle.c); import reads its files with the same code. */
+int mirror_bundle_read_manifest(const void *bytes, size_t len, json_t **manifest, char **errmsg);
 
 #endif

@@ -37,6 +37,7 @@
 #include "base/xmalloc.h"
 #include "catalog/catalog.h"
 #include "data.h"
+#include "gitpkt.h"
 #include "gitrepo.h"
 #include "store.h"
 
@@ -776,6 +777,14 @@ int mirror_git_backend(const struct mirror_data *d, const char *rel, const char 
 		*errmsg = xasprintf("unknown Content-Encoding '%s'", content_encoding);
 		r = -EINVAL;
 		goto out;
+	}
+	if (!strcmp(path_after, "/git-upload-pack")) {
+		/* the framing read here first: a malformed request or a filter not served never runs git */
+		struct git_pkt_summary sum;
+		if ((r = mirror_git_pkt_check(body, len, &sum, errmsg)) != 0) {
+			r = r == -2 ? -EPERM : -EINVAL;
+			goto out;
+		}
 	}
 	env[n++] = xasprintf("CONTENT_LENGTH=%zu", len);
 	if (env_value_ok(content_type))

@@ -36,7 +36,10 @@ int mirror_git_prepare(struct mirror_data *d, struct catalog *cat, const struct 
  * Content-Encoding and Git-Protocol headers (each may be NULL), its body (len bytes; may be empty).
  * Only the upload-pack service is ever served. On success *fd is an unlinked temporary file holding
  * the body of the answer, from *offset for *length bytes, *status the HTTP status and *ctype
- * (malloc'd) its Content-Type. Blocking: on a worker. Returns 0 or an error with *errmsg.
+ * (malloc'd) its Content-Type. Blocking: on a worker. Returns 0 or an error with *errmsg; the
+ * client's doing, before git runs: -EFBIG (the body inflates past 10 MiB), -EINVAL (an encoding
+ * not known, an upload-pack request whose pkt-lines are malformed: mirror/gitpkt.h), -EPERM (it asks
+ * for what is not served, a sparse:oid filter); -ETIMEDOUT (the run passed its time bound).
  */
 int mirror_git_backend(const struct mirror_data *d, const char *rel, const char *method, const char *path_after,
 		       const char *query, const char *content_type, const char *content_encoding,

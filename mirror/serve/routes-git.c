@@ -144,8 +144,17 @@ static void git_build(struct mirror__job *job, struct catalog *cat)
 					   g->proto, g->body, g->len, &job->fd, &job->fd_offset, &job->fd_length,
 					   &status, &job->ctype_own, &err))) {
 		log_warn("git", "%s:%s: %s", g->repo.hub, g->repo.name, err ? err : "?");
+		if (r == -EPERM) {
+			/* what git's protocol refuses in its own words: an ERR packet ("remote error: ...") */
+			char *msg = xasprintf("ERR %s\n", err ? err : "refused");
+			job->status = 200;
+			job->ctype = "application/x-git-upload-pack-result";
+			job->text = xasprintf("%04zx%s", strlen(msg) + 4, msg);
+			job->len = strlen(job->text);
+			free(msg);
+		}
 		/* the client's doing: said to it (a body past the cap, a bad encoding, a run past the bound) */
-		if (r == -EFBIG || r == -EINVAL || r == -ETIMEDOUT) {
+		else if (r == -EFBIG || r == -EINVAL || r == -ETIMEDOUT) {
 			job->status = r == -EFBIG ? 413 : r == -EINVAL ? 400 : 503;
 			job->ctype = "text/plain";
 			job->text = xasprintf("%s\n", err ? err : "refused");

@@ -97,8 +97,19 @@ head -c 80000000 /dev/zero | gzip -9 >"$T/bomb.gz"
 echo "# a gzip'd request of $(stat -c %s "$T/bomb.gz") bytes that inflates to 80 MB"
 check "a gzip'd request that inflates past 10 MiB is refused before git sees it" test "$(code -X POST -H 'Content-Type: application/x-git-upload-pack-request' \
 	-H 'Content-Encoding: gzip' --data-binary @"$T/bomb.gz" "$M/acme/gitmodel.git/git-upload-pack")" = 413
-check "a sparse:oid filter (its cost is paths times patterns) is refused" bash -c \
-	"! git clone -q --filter=sparse:oid=HEAD:config.json '$M/acme/gitmodel' '$T/sparse' 2>'$T/sparse.err' && grep -qi 'sparse' '$T/sparse.err'"
+check "a sparse:oid filter (its cost is paths times patterns) is refused, git saying why" bash -c \
+	"! git clone -q --filter=sparse:oid=HEAD:config.json '$M/acme/gitmodel' '$T/sparse' 2>'$T/sparse.err' &&
+	grep -q 'remote error: sparse:oid filters are not served' '$T/sparse.err'"
+check "... also inside a combine: filter" bash -c \
+	"! git clone -q --filter=combine:blob:none+sparse:oid=HEAD:config.json '$M/acme/gitmodel' '$T/sparse2' 2>'$T/sparse2.err' &&
+	grep -q 'remote error: sparse:oid filters' '$T/sparse2.err'"
+pkt() { printf '%04x%s' $(( ${#1} + 4 )) "$1"; }
+{ pkt "command=fetch"; printf 0001; pkt "want nothex"; printf 0000; } >"$T/badpkt"
+check "a request whose pkt-lines are malformed is refused before git sees it (400)" \
+	test "$(code -X POST -H 'Content-Type: application/x-git-upload-pack-request' -H 'Git-Protocol: version=2' --data-binary @"$T/badpkt" "$M/acme/gitmodel.git/git-upload-pack")" = 400
+printf '00zzwant' >"$T/badlen"
+check "... and one whose length is not hex (400)" \
+	test "$(code -X POST -H 'Content-Type: application/x-git-upload-pack-request' --data-binary @"$T/badlen" "$M/acme/gitmodel.git/git-upload-pack")" = 400
 sed 's/^/# /' "$T/sparse.err"
 check "a blob:none partial clone still works" git clone -q --filter=blob:none "$M/acme/gitmodel" "$T/partial"
 other=$("$PY" -c 'import json,sys; r=[x for x in json.load(open(sys.argv[1]))["repos"] if x["id"]=="acme/gitdata"][0]; c=[c for c in r["commits"] if c["id"]==r["sha"]][0]; print([f for f in c["files"] if f["path"]=="data/train.parquet"][0]["sha256"])' "$T/up.json")
