@@ -107,6 +107,8 @@ int catalog_repo_get(struct catalog *c, const char *hub, const char *type, const
 /* All tracked repos ordered by hub, type, name. *out (array of *n) is owned by the caller
  * (catalog_repo_list_free). Returns 0 or HM_ERR_SQLITE. */
 int catalog_repo_list(struct catalog *c, struct catalog_repo **out, size_t *n);
+/* The same, of the tracked repos upstream says are private. */
+int catalog_repo_list_private(struct catalog *c, struct catalog_repo **out, size_t *n);
 
 /* The last SQLite error message of this connection (borrowed until the next call). */
 const char *catalog_errmsg(struct catalog *c);

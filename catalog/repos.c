@@ -269,15 +269,17 @@ int catalog_repos_each(struct catalog *c, const char *hub, const char *type, con
 	return r;
 }
 
-int catalog_repo_list(struct catalog *c, struct catalog_repo **out, size_t *n)
+static int repo_list(struct catalog *c, bool private_only, struct catalog_repo **out, size_t *n)
 {
 	sqlite3_stmt *st = NULL;
 	struct catalog_repo *list = NULL;
 	size_t len = 0, cap = 0;
 	int rc;
 
-	if (catalog__prepare(c, "SELECT " REPO_COLUMNS "WHERE r.removed_at IS NULL "
-			     "ORDER BY r.hub, r.type, r.name", &st))
+	if (catalog__prepare(c, private_only ? "SELECT " REPO_COLUMNS "WHERE r.removed_at IS NULL AND r.private = 1 "
+					       "ORDER BY r.hub, r.type, r.name"
+					     : "SELECT " REPO_COLUMNS "WHERE r.removed_at IS NULL "
+					       "ORDER BY r.hub, r.type, r.name", &st))
 		return HM_ERR_SQLITE;
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		if (len == cap) {
@@ -295,6 +297,16 @@ int catalog_repo_list(struct catalog *c, struct catalog_repo **out, size_t *n)
 	*out = list;
 	*n = len;
 	return 0;
+}
+
+int catalog_repo_list(struct catalog *c, struct catalog_repo **out, size_t *n)
+{
+	return repo_list(c, false, out, n);
+}
+
+int catalog_repo_list_private(struct catalog *c, struct catalog_repo **out, size_t *n)
+{
+	return repo_list(c, true, out, n);
 }
 
 const char *catalog_errmsg(struct catalog *c)

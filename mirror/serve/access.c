@@ -311,6 +311,11 @@ bool mirror_access_content_open(const struct mirror_access *a, const struct cata
 	return !guarded_upstream || opened(r) || mirror_access_names(a, r->hub, r->type, r->name);
 }
 
+bool mirror_access_visible(const struct mirror_access *a, const struct catalog_repo *r)
+{
+	return r->private_ != 1 || mirror_access_content_open(a, r);
+}
+
 bool mirror_access_public(const struct mirror_access *a, const struct catalog_repo *r)
 {
 	return mirror_access_content_open(a, r) && (!a || mirror_access_allows(a, NULL, r->hub, r->type, r->name));

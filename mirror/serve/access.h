@@ -53,6 +53,11 @@ bool mirror_access_names(const struct mirror_access *a, const char *hub, const c
 struct catalog_repo;
 bool mirror_access_content_open(const struct mirror_access *a, const struct catalog_repo *r);
 bool mirror_access_public(const struct mirror_access *a, const struct catalog_repo *r);
+/* May the repo be seen at all (its name, listings, card, metrics), by a request that passed
+ * mirror_access_allows? Not a private upstream repo the operator neither opened nor named in the
+ * tokens file: nobody may read it here, and the Hub shows a private repo to nobody else, so the
+ * mirror answers for it as for a repo it does not have. */
+bool mirror_access_visible(const struct mirror_access *a, const struct catalog_repo *r);
 
 /*
  * Capabilities for BitTorrent clients, whose web seed and tracker requests carry no Authorization:

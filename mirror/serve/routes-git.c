@@ -297,8 +297,14 @@ static void lfs_batch(struct mirror_routes *rt, struct httpd_req *req, const str
 /* The repository of a git URL: Hugging Face's of that name, else ModelScope's. */
 static bool find_repo(struct mirror_routes *rt, const struct gitreq *g, struct catalog_repo *repo)
 {
-	return !catalog_repo_get(rt->data->catalog, "hf", g->type, g->name, repo) ||
-	       !catalog_repo_get(rt->data->catalog, "ms", g->type, g->name, repo);
+	if (!catalog_repo_get(rt->data->catalog, "hf", g->type, g->name, repo) ||
+	    !catalog_repo_get(rt->data->catalog, "ms", g->type, g->name, repo)) {
+		if (mirror__repo_visible(rt, repo))
+			return true;
+		catalog_repo_release(repo); /* a private repo nobody may read here: not found */
+		memset(repo, 0, sizeof(*repo));
+	}
+	return false;
 }
 
 int mirror__route_git(struct mirror_routes *rt, struct httpd_req *req, const char *rest, const char *arg)

@@ -271,6 +271,11 @@ static int hf_resolve_how(struct hfreq *h, const char *rev, bool lite)
 								    &h->repo, &h->snap, &found);
 	}
 	h->repo_loaded = found;
+	if (found && !mirror__repo_visible(h->rt, &h->repo)) {
+		/* a private repo nobody may read here: as one the mirror does not have */
+		hf_error(h->req, 404, "RepoNotFound", "Repository not found", NULL);
+		return -1;
+	}
 	if (found && !mirror__access_check(h->rt, h->req, "hf", h->type, h->name, "hf"))
 		return -1;
 	if (found && h->rt->ondemand && h->repo.options && strstr(h->repo.options, "\"on_demand\""))

@@ -64,6 +64,10 @@ const char *mirror__request_token(const struct httpd_req *req, char *buf, size_t
 /* The repos this request may not read, for listings to leave out (mirror_access_hidden); malloc'd
  * JSON or NULL. */
 char *mirror__hidden(const struct mirror_routes *rt, const struct httpd_req *req);
+struct catalog_repo;
+/* May anyone see the repo here (mirror_access_visible)? A route answers for one it may not as for a
+ * repo the mirror does not have. */
+bool mirror__repo_visible(const struct mirror_routes *rt, const struct catalog_repo *r);
 
 /*
  * A route of the URL map (routes.c): called for a path the map gives it, with rest = the path after

@@ -100,6 +100,14 @@ static int ms_resolve(struct msreq *m)
 		FREE_AND_NULL(&rev);
 	r = catalog_resolve(m->rt->data->catalog, "ms", m->type, m->name, rev, &m->repo, &m->snap, &found);
 	m->repo_loaded = found;
+	if (found && !mirror__repo_visible(m->rt, &m->repo)) {
+		/* a private repo nobody may read here: as one the mirror does not have */
+		char *msg = xasprintf("%s %s not found", m->type, m->name);
+		ms_envelope(m->req, 404, NULL, msg);
+		free(msg);
+		free(rev);
+		return -1;
+	}
 	if (found && !mirror__access_check(m->rt, m->req, "ms", m->type, m->name, "ms")) {
 		free(rev);
 		return -1;

@@ -319,6 +319,10 @@ static void torrent(struct mirror_routes *rt, struct httpd_req *req, const char 
 		goto out;
 	r = catalog_resolve(rt->data->catalog, seg[0], seg[1], name, rev, &repo, &snap, &found);
 	have_repo = !r || (r == HM_ERR_NOT_FOUND && found);
+	if (found && !mirror__repo_visible(rt, &repo)) {
+		mirror__respond_json(req, 404, json_pack("{s:s}", "error", "repo not on this mirror"));
+		goto out;
+	}
 	if (r == HM_ERR_NOT_FOUND && !found && mirror_ondemand_track(rt, req, seg[0], seg[1], name))
 		goto out; /* fetched on demand: answered once it is listed */
 	if (r) {

@@ -105,9 +105,14 @@ static void ask(struct mirror_routes *rt, struct httpd_req *req)
 	}
 	e = catalog_repo_get(rt->data->catalog, hub_kind_name(spec.hub), hub_type_name(spec.type), spec.name, &repo);
 	if (!e) {
+		/* a private repo nobody may see here is asked for like one the mirror lacks: the answer
+		 * must not tell that it is tracked */
+		bool seen = mirror__repo_visible(rt, &repo);
 		catalog_repo_release(&repo);
-		refuse_json(req, 409, "this repository is mirrored already");
-		goto out;
+		if (seen) {
+			refuse_json(req, 409, "this repository is mirrored already");
+			goto out;
+		}
 	}
 	if (tok) {
 		unsigned char md[SHA256_DIGEST_LENGTH];

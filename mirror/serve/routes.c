@@ -130,9 +130,35 @@ static void refuse(struct httpd_req *req, bool had_token, const char *style)
 
 char *mirror__hidden(const struct mirror_routes *rt, const struct httpd_req *req)
 {
-	char buf[512];
+	char buf[512], *guarded = rt->access ? mirror_access_hidden(rt->access, mirror__request_token(req, buf, sizeof(buf)))
+					     : NULL, *out;
+	struct catalog_repo *priv = NULL;
+	size_t n = 0;
+	json_t *arr;
 
-	return rt->access ? mirror_access_hidden(rt->access, mirror__request_token(req, buf, sizeof(buf))) : NULL;
+	/* and the private repos nobody may see (mirror_access_visible): an indexed handful */
+	if (catalog_repo_list_private(rt->data->catalog, &priv, &n) || !n) {
+		catalog_repo_list_free(priv, n);
+		return guarded;
+	}
+	arr = guarded ? json_loads(guarded, 0, NULL) : NULL;
+	if (!json_is_array(arr)) {
+		json_decref(arr);
+		arr = json_array();
+	}
+	for (size_t i = 0; i < n; i++)
+		if (!mirror_access_visible(rt->access, &priv[i]))
+			json_array_append_new(arr, json_sprintf("%s:%s:%s", priv[i].hub, priv[i].type, priv[i].name));
+	out = json_array_size(arr) ? json_dumps(arr, JSON_COMPACT) : NULL;
+	json_decref(arr);
+	free(guarded);
+	catalog_repo_list_free(priv, n);
+	return out;
+}
+
+bool mirror__repo_visible(const struct mirror_routes *rt, const struct catalog_repo *r)
+{
+	return mirror_access_visible(rt->access, r);
 }
 
 void mirror__tier_headers(struct httpd_req *req, const struct catalog_repo *r)

@@ -28,10 +28,10 @@ sed 's/^/# /' "$T/ms.out"
 check "ModelScope client flow ($(grep -c '^ok' "$T/ms.out") checks passed)" test "$st" = 0
 check "a Hugging Face path does not see ModelScope repos" bash -c "[ \"\$(curl -sS -o /dev/null -w '%{http_code}' '$M/api/models/acme/ms-llm')\" = 404 ]"
 dl() { curl -sS -o /dev/null -w '%{http_code}' "$M/api/v1/models/acme/$1/repo?Revision=master&FilePath=configuration.json"; }
-check "the private repo's files are closed on the mirror" test "$(dl ms-private)" = 403
+check "the private repo is not shown at all: its files answer as a repo the mirror lacks" test "$(dl ms-private)" = 404
 check "the public one's are served" test "$(dl ms-llm)" = 200
-check "the private repo is not seeded or announced: its torrent is refused" bash -c "
-	[ \"\$(curl -sS -o /dev/null -w '%{http_code}' '$M/api/p2p/torrent/ms/model/acme/ms-private')\" = 403 ]"
+check "the private repo is not seeded or announced: its torrent is not found" bash -c "
+	[ \"\$(curl -sS -o /dev/null -w '%{http_code}' '$M/api/p2p/torrent/ms/model/acme/ms-private')\" = 404 ]"
 "$HUBMIRROR" add --open ms:acme/ms-private >/dev/null
 check "opened by the operator (add --open), it is served" test "$(dl ms-private)" = 200
 finish

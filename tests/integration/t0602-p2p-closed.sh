@@ -3,7 +3,7 @@
 # knows a closed or token-guarded repo's info-hash (torrents are deterministic: anyone who can list the
 # files can compute it) asks the mirror's BitTorrent seed for it with a magnet link, and its tracker
 # for the swarm: nothing, while the same attack on an open repo gets every byte (so the attack works).
-# Private upstream repos are closed like gated ones and say so. The tracker holds a flood from one
+# Private upstream repos are closed like gated ones, and not shown at all. The tracker holds a flood from one
 # address to a handful of places, and its counters cannot be driven negative.
 . "$HM_SRC/tests/integration/lib.sh"
 "$PY" -c 'import libtorrent' 2>/dev/null || { echo "1..0 # SKIP python3-libtorrent missing"; exit 77; }
@@ -80,13 +80,18 @@ m = sys.argv[1]
 def swarm(name):
     return json.load(urllib.request.urlopen(m + "/api/catalog/repos/hf/model/" + name))["swarm"]
 assert swarm("acme/open") and swarm("acme/open")["btih"], swarm("acme/open")
-assert swarm("acme/gate") is None and swarm("acme/priv") is None, (swarm("acme/gate"), swarm("acme/priv"))
+assert swarm("acme/gate") is None, swarm("acme/gate")
+try:
+    urllib.request.urlopen(m + "/api/catalog/repos/hf/model/acme/priv")
+    assert False, "the private repo is shown"
+except urllib.error.HTTPError as e:
+    assert e.code == 404, e.code
 PY
-check "a private upstream repo says private: true" bash -c "
-	curl -fsS '$M/api/models/acme/priv' | grep -q '\"private\": *true'"
-expect_status 22 "and its files are closed (401)" curl -fsS -o /dev/null "$M/acme/priv/resolve/main/w.bin"
+check "a private upstream repo nobody may read here is not shown (404 RepoNotFound)" bash -c "
+	[ \"\$(curl -s -D - -o /dev/null '$M/api/models/acme/priv' | tr -d '\r' | grep -ci -e '^HTTP/1.1 404' -e '^x-error-code: RepoNotFound')\" = 2 ]"
+expect_status 22 "and its files are not found" curl -fsS -o /dev/null "$M/acme/priv/resolve/main/w.bin"
 curl -s -o /dev/null -w '%{http_code}' "$M/acme/priv/resolve/main/w.bin" >"$T/code"
-check "with the Hub's own status for it" grep -qx 401 "$T/code"
+check "as for a repo the mirror lacks (404)" grep -qx 404 "$T/code"
 expect_status 22 "its torrent too" curl -fsS -o /dev/null "$M/api/p2p/torrent/hf/model/acme/priv"
 check "the open repo's files are served" curl -fsS -o /dev/null "$M/acme/open/resolve/main/w.bin"
 curl -fsS -H "Authorization: Bearer team-token-0001" -o "$T/team.torrent" "$M/api/p2p/torrent/hf/model/acme/team"
