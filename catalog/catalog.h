@@ -99,6 +99,10 @@ int catalog_repo_add(struct catalog *c, const char *hub, const char *type, const
 
 /* Stop tracking (its snapshots stay until gc). Returns 0, HM_ERR_NOT_FOUND, or HM_ERR_SQLITE. */
 int catalog_repo_remove(struct catalog *c, const char *hub, const char *type, const char *name);
+/* Delete the repo's row outright (with what hangs off it), when no snapshot of it was ever recorded:
+ * a listing on demand that failed leaves nothing. Returns 0, HM_ERR_NOT_FOUND (no such repo, or it
+ * has snapshots: catalog_repo_remove it), or HM_ERR_SQLITE. */
+int catalog_repo_forget(struct catalog *c, const char *hub, const char *type, const char *name);
 
 /* One tracked repo. Returns 0 (fills *out), HM_ERR_NOT_FOUND, or HM_ERR_SQLITE. */
 int catalog_repo_get(struct catalog *c, const char *hub, const char *type, const char *name,

@@ -158,6 +158,23 @@ int catalog_repo_remove(struct catalog *c, const char *hub, const char *type, co
 	return r;
 }
 
+int catalog_repo_forget(struct catalog *c, const char *hub, const char *type, const char *name)
+{
+	sqlite3_stmt *st = NULL;
+	int r;
+
+	if (catalog__prepare(c, "DELETE FROM repos WHERE hub=?1 AND type=?2 AND name=?3 "
+			     "AND NOT EXISTS (SELECT 1 FROM snapshots s WHERE s.repo_id = repos.id)", &st))
+		return HM_ERR_SQLITE;
+	sqlite3_bind_text(st, 1, hub, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, type, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 3, name, -1, SQLITE_STATIC);
+	r = catalog__run(st);
+	if (!r && !sqlite3_changes(c->db))
+		r = HM_ERR_NOT_FOUND;
+	return r;
+}
+
 static const char sql_repo_tracked[] =
 	"SELECT " REPO_COLUMNS "WHERE r.hub=?1 AND r.type=?2 AND r.name=?3 AND r.removed_at IS NULL";
 static const char sql_repo_any[] = "SELECT " REPO_COLUMNS "WHERE r.hub=?1 AND r.type=?2 AND r.name=?3";

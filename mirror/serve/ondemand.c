@@ -43,6 +43,10 @@
 #include "routes-int.h"
 
 #define RETRY_AFTER_S 60       /* a repo tried is not tried again sooner */
+#define LISTINGS_PER_MIN 60    /* new listings upstream, all clients together */
+#define CLIENT_LISTINGS_PER_MIN 20 /* ... and one client address */
+#define CLIENT_SLOTS 64
+#define COMPLETIONS_MAX 2      /* child syncs completing a snapshot at once */
 #define STALL_S 120            /* a followed partial file that does not grow for this long is given up */
 #define TRIED_SLOTS 256
 
@@ -81,6 +85,13 @@ struct mirror_ondemand {
 	pthread_mutex_t list_mu;       /* one listing at a time */
 	struct { char key[160]; int64_t at; } tried[TRIED_SLOTS];
 	size_t tried_next;
+	/* the listing gate, on the loop: one listing at a time, and so many a minute (docs/security.md) */
+	bool listing;
+	int64_t window_at;             /* the minute the counts below are of */
+	int window_listings;
+	struct { char addr[48]; int n; } clients[CLIENT_SLOTS];
+	size_t nclients;
+	uint64_t refused_busy, refused_rate;
 	uint64_t repos_tracked, listings_failed, fetches_total, fetches_failed, bytes_fetched;
 };
 
@@ -176,7 +187,9 @@ int mirror_ondemand_new(uv_loop_t *loop, const struct mirror_ondemand_config *cf
 
 /* ---- tracking: on a worker ---------------------------------------------------------------------- */
 
-/* Was key tried in the last RETRY_AFTER_S seconds? If not, note it as tried now. */
+/* Was key listed in the last RETRY_AFTER_S seconds? Only listings that ran are noted (note_tried),
+ * and no more than LISTINGS_PER_MIN run a minute, so TRIED_SLOTS hold several minutes of them: a
+ * flood of names cannot push a miss out before its minute is over. */
 static bool tried_recently(struct mirror_ondemand *od, const char *key)
 {
 	int64_t now = (int64_t)time(NULL);
@@ -185,13 +198,46 @@ static bool tried_recently(struct mirror_ondemand *od, const char *key)
 	pthread_mutex_lock(&od->mu);
 	for (size_t i = 0; i < TRIED_SLOTS && !yes; i++)
 		yes = od->tried[i].at && now - od->tried[i].at < RETRY_AFTER_S && !strcmp(od->tried[i].key, key);
-	if (!yes) {
-		snprintf(od->tried[od->tried_next].key, sizeof(od->tried[0].key), "%s", key);
-		od->tried[od->tried_next].at = now;
-		od->tried_next = (od->tried_next + 1) % TRIED_SLOTS;
-	}
 	pthread_mutex_unlock(&od->mu);
 	return yes;
+}
+
+static void note_tried(struct mirror_ondemand *od, const char *key)
+{
+	pthread_mutex_lock(&od->mu);
+	snprintf(od->tried[od->tried_next].key, sizeof(od->tried[0].key), "%s", key);
+	od->tried[od->tried_next].at = (int64_t)time(NULL);
+	od->tried_next = (od->tried_next + 1) % TRIED_SLOTS;
+	pthread_mutex_unlock(&od->mu);
+}
+
+/* May addr start a listing now (the minute's budgets, all clients' and its own)? Counts it if so. */
+static bool rate_ok(struct mirror_ondemand *od, const char *addr)
+{
+	int64_t minute = (int64_t)time(NULL) / 60;
+	size_t i;
+
+	if (minute != od->window_at) {
+		od->window_at = minute;
+		od->window_listings = 0;
+		od->nclients = 0;
+	}
+	if (od->window_listings >= LISTINGS_PER_MIN)
+		return false;
+	for (i = 0; i < od->nclients && strcmp(od->clients[i].addr, addr); i++)
+		;
+	if (i == od->nclients) {
+		if (i == CLIENT_SLOTS)
+			return false; /* that many addresses this minute already: the global budget's */
+		snprintf(od->clients[i].addr, sizeof(od->clients[i].addr), "%s", addr);
+		od->clients[i].n = 0;
+		od->nclients++;
+	}
+	if (od->clients[i].n >= CLIENT_LISTINGS_PER_MIN)
+		return false;
+	od->clients[i].n++;
+	od->window_listings++;
+	return true;
 }
 
 struct track_job {
@@ -247,8 +293,10 @@ static void track_work(void *ud)
 		j->result = e ? e : HM_ERR_NOT_FOUND;
 		j->message = xstrdup(e ? (err ? err : err_str(e))
 				       : (rep.repos[0].error ? rep.repos[0].error : rep.repos[0].outcome));
-		/* not kept: upstream lacks it or refuses the mirror; asked again in a minute at the earliest */
-		catalog_repo_remove(d->catalog, j->hub, j->type, j->name);
+		/* not kept, and no row left behind (unless it has a history here): upstream lacks it or
+		 * refuses the mirror; asked again in a minute at the earliest */
+		if (catalog_repo_forget(d->catalog, j->hub, j->type, j->name))
+			catalog_repo_remove(d->catalog, j->hub, j->type, j->name);
 		log_info("ondemand", "%s (asked by %s): not tracked: %s", spec, j->by, j->message);
 		pthread_mutex_lock(&od->mu);
 		od->listings_failed++;
@@ -275,6 +323,7 @@ static void track_done(void *ud, struct httpd_req *req)
 {
 	struct track_job *j = ud;
 
+	j->od->listing = false;
 	if (req) {
 		if (!j->result) {
 			mirror__dispatch(j->rt, req); /* now tracked: answered as any repo */
@@ -297,6 +346,19 @@ static void track_done(void *ud, struct httpd_req *req)
 	free(j);
 }
 
+/* A refusal in the hub's own shape, with Retry-After. */
+static void refuse(struct httpd_req *req, const char *hub, int status, const char *retry_after, const char *msg)
+{
+	httpd_add_header(req, "Retry-After", retry_after);
+	if (!strcmp(hub, "ms")) {
+		mirror__respond_json(req, status, mirror__ms_envelope_json(status, NULL, msg));
+		return;
+	}
+	httpd_add_header(req, "X-Error-Message", msg);
+	httpd_add_header(req, "Access-Control-Allow-Origin", "*");
+	mirror__respond_json(req, status, json_pack("{s:s}", "error", msg));
+}
+
 int mirror_ondemand_track(struct mirror_routes *rt, struct httpd_req *req, const char *hub, const char *type,
 			  const char *name)
 {
@@ -304,14 +366,30 @@ int mirror_ondemand_track(struct mirror_routes *rt, struct httpd_req *req, const
 	struct track_job *j;
 	char *key;
 
-	if (!od || !mirror_ondemand_covers(od, hub, type, name))
+	if (!od || hub_check_name(strcmp(hub, "ms") ? HUB_HF : HUB_MS, name) || !mirror_ondemand_covers(od, hub, type, name))
 		return 0;
 	key = spec_text(hub, type, name);
 	if (tried_recently(od, key)) {
 		free(key);
 		return 0;
 	}
+	/* no worker waits for another's listing, and a flood of names costs the upstream no more than
+	 * the minute's budget: the client asks again */
+	if (od->listing || !rate_ok(od, httpd_peer(req))) {
+		bool busy = od->listing;
+		free(key);
+		if (busy)
+			od->refused_busy++;
+		else
+			od->refused_rate++;
+		refuse(req, hub, busy ? 503 : 429, busy ? "2" : "60",
+		       busy ? "the mirror is listing another repository on demand; ask again shortly"
+			    : "too many repositories asked for on demand this minute; ask again later");
+		return 1;
+	}
+	note_tried(od, key);
 	free(key);
+	od->listing = true;
 	j = xcalloc(1, sizeof(*j));
 	j->rt = rt;
 	j->od = od;
@@ -688,11 +766,16 @@ int mirror_ondemand_complete(struct mirror_routes *rt, const char *hub, const ch
 	uv_stdio_container_t io[3];
 	int n = 0, r;
 
-	for (c = od->completions; c; c = c->next)
+	for (c = od->completions; c; c = c->next, n++)
 		if (!strcmp(c->spec, spec)) {
 			free(spec);
 			return 0;
 		}
+	if (n >= COMPLETIONS_MAX) {
+		free(spec);
+		return 1; /* the instance asks again (503) */
+	}
+	n = 0;
 	if (!od->self_exe) {
 		free(spec);
 		return -1;
@@ -825,6 +908,10 @@ void mirror_ondemand_metrics(const struct mirror_ondemand *od, struct buf *b)
 	buf_adds(b, "# HELP hubmirror_ondemand_fetches_running Contents being fetched (or followed) for clients now.\n"
 		    "# TYPE hubmirror_ondemand_fetches_running gauge\n");
 	buf_addf(b, "hubmirror_ondemand_fetches_running %zu\n", running);
+	buf_adds(b, "# HELP hubmirror_ondemand_listings_refused_total Listings not started: one ran (busy) or the "
+		    "minute's budget was spent (rate).\n# TYPE hubmirror_ondemand_listings_refused_total counter\n");
+	buf_addf(b, "hubmirror_ondemand_listings_refused_total{why=\"busy\"} %" PRIu64 "\n", od->refused_busy);
+	buf_addf(b, "hubmirror_ondemand_listings_refused_total{why=\"rate\"} %" PRIu64 "\n", od->refused_rate);
 }
 
 void mirror_ondemand_stop(struct mirror_ondemand *od, uv_loop_t *loop)

@@ -57,14 +57,17 @@ bool mirror_ondemand_covers(const struct mirror_ondemand *od, const char *hub, c
 
 /* The repo is not tracked: when a pattern covers it and it was not tried in the last minute, track
  * and list it on a worker and answer req afterwards as if it had been tracked all along (1: req is
- * taken); else 0 (the caller answers "not found"). */
+ * taken); else 0 (the caller answers "not found"). One listing runs at a time, and at most 60 start
+ * a minute (20 for one client address): past that req is answered 503 or 429 with Retry-After (1),
+ * so a flood of names neither waits on workers nor costs the upstream more than the budget. A
+ * listing that fails leaves no row behind. */
 int mirror_ondemand_track(struct mirror_routes *rt, struct httpd_req *req, const char *hub, const char *type,
 			  const char *name);
 
 /* An instance wants the whole snapshot of a repo tracked on demand (its torrent, for mount or
  * pull) while it is provisional: run the sync of it now, as a child process (`hubmirror sync --local
  * --wait SPEC`: it fetches what the store lacks, records the snapshot and makes its torrent), unless
- * one runs already. Returns 0 (running), or -1. */
+ * one runs already. At most two run at once. Returns 0 (running), 1 (others run: ask again), or -1. */
 int mirror_ondemand_complete(struct mirror_routes *rt, const char *hub, const char *type, const char *name);
 
 /* A client asked for repo_id, a repo tracked on demand: it stays tracked for another TTL. Cheap (in

@@ -36,6 +36,7 @@
 #include "mirror/data.h"
 #include "p2p/p2p.h"
 #include "hub/httpd.h"
+#include "hub/hub.h"
 #include "access.h"
 #include "ondemand.h"
 #include "routes-int.h"
@@ -307,7 +308,7 @@ static void torrent(struct mirror_routes *rt, struct httpd_req *req, const char 
 	struct catalog_snapshot snap;
 	struct torrent_job *tj = xcalloc(1, sizeof(*tj));
 	bool found = false, have_repo = false;
-	int r;
+	int r, c;
 
 	if (split_segments(rest, seg, 4) || (strcmp(seg[0], "hf") && strcmp(seg[0], "ms")) ||
 	    (strcmp(seg[1], "model") && strcmp(seg[1], "dataset"))) {
@@ -315,6 +316,11 @@ static void torrent(struct mirror_routes *rt, struct httpd_req *req, const char 
 		goto out;
 	}
 	name = xasprintf("%s/%s", seg[2], seg[3]);
+	if (hub_check_name(strcmp(seg[0], "ms") ? HUB_HF : HUB_MS, name)) {
+		/* checked as the hubs' own routes check a name: nothing else reaches the catalog */
+		mirror__respond_json(req, 404, json_pack("{s:s}", "error", "repo not on this mirror"));
+		goto out;
+	}
 	if (!mirror__access_check(rt, req, seg[0], seg[1], name, NULL))
 		goto out;
 	r = catalog_resolve(rt->data->catalog, seg[0], seg[1], name, rev, &repo, &snap, &found);
@@ -336,10 +342,12 @@ static void torrent(struct mirror_routes *rt, struct httpd_req *req, const char 
 	}
 	r = catalog_torrent_get(rt->data->catalog, snap.id, &tj->t);
 	if (r == HM_ERR_NOT_FOUND && rt->ondemand && catalog_snapshot_complete(rt->data->catalog, snap.id) == 0 &&
-	    !mirror_ondemand_complete(rt, seg[0], seg[1], name)) {
-		/* a snapshot tracked on demand, not whole yet: an instance wants it all */
-		httpd_add_header(req, "Retry-After", "2");
-		mirror__respond_json(req, 503, json_pack("{s:s, s:b}", "error", "fetched on demand: the mirror is "
+	    (c = mirror_ondemand_complete(rt, seg[0], seg[1], name)) >= 0) {
+		/* a snapshot tracked on demand, not whole yet: an instance wants it all (or, with others
+		 * being completed, asks again) */
+		httpd_add_header(req, "Retry-After", c ? "10" : "2");
+		mirror__respond_json(req, 503, json_pack("{s:s, s:b}", "error", c ? "fetched on demand: the mirror is "
+							  "completing other snapshots; ask again shortly" : "fetched on demand: the mirror is "
 							  "completing this snapshot now; ask again shortly", "completing", true));
 		goto out;
 	}
