@@ -220,6 +220,14 @@ int cli_serve_prepare(int argc, char **argv, struct serve_prep *p)
 	cfg->ms_token = p->ms_token;
 	cfg->hf_token_file = cfg->on_demand ? p->hf_token_file : NULL;
 	cfg->ms_token_file = cfg->on_demand ? p->ms_token_file : NULL;
+	/* the store quota is the syncs' ([store] quota, which they read from the file); on-demand
+	 * fetches keep within it too */
+	for (size_t k = 0; k < p->conf.n; k++)
+		if (!strcmp(p->conf.v[k].section, "store") && !strcmp(p->conf.v[k].key, "quota") &&
+		    cli_parse_size(p->conf.v[k].value, &cfg->quota_bytes)) {
+			cli_usage_error(self, "[store] quota: '%s' is not a size", p->conf.v[k].value);
+			goto fail;
+		}
 	return CLI_OK;
 fail:
 	config_release(&p->conf);

@@ -78,6 +78,8 @@ struct mirror_ondemand {
 	size_t npatterns;
 	char *data_dir;
 	char *hf_base, *ms_base, *hf_token, *ms_token;
+	int64_t quota_bytes;
+	int64_t held_bytes, held_at;   /* the store's size (a sum over the catalog), read at most every 10 s */
 	struct hub_http *http;
 	struct hub_client *client;
 	struct fetch *fetches;         /* contents being fetched or followed */
@@ -91,7 +93,7 @@ struct mirror_ondemand {
 	int window_listings;
 	struct { char addr[48]; int n; } clients[CLIENT_SLOTS];
 	size_t nclients;
-	uint64_t refused_busy, refused_rate;
+	uint64_t refused_busy, refused_rate, refused_quota;
 	uint64_t repos_tracked, listings_failed, fetches_total, fetches_failed, bytes_fetched;
 };
 
@@ -156,6 +158,7 @@ int mirror_ondemand_new(uv_loop_t *loop, const struct mirror_ondemand_config *cf
 	pthread_mutex_init(&od->list_mu, NULL);
 	od->data_dir = xstrdup(cfg->data_dir);
 	od->ttl_s = cfg->ttl_s > 0 ? cfg->ttl_s : 30 * 86400.0;
+	od->quota_bytes = cfg->quota_bytes;
 	od->self_exe = cfg->self_exe ? xstrdup(cfg->self_exe) : NULL;
 	od->config_path = cfg->config_path ? xstrdup(cfg->config_path) : NULL;
 	od->hf_token_file = cfg->hf_token_file ? xstrdup(cfg->hf_token_file) : NULL;
@@ -450,6 +453,7 @@ static void fetch_end(struct fetch *f, enum fetch_state st, const char *why)
 
 	f->state = st;
 	if (st == FETCH_OK) {
+		od->held_at = 0; /* the store grew: its size is read again before the next quota check */
 		/* present, and (bytes from the repo's own upstream, verified) the repo's own: the sync
 		 * that completes the snapshot names it without a fetch (catalog_blob_public_or_own) */
 		if (catalog_blob_set_present(f->rt->data->catalog, f->sha256) ||
@@ -604,6 +608,27 @@ static struct fetch *fetch_start(struct mirror_routes *rt, const struct mirror_o
 		if (!strcmp(f->sha256, in->sha256) && (f->state == FETCH_RUNNING || f->state == FETCH_VERIFIED) &&
 		    (f->w || !in->untrusted))
 			return f;
+	if (od->quota_bytes > 0 && !in->untrusted) {
+		/* what the store holds, what is being fetched, and this: within the quota, or refused */
+		int64_t held = 0, coming = in->size, now = (int64_t)time(NULL);
+		for (f = od->fetches; f; f = f->next)
+			if (f->state == FETCH_RUNNING || f->state == FETCH_VERIFIED)
+				coming += f->size;
+		if (now - od->held_at >= 10 || now < od->held_at) {
+			if (catalog_store_bytes(rt->data->catalog, &od->held_bytes))
+				od->held_bytes = INT64_MAX / 2; /* unknown: refused, and asked again next time */
+			else
+				od->held_at = now;
+		}
+		held = od->held_bytes;
+		if (held + coming > od->quota_bytes) {
+			log_warn("ondemand", "%s/%s: not fetched: %lld bytes would take the store past its quota "
+				 "(%lld of %lld bytes held); the next sync makes room", in->name, in->path,
+				 (long long)in->size, (long long)held, (long long)od->quota_bytes);
+			od->refused_quota++;
+			return NULL;
+		}
+	}
 	f = xcalloc(1, sizeof(*f));
 	f->od = od;
 	f->rt = rt;
@@ -912,6 +937,9 @@ void mirror_ondemand_metrics(const struct mirror_ondemand *od, struct buf *b)
 		    "minute's budget was spent (rate).\n# TYPE hubmirror_ondemand_listings_refused_total counter\n");
 	buf_addf(b, "hubmirror_ondemand_listings_refused_total{why=\"busy\"} %" PRIu64 "\n", od->refused_busy);
 	buf_addf(b, "hubmirror_ondemand_listings_refused_total{why=\"rate\"} %" PRIu64 "\n", od->refused_rate);
+	buf_adds(b, "# HELP hubmirror_ondemand_fetches_refused_total Contents not fetched for a client: the store "
+		    "quota would be passed.\n# TYPE hubmirror_ondemand_fetches_refused_total counter\n");
+	buf_addf(b, "hubmirror_ondemand_fetches_refused_total{why=\"quota\"} %" PRIu64 "\n", od->refused_quota);
 }
 
 void mirror_ondemand_stop(struct mirror_ondemand *od, uv_loop_t *loop)

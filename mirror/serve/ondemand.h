@@ -41,6 +41,8 @@ struct mirror_ondemand_config {
 	const char *config_path;    /* may be NULL */
 	const char *hf_token_file;  /* may be NULL */
 	const char *ms_token_file;
+	int64_t quota_bytes;        /* [store] quota: a fetch that would take the store past it is refused
+				     * (the sync makes room: sync-quota.c); 0: none */
 };
 
 /* Check the patterns and set up the upstream client on loop. Returns 0, or -EINVAL with *errmsg. */
@@ -60,7 +62,8 @@ bool mirror_ondemand_covers(const struct mirror_ondemand *od, const char *hub, c
  * taken); else 0 (the caller answers "not found"). One listing runs at a time, and at most 60 start
  * a minute (20 for one client address): past that req is answered 503 or 429 with Retry-After (1),
  * so a flood of names neither waits on workers nor costs the upstream more than the budget. A
- * listing that fails leaves no row behind. */
+ * listing that fails leaves no row behind. A fetch that would take the store past its quota
+ * (mirror_ondemand_config.quota_bytes) is not started (the caller answers 503). */
 int mirror_ondemand_track(struct mirror_routes *rt, struct httpd_req *req, const char *hub, const char *type,
 			  const char *name);
 

@@ -10,7 +10,9 @@
 . "$HM_SRC/tests/integration/lib.sh"
 cat >"$T/spec.json" <<'JSON'
 {"repos": [
-  {"hub": "hf", "type": "model", "id": "acme/open", "files": [{"path": "config.json", "content": "{}\n"}]}
+  {"hub": "hf", "type": "model", "id": "acme/open", "files": [{"path": "config.json", "content": "{}\n"}]},
+  {"hub": "hf", "type": "model", "id": "acme/big", "files": [{"path": "config.json", "content": "{}\n"},
+   {"path": "w.safetensors", "size": 3000000, "seed": 7}]}
  ]}
 JSON
 sync_from_fake hf:acme/open
@@ -63,4 +65,14 @@ for p in 'acme/..' 'acme/x%3Fy' 'acme/x%23y' 'acme/x%0aadmin:%20forged' '..%2f..
 done
 check "none of them reached the catalog" test "$(rows '%admin%')$(rows '%?%')$(rows '%#%')$(rows '%..%')" = 0000
 check "no log line was forged" bash -c "! grep -q '^admin:' '$T/serve.err' '$T/access.log'"
+
+# the store quota ([store] quota) holds for on-demand fetches too: past it, the client is told 503
+kill "${_pids[-1]}"; wait "${_pids[-1]}" 2>/dev/null
+printf '[store]\nquota = 1M\n' >"$T/quota.conf"
+check "serve with a 1 MB store quota starts" start_serve --config "$T/quota.conf" --p2p-listen off --hf-upstream "$FAKE_API" --on-demand 'hf:acme/*'
+check "a repo is listed on demand" test "$(code "$M/api/models/acme/big")" = 200
+check "its 3 MB file would pass the quota: 503" test "$(code "$M/acme/big/resolve/main/w.safetensors")" = 503
+check "serve says why" grep -q "acme/big/w.safetensors: not fetched: 3000000 bytes would take the store past its quota" "$T/serve.err"
+check "metrics count it" bash -c "curl -fsS '$M/metrics' | grep -q '^hubmirror_ondemand_fetches_refused_total{why=\"quota\"} 1$'"
+check "its small file is served" test "$(code "$M/acme/big/resolve/main/config.json")" = 200
 finish
