@@ -89,7 +89,9 @@ struct httpd_req {
 	size_t header_bytes;
 	struct buf body;
 	bool keep_alive;
-	int refuse;                    /* 414, 431 or 413 once a limit is passed; 0 otherwise */
+	int refuse;                    /* 414, 431 or 413 once a limit is passed, 400 or 505 for a
+	                                * malformed head (refuse_why); 0 otherwise */
+	const char *refuse_why;        /* static text, or NULL */
 	/* response */
 	int status;
 	struct buf resp_head;          /* extra headers added by the handler */
@@ -104,6 +106,16 @@ enum conn_timer { T_IDLE, T_HEADER, T_WRITE, T_LINGER, T_GATE };
 #define GATE_RETRY_MS 10       /* how soon a gated body asks again for bytes that were not ready */
 static const char *const timer_names[] = { "idle", "header", "write", "linger", "gate" };
 
+/* The framing of a request head, read byte by byte as it arrives and before http_parser sees it
+ * (httpd__head_scan): http_parser takes a bare LF as a line end and obsolete line folding as a header
+ * value that goes on, which other parsers (a proxy in front) read otherwise. */
+struct head_scan {
+	bool done;                     /* the head's empty line was seen: the body follows, unscanned */
+	bool cr;                       /* the last byte was CR */
+	size_t line_len;               /* bytes of the current line so far */
+	size_t lines;                  /* lines ended (the request line is the first) */
+};
+
 struct conn {
 	struct httpd *h;
 	uv_os_sock_t fd;
@@ -117,6 +129,7 @@ struct conn {
 	char *rbuf;                    /* NULL while idle */
 	size_t rlen, roff;             /* bytes in rbuf, bytes already parsed */
 	struct httpd_req req;
+	struct head_scan scan;         /* the framing of the request head being read */
 	bool in_request;               /* a request has started (header timeout applies) */
 	bool header_timer_on;          /* its timer runs: it is not restarted by each byte */
 	bool processing;               /* inside conn_process: a response done at once continues there */
@@ -156,6 +169,9 @@ struct conn {
 extern const http_parser_settings httpd__parser_settings;
 /* r->url split into r->path (absolute-form reduced to its path) and r->query */
 void httpd__split_target(struct httpd_req *r);
+/* Scan n more bytes of a request head (stops at its end). Returns NULL, or what is wrong with its
+ * framing: a bare LF or CR, or a line folded onto the one before (obsolete line folding). */
+const char *httpd__head_scan(struct head_scan *s, const char *data, size_t n);
 
 /* ---- TLS on a connection (httpd-tls.c) ---- */
 

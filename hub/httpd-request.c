@@ -143,6 +143,18 @@ static int on_header_value(http_parser *p, const char *at, size_t n)
 	return 0;
 }
 
+/* A header name is a token (RFC 9110 5.1, 5.6.2): no spaces (`Host : x`), separators or controls. */
+static bool token_ok(const char *s)
+{
+	if (!*s)
+		return false;
+	for (; *s; s++)
+		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') ||
+		      strchr("!#$%&'*+-.^_`|~", *s)))
+			return false;
+	return true;
+}
+
 static int on_headers_complete(http_parser *p)
 {
 	struct conn *c = p->data;
@@ -151,6 +163,23 @@ static int on_headers_complete(http_parser *p)
 		c->req.refuse = 413;
 		return -1;
 	}
+	/* HTTP/1.x only: a request line without a version (HTTP/0.9) is malformed, another version
+	 * is not served */
+	if (p->http_major == 0) {
+		c->req.refuse = 400;
+		c->req.refuse_why = "a request line without an HTTP version";
+		return -1;
+	}
+	if (p->http_major != 1) {
+		c->req.refuse = 505;
+		return -1;
+	}
+	for (size_t i = 0; i < c->req.nheaders; i++)
+		if (!token_ok(c->req.headers[i].name)) {
+			c->req.refuse = 400;
+			c->req.refuse_why = "a header name that is not a token";
+			return -1;
+		}
 	snprintf(c->req.method, sizeof(c->req.method), "%s", http_method_str((enum http_method)p->method));
 	c->req.head = p->method == HTTP_HEAD;
 	c->req.keep_alive = http_should_keep_alive(p);
@@ -176,6 +205,34 @@ static int on_message_complete(http_parser *p)
 	/* One request at a time: stop here; the rest of the buffer waits for the response to finish. */
 	http_parser_pause(p, 1);
 	return 0;
+}
+
+const char *httpd__head_scan(struct head_scan *s, const char *data, size_t n)
+{
+	for (size_t i = 0; i < n && !s->done; i++) {
+		char b = data[i];
+		if (b == '\n') {
+			if (!s->cr)
+				return "a line ends with a bare LF (CRLF is the line end)";
+			s->cr = false;
+			if (s->line_len == 0 && s->lines > 0)
+				s->done = true; /* the empty line: the head is over */
+			else if (s->line_len > 0)
+				s->lines++; /* (empty lines before the request line are skipped, as RFC 9112 allows) */
+			s->line_len = 0;
+			continue;
+		}
+		if (s->cr)
+			return "a bare CR in the request head";
+		if (b == '\r') {
+			s->cr = true;
+			continue;
+		}
+		if (s->line_len == 0 && s->lines > 0 && (b == ' ' || b == '\t'))
+			return "a header line folded onto the one before (obsolete line folding)";
+		s->line_len++;
+	}
+	return NULL;
 }
 
 const http_parser_settings httpd__parser_settings = {

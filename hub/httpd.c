@@ -249,6 +249,7 @@ static void req_reset(struct httpd_req *r)
 	buf_reset(&r->resp_head);
 	r->answered = false;
 	r->refuse = 0;
+	r->refuse_why = NULL;
 	r->status = 0;
 	r->method[0] = '\0';
 }
@@ -713,10 +714,18 @@ static void conn_process(struct conn *c)
 	c->processing = true;
 	while (c->state == C_READING) {
 		if (c->roff < c->rlen) {
+			const char *bad = c->scan.done ? NULL : httpd__head_scan(&c->scan, c->rbuf + c->roff, c->rlen - c->roff);
+			if (bad) {
+				char *m = xasprintf("malformed request: %s\n", bad);
+				reply_error_and_close(c, 400, m);
+				free(m);
+				continue;
+			}
 			n = http_parser_execute(&c->parser, &httpd__parser_settings, c->rbuf + c->roff, c->rlen - c->roff);
 			c->roff += n;
 			e = HTTP_PARSER_ERRNO(&c->parser);
 			if (e == HPE_PAUSED) {
+				memset(&c->scan, 0, sizeof(c->scan)); /* what follows is the next request's head */
 				dispatch(c);
 				continue;
 			}
@@ -727,6 +736,13 @@ static void conn_process(struct conn *c)
 					reply_error_and_close(c, 431, "request headers too large\n");
 				else if (c->req.refuse == 413)
 					reply_error_and_close(c, 413, "request body too large\n");
+				else if (c->req.refuse == 505)
+					reply_error_and_close(c, 505, "HTTP/1.0 and HTTP/1.1 only\n");
+				else if (c->req.refuse_why) {
+					char *m = xasprintf("malformed request: %s\n", c->req.refuse_why);
+					reply_error_and_close(c, 400, m);
+					free(m);
+				}
 				else
 					reply_error_and_close(c, 400, "malformed request\n");
 				continue;

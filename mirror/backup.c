@@ -43,7 +43,7 @@ int mirror_backup(struct mirror_data *d, const char *out, int64_t *bytes, char *
 	return r;
 }
 
-/* Copy src to dst (created, 0644) and fsync it. */
+/* Copy src to dst (created anew, 0644 less the umask; never through a link) and fsync it. */
 static int copy_file(const char *src, const char *dst)
 {
 	char buf[1 << 16];
@@ -52,7 +52,8 @@ static int copy_file(const char *src, const char *dst)
 
 	if (in < 0)
 		return -errno;
-	out = open(dst, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	unlink(dst);
+	out = open(dst, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
 	if (out < 0) {
 		r = -errno;
 		close(in);

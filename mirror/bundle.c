@@ -219,7 +219,9 @@ static int volume_next(struct archive *a, struct volumes *v)
 		return -1;
 	}
 	name = volume_name(v, v->n, true);
-	v->fd = open(name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	/* a temporary name of ours: one left by a crash goes; a link planted there is not followed */
+	unlink(name);
+	v->fd = open(name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
 	if (v->fd < 0) {
 		archive_set_error(a, errno, "cannot create '%s': %s", name, strerror(errno));
 		free(name);

@@ -207,6 +207,13 @@ int cli_serve_prepare(int argc, char **argv, struct serve_prep *p)
 		r = CLI_FAILED;
 		goto fail;
 	}
+	if (p->admin_token && strlen(p->admin_token) < 12) {
+		/* it opens the operator's API: one short enough to guess is refused */
+		fprintf(stderr, "hubmirror: admin token file '%s' holds a token of %zu characters: use at least 12 "
+			"(openssl rand -hex 16)\n", p->admin_token_file, strlen(p->admin_token));
+		r = CLI_FAILED;
+		goto fail;
+	}
 	cfg->admin_token = p->admin_token;
 	cfg->admin_token_file = p->admin_token_file;
 	/* upstream tokens: only a serve that fetches on demand holds them (the sync reads its own) */

@@ -4,6 +4,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
+#include <sys/stat.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,6 +85,18 @@ int mirror_access_load(const char *path, enum mirror_access_mode mode, struct mi
 			*errmsg = xasprintf("cannot read tokens file '%s': %s", path, strerror(errno));
 		mirror_access_free(&a);
 		return r;
+	}
+	{
+		/* the tokens are the mirror's keys: a file every user may read gives them away */
+		struct stat st;
+		if (fstat(fileno(f), &st) < 0 || (st.st_mode & 007) || !S_ISREG(st.st_mode)) {
+			if (errmsg)
+				*errmsg = xasprintf("tokens file '%s' can be read by others: make it the owner's "
+						    "(chmod 600, or 640 for a group)", path);
+			fclose(f);
+			mirror_access_free(&a);
+			return HM_ERR_USAGE;
+		}
 	}
 	while (getline(&line, &cap, f) >= 0) {
 		char *save = NULL, *tok, *w;

@@ -102,13 +102,13 @@ static void swarm_part(struct mirror_routes *rt, struct buf *b)
 	struct p2p_tracker_stats ts;
 
 	p2p_tracker_stats(rt->tracker, &ts);
-	head(b, "hubp2p_tracker_announces_total", "counter", "Announces the swarm's tracker answered.");
-	buf_addf(b, "hubp2p_tracker_announces_total %llu\n", (unsigned long long)ts.announces);
-	head(b, "hubp2p_tracker_torrents", "gauge", "Swarms with live peers (v1 and truncated v2 hashes count apart).");
-	buf_addf(b, "hubp2p_tracker_torrents %zu\n", ts.torrents);
-	head(b, "hubp2p_tracker_peers", "gauge", "Live peers over all swarms, by role.");
-	buf_addf(b, "hubp2p_tracker_peers{role=\"seeder\"} %zu\n", ts.seeders);
-	buf_addf(b, "hubp2p_tracker_peers{role=\"leecher\"} %zu\n", ts.peers - ts.seeders);
+	head(b, "hubmirror_tracker_announces_total", "counter", "Announces the swarm's tracker answered.");
+	buf_addf(b, "hubmirror_tracker_announces_total %llu\n", (unsigned long long)ts.announces);
+	head(b, "hubmirror_tracker_torrents", "gauge", "Swarms with live peers (v1 and truncated v2 hashes count apart).");
+	buf_addf(b, "hubmirror_tracker_torrents %zu\n", ts.torrents);
+	head(b, "hubmirror_tracker_peers", "gauge", "Live peers over all swarms, by role.");
+	buf_addf(b, "hubmirror_tracker_peers{role=\"seeder\"} %zu\n", ts.seeders);
+	buf_addf(b, "hubmirror_tracker_peers{role=\"leecher\"} %zu\n", ts.peers - ts.seeders);
 	if (rt->seeder) {
 		int64_t seeded = 0, uploaded = 0;
 		mirror_seeder_stats(rt->seeder, &seeded, &uploaded);
@@ -117,8 +117,8 @@ static void swarm_part(struct mirror_routes *rt, struct buf *b)
 		head(b, "hubmirror_seeder_uploaded_bytes_total", "counter", "Payload bytes the mirror's BitTorrent seed sent to peers.");
 		buf_addf(b, "hubmirror_seeder_uploaded_bytes_total %lld\n", (long long)uploaded);
 	}
-	head(b, "hubp2p_tracker_peer_uploaded_bytes", "gauge", "What the swarms' live peers report having uploaded in their current sessions (BitTorrent peers other than the mirror).");
-	buf_addf(b, "hubp2p_tracker_peer_uploaded_bytes %lld\n", (long long)ts.peer_uploaded);
+	head(b, "hubmirror_tracker_peer_uploaded_bytes", "gauge", "What the swarms' live peers report having uploaded in their current sessions (BitTorrent peers other than the mirror).");
+	buf_addf(b, "hubmirror_tracker_peer_uploaded_bytes %lld\n", (long long)ts.peer_uploaded);
 	head(b, "hubmirror_webseed_bytes_total", "counter", "Bytes the mirror sent to the swarm as its web seed (headers included).");
 	buf_addf(b, "hubmirror_webseed_bytes_total %llu\n", (unsigned long long)mirror__route_bytes(rt, "webseed"));
 	head(b, "hubmirror_webseed_fill_deduped_total", "counter", "Agents' fill requests answered 409: another agent had just fetched those bytes (take them from the swarm).");

@@ -21,6 +21,7 @@ check "info shows the new name" bash -c "'$HUBMIRROR' info hf:acme/old-name | gr
 cat >"$T/tokens" <<'TOK'
 team-abcdefghij hf:acme/secret
 TOK
+chmod 600 "$T/tokens" # (a tokens file others can read is refused)
 check "serve starts" start_serve --tokens "$T/tokens"
 code() { curl -sS -o /dev/null -w '%{http_code}' "$@"; }
 check "a download by the new name" test "$(curl -fsS "$M/acme/new-name/resolve/main/config.json")" = '{"renamed": true}'

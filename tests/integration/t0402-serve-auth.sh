@@ -22,6 +22,7 @@ ops-0123456789 *
 team-abcdefghij hf:acme/secret ms:acme/ms-secret   # the team's repos
 other-zyxwvutsr hf:acme/elsewhere
 TOK
+chmod 600 "$T/tokens" # (a tokens file others can read is refused)
 check "serve starts with --tokens (listed by default)" start_serve --tokens "$T/tokens"
 code() { curl -sS -o /dev/null -w '%{http_code}' "$@"; }
 check "open repo: anonymous 200" test "$(code "$M/acme/open/resolve/main/config.json")" = 200
@@ -66,14 +67,14 @@ check "serve starts with a tokens file to change" start_serve --tokens "$T/token
 spid=${_pids[-1]}
 team() { code -H "Authorization: Bearer $1" "$M/acme/secret/resolve/main/config.json"; }
 check "before: the team token reads its repo" test "$(team team-abcdefghij)" = 200
-printf 'newteam-0987654321 hf:acme/secret\n' >"$T/tokens2"
+printf 'newteam-0987654321 hf:acme/secret\n' >"$T/tokens2"; chmod 600 "$T/tokens2"
 kill -HUP "$spid"
 for _ in $(seq 50); do grep -q 'tokens file .* reloaded' "$T/serve.err" && break; sleep 0.1; done
 check "SIGHUP: the reload is logged" grep -q "SIGHUP: tokens file $T/tokens2 reloaded" "$T/serve.err"
 check "after: the dropped token no longer reads it (an unknown token now)" test "$(team team-abcdefghij)" = 401
 check "after: the new token does" test "$(team newteam-0987654321)" = 200
 check "after: metrics see the new rules" bash -c "curl -fsS -H 'Authorization: Bearer newteam-0987654321' '$M/metrics' | grep -q 'repo=\"acme/secret\"'"
-printf 'short *\n' >"$T/tokens2"
+printf 'short *\n' >"$T/tokens2"; chmod 600 "$T/tokens2"
 kill -HUP "$spid"
 for _ in $(seq 50); do grep -q 'tokens file not reloaded' "$T/serve.err" && break; sleep 0.1; done
 check "SIGHUP with a broken file: said, with its line" grep -q "SIGHUP: tokens file not reloaded, the old rules stay: .*tokens2:1:" "$T/serve.err"
@@ -82,9 +83,13 @@ check "no token ever logged" bash -c "! grep -q -e newteam-0987654321 -e team-ab
 kill "$spid"; wait "$spid" 2>/dev/null
 
 printf 'short *\n' >"$T/bad1"; printf 'long-enough-token hf:../x\n' >"$T/bad2"; printf 'long-enough-token\n' >"$T/bad3"
+chmod 600 "$T/bad1" "$T/bad2" "$T/bad3"
 for f in bad1 bad2 bad3; do
 	"$HUBMIRROR" serve --listen 127.0.0.1:0 --tokens "$T/$f" 2>"$T/$f.err"; st=$?
 	check "bad tokens file ($f) refused at start with its line" bash -c "[ $st = 1 ] && grep -q '$f:1:' '$T/$f.err'"
 done
+printf 'long-enough-token *\n' >"$T/open-tokens"; chmod 644 "$T/open-tokens"
+"$HUBMIRROR" serve --listen 127.0.0.1:0 --tokens "$T/open-tokens" 2>"$T/open.err"; st=$?
+check "a tokens file every user can read is refused at start" bash -c "[ $st != 0 ] && grep -q 'can be read by others' '$T/open.err'"
 expect_status 2 "--auth all without --tokens is a usage error" "$HUBMIRROR" serve --auth all 2>/dev/null
 finish

@@ -61,4 +61,9 @@ parse >"$T/m3"
 check "second sync run counted" grep -q '^hubmirror_sync_runs_total{outcome="ok"} 2$' "$T/m3"
 u2=$(val hubmirror_upstream_fetched_bytes_total "$T/m2"); u3=$(val hubmirror_upstream_fetched_bytes_total "$T/m3")
 check "upstream bytes moved by the new file" test $((u3 - u2)) -eq 210000
+# the Grafana dashboard asks for names /metrics has (one name each: the tracker's are hubmirror_tracker_*)
+curl -fsS "$M/metrics" >"$T/m4"
+missing=$(grep -o 'hubmirror_[a-z0-9_]*' "$HM_SRC/docs/grafana/hubmirror-dashboard.json" | sort -u |
+	while read -r n; do grep -q "^# TYPE $n " "$T/m4" || echo "$n"; done)
+check "every metric the dashboard queries is exported${missing:+ (missing: $(echo $missing))}" test -z "$missing"
 finish

@@ -134,9 +134,9 @@ assert sw["btih"] == btih and len(sw["btmh"]) == 64 and sw["seeders"] >= 1, sw
 assert sw["torrent"] == m + "/api/p2p/torrent/hf/model/acme/swarm", sw
 assert urllib.request.urlopen(sw["torrent"]).headers["X-Hubmirror-Btih"] == btih
 PY
-check "/metrics counts announces" metric_at_least hubp2p_tracker_announces_total 2
-check "/metrics counts the swarm's seeders" metric_at_least 'hubp2p_tracker_peers{role="seeder"}' 1
-check "/metrics has what peers report uploading" metric_at_least hubp2p_tracker_peer_uploaded_bytes 0
+check "/metrics counts announces" metric_at_least hubmirror_tracker_announces_total 2
+check "/metrics counts the swarm's seeders" metric_at_least 'hubmirror_tracker_peers{role="seeder"}' 1
+check "/metrics has what peers report uploading" metric_at_least hubmirror_tracker_peer_uploaded_bytes 0
 check "/metrics counts web seed bytes (libtorrent and aria2c read the model there)" metric_at_least hubmirror_webseed_bytes_total 4000000
 kill "$seeder" 2>/dev/null
 finish

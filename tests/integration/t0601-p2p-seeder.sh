@@ -68,7 +68,7 @@ check "the seed did not write into the store" test "$(sha256sum "$HUBMIRROR_DATA
 check "/metrics: the damaged torrent is not counted as seeded" test "$(metric hubmirror_seeder_torrents)" = 0
 # --auth all: BitTorrent clients send no token, so a token holder's torrent carries a capability in
 # its tracker and web seed URLs; without it the swarm's doors stay shut.
-printf 'hm_secret_token *\n' >"$T/tokens"
+printf 'hm_secret_token *\n' >"$T/tokens"; chmod 600 "$T/tokens"
 cp "$T/c1/seeded/model.safetensors" "$HUBMIRROR_DATA/store/blobs/$blob"   # repaired (as verify + sync would)
 rm -rf "$HUBMIRROR_DATA/p2p/seed"                                          # a fresh seed for this serve
 start_serve --tokens "$T/tokens" --auth all --p2p-rescan 1

@@ -23,6 +23,7 @@ JSON
 cat >"$T/tokens" <<'TOK'
 team-token-0001 hf:acme/team
 TOK
+chmod 600 "$T/tokens" # (a tokens file others can read is refused)
 check "fake upstream starts" start_fakehub --repos "$T/spec.json"
 export HUBMIRROR_HF_UPSTREAM=$FAKE_API
 "$HUBMIRROR" add hf:acme/open hf:acme/gate hf:acme/priv hf:acme/team >/dev/null
@@ -133,6 +134,6 @@ big=9223372036854775807
 announce "$b_open" 6001 "$big" >/dev/null
 announce "$b_open" 6002 "$big" >/dev/null
 check "peers reporting INT64_MAX uploaded bytes twice: /metrics saturates, never negative" \
-	test "$(metric hubp2p_tracker_peer_uploaded_bytes)" = "$big"
+	test "$(metric hubmirror_tracker_peer_uploaded_bytes)" = "$big"
 check "serve logged no sanitizer report" bash -c '! grep -q "runtime error" "$T/serve.err"'
 finish

@@ -14,6 +14,7 @@ JSON
 cat >"$T/tokens" <<'TOK'
 team-token-0001 hf:acme/team
 TOK
+chmod 600 "$T/tokens" # (a tokens file others can read is refused)
 sync_from_fake hf:acme/team hf:acme/open
 check "serve starts with a token guarding acme/team" start_serve --tokens "$T/tokens" --p2p-listen 127.0.0.1:0
 curl -fsS "$FAKE_API/_fake/repos" >"$T/up.json"

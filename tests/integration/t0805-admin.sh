@@ -20,6 +20,9 @@ printf 'adm-7Qx2k9zLwP\n' >"$T/admin.token"
 chmod 644 "$T/admin.token"
 "$HUBMIRROR" serve --listen 127.0.0.1:0 --admin-token-file "$T/admin.token" 2>"$T/e0"; st=$?
 check "an admin token file others can read is refused" bash -c "[ $st = 1 ] && grep -q 'can be read by others' '$T/e0'"
+printf 'adm-5c\n' >"$T/short.token"; chmod 600 "$T/short.token"
+"$HUBMIRROR" serve --listen 127.0.0.1:0 --admin-token-file "$T/short.token" 2>"$T/e1"; st=$?
+check "an admin token of 6 characters is refused" bash -c "[ $st = 1 ] && grep -q 'use at least 12' '$T/e1'"
 chmod 600 "$T/admin.token"
 check "serve with the admin token starts" start_serve --p2p-listen off --admin-token-file "$T/admin.token" --sync-every 3600
 A=(-H 'Authorization: Bearer adm-7Qx2k9zLwP')

@@ -125,7 +125,7 @@ else
 fi
 
 # ---- under a tokens file, asking takes a token ----
-printf 'team-5Jd8Qw2Rt0 *\n' >"$T/tokens"
+printf 'team-5Jd8Qw2Rt0 *\n' >"$T/tokens"; chmod 600 "$T/tokens"
 check "serve with a tokens file starts" start_serve --p2p-listen off --tokens "$T/tokens"
 check "asking without a token: 401" test "$(post -d '{"spec": "hf:acme/tokened"}')" = 401
 check "asking with one: 201" test "$(post -H 'Authorization: Bearer team-5Jd8Qw2Rt0' -d '{"spec": "hf:acme/tokened"}')" = 201

@@ -29,7 +29,7 @@ json.dump({"repos": [
 ]}, open(sys.argv[1], "w"))
 PY
 check "synced" sync_from_fake hf:acme/gitmodel hf:datasets/acme/gitdata ms:acme/ms-git hf:acme/guarded
-printf 'tok-gitgitgit hf:acme/guarded\n' >"$T/tokens"
+printf 'tok-gitgitgit hf:acme/guarded\n' >"$T/tokens"; chmod 600 "$T/tokens"
 check "serve starts" start_serve --tokens "$T/tokens" --p2p-listen off
 curl -fsS "$FAKE_API/_fake/repos" >"$T/up.json"
 # git and git-lfs of their own: no user or system configuration

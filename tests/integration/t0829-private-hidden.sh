@@ -25,6 +25,7 @@ check "sync got the private repos with a token that reads them" bash -c "'$HUBMI
 cat >"$T/tokens" <<'TOK'
 team-abcdefghij hf:acme/teampriv
 TOK
+chmod 600 "$T/tokens" # (a tokens file others can read is refused)
 check "serve starts" start_serve --p2p-listen off --tokens "$T/tokens"
 code() { curl -s -o /dev/null -w '%{http_code}' "$@"; }
 names() { curl -fsS "$@" | "$PY" -c 'import json,sys; d=json.load(sys.stdin); d=d.get("repos", d) if isinstance(d, dict) else d; print(" ".join(sorted(r.get("name") or r.get("id") for r in d)))'; }

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "hub/httpd.h"
+#include "hub/httpd-int.h"
 #include "test.h"
 
 static int range(const char *h, int64_t size, int64_t *a, int64_t *b)
@@ -55,6 +56,52 @@ TEST(range_refusals)
 	CHECK_INT(range("bytes=1000-", 1000, &a, &b), -1);        /* starts past the end: 416 */
 	CHECK_INT(range("bytes=-1", 0, &a, &b), -1);
 	CHECK_INT(range("bytes=99999999999999999999-", 1000, &a, &b), -1); /* saturates, still past */
+}
+
+/* The head's framing, whole and a byte at a time: NULL, or why (and where it stops). */
+static const char *scan_whole(const char *s, bool *done)
+{
+	struct head_scan h = { 0 };
+	const char *why = httpd__head_scan(&h, s, strlen(s));
+	*done = h.done;
+	return why;
+}
+
+static const char *scan_bytes(const char *s, bool *done)
+{
+	struct head_scan h = { 0 };
+	const char *why = NULL;
+
+	for (size_t i = 0; s[i] && !why; i++)
+		why = httpd__head_scan(&h, s + i, 1);
+	*done = h.done;
+	return why;
+}
+
+TEST(head_scan)
+{
+	static const char *const ok[] = {
+		"GET / HTTP/1.1\r\nHost: t\r\n\r\n",
+		"\r\n\r\nGET / HTTP/1.1\r\nHost: t\r\n\r\n",        /* empty lines before the request line */
+		"POST / HTTP/1.1\r\nContent-Length: 5\r\n\r\na\nb\r ", /* the body is not the head's */
+	};
+	static const char *const bad[] = {
+		"GET / HTTP/1.1\nHost: t\n\n",                             /* bare LF */
+		"GET / HTTP/1.1\r\nHost: t\r\nX: 1\r\n  more\r\n\r\n",     /* obsolete line folding */
+		"GET / HTTP/1.1\r\nHost: t\r\nX: 1\r\n\tmore\r\n\r\n",
+		"GET / HTTP/1.1\rHost: t\r\n\r\n",                         /* bare CR */
+	};
+	bool done;
+
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		CHECK(scan_whole(ok[i], &done) == NULL && done);
+		CHECK(scan_bytes(ok[i], &done) == NULL && done);
+	}
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		CHECK(scan_whole(bad[i], &done) != NULL);
+		CHECK(scan_bytes(bad[i], &done) != NULL);
+	}
+	CHECK(scan_whole("GET / HTTP/1.1\r\nHost: t\r\n", &done) == NULL && !done); /* not over yet */
 }
 
 TEST(unescape)
@@ -363,6 +410,7 @@ int main(void)
 	RUN(range_forms);
 	RUN(range_refusals);
 	RUN(unescape);
+	RUN(head_scan);
 	RUN(if_none_match);
 	RUN(defer_order);
 	RUN(defer_shutdown);
