@@ -40,6 +40,7 @@ struct job {
 	httpd_work_fn fn;
 	httpd_done_fn done;
 	void *ud;
+	unsigned lane;                 /* HTTPD_LANE_*: whose workers it takes */
 	struct job *next;              /* in the waiting list */
 };
 
@@ -67,7 +68,8 @@ struct httpd {
 	char **trusted;                /* cfg.trusted_proxies, split; NULL-terminated */
 	bool trim_pending;             /* a big answer was spilled: return its build memory after the
 					* handler freed it (malloc_trim) */
-	struct job *waiting, *waiting_tail; /* deferred jobs not started yet, in order */
+	struct job *waiting[2], *waiting_tail[2]; /* deferred jobs not started yet, in order, by lane */
+	unsigned running[2];           /* ... and running, by lane */
 	bool freed;                    /* httpd_free is done but for the jobs still running */
 };
 

@@ -608,6 +608,7 @@ static void job_after(uv_work_t *w, int status)
 	struct conn *c = j->c;
 
 	h->stats.deferred_running--;
+	h->running[j->lane]--;
 	if (c) {
 		c->job = NULL;
 		if (status < 0) { /* never ran (it cannot be cancelled today, but say so if it were) */
@@ -629,28 +630,44 @@ static void job_after(uv_work_t *w, int status)
 		jobs_start(h);
 }
 
-/* Start waiting jobs while fewer than cfg.max_workers run; one whose connection closed meanwhile is
- * only given back to its done callback. */
+/* Start waiting jobs while fewer than the lane's workers run (cfg.max_workers, max_workers_aside);
+ * one whose connection closed meanwhile is only given back to its done callback. */
 static void jobs_start(struct httpd *h)
 {
-	while (h->waiting && h->stats.deferred_running < h->cfg.max_workers) {
-		struct job *j = h->waiting;
+	for (unsigned l = 0; l < 2; l++) {
+		unsigned max = l ? h->cfg.max_workers_aside : h->cfg.max_workers;
+		while (h->waiting[l] && h->running[l] < max) {
+			struct job *j = h->waiting[l];
 
-		h->waiting = j->next;
-		if (!h->waiting)
-			h->waiting_tail = NULL;
-		h->stats.deferred_waiting--;
-		if (!j->c) {
-			j->done(j->ud, NULL);
-			free(j);
-			continue;
+			h->waiting[l] = j->next;
+			if (!h->waiting[l])
+				h->waiting_tail[l] = NULL;
+			h->stats.deferred_waiting--;
+			if (!j->c) {
+				j->done(j->ud, NULL);
+				free(j);
+				continue;
+			}
+			h->stats.deferred_running++;
+			h->running[l]++;
+			uv_queue_work(h->loop, &j->work, job_work, job_after); /* fails only without a callback */
 		}
-		h->stats.deferred_running++;
-		uv_queue_work(h->loop, &j->work, job_work, job_after); /* fails only without a callback */
 	}
 }
 
+static void defer_on(struct httpd_req *r, unsigned lane, httpd_work_fn work, httpd_done_fn done, void *ud);
+
 void httpd_defer(struct httpd_req *r, httpd_work_fn work, httpd_done_fn done, void *ud)
+{
+	defer_on(r, 0, work, done, ud);
+}
+
+void httpd_defer_aside(struct httpd_req *r, httpd_work_fn work, httpd_done_fn done, void *ud)
+{
+	defer_on(r, 1, work, done, ud);
+}
+
+static void defer_on(struct httpd_req *r, unsigned lane, httpd_work_fn work, httpd_done_fn done, void *ud)
 {
 	struct conn *c = r->c;
 	struct httpd *h = c->h;
@@ -672,12 +689,13 @@ void httpd_defer(struct httpd_req *r, httpd_work_fn work, httpd_done_fn done, vo
 	j->fn = work;
 	j->done = done;
 	j->ud = ud;
+	j->lane = lane;
 	c->job = j;
-	if (h->waiting_tail)
-		h->waiting_tail->next = j;
+	if (h->waiting_tail[lane])
+		h->waiting_tail[lane]->next = j;
 	else
-		h->waiting = j;
-	h->waiting_tail = j;
+		h->waiting[lane] = j;
+	h->waiting_tail[lane] = j;
 	h->stats.deferred_waiting++;
 	jobs_start(h);
 }
@@ -1019,6 +1037,8 @@ int httpd_new(uv_loop_t *loop, const struct httpd_config *cfg, struct httpd **ou
 		h->cfg.max_workers = 2;
 	if (!h->cfg.max_waiting)
 		h->cfg.max_waiting = 256;
+	if (!h->cfg.max_workers_aside)
+		h->cfg.max_workers_aside = 2;
 	if (cfg->trusted_proxies) {
 		char *copy = xstrdup(cfg->trusted_proxies), *save = NULL, *w;
 		size_t n = 0;
@@ -1140,14 +1160,16 @@ void httpd_free(struct httpd **hp)
 	h->closing = true;
 	while (h->conns)
 		conn_close(h->conns); /* detaches their jobs */
-	while (h->waiting) {      /* jobs not started: never run */
-		struct job *j = h->waiting;
-		h->waiting = j->next;
-		h->stats.deferred_waiting--;
-		j->done(j->ud, NULL);
-		free(j);
+	for (unsigned l = 0; l < 2; l++) {
+		while (h->waiting[l]) { /* jobs not started: never run */
+			struct job *j = h->waiting[l];
+			h->waiting[l] = j->next;
+			h->stats.deferred_waiting--;
+			j->done(j->ud, NULL);
+			free(j);
+		}
+		h->waiting_tail[l] = NULL;
 	}
-	h->waiting_tail = NULL;
 	if (h->listener_gone) {
 		h->freed = true;
 		if (!h->stats.deferred_running)

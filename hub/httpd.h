@@ -54,9 +54,11 @@ struct httpd_config {
 					 * bodies in memory. Borrowed for the server's life. */
 	unsigned max_workers;           /* deferred jobs (httpd_defer) running at once, on libuv's
 					 * threadpool (UV_THREADPOOL_SIZE threads, 4 by default, for the
-					 * whole process); 0: 2 */
+					 * whole process: serve sets 8); 0: 2 */
 	unsigned max_waiting;           /* deferred jobs waiting for a worker; past it a request gets a
 					 * 503 with Retry-After; 0: 256 */
+	unsigned max_workers_aside;     /* the aside lane's (httpd_defer_aside): work that may be long
+					 * and must not take the others' workers (git); 0: 2 */
 	struct hub_tls *tls;            /* a certificate (tls.h): connections that open with a TLS
 					 * handshake speak HTTPS on the same port, the others plain
 					 * HTTP; NULL: plain only. Borrowed; the process must ignore
@@ -171,6 +173,9 @@ void httpd_respond_file(struct httpd_req *r, int status, const char *content_typ
 typedef void (*httpd_work_fn)(void *job);
 typedef void (*httpd_done_fn)(void *job, struct httpd_req *r);
 void httpd_defer(struct httpd_req *r, httpd_work_fn work, httpd_done_fn done, void *job);
+/* httpd_defer on a lane of its own, with cfg.max_workers_aside workers: long runs there (git's
+ * upload-pack) wait for each other, never for or in front of the main lane's answers. */
+void httpd_defer_aside(struct httpd_req *r, httpd_work_fn work, httpd_done_fn done, void *job);
 
 /*
  * httpd_respond_file for bytes that arrive while they are sent (a file downloading from a swarm):

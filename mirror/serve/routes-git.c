@@ -218,7 +218,7 @@ static void serve_git(struct mirror_routes *rt, struct httpd_req *req, const str
 	g->body = xmalloc(g->len ? g->len : 1);
 	if (g->len)
 		memcpy(g->body, body, g->len);
-	mirror__defer(rt, req, &g->j);
+	mirror__defer_aside(rt, req, &g->j);
 }
 
 /* ---- Git LFS ----------------------------------------------------------------------------------- */

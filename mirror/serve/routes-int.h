@@ -181,6 +181,9 @@ struct mirror__job {
 	char etag[48];
 };
 void mirror__defer(struct mirror_routes *rt, struct httpd_req *req, struct mirror__job *j);
+/* The same on the server's aside lane (httpd_defer_aside): git's runs, which may take long, wait
+ * for each other there and never hold the workers repo info, search and stats answer on. */
+void mirror__defer_aside(struct mirror_routes *rt, struct httpd_req *req, struct mirror__job *j);
 void mirror__job_header(struct mirror__job *j, const char *name, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 /* Close the idle connections of the pool (mirror_routes_free, once no job runs). */

@@ -419,6 +419,9 @@ int mirror_serve(const struct mirror_serve_config *cfg, char **errmsg)
 		mirror_access_free(&s.access);
 		return HM_ERR_USAGE;
 	}
+	/* the deferred answers' two workers, git's two (its own lane) and the disk work (commits, spill
+	 * files) each get threads of their own: libuv reads this once, at its first job */
+	setenv("UV_THREADPOOL_SIZE", "8", 0);
 	uv_loop_init(&s.loop);
 	hc.listen = cfg->listen;
 	hc.tls = s.tls;

@@ -162,6 +162,11 @@ static void slow_work(void *ud)
 	j->body = strdup("slow\n");
 }
 
+static void quick_work(void *ud)
+{
+	((struct slow_job *)ud)->body = strdup("quick\n");
+}
+
 static void slow_done(void *ud, struct httpd_req *r)
 {
 	struct slow_job *j = ud;
@@ -181,6 +186,14 @@ static int handler(void *ud, struct httpd_req *r)
 	(void)ud;
 	if (!strcmp(httpd_path(r), "/slow")) {
 		httpd_defer(r, slow_work, slow_done, calloc(1, sizeof(struct slow_job)));
+		return 0;
+	}
+	if (!strcmp(httpd_path(r), "/aside")) {
+		httpd_defer_aside(r, slow_work, slow_done, calloc(1, sizeof(struct slow_job)));
+		return 0;
+	}
+	if (!strcmp(httpd_path(r), "/quick")) {
+		httpd_defer(r, quick_work, slow_done, calloc(1, sizeof(struct slow_job)));
 		return 0;
 	}
 	httpd_respond_str(r, 200, "text/plain", "fast\n");
@@ -268,6 +281,42 @@ TEST(defer_order)
 	CHECK_INT(done_with_req + done_without_req, 3);           /* fb's, answered into a closed socket */
 	close(fa);
 	close(fc);
+	httpd_free(&h);
+	uv_run(&loop, UV_RUN_DEFAULT);
+	CHECK_INT(uv_loop_close(&loop), 0);
+}
+
+/* The aside lane (git's runs): its jobs wait for its own workers, and a main-lane job is answered
+ * while they all run. */
+TEST(defer_aside)
+{
+	uv_loop_t loop;
+	struct httpd *h = NULL;
+	struct httpd_config cfg = { .listen = "127.0.0.1:0", .max_workers = 1, .max_workers_aside = 1 };
+	char a[4096] = "", b[4096] = "", q[4096] = "";
+	int fa, fb, fq;
+
+	uv_loop_init(&loop);
+	set_gate(false);
+	done_with_req = done_without_req = 0;
+	CHECK_INT(httpd_new(&loop, &cfg, &h), 0);
+	httpd_add_handler(h, handler, NULL);
+	fa = client(h, "GET /aside HTTP/1.1\r\nHost: x\r\n\r\n"); /* runs, held at the gate */
+	fb = client(h, "GET /aside HTTP/1.1\r\nHost: x\r\n\r\n"); /* waits for the aside worker */
+	fq = client(h, "GET /quick HTTP/1.1\r\nHost: x\r\n\r\n"); /* the main lane's: not behind them */
+	run_until(&loop, fq, q, sizeof(q), "quick\n");
+	CHECK(strstr(q, "quick\n") != NULL);
+	take(fa, a, sizeof(a));
+	take(fb, b, sizeof(b));
+	CHECK_STR(a, "");
+	CHECK_STR(b, "");
+	set_gate(true);
+	run_until(&loop, fb, b, sizeof(b), "slow\n");
+	run_until(&loop, fa, a, sizeof(a), "slow\n");
+	CHECK(strstr(a, "slow\n") && strstr(b, "slow\n"));
+	close(fa);
+	close(fb);
+	close(fq);
 	httpd_free(&h);
 	uv_run(&loop, UV_RUN_DEFAULT);
 	CHECK_INT(uv_loop_close(&loop), 0);
@@ -414,6 +463,7 @@ int main(void)
 	RUN(if_none_match);
 	RUN(defer_order);
 	RUN(defer_shutdown);
+	RUN(defer_aside);
 	RUN(gated_body);
 	return test_done();
 }
