@@ -103,6 +103,8 @@ int catalog_repo_remove(struct catalog *c, const char *hub, const char *type, co
  * a listing on demand that failed leaves nothing. Returns 0, HM_ERR_NOT_FOUND (no such repo, or it
  * has snapshots: catalog_repo_remove it), or HM_ERR_SQLITE. */
 int catalog_repo_forget(struct catalog *c, const char *hub, const char *type, const char *name);
+/* How many tracked repos were added on demand (options say on_demand). Returns 0 or HM_ERR_SQLITE. */
+int catalog_repo_count_ondemand(struct catalog *c, int64_t *n);
 
 /* One tracked repo. Returns 0 (fills *out), HM_ERR_NOT_FOUND, or HM_ERR_SQLITE. */
 int catalog_repo_get(struct catalog *c, const char *hub, const char *type, const char *name,

@@ -158,6 +158,22 @@ int catalog_repo_remove(struct catalog *c, const char *hub, const char *type, co
 	return r;
 }
 
+int catalog_repo_count_ondemand(struct catalog *c, int64_t *n)
+{
+	sqlite3_stmt *st = NULL;
+	int r = HM_ERR_SQLITE;
+
+	if (catalog__prepare(c, "SELECT count(*) FROM repos WHERE removed_at IS NULL AND "
+			     "json_extract(coalesce(options, '{}'), '$.on_demand') IS NOT NULL", &st))
+		return r;
+	if (sqlite3_step(st) == SQLITE_ROW) {
+		*n = sqlite3_column_int64(st, 0);
+		r = 0;
+	}
+	sqlite3_finalize(st);
+	return r;
+}
+
 int catalog_repo_forget(struct catalog *c, const char *hub, const char *type, const char *name)
 {
 	sqlite3_stmt *st = NULL;

@@ -173,6 +173,7 @@ int cli_serve_prepare(int argc, char **argv, struct serve_prep *p)
 		CLI_STR("on-demand", &cfg->on_demand),
 		CLI_STR("peer-mirror", &cfg->peer_mirrors),
 		CLI_FN("on-demand-ttl", &cfg->on_demand_ttl_s, take_ttl),
+		CLI_INT_TAKES("on-demand-max-repos", &cfg->on_demand_max_repos, 1, 1000000, "a number, 1 to 1000000"),
 		CLI_STR("hf-token-file", &p->hf_token_file),
 		CLI_STR("ms-token-file", &p->ms_token_file),
 		CLI_END,

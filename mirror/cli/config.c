@@ -60,6 +60,7 @@ static const struct config_key keys[] = {
 	{ "serve", "on-demand", "on-demand", CONFIG_SERVE, false },
 	{ "serve", "peer-mirrors", "peer-mirror", CONFIG_SERVE, false },
 	{ "serve", "on-demand-ttl", "on-demand-ttl", CONFIG_SERVE, false },
+	{ "serve", "on-demand-max-repos", "on-demand-max-repos", CONFIG_SERVE, false },
 	{ "sync", "at", "sync-at", CONFIG_SERVE, false },
 	{ "sync", "every", "sync-every", CONFIG_SERVE, false },
 	{ "sync", "hf-upstream", "hf-upstream", CONFIG_SERVE | CONFIG_SYNC, false },

@@ -79,6 +79,7 @@ struct mirror_ondemand {
 	char *data_dir;
 	char *hf_base, *ms_base, *hf_token, *ms_token;
 	int64_t quota_bytes;
+	int max_repos;
 	int64_t held_bytes, held_at;   /* the store's size (a sum over the catalog), read at most every 10 s */
 	struct hub_http *http;
 	struct hub_client *client;
@@ -159,6 +160,7 @@ int mirror_ondemand_new(uv_loop_t *loop, const struct mirror_ondemand_config *cf
 	od->data_dir = xstrdup(cfg->data_dir);
 	od->ttl_s = cfg->ttl_s > 0 ? cfg->ttl_s : 30 * 86400.0;
 	od->quota_bytes = cfg->quota_bytes;
+	od->max_repos = cfg->max_repos > 0 ? cfg->max_repos : 1000;
 	od->self_exe = cfg->self_exe ? xstrdup(cfg->self_exe) : NULL;
 	od->config_path = cfg->config_path ? xstrdup(cfg->config_path) : NULL;
 	od->hf_token_file = cfg->hf_token_file ? xstrdup(cfg->hf_token_file) : NULL;
@@ -203,6 +205,15 @@ static bool tried_recently(struct mirror_ondemand *od, const char *key)
 		yes = od->tried[i].at && now - od->tried[i].at < RETRY_AFTER_S && !strcmp(od->tried[i].key, key);
 	pthread_mutex_unlock(&od->mu);
 	return yes;
+}
+
+static void unnote_tried(struct mirror_ondemand *od, const char *key)
+{
+	pthread_mutex_lock(&od->mu);
+	for (size_t i = 0; i < TRIED_SLOTS; i++)
+		if (od->tried[i].at && !strcmp(od->tried[i].key, key))
+			od->tried[i].at = 0;
+	pthread_mutex_unlock(&od->mu);
 }
 
 static void note_tried(struct mirror_ondemand *od, const char *key)
@@ -275,6 +286,16 @@ static void track_work(void *ud)
 		j->result = 0; /* tracked meanwhile (a request before us, an operator) */
 		goto out;
 	}
+	{
+		int64_t n = 0;
+		if (catalog_repo_count_ondemand(d->catalog, &n) || n >= od->max_repos) {
+			j->result = HM_ERR_QUOTA;
+			j->message = xasprintf("the mirror tracks as many repositories on demand as it may (%lld: serve "
+					       "--on-demand-max-repos); one nobody asks for expires first", (long long)n);
+			log_warn("ondemand", "%s (asked by %s): not tracked: %s", spec, j->by, j->message);
+			goto out;
+		}
+	}
 	o = json_pack("{s:{s:s, s:I}}", "on_demand", "by", j->by, "at", (json_int_t)time(NULL));
 	opts = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
 	json_decref(o);
@@ -322,14 +343,35 @@ out:
 		free(err);
 }
 
+/* A refusal in the hub's own shape, with Retry-After. */
+static void refuse(struct httpd_req *req, const char *hub, int status, const char *retry_after, const char *msg)
+{
+	httpd_add_header(req, "Retry-After", retry_after);
+	if (!strcmp(hub, "ms")) {
+		mirror__respond_json(req, status, mirror__ms_envelope_json(status, NULL, msg));
+		return;
+	}
+	httpd_add_header(req, "X-Error-Message", msg);
+	httpd_add_header(req, "Access-Control-Allow-Origin", "*");
+	mirror__respond_json(req, status, json_pack("{s:s}", "error", msg));
+}
+
 static void track_done(void *ud, struct httpd_req *req)
 {
 	struct track_job *j = ud;
 
 	j->od->listing = false;
+	if (j->result == HM_ERR_QUOTA) {
+		/* refused for room, not because upstream lacks it: asked again, it is tried again */
+		char *key = spec_text(j->hub, j->type, j->name);
+		unnote_tried(j->od, key);
+		free(key);
+	}
 	if (req) {
 		if (!j->result) {
 			mirror__dispatch(j->rt, req); /* now tracked: answered as any repo */
+		} else if (j->result == HM_ERR_QUOTA) {
+			refuse(req, j->hub, 503, "600", j->message);
 		} else if (!strcmp(j->hub, "ms")) {
 			char *m = xasprintf("%s %s not found", j->type, j->name);
 			mirror__respond_json(req, 404, mirror__ms_envelope_json(404, NULL, m));
@@ -347,19 +389,6 @@ static void track_done(void *ud, struct httpd_req *req)
 	free(j->by);
 	free(j->message);
 	free(j);
-}
-
-/* A refusal in the hub's own shape, with Retry-After. */
-static void refuse(struct httpd_req *req, const char *hub, int status, const char *retry_after, const char *msg)
-{
-	httpd_add_header(req, "Retry-After", retry_after);
-	if (!strcmp(hub, "ms")) {
-		mirror__respond_json(req, status, mirror__ms_envelope_json(status, NULL, msg));
-		return;
-	}
-	httpd_add_header(req, "X-Error-Message", msg);
-	httpd_add_header(req, "Access-Control-Allow-Origin", "*");
-	mirror__respond_json(req, status, json_pack("{s:s}", "error", msg));
 }
 
 int mirror_ondemand_track(struct mirror_routes *rt, struct httpd_req *req, const char *hub, const char *type,

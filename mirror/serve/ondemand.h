@@ -43,6 +43,8 @@ struct mirror_ondemand_config {
 	const char *ms_token_file;
 	int64_t quota_bytes;        /* [store] quota: a fetch that would take the store past it is refused
 				     * (the sync makes room: sync-quota.c); 0: none */
+	int max_repos;              /* repos tracked on demand at once; past it a new one is refused (503)
+				     * until one expires; 0: 1000 */
 };
 
 /* Check the patterns and set up the upstream client on loop. Returns 0, or -EINVAL with *errmsg. */

@@ -452,7 +452,8 @@ int mirror_serve(const struct mirror_serve_config *cfg, char **errmsg)
 	if (cfg->on_demand) {
 		struct mirror_ondemand_config oc = { cfg->on_demand, cfg->data_dir, cfg->hf_upstream, cfg->ms_upstream,
 						     cfg->hf_token, cfg->ms_token, cfg->on_demand_ttl_s, cfg->self_exe,
-						     cfg->config_path, cfg->hf_token_file, cfg->ms_token_file, cfg->quota_bytes };
+						     cfg->config_path, cfg->hf_token_file, cfg->ms_token_file, cfg->quota_bytes,
+						     cfg->on_demand_max_repos };
 		r = mirror_ondemand_new(&s.loop, &oc, &s.ondemand, errmsg);
 		if (r)
 			goto out;

@@ -48,6 +48,7 @@ struct mirror_serve_config {
 	const char *peer_mirrors;   /* the deployment's other mirrors, comma-separated base URLs; NULL */
 	const char *on_demand;      /* patterns of repos fetched when a client asks (ondemand.h); NULL: off */
 	double on_demand_ttl_s;     /* untouched this long, such a repo stops being tracked; 0: 30 days */
+	int on_demand_max_repos;    /* repos tracked on demand at once; 0: 1000 */
 	int64_t quota_bytes;        /* [store] quota, for on-demand fetches; 0: none */
 	const char *hf_token;       /* upstream tokens, for on-demand fetches only (NULL: anonymous) */
 	const char *ms_token;

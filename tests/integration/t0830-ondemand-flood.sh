@@ -12,7 +12,8 @@ cat >"$T/spec.json" <<'JSON'
 {"repos": [
   {"hub": "hf", "type": "model", "id": "acme/open", "files": [{"path": "config.json", "content": "{}\n"}]},
   {"hub": "hf", "type": "model", "id": "acme/big", "files": [{"path": "config.json", "content": "{}\n"},
-   {"path": "w.safetensors", "size": 3000000, "seed": 7}]}
+   {"path": "w.safetensors", "size": 3000000, "seed": 7}]},
+  {"hub": "hf", "type": "model", "id": "acme/third", "files": [{"path": "config.json", "content": "{}\n"}]}
  ]}
 JSON
 sync_from_fake hf:acme/open
@@ -75,4 +76,12 @@ check "its 3 MB file would pass the quota: 503" test "$(code "$M/acme/big/resolv
 check "serve says why" grep -q "acme/big/w.safetensors: not fetched: 3000000 bytes would take the store past its quota" "$T/serve.err"
 check "metrics count it" bash -c "curl -fsS '$M/metrics' | grep -q '^hubmirror_ondemand_fetches_refused_total{why=\"quota\"} 1$'"
 check "its small file is served" test "$(code "$M/acme/big/resolve/main/config.json")" = 200
+
+# at most so many repos tracked on demand at once (acme/big is one)
+kill "${_pids[-1]}"; wait "${_pids[-1]}" 2>/dev/null
+check "serve with --on-demand-max-repos 1 starts" start_serve --p2p-listen off --hf-upstream "$FAKE_API" --on-demand 'hf:acme/*' --on-demand-max-repos 1
+check "a second repo on demand: 503, the mirror is full of them" test "$(code "$M/api/models/acme/third")" = 503
+check "... saying so" bash -c "curl -s '$M/api/models/acme/third' | grep -q 'tracks as many repositories on demand as it may (1'"
+check "... and it is not tracked" test "$(rows 'acme/third')" = 0
+check "the one tracked is served" test "$(code "$M/api/models/acme/big")" = 200
 finish
