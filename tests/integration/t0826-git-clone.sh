@@ -97,6 +97,19 @@ head -c 80000000 /dev/zero | gzip -9 >"$T/bomb.gz"
 echo "# a gzip'd request of $(stat -c %s "$T/bomb.gz") bytes that inflates to 80 MB"
 check "a gzip'd request that inflates past 10 MiB is refused before git sees it" test "$(code -X POST -H 'Content-Type: application/x-git-upload-pack-request' \
 	-H 'Content-Encoding: gzip' --data-binary @"$T/bomb.gz" "$M/acme/gitmodel.git/git-upload-pack")" = 413
+# four bombs, four sparse clones and four full clones at once: repo info and stats answer meanwhile
+gpids=()
+for i in 1 2 3 4; do
+	curl -s -o /dev/null -X POST -H 'Content-Type: application/x-git-upload-pack-request' -H 'Content-Encoding: gzip' \
+		--data-binary @"$T/bomb.gz" "$M/acme/gitmodel.git/git-upload-pack" & gpids+=($!)
+	git clone -q --filter=sparse:oid=HEAD:config.json "$M/acme/gitmodel" "$T/sp$i" 2>/dev/null & gpids+=($!)
+	GIT_LFS_SKIP_SMUDGE=1 git clone -q "$M/acme/gitmodel" "$T/full$i" 2>/dev/null & gpids+=($!)
+done
+info=$(curl -s -o /dev/null -w '%{http_code}' --max-time 10 "$M/api/models/acme/gitmodel")
+stats=$(curl -s -o /dev/null -w '%{http_code}' --max-time 10 "$M/api/catalog/stats")
+wait "${gpids[@]}"
+check "repo info and stats answer while git runs and bombs come in ($info $stats)" test "$info$stats" = 200200
+check "... and the full clones all completed" bash -c "for i in 1 2 3 4; do [ -f '$T/full'\$i/config.json ] || exit 1; done"
 check "a sparse:oid filter (its cost is paths times patterns) is refused, git saying why" bash -c \
 	"! git clone -q --filter=sparse:oid=HEAD:config.json '$M/acme/gitmodel' '$T/sparse' 2>'$T/sparse.err' &&
 	grep -q 'remote error: sparse:oid filters are not served' '$T/sparse.err'"
