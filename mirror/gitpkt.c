@@ -17,17 +17,6 @@ static int refuse(char **why, const char *msg, size_t at)
 	return -1;
 }
 
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /* An object id ends the payload or is followed by a space (v0 capabilities) or a newline. */
 static int oid_ok(const char *p, size_t n)
 {
@@ -38,7 +27,7 @@ static int oid_ok(const char *p, size_t n)
 	if (l != 40 && l != 64)
 		return 0;
 	for (size_t i = 0; i < l; i++)
-		if (hexval(p[i]) < 0)
+		if (hex_digit(p[i]) < 0)
 			return 0;
 	return 1;
 }
@@ -51,8 +40,8 @@ static int filter_sparse(const char *p, size_t n)
 
 	for (size_t i = 0; i < n && o + 1 < sizeof(buf); i++) {
 		/* decode %XX as git's combine: filters spell their parts */
-		if (p[i] == '%' && i + 2 < n && hexval(p[i + 1]) >= 0 && hexval(p[i + 2]) >= 0) {
-			buf[o++] = (char)(hexval(p[i + 1]) * 16 + hexval(p[i + 2]));
+		if (p[i] == '%' && i + 2 < n && hex_digit(p[i + 1]) >= 0 && hex_digit(p[i + 2]) >= 0) {
+			buf[o++] = (char)(hex_digit(p[i + 1]) * 16 + hex_digit(p[i + 2]));
 			i += 2;
 		} else {
 			buf[o++] = p[i];
@@ -78,7 +67,7 @@ int mirror_git_pkt_check(const char *body, size_t len, struct git_pkt_summary *s
 		if (len - off < 4)
 			return refuse(why, "a pkt-line is cut short", off);
 		for (int i = 0; i < 4; i++) {
-			int v = hexval(body[off + i]);
+			int v = hex_digit(body[off + i]);
 			if (v < 0)
 				return refuse(why, "a pkt-line length is not four hex digits", off);
 			n = n * 16 + (size_t)v;
