@@ -54,7 +54,7 @@ int catalog__repo_get_any(struct catalog *c, const char *hub, const char *type, 
 	"r.gated, coalesce(r.private, -1), r.card_data, r.tags, r.pipeline_tag, r.library_name, r.license, " \
 	"coalesce(r.downloads, -1), coalesce(r.likes, -1), r.last_modified, r.refs_policy, " \
 	"coalesce(r.refs_checked_at, 0), r.upstream_name, coalesce(r.tier, 0), r.upstream, " \
-	"coalesce(r.origin_checked_at, 0), coalesce(r.created_at, 0) "
+	"coalesce(r.origin_checked_at, 0), coalesce(r.created_at, 0), coalesce(r.last_ok_at, 0) "
 #define REPO_JOINS \
 	"LEFT JOIN refs f ON f.repo_id = r.id AND f.name = r.follow_rev " \
 	"LEFT JOIN snapshots s ON s.id = f.snapshot_id "

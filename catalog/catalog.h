@@ -79,6 +79,7 @@ struct catalog_repo {
 	char *upstream;       /* the base URL the last successful sync asked, NULL before one */
 	int64_t origin_checked_at; /* when the Hub was last asked about it, here or up the chain; 0 unknown */
 	int64_t created_at;   /* when upstream says the repo was created; 0 unknown */
+	int64_t last_ok_at;   /* when a sync of it last ended ok; 0 never (last_sync_at: the last attempt) */
 };
 
 void catalog_repo_release(struct catalog_repo *r);

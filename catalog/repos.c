@@ -55,6 +55,7 @@ void catalog__read_repo(sqlite3_stmt *st, struct catalog_repo *r)
 	r->upstream = col_str(st, 30);
 	r->origin_checked_at = sqlite3_column_int64(st, 31);
 	r->created_at = sqlite3_column_int64(st, 32);
+	r->last_ok_at = sqlite3_column_int64(st, 33);
 }
 
 char *catalog_repo_selection(const struct catalog_repo *r)

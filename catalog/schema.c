@@ -40,6 +40,8 @@
  *      (the base URL it was synced from) and repos.origin_checked_at (when the Hub was last asked about
  *      it, by this mirror or by the first one up the chain); repos.created_at, when upstream says it
  *      created the repo.
+ *  16  repos.last_ok_at: when a sync of the repo last ended ok (last_sync_at is the last attempt,
+ *      whatever its outcome), so staleness can be watched apart from failures.
  *
  * Rules: a migration only ever moves from version N-1 to N; released migrations are never edited,
  * a change is a new entry at the end of `migrations`.
@@ -260,6 +262,9 @@ static const char *const migrations[] = {
 	 "ALTER TABLE repos ADD COLUMN upstream TEXT;"
 	 "ALTER TABLE repos ADD COLUMN origin_checked_at INTEGER;"
 	 "ALTER TABLE repos ADD COLUMN created_at INTEGER;"),
+	/* 15 -> 16 */
+	("ALTER TABLE repos ADD COLUMN last_ok_at INTEGER;"
+	 "UPDATE repos SET last_ok_at = last_sync_at WHERE sync_status = 'ok';"),
 };
 
 int catalog__migration_count(void)

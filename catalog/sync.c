@@ -241,6 +241,7 @@ int catalog_repo_set_sync(struct catalog *c, int64_t repo_id, const char *status
 	sqlite3_stmt *st = NULL;
 
 	if (catalog__prepare(c, "UPDATE repos SET sync_status = ?2, sync_error = ?3, last_sync_at = ?4, "
+			     "last_ok_at = CASE WHEN ?2 = 'ok' THEN ?4 ELSE last_ok_at END, "
 			     "gated = coalesce(?5, gated), private = coalesce(?6, private), "
 			     "card_data = coalesce(?7, card_data), tags = coalesce(?8, tags), "
 			     "pipeline_tag = coalesce(?9, pipeline_tag), library_name = coalesce(?10, library_name), "

@@ -39,6 +39,7 @@ json_t *mirror_repo_json(const struct catalog_repo *r, const char *base)
 		"files", (json_int_t)r->file_count, "size", (json_int_t)r->total_size,
 		"gated", r->gated && strcmp(r->gated, "false"));
 
+	json_object_set_new(o, "last_ok_at", r->last_ok_at ? json_integer(r->last_ok_at) : json_null());
 	json_object_set_new(o, "gated_mode", mirror_json_str_or_null(r->gated && strcmp(r->gated, "false") ? r->gated : NULL));
 	json_object_set_new(o, "pipeline_tag", mirror_json_str_or_null(r->pipeline_tag));
 	json_object_set_new(o, "library_name", mirror_json_str_or_null(r->library_name));

@@ -696,6 +696,15 @@ static struct fetch *fetch_start(struct mirror_routes *rt, const struct mirror_o
 		return f;
 	}
 	f->have = mirror_store_writer_offset(f->w);
+	if (in->untrusted && f->have > 0) {
+		/* a partial file of this content is some earlier transfer's, maybe for another repo: this
+		 * repo's bytes come from its own upstream, every one */
+		if ((r = mirror_store_writer_truncate(f->w)) != 0) {
+			fetch_end(f, FETCH_FAILED, err_str(r));
+			return f;
+		}
+		f->have = 0;
+	}
 	od->fetches_total++;
 	if (f->have == f->size) {
 		r = mirror_store_writer_commit(&f->w, NULL); /* an earlier transfer got every byte */

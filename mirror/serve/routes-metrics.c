@@ -181,7 +181,7 @@ static void repos_part(struct catalog *c, const struct mirror_access *access, co
 	for (size_t i = 0; i < n; i++)
 		visible[i] = mirror_access_visible(access, &repos[i]) &&
 			     (!access || mirror_access_allows(access, tok, repos[i].hub, repos[i].type, repos[i].name));
-	head(b, "hubmirror_repo_last_sync_timestamp_seconds", "gauge", "When each repository was last synced (Unix time).");
+	head(b, "hubmirror_repo_last_sync_timestamp_seconds", "gauge", "When a sync of each repository was last attempted, by the outcome it had (Unix time).");
 	for (size_t i = 0; i < n; i++) {
 		if (!visible[i])
 			continue;
@@ -189,6 +189,14 @@ static void repos_part(struct catalog *c, const struct mirror_access *access, co
 		buf_adds(b, "\",status=\"");
 		label(b, repos[i].sync_status);
 		buf_addf(b, "\"} %lld\n", (long long)repos[i].last_sync_at);
+	}
+	head(b, "hubmirror_repo_last_success_timestamp_seconds", "gauge",
+	     "When a sync of each repository last ended ok (Unix time; 0: never).");
+	for (size_t i = 0; i < n; i++) {
+		if (!visible[i])
+			continue;
+		repo_labels(b, "hubmirror_repo_last_success_timestamp_seconds", &repos[i]);
+		buf_addf(b, "\"} %lld\n", (long long)repos[i].last_ok_at);
 	}
 	head(b, "hubmirror_repo_size_bytes", "gauge", "Size of each repository's synced snapshot.");
 	for (size_t i = 0; i < n; i++) {

@@ -14,7 +14,8 @@ check "fake upstream starts" start_fakehub --repos "$T/spec.json"
 export HUBMIRROR_HF_UPSTREAM=$FAKE_API HUBMIRROR_MS_UPSTREAM=$FAKE_API
 "$HUBMIRROR" add hf:acme/m1 ms:acme/m1 >/dev/null
 "$HUBMIRROR" sync >/dev/null
-check "serve starts" start_serve
+# (on demand for a pattern nothing matches: its metrics are exported too)
+check "serve starts" start_serve --on-demand 'hf:nobody-here/*'
 # parse M OUT: every sample into "name{labels} value" lines; fails on anything not in the format
 parse() {
 	curl -fsS "$M/metrics" | "$PY" -c '
@@ -61,9 +62,22 @@ parse >"$T/m3"
 check "second sync run counted" grep -q '^hubmirror_sync_runs_total{outcome="ok"} 2$' "$T/m3"
 u2=$(val hubmirror_upstream_fetched_bytes_total "$T/m2"); u3=$(val hubmirror_upstream_fetched_bytes_total "$T/m3")
 check "upstream bytes moved by the new file" test $((u3 - u2)) -eq 210000
+# a failed attempt moves the last attempt, not the last success
+ok_before=$(val 'hubmirror_repo_last_success_timestamp_seconds{hub="hf",type="model",repo="acme/m1"}' "$T/m3")
+check "the last success is recorded" test "${ok_before:-0}" -gt 0
+sleep 1.1
+curl -fsS -X POST "$FAKE_API/_fake/faults" -d '{"kind": "status", "status": 404, "match": "/api/models/acme/m1", "count": -1}' >/dev/null
+"$HUBMIRROR" sync hf:acme/m1 >/dev/null 2>&1
+curl -fsS -X DELETE "$FAKE_API/_fake/faults" >/dev/null
+parse >"$T/m5"
+check "the failed attempt is the last sync, with its status" bash -c "grep -E '^hubmirror_repo_last_sync_timestamp_seconds\{hub=\"hf\",type=\"model\",repo=\"acme/m1\",status=\"[a-z]+\"\} ' '$T/m5' | grep -vq 'status=\"ok\"'"
+check "the last success did not move" test "$(val 'hubmirror_repo_last_success_timestamp_seconds{hub="hf",type="model",repo="acme/m1"}' "$T/m5")" = "$ok_before"
 # the Grafana dashboard asks for names /metrics has (one name each: the tracker's are hubmirror_tracker_*)
 curl -fsS "$M/metrics" >"$T/m4"
 missing=$(grep -o 'hubmirror_[a-z0-9_]*' "$HM_SRC/docs/grafana/hubmirror-dashboard.json" | sort -u |
 	while read -r n; do grep -q "^# TYPE $n " "$T/m4" || echo "$n"; done)
 check "every metric the dashboard queries is exported${missing:+ (missing: $(echo $missing))}" test -z "$missing"
+missing=$(cat "$HM_SRC"/docs/*.md "$HM_SRC"/docs/commands/*.md | grep -oE 'hubmirror_[a-z0-9_]+' | grep -v '_$' | sort -u |
+	while read -r n; do grep -q "^# TYPE $n " "$T/m4" || echo "$n"; done)
+check "every metric the docs name is exported${missing:+ (missing: $(echo $missing))}" test -z "$missing"
 finish

@@ -172,6 +172,8 @@ TEST(search_ranks_and_forgets_removed)
 				 "ALTER TABLE snapshots DROP COLUMN pinned_at; DROP TABLE requests; ALTER TABLE blobs DROP COLUMN present;"
 				 "ALTER TABLE repos DROP COLUMN tier; ALTER TABLE repos DROP COLUMN upstream;"
 				 "ALTER TABLE repos DROP COLUMN origin_checked_at; ALTER TABLE repos DROP COLUMN created_at;"
+				 "ALTER TABLE repos DROP COLUMN last_ok_at;"
+				 "UPDATE repos SET sync_status = 'ok', last_sync_at = 77 WHERE name = 'acme/qwen-coder';"
 				 "UPDATE repos SET removed_at = 5 WHERE name = 'zed/poetry-bot';"
 				 "INSERT INTO repo_fts (rowid, name) SELECT id, name FROM repos WHERE name = 'zed/poetry-bot';"
 				 "DROP TRIGGER repos_fts_ai; DROP TRIGGER repos_fts_au;"
@@ -186,6 +188,10 @@ TEST(search_ranks_and_forgets_removed)
 	CHECK_INT(catalog_stored_version(c), catalog_schema_version());
 	CHECK_INT(search(c, "poetry", NULL, &nm), 0);
 	CHECK_INT(search(c, "qwen", NULL, &nm), 2);
+	/* v16: a repo whose last sync was ok has that time as its last success */
+	CHECK_INT(catalog_repo_get(c, "ms", "model", "acme/qwen-coder", &r), 0);
+	CHECK_INT(r.last_ok_at, 77);
+	catalog_repo_release(&r);
 	catalog_free(&c);
 	free(err);
 	free(path);
