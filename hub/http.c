@@ -534,6 +534,23 @@ static void check_multi_info(struct hub_http *h)
 	}
 }
 
+/* The CAs an operator set up for hubmirror's own clients (a mirror with a certificate of the site's
+ * CA; docs/operations.md): $HUBMIRROR_CA_BUNDLE, else $CURL_CA_BUNDLE, else $SSL_CERT_FILE (a PEM
+ * file), and $SSL_CERT_DIR (a hashed folder). Without them, the system's store. */
+static void trust_cas(CURL *e)
+{
+	const char *f = getenv("HUBMIRROR_CA_BUNDLE"), *d = getenv("SSL_CERT_DIR");
+
+	if (!f || !*f)
+		f = getenv("CURL_CA_BUNDLE");
+	if (!f || !*f)
+		f = getenv("SSL_CERT_FILE");
+	if (f && *f)
+		curl_easy_setopt(e, CURLOPT_CAINFO, f);
+	if (d && *d)
+		curl_easy_setopt(e, CURLOPT_CAPATH, d);
+}
+
 struct hub_http_req *hub_http_request(struct hub_http *h, const struct hub_http_req_opts *opts)
 {
 	struct hub_http_req *r;
@@ -576,6 +593,7 @@ struct hub_http_req *hub_http_request(struct hub_http *h, const struct hub_http_
 	curl_easy_setopt(r->easy, CURLOPT_LOW_SPEED_LIMIT, 1L);
 	curl_easy_setopt(r->easy, CURLOPT_LOW_SPEED_TIME, h->cfg.stall_timeout_s);
 	curl_easy_setopt(r->easy, CURLOPT_TCP_KEEPALIVE, 1L);
+	trust_cas(r->easy);
 	if (opts->head)
 		curl_easy_setopt(r->easy, CURLOPT_NOBODY, 1L);
 	if (!opts->on_body)
@@ -878,6 +896,7 @@ int hub_http_call_blocking(const struct hub_http_call *c, char **body, size_t *l
 		curl_easy_setopt(e, CURLOPT_UNIX_SOCKET_PATH, c->unix_socket);
 	curl_easy_setopt(e, CURLOPT_URL, c->url);
 	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+	trust_cas(e);
 	curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
 	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, c->connect_timeout_ms > 0 ? c->connect_timeout_ms : 10000L);
 	curl_easy_setopt(e, CURLOPT_TIMEOUT, c->timeout_s > 0 ? c->timeout_s : 120L);

@@ -58,6 +58,19 @@ check "keep-alive: three answers over one TLS connection" test "$(tcurl -o /dev/
 	-w '%{num_connects}\n' "$S/healthz" "$S/api/models/acme/tls-model" "$S/acme/tls-model/resolve/main/config.json" | paste -sd' ')" = "1 0 0"
 check "URLs handed out over TLS say https" bash -c "curl -fsS --cacert '$T/ca.pem' '$S/api/catalog/repos/hf/model/acme/tls-model' |
 	'$PY' -c 'import json,sys; d=json.load(sys.stdin); assert d[\"endpoint_env\"] == \"HF_ENDPOINT=$S\", d[\"endpoint_env\"]'"
+# hubmirror's own clients trust the CA the operator sets up (a second mirror syncing from this one)
+outcome() { "$PY" -c 'import json,sys; r=json.load(open(sys.argv[1]))["repos"][0]; print(r["outcome"], r.get("error") or "")' "$1"; }
+t2() { env -u SSL_CERT_FILE -u CURL_CA_BUNDLE -u HUBMIRROR_CA_BUNDLE HUBMIRROR_DATA="$T/tier2" HUBMIRROR_HF_UPSTREAM="$S" "$@"; }
+t2 "$HUBMIRROR" add hf:acme/tls-model >/dev/null
+t2 "$HUBMIRROR" sync --json hf:acme/tls-model >"$T/t2a.json" 2>/dev/null
+o=$(outcome "$T/t2a.json")
+check "a mirror whose CA the client does not know: refused, the certificate named ($(echo "$o" | cut -c1-70))" \
+	bash -c "[ '${o%% *}' != ok ] && echo '$o' | grep -qi 'certificate'"
+t2 SSL_CERT_FILE="$T/ca.pem" "$HUBMIRROR" sync --json hf:acme/tls-model >"$T/t2b.json" 2>/dev/null
+check "with SSL_CERT_FILE naming the site's CA, the second mirror syncs over HTTPS" test "$(outcome "$T/t2b.json" | cut -d' ' -f1)" = ok
+t2 HUBMIRROR_CA_BUNDLE="$T/ca.pem" "$HUBMIRROR" sync --json hf:acme/tls-model >"$T/t2c.json" 2>/dev/null
+check "... and with HUBMIRROR_CA_BUNDLE (it asked, over HTTPS: $(outcome "$T/t2c.json"))" \
+	bash -c "[ '$(outcome "$T/t2c.json" | cut -d' ' -f1)' = unchanged ]"
 
 # The classic ModelScope SDK: https:// + MODELSCOPE_DOMAIN, certificates from the CA bundle.
 SSL_CERT_FILE=$T/ca.pem "$PY" "$HM_SRC/tests/integration/helpers/msclient.py" "$S" acme/ms-llm acme/ms-rows 120 >"$T/ms.out"; st=$?
