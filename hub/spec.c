@@ -10,6 +10,7 @@
 
 #include "base/err.h"
 #include "base/xmalloc.h"
+#include "httpd.h"
 #include "hub.h"
 
 static int check_part(const char *p, size_t n)
@@ -58,12 +59,65 @@ int hub_check_revision(const char *rev)
 	return 0;
 }
 
+/* A repository's page on a hub, as people paste it (https://huggingface.co/ORG/NAME[/tree/REV/...],
+ * .../datasets/ORG/NAME, https://modelscope.cn/models/ORG/NAME/...): the spec it names, malloc'd, or
+ * NULL when s is no such URL. */
+static char *spec_of_url(const char *s)
+{
+	static const struct { const char *host; bool ms; } hosts[] = {
+		{ "huggingface.co/", false }, { "www.huggingface.co/", false }, { "hf.co/", false },
+		{ "modelscope.cn/", true }, { "www.modelscope.cn/", true },
+	};
+	const char *p = !strncmp(s, "https://", 8) ? s + 8 : !strncmp(s, "http://", 7) ? s + 7 : NULL;
+	char *path = NULL, *seg[6] = { 0 }, *save = NULL, *t, *out = NULL;
+	size_t n = 0, i = 0;
+	bool ms = false, dataset = false;
+
+	if (!p)
+		return NULL;
+	for (i = 0; i < sizeof(hosts) / sizeof(hosts[0]); i++)
+		if (!strncmp(p, hosts[i].host, strlen(hosts[i].host)))
+			break;
+	if (i == sizeof(hosts) / sizeof(hosts[0]))
+		return NULL;
+	ms = hosts[i].ms;
+	path = xstrndup(p + strlen(hosts[i].host), strcspn(p + strlen(hosts[i].host), "?#"));
+	for (t = strtok_r(path, "/", &save); t && n < 6; t = strtok_r(NULL, "/", &save))
+		seg[n++] = t;
+	i = 0;
+	if (n > 0 && !strcmp(seg[0], "datasets")) {
+		dataset = true;
+		i = 1;
+	} else if (n > 0 && !strcmp(seg[0], "models")) {
+		i = 1;
+	} else if (ms || (n > 0 && !strcmp(seg[0], "spaces"))) {
+		goto done; /* ModelScope's pages say models/ or datasets/; Spaces are not mirrored */
+	}
+	if (n < i + 2)
+		goto done;
+	if (!ms && n >= i + 4 && !strcmp(seg[i + 2], "tree")) {
+		char *rev = httpd_unescape(seg[i + 3], strlen(seg[i + 3]), false); /* refs%2Fpr%2F1 */
+		out = rev ? xasprintf("hf:%s%s/%s@%s", dataset ? "datasets/" : "", seg[i], seg[i + 1], rev) : NULL;
+		free(rev);
+	} else {
+		out = xasprintf("%s:%s%s/%s", ms ? "ms" : "hf", dataset ? "datasets/" : "", seg[i], seg[i + 1]);
+	}
+done:
+	free(path);
+	return out;
+}
+
 int hub_spec_parse(const char *s, struct hub_spec *out)
 {
 	struct hub_spec spec = { 0 };
 	const char *rest, *at;
-	char *name = NULL;
+	char *name = NULL, *from_url = spec_of_url(s);
 
+	if (from_url) {
+		int r = hub_spec_parse(from_url, out);
+		free(from_url);
+		return r;
+	}
 	if (!strncmp(s, "hf:", 3))
 		spec.hub = HUB_HF;
 	else if (!strncmp(s, "ms:", 3))

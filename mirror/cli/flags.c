@@ -103,6 +103,60 @@ static int take(const struct cli_command *cmd, const char *where, const struct c
 	return CLI_OK;
 }
 
+/* Edits between a and b (Levenshtein), for "did you mean". */
+static size_t distance(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b), prev[64], cur[64];
+
+	if (la >= 63 || lb >= 63)
+		return 99;
+	for (size_t j = 0; j <= lb; j++)
+		prev[j] = j;
+	for (size_t i = 1; i <= la; i++) {
+		cur[0] = i;
+		for (size_t j = 1; j <= lb; j++) {
+			size_t sub = prev[j - 1] + (a[i - 1] != b[j - 1]), del = prev[j] + 1, ins = cur[j - 1] + 1;
+			cur[j] = sub < del ? (sub < ins ? sub : ins) : (del < ins ? del : ins);
+		}
+		memcpy(prev, cur, (lb + 1) * sizeof(*prev));
+	}
+	return prev[lb];
+}
+
+/* One line for an option getopt refused (arg as written: "--jsn", "--data=x"), with the nearest
+ * option the command has when one is close, and where help is; no usage block. */
+static int option_error(const struct cli_command *cmd, const char *where, const char *arg, bool missing,
+			const struct cli_flag *flags)
+{
+	const char *name = arg, *best = NULL;
+	char *bare;
+	size_t bd = 99, len;
+
+	while (*name == '-')
+		name++;
+	len = strcspn(name, "=");
+	bare = xstrndup(name, len);
+	for (size_t i = 0; flags[i].name; i++) {
+		size_t d = distance(bare, flags[i].name);
+		if (d < bd) {
+			bd = d;
+			best = flags[i].name;
+		}
+	}
+	/* "hubmirror: ls: ..." on the command line, "hubmirror: list:4: ..." in a file */
+	fprintf(stderr, "hubmirror: %s%s", *where ? where : cmd ? cmd->name : "", *where ? "" : cmd ? ": " : "");
+	if (missing)
+		fprintf(stderr, "--%s needs a value\n", bare);
+	else if (best && bd <= (len > 4 ? 2 : 1))
+		fprintf(stderr, "unknown option --%s (did you mean --%s?)\n", bare, best);
+	else
+		fprintf(stderr, "unknown option %s\n", arg);
+	if (cmd)
+		fprintf(stderr, "(see 'hubmirror help %s' for its options)\n", cmd->name);
+	free(bare);
+	return CLI_USAGE;
+}
+
 int cli_parse_flags_in(const struct cli_command *cmd, const char *where, int argc, char **argv,
 		       const struct cli_flag *flags)
 {
@@ -120,8 +174,11 @@ int cli_parse_flags_in(const struct cli_command *cmd, const char *where, int arg
 		opts[i].has_arg = bare ? no_argument : required_argument;
 		opts[i].val = FLAG_VAL0 + (int)i;
 	}
-	while (r == CLI_OK && (c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-		if (c < FLAG_VAL0 || c >= FLAG_VAL0 + (int)n)
+	opterr = 0; /* getopt's own message reads like another program's: ours names the option */
+	while (r == CLI_OK && (c = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
+		if (c == '?' || c == ':')
+			r = option_error(cmd, where, optind > 0 && optind <= argc ? argv[optind - 1] : "?", c == ':', flags);
+		else if (c < FLAG_VAL0 || c >= FLAG_VAL0 + (int)n)
 			r = cli_usage_error(cmd, "%sunknown option", where);
 		else
 			r = take(cmd, where, &flags[c - FLAG_VAL0], optarg);

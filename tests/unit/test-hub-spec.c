@@ -47,6 +47,36 @@ TEST(parses_the_four_forms)
 	CHECK_STR(hub_default_revision(HUB_HF), "main");
 }
 
+/* A repository's page pasted from a browser names the repository. */
+TEST(understands_pasted_urls)
+{
+	static const char *const urls[][2] = {
+		{ "https://huggingface.co/Qwen/Qwen2.5-7B-Instruct", "hf:Qwen/Qwen2.5-7B-Instruct" },
+		{ "https://huggingface.co/Qwen/Qwen2.5-7B-Instruct/blob/main/config.json", "hf:Qwen/Qwen2.5-7B-Instruct" },
+		{ "https://hf.co/datasets/HuggingFaceFW/fineweb?x=1#top", "hf:datasets/HuggingFaceFW/fineweb" },
+		{ "https://huggingface.co/acme/m/tree/refs%2Fpr%2F1/sub", "hf:acme/m@refs/pr/1" },
+		{ "https://www.modelscope.cn/models/qwen/Qwen2.5-7B-Instruct/files", "ms:qwen/Qwen2.5-7B-Instruct" },
+		{ "https://modelscope.cn/datasets/acme/rows", "ms:datasets/acme/rows" },
+	};
+	static const char *const not_repos[] = {
+		"https://huggingface.co/Qwen", "https://huggingface.co/spaces/a/b", "https://evil.example/a/b",
+		"https://modelscope.cn/qwen/x", "https://huggingface.co/../../etc", "https://huggingface.co/a/..",
+		"ftp://huggingface.co/a/b",
+	};
+	struct hub_spec s;
+
+	for (size_t i = 0; i < sizeof(urls) / sizeof(urls[0]); i++) {
+		char *f;
+		CHECK_INT(hub_spec_parse(urls[i][0], &s), 0);
+		f = s.name ? hub_spec_format(&s, 1) : NULL;
+		CHECK_STR(f, urls[i][1]);
+		free(f);
+		hub_spec_release(&s);
+	}
+	for (size_t i = 0; i < sizeof(not_repos) / sizeof(not_repos[0]); i++)
+		CHECK_INT(hub_spec_parse(not_repos[i], &s), HM_ERR_BAD_SPEC);
+}
+
 TEST(rejects_hostile_and_malformed)
 {
 	static const char *const bad[] = {
@@ -90,6 +120,7 @@ TEST(formats_back_to_the_same_repo)
 int main(void)
 {
 	RUN(parses_the_four_forms);
+	RUN(understands_pasted_urls);
 	RUN(rejects_hostile_and_malformed);
 	RUN(formats_back_to_the_same_repo);
 	return test_done();
