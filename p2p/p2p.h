@@ -309,7 +309,9 @@ int p2p_session_download_pause(struct p2p_session *s, const char *btih, bool pau
 /* After a write error (a full disk): clear the torrent's error, resume it (the error stopped it) and
  * take it out of the upload mode libtorrent put it in (it would try again by itself only after its
  * optimistic_disk_retry, minutes), so it asks for pieces again; a write that fails again gives the
- * error again. 0, or as above. */
+ * error again. Its files are checked again (force_recheck), and until then reads verify each piece
+ * in the file: bytes of a write that failed may be gone although libtorrent counts them as had. 0,
+ * or as above. */
 int p2p_session_retry(struct p2p_session *s, const char *btih);
 /* Read back every piece libtorrent believes it has of torrent btih and hash it (blocking: the whole
  * torrent is read; from a worker thread). Pieces that fail (bit rot, another process, deleted files)

@@ -1079,10 +1079,16 @@ extern "C" int p2p_session_retry(struct p2p_session *s, const char *btih)
 		torrent_entry e;
 		if (!find_entry(s, btih, e))
 			return HM_ERR_NOT_FOUND;
-		/* an error stops the torrent (pauses it): clear it, and start it again */
+		/* an error stops the torrent (pauses it): clear it, and start it again. A write that failed
+		 * (a full disk) may have lost bytes libtorrent counts as had (its mmap'd pages dropped at
+		 * writeback): its word is no promise until its files are checked again, so they are, and
+		 * reads meanwhile verify each piece in the file */
 		e.h.clear_error();
 		e.h.unset_flags(lt::torrent_flags::upload_mode);
 		e.h.resume();
+		e.have->distrust = true;
+		e.have->rechecked_ms = steady_ms();
+		e.h.force_recheck();
 		return 0;
 	} catch (lt::system_error const &err) {
 		return handle_error(err);
