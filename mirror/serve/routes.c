@@ -136,7 +136,7 @@ char *mirror__hidden(const struct mirror_routes *rt, const struct httpd_req *req
 	size_t n = 0;
 	json_t *arr;
 
-	/* and the private repos nobody may see (mirror_access_visible): an indexed handful */
+	/* and the private repos nobody may see (mirror_access_visible): a scan of the repos, few private */
 	if (catalog_repo_list_private(rt->data->catalog, &priv, &n) || !n) {
 		catalog_repo_list_free(priv, n);
 		return guarded;
