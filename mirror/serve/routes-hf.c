@@ -1002,9 +1002,7 @@ static void hf_file(struct hfreq *h, const char *rev, const char *path, bool raw
 	}
 	/* a provisional snapshot's content the store holds for another repo is served only once its
 	 * own upstream's bytes were verified (docs/security.md, "What sync takes from a listing") */
-	trusted = catalog_snapshot_trusts(h->rt->data->catalog, h->snap.id, e.sha256);
-	if (trusted == 0 && catalog_blob_present(h->rt->data->catalog, e.sha256) != 1)
-		trusted = 1; /* the store lacks it anyway: fetched as any absent content */
+	trusted = mirror__file_trusted(h->rt, h->snap.id, e.sha256);
 	if (trusted != 1 || mirror__send_blob(h->rt, req, e.sha256, e.size)) {
 		/* a provisional snapshot's content, fetched now; or (catalog says yes, store says no) one
 		 * verify quarantined, which the next sync brings back */

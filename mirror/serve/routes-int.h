@@ -65,6 +65,11 @@ const char *mirror__request_token(const struct httpd_req *req, char *buf, size_t
  * JSON or NULL. */
 char *mirror__hidden(const struct mirror_routes *rt, const struct httpd_req *req);
 struct catalog_repo;
+/* May a file of the snapshot, of content sha256, be sent from the store's copy? 1: yes (or the store
+ * lacks it: fetched on demand as any absent content); 0: the store holds it for another repo and this
+ * provisional snapshot may not name it yet, its bytes come from its own upstream first
+ * (catalog_snapshot_trusts); < 0: a catalog error. */
+int mirror__file_trusted(struct mirror_routes *rt, int64_t snapshot_id, const char *sha256);
 /* May anyone see the repo here (mirror_access_visible)? A route answers for one it may not as for a
  * repo the mirror does not have. */
 bool mirror__repo_visible(const struct mirror_routes *rt, const struct catalog_repo *r);

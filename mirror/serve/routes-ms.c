@@ -395,9 +395,7 @@ static void ms_download(struct msreq *m)
 		goto out;
 	}
 	httpd_add_headerf(m->req, "ETag", "\"%s\"", e.sha256);
-	trusted = catalog_snapshot_trusts(m->rt->data->catalog, m->snap.id, e.sha256);
-	if (trusted == 0 && catalog_blob_present(m->rt->data->catalog, e.sha256) != 1)
-		trusted = 1; /* the store lacks it anyway: fetched as any absent content */
+	trusted = mirror__file_trusted(m->rt, m->snap.id, e.sha256);
 	if (trusted != 1 || mirror__send_blob(m->rt, m->req, e.sha256, e.size)) {
 		/* a provisional snapshot's content is fetched now, and one it may not take from the
 		 * store yet comes from its upstream first (see routes-hf.c) */

@@ -156,6 +156,15 @@ char *mirror__hidden(const struct mirror_routes *rt, const struct httpd_req *req
 	return out;
 }
 
+int mirror__file_trusted(struct mirror_routes *rt, int64_t snapshot_id, const char *sha256)
+{
+	int t = catalog_snapshot_trusts(rt->data->catalog, snapshot_id, sha256);
+
+	if (t == 0 && catalog_blob_present(rt->data->catalog, sha256) != 1)
+		t = 1; /* the store lacks it anyway: fetched as any absent content */
+	return t;
+}
+
 bool mirror__repo_visible(const struct mirror_routes *rt, const struct catalog_repo *r)
 {
 	return mirror_access_visible(rt->access, r);
