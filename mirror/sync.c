@@ -9,7 +9,6 @@
  *                     upstream says); several files of several repos may wait on the same job
  */
 #include <errno.h>
-#include <fnmatch.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +29,7 @@
 #include "catalog/catalog.h"
 #include "data.h"
 #include "hub/hub.h"
+#include "hub/select.h"
 #include "hub/upstream.h"
 #include "store.h"
 #include "sync.h"
@@ -44,24 +44,15 @@ static void pump(struct sync *s);
 bool mirror_glob_match_any(const char *globs_json, const char *path)
 {
 	json_t *a = globs_json ? json_loads(globs_json, 0, NULL) : NULL, *g;
-	size_t i;
-	bool hit = false;
+	const char **v = xcalloc(json_array_size(a) + 1, sizeof(*v));
+	size_t i, n = 0;
+	bool hit;
 
-	json_array_foreach(a, i, g) {
-		const char *pat = json_string_value(g);
-		size_t n = pat ? strlen(pat) : 0;
-		if (!n)
-			continue;
-		if (pat[n - 1] == '/') {
-			char *full = xasprintf("%s*", pat);
-			hit = fnmatch(full, path, 0) == 0;
-			free(full);
-		} else {
-			hit = fnmatch(pat, path, 0) == 0;
-		}
-		if (hit)
-			break;
-	}
+	json_array_foreach(a, i, g)
+		if (json_string_value(g))
+			v[n++] = json_string_value(g);
+	hit = hub_glob_match_any(v, n, path);
+	free(v);
 	json_decref(a);
 	return hit;
 }

@@ -30,6 +30,13 @@
 #include "mount.h"
 #include "p2p.h"
 
+/* Readahead of one file: where its reader is and how far ahead the swarm is asked to fetch. */
+struct ahead {
+	int64_t pos;                            /* the end of the last read */
+	int64_t win;                            /* bytes wanted past it (0: the reader jumps around) */
+	int64_t to;                             /* wanted up to here already */
+};
+
 struct mnt {
 	struct p2p_session *ses;
 	char btih[41];
@@ -37,8 +44,10 @@ struct mnt {
 	struct p2p_file_list files;
 	const struct p2p_file_entry **sorted;   /* files by path (strcmp), for lookups and listings */
 	int timeout_s;
-	pthread_mutex_t mu;                     /* guards fds */
+	pthread_mutex_t mu;                     /* guards fds and ahead */
 	int *fds;                               /* per entry of files.v, -1 until first read */
+	struct ahead *ahead;                    /* per entry of files.v */
+	int64_t ahead_min, ahead_max;           /* the readahead window's first and largest size */
 	time_t mounted_at;
 	struct fuse *f;
 	pthread_t loop;
@@ -226,6 +235,40 @@ static int wait_verified(struct mnt *m, const struct p2p_file_entry *e, off_t of
 	return have < 0 ? -EIO : 0;
 }
 
+/* A reader of file k that reads on (each read near where the last one ended: several threads of
+ * one reader, and the kernel's own readahead, send them a little out of order) gets the pieces
+ * ahead of it wanted too, a window that doubles with each such read up to ahead_max; one that jumps
+ * around gets only what it reads. Each piece is asked for once (p2p_session_want_range: it is then
+ * wanted until it is had, with a deadline behind the reads that wait). */
+static void read_ahead(struct mnt *m, size_t k, int64_t off, int64_t n)
+{
+	const struct p2p_file_entry *e = &m->files.v[k];
+	struct ahead *r;
+	int64_t from = 0, to = 0, end = off + n;
+
+	pthread_mutex_lock(&m->mu);
+	r = &m->ahead[k];
+	if (off <= r->pos + m->ahead_min && end >= r->pos - m->ahead_min && r->pos) {
+		r->win = r->win ? (2 * r->win < m->ahead_max ? 2 * r->win : m->ahead_max) : m->ahead_min;
+		if (end > r->pos)
+			r->pos = end;
+	} else {
+		r->win = 0;
+		r->pos = end;
+		r->to = end;
+	}
+	if (r->to < r->pos)
+		r->to = r->pos;
+	if (r->win && r->to < e->size && r->to < r->pos + r->win) {
+		from = r->to;
+		to = r->pos + r->win < e->size ? r->pos + r->win : e->size;
+		r->to = to;
+	}
+	pthread_mutex_unlock(&m->mu);
+	if (to > from)
+		p2p_session_want_range(m->ses, m->btih, e->index, from, to - from, 100);
+}
+
 /* A read answered straight from the cache file: libfuse splices its bytes into /dev/fuse (no copy
  * through this process) once they are verified there. */
 static int op_read_buf(const char *path, struct fuse_bufvec **bufp, size_t size, off_t off, struct fuse_file_info *fi)
@@ -246,6 +289,7 @@ static int op_read_buf(const char *path, struct fuse_bufvec **bufp, size_t size,
 	if (m->closing)
 		return -EIO;
 	n = e->size - off < (int64_t)size ? e->size - off : (int64_t)size;
+	read_ahead(m, k, off, n);
 	if ((r = wait_verified(m, e, off, n)) != 0)
 		return r;
 	if ((fd = file_fd(m, k)) < 0)
@@ -299,6 +343,7 @@ static void mnt_free(struct mnt *m)
 		if (m->fds[i] >= 0)
 			close(m->fds[i]);
 	free(m->fds);
+	free(m->ahead);
 	free(m->sorted);
 	free(m->dir);
 	p2p_file_list_release(&m->files);
@@ -347,6 +392,10 @@ static int list_files(struct mnt *m, char **errmsg)
 	}
 	m->sorted = xcalloc(m->files.n ? m->files.n : 1, sizeof(*m->sorted));
 	m->fds = xcalloc(m->files.n ? m->files.n : 1, sizeof(*m->fds));
+	m->ahead = xcalloc(m->files.n ? m->files.n : 1, sizeof(*m->ahead));
+	/* two pieces (at least 4 MiB) at first, up to eight (at least 128 MiB) */
+	m->ahead_min = 2 * m->files.piece_size > (4 << 20) ? 2 * m->files.piece_size : 4 << 20;
+	m->ahead_max = 8 * m->files.piece_size > (128 << 20) ? 8 * m->files.piece_size : 128 << 20;
 	for (size_t i = 0; i < m->files.n; i++) {
 		m->sorted[i] = &m->files.v[i];
 		m->fds[i] = -1;

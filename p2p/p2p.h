@@ -96,6 +96,20 @@ struct p2p_add {
 	bool origin_last;
 	const char *const *web_seeds;   /* extra BEP 19 URLs (added to the torrent's url-list); may be NULL */
 	size_t nweb_seeds;
+	/* Which pieces to fetch. select false: all of them. select true: only the pieces of the files
+	 * want[0..nwant) names (libtorrent file indices, as p2p_torrent_files lists them; none when nwant
+	 * is 0), until p2p_session_want_files or p2p_session_want_range asks for more. Piece priorities
+	 * only: libtorrent writes the bytes of a file at file priority 0 into a part file, not into the
+	 * file reads open. In hubmirror's torrents every file starts on a piece, so a piece is one file's. */
+	bool select;
+	const int *want;
+	size_t nwant;
+	/* Pieces the files hold already, verified before (by this process, or one before it): have[i] for
+	 * piece i, nhave the torrent's piece count (else HM_ERR_USAGE). libtorrent takes them as had
+	 * without reading them (its resume data), and p2p_session_have_range reads each one back from the
+	 * file and hashes it before it admits it. NULL: libtorrent checks whatever files it finds. */
+	const unsigned char *have;
+	size_t nhave;
 };
 
 /*
@@ -138,7 +152,11 @@ struct p2p_torrent_status {
 	int known_peers;        /* peers known (from the tracker, or that connected), connected or not */
 	bool tracker_replied;   /* a tracker has answered an announce (so known_peers holds its peers) */
 	bool checking;          /* libtorrent is checking the files (at add, or after p2p_session_reseed) */
+	bool finished;          /* has every wanted piece (every piece, unless some are not wanted) */
 	int num_pieces, pieces_have;
+	int64_t held;           /* bytes of every piece had, wanted or not (pad files not counted) */
+	int damaged;            /* pieces found damaged in the files since the torrent was added to this
+	                         * session (p2p_session_have_range, p2p_session_verify): they are fetched again */
 };
 
 /* Fill *out with the state of torrent btih. Returns 0, HM_ERR_NOT_FOUND or HM_ERR_TORRENT; *out is
@@ -187,7 +205,7 @@ int p2p_session_drain(struct p2p_session *s, void (*on_event)(void *ud, const st
 
 /*
  * Reading on demand (for a lazy mount: files appear at once, a read waits for the pieces it touches, and
- * the rest downloads in the background in libtorrent's usual rarest-first order).
+ * the wanted pieces download in the background in libtorrent's usual rarest-first order).
  *
  * The flow of a read: p2p_session_have_range; if 0, p2p_session_want_range and wait (a P2P_EVENT_PIECE,
  * or poll have_range again), then pread() the file at p2p_session_file_path. Never through libtorrent's
@@ -234,6 +252,19 @@ int p2p_session_files(struct p2p_session *s, const char *btih, struct p2p_file_l
 /* Free what l holds and clear it. Accepts NULL and a cleared or released list. */
 void p2p_file_list_release(struct p2p_file_list *l);
 
+/* The same list from a bencoded torrent, without a session (to choose the files of a p2p_add).
+ * 0, or HM_ERR_USAGE / HM_ERR_TORRENT with *errmsg (malloc'd, if errmsg); *out written only on success. */
+int p2p_torrent_files(const unsigned char *torrent, size_t len, struct p2p_file_list *out, char **errmsg);
+
+/* Fetch these files too (libtorrent file indices; pad files and bad indices are skipped): their pieces
+ * not had and not wanted yet get the default priority. Never lowers a priority. Asynchronous. 0, or
+ * HM_ERR_NOT_FOUND / HM_ERR_TORRENT. */
+int p2p_session_want_files(struct p2p_session *s, const char *btih, const int *index, size_t n);
+
+/* held[i] = bytes of file l->v[i] in pieces libtorrent has (l from p2p_session_files of btih). 0, or an
+ * error as for the calls below; held is written only on success. */
+int p2p_session_files_held(struct p2p_session *s, const char *btih, const struct p2p_file_list *l, int64_t *held);
+
 /* Where libtorrent keeps file index's bytes: <save_path>/<name>/<path> (<save_path>/<name> for a bare
  * one-file torrent), the save_path given to p2p_session_add joined as is. *out is malloc'd, the
  * caller frees it; written only on success. The file exists only once libtorrent has written to it
@@ -258,7 +289,8 @@ int p2p_session_file_path(struct p2p_session *s, const char *btih, int index, ch
 int p2p_session_have_range(struct p2p_session *s, const char *btih, int index, int64_t offset, int64_t len);
 
 /*
- * Fetch those bytes first: give each piece they touch a deadline, deadline_ms from now for the first
+ * Fetch those bytes first, and want them from now on (a piece that was not wanted gets the top
+ * priority, and keeps it): give each piece they touch a deadline, deadline_ms from now for the first
  * and a few milliseconds later for each next one (libtorrent fetches earlier deadlines first), so they
  * are requested before any other piece. Pieces already had are left alone (libtorrent ignores a
  * deadline on a piece it has). Asynchronous: returns at once (0, or an error as above; deadline_ms < 0
@@ -272,17 +304,23 @@ int p2p_session_have_range(struct p2p_session *s, const char *btih, int index, i
 int p2p_session_want_range(struct p2p_session *s, const char *btih, int index, int64_t offset, int64_t len,
 			   int deadline_ms);
 
+/* Called (on the caller's thread of p2p_session_want_range, so it must only wake a loop) when a call
+ * with deadline_ms 0 (a reader waits) names a first missing piece other than the last one named: the
+ * agent's fill looks at p2p_session_take_wanted at once. fn NULL unregisters. */
+void p2p_session_set_want_notify(struct p2p_session *s, void (*fn)(void *ud), void *ud);
+
 /*
  * Pieces from elsewhere (the agent's HTTP fill: docs/agent.md). p2p_session_pieces_had fills had[0..n)
  * (n must be the torrent's piece count, else -EINVAL) with 1 for each piece libtorrent has (whether or
- * not its bytes are written yet), 0 for the others, and returns 0; a torrent still checking its files
+ * not its bytes are written yet), 2 for a piece it neither has nor wants (priority 0), 0 for the
+ * others (wanted and missing), and returns 0; a torrent still checking its files
  * counts every piece as had (so nothing is fetched twice) and returns 1: ask again soon. avail (may be
  * NULL) gets how many connected peers have each piece (a peer that origin_last hides counts for none). p2p_session_add_piece hands libtorrent a whole piece
  * (len must be that piece's size, pad bytes as zeros, else -EINVAL): libtorrent copies it, writes it
  * and checks its hashes as for a piece from a peer; a piece it has already is left alone, and one that
  * fails its check is dropped and fetched again from peers. Asynchronous, safe from any thread.
- * p2p_session_take_wanted returns the first missing piece of the latest p2p_session_want_range
- * (a reader waits for it) and forgets it, or -1 when none came since the last call.
+ * p2p_session_take_wanted returns the first missing piece of the latest p2p_session_want_range with
+ * deadline 0 (a reader waits for it) and forgets it, or -1 when none came since the last call.
  * Errors as for the calls above.
  */
 int p2p_session_pieces_had(struct p2p_session *s, const char *btih, unsigned char *had, int *avail, int n);
@@ -298,9 +336,10 @@ int p2p_session_pieces_had(struct p2p_session *s, const char *btih, unsigned cha
  *   fails: the piece then does not count), and count it as had for p2p_session_have_range. libtorrent
  *   does not know of it. Blocking (SHA-1 and a write of one piece); any thread.
  * - p2p_session_reseed: hand what the files hold to libtorrent: the torrent is removed and added again
- *   from its bytes (torrent, len: the same torrent, else HM_ERR_USAGE) with the same options, in seed mode when whole (every piece written: nothing is hashed now, each
- *   piece when a peer first asks for it; empty files are made), else checked from the files as at an
- *   add. Pieces had for p2p_session_have_range stay had; the upload and download counts start again.
+ *   from its bytes (torrent, len: the same torrent, else HM_ERR_USAGE) with the same options and piece
+ *   priorities, the pieces had for p2p_session_have_range (those p2p_session_write_piece wrote) given
+ *   as had (libtorrent's resume data: nothing is read or hashed again; with every piece had, empty
+ *   files are made and it seeds). Those pieces stay had; the upload and download counts start again.
  *   Trackers are kept (and the old torrent leaves without a "stopped" announce, which could reach the
  *   tracker after the new one's "started"); web seeds are not. 0, or an error with *errmsg (the torrent is then
  *   gone from s).
@@ -323,7 +362,7 @@ int p2p_session_verify(struct p2p_session *s, const char *btih, int *checked, in
  * new ones only this way. Asynchronous; errors as above. */
 int p2p_session_reannounce(struct p2p_session *s, const char *btih);
 int p2p_session_write_piece(struct p2p_session *s, const char *btih, int piece, const char *data, size_t len);
-int p2p_session_reseed(struct p2p_session *s, const char *btih, const unsigned char *torrent, size_t len, bool whole,
+int p2p_session_reseed(struct p2p_session *s, const char *btih, const unsigned char *torrent, size_t len,
 		       char **errmsg);
 int p2p_session_add_piece(struct p2p_session *s, const char *btih, int piece, const char *data, size_t len);
 int p2p_session_take_wanted(struct p2p_session *s, const char *btih);

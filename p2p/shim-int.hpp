@@ -84,6 +84,11 @@ inline lt::torrent_info info_of(const unsigned char *torrent, size_t len)
 				limits_for(len, 100000000), lt::from_span);
 }
 
+/* Fill *out with the files of ti as p2p_session_files lists them (shim-torrent.cpp; throws what
+ * libtorrent throws, allocates with the x* family). */
+struct p2p_file_list;
+void list_files_of(lt::torrent_info const &ti, struct p2p_file_list *out);
+
 /* Hash what the files under save_path hold of piece p (pad files as zeros) and compare with the
  * torrent's v1 piece hash; a missing or short file is a mismatch (shim-torrent.cpp). */
 bool verify_in_file(lt::torrent_info const &ti, std::string const &save_path, int p);

@@ -358,6 +358,52 @@ extern "C" int p2p_torrent_web_seeds(const unsigned char *torrent, size_t len, c
 	}
 }
 
+void list_files_of(lt::torrent_info const &ti, struct p2p_file_list *out)
+{
+	lt::file_storage const &fs = ti.files();
+	std::string name = ti.name();
+	std::string prefix = name + "/";
+	std::vector<std::string> paths;
+	std::vector<int> idx;
+	for (lt::file_index_t i : fs.file_range()) {
+		if (fs.pad_file_at(i))
+			continue;
+		std::string p = fs.file_path(i);
+		if (p.compare(0, prefix.size(), prefix) == 0)
+			p.erase(0, prefix.size());
+		paths.push_back(std::move(p));
+		idx.push_back(static_cast<int>(i));
+	}
+	/* Nothing below throws (the x* family aborts on out of memory). */
+	struct p2p_file_list l;
+	l.n = paths.size();
+	l.v = static_cast<struct p2p_file_entry *>(xcalloc(l.n ? l.n : 1, sizeof *l.v));
+	for (size_t i = 0; i < l.n; i++) {
+		l.v[i].path = xstrdup(paths[i].c_str());
+		l.v[i].size = fs.file_size(lt::file_index_t(idx[i]));
+		l.v[i].index = idx[i];
+		l.v[i].offset = fs.file_offset(lt::file_index_t(idx[i]));
+	}
+	l.name = xstrdup(name.c_str());
+	l.piece_size = fs.piece_length();
+	l.pieces = fs.num_pieces();
+	l.total = fs.total_size();
+	*out = l;
+}
+
+extern "C" int p2p_torrent_files(const unsigned char *torrent, size_t len, struct p2p_file_list *out, char **errmsg)
+{
+	try {
+		if (!torrent || !out)
+			return HM_ERR_USAGE;
+		lt::torrent_info ti = info_of(torrent, len);
+		list_files_of(ti, out);
+		return 0;
+	} catch (...) {
+		return torrent_error(errmsg, "reading the torrent: ");
+	}
+}
+
 extern "C" int p2p_torrent_verify_file(const unsigned char *torrent, size_t len, const char *save_path,
 				       const char *path)
 {

@@ -177,8 +177,10 @@ struct have_cache {
 	}
 	int const n;
 	std::unique_ptr<std::atomic<std::uint64_t>[]> words;
-	/* the first missing piece of the latest p2p_session_want_range, for p2p_session_take_wanted */
+	/* the first missing piece of the latest p2p_session_want_range, for p2p_session_take_wanted, and
+	 * the last one the want notify was called for */
 	std::atomic<int> wanted{-1};
+	std::atomic<int> told{-1};
 	/* pieces libtorrent believed it had whose bytes in the files failed their hash, and when the
 	 * torrent was last rechecked for them (steady clock, ms) */
 	std::atomic<int> damaged{0};
@@ -200,12 +202,29 @@ struct torrent_entry {
 
 static bool admit_written(torrent_entry const &e);
 
+/* Call fn(piece) for each piece that holds bytes of file index (nothing for a pad file, an empty file
+ * or an index out of range). */
+template <typename F> static void for_pieces_of(lt::file_storage const &fs, int index, F fn)
+{
+	if (index < 0 || index >= fs.num_files() || fs.pad_file_at(lt::file_index_t(index)))
+		return;
+	std::int64_t size = fs.file_size(lt::file_index_t(index)), at = fs.file_offset(lt::file_index_t(index));
+	std::int64_t pl = fs.piece_length();
+	if (size <= 0)
+		return;
+	for (std::int64_t p = at / pl; p <= (at + size - 1) / pl; p++)
+		fn(static_cast<int>(p));
+}
+
 struct p2p_session {
 	std::unique_ptr<lt::session> ses;
 	std::mutex mu;                                   /* guards torrents and the removed_* bank */
 	std::unordered_map<std::string, torrent_entry> torrents;  /* by btih, lowercase hex */
 	std::int64_t removed_up = 0, removed_down = 0;   /* payload counts of torrents removed */
 	bool draining = false;                           /* inside p2p_session_drain (loop thread only) */
+	/* p2p_session_set_want_notify's: a reader waits for a new piece */
+	std::atomic<void (*)(void *)> want_fn{nullptr};
+	std::atomic<void *> want_ud{nullptr};
 };
 
 
@@ -516,10 +535,32 @@ extern "C" int p2p_session_add(struct p2p_session *s, const struct p2p_add *a, c
 			for (size_t i = 0; i < a->nweb_seeds; i++)
 				if (a->web_seeds[i])
 					atp.url_seeds.push_back(a->web_seeds[i]);
+			int np = atp.ti->num_pieces();
+			if (a->have && a->nhave != static_cast<size_t>(np)) {
+				set_err(errmsg, "p2p_session_add: have names " + std::to_string(a->nhave) + " pieces, the torrent has " +
+						std::to_string(np));
+				return HM_ERR_USAGE;
+			}
+			if (a->select) {
+				atp.piece_priorities.assign(static_cast<size_t>(np), lt::dont_download);
+				for (size_t i = 0; i < a->nwant; i++)
+					for_pieces_of(atp.ti->files(), a->want ? a->want[i] : -1, [&](int p) {
+						atp.piece_priorities[static_cast<size_t>(p)] = lt::default_priority;
+					});
+			}
+			if (a->have) {
+				atp.have_pieces.resize(np, false);
+				for (int i = 0; i < np; i++)
+					if (a->have[i])
+						atp.have_pieces.set_bit(lt::piece_index_t(i));
+			}
 			auto web = std::make_shared<web_bytes>();
 			add_plugins(atp, web, a->origin_last);
 			std::shared_ptr<const lt::torrent_info> ti = atp.ti;
 			auto have = std::make_shared<have_cache>(ti->num_pieces());
+			/* pieces given as had are read back from the file before a read may have them */
+			if (a->have)
+				have->distrust = true;
 			lt::error_code ec;
 			lt::torrent_handle h = s->ses->add_torrent(std::move(atp), ec);
 			if (ec) {
@@ -666,8 +707,11 @@ extern "C" int p2p_session_torrent_status(struct p2p_session *s, const char *bti
 		r.tracker_replied = !st.current_tracker.empty();
 		r.checking = st.state == lt::torrent_status::checking_files ||
 			     st.state == lt::torrent_status::checking_resume_data;
+		r.finished = st.is_finished && !r.checking;
 		r.num_pieces = e.ti->num_pieces();
 		r.pieces_have = st.num_pieces;
+		r.held = st.total_done;
+		r.damaged = e.have->damaged.load();
 		*out = r;
 		return 0;
 	} catch (...) {
@@ -825,39 +869,64 @@ extern "C" int p2p_session_files(struct p2p_session *s, const char *btih, struct
 		torrent_entry e;
 		if (!find_entry(s, btih, e))
 			return HM_ERR_NOT_FOUND;
-		lt::file_storage const &fs = e.ti->files();
-		std::string name = e.ti->name();
-		std::string prefix = name + "/";
-		std::vector<std::string> paths;
-		std::vector<int> idx;
-		for (lt::file_index_t i : fs.file_range()) {
-			if (fs.pad_file_at(i))
-				continue;
-			std::string p = fs.file_path(i);
-			if (p.compare(0, prefix.size(), prefix) == 0)
-				p.erase(0, prefix.size());
-			paths.push_back(std::move(p));
-			idx.push_back(static_cast<int>(i));
-		}
-		/* Nothing below throws (the x* family aborts on out of memory). */
-		struct p2p_file_list l;
-		l.n = paths.size();
-		l.v = static_cast<struct p2p_file_entry *>(xcalloc(l.n ? l.n : 1, sizeof *l.v));
-		for (size_t i = 0; i < l.n; i++) {
-			l.v[i].path = xstrdup(paths[i].c_str());
-			l.v[i].size = fs.file_size(lt::file_index_t(idx[i]));
-			l.v[i].index = idx[i];
-			l.v[i].offset = fs.file_offset(lt::file_index_t(idx[i]));
-		}
-		l.name = xstrdup(name.c_str());
-		l.piece_size = fs.piece_length();
-		l.pieces = fs.num_pieces();
-		l.total = fs.total_size();
-		*out = l;
+		list_files_of(*e.ti, out);
 		return 0;
 	} catch (...) {
 		return HM_ERR_TORRENT;
 	}
+}
+
+extern "C" int p2p_session_want_files(struct p2p_session *s, const char *btih, const int *index, size_t n)
+{
+	try {
+		torrent_entry e;
+		if (!find_entry(s, btih, e))
+			return HM_ERR_NOT_FOUND;
+		std::vector<lt::download_priority_t> prio = e.h.get_piece_priorities();
+		std::vector<std::pair<lt::piece_index_t, lt::download_priority_t>> up;
+		for (size_t i = 0; i < n; i++)
+			for_pieces_of(e.ti->files(), index ? index[i] : -1, [&](int p) {
+				if (static_cast<size_t>(p) < prio.size() && prio[static_cast<size_t>(p)] == lt::dont_download &&
+				    !e.have->get(p)) {
+					prio[static_cast<size_t>(p)] = lt::default_priority; /* once, if named twice */
+					up.emplace_back(lt::piece_index_t(p), lt::default_priority);
+				}
+			});
+		if (!up.empty())
+			e.h.prioritize_pieces(up);
+		return 0;
+	} catch (lt::system_error const &err) {
+		return handle_error(err);
+	} catch (...) {
+		return HM_ERR_TORRENT;
+	}
+}
+
+extern "C" int p2p_session_files_held(struct p2p_session *s, const char *btih, const struct p2p_file_list *l,
+				      int64_t *held)
+{
+	try {
+		torrent_entry e;
+		if (!find_entry(s, btih, e))
+			return HM_ERR_NOT_FOUND;
+		std::vector<std::int64_t> fp = e.h.file_progress(lt::torrent_handle::piece_granularity);
+		for (size_t i = 0; i < l->n; i++) {
+			size_t k = static_cast<size_t>(l->v[i].index);
+			held[i] = k < fp.size() ? fp[k] : 0;
+		}
+		return 0;
+	} catch (lt::system_error const &err) {
+		return handle_error(err);
+	} catch (...) {
+		return HM_ERR_TORRENT;
+	}
+}
+
+extern "C" void p2p_session_set_want_notify(struct p2p_session *s, void (*fn)(void *ud), void *ud)
+{
+	s->want_fn.store(nullptr);
+	s->want_ud.store(ud);
+	s->want_fn.store(fn);
 }
 
 extern "C" void p2p_file_list_release(struct p2p_file_list *l)
@@ -1004,11 +1073,20 @@ extern "C" int p2p_session_want_range(struct p2p_session *s, const char *btih, i
 		 * torrent had no deadline pending, cancels the requests to peers for other pieces that they
 		 * have not served yet (libtorrent's cancel_non_critical), so that these go out first. */
 		std::int64_t d = deadline_ms;
+		bool told = false;
 		for (int p = first; p <= last; p++) {
 			if (e.have->get(p))
 				continue;
-			if (d == deadline_ms)
+			/* a reader waits for this one (a readahead, with a later deadline, names none) */
+			if (d == 0 && !told) {
+				told = true;
 				e.have->wanted.store(p, std::memory_order_relaxed);
+				if (e.have->told.exchange(p) != p) {
+					void (*fn)(void *) = s->want_fn.load();
+					if (fn)
+						fn(s->want_ud.load());
+				}
+			}
 			e.h.set_piece_deadline(lt::piece_index_t(p), static_cast<int>(std::min<std::int64_t>(d, INT_MAX)));
 			d += deadline_step_ms;
 		}
@@ -1160,7 +1238,7 @@ extern "C" int p2p_session_write_piece(struct p2p_session *s, const char *btih, 
 }
 
 extern "C" int p2p_session_reseed(struct p2p_session *s, const char *btih, const unsigned char *torrent, size_t len,
-				  bool whole, char **errmsg)
+				  char **errmsg)
 {
 	try {
 		std::string key;
@@ -1172,6 +1250,10 @@ extern "C" int p2p_session_reseed(struct p2p_session *s, const char *btih, const
 			return HM_ERR_NOT_FOUND;
 		torrent_entry &e = it->second;
 		lt::file_storage const &fs = e.ti->files();
+		int np = e.ti->num_pieces();
+		bool whole = true;
+		for (int p = 0; whole && p < np; p++)
+			whole = e.have->get(p);
 		if (whole) {
 			/* empty files have no piece: make them, as libtorrent would */
 			for (lt::file_index_t i : fs.file_range()) {
@@ -1206,8 +1288,16 @@ extern "C" int p2p_session_reseed(struct p2p_session *s, const char *btih, const
 			atp.tracker_tiers.push_back(ae.tier);
 		}
 		atp.flags &= ~(lt::torrent_flags::auto_managed | lt::torrent_flags::paused);
-		if (whole)
-			atp.flags |= lt::torrent_flags::seed_mode;
+		/* what was written and verified here is had: libtorrent reads and hashes nothing again (a
+		 * recheck of a whole snapshot cost a read of every byte and, in 2.0.8, an madvise per
+		 * piece). Its wishes stay as they were. */
+		atp.have_pieces.resize(np, false);
+		for (int p = 0; p < np; p++)
+			if (e.have->get(p))
+				atp.have_pieces.set_bit(lt::piece_index_t(p));
+		std::vector<lt::download_priority_t> prio = e.h.get_piece_priorities();
+		if (std::find(prio.begin(), prio.end(), lt::dont_download) != prio.end())
+			atp.piece_priorities = prio;
 		add_plugins(atp, e.web, e.origin_last);
 		/* Swap: libtorrent runs the removal before the add (both go to its network thread in this
 		 * order), so the info-hash is free again. The entry keeps its have cache: reads of what was
@@ -1265,8 +1355,12 @@ extern "C" int p2p_session_pieces_had(struct p2p_session *s, const char *btih, u
 		/* a torrent still checking its files lists no piece yet: then nothing counts as missing */
 		bool known = st.pieces.size() == n && st.state != lt::torrent_status::checking_files &&
 			     st.state != lt::torrent_status::checking_resume_data;
-		for (int i = 0; i < n; i++)
+		std::vector<lt::download_priority_t> prio = e.h.get_piece_priorities();
+		for (int i = 0; i < n; i++) {
 			had[i] = !known || st.pieces.get_bit(lt::piece_index_t(i));
+			if (!had[i] && i < static_cast<int>(prio.size()) && prio[static_cast<size_t>(i)] == lt::dont_download)
+				had[i] = 2;
+		}
 		if (avail) {
 			std::vector<int> v;
 			e.h.piece_availability(v);

@@ -169,6 +169,9 @@ struct cli_agent_opts {
 	CLI_STR("listen", &(o)->listen), CLI_STR("socket", &(o)->socket)
 /* The body of a request about spec: mirror, token, and the hub caches to link into. New reference. */
 struct json_t *cli_agent_request(const char *spec, const struct cli_agent_opts *o);
+/* A CLI_FN for a repeatable pattern option (pull --include, mount --prefetch): f->dest is the
+ * json_t array the pattern goes to; a bad pattern is a usage error. */
+int cli_take_pattern(const struct cli_command *cmd, const struct cli_flag *f, const char *arg);
 /* POST req to the agent (starting one when none answers, if o->mirror is set): CLI_OK with *ans (a new
  * reference), or CLI_FAILED / CLI_USAGE after saying why on stderr (*ans may be set; release it). */
 int cli_agent_post(const struct cli_agent_opts *o, const char *path, struct json_t *req, struct json_t **ans);

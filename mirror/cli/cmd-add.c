@@ -21,6 +21,7 @@
 #include "catalog/catalog.h"
 #include "cli.h"
 #include "hub/hub.h"
+#include "hub/select.h"
 #include "mirror/data.h"
 
 struct add_item {
@@ -46,19 +47,6 @@ struct add_opts {
 	json_t *refs_names;     /* or names */
 };
 
-/* A glob is matched against repo-relative paths; it must be a sane, non-empty pattern. */
-static int check_glob(const char *g)
-{
-	size_t n = strlen(g);
-
-	if (n == 0 || n > 1024)
-		return -1;
-	for (size_t i = 0; i < n; i++)
-		if ((unsigned char)g[i] < 0x20)
-			return -1;
-	return 0;
-}
-
 /* --data and --from (f->dest the struct add_opts): on the command line, not in a list file. */
 static int take_global(const struct cli_command *self, const struct cli_flag *f, const char *arg)
 {
@@ -80,7 +68,7 @@ static int take_glob(const struct cli_command *self, const struct cli_flag *f, c
 {
 	struct add_opts *o = f->dest;
 
-	if (check_glob(arg))
+	if (hub_glob_check(arg))
 		return cli_usage_error(self, "%sbad glob '%s'", o->where, arg);
 	json_array_append_new(!strcmp(f->name, "include") ? o->include : o->exclude, json_string(arg));
 	return CLI_OK;

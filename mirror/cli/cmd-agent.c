@@ -197,11 +197,20 @@ static void print_status(json_t *st)
 		int64_t total = json_integer_value(json_object_get(s, "bytes_total"));
 		json_t *mounts = json_object_get(s, "mounts");
 		json_int_t elsewhere = json_integer_value(json_object_get(s, "detached_in_use"));
-		char h[16], t[16];
+		char h[16], t[16], part[160] = "";
 		cli_human_size(have, h, sizeof(h));
 		cli_human_size(total, t, sizeof(t));
-		printf("%s @ %.12s  %s / %s%s  %lld peers  %s%s%s\n", json_string_value(json_object_get(s, "spec")),
-		       json_string_value(json_object_get(s, "commit")), h, t,
+		if (json_is_integer(json_object_get(s, "selected"))) {
+			/* some files of it: which, and what the cache holds of the whole */
+			char held[16], size[16];
+			cli_human_size(json_integer_value(json_object_get(s, "held")), held, sizeof(held));
+			cli_human_size(json_integer_value(json_object_get(s, "size")), size, sizeof(size));
+			snprintf(part, sizeof(part), " (%lld of %lld files; holds %s of %s)",
+				 (long long)json_integer_value(json_object_get(s, "selected")),
+				 (long long)json_integer_value(json_object_get(s, "files")), held, size);
+		}
+		printf("%s @ %.12s  %s / %s%s%s  %lld peers  %s%s%s\n", json_string_value(json_object_get(s, "spec")),
+		       json_string_value(json_object_get(s, "commit")), h, t, part,
 		       json_is_true(json_object_get(s, "complete")) ? " (complete, seeding)" : "",
 		       (long long)json_integer_value(json_object_get(s, "peers")),
 		       json_array_size(mounts) ? "mounted on " : "not mounted",

@@ -25,6 +25,7 @@
 #include "cli.h"
 #include "hub/cache.h"
 #include "hub/hub.h"
+#include "hub/select.h"
 #include "p2p/agent/agent.h"
 
 /* An absolute form of dir (the agent runs elsewhere). Caller frees. */
@@ -98,6 +99,15 @@ json_t *cli_agent_request(const char *spec, const struct cli_agent_opts *o)
 	return j;
 }
 
+int cli_take_pattern(const struct cli_command *cmd, const struct cli_flag *f, const char *arg)
+{
+	if (hub_glob_check(arg))
+		return cli_usage_error(cmd, "--%s takes a pattern (1-1024 characters, no control characters), not '%s'",
+				       f->name, arg);
+	json_array_append_new(f->dest, json_string(arg));
+	return CLI_OK;
+}
+
 int cli_agent_post(const struct cli_agent_opts *o, const char *path, json_t *req, json_t **ans)
 {
 	char *body = json_dumps(req, JSON_COMPACT), *err = NULL;
@@ -167,25 +177,45 @@ int cmd_mount(int argc, char **argv)
 	struct cli_agent_opts o = { .command = "mount", .socket = agent_socket_default() };
 	const char *hf, *ms;
 	struct hub_spec spec;
-	json_t *ans = NULL, *req;
+	json_t *ans = NULL, *req, *prefetch = json_array();
 	char *dir;
 	int r;
-	const struct cli_flag flags[] = { CLI_AGENT_FLAGS(&o), CLI_END };
+	const struct cli_flag flags[] = { CLI_AGENT_FLAGS(&o), CLI_FN("prefetch", prefetch, cli_take_pattern), CLI_END };
+	const char *word = NULL;
+	size_t i;
+	json_t *it;
 
-	if (cli_parse_flags(self, argc, argv, flags))
+	r = cli_parse_flags(self, argc, argv, flags);
+	/* all or none: alone */
+	json_array_foreach(prefetch, i, it)
+		if (!strcmp(json_string_value(it), "all") || !strcmp(json_string_value(it), "none"))
+			word = json_string_value(it);
+	if (!r && word && json_array_size(prefetch) > 1)
+		r = cli_usage_error(self, "--prefetch %s goes alone, not with other --prefetch patterns", word);
+	if (!r && (optind >= argc || argc - optind > 2))
+		r = cli_usage_error(self, "give a SPEC (and a folder)");
+	if (r) {
+		json_decref(prefetch);
 		return CLI_USAGE;
-	if (optind >= argc || argc - optind > 2)
-		return cli_usage_error(self, "give a SPEC (and a folder)");
-	if (hub_spec_parse(argv[optind], &spec))
+	}
+	if (hub_spec_parse(argv[optind], &spec)) {
+		json_decref(prefetch);
 		return cli_usage_error(self, "'%s' is not a SPEC like hf:org/name[@rev]", argv[optind]);
+	}
 	if (!strchr(spec.name, '/')) {
 		hub_spec_release(&spec);
+		json_decref(prefetch);
 		return cli_usage_error(self, "mount needs an org/name repo");
 	}
 	o.mirror = cli_mirror_url(o.mirror);
 	dir = argc - optind == 2 ? absolute(argv[optind + 1]) : xasprintf("/models/%s", spec.name);
 	req = cli_agent_request(argv[optind], &o);
 	json_object_set_new(req, "dir", json_string(dir));
+	if (word)
+		json_object_set_new(req, "prefetch", json_string(word));
+	else if (json_array_size(prefetch))
+		json_object_set(req, "prefetch", prefetch);
+	json_decref(prefetch);
 	r = cli_agent_post(&o, "/v1/mount", req, &ans);
 	json_decref(req);
 	if (r)

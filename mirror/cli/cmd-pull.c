@@ -89,6 +89,9 @@ static int progress(json_t *st, json_t *want, bool as_json, bool tty, const char
 		}
 		have += num(e, "bytes_have");
 		total += num(e, "bytes_total");
+		/* of how many files (null: all), for the lines below and the last one */
+		json_object_set(w, "selected", json_object_get(e, "selected"));
+		json_object_set(w, "files", json_object_get(e, "files"));
 		ok = json_is_true(json_object_get(e, "verified")) && link == 1;
 		done += ok;
 		if (as_json) {
@@ -97,6 +100,10 @@ static int progress(json_t *st, json_t *want, bool as_json, bool tty, const char
 						 "bytes_have", (json_int_t)num(e, "bytes_have"),
 						 "bytes_total", (json_int_t)num(e, "bytes_total"), "verified", ok);
 			char *s;
+			if (json_is_integer(json_object_get(e, "selected"))) {
+				json_object_set(line, "selected", json_object_get(e, "selected"));
+				json_object_set(line, "files", json_object_get(e, "files"));
+			}
 			if (json_object_get(w, "offline"))
 				json_object_set(line, "offline", json_object_get(w, "offline"));
 			s = json_dumps(line, JSON_COMPACT);
@@ -153,18 +160,22 @@ int cmd_pull(int argc, char **argv)
 	const struct cli_command *self = cli_find("pull");
 	struct cli_agent_opts o = { .command = "pull", .socket = agent_socket_default() };
 	bool pin = false, as_json = false;
-	json_t *want = json_array(), *ans, *w;
+	json_t *want = json_array(), *ans, *w, *inc = json_array(), *exc = json_array();
 	size_t i;
 	int r = CLI_OK;
-	const struct cli_flag flags[] = { CLI_AGENT_FLAGS(&o), CLI_BOOL("pin", &pin), CLI_BOOL("json", &as_json), CLI_END };
+	const struct cli_flag flags[] = { CLI_AGENT_FLAGS(&o), CLI_BOOL("pin", &pin), CLI_BOOL("json", &as_json),
+					  CLI_FN("include", inc, cli_take_pattern), CLI_FN("exclude", exc, cli_take_pattern),
+					  CLI_END };
 
-	if (cli_parse_flags(self, argc, argv, flags)) {
+	if (cli_parse_flags(self, argc, argv, flags))
+		r = CLI_USAGE;
+	else if (optind >= argc)
+		r = cli_usage_error(self, "give one or more SPECs");
+	if (r) {
 		json_decref(want);
+		json_decref(inc);
+		json_decref(exc);
 		return CLI_USAGE;
-	}
-	if (optind >= argc) {
-		json_decref(want);
-		return cli_usage_error(self, "give one or more SPECs");
 	}
 	for (int k = optind; k < argc; k++) {
 		struct hub_spec spec;
@@ -175,6 +186,8 @@ int cmd_pull(int argc, char **argv)
 		}
 		if (!ok) {
 			json_decref(want);
+			json_decref(inc);
+			json_decref(exc);
 			return cli_usage_error(self, "'%s' is not a SPEC like hf:org/name[@rev]", argv[k]);
 		}
 	}
@@ -183,6 +196,10 @@ int cmd_pull(int argc, char **argv)
 		json_t *req = cli_agent_request(argv[k], &o);
 		ans = NULL;
 		json_object_set_new(req, "pin", json_boolean(pin));
+		if (json_array_size(inc))
+			json_object_set(req, "include", inc);
+		if (json_array_size(exc))
+			json_object_set(req, "exclude", exc);
 		r = cli_agent_post(&o, "/v1/pull", req, &ans);
 		json_decref(req);
 		if (!r) {
@@ -208,10 +225,17 @@ int cmd_pull(int argc, char **argv)
 	if (!r)
 		r = follow(o.socket, want, as_json);
 	if (!r && !as_json)
-		json_array_foreach(want, i, w)
-			printf("pulled %s @ %.12s%s\n", json_string_value(json_object_get(w, "spec")),
-			       json_string_value(json_object_get(w, "commit")),
+		json_array_foreach(want, i, w) {
+			char part[64] = "";
+			if (json_is_integer(json_object_get(w, "selected")))
+				snprintf(part, sizeof(part), " (%lld of %lld files)", (long long)num(w, "selected"),
+					 (long long)num(w, "files"));
+			printf("pulled %s @ %.12s%s%s\n", json_string_value(json_object_get(w, "spec")),
+			       json_string_value(json_object_get(w, "commit")), part,
 			       json_object_get(w, "offline") ? " (offline: the snapshot this instance holds)" : "");
+		}
 	json_decref(want);
+	json_decref(inc);
+	json_decref(exc);
 	return r;
 }

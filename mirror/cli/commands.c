@@ -160,15 +160,20 @@ const struct cli_command cli_commands[] = {
 	  "                      has (SIGHUP is ignored)\n" },
 	{ "mount", cmd_mount,
 	  "mount [--mirror URL] [--cache DIR] [--hf-cache DIR | --no-hf-cache] [--ms-cache DIR | --no-ms-cache]\n"
-	  "      [--listen ADDR] [--socket PATH] SPEC[@REV] [DIR]",
+	  "      [--listen ADDR] [--socket PATH] [--prefetch PATTERN|all|none]... SPEC[@REV] [DIR]",
 	  "attach a synced repo: read-only files fetched on demand from the swarm, and in the hub caches",
 	  "Asks the instance agent to mount the snapshot read-only on DIR (default /models/ORG/NAME) with\n"
-	  "FUSE: the files are there at once, a read waits only for the pieces it touches (asked for\n"
-	  "first), and the whole snapshot downloads in the background from peers and the mirror; every byte\n"
-	  "read is verified. A Hugging Face repo is also linked into the Hugging Face cache\n"
+	  "FUSE: the files are there at once, a read fetches the pieces it touches (asked for first) and\n"
+	  "those just ahead of a reader that reads on, from peers and the mirror; every byte read is\n"
+	  "verified. In the background only the files a library reads first (configs, tokenizers,\n"
+	  "*.index.json, README.md: the metadata pull takes too) are fetched, unless --prefetch asks for\n"
+	  "more. A Hugging Face repo is also linked into the Hugging Face cache\n"
 	  "(models--ORG--NAME/snapshots/COMMIT, refs/REV), so libraries find it with HF_HUB_OFFLINE=1; a\n"
 	  "ModelScope repo into both ModelScope SDKs' caches. Starts the agent when none runs (with\n"
 	  "--cache and --listen); returns once the files are visible.\n"
+	  "  --prefetch PATTERN   fetch the files matching PATTERN (a glob, as pull --include) in the\n"
+	  "                 background too; 'all': every file (not for a repo bigger than the cache's bound\n"
+	  "                 or its disk's room: then the default, and a warning); 'none': only what is read\n"
 	  "  --mirror URL[,URL...]   the mirror, or several of one deployment: the first that answers\n"
 	  "                 (default $HUBMIRROR_URL, else the running agent's)\n"
 	  "  --cache DIR    for a new agent: where the bytes are kept (default $HUBMIRROR_CACHE or\n"
@@ -181,12 +186,18 @@ const struct cli_command cli_commands[] = {
 	  "  --socket PATH  the agent's socket (default $HUBMIRROR_AGENT_SOCKET or /run/hubmirror/agent.sock)\n" },
 	{ "pull", cmd_pull,
 	  "pull [--mirror URL] [--cache DIR] [--hf-cache DIR | --no-hf-cache] [--ms-cache DIR | --no-ms-cache]\n"
-	  "     [--listen ADDR] [--socket PATH] [--pin] [--json] SPEC[@REV]...",
-	  "fetch synced repos whole into the instance's cache and the hub caches, without FUSE",
-	  "Asks the instance agent (starting one as mount does) to fetch each snapshot whole from the swarm\n"
-	  "into its cache, and once every byte is verified there, to link it into the Hugging Face or\n"
+	  "     [--listen ADDR] [--socket PATH] [--include PATTERN]... [--exclude PATTERN]... [--pin] [--json]\n"
+	  "     SPEC[@REV]...",
+	  "fetch synced repos (whole, or some files) into the instance's cache and the hub caches, without FUSE",
+	  "Asks the instance agent (starting one as mount does) to fetch each snapshot from the swarm into\n"
+	  "its cache, and once every byte is verified there, to link it into the Hugging Face or\n"
 	  "ModelScope cache, where libraries find it offline. For containers without /dev/fuse, and for\n"
 	  "warming an instance before a job. Exits 0 when every snapshot is verified and linked.\n"
+	  "  --include PATTERN   only the files matching a PATTERN (several may be given), as hf download\n"
+	  "           --include: a shell glob against the whole path ('*' crosses '/', 'dir/' is all under\n"
+	  "           dir), plus the small files a library reads first (config*.json, tokenizer*,\n"
+	  "           *.index.json, README.md, ...). A later pull of more files adds them.\n"
+	  "  --exclude PATTERN   not the files matching a PATTERN (metadata included)\n"
 	  "  --pin    never evict these snapshots from the cache (agent --cache-size)\n"
 	  "  --json   a JSON line per snapshot about once a second: spec commit bytes_have bytes_total\n"
 	  "           verified (on a terminal without --json: a progress line)\n"

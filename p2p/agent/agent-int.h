@@ -18,6 +18,7 @@
 
 struct httpd;
 struct httpd_req;
+struct p2p_file_list;
 struct p2p_mount;
 struct p2p_session;
 
@@ -42,6 +43,22 @@ struct snap {
 	 * asked for, "" when none: what a plain mount gets offline), "taken_at", "synced_at"}. */
 	json_t *names;
 	json_t *links_done;             /* the pulls' links made: {"<id>": null or "why it failed"} */
+	/* The files wanted (want.c): every one (want NULL), or those the array want names (meta's
+	 * "want", so a restart keeps it): the union of what pulls with --include asked for and mounts
+	 * prefetch. Only those are fetched in the background, verified, kept by sha256 and linked by
+	 * pulls; "verified" means they are. A mount's reads and the local endpoint fetch what they read
+	 * besides, piece by piece. */
+	json_t *want;
+	unsigned want_gen;              /* counts the times want grew */
+	json_t *work_want;              /* the settle job's copy of want, its want_gen, and the contents */
+	unsigned work_gen;              /* it keeps by sha256 (those of wanted files) */
+	struct p2p_known *work_known;
+	size_t nwork_known;
+	struct p2p_known *work_others;  /* ...and those of files not wanted that are held whole */
+	size_t nwork_others;
+	int damaged_seen;               /* p2p_torrent_status.damaged when last looked at */
+	int pieces_seen;                /* pieces libtorrent had then (a drop: pieces lost in a recheck) */
+	int64_t held_now, held_indexed; /* bytes libtorrent holds, and held when the last settle job began */
 	unsigned char *torrent;
 	size_t tlen;
 	struct p2p_known *known;        /* strings borrowed from meta */
@@ -97,6 +114,7 @@ struct agent {
 	struct httpd *ctl;
 	struct httpd *http;             /* the local hub endpoint, or NULL */
 	uv_async_t wake;
+	uv_async_t want_wake;           /* a mount's read or the endpoint waits for a piece: the fills look */
 	uv_timer_t tick;
 	uv_signal_t sigterm, sigint, sighup;
 	struct snap **snaps;
@@ -138,12 +156,13 @@ void agent_snap_free(struct snap *s);
 void agent_evict_tick(struct agent *a);
 void agent_evict_now(struct agent *a);
 /* Room on the cache's disk (evict.c). agent_disk_free: bytes free (and the disk's size), or -1.
- * agent_snap_need: what a snapshot the mirror described (meta) would still add: its files, less the
- * contents held already (by-sha256) or, for one held, what it has; *total its size. agent_room_for:
+ * agent_snap_need: what a snapshot the mirror described (meta) would still add: its files (those of
+ * the paths want names, or all), less the contents held already (by-sha256) or, for one held, what
+ * it has of them; *total their size. agent_room_for:
  * do need bytes fit, with a margin? agent_room_refusal: NULL when they do, else why not and what to
  * do (malloc'd). */
 int64_t agent_disk_free(const struct agent *a, int64_t *disk_size);
-int64_t agent_snap_need(struct agent *a, json_t *meta, int64_t *total);
+int64_t agent_snap_need(struct agent *a, json_t *meta, json_t *want, int64_t *total);
 bool agent_room_for(const struct agent *a, int64_t need);
 char *agent_room_refusal(const struct agent *a, const char *spec, int64_t need, int64_t total);
 /* A snapshot dropped from the cache: its torrent and description go, and its folder moves to
@@ -162,6 +181,10 @@ bool agent_fill_running(const struct snap *s);
 void agent_fill_again(struct snap *s);
 /* s's fill writes its pieces itself (direct mode: libtorrent in upload mode on purpose). */
 bool agent_fill_direct(const struct snap *s);
+/* ...and has written every piece s wants (libtorrent learns of them when direct mode ends). */
+bool agent_fill_direct_done(const struct snap *s);
+/* A reader waits for a piece: look at the fills now (p2p_session_set_want_notify). */
+void agent_fill_poke(struct agent *a);
 /* File bytes the fill wrote that libtorrent does not count yet (direct mode): for status. */
 int64_t agent_fill_unseen(const struct snap *s);
 void agent_fill_stop(struct agent *a, struct snap *s);
@@ -184,19 +207,49 @@ long agent_mirror_stall_s(const struct agent *a);
 /* The handler of the local hub endpoint (endpoint.c). */
 int agent_endpoint(void *ud, struct httpd_req *req);
 
+/* Write s's torrent and description (meta) to <cache>/agent/ (a restart takes it back from them). */
+void agent_snap_remember(struct agent *a, const struct snap *s);
+
 /* The snapshot with this btih, or NULL. */
 struct snap *agent_snap_find(struct agent *a, const char *btih);
 /* Take a snapshot the mirror described (meta, consumed: its "spec" says which was asked for) with
  * its torrent (copied): place the contents the cache holds, add it to the session, and remember it on
- * disk. asked: the revision asked for (NULL or "" for none). Returns the snapshot (an existing one if
- * the agent has its torrent already: the name is added to it) with *name (borrowed from s->names),
- * or NULL with *errmsg. */
+ * disk. asked: the revision asked for (NULL or "" for none). want: the paths to fetch (an array,
+ * borrowed), or NULL for every file; for a snapshot held already they are wanted besides what it
+ * wants. Returns the snapshot (an existing one if the agent has its torrent already: the name is
+ * added to it) with *name (borrowed from s->names), or NULL with *errmsg. */
 struct snap *agent_snap_add(struct agent *a, json_t *meta, const unsigned char *torrent, size_t tlen,
-			    const char *asked, json_t **name, char **errmsg);
+			    const char *asked, json_t *want, json_t **name, char **errmsg);
 /* Link the files of s (found under dir) as name (one of s->names) into the hub caches where names
- * ({"hf_cache", "ms_cache", "ms_hub_cache"}, each optional; only those of the name's hub are used).
+ * ({"hf_cache", "ms_cache", "ms_hub_cache"}, each optional; only those of the name's hub are used):
+ * every file (a mount's folder), or with wanted_only those s wants (a pull: what the cache holds).
  * 0, or an error and *why (malloc'd). */
-int agent_snap_link(struct agent *a, const struct snap *s, json_t *name, json_t *where, const char *dir, char **why);
+int agent_snap_link(struct agent *a, const struct snap *s, json_t *name, json_t *where, const char *dir,
+		    bool wanted_only, char **why);
+
+/* ---- which files (want.c) ---- */
+
+/* The paths of meta's files a pull takes with these --include and --exclude patterns (arrays of
+ * strings; NULL or empty for none): a new array, or NULL when neither is given (every file). */
+json_t *agent_select(json_t *meta, json_t *include, json_t *exclude);
+/* The paths a mount fetches in the background: prefetch NULL (the default: metadata, see
+ * hub_is_metadata), "all" (NULL: every file), "none" (an empty array), or an array of patterns
+ * (matching files and the metadata). A new array, or NULL for every file. */
+json_t *agent_prefetch(json_t *meta, json_t *prefetch);
+/* s wants the paths of want too (NULL: every file): libtorrent fetches their pieces from now on, and
+ * s is verified again once they are in. Remembered on disk. */
+void agent_snap_want(struct agent *a, struct snap *s, json_t *want);
+/* The file indices of l whose paths want names (every one for want NULL), in l's order: *n of them,
+ * malloc'd. */
+int *agent_want_indices(const struct p2p_file_list *l, json_t *want, size_t *n);
+/* Are the wanted files of s (want: a copy of s->want, or NULL for all) every byte verified in the
+ * cache (p2p_session_have_range)? Blocking: from a worker. */
+bool agent_verify_wanted(struct agent *a, const char *btih, json_t *want);
+/* The contents s knows by sha256 (s->known) of the files it wants: *n of them, malloc'd (strings
+ * borrowed from s->meta); and in *others (*nothers, malloc'd, NULL for none) those of the files it
+ * does not want that libtorrent has whole (read through a mount). */
+struct p2p_known *agent_wanted_known(struct agent *a, const struct snap *s, size_t *n, struct p2p_known **others,
+				     size_t *nothers);
 /* The name of s whose commit is commit, or NULL. */
 json_t *agent_snap_name_by_commit(const struct snap *s, const char *commit);
 /* The newest name held of spec (canonical) at revision (a ref, a commit, or NULL: the one a plain

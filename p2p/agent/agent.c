@@ -54,6 +54,9 @@ void agent_snap_free(struct snap *s)
 		free(s->web_seeds[i]);
 	free(s->web_seeds);
 	json_decref(s->pending_links);
+	json_decref(s->work_want);
+	free(s->work_known);
+	free(s->work_others);
 	json_decref(s->meta);
 	free(s);
 }
@@ -88,7 +91,7 @@ static void snap_known(struct snap *s)
 	}
 }
 
-static void remember(struct agent *a, const struct snap *s)
+void agent_snap_remember(struct agent *a, const struct snap *s)
 {
 	char *dir = xasprintf("%s/agent", a->cfg->cache_dir), *tp, *mp, *js;
 
@@ -201,16 +204,40 @@ json_t *agent_held(struct agent *a, const char *spec, const char *revision, stru
 	return best;
 }
 
-/* agent_snap_add; whole: the snapshot was verified whole in the cache before (a restart), so it is
- * added in seed mode: no recheck of every file up front, each piece verified when first read or asked
- * for (p2p_session_have_range reads seed-mode pieces back from the file). */
+/* The pieces of the files s wants (for a snapshot taken back verified: they were all in). */
+static unsigned char *wanted_pieces(const struct snap *s, const struct p2p_file_list *l)
+{
+	unsigned char *have = xcalloc((size_t)l->pieces + 1, 1);
+	size_t n = 0;
+	int *idx = agent_want_indices(l, s->want, &n);
+
+	for (size_t i = 0, k = 0; i < l->n && k < n; i++) {
+		if (l->v[i].index != idx[k])
+			continue;
+		k++;
+		for (int64_t p = l->v[i].offset / l->piece_size;
+		     l->v[i].size > 0 && p <= (l->v[i].offset + l->v[i].size - 1) / l->piece_size; p++)
+			have[p] = 1;
+	}
+	free(idx);
+	return have;
+}
+
+/* agent_snap_add; whole: the snapshot was verified in the cache before (a restart). One wanted whole
+ * is added in seed mode: no recheck of every file up front, each piece verified when first read or
+ * asked for (p2p_session_have_range reads seed-mode pieces back from the file); one of some files
+ * with their pieces given as had, each read back from the file before a read may have it. */
 static struct snap *snap_add(struct agent *a, json_t *meta, const unsigned char *torrent, size_t tlen, bool recalled,
-			     bool whole, const char *asked, json_t **name, char **errmsg)
+			     bool whole, const char *asked, json_t *want, json_t **name, char **errmsg)
 {
 	struct p2p_add add = { 0 };
+	struct p2p_file_list l = { 0 };
+	unsigned char *have = NULL;
+	int *idx = NULL;
 	struct snap *s;
 	char btih[41];
 	json_t *nm;
+	int r;
 
 	if (p2p_torrent_info_hash(torrent, tlen, btih, errmsg)) {
 		json_decref(meta);
@@ -223,8 +250,9 @@ static struct snap *snap_add(struct agent *a, json_t *meta, const unsigned char 
 		if (name)
 			*name = nm;
 		if (json_array_size(s->names) != before)
-			remember(a, s);
+			agent_snap_remember(a, s);
 		json_decref(meta);
+		agent_snap_want(a, s, want);
 		return s;
 	}
 	s = xcalloc(1, sizeof(*s));
@@ -237,6 +265,13 @@ static struct snap *snap_add(struct agent *a, json_t *meta, const unsigned char 
 	if (!json_is_array(json_object_get(meta, "names")))
 		json_object_set_new(meta, "names", json_array());
 	s->names = json_object_get(meta, "names");
+	if (!recalled) {
+		if (want)
+			json_object_set_new(meta, "want", json_deep_copy(want));
+		else
+			json_object_del(meta, "want");
+	}
+	s->want = json_is_array(json_object_get(meta, "want")) ? json_object_get(meta, "want") : NULL;
 	if (recalled && !json_array_size(s->names))
 		names_from_meta(s);
 	nm = recalled ? json_array_get(s->names, 0) : add_name(s, meta, asked);
@@ -262,7 +297,20 @@ static struct snap *snap_add(struct agent *a, json_t *meta, const unsigned char 
 	add.torrent = torrent;
 	add.len = tlen;
 	add.save_path = s->save;
-	add.seed_mode = whole;
+	/* held whole (a mount read every file, say) though it wants some: seed mode too */
+	add.seed_mode = whole && (!s->want || json_is_true(json_object_get(meta, "whole")));
+	if (s->want && !add.seed_mode) {
+		if (p2p_torrent_files(torrent, tlen, &l, errmsg)) {
+			agent_snap_free(s);
+			return NULL;
+		}
+		add.select = true;
+		add.want = idx = agent_want_indices(&l, s->want, &add.nwant);
+		if (whole) {
+			add.have = have = wanted_pieces(s, &l);
+			add.nhave = (size_t)l.pieces;
+		}
+	}
 	s->verified = s->finished = whole;
 	s->unchecked = whole; /* its bytes are read back before a pull links them (agent_snap_check) */
 	if (!p2p_torrent_web_seeds(torrent, tlen, &s->web_seeds, &s->nweb) && s->nweb) {
@@ -270,11 +318,15 @@ static struct snap *snap_add(struct agent *a, json_t *meta, const unsigned char 
 		add.origin_last = !a->cfg->no_fill; /* what only the mirror has comes over HTTP (fill.c) */
 	}
 	s->added_ms = uv_now(&a->loop);
-	if (p2p_session_add(a->ses, &add, NULL, errmsg)) {
+	r = p2p_session_add(a->ses, &add, NULL, errmsg);
+	free(idx);
+	free(have);
+	p2p_file_list_release(&l);
+	if (r) {
 		agent_snap_free(s);
 		return NULL;
 	}
-	remember(a, s);
+	agent_snap_remember(a, s);
 	a->snaps = xreallocarray(a->snaps, a->nsnaps + 1, sizeof(*a->snaps));
 	a->snaps[a->nsnaps++] = s;
 	agent_evict_now(a);
@@ -284,9 +336,9 @@ static struct snap *snap_add(struct agent *a, json_t *meta, const unsigned char 
 }
 
 struct snap *agent_snap_add(struct agent *a, json_t *meta, const unsigned char *torrent, size_t tlen,
-			    const char *asked, json_t **name, char **errmsg)
+			    const char *asked, json_t *want, json_t **name, char **errmsg)
 {
-	return snap_add(a, meta, torrent, tlen, false, false, asked, name, errmsg);
+	return snap_add(a, meta, torrent, tlen, false, false, asked, want, name, errmsg);
 }
 
 /* What an earlier run dropped and did not get to delete (<cache>/.dropped/): deleted by the first
@@ -325,7 +377,7 @@ static void recall(struct agent *a)
 			size_t tlen = 0;
 			if (meta && !path_read_file(tp, 128 << 20, &tor, &tlen) &&
 			    !snap_add(a, meta, (const unsigned char *)tor, tlen, true,
-				      json_is_true(json_object_get(meta, "verified")), NULL, NULL, &err))
+				      json_is_true(json_object_get(meta, "verified")), NULL, NULL, NULL, &err))
 				fprintf(stderr, "hubmirror agent: cannot take back %.40s: %s\n", nm, err ? err : "?");
 			else if (!meta)
 				fprintf(stderr, "hubmirror agent: %s is unreadable: skipped\n", mp);
@@ -340,7 +392,8 @@ static void recall(struct agent *a)
 	free(dir);
 }
 
-int agent_snap_link(struct agent *a, const struct snap *s, json_t *name, json_t *where, const char *dir, char **why)
+int agent_snap_link(struct agent *a, const struct snap *s, json_t *name, json_t *where, const char *dir,
+		    bool wanted_only, char **why)
 {
 	const char *nspec = jstr(name, "spec"), *rev = jstr(name, "revision"), *commit = jstr(name, "commit");
 	const char *hf = json_string_value(json_object_get(where, "hf_cache"));
@@ -349,7 +402,8 @@ int agent_snap_link(struct agent *a, const struct snap *s, json_t *name, json_t 
 	struct p2p_file_list files = { 0 };
 	struct hub_spec spec;
 	const char **paths;
-	int r = 0;
+	size_t n = 0, nw = 0;
+	int *idx = NULL, r = 0;
 
 	if (!nspec || !rev || !commit || hub_spec_parse(nspec, &spec)) {
 		*why = xstrdup("the snapshot has no usable spec");
@@ -360,13 +414,19 @@ int agent_snap_link(struct agent *a, const struct snap *s, json_t *name, json_t 
 		hub_spec_release(&spec);
 		return r;
 	}
+	/* a pull links what the cache holds: the files wanted (as `hf download --include` leaves them) */
+	idx = agent_want_indices(&files, wanted_only ? s->want : NULL, &nw);
 	paths = xcalloc(files.n ? files.n : 1, sizeof(*paths));
-	for (size_t i = 0; i < files.n; i++)
-		paths[i] = files.v[i].path;
+	for (size_t i = 0, k = 0; i < files.n && k < nw; i++)
+		if (files.v[i].index == idx[k]) {
+			paths[n++] = files.v[i].path;
+			k++;
+		}
 	if (hf && spec.hub == HUB_HF)
-		r = hub_cache_link_hf(hf, hub_type_name(spec.type), spec.name, rev, commit, dir, paths, files.n, why);
+		r = hub_cache_link_hf(hf, hub_type_name(spec.type), spec.name, rev, commit, dir, paths, n, why);
 	else if (ms && spec.hub == HUB_MS)
-		r = hub_cache_link_ms(ms, msh, hub_type_name(spec.type), spec.name, rev, commit, dir, paths, files.n, why);
+		r = hub_cache_link_ms(ms, msh, hub_type_name(spec.type), spec.name, rev, commit, dir, paths, n, why);
+	free(idx);
 	free(paths);
 	p2p_file_list_release(&files);
 	hub_spec_release(&spec);
@@ -374,20 +434,6 @@ int agent_snap_link(struct agent *a, const struct snap *s, json_t *name, json_t 
 }
 
 /* ---- finished snapshots: verified in the cache, contents kept by sha256 -------------------------- */
-
-/* Is every byte of every file of s in its cache file and verified (p2p_session_have_range)? */
-static bool verify_all(struct agent *a, const struct snap *s)
-{
-	struct p2p_file_list files = { 0 };
-	bool all = true;
-
-	if (p2p_session_files(a->ses, s->btih, &files))
-		return false;
-	for (size_t i = 0; all && i < files.n; i++)
-		all = p2p_session_have_range(a->ses, s->btih, files.v[i].index, 0, files.v[i].size) == 1;
-	p2p_file_list_release(&files);
-	return all;
-}
 
 static void settle_work(uv_work_t *w)
 {
@@ -399,8 +445,13 @@ static void settle_work(uv_work_t *w)
 	 * loader still reads): it runs at SCHED_IDLE, on CPU time nobody else wants. A file whose last
 	 * writes are still pending is tried again at the next tick. */
 	pthread_setschedparam(pthread_self(), SCHED_IDLE, &idle);
-	s->work_verified = !s->work_verify || verify_all(a, s);
-	s->work_indexed = s->indexed || p2p_keep_index(a->ses, s->btih, a->cfg->cache_dir, s->known, s->nknown) == 0;
+	s->work_verified = !s->work_verify || agent_verify_wanted(a, s->btih, s->work_want);
+	/* the files wanted must all be kept; the others that are held whole (read through a mount) are
+	 * kept too */
+	s->work_indexed = s->indexed || p2p_keep_index(a->ses, s->btih, a->cfg->cache_dir, s->work_known,
+						       s->nwork_known) == 0;
+	if (!s->indexed && s->work_others)
+		p2p_keep_index(a->ses, s->btih, a->cfg->cache_dir, s->work_others, s->nwork_others);
 	pthread_setschedparam(pthread_self(), SCHED_OTHER, &normal);
 }
 
@@ -424,7 +475,7 @@ void agent_link_pending(struct agent *a, struct snap *s)
 		json_t *name = json_object_get(it, "name");
 		snprintf(id, sizeof(id), "%" PRId64, (int64_t)json_integer_value(json_object_get(it, "id")));
 		/* each pull's outcome is its own: a bad hub cache path fails that pull, not the next */
-		if (agent_snap_link(a, s, name, it, dir, &why)) {
+		if (agent_snap_link(a, s, name, it, dir, true, &why)) {
 			if (!why)
 				why = xstrdup("cannot link into the hub cache");
 			fprintf(stderr, "hubmirror agent: %s: %s\n", jstr(name, "spec"), why);
@@ -454,6 +505,18 @@ static void settle_done(uv_work_t *w, int status)
 
 	(void)status;
 	s->settling = false;
+	json_decref(s->work_want);
+	s->work_want = NULL;
+	free(s->work_known);
+	s->work_known = NULL;
+	free(s->work_others);
+	s->work_others = NULL;
+	if (s->work_gen != s->want_gen) {
+		/* more files were asked for meanwhile: what the job found says nothing of them */
+		s->verified = false;
+		s->indexed = false;
+		return;
+	}
 	/* Only a job that hashed the files decides whether they are verified: one that started with the
 	 * snapshot verified (to index it) says nothing of a pull, or a damage, that made it unverified
 	 * meanwhile */
@@ -465,7 +528,7 @@ static void settle_done(uv_work_t *w, int status)
 		if (s->work_verified && !s->verified) {
 			/* remembered: a restart takes it back whole, without rechecking every byte first */
 			json_object_set_new(s->meta, "verified", json_true());
-			remember(a, s);
+			agent_snap_remember(a, s);
 		}
 		s->verified = s->work_verified;
 	}
@@ -511,6 +574,11 @@ static void wake_from_libtorrent(void *ud)
 	uv_async_send(ud);
 }
 
+static void on_want(uv_async_t *h)
+{
+	agent_fill_poke(h->data);
+}
+
 void agent_snap_retry(struct agent *a, struct snap *s, const struct p2p_torrent_status *st)
 {
 	int64_t need = st->total_wanted - st->total_done;
@@ -543,7 +611,8 @@ void agent_snap_damaged(struct agent *a, struct snap *s)
 	s->unchecked = false;
 	s->fill_tried = false;
 	json_object_set_new(s->meta, "verified", json_false());
-	remember(a, s);
+	json_object_del(s->meta, "whole");
+	agent_snap_remember(a, s);
 	agent_fill_soon(a);
 }
 
@@ -599,11 +668,28 @@ static void on_tick(uv_timer_t *t)
 				agent_snap_used(a, s);
 			}
 		if (!p2p_session_torrent_status(a->ses, s->btih, &st)) {
-			if (st.seeding)
-				s->finished = true;
-			else if (s->finished && !st.seed_mode && !st.checking && !agent_fill_direct(s) &&
-				 st.total_done < st.total_wanted)
+			bool direct = agent_fill_direct(s);
+			/* damage found in the files (a read's check, a verify), or pieces libtorrent had and
+			 * lost in a check of the files (a piece that failed in seed mode, a full disk) */
+			if (st.damaged > s->damaged_seen ||
+			    (!st.checking && !direct && st.pieces_have < s->pieces_seen && (s->finished || s->verified)))
 				agent_snap_damaged(a, s);
+			s->damaged_seen = st.damaged;
+			if (!st.checking && !direct)
+				s->pieces_seen = st.pieces_have;
+			/* every wanted piece in (a mount's reads may want more for a while: it is not
+			 * unverified for that, only not finished) */
+			if (!st.checking)
+				s->finished = direct ? agent_fill_direct_done(s) : st.finished || st.seeding;
+			/* every piece of a snapshot that wants some files: a restart takes it back whole */
+			if (st.seeding && s->verified && s->want && !json_is_true(json_object_get(s->meta, "whole"))) {
+				json_object_set_new(s->meta, "whole", json_true());
+				agent_snap_remember(a, s);
+			}
+			/* files a mount read whole meanwhile are kept by sha256 too (the settle job) */
+			if (s->finished && s->want && st.held > s->held_indexed && !s->settling)
+				s->indexed = false;
+			s->held_now = st.held;
 			agent_snap_retry(a, s, &st);
 			web_seed_when_alone(a, s, &st);
 			agent_fill_update(a, s, &st);
@@ -612,6 +698,10 @@ static void on_tick(uv_timer_t *t)
 		    uv_now(&a->loop) >= s->settle_after) {
 			s->settling = true;
 			s->work_verify = !s->verified; /* read on the loop, not by the job */
+			s->work_want = s->want ? json_deep_copy(s->want) : NULL;
+			s->work_gen = s->want_gen;
+			s->held_indexed = s->held_now;
+			s->work_known = agent_wanted_known(a, s, &s->nwork_known, &s->work_others, &s->nwork_others);
 			s->work.data = s;
 			uv_queue_work(&a->loop, &s->work, settle_work, settle_done);
 		}
@@ -820,6 +910,10 @@ static int start(struct agent *a, char **errmsg)
 	uv_unref((uv_handle_t *)&a->wake); /* the loop ends when the control socket and timers do */
 	a->wake.data = a;
 	p2p_session_set_wakeup(a->ses, wake_from_libtorrent, &a->wake);
+	uv_async_init(&a->loop, &a->want_wake, on_want);
+	uv_unref((uv_handle_t *)&a->want_wake);
+	a->want_wake.data = a;
+	p2p_session_set_want_notify(a->ses, wake_from_libtorrent, &a->want_wake);
 	agent_fill_init(a);
 	recall(a);
 	clear_dropped(a);
@@ -901,6 +995,8 @@ int agent_run(const struct agent_config *cfg, int ready_fd, char **errmsg)
 	p2p_session_free(&a->ses);
 	if (a->wake.loop)
 		uv_close((uv_handle_t *)&a->wake, close_cb);
+	if (a->want_wake.loop)
+		uv_close((uv_handle_t *)&a->want_wake, close_cb);
 	uv_run(&a->loop, UV_RUN_DEFAULT);
 	uv_loop_close(&a->loop);
 	for (size_t i = 0; i < a->ndrop; i++)

@@ -20,11 +20,13 @@
 #include "base/err.h"
 #include "base/hex.h"
 #include "base/path.h"
+#include "base/size.h"
 #include "base/xmalloc.h"
 #include "hub/cache.h"
 #include "hub/http.h"
 #include "hub/httpd.h"
 #include "hub/hub.h"
+#include "hub/select.h"
 #include "p2p/mount.h"
 #include "p2p/p2p.h"
 
@@ -59,7 +61,9 @@ static int fail(struct httpd_req *req, int status, const char *fmt, ...)
  * disk lacks the bytes still to come (the agent goes on by itself once it has them: the tick). */
 static char *error_words(struct agent *a, const struct snap *s, const struct p2p_torrent_status *st)
 {
-	char *room = agent_room_refusal(a, s->spec ? s->spec : s->btih, st->total_wanted - st->total_done, st->total_wanted);
+	/* what it lacks of the files it wants, or of all of them while mounted (reads may want any) */
+	int64_t total = 0, need = agent_snap_need(a, s->meta, s->nmounts ? NULL : s->want, &total);
+	char *room = agent_room_refusal(a, s->spec ? s->spec : s->btih, need, total);
 	char *w;
 
 	if (!room)
@@ -120,6 +124,20 @@ static json_t *snap_json(struct agent *a, const struct snap *s, json_t *name)
 	json_object_set_new(j, "detached_in_use", json_integer((json_int_t)lingering_in_use(s)));
 	/* taken back whole after a restart: its pieces are verified as they are read, not all up front */
 	json_object_set_new(j, "checked_lazily", json_boolean(ok && st.seed_mode));
+	/* of the whole snapshot (bytes_total and bytes_have are of the files it wants): its size and
+	 * file count, the bytes the cache holds of it (wanted, or read through a mount), and how many
+	 * files it wants (null: all) */
+	{
+		json_t *files = json_object_get(s->meta, "files"), *f;
+		int64_t size = 0, held = ok ? st.held + agent_fill_unseen(s) : 0;
+		size_t i;
+		json_array_foreach(files, i, f)
+			size += json_integer_value(json_object_get(f, "size"));
+		json_object_set_new(j, "size", json_integer(size));
+		json_object_set_new(j, "files", json_integer((json_int_t)json_array_size(files)));
+		json_object_set_new(j, "held", json_integer(held < size ? held : size));
+		json_object_set_new(j, "selected", s->want ? json_integer((json_int_t)json_array_size(s->want)) : json_null());
+	}
 	free(path);
 	return j;
 }
@@ -194,7 +212,7 @@ static int mount_snap(struct agent *a, struct httpd_req *req, struct snap *s, js
 	s->mounts[s->nmounts].m = m;
 	s->mounts[s->nmounts].name = name;
 	s->nmounts++;
-	if (agent_snap_link(a, s, name, body, dir, &err)) {
+	if (agent_snap_link(a, s, name, body, dir, false, &err)) {
 		bool in_use;
 		fail(req, 500, "%s", err ? err : "cannot link the files into the hub cache");
 		free(err);
@@ -251,13 +269,15 @@ static void resolve_work(void *job)
 	j->st = agent_fetch_snapshot(j->a, j->mirror, j->token, &j->spec, &j->meta, &j->tor, &j->tlen, &j->why);
 }
 
-/* Is there room on the cache's disk for what the snapshot meta describes still lacks? A pull is
- * refused at once when there is not (answered 507, saying what is missing, what is free and what to
- * do: true); a mount goes on, since it fetches what is read first, with the same words as a warning
- * in the body for its answer. */
-static bool room_refused(struct agent *a, struct httpd_req *req, struct resolve_job *j, const char *canon, json_t *meta)
+/* Is there room on the cache's disk for what the snapshot meta describes still lacks of the files
+ * want names (NULL: all)? A pull is refused at once when there is not (answered 507, saying what is
+ * missing, what is free and what to do: true); a mount goes on, since it fetches what is read first,
+ * with the same words as a warning in the body for its answer (a mount is asked of the whole: its
+ * reads may want any of it). */
+static bool room_refused(struct agent *a, struct httpd_req *req, struct resolve_job *j, const char *canon, json_t *meta,
+			 json_t *want)
 {
-	int64_t total = 0, need = agent_snap_need(a, meta, &total);
+	int64_t total = 0, need = agent_snap_need(a, meta, want, &total);
 	char *why = agent_room_refusal(a, canon, need, total);
 
 	if (!why)
@@ -272,6 +292,34 @@ static bool room_refused(struct agent *a, struct httpd_req *req, struct resolve_
 	return true;
 }
 
+/* The files the job wants of the snapshot meta describes (a new array, or NULL for every one): a
+ * pull's --include and --exclude, a mount's --prefetch. A mount never fetches every file in the
+ * background unasked, nor when asked for a snapshot bigger than the cache's bound or the room on its
+ * disk: then it prefetches what it would by default, and says why in its answer's warning. */
+static json_t *job_want(struct agent *a, struct resolve_job *j, const char *canon, json_t *meta)
+{
+	json_t *want;
+	int64_t total = 0, need;
+	char *room, t[32], c[32];
+
+	if (!j->dir)
+		return agent_select(meta, json_object_get(j->body, "include"), json_object_get(j->body, "exclude"));
+	if ((want = agent_prefetch(meta, json_object_get(j->body, "prefetch"))))
+		return want;
+	need = agent_snap_need(a, meta, NULL, &total);
+	room = agent_room_refusal(a, canon, need, total);
+	if (!room && (a->cfg->cache_size <= 0 || total <= a->cfg->cache_size))
+		return NULL;
+	size_human(total, t, sizeof(t));
+	size_human(a->cfg->cache_size, c, sizeof(c));
+	if (!room)
+		room = xasprintf("%s (%s) is bigger than the cache's bound (--cache-size %s)", canon, t, c);
+	json_object_set_new(j->body, "warning", json_sprintf("--prefetch all left out: %s; the files are fetched as "
+							     "they are read", room));
+	free(room);
+	return agent_prefetch(meta, NULL);
+}
+
 /* The snapshot the job's mount or pull gets: the mirror's current one (taken into the session), or
  * when the mirror cannot be reached the newest one held of the same revision (body's "offline" then
  * says why, "offline_using" which). NULL after answering the request with the error; else s with
@@ -281,6 +329,7 @@ static struct snap *resolved(struct agent *a, struct httpd_req *req, struct reso
 	const char *sp = json_string_value(json_object_get(j->body, "spec"));
 	char *canon = hub_spec_format(&j->spec, 0), *why = NULL;
 	struct snap *s = NULL;
+	json_t *want = NULL;
 
 	*name = NULL;
 	if (j->st == 502 && (*name = agent_held(a, canon, j->spec.revision, &s))) {
@@ -295,19 +344,26 @@ static struct snap *resolved(struct agent *a, struct httpd_req *req, struct reso
 					      json_object_get(*name, "synced_at"), "taken_at", json_object_get(*name, "taken_at")));
 	} else if (j->st) {
 		fail(req, j->st, "%s on %s: %s", sp, j->mirror, j->why ? j->why : "?");
-	} else if (room_refused(a, req, j, canon, j->meta)) {
+	} else if ((want = job_want(a, j, canon, j->meta)), room_refused(a, req, j, canon, j->meta, j->dir ? NULL : want)) {
+		json_decref(want);
 		free(canon);
 		return NULL;
 	} else {
 		json_object_set_new(j->meta, "spec", json_string(canon));
-		s = agent_snap_add(a, json_incref(j->meta), (const unsigned char *)j->tor, j->tlen, j->spec.revision, name,
-				   &why);
+		s = agent_snap_add(a, json_incref(j->meta), (const unsigned char *)j->tor, j->tlen, j->spec.revision, want,
+				   name, &why);
 		if (!s)
 			fail(req, 502, "cannot take the snapshot's torrent: %s", why ? why : "?");
 	}
 	free(why);
-	if (s && j->st == 502 && room_refused(a, req, j, canon, s->meta)) /* offline: the copy held */
-		s = NULL;
+	if (s && j->st == 502) { /* offline: the copy held */
+		want = job_want(a, j, canon, s->meta);
+		if (room_refused(a, req, j, canon, s->meta, j->dir ? NULL : want))
+			s = NULL;
+		else
+			agent_snap_want(a, s, want);
+	}
+	json_decref(want);
 	free(canon);
 	if (s) {
 		struct p2p_torrent_status st;
@@ -407,11 +463,37 @@ static int body_spec(struct httpd_req *req, json_t *body, struct hub_spec *spec)
 	return 0;
 }
 
+/* Is the body's key absent, or an array of patterns (hub/select.h)? Else answers 400: false. */
+static bool globs_ok(struct httpd_req *req, json_t *body, const char *key)
+{
+	json_t *v = json_object_get(body, key), *it;
+	size_t i;
+
+	if (!v)
+		return true;
+	if (!json_is_array(v) || json_array_size(v) > 1000) {
+		fail(req, 400, "%s must be an array of at most 1000 patterns", key);
+		return false;
+	}
+	json_array_foreach(v, i, it)
+		if (hub_glob_check(json_string_value(it))) {
+			fail(req, 400, "%s: '%s' is not a pattern (1-1024 characters, no control characters)", key,
+			     json_string_value(it) ? json_string_value(it) : "(not a string)");
+			return false;
+		}
+	return true;
+}
+
 static int do_mount(struct agent *a, struct httpd_req *req, json_t *body)
 {
 	const char *dir = json_string_value(json_object_get(body, "dir"));
+	const char *word = json_string_value(json_object_get(body, "prefetch"));
 	struct hub_spec spec;
 
+	if (word && strcmp(word, "all") && strcmp(word, "none"))
+		return fail(req, 400, "prefetch is \"all\", \"none\" or an array of patterns, not '%s'", word);
+	if (!word && !globs_ok(req, body, "prefetch"))
+		return 0;
 	if (body_spec(req, body, &spec))
 		return 0;
 	if (!dir || dir[0] != '/' || path_check_str(dir + 1))
@@ -430,6 +512,8 @@ static int do_pull(struct agent *a, struct httpd_req *req, json_t *body)
 {
 	struct hub_spec spec;
 
+	if (!globs_ok(req, body, "include") || !globs_ok(req, body, "exclude"))
+		return 0;
 	if (body_spec(req, body, &spec))
 		return 0;
 	resolve_start(a, req, &spec, body, NULL);

@@ -533,11 +533,13 @@ static void snapshot_taken(void *job, struct httpd_req *r)
 		return;
 	}
 	if (e->meta && e->tor) {
+		json_t *none = json_array(); /* the file asked for comes piece by piece, nothing else */
 		canon = hub_spec_format(&e->spec, 0);
 		json_object_set_new(e->meta, "spec", json_string(canon));
 		free(canon);
 		s = agent_snap_add(e->a, json_incref(e->meta), (const unsigned char *)e->tor, e->tlen, e->spec.revision,
-				   NULL, &why);
+				   none, NULL, &why);
+		json_decref(none);
 	}
 	if (!s) {
 		fail(r, 502, why ? why : e->why ? e->why : "cannot take the snapshot");

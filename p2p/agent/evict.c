@@ -160,26 +160,49 @@ int64_t agent_disk_free(const struct agent *a, int64_t *disk_size)
 	return (int64_t)fs.f_bavail * (int64_t)fs.f_frsize;
 }
 
-int64_t agent_snap_need(struct agent *a, json_t *meta, int64_t *total)
+/* strcmp for qsort and bsearch of strings */
+static int by_str(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+int64_t agent_snap_need(struct agent *a, json_t *meta, json_t *want, int64_t *total)
 {
 	const char *btih = json_string_value(json_object_get(meta, "btih"));
 	struct snap *s = btih ? agent_snap_find(a, btih) : NULL;
-	struct p2p_torrent_status st;
-	int64_t need = 0, all = 0;
+	struct p2p_file_list l = { 0 };
+	const char **w = xcalloc(json_array_size(want) + 1, sizeof(*w));
+	int64_t need = 0, all = 0, *held = NULL;
+	size_t nw = 0, i;
 	json_t *it;
-	size_t i;
 
-	if (s && !p2p_session_torrent_status(a->ses, s->btih, &st)) {
-		int64_t have = st.total_done + agent_fill_unseen(s);
-		*total = st.total_wanted;
-		return have < st.total_wanted ? st.total_wanted - have : 0;
+	json_array_foreach(want, i, it)
+		if (json_string_value(it))
+			w[nw++] = json_string_value(it);
+	qsort(w, nw, sizeof(*w), by_str);
+	if (s && !p2p_session_files(a->ses, s->btih, &l)) {
+		/* held: what the wanted files lack (the direct fill's bytes libtorrent does not count yet) */
+		held = xcalloc(l.n + 1, sizeof(*held));
+		if (!p2p_session_files_held(a->ses, s->btih, &l, held)) {
+			for (size_t k = 0; k < l.n; k++)
+				if (!want || bsearch(&l.v[k].path, w, nw, sizeof(*w), by_str)) {
+					all += l.v[k].size;
+					need += l.v[k].size - held[k];
+				}
+			need -= agent_fill_unseen(s);
+			*total = all;
+			goto out;
+		}
 	}
 	json_array_foreach(json_object_get(meta, "files"), i, it) {
 		int64_t size = json_integer_value(json_object_get(it, "size"));
 		const char *sha = json_string_value(json_object_get(it, "sha256"));
-		char *kept = sha && strlen(sha) == 64 && !strchr(sha, '/') ?
-			     xasprintf("%s/by-sha256/%s", a->cfg->cache_dir, sha) : NULL;
+		const char *path = json_string_value(json_object_get(it, "path"));
+		char *kept;
 		struct stat ks;
+		if (want && (!path || !bsearch(&path, w, nw, sizeof(*w), by_str)))
+			continue;
+		kept = sha && strlen(sha) == 64 && !strchr(sha, '/') ? xasprintf("%s/by-sha256/%s", a->cfg->cache_dir, sha) : NULL;
 		all += size;
 		/* a content held for another snapshot is placed by a hard link: no new bytes */
 		if (!kept || stat(kept, &ks) < 0 || ks.st_size != size)
@@ -187,7 +210,11 @@ int64_t agent_snap_need(struct agent *a, json_t *meta, int64_t *total)
 		free(kept);
 	}
 	*total = all;
-	return need;
+out:
+	free(held);
+	free(w);
+	p2p_file_list_release(&l);
+	return need > 0 ? need : 0;
 }
 
 bool agent_room_for(const struct agent *a, int64_t need)

@@ -82,7 +82,9 @@ struct fill {
 	uint64_t announced;
 	int announces;
 	bool leaving;                   /* another agent came: direct mode ends once no request is in
-					 * flight and no write waits (then libtorrent checks the files) */
+					 * flight and no write waits (then libtorrent takes the pieces written) */
+	bool all_in;                    /* direct: every wanted piece is written (a snapshot of some files
+					 * stays in direct mode while alone: reads may want more) */
 	int working;                    /* pieces being checked and written on the thread pool */
 	int64_t working_bytes;
 	unsigned char *mine;            /* per piece: written here */
@@ -178,21 +180,21 @@ static void run_free(struct run *r)
 	free(r);
 }
 
-/* Hand what direct mode wrote to libtorrent (p2p_session_reseed): whole, the torrent is added again in
- * seed mode; else it checks the files (after a write error, or pieces that kept failing), and asks
- * peers again. */
+/* Hand what direct mode wrote to libtorrent (p2p_session_reseed: the pieces written count as had,
+ * nothing is read again): whole, it seeds; else it asks peers for the rest (another agent came, a
+ * write error, or pieces that kept failing). */
 static void direct_end(struct fill *f, bool whole)
 {
 	char *err = NULL;
 
 	f->direct = false;
-	if (p2p_session_reseed(f->a->ses, f->btih, f->torrent, f->tlen, whole, &err)) {
+	if (p2p_session_reseed(f->a->ses, f->btih, f->torrent, f->tlen, &err)) {
 		fprintf(stderr, "hubmirror agent: %.12s: %s\n", f->btih, err ? err : "cannot add the torrent again");
 		f->given_up = true;
 	}
 	free(err);
 	if (!whole)
-		agent_fill_soon(f->a); /* libtorrent checks the files now */
+		agent_fill_soon(f->a); /* libtorrent takes the pieces now */
 }
 
 static void run_start_piece(struct run *r)
@@ -404,8 +406,8 @@ static uint64_t rnd(struct fill *f)
 
 static bool wanted_here(const struct fill *f, int p)
 {
-	/* direct: every piece comes from here (libtorrent asks no peer) */
-	return !f->had[p] && !f->mine[p] && !f->claimed[p] && (f->direct || !f->avail[p]) && f->tries[p] < FILL_TRIES &&
+	/* direct: every piece comes from here (libtorrent asks no peer); had 2: not wanted */
+	return f->had[p] == 0 && !f->mine[p] && !f->claimed[p] && (f->direct || !f->avail[p]) && f->tries[p] < FILL_TRIES &&
 	       (!f->elsewhere[p] || (int32_t)(f->elsewhere[p] - (uint32_t)f->now) <= 0);
 }
 
@@ -498,14 +500,20 @@ static void pump(struct fill *f)
 		int first, end, got;
 		if ((got = next_run(f, &first, &end, &fe)) != 1) {
 			if (!got && f->direct && !f->inflight && !f->working) {
-				/* nothing left to ask for: all in (or pieces that kept failing) */
-				bool all = true;
-				for (int p = 0; all && p < f->files.pieces; p++)
-					all = f->had[p] || f->mine[p];
-				direct_end(f, all);
+				/* nothing left to ask for: all in (or pieces that kept failing). A snapshot of
+				 * some files stays in direct mode (reads may want more) once what it wants is in */
+				bool all = true, wanted = true;
+				for (int p = 0; wanted && p < f->files.pieces; p++) {
+					all &= f->had[p] == 1 || f->mine[p];
+					wanted = f->had[p] || f->mine[p];
+				}
+				f->all_in = wanted;
+				if (all || !wanted)
+					direct_end(f, all);
 			}
 			return;
 		}
+		f->all_in = false;
 		r = xcalloc(1, sizeof(*r));
 		r->f = f;
 		if ((r->mirror = pick_mirror(f, first)) < 0) {
@@ -603,7 +611,8 @@ void agent_fill_update(struct agent *a, struct snap *s, const struct p2p_torrent
 	/* alone: no peer but (at most) the mirror's seed, connected or known; web seed connections are
 	 * not peers here */
 	int peers = st->peers - (s->web_on ? (int)s->nweb : 0);
-	bool want = !a->stopping && !st->seeding && !st->seed_mode && !st->error && !st->paused, alone;
+	/* (finished: every wanted piece is had; a read that wants more makes it unfinished again) */
+	bool want = !a->stopping && !st->seeding && !st->seed_mode && !st->error && !st->paused && !st->finished, alone;
 
 	if (st->known_peers > peers)
 		peers = st->known_peers;
@@ -685,6 +694,11 @@ bool agent_fill_direct(const struct snap *s)
 	return s->fill && s->fill->direct;
 }
 
+bool agent_fill_direct_done(const struct snap *s)
+{
+	return s->fill && s->fill->direct && s->fill->all_in;
+}
+
 int64_t agent_fill_unseen(const struct snap *s)
 {
 	return s->fill && s->fill->direct ? s->fill->direct_bytes : 0;
@@ -721,6 +735,12 @@ static void on_soon(uv_timer_t *t)
 		    !p2p_session_torrent_status(a->ses, a->snaps[i]->btih, &st))
 			agent_fill_update(a, a->snaps[i], &st);
 	}
+}
+
+void agent_fill_poke(struct agent *a)
+{
+	if (!a->stopping)
+		on_soon(&a->fill_soon);
 }
 
 void agent_fill_soon(struct agent *a)

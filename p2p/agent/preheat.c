@@ -119,7 +119,7 @@ static void preheat_done(uv_work_t *w, int status)
 				json_string_value(json_object_get(p->found[i].meta, "spec")),
 				json_string_value(json_object_get(p->found[i].meta, "commit")));
 			if (!agent_snap_add(a, json_incref(p->found[i].meta), (const unsigned char *)p->found[i].tor,
-					    p->found[i].tlen, NULL, NULL, &why))
+					    p->found[i].tlen, NULL, NULL, NULL, &why))
 				fprintf(stderr, "hubmirror agent: preheat: %s\n", why ? why : "cannot take the snapshot");
 		}
 		free(why);

@@ -614,12 +614,16 @@ TEST(direct_pieces)
 			CHECK(same_file(src[i], path));
 		free(path);
 	}
-	/* handed over whole: seed mode, every file there (the empty one too), and it seeds to a peer */
-	CHECK_INT(p2p_session_reseed(c, tor.btih, tor.data, tor.len, true, &err), 0);
+	/* handed over whole: every piece had (not seed mode: nothing is hashed again), every file there
+	 * (the empty one too), and it seeds to a peer */
+	CHECK_INT(p2p_session_reseed(c, tor.btih, tor.data, tor.len, &err), 0);
 	free(err);
-	CHECK_INT(p2p_session_reseed(c, tor.btih, tor.data, 10, true, NULL) != 0, 1);
-	CHECK_INT(p2p_session_torrent_status(c, tor.btih, &st), 0);
-	CHECK(st.seed_mode);
+	CHECK_INT(p2p_session_reseed(c, tor.btih, tor.data, 10, NULL) != 0, 1);
+	end = now_s() + 10;
+	while (now_s() < end && !(p2p_session_torrent_status(c, tor.btih, &st) == 0 && st.seeding))
+		usleep(10000);
+	CHECK(st.seeding && !st.seed_mode && st.finished);
+	CHECK_INT(st.pieces_have, st.num_pieces);
 	{
 		char *empty = xasprintf("%s/OnDemand/%s", cdir, rel[F_EMPTY]);
 		struct stat sb;
@@ -645,6 +649,144 @@ out:
 	p2p_session_free(&c);
 	free(cdir);
 	free(edir);
+}
+
+/* ---- some files only (p2p_add.select, p2p_session_want_files, p2p_add.have) ---- */
+
+/* The pieces [*first, *last] of entry i of l. */
+static void pieces_of(const struct p2p_file_list *l, size_t i, int *first, int *last)
+{
+	*first = (int)(l->v[i].offset / l->piece_size);
+	*last = (int)((l->v[i].offset + l->v[i].size - 1) / l->piece_size);
+}
+
+/* F wants config.json only, then the tokenizer too, then a range of the model: it fetches those and
+ * nothing else (the model's file is never written but for that range). G takes F's files back with
+ * their pieces given as had: nothing is checked up front, a read checks each piece in the file and a
+ * damaged one counts. */
+TEST(some_files)
+{
+	struct p2p_session_config cfg = { .listen_interfaces = "127.0.0.1:0", .lan_tuning = true };
+	struct p2p_session *f = NULL, *g = NULL;
+	struct p2p_torrent_status st = { 0 };
+	struct p2p_file_list l = { 0 }, lt = { 0 };
+	char *fdir = xasprintf("%s/F", tmp_root), *gdir = xasprintf("%s/G", tmp_root), ep[32], *err = NULL;
+	unsigned char *had = NULL, *have = NULL;
+	int want[1], pair[2], first, last;
+	int64_t held[NFILES] = { 0 };
+	struct stat sb;
+	double end;
+
+	CHECK_INT(p2p_session_new(&cfg, &f, NULL), 0);
+	CHECK_INT(p2p_session_new(&cfg, &g, NULL), 0);
+	if (!f || !g)
+		goto out;
+	CHECK_INT(p2p_torrent_files(tor.data, tor.len, &lt, &err), 0);
+	CHECK_INT(lt.n, NFILES);
+	CHECK_INT(p2p_torrent_files(tor.data, 10, &l, NULL) != 0, 1);
+	want[0] = idx[F_CONFIG];
+	{
+		struct p2p_add a = { .torrent = tor.data, .len = tor.len, .save_path = fdir, .select = true,
+				     .want = want, .nwant = 1 };
+		CHECK_INT(p2p_session_add(f, &a, NULL, &err), 0);
+	}
+	CHECK_INT(p2p_session_files(f, tor.btih, &l), 0);
+	snprintf(ep, sizeof(ep), "127.0.0.1:%d", A.port);
+	CHECK_INT(p2p_session_connect(f, tor.btih, ep), 0);
+	end = now_s() + 20;
+	while (now_s() < end && !(p2p_session_torrent_status(f, tor.btih, &st) == 0 && st.finished))
+		usleep(20000);
+	CHECK(st.finished && !st.seeding);
+	CHECK(st.total_wanted < l.piece_size + 1);
+	CHECK_INT(st.held, sizes[F_CONFIG]);
+	CHECK_INT(p2p_session_have_range(f, tor.btih, idx[F_CONFIG], 0, sizes[F_CONFIG]), 1);
+	CHECK(same_file(src[F_CONFIG], bpath[F_CONFIG]));
+	had = xcalloc((size_t)l.pieces, 1);
+	CHECK_INT(p2p_session_pieces_had(f, tor.btih, had, NULL, l.pieces), 0);
+	pieces_of(&l, F_MODEL, &first, &last);
+	CHECK_INT(had[first], 2); /* neither had nor wanted */
+	CHECK_INT(had[last], 2);
+
+	/* the tokenizer too, and then the last 100 KiB of the model, asked for as a reader would */
+	pair[0] = idx[F_TOKENIZER];
+	pair[1] = 9999; /* skipped */
+	CHECK_INT(p2p_session_want_files(f, tor.btih, pair, 2), 0);
+	CHECK_INT(p2p_session_want_range(f, tor.btih, idx[F_MODEL], sizes[F_MODEL] - 100 * 1024, 100 * 1024, 0), 0);
+	end = now_s() + 20;
+	while (now_s() < end &&
+	       !(p2p_session_torrent_status(f, tor.btih, &st) == 0 && st.finished &&
+		 p2p_session_have_range(f, tor.btih, idx[F_MODEL], sizes[F_MODEL] - 100 * 1024, 100 * 1024) == 1))
+		usleep(20000);
+	CHECK(st.finished && !st.seeding);
+	CHECK_INT(p2p_session_have_range(f, tor.btih, idx[F_TOKENIZER], 0, sizes[F_TOKENIZER]), 1);
+	CHECK_INT(p2p_session_have_range(f, tor.btih, idx[F_MODEL], 0, 4096), 0);
+	CHECK_INT(p2p_session_files_held(f, tor.btih, &l, held), 0);
+	CHECK_INT(held[F_CONFIG], sizes[F_CONFIG]);
+	CHECK_INT(held[F_TOKENIZER], sizes[F_TOKENIZER]);
+	CHECK(held[F_MODEL] >= 100 * 1024 && held[F_MODEL] <= 100 * 1024 + 2 * l.piece_size);
+	CHECK_INT(p2p_session_pieces_had(f, tor.btih, had, NULL, l.pieces), 0);
+	CHECK_INT(had[first], 2);
+	CHECK_INT(had[last], 1);
+	/* the model's file holds that range only (a sparse file), not 8 MB */
+	{
+		char *fmodel = xasprintf("%s/OnDemand/%s", fdir, rel[F_MODEL]);
+		CHECK(stat(fmodel, &sb) == 0 && (int64_t)sb.st_blocks * 512 <= 100 * 1024 + 4 * l.piece_size);
+		free(fmodel);
+	}
+
+	/* G: F's config and tokenizer, their pieces given as had */
+	CHECK_INT(path_mkdirs(gdir, 0755), 0);
+	{
+		char *cmd = xasprintf("cp -a '%s/OnDemand' '%s/'", fdir, gdir);
+		CHECK_INT(system(cmd), 0);
+		free(cmd);
+	}
+	have = xcalloc((size_t)l.pieces, 1);
+	pieces_of(&l, F_CONFIG, &first, &last);
+	for (int p = first; p <= last; p++)
+		have[p] = 1;
+	pieces_of(&l, F_TOKENIZER, &first, &last);
+	for (int p = first; p <= last; p++)
+		have[p] = 1;
+	pair[1] = idx[F_TOKENIZER];
+	pair[0] = idx[F_CONFIG];
+	{
+		struct p2p_add a = { .torrent = tor.data, .len = tor.len, .save_path = gdir, .select = true,
+				     .want = pair, .nwant = 2, .have = have, .nhave = (size_t)l.pieces - 1 };
+		CHECK_INT(p2p_session_add(g, &a, NULL, NULL), HM_ERR_USAGE); /* the wrong piece count */
+		a.nhave = (size_t)l.pieces;
+		CHECK_INT(p2p_session_add(g, &a, NULL, &err), 0);
+	}
+	end = now_s() + 10;
+	while (now_s() < end && !(p2p_session_torrent_status(g, tor.btih, &st) == 0 && st.finished))
+		usleep(10000);
+	CHECK(st.finished && st.pieces_have == last - first + 2 && st.damaged == 0);
+	CHECK_INT(p2p_session_have_range(g, tor.btih, idx[F_TOKENIZER], 0, sizes[F_TOKENIZER]), 1);
+	{
+		/* a byte of config.json flipped behind its back: the read's check finds it */
+		char *cfgp = xasprintf("%s/OnDemand/%s", gdir, rel[F_CONFIG]);
+		int fd = open(cfgp, O_RDWR);
+		char c = 0;
+		CHECK(fd >= 0 && pread(fd, &c, 1, 10) == 1);
+		c ^= 1;
+		CHECK(fd >= 0 && pwrite(fd, &c, 1, 10) == 1);
+		if (fd >= 0)
+			close(fd);
+		free(cfgp);
+	}
+	CHECK_INT(p2p_session_have_range(g, tor.btih, idx[F_CONFIG], 0, sizes[F_CONFIG]), 0);
+	CHECK_INT(p2p_session_torrent_status(g, tor.btih, &st), 0);
+	CHECK_INT(st.damaged, 1);
+out:
+	free(err);
+	free(had);
+	free(have);
+	p2p_file_list_release(&l);
+	p2p_file_list_release(&lt);
+	p2p_session_free(&g);
+	p2p_session_free(&f);
+	free(fdir);
+	free(gdir);
 }
 
 /* ---- the mirror's seed as the source of last resort (origin_last) ---- */
@@ -865,6 +1007,7 @@ int main(void)
 		RUN(origin_last);
 		RUN(upload_only_peer_kept);
 		RUN(direct_pieces);
+		RUN(some_files);
 	}
 	RUN(have_range_speed);
 
