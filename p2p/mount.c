@@ -216,13 +216,17 @@ static int wait_verified(struct mnt *m, const struct p2p_file_entry *e, off_t of
 	int64_t waited_ms = 0;
 	int have;
 
-	while ((have = p2p_session_have_range(m->ses, m->btih, e->index, off, n)) == 0) {
+	/* (HM_ERR_NOT_FOUND for a moment: the owner adds the torrent again, after taking pieces away from
+	 * the cache; the pieces wanted are asked for again below) */
+	while ((have = p2p_session_have_range(m->ses, m->btih, e->index, off, n)) == 0 || have == HM_ERR_NOT_FOUND) {
 		struct p2p_torrent_status st;
+		int w;
 		if (fuse_interrupted())
 			return -EINTR;
 		if (fuse_session_exited(se) || m->closing)
 			return -EIO;
-		if (waited_ms % 1000 == 0 && p2p_session_want_range(m->ses, m->btih, e->index, off, n, 0))
+		if (waited_ms % 1000 == 0 && (w = p2p_session_want_range(m->ses, m->btih, e->index, off, n, 0)) &&
+		    w != HM_ERR_NOT_FOUND)
 			return -EIO;
 		/* a torrent stopped by an error (a full disk) will not bring the bytes: fail now */
 		if (waited_ms % 1000 == 500 && !p2p_session_torrent_status(m->ses, m->btih, &st) && st.error)
@@ -289,6 +293,7 @@ static int op_read_buf(const char *path, struct fuse_bufvec **bufp, size_t size,
 	if (m->closing)
 		return -EIO;
 	n = e->size - off < (int64_t)size ? e->size - off : (int64_t)size;
+	p2p_session_touch(m->ses, m->btih, e->index, off, n); /* read now: not evicted under the reader */
 	read_ahead(m, k, off, n);
 	if ((r = wait_verified(m, e, off, n)) != 0)
 		return r;

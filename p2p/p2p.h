@@ -361,6 +361,34 @@ int p2p_session_verify(struct p2p_session *s, const char *btih, int *checked, in
 /* Announce to the trackers now (their minimum interval ignored): a torrent that asks no peer learns of
  * new ones only this way. Asynchronous; errors as above. */
 int p2p_session_reannounce(struct p2p_session *s, const char *btih);
+/*
+ * Bounding the cache (the agent's --cache-size while snapshots are mounted: docs/agent.md).
+ * - p2p_session_touch: a reader reads bytes [offset, offset + len) of file index now; call it before
+ *   p2p_session_have_range for those bytes. Errors as for the range calls.
+ * - p2p_session_cold_pieces: the pieces of torrent btih that may go: had, of no file of keep[0..nkeep)
+ *   (libtorrent file indices), not read for idle_s seconds (or never), least recently read first:
+ *   *out (malloc'd, *n entries; the caller frees it).
+ * - p2p_session_evict_pieces: take pieces (from p2p_session_cold_pieces) out of the cache: no read
+ *   admits them from now on, those read since they were found cold stay (their size is set to 0),
+ *   the others' bytes are freed (holes punched in the files; a file with another name, such as a
+ *   content kept by sha256, is left whole) and the torrent is added again without them (as
+ *   p2p_session_reseed does, upload mode kept; torrent, len: the same torrent) at priority 0, so they
+ *   are fetched again only when a read asks for them. Pieces only p2p_session_write_piece wrote
+ *   (libtorrent knows none of them) just lose their priority. *freed (bytes) and *evicted (pieces)
+ *   may be NULL. Blocking (a syscall per piece and an add): from a worker. 0, or an error with
+ *   *errmsg.
+ */
+struct p2p_cold {
+	int piece;
+	uint32_t touched;               /* when it was last read (opaque; 0: never) */
+	int64_t size;                   /* the piece's bytes */
+};
+int p2p_session_touch(struct p2p_session *s, const char *btih, int index, int64_t offset, int64_t len);
+int p2p_session_cold_pieces(struct p2p_session *s, const char *btih, const int *keep, size_t nkeep, int idle_s,
+			    struct p2p_cold **out, size_t *n);
+int p2p_session_evict_pieces(struct p2p_session *s, const char *btih, const unsigned char *torrent, size_t len,
+			     struct p2p_cold *pieces, size_t n, int64_t *freed, size_t *evicted, char **errmsg);
+
 int p2p_session_write_piece(struct p2p_session *s, const char *btih, int piece, const char *data, size_t len);
 int p2p_session_reseed(struct p2p_session *s, const char *btih, const unsigned char *torrent, size_t len,
 		       char **errmsg);

@@ -59,6 +59,7 @@ struct snap {
 	int damaged_seen;               /* p2p_torrent_status.damaged when last looked at */
 	int pieces_seen;                /* pieces libtorrent had then (a drop: pieces lost in a recheck) */
 	int64_t held_now, held_indexed; /* bytes libtorrent holds, and held when the last settle job began */
+	bool evicting;                  /* a job takes cold pieces of it out of the cache (evict.c) */
 	unsigned char *torrent;
 	size_t tlen;
 	struct p2p_known *known;        /* strings borrowed from meta */
@@ -130,6 +131,9 @@ struct agent {
 	uint64_t link_counter;          /* the pulls' link ids */
 	/* the cache's size (evict.c) */
 	bool sizing;                    /* a sizing job runs */
+	bool evicting;                  /* a job takes cold pieces out of the cache */
+	int64_t held_sized;             /* the snapshots' held bytes when the last sizing job began, and */
+	int64_t held_now;               /* now: the cache's use is about cache_used + what they hold more */
 	int64_t sized_at;               /* when the last one ended */
 	int64_t cache_used;             /* bytes of disk the cache held then */
 	char **drop;                    /* what dropped snapshots leave, deleted by the next sizing job */
@@ -154,6 +158,8 @@ void agent_snap_free(struct snap *s);
 /* The cache's size: from the tick, measure it (on a worker) when due and evict past the limit;
  * agent_evict_now makes the next tick measure. */
 void agent_evict_tick(struct agent *a);
+/* The bytes the snapshots hold now (libtorrent's, and what the direct fill wrote): from the tick. */
+void agent_evict_held(struct agent *a, int64_t held);
 void agent_evict_now(struct agent *a);
 /* Room on the cache's disk (evict.c). agent_disk_free: bytes free (and the disk's size), or -1.
  * agent_snap_need: what a snapshot the mirror described (meta) would still add: its files (those of
@@ -181,6 +187,10 @@ bool agent_fill_running(const struct snap *s);
 void agent_fill_again(struct snap *s);
 /* s's fill writes its pieces itself (direct mode: libtorrent in upload mode on purpose). */
 bool agent_fill_direct(const struct snap *s);
+/* Pieces taken out of the cache (evict.c; those with size 0 stayed): the direct fill no longer
+ * counts them as written. */
+struct p2p_cold;
+void agent_fill_forget(struct snap *s, const struct p2p_cold *v, size_t n);
 /* ...and has written every piece s wants (libtorrent learns of them when direct mode ends). */
 bool agent_fill_direct_done(const struct snap *s);
 /* A reader waits for a piece: look at the fills now (p2p_session_set_want_notify). */

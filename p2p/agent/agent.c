@@ -649,6 +649,7 @@ static void web_seed_when_alone(struct agent *a, struct snap *s, const struct p2
 static void on_tick(uv_timer_t *t)
 {
 	struct agent *a = t->data;
+	int64_t held = 0;
 
 	p2p_session_drain(a->ses, on_event, a);
 	for (size_t i = 0; i < a->nsnaps; i++) {
@@ -671,8 +672,8 @@ static void on_tick(uv_timer_t *t)
 			bool direct = agent_fill_direct(s);
 			/* damage found in the files (a read's check, a verify), or pieces libtorrent had and
 			 * lost in a check of the files (a piece that failed in seed mode, a full disk) */
-			if (st.damaged > s->damaged_seen ||
-			    (!st.checking && !direct && st.pieces_have < s->pieces_seen && (s->finished || s->verified)))
+			if (st.damaged > s->damaged_seen || (!st.checking && !direct && !s->evicting &&
+							     st.pieces_have < s->pieces_seen && (s->finished || s->verified)))
 				agent_snap_damaged(a, s);
 			s->damaged_seen = st.damaged;
 			if (!st.checking && !direct)
@@ -690,6 +691,7 @@ static void on_tick(uv_timer_t *t)
 			if (s->finished && s->want && st.held > s->held_indexed && !s->settling)
 				s->indexed = false;
 			s->held_now = st.held;
+			held += st.held + agent_fill_unseen(s);
 			agent_snap_retry(a, s, &st);
 			web_seed_when_alone(a, s, &st);
 			agent_fill_update(a, s, &st);
@@ -706,6 +708,7 @@ static void on_tick(uv_timer_t *t)
 			uv_queue_work(&a->loop, &s->work, settle_work, settle_done);
 		}
 	}
+	agent_evict_held(a, held);
 	agent_evict_tick(a);
 	agent_preheat_tick(a);
 }

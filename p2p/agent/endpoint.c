@@ -29,6 +29,7 @@
 
 #include "agent-int.h"
 #include "base/buf.h"
+#include "base/err.h"
 #include "base/hex.h"
 #include "base/path.h"
 #include "base/xmalloc.h"
@@ -387,8 +388,8 @@ static void first_bytes(void *job)
 	int have, waited = 0;
 
 	p2p_session_want_range(ses, e->btih, e->index, e->off, e->len, 0);
-	while ((have = p2p_session_have_range(ses, e->btih, e->index, e->off, first)) == 0 && waited < READ_WAIT_S * 200 &&
-	       !atomic_load(&e->a->quit)) {
+	while ((have = p2p_session_have_range(ses, e->btih, e->index, e->off, first)) <= 0 &&
+	       (have == 0 || have == HM_ERR_NOT_FOUND) && waited < READ_WAIT_S * 200 && !atomic_load(&e->a->quit)) {
 		nanosleep(&nap, NULL);
 		if (++waited % 200 == 0)
 			p2p_session_want_range(ses, e->btih, e->index, e->off, e->len, 0);
@@ -410,8 +411,10 @@ static int64_t gate(void *ud, int64_t off, int64_t len)
 
 	/* the whole chunk, else a smaller head of it (pieces are verified one by one) */
 	for (; step >= (64 << 10) || step == len; step /= 4) {
-		int have = p2p_session_have_range(ses, e->btih, e->index, off, step);
-		if (have < 0)
+		int have;
+		p2p_session_touch(ses, e->btih, e->index, off, step); /* read now: not evicted under it */
+		have = p2p_session_have_range(ses, e->btih, e->index, off, step);
+		if (have < 0 && have != HM_ERR_NOT_FOUND) /* (not found: added again after an eviction) */
 			return -1;
 		if (have == 1) {
 			e->waited_since = 0;

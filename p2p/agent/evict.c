@@ -135,10 +135,11 @@ static int by_last_use(const void *pa, const void *pb)
 	return a->last_used < b->last_used ? -1 : a->last_used > b->last_used;
 }
 
-/* Can s go? Not while mounted, pinned, waiting to be linked, or being checked on a worker. */
+/* Can s go? Not while mounted, pinned, waiting to be linked, or being checked or thinned on a worker. */
 static bool evictable(const struct snap *s)
 {
-	return !s->nmounts && !s->nlingering && !s->pinned && !json_array_size(s->pending_links) && !s->settling;
+	return !s->nmounts && !s->nlingering && !s->pinned && !json_array_size(s->pending_links) && !s->settling &&
+	       !s->evicting;
 }
 
 /* ---- room on the cache's disk -------------------------------------------------------------------- */
@@ -272,6 +273,229 @@ void agent_drop_files(struct agent *a, const char *btih)
 	free(tp);
 }
 
+/* ---- cold pieces of snapshots that stay (mounted, in use): they go, least recently read first ---- */
+
+#define PIECE_IDLE_S 2          /* a piece read this recently is in use: it stays */
+
+struct thin {
+	struct snap *s;
+	struct p2p_cold *v;             /* the pieces to take out, least recently read first */
+	size_t n;
+	char **unkeep;                  /* by-sha256 names of the files they are in (their other name), */
+	char **ours;                    /* and those files */
+	size_t nunkeep;
+	int64_t freed;
+	size_t evicted;
+	int r;
+	char *err;
+};
+
+struct thin_job {
+	uv_work_t w;
+	struct agent *a;
+	struct thin *t;
+	size_t n;
+};
+
+static void thin_work(uv_work_t *w)
+{
+	struct thin_job *j = w->data;
+
+	for (size_t i = 0; i < j->n; i++) {
+		struct thin *t = &j->t[i];
+		/* a file kept by sha256 has that name too, and only a file with one name is emptied: the
+		 * content leaves by-sha256 first (a content another snapshot shares keeps its bytes) */
+		for (size_t k = 0; k < t->nunkeep; k++) {
+			struct stat st, mine;
+			if (lstat(t->unkeep[k], &st) == 0 && S_ISREG(st.st_mode) && st.st_nlink == 2 &&
+			    lstat(t->ours[k], &mine) == 0 && mine.st_ino == st.st_ino && mine.st_dev == st.st_dev)
+				unlink(t->unkeep[k]);
+		}
+		t->r = p2p_session_evict_pieces(j->a->ses, t->s->btih, t->s->torrent, t->s->tlen, t->v, t->n, &t->freed,
+						&t->evicted, &t->err);
+	}
+}
+
+static void thin_done(uv_work_t *w, int status)
+{
+	struct thin_job *j = w->data;
+	struct agent *a = j->a;
+	char f[32], c[32];
+
+	(void)status;
+	a->evicting = false;
+	for (size_t i = 0; i < j->n; i++) {
+		struct thin *t = &j->t[i];
+		t->s->evicting = false;
+		t->s->pieces_seen = 0; /* fewer pieces now, on purpose: not damage */
+		t->s->web_on = false;  /* added again without its web seeds: they join again when needed */
+		if (t->r) {
+			fprintf(stderr, "hubmirror agent: %s: cannot take pieces out of the cache: %s\n",
+				t->s->spec ? t->s->spec : t->s->btih, t->err ? t->err : "?");
+		} else if (t->evicted) {
+			agent_fill_forget(t->s, t->v, t->n); /* the direct fill fetches them again when read */
+			json_object_del(t->s->meta, "whole");
+			agent_snap_remember(a, t->s);
+			size_human(t->freed, f, sizeof(f));
+			size_human(a->cfg->cache_size, c, sizeof(c));
+			fprintf(stderr, "hubmirror agent: %s: %zu pieces (%s) read least recently left the cache to keep it "
+				"under %s; read again, they are fetched again\n", t->s->spec ? t->s->spec : t->s->btih,
+				t->evicted, f, c);
+		}
+		free(t->v);
+		for (size_t k = 0; k < t->nunkeep; k++) {
+			free(t->unkeep[k]);
+			free(t->ours[k]);
+		}
+		free(t->unkeep);
+		free(t->ours);
+		free(t->err);
+	}
+	free(j->t);
+	free(j);
+	agent_evict_now(a); /* measured again */
+}
+
+struct cand {
+	size_t snap;                    /* index into the thin array */
+	struct p2p_cold c;
+};
+
+static int by_touch(const void *pa, const void *pb)
+{
+	const struct cand *a = pa, *b = pb;
+
+	return a->c.touched < b->c.touched ? -1 : a->c.touched > b->c.touched;
+}
+
+/* The entry of l (in torrent order: by offset) whose bytes hold piece p, or -1. */
+static ssize_t file_of_piece(const struct p2p_file_list *l, int p)
+{
+	int64_t at = (int64_t)p * l->piece_size;
+	size_t lo = 0, hi = l->n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (l->v[mid].offset + l->v[mid].size <= at)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < l->n && l->v[lo].offset <= at ? (ssize_t)lo : -1;
+}
+
+/* The by-sha256 names of the contents of the files of t's pieces (those s knows). */
+static void kept_names(struct agent *a, struct thin *t, const struct p2p_file_list *l)
+{
+	char *seen = xcalloc(l->n + 1, 1);
+
+	for (size_t k = 0; k < t->n; k++) {
+		ssize_t f = file_of_piece(l, t->v[k].piece);
+		if (f < 0 || seen[f])
+			continue;
+		seen[f] = 1;
+		for (size_t q = 0; q < t->s->nknown; q++) {
+			const char *sha = t->s->known[q].sha256;
+			if (strcmp(t->s->known[q].path, l->v[f].path) || !sha || strlen(sha) != 64 || strchr(sha, '/'))
+				continue;
+			t->unkeep = xreallocarray(t->unkeep, t->nunkeep + 1, sizeof(*t->unkeep));
+			t->ours = xreallocarray(t->ours, t->nunkeep + 1, sizeof(*t->ours));
+			t->unkeep[t->nunkeep] = xasprintf("%s/by-sha256/%s", a->cfg->cache_dir, sha);
+			t->ours[t->nunkeep++] = xasprintf("%s/%s/%s", t->s->save, l->name, l->v[f].path);
+			break;
+		}
+	}
+	free(seen);
+}
+
+/* Take cold pieces out of the snapshots that stay, least recently read first, about over bytes: of
+ * files they do not want (what a mount read besides), never of a pinned snapshot, never one read in
+ * the last PIECE_IDLE_S seconds. On a worker (thin_work). */
+static void thin(struct agent *a, int64_t over)
+{
+	struct thin *t = xcalloc(a->nsnaps + 1, sizeof(*t));
+	struct cand *all = NULL;
+	size_t nt = 0, nall = 0;
+	int64_t sum = 0;
+
+	for (size_t i = 0; i < a->nsnaps; i++) {
+		struct snap *s = a->snaps[i];
+		struct p2p_file_list l = { 0 };
+		struct p2p_cold *v = NULL;
+		size_t n = 0, nkeep = 0;
+		int *keep;
+		if (s->pinned || s->evicting || !s->want || p2p_session_files(a->ses, s->btih, &l))
+			continue;
+		keep = agent_want_indices(&l, s->want, &nkeep);
+		if (!p2p_session_cold_pieces(a->ses, s->btih, keep, nkeep, PIECE_IDLE_S, &v, &n) && n) {
+			all = xreallocarray(all, nall + n, sizeof(*all));
+			for (size_t k = 0; k < n; k++)
+				all[nall++] = (struct cand){ nt, v[k] };
+			t[nt++].s = s;
+		}
+		free(v);
+		free(keep);
+		p2p_file_list_release(&l);
+	}
+	if (nall)
+		qsort(all, nall, sizeof(*all), by_touch);
+	for (size_t k = 0; k < nall && sum < over; k++) {
+		struct thin *x = &t[all[k].snap];
+		x->v = xreallocarray(x->v, x->n + 1, sizeof(*x->v));
+		x->v[x->n++] = all[k].c;
+		sum += all[k].c.size;
+	}
+	free(all);
+	/* the snapshots with pieces to go, and the kept names of their files */
+	{
+		size_t m = 0;
+		for (size_t i = 0; i < nt; i++) {
+			struct p2p_file_list l = { 0 };
+			if (!t[i].n)
+				continue;
+			t[m] = t[i];
+			if (!p2p_session_files(a->ses, t[m].s->btih, &l)) {
+				kept_names(a, &t[m], &l);
+				p2p_file_list_release(&l);
+			}
+			t[m].s->evicting = true;
+			m++;
+		}
+		nt = m;
+	}
+	if (!nt) {
+		free(t);
+		if (!a->over_said) {
+			char u[32], c[32];
+			size_human(a->cache_used, u, sizeof(u));
+			size_human(a->cfg->cache_size, c, sizeof(c));
+			fprintf(stderr, "hubmirror agent: the cache holds %s, over its %s: what is left is wanted by pulls or "
+				"mounts (their --include, --prefetch), pinned or read this moment\n", u, c);
+			a->over_said = true;
+		}
+		return;
+	}
+	{
+		struct thin_job *j = xcalloc(1, sizeof(*j));
+		j->a = a;
+		j->t = t;
+		j->n = nt;
+		j->w.data = j;
+		a->evicting = true;
+		uv_queue_work(&a->loop, &j->w, thin_work, thin_done);
+	}
+}
+
+void agent_evict_held(struct agent *a, int64_t held)
+{
+	/* the cache's use now, about: what was measured, and what the snapshots hold more since */
+	int64_t est = a->cache_used + held - a->held_sized;
+
+	a->held_now = held;
+	if (a->cfg->cache_size > 0 && est > a->cfg->cache_size && !a->sizing && !a->evicting)
+		agent_evict_now(a); /* measured at once, then evicted (size_done) */
+}
+
 /* Drop snapshots, least recently used first, until the estimate is under the limit. */
 static void choose(struct agent *a, int64_t used)
 {
@@ -296,11 +520,10 @@ static void choose(struct agent *a, int64_t used)
 		agent_drop_files(a, s->btih);
 		agent_snap_free(s);
 	}
-	if (used > a->cfg->cache_size && !a->ndrop && !a->over_said) {
-		fprintf(stderr, "hubmirror agent: the cache holds %lld bytes, over its %lld: what is left is mounted, pinned or in use\n",
-			(long long)used, (long long)a->cfg->cache_size);
-		a->over_said = true;
-	}
+	/* still over: cold pieces of what stays go, down to 90% of the size (so that a reader does not
+	 * make it evict at every tick) */
+	if (used > a->cfg->cache_size && !a->ndrop && !a->evicting)
+		thin(a, used - a->cfg->cache_size / 10 * 9);
 	if (used <= a->cfg->cache_size)
 		a->over_said = false;
 	if (a->ndrop)
@@ -338,6 +561,7 @@ void agent_evict_tick(struct agent *a)
 	z->a = a;
 	z->drop = a->drop;
 	z->ndrop = a->ndrop;
+	a->held_sized = a->held_now;
 	a->drop = NULL;
 	a->ndrop = 0;
 	z->w.data = z;

@@ -157,6 +157,14 @@ static int64_t file_part(const struct fill *f, const struct p2p_file_entry *fe, 
 	return at + len <= end ? len : end - at;
 }
 
+/* The file bytes of piece p (its pad bytes left out). */
+static int64_t file_bytes_of(const struct fill *f, int p)
+{
+	const struct p2p_file_entry *fe = file_at(f, (int64_t)p * f->files.piece_size);
+
+	return fe ? file_part(f, fe, p) : 0;
+}
+
 static void fill_free(struct fill *f)
 {
 	p2p_file_list_release(&f->files);
@@ -692,6 +700,20 @@ void agent_fill_again(struct snap *s)
 bool agent_fill_direct(const struct snap *s)
 {
 	return s->fill && s->fill->direct;
+}
+
+void agent_fill_forget(struct snap *s, const struct p2p_cold *v, size_t n)
+{
+	struct fill *f = s->fill;
+
+	for (size_t i = 0; f && i < n; i++) {
+		int p = v[i].piece;
+		if (!v[i].size || p < 0 || p >= f->files.pieces || !f->mine[p])
+			continue;
+		f->mine[p] = 0;
+		f->tries[p] = 0;
+		f->direct_bytes -= file_bytes_of(f, p);
+	}
 }
 
 bool agent_fill_direct_done(const struct snap *s)

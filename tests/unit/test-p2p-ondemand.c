@@ -734,6 +734,51 @@ TEST(some_files)
 		free(fmodel);
 	}
 
+	/* Eviction: what is cold of the tokenizer and the model goes (config.json is kept), but for a
+	 * tokenizer piece read after it was found cold; then the model's range is read again */
+	{
+		struct p2p_cold *cold = NULL;
+		size_t ncold = 0, evicted = 0;
+		int64_t freed = 0, before;
+		int keep[1] = { idx[F_CONFIG] }, tfirst, tlast;
+		char *tok = xasprintf("%s/OnDemand/%s", fdir, rel[F_TOKENIZER]);
+		struct stat tb;
+		CHECK_INT(p2p_session_torrent_status(f, tor.btih, &st), 0);
+		before = st.held;
+		CHECK_INT(p2p_session_cold_pieces(f, tor.btih, keep, 1, 0, &cold, &ncold), 0);
+		pieces_of(&l, F_CONFIG, &first, &last);
+		for (size_t i = 0; i < ncold; i++)
+			CHECK(cold[i].piece != first);
+		pieces_of(&l, F_TOKENIZER, &tfirst, &tlast);
+		CHECK(ncold >= (size_t)(tlast - tfirst + 2));
+		CHECK_INT(p2p_session_touch(f, tor.btih, idx[F_TOKENIZER], 0, 10), 0); /* read since */
+		sleep(1); /* (touches count in seconds) */
+		CHECK_INT(p2p_session_touch(f, tor.btih, idx[F_TOKENIZER], 0, 10), 0);
+		CHECK_INT(p2p_session_evict_pieces(f, tor.btih, tor.data, tor.len, cold, ncold, &freed, &evicted, &err), 0);
+		CHECK_INT(evicted, ncold - 1);
+		CHECK(freed >= 100 * 1024 && freed < before);
+		CHECK_INT(p2p_session_have_range(f, tor.btih, idx[F_TOKENIZER], 0, 10), 1); /* the piece read stays */
+		CHECK_INT(p2p_session_have_range(f, tor.btih, idx[F_TOKENIZER], 0, sizes[F_TOKENIZER]), 0);
+		CHECK_INT(p2p_session_have_range(f, tor.btih, idx[F_CONFIG], 0, sizes[F_CONFIG]), 1);
+		CHECK(stat(tok, &tb) == 0 && (int64_t)tb.st_blocks * 512 <= 2 * l.piece_size);
+		end = now_s() + 10;
+		while (now_s() < end && !(p2p_session_torrent_status(f, tor.btih, &st) == 0 && !st.checking && st.finished))
+			usleep(10000);
+		CHECK_INT(st.held, before - freed);
+		CHECK_INT(p2p_session_pieces_had(f, tor.btih, had, NULL, l.pieces), 0);
+		CHECK_INT(had[tlast], 2); /* not wanted any more: not fetched again unasked */
+		/* read again: fetched again from A, the same bytes */
+		CHECK_INT(p2p_session_connect(f, tor.btih, ep), 0);
+		CHECK_INT(p2p_session_want_range(f, tor.btih, idx[F_TOKENIZER], 0, sizes[F_TOKENIZER], 0), 0);
+		end = now_s() + 20;
+		while (now_s() < end && p2p_session_have_range(f, tor.btih, idx[F_TOKENIZER], 0, sizes[F_TOKENIZER]) != 1)
+			usleep(20000);
+		CHECK_INT(p2p_session_have_range(f, tor.btih, idx[F_TOKENIZER], 0, sizes[F_TOKENIZER]), 1);
+		CHECK(same_file(src[F_TOKENIZER], tok));
+		free(tok);
+		free(cold);
+	}
+
 	/* G: F's config and tokenizer, their pieces given as had */
 	CHECK_INT(path_mkdirs(gdir, 0755), 0);
 	{

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# t0725-agent-cache-bound: `agent --cache-size` holds for a mounted snapshot bigger than the cache.
+# A checkpoint of five 3 MB shards (15 MB) is mounted on an agent bounded to 8 MB and read shard after
+# shard through the mount: every read returns upstream's bytes, and after each the cache's disk is
+# back within the bound (the shards read least recently leave it, their by-sha256 names too); the
+# metadata (wanted: the mount's prefetch) stays. Then the first shard, evicted, is read again (O_DIRECT,
+# past the kernel's page cache): its pieces are fetched again and the bytes are right.
+. "$HM_SRC/tests/integration/lib.sh"
+need_fuse
+cat >"$T/spec.json" <<'JSON'
+{"repos": [
+  {"hub": "hf", "type": "model", "id": "acme/bound",
+   "files": [{"path": "config.json", "content": "{\"model_type\": \"llama\"}\n"},
+             {"path": "model.safetensors.index.json", "content": "{\"weight_map\": {}}\n"},
+             {"path": "model-00001-of-00005.safetensors", "size": 3000000, "seed": 271},
+             {"path": "model-00002-of-00005.safetensors", "size": 3000000, "seed": 272},
+             {"path": "model-00003-of-00005.safetensors", "size": 3000000, "seed": 273},
+             {"path": "model-00004-of-00005.safetensors", "size": 3000000, "seed": 274},
+             {"path": "model-00005-of-00005.safetensors", "size": 3000000, "seed": 275}]}
+ ]}
+JSON
+sync_from_fake hf:acme/bound
+check "serve starts" start_serve --p2p-listen 127.0.0.1:0
+curl -fsS "$FAKE_API/_fake/repos" >"$T/up.json"
+sha() { "$PY" -c 'import json,sys; r=[r for r in json.load(open(sys.argv[1]))["repos"] if r["id"]=="acme/bound"][0]
+print([f for f in r["commits"][-1]["files"] if f["path"]==sys.argv[2]][0]["sha256"])' "$T/up.json" "$1"; }
+check "an agent bounded to 8 MB starts" "$HUBMIRROR" agent --mirror "$M" --cache "$T/cache" --listen 127.0.0.1:0 --cache-size 8M
+check "the 15 MB checkpoint mounts" "$HUBMIRROR" mount --no-hf-cache hf:acme/bound "$T/m"
+# kb: KiB of disk the cache holds (each inode once, as the agent counts it)
+kb() { du -sk "$T/cache" | cut -f1; }
+worst=0
+for i in 1 2 3 4 5; do
+	f=model-0000$i-of-00005.safetensors
+	got=$(sha256sum <"$T/m/$f" | cut -c1-64)
+	check "shard $i reads, byte for byte" test "$got" = "$(sha "$f")"
+	# the agent measures, then evicts, within a few ticks
+	for t in $(seq 100); do [ "$(kb)" -le 7900 ] && break; sleep 0.1; done
+	echo "# after shard $i: the cache holds $(kb) KiB"
+	[ "$(kb)" -gt "$worst" ] && worst=$(kb)
+done
+check "the cache came back within its 8 MB after each shard (worst $worst KiB)" test "$worst" -le 7900
+"$HUBMIRROR" status --json >"$T/st.json"
+check "status: the snapshot holds less than its size, its metadata whole" "$PY" -c '
+import json,sys; s=json.load(open(sys.argv[1]))["snapshots"][0]
+assert s["held"] < 8000000 < s["size"] and s["selected"] == 2 and s["bytes_have"] == s["bytes_total"] > 0, s' "$T/st.json"
+check "the log says pieces left the cache" grep -q "read least recently left the cache" "$T/cache/agent.log"
+check "the metadata stays" test "$(cat "$T/m/config.json")" = '{"model_type": "llama"}'
+held=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["snapshots"][0]["held"])' "$T/st.json")
+got=$(dd if="$T/m/model-00001-of-00005.safetensors" iflag=direct bs=1M 2>/dev/null | sha256sum | cut -c1-64)
+check "shard 1, evicted, reads again byte for byte" test "$got" = "$(sha model-00001-of-00005.safetensors)"
+now=$("$HUBMIRROR" status --json | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["snapshots"][0]["held"])')
+echo "# held $held before, $now after"
+check "its pieces were fetched again" test "$now" -gt "$held"
+check "umount" "$HUBMIRROR" umount "$T/m"
+check "agent --stop" "$HUBMIRROR" agent --stop
+check "the agent's log holds no sanitizer report" bash -c "! grep -E 'Sanitizer|runtime error' '$T/cache/agent.log'"
+finish
