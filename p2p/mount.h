@@ -12,6 +12,7 @@
 #define HM_P2P_MOUNT_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 struct p2p_session;
 struct p2p_mount;
@@ -53,5 +54,26 @@ bool p2p_mount_release(struct p2p_mount **m);
 
 /* The owner ends: reads waiting for bytes give up (EIO) instead of waiting for them. */
 void p2p_mount_close(struct p2p_mount *m);
+
+/*
+ * Serve the file path (as the mount lists it) straight from source, a file of the owner's cache that
+ * holds it whole, verified, and stays so while mounted (never emptied, rewritten or deleted): a
+ * read-only bind mount of source over the file's place in the mount. Opens from then on read the
+ * cache's file as a local file, with no FUSE request and no copy through this process (a loader on a
+ * held checkpoint as fast as on local disk); files open before go on through FUSE. p2p_mount_detach
+ * takes them with the mount. Root only. Blocking (path lookups go through the mount: its loop must
+ * run, so never from a thread the mount's reads wait on). 0 (also when it is served so already),
+ * -EPERM (not root: nothing done), -ENOENT (no such file, or the mount is detached), -ESTALE (the
+ * folder holds another mount now, or source is not that file), or -errno with *errmsg.
+ */
+int p2p_mount_shortcut(struct p2p_mount *m, const char *path, const char *source, char **errmsg);
+/* Serve every file through FUSE again (the shortcuts detached, lazily: files open through them read
+ * on): the owner found the cache's bytes damaged. Blocking, as p2p_mount_shortcut. */
+void p2p_mount_shortcuts_drop(struct p2p_mount *m);
+/* How many files are so served. */
+size_t p2p_mount_shortcuts(const struct p2p_mount *m);
+/* Keep m from being freed (p2p_mount_release says false) while a job of the owner's that will call
+ * p2p_mount_shortcut waits for its thread: hold true before it is queued, false when it is done. */
+void p2p_mount_hold(struct p2p_mount *m, bool hold);
 
 #endif

@@ -276,6 +276,12 @@ void agent_snap_check(struct agent *a, struct snap *s);
 /* Once s is verified: make the links pulls asked for (pending_links), to the cache's own files. */
 void agent_link_pending(struct agent *a, struct snap *s);
 
+/* Once s is verified: its mounts serve its wanted files straight from the cache (read-only bind
+ * mounts, p2p_mount_shortcut), as root. */
+void agent_shortcuts(struct agent *a, struct snap *s);
+/* s's cache bytes were found damaged: its mounts serve everything through FUSE again. */
+void agent_shortcuts_drop(struct agent *a, struct snap *s);
+
 /* Detach mount k of s (lazily: it never waits for the mount's users) and drop it from s->mounts; a
  * mount still in use elsewhere lingers until its users let go. 0 with *in_use set, or -errno with
  * *why (malloc'd; the mount then stays). */

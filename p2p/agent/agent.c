@@ -534,8 +534,10 @@ static void settle_done(uv_work_t *w, int status)
 	}
 	/* a file whose last writes are pending is tried again, for a minute at most */
 	s->indexed = s->work_indexed || ++s->index_tries >= 60;
-	if (s->verified)
+	if (s->verified) {
 		agent_link_pending(a, s);
+		agent_shortcuts(a, s);
+	}
 	agent_evict_now(a); /* the download's bytes are all in now */
 }
 
@@ -610,6 +612,7 @@ void agent_snap_damaged(struct agent *a, struct snap *s)
 	s->verified = false;
 	s->unchecked = false;
 	s->fill_tried = false;
+	agent_shortcuts_drop(a, s); /* reads wait for the good bytes again (FUSE) */
 	json_object_set_new(s->meta, "verified", json_false());
 	json_object_del(s->meta, "whole");
 	agent_snap_remember(a, s);
@@ -714,6 +717,130 @@ static void on_tick(uv_timer_t *t)
 }
 
 /* ---- mounts -------------------------------------------------------------------------------------- */
+
+/* Shortcuts (p2p_mount_shortcut): once a snapshot's wanted files are verified in the cache (read
+ * back and hashed in this run), where
+ * they stay while it is mounted (eviction keeps wanted files), each mount serves the big ones as
+ * read-only bind mounts of the cache's files, so a loader reads them as local files. On a worker:
+ * the mount calls look paths up through the FUSE mount, whose threads may all be waiting for
+ * pieces. */
+#define SHORTCUT_MIN ((int64_t)1 << 20)  /* smaller files stay on FUSE: the page cache has them */
+#define SHORTCUT_MAX 4096               /* per mount (each is a mount in the kernel's table) */
+
+struct shortcut_job {
+	uv_work_t w;
+	struct p2p_mount *m;            /* held (p2p_mount_hold) until done */
+	bool drop;                      /* take them away (the cache's bytes are damaged) */
+	char **path, **source;
+	size_t n;
+	char *spec;
+	int failed;
+	char *why;
+};
+
+static void shortcut_work(uv_work_t *w)
+{
+	struct shortcut_job *j = w->data;
+
+	if (j->drop) {
+		p2p_mount_shortcuts_drop(j->m);
+		return;
+	}
+	for (size_t i = 0; i < j->n; i++) {
+		char *why = NULL;
+		int r = p2p_mount_shortcut(j->m, j->path[i], j->source[i], &why);
+		if (r == -EPERM || r == -ENOENT || r == -ESTALE) {
+			free(why);
+			break; /* not root, or the mount is going: nothing more to do */
+		}
+		if (r) {
+			j->failed++;
+			if (!j->why)
+				j->why = why;
+			else
+				free(why);
+		}
+	}
+}
+
+static void shortcut_free(struct shortcut_job *j)
+{
+	for (size_t i = 0; i < j->n; i++) {
+		free(j->path[i]);
+		free(j->source[i]);
+	}
+	free(j->path);
+	free(j->source);
+	free(j->spec);
+	free(j->why);
+	free(j);
+}
+
+static void shortcut_done(uv_work_t *w, int status)
+{
+	struct shortcut_job *j = w->data;
+
+	(void)status;
+	p2p_mount_hold(j->m, false);
+	if (j->failed)
+		fprintf(stderr, "hubmirror agent: %s: %d files stay on FUSE: %s\n", j->spec, j->failed, j->why ? j->why : "?");
+	shortcut_free(j);
+}
+
+void agent_shortcuts_drop(struct agent *a, struct snap *s)
+{
+	for (size_t k = 0; k < s->nmounts; k++) {
+		struct shortcut_job *j;
+		if (!p2p_mount_shortcuts(s->mounts[k].m))
+			continue;
+		j = xcalloc(1, sizeof(*j));
+		j->drop = true;
+		j->m = s->mounts[k].m;
+		j->spec = xstrdup(s->spec ? s->spec : s->btih);
+		j->w.data = j;
+		p2p_mount_hold(j->m, true);
+		uv_queue_work(&a->loop, &j->w, shortcut_work, shortcut_done);
+	}
+}
+
+void agent_shortcuts(struct agent *a, struct snap *s)
+{
+	struct p2p_file_list l = { 0 };
+	size_t nw = 0;
+	int *idx;
+
+	/* (not one taken back whole at a restart and not read back since: FUSE reads check each piece of
+	 * it in the file, a shortcut would not; a pull verifies it) */
+	if (!s->verified || s->unchecked || !s->nmounts || a->stopping || getuid() != 0 ||
+	    p2p_session_files(a->ses, s->btih, &l))
+		return;
+	idx = agent_want_indices(&l, s->want, &nw);
+	for (size_t k = 0; k < s->nmounts; k++) {
+		struct shortcut_job *j = xcalloc(1, sizeof(*j));
+		j->path = xcalloc(nw + 1, sizeof(*j->path));
+		j->source = xcalloc(nw + 1, sizeof(*j->source));
+		for (size_t i = 0, q = 0; i < l.n && q < nw && j->n < SHORTCUT_MAX; i++) {
+			if (l.v[i].index != idx[q])
+				continue;
+			q++;
+			if (l.v[i].size < SHORTCUT_MIN)
+				continue;
+			j->path[j->n] = xstrdup(l.v[i].path);
+			j->source[j->n++] = xasprintf("%s/%s/%s", s->save, l.name, l.v[i].path);
+		}
+		if (!j->n || p2p_mount_shortcuts(s->mounts[k].m) >= j->n) {
+			shortcut_free(j); /* nothing (more) to serve directly */
+			continue;
+		}
+		j->m = s->mounts[k].m;
+		j->spec = xstrdup(s->spec ? s->spec : s->btih);
+		j->w.data = j;
+		p2p_mount_hold(j->m, true);
+		uv_queue_work(&a->loop, &j->w, shortcut_work, shortcut_done);
+	}
+	free(idx);
+	p2p_file_list_release(&l);
+}
 
 int agent_mount_detach(struct agent *a, struct snap *s, size_t k, bool *in_use, char **why)
 {

@@ -99,9 +99,13 @@ static json_t *snap_json(struct agent *a, const struct snap *s, json_t *name)
 	char *path = xasprintf("%s/%s", s->save, s->name ? s->name : "");
 	bool ok = !p2p_session_torrent_status(a->ses, s->btih, &st);
 
+	size_t direct = 0;
+
 	for (size_t k = 0; k < s->nmounts; k++)
-		if (s->mounts[k].name == name)
+		if (s->mounts[k].name == name) {
 			json_array_append_new(mounts, json_string(s->mounts[k].dir));
+			direct += p2p_mount_shortcuts(s->mounts[k].m);
+		}
 	j = json_pack("{s:O?, s:O?, s:O?, s:O?, s:s, s:I, s:I, s:b, s:b, s:b, s:I, s:o, s:i, s:I, s:I}",
 		      "spec", json_object_get(name, "spec"), "revision", json_object_get(name, "revision"),
 		      "commit", json_object_get(name, "commit"), "synced_at", json_object_get(name, "synced_at"),
@@ -124,6 +128,8 @@ static json_t *snap_json(struct agent *a, const struct snap *s, json_t *name)
 	json_object_set_new(j, "detached_in_use", json_integer((json_int_t)lingering_in_use(s)));
 	/* taken back whole after a restart: its pieces are verified as they are read, not all up front */
 	json_object_set_new(j, "checked_lazily", json_boolean(ok && st.seed_mode));
+	/* files its mounts serve straight from the cache (bind mounts), not through FUSE */
+	json_object_set_new(j, "served_directly", json_integer((json_int_t)direct));
 	/* of the whole snapshot (bytes_total and bytes_have are of the files it wants): its size and
 	 * file count, the bytes the cache holds of it (wanted, or read through a mount), and how many
 	 * files it wants (null: all) */
@@ -223,6 +229,7 @@ static int mount_snap(struct agent *a, struct httpd_req *req, struct snap *s, js
 		}
 		return 0;
 	}
+	agent_shortcuts(a, s); /* held whole already: the big files straight from the cache */
 	ans = json_pack("{s:O, s:O, s:O, s:s, s:s, s:i, s:s?, s:s?}", "spec", json_object_get(name, "spec"), "revision",
 			json_object_get(name, "revision"), "commit", json_object_get(name, "commit"), "btih", s->btih,
 			"dir", dir, "pid", (int)getpid(),

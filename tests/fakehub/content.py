@@ -78,12 +78,14 @@ class HashCache:
 
 
 class Blob:
-    """The bytes of one file; literal (`data`) or generated from (`seed`, `size`)."""
+    """The bytes of one file; literal (`data`) or generated from (`seed`, `size`), its first bytes
+    replaced by `head` when given (a file format's header over generated contents)."""
 
-    def __init__(self, size, seed=None, data=None):
+    def __init__(self, size, seed=None, data=None, head=b""):
         self.size = size
         self.seed = seed
         self.data = data
+        self.head = head[:size] if data is None else b""
         self._hashes = None
         self._lock = threading.Lock()
 
@@ -92,6 +94,8 @@ class Blob:
         """A JSON-able identity: equal keys mean equal bytes."""
         if self.data is not None:
             return ["lit", hashlib.sha1(self.data).hexdigest(), self.size]
+        if self.head:
+            return ["seed", self.seed, self.size, hashlib.sha1(self.head).hexdigest()]
         return ["seed", self.seed, self.size]
 
     def _block(self, index):
@@ -112,6 +116,9 @@ class Blob:
             piece = block[off:off + (end - pos)]
             if not piece:
                 break
+            if pos < len(self.head):
+                n = min(len(piece), len(self.head) - pos)
+                piece = self.head[pos:pos + n] + piece[n:]
             yield piece
             pos += len(piece)
 
@@ -153,8 +160,8 @@ class BlobStore:
         self._by_sha256 = {}
         self._lock = threading.Lock()
 
-    def get(self, size, seed=None, data=None):
-        blob = Blob(size, seed=seed, data=data)
+    def get(self, size, seed=None, data=None, head=b""):
+        blob = Blob(size, seed=seed, data=data, head=head)
         k = json.dumps(blob.key)
         with self._lock:
             return self._by_key.setdefault(k, blob)

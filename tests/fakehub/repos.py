@@ -380,7 +380,11 @@ class World:
             lfs = fspec.get("lfs", False)
         else:
             size = int(fspec["size"])
-            blob = self.store.get(size, seed=fspec.get("seed", path))
+            head = b""
+            if "head_b64" in fspec:
+                import base64
+                head = base64.b64decode(fspec["head_b64"])
+            blob = self.store.get(size, seed=fspec.get("seed", path), head=head)
             lfs = fspec.get("lfs", size >= LFS_SIZE or is_lfs_path(path))
         return FileEntry(path, blob, bool(lfs), self.store)
 

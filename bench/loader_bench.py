@@ -1,0 +1,193 @@
+#!/usr/bin/python3
+"""loader_bench.py - model loaders through a mount against the same loaders on local disk.
+
+  /usr/bin/python3 bench/loader_bench.py [--hubmirror PATH] [--mib 512] [--gguf-mib 256] [--runs 3]
+
+As root (FUSE). A checkpoint of 4 safetensors shards (valid headers over generated tensors, --mib in
+all) and a GGUF file (--gguf-mib) are synced from the fake upstream; `hubmirror serve` runs on
+loopback. The loaders are bench/st_loader.py: safetensors' load_file (mmap, header, every tensor copied
+out in file order; one shard per thread, 4 threads) and llama.cpp's mmap pattern over a GGUF file (a
+page fault per page, in order). Side by side, in one run, run after run interleaved:
+
+  fresh:  curl fetches the shards in parallel from the mirror to local disk, then the loader reads
+          them there (page cache dropped first)  vs  `hubmirror mount` on an agent with an empty cache
+          (started untimed, as systemd would), then the loader through the mount: loading overlaps
+          fetching;
+  cold:   the loader on local disk, page cache dropped  vs  the loader through the mount of a snapshot
+          the agent holds whole, page cache dropped;
+  warm:   the same again, page cache warm (a second load).
+  The GGUF reader the same way (fresh and cold).
+
+Every byte curl fetched is read by the loader once; the loaders' checksums must agree. Prints a table
+for docs/benchmarks.md with the medians and the ratios.
+"""
+import argparse
+import base64
+import json
+import os
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TOP = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+from bundle_bench import settle  # noqa: E402
+from mount_bench import drop_caches, median, start  # noqa: E402
+
+LOADER = os.path.join(HERE, "st_loader.py")
+
+
+def safetensors_head(size, tensors):
+    """A safetensors header for a file of size bytes holding `tensors` F16 tensors over its data."""
+
+    def body(hlen):
+        data = size - 8 - hlen
+        per = (data // tensors) // 2 * 2
+        hdr, at = {"__metadata__": {"format": "pt"}}, 0
+        for k in range(tensors):
+            end = at + per if k < tensors - 1 else data
+            hdr["model.layers.%d.weight" % k] = {"dtype": "F16", "shape": [(end - at) // 2], "data_offsets": [at, end]}
+            at = end
+        return json.dumps(hdr, separators=(",", ":")).encode()
+
+    n = len(body(0)) + 64  # room for the offsets' digits, then 8-aligned as safetensors writes it
+    n += (8 - n % 8) % 8
+    b = body(n)
+    assert len(b) <= n
+    return struct.pack("<Q", n) + b.ljust(n, b" ")
+
+
+def gguf_head():
+    """A GGUF header's first bytes (magic, version, counts): enough to look like one."""
+    return b"GGUF" + struct.pack("<IQQ", 3, 0, 0)
+
+
+def load(mode, files):
+    t = time.monotonic()
+    out = subprocess.run([sys.executable, LOADER, mode] + files, check=True, capture_output=True, text=True).stdout
+    return time.monotonic() - t, json.loads(out)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--hubmirror", default=os.path.join(TOP, "build", "mirror", "cli", "hubmirror"))
+    ap.add_argument("--mib", type=int, default=512, help="the checkpoint's size, in 4 shards")
+    ap.add_argument("--gguf-mib", type=int, default=256)
+    ap.add_argument("--runs", type=int, default=3)
+    a = ap.parse_args()
+    if os.geteuid() != 0 or not os.path.exists("/dev/fuse"):
+        sys.exit("loader_bench.py mounts with FUSE: run it as root, with /dev/fuse")
+    if subprocess.run([sys.executable, "-c", "import numpy"], capture_output=True).returncode:
+        sys.exit("the loaders need numpy: apt-get install python3-numpy")
+    work = tempfile.mkdtemp(prefix="hm-loaderbench-")
+    env = dict(os.environ, HUBMIRROR_DATA=os.path.join(work, "data"))
+    shard = (a.mib << 20) // 4
+    shards = ["model-%05d-of-00004.safetensors" % (i + 1) for i in range(4)]
+    files = [{"path": "config.json", "content": "{\"model_type\": \"llama\"}\n"},
+             {"path": "model.safetensors.index.json", "content": json.dumps({"weight_map": {}}) + "\n"}]
+    for i, s in enumerate(shards):
+        files.append({"path": s, "size": shard, "seed": 300 + i,
+                      "head_b64": base64.b64encode(safetensors_head(shard, 64)).decode()})
+    gguf = "model-Q4_K_M.gguf"
+    files.append({"path": gguf, "size": a.gguf_mib << 20, "seed": 399, "head_b64": base64.b64encode(gguf_head()).decode()})
+    spec = os.path.join(work, "spec.json")
+    json.dump({"repos": [{"hub": "hf", "type": "model", "id": "bench/ckpt", "files": files}]}, open(spec, "w"))
+    procs, mnt = [], os.path.join(work, "mnt")
+    t = {}
+    sums = {}
+
+    def add(key, secs, got=None):
+        t.setdefault(key, []).append(secs)
+        if got is not None:
+            sums.setdefault(key.split()[0], set()).add((got["bytes"], got["checksum"]))
+
+    try:
+        procs.append(start([sys.executable, os.path.join(TOP, "tests", "fakehub", "fakehub.py"), "--quiet",
+                            "--ready-file", os.path.join(work, "fake"), "--repos", spec], os.path.join(work, "fake"), env))
+        env["HUBMIRROR_HF_UPSTREAM"] = json.load(open(os.path.join(work, "fake")))["api"]
+        subprocess.run([a.hubmirror, "add", "hf:bench/ckpt"], env=env, check=True, stdout=subprocess.DEVNULL)
+        subprocess.run([a.hubmirror, "sync"], env=env, check=True, stdout=subprocess.DEVNULL)
+        procs.append(start([a.hubmirror, "serve", "--listen", "127.0.0.1:0", "--p2p-listen", "127.0.0.1:0",
+                            "--ready-file", os.path.join(work, "url")], os.path.join(work, "url"), env))
+        m = open(os.path.join(work, "url")).read().strip()
+        url = lambda f: "%s/bench/ckpt/resolve/main/%s" % (m, f)
+        for run in range(a.runs):
+            dl = os.path.join(work, "local")
+            settle(dl)
+            os.makedirs(dl)
+            local = [os.path.join(dl, s) for s in shards]
+            # ---- fresh: curl in parallel, then the loader  vs  mount, then the loader ----
+            drop_caches()
+            t0 = time.monotonic()
+            cs = [subprocess.Popen(["curl", "-fsS", "-o", os.path.join(dl, f), url(f)]) for f in shards]
+            if any(c.wait() for c in cs):
+                sys.exit("curl failed")
+            secs, got = load("safetensors", local)
+            add("st fresh local", time.monotonic() - t0, got)
+            t0 = time.monotonic()
+            subprocess.run(["curl", "-fsS", "-o", os.path.join(dl, gguf), url(gguf)], check=True)
+            secs, got = load("pagefault", [os.path.join(dl, gguf)])
+            add("gguf fresh local", time.monotonic() - t0, got)
+            for what in ("st", "gguf"):
+                cache = os.path.join(work, "cache-%d-%s" % (run, what))
+                env["HUBMIRROR_AGENT_SOCKET"] = os.path.join(work, "agent-%d-%s.sock" % (run, what))
+                subprocess.run([a.hubmirror, "agent", "--mirror", m, "--cache", cache, "--listen", "127.0.0.1:0"],
+                               env=env, check=True, stdout=subprocess.DEVNULL)
+                os.makedirs(mnt, exist_ok=True)
+                drop_caches()
+                t0 = time.monotonic()
+                subprocess.run([a.hubmirror, "mount", "--no-hf-cache", "hf:bench/ckpt", mnt], env=env, check=True,
+                               stdout=subprocess.DEVNULL)
+                if what == "st":
+                    secs, got = load("safetensors", [os.path.join(mnt, s) for s in shards])
+                else:
+                    secs, got = load("pagefault", [os.path.join(mnt, gguf)])
+                add("%s fresh mount" % what, time.monotonic() - t0, got)
+                # ---- cold and warm: the snapshot held whole ----
+                subprocess.run([a.hubmirror, "pull", "--no-hf-cache", "hf:bench/ckpt"], env=env, check=True,
+                               stdout=subprocess.DEVNULL)
+                for where, paths in (("mount", [os.path.join(mnt, s) for s in shards] if what == "st" else [os.path.join(mnt, gguf)]),
+                                     ("local", local if what == "st" else [os.path.join(dl, gguf)])):
+                    mode = "safetensors" if what == "st" else "pagefault"
+                    drop_caches()
+                    secs, got = load(mode, paths)
+                    add("%s cold %s" % (what, where), secs, got)
+                    secs, got = load(mode, paths)
+                    add("%s warm %s" % (what, where), secs, got)
+                subprocess.run([a.hubmirror, "umount", mnt], env=env, stderr=subprocess.DEVNULL)
+                subprocess.run([a.hubmirror, "agent", "--stop"], env=env, stdout=subprocess.DEVNULL)
+                settle(cache)
+        print("a %d MiB checkpoint (4 safetensors shards, 64 tensors each) and a %d MiB GGUF file on loopback "
+              "(2 cores), medians of %d runs" % (a.mib, a.gguf_mib, a.runs))
+        print("the loaders' bytes and checksums agree across every case: %s" %
+              ("yes" if all(len(v) == 1 for v in sums.values()) and len(sums) == 2 else "NO %s" % sums))
+        print()
+        print("| case | local disk | mount | mount / local |")
+        print("|---|---|---|---|")
+        rows = (("st fresh", "safetensors loader, fresh: curl (4 in parallel) then load, vs mount then load"),
+                ("st cold", "safetensors loader, held whole, page cache dropped"),
+                ("st warm", "safetensors loader, second load (page cache warm)"),
+                ("gguf fresh", "GGUF page-fault reader, fresh: curl then read, vs mount then read"),
+                ("gguf cold", "GGUF page-fault reader, held whole, page cache dropped"),
+                ("gguf warm", "GGUF page-fault reader, second read (page cache warm)"))
+        for key, name in rows:
+            lo, mo = median(t[key + " local"]), median(t[key + " mount"])
+            print("| %s | %.3f s | %.3f s | %.2f |" % (name, lo, mo, mo / lo))
+        print()
+        for key, _ in rows:
+            print("%s, run by run (mount/local): %s" % (key, " ".join(
+                "%.2f" % (x / y) for x, y in zip(t[key + " mount"], t[key + " local"]))))
+    finally:
+        subprocess.run([a.hubmirror, "umount", mnt], stderr=subprocess.DEVNULL)
+        for p in procs:
+            p.terminate()
+            p.wait()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
