@@ -147,9 +147,18 @@ def main():
                 else:
                     secs, got = load("pagefault", [os.path.join(mnt, gguf)])
                 add("%s fresh mount" % what, time.monotonic() - t0, got)
-                # ---- cold and warm: the snapshot held whole ----
+                # ---- cold and warm: the snapshot held whole, settled (kept by sha256 in the
+                # background once quiet, and its files served from the cache directly) ----
                 subprocess.run([a.hubmirror, "pull", "--no-hf-cache", "hf:bench/ckpt"], env=env, check=True,
                                stdout=subprocess.DEVNULL)
+                for _ in range(600):
+                    st = json.loads(subprocess.run([a.hubmirror, "status", "--json"], env=env, check=True,
+                                                   capture_output=True, text=True).stdout)["snapshots"][0]
+                    if st["kept"] and st["served_directly"] >= len(shards) + 1:
+                        break
+                    time.sleep(0.1)
+                else:
+                    print("# the agent did not settle: %s" % st)
                 for where, paths in (("mount", [os.path.join(mnt, s) for s in shards] if what == "st" else [os.path.join(mnt, gguf)]),
                                      ("local", local if what == "st" else [os.path.join(dl, gguf)])):
                     mode = "safetensors" if what == "st" else "pagefault"

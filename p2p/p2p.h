@@ -305,8 +305,8 @@ int p2p_session_want_range(struct p2p_session *s, const char *btih, int index, i
 			   int deadline_ms);
 
 /* Called (on the caller's thread of p2p_session_want_range, so it must only wake a loop) when a call
- * with deadline_ms 0 (a reader waits) names a first missing piece other than the last one named: the
- * agent's fill looks at p2p_session_take_wanted at once. fn NULL unregisters. */
+ * with deadline_ms 0 (a reader waits) names a first missing piece that p2p_session_take_wanted does
+ * not hold yet: the agent's fill looks at it at once. fn NULL unregisters. */
 void p2p_session_set_want_notify(struct p2p_session *s, void (*fn)(void *ud), void *ud);
 
 /*
@@ -319,8 +319,9 @@ void p2p_session_set_want_notify(struct p2p_session *s, void (*fn)(void *ud), vo
  * (len must be that piece's size, pad bytes as zeros, else -EINVAL): libtorrent copies it, writes it
  * and checks its hashes as for a piece from a peer; a piece it has already is left alone, and one that
  * fails its check is dropped and fetched again from peers. Asynchronous, safe from any thread.
- * p2p_session_take_wanted returns the first missing piece of the latest p2p_session_want_range with
- * deadline 0 (a reader waits for it) and forgets it, or -1 when none came since the last call.
+ * p2p_session_take_wanted returns the first missing piece of a p2p_session_want_range with deadline 0
+ * (a reader waits for it), the oldest not taken yet (several readers wait at once: up to 64 are
+ * kept), and forgets it; -1 when none is left.
  * Errors as for the calls above.
  */
 int p2p_session_pieces_had(struct p2p_session *s, const char *btih, unsigned char *had, int *avail, int n);

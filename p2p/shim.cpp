@@ -190,10 +190,30 @@ struct have_cache {
 	/* per piece: when a reader last read it (p2p_session_touch), seconds of the steady clock + 1; 0:
 	 * never */
 	std::unique_ptr<std::atomic<std::uint32_t>[]> touched;
-	/* the first missing piece of the latest p2p_session_want_range, for p2p_session_take_wanted, and
-	 * the last one the want notify was called for */
-	std::atomic<int> wanted{-1};
-	std::atomic<int> told{-1};
+	/* The first missing pieces of the latest p2p_session_want_range calls with deadline 0 (readers
+	 * waiting: several, as a loader reads four shards on four threads), oldest first, for
+	 * p2p_session_take_wanted; a piece named again keeps its place */
+	std::mutex wanted_mu;
+	std::vector<int> wanted;
+	bool push_wanted(int p)
+	{
+		std::lock_guard<std::mutex> lock(wanted_mu);
+		if (std::find(wanted.begin(), wanted.end(), p) != wanted.end())
+			return false;
+		if (wanted.size() >= 64)
+			wanted.erase(wanted.begin()); /* the oldest: its reader asks again */
+		wanted.push_back(p);
+		return true;
+	}
+	int pop_wanted()
+	{
+		std::lock_guard<std::mutex> lock(wanted_mu);
+		if (wanted.empty())
+			return -1;
+		int p = wanted.front();
+		wanted.erase(wanted.begin());
+		return p;
+	}
 	/* pieces libtorrent believed it had whose bytes in the files failed their hash, and when the
 	 * torrent was last rechecked for them (steady clock, ms) */
 	std::atomic<int> damaged{0};
@@ -1093,8 +1113,7 @@ extern "C" int p2p_session_want_range(struct p2p_session *s, const char *btih, i
 			/* a reader waits for this one (a readahead, with a later deadline, names none) */
 			if (d == 0 && !told) {
 				told = true;
-				e.have->wanted.store(p, std::memory_order_relaxed);
-				if (e.have->told.exchange(p) != p) {
+				if (e.have->push_wanted(p)) {
 					void (*fn)(void *) = s->want_fn.load();
 					if (fn)
 						fn(s->want_ud.load());
@@ -1564,7 +1583,7 @@ extern "C" int p2p_session_take_wanted(struct p2p_session *s, const char *btih)
 	torrent_entry e;
 	if (!find_entry(s, btih, e))
 		return HM_ERR_NOT_FOUND;
-	return e.have->wanted.exchange(-1, std::memory_order_relaxed);
+	return e.have->pop_wanted();
 }
 
 extern "C" int p2p_session_pieces_had(struct p2p_session *s, const char *btih, unsigned char *had, int *avail,

@@ -59,6 +59,8 @@ struct snap {
 	int damaged_seen;               /* p2p_torrent_status.damaged when last looked at */
 	int pieces_seen;                /* pieces libtorrent had then (a drop: pieces lost in a recheck) */
 	int64_t held_now, held_indexed; /* bytes libtorrent holds, and held when the last settle job began */
+	int64_t unseen_now;             /* bytes the direct fill wrote that libtorrent does not count */
+	uint64_t held_changed_ms;       /* uv_now when those last changed (a byte came) */
 	bool evicting;                  /* a job takes cold pieces of it out of the cache (evict.c) */
 	unsigned char *torrent;
 	size_t tlen;

@@ -19,6 +19,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -435,6 +436,23 @@ int agent_snap_link(struct agent *a, const struct snap *s, json_t *name, json_t 
 
 /* ---- finished snapshots: verified in the cache, contents kept by sha256 -------------------------- */
 
+#define INDEX_QUIET_MS 3000     /* no byte came for this long: the contents are kept by sha256 */
+
+/* The IO class of the calling thread (ioprio_set; glibc has no wrapper): idle, or back to the
+ * default (its CPU niceness decides). */
+static void io_idle(bool idle)
+{
+	enum { WHO_PROCESS = 1, CLASS_IDLE = 3, CLASS_SHIFT = 13 };
+
+	syscall(SYS_ioprio_set, WHO_PROCESS, 0, idle ? CLASS_IDLE << CLASS_SHIFT : 0);
+}
+
+static void return_normal(const struct sched_param *normal)
+{
+	pthread_setschedparam(pthread_self(), SCHED_OTHER, normal);
+	io_idle(false);
+}
+
 static void settle_work(uv_work_t *w)
 {
 	struct snap *s = w->data;
@@ -445,14 +463,21 @@ static void settle_work(uv_work_t *w)
 	 * loader still reads): it runs at SCHED_IDLE, on CPU time nobody else wants. A file whose last
 	 * writes are still pending is tried again at the next tick. */
 	pthread_setschedparam(pthread_self(), SCHED_IDLE, &idle);
+	io_idle(true); /* and its reads wait for everybody else's */
 	s->work_verified = !s->work_verify || agent_verify_wanted(a, s->btih, s->work_want);
-	/* the files wanted must all be kept; the others that are held whole (read through a mount) are
-	 * kept too */
+	/* Kept by sha256 in a job of its own, after: a pull links (and returns) once its files are
+	 * verified, not once their sha256 is computed too (a second pass over every byte). The files
+	 * wanted must all be kept; the others that are held whole (read through a mount) are kept too. */
+	if (s->work_verify) {
+		s->work_indexed = s->indexed;
+		return_normal(&normal);
+		return;
+	}
 	s->work_indexed = s->indexed || p2p_keep_index(a->ses, s->btih, a->cfg->cache_dir, s->work_known,
 						       s->nwork_known) == 0;
 	if (!s->indexed && s->work_others)
 		p2p_keep_index(a->ses, s->btih, a->cfg->cache_dir, s->work_others, s->nwork_others);
-	pthread_setschedparam(pthread_self(), SCHED_OTHER, &normal);
+	return_normal(&normal);
 }
 
 void agent_snap_check(struct agent *a, struct snap *s)
@@ -532,8 +557,9 @@ static void settle_done(uv_work_t *w, int status)
 		}
 		s->verified = s->work_verified;
 	}
-	/* a file whose last writes are pending is tried again, for a minute at most */
-	s->indexed = s->work_indexed || ++s->index_tries >= 60;
+	/* a file whose last writes are pending is tried again, for a minute at most (a job that only
+	 * verified tried nothing) */
+	s->indexed = s->work_indexed || (!s->work_verify && ++s->index_tries >= 60);
 	if (s->verified) {
 		agent_link_pending(a, s);
 		agent_shortcuts(a, s);
@@ -693,14 +719,19 @@ static void on_tick(uv_timer_t *t)
 			/* files a mount read whole meanwhile are kept by sha256 too (the settle job) */
 			if (s->finished && s->want && st.held > s->held_indexed && !s->settling)
 				s->indexed = false;
+			if (st.held + agent_fill_unseen(s) != s->held_now + s->unseen_now)
+				s->held_changed_ms = uv_now(&a->loop);
 			s->held_now = st.held;
+			s->unseen_now = agent_fill_unseen(s);
 			held += st.held + agent_fill_unseen(s);
 			agent_snap_retry(a, s, &st);
 			web_seed_when_alone(a, s, &st);
 			agent_fill_update(a, s, &st);
 		}
-		if (s->finished && (!s->verified || !s->indexed) && !s->settling && !a->stopping &&
-		    uv_now(&a->loop) >= s->settle_after) {
+		/* verified at once (a pull waits for it); kept by sha256 (a second pass over every byte)
+		 * once the snapshot is quiet, so that pass never runs beside a loader reading it */
+		if (s->finished && (!s->verified || (!s->indexed && uv_now(&a->loop) - s->held_changed_ms >= INDEX_QUIET_MS)) &&
+		    !s->settling && !a->stopping && uv_now(&a->loop) >= s->settle_after) {
 			s->settling = true;
 			s->work_verify = !s->verified; /* read on the loop, not by the job */
 			s->work_want = s->want ? json_deep_copy(s->want) : NULL;
@@ -1104,8 +1135,10 @@ int agent_run(const struct agent_config *cfg, int ready_fd, char **errmsg)
 	a->loop.data = a;
 	signal(SIGPIPE, SIG_IGN);
 	/* the local endpoint's bodies wait on worker threads for their first bytes, up to 64 at once,
-	 * beside the agent's own jobs: libuv reads this once, at its first job */
-	setenv("UV_THREADPOOL_SIZE", "72", 0);
+	 * and mounts and pulls asking a silent mirror hold up to 16 (the control socket's workers),
+	 * beside the agent's own jobs (direct writes, checks, sizing): libuv reads this once, at its
+	 * first job. Each idle thread costs a stack, so no more than those need. */
+	setenv("UV_THREADPOOL_SIZE", cfg->http ? "80" : "24", 0);
 	r = start(a, errmsg);
 	if (!r) {
 		if (ready_fd >= 0) {

@@ -128,6 +128,8 @@ static json_t *snap_json(struct agent *a, const struct snap *s, json_t *name)
 	json_object_set_new(j, "detached_in_use", json_integer((json_int_t)lingering_in_use(s)));
 	/* taken back whole after a restart: its pieces are verified as they are read, not all up front */
 	json_object_set_new(j, "checked_lazily", json_boolean(ok && st.seed_mode));
+	/* its wanted contents are kept by sha256 (done in the background once it is quiet) */
+	json_object_set_new(j, "kept", json_boolean(s->indexed));
 	/* files its mounts serve straight from the cache (bind mounts), not through FUSE */
 	json_object_set_new(j, "served_directly", json_integer((json_int_t)direct));
 	/* of the whole snapshot (bytes_total and bytes_have are of the files it wants): its size and

@@ -239,7 +239,8 @@ char *agent_room_refusal(const struct agent *a, const char *spec, int64_t need, 
 	if (total > disk)
 		return xasprintf("not enough room in the cache for %s: it needs %s more and the disk of %s has %s free; "
 				 "the snapshot alone (%s) is bigger than that whole disk (%s): give the agent a cache on a "
-				 "bigger one (agent --cache DIR)", spec, n, a->cfg->cache_dir, f, t, d);
+				 "bigger one (agent --cache DIR), or take what fits: the files you need (pull --include "
+				 "PATTERN), or a mount (it fetches what is read)", spec, n, a->cfg->cache_dir, f, t, d);
 	return xasprintf("not enough room in the cache for %s: it needs %s more and the disk of %s has %s free "
 			 "(the snapshot is %s in all): free space there%s", spec, n, a->cfg->cache_dir, f, t,
 			 a->cfg->cache_size > 0 ? ", or unmount or unpin snapshots so that they can be evicted"

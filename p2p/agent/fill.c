@@ -432,11 +432,13 @@ static int next_run(struct fill *f, int *first, int *end, const struct p2p_file_
 		return -1;
 	}
 	f->now = uv_now(&f->a->loop);
-	w = p2p_session_take_wanted(f->a->ses, f->btih);
-	if (w >= 0 && w < n)
-		f->hint = f->frontier = w;
 	if (f->hint >= 0 && !wanted_here(f, f->hint))
 		f->hint = -1; /* it came, or comes from a peer, a run or another agent */
+	/* the pieces readers wait for, oldest first (several readers: a loader's threads), those that
+	 * came meanwhile skipped */
+	while (f->hint < 0 && (w = p2p_session_take_wanted(f->a->ses, f->btih)) >= 0)
+		if (w < n && wanted_here(f, w))
+			f->hint = f->frontier = w;
 	/* A reader's piece first. Agents reading the same model read it in the same order and ask for the
 	 * same pieces at once: in a swarm the mirror sends a range once and answers the others 409 (they
 	 * then take it from the first), see routes-p2p.c's fill_taken. */
