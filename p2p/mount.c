@@ -209,8 +209,16 @@ static int file_fd(struct mnt *m, size_t k)
 	return fd;
 }
 
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 /* Wait until bytes [off, off + n) of file k are verified in the cache (asking the swarm for them
- * first, then polling, asking again each second). 0, -EINTR (the reader gave up: the kernel
+ * first, then woken as pieces come, asking again each second). 0, -EINTR (the reader gave up: the kernel
  * interrupted the request), or -EIO.
  *
  * The wait ends as soon as nobody can want its answer: the reader was interrupted (a signal; a
@@ -220,13 +228,13 @@ static int file_fd(struct mnt *m, size_t k)
  * FUSE loop open (libfuse joins its workers, and never cancels one that is answering a request). */
 static int wait_verified(struct mnt *m, const struct p2p_file_entry *e, off_t off, int64_t n)
 {
-	struct timespec nap = { 0, 5 * 1000 * 1000 };
 	struct fuse_session *se = fuse_get_session(m->f);
-	int64_t waited_ms = 0;
+	int64_t start = now_ms(), asked = -1000, looked = 0, t;
 	int have;
 
 	/* (HM_ERR_NOT_FOUND for a moment: the owner adds the torrent again, after taking pieces away from
-	 * the cache; the pieces wanted are asked for again below) */
+	 * the cache; the pieces wanted are asked for again below). Woken as pieces come, at most 50 ms
+	 * apart to look at the reader and the session. */
 	while ((have = p2p_session_have_range(m->ses, m->btih, e->index, off, n)) == 0 || have == HM_ERR_NOT_FOUND) {
 		struct p2p_torrent_status st;
 		int w;
@@ -234,16 +242,21 @@ static int wait_verified(struct mnt *m, const struct p2p_file_entry *e, off_t of
 			return -EINTR;
 		if (fuse_session_exited(se) || m->closing)
 			return -EIO;
-		if (waited_ms % 1000 == 0 && (w = p2p_session_want_range(m->ses, m->btih, e->index, off, n, 0)) &&
-		    w != HM_ERR_NOT_FOUND)
-			return -EIO;
+		t = now_ms();
+		if (t - asked >= 1000) {
+			asked = t;
+			if ((w = p2p_session_want_range(m->ses, m->btih, e->index, off, n, 0)) && w != HM_ERR_NOT_FOUND)
+				return -EIO;
+		}
 		/* a torrent stopped by an error (a full disk) will not bring the bytes: fail now */
-		if (waited_ms % 1000 == 500 && !p2p_session_torrent_status(m->ses, m->btih, &st) && st.error)
+		if (t - looked >= 500) {
+			looked = t;
+			if (t - start >= 500 && !p2p_session_torrent_status(m->ses, m->btih, &st) && st.error)
+				return -EIO;
+		}
+		if (t - start >= (int64_t)m->timeout_s * 1000)
 			return -EIO;
-		if (waited_ms >= (int64_t)m->timeout_s * 1000)
-			return -EIO;
-		nanosleep(&nap, NULL);
-		waited_ms += 5;
+		p2p_session_wait_range(m->ses, m->btih, e->index, off, n, 50);
 	}
 	return have < 0 ? -EIO : 0;
 }

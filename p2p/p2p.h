@@ -288,6 +288,11 @@ int p2p_session_file_path(struct p2p_session *s, const char *btih, int index, ch
  */
 int p2p_session_have_range(struct p2p_session *s, const char *btih, int index, int64_t offset, int64_t len);
 
+/* p2p_session_have_range, and when the answer is 0, wait up to timeout_ms for pieces to come (woken
+ * as they are admitted, not polled) and answer again. For a reader's wait loop. */
+int p2p_session_wait_range(struct p2p_session *s, const char *btih, int index, int64_t offset, int64_t len,
+			   int timeout_ms);
+
 /*
  * Fetch those bytes first, and want them from now on (a piece that was not wanted gets the top
  * priority, and keeps it): give each piece they touch a deadline, deadline_ms from now for the first

@@ -19,6 +19,7 @@
 #include <functional>
 #include <iterator>
 #include <memory>
+#include <condition_variable>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -178,6 +179,32 @@ struct have_cache {
 		if (i >= 0 && i < n)
 			words[std::size_t(i) / 64].fetch_and(~(std::uint64_t(1) << (i % 64)), std::memory_order_release);
 	}
+	/* Readers waiting for a piece (p2p_session_wait_range) sleep on cv, each with the piece it waits
+	 * for in waiting; notify() after a batch of set()s wakes them when one of those came, so a reader
+	 * is woken for its own piece, not for every piece of the torrent. */
+	std::mutex cv_mu;
+	std::condition_variable cv;
+	std::vector<int> waiting;
+	std::atomic<int> nwaiting{0};
+	void notify()
+	{
+		/* (the fences pair with the waiter's: it sees the piece set, or this sees it waiting) */
+		std::atomic_thread_fence(std::memory_order_seq_cst);
+		if (!nwaiting.load(std::memory_order_seq_cst))
+			return;
+		std::lock_guard<std::mutex> lock(cv_mu);
+		for (int p : waiting)
+			if (get(p)) {
+				cv.notify_all();
+				return;
+			}
+	}
+	/* (after a recheck, an eviction, a drain that admitted nothing: wake every waiter to look again) */
+	void notify_all()
+	{
+		std::lock_guard<std::mutex> lock(cv_mu);
+		cv.notify_all();
+	}
 	bool is_evicting(int i) const
 	{
 		return (evicting[std::size_t(i) / 64].load(std::memory_order_seq_cst) >> (i % 64)) & 1;
@@ -218,6 +245,10 @@ struct have_cache {
 	 * torrent was last rechecked for them (steady clock, ms) */
 	std::atomic<int> damaged{0};
 	std::atomic<std::int64_t> rechecked_ms{0};
+	/* when a reader last asked libtorrent what it has (admit_written from have_range): readers woken
+	 * at every piece must not each ask again (two calls into its network thread) */
+	std::atomic<std::int64_t> admitted_ms{0};
+	std::atomic<bool> trusted{false};       /* what admit_written said then */
 	/* a piece was found damaged: libtorrent's word that it has a piece is no promise any more (it
 	 * says so until its recheck has run, and the recheck is asynchronous), so each piece not cached
 	 * here is read back from the files (admit_written) */
@@ -839,8 +870,10 @@ extern "C" int p2p_session_drain(struct p2p_session *s,
 		 * of asking libtorrent's network thread themselves. */
 		for (std::string const &hex : pieces_of) {
 			torrent_entry e;
-			if (find_entry(s, hex.c_str(), e))
-				admit_written(e);
+			/* (a torrent whose word is no promise admits nothing here: its waiting readers look
+			 * again themselves, reading the new pieces back) */
+			if (find_entry(s, hex.c_str(), e) && !admit_written(e))
+				e.have->notify_all();
 		}
 	} catch (...) {
 		dropped = true;
@@ -1016,10 +1049,15 @@ static bool admit_written(torrent_entry const &e)
 		busy.push_back(static_cast<int>(q.piece_index));
 	std::sort(busy.begin(), busy.end());
 	int n = std::min(st.pieces.size(), e.have->n);
+	bool more = false;
 	for (int i = 0; i < n; i++)
 		if (!e.have->get(i) && st.pieces.get_bit(lt::piece_index_t(i)) &&
-		    !std::binary_search(busy.begin(), busy.end(), i) && !e.have->is_evicting(i))
+		    !std::binary_search(busy.begin(), busy.end(), i) && !e.have->is_evicting(i)) {
 			e.have->set(i);
+			more = true;
+		}
+	if (more)
+		e.have->notify();
 	return true;
 }
 
@@ -1061,9 +1099,15 @@ extern "C" int p2p_session_have_range(struct p2p_session *s, const char *btih, i
 		if (p > last)
 			return 1;
 		/* A piece not seen yet: admit what libtorrent has whole in the files (two calls to its
-		 * network thread for every piece at once), or, where its word is no such promise, read the
+		 * network thread for every piece at once; at most every 100 ms from here: the drain admits
+		 * what each piece alert brings at once), or, where its word is no such promise, read the
 		 * pieces back from the files. */
-		if (admit_written(e)) {
+		std::int64_t now = steady_ms(), was = e.have->admitted_ms.load();
+		if (now - was >= 100 || !e.have->trusted) {
+			e.have->admitted_ms.store(now);
+			e.have->trusted = admit_written(e);
+		}
+		if (e.have->trusted) {
 			for (; p <= last; p++)
 				if (!e.have->get(p))
 					return 0;
@@ -1083,6 +1127,35 @@ extern "C" int p2p_session_have_range(struct p2p_session *s, const char *btih, i
 		return 1;
 	} catch (lt::system_error const &err) {
 		return handle_error(err);
+	} catch (...) {
+		return HM_ERR_TORRENT;
+	}
+}
+
+extern "C" int p2p_session_wait_range(struct p2p_session *s, const char *btih, int index, int64_t offset, int64_t len,
+				      int timeout_ms)
+{
+	try {
+		torrent_entry e;
+		if (!find_entry(s, btih, e))
+			return HM_ERR_NOT_FOUND;
+		int r = p2p_session_have_range(s, btih, index, offset, len), first, last, p;
+		if (r != 0 || timeout_ms <= 0 || range_pieces(e.ti->files(), index, offset, len, &first, &last))
+			return r;
+		for (p = first; p <= last && e.have->get(p); p++)
+			;
+		if (p > last)
+			return p2p_session_have_range(s, btih, index, offset, len);
+		{
+			std::unique_lock<std::mutex> lock(e.have->cv_mu);
+			e.have->waiting.push_back(p);
+			e.have->nwaiting.fetch_add(1, std::memory_order_seq_cst);
+			std::atomic_thread_fence(std::memory_order_seq_cst);
+			e.have->cv.wait_for(lock, std::chrono::milliseconds(timeout_ms), [&] { return e.have->get(p); });
+			e.have->waiting.erase(std::find(e.have->waiting.begin(), e.have->waiting.end(), p));
+			e.have->nwaiting.fetch_sub(1, std::memory_order_seq_cst);
+		}
+		return p2p_session_have_range(s, btih, index, offset, len);
 	} catch (...) {
 		return HM_ERR_TORRENT;
 	}
@@ -1247,20 +1320,23 @@ extern "C" int p2p_session_write_piece(struct p2p_session *s, const char *btih, 
 				continue;
 			/* libtorrent's loader made the path safe: it stays under save_path */
 			std::string path = fs.file_path(sl.file_index, e.save_path);
-			std::string dir = path.substr(0, path.rfind('/'));
-			int r = path_mkdirs(dir.c_str(), 0755);
-			if (r)
-				return r;
 			int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+			if (fd < 0 && errno == ENOENT) { /* its folders, the first time */
+				int r = path_mkdirs(path.substr(0, path.rfind('/')).c_str(), 0755);
+				if (r)
+					return r;
+				fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+			}
 			if (fd < 0)
 				return -errno;
-			r = pwrite_all(fd, part, static_cast<size_t>(sl.size), sl.offset);
+			int r = pwrite_all(fd, part, static_cast<size_t>(sl.size), sl.offset);
 			::close(fd);
 			if (r)
 				return r;
 		}
 		/* checked before the write, and the write has returned: a pread now sees exactly these bytes */
 		e.have->set(piece);
+		e.have->notify();
 		return 0;
 	} catch (lt::system_error const &err) {
 		return handle_error(err);

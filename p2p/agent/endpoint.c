@@ -383,15 +383,15 @@ static void first_bytes(void *job)
 	struct ep *e = job;
 	struct p2p_session *ses = e->a->ses;
 	int64_t first = e->len < (1 << 20) ? e->len : (1 << 20);
-	struct timespec nap = { 0, 5 * 1000 * 1000 };
 	char *path = NULL;
 	int have, waited = 0;
 
 	p2p_session_want_range(ses, e->btih, e->index, e->off, e->len, 0);
+	/* woken as pieces come, at most 50 ms apart (to see the agent stop) */
 	while ((have = p2p_session_have_range(ses, e->btih, e->index, e->off, first)) <= 0 &&
-	       (have == 0 || have == HM_ERR_NOT_FOUND) && waited < READ_WAIT_S * 200 && !atomic_load(&e->a->quit)) {
-		nanosleep(&nap, NULL);
-		if (++waited % 200 == 0)
+	       (have == 0 || have == HM_ERR_NOT_FOUND) && waited < READ_WAIT_S * 20 && !atomic_load(&e->a->quit)) {
+		p2p_session_wait_range(ses, e->btih, e->index, e->off, first, 50);
+		if (++waited % 20 == 0)
 			p2p_session_want_range(ses, e->btih, e->index, e->off, e->len, 0);
 	}
 	if (have == 1 && !p2p_session_file_path(ses, e->btih, e->index, &path))
