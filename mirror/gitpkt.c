@@ -32,13 +32,17 @@ static int oid_ok(const char *p, size_t n)
 	return 1;
 }
 
-/* Does the filter spec (to the end of the line) name sparse:oid, plainly or %-encoded (combine:)? */
+/* Does the filter spec (to the end of the line) name sparse:oid, plainly or %-encoded (combine:)?
+ * 1 yes, 0 no, -1 a spec this cannot read whole: too long for a filter, or a byte git's own reading
+ * would stop at (a NUL, plain or %00, would end the string searched here too early) */
 static int filter_sparse(const char *p, size_t n)
 {
 	char buf[512];
 	size_t o = 0;
 
-	for (size_t i = 0; i < n && o + 1 < sizeof(buf); i++) {
+	if (n >= sizeof(buf))
+		return -1;
+	for (size_t i = 0; i < n; i++) {
 		/* decode %XX as git's combine: filters spell their parts */
 		if (p[i] == '%' && i + 2 < n && hex_digit(p[i + 1]) >= 0 && hex_digit(p[i + 2]) >= 0) {
 			buf[o++] = (char)(hex_digit(p[i + 1]) * 16 + hex_digit(p[i + 2]));
@@ -46,6 +50,8 @@ static int filter_sparse(const char *p, size_t n)
 		} else {
 			buf[o++] = p[i];
 		}
+		if (!buf[o - 1])
+			return -1;
 	}
 	buf[o] = '\0';
 	for (char *c = buf; *c; c++)
@@ -97,7 +103,10 @@ int mirror_git_pkt_check(const char *body, size_t len, struct git_pkt_summary *s
 				return refuse(why, "a have line without an object id", off);
 			sum->haves++;
 		} else if (n >= 7 && !memcmp(p, "filter ", 7)) {
-			if (filter_sparse(p + 7, n - 7)) {
+			int sparse = filter_sparse(p + 7, n - 7);
+			if (sparse < 0)
+				return refuse(why, "a filter spec too long, or with a NUL byte", off);
+			if (sparse) {
 				*why = xstrdup("sparse:oid filters are not served by this mirror (their cost is paths "
 					       "times patterns); use blob:none or blob:limit");
 				return -2;

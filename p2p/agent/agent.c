@@ -540,6 +540,7 @@ static void settle_done(uv_work_t *w, int status)
 		/* more files were asked for meanwhile: what the job found says nothing of them */
 		s->verified = false;
 		s->indexed = false;
+		agent_evict_now(a);
 		return;
 	}
 	/* Only a job that hashed the files decides whether they are verified: one that started with the

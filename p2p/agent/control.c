@@ -98,7 +98,6 @@ static json_t *snap_json(struct agent *a, const struct snap *s, json_t *name)
 	json_t *mounts = json_array(), *j;
 	char *path = xasprintf("%s/%s", s->save, s->name ? s->name : "");
 	bool ok = !p2p_session_torrent_status(a->ses, s->btih, &st);
-
 	size_t direct = 0;
 
 	for (size_t k = 0; k < s->nmounts; k++)

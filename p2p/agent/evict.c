@@ -510,6 +510,11 @@ static void choose(struct agent *a, int64_t used)
 	for (size_t i = 0; i < n && used > a->cfg->cache_size; i++) {
 		struct snap *s = order[i];
 		struct p2p_torrent_status st = { 0 };
+		/* the least recently used one, busy keeping its contents by sha256 (a job on its files):
+		 * it goes once that is done (settle_done measures again), not a younger one instead */
+		if (!s->nmounts && !s->nlingering && !s->pinned && !json_array_size(s->pending_links) && s->settling &&
+		    !s->work_verify)
+			break;
 		if (!evictable(s))
 			continue;
 		p2p_session_torrent_status(a->ses, s->btih, &st);

@@ -1,0 +1,144 @@
+#!/usr/bin/python3
+"""cpu_bench.py - what one instance spends to take a model: CPU-seconds per GiB, side by side.
+
+  /usr/bin/python3 bench/cpu_bench.py [--hubmirror PATH] [--mib 1024] [--runs 3]
+
+As root (FUSE). One model of --mib MiB is synced from the fake upstream; `hubmirror serve` runs on
+loopback. Each case starts with the page cache dropped, and counts the CPU (user + system) of every
+process it runs, the mirror's included:
+
+  curl + sha256:  curl fetches the file from the mirror to disk, then `openssl dgst -sha256` reads it
+                  once (what taking it by hand and checking it costs);
+  pull:           `hubmirror pull` on an agent with an empty cache (started untimed, as systemd
+                  would), counted until the agent has settled (the file verified, linked, and kept by
+                  sha256: every pass it makes over the bytes);
+  mount + read:   `hubmirror mount`, then `cat` of the file through the mount, counted the same way.
+
+Prints CPU-seconds per GiB (medians) and the ratios pull / (curl + sha256) and mount + read / pull.
+"""
+import argparse
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TOP = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+from bundle_bench import settle  # noqa: E402
+from mount_bench import drop_caches, median, start  # noqa: E402
+
+
+def proc_cpu(pid):
+    """User + system CPU seconds of a running process (its threads)."""
+    f = open("/proc/%d/stat" % pid).read().rsplit(")", 1)[1].split()
+    return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def children_cpu():
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--hubmirror", default=os.path.join(TOP, "build", "mirror", "cli", "hubmirror"))
+    ap.add_argument("--mib", type=int, default=1024)
+    ap.add_argument("--runs", type=int, default=3)
+    a = ap.parse_args()
+    if os.geteuid() != 0 or not os.path.exists("/dev/fuse"):
+        sys.exit("cpu_bench.py mounts with FUSE: run it as root, with /dev/fuse")
+    work = tempfile.mkdtemp(prefix="hm-cpubench-")
+    env = dict(os.environ, HUBMIRROR_DATA=os.path.join(work, "data"))
+    spec = os.path.join(work, "spec.json")
+    json.dump({"repos": [{"hub": "hf", "type": "model", "id": "bench/cpu", "files": [
+        {"path": "config.json", "content": "{}\n"},
+        {"path": "model.safetensors", "size": a.mib << 20, "seed": 7}]}]}, open(spec, "w"))
+    procs, mnt = [], os.path.join(work, "mnt")
+    gib = a.mib / 1024.0
+    t = {}
+    try:
+        procs.append(start([sys.executable, os.path.join(TOP, "tests", "fakehub", "fakehub.py"), "--quiet",
+                            "--ready-file", os.path.join(work, "fake"), "--repos", spec], os.path.join(work, "fake"), env))
+        env["HUBMIRROR_HF_UPSTREAM"] = json.load(open(os.path.join(work, "fake")))["api"]
+        subprocess.run([a.hubmirror, "add", "hf:bench/cpu"], env=env, check=True, stdout=subprocess.DEVNULL)
+        subprocess.run([a.hubmirror, "sync"], env=env, check=True, stdout=subprocess.DEVNULL)
+        serve = start([a.hubmirror, "serve", "--listen", "127.0.0.1:0", "--p2p-listen", "127.0.0.1:0",
+                       "--ready-file", os.path.join(work, "url")], os.path.join(work, "url"), env)
+        procs.append(serve)
+        m = open(os.path.join(work, "url")).read().strip()
+
+        def count(key, fn, agent=None):
+            c0, s0, a0 = children_cpu(), proc_cpu(serve.pid), proc_cpu(agent) if agent else 0
+            w0 = time.monotonic()
+            fn()
+            c = children_cpu() - c0 + proc_cpu(serve.pid) - s0 + (proc_cpu(agent) - a0 if agent else 0)
+            t.setdefault(key, []).append((c / gib, time.monotonic() - w0))
+
+        def settled():
+            for _ in range(1200):
+                st = json.loads(subprocess.run([a.hubmirror, "status", "--json"], env=env, check=True,
+                                               capture_output=True, text=True).stdout)["snapshots"]
+                if st and st[0]["verified"] and st[0]["kept"] and st[0]["bytes_have"] == st[0]["bytes_total"]:
+                    return
+                time.sleep(0.05)
+            sys.exit("the agent did not settle")
+
+        for run in range(a.runs):
+            dl = os.path.join(work, "dl")
+            settle(dl)
+            os.makedirs(dl)
+            drop_caches()
+            count("curl + sha256", lambda: (
+                subprocess.run(["curl", "-fsS", "-o", os.path.join(dl, "model.safetensors"),
+                                "%s/bench/cpu/resolve/main/model.safetensors" % m], check=True),
+                subprocess.run(["openssl", "dgst", "-sha256", os.path.join(dl, "model.safetensors")], check=True,
+                               stdout=subprocess.DEVNULL)))
+            for case in ("pull", "mount + read"):
+                cache = os.path.join(work, "cache-%d" % run)
+                env["HUBMIRROR_AGENT_SOCKET"] = os.path.join(work, "agent-%d.sock" % run)
+                subprocess.run([a.hubmirror, "agent", "--mirror", m, "--cache", cache, "--listen", "127.0.0.1:0"],
+                               env=env, check=True, stdout=subprocess.DEVNULL)
+                agent = json.loads(subprocess.run([a.hubmirror, "status", "--json"], env=env, check=True,
+                                                  capture_output=True, text=True).stdout)["pid"]
+                drop_caches()
+                if case == "pull":
+                    count(case, lambda: (subprocess.run([a.hubmirror, "pull", "--no-hf-cache", "hf:bench/cpu"], env=env,
+                                                        check=True, stdout=subprocess.DEVNULL), settled()), agent)
+                else:
+                    os.makedirs(mnt, exist_ok=True)
+                    count(case, lambda: (subprocess.run([a.hubmirror, "mount", "--no-hf-cache", "--prefetch", "all",
+                                                         "hf:bench/cpu", mnt], env=env, check=True,
+                                                        stdout=subprocess.DEVNULL),
+                                         subprocess.run(["cat", os.path.join(mnt, "model.safetensors")], check=True,
+                                                        stdout=subprocess.DEVNULL), settled()), agent)
+                    subprocess.run([a.hubmirror, "umount", mnt], env=env, stderr=subprocess.DEVNULL)
+                subprocess.run([a.hubmirror, "agent", "--stop"], env=env, stdout=subprocess.DEVNULL)
+                settle(cache)
+        print("a %d MiB file on loopback (2 cores), page cache dropped before each case, medians of %d runs; "
+              "CPU of every process counted (the mirror's too)" % (a.mib, a.runs))
+        print()
+        print("| case | CPU-seconds per GiB | wall seconds |")
+        print("|---|---|---|")
+        for k in ("curl + sha256", "pull", "mount + read"):
+            print("| %s | %.2f | %.2f |" % (k, median([x[0] for x in t[k]]), median([x[1] for x in t[k]])))
+        print()
+        for k in ("curl + sha256", "pull", "mount + read"):
+            print("%s, run by run: %s" % (k, " ".join("%.2f" % x[0] for x in t[k])))
+        c, p, mr = (median([x[0] for x in t[k]]) for k in ("curl + sha256", "pull", "mount + read"))
+        print("ratio pull / (curl + sha256): %.2f" % (p / c))
+        print("ratio mount + read / pull: %.2f" % (mr / p))
+    finally:
+        subprocess.run([a.hubmirror, "umount", mnt], stderr=subprocess.DEVNULL)
+        for p in procs:
+            p.terminate()
+            p.wait()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
