@@ -3,7 +3,8 @@
 # through the real binary) gets a torrent within bounds: 16 KiB pieces (not 256 KiB ones padded with
 # 26 GB of zeros), one piece per file, at most 256 bytes of torrent per file; libtorrent's Python
 # binding loads it (raised limits: a stock client refuses torrents over 10 MB) and lists every file
-# under its own path; serve hands it out and seeds it. Numbers in docs/p2p.md.
+# under its own path; serve hands it out and seeds it. An instance pulls one folder of it (--include)
+# and mounts it, every file listed. Numbers in docs/p2p.md.
 . "$HM_SRC/tests/integration/lib.sh"
 "$PY" -c 'import libtorrent' 2>/dev/null || skip "python3-libtorrent is not installed (bash .ci/setup installs it)"
 N=100000
@@ -33,4 +34,21 @@ assert ti.num_pieces() == n + 1, ti.num_pieces()  # one 16 KiB piece per file of
 assert str(ti.info_hashes().v1) == repo["swarm"]["btih"]
 PY
 check "serve seeds it" bash -c "curl -fsS '$M/metrics' | awk '\$1 == \"hubmirror_seeder_torrents\" { f = (\$2 >= 1) } END { exit !f }'"
+
+# an instance takes one folder of the 100,000 files (pull --include), then mounts the dataset
+start=$(date +%s%N)
+check "pull --include of one folder of it" timeout 300 "$HUBMIRROR" pull --mirror "$M" --cache "$T/cache" --hf-cache "$T/hfc" \
+	--listen 127.0.0.1:0 --include 'data/007/*' hf:datasets/big/many
+echo "# pull of 100 of $N files: $(( ($(date +%s%N) - start) / 1000000 )) ms"
+check "the HF cache holds that folder and README.md, nothing else" bash -c \
+	"cd '$T/hfc/datasets--big--many/snapshots/'* && test \$(find . -type l | wc -l) = 101 && test -e README.md && test \$(ls data) = 007"
+if [ "$(id -u)" = 0 ] && [ -c /dev/fuse ]; then
+	start=$(date +%s%N)
+	check "the dataset mounts" timeout 120 "$HUBMIRROR" mount --no-hf-cache hf:datasets/big/many "$T/m"
+	check "its $N files are listed" test "$(find "$T/m" -type f | wc -l)" = "$((N + 1))"
+	echo "# mount and a listing of every file: $(( ($(date +%s%N) - start) / 1000000 )) ms"
+	check "a file of another folder reads through it" cmp "$T/m/data/123/file_000123.bin" "$T/m/data/123/file_000123.bin"
+	check "umount" "$HUBMIRROR" umount "$T/m"
+fi
+check "agent --stop" "$HUBMIRROR" agent --stop
 finish
