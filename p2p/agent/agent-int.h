@@ -50,12 +50,9 @@ struct snap {
 	 * besides, piece by piece. */
 	json_t *want;
 	unsigned want_gen;              /* counts the times want grew */
-	json_t *work_want;              /* the settle job's copy of want, its want_gen, and the contents */
-	unsigned work_gen;              /* it keeps by sha256 (those of wanted files) */
-	struct p2p_known *work_known;
-	size_t nwork_known;
-	struct p2p_known *work_others;  /* ...and those of files not wanted that are held whole */
-	size_t nwork_others;
+	json_t *work_want;              /* the settle job's copy of want, and its want_gen */
+	unsigned work_gen;
+	struct index_job *index_job;    /* keeping its contents by sha256 (agent.c), or NULL */
 	int damaged_seen;               /* p2p_torrent_status.damaged when last looked at */
 	int pieces_seen;                /* pieces libtorrent had then (a drop: pieces lost in a recheck) */
 	int64_t held_now, held_indexed; /* bytes libtorrent holds, and held when the last settle job began */
@@ -77,7 +74,7 @@ struct snap {
 	bool finished;                  /* libtorrent has every piece */
 	bool verified;                  /* and every file's bytes are verified in the cache's files */
 	bool indexed;                   /* contents kept by sha256 (or given up) */
-	bool settling;                  /* a settle job (verify, index) runs on the thread pool */
+	bool settling;                  /* a settle job (verifying its files) runs on the thread pool */
 	uint64_t settle_after;          /* uv_now before which no settle job starts (one just failed) */
 	bool unchecked;                 /* taken back whole at a restart (seed mode), its files not read
 					 * back since: a pull verifies them before it links (agent_snap_check) */
@@ -90,8 +87,7 @@ struct snap {
 					 * an array of {"hf_cache", "ms_cache", "ms_hub_cache", "name", "id"};
 					 * each one's outcome goes to links_done under its id */
 	uv_work_t work;
-	bool work_verify;               /* the job hashes the files (s was not verified when it started) */
-	bool work_verified, work_indexed; /* the job's results, applied on the loop */
+	bool work_verified;             /* the job's result, applied on the loop */
 	/* The mirror's web seed is the source of last resort: a snapshot starts with peers only (the
 	 * mirror's own BitTorrent seed among them), and the torrent's web seeds join when it has no
 	 * other peer 1 s after it was added (a lone instance), or when it gets no byte for 3 s. */
@@ -148,6 +144,10 @@ struct agent {
 	bool preheating;                /* a preheat job runs */
 	int64_t preheated_at;           /* when the last one ended */
 };
+
+/* Say something in the agent's log (its stderr: <cache>/agent.log when detached): one line, fmt
+ * ending in a newline, after the time (UTC, as serve's log has it) and "hubmirror agent: ". */
+void agent_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* The control API's handler (control.c). */
 int agent_control(void *ud, struct httpd_req *req);

@@ -14,6 +14,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +35,23 @@
 #include "hub/hub.h"
 #include "p2p/mount.h"
 #include "p2p/p2p.h"
+
+void agent_say(const char *fmt, ...)
+{
+	char when[32] = "";
+	time_t now = time(NULL);
+	struct tm tm;
+	va_list ap;
+
+	if (gmtime_r(&now, &tm))
+		strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	flockfile(stderr);
+	fprintf(stderr, "%s hubmirror agent: ", when);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	funlockfile(stderr);
+}
 
 struct snap *agent_snap_find(struct agent *a, const char *btih)
 {
@@ -56,8 +74,6 @@ void agent_snap_free(struct snap *s)
 	free(s->web_seeds);
 	json_decref(s->pending_links);
 	json_decref(s->work_want);
-	free(s->work_known);
-	free(s->work_others);
 	json_decref(s->meta);
 	free(s);
 }
@@ -102,7 +118,7 @@ void agent_snap_remember(struct agent *a, const struct snap *s)
 	js = json_dumps(s->meta, JSON_COMPACT);
 	/* the description last: a snapshot is taken back only with both */
 	if (path_write_atomic(tp, s->torrent, s->tlen, 0600) || path_write_atomic(mp, js, strlen(js), 0600))
-		fprintf(stderr, "hubmirror agent: cannot remember %s in %s: a restart will not seed it\n", s->btih, dir);
+		agent_say("cannot remember %s in %s: a restart will not seed it\n", s->btih, dir);
 	free(js);
 	free(tp);
 	free(mp);
@@ -379,9 +395,9 @@ static void recall(struct agent *a)
 			if (meta && !path_read_file(tp, 128 << 20, &tor, &tlen) &&
 			    !snap_add(a, meta, (const unsigned char *)tor, tlen, true,
 				      json_is_true(json_object_get(meta, "verified")), NULL, NULL, NULL, &err))
-				fprintf(stderr, "hubmirror agent: cannot take back %.40s: %s\n", nm, err ? err : "?");
+				agent_say("cannot take back %.40s: %s\n", nm, err ? err : "?");
 			else if (!meta)
-				fprintf(stderr, "hubmirror agent: %s is unreadable: skipped\n", mp);
+				agent_say("%s is unreadable: skipped\n", mp);
 			free(err);
 			free(tor);
 			free(mp);
@@ -464,20 +480,102 @@ static void settle_work(uv_work_t *w)
 	 * writes are still pending is tried again at the next tick. */
 	pthread_setschedparam(pthread_self(), SCHED_IDLE, &idle);
 	io_idle(true); /* and its reads wait for everybody else's */
-	s->work_verified = !s->work_verify || agent_verify_wanted(a, s->btih, s->work_want);
-	/* Kept by sha256 in a job of its own, after: a pull links (and returns) once its files are
-	 * verified, not once their sha256 is computed too (a second pass over every byte). The files
-	 * wanted must all be kept; the others that are held whole (read through a mount) are kept too. */
-	if (s->work_verify) {
-		s->work_indexed = s->indexed;
-		return_normal(&normal);
-		return;
-	}
-	s->work_indexed = s->indexed || p2p_keep_index(a->ses, s->btih, a->cfg->cache_dir, s->work_known,
-						       s->nwork_known) == 0;
-	if (!s->indexed && s->work_others)
-		p2p_keep_index(a->ses, s->btih, a->cfg->cache_dir, s->work_others, s->nwork_others);
+	s->work_verified = agent_verify_wanted(a, s->btih, s->work_want);
 	return_normal(&normal);
+}
+
+/* ---- contents kept by sha256: a job of its own ---------------------------------------------------- */
+
+/* After a snapshot's files are verified, and once it is quiet (no byte for INDEX_QUIET_MS, so the pass
+ * never runs beside a loader reading it), its contents are kept by sha256 (p2p_keep_index: a second
+ * pass over every byte, which a pull does not wait for). The job holds copies of what it needs, never
+ * the snapshot: eviction may drop the snapshot meanwhile (the job then finds its torrent gone and
+ * keeps nothing), and waits for nobody's idle-priority hashing. The files wanted must all be kept;
+ * the others held whole (read through a mount) are kept too. */
+struct index_job {
+	uv_work_t w;
+	struct agent *a;
+	char btih[41];
+	const void *owner;              /* the snapshot it was for: compared, never dereferenced */
+	unsigned gen;                   /* its want_gen then */
+	struct p2p_known *known, *others;
+	size_t nknown, nothers;
+	bool ok;                        /* every wanted content is kept */
+};
+
+static struct p2p_known *known_copy(const struct p2p_known *k, size_t n)
+{
+	struct p2p_known *c = xcalloc(n + 1, sizeof(*c));
+
+	for (size_t i = 0; i < n; i++) {
+		c[i].path = xstrdup(k[i].path);
+		c[i].sha256 = k[i].sha256 ? xstrdup(k[i].sha256) : NULL;
+	}
+	return c;
+}
+
+static void known_free(struct p2p_known *k, size_t n)
+{
+	for (size_t i = 0; k && i < n; i++) {
+		free((char *)k[i].path);
+		free((char *)k[i].sha256);
+	}
+	free(k);
+}
+
+static void index_work(uv_work_t *w)
+{
+	struct index_job *j = w->data;
+	struct sched_param idle = { 0 }, normal = { 0 };
+
+	pthread_setschedparam(pthread_self(), SCHED_IDLE, &idle);
+	io_idle(true);
+	j->ok = p2p_keep_index(j->a->ses, j->btih, j->a->cfg->cache_dir, j->known, j->nknown) == 0;
+	if (j->others)
+		p2p_keep_index(j->a->ses, j->btih, j->a->cfg->cache_dir, j->others, j->nothers);
+	return_normal(&normal);
+}
+
+static void index_done(uv_work_t *w, int status)
+{
+	struct index_job *j = w->data;
+	struct snap *s = agent_snap_find(j->a, j->btih);
+
+	(void)status;
+	if (s && s == j->owner && s->index_job == j) {
+		s->index_job = NULL;
+		/* a file whose last writes are pending is tried again, for a minute at most */
+		if (j->gen == s->want_gen)
+			s->indexed = j->ok || ++s->index_tries >= 60;
+		if (!s->indexed)
+			s->settle_after = uv_now(&j->a->loop) + 1000;
+	}
+	known_free(j->known, j->nknown);
+	known_free(j->others, j->nothers);
+	free(j);
+}
+
+static void index_start(struct agent *a, struct snap *s)
+{
+	struct index_job *j = xcalloc(1, sizeof(*j));
+	struct p2p_known *k, *o;
+	size_t nk = 0, no = 0;
+
+	j->a = a;
+	memcpy(j->btih, s->btih, sizeof(j->btih));
+	j->owner = s;
+	j->gen = s->want_gen;
+	k = agent_wanted_known(a, s, &nk, &o, &no);
+	j->known = known_copy(k, nk);
+	j->nknown = nk;
+	j->others = o ? known_copy(o, no) : NULL;
+	j->nothers = no;
+	free(k);
+	free(o);
+	s->index_job = j;
+	s->held_indexed = s->held_now;
+	j->w.data = j;
+	uv_queue_work(&a->loop, &j->w, index_work, index_done);
 }
 
 void agent_snap_check(struct agent *a, struct snap *s)
@@ -503,7 +601,7 @@ void agent_link_pending(struct agent *a, struct snap *s)
 		if (agent_snap_link(a, s, name, it, dir, true, &why)) {
 			if (!why)
 				why = xstrdup("cannot link into the hub cache");
-			fprintf(stderr, "hubmirror agent: %s: %s\n", jstr(name, "spec"), why);
+			agent_say("%s: %s\n", jstr(name, "spec"), why);
 			json_object_set_new(s->links_done, id, json_string(why));
 		} else {
 			json_object_set_new(s->links_done, id, json_null());
@@ -532,35 +630,22 @@ static void settle_done(uv_work_t *w, int status)
 	s->settling = false;
 	json_decref(s->work_want);
 	s->work_want = NULL;
-	free(s->work_known);
-	s->work_known = NULL;
-	free(s->work_others);
-	s->work_others = NULL;
 	if (s->work_gen != s->want_gen) {
 		/* more files were asked for meanwhile: what the job found says nothing of them */
 		s->verified = false;
-		s->indexed = false;
 		agent_evict_now(a);
 		return;
 	}
-	/* Only a job that hashed the files decides whether they are verified: one that started with the
-	 * snapshot verified (to index it) says nothing of a pull, or a damage, that made it unverified
-	 * meanwhile */
-	if (s->work_verify) {
-		if (s->work_verified)
-			s->unchecked = false;
-		else
-			s->settle_after = uv_now(&a->loop) + 5000; /* a piece missing or damaged: not again at once */
-		if (s->work_verified && !s->verified) {
-			/* remembered: a restart takes it back whole, without rechecking every byte first */
-			json_object_set_new(s->meta, "verified", json_true());
-			agent_snap_remember(a, s);
-		}
-		s->verified = s->work_verified;
+	if (s->work_verified)
+		s->unchecked = false;
+	else
+		s->settle_after = uv_now(&a->loop) + 5000; /* a piece missing or damaged: not again at once */
+	if (s->work_verified && !s->verified) {
+		/* remembered: a restart takes it back whole, without rechecking every byte first */
+		json_object_set_new(s->meta, "verified", json_true());
+		agent_snap_remember(a, s);
 	}
-	/* a file whose last writes are pending is tried again, for a minute at most (a job that only
-	 * verified tried nothing) */
-	s->indexed = s->work_indexed || (!s->work_verify && ++s->index_tries >= 60);
+	s->verified = s->work_verified;
 	if (s->verified) {
 		agent_link_pending(a, s);
 		agent_shortcuts(a, s);
@@ -580,9 +665,9 @@ static void on_event(void *ud, const struct p2p_event *ev)
 		 * snapshot, saying how many more came */
 		if (time(NULL) - s->last_error_at >= 60) {
 			if (s->errors_unsaid)
-				fprintf(stderr, "hubmirror agent: %s: (%d more errors like the last)\n",
+				agent_say("%s: (%d more errors like the last)\n",
 					s->spec ? s->spec : s->btih, s->errors_unsaid);
-			fprintf(stderr, "hubmirror agent: %s: %s\n", s->spec ? s->spec : s->btih, ev->message);
+			agent_say("%s: %s\n", s->spec ? s->spec : s->btih, ev->message);
 			s->last_error_at = time(NULL);
 			s->errors_unsaid = 0;
 		} else {
@@ -619,7 +704,7 @@ void agent_snap_retry(struct agent *a, struct snap *s, const struct p2p_torrent_
 		return;
 	s->retried_ms = uv_now(&a->loop);
 	size_human(agent_disk_free(a, NULL), f, sizeof(f));
-	fprintf(stderr, "hubmirror agent: %s: the cache's disk has room again (%s free): going on\n",
+	agent_say("%s: the cache's disk has room again (%s free): going on\n",
 		s->spec ? s->spec : s->btih, f);
 	p2p_session_retry(a->ses, s->btih);
 	agent_fill_again(s);
@@ -633,7 +718,7 @@ void agent_snap_retry(struct agent *a, struct snap *s, const struct p2p_torrent_
 void agent_snap_damaged(struct agent *a, struct snap *s)
 {
 	if (s->finished || s->verified)
-		fprintf(stderr, "hubmirror agent: %s: pieces in the cache failed their hash: fetching them again\n",
+		agent_say("%s: pieces in the cache failed their hash: fetching them again\n",
 			s->spec ? s->spec : s->btih);
 	s->finished = false;
 	s->verified = false;
@@ -717,8 +802,8 @@ static void on_tick(uv_timer_t *t)
 				json_object_set_new(s->meta, "whole", json_true());
 				agent_snap_remember(a, s);
 			}
-			/* files a mount read whole meanwhile are kept by sha256 too (the settle job) */
-			if (s->finished && s->want && st.held > s->held_indexed && !s->settling)
+			/* files a mount read whole meanwhile are kept by sha256 too (index_start) */
+			if (s->finished && s->want && st.held > s->held_indexed && !s->index_job)
 				s->indexed = false;
 			if (st.held + agent_fill_unseen(s) != s->held_now + s->unseen_now)
 				s->held_changed_ms = uv_now(&a->loop);
@@ -729,18 +814,16 @@ static void on_tick(uv_timer_t *t)
 			web_seed_when_alone(a, s, &st);
 			agent_fill_update(a, s, &st);
 		}
-		/* verified at once (a pull waits for it); kept by sha256 (a second pass over every byte)
-		 * once the snapshot is quiet, so that pass never runs beside a loader reading it */
-		if (s->finished && (!s->verified || (!s->indexed && uv_now(&a->loop) - s->held_changed_ms >= INDEX_QUIET_MS)) &&
-		    !s->settling && !a->stopping && uv_now(&a->loop) >= s->settle_after) {
+		/* verified at once (a pull waits for it: the settle job); kept by sha256 once quiet */
+		if (s->finished && !s->verified && !s->settling && !a->stopping && uv_now(&a->loop) >= s->settle_after) {
 			s->settling = true;
-			s->work_verify = !s->verified; /* read on the loop, not by the job */
 			s->work_want = s->want ? json_deep_copy(s->want) : NULL;
 			s->work_gen = s->want_gen;
-			s->held_indexed = s->held_now;
-			s->work_known = agent_wanted_known(a, s, &s->nwork_known, &s->work_others, &s->nwork_others);
 			s->work.data = s;
 			uv_queue_work(&a->loop, &s->work, settle_work, settle_done);
+		} else if (s->finished && s->verified && !s->indexed && !s->index_job && !s->settling && !a->stopping &&
+			   uv_now(&a->loop) - s->held_changed_ms >= INDEX_QUIET_MS && uv_now(&a->loop) >= s->settle_after) {
+			index_start(a, s);
 		}
 	}
 	agent_evict_held(a, held);
@@ -815,7 +898,7 @@ static void shortcut_done(uv_work_t *w, int status)
 	(void)status;
 	p2p_mount_hold(j->m, false);
 	if (j->failed)
-		fprintf(stderr, "hubmirror agent: %s: %d files stay on FUSE: %s\n", j->spec, j->failed, j->why ? j->why : "?");
+		agent_say("%s: %d files stay on FUSE: %s\n", j->spec, j->failed, j->why ? j->why : "?");
 	shortcut_free(j);
 }
 
@@ -920,7 +1003,7 @@ void agent_stop(struct agent *a)
 			char *why = NULL;
 			p2p_mount_close(s->mounts[0].m);
 			if (agent_mount_detach(a, s, 0, &in_use, &why)) {
-				fprintf(stderr, "hubmirror agent: %s\n", why ? why : "cannot unmount");
+				agent_say("%s\n", why ? why : "cannot unmount");
 				free(s->mounts[0].dir);
 				s->mounts[0] = s->mounts[--s->nmounts]; /* left to the process's end */
 			}
@@ -965,7 +1048,7 @@ static void on_signal(uv_signal_t *h, int signum)
 {
 	if (signum == SIGHUP) {
 		/* systemd's reload, or a terminal that went away: the agent has nothing to read again */
-		fprintf(stderr, "hubmirror agent: SIGHUP: nothing to reload; carrying on\n");
+		agent_say("SIGHUP: nothing to reload; carrying on\n");
 		return;
 	}
 	agent_stop(h->data);

@@ -225,7 +225,7 @@ static int mount_snap(struct agent *a, struct httpd_req *req, struct snap *s, js
 		free(err);
 		err = NULL;
 		if (agent_mount_detach(a, s, s->nmounts - 1, &in_use, &err)) {
-			fprintf(stderr, "hubmirror agent: %s\n", err ? err : "cannot unmount");
+			agent_say("%s\n", err ? err : "cannot unmount");
 			free(err);
 		}
 		return 0;
@@ -342,7 +342,7 @@ static struct snap *resolved(struct agent *a, struct httpd_req *req, struct reso
 	*name = NULL;
 	if (j->st == 502 && (*name = agent_held(a, canon, j->spec.revision, &s))) {
 		/* the mirror is down or broken: what this instance has of that revision still serves */
-		fprintf(stderr, "hubmirror agent: %s: %s; using the snapshot held (%s @ %.12s)\n", sp, j->why,
+		agent_say("%s: %s; using the snapshot held (%s @ %.12s)\n", sp, j->why,
 			json_string_value(json_object_get(*name, "revision")),
 			json_string_value(json_object_get(*name, "commit")));
 		json_object_set_new(j->body, "offline", json_string(j->why));

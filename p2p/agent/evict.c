@@ -264,7 +264,7 @@ void agent_drop_files(struct agent *a, const char *btih)
 		free(dir);
 		dir = to;
 	} else {
-		fprintf(stderr, "hubmirror agent: cannot move %s aside (%s): it is deleted in place\n", dir, strerror(errno));
+		agent_say("cannot move %s aside (%s): it is deleted in place\n", dir, strerror(errno));
 		free(to);
 	}
 	a->drop = xreallocarray(a->drop, a->ndrop + 1, sizeof(*a->drop));
@@ -331,7 +331,7 @@ static void thin_done(uv_work_t *w, int status)
 		t->s->pieces_seen = 0; /* fewer pieces now, on purpose: not damage */
 		t->s->web_on = false;  /* added again without its web seeds: they join again when needed */
 		if (t->r) {
-			fprintf(stderr, "hubmirror agent: %s: cannot take pieces out of the cache: %s\n",
+			agent_say("%s: cannot take pieces out of the cache: %s\n",
 				t->s->spec ? t->s->spec : t->s->btih, t->err ? t->err : "?");
 		} else if (t->evicted) {
 			agent_fill_forget(t->s, t->v, t->n); /* the direct fill fetches them again when read */
@@ -339,7 +339,7 @@ static void thin_done(uv_work_t *w, int status)
 			agent_snap_remember(a, t->s);
 			size_human(t->freed, f, sizeof(f));
 			size_human(a->cfg->cache_size, c, sizeof(c));
-			fprintf(stderr, "hubmirror agent: %s: %zu pieces (%s) read least recently left the cache to keep it "
+			agent_say("%s: %zu pieces (%s) read least recently left the cache to keep it "
 				"under %s; read again, they are fetched again\n", t->s->spec ? t->s->spec : t->s->btih,
 				t->evicted, f, c);
 		}
@@ -470,7 +470,7 @@ static void thin(struct agent *a, int64_t over)
 			char u[32], c[32];
 			size_human(a->cache_used, u, sizeof(u));
 			size_human(a->cfg->cache_size, c, sizeof(c));
-			fprintf(stderr, "hubmirror agent: the cache holds %s, over its %s: what is left is wanted by pulls or "
+			agent_say("the cache holds %s, over its %s: what is left is wanted by pulls or "
 				"mounts (their --include, --prefetch), pinned or read this moment\n", u, c);
 			a->over_said = true;
 		}
@@ -510,16 +510,11 @@ static void choose(struct agent *a, int64_t used)
 	for (size_t i = 0; i < n && used > a->cfg->cache_size; i++) {
 		struct snap *s = order[i];
 		struct p2p_torrent_status st = { 0 };
-		/* the least recently used one, busy keeping its contents by sha256 (a job on its files):
-		 * it goes once that is done (settle_done measures again), not a younger one instead */
-		if (!s->nmounts && !s->nlingering && !s->pinned && !json_array_size(s->pending_links) && s->settling &&
-		    !s->work_verify)
-			break;
 		if (!evictable(s))
 			continue;
 		p2p_session_torrent_status(a->ses, s->btih, &st);
 		used -= st.total_done;
-		fprintf(stderr, "hubmirror agent: evicting %s @ %.12s (last used %lld s ago) to keep the cache under %lld bytes\n",
+		agent_say("evicting %s @ %.12s (last used %lld s ago) to keep the cache under %lld bytes\n",
 			s->spec ? s->spec : s->btih, s->commit ? s->commit : "", (long long)(time(NULL) - s->last_used),
 			(long long)a->cfg->cache_size);
 		agent_snap_forget(a, s);

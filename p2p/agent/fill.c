@@ -221,7 +221,7 @@ static void direct_end(struct fill *f, bool whole)
 
 	f->direct = false;
 	if (p2p_session_reseed(f->a->ses, f->btih, f->torrent, f->tlen, &err)) {
-		fprintf(stderr, "hubmirror agent: %.12s: %s\n", f->btih, err ? err : "cannot add the torrent again");
+		agent_say("%.12s: %s\n", f->btih, err ? err : "cannot add the torrent again");
 		f->given_up = true;
 	}
 	free(err);
@@ -289,7 +289,7 @@ static void write_done(uv_work_t *w, int status)
 	} else if (j->result == HM_ERR_HASH_MISMATCH) {
 		leave_alone(f, j->piece, 0); /* wrong bytes: asked again (FILL_TRIES) */
 	} else if (!f->gone && f->direct) {
-		fprintf(stderr, "hubmirror agent: %.12s: cannot write a piece into the cache (%s): libtorrent takes over\n",
+		agent_say("%.12s: cannot write a piece into the cache (%s): libtorrent takes over\n",
 			f->btih, err_str(status ? status : j->result));
 		direct_end(f, false);
 	}
@@ -402,7 +402,7 @@ static void on_done(void *ud, int result, const struct hub_http_resp *resp, cons
 				f->down_until[r->mirror] = uv_now(&a->loop) + (ms < FILL_DOWN_MS ? ms : FILL_DOWN_MS);
 				if (pick_mirror(f, r->first) < 0 && !f->resting) {
 					f->resting = true;
-					fprintf(stderr, "hubmirror agent: %.12s: the mirror%s HTTP ranges failed %d times (%s, HTTP %ld): "
+					agent_say("%.12s: the mirror%s HTTP ranges failed %d times (%s, HTTP %ld): "
 						"asking again in a moment (the swarm meanwhile)\n", f->btih,
 						f->nbase > 1 ? "s'" : "'s", FILL_FAILS, result ? err_str(result) : "short answer",
 						resp ? resp->status : 0);
@@ -410,7 +410,7 @@ static void on_done(void *ud, int result, const struct hub_http_resp *resp, cons
 			}
 		} else {
 			if (f->resting)
-				fprintf(stderr, "hubmirror agent: %.12s: the mirror answers again\n", f->btih);
+				agent_say("%.12s: the mirror answers again\n", f->btih);
 			f->resting = false;
 			f->fails[r->mirror] = 0;
 			f->downs[r->mirror] = 0;
@@ -683,7 +683,7 @@ void agent_fill_update(struct agent *a, struct snap *s, const struct p2p_torrent
 	}
 	/* another agent came: it is better served by this one's pieces through libtorrent */
 	if (s->fill->direct && !alone && !s->fill->leaving && peers > 1) {
-		fprintf(stderr, "hubmirror agent: %s: %d peers now: libtorrent takes over what was fetched\n",
+		agent_say("%s: %d peers now: libtorrent takes over what was fetched\n",
 			s->spec ? s->spec : s->btih, peers);
 		s->fill->leaving = true;
 		for (int i = 0; i < FILL_PARALLEL; i++)
@@ -697,7 +697,7 @@ void agent_fill_update(struct agent *a, struct snap *s, const struct p2p_torrent
 		s->fill->direct = !p2p_session_download_pause(a->ses, s->btih, true);
 		s->fill->direct_since = s->fill->announced = uv_now(&a->loop);
 		if (s->fill->direct)
-			fprintf(stderr, "hubmirror agent: %s: alone in its swarm: fetching it over HTTP ranges from the mirror\n",
+			agent_say("%s: alone in its swarm: fetching it over HTTP ranges from the mirror\n",
 				s->spec ? s->spec : s->btih);
 	}
 	if (want && !st->tracker_replied && uv_now(&a->loop) - s->added_ms < 2000)

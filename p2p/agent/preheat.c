@@ -111,16 +111,16 @@ static void preheat_done(uv_work_t *w, int status)
 	a->preheating = false;
 	a->preheated_at = time(NULL);
 	if (p->why && !a->stopping)
-		fprintf(stderr, "hubmirror agent: preheat: %s\n", p->why);
+		agent_say("preheat: %s\n", p->why);
 	for (size_t i = 0; i < p->nfound; i++) {
 		char *why = NULL;
 		if (!a->stopping) {
-			fprintf(stderr, "hubmirror agent: preheating %s @ %.12s\n",
+			agent_say("preheating %s @ %.12s\n",
 				json_string_value(json_object_get(p->found[i].meta, "spec")),
 				json_string_value(json_object_get(p->found[i].meta, "commit")));
 			if (!agent_snap_add(a, json_incref(p->found[i].meta), (const unsigned char *)p->found[i].tor,
 					    p->found[i].tlen, NULL, NULL, NULL, &why))
-				fprintf(stderr, "hubmirror agent: preheat: %s\n", why ? why : "cannot take the snapshot");
+				agent_say("preheat: %s\n", why ? why : "cannot take the snapshot");
 		}
 		free(why);
 		json_decref(p->found[i].meta);
