@@ -20,7 +20,6 @@ import argparse
 import json
 import os
 import resource
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -30,7 +29,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 from bundle_bench import settle  # noqa: E402
-from mount_bench import drop_caches, median, start  # noqa: E402
+from mount_bench import drop_caches, median, mirror_up, stop  # noqa: E402
 
 
 def proc_cpu(pid):
@@ -53,24 +52,14 @@ def main():
     if os.geteuid() != 0 or not os.path.exists("/dev/fuse"):
         sys.exit("cpu_bench.py mounts with FUSE: run it as root, with /dev/fuse")
     work = tempfile.mkdtemp(prefix="hm-cpubench-")
-    env = dict(os.environ, HUBMIRROR_DATA=os.path.join(work, "data"))
-    spec = os.path.join(work, "spec.json")
-    json.dump({"repos": [{"hub": "hf", "type": "model", "id": "bench/cpu", "files": [
-        {"path": "config.json", "content": "{}\n"},
-        {"path": "model.safetensors", "size": a.mib << 20, "seed": 7}]}]}, open(spec, "w"))
     procs, mnt = [], os.path.join(work, "mnt")
     gib = a.mib / 1024.0
     t = {}
     try:
-        procs.append(start([sys.executable, os.path.join(TOP, "tests", "fakehub", "fakehub.py"), "--quiet",
-                            "--ready-file", os.path.join(work, "fake"), "--repos", spec], os.path.join(work, "fake"), env))
-        env["HUBMIRROR_HF_UPSTREAM"] = json.load(open(os.path.join(work, "fake")))["api"]
-        subprocess.run([a.hubmirror, "add", "hf:bench/cpu"], env=env, check=True, stdout=subprocess.DEVNULL)
-        subprocess.run([a.hubmirror, "sync"], env=env, check=True, stdout=subprocess.DEVNULL)
-        serve = start([a.hubmirror, "serve", "--listen", "127.0.0.1:0", "--p2p-listen", "127.0.0.1:0",
-                       "--ready-file", os.path.join(work, "url")], os.path.join(work, "url"), env)
-        procs.append(serve)
-        m = open(os.path.join(work, "url")).read().strip()
+        env, procs, m = mirror_up(a.hubmirror, work, [{"hub": "hf", "type": "model", "id": "bench/cpu", "files": [
+            {"path": "config.json", "content": "{}\n"},
+            {"path": "model.safetensors", "size": a.mib << 20, "seed": 7}]}])
+        serve = procs[-1]
 
         def count(key, fn, agent=None):
             c0, s0, a0 = children_cpu(), proc_cpu(serve.pid), proc_cpu(agent) if agent else 0
@@ -133,11 +122,7 @@ def main():
         print("ratio pull / (curl + sha256): %.2f" % (p / c))
         print("ratio mount + read / pull: %.2f" % (mr / p))
     finally:
-        subprocess.run([a.hubmirror, "umount", mnt], stderr=subprocess.DEVNULL)
-        for p in procs:
-            p.terminate()
-            p.wait()
-        shutil.rmtree(work, ignore_errors=True)
+        stop(a.hubmirror, procs, work, mnt)
 
 
 if __name__ == "__main__":

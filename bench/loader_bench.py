@@ -25,7 +25,6 @@ import argparse
 import base64
 import json
 import os
-import shutil
 import struct
 import subprocess
 import sys
@@ -36,7 +35,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 from bundle_bench import settle  # noqa: E402
-from mount_bench import drop_caches, median, start  # noqa: E402
+from mount_bench import drop_caches, median, mirror_up, stop  # noqa: E402
 
 LOADER = os.path.join(HERE, "st_loader.py")
 
@@ -84,7 +83,6 @@ def main():
     if subprocess.run([sys.executable, "-c", "import numpy"], capture_output=True).returncode:
         sys.exit("the loaders need numpy: apt-get install python3-numpy")
     work = tempfile.mkdtemp(prefix="hm-loaderbench-")
-    env = dict(os.environ, HUBMIRROR_DATA=os.path.join(work, "data"))
     shard = (a.mib << 20) // 4
     shards = ["model-%05d-of-00004.safetensors" % (i + 1) for i in range(4)]
     files = [{"path": "config.json", "content": "{\"model_type\": \"llama\"}\n"},
@@ -94,8 +92,6 @@ def main():
                       "head_b64": base64.b64encode(safetensors_head(shard, 64)).decode()})
     gguf = "model-Q4_K_M.gguf"
     files.append({"path": gguf, "size": a.gguf_mib << 20, "seed": 399, "head_b64": base64.b64encode(gguf_head()).decode()})
-    spec = os.path.join(work, "spec.json")
-    json.dump({"repos": [{"hub": "hf", "type": "model", "id": "bench/ckpt", "files": files}]}, open(spec, "w"))
     procs, mnt = [], os.path.join(work, "mnt")
     t = {}
     sums = {}
@@ -106,14 +102,7 @@ def main():
             sums.setdefault(key.split()[0], set()).add((got["bytes"], got["checksum"]))
 
     try:
-        procs.append(start([sys.executable, os.path.join(TOP, "tests", "fakehub", "fakehub.py"), "--quiet",
-                            "--ready-file", os.path.join(work, "fake"), "--repos", spec], os.path.join(work, "fake"), env))
-        env["HUBMIRROR_HF_UPSTREAM"] = json.load(open(os.path.join(work, "fake")))["api"]
-        subprocess.run([a.hubmirror, "add", "hf:bench/ckpt"], env=env, check=True, stdout=subprocess.DEVNULL)
-        subprocess.run([a.hubmirror, "sync"], env=env, check=True, stdout=subprocess.DEVNULL)
-        procs.append(start([a.hubmirror, "serve", "--listen", "127.0.0.1:0", "--p2p-listen", "127.0.0.1:0",
-                            "--ready-file", os.path.join(work, "url")], os.path.join(work, "url"), env))
-        m = open(os.path.join(work, "url")).read().strip()
+        env, procs, m = mirror_up(a.hubmirror, work, [{"hub": "hf", "type": "model", "id": "bench/ckpt", "files": files}])
         url = lambda f: "%s/bench/ckpt/resolve/main/%s" % (m, f)
         for run in range(a.runs):
             dl = os.path.join(work, "local")
@@ -191,11 +180,7 @@ def main():
             print("%s, run by run (mount/local): %s" % (key, " ".join(
                 "%.2f" % (x / y) for x, y in zip(t[key + " mount"], t[key + " local"]))))
     finally:
-        subprocess.run([a.hubmirror, "umount", mnt], stderr=subprocess.DEVNULL)
-        for p in procs:
-            p.terminate()
-            p.wait()
-        shutil.rmtree(work, ignore_errors=True)
+        stop(a.hubmirror, procs, work, mnt)
 
 
 if __name__ == "__main__":

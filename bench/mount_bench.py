@@ -61,6 +61,34 @@ def drop_caches():
         f.write("3\n")
 
 
+def mirror_up(hubmirror, work, repos):
+    """The fake upstream with repos (a spec's "repos" list), synced into a data directory under work
+    and served by `hubmirror serve` on loopback: (env, procs, mirror URL). env points the hubmirror
+    commands at that data directory; stop procs with stop()."""
+    env = dict(os.environ, HUBMIRROR_DATA=os.path.join(work, "data"))
+    spec = os.path.join(work, "spec.json")
+    json.dump({"repos": repos}, open(spec, "w"))
+    procs = [start([sys.executable, os.path.join(TOP, "tests", "fakehub", "fakehub.py"), "--quiet",
+                    "--ready-file", os.path.join(work, "fake"), "--repos", spec], os.path.join(work, "fake"), env)]
+    env["HUBMIRROR_HF_UPSTREAM"] = json.load(open(os.path.join(work, "fake")))["api"]
+    names = ["hf:%s" % r["id"] for r in repos]
+    subprocess.run([hubmirror, "add"] + names, env=env, check=True, stdout=subprocess.DEVNULL)
+    subprocess.run([hubmirror, "sync"], env=env, check=True, stdout=subprocess.DEVNULL)
+    procs.append(start([hubmirror, "serve", "--listen", "127.0.0.1:0", "--p2p-listen", "127.0.0.1:0",
+                        "--ready-file", os.path.join(work, "url")], os.path.join(work, "url"), env))
+    return env, procs, open(os.path.join(work, "url")).read().strip()
+
+
+def stop(hubmirror, procs, work, mnt=None):
+    """Unmount mnt (if any), stop procs, delete work."""
+    if mnt:
+        subprocess.run([hubmirror, "umount", mnt], stderr=subprocess.DEVNULL)
+    for p in procs:
+        p.terminate()
+        p.wait()
+    shutil.rmtree(work, ignore_errors=True)
+
+
 def has_agent(exe):
     """Does this hubmirror run its mounts in an instance agent (`hubmirror agent`)?"""
     return subprocess.run([exe, "help", "agent"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode == 0
@@ -82,22 +110,12 @@ def main():
     if os.geteuid() != 0 or not os.path.exists("/dev/fuse"):
         sys.exit("mount_bench.py mounts with FUSE: run it as root, with /dev/fuse")
     work = tempfile.mkdtemp(prefix="hm-mountbench-")
-    env = dict(os.environ, HUBMIRROR_DATA=os.path.join(work, "data"))
-    spec = os.path.join(work, "spec.json")
-    json.dump({"repos": [{"hub": "hf", "type": "model", "id": "bench/model", "files": [
-        {"path": "config.json", "content": "{\"bench\": true}\n"},
-        {"path": "tokenizer.json", "size": 2 << 20, "seed": 2},
-        {"path": "model.safetensors", "size": a.mib << 20, "seed": 1}]}]}, open(spec, "w"))
     procs, mnt = [], os.path.join(work, "mnt")
     try:
-        procs.append(start([sys.executable, os.path.join(TOP, "tests", "fakehub", "fakehub.py"), "--quiet",
-                            "--ready-file", os.path.join(work, "fake"), "--repos", spec], os.path.join(work, "fake"), env))
-        env["HUBMIRROR_HF_UPSTREAM"] = json.load(open(os.path.join(work, "fake")))["api"]
-        subprocess.run([a.hubmirror, "add", "hf:bench/model"], env=env, check=True, stdout=subprocess.DEVNULL)
-        subprocess.run([a.hubmirror, "sync"], env=env, check=True, stdout=subprocess.DEVNULL)
-        procs.append(start([a.hubmirror, "serve", "--listen", "127.0.0.1:0", "--p2p-listen", "127.0.0.1:0",
-                            "--ready-file", os.path.join(work, "url")], os.path.join(work, "url"), env))
-        m = open(os.path.join(work, "url")).read().strip()
+        env, procs, m = mirror_up(a.hubmirror, work, [{"hub": "hf", "type": "model", "id": "bench/model", "files": [
+            {"path": "config.json", "content": "{\"bench\": true}\n"},
+            {"path": "tokenizer.json", "size": 2 << 20, "seed": 2},
+            {"path": "model.safetensors", "size": a.mib << 20, "seed": 1}]}])
         names = ("config.json", "tokenizer.json", "model.safetensors")
         bins = [("mount", a.hubmirror)] + ([("baseline", a.baseline)] if a.baseline else [])
         t = {}
@@ -166,11 +184,7 @@ def main():
         if a.baseline:
             print("ratio mount / baseline: %.3f" % (totals["mount"] / totals["baseline"]))
     finally:
-        subprocess.run([a.hubmirror, "umount", mnt], stderr=subprocess.DEVNULL)
-        for p in procs:
-            p.terminate()
-            p.wait()
-        shutil.rmtree(work, ignore_errors=True)
+        stop(a.hubmirror, procs, work, mnt)
 
 
 if __name__ == "__main__":

@@ -930,6 +930,16 @@ static int range_pieces(lt::file_storage const &fs, int index, std::int64_t offs
 	return 0;
 }
 
+/* The entry of btih (copied out of the table) and the pieces [*first, *last] that bytes [offset,
+ * offset + len) of its file index touch: 0, HM_ERR_NOT_FOUND or -EINVAL. */
+static int entry_range(struct p2p_session *s, const char *btih, int index, std::int64_t offset, std::int64_t len,
+		       torrent_entry &e, int *first, int *last)
+{
+	if (!find_entry(s, btih, e))
+		return HM_ERR_NOT_FOUND;
+	return range_pieces(e.ti->files(), index, offset, len, first, last);
+}
+
 extern "C" int p2p_session_files(struct p2p_session *s, const char *btih, struct p2p_file_list *out)
 {
 	try {
@@ -1088,10 +1098,8 @@ extern "C" int p2p_session_have_range(struct p2p_session *s, const char *btih, i
 {
 	try {
 		torrent_entry e;
-		if (!find_entry(s, btih, e))
-			return HM_ERR_NOT_FOUND;
 		int first, last;
-		int r = range_pieces(e.ti->files(), index, offset, len, &first, &last);
+		int r = entry_range(s, btih, index, offset, len, e, &first, &last);
 		if (r)
 			return r;
 		int p = first;
@@ -1167,10 +1175,8 @@ extern "C" int p2p_session_want_range(struct p2p_session *s, const char *btih, i
 {
 	try {
 		torrent_entry e;
-		if (!find_entry(s, btih, e))
-			return HM_ERR_NOT_FOUND;
 		int first, last;
-		int r = range_pieces(e.ti->files(), index, offset, len, &first, &last);
+		int r = entry_range(s, btih, index, offset, len, e, &first, &last);
 		if (r)
 			return r;
 		if (deadline_ms < 0)
@@ -1455,10 +1461,8 @@ extern "C" int p2p_session_touch(struct p2p_session *s, const char *btih, int in
 {
 	try {
 		torrent_entry e;
-		if (!find_entry(s, btih, e))
-			return HM_ERR_NOT_FOUND;
 		int first, last;
-		int r = range_pieces(e.ti->files(), index, offset, len, &first, &last);
+		int r = entry_range(s, btih, index, offset, len, e, &first, &last);
 		if (r)
 			return r;
 		std::uint32_t now = steady_s() + 1;

@@ -179,7 +179,8 @@ static char *buf_get(struct fill *f)
 static void buf_put(struct fill *f, char *b)
 {
 	if (b && f->nspare < FILL_SPARE && !f->gone) {
-		f->spare = xreallocarray(f->spare, FILL_SPARE, sizeof(*f->spare));
+		if (!f->spare)
+			f->spare = xcalloc(FILL_SPARE, sizeof(*f->spare));
 		f->spare[f->nspare++] = b;
 	} else {
 		free(b);
