@@ -1072,6 +1072,12 @@ static bool admit_written(torrent_entry const &e)
 	return true;
 }
 
+static std::uint32_t steady_s()
+{
+	return static_cast<std::uint32_t>(
+		std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now().time_since_epoch()).count());
+}
+
 static std::int64_t steady_ms()
 {
 	return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
@@ -1187,9 +1193,13 @@ extern "C" int p2p_session_want_range(struct p2p_session *s, const char *btih, i
 		 * have not served yet (libtorrent's cancel_non_critical), so that these go out first. */
 		std::int64_t d = deadline_ms;
 		bool told = false;
+		std::uint32_t now = steady_s() + 1;
 		for (int p = first; p <= last; p++) {
 			if (e.have->get(p))
 				continue;
+			/* asked for (a read, or a readahead of one) counts as read now: a piece fetched ahead of
+			 * its reader is not the coldest the moment it lands (p2p_session_cold_pieces) */
+			e.have->touched[static_cast<size_t>(p)].store(now, std::memory_order_relaxed);
 			/* a reader waits for this one (a readahead, with a later deadline, names none) */
 			if (d == 0 && !told) {
 				told = true;
@@ -1449,12 +1459,6 @@ extern "C" int p2p_session_reseed(struct p2p_session *s, const char *btih, const
 	} catch (...) {
 		return torrent_error(errmsg, "adding the torrent again: ");
 	}
-}
-
-static std::uint32_t steady_s()
-{
-	return static_cast<std::uint32_t>(
-		std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now().time_since_epoch()).count());
 }
 
 extern "C" int p2p_session_touch(struct p2p_session *s, const char *btih, int index, int64_t offset, int64_t len)

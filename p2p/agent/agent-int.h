@@ -160,6 +160,10 @@ void agent_snap_free(struct snap *s);
 /* The cache's size: from the tick, measure it (on a worker) when due and evict past the limit;
  * agent_evict_now makes the next tick measure. */
 void agent_evict_tick(struct agent *a);
+/* The direct fill is about to write bytes more: when the cache has a bound and its disk lacks the
+ * room, cold pieces are taken out first (true: wait, the fill is poked when they are gone); false:
+ * write (there is room, or nothing can go: the write then fails as on any full disk). */
+bool agent_room_wait(struct agent *a, int64_t bytes);
 /* The bytes the snapshots hold now (libtorrent's, and what the direct fill wrote): from the tick. */
 void agent_evict_held(struct agent *a, int64_t held);
 void agent_evict_now(struct agent *a);

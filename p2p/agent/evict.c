@@ -276,7 +276,8 @@ void agent_drop_files(struct agent *a, const char *btih)
 
 /* ---- cold pieces of snapshots that stay (mounted, in use): they go, least recently read first ---- */
 
-#define PIECE_IDLE_S 2          /* a piece read this recently is in use: it stays */
+#define PIECE_IDLE_S 2          /* a piece read (or asked for) this recently is in use: it stays; 1 s
+				 * when the disk itself has no room left */
 
 struct thin {
 	struct snap *s;
@@ -355,6 +356,7 @@ static void thin_done(uv_work_t *w, int status)
 	free(j->t);
 	free(j);
 	agent_evict_now(a); /* measured again */
+	agent_fill_soon(a); /* a fill waiting for room goes on */
 }
 
 struct cand {
@@ -411,8 +413,8 @@ static void kept_names(struct agent *a, struct thin *t, const struct p2p_file_li
 
 /* Take cold pieces out of the snapshots that stay, least recently read first, about over bytes: of
  * files they do not want (what a mount read besides), never of a pinned snapshot, never one read in
- * the last PIECE_IDLE_S seconds. On a worker (thin_work). */
-static void thin(struct agent *a, int64_t over)
+ * the last idle_s seconds. On a worker (thin_work). true: a job takes some out. */
+static bool thin(struct agent *a, int64_t over, int idle_s)
 {
 	struct thin *t = xcalloc(a->nsnaps + 1, sizeof(*t));
 	struct cand *all = NULL;
@@ -428,7 +430,7 @@ static void thin(struct agent *a, int64_t over)
 		if (s->pinned || s->evicting || !s->want || p2p_session_files(a->ses, s->btih, &l))
 			continue;
 		keep = agent_want_indices(&l, s->want, &nkeep);
-		if (!p2p_session_cold_pieces(a->ses, s->btih, keep, nkeep, PIECE_IDLE_S, &v, &n) && n) {
+		if (!p2p_session_cold_pieces(a->ses, s->btih, keep, nkeep, idle_s, &v, &n) && n) {
 			all = xreallocarray(all, nall + n, sizeof(*all));
 			for (size_t k = 0; k < n; k++)
 				all[nall++] = (struct cand){ nt, v[k] };
@@ -474,7 +476,7 @@ static void thin(struct agent *a, int64_t over)
 				"mounts (their --include, --prefetch), pinned or read this moment\n", u, c);
 			a->over_said = true;
 		}
-		return;
+		return false;
 	}
 	{
 		struct thin_job *j = xcalloc(1, sizeof(*j));
@@ -485,6 +487,20 @@ static void thin(struct agent *a, int64_t over)
 		a->evicting = true;
 		uv_queue_work(&a->loop, &j->w, thin_work, thin_done);
 	}
+	return true;
+}
+
+bool agent_room_wait(struct agent *a, int64_t bytes)
+{
+	int64_t disk = 0, avail;
+
+	if (a->cfg->cache_size <= 0)
+		return false; /* an unbounded cache evicts nothing: the write fails, as it always did */
+	avail = agent_disk_free(a, &disk);
+	if (avail < 0 || bytes + margin(disk) <= avail)
+		return false;
+	/* cold pieces make room (a job of their own); when none can go, the write goes on and fails */
+	return a->evicting || thin(a, bytes + margin(disk) - avail + bytes, 1);
 }
 
 void agent_evict_held(struct agent *a, int64_t held)
@@ -524,7 +540,7 @@ static void choose(struct agent *a, int64_t used)
 	/* still over: cold pieces of what stays go, down to 90% of the size (so that a reader does not
 	 * make it evict at every tick) */
 	if (used > a->cfg->cache_size && !a->ndrop && !a->evicting)
-		thin(a, used - a->cfg->cache_size / 10 * 9);
+		thin(a, used - a->cfg->cache_size / 10 * 9, PIECE_IDLE_S);
 	if (used <= a->cfg->cache_size)
 		a->over_said = false;
 	if (a->ndrop)

@@ -533,6 +533,10 @@ static void pump(struct fill *f)
 		struct run *r;
 		char *path, *url;
 		int first, end, got;
+		/* direct: no run that the cache's disk has no room for while eviction can make it (a read
+		 * waits for it rather than fail on a full disk) */
+		if (f->direct && agent_room_wait(a, FILL_RUN_BYTES * (f->inflight + 1) + f->working_bytes))
+			return;
 		if ((got = next_run(f, &first, &end, &fe)) != 1) {
 			if (!got && f->direct && !f->inflight && !f->working) {
 				/* nothing left to ask for: all in (or pieces that kept failing). A snapshot of

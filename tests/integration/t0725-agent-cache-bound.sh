@@ -59,4 +59,26 @@ check "what was evicted was fetched again" test "$now" -gt "$held"
 check "umount" "$HUBMIRROR" umount "$T/m"
 check "agent --stop" "$HUBMIRROR" agent --stop
 check "the agent's log holds no sanitizer report" bash -c "! grep -E 'Sanitizer|runtime error' '$T/cache/agent.log'"
+
+# ---- a bound bigger than the disk: the disk's room bounds it, and reads wait for eviction ----
+mkdir -p "$T/small"
+check "a 9 MB disk for the cache" mount -t tmpfs -o size=9m tmpfs "$T/small"
+trap 'umount -l "$T/small" 2>/dev/null; _cleanup' EXIT
+check "an agent bounded to 1 GB on it starts" "$HUBMIRROR" agent --mirror "$M" --cache "$T/small/cache" --listen 127.0.0.1:0 \
+	--cache-size 1G
+check "the checkpoint mounts" "$HUBMIRROR" mount --no-hf-cache hf:acme/bound "$T/m2"
+bad=0
+for i in 1 2 3 4 5; do
+	f=model-0000$i-of-00005.safetensors
+	got=$(sha256sum <"$T/m2/$f" | cut -c1-64)
+	[ "$got" = "$(sha "$f")" ] || bad=$((bad + 1))
+	echo "# after shard $i: the disk holds $(df -k "$T/small" | awk 'END { print $3 }') KiB"
+	sleep 1.2 # (what was read a second ago may go)
+done
+check "every shard reads whole through a disk that holds about half of them" test "$bad" = 0
+check "the log says pieces left the cache" grep -q "read least recently left the cache" "$T/small/cache/agent.log"
+check "and no write failed" bash -c "! grep -q 'cannot write\|No space' '$T/small/cache/agent.log'"
+check "umount" "$HUBMIRROR" umount "$T/m2"
+check "agent --stop" "$HUBMIRROR" agent --stop
+check "the agent's log holds no sanitizer report" bash -c "! grep -E 'Sanitizer|runtime error' '$T/small/cache/agent.log'"
 finish
