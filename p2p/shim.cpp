@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <csignal>
+#include <ctime>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -382,10 +384,53 @@ static lt::settings_pack base_settings(const struct p2p_session_config *cfg)
 }
 
 
+/*
+ * libtorrent reads and writes its files through mmap and turns the SIGBUS of a page that cannot be
+ * read or written (a full disk, a file cut short) into an error with its try_signal helper. That
+ * helper installs its handlers on first use, SIGSEGV first, then SIGBUS, and a second disk thread that
+ * faults in between gets the default action: the agent died of SIGBUS once in CI (t0715, hashing a
+ * piece on a full disk). Until libtorrent's handler is in place, this one stands in: it waits for the
+ * real one (at most a second) and passes the signal on to it in the faulting thread, where its jump
+ * buffer lives. Installed only over the default action, so a sanitizer's own handler is left alone.
+ */
+static void sigbus_stand_in(int signo, siginfo_t *si, void *ctx)
+{
+	for (int i = 0; i < 10000; i++) {
+		struct sigaction cur;
+		if (sigaction(SIGBUS, nullptr, &cur) == 0 && (cur.sa_flags & SA_SIGINFO) &&
+		    cur.sa_sigaction != sigbus_stand_in) {
+			cur.sa_sigaction(signo, si, ctx);
+			return;
+		}
+		struct timespec pause = {0, 100000};
+		nanosleep(&pause, nullptr);
+	}
+	signal(signo, SIG_DFL);
+	raise(signo);
+}
+
+static void guard_first_sigbus()
+{
+	static std::once_flag once;
+	std::call_once(once, [] {
+		struct sigaction cur;
+		if (sigaction(SIGBUS, nullptr, &cur) != 0 || (cur.sa_flags & SA_SIGINFO) ||
+		    cur.sa_handler != SIG_DFL)
+			return;
+		struct sigaction sa;
+		std::memset(&sa, 0, sizeof sa);
+		sa.sa_sigaction = sigbus_stand_in;
+		sigemptyset(&sa.sa_mask);
+		sa.sa_flags = SA_SIGINFO;
+		sigaction(SIGBUS, &sa, nullptr);
+	});
+}
+
 extern "C" int p2p_session_new(const struct p2p_session_config *cfg, struct p2p_session **out,
 			       char **errmsg)
 {
 	try {
+		guard_first_sigbus();
 		if (cfg && cfg->local_upload_limit < 0) {
 			set_err(errmsg, "local_upload_limit is negative");
 			return -EINVAL;
