@@ -3,6 +3,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pwd.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -268,4 +269,29 @@ int path_read_file(const char *path, size_t max, char **out, size_t *len)
 	*out = b;
 	*len = got;
 	return 0;
+}
+
+char *path_owner_name(const char *path)
+{
+	char *p = xstrdup(path);
+	struct stat st;
+	bool seen = false;
+
+	for (;;) {
+		char *slash;
+		if (stat(p, &st) == 0) {
+			seen = true;
+			break;
+		}
+		slash = strrchr(p, '/');
+		if (!slash || slash == p)
+			break;
+		*slash = '\0';
+	}
+	free(p);
+	if (seen) {
+		struct passwd *pw = getpwuid(st.st_uid);
+		return pw && pw->pw_name ? xstrdup(pw->pw_name) : xasprintf("uid %u", (unsigned)st.st_uid);
+	}
+	return xstrdup("another user");
 }

@@ -38,6 +38,11 @@ int path_join(const char *base, const char *rel, char **out);
 
 /* Create dir and its missing parents with mode (like mkdir -p). Returns 0 or -errno. */
 int path_mkdirs(const char *dir, unsigned mode);
+
+/* Who owns path, or the nearest folder above it this process can see (for "it belongs to root"
+ * when permission is what failed): the user's name, or "uid N". Malloc'd; "another user" when none
+ * can be seen. */
+char *path_owner_name(const char *path);
 /* path_mkdirs, then take from dir itself every permission bit mode lacks (an existing directory made
  * by an older version, or under a looser umask): a data directory or cache others may not enter.
  * Returns 0 or -errno. */

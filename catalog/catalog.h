@@ -55,7 +55,7 @@ struct catalog_repo {
 	char *options;        /* JSON object text */
 	int64_t added_at;     /* unix seconds */
 	char *sync_status;    /* never, ok, gated, denied, missing, error */
-	char *sync_error;     /* NULL unless the last sync failed */
+	char *sync_error;     /* NULL unless the last sync failed, or (status ok) warned: its warning */
 	int64_t last_sync_at; /* 0 when never */
 	char *head_commit;    /* commit the followed ref points at, NULL before the first sync */
 	char *head_selection; /* the selection that snapshot was made with (catalog_repo_selection) */

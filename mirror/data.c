@@ -23,22 +23,38 @@ const char *mirror_data_default_dir(void)
 	return e && *e ? e : "/var/lib/hubmirror";
 }
 
-int mirror_data_open(const char *dir, struct mirror_data **out, char **errmsg)
+static int data_open(const char *dir, bool create, struct mirror_data **out, char **errmsg)
 {
 	struct mirror_data *d = xcalloc(1, sizeof(*d));
 	char *p = NULL, *cerr = NULL;
+	struct stat st;
 	int r;
 
 	d->dir = xstrdup(dir);
 	d->lock_fd = -1;
 	d->serve_fd = -1;
+	p = xasprintf("%s/catalog.db", dir);
+	if (stat(p, &st) < 0 ? errno != ENOENT || !create : access(p, create ? R_OK | W_OK : R_OK) < 0) {
+		r = -errno;
+		if (errmsg && r == -ENOENT)
+			*errmsg = xasprintf("no mirror in '%s' (%s): check --data or HUBMIRROR_DATA; "
+					    "'hubmirror add' makes one with the repos it tracks, 'hubmirror init' an empty one",
+					    dir, stat(dir, &st) < 0 ? "no such directory" : "it holds no catalog.db");
+		else if (errmsg && (r == -EACCES || r == -EPERM)) {
+			char *who = path_owner_name(p);
+			*errmsg = xasprintf("cannot open '%s': %s: the mirror belongs to %s (run hubmirror as that "
+					    "user, or with sudo)", p, err_str(r), who);
+			free(who);
+		} else if (errmsg)
+			*errmsg = xasprintf("cannot open '%s': %s", p, err_str(r));
+		goto fail;
+	}
 	r = path_mkdirs_private(dir, 0750);
 	if (r) {
 		if (errmsg)
 			*errmsg = xasprintf("cannot create data directory '%s': %s", dir, err_str(r));
 		goto fail;
 	}
-	p = xasprintf("%s/catalog.db", dir);
 	r = catalog_open(p, &d->catalog, &cerr);
 	if (r) {
 		if (errmsg)
@@ -48,7 +64,6 @@ int mirror_data_open(const char *dir, struct mirror_data **out, char **errmsg)
 	/* made 0644 by an older version: the umask (main.c) keeps new ones 0640 */
 	for (const char *const *sfx = (const char *const[]){ "", "-wal", "-shm", NULL }; *sfx; sfx++) {
 		char *f = xasprintf("%s%s", p, *sfx);
-		struct stat st;
 		if (stat(f, &st) == 0 && (st.st_mode & 0137))
 			chmod(f, st.st_mode & 0640);
 		free(f);
@@ -69,6 +84,16 @@ fail:
 	free(cerr);
 	mirror_data_free(&d);
 	return r;
+}
+
+int mirror_data_open(const char *dir, struct mirror_data **out, char **errmsg)
+{
+	return data_open(dir, false, out, errmsg);
+}
+
+int mirror_data_create(const char *dir, struct mirror_data **out, char **errmsg)
+{
+	return data_open(dir, true, out, errmsg);
 }
 
 void mirror_data_free(struct mirror_data **d)

@@ -36,11 +36,14 @@ struct mirror_data {
 const char *mirror_data_default_dir(void);
 
 /*
- * Open (creating) the data directory: its folder, catalog and store. On success *out is owned by the
- * caller (mirror_data_free); on failure *errmsg (malloc'd, if errmsg) says what failed, with the path.
- * Returns 0, -errno, HM_ERR_SQLITE or HM_ERR_SCHEMA.
+ * Open a data directory: its catalog and store. A directory without a catalog is refused (-ENOENT,
+ * the message names it and the commands that make one): a mistyped --data must not become an empty
+ * mirror that serves nothing. mirror_data_create makes what is missing (add, init, import, restore).
+ * On success *out is owned by the caller (mirror_data_free); on failure *errmsg (malloc'd, if errmsg)
+ * says what failed, with the path. Returns 0, -errno, HM_ERR_SQLITE or HM_ERR_SCHEMA.
  */
 int mirror_data_open(const char *dir, struct mirror_data **out, char **errmsg);
+int mirror_data_create(const char *dir, struct mirror_data **out, char **errmsg);
 void mirror_data_free(struct mirror_data **d);
 
 /*

@@ -97,6 +97,25 @@ static void select_files(struct srepo *r)
 			continue;
 		r->wants[r->nwants++].f = &sn->files[i];
 	}
+	/* Globs that leave nothing (a typo, quotes kept from a shell line) are said, with the globs. */
+	if (!r->parent && sn->nfiles && !r->nwants) {
+		struct buf b;
+		const char *names[2] = { "include", "exclude" };
+		const char *lists[2] = { r->cr->include_globs, r->cr->exclude_globs };
+		buf_init(&b);
+		for (int k = 0; k < 2; k++) {
+			json_t *a = json_loads(lists[k] ? lists[k] : "[]", 0, NULL), *g;
+			size_t j;
+			json_array_foreach(a, j, g)
+				buf_addf(&b, "%s%s '%s'", b.len ? ", " : "", j ? "" : names[k], json_string_value(g));
+			json_decref(a);
+		}
+		if (prefer)
+			buf_addf(&b, "%sprefer_safetensors", b.len ? ", " : "");
+		r->res->warning = xasprintf("its globs select none of its %zu files upstream (%s): the snapshot is empty",
+					    sn->nfiles, b.len ? b.data : "none");
+		buf_release(&b);
+	}
 }
 
 /* ---- repo completion --------------------------------------------------------------------------- */
@@ -243,6 +262,11 @@ static void repo_finish(struct srepo *r)
 	if (!err && r->snap && !r->snap->unchanged)
 		err = snapshot_record(r, r->cr->follow_rev, r->snap->is_tag);
 	res->outcome = err ? outcome_of(err) : (r->snap && r->snap->unchanged ? "unchanged" : "ok");
+	/* still empty for the same globs: the warning stays */
+	if (!err && r->snap && r->snap->unchanged && !r->cr->file_count && r->cr->sync_error)
+		res->warning = xstrdup(r->cr->sync_error);
+	if (!err && res->warning)
+		log_warn("sync", "%s: %s", res->spec, res->warning);
 	if (err) {
 		res->error = r->error_text ? xstrdup(r->error_text) : xstrdup(err_str(err));
 		s->report->failed++;
@@ -270,7 +294,7 @@ static void repo_finish(struct srepo *r)
 		meta.tier = r->snap->upstream_tier + 1;
 		meta.origin_checked_at = r->snap->upstream_tier ? r->snap->origin_checked_at : (int64_t)time(NULL);
 	}
-	if (catalog_repo_set_sync(c, r->cr->id, err ? outcome_of(err) : "ok", err ? res->error : NULL,
+	if (catalog_repo_set_sync(c, r->cr->id, err ? outcome_of(err) : "ok", err ? res->error : res->warning,
 				  (int64_t)time(NULL), &meta) ||
 	    catalog_run_result(c, s->run_id, r->cr->id, res->outcome, res->commit, res->files_fetched,
 			       res->bytes_fetched, res->error))
@@ -1153,6 +1177,7 @@ void mirror_sync_report_release(struct mirror_sync_report *r)
 		free(r->repos[i].spec);
 		free(r->repos[i].commit);
 		free(r->repos[i].error);
+		free(r->repos[i].warning);
 		for (size_t k = 0; k < r->repos[i].nrefs; k++) {
 			free(r->repos[i].refs[k].name);
 			free(r->repos[i].refs[k].commit);

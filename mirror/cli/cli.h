@@ -91,9 +91,11 @@ int cmd_version(int argc, char **argv);
 
 struct mirror_data;
 
-/* Open the data directory (dir NULL: the default), printing "hubmirror: ..." on failure.
- * Returns CLI_OK or CLI_FAILED. */
+/* Open the data directory (dir NULL: the default), printing "hubmirror: ..." on failure: one that
+ * holds no mirror is refused. cli_create_data makes it (add, init, import). Returns CLI_OK or
+ * CLI_FAILED. */
 int cli_open_data(const char *dir, struct mirror_data **out);
+int cli_create_data(const char *dir, struct mirror_data **out);
 
 /* Take the data directory's sync lock (waiting with wait), printing why on failure.
  * Returns CLI_OK or CLI_FAILED. */
@@ -103,7 +105,11 @@ int cli_lock_data(struct mirror_data *d, bool wait);
 void cli_human_size(int64_t bytes, char *out, size_t outlen);
 /* "2026-11-30 03:00" (UTC) or "never" for 0. */
 void cli_human_time(int64_t unix_seconds, char *out, size_t outlen);
-/* Width of the terminal on stdout, or 0 when stdout is not a terminal. */
+/* "5m ago", "3h ago", "12d ago", "just now", or the date for a year and more ("2025-11-30");
+ * "never" for 0. At most 10 columns. */
+void cli_human_age(int64_t unix_seconds, char *out, size_t outlen);
+/* Columns to fit: $COLUMNS when set (as GNU ls), else the width of the terminal on stdout, else 0
+ * (not a terminal: no limit). */
 int cli_term_width(void);
 
 
@@ -140,6 +146,7 @@ int cmd_import(int argc, char **argv);
 int cmd_restore(int argc, char **argv);
 int cmd_search(int argc, char **argv);
 int cmd_gc(int argc, char **argv);
+int cmd_init(int argc, char **argv);
 int cmd_pin(int argc, char **argv);
 int cmd_request(int argc, char **argv);
 int cmd_requests(int argc, char **argv);

@@ -4,8 +4,9 @@
  *   hubmirror add [--data DIR] [--revision REV] [--include GLOB]... [--exclude GLOB]... [--refs WHICH] SPEC...
  *   hubmirror add [--data DIR] --from FILE
  *
- * FILE holds one SPEC per line with the same options after it (`hf:org/x --include '*.json'` is
- * written without quotes: `hf:org/x --include *.json`); '#' starts a comment. Everything is checked
+ * FILE holds one SPEC per line with the same options after it, quoted as on a command line or not
+ * (`hf:org/x --include '*.json'` and `hf:org/x --include *.json` are the same: nothing is expanded);
+ * '#' starts a comment. Everything is checked
  * before anything is written, and all lines are added in one transaction: a bad line adds nothing.
  */
 #include <errno.h>
@@ -173,18 +174,56 @@ static void item_release(struct add_item *it)
 	free(it->refs);
 }
 
-/* Split a list-file line into words (whitespace-separated, '#' to the end is a comment). */
+/*
+ * Split a list-file line into words as a POSIX shell would, without expanding anything: blanks
+ * separate words, '...' keeps everything literally, "..." too except that a backslash escapes
+ * " \\ $ and `, a backslash outside quotes keeps the next character, and '#' at the start of a word
+ * begins a comment. So a quoted glob here is what it is on a command line.
+ * The words are written over line. Returns the count, -1 for too many words, -2 for an unclosed quote.
+ */
 static int split_words(char *line, char **words, int max)
 {
+	char *in = line, *out = line;
 	int n = 0;
-	char *save = NULL, *w;
 
-	if (strchr(line, '#'))
-		*strchr(line, '#') = '\0';
-	for (w = strtok_r(line, " \t\r\n", &save); w; w = strtok_r(NULL, " \t\r\n", &save)) {
+	for (;;) {
+		char quote = 0;
+
+		while (*in == ' ' || *in == '\t' || *in == '\r' || *in == '\n')
+			in++;
+		if (!*in || *in == '#')
+			break;
 		if (n == max - 1)
 			return -1;
-		words[n++] = w;
+		words[n++] = out;
+		for (; *in; in++) {
+			if (quote == '\'') {
+				if (*in == '\'')
+					quote = 0;
+				else
+					*out++ = *in;
+			} else if (quote == '"') {
+				if (*in == '"')
+					quote = 0;
+				else if (*in == '\\' && in[1] && strchr("\"\\$`", in[1]))
+					*out++ = *++in;
+				else
+					*out++ = *in;
+			} else if (*in == '\'' || *in == '"') {
+				quote = *in;
+			} else if (*in == '\\' && in[1] && in[1] != '\n') {
+				*out++ = *++in;
+			} else if (*in == ' ' || *in == '\t' || *in == '\r' || *in == '\n') {
+				break;
+			} else {
+				*out++ = *in;
+			}
+		}
+		if (quote)
+			return -2;
+		if (*in)
+			in++;
+		*out++ = '\0';
 	}
 	words[n] = NULL;
 	return n;
@@ -212,7 +251,7 @@ static int read_list(const char *file, struct add_item **items, size_t *nitems)
 		if (n == 0)
 			continue;
 		if (n < 0) {
-			r = cli_usage_error(NULL, "%stoo many words", where);
+			r = cli_usage_error(NULL, n == -2 ? "%sa quote is not closed" : "%stoo many words", where);
 			break;
 		}
 		words[0] = "add";
@@ -321,7 +360,7 @@ int cmd_add(int argc, char **argv)
 			       local ? " (the serve of this data directory)" : "");
 		goto out;
 	}
-	r = cli_open_data(o.data, &data);
+	r = cli_create_data(o.data, &data);
 	if (r != CLI_OK)
 		goto out;
 	if (catalog_begin(data->catalog)) {

@@ -124,9 +124,13 @@ int cmd_import(int argc, char **argv)
 		return CLI_USAGE;
 	if (argc - optind < 1)
 		return cli_usage_error(self, "expected a bundle FILE");
-	/* like a sync: one writer of the store and catalog at a time */
-	if (cli_open_locked(dir, wait, &data))
+	/* like a sync: one writer of the store and catalog at a time (a bundle may start a new mirror) */
+	if (cli_create_data(dir, &data))
 		return CLI_FAILED;
+	if (cli_lock_data(data, wait)) {
+		mirror_data_free(&data);
+		return CLI_FAILED;
+	}
 	for (int i = optind; i < argc && r == CLI_OK; i++) {
 		/* FILE.001 stands for all its volumes: the later ones given too (a shell glob) are skipped */
 		int vol = mirror_bundle_volume(argv[i]);

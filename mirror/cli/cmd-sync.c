@@ -55,6 +55,7 @@ static json_t *report_json(const struct mirror_sync_report *rep)
 			"files_fetched", (json_int_t)r->files_fetched, "bytes_fetched", (json_int_t)r->bytes_fetched,
 			"skipped_unsafe", (json_int_t)r->skipped_unsafe,
 			"error", r->error ? json_string(r->error) : json_null());
+		json_object_set_new(ro, "warning", r->warning ? json_string(r->warning) : json_null());
 		if (r->refs_listed) {
 			/* the second pass: only when upstream's refs were asked for in this run */
 			json_t *refs = json_array();
@@ -91,6 +92,8 @@ static void print_report(const struct mirror_sync_report *rep)
 			printf("%-9s %s @ %.12s: %lld files, fetched %lld (%s)%s\n", r->outcome, r->spec, r->commit,
 			       (long long)r->files, (long long)r->files_fetched, b,
 			       r->skipped_unsafe ? ", skipped unsafe paths" : "");
+		if (r->warning)
+			printf("%-9s %s: %s\n", "warning", r->spec, r->warning);
 		if (r->refs_error)
 			printf("%-9s %s: %s\n", "error", r->spec, r->refs_error);
 		for (size_t k = 0; k < r->nrefs; k++) {

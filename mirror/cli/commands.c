@@ -91,6 +91,12 @@ const struct cli_command cli_commands[] = {
 	  "  --mirror URL ask a running mirror instead (default $HUBMIRROR_URL when --data is not given);\n"
 	  "               also prints the lines to use it (endpoint and mount command)\n"
 	  "  --json       print a JSON object (the same fields as one entry of `ls --json`)\n" },
+	{ "init", cmd_init, "init [--data DIR]", "make an empty mirror",
+	  "Makes the data directory (its catalog and store) if it holds no mirror yet; one that does is\n"
+	  "left as it is. Only init, add, import and restore make a data directory: every other command\n"
+	  "(serve, sync, ls, ...) refuses one that holds no mirror, so a mistyped --data is an error.\n"
+	  "A mirror that only serves on demand (serve --on-demand) starts from an empty one.\n"
+	  "  --data DIR   data directory (default $HUBMIRROR_DATA or /var/lib/hubmirror)\n" },
 	{ "import", cmd_import, "import [--data DIR] [--wait] [--json] [--keep-options] FILE...",
 	  "bring the repositories of bundles into this mirror",
 	  "Reads every header of FILE first and refuses an archive holding anything but its manifest and\n"

@@ -155,36 +155,67 @@ json_t *cli_admin_call(const char *mirror, const char *method, const char *path,
 	return cli_mirror_call(mirror, method, path, body, tok, status);
 }
 
+static int max_int(int a, int b)
+{
+	return a > b ? a : b;
+}
+
+/* The table of `ls` and `search`. The SPEC column is never cut (it is what a user copies); to fit
+ * the terminal (or $COLUMNS), the sync time turns relative ("3h ago") and then the revision is cut. */
 void cli_print_repo_table(json_t *repos)
 {
 	int width = cli_term_width();
-	size_t wspec = 4, i;
+	int wspec = 4, wrev = 8, wstat = 6, wfiles = 5, wsize = 4, wwhen = 15, wage = 6, need;
+	bool relative = false;
+	size_t i;
 	json_t *r;
-	int wmax;
 
 	json_array_foreach(repos, i, r) {
-		size_t w = strlen(json_string_value(json_object_get(r, "spec")));
-		if (w > wspec)
-			wspec = w;
+		char buf[32];
+		wspec = max_int(wspec, (int)strlen(json_string_value(json_object_get(r, "spec"))));
+		wrev = max_int(wrev, (int)strlen(json_string_value(json_object_get(r, "revision"))));
+		wstat = max_int(wstat, (int)strlen(json_string_value(json_object_get(r, "sync_status"))));
+		snprintf(buf, sizeof(buf), "%lld", (long long)json_integer_value(json_object_get(r, "files")));
+		wfiles = max_int(wfiles, (int)strlen(buf));
+		cli_human_size(json_integer_value(json_object_get(r, "size")), buf, sizeof(buf));
+		wsize = max_int(wsize, (int)strlen(buf));
+		cli_human_time(json_integer_value(json_object_get(r, "last_sync_at")), buf, sizeof(buf));
+		wwhen = max_int(wwhen, (int)strlen(buf));
+		cli_human_age(json_integer_value(json_object_get(r, "last_sync_at")), buf, sizeof(buf));
+		wage = max_int(wage, (int)strlen(buf));
 	}
-	/* On a terminal, the spec column gives way so a row fits on one line (the rest is 60 columns). */
-	wmax = width ? width - 60 : 0;
-	if (wmax > 0 && wspec > (size_t)wmax)
-		wspec = (size_t)(wmax > 12 ? wmax : 12);
-	printf("%-*s  %-12s  %-8s  %7s  %10s  %s\n", (int)wspec, "SPEC", "REVISION", "STATUS", "FILES", "SIZE",
-	       "LAST SYNC (UTC)");
+	wrev = wrev > 40 ? 40 : wrev;
+	need = wspec + 2 + wrev + 2 + wstat + 2 + wfiles + 2 + wsize + 2 + wwhen;
+	if (width && need > width) {
+		relative = true;
+		need += wage - wwhen;
+		wwhen = wage;
+	}
+	if (width && need > width) {
+		int cut = need - width;
+		int room = wrev - 6; /* "master" stays whole */
+		cut = cut < room ? cut : room;
+		if (cut > 0)
+			wrev -= cut;
+	}
+	printf("%-*s  %-*s  %-*s  %*s  %*s  %s\n", wspec, "SPEC", wrev, wrev >= 8 ? "REVISION" : "REV", wstat, "STATUS", wfiles,
+	       "FILES", wsize, "SIZE", relative ? "SYNCED" : "LAST SYNC (UTC)");
 	json_array_foreach(repos, i, r) {
-		char size[32], when[32], spec[512];
-		const char *s = json_string_value(json_object_get(r, "spec"));
-		size_t sl = strlen(s);
-		if (sl > wspec && wspec > 3)
-			snprintf(spec, sizeof(spec), "%.*s...", (int)(wspec - 3), s);
+		char size[32], when[32], rev[64];
+		const char *rv = json_string_value(json_object_get(r, "revision"));
+		int64_t at = json_integer_value(json_object_get(r, "last_sync_at"));
+
+		if ((int)strlen(rv) > wrev)
+			snprintf(rev, sizeof(rev), "%.*s~", wrev - 1, rv);
 		else
-			snprintf(spec, sizeof(spec), "%s", s);
+			snprintf(rev, sizeof(rev), "%s", rv);
 		cli_human_size(json_integer_value(json_object_get(r, "size")), size, sizeof(size));
-		cli_human_time(json_integer_value(json_object_get(r, "last_sync_at")), when, sizeof(when));
-		printf("%-*s  %-12.12s  %-8s  %7lld  %10s  %s\n", (int)wspec, spec,
-		       json_string_value(json_object_get(r, "revision")), json_string_value(json_object_get(r, "sync_status")),
-		       (long long)json_integer_value(json_object_get(r, "files")), size, when);
+		if (relative)
+			cli_human_age(at, when, sizeof(when));
+		else
+			cli_human_time(at, when, sizeof(when));
+		printf("%-*s  %-*s  %-*s  %*lld  %*s  %s\n", wspec, json_string_value(json_object_get(r, "spec")), wrev,
+		       rev, wstat, json_string_value(json_object_get(r, "sync_status")), wfiles,
+		       (long long)json_integer_value(json_object_get(r, "files")), wsize, size, when);
 	}
 }

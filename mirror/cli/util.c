@@ -21,16 +21,28 @@
 #include "cli.h"
 #include "mirror/data.h"
 
-int cli_open_data(const char *dir, struct mirror_data **out)
+static int open_data(const char *dir, bool create, struct mirror_data **out)
 {
 	char *err = NULL;
+	int r = create ? mirror_data_create(dir ? dir : mirror_data_default_dir(), out, &err)
+		       : mirror_data_open(dir ? dir : mirror_data_default_dir(), out, &err);
 
-	if (mirror_data_open(dir ? dir : mirror_data_default_dir(), out, &err)) {
+	if (r) {
 		fprintf(stderr, "hubmirror: %s\n", err ? err : "cannot open data directory");
 		free(err);
 		return CLI_FAILED;
 	}
 	return CLI_OK;
+}
+
+int cli_open_data(const char *dir, struct mirror_data **out)
+{
+	return open_data(dir, false, out);
+}
+
+int cli_create_data(const char *dir, struct mirror_data **out)
+{
+	return open_data(dir, true, out);
 }
 
 void cli_human_size(int64_t bytes, char *out, size_t outlen)
@@ -51,10 +63,39 @@ void cli_human_time(int64_t t, char *out, size_t outlen)
 	strftime(out, outlen, "%Y-%m-%d %H:%M", &tm);
 }
 
+void cli_human_age(int64_t t, char *out, size_t outlen)
+{
+	int64_t age = (int64_t)time(NULL) - t;
+
+	if (t <= 0)
+		snprintf(out, outlen, "never");
+	else if (age < 60)
+		snprintf(out, outlen, "just now");
+	else if (age < 3600)
+		snprintf(out, outlen, "%lldm ago", (long long)(age / 60));
+	else if (age < 2 * 86400)
+		snprintf(out, outlen, "%lldh ago", (long long)(age / 3600));
+	else if (age < 365 * 86400)
+		snprintf(out, outlen, "%lldd ago", (long long)(age / 86400));
+	else {
+		time_t tt = (time_t)t;
+		struct tm tm;
+		gmtime_r(&tt, &tm);
+		strftime(out, outlen, "%Y-%m-%d", &tm);
+	}
+}
+
 int cli_term_width(void)
 {
 	struct winsize ws;
+	const char *cols = getenv("COLUMNS");
 
+	if (cols && *cols) {
+		char *end;
+		long c = strtol(cols, &end, 10);
+		if (!*end && c > 0 && c < 100000)
+			return (int)c;
+	}
 	if (!isatty(STDOUT_FILENO) || ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) < 0 || ws.ws_col == 0)
 		return 0;
 	return ws.ws_col;

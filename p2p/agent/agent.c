@@ -1066,6 +1066,10 @@ static int socket_free(const char *path, char **why)
 
 	if (r == -ECONNREFUSED) {
 		r = 0;
+	} else if (r == -EACCES) {
+		*why = err; /* another user's agent: whose, and what to do */
+		err = NULL;
+		r = -EADDRINUSE;
 	} else if (!r) {
 		*why = xasprintf("an agent (pid %lld) already runs at %s", (long long)json_integer_value(json_object_get(j, "pid")),
 				 path);

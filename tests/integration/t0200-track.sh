@@ -4,6 +4,23 @@
 . "$HM_SRC/tests/integration/lib.sh"
 hm() { "$HUBMIRROR" "$@"; }
 
+# Only add, init, import and restore make a data directory: a mistyped --data is an error that
+# names it, and nothing is created there.
+typo=$T/dta
+for cmd in "ls" "info hf:org/x" "sync" "serve --listen 127.0.0.1:0" "gc" "verify" "remove hf:org/x" \
+	"pin hf:org/x" "export --output $T/b.tar hf:org/x" "backup --output $T/c.db" "requests"; do
+	# shellcheck disable=SC2086  # cmd is a command line
+	expect_status 1 "$cmd refuses a data directory that holds no mirror" hm $cmd --data "$typo" 2>"$T/e0"
+	check "$cmd names it and says what makes one" grep -q "no mirror in '$typo' (no such directory): check --data or HUBMIRROR_DATA; 'hubmirror add' makes one.*'hubmirror init' an empty one" "$T/e0"
+done
+check "and none of them made it" test ! -e "$typo"
+mkdir "$typo"
+expect_status 1 "an empty folder is no mirror either" hm ls --data "$typo" 2>"$T/e0"
+check "which the error says" grep -q "no mirror in '$typo' (it holds no catalog.db)" "$T/e0"
+check "init makes an empty mirror" bash -c '"$HUBMIRROR" init --data "$T/dta" | grep -qx "made an empty mirror in $T/dta: .*"'
+check "that ls accepts" bash -c '"$HUBMIRROR" ls --data "$T/dta" | grep -q "no repositories tracked"'
+check "init again leaves it as it is" bash -c '"$HUBMIRROR" init --data "$T/dta" | grep -qx "$T/dta already holds a mirror (0 tracked repos): left as it is"'
+
 check "add one repo" hm add hf:Qwen/Qwen2.5-7B-Instruct
 check "data dir has a catalog and a store" test -f "$HUBMIRROR_DATA/catalog.db" -a -d "$HUBMIRROR_DATA/store/blobs"
 check "add with options" hm add --include '*.json' --include '*.safetensors' --exclude '*.bin' \
@@ -59,6 +76,34 @@ expect_status 1 "info of removed fails" hm info hf:org/model-8 2>/dev/null
 check "re-add after remove tracks again" hm add hf:org/model-7
 n=$(hm ls --json | "$PY" -c 'import json,sys; print(len(json.load(sys.stdin)))')
 check "count after remove and re-add" test "$n" = 605
+
+# ls fits the terminal ($COLUMNS, as GNU ls) without cutting a spec: the sync time turns relative,
+# then the revision is cut.
+w=$T/wide
+hm add --data "$w" hf:Qwen/Qwen2.5-7B-Instruct hf:datasets/HuggingFaceFW/fineweb-edu \
+	ms:qwen/Qwen2.5-7B-Instruct@refs/pr/12345 >/dev/null
+check "ls into a pipe: whole revisions and UTC times" bash -c '"$HUBMIRROR" ls --data "$T/wide" >"$T/ls-pipe" &&
+	head -1 "$T/ls-pipe" | grep -q "LAST SYNC (UTC)" && grep -q " refs/pr/12345 " "$T/ls-pipe"'
+for cols in 80 76; do
+	COLUMNS=$cols hm ls --data "$w" >"$T/ls-$cols"
+	check "ls in $cols columns fits them" awk -v c="$cols" 'length($0) > c { exit 1 }' "$T/ls-$cols"
+	check "with every spec whole" bash -c 'for s in hf:Qwen/Qwen2.5-7B-Instruct hf:datasets/HuggingFaceFW/fineweb-edu \
+		ms:qwen/Qwen2.5-7B-Instruct; do grep -q "^$s " "$1" || exit 1; done' - "$T/ls-$cols"
+	check "and the long revision cut, the short ones whole" bash -c 'grep -q " refs/[a-z0-9/]*~ " "$1" &&
+		[ "$(grep -c " main " "$1")" = 2 ] && head -1 "$1" | grep -q " SYNCED$"' - "$T/ls-$cols"
+done
+COLUMNS=30 hm ls --data "$w" >"$T/ls-30"
+check "too narrow for a row: the specs stay whole all the same" grep -q "^hf:datasets/HuggingFaceFW/fineweb-edu " "$T/ls-30"
+
+if [ "$(id -u)" = 0 ] && id nobody >/dev/null 2>&1; then
+	# root's mirror, used by another user: whose it is, not "catalog: not an error"
+	for cmd in "add hf:org/y" "ls"; do
+		# shellcheck disable=SC2086  # cmd is a command line
+		setpriv --reuid=nobody --regid=nogroup --clear-groups "$HUBMIRROR" $cmd >/dev/null 2>"$T/perm.err"
+		check "$cmd as another user fails, naming the owner" grep -q \
+			"cannot open '$HUBMIRROR_DATA/catalog.db': Permission denied: the mirror belongs to root (run hubmirror as that user, or with sudo)" "$T/perm.err"
+	done
+fi
 
 expect_status 1 "unwritable data dir fails cleanly" hm ls --data /proc/hubmirror-test 2>"$T/e4"
 check "data dir error names the path" grep -q "/proc/hubmirror-test" "$T/e4"

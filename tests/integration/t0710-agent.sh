@@ -58,6 +58,17 @@ expect_status 2 "a malformed spec is a usage error" "$HUBMIRROR" mount 'hf:acme/
 expect_status 1 "mounting over a held mount point fails" "$HUBMIRROR" mount hf:acme/agent-hf "$T/hf" 2>"$T/busy.err"
 check "and says it is mounted already" grep -q "mounted already" "$T/busy.err"
 check "the agent still answers" "$HUBMIRROR" status
+if [ "$(id -u)" = 0 ] && id nobody >/dev/null 2>&1; then
+	# root's agent, asked by another user: whose it is and what to do, not "no agent runs"
+	as_nobody() { setpriv --reuid=nobody --regid=nogroup --clear-groups env HUBMIRROR_CONFIG=/dev/null "$@"; }
+	as_nobody "$HUBMIRROR" status >/dev/null 2>"$T/perm.err"
+	check "status as another user fails, saying the agent is root's" grep -q \
+		"cannot reach the agent at $HUBMIRROR_AGENT_SOCKET: Permission denied; it belongs to root (run this as that user or with sudo" "$T/perm.err"
+	as_nobody "$HUBMIRROR" agent --cache /tmp/hm-never-made-$$ >/dev/null 2>"$T/perm2.err"
+	check "and an agent of that user's on the same socket is refused the same way" grep -q \
+		"the agent did not start: cannot reach the agent at $HUBMIRROR_AGENT_SOCKET: Permission denied; it belongs to root" "$T/perm2.err"
+	check "root's agent carries on" "$HUBMIRROR" status
+fi
 expect_status 1 "umount of a folder nobody mounted fails" "$HUBMIRROR" umount "$T/nothing" 2>/dev/null
 
 # the mirror goes down: what the instance holds still mounts

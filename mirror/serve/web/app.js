@@ -524,7 +524,7 @@
 				r.upstream_name ? h('p', { class: 'alias muted', id: 'alias',
 					text: 'Renamed upstream; added here as ' + r.name + ', which works too.' }) : null,
 				tags.length ? h('div', { class: 'tags' }, tags.map((t) => h('span', { class: 'chip', text: t }))) : null),
-			r.sync_error ? h('div', { class: 'alert', role: 'alert' }, h('strong', { text: 'Last sync failed: ' }), r.sync_error) : null,
+			r.sync_error ? h('div', { class: 'alert', role: 'alert' }, h('strong', { text: r.sync_status === 'ok' ? 'Last sync: ' : 'Last sync failed: ' }), r.sync_error) : null,
 			h('section', { class: 'card use', 'aria-labelledby': 'use-h' },
 				h('h2', { id: 'use-h', text: 'Use it from this mirror' }),
 				r.mount_command ? copyLine('Mount', r.mount_command, 'mount-cmd') : null,

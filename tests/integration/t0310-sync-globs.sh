@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# t0310-sync-globs: a list file's globs mean what they mean on a command line (quotes are the
+# shell's, not part of the glob), and a sync whose globs select nothing says so, naming them, in its
+# output, --json, info and the catalog API, instead of a quiet "ok, 0 files".
+. "$HM_SRC/tests/integration/lib.sh"
+hm() { "$HUBMIRROR" "$@"; }
+cat >"$T/spec.json" <<'JSON'
+{"repos": [
+  {"hub": "hf", "type": "dataset", "id": "acme/corpus",
+   "files": [{"path": "data/train/a.jsonl", "content": "{\"a\": 1}\n"},
+             {"path": "data/train/b.jsonl", "content": "{\"b\": 2}\n"},
+             {"path": "data/test/c.jsonl", "content": "{\"c\": 3}\n"},
+             {"path": "README.md", "content": "# corpus\n"}]},
+  {"hub": "hf", "type": "model", "id": "acme/llm",
+   "files": [{"path": "config.json", "content": "{}\n"},
+             {"path": "model.safetensors", "size": 20000, "seed": 3}]}]}
+JSON
+check "fake upstream starts" start_fakehub --repos "$T/spec.json"
+export HUBMIRROR_HF_UPSTREAM=$FAKE_API
+
+cat >"$T/list" <<'EOF2'
+# quoted as a shell line would be, and not
+hf:datasets/acme/corpus --include 'data/train/*' --include "README.md"   # a comment
+hf:acme/llm --include '*.gguf' --exclude config\ copy.json
+EOF2
+check "add --from takes the quoted list" hm add --from "$T/list"
+check "its globs are the words, without the quotes" bash -c '"$HUBMIRROR" info --json hf:datasets/acme/corpus |
+	/usr/bin/python3 -c "import json,sys; d=json.load(sys.stdin); assert d[\"include\"] == [\"data/train/*\", \"README.md\"], d"'
+check "a backslash keeps a blank in a glob" bash -c '"$HUBMIRROR" info --json hf:acme/llm |
+	/usr/bin/python3 -c "import json,sys; d=json.load(sys.stdin); assert d[\"exclude\"] == [\"config copy.json\"], d"'
+printf 'hf:org/x --include '"'"'abc\n' >"$T/bad"
+expect_status 2 "an unclosed quote is refused" hm add --from "$T/bad" 2>"$T/bad.err"
+check "naming the line" grep -q "$T/bad:1: a quote is not closed" "$T/bad.err"
+
+hm sync --no-progress >"$T/sync.out" 2>"$T/sync.err"
+check "sync" test $? = 0
+check "the quoted include synced the train files and the README" bash -c '"$HUBMIRROR" info --json --files hf:datasets/acme/corpus |
+	/usr/bin/python3 -c "import json,sys; d=json.load(sys.stdin); p=sorted(f[\"path\"] for f in d[\"file_list\"])
+assert p == [\"README.md\", \"data/train/a.jsonl\", \"data/train/b.jsonl\"], p"'
+check "the empty selection is a warning naming the globs" grep -qx \
+	"warning   hf:acme/llm: its globs select none of its 3 files upstream (include '\*.gguf', exclude 'config copy.json'): the snapshot is empty" "$T/sync.out"
+check "and in serve's and sync's log" grep -q "hf:acme/llm: its globs select none of its 3 files upstream" "$T/sync.err"
+check "info says it beside ok" bash -c '"$HUBMIRROR" info hf:acme/llm | grep -q "ok: its globs select none of its 3 files upstream"'
+hm sync --json hf:acme/llm >"$T/sync.json" 2>/dev/null
+check "sync --json again (nothing changed upstream)" test $? = 0
+check "the warning stays while the globs select nothing" "$PY" - "$T/sync.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))["repos"][0]
+assert r["outcome"] == "unchanged" and r["error"] is None, r
+assert "select none of its 3 files" in r["warning"], r
+PY
+check "the catalog API has it" bash -c '"$HUBMIRROR" ls --json | /usr/bin/python3 -c "
+import json,sys; d={r[\"spec\"]: r for r in json.load(sys.stdin)}
+assert d[\"hf:acme/llm\"][\"sync_status\"] == \"ok\" and \"select none\" in d[\"hf:acme/llm\"][\"sync_error\"], d
+assert d[\"hf:datasets/acme/corpus\"][\"sync_error\"] is None, d"'
+hm add --include '*.safetensors' hf:acme/llm >/dev/null
+hm sync --no-progress hf:acme/llm >"$T/sync2.out" 2>&1
+check "globs that match: sync" test $? = 0
+check "no warning then" bash -c '! grep -q warning "$T/sync2.out" && "$HUBMIRROR" info --json hf:acme/llm |
+	/usr/bin/python3 -c "import json,sys; d=json.load(sys.stdin); assert d[\"sync_error\"] is None and d[\"files\"] == 1, d"'
+finish
