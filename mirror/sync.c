@@ -302,6 +302,11 @@ static void repo_finish(struct srepo *r)
 	free(card);
 	free(tags);
 	free(upstream);
+	if (s->cfg->on_repo) {
+		if (s->cfg->progress)
+			fputs("\r\033[K", stderr); /* the progress line comes back at its next tick */
+		s->cfg->on_repo(s->cfg->on_repo_ud, res);
+	}
 	/* Per-repo lines are debug: the caller reports the run (a table on a terminal, a log line in serve). */
 	if (err)
 		log_debug("sync", "%s: %s: %s", res->spec, res->outcome, res->error);

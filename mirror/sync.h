@@ -30,6 +30,8 @@
 struct catalog_repo;
 struct mirror_data;
 
+struct mirror_sync_repo_result;
+
 struct mirror_sync_config {
 	const char *hf_base;          /* upstream base URLs; NULL: the public hubs */
 	const char *ms_base;
@@ -41,6 +43,10 @@ struct mirror_sync_config {
 	int max_parallel_listings;    /* repos being resolved/listed at once; 0: 8 */
 	int max_file_tries;           /* attempts per file without progress; 0: 5 */
 	bool progress;                /* live progress line on stderr */
+	/* Called as each repo's first pass ends (its refs come later, in the report), so its line can
+	 * be printed as it happens; may be NULL. */
+	void (*on_repo)(void *ud, const struct mirror_sync_repo_result *res);
+	void *on_repo_ud;
 	bool check_refs;              /* list upstream's refs of every repo whose policy wants any, now */
 	int64_t quota_bytes;          /* the store's size limit (sync-quota.c); 0: none */
 	bool provisional;             /* on demand: fetch only the contents upstream names by git id (the

@@ -79,21 +79,32 @@ static json_t *report_json(const struct mirror_sync_report *rep)
 	return o;
 }
 
+/* A repo's line (and its warning), printed as its first pass ends (on_repo): a run of hours shows
+ * what it did so far, into a file or a pipe too. */
+static void print_repo(void *ud, const struct mirror_sync_repo_result *r)
+{
+	char b[32];
+
+	(void)ud;
+	cli_human_size(r->bytes_fetched, b, sizeof(b));
+	if (r->error)
+		printf("%-9s %s: %s\n", r->outcome, r->spec, r->error);
+	else
+		printf("%-9s %s @ %.12s: %lld files, fetched %lld (%s)%s\n", r->outcome, r->spec, r->commit,
+		       (long long)r->files, (long long)r->files_fetched, b,
+		       r->skipped_unsafe ? ", skipped unsafe paths" : "");
+	if (r->warning)
+		printf("%-9s %s: %s\n", "warning", r->spec, r->warning);
+	fflush(stdout);
+}
+
+/* The rest of the report once the run ended: the refs of the second pass, then the summary. */
 static void print_report(const struct mirror_sync_report *rep)
 {
 	char b[32];
 
 	for (size_t i = 0; i < rep->nrepos; i++) {
 		const struct mirror_sync_repo_result *r = &rep->repos[i];
-		cli_human_size(r->bytes_fetched, b, sizeof(b));
-		if (r->error)
-			printf("%-9s %s: %s\n", r->outcome, r->spec, r->error);
-		else
-			printf("%-9s %s @ %.12s: %lld files, fetched %lld (%s)%s\n", r->outcome, r->spec, r->commit,
-			       (long long)r->files, (long long)r->files_fetched, b,
-			       r->skipped_unsafe ? ", skipped unsafe paths" : "");
-		if (r->warning)
-			printf("%-9s %s: %s\n", "warning", r->spec, r->warning);
 		if (r->refs_error)
 			printf("%-9s %s: %s\n", "error", r->spec, r->refs_error);
 		for (size_t k = 0; k < r->nrefs; k++) {
@@ -331,6 +342,10 @@ int cmd_sync(int argc, char **argv)
 		goto out;
 	}
 	cfg.progress = o.progress && !o.json;
+	if (!o.json) {
+		cfg.on_repo = print_repo;
+		setvbuf(stdout, NULL, _IOLBF, 0); /* each line as it happens, into a file or a pipe too */
+	}
 	e = mirror_sync_run(data, repos, n, &cfg, &rep, &err);
 	if (e) {
 		fprintf(stderr, "hubmirror: sync: %s\n", err ? err : err_str(e));

@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/buf.h"
 #include "base/err.h"
 #include "base/log.h"
 #include "base/xmalloc.h"
@@ -22,6 +23,15 @@
 #include "seeder.h"
 #include "serve.h"
 
+/* A sync child's report (its stdout), read line by line into serve's log: each line gets the log's
+ * time and level. One per run, freed when its pipe closes (or at the end, after the last loop run). */
+struct sync_reader {
+	uv_pipe_t pipe;
+	struct buf line;
+	struct server *s;
+	struct sync_reader *next;
+};
+
 struct server {
 	const struct mirror_serve_config *cfg;
 	char *spill_dir;                /* <data>/store/tmp: big answers leave from files there */
@@ -34,6 +44,8 @@ struct server {
 	uv_process_t sync_proc;
 	bool sync_running;
 	bool sync_by_admin;         /* the running sync came from the admin API */
+	const char *sync_kind;      /* "scheduled" or "requested": the running or last one */
+	struct sync_reader *readers; /* the sync children's reports being read (or closing) */
 	bool paused;                /* the schedule, through the admin API */
 	int64_t sync_started_at;
 	int64_t last_sync_status;   /* of the last sync's exit, -1 before any */
@@ -84,16 +96,74 @@ static void on_sync_exit(uv_process_t *p, int64_t status, int sig)
 	struct server *s = p->data;
 
 	if (sig)
-		log_warn("serve", "scheduled sync killed by signal %d", sig);
+		log_warn("serve", "%s sync killed by signal %d", s->sync_kind, sig);
 	else if (status)
-		log_warn("serve", "scheduled sync finished with failures (exit %lld); see 'hubmirror ls'",
+		log_warn("serve", "%s sync finished with failures (exit %lld); see 'hubmirror ls'", s->sync_kind,
 			 (long long)status);
 	else
-		log_info("serve", "scheduled sync finished");
+		log_info("serve", "%s sync finished", s->sync_kind);
 	s->sync_running = false;
 	s->last_sync_status = sig ? 128 + sig : status;
 	uv_close((uv_handle_t *)p, NULL);
 	schedule_sync(s);
+}
+
+static void reader_closed(uv_handle_t *h)
+{
+	struct sync_reader *rd = h->data;
+
+	for (struct sync_reader **pp = &rd->s->readers; *pp; pp = &(*pp)->next)
+		if (*pp == rd) {
+			*pp = rd->next;
+			break;
+		}
+	buf_release(&rd->line);
+	free(rd);
+}
+
+/* One line of the child's report: its errors and warnings as such, the rest as info. */
+static void reader_say(const char *line)
+{
+	if (!strncmp(line, "sync: ", 6)) /* the summary's own "sync: " is the log's topic already */
+		line += 6;
+	if (!strncmp(line, "error", 5) || !strncmp(line, "warning", 7) || !strncmp(line, "gated", 5) ||
+	    !strncmp(line, "denied", 6) || !strncmp(line, "missing", 7) || !strncmp(line, "quota", 5))
+		log_warn("sync", "%s", line);
+	else
+		log_info("sync", "%s", line);
+}
+
+static void reader_alloc(uv_handle_t *h, size_t hint, uv_buf_t *b)
+{
+	static char chunk[16384];
+
+	(void)h;
+	(void)hint;
+	*b = uv_buf_init(chunk, sizeof(chunk)); /* the loop's thread only, and consumed at once */
+}
+
+static void reader_read(uv_stream_t *st, ssize_t n, const uv_buf_t *b)
+{
+	struct sync_reader *rd = st->data;
+
+	if (n > 0) {
+		for (ssize_t i = 0; i < n; i++) {
+			if (b->base[i] != '\n') {
+				if (rd->line.len < 4096) /* a line longer than that is cut */
+					buf_addch(&rd->line, b->base[i]);
+				continue;
+			}
+			if (rd->line.len)
+				reader_say(rd->line.data);
+			buf_reset(&rd->line);
+		}
+	} else if (n < 0) {
+		if (rd->line.len)
+			reader_say(rd->line.data);
+		buf_reset(&rd->line);
+		if (!uv_is_closing((uv_handle_t *)st))
+			uv_close((uv_handle_t *)st, reader_closed);
+	}
 }
 
 /* Start `hubmirror sync` as a child (of the specs named, or all). Returns 0 or a libuv error. */
@@ -105,6 +175,7 @@ static int start_sync(struct server *s, json_t *specs)
 	int n = 0, r;
 	uv_process_options_t o;
 	uv_stdio_container_t io[3];
+	struct sync_reader *rd;
 
 	/* The sync runs as its own process: a crash or a long hash never stalls the server, and the
 	 * data directory's lock orders it with syncs started by hand. */
@@ -132,10 +203,17 @@ static int start_sync(struct server *s, json_t *specs)
 		args[n++] = (char *)json_string_value(v);
 	args[n] = NULL;
 	memset(&o, 0, sizeof(o));
+	rd = xcalloc(1, sizeof(*rd));
+	rd->s = s;
+	buf_init(&rd->line);
+	uv_pipe_init(&s->loop, &rd->pipe, 0);
+	rd->pipe.data = rd;
+	rd->next = s->readers;
+	s->readers = rd;
 	io[0].flags = UV_IGNORE;
-	io[1].flags = UV_INHERIT_FD;
-	io[1].data.fd = STDERR_FILENO; /* its report goes to our log stream */
-	io[2].flags = UV_INHERIT_FD;
+	io[1].flags = UV_CREATE_PIPE | UV_WRITABLE_PIPE;
+	io[1].data.stream = (uv_stream_t *)&rd->pipe; /* its report: read into our log, line by line */
+	io[2].flags = UV_INHERIT_FD; /* its log lines have their time already */
 	io[2].data.fd = STDERR_FILENO;
 	o.file = s->cfg->self_exe;
 	o.args = args;
@@ -148,12 +226,14 @@ static int start_sync(struct server *s, json_t *specs)
 	if (r) {
 		log_error("serve", "cannot start the sync: %s", uv_strerror(r));
 		uv_close((uv_handle_t *)&s->sync_proc, NULL);
+		uv_close((uv_handle_t *)&rd->pipe, reader_closed);
 		return r;
 	}
+	uv_read_start((uv_stream_t *)&rd->pipe, reader_alloc, reader_read);
 	s->sync_running = true;
 	s->sync_started_at = (int64_t)time(NULL);
-	log_info("serve", "%s sync started (pid %d)", nspecs || s->sync_by_admin ? "requested" : "scheduled",
-		 s->sync_proc.pid);
+	s->sync_kind = nspecs || s->sync_by_admin ? "requested" : "scheduled";
+	log_info("serve", "%s sync started (pid %d)", s->sync_kind, s->sync_proc.pid);
 	return 0;
 }
 
@@ -185,7 +265,21 @@ static void schedule_sync(struct server *s)
 	if (!ms)
 		return;
 	uv_timer_start(&s->sync_timer, on_sync_timer, ms, 0);
-	log_info("serve", "next sync in %llu s", (unsigned long long)(ms / 1000));
+	{
+		time_t at = time(NULL) + (time_t)(ms / 1000);
+		uint64_t min = (ms / 1000 + 59) / 60, sec = ms / 1000;
+		struct tm tm;
+		char when[64];
+		localtime_r(&at, &tm);
+		strftime(when, sizeof(when), "%Y-%m-%d %H:%M %Z", &tm);
+		if (min >= 60)
+			log_info("serve", "next sync at %s (in %lluh%02llum)", when, (unsigned long long)(min / 60),
+				 (unsigned long long)(min % 60));
+		else if (sec >= 60)
+			log_info("serve", "next sync at %s (in %llum)", when, (unsigned long long)min);
+		else
+			log_info("serve", "next sync at %s (in %llu s)", when, (unsigned long long)sec);
+	}
 }
 
 /* ---- the admin API's side (routes-admin.c) ---- */
@@ -397,6 +491,7 @@ int mirror_serve(const struct mirror_serve_config *cfg, char **errmsg)
 	s.cfg = cfg;
 	s.sync_minute = cfg->sync_at ? mirror_parse_hhmm(cfg->sync_at) : -1;
 	s.last_sync_status = -1;
+	s.sync_kind = "scheduled";
 	r = mirror_access_load(cfg->tokens_file, (enum mirror_access_mode)cfg->auth_mode, &s.access, errmsg);
 	if (r)
 		return r;
@@ -510,6 +605,9 @@ int mirror_serve(const struct mirror_serve_config *cfg, char **errmsg)
 		}
 		free(tmp);
 	}
+	if (cfg->admin_token)
+		log_info("serve", "operator API on /api/admin/ (its token in %s): add, remove and sync on this "
+			 "machine go through this serve", cfg->admin_token_file ? cfg->admin_token_file : "?");
 	advertise_admin(&s, true);
 	uv_run(&s.loop, UV_RUN_DEFAULT);
 	advertise_admin(&s, false);
@@ -523,6 +621,12 @@ out:
 	uv_walk(&s.loop, close_walk, NULL);
 	uv_run(&s.loop, UV_RUN_DEFAULT);
 	uv_loop_close(&s.loop);
+	while (s.readers) { /* closed by the walk, without reader_closed */
+		struct sync_reader *rd = s.readers;
+		s.readers = rd->next;
+		buf_release(&rd->line);
+		free(rd);
+	}
 	mirror_routes_free(&s.routes); /* after the workers: they use its catalog connections */
 	mirror_ondemand_free(&s.ondemand); /* after the workers too: listings use it */
 	mirror_data_free(&s.data);

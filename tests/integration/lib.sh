@@ -83,9 +83,11 @@ start_fakehub() {
 }
 
 # start_serve [ARGS...]: run `hubmirror serve` on a free loopback port (stopped at exit) and set M to
-# its base URL. Its stderr goes to $T/serve.err, its access log to $T/access.log.
+# its base URL. Its stderr goes to $T/serve.err, its access log to $T/access.log. A serve refuses a
+# data directory that holds no mirror: a test that has not added anything yet gets an empty one.
 start_serve() {
 	rm -f "$T/url"
+	[ -e "$HUBMIRROR_DATA/catalog.db" ] || "$HUBMIRROR" init >/dev/null || return 1
 	"$HUBMIRROR" serve --listen 127.0.0.1:0 --ready-file "$T/url" --access-log "$T/access.log" "$@" 2>"$T/serve.err" &
 	_pids+=($!)
 	# (seeding thousands of files' links on a loaded machine takes a while)

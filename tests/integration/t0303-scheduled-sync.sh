@@ -19,4 +19,9 @@ for _ in $(seq 100); do c2=$(commit_of); [ "$c2" = "$new" ] && break; sleep 0.2;
 check "a later scheduled sync followed the upstream commit" test "$c2" = "$new"
 check "the new content is served" bash -c "curl -fsS '$M/acme/sched/resolve/main/config.json' | grep -q '\"v\": 2'"
 check "the server logged its scheduled runs" grep -q "scheduled sync finished" "$T/serve.err"
+ts='[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z'
+check "and when the next comes, as a time and a wait" grep -Eq "^$ts info  serve: next sync at [0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2} [A-Z+0-9-]+ \(in [0-9]+ s\)$" "$T/serve.err"
+check "the sync's report is in the log, each line with its time" grep -Eq "^$ts info  sync: ok +hf:acme/sched @ [0-9a-f]{12}: 2 files" "$T/serve.err"
+check "its summary too" grep -Eq "^$ts info  sync: 1 ok, 0 failed" "$T/serve.err"
+check "and no line without a time" bash -c "! grep -Ev '^$ts ' '$T/serve.err'"
 finish

@@ -13,7 +13,9 @@ cat >"$T/spec.json" <<'JSON'
              {"path": "README.md", "content": "# corpus\n"}]},
   {"hub": "hf", "type": "model", "id": "acme/llm",
    "files": [{"path": "config.json", "content": "{}\n"},
-             {"path": "model.safetensors", "size": 20000, "seed": 3}]}]}
+             {"path": "model.safetensors", "size": 20000, "seed": 3}]},
+  {"hub": "hf", "type": "model", "id": "acme/slow",
+   "files": [{"path": "config.json", "content": "{\"slow\": 1}\n"}]}]}
 JSON
 check "fake upstream starts" start_fakehub --repos "$T/spec.json"
 export HUBMIRROR_HF_UPSTREAM=$FAKE_API
@@ -58,4 +60,15 @@ hm sync --no-progress hf:acme/llm >"$T/sync2.out" 2>&1
 check "globs that match: sync" test $? = 0
 check "no warning then" bash -c '! grep -q warning "$T/sync2.out" && "$HUBMIRROR" info --json hf:acme/llm |
 	/usr/bin/python3 -c "import json,sys; d=json.load(sys.stdin); assert d[\"sync_error\"] is None and d[\"files\"] == 1, d"'
+# A sync's lines come as each repo ends, into a file too: a run stopped after hours leaves what it did.
+curl -fsS -X POST "$FAKE_API/_fake/faults" -d '{"match": "/api/models/acme/slow", "kind": "slow", "seconds": 4, "count": 1}' >/dev/null
+hm add hf:acme/slow >/dev/null
+hm sync --no-progress hf:acme/llm hf:acme/slow >"$T/live.out" 2>/dev/null &
+live=$!
+for _ in $(seq 50); do grep -q "hf:acme/llm" "$T/live.out" && break; sleep 0.1; done
+check "the first repo's line is in the file while the run goes on" bash -c "grep -q '^unchanged hf:acme/llm @' '$T/live.out' &&
+	kill -0 $live && ! grep -q 'hf:acme/slow' '$T/live.out'"
+wait "$live"
+check "the slow one's when it ends, then the summary" bash -c "grep -q '^ok        hf:acme/slow @' '$T/live.out' &&
+	grep -q '^sync: 2 ok, 0 failed' '$T/live.out'"
 finish

@@ -56,6 +56,10 @@ check "the status says the sync ended well" bash -c "curl -fsS -H 'Authorization
 check "and its progress, ended, every byte in" bash -c "curl -fsS -H 'Authorization: Bearer adm-7Qx2k9zLwP' '$M/api/admin/status' |
 	'$PY' -c 'import json,sys; p=json.load(sys.stdin)[\"sync_progress\"]; assert not p[\"running\"] and p[\"outcome\"] == \"ok\" and p[\"bytes_done\"] == p[\"bytes_total\"] and p[\"files_done\"] == p[\"files_total\"], p'"
 check "the repository is served" test "$(curl -fsS "$M/acme/via-api/resolve/main/config.json")" = '{"api": 1}'
+check "serve's log announced the operator API, and where its token is" grep -q \
+	"info  serve: operator API on /api/admin/ (its token in $T/admin.token): add, remove and sync on this machine go through this serve" "$T/serve.err"
+check "and says the sync was requested, from start to end" bash -c "grep -q 'info  serve: requested sync started' '$T/serve.err' &&
+	grep -q 'info  serve: requested sync finished' '$T/serve.err' && ! grep -q 'scheduled sync' '$T/serve.err'"
 check "pause the schedule" test "$(code "${A[@]}" -X POST -d '{"paused": true}' "$M/api/admin/schedule")" = 200
 check "paused: no next sync" bash -c "curl -fsS -H 'Authorization: Bearer adm-7Qx2k9zLwP' '$M/api/admin/status' |
 	'$PY' -c 'import json,sys; d=json.load(sys.stdin); assert d[\"schedule_paused\"] and d[\"next_sync_in_s\"] is None, d'"
