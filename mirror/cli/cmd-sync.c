@@ -7,6 +7,7 @@
  */
 #include <getopt.h>
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <sys/stat.h>
 #include <stdlib.h>
@@ -79,6 +80,49 @@ static json_t *report_json(const struct mirror_sync_report *rep)
 	return o;
 }
 
+/* How far the run is, for the line a Ctrl-C leaves (the handler reads them). */
+static volatile sig_atomic_t repos_done, repos_total, progress_on;
+static volatile sig_atomic_t report_fd = STDOUT_FILENO;
+static bool lines_on; /* not with --json: stdout is the JSON's alone */
+
+static size_t put_num(char *p, long v)
+{
+	char tmp[24];
+	size_t n = 0, k = 0;
+
+	do
+		tmp[n++] = (char)('0' + v % 10);
+	while ((v /= 10) > 0);
+	while (n)
+		p[k++] = tmp[--n];
+	return k;
+}
+
+/* SIGINT, SIGTERM: say what was done, then end as the signal would (only async-signal-safe calls).
+ * Every repo that ended is in the catalog and its line was printed; a file being fetched stays in
+ * the store's partial folder and the next sync goes on from it. */
+static void on_interrupt(int sig)
+{
+	static const char a[] = "sync: interrupted after ", b[] = " of ",
+		c[] = " repos: what they fetched is kept, and the next sync goes on from there\n";
+	char line[256];
+	size_t n = 0;
+
+	if (progress_on)
+		(void)!write(STDERR_FILENO, "\r\033[K", 4);
+	memcpy(line + n, a, sizeof(a) - 1);
+	n += sizeof(a) - 1;
+	n += put_num(line + n, (long)repos_done);
+	memcpy(line + n, b, sizeof(b) - 1);
+	n += sizeof(b) - 1;
+	n += put_num(line + n, (long)repos_total);
+	memcpy(line + n, c, sizeof(c) - 1);
+	n += sizeof(c) - 1;
+	(void)!write(report_fd, line, n);
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
 /* A repo's line (and its warning), printed as its first pass ends (on_repo): a run of hours shows
  * what it did so far, into a file or a pipe too. */
 static void print_repo(void *ud, const struct mirror_sync_repo_result *r)
@@ -86,6 +130,9 @@ static void print_repo(void *ud, const struct mirror_sync_repo_result *r)
 	char b[32];
 
 	(void)ud;
+	repos_done++;
+	if (!lines_on)
+		return;
 	cli_human_size(r->bytes_fetched, b, sizeof(b));
 	if (r->error)
 		printf("%-9s %s: %s\n", r->outcome, r->spec, r->error);
@@ -342,10 +389,16 @@ int cmd_sync(int argc, char **argv)
 		goto out;
 	}
 	cfg.progress = o.progress && !o.json;
-	if (!o.json) {
-		cfg.on_repo = print_repo;
+	cfg.on_repo = print_repo;
+	lines_on = !o.json;
+	if (lines_on)
 		setvbuf(stdout, NULL, _IOLBF, 0); /* each line as it happens, into a file or a pipe too */
-	}
+	else
+		report_fd = STDERR_FILENO;
+	repos_total = (sig_atomic_t)n;
+	progress_on = cfg.progress;
+	signal(SIGINT, on_interrupt);
+	signal(SIGTERM, on_interrupt);
 	e = mirror_sync_run(data, repos, n, &cfg, &rep, &err);
 	if (e) {
 		fprintf(stderr, "hubmirror: sync: %s\n", err ? err : err_str(e));

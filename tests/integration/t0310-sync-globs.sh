@@ -71,4 +71,17 @@ check "the first repo's line is in the file while the run goes on" bash -c "grep
 wait "$live"
 check "the slow one's when it ends, then the summary" bash -c "grep -q '^ok        hf:acme/slow @' '$T/live.out' &&
 	grep -q '^sync: 2 ok, 0 failed' '$T/live.out'"
+# Ctrl-C: the lines of the repos that ended stay, and the run says where it stopped.
+curl -fsS -X POST "$FAKE_API/_fake/faults" -d '{"match": "/api/models/acme/slow", "kind": "slow", "seconds": 30, "count": 1}' >/dev/null
+curl -fsS -X POST "$FAKE_API/_fake/commit" -d '{"repo": "acme/slow", "hub": "hf", "type": "model", "branch": "main",
+  "files": [{"path": "config.json", "content": "{\"slow\": 2}\n"}]}' >/dev/null
+"$HUBMIRROR" sync --no-progress hf:acme/llm hf:acme/slow >"$T/int.out" 2>/dev/null &
+live=$!
+for _ in $(seq 50); do grep -q "hf:acme/llm" "$T/int.out" && break; sleep 0.1; done
+kill -INT "$live"
+wait "$live"; st=$?
+check "an interrupted sync ends as SIGINT would (130)" test "$st" = 130
+check "with the line of the repo that ended, and where it stopped" bash -c "grep -q '^unchanged hf:acme/llm @' '$T/int.out' &&
+	tail -1 '$T/int.out' | grep -qx 'sync: interrupted after 1 of 2 repos: what they fetched is kept, and the next sync goes on from there'"
+check "the next sync goes on" bash -c '"$HUBMIRROR" sync --no-progress hf:acme/slow | grep -q "^ok        hf:acme/slow @"'
 finish
