@@ -246,6 +246,44 @@ static void ref_finish(struct srepo *r)
 	srepo_done(r);
 }
 
+/* The caller's line for a repo whose first pass ended, at once. */
+static void report_repo(struct sync *s, struct mirror_sync_repo_result *res)
+{
+	if (!s->cfg->on_repo)
+		return;
+	if (s->cfg->progress)
+		fputs("\r\033[K", stderr); /* the progress line comes back at its next tick */
+	s->cfg->on_repo(s->cfg->on_repo_ud, res);
+	res->reported = true;
+}
+
+/* Upstream answers a repository that does not exist like a private one (401 to an anonymous
+ * request, 404 to a token): say that, and what to check, beside upstream's own words. */
+static void explain_refusal(const struct srepo *r, int err, char **text)
+{
+	bool hf = r->spec.hub == HUB_HF;
+	const char *token = hf ? r->s->cfg->hf_token : r->s->cfg->ms_token, *var = hf ? "HF_TOKEN" : "MODELSCOPE_API_TOKEN";
+	char *s;
+
+	if (err == HM_ERR_AUTH && !(token && *token))
+		s = xasprintf("upstream has no repository %s that anonymous users may read (a missing and a private "
+			      "repository are answered alike): check the name, or give a token (%s) if it is private "
+			      "(upstream said: %s)", r->cr->name, var, *text);
+	else if (err == HM_ERR_AUTH)
+		s = xasprintf("upstream refused the token (%s) for %s: check the name, and that the token is valid and "
+			      "can read it (upstream said: %s)", var, r->cr->name, *text);
+	else if (err == HM_ERR_NOT_FOUND && strstr(*text, "evision"))
+		s = xasprintf("upstream has no revision %s of %s: check it (hubmirror add --revision) (upstream said: %s)",
+			      r->cr->follow_rev, r->cr->name, *text);
+	else if (err == HM_ERR_NOT_FOUND)
+		s = xasprintf("upstream has no repository %s%s: check the name (upstream said: %s)", r->cr->name,
+			      token && *token ? " that the token may read" : "", *text);
+	else
+		return;
+	free(*text);
+	*text = s;
+}
+
 static void repo_finish(struct srepo *r)
 {
 	struct sync *s = r->s;
@@ -269,6 +307,7 @@ static void repo_finish(struct srepo *r)
 		log_warn("sync", "%s: %s", res->spec, res->warning);
 	if (err) {
 		res->error = r->error_text ? xstrdup(r->error_text) : xstrdup(err_str(err));
+		explain_refusal(r, err, &res->error);
 		s->report->failed++;
 	} else {
 		res->commit = xstrdup(r->snap->commit);
@@ -302,11 +341,7 @@ static void repo_finish(struct srepo *r)
 	free(card);
 	free(tags);
 	free(upstream);
-	if (s->cfg->on_repo) {
-		if (s->cfg->progress)
-			fputs("\r\033[K", stderr); /* the progress line comes back at its next tick */
-		s->cfg->on_repo(s->cfg->on_repo_ud, res);
-	}
+	report_repo(s, res);
 	/* Per-repo lines are debug: the caller reports the run (a table on a terminal, a log line in serve). */
 	if (err)
 		log_debug("sync", "%s: %s: %s", res->spec, res->outcome, res->error);
@@ -867,6 +902,7 @@ static void repo_skip_refused(struct srepo *r)
 	s->report->failed++;
 	if (catalog_run_result(s->d->catalog, s->run_id, r->cr->id, res->outcome, NULL, 0, 0, res->error))
 		log_warn("sync", "catalog: %s", catalog_errmsg(s->d->catalog));
+	report_repo(s, res);
 	s->repos_done++;
 	if (s->repos_done == s->nrepos && s->running)
 		uv_stop(&s->loop);

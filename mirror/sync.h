@@ -73,6 +73,7 @@ struct mirror_sync_repo_result {
 	char *commit;         /* synced commit (owned), NULL on failure */
 	char *error;          /* owned, NULL when fine */
 	char *warning;        /* owned: synced, but something to tell (globs that selected nothing) */
+	bool reported;        /* given to on_repo already */
 	int64_t files;        /* files in the snapshot (selected) */
 	int64_t bytes;        /* their total size */
 	int64_t files_fetched;

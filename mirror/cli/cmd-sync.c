@@ -152,6 +152,8 @@ static void print_report(const struct mirror_sync_report *rep)
 
 	for (size_t i = 0; i < rep->nrepos; i++) {
 		const struct mirror_sync_repo_result *r = &rep->repos[i];
+		if (!r->reported && r->outcome) /* (each had its line as it ended; this is for safety) */
+			print_repo(NULL, r);
 		if (r->refs_error)
 			printf("%-9s %s: %s\n", "error", r->spec, r->refs_error);
 		for (size_t k = 0; k < r->nrefs; k++) {

@@ -104,6 +104,31 @@ int agent_fetch_snapshot(struct agent *a, const char *mirrors, const char *token
 	return st;
 }
 
+/* A refusal in words that say what to do: the mirror's own answer is the Hub's ("Invalid username or
+ * password."), which names neither the token nor the way out. */
+static void explain(int st, const char *token, const struct hub_spec *spec, char **why)
+{
+	char *s = NULL, *spec_s;
+
+	if (st == 401)
+		s = xstrdup(token ? "the mirror refused the token (HUBMIRROR_TOKEN): it is not one of the mirror's tokens"
+				  : "the mirror wants a token: set HUBMIRROR_TOKEN to one its operator gave you");
+	else if (st == 403)
+		s = xstrdup(token ? "the token (HUBMIRROR_TOKEN) does not cover this repository: ask the mirror's operator "
+				    "for a grant of it"
+				  : "the mirror gives it only with a token that covers it: set HUBMIRROR_TOKEN");
+	else if (st == 404 && *why && !strcmp(*why, "repo not on this mirror")) {
+		spec_s = hub_spec_format(spec, 0);
+		s = xasprintf("not on this mirror: ask for it with 'hubmirror request %s' (what it holds: "
+			      "'hubmirror search WORDS')", spec_s);
+		free(spec_s);
+	}
+	if (s) {
+		free(*why);
+		*why = s;
+	}
+}
+
 static int fetch_snapshot_one(struct agent *a, const char *mirror, const char *token, const struct hub_spec *spec,
 			      json_t **meta, char **tor, size_t *tlen, char **why)
 {
@@ -117,8 +142,10 @@ static int fetch_snapshot_one(struct agent *a, const char *mirror, const char *t
 	st = mirror_get(a, mirror, path, token, &body, &len, why);
 	free(path);
 	free(q);
-	if (st)
+	if (st) {
+		explain(st, token, spec, why);
 		return st;
+	}
 	*meta = json_loadb(body, len, 0, NULL);
 	free(body);
 	rev = json_string_value(json_object_get(*meta, "revision"));
@@ -133,6 +160,8 @@ static int fetch_snapshot_one(struct agent *a, const char *mirror, const char *t
 			 spec->name, commit);
 	st = mirror_get(a, mirror, path, token, tor, tlen, why);
 	free(path);
+	if (st)
+		explain(st, token, spec, why);
 	return st;
 }
 
