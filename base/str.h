@@ -15,4 +15,7 @@ static inline const char *skip_prefix(const char *s, const char *prefix)
 	return strncmp(s, prefix, n) ? NULL : s + n;
 }
 
+/* Edits between a and b (Levenshtein), for "did you mean"; 99 when either is 63 bytes or longer. */
+size_t str_distance(const char *a, const char *b);
+
 #endif

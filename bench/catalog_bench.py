@@ -91,7 +91,7 @@ def main():
     a = ap.parse_args()
     work = tempfile.mkdtemp(prefix="hm-catbench-")
     data = os.path.join(work, "data")
-    subprocess.run([a.hubmirror, "ls", "--data", data], check=True, stdout=subprocess.DEVNULL)
+    subprocess.run([a.hubmirror, "init", "--data", data], check=True, stdout=subprocess.DEVNULL)
     t0 = time.time()
     generate(os.path.join(data, "catalog.db"), a.repos, a.files)
     gen = time.time() - t0

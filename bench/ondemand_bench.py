@@ -103,6 +103,7 @@ def main():
             if os.path.exists(mready):
                 os.remove(mready)
             env = dict(os.environ, HUBMIRROR_DATA=data, HUBMIRROR_CONFIG="/dev/null")
+            subprocess.run([a.hubmirror, "init"], env=env, check=True, stdout=subprocess.DEVNULL)
             serve = subprocess.Popen([a.hubmirror, "serve", "--listen", "127.0.0.1:0", "--ready-file", mready,
                                       "--p2p-listen", "off", "--hf-upstream", api, "--on-demand", "hf:*"],
                                      env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

@@ -32,7 +32,7 @@ TOP = os.path.dirname(HERE)
 
 
 def make_data(hm, data, gib):
-    subprocess.run([hm, "ls", "--data", data], check=True, stdout=subprocess.DEVNULL)
+    subprocess.run([hm, "init", "--data", data], check=True, stdout=subprocess.DEVNULL)
     blobs = os.path.join(data, "store", "blobs")
     files = []
     big = os.path.join(data, "big.tmp")

@@ -287,6 +287,14 @@ int catalog_blob_each(struct catalog *c, int (*fn)(void *ud, const char *sha256,
  */
 int catalog_blob_damaged(struct catalog *c, const char *sha256);
 
+/* Call fn for each file of a snapshot that holds the blob (its repo's hub, type, name, the snapshot's
+ * commit, the path), newest snapshots first, at most max of them; until fn returns non-zero (which is
+ * returned). For saying what a damaged blob breaks. 0 or HM_ERR_SQLITE. */
+int catalog_blob_uses(struct catalog *c, const char *sha256, int max,
+		      int (*fn)(void *ud, const char *hub, const char *type, const char *name, const char *commit,
+				const char *path),
+		      void *ud);
+
 /* ---- serving: lookups for the hub APIs --------------------------------------------------------- */
 
 struct catalog_snapshot {

@@ -294,6 +294,30 @@ int catalog_blob_each(struct catalog *c, int (*fn)(void *ud, const char *sha256,
 	return catalog__rows_end(st, rc, r);
 }
 
+int catalog_blob_uses(struct catalog *c, const char *sha256, int max,
+		      int (*fn)(void *ud, const char *hub, const char *type, const char *name, const char *commit,
+				const char *path),
+		      void *ud)
+{
+	sqlite3_stmt *st = NULL;
+	int r = 0, rc;
+
+	if (catalog__prepare(c, "SELECT r.hub, r.type, r.name, s.commit_id, f.path FROM files f "
+				"JOIN snapshots s ON s.id = f.snapshot_id JOIN repos r ON r.id = s.repo_id "
+				"WHERE f.sha256 = ?1 ORDER BY s.synced_at DESC, r.name, f.path LIMIT ?2", &st))
+		return HM_ERR_SQLITE;
+	sqlite3_bind_text(st, 1, sha256, -1, SQLITE_STATIC);
+	sqlite3_bind_int(st, 2, max);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		r = fn(ud, (const char *)sqlite3_column_text(st, 0), (const char *)sqlite3_column_text(st, 1),
+		       (const char *)sqlite3_column_text(st, 2), (const char *)sqlite3_column_text(st, 3),
+		       (const char *)sqlite3_column_text(st, 4));
+		if (r)
+			break;
+	}
+	return catalog__rows_end(st, rc, r);
+}
+
 int catalog_blob_damaged(struct catalog *c, const char *sha256)
 {
 	sqlite3_stmt *st = NULL;

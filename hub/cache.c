@@ -79,19 +79,11 @@ static int link_files(const char *dir, const char *target_dir, const char *const
 	return r;
 }
 
-int hub_cache_link_hf(const char *hub_cache, const char *type, const char *name, const char *revision,
-		      const char *commit, const char *target_dir, const char *const *paths, size_t n, char **why)
+/* <hub_cache>/<type>s--<org>--<name> */
+static char *hf_repo_dir(const char *hub_cache, const char *type, const char *name)
 {
-	char *repo_dir, *snap, *ref, *flat = xmalloc(strlen(name) * 2 + 1), *o = flat;
-	int r;
+	char *flat = xmalloc(strlen(name) * 2 + 1), *o = flat, *dir;
 
-	if (path_check_str(name) || hub_check_revision(revision) || !hex_is_lower(commit, 40) ||
-	    (strcmp(type, "model") && strcmp(type, "dataset"))) {
-		free(flat);
-		if (why)
-			*why = xstrdup("not a snapshot the Hugging Face cache can name");
-		return HM_ERR_PATH_UNSAFE;
-	}
 	for (const char *p = name; *p; p++) { /* org/name -> org--name */
 		if (*p == '/') {
 			*o++ = '-';
@@ -101,7 +93,32 @@ int hub_cache_link_hf(const char *hub_cache, const char *type, const char *name,
 		}
 	}
 	*o = '\0';
-	repo_dir = xasprintf("%s/%ss--%s", hub_cache, type, flat);
+	dir = xasprintf("%s/%ss--%s", hub_cache, type, flat);
+	free(flat);
+	return dir;
+}
+
+char *hub_cache_hf_snapshot(const char *hub_cache, const char *type, const char *name, const char *commit)
+{
+	char *repo_dir = hf_repo_dir(hub_cache, type, name), *snap = xasprintf("%s/snapshots/%s", repo_dir, commit);
+
+	free(repo_dir);
+	return snap;
+}
+
+int hub_cache_link_hf(const char *hub_cache, const char *type, const char *name, const char *revision,
+		      const char *commit, const char *target_dir, const char *const *paths, size_t n, char **why)
+{
+	char *repo_dir, *snap, *ref;
+	int r;
+
+	if (path_check_str(name) || hub_check_revision(revision) || !hex_is_lower(commit, 40) ||
+	    (strcmp(type, "model") && strcmp(type, "dataset"))) {
+		if (why)
+			*why = xstrdup("not a snapshot the Hugging Face cache can name");
+		return HM_ERR_PATH_UNSAFE;
+	}
+	repo_dir = hf_repo_dir(hub_cache, type, name);
 	snap = xasprintf("%s/snapshots/%s", repo_dir, commit);
 	ref = xasprintf("%s/refs/%s", repo_dir, revision);
 	r = write_ref(ref, commit);
@@ -112,7 +129,6 @@ int hub_cache_link_hf(const char *hub_cache, const char *type, const char *name,
 	free(repo_dir);
 	free(snap);
 	free(ref);
-	free(flat);
 	return r;
 }
 
@@ -189,13 +205,41 @@ static int write_ms_index(const char *dir, const char *id, const char *commit, c
 	return r;
 }
 
+/* The name as the classic SDK writes it: dots in the name (not the owner) masked, Qwen2.5-7B ->
+ * Qwen2___5-7B. */
+static char *ms_masked(const char *after_slash)
+{
+	struct buf m;
+
+	buf_init(&m);
+	for (const char *p = after_slash; *p; p++) {
+		if (*p == '.')
+			buf_adds(&m, "___");
+		else
+			buf_addch(&m, *p);
+	}
+	return buf_detach(&m, NULL);
+}
+
+char *hub_cache_ms_dir(const char *ms_cache, const char *type, const char *name)
+{
+	const char *slash = strchr(name, '/');
+	char *masked, *dir;
+
+	if (!slash)
+		return xasprintf("%s/%ss/%s", ms_cache, type, name);
+	masked = ms_masked(slash + 1);
+	dir = xasprintf("%s/%ss/%.*s/%s", ms_cache, type, (int)(slash - name), name, masked);
+	free(masked);
+	return dir;
+}
+
 int hub_cache_link_ms(const char *ms_cache, const char *ms_hub_cache, const char *type, const char *name,
 		      const char *revision, const char *commit, const char *target_dir, const char *const *paths,
 		      size_t n, char **why)
 {
 	const char *slash = strchr(name, '/');
 	char *masked, *dir = NULL, *id = NULL, *flat = NULL, *snap = NULL;
-	struct buf m;
 	int r;
 
 	if (!slash || path_check_str(name) || strchr(slash + 1, '/') || hub_check_revision(revision) ||
@@ -204,16 +248,8 @@ int hub_cache_link_ms(const char *ms_cache, const char *ms_hub_cache, const char
 			*why = xstrdup("not a snapshot the ModelScope cache can name");
 		return HM_ERR_PATH_UNSAFE;
 	}
-	/* the classic SDK masks dots in the name (not the owner): Qwen2.5-7B -> Qwen2___5-7B */
-	buf_init(&m);
-	for (const char *p = slash + 1; *p; p++) {
-		if (*p == '.')
-			buf_adds(&m, "___");
-		else
-			buf_addch(&m, *p);
-	}
-	masked = buf_detach(&m, NULL);
-	dir = xasprintf("%s/%ss/%.*s/%s", ms_cache, type, (int)(slash - name), name, masked);
+	masked = ms_masked(slash + 1);
+	dir = hub_cache_ms_dir(ms_cache, type, name);
 	id = xasprintf("%.*s/%s", (int)(slash - name), name, masked);
 	r = path_mkdirs(dir, 0755);
 	if (!r)

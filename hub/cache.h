@@ -34,6 +34,12 @@ const char *hub_cache_hf_default(char *buf, size_t cap);
 int hub_cache_link_hf(const char *hub_cache, const char *type, const char *name, const char *revision,
 		      const char *commit, const char *target_dir, const char *const *paths, size_t n, char **why);
 
+/* Where hub_cache_link_hf puts a snapshot's files: <hub_cache>/<type>s--<org>--<name>/snapshots/<commit>;
+ * and hub_cache_link_ms in the classic SDK's layout: <ms_cache>/<type>s/<owner>/<name, masked>. For
+ * saying where; malloc'd. */
+char *hub_cache_hf_snapshot(const char *hub_cache, const char *type, const char *name, const char *commit);
+char *hub_cache_ms_dir(const char *ms_cache, const char *type, const char *name);
+
 /* The classic ModelScope SDK's cache folder ($MODELSCOPE_CACHE or ~/.cache/modelscope/hub), and the
  * newer modelscope_hub's ($MODELSCOPE_CACHE or ~/.cache/modelscope), as hub_cache_hf_default. */
 const char *hub_cache_ms_default(char *buf, size_t cap);

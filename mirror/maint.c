@@ -111,8 +111,31 @@ struct verify_walk {
 	struct mirror_data *d;
 	struct mirror_verify_report *rep;
 	char (*bad)[65];
+	bool *missing;
 	size_t nbad, cap;
 };
+
+static int add_use(void *ud, const char *hub, const char *type, const char *name, const char *commit, const char *path)
+{
+	struct mirror_verify_damage *dm = ud;
+
+	dm->uses = xreallocarray(dm->uses, dm->nuses + 1, sizeof(*dm->uses));
+	dm->uses[dm->nuses++] = xasprintf("%s:%s%s @ %.12s: %s", hub, strcmp(type, "dataset") ? "" : "datasets/", name,
+					  commit, path);
+	return 0;
+}
+
+void mirror_verify_report_release(struct mirror_verify_report *rep)
+{
+	for (size_t i = 0; i < rep->ndamage; i++) {
+		for (size_t k = 0; k < rep->damage[i].nuses; k++)
+			free(rep->damage[i].uses[k]);
+		free(rep->damage[i].uses);
+	}
+	free(rep->damage);
+	rep->damage = NULL;
+	rep->ndamage = 0;
+}
 
 static int verify_visit(void *ud, const char *sha256, int64_t size)
 {
@@ -142,20 +165,34 @@ static int verify_visit(void *ud, const char *sha256, int64_t size)
 	if (v->nbad == v->cap) {
 		v->cap = v->cap ? v->cap * 2 : 16;
 		v->bad = xreallocarray(v->bad, v->cap, sizeof(*v->bad));
+		v->missing = xreallocarray(v->missing, v->cap, sizeof(*v->missing));
 	}
+	v->missing[v->nbad] = r == -ENOENT;
 	snprintf(v->bad[v->nbad++], 65, "%s", sha256);
 	return 0;
 }
 
 int mirror_verify(struct mirror_data *d, struct mirror_verify_report *rep, char **errmsg)
 {
-	struct verify_walk v = { d, rep, NULL, 0, 0 };
+	struct verify_walk v = { d, rep, NULL, NULL, 0, 0 };
 	int r;
 
 	memset(rep, 0, sizeof(*rep));
 	r = catalog_blob_each(d->catalog, verify_visit, &v);
+	if (!r && v.nbad)
+		rep->damage = xcalloc(v.nbad, sizeof(*rep->damage));
 	for (size_t i = 0; !r && i < v.nbad; i++) {
-		int m = catalog_blob_damaged(d->catalog, v.bad[i]);
+		struct mirror_verify_damage *dm = &rep->damage[rep->ndamage++];
+		int m;
+		memcpy(dm->sha256, v.bad[i], sizeof(dm->sha256));
+		dm->missing = v.missing[i];
+		/* what it breaks, named before the catalog marks it */
+		r = catalog_blob_uses(d->catalog, v.bad[i], 10, add_use, dm);
+		for (size_t k = 0; !r && k < dm->nuses; k++)
+			log_warn("verify", "%s content %.12s is %s", dm->missing ? "missing" : "corrupt", dm->sha256, dm->uses[k]);
+		if (r)
+			break;
+		m = catalog_blob_damaged(d->catalog, v.bad[i]);
 		if (m < 0)
 			r = m;
 		else
@@ -165,5 +202,6 @@ int mirror_verify(struct mirror_data *d, struct mirror_verify_report *rep, char 
 		*errmsg = r == HM_ERR_SQLITE ? xasprintf("catalog: %s", catalog_errmsg(d->catalog))
 					     : xasprintf("store: %s", err_str(r));
 	free(v.bad);
+	free(v.missing);
 	return r;
 }

@@ -29,13 +29,25 @@ struct mirror_gc_report {
 int mirror_gc(struct mirror_data *d, int keep, int64_t partial_max_age_s, bool dry_run,
 	      struct mirror_gc_report *rep, char **errmsg);
 
+/* A content verify found bad, and what holds it: "hf:org/name @ 5d1e2b9c0a1f: path" (the newest
+ * ten files that name it). */
+struct mirror_verify_damage {
+	char sha256[65];
+	bool missing;                /* else corrupt */
+	char **uses;                 /* owned */
+	size_t nuses;
+};
+
 struct mirror_verify_report {
 	int64_t blobs_checked;
 	int64_t bytes_checked;
 	int64_t corrupt;             /* hashed to something else: quarantined */
 	int64_t missing;             /* in the catalog, not in the store */
 	int64_t repos_marked;        /* repos marked damaged (the next sync refetches) */
+	struct mirror_verify_damage *damage; /* owned: each bad content (mirror_verify_report_release) */
+	size_t ndamage;
 };
+void mirror_verify_report_release(struct mirror_verify_report *rep);
 
 /* Re-hash every catalog blob. Corrupt ones are quarantined, and they and missing ones are handed to
  * the next sync to fetch again (catalog_blob_damaged). Returns 0 or an error (with *errmsg). */

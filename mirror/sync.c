@@ -8,6 +8,7 @@
  *   struct job        one content to fetch (keyed by sha256, or by git blob id when that is all
  *                     upstream says); several files of several repos may wait on the same job
  */
+#include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -25,9 +26,11 @@
 #include "base/hex.h"
 #include "base/log.h"
 #include "base/path.h"
+#include "base/str.h"
 #include "base/xmalloc.h"
 #include "catalog/catalog.h"
 #include "data.h"
+#include "hub/http.h"
 #include "hub/hub.h"
 #include "hub/select.h"
 #include "hub/upstream.h"
@@ -257,6 +260,65 @@ static void report_repo(struct sync *s, struct mirror_sync_repo_result *res)
 	res->reported = true;
 }
 
+/* A repository of the same owner upstream whose name is a small edit away from r's (a typo, a case
+ * slip): " (did you mean hf:ORG/NAME?)", or "" when none. Hugging Face only (its listing by author);
+ * one short blocking request, made only after upstream answered, so a run with upstream down never
+ * waits on it. Malloc'd. */
+static char *near_name(const struct srepo *r)
+{
+	const char *name = r->cr->name, *slash = strchr(name, '/');
+	char *base, *url, *org, *body = NULL, *err = NULL, *best = NULL, *out, low[128];
+	size_t len = 0, bd = 99, i;
+	long status = 0;
+	json_t *a, *v;
+
+	if (r->spec.hub != HUB_HF || !slash || strlen(name) >= sizeof(low))
+		return xstrdup("");
+	for (i = 0; name[i]; i++)
+		low[i] = (char)tolower((unsigned char)name[i]);
+	low[i] = '\0';
+	{
+		char *o = xstrndup(name, (size_t)(slash - name));
+		org = hub_url_escape(o, false);
+		free(o);
+	}
+	base = hub_client_base(r->s->client, HUB_HF);
+	url = xasprintf("%s/api/%s?author=%s&limit=1000", base, r->spec.type == HUB_DATASET ? "datasets" : "models", org);
+	{
+		struct hub_http_call c = { .url = url, .token = r->s->cfg->hf_token, .max = 32 << 20, .timeout_s = 15,
+					   .connect_timeout_ms = 3000, .stall_s = 5 };
+		if (hub_http_call_blocking(&c, &body, &len, &status, &err) || status != 200)
+			len = 0;
+	}
+	a = len ? json_loadb(body, len, 0, NULL) : NULL;
+	json_array_foreach(a, i, v) {
+		const char *id = json_string_value(json_object_get(v, "id"));
+		char lid[128];
+		size_t k, d;
+		if (!id || strlen(id) >= sizeof(lid) || !strcmp(id, name))
+			continue;
+		for (k = 0; id[k]; k++)
+			lid[k] = (char)tolower((unsigned char)id[k]);
+		lid[k] = '\0';
+		d = str_distance(lid, low);
+		if (d < bd) {
+			bd = d;
+			free(best);
+			best = xstrdup(id);
+		}
+	}
+	out = best && bd <= (strlen(name) > 12 ? 2 : 1)
+		? xasprintf(" (did you mean hf:%s%s?)", r->spec.type == HUB_DATASET ? "datasets/" : "", best) : xstrdup("");
+	json_decref(a);
+	free(best);
+	free(body);
+	free(err);
+	free(url);
+	free(base);
+	free(org);
+	return out;
+}
+
 /* Upstream answers a repository that does not exist like a private one (401 to an anonymous
  * request, 404 to a token): say that, and what to check, beside upstream's own words. */
 static void explain_refusal(const struct srepo *r, int err, char **text)
@@ -265,21 +327,29 @@ static void explain_refusal(const struct srepo *r, int err, char **text)
 	const char *token = hf ? r->s->cfg->hf_token : r->s->cfg->ms_token, *var = hf ? "HF_TOKEN" : "MODELSCOPE_API_TOKEN";
 	char *s;
 
-	if (err == HM_ERR_AUTH && !(token && *token))
-		s = xasprintf("upstream has no repository %s that anonymous users may read (a missing and a private "
-			      "repository are answered alike): check the name, or give a token (%s) if it is private "
-			      "(upstream said: %s)", r->cr->name, var, *text);
-	else if (err == HM_ERR_AUTH)
-		s = xasprintf("upstream refused the token (%s) for %s: check the name, and that the token is valid and "
-			      "can read it (upstream said: %s)", var, r->cr->name, *text);
-	else if (err == HM_ERR_NOT_FOUND && strstr(*text, "evision"))
+	char *near;
+
+	if (err == HM_ERR_NOT_FOUND && strstr(*text, "evision")) {
 		s = xasprintf("upstream has no revision %s of %s: check it (hubmirror add --revision) (upstream said: %s)",
 			      r->cr->follow_rev, r->cr->name, *text);
-	else if (err == HM_ERR_NOT_FOUND)
-		s = xasprintf("upstream has no repository %s%s: check the name (upstream said: %s)", r->cr->name,
-			      token && *token ? " that the token may read" : "", *text);
-	else
+		free(*text);
+		*text = s;
 		return;
+	}
+	if (err != HM_ERR_AUTH && err != HM_ERR_NOT_FOUND)
+		return;
+	near = near_name(r);
+	if (err == HM_ERR_AUTH && !(token && *token))
+		s = xasprintf("upstream has no repository %s that anonymous users may read (a missing and a private "
+			      "repository are answered alike): check the name%s, or give a token (%s) if it is private "
+			      "(upstream said: %s)", r->cr->name, near, var, *text);
+	else if (err == HM_ERR_AUTH)
+		s = xasprintf("upstream refused the token (%s) for %s: check the name%s, and that the token is valid and "
+			      "can read it (upstream said: %s)", var, r->cr->name, near, *text);
+	else
+		s = xasprintf("upstream has no repository %s%s: check the name%s (upstream said: %s)", r->cr->name,
+			      token && *token ? " that the token may read" : "", near, *text);
+	free(near);
 	free(*text);
 	*text = s;
 }

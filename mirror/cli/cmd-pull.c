@@ -7,6 +7,7 @@
  * otherwise. Exit 0 only when every byte of every snapshot is verified and linked.
  */
 #include <errno.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -17,8 +18,10 @@
 
 #include <jansson.h>
 
+#include "base/buf.h"
 #include "base/xmalloc.h"
 #include "cli.h"
+#include "hub/cache.h"
 #include "hub/hub.h"
 #include "p2p/agent/agent.h"
 
@@ -69,23 +72,78 @@ static int64_t num(json_t *o, const char *k)
 	return json_integer_value(json_object_get(o, k));
 }
 
-/* Show one round of progress; returns 1 when all are verified, -1 on an error (said), else 0. */
-static int progress(json_t *st, json_t *want, bool as_json, bool tty, const char *socket)
+/* Where w's files are for a library that loads by name: its Hugging Face cache snapshot, or its
+ * ModelScope cache folder; NULL when no hub cache is linked. Malloc'd. */
+static char *snapshot_path(json_t *w, const struct cli_agent_opts *o)
+{
+	struct hub_spec sp;
+	char buf[4096], *p = NULL;
+	const char *commit = json_string_value(json_object_get(w, "commit"));
+
+	if (!commit || hub_spec_parse(json_string_value(json_object_get(w, "canon")), &sp))
+		return NULL;
+	if (sp.hub == HUB_HF && !o->no_hf)
+		p = hub_cache_hf_snapshot(o->hf ? o->hf : hub_cache_hf_default(buf, sizeof(buf)), hub_type_name(sp.type),
+					  sp.name, commit);
+	else if (sp.hub == HUB_MS && !o->no_ms)
+		p = hub_cache_ms_dir(o->ms ? o->ms : hub_cache_ms_default(buf, sizeof(buf)), hub_type_name(sp.type), sp.name);
+	hub_spec_release(&sp);
+	return p;
+}
+
+/* "2m41s", "1h05m", "12s" */
+static void human_secs(double secs, char *out, size_t cap)
+{
+	long s = secs < 0 ? 0 : secs > 359999 ? 359999 : (long)(secs + 0.5); /* at most 99h59m */
+
+	if (s >= 3600)
+		snprintf(out, cap, "%ldh%02ldm", s / 3600, s / 60 % 60);
+	else if (s >= 60)
+		snprintf(out, cap, "%ldm%02lds", s / 60, s % 60);
+	else
+		snprintf(out, cap, "%lds", s);
+}
+
+/* For the progress line's rate: bytes held and when, at the first look and now. */
+struct pace {
+	int64_t first_have;
+	double first_at;
+	bool started;
+};
+
+static double now_s(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+/* Show one round of progress; returns 1 when every snapshot is verified or failed, else 0. A failed
+ * one gets "error" in its want entry (said at the end, with the others' outcomes). */
+static int progress(json_t *st, json_t *want, bool as_json, bool tty, struct pace *pace)
 {
 	int64_t have = 0, total = 0;
-	size_t i, done = 0;
+	size_t i, done = 0, failed = 0, n = json_array_size(want);
 	json_t *w;
 	char h[16], t[16];
 
 	json_array_foreach(want, i, w) {
-		json_t *e = entry(st, w);
-		const char *err = json_string_value(json_object_get(e, "error"));
-		int link = e ? linked(e, w, &err) : 0;
+		json_t *e;
+		const char *err;
+		int link;
 		bool ok;
+		if (json_object_get(w, "error")) {
+			failed++;
+			continue;
+		}
+		e = entry(st, w);
+		err = json_string_value(json_object_get(e, "error"));
+		link = e ? linked(e, w, &err) : 0;
 		if (!e || err) {
-			fprintf(stderr, "%shubmirror: %s: %s\n", tty ? "\n" : "", json_string_value(json_object_get(w, "spec")),
-				err ? err : "the agent no longer holds it");
-			return -1;
+			json_object_set_new(w, "error", json_string(err ? err : "the agent no longer holds it"));
+			failed++;
+			continue;
 		}
 		have += num(e, "bytes_have");
 		total += num(e, "bytes_total");
@@ -94,6 +152,8 @@ static int progress(json_t *st, json_t *want, bool as_json, bool tty, const char
 		json_object_set(w, "files", json_object_get(e, "files"));
 		ok = json_is_true(json_object_get(e, "verified")) && link == 1;
 		done += ok;
+		if (ok)
+			json_object_set_new(w, "done", json_true());
 		if (as_json) {
 			json_t *line = json_pack("{s:O, s:O, s:O, s:I, s:I, s:b}", "spec", json_object_get(w, "spec"), "revision",
 						 json_object_get(w, "revision"), "commit", json_object_get(e, "commit"),
@@ -106,29 +166,64 @@ static int progress(json_t *st, json_t *want, bool as_json, bool tty, const char
 			}
 			if (json_object_get(w, "offline"))
 				json_object_set(line, "offline", json_object_get(w, "offline"));
+			if (ok && json_object_get(w, "path"))
+				json_object_set(line, "path", json_object_get(w, "path"));
 			s = json_dumps(line, JSON_COMPACT);
 			puts(s);
 			free(s);
 			json_decref(line);
 		}
 	}
+	if (!pace->started) {
+		pace->started = true;
+		pace->first_have = have;
+		pace->first_at = now_s();
+	}
 	if (tty) {
+		double secs = now_s() - pace->first_at, rate = secs > 0.5 ? (double)(have - pace->first_have) / secs : 0;
+		char bar[21], r[24] = "", eta[48] = "";
+		int pct = total ? (int)(100 * have / total) : 100, fill = pct / 5;
+		for (int k = 0; k < 20; k++)
+			bar[k] = k < fill ? '#' : '-';
+		bar[20] = '\0';
 		cli_human_size(have, h, sizeof(h));
 		cli_human_size(total, t, sizeof(t));
-		fprintf(stderr, "\rpulling %zu of %zu: %s / %s (%d%%)%s", json_array_size(want) - done, json_array_size(want),
-			h, t, total ? (int)(100 * have / total) : 100, done == json_array_size(want) ? ", verified\n" : "   ");
+		if (rate > 0) {
+			char x[32];
+			cli_human_size((int64_t)rate, r, sizeof(r));
+			strcat(r, "/s");
+			human_secs((double)(total - have) / rate, x, sizeof(x));
+			snprintf(eta, sizeof(eta), "  ETA %s", x);
+		}
+		if (n == 1)
+			fprintf(stderr, "\r\033[K%s [%s] %s / %s  %s%s", json_string_value(json_object_get(json_array_get(want, 0), "spec")),
+				bar, h, t, r, done + failed == n ? "\n" : eta);
+		else
+			fprintf(stderr, "\r\033[Kpulling %zu of %zu [%s] %s / %s  %s%s", n - done - failed, n, bar, h, t, r,
+				done + failed == n ? "\n" : eta);
 	}
 	fflush(stdout);
-	(void)socket;
-	return done == json_array_size(want);
+	return done + failed == n;
 }
 
-/* Follow the agent's status until every snapshot in want is verified. */
+/* What a Ctrl-C while following leaves said (the handler's, prepared beforehand). */
+static char *interrupt_note;
+
+static void on_interrupt(int sig)
+{
+	if (interrupt_note)
+		(void)!write(STDERR_FILENO, interrupt_note, strlen(interrupt_note));
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+/* Follow the agent's status until every snapshot in want is verified (or failed). */
 static int follow(const char *socket, json_t *want, bool as_json)
 {
 	bool tty = !as_json && isatty(STDERR_FILENO);
 	struct timespec nap = { 0, 200 * 1000 * 1000 };
 	time_t last_json = 0;
+	struct pace pace = { 0 };
 
 	for (;;) {
 		json_t *st = NULL;
@@ -143,14 +238,14 @@ static int follow(const char *socket, json_t *want, bool as_json)
 			json_decref(st);
 			return CLI_FAILED;
 		}
-		r = progress(st, want, print_json, tty, socket);
+		r = progress(st, want, print_json, tty, &pace);
 		if (print_json)
 			last_json = time(NULL);
 		if (r == 1 && as_json && !print_json)
-			progress(st, want, true, false, socket); /* the last line says verified */
+			progress(st, want, true, false, &pace); /* the last line says verified */
 		json_decref(st);
 		if (r)
-			return r == 1 ? CLI_OK : CLI_FAILED;
+			return CLI_OK;
 		nanosleep(&nap, NULL);
 	}
 }
@@ -192,17 +287,27 @@ int cmd_pull(int argc, char **argv)
 		}
 	}
 	o.mirror = cli_mirror_url(o.mirror);
-	for (int k = optind; k < argc && !r; k++) {
+	for (int k = optind; k < argc; k++) {
 		json_t *req = cli_agent_request(argv[k], &o);
+		int pr;
 		ans = NULL;
 		json_object_set_new(req, "pin", json_boolean(pin));
 		if (json_array_size(inc))
 			json_object_set(req, "include", inc);
 		if (json_array_size(exc))
 			json_object_set(req, "exclude", exc);
-		r = cli_agent_post(&o, "/v1/pull", req, &ans);
+		pr = cli_agent_post(&o, "/v1/pull", req, &ans);
 		json_decref(req);
-		if (!r) {
+		if (pr == CLI_USAGE) {
+			r = pr; /* said already; nothing else to follow */
+			json_decref(ans);
+			break;
+		}
+		if (pr) {
+			/* said on stderr; the other specs go on, and the end says each one's outcome */
+			json_array_append_new(want, json_pack("{s:s, s:s}", "spec", argv[k], "error", "refused (see above)"));
+			r = CLI_FAILED;
+		} else {
 			json_t *got = json_pack("{s:s, s:O, s:O, s:O, s:O, s:O}", "spec", argv[k], "canon",
 					      json_object_get(ans, "spec"), "revision", json_object_get(ans, "revision"), "btih",
 					      json_object_get(ans, "btih"), "commit", json_object_get(ans, "commit"), "link",
@@ -222,18 +327,64 @@ int cmd_pull(int argc, char **argv)
 		}
 		json_decref(ans);
 	}
-	if (!r)
-		r = follow(o.socket, want, as_json);
-	if (!r && !as_json)
+	{
+		/* a Ctrl-C while following: the agent goes on, and says where the files will be */
+		struct buf note;
+		buf_init(&note);
 		json_array_foreach(want, i, w) {
+			char *path = json_object_get(w, "error") ? NULL : snapshot_path(w, &o);
+			if (path) {
+				json_object_set_new(w, "path", json_string(path));
+				buf_addf(&note, "%s%s -> %s", note.len ? ", " : "", json_string_value(json_object_get(w, "spec")), path);
+			}
+			free(path);
+		}
+		interrupt_note = xasprintf("\nhubmirror: stopped following; the agent carries on and links %s once every "
+					   "byte is verified ('hubmirror status' shows how far)\n",
+					   note.len ? note.data : "the snapshots");
+		buf_release(&note);
+	}
+	if (r != CLI_USAGE && json_array_size(want)) {
+		int fr;
+		signal(SIGINT, on_interrupt);
+		signal(SIGTERM, on_interrupt);
+		fr = follow(o.socket, want, as_json);
+		signal(SIGINT, SIG_DFL);
+		signal(SIGTERM, SIG_DFL);
+		if (fr)
+			r = fr;
+	}
+	json_array_foreach(want, i, w) {
+		const char *e = json_string_value(json_object_get(w, "error"));
+		if (e) {
+			r = CLI_FAILED;
+			if (strcmp(e, "refused (see above)"))
+				fprintf(stderr, "hubmirror: %s: %s\n", json_string_value(json_object_get(w, "spec")), e);
+			if (!as_json) {
+				printf("failed %s\n", json_string_value(json_object_get(w, "spec")));
+			} else {
+				json_t *line = json_pack("{s:O, s:s}", "spec", json_object_get(w, "spec"), "error", e);
+				char *js = json_dumps(line, JSON_COMPACT);
+				puts(js);
+				free(js);
+				json_decref(line);
+			}
+			continue;
+		}
+		if (!as_json && json_is_true(json_object_get(w, "done"))) {
 			char part[64] = "";
+			const char *path = json_string_value(json_object_get(w, "path"));
 			if (json_is_integer(json_object_get(w, "selected")))
 				snprintf(part, sizeof(part), " (%lld of %lld files)", (long long)num(w, "selected"),
 					 (long long)num(w, "files"));
-			printf("pulled %s @ %.12s%s%s\n", json_string_value(json_object_get(w, "spec")),
+			printf("pulled %s @ %.12s%s%s%s%s\n", json_string_value(json_object_get(w, "spec")),
 			       json_string_value(json_object_get(w, "commit")), part,
-			       json_object_get(w, "offline") ? " (offline: the snapshot this instance holds)" : "");
+			       json_object_get(w, "offline") ? " (offline: the snapshot this instance holds)" : "",
+			       path ? ": " : "", path ? path : "");
 		}
+	}
+	free(interrupt_note);
+	interrupt_note = NULL;
 	json_decref(want);
 	json_decref(inc);
 	json_decref(exc);

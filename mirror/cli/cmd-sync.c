@@ -133,6 +133,9 @@ static void print_repo(void *ud, const struct mirror_sync_repo_result *r)
 	repos_done++;
 	if (!lines_on)
 		return;
+	/* -q: only what went wrong or needs a look */
+	if (log_get_level() < LOG_LEVEL_INFO && !r->error && !r->warning)
+		return;
 	cli_human_size(r->bytes_fetched, b, sizeof(b));
 	if (r->error)
 		printf("%-9s %s: %s\n", r->outcome, r->spec, r->error);
@@ -165,6 +168,8 @@ static void print_report(const struct mirror_sync_report *rep)
 		if (r->refs_dropped)
 			printf("%-9s %s: %lld refs upstream no longer has\n", "dropped", r->spec, (long long)r->refs_dropped);
 	}
+	if (log_get_level() < LOG_LEVEL_INFO && !rep->failed && !rep->torrents_error)
+		return; /* -q: a run that went well says nothing */
 	cli_human_size(rep->bytes_fetched, b, sizeof(b));
 	printf("sync: %zu ok, %zu failed; fetched %lld files (%s) in %.1f s with %llu upstream requests\n",
 	       rep->ok, rep->failed, (long long)rep->files_fetched, b, rep->seconds,
@@ -390,7 +395,7 @@ int cmd_sync(int argc, char **argv)
 		r = CLI_FAILED;
 		goto out;
 	}
-	cfg.progress = o.progress && !o.json;
+	cfg.progress = o.progress && !o.json && log_get_level() >= LOG_LEVEL_INFO; /* -q: no progress line */
 	cfg.on_repo = print_repo;
 	lines_on = !o.json;
 	if (lines_on)

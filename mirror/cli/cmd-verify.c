@@ -39,10 +39,27 @@ int cmd_verify(int argc, char **argv)
 			json_t *o = json_pack("{s:I, s:I, s:I, s:I, s:I}", "blobs_checked", (json_int_t)rep.blobs_checked,
 					      "bytes_checked", (json_int_t)rep.bytes_checked, "corrupt", (json_int_t)rep.corrupt,
 					      "missing", (json_int_t)rep.missing, "repos_marked", (json_int_t)rep.repos_marked);
+			json_t *dmg = json_array();
+			for (size_t i = 0; i < rep.ndamage; i++) {
+				json_t *files = json_array();
+				for (size_t k = 0; k < rep.damage[i].nuses; k++)
+					json_array_append_new(files, json_string(rep.damage[i].uses[k]));
+				json_array_append_new(dmg, json_pack("{s:s, s:s, s:o}", "sha256", rep.damage[i].sha256, "state",
+								     rep.damage[i].missing ? "missing" : "corrupt", "files", files));
+			}
+			json_object_set_new(o, "damaged", dmg);
 			cli_print_json(o);
 			json_decref(o);
 		} else {
 			char b[32];
+			/* what each bad content breaks: the repos and paths that hold it */
+			for (size_t i = 0; i < rep.ndamage; i++) {
+				const struct mirror_verify_damage *dm = &rep.damage[i];
+				for (size_t k = 0; k < dm->nuses; k++)
+					printf("%-9s %s (content %.12s)\n", dm->missing ? "missing" : "corrupt", dm->uses[k], dm->sha256);
+				if (!dm->nuses)
+					printf("%-9s content %s (no snapshot names it)\n", dm->missing ? "missing" : "corrupt", dm->sha256);
+			}
 			cli_human_size(rep.bytes_checked, b, sizeof(b));
 			printf("verify: %lld blobs (%s) checked, %lld corrupt (quarantined), %lld missing%s\n",
 			       (long long)rep.blobs_checked, b, (long long)rep.corrupt, (long long)rep.missing,
@@ -50,6 +67,7 @@ int cmd_verify(int argc, char **argv)
 		}
 		r = rep.corrupt || rep.missing ? CLI_FAILED : CLI_OK;
 	}
+	mirror_verify_report_release(&rep);
 	free(err);
 	mirror_data_free(&data);
 	return r;

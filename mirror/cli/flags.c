@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "base/xmalloc.h"
+#include "base/str.h"
 #include "cli.h"
 
 /* getopt_long's value for flags[i]: above every character, so never a short option's. */
@@ -103,26 +104,6 @@ static int take(const struct cli_command *cmd, const char *where, const struct c
 	return CLI_OK;
 }
 
-/* Edits between a and b (Levenshtein), for "did you mean". */
-static size_t distance(const char *a, const char *b)
-{
-	size_t la = strlen(a), lb = strlen(b), prev[64], cur[64];
-
-	if (la >= 63 || lb >= 63)
-		return 99;
-	for (size_t j = 0; j <= lb; j++)
-		prev[j] = j;
-	for (size_t i = 1; i <= la; i++) {
-		cur[0] = i;
-		for (size_t j = 1; j <= lb; j++) {
-			size_t sub = prev[j - 1] + (a[i - 1] != b[j - 1]), del = prev[j] + 1, ins = cur[j - 1] + 1;
-			cur[j] = sub < del ? (sub < ins ? sub : ins) : (del < ins ? del : ins);
-		}
-		memcpy(prev, cur, (lb + 1) * sizeof(*prev));
-	}
-	return prev[lb];
-}
-
 /* One line for an option getopt refused (arg as written: "--jsn", "--data=x"), with the nearest
  * option the command has when one is close, and where help is; no usage block. */
 static int option_error(const struct cli_command *cmd, const char *where, const char *arg, bool missing,
@@ -137,7 +118,7 @@ static int option_error(const struct cli_command *cmd, const char *where, const 
 	len = strcspn(name, "=");
 	bare = xstrndup(name, len);
 	for (size_t i = 0; flags[i].name; i++) {
-		size_t d = distance(bare, flags[i].name);
+		size_t d = str_distance(bare, flags[i].name);
 		if (d < bd) {
 			bd = d;
 			best = flags[i].name;

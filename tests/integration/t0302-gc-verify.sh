@@ -74,8 +74,20 @@ hm verify --json >"$T/v1.json"; st=$?
 check "verify exits 1 on damage" test "$st" = 1
 check "verify reports one corrupt, one missing" "$PY" -c '
 import json,sys; d = json.load(open(sys.argv[1])); assert d["corrupt"] == 1 and d["missing"] == 1 and d["repos_marked"] >= 1, d' "$T/v1.json"
+check "naming what each bad content breaks: the repos and paths that hold it" "$PY" - "$T/v1.json" "$w3" "$shared" <<'PY'
+import json, sys
+d = {x["sha256"]: x for x in json.load(open(sys.argv[1]))["damaged"]}
+w3, shared = d[sys.argv[2]], d[sys.argv[3]]
+assert w3["state"] == "corrupt" and all(f.startswith("hf:acme/a @ ") and f.endswith(": w.safetensors") for f in w3["files"]), w3
+assert shared["state"] == "missing", shared
+assert {f.split(" @ ")[0] for f in shared["files"]} == {"hf:acme/a"}, shared  # (acme/b was removed and collected above)
+assert all(f.endswith(": shared.safetensors") for f in shared["files"]), shared
+PY
 check "corrupt blob quarantined, not in blobs" bash -c "ls $store/quarantine | grep -q ^$w3 && ! [ -f $store/blobs/${w3:0:2}/$w3 ]"
 check "repo marked damaged" bash -c '"$HUBMIRROR" info --json hf:acme/a | grep -q "\"sync_status\": \"damaged\""'
+hm verify >"$T/v2.out"  # (the corrupt one is in quarantine now: missing)
+check "and in words, with the content's hash" bash -c "grep -Eq '^missing   hf:acme/a @ [0-9a-f]{12}: w.safetensors \(content ${w3:0:12}\)$' '$T/v2.out' &&
+	grep -Eq '^missing   hf:acme/a @ [0-9a-f]{12}: shared.safetensors \(content ${shared:0:12}\)$' '$T/v2.out'"
 curl -fsS -X POST "$FAKE_API/_fake/reset" >/dev/null
 check "next sync repairs" hm sync
 check "repair fetched exactly the two damaged blobs" bash -c '[ "$(curl -fsS "$FAKE_API/_fake/stats" | /usr/bin/python3 -c "import json,sys; d=json.load(sys.stdin)[\"content_bytes\"]; print(d[\"api\"]+d[\"cdn\"])")" = 500000 ]'

@@ -84,4 +84,18 @@ check "an interrupted sync ends as SIGINT would (130)" test "$st" = 130
 check "with the line of the repo that ended, and where it stopped" bash -c "grep -q '^unchanged hf:acme/llm @' '$T/int.out' &&
 	tail -1 '$T/int.out' | grep -qx 'sync: interrupted after 1 of 2 repos: what they fetched is kept, and the next sync goes on from there'"
 check "the next sync goes on" bash -c '"$HUBMIRROR" sync --no-progress hf:acme/slow | grep -q "^ok        hf:acme/slow @"'
+
+# A typo: upstream answers a missing repository like a private one, and the sync says so.
+hm add hf:acme/lllm >/dev/null
+hm sync --no-progress hf:acme/lllm >"$T/typo.out" 2>/dev/null
+check "a typo'd repo fails the sync" test $? = 1
+check "saying upstream has no such repo this mirror may read, to check the name (the near one), and which token" grep -q \
+	"^denied    hf:acme/lllm: upstream has no repository acme/lllm that anonymous users may read (a missing and a private repository are answered alike): check the name (did you mean hf:acme/llm?), or give a token (HF_TOKEN) if it is private (upstream said: " "$T/typo.out"
+
+# -q: a run that went well says nothing; one that did not says only what went wrong.
+hm -q sync hf:acme/llm hf:acme/slow >"$T/q1.out" 2>&1
+check "sync -q of repos that are fine: exit 0 and not a word" bash -c "[ $? = 0 ] && [ ! -s '$T/q1.out' ]"
+hm -q sync hf:acme/llm hf:acme/lllm >"$T/q2.out" 2>/dev/null
+check "sync -q with a failure: its line and the summary, nothing of the good one" bash -c "
+	grep -q '^denied    hf:acme/lllm: ' '$T/q2.out' && grep -q '^sync: 1 ok, 1 failed' '$T/q2.out' && ! grep -q 'acme/llm @' '$T/q2.out'"
 finish

@@ -44,7 +44,7 @@ curl -fsS -D "$T/h" -o /dev/null -H "X-Forwarded-Host: evil.example" -H "X-Forwa
 check "and its X-Forwarded-Proto too (Link header)" grep -qi "^Link: <https://evil.example/" "$T/h"
 # Clients that ask for a 15 MB answer and never read it.
 export HUBMIRROR_DATA=$T/big
-"$HUBMIRROR" ls >/dev/null
+"$HUBMIRROR" init >/dev/null
 check "a catalog with a 300,000-file dataset" "$PY" - "$HUBMIRROR_DATA/catalog.db" "$HM_SRC/bench" <<'PY'
 import sys
 sys.path.insert(0, sys.argv[2])

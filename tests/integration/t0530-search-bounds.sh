@@ -5,7 +5,7 @@
 # repeated words count once; a search that runs past the budget (--search-budget, here made tiny) is
 # abandoned with a 400, and the server answers the next request; the CLI says the same.
 . "$HM_SRC/tests/integration/lib.sh"
-"$HUBMIRROR" ls >/dev/null   # makes the catalog
+"$HUBMIRROR" init >/dev/null   # makes the catalog
 check "a 20,000-repo catalog" "$PY" - "$HUBMIRROR_DATA/catalog.db" "$HM_SRC/bench" <<'PY'
 import sys
 sys.path.insert(0, sys.argv[2])

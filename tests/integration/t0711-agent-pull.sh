@@ -33,6 +33,8 @@ for line in open(sys.argv[1]):
     last[d["spec"]] = d
 assert set(last) == {"hf:acme/pull-hf", "ms:acme/pull.ms"}, last
 assert all(d["verified"] and d["bytes_have"] == d["bytes_total"] > 0 for d in last.values()), last
+assert last["hf:acme/pull-hf"]["path"].endswith("/hfc/models--acme--pull-hf/snapshots/" + last["hf:acme/pull-hf"]["commit"]), last
+assert last["ms:acme/pull.ms"]["path"].endswith("/msc/models/acme/pull___ms"), last
 PY
 check "nothing was mounted" bash -c "! grep -q ' $T/' /proc/mounts"
 check "the HF cache's ref names the commit" test "$(cat "$T/hfc/models--acme--pull-hf/refs/main")" = "$hf_commit"
@@ -51,6 +53,12 @@ check "pulling it again is at once verified (the agent holds it)" grep -q "pulle
 expect_status 1 "pulling a repo the mirror lacks fails" "$HUBMIRROR" pull --hf-cache "$T/hfc" hf:acme/none 2>"$T/none.err"
 check "and says so" grep -q "not on this mirror" "$T/none.err"
 check "and links nothing" test ! -e "$T/hfc/models--acme--none"
+"$HUBMIRROR" pull --hf-cache "$T/hfc" hf:acme/none hf:acme/pull-hf >"$T/two.out" 2>"$T/two.err"
+check "one of two specs failing: the pull fails" test $? = 1
+check "but the other one is pulled, and the end says where its files are" grep -qx \
+	"pulled hf:acme/pull-hf @ ${hf_commit:0:12}: $T/hfc/models--acme--pull-hf/snapshots/$hf_commit" "$T/two.out"
+check "and says which one failed, and why" bash -c "grep -qx 'failed hf:acme/none' '$T/two.out' && grep -q 'hf:acme/none.*not on this mirror' '$T/two.err'"
+check "the path it names holds the files" test -f "$T/hfc/models--acme--pull-hf/snapshots/$hf_commit/config.json"
 expect_status 2 "a malformed spec is a usage error" "$HUBMIRROR" pull 'hf:a/b/../c' 2>/dev/null
 expect_status 2 "pull without a spec is a usage error" "$HUBMIRROR" pull 2>/dev/null
 check "agent --stop ends it" "$HUBMIRROR" agent --stop

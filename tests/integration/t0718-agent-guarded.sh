@@ -13,6 +13,7 @@ cat >"$T/spec.json" <<'JSON'
 JSON
 cat >"$T/tokens" <<'TOK'
 team-token-0001 hf:acme/team
+other-token-0002 hf:acme/other
 TOK
 chmod 600 "$T/tokens" # (a tokens file others can read is refused)
 sync_from_fake hf:acme/team hf:acme/open
@@ -22,6 +23,17 @@ commit=$("$PY" -c 'import json,sys; print([r for r in json.load(open(sys.argv[1]
 expect_status 1 "without the token the pull is refused" "$HUBMIRROR" pull --mirror "$M" --cache "$T/cache" \
 	--hf-cache "$T/hfc" --listen 127.0.0.1:0 hf:acme/team 2>"$T/no.err"
 check "and links nothing" test ! -e "$T/hfc/models--acme--team"
+check "saying the mirror wants a token, and where it goes" grep -q \
+	"pull failed: hf:acme/team on $M: the mirror wants a token: set HUBMIRROR_TOKEN to one its operator gave you" "$T/no.err"
+HUBMIRROR_TOKEN=wrong-token-0009 "$HUBMIRROR" pull --mirror "$M" hf:acme/team 2>"$T/wrong.err"
+check "a token the mirror does not know: said so" grep -q \
+	"the mirror refused the token (HUBMIRROR_TOKEN): it is not one of the mirror's tokens" "$T/wrong.err"
+HUBMIRROR_TOKEN=other-token-0002 "$HUBMIRROR" pull --mirror "$M" hf:acme/team 2>"$T/other.err"
+check "a token without a grant of the repo: said so" grep -q \
+	"the token (HUBMIRROR_TOKEN) does not cover this repository: ask the mirror's operator for a grant of it" "$T/other.err"
+"$HUBMIRROR" pull --mirror "$M" hf:acme/nowhere 2>"$T/none.err"
+check "a repo the mirror lacks: ask for it, or search" grep -q \
+	"pull failed: hf:acme/nowhere on $M: not on this mirror: ask for it with 'hubmirror request hf:acme/nowhere' (what it holds: 'hubmirror search WORDS')" "$T/none.err"
 HUBMIRROR_TOKEN=team-token-0001 "$HUBMIRROR" pull --mirror "$M" --cache "$T/cache" --hf-cache "$T/hfc" \
 	--listen 127.0.0.1:0 hf:acme/team >/dev/null 2>"$T/pull.err"
 check "with it the pull completes" test $? = 0

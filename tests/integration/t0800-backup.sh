@@ -40,7 +40,7 @@ check "restore refused while a serve runs on the directory" bash -c "[ $st = 1 ]
 echo "not a database" >"$T/junk.db"
 mkdir -p "$T/other"
 cp -a "$HUBMIRROR_DATA/store" "$T/other/store"
-"$HUBMIRROR" ls --data "$T/other" >/dev/null # an empty catalog there
+"$HUBMIRROR" init --data "$T/other" >/dev/null # an empty catalog there
 before=$(sha256sum "$T/other/catalog.db" | cut -c1-64)
 "$HUBMIRROR" restore --data "$T/other" "$T/junk.db" >"$T/r1" 2>&1; st=$?
 check "a file that is not a catalog is refused and changes nothing" bash -c "[ $st = 1 ] &&

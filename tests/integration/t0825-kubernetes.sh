@@ -15,7 +15,7 @@ fi
 if command -v kubectl >/dev/null; then
 	check "kubectl kustomize renders the kustomization offline" bash -c "kubectl kustomize '$K' >'$T/rendered.yaml' 2>'$T/kustomize.err' || { cat '$T/kustomize.err'; false; }"
 fi
-for cmd in serve agent mount status; do "$HUBMIRROR" help "$cmd" >"$T/help-$cmd.txt" 2>&1; done
+for cmd in serve agent mount status init; do "$HUBMIRROR" help "$cmd" >"$T/help-$cmd.txt" 2>&1; done
 cat >"$T/check.py" <<'PY'
 import glob, os, re, shlex, sys
 import yaml

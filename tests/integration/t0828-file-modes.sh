@@ -40,7 +40,7 @@ timeout 20 "$HUBMIRROR" agent --stop >/dev/null 2>&1
 # made open by an older version: closed at the next start
 kill "${_pids[-1]}"; wait "${_pids[-1]}" 2>/dev/null
 chmod 755 "$HUBMIRROR_DATA" "$T/cache"; chmod 644 "$HUBMIRROR_DATA/catalog.db"
-"$HUBMIRROR" ls >/dev/null
+"$HUBMIRROR" init >/dev/null
 check "an open data directory is closed at the next start" test "$(stat -c %a "$HUBMIRROR_DATA")" = 750
 check "... and its catalog" test "$(stat -c %a "$HUBMIRROR_DATA/catalog.db")" = 640
 timeout 60 "$HUBMIRROR" agent --cache "$T/cache" --mirror http://127.0.0.1:9 --listen 127.0.0.1:0 >/dev/null 2>&1
