@@ -9,10 +9,11 @@ def read_answer(s):
         chunk = s.recv(65536)
         assert chunk, "closed before the head"
         data += chunk
-    head, rest = data.split(b"\r\n\r\n", 1)
+    head, first = data.split(b"\r\n\r\n", 1)
     n = int([l.split(b":")[1] for l in head.split(b"\r\n") if l.lower().startswith(b"content-length:")][0])
+    rest = bytearray(first)  # (bytes += chunk copies the whole body each time: minutes for 68 MB)
     while len(rest) < n:
         chunk = s.recv(1 << 20)
         assert chunk, "closed in the body"
         rest += chunk
-    return head.decode(), rest
+    return head.decode(), bytes(rest)
