@@ -287,46 +287,89 @@ void cli_sync_opts_release(struct sync_opts *o)
 
 /* sync --mirror URL [SPEC...]: the mirror's serve runs it (its operator API); with --wait, followed
  * to its end, and the exit status is the sync's. */
+/* The serve's progress of the run, on stderr (a terminal's line). */
+static void remote_progress(const struct sync_opts *o)
+{
+	long status;
+	json_t *st = cli_admin_call(o->mirror, "GET", "/api/admin/status", NULL, &status);
+	json_t *pg = json_object_get(st, "sync_progress");
+
+	if (status == 200 && json_is_true(json_object_get(pg, "running")))
+		fprintf(stderr, "\r\033[Ksync on %s: repos %lld/%lld  files %lld/%lld  %.1f/%.1f MiB", o->mirror,
+			(long long)json_integer_value(json_object_get(pg, "repos_done")),
+			(long long)json_integer_value(json_object_get(pg, "repos_total")),
+			(long long)json_integer_value(json_object_get(pg, "files_done")),
+			(long long)json_integer_value(json_object_get(pg, "files_total")),
+			(double)json_integer_value(json_object_get(pg, "bytes_done")) / 1048576.0,
+			(double)json_integer_value(json_object_get(pg, "bytes_total")) / 1048576.0);
+	json_decref(st);
+}
+
+/* A sync run by the serve of the mirror (its operator API): it prints what the serve's run prints,
+ * line by line as it comes (GET /api/admin/sync/report), with that run's exit status. */
 static int sync_remote(const struct sync_opts *o, int nspecs, char **specs)
 {
 	json_t *body = json_object(), *arr = json_array(), *j;
 	long status;
+	int64_t run, from = 0;
+	bool tty = o->progress && !o->json && isatty(STDERR_FILENO) && log_get_level() >= LOG_LEVEL_INFO;
+	bool quiet = log_get_level() < LOG_LEVEL_INFO;
 
 	for (int i = 0; i < nspecs; i++)
 		json_array_append_new(arr, json_string(specs[i]));
 	json_object_set_new(body, "specs", arr);
+	if (o->json)
+		json_object_set_new(body, "json", json_true());
 	j = cli_admin_call(o->mirror, "POST", "/api/admin/sync", body, &status);
 	json_decref(body);
+	run = json_integer_value(json_object_get(j, "run"));
 	json_decref(j);
 	if (status != 202)
 		return CLI_FAILED;
-	printf("sync started on %s\n", o->mirror);
-	fflush(stdout);
+	if (!o->json && !quiet)
+		fprintf(stderr, "sync started on %s (run %lld)\n", o->mirror, (long long)run);
 	if (!o->wait)
 		return CLI_OK;
+	setvbuf(stdout, NULL, _IOLBF, 0);
 	for (;;) {
-		json_t *st = cli_admin_call(o->mirror, "GET", "/api/admin/status", NULL, &status);
-		bool running = json_is_true(json_object_get(st, "sync_running"));
-		json_t *ex = json_object_get(st, "last_sync_exit"), *pg = json_object_get(st, "sync_progress");
-		long code = json_is_integer(ex) ? (long)json_integer_value(ex) : -1;
-		if (running && o->progress && json_is_true(json_object_get(pg, "running")))
-			fprintf(stderr, "\r\033[Ksync on %s: repos %lld/%lld  files %lld/%lld  %.1f/%.1f MiB", o->mirror,
-				(long long)json_integer_value(json_object_get(pg, "repos_done")),
-				(long long)json_integer_value(json_object_get(pg, "repos_total")),
-				(long long)json_integer_value(json_object_get(pg, "files_done")),
-				(long long)json_integer_value(json_object_get(pg, "files_total")),
-				(double)json_integer_value(json_object_get(pg, "bytes_done")) / 1048576.0,
-				(double)json_integer_value(json_object_get(pg, "bytes_total")) / 1048576.0);
-		json_decref(st);
-		if (status != 200)
+		char path[96];
+		json_t *rep, *v, *ex;
+		size_t i;
+		bool running;
+
+		snprintf(path, sizeof(path), "/api/admin/sync/report?run=%lld&from=%lld", (long long)run, (long long)from);
+		rep = cli_admin_call(o->mirror, "GET", path, NULL, &status);
+		if (status != 200) {
+			json_decref(rep);
+			fprintf(stderr, "hubmirror: sync on %s: its report is gone (the serve restarted?): see its log\n",
+				o->mirror);
 			return CLI_FAILED;
+		}
+		if (tty && json_array_size(json_object_get(rep, "lines")))
+			fputs("\r\033[K", stderr);
+		json_array_foreach(json_object_get(rep, "lines"), i, v) {
+			const char *line = json_string_value(v);
+			/* -q: a line about a repo that is fine is left out, as a local sync -q does */
+			if (quiet && (!strncmp(line, "ok ", 3) || !strncmp(line, "unchanged ", 10)))
+				continue;
+			puts(line);
+		}
+		from = json_integer_value(json_object_get(rep, "next"));
+		running = json_is_true(json_object_get(rep, "running"));
+		ex = json_object_get(rep, "exit");
 		if (!running) {
-			if (o->progress)
-				fputc('\n', stderr);
-			printf("sync on %s ended: %s\n", o->mirror, code == 0 ? "ok" : "with failures (see its log)");
+			int code = json_is_integer(ex) ? (int)json_integer_value(ex) : 1;
+			json_decref(rep);
+			if (tty)
+				fputs("\r\033[K", stderr);
+			if (!o->json && !quiet)
+				fprintf(stderr, "sync on %s ended: %s\n", o->mirror, code == 0 ? "ok" : "with failures");
 			return code == 0 ? CLI_OK : CLI_FAILED;
 		}
-		usleep(500000);
+		json_decref(rep);
+		if (tty)
+			remote_progress(o);
+		usleep(300000);
 	}
 }
 
@@ -334,7 +377,7 @@ static int sync_remote(const struct sync_opts *o, int nspecs, char **specs)
 static bool local_only_options(int argc, char **argv)
 {
 	static const char *const opts[] = { "--jobs", "--max-tries", "--retry-delay", "--check-refs", "--retention",
-					    "--quota", "--json", "--hf-token-file", "--ms-token-file", "--hf-upstream",
+					    "--quota", "--hf-token-file", "--ms-token-file", "--hf-upstream",
 					    "--ms-upstream" };
 
 	for (int i = 1; i < argc && strcmp(argv[i], "--"); i++)

@@ -5,6 +5,7 @@
  * time (their SHA-256 digests, so the length does not show either).
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <jansson.h>
@@ -173,10 +174,12 @@ static void admin_remove(struct mirror_routes *rt, struct httpd_req *req, const 
 	}
 }
 
-/* POST /api/admin/sync {"specs"?: [...]}: a sync now (the tracked repos named, or all). */
+/* POST /api/admin/sync {"specs"?: [...], "json"?: bool}: a sync now (the tracked repos named, or
+ * all); the answer's "run" names its report (GET /api/admin/sync/report). */
 static void admin_sync(struct mirror_routes *rt, struct httpd_req *req)
 {
-	json_t *b = body_json(req, true), *specs, *v;
+	json_t *b = body_json(req, true), *specs, *v, *js;
+	int64_t run = 0;
 	size_t i;
 	int e;
 
@@ -203,14 +206,19 @@ static void admin_sync(struct mirror_routes *rt, struct httpd_req *req)
 		}
 		catalog_repo_release(&r);
 	}
-	e = rt->admin.sync_now(rt->admin.ud, specs);
+	js = json_object_get(b, "json");
+	if (js && !json_is_boolean(js)) {
+		error(req, 400, "json is true or false");
+		goto out;
+	}
+	e = rt->admin.sync_now(rt->admin.ud, specs, json_is_true(js), &run);
 	if (e == -EBUSY)
 		error(req, 409, "a sync is running: see /api/admin/status");
 	else if (e)
 		error(req, 500, "cannot start the sync");
 	else {
 		log_info("admin", "%s: sync started (%s)", httpd_peer(req), json_array_size(specs) ? "the repositories named" : "all");
-		reply(req, 202, json_pack("{s:b}", "started", true));
+		reply(req, 202, json_pack("{s:b, s:I}", "started", true, "run", (json_int_t)run));
 	}
 out:
 	json_decref(b);
@@ -234,6 +242,21 @@ int mirror__route_admin(struct mirror_routes *rt, struct httpd_req *req, const c
 		reply(req, 200, rt->admin.status(rt->admin.ud));
 	} else if (!strcmp(rest, "sync") && !strcmp(method, "POST")) {
 		admin_sync(rt, req);
+	} else if (!strcmp(rest, "sync/report") && !strcmp(method, "GET")) {
+		/* ?run=N&from=K: the lines a sync run printed, from the K-th on, as a local sync prints them */
+		char *rs = httpd_query_param(req, "run"), *fs = httpd_query_param(req, "from"), *end = NULL;
+		long long run = rs ? strtoll(rs, &end, 10) : -1, from = 0;
+		json_t *rep = NULL;
+		if (!rs || *end || run < 1)
+			error(req, 400, "give run=N (the number POST /api/admin/sync answered)");
+		else if (fs && ((from = strtoll(fs, &end, 10)) < 0 || *end))
+			error(req, 400, "from is a line number");
+		else if (!(rep = rt->admin.report(rt->admin.ud, run, from)))
+			error(req, 404, "no such sync run (this serve keeps the report of its last one)");
+		else
+			reply(req, 200, rep);
+		free(rs);
+		free(fs);
 	} else if (!strcmp(rest, "schedule") && !strcmp(method, "POST")) {
 		json_t *b = body_json(req, false), *p = b ? json_object_get(b, "paused") : NULL;
 		if (b && !json_is_boolean(p))
@@ -251,7 +274,7 @@ int mirror__route_admin(struct mirror_routes *rt, struct httpd_req *req, const c
 	} else if (!strncmp(rest, "repos/", 6) && !strcmp(method, "DELETE")) {
 		admin_remove(rt, req, rest + 6);
 	} else {
-		error(req, 404, "no such admin call (status, sync, schedule, repos)");
+		error(req, 404, "no such admin call (status, sync, sync/report, schedule, repos)");
 	}
 	return 0;
 }

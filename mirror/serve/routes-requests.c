@@ -217,7 +217,8 @@ void mirror__admin_decide(struct mirror_routes *rt, struct httpd_req *req, const
 	}
 	if (approve && rt->admin.sync_now) {
 		json_t *specs = json_pack("[s]", spec);
-		sync_started = rt->admin.sync_now(rt->admin.ud, specs) == 0;
+		int64_t run;
+		sync_started = rt->admin.sync_now(rt->admin.ud, specs, false, &run) == 0;
 		json_decref(specs);
 	}
 	log_info("admin", "%s: request %lld for %s %s%s", httpd_peer(req), id, spec, approve ? "approved" : "declined",

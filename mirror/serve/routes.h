@@ -36,7 +36,10 @@ struct mirror_admin {
 	const char *token;                        /* borrowed; compared in constant time */
 	void *ud;
 	json_t *(*status)(void *ud);              /* the schedule and the running sync */
-	int (*sync_now)(void *ud, json_t *specs); /* 0 started, -EBUSY when one runs, or an error */
+	/* 0 started (*run: its number), -EBUSY when one runs, or an error; json: its report in JSON */
+	int (*sync_now)(void *ud, json_t *specs, bool json, int64_t *run);
+	/* the report of sync run, lines from: {run, lines, next, running, exit}; NULL: no such run */
+	json_t *(*report)(void *ud, int64_t run, int64_t from);
 	void (*pause)(void *ud, bool paused);     /* the schedule */
 };
 void mirror_routes_set_admin(struct mirror_routes *r, const struct mirror_admin *a);

@@ -29,8 +29,13 @@ struct sync_reader {
 	uv_pipe_t pipe;
 	struct buf line;
 	struct server *s;
+	int64_t run;                /* the sync run it reads */
 	struct sync_reader *next;
 };
+
+/* The report a serve keeps of its last sync run, for the operator API (GET /api/admin/sync/report):
+ * what `hubmirror sync --mirror` prints as it happens. Bounded: past the cap, a line says so. */
+#define SYNC_REPORT_MAX (8u << 20)
 
 struct server {
 	const struct mirror_serve_config *cfg;
@@ -45,6 +50,11 @@ struct server {
 	bool sync_running;
 	bool sync_by_admin;         /* the running sync came from the admin API */
 	const char *sync_kind;      /* "scheduled" or "requested": the running or last one */
+	int64_t sync_run;           /* runs started by this serve: the running or last one's number */
+	bool sync_json;             /* that run reports in JSON (kept, not logged) */
+	json_t *sync_report;        /* its lines (an array), for the operator API */
+	size_t sync_report_bytes;
+	bool sync_report_open;      /* its report may have more lines (the pipe is not at its end) */
 	struct sync_reader *readers; /* the sync children's reports being read (or closing) */
 	bool paused;                /* the schedule, through the admin API */
 	int64_t sync_started_at;
@@ -121,9 +131,30 @@ static void reader_closed(uv_handle_t *h)
 	free(rd);
 }
 
-/* One line of the child's report: its errors and warnings as such, the rest as info. */
-static void reader_say(const char *line)
+/* One line of the child's report: kept for the operator API, and logged (its errors and warnings as
+ * such, the rest as info; a JSON report is only kept). */
+static void reader_say(struct sync_reader *rd, const char *line)
 {
+	struct server *s = rd->s;
+
+	if (rd->run == s->sync_run && s->sync_report) {
+		if (s->sync_report_bytes < SYNC_REPORT_MAX) {
+			json_t *l = json_string(line);
+			s->sync_report_bytes += strlen(line) + 1;
+			if (!l) { /* not UTF-8 (a name upstream wrote so): its other bytes as '?' */
+				char *c = xstrdup(line);
+				for (char *q = c; *q; q++)
+					if ((unsigned char)*q >= 0x80)
+						*q = '?';
+				l = json_string(c);
+				free(c);
+			}
+			json_array_append_new(s->sync_report, s->sync_report_bytes < SYNC_REPORT_MAX ? l
+					      : (json_decref(l), json_string("(the rest of this report is in serve's log)")));
+		}
+		if (s->sync_json)
+			return;
+	}
 	if (!strncmp(line, "sync: ", 6)) /* the summary's own "sync: " is the log's topic already */
 		line += 6;
 	if (!strncmp(line, "error", 5) || !strncmp(line, "warning", 7) || !strncmp(line, "gated", 5) ||
@@ -154,20 +185,22 @@ static void reader_read(uv_stream_t *st, ssize_t n, const uv_buf_t *b)
 				continue;
 			}
 			if (rd->line.len)
-				reader_say(rd->line.data);
+				reader_say(rd, rd->line.data);
 			buf_reset(&rd->line);
 		}
 	} else if (n < 0) {
 		if (rd->line.len)
-			reader_say(rd->line.data);
+			reader_say(rd, rd->line.data);
 		buf_reset(&rd->line);
+		if (rd->run == rd->s->sync_run)
+			rd->s->sync_report_open = false;
 		if (!uv_is_closing((uv_handle_t *)st))
 			uv_close((uv_handle_t *)st, reader_closed);
 	}
 }
 
 /* Start `hubmirror sync` as a child (of the specs named, or all). Returns 0 or a libuv error. */
-static int start_sync(struct server *s, json_t *specs)
+static int start_sync(struct server *s, json_t *specs, bool json)
 {
 	size_t nspecs = json_array_size(specs), i;
 	char **args = xcalloc(16 + nspecs, sizeof(*args));
@@ -184,6 +217,8 @@ static int start_sync(struct server *s, json_t *specs)
 	args[n++] = "--wait";
 	args[n++] = "--no-progress";
 	args[n++] = "--local"; /* here: not back through our own operator API */
+	if (json)
+		args[n++] = "--json";
 	args[n++] = "--data";
 	args[n++] = (char *)s->cfg->data_dir;
 	if (s->cfg->config_path) {
@@ -203,8 +238,15 @@ static int start_sync(struct server *s, json_t *specs)
 		args[n++] = (char *)json_string_value(v);
 	args[n] = NULL;
 	memset(&o, 0, sizeof(o));
+	s->sync_run++;
+	s->sync_json = json;
+	json_decref(s->sync_report);
+	s->sync_report = json_array();
+	s->sync_report_bytes = 0;
+	s->sync_report_open = true;
 	rd = xcalloc(1, sizeof(*rd));
 	rd->s = s;
+	rd->run = s->sync_run;
 	buf_init(&rd->line);
 	uv_pipe_init(&s->loop, &rd->pipe, 0);
 	rd->pipe.data = rd;
@@ -227,6 +269,7 @@ static int start_sync(struct server *s, json_t *specs)
 		log_error("serve", "cannot start the sync: %s", uv_strerror(r));
 		uv_close((uv_handle_t *)&s->sync_proc, NULL);
 		uv_close((uv_handle_t *)&rd->pipe, reader_closed);
+		s->sync_report_open = false;
 		return r;
 	}
 	uv_read_start((uv_stream_t *)&rd->pipe, reader_alloc, reader_read);
@@ -247,7 +290,7 @@ static void on_sync_timer(uv_timer_t *t)
 		return;
 	}
 	s->sync_by_admin = false;
-	if (start_sync(s, NULL))
+	if (start_sync(s, NULL, false))
 		schedule_sync(s);
 }
 
@@ -359,15 +402,38 @@ static json_t *admin_status(void *ud)
 	return o;
 }
 
-static int admin_sync_now(void *ud, json_t *specs)
+static int admin_sync_now(void *ud, json_t *specs, bool json, int64_t *run)
 {
 	struct server *s = ud;
+	int r;
 
 	if (s->sync_running)
 		return -EBUSY;
 	s->sync_by_admin = true;
 	uv_timer_stop(&s->sync_timer); /* the schedule counts from this run's end */
-	return start_sync(s, specs);
+	r = start_sync(s, specs, json);
+	*run = s->sync_run;
+	return r;
+}
+
+static json_t *admin_report(void *ud, int64_t run, int64_t from)
+{
+	struct server *s = ud;
+	json_t *lines = json_array(), *o;
+	size_t n = json_array_size(s->sync_report);
+
+	if (run != s->sync_run || !s->sync_report) {
+		json_decref(lines);
+		return NULL;
+	}
+	for (size_t i = (size_t)from; i < n; i++)
+		json_array_append(lines, json_array_get(s->sync_report, i));
+	/* ended only once the process has and its last line is read */
+	o = json_pack("{s:I, s:o, s:I, s:b}", "run", (json_int_t)run, "lines", lines, "next", (json_int_t)n, "running",
+		      s->sync_running || s->sync_report_open);
+	json_object_set_new(o, "exit", !s->sync_running && !s->sync_report_open && s->last_sync_status >= 0
+					       ? json_integer(s->last_sync_status) : json_null());
+	return o;
 }
 
 static void admin_pause(void *ud, bool paused)
@@ -541,7 +607,7 @@ int mirror_serve(const struct mirror_serve_config *cfg, char **errmsg)
 	if (cfg->peer_mirrors)
 		mirror_routes_set_peer_mirrors(s.routes, cfg->peer_mirrors);
 	if (cfg->admin_token) {
-		struct mirror_admin a = { cfg->admin_token, &s, admin_status, admin_sync_now, admin_pause };
+		struct mirror_admin a = { cfg->admin_token, &s, admin_status, admin_sync_now, admin_report, admin_pause };
 		mirror_routes_set_admin(s.routes, &a);
 	}
 	if (cfg->on_demand) {
@@ -621,6 +687,7 @@ out:
 	uv_walk(&s.loop, close_walk, NULL);
 	uv_run(&s.loop, UV_RUN_DEFAULT);
 	uv_loop_close(&s.loop);
+	json_decref(s.sync_report);
 	while (s.readers) { /* closed by the walk, without reader_closed */
 		struct sync_reader *rd = s.readers;
 		s.readers = rd->next;

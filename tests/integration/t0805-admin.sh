@@ -92,9 +92,22 @@ import json; d = json.load(open('$HUBMIRROR_DATA/serve.admin'))
 assert d['url'].startswith('http://127.0.0.1:') and d['token_file'] == '$(realpath "$T/admin.token")', d"
 check "add goes through it (its token read from its file)" bash -c "'$HUBMIRROR' add hf:acme/via-api | grep -q 'on http://127.0.0.1:.* (the serve of this data directory)'"
 check "the serve logged it" grep -q "admin.*tracking hf:acme/via-api" "$T/serve.err"
-check "sync goes through it and follows it to its end" bash -c "'$HUBMIRROR' sync hf:acme/via-api | grep -q 'sync on http://127.0.0.1:.* ended: ok'"
+"$HUBMIRROR" sync hf:acme/via-api >"$T/rs.out" 2>"$T/rs.err"
+check "sync goes through it, exit 0" test $? = 0
+check "printing what the serve's run printed, as a sync here would" bash -c "grep -Eq '^(ok|unchanged) +hf:acme/via-api @ [0-9a-f]{12}: ' '$T/rs.out' &&
+	grep -q '^sync: 1 ok, 0 failed' '$T/rs.out'"
+check "and following it to its end" grep -q 'sync on http://127.0.0.1:.* ended: ok' "$T/rs.err"
+"$HUBMIRROR" sync --json hf:acme/via-api >"$T/rs.json" 2>/dev/null
+check "sync --json through it: the run's report in JSON, alone on stdout" "$PY" -c '
+import json,sys; d = json.load(open(sys.argv[1])); assert d["ok"] == 1 and d["repos"][0]["spec"] == "hf:acme/via-api", d' "$T/rs.json"
+check "the serve's log has the text run's lines, not the JSON" bash -c "grep -Eq 'info  sync: (ok|unchanged) +hf:acme/via-api' '$T/serve.err' && ! grep -q 'sync: *\"repos\"' '$T/serve.err'"
+"$HUBMIRROR" add hf:acme/not-upstream >/dev/null
+"$HUBMIRROR" sync hf:acme/not-upstream >"$T/rf.out" 2>"$T/rf.err"
+check "a run that fails through it: exit 1" test $? = 1
+check "with the failed repo's line and the summary" bash -c "grep -q '^denied    hf:acme/not-upstream: upstream has no repository' '$T/rf.out' &&
+	grep -q '^sync: 0 ok, 1 failed' '$T/rf.out' && grep -q 'ended: with failures' '$T/rf.err'"
+"$HUBMIRROR" remove hf:acme/not-upstream >/dev/null
 check "sync --local runs here" bash -c "'$HUBMIRROR' sync --local --no-progress hf:acme/via-api | grep -q 'unchanged'"
-check "sync with an option only a run here honours runs here" bash -c "'$HUBMIRROR' sync --json hf:acme/via-api | grep -q '\"outcome\": \"unchanged\"'"
 check "remove goes through it" bash -c "'$HUBMIRROR' remove hf:acme/via-api | grep -q '(the serve of this data directory)'"
 kill "$(pgrep -f -- "--ready-file $T/url" | head -n1)"
 for _ in $(seq 50); do [ -e "$HUBMIRROR_DATA/serve.admin" ] || break; sleep 0.1; done
