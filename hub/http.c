@@ -27,6 +27,7 @@ struct hub_http {
 	uint64_t attempts;
 	uint64_t bytes;
 	uint64_t rng;
+	uint64_t ratelimit_until;     /* uv_now of the latest end of a wait upstream asked for (429) */
 	struct sock_ctx *socks;
 };
 
@@ -509,8 +510,12 @@ static void attempt_done(struct hub_http_req *r, CURLcode cc)
 	}
 	if (!r->delivering) { /* 429 or 5xx with budget left */
 		if (r->status == 429) {
+			double wait = parse_retry_after(r);
+			uint64_t until = uv_now(r->h->loop) + (uint64_t)(wait * 1000.0);
 			r->rl_tries++;
-			schedule_retry(r, parse_retry_after(r));
+			if (until > r->h->ratelimit_until)
+				r->h->ratelimit_until = until;
+			schedule_retry(r, wait);
 		} else {
 			r->tries++;
 			schedule_retry(r, backoff(r));
@@ -621,6 +626,13 @@ void hub_http_cancel(struct hub_http_req *r)
 size_t hub_http_active(const struct hub_http *h)
 {
 	return h->active;
+}
+
+double hub_http_ratelimit_wait(const struct hub_http *h)
+{
+	uint64_t now = uv_now(h->loop);
+
+	return h->ratelimit_until > now ? (double)(h->ratelimit_until - now) / 1000.0 : 0;
 }
 
 uint64_t hub_http_attempts(const struct hub_http *h)

@@ -100,6 +100,9 @@ size_t hub_http_active(const struct hub_http *h);
 
 /* Stats since creation: attempts sent (including retries and redirects) and body bytes received. */
 uint64_t hub_http_attempts(const struct hub_http *h);
+/* Seconds left of the longest wait upstream asked for (429 with Retry-After), 0 when none: a progress
+ * line says "waiting" instead of standing still. */
+double hub_http_ratelimit_wait(const struct hub_http *h);
 uint64_t hub_http_bytes(const struct hub_http *h);
 
 /* Free the layer once no request is active (close its handles; run the loop after to finish).

@@ -117,6 +117,9 @@ struct sync {
 	char *tokens_seen;      /* what sync.tokens should say after this run */
 	bool tokens_changed;    /* since the last run: ask refused repos again */
 	bool running;           /* inside uv_run (uv_stop ends it; outside, it would skip the closing run) */
+	bool waiting_said;      /* the current wait upstream asked for is in the log */
+	int unreachable[2];     /* per hub: repos in a row whose listing could not reach upstream */
+	char *unreachable_why[2]; /* owned: the last one's error */
 	struct srepo *first;    /* the first pass's repos (repos is the second pass's during it) */
 	size_t nfirst;
 	struct srepo *second;   /* the second pass: one per ref to list */

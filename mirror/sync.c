@@ -928,6 +928,14 @@ static void on_snapshot(void *ud, int result, struct hub_snapshot *snap)
 
 	s->listings_active--;
 	r->snap = snap;
+	/* upstream down: after a few repos in a row that could not reach it, the rest are not tried */
+	if (result == HM_ERR_CURL) {
+		s->unreachable[r->spec.hub]++;
+		free(s->unreachable_why[r->spec.hub]);
+		s->unreachable_why[r->spec.hub] = xstrdup(snap && snap->message ? snap->message : err_str(result));
+	} else {
+		s->unreachable[r->spec.hub] = 0;
+	}
 	if (result) {
 		repo_fail(r, result, snap && snap->message ? snap->message : err_str(result));
 		repo_finish(r);
@@ -953,6 +961,30 @@ static bool refused_recently(const struct sync *s, const struct catalog_repo *cr
 	if (!st || (strcmp(st, "gated") && strcmp(st, "denied") && strcmp(st, "disabled")) || s->tokens_changed)
 		return false;
 	return cr->last_sync_at > 0 && time(NULL) - cr->last_sync_at < REFUSED_RECHECK_S;
+}
+
+/* Repos in a row whose listing could not reach their upstream, after which the rest of that hub's
+ * are not tried: with upstream down, a run of 760 repos ends in a minute, not half an hour. */
+#define UNREACHABLE_STOP 8
+
+/* A repo not tried because its upstream is unreachable: reported, the catalog's record untouched (the
+ * next run tries it). */
+static void repo_skip_unreachable(struct srepo *r)
+{
+	struct sync *s = r->s;
+	struct mirror_sync_repo_result *res = r->res;
+
+	res->outcome = "error";
+	res->error = xasprintf("not tried: upstream did not answer the last %d repos of %s (%s)",
+			       s->unreachable[r->spec.hub], hub_kind_name(r->spec.hub),
+			       s->unreachable_why[r->spec.hub] ? s->unreachable_why[r->spec.hub] : "unreachable");
+	s->report->failed++;
+	if (catalog_run_result(s->d->catalog, s->run_id, r->cr->id, res->outcome, NULL, 0, 0, res->error))
+		log_warn("sync", "catalog: %s", catalog_errmsg(s->d->catalog));
+	report_repo(s, res);
+	s->repos_done++;
+	if (s->repos_done == s->nrepos && s->running)
+		uv_stop(&s->loop);
 }
 
 /* A refused repo left alone this run: reported as it stands, the catalog's record (and its time, from
@@ -988,6 +1020,10 @@ void mirror__sync_start_listings(struct sync *s)
 
 		if (!r->parent && refused_recently(s, r->cr)) {
 			repo_skip_refused(r);
+			continue;
+		}
+		if (!r->parent && s->unreachable[r->spec.hub] >= UNREACHABLE_STOP) {
+			repo_skip_unreachable(r);
 			continue;
 		}
 		sel = catalog_repo_selection(r->cr);
@@ -1041,6 +1077,8 @@ static void progress_write_file(struct sync *s, bool running)
 	char *path = mirror_data_path(s->d, MIRROR_DATA_SYNC_PROGRESS), *tmp = xasprintf("%s.tmp", path);
 
 	json_object_set_new(o, "pass", json_string(s->first ? "refs" : "repos"));
+	if (running && hub_http_ratelimit_wait(s->http) > 0)
+		json_object_set_new(o, "waiting_s", json_integer((json_int_t)(hub_http_ratelimit_wait(s->http) + 0.999)));
 	for (size_t i = 0; running && i < s->njobs; i++) {
 		struct job *j = s->jobs[i];
 		if (j->state == JOB_RUNNING && j->w && json_array_size(cur) < 8)
@@ -1074,8 +1112,13 @@ static void on_progress(uv_timer_t *t)
 	uint64_t now = uv_now(&s->loop);
 
 	if (now - s->progress_last_ms >= 1000 || !s->progress_last_ms) {
+		double wait = hub_http_ratelimit_wait(s->http);
 		s->progress_last_ms = now;
 		progress_write(s, true);
+		/* a wait of upstream's asking is said once (the log of a serve's run has no progress line) */
+		if (wait >= 5 && !s->waiting_said && !s->cfg->progress)
+			log_info("sync", "waiting %.0f s: upstream asked to slow down (429)", wait);
+		s->waiting_said = wait > 0;
 	}
 	if (!s->cfg->progress)
 		return;
@@ -1087,6 +1130,9 @@ static void on_progress(uv_timer_t *t)
 		snprintf(file, sizeof(file), "  %.40s %3d%%", base,
 			 (int)(100.0 * (double)mirror_store_writer_offset(big->w) / (double)big->f->size));
 	}
+	if (hub_http_ratelimit_wait(s->http) > 0) /* not a line that stands still */
+		snprintf(file, sizeof(file), "  waiting %.0f s: upstream asked to slow down",
+			 hub_http_ratelimit_wait(s->http) + 0.499);
 	fprintf(stderr, "\r\033[Ksync: repos %zu/%zu  files %lld/%lld  %.1f/%.1f MiB  %.1f MiB/s%s",
 		s->repos_done, s->nrepos, (long long)s->files_done, (long long)s->files_total,
 		(double)s->bytes_done / 1048576.0, (double)s->bytes_total / 1048576.0, rate / 1048576.0, file);
@@ -1244,6 +1290,8 @@ int mirror_sync_run(struct mirror_data *d, const struct catalog_repo *repos, siz
 	}
 	r = 0;
 out:
+	free(s.unreachable_why[0]);
+	free(s.unreachable_why[1]);
 	for (size_t i = 0; i < s.njobs; i++) {
 		free(s.jobs[i]->waiters);
 		free(s.jobs[i]->error_text);

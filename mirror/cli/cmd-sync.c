@@ -8,6 +8,7 @@
 #include <getopt.h>
 #include <errno.h>
 #include <signal.h>
+#include <time.h>
 #include <stdio.h>
 #include <sys/stat.h>
 #include <stdlib.h>
@@ -244,6 +245,7 @@ int cli_sync_prepare(int argc, char **argv, const char *config_file, struct sync
 		CLI_INT("retention", &o->retention, 0, 1000),
 		CLI_SIZE("quota", &cfg->quota_bytes, 1),
 		CLI_BOOL("local", &o->local),
+		CLI_BOOL("status", &o->status),
 		CLI_BOOL("progress", &o->progress),
 		CLI_NO("no-progress", &o->progress),
 		CLI_END,
@@ -373,6 +375,133 @@ static int sync_remote(const struct sync_opts *o, int nspecs, char **specs)
 	}
 }
 
+/* "2m41s", "1h05m", "12s" */
+static void say_secs(double secs, char *out, size_t cap)
+{
+	long v = secs < 0 ? 0 : secs > 3599999 ? 3599999 : (long)(secs + 0.5);
+
+	if (v >= 3600)
+		snprintf(out, cap, "%ldh%02ldm", v / 3600, v / 60 % 60);
+	else if (v >= 60)
+		snprintf(out, cap, "%ldm%02lds", v / 60, v % 60);
+	else
+		snprintf(out, cap, "%lds", v);
+}
+
+static void local_time(int64_t t, char *out, size_t cap)
+{
+	time_t tt = (time_t)t;
+	struct tm tm;
+
+	localtime_r(&tt, &tm);
+	strftime(out, cap, "%Y-%m-%d %H:%M %Z", &tm);
+}
+
+static int64_t jint(json_t *o, const char *k)
+{
+	return json_integer_value(json_object_get(o, k));
+}
+
+/*
+ * `sync --status`: the running sync (or the last), from <data>/sync.progress that every sync of the
+ * directory writes, and the schedule of the serve that runs syncs there (its operator API, when the
+ * serve advertises one or --mirror names it). --json prints {progress, serve}.
+ */
+static int sync_status(const struct sync_opts *o)
+{
+	json_t *pg = NULL, *sv = NULL;
+	char *local = o->mirror ? NULL : cli_local_serve(o->dir);
+	const char *mirror = o->mirror ? o->mirror : local;
+	char when[64], b1[32], b2[32], d[32];
+	long status = 0;
+
+	if (mirror) {
+		sv = cli_admin_call(mirror, "GET", "/api/admin/status", NULL, &status);
+		if (status != 200) {
+			json_decref(sv);
+			free(local);
+			return CLI_FAILED;
+		}
+		pg = json_incref(json_object_get(sv, "sync_progress"));
+	} else {
+		struct mirror_data *data = NULL;
+		char *path;
+		if (cli_open_data(o->dir, &data))
+			return CLI_FAILED;
+		path = mirror_data_path(data, MIRROR_DATA_SYNC_PROGRESS);
+		pg = json_load_file(path, 0, NULL);
+		free(path);
+		mirror_data_free(&data);
+		/* a run that says it is running but whose process is gone was interrupted */
+		if (json_is_true(json_object_get(pg, "running")) && jint(pg, "pid") > 0 &&
+		    kill((pid_t)jint(pg, "pid"), 0) < 0 && errno == ESRCH) {
+			json_object_set_new(pg, "running", json_false());
+			json_object_set_new(pg, "outcome", json_string("interrupted"));
+		}
+	}
+	if (o->json) {
+		json_t *out = json_pack("{s:O?, s:O?}", "progress", pg, "serve", sv);
+		cli_print_json(out);
+		json_decref(out);
+	} else {
+		if (!json_is_object(pg)) {
+			printf("no sync has run on this mirror yet\n");
+		} else if (json_is_true(json_object_get(pg, "running"))) {
+			double rate = json_number_value(json_object_get(pg, "bytes_per_s"));
+			int64_t left = jint(pg, "bytes_total") - jint(pg, "bytes_done");
+			json_t *f;
+			size_t i;
+			local_time(jint(pg, "started_at"), when, sizeof(when));
+			say_secs((double)(time(NULL) - jint(pg, "started_at")), d, sizeof(d));
+			cli_human_size(jint(pg, "bytes_done"), b1, sizeof(b1));
+			cli_human_size(jint(pg, "bytes_total"), b2, sizeof(b2));
+			printf("sync running since %s (%s, pid %lld): repo %lld of %lld, files %lld of %lld, %s of %s", when, d,
+			       (long long)jint(pg, "pid"), (long long)jint(pg, "repos_done"), (long long)jint(pg, "repos_total"),
+			       (long long)jint(pg, "files_done"), (long long)jint(pg, "files_total"), b1, b2);
+			if (rate > 0) {
+				char r[32], eta[32];
+				cli_human_size((int64_t)rate, r, sizeof(r));
+				say_secs((double)left / rate, eta, sizeof(eta));
+				printf(", %s/s, ETA %s", r, left > 0 ? eta : "-");
+			}
+			putchar('\n');
+			if (jint(pg, "waiting_s") > 0)
+				printf("waiting %lld s: upstream asked to slow down\n", (long long)jint(pg, "waiting_s"));
+			json_array_foreach(json_object_get(pg, "fetching"), i, f) {
+				int64_t size = jint(f, "size");
+				printf("  fetching %s %s%s (%d%%)\n", json_string_value(json_object_get(f, "repo")),
+				       json_string_value(json_object_get(f, "path")), "",
+				       size > 0 ? (int)(100 * jint(f, "done") / size) : 100);
+			}
+		} else {
+			const char *oc = json_string_value(json_object_get(pg, "outcome"));
+			local_time(jint(pg, "started_at"), when, sizeof(when));
+			cli_human_size(jint(pg, "bytes_done"), b1, sizeof(b1));
+			printf("no sync running; the last started %s and %s: %lld of %lld repos, %lld files fetched (%s)\n", when,
+			       !oc ? "ended" : !strcmp(oc, "ok") ? "ended ok" : !strcmp(oc, "interrupted") ? "was interrupted"
+			       : "ended with failures ('hubmirror ls' says which)",
+			       (long long)jint(pg, "repos_done"), (long long)jint(pg, "repos_total"),
+			       (long long)jint(pg, "files_done"), b1);
+		}
+		if (!sv) {
+			printf("no serve with the operator API runs on this data directory: no schedule to tell\n");
+		} else if (json_is_true(json_object_get(sv, "schedule_paused"))) {
+			printf("the serve's schedule is paused (resume it: POST /api/admin/schedule)\n");
+		} else if (json_is_integer(json_object_get(sv, "next_sync_in_s"))) {
+			int64_t in = jint(sv, "next_sync_in_s");
+			local_time((int64_t)time(NULL) + in, when, sizeof(when));
+			say_secs((double)in, d, sizeof(d));
+			printf("next sync at %s (in %s)\n", when, d);
+		} else if (!json_is_true(json_object_get(sv, "sync_running"))) {
+			printf("the serve has no schedule (serve --sync-at HH:MM or --sync-every D)\n");
+		}
+	}
+	json_decref(pg);
+	json_decref(sv);
+	free(local);
+	return CLI_OK;
+}
+
 /* Options only a sync run here can honour (a serve's sync takes its own configuration). */
 static bool local_only_options(int argc, char **argv)
 {
@@ -406,6 +535,10 @@ int cmd_sync(int argc, char **argv)
 		goto out;
 	cfg = o.cfg;
 	cfg.max_file_tries = cfg.http.max_tries; /* --max-tries bounds a file's attempts too */
+	if (o.status) {
+		r = optind < argc ? cli_usage_error(self, "--status takes no SPEC") : sync_status(&o);
+		goto out;
+	}
 	for (int i = optind; i < argc; i++) {
 		struct hub_spec s;
 		if (hub_spec_parse(argv[i], &s)) {

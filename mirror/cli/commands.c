@@ -284,7 +284,8 @@ const struct cli_command cli_commands[] = {
 	{ "sync", cmd_sync,
 	  "sync [--config FILE] [--data DIR] [--hf-upstream URL] [--ms-upstream URL] [--hf-token-file FILE]\n"
 	  "     [--ms-token-file FILE] [--json] [--wait] [--jobs N] [--check-refs] [--retention N]\n"
-	  "     [--quota SIZE] [SPEC...]",
+	  "     [--quota SIZE] [SPEC...]\n"
+	  "       hubmirror sync --status [--data DIR | --mirror URL] [--json]",
 	  "fetch what changed upstream for the tracked repositories (or those named)",
 	  "For each repository, resolve its revision upstream; an unchanged commit costs one request.\n"
 	  "Otherwise list its files and fetch, verified against upstream's sha256 (or git id), the ones\n"
@@ -307,7 +308,11 @@ const struct cli_command cli_commands[] = {
 	  "                      $HUBMIRROR_ADMIN_TOKEN); with --wait, until it ends, with its status.\n"
 	  "                      A serve with the operator API on this data directory is used by itself\n"
 	  "                      (its token read from its file), unless an option only a run here can\n"
-	  "                      honour is given (--jobs, --quota, --json, ...)\n"
+	  "                      honour is given (--jobs, --quota, ...); it prints what the serve's run\n"
+	  "                      prints, as it goes\n"
+	  "  --status            how the running sync stands (repo i of n, bytes, rate, ETA, what it\n"
+	  "                      fetches, a wait upstream asked for), or how the last ended; and when the\n"
+	  "                      serve's schedule runs the next\n"
 	  "  --local             run the sync here even then\n"
 	  "  --hf-token-file FILE, --ms-token-file FILE   the upstream token, from a file readable by\n"
 	  "                      its owner only (wins over $HF_TOKEN / $MODELSCOPE_API_TOKEN)\n"

@@ -32,6 +32,7 @@ struct sync_opts {
 	const char *dir, *config, *hf_token_file, *ms_token_file;
 	const char *mirror;         /* --mirror URL: ask that mirror's serve to sync (its operator API) */
 	bool json, wait, progress;
+	bool status;                /* --status: say how the running (or last) sync stands, and the next */
 	bool local;                 /* --local: run here even when a serve runs on the directory */
 	int retention;              /* --retention N: keep N old snapshots per repo, gc after the run; -1 off */
 	char *hf_token, *ms_token;  /* read from the token files (owned) */
