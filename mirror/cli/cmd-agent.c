@@ -179,45 +179,78 @@ int cmd_agent(int argc, char **argv)
 	return r ? CLI_FAILED : CLI_OK;
 }
 
+static int64_t jnum(json_t *o, const char *k)
+{
+	return json_integer_value(json_object_get(o, k));
+}
+
+/* status: the agent (its cache, mirror, endpoint, traffic), then a table of what it holds, one row
+ * per name a snapshot is held under; a snapshot's error on a line of its own below its row. */
 static void print_status(json_t *st)
 {
 	json_t *snaps = json_object_get(st, "snapshots"), *s;
-	char up[16], down[16];
+	char up[16], down[16], http[16], used[16], bound[16];
+	const char *ep = json_string_value(json_object_get(st, "http"));
+	int wspec = 4, wrev = 8;
 	size_t i;
 
-	cli_human_size(json_integer_value(json_object_get(st, "uploaded")), up, sizeof(up));
-	cli_human_size(json_integer_value(json_object_get(st, "downloaded")), down, sizeof(down));
-	printf("agent %lld, cache %s, mirror %s, peer port %lld; sent %s, received %s\n",
-	       (long long)json_integer_value(json_object_get(st, "pid")),
-	       json_string_value(json_object_get(st, "cache")),
+	cli_human_size(jnum(st, "uploaded"), up, sizeof(up));
+	cli_human_size(jnum(st, "downloaded"), down, sizeof(down));
+	cli_human_size(jnum(st, "fetched_over_http"), http, sizeof(http));
+	cli_human_size(jnum(st, "cache_used"), used, sizeof(used));
+	cli_human_size(jnum(st, "cache_size"), bound, sizeof(bound));
+	printf("agent %lld: cache %s (%s used%s%s), mirror %s, peer port %lld\n", (long long)jnum(st, "pid"),
+	       json_string_value(json_object_get(st, "cache")), used, jnum(st, "cache_size") > 0 ? " of " : "",
+	       jnum(st, "cache_size") > 0 ? bound : "",
 	       json_string_value(json_object_get(st, "mirror")) ? json_string_value(json_object_get(st, "mirror")) : "-",
-	       (long long)json_integer_value(json_object_get(st, "p2p_port")), up, down);
+	       (long long)jnum(st, "p2p_port"));
+	if (ep)
+		printf("local endpoint: http://%s (HF_ENDPOINT=http://%s hf download ...)\n", ep, ep);
+	printf("sent %s to peers; received %s from peers and %s from the mirror over HTTP\n", up, down, http);
+	if (!json_array_size(snaps)) {
+		printf("it holds no snapshot yet (hubmirror pull SPEC, or hubmirror mount SPEC DIR)\n");
+		return;
+	}
 	json_array_foreach(snaps, i, s) {
-		int64_t have = json_integer_value(json_object_get(s, "bytes_have"));
-		int64_t total = json_integer_value(json_object_get(s, "bytes_total"));
+		int l = (int)strlen(json_string_value(json_object_get(s, "spec")));
+		const char *rev = json_string_value(json_object_get(s, "revision"));
+		wspec = l > wspec ? l : wspec;
+		if (rev && (int)strlen(rev) > wrev)
+			wrev = (int)strlen(rev);
+	}
+	putchar('\n');
+	printf("%-*s  %-*s  %-12s  %-21s  %-24s  %5s  %s\n", wspec, "SPEC", wrev, "REVISION", "COMMIT", "HELD", "STATE",
+	       "PEERS", "MOUNTED ON");
+	json_array_foreach(snaps, i, s) {
+		int64_t have = jnum(s, "bytes_have"), total = jnum(s, "bytes_total");
 		json_t *mounts = json_object_get(s, "mounts");
-		json_int_t elsewhere = json_integer_value(json_object_get(s, "detached_in_use"));
-		char h[16], t[16], part[160] = "";
+		char h[16], t[16], held[40], state[128];
+		const char *err = json_string_value(json_object_get(s, "error"));
 		cli_human_size(have, h, sizeof(h));
 		cli_human_size(total, t, sizeof(t));
+		snprintf(held, sizeof(held), "%s / %s", h, t);
+		if (err)
+			snprintf(state, sizeof(state), "error (below)");
+		else if (json_is_true(json_object_get(s, "complete")))
+			snprintf(state, sizeof(state), "complete, seeding");
+		else
+			snprintf(state, sizeof(state), "fetching %d%%", total ? (int)(100 * have / total) : 100);
 		if (json_is_integer(json_object_get(s, "selected"))) {
-			/* some files of it: which, and what the cache holds of the whole */
-			char held[16], size[16];
-			cli_human_size(json_integer_value(json_object_get(s, "held")), held, sizeof(held));
-			cli_human_size(json_integer_value(json_object_get(s, "size")), size, sizeof(size));
-			snprintf(part, sizeof(part), " (%lld of %lld files; holds %s of %s)",
-				 (long long)json_integer_value(json_object_get(s, "selected")),
-				 (long long)json_integer_value(json_object_get(s, "files")), held, size);
+			/* some files of it: which */
+			size_t n = strlen(state);
+			char hw[16], sz[16];
+			cli_human_size(jnum(s, "held"), hw, sizeof(hw));
+			cli_human_size(jnum(s, "size"), sz, sizeof(sz));
+			snprintf(state + n, sizeof(state) - n, "; %lld of %lld files (holds %s of %s)",
+				 (long long)jnum(s, "selected"), (long long)jnum(s, "files"), hw, sz);
 		}
-		printf("%s @ %.12s  %s / %s%s%s  %lld peers  %s%s%s\n", json_string_value(json_object_get(s, "spec")),
-		       json_string_value(json_object_get(s, "commit")), h, t, part,
-		       json_is_true(json_object_get(s, "complete")) ? " (complete, seeding)" : "",
-		       (long long)json_integer_value(json_object_get(s, "peers")),
-		       json_array_size(mounts) ? "mounted on " : "not mounted",
-		       json_array_size(mounts) ? json_string_value(json_array_get(mounts, 0)) : "",
-		       elsewhere ? "; an unmounted copy still in use (open files or another mount namespace)" : "");
-		if (json_string_value(json_object_get(s, "error")))
-			printf("  error: %s\n", json_string_value(json_object_get(s, "error")));
+		printf("%-*s  %-*s  %-12.12s  %-21s  %-24s  %5lld  %s%s\n", wspec, json_string_value(json_object_get(s, "spec")),
+		       wrev, json_string_value(json_object_get(s, "revision")) ? json_string_value(json_object_get(s, "revision")) : "-",
+		       json_string_value(json_object_get(s, "commit")), held, state, (long long)jnum(s, "peers"),
+		       json_array_size(mounts) ? json_string_value(json_array_get(mounts, 0)) : "-",
+		       jnum(s, "detached_in_use") ? " (and an unmounted copy still in use: open files or another mount namespace)" : "");
+		if (err)
+			printf("  error: %s\n", err);
 	}
 }
 

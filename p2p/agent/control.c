@@ -151,7 +151,8 @@ static json_t *snap_json(struct agent *a, const struct snap *s, json_t *name)
 
 static int do_status(struct agent *a, struct httpd_req *req)
 {
-	json_t *snaps = json_array();
+	json_t *snaps = json_array(), *o;
+	int64_t over_http = 0;
 	struct p2p_session_status ss = { 0 };
 	int64_t up = 0, down = 0;
 
@@ -163,12 +164,27 @@ static int do_status(struct agent *a, struct httpd_req *req)
 	}
 	p2p_session_status(a->ses, &ss);
 	p2p_session_totals(a->ses, &up, &down);
-	answer(req, 200, json_pack("{s:i, s:i, s:s, s:s?, s:s, s:I, s:I, s:i, s:I, s:I, s:I, s:o}", "pid", (int)getpid(),
+	for (size_t i = 0; i < a->nsnaps; i++)
+		over_http += a->snaps[i]->fill_bytes;
+	o = json_pack("{s:i, s:i, s:s, s:s?, s:s, s:I, s:I, s:i, s:I, s:I, s:I, s:o}", "pid", (int)getpid(),
 				   "http_port", a->http ? httpd_port(a->http) : 0,
 				   "socket", a->cfg->socket_path, "mirror", a->cfg->mirror, "cache", a->cfg->cache_dir,
 				   "cache_used", (json_int_t)a->cache_used, "cache_size", (json_int_t)a->cfg->cache_size,
 				   "p2p_port", ss.listen_port, "started_at", (json_int_t)a->started_at,
-				   "uploaded", (json_int_t)up, "downloaded", (json_int_t)down, "snapshots", snaps));
+				   "uploaded", (json_int_t)up, "downloaded", (json_int_t)down, "snapshots", snaps);
+	/* what the fill fetched from the mirror over HTTP (downloaded counts BitTorrent's payload), and
+	 * where the local endpoint listens */
+	json_object_set_new(o, "fetched_over_http", json_integer(over_http));
+	if (a->cfg->http && a->http) {
+		const char *colon = strrchr(a->cfg->http, ':');
+		char *ep = xasprintf("%.*s:%d", colon ? (int)(colon - a->cfg->http) : (int)strlen(a->cfg->http), a->cfg->http,
+				     httpd_port(a->http));
+		json_object_set_new(o, "http", json_string(ep));
+		free(ep);
+	} else {
+		json_object_set_new(o, "http", json_null());
+	}
+	answer(req, 200, o);
 	return 0;
 }
 

@@ -49,7 +49,11 @@ assert snaps["hf:acme/agent-hf"]["mounts"] == [t + "/hf"] and snaps["ms:acme/age
 assert all(s["bytes_total"] > 0 and len(s["btih"]) == 40 for s in snaps.values())
 assert st["cache"] == t + "/cache" and st["pid"] > 0
 PY
-check "status prints a line per snapshot" bash -c "\"$HUBMIRROR\" status | grep -c 'acme/agent-' | grep -qx 2"
+"$HUBMIRROR" status >"$T/status.txt"
+check "status prints a line per snapshot" bash -c "grep -c '^.*:acme/agent-' '$T/status.txt' | grep -qx 2"
+check "under column headers, with the revision and commit" bash -c "grep -Eq '^SPEC +REVISION +COMMIT +HELD +STATE +PEERS +MOUNTED ON$' '$T/status.txt' &&
+	grep -Eq '^hf:acme/agent-hf +main +[0-9a-f]{12} +[0-9.]+ MiB / [0-9.]+ MiB +complete, seeding.* +[0-9]+ +$T/hf$' '$T/status.txt'"
+check "and what came from the mirror over HTTP, not 'received 0 B'" grep -Eq '^sent .* to peers; received .* from peers and [1-9][0-9.]* MiB from the mirror over HTTP$' "$T/status.txt"
 
 # bad input: the agent says why and carries on
 expect_status 1 "a repo the mirror lacks fails" "$HUBMIRROR" mount hf:acme/nope "$T/nope" 2>"$T/nope.err"

@@ -24,6 +24,7 @@ c=[c for c in r["commits"] if c["id"]==r["sha"]][0]; print(r["sha"] if sys.argv[
 commit=$(up acme/ep sha)
 check "an agent with a local endpoint starts" "$HUBMIRROR" agent --mirror "$M" --cache "$T/cache" --listen 127.0.0.1:0 --http 127.0.0.1:0
 E=http://127.0.0.1:$("$HUBMIRROR" status --json | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["http_port"])')
+check "status names the local endpoint, the way to use it" bash -c "\"\$HUBMIRROR\" status | grep -qx 'local endpoint: $E (HF_ENDPOINT=$E hf download ...)'"
 echo "# endpoint $E, mirror $M"
 
 # huggingface_hub: model_info, the file list, paths-info (a form POST)
