@@ -6,6 +6,7 @@
 #define HM_MIRROR_MAINT_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 struct mirror_data;

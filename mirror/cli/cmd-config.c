@@ -3,6 +3,9 @@
  * sync would read it, and the settings it makes.
  */
 #include <stdio.h>
+#include <unistd.h>
+#include <stdbool.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,6 +15,72 @@
 #include "hub/tls.h"
 #include "mirror/serve/access.h"
 #include "prepare.h"
+
+/* HOST:PORT with a port serve can bind (0 picks a free one). */
+static bool port_ok(const char *v)
+{
+	const char *colon = strrchr(v, ':');
+	char *end;
+	long port;
+
+	if (!colon || !colon[1])
+		return false;
+	port = strtol(colon + 1, &end, 10);
+	return !*end && port >= 0 && port <= 65535;
+}
+
+/* Each of a comma list is an http:// or https:// URL. */
+static bool urls_ok(const char *v)
+{
+	char *copy = xstrdup(v), *save = NULL, *u;
+	bool ok = true;
+
+	for (u = strtok_r(copy, ",", &save); u && ok; u = strtok_r(NULL, ",", &save)) {
+		while (*u == ' ')
+			u++;
+		ok = (!strncmp(u, "http://", 7) && u[7]) || (!strncmp(u, "https://", 8) && u[8]);
+	}
+	free(copy);
+	return ok;
+}
+
+/* What serve and sync would trip on at start that their option parsing lets by: a port out of range,
+ * an upstream without its scheme, an access log in a folder that is not there, a data directory
+ * that holds no mirror. Each said with the file and line; returns how many. */
+static int values_check(const struct config *conf)
+{
+	int bad = 0;
+
+	for (size_t i = 0; i < conf->n; i++) {
+		const struct config_entry *e = &conf->v[i];
+		char *why = NULL;
+		if (!strcmp(e->key, "listen") && strcmp(e->value, "off") && !port_ok(e->value))
+			why = xasprintf("'%s' is not HOST:PORT with a port from 0 to 65535", e->value);
+		else if ((strstr(e->key, "upstream") || !strcmp(e->key, "peer-mirrors")) && !urls_ok(e->value))
+			why = xasprintf("'%s' is not a URL: write it with its scheme (https://%s)", e->value, e->value);
+		else if (!strcmp(e->key, "access-log") && strcmp(e->value, "-")) {
+			char *dir = xstrdup(e->value), *slash = strrchr(dir, '/');
+			if (slash)
+				*(slash == dir ? slash + 1 : slash) = '\0';
+			if (access(slash ? dir : ".", W_OK) < 0)
+				why = xasprintf("'%s': its folder %s: %s (serve would exit at start)", e->value, slash ? dir : ".",
+						strerror(errno));
+			free(dir);
+		} else if (!strcmp(e->section, "serve") && !strcmp(e->key, "data")) {
+			char *cat = xasprintf("%s/catalog.db", e->value);
+			if (access(cat, F_OK) < 0)
+				why = xasprintf("'%s' holds no mirror: 'hubmirror add' (or 'hubmirror init') makes one there; "
+						"serve refuses it", e->value);
+			free(cat);
+		}
+		if (why) {
+			fprintf(stderr, "hubmirror: %s:%d: [%s] %s: %s\n", conf->path, e->line, e->section, e->key, why);
+			free(why);
+			bad++;
+		}
+	}
+	return bad;
+}
 
 static int config_check(const char *path)
 {
@@ -31,6 +100,10 @@ static int config_check(const char *path)
 	cli_sync_opts_release(&so);
 	if (r != CLI_OK)
 		goto out;
+	if (values_check(&sp.conf)) {
+		r = CLI_FAILED;
+		goto out;
+	}
 	/* the files serve would read at start */
 	if (sp.cfg.tokens_file &&
 	    mirror_access_load(sp.cfg.tokens_file, (enum mirror_access_mode)sp.cfg.auth_mode, &a, &err)) {

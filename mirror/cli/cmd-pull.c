@@ -190,8 +190,9 @@ static int progress(json_t *st, json_t *want, bool as_json, bool tty, struct pac
 		cli_human_size(total, t, sizeof(t));
 		if (rate > 0) {
 			char x[32];
-			cli_human_size((int64_t)rate, r, sizeof(r));
-			strcat(r, "/s");
+			char rs[16];
+			cli_human_size((int64_t)rate, rs, sizeof(rs));
+			snprintf(r, sizeof(r), "%s/s", rs);
 			human_secs((double)(total - have) / rate, x, sizeof(x));
 			snprintf(eta, sizeof(eta), "  ETA %s", x);
 		}

@@ -2,6 +2,7 @@
  * flags.c - the commands' option parser (a table of struct cli_flag over getopt_long) and their
  * usage errors.
  */
+#include <ctype.h>
 #include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -31,15 +32,31 @@ int cli_usage_error(const struct cli_command *cmd, const char *fmt, ...)
 	return CLI_USAGE;
 }
 
-/* A number with an optional decimal unit (k M G T, or none), at most max. */
+/* A number with an optional unit, at most max: k M G T (or kB MB GB TB, any case, a space before
+ * allowed) are decimal, KiB MiB GiB TiB binary; "2T", "2TB", "2 TB" and "1.5TiB" all work. */
 static int parse_units(const char *arg, double max, int64_t *out)
 {
+	static const char units[] = "kmgtp";
 	char *end;
-	double v = strtod(arg, &end);
-	double mult = !*end ? 1 : !strcmp(end, "k") ? 1e3 : !strcmp(end, "M") ? 1e6 : !strcmp(end, "G") ? 1e9
-		    : !strcmp(end, "T") ? 1e12 : -1;
+	double v = strtod(arg, &end), mult = 1;
 
-	if (end == arg || mult < 0 || v < 0 || v * mult > max)
+	if (end == arg || v < 0)
+		return -1;
+	while (*end == ' ')
+		end++;
+	if (*end) {
+		const char *u = strchr(units, tolower((unsigned char)*end));
+		if (!u)
+			return -1;
+		end++;
+		if (tolower((unsigned char)end[0]) == 'i' && tolower((unsigned char)end[1]) == 'b' && !end[2])
+			mult = (double)(1ULL << (10 * (u - units + 1)));
+		else if (!*end || (tolower((unsigned char)end[0]) == 'b' && !end[1]))
+			mult = 1e3 * (u == units ? 1 : u - units == 1 ? 1e3 : u - units == 2 ? 1e6 : u - units == 3 ? 1e9 : 1e12);
+		else
+			return -1;
+	}
+	if (v * mult > max)
 		return -1;
 	*out = (int64_t)(v * mult);
 	return 0;

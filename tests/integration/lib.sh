@@ -87,7 +87,13 @@ start_fakehub() {
 # data directory that holds no mirror: a test that has not added anything yet gets an empty one.
 start_serve() {
 	rm -f "$T/url"
-	[ -e "$HUBMIRROR_DATA/catalog.db" ] || "$HUBMIRROR" init >/dev/null || return 1
+	local data=$HUBMIRROR_DATA a prev=
+	for a in "$@"; do
+		[ "$prev" = --data ] && data=$a
+		case $a in --data=*) data=${a#--data=} ;; esac
+		prev=$a
+	done
+	[ -e "$data/catalog.db" ] || "$HUBMIRROR" init --data "$data" >/dev/null || return 1
 	"$HUBMIRROR" serve --listen 127.0.0.1:0 --ready-file "$T/url" --access-log "$T/access.log" "$@" 2>"$T/serve.err" &
 	_pids+=($!)
 	# (seeding thousands of files' links on a loaded machine takes a while)

@@ -21,6 +21,10 @@ chmod 600 "$T/hf.token"
 printf '%s\n' "# a mirror's settings" "[serve]" "data = $T/cdata" "listen = 127.0.0.1:1" "shutdown_grace = 2" "" \
 	"[sync]" "hf_upstream = $FAKE_API" "hf_token_file = $T/hf.token" "jobs = 4" "" "[p2p]" "listen = off" >"$T/hm.conf"
 hm() { "$HUBMIRROR" "$@"; }
+hm config check "$T/hm.conf" 2>"$T/e0"; st=$?
+check "config check of a file whose data directory holds no mirror yet: said, with the line" bash -c "[ $st = 1 ] &&
+	grep -q 'hm.conf:3: \[serve\] data: .$T/cdata. holds no mirror: .hubmirror add. (or .hubmirror init.) makes one there; serve refuses it' '$T/e0'"
+hm init --data "$T/cdata" >/dev/null
 check "config check passes a good file" bash -c "'$HUBMIRROR' config check '$T/hm.conf' | grep -q 'ok (7 settings)'"
 check "config show prints its values and the defaults" bash -c "'$HUBMIRROR' config show '$T/hm.conf' >'$T/show' &&
 	grep -qx 'jobs = 4' '$T/show' && grep -qx 'hf-token-file = $T/hf.token' '$T/show' && grep -q '^# tls-cert: not set' '$T/show'"
@@ -74,5 +78,14 @@ check "a token file others can read is refused" bash -c "[ $st = 1 ] && grep -q 
 sed "s#$T/hf.token#$T/none.token#" "$T/hm.conf" >"$T/missing.conf"
 hm sync --config "$T/missing.conf" 2>"$T/e6"; st=$?
 check "a missing token file stops sync, naming it" bash -c "[ $st = 1 ] && grep -q 'none.token' '$T/e6'"
+# what serve would trip on at start: each named with its line, all of them at once
+printf '%s\n' "[serve]" "data = $T/cdata" "listen = 0.0.0.0:99999" "access-log = $T/no-such-dir/access.log" \
+	"" "[sync]" "hf-upstream = huggingface.co" "" "[store]" "quota = 2TB" >"$T/trips.conf"
+hm config check "$T/trips.conf" 2>"$T/e7"; st=$?
+check "a port past 65535, a log folder that is not there, an upstream without a scheme: refused" test "$st" = 1
+check "each with its file and line" bash -c "grep -q 'trips.conf:3: \[serve\] listen: .0.0.0.0:99999. is not HOST:PORT with a port from 0 to 65535' '$T/e7' &&
+	grep -q 'trips.conf:4: \[serve\] access-log: .*no-such-dir/access.log.: its folder .*: No such file or directory (serve would exit at start)' '$T/e7' &&
+	grep -q 'trips.conf:7: \[sync\] hf-upstream: .huggingface.co. is not a URL: write it with its scheme (https://huggingface.co)' '$T/e7'"
+check "and 2TB is a size, as 2T is" bash -c "! grep -q quota '$T/e7'"
 check "a missing configuration file is an error" bash -c "! '$HUBMIRROR' config check '$T/nope.conf' 2>/dev/null"
 finish

@@ -149,6 +149,8 @@ for name, value in secret.items():
         f.write(value)
 conf = conf.replace("/etc/hubmirror/secrets", t + "/secrets").replace("/var/lib/hubmirror", t + "/k8sdata")
 open(t + "/k8s.conf", "w").write(conf)
+# the init container's first step: a new volume gets an empty mirror (serve refuses a bare folder)
+subprocess.run([os.environ["HUBMIRROR"], "init", "--data", t + "/k8sdata"], check=True, stdout=subprocess.DEVNULL)
 r = subprocess.run([os.environ["HUBMIRROR"], "config", "check", t + "/k8s.conf"], capture_output=True, text=True)
 print("".join("# " + l + "\n" for l in (r.stdout + r.stderr).splitlines()), end="")
 sys.exit(r.returncode)

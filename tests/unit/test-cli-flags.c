@@ -153,11 +153,33 @@ TEST(where_starts_each_message)
 	CHECK(strstr(said, "hubmirror: list:4: unknown option --frob\n"));
 }
 
+/* Sizes as people write them: decimal k M G T with or without B, binary KiB..TiB, any case, a space. */
+TEST(sizes_in_the_units_people_write)
+{
+	static const struct { const char *in; int64_t want; } ok[] = {
+		{ "0", 0 }, { "512", 512 }, { "4k", 4000 }, { "700M", 700000000 }, { "2T", 2000000000000LL },
+		{ "2TB", 2000000000000LL }, { "2 TB", 2000000000000LL }, { "2tb", 2000000000000LL },
+		{ "500GB", 500000000000LL }, { "1.5T", 1500000000000LL }, { "1KiB", 1024 }, { "4GiB", 4LL << 30 },
+		{ "2TiB", 2LL << 40 }, { "64 MiB", 64LL << 20 }, { "1PB", 1000000000000000LL },
+	};
+	static const char *const bad[] = { "", "T", "2X", "2TBs", "-1G", "2 T B", "2Gi", "abc", "1e30" };
+	int64_t v;
+
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		v = -1;
+		CHECK_INT(cli_parse_size(ok[i].in, &v), 0);
+		CHECK_INT(v, ok[i].want);
+	}
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		CHECK(cli_parse_size(bad[i], &v) != 0);
+}
+
 int main(void)
 {
 	RUN(each_kind_of_flag);
 	RUN(operands_and_the_end_of_options);
 	RUN(bad_options_are_usage_errors);
 	RUN(where_starts_each_message);
+	RUN(sizes_in_the_units_people_write);
 	return test_done();
 }
