@@ -22,6 +22,7 @@
 #include "base/path.h"
 #include "base/xmalloc.h"
 #include "bundle.h"
+#include "progress.h"
 #include "catalog/catalog.h"
 #include "data.h"
 #include "hub/hub.h"
@@ -389,6 +390,7 @@ int mirror_bundle_export(struct mirror_data *d, const struct hub_spec *specs, si
 	struct archive *a = NULL;
 	struct volumes vols = { out, opt ? opt->volume_size : 0, -1, 0, NULL, 0 };
 	char *text = NULL, *buf = NULL;
+	int64_t total_n = 0, total_bytes = 0;
 	const char *sha;
 	size_t len = strlen(out);
 	int r = 0;
@@ -434,6 +436,12 @@ int mirror_bundle_export(struct mirror_data *d, const struct hub_spec *specs, si
 		goto out;
 	}
 	buf = xmalloc(CHUNK);
+	/* the totals, for a progress line: what will be written */
+	json_object_foreach(blobs, sha, v)
+		if (!json_object_get(omit, sha)) {
+			total_n++;
+			total_bytes += json_integer_value(v);
+		}
 	json_object_foreach(blobs, sha, v) {
 		char *p, name[80];
 		int fd;
@@ -469,9 +477,11 @@ int mirror_bundle_export(struct mirror_data *d, const struct hub_spec *specs, si
 			}
 			left -= got;
 			rep->bytes += got;
+			mirror_progress_say(opt ? opt->progress : NULL, rep->blobs, total_n, rep->bytes, total_bytes);
 		}
 		close(fd);
 		rep->blobs++;
+		mirror_progress_say(opt ? opt->progress : NULL, rep->blobs, total_n, rep->bytes, total_bytes);
 	}
 	if (archive_write_close(a) != ARCHIVE_OK) {
 		r = fail(errmsg, -EIO, "cannot finish '%s': %s", out, archive_error_string(a));
@@ -942,7 +952,7 @@ out:
 }
 
 int mirror_bundle_import(struct mirror_data *d, const char *path, bool keep_options, struct mirror_bundle_report *rep,
-			 char **errmsg)
+			 const struct mirror_progress *progress, char **errmsg)
 {
 	struct archive *a = NULL;
 	struct archive_entry *e;
@@ -951,6 +961,7 @@ int mirror_bundle_import(struct mirror_data *d, const char *path, bool keep_opti
 	char *buf = NULL;
 	size_t i, made = 0;
 	int rc, err = 0;
+	int64_t total_n = 0, total_bytes = 0, done_n = 0, done_bytes = 0;
 
 	memset(rep, 0, sizeof(*rep));
 	/* Pass 1: every header, nothing stored. Any entry out of place refuses the whole archive. */
@@ -965,6 +976,8 @@ int mirror_bundle_import(struct mirror_data *d, const char *path, bool keep_opti
 			err = HM_ERR_PATH_UNSAFE;
 			goto out;
 		}
+		total_n++; /* the totals, for a progress line: the contents the archive carries */
+		total_bytes += archive_entry_size(e);
 		archive_read_data_skip(a);
 	}
 	if (rc != ARCHIVE_EOF) {
@@ -1017,12 +1030,15 @@ int mirror_bundle_import(struct mirror_data *d, const char *path, bool keep_opti
 			if ((err = hash_entry(a, sha, buf, errmsg)))
 				goto out;
 			rep->blobs_skipped++;
-			continue;
+		} else {
+			if ((err = store_blob(d, a, sha, size, buf, errmsg)))
+				goto out;
+			rep->blobs++;
+			rep->bytes += size;
 		}
-		if ((err = store_blob(d, a, sha, size, buf, errmsg)))
-			goto out;
-		rep->blobs++;
-		rep->bytes += size;
+		done_n++;
+		done_bytes += size;
+		mirror_progress_say(progress, done_n, total_n, done_bytes, total_bytes);
 	}
 	if (rc != ARCHIVE_EOF) {
 		err = fail(errmsg, -EIO, "the archive is damaged: %s", archive_error_string(a));

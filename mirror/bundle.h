@@ -37,10 +37,13 @@ struct mirror_bundle_report {
 				   * guards) were left out (keep_options takes them) */
 };
 
+struct mirror_progress;
+
 struct mirror_bundle_opts {
 	int64_t volume_size;      /* cut the archive into out.001, out.002, ... of this many bytes; 0: one file */
 	const char *since_bundle; /* an earlier bundle (its first volume): leave out the contents it lists */
 	int64_t since_time;       /* else, when > 0: leave out the contents stored here before this time */
+	const struct mirror_progress *progress; /* contents and bytes written of the total; may be NULL */
 };
 
 /* Write the followed snapshot and every ref's snapshot of the n tracked repos to out (a tar; zstd
@@ -63,9 +66,10 @@ int mirror_bundle_volume(const char *path);
  * repository: catalog_blob_public_or_own), or the archive is refused; only contents the archive
  * carried, whose bytes hashed to their names here, count as fetched by its repositories. Access
  * options (open, preheat, include/exclude globs, guards) stay this mirror's: a tracked repository
- * keeps its own, a new one gets none unless keep_options (rep says how many of each). */
+ * keeps its own, a new one gets none unless keep_options (rep says how many of each). progress, if
+ * not NULL, hears of each content read (of those the archive carries). */
 int mirror_bundle_import(struct mirror_data *d, const char *path, bool keep_options, struct mirror_bundle_report *rep,
-			 char **errmsg);
+			 const struct mirror_progress *progress, char **errmsg);
 
 /* The manifest of the archive in bytes (a tar, compressed or not), read and checked as import does
  * before anything is written: its size and expansion bounded, its JSON parsed, every name, path,

@@ -20,6 +20,7 @@
 #include "data.h"
 #include "gitrepo.h"
 #include "maint.h"
+#include "progress.h"
 #include "store.h"
 #include "torrents.h"
 
@@ -110,6 +111,8 @@ int mirror_gc(struct mirror_data *d, int keep, int64_t partial_max_age_s, bool d
 struct verify_walk {
 	struct mirror_data *d;
 	struct mirror_verify_report *rep;
+	const struct mirror_progress *progress;
+	int64_t total_n, total_bytes, done_n, done_bytes;
 	char (*bad)[65];
 	bool *missing;
 	size_t nbad, cap;
@@ -137,6 +140,16 @@ void mirror_verify_report_release(struct mirror_verify_report *rep)
 	rep->ndamage = 0;
 }
 
+static int count_visit(void *ud, const char *sha256, int64_t size)
+{
+	struct verify_walk *v = ud;
+
+	(void)sha256;
+	v->total_n++;
+	v->total_bytes += size;
+	return 0;
+}
+
 static int verify_visit(void *ud, const char *sha256, int64_t size)
 {
 	struct verify_walk *v = ud;
@@ -144,6 +157,9 @@ static int verify_visit(void *ud, const char *sha256, int64_t size)
 	int64_t got = 0;
 	int r = mirror_store_check(v->d->store, sha256, &ok, &got);
 
+	v->done_n++;
+	v->done_bytes += size;
+	mirror_progress_say(v->progress, v->done_n, v->total_n, v->done_bytes, v->total_bytes);
 	if (r == -ENOENT) {
 		v->rep->missing++;
 		log_warn("verify", "blob %s is missing from the store", sha256);
@@ -172,13 +188,16 @@ static int verify_visit(void *ud, const char *sha256, int64_t size)
 	return 0;
 }
 
-int mirror_verify(struct mirror_data *d, struct mirror_verify_report *rep, char **errmsg)
+int mirror_verify(struct mirror_data *d, struct mirror_verify_report *rep, const struct mirror_progress *progress,
+		  char **errmsg)
 {
-	struct verify_walk v = { d, rep, NULL, NULL, 0, 0 };
+	struct verify_walk v = { d, rep, progress, 0, 0, 0, 0, NULL, NULL, 0, 0 };
 	int r;
 
 	memset(rep, 0, sizeof(*rep));
-	r = catalog_blob_each(d->catalog, verify_visit, &v);
+	r = progress ? catalog_blob_each(d->catalog, count_visit, &v) : 0;
+	if (!r)
+		r = catalog_blob_each(d->catalog, verify_visit, &v);
 	if (!r && v.nbad)
 		rep->damage = xcalloc(v.nbad, sizeof(*rep->damage));
 	for (size_t i = 0; !r && i < v.nbad; i++) {

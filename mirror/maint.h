@@ -50,8 +50,11 @@ struct mirror_verify_report {
 };
 void mirror_verify_report_release(struct mirror_verify_report *rep);
 
-/* Re-hash every catalog blob. Corrupt ones are quarantined, and they and missing ones are handed to
+/* Re-hash every catalog blob (progress, if not NULL, hears of each: contents and bytes of the whole).
+ * Corrupt ones are quarantined, and they and missing ones are handed to
  * the next sync to fetch again (catalog_blob_damaged). Returns 0 or an error (with *errmsg). */
-int mirror_verify(struct mirror_data *d, struct mirror_verify_report *rep, char **errmsg);
+struct mirror_progress;
+int mirror_verify(struct mirror_data *d, struct mirror_verify_report *rep, const struct mirror_progress *progress,
+		  char **errmsg);
 
 #endif

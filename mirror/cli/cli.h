@@ -108,6 +108,19 @@ void cli_human_time(int64_t unix_seconds, char *out, size_t outlen);
 /* "5m ago", "3h ago", "12d ago", "just now", or the date for a year and more ("2025-11-30");
  * "never" for 0. At most 10 columns. */
 void cli_human_age(int64_t unix_seconds, char *out, size_t outlen);
+/* A terminal's progress line for a long operation (verify, export, import): on only when stderr is
+ * a terminal and not -q; drawn at most 4 times a second: "verify: 1200 of 45000 contents, 1.2 GiB
+ * of 3.4 GiB (35%), 850 MiB/s, ETA 1h02m". cli_progress_fn is a struct mirror_progress's fn with
+ * the struct cli_progress as ud; cli_progress_end clears the line. */
+struct cli_progress {
+	const char *what;
+	double started, last;
+	bool on, drawn;
+};
+void cli_progress_start(struct cli_progress *p, const char *what);
+void cli_progress_fn(void *ud, int64_t done_n, int64_t total_n, int64_t done_bytes, int64_t total_bytes);
+void cli_progress_end(struct cli_progress *p);
+
 /* Columns to fit: $COLUMNS when set (as GNU ls), else the width of the terminal on stdout, else 0
  * (not a terminal: no limit). */
 int cli_term_width(void);

@@ -15,6 +15,7 @@
 #include "cli.h"
 #include "hub/hub.h"
 #include "mirror/bundle.h"
+#include "mirror/progress.h"
 #include "mirror/data.h"
 
 /* --since DATE: 2026-11-01, 2026-11-01T12:00:00Z (UTC), or @UNIXSECONDS. Returns 0 or -1. */
@@ -49,6 +50,9 @@ int cmd_export(int argc, char **argv)
 	struct mirror_data *data = NULL;
 	struct hub_spec *specs;
 	struct mirror_bundle_opts opt = { 0 };
+	struct cli_progress cp;
+	struct mirror_progress mp = { cli_progress_fn, &cp };
+	int e;
 	const char *dir = NULL, *out = NULL, *since = NULL;
 	char *err = NULL, size[32];
 	size_t n = 0;
@@ -86,7 +90,11 @@ int cmd_export(int argc, char **argv)
 		r = CLI_FAILED;
 		goto out;
 	}
-	if (mirror_bundle_export(data, specs, n, out, &opt, &rep, &err)) {
+	cli_progress_start(&cp, "export");
+	opt.progress = &mp;
+	e = mirror_bundle_export(data, specs, n, out, &opt, &rep, &err);
+	cli_progress_end(&cp);
+	if (e) {
 		fprintf(stderr, "hubmirror: export: %s\n", err ? err : "failed");
 		r = CLI_FAILED;
 		goto out;
@@ -133,11 +141,16 @@ int cmd_import(int argc, char **argv)
 	}
 	for (int i = optind; i < argc && r == CLI_OK; i++) {
 		/* FILE.001 stands for all its volumes: the later ones given too (a shell glob) are skipped */
-		int vol = mirror_bundle_volume(argv[i]);
+		int vol = mirror_bundle_volume(argv[i]), e;
+		struct cli_progress cp;
+		struct mirror_progress mp = { cli_progress_fn, &cp };
 		if (vol > 1 && i > optind && mirror_bundle_volume(argv[i - 1]) == vol - 1 &&
 		    !strncmp(argv[i], argv[i - 1], strlen(argv[i]) - 3))
 			continue;
-		if (mirror_bundle_import(data, argv[i], keep_options, &rep, &err)) {
+		cli_progress_start(&cp, "import");
+		e = mirror_bundle_import(data, argv[i], keep_options, &rep, &mp, &err);
+		cli_progress_end(&cp);
+		if (e) {
 			fprintf(stderr, "hubmirror: import %s: %s\n", argv[i], err ? err : "failed");
 			r = CLI_FAILED;
 		} else if (json) {

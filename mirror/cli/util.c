@@ -16,6 +16,7 @@
 #include <jansson.h>
 
 #include "base/err.h"
+#include "base/log.h"
 #include "catalog/catalog.h"
 #include "base/size.h"
 #include "cli.h"
@@ -83,6 +84,55 @@ void cli_human_age(int64_t t, char *out, size_t outlen)
 		gmtime_r(&tt, &tm);
 		strftime(out, outlen, "%Y-%m-%d", &tm);
 	}
+}
+
+static double mono_s(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+void cli_progress_start(struct cli_progress *p, const char *what)
+{
+	memset(p, 0, sizeof(*p));
+	p->what = what;
+	p->started = mono_s();
+	p->on = isatty(STDERR_FILENO) && log_get_level() >= LOG_LEVEL_INFO;
+}
+
+void cli_progress_fn(void *ud, int64_t done_n, int64_t total_n, int64_t done_bytes, int64_t total_bytes)
+{
+	struct cli_progress *p = ud;
+	double now = mono_s(), secs = now - p->started, rate = secs > 0.5 ? (double)done_bytes / secs : 0;
+	char db[16], tb[16], rb[16], eta[32] = "";
+
+	if (!p->on || (now - p->last < 0.25 && done_n < total_n))
+		return;
+	p->last = now;
+	p->drawn = true;
+	cli_human_size(done_bytes, db, sizeof(db));
+	cli_human_size(total_bytes, tb, sizeof(tb));
+	cli_human_size((int64_t)rate, rb, sizeof(rb));
+	if (rate > 0 && total_bytes > done_bytes) {
+		long left = (long)((double)(total_bytes - done_bytes) / rate + 0.5);
+		if (left >= 3600)
+			snprintf(eta, sizeof(eta), ", ETA %ldh%02ldm", left / 3600, left / 60 % 60);
+		else
+			snprintf(eta, sizeof(eta), ", ETA %ldm%02lds", left / 60, left % 60);
+	}
+	fprintf(stderr, "\r\033[K%s: %lld of %lld contents, %s of %s (%d%%)%s%s%s", p->what, (long long)done_n,
+		(long long)total_n, db, tb, total_bytes > 0 ? (int)(100 * done_bytes / total_bytes) : 100,
+		rate > 0 ? ", " : "", rate > 0 ? rb : "", rate > 0 ? "/s" : "");
+	fputs(eta, stderr);
+	fflush(stderr);
+}
+
+void cli_progress_end(struct cli_progress *p)
+{
+	if (p->drawn)
+		fputs("\r\033[K", stderr);
 }
 
 int cli_term_width(void)

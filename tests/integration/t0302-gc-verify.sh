@@ -92,6 +92,12 @@ curl -fsS -X POST "$FAKE_API/_fake/reset" >/dev/null
 check "next sync repairs" hm sync
 check "repair fetched exactly the two damaged blobs" bash -c '[ "$(curl -fsS "$FAKE_API/_fake/stats" | /usr/bin/python3 -c "import json,sys; d=json.load(sys.stdin)[\"content_bytes\"]; print(d[\"api\"]+d[\"cdn\"])")" = 500000 ]'
 check "verify passes after repair" hm verify
+# on a terminal (script(1) gives it one), a progress line: contents and bytes of the whole
+script -qec "'$HUBMIRROR' verify" /dev/null >"$T/tty.out" 2>&1
+check "verify on a terminal draws its progress, then clears it" bash -c "grep -aEq 'verify: ([0-9]+) of \1 contents, [0-9.]+ [KM]iB of [0-9.]+ [KM]iB \(100%\)' '$T/tty.out' &&
+	grep -aq \$'\r\033\[K' '$T/tty.out'"
+hm -q verify >"$T/q.out" 2>"$T/q.err"
+check "with -q, no progress line" bash -c "! grep -q 'contents,' '$T/q.err'"
 check "consistent after repair" checkstore
 check "repo ok again" bash -c '"$HUBMIRROR" info --json hf:acme/a | grep -q "\"sync_status\": \"ok\""'
 finish

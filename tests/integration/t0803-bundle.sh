@@ -25,6 +25,11 @@ check "export" "$HUBMIRROR" export --output "$T/b.tar" hf:acme/bundled ms:acme/m
 check "export (zstd)" "$HUBMIRROR" export --output "$T/b.tar.zst" hf:acme/bundled ms:acme/ms-bundled hf:datasets/acme/rows
 check "the bundle starts with its manifest, then the contents" bash -c "tar -tf '$T/b.tar' | head -1 | grep -qx manifest.json &&
 	[ \"\$(tar -tf '$T/b.tar' | grep -c '^blobs/[0-9a-f]\{64\}\$')\" = \"\$(tar -tf '$T/b.tar' | tail -n +2 | wc -l)\" ]"
+# on a terminal (script(1) gives one): a progress line for what hours on terabytes would take
+script -qec "'$HUBMIRROR' export --output '$T/tty.tar' hf:acme/bundled" /dev/null >"$T/tty-export.out" 2>&1
+check "export on a terminal draws its progress" grep -aEq 'export: ([0-9]+) of \1 contents, [0-9.]+ [KM]iB of [0-9.]+ [KM]iB \(100%\)' "$T/tty-export.out"
+script -qec "'$HUBMIRROR' import --data '$T/tty-data' '$T/tty.tar'" /dev/null >"$T/tty-import.out" 2>&1
+check "and import" grep -aEq 'import: ([0-9]+) of \1 contents, [0-9.]+ [KM]iB of [0-9.]+ [KM]iB \(100%\)' "$T/tty-import.out"
 check "exporting an untracked repo fails" bash -c "! '$HUBMIRROR' export --output '$T/x.tar' hf:acme/nope 2>/dev/null && [ ! -e '$T/x.tar' ]"
 
 # ---- import into an empty mirror (no upstream at all) ----
