@@ -472,6 +472,15 @@ struct catalog_run {
 };
 int catalog_runs_each(struct catalog *c, size_t limit, int (*fn)(void *ud, const struct catalog_run *r), void *ud);
 
+/* A repo's outcome in each sync run that had it, newest first (at most limit): fn(ud, run, result). */
+struct catalog_repo_result {
+	const char *outcome, *commit, *error;  /* commit, error: NULL when none */
+	int64_t files_fetched, bytes_fetched;
+};
+int catalog_repo_results_each(struct catalog *c, int64_t repo_id, size_t limit,
+			      int (*fn)(void *ud, const struct catalog_run *run, const struct catalog_repo_result *res),
+			      void *ud);
+
 /* The snapshots of a repo, newest first: fn(ud, snapshot) (borrowed for the call). */
 int catalog_snapshots_each(struct catalog *c, int64_t repo_id,
 			   int (*fn)(void *ud, const struct catalog_snapshot *snap), void *ud);

@@ -402,6 +402,37 @@ int catalog_runs_each(struct catalog *c, size_t limit, int (*fn)(void *ud, const
 	return catalog__rows_end(st, rc, r);
 }
 
+int catalog_repo_results_each(struct catalog *c, int64_t repo_id, size_t limit,
+			      int (*fn)(void *ud, const struct catalog_run *run, const struct catalog_repo_result *res),
+			      void *ud)
+{
+	sqlite3_stmt *st = NULL;
+	int r = 0, rc;
+
+	if (catalog__prepare(c, "SELECT r.id, r.started_at, coalesce(r.ended_at, 0), r.outcome, r.repos_ok, r.repos_failed, "
+				"r.files_fetched, r.bytes_fetched, x.outcome, x.commit_id, x.error, x.files_fetched, "
+				"x.bytes_fetched FROM sync_results x JOIN sync_runs r ON r.id = x.run_id WHERE x.repo_id = ?1 "
+				"ORDER BY r.started_at DESC, r.id DESC LIMIT ?2", &st))
+		return HM_ERR_SQLITE;
+	sqlite3_bind_int64(st, 1, repo_id);
+	sqlite3_bind_int64(st, 2, limit ? (sqlite3_int64)limit : -1);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		struct catalog_run run = {
+			sqlite3_column_int64(st, 0), sqlite3_column_int64(st, 1), sqlite3_column_int64(st, 2),
+			(const char *)sqlite3_column_text(st, 3), sqlite3_column_int64(st, 4),
+			sqlite3_column_int64(st, 5), sqlite3_column_int64(st, 6), sqlite3_column_int64(st, 7),
+		};
+		struct catalog_repo_result res = {
+			(const char *)sqlite3_column_text(st, 8), (const char *)sqlite3_column_text(st, 9),
+			(const char *)sqlite3_column_text(st, 10), sqlite3_column_int64(st, 11), sqlite3_column_int64(st, 12),
+		};
+		r = fn(ud, &run, &res);
+		if (r)
+			break;
+	}
+	return catalog__rows_end(st, rc, r);
+}
+
 int catalog_snapshots_each(struct catalog *c, int64_t repo_id,
 			   int (*fn)(void *ud, const struct catalog_snapshot *snap), void *ud)
 {

@@ -145,6 +145,16 @@ static void catalog_repos(struct mirror_routes *rt, struct httpd_req *req)
 	mirror__defer(rt, req, &sj->j);
 }
 
+static int results_cb(void *ud, const struct catalog_run *run, const struct catalog_repo_result *x)
+{
+	json_array_append_new(ud, json_pack("{s:I, s:I, s:o, s:s, s:o, s:I, s:I, s:o}", "run", (json_int_t)run->id,
+		"started_at", (json_int_t)run->started_at, "ended_at", run->ended_at ? json_integer(run->ended_at) : json_null(),
+		"outcome", x->outcome ? x->outcome : "?", "commit", mirror_json_str_or_null(x->commit),
+		"files_fetched", (json_int_t)x->files_fetched, "bytes_fetched", (json_int_t)x->bytes_fetched,
+		"error", mirror_json_str_or_null(x->error)));
+	return 0;
+}
+
 static int refs_cb(void *ud, const char *name, const char *kind, const char *commit)
 {
 	json_array_append_new(ud, json_pack("{s:s, s:s, s:s}", "name", name, "kind", kind, "commit", commit));
@@ -435,7 +445,15 @@ static void catalog_repo(struct mirror_routes *rt, struct httpd_req *req, const 
 		catalog_snapshots_each(rt->data->catalog, repo.id, snaps_cb, snaps);
 		json_object_set_new(o, "refs", refs);
 		json_object_set_new(o, "snapshots", snaps);
+		{
+			/* this repository's own sync history: its outcome in each run that had it */
+			json_t *hist = json_array();
+			catalog_repo_results_each(rt->data->catalog, repo.id, 20, results_cb, hist);
+			json_object_set_new(o, "history", hist);
+		}
 		json_object_set_new(o, "card_data", card);
+		/* whether .../card answers (a gated or private repo's content, its card too, is not shown) */
+		json_object_set_new(o, "card_shown", json_boolean(snap.id && mirror_access_content_open(rt->access, &repo)));
 		json_object_set_new(o, "swarm", mirror__swarm_json(rt, snap.id, &repo, base));
 		httpd_add_header(req, "Access-Control-Allow-Origin", "*");
 		mirror__respond_json(req, 200, o);

@@ -228,7 +228,10 @@ try {
 		'metadata: spec, commit, license');
 	ok(await page.$$eval('.refs tbody tr', (t) => t.length === 1 && t[0].innerText.includes('main') && t[0].innerText.includes('branch')), 'refs: main');
 	ok(await page.$$eval('.snaps tbody tr', (t) => t.length) === corpus.snapshots.length, 'snapshots listed');
-	ok(await page.$$eval('.runs tbody tr', (t) => t.length >= 1 && /partial/.test(t[0].innerText)), 'sync history: the run, partial');
+	ok(corpus.history.length === 1 && corpus.history[0].outcome === 'ok' && corpus.history[0].commit === corpus.commit,
+		'the repo has its own history (its outcome in the run, not the run\'s)', corpus.history);
+	ok(await page.$$eval('.runs tbody tr', (t) => t.length === 1 && /\bok\b/.test(t[0].innerText) && !/partial/.test(t[0].innerText)),
+		'sync history: this repo\'s own, ok (the run itself was partial: the gated one failed)');
 	ok((await page.textContent('#mount-cmd')) === corpus.mount_command && corpus.mount_command === 'hubmirror mount --mirror ' + M + ' hf:datasets/acme/corpus',
 		'mount command shown', await page.textContent('#mount-cmd'));
 	ok((await page.textContent('#endpoint-env')) === 'HF_ENDPOINT=' + M, 'endpoint line shown');
@@ -314,6 +317,14 @@ try {
 		cardv.remote === 'https://evil.example/x.png', "the card's own image comes from the mirror, a remote one is only a link", cardv);
 	ok(/^\/acme\/llm\/resolve\/[0-9a-f]{40}\/config\.json$/.test(cardv.cfg || '') && cardv.up === '../../etc/passwd',
 		"a link to a file of the repo points at the mirror; one leaving it is left alone", cardv);
+	// a repository the mirror never synced (gated upstream, no token): nothing to use yet, and its
+	// history says why
+	await page.goto(M + '/#/repo/hf/model/other/gated-thing');
+	await page.waitForSelector('#repo-view h1');
+	const never = await page.evaluate(() => ({ use: !!document.querySelector('#use-h'), mount: !!document.querySelector('#mount-cmd'),
+		note: (document.querySelector('#not-synced') || {}).textContent, runs: [...document.querySelectorAll('.runs tbody tr')].map((t) => t.innerText) }));
+	ok(!never.use && !never.mount && /Not synced yet/.test(never.note || ''), 'a never-synced repo offers no mount or endpoint line', never);
+	ok(never.runs.length === 1 && /gated/.test(never.runs[0]), 'its history: gated, its own outcome', never.runs);
 	await page.goto(M + '/#/repo/hf/model/acme/nope');
 	await page.waitForSelector('#repo-view .notfound');
 	ok(/No repository hf:acme\/nope/.test(await page.innerText('#repo-view')), 'an unknown repo: not found');

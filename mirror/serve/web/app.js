@@ -243,8 +243,9 @@
 
 	async function loadTotals() {
 		try {
-			const [t, s] = await Promise.all([api('stats'), api('syncs?limit=1')]);
-			$('t-repos').textContent = num(t.repos);
+			const [t, s, l] = await Promise.all([api('stats'), api('syncs?limit=1'), api('repos?limit=1')]);
+			/* the repositories this viewer sees: the list's own count (a guarded one is hidden from both) */
+			$('t-repos').textContent = num(l.total);
 			$('t-repos').title = num(t.repos_synced) + ' synced, ' + num(t.snapshots) + ' snapshots';
 			$('t-files').textContent = num(t.files);
 			$('t-files').title = num(t.blobs) + ' unique blobs';
@@ -470,7 +471,6 @@
 		renderRepo(view, repo);
 		reveal();
 		loadFiles(dir, false);
-		loadRuns(seq);
 		loadCard(seq);
 	}
 
@@ -525,10 +525,12 @@
 					text: 'Renamed upstream; added here as ' + r.name + ', which works too.' }) : null,
 				tags.length ? h('div', { class: 'tags' }, tags.map((t) => h('span', { class: 'chip', text: t }))) : null),
 			r.sync_error ? h('div', { class: 'alert', role: 'alert' }, h('strong', { text: r.sync_status === 'ok' ? 'Last sync: ' : 'Last sync failed: ' }), r.sync_error) : null,
-			h('section', { class: 'card use', 'aria-labelledby': 'use-h' },
+			/* only what this mirror can serve: a repository it never synced has nothing to mount yet */
+			r.commit ? h('section', { class: 'card use', 'aria-labelledby': 'use-h' },
 				h('h2', { id: 'use-h', text: 'Use it from this mirror' }),
 				r.mount_command ? copyLine('Mount', r.mount_command, 'mount-cmd') : null,
-				r.endpoint_env ? copyLine('Endpoint', r.endpoint_env, 'endpoint-env') : null),
+				r.endpoint_env ? copyLine('Endpoint', r.endpoint_env, 'endpoint-env') : null)
+				: h('p', { class: 'card muted', id: 'not-synced', text: 'Not synced yet: nothing to use from this mirror until a sync brings it in.' }),
 			h('div', { class: 'cols' }, h('div', { class: 'stack' },
 				h('section', { class: 'card', 'aria-labelledby': 'files-h' },
 					h('div', { class: 'card-head' }, h('h2', { id: 'files-h', text: 'Files' }),
@@ -542,8 +544,8 @@
 					h('div', { class: 'markdown', id: 'readme' })),
 				h('section', { class: 'card runs-card', 'aria-labelledby': 'runs-h' },
 					h('h2', { id: 'runs-h', text: 'Sync history' }),
-					h('p', { class: 'muted small', text: 'Recent sync runs of this mirror (all tracked repositories).' }),
-					h('div', { id: 'runs' }, h('p', { class: 'muted', text: 'Loading\u2026' })))),
+					h('p', { class: 'muted small', text: 'What each recent sync run did with this repository.' }),
+					h('div', { id: 'runs' }, historyTable(r.history || [])))),
 				h('aside', { class: 'side' },
 					h('section', { class: 'card', 'aria-labelledby': 'meta-h' },
 						h('h2', { id: 'meta-h', text: 'Details' }),
@@ -564,7 +566,7 @@
 	// loads from outside the mirror. A repo without one keeps the section hidden.
 	async function loadCard(seq) {
 		const r = page.repo;
-		if (!r) return;
+		if (!r || r.card_shown === false) return; /* never synced, or gated: nothing to ask for */
 		let d;
 		try {
 			d = await api(repoApi(r) + '/card');
@@ -660,24 +662,17 @@
 		$('files-count').textContent = plural(n, 'entry', 'entries') + (page.filesCursor ? '+' : '');
 	}
 
-	async function loadRuns(seq) {
-		let d;
-		try {
-			d = await api('syncs?limit=10');
-		} catch (e) {
-			if (seq === page.seq && $('runs')) clear($('runs')).append(h('p', { class: 'error', text: 'Could not load: ' + e.message }));
-			return;
-		}
-		if (seq !== page.seq || !$('runs')) return;
-		const rows = (d.runs || []).map((x) => h('tr', null,
+	function historyTable(hist) {
+		const rows = hist.map((x) => h('tr', null,
 			h('td', { class: 'nowrap' }, timeEl(x.started_at)),
-			h('td', null, h('span', { class: 'pill pill-' + (own(OUTCOMES, x.outcome) || 'idle'), text: x.outcome || 'running' })),
+			h('td', null, h('span', { class: 'pill pill-' + (own(OUTCOMES, x.outcome) || 'idle'), text: x.outcome }),
+				x.error ? h('div', { class: 'muted small', text: x.error }) : null),
 			h('td', { class: 'num', text: duration(x.started_at, x.ended_at) }),
-			h('td', { class: 'num' }, num(x.repos_ok), x.repos_failed ? h('span', { class: 'bad-text', text: ' / ' + num(x.repos_failed) + ' failed' }) : null),
+			h('td', null, x.commit ? h('code', { title: x.commit, text: shortSha(x.commit) }) : null),
 			h('td', { class: 'num', text: num(x.files_fetched) }),
 			h('td', { class: 'num', text: bytes(x.bytes_fetched) })));
-		clear($('runs')).append(table('runs', [['Started'], ['Outcome'], ['Took', 'num'], ['Repos ok', 'num'],
-			['Files fetched', 'num'], ['Fetched', 'num']], rows, 'No sync has run yet.'));
+		return table('runs', [['Started'], ['Outcome'], ['Took', 'num'], ['Commit'], ['Files fetched', 'num'],
+			['Fetched', 'num']], rows, 'No sync has run for it yet.');
 	}
 
 	/* ---- requests: ask for a repository the mirror lacks ---- */
@@ -726,6 +721,11 @@
 			try { body = await res.json(); } catch (x) { /* not JSON */ }
 			if (res.status === 409) {
 				out.textContent = spec + ' is mirrored already.';
+			} else if (res.status === 401 || res.status === 403) {
+				out.classList.add('error');
+				out.textContent = 'This mirror takes requests only with a token' + (res.status === 403 ? ' that may ask' : '') +
+					': ask its operator for one, then run HUBMIRROR_TOKEN=<token> hubmirror request --mirror ' +
+					location.origin + ' ' + spec + '.';
 			} else if (!res.ok) {
 				out.classList.add('error');
 				out.textContent = 'Not sent: ' + ((body && body.error) || ('HTTP ' + res.status));
