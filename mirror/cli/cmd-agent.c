@@ -170,6 +170,38 @@ int cmd_agent(int argc, char **argv)
 		cfg.preheat_every_s = 0;
 	if (!cfg.cache_dir || !*cfg.cache_dir)
 		cfg.cache_dir = "/var/cache/hubmirror";
+	if (cfg.http) {
+		/* an agent runs already (mount or pull started it): give it the endpoint, no restart */
+		long status = 0;
+		json_t *st = NULL, *ans = NULL;
+		char *e = NULL;
+		if (agent_call(cfg.socket_path, "/v1/status", NULL, 10, &status, &st, &e) == 0 && status == 200) {
+			json_t *req = json_pack("{s:s}", "listen", cfg.http);
+			char *body = json_dumps(req, JSON_COMPACT);
+			long pid = (long)json_integer_value(json_object_get(st, "pid"));
+			free(e);
+			e = NULL;
+			json_decref(req);
+			r = agent_call(cfg.socket_path, "/v1/http", body, 10, &status, &ans, &e);
+			free(body);
+			if (!r && status == 200) {
+				const char *colon = strrchr(cfg.http, ':');
+				printf("the agent (pid %ld) now has its local endpoint: http://%.*s:%lld (its other settings "
+				       "stay as they were)\n", pid, colon ? (int)(colon - cfg.http) : (int)strlen(cfg.http), cfg.http,
+				       (long long)json_integer_value(json_object_get(ans, "port")));
+			} else {
+				fprintf(stderr, "hubmirror: the agent (pid %ld) at %s runs already: %s\n", pid, cfg.socket_path,
+					json_string_value(json_object_get(ans, "error")) ? json_string_value(json_object_get(ans, "error"))
+											    : e ? e : "it took no local endpoint");
+			}
+			json_decref(st);
+			json_decref(ans);
+			free(e);
+			return !r && status == 200 ? CLI_OK : CLI_FAILED;
+		}
+		json_decref(st);
+		free(e);
+	}
 	if (!foreground)
 		return run_detached(&cfg);
 	r = agent_run(&cfg, -1, &err);

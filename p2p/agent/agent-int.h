@@ -112,6 +112,7 @@ struct agent {
 	struct p2p_session *ses;
 	struct httpd *ctl;
 	struct httpd *http;             /* the local hub endpoint, or NULL */
+	char *http_listen;              /* owned: its HOST:PORT as given (--http, or POST /v1/http later) */
 	uv_async_t wake;
 	uv_async_t want_wake;           /* a mount's read or the endpoint waits for a piece: the fills look */
 	uv_timer_t tick;
@@ -297,6 +298,9 @@ int agent_mount_detach(struct agent *a, struct snap *s, size_t k, bool *in_use, 
  * control handler (it frees the server): there, agent_stop_soon (once the answer is out). */
 void agent_stop(struct agent *a);
 void agent_stop_soon(struct agent *a);
+/* Start the local hub endpoint on listen (HOST:PORT), at start (--http) or later (POST /v1/http). 0,
+ * or a libuv error with *errmsg. */
+int agent_http_start(struct agent *a, const char *listen, char **errmsg);
 
 /* The i-th base URL of a comma-separated list of mirrors (trimmed; malloc'd), NULL past the end. */
 char *agent_mirror_at(const char *list, size_t i);

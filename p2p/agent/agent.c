@@ -1039,6 +1039,21 @@ static void on_stop_timer(uv_timer_t *t)
 	agent_stop(t->data);
 }
 
+int agent_http_start(struct agent *a, const char *listen, char **errmsg)
+{
+	struct httpd_config ec = { .listen = listen, .max_workers = 64, .max_waiting = 4096, .write_timeout_ms = 600000 };
+	int r = httpd_new(&a->loop, &ec, &a->http);
+
+	if (r) {
+		*errmsg = xasprintf("cannot listen on %s: %s", listen, uv_strerror(r));
+		return r;
+	}
+	httpd_add_handler(a->http, agent_endpoint, a);
+	free(a->http_listen);
+	a->http_listen = xstrdup(listen);
+	return 0;
+}
+
 void agent_stop_soon(struct agent *a)
 {
 	uv_timer_start(&a->tick, on_stop_timer, 100, 0);
@@ -1189,15 +1204,8 @@ static int start(struct agent *a, char **errmsg)
 		}
 	}
 	httpd_add_handler(a->ctl, agent_control, a);
-	if (a->cfg->http) {
-		struct httpd_config ec = { .listen = a->cfg->http, .max_workers = 64, .max_waiting = 4096,
-					   .write_timeout_ms = 600000 };
-		if ((r = httpd_new(&a->loop, &ec, &a->http)) != 0) {
-			*errmsg = xasprintf("cannot listen on %s: %s", a->cfg->http, uv_strerror(r));
-			return r;
-		}
-		httpd_add_handler(a->http, agent_endpoint, a);
-	}
+	if (a->cfg->http && (r = agent_http_start(a, a->cfg->http, errmsg)) != 0)
+		return r;
 	uv_timer_init(&a->loop, &a->tick);
 	a->tick.data = a;
 	uv_timer_start(&a->tick, on_tick, 500, 500);
@@ -1258,6 +1266,7 @@ int agent_run(const struct agent_config *cfg, int ready_fd, char **errmsg)
 	free(a->snaps);
 	if (a->lock_fd >= 0)
 		close(a->lock_fd);
+	free(a->http_listen);
 	free(a);
 	return r;
 }

@@ -149,6 +149,31 @@ static json_t *snap_json(struct agent *a, const struct snap *s, json_t *name)
 	return j;
 }
 
+/* POST /v1/http {"listen": "HOST:PORT"}: the local hub endpoint, for an agent started without one
+ * (mount and pull start agents without --http): no restart, its mounts stay. */
+static void do_http(struct agent *a, struct httpd_req *req, json_t *body)
+{
+	const char *listen = json_string_value(json_object_get(body, "listen"));
+	char *err = NULL;
+
+	if (!listen || !*listen) {
+		fail(req, 400, "give listen: HOST:PORT");
+		return;
+	}
+	if (a->http) {
+		fail(req, 409, "the local endpoint already listens on %s (port %d)", a->http_listen ? a->http_listen : "?",
+		     httpd_port(a->http));
+		return;
+	}
+	if (agent_http_start(a, listen, &err)) {
+		fail(req, 400, "%s", err ? err : "cannot listen");
+		free(err);
+		return;
+	}
+	agent_say("local endpoint on %s (port %d), started through the control socket\n", listen, httpd_port(a->http));
+	answer(req, 200, json_pack("{s:s, s:i}", "listen", listen, "port", httpd_port(a->http)));
+}
+
 static int do_status(struct agent *a, struct httpd_req *req)
 {
 	json_t *snaps = json_array(), *o;
@@ -175,10 +200,10 @@ static int do_status(struct agent *a, struct httpd_req *req)
 	/* what the fill fetched from the mirror over HTTP (downloaded counts BitTorrent's payload), and
 	 * where the local endpoint listens */
 	json_object_set_new(o, "fetched_over_http", json_integer(over_http));
-	if (a->cfg->http && a->http) {
-		const char *colon = strrchr(a->cfg->http, ':');
-		char *ep = xasprintf("%.*s:%d", colon ? (int)(colon - a->cfg->http) : (int)strlen(a->cfg->http), a->cfg->http,
-				     httpd_port(a->http));
+	if (a->http_listen && a->http) {
+		const char *colon = strrchr(a->http_listen, ':');
+		char *ep = xasprintf("%.*s:%d", colon ? (int)(colon - a->http_listen) : (int)strlen(a->http_listen),
+				     a->http_listen, httpd_port(a->http));
 		json_object_set_new(o, "http", json_string(ep));
 		free(ep);
 	} else {
@@ -698,6 +723,8 @@ int agent_control(void *ud, struct httpd_req *req)
 		do_umount(a, req, body);
 	else if (!strcmp(path, "/v1/verify"))
 		do_verify(a, req, body);
+	else if (!strcmp(path, "/v1/http"))
+		do_http(a, req, body);
 	else
 		fail(req, 404, "no such call: %s", path);
 	json_decref(body);

@@ -61,6 +61,15 @@ check "and says which one failed, and why" bash -c "grep -qx 'failed hf:acme/non
 check "the path it names holds the files" test -f "$T/hfc/models--acme--pull-hf/snapshots/$hf_commit/config.json"
 expect_status 2 "a malformed spec is a usage error" "$HUBMIRROR" pull 'hf:a/b/../c' 2>/dev/null
 expect_status 2 "pull without a spec is a usage error" "$HUBMIRROR" pull 2>/dev/null
+# the agent pull started has no local endpoint: agent --http gives it one, no restart
+pid=$("$HUBMIRROR" status --json | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["pid"])')
+"$HUBMIRROR" agent --http 127.0.0.1:0 >"$T/http.out" 2>&1
+check "agent --http on a running agent: it takes the endpoint" grep -Eq "^the agent \(pid $pid\) now has its local endpoint: http://127.0.0.1:[0-9]+ " "$T/http.out"
+E=$(grep -Eo 'http://127.0.0.1:[0-9]+' "$T/http.out")
+check "the same process, which answers the Hub API there" bash -c "[ \"\$('$HUBMIRROR' status --json | '$PY' -c 'import json,sys; print(json.load(sys.stdin)[\"pid\"])')\" = $pid ] &&
+	curl -fsS '$E/api/models/acme/pull-hf' | grep -q '\"sha\":\"$hf_commit\"'"
+"$HUBMIRROR" agent --http 127.0.0.1:0 >/dev/null 2>"$T/http2.err"
+check "a second one is refused, saying where it listens" grep -q "runs already: the local endpoint already listens on 127.0.0.1:0 (port" "$T/http2.err"
 check "agent --stop ends it" "$HUBMIRROR" agent --stop
 check "the agents' log holds no sanitizer report" bash -c "! grep -E 'Sanitizer|runtime error' '$T/cache/agent.log'"
 finish
