@@ -2,6 +2,10 @@
  * cache.c - the hubs' client caches (see cache.h).
  */
 #include <errno.h>
+#include <sys/stat.h>
+#include <stdbool.h>
+#include <dirent.h>
+#include <ftw.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -267,4 +271,67 @@ int hub_cache_link_ms(const char *ms_cache, const char *ms_hub_cache, const char
 	free(flat);
 	free(snap);
 	return r;
+}
+
+char *hub_cache_ms_hub_snapshot(const char *ms_hub_cache, const char *type, const char *name, const char *revision)
+{
+	const char *slash = strchr(name, '/');
+
+	if (!slash)
+		return xasprintf("%s/%ss/%s/snapshots/%s", ms_hub_cache, type, name, revision);
+	return xasprintf("%s/%ss/%.*s--%s/snapshots/%s", ms_hub_cache, type, (int)(slash - name), name, slash + 1, revision);
+}
+
+/* nftw has no user data: the walk's, one at a time (the CLI's) */
+static const char *unlink_target;
+static size_t unlink_count;
+
+static int unlink_visit(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+	(void)st;
+	(void)ftw;
+	if (type == FTW_SL) {
+		char to[4096];
+		ssize_t n = readlink(path, to, sizeof(to) - 1);
+		size_t tl = strlen(unlink_target);
+		if (n > 0) {
+			to[n] = '\0';
+			if (!strncmp(to, unlink_target, tl) && (to[tl] == '/' || to[tl] == '\0') && unlink(path) == 0)
+				unlink_count++;
+		}
+	} else if (type == FTW_DP) {
+		rmdir(path); /* only when empty */
+	}
+	return 0;
+}
+
+size_t hub_cache_unlink_into(const char *dir, const char *target, int ms_index)
+{
+	unlink_target = target;
+	unlink_count = 0;
+	nftw(dir, unlink_visit, 16, FTW_DEPTH | FTW_PHYS);
+	if (ms_index) {
+		/* the classic SDK's index, once the snapshot's own links are gone */
+		static const char *const idx[] = { ".msc", ".mdl", ".mv" };
+		DIR *d = opendir(dir);
+		struct dirent *e;
+		bool other = false;
+		while (d && (e = readdir(d))) {
+			bool known = !strcmp(e->d_name, ".") || !strcmp(e->d_name, "..");
+			for (size_t i = 0; i < 3; i++)
+				known |= !strcmp(e->d_name, idx[i]);
+			other |= !known;
+		}
+		if (d)
+			closedir(d);
+		if (d && !other) {
+			for (size_t i = 0; i < 3; i++) {
+				char *p = xasprintf("%s/%s", dir, idx[i]);
+				unlink(p);
+				free(p);
+			}
+			rmdir(dir);
+		}
+	}
+	return unlink_count;
 }

@@ -39,6 +39,14 @@ int hub_cache_link_hf(const char *hub_cache, const char *type, const char *name,
  * saying where; malloc'd. */
 char *hub_cache_hf_snapshot(const char *hub_cache, const char *type, const char *name, const char *commit);
 char *hub_cache_ms_dir(const char *ms_cache, const char *type, const char *name);
+/* modelscope_hub's: <root>/<type>s/<owner>--<name>/snapshots/<revision> */
+char *hub_cache_ms_hub_snapshot(const char *ms_hub_cache, const char *type, const char *name, const char *revision);
+
+/* Take out of dir (a hub cache's snapshot folder) the links that point into target (an agent's
+ * folder of a snapshot it dropped), and the folders that leaves empty, dir too; what is not such a
+ * link stays (a file the user put there, a link elsewhere). With ms_index, also the classic
+ * ModelScope SDK's index files (.msc .mdl .mv) once nothing else is left. Returns the links taken. */
+size_t hub_cache_unlink_into(const char *dir, const char *target, int ms_index);
 
 /* The classic ModelScope SDK's cache folder ($MODELSCOPE_CACHE or ~/.cache/modelscope/hub), and the
  * newer modelscope_hub's ($MODELSCOPE_CACHE or ~/.cache/modelscope), as hub_cache_hf_default. */

@@ -170,6 +170,7 @@ int cmd_mount(int argc, char **argv);
 int cmd_umount(int argc, char **argv);
 int cmd_agent(int argc, char **argv);
 int cmd_status(int argc, char **argv);
+int cmd_drop(int argc, char **argv);
 int cmd_pull(int argc, char **argv);
 
 /* ---- the instance agent's clients: mount and pull (cmd-mount.c) ---- */

@@ -21,6 +21,8 @@
 #include "base/err.h"
 #include "base/path.h"
 #include "base/xmalloc.h"
+#include "hub/cache.h"
+#include "hub/hub.h"
 #include "cli.h"
 #include "p2p/agent/agent.h"
 
@@ -358,4 +360,95 @@ int cmd_status(int argc, char **argv)
 		print_status(st);
 	json_decref(st);
 	return CLI_OK;
+}
+
+/* `hubmirror drop SPEC[@REV]...`: snapshots out of the agent's cache (like hf cache delete), and their
+ * links out of the hub caches this command would link into (the same options as pull). */
+int cmd_drop(int argc, char **argv)
+{
+	const struct cli_command *self = cli_find("drop");
+	struct cli_agent_opts o = { .command = "drop", .socket = agent_socket_default() };
+	const struct cli_flag flags[] = { CLI_AGENT_FLAGS(&o), CLI_END };
+	int r = CLI_OK;
+
+	if (cli_parse_flags(self, argc, argv, flags))
+		return CLI_USAGE;
+	if (optind >= argc)
+		return cli_usage_error(self, "give one or more SPECs");
+	for (int k = optind; k < argc; k++) {
+		struct hub_spec sp;
+		if (hub_spec_parse(argv[k], &sp))
+			return cli_usage_error(self, "'%s' is not a SPEC like hf:org/name[@rev]", argv[k]);
+		hub_spec_release(&sp);
+	}
+	for (int k = optind; k < argc; k++) {
+		json_t *req = json_pack("{s:s}", "spec", argv[k]), *ans = NULL, *d;
+		char *body = json_dumps(req, JSON_COMPACT), *err = NULL, hc[4096], mc[4096], mh[4096];
+		long status = 0;
+		size_t i;
+		int e = agent_call(o.socket, "/v1/drop", body, 60, &status, &ans, &err);
+
+		free(body);
+		json_decref(req);
+		if (e || status != 200) {
+			const char *why = json_string_value(json_object_get(ans, "error"));
+			fprintf(stderr, "hubmirror: drop %s: %s\n", argv[k],
+				e == -ECONNREFUSED ? "no agent runs" : why ? why : err ? err : "the agent refused");
+			free(err);
+			json_decref(ans);
+			r = CLI_FAILED;
+			continue;
+		}
+		json_array_foreach(json_object_get(ans, "dropped"), i, d) {
+			const char *spec = json_string_value(json_object_get(d, "spec"));
+			const char *rev = json_string_value(json_object_get(d, "revision"));
+			const char *commit = json_string_value(json_object_get(d, "commit"));
+			const char *folder = json_string_value(json_object_get(d, "folder"));
+			struct hub_spec sp;
+			size_t links = 0;
+			if (!spec || !commit || !folder || hub_spec_parse(spec, &sp))
+				continue;
+			if (sp.hub == HUB_HF && !o.no_hf) {
+				const char *cache = o.hf ? o.hf : hub_cache_hf_default(hc, sizeof(hc));
+				char *snap = hub_cache_hf_snapshot(cache, hub_type_name(sp.type), sp.name, commit);
+				char *ref = NULL, *repo = xstrdup(snap), *cut = strstr(repo, "/snapshots/"), *held = NULL;
+				size_t len = 0;
+				links += hub_cache_unlink_into(snap, folder, 0);
+				if (cut) {
+					*cut = '\0';
+					/* the ref, if it still names this commit; then the repo's folder, if that leaves it empty */
+					ref = xasprintf("%s/refs/%s", repo, rev ? rev : "main");
+					if (rev && !path_read_file(ref, 64, &held, &len) && len >= 40 && !strncmp(held, commit, 40))
+						unlink(ref);
+					free(held);
+					free(ref);
+					ref = xasprintf("%s/refs", repo);
+					rmdir(ref);
+					free(ref);
+					ref = xasprintf("%s/snapshots", repo);
+					rmdir(ref);
+					free(ref);
+					rmdir(repo);
+				}
+				free(repo);
+				free(snap);
+			} else if (sp.hub == HUB_MS && !o.no_ms) {
+				char *dir = hub_cache_ms_dir(o.ms ? o.ms : hub_cache_ms_default(mc, sizeof(mc)), hub_type_name(sp.type), sp.name);
+				char *hsnap = rev ? hub_cache_ms_hub_snapshot(hub_cache_ms_hub_default(mh, sizeof(mh)), hub_type_name(sp.type),
+									       sp.name, rev) : NULL;
+				links += hub_cache_unlink_into(dir, folder, 1);
+				if (hsnap)
+					links += hub_cache_unlink_into(hsnap, folder, 0);
+				free(dir);
+				free(hsnap);
+			}
+			printf("dropped %s @ %.12s from the cache%s", spec, commit, links ? "" : "\n");
+			if (links)
+				printf(", and its %zu links from the %s cache\n", links, sp.hub == HUB_HF ? "Hugging Face" : "ModelScope");
+			hub_spec_release(&sp);
+		}
+		json_decref(ans);
+		free(err);
+	}
+	return r;
 }

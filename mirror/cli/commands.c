@@ -211,6 +211,12 @@ const struct cli_command cli_commands[] = {
 	{ "umount", cmd_umount, "umount [--socket PATH] DIR", "detach a folder that 'hubmirror mount' attached",
 	  "Asks the agent to unmount DIR (a plain unmount if no agent holds it). The snapshot stays in the\n"
 	  "agent's cache and keeps seeding.\n" },
+	{ "drop", cmd_drop, "drop [--socket PATH] [--hf-cache DIR | --no-hf-cache] [--ms-cache DIR | --no-ms-cache] SPEC[@REV]...",
+	  "take snapshots out of the instance agent's cache",
+	  "Like hf cache delete: the agent drops the snapshots of SPEC (of SPEC@REV: that ref's or commit's)\n"
+	  "from its cache (their files, their torrent, their record), and this command takes their links\n"
+	  "out of the hub caches a pull would have linked into. A snapshot that is mounted, or still in use\n"
+	  "after an umount, is refused with where; a pinned one goes. The next pull or mount fetches it again.\n" },
 	{ "status", cmd_status, "status [--socket PATH] [--json]\n       hubmirror status --verify [--json] [SPEC]",
 	  "show what the instance agent holds",
 	  "The agent (pid, cache, mirror, peer port, bytes sent and received) and each snapshot it holds:\n"

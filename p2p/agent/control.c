@@ -690,6 +690,81 @@ static int do_verify(struct agent *a, struct httpd_req *req, json_t *body)
 	return 0;
 }
 
+/* POST /v1/drop {"spec"}: the snapshots of SPEC (of SPEC@REV: that ref's or commit's) leave the cache,
+ * as `hf cache delete` does: their torrent, their files and their record. Not one that is mounted or
+ * still in use (it says where), nor while it is being checked or linked. The answer names each dropped
+ * snapshot (spec, revision, commit, btih, the cache's folder of it) so that the caller can take its
+ * hub cache links away. */
+static int do_drop(struct agent *a, struct httpd_req *req, json_t *body)
+{
+	const char *want = json_string_value(json_object_get(body, "spec"));
+	json_t *dropped = json_array();
+	struct snap **pick;
+	char *canon;
+	struct hub_spec sp;
+	size_t n = 0;
+
+	if (!want || hub_spec_parse(want, &sp)) {
+		json_decref(dropped);
+		return fail(req, 400, "'%s' is not a SPEC like hf:org/name[@rev]", want ? want : "");
+	}
+	canon = hub_spec_format(&sp, 0);
+	pick = xcalloc(a->nsnaps + 1, sizeof(*pick));
+	for (size_t i = 0; i < a->nsnaps; i++) {
+		struct snap *s = a->snaps[i];
+		json_t *nm;
+		size_t k;
+		bool match = false;
+		json_array_foreach(s->names, k, nm) {
+			const char *ns = json_string_value(json_object_get(nm, "spec"));
+			const char *rev = json_string_value(json_object_get(nm, "revision"));
+			const char *commit = json_string_value(json_object_get(nm, "commit"));
+			match |= ns && !strcmp(ns, canon) &&
+				 (!sp.revision || (rev && !strcmp(rev, sp.revision)) ||
+				  (commit && strlen(sp.revision) >= 7 && !strncmp(commit, sp.revision, strlen(sp.revision))));
+		}
+		if (!match)
+			continue;
+		if (s->nmounts) {
+			fail(req, 409, "%s is mounted on %s: umount it first", want, s->mounts[0].dir);
+			goto out;
+		}
+		if (s->nlingering || s->settling || s->evicting || json_array_size(s->pending_links)) {
+			fail(req, 409, "%s is in use (%s): try again when it is not", want,
+			     s->nlingering ? "an unmounted copy still serves open files or another mount namespace"
+					   : "being checked or linked");
+			goto out;
+		}
+		pick[n++] = s;
+	}
+	if (!n) {
+		fail(req, 404, "this agent holds no snapshot of %s", want);
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct snap *s = pick[i];
+		json_t *nm;
+		size_t k;
+		json_array_foreach(s->names, k, nm)
+			json_array_append_new(dropped, json_pack("{s:O?, s:O?, s:O?, s:s, s:s}", "spec", json_object_get(nm, "spec"),
+								 "revision", json_object_get(nm, "revision"), "commit",
+								 json_object_get(nm, "commit"), "btih", s->btih, "folder", s->save));
+		agent_say("dropping %s @ %.12s from the cache, as asked\n", s->spec ? s->spec : s->btih, s->commit ? s->commit : "");
+		agent_snap_forget(a, s);
+		agent_drop_files(a, s->btih);
+		agent_snap_free(s);
+	}
+	agent_evict_now(a); /* the files go on a worker; the cache is measured again */
+	answer(req, 200, json_pack("{s:o}", "dropped", dropped));
+	dropped = NULL;
+out:
+	json_decref(dropped);
+	free(pick);
+	free(canon);
+	hub_spec_release(&sp);
+	return 0;
+}
+
 int agent_control(void *ud, struct httpd_req *req)
 {
 	struct agent *a = ud;
@@ -725,6 +800,8 @@ int agent_control(void *ud, struct httpd_req *req)
 		do_verify(a, req, body);
 	else if (!strcmp(path, "/v1/http"))
 		do_http(a, req, body);
+	else if (!strcmp(path, "/v1/drop"))
+		do_drop(a, req, body);
 	else
 		fail(req, 404, "no such call: %s", path);
 	json_decref(body);

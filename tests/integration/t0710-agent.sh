@@ -62,6 +62,8 @@ expect_status 2 "a malformed spec is a usage error" "$HUBMIRROR" mount 'hf:acme/
 expect_status 1 "mounting over a held mount point fails" "$HUBMIRROR" mount hf:acme/agent-hf "$T/hf" 2>"$T/busy.err"
 check "and says it is mounted already" grep -q "mounted already" "$T/busy.err"
 check "the agent still answers" "$HUBMIRROR" status
+"$HUBMIRROR" drop hf:acme/agent-hf 2>"$T/drop.err"
+check "drop of a mounted snapshot is refused, saying where it is mounted" bash -c "[ $? = 1 ] && grep -q 'hf:acme/agent-hf is mounted on $T/hf: umount it first' '$T/drop.err'"
 if [ "$(id -u)" = 0 ] && id nobody >/dev/null 2>&1; then
 	# root's agent, asked by another user: whose it is and what to do, not "no agent runs"
 	as_nobody() { setpriv --reuid=nobody --regid=nogroup --clear-groups env HUBMIRROR_CONFIG=/dev/null "$@"; }

@@ -70,6 +70,19 @@ check "the same process, which answers the Hub API there" bash -c "[ \"\$('$HUBM
 	curl -fsS '$E/api/models/acme/pull-hf' | grep -q '\"sha\":\"$hf_commit\"'"
 "$HUBMIRROR" agent --http 127.0.0.1:0 >/dev/null 2>"$T/http2.err"
 check "a second one is refused, saying where it listens" grep -q "runs already: the local endpoint already listens on 127.0.0.1:0 (port" "$T/http2.err"
+# drop: out of the cache and out of the hub caches, like hf cache delete
+"$HUBMIRROR" drop --hf-cache "$T/hfc" hf:acme/pull-hf >"$T/drop.out" 2>&1
+check "drop of a pulled snapshot (pinned too)" grep -Eq "^dropped hf:acme/pull-hf @ ${hf_commit:0:12} from the cache, and its [0-9]+ links from the Hugging Face cache$" "$T/drop.out"
+check "its HF cache entry is gone: snapshot, ref, folder" test ! -e "$T/hfc/models--acme--pull-hf"
+check "the agent holds it no more" bash -c "! '$HUBMIRROR' status --json | grep -q '\"spec\": \"hf:acme/pull-hf\"'"
+MODELSCOPE_CACHE=$T/msc "$HUBMIRROR" drop ms:acme/pull.ms >"$T/drop2.out" 2>&1
+check "a ModelScope one: both of its caches' links, and the classic SDK's index" bash -c "grep -q '^dropped ms:acme/pull.ms @ ' '$T/drop2.out' &&
+	[ ! -e '$T/msc/models/acme/pull___ms' ] && ! ls '$T/msc/models/acme--pull.ms/snapshots/'* >/dev/null 2>&1"
+"$HUBMIRROR" drop hf:acme/pull-hf 2>"$T/drop3.err"
+check "dropping what it does not hold: refused, said" bash -c "[ $? = 1 ] && grep -q 'this agent holds no snapshot of hf:acme/pull-hf' '$T/drop3.err'"
+"$HUBMIRROR" pull --hf-cache "$T/hfc" hf:acme/pull-hf >/dev/null 2>&1
+check "a pull after it fetches it again, every byte" "$PY" "$HM_SRC/tests/integration/helpers/checkfiles.py" \
+	"$T/up.json" hf acme/pull-hf "$T/hfc/models--acme--pull-hf/snapshots/$hf_commit"
 check "agent --stop ends it" "$HUBMIRROR" agent --stop
 check "the agents' log holds no sanitizer report" bash -c "! grep -E 'Sanitizer|runtime error' '$T/cache/agent.log'"
 finish
