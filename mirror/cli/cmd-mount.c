@@ -9,6 +9,11 @@
  * umount detaches; the snapshot stays in the agent's cache and keeps seeding.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <dirent.h>
+#include <ctype.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +27,8 @@
 
 #include "base/err.h"
 #include "base/xmalloc.h"
+#include "base/buf.h"
+#include "base/path.h"
 #include "cli.h"
 #include "hub/cache.h"
 #include "hub/hub.h"
@@ -257,8 +264,132 @@ static int unmount_direct(const char *dir)
 	return CLI_OK;
 }
 
+/* A /proc file whole (their size says 0: read to the end), at most max bytes; NULL when unreadable. */
+static char *read_proc(const char *path, size_t max)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct buf b;
+	char chunk[8192];
+	ssize_t n;
+
+	if (fd < 0)
+		return NULL;
+	buf_init(&b);
+	while (b.len < max && ((n = read(fd, chunk, sizeof(chunk))) > 0 || (n < 0 && errno == EINTR)))
+		if (n > 0)
+			buf_add(&b, chunk, (size_t)n);
+	close(fd);
+	return buf_detach(&b, NULL);
+}
+
+/* A process's name, from /proc/PID/comm ("?" when gone). */
+static void proc_comm(const char *pid, char *out, size_t cap)
+{
+	char *p = xasprintf("/proc/%s/comm", pid), *txt = read_proc(p, 256);
+
+	snprintf(out, cap, "?");
+	if (txt && *txt) {
+		txt[strcspn(txt, "\n")] = '\0';
+		snprintf(out, cap, "%s", txt);
+	}
+	free(txt);
+	free(p);
+}
+
+/* Does link (a /proc symlink) name dir or a path below it? */
+static bool points_into(const char *link, const char *dir)
+{
+	char to[4096];
+	ssize_t n = readlink(link, to, sizeof(to) - 1);
+	size_t dl = strlen(dir);
+
+	if (n <= 0)
+		return false;
+	to[n] = '\0';
+	return !strncmp(to, dir, dl) && (to[dl] == '/' || to[dl] == '\0');
+}
+
+/*
+ * Who holds the mount at dir: processes with a file, their working folder or their root in it ("pid
+ * 1234 (python3)"), and other mount namespaces that copied it (a container's: "pid 5678 (sleep) in
+ * another mount namespace"), found by the mount's device in their mountinfo. NULL when none is seen
+ * (another user's processes may not be readable). Malloc'd.
+ */
+static char *holders(const char *dir)
+{
+	struct stat st, ns_self;
+	struct buf b;
+	char dev[32], mine[64] = "";
+	DIR *proc = opendir("/proc");
+	struct dirent *e;
+	int n = 0;
+
+	if (!proc || stat(dir, &st) < 0) {
+		if (proc)
+			closedir(proc);
+		return NULL;
+	}
+	snprintf(dev, sizeof(dev), " %u:%u ", major(st.st_dev), minor(st.st_dev));
+	if (stat("/proc/self/ns/mnt", &ns_self) == 0)
+		snprintf(mine, sizeof(mine), "%lu", (unsigned long)ns_self.st_ino);
+	buf_init(&b);
+	while ((e = readdir(proc)) && n < 12) {
+		char comm[64], *p;
+		bool held = false, other_ns = false;
+		struct stat ns;
+		DIR *fds;
+		if (!isdigit((unsigned char)e->d_name[0]) || atol(e->d_name) == (long)getpid())
+			continue;
+		p = xasprintf("/proc/%s/ns/mnt", e->d_name);
+		other_ns = stat(p, &ns) == 0 && *mine && (unsigned long)ns.st_ino != strtoul(mine, NULL, 10);
+		free(p);
+		if (other_ns) {
+			/* a namespace that copied the mount: its mountinfo has the mount's device */
+			char *mi;
+			p = xasprintf("/proc/%s/mountinfo", e->d_name);
+			mi = read_proc(p, 4 << 20);
+			held = mi && strstr(mi, dev) != NULL;
+			free(mi);
+			free(p);
+		} else {
+			p = xasprintf("/proc/%s/cwd", e->d_name);
+			held = points_into(p, dir);
+			free(p);
+			p = xasprintf("/proc/%s/root", e->d_name);
+			held |= points_into(p, dir);
+			free(p);
+			p = xasprintf("/proc/%s/fd", e->d_name);
+			fds = opendir(p);
+			free(p);
+			while (fds && !held) {
+				struct dirent *f = readdir(fds);
+				char *fp;
+				if (!f)
+					break;
+				fp = xasprintf("/proc/%s/fd/%s", e->d_name, f->d_name);
+				held = points_into(fp, dir);
+				free(fp);
+			}
+			if (fds)
+				closedir(fds);
+		}
+		if (!held)
+			continue;
+		proc_comm(e->d_name, comm, sizeof(comm));
+		buf_addf(&b, "%spid %s (%s)%s", b.len ? ", " : "", e->d_name, comm, other_ns ? " in another mount namespace" : "");
+		n++;
+	}
+	closedir(proc);
+	if (!b.len) {
+		buf_release(&b);
+		return NULL;
+	}
+	return buf_detach(&b, NULL);
+}
+
 int cmd_umount(int argc, char **argv)
 {
+	char *who = NULL;
 	const struct cli_command *self = cli_find("umount");
 	const char *socket = agent_socket_default();
 	char *dir, *body, *err = NULL;
@@ -272,6 +403,7 @@ int cmd_umount(int argc, char **argv)
 	if (argc - optind != 1)
 		return cli_usage_error(self, "give the folder to unmount");
 	dir = absolute(argv[optind]);
+	who = holders(dir); /* before the detach: after it, their paths no longer name it */
 	req = json_pack("{s:s}", "dir", dir);
 	body = json_dumps(req, JSON_COMPACT);
 	json_decref(req);
@@ -286,12 +418,13 @@ int cmd_umount(int argc, char **argv)
 		if (json_is_true(json_object_get(ans, "in_use")))
 			fprintf(stderr, "hubmirror: %s is unmounted here, but the mount stays in use elsewhere (files open in "
 					"it, or a container or other mount namespace that copied it): it is served until the "
-					"last of them lets go\n", dir);
+					"last of them lets go%s%s\n", dir, who ? "; held by " : "", who ? who : "");
 		r = CLI_OK;
 	}
 	json_decref(ans);
 	free(body);
 	free(dir);
+	free(who);
 	free(err);
 	return r;
 }

@@ -64,6 +64,7 @@ timeout 10 "$HUBMIRROR" umount "$T/a" 2>"$T/umount.err"; rc=$?
 sed 's/^/# /' "$T/umount.err"
 check "umount returns at once, and well (status $rc)" test "$rc" = 0
 check "saying the mount stays in use elsewhere" grep -q "stays in use elsewhere" "$T/umount.err"
+check "and naming who holds it: the container's process, in its mount namespace" grep -q "held by .*pid $holder (sleep) in another mount namespace" "$T/umount.err"
 check "the folder is free in the agent's namespace" bash -c "! mountpoint -q '$T/a'"
 quick "status answers meanwhile" "$HUBMIRROR" status
 check "and counts the copy still in use" test "$(snapj hf:acme/ns-a 'x["detached_in_use"]')" = 1
