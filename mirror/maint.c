@@ -29,6 +29,8 @@ struct gc_walk {
 	struct mirror_gc_report *rep;
 	int64_t partial_max_age_s;
 	bool dry_run;
+	const struct mirror_progress *progress;
+	int64_t seen, total;
 };
 
 static int gc_visit(void *ud, const char *name, const char *path, int64_t age_s)
@@ -36,6 +38,8 @@ static int gc_visit(void *ud, const char *name, const char *path, int64_t age_s)
 	struct gc_walk *g = ud;
 	size_t n = strlen(name);
 
+	g->seen++;
+	mirror_progress_say(g->progress, g->seen, g->total > g->seen ? g->total : g->seen, 0, 0);
 	if (n > 5 && !strcmp(name + n - 5, ".part")) {
 		if (age_s < g->partial_max_age_s)
 			return 0;
@@ -60,12 +64,13 @@ static int gc_visit(void *ud, const char *name, const char *path, int64_t age_s)
 }
 
 int mirror_gc(struct mirror_data *d, int keep, int64_t partial_max_age_s, bool dry_run,
-	      struct mirror_gc_report *rep, char **errmsg)
+	      struct mirror_gc_report *rep, const struct mirror_progress *progress, char **errmsg)
 {
 	struct catalog_gc_stats st;
+	struct catalog_totals tot;
 	char (*dead)[65] = NULL;
 	size_t ndead = 0;
-	struct gc_walk g = { d, rep, partial_max_age_s, dry_run };
+	struct gc_walk g = { d, rep, partial_max_age_s, dry_run, progress, 0, 0 };
 	int r;
 
 	memset(rep, 0, sizeof(*rep));
@@ -101,6 +106,8 @@ int mirror_gc(struct mirror_data *d, int keep, int64_t partial_max_age_s, bool d
 			rep->git_removed = gr.removed;
 		}
 	}
+	if (progress && !catalog_totals(d->catalog, &tot))
+		g.total = tot.blobs; /* about what the walk will see */
 	/* With dry_run the catalog still holds the dead blobs, so the walk does not count them twice. */
 	r = mirror_store_each(d->store, true, gc_visit, &g);
 	if (r && errmsg)

@@ -9,6 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct mirror_progress;
+
 struct mirror_data;
 
 struct mirror_gc_report {
@@ -25,10 +27,11 @@ struct mirror_gc_report {
 /*
  * keep: snapshots kept per tracked repo besides those a ref points at (>= 1). Partial downloads older
  * than partial_max_age_s are deleted (a later sync would have resumed them). dry_run changes nothing
- * and reports what would go. Returns 0 or an error (with *errmsg, malloc'd).
+ * and reports what would go. progress, if not NULL, hears of the store's walk (entries seen, of about
+ * the contents the catalog holds). Returns 0 or an error (with *errmsg, malloc'd).
  */
 int mirror_gc(struct mirror_data *d, int keep, int64_t partial_max_age_s, bool dry_run,
-	      struct mirror_gc_report *rep, char **errmsg);
+	      struct mirror_gc_report *rep, const struct mirror_progress *progress, char **errmsg);
 
 /* A content verify found bad, and what holds it: "hf:org/name @ 5d1e2b9c0a1f: path" (the newest
  * ten files that name it). */
@@ -53,7 +56,6 @@ void mirror_verify_report_release(struct mirror_verify_report *rep);
 /* Re-hash every catalog blob (progress, if not NULL, hears of each: contents and bytes of the whole).
  * Corrupt ones are quarantined, and they and missing ones are handed to
  * the next sync to fetch again (catalog_blob_damaged). Returns 0 or an error (with *errmsg). */
-struct mirror_progress;
 int mirror_verify(struct mirror_data *d, struct mirror_verify_report *rep, const struct mirror_progress *progress,
 		  char **errmsg);
 

@@ -12,6 +12,7 @@
 #include "cli.h"
 #include "mirror/data.h"
 #include "mirror/maint.h"
+#include "mirror/progress.h"
 
 int cmd_gc(int argc, char **argv)
 {
@@ -38,7 +39,13 @@ int cmd_gc(int argc, char **argv)
 		return cli_usage_error(self, "unexpected argument '%s'", argv[optind]);
 	if (cli_open_locked(dir, wait, &data))
 		return CLI_FAILED;
-	e = mirror_gc(data, keep, (int64_t)age_h * 3600, dry, &rep, &err);
+	{
+		struct cli_progress cp;
+		struct mirror_progress mp = { cli_progress_fn, &cp };
+		cli_progress_start(&cp, "gc: the store's walk");
+		e = mirror_gc(data, keep, (int64_t)age_h * 3600, dry, &rep, &mp, &err);
+		cli_progress_end(&cp);
+	}
 	if (e) {
 		fprintf(stderr, "hubmirror: gc: %s\n", err ? err : err_str(e));
 		r = CLI_FAILED;

@@ -603,7 +603,7 @@ int cmd_sync(int argc, char **argv)
 		/* retention: what the run left old beyond N per repo goes, with the contents only it used */
 		struct mirror_gc_report g;
 		char *gerr = NULL, b[32];
-		if (mirror_gc(data, o.retention, 7 * 24 * 3600, false, &g, &gerr)) {
+		if (mirror_gc(data, o.retention, 7 * 24 * 3600, false, &g, NULL, &gerr)) {
 			fprintf(stderr, "hubmirror: sync: gc after the run: %s\n", gerr ? gerr : "failed");
 			r = CLI_FAILED;
 		} else if (!o.json && (g.snapshots_dropped || g.blobs_removed)) {

@@ -122,8 +122,14 @@ void cli_progress_fn(void *ud, int64_t done_n, int64_t total_n, int64_t done_byt
 		else
 			snprintf(eta, sizeof(eta), ", ETA %ldm%02lds", left / 60, left % 60);
 	}
+	if (total_bytes <= 0) { /* a count alone (gc's walk) */
+		fprintf(stderr, "\r\033[K%s: %lld of about %lld entries (%d%%)", p->what, (long long)done_n, (long long)total_n,
+			total_n > 0 ? (int)(100 * done_n / total_n) : 100);
+		fflush(stderr);
+		return;
+	}
 	fprintf(stderr, "\r\033[K%s: %lld of %lld contents, %s of %s (%d%%)%s%s%s", p->what, (long long)done_n,
-		(long long)total_n, db, tb, total_bytes > 0 ? (int)(100 * done_bytes / total_bytes) : 100,
+		(long long)total_n, db, tb, (int)(100 * done_bytes / total_bytes),
 		rate > 0 ? ", " : "", rate > 0 ? rb : "", rate > 0 ? "/s" : "");
 	fputs(eta, stderr);
 	fflush(stderr);

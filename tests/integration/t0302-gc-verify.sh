@@ -96,6 +96,8 @@ check "verify passes after repair" hm verify
 script -qec "'$HUBMIRROR' verify" /dev/null >"$T/tty.out" 2>&1
 check "verify on a terminal draws its progress, then clears it" bash -c "grep -aEq 'verify: ([0-9]+) of \1 contents, [0-9.]+ [KM]iB of [0-9.]+ [KM]iB \(100%\)' '$T/tty.out' &&
 	grep -aq \$'\r\033\[K' '$T/tty.out'"
+script -qec "'$HUBMIRROR' gc --dry-run" /dev/null >"$T/tty-gc.out" 2>&1
+check "gc on a terminal: its walk of the store, counted" grep -aEq "gc: the store's walk: [0-9]+ of about [0-9]+ entries \([0-9]+%\)" "$T/tty-gc.out"
 hm -q verify >"$T/q.out" 2>"$T/q.err"
 check "with -q, no progress line" bash -c "! grep -q 'contents,' '$T/q.err'"
 check "consistent after repair" checkstore
