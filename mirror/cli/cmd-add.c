@@ -132,6 +132,12 @@ static int make_item(const char *spec, const struct add_opts *o, const char *whe
 		return cli_usage_error(cli_find("add"), "%s'%s' is not a repository spec "
 				       "(hf:ORG/NAME, hf:datasets/ORG/NAME, ms:ORG/NAME, ms:datasets/ORG/NAME)",
 				       where, spec);
+	if (!strchr(it->spec.name, '/'))
+		/* the Hub kept a few repositories of its first days under a bare name (gpt2): allowed, but
+		 * most such names are a slip for ORG/NAME */
+		fprintf(stderr, "hubmirror: %snote: '%s' names no organisation: only a few old Hugging Face repositories "
+			"have such a name (gpt2, bert-base-uncased); a repository of an organisation is hf:ORG/NAME\n", where,
+			spec);
 	if (o->revision) {
 		if (hub_check_revision(o->revision)) {
 			hub_spec_release(&it->spec);

@@ -105,6 +105,11 @@ if [ "$(id -u)" = 0 ] && id nobody >/dev/null 2>&1; then
 	done
 fi
 
+hm add hf:simorg >/dev/null 2>"$T/bare.err"
+check "a bare name is tracked (the Hub has a few), with a note that it is most likely a slip" grep -q \
+	"note: 'hf:simorg' names no organisation: only a few old Hugging Face repositories have such a name (gpt2, bert-base-uncased); a repository of an organisation is hf:ORG/NAME" "$T/bare.err"
+hm remove hf:simorg >/dev/null
+
 expect_status 1 "unwritable data dir fails cleanly" hm ls --data /proc/hubmirror-test 2>"$T/e4"
 check "data dir error names the path" grep -q "/proc/hubmirror-test" "$T/e4"
 finish
