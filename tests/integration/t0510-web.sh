@@ -367,5 +367,43 @@ if [ "$_failed" -gt 0 ]; then
 	tail -n 20 "$T/access.log" | sed 's/^/#   /'
 	[ -s "$T/serve.err" ] && sed 's/^/# serve: /' "$T/serve.err"
 fi
+
+# ---- a mirror with a tokens file: the request form says a token is needed, and how to ask with it ----
+printf 'tok-web-000000001 hf:acme/llm\n' >"$T/tokens"; chmod 600 "$T/tokens"
+check "a second serve of the same store, with a tokens file" start_serve --p2p-listen off --tokens "$T/tokens"
+cat >"$T/req.mjs" <<'JS'
+import { createRequire } from 'node:module';
+import { mkdtempSync } from 'node:fs';
+const [M, jsDir, tmp] = process.argv.slice(2);
+const { chromium } = createRequire(jsDir + '/package.json')('playwright-core');
+const ctx = await chromium.launchPersistentContext(mkdtempSync(tmp + '/chromium-req-'), {
+	executablePath: '/usr/bin/chromium', headless: true,
+	args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking'] });
+ctx.setDefaultTimeout(10000);
+let code = 1;
+try {
+	const page = ctx.pages()[0] || await ctx.newPage();
+	await page.goto(M + '/#/requests');
+	await page.fill('#req-spec', 'hf:acme/wanted');
+	await page.click('#req-send');
+	await page.waitForFunction(() => document.querySelector('#req-result').textContent.length > 0);
+	const said = await page.textContent('#req-result');
+	const want = 'This mirror takes requests only with a token: ask its operator for one, then run ' +
+		'HUBMIRROR_TOKEN=<token> hubmirror request --mirror ' + M + ' hf:acme/wanted.';
+	console.log((said === want ? 'ok - ' : 'not ok - ') + 'the request form says a token is needed, and how to ask with one' +
+		(said === want ? '' : ' # got ' + JSON.stringify(said)));
+	code = said === want ? 0 : 1;
+} finally {
+	await ctx.close();
+}
+process.exit(code);
+JS
+while IFS= read -r line; do
+	case $line in
+	"ok - "*) ok "web: ${line#ok - }" ;;
+	"not ok - "*) fail "web: ${line#not ok - }" ;;
+	*) echo "# $line" ;;
+	esac
+done < <(timeout 30 node "$T/req.mjs" "$M" "$JS" "$T" 2>&1)
 echo "# took $((SECONDS - started)) s"
 finish
