@@ -130,6 +130,7 @@ struct conn {
 	http_parser parser;
 	char *rbuf;                    /* NULL while idle */
 	size_t rlen, roff;             /* bytes in rbuf, bytes already parsed */
+	uint64_t bytes_in;             /* read from the client, in all (a catch-up's progress) */
 	struct httpd_req req;
 	struct head_scan scan;         /* the framing of the request head being read */
 	bool in_request;               /* a request has started (header timeout applies) */
