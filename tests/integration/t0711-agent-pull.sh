@@ -50,6 +50,8 @@ import json,sys; s=json.load(open(sys.argv[1]))["snapshots"]
 assert len(s) == 2 and all(x["pinned"] and x["verified"] and x["complete"] and x["mounts"] == [] for x in s), s' "$T/st.json"
 "$HUBMIRROR" pull --no-hf-cache hf:acme/pull-hf >"$T/again.out" 2>&1
 check "pulling it again is at once verified (the agent holds it)" grep -q "pulled hf:acme/pull-hf" "$T/again.out"
+script -qec "'$HUBMIRROR' pull --no-hf-cache hf:acme/pull-hf" /dev/null >"$T/tty-pull.out" 2>&1
+check "on a terminal the pull draws its line: the spec, a bar, bytes" grep -aEq 'hf:acme/pull-hf \[#{20}\] [0-9.]+ MiB / [0-9.]+ MiB' "$T/tty-pull.out"
 expect_status 1 "pulling a repo the mirror lacks fails" "$HUBMIRROR" pull --hf-cache "$T/hfc" hf:acme/none 2>"$T/none.err"
 check "and says so" grep -q "not on this mirror" "$T/none.err"
 check "and links nothing" test ! -e "$T/hfc/models--acme--none"
