@@ -963,6 +963,22 @@ static bool refused_recently(const struct sync *s, const struct catalog_repo *cr
 	return cr->last_sync_at > 0 && time(NULL) - cr->last_sync_at < REFUSED_RECHECK_S;
 }
 
+/* A repo this run left alone (its res says why): counted failed and reported, the catalog's record
+ * of it untouched. */
+static void repo_skipped(struct srepo *r)
+{
+	struct sync *s = r->s;
+	struct mirror_sync_repo_result *res = r->res;
+
+	s->report->failed++;
+	if (catalog_run_result(s->d->catalog, s->run_id, r->cr->id, res->outcome, NULL, 0, 0, res->error))
+		log_warn("sync", "catalog: %s", catalog_errmsg(s->d->catalog));
+	report_repo(s, res);
+	s->repos_done++;
+	if (s->repos_done == s->nrepos && s->running)
+		uv_stop(&s->loop);
+}
+
 /* Repos in a row whose listing could not reach their upstream, after which the rest of that hub's
  * are not tried: with upstream down, a run of 760 repos ends in a minute, not half an hour. */
 #define UNREACHABLE_STOP 8
@@ -978,20 +994,13 @@ static void repo_skip_unreachable(struct srepo *r)
 	res->error = xasprintf("not tried: upstream did not answer the last %d repos of %s (%s)",
 			       s->unreachable[r->spec.hub], hub_kind_name(r->spec.hub),
 			       s->unreachable_why[r->spec.hub] ? s->unreachable_why[r->spec.hub] : "unreachable");
-	s->report->failed++;
-	if (catalog_run_result(s->d->catalog, s->run_id, r->cr->id, res->outcome, NULL, 0, 0, res->error))
-		log_warn("sync", "catalog: %s", catalog_errmsg(s->d->catalog));
-	report_repo(s, res);
-	s->repos_done++;
-	if (s->repos_done == s->nrepos && s->running)
-		uv_stop(&s->loop);
+	repo_skipped(r);
 }
 
 /* A refused repo left alone this run: reported as it stands, the catalog's record (and its time, from
  * which the next check counts) untouched. */
 static void repo_skip_refused(struct srepo *r)
 {
-	struct sync *s = r->s;
 	struct mirror_sync_repo_result *res = r->res;
 	time_t next = (time_t)(r->cr->last_sync_at + REFUSED_RECHECK_S);
 	char when[32];
@@ -1001,13 +1010,7 @@ static void repo_skip_refused(struct srepo *r)
 										    : "disabled";
 	res->error = xasprintf("%s (not asked again before %s, or until the upstream tokens change)",
 			       r->cr->sync_error ? r->cr->sync_error : "refused upstream", when);
-	s->report->failed++;
-	if (catalog_run_result(s->d->catalog, s->run_id, r->cr->id, res->outcome, NULL, 0, 0, res->error))
-		log_warn("sync", "catalog: %s", catalog_errmsg(s->d->catalog));
-	report_repo(s, res);
-	s->repos_done++;
-	if (s->repos_done == s->nrepos && s->running)
-		uv_stop(&s->loop);
+	repo_skipped(r);
 }
 
 void mirror__sync_start_listings(struct sync *s)

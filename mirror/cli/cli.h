@@ -108,6 +108,11 @@ void cli_human_time(int64_t unix_seconds, char *out, size_t outlen);
 /* "5m ago", "3h ago", "12d ago", "just now", or the date for a year and more ("2025-11-30");
  * "never" for 0. At most 10 columns. */
 void cli_human_age(int64_t unix_seconds, char *out, size_t outlen);
+/* "2m41s", "1h05m", "12s" (at most 999h59m), for waits and ETAs. */
+void cli_human_secs(double secs, char *out, size_t cap);
+/* Seconds on the monotonic clock, for rates. */
+double cli_mono_s(void);
+
 /* A terminal's progress line for a long operation (verify, export, import): on only when stderr is
  * a terminal and not -q; drawn at most 4 times a second: "verify: 1200 of 45000 contents, 1.2 GiB
  * of 3.4 GiB (35%), 850 MiB/s, ETA 1h02m". cli_progress_fn is a struct mirror_progress's fn with

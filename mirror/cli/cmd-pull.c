@@ -91,33 +91,12 @@ static char *snapshot_path(json_t *w, const struct cli_agent_opts *o)
 	return p;
 }
 
-/* "2m41s", "1h05m", "12s" */
-static void human_secs(double secs, char *out, size_t cap)
-{
-	long s = secs < 0 ? 0 : secs > 359999 ? 359999 : (long)(secs + 0.5); /* at most 99h59m */
-
-	if (s >= 3600)
-		snprintf(out, cap, "%ldh%02ldm", s / 3600, s / 60 % 60);
-	else if (s >= 60)
-		snprintf(out, cap, "%ldm%02lds", s / 60, s % 60);
-	else
-		snprintf(out, cap, "%lds", s);
-}
-
 /* For the progress line's rate: bytes held and when, at the first look and now. */
 struct pace {
 	int64_t first_have;
 	double first_at;
 	bool started;
 };
-
-static double now_s(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
 
 /* Show one round of progress; returns 1 when every snapshot is verified or failed, else 0. A failed
  * one gets "error" in its want entry (said at the end, with the others' outcomes). */
@@ -177,10 +156,10 @@ static int progress(json_t *st, json_t *want, bool as_json, bool tty, struct pac
 	if (!pace->started) {
 		pace->started = true;
 		pace->first_have = have;
-		pace->first_at = now_s();
+		pace->first_at = cli_mono_s();
 	}
 	if (tty) {
-		double secs = now_s() - pace->first_at, rate = secs > 0.5 ? (double)(have - pace->first_have) / secs : 0;
+		double secs = cli_mono_s() - pace->first_at, rate = secs > 0.5 ? (double)(have - pace->first_have) / secs : 0;
 		char bar[21], r[24] = "", eta[48] = "";
 		int pct = total ? (int)(100 * have / total) : 100, fill = pct / 5;
 		for (int k = 0; k < 20; k++)
@@ -193,7 +172,7 @@ static int progress(json_t *st, json_t *want, bool as_json, bool tty, struct pac
 			char rs[16];
 			cli_human_size((int64_t)rate, rs, sizeof(rs));
 			snprintf(r, sizeof(r), "%s/s", rs);
-			human_secs((double)(total - have) / rate, x, sizeof(x));
+			cli_human_secs((double)(total - have) / rate, x, sizeof(x));
 			snprintf(eta, sizeof(eta), "  ETA %s", x);
 		}
 		if (n == 1)

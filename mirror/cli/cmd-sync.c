@@ -375,19 +375,6 @@ static int sync_remote(const struct sync_opts *o, int nspecs, char **specs)
 	}
 }
 
-/* "2m41s", "1h05m", "12s" */
-static void say_secs(double secs, char *out, size_t cap)
-{
-	long v = secs < 0 ? 0 : secs > 3599999 ? 3599999 : (long)(secs + 0.5);
-
-	if (v >= 3600)
-		snprintf(out, cap, "%ldh%02ldm", v / 3600, v / 60 % 60);
-	else if (v >= 60)
-		snprintf(out, cap, "%ldm%02lds", v / 60, v % 60);
-	else
-		snprintf(out, cap, "%lds", v);
-}
-
 static void local_time(int64_t t, char *out, size_t cap)
 {
 	time_t tt = (time_t)t;
@@ -452,7 +439,7 @@ static int sync_status(const struct sync_opts *o)
 			json_t *f;
 			size_t i;
 			local_time(jint(pg, "started_at"), when, sizeof(when));
-			say_secs((double)(time(NULL) - jint(pg, "started_at")), d, sizeof(d));
+			cli_human_secs((double)(time(NULL) - jint(pg, "started_at")), d, sizeof(d));
 			cli_human_size(jint(pg, "bytes_done"), b1, sizeof(b1));
 			cli_human_size(jint(pg, "bytes_total"), b2, sizeof(b2));
 			printf("sync running since %s (%s, pid %lld): repo %lld of %lld, files %lld of %lld, %s of %s", when, d,
@@ -461,7 +448,7 @@ static int sync_status(const struct sync_opts *o)
 			if (rate > 0) {
 				char r[32], eta[32];
 				cli_human_size((int64_t)rate, r, sizeof(r));
-				say_secs((double)left / rate, eta, sizeof(eta));
+				cli_human_secs((double)left / rate, eta, sizeof(eta));
 				printf(", %s/s, ETA %s", r, left > 0 ? eta : "-");
 			}
 			putchar('\n');
@@ -490,7 +477,7 @@ static int sync_status(const struct sync_opts *o)
 		} else if (json_is_integer(json_object_get(sv, "next_sync_in_s"))) {
 			int64_t in = jint(sv, "next_sync_in_s");
 			local_time((int64_t)time(NULL) + in, when, sizeof(when));
-			say_secs((double)in, d, sizeof(d));
+			cli_human_secs((double)in, d, sizeof(d));
 			printf("next sync at %s (in %s)\n", when, d);
 		} else if (!json_is_true(json_object_get(sv, "sync_running"))) {
 			printf("the serve has no schedule (serve --sync-at HH:MM or --sync-every D)\n");

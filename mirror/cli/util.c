@@ -86,7 +86,7 @@ void cli_human_age(int64_t t, char *out, size_t outlen)
 	}
 }
 
-static double mono_s(void)
+double cli_mono_s(void)
 {
 	struct timespec t;
 
@@ -94,18 +94,30 @@ static double mono_s(void)
 	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
 }
 
+void cli_human_secs(double secs, char *out, size_t cap)
+{
+	long v = secs < 0 ? 0 : secs > 3599999 ? 3599999 : (long)(secs + 0.5);
+
+	if (v >= 3600)
+		snprintf(out, cap, "%ldh%02ldm", v / 3600, v / 60 % 60);
+	else if (v >= 60)
+		snprintf(out, cap, "%ldm%02lds", v / 60, v % 60);
+	else
+		snprintf(out, cap, "%lds", v);
+}
+
 void cli_progress_start(struct cli_progress *p, const char *what)
 {
 	memset(p, 0, sizeof(*p));
 	p->what = what;
-	p->started = mono_s();
+	p->started = cli_mono_s();
 	p->on = isatty(STDERR_FILENO) && log_get_level() >= LOG_LEVEL_INFO;
 }
 
 void cli_progress_fn(void *ud, int64_t done_n, int64_t total_n, int64_t done_bytes, int64_t total_bytes)
 {
 	struct cli_progress *p = ud;
-	double now = mono_s(), secs = now - p->started, rate = secs > 0.5 ? (double)done_bytes / secs : 0;
+	double now = cli_mono_s(), secs = now - p->started, rate = secs > 0.5 ? (double)done_bytes / secs : 0;
 	char db[16], tb[16], rb[16], eta[32] = "";
 
 	if (!p->on || (now - p->last < 0.25 && done_n < total_n))
@@ -116,11 +128,9 @@ void cli_progress_fn(void *ud, int64_t done_n, int64_t total_n, int64_t done_byt
 	cli_human_size(total_bytes, tb, sizeof(tb));
 	cli_human_size((int64_t)rate, rb, sizeof(rb));
 	if (rate > 0 && total_bytes > done_bytes) {
-		long left = (long)((double)(total_bytes - done_bytes) / rate + 0.5);
-		if (left >= 3600)
-			snprintf(eta, sizeof(eta), ", ETA %ldh%02ldm", left / 3600, left / 60 % 60);
-		else
-			snprintf(eta, sizeof(eta), ", ETA %ldm%02lds", left / 60, left % 60);
+		char left[24];
+		cli_human_secs((double)(total_bytes - done_bytes) / rate, left, sizeof(left));
+		snprintf(eta, sizeof(eta), ", ETA %s", left);
 	}
 	if (total_bytes <= 0) { /* a count alone (gc's walk) */
 		fprintf(stderr, "\r\033[K%s: %lld of about %lld entries (%d%%)", p->what, (long long)done_n, (long long)total_n,
