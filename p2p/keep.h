@@ -4,10 +4,12 @@
  * (another revision, another repo) gets it placed before its torrent starts and fetches only what
  * changed.
  *
- * Nothing is believed because the mirror said it: a content is kept under a sha256 only after that
- * sha256 was computed here from bytes the torrent's hashes proved, and a kept content is placed into a
- * new torrent's folder only if every piece of it matches that torrent (libtorrent would otherwise
- * fetch the bad piece and write it into an inode other snapshots share). docs/security.md.
+ * The name is an index, never a proof: a content is kept under the sha256 the mirror names for it once
+ * every byte of the file passed the torrent's hashes (the mirror made the torrent's v2 hashes from the
+ * bytes it checked against that sha256, so no second pass over them here), and a kept content is
+ * placed into a new torrent's folder only if every piece of it matches that torrent (libtorrent would
+ * otherwise fetch the bad piece and write it into an inode other snapshots share). A name the mirror
+ * got wrong costs a fetch, never a wrong byte. docs/security.md.
  */
 #ifndef HM_P2P_KEEP_H
 #define HM_P2P_KEEP_H
@@ -32,10 +34,9 @@ size_t p2p_keep_place(const char *cache_dir, const char *name, const struct p2p_
 
 /*
  * After the torrent btih of ses has every piece: keep each known content by its sha256, once every byte
- * of the file is verified (p2p_session_have_range) and its sha256 computed here is the one named.
- * Returns how many are not verified in the file yet (their last writes may be pending when the torrent
- * says it finished): call again later for those. Blocking (hashes whole files): run it off any loop, at
- * low priority.
+ * of the file is verified (p2p_session_have_range). Returns how many are not verified in the file yet
+ * (their last writes may be pending when the torrent says it finished): call again later for those.
+ * Blocking (a piece not yet seen verified is read back): run it off any loop, at low priority.
  */
 size_t p2p_keep_index(struct p2p_session *ses, const char *btih, const char *cache_dir,
 		      const struct p2p_known *known, size_t n);

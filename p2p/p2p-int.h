@@ -32,9 +32,4 @@ int p2p__torrent_build(const char *name, const char *const *paths, const char *c
 		       const int64_t *sizes, size_t n, int64_t piece_size, struct p2p__built *out,
 		       char **errmsg);
 
-/* The sha256 of the file at path, in lowercase hex (65 bytes with the NUL). Reads it whole; returns 0,
- * -errno or HM_ERR_TORRENT. For contents the mount keeps by sha256: a name is given only after it was
- * computed here, never as the mirror claims it. */
-int p2p__file_sha256(const char *path, char hex_out[65]);
-
 #endif

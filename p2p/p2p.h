@@ -282,8 +282,8 @@ int p2p_session_file_path(struct p2p_session *s, const char *btih, int index, ch
  * So a piece libtorrent has whose writes are still pending answers 0 for a moment, a piece whose file
  * was damaged answers 0 until it is fixed, and a torrent in seed mode answers from its files.
  * Cost: a cached range costs a lock and a bit test per piece; a piece not seen yet one round trip to
- * libtorrent's network thread (3.4 us) and, if had, one pread and SHA-1 of the piece (~1.4 GB/s, the
- * bytes usually in the page cache); the scan stops at the first missing piece. Safe from any thread;
+ * libtorrent's network thread (3.4 us) and, if had, one pread and SHA-256 of the piece (its v2 hash,
+ * docs/p2p.md "One hash per byte"; the bytes usually in the page cache); the scan stops at the first missing piece. Safe from any thread;
  * two threads may verify one piece at the same time (both get the same answer).
  */
 int p2p_session_have_range(struct p2p_session *s, const char *btih, int index, int64_t offset, int64_t len);
@@ -337,10 +337,10 @@ int p2p_session_pieces_had(struct p2p_session *s, const char *btih, unsigned cha
  * - p2p_session_download_pause: pause (or go on with) asking peers for pieces (libtorrent's upload
  *   mode: uploads go on), so that libtorrent writes nothing into the files meanwhile.
  * - p2p_session_write_piece: check data (a whole piece, pad bytes as zeros; len its size, else
- *   -EINVAL) against the torrent's v1 piece hash (HM_ERR_HASH_MISMATCH: nothing written), write its
+ *   -EINVAL) against the torrent's v2 piece hash (HM_ERR_HASH_MISMATCH: nothing written), write its
  *   file parts into <save_path>/<name>/<path> (folders and files made as needed; -errno when a write
  *   fails: the piece then does not count), and count it as had for p2p_session_have_range. libtorrent
- *   does not know of it. Blocking (SHA-1 and a write of one piece); any thread.
+ *   does not know of it. Blocking (SHA-256 and a write of one piece); any thread.
  * - p2p_session_reseed: hand what the files hold to libtorrent: the torrent is removed and added again
  *   from its bytes (torrent, len: the same torrent, else HM_ERR_USAGE) with the same options and piece
  *   priorities, the pieces had for p2p_session_have_range (those p2p_session_write_piece wrote) given
@@ -404,7 +404,7 @@ int p2p_session_take_wanted(struct p2p_session *s, const char *btih);
 /*
  * Does the file at <save_path>/<name>/<path> hold exactly what the torrent says file path (inside
  * its root folder, as p2p_session_files lists it) holds? Reads it and checks every piece of it against
- * the torrent's v1 hashes, without a session: for contents placed from elsewhere (another revision)
+ * the torrent's v2 hashes (v1 for a torrent without them), without a session: for contents placed from elsewhere (another revision)
  * before a torrent starts, since a piece that fails there would be downloaded and written into the
  * placed file. A piece shared with another real file (not in hubmirror's torrents, which align files
  * to pieces) counts as a mismatch. Returns 1 (an empty file too), 0 (a mismatch, or the file is

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <exception>
 #include <string>
+#include <vector>
 
 #include <libtorrent/load_torrent.hpp>
 #include <libtorrent/torrent_info.hpp>
@@ -89,8 +90,23 @@ inline lt::torrent_info info_of(const unsigned char *torrent, size_t len)
 struct p2p_file_list;
 void list_files_of(lt::torrent_info const &ti, struct p2p_file_list *out);
 
-/* Hash what the files under save_path hold of piece p (pad files as zeros) and compare with the
- * torrent's v1 piece hash; a missing or short file is a mismatch (shim-torrent.cpp). */
-bool verify_in_file(lt::torrent_info const &ti, std::string const &save_path, int p);
+/*
+ * How the shim checks a piece itself (direct mode's writes, reads that read a piece back, verify,
+ * contents kept by sha256): against the torrent's v2 hashes, SHA-256 like the files' upstream hashes,
+ * one pass over the bytes (docs/p2p.md, "One hash per byte"). v2_of gives each piece's expected root
+ * of its file's Merkle subtree, from the piece layers and the small files' roots; it needs a
+ * torrent_info as parsed from the bytes (load_torrent_buffer moves the piece layers out of its own).
+ * An empty table (a torrent without v2 hashes) makes both checks use the v1 piece hash (SHA-1).
+ */
+std::vector<lt::sha256_hash> v2_of(lt::torrent_info const &ti);
+
+/* Whether data, piece p as peers see it (len bytes, pads as zeros), is what the torrent says. */
+bool piece_ok(lt::torrent_info const &ti, std::vector<lt::sha256_hash> const &v2, int p, const char *data,
+	      size_t len);
+
+/* Whether what the files under save_path hold of piece p is what the torrent says; a missing or short
+ * file is a mismatch (shim-torrent.cpp). */
+bool verify_in_file(lt::torrent_info const &ti, std::vector<lt::sha256_hash> const &v2, std::string const &save_path,
+		    int p);
 
 #endif

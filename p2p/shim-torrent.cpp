@@ -1,8 +1,8 @@
 /*
  * shim-torrent.cpp - torrents as files: the libtorrent half of p2p_torrent_create (the hybrid torrent
  * of a snapshot, hashed straight from the store's files), and reading torrents and checking files
- * against them (p2p_torrent_info_hash, p2p_torrent_web_seeds, p2p_torrent_verify_file,
- * p2p__file_sha256). The session side is shim.cpp.
+ * against them (p2p_torrent_info_hash, p2p_torrent_web_seeds, p2p_torrent_verify_file; the v2 piece
+ * checks the session shares, shim-int.hpp). The session side is shim.cpp.
  *
  * libtorrent lays the torrent out (file order, pad files, piece count) and writes it; the hashes are
  * computed here, reading each file from its source path, because libtorrent's set_piece_hashes reads
@@ -98,6 +98,26 @@ struct hashing {
 	}
 };
 
+/* The width of file f's piece subtrees: a piece's blocks, or for a file smaller than a piece its blocks
+ * rounded up to a power of two (BEP 52; what set_piece_hashes computes). */
+size_t subtree_width(lt::file_storage const &fs, lt::file_index_t f)
+{
+	std::int64_t const size = fs.file_size(f), plen = fs.piece_length();
+	size_t const file_blocks = static_cast<size_t>((size + block_size - 1) / block_size);
+	return size < plen ? pow2_at_least(file_blocks) : static_cast<size_t>(plen / block_size);
+}
+
+/* The root of the subtree over want bytes at data (a piece's part of one file), width leaves wide. */
+lt::sha256_hash subtree_root(const char *data, size_t want, size_t width, std::vector<lt::sha256_hash> &leaves)
+{
+	leaves.assign(width, lt::sha256_hash());
+	for (size_t b = 0; b * block_size < want && b < width; b++) {
+		size_t const len = std::min(static_cast<size_t>(block_size), want - b * block_size);
+		leaves[b] = lt::hasher256(data + b * block_size, static_cast<int>(len)).final();
+	}
+	return merkle_root(leaves);
+}
+
 /* Hash file index fi: every piece it starts (its bytes, then the pad's zeros). */
 void hash_file(hashing &hs, int fi, std::vector<char> &buf)
 {
@@ -105,8 +125,7 @@ void hash_file(hashing &hs, int fi, std::vector<char> &buf)
 	std::int64_t const size = hs.fs.file_size(f), plen = hs.fs.piece_length();
 	int const first = static_cast<int>(hs.fs.file_offset(f) / plen);
 	int const npieces = static_cast<int>((size + plen - 1) / plen);
-	size_t const file_blocks = static_cast<size_t>((size + block_size - 1) / block_size);
-	size_t const width = size < plen ? pow2_at_least(file_blocks) : static_cast<size_t>(plen / block_size);
+	size_t const width = subtree_width(hs.fs, f);
 	std::vector<lt::sha256_hash> leaves;
 	int fd = open(hs.source[static_cast<size_t>(fi)], O_RDONLY | O_CLOEXEC);
 
@@ -141,12 +160,7 @@ void hash_file(hashing &hs, int fi, std::vector<char> &buf)
 		std::memset(buf.data() + want, 0, span > want ? span - want : 0);
 		hs.v1[static_cast<size_t>(piece)] = lt::hasher(buf.data(), static_cast<int>(span)).final();
 		/* v2: this piece's subtree of the file's Merkle tree */
-		leaves.assign(width, lt::sha256_hash());
-		for (size_t b = 0; b * block_size < want; b++) {
-			size_t const len = std::min(static_cast<size_t>(block_size), want - b * block_size);
-			leaves[b] = lt::hasher256(buf.data() + b * block_size, static_cast<int>(len)).final();
-		}
-		hs.v2[static_cast<size_t>(fi)][static_cast<size_t>(k)] = merkle_root(leaves);
+		hs.v2[static_cast<size_t>(fi)][static_cast<size_t>(k)] = subtree_root(buf.data(), want, width, leaves);
 	}
 	close(fd);
 }
@@ -275,20 +289,89 @@ extern "C" int p2p__torrent_build(const char *name, const char *const *paths, co
 
 /* ---- reading torrents and files ---------------------------------------------------------------- */
 
-/* Hash what the files hold of piece p (pad files as zeros) and compare with the torrent's v1 piece
- * hash. A missing or short file is a mismatch. Reads through the page cache, so right after libtorrent
- * wrote the piece this costs the hashing only (SHA-1: ~1.4 GB/s here). */
-bool verify_in_file(lt::torrent_info const &ti, std::string const &save_path, int p)
+std::vector<lt::sha256_hash> v2_of(lt::torrent_info const &ti)
+{
+	lt::file_storage const &fs = ti.files();
+	std::int64_t const plen = fs.piece_length();
+	std::vector<lt::sha256_hash> v;
+
+	if (!ti.info_hashes().has_v2())
+		return v;
+	v.resize(static_cast<size_t>(ti.num_pieces()));
+	for (lt::file_index_t f : fs.file_range()) {
+		std::int64_t const size = fs.file_size(f);
+		if (fs.pad_file_at(f) || size == 0)
+			continue;
+		std::int64_t const first = fs.file_offset(f) / plen, npieces = (size + plen - 1) / plen;
+		/* a file bigger than a piece: its piece layer; one no bigger: its root */
+		lt::span<char const> layer = ti.piece_layer(f);
+		if (fs.file_offset(f) % plen || layer.size() != npieces * static_cast<std::ptrdiff_t>(lt::sha256_hash::size()))
+			return {};
+		for (std::int64_t k = 0; k < npieces; k++)
+			v[static_cast<size_t>(first + k)] = lt::sha256_hash(layer.data() + k * lt::sha256_hash::size());
+	}
+	return v;
+}
+
+namespace {
+
+/* The file piece p holds bytes of, and how many (pads are zeros, not hashed in v2); -1 when the piece
+ * spans two real files (a v1 torrent's layout: checked by its v1 hash). */
+int piece_file(lt::file_storage const &fs, int p, std::int64_t &bytes)
+{
+	int file = -1;
+
+	bytes = 0;
+	for (lt::file_slice const &sl : fs.map_block(lt::piece_index_t(p), 0, fs.piece_size(lt::piece_index_t(p)))) {
+		if (fs.pad_file_at(sl.file_index))
+			continue;
+		if (file >= 0 && file != static_cast<int>(sl.file_index))
+			return -1;
+		file = static_cast<int>(sl.file_index);
+		bytes += sl.size;
+	}
+	return file;
+}
+
+} // namespace
+
+bool piece_ok(lt::torrent_info const &ti, std::vector<lt::sha256_hash> const &v2, int p, const char *data, size_t len)
+{
+	lt::file_storage const &fs = ti.files();
+	std::int64_t want;
+	int f;
+
+	if (p < 0 || p >= ti.num_pieces() || len != static_cast<size_t>(ti.piece_size(lt::piece_index_t(p))))
+		return false;
+	if (v2.size() != static_cast<size_t>(ti.num_pieces()) || (f = piece_file(fs, p, want)) < 0)
+		return lt::hasher(data, static_cast<int>(len)).final() == ti.hash_for_piece(lt::piece_index_t(p));
+	static thread_local std::vector<lt::sha256_hash> leaves;
+	return subtree_root(data, static_cast<size_t>(want), subtree_width(fs, lt::file_index_t(f)), leaves) ==
+	       v2[static_cast<size_t>(p)];
+}
+
+/* Reads through the page cache, so right after a piece was written this costs the hashing only (one
+ * pass: SHA-256 of its 16 KiB blocks, or SHA-1 of the piece for a torrent without v2 hashes). */
+bool verify_in_file(lt::torrent_info const &ti, std::vector<lt::sha256_hash> const &v2, std::string const &save_path,
+		    int p)
 {
 	static thread_local std::vector<char> buf(256 * 1024);
+	static thread_local std::vector<lt::sha256_hash> leaves;
 	static const std::vector<char> zeros(64 * 1024, 0);
 	lt::file_storage const &fs = ti.files();
 	lt::piece_index_t const piece(p);
+	std::int64_t want;
+	int const f = v2.size() == static_cast<size_t>(ti.num_pieces()) ? piece_file(fs, p, want) : -1;
 	lt::hasher h;
 
+	if (f >= 0)
+		leaves.assign(subtree_width(fs, lt::file_index_t(f)), lt::sha256_hash());
+	size_t leaf = 0;
 	for (lt::file_slice const &sl : fs.map_block(piece, 0, fs.piece_size(piece))) {
 		std::int64_t left = sl.size;
 		if (fs.pad_file_at(sl.file_index)) {
+			if (f >= 0)
+				continue;
 			for (; left > 0; left -= std::min<std::int64_t>(left, std::int64_t(zeros.size())))
 				h.update(zeros.data(), static_cast<int>(std::min<std::int64_t>(left, std::int64_t(zeros.size()))));
 			continue;
@@ -299,19 +382,35 @@ bool verify_in_file(lt::torrent_info const &ti, std::string const &save_path, in
 			return false;
 		std::int64_t at = sl.offset;
 		while (left > 0) {
-			ssize_t n = ::pread(fd, buf.data(), static_cast<size_t>(std::min<std::int64_t>(left, std::int64_t(buf.size()))), at);
-			if (n < 0 && errno == EINTR)
-				continue;
-			if (n <= 0)
+			/* a chunk read whole, so that v2's 16 KiB blocks never straddle two reads */
+			size_t const chunk = static_cast<size_t>(std::min<std::int64_t>(left, std::int64_t(buf.size())));
+			size_t got = 0;
+			while (got < chunk) {
+				ssize_t n = ::pread(fd, buf.data() + got, chunk - got, at + static_cast<std::int64_t>(got));
+				if (n < 0 && errno == EINTR)
+					continue;
+				if (n <= 0)
+					break;
+				got += static_cast<size_t>(n);
+			}
+			if (got < chunk)
 				break;
-			h.update(buf.data(), static_cast<int>(n));
-			at += n;
-			left -= n;
+			if (f < 0) {
+				h.update(buf.data(), static_cast<int>(chunk));
+			} else {
+				for (size_t b = 0; b < chunk && leaf < leaves.size(); b += block_size)
+					leaves[leaf++] = lt::hasher256(buf.data() + b,
+								       static_cast<int>(std::min<size_t>(block_size, chunk - b))).final();
+			}
+			at += static_cast<std::int64_t>(chunk);
+			left -= static_cast<std::int64_t>(chunk);
 		}
 		::close(fd);
 		if (left > 0)
 			return false;
 	}
+	if (f >= 0)
+		return merkle_root(leaves) == v2[static_cast<size_t>(p)];
 	return h.final() == ti.hash_for_piece(piece);
 }
 
@@ -413,6 +512,7 @@ extern "C" int p2p_torrent_verify_file(const unsigned char *torrent, size_t len,
 		lt::torrent_info ti = info_of(torrent, len);
 		if (!ti.info_hashes().has_v1())
 			return HM_ERR_TORRENT;
+		std::vector<lt::sha256_hash> const v2 = v2_of(ti);
 		lt::file_storage const &fs = ti.files();
 		std::string want = ti.name() + "/" + path;
 		for (lt::file_index_t i : fs.file_range()) {
@@ -427,47 +527,12 @@ extern "C" int p2p_torrent_verify_file(const unsigned char *torrent, size_t len,
 				for (lt::file_slice const &sl : fs.map_block(lt::piece_index_t(p), 0, fs.piece_size(lt::piece_index_t(p))))
 					if (sl.file_index != i && !fs.pad_file_at(sl.file_index))
 						return 0;
-				if (!verify_in_file(ti, save_path, p))
+				if (!verify_in_file(ti, v2, save_path, p))
 					return 0;
 			}
 			return 1;
 		}
 		return HM_ERR_NOT_FOUND;
-	} catch (...) {
-		return HM_ERR_TORRENT;
-	}
-}
-
-extern "C" int p2p__file_sha256(const char *path, char hex_out[65])
-{
-	try {
-		std::vector<char> buf(1 << 20);
-		lt::hasher256 h;
-		int fd = ::open(path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0)
-			return -errno;
-		for (;;) {
-			ssize_t n = ::read(fd, buf.data(), buf.size());
-			if (n < 0 && errno == EINTR)
-				continue;
-			if (n < 0) {
-				int e = -errno;
-				::close(fd);
-				return e;
-			}
-			if (n == 0)
-				break;
-			h.update(buf.data(), static_cast<int>(n));
-		}
-		::close(fd);
-		lt::sha256_hash d = h.final();
-		static const char digits[] = "0123456789abcdef";
-		for (int i = 0; i < 32; i++) {
-			hex_out[2 * i] = digits[static_cast<unsigned char>(d[i]) >> 4];
-			hex_out[2 * i + 1] = digits[static_cast<unsigned char>(d[i]) & 15];
-		}
-		hex_out[64] = '\0';
-		return 0;
 	} catch (...) {
 		return HM_ERR_TORRENT;
 	}

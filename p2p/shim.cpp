@@ -261,6 +261,8 @@ struct have_cache {
 struct torrent_entry {
 	lt::torrent_handle h;
 	std::shared_ptr<const lt::torrent_info> ti;
+	/* each piece's v2 hash (v2_of): what the shim's own checks compare with */
+	std::shared_ptr<const std::vector<lt::sha256_hash>> v2;
 	std::shared_ptr<web_bytes> web;
 	std::string save_path;             /* as given to p2p_session_add (never moved) */
 	std::shared_ptr<have_cache> have;
@@ -667,6 +669,8 @@ extern "C" int p2p_session_add(struct p2p_session *s, const struct p2p_add *a, c
 			auto web = std::make_shared<web_bytes>();
 			add_plugins(atp, web, a->origin_last);
 			std::shared_ptr<const lt::torrent_info> ti = atp.ti;
+			/* (load_torrent_buffer moved the piece layers out of atp.ti: read from the bytes again) */
+			auto v2 = std::make_shared<const std::vector<lt::sha256_hash>>(v2_of(info_of(a->torrent, a->len)));
 			auto have = std::make_shared<have_cache>(ti->num_pieces());
 			/* pieces given as had are read back from the file before a read may have them */
 			if (a->have)
@@ -677,7 +681,7 @@ extern "C" int p2p_session_add(struct p2p_session *s, const struct p2p_add *a, c
 				set_err(errmsg, "adding torrent " + std::string(hex) + ": " + ec.message());
 				return HM_ERR_TORRENT;
 			}
-			s->torrents.emplace(hex, torrent_entry{h, std::move(ti), std::move(web), a->save_path,
+			s->torrents.emplace(hex, torrent_entry{h, std::move(ti), std::move(v2), std::move(web), a->save_path,
 							       std::move(have), a->origin_last});
 		}
 		if (btih_out)
@@ -1178,7 +1182,7 @@ extern "C" int p2p_session_have_range(struct p2p_session *s, const char *btih, i
 				continue;
 			if (e.have->is_evicting(p) || !e.h.have_piece(lt::piece_index_t(p)))
 				return 0;
-			if (!verify_in_file(*e.ti, e.save_path, p)) {
+			if (!verify_in_file(*e.ti, *e.v2, e.save_path, p)) {
 				found_damaged(e, p);
 				return 0;
 			}
@@ -1294,7 +1298,7 @@ extern "C" int p2p_session_verify(struct p2p_session *s, const char *btih, int *
 		for (int p = 0; p < n; p++) {
 			if (!e.h.have_piece(lt::piece_index_t(p)))
 				continue;
-			if (verify_in_file(*e.ti, e.save_path, p)) {
+			if (verify_in_file(*e.ti, *e.v2, e.save_path, p)) {
 				ok++;
 				e.have->set(p);
 			} else {
@@ -1371,8 +1375,7 @@ extern "C" int p2p_session_write_piece(struct p2p_session *s, const char *btih, 
 		if (piece < 0 || piece >= e.ti->num_pieces() ||
 		    len != static_cast<size_t>(e.ti->piece_size(lt::piece_index_t(piece))))
 			return -EINVAL;
-		lt::hasher h(data, static_cast<int>(len));
-		if (h.final() != e.ti->hash_for_piece(lt::piece_index_t(piece)))
+		if (!piece_ok(*e.ti, *e.v2, piece, data, len))
 			return HM_ERR_HASH_MISMATCH;
 		/* Hashed on any number of threads, written by one at a time: writes into one file from
 		 * several threads wait on its inode lock by spinning (measured: a sixth of a pull's CPU) */

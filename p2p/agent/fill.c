@@ -8,7 +8,7 @@
  *
  * - Alone (the tracker knows no peer but the mirror): direct mode. libtorrent asks no peer (upload
  *   mode); runs of 4 MiB, three at once (one in the first FILL_WARY_MS), in order from the piece a reader waits for
- *   (p2p_session_take_wanted) or where the last run ended; each piece is checked against its v1 hash
+ *   (p2p_session_take_wanted) or where the last run ended; each piece is checked against its v2 hash
  *   and written into the cache's files on libuv's thread pool (p2p_session_write_piece), readable at
  *   once; when all are in, the torrent is added again in seed mode (p2p_session_reseed). The tracker
  *   is asked again meanwhile: when another agent shows up, direct mode ends once every write is done

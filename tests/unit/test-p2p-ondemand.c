@@ -651,6 +651,76 @@ out:
 	free(edir);
 }
 
+/* ---- the shim's own checks are SHA-256 (the torrent's v2 hashes), one pass per byte ---- */
+
+/* A copy of tor whose v1 hash of piece p is wrong (the info dictionary's "pieces"; its info-hash
+ * changes with it, its v2 hashes do not). */
+static struct p2p_torrent v1_broken(int p)
+{
+	struct p2p_torrent t = tor;
+	unsigned char *at;
+	char *err = NULL;
+
+	t.data = xmalloc(tor.len);
+	memcpy(t.data, tor.data, tor.len);
+	at = memmem(t.data, t.len, "6:pieces", 8);
+	if (at) {
+		at += 8;
+		while (*at >= '0' && *at <= '9')
+			at++;
+		at[1 + 20 * p] ^= 0x55; /* past the ':' */
+	}
+	if (p2p_torrent_info_hash(t.data, t.len, t.btih, &err))
+		printf("#   info-hash: %s\n", err ? err : "?");
+	free(err);
+	return t;
+}
+
+TEST(v2_checks)
+{
+	struct p2p_session_config cfg = { .listen_interfaces = "127.0.0.1:0", .lan_tuning = true };
+	struct p2p_session *c = NULL;
+	struct p2p_file_list l = { 0 };
+	struct p2p_torrent t = v1_broken(1);
+	char *dir = xasprintf("%s/V2", tmp_root);
+
+	CHECK(strcmp(t.btih, tor.btih) != 0);
+	CHECK_INT(p2p_session_new(&cfg, &c, NULL), 0);
+	if (!c)
+		goto out;
+	CHECK_INT(add(c, &t, dir, false), 0);
+	CHECK_INT(p2p_session_download_pause(c, t.btih, true), 0);
+	CHECK_INT(p2p_session_files(c, t.btih, &l), 0);
+	for (int p = 0; p < l.pieces; p++) {
+		size_t len;
+		char *b = piece_bytes(&l, p, &len);
+		/* piece 1's v1 hash is wrong and its bytes are right: the v2 hashes decide */
+		CHECK_INT(p2p_session_write_piece(c, t.btih, p, b, len), 0);
+		b[0] ^= 1; /* (every piece starts with its file's bytes; a pad's are not written) */
+		CHECK_INT(p2p_session_write_piece(c, t.btih, p, b, len), HM_ERR_HASH_MISMATCH);
+		free(b);
+	}
+	for (size_t i = 0; i < l.n; i++)
+		CHECK_INT(p2p_session_have_range(c, t.btih, l.v[i].index, 0, l.v[i].size), 1);
+	/* a file read back from the disk is checked the same way, and a byte changed there is found */
+	CHECK_INT(p2p_torrent_verify_file(t.data, t.len, dir, rel[F_MODEL]), 1);
+	CHECK_INT(p2p_torrent_verify_file(t.data, t.len, dir, rel[F_CONFIG]), 1);
+	{
+		char *path = xasprintf("%s/OnDemand/%s", dir, rel[F_MODEL]);
+		int fd = open(path, O_WRONLY);
+		CHECK(fd >= 0 && pwrite(fd, "X", 1, (off_t)sizes[F_MODEL] - 1) == 1);
+		if (fd >= 0)
+			close(fd);
+		CHECK_INT(p2p_torrent_verify_file(t.data, t.len, dir, rel[F_MODEL]), 0);
+		free(path);
+	}
+out:
+	p2p_file_list_release(&l);
+	p2p_session_free(&c);
+	free(t.data);
+	free(dir);
+}
+
 /* ---- some files only (p2p_add.select, p2p_session_want_files, p2p_add.have) ---- */
 
 /* The pieces [*first, *last] of entry i of l. */
@@ -1052,6 +1122,7 @@ int main(void)
 		RUN(origin_last);
 		RUN(upload_only_peer_kept);
 		RUN(direct_pieces);
+		RUN(v2_checks);
 		RUN(some_files);
 	}
 	RUN(have_range_speed);
