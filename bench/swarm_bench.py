@@ -10,14 +10,18 @@ big file plus small ones) is synced from the fake upstream first. Then, in one r
 
   http: N clients fetch every file at once with curl from the mirror's resolve URLs (the classic
         HF_ENDPOINT setup; the mirror's HTTP serves like nginx, see serve_bench.py);
-  p2p:  N python3-libtorrent clients get the torrent from the mirror (no web seed: the mirror's own
-        BitTorrent seed is the only origin) and share pieces through the mirror's tracker.
+  p2p:  N python3-libtorrent clients (TCP only) get the torrent from the mirror (no web seed: the
+        mirror's own BitTorrent seed is the only origin) and share pieces through the mirror's tracker.
+  transmission: N transmission-cli 3.00 clients (TCP only) given a v1 torrent of the same files with
+        the same piece size (3.00 cannot read hybrid torrents), seeded by python3-libtorrent in the
+        mirror's namespace through bench/minitracker.py.
   mount: N clients run `hubmirror mount` (the mirror's torrent with its web seed, as a user gets it)
         and, the moment it returns, read every file of the mount once, whole; `--runs` repeats it.
         Each client's mount starts its own instance agent, which keeps seeding after the umount (as on
         a real instance) until every client is done.
   pull: the same with `hubmirror pull` (no FUSE, as in a container): every client's agent fetches the
-        snapshot whole and verified, then every file is read from its cache and compared.
+        snapshot whole and verified; once the last pull is done (the time and CPU stop there), every
+        file is read from each agent's cache and compared.
 
 With --mirrors 2, a second mirror (its own namespace and uplink, synced from the same upstream, so
 the same torrent) serves beside the first; each names the other with --peer-mirror, and the mount
@@ -26,7 +30,8 @@ and pull cases' agents are given both (--mirror A,B). The bytes each mirror sent
 For each: seconds until the last client has every byte (p2p: verified by libtorrent; http: sha256
 checked after; mount: every byte read through FUSE compared with the mirror's copy, and every wrong
 16 KiB block counted and named), the bytes the mirror sent (its veth's tx counter) as copies of the
-model, and the machine's CPU use meanwhile. Prints a table for docs/benchmarks.md.
+model, and the machine's CPU use meanwhile: its share of 2 cores, and CPU-seconds (every process and
+the kernel, the mirror's included) per GiB the clients got. Prints a table for docs/benchmarks.md.
 """
 import argparse
 import hashlib
@@ -156,6 +161,11 @@ def cpu_share(since):
     return (busy - since[0]) / max(total - since[1], 1)
 
 
+def cpu_seconds(since):
+    """CPU-seconds the whole machine spent since (every process, the kernel's softirqs included)."""
+    return (cpu_ticks()[0] - since[0]) / os.sysconf("SC_CLK_TCK")
+
+
 def mirrors_tx(net, n):
     """What each of the n mirrors (the first nodes) has sent so far, from their veths."""
     return [net.tx_bytes(k) for k in range(n)]
@@ -178,6 +188,7 @@ def mount_run(a, net, work, m, files, run, kind="mount"):
     (seconds, tx, reads)."""
     procs = []
     base_tx, base_split = mirrors_tx(net, a.mirrors), mirror_split(net, m.split(",")[0])
+    cpu0 = cpu_ticks()
     t0 = time.monotonic()
     for i in range(1, a.clients + 1):
         name, _, ip = net.nodes[a.mirrors - 1 + i]
@@ -189,13 +200,16 @@ def mount_run(a, net, work, m, files, run, kind="mount"):
         checks = " && ".join("%s -c \"$CHECK\" %s %s" % (sys.executable, os.path.join(where, f["path"]),
                                                             os.path.join(work, "ref", f["path"]))
                              for f in sorted(files, key=lambda f: -f["size"]))
+        if kind == "mount" and a.reader == "sha256sum":
+            # what a user would time from outside: mount, coreutils sha256sum of every file, umount
+            checks = "sha256sum %s > %s/sums" % (" ".join(os.path.join(mnt, f["path"]) for f in files), d)
         if kind == "mount":
             script = ("%s mount --mirror %s --cache %s --no-hf-cache --listen %s:6881 hf:bench/model %s && { %s; }; "
                       "r=$?; %s umount %s; exit $r") % (a.hubmirror, m, cache, ip, mnt, checks, a.hubmirror, mnt)
         else:
-            script = ("%s pull --mirror %s --cache %s --no-hf-cache --listen %s:6881 hf:bench/model >/dev/null && "
-                      "P=$(%s status --json | %s -c 'import json,sys; print(json.load(sys.stdin)[\"snapshots\"][0][\"path\"])') "
-                      "&& { %s; }") % (a.hubmirror, m, cache, ip, a.hubmirror, sys.executable, checks)
+            # the pull alone is timed and counted; every byte is compared after the last pull is done
+            script = "%s pull --mirror %s --cache %s --no-hf-cache --listen %s:6881 hf:bench/model >/dev/null" % (
+                a.hubmirror, m, cache, ip)
         log = os.path.join(d, "log")
         # each instance's own agent (its socket in the client's folder); it keeps seeding after the
         # umount, as on a real instance, until every client is done
@@ -206,6 +220,36 @@ def mount_run(a, net, work, m, files, run, kind="mount"):
     while procs and time.monotonic() - t0 < 600 and any(p.poll() is None for p, _ in procs):
         time.sleep(0.05)
     secs = time.monotonic() - t0
+    cpu, cpu_s = cpu_share(cpu0), cpu_seconds(cpu0)
+    if kind == "mount" and a.reader == "sha256sum":
+        want = {os.path.join(work, "mnt%d-%d" % (run, i), "mnt", f["path"]): f["sha256"]
+                for i in range(1, a.clients + 1) for f in files}
+        for i in range(1, a.clients + 1):
+            sums = os.path.join(work, "mnt%d-%d" % (run, i), "sums")
+            got = dict(reversed(line.split()) for line in open(sums)) if os.path.exists(sums) else {}
+            for path, sha in want.items():
+                if path.startswith(os.path.join(work, "mnt%d-%d" % (run, i), "")):
+                    ok = got.get(path) == sha
+                    reads.append({"file": path, "bytes": 0, "wrong_blocks": 0 if ok else -1,
+                                  "first_wrong": [] if ok else ["sha256sum: %s" % got.get(path)]})
+    if kind == "pull":
+        checks = []
+        for i in range(1, a.clients + 1):
+            name = net.nodes[a.mirrors - 1 + i][0]
+            d = os.path.join(work, "mnt%d-%d" % (run, i))
+            env = dict(os.environ, CHECK=CHECK, HUBMIRROR_AGENT_SOCKET=os.path.join(d, "agent.sock"))
+            script = ("P=$(%s status --json | %s -c 'import json,sys; print(json.load(sys.stdin)[\"snapshots\"][0][\"path\"])') "
+                      "&& { %s; }") % (a.hubmirror, sys.executable, " && ".join(
+                          "%s -c \"$CHECK\" $P/%s %s" % (sys.executable, f["path"], os.path.join(work, "ref", f["path"]))
+                          for f in files))
+            checks.append(subprocess.Popen(ns(name, "sh", "-c", script), env=env, stdout=subprocess.PIPE,
+                                           stderr=subprocess.STDOUT))
+        for c, (p, log) in zip(checks, procs):
+            out = c.communicate()[0].decode()
+            with open(log, "a") as f:
+                f.write(out)
+            if c.returncode != 0:
+                reads.append({"file": log, "bytes": 0, "wrong_blocks": -1, "first_wrong": [out[-500:]]})
     tx = [x - b for x, b in zip(mirrors_tx(net, a.mirrors), base_tx)]
     split = mirror_split(net, m.split(",")[0])
     filled, each = 0, []
@@ -246,7 +290,7 @@ def mount_run(a, net, work, m, files, run, kind="mount"):
                            stderr=subprocess.DEVNULL)
     for i in range(1, a.clients + 1):
         shutil.rmtree(os.path.join(work, "mnt%d-%d" % (run, i)), ignore_errors=True)
-    return secs, tx, reads
+    return secs, tx, reads, cpu, cpu_s
 
 
 def main():
@@ -256,9 +300,12 @@ def main():
     ap.add_argument("--mib", type=int, default=256)
     ap.add_argument("--mbit", type=int, default=400, help="every node's uplink")
     ap.add_argument("--super-seed", action="store_true", help="serve --p2p-super-seed")
-    ap.add_argument("--cases", default="http,p2p,mount", help="which of http,p2p,mount,pull to run")
+    ap.add_argument("--cases", default="http,p2p,mount", help="which of http,p2p,transmission,mount,pull to run")
     ap.add_argument("--runs", type=int, default=1, help="runs of the mount case")
     ap.add_argument("--mirrors", type=int, default=1, choices=(1, 2), help="mirrors serving one swarm")
+    ap.add_argument("--reader", default="compare", choices=("compare", "sha256sum"),
+                    help="mount case: compare every byte with the mirror's copy (1 MiB reads), or time what a "
+                         "user would: coreutils sha256sum of every file through the mount (checked after)")
     a = ap.parse_args()
     cases = set(a.cases.split(","))
     if os.geteuid() != 0:
@@ -327,9 +374,10 @@ def main():
                                                     "%s/bench/model/resolve/main/%s" % (m, f["path"]))), d, f))
             ok = all(p.wait() == 0 for p, _, _ in cps)
             http_s = time.monotonic() - t0
-            http_tx, cpu = [x - b for x, b in zip(mirrors_tx(net, a.mirrors), base_tx)], cpu_share(cpu0)
+            http_tx, cpu, cpu_s = [x - b for x, b in zip(mirrors_tx(net, a.mirrors), base_tx)], cpu_share(cpu0), \
+                cpu_seconds(cpu0)
             ok = ok and all(sha256(os.path.join(d, f["path"])) == f["sha256"] for _, d, f in cps)
-            rows.append(("http (curl from the mirror)", http_s, http_tx, cpu, "yes" if ok else "NO"))
+            rows.append(("http (curl from the mirror)", http_s, http_tx, cpu, "yes" if ok else "NO", cpu_s))
             for i in range(1, a.clients + 1):
                 shutil.rmtree(os.path.join(work, "http%d" % i), ignore_errors=True)
 
@@ -354,23 +402,89 @@ def main():
                         done.add(k)
                 time.sleep(0.05)
             p2p_s = time.monotonic() - t0
-            p2p_tx, cpu = [x - b for x, b in zip(mirrors_tx(net, a.mirrors), base_tx)], cpu_share(cpu0)
+            p2p_tx, cpu, cpu_s = [x - b for x, b in zip(mirrors_tx(net, a.mirrors), base_tx)], cpu_share(cpu0), \
+                cpu_seconds(cpu0)
             ok = all("complete:" in open(log).read() for _, log in lps)
             rows.append(("p2p (libtorrent, mirror seed%s + peers)" % (", super-seeding" if a.super_seed else ""),
-                         p2p_s, p2p_tx, cpu, "yes" if ok else "NO"))
+                         p2p_s, p2p_tx, cpu, "yes" if ok else "NO", cpu_s))
             for p, _ in lps:
                 p.terminate()
                 p.wait()
             for i in range(1, a.clients + 1):
                 shutil.rmtree(os.path.join(work, "p2p%d" % i), ignore_errors=True)
 
+        # transmission: N transmission-cli 3.00 clients (TCP, plaintext preferred, no DHT, LPD or uTP) given
+        # a v1 torrent of the same files with the same piece size (3.00 cannot read hybrid torrents),
+        # seeded from the mirror's namespace by python3-libtorrent through a tracker of the bench's own
+        if "transmission" in cases:
+            import libtorrent as lt
+            mirror_ns, _, mirror_ip = net.nodes[0]
+            hyb = os.path.join(work, "hybrid.torrent")
+            subprocess.run(ns(client0, "curl", "-fsS", "-o", hyb, m + "/api/p2p/torrent/hf/model/bench/model"),
+                           check=True)
+            tdir = os.path.join(work, "tseed")
+            os.makedirs(os.path.join(tdir, "model"))
+            for f in files:
+                os.link(os.path.join(work, "ref", f["path"]), os.path.join(tdir, "model", f["path"]))
+            fs = lt.file_storage()
+            lt.add_files(fs, os.path.join(tdir, "model"))
+            ct = lt.create_torrent(fs, lt.torrent_info(hyb).piece_length(), flags=lt.create_torrent.v1_only)
+            ct.add_tracker("http://%s:6969/announce" % mirror_ip)
+            lt.set_piece_hashes(ct, tdir)
+            v1 = os.path.join(work, "v1.torrent")
+            open(v1, "wb").write(lt.bencode(ct.generate()))
+            side = [subprocess.Popen(ns(mirror_ns, sys.executable, os.path.join(HERE, "minitracker.py"), "--listen",
+                                        mirror_ip + ":6969"), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
+            slog = os.path.join(work, "tseed.log")
+            side.append(subprocess.Popen(ns(mirror_ns, sys.executable, LTGET, "--listen", mirror_ip + ":6882", "--seed",
+                                            "900", "--timeout", "120", v1, tdir), stdout=open(slog, "w"),
+                                         stderr=subprocess.STDOUT))
+            for _ in range(1200):
+                if "complete:" in open(slog).read():
+                    break
+                time.sleep(0.1)
+            base_tx, cpu0 = mirrors_tx(net, a.mirrors), cpu_ticks()
+            t0 = time.monotonic()
+            tps = []
+            for i in range(1, a.clients + 1):
+                name, _, ip = net.nodes[a.mirrors - 1 + i]
+                d = os.path.join(work, "tr%d" % i)
+                os.makedirs(os.path.join(d, "conf"))
+                os.makedirs(os.path.join(d, "dl"))
+                json.dump({"dht-enabled": False, "lpd-enabled": False, "utp-enabled": False, "pex-enabled": True,
+                           "port-forwarding-enabled": False, "encryption": 0, "speed-limit-up-enabled": False,
+                           "speed-limit-down-enabled": False, "ratio-limit-enabled": False, "rpc-enabled": False,
+                           "peer-limit-global": 200, "peer-limit-per-torrent": 60, "bind-address-ipv4": ip,
+                           "message-level": 1}, open(os.path.join(d, "conf", "settings.json"), "w"))
+                done = os.path.join(d, "done.sh")
+                open(done, "w").write("#!/bin/sh\ntouch %s/done\n" % d)
+                os.chmod(done, 0o755)
+                tps.append((subprocess.Popen(ns(name, "transmission-cli", "-g", os.path.join(d, "conf"), "-w",
+                                                os.path.join(d, "dl"), "-p", "51413", "-et", "-M", "-f", done, v1),
+                                             stdout=open(os.path.join(d, "log"), "w"), stderr=subprocess.STDOUT), d))
+            while time.monotonic() - t0 < 600 and not all(os.path.exists(os.path.join(d, "done")) for _, d in tps):
+                time.sleep(0.05)
+            tr_s = time.monotonic() - t0
+            tr_tx, cpu, cpu_s = [x - b for x, b in zip(mirrors_tx(net, a.mirrors), base_tx)], cpu_share(cpu0), \
+                cpu_seconds(cpu0)
+            ok = all(os.path.exists(os.path.join(d, "done")) and
+                     sha256(os.path.join(d, "dl", "model", f["path"])) == f["sha256"] for _, d in tps for f in files)
+            rows.append(("transmission 3.00 (v1 torrent, a libtorrent seed + peers)", tr_s, tr_tx, cpu,
+                         "yes" if ok else "NO", cpu_s))
+            for p, _ in tps:
+                p.terminate()
+                p.wait()
+            for p in side:
+                p.terminate()
+                p.wait()
+            for i in range(1, a.clients + 1):
+                shutil.rmtree(os.path.join(work, "tr%d" % i), ignore_errors=True)
+
         # mount: what a user runs on every instance, then every byte read and compared
         wrong_total, reads_total = 0, 0
         if "mount" in cases:
             for run in range(1, a.runs + 1):
-                cpu0 = cpu_ticks()
-                secs, tx, reads = mount_run(a, net, work, mlist, files, run)
-                cpu = cpu_share(cpu0)
+                secs, tx, reads, cpu, cpu_s = mount_run(a, net, work, mlist, files, run)
                 wrong = sum(max(r["wrong_blocks"], 0) for r in reads)
                 failed = [r for r in reads if r["wrong_blocks"] != 0]
                 complete = len([r for r in reads if r["wrong_blocks"] == 0]) == a.clients * len(files)
@@ -380,30 +494,29 @@ def main():
                     print("run %d: %s: %s wrong 16 KiB blocks, first %s" % (run, r["file"], r["wrong_blocks"],
                                                                             r["first_wrong"]), file=sys.stderr)
                 rows.append(("mount + read every byte, run %d" % run, secs, tx, cpu,
-                             "yes" if complete else "NO (%d wrong blocks)" % wrong))
+                             "yes" if complete else "NO (%d wrong blocks)" % wrong, cpu_s))
 
         # pull: the agent's way without FUSE (containers); every byte then read from each agent's cache
         if "pull" in cases:
             for run in range(1, a.runs + 1):
-                cpu0 = cpu_ticks()
-                secs, tx, reads = mount_run(a, net, work, mlist, files, run, "pull")
-                cpu = cpu_share(cpu0)
+                secs, tx, reads, cpu, cpu_s = mount_run(a, net, work, mlist, files, run, "pull")
                 wrong = sum(max(r["wrong_blocks"], 0) for r in reads)
                 complete = len([r for r in reads if r["wrong_blocks"] == 0]) == a.clients * len(files)
-                rows.append(("pull, then read every byte, run %d" % run, secs, tx, cpu,
-                             "yes" if complete else "NO (%d wrong blocks)" % wrong))
+                rows.append(("pull (every byte compared after), run %d" % run, secs, tx, cpu,
+                             "yes" if complete else "NO (%d wrong blocks)" % wrong, cpu_s))
 
         floor = total / (a.mbit * 1e6 / 8)
         print("%d clients, %d mirror%s, a %.0f MiB model, every uplink %d Mbit/s (one copy through one uplink: %.1f s)"
               % (a.clients, a.mirrors, "s" if a.mirrors > 1 else "", total / 1048576.0, a.mbit, floor))
         print()
-        print("| case | all clients done | x floor | mirrors sent | copies of the model%s | CPU (2 cores) | bytes right |"
-              % (" (each mirror)" if a.mirrors > 1 else ""))
-        print("|---|---|---|---|---|---|---|")
-        for name, secs, tx, cpu, good in rows:
+        print("| case | all clients done | x floor | mirrors sent | copies of the model%s | CPU (2 cores) "
+              "| CPU-s per GiB delivered | bytes right |" % (" (each mirror)" if a.mirrors > 1 else ""))
+        print("|---|---|---|---|---|---|---|---|")
+        gib = a.clients * total / 2**30
+        for name, secs, tx, cpu, good, cpu_s in rows:
             each = " (%s)" % " + ".join("%.2f" % (x / total) for x in tx) if a.mirrors > 1 else ""
-            print("| %s | %.1f s | %.2f | %.0f MiB | %.2f%s | %.0f%% | %s |" % (
-                name, secs, secs / floor, sum(tx) / 1048576.0, sum(tx) / total, each, cpu * 100, good))
+            print("| %s | %.1f s | %.2f | %.0f MiB | %.2f%s | %.0f%% | %.2f | %s |" % (
+                name, secs, secs / floor, sum(tx) / 1048576.0, sum(tx) / total, each, cpu * 100, cpu_s / gib, good))
         print()
         by = {r[0].split(" ")[0]: r for r in rows}
         if "http" in by and "p2p" in by:

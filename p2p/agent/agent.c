@@ -486,12 +486,12 @@ static void settle_work(uv_work_t *w)
 
 /* ---- contents kept by sha256: a job of its own ---------------------------------------------------- */
 
-/* After a snapshot's files are verified, and once it is quiet (no byte for INDEX_QUIET_MS, so the pass
- * never runs beside a loader reading it), its contents are kept by sha256 (p2p_keep_index: a second
- * pass over every byte, which a pull does not wait for). The job holds copies of what it needs, never
- * the snapshot: eviction may drop the snapshot meanwhile (the job then finds its torrent gone and
- * keeps nothing), and waits for nobody's idle-priority hashing. The files wanted must all be kept;
- * the others held whole (read through a mount) are kept too. */
+/* After a snapshot's files are verified, and once it is quiet (no byte for INDEX_QUIET_MS, so a piece
+ * read back never competes with a loader), its contents are kept by sha256 (p2p_keep_index: hard links
+ * to what the torrent proved, no pass over the bytes; a pull does not wait for it). The job holds
+ * copies of what it needs, never the snapshot: eviction may drop the snapshot meanwhile (the job then
+ * finds its torrent gone and keeps nothing), and waits for nobody's idle-priority reads. The files
+ * wanted must all be kept; the others held whole (read through a mount) are kept too. */
 struct index_job {
 	uv_work_t w;
 	struct agent *a;
