@@ -1,12 +1,12 @@
 #!/usr/bin/python3
 """loader_bench.py - model loaders through a mount against the same loaders on local disk.
 
-  /usr/bin/python3 bench/loader_bench.py [--hubmirror PATH] [--mib 512] [--gguf-mib 256] [--runs 3]
+  /usr/bin/python3 bench/loader_bench.py [--hubmirror PATH] [--mib 512] [--shards 4] [--gguf-mib 256] [--runs 3]
 
-As root (FUSE). A checkpoint of 4 safetensors shards (valid headers over generated tensors, --mib in
-all) and a GGUF file (--gguf-mib) are synced from the fake upstream; `hubmirror serve` runs on
+As root (FUSE). A checkpoint of --shards safetensors shards (valid headers over generated tensors, --mib in
+all; --shards 160 is a big model's layout) and a GGUF file (--gguf-mib) are synced from the fake upstream; `hubmirror serve` runs on
 loopback. The loaders are bench/st_loader.py: safetensors' load_file (mmap, header, every tensor copied
-out in file order; one shard per thread, 4 threads) and llama.cpp's mmap pattern over a GGUF file (a
+out in file order; 4 threads, one shard at a time each) and llama.cpp's mmap pattern over a GGUF file (a
 page fault per page, in order). Side by side, in one run, run after run interleaved:
 
   fresh:  curl fetches the shards in parallel from the mirror to local disk, then the loader reads
@@ -74,7 +74,8 @@ def load(mode, files):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--hubmirror", default=os.path.join(TOP, "build", "mirror", "cli", "hubmirror"))
-    ap.add_argument("--mib", type=int, default=512, help="the checkpoint's size, in 4 shards")
+    ap.add_argument("--mib", type=int, default=512, help="the checkpoint's size, in --shards shards")
+    ap.add_argument("--shards", type=int, default=4, help="safetensors shards (loaded on 4 threads, one at a time each)")
     ap.add_argument("--gguf-mib", type=int, default=256)
     ap.add_argument("--runs", type=int, default=3)
     a = ap.parse_args()
@@ -83,8 +84,8 @@ def main():
     if subprocess.run([sys.executable, "-c", "import numpy"], capture_output=True).returncode:
         sys.exit("the loaders need numpy: apt-get install python3-numpy")
     work = tempfile.mkdtemp(prefix="hm-loaderbench-")
-    shard = (a.mib << 20) // 4
-    shards = ["model-%05d-of-00004.safetensors" % (i + 1) for i in range(4)]
+    shard = (a.mib << 20) // a.shards
+    shards = ["model-%05d-of-%05d.safetensors" % (i + 1, a.shards) for i in range(a.shards)]
     files = [{"path": "config.json", "content": "{\"model_type\": \"llama\"}\n"},
              {"path": "model.safetensors.index.json", "content": json.dumps({"weight_map": {}}) + "\n"}]
     for i, s in enumerate(shards):
@@ -112,7 +113,12 @@ def main():
             # ---- fresh: curl in parallel, then the loader  vs  mount, then the loader ----
             drop_caches()
             t0 = time.monotonic()
-            cs = [subprocess.Popen(["curl", "-fsS", "-o", os.path.join(dl, f), url(f)]) for f in shards]
+            # in parallel, at most 8 at once (4 shards: all of them)
+            cs = []
+            for f in shards:
+                while sum(c.poll() is None for c in cs) >= 8:
+                    time.sleep(0.005)
+                cs.append(subprocess.Popen(["curl", "-fsS", "-o", os.path.join(dl, f), url(f)]))
             if any(c.wait() for c in cs):
                 sys.exit("curl failed")
             secs, got = load("safetensors", local)
@@ -159,14 +165,14 @@ def main():
                 subprocess.run([a.hubmirror, "umount", mnt], env=env, stderr=subprocess.DEVNULL)
                 subprocess.run([a.hubmirror, "agent", "--stop"], env=env, stdout=subprocess.DEVNULL)
                 settle(cache)
-        print("a %d MiB checkpoint (4 safetensors shards, 64 tensors each) and a %d MiB GGUF file on loopback "
-              "(2 cores), medians of %d runs" % (a.mib, a.gguf_mib, a.runs))
+        print("a %d MiB checkpoint (%d safetensors shards, 64 tensors each) and a %d MiB GGUF file on loopback "
+              "(2 cores), medians of %d runs" % (a.mib, a.shards, a.gguf_mib, a.runs))
         print("the loaders' bytes and checksums agree across every case: %s" %
               ("yes" if all(len(v) == 1 for v in sums.values()) and len(sums) == 2 else "NO %s" % sums))
         print()
         print("| case | local disk | mount | mount / local |")
         print("|---|---|---|---|")
-        rows = (("st fresh", "safetensors loader, fresh: curl (4 in parallel) then load, vs mount then load"),
+        rows = (("st fresh", "safetensors loader, fresh: curl (%d in parallel) then load, vs mount then load" % min(8, a.shards)),
                 ("st cold", "safetensors loader, held whole, page cache dropped"),
                 ("st warm", "safetensors loader, second load (page cache warm)"),
                 ("gguf fresh", "GGUF page-fault reader, fresh: curl then read, vs mount then read"),

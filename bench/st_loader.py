@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """st_loader.py - what model loaders do with the files, for bench/loader_bench.py.
 
-  st_loader.py safetensors FILE...   safetensors' load_file, one file per thread: open, mmap, read the
+  st_loader.py safetensors FILE...   safetensors' load_file, one file at a time on each of 4 threads
+                                     (a 160-shard checkpoint too): open, mmap, read the
                                      header (8 bytes of length, then JSON), copy every tensor out of the
                                      mapping in file order into memory of its own (numpy, which lets go
                                      of the GIL while it copies, so the threads fault pages in parallel)
@@ -19,6 +20,8 @@ import sys
 import threading
 
 import numpy as np
+
+THREADS = 4  # loaders read a checkpoint's shards on a few threads, one shard at a time each
 
 
 def load_safetensors(path, out, i):
@@ -63,7 +66,18 @@ def main():
     mode, files = sys.argv[1], sys.argv[2:]
     if mode == "safetensors":
         out = [None] * len(files)
-        threads = [threading.Thread(target=load_safetensors, args=(p, out, i)) for i, p in enumerate(files)]
+        todo = iter(range(len(files)))
+        lock = threading.Lock()
+
+        def worker():
+            while True:
+                with lock:
+                    i = next(todo, None)
+                if i is None:
+                    return
+                load_safetensors(files[i], out, i)
+
+        threads = [threading.Thread(target=worker) for _ in range(min(THREADS, len(files)))]
         for t in threads:
             t.start()
         for t in threads:
