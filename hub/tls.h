@@ -2,7 +2,7 @@
  * tls.h - the server side of TLS: a certificate chain and its private key in an OpenSSL context that
  * can be replaced while serving (serve reloads it on SIGHUP). A connection keeps the context it
  * started with; new ones get the new one. TLS 1.2 and 1.3 only; kernel TLS is asked for, so file
- * bodies can leave with SSL_sendfile where the kernel offers it (docs/commands/serve.md, "HTTPS").
+ * bodies can leave with SSL_sendfile where the kernel offers it (docs/commands/serve.md, under --tls-cert).
  */
 #ifndef HM_HUB_TLS_H
 #define HM_HUB_TLS_H

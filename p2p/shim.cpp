@@ -1,5 +1,6 @@
 /*
- * shim.cpp - the only C++ file: libtorrent-rasterbar behind the C API of p2p.h.
+ * shim.cpp - libtorrent-rasterbar's sessions behind the C API of p2p.h (with shim-torrent.cpp, which
+ * makes and reads torrents, the only C++ of the project).
  *
  * Rules for this file: no C++ type leaves it, every extern "C" function catches everything, and
  * libtorrent's settings for a data-center swarm (docs/libtorrent.md) are applied in one place.

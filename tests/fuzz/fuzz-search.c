@@ -30,7 +30,7 @@ static struct catalog *open_catalog(void)
 	if (!mkdtemp(dir))
 		abort();
 	path = malloc(strlen(dir) + 16);
-	sprintf(path, "%s/catalog.db", dir);
+	snprintf(path, strlen(dir) + 16, "%s/catalog.db", dir);
 	if (catalog_open(path, &c, NULL))
 		abort();
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)

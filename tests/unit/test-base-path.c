@@ -97,9 +97,9 @@ TEST(rejects_names_that_break_later)
 	CHECK_INT(path_check_str("x.git"), 0);
 	/* 64 components pass, 65 do not */
 	for (int i = 0; i < 64; i++)
-		strcat(deep, i ? "/d" : "d");
+		snprintf(deep + strlen(deep), sizeof(deep) - strlen(deep), "%s", i ? "/d" : "d");
 	CHECK_INT(path_check_str(deep), 0);
-	strcat(deep, "/d");
+	snprintf(deep + strlen(deep), sizeof(deep) - strlen(deep), "/d");
 	CHECK_INT(path_check_str(deep), HM_ERR_PATH_UNSAFE);
 }
 

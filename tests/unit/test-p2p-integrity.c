@@ -4,7 +4,7 @@
  * The race it hunts: libtorrent 2.0.8 hashes a piece as soon as every block of it has been received,
  * reading blocks that are still waiting to be written from its store buffer, so a piece can pass its
  * check (have_piece true, piece_finished posted) before the last of its blocks are in the file; a
- * pread() in that window returns the zeros of a sparse file (docs/p2p.md, "Reading on demand").
+ * pread() in that window returns the zeros of a sparse file (docs/p2p.md, "Which bytes a read may return").
  *
  * A seed in seed mode, its LAN upload capped so that pieces trickle in, serves a 48 MiB torrent to three
  * downloaders that also trade among themselves. On each downloader, reader threads wait for pieces the

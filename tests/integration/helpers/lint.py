@@ -1,0 +1,123 @@
+#!/usr/bin/python3
+"""lint.py ROOT CHECK: the source rules of t0002-lint.sh that grep cannot hold. Prints what breaks a
+rule, one line each, and exits 1 if anything does.
+
+  banned-cpp   the C++ of the shim calls none of base/banned.h's functions (the C files meet the
+               macros at compile time; comments and strings do not count)
+  private      a private header (x-int.h, x-int.hpp) is included only from its own folder (and by
+               the module's own unit tests: tests/unit/test-hub-*.c may include hub/httpd-int.h)
+  docs         every docs/*.md a file names exists, and a section it quotes after it
+               (docs/p2p.md, "One hash per byte") is a heading there
+"""
+import os
+import re
+import sys
+
+SOURCES = ("base", "catalog", "hub", "mirror", "p2p")
+TEXT = SOURCES + ("tests", "docs", "bench", ".ci", "README.md")
+EXT = (".c", ".h", ".cpp", ".hpp", ".py", ".sh", ".md", ".mjs", ".build", ".html", ".js")
+
+
+def files(root, tops, ext):
+    for top in tops:
+        p0 = os.path.join(root, top)
+        if os.path.isfile(p0):
+            yield p0
+            continue
+        for d, dirs, names in os.walk(p0):
+            dirs[:] = sorted(x for x in dirs if x not in ("node_modules", "__pycache__", "corpus"))
+            for n in sorted(names):
+                if n.endswith(ext) or (n == "run" and d.endswith(".ci")):
+                    yield os.path.join(d, n)
+
+
+def strip_c(text):
+    """C/C++ text without comments and string or character literals (newlines kept)."""
+    out, i, n = [], 0, len(text)
+    while i < n:
+        c = text[i]
+        if text.startswith("/*", i):
+            j = text.find("*/", i + 2)
+            j = n if j < 0 else j + 2
+            out.append("\n" * text.count("\n", i, j))
+            i = j
+        elif text.startswith("//", i):
+            j = text.find("\n", i)
+            i = n if j < 0 else j
+        elif c in "\"'":
+            j = i + 1
+            while j < n and text[j] != c:
+                j += 2 if text[j] == "\\" else 1
+            out.append(c + c)
+            i = j + 1
+        else:
+            out.append(c)
+            i += 1
+    return "".join(out)
+
+
+def banned_cpp(root):
+    names = re.findall(r"#define (\w+)\(", open(os.path.join(root, "base", "banned.h")).read())
+    names = [x for x in names if x != "BANNED"]
+    call = re.compile(r"\b(%s)\s*\(" % "|".join(names))
+    for path in files(root, SOURCES, (".cpp", ".hpp")):
+        for k, line in enumerate(strip_c(open(path).read()).split("\n"), 1):
+            m = call.search(line)
+            if m:
+                yield "%s:%d: calls %s (base/banned.h)" % (os.path.relpath(path, root), k, m.group(1))
+
+
+def private(root):
+    inc = re.compile(r'^\s*#\s*include\s+"([^"]+-int\.h(?:pp)?)"', re.M)
+    for path in files(root, SOURCES + ("tests",), (".c", ".h", ".cpp", ".hpp")):
+        here = os.path.dirname(path)
+        for m in inc.finditer(open(path).read()):
+            name = m.group(1)
+            found = [p for p in (os.path.join(here, name), os.path.join(root, name)) if os.path.exists(p)]
+            where = os.path.dirname(os.path.realpath(found[0])) if found else None
+            # (a module's own unit tests may look inside it: tests/unit/test-hub-*.c and hub/)
+            m2 = re.match(r"tests/unit/test-([a-z0-9]+)-", os.path.relpath(path, root))
+            if where and m2 and os.path.relpath(where, root).split(os.sep)[0] == m2.group(1):
+                continue
+            if where != os.path.realpath(here):
+                yield "%s: includes %s, private to %s" % (os.path.relpath(path, root), name,
+                                                          os.path.relpath(where, root) if where else "no folder here")
+
+
+def docs(root):
+    named = re.compile(r"docs/[A-Za-z0-9_./-]+\.md")
+    quoted = re.compile(r'(docs/[A-Za-z0-9_./-]+\.md)(?:,\s*|\s+)(?:section\s+)?"([^"\n]{3,80})"')
+    heads = {}
+    for path in files(root, TEXT, EXT):
+        rel = os.path.relpath(path, root)
+        if rel == "tests/integration/helpers/lint.py":
+            continue
+        try:
+            text = open(path, encoding="utf-8").read()
+        except (UnicodeDecodeError, OSError):
+            continue
+        for m in named.finditer(text):
+            if not os.path.isfile(os.path.join(root, m.group(0))):
+                yield "%s: names %s, which does not exist" % (rel, m.group(0))
+        # a comment's lines joined, so that a quoted section may wrap
+        flat = re.sub(r"\n[ \t]*(?:\*|#|//)?[ \t]*", " ", text)
+        for m in quoted.finditer(flat):
+            doc, sec = m.groups()
+            if not os.path.isfile(os.path.join(root, doc)):
+                continue
+            if doc not in heads:
+                heads[doc] = [h.strip() for h in re.findall(r"^#+\s+(.*)$", open(os.path.join(root, doc)).read(), re.M)]
+            if not any(sec in h for h in heads[doc]):
+                yield '%s: quotes "%s" of %s, which has no such heading' % (rel, sec, doc)
+
+
+def main():
+    root, check = sys.argv[1], sys.argv[2]
+    bad = sorted(set({"banned-cpp": banned_cpp, "private": private, "docs": docs}[check](root)))
+    for b in bad:
+        print(b)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
