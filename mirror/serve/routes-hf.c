@@ -26,6 +26,7 @@
 #include "base/xmalloc.h"
 #include "catalog/catalog.h"
 #include "mirror/data.h"
+#include "hub/hf.h"
 #include "hub/http.h"
 #include "hub/hub.h"
 #include "access.h"
@@ -88,21 +89,10 @@ static char *segs_join_decoded(const struct segs *s, size_t from)
 	return out;
 }
 
-/* A revision at segs[i]: one segment (decoded: refs%2Fpr%2F1 -> refs/pr/1), or, sent raw, the three
- * segments of refs/pr/N or refs/convert/X. *used tells how many segments it took. */
+/* A revision at segs[i] (hub/hf.h: refs/pr/N sent raw spans three segments). */
 static char *take_revision(const struct segs *s, size_t i, size_t *used)
 {
-	*used = 0;
-	if (i >= s->n)
-		return NULL;
-	if (!strcmp(s->v[i], "refs")) {
-		if (i + 2 >= s->n || (strcmp(s->v[i + 1], "pr") && strcmp(s->v[i + 1], "convert")))
-			return NULL;
-		*used = 3;
-		return xasprintf("refs/%s/%s", s->v[i + 1], s->v[i + 2]);
-	}
-	*used = 1;
-	return httpd_unescape(s->v[i], strlen(s->v[i]), false);
+	return hf_take_revision(s->v, s->n, i, used);
 }
 
 static bool query_bool(const struct httpd_req *req, const char *name)

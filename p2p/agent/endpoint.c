@@ -33,6 +33,7 @@
 #include "base/hex.h"
 #include "base/path.h"
 #include "base/xmalloc.h"
+#include "hub/hf.h"
 #include "hub/http.h"
 #include "hub/httpd.h"
 #include "hub/hub.h"
@@ -133,6 +134,28 @@ static char **segments(const char *path, size_t *n)
 	return v;
 }
 
+/* The path's segments as sent (still percent-encoded), for hub/hf.h's grammar. */
+static char **raw_segments(const char *path, size_t *n)
+{
+	char **v = NULL;
+	const char *p = path;
+
+	*n = 0;
+	while (*p == '/')
+		p++;
+	while (*p) {
+		const char *slash = strchr(p, '/');
+		size_t len = slash ? (size_t)(slash - p) : strlen(p);
+		v = xreallocarray(v, *n + 2, sizeof(*v));
+		v[(*n)++] = xstrndup(p, len);
+		v[*n] = NULL;
+		p += len;
+		while (*p == '/')
+			p++;
+	}
+	return v;
+}
+
 static void free_segments(char **v, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
@@ -140,28 +163,20 @@ static void free_segments(char **v, size_t n)
 	free(v);
 }
 
-/* Join segs[from..n) with '/'. */
-static char *join(char **segs, size_t from, size_t n)
-{
-	struct buf b;
-
-	buf_init(&b);
-	for (size_t i = from; i < n; i++)
-		buf_addf(&b, "%s%s", i > from ? "/" : "", segs[i]);
-	return buf_detach(&b, NULL);
-}
-
 /* HF: /{org}/{name}/resolve/{rev}/{path...} and /datasets/{org}/{name}/resolve/{rev}/{path...};
  * ModelScope: /api/v1/models/{owner}/{name}/repo?...FilePath=...&Revision=... */
 static void classify(struct ep *e, struct httpd_req *r)
 {
-	size_t n, base;
-	char **s = segments(httpd_path(r), &n), *spec = NULL, *fp = NULL, *rev = NULL;
+	size_t n, nraw;
+	char **s = segments(httpd_path(r), &n), **raw = raw_segments(httpd_path(r), &nraw), *spec = NULL, *fp = NULL,
+	     *rev = NULL, *org = NULL, *name = NULL;
+	const char *type;
 
-	base = n > 0 && !strcmp(s[0], "datasets") ? 1 : 0;
-	if (n >= base + 5 && !strcmp(s[base + 2], "resolve")) {
-		spec = xasprintf("hf:%s%s/%s@%s", base ? "datasets/" : "", s[base], s[base + 1], s[base + 3]);
-		fp = join(s, base + 4, n);
+	/* the Hub's grammar (hub/hf.h), as the mirror reads it: refs/pr/N sent raw is one revision */
+	if (!hf_parse_file_url(raw, nraw, "resolve", &type, &org, &name, &rev, &fp)) {
+		spec = xasprintf("hf:%s%s/%s@%s", !strcmp(type, "dataset") ? "datasets/" : "", org, name, rev);
+		free(rev);
+		rev = NULL;
 	} else if (n == 6 && !strcmp(s[0], "api") && !strcmp(s[1], "v1") && !strcmp(s[2], "models") &&
 		   !strcmp(s[5], "repo") && (fp = httpd_query_param(r, "FilePath"))) {
 		rev = httpd_query_param(r, "Revision");
@@ -175,7 +190,10 @@ static void classify(struct ep *e, struct httpd_req *r)
 	free(spec);
 	free(fp);
 	free(rev);
+	free(org);
+	free(name);
 	free_segments(s, n);
+	free_segments(raw, nraw);
 }
 
 /* ---- step 1: the mirror ----------------------------------------------------------------------------- */

@@ -1,0 +1,97 @@
+/*
+ * hf.c - the Hugging Face Hub's URL grammar (see hf.h).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/buf.h"
+#include "base/xmalloc.h"
+#include "hf.h"
+#include "httpd.h"
+
+static char *decoded(const char *s)
+{
+	return httpd_unescape(s, strlen(s), false);
+}
+
+char *hf_take_revision(char *const *v, size_t n, size_t i, size_t *used)
+{
+	char *rev, *out;
+
+	*used = 0;
+	if (i >= n)
+		return NULL;
+	if (!strcmp(v[i], "refs")) {
+		if (i + 2 >= n || (strcmp(v[i + 1], "pr") && strcmp(v[i + 1], "convert")))
+			return NULL;
+		rev = decoded(v[i + 2]);
+		if (!rev || !*rev || strchr(rev, '/')) {
+			free(rev);
+			return NULL;
+		}
+		*used = 3;
+		out = xasprintf("refs/%s/%s", v[i + 1], rev);
+		free(rev);
+		return out;
+	}
+	rev = decoded(v[i]);
+	if (rev)
+		*used = 1;
+	return rev;
+}
+
+/* v[from..n) decoded, joined with '/'; NULL if a segment does not decode. */
+static char *join_decoded(char *const *v, size_t n, size_t from)
+{
+	struct buf b;
+
+	buf_init(&b);
+	for (size_t i = from; i < n; i++) {
+		char *d = decoded(v[i]);
+		if (!d) {
+			buf_release(&b);
+			return NULL;
+		}
+		buf_addf(&b, "%s%s", i > from ? "/" : "", d);
+		free(d);
+	}
+	return buf_detach(&b, NULL);
+}
+
+int hf_parse_file_url(char *const *v, size_t n, const char *verb, const char **type, char **org, char **name,
+		      char **rev, char **path)
+{
+	size_t base = 0, used;
+	const char *t = "model";
+	char *o, *nm, *r, *p;
+
+	if (n > 0 && !strcmp(v[0], "datasets")) {
+		t = "dataset";
+		base = 1;
+	}
+	if (n < base + 5 || strcmp(v[base + 2], verb))
+		return -1;
+	r = hf_take_revision(v, n, base + 3, &used);
+	if (!r)
+		return -1;
+	if (base + 3 + used >= n) {
+		free(r);
+		return -1; /* no file */
+	}
+	o = decoded(v[base]);
+	nm = decoded(v[base + 1]);
+	p = join_decoded(v, n, base + 3 + used);
+	if (!o || !nm || !p || !*o || !*nm || !*p) {
+		free(o);
+		free(nm);
+		free(p);
+		free(r);
+		return -1;
+	}
+	*type = t;
+	*org = o;
+	*name = nm;
+	*rev = r;
+	*path = p;
+	return 0;
+}

@@ -1,0 +1,31 @@
+/*
+ * hf.h - the Hugging Face Hub's URL grammar, the one place both sides read it: the mirror's routes
+ * (mirror/serve/routes-hf.c) and the instance agent's local endpoint (p2p/agent/endpoint.c) parse a
+ * client's path with these, so that they never disagree on what a URL names (docs/protocols/huggingface.md).
+ *
+ * Paths arrive as raw segments (split on '/', still percent-encoded), because the grammar depends on
+ * what was encoded: a revision sent encoded (refs%2Fpr%2F1) is one segment, the same revision sent
+ * raw (refs/pr/1) is three.
+ */
+#ifndef HM_HUB_HF_H
+#define HM_HUB_HF_H
+
+#include <stddef.h>
+
+/*
+ * The revision at raw segment v[i] of v[0..n): one segment, percent-decoded, or, sent raw, the three
+ * segments of refs/pr/N or refs/convert/NAME (what the Hub takes). Returns it (malloc'd) and sets *used
+ * to the segments it took, or returns NULL (*used 0) when there is none there or it does not decode.
+ */
+char *hf_take_revision(char *const *v, size_t n, size_t i, size_t *used);
+
+/*
+ * A file URL: [datasets/]ORG/NAME/VERB/REVISION/PATH... (VERB: "resolve" or "raw"). On a match
+ * fills *type ("model" or "dataset", static), and malloc'd, decoded *org, *name, *rev and
+ * *path (PATH's segments decoded and joined with '/'), and returns 0; -1 when v is no such URL (nothing
+ * set). The path is not checked for safety here: the caller does that.
+ */
+int hf_parse_file_url(char *const *v, size_t n, const char *verb, const char **type, char **org, char **name,
+		      char **rev, char **path);
+
+#endif
