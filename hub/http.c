@@ -15,6 +15,7 @@
 #include "base/log.h"
 #include "base/xmalloc.h"
 #include "hubmirror-config.h"
+#include "http-int.h"
 #include "http.h"
 
 struct hub_http {
@@ -81,94 +82,6 @@ static uint64_t next_rand(struct hub_http *h)
 	h->rng ^= h->rng << 25;
 	h->rng ^= h->rng >> 27;
 	return h->rng * 0x2545F4914F6CDD1DULL;
-}
-
-/* ---- URL helpers --------------------------------------------------------------------------- */
-
-char *hub_url_escape(const char *s, bool keep_slash)
-{
-	static const char hexd[] = "0123456789ABCDEF";
-	struct buf b;
-
-	buf_init(&b);
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-		if (isalnum(*p) || *p == '-' || *p == '_' || *p == '.' || *p == '~' || (keep_slash && *p == '/')) {
-			buf_addch(&b, (char)*p);
-		} else {
-			char e[3] = { '%', hexd[*p >> 4], hexd[*p & 15] };
-			buf_add(&b, e, 3);
-		}
-	}
-	return buf_detach(&b, NULL);
-}
-
-char *hub_link_next(const char *link)
-{
-	const char *p = link;
-
-	/* Link: <url>; rel="next", <url2>; rel="prev" */
-	while (p && *p) {
-		const char *lt = strchr(p, '<'), *gt, *end;
-		if (!lt || !(gt = strchr(lt, '>')))
-			return NULL;
-		end = strchr(gt, ',');
-		if (!end)
-			end = gt + strlen(gt);
-		for (const char *q = gt; q + 3 <= end; q++) {
-			if (!strncasecmp(q, "rel", 3)) {
-				const char *v = q + 3;
-				while (v < end && (*v == ' ' || *v == '='))
-					v++;
-				if (*v == '"')
-					v++;
-				if (end - v >= 4 && !strncasecmp(v, "next", 4) && (v + 4 == end || v[4] == '"' || v[4] == ' ' || v[4] == ';'))
-					return xstrndup(lt + 1, (size_t)(gt - lt - 1));
-			}
-		}
-		p = *end ? end + 1 : end;
-	}
-	return NULL;
-}
-
-/* scheme://host:port of url (default ports filled in), or NULL when it does not parse as http(s). */
-static char *url_origin(const char *url)
-{
-	CURLU *u = curl_url();
-	char *scheme = NULL, *host = NULL, *port = NULL, *out = NULL;
-
-	if (u && !curl_url_set(u, CURLUPART_URL, url, 0) &&
-	    !curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) &&
-	    !curl_url_get(u, CURLUPART_HOST, &host, 0) &&
-	    !curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) &&
-	    (!strcmp(scheme, "http") || !strcmp(scheme, "https")))
-		out = xasprintf("%s://%s:%s", scheme, host, port);
-	curl_free(scheme);
-	curl_free(host);
-	curl_free(port);
-	curl_url_cleanup(u);
-	return out;
-}
-
-/* Resolve location against base. Returns a new URL or NULL. */
-static char *url_resolve(const char *base, const char *location)
-{
-	CURLU *u = curl_url();
-	char *full = NULL, *out = NULL;
-
-	if (u && !curl_url_set(u, CURLUPART_URL, base, 0) &&
-	    !curl_url_set(u, CURLUPART_URL, location, CURLU_NON_SUPPORT_SCHEME) &&
-	    !curl_url_get(u, CURLUPART_URL, &full, 0))
-		out = xstrdup(full);
-	curl_free(full);
-	curl_url_cleanup(u);
-	return out;
-}
-
-/* For logs: the URL without its query string (signed CDN URLs carry credentials there). */
-static char *url_for_log(const char *url)
-{
-	const char *q = strchr(url, '?');
-	return q ? xstrndup(url, (size_t)(q - url)) : xstrdup(url);
 }
 
 /* ---- requests -------------------------------------------------------------------------------- */
@@ -354,7 +267,7 @@ static void req_complete(struct hub_http_req *r, int result)
 static int req_start_attempt(struct hub_http_req *r)
 {
 	struct hub_http *h = r->h;
-	char *origin = url_origin(r->url), *logurl;
+	char *origin = http__url_origin(r->url), *logurl;
 	bool same_origin = origin && !strcmp(origin, r->origin);
 
 	free(origin);
@@ -395,7 +308,7 @@ static int req_start_attempt(struct hub_http_req *r)
 		curl_easy_setopt(r->easy, CURLOPT_RANGE, range);
 	}
 	h->attempts++;
-	logurl = url_for_log(r->url);
+	logurl = http__url_for_log(r->url);
 	log_debug("http", "%s %s%s", r->o.head ? "HEAD" : "GET", logurl, same_origin ? "" : " (no token: other host)");
 	free(logurl);
 	if (curl_multi_add_handle(h->multi, r->easy) != CURLM_OK)
@@ -493,7 +406,7 @@ static void attempt_done(struct hub_http_req *r, CURLcode cc)
 		return;
 	}
 	if (is_redirect(r->status) && r->hdr[H_LOCATION]) {
-		char *next = url_resolve(r->url, r->hdr[H_LOCATION]), *origin = next ? url_origin(next) : NULL;
+		char *next = http__url_resolve(r->url, r->hdr[H_LOCATION]), *origin = next ? http__url_origin(next) : NULL;
 		if (!next || !origin || ++r->redirects > r->h->cfg.max_redirects) {
 			free(next);
 			free(origin);
@@ -542,7 +455,7 @@ static void check_multi_info(struct hub_http *h)
 /* The CAs an operator set up for hubmirror's own clients (a mirror with a certificate of the site's
  * CA; docs/operations.md): $HUBMIRROR_CA_BUNDLE, else $CURL_CA_BUNDLE, else $SSL_CERT_FILE (a PEM
  * file), and $SSL_CERT_DIR (a hashed folder). Without them, the system's store. */
-static void trust_cas(CURL *e)
+void http__trust_cas(CURL *e)
 {
 	const char *f = getenv("HUBMIRROR_CA_BUNDLE"), *d = getenv("SSL_CERT_DIR");
 
@@ -563,7 +476,7 @@ struct hub_http_req *hub_http_request(struct hub_http *h, const struct hub_http_
 	if (!opts->url || !opts->on_done || (!opts->on_body && !opts->max_body && !opts->head))
 		return NULL;
 	r = xcalloc(1, sizeof(*r));
-	r->origin = url_origin(opts->url);
+	r->origin = http__url_origin(opts->url);
 	if (!r->origin) {
 		free(r);
 		return NULL;
@@ -598,7 +511,7 @@ struct hub_http_req *hub_http_request(struct hub_http *h, const struct hub_http_
 	curl_easy_setopt(r->easy, CURLOPT_LOW_SPEED_LIMIT, 1L);
 	curl_easy_setopt(r->easy, CURLOPT_LOW_SPEED_TIME, h->cfg.stall_timeout_s);
 	curl_easy_setopt(r->easy, CURLOPT_TCP_KEEPALIVE, 1L);
-	trust_cas(r->easy);
+	http__trust_cas(r->easy);
 	if (opts->head)
 		curl_easy_setopt(r->easy, CURLOPT_NOBODY, 1L);
 	if (!opts->on_body)
@@ -804,146 +717,4 @@ void hub_http_free(struct hub_http **hp)
 	free(h->user_agent);
 	uv_close((uv_handle_t *)&h->timer, http_closed);
 	*hp = NULL;
-}
-
-/* ---- blocking GET for the CLI ---------------------------------------------------------------- */
-
-struct sink {
-	struct buf b;
-	size_t max;
-	bool too_big;
-};
-
-static size_t sink_write(char *data, size_t size, size_t n, void *ud)
-{
-	struct sink *s = ud;
-
-	if (s->b.len + size * n > s->max) {
-		s->too_big = true;
-		return 0;
-	}
-	buf_add(&s->b, data, size * n);
-	return size * n;
-}
-
-int hub_http_get_blocking(const char *url, const char *token, size_t max, char **body, size_t *len, long *status,
-			  char **errmsg)
-{
-	struct hub_http_call c = { .url = url, .token = token, .max = max };
-
-	return hub_http_call_blocking(&c, body, len, status, errmsg);
-}
-
-/* libcurl's header callback for hub_http_call: one "Name: value" line at a time (a new status line
- * after an interim answer starts over, which the caller sees as headers seen twice). */
-static size_t header_line(char *data, size_t size, size_t n, void *ud)
-{
-	const struct hub_http_call *c = ud;
-	size_t len = size * n;
-	char *line = xstrndup(data, len), *colon = strchr(line, ':'), *v, *end;
-
-	if (colon) {
-		*colon = '\0';
-		for (v = colon + 1; *v == ' ' || *v == '\t'; v++)
-			;
-		for (end = v + strlen(v); end > v && (end[-1] == '\r' || end[-1] == '\n' || end[-1] == ' '); end--)
-			;
-		*end = '\0';
-		c->on_header(c->ud, line, v);
-	}
-	free(line);
-	return len;
-}
-
-/* libcurl's progress callback for hub_http_call: non-zero ends the transfer (c->cancel set). */
-static int cancelled(void *ud, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal, curl_off_t ulnow)
-{
-	const struct hub_http_call *c = ud;
-
-	(void)dltotal;
-	(void)dlnow;
-	(void)ultotal;
-	(void)ulnow;
-	return atomic_load(c->cancel) ? 1 : 0;
-}
-
-int hub_http_call_blocking(const struct hub_http_call *c, char **body, size_t *len, long *status, char **errmsg)
-{
-	CURL *e = curl_easy_init();
-	struct sink s = { .max = c->max };
-	char err[CURL_ERROR_SIZE] = "";
-	struct curl_slist *hdr = NULL;
-	CURLcode cc;
-	int r = 0;
-
-	if (!e)
-		return HM_ERR_CURL;
-	buf_init(&s.b);
-	if (c->token && *c->token) {
-		/* no redirects are followed here, so the token reaches this URL's host only */
-		char *a = xasprintf("Authorization: Bearer %s", c->token);
-		hdr = curl_slist_append(hdr, a);
-		free(a);
-	}
-	if (c->body) {
-		char *ct = xasprintf("Content-Type: %s", c->body_type ? c->body_type : "application/json");
-		hdr = curl_slist_append(hdr, ct);
-		free(ct);
-		curl_easy_setopt(e, CURLOPT_POSTFIELDS, c->body);
-		curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE, (long)(c->body_len ? c->body_len : strlen(c->body)));
-	}
-	for (const char *const *h = c->headers; h && *h; h++)
-		hdr = curl_slist_append(hdr, *h);
-	if (c->method && !strcmp(c->method, "HEAD"))
-		curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
-	else if (c->method)
-		curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, c->method);
-	if (c->on_header) {
-		curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, header_line);
-		curl_easy_setopt(e, CURLOPT_HEADERDATA, c);
-	}
-	if (hdr)
-		curl_easy_setopt(e, CURLOPT_HTTPHEADER, hdr);
-	if (c->unix_socket)
-		curl_easy_setopt(e, CURLOPT_UNIX_SOCKET_PATH, c->unix_socket);
-	curl_easy_setopt(e, CURLOPT_URL, c->url);
-	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-	trust_cas(e);
-	curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
-	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, c->connect_timeout_ms > 0 ? c->connect_timeout_ms : 10000L);
-	curl_easy_setopt(e, CURLOPT_TIMEOUT, c->timeout_s > 0 ? c->timeout_s : 120L);
-	if (c->stall_s > 0) {
-		curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1L);
-		curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, c->stall_s);
-	}
-	if (c->cancel) {
-		curl_easy_setopt(e, CURLOPT_XFERINFOFUNCTION, cancelled);
-		curl_easy_setopt(e, CURLOPT_XFERINFODATA, c);
-		curl_easy_setopt(e, CURLOPT_NOPROGRESS, 0L);
-	}
-	curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "");
-	curl_easy_setopt(e, CURLOPT_USERAGENT, "hubmirror/" HUBMIRROR_VERSION);
-	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, sink_write);
-	curl_easy_setopt(e, CURLOPT_WRITEDATA, &s);
-	curl_easy_setopt(e, CURLOPT_ERRORBUFFER, err);
-	cc = curl_easy_perform(e);
-	if (s.too_big) {
-		r = -EFBIG;
-	} else if (cc == CURLE_COULDNT_CONNECT && c->unix_socket) {
-		r = -ECONNREFUSED;
-		if (errmsg)
-			*errmsg = xstrdup(err[0] ? err : curl_easy_strerror(cc));
-	} else if (cc != CURLE_OK) {
-		r = HM_ERR_CURL;
-		if (errmsg)
-			*errmsg = xstrdup(err[0] ? err : curl_easy_strerror(cc));
-	} else {
-		curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, status);
-		*len = s.b.len;
-		*body = buf_detach(&s.b, NULL);
-	}
-	buf_release(&s.b);
-	curl_easy_cleanup(e);
-	curl_slist_free_all(hdr);
-	return r;
 }
