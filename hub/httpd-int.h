@@ -176,6 +176,13 @@ void httpd__split_target(struct httpd_req *r);
  * framing: a bare LF or CR, or a line folded onto the one before (obsolete line folding). */
 const char *httpd__head_scan(struct head_scan *s, const char *data, size_t n);
 
+/* ---- between httpd.c and httpd-defer.c ---- */
+
+/* The request on c is answered: send it (httpd.c). */
+void httpd__send_answer(struct conn *c);
+/* Free h once nothing of it runs any more (httpd.c). */
+void httpd__destroy(struct httpd *h);
+
 /* ---- TLS on a connection (httpd-tls.c) ---- */
 
 /* Before the first read when the server has TLS: a connection whose first byte opens a TLS
