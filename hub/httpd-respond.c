@@ -1,0 +1,186 @@
+/*
+ * httpd-respond.c - the answers a handler gives (httpd_respond, httpd_respond_str, httpd_respond_file,
+ * httpd_respond_file_gated, httpd_add_header; httpd.h): the status line and headers into the
+ * connection's output buffer, and a file body set up for sendfile (corked when big). httpd.c sends
+ * them.
+ */
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "base/buf.h"
+#include "base/xmalloc.h"
+#include "httpd-int.h"
+
+static const char *reason(int status)
+{
+	switch (status) {
+	case 200: return "OK";
+	case 204: return "No Content";
+	case 206: return "Partial Content";
+	case 301: return "Moved Permanently";
+	case 302: return "Found";
+	case 304: return "Not Modified";
+	case 307: return "Temporary Redirect";
+	case 400: return "Bad Request";
+	case 401: return "Unauthorized";
+	case 403: return "Forbidden";
+	case 404: return "Not Found";
+	case 405: return "Method Not Allowed";
+	case 408: return "Request Timeout";
+	case 413: return "Content Too Large";
+	case 414: return "URI Too Long";
+	case 416: return "Range Not Satisfiable";
+	case 429: return "Too Many Requests";
+	case 431: return "Request Header Fields Too Large";
+	case 500: return "Internal Server Error";
+	case 503: return "Service Unavailable";
+	default: return "Status";
+	}
+}
+
+void httpd_add_header(struct httpd_req *r, const char *name, const char *value)
+{
+	/* Refuse header injection from values that came from elsewhere. */
+	if (strpbrk(name, "\r\n:") || strpbrk(value, "\r\n"))
+		return;
+	buf_addf(&r->resp_head, "%s: %s\r\n", name, value);
+}
+
+void httpd_add_headerf(struct httpd_req *r, const char *name, const char *fmt, ...)
+{
+	va_list ap;
+	struct buf v;
+
+	buf_init(&v);
+	va_start(ap, fmt);
+	buf_vaddf(&v, fmt, ap);
+	va_end(ap);
+	httpd_add_header(r, name, v.data);
+	buf_release(&v);
+}
+
+static void start_response(struct conn *c, int status, const char *ctype, int64_t length)
+{
+	struct httpd_req *r = &c->req;
+	time_t now = time(NULL);
+
+	/* The Date header changes once a second: format it once a second (the loop is one thread). */
+	if (now != c->h->date_at) {
+		struct tm tm;
+		gmtime_r(&now, &tm);
+		strftime(c->h->date, sizeof(c->h->date), "%a, %d %b %Y %H:%M:%S GMT", &tm);
+		c->h->date_at = now;
+	}
+	r->status = status;
+	r->answered = true;
+	c->close_after = !r->keep_alive || c->h->closing || c->h->draining;
+	buf_reset(&c->out);
+	c->out_off = 0;
+	buf_addf(&c->out, "HTTP/1.1 %d %s\r\nDate: %s\r\nServer: hubmirror\r\n", status, reason(status), c->h->date);
+	if (ctype)
+		buf_addf(&c->out, "Content-Type: %s\r\n", ctype);
+	/* 204 and 304 have no body; a Content-Length: 0 on a 304 would misstate the length of the
+	 * representation a cache holds. */
+	if (status != 204 && status != 304)
+		buf_addf(&c->out, "Content-Length: %lld\r\n", (long long)length);
+	if (c->close_after)
+		buf_adds(&c->out, "Connection: close\r\n");
+	else if (c->parser.http_major == 1 && c->parser.http_minor == 0)
+		buf_adds(&c->out, "Connection: keep-alive\r\n"); /* HTTP/1.0 closes unless told */
+	buf_add(&c->out, r->resp_head.data, r->resp_head.len);
+	buf_adds(&c->out, "\r\n");
+}
+
+#define SPILL_MIN ((size_t)1 << 20)
+
+void httpd_respond(struct httpd_req *r, int status, const char *content_type, const void *body, size_t len)
+{
+	struct conn *c = r->c;
+
+	if (r->answered || c->job) /* once, and a deferred one by its done callback only */
+		return;
+	if (!r->head && status != 304 && status != 204 && len >= SPILL_MIN && c->h->cfg.spill_dir) {
+		/* a big body (a repo info of 100,000 files, an unpaged listing) is built once, then leaves
+		 * from a file: a thousand slow readers of it pin no heap */
+		int fd = open(c->h->cfg.spill_dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+		size_t done = 0;
+		while (fd >= 0 && done < len) {
+			ssize_t n = write(fd, (const char *)body + done, len - done);
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n <= 0)
+				break;
+			done += (size_t)n;
+		}
+		if (fd >= 0 && done == len) {
+			c->h->stats.bodies_spilled++;
+			httpd_respond_file(r, status, content_type, fd, 0, (int64_t)len);
+			/* what built it (tens of MB of JSON, freed by the caller) goes back to the system
+			 * rather than staying in malloc's arenas between such requests */
+			c->h->trim_pending = true;
+			return;
+		}
+		if (fd >= 0)
+			close(fd); /* a full disk: keep it in memory */
+	}
+	start_response(c, status, content_type, (int64_t)len);
+	if (!r->head && status != 304 && status != 204)
+		buf_add(&c->out, body, len);
+}
+
+void httpd_respond_str(struct httpd_req *r, int status, const char *content_type, const char *body)
+{
+	httpd_respond(r, status, content_type, body, strlen(body));
+}
+
+void httpd_respond_file_gated(struct httpd_req *r, int status, const char *content_type, int fd, int64_t offset,
+			      int64_t length, httpd_gate_fn gate, void (*release)(void *ud), void *ud)
+{
+	struct conn *c = r->c;
+
+	if (r->answered || c->job) {
+		close(fd);
+		if (release)
+			release(ud);
+		return;
+	}
+	httpd_respond_file(r, status, content_type, fd, offset, length);
+	if (c->file_fd == fd) {
+		c->gate = gate;
+		c->gate_release = release;
+		c->gate_ud = ud;
+	} else if (release) {
+		release(ud); /* HEAD or empty: no body to gate */
+	}
+}
+
+void httpd_respond_file(struct httpd_req *r, int status, const char *content_type, int fd, int64_t offset,
+			int64_t length)
+{
+	struct conn *c = r->c;
+
+	if (r->answered || c->job) {
+		close(fd);
+		return;
+	}
+	start_response(c, status, content_type, length);
+	if (r->head || length == 0) {
+		close(fd);
+		return;
+	}
+	c->file_fd = fd;
+	c->file_off = offset;
+	c->file_left = length;
+	if (length >= (1 << 20)) {
+		/* Cork big answers: headers and body leave in full-sized segments (as nginx's tcp_nopush). */
+		int one = 1;
+		setsockopt(c->fd, IPPROTO_TCP, TCP_CORK, &one, sizeof(one));
+		c->corked = true;
+	}
+}
