@@ -1,0 +1,118 @@
+/*
+ * routes-hf-file.c - resolve and raw (D, E; routes-hf-int.h): a file's bytes from the store, with the
+ * Hub's headers (ETag, X-Repo-Commit, X-Linked-Size, ...), ranges and conditional requests; a file
+ * fetched on demand streams from its partial file while it verifies.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jansson.h>
+#include <openssl/evp.h>
+
+#include "base/buf.h"
+#include "base/err.h"
+#include "base/hex.h"
+#include "base/path.h"
+#include "base/xmalloc.h"
+#include "catalog/catalog.h"
+#include "mirror/data.h"
+#include "mirror/store.h"
+#include "hub/http.h"
+#include "hub/hub.h"
+#include "access.h"
+#include "ondemand.h"
+#include "routes-hf-int.h"
+#include "routes-int.h"
+
+/* ---- D, E: resolve and raw ------------------------------------------------------------------------ */
+
+void hf__file(struct hfreq *h, const char *rev, const char *path, bool raw)
+{
+	struct catalog_entry e;
+	struct httpd_req *req = h->req;
+	char etag[80], *fname, *disp;
+	const char *base;
+	int64_t a = 0, b = -1;
+	int rr, r, trusted;
+
+	if (hf__resolve_how(h, rev, true))
+		return;
+	if (!path || path_check_str(path)) {
+		hf__error(req, 404, "EntryNotFound", "Entry not found", h->snap.commit);
+		return;
+	}
+	r = catalog_snapshot_file(h->rt->data->catalog, h->snap.id, path, &e);
+	if (r) {
+		hf__error(req, r == HM_ERR_NOT_FOUND ? 404 : 500, r == HM_ERR_NOT_FOUND ? "EntryNotFound" : NULL,
+			 r == HM_ERR_NOT_FOUND ? "Entry not found" : "catalog error", h->snap.commit);
+		return;
+	}
+	if (!mirror_access_content_open(h->rt->access, &h->repo)) {
+		/* the Hub's own answers: a gated repo's content, and a private repo to whom may not see it */
+		if (h->repo.private_ == 1)
+			hf__error(req, 401, NULL, "Invalid username or password.", NULL);
+		else
+			hf__error(req, 401, "GatedRepo", "Access to this gated repository is restricted on this mirror.", NULL);
+		goto out;
+	}
+	hf__add_cors(req);
+	httpd_add_header(req, "X-Repo-Commit", h->snap.commit);
+	/* The Hub's ETags, so caches built from the mirror and from the Hub are interchangeable. */
+	snprintf(etag, sizeof(etag), "\"%s\"", e.lfs_oid[0] ? e.lfs_oid : (e.git_oid[0] ? e.git_oid : e.sha256));
+	if (raw && e.lfs_oid[0]) {
+		/* the git blob of an LFS file is its pointer; Range applies to it like to any file */
+		char ptr[256];
+		size_t n = hf__lfs_pointer(&e, ptr, sizeof(ptr));
+		snprintf(etag, sizeof(etag), "\"%s\"", e.git_oid);
+		httpd_add_header(req, "ETag", etag);
+		httpd_add_header(req, "Accept-Ranges", "bytes");
+		rr = httpd_parse_range(httpd_header(req, "Range"), (int64_t)n, &a, &b);
+		if (rr < 0) {
+			httpd_add_headerf(req, "Content-Range", "bytes */%zu", n);
+			httpd_respond_str(req, 416, "text/plain", "range not satisfiable\n");
+		} else if (rr > 0) {
+			httpd_add_headerf(req, "Content-Range", "bytes %" PRId64 "-%" PRId64 "/%zu", a, b, n);
+			httpd_respond(req, 206, "text/plain; charset=utf-8", ptr + a, (size_t)(b - a + 1));
+		} else {
+			httpd_respond(req, 200, "text/plain; charset=utf-8", ptr, n);
+		}
+		goto out;
+	}
+	httpd_add_header(req, "ETag", etag);
+	if (e.lfs_oid[0]) {
+		httpd_add_header(req, "X-Linked-Etag", etag);
+		httpd_add_headerf(req, "X-Linked-Size", "%" PRId64, e.size);
+	}
+	base = strrchr(e.path, '/') ? strrchr(e.path, '/') + 1 : e.path;
+	fname = hub_url_escape(base, false);
+	disp = xasprintf("inline; filename*=UTF-8''%s; filename=\"%s\"", fname, fname);
+	httpd_add_header(req, "Content-Disposition", disp);
+	free(fname);
+	free(disp);
+	if (httpd_etag_matches(httpd_header(req, "If-None-Match"), etag)) {
+		httpd_respond_str(req, 304, NULL, "");
+		goto out;
+	}
+	/* a provisional snapshot's content the store holds for another repo is served only once its
+	 * own upstream's bytes were verified (docs/security.md, "What sync takes from a listing") */
+	trusted = mirror__file_trusted(h->rt, h->snap.id, e.sha256);
+	if (trusted != 1 || mirror__send_blob(h->rt, req, e.sha256, e.size)) {
+		/* a provisional snapshot's content, fetched now; or (catalog says yes, store says no) one
+		 * verify quarantined, which the next sync brings back */
+		struct mirror_ondemand_file of = { "hf", h->type, h->name, h->snap.commit, h->repo.follow_rev, e.path,
+						   e.sha256, e.size, h->snap.repo_id, trusted == 0 };
+		if (!h->rt->ondemand || trusted < 0 ||
+		    (trusted == 1 && catalog_blob_present(h->rt->data->catalog, e.sha256) != 0) ||
+		    mirror_ondemand_send(h->rt, req, &of))
+			hf__error(req, 503, NULL, "File temporarily unavailable on this mirror", h->snap.commit);
+	}
+out:
+	catalog_entry_release(&e);
+}

@@ -1,0 +1,61 @@
+/*
+ * routes-hf-int.h - what the files of the Hugging Face API share (routes-hf.c: helpers, the request
+ * context, repo info, refs, listings and the router; routes-hf-tree.c: a snapshot's files listed;
+ * routes-hf-file.c: resolve and raw). Nothing outside mirror/serve/ includes it.
+ */
+#ifndef HM_MIRROR_SERVE_ROUTES_HF_INT_H
+#define HM_MIRROR_SERVE_ROUTES_HF_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "catalog/catalog.h"
+#include "hub/httpd.h"
+#include "routes-int.h"
+
+#define TREE_PAGE 1000  /* entries in a page of a tree listing */
+
+/* One request to the Hugging Face API: its repo, resolved on demand. */
+struct hfreq {
+	struct mirror_routes *rt;
+	struct httpd_req *req;
+	const char *type;       /* "model" | "dataset" */
+	char *name;             /* org/name */
+	struct catalog_repo repo;
+	bool repo_loaded;
+	struct catalog_snapshot snap;
+};
+
+/* ---- routes-hf.c ---- */
+
+/* The CORS headers every Hugging Face answer carries. */
+void hf__add_cors(struct httpd_req *req);
+/* The Hub's error answer: status, X-Error-Code (may be NULL), X-Error-Message, {"error": msg}. */
+void hf__error(struct httpd_req *req, int status, const char *code, const char *msg, const char *commit);
+/* The same from a job's done callback. */
+void hf__job_error(struct mirror__job *j, int status, const char *code, const char *msg, const char *commit);
+bool hf__query_bool(const struct httpd_req *req, const char *name);
+/* The Git LFS pointer of an entry, into out (cap bytes); its length. */
+size_t hf__lfs_pointer(const struct catalog_entry *e, char *out, size_t cap);
+/* A file's and a folder's entry as the tree and paths-info list them. */
+json_t *hf__file_json(const struct catalog_entry *e, const struct catalog_snapshot *snap, bool expand);
+json_t *hf__dir_json(const char *path, const struct catalog_snapshot *snap);
+/* Resolve h's repo at rev (NULL: its default) into h->snap, or answer (and return nonzero); lite
+ * skips what only an info answer needs. */
+int hf__resolve_how(struct hfreq *h, const char *rev, bool lite);
+int hf__resolve(struct hfreq *h, const char *rev);
+
+/* ---- routes-hf-tree.c ---- */
+
+void hf__tree(struct hfreq *h, const char *rev, const char *rev_raw, const char *subpath);
+void hf__paths_info(struct hfreq *h, const char *rev);
+void hf__treesize(struct hfreq *h, const char *rev, const char *subpath);
+
+/* ---- routes-hf-file.c ---- */
+
+void hf__file(struct hfreq *h, const char *rev, const char *path, bool raw);
+
+#endif
