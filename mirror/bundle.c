@@ -21,6 +21,7 @@
 #include "base/hex.h"
 #include "base/path.h"
 #include "base/xmalloc.h"
+#include "bundle-int.h"
 #include "bundle.h"
 #include "progress.h"
 #include "catalog/catalog.h"
@@ -29,16 +30,8 @@
 #include "store.h"
 #include "torrents.h"
 
-#define MANIFEST "manifest.json"
-#define MANIFEST_MAX ((int64_t)256 << 20)  /* about a million files; its parse takes ~4x */
-/* A manifest compresses some 5-20x; one that expands more than this over what the archive's
- * compressed stream has given so far (past the first MiB) is a decompression bomb: refused before
- * its text, let alone its parse, takes the memory it asks for */
-#define MANIFEST_RATIO 200
-#define CHUNK (1 << 20)
 
-static int fail(char **errmsg, int r, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int fail(char **errmsg, int r, const char *fmt, ...)
+int bundle__fail(char **errmsg, int r, const char *fmt, ...)
 {
 	va_list ap;
 	char buf[1024];
@@ -106,11 +99,11 @@ static int export_repo(struct mirror_data *d, const struct hub_spec *spec, json_
 	int e = catalog_repo_get(d->catalog, hub, type, spec->name, &r);
 
 	if (e) {
-		e = fail(errmsg, e, "%s is not tracked here", s);
+		e = bundle__fail(errmsg, e, "%s is not tracked here", s);
 		goto out;
 	}
 	if (!r.head_commit) {
-		e = fail(errmsg, HM_ERR_NOT_FOUND, "%s was never synced: nothing to export", s);
+		e = bundle__fail(errmsg, HM_ERR_NOT_FOUND, "%s was never synced: nothing to export", s);
 		goto out;
 	}
 	catalog_refs_each(d->catalog, r.id, ref_cb, refs);
@@ -129,7 +122,7 @@ static int export_repo(struct mirror_data *d, const struct hub_spec *spec, json_
 				catalog_repo_release(&r2);
 			if (!e && catalog_snapshot_complete(d->catalog, snap.id) == 0) {
 				json_decref(f.files);
-				e = fail(errmsg, HM_ERR_NOT_FOUND, "%s: snapshot %.12s is not complete here yet (fetched on "
+				e = bundle__fail(errmsg, HM_ERR_NOT_FOUND, "%s: snapshot %.12s is not complete here yet (fetched on "
 					 "demand): sync it first", s, commit);
 				goto out;
 			}
@@ -137,7 +130,7 @@ static int export_repo(struct mirror_data *d, const struct hub_spec *spec, json_
 				e = catalog_snapshot_walk(d->catalog, snap.id, NULL, NULL, 0, file_cb, &f);
 			if (e) {
 				json_decref(f.files);
-				e = fail(errmsg, e, "%s: snapshot %.12s: %s", s, commit, catalog_errmsg(d->catalog));
+				e = bundle__fail(errmsg, e, "%s: snapshot %.12s: %s", s, commit, catalog_errmsg(d->catalog));
 				goto out;
 			}
 			json_array_append_new(snaps, json_pack("{s:s, s:I, s:o}", "commit", commit, "synced_at",
@@ -288,7 +281,7 @@ static int volumes_end(struct volumes *v, bool ok, char **errmsg)
 	for (size_t i = 0; i < v->n; i++) {
 		char *final = volume_name(v, i, false);
 		if (ok && !r && rename(v->tmps[i], final) < 0)
-			r = fail(errmsg, -errno, "cannot rename to '%s': %s", final, strerror(errno));
+			r = bundle__fail(errmsg, -errno, "cannot rename to '%s': %s", final, strerror(errno));
 		if (!ok || r)
 			unlink(v->tmps[i]);
 		free(final);
@@ -312,7 +305,7 @@ int mirror_bundle_volume(const char *path)
 
 /* The files a bundle path stands for: itself, or, for FILE.001, every volume FILE.001, FILE.002, ...
  * there is (NULL-terminated; free each and the array). NULL after saying why. */
-static char **bundle_files(const char *path, char **errmsg)
+char **bundle__files(const char *path, char **errmsg)
 {
 	char **names = xcalloc(2, sizeof(*names));
 	int vol = mirror_bundle_volume(path);
@@ -320,7 +313,7 @@ static char **bundle_files(const char *path, char **errmsg)
 
 	names[0] = xstrdup(path);
 	if (vol > 1) {
-		fail(errmsg, -EINVAL, "'%s' is a later volume of a bundle: import its first one (.001)", path);
+		bundle__fail(errmsg, -EINVAL, "'%s' is a later volume of a bundle: import its first one (.001)", path);
 		free(names[0]);
 		free(names);
 		return NULL;
@@ -341,9 +334,9 @@ static char **bundle_files(const char *path, char **errmsg)
 	return names;
 }
 
-static size_t volumes_there(const char *path)
+size_t bundle__volumes_there(const char *path)
 {
-	char **names = bundle_files(path, NULL);
+	char **names = bundle__files(path, NULL);
 	size_t n = 0;
 
 	while (names && names[n])
@@ -352,26 +345,24 @@ static size_t volumes_there(const char *path)
 	return n;
 }
 
-static void bundle_files_free(char **names)
+void bundle__files_free(char **names)
 {
 	for (size_t i = 0; names && names[i]; i++)
 		free(names[i]);
 	free(names);
 }
 
-static int read_manifest(struct archive *a, json_t **manifest, json_t *blobs, char **errmsg);
-static struct archive *open_bundle(const char *path, char **errmsg);
 
 /* The contents another bundle lists (its manifest's): the far side holds them once it imported it. */
 static int since_bundle_blobs(const char *path, json_t *into, char **errmsg)
 {
-	struct archive *a = open_bundle(path, errmsg);
+	struct archive *a = bundle__open(path, errmsg);
 	json_t *m = NULL;
 	int r;
 
 	if (!a)
 		return -EIO;
-	r = read_manifest(a, &m, into, errmsg);
+	r = bundle__read_manifest(a, &m, into, errmsg);
 	archive_read_free(a);
 	json_decref(m);
 	if (r && errmsg && *errmsg) {
@@ -426,13 +417,13 @@ int mirror_bundle_export(struct mirror_data *d, const struct hub_spec *specs, si
 	archive_write_set_bytes_per_block(a, 64 << 10);
 	archive_write_set_bytes_in_last_block(a, 1);
 	if (len > 4 && !strcmp(out + len - 4, ".zst") && archive_write_add_filter_zstd(a) != ARCHIVE_OK) {
-		r = fail(errmsg, -ENOTSUP, "this libarchive cannot write zstd: %s", archive_error_string(a));
+		r = bundle__fail(errmsg, -ENOTSUP, "this libarchive cannot write zstd: %s", archive_error_string(a));
 		goto out;
 	}
 	if (archive_write_open(a, &vols, volumes_open, volumes_write, volumes_close) != ARCHIVE_OK ||
 	    write_entry_head(a, MANIFEST, (int64_t)strlen(text)) ||
 	    archive_write_data(a, text, strlen(text)) != (la_ssize_t)strlen(text)) {
-		r = fail(errmsg, -EIO, "cannot write '%s': %s", out, archive_error_string(a));
+		r = bundle__fail(errmsg, -EIO, "cannot write '%s': %s", out, archive_error_string(a));
 		goto out;
 	}
 	buf = xmalloc(CHUNK);
@@ -454,14 +445,14 @@ int mirror_bundle_export(struct mirror_data *d, const struct hub_spec *specs, si
 		fd = p ? open(p, O_RDONLY | O_CLOEXEC) : -1;
 		free(p);
 		if (fd < 0) {
-			r = fail(errmsg, -ENOENT, "content %s is not in the store (run 'hubmirror verify' and sync)", sha);
+			r = bundle__fail(errmsg, -ENOENT, "content %s is not in the store (run 'hubmirror verify' and sync)", sha);
 			goto out;
 		}
 		posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
 		snprintf(name, sizeof(name), "blobs/%s", sha);
 		if (write_entry_head(a, name, left)) {
 			close(fd);
-			r = fail(errmsg, -EIO, "cannot write '%s': %s", out, archive_error_string(a));
+			r = bundle__fail(errmsg, -EIO, "cannot write '%s': %s", out, archive_error_string(a));
 			goto out;
 		}
 		/* streamed a chunk at a time: a 100 GB model never sits in memory or in a temporary copy */
@@ -471,7 +462,7 @@ int mirror_bundle_export(struct mirror_data *d, const struct hub_spec *specs, si
 				continue;
 			if (got <= 0 || archive_write_data(a, buf, (size_t)got) != got) {
 				close(fd);
-				r = fail(errmsg, -EIO, "cannot copy content %s: %s", sha,
+				r = bundle__fail(errmsg, -EIO, "cannot copy content %s: %s", sha,
 					 got <= 0 ? "the stored file is short" : archive_error_string(a));
 				goto out;
 			}
@@ -484,7 +475,7 @@ int mirror_bundle_export(struct mirror_data *d, const struct hub_spec *specs, si
 		mirror_progress_say(opt ? opt->progress : NULL, rep->blobs, total_n, rep->bytes, total_bytes);
 	}
 	if (archive_write_close(a) != ARCHIVE_OK) {
-		r = fail(errmsg, -EIO, "cannot finish '%s': %s", out, archive_error_string(a));
+		r = bundle__fail(errmsg, -EIO, "cannot finish '%s': %s", out, archive_error_string(a));
 		goto out;
 	}
 	rep->volumes = vols.size ? (int64_t)vols.n : 1;
@@ -507,555 +498,4 @@ out:
 	json_decref(bl);
 	json_decref(omit);
 	return r;
-}
-
-/* ---- import ------------------------------------------------------------------------------------ */
-
-static bool is_hex(json_t *v, size_t n)
-{
-	return json_is_string(v) && hex_is_lower(json_string_value(v), n) && json_string_length(v) == n;
-}
-
-static bool str_or_null_ok(json_t *v)
-{
-	return !v || json_is_null(v) || json_is_string(v);
-}
-
-/* Check everything the manifest says before anything is written; blobs (sha256 -> size) is filled.
- * Returns NULL or what is wrong (malloc'd). */
-static char *manifest_check(json_t *m, json_t *blobs)
-{
-	json_t *repos = json_object_get(m, "repos"), *bl = json_object_get(m, "blobs"), *r, *b;
-	const char *format = json_string_value(json_object_get(m, "format"));
-	size_t i;
-
-	if (!json_is_object(m) || !format || strcmp(format, "hubmirror-bundle"))
-		return xstrdup("not a hubmirror bundle manifest");
-	if (json_integer_value(json_object_get(m, "version")) != 1)
-		return xstrdup("a bundle version this hubmirror does not know");
-	if (!json_is_array(repos) || !json_is_array(bl))
-		return xstrdup("the manifest lacks repos or blobs");
-	json_array_foreach(bl, i, b) {
-		json_t *sz = json_object_get(b, "size");
-		if (!is_hex(json_object_get(b, "sha256"), 64) || !json_is_integer(sz) || json_integer_value(sz) < 0)
-			return xasprintf("blob entry %zu is malformed", i);
-		if (json_object_get(blobs, json_string_value(json_object_get(b, "sha256"))))
-			return xasprintf("blob %s is listed twice", json_string_value(json_object_get(b, "sha256")));
-		json_object_set(blobs, json_string_value(json_object_get(b, "sha256")), sz);
-	}
-	json_array_foreach(repos, i, r) {
-		const char *hub = json_string_value(json_object_get(r, "hub")), *type = json_string_value(json_object_get(r, "type"));
-		const char *name = json_string_value(json_object_get(r, "name"));
-		const char *follow = json_string_value(json_object_get(r, "follow_rev"));
-		json_t *snaps = json_object_get(r, "snapshots"), *refs = json_object_get(r, "refs"), *s, *f, *g;
-		json_t *commits = json_object();
-		enum hub_kind k;
-		size_t j, l;
-		char *err = NULL;
-
-		if (!hub || !type || !name || !follow || hub_kind_parse(hub, &k) || (strcmp(type, "model") && strcmp(type, "dataset")) ||
-		    hub_check_name(k, name) || hub_check_revision(follow) || !json_is_array(snaps) || !json_is_array(refs) ||
-		    !json_is_array(json_object_get(r, "include")) || !json_is_array(json_object_get(r, "exclude")) ||
-		    !json_is_object(json_object_get(r, "options")) || !str_or_null_ok(json_object_get(r, "refs_policy"))) {
-			json_decref(commits);
-			return xasprintf("repo entry %zu is malformed", i);
-		}
-		json_array_foreach(json_object_get(r, "include"), j, g)
-			if (!json_is_string(g))
-				err = xasprintf("%s: a glob is not a string", name);
-		json_array_foreach(json_object_get(r, "exclude"), j, g)
-			if (!err && !json_is_string(g))
-				err = xasprintf("%s: a glob is not a string", name);
-		json_array_foreach(snaps, j, s) {
-			if (err)
-				break;
-			if (!is_hex(json_object_get(s, "commit"), 40) || !json_is_array(json_object_get(s, "files"))) {
-				err = xasprintf("%s: snapshot %zu is malformed", name, j);
-				break;
-			}
-			json_object_set_new(commits, json_string_value(json_object_get(s, "commit")), json_true());
-			json_array_foreach(json_object_get(s, "files"), l, f) {
-				json_t *p = json_object_get(f, "path"), *sz = json_object_get(f, "size");
-				json_t *sha = json_object_get(f, "sha256"), *want;
-				json_t *git = json_object_get(f, "git_oid"), *lfs = json_object_get(f, "lfs_oid");
-				if (!json_is_string(p) || path_check(json_string_value(p), json_string_length(p)) ||
-				    !json_is_integer(sz) || !is_hex(sha, 64) ||
-				    !(json_is_null(git) || is_hex(git, 40)) || !(json_is_null(lfs) || is_hex(lfs, 64))) {
-					err = xasprintf("%s: file %zu of snapshot %zu is malformed or its path unsafe", name, l, j);
-					break;
-				}
-				want = json_object_get(blobs, json_string_value(sha));
-				if (!want || json_integer_value(want) != json_integer_value(sz)) {
-					err = xasprintf("%s: %s names content the bundle does not list", name, json_string_value(p));
-					break;
-				}
-			}
-		}
-		json_array_foreach(refs, j, s) {
-			const char *kind = json_string_value(json_object_get(s, "kind"));
-			const char *rn = json_string_value(json_object_get(s, "name"));
-			if (err)
-				break;
-			if (!rn || hub_check_revision(rn) || !kind ||
-			    (strcmp(kind, "branch") && strcmp(kind, "tag") && strcmp(kind, "pr") && strcmp(kind, "convert")) ||
-			    !is_hex(json_object_get(s, "commit"), 40) ||
-			    !json_object_get(commits, json_string_value(json_object_get(s, "commit"))))
-				err = xasprintf("%s: ref %zu is malformed or names no snapshot of the bundle", name, j);
-		}
-		json_decref(commits);
-		if (err)
-			return err;
-	}
-	return NULL;
-}
-
-/* The first entry, manifest.json, read whole and checked. Returns 0 or an error (said). */
-static int read_manifest(struct archive *a, json_t **manifest, json_t *blobs, char **errmsg)
-{
-	struct archive_entry *e;
-	char *text, *why;
-	int64_t size;
-	json_error_t jerr;
-
-	if (archive_read_next_header(a, &e) != ARCHIVE_OK)
-		return fail(errmsg, HM_ERR_JSON, "not a readable tar archive: %s", archive_error_string(a));
-	size = archive_entry_size(e);
-	if (strcmp(archive_entry_pathname(e), MANIFEST) || archive_entry_filetype(e) != AE_IFREG ||
-	    !archive_entry_size_is_set(e) || size <= 0 || size > MANIFEST_MAX)
-		return fail(errmsg, HM_ERR_JSON, "the archive does not start with its %s", MANIFEST);
-	{
-		/* read in steps, the buffer growing with what came, and the expansion watched */
-		size_t cap = (size_t)(size < (1 << 20) ? size : (1 << 20)), got = 0;
-		text = xmalloc(cap);
-		while ((int64_t)got < size) {
-			la_ssize_t n;
-			int64_t raw;
-			if (got == cap) {
-				cap = (int64_t)cap * 2 > size ? (size_t)size : cap * 2;
-				text = xrealloc(text, cap);
-			}
-			n = archive_read_data(a, text + got, cap - got);
-			if (n <= 0) {
-				free(text);
-				return fail(errmsg, HM_ERR_JSON, "%s is cut short", MANIFEST);
-			}
-			got += (size_t)n;
-			raw = archive_filter_bytes(a, -1);
-			if (got > (1 << 20) && raw > 0 && (int64_t)got / raw > MANIFEST_RATIO) {
-				free(text);
-				return fail(errmsg, HM_ERR_JSON, "%s expands %lld times over its compressed bytes (a "
-					    "decompression bomb?): refused", MANIFEST, (long long)((int64_t)got / raw));
-			}
-		}
-	}
-	*manifest = json_loadb(text, (size_t)size, JSON_REJECT_DUPLICATES, &jerr);
-	free(text);
-	if (!*manifest)
-		return fail(errmsg, HM_ERR_JSON, "%s: %s (line %d)", MANIFEST, jerr.text, jerr.line);
-	if ((why = manifest_check(*manifest, blobs))) {
-		fail(errmsg, HM_ERR_JSON, "%s: %s", MANIFEST, why);
-		free(why);
-		return HM_ERR_JSON;
-	}
-	return 0;
-}
-
-int mirror_bundle_read_manifest(const void *bytes, size_t len, json_t **manifest, char **errmsg)
-{
-	struct archive *a = archive_read_new();
-	json_t *blobs = json_object();
-	int r;
-
-	*manifest = NULL;
-	archive_read_support_filter_all(a);
-	archive_read_support_format_tar(a);
-	if (archive_read_open_memory(a, bytes, len) != ARCHIVE_OK)
-		r = fail(errmsg, HM_ERR_JSON, "not a readable archive: %s", archive_error_string(a));
-	else
-		r = read_manifest(a, manifest, blobs, errmsg);
-	if (r && *manifest) {
-		json_decref(*manifest);
-		*manifest = NULL;
-	}
-	archive_read_free(a);
-	json_decref(blobs);
-	return r;
-}
-
-static struct archive *open_bundle(const char *path, char **errmsg)
-{
-	char **names = bundle_files(path, errmsg);
-	struct archive *a;
-
-	if (!names)
-		return NULL;
-	a = archive_read_new();
-	archive_read_support_filter_all(a);
-	archive_read_support_format_tar(a);
-	/* volumes are read as one stream, in order */
-	if (archive_read_open_filenames(a, (const char **)names, CHUNK) != ARCHIVE_OK) {
-		fail(errmsg, -EIO, "cannot open '%s': %s", path, archive_error_string(a));
-		archive_read_free(a);
-		a = NULL;
-	}
-	bundle_files_free(names);
-	return a;
-}
-
-/* The entry is blobs/<a sha256 the manifest names>, a regular file of the size it says, not seen
- * before. Returns the sha256 (borrowed from the entry) or NULL after saying what is wrong. */
-static const char *entry_blob(struct archive_entry *e, json_t *blobs, json_t *seen, char **errmsg)
-{
-	const char *name = archive_entry_pathname(e), *sha;
-	json_t *want;
-
-	if (archive_entry_filetype(e) != AE_IFREG || archive_entry_hardlink(e) || archive_entry_symlink(e)) {
-		fail(errmsg, HM_ERR_PATH_UNSAFE, "entry '%s' is not a regular file (links and devices are refused)",
-		     name ? name : "?");
-		return NULL;
-	}
-	if (!name || strncmp(name, "blobs/", 6) || !hex_is_lower(name + 6, 64) || strlen(name) != 70) {
-		fail(errmsg, HM_ERR_PATH_UNSAFE, "entry '%s' is not one the manifest names", name ? name : "?");
-		return NULL;
-	}
-	sha = name + 6;
-	want = json_object_get(blobs, sha);
-	if (!want || json_object_get(seen, sha)) {
-		fail(errmsg, HM_ERR_PATH_UNSAFE, "entry '%s' is %s", name, want ? "there twice" : "not in the manifest");
-		return NULL;
-	}
-	if (!archive_entry_size_is_set(e) || archive_entry_size(e) != json_integer_value(want)) {
-		fail(errmsg, HM_ERR_SIZE_MISMATCH, "entry '%s' is not the size the manifest says", name);
-		return NULL;
-	}
-	json_object_set_new(seen, sha, json_true());
-	return sha;
-}
-
-/* Store one entry's bytes, verified against sha256. Returns 0 or an error (said). */
-static int store_blob(struct mirror_data *d, struct archive *a, const char *sha256, int64_t size, char *buf,
-		      char **errmsg)
-{
-	struct mirror_store_expect ex = { sha256, NULL, size };
-	struct mirror_store_writer *w = NULL;
-	la_ssize_t got;
-	int r = mirror_store_writer_new(d->store, &ex, false, &w);
-
-	if (r)
-		return fail(errmsg, r, "store: %s", err_str(r));
-	while ((got = archive_read_data(a, buf, CHUNK)) > 0)
-		if ((r = mirror_store_writer_write(w, buf, (size_t)got)) != 0) {
-			mirror_store_writer_abort(&w, false);
-			return fail(errmsg, r, "content %s: %s", sha256, err_str(r));
-		}
-	if (got < 0) {
-		mirror_store_writer_abort(&w, false);
-		return fail(errmsg, -EIO, "content %s: %s", sha256, archive_error_string(a));
-	}
-	r = mirror_store_writer_commit(&w, NULL);
-	if (r)
-		return fail(errmsg, r, "content %s does not hash to its name (%s): the bundle is damaged", sha256,
-			    err_str(r));
-	return 0;
-}
-
-/* The archive's bytes of an entry whose content the store holds already: hashed all the same, for
- * it to count as carried (a bundle must not claim a content by its name alone). 0 when they hash to
- * sha256, else an error (said). */
-static int hash_entry(struct archive *a, const char *sha256, char *buf, char **errmsg)
-{
-	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
-	unsigned char md[EVP_MAX_MD_SIZE];
-	unsigned int mdlen = 0;
-	char hex[65];
-	la_ssize_t got = -1;
-	int ok = ctx && EVP_DigestInit_ex(ctx, EVP_sha256(), NULL);
-
-	while (ok && (got = archive_read_data(a, buf, CHUNK)) > 0)
-		ok = EVP_DigestUpdate(ctx, buf, (size_t)got);
-	ok = ok && got == 0 && EVP_DigestFinal_ex(ctx, md, &mdlen) && mdlen == 32;
-	EVP_MD_CTX_free(ctx);
-	if (!ok)
-		return fail(errmsg, -EIO, "content %s: %s", sha256, archive_error_string(a) ? archive_error_string(a) : "cannot hash");
-	hex_encode(md, 32, hex);
-	if (strcmp(hex, sha256))
-		return fail(errmsg, HM_ERR_HASH_MISMATCH, "content %s does not hash to its name: the bundle is damaged, or "
-			    "claims a content it does not hold", sha256);
-	return 0;
-}
-
-/* Every content a repo entry of the manifest names that the archive does not carry (seen lacks it)
- * must be one this mirror holds and that repository may name: public, or fetched by it already (as
- * sync's rule for listings has it); else a bundle of a few KB could publish a gated repository's
- * content under an open name. 0, or an error (said). */
-static int check_named(struct mirror_data *d, json_t *manifest, json_t *seen, char **errmsg)
-{
-	json_t *r, *sn, *f;
-	size_t i, j, k;
-
-	json_array_foreach(json_object_get(manifest, "repos"), i, r) {
-		const char *hub = json_string_value(json_object_get(r, "hub")), *type = json_string_value(json_object_get(r, "type"));
-		const char *name = json_string_value(json_object_get(r, "name"));
-		struct catalog_repo cr = { 0 };
-		int64_t id = catalog_repo_get(d->catalog, hub, type, name, &cr) ? 0 : cr.id;
-		catalog_repo_release(&cr);
-		json_array_foreach(json_object_get(r, "snapshots"), j, sn)
-			json_array_foreach(json_object_get(sn, "files"), k, f) {
-				const char *sha = json_string_value(json_object_get(f, "sha256"));
-				if (!sha || json_object_get(seen, sha) || catalog_blob_public_or_own(d->catalog, sha, id))
-					continue;
-				return fail(errmsg, HM_ERR_PATH_UNSAFE, "the bundle names content %s for %s:%s%s (%s) without "
-					    "carrying it, and this mirror holds it only for repositories that may not "
-					    "share it: refused", sha, hub, strcmp(type, "dataset") ? "" : "datasets/", name,
-					    json_string_value(json_object_get(f, "path")));
-			}
-	}
-	return 0;
-}
-
-/* A snapshot of repo entry r by commit: its files for catalog_snapshot_commit. */
-static struct catalog_file *snapshot_files(json_t *r, const char *commit, size_t *n)
-{
-	json_t *s, *f;
-	size_t i, j;
-
-	json_array_foreach(json_object_get(r, "snapshots"), i, s) {
-		struct catalog_file *out;
-		json_t *files = json_object_get(s, "files");
-		if (strcmp(json_string_value(json_object_get(s, "commit")), commit))
-			continue;
-		*n = json_array_size(files);
-		out = xcalloc(*n ? *n : 1, sizeof(*out));
-		json_array_foreach(files, j, f) {
-			out[j].path = json_string_value(json_object_get(f, "path"));
-			out[j].size = json_integer_value(json_object_get(f, "size"));
-			out[j].sha256 = json_string_value(json_object_get(f, "sha256"));
-			out[j].git_oid = json_string_value(json_object_get(f, "git_oid"));
-			out[j].lfs_oid = json_string_value(json_object_get(f, "lfs_oid"));
-		}
-		return out;
-	}
-	*n = 0;
-	return NULL;
-}
-
-/* Track repo entry r and record its snapshots and refs. Returns 0 or an error (said). */
-static int import_repo(struct mirror_data *d, json_t *r, json_t *carried, bool keep_options,
-		       struct mirror_bundle_report *rep, char **errmsg)
-{
-	const char *hub = json_string_value(json_object_get(r, "hub")), *type = json_string_value(json_object_get(r, "type"));
-	const char *name = json_string_value(json_object_get(r, "name"));
-	char *inc = NULL, *exc = NULL, *opt = NULL, *sel = NULL;
-	json_t *meta = json_object_get(r, "meta"), *ref, *sn, *f;
-	const char *policy = json_string_value(json_object_get(r, "refs_policy"));
-	struct catalog_repo cr = { 0 };
-	struct catalog_repo_meta m;
-	char *card = NULL, *tags = NULL;
-	size_t i, j;
-	int e;
-
-	/* access options are the importing operator's (see bundle.h) */
-	if (!catalog_repo_get(d->catalog, hub, type, name, &cr)) {
-		inc = xstrdup(cr.include_globs ? cr.include_globs : "[]");
-		exc = xstrdup(cr.exclude_globs ? cr.exclude_globs : "[]");
-		opt = xstrdup(cr.options ? cr.options : "{}");
-		rep->options_kept++;
-	} else if (keep_options) {
-		inc = json_dumps(json_object_get(r, "include"), JSON_COMPACT);
-		exc = json_dumps(json_object_get(r, "exclude"), JSON_COMPACT);
-		opt = json_dumps(json_object_get(r, "options"), JSON_COMPACT | JSON_SORT_KEYS);
-	} else if (json_object_size(json_object_get(r, "options")) || json_array_size(json_object_get(r, "include")) ||
-		   json_array_size(json_object_get(r, "exclude"))) {
-		rep->options_dropped++;
-	}
-	catalog_repo_release(&cr);
-	memset(&cr, 0, sizeof(cr));
-	e = catalog_repo_add(d->catalog, hub, type, name, json_string_value(json_object_get(r, "follow_rev")), inc, exc,
-			     opt, NULL);
-	if (!e && policy)
-		e = catalog_repo_set_refs(d->catalog, hub, type, name, policy);
-	if (!e)
-		e = catalog_repo_get(d->catalog, hub, type, name, &cr);
-	if (e) {
-		e = fail(errmsg, HM_ERR_SQLITE, "%s: catalog: %s", name, catalog_errmsg(d->catalog));
-		goto out;
-	}
-	sel = catalog_repo_selection(&cr);
-	json_array_foreach(json_object_get(r, "refs"), i, ref) {
-		const char *commit = json_string_value(json_object_get(ref, "commit"));
-		const char *kind = json_string_value(json_object_get(ref, "kind"));
-		size_t n = 0;
-		struct catalog_file *files = snapshot_files(r, commit, &n);
-		e = catalog_snapshot_commit(d->catalog, cr.id, commit, json_string_value(json_object_get(ref, "name")),
-					    !strcmp(kind, "tag"), sel, files, n);
-		free(files);
-		if (e) {
-			e = fail(errmsg, HM_ERR_SQLITE, "%s: catalog: %s", name, catalog_errmsg(d->catalog));
-			goto out;
-		}
-	}
-	/* each snapshot's time as the exporting mirror recorded it: its answers show it */
-	json_array_foreach(json_object_get(r, "snapshots"), i, sn)
-		if (json_is_integer(json_object_get(sn, "synced_at")) &&
-		    catalog_snapshot_set_synced_at(d->catalog, cr.id, json_string_value(json_object_get(sn, "commit")),
-						   json_integer_value(json_object_get(sn, "synced_at")))) {
-			e = fail(errmsg, HM_ERR_SQLITE, "%s: catalog: %s", name, catalog_errmsg(d->catalog));
-			goto out;
-		}
-	/* the repo's own contents, for the rule on naming content (docs/security.md): only what the
-	 * archive carried and what hashed to its name here, never what it merely named */
-	json_array_foreach(json_object_get(r, "snapshots"), i, sn)
-		json_array_foreach(json_object_get(sn, "files"), j, f) {
-			const char *sha = json_string_value(json_object_get(f, "sha256"));
-			if (sha && json_object_get(carried, sha))
-				catalog_blob_fetched(d->catalog, sha, cr.id);
-		}
-	memset(&m, 0, sizeof(m));
-	m.gated = json_string_value(json_object_get(meta, "gated"));
-	m.private_ = json_is_integer(json_object_get(meta, "private")) ? (int)json_integer_value(json_object_get(meta, "private")) : -1;
-	card = json_is_null(json_object_get(meta, "card_data")) || !json_object_get(meta, "card_data") ? NULL
-		: json_dumps(json_object_get(meta, "card_data"), JSON_COMPACT);
-	tags = json_is_null(json_object_get(meta, "tags")) || !json_object_get(meta, "tags") ? NULL
-		: json_dumps(json_object_get(meta, "tags"), JSON_COMPACT);
-	m.card_data = card;
-	m.tags = tags;
-	m.pipeline_tag = json_string_value(json_object_get(meta, "pipeline_tag"));
-	m.library_name = json_string_value(json_object_get(meta, "library_name"));
-	m.license = json_string_value(json_object_get(meta, "license"));
-	m.downloads = json_is_integer(json_object_get(meta, "downloads")) ? json_integer_value(json_object_get(meta, "downloads")) : -1;
-	m.likes = json_is_integer(json_object_get(meta, "likes")) ? json_integer_value(json_object_get(meta, "likes")) : -1;
-	m.last_modified = json_string_value(json_object_get(meta, "last_modified"));
-	m.upstream_name = json_string_value(json_object_get(meta, "upstream_name"));
-	/* a bundle puts the importer one tier below the mirror that wrote it (taken as tier 1 when it did not say) */
-	m.tier = json_is_integer(json_object_get(meta, "tier")) && json_integer_value(json_object_get(meta, "tier")) > 0 &&
-		 json_integer_value(json_object_get(meta, "tier")) < 100
-		 ? (int)json_integer_value(json_object_get(meta, "tier")) + 1 : 2;
-	m.upstream = "bundle";
-	m.created_at = json_is_integer(json_object_get(meta, "created_at")) ? json_integer_value(json_object_get(meta, "created_at")) : 0;
-	m.origin_checked_at = json_is_integer(json_object_get(meta, "origin_checked_at"))
-			      ? json_integer_value(json_object_get(meta, "origin_checked_at")) : 0;
-	if (catalog_repo_set_sync(d->catalog, cr.id, "ok", NULL, (int64_t)time(NULL), &m)) {
-		e = fail(errmsg, HM_ERR_SQLITE, "%s: catalog: %s", name, catalog_errmsg(d->catalog));
-		goto out;
-	}
-	rep->repos++;
-	rep->snapshots += (int64_t)json_array_size(json_object_get(r, "snapshots"));
-out:
-	catalog_repo_release(&cr);
-	free(inc);
-	free(exc);
-	free(opt);
-	free(sel);
-	free(card);
-	free(tags);
-	return e;
-}
-
-int mirror_bundle_import(struct mirror_data *d, const char *path, bool keep_options, struct mirror_bundle_report *rep,
-			 const struct mirror_progress *progress, char **errmsg)
-{
-	struct archive *a = NULL;
-	struct archive_entry *e;
-	json_t *manifest = NULL, *blobs = json_object(), *seen = json_object(), *v, *r;
-	const char *sha;
-	char *buf = NULL;
-	size_t i, made = 0;
-	int rc, err = 0;
-	int64_t total_n = 0, total_bytes = 0, done_n = 0, done_bytes = 0;
-
-	memset(rep, 0, sizeof(*rep));
-	/* Pass 1: every header, nothing stored. Any entry out of place refuses the whole archive. */
-	if (!(a = open_bundle(path, errmsg))) {
-		err = -EIO;
-		goto out;
-	}
-	if ((err = read_manifest(a, &manifest, blobs, errmsg)))
-		goto out;
-	while ((rc = archive_read_next_header(a, &e)) == ARCHIVE_OK) {
-		if (!entry_blob(e, blobs, seen, errmsg)) {
-			err = HM_ERR_PATH_UNSAFE;
-			goto out;
-		}
-		total_n++; /* the totals, for a progress line: the contents the archive carries */
-		total_bytes += archive_entry_size(e);
-		archive_read_data_skip(a);
-	}
-	if (rc != ARCHIVE_EOF) {
-		err = fail(errmsg, -EIO, "the archive is damaged: %s", archive_error_string(a));
-		goto out;
-	}
-	json_object_foreach(blobs, sha, v)
-		if (!json_object_get(seen, sha) && !mirror_store_has(d->store, sha, json_integer_value(v))) {
-			json_t *since = json_object_get(manifest, "since");
-			if (json_is_string(json_object_get(since, "bundle")))
-				err = fail(errmsg, HM_ERR_NOT_FOUND, "the bundle is incremental, made against '%s', and this "
-					   "store lacks content %s it left out: import that bundle first",
-					   json_string_value(json_object_get(since, "bundle")), sha);
-			else if (since)
-				err = fail(errmsg, HM_ERR_NOT_FOUND, "the bundle is incremental (contents stored before "
-					   "%lld left out) and this store lacks content %s: import the bundles before it first",
-					   (long long)json_integer_value(json_object_get(since, "time")), sha);
-			else if (mirror_bundle_volume(path) == 1)
-				err = fail(errmsg, HM_ERR_NOT_FOUND, "the bundle lacks content %s (and this store does not "
-					   "hold it): is a volume missing? %zu read, through '%.*s.%03zu'", sha,
-					   volumes_there(path), (int)strlen(path) - 4, path, volumes_there(path));
-			else
-				err = fail(errmsg, HM_ERR_NOT_FOUND, "the bundle lacks content %s (and this store does not hold it)", sha);
-			goto out;
-		}
-	if ((err = check_named(d, manifest, seen, errmsg)))
-		goto out;
-	archive_read_free(a);
-	json_object_clear(seen);
-	/* Pass 2: the contents, each verified as it is stored; those held already are hashed, not stored
-	 * again. seen then holds what the archive carried, verified. */
-	if (!(a = open_bundle(path, errmsg))) {
-		err = -EIO;
-		goto out;
-	}
-	json_decref(manifest);
-	manifest = NULL;
-	json_object_clear(blobs);
-	if ((err = read_manifest(a, &manifest, blobs, errmsg)))
-		goto out;
-	buf = xmalloc(CHUNK);
-	while ((rc = archive_read_next_header(a, &e)) == ARCHIVE_OK) {
-		int64_t size;
-		if (!(sha = entry_blob(e, blobs, seen, errmsg))) {
-			err = HM_ERR_PATH_UNSAFE; /* changed between the passes */
-			goto out;
-		}
-		size = archive_entry_size(e);
-		if (mirror_store_has(d->store, sha, size)) {
-			if ((err = hash_entry(a, sha, buf, errmsg)))
-				goto out;
-			rep->blobs_skipped++;
-		} else {
-			if ((err = store_blob(d, a, sha, size, buf, errmsg)))
-				goto out;
-			rep->blobs++;
-			rep->bytes += size;
-		}
-		done_n++;
-		done_bytes += size;
-		mirror_progress_say(progress, done_n, total_n, done_bytes, total_bytes);
-	}
-	if (rc != ARCHIVE_EOF) {
-		err = fail(errmsg, -EIO, "the archive is damaged: %s", archive_error_string(a));
-		goto out;
-	}
-	/* Every content is in: the catalog, then the torrents (deterministic: the same info-hashes). */
-	json_array_foreach(json_object_get(manifest, "repos"), i, r)
-		if ((err = import_repo(d, r, seen, keep_options, rep, errmsg)))
-			goto out;
-	err = mirror_torrents_make(d, (int64_t)time(NULL), &made, errmsg);
-	rep->torrents_made = (int64_t)made;
-out:
-	if (a)
-		archive_read_free(a);
-	free(buf);
-	json_decref(manifest);
-	json_decref(blobs);
-	json_decref(seen);
-	return err;
 }
