@@ -2,8 +2,8 @@
  * p2p.h - the swarm: a plain C view of libtorrent-rasterbar.
  *
  * Everything libtorrent is behind this header; no C++ type crosses it, and every function catches
- * exceptions and turns them into error codes (docs/CODING.md). The implementation is p2p/shim.cpp, the only
- * C++ in the project.
+ * exceptions and turns them into error codes (docs/CODING.md). The implementation is the shim,
+ * p2p/shim*.cpp, the only C++ in the project.
  */
 #ifndef HM_P2P_H
 #define HM_P2P_H

@@ -1,6 +1,7 @@
 /*
- * shim-int.hpp - what the C++ files of the libtorrent shim share (shim.cpp: sessions and reading;
- * shim-torrent.cpp: making and reading torrents). Nothing outside p2p/ includes it.
+ * shim-int.hpp - what the C++ files of the libtorrent shim share (shim.cpp, shim-read.cpp and
+ * shim-plugins.cpp: sessions and reading, with shim-session-int.hpp; shim-torrent.cpp: making and reading
+ * torrents). Nothing outside p2p/ includes it.
  */
 #ifndef HM_P2P_SHIM_INT_HPP
 #define HM_P2P_SHIM_INT_HPP

@@ -2,7 +2,7 @@
  * shim-torrent.cpp - torrents as files: the libtorrent half of p2p_torrent_create (the hybrid torrent
  * of a snapshot, hashed straight from the store's files), and reading torrents and checking files
  * against them (p2p_torrent_info_hash, p2p_torrent_web_seeds, p2p_torrent_verify_file; the v2 piece
- * checks the session shares, shim-int.hpp). The session side is shim.cpp.
+ * checks the session shares, shim-int.hpp). The session side is shim.cpp, shim-read.cpp and shim-plugins.cpp.
  *
  * libtorrent lays the torrent out (file order, pad files, piece count) and writes it; the hashes are
  * computed here, reading each file from its source path, because libtorrent's set_piece_hashes reads
