@@ -131,12 +131,31 @@ struct sync {
 	int64_t quota_reserved; /* bytes of the contents this run's planned repos will add */
 };
 
-/* sync.c */
+/* sync.c: the run, selection, repo completion, listings, progress */
+/* The repo failed (the first error stays): err and a printf-style text, or the text as is. */
+void mirror__sync_repo_fail(struct srepo *r, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void mirror__sync_repo_fail_text(struct srepo *r, int err, const char *text);
+/* Every file of r is in (or failed): record its snapshot and report it. */
+void mirror__sync_repo_finish(struct srepo *r);
+void mirror__sync_start_listings(struct sync *s);
+
+/* sync-progress.c: sync.progress written (running, or the run's end), the caller's progress line told
+ * (done: the last time), and the timer that does both */
+void mirror__sync_progress_write(struct sync *s, bool running);
+void mirror__sync_progress_tell(struct sync *s, bool done);
+void mirror__sync_on_progress(uv_timer_t *t);
+
+/* sync-jobs.c: the content jobs (one per sha256 or git id), their queue and their waiters */
 void mirror__sync_enqueue(struct sync *s, struct job *j);
 struct job *mirror__sync_job_find(struct sync *s, const char *key);
-/* The repo failed (the first error stays): err and a printf-style text. */
-void mirror__sync_repo_fail(struct srepo *r, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-void mirror__sync_start_listings(struct sync *s);
+void mirror__sync_job_insert(struct sync *s, struct job *j);
+void mirror__sync_job_add_waiter(struct job *j, struct srepo *r, size_t idx);
+/* Whether r may take a content fetched for j's owner (a guarded repo's contents stay its own). */
+bool mirror__sync_may_take(const struct job *j, const struct srepo *r);
+bool mirror__sync_repo_public(const struct srepo *r);
+/* Start the jobs parked while a listing ran, and what the queue allows. */
+void mirror__sync_flush_parked(struct sync *s);
+void mirror__sync_pump(struct sync *s);
 /* Tell every file waiting on j its content (sha256) or the error; returns how many waiters stayed
  * (they may not take content fetched for j's owner: the caller fetches it again for them). */
 size_t mirror__sync_job_notify(struct job *j, int err, const char *sha256);

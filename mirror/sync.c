@@ -40,7 +40,6 @@
 
 #include "sync-int.h"
 
-static void pump(struct sync *s);
 
 /* ---- selection ------------------------------------------------------------------------------- */
 
@@ -254,8 +253,6 @@ static void report_repo(struct sync *s, struct mirror_sync_repo_result *res)
 {
 	if (!s->cfg->on_repo)
 		return;
-	if (s->cfg->progress)
-		fputs("\r\033[K", stderr); /* the progress line comes back at its next tick */
 	s->cfg->on_repo(s->cfg->on_repo_ud, res);
 	res->reported = true;
 }
@@ -354,7 +351,7 @@ static void explain_refusal(const struct srepo *r, int err, char **text)
 	*text = s;
 }
 
-static void repo_finish(struct srepo *r)
+void mirror__sync_repo_finish(struct srepo *r)
 {
 	struct sync *s = r->s;
 	struct catalog *c = s->d->catalog;
@@ -421,7 +418,7 @@ static void repo_finish(struct srepo *r)
 	srepo_done(r);
 }
 
-static void repo_fail(struct srepo *r, int err, const char *text)
+void mirror__sync_repo_fail_text(struct srepo *r, int err, const char *text)
 {
 	if (!r->error) {
 		r->error = err;
@@ -442,396 +439,6 @@ void mirror__sync_repo_fail(struct srepo *r, int err, const char *fmt, ...)
 	va_end(ap);
 }
 
-/* ---- jobs -------------------------------------------------------------------------------------- */
-
-struct job *mirror__sync_job_find(struct sync *s, const char *key)
-{
-	/* Linear scan is fine at the sizes one run sees per key lookup... but a 100k-file dataset makes it
-	 * quadratic, so keep the array sorted and bisect. */
-	size_t lo = 0, hi = s->njobs;
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		int c = strcmp(s->jobs[mid]->key, key);
-		if (!c)
-			return s->jobs[mid];
-		if (c < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return NULL;
-}
-
-static void job_insert(struct sync *s, struct job *j)
-{
-	size_t lo = 0, hi = s->njobs;
-
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		if (strcmp(s->jobs[mid]->key, j->key) < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (s->njobs == s->capjobs) {
-		s->capjobs = s->capjobs ? s->capjobs * 2 : 256;
-		s->jobs = xreallocarray(s->jobs, s->capjobs, sizeof(*s->jobs));
-	}
-	memmove(&s->jobs[lo + 1], &s->jobs[lo], (s->njobs - lo) * sizeof(*s->jobs));
-	s->jobs[lo] = j;
-	s->njobs++;
-}
-
-static void job_add_waiter(struct job *j, struct srepo *r, size_t idx)
-{
-	if (j->nwaiters == j->capwaiters) {
-		j->capwaiters = j->capwaiters ? j->capwaiters * 2 : 2;
-		j->waiters = xreallocarray(j->waiters, j->capwaiters, sizeof(*j->waiters));
-	}
-	j->waiters[j->nwaiters].repo = r;
-	j->waiters[j->nwaiters].idx = idx;
-	j->nwaiters++;
-}
-
-/* Would anyone be let read r's content? Not when upstream gates it or keeps it private, unless the
- * operator opened it. From the listing: plan_repo keeps the answer in r->is_public, which outlives it. */
-static bool repo_public(const struct srepo *r)
-{
-	json_t *g = r->snap && r->snap->meta ? json_object_get(r->snap->meta, "gated") : NULL;
-	json_t *p = r->snap && r->snap->meta ? json_object_get(r->snap->meta, "private") : NULL;
-	bool closed = (g && !json_is_false(g) && !(json_is_string(g) && !strcmp(json_string_value(g), "false"))) ||
-		      json_is_true(p);
-	json_t *o;
-	bool open;
-
-	if (!closed)
-		return true;
-	o = json_loads(r->cr->options ? r->cr->options : "{}", 0, NULL);
-	open = json_is_true(json_object_get(o, "open"));
-	json_decref(o);
-	return open;
-}
-
-/* May repo r take content that job j fetched for its owner? Content fetched for a repo anyone may read
- * is public; content fetched for a closed repo only proves that repo may have it (docs/security.md). */
-static bool may_take(const struct job *j, const struct srepo *r)
-{
-	return j->owner->cr->id == r->cr->id || j->owner->is_public;
-}
-
-static bool job_error_is_access(int e)
-{
-	return e == HM_ERR_GATED || e == HM_ERR_AUTH || e == HM_ERR_NOT_FOUND || e == HM_ERR_DISABLED;
-}
-
-/* Tell every file waiting on j its content (sha256) or the error; a refused repo reports its own
- * refusal, not the last owner's. On success, waiters that may not take content fetched for the
- * owner (may_take) stay, and the caller fetches it again for them; returns how many stayed. */
-size_t mirror__sync_job_notify(struct job *j, int err, const char *sha256)
-{
-	size_t kept = 0;
-
-	for (size_t i = 0; i < j->nwaiters; i++) {
-		struct srepo *r = j->waiters[i].repo;
-		if (!err && !may_take(j, r)) {
-			j->waiters[kept++] = j->waiters[i];
-			continue;
-		}
-		if (err) {
-			int e = err;
-			const char *why = j->error_text ? j->error_text : err_str(err);
-			char *t;
-			for (size_t k = 0; k < j->ndenied; k++)
-				if (j->denied[k].repo == r) {
-					e = j->denied[k].err;
-					why = j->denied[k].text;
-				}
-			t = xasprintf("%s: %s", r->wants[j->waiters[i].idx].f->path, why);
-			repo_fail(r, e, t);
-			free(t);
-		} else {
-			memcpy(r->wants[j->waiters[i].idx].sha256, sha256, 65);
-		}
-		if (--r->pending == 0)
-			repo_finish(r);
-	}
-	j->nwaiters = kept;
-	j->parked = false;
-	return kept;
-}
-
-/* Once every listing is in, no repo can come to ask for a parked job's content any more: its
- * waiters fail with their refusals. */
-static void flush_parked(struct sync *s)
-{
-	for (size_t i = 0; i < s->njobs; i++) {
-		struct job *j = s->jobs[i];
-		if (j->parked && j->state == JOB_FAILED && j->nwaiters)
-			mirror__sync_job_notify(j, j->ndenied ? j->denied[j->ndenied - 1].err : HM_ERR_GATED, NULL);
-	}
-}
-
-/* The job ended (sha256 set on success, err otherwise): tell every waiting file and repo. */
-static void job_complete(struct job *j, int err, const char *sha256)
-{
-	struct sync *s = j->s;
-
-	s->jobs_active--;
-	s->inflight_bytes -= j->f->size;
-	j->state = err ? JOB_FAILED : JOB_OK;
-	mirror__sync_twins_release(j, err ? NULL : sha256);
-	if (!err) {
-		memcpy(j->result_sha, sha256, 65);
-		if (catalog_blob_fetched(s->d->catalog, sha256, j->owner->cr->id))
-			log_warn("sync", "catalog: %s", catalog_errmsg(s->d->catalog));
-		s->files_done++;
-		s->report->files_fetched++;
-		j->owner->res->files_fetched++;
-	}
-	if (err && job_error_is_access(err)) {
-		/* Access is per repo (a gated repo's copy of a shared file). The rule: a repo is synced
-		 * when the mirror holds every file it selected, verified; whose request fetched a shared
-		 * file does not matter (serving enforces gating). So a refused owner's files keep
-		 * waiting while the content is asked for through a repo that was not refused yet, and
-		 * fail only when none is left: the outcome does not depend on which repo asked first. */
-		struct waiter *next = NULL;
-
-		j->denied = xreallocarray(j->denied, j->ndenied + 1, sizeof(*j->denied));
-		j->denied[j->ndenied].repo = j->owner;
-		j->denied[j->ndenied].err = err;
-		j->denied[j->ndenied].text = xstrdup(j->error_text ? j->error_text : err_str(err));
-		j->ndenied++;
-		for (size_t i = 0; i < j->nwaiters && !next; i++) {
-			bool refused = false;
-			for (size_t k = 0; k < j->ndenied; k++)
-				refused |= j->denied[k].repo == j->waiters[i].repo;
-			if (!refused)
-				next = &j->waiters[i];
-		}
-		if (next) {
-			j->owner = next->repo;
-			j->f = next->repo->wants[next->idx].f;
-			j->tries = 0;
-			j->state = JOB_QUEUED;
-			mirror__sync_enqueue(s, j);
-			pump(s);
-			return;
-		}
-		if (s->next_listing < s->nrepos || s->listings_active) {
-			/* a repo still being listed may want the same content: park until all are in */
-			j->parked = true;
-			pump(s);
-			return;
-		}
-	}
-	if (mirror__sync_job_notify(j, err, sha256)) {
-		/* content fetched for a closed repo, wanted by others: fetched again as the first of them */
-		j->owner = j->waiters[0].repo;
-		j->f = j->owner->wants[j->waiters[0].idx].f;
-		j->tries = 0;
-		j->state = JOB_QUEUED;
-		mirror__sync_enqueue(s, j);
-	}
-	pump(s);
-}
-
-static void job_start(struct job *j);
-
-static void job_set_error(struct job *j, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void job_set_error(struct job *j, const char *fmt, ...)
-{
-	va_list ap;
-	char buf[512];
-
-	va_start(ap, fmt);
-	vsnprintf(buf, sizeof(buf), fmt, ap);
-	va_end(ap);
-	free(j->error_text);
-	j->error_text = xstrdup(buf);
-}
-
-static int job_on_response(void *ud, const struct hub_http_resp *resp)
-{
-	struct job *j = ud;
-	int64_t off = mirror_store_writer_offset(j->w);
-	int r;
-
-	j->status = resp->status;
-	if (resp->status == 206 && off > 0) {
-		char want[40];
-		int n = snprintf(want, sizeof(want), "bytes %lld-", (long long)off);
-		if (!resp->content_range || strncmp(resp->content_range, want, (size_t)n)) {
-			job_set_error(j, "range answer starts elsewhere (%s)",
-				      resp->content_range ? resp->content_range : "no Content-Range");
-			return j->fail = HM_ERR_UPSTREAM;
-		}
-		return 0;
-	}
-	if (resp->status == 200) {
-		if (off > 0) {
-			/* The server ignored our Range: take the whole body from the start. */
-			log_debug("sync", "%s: server ignored Range, restarting", j->f->path);
-			r = mirror_store_writer_truncate(j->w);
-			if (r)
-				return j->fail = r;
-			j->attempt_start = 0;
-		}
-		return 0;
-	}
-	job_set_error(j, "upstream answered %ld%s%s", resp->status, resp->error_message ? ": " : "",
-		      resp->error_message ? resp->error_message : "");
-	j->fail = resp->status == 416 ? HM_ERR_SIZE_MISMATCH
-				       : hub_classify_error(j->owner->spec.hub, resp->status, resp->error_code);
-	return j->fail;
-}
-
-static int job_on_body(void *ud, const char *data, size_t n)
-{
-	struct job *j = ud;
-	int r = mirror_store_writer_write(j->w, data, n);
-
-	if (r) {
-		job_set_error(j, "%s", r == HM_ERR_SIZE_MISMATCH ? "more bytes than the listing promised" : err_str(r));
-		return j->fail = r;
-	}
-	j->fetched += (int64_t)n;
-	j->s->bytes_done += (int64_t)n;
-	j->s->report->bytes_fetched += (int64_t)n;
-	j->owner->res->bytes_fetched += (int64_t)n;
-	return 0;
-}
-
-/* Errors after which trying again cannot help. */
-static bool job_error_final(int e)
-{
-	return job_error_is_access(e) || e == -ENOSPC || e == -EDQUOT || e == -EROFS || e == -EACCES;
-}
-
-static void job_commit(struct job *j)
-{
-	char sha[65];
-	int r = mirror_store_writer_commit(&j->w, sha);
-
-	if (!r) {
-		job_complete(j, 0, sha);
-		return;
-	}
-	if (r == HM_ERR_HASH_MISMATCH || r == HM_ERR_SIZE_MISMATCH) {
-		/* The store dropped the bad bytes; fetch them again from the start. */
-		job_set_error(j, "%s", err_str(r));
-		if (++j->tries < j->s->cfg->max_file_tries) {
-			log_info("sync", "%s: %s, fetching again", j->f->path, err_str(r));
-			job_start(j);
-			return;
-		}
-	} else {
-		job_set_error(j, "store: %s", err_str(r));
-	}
-	job_complete(j, r, NULL);
-}
-
-static void job_on_done(void *ud, int result, const struct hub_http_resp *resp, const char *body, size_t len)
-{
-	struct job *j = ud;
-	int e = j->fail ? j->fail : result;
-	bool progressed;
-
-	j->req = NULL;
-	if (!e && (resp->status == 200 || resp->status == 206)) {
-		job_commit(j);
-		return;
-	}
-	if (!e)
-		e = HM_ERR_HTTP;
-	if (!j->fail || !j->error_text)
-		job_set_error(j, "%s%s%s", err_str(e), resp->transport_error ? ": " : "",
-			      resp->transport_error ? resp->transport_error : "");
-	progressed = mirror_store_writer_offset(j->w) > j->attempt_start;
-	if (e == HM_ERR_UPSTREAM || e == HM_ERR_SIZE_MISMATCH) {
-		/* a confused range answer or 416: start over without resuming */
-		mirror_store_writer_abort(&j->w, false);
-	} else {
-		mirror_store_writer_abort(&j->w, true);
-	}
-	if (!job_error_final(e) && (progressed || ++j->tries < j->s->cfg->max_file_tries)) {
-		log_debug("sync", "%s: %s, resuming", j->f->path, j->error_text);
-		if (progressed)
-			j->tries = 0;
-		job_start(j);
-		return;
-	}
-	job_complete(j, e, NULL);
-}
-
-static void job_start(struct job *j)
-{
-	struct mirror_store_expect ex = {
-		.sha256 = j->f->sha256[0] ? j->f->sha256 : NULL,
-		/* LFS files' git ids name the pointer, not the content: check only regular files'. */
-		.git_oid = !j->f->lfs && j->f->git_oid[0] ? j->f->git_oid : NULL,
-		.size = j->f->size,
-	};
-	struct hub_http_req_opts o = {
-		.url = j->f->url,
-		.token = hub_client_token(j->s->client, j->owner->spec.hub),
-		.token_cookie = j->owner->spec.hub == HUB_MS ? "m_session_id" : NULL,
-		.on_response = job_on_response,
-		.on_body = job_on_body,
-		.on_done = job_on_done,
-		.ud = j,
-	};
-	int r;
-
-	j->fail = 0;
-	j->status = 0;
-	r = mirror_store_writer_new(j->s->d->store, &ex, true, &j->w);
-	if (r) {
-		job_set_error(j, "store: %s", err_str(r));
-		job_complete(j, r, NULL);
-		return;
-	}
-	j->attempt_start = mirror_store_writer_offset(j->w);
-	if (j->attempt_start == j->f->size) {
-		job_commit(j); /* a previous run got every byte but did not publish */
-		return;
-	}
-	o.range_start = j->attempt_start;
-	j->req = hub_http_request(j->s->http, &o);
-	if (!j->req) {
-		mirror_store_writer_abort(&j->w, true);
-		job_set_error(j, "bad file URL");
-		job_complete(j, -EINVAL, NULL);
-	}
-}
-
-/* Start queued jobs while the limits allow. */
-static void pump(struct sync *s)
-{
-	while (s->queue_head && s->jobs_active < (size_t)s->cfg->max_parallel_files &&
-	       (s->jobs_active == 0 || s->inflight_bytes + s->queue_head->f->size <= s->cfg->max_inflight_bytes)) {
-		struct job *j = s->queue_head;
-		s->queue_head = j->next;
-		if (!s->queue_head)
-			s->queue_tail = NULL;
-		if (mirror__sync_twin_check(s, j))
-			continue; /* taken from a twin, or waiting for one */
-		s->jobs_active++;
-		s->inflight_bytes += j->f->size;
-		j->state = JOB_RUNNING;
-		job_start(j);
-	}
-}
-
-void mirror__sync_enqueue(struct sync *s, struct job *j)
-{
-	j->next = NULL;
-	if (s->queue_tail)
-		s->queue_tail->next = j;
-	else
-		s->queue_head = j;
-	s->queue_tail = j;
-}
-
 /* ---- listings ---------------------------------------------------------------------------------- */
 
 static void plan_repo(struct srepo *r)
@@ -841,10 +448,10 @@ static void plan_repo(struct srepo *r)
 
 	select_files(r);
 	if (!s->cfg->provisional && mirror__sync_quota_admit(r)) {
-		repo_finish(r); /* it keeps its previous snapshot */
+		mirror__sync_repo_finish(r); /* it keeps its previous snapshot */
 		return;
 	}
-	r->is_public = repo_public(r);
+	r->is_public = mirror__sync_repo_public(r);
 	r->pending = r->nwants + 1; /* +1 until planning is over, so completion cannot run early */
 	for (size_t i = 0; i < r->nwants; i++) {
 		struct hub_file *f = r->wants[i].f;
@@ -878,7 +485,7 @@ static void plan_repo(struct srepo *r)
 			}
 			key = f->git_oid;
 		} else {
-			repo_fail(r, HM_ERR_UPSTREAM, "a file with neither sha256 nor git id");
+			mirror__sync_repo_fail_text(r, HM_ERR_UPSTREAM, "a file with neither sha256 nor git id");
 			r->pending--;
 			continue;
 		}
@@ -890,7 +497,7 @@ static void plan_repo(struct srepo *r)
 			j->f = f;
 			j->size = f->size;
 			j->owner = r;
-			job_insert(s, j);
+			mirror__sync_job_insert(s, j);
 			mirror__sync_enqueue(s, j);
 			s->files_total++;
 			s->bytes_total += f->size;
@@ -898,7 +505,7 @@ static void plan_repo(struct srepo *r)
 			/* not started yet: fetch it as the public repo, which every waiter may take */
 			j->owner = r;
 			j->f = f;
-		} else if (j->state == JOB_OK && may_take(j, r) && mirror_store_has(s->d->store, j->result_sha, f->size)) {
+		} else if (j->state == JOB_OK && mirror__sync_may_take(j, r) && mirror_store_has(s->d->store, j->result_sha, f->size)) {
 			/* fetched earlier in this run, for another repo or path */
 			memcpy(r->wants[i].sha256, j->result_sha, 65);
 			r->pending--;
@@ -913,12 +520,12 @@ static void plan_repo(struct srepo *r)
 			FREE_AND_NULL(&j->error_text);
 			mirror__sync_enqueue(s, j);
 		}
-		job_add_waiter(j, r, i);
+		mirror__sync_job_add_waiter(j, r, i);
 	}
 	if (--r->pending == 0)
-		repo_finish(r);
+		mirror__sync_repo_finish(r);
 	else
-		pump(s);
+		mirror__sync_pump(s);
 }
 
 static void on_snapshot(void *ud, int result, struct hub_snapshot *snap)
@@ -937,10 +544,10 @@ static void on_snapshot(void *ud, int result, struct hub_snapshot *snap)
 		s->unreachable[r->spec.hub] = 0;
 	}
 	if (result) {
-		repo_fail(r, result, snap && snap->message ? snap->message : err_str(result));
-		repo_finish(r);
+		mirror__sync_repo_fail_text(r, result, snap && snap->message ? snap->message : err_str(result));
+		mirror__sync_repo_finish(r);
 	} else if (snap->unchanged) {
-		repo_finish(r);
+		mirror__sync_repo_finish(r);
 	} else {
 		if (snap->skipped_unsafe)
 			log_warn("sync", "%s: skipped %zu entries with unsafe paths", r->res->spec, snap->skipped_unsafe);
@@ -1044,101 +651,12 @@ void mirror__sync_start_listings(struct sync *s)
 					       r->cr->private_ < 0 ? HUB_FETCH_NEED_META : 0, on_snapshot, r);
 		if (e) {
 			s->listings_active--;
-			repo_fail(r, e, "cannot start listing");
-			repo_finish(r);
+			mirror__sync_repo_fail_text(r, e, "cannot start listing");
+			mirror__sync_repo_finish(r);
 		}
 	}
 	if (s->next_listing == s->nrepos && !s->listings_active)
-		flush_parked(s);
-}
-
-/* ---- progress ---------------------------------------------------------------------------------- */
-
-/* The biggest file in flight, for the progress line. */
-static struct job *biggest_running(const struct sync *s)
-{
-	struct job *big = NULL;
-
-	for (size_t i = 0; i < s->njobs; i++)
-		if (s->jobs[i]->state == JOB_RUNNING && s->jobs[i]->w && (!big || s->jobs[i]->f->size > big->f->size))
-			big = s->jobs[i];
-	return big;
-}
-
-/* <data>/sync.progress: where the run stands, for the operator's API (replaced whole: a reader never
- * sees half of it). Best effort: a failure only costs the report. */
-static void progress_write_file(struct sync *s, bool running)
-{
-	double secs = (double)(uv_hrtime() - s->started_ns) / 1e9;
-	json_t *o = json_pack("{s:i, s:I, s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:f}", "pid", (int)getpid(),
-			      "run_id", (json_int_t)s->run_id, "running", running, "started_at", (json_int_t)s->started_at,
-			      "updated_at", (json_int_t)time(NULL), "repos_total", (json_int_t)s->nrepos,
-			      "repos_done", (json_int_t)s->repos_done, "files_total", (json_int_t)s->files_total,
-			      "files_done", (json_int_t)s->files_done, "bytes_total", (json_int_t)s->bytes_total,
-			      "bytes_done", (json_int_t)s->bytes_done, "bytes_per_s", secs > 0 ? (double)s->bytes_done / secs : 0.0);
-	json_t *cur = json_array();
-	char *path = mirror_data_path(s->d, MIRROR_DATA_SYNC_PROGRESS), *tmp = xasprintf("%s.tmp", path);
-
-	json_object_set_new(o, "pass", json_string(s->first ? "refs" : "repos"));
-	if (running && hub_http_ratelimit_wait(s->http) > 0)
-		json_object_set_new(o, "waiting_s", json_integer((json_int_t)(hub_http_ratelimit_wait(s->http) + 0.999)));
-	for (size_t i = 0; running && i < s->njobs; i++) {
-		struct job *j = s->jobs[i];
-		if (j->state == JOB_RUNNING && j->w && json_array_size(cur) < 8)
-			json_array_append_new(cur, json_pack("{s:s, s:s, s:I, s:I}", "repo", j->owner->res->spec, "path",
-							     j->f->path, "size", (json_int_t)j->f->size, "done",
-							     (json_int_t)mirror_store_writer_offset(j->w)));
-	}
-	json_object_set_new(o, "fetching", cur);
-	if (!running)
-		json_object_set_new(o, "outcome", json_string(s->report->failed ? (s->report->ok ? "partial" : "failed") : "ok"));
-	if (json_dump_file(o, tmp, JSON_COMPACT) || rename(tmp, path))
-		unlink(tmp);
-	json_decref(o);
-	free(tmp);
-	free(path);
-}
-
-static void progress_write(struct sync *s, bool running)
-{
-	if (!s->cfg->provisional) /* an on-demand listing inside serve: sync.progress is the syncs' */
-		progress_write_file(s, running);
-}
-
-static void on_progress(uv_timer_t *t)
-{
-	struct sync *s = t->data;
-	double secs = (double)(uv_hrtime() - s->started_ns) / 1e9;
-	double rate = secs > 0 ? (double)s->bytes_done / secs : 0;
-	struct job *big;
-	char file[64] = "";
-	uint64_t now = uv_now(&s->loop);
-
-	if (now - s->progress_last_ms >= 1000 || !s->progress_last_ms) {
-		double wait = hub_http_ratelimit_wait(s->http);
-		s->progress_last_ms = now;
-		progress_write(s, true);
-		/* a wait of upstream's asking is said once (the log of a serve's run has no progress line) */
-		if (wait >= 5 && !s->waiting_said && !s->cfg->progress)
-			log_info("sync", "waiting %.0f s: upstream asked to slow down (429)", wait);
-		s->waiting_said = wait > 0;
-	}
-	if (!s->cfg->progress)
-		return;
-	/* Overall numbers, then the biggest file in flight with its own progress, like the tools ML
-	 * users know; one line, rewritten in place. */
-	big = biggest_running(s);
-	if (big && big->f->size > 0) {
-		const char *base = strrchr(big->f->path, '/') ? strrchr(big->f->path, '/') + 1 : big->f->path;
-		snprintf(file, sizeof(file), "  %.40s %3d%%", base,
-			 (int)(100.0 * (double)mirror_store_writer_offset(big->w) / (double)big->f->size));
-	}
-	if (hub_http_ratelimit_wait(s->http) > 0) /* not a line that stands still */
-		snprintf(file, sizeof(file), "  waiting %.0f s: upstream asked to slow down",
-			 hub_http_ratelimit_wait(s->http) + 0.499);
-	fprintf(stderr, "\r\033[Ksync: repos %zu/%zu  files %lld/%lld  %.1f/%.1f MiB  %.1f MiB/s%s",
-		s->repos_done, s->nrepos, (long long)s->files_done, (long long)s->files_total,
-		(double)s->bytes_done / 1048576.0, (double)s->bytes_total / 1048576.0, rate / 1048576.0, file);
+		mirror__sync_flush_parked(s);
 }
 
 /* ---- run --------------------------------------------------------------------------------------- */
@@ -1255,7 +773,7 @@ int mirror_sync_run(struct mirror_data *d, const struct catalog_repo *repos, siz
 	s.progress_timer.data = &s;
 	if (n) {
 		/* the terminal's line twice a second; sync.progress once a second */
-		uv_timer_start(&s.progress_timer, on_progress, 0, cfg.progress ? 500 : 1000);
+		uv_timer_start(&s.progress_timer, mirror__sync_on_progress, 0, cfg.on_progress ? 500 : 1000);
 		mirror__sync_start_listings(&s);
 		if (s.repos_done < s.nrepos) {
 			s.running = true;
@@ -1265,14 +783,12 @@ int mirror_sync_run(struct mirror_data *d, const struct catalog_repo *repos, siz
 		if (!cfg.provisional)
 			mirror__sync_refs_pass(&s);
 		uv_timer_stop(&s.progress_timer);
-		if (cfg.progress) {
-			on_progress(&s.progress_timer);
-			fputc('\n', stderr);
-		}
+		if (cfg.on_progress)
+			mirror__sync_progress_tell(&s, true);
 	}
 	report->upstream_requests = hub_http_attempts(s.http);
 	tokens_remember(&s);
-	progress_write(&s, false);
+	mirror__sync_progress_write(&s, false);
 	report->seconds = (double)(uv_hrtime() - s.started_ns) / 1e9;
 	if (catalog_run_end(d->catalog, s.run_id, report->failed ? (report->ok ? "partial" : "failed") : "ok",
 			    (int64_t)report->ok, (int64_t)report->failed, report->files_fetched, report->bytes_fetched))

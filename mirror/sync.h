@@ -32,6 +32,18 @@ struct mirror_data;
 
 struct mirror_sync_repo_result;
 
+/* A run's progress, for mirror_sync_config.on_progress. */
+struct mirror_sync_progress {
+	size_t repos_done, repos_total;
+	int64_t files_done, files_total;
+	int64_t bytes_done, bytes_total;
+	double bytes_per_s;           /* since the run started */
+	const char *file;             /* the biggest file in flight (its path), or NULL */
+	int file_percent;             /* how much of it is in */
+	double waiting_s;             /* a wait upstream asked for (429), or 0 */
+	bool done;                    /* the run's last call */
+};
+
 struct mirror_sync_config {
 	const char *hf_base;          /* upstream base URLs; NULL: the public hubs */
 	const char *ms_base;
@@ -42,7 +54,11 @@ struct mirror_sync_config {
 				       * always runs, however big. */
 	int max_parallel_listings;    /* repos being resolved/listed at once; 0: 8 */
 	int max_file_tries;           /* attempts per file without progress; 0: 5 */
-	bool progress;                /* live progress line on stderr */
+	/* Where the run stands, twice a second and once more at its end (p->done), for a live progress
+	 * line the caller draws (the CLI's, on a terminal); may be NULL. Its on_repo lines come between
+	 * two calls: the caller clears its line first. */
+	void (*on_progress)(void *ud, const struct mirror_sync_progress *p);
+	void *on_progress_ud;
 	/* Called as each repo's first pass ends (its refs come later, in the report), so its line can
 	 * be printed as it happens; may be NULL. */
 	void (*on_repo)(void *ud, const struct mirror_sync_repo_result *res);

@@ -126,12 +126,33 @@ static void on_interrupt(int sig)
 
 /* A repo's line (and its warning), printed as its first pass ends (on_repo): a run of hours shows
  * what it did so far, into a file or a pipe too. */
+/* The live progress line on a terminal: overall numbers, then the biggest file in flight with its
+ * own progress, like the tools ML users know; one line, rewritten in place (mirror_sync_config's
+ * on_progress), ended with a newline after the run's last numbers. */
+static void draw_progress(void *ud, const struct mirror_sync_progress *p)
+{
+	char file[64] = "";
+
+	(void)ud;
+	if (p->file) {
+		const char *base = strrchr(p->file, '/') ? strrchr(p->file, '/') + 1 : p->file;
+		snprintf(file, sizeof(file), "  %.40s %3d%%", base, p->file_percent);
+	}
+	if (p->waiting_s > 0 && !p->done) /* not a line that stands still */
+		snprintf(file, sizeof(file), "  waiting %.0f s: upstream asked to slow down", p->waiting_s + 0.499);
+	fprintf(stderr, "\r\033[Ksync: repos %zu/%zu  files %lld/%lld  %.1f/%.1f MiB  %.1f MiB/s%s%s", p->repos_done,
+		p->repos_total, (long long)p->files_done, (long long)p->files_total, (double)p->bytes_done / 1048576.0,
+		(double)p->bytes_total / 1048576.0, p->bytes_per_s / 1048576.0, file, p->done ? "\n" : "");
+}
+
 static void print_repo(void *ud, const struct mirror_sync_repo_result *r)
 {
 	char b[32];
 
 	(void)ud;
 	repos_done++;
+	if (progress_on)
+		fputs("\r\033[K", stderr); /* the progress line comes back at its next tick */
 	if (!lines_on)
 		return;
 	/* -q: only what went wrong or needs a look */
@@ -558,7 +579,8 @@ int cmd_sync(int argc, char **argv)
 		r = CLI_FAILED;
 		goto out;
 	}
-	cfg.progress = o.progress && !o.json && log_get_level() >= LOG_LEVEL_INFO; /* -q: no progress line */
+	if (o.progress && !o.json && log_get_level() >= LOG_LEVEL_INFO) /* -q: no progress line */
+		cfg.on_progress = draw_progress;
 	cfg.on_repo = print_repo;
 	lines_on = !o.json;
 	if (lines_on)
@@ -566,7 +588,7 @@ int cmd_sync(int argc, char **argv)
 	else
 		report_fd = STDERR_FILENO;
 	repos_total = (sig_atomic_t)n;
-	progress_on = cfg.progress;
+	progress_on = cfg.on_progress != NULL;
 	signal(SIGINT, on_interrupt);
 	signal(SIGTERM, on_interrupt);
 	e = mirror_sync_run(data, repos, n, &cfg, &rep, &err);
