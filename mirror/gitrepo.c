@@ -38,11 +38,9 @@
 #include "catalog/catalog.h"
 #include "data.h"
 #include "gitpkt.h"
+#include "gitrepo-int.h"
 #include "gitrepo.h"
 #include "store.h"
-
-#define GIT_BODY_MAX ((size_t)10 << 20)  /* a request's body, inflated: a want list of 100,000 objects */
-#define GIT_RUN_MAX_S 120                /* one http-backend run */
 
 #define STATE_FILE "hubmirror-state"
 #define STATE_VERSION "hubmirror-git 1"
@@ -57,7 +55,7 @@ char *mirror_git_root(const struct mirror_data *d)
 /* ---- running git ---------------------------------------------------------------------------- */
 
 /* An unlinked temporary file in dir (for a process's input or output). -errno on failure. */
-static int tmpfile_in(const char *dir)
+int gitrepo__tmpfile_in(const char *dir)
 {
 	int fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
 
@@ -99,7 +97,7 @@ static void env_free(char **env)
 
 /* Start git with argv (argv[0] is "git"), stdin from in (-1: /dev/null), stdout to out, stderr to err
  * (-1: /dev/null). Returns the pid or -errno. */
-static pid_t git_start(const char *const *argv, const char *const *extra_env, int in, int out, int err)
+pid_t gitrepo__git_start(const char *const *argv, const char *const *extra_env, int in, int out, int err)
 {
 	posix_spawn_file_actions_t fa;
 	char **env = git_env(extra_env);
@@ -126,7 +124,7 @@ static pid_t git_start(const char *const *argv, const char *const *extra_env, in
 }
 
 /* Wait for pid: its exit status (0-255), or -1 when a signal ended it. */
-static int git_wait(pid_t pid)
+int gitrepo__git_wait(pid_t pid)
 {
 	int st;
 
@@ -136,69 +134,8 @@ static int git_wait(pid_t pid)
 	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
-/* git_wait, but a run past limit_s is killed (-2): an upload-pack is bounded in time, so no client
- * holds one of serve's workers for long. */
-static int git_wait_bounded(pid_t pid, int limit_s)
-{
-	struct timespec nap = { 0, 10 * 1000 * 1000 };
-	int st;
-
-	for (long waited_ms = 0;; waited_ms += 10) {
-		pid_t r = waitpid(pid, &st, WNOHANG);
-		if (r == pid)
-			return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-		if (r < 0 && errno != EINTR)
-			return -1;
-		if (waited_ms >= (long)limit_s * 1000) {
-			kill(pid, SIGKILL);
-			git_wait(pid);
-			return -2;
-		}
-		nanosleep(&nap, NULL);
-	}
-}
-
-/* Inflate a gzip'd request body (git sends large want lists so) here, up to GIT_BODY_MAX bytes, so that
- * git's http-backend never sees more: 0 with *out (malloc'd), -EFBIG past the cap, -EINVAL when it is
- * no gzip. libarchive's raw format reads the bare stream. */
-static int inflate_body(const char *body, size_t len, char **out, size_t *outlen)
-{
-	struct archive *a = archive_read_new();
-	struct archive_entry *e;
-	struct buf b;
-	char chunk[65536];
-	la_ssize_t n;
-	int r = 0;
-
-	buf_init(&b);
-	archive_read_support_filter_gzip(a);
-	archive_read_support_format_raw(a);
-	if (archive_read_open_memory(a, body, len) != ARCHIVE_OK || archive_read_next_header(a, &e) != ARCHIVE_OK ||
-	    archive_filter_code(a, 0) != ARCHIVE_FILTER_GZIP) {
-		r = -EINVAL;
-	} else {
-		while ((n = archive_read_data(a, chunk, sizeof(chunk))) > 0) {
-			if (b.len + (size_t)n > GIT_BODY_MAX) {
-				r = -EFBIG;
-				break;
-			}
-			buf_add(&b, chunk, (size_t)n);
-		}
-		if (!r && n < 0)
-			r = -EINVAL;
-	}
-	archive_read_free(a);
-	if (r) {
-		buf_release(&b);
-		return r;
-	}
-	*outlen = b.len;
-	*out = buf_detach(&b, NULL);
-	return 0;
-}
-
 /* The last line git wrote to err (an unlinked temporary file), for a message; malloc'd. */
-static char *last_words(int err)
+char *gitrepo__last_words(int err)
 {
 	char buf[1024];
 	ssize_t n = pread(err, buf, sizeof(buf) - 1, 0);
@@ -217,10 +154,10 @@ static char *last_words(int err)
 /* Run git to the end with the given output file (-1: none); 0, or an error with *errmsg. */
 static int git_run(const char *root, const char *const *argv, int in, int out, char **errmsg)
 {
-	int err = tmpfile_in(root), st;
+	int err = gitrepo__tmpfile_in(root), st;
 	pid_t pid;
 
-	pid = git_start(argv, NULL, in, out, err);
+	pid = gitrepo__git_start(argv, NULL, in, out, err);
 	if (pid < 0) {
 		if (errmsg)
 			*errmsg = xasprintf("cannot run git: %s", strerror((int)-pid));
@@ -228,9 +165,9 @@ static int git_run(const char *root, const char *const *argv, int in, int out, c
 			close(err);
 		return HM_ERR_GIT;
 	}
-	st = git_wait(pid);
+	st = gitrepo__git_wait(pid);
 	if (st != 0 && errmsg) {
-		char *w = err >= 0 ? last_words(err) : xstrdup("no message");
+		char *w = err >= 0 ? gitrepo__last_words(err) : xstrdup("no message");
 		*errmsg = xasprintf("git %s: %s", argv[1], w);
 		free(w);
 	}
@@ -302,7 +239,7 @@ static int ref_cb(void *ud, const char *name, const char *kind, const char *comm
 	return 0;
 }
 
-static int write_all(int fd, const void *p, size_t n)
+int gitrepo__write_all(int fd, const void *p, size_t n)
 {
 	const char *b = p;
 
@@ -320,7 +257,7 @@ static int write_all(int fd, const void *p, size_t n)
 
 static int write_str(int fd, const char *s)
 {
-	return write_all(fd, s, strlen(s));
+	return gitrepo__write_all(fd, s, strlen(s));
 }
 
 struct stream {
@@ -370,7 +307,7 @@ static int file_cb(void *ud, const struct catalog_entry *e)
 				 e->lfs_oid, (long long)e->size);
 		mark = s->next_mark++;
 		snprintf(head, sizeof(head), "blob\nmark :%d\ndata %d\n", mark, n);
-		if ((s->err = write_str(s->fd, head)) || (s->err = write_all(s->fd, ptr, (size_t)n)) ||
+		if ((s->err = write_str(s->fd, head)) || (s->err = gitrepo__write_all(s->fd, ptr, (size_t)n)) ||
 		    (s->err = write_str(s->fd, "\n")))
 			return s->err;
 		json_object_set_new(s->marks, key, json_integer(mark));
@@ -400,7 +337,7 @@ static int file_cb(void *ud, const struct catalog_entry *e)
 				s->why = xasprintf("%s: reading the store's %s failed", e->path, e->sha256);
 				break;
 			}
-			s->err = write_all(s->fd, buf, (size_t)n);
+			s->err = gitrepo__write_all(s->fd, buf, (size_t)n);
 			left -= n;
 		}
 		close(fd);
@@ -432,7 +369,7 @@ static int stream_snapshot(struct stream *s, struct catalog *cat, const struct c
 				 strlen(msg), msg);
 		r = write_str(s->fd, head);
 		if (!r && s->files.len)
-			r = write_all(s->fd, s->files.data, s->files.len);
+			r = gitrepo__write_all(s->fd, s->files.data, s->files.len);
 		if (!r)
 			r = write_str(s->fd, "\n");
 		free(head);
@@ -448,7 +385,7 @@ static int stream_snapshot(struct stream *s, struct catalog *cat, const struct c
 static char *list_refs(const char *root, const char *gitdir, char **errmsg)
 {
 	const char *argv[] = { "git", "--git-dir", gitdir, "for-each-ref", "--format=%(refname)", NULL };
-	int out = tmpfile_in(root);
+	int out = gitrepo__tmpfile_in(root);
 	struct stat st;
 	char *text = NULL;
 
@@ -509,7 +446,7 @@ static int fast_import(struct mirror_data *d, struct catalog *cat, const struct 
 {
 	const char *argv[] = { "git", "--git-dir", gitdir, "fast-import", "--quiet", "--force", "--done", NULL };
 	struct stream s = { .d = d, .marks = json_object(), .next_mark = 1 };
-	int pipefd[2], err = tmpfile_in(root), r = 0, st;
+	int pipefd[2], err = gitrepo__tmpfile_in(root), r = 0, st;
 	json_t *done = json_object();
 	pid_t pid;
 
@@ -521,7 +458,7 @@ static int fast_import(struct mirror_data *d, struct catalog *cat, const struct 
 			close(err);
 		return HM_ERR_GIT;
 	}
-	pid = git_start(argv, NULL, pipefd[0], -1, err);
+	pid = gitrepo__git_start(argv, NULL, pipefd[0], -1, err);
 	close(pipefd[0]);
 	s.fd = pipefd[1];
 	if (pid < 0) {
@@ -545,11 +482,11 @@ static int fast_import(struct mirror_data *d, struct catalog *cat, const struct 
 		r = write_str(s.fd, "done\n");
 	close(s.fd);
 	if (pid > 0) {
-		st = git_wait(pid);
+		st = gitrepo__git_wait(pid);
 		if (st && !r)
 			r = HM_ERR_GIT;
 		if (st && !*errmsg) {
-			char *w = err >= 0 ? last_words(err) : xstrdup("no message");
+			char *w = err >= 0 ? gitrepo__last_words(err) : xstrdup("no message");
 			*errmsg = xasprintf("git fast-import: %s", w);
 			free(w);
 		}
@@ -602,8 +539,8 @@ static int drop_stale(struct catalog *cat, const struct catalog_repo *repo, cons
 		p = e ? e + 1 : NULL;
 	}
 	if (b.len) {
-		in = tmpfile_in(root);
-		if (in < 0 || write_all(in, b.data, b.len) || lseek(in, 0, SEEK_SET)) {
+		in = gitrepo__tmpfile_in(root);
+		if (in < 0 || gitrepo__write_all(in, b.data, b.len) || lseek(in, 0, SEEK_SET)) {
 			*errmsg = xstrdup("cannot hand git update-ref its input");
 			r = HM_ERR_GIT;
 		} else {
@@ -730,156 +667,6 @@ out:
 	free(root);
 	if (r)
 		FREE_AND_NULL(rel);
-	return r;
-}
-
-/* ---- serving -------------------------------------------------------------------------------- */
-
-/* A header value safe to hand a CGI as an environment variable: printable ASCII, short. */
-static bool env_value_ok(const char *v)
-{
-	if (!v || strlen(v) > 200)
-		return false;
-	for (; *v; v++)
-		if ((unsigned char)*v < ' ' || (unsigned char)*v > '~')
-			return false;
-	return true;
-}
-
-int mirror_git_backend(const struct mirror_data *d, const char *rel, const char *method, const char *path_after,
-		       const char *query, const char *content_type, const char *content_encoding,
-		       const char *git_protocol, const char *body, size_t len, int *fd, long long *offset,
-		       long long *length, int *status, char **ctype, char **errmsg)
-{
-	const char *argv[] = { "git", "http-backend", NULL };
-	char *root = mirror_git_root(d), *env[14] = { 0 }, *inflated = NULL;
-	int in = -1, out = -1, err = -1, r = 0, n = 0, st;
-	char head[4096];
-	ssize_t got;
-	pid_t pid;
-
-	*fd = -1;
-	*ctype = NULL;
-	*errmsg = NULL;
-	env[n++] = xasprintf("GIT_PROJECT_ROOT=%s", root);
-	env[n++] = xstrdup("GIT_HTTP_EXPORT_ALL=1");
-	env[n++] = xasprintf("PATH_INFO=/%s%s", rel, path_after);
-	env[n++] = xasprintf("REQUEST_METHOD=%s", method);
-	env[n++] = xasprintf("QUERY_STRING=%s", env_value_ok(query) ? query : "");
-	if (content_encoding && (!strcasecmp(content_encoding, "gzip") || !strcasecmp(content_encoding, "x-gzip"))) {
-		r = inflate_body(body, len, &inflated, &len);
-		if (r) {
-			*errmsg = xstrdup(r == -EFBIG ? "the request inflates past 10 MiB" : "the request's gzip body is damaged");
-			goto out;
-		}
-		body = inflated;
-	} else if (content_encoding && *content_encoding && strcasecmp(content_encoding, "identity")) {
-		*errmsg = xasprintf("unknown Content-Encoding '%s'", content_encoding);
-		r = -EINVAL;
-		goto out;
-	}
-	if (!strcmp(path_after, "/git-upload-pack")) {
-		/* the framing read here first: a malformed request or a filter not served never runs git */
-		struct git_pkt_summary sum;
-		if ((r = mirror_git_pkt_check(body, len, &sum, errmsg)) != 0) {
-			r = r == -2 ? -EPERM : -EINVAL;
-			goto out;
-		}
-	}
-	env[n++] = xasprintf("CONTENT_LENGTH=%zu", len);
-	if (env_value_ok(content_type))
-		env[n++] = xasprintf("CONTENT_TYPE=%s", content_type);
-	if (env_value_ok(git_protocol))
-		env[n++] = xasprintf("GIT_PROTOCOL=%s", git_protocol);
-	/* a sparse:oid filter costs paths times patterns: refused (git's own switch) */
-	env[n++] = xstrdup("GIT_CONFIG_COUNT=1");
-	env[n++] = xstrdup("GIT_CONFIG_KEY_0=uploadpackfilter.sparse:oid.allow");
-	env[n++] = xstrdup("GIT_CONFIG_VALUE_0=false");
-	in = tmpfile_in(root);
-	out = tmpfile_in(root);
-	err = tmpfile_in(root);
-	if (in < 0 || out < 0 || err < 0 || (len && write_all(in, body, len)) || lseek(in, 0, SEEK_SET)) {
-		*errmsg = xasprintf("temporary files in %s: %s", root, strerror(errno));
-		r = HM_ERR_GIT;
-		goto out;
-	}
-	pid = git_start(argv, (const char *const *)env, in, out, err);
-	if (pid < 0) {
-		*errmsg = xasprintf("cannot run git http-backend: %s", strerror((int)-pid));
-		r = HM_ERR_GIT;
-		goto out;
-	}
-	st = git_wait_bounded(pid, GIT_RUN_MAX_S);
-	if (st == -2) {
-		*errmsg = xasprintf("git http-backend ran past %d s: stopped", GIT_RUN_MAX_S);
-		r = -ETIMEDOUT;
-		goto out;
-	}
-	/* the CGI's headers, then a blank line, then the body */
-	got = pread(out, head, sizeof(head) - 1, 0);
-	if (got <= 0) {
-		char *w = last_words(err);
-		*errmsg = xasprintf("git http-backend (exit %d): %s", st, w);
-		free(w);
-		r = HM_ERR_GIT;
-		goto out;
-	}
-	head[got] = '\0';
-	{
-		char *end = strstr(head, "\r\n\r\n"), *p;
-		size_t skip = 4;
-		if (!end || (strstr(head, "\n\n") && strstr(head, "\n\n") < end)) {
-			end = strstr(head, "\n\n");
-			skip = 2;
-		}
-		if (!end) {
-			*errmsg = xstrdup("git http-backend answered without headers");
-			r = HM_ERR_GIT;
-			goto out;
-		}
-		*end = '\0';
-		*status = 200;
-		for (p = head; p && *p;) {
-			char *e = strchr(p, '\n');
-			if (e) {
-				*e = '\0';
-				if (e > p && e[-1] == '\r')
-					e[-1] = '\0';
-			}
-			if (!strncasecmp(p, "Status:", 7))
-				*status = atoi(p + 7);
-			else if (!strncasecmp(p, "Content-Type:", 13))
-				*ctype = xstrdup(p + 13 + strspn(p + 13, " "));
-			p = e ? e + 1 : NULL;
-		}
-		*offset = (long long)(end - head) + (long long)skip;
-	}
-	{
-		struct stat sb;
-		if (fstat(out, &sb)) {
-			*errmsg = xasprintf("git http-backend's answer: %s", strerror(errno));
-			r = HM_ERR_GIT;
-			goto out;
-		}
-		*length = (long long)sb.st_size - *offset;
-	}
-	if (*status < 100 || *status > 599)
-		*status = 500;
-	if (!*ctype)
-		*ctype = xstrdup("text/plain");
-	*fd = out;
-	out = -1;
-out:
-	if (in >= 0)
-		close(in);
-	if (out >= 0)
-		close(out);
-	if (err >= 0)
-		close(err);
-	for (int i = 0; i < n; i++)
-		free(env[i]);
-	free(inflated);
-	free(root);
 	return r;
 }
 

@@ -30,21 +30,37 @@ char *mirror_git_root(const struct mirror_data *d);
 int mirror_git_prepare(struct mirror_data *d, struct catalog *cat, const struct catalog_repo *repo, char **rel,
 		       char **errmsg);
 
+/* One request of a git client to a repository, as the server read it (gitrepo-backend.c). */
+struct mirror_git_request {
+	const char *rel;               /* the repository, below mirror_git_root (mirror_git_prepare) */
+	const char *method;            /* GET or POST */
+	const char *path_after;        /* after the repository: "/info/refs" or "/git-upload-pack" */
+	const char *query;             /* may be NULL */
+	const char *content_type;      /* the request's headers; each may be NULL */
+	const char *content_encoding;
+	const char *git_protocol;
+	const char *body;              /* len bytes; may be empty */
+	size_t len;
+};
+
+/* git http-backend's answer: its body is in fd (an unlinked temporary file, the caller's to close)
+ * from offset for length bytes. */
+struct mirror_git_answer {
+	int fd;
+	long long offset, length;
+	int status;                    /* the HTTP status */
+	char *ctype;                   /* its Content-Type, malloc'd */
+};
+
 /*
- * Run git http-backend for one request on repository rel (below mirror_git_root): method, the path
- * after the repository ("/info/refs" or "/git-upload-pack"), the query, the request's Content-Type,
- * Content-Encoding and Git-Protocol headers (each may be NULL), its body (len bytes; may be empty).
- * Only the upload-pack service is ever served. On success *fd is an unlinked temporary file holding
- * the body of the answer, from *offset for *length bytes, *status the HTTP status and *ctype
- * (malloc'd) its Content-Type. Blocking: on a worker. Returns 0 or an error with *errmsg; the
- * client's doing, before git runs: -EFBIG (the body inflates past 10 MiB), -EINVAL (an encoding
- * not known, an upload-pack request whose pkt-lines are malformed: mirror/gitpkt.h), -EPERM (it asks
- * for what is not served, a sparse:oid filter); -ETIMEDOUT (the run passed its time bound).
+ * Run git http-backend for request q. Only the upload-pack service is ever served. On success fills
+ * *a. Blocking: on a worker. Returns 0 or an error with *errmsg (a->fd is -1 then); the client's
+ * doing, before git runs: -EFBIG (the body inflates past 10 MiB), -EINVAL (an encoding not known, an
+ * upload-pack request whose pkt-lines are malformed: mirror/gitpkt.h), -EPERM (it asks for what is
+ * not served, a sparse:oid filter); -ETIMEDOUT (the run passed its time bound).
  */
-int mirror_git_backend(const struct mirror_data *d, const char *rel, const char *method, const char *path_after,
-		       const char *query, const char *content_type, const char *content_encoding,
-		       const char *git_protocol, const char *body, size_t len, int *fd, long long *offset,
-		       long long *length, int *status, char **ctype, char **errmsg);
+int mirror_git_backend(const struct mirror_data *d, const struct mirror_git_request *q, struct mirror_git_answer *a,
+		       char **errmsg);
 
 /* The git side of `hubmirror gc`: the repositories of repos no longer tracked go; the others lose the
  * objects no ref reaches (git gc --prune=now). Problems are logged, never fatal. */

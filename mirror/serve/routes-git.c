@@ -130,7 +130,8 @@ static void git_build(struct mirror__job *job, struct catalog *cat)
 {
 	struct git_job *g = (struct git_job *)job;
 	char *rel = NULL, *err = NULL;
-	int status = 0, r;
+	struct mirror_git_answer ans = { .fd = -1 };
+	int r;
 
 	r = mirror_git_prepare(g->data, cat, &g->repo, &rel, &err);
 	if (r == HM_ERR_NOT_FOUND) {
@@ -140,9 +141,14 @@ static void git_build(struct mirror__job *job, struct catalog *cat)
 		job->len = strlen(job->text);
 	} else if (r) {
 		log_warn("git", "%s:%s: building its git repository: %s", g->repo.hub, g->repo.name, err ? err : "?");
-	} else if ((r = mirror_git_backend(g->data, rel, g->method, g->path_after, g->query, g->ctype_in, g->cenc,
-					   g->proto, g->body, g->len, &job->fd, &job->fd_offset, &job->fd_length,
-					   &status, &job->ctype_own, &err))) {
+	} else if ((r = mirror_git_backend(g->data,
+					   &(struct mirror_git_request){ .rel = rel, .method = g->method,
+									 .path_after = g->path_after, .query = g->query,
+									 .content_type = g->ctype_in,
+									 .content_encoding = g->cenc,
+									 .git_protocol = g->proto, .body = g->body,
+									 .len = g->len },
+					   &ans, &err))) {
 		log_warn("git", "%s:%s: %s", g->repo.hub, g->repo.name, err ? err : "?");
 		if (r == -EPERM) {
 			/* what git's protocol refuses in its own words: an ERR packet ("remote error: ...") */
@@ -161,7 +167,11 @@ static void git_build(struct mirror__job *job, struct catalog *cat)
 			job->len = strlen(job->text);
 		}
 	} else {
-		job->status = status;
+		job->status = ans.status;
+		job->fd = ans.fd;
+		job->fd_offset = ans.offset;
+		job->fd_length = ans.length;
+		job->ctype_own = ans.ctype;
 		mirror__job_header(job, "Cache-Control", "no-cache");
 	}
 	if (r && !job->status) {

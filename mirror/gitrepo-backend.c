@@ -1,0 +1,241 @@
+/*
+ * gitrepo-backend.c - git clone and fetch of a mirrored repo (mirror_git_backend, gitrepo.h): one
+ * request handed to git's own http-backend (a CGI, run with a clean environment, its input and output
+ * in unlinked temporary files, bounded in time), upload-pack only; a gzip'd body inflated here within
+ * its bound, and an upload-pack request's pkt-lines checked before git runs (gitpkt.h). gitrepo.c
+ * builds the repositories it serves.
+ */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <archive.h>
+
+#include "base/buf.h"
+#include "base/err.h"
+#include "base/xmalloc.h"
+#include "data.h"
+#include "gitpkt.h"
+#include "gitrepo-int.h"
+#include "gitrepo.h"
+
+#define GIT_BODY_MAX ((size_t)10 << 20)  /* a request's body, inflated: a want list of 100,000 objects */
+#define GIT_RUN_MAX_S 120                /* one http-backend run */
+
+/* git_wait, but a run past limit_s is killed (-2): an upload-pack is bounded in time, so no client
+ * holds one of serve's workers for long. */
+static int git_wait_bounded(pid_t pid, int limit_s)
+{
+	struct timespec nap = { 0, 10 * 1000 * 1000 };
+	int st;
+
+	for (long waited_ms = 0;; waited_ms += 10) {
+		pid_t r = waitpid(pid, &st, WNOHANG);
+		if (r == pid)
+			return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+		if (r < 0 && errno != EINTR)
+			return -1;
+		if (waited_ms >= (long)limit_s * 1000) {
+			kill(pid, SIGKILL);
+			gitrepo__git_wait(pid);
+			return -2;
+		}
+		nanosleep(&nap, NULL);
+	}
+}
+
+/* Inflate a gzip'd request body (git sends large want lists so) here, up to GIT_BODY_MAX bytes, so that
+ * git's http-backend never sees more: 0 with *out (malloc'd), -EFBIG past the cap, -EINVAL when it is
+ * no gzip. libarchive's raw format reads the bare stream. */
+static int inflate_body(const char *body, size_t len, char **out, size_t *outlen)
+{
+	struct archive *a = archive_read_new();
+	struct archive_entry *e;
+	struct buf b;
+	char chunk[65536];
+	la_ssize_t n;
+	int r = 0;
+
+	buf_init(&b);
+	archive_read_support_filter_gzip(a);
+	archive_read_support_format_raw(a);
+	if (archive_read_open_memory(a, body, len) != ARCHIVE_OK || archive_read_next_header(a, &e) != ARCHIVE_OK ||
+	    archive_filter_code(a, 0) != ARCHIVE_FILTER_GZIP) {
+		r = -EINVAL;
+	} else {
+		while ((n = archive_read_data(a, chunk, sizeof(chunk))) > 0) {
+			if (b.len + (size_t)n > GIT_BODY_MAX) {
+				r = -EFBIG;
+				break;
+			}
+			buf_add(&b, chunk, (size_t)n);
+		}
+		if (!r && n < 0)
+			r = -EINVAL;
+	}
+	archive_read_free(a);
+	if (r) {
+		buf_release(&b);
+		return r;
+	}
+	*outlen = b.len;
+	*out = buf_detach(&b, NULL);
+	return 0;
+}
+
+/* A header value safe to hand a CGI as an environment variable: printable ASCII, short. */
+static bool env_value_ok(const char *v)
+{
+	if (!v || strlen(v) > 200)
+		return false;
+	for (; *v; v++)
+		if ((unsigned char)*v < ' ' || (unsigned char)*v > '~')
+			return false;
+	return true;
+}
+
+int mirror_git_backend(const struct mirror_data *d, const struct mirror_git_request *q, struct mirror_git_answer *a,
+		       char **errmsg)
+{
+	const char *argv[] = { "git", "http-backend", NULL };
+	char *root = mirror_git_root(d), *env[14] = { 0 }, *inflated = NULL;
+	int in = -1, out = -1, err = -1, r = 0, n = 0, st;
+	char head[4096];
+	ssize_t got;
+	pid_t pid;
+
+	const char *body = q->body;
+	size_t len = q->len;
+
+	a->fd = -1;
+	a->ctype = NULL;
+	*errmsg = NULL;
+	env[n++] = xasprintf("GIT_PROJECT_ROOT=%s", root);
+	env[n++] = xstrdup("GIT_HTTP_EXPORT_ALL=1");
+	env[n++] = xasprintf("PATH_INFO=/%s%s", q->rel, q->path_after);
+	env[n++] = xasprintf("REQUEST_METHOD=%s", q->method);
+	env[n++] = xasprintf("QUERY_STRING=%s", env_value_ok(q->query) ? q->query : "");
+	if (q->content_encoding && (!strcasecmp(q->content_encoding, "gzip") || !strcasecmp(q->content_encoding, "x-gzip"))) {
+		r = inflate_body(body, len, &inflated, &len);
+		if (r) {
+			*errmsg = xstrdup(r == -EFBIG ? "the request inflates past 10 MiB" : "the request's gzip body is damaged");
+			goto out;
+		}
+		body = inflated;
+	} else if (q->content_encoding && *q->content_encoding && strcasecmp(q->content_encoding, "identity")) {
+		*errmsg = xasprintf("unknown Content-Encoding '%s'", q->content_encoding);
+		r = -EINVAL;
+		goto out;
+	}
+	if (!strcmp(q->path_after, "/git-upload-pack")) {
+		/* the framing read here first: a malformed request or a filter not served never runs git */
+		struct git_pkt_summary sum;
+		if ((r = mirror_git_pkt_check(body, len, &sum, errmsg)) != 0) {
+			r = r == -2 ? -EPERM : -EINVAL;
+			goto out;
+		}
+	}
+	env[n++] = xasprintf("CONTENT_LENGTH=%zu", len);
+	if (env_value_ok(q->content_type))
+		env[n++] = xasprintf("CONTENT_TYPE=%s", q->content_type);
+	if (env_value_ok(q->git_protocol))
+		env[n++] = xasprintf("GIT_PROTOCOL=%s", q->git_protocol);
+	/* a sparse:oid filter costs paths times patterns: refused (git's own switch) */
+	env[n++] = xstrdup("GIT_CONFIG_COUNT=1");
+	env[n++] = xstrdup("GIT_CONFIG_KEY_0=uploadpackfilter.sparse:oid.allow");
+	env[n++] = xstrdup("GIT_CONFIG_VALUE_0=false");
+	in = gitrepo__tmpfile_in(root);
+	out = gitrepo__tmpfile_in(root);
+	err = gitrepo__tmpfile_in(root);
+	if (in < 0 || out < 0 || err < 0 || (len && gitrepo__write_all(in, body, len)) || lseek(in, 0, SEEK_SET)) {
+		*errmsg = xasprintf("temporary files in %s: %s", root, strerror(errno));
+		r = HM_ERR_GIT;
+		goto out;
+	}
+	pid = gitrepo__git_start(argv, (const char *const *)env, in, out, err);
+	if (pid < 0) {
+		*errmsg = xasprintf("cannot run git http-backend: %s", strerror((int)-pid));
+		r = HM_ERR_GIT;
+		goto out;
+	}
+	st = git_wait_bounded(pid, GIT_RUN_MAX_S);
+	if (st == -2) {
+		*errmsg = xasprintf("git http-backend ran past %d s: stopped", GIT_RUN_MAX_S);
+		r = -ETIMEDOUT;
+		goto out;
+	}
+	/* the CGI's headers, then a blank line, then the body */
+	got = pread(out, head, sizeof(head) - 1, 0);
+	if (got <= 0) {
+		char *w = gitrepo__last_words(err);
+		*errmsg = xasprintf("git http-backend (exit %d): %s", st, w);
+		free(w);
+		r = HM_ERR_GIT;
+		goto out;
+	}
+	head[got] = '\0';
+	{
+		char *end = strstr(head, "\r\n\r\n"), *p;
+		size_t skip = 4;
+		if (!end || (strstr(head, "\n\n") && strstr(head, "\n\n") < end)) {
+			end = strstr(head, "\n\n");
+			skip = 2;
+		}
+		if (!end) {
+			*errmsg = xstrdup("git http-backend answered without headers");
+			r = HM_ERR_GIT;
+			goto out;
+		}
+		*end = '\0';
+		a->status = 200;
+		for (p = head; p && *p;) {
+			char *e = strchr(p, '\n');
+			if (e) {
+				*e = '\0';
+				if (e > p && e[-1] == '\r')
+					e[-1] = '\0';
+			}
+			if (!strncasecmp(p, "Status:", 7))
+				a->status = atoi(p + 7);
+			else if (!strncasecmp(p, "Content-Type:", 13))
+				a->ctype = xstrdup(p + 13 + strspn(p + 13, " "));
+			p = e ? e + 1 : NULL;
+		}
+		a->offset = (long long)(end - head) + (long long)skip;
+	}
+	{
+		struct stat sb;
+		if (fstat(out, &sb)) {
+			*errmsg = xasprintf("git http-backend's answer: %s", strerror(errno));
+			r = HM_ERR_GIT;
+			goto out;
+		}
+		a->length = (long long)sb.st_size - a->offset;
+	}
+	if (a->status < 100 || a->status > 599)
+		a->status = 500;
+	if (!a->ctype)
+		a->ctype = xstrdup("text/plain");
+	a->fd = out;
+	out = -1;
+out:
+	if (in >= 0)
+		close(in);
+	if (out >= 0)
+		close(out);
+	if (err >= 0)
+		close(err);
+	for (int i = 0; i < n; i++)
+		free(env[i]);
+	free(inflated);
+	free(root);
+	return r;
+}

@@ -1,0 +1,23 @@
+/*
+ * gitrepo-int.h - what gitrepo.c (building the repositories) and gitrepo-backend.c (serving them) share:
+ * running git. Nothing outside mirror/ includes it.
+ */
+#ifndef HM_MIRROR_GITREPO_INT_H
+#define HM_MIRROR_GITREPO_INT_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+/* An unlinked temporary file in dir, open for reading and writing; -1 with errno. */
+int gitrepo__tmpfile_in(const char *dir);
+/* Start git with argv, a clean environment plus extra_env, and in, out and err as its standard
+ * files; its pid, or -errno. */
+pid_t gitrepo__git_start(const char *const *argv, const char *const *extra_env, int in, int out, int err);
+/* Wait for git to end; its exit status, or -1. */
+int gitrepo__git_wait(pid_t pid);
+/* The last line git wrote to err (an unlinked temporary file), for a message; malloc'd. */
+char *gitrepo__last_words(int err);
+/* Write all n bytes of p to fd; 0 or -1 with errno. */
+int gitrepo__write_all(int fd, const void *p, size_t n);
+
+#endif
