@@ -119,6 +119,13 @@ static int progress(json_t *st, json_t *want, bool as_json, bool tty, struct pac
 		e = entry(st, w);
 		err = json_string_value(json_object_get(e, "error"));
 		link = e ? linked(e, w, &err) : 0;
+		if (!e && (link = linked(st, w, &err)) == 1) {
+			/* linked, then evicted before this look (the agent keeps every pull's outcome): the
+			 * hub cache holds the files */
+			done++;
+			json_object_set_new(w, "done", json_true());
+			continue;
+		}
 		if (!e || err) {
 			json_object_set_new(w, "error", json_string(err ? err : "the agent no longer holds it"));
 			failed++;

@@ -128,6 +128,9 @@ struct agent {
 	int64_t started_at;
 	uint64_t use_counter;           /* agent_snap_used's */
 	uint64_t link_counter;          /* the pulls' link ids */
+	/* every pull's outcome by its link id (null: linked; a string: why not), the last 1024: a pull
+	 * learns it even when its snapshot was evicted right after its link (status's "links") */
+	json_t *links_done;
 	/* the cache's size (evict.c) */
 	bool sizing;                    /* a sizing job runs */
 	bool evicting;                  /* a job takes cold pieces out of the cache */

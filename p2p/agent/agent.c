@@ -606,9 +606,18 @@ void agent_link_pending(struct agent *a, struct snap *s)
 		} else {
 			json_object_set_new(s->links_done, id, json_null());
 		}
+		json_object_set(a->links_done, id, json_object_get(s->links_done, id));
 		free(why);
 	}
 	json_array_clear(s->pending_links);
+	while (json_object_size(a->links_done) > 1024) {
+		const char *k, *oldest = NULL;
+		json_t *v;
+		json_object_foreach(a->links_done, k, v)
+			if (!oldest || strtoll(k, NULL, 10) < strtoll(oldest, NULL, 10))
+				oldest = k;
+		json_object_del(a->links_done, oldest);
+	}
 	/* a snapshot pulled again and again keeps the last outcomes only */
 	while (json_object_size(s->links_done) > 256) {
 		const char *k, *oldest = NULL;
@@ -1226,6 +1235,7 @@ int agent_run(const struct agent_config *cfg, int ready_fd, char **errmsg)
 
 	a->cfg = cfg;
 	a->lock_fd = -1;
+	a->links_done = json_object();
 	a->started_at = time(NULL);
 	uv_loop_init(&a->loop);
 	a->loop.data = a;
@@ -1264,6 +1274,7 @@ int agent_run(const struct agent_config *cfg, int ready_fd, char **errmsg)
 	for (size_t i = 0; i < a->nsnaps; i++)
 		agent_snap_free(a->snaps[i]);
 	free(a->snaps);
+	json_decref(a->links_done);
 	if (a->lock_fd >= 0)
 		close(a->lock_fd);
 	free(a->http_listen);

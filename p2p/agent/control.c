@@ -200,6 +200,7 @@ static int do_status(struct agent *a, struct httpd_req *req)
 	/* what the fill fetched from the mirror over HTTP (downloaded counts BitTorrent's payload), and
 	 * where the local endpoint listens */
 	json_object_set_new(o, "fetched_over_http", json_integer(over_http));
+	json_object_set_new(o, "links", json_deep_copy(a->links_done));
 	if (a->http_listen && a->http) {
 		const char *colon = strrchr(a->http_listen, ':');
 		char *ep = xasprintf("%.*s:%d", colon ? (int)(colon - a->http_listen) : (int)strlen(a->http_listen),
