@@ -630,6 +630,16 @@ void agent_link_pending(struct agent *a, struct snap *s)
 	free(dir);
 }
 
+/* Every piece of a verified snapshot that wants some files is in (a mount read the rest): remembered,
+ * so that a restart takes it back whole, in seed mode, not only the files it wants. */
+static void remember_whole(struct agent *a, struct snap *s, const struct p2p_torrent_status *st)
+{
+	if (st->seeding && s->verified && s->want && !json_is_true(json_object_get(s->meta, "whole"))) {
+		json_object_set_new(s->meta, "whole", json_true());
+		agent_snap_remember(a, s);
+	}
+}
+
 static void settle_done(uv_work_t *w, int status)
 {
 	struct snap *s = w->data;
@@ -656,6 +666,10 @@ static void settle_done(uv_work_t *w, int status)
 	}
 	s->verified = s->work_verified;
 	if (s->verified) {
+		struct p2p_torrent_status st;
+		/* at once, not at the next tick: a kill right after must not lose it */
+		if (!p2p_session_torrent_status(a->ses, s->btih, &st))
+			remember_whole(a, s, &st);
 		agent_link_pending(a, s);
 		agent_shortcuts(a, s);
 	}
@@ -806,11 +820,7 @@ static void on_tick(uv_timer_t *t)
 			 * unverified for that, only not finished) */
 			if (!st.checking)
 				s->finished = direct ? agent_fill_direct_done(s) : st.finished || st.seeding;
-			/* every piece of a snapshot that wants some files: a restart takes it back whole */
-			if (st.seeding && s->verified && s->want && !json_is_true(json_object_get(s->meta, "whole"))) {
-				json_object_set_new(s->meta, "whole", json_true());
-				agent_snap_remember(a, s);
-			}
+			remember_whole(a, s, &st);
 			/* files a mount read whole meanwhile are kept by sha256 too (index_start) */
 			if (s->finished && s->want && st.held > s->held_indexed && !s->index_job)
 				s->indexed = false;

@@ -20,8 +20,33 @@ _failed=0
 _count=0
 _pids=()
 
+# _dump_logs: the last lines of every agent's and server's log under $T, as comments: what a failed
+# or hung test left behind, readable in CI's output (which keeps a failing test's last 100 lines).
+_dump_logs() {
+	local f
+	while IFS= read -r f; do
+		echo "# --- the last lines of ${f#"$T"/} ---"
+		tail -n 12 "$f" | cut -c1-300 | sed 's/^/# /'
+	done < <(find "$T" -maxdepth 4 -type f \( -name agent.log -o -name serve.err \) 2>/dev/null | sort)
+}
+# A watchdog: 20 s before meson's timeout (300 s) ends a hung test, it prints those logs (the test's
+# own shell may be blocked in a read that never returns, and would print nothing). HM_WATCHDOG_S
+# sets another delay.
+_watch() {
+	sleep "$1" </dev/null >/dev/null 2>&1 &
+	local s=$!
+	trap 'kill $s 2>/dev/null; exit 0' TERM
+	wait "$s"
+	echo "# this test has run for $1 s: it is hung"
+	_dump_logs
+}
+_watch ${HM_WATCHDOG_S:-280} &
+_watchdog=$!
+
 _cleanup() {
 	local p
+	kill "$_watchdog" 2>/dev/null
+	[ "$_failed" -gt 0 ] && _dump_logs
 	for p in "${_pids[@]}"; do kill "$p" 2>/dev/null; done
 	for p in "${_pids[@]}"; do wait "$p" 2>/dev/null; done
 	if [ -S "$HUBMIRROR_AGENT_SOCKET" ]; then

@@ -141,6 +141,9 @@ try {
 	await page.goto(M + '/');
 	await page.waitForSelector('#results li.repo');
 	const loadMs = Date.now() - t0;
+	// Paint entries are queued once the frame is presented, which on a loaded machine can come after
+	// the rows are in the DOM: wait for first-contentful-paint (up to the 10 s default) before reading.
+	await page.waitForFunction(() => performance.getEntriesByName('first-contentful-paint').length > 0).catch(() => {});
 	const perf = await page.evaluate(() => {
 		const p = Object.fromEntries(performance.getEntriesByType('paint').map((e) => [e.name, e.startTime]));
 		const m = performance.getEntriesByName('hm:repos-rendered')[0];
