@@ -7,7 +7,7 @@
 #include "base/buf.h"
 #include "base/xmalloc.h"
 #include "hf.h"
-#include "httpd.h"
+#include "http/httpd.h"
 
 static char *decoded(const char *s)
 {

@@ -10,7 +10,7 @@
 
 #include "base/err.h"
 #include "base/xmalloc.h"
-#include "httpd.h"
+#include "http/httpd.h"
 #include "hub.h"
 
 static int check_part(const char *p, size_t n)

@@ -15,7 +15,7 @@
 
 #include <jansson.h>
 
-#include "hub/http.h"
+#include "hub/http/http.h"
 #include "hub/hub.h"
 
 struct hub_client;

@@ -30,7 +30,7 @@
 #include "base/xmalloc.h"
 #include "catalog/catalog.h"
 #include "data.h"
-#include "hub/http.h"
+#include "hub/http/http.h"
 #include "hub/hub.h"
 #include "hub/select.h"
 #include "hub/upstream.h"

@@ -25,7 +25,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "hub/http.h"
+#include "hub/http/http.h"
 
 struct catalog_repo;
 struct mirror_data;

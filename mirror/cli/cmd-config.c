@@ -12,7 +12,7 @@
 #include "base/xmalloc.h"
 #include "cli.h"
 #include "config.h"
-#include "hub/tls.h"
+#include "hub/http/tls.h"
 #include "mirror/serve/access.h"
 #include "prepare.h"
 

@@ -15,7 +15,7 @@
 #include "catalog/catalog.h"
 #include "cli.h"
 #include "mirror/repojson.h"
-#include "hub/http.h"
+#include "hub/http/http.h"
 #include "hub/hub.h"
 #include "mirror/data.h"
 

@@ -15,7 +15,7 @@
 #include "catalog/catalog.h"
 #include "cli.h"
 #include "mirror/repojson.h"
-#include "hub/http.h"
+#include "hub/http/http.h"
 #include "mirror/data.h"
 
 static int add_cb(void *ud, const struct catalog_repo *r)

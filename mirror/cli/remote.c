@@ -13,7 +13,7 @@
 #include "base/err.h"
 #include "base/xmalloc.h"
 #include "cli.h"
-#include "hub/http.h"
+#include "hub/http/http.h"
 #include "hub/upstream.h"
 #include "mirror/data.h"
 

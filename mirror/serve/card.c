@@ -13,8 +13,8 @@
 #include "base/path.h"
 #include "base/xmalloc.h"
 #include "card.h"
-#include "hub/http.h"
-#include "hub/httpd.h"
+#include "hub/http/http.h"
+#include "hub/http/httpd.h"
 
 /* Where the front matter ends ("---" lines around YAML at the very start), or 0 without one. */
 static size_t front_matter_end(const char *md, size_t len)

@@ -18,7 +18,7 @@
 #include "base/log.h"
 #include "base/xmalloc.h"
 #include "catalog/catalog.h"
-#include "hub/httpd.h"
+#include "hub/http/httpd.h"
 #include "hub/hub.h"
 #include "mirror/data.h"
 #include "mirror/sync.h"

@@ -26,7 +26,7 @@
 #include "base/log.h"
 #include "base/xmalloc.h"
 #include "catalog/catalog.h"
-#include "hub/httpd.h"
+#include "hub/http/httpd.h"
 #include "mirror/data.h"
 #include "access.h"
 #include "mirror/gitrepo.h"

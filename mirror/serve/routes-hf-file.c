@@ -24,7 +24,7 @@
 #include "catalog/catalog.h"
 #include "mirror/data.h"
 #include "mirror/store.h"
-#include "hub/http.h"
+#include "hub/http/http.h"
 #include "hub/hub.h"
 #include "access.h"
 #include "ondemand.h"

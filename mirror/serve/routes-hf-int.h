@@ -13,7 +13,7 @@
 #include <jansson.h>
 
 #include "catalog/catalog.h"
-#include "hub/httpd.h"
+#include "hub/http/httpd.h"
 #include "routes-int.h"
 
 #define TREE_PAGE 1000  /* entries in a page of a tree listing */

@@ -27,7 +27,7 @@
 #include "catalog/catalog.h"
 #include "mirror/data.h"
 #include "hub/hf.h"
-#include "hub/http.h"
+#include "hub/http/http.h"
 #include "hub/hub.h"
 #include "access.h"
 #include "ondemand.h"

@@ -10,7 +10,7 @@
 
 #include <jansson.h>
 
-#include "hub/httpd.h"
+#include "hub/http/httpd.h"
 #include "routes.h"
 
 struct mirror_data;

@@ -35,7 +35,7 @@
 #include "catalog/catalog.h"
 #include "mirror/data.h"
 #include "p2p/p2p.h"
-#include "hub/httpd.h"
+#include "hub/http/httpd.h"
 #include "hub/hub.h"
 #include "access.h"
 #include "ondemand.h"

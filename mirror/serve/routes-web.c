@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hub/httpd.h"
+#include "hub/http/httpd.h"
 #include "routes-int.h"
 #include "web_assets.h"
 

@@ -20,7 +20,7 @@
 #include "catalog/catalog.h"
 #include "access.h"
 #include "mirror/data.h"
-#include "hub/httpd.h"
+#include "hub/http/httpd.h"
 #include "routes-int.h"
 #include "routes.h"
 #include "mirror/store.h"

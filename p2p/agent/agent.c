@@ -31,7 +31,7 @@
 #include "base/size.h"
 #include "base/xmalloc.h"
 #include "hub/cache.h"
-#include "hub/httpd.h"
+#include "hub/http/httpd.h"
 #include "hub/hub.h"
 #include "p2p/mount.h"
 #include "p2p/p2p.h"

@@ -14,7 +14,7 @@
 #include "base/err.h"
 #include "base/hex.h"
 #include "base/xmalloc.h"
-#include "hub/http.h"
+#include "hub/http/http.h"
 #include "hub/hub.h"
 
 long agent_mirror_stall_s(const struct agent *a)

@@ -13,7 +13,7 @@
 #include "agent.h"
 #include "base/path.h"
 #include "base/xmalloc.h"
-#include "hub/http.h"
+#include "hub/http/http.h"
 
 const char *agent_socket_default(void)
 {

@@ -34,8 +34,8 @@
 #include "base/path.h"
 #include "base/xmalloc.h"
 #include "hub/hf.h"
-#include "hub/http.h"
-#include "hub/httpd.h"
+#include "hub/http/http.h"
+#include "hub/http/httpd.h"
 #include "hub/hub.h"
 #include "p2p/p2p.h"
 

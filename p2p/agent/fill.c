@@ -37,7 +37,7 @@
 #include "agent-int.h"
 #include "base/err.h"
 #include "base/xmalloc.h"
-#include "hub/http.h"
+#include "hub/http/http.h"
 #include "p2p/p2p.h"
 
 #define FILL_RUN_BYTES ((int64_t)4 << 20)   /* alone: bytes asked for in one request (at least a piece) */

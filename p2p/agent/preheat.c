@@ -14,7 +14,7 @@
 
 #include "agent-int.h"
 #include "base/xmalloc.h"
-#include "hub/http.h"
+#include "hub/http/http.h"
 #include "hub/hub.h"
 
 struct found {

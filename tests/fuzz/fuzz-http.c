@@ -1,5 +1,5 @@
 /*
- * fuzz-http.c - raw request bytes through the real HTTP server (hub/httpd.c): the parser, its
+ * fuzz-http.c - raw request bytes through the real HTTP server (hub/http/httpd.c): the parser, its
  * limits, pipelining and the request accessors a handler uses (path, query parameters, headers,
  * unescaping, Range). Each input goes in over one end of a socketpair the server adopts; the client
  * end then reads until the server closes or answers everything. The server must answer with
@@ -15,7 +15,7 @@
 #include <unistd.h>
 #include <uv.h>
 
-#include "hub/httpd.h"
+#include "hub/http/httpd.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hub/httpd.h"
+#include "hub/http/httpd.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

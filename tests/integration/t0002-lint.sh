@@ -32,6 +32,10 @@ layer_check() { # layer_check DIR FORBIDDEN-INCLUDE-PREFIX... (DIR's agent/ room
 layer_check base catalog hub mirror p2p
 layer_check catalog hub mirror p2p
 layer_check hub catalog mirror p2p
+# hub/http is HTTP and nothing of a hub: it stands on base/ alone
+out=$(grep -rnE '#include "(hub|catalog|mirror|p2p)/' hub/http --include='*.c' --include='*.h' | grep -v '#include "hub/http/' || true)
+out+=$(grep -rnE '#include "\.\./' hub/http --include='*.c' --include='*.h' || true)
+if [ -z "$out" ]; then ok "hub/http includes only base/ and itself"; else fail "hub/http reaches out of HTTP"; echo "$out" | sed 's/^/#   /'; fi
 layer_check p2p mirror catalog hub
 # the instance agent stands on p2p and hub, never on a mirror's store or catalog
 layer_check p2p/agent mirror catalog

@@ -13,8 +13,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "hub/httpd.h"
-#include "hub/httpd-int.h"
+#include "hub/http/httpd.h"
+#include "hub/http/httpd-int.h"
 #include "test.h"
 
 static int range(const char *h, int64_t size, int64_t *a, int64_t *b)

@@ -5,7 +5,7 @@ rule, one line each, and exits 1 if anything does.
   banned-cpp   the C++ of the shim calls none of base/banned.h's functions (the C files meet the
                macros at compile time; comments and strings do not count)
   private      a private header (x-int.h, x-int.hpp) is included only from its own folder (and by
-               the module's own unit tests: tests/unit/test-hub-*.c may include hub/httpd-int.h)
+               the module's own unit tests: tests/unit/test-hub-*.c may include hub/http/httpd-int.h)
   docs         every docs/*.md a file names exists, and a section it quotes after it
                (docs/p2p.md, "One hash per byte") is a heading there
 """
