@@ -21,6 +21,7 @@
 #include "catalog/catalog.h"
 #include "mirror/data.h"
 #include "hub/hub.h"
+#include "hub/ms.h"
 #include "access.h"
 #include "ondemand.h"
 #include "routes-int.h"
@@ -92,7 +93,7 @@ static bool ms_refused(struct msreq *m)
 
 static int ms_resolve(struct msreq *m)
 {
-	char *rev = httpd_query_param(m->req, "Revision");
+	char *rev = httpd_query_param(m->req, MS_QUERY_REVISION);
 	bool found = false;
 	int r;
 
@@ -379,7 +380,7 @@ static void ms_revisions(struct msreq *m)
 /* Bytes of one file, with Range (the old SDK always sends one). */
 static void ms_download(struct msreq *m)
 {
-	char *path = httpd_query_param(m->req, "FilePath");
+	char *path = httpd_query_param(m->req, MS_QUERY_FILE);
 	struct catalog_entry e = { 0 };
 	int trusted;
 
@@ -413,52 +414,40 @@ out:
 
 int mirror__route_ms(struct mirror_routes *rt, struct httpd_req *req, const char *rest, const char *type)
 {
-	const char *method = httpd_method(req);
 	struct msreq m = { .rt = rt, .req = req, .type = type };
-	char *seg[8] = { 0 }, *copy;
-	size_t n = 0;
-	int64_t numeric = 0;
+	struct ms_path mp;
 
-	copy = xstrdup(rest);
-	for (char *s = copy; s && n < 8; ) {
-		char *slash = strchr(s, '/');
-		seg[n++] = s;
-		if (slash)
-			*slash = '\0';
-		s = slash ? slash + 1 : NULL;
+	(void)rest;
+	/* the grammar (hub/ms.h), as the agent's endpoint reads it */
+	if (ms_parse_path(httpd_path(req), httpd_method(req), &mp)) {
+		ms_envelope(req, 404, NULL, "not found");
+		return 0;
 	}
+	m.type = mp.type;
 	/* datasets/{Id}/repo/tree: the old SDK's numeric id */
-	if (!strcmp(m.type, "dataset") && n >= 1 && seg[0][0] >= '1' && seg[0][0] <= '9' && strspn(seg[0], "0123456789") == strlen(seg[0])) {
-		numeric = strtoll(seg[0], NULL, 10);
-		if (!catalog_repo_name_by_id(rt->data->catalog, numeric, "ms", "dataset", &m.name)) {
-			memmove(&seg[1], &seg[0], (n < 8 ? n : 7) * sizeof(*seg));
-			n = n < 8 ? n + 1 : 8;
-		}
-	}
-	if (!m.name && n >= 2)
-		m.name = xasprintf("%s/%s", seg[0], seg[1]);
+	if (mp.id)
+		catalog_repo_name_by_id(rt->data->catalog, mp.id, "ms", "dataset", &m.name);
+	else
+		m.name = xstrdup(mp.name);
 	if (!m.name || hub_check_name(HUB_MS, m.name)) {
 		ms_envelope(req, 404, NULL, "not found");
 		goto out;
 	}
-	if (n == 2 && (!strcmp(method, "GET") || !strcmp(method, "HEAD")))
-		ms_info(&m);
-	else if (n == 3 && !strcmp(seg[2], "revisions"))
-		ms_revisions(&m);
-	else if (n == 4 && !strcmp(seg[2], "repo") && !strcmp(seg[3], "files"))
-		ms_list(&m, false);
-	else if (n == 4 && !strcmp(seg[2], "repo") && !strcmp(seg[3], "tree"))
-		ms_list(&m, true);
-	else if (n == 3 && !strcmp(seg[2], "repo")) {
+	switch (mp.route) {
+	case MS_ROUTE_INFO: ms_info(&m); break;
+	case MS_ROUTE_REVISIONS: ms_revisions(&m); break;
+	case MS_ROUTE_FILES: ms_list(&m, false); break;
+	case MS_ROUTE_TREE: ms_list(&m, true); break;
+	case MS_ROUTE_FILE:
 		httpd_set_route(req, "ms_file");
 		ms_download(&m);
-	}
-	else if (n >= 4 && !strcmp(seg[2], "download") && !strcmp(method, "POST"))
+		break;
+	case MS_ROUTE_DOWNLOADED:
 		ms_envelope(req, 200, json_true(), "success"); /* download counters: fire and forget */
-	else
-		ms_envelope(req, 404, NULL, "not found");
+		break;
+	}
 out:
+	ms_path_release(&mp);
 	msreq_release(&m);
-	free(copy);
 	return 0;
 }

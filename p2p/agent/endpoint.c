@@ -37,6 +37,7 @@
 #include "hub/http/http.h"
 #include "hub/http/httpd.h"
 #include "hub/hub.h"
+#include "hub/ms.h"
 #include "p2p/p2p.h"
 
 #define READ_WAIT_S 600            /* a body waits this long for its next verified bytes */
@@ -109,31 +110,6 @@ static char *dup_header(struct httpd_req *r, const char *name)
 
 /* ---- which requests are files --------------------------------------------------------------------- */
 
-/* The decoded segments of a raw path; NULL-terminated, caller frees each and the array. */
-static char **segments(const char *path, size_t *n)
-{
-	char **v = NULL;
-	const char *p = path;
-
-	*n = 0;
-	while (*p == '/')
-		p++;
-	while (*p) {
-		const char *slash = strchr(p, '/');
-		size_t len = slash ? (size_t)(slash - p) : strlen(p);
-		v = xreallocarray(v, *n + 2, sizeof(*v));
-		v[(*n)++] = httpd_unescape(p, len, false);
-		v[*n] = NULL;
-		if (!v[*n - 1]) {
-			v[*n - 1] = xstrdup("");
-		}
-		p += len;
-		while (*p == '/')
-			p++;
-	}
-	return v;
-}
-
 /* The path's segments as sent (still percent-encoded), for hub/hf.h's grammar. */
 static char **raw_segments(const char *path, size_t *n)
 {
@@ -164,24 +140,28 @@ static void free_segments(char **v, size_t n)
 }
 
 /* HF: /{org}/{name}/resolve/{rev}/{path...} and /datasets/{org}/{name}/resolve/{rev}/{path...};
- * ModelScope: /api/v1/models/{owner}/{name}/repo?...FilePath=...&Revision=... */
+ * ModelScope: /api/v1/{models,datasets}/{owner}/{name}/repo?...FilePath=...&Revision=... (hub/ms.h) */
 static void classify(struct ep *e, struct httpd_req *r)
 {
-	size_t n, nraw;
-	char **s = segments(httpd_path(r), &n), **raw = raw_segments(httpd_path(r), &nraw), *spec = NULL, *fp = NULL,
+	size_t nraw;
+	char **raw = raw_segments(httpd_path(r), &nraw), *spec = NULL, *fp = NULL,
 	     *rev = NULL, *org = NULL, *name = NULL;
 	const char *type;
+	struct ms_path mp = { 0 };
 
 	/* the Hub's grammar (hub/hf.h), as the mirror reads it: refs/pr/N sent raw is one revision */
 	if (!hf_parse_file_url(raw, nraw, "resolve", &type, &org, &name, &rev, &fp)) {
 		spec = xasprintf("hf:%s%s/%s@%s", !strcmp(type, "dataset") ? "datasets/" : "", org, name, rev);
 		free(rev);
 		rev = NULL;
-	} else if (n == 6 && !strcmp(s[0], "api") && !strcmp(s[1], "v1") && !strcmp(s[2], "models") &&
-		   !strcmp(s[5], "repo") && (fp = httpd_query_param(r, "FilePath"))) {
-		rev = httpd_query_param(r, "Revision");
-		spec = xasprintf("ms:%s/%s@%s", s[3], s[4], rev && *rev ? rev : "master");
+	} else if (!ms_parse_path(httpd_path(r), httpd_method(r), &mp) && mp.route == MS_ROUTE_FILE && mp.name &&
+		   (fp = httpd_query_param(r, MS_QUERY_FILE))) {
+		/* ModelScope's grammar (hub/ms.h), as the mirror reads it */
+		rev = httpd_query_param(r, MS_QUERY_REVISION);
+		spec = xasprintf("ms:%s%s@%s", !strcmp(mp.type, "dataset") ? "datasets/" : "", mp.name,
+				 rev && *rev ? rev : "master");
 	}
+	ms_path_release(&mp);
 	if (spec && fp && !path_check_str(fp) && !hub_spec_parse(spec, &e->spec)) {
 		e->file = true;
 		e->fpath = fp;
@@ -192,7 +172,6 @@ static void classify(struct ep *e, struct httpd_req *r)
 	free(rev);
 	free(org);
 	free(name);
-	free_segments(s, n);
 	free_segments(raw, nraw);
 }
 

@@ -12,10 +12,13 @@ cat >"$T/spec.json" <<'JSON'
              {"path": "sub/model.safetensors", "size": 5000000, "seed": 101}]},
   {"hub": "ms", "type": "model", "id": "acme/ep-ms",
    "files": [{"path": "configuration.json", "content": "{\"framework\": \"pytorch\"}\n"},
-             {"path": "w.bin", "size": 700000, "seed": 102}]}
+             {"path": "w.bin", "size": 700000, "seed": 102}]},
+  {"hub": "ms", "type": "dataset", "id": "acme/ep-msd",
+   "files": [{"path": "dataset_infos.json", "content": "{}\n"},
+             {"path": "data/train.csv", "size": 600000, "seed": 103}]}
  ]}
 JSON
-sync_from_fake hf:acme/ep ms:acme/ep-ms
+sync_from_fake hf:acme/ep ms:acme/ep-ms ms:datasets/acme/ep-msd
 check "serve starts" start_serve --p2p-listen 127.0.0.1:0
 serve_pid=${_pids[-1]}
 curl -fsS "$FAKE_API/_fake/repos" >"$T/up.json"
@@ -54,9 +57,14 @@ check "ModelScope's file list answers as the mirror does" cmp <(msj "$M/api/v1/m
 	<(msj "$E/api/v1/models/acme/ep-ms/repo/files?Revision=master&Recursive=True")
 curl -fsS -o "$T/w.bin" "$E/api/v1/models/acme/ep-ms/repo?Revision=master&FilePath=w.bin"
 check "ModelScope's file download gives the file, byte for byte" test "$(sha256sum <"$T/w.bin" | cut -c1-64)" = "$(up acme/ep-ms w.bin)"
+# a ModelScope dataset's file, by the same grammar the mirror reads (hub/ms.h)
+curl -fsS -o "$T/train.csv" "$E/api/v1/datasets/acme/ep-msd/repo?Revision=master&FilePath=data%2Ftrain.csv"
+check "a ModelScope dataset's file download gives the file, byte for byte" \
+	test "$(sha256sum <"$T/train.csv" | cut -c1-64)" = "$(up acme/ep-msd data/train.csv)"
 # through the swarm: the mirror served no file body over its resolve URLs
-check "the mirror's log shows no GET of a file (only HEADs)" bash -c "! grep -E '\"GET /acme/ep/resolve|\"GET /api/v1/models/acme/ep-ms/repo ' '$T/access.log'"
-check "the agent holds both snapshots" bash -c "\"$HUBMIRROR\" status --json | grep -c '\"spec\": \"' | grep -qx 2"
+check "the mirror's log shows no GET of a file (only HEADs)" \
+	bash -c "! grep -E '\"GET /acme/ep/resolve|\"GET /api/v1/(models/acme/ep-ms|datasets/acme/ep-msd)/repo\?' '$T/access.log'"
+check "the agent holds the three snapshots" bash -c "\"$HUBMIRROR\" status --json | grep -c '\"spec\": \"' | grep -qx 3"
 # the mirror goes down: what the agent saw still answers
 kill "$serve_pid"; wait "$serve_pid" 2>/dev/null
 curl -fsS -D "$T/off.h" -o "$T/off.json" "$E/api/models/acme/ep/revision/main"

@@ -1,0 +1,47 @@
+/*
+ * ms.h - the ModelScope API's URL grammar, the one place both sides read it: the mirror's routes
+ * (mirror/serve/routes-ms.c) and the instance agent's local endpoint (p2p/agent/endpoint.c) parse a
+ * client's path with this, so that they never disagree on what a URL names
+ * (docs/protocols/modelscope.md).
+ *
+ * The API lives under /api/v1/models/ and /api/v1/datasets/; after the type, OWNER/NAME, then:
+ *   (nothing)            the repository's info (GET or HEAD)
+ *   revisions            its branches and tags
+ *   repo/files           the file list, whole
+ *   repo/tree            the file list, page by page
+ *   repo                 one file's bytes: the query's FilePath and Revision (MS_QUERY_*) name it
+ *   download/...         the SDK's download counter (POST; answered, not counted)
+ * The old dataset SDK names a dataset by its numeric id instead of OWNER/NAME (datasets/{Id}/repo/tree);
+ * that form is taken when the OWNER/NAME form names nothing.
+ */
+#ifndef HM_HUB_MS_H
+#define HM_HUB_MS_H
+
+#include <stdint.h>
+
+enum ms_route { MS_ROUTE_INFO, MS_ROUTE_REVISIONS, MS_ROUTE_FILES, MS_ROUTE_TREE, MS_ROUTE_FILE, MS_ROUTE_DOWNLOADED };
+
+/* The query parameters of a file's download. */
+#define MS_QUERY_FILE "FilePath"
+#define MS_QUERY_REVISION "Revision"
+
+struct ms_path {
+	enum ms_route route;
+	const char *type;   /* "model" or "dataset" (static) */
+	char *name;         /* OWNER/NAME, each percent-decoded, not yet checked (hub_check_name);
+			     * NULL when the path gave a numeric id */
+	int64_t id;         /* the dataset's numeric id (the old SDK's form), else 0 */
+};
+
+/*
+ * path: the request's path without its query; method: its method. Fills *p and returns 0 when path is
+ * an API path above; -1 when it is not (nothing to free). A path under the API's prefixes that names
+ * nothing is -1 too: the caller answers that 404 in ModelScope's envelope (ms_is_api).
+ */
+int ms_parse_path(const char *path, const char *method, struct ms_path *p);
+void ms_path_release(struct ms_path *p);
+
+/* Whether path is under the ModelScope API's prefixes (/api/v1/models/, /api/v1/datasets/). */
+int ms_is_api(const char *path);
+
+#endif

@@ -1,0 +1,108 @@
+/*
+ * test-hub-grammar.c - the hubs' URL grammars (hub/ms.h, hub/hf.h), which the mirror's routes and the
+ * agent's endpoint both parse with: what each path names, and what names nothing.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "hub/hf.h"
+#include "hub/ms.h"
+#include "test.h"
+
+TEST(ms_routes)
+{
+	struct ms_path p;
+
+	CHECK_INT(ms_parse_path("/api/v1/models/acme/x", "GET", &p), 0);
+	CHECK_INT(p.route, MS_ROUTE_INFO);
+	CHECK_STR(p.type, "model");
+	CHECK_STR(p.name, "acme/x");
+	ms_path_release(&p);
+	CHECK_INT(ms_parse_path("/api/v1/datasets/acme/d/repo", "GET", &p), 0);
+	CHECK_INT(p.route, MS_ROUTE_FILE);
+	CHECK_STR(p.type, "dataset");
+	CHECK_STR(p.name, "acme/d");
+	ms_path_release(&p);
+	CHECK_INT(ms_parse_path("/api/v1/models/acme/x/revisions", "GET", &p), 0);
+	CHECK_INT(p.route, MS_ROUTE_REVISIONS);
+	ms_path_release(&p);
+	CHECK_INT(ms_parse_path("/api/v1/models/acme/x/repo/files", "GET", &p), 0);
+	CHECK_INT(p.route, MS_ROUTE_FILES);
+	ms_path_release(&p);
+	CHECK_INT(ms_parse_path("/api/v1/models/acme/x/repo/tree", "GET", &p), 0);
+	CHECK_INT(p.route, MS_ROUTE_TREE);
+	ms_path_release(&p);
+	CHECK_INT(ms_parse_path("/api/v1/models/acme/x/download/increase", "POST", &p), 0);
+	CHECK_INT(p.route, MS_ROUTE_DOWNLOADED);
+	ms_path_release(&p);
+	/* segments are percent-decoded; the name is checked by the caller (hub_check_name) */
+	CHECK_INT(ms_parse_path("/api/v1/models/ac%6de/x/repo", "GET", &p), 0);
+	CHECK_STR(p.name, "acme/x");
+	ms_path_release(&p);
+}
+
+TEST(ms_names_nothing)
+{
+	struct ms_path p;
+
+	CHECK_INT(ms_parse_path("/api/v1/models/acme/x", "POST", &p), -1);        /* info is read only */
+	CHECK_INT(ms_parse_path("/api/v1/models/acme/x/download", "POST", &p), -1);
+	CHECK_INT(ms_parse_path("/api/v1/models/acme/x/download/y", "GET", &p), -1);
+	CHECK_INT(ms_parse_path("/api/v1/models/acme/x/repo/other", "GET", &p), -1);
+	CHECK_INT(ms_parse_path("/api/v1/models/acme", "GET", &p), -1);
+	CHECK_INT(ms_parse_path("/api/v1/models//x", "GET", &p), -1);
+	CHECK_INT(ms_parse_path("/api/v1/models/acme/x%zz", "GET", &p), -1);      /* does not decode */
+	CHECK_INT(ms_parse_path("/api/v2/models/acme/x", "GET", &p), -1);
+	CHECK_INT(ms_parse_path("/acme/x/resolve/main/a", "GET", &p), -1);
+	CHECK(ms_is_api("/api/v1/datasets/x"));
+	CHECK(!ms_is_api("/api/models/acme/x"));
+}
+
+TEST(ms_dataset_by_numeric_id)
+{
+	struct ms_path p;
+
+	/* the old SDK's datasets/{Id}/repo/tree */
+	CHECK_INT(ms_parse_path("/api/v1/datasets/123/repo/tree", "GET", &p), 0);
+	CHECK_INT(p.route, MS_ROUTE_TREE);
+	CHECK(p.name == NULL);
+	CHECK_INT(p.id, 123);
+	ms_path_release(&p);
+	/* OWNER/NAME first: 123/repo is a name, and that is its info */
+	CHECK_INT(ms_parse_path("/api/v1/datasets/123/repo", "GET", &p), 0);
+	CHECK_INT(p.route, MS_ROUTE_INFO);
+	CHECK_STR(p.name, "123/repo");
+	ms_path_release(&p);
+	/* models have no numeric form; 0123 is no id */
+	CHECK_INT(ms_parse_path("/api/v1/models/123/repo/tree", "GET", &p), -1);
+	CHECK_INT(ms_parse_path("/api/v1/datasets/0123/repo/tree", "GET", &p), -1);
+}
+
+TEST(hf_file_urls)
+{
+	char a[] = "acme", b[] = "x", c[] = "resolve", d[] = "refs", e[] = "pr", f[] = "3", g[] = "sub", h[] = "w%20b.bin";
+	char *raw[] = { a, b, c, d, e, f, g, h }, *enc[] = { a, b, c, (char[]){ "refs%2Fpr%2F3" }, g, h };
+	const char *type;
+	char *org, *name, *rev, *path;
+
+	/* a revision sent raw as refs/pr/N spans three segments, sent encoded one: the same file */
+	CHECK_INT(hf_parse_file_url(raw, 8, "resolve", &type, &org, &name, &rev, &path), 0);
+	CHECK_STR(type, "model");
+	CHECK_STR(rev, "refs/pr/3");
+	CHECK_STR(path, "sub/w b.bin");
+	free(org), free(name), free(rev), free(path);
+	CHECK_INT(hf_parse_file_url(enc, 6, "resolve", &type, &org, &name, &rev, &path), 0);
+	CHECK_STR(rev, "refs/pr/3");
+	CHECK_STR(path, "sub/w b.bin");
+	free(org), free(name), free(rev), free(path);
+	CHECK_INT(hf_parse_file_url(raw, 8, "raw", &type, &org, &name, &rev, &path), -1);
+}
+
+int main(void)
+{
+	RUN(ms_routes);
+	RUN(ms_names_nothing);
+	RUN(ms_dataset_by_numeric_id);
+	RUN(hf_file_urls);
+	return test_done();
+}
