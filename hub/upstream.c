@@ -1,21 +1,11 @@
 /*
- * upstream.c - resolving and listing snapshots on Hugging Face and ModelScope.
- *
- * Hugging Face: GET /api/{models,datasets}/{repo}/revision/{rev} gives the commit (sha) and the
- * metadata; when the commit is new, GET .../tree/{commit}?recursive=true, following Link rel="next"
- * (same origin only, so a hostile Link cannot send our token elsewhere).
- *
- * ModelScope: the files listing (models: one answer; datasets: PageNumber/PageSize pages until a short
- * page) is the only way to see a revision, and it names no commit for the revision as a whole. So
- * the snapshot id is a tree id: sha1 over the sorted "path\0sha256\0size\n" lines. It changes exactly
- * when the content does, costs no extra request, and is 40 hex like a commit.
+ * upstream.c - resolving and listing snapshots on Hugging Face and ModelScope: the client, what both
+ * hubs' answers share (checking entries, errors, JSON), the entry points and the refs listing. Each
+ * hub's own requests and answers: upstream-hf.c, upstream-ms.c (upstream-int.h between them).
  */
 #include <errno.h>
 #include <stdlib.h>
-#include <time.h>
 #include <string.h>
-
-#include <openssl/evp.h>
 
 #include "base/buf.h"
 #include "base/err.h"
@@ -23,38 +13,7 @@
 #include "base/log.h"
 #include "base/path.h"
 #include "base/xmalloc.h"
-#include "upstream.h"
-
-#define MAX_JSON (256u << 20)   /* one listing page or info answer */
-#define MAX_PAGES 100000
-#define MS_PAGE_SIZE 200
-
-struct hub_client {
-	struct hub_http *http;
-	char *hf_base;
-	char *ms_base;
-	char *hf_token;
-	char *ms_token;
-};
-
-/* One hub_snapshot_fetch in flight. */
-struct fetch {
-	struct hub_client *c;
-	struct hub_spec spec;
-	char *known;
-	bool need_meta;        /* ask for the repo's info even when unchanged (ModelScope) */
-	bool kind_known;       /* the caller knows whether the revision is a tag: do not ask */
-	hub_snapshot_cb cb;
-	void *ud;
-	struct hub_snapshot *snap;
-	size_t cap;
-	char *origin_prefix;   /* HF: pages must start with this (scheme://host[:port]/) */
-	int page;              /* ModelScope dataset pages */
-	char *known_stamp;     /* ModelScope dataset: its info's last update time at the last listing */
-	bool info_done;        /* ModelScope: the info was asked already (meta in snap) */
-	hub_refs_cb refs_cb;   /* hub_refs_fetch: cb is unused, snap only carries message and requests */
-	struct hub_refs *refs; /* its answer so far */
-};
+#include "upstream-int.h"
 
 static char *strip_slash(const char *s)
 {
@@ -226,7 +185,7 @@ static void drop_conflicts(struct hub_snapshot *s)
 	free(v);
 }
 
-static void fetch_finish(struct fetch *f, int result)
+void upstream__fetch_finish(struct fetch *f, int result)
 {
 	if (!result && f->snap && !f->snap->unchanged)
 		drop_conflicts(f->snap);
@@ -246,14 +205,14 @@ static void fetch_finish(struct fetch *f, int result)
 	free(f);
 }
 
-static void set_message(struct fetch *f, const char *m)
+void upstream__set_message(struct fetch *f, const char *m)
 {
 	free(f->snap->message);
 	f->snap->message = m ? xstrdup(m) : NULL;
 }
 
 /* Add a file entry after checking it. Returns 0, or HM_ERR_UPSTREAM for a malformed entry. */
-static int add_file(struct fetch *f, const char *path, size_t pathlen, json_int_t size, const char *git_oid,
+int upstream__add_file(struct fetch *f, const char *path, size_t pathlen, json_int_t size, const char *git_oid,
 		    const char *sha256, bool lfs)
 {
 	struct hub_file *hf;
@@ -309,7 +268,7 @@ static void mirror_headers(struct hub_snapshot *snap, const struct hub_http_resp
 
 /* Common handling of a finished API request: transport errors, error statuses, JSON parse.
  * Returns 0 with *json set, or an error (message recorded). */
-static int api_answer(struct fetch *f, int result, const struct hub_http_resp *resp, const char *body,
+int upstream__api_answer(struct fetch *f, int result, const struct hub_http_resp *resp, const char *body,
 		      size_t len, json_t **json)
 {
 	json_error_t jerr;
@@ -318,12 +277,12 @@ static int api_answer(struct fetch *f, int result, const struct hub_http_resp *r
 	if (result) {
 		char *m = xasprintf("%s%s%s", err_str(result), resp->transport_error ? ": " : "",
 				    resp->transport_error ? resp->transport_error : "");
-		set_message(f, m);
+		upstream__set_message(f, m);
 		free(m);
 		return result;
 	}
 	if (resp->status != 200) {
-		set_message(f, resp->error_message);
+		upstream__set_message(f, resp->error_message);
 		if (resp->status == 429 || resp->status >= 500)
 			return HM_ERR_HTTP;
 		return hub_classify_error(f->spec.hub, resp->status, resp->error_code);
@@ -331,19 +290,19 @@ static int api_answer(struct fetch *f, int result, const struct hub_http_resp *r
 	mirror_headers(f->snap, resp);
 	/* JSON_ALLOW_NUL: a hostile or broken upstream may put "\u0000" in a path. Without it that one
 	 * entry fails the whole answer, so the repo could never sync; with it the entry reaches
-	 * add_file(), whose path_check() sees the full length (json_string_length) and skips it. Other
+	 * upstream__add_file(), whose path_check() sees the full length (json_string_length) and skips it. Other
 	 * strings are read with json_string_value() and so end at the NUL, or are checked as hex. */
 	*json = json_loadb(body, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &jerr);
 	if (!*json) {
 		char *m = xasprintf("bad JSON from upstream: %s (line %d)", jerr.text, jerr.line);
-		set_message(f, m);
+		upstream__set_message(f, m);
 		free(m);
 		return HM_ERR_JSON;
 	}
 	return 0;
 }
 
-static void request_json(struct fetch *f, const char *url,
+void upstream__request_json(struct fetch *f, const char *url,
 			 void (*done)(void *, int, const struct hub_http_resp *, const char *, size_t))
 {
 	struct hub_http_req_opts o = {
@@ -356,42 +315,13 @@ static void request_json(struct fetch *f, const char *url,
 	};
 
 	if (!hub_http_request(f->c->http, &o)) {
-		set_message(f, "bad upstream URL");
-		fetch_finish(f, -EINVAL);
+		upstream__set_message(f, "bad upstream URL");
+		upstream__fetch_finish(f, -EINVAL);
 	}
 }
-
-/* ---- Hugging Face ---------------------------------------------------------------------------- */
-
-static void hf_meta(struct fetch *f, json_t *info)
-{
-	json_t *m = json_object(), *v, *card = json_object_get(info, "cardData");
-	static const char *const copy[] = { "private", "tags", "pipeline_tag", "library_name", "downloads",
-					    "likes", "lastModified", "disabled", "createdAt" };
-
-	v = json_object_get(info, "gated");
-	json_object_set_new(m, "gated", json_is_string(v) ? json_copy(v) : json_string("false"));
-	/* the name upstream answers with: another one when the repo was renamed (the request followed
-	 * a redirect from the old name) */
-	v = json_object_get(info, "id");
-	if (json_is_string(v) && !hub_check_name(HUB_HF, json_string_value(v)))
-		json_object_set(m, "upstream_name", v);
-	for (size_t i = 0; i < sizeof(copy) / sizeof(copy[0]); i++)
-		if ((v = json_object_get(info, copy[i])) && !json_is_null(v))
-			json_object_set(m, !strcmp(copy[i], "lastModified") ? "last_modified"
-					   : !strcmp(copy[i], "createdAt") ? "created_at" : copy[i], v);
-	if (json_is_object(card)) {
-		json_object_set(m, "card_data", card);
-		if (json_is_string(json_object_get(card, "license")))
-			json_object_set(m, "license", json_object_get(card, "license"));
-	}
-	f->snap->meta = m;
-}
-
-static void hf_tree_page(struct fetch *f, const char *url);
 
 /* Is the revision a name that may be a tag (not main/master, not a commit id, not refs/...)? */
-static bool maybe_tag(const char *rev)
+bool upstream__maybe_tag(const char *rev)
 {
 	return strcmp(rev, "main") && strcmp(rev, "master") && !hex_is_lower(rev, 40) && strncmp(rev, "refs/", 5);
 }
@@ -399,7 +329,7 @@ static bool maybe_tag(const char *rev)
 /* The answer to "is the revision a tag?" (HF refs, ModelScope revisions): tags is the answer's list of
  * tags, whose entries name the tag under key. One that fails or is odd leaves the revision a branch:
  * the snapshot stands, and so does the listing's message. */
-static void tag_answer(struct fetch *f, int result, const struct hub_http_resp *resp, const char *body, size_t len,
+void upstream__tag_answer(struct fetch *f, int result, const struct hub_http_resp *resp, const char *body, size_t len,
 		       bool ms)
 {
 	json_t *j = NULL, *tags, *it;
@@ -407,7 +337,7 @@ static void tag_answer(struct fetch *f, int result, const struct hub_http_resp *
 	char *keep = f->snap->message ? xstrdup(f->snap->message) : NULL;
 	const char *key = ms ? "Revision" : "name";
 
-	if (!api_answer(f, result, resp, body, len, &j)) {
+	if (!upstream__api_answer(f, result, resp, body, len, &j)) {
 		tags = ms ? json_object_get(json_object_get(json_object_get(j, "Data"), "RevisionMap"), "Tags")
 			  : json_object_get(j, "tags");
 		json_array_foreach(tags, i, it)
@@ -418,326 +348,7 @@ static void tag_answer(struct fetch *f, int result, const struct hub_http_resp *
 	json_decref(j);
 	free(f->snap->message);
 	f->snap->message = keep;
-	fetch_finish(f, 0);
-}
-
-static void hf_refs_done(void *ud, int result, const struct hub_http_resp *resp, const char *body, size_t len)
-{
-	tag_answer(ud, result, resp, body, len, false);
-}
-
-/* The listing is in: for a revision that may be a tag, ask which it is (GET .../refs). */
-static void hf_listed(struct fetch *f)
-{
-	char *url;
-
-	if (f->kind_known || !maybe_tag(f->spec.revision)) {
-		fetch_finish(f, 0);
-		return;
-	}
-	url = xasprintf("%s/api/%ss/%s/refs", f->c->hf_base, hub_type_name(f->spec.type), f->spec.name);
-	request_json(f, url, hf_refs_done);
-	free(url);
-}
-
-static void hf_tree_done(void *ud, int result, const struct hub_http_resp *resp, const char *body, size_t len)
-{
-	struct fetch *f = ud;
-	json_t *arr = NULL, *e;
-	size_t i;
-	char *next = NULL;
-	int r = api_answer(f, result, resp, body, len, &arr);
-
-	if (r)
-		goto fail;
-	if (!json_is_array(arr)) {
-		r = HM_ERR_UPSTREAM;
-		set_message(f, "tree listing is not a JSON array");
-		goto fail;
-	}
-	json_array_foreach(arr, i, e) {
-		const char *type = json_string_value(json_object_get(e, "type"));
-		json_t *jp = json_object_get(e, "path"), *lfs = json_object_get(e, "lfs");
-		json_t *jsize = json_object_get(e, "size");
-		const char *oid = json_string_value(json_object_get(e, "oid")), *sha = NULL;
-
-		if (!type || strcmp(type, "file"))
-			continue; /* directories */
-		if (!json_is_string(jp) || !json_is_integer(jsize)) {
-			r = HM_ERR_UPSTREAM;
-			break;
-		}
-		if (json_is_object(lfs)) {
-			sha = json_string_value(json_object_get(lfs, "oid"));
-			if (!sha || !hex_is_lower(sha, 64) ||
-			    json_integer_value(json_object_get(lfs, "size")) != json_integer_value(jsize)) {
-				r = HM_ERR_UPSTREAM;
-				break;
-			}
-		}
-		r = add_file(f, json_string_value(jp), json_string_length(jp), json_integer_value(jsize), oid, sha,
-			     sha != NULL);
-		if (r)
-			break;
-	}
-	if (r) {
-		set_message(f, "malformed tree entry");
-		goto fail;
-	}
-	json_decref(arr);
-	arr = NULL;
-	next = resp->link ? hub_link_next(resp->link) : NULL;
-	if (next) {
-		if (strncmp(next, f->origin_prefix, strlen(f->origin_prefix)) || ++f->page > MAX_PAGES) {
-			free(next);
-			set_message(f, "tree pagination leaves the upstream host");
-			r = HM_ERR_UPSTREAM;
-			goto fail;
-		}
-		hf_tree_page(f, next);
-		free(next);
-		return;
-	}
-	hf_listed(f);
-	return;
-fail:
-	json_decref(arr);
-	fetch_finish(f, r);
-}
-
-static void hf_tree_page(struct fetch *f, const char *url)
-{
-	request_json(f, url, hf_tree_done);
-}
-
-static void hf_info_done(void *ud, int result, const struct hub_http_resp *resp, const char *body, size_t len)
-{
-	struct fetch *f = ud;
-	json_t *info = NULL;
-	const char *sha;
-	char *url;
-	int r = api_answer(f, result, resp, body, len, &info);
-
-	if (r) {
-		fetch_finish(f, r);
-		return;
-	}
-	sha = json_string_value(json_object_get(info, "sha"));
-	if (!sha || !hex_is_lower(sha, 40)) {
-		json_decref(info);
-		set_message(f, "repo info has no valid sha");
-		fetch_finish(f, HM_ERR_UPSTREAM);
-		return;
-	}
-	memcpy(f->snap->commit, sha, 41);
-	hf_meta(f, info);
-	json_decref(info);
-	if (f->known && !strcmp(f->known, f->snap->commit)) {
-		f->snap->unchanged = true;
-		fetch_finish(f, 0);
-		return;
-	}
-	url = xasprintf("%s/api/%ss/%s/tree/%s?recursive=true&expand=false", f->c->hf_base,
-			hub_type_name(f->spec.type), f->spec.name, f->snap->commit);
-	hf_tree_page(f, url);
-	free(url);
-}
-
-/* ---- ModelScope ------------------------------------------------------------------------------ */
-
-static int cmp_files(const void *a, const void *b)
-{
-	return strcmp(((const struct hub_file *)a)->path, ((const struct hub_file *)b)->path);
-}
-
-/* The tree id of a ModelScope listing (see the top of this file). */
-static void ms_tree_id(struct fetch *f)
-{
-	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
-	unsigned char md[20];
-	unsigned int n = 0;
-	char line[96];
-
-	qsort(f->snap->files, f->snap->nfiles, sizeof(*f->snap->files), cmp_files);
-	EVP_DigestInit_ex(ctx, EVP_sha1(), NULL);
-	for (size_t i = 0; i < f->snap->nfiles; i++) {
-		const struct hub_file *x = &f->snap->files[i];
-		int k = snprintf(line, sizeof(line), "%c%s%c%lld\n", 0, x->sha256, 0, (long long)x->size);
-		EVP_DigestUpdate(ctx, x->path, strlen(x->path));
-		EVP_DigestUpdate(ctx, line, (size_t)k);
-	}
-	EVP_DigestFinal_ex(ctx, md, &n);
-	EVP_MD_CTX_free(ctx);
-	hex_encode(md, 20, f->snap->commit);
-}
-
-static void ms_dataset_page(struct fetch *f);
-
-static void ms_revisions_done(void *ud, int result, const struct hub_http_resp *resp, const char *body, size_t len)
-{
-	tag_answer(ud, result, resp, body, len, true);
-}
-
-/* For a revision that may be a tag: ask ModelScope's revisions which it is. */
-static void ms_revisions(struct fetch *f)
-{
-	char *url = xasprintf("%s/api/v1/%ss/%s/revisions", f->c->ms_base, hub_type_name(f->spec.type), f->spec.name);
-
-	request_json(f, url, ms_revisions_done);
-	free(url);
-}
-
-/* Listed (and its info read, when it was asked): done, unless the revision may be a tag. */
-static void ms_listed(struct fetch *f)
-{
-	if (!f->snap->unchanged && !f->kind_known && maybe_tag(f->spec.revision))
-		ms_revisions(f);
-	else
-		fetch_finish(f, 0);
-}
-
-static bool is_hex64_any_case(const char *s)
-{
-	if (!s || strlen(s) != 64)
-		return false;
-	for (int i = 0; i < 64; i++)
-		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f') || (s[i] >= 'A' && s[i] <= 'F')))
-			return false;
-	return true;
-}
-
-/* The repo's info, for what the listing does not say: whether it is private (Visibility 5 is public;
- * 1 private, 3 internal). A private upstream repo is closed on the mirror like a gated one
- * (docs/security.md), so a repo whose info upstream refuses counts as private; another failure leaves
- * it unknown and does not fail the sync. Asked once the listing is in, when it changed or when the
- * caller does not know the repo's visibility (HUB_FETCH_NEED_META). */
-static void ms_info_done(void *ud, int result, const struct hub_http_resp *resp, const char *body, size_t len)
-{
-	struct fetch *f = ud;
-	json_t *env = NULL, *vis, *stamp;
-	char *keep = f->snap->message ? xstrdup(f->snap->message) : NULL;
-	int r = api_answer(f, result, resp, body, len, &env);
-
-	if (!f->snap->meta)
-		f->snap->meta = json_object();
-	if (r == HM_ERR_AUTH || r == HM_ERR_GATED) {
-		json_object_set_new(f->snap->meta, "private", json_true());
-	} else if (!r && json_is_integer(vis = json_object_get(json_object_get(env, "Data"), "Visibility"))) {
-		json_object_set_new(f->snap->meta, "private", json_boolean(json_integer_value(vis) != 5));
-	}
-	if (!r && json_is_integer(stamp = json_object_get(json_object_get(env, "Data"), "LastUpdatedTime")) &&
-	    json_integer_value(stamp) > 0) {
-		/* ISO 8601 like the Hub's lastModified; for a dataset also what tells a change */
-		time_t t = (time_t)json_integer_value(stamp);
-		char iso[32];
-		strftime(iso, sizeof(iso), "%Y-%m-%dT%H:%M:%S.000Z", gmtime(&t));
-		json_object_set_new(f->snap->meta, "last_modified", json_string(iso));
-	}
-	if (!r && json_is_integer(stamp = json_object_get(json_object_get(env, "Data"), "CreatedTime")) &&
-	    json_integer_value(stamp) > 0) {
-		time_t t = (time_t)json_integer_value(stamp);
-		char iso[32];
-		strftime(iso, sizeof(iso), "%Y-%m-%dT%H:%M:%S.000Z", gmtime(&t));
-		json_object_set_new(f->snap->meta, "created_at", json_string(iso));
-	}
-	free(f->snap->message); /* the listing's outcome stands, not the info's */
-	f->snap->message = keep;
-	json_decref(env);
-	if (!f->info_done && f->spec.type == HUB_DATASET) {
-		/* asked first (see hub_snapshot_fetch): unchanged when the update time is the one of the
-		 * last listing; else list */
-		const char *now = json_string_value(json_object_get(f->snap->meta, "last_modified"));
-		f->info_done = true;
-		if (f->known && f->known_stamp && now && !strcmp(now, f->known_stamp)) {
-			memcpy(f->snap->commit, f->known, 41);
-			f->snap->unchanged = true;
-			fetch_finish(f, 0);
-			return;
-		}
-		f->page = 1;
-		ms_dataset_page(f);
-		return;
-	}
-	ms_listed(f);
-}
-
-static void ms_info(struct fetch *f)
-{
-	char *url = xasprintf("%s/api/v1/%ss/%s", f->c->ms_base, hub_type_name(f->spec.type), f->spec.name);
-
-	request_json(f, url, ms_info_done);
-	free(url);
-}
-
-static void ms_list_done(void *ud, int result, const struct hub_http_resp *resp, const char *body, size_t len)
-{
-	struct fetch *f = ud;
-	json_t *env = NULL, *files, *e;
-	size_t i, n = 0;
-	int r = api_answer(f, result, resp, body, len, &env);
-
-	if (r)
-		goto fail;
-	if (json_integer_value(json_object_get(env, "Code")) != 200 || !json_is_true(json_object_get(env, "Success"))) {
-		set_message(f, json_string_value(json_object_get(env, "Message")));
-		r = HM_ERR_UPSTREAM;
-		goto fail;
-	}
-	files = json_object_get(json_object_get(env, "Data"), "Files");
-	if (!json_is_array(files)) {
-		set_message(f, "listing has no Data.Files");
-		r = HM_ERR_UPSTREAM;
-		goto fail;
-	}
-	n = json_array_size(files);
-	json_array_foreach(files, i, e) {
-		const char *type = json_string_value(json_object_get(e, "Type"));
-		json_t *jp = json_object_get(e, "Path"), *js = json_object_get(e, "Size");
-		const char *sha = json_string_value(json_object_get(e, "Sha256"));
-
-		if (!type || strcmp(type, "blob"))
-			continue;
-		if (!json_is_string(jp) || !json_is_integer(js) || !is_hex64_any_case(sha)) {
-			set_message(f, "malformed file entry");
-			r = HM_ERR_UPSTREAM;
-			goto fail;
-		}
-		r = add_file(f, json_string_value(jp), json_string_length(jp), json_integer_value(js), NULL, sha,
-			     json_is_true(json_object_get(e, "IsLFS")));
-		if (r) {
-			set_message(f, "malformed file entry");
-			goto fail;
-		}
-	}
-	json_decref(env);
-	env = NULL;
-	if (f->spec.type == HUB_DATASET && n >= MS_PAGE_SIZE && ++f->page <= MAX_PAGES) {
-		ms_dataset_page(f);
-		return;
-	}
-	ms_tree_id(f);
-	if (f->known && !strcmp(f->known, f->snap->commit))
-		f->snap->unchanged = true;
-	if (f->info_done || (f->snap->unchanged && !f->need_meta)) {
-		ms_listed(f);  /* one request for a model that did not change */
-		return;
-	}
-	ms_info(f);
-	return;
-fail:
-	json_decref(env);
-	fetch_finish(f, r);
-}
-
-static void ms_dataset_page(struct fetch *f)
-{
-	char *rev = hub_url_escape(f->spec.revision, false);
-	char *url = xasprintf("%s/api/v1/datasets/%s/repo/tree?Revision=%s&Root=/&Recursive=True&PageNumber=%d&PageSize=%d",
-			      f->c->ms_base, f->spec.name, rev, f->page, MS_PAGE_SIZE);
-
-	request_json(f, url, ms_list_done);
-	free(url);
-	free(rev);
+	upstream__fetch_finish(f, 0);
 }
 
 /* ---- entry ------------------------------------------------------------------------------------- */
@@ -746,7 +357,6 @@ int hub_snapshot_fetch(struct hub_client *c, const struct hub_spec *spec, const 
 		       const char *known_stamp, unsigned flags, hub_snapshot_cb cb, void *ud)
 {
 	struct fetch *f;
-	char *url, *rev;
 
 	if (!spec->name || !spec->revision || hub_check_name(spec->hub, spec->name) ||
 	    hub_check_revision(spec->revision))
@@ -763,24 +373,12 @@ int hub_snapshot_fetch(struct hub_client *c, const struct hub_spec *spec, const 
 	f->cb = cb;
 	f->ud = ud;
 	f->snap = xcalloc(1, sizeof(*f->snap));
-	rev = hub_url_escape(spec->revision, false);
 	if (spec->hub == HUB_HF) {
-		f->origin_prefix = xasprintf("%s/", c->hf_base);
-		url = xasprintf("%s/api/%ss/%s/revision/%s", c->hf_base, hub_type_name(spec->type), spec->name, rev);
-		request_json(f, url, hf_info_done);
-	} else if (spec->type == HUB_DATASET) {
-		/* A ModelScope dataset's listing names no commit, and a big one is many pages: its info comes
-		 * first, and the listing only when its update time moved (or is not known yet) */
-		free(rev);
-		f->known_stamp = known_stamp ? xstrdup(known_stamp) : NULL;
-		ms_info(f);
-		return 0;
+		upstream__hf_fetch(f);
 	} else {
-		url = xasprintf("%s/api/v1/models/%s/repo/files?Revision=%s&Recursive=True", c->ms_base, spec->name, rev);
-		request_json(f, url, ms_list_done);
+		f->known_stamp = known_stamp ? xstrdup(known_stamp) : NULL;
+		upstream__ms_fetch(f);
 	}
-	free(url);
-	free(rev);
 	return 0;
 }
 
@@ -834,13 +432,13 @@ static void refs_done(void *ud, int result, const struct hub_http_resp *resp, co
 	struct hub_refs *refs = f->refs = xcalloc(1, sizeof(*refs));
 	json_t *j = NULL, *map;
 	bool ms = f->spec.hub == HUB_MS;
-	int r = api_answer(f, result, resp, body, len, &j);
+	int r = upstream__api_answer(f, result, resp, body, len, &j);
 
 	if (!r) {
 		map = ms ? json_object_get(json_object_get(j, "Data"), "RevisionMap") : j;
 		if (!json_is_object(map)) {
 			r = HM_ERR_UPSTREAM;
-			set_message(f, "refs answer is not an object");
+			upstream__set_message(f, "refs answer is not an object");
 		} else {
 			refs_add(refs, json_object_get(map, ms ? "Branches" : "branches"), "branch", "", ms);
 			refs_add(refs, json_object_get(map, ms ? "Tags" : "tags"), "tag", "", ms);
@@ -849,7 +447,7 @@ static void refs_done(void *ud, int result, const struct hub_http_resp *resp, co
 		}
 	}
 	json_decref(j);
-	fetch_finish(f, r);
+	upstream__fetch_finish(f, r);
 }
 
 int hub_refs_fetch(struct hub_client *c, const struct hub_spec *spec, hub_refs_cb cb, void *ud)
@@ -871,7 +469,7 @@ int hub_refs_fetch(struct hub_client *c, const struct hub_spec *spec, hub_refs_c
 	f->snap = xcalloc(1, sizeof(*f->snap));
 	url = spec->hub == HUB_HF ? xasprintf("%s/api/%ss/%s/refs", c->hf_base, hub_type_name(spec->type), spec->name)
 				  : xasprintf("%s/api/v1/models/%s/revisions", c->ms_base, spec->name);
-	request_json(f, url, refs_done);
+	upstream__request_json(f, url, refs_done);
 	free(url);
 	return 0;
 }

@@ -1,0 +1,231 @@
+/*
+ * upstream-ms.c - resolving and listing a snapshot on ModelScope (see upstream-int.h).
+ *
+ * ModelScope: the files listing (models: one answer; datasets: PageNumber/PageSize pages until a short
+ * page) is the only way to see a revision, and it names no commit for the revision as a whole. So
+ * the snapshot id is a tree id: sha1 over the sorted "path\0sha256\0size\n" lines. It changes exactly
+ * when the content does, costs no extra request, and is 40 hex like a commit.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <openssl/evp.h>
+
+#include "base/err.h"
+#include "base/hex.h"
+#include "base/log.h"
+#include "base/xmalloc.h"
+#include "upstream-int.h"
+
+static int cmp_files(const void *a, const void *b)
+{
+	return strcmp(((const struct hub_file *)a)->path, ((const struct hub_file *)b)->path);
+}
+
+/* The tree id of a ModelScope listing (see the top of upstream-ms.c). */
+static void ms_tree_id(struct fetch *f)
+{
+	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+	unsigned char md[20];
+	unsigned int n = 0;
+	char line[96];
+
+	qsort(f->snap->files, f->snap->nfiles, sizeof(*f->snap->files), cmp_files);
+	EVP_DigestInit_ex(ctx, EVP_sha1(), NULL);
+	for (size_t i = 0; i < f->snap->nfiles; i++) {
+		const struct hub_file *x = &f->snap->files[i];
+		int k = snprintf(line, sizeof(line), "%c%s%c%lld\n", 0, x->sha256, 0, (long long)x->size);
+		EVP_DigestUpdate(ctx, x->path, strlen(x->path));
+		EVP_DigestUpdate(ctx, line, (size_t)k);
+	}
+	EVP_DigestFinal_ex(ctx, md, &n);
+	EVP_MD_CTX_free(ctx);
+	hex_encode(md, 20, f->snap->commit);
+}
+
+static void ms_dataset_page(struct fetch *f);
+
+static void ms_revisions_done(void *ud, int result, const struct hub_http_resp *resp, const char *body, size_t len)
+{
+	upstream__tag_answer(ud, result, resp, body, len, true);
+}
+
+/* For a revision that may be a tag: ask ModelScope's revisions which it is. */
+static void ms_revisions(struct fetch *f)
+{
+	char *url = xasprintf("%s/api/v1/%ss/%s/revisions", f->c->ms_base, hub_type_name(f->spec.type), f->spec.name);
+
+	upstream__request_json(f, url, ms_revisions_done);
+	free(url);
+}
+
+/* Listed (and its info read, when it was asked): done, unless the revision may be a tag. */
+static void ms_listed(struct fetch *f)
+{
+	if (!f->snap->unchanged && !f->kind_known && upstream__maybe_tag(f->spec.revision))
+		ms_revisions(f);
+	else
+		upstream__fetch_finish(f, 0);
+}
+
+static bool is_hex64_any_case(const char *s)
+{
+	if (!s || strlen(s) != 64)
+		return false;
+	for (int i = 0; i < 64; i++)
+		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f') || (s[i] >= 'A' && s[i] <= 'F')))
+			return false;
+	return true;
+}
+
+/* The repo's info, for what the listing does not say: whether it is private (Visibility 5 is public;
+ * 1 private, 3 internal). A private upstream repo is closed on the mirror like a gated one
+ * (docs/security.md), so a repo whose info upstream refuses counts as private; another failure leaves
+ * it unknown and does not fail the sync. Asked once the listing is in, when it changed or when the
+ * caller does not know the repo's visibility (HUB_FETCH_NEED_META). */
+static void ms_info_done(void *ud, int result, const struct hub_http_resp *resp, const char *body, size_t len)
+{
+	struct fetch *f = ud;
+	json_t *env = NULL, *vis, *stamp;
+	char *keep = f->snap->message ? xstrdup(f->snap->message) : NULL;
+	int r = upstream__api_answer(f, result, resp, body, len, &env);
+
+	if (!f->snap->meta)
+		f->snap->meta = json_object();
+	if (r == HM_ERR_AUTH || r == HM_ERR_GATED) {
+		json_object_set_new(f->snap->meta, "private", json_true());
+	} else if (!r && json_is_integer(vis = json_object_get(json_object_get(env, "Data"), "Visibility"))) {
+		json_object_set_new(f->snap->meta, "private", json_boolean(json_integer_value(vis) != 5));
+	}
+	if (!r && json_is_integer(stamp = json_object_get(json_object_get(env, "Data"), "LastUpdatedTime")) &&
+	    json_integer_value(stamp) > 0) {
+		/* ISO 8601 like the Hub's lastModified; for a dataset also what tells a change */
+		time_t t = (time_t)json_integer_value(stamp);
+		char iso[32];
+		strftime(iso, sizeof(iso), "%Y-%m-%dT%H:%M:%S.000Z", gmtime(&t));
+		json_object_set_new(f->snap->meta, "last_modified", json_string(iso));
+	}
+	if (!r && json_is_integer(stamp = json_object_get(json_object_get(env, "Data"), "CreatedTime")) &&
+	    json_integer_value(stamp) > 0) {
+		time_t t = (time_t)json_integer_value(stamp);
+		char iso[32];
+		strftime(iso, sizeof(iso), "%Y-%m-%dT%H:%M:%S.000Z", gmtime(&t));
+		json_object_set_new(f->snap->meta, "created_at", json_string(iso));
+	}
+	free(f->snap->message); /* the listing's outcome stands, not the info's */
+	f->snap->message = keep;
+	json_decref(env);
+	if (!f->info_done && f->spec.type == HUB_DATASET) {
+		/* asked first (see hub_snapshot_fetch): unchanged when the update time is the one of the
+		 * last listing; else list */
+		const char *now = json_string_value(json_object_get(f->snap->meta, "last_modified"));
+		f->info_done = true;
+		if (f->known && f->known_stamp && now && !strcmp(now, f->known_stamp)) {
+			memcpy(f->snap->commit, f->known, 41);
+			f->snap->unchanged = true;
+			upstream__fetch_finish(f, 0);
+			return;
+		}
+		f->page = 1;
+		ms_dataset_page(f);
+		return;
+	}
+	ms_listed(f);
+}
+
+static void ms_info(struct fetch *f)
+{
+	char *url = xasprintf("%s/api/v1/%ss/%s", f->c->ms_base, hub_type_name(f->spec.type), f->spec.name);
+
+	upstream__request_json(f, url, ms_info_done);
+	free(url);
+}
+
+static void ms_list_done(void *ud, int result, const struct hub_http_resp *resp, const char *body, size_t len)
+{
+	struct fetch *f = ud;
+	json_t *env = NULL, *files, *e;
+	size_t i, n = 0;
+	int r = upstream__api_answer(f, result, resp, body, len, &env);
+
+	if (r)
+		goto fail;
+	if (json_integer_value(json_object_get(env, "Code")) != 200 || !json_is_true(json_object_get(env, "Success"))) {
+		upstream__set_message(f, json_string_value(json_object_get(env, "Message")));
+		r = HM_ERR_UPSTREAM;
+		goto fail;
+	}
+	files = json_object_get(json_object_get(env, "Data"), "Files");
+	if (!json_is_array(files)) {
+		upstream__set_message(f, "listing has no Data.Files");
+		r = HM_ERR_UPSTREAM;
+		goto fail;
+	}
+	n = json_array_size(files);
+	json_array_foreach(files, i, e) {
+		const char *type = json_string_value(json_object_get(e, "Type"));
+		json_t *jp = json_object_get(e, "Path"), *js = json_object_get(e, "Size");
+		const char *sha = json_string_value(json_object_get(e, "Sha256"));
+
+		if (!type || strcmp(type, "blob"))
+			continue;
+		if (!json_is_string(jp) || !json_is_integer(js) || !is_hex64_any_case(sha)) {
+			upstream__set_message(f, "malformed file entry");
+			r = HM_ERR_UPSTREAM;
+			goto fail;
+		}
+		r = upstream__add_file(f, json_string_value(jp), json_string_length(jp), json_integer_value(js), NULL, sha,
+			     json_is_true(json_object_get(e, "IsLFS")));
+		if (r) {
+			upstream__set_message(f, "malformed file entry");
+			goto fail;
+		}
+	}
+	json_decref(env);
+	env = NULL;
+	if (f->spec.type == HUB_DATASET && n >= MS_PAGE_SIZE && ++f->page <= MAX_PAGES) {
+		ms_dataset_page(f);
+		return;
+	}
+	ms_tree_id(f);
+	if (f->known && !strcmp(f->known, f->snap->commit))
+		f->snap->unchanged = true;
+	if (f->info_done || (f->snap->unchanged && !f->need_meta)) {
+		ms_listed(f);  /* one request for a model that did not change */
+		return;
+	}
+	ms_info(f);
+	return;
+fail:
+	json_decref(env);
+	upstream__fetch_finish(f, r);
+}
+
+static void ms_dataset_page(struct fetch *f)
+{
+	char *rev = hub_url_escape(f->spec.revision, false);
+	char *url = xasprintf("%s/api/v1/datasets/%s/repo/tree?Revision=%s&Root=/&Recursive=True&PageNumber=%d&PageSize=%d",
+			      f->c->ms_base, f->spec.name, rev, f->page, MS_PAGE_SIZE);
+
+	upstream__request_json(f, url, ms_list_done);
+	free(url);
+	free(rev);
+}
+
+void upstream__ms_fetch(struct fetch *f)
+{
+	char *rev, *url;
+
+	if (f->spec.type == HUB_DATASET) {
+		/* A ModelScope dataset's listing names no commit, and a big one is many pages: its info comes
+		 * first, and the listing only when its update time moved (or is not known yet) */
+		ms_info(f);
+		return;
+	}
+	rev = hub_url_escape(f->spec.revision, false);
+	url = xasprintf("%s/api/v1/models/%s/repo/files?Revision=%s&Recursive=True", f->c->ms_base, f->spec.name, rev);
+	upstream__request_json(f, url, ms_list_done);
+	free(url);
+	free(rev);
+}
