@@ -137,6 +137,7 @@ struct agent {
 	int64_t held_sized;             /* the snapshots' held bytes when the last sizing job began, and */
 	int64_t held_now;               /* now: the cache's use is about cache_used + what they hold more */
 	int64_t sized_at;               /* when the last one ended */
+	size_t sized_nsnaps;            /* the table's size when it began (changed: measure) */
 	int64_t cache_used;             /* bytes of disk the cache held then */
 	char **drop;                    /* what dropped snapshots leave, deleted by the next sizing job */
 	size_t ndrop;
@@ -217,7 +218,7 @@ void agent_preheat_tick(struct agent *a);
 
 /* Ask the mirrors (a comma list, in turn; with token, may be NULL) for spec's snapshot: the
  * description (commit, ref, name, files with sha256; *meta, a new reference) and the torrent of that
- * commit (*tor, malloc'd). Blocking (ask.c): from a worker only. 0, or an HTTP status for the client
+ * commit (*tor, malloc'd). Blocking (mirror.c): from a worker only. 0, or an HTTP status for the client
  * with *why (malloc'd). */
 struct hub_spec;
 int agent_fetch_snapshot(struct agent *a, const char *mirrors, const char *token, const struct hub_spec *spec,
@@ -227,8 +228,12 @@ long agent_mirror_stall_s(const struct agent *a);
 /* The handler of the local hub endpoint (endpoint.c). */
 int agent_endpoint(void *ud, struct httpd_req *req);
 
+/* ---- the snapshot table (snaps.c): below the other rooms, it calls none of them ---- */
+
 /* Write s's torrent and description (meta) to <cache>/agent/ (a restart takes it back from them). */
 void agent_snap_remember(struct agent *a, const struct snap *s);
+/* Take back the snapshots an earlier run held (their bytes are in the cache); at start. */
+void agent_snaps_recall(struct agent *a);
 
 /* The snapshot with this btih, or NULL. */
 struct snap *agent_snap_find(struct agent *a, const char *btih);
@@ -285,6 +290,8 @@ void agent_snap_check(struct agent *a, struct snap *s);
 
 /* Once s is verified: make the links pulls asked for (pending_links), to the cache's own files. */
 void agent_link_pending(struct agent *a, struct snap *s);
+
+/* ---- mounts (mounts.c) ---- */
 
 /* Once s is verified: its mounts serve its wanted files straight from the cache (read-only bind
  * mounts, p2p_mount_shortcut), as root. */

@@ -2,7 +2,7 @@
  * control.c - the agent's control API on its unix socket (the routes are listed in agent.h).
  *
  * Nothing here waits on the loop for anything another party controls: a mount or pull asks the mirror
- * on a worker (httpd_defer, ask.c) and is answered when it has its answer; umount detaches lazily and
+ * on a worker (httpd_defer, mirror.c) and is answered when it has its answer; umount detaches lazily and
  * never joins a FUSE thread (docs/agent.md, "Containers beside the agent"). What runs on the loop is
  * the agent's own bookkeeping and the FUSE mount itself; reads of mounted files never touch this loop
  * (they run on FUSE's threads).
@@ -285,7 +285,7 @@ static int mount_snap(struct agent *a, struct httpd_req *req, struct snap *s, js
 	return 0;
 }
 
-/* A mount or pull on its way: the mirror is asked on a worker (ask.c), never on the loop, so a mirror
+/* A mount or pull on its way: the mirror is asked on a worker (mirror.c), never on the loop, so a mirror
  * that is slow or silent holds this request and no other. */
 struct resolve_job {
 	struct agent *a;

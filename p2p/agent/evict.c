@@ -571,9 +571,11 @@ void agent_evict_tick(struct agent *a)
 
 	if (a->sizing || a->stopping)
 		return;
-	/* measured every 10 s (and at once after a drop); without a limit, every minute for status */
-	if (!a->ndrop && time(NULL) - a->sized_at < (a->cfg->cache_size > 0 ? 10 : 60))
+	/* measured every 10 s (and at once after a drop or when a snapshot came); without a limit,
+	 * every minute for status */
+	if (!a->ndrop && a->nsnaps == a->sized_nsnaps && time(NULL) - a->sized_at < (a->cfg->cache_size > 0 ? 10 : 60))
 		return;
+	a->sized_nsnaps = a->nsnaps;
 	z = xcalloc(1, sizeof(*z));
 	z->a = a;
 	z->drop = a->drop;

@@ -1,5 +1,5 @@
 /*
- * ask.c - the agent's questions to its mirrors: a snapshot's description and torrent, asked of each
+ * mirror.c - the agent's client of its mirrors: a snapshot's description and torrent, asked of each
  * mirror of the list in turn. Blocking, so from worker threads only (never the agent's loop): a mirror
  * that accepts and never answers holds the asker for the stall time (--mirror-timeout) at most, and
  * the agent's stop ends the wait.

@@ -1,0 +1,160 @@
+/*
+ * mounts.c - what the agent does with a snapshot's FUSE mounts besides making them (control.c):
+ * shortcuts, the big verified files served as read-only bind mounts of the cache's files so a loader
+ * reads them as local files, and detaching a mount, which lingers while something still uses it.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "agent-int.h"
+#include "base/xmalloc.h"
+#include "p2p/mount.h"
+#include "p2p/p2p.h"
+
+/* Shortcuts (p2p_mount_shortcut): once a snapshot's wanted files are verified in the cache (read
+ * back and hashed in this run), where
+ * they stay while it is mounted (eviction keeps wanted files), each mount serves the big ones as
+ * read-only bind mounts of the cache's files, so a loader reads them as local files. On a worker:
+ * the mount calls look paths up through the FUSE mount, whose threads may all be waiting for
+ * pieces. */
+#define SHORTCUT_MIN ((int64_t)1 << 20)  /* smaller files stay on FUSE: the page cache has them */
+#define SHORTCUT_MAX 4096               /* per mount (each is a mount in the kernel's table) */
+
+struct shortcut_job {
+	uv_work_t w;
+	struct p2p_mount *m;            /* held (p2p_mount_hold) until done */
+	bool drop;                      /* take them away (the cache's bytes are damaged) */
+	char **path, **source;
+	size_t n;
+	char *spec;
+	int failed;
+	char *why;
+};
+
+static void shortcut_work(uv_work_t *w)
+{
+	struct shortcut_job *j = w->data;
+
+	if (j->drop) {
+		p2p_mount_shortcuts_drop(j->m);
+		return;
+	}
+	for (size_t i = 0; i < j->n; i++) {
+		char *why = NULL;
+		int r = p2p_mount_shortcut(j->m, j->path[i], j->source[i], &why);
+		if (r == -EPERM || r == -ENOENT || r == -ESTALE) {
+			free(why);
+			break; /* not root, or the mount is going: nothing more to do */
+		}
+		if (r) {
+			j->failed++;
+			if (!j->why)
+				j->why = why;
+			else
+				free(why);
+		}
+	}
+}
+
+static void shortcut_free(struct shortcut_job *j)
+{
+	for (size_t i = 0; i < j->n; i++) {
+		free(j->path[i]);
+		free(j->source[i]);
+	}
+	free(j->path);
+	free(j->source);
+	free(j->spec);
+	free(j->why);
+	free(j);
+}
+
+static void shortcut_done(uv_work_t *w, int status)
+{
+	struct shortcut_job *j = w->data;
+
+	(void)status;
+	p2p_mount_hold(j->m, false);
+	if (j->failed)
+		agent_say("%s: %d files stay on FUSE: %s\n", j->spec, j->failed, j->why ? j->why : "?");
+	shortcut_free(j);
+}
+
+void agent_shortcuts_drop(struct agent *a, struct snap *s)
+{
+	for (size_t k = 0; k < s->nmounts; k++) {
+		struct shortcut_job *j;
+		if (!p2p_mount_shortcuts(s->mounts[k].m))
+			continue;
+		j = xcalloc(1, sizeof(*j));
+		j->drop = true;
+		j->m = s->mounts[k].m;
+		j->spec = xstrdup(s->spec ? s->spec : s->btih);
+		j->w.data = j;
+		p2p_mount_hold(j->m, true);
+		uv_queue_work(&a->loop, &j->w, shortcut_work, shortcut_done);
+	}
+}
+
+void agent_shortcuts(struct agent *a, struct snap *s)
+{
+	struct p2p_file_list l = { 0 };
+	size_t nw = 0;
+	int *idx;
+
+	/* (not one taken back whole at a restart and not read back since: FUSE reads check each piece of
+	 * it in the file, a shortcut would not; a pull verifies it) */
+	if (!s->verified || s->unchecked || !s->nmounts || a->stopping || getuid() != 0 ||
+	    p2p_session_files(a->ses, s->btih, &l))
+		return;
+	idx = agent_want_indices(&l, s->want, &nw);
+	for (size_t k = 0; k < s->nmounts; k++) {
+		struct shortcut_job *j = xcalloc(1, sizeof(*j));
+		j->path = xcalloc(nw + 1, sizeof(*j->path));
+		j->source = xcalloc(nw + 1, sizeof(*j->source));
+		for (size_t i = 0, q = 0; i < l.n && q < nw && j->n < SHORTCUT_MAX; i++) {
+			if (l.v[i].index != idx[q])
+				continue;
+			q++;
+			if (l.v[i].size < SHORTCUT_MIN)
+				continue;
+			j->path[j->n] = xstrdup(l.v[i].path);
+			j->source[j->n++] = xasprintf("%s/%s/%s", s->save, l.name, l.v[i].path);
+		}
+		if (!j->n || p2p_mount_shortcuts(s->mounts[k].m) >= j->n) {
+			shortcut_free(j); /* nothing (more) to serve directly */
+			continue;
+		}
+		j->m = s->mounts[k].m;
+		j->spec = xstrdup(s->spec ? s->spec : s->btih);
+		j->w.data = j;
+		p2p_mount_hold(j->m, true);
+		uv_queue_work(&a->loop, &j->w, shortcut_work, shortcut_done);
+	}
+	free(idx);
+	p2p_file_list_release(&l);
+}
+
+int agent_mount_detach(struct agent *a, struct snap *s, size_t k, bool *in_use, char **why)
+{
+	struct p2p_mount *m = s->mounts[k].m;
+	int r;
+
+	(void)a;
+	*in_use = false;
+	if ((r = p2p_mount_detach(m, why)) != 0)
+		return r;
+	free(s->mounts[k].dir);
+	s->mounts[k] = s->mounts[--s->nmounts];
+	/* With nobody left on it the kernel ends the connection as the detach returns, and the mount's
+	 * loop a moment later: it lingers until then (the tick frees it), in use or not, and nothing here
+	 * waits for it */
+	*in_use = p2p_mount_connected(m);
+	if (p2p_mount_release(&m))
+		return 0;
+	s->lingering = xreallocarray(s->lingering, s->nlingering + 1, sizeof(*s->lingering));
+	s->lingering[s->nlingering++] = m;
+	return 0;
+}

@@ -1,0 +1,404 @@
+/*
+ * snaps.c - the agent's table of snapshots (see agent-int.h): finding, adding and forgetting them,
+ * what each is remembered as in the cache (<cache>/agent/<btih>.torrent and .json, written to a
+ * temporary name and renamed) and taken back from after a restart, the names (spec, revision, commit)
+ * each is known by, and linking one into the hub caches. It stands below the agent's other rooms:
+ * the loop (agent.c), the control API, eviction and preheat call it; it calls none of them.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agent-int.h"
+#include "base/err.h"
+#include "base/hex.h"
+#include "base/path.h"
+#include "base/xmalloc.h"
+#include "hub/cache.h"
+#include "hub/hub.h"
+#include "p2p/mount.h"
+#include "p2p/p2p.h"
+
+struct snap *agent_snap_find(struct agent *a, const char *btih)
+{
+	for (size_t i = 0; i < a->nsnaps; i++)
+		if (!strcmp(a->snaps[i]->btih, btih))
+			return a->snaps[i];
+	return NULL;
+}
+
+void agent_snap_free(struct snap *s)
+{
+	free(s->known);
+	free(s->torrent);
+	free(s->save);
+	free(s->mounts);
+	free(s->lingering);
+	json_decref(s->links_done);
+	for (size_t i = 0; i < s->nweb; i++)
+		free(s->web_seeds[i]);
+	free(s->web_seeds);
+	json_decref(s->pending_links);
+	json_decref(s->work_want);
+	json_decref(s->meta);
+	free(s);
+}
+
+void agent_snap_forget(struct agent *a, struct snap *s)
+{
+	agent_fill_stop(a, s);
+	p2p_session_remove(a->ses, s->btih);
+	for (size_t i = 0; i < a->nsnaps; i++)
+		if (a->snaps[i] == s) {
+			memmove(&a->snaps[i], &a->snaps[i + 1], (a->nsnaps - i - 1) * sizeof(*a->snaps));
+			a->nsnaps--;
+			break;
+		}
+}
+
+/* The files the meta names with a sha256 (borrowed from it). */
+static void snap_known(struct snap *s)
+{
+	json_t *files = json_object_get(s->meta, "files"), *it;
+	size_t i;
+
+	s->known = xcalloc(json_array_size(files) + 1, sizeof(*s->known));
+	json_array_foreach(files, i, it) {
+		const char *p = json_string_value(json_object_get(it, "path"));
+		const char *h = json_string_value(json_object_get(it, "sha256"));
+		if (p && h) {
+			s->known[s->nknown].path = p;
+			s->known[s->nknown].sha256 = h;
+			s->nknown++;
+		}
+	}
+}
+
+void agent_snap_remember(struct agent *a, const struct snap *s)
+{
+	char *dir = xasprintf("%s/agent", a->cfg->cache_dir), *tp, *mp, *js;
+
+	path_mkdirs(dir, 0700);
+	tp = xasprintf("%s/%s.torrent", dir, s->btih);
+	mp = xasprintf("%s/%s.json", dir, s->btih);
+	js = json_dumps(s->meta, JSON_COMPACT);
+	/* the description last: a snapshot is taken back only with both */
+	if (path_write_atomic(tp, s->torrent, s->tlen, 0600) || path_write_atomic(mp, js, strlen(js), 0600))
+		agent_say("cannot remember %s in %s: a restart will not seed it\n", s->btih, dir);
+	free(js);
+	free(tp);
+	free(mp);
+	free(dir);
+}
+
+static const char *jstr(json_t *o, const char *k)
+{
+	return json_string_value(json_object_get(o, k));
+}
+
+static bool str_eq(const char *a, const char *b)
+{
+	return a && b && !strcmp(a, b);
+}
+
+/* Add the name from describes (its spec, revision and commit), asked for as asked, to s->names, or
+ * bring the one it already has up to date; returns it (borrowed). */
+static json_t *add_name(struct snap *s, json_t *from, const char *asked)
+{
+	const char *spec = jstr(from, "spec"), *rev = jstr(from, "revision"), *commit = jstr(from, "commit");
+	json_t *it, *synced = json_object_get(from, "synced_at");
+	size_t i;
+
+	if (!asked)
+		asked = "";
+	json_array_foreach(s->names, i, it) {
+		if (str_eq(jstr(it, "spec"), spec) && str_eq(jstr(it, "revision"), rev) && str_eq(jstr(it, "commit"), commit)) {
+			/* asked for plainly once: what a plain mount gets offline, whatever was asked since */
+			if (!*asked)
+				json_object_set_new(it, "asked", json_string(""));
+			json_object_set_new(it, "taken_at", json_integer((json_int_t)time(NULL)));
+			if (json_is_integer(synced))
+				json_object_set(it, "synced_at", synced);
+			return it;
+		}
+	}
+	it = json_pack("{s:s?, s:s?, s:s?, s:s, s:I}", "spec", spec, "revision", rev, "commit", commit, "asked", asked,
+		       "taken_at", (json_int_t)time(NULL));
+	if (json_is_integer(synced))
+		json_object_set(it, "synced_at", synced);
+	json_array_append_new(s->names, it);
+	return it;
+}
+
+/* A description from before names were kept: its own spec is its only name (asked plainly when it
+ * is at the hub's default branch). */
+static void names_from_meta(struct snap *s)
+{
+	struct hub_spec sp;
+	const char *asked = NULL;
+
+	if (s->spec && s->revision && !hub_spec_parse(s->spec, &sp)) {
+		if (strcmp(s->revision, hub_default_revision(sp.hub)))
+			asked = s->revision;
+		hub_spec_release(&sp);
+	}
+	add_name(s, s->meta, asked);
+}
+
+json_t *agent_snap_name_by_commit(const struct snap *s, const char *commit)
+{
+	json_t *it;
+	size_t i;
+
+	json_array_foreach(s->names, i, it)
+		if (str_eq(jstr(it, "commit"), commit))
+			return it;
+	return NULL;
+}
+
+json_t *agent_held(struct agent *a, const char *spec, const char *revision, struct snap **out)
+{
+	json_t *best = NULL, *it;
+	struct hub_spec sp;
+	const char *dflt = NULL;
+	size_t k;
+
+	*out = NULL;
+	if (!hub_spec_parse(spec, &sp)) {
+		dflt = hub_default_revision(sp.hub);
+		hub_spec_release(&sp);
+	}
+	for (size_t i = 0; i < a->nsnaps; i++)
+		json_array_foreach(a->snaps[i]->names, k, it) {
+			const char *rev = jstr(it, "revision"), *asked = jstr(it, "asked");
+			bool match;
+			if (!str_eq(jstr(it, "spec"), spec))
+				continue;
+			if (revision && *revision)
+				match = str_eq(rev, revision) || str_eq(jstr(it, "commit"), revision) || str_eq(asked, revision);
+			else /* a plain request: what a plain one got, or the hub's default branch */
+				match = (asked && !*asked) || str_eq(rev, dflt);
+			if (match && (!best || json_integer_value(json_object_get(it, "taken_at")) >=
+					       json_integer_value(json_object_get(best, "taken_at")))) {
+				best = it;
+				*out = a->snaps[i];
+			}
+		}
+	return best;
+}
+
+/* The pieces of the files s wants (for a snapshot taken back verified: they were all in). */
+static unsigned char *wanted_pieces(const struct snap *s, const struct p2p_file_list *l)
+{
+	unsigned char *have = xcalloc((size_t)l->pieces + 1, 1);
+	size_t n = 0;
+	int *idx = agent_want_indices(l, s->want, &n);
+
+	for (size_t i = 0, k = 0; i < l->n && k < n; i++) {
+		if (l->v[i].index != idx[k])
+			continue;
+		k++;
+		for (int64_t p = l->v[i].offset / l->piece_size;
+		     l->v[i].size > 0 && p <= (l->v[i].offset + l->v[i].size - 1) / l->piece_size; p++)
+			have[p] = 1;
+	}
+	free(idx);
+	return have;
+}
+
+/* agent_snap_add; whole: the snapshot was verified in the cache before (a restart). One wanted whole
+ * is added in seed mode: no recheck of every file up front, each piece verified when first read or
+ * asked for (p2p_session_have_range reads seed-mode pieces back from the file); one of some files
+ * with their pieces given as had, each read back from the file before a read may have it. */
+static struct snap *snap_add(struct agent *a, json_t *meta, const unsigned char *torrent, size_t tlen, bool recalled,
+			     bool whole, const char *asked, json_t *want, json_t **name, char **errmsg)
+{
+	struct p2p_add add = { 0 };
+	struct p2p_file_list l = { 0 };
+	unsigned char *have = NULL;
+	int *idx = NULL;
+	struct snap *s;
+	char btih[41];
+	json_t *nm;
+	int r;
+
+	if (p2p_torrent_info_hash(torrent, tlen, btih, errmsg)) {
+		json_decref(meta);
+		return NULL;
+	}
+	if ((s = agent_snap_find(a, btih))) {
+		/* the same files under another name (a twin, another ref): its own entry, the same bytes */
+		size_t before = json_array_size(s->names);
+		nm = add_name(s, meta, asked);
+		if (name)
+			*name = nm;
+		if (json_array_size(s->names) != before)
+			agent_snap_remember(a, s);
+		json_decref(meta);
+		agent_snap_want(a, s, want);
+		return s;
+	}
+	s = xcalloc(1, sizeof(*s));
+	memcpy(s->btih, btih, sizeof(btih));
+	s->meta = meta;
+	s->spec = json_string_value(json_object_get(meta, "spec"));
+	s->revision = json_string_value(json_object_get(meta, "revision"));
+	s->commit = json_string_value(json_object_get(meta, "commit"));
+	s->name = json_string_value(json_object_get(meta, "name"));
+	if (!json_is_array(json_object_get(meta, "names")))
+		json_object_set_new(meta, "names", json_array());
+	s->names = json_object_get(meta, "names");
+	if (!recalled) {
+		if (want)
+			json_object_set_new(meta, "want", json_deep_copy(want));
+		else
+			json_object_del(meta, "want");
+	}
+	s->want = json_is_array(json_object_get(meta, "want")) ? json_object_get(meta, "want") : NULL;
+	if (recalled && !json_array_size(s->names))
+		names_from_meta(s);
+	nm = recalled ? json_array_get(s->names, 0) : add_name(s, meta, asked);
+	if (name)
+		*name = nm;
+	s->pending_links = json_array();
+	s->links_done = json_object();
+	s->last_used = time(NULL);
+	s->torrent = xmalloc(tlen);
+	memcpy(s->torrent, torrent, tlen);
+	s->tlen = tlen;
+	s->save = xasprintf("%s/%s", a->cfg->cache_dir, btih);
+	snap_known(s);
+	if (mkdir(s->save, 0755) < 0 && errno != EEXIST) {
+		if (errmsg)
+			*errmsg = xasprintf("cannot create %s: %s", s->save, strerror(errno));
+		agent_snap_free(s);
+		return NULL;
+	}
+	/* contents this instance holds already (another revision): placed before the torrent starts */
+	if (!whole)
+		p2p_keep_place(a->cfg->cache_dir, s->name, s->known, s->nknown, torrent, tlen, s->save);
+	add.torrent = torrent;
+	add.len = tlen;
+	add.save_path = s->save;
+	/* held whole (a mount read every file, say) though it wants some: seed mode too */
+	add.seed_mode = whole && (!s->want || json_is_true(json_object_get(meta, "whole")));
+	if (s->want && !add.seed_mode) {
+		if (p2p_torrent_files(torrent, tlen, &l, errmsg)) {
+			agent_snap_free(s);
+			return NULL;
+		}
+		add.select = true;
+		add.want = idx = agent_want_indices(&l, s->want, &add.nwant);
+		if (whole) {
+			add.have = have = wanted_pieces(s, &l);
+			add.nhave = (size_t)l.pieces;
+		}
+	}
+	s->verified = s->finished = whole;
+	s->unchecked = whole; /* its bytes are read back before a pull links them (agent_snap_check) */
+	if (!p2p_torrent_web_seeds(torrent, tlen, &s->web_seeds, &s->nweb) && s->nweb) {
+		add.no_url_list = true; /* peers first: see struct snap */
+		add.origin_last = !a->cfg->no_fill; /* what only the mirror has comes over HTTP (fill.c) */
+	}
+	s->added_ms = uv_now(&a->loop);
+	r = p2p_session_add(a->ses, &add, NULL, errmsg);
+	free(idx);
+	free(have);
+	p2p_file_list_release(&l);
+	if (r) {
+		agent_snap_free(s);
+		return NULL;
+	}
+	agent_snap_remember(a, s);
+	a->snaps = xreallocarray(a->snaps, a->nsnaps + 1, sizeof(*a->snaps));
+	a->snaps[a->nsnaps++] = s; /* the cache's sizing sees the table change (agent_evict_tick) */
+	if (!whole)
+		agent_fill_soon(a); /* a lone instance should not wait for the tick */
+	return s;
+}
+
+struct snap *agent_snap_add(struct agent *a, json_t *meta, const unsigned char *torrent, size_t tlen,
+			    const char *asked, json_t *want, json_t **name, char **errmsg)
+{
+	return snap_add(a, meta, torrent, tlen, false, false, asked, want, name, errmsg);
+}
+
+/* Take back the snapshots an earlier run held (their bytes are in the cache). */
+void agent_snaps_recall(struct agent *a)
+{
+	char *dir = xasprintf("%s/agent", a->cfg->cache_dir);
+	struct dirent **names = NULL;
+	int n = scandir(dir, &names, NULL, alphasort);
+
+	for (int i = 0; i < n; i++) {
+		const char *nm = names[i]->d_name;
+		size_t len = strlen(nm);
+		if (len == 45 && !strcmp(nm + 40, ".json")) {
+			char *mp = xasprintf("%s/%s", dir, nm), *tp = xasprintf("%s/%.40s.torrent", dir, nm), *err = NULL;
+			json_t *meta = json_load_file(mp, 0, NULL);
+			char *tor = NULL;
+			size_t tlen = 0;
+			if (meta && !path_read_file(tp, 128 << 20, &tor, &tlen) &&
+			    !snap_add(a, meta, (const unsigned char *)tor, tlen, true,
+				      json_is_true(json_object_get(meta, "verified")), NULL, NULL, NULL, &err))
+				agent_say("cannot take back %.40s: %s\n", nm, err ? err : "?");
+			else if (!meta)
+				agent_say("%s is unreadable: skipped\n", mp);
+			free(err);
+			free(tor);
+			free(mp);
+			free(tp);
+		}
+		free(names[i]);
+	}
+	free(names);
+	free(dir);
+}
+
+int agent_snap_link(struct agent *a, const struct snap *s, json_t *name, json_t *where, const char *dir,
+		    bool wanted_only, char **why)
+{
+	const char *nspec = jstr(name, "spec"), *rev = jstr(name, "revision"), *commit = jstr(name, "commit");
+	const char *hf = json_string_value(json_object_get(where, "hf_cache"));
+	const char *ms = json_string_value(json_object_get(where, "ms_cache"));
+	const char *msh = json_string_value(json_object_get(where, "ms_hub_cache"));
+	struct p2p_file_list files = { 0 };
+	struct hub_spec spec;
+	const char **paths;
+	size_t n = 0, nw = 0;
+	int *idx = NULL, r = 0;
+
+	if (!nspec || !rev || !commit || hub_spec_parse(nspec, &spec)) {
+		*why = xstrdup("the snapshot has no usable spec");
+		return HM_ERR_BAD_SPEC;
+	}
+	if ((r = p2p_session_files(a->ses, s->btih, &files)) != 0) {
+		*why = xasprintf("cannot list the snapshot's files: %s", err_str(r));
+		hub_spec_release(&spec);
+		return r;
+	}
+	/* a pull links what the cache holds: the files wanted (as `hf download --include` leaves them) */
+	idx = agent_want_indices(&files, wanted_only ? s->want : NULL, &nw);
+	paths = xcalloc(files.n ? files.n : 1, sizeof(*paths));
+	for (size_t i = 0, k = 0; i < files.n && k < nw; i++)
+		if (files.v[i].index == idx[k]) {
+			paths[n++] = files.v[i].path;
+			k++;
+		}
+	if (hf && spec.hub == HUB_HF)
+		r = hub_cache_link_hf(hf, hub_type_name(spec.type), spec.name, rev, commit, dir, paths, n, why);
+	else if (ms && spec.hub == HUB_MS)
+		r = hub_cache_link_ms(ms, msh, hub_type_name(spec.type), spec.name, rev, commit, dir, paths, n, why);
+	free(idx);
+	free(paths);
+	p2p_file_list_release(&files);
+	hub_spec_release(&spec);
+	return r;
+}
