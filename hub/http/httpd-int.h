@@ -176,11 +176,15 @@ void httpd__split_target(struct httpd_req *r);
  * framing: a bare LF or CR, or a line folded onto the one before (obsolete line folding). */
 const char *httpd__head_scan(struct head_scan *s, const char *data, size_t n);
 
-/* ---- between httpd.c and httpd-defer.c ---- */
+/* ---- between httpd.c (connections), httpd-server.c and httpd-defer.c ---- */
 
 /* The request on c is answered: send it (httpd.c). */
 void httpd__send_answer(struct conn *c);
-/* Free h once nothing of it runs any more (httpd.c). */
+/* A listener has a connection waiting: accept it (httpd.c). */
+void httpd__on_connection(uv_stream_t *server, int status);
+/* Close c now, whatever it was doing (httpd.c). */
+void httpd__conn_close(struct conn *c);
+/* Free h once nothing of it runs any more (httpd-server.c). */
 void httpd__destroy(struct httpd *h);
 
 /* ---- TLS on a connection (httpd-tls.c) ---- */

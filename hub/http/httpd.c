@@ -40,7 +40,6 @@
 #include "base/xmalloc.h"
 #include "httpd-int.h"
 
-static void conn_close(struct conn *c);
 static void conn_on_poll(uv_poll_t *p, int status, int events);
 
 /* Watch the socket for events; a no-op when that is already so, which saves an epoll_ctl per
@@ -119,7 +118,7 @@ static void conn_handle_closed(uv_handle_t *handle)
 	free(c);
 }
 
-static void conn_close(struct conn *c)
+void httpd__conn_close(struct conn *c)
 {
 	struct httpd *h = c->h;
 
@@ -226,7 +225,7 @@ static void on_timer(uv_timer_t *t)
 	log_debug("httpd", "%s: %s timeout after %.2f s (%s): closing with %d bytes unread", c->peer,
 		  timer_names[kind], after, c->in_request ? "in a request" : "between requests",
 		  conn_unread(c));
-	conn_close(c);
+	httpd__conn_close(c);
 }
 
 static void set_timer(struct conn *c, enum conn_timer kind)
@@ -338,7 +337,7 @@ static void conn_drain(struct conn *c)
 		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
 			return;
 		if (n <= 0 || (c->lingered += (size_t)n) > LINGER_MAX) {
-			conn_close(c); /* the client closed too, or it has had its chance */
+			httpd__conn_close(c); /* the client closed too, or it has had its chance */
 			return;
 		}
 	}
@@ -360,7 +359,7 @@ static void conn_finish_response(struct conn *c)
 		if (c->linger)
 			conn_linger(c);
 		else
-			conn_close(c);
+			httpd__conn_close(c);
 		return;
 	}
 	req_reset(&c->req);
@@ -381,7 +380,7 @@ static void conn_write(struct conn *c)
 	int r = conn_flush(c);
 
 	if (r < 0) {
-		conn_close(c);
+		httpd__conn_close(c);
 		return;
 	}
 	if (r == 0) {
@@ -530,7 +529,7 @@ static void conn_read(struct conn *c)
 	if (d == -EAGAIN)
 		return;
 	if (d < 0) {
-		conn_close(c);
+		httpd__conn_close(c);
 		return;
 	}
 	for (int burst = 0; burst < READ_BURST && c->state == C_READING; burst++) {
@@ -550,11 +549,11 @@ static void conn_read(struct conn *c)
 					conn_watch(c, UV_READABLE); /* and what TLS waits for */
 				return;
 			}
-			conn_close(c);
+			httpd__conn_close(c);
 			return;
 		}
 		if (n == 0) {
-			conn_close(c);
+			httpd__conn_close(c);
 			return;
 		}
 		c->in_request = true; /* the header timeout starts with the first byte */
@@ -583,7 +582,7 @@ static void conn_on_poll(uv_poll_t *p, int status, int events)
 	struct conn *c = p->data;
 
 	if (status < 0) {
-		conn_close(c);
+		httpd__conn_close(c);
 		return;
 	}
 	/* Besides its own direction, a state watches only what TLS waits for: any event goes on. */
@@ -600,7 +599,7 @@ static void tmp_tcp_closed(uv_handle_t *h)
 	free(h);
 }
 
-static void on_connection(uv_stream_t *server, int status)
+void httpd__on_connection(uv_stream_t *server, int status)
 {
 	struct httpd *h = server->data;
 	uv_stream_t *tmp;
@@ -691,228 +690,4 @@ int httpd_adopt(struct httpd *h, int fd)
 	set_timer(c, T_IDLE);
 	conn_watch(c, UV_READABLE);
 	return 0;
-}
-
-/* ---- server ------------------------------------------------------------------------------------ */
-
-static int parse_listen(const char *s, struct sockaddr_storage *ss)
-{
-	const char *colon = strrchr(s, ':');
-	char host[128];
-	int port;
-	size_t hl;
-
-	if (!colon)
-		return UV_EINVAL;
-	port = atoi(colon + 1);
-	if (port < 0 || port > 65535)
-		return UV_EINVAL;
-	hl = (size_t)(colon - s);
-	if (hl >= sizeof(host))
-		return UV_EINVAL;
-	memcpy(host, s, hl);
-	host[hl] = '\0';
-	if (host[0] == '[' && hl > 2 && host[hl - 1] == ']') {
-		host[hl - 1] = '\0';
-		return uv_ip6_addr(host + 1, port, (struct sockaddr_in6 *)ss);
-	}
-	if (!*host)
-		return uv_ip4_addr("0.0.0.0", port, (struct sockaddr_in *)ss);
-	return uv_ip4_addr(host, port, (struct sockaddr_in *)ss);
-}
-
-static void listener_closed(uv_handle_t *handle);
-
-static int listen_unix(struct httpd *h, const char *path, struct httpd **out)
-{
-	int r;
-
-	h->is_unix = true;
-	uv_pipe_init(h->loop, &h->unix_listener, 0);
-	h->unix_listener.data = h;
-	r = uv_pipe_bind(&h->unix_listener, path);
-	if (!r)
-		r = uv_listen((uv_stream_t *)&h->unix_listener, 128, on_connection);
-	if (r) {
-		uv_close((uv_handle_t *)&h->unix_listener, listener_closed); /* frees h */
-		return r;
-	}
-	*out = h;
-	return 0;
-}
-
-int httpd_new(uv_loop_t *loop, const struct httpd_config *cfg, struct httpd **out)
-{
-	struct httpd *h;
-	struct sockaddr_storage ss;
-	int namelen = sizeof(ss), r;
-
-	memset(&ss, 0, sizeof(ss));
-	if (!cfg->listen || strncmp(cfg->listen, "unix:", 5)) {
-		r = parse_listen(cfg->listen ? cfg->listen : "127.0.0.1:8080", &ss);
-		if (r)
-			return r;
-	}
-	h = xcalloc(1, sizeof(*h));
-	h->loop = loop;
-	h->cfg = *cfg;
-	if (!h->cfg.max_header_bytes)
-		h->cfg.max_header_bytes = 16384;
-	if (!h->cfg.max_body_bytes)
-		h->cfg.max_body_bytes = 1 << 20;
-	if (!h->cfg.header_timeout_ms)
-		h->cfg.header_timeout_ms = 15000;
-	if (!h->cfg.idle_timeout_ms)
-		h->cfg.idle_timeout_ms = 75000;
-	if (!h->cfg.write_timeout_ms)
-		h->cfg.write_timeout_ms = 120000;
-	if (!h->cfg.max_connections)
-		h->cfg.max_connections = 16384;
-	if (!h->cfg.max_workers)
-		h->cfg.max_workers = 2;
-	if (!h->cfg.max_waiting)
-		h->cfg.max_waiting = 256;
-	if (!h->cfg.max_workers_aside)
-		h->cfg.max_workers_aside = 2;
-	if (cfg->trusted_proxies) {
-		char *copy = xstrdup(cfg->trusted_proxies), *save = NULL, *w;
-		size_t n = 0;
-		for (w = strtok_r(copy, ", ", &save); w; w = strtok_r(NULL, ", ", &save)) {
-			h->trusted = xreallocarray(h->trusted, n + 2, sizeof(*h->trusted));
-			h->trusted[n++] = xstrdup(w);
-			h->trusted[n] = NULL;
-		}
-		free(copy);
-	}
-	h->cfg.trusted_proxies = NULL; /* kept split in h->trusted */
-	if (cfg->listen && !strncmp(cfg->listen, "unix:", 5))
-		return listen_unix(h, cfg->listen + 5, out);
-	uv_tcp_init(loop, &h->listener);
-	h->listener.data = h;
-	r = uv_tcp_bind(&h->listener, (struct sockaddr *)&ss, 0);
-	if (!r)
-		r = uv_listen((uv_stream_t *)&h->listener, 1024, on_connection);
-	if (!r)
-		r = uv_tcp_getsockname(&h->listener, (struct sockaddr *)&ss, &namelen);
-	if (r) {
-		uv_close((uv_handle_t *)&h->listener, listener_closed); /* frees h */
-		return r;
-	}
-	h->port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
-						 : ((struct sockaddr_in *)&ss)->sin_port);
-	*out = h;
-	return 0;
-}
-
-void httpd_add_handler(struct httpd *h, httpd_handler_fn fn, void *ud)
-{
-	h->handlers = xreallocarray(h->handlers, h->nhandlers + 1, sizeof(*h->handlers));
-	h->handlers[h->nhandlers].fn = fn;
-	h->handlers[h->nhandlers].ud = ud;
-	h->nhandlers++;
-}
-
-int httpd_port(const struct httpd *h)
-{
-	return h->port;
-}
-
-void httpd_set_route(struct httpd_req *r, const char *route)
-{
-	r->route = route;
-}
-
-void httpd_set_observer(struct httpd *h, httpd_observer_fn fn, void *ud)
-{
-	h->observer = fn;
-	h->observer_ud = ud;
-}
-
-void httpd_get_stats(const struct httpd *h, struct httpd_stats *out)
-{
-	*out = h->stats;
-}
-
-void httpd__destroy(struct httpd *h)
-{
-	for (char **t = h->trusted; t && *t; t++)
-		free(*t);
-	free(h->trusted);
-	free(h->handlers);
-	free(h);
-}
-
-/* The server's memory goes when the listener has closed and no deferred job runs any more (their
- * job_after calls need it). */
-static void listener_closed(uv_handle_t *handle)
-{
-	struct httpd *h = handle->data;
-
-	h->freed = true;
-	if (!h->stats.deferred_running)
-		httpd__destroy(h);
-}
-
-/* The drain's listener close is done: if httpd_free came meanwhile, finish what it began. */
-static void listener_closed_draining(uv_handle_t *handle)
-{
-	struct httpd *h = handle->data;
-
-	h->listener_gone = true;
-	if (h->free_pending)
-		listener_closed(handle);
-}
-
-void httpd_drain(struct httpd *h, void (*done)(void *ud), void *ud)
-{
-	struct conn *c, *next;
-
-	if (h->draining || h->closing)
-		return;
-	h->draining = true;
-	h->drained = done;
-	h->drained_ud = ud;
-	uv_close(h->is_unix ? (uv_handle_t *)&h->unix_listener : (uv_handle_t *)&h->listener, listener_closed_draining);
-	/* idle keep-alive connections go now: nothing of theirs is in flight */
-	for (c = h->conns; c; c = next) {
-		next = c->next;
-		if (c->state == C_READING && !c->in_request && c->rlen == c->roff)
-			conn_close(c); /* the last one calls done */
-	}
-	if (!h->conns && h->drained) {
-		h->drained = NULL;
-		done(ud);
-	}
-}
-
-void httpd_free(struct httpd **hp)
-{
-	struct httpd *h = hp ? *hp : NULL;
-
-	if (!h)
-		return;
-	h->drained = NULL; /* no callback from the closes below */
-	h->closing = true;
-	while (h->conns)
-		conn_close(h->conns); /* detaches their jobs */
-	for (unsigned l = 0; l < 2; l++) {
-		while (h->waiting[l]) { /* jobs not started: never run */
-			struct job *j = h->waiting[l];
-			h->waiting[l] = j->next;
-			h->stats.deferred_waiting--;
-			j->done(j->ud, NULL);
-			free(j);
-		}
-		h->waiting_tail[l] = NULL;
-	}
-	if (h->listener_gone) {
-		h->freed = true;
-		if (!h->stats.deferred_running)
-			httpd__destroy(h);
-	} else if (h->draining) {
-		h->free_pending = true; /* the drain's close callback finishes */
-	} else {
-		uv_close(h->is_unix ? (uv_handle_t *)&h->unix_listener : (uv_handle_t *)&h->listener, listener_closed);
-	}
-	*hp = NULL;
 }
