@@ -213,40 +213,16 @@ static unsigned char *wanted_pieces(const struct snap *s, const struct p2p_file_
 	return have;
 }
 
-/* agent_snap_add; whole: the snapshot was verified in the cache before (a restart). One wanted whole
- * is added in seed mode: no recheck of every file up front, each piece verified when first read or
- * asked for (p2p_session_have_range reads seed-mode pieces back from the file); one of some files
- * with their pieces given as had, each read back from the file before a read may have it. */
-static struct snap *snap_add(struct agent *a, json_t *meta, const unsigned char *torrent, size_t tlen, bool recalled,
-			     bool whole, const char *asked, json_t *want, json_t **name, char **errmsg)
+/* A new entry for the snapshot meta describes (consumed) with a copy of its torrent: its names, what it
+ * wants, where its files go. *name: the name it was asked by (taken back: its first). Neither in the
+ * table nor in the session yet. */
+static struct snap *snap_new(struct agent *a, json_t *meta, const unsigned char *torrent, size_t tlen,
+			     const char *btih, bool recalled, const char *asked, json_t *want, json_t **name)
 {
-	struct p2p_add add = { 0 };
-	struct p2p_file_list l = { 0 };
-	unsigned char *have = NULL;
-	int *idx = NULL;
-	struct snap *s;
-	char btih[41];
+	struct snap *s = xcalloc(1, sizeof(*s));
 	json_t *nm;
-	int r;
 
-	if (p2p_torrent_info_hash(torrent, tlen, btih, errmsg)) {
-		json_decref(meta);
-		return NULL;
-	}
-	if ((s = agent_snap_find(a, btih))) {
-		/* the same files under another name (a twin, another ref): its own entry, the same bytes */
-		size_t before = json_array_size(s->names);
-		nm = add_name(s, meta, asked);
-		if (name)
-			*name = nm;
-		if (json_array_size(s->names) != before)
-			agent_snap_remember(a, s);
-		json_decref(meta);
-		agent_snap_want(a, s, want);
-		return s;
-	}
-	s = xcalloc(1, sizeof(*s));
-	memcpy(s->btih, btih, sizeof(btih));
+	memcpy(s->btih, btih, 41);
 	s->meta = meta;
 	s->spec = json_string_value(json_object_get(meta, "spec"));
 	s->revision = json_string_value(json_object_get(meta, "revision"));
@@ -275,25 +251,36 @@ static struct snap *snap_add(struct agent *a, json_t *meta, const unsigned char 
 	s->tlen = tlen;
 	s->save = xasprintf("%s/%s", a->cfg->cache_dir, btih);
 	snap_known(s);
+	return s;
+}
+
+/* Add s to the session, its folder made and the contents the instance holds already placed in it;
+ * whole: taken back verified (seed mode, or the wanted pieces had). 0, or an error with *errmsg. */
+static int snap_start(struct agent *a, struct snap *s, bool whole, char **errmsg)
+{
+	struct p2p_add add = { 0 };
+	struct p2p_file_list l = { 0 };
+	unsigned char *have = NULL;
+	int *idx = NULL;
+	int r;
+
 	if (mkdir(s->save, 0755) < 0 && errno != EEXIST) {
+		r = -errno;
 		if (errmsg)
-			*errmsg = xasprintf("cannot create %s: %s", s->save, strerror(errno));
-		agent_snap_free(s);
-		return NULL;
+			*errmsg = xasprintf("cannot create %s: %s", s->save, strerror(-r));
+		return r;
 	}
 	/* contents this instance holds already (another revision): placed before the torrent starts */
 	if (!whole)
-		p2p_keep_place(a->cfg->cache_dir, s->name, s->known, s->nknown, torrent, tlen, s->save);
-	add.torrent = torrent;
-	add.len = tlen;
+		p2p_keep_place(a->cfg->cache_dir, s->name, s->known, s->nknown, s->torrent, s->tlen, s->save);
+	add.torrent = s->torrent;
+	add.len = s->tlen;
 	add.save_path = s->save;
 	/* held whole (a mount read every file, say) though it wants some: seed mode too */
-	add.seed_mode = whole && (!s->want || json_is_true(json_object_get(meta, "whole")));
+	add.seed_mode = whole && (!s->want || json_is_true(json_object_get(s->meta, "whole")));
 	if (s->want && !add.seed_mode) {
-		if (p2p_torrent_files(torrent, tlen, &l, errmsg)) {
-			agent_snap_free(s);
-			return NULL;
-		}
+		if ((r = p2p_torrent_files(s->torrent, s->tlen, &l, errmsg)) != 0)
+			return r;
 		add.select = true;
 		add.want = idx = agent_want_indices(&l, s->want, &add.nwant);
 		if (whole) {
@@ -303,7 +290,7 @@ static struct snap *snap_add(struct agent *a, json_t *meta, const unsigned char 
 	}
 	s->verified = s->finished = whole;
 	s->unchecked = whole; /* its bytes are read back before a pull links them (agent_snap_check) */
-	if (!p2p_torrent_web_seeds(torrent, tlen, &s->web_seeds, &s->nweb) && s->nweb) {
+	if (!p2p_torrent_web_seeds(s->torrent, s->tlen, &s->web_seeds, &s->nweb) && s->nweb) {
 		add.no_url_list = true; /* peers first: see struct snap */
 		add.origin_last = !a->cfg->no_fill; /* what only the mirror has comes over HTTP (fill.c) */
 	}
@@ -312,7 +299,37 @@ static struct snap *snap_add(struct agent *a, json_t *meta, const unsigned char 
 	free(idx);
 	free(have);
 	p2p_file_list_release(&l);
-	if (r) {
+	return r;
+}
+
+/* agent_snap_add; whole: the snapshot was verified in the cache before (a restart). One wanted whole
+ * is added in seed mode: no recheck of every file up front, each piece verified when first read or
+ * asked for (p2p_session_have_range reads seed-mode pieces back from the file); one of some files
+ * with their pieces given as had, each read back from the file before a read may have it. */
+static struct snap *snap_add(struct agent *a, json_t *meta, const unsigned char *torrent, size_t tlen, bool recalled,
+			     bool whole, const char *asked, json_t *want, json_t **name, char **errmsg)
+{
+	struct snap *s;
+	char btih[41];
+
+	if (p2p_torrent_info_hash(torrent, tlen, btih, errmsg)) {
+		json_decref(meta);
+		return NULL;
+	}
+	if ((s = agent_snap_find(a, btih))) {
+		/* the same files under another name (a twin, another ref): its own entry, the same bytes */
+		size_t before = json_array_size(s->names);
+		json_t *nm = add_name(s, meta, asked);
+		if (name)
+			*name = nm;
+		if (json_array_size(s->names) != before)
+			agent_snap_remember(a, s);
+		json_decref(meta);
+		agent_snap_want(a, s, want);
+		return s;
+	}
+	s = snap_new(a, meta, torrent, tlen, btih, recalled, asked, want, name);
+	if (snap_start(a, s, whole, errmsg)) {
 		agent_snap_free(s);
 		return NULL;
 	}
