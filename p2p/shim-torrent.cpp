@@ -173,6 +173,48 @@ void hash_worker(hashing &hs)
 		hash_file(hs, hs.files[i], buf);
 }
 
+/* SHA-1 + SHA-256 of every byte, one thread per core (the files are usually in the page cache: just
+ * written). */
+void hash_all(hashing &hs)
+{
+	unsigned cores = std::clamp(std::thread::hardware_concurrency(), 1u, 8u);
+	std::vector<std::thread> workers;
+
+	try {
+		for (unsigned t = 1; t < cores && t < hs.files.size(); t++)
+			workers.emplace_back(hash_worker, std::ref(hs));
+	} catch (...) {
+		/* no more threads: the ones started and this one do the work */
+	}
+	hash_worker(hs);
+	for (std::thread &w : workers)
+		w.join();
+}
+
+/* The torrent as a client loaded it holds every path of want unchanged, and is hybrid: 0, or an error
+ * with *errmsg. */
+int loads_back_same(lt::torrent_info const &ti, std::vector<std::string> const &want, char **errmsg)
+{
+	lt::file_storage const &got = ti.files();
+	std::unordered_set<std::string> loaded;
+
+	for (lt::file_index_t i : got.file_range())
+		if (!got.pad_file_at(i))
+			loaded.insert(got.file_path(i));
+	for (std::string const &w : want) {
+		if (!loaded.count(w)) {
+			set_err(errmsg, "path " + quoted(w) +
+						" would be renamed by BitTorrent clients (libtorrent sanitises it)");
+			return HM_ERR_PATH_UNSAFE;
+		}
+	}
+	if (loaded.size() != want.size() || !ti.info_hashes().has_v1() || !ti.info_hashes().has_v2()) {
+		set_err(errmsg, "generated torrent does not load back as the same hybrid torrent");
+		return HM_ERR_TORRENT;
+	}
+	return 0;
+}
+
 } // namespace
 
 /*
@@ -219,19 +261,7 @@ extern "C" int p2p__torrent_build(const char *name, const char *const *paths, co
 			hs.files.push_back(static_cast<int>(i));
 		}
 
-		/* SHA-1 + SHA-256 of every byte, one thread per core (the files are usually in the page
-		 * cache: just written). */
-		unsigned cores = std::clamp(std::thread::hardware_concurrency(), 1u, 8u);
-		std::vector<std::thread> workers;
-		try {
-			for (unsigned t = 1; t < cores && t < hs.files.size(); t++)
-				workers.emplace_back(hash_worker, std::ref(hs));
-		} catch (...) {
-			/* no more threads: the ones started and this one do the work */
-		}
-		hash_worker(hs);
-		for (std::thread &w : workers)
-			w.join();
+		hash_all(hs);
 		if (hs.failed) {
 			set_err(errmsg, "hashing \"" + std::string(name) + "\": " + hs.message);
 			return hs.error;
@@ -258,22 +288,8 @@ extern "C" int p2p__torrent_build(const char *name, const char *const *paths, co
 		lt::load_torrent_limits lim = limits_for(buf.size(), 10000000);
 		lt::torrent_info ti(lt::span<char const>(buf.data(), static_cast<std::ptrdiff_t>(buf.size())), lim,
 				    lt::from_span);
-		lt::file_storage const &got = ti.files();
-		std::unordered_set<std::string> loaded;
-		for (lt::file_index_t i : got.file_range())
-			if (!got.pad_file_at(i))
-				loaded.insert(got.file_path(i));
-		for (std::string const &w : want) {
-			if (!loaded.count(w)) {
-				set_err(errmsg, "path " + quoted(w) +
-						" would be renamed by BitTorrent clients (libtorrent sanitises it)");
-				return HM_ERR_PATH_UNSAFE;
-			}
-		}
-		if (loaded.size() != want.size() || !ti.info_hashes().has_v1() || !ti.info_hashes().has_v2()) {
-			set_err(errmsg, "generated torrent does not load back as the same hybrid torrent");
-			return HM_ERR_TORRENT;
-		}
+		if (int r = loads_back_same(ti, want, errmsg))
+			return r;
 
 		out->len = buf.size();
 		out->data = static_cast<unsigned char *>(xmalloc(buf.size()));
