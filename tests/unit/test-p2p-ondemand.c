@@ -416,7 +416,11 @@ static void some_config_only(struct some *s)
 	CHECK(st.total_wanted < s->l.piece_size + 1);
 	CHECK_INT(st.held, sizes[F_CONFIG]);
 	CHECK_INT(p2p_session_have_range(s->f, tor.btih, idx[F_CONFIG], 0, sizes[F_CONFIG]), 1);
-	CHECK(same_file(src[F_CONFIG], bpath[F_CONFIG]));
+	{
+		char *fcfg = xasprintf("%s/OnDemand/%s", s->fdir, rel[F_CONFIG]); /* F's own copy */
+		CHECK(same_file(src[F_CONFIG], fcfg));
+		free(fcfg);
+	}
 	s->had = xcalloc((size_t)s->l.pieces, 1);
 	CHECK_INT(p2p_session_pieces_had(s->f, tor.btih, s->had, NULL, s->l.pieces), 0);
 	pieces_of(&s->l, F_MODEL, &first, &last);
