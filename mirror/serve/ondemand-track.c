@@ -96,6 +96,7 @@ struct track_job {
 	char *hub, *type, *name, *by;
 	int result;             /* 0: tracked and listed */
 	char *message;          /* why not */
+	mirror_ondemand_refuse_fn refuse; /* the front's refusal, in its hub's style */
 };
 
 static void track_work(void *ud)
@@ -179,19 +180,6 @@ out:
 		free(err);
 }
 
-/* A refusal in the hub's own shape, with Retry-After. */
-static void refuse(struct httpd_req *req, const char *hub, int status, const char *retry_after, const char *msg)
-{
-	httpd_add_header(req, "Retry-After", retry_after);
-	if (!strcmp(hub, "ms")) {
-		mirror__respond_json(req, status, mirror__ms_envelope_json(status, NULL, msg));
-		return;
-	}
-	httpd_add_header(req, "X-Error-Message", msg);
-	httpd_add_header(req, "Access-Control-Allow-Origin", "*");
-	mirror__respond_json(req, status, json_pack("{s:s}", "error", msg));
-}
-
 static void track_done(void *ud, struct httpd_req *req)
 {
 	struct track_job *j = ud;
@@ -207,16 +195,10 @@ static void track_done(void *ud, struct httpd_req *req)
 		if (!j->result) {
 			mirror__dispatch(j->rt, req); /* now tracked: answered as any repo */
 		} else if (j->result == HM_ERR_QUOTA) {
-			refuse(req, j->hub, 503, "600", j->message);
-		} else if (!strcmp(j->hub, "ms")) {
-			char *m = xasprintf("%s %s not found", j->type, j->name);
-			mirror__respond_json(req, 404, mirror__ms_envelope_json(404, NULL, m));
-			free(m);
+			httpd_add_header(req, "Retry-After", "600");
+			j->refuse(req, 503, j->type, j->name, j->message);
 		} else {
-			httpd_add_header(req, "X-Error-Code", "RepoNotFound");
-			httpd_add_header(req, "X-Error-Message", "Repository not found");
-			httpd_add_header(req, "Access-Control-Allow-Origin", "*");
-			mirror__respond_json(req, 404, json_pack("{s:s}", "error", "Repository not found"));
+			j->refuse(req, 404, j->type, j->name, NULL);
 		}
 	}
 	free(j->hub);
@@ -228,7 +210,7 @@ static void track_done(void *ud, struct httpd_req *req)
 }
 
 int mirror_ondemand_track(struct mirror_routes *rt, struct httpd_req *req, const char *hub, const char *type,
-			  const char *name)
+			  const char *name, mirror_ondemand_refuse_fn refuse)
 {
 	struct mirror_ondemand *od = rt->ondemand;
 	struct track_job *j;
@@ -250,7 +232,8 @@ int mirror_ondemand_track(struct mirror_routes *rt, struct httpd_req *req, const
 			od->refused_busy++;
 		else
 			od->refused_rate++;
-		refuse(req, hub, busy ? 503 : 429, busy ? "2" : "60",
+		httpd_add_header(req, "Retry-After", busy ? "2" : "60");
+		refuse(req, busy ? 503 : 429, type, name,
 		       busy ? "the mirror is listing another repository on demand; ask again shortly"
 			    : "too many repositories asked for on demand this minute; ask again later");
 		return 1;
@@ -265,6 +248,7 @@ int mirror_ondemand_track(struct mirror_routes *rt, struct httpd_req *req, const
 	j->type = xstrdup(type);
 	j->name = xstrdup(name);
 	j->by = xstrdup(httpd_peer(req));
+	j->refuse = refuse;
 	httpd_defer(req, track_work, track_done, j);
 	return 1;
 }

@@ -59,6 +59,12 @@ void mirror_ondemand_free(struct mirror_ondemand **od);
 /* Does a pattern cover the repo (hub "hf"/"ms", type "model"/"dataset", name org/name)? */
 bool mirror_ondemand_covers(const struct mirror_ondemand *od, const char *hub, const char *type, const char *name);
 
+/* How the front that asked answers a request the engine refuses, in its hub's own style: status 404
+ * (the repository, type and name, is nowhere; msg NULL), 429 or 503 (msg says why; the engine has set
+ * Retry-After). The engine knows no hub's error format. */
+typedef void (*mirror_ondemand_refuse_fn)(struct httpd_req *req, int status, const char *type, const char *name,
+					  const char *msg);
+
 /* The repo is not tracked: when a pattern covers it and it was not tried in the last minute, track
  * and list it on a worker and answer req afterwards as if it had been tracked all along (1: req is
  * taken); else 0 (the caller answers "not found"). One listing runs at a time, and at most 60 start
@@ -67,7 +73,7 @@ bool mirror_ondemand_covers(const struct mirror_ondemand *od, const char *hub, c
  * listing that fails leaves no row behind. A fetch that would take the store past its quota
  * (mirror_ondemand_config.quota_bytes) is not started (the caller answers 503). */
 int mirror_ondemand_track(struct mirror_routes *rt, struct httpd_req *req, const char *hub, const char *type,
-			  const char *name);
+			  const char *name, mirror_ondemand_refuse_fn refuse);
 
 /* An instance wants the whole snapshot of a repo tracked on demand (its torrent, for mount or
  * pull) while it is provisional: run the sync of it now, as a child process (`hubmirror sync --local

@@ -124,6 +124,16 @@ void hf__error(struct httpd_req *req, int status, const char *code, const char *
 	mirror__respond_json(req, status, o);
 }
 
+void mirror__hf_refuse(struct httpd_req *req, int status, const char *type, const char *name, const char *msg)
+{
+	(void)type;
+	(void)name;
+	if (status == 404)
+		hf__error(req, 404, "RepoNotFound", "Repository not found", NULL);
+	else
+		hf__error(req, status, NULL, msg, NULL);
+}
+
 /* hf__error for a deferred answer (on a worker): the same answer; CORS was added on the loop. */
 void hf__job_error(struct mirror__job *j, int status, const char *code, const char *msg, const char *commit)
 {
@@ -265,7 +275,7 @@ int hf__resolve_how(struct hfreq *h, const char *rev, bool lite)
 		mirror__tier_headers(h->req, &h->repo);
 	if (!r)
 		return 0;
-	if (r == HM_ERR_NOT_FOUND && !found && mirror_ondemand_track(h->rt, h->req, "hf", h->type, h->name)) {
+	if (r == HM_ERR_NOT_FOUND && !found && mirror_ondemand_track(h->rt, h->req, "hf", h->type, h->name, mirror__hf_refuse)) {
 		/* fetched on demand: answered once it is listed */
 	} else if (r == HM_ERR_NOT_FOUND && !found) {
 		hf__error(h->req, 404, "RepoNotFound", "Repository not found", NULL);

@@ -116,6 +116,10 @@ int mirror__route_catalog(struct mirror_routes *rt, struct httpd_req *req, const
 int mirror__route_admin(struct mirror_routes *rt, struct httpd_req *req, const char *rest, const char *arg);
 /* ModelScope's answer envelope {Code, Message, Success, Data, RequestId} (routes-ms.c). */
 json_t *mirror__ms_envelope_json(int status, json_t *data, const char *message);
+/* The on-demand engine's refusals (mirror_ondemand_refuse_fn) in each hub's own style: the Hugging Face
+ * Hub's error headers and body (routes-hf.c), ModelScope's envelope (routes-ms.c). */
+void mirror__hf_refuse(struct httpd_req *req, int status, const char *type, const char *name, const char *msg);
+void mirror__ms_refuse(struct httpd_req *req, int status, const char *type, const char *name, const char *msg);
 
 /* Route req again from the start (an answer that had to wait for an on-demand listing). */
 int mirror__dispatch(struct mirror_routes *rt, struct httpd_req *req);

@@ -45,6 +45,14 @@ json_t *mirror__ms_envelope_json(int status, json_t *data, const char *message)
 			 data ? data : json_null(), "Message", message, "RequestId", rid);
 }
 
+void mirror__ms_refuse(struct httpd_req *req, int status, const char *type, const char *name, const char *msg)
+{
+	char *m = status == 404 ? xasprintf("%s %s not found", type, name) : NULL;
+
+	mirror__respond_json(req, status, mirror__ms_envelope_json(status, NULL, m ? m : msg));
+	free(m);
+}
+
 static void ms_envelope(struct httpd_req *req, int status, json_t *data, const char *message)
 {
 	mirror__respond_json(req, status, mirror__ms_envelope_json(status, data, message));
@@ -117,7 +125,7 @@ static int ms_resolve(struct msreq *m)
 		mirror_ondemand_touch(m->rt, m->repo.id);
 	if (found)
 		mirror__tier_headers(m->req, &m->repo);
-	if (r == HM_ERR_NOT_FOUND && !found && mirror_ondemand_track(m->rt, m->req, "ms", m->type, m->name)) {
+	if (r == HM_ERR_NOT_FOUND && !found && mirror_ondemand_track(m->rt, m->req, "ms", m->type, m->name, mirror__ms_refuse)) {
 		/* fetched on demand: answered once it is listed */
 	} else if (r && !(r == HM_ERR_NOT_FOUND && found && ms_refused(m))) {
 		char *msg = !found ? xasprintf("%s %s not found", m->type, m->name)

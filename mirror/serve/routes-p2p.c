@@ -329,7 +329,7 @@ static void torrent(struct mirror_routes *rt, struct httpd_req *req, const char 
 		mirror__respond_json(req, 404, json_pack("{s:s}", "error", "repo not on this mirror"));
 		goto out;
 	}
-	if (r == HM_ERR_NOT_FOUND && !found && mirror_ondemand_track(rt, req, seg[0], seg[1], name))
+	if (r == HM_ERR_NOT_FOUND && !found && mirror_ondemand_track(rt, req, seg[0], seg[1], name, strcmp(seg[0], "ms") ? mirror__hf_refuse : mirror__ms_refuse))
 		goto out; /* fetched on demand: answered once it is listed */
 	if (r) {
 		mirror__respond_json(req, r == HM_ERR_NOT_FOUND ? 404 : 500, json_pack("{s:s}", "error",

@@ -91,6 +91,13 @@ check "a repo outside the patterns: 404" test "$(curl -s -o /dev/null -w '%{http
 check "... and upstream was not asked" test "$(stats | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["total"])')" = "$before"
 check "a repo upstream lacks: 404" test "$(curl -s -o /dev/null -w '%{http_code}' "$M/api/models/acme/nowhere")" = 404
 check "... and it is not tracked" bash -c "! '$HUBMIRROR' ls --json | grep -q acme/nowhere"
+# each front says so in its hub's own style (the engine knows neither)
+curl -s -D "$T/nf.h" -o "$T/nf.json" "$M/api/models/acme/nowhere2"
+check "... the Hugging Face way: RepoNotFound in X-Error-Code, an error body" bash -c "tr -d '\r' <'$T/nf.h' |
+	grep -qix 'x-error-code: RepoNotFound' && '$PY' -c 'import json,sys; assert json.load(open(sys.argv[1]))[\"error\"]' '$T/nf.json'"
+code=$(curl -s -o "$T/nf-ms.json" -w '%{http_code}' "$M/api/v1/models/acme/nowhere3")
+check "... and ModelScope's: 404 in its envelope, naming the repository" "$PY" -c '
+import json,sys; d=json.load(open(sys.argv[1])); assert sys.argv[2] == "404" and d["Code"] == 404 and not d["Success"] and "acme/nowhere3 not found" in d["Message"], d' "$T/nf-ms.json" "$code"
 
 # a client that looks before it downloads (huggingface_hub's HEAD): the size and ETags at once
 curl -fsS -X POST -d '{"match": "", "host": "cdn", "kind": "slow", "rate": 1000000, "count": 1}' "$FAKE_API/_fake/faults" >/dev/null
