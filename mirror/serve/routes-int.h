@@ -150,6 +150,8 @@ void mirror__tier_headers(struct httpd_req *req, const struct catalog_repo *r);
 bool mirror__access_check(struct mirror_routes *rt, struct httpd_req *req, const char *hub, const char *type,
 			  const char *name, const char *style);
 
+/* ---- JSON answers (respond.c) ---- */
+
 /* Send body (consumed) as compact JSON. */
 void mirror__respond_json(struct httpd_req *req, int status, json_t *body);
 /* The two halves of it: body (consumed) as compact JSON text (malloc'd; NULL when body is NULL, e.g.
