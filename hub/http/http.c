@@ -26,7 +26,6 @@ struct hub_http {
 	char *user_agent;
 	size_t active;
 	uint64_t attempts;
-	uint64_t bytes;
 	uint64_t rng;
 	uint64_t ratelimit_until;     /* uv_now of the latest end of a wait upstream asked for (429) */
 	struct sock_ctx *socks;
@@ -203,7 +202,6 @@ static size_t on_write(char *data, size_t size, size_t n, void *ud)
 
 	if (!r->delivering)
 		return len; /* the body of a redirect or of an answer we retry: drop it */
-	r->h->bytes += len;
 	if (r->o.on_body) {
 		int e = r->o.on_body(r->o.ud, data, len);
 		if (e) {
@@ -551,11 +549,6 @@ double hub_http_ratelimit_wait(const struct hub_http *h)
 uint64_t hub_http_attempts(const struct hub_http *h)
 {
 	return h->attempts;
-}
-
-uint64_t hub_http_bytes(const struct hub_http *h)
-{
-	return h->bytes;
 }
 
 /* ---- curl <-> libuv glue --------------------------------------------------------------------- */

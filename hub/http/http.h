@@ -98,12 +98,11 @@ void hub_http_cancel(struct hub_http_req *req);
 /* Number of requests started and not yet done. */
 size_t hub_http_active(const struct hub_http *h);
 
-/* Stats since creation: attempts sent (including retries and redirects) and body bytes received. */
+/* Stats since creation: attempts sent (including retries and redirects). */
 uint64_t hub_http_attempts(const struct hub_http *h);
 /* Seconds left of the longest wait upstream asked for (429 with Retry-After), 0 when none: a progress
  * line says "waiting" instead of standing still. */
 double hub_http_ratelimit_wait(const struct hub_http *h);
-uint64_t hub_http_bytes(const struct hub_http *h);
 
 /* Free the layer once no request is active (close its handles; run the loop after to finish).
  * Accepts NULL and *h == NULL. */

@@ -21,7 +21,6 @@
 
 const char *httpd_method(const struct httpd_req *r) { return r->method; }
 bool httpd_is_tls(const struct httpd_req *r) { return r->c->ssl != NULL; }
-bool httpd_is_head(const struct httpd_req *r) { return r->head; }
 const char *httpd_path(const struct httpd_req *r) { return r->path; }
 const char *httpd_query(const struct httpd_req *r) { return r->query; }
 const char *httpd_peer(const struct httpd_req *r) { return r->c->peer; }

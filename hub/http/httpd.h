@@ -112,7 +112,6 @@ void httpd_get_stats(const struct httpd *h, struct httpd_stats *out);
 
 const char *httpd_method(const struct httpd_req *r);       /* "GET", "HEAD", ... */
 bool httpd_is_tls(const struct httpd_req *r);              /* it came over TLS (https) */
-bool httpd_is_head(const struct httpd_req *r);
 const char *httpd_path(const struct httpd_req *r);         /* raw (still percent-encoded), no query */
 const char *httpd_query(const struct httpd_req *r);        /* raw query without '?', or NULL */
 /* Parse a Range header value (h may be NULL) against a body of size bytes: 1 with [*a, *b] set (inside
