@@ -9,6 +9,7 @@
 #include <stdlib.h>
 
 #include "base/err.h"
+#include "base/str.h"
 #include "base/xmalloc.h"
 #include "http/httpd.h"
 #include "hub.h"
@@ -68,7 +69,7 @@ static char *spec_of_url(const char *s)
 		{ "huggingface.co/", false }, { "www.huggingface.co/", false }, { "hf.co/", false },
 		{ "modelscope.cn/", true }, { "www.modelscope.cn/", true },
 	};
-	const char *p = !strncmp(s, "https://", 8) ? s + 8 : !strncmp(s, "http://", 7) ? s + 7 : NULL;
+	const char *p = skip_prefix(s, "https://") ? skip_prefix(s, "https://") : skip_prefix(s, "http://");
 	char *path = NULL, *seg[6] = { 0 }, *save = NULL, *t, *out = NULL;
 	size_t n = 0, i = 0;
 	bool ms = false, dataset = false;
@@ -118,19 +119,18 @@ int hub_spec_parse(const char *s, struct hub_spec *out)
 		free(from_url);
 		return r;
 	}
-	if (!strncmp(s, "hf:", 3))
+	if ((rest = skip_prefix(s, "hf:")))
 		spec.hub = HUB_HF;
-	else if (!strncmp(s, "ms:", 3))
+	else if ((rest = skip_prefix(s, "ms:")))
 		spec.hub = HUB_MS;
 	else
 		return HM_ERR_BAD_SPEC;
-	rest = s + 3;
 	spec.type = HUB_MODEL;
-	if (!strncmp(rest, "datasets/", 9)) {
+	if ((at = skip_prefix(rest, "datasets/"))) {
 		spec.type = HUB_DATASET;
-		rest += 9;
-	} else if (!strncmp(rest, "models/", 7)) {
-		rest += 7;
+		rest = at;
+	} else if ((at = skip_prefix(rest, "models/"))) {
+		rest = at;
 	}
 	at = strchr(rest, '@');
 	name = at ? xstrndup(rest, (size_t)(at - rest)) : xstrdup(rest);
@@ -157,7 +157,7 @@ char *hub_spec_format(const struct hub_spec *spec, int with_rev)
 	/* A model whose owner is called "models" or "datasets" keeps an explicit "models/": without it
 	 * the owner would read as the type prefix (found by tests/fuzz/fuzz-spec). */
 	bool ambiguous = spec->type == HUB_MODEL &&
-			 (!strncmp(spec->name, "models/", 7) || !strncmp(spec->name, "datasets/", 9));
+			 (skip_prefix(spec->name, "models/") || skip_prefix(spec->name, "datasets/"));
 
 	return xasprintf("%s:%s%s%s%s", hub_kind_name(spec->hub),
 			 spec->type == HUB_DATASET ? "datasets/" : ambiguous ? "models/" : "", spec->name,

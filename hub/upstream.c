@@ -12,6 +12,7 @@
 #include "base/hex.h"
 #include "base/log.h"
 #include "base/path.h"
+#include "base/str.h"
 #include "base/xmalloc.h"
 #include "upstream-int.h"
 
@@ -49,7 +50,7 @@ int hub_client_new(struct hub_http *http, const struct hub_client_config *cfg, s
 
 	/* Checked here so that no request built from them can fail to start later. */
 	for (int i = 0; i < 2; i++)
-		if (bases[i] && strncmp(bases[i], "http://", 7) && strncmp(bases[i], "https://", 8))
+		if (bases[i] && !skip_prefix(bases[i], "http://") && !skip_prefix(bases[i], "https://"))
 			return -EINVAL;
 	c = xcalloc(1, sizeof(*c));
 	c->http = http;
@@ -323,7 +324,7 @@ void upstream__request_json(struct fetch *f, const char *url,
 /* Is the revision a name that may be a tag (not main/master, not a commit id, not refs/...)? */
 bool upstream__maybe_tag(const char *rev)
 {
-	return strcmp(rev, "main") && strcmp(rev, "master") && !hex_is_lower(rev, 40) && strncmp(rev, "refs/", 5);
+	return strcmp(rev, "main") && strcmp(rev, "master") && !hex_is_lower(rev, 40) && !skip_prefix(rev, "refs/");
 }
 
 /* The answer to "is the revision a tag?" (HF refs, ModelScope revisions): tags is the answer's list of

@@ -13,6 +13,7 @@
 #include "base/buf.h"
 #include "base/err.h"
 #include "base/log.h"
+#include "base/str.h"
 #include "base/xmalloc.h"
 #include "hubmirror-config.h"
 #include "http-int.h"
@@ -149,7 +150,7 @@ static size_t on_header(char *line, size_t size, size_t n, void *ud)
 	size_t len = size * n, klen;
 	const char *colon;
 
-	if (len >= 5 && !strncmp(line, "HTTP/", 5)) {
+	if (len >= 5 && skip_prefix(line, "HTTP/")) {
 		attempt_reset(r); /* a new status line: 1xx interim answers come before the real one */
 		return len;
 	}

@@ -11,6 +11,7 @@
 
 #include "base/buf.h"
 #include "base/hex.h"
+#include "base/str.h"
 #include "base/xmalloc.h"
 #include "httpd.h"
 
@@ -83,7 +84,7 @@ bool httpd_etag_matches(const char *inm, const char *etag)
 
 	if (!inm || !etag)
 		return false;
-	if (!strncmp(etag, "W/", 2))
+	if (skip_prefix(etag, "W/"))
 		etag += 2;
 	n = strlen(etag);
 	while (*inm) {
@@ -92,7 +93,7 @@ bool httpd_etag_matches(const char *inm, const char *etag)
 			inm++;
 		if (*inm == '*')
 			return true;
-		if (!strncmp(inm, "W/", 2))
+		if (skip_prefix(inm, "W/"))
 			inm += 2;
 		if (*inm != '"')
 			return false;

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "base/log.h"
+#include "base/str.h"
 #include "base/xmalloc.h"
 #include "httpd-int.h"
 
@@ -70,7 +71,7 @@ int httpd_new(uv_loop_t *loop, const struct httpd_config *cfg, struct httpd **ou
 	int namelen = sizeof(ss), r;
 
 	memset(&ss, 0, sizeof(ss));
-	if (!cfg->listen || strncmp(cfg->listen, "unix:", 5)) {
+	if (!cfg->listen || !skip_prefix(cfg->listen, "unix:")) {
 		r = parse_listen(cfg->listen ? cfg->listen : "127.0.0.1:8080", &ss);
 		if (r)
 			return r;
@@ -107,7 +108,7 @@ int httpd_new(uv_loop_t *loop, const struct httpd_config *cfg, struct httpd **ou
 		free(copy);
 	}
 	h->cfg.trusted_proxies = NULL; /* kept split in h->trusted */
-	if (cfg->listen && !strncmp(cfg->listen, "unix:", 5))
+	if (cfg->listen && skip_prefix(cfg->listen, "unix:"))
 		return listen_unix(h, cfg->listen + 5, out);
 	uv_tcp_init(loop, &h->listener);
 	h->listener.data = h;

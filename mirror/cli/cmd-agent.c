@@ -20,6 +20,7 @@
 
 #include "base/err.h"
 #include "base/path.h"
+#include "base/str.h"
 #include "base/xmalloc.h"
 #include "hub/cache.h"
 #include "hub/hub.h"
@@ -89,7 +90,7 @@ static bool process_gone(pid_t pid)
 	if (!(f = fopen(path, "r")))
 		return errno == ENOENT;
 	while (fgets(line, sizeof(line), f))
-		if (!strncmp(line, "State:", 6)) {
+		if (skip_prefix(line, "State:")) {
 			zombie = strchr(line, 'Z') != NULL;
 			break;
 		}

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/str.h"
 #include "base/xmalloc.h"
 #include "cli.h"
 #include "config.h"
@@ -36,9 +37,11 @@ static bool urls_ok(const char *v)
 	bool ok = true;
 
 	for (u = strtok_r(copy, ",", &save); u && ok; u = strtok_r(NULL, ",", &save)) {
+		const char *host;
 		while (*u == ' ')
 			u++;
-		ok = (!strncmp(u, "http://", 7) && u[7]) || (!strncmp(u, "https://", 8) && u[8]);
+		host = skip_prefix(u, "http://") ? skip_prefix(u, "http://") : skip_prefix(u, "https://");
+		ok = host && *host;
 	}
 	free(copy);
 	return ok;

@@ -11,6 +11,7 @@
 
 #include "base/buf.h"
 #include "base/path.h"
+#include "base/str.h"
 #include "base/xmalloc.h"
 #include "card.h"
 #include "hub/http/http.h"
@@ -38,7 +39,7 @@ static bool has_scheme(const char *u)
 {
 	const char *p = u;
 
-	if (!strncmp(u, "//", 2))
+	if (skip_prefix(u, "//"))
 		return true;
 	if (!isalpha((unsigned char)*p))
 		return false;
@@ -67,7 +68,7 @@ static char *repo_path(const char *url)
 	buf_init(&b);
 	for (seg = dec; *seg; ) {
 		size_t l = strcspn(seg, "/");
-		if (l == 2 && !strncmp(seg, "..", 2)) {
+		if (l == 2 && skip_prefix(seg, "..")) {
 			char *slash;
 			if (!b.len) {
 				buf_release(&b);

@@ -14,6 +14,7 @@
 
 #include "base/err.h"
 #include "base/log.h"
+#include "base/str.h"
 #include "base/xmalloc.h"
 #include "catalog/catalog.h"
 #include "hub/hub.h"
@@ -34,13 +35,13 @@ static void error(struct httpd_req *req, int status, const char *msg)
 
 static bool token_ok(const struct mirror_routes *rt, struct httpd_req *req, bool *given)
 {
-	const char *h = httpd_header(req, "Authorization");
+	const char *h = httpd_header(req, "Authorization"), *t = h ? skip_prefix(h, "Bearer ") : NULL;
 	unsigned char a[SHA256_DIGEST_LENGTH], b[SHA256_DIGEST_LENGTH];
 
-	*given = h && !strncmp(h, "Bearer ", 7) && h[7];
+	*given = t && *t;
 	if (!*given)
 		return false;
-	SHA256((const unsigned char *)h + 7, strlen(h + 7), a);
+	SHA256((const unsigned char *)t, strlen(t), a);
 	SHA256((const unsigned char *)rt->admin.token, strlen(rt->admin.token), b);
 	return CRYPTO_memcmp(a, b, sizeof(a)) == 0;
 }
@@ -269,10 +270,10 @@ int mirror__route_admin(struct mirror_routes *rt, struct httpd_req *req, const c
 		json_decref(b);
 	} else if (!strcmp(rest, "repos") && !strcmp(method, "POST")) {
 		admin_add(rt, req);
-	} else if (!strncmp(rest, "requests/", 9) && !strcmp(method, "POST")) {
-		mirror__admin_decide(rt, req, rest + 9);
-	} else if (!strncmp(rest, "repos/", 6) && !strcmp(method, "DELETE")) {
-		admin_remove(rt, req, rest + 6);
+	} else if (skip_prefix(rest, "requests/") && !strcmp(method, "POST")) {
+		mirror__admin_decide(rt, req, skip_prefix(rest, "requests/"));
+	} else if (skip_prefix(rest, "repos/") && !strcmp(method, "DELETE")) {
+		admin_remove(rt, req, skip_prefix(rest, "repos/"));
 	} else {
 		error(req, 404, "no such admin call (status, sync, sync/report, schedule, repos)");
 	}

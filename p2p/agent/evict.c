@@ -20,6 +20,7 @@
 
 #include "agent-int.h"
 #include "base/size.h"
+#include "base/str.h"
 #include "base/xmalloc.h"
 #include "p2p/p2p.h"
 
@@ -46,7 +47,7 @@ static int visit(const char *path, const struct stat *st, int type, struct FTW *
 	if (!S_ISREG(st->st_mode))
 		return 0;
 	if (st->st_nlink == 1 && ftw->level >= 1 && strlen(base) == 64 && ftw->base >= 10 &&
-	    !strncmp(path + ftw->base - 10, "by-sha256/", 10)) {
+	    skip_prefix(path + ftw->base - 10, "by-sha256/")) {
 		unlink(path); /* its snapshots are gone */
 		return 0;
 	}
