@@ -128,6 +128,119 @@ static json_t *mirror_files(const char *mirror, const struct hub_spec *spec, cha
 	}
 }
 
+/* The repository's lines from a mirror's catalog API answer o: what it is, where it stands, how to
+ * use it, its refs and snapshots. */
+static void print_remote_repo(json_t *o)
+{
+	char size[32], when[32];
+
+	cli_human_size(json_integer_value(json_object_get(o, "size")), size, sizeof(size));
+	cli_human_time(json_integer_value(json_object_get(o, "last_sync_at")), when, sizeof(when));
+	printf("%s\n  type        %s\n  revision    %s\n  commit      %s\n  files       %lld (%s)\n"
+	       "  status      %s\n  last sync   %s\n  use         %s\n  mount       %s\n",
+	       json_string_value(json_object_get(o, "spec")), json_string_value(json_object_get(o, "type")),
+	       json_string_value(json_object_get(o, "revision")),
+	       json_is_string(json_object_get(o, "commit")) ? json_string_value(json_object_get(o, "commit")) : "(not synced)",
+	       (long long)json_integer_value(json_object_get(o, "files")), size,
+	       json_string_value(json_object_get(o, "sync_status")), when,
+	       json_string_value(json_object_get(o, "endpoint_env")),
+	       json_string_value(json_object_get(o, "mount_command")));
+	if (json_is_string(json_object_get(o, "upstream_name")))
+		printf("  upstream    renamed to %s (both names work here)\n",
+		       json_string_value(json_object_get(o, "upstream_name")));
+	print_refs(json_object_get(o, "refs"));
+	print_snapshots(json_object_get(o, "snapshots"));
+}
+
+/* info --mirror: the repository from a mirror's catalog API (with files, its files too), printed or
+ * as JSON. Returns the command's exit code. */
+static int info_remote(const char *mirror, const struct hub_spec *spec, bool json, bool files)
+{
+	char *path = xasprintf("/api/catalog/repos/%s/%s/%s", hub_kind_name(spec->hub), hub_type_name(spec->type),
+			       spec->name);
+	json_t *o = cli_mirror_get(mirror, path), *fl = NULL;
+	char commit[41] = "";
+
+	free(path);
+	if (o && files && !(fl = mirror_files(mirror, spec, commit))) {
+		json_decref(o);
+		o = NULL;
+	}
+	if (!o)
+		return CLI_FAILED;
+	if (fl && json) {
+		json_object_set_new(o, "file_list", fl);
+		fl = NULL;
+	}
+	if (json)
+		cli_print_json(o);
+	else
+		print_remote_repo(o);
+	if (fl)
+		print_files(fl, commit[0] ? commit : NULL);
+	json_decref(fl);
+	json_decref(o);
+	return CLI_OK;
+}
+
+/* The files of repo's followed snapshot, or of the revision named (arg: the spec as typed, for the
+ * messages), as a JSON array in *out and the snapshot in *snap (id 0: tracked, never synced, no files).
+ * Returns the command's exit code, having said what went wrong. */
+static int local_files(struct mirror_data *data, const struct catalog_repo *repo, const char *arg,
+		       const char *revision, struct catalog_snapshot *snap, json_t **out)
+{
+	struct catalog_repo r2 = { 0 };
+	struct catalog_snapshot sn = { 0 };
+	bool found = false;
+	json_t *fl = json_array();
+	int r = CLI_FAILED;
+	int fe = catalog_resolve(data->catalog, repo->hub, repo->type, repo->name, revision, &r2, &sn, &found);
+
+	if (found)
+		catalog_repo_release(&r2);
+	if (fe == HM_ERR_NOT_FOUND && revision) {
+		fprintf(stderr, "hubmirror: %s: no revision '%s' here (see the refs 'hubmirror info' lists)\n", arg,
+			revision);
+		goto out;
+	}
+	if (fe == HM_ERR_NOT_FOUND)
+		sn.id = 0; /* tracked, never synced: no files */
+	else if (fe || catalog_snapshot_walk(data->catalog, sn.id, NULL, NULL, 0, file_to_json, fl)) {
+		fprintf(stderr, "hubmirror: catalog: %s\n", catalog_errmsg(data->catalog));
+		goto out;
+	}
+	*snap = sn;
+	*out = fl;
+	fl = NULL;
+	r = CLI_OK;
+out:
+	json_decref(fl);
+	return r;
+}
+
+/* The repository's lines from the local catalog (arg: the spec as typed): what it is, where it stands,
+ * what it follows and mirrors, its refs. */
+static void print_local_repo(struct mirror_data *data, const struct catalog_repo *repo, const char *arg)
+{
+	char size[32], when[32], added[32];
+	json_t *refs = json_array();
+
+	cli_human_size(repo->total_size, size, sizeof(size));
+	cli_human_time(repo->last_sync_at, when, sizeof(when));
+	cli_human_time(repo->added_at, added, sizeof(added));
+	printf("%s\n  type        %s\n  revision    %s\n  commit      %s\n  files       %lld (%s)\n"
+	       "  status      %s%s%s\n  last sync   %s\n  added       %s\n  include     %s\n  exclude     %s\n",
+	       arg, repo->type, repo->follow_rev, repo->head_commit ? repo->head_commit : "(not synced)",
+	       (long long)repo->file_count, size, repo->sync_status, repo->sync_error ? ": " : "",
+	       repo->sync_error ? repo->sync_error : "", when, added, repo->include_globs, repo->exclude_globs);
+	if (repo->upstream_name)
+		printf("  upstream    renamed to %s (both names work here)\n", repo->upstream_name);
+	printf("  mirrors     %s\n", repo->refs_policy);
+	catalog_refs_each(data->catalog, repo->id, ref_to_json, refs);
+	print_refs(refs);
+	json_decref(refs);
+}
+
 int cmd_info(int argc, char **argv)
 {
 	const struct cli_command *self = cli_find("info");
@@ -155,48 +268,9 @@ int cmd_info(int argc, char **argv)
 	}
 	mirror = dir ? NULL : cli_mirror_url(mirror);
 	if (mirror) {
-		char *path = xasprintf("/api/catalog/repos/%s/%s/%s", hub_kind_name(spec.hub), hub_type_name(spec.type),
-				       spec.name);
-		json_t *o = cli_mirror_get(mirror, path);
-		char commit[41] = "";
-		free(path);
-		if (o && files && !(fl = mirror_files(mirror, &spec, commit))) {
-			json_decref(o);
-			o = NULL;
-		}
+		r = info_remote(mirror, &spec, json, files);
 		hub_spec_release(&spec);
-		if (!o)
-			return CLI_FAILED;
-		if (fl && json) {
-			json_object_set_new(o, "file_list", fl);
-			fl = NULL;
-		}
-		if (json) {
-			cli_print_json(o);
-		} else {
-			char size[32], when[32];
-			cli_human_size(json_integer_value(json_object_get(o, "size")), size, sizeof(size));
-			cli_human_time(json_integer_value(json_object_get(o, "last_sync_at")), when, sizeof(when));
-			printf("%s\n  type        %s\n  revision    %s\n  commit      %s\n  files       %lld (%s)\n"
-			       "  status      %s\n  last sync   %s\n  use         %s\n  mount       %s\n",
-			       json_string_value(json_object_get(o, "spec")), json_string_value(json_object_get(o, "type")),
-			       json_string_value(json_object_get(o, "revision")),
-			       json_is_string(json_object_get(o, "commit")) ? json_string_value(json_object_get(o, "commit")) : "(not synced)",
-			       (long long)json_integer_value(json_object_get(o, "files")), size,
-			       json_string_value(json_object_get(o, "sync_status")), when,
-			       json_string_value(json_object_get(o, "endpoint_env")),
-			       json_string_value(json_object_get(o, "mount_command")));
-			if (json_is_string(json_object_get(o, "upstream_name")))
-				printf("  upstream    renamed to %s (both names work here)\n",
-				       json_string_value(json_object_get(o, "upstream_name")));
-			print_refs(json_object_get(o, "refs"));
-			print_snapshots(json_object_get(o, "snapshots"));
-		}
-		if (fl)
-			print_files(fl, commit[0] ? commit : NULL);
-		json_decref(fl);
-		json_decref(o);
-		return CLI_OK;
+		return r;
 	}
 	if (cli_open_data(dir, &data)) {
 		hub_spec_release(&spec);
@@ -208,26 +282,9 @@ int cmd_info(int argc, char **argv)
 		goto out;
 	}
 	if (files) {
-		/* the files of the followed snapshot, or of the revision named */
-		struct catalog_repo r2 = { 0 };
-		bool found = false;
-		int fe = catalog_resolve(data->catalog, repo.hub, repo.type, repo.name, spec.revision, &r2, &snap, &found);
-		if (found)
-			catalog_repo_release(&r2);
-		fl = json_array();
-		if (fe == HM_ERR_NOT_FOUND && spec.revision) {
-			fprintf(stderr, "hubmirror: %s: no revision '%s' here (see the refs 'hubmirror info' lists)\n",
-				argv[optind], spec.revision);
-			r = CLI_FAILED;
+		r = local_files(data, &repo, argv[optind], spec.revision, &snap, &fl);
+		if (r)
 			goto out;
-		}
-		if (fe == HM_ERR_NOT_FOUND)
-			snap.id = 0; /* tracked, never synced: no files */
-		else if (fe || catalog_snapshot_walk(data->catalog, snap.id, NULL, NULL, 0, file_to_json, fl)) {
-			fprintf(stderr, "hubmirror: catalog: %s\n", catalog_errmsg(data->catalog));
-			r = CLI_FAILED;
-			goto out;
-		}
 	}
 	snaps = json_array();
 	if (catalog_snapshots_each(data->catalog, repo.id, snap_to_json, snaps)) {
@@ -242,22 +299,7 @@ int cmd_info(int argc, char **argv)
 		cli_print_json(o);
 		json_decref(o);
 	} else {
-		char size[32], when[32], added[32];
-		json_t *refs = json_array();
-		cli_human_size(repo.total_size, size, sizeof(size));
-		cli_human_time(repo.last_sync_at, when, sizeof(when));
-		cli_human_time(repo.added_at, added, sizeof(added));
-		printf("%s\n  type        %s\n  revision    %s\n  commit      %s\n  files       %lld (%s)\n"
-		       "  status      %s%s%s\n  last sync   %s\n  added       %s\n  include     %s\n  exclude     %s\n",
-		       argv[optind], repo.type, repo.follow_rev, repo.head_commit ? repo.head_commit : "(not synced)",
-		       (long long)repo.file_count, size, repo.sync_status, repo.sync_error ? ": " : "",
-		       repo.sync_error ? repo.sync_error : "", when, added, repo.include_globs, repo.exclude_globs);
-		if (repo.upstream_name)
-			printf("  upstream    renamed to %s (both names work here)\n", repo.upstream_name);
-		printf("  mirrors     %s\n", repo.refs_policy);
-		catalog_refs_each(data->catalog, repo.id, ref_to_json, refs);
-		print_refs(refs);
-		json_decref(refs);
+		print_local_repo(data, &repo, argv[optind]);
 		print_snapshots(snaps);
 		if (fl)
 			print_files(fl, snap.id ? snap.commit : NULL);

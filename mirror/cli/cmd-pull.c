@@ -237,110 +237,106 @@ static int follow(const char *socket, json_t *want, bool as_json)
 	}
 }
 
-int cmd_pull(int argc, char **argv)
+/* Every operand from argv[first] on is a SPEC of an org/name (a bare legacy name has no snapshot
+ * torrent). Returns CLI_OK, or CLI_USAGE after saying which one is not. */
+static int check_specs(const struct cli_command *self, int first, int argc, char **argv)
 {
-	const struct cli_command *self = cli_find("pull");
-	struct cli_agent_opts o = { .command = "pull", .socket = agent_socket_default() };
-	bool pin = false, as_json = false;
-	json_t *want = json_array(), *ans, *w, *inc = json_array(), *exc = json_array();
-	size_t i;
-	int r = CLI_OK;
-	const struct cli_flag flags[] = { CLI_AGENT_FLAGS(&o), CLI_BOOL("pin", &pin), CLI_BOOL("json", &as_json),
-					  CLI_FN("include", inc, cli_take_pattern), CLI_FN("exclude", exc, cli_take_pattern),
-					  CLI_END };
-
-	if (cli_parse_flags(self, argc, argv, flags))
-		r = CLI_USAGE;
-	else if (optind >= argc)
-		r = cli_usage_error(self, "give one or more SPECs");
-	if (r) {
-		json_decref(want);
-		json_decref(inc);
-		json_decref(exc);
-		return CLI_USAGE;
-	}
-	for (int k = optind; k < argc; k++) {
+	for (int k = first; k < argc; k++) {
 		struct hub_spec spec;
 		bool ok = !hub_spec_parse(argv[k], &spec);
 		if (ok) {
-			ok = strchr(spec.name, '/') != NULL; /* org/name: a bare legacy name has no snapshot torrent */
+			ok = strchr(spec.name, '/') != NULL;
 			hub_spec_release(&spec);
 		}
-		if (!ok) {
-			json_decref(want);
-			json_decref(inc);
-			json_decref(exc);
+		if (!ok)
 			return cli_usage_error(self, "'%s' is not a SPEC like hf:org/name[@rev]", argv[k]);
-		}
 	}
-	o.mirror = cli_mirror_url(o.mirror);
-	for (int k = optind; k < argc; k++) {
-		json_t *req = cli_agent_request(argv[k], &o);
-		int pr;
-		ans = NULL;
-		json_object_set_new(req, "pin", json_boolean(pin));
-		if (json_array_size(inc))
-			json_object_set(req, "include", inc);
-		if (json_array_size(exc))
-			json_object_set(req, "exclude", exc);
-		pr = cli_agent_post(&o, "/v1/pull", req, &ans);
-		json_decref(req);
-		if (pr == CLI_USAGE) {
-			r = pr; /* said already; nothing else to follow */
-			json_decref(ans);
-			break;
+	return CLI_OK;
+}
+
+/* The want entry of spec from the agent's answer ans: what it pulls (the snapshot's spec, revision,
+ * btih and commit, the link's id) and, when offline, why and what it uses instead. */
+static json_t *want_entry(const char *spec, json_t *ans)
+{
+	json_t *got = json_pack("{s:s, s:O, s:O, s:O, s:O, s:O}", "spec", spec, "canon", json_object_get(ans, "spec"),
+				"revision", json_object_get(ans, "revision"), "btih", json_object_get(ans, "btih"),
+				"commit", json_object_get(ans, "commit"), "link", json_object_get(ans, "link"));
+
+	if (json_object_get(ans, "offline")) {
+		/* --json says it on each line of that spec: {why, revision, commit, synced_at} */
+		json_t *off = json_deep_copy(json_object_get(ans, "offline_using"));
+		if (!json_is_object(off)) {
+			json_decref(off);
+			off = json_object();
 		}
-		if (pr) {
-			/* said on stderr; the other specs go on, and the end says each one's outcome */
-			json_array_append_new(want, json_pack("{s:s, s:s}", "spec", argv[k], "error", "refused (see above)"));
-			r = CLI_FAILED;
-		} else {
-			json_t *got = json_pack("{s:s, s:O, s:O, s:O, s:O, s:O}", "spec", argv[k], "canon",
-					      json_object_get(ans, "spec"), "revision", json_object_get(ans, "revision"), "btih",
-					      json_object_get(ans, "btih"), "commit", json_object_get(ans, "commit"), "link",
-					      json_object_get(ans, "link"));
-			if (json_object_get(ans, "offline")) {
-				/* --json says it on each line of that spec: {why, revision, commit, synced_at} */
-				json_t *off = json_deep_copy(json_object_get(ans, "offline_using"));
-				if (!json_is_object(off)) {
-					json_decref(off);
-					off = json_object();
-				}
-				json_object_set(off, "why", json_object_get(ans, "offline"));
-				json_object_set_new(got, "offline", off);
-			}
-			json_array_append_new(want, got);
-			cli_agent_offline_note(argv[k], ans);
-		}
+		json_object_set(off, "why", json_object_get(ans, "offline"));
+		json_object_set_new(got, "offline", off);
+	}
+	return got;
+}
+
+/* Asks the agent to pull spec, and appends what it pulls, or that it refused, to want. Returns
+ * CLI_OK, CLI_FAILED when the agent refused (said on stderr; the other specs go on, and the end says
+ * each one's outcome), or CLI_USAGE (said already; nothing else to follow). */
+static int request_pull(const struct cli_agent_opts *o, const char *spec, bool pin, json_t *inc, json_t *exc,
+			json_t *want)
+{
+	json_t *req = cli_agent_request(spec, o), *ans = NULL;
+	int pr;
+
+	json_object_set_new(req, "pin", json_boolean(pin));
+	if (json_array_size(inc))
+		json_object_set(req, "include", inc);
+	if (json_array_size(exc))
+		json_object_set(req, "exclude", exc);
+	pr = cli_agent_post(o, "/v1/pull", req, &ans);
+	json_decref(req);
+	if (pr == CLI_USAGE) {
 		json_decref(ans);
+		return CLI_USAGE;
 	}
-	{
-		/* a Ctrl-C while following: the agent goes on, and says where the files will be */
-		struct buf note;
-		buf_init(&note);
-		json_array_foreach(want, i, w) {
-			char *path = json_object_get(w, "error") ? NULL : snapshot_path(w, &o);
-			if (path) {
-				json_object_set_new(w, "path", json_string(path));
-				buf_addf(&note, "%s%s -> %s", note.len ? ", " : "", json_string_value(json_object_get(w, "spec")), path);
-			}
-			free(path);
+	if (pr) {
+		json_array_append_new(want, json_pack("{s:s, s:s}", "spec", spec, "error", "refused (see above)"));
+	} else {
+		json_array_append_new(want, want_entry(spec, ans));
+		cli_agent_offline_note(spec, ans);
+	}
+	json_decref(ans);
+	return pr ? CLI_FAILED : CLI_OK;
+}
+
+/* Records in want where each snapshot's files will be, and prepares what a Ctrl-C while following
+ * says: the agent goes on, and links them there. */
+static void prepare_interrupt_note(json_t *want, const struct cli_agent_opts *o)
+{
+	struct buf note;
+	json_t *w;
+	size_t i;
+
+	buf_init(&note);
+	json_array_foreach(want, i, w) {
+		char *path = json_object_get(w, "error") ? NULL : snapshot_path(w, o);
+		if (path) {
+			json_object_set_new(w, "path", json_string(path));
+			buf_addf(&note, "%s%s -> %s", note.len ? ", " : "", json_string_value(json_object_get(w, "spec")), path);
 		}
-		interrupt_note = xasprintf("\nhubmirror: stopped following; the agent carries on and links %s once every "
-					   "byte is verified ('hubmirror status' shows how far)\n",
-					   note.len ? note.data : "the snapshots");
-		buf_release(&note);
+		free(path);
 	}
-	if (r != CLI_USAGE && json_array_size(want)) {
-		int fr;
-		signal(SIGINT, on_interrupt);
-		signal(SIGTERM, on_interrupt);
-		fr = follow(o.socket, want, as_json);
-		signal(SIGINT, SIG_DFL);
-		signal(SIGTERM, SIG_DFL);
-		if (fr)
-			r = fr;
-	}
+	interrupt_note = xasprintf("\nhubmirror: stopped following; the agent carries on and links %s once every "
+				   "byte is verified ('hubmirror status' shows how far)\n",
+				   note.len ? note.data : "the snapshots");
+	buf_release(&note);
+}
+
+/* Says each spec's outcome: its error on stderr (unless said already), and "failed SPEC" or a JSON line
+ * on stdout; without --json, "pulled SPEC @ COMMIT" for each one done. Returns CLI_FAILED when any
+ * failed, else CLI_OK. */
+static int report_outcomes(json_t *want, bool as_json)
+{
+	int r = CLI_OK;
+	json_t *w;
+	size_t i;
+
 	json_array_foreach(want, i, w) {
 		const char *e = json_string_value(json_object_get(w, "error"));
 		if (e) {
@@ -370,6 +366,52 @@ int cmd_pull(int argc, char **argv)
 			       path ? ": " : "", path ? path : "");
 		}
 	}
+	return r;
+}
+
+int cmd_pull(int argc, char **argv)
+{
+	const struct cli_command *self = cli_find("pull");
+	struct cli_agent_opts o = { .command = "pull", .socket = agent_socket_default() };
+	bool pin = false, as_json = false;
+	json_t *want = json_array(), *inc = json_array(), *exc = json_array();
+	int r = CLI_OK;
+	const struct cli_flag flags[] = { CLI_AGENT_FLAGS(&o), CLI_BOOL("pin", &pin), CLI_BOOL("json", &as_json),
+					  CLI_FN("include", inc, cli_take_pattern), CLI_FN("exclude", exc, cli_take_pattern),
+					  CLI_END };
+
+	if (cli_parse_flags(self, argc, argv, flags))
+		r = CLI_USAGE;
+	else if (optind >= argc)
+		r = cli_usage_error(self, "give one or more SPECs");
+	else
+		r = check_specs(self, optind, argc, argv);
+	if (r)
+		goto out;
+	o.mirror = cli_mirror_url(o.mirror);
+	for (int k = optind; k < argc; k++) {
+		int pr = request_pull(&o, argv[k], pin, inc, exc, want);
+		if (pr == CLI_USAGE) {
+			r = pr;
+			break;
+		}
+		if (pr)
+			r = CLI_FAILED;
+	}
+	prepare_interrupt_note(want, &o);
+	if (r != CLI_USAGE && json_array_size(want)) {
+		int fr;
+		signal(SIGINT, on_interrupt);
+		signal(SIGTERM, on_interrupt);
+		fr = follow(o.socket, want, as_json);
+		signal(SIGINT, SIG_DFL);
+		signal(SIGTERM, SIG_DFL);
+		if (fr)
+			r = fr;
+	}
+	if (report_outcomes(want, as_json))
+		r = CLI_FAILED;
+out:
 	free(interrupt_note);
 	interrupt_note = NULL;
 	json_decref(want);

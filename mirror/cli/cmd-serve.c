@@ -140,6 +140,46 @@ static int serve_check(const struct cli_command *self, struct mirror_serve_confi
 	return 0;
 }
 
+/* Reads the admin token file (a token of at least 12 characters) and, for a serve that fetches on
+ * demand, the upstream token files into p, and hands them to its configuration. Returns CLI_OK, or
+ * CLI_FAILED after saying why. */
+static int read_token_files(struct serve_prep *p)
+{
+	struct mirror_serve_config *cfg = &p->cfg;
+
+	if (p->admin_token_file && cli_read_token_file(p->admin_token_file, "admin token file", &p->admin_token))
+		return CLI_FAILED;
+	if (p->admin_token && strlen(p->admin_token) < 12) {
+		/* it opens the operator's API: one short enough to guess is refused */
+		fprintf(stderr, "hubmirror: admin token file '%s' holds a token of %zu characters: use at least 12 "
+			"(openssl rand -hex 16)\n", p->admin_token_file, strlen(p->admin_token));
+		return CLI_FAILED;
+	}
+	cfg->admin_token = p->admin_token;
+	cfg->admin_token_file = p->admin_token_file;
+	/* upstream tokens: only a serve that fetches on demand holds them (the sync reads its own) */
+	if (cfg->on_demand &&
+	    ((p->hf_token_file && cli_read_token_file(p->hf_token_file, "Hugging Face token file", &p->hf_token)) ||
+	     (p->ms_token_file && cli_read_token_file(p->ms_token_file, "ModelScope token file", &p->ms_token))))
+		return CLI_FAILED;
+	cfg->hf_token = p->hf_token;
+	cfg->ms_token = p->ms_token;
+	cfg->hf_token_file = cfg->on_demand ? p->hf_token_file : NULL;
+	cfg->ms_token_file = cfg->on_demand ? p->ms_token_file : NULL;
+	return CLI_OK;
+}
+
+/* Takes the store quota from the configuration file: the syncs' ([store] quota, which they read from
+ * the file), within which on-demand fetches keep too. Returns CLI_OK, or CLI_USAGE after saying why. */
+static int read_quota(const struct cli_command *self, struct serve_prep *p)
+{
+	for (size_t k = 0; k < p->conf.n; k++)
+		if (!strcmp(p->conf.v[k].section, "store") && !strcmp(p->conf.v[k].key, "quota") &&
+		    cli_parse_size(p->conf.v[k].value, &p->cfg.quota_bytes))
+			return cli_usage_error(self, "[store] quota: '%s' is not a size", p->conf.v[k].value);
+	return CLI_OK;
+}
+
 int cli_serve_prepare(int argc, char **argv, struct serve_prep *p)
 {
 	const struct cli_command *self = cli_find("serve");
@@ -204,38 +244,8 @@ int cli_serve_prepare(int argc, char **argv, struct serve_prep *p)
 		cli_usage_error(self, "--tls-cert and --tls-key go together");
 		goto fail;
 	}
-	if (p->admin_token_file && cli_read_token_file(p->admin_token_file, "admin token file", &p->admin_token)) {
-		r = CLI_FAILED;
+	if ((r = read_token_files(p)) != CLI_OK || (r = read_quota(self, p)) != CLI_OK)
 		goto fail;
-	}
-	if (p->admin_token && strlen(p->admin_token) < 12) {
-		/* it opens the operator's API: one short enough to guess is refused */
-		fprintf(stderr, "hubmirror: admin token file '%s' holds a token of %zu characters: use at least 12 "
-			"(openssl rand -hex 16)\n", p->admin_token_file, strlen(p->admin_token));
-		r = CLI_FAILED;
-		goto fail;
-	}
-	cfg->admin_token = p->admin_token;
-	cfg->admin_token_file = p->admin_token_file;
-	/* upstream tokens: only a serve that fetches on demand holds them (the sync reads its own) */
-	if (cfg->on_demand &&
-	    ((p->hf_token_file && cli_read_token_file(p->hf_token_file, "Hugging Face token file", &p->hf_token)) ||
-	     (p->ms_token_file && cli_read_token_file(p->ms_token_file, "ModelScope token file", &p->ms_token)))) {
-		r = CLI_FAILED;
-		goto fail;
-	}
-	cfg->hf_token = p->hf_token;
-	cfg->ms_token = p->ms_token;
-	cfg->hf_token_file = cfg->on_demand ? p->hf_token_file : NULL;
-	cfg->ms_token_file = cfg->on_demand ? p->ms_token_file : NULL;
-	/* the store quota is the syncs' ([store] quota, which they read from the file); on-demand
-	 * fetches keep within it too */
-	for (size_t k = 0; k < p->conf.n; k++)
-		if (!strcmp(p->conf.v[k].section, "store") && !strcmp(p->conf.v[k].key, "quota") &&
-		    cli_parse_size(p->conf.v[k].value, &cfg->quota_bytes)) {
-			cli_usage_error(self, "[store] quota: '%s' is not a size", p->conf.v[k].value);
-			goto fail;
-		}
 	return CLI_OK;
 fail:
 	config_release(&p->conf);

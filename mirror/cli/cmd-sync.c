@@ -525,6 +525,63 @@ static bool local_only_options(int argc, char **argv)
 	return false;
 }
 
+/* Every operand from argv[first] on is a repository spec without a revision (sync follows the tracked
+ * one). Returns CLI_OK, or CLI_USAGE after saying which one is not. */
+static int check_specs(const struct cli_command *self, int first, int argc, char **argv)
+{
+	for (int i = first; i < argc; i++) {
+		struct hub_spec s;
+		bool rev;
+		if (hub_spec_parse(argv[i], &s))
+			return cli_usage_error(self, "'%s' is not a repository spec", argv[i]);
+		rev = s.revision != NULL;
+		hub_spec_release(&s);
+		if (rev)
+			return cli_usage_error(self, "'%s': sync follows the tracked revision; change it with 'hubmirror add'",
+					       argv[i]);
+	}
+	return CLI_OK;
+}
+
+/* How a run of n repos here reports: the progress line (on a terminal, not with --json or -q), each
+ * repo's line as it ends (line-buffered stdout) or, with --json, an interruption's line on stderr;
+ * SIGINT and SIGTERM say how far it got. */
+static void start_reporting(const struct sync_opts *o, struct mirror_sync_config *cfg, size_t n)
+{
+	if (o->progress && !o->json && log_get_level() >= LOG_LEVEL_INFO) /* -q: no progress line */
+		cfg->on_progress = draw_progress;
+	cfg->on_repo = print_repo;
+	lines_on = !o->json;
+	if (lines_on)
+		setvbuf(stdout, NULL, _IOLBF, 0); /* each line as it happens, into a file or a pipe too */
+	else
+		report_fd = STDERR_FILENO;
+	repos_total = (sig_atomic_t)n;
+	progress_on = cfg->on_progress != NULL;
+	signal(SIGINT, on_interrupt);
+	signal(SIGTERM, on_interrupt);
+}
+
+/* --retention N after the run: what it left old beyond N per repo goes, with the contents only it
+ * used; said unless --json. Returns CLI_OK, or CLI_FAILED after saying why. */
+static int apply_retention(struct mirror_data *data, const struct sync_opts *o)
+{
+	struct mirror_gc_report g;
+	char *gerr = NULL, b[32];
+	int r = CLI_OK;
+
+	if (mirror_gc(data, o->retention, 7 * 24 * 3600, false, &g, NULL, &gerr)) {
+		fprintf(stderr, "hubmirror: sync: gc after the run: %s\n", gerr ? gerr : "failed");
+		r = CLI_FAILED;
+	} else if (!o->json && (g.snapshots_dropped || g.blobs_removed)) {
+		cli_human_size(g.bytes_freed, b, sizeof(b));
+		printf("sync: retention %d: dropped %lld old snapshots and %lld contents (%s)\n", o->retention,
+		       (long long)g.snapshots_dropped, (long long)g.blobs_removed, b);
+	}
+	free(gerr);
+	return r;
+}
+
 int cmd_sync(int argc, char **argv)
 {
 	const struct cli_command *self = cli_find("sync");
@@ -547,20 +604,8 @@ int cmd_sync(int argc, char **argv)
 		r = optind < argc ? cli_usage_error(self, "--status takes no SPEC") : sync_status(&o);
 		goto out;
 	}
-	for (int i = optind; i < argc; i++) {
-		struct hub_spec s;
-		if (hub_spec_parse(argv[i], &s)) {
-			r = cli_usage_error(self, "'%s' is not a repository spec", argv[i]);
-			goto out;
-		}
-		e = s.revision != NULL;
-		hub_spec_release(&s);
-		if (e) {
-			r = cli_usage_error(self, "'%s': sync follows the tracked revision; change it with 'hubmirror add'",
-					    argv[i]);
-			goto out;
-		}
-	}
+	if ((r = check_specs(self, optind, argc, argv)) != CLI_OK)
+		goto out;
 	if (!o.mirror && !o.local && !local_only_options(argc, argv) && (local = cli_local_serve(o.dir))) {
 		/* a serve runs on this directory: it runs the sync, with its configuration and tokens, and
 		 * this command follows it to the end */
@@ -579,18 +624,7 @@ int cmd_sync(int argc, char **argv)
 		r = CLI_FAILED;
 		goto out;
 	}
-	if (o.progress && !o.json && log_get_level() >= LOG_LEVEL_INFO) /* -q: no progress line */
-		cfg.on_progress = draw_progress;
-	cfg.on_repo = print_repo;
-	lines_on = !o.json;
-	if (lines_on)
-		setvbuf(stdout, NULL, _IOLBF, 0); /* each line as it happens, into a file or a pipe too */
-	else
-		report_fd = STDERR_FILENO;
-	repos_total = (sig_atomic_t)n;
-	progress_on = cfg.on_progress != NULL;
-	signal(SIGINT, on_interrupt);
-	signal(SIGTERM, on_interrupt);
+	start_reporting(&o, &cfg, n);
 	e = mirror_sync_run(data, repos, n, &cfg, &rep, &err);
 	if (e) {
 		fprintf(stderr, "hubmirror: sync: %s\n", err ? err : err_str(e));
@@ -608,20 +642,8 @@ int cmd_sync(int argc, char **argv)
 	} else {
 		print_report(&rep);
 	}
-	if (o.retention >= 0) {
-		/* retention: what the run left old beyond N per repo goes, with the contents only it used */
-		struct mirror_gc_report g;
-		char *gerr = NULL, b[32];
-		if (mirror_gc(data, o.retention, 7 * 24 * 3600, false, &g, NULL, &gerr)) {
-			fprintf(stderr, "hubmirror: sync: gc after the run: %s\n", gerr ? gerr : "failed");
-			r = CLI_FAILED;
-		} else if (!o.json && (g.snapshots_dropped || g.blobs_removed)) {
-			cli_human_size(g.bytes_freed, b, sizeof(b));
-			printf("sync: retention %d: dropped %lld old snapshots and %lld contents (%s)\n", o.retention,
-			       (long long)g.snapshots_dropped, (long long)g.blobs_removed, b);
-		}
-		free(gerr);
-	}
+	if (o.retention >= 0 && apply_retention(data, &o))
+		r = CLI_FAILED;
 	if (rep.failed)
 		r = CLI_FAILED;
 	else if (r != CLI_FAILED)

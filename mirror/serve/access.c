@@ -58,6 +58,101 @@ static bool in_list(char **list, size_t n, const char *key)
 	return false;
 }
 
+/* Opens the tokens file at path for reading, into *out. It must be a regular file that others may
+ * not read: the tokens are the mirror's keys, and a file every user may read gives them away. */
+static int open_tokens_file(const char *path, FILE **out, char **errmsg)
+{
+	struct stat st;
+	FILE *f = fopen(path, "r");
+	int r;
+
+	if (!f) {
+		r = -errno;
+		if (errmsg)
+			*errmsg = xasprintf("cannot read tokens file '%s': %s", path, strerror(errno));
+		return r;
+	}
+	if (fstat(fileno(f), &st) < 0 || (st.st_mode & 007) || !S_ISREG(st.st_mode)) {
+		if (errmsg)
+			*errmsg = xasprintf("tokens file '%s' can be read by others: make it the owner's "
+					    "(chmod 600, or 640 for a group)", path);
+		fclose(f);
+		return HM_ERR_USAGE;
+	}
+	*out = f;
+	return 0;
+}
+
+/* Adds the repository of spec w (one without a revision) to g's, and to the repos the file protects.
+ * False when w is no such spec. */
+static bool grant_repo(struct mirror_access *a, struct grant *g, const char *w)
+{
+	struct hub_spec s;
+	char *key;
+	int pr = hub_spec_parse(w, &s);
+
+	if (pr || s.revision) {
+		if (!pr)
+			hub_spec_release(&s);
+		return false;
+	}
+	key = repo_key(hub_kind_name(s.hub), hub_type_name(s.type), s.name);
+	hub_spec_release(&s);
+	g->specs = xreallocarray(g->specs, g->nspecs + 1, sizeof(*g->specs));
+	g->specs[g->nspecs++] = xstrdup(key);
+	if (!in_list(a->protected, a->nprotected, key)) {
+		a->protected = xreallocarray(a->protected, a->nprotected + 1, sizeof(*a->protected));
+		a->protected[a->nprotected++] = key;
+	} else {
+		free(key);
+	}
+	return true;
+}
+
+/* Reads one line of the tokens file (line lineno of path, for the messages): a token, then what it
+ * grants, '*' or repository specs; a comment or a blank line grants nothing. The grant goes to a, a bad
+ * one too (a's release frees it), and the token is wiped from line once digested. Returns 0, or
+ * HM_ERR_USAGE after saying why. */
+static int read_grant(struct mirror_access *a, char *line, const char *path, int lineno, char **errmsg)
+{
+	char *save = NULL, *tok, *w;
+	struct grant g = { 0 };
+	int r = 0;
+
+	if (strchr(line, '#'))
+		*strchr(line, '#') = '\0';
+	tok = strtok_r(line, " \t\r\n", &save);
+	if (!tok)
+		return 0;
+	if (strlen(tok) < 8) {
+		if (errmsg)
+			*errmsg = xasprintf("%s:%d: a token must have at least 8 characters", path, lineno);
+		return HM_ERR_USAGE;
+	}
+	digest(tok, g.digest);
+	memset(tok, 0, strlen(tok)); /* do not keep the token itself around */
+	while ((w = strtok_r(NULL, " \t\r\n", &save))) {
+		if (!strcmp(w, "*")) {
+			g.all = true;
+			continue;
+		}
+		if (!grant_repo(a, &g, w)) {
+			if (errmsg)
+				*errmsg = xasprintf("%s:%d: '%s' is not '*' or a repository spec", path, lineno, w);
+			r = HM_ERR_USAGE;
+			break;
+		}
+	}
+	if (!r && !g.all && !g.nspecs) {
+		if (errmsg)
+			*errmsg = xasprintf("%s:%d: the token grants nothing (add '*' or repository specs)", path, lineno);
+		r = HM_ERR_USAGE;
+	}
+	a->grants = xreallocarray(a->grants, a->ngrants + 1, sizeof(*a->grants));
+	a->grants[a->ngrants++] = g;
+	return r;
+}
+
 int mirror_access_load(const char *path, enum mirror_access_mode mode, struct mirror_access **out, char **errmsg)
 {
 	struct mirror_access *a = xcalloc(1, sizeof(*a));
@@ -72,99 +167,25 @@ int mirror_access_load(const char *path, enum mirror_access_mode mode, struct mi
 		if (mode != ACCESS_OPEN) {
 			if (errmsg)
 				*errmsg = xstrdup("a tokens file is needed to require tokens");
-			mirror_access_free(&a);
-			return HM_ERR_USAGE;
-		}
-		*out = a;
-		return 0;
-	}
-	f = fopen(path, "r");
-	if (!f) {
-		r = -errno;
-		if (errmsg)
-			*errmsg = xasprintf("cannot read tokens file '%s': %s", path, strerror(errno));
-		mirror_access_free(&a);
-		return r;
-	}
-	{
-		/* the tokens are the mirror's keys: a file every user may read gives them away */
-		struct stat st;
-		if (fstat(fileno(f), &st) < 0 || (st.st_mode & 007) || !S_ISREG(st.st_mode)) {
-			if (errmsg)
-				*errmsg = xasprintf("tokens file '%s' can be read by others: make it the owner's "
-						    "(chmod 600, or 640 for a group)", path);
-			fclose(f);
-			mirror_access_free(&a);
-			return HM_ERR_USAGE;
-		}
-	}
-	while (getline(&line, &cap, f) >= 0) {
-		char *save = NULL, *tok, *w;
-		struct grant g = { 0 };
-
-		lineno++;
-		if (strchr(line, '#'))
-			*strchr(line, '#') = '\0';
-		tok = strtok_r(line, " \t\r\n", &save);
-		if (!tok)
-			continue;
-		if (strlen(tok) < 8) {
-			if (errmsg)
-				*errmsg = xasprintf("%s:%d: a token must have at least 8 characters", path, lineno);
-			r = HM_ERR_USAGE;
-			break;
-		}
-		digest(tok, g.digest);
-		memset(tok, 0, strlen(tok)); /* do not keep the token itself around */
-		while ((w = strtok_r(NULL, " \t\r\n", &save))) {
-			struct hub_spec s;
-			char *key;
-			int pr;
-
-			if (!strcmp(w, "*")) {
-				g.all = true;
-				continue;
-			}
-			pr = hub_spec_parse(w, &s);
-			if (pr || s.revision) {
-				if (!pr)
-					hub_spec_release(&s);
-				if (errmsg)
-					*errmsg = xasprintf("%s:%d: '%s' is not '*' or a repository spec", path, lineno, w);
-				r = HM_ERR_USAGE;
-				break;
-			}
-			key = repo_key(hub_kind_name(s.hub), hub_type_name(s.type), s.name);
-			hub_spec_release(&s);
-			g.specs = xreallocarray(g.specs, g.nspecs + 1, sizeof(*g.specs));
-			g.specs[g.nspecs++] = xstrdup(key);
-			if (!in_list(a->protected, a->nprotected, key)) {
-				a->protected = xreallocarray(a->protected, a->nprotected + 1, sizeof(*a->protected));
-				a->protected[a->nprotected++] = key;
-			} else {
-				free(key);
-			}
-		}
-		if (!r && !g.all && !g.nspecs) {
-			if (errmsg)
-				*errmsg = xasprintf("%s:%d: the token grants nothing (add '*' or repository specs)", path, lineno);
 			r = HM_ERR_USAGE;
 		}
-		a->grants = xreallocarray(a->grants, a->ngrants + 1, sizeof(*a->grants));
-		a->grants[a->ngrants++] = g;
-		if (r)
-			break;
+		goto out;
 	}
+	r = open_tokens_file(path, &f, errmsg);
+	if (r)
+		goto out;
+	while (!r && getline(&line, &cap, f) >= 0)
+		r = read_grant(a, line, path, ++lineno, errmsg);
 	if (line)
 		memset(line, 0, cap);
 	free(line);
 	fclose(f);
-	if (r) {
+out:
+	if (r)
 		mirror_access_free(&a);
-		return r;
-	}
-	*out = a;
-	return 0;
+	else
+		*out = a;
+	return r;
 }
 
 struct mirror_access *mirror_access_ref(const struct mirror_access *ca)

@@ -326,39 +326,57 @@ static void fetch_release(void *ud)
 	free(g);
 }
 
-static struct fetch *fetch_start(struct mirror_routes *rt, const struct mirror_ondemand_file *in)
+/* The fetch of in's content that in may join, running or verified: one writing it, or for a trusted
+ * in, one following another process's writer too. NULL when there is none. */
+static struct fetch *fetch_find(struct mirror_ondemand *od, const struct mirror_ondemand_file *in)
 {
-	struct mirror_ondemand *od = rt->ondemand;
-	struct mirror_store_expect ex = { in->sha256, NULL, in->size };
 	struct fetch *f;
-	int r;
 
 	for (f = od->fetches; f; f = f->next)
 		if (!strcmp(f->sha256, in->sha256) && (f->state == FETCH_RUNNING || f->state == FETCH_VERIFIED) &&
 		    (f->w || !in->untrusted))
 			return f;
-	if (od->quota_bytes > 0 && !in->untrusted) {
-		/* what the store holds, what is being fetched, and this: within the quota, or refused */
-		int64_t held = 0, coming = in->size, now = (int64_t)time(NULL);
-		for (f = od->fetches; f; f = f->next)
-			if (f->state == FETCH_RUNNING || f->state == FETCH_VERIFIED)
-				coming += f->size;
-		if (now - od->held_at >= 10 || now < od->held_at) {
-			if (catalog_store_bytes(rt->data->catalog, &od->held_bytes))
-				od->held_bytes = INT64_MAX / 2; /* unknown: refused, and asked again next time */
-			else
-				od->held_at = now;
-		}
-		held = od->held_bytes;
-		if (held + coming > od->quota_bytes) {
-			log_warn("ondemand", "%s/%s: not fetched: %lld bytes would take the store past its quota "
-				 "(%lld of %lld bytes held); the next sync makes room", in->name, in->path,
-				 (long long)in->size, (long long)held, (long long)od->quota_bytes);
-			od->refused_quota++;
-			return NULL;
-		}
+	return NULL;
+}
+
+/* Whether what the store holds (its size read again at most every 10 s), what is being fetched, and
+ * in's content stay within the quota. When not, says so and counts the refusal. */
+static bool within_quota(struct mirror_routes *rt, const struct mirror_ondemand_file *in)
+{
+	struct mirror_ondemand *od = rt->ondemand;
+	int64_t held = 0, coming = in->size, now = (int64_t)time(NULL);
+	struct fetch *f;
+
+	for (f = od->fetches; f; f = f->next)
+		if (f->state == FETCH_RUNNING || f->state == FETCH_VERIFIED)
+			coming += f->size;
+	if (now - od->held_at >= 10 || now < od->held_at) {
+		if (catalog_store_bytes(rt->data->catalog, &od->held_bytes))
+			od->held_bytes = INT64_MAX / 2; /* unknown: refused, and asked again next time */
+		else
+			od->held_at = now;
 	}
-	f = xcalloc(1, sizeof(*f));
+	held = od->held_bytes;
+	if (held + coming > od->quota_bytes) {
+		log_warn("ondemand", "%s/%s: not fetched: %lld bytes would take the store past its quota "
+			 "(%lld of %lld bytes held); the next sync makes room", in->name, in->path,
+			 (long long)in->size, (long long)held, (long long)od->quota_bytes);
+		od->refused_quota++;
+		return false;
+	}
+	return true;
+}
+
+/* A new fetch of in's content, first in the serve's list: it writes through a store writer of its own,
+ * or follows another process's writer (f->w NULL). NULL, having said why, when the store refuses, or
+ * when another process writes it and in is untrusted (the client asks again). */
+static struct fetch *fetch_new(struct mirror_routes *rt, const struct mirror_ondemand_file *in)
+{
+	struct mirror_ondemand *od = rt->ondemand;
+	struct mirror_store_expect ex = { in->sha256, NULL, in->size };
+	struct fetch *f = xcalloc(1, sizeof(*f));
+	int r;
+
 	f->od = od;
 	f->rt = rt;
 	memcpy(f->sha256, in->sha256, 65);
@@ -373,28 +391,74 @@ static struct fetch *fetch_start(struct mirror_routes *rt, const struct mirror_o
 		 * repo may not take until its own upstream's bytes are verified: the client asks again */
 		log_info("ondemand", "%s: content %.12s is being fetched by another process; the client asks again",
 			 f->spec, f->sha256);
-		free(f->part_path);
-		free(f->spec);
-		free(f);
-		return NULL;
+		goto fail;
 	}
 	if (r && r != -EBUSY) {
 		log_warn("ondemand", "%s: content %.12s: store: %s", f->spec, f->sha256, err_str(r));
-		free(f->part_path);
-		free(f->spec);
-		free(f);
-		return NULL;
+		goto fail;
 	}
 	f->next = od->fetches;
 	od->fetches = f;
-	/* references: each client, and the transfer while it runs (taken below when it starts); a
-	 * fetch nothing holds any more goes (the caller takes its client's reference at once) */
+	/* references: each client, and the transfer while it runs (taken when it starts); a fetch
+	 * nothing holds any more goes (the caller takes its client's reference at once) */
 	if (r == -EBUSY) {
 		log_info("ondemand", "%s: content %.12s is being fetched by another process: following it", f->spec,
 			 f->sha256);
 		f->w = NULL;
-		return f;
 	}
+	return f;
+fail:
+	free(f->part_path);
+	free(f->spec);
+	free(f);
+	return NULL;
+}
+
+/* Asks in's upstream for the content from the bytes f has; the transfer holds a reference while it
+ * runs. A URL that makes no request fails the fetch. */
+static void fetch_request(struct fetch *f, const struct mirror_ondemand_file *in)
+{
+	struct mirror_ondemand *od = f->od;
+	enum hub_kind k = strcmp(in->hub, "ms") ? HUB_HF : HUB_MS;
+	struct hub_spec spec = { .hub = k, .type = strcmp(in->type, "dataset") ? HUB_MODEL : HUB_DATASET,
+				 .name = (char *)in->name, .revision = (char *)in->revision };
+	char *url = hub_file_url(od->client, &spec, in->commit, in->path);
+	struct hub_http_req_opts o = {
+		.url = url,
+		.token = hub_client_token(od->client, k),
+		.token_cookie = k == HUB_MS ? "m_session_id" : NULL,
+		.range_start = f->have,
+		.on_response = fetch_on_response,
+		.on_body = fetch_on_body,
+		.on_done = fetch_on_done,
+		.ud = f,
+	};
+
+	log_info("ondemand", "%s: fetching %s (%lld bytes) for a client", f->spec, in->path, (long long)in->size);
+	f->req = hub_http_request(od->http, &o);
+	free(url);
+	if (f->req)
+		f->refs = 1;
+	else
+		fetch_end(f, FETCH_FAILED, "bad upstream URL");
+}
+
+/* The fetch a client asking for in's content joins: one running, or a new one (following another
+ * process's writer, resuming from a partial file, or starting upstream). NULL when the quota or the
+ * store refuses. */
+static struct fetch *fetch_start(struct mirror_routes *rt, const struct mirror_ondemand_file *in)
+{
+	struct mirror_ondemand *od = rt->ondemand;
+	struct fetch *f = fetch_find(od, in);
+	int r;
+
+	if (f)
+		return f;
+	if (od->quota_bytes > 0 && !in->untrusted && !within_quota(rt, in))
+		return NULL;
+	f = fetch_new(rt, in);
+	if (!f || !f->w)
+		return f;
 	f->have = mirror_store_writer_offset(f->w);
 	if (in->untrusted && f->have > 0) {
 		/* a partial file of this content is some earlier transfer's, maybe for another repo: this
@@ -414,29 +478,7 @@ static struct fetch *fetch_start(struct mirror_routes *rt, const struct mirror_o
 			log_warn("ondemand", "%s: content %.12s: %s", f->spec, f->sha256, err_str(r));
 		return f;
 	}
-	{
-		enum hub_kind k = strcmp(in->hub, "ms") ? HUB_HF : HUB_MS;
-		struct hub_spec spec = { .hub = k, .type = strcmp(in->type, "dataset") ? HUB_MODEL : HUB_DATASET,
-					 .name = (char *)in->name, .revision = (char *)in->revision };
-		char *url = hub_file_url(od->client, &spec, in->commit, in->path);
-		struct hub_http_req_opts o = {
-			.url = url,
-			.token = hub_client_token(od->client, k),
-			.token_cookie = k == HUB_MS ? "m_session_id" : NULL,
-			.range_start = f->have,
-			.on_response = fetch_on_response,
-			.on_body = fetch_on_body,
-			.on_done = fetch_on_done,
-			.ud = f,
-		};
-		log_info("ondemand", "%s: fetching %s (%lld bytes) for a client", f->spec, in->path, (long long)in->size);
-		f->req = hub_http_request(od->http, &o);
-		free(url);
-		if (f->req)
-			f->refs = 1;
-		else
-			fetch_end(f, FETCH_FAILED, "bad upstream URL");
-	}
+	fetch_request(f, in);
 	return f;
 }
 

@@ -66,6 +66,7 @@ struct server {
 	struct mirror_seeder *seeder;
 	struct mirror_ondemand *ondemand;
 	struct mirror_access *access;
+	bool loop_open;             /* the loop is initialized: server_close runs it down and closes it */
 };
 
 int mirror_parse_hhmm(const char *s)
@@ -547,10 +548,205 @@ static void close_walk(uv_handle_t *h, void *arg)
  * in the path (routes-p2p.c); the query is never logged. */
 static const char *const log_redact[] = { "/p2p/kseed/", NULL };
 
+/* Loads the tokens file, opens the data folder and takes its serve lock (held for life: a restore
+ * waits for no serve), and loads the TLS certificate; what it opened stays in s for server_close. */
+static int open_data(struct server *s, char **errmsg)
+{
+	const struct mirror_serve_config *cfg = s->cfg;
+	int r;
+
+	r = mirror_access_load(cfg->tokens_file, (enum mirror_access_mode)cfg->auth_mode, &s->access, errmsg);
+	if (r)
+		return r;
+	r = mirror_data_open(cfg->data_dir, &s->data, errmsg);
+	if (r)
+		return r;
+	r = mirror_data_serve_lock(s->data);
+	if (r) {
+		if (errmsg)
+			*errmsg = xasprintf(r == -EWOULDBLOCK ? "a restore is replacing the catalog of %s: try again"
+							      : "cannot lock %s", cfg->data_dir);
+		return r;
+	}
+	if (cfg->tls_cert && hub_tls_new(cfg->tls_cert, cfg->tls_key, &s->tls, errmsg))
+		return HM_ERR_USAGE;
+	return 0;
+}
+
+/* Starts the loop and the HTTP server on it, with the routes installed: the peer mirrors and the
+ * operator API when configured. */
+static int start_http(struct server *s, char **errmsg)
+{
+	const struct mirror_serve_config *cfg = s->cfg;
+	struct httpd_config hc = { 0 };
+	int r;
+
+	/* the deferred answers' two workers, git's two (its own lane) and the disk work (commits, spill
+	 * files) each get threads of their own: libuv reads this once, at its first job */
+	setenv("UV_THREADPOOL_SIZE", "8", 0);
+	uv_loop_init(&s->loop);
+	s->loop_open = true;
+	hc.listen = cfg->listen;
+	hc.tls = s->tls;
+	hc.access_log = cfg->access_log;
+	hc.log_redact = log_redact;
+	hc.max_connections = cfg->max_connections;
+	hc.trusted_proxies = cfg->trusted_proxies;
+	s->spill_dir = mirror_data_path(s->data, MIRROR_DATA_SPILL);
+	hc.spill_dir = s->spill_dir;
+	hc.header_timeout_ms = cfg->header_timeout_ms;
+	hc.idle_timeout_ms = cfg->idle_timeout_ms;
+	hc.write_timeout_ms = cfg->write_timeout_ms;
+	r = httpd_new(&s->loop, &hc, &s->httpd);
+	if (r) {
+		if (errmsg)
+			*errmsg = xasprintf("cannot listen on %s: %s", cfg->listen, uv_strerror(r));
+		return r;
+	}
+	s->routes = mirror_routes_new(s->data, s->access);
+	mirror_routes_set_search_budget(s->routes, cfg->search_budget_ms);
+	mirror_routes_install(s->routes, s->httpd);
+	if (cfg->peer_mirrors)
+		mirror_routes_set_peer_mirrors(s->routes, cfg->peer_mirrors);
+	if (cfg->admin_token) {
+		struct mirror_admin a = { cfg->admin_token, s, admin_status, admin_sync_now, admin_report, admin_pause };
+		mirror_routes_set_admin(s->routes, &a);
+	}
+	return 0;
+}
+
+/* Starts fetching on demand what a client asks for, when configured, and hands it to the routes. */
+static int start_ondemand(struct server *s, char **errmsg)
+{
+	const struct mirror_serve_config *cfg = s->cfg;
+	struct mirror_ondemand_config oc = { cfg->on_demand, cfg->data_dir, cfg->hf_upstream, cfg->ms_upstream,
+					     cfg->hf_token, cfg->ms_token, cfg->on_demand_ttl_s, cfg->self_exe,
+					     cfg->config_path, cfg->hf_token_file, cfg->ms_token_file, cfg->quota_bytes,
+					     cfg->on_demand_max_repos };
+	int r;
+
+	if (!cfg->on_demand)
+		return 0;
+	r = mirror_ondemand_new(&s->loop, &oc, &s->ondemand, errmsg);
+	if (r)
+		return r;
+	mirror_routes_set_ondemand(s->routes, s->ondemand);
+	log_info("serve", "fetching on demand what a client asks for and %s covers", cfg->on_demand);
+	return 0;
+}
+
+/* Starts the BitTorrent seed, when configured, and hands it to the routes. */
+static int start_seeder(struct server *s, char **errmsg)
+{
+	const struct mirror_serve_config *cfg = s->cfg;
+	struct mirror_seeder_config sc = { cfg->p2p_listen, cfg->p2p_upload_limit, cfg->p2p_rescan_ms,
+					   cfg->p2p_super_seed, s->access };
+	char *why = NULL;
+	int r;
+
+	if (!cfg->p2p_listen)
+		return 0;
+	r = mirror_seeder_new(&s->loop, s->data, &sc, &s->seeder, &why);
+	if (r) {
+		if (errmsg)
+			*errmsg = xasprintf("cannot start the BitTorrent seed on %s: %s", cfg->p2p_listen,
+					    why ? why : err_str(r));
+		free(why);
+		return r;
+	}
+	mirror_routes_set_seeder(s->routes, s->seeder);
+	log_info("serve", "seeding over BitTorrent on port %d", mirror_seeder_port(s->seeder));
+	return 0;
+}
+
+/* Starts watching SIGINT, SIGTERM and SIGHUP (SIGPIPE ignored), sets up the sync and grace timers,
+ * and schedules the first sync. */
+static void start_handles(struct server *s)
+{
+	uv_signal_init(&s->loop, &s->sigint);
+	uv_signal_init(&s->loop, &s->sigterm);
+	s->sigint.data = s->sigterm.data = s;
+	uv_signal_start(&s->sigint, on_signal, SIGINT);
+	uv_signal_start(&s->sigterm, on_signal, SIGTERM);
+	uv_signal_init(&s->loop, &s->sighup);
+	s->sighup.data = s;
+	uv_signal_start(&s->sighup, on_sighup, SIGHUP);
+	signal(SIGPIPE, SIG_IGN);
+	uv_timer_init(&s->loop, &s->sync_timer);
+	s->sync_timer.data = s;
+	uv_timer_init(&s->loop, &s->grace_timer);
+	s->grace_timer.data = s;
+	schedule_sync(s);
+}
+
+/* Writes the server's URL to the ready file, through a temporary file renamed over it, so that
+ * whoever waits for it reads a whole line. A file that cannot be written is warned about. */
+static void write_ready_file(const char *path, const char *listen, int port)
+{
+	char *tmp = xasprintf("%s.tmp", path);
+	FILE *f = fopen(tmp, "w");
+
+	if (f) {
+		const char *colon = strrchr(listen, ':');
+		fprintf(f, "http://%.*s:%d\n", (int)(colon - listen), listen, port);
+		fclose(f);
+		if (rename(tmp, path) < 0)
+			log_warn("serve", "cannot write %s: %s", path, strerror(errno));
+	}
+	free(tmp);
+}
+
+/* Says where the server listens, over TLS or not, and where its operator API is; writes the ready
+ * file. */
+static void announce(struct server *s)
+{
+	const struct mirror_serve_config *cfg = s->cfg;
+
+	log_info("serve", "listening on %s (port %d), data %s", cfg->listen, httpd_port(s->httpd), cfg->data_dir);
+	if (s->tls) {
+		char *what = hub_tls_describe(s->tls);
+		log_info("serve", "HTTPS on the same port (%s)", what);
+		free(what);
+	}
+	if (cfg->ready_file)
+		write_ready_file(cfg->ready_file, cfg->listen, httpd_port(s->httpd));
+	if (cfg->admin_token)
+		log_info("serve", "operator API on /api/admin/ (its token in %s): add, remove and sync on this "
+			 "machine go through this serve", cfg->admin_token_file ? cfg->admin_token_file : "?");
+}
+
+/* Releases whatever the server got as far as opening: the loop's handles first (the HTTP server, on
+ * demand, the seed, a running sync), then what the loop's workers used, then the data. */
+static void server_close(struct server *s)
+{
+	if (s->loop_open) {
+		httpd_free(&s->httpd); /* deferred answers still running finish in the uv_run below */
+		mirror_ondemand_stop(s->ondemand, &s->loop); /* after the clients' connections closed */
+		mirror_seeder_free(&s->seeder); /* closes its handles: before the walk below */
+		if (s->sync_running)
+			uv_process_kill(&s->sync_proc, SIGTERM); /* its lock and temp files make this safe */
+		uv_walk(&s->loop, close_walk, NULL);
+		uv_run(&s->loop, UV_RUN_DEFAULT);
+		uv_loop_close(&s->loop);
+	}
+	json_decref(s->sync_report);
+	while (s->readers) { /* closed by the walk, without reader_closed */
+		struct sync_reader *rd = s->readers;
+		s->readers = rd->next;
+		buf_release(&rd->line);
+		free(rd);
+	}
+	mirror_routes_free(&s->routes); /* after the workers: they use its catalog connections */
+	mirror_ondemand_free(&s->ondemand); /* after the workers too: listings use it */
+	mirror_data_free(&s->data);
+	free(s->spill_dir);
+	mirror_access_free(&s->access);
+	hub_tls_free(&s->tls);
+}
+
 int mirror_serve(const struct mirror_serve_config *cfg, char **errmsg)
 {
 	struct server s;
-	struct httpd_config hc = { 0 };
 	int r;
 
 	memset(&s, 0, sizeof(s));
@@ -558,147 +754,25 @@ int mirror_serve(const struct mirror_serve_config *cfg, char **errmsg)
 	s.sync_minute = cfg->sync_at ? mirror_parse_hhmm(cfg->sync_at) : -1;
 	s.last_sync_status = -1;
 	s.sync_kind = "scheduled";
-	r = mirror_access_load(cfg->tokens_file, (enum mirror_access_mode)cfg->auth_mode, &s.access, errmsg);
+	r = open_data(&s, errmsg);
 	if (r)
-		return r;
-	r = mirror_data_open(cfg->data_dir, &s.data, errmsg);
-	if (r) {
-		mirror_access_free(&s.access);
-		return r;
-	}
-	r = mirror_data_serve_lock(s.data); /* held for life: a restore waits for no serve */
-	if (r) {
-		if (errmsg)
-			*errmsg = xasprintf(r == -EWOULDBLOCK ? "a restore is replacing the catalog of %s: try again"
-							      : "cannot lock %s", cfg->data_dir);
-		mirror_data_free(&s.data);
-		mirror_access_free(&s.access);
-		return r;
-	}
-	if (cfg->tls_cert && hub_tls_new(cfg->tls_cert, cfg->tls_key, &s.tls, errmsg)) {
-		mirror_data_free(&s.data);
-		mirror_access_free(&s.access);
-		return HM_ERR_USAGE;
-	}
-	/* the deferred answers' two workers, git's two (its own lane) and the disk work (commits, spill
-	 * files) each get threads of their own: libuv reads this once, at its first job */
-	setenv("UV_THREADPOOL_SIZE", "8", 0);
-	uv_loop_init(&s.loop);
-	hc.listen = cfg->listen;
-	hc.tls = s.tls;
-	hc.access_log = cfg->access_log;
-	hc.log_redact = log_redact;
-	hc.max_connections = cfg->max_connections;
-	hc.trusted_proxies = cfg->trusted_proxies;
-	s.spill_dir = mirror_data_path(s.data, MIRROR_DATA_SPILL);
-	hc.spill_dir = s.spill_dir;
-	hc.header_timeout_ms = cfg->header_timeout_ms;
-	hc.idle_timeout_ms = cfg->idle_timeout_ms;
-	hc.write_timeout_ms = cfg->write_timeout_ms;
-	r = httpd_new(&s.loop, &hc, &s.httpd);
-	if (r) {
-		if (errmsg)
-			*errmsg = xasprintf("cannot listen on %s: %s", cfg->listen, uv_strerror(r));
 		goto out;
-	}
-	s.routes = mirror_routes_new(s.data, s.access);
-	mirror_routes_set_search_budget(s.routes, cfg->search_budget_ms);
-	mirror_routes_install(s.routes, s.httpd);
-	if (cfg->peer_mirrors)
-		mirror_routes_set_peer_mirrors(s.routes, cfg->peer_mirrors);
-	if (cfg->admin_token) {
-		struct mirror_admin a = { cfg->admin_token, &s, admin_status, admin_sync_now, admin_report, admin_pause };
-		mirror_routes_set_admin(s.routes, &a);
-	}
-	if (cfg->on_demand) {
-		struct mirror_ondemand_config oc = { cfg->on_demand, cfg->data_dir, cfg->hf_upstream, cfg->ms_upstream,
-						     cfg->hf_token, cfg->ms_token, cfg->on_demand_ttl_s, cfg->self_exe,
-						     cfg->config_path, cfg->hf_token_file, cfg->ms_token_file, cfg->quota_bytes,
-						     cfg->on_demand_max_repos };
-		r = mirror_ondemand_new(&s.loop, &oc, &s.ondemand, errmsg);
-		if (r)
-			goto out;
-		mirror_routes_set_ondemand(s.routes, s.ondemand);
-		log_info("serve", "fetching on demand what a client asks for and %s covers", cfg->on_demand);
-	}
-	if (cfg->p2p_listen) {
-		struct mirror_seeder_config sc = { cfg->p2p_listen, cfg->p2p_upload_limit, cfg->p2p_rescan_ms,
-						   cfg->p2p_super_seed, s.access };
-		char *why = NULL;
-		r = mirror_seeder_new(&s.loop, s.data, &sc, &s.seeder, &why);
-		if (r) {
-			if (errmsg)
-				*errmsg = xasprintf("cannot start the BitTorrent seed on %s: %s", cfg->p2p_listen,
-						    why ? why : err_str(r));
-			free(why);
-			goto out;
-		}
-		mirror_routes_set_seeder(s.routes, s.seeder);
-		log_info("serve", "seeding over BitTorrent on port %d", mirror_seeder_port(s.seeder));
-	}
-
-	uv_signal_init(&s.loop, &s.sigint);
-	uv_signal_init(&s.loop, &s.sigterm);
-	s.sigint.data = s.sigterm.data = &s;
-	uv_signal_start(&s.sigint, on_signal, SIGINT);
-	uv_signal_start(&s.sigterm, on_signal, SIGTERM);
-	uv_signal_init(&s.loop, &s.sighup);
-	s.sighup.data = &s;
-	uv_signal_start(&s.sighup, on_sighup, SIGHUP);
-	signal(SIGPIPE, SIG_IGN);
-	uv_timer_init(&s.loop, &s.sync_timer);
-	s.sync_timer.data = &s;
-	uv_timer_init(&s.loop, &s.grace_timer);
-	s.grace_timer.data = &s;
-	schedule_sync(&s);
-
-	log_info("serve", "listening on %s (port %d), data %s", cfg->listen, httpd_port(s.httpd), cfg->data_dir);
-	if (s.tls) {
-		char *what = hub_tls_describe(s.tls);
-		log_info("serve", "HTTPS on the same port (%s)", what);
-		free(what);
-	}
-	if (cfg->ready_file) {
-		char *tmp = xasprintf("%s.tmp", cfg->ready_file);
-		FILE *f = fopen(tmp, "w");
-		if (f) {
-			const char *host = cfg->listen;
-			const char *colon = strrchr(host, ':');
-			fprintf(f, "http://%.*s:%d\n", (int)(colon - host), host, httpd_port(s.httpd));
-			fclose(f);
-			if (rename(tmp, cfg->ready_file) < 0)
-				log_warn("serve", "cannot write %s: %s", cfg->ready_file, strerror(errno));
-		}
-		free(tmp);
-	}
-	if (cfg->admin_token)
-		log_info("serve", "operator API on /api/admin/ (its token in %s): add, remove and sync on this "
-			 "machine go through this serve", cfg->admin_token_file ? cfg->admin_token_file : "?");
+	r = start_http(&s, errmsg);
+	if (r)
+		goto out;
+	r = start_ondemand(&s, errmsg);
+	if (r)
+		goto out;
+	r = start_seeder(&s, errmsg);
+	if (r)
+		goto out;
+	start_handles(&s);
+	announce(&s);
 	advertise_admin(&s, true);
 	uv_run(&s.loop, UV_RUN_DEFAULT);
 	advertise_admin(&s, false);
 	r = 0;
 out:
-	httpd_free(&s.httpd); /* deferred answers still running finish in the uv_run below */
-	mirror_ondemand_stop(s.ondemand, &s.loop); /* after the clients' connections closed */
-	mirror_seeder_free(&s.seeder); /* closes its handles: before the walk below */
-	if (s.sync_running)
-		uv_process_kill(&s.sync_proc, SIGTERM); /* its lock and temp files make this safe */
-	uv_walk(&s.loop, close_walk, NULL);
-	uv_run(&s.loop, UV_RUN_DEFAULT);
-	uv_loop_close(&s.loop);
-	json_decref(s.sync_report);
-	while (s.readers) { /* closed by the walk, without reader_closed */
-		struct sync_reader *rd = s.readers;
-		s.readers = rd->next;
-		buf_release(&rd->line);
-		free(rd);
-	}
-	mirror_routes_free(&s.routes); /* after the workers: they use its catalog connections */
-	mirror_ondemand_free(&s.ondemand); /* after the workers too: listings use it */
-	mirror_data_free(&s.data);
-	free(s.spill_dir);
-	mirror_access_free(&s.access);
-	hub_tls_free(&s.tls);
+	server_close(&s);
 	return r;
 }
