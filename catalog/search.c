@@ -129,8 +129,48 @@ static void search_bind(sqlite3_stmt *st, const struct catalog_search *s, const 
 		sqlite3_bind_text(st, 12, s->hidden, -1, SQLITE_STATIC);
 }
 
-int catalog_search(struct catalog *c, const struct catalog_search *s,
-		   int (*fn)(void *ud, const struct catalog_repo *r), void *ud, int64_t *total)
+/* How a search runs: what the filters and the sort make of the SQL (plan_make). */
+struct plan {
+	char *fq;          /* the FTS5 query with its facet terms; NULL without words */
+	const char *sort;  /* the sort's name */
+	const char *order; /* its expression */
+	char *from, *where;
+	bool index_only;   /* the count and the relevance ranking come from repo_fts alone */
+};
+
+/* The FTS5 query for fq (the user's words, taken), with the hub and type filters as facet terms when
+ * hub_facet, type_facet. */
+static char *match_query(char *fq, const struct catalog_search *s, bool hub_facet, bool type_facet)
+{
+	char *w = xasprintf("- {facets} : (%s)%s%s%s%s", fq, hub_facet ? " AND facets:hub" : "",
+			    hub_facet ? s->hub : "", type_facet ? " AND facets:type" : "", type_facet ? s->type : "");
+
+	free(fq);
+	return w;
+}
+
+/* The WHERE clause of the filters in use, numbered as search_bind binds them; words: there are words
+ * to match. */
+static char *where_clause(const struct catalog_search *s, bool words)
+{
+	return xasprintf("WHERE r.removed_at IS NULL AND %s%s%s%s%s%s%s%s%s%s",
+			 words ? "repo_fts MATCH ?1" : "?1 IS NULL",
+			 /* with words, FTS must drive the join: a unary + keeps the planner off the (hub, type,
+			  * name) index, which would run one FTS query per repo (2 s at 20k repos) */
+			 s->hub ? (words ? " AND +r.hub = ?2" : " AND r.hub = ?2") : "",
+			 s->type ? (words ? " AND +r.type = ?3" : " AND r.type = ?3") : "",
+			 s->org ? " AND substr(r.name, 1, length(?4) + 1) = ?4 || '/'" : "",
+			 s->tag ? " AND instr(coalesce(r.tags, ''), json_quote(?5)) > 0" : "",
+			 s->status ? " AND r.sync_status = ?6" : "",
+			 s->gated >= 0 ? " AND (?7 = 1) = (r.gated IS NOT NULL AND r.gated != 'false')" : "",
+			 s->min_size >= 0 ? " AND coalesce(s.total_size, 0) >= ?8" : "",
+			 s->max_size >= 0 ? " AND coalesce(s.total_size, 0) <= ?9" : "",
+			 s->hidden ? " AND " HIDDEN_CLAUSE("?12") : "");
+}
+
+/* The plan of search s into *p (plan_release): its FTS query, its sort, and the SQL's FROM and WHERE.
+ * HM_ERR_USAGE for a sort not known, or by relevance without words. */
+static int plan_make(const struct catalog_search *s, struct plan *p)
 {
 	static const struct { const char *name, *expr; } sorts[] = {
 		/* name, author, tags, pipeline tag, library, license, card: a hit in the name counts most */
@@ -142,32 +182,15 @@ int catalog_search(struct catalog *c, const struct catalog_search *s,
 		{ "likes", "coalesce(r.likes, 0)" },
 	};
 	const char *order = NULL, *sort = s->sort && *s->sort ? s->sort : NULL;
-	char *fq = NULL, *sql = NULL, *where, *from;
-	sqlite3_stmt *st = NULL;
-	bool sized, needs_snap, index_only, hub_facet, type_facet;
-	int r = 0, rc;
-	int64_t deadline = 0;
-
-	if (catalog_search_refusal(s))
-		return HM_ERR_USAGE;
-	fq = s->q ? fts_query(s->q) : NULL;
-	if (s->budget_ms > 0) {
-		struct timespec ts;
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		deadline = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 + s->budget_ms;
-		sqlite3_progress_handler(c->db, 1000, past_deadline, &deadline);
-	}
+	char *fq = s->q ? fts_query(s->q) : NULL;
+	bool sized, needs_snap, hub_facet, type_facet;
 
 	/* The user's words never match the facets column; a hub or type filter becomes a facet term, so
 	 * FTS5 narrows the matches itself (schema v7). Only known values make a term. */
 	hub_facet = s->hub && (!strcmp(s->hub, "hf") || !strcmp(s->hub, "ms"));
 	type_facet = s->type && (!strcmp(s->type, "model") || !strcmp(s->type, "dataset"));
-	if (fq) {
-		char *w = xasprintf("- {facets} : (%s)%s%s%s%s", fq, hub_facet ? " AND facets:hub" : "",
-				    hub_facet ? s->hub : "", type_facet ? " AND facets:type" : "", type_facet ? s->type : "");
-		free(fq);
-		fq = w;
-	}
+	if (fq)
+		fq = match_query(fq, s, hub_facet, type_facet);
 	if (!sort)
 		sort = fq ? "relevance" : "name";
 	for (size_t i = 0; i < sizeof(sorts) / sizeof(sorts[0]); i++)
@@ -175,74 +198,107 @@ int catalog_search(struct catalog *c, const struct catalog_search *s,
 			order = sorts[i].expr;
 	if (!order || (!fq && !strcmp(sort, "relevance"))) {
 		free(fq);
-		sqlite3_progress_handler(c->db, 0, NULL, NULL);
 		return HM_ERR_USAGE;
 	}
 	/* Only the clauses in use go into the SQL: FTS5's MATCH cannot sit under an OR, and the count
 	 * needs the snapshot join only for size bounds (it is most of the cost at 100k repos). */
 	sized = s->min_size >= 0 || s->max_size >= 0;
 	needs_snap = sized || !strcmp(sort, "size");
+	p->fq = fq;
+	p->sort = sort;
+	p->order = order;
 	/* repo_fts holds exactly the live repos (schema v5): words without repo filters (or with hub and
 	 * type filters, which are facet terms) count from the index alone, and with the relevance sort
 	 * rank from it too. A row lookup in repos per match is what makes a common word slow (13k
 	 * matches at 100k repos). */
-	index_only = fq && (!s->hub || hub_facet) && (!s->type || type_facet) && !s->org && !s->tag && !s->status &&
-		     s->gated < 0 && !sized && !s->hidden;
-	from = xasprintf("repos r %s %s", needs_snap ? REPO_JOINS : "", fq ? "JOIN repo_fts ON repo_fts.rowid = r.id" : "");
-	where = xasprintf("WHERE r.removed_at IS NULL AND %s%s%s%s%s%s%s%s%s%s",
-			  fq ? "repo_fts MATCH ?1" : "?1 IS NULL",
-			  /* with words, FTS must drive the join: a unary + keeps the planner off the (hub, type,
-			   * name) index, which would run one FTS query per repo (2 s at 20k repos) */
-			  s->hub ? (fq ? " AND +r.hub = ?2" : " AND r.hub = ?2") : "",
-			  s->type ? (fq ? " AND +r.type = ?3" : " AND r.type = ?3") : "",
-			  s->org ? " AND substr(r.name, 1, length(?4) + 1) = ?4 || '/'" : "",
-			  s->tag ? " AND instr(coalesce(r.tags, ''), json_quote(?5)) > 0" : "",
-			  s->status ? " AND r.sync_status = ?6" : "",
-			  s->gated >= 0 ? " AND (?7 = 1) = (r.gated IS NOT NULL AND r.gated != 'false')" : "",
-			  s->min_size >= 0 ? " AND coalesce(s.total_size, 0) >= ?8" : "",
-			  s->max_size >= 0 ? " AND coalesce(s.total_size, 0) <= ?9" : "",
-			  s->hidden ? " AND " HIDDEN_CLAUSE("?12") : "");
-	for (int pass = total ? 0 : 1; pass < 2 && !r; pass++) {
+	p->index_only = fq && (!s->hub || hub_facet) && (!s->type || type_facet) && !s->org && !s->tag && !s->status &&
+			s->gated < 0 && !sized && !s->hidden;
+	p->from = xasprintf("repos r %s %s", needs_snap ? REPO_JOINS : "",
+			    fq ? "JOIN repo_fts ON repo_fts.rowid = r.id" : "");
+	p->where = where_clause(s, fq != NULL);
+	return 0;
+}
+
+/* Frees what plan_make made. */
+static void plan_release(struct plan *p)
+{
+	free(p->where);
+	free(p->from);
+	free(p->fq);
+}
+
+/* The SQL of one pass (malloc'd): 0 counts the matches, 1 reads the page. Two steps for the page: rank
+ * only ids (the sorter then holds two columns per match, not 26), then read the full rows of the one
+ * page. */
+static char *pass_sql(const struct catalog_search *s, const struct plan *p, int pass)
+{
+	const char *dir = s->desc ? "DESC" : "ASC";
+
+	if (pass == 0)
+		return p->index_only ? xstrdup("SELECT count(*) FROM repo_fts WHERE repo_fts MATCH ?1")
+				     : xasprintf("SELECT count(*) FROM %s %s", p->from, p->where);
+	if (p->index_only && !strcmp(p->sort, "relevance"))
+		return xasprintf("SELECT " REPO_SELECT "FROM (SELECT rowid AS pid, %s AS k FROM repo_fts "
+				 "WHERE repo_fts MATCH ?1 ORDER BY k %s, pid LIMIT ?10 OFFSET ?11) p "
+				 "JOIN repos r ON r.id = p.pid " REPO_JOINS "ORDER BY p.k %s, r.id", p->order, dir, dir);
+	return xasprintf("SELECT " REPO_SELECT "FROM (SELECT r.id AS pid, %s AS k FROM %s %s "
+			 "ORDER BY k %s, r.id LIMIT ?10 OFFSET ?11) p JOIN repos r ON r.id = p.pid "
+			 REPO_JOINS "ORDER BY p.k %s, r.id", p->order, p->from, p->where, dir, dir);
+}
+
+/* One pass of search s as planned: 0 counts the matches into *total, 1 hands fn the page's repos.
+ * Returns 0, fn's non-zero, HM_ERR_TIMEOUT or HM_ERR_SQLITE. */
+static int search_pass(struct catalog *c, const struct catalog_search *s, const struct plan *p, int pass,
+		       int (*fn)(void *ud, const struct catalog_repo *r), void *ud, int64_t *total)
+{
+	char *sql = pass_sql(s, p, pass);
+	sqlite3_stmt *st = NULL;
+	int r = 0, rc;
+
+	if (sqlite3_prepare_v2(c->db, sql, -1, &st, NULL) != SQLITE_OK) {
 		free(sql);
-		/* Two steps: rank only ids (the sorter then holds two columns per match, not 26), then read
-		 * the full rows of the one page. */
-		if (pass == 0)
-			sql = index_only ? xstrdup("SELECT count(*) FROM repo_fts WHERE repo_fts MATCH ?1")
-					 : xasprintf("SELECT count(*) FROM %s %s", from, where);
-		else if (index_only && !strcmp(sort, "relevance"))
-			sql = xasprintf("SELECT " REPO_SELECT "FROM (SELECT rowid AS pid, %s AS k FROM repo_fts "
-					"WHERE repo_fts MATCH ?1 ORDER BY k %s, pid LIMIT ?10 OFFSET ?11) p "
-					"JOIN repos r ON r.id = p.pid " REPO_JOINS "ORDER BY p.k %s, r.id", order,
-					s->desc ? "DESC" : "ASC", s->desc ? "DESC" : "ASC");
-		else
-			sql = xasprintf("SELECT " REPO_SELECT "FROM (SELECT r.id AS pid, %s AS k FROM %s %s "
-					"ORDER BY k %s, r.id LIMIT ?10 OFFSET ?11) p JOIN repos r ON r.id = p.pid "
-					REPO_JOINS "ORDER BY p.k %s, r.id", order, from, where,
-					s->desc ? "DESC" : "ASC", s->desc ? "DESC" : "ASC");
-		if (sqlite3_prepare_v2(c->db, sql, -1, &st, NULL) != SQLITE_OK) {
-			r = HM_ERR_SQLITE;
-			break;
-		}
-		search_bind(st, s, fq);
-		if (pass == 0) {
-			if ((rc = sqlite3_step(st)) == SQLITE_ROW)
-				*total = sqlite3_column_int64(st, 0);
-			else
-				r = rc == SQLITE_INTERRUPT ? HM_ERR_TIMEOUT : HM_ERR_SQLITE;
-		} else {
-			sqlite3_bind_int64(st, 10, s->limit ? (sqlite3_int64)s->limit : -1);
-			sqlite3_bind_int64(st, 11, (sqlite3_int64)s->offset);
-			r = catalog__repo_rows(st, fn, ud);
-		}
-		sqlite3_finalize(st);
-		st = NULL;
+		return HM_ERR_SQLITE;
 	}
+	search_bind(st, s, p->fq);
+	if (pass == 0) {
+		if ((rc = sqlite3_step(st)) == SQLITE_ROW)
+			*total = sqlite3_column_int64(st, 0);
+		else
+			r = rc == SQLITE_INTERRUPT ? HM_ERR_TIMEOUT : HM_ERR_SQLITE;
+	} else {
+		sqlite3_bind_int64(st, 10, s->limit ? (sqlite3_int64)s->limit : -1);
+		sqlite3_bind_int64(st, 11, (sqlite3_int64)s->offset);
+		r = catalog__repo_rows(st, fn, ud);
+	}
+	sqlite3_finalize(st);
+	free(sql);
+	return r;
+}
+
+int catalog_search(struct catalog *c, const struct catalog_search *s,
+		   int (*fn)(void *ud, const struct catalog_repo *r), void *ud, int64_t *total)
+{
+	struct plan p;
+	int64_t deadline = 0;
+	int r = 0;
+
+	if (catalog_search_refusal(s))
+		return HM_ERR_USAGE;
+	if (s->budget_ms > 0) {
+		struct timespec ts;
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		deadline = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 + s->budget_ms;
+		sqlite3_progress_handler(c->db, 1000, past_deadline, &deadline);
+	}
+	if (plan_make(s, &p)) {
+		sqlite3_progress_handler(c->db, 0, NULL, NULL);
+		return HM_ERR_USAGE;
+	}
+	for (int pass = total ? 0 : 1; pass < 2 && !r; pass++)
+		r = search_pass(c, s, &p, pass, fn, ud, total);
 	if (s->budget_ms > 0)
 		sqlite3_progress_handler(c->db, 0, NULL, NULL);
-	free(sql);
-	free(where);
-	free(from);
-	free(fq);
+	plan_release(&p);
 	return r;
 }
 

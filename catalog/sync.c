@@ -48,10 +48,111 @@ static int ref_upsert(struct catalog *c, int64_t repo_id, const char *ref_name, 
 	return catalog__run(st);
 }
 
+/* The snapshot row of repo_id's commit, when there is one: *snap_id (0: none) and whether it was
+ * selected as selection says (*same). Inside the caller's transaction. */
+static int snapshot_find(struct catalog *c, int64_t repo_id, const char *commit, const char *selection,
+			 int64_t *snap_id, int *same)
+{
+	sqlite3_stmt *st = NULL;
+	int64_t id = 0;
+	int same_selection = 0;
+
+	if (catalog__prepare(c, "SELECT id, selection IS ?3 FROM snapshots WHERE repo_id = ?1 AND commit_id = ?2", &st))
+		return HM_ERR_SQLITE;
+	sqlite3_bind_int64(st, 1, repo_id);
+	sqlite3_bind_text(st, 2, commit, -1, SQLITE_STATIC);
+	bind_text_or_null(st, 3, selection);
+	if (sqlite3_step(st) == SQLITE_ROW) {
+		id = sqlite3_column_int64(st, 0);
+		same_selection = sqlite3_column_int(st, 1);
+	}
+	sqlite3_finalize(st);
+	*snap_id = id;
+	*same = same_selection;
+	return 0;
+}
+
+/* Snapshot snap_id selected anew (selection, n files of total bytes): its files and its torrent go, its
+ * row says the new selection. Inside the caller's transaction. */
+static int snapshot_reselect(struct catalog *c, int64_t snap_id, const char *selection, size_t n, int64_t total)
+{
+	/* new files; so a new torrent too: the old one (its hashes) no longer describes them */
+	static const char *const drop[] = { "DELETE FROM torrents WHERE snapshot_id = ?1",
+					    "DELETE FROM files WHERE snapshot_id = ?1" };
+	sqlite3_stmt *st = NULL;
+
+	for (size_t i = 0; i < sizeof(drop) / sizeof(drop[0]); i++) {
+		if (catalog__prepare(c, drop[i], &st))
+			return HM_ERR_SQLITE;
+		sqlite3_bind_int64(st, 1, snap_id);
+		if (catalog__run(st))
+			return HM_ERR_SQLITE;
+	}
+	if (catalog__prepare(c,
+			     "UPDATE snapshots SET synced_at = ?2, file_count = ?3, total_size = ?4, "
+			     "selection = ?5 WHERE id = ?1", &st))
+		return HM_ERR_SQLITE;
+	sqlite3_bind_int64(st, 1, snap_id);
+	sqlite3_bind_int64(st, 2, (sqlite3_int64)time(NULL));
+	sqlite3_bind_int64(st, 3, (sqlite3_int64)n);
+	sqlite3_bind_int64(st, 4, total);
+	bind_text_or_null(st, 5, selection);
+	return catalog__run(st);
+}
+
+/* A new snapshot row for repo_id's commit (selection, n files of total bytes): its id in *snap_id.
+ * Inside the caller's transaction. */
+static int snapshot_insert(struct catalog *c, int64_t repo_id, const char *commit, const char *selection, size_t n,
+			   int64_t total, int64_t *snap_id)
+{
+	sqlite3_stmt *st = NULL;
+
+	if (catalog__prepare(c,
+			     "INSERT INTO snapshots (repo_id, commit_id, synced_at, file_count, total_size, "
+			     "selection) VALUES (?1, ?2, ?3, ?4, ?5, ?6)", &st))
+		return HM_ERR_SQLITE;
+	sqlite3_bind_int64(st, 1, repo_id);
+	sqlite3_bind_text(st, 2, commit, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 3, (sqlite3_int64)time(NULL));
+	sqlite3_bind_int64(st, 4, (sqlite3_int64)n);
+	sqlite3_bind_int64(st, 5, total);
+	bind_text_or_null(st, 6, selection);
+	if (catalog__run(st))
+		return HM_ERR_SQLITE;
+	*snap_id = sqlite3_last_insert_rowid(c->db);
+	return 0;
+}
+
+/* The n files of snapshot snap_id, each with its blob first, through the prepared statements blob and
+ * file. Inside the caller's transaction. */
+static int files_insert(sqlite3_stmt *blob, sqlite3_stmt *file, int64_t snap_id, const struct catalog_file *files,
+			size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		sqlite3_reset(blob);
+		sqlite3_bind_text(blob, 1, files[i].sha256, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(blob, 2, files[i].size);
+		sqlite3_bind_int64(blob, 3, (sqlite3_int64)time(NULL));
+		sqlite3_bind_int(blob, 4, !files[i].absent);
+		if (sqlite3_step(blob) != SQLITE_DONE)
+			return HM_ERR_SQLITE;
+		sqlite3_reset(file);
+		sqlite3_bind_int64(file, 1, snap_id);
+		sqlite3_bind_text(file, 2, files[i].path, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(file, 3, files[i].size);
+		bind_text_or_null(file, 4, files[i].git_oid);
+		bind_text_or_null(file, 5, files[i].lfs_oid);
+		sqlite3_bind_text(file, 6, files[i].sha256, -1, SQLITE_STATIC);
+		if (sqlite3_step(file) != SQLITE_DONE)
+			return HM_ERR_SQLITE;
+	}
+	return 0;
+}
+
 int catalog_snapshot_commit(struct catalog *c, int64_t repo_id, const char *commit, const char *ref_name, bool tag,
 			    const char *selection, const struct catalog_file *files, size_t n)
 {
-	sqlite3_stmt *blob = NULL, *file = NULL, *st = NULL;
+	sqlite3_stmt *blob = NULL, *file = NULL;
 	int64_t total = 0, snap_id = 0;
 	int r = HM_ERR_SQLITE, same_selection = 0;
 	const char *kind = ref_kind(ref_name, tag);
@@ -67,89 +168,23 @@ int catalog_snapshot_commit(struct catalog *c, int64_t repo_id, const char *comm
 	    catalog__prepare(c, "INSERT INTO files (snapshot_id, path, size, git_oid, lfs_oid, sha256) "
 			     "VALUES (?1, ?2, ?3, ?4, ?5, ?6)", &file))
 		goto out;
-
 	/* A commit seen before (a ref moved back, or a revision re-added) keeps its snapshot row; if it
 	 * was selected differently, its files are replaced. */
-	if (catalog__prepare(c, "SELECT id, selection IS ?3 FROM snapshots WHERE repo_id = ?1 AND commit_id = ?2", &st))
+	if (snapshot_find(c, repo_id, commit, selection, &snap_id, &same_selection))
 		goto out;
-	sqlite3_bind_int64(st, 1, repo_id);
-	sqlite3_bind_text(st, 2, commit, -1, SQLITE_STATIC);
-	bind_text_or_null(st, 3, selection);
-	if (sqlite3_step(st) == SQLITE_ROW) {
-		snap_id = sqlite3_column_int64(st, 0);
-		same_selection = sqlite3_column_int(st, 1);
-	}
-	sqlite3_finalize(st);
-	st = NULL;
-
 	if (snap_id && !same_selection) {
-		/* new files; so a new torrent too: the old one (its hashes) no longer describes them */
-		static const char *const drop[] = { "DELETE FROM torrents WHERE snapshot_id = ?1",
-						    "DELETE FROM files WHERE snapshot_id = ?1" };
-		for (size_t i = 0; i < sizeof(drop) / sizeof(drop[0]); i++) {
-			if (catalog__prepare(c, drop[i], &st))
-				goto out;
-			sqlite3_bind_int64(st, 1, snap_id);
-			if (sqlite3_step(st) != SQLITE_DONE)
-				goto out;
-			sqlite3_finalize(st);
-			st = NULL;
-		}
-		if (catalog__prepare(c,
-				     "UPDATE snapshots SET synced_at = ?2, file_count = ?3, total_size = ?4, "
-				     "selection = ?5 WHERE id = ?1", &st))
+		if (snapshot_reselect(c, snap_id, selection, n, total))
 			goto out;
-		sqlite3_bind_int64(st, 1, snap_id);
-		sqlite3_bind_int64(st, 2, (sqlite3_int64)time(NULL));
-		sqlite3_bind_int64(st, 3, (sqlite3_int64)n);
-		sqlite3_bind_int64(st, 4, total);
-		bind_text_or_null(st, 5, selection);
-		if (sqlite3_step(st) != SQLITE_DONE)
-			goto out;
-		sqlite3_finalize(st);
-		st = NULL;
 	} else if (!snap_id) {
-		if (catalog__prepare(c,
-				     "INSERT INTO snapshots (repo_id, commit_id, synced_at, file_count, total_size, "
-				     "selection) VALUES (?1, ?2, ?3, ?4, ?5, ?6)", &st))
+		if (snapshot_insert(c, repo_id, commit, selection, n, total, &snap_id))
 			goto out;
-		sqlite3_bind_int64(st, 1, repo_id);
-		sqlite3_bind_text(st, 2, commit, -1, SQLITE_STATIC);
-		sqlite3_bind_int64(st, 3, (sqlite3_int64)time(NULL));
-		sqlite3_bind_int64(st, 4, (sqlite3_int64)n);
-		sqlite3_bind_int64(st, 5, total);
-		bind_text_or_null(st, 6, selection);
-		if (sqlite3_step(st) != SQLITE_DONE)
-			goto out;
-		sqlite3_finalize(st);
-		st = NULL;
-		snap_id = sqlite3_last_insert_rowid(c->db);
 	}
-	if (!same_selection) {
-		for (size_t i = 0; i < n; i++) {
-			sqlite3_reset(blob);
-			sqlite3_bind_text(blob, 1, files[i].sha256, -1, SQLITE_STATIC);
-			sqlite3_bind_int64(blob, 2, files[i].size);
-			sqlite3_bind_int64(blob, 3, (sqlite3_int64)time(NULL));
-			sqlite3_bind_int(blob, 4, !files[i].absent);
-			if (sqlite3_step(blob) != SQLITE_DONE)
-				goto out;
-			sqlite3_reset(file);
-			sqlite3_bind_int64(file, 1, snap_id);
-			sqlite3_bind_text(file, 2, files[i].path, -1, SQLITE_STATIC);
-			sqlite3_bind_int64(file, 3, files[i].size);
-			bind_text_or_null(file, 4, files[i].git_oid);
-			bind_text_or_null(file, 5, files[i].lfs_oid);
-			sqlite3_bind_text(file, 6, files[i].sha256, -1, SQLITE_STATIC);
-			if (sqlite3_step(file) != SQLITE_DONE)
-				goto out;
-		}
-	}
+	if (!same_selection && files_insert(blob, file, snap_id, files, n))
+		goto out;
 	r = ref_upsert(c, repo_id, ref_name, kind, snap_id);
 out:
 	sqlite3_finalize(blob);
 	sqlite3_finalize(file);
-	sqlite3_finalize(st);
 	if (r || catalog_commit(c)) {
 		catalog_rollback(c);
 		return HM_ERR_SQLITE;

@@ -363,37 +363,144 @@ static struct catalog_file *snapshot_files(json_t *r, const char *commit, size_t
 	return NULL;
 }
 
-/* Track repo entry r and record its snapshots and refs. Returns 0 or an error (said). */
-static int import_repo(struct mirror_data *d, json_t *r, json_t *carried, bool keep_options,
-		       struct mirror_bundle_report *rep, char **errmsg)
+/* The globs and options repo entry r is to be tracked with, malloc'd (NULL: none). Access options are
+ * the importing operator's (see bundle.h): a repo tracked here keeps its own, a new one takes the
+ * bundle's only with keep_options; rep counts both. */
+static void repo_options(struct catalog *cat, json_t *r, bool keep_options, struct mirror_bundle_report *rep,
+			 char **inc, char **exc, char **opt)
 {
-	const char *hub = json_string_value(json_object_get(r, "hub")), *type = json_string_value(json_object_get(r, "type"));
+	const char *hub = json_string_value(json_object_get(r, "hub"));
+	const char *type = json_string_value(json_object_get(r, "type"));
 	const char *name = json_string_value(json_object_get(r, "name"));
-	char *inc = NULL, *exc = NULL, *opt = NULL, *sel = NULL;
-	json_t *meta = json_object_get(r, "meta"), *ref, *sn, *f;
-	const char *policy = json_string_value(json_object_get(r, "refs_policy"));
 	struct catalog_repo cr = { 0 };
-	struct catalog_repo_meta m;
-	char *card = NULL, *tags = NULL;
-	size_t i, j;
-	int e;
 
-	/* access options are the importing operator's (see bundle.h) */
-	if (!catalog_repo_get(d->catalog, hub, type, name, &cr)) {
-		inc = xstrdup(cr.include_globs ? cr.include_globs : "[]");
-		exc = xstrdup(cr.exclude_globs ? cr.exclude_globs : "[]");
-		opt = xstrdup(cr.options ? cr.options : "{}");
+	if (!catalog_repo_get(cat, hub, type, name, &cr)) {
+		*inc = xstrdup(cr.include_globs ? cr.include_globs : "[]");
+		*exc = xstrdup(cr.exclude_globs ? cr.exclude_globs : "[]");
+		*opt = xstrdup(cr.options ? cr.options : "{}");
 		rep->options_kept++;
 	} else if (keep_options) {
-		inc = json_dumps(json_object_get(r, "include"), JSON_COMPACT);
-		exc = json_dumps(json_object_get(r, "exclude"), JSON_COMPACT);
-		opt = json_dumps(json_object_get(r, "options"), JSON_COMPACT | JSON_SORT_KEYS);
+		*inc = json_dumps(json_object_get(r, "include"), JSON_COMPACT);
+		*exc = json_dumps(json_object_get(r, "exclude"), JSON_COMPACT);
+		*opt = json_dumps(json_object_get(r, "options"), JSON_COMPACT | JSON_SORT_KEYS);
 	} else if (json_object_size(json_object_get(r, "options")) || json_array_size(json_object_get(r, "include")) ||
 		   json_array_size(json_object_get(r, "exclude"))) {
 		rep->options_dropped++;
 	}
 	catalog_repo_release(&cr);
-	memset(&cr, 0, sizeof(cr));
+}
+
+/* Record the snapshot each ref of repo entry r points at, for cr (tracked as r says). Returns 0 or an
+ * error (said). */
+static int record_refs(struct catalog *cat, json_t *r, const struct catalog_repo *cr, char **errmsg)
+{
+	const char *name = json_string_value(json_object_get(r, "name"));
+	char *sel = catalog_repo_selection(cr);
+	json_t *ref;
+	size_t i;
+	int e = 0;
+
+	json_array_foreach(json_object_get(r, "refs"), i, ref) {
+		const char *commit = json_string_value(json_object_get(ref, "commit"));
+		const char *kind = json_string_value(json_object_get(ref, "kind"));
+		size_t n = 0;
+		struct catalog_file *files = snapshot_files(r, commit, &n);
+		e = catalog_snapshot_commit(cat, cr->id, commit, json_string_value(json_object_get(ref, "name")),
+					    !strcmp(kind, "tag"), sel, files, n);
+		free(files);
+		if (e) {
+			e = bundle__fail(errmsg, HM_ERR_SQLITE, "%s: catalog: %s", name, catalog_errmsg(cat));
+			break;
+		}
+	}
+	free(sel);
+	return e;
+}
+
+/* Each snapshot's time as the exporting mirror recorded it (its answers show it), for repo repo_id.
+ * Returns 0 or an error (said). */
+static int record_synced_at(struct catalog *cat, json_t *r, int64_t repo_id, char **errmsg)
+{
+	json_t *sn;
+	size_t i;
+
+	json_array_foreach(json_object_get(r, "snapshots"), i, sn)
+		if (json_is_integer(json_object_get(sn, "synced_at")) &&
+		    catalog_snapshot_set_synced_at(cat, repo_id, json_string_value(json_object_get(sn, "commit")),
+						   json_integer_value(json_object_get(sn, "synced_at"))))
+			return bundle__fail(errmsg, HM_ERR_SQLITE, "%s: catalog: %s",
+					    json_string_value(json_object_get(r, "name")), catalog_errmsg(cat));
+	return 0;
+}
+
+/* The repo's own contents, for the rule on naming content (docs/security.md): only what the archive
+ * carried and what hashed to its name here, never what it merely named. */
+static void record_carried(struct catalog *cat, json_t *r, int64_t repo_id, json_t *carried)
+{
+	json_t *sn, *f;
+	size_t i, j;
+
+	json_array_foreach(json_object_get(r, "snapshots"), i, sn)
+		json_array_foreach(json_object_get(sn, "files"), j, f) {
+			const char *sha = json_string_value(json_object_get(f, "sha256"));
+			if (sha && json_object_get(carried, sha))
+				catalog_blob_fetched(cat, sha, repo_id);
+		}
+}
+
+/* v's integer value, or dflt when v is no integer. */
+static json_int_t int_or(json_t *v, json_int_t dflt)
+{
+	return json_is_integer(v) ? json_integer_value(v) : dflt;
+}
+
+/* v as compact JSON text (malloc'd), NULL when v is absent or null. */
+static char *text_or_null(json_t *v)
+{
+	return json_is_null(v) || !v ? NULL : json_dumps(v, JSON_COMPACT);
+}
+
+/* The metadata of a repo entry's meta into *m (borrowing from meta), its card data and tags as text
+ * (malloc'd, NULL when absent); the source is "bundle". */
+static void meta_from_bundle(json_t *meta, struct catalog_repo_meta *m, char **card, char **tags)
+{
+	json_int_t tier = int_or(json_object_get(meta, "tier"), 0);
+
+	memset(m, 0, sizeof(*m));
+	m->gated = json_string_value(json_object_get(meta, "gated"));
+	m->private_ = (int)int_or(json_object_get(meta, "private"), -1);
+	*card = text_or_null(json_object_get(meta, "card_data"));
+	*tags = text_or_null(json_object_get(meta, "tags"));
+	m->card_data = *card;
+	m->tags = *tags;
+	m->pipeline_tag = json_string_value(json_object_get(meta, "pipeline_tag"));
+	m->library_name = json_string_value(json_object_get(meta, "library_name"));
+	m->license = json_string_value(json_object_get(meta, "license"));
+	m->downloads = int_or(json_object_get(meta, "downloads"), -1);
+	m->likes = int_or(json_object_get(meta, "likes"), -1);
+	m->last_modified = json_string_value(json_object_get(meta, "last_modified"));
+	m->upstream_name = json_string_value(json_object_get(meta, "upstream_name"));
+	/* a bundle puts the importer one tier below the mirror that wrote it (taken as tier 1 when it did not say) */
+	m->tier = tier > 0 && tier < 100 ? (int)tier + 1 : 2;
+	m->upstream = "bundle";
+	m->created_at = int_or(json_object_get(meta, "created_at"), 0);
+	m->origin_checked_at = int_or(json_object_get(meta, "origin_checked_at"), 0);
+}
+
+/* Track repo entry r and record its snapshots and refs. Returns 0 or an error (said). */
+static int import_repo(struct mirror_data *d, json_t *r, json_t *carried, bool keep_options,
+		       struct mirror_bundle_report *rep, char **errmsg)
+{
+	const char *hub = json_string_value(json_object_get(r, "hub"));
+	const char *type = json_string_value(json_object_get(r, "type"));
+	const char *name = json_string_value(json_object_get(r, "name"));
+	const char *policy = json_string_value(json_object_get(r, "refs_policy"));
+	char *inc = NULL, *exc = NULL, *opt = NULL, *card = NULL, *tags = NULL;
+	struct catalog_repo cr = { 0 };
+	struct catalog_repo_meta m;
+	int e;
+
+	repo_options(d->catalog, r, keep_options, rep, &inc, &exc, &opt);
 	e = catalog_repo_add(d->catalog, hub, type, name, json_string_value(json_object_get(r, "follow_rev")), inc, exc,
 			     opt, NULL);
 	if (!e && policy)
@@ -404,60 +511,12 @@ static int import_repo(struct mirror_data *d, json_t *r, json_t *carried, bool k
 		e = bundle__fail(errmsg, HM_ERR_SQLITE, "%s: catalog: %s", name, catalog_errmsg(d->catalog));
 		goto out;
 	}
-	sel = catalog_repo_selection(&cr);
-	json_array_foreach(json_object_get(r, "refs"), i, ref) {
-		const char *commit = json_string_value(json_object_get(ref, "commit"));
-		const char *kind = json_string_value(json_object_get(ref, "kind"));
-		size_t n = 0;
-		struct catalog_file *files = snapshot_files(r, commit, &n);
-		e = catalog_snapshot_commit(d->catalog, cr.id, commit, json_string_value(json_object_get(ref, "name")),
-					    !strcmp(kind, "tag"), sel, files, n);
-		free(files);
-		if (e) {
-			e = bundle__fail(errmsg, HM_ERR_SQLITE, "%s: catalog: %s", name, catalog_errmsg(d->catalog));
-			goto out;
-		}
-	}
-	/* each snapshot's time as the exporting mirror recorded it: its answers show it */
-	json_array_foreach(json_object_get(r, "snapshots"), i, sn)
-		if (json_is_integer(json_object_get(sn, "synced_at")) &&
-		    catalog_snapshot_set_synced_at(d->catalog, cr.id, json_string_value(json_object_get(sn, "commit")),
-						   json_integer_value(json_object_get(sn, "synced_at")))) {
-			e = bundle__fail(errmsg, HM_ERR_SQLITE, "%s: catalog: %s", name, catalog_errmsg(d->catalog));
-			goto out;
-		}
-	/* the repo's own contents, for the rule on naming content (docs/security.md): only what the
-	 * archive carried and what hashed to its name here, never what it merely named */
-	json_array_foreach(json_object_get(r, "snapshots"), i, sn)
-		json_array_foreach(json_object_get(sn, "files"), j, f) {
-			const char *sha = json_string_value(json_object_get(f, "sha256"));
-			if (sha && json_object_get(carried, sha))
-				catalog_blob_fetched(d->catalog, sha, cr.id);
-		}
-	memset(&m, 0, sizeof(m));
-	m.gated = json_string_value(json_object_get(meta, "gated"));
-	m.private_ = json_is_integer(json_object_get(meta, "private")) ? (int)json_integer_value(json_object_get(meta, "private")) : -1;
-	card = json_is_null(json_object_get(meta, "card_data")) || !json_object_get(meta, "card_data") ? NULL
-		: json_dumps(json_object_get(meta, "card_data"), JSON_COMPACT);
-	tags = json_is_null(json_object_get(meta, "tags")) || !json_object_get(meta, "tags") ? NULL
-		: json_dumps(json_object_get(meta, "tags"), JSON_COMPACT);
-	m.card_data = card;
-	m.tags = tags;
-	m.pipeline_tag = json_string_value(json_object_get(meta, "pipeline_tag"));
-	m.library_name = json_string_value(json_object_get(meta, "library_name"));
-	m.license = json_string_value(json_object_get(meta, "license"));
-	m.downloads = json_is_integer(json_object_get(meta, "downloads")) ? json_integer_value(json_object_get(meta, "downloads")) : -1;
-	m.likes = json_is_integer(json_object_get(meta, "likes")) ? json_integer_value(json_object_get(meta, "likes")) : -1;
-	m.last_modified = json_string_value(json_object_get(meta, "last_modified"));
-	m.upstream_name = json_string_value(json_object_get(meta, "upstream_name"));
-	/* a bundle puts the importer one tier below the mirror that wrote it (taken as tier 1 when it did not say) */
-	m.tier = json_is_integer(json_object_get(meta, "tier")) && json_integer_value(json_object_get(meta, "tier")) > 0 &&
-		 json_integer_value(json_object_get(meta, "tier")) < 100
-		 ? (int)json_integer_value(json_object_get(meta, "tier")) + 1 : 2;
-	m.upstream = "bundle";
-	m.created_at = json_is_integer(json_object_get(meta, "created_at")) ? json_integer_value(json_object_get(meta, "created_at")) : 0;
-	m.origin_checked_at = json_is_integer(json_object_get(meta, "origin_checked_at"))
-			      ? json_integer_value(json_object_get(meta, "origin_checked_at")) : 0;
+	if ((e = record_refs(d->catalog, r, &cr, errmsg)))
+		goto out;
+	if ((e = record_synced_at(d->catalog, r, cr.id, errmsg)))
+		goto out;
+	record_carried(d->catalog, r, cr.id, carried);
+	meta_from_bundle(json_object_get(r, "meta"), &m, &card, &tags);
 	if (catalog_repo_set_sync(d->catalog, cr.id, "ok", NULL, (int64_t)time(NULL), &m)) {
 		e = bundle__fail(errmsg, HM_ERR_SQLITE, "%s: catalog: %s", name, catalog_errmsg(d->catalog));
 		goto out;
@@ -469,26 +528,60 @@ out:
 	free(inc);
 	free(exc);
 	free(opt);
-	free(sel);
 	free(card);
 	free(tags);
 	return e;
 }
 
-int mirror_bundle_import(struct mirror_data *d, const char *path, bool keep_options, struct mirror_bundle_report *rep,
-			 const struct mirror_progress *progress, char **errmsg)
-{
-	struct archive *a = NULL;
-	struct archive_entry *e;
-	json_t *manifest = NULL, *blobs = json_object(), *seen = json_object(), *v, *r;
-	const char *sha;
-	char *buf = NULL;
-	size_t i, made = 0;
-	int rc, err = 0;
-	int64_t total_n = 0, total_bytes = 0, done_n = 0, done_bytes = 0;
+/* Contents and bytes: what a bundle carries, or what of it was read so far. */
+struct tally {
+	int64_t n, bytes;
+};
 
-	memset(rep, 0, sizeof(*rep));
-	/* Pass 1: every header, nothing stored. Any entry out of place refuses the whole archive. */
+/* Every content the manifest names that the archive does not carry (seen lacks it) must be in the
+ * store already; else the error says why it may be missing (the bundles an incremental one was made
+ * against, a volume). */
+static int check_held(struct mirror_data *d, const char *path, json_t *manifest, json_t *blobs, json_t *seen,
+		      char **errmsg)
+{
+	json_t *since = json_object_get(manifest, "since"), *v;
+	const char *sha, *lacks = NULL;
+
+	json_object_foreach(blobs, sha, v)
+		if (!json_object_get(seen, sha) && !mirror_store_has(d->store, sha, json_integer_value(v))) {
+			lacks = sha;
+			break;
+		}
+	if (!lacks)
+		return 0;
+	if (json_is_string(json_object_get(since, "bundle")))
+		return bundle__fail(errmsg, HM_ERR_NOT_FOUND, "the bundle is incremental, made against '%s', and this "
+				    "store lacks content %s it left out: import that bundle first",
+				    json_string_value(json_object_get(since, "bundle")), lacks);
+	if (since)
+		return bundle__fail(errmsg, HM_ERR_NOT_FOUND, "the bundle is incremental (contents stored before "
+				    "%lld left out) and this store lacks content %s: import the bundles before it first",
+				    (long long)json_integer_value(json_object_get(since, "time")), lacks);
+	if (mirror_bundle_volume(path) == 1)
+		return bundle__fail(errmsg, HM_ERR_NOT_FOUND, "the bundle lacks content %s (and this store does not "
+				    "hold it): is a volume missing? %zu read, through '%.*s.%03zu'", lacks,
+				    bundle__volumes_there(path), (int)strlen(path) - 4, path,
+				    bundle__volumes_there(path));
+	return bundle__fail(errmsg, HM_ERR_NOT_FOUND, "the bundle lacks content %s (and this store does not hold it)",
+			    lacks);
+}
+
+/* Pass 1 over the bundle at path: every header, nothing stored. Any entry out of place refuses the
+ * whole archive, as does a content named but neither carried nor held, or named for a repository that
+ * may not name it. *total gets what the archive carries, for a progress line. */
+static int check_pass(struct mirror_data *d, const char *path, struct tally *total, char **errmsg)
+{
+	json_t *manifest = NULL, *blobs = json_object(), *seen = json_object();
+	struct tally t = { 0, 0 };
+	struct archive_entry *e;
+	struct archive *a;
+	int rc, err;
+
 	if (!(a = bundle__open(path, errmsg))) {
 		err = -EIO;
 		goto out;
@@ -500,49 +593,41 @@ int mirror_bundle_import(struct mirror_data *d, const char *path, bool keep_opti
 			err = HM_ERR_PATH_UNSAFE;
 			goto out;
 		}
-		total_n++; /* the totals, for a progress line: the contents the archive carries */
-		total_bytes += archive_entry_size(e);
+		t.n++;
+		t.bytes += archive_entry_size(e);
 		archive_read_data_skip(a);
 	}
 	if (rc != ARCHIVE_EOF) {
 		err = bundle__fail(errmsg, -EIO, "the archive is damaged: %s", archive_error_string(a));
 		goto out;
 	}
-	json_object_foreach(blobs, sha, v)
-		if (!json_object_get(seen, sha) && !mirror_store_has(d->store, sha, json_integer_value(v))) {
-			json_t *since = json_object_get(manifest, "since");
-			if (json_is_string(json_object_get(since, "bundle")))
-				err = bundle__fail(errmsg, HM_ERR_NOT_FOUND, "the bundle is incremental, made against '%s', and this "
-					   "store lacks content %s it left out: import that bundle first",
-					   json_string_value(json_object_get(since, "bundle")), sha);
-			else if (since)
-				err = bundle__fail(errmsg, HM_ERR_NOT_FOUND, "the bundle is incremental (contents stored before "
-					   "%lld left out) and this store lacks content %s: import the bundles before it first",
-					   (long long)json_integer_value(json_object_get(since, "time")), sha);
-			else if (mirror_bundle_volume(path) == 1)
-				err = bundle__fail(errmsg, HM_ERR_NOT_FOUND, "the bundle lacks content %s (and this store does not "
-					   "hold it): is a volume missing? %zu read, through '%.*s.%03zu'", sha,
-					   bundle__volumes_there(path), (int)strlen(path) - 4, path, bundle__volumes_there(path));
-			else
-				err = bundle__fail(errmsg, HM_ERR_NOT_FOUND, "the bundle lacks content %s (and this store does not hold it)", sha);
-			goto out;
-		}
+	if ((err = check_held(d, path, manifest, blobs, seen, errmsg)))
+		goto out;
 	if ((err = check_named(d, manifest, seen, errmsg)))
 		goto out;
-	archive_read_free(a);
-	json_object_clear(seen);
-	/* Pass 2: the contents, each verified as it is stored; those held already are hashed, not stored
-	 * again. seen then holds what the archive carried, verified. */
-	if (!(a = bundle__open(path, errmsg))) {
-		err = -EIO;
-		goto out;
-	}
+	*total = t;
+out:
+	if (a)
+		archive_read_free(a);
 	json_decref(manifest);
-	manifest = NULL;
-	json_object_clear(blobs);
-	if ((err = bundle__read_manifest(a, &manifest, blobs, errmsg)))
-		goto out;
-	buf = xmalloc(CHUNK);
+	json_decref(blobs);
+	json_decref(seen);
+	return err;
+}
+
+/* Pass 2's contents, the entries after the manifest of archive a (which names blobs): each verified as
+ * it is stored; those held already are hashed, not stored again. seen then holds what the archive
+ * carried, verified. */
+static int store_pass(struct mirror_data *d, struct archive *a, json_t *blobs, json_t *seen,
+		      const struct mirror_progress *progress, const struct tally *total,
+		      struct mirror_bundle_report *rep, char **errmsg)
+{
+	struct tally done = { 0, 0 };
+	struct archive_entry *e;
+	char *buf = xmalloc(CHUNK);
+	const char *sha;
+	int rc, err = 0;
+
 	while ((rc = archive_read_next_header(a, &e)) == ARCHIVE_OK) {
 		int64_t size;
 		if (!(sha = entry_blob(e, blobs, seen, errmsg))) {
@@ -560,14 +645,38 @@ int mirror_bundle_import(struct mirror_data *d, const char *path, bool keep_opti
 			rep->blobs++;
 			rep->bytes += size;
 		}
-		done_n++;
-		done_bytes += size;
-		mirror_progress_say(progress, done_n, total_n, done_bytes, total_bytes);
+		done.n++;
+		done.bytes += size;
+		mirror_progress_say(progress, done.n, total->n, done.bytes, total->bytes);
 	}
-	if (rc != ARCHIVE_EOF) {
+	if (rc != ARCHIVE_EOF)
 		err = bundle__fail(errmsg, -EIO, "the archive is damaged: %s", archive_error_string(a));
+out:
+	free(buf);
+	return err;
+}
+
+int mirror_bundle_import(struct mirror_data *d, const char *path, bool keep_options, struct mirror_bundle_report *rep,
+			 const struct mirror_progress *progress, char **errmsg)
+{
+	struct archive *a = NULL;
+	json_t *manifest = NULL, *blobs = json_object(), *seen = json_object(), *r;
+	struct tally total = { 0, 0 };
+	size_t i, made = 0;
+	int err;
+
+	memset(rep, 0, sizeof(*rep));
+	if ((err = check_pass(d, path, &total, errmsg)))
+		goto out;
+	/* Pass 2: the contents stored, then the catalog. */
+	if (!(a = bundle__open(path, errmsg))) {
+		err = -EIO;
 		goto out;
 	}
+	if ((err = bundle__read_manifest(a, &manifest, blobs, errmsg)))
+		goto out;
+	if ((err = store_pass(d, a, blobs, seen, progress, &total, rep, errmsg)))
+		goto out;
 	/* Every content is in: the catalog, then the torrents (deterministic: the same info-hashes). */
 	json_array_foreach(json_object_get(manifest, "repos"), i, r)
 		if ((err = import_repo(d, r, seen, keep_options, rep, errmsg)))
@@ -577,7 +686,6 @@ int mirror_bundle_import(struct mirror_data *d, const char *path, bool keep_opti
 out:
 	if (a)
 		archive_read_free(a);
-	free(buf);
 	json_decref(manifest);
 	json_decref(blobs);
 	json_decref(seen);

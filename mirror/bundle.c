@@ -373,37 +373,39 @@ static int since_bundle_blobs(const char *path, json_t *into, char **errmsg)
 	return r;
 }
 
-int mirror_bundle_export(struct mirror_data *d, const struct hub_spec *specs, size_t n, const char *out,
-			 const struct mirror_bundle_opts *opt, struct mirror_bundle_report *rep, char **errmsg)
+/* The contents the far side already has, into omit, and *since, the manifest's word on against what
+ * (left alone for a full bundle): another bundle's list, or what was stored here before a time. */
+static int since_omit(struct mirror_data *d, const struct mirror_bundle_opts *opt, json_t *blobs, json_t *omit,
+		      json_t **since, char **errmsg)
 {
-	json_t *repos = json_array(), *blobs = json_object(), *manifest = NULL, *bl = json_array(), *v;
-	json_t *omit = json_object(), *since = NULL;
-	struct archive *a = NULL;
-	struct volumes vols = { out, opt ? opt->volume_size : 0, -1, 0, NULL, 0 };
-	char *text = NULL, *buf = NULL;
-	int64_t total_n = 0, total_bytes = 0;
 	const char *sha;
-	size_t len = strlen(out);
-	int r = 0;
+	json_t *v;
+	int r;
 
-	memset(rep, 0, sizeof(*rep));
-	for (size_t i = 0; i < n && !r; i++)
-		r = export_repo(d, &specs[i], repos, blobs, errmsg);
-	if (r)
-		goto out;
 	/* An incremental bundle lists every content but carries only those the far side lacks. */
 	if (opt && opt->since_bundle) {
 		if ((r = since_bundle_blobs(opt->since_bundle, omit, errmsg)))
-			goto out;
-		since = json_pack("{s:s}", "bundle", opt->since_bundle);
+			return r;
+		*since = json_pack("{s:s}", "bundle", opt->since_bundle);
 	} else if (opt && opt->since_time > 0) {
 		json_object_foreach(blobs, sha, v) {
 			int64_t at = 0;
 			if (!catalog_blob_stored_at(d->catalog, sha, &at) && at < opt->since_time)
 				json_object_set_new(omit, sha, json_true());
 		}
-		since = json_pack("{s:I}", "time", (json_int_t)opt->since_time);
+		*since = json_pack("{s:I}", "time", (json_int_t)opt->since_time);
 	}
+	return 0;
+}
+
+/* The manifest's text (malloc'd): the repos, every content they name with its size, and since (taken;
+ * may be NULL). */
+static char *manifest_text(json_t *repos, json_t *blobs, json_t *since)
+{
+	json_t *bl = json_array(), *manifest, *v;
+	const char *sha;
+	char *text;
+
 	json_object_foreach(blobs, sha, v)
 		json_array_append_new(bl, json_pack("{s:s, s:O}", "sha256", sha, "size", v));
 	manifest = json_pack("{s:s, s:i, s:I, s:O, s:O}", "format", "hubmirror-bundle", "version", 1,
@@ -411,69 +413,131 @@ int mirror_bundle_export(struct mirror_data *d, const struct hub_spec *specs, si
 	if (since)
 		json_object_set_new(manifest, "since", since);
 	text = json_dumps(manifest, JSON_COMPACT);
-	a = archive_write_new();
+	json_decref(manifest);
+	json_decref(bl);
+	return text;
+}
+
+/* Archive a set up to write out's volumes (zstd compressed when out ends in .zst) and opened, with the
+ * manifest's text as its first entry. */
+static int archive_begin(struct archive *a, const char *out, struct volumes *vols, const char *text, char **errmsg)
+{
+	size_t len = strlen(out);
+
 	archive_write_set_format_pax_restricted(a);
 	/* 64 KiB blocks (libarchive writes 10 KiB by default; 1 MiB measured 3x slower) */
 	archive_write_set_bytes_per_block(a, 64 << 10);
 	archive_write_set_bytes_in_last_block(a, 1);
-	if (len > 4 && !strcmp(out + len - 4, ".zst") && archive_write_add_filter_zstd(a) != ARCHIVE_OK) {
-		r = bundle__fail(errmsg, -ENOTSUP, "this libarchive cannot write zstd: %s", archive_error_string(a));
-		goto out;
-	}
-	if (archive_write_open(a, &vols, volumes_open, volumes_write, volumes_close) != ARCHIVE_OK ||
+	if (len > 4 && !strcmp(out + len - 4, ".zst") && archive_write_add_filter_zstd(a) != ARCHIVE_OK)
+		return bundle__fail(errmsg, -ENOTSUP, "this libarchive cannot write zstd: %s", archive_error_string(a));
+	if (archive_write_open(a, vols, volumes_open, volumes_write, volumes_close) != ARCHIVE_OK ||
 	    write_entry_head(a, MANIFEST, (int64_t)strlen(text)) ||
-	    archive_write_data(a, text, strlen(text)) != (la_ssize_t)strlen(text)) {
-		r = bundle__fail(errmsg, -EIO, "cannot write '%s': %s", out, archive_error_string(a));
-		goto out;
+	    archive_write_data(a, text, strlen(text)) != (la_ssize_t)strlen(text))
+		return bundle__fail(errmsg, -EIO, "cannot write '%s': %s", out, archive_error_string(a));
+	return 0;
+}
+
+/* What writing an export's contents needs: the store, the archive (its file's name for messages), a
+ * buffer, and the report and totals its progress counts. */
+struct blob_writer {
+	struct mirror_data *d;
+	struct archive *a;
+	const char *out;
+	char *buf;                              /* CHUNK bytes */
+	const struct mirror_progress *progress; /* may be NULL */
+	struct mirror_bundle_report *rep;
+	int64_t total_n, total_bytes;           /* what will be written */
+};
+
+/* Content sha (size bytes, read from the store) into the archive as blobs/<sha>. */
+static int blob_write(struct blob_writer *w, const char *sha, int64_t size, char **errmsg)
+{
+	char *p = mirror_store_blob_path(w->d->store, sha), name[80];
+	int64_t left = size;
+	int fd;
+
+	fd = p ? open(p, O_RDONLY | O_CLOEXEC) : -1;
+	free(p);
+	if (fd < 0)
+		return bundle__fail(errmsg, -ENOENT, "content %s is not in the store (run 'hubmirror verify' and sync)",
+				    sha);
+	posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+	snprintf(name, sizeof(name), "blobs/%s", sha);
+	if (write_entry_head(w->a, name, left)) {
+		close(fd);
+		return bundle__fail(errmsg, -EIO, "cannot write '%s': %s", w->out, archive_error_string(w->a));
 	}
-	buf = xmalloc(CHUNK);
+	/* streamed a chunk at a time: a 100 GB model never sits in memory or in a temporary copy */
+	while (left > 0) {
+		ssize_t got = read(fd, w->buf, left > CHUNK ? CHUNK : (size_t)left);
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got <= 0 || archive_write_data(w->a, w->buf, (size_t)got) != got) {
+			close(fd);
+			return bundle__fail(errmsg, -EIO, "cannot copy content %s: %s", sha,
+					    got <= 0 ? "the stored file is short" : archive_error_string(w->a));
+		}
+		left -= got;
+		w->rep->bytes += got;
+		mirror_progress_say(w->progress, w->rep->blobs, w->total_n, w->rep->bytes, w->total_bytes);
+	}
+	close(fd);
+	w->rep->blobs++;
+	mirror_progress_say(w->progress, w->rep->blobs, w->total_n, w->rep->bytes, w->total_bytes);
+	return 0;
+}
+
+/* Every content of blobs but those in omit into archive a, in blobs' order; the left-out ones counted. */
+static int write_blobs(struct mirror_data *d, struct archive *a, const char *out, json_t *blobs, json_t *omit,
+		       const struct mirror_bundle_opts *opt, struct mirror_bundle_report *rep, char **errmsg)
+{
+	struct blob_writer w = { .d = d, .a = a, .out = out, .progress = opt ? opt->progress : NULL, .rep = rep };
+	const char *sha;
+	json_t *v;
+	int r = 0;
+
+	w.buf = xmalloc(CHUNK);
 	/* the totals, for a progress line: what will be written */
 	json_object_foreach(blobs, sha, v)
 		if (!json_object_get(omit, sha)) {
-			total_n++;
-			total_bytes += json_integer_value(v);
+			w.total_n++;
+			w.total_bytes += json_integer_value(v);
 		}
 	json_object_foreach(blobs, sha, v) {
-		char *p, name[80];
-		int fd;
-		int64_t left = json_integer_value(v);
 		if (json_object_get(omit, sha)) {
 			rep->blobs_omitted++;
 			continue;
 		}
-		p = mirror_store_blob_path(d->store, sha);
-		fd = p ? open(p, O_RDONLY | O_CLOEXEC) : -1;
-		free(p);
-		if (fd < 0) {
-			r = bundle__fail(errmsg, -ENOENT, "content %s is not in the store (run 'hubmirror verify' and sync)", sha);
-			goto out;
-		}
-		posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
-		snprintf(name, sizeof(name), "blobs/%s", sha);
-		if (write_entry_head(a, name, left)) {
-			close(fd);
-			r = bundle__fail(errmsg, -EIO, "cannot write '%s': %s", out, archive_error_string(a));
-			goto out;
-		}
-		/* streamed a chunk at a time: a 100 GB model never sits in memory or in a temporary copy */
-		while (left > 0) {
-			ssize_t got = read(fd, buf, left > CHUNK ? CHUNK : (size_t)left);
-			if (got < 0 && errno == EINTR)
-				continue;
-			if (got <= 0 || archive_write_data(a, buf, (size_t)got) != got) {
-				close(fd);
-				r = bundle__fail(errmsg, -EIO, "cannot copy content %s: %s", sha,
-					 got <= 0 ? "the stored file is short" : archive_error_string(a));
-				goto out;
-			}
-			left -= got;
-			rep->bytes += got;
-			mirror_progress_say(opt ? opt->progress : NULL, rep->blobs, total_n, rep->bytes, total_bytes);
-		}
-		close(fd);
-		rep->blobs++;
-		mirror_progress_say(opt ? opt->progress : NULL, rep->blobs, total_n, rep->bytes, total_bytes);
+		if ((r = blob_write(&w, sha, json_integer_value(v), errmsg)))
+			break;
 	}
+	free(w.buf);
+	return r;
+}
+
+int mirror_bundle_export(struct mirror_data *d, const struct hub_spec *specs, size_t n, const char *out,
+			 const struct mirror_bundle_opts *opt, struct mirror_bundle_report *rep, char **errmsg)
+{
+	json_t *repos = json_array(), *blobs = json_object(), *omit = json_object(), *since = NULL, *v;
+	struct volumes vols = { out, opt ? opt->volume_size : 0, -1, 0, NULL, 0 };
+	struct archive *a = NULL;
+	char *text = NULL;
+	size_t i;
+	int r = 0;
+
+	memset(rep, 0, sizeof(*rep));
+	for (i = 0; i < n && !r; i++)
+		r = export_repo(d, &specs[i], repos, blobs, errmsg);
+	if (r)
+		goto out;
+	if ((r = since_omit(d, opt, blobs, omit, &since, errmsg)))
+		goto out;
+	text = manifest_text(repos, blobs, since);
+	a = archive_write_new();
+	if ((r = archive_begin(a, out, &vols, text, errmsg)))
+		goto out;
+	if ((r = write_blobs(d, a, out, blobs, omit, opt, rep, errmsg)))
+		goto out;
 	if (archive_write_close(a) != ARCHIVE_OK) {
 		r = bundle__fail(errmsg, -EIO, "cannot finish '%s': %s", out, archive_error_string(a));
 		goto out;
@@ -483,7 +547,7 @@ int mirror_bundle_export(struct mirror_data *d, const struct hub_spec *specs, si
 	if (r)
 		goto out;
 	rep->repos = (int64_t)json_array_size(repos);
-	json_array_foreach(repos, len, v)
+	json_array_foreach(repos, i, v)
 		rep->snapshots += (int64_t)json_array_size(json_object_get(v, "snapshots"));
 out:
 	if (a)
@@ -491,11 +555,8 @@ out:
 	if (vols.n)
 		volumes_end(&vols, false, NULL);
 	free(text);
-	free(buf);
-	json_decref(manifest);
 	json_decref(repos);
 	json_decref(blobs);
-	json_decref(bl);
 	json_decref(omit);
 	return r;
 }

@@ -102,47 +102,53 @@ static bool env_value_ok(const char *v)
 	return true;
 }
 
-int mirror_git_backend(const struct mirror_data *d, const struct mirror_git_request *q, struct mirror_git_answer *a,
-		       char **errmsg)
+/* The body git is to read: q's own, or inflated into *inflated (malloc'd) when gzip'd. An upload-pack
+ * request's framing is read here first: a malformed request or a filter not served never runs git. */
+static int request_body(const struct mirror_git_request *q, const char **body, size_t *len, char **inflated,
+			char **errmsg)
 {
-	const char *argv[] = { "git", "http-backend", NULL };
-	char *root = mirror_git_root(d), *env[14] = { 0 }, *inflated = NULL;
-	int in = -1, out = -1, err = -1, r = 0, n = 0, st;
-	char head[4096];
-	ssize_t got;
-	pid_t pid;
+	const char *b = q->body;
+	size_t l = q->len;
+	char *infl = NULL;
+	int r;
 
-	const char *body = q->body;
-	size_t len = q->len;
+	if (q->content_encoding &&
+	    (!strcasecmp(q->content_encoding, "gzip") || !strcasecmp(q->content_encoding, "x-gzip"))) {
+		r = inflate_body(b, l, &infl, &l);
+		if (r) {
+			*errmsg = xstrdup(r == -EFBIG ? "the request inflates past 10 MiB"
+						      : "the request's gzip body is damaged");
+			return r;
+		}
+		b = infl;
+	} else if (q->content_encoding && *q->content_encoding && strcasecmp(q->content_encoding, "identity")) {
+		*errmsg = xasprintf("unknown Content-Encoding '%s'", q->content_encoding);
+		return -EINVAL;
+	}
+	if (!strcmp(q->path_after, "/git-upload-pack")) {
+		struct git_pkt_summary sum;
+		if ((r = mirror_git_pkt_check(b, l, &sum, errmsg)) != 0) {
+			free(infl);
+			return r == -2 ? -EPERM : -EINVAL;
+		}
+	}
+	*body = b;
+	*len = l;
+	*inflated = infl;
+	return 0;
+}
 
-	a->fd = -1;
-	a->ctype = NULL;
-	*errmsg = NULL;
+/* The CGI's environment for request q, whose body is len bytes, into env (room for 12 at least): only
+ * what http-backend needs, header values only when safe. Returns how many it set. */
+static int cgi_env(const char *root, const struct mirror_git_request *q, size_t len, char **env)
+{
+	int n = 0;
+
 	env[n++] = xasprintf("GIT_PROJECT_ROOT=%s", root);
 	env[n++] = xstrdup("GIT_HTTP_EXPORT_ALL=1");
 	env[n++] = xasprintf("PATH_INFO=/%s%s", q->rel, q->path_after);
 	env[n++] = xasprintf("REQUEST_METHOD=%s", q->method);
 	env[n++] = xasprintf("QUERY_STRING=%s", env_value_ok(q->query) ? q->query : "");
-	if (q->content_encoding && (!strcasecmp(q->content_encoding, "gzip") || !strcasecmp(q->content_encoding, "x-gzip"))) {
-		r = inflate_body(body, len, &inflated, &len);
-		if (r) {
-			*errmsg = xstrdup(r == -EFBIG ? "the request inflates past 10 MiB" : "the request's gzip body is damaged");
-			goto out;
-		}
-		body = inflated;
-	} else if (q->content_encoding && *q->content_encoding && strcasecmp(q->content_encoding, "identity")) {
-		*errmsg = xasprintf("unknown Content-Encoding '%s'", q->content_encoding);
-		r = -EINVAL;
-		goto out;
-	}
-	if (!strcmp(q->path_after, "/git-upload-pack")) {
-		/* the framing read here first: a malformed request or a filter not served never runs git */
-		struct git_pkt_summary sum;
-		if ((r = mirror_git_pkt_check(body, len, &sum, errmsg)) != 0) {
-			r = r == -2 ? -EPERM : -EINVAL;
-			goto out;
-		}
-	}
 	env[n++] = xasprintf("CONTENT_LENGTH=%zu", len);
 	if (env_value_ok(q->content_type))
 		env[n++] = xasprintf("CONTENT_TYPE=%s", q->content_type);
@@ -152,6 +158,88 @@ int mirror_git_backend(const struct mirror_data *d, const struct mirror_git_requ
 	env[n++] = xstrdup("GIT_CONFIG_COUNT=1");
 	env[n++] = xstrdup("GIT_CONFIG_KEY_0=uploadpackfilter.sparse:oid.allow");
 	env[n++] = xstrdup("GIT_CONFIG_VALUE_0=false");
+	return n;
+}
+
+/* The CGI's header lines in head (up to the blank line, cut there) read into a's status (200 unless
+ * one says otherwise) and Content-Type. */
+static void cgi_headers(char *head, struct mirror_git_answer *a)
+{
+	a->status = 200;
+	for (char *p = head; p && *p;) {
+		char *e = strchr(p, '\n');
+		if (e) {
+			*e = '\0';
+			if (e > p && e[-1] == '\r')
+				e[-1] = '\0';
+		}
+		if (!strncasecmp(p, "Status:", 7))
+			a->status = atoi(p + 7);
+		else if (!strncasecmp(p, "Content-Type:", 13))
+			a->ctype = xstrdup(p + 13 + strspn(p + 13, " "));
+		p = e ? e + 1 : NULL;
+	}
+}
+
+/* The CGI's answer in out read into *a: its headers, then where its body starts and how long it is.
+ * When it answered nothing, git's last words in err (it exited st) say why. */
+static int cgi_answer(int out, int err, int st, struct mirror_git_answer *a, char **errmsg)
+{
+	char head[4096], *end;
+	size_t skip = 4;
+	struct stat sb;
+	ssize_t got;
+
+	/* the CGI's headers, then a blank line, then the body */
+	got = pread(out, head, sizeof(head) - 1, 0);
+	if (got <= 0) {
+		char *w = gitrepo__last_words(err);
+		*errmsg = xasprintf("git http-backend (exit %d): %s", st, w);
+		free(w);
+		return HM_ERR_GIT;
+	}
+	head[got] = '\0';
+	end = strstr(head, "\r\n\r\n");
+	if (!end || (strstr(head, "\n\n") && strstr(head, "\n\n") < end)) {
+		end = strstr(head, "\n\n");
+		skip = 2;
+	}
+	if (!end) {
+		*errmsg = xstrdup("git http-backend answered without headers");
+		return HM_ERR_GIT;
+	}
+	*end = '\0';
+	cgi_headers(head, a);
+	a->offset = (long long)(end - head) + (long long)skip;
+	if (fstat(out, &sb)) {
+		*errmsg = xasprintf("git http-backend's answer: %s", strerror(errno));
+		return HM_ERR_GIT;
+	}
+	a->length = (long long)sb.st_size - a->offset;
+	if (a->status < 100 || a->status > 599)
+		a->status = 500;
+	if (!a->ctype)
+		a->ctype = xstrdup("text/plain");
+	return 0;
+}
+
+int mirror_git_backend(const struct mirror_data *d, const struct mirror_git_request *q, struct mirror_git_answer *a,
+		       char **errmsg)
+{
+	const char *argv[] = { "git", "http-backend", NULL };
+	char *root = mirror_git_root(d), *env[14] = { 0 }, *inflated = NULL;
+	int in = -1, out = -1, err = -1, r, n = 0, st;
+	const char *body;
+	size_t len;
+	pid_t pid;
+
+	a->fd = -1;
+	a->ctype = NULL;
+	*errmsg = NULL;
+	r = request_body(q, &body, &len, &inflated, errmsg);
+	if (r)
+		goto out;
+	n = cgi_env(root, q, len, env);
 	in = gitrepo__tmpfile_in(root);
 	out = gitrepo__tmpfile_in(root);
 	err = gitrepo__tmpfile_in(root);
@@ -172,58 +260,9 @@ int mirror_git_backend(const struct mirror_data *d, const struct mirror_git_requ
 		r = -ETIMEDOUT;
 		goto out;
 	}
-	/* the CGI's headers, then a blank line, then the body */
-	got = pread(out, head, sizeof(head) - 1, 0);
-	if (got <= 0) {
-		char *w = gitrepo__last_words(err);
-		*errmsg = xasprintf("git http-backend (exit %d): %s", st, w);
-		free(w);
-		r = HM_ERR_GIT;
+	r = cgi_answer(out, err, st, a, errmsg);
+	if (r)
 		goto out;
-	}
-	head[got] = '\0';
-	{
-		char *end = strstr(head, "\r\n\r\n"), *p;
-		size_t skip = 4;
-		if (!end || (strstr(head, "\n\n") && strstr(head, "\n\n") < end)) {
-			end = strstr(head, "\n\n");
-			skip = 2;
-		}
-		if (!end) {
-			*errmsg = xstrdup("git http-backend answered without headers");
-			r = HM_ERR_GIT;
-			goto out;
-		}
-		*end = '\0';
-		a->status = 200;
-		for (p = head; p && *p;) {
-			char *e = strchr(p, '\n');
-			if (e) {
-				*e = '\0';
-				if (e > p && e[-1] == '\r')
-					e[-1] = '\0';
-			}
-			if (!strncasecmp(p, "Status:", 7))
-				a->status = atoi(p + 7);
-			else if (!strncasecmp(p, "Content-Type:", 13))
-				a->ctype = xstrdup(p + 13 + strspn(p + 13, " "));
-			p = e ? e + 1 : NULL;
-		}
-		a->offset = (long long)(end - head) + (long long)skip;
-	}
-	{
-		struct stat sb;
-		if (fstat(out, &sb)) {
-			*errmsg = xasprintf("git http-backend's answer: %s", strerror(errno));
-			r = HM_ERR_GIT;
-			goto out;
-		}
-		a->length = (long long)sb.st_size - a->offset;
-	}
-	if (a->status < 100 || a->status > 599)
-		a->status = 500;
-	if (!a->ctype)
-		a->ctype = xstrdup("text/plain");
 	a->fd = out;
 	out = -1;
 out:

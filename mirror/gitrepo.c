@@ -553,19 +553,13 @@ static int drop_stale(struct catalog *cat, const struct catalog_repo *repo, cons
 	return r;
 }
 
-int mirror_git_prepare(struct mirror_data *d, struct catalog *cat, const struct catalog_repo *repo, char **rel,
-		       char **errmsg)
+/* The folder of gitdir made, then its lock file taken (held until *lock is closed): builds of one
+ * repository one at a time. */
+static int repo_lock(const char *gitdir, int *lock, char **errmsg)
 {
-	struct refs_ctx rc = { .cat = cat, .repo = repo };
-	char *root = mirror_git_root(d), *gitdir = NULL, *lockpath = NULL, *state = NULL, *want = NULL, *have = NULL;
-	char *dir = NULL, *tmp = NULL;
-	struct buf b;
-	int lock = -1, r;
+	char *dir = xstrdup(gitdir), *lockpath = NULL;
+	int fd = -1, r;
 
-	*rel = xasprintf("%s/%s/%s.git", repo->hub, repo->type, repo->name);
-	*errmsg = NULL;
-	gitdir = xasprintf("%s/%s", root, *rel);
-	dir = xstrdup(gitdir);
 	*strrchr(dir, '/') = '\0';
 	if ((r = path_mkdirs(dir, 0755))) {
 		*errmsg = xasprintf("creating %s: %s", dir, strerror(-r));
@@ -573,12 +567,116 @@ int mirror_git_prepare(struct mirror_data *d, struct catalog *cat, const struct 
 		goto out;
 	}
 	lockpath = xasprintf("%s.lock", gitdir);
-	lock = open(lockpath, O_CREAT | O_RDWR | O_CLOEXEC, 0600);
-	if (lock < 0 || flock(lock, LOCK_EX)) {
+	fd = open(lockpath, O_CREAT | O_RDWR | O_CLOEXEC, 0600);
+	if (fd < 0 || flock(fd, LOCK_EX)) {
 		*errmsg = xasprintf("locking %s: %s", lockpath, strerror(errno));
 		r = HM_ERR_GIT;
 		goto out;
 	}
+	*lock = fd;
+	fd = -1;
+out:
+	if (fd >= 0)
+		close(fd);
+	free(lockpath);
+	free(dir);
+	return r;
+}
+
+/* The state file's text for the refs rc holds (malloc'd): what a repository built from them holds. */
+static char *state_of(const struct refs_ctx *rc)
+{
+	struct buf b;
+
+	buf_init(&b);
+	buf_addf(&b, "%s\nHEAD %s\n", STATE_VERSION, rc->head ? rc->head : "");
+	for (size_t i = 0; i < rc->n; i++)
+		buf_addf(&b, "%s %s\n", rc->v[i].ref, rc->v[i].commit);
+	return buf_detach(&b, NULL);
+}
+
+/* Is the repository built as want says: does the state file hold exactly want (one byte more read than
+ * it, to tell)? */
+static bool state_is(const char *state, const char *want)
+{
+	size_t wlen = strlen(want), n = 0;
+	char *cur = xmalloc(wlen + 2);
+	FILE *f = fopen(state, "r");
+	bool same;
+
+	if (f) {
+		n = fread(cur, 1, wlen + 1, f);
+		fclose(f);
+	}
+	same = f && n == wlen && !memcmp(cur, want, wlen);
+	free(cur);
+	return same;
+}
+
+/* A bare repository at gitdir, made when there is none yet. */
+static int repo_ensure(const char *root, const char *gitdir, char **errmsg)
+{
+	char *headfile = xasprintf("%s/HEAD", gitdir);
+	bool exists = access(headfile, F_OK) == 0;
+
+	free(headfile);
+	return exists ? 0 : init_repo(root, gitdir, errmsg);
+}
+
+/* HEAD pointed at the followed branch, else at the first branch; left alone when there is none. */
+static int head_point(const char *root, const char *gitdir, const struct refs_ctx *rc, char **errmsg)
+{
+	const char *head = rc->head;
+
+	for (size_t i = 0; !head && i < rc->n; i++)
+		if (!strncmp(rc->v[i].ref, "refs/heads/", 11))
+			head = rc->v[i].ref;
+	if (head) {
+		const char *argv[] = { "git", "--git-dir", gitdir, "symbolic-ref", "HEAD", head, NULL };
+		return git_run(root, argv, -1, -1, errmsg);
+	}
+	return 0;
+}
+
+/* The state file written as want through a rename: a crash before it only means building again. */
+static int state_write(const char *state, const char *want, char **errmsg)
+{
+	char *tmp = xasprintf("%s.tmp", state);
+	FILE *f = fopen(tmp, "w");
+	int r = 0;
+
+	if (!f || fputs(want, f) < 0 || fclose(f)) {
+		*errmsg = xasprintf("writing %s: %s", tmp, strerror(errno));
+		r = HM_ERR_GIT;
+	} else if (rename(tmp, state)) {
+		*errmsg = xasprintf("renaming %s: %s", tmp, strerror(errno));
+		r = HM_ERR_GIT;
+	}
+	free(tmp);
+	return r;
+}
+
+/* Frees the refs collected in rc. */
+static void refs_release(struct refs_ctx *rc)
+{
+	for (size_t i = 0; i < rc->n; i++)
+		free(rc->v[i].ref);
+	free(rc->v);
+	free(rc->head);
+}
+
+int mirror_git_prepare(struct mirror_data *d, struct catalog *cat, const struct catalog_repo *repo, char **rel,
+		       char **errmsg)
+{
+	struct refs_ctx rc = { .cat = cat, .repo = repo };
+	char *root = mirror_git_root(d), *gitdir = NULL, *state = NULL, *want = NULL, *have = NULL;
+	int lock = -1, r;
+
+	*rel = xasprintf("%s/%s/%s.git", repo->hub, repo->type, repo->name);
+	*errmsg = NULL;
+	gitdir = xasprintf("%s/%s", root, *rel);
+	if ((r = repo_lock(gitdir, &lock, errmsg)))
+		goto out;
 	if ((r = catalog_refs_each(cat, repo->id, ref_cb, &rc))) {
 		*errmsg = xstrdup("catalog: cannot list the refs");
 		goto out;
@@ -588,35 +686,12 @@ int mirror_git_prepare(struct mirror_data *d, struct catalog *cat, const struct 
 		*errmsg = xstrdup("no complete snapshot yet");
 		goto out;
 	}
-	buf_init(&b);
-	buf_addf(&b, "%s\nHEAD %s\n", STATE_VERSION, rc.head ? rc.head : "");
-	for (size_t i = 0; i < rc.n; i++)
-		buf_addf(&b, "%s %s\n", rc.v[i].ref, rc.v[i].commit);
-	want = buf_detach(&b, NULL);
+	want = state_of(&rc);
 	state = xasprintf("%s/" STATE_FILE, gitdir);
-	{
-		/* as built when the state file holds exactly want (read one byte more than it to tell) */
-		size_t wlen = strlen(want), n = 0;
-		char *cur = xmalloc(wlen + 2);
-		FILE *f = fopen(state, "r");
-		if (f) {
-			n = fread(cur, 1, wlen + 1, f);
-			fclose(f);
-		}
-		r = f && n == wlen && !memcmp(cur, want, wlen);
-		free(cur);
-		if (r) {
-			r = 0;
-			goto out;
-		}
-	}
-	{
-		char *headfile = xasprintf("%s/HEAD", gitdir);
-		bool exists = access(headfile, F_OK) == 0;
-		free(headfile);
-		if (!exists && (r = init_repo(root, gitdir, errmsg)))
-			goto out;
-	}
+	if (state_is(state, want))
+		goto out;
+	if ((r = repo_ensure(root, gitdir, errmsg)))
+		goto out;
 	if (!(have = list_refs(root, gitdir, errmsg))) {
 		r = HM_ERR_GIT;
 		goto out;
@@ -625,44 +700,17 @@ int mirror_git_prepare(struct mirror_data *d, struct catalog *cat, const struct 
 		goto out;
 	if ((r = drop_stale(cat, repo, root, gitdir, &rc, have, errmsg)))
 		goto out;
-	{
-		const char *head = rc.head;
-		for (size_t i = 0; !head && i < rc.n; i++)
-			if (!strncmp(rc.v[i].ref, "refs/heads/", 11))
-				head = rc.v[i].ref;
-		if (head) {
-			const char *argv[] = { "git", "--git-dir", gitdir, "symbolic-ref", "HEAD", head, NULL };
-			if ((r = git_run(root, argv, -1, -1, errmsg)))
-				goto out;
-		}
-	}
-	/* the state last, through a rename: a crash before it only means building again */
-	tmp = xasprintf("%s.tmp", state);
-	{
-		FILE *f = fopen(tmp, "w");
-		if (!f || fputs(want, f) < 0 || fclose(f)) {
-			*errmsg = xasprintf("writing %s: %s", tmp, strerror(errno));
-			r = HM_ERR_GIT;
-			goto out;
-		}
-		if (rename(tmp, state)) {
-			*errmsg = xasprintf("renaming %s: %s", tmp, strerror(errno));
-			r = HM_ERR_GIT;
-		}
-	}
+	if ((r = head_point(root, gitdir, &rc, errmsg)))
+		goto out;
+	/* the state last: until it is written, the next request builds again */
+	r = state_write(state, want, errmsg);
 out:
 	if (lock >= 0)
 		close(lock);
-	for (size_t i = 0; i < rc.n; i++)
-		free(rc.v[i].ref);
-	free(rc.v);
-	free(rc.head);
+	refs_release(&rc);
 	free(have);
 	free(want);
 	free(state);
-	free(tmp);
-	free(lockpath);
-	free(dir);
 	free(gitdir);
 	free(root);
 	if (r)

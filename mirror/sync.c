@@ -704,6 +704,132 @@ static void tokens_remember(struct sync *s)
 	free(p);
 }
 
+/* The defaults of the limits a caller left at 0. */
+static void config_defaults(struct mirror_sync_config *cfg)
+{
+	if (!cfg->max_parallel_files)
+		cfg->max_parallel_files = 8;
+	if (!cfg->max_inflight_bytes)
+		cfg->max_inflight_bytes = (int64_t)8 << 30;
+	if (!cfg->max_parallel_listings)
+		cfg->max_parallel_listings = 8;
+	if (!cfg->max_file_tries)
+		cfg->max_file_tries = 5;
+}
+
+/* One srepo and one result per catalog repo, in the catalog's order, each with its spec. */
+static void repos_init(struct sync *s, const struct catalog_repo *repos, size_t n)
+{
+	struct mirror_sync_report *report = s->report;
+
+	report->repos = xcalloc(n ? n : 1, sizeof(*report->repos));
+	report->nrepos = n;
+	s->repos = xcalloc(n ? n : 1, sizeof(*s->repos));
+	s->nrepos = n;
+	for (size_t i = 0; i < n; i++) {
+		struct srepo *rp = &s->repos[i];
+		rp->s = s;
+		rp->cr = &repos[i];
+		rp->res = &report->repos[i];
+		hub_kind_parse(repos[i].hub, &rp->spec.hub);
+		hub_type_parse(repos[i].type, &rp->spec.type);
+		rp->spec.name = repos[i].name;
+		rp->spec.revision = repos[i].follow_rev;
+		rp->res->spec = xasprintf("%s:%s%s", repos[i].hub, strcmp(repos[i].type, "dataset") ? "" : "datasets/",
+					  repos[i].name);
+	}
+}
+
+/* The run proper: the listings and fetches on the loop until every repo is done, then the other refs'
+ * pass, with the progress ticking throughout. */
+static void run_repos(struct sync *s)
+{
+	const struct mirror_sync_config *cfg = s->cfg;
+
+	/* the terminal's line twice a second; sync.progress once a second */
+	uv_timer_start(&s->progress_timer, mirror__sync_on_progress, 0, cfg->on_progress ? 500 : 1000);
+	mirror__sync_start_listings(s);
+	if (s->repos_done < s->nrepos) {
+		s->running = true;
+		uv_run(&s->loop, UV_RUN_DEFAULT);
+		s->running = false;
+	}
+	if (!cfg->provisional)
+		mirror__sync_refs_pass(s);
+	uv_timer_stop(&s->progress_timer);
+	if (cfg->on_progress)
+		mirror__sync_progress_tell(s, true);
+}
+
+/* Closes the run: its requests and time in the report, the tokens remembered, the last progress
+ * written and the run's record ended in the catalog. */
+static void run_close(struct sync *s)
+{
+	struct mirror_sync_report *report = s->report;
+
+	report->upstream_requests = hub_http_attempts(s->http);
+	tokens_remember(s);
+	mirror__sync_progress_write(s, false);
+	report->seconds = (double)(uv_hrtime() - s->started_ns) / 1e9;
+	if (catalog_run_end(s->d->catalog, s->run_id, report->failed ? (report->ok ? "partial" : "failed") : "ok",
+			    (int64_t)report->ok, (int64_t)report->failed, report->files_fetched, report->bytes_fetched))
+		log_warn("sync", "catalog: %s", catalog_errmsg(s->d->catalog));
+}
+
+/* The swarm's torrents after a run: made for the new snapshots, swept for those the quota dropped. */
+static void run_torrents(struct sync *s)
+{
+	struct mirror_sync_report *report = s->report;
+
+	/* the swarm's torrents of new snapshots (all missing ones: those synced before an upgrade too) */
+	if (!s->cfg->provisional) {
+		size_t made = 0;
+		int te = mirror_torrents_make(s->d, (int64_t)time(NULL), &made, &report->torrents_error);
+		report->torrents_made = (int64_t)made;
+		if (te && !report->torrents_error)
+			report->torrents_error = xstrdup(err_str(te));
+	}
+	if (report->quota_dropped) {
+		size_t gone = 0;
+		int ge = mirror_torrents_gc(s->d, &gone); /* the torrent files of the snapshots the quota dropped */
+		if (ge)
+			log_warn("sync", "cannot sweep torrents: %s", err_str(ge));
+	}
+}
+
+/* Frees what the run built up: the hosts' reasons, the file jobs, the repos and the second refs'. */
+static void run_free(struct sync *s)
+{
+	free(s->unreachable_why[0]);
+	free(s->unreachable_why[1]);
+	for (size_t i = 0; i < s->njobs; i++) {
+		free(s->jobs[i]->waiters);
+		free(s->jobs[i]->error_text);
+		for (size_t k = 0; k < s->jobs[i]->ndenied; k++)
+			free(s->jobs[i]->denied[k].text);
+		free(s->jobs[i]->denied);
+		free(s->jobs[i]->twins);
+		free(s->jobs[i]);
+	}
+	free(s->jobs);
+	for (size_t i = 0; i < s->nrepos; i++) {
+		hub_snapshot_free(&s->repos[i].snap);
+		free(s->repos[i].wants);
+		free(s->repos[i].error_text);
+		json_decref(s->repos[i].keep);
+	}
+	free(s->repos);
+	for (size_t i = 0; i < s->nsecond; i++) {
+		hub_snapshot_free(&s->second[i].snap);
+		free(s->second[i].wants);
+		free(s->second[i].error_text);
+		free(s->second[i].ref_name);
+		free(s->second[i].ref_rev);
+	}
+	free(s->second);
+	free(s->tokens_seen);
+}
+
 int mirror_sync_run(struct mirror_data *d, const struct catalog_repo *repos, size_t n,
 		    const struct mirror_sync_config *cfg_in, struct mirror_sync_report *report, char **errmsg)
 {
@@ -713,14 +839,7 @@ int mirror_sync_run(struct mirror_data *d, const struct catalog_repo *repos, siz
 	bool timer_inited = false;
 	int r;
 
-	if (!cfg.max_parallel_files)
-		cfg.max_parallel_files = 8;
-	if (!cfg.max_inflight_bytes)
-		cfg.max_inflight_bytes = (int64_t)8 << 30;
-	if (!cfg.max_parallel_listings)
-		cfg.max_parallel_listings = 8;
-	if (!cfg.max_file_tries)
-		cfg.max_file_tries = 5;
+	config_defaults(&cfg);
 	memset(report, 0, sizeof(*report));
 	memset(&s, 0, sizeof(s));
 	s.quota_used = -1; /* read when a repo first needs it */
@@ -752,91 +871,17 @@ int mirror_sync_run(struct mirror_data *d, const struct catalog_repo *repos, siz
 	}
 
 	tokens_check(&s);
-	report->repos = xcalloc(n ? n : 1, sizeof(*report->repos));
-	report->nrepos = n;
-	s.repos = xcalloc(n ? n : 1, sizeof(*s.repos));
-	s.nrepos = n;
-	for (size_t i = 0; i < n; i++) {
-		struct srepo *rp = &s.repos[i];
-		rp->s = &s;
-		rp->cr = &repos[i];
-		rp->res = &report->repos[i];
-		hub_kind_parse(repos[i].hub, &rp->spec.hub);
-		hub_type_parse(repos[i].type, &rp->spec.type);
-		rp->spec.name = repos[i].name;
-		rp->spec.revision = repos[i].follow_rev;
-		rp->res->spec = xasprintf("%s:%s%s", repos[i].hub, strcmp(repos[i].type, "dataset") ? "" : "datasets/",
-					  repos[i].name);
-	}
+	repos_init(&s, repos, n);
 	uv_timer_init(&s.loop, &s.progress_timer);
 	timer_inited = true;
 	s.progress_timer.data = &s;
-	if (n) {
-		/* the terminal's line twice a second; sync.progress once a second */
-		uv_timer_start(&s.progress_timer, mirror__sync_on_progress, 0, cfg.on_progress ? 500 : 1000);
-		mirror__sync_start_listings(&s);
-		if (s.repos_done < s.nrepos) {
-			s.running = true;
-			uv_run(&s.loop, UV_RUN_DEFAULT);
-			s.running = false;
-		}
-		if (!cfg.provisional)
-			mirror__sync_refs_pass(&s);
-		uv_timer_stop(&s.progress_timer);
-		if (cfg.on_progress)
-			mirror__sync_progress_tell(&s, true);
-	}
-	report->upstream_requests = hub_http_attempts(s.http);
-	tokens_remember(&s);
-	mirror__sync_progress_write(&s, false);
-	report->seconds = (double)(uv_hrtime() - s.started_ns) / 1e9;
-	if (catalog_run_end(d->catalog, s.run_id, report->failed ? (report->ok ? "partial" : "failed") : "ok",
-			    (int64_t)report->ok, (int64_t)report->failed, report->files_fetched, report->bytes_fetched))
-		log_warn("sync", "catalog: %s", catalog_errmsg(d->catalog));
-	/* the swarm's torrents of new snapshots (all missing ones: those synced before an upgrade too) */
-	if (!cfg.provisional) {
-		size_t made = 0;
-		int te = mirror_torrents_make(d, (int64_t)time(NULL), &made, &report->torrents_error);
-		report->torrents_made = (int64_t)made;
-		if (te && !report->torrents_error)
-			report->torrents_error = xstrdup(err_str(te));
-	}
-	if (report->quota_dropped) {
-		size_t gone = 0;
-		int ge = mirror_torrents_gc(d, &gone); /* the torrent files of the snapshots the quota dropped */
-		if (ge)
-			log_warn("sync", "cannot sweep torrents: %s", err_str(ge));
-	}
+	if (n)
+		run_repos(&s);
+	run_close(&s);
+	run_torrents(&s);
 	r = 0;
 out:
-	free(s.unreachable_why[0]);
-	free(s.unreachable_why[1]);
-	for (size_t i = 0; i < s.njobs; i++) {
-		free(s.jobs[i]->waiters);
-		free(s.jobs[i]->error_text);
-		for (size_t k = 0; k < s.jobs[i]->ndenied; k++)
-			free(s.jobs[i]->denied[k].text);
-		free(s.jobs[i]->denied);
-		free(s.jobs[i]->twins);
-		free(s.jobs[i]);
-	}
-	free(s.jobs);
-	for (size_t i = 0; i < s.nrepos; i++) {
-		hub_snapshot_free(&s.repos[i].snap);
-		free(s.repos[i].wants);
-		free(s.repos[i].error_text);
-		json_decref(s.repos[i].keep);
-	}
-	free(s.repos);
-	for (size_t i = 0; i < s.nsecond; i++) {
-		hub_snapshot_free(&s.second[i].snap);
-		free(s.second[i].wants);
-		free(s.second[i].error_text);
-		free(s.second[i].ref_name);
-		free(s.second[i].ref_rev);
-	}
-	free(s.second);
-	free(s.tokens_seen);
+	run_free(&s);
 	hub_client_free(&s.client);
 	hub_http_free(&s.http);
 	if (timer_inited)
