@@ -131,12 +131,16 @@ struct sync {
 	int64_t quota_reserved; /* bytes of the contents this run's planned repos will add */
 };
 
-/* sync.c: the run, selection, repo completion, listings, progress */
+/* sync-record.c: a repo's end (recorded, reported, or failed with the words that say why) */
 /* The repo failed (the first error stays): err and a printf-style text, or the text as is. */
 void mirror__sync_repo_fail(struct srepo *r, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 void mirror__sync_repo_fail_text(struct srepo *r, int err, const char *text);
 /* Every file of r is in (or failed): record its snapshot and report it. */
 void mirror__sync_repo_finish(struct srepo *r);
+/* The caller's line for a repo whose first pass ended, at once (sync-record.c). */
+void mirror__sync_report_repo(struct sync *s, struct mirror_sync_repo_result *res);
+
+/* sync.c: the run, selection, listings */
 void mirror__sync_start_listings(struct sync *s);
 
 /* sync-progress.c: sync.progress written (running, or the run's end), the caller's progress line told
