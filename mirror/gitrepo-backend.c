@@ -209,12 +209,12 @@ static int cgi_answer(int out, int err, int st, struct mirror_git_answer *a, cha
 		return HM_ERR_GIT;
 	}
 	*end = '\0';
-	cgi_headers(head, a);
-	a->offset = (long long)(end - head) + (long long)skip;
-	if (fstat(out, &sb)) {
+	if (fstat(out, &sb)) { /* before the headers fill a: a failure writes nothing there */
 		*errmsg = xasprintf("git http-backend's answer: %s", strerror(errno));
 		return HM_ERR_GIT;
 	}
+	cgi_headers(head, a);
+	a->offset = (long long)(end - head) + (long long)skip;
 	a->length = (long long)sb.st_size - a->offset;
 	if (a->status < 100 || a->status > 599)
 		a->status = 500;

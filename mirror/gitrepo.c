@@ -644,8 +644,12 @@ static int state_write(const char *state, const char *want, char **errmsg)
 	char *tmp = xasprintf("%s.tmp", state);
 	FILE *f = fopen(tmp, "w");
 	int r = 0;
+	bool written = f && fputs(want, f) >= 0;
 
-	if (!f || fputs(want, f) < 0 || fclose(f)) {
+	/* closed whatever the write did (a failed fputs would leak it), the first error said */
+	if (f && fclose(f))
+		written = false;
+	if (!written) {
 		*errmsg = xasprintf("writing %s: %s", tmp, strerror(errno));
 		r = HM_ERR_GIT;
 	} else if (rename(tmp, state)) {

@@ -375,6 +375,7 @@ static void tokens_check(struct sync *s)
 	free(p);
 }
 
+/* At the run's end: the tokens it used (their marks, no token) kept in sync.tokens for the next. */
 static void tokens_remember(struct sync *s)
 {
 	char *p = mirror_data_path(s->d, MIRROR_DATA_SYNC_TOKENS);

@@ -124,8 +124,7 @@ out:
 	free(err);
 	mirror_access_free(&a);
 	hub_tls_free(&tls);
-	config_release(&sp.conf);
-	free(sp.admin_token);
+	cli_serve_prep_release(&sp);
 	return r;
 }
 

@@ -248,10 +248,16 @@ int cli_serve_prepare(int argc, char **argv, struct serve_prep *p)
 		goto fail;
 	return CLI_OK;
 fail:
+	cli_serve_prep_release(p);
+	return r;
+}
+
+void cli_serve_prep_release(struct serve_prep *p)
+{
 	config_release(&p->conf);
 	FREE_AND_NULL(&p->hf_token);
 	FREE_AND_NULL(&p->ms_token);
-	return r;
+	FREE_AND_NULL(&p->admin_token);
 }
 
 /* SIGHUP: read the configuration file again. The certificate files and the tokens file's contents
@@ -340,17 +346,14 @@ int cmd_serve(int argc, char **argv)
 		cfg.access_log = !strcmp(p.access, "-") ? stdout : open_log(p.access);
 		if (!cfg.access_log) {
 			fprintf(stderr, "hubmirror: cannot open access log '%s'\n", p.access);
-			config_release(&p.conf);
+			cli_serve_prep_release(&p);
 			return CLI_FAILED;
 		}
 	}
 	r = mirror_serve(&cfg, &err);
 	if (cfg.access_log && cfg.access_log != stdout)
 		fclose(cfg.access_log);
-	config_release(&p.conf); /* cfg borrowed its strings */
-	free(p.hf_token);
-	free(p.ms_token);
-	free(p.admin_token);
+	cli_serve_prep_release(&p); /* cfg borrowed its strings */
 	if (r) {
 		fprintf(stderr, "hubmirror: serve: %s\n", err ? err : err_str(r));
 		free(err);

@@ -124,8 +124,6 @@ static void on_interrupt(int sig)
 	raise(sig);
 }
 
-/* A repo's line (and its warning), printed as its first pass ends (on_repo): a run of hours shows
- * what it did so far, into a file or a pipe too. */
 /* The live progress line on a terminal: overall numbers, then the biggest file in flight with its
  * own progress, like the tools ML users know; one line, rewritten in place (mirror_sync_config's
  * on_progress), ended with a newline after the run's last numbers. */
@@ -145,6 +143,8 @@ static void draw_progress(void *ud, const struct mirror_sync_progress *p)
 		(double)p->bytes_total / 1048576.0, p->bytes_per_s / 1048576.0, file, p->done ? "\n" : "");
 }
 
+/* A repo's line (and its warning), printed as its first pass ends (on_repo): a run of hours shows
+ * what it did so far, into a file or a pipe too. */
 static void print_repo(void *ud, const struct mirror_sync_repo_result *r)
 {
 	char b[32];

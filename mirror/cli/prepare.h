@@ -24,8 +24,11 @@ struct serve_prep {
 };
 
 /* Fill p from the defaults, the configuration file and argv, and check the result. Returns CLI_OK
- * (then release p->conf: cfg borrows its strings), or CLI_USAGE / CLI_FAILED after saying why. */
+ * (then cli_serve_prep_release(p) once cfg is done with: it borrows p's strings), or CLI_USAGE /
+ * CLI_FAILED after saying why (nothing to release). */
 int cli_serve_prepare(int argc, char **argv, struct serve_prep *p);
+/* What p owns: the configuration's strings and the tokens read. */
+void cli_serve_prep_release(struct serve_prep *p);
 
 struct sync_opts {
 	struct mirror_sync_config cfg;

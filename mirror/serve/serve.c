@@ -490,8 +490,6 @@ static void on_signal(uv_signal_t *sig, int signum)
 	httpd_drain(s->httpd, on_drained, s);
 }
 
-/* SIGHUP: the certificate and key again (renewed by certbot or an operator); new connections get
- * them, open ones keep theirs. A file that does not load leaves the one in use. */
 /* The tokens file again: the new rules apply to every request from now on (a scrape being built
  * keeps its reference to the old ones); a file that does not load leaves the old rules in place. */
 static void reload_tokens(struct server *s)
@@ -515,6 +513,8 @@ static void reload_tokens(struct server *s)
 	log_info("serve", "SIGHUP: tokens file %s reloaded", s->cfg->tokens_file);
 }
 
+/* SIGHUP: the certificate and key again (renewed by certbot or an operator); new connections get
+ * them, open ones keep theirs. A file that does not load leaves the one in use. */
 static void on_sighup(uv_signal_t *sig, int signum)
 {
 	struct server *s = sig->data;
