@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "tracker.h"
+#include "base/bug.h"
 #include "base/buf.h"
 #include "base/err.h"
 #include "base/xmalloc.h"
@@ -262,6 +263,8 @@ static void peer_remove(struct p2p_tracker *t, struct swarm *tor, size_t i)
 {
 	size_t last = tor->npeers - 1;
 
+	BUG_ON(i >= tor->npeers || !t->npeers);
+	BUG_ON(tor->peers[i].seeder && (!tor->nseeders || !t->nseeders));
 	if (tor->peers[i].seeder) {
 		tor->nseeders--;
 		t->nseeders--;

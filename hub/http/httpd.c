@@ -35,6 +35,7 @@
 #include <http_parser.h>
 
 #include "base/buf.h"
+#include "base/bug.h"
 #include "base/hex.h"
 #include "base/log.h"
 #include "base/xmalloc.h"
@@ -399,6 +400,9 @@ static void conn_write(struct conn *c)
 /* The request is answered: return what building a big answer took, and send it (httpd-int.h). */
 void httpd__send_answer(struct conn *c)
 {
+	/* an answer goes out once, after its request was read (READING) or its job finished (DEFERRED) */
+	BUG_ON(!c->req.answered);
+	BUG_ON(c->state != C_READING && c->state != C_DEFERRED);
 	if (c->h->trim_pending) {
 		c->h->trim_pending = false;
 		malloc_trim(0);
@@ -412,6 +416,7 @@ static void dispatch(struct conn *c)
 	struct httpd *h = c->h;
 	struct httpd_req *r = &c->req;
 
+	BUG_ON(c->state != C_READING); /* a request is handled only from a reading connection */
 	h->stats.requests_total++;
 	httpd__split_target(r);
 	if (r->path[0] != '/') {

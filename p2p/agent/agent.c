@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "agent-int.h"
+#include "base/bug.h"
 #include "base/err.h"
 #include "base/hex.h"
 #include "base/path.h"
@@ -181,6 +182,7 @@ static void index_start(struct agent *a, struct snap *s)
 	struct p2p_known *k, *o;
 	size_t nk = 0, no = 0;
 
+	BUG_ON(s->index_job); /* one at a time: the tick starts one only when none runs */
 	j->a = a;
 	memcpy(j->btih, s->btih, sizeof(j->btih));
 	j->owner = s;
@@ -266,6 +268,7 @@ static void settle_done(uv_work_t *w, int status)
 	struct agent *a = s->work.loop->data;
 
 	(void)status;
+	BUG_ON(!s->settling); /* one settle job per snapshot at a time, and s stays while it runs */
 	s->settling = false;
 	json_decref(s->work_want);
 	s->work_want = NULL;

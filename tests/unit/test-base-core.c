@@ -2,11 +2,15 @@
  * test-base-core.c - errors, buffers, allocation helpers, hex, log levels and lines.
  */
 #include <errno.h>
+#include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "base/buf.h"
+#include "base/bug.h"
 #include "base/err.h"
 #include "base/hex.h"
 #include "base/log.h"
@@ -79,6 +83,33 @@ TEST(hex)
 	CHECK(!hex_is_lower(NULL, 8));
 }
 
+/* BUG_ON: nothing when the condition is false; when true, the place and the condition on stderr and
+ * an abort (in a child, its stderr read back through a pipe) */
+TEST(bug_on)
+{
+	int fd[2], st = 0;
+	char out[256] = "";
+	ssize_t n;
+	pid_t pid;
+
+	BUG_ON(1 + 1 == 3);
+	CHECK_INT(pipe(fd), 0);
+	pid = fork();
+	if (pid == 0) {
+		dup2(fd[1], 2);
+		signal(SIGABRT, SIG_DFL);
+		BUG_ON(2 > 1);
+		_exit(0);
+	}
+	close(fd[1]);
+	n = read(fd[0], out, sizeof(out) - 1);
+	close(fd[0]);
+	CHECK(n > 0);
+	CHECK_INT(waitpid(pid, &st, 0), pid);
+	CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT);
+	CHECK(strstr(out, "BUG at ") && strstr(out, "test-base-core.c:") && strstr(out, ": 2 > 1"));
+}
+
 TEST(log_levels)
 {
 	enum log_level l;
@@ -118,6 +149,7 @@ int main(void)
 	RUN(buf_grows_and_detaches);
 	RUN(xmalloc_family);
 	RUN(hex);
+	RUN(bug_on);
 	RUN(log_levels);
 	RUN(log_lines_cannot_be_forged);
 	return test_done();
