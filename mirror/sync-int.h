@@ -39,7 +39,7 @@ struct denial {
  * same content (twin_wait) */
 enum job_state { JOB_QUEUED, JOB_RUNNING, JOB_OK, JOB_FAILED, JOB_TWIN };
 
-struct job {
+struct mirror__sync_job {
 	struct sync *s;
 	enum job_state state;
 	char key[65];
@@ -62,8 +62,8 @@ struct job {
 	char result_sha[65];    /* the blob's name once JOB_OK */
 	char *error_text;
 	int fail;               /* error code set by on_response/on_body */
-	struct job *next;       /* queue link */
-	struct job **twins;     /* JOB_TWIN jobs waiting for this one */
+	struct mirror__sync_job *next;   /* queue link */
+	struct mirror__sync_job **twins; /* JOB_TWIN jobs waiting for this one */
 	size_t ntwins;
 };
 
@@ -102,10 +102,10 @@ struct sync {
 	size_t next_listing;    /* next repo to list */
 	size_t listings_active;
 	size_t repos_done;
-	struct job *queue_head, *queue_tail;
+	struct mirror__sync_job *queue_head, *queue_tail;
 	size_t jobs_active;
 	int64_t inflight_bytes;
-	struct job **jobs;      /* every job, for lookup by key and cleanup */
+	struct mirror__sync_job **jobs;      /* every job, for lookup by key and cleanup */
 	size_t njobs, capjobs;
 	struct mirror_sync_report *report;
 	int64_t files_total, files_done;
@@ -150,25 +150,25 @@ void mirror__sync_progress_tell(struct sync *s, bool done);
 void mirror__sync_on_progress(uv_timer_t *t);
 
 /* sync-jobs.c: the content jobs (one per sha256 or git id), their queue and their waiters */
-void mirror__sync_enqueue(struct sync *s, struct job *j);
-struct job *mirror__sync_job_find(struct sync *s, const char *key);
-void mirror__sync_job_insert(struct sync *s, struct job *j);
-void mirror__sync_job_add_waiter(struct job *j, struct srepo *r, size_t idx);
+void mirror__sync_enqueue(struct sync *s, struct mirror__sync_job *j);
+struct mirror__sync_job *mirror__sync_job_find(struct sync *s, const char *key);
+void mirror__sync_job_insert(struct sync *s, struct mirror__sync_job *j);
+void mirror__sync_job_add_waiter(struct mirror__sync_job *j, struct srepo *r, size_t idx);
 /* Whether r may take a content fetched for j's owner (a guarded repo's contents stay its own). */
-bool mirror__sync_may_take(const struct job *j, const struct srepo *r);
+bool mirror__sync_may_take(const struct mirror__sync_job *j, const struct srepo *r);
 bool mirror__sync_repo_public(const struct srepo *r);
 /* Start the jobs parked while a listing ran, and what the queue allows. */
 void mirror__sync_flush_parked(struct sync *s);
 void mirror__sync_pump(struct sync *s);
 /* Tell every file waiting on j its content (sha256) or the error; returns how many waiters stayed
  * (they may not take content fetched for j's owner: the caller fetches it again for them). */
-size_t mirror__sync_job_notify(struct job *j, int err, const char *sha256);
+size_t mirror__sync_job_notify(struct mirror__sync_job *j, int err, const char *sha256);
 
 /* sync-twins.c: before j starts, a job of the other kind of key and the same size may bring its
  * content: 1 (taken from one that ended), 2 (waiting for one that runs), 0 (fetch it). When k ends
  * (sha256 its content, NULL on failure), its waiting twins take it or are queued. */
-int mirror__sync_twin_check(struct sync *s, struct job *j);
-void mirror__sync_twins_release(struct job *k, const char *sha256);
+int mirror__sync_twin_check(struct sync *s, struct mirror__sync_job *j);
+void mirror__sync_twins_release(struct mirror__sync_job *k, const char *sha256);
 
 /* sync-quota.c: reserve room under the store quota for the contents r will fetch, dropping old
  * snapshots if need be. 0, or the error r now fails with (outcome "quota" when it cannot fit). */

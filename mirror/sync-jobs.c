@@ -36,7 +36,7 @@
 
 #include "sync-int.h"
 
-struct job *mirror__sync_job_find(struct sync *s, const char *key)
+struct mirror__sync_job *mirror__sync_job_find(struct sync *s, const char *key)
 {
 	/* Linear scan is fine at the sizes one run sees per key lookup... but a 100k-file dataset makes it
 	 * quadratic, so keep the array sorted and bisect. */
@@ -54,7 +54,7 @@ struct job *mirror__sync_job_find(struct sync *s, const char *key)
 	return NULL;
 }
 
-void mirror__sync_job_insert(struct sync *s, struct job *j)
+void mirror__sync_job_insert(struct sync *s, struct mirror__sync_job *j)
 {
 	size_t lo = 0, hi = s->njobs;
 
@@ -74,7 +74,7 @@ void mirror__sync_job_insert(struct sync *s, struct job *j)
 	s->njobs++;
 }
 
-void mirror__sync_job_add_waiter(struct job *j, struct srepo *r, size_t idx)
+void mirror__sync_job_add_waiter(struct mirror__sync_job *j, struct srepo *r, size_t idx)
 {
 	if (j->nwaiters == j->capwaiters) {
 		j->capwaiters = j->capwaiters ? j->capwaiters * 2 : 2;
@@ -106,7 +106,7 @@ bool mirror__sync_repo_public(const struct srepo *r)
 
 /* May repo r take content that job j fetched for its owner? Content fetched for a repo anyone may read
  * is public; content fetched for a closed repo only proves that repo may have it (docs/security.md). */
-bool mirror__sync_may_take(const struct job *j, const struct srepo *r)
+bool mirror__sync_may_take(const struct mirror__sync_job *j, const struct srepo *r)
 {
 	return j->owner->cr->id == r->cr->id || j->owner->is_public;
 }
@@ -119,7 +119,7 @@ static bool job_error_is_access(int e)
 /* Tell every file waiting on j its content (sha256) or the error; a refused repo reports its own
  * refusal, not the last owner's. On success, waiters that may not take content fetched for the
  * owner (may_take) stay, and the caller fetches it again for them; returns how many stayed. */
-size_t mirror__sync_job_notify(struct job *j, int err, const char *sha256)
+size_t mirror__sync_job_notify(struct mirror__sync_job *j, int err, const char *sha256)
 {
 	size_t kept = 0;
 
@@ -157,14 +157,14 @@ size_t mirror__sync_job_notify(struct job *j, int err, const char *sha256)
 void mirror__sync_flush_parked(struct sync *s)
 {
 	for (size_t i = 0; i < s->njobs; i++) {
-		struct job *j = s->jobs[i];
+		struct mirror__sync_job *j = s->jobs[i];
 		if (j->parked && j->state == JOB_FAILED && j->nwaiters)
 			mirror__sync_job_notify(j, j->ndenied ? j->denied[j->ndenied - 1].err : HM_ERR_GATED, NULL);
 	}
 }
 
 /* The job ended (sha256 set on success, err otherwise): tell every waiting file and repo. */
-static void job_complete(struct job *j, int err, const char *sha256)
+static void job_complete(struct mirror__sync_job *j, int err, const char *sha256)
 {
 	struct sync *s = j->s;
 
@@ -227,10 +227,10 @@ static void job_complete(struct job *j, int err, const char *sha256)
 	mirror__sync_pump(s);
 }
 
-static void job_start(struct job *j);
+static void job_start(struct mirror__sync_job *j);
 
-static void job_set_error(struct job *j, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void job_set_error(struct job *j, const char *fmt, ...)
+static void job_set_error(struct mirror__sync_job *j, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void job_set_error(struct mirror__sync_job *j, const char *fmt, ...)
 {
 	va_list ap;
 	char buf[512];
@@ -244,7 +244,7 @@ static void job_set_error(struct job *j, const char *fmt, ...)
 
 static int job_on_response(void *ud, const struct hub_http_resp *resp)
 {
-	struct job *j = ud;
+	struct mirror__sync_job *j = ud;
 	int64_t off = mirror_store_writer_offset(j->w);
 	int r;
 
@@ -279,7 +279,7 @@ static int job_on_response(void *ud, const struct hub_http_resp *resp)
 
 static int job_on_body(void *ud, const char *data, size_t n)
 {
-	struct job *j = ud;
+	struct mirror__sync_job *j = ud;
 	int r = mirror_store_writer_write(j->w, data, n);
 
 	if (r) {
@@ -299,7 +299,7 @@ static bool job_error_final(int e)
 	return job_error_is_access(e) || e == -ENOSPC || e == -EDQUOT || e == -EROFS || e == -EACCES;
 }
 
-static void job_commit(struct job *j)
+static void job_commit(struct mirror__sync_job *j)
 {
 	char sha[65];
 	int r = mirror_store_writer_commit(&j->w, sha);
@@ -324,7 +324,7 @@ static void job_commit(struct job *j)
 
 static void job_on_done(void *ud, int result, const struct hub_http_resp *resp, const char *body, size_t len)
 {
-	struct job *j = ud;
+	struct mirror__sync_job *j = ud;
 	int e = j->fail ? j->fail : result;
 	bool progressed;
 
@@ -355,7 +355,7 @@ static void job_on_done(void *ud, int result, const struct hub_http_resp *resp, 
 	job_complete(j, e, NULL);
 }
 
-static void job_start(struct job *j)
+static void job_start(struct mirror__sync_job *j)
 {
 	struct mirror_store_expect ex = {
 		.sha256 = j->f->sha256[0] ? j->f->sha256 : NULL,
@@ -401,7 +401,7 @@ void mirror__sync_pump(struct sync *s)
 {
 	while (s->queue_head && s->jobs_active < (size_t)s->cfg->max_parallel_files &&
 	       (s->jobs_active == 0 || s->inflight_bytes + s->queue_head->f->size <= s->cfg->max_inflight_bytes)) {
-		struct job *j = s->queue_head;
+		struct mirror__sync_job *j = s->queue_head;
 		s->queue_head = j->next;
 		if (!s->queue_head)
 			s->queue_tail = NULL;
@@ -414,7 +414,7 @@ void mirror__sync_pump(struct sync *s)
 	}
 }
 
-void mirror__sync_enqueue(struct sync *s, struct job *j)
+void mirror__sync_enqueue(struct sync *s, struct mirror__sync_job *j)
 {
 	j->next = NULL;
 	if (s->queue_tail)

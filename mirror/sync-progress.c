@@ -36,9 +36,9 @@
 #include "sync-int.h"
 
 /* The biggest file in flight, for the progress line. */
-static struct job *biggest_running(const struct sync *s)
+static struct mirror__sync_job *biggest_running(const struct sync *s)
 {
-	struct job *big = NULL;
+	struct mirror__sync_job *big = NULL;
 
 	for (size_t i = 0; i < s->njobs; i++)
 		if (s->jobs[i]->state == JOB_RUNNING && s->jobs[i]->w && (!big || s->jobs[i]->f->size > big->f->size))
@@ -64,7 +64,7 @@ static void progress_write_file(struct sync *s, bool running)
 	if (running && hub_http_ratelimit_wait(s->http) > 0)
 		json_object_set_new(o, "waiting_s", json_integer((json_int_t)(hub_http_ratelimit_wait(s->http) + 0.999)));
 	for (size_t i = 0; running && i < s->njobs; i++) {
-		struct job *j = s->jobs[i];
+		struct mirror__sync_job *j = s->jobs[i];
 		if (j->state == JOB_RUNNING && j->w && json_array_size(cur) < 8)
 			json_array_append_new(cur, json_pack("{s:s, s:s, s:I, s:I}", "repo", j->owner->res->spec, "path",
 							     j->f->path, "size", (json_int_t)j->f->size, "done",
@@ -90,7 +90,7 @@ void mirror__sync_progress_write(struct sync *s, bool running)
 void mirror__sync_progress_tell(struct sync *s, bool done)
 {
 	double secs = (double)(uv_hrtime() - s->started_ns) / 1e9;
-	struct job *big = done ? NULL : biggest_running(s);
+	struct mirror__sync_job *big = done ? NULL : biggest_running(s);
 	struct mirror_sync_progress p = {
 		.repos_done = s->repos_done, .repos_total = s->nrepos, .files_done = s->files_done,
 		.files_total = s->files_total, .bytes_done = s->bytes_done, .bytes_total = s->bytes_total,

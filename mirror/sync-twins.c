@@ -17,7 +17,8 @@
 
 /* Is j's content the blob sha256 that job k brought, and may j's repos take it from k (content
  * fetched for a closed repo goes to that repo only: may_take's rule)? */
-static bool twin_match(struct sync *s, const struct job *k, const struct job *j, const char *sha256)
+static bool twin_match(struct sync *s, const struct mirror__sync_job *k, const struct mirror__sync_job *j,
+		       const char *sha256)
 {
 	char oid[41];
 	int64_t got = -1;
@@ -32,7 +33,7 @@ static bool twin_match(struct sync *s, const struct job *k, const struct job *j,
 
 /* j's content came with its twin (sha256): its files take it without a fetch. Returns false when
  * some of its waiters may not take it (they need their own fetch: the caller queues j for them). */
-static bool twin_take(struct sync *s, struct job *j, const struct job *k, const char *sha256)
+static bool twin_take(struct sync *s, struct mirror__sync_job *j, const struct mirror__sync_job *k, const char *sha256)
 {
 	log_debug("sync", "%s: the same content as %.12s (the other hub's name for it), fetched once", j->f->path,
 		  k->key);
@@ -50,14 +51,14 @@ static bool twin_take(struct sync *s, struct job *j, const struct job *k, const 
  * same size may bring the same content (a Hugging Face regular file and a ModelScope file). One that
  * ended already is compared now (returns 1: j took its content); one still running makes j wait for
  * it (returns 2); else 0 and j is fetched. */
-int mirror__sync_twin_check(struct sync *s, struct job *j)
+int mirror__sync_twin_check(struct sync *s, struct mirror__sync_job *j)
 {
 	size_t klen = strlen(j->key), compared = 0;
 
 	if (j->size > TWIN_MAX_SIZE)
 		return 0;
 	for (size_t i = 0; i < s->njobs; i++) {
-		struct job *k = s->jobs[i];
+		struct mirror__sync_job *k = s->jobs[i];
 		if (k == j || k->size != j->size || strlen(k->key) == klen)
 			continue;
 		if (k->state == JOB_RUNNING) {
@@ -74,16 +75,16 @@ int mirror__sync_twin_check(struct sync *s, struct job *j)
 
 /* k ended (sha256 its content, NULL on failure): its twins take that content when it is theirs and
  * they may, or are fetched as usual. */
-void mirror__sync_twins_release(struct job *k, const char *sha256)
+void mirror__sync_twins_release(struct mirror__sync_job *k, const char *sha256)
 {
 	struct sync *s = k->s;
-	struct job **tw = k->twins;
+	struct mirror__sync_job **tw = k->twins;
 	size_t n = k->ntwins;
 
 	k->twins = NULL;
 	k->ntwins = 0;
 	for (size_t i = 0; i < n; i++) {
-		struct job *j = tw[i];
+		struct mirror__sync_job *j = tw[i];
 		if (twin_match(s, k, j, sha256) && twin_take(s, j, k, sha256))
 			continue;
 		j->state = JOB_QUEUED;

@@ -3,10 +3,10 @@
  *
  * Everything runs on one libuv loop: snapshot listings and file transfers are libcurl transfers on
  * it, hashing happens as bytes arrive, and catalog writes happen when a repo completes. Objects:
- *   struct sync       the run: queues, counters, the loop
- *   struct srepo      one repo: its listing, the selected files, how many are still missing
- *   struct job        one content to fetch (keyed by sha256, or by git blob id when that is all
- *                     upstream says); several files of several repos may wait on the same job
+ *   struct sync              the run: queues, counters, the loop
+ *   struct srepo             one repo: its listing, the selected files, how many are still missing
+ *   struct mirror__sync_job  one content to fetch (keyed by sha256, or by git blob id when that is
+ *                            all upstream says); several files of several repos may wait on it
  */
 #include <ctype.h>
 #include <errno.h>
@@ -137,7 +137,7 @@ static void plan_repo(struct srepo *r)
 	for (size_t i = 0; i < r->nwants; i++) {
 		struct hub_file *f = r->wants[i].f;
 		const char *key;
-		struct job *j;
+		struct mirror__sync_job *j;
 
 		/* A blob already in the store is named without a fetch only when that gives nothing away:
 		 * a listing could name a closed repo's content (its sha256 is public metadata). */

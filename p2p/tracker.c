@@ -65,8 +65,8 @@ struct p2p_tracker {
 	size_t max_torrents, max_peers, max_total_peers, max_per_address;
 	struct swarm **slots;     /* nslots (a power of two), NULL = empty */
 	size_t nslots;
-	struct swarm **list;      /* dense, ntorrents entries */
-	size_t ntorrents, list_cap;
+	struct swarm **list;      /* dense, nswarms entries */
+	size_t nswarms, list_cap;
 	size_t npeers, nseeders;
 	/* Sum of the live peers' uploaded, in 128 bits: each is up to INT64_MAX as the peer says, and a
 	 * million of them cannot overflow it; reported saturated at INT64_MAX. */
@@ -195,109 +195,109 @@ static bool peer_same(const struct peer *a, const struct peer *b)
 	return a->port == b->port && a->v6 == b->v6 && !memcmp(a->addr, b->addr, 16);
 }
 
-static size_t index_mask(const struct swarm *tor)
+static size_t index_mask(const struct swarm *sw)
 {
-	return tor->cap * 2 - 1;
+	return sw->cap * 2 - 1;
 }
 
 /* The index slot holding key, or the empty slot where it would go. */
-static size_t index_find(const struct p2p_tracker *t, const struct swarm *tor, const struct peer *key)
+static size_t index_find(const struct p2p_tracker *t, const struct swarm *sw, const struct peer *key)
 {
-	size_t mask = index_mask(tor), i = peer_hash(t, key) & mask;
+	size_t mask = index_mask(sw), i = peer_hash(t, key) & mask;
 	uint32_t v;
 
-	while ((v = tor->index[i]) && !peer_same(&tor->peers[v - 1], key))
+	while ((v = sw->index[i]) && !peer_same(&sw->peers[v - 1], key))
 		i = (i + 1) & mask;
 	return i;
 }
 
 /* Empty slot i, moving later entries of the same probe run back so lookups never meet a hole. */
-static void index_delete(const struct p2p_tracker *t, struct swarm *tor, size_t i)
+static void index_delete(const struct p2p_tracker *t, struct swarm *sw, size_t i)
 {
-	size_t mask = index_mask(tor), j = i, k;
+	size_t mask = index_mask(sw), j = i, k;
 
 	for (;;) {
 		j = (j + 1) & mask;
-		if (!tor->index[j])
+		if (!sw->index[j])
 			break;
-		k = peer_hash(t, &tor->peers[tor->index[j] - 1]) & mask;
+		k = peer_hash(t, &sw->peers[sw->index[j] - 1]) & mask;
 		/* Leave slot j alone if its home lies cyclically in (i, j]: moving it would hide it. */
 		if (i <= j ? (i < k && k <= j) : (i < k || k <= j))
 			continue;
-		tor->index[i] = tor->index[j];
+		sw->index[i] = sw->index[j];
 		i = j;
 	}
-	tor->index[i] = 0;
+	sw->index[i] = 0;
 }
 
 /* Resize the peer array to cap entries (>= npeers) and rebuild the index. */
-static void peers_resize(const struct p2p_tracker *t, struct swarm *tor, size_t cap)
+static void peers_resize(const struct p2p_tracker *t, struct swarm *sw, size_t cap)
 {
-	tor->peers = xreallocarray(tor->peers, cap, sizeof(*tor->peers));
-	tor->cap = cap;
-	free(tor->index);
-	tor->index = xcalloc(cap * 2, sizeof(*tor->index));
-	for (size_t n = 0; n < tor->npeers; n++)
-		tor->index[index_find(t, tor, &tor->peers[n])] = (uint32_t)(n + 1);
+	sw->peers = xreallocarray(sw->peers, cap, sizeof(*sw->peers));
+	sw->cap = cap;
+	free(sw->index);
+	sw->index = xcalloc(cap * 2, sizeof(*sw->index));
+	for (size_t n = 0; n < sw->npeers; n++)
+		sw->index[index_find(t, sw, &sw->peers[n])] = (uint32_t)(n + 1);
 }
 
-static void peer_add(struct p2p_tracker *t, struct swarm *tor, const struct peer *p)
+static void peer_add(struct p2p_tracker *t, struct swarm *sw, const struct peer *p)
 {
-	if (tor->npeers == tor->cap)
-		peers_resize(t, tor, tor->cap * 2);
-	tor->peers[tor->npeers] = *p;
-	tor->index[index_find(t, tor, p)] = (uint32_t)(tor->npeers + 1);
-	tor->npeers++;
+	if (sw->npeers == sw->cap)
+		peers_resize(t, sw, sw->cap * 2);
+	sw->peers[sw->npeers] = *p;
+	sw->index[index_find(t, sw, p)] = (uint32_t)(sw->npeers + 1);
+	sw->npeers++;
 	t->npeers++;
 	t->peer_uploaded += (uint64_t)p->uploaded;
 	if (p->seeder) {
-		tor->nseeders++;
+		sw->nseeders++;
 		t->nseeders++;
 	}
-	if (expiry(t, p->last_seen) < tor->sweep_at)
-		tor->sweep_at = expiry(t, p->last_seen);
+	if (expiry(t, p->last_seen) < sw->sweep_at)
+		sw->sweep_at = expiry(t, p->last_seen);
 }
 
 /* Remove the peer at position i; the last peer takes its place. */
-static void peer_remove(struct p2p_tracker *t, struct swarm *tor, size_t i)
+static void peer_remove(struct p2p_tracker *t, struct swarm *sw, size_t i)
 {
-	size_t last = tor->npeers - 1;
+	size_t last = sw->npeers - 1;
 
-	BUG_ON(i >= tor->npeers || !t->npeers);
-	BUG_ON(tor->peers[i].seeder && (!tor->nseeders || !t->nseeders));
-	if (tor->peers[i].seeder) {
-		tor->nseeders--;
+	BUG_ON(i >= sw->npeers || !t->npeers);
+	BUG_ON(sw->peers[i].seeder && (!sw->nseeders || !t->nseeders));
+	if (sw->peers[i].seeder) {
+		sw->nseeders--;
 		t->nseeders--;
 	}
-	t->peer_uploaded -= (uint64_t)tor->peers[i].uploaded;
-	index_delete(t, tor, index_find(t, tor, &tor->peers[i]));
+	t->peer_uploaded -= (uint64_t)sw->peers[i].uploaded;
+	index_delete(t, sw, index_find(t, sw, &sw->peers[i]));
 	if (i != last) {
-		tor->peers[i] = tor->peers[last];
-		tor->index[index_find(t, tor, &tor->peers[i])] = (uint32_t)(i + 1); /* finds last's slot */
+		sw->peers[i] = sw->peers[last];
+		sw->index[index_find(t, sw, &sw->peers[i])] = (uint32_t)(i + 1); /* finds last's slot */
 	}
-	tor->npeers--;
+	sw->npeers--;
 	t->npeers--;
-	if (tor->cap > MIN_PEERS && tor->npeers <= tor->cap / 4)
-		peers_resize(t, tor, tor->cap / 2);
+	if (sw->cap > MIN_PEERS && sw->npeers <= sw->cap / 4)
+		peers_resize(t, sw, sw->cap / 2);
 }
 
 /* Drop the swarm's expired peers if any can be due (see sweep_at). */
-static void swarm_sweep(struct p2p_tracker *t, struct swarm *tor, int64_t now)
+static void swarm_sweep(struct p2p_tracker *t, struct swarm *sw, int64_t now)
 {
 	int64_t next = INT64_MAX;
 
-	if (now < tor->sweep_at)
+	if (now < sw->sweep_at)
 		return;
 	/* Backwards: swap-remove brings in a peer already looked at. */
-	for (size_t i = tor->npeers; i-- > 0;) {
-		int64_t e = expiry(t, tor->peers[i].last_seen);
+	for (size_t i = sw->npeers; i-- > 0;) {
+		int64_t e = expiry(t, sw->peers[i].last_seen);
 
 		if (now >= e)
-			peer_remove(t, tor, i);
+			peer_remove(t, sw, i);
 		else if (e < next)
 			next = e;
 	}
-	tor->sweep_at = next;
+	sw->sweep_at = next;
 }
 
 /* ---- the swarm table ---- */
@@ -339,46 +339,46 @@ static void table_resize(struct p2p_tracker *t, size_t nslots)
 	free(t->slots);
 	t->slots = xcalloc(nslots, sizeof(*t->slots));
 	t->nslots = nslots;
-	for (size_t n = 0; n < t->ntorrents; n++)
+	for (size_t n = 0; n < t->nswarms; n++)
 		t->slots[table_find(t, t->list[n]->info_hash, t->list[n]->hash)] = t->list[n];
 }
 
 static struct swarm *swarm_add(struct p2p_tracker *t, const unsigned char ih[20], uint64_t h)
 {
-	struct swarm *tor = xcalloc(1, sizeof(*tor));
+	struct swarm *sw = xcalloc(1, sizeof(*sw));
 
-	if ((t->ntorrents + 1) * 2 > t->nslots)
+	if ((t->nswarms + 1) * 2 > t->nslots)
 		table_resize(t, t->nslots * 2);
-	if (t->ntorrents == t->list_cap) {
+	if (t->nswarms == t->list_cap) {
 		t->list_cap = t->list_cap ? t->list_cap * 2 : MIN_TABLE;
 		t->list = xreallocarray(t->list, t->list_cap, sizeof(*t->list));
 	}
-	memcpy(tor->info_hash, ih, 20);
-	tor->hash = h;
-	tor->pos = t->ntorrents;
-	tor->sweep_at = INT64_MAX;
-	peers_resize(t, tor, MIN_PEERS);
-	t->list[t->ntorrents++] = tor;
-	t->slots[table_find(t, ih, h)] = tor;
-	return tor;
+	memcpy(sw->info_hash, ih, 20);
+	sw->hash = h;
+	sw->pos = t->nswarms;
+	sw->sweep_at = INT64_MAX;
+	peers_resize(t, sw, MIN_PEERS);
+	t->list[t->nswarms++] = sw;
+	t->slots[table_find(t, ih, h)] = sw;
+	return sw;
 }
 
-static void torrent_free(struct swarm *tor)
+static void swarm_free(struct swarm *sw)
 {
-	free(tor->peers);
-	free(tor->index);
-	free(tor);
+	free(sw->peers);
+	free(sw->index);
+	free(sw);
 }
 
 /* Forget the swarm (its peers must be gone already: the counters are not touched). */
-static void swarm_remove(struct p2p_tracker *t, struct swarm *tor)
+static void swarm_remove(struct p2p_tracker *t, struct swarm *sw)
 {
-	table_delete(t, table_find(t, tor->info_hash, tor->hash));
-	t->list[tor->pos] = t->list[t->ntorrents - 1];
-	t->list[tor->pos]->pos = tor->pos;
-	t->ntorrents--;
-	torrent_free(tor);
-	if (t->nslots > MIN_TABLE && t->ntorrents * 8 < t->nslots)
+	table_delete(t, table_find(t, sw->info_hash, sw->hash));
+	t->list[sw->pos] = t->list[t->nswarms - 1];
+	t->list[sw->pos]->pos = sw->pos;
+	t->nswarms--;
+	swarm_free(sw);
+	if (t->nslots > MIN_TABLE && t->nswarms * 8 < t->nslots)
 		table_resize(t, t->nslots / 2);
 }
 
@@ -413,8 +413,8 @@ void p2p_tracker_free(struct p2p_tracker **tp)
 
 	if (!t)
 		return;
-	for (size_t n = 0; n < t->ntorrents; n++)
-		torrent_free(t->list[n]);
+	for (size_t n = 0; n < t->nswarms; n++)
+		swarm_free(t->list[n]);
 	free(t->list);
 	free(t->slots);
 	free(t);
@@ -424,12 +424,12 @@ void p2p_tracker_free(struct p2p_tracker **tp)
 void p2p_tracker_expire(struct p2p_tracker *t, int64_t now)
 {
 	/* Backwards: swarm_remove() swaps the last swarm, already swept, into the hole. */
-	for (size_t n = t->ntorrents; n-- > 0;) {
-		struct swarm *tor = t->list[n];
+	for (size_t n = t->nswarms; n-- > 0;) {
+		struct swarm *sw = t->list[n];
 
-		swarm_sweep(t, tor, now);
-		if (!tor->npeers)
-			swarm_remove(t, tor);
+		swarm_sweep(t, sw, now);
+		if (!sw->npeers)
+			swarm_remove(t, sw);
 	}
 	t->swept = true;
 	t->last_sweep = now;
@@ -479,11 +479,11 @@ static bool peer_from(const struct sockaddr *sa, struct peer *p)
 	return true;
 }
 
-/* Choose up to want peers of tor at random, never position self (SIZE_MAX: none), into sel in random
+/* Choose up to want peers of sw at random, never position self (SIZE_MAX: none), into sel in random
  * order. Returns how many. */
-static size_t pick_peers(struct p2p_tracker *t, const struct swarm *tor, size_t self, size_t want, uint32_t *sel)
+static size_t pick_peers(struct p2p_tracker *t, const struct swarm *sw, size_t self, size_t want, uint32_t *sel)
 {
-	size_t n = tor->npeers, cand = n - (self < n ? 1 : 0), k = 0;
+	size_t n = sw->npeers, cand = n - (self < n ? 1 : 0), k = 0;
 
 	if (want >= cand) {
 		/* Everyone: shuffle so no peer is always first in line. */
@@ -535,23 +535,23 @@ static size_t pick_peers(struct p2p_tracker *t, const struct swarm *tor, size_t 
 	return k;
 }
 
-static void write_response(struct p2p_tracker *t, const struct swarm *tor, size_t self, const struct p2p_tracker_announce *a,
+static void write_response(struct p2p_tracker *t, const struct swarm *sw, size_t self, const struct p2p_tracker_announce *a,
 			   bool with_peers, struct buf *out)
 {
-	size_t seeders = tor ? tor->nseeders : 0, leechers = tor ? tor->npeers - tor->nseeders : 0;
+	size_t seeders = sw ? sw->nseeders : 0, leechers = sw ? sw->npeers - sw->nseeders : 0;
 	size_t want = a->numwant < 0 ? P2P_TRACKER_DEFAULT_NUMWANT : (size_t)a->numwant, n = 0, n4 = 0, n6 = 0;
 	uint32_t sel[P2P_TRACKER_MAX_NUMWANT];
 
 	if (want > P2P_TRACKER_MAX_NUMWANT)
 		want = P2P_TRACKER_MAX_NUMWANT;
-	if (tor && with_peers)
-		n = pick_peers(t, tor, self, want, sel);
+	if (sw && with_peers)
+		n = pick_peers(t, sw, self, want, sel);
 	buf_addf(out, "d8:completei%zue10:incompletei%zue8:intervali%de12:min intervali%de5:peers",
 		 seeders, leechers, t->interval, t->interval / 2 > 0 ? t->interval / 2 : 1);
 	if (!a->compact) {
 		buf_addch(out, 'l');
 		for (size_t i = 0; i < n; i++) {
-			const struct peer *p = &tor->peers[sel[i]];
+			const struct peer *p = &sw->peers[sel[i]];
 			char ip[INET6_ADDRSTRLEN];
 
 			inet_ntop(p->v6 ? AF_INET6 : AF_INET, p->addr, ip, sizeof(ip));
@@ -567,10 +567,10 @@ static void write_response(struct p2p_tracker *t, const struct swarm *tor, size_
 		return;
 	}
 	for (size_t i = 0; i < n; i++)
-		*(tor->peers[sel[i]].v6 ? &n6 : &n4) += 1;
+		*(sw->peers[sel[i]].v6 ? &n6 : &n4) += 1;
 	buf_addf(out, "%zu:", n4 * 6);
 	for (size_t i = 0; i < n; i++) {
-		const struct peer *p = &tor->peers[sel[i]];
+		const struct peer *p = &sw->peers[sel[i]];
 		unsigned char port[2] = { (unsigned char)(p->port >> 8), (unsigned char)p->port };
 
 		if (p->v6)
@@ -581,7 +581,7 @@ static void write_response(struct p2p_tracker *t, const struct swarm *tor, size_
 	if (n6) {
 		buf_addf(out, "6:peers6%zu:", n6 * 18);
 		for (size_t i = 0; i < n; i++) {
-			const struct peer *p = &tor->peers[sel[i]];
+			const struct peer *p = &sw->peers[sel[i]];
 			unsigned char port[2] = { (unsigned char)(p->port >> 8), (unsigned char)p->port };
 
 			if (!p->v6)
@@ -593,31 +593,31 @@ static void write_response(struct p2p_tracker *t, const struct swarm *tor, size_
 	buf_addch(out, 'e');
 }
 
-/* If key's address already has max_per_address peers in tor, remove the one of them seen longest
+/* If key's address already has max_per_address peers in sw, remove the one of them seen longest
  * ago and return true (key then takes its place, within every limit). O(peers of the swarm), for new
  * peers only. */
-static bool make_room_for(struct p2p_tracker *t, struct swarm *tor, const struct peer *key)
+static bool make_room_for(struct p2p_tracker *t, struct swarm *sw, const struct peer *key)
 {
 	size_t same = 0, oldest = SIZE_MAX;
 
-	for (size_t i = 0; i < tor->npeers; i++) {
-		const struct peer *p = &tor->peers[i];
+	for (size_t i = 0; i < sw->npeers; i++) {
+		const struct peer *p = &sw->peers[i];
 		if (p->v6 != key->v6 || memcmp(p->addr, key->addr, 16))
 			continue;
 		same++;
-		if (oldest == SIZE_MAX || p->last_seen < tor->peers[oldest].last_seen)
+		if (oldest == SIZE_MAX || p->last_seen < sw->peers[oldest].last_seen)
 			oldest = i;
 	}
 	if (same < t->max_per_address)
 		return false;
-	peer_remove(t, tor, oldest);
+	peer_remove(t, sw, oldest);
 	return true;
 }
 
 int p2p_tracker_announce(struct p2p_tracker *t, const struct p2p_tracker_announce *a, const struct sockaddr *remote,
 		     int64_t now, struct buf *out)
 {
-	struct swarm *tor;
+	struct swarm *sw;
 	struct peer key;
 	uint32_t v;
 	int r = 0;
@@ -637,31 +637,31 @@ int p2p_tracker_announce(struct p2p_tracker *t, const struct p2p_tracker_announc
 	key.uploaded = a->uploaded;
 	memcpy(key.peer_id, a->peer_id, 20);
 
-	tor = swarm_get(t, a->info_hash);
-	if (tor)
-		swarm_sweep(t, tor, now);
+	sw = swarm_get(t, a->info_hash);
+	if (sw)
+		swarm_sweep(t, sw, now);
 
 	if (a->event == P2P_TRACKER_EVENT_STOPPED) {
-		if (tor) {
-			v = tor->index[index_find(t, tor, &key)];
+		if (sw) {
+			v = sw->index[index_find(t, sw, &key)];
 			if (v)
-				peer_remove(t, tor, v - 1);
+				peer_remove(t, sw, v - 1);
 		}
-		write_response(t, tor, SIZE_MAX, a, false, out);
+		write_response(t, sw, SIZE_MAX, a, false, out);
 		goto out;
 	}
 
-	if (tor) {
-		v = tor->index[index_find(t, tor, &key)];
+	if (sw) {
+		v = sw->index[index_find(t, sw, &key)];
 		if (v) {
-			struct peer *p = &tor->peers[v - 1];
+			struct peer *p = &sw->peers[v - 1];
 
 			/* Known peer: refresh it; limits do not apply. */
 			if (p->seeder && !key.seeder) {
-				tor->nseeders--;
+				sw->nseeders--;
 				t->nseeders--;
 			} else if (!p->seeder && key.seeder) {
-				tor->nseeders++;
+				sw->nseeders++;
 				t->nseeders++;
 			}
 			p->seeder = key.seeder;
@@ -670,7 +670,7 @@ int p2p_tracker_announce(struct p2p_tracker *t, const struct p2p_tracker_announc
 			p->uploaded = key.uploaded;
 			p->last_seen = now; /* only later: sweep_at stays a lower bound */
 			memcpy(p->peer_id, key.peer_id, 20);
-			write_response(t, tor, v - 1, a, true, out);
+			write_response(t, sw, v - 1, a, true, out);
 			goto out;
 		}
 	}
@@ -679,40 +679,40 @@ int p2p_tracker_announce(struct p2p_tracker *t, const struct p2p_tracker_announc
 	 * a new port from an address that has them all takes the place of its longest-silent one (a
 	 * restarted client comes back on a new port), so a flood from one address can neither fill the
 	 * swarm nor crowd the others out of the answers. */
-	if (tor && make_room_for(t, tor, &key))
+	if (sw && make_room_for(t, sw, &key))
 		goto answer;
-	if (t->npeers >= t->max_total_peers || (!tor && t->ntorrents >= t->max_torrents))
+	if (t->npeers >= t->max_total_peers || (!sw && t->nswarms >= t->max_torrents))
 		sweep_when_full(t, now);
-	tor = swarm_get(t, a->info_hash); /* the sweep may have dropped it */
+	sw = swarm_get(t, a->info_hash); /* the sweep may have dropped it */
 	if (t->npeers >= t->max_total_peers) {
 		p2p_tracker_failure(out, "tracker is full: too many peers");
 		r = -ENOSPC;
 		goto out;
 	}
-	if (!tor && t->ntorrents >= t->max_torrents) {
+	if (!sw && t->nswarms >= t->max_torrents) {
 		p2p_tracker_failure(out, "tracker is full: too many torrents");
 		r = -ENOSPC;
 		goto out;
 	}
-	if (tor && tor->npeers >= t->max_peers) {
+	if (sw && sw->npeers >= t->max_peers) {
 		p2p_tracker_failure(out, "swarm is full: too many peers for this torrent");
 		r = -ENOSPC;
 		goto out;
 	}
-	if (!tor)
-		tor = swarm_add(t, a->info_hash, info_hash_hash(t, a->info_hash));
+	if (!sw)
+		sw = swarm_add(t, a->info_hash, info_hash_hash(t, a->info_hash));
 answer:
-	peer_add(t, tor, &key);
-	write_response(t, tor, tor->npeers - 1, a, true, out);
+	peer_add(t, sw, &key);
+	write_response(t, sw, sw->npeers - 1, a, true, out);
 out:
-	if (tor && !tor->npeers)
-		swarm_remove(t, tor);
+	if (sw && !sw->npeers)
+		swarm_remove(t, sw);
 	return r;
 }
 
 void p2p_tracker_stats(const struct p2p_tracker *t, struct p2p_tracker_stats *out)
 {
-	out->torrents = t->ntorrents;
+	out->torrents = t->nswarms;
 	out->peers = t->npeers;
 	out->seeders = t->nseeders;
 	out->peer_uploaded = t->peer_uploaded > INT64_MAX ? INT64_MAX : (int64_t)t->peer_uploaded;
@@ -721,8 +721,8 @@ void p2p_tracker_stats(const struct p2p_tracker *t, struct p2p_tracker_stats *ou
 
 void p2p_tracker_swarm(const struct p2p_tracker *t, const unsigned char info_hash[20], size_t *seeders, size_t *leechers)
 {
-	const struct swarm *tor = swarm_get(t, info_hash);
+	const struct swarm *sw = swarm_get(t, info_hash);
 
-	*seeders = tor ? tor->nseeders : 0;
-	*leechers = tor ? tor->npeers - tor->nseeders : 0;
+	*seeders = sw ? sw->nseeders : 0;
+	*leechers = sw ? sw->npeers - sw->nseeders : 0;
 }

@@ -13,7 +13,7 @@
 
 static void job_work(uv_work_t *w)
 {
-	struct job *j = w->data;
+	struct httpd__job *j = w->data;
 
 	j->fn(j->ud); /* on the threadpool: nothing of httpd is touched here */
 }
@@ -23,7 +23,7 @@ static void jobs_start(struct httpd *h);
 /* On the loop, after job_work: answer the request if its connection is still there. */
 static void job_after(uv_work_t *w, int status)
 {
-	struct job *j = w->data;
+	struct httpd__job *j = w->data;
 	struct httpd *h = j->h;
 	struct conn *c = j->c;
 
@@ -57,7 +57,7 @@ static void jobs_start(struct httpd *h)
 	for (unsigned l = 0; l < 2; l++) {
 		unsigned max = l ? h->cfg.max_workers_aside : h->cfg.max_workers;
 		while (h->waiting[l] && h->running[l] < max) {
-			struct job *j = h->waiting[l];
+			struct httpd__job *j = h->waiting[l];
 
 			h->waiting[l] = j->next;
 			if (!h->waiting[l])
@@ -91,7 +91,7 @@ static void defer_on(struct httpd_req *r, unsigned lane, httpd_work_fn work, htt
 {
 	struct conn *c = r->c;
 	struct httpd *h = c->h;
-	struct job *j;
+	struct httpd__job *j;
 
 	if (r->answered || c->job || h->closing || h->stats.deferred_waiting >= h->cfg.max_waiting) {
 		if (!r->answered) {

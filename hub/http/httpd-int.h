@@ -33,7 +33,7 @@ struct handler {
 };
 
 /* A deferred answer (httpd_defer): waiting in h's list, then on the threadpool. */
-struct job {
+struct httpd__job {
 	uv_work_t work;
 	struct httpd *h;
 	struct conn *c;                /* whom to answer; NULL once the connection is gone */
@@ -41,7 +41,7 @@ struct job {
 	httpd_done_fn done;
 	void *ud;
 	unsigned lane;                 /* HTTPD_LANE_*: whose workers it takes */
-	struct job *next;              /* in the waiting list */
+	struct httpd__job *next;              /* in the waiting list */
 };
 
 struct httpd {
@@ -68,7 +68,7 @@ struct httpd {
 	char **trusted;                /* cfg.trusted_proxies, split; NULL-terminated */
 	bool trim_pending;             /* a big answer was spilled: return its build memory after the
 					* handler freed it (malloc_trim) */
-	struct job *waiting[2], *waiting_tail[2]; /* deferred jobs not started yet, in order, by lane */
+	struct httpd__job *waiting[2], *waiting_tail[2]; /* deferred jobs not started yet, in order, by lane */
 	unsigned running[2];           /* ... and running, by lane */
 	bool freed;                    /* httpd_free is done but for the jobs still running */
 };
@@ -153,7 +153,7 @@ struct conn {
 	struct conn *prev, *next;
 	int watching;                  /* the uv_poll events in force (conn_watch) */
 	bool corked;                   /* TCP_CORK is set for a big file answer */
-	struct job *job;               /* in C_DEFERRED: the job that will answer */
+	struct httpd__job *job;               /* in C_DEFERRED: the job that will answer */
 	/* TLS (httpd-tls.c), when the server has a certificate and the client's first byte was a TLS
 	 * handshake's */
 	bool tls_checked;              /* the first byte was looked at */

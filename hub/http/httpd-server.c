@@ -220,7 +220,7 @@ void httpd_free(struct httpd **hp)
 		httpd__conn_close(h->conns); /* detaches their jobs */
 	for (unsigned l = 0; l < 2; l++) {
 		while (h->waiting[l]) { /* jobs not started: never run */
-			struct job *j = h->waiting[l];
+			struct httpd__job *j = h->waiting[l];
 			h->waiting[l] = j->next;
 			h->stats.deferred_waiting--;
 			j->done(j->ud, NULL);
