@@ -8,6 +8,9 @@ rule, one line each, and exits 1 if anything does.
                the module's own unit tests: tests/unit/test-hub-*.c may include hub/http/httpd-int.h)
   docs         every docs/*.md a file names exists, and a section it quotes after it
                (docs/p2p.md, "One hash per byte") is a heading there
+  flags        every option a command's table declares (CLI_STR("data", ...) in mirror/cli/) is in
+               the help of a command that file implements (mirror/cli/commands.c) and in that
+               command's page under docs/commands/ (or, for a command without a page, in one of them)
 """
 import os
 import re
@@ -111,9 +114,38 @@ def docs(root):
                 yield '%s: quotes "%s" of %s, which has no such heading' % (rel, sec, doc)
 
 
+def flags(root):
+    cli = os.path.join(root, "mirror", "cli")
+    table = open(os.path.join(cli, "commands.c")).read()
+    # each command's entry: { "name", cmd_fn, ...help strings... } up to the next entry
+    entries = list(re.finditer(r'\{\s*"([a-z-]+)",\s*(cmd_[a-z_]+),', table))
+    helps, fns = {}, {}
+    for i, m in enumerate(entries):
+        end = entries[i + 1].start() if i + 1 < len(entries) else len(table)
+        helps[m.group(1)] = table[m.start():end]
+        fns.setdefault(m.group(2), []).append(m.group(1))
+    pages = {os.path.basename(p)[:-3]: open(p).read()
+             for p in (os.path.join(root, "docs", "commands", n) for n in os.listdir(os.path.join(root, "docs", "commands")))
+             if p.endswith(".md")}
+    decl = re.compile(r'CLI_(?:BOOL|NO|STR|INT|INT_TAKES|RATE|SIZE|FN)\("([a-z0-9-]+)"')
+    for name in sorted(os.listdir(cli)):
+        if not name.endswith(".c") or name == "commands.c":
+            continue
+        text = open(os.path.join(cli, name)).read()
+        # the commands this file implements (their cmd_ function is defined here); none: every one
+        cmds = [c for fn, cs in fns.items() if re.search(r"^int %s\(" % fn, text, re.M) for c in cs] or list(helps)
+        for m in decl.finditer(text):
+            opt = "--" + m.group(1)
+            if not any(opt in helps[c] for c in cmds):
+                yield "mirror/cli/%s: %s is in the help of none of %s" % (name, opt, ", ".join(cmds))
+            docs_of = [pages[c] for c in cmds if c in pages] or list(pages.values())
+            if not any(opt in d for d in docs_of):
+                yield "mirror/cli/%s: %s is on none of the pages of %s under docs/commands/" % (name, opt, ", ".join(cmds))
+
+
 def main():
     root, check = sys.argv[1], sys.argv[2]
-    bad = sorted(set({"banned-cpp": banned_cpp, "private": private, "docs": docs}[check](root)))
+    bad = sorted(set({"banned-cpp": banned_cpp, "private": private, "docs": docs, "flags": flags}[check](root)))
     for b in bad:
         print(b)
     return 1 if bad else 0
