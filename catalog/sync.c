@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "base/err.h"
+#include "base/str.h"
 #include "catalog-int.h"
 
 static void bind_text_or_null(sqlite3_stmt *st, int i, const char *s)
@@ -22,9 +23,9 @@ static const char *ref_kind(const char *name, bool tag)
 {
 	if (tag)
 		return "tag";
-	if (!strncmp(name, "refs/pr/", 8))
+	if (skip_prefix(name, "refs/pr/"))
 		return "pr";
-	return strncmp(name, "refs/convert/", 13) ? "branch" : "convert";
+	return skip_prefix(name, "refs/convert/") ? "convert" : "branch";
 }
 
 /* Point ref_name (of kind) of repo_id at snapshot snap_id, inside the caller's transaction. */

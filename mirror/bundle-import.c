@@ -23,6 +23,7 @@
 #include "base/err.h"
 #include "base/hex.h"
 #include "base/path.h"
+#include "base/str.h"
 #include "base/xmalloc.h"
 #include "bundle-int.h"
 #include "bundle.h"
@@ -238,11 +239,11 @@ static const char *entry_blob(struct archive_entry *e, json_t *blobs, json_t *se
 		     name ? name : "?");
 		return NULL;
 	}
-	if (!name || strncmp(name, "blobs/", 6) || !hex_is_lower(name + 6, 64) || strlen(name) != 70) {
+	sha = name ? skip_prefix(name, "blobs/") : NULL;
+	if (!sha || !hex_is_lower(sha, 64) || strlen(sha) != 64) {
 		bundle__fail(errmsg, HM_ERR_PATH_UNSAFE, "entry '%s' is not one the manifest names", name ? name : "?");
 		return NULL;
 	}
-	sha = name + 6;
 	want = json_object_get(blobs, sha);
 	if (!want || json_object_get(seen, sha)) {
 		bundle__fail(errmsg, HM_ERR_PATH_UNSAFE, "entry '%s' is %s", name, want ? "there twice" : "not in the manifest");

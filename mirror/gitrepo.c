@@ -34,6 +34,7 @@
 #include "base/err.h"
 #include "base/log.h"
 #include "base/path.h"
+#include "base/str.h"
 #include "base/xmalloc.h"
 #include "catalog/catalog.h"
 #include "data.h"
@@ -214,7 +215,7 @@ static int ref_cb(void *ud, const char *name, const char *kind, const char *comm
 	bool found = false;
 	char *ref;
 
-	if (!strncmp(name, "refs/", 5))
+	if (skip_prefix(name, "refs/"))
 		ref = xstrdup(name);
 	else
 		ref = xasprintf("refs/%s/%s", !strcmp(kind, "tag") ? "tags" : "heads", name);
@@ -234,7 +235,7 @@ static int ref_cb(void *ud, const char *name, const char *kind, const char *comm
 	c->v[c->n] = (struct gref){ ref, "", snap.id };
 	memcpy(c->v[c->n].commit, commit, 41);
 	c->n++;
-	if (!strcmp(name, c->repo->follow_rev) && !strncmp(ref, "refs/heads/", 11) && !c->head)
+	if (!strcmp(name, c->repo->follow_rev) && skip_prefix(ref, "refs/heads/") && !c->head)
 		c->head = xstrdup(ref);
 	return 0;
 }
@@ -529,8 +530,9 @@ static int drop_stale(struct catalog *cat, const struct catalog_repo *repo, cons
 		const char *e = strchr(p, '\n');
 		size_t len = e ? (size_t)(e - p) : strlen(p);
 		char *ref = xstrndup(p, len);
-		bool snap = !strncmp(ref, "refs/hubmirror/snap/", 20);
-		bool want = snap ? strlen(ref) != 60 || snapshot_kept(cat, repo, ref + 20) : false;
+		const char *commit = skip_prefix(ref, "refs/hubmirror/snap/");
+		bool snap = commit != NULL;
+		bool want = snap ? strlen(commit) != 40 || snapshot_kept(cat, repo, commit) : false;
 		for (size_t i = 0; !want && i < rc->n; i++)
 			want = !strcmp(rc->v[i].ref, ref);
 		if (!want && len)
@@ -629,7 +631,7 @@ static int head_point(const char *root, const char *gitdir, const struct refs_ct
 	const char *head = rc->head;
 
 	for (size_t i = 0; !head && i < rc->n; i++)
-		if (!strncmp(rc->v[i].ref, "refs/heads/", 11))
+		if (skip_prefix(rc->v[i].ref, "refs/heads/"))
 			head = rc->v[i].ref;
 	if (head) {
 		const char *argv[] = { "git", "--git-dir", gitdir, "symbolic-ref", "HEAD", head, NULL };

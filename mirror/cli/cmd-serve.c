@@ -12,6 +12,7 @@
 #include <uv.h>
 
 #include "base/err.h"
+#include "base/str.h"
 #include "base/xmalloc.h"
 #include "base/log.h"
 #include "cli.h"
@@ -130,7 +131,7 @@ static int serve_check(const struct cli_command *self, struct mirror_serve_confi
 		char *list = xstrdup(cfg->peer_mirrors), *save = NULL, *t;
 		int bad = 0;
 		for (t = strtok_r(list, ", ", &save); t && !bad; t = strtok_r(NULL, ", ", &save))
-			if ((strncmp(t, "http://", 7) && strncmp(t, "https://", 8)) || strpbrk(t, "\"'<>\\?#") ||
+			if ((!skip_prefix(t, "http://") && !skip_prefix(t, "https://")) || strpbrk(t, "\"'<>\\?#") ||
 			    strlen(t) > 512)
 				bad = cli_usage_error(self, "--peer-mirror takes http(s)://HOST[:PORT] base URLs, not '%s'", t);
 		free(list);

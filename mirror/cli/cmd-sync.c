@@ -20,6 +20,7 @@
 #include "base/err.h"
 #include "base/path.h"
 #include "base/log.h"
+#include "base/str.h"
 #include "base/xmalloc.h"
 #include "catalog/catalog.h"
 #include "cli.h"
@@ -373,7 +374,7 @@ static int sync_remote(const struct sync_opts *o, int nspecs, char **specs)
 		json_array_foreach(json_object_get(rep, "lines"), i, v) {
 			const char *line = json_string_value(v);
 			/* -q: a line about a repo that is fine is left out, as a local sync -q does */
-			if (quiet && (!strncmp(line, "ok ", 3) || !strncmp(line, "unchanged ", 10)))
+			if (quiet && (skip_prefix(line, "ok ") || skip_prefix(line, "unchanged ")))
 				continue;
 			puts(line);
 		}

@@ -27,6 +27,7 @@
 #include "base/err.h"
 #include "base/hex.h"
 #include "base/log.h"
+#include "base/str.h"
 #include "base/xmalloc.h"
 #include "catalog/catalog.h"
 #include "hub/http/http.h"
@@ -64,7 +65,7 @@ static bool pattern_ok(const char *p)
 {
 	if (!strcmp(p, "*"))
 		return true;
-	if (strncmp(p, "hf:", 3) && strncmp(p, "ms:", 3))
+	if (!skip_prefix(p, "hf:") && !skip_prefix(p, "ms:"))
 		return false;
 	if (!p[3] || strstr(p, "..") || strchr(p, ' '))
 		return false;
@@ -213,7 +214,7 @@ static int fetch_on_response(void *ud, const struct hub_http_resp *resp)
 		}
 		return 0;
 	}
-	return hub_classify_error(strncmp(f->spec, "ms:", 3) ? HUB_HF : HUB_MS, resp->status, resp->error_code);
+	return hub_classify_error(skip_prefix(f->spec, "ms:") ? HUB_MS : HUB_HF, resp->status, resp->error_code);
 }
 
 static int fetch_on_body(void *ud, const char *data, size_t n)

@@ -12,6 +12,7 @@
 #include "base/buf.h"
 #include "base/err.h"
 #include "base/log.h"
+#include "base/str.h"
 #include "base/xmalloc.h"
 #include "catalog/catalog.h"
 #include "access.h"
@@ -156,10 +157,10 @@ static void reader_say(struct sync_reader *rd, const char *line)
 		if (s->sync_json)
 			return;
 	}
-	if (!strncmp(line, "sync: ", 6)) /* the summary's own "sync: " is the log's topic already */
-		line += 6;
-	if (!strncmp(line, "error", 5) || !strncmp(line, "warning", 7) || !strncmp(line, "gated", 5) ||
-	    !strncmp(line, "denied", 6) || !strncmp(line, "missing", 7) || !strncmp(line, "quota", 5))
+	if (skip_prefix(line, "sync: ")) /* the summary's own "sync: " is the log's topic already */
+		line = skip_prefix(line, "sync: ");
+	if (skip_prefix(line, "error") || skip_prefix(line, "warning") || skip_prefix(line, "gated") ||
+	    skip_prefix(line, "denied") || skip_prefix(line, "missing") || skip_prefix(line, "quota"))
 		log_warn("sync", "%s", line);
 	else
 		log_info("sync", "%s", line);
