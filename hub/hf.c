@@ -14,6 +14,32 @@ static char *decoded(const char *s)
 	return httpd_unescape(s, strlen(s), false);
 }
 
+void hf_path_split(struct hf_path *p, const char *path)
+{
+	char *s;
+
+	p->copy = xstrdup(path[0] == '/' ? path + 1 : path);
+	p->v = xcalloc(strlen(p->copy) + 2, sizeof(*p->v));
+	p->n = 0;
+	for (s = p->copy;;) {
+		char *slash = strchr(s, '/');
+		p->v[p->n++] = s;
+		if (!slash)
+			break;
+		*slash = '\0';
+		s = slash + 1;
+	}
+}
+
+void hf_path_release(struct hf_path *p)
+{
+	free(p->v);
+	free(p->copy);
+	p->v = NULL;
+	p->copy = NULL;
+	p->n = 0;
+}
+
 char *hf_take_revision(char *const *v, size_t n, size_t i, size_t *used)
 {
 	char *rev, *out;
@@ -40,8 +66,7 @@ char *hf_take_revision(char *const *v, size_t n, size_t i, size_t *used)
 	return rev;
 }
 
-/* v[from..n) decoded, joined with '/'; NULL if a segment does not decode. */
-static char *join_decoded(char *const *v, size_t n, size_t from)
+char *hf_join_decoded(char *const *v, size_t n, size_t from)
 {
 	struct buf b;
 
@@ -80,7 +105,7 @@ int hf_parse_file_url(char *const *v, size_t n, const char *verb, const char **t
 	}
 	o = decoded(v[base]);
 	nm = decoded(v[base + 1]);
-	p = join_decoded(v, n, base + 3 + used);
+	p = hf_join_decoded(v, n, base + 3 + used);
 	if (!o || !nm || !p || !*o || !*nm || !*p) {
 		free(o);
 		free(nm);

@@ -12,6 +12,19 @@
 
 #include <stddef.h>
 
+/* A path's raw segments: split on every '/' (a leading one dropped; empty segments kept, so that
+ * "a//b" is three and names nothing a single slash would), still percent-encoded. */
+struct hf_path {
+	char **v;
+	size_t n;
+	char *copy;     /* the segments' storage */
+};
+void hf_path_split(struct hf_path *p, const char *path);
+void hf_path_release(struct hf_path *p);
+
+/* v[from..n) decoded and joined with '/' (malloc'd); NULL if a segment does not decode. */
+char *hf_join_decoded(char *const *v, size_t n, size_t from);
+
 /*
  * The revision at raw segment v[i] of v[0..n): one segment, percent-decoded, or, sent raw, the three
  * segments of refs/pr/N or refs/convert/NAME (what the Hub takes). Returns it (malloc'd) and sets *used

@@ -43,54 +43,8 @@ static const char cors_expose[] =
 
 /* ---- small helpers ------------------------------------------------------------------------------- */
 
-struct segs {
-	char **v;       /* raw (still encoded) segments */
-	size_t n;
-	char *copy;
-};
-
-static void segs_split(struct segs *s, const char *path)
-{
-	char *p;
-
-	memset(s, 0, sizeof(*s));
-	s->copy = xstrdup(path[0] == '/' ? path + 1 : path);
-	s->v = xcalloc(strlen(s->copy) + 2, sizeof(*s->v));
-	for (p = s->copy; ; ) {
-		char *slash = strchr(p, '/');
-		s->v[s->n++] = p;
-		if (!slash)
-			break;
-		*slash = '\0';
-		p = slash + 1;
-	}
-}
-
-static void segs_free(struct segs *s)
-{
-	free(s->v);
-	free(s->copy);
-}
-
-/* Join segs[from..n) with '/' and percent-decode; NULL if a piece is malformed. */
-static char *segs_join_decoded(const struct segs *s, size_t from)
-{
-	struct buf b;
-	char *out;
-
-	buf_init(&b);
-	for (size_t i = from; i < s->n; i++) {
-		if (i > from)
-			buf_addch(&b, '/');
-		buf_adds(&b, s->v[i]);
-	}
-	out = httpd_unescape(b.data, b.len, false);
-	buf_release(&b);
-	return out;
-}
-
 /* A revision at segs[i] (hub/hf.h: refs/pr/N sent raw spans three segments). */
-static char *take_revision(const struct segs *s, size_t i, size_t *used)
+static char *take_revision(const struct hf_path *s, size_t i, size_t *used)
 {
 	return hf_take_revision(s->v, s->n, i, used);
 }
@@ -573,7 +527,7 @@ static void hf_list(struct mirror_routes *rt, struct httpd_req *req, const char 
 
 /* Repo name at segs[i] (org/name, or a bare legacy name when the next segment is a keyword).
  * Returns the number of segments used, 0 when invalid. */
-static size_t take_repo(const struct segs *s, size_t i, const char *const *keywords, char **name)
+static size_t take_repo(const struct hf_path *s, size_t i, const char *const *keywords, char **name)
 {
 	bool two = i + 1 < s->n;
 
@@ -595,7 +549,7 @@ static const char *const api_keywords[] = { "revision", "tree", "paths-info", "r
 					    "xet-read-token", "resolve", NULL };
 static const char *const file_keywords[] = { "resolve", "raw", NULL };
 
-static int route_api(struct mirror_routes *rt, struct httpd_req *req, const struct segs *s)
+static int route_api(struct mirror_routes *rt, struct httpd_req *req, const struct hf_path *s)
 {
 	struct hfreq h = { .rt = rt, .req = req };
 	const char *method = httpd_method(req);
@@ -631,11 +585,11 @@ static int route_api(struct mirror_routes *rt, struct httpd_req *req, const stru
 	if (i == s->n) {
 		hf_info(&h, NULL);
 	} else if (!strcmp(s->v[i], "revision") && i + 1 < s->n) {
-		rev = segs_join_decoded(s, i + 1); /* everything after: refs/pr/1 raw or encoded */
+		rev = hf_join_decoded(s->v, s->n, i + 1); /* everything after: refs/pr/1 raw or encoded */
 		if (rev)
 			hf_info(&h, rev);
 	} else if (!strcmp(s->v[i], "tree") && (rev = take_revision(s, i + 1, &used))) {
-		sub = segs_join_decoded(s, i + 1 + used);
+		sub = hf_join_decoded(s->v, s->n, i + 1 + used);
 		if (i + 1 + used < s->n && !sub)
 			hf__error(req, 400, NULL, "bad path", NULL);
 		else {
@@ -644,7 +598,7 @@ static int route_api(struct mirror_routes *rt, struct httpd_req *req, const stru
 			free(rev_enc);
 		}
 	} else if (!strcmp(s->v[i], "paths-info") && i + 1 < s->n && !strcmp(method, "POST")) {
-		rev = segs_join_decoded(s, i + 1);
+		rev = hf_join_decoded(s->v, s->n, i + 1);
 		if (rev)
 			hf__paths_info(&h, rev);
 	} else if (!strcmp(s->v[i], "refs") && i + 1 == s->n) {
@@ -652,7 +606,7 @@ static int route_api(struct mirror_routes *rt, struct httpd_req *req, const stru
 	} else if (!strcmp(s->v[i], "commits") && (rev = take_revision(s, i + 1, &used))) {
 		hf_commits(&h, rev);
 	} else if (!strcmp(s->v[i], "treesize") && (rev = take_revision(s, i + 1, &used))) {
-		sub = segs_join_decoded(s, i + 1 + used);
+		sub = hf_join_decoded(s->v, s->n, i + 1 + used);
 		if (i + 1 + used < s->n && (!sub || path_check_str(sub)))
 			hf__error(req, 400, NULL, "bad path", NULL);
 		else
@@ -671,7 +625,7 @@ static int route_api(struct mirror_routes *rt, struct httpd_req *req, const stru
 	return 0;
 }
 
-static int route_file(struct mirror_routes *rt, struct httpd_req *req, const struct segs *s)
+static int route_file(struct mirror_routes *rt, struct httpd_req *req, const struct hf_path *s)
 {
 	struct hfreq h = { .rt = rt, .req = req, .type = "model" };
 	size_t i = 0, used;
@@ -696,7 +650,7 @@ static int route_file(struct mirror_routes *rt, struct httpd_req *req, const str
 	httpd_set_route(req, raw ? "hf_raw" : "hf_resolve");
 	rev = take_revision(s, i + 1, &used);
 	if (rev && i + 1 + used < s->n)
-		path = segs_join_decoded(s, i + 1 + used);
+		path = hf_join_decoded(s->v, s->n, i + 1 + used);
 	if (!rev || !path)
 		hf__error(req, 400, NULL, "bad revision or path", NULL);
 	else
@@ -710,7 +664,7 @@ static int route_file(struct mirror_routes *rt, struct httpd_req *req, const str
 int mirror__route_hf(struct mirror_routes *rt, struct httpd_req *req, const char *rest, const char *arg)
 {
 	const char *method = httpd_method(req);
-	struct segs s;
+	struct hf_path s;
 	int r = HTTPD_PASS;
 
 	(void)rest;
@@ -725,11 +679,11 @@ int mirror__route_hf(struct mirror_routes *rt, struct httpd_req *req, const char
 		httpd_respond_str(req, 204, NULL, "");
 		return 0;
 	}
-	segs_split(&s, httpd_path(req));
+	hf_path_split(&s, httpd_path(req));
 	if (s.n >= 2 && !strcmp(s.v[0], "api"))
 		r = route_api(rt, req, &s);
 	else if (s.n >= 4 && (!strcmp(method, "GET") || !strcmp(method, "HEAD")))
 		r = route_file(rt, req, &s);
-	segs_free(&s);
+	hf_path_release(&s);
 	return r;
 }

@@ -110,47 +110,18 @@ static char *dup_header(struct httpd_req *r, const char *name)
 
 /* ---- which requests are files --------------------------------------------------------------------- */
 
-/* The path's segments as sent (still percent-encoded), for hub/hf.h's grammar. */
-static char **raw_segments(const char *path, size_t *n)
-{
-	char **v = NULL;
-	const char *p = path;
-
-	*n = 0;
-	while (*p == '/')
-		p++;
-	while (*p) {
-		const char *slash = strchr(p, '/');
-		size_t len = slash ? (size_t)(slash - p) : strlen(p);
-		v = xreallocarray(v, *n + 2, sizeof(*v));
-		v[(*n)++] = xstrndup(p, len);
-		v[*n] = NULL;
-		p += len;
-		while (*p == '/')
-			p++;
-	}
-	return v;
-}
-
-static void free_segments(char **v, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		free(v[i]);
-	free(v);
-}
-
 /* HF: /{org}/{name}/resolve/{rev}/{path...} and /datasets/{org}/{name}/resolve/{rev}/{path...};
  * ModelScope: /api/v1/{models,datasets}/{owner}/{name}/repo?...FilePath=...&Revision=... (hub/ms.h) */
 static void classify(struct ep *e, struct httpd_req *r)
 {
-	size_t nraw;
-	char **raw = raw_segments(httpd_path(r), &nraw), *spec = NULL, *fp = NULL,
-	     *rev = NULL, *org = NULL, *name = NULL;
+	struct hf_path raw;
+	char *spec = NULL, *fp = NULL, *rev = NULL, *org = NULL, *name = NULL;
 	const char *type;
 	struct ms_path mp = { 0 };
 
 	/* the Hub's grammar (hub/hf.h), as the mirror reads it: refs/pr/N sent raw is one revision */
-	if (!hf_parse_file_url(raw, nraw, "resolve", &type, &org, &name, &rev, &fp)) {
+	hf_path_split(&raw, httpd_path(r));
+	if (!hf_parse_file_url(raw.v, raw.n, "resolve", &type, &org, &name, &rev, &fp)) {
 		spec = xasprintf("hf:%s%s/%s@%s", !strcmp(type, "dataset") ? "datasets/" : "", org, name, rev);
 		free(rev);
 		rev = NULL;
@@ -172,7 +143,7 @@ static void classify(struct ep *e, struct httpd_req *r)
 	free(rev);
 	free(org);
 	free(name);
-	free_segments(raw, nraw);
+	hf_path_release(&raw);
 }
 
 /* ---- step 1: the mirror ----------------------------------------------------------------------------- */
