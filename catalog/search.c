@@ -20,9 +20,9 @@
  * words (ASCII case folded, as the index folds it) of at most CATALOG_SEARCH_MAX_WORD bytes, and a lone
  * character (which would expand to a sixteenth of the vocabulary) matches as a whole word.
  * Calls fn(ud, word, len) per distinct word, in order; returns the count, or -1 when over a limit
- * (*why set).
+ * (*errmsg set).
  */
-static int each_word(const char *q, void (*fn)(void *ud, const char *w, size_t n), void *ud, const char **why)
+static int each_word(const char *q, void (*fn)(void *ud, const char *w, size_t n), void *ud, const char **errmsg)
 {
 	const unsigned char *p = (const unsigned char *)q;
 	const unsigned char *seen[CATALOG_SEARCH_MAX_WORDS];
@@ -40,7 +40,7 @@ static int each_word(const char *q, void (*fn)(void *ud, const char *w, size_t n
 		if (p == start)
 			continue;
 		if ((size_t)(p - start) > CATALOG_SEARCH_MAX_WORD) {
-			*why = "a search word is too long (at most 64 bytes)";
+			*errmsg = "a search word is too long (at most 64 bytes)";
 			return -1;
 		}
 		for (int k = 0; k < n && !dup; k++)
@@ -48,7 +48,7 @@ static int each_word(const char *q, void (*fn)(void *ud, const char *w, size_t n
 		if (dup)
 			continue;
 		if (n == CATALOG_SEARCH_MAX_WORDS) {
-			*why = "too many search words (at most 8)";
+			*errmsg = "too many search words (at most 8)";
 			return -1;
 		}
 		seen[n] = start;
@@ -61,14 +61,14 @@ static int each_word(const char *q, void (*fn)(void *ud, const char *w, size_t n
 
 const char *catalog_search_refusal(const struct catalog_search *s)
 {
-	const char *why = NULL;
+	const char *errmsg = NULL;
 
-	if (s->q && each_word(s->q, NULL, NULL, &why) < 0)
-		return why;
+	if (s->q && each_word(s->q, NULL, NULL, &errmsg) < 0)
+		return errmsg;
 	if (s->sort && *s->sort && strcmp(s->sort, "relevance") && strcmp(s->sort, "name") && strcmp(s->sort, "size") &&
 	    strcmp(s->sort, "last_synced") && strcmp(s->sort, "downloads") && strcmp(s->sort, "likes"))
 		return "bad sort (relevance, name, size, last_synced, downloads, likes)";
-	if (s->sort && !strcmp(s->sort, "relevance") && (!s->q || each_word(s->q, NULL, NULL, &why) <= 0))
+	if (s->sort && !strcmp(s->sort, "relevance") && (!s->q || each_word(s->q, NULL, NULL, &errmsg) <= 0))
 		return "sort=relevance needs words to search";
 	return NULL;
 }
@@ -88,10 +88,10 @@ static void add_term(void *ud, const char *w, size_t n)
 static char *fts_query(const char *q)
 {
 	struct buf b;
-	const char *why = NULL;
+	const char *errmsg = NULL;
 
 	buf_init(&b);
-	if (each_word(q, add_term, &b, &why) <= 0) {
+	if (each_word(q, add_term, &b, &errmsg) <= 0) {
 		buf_release(&b);
 		return NULL;
 	}

@@ -53,15 +53,15 @@ static int write_ref(const char *ref, const char *commit)
 }
 
 /* dir/<path> -> target_dir/<path> for each path (folders made, an existing link replaced). */
-static int link_files(const char *dir, const char *target_dir, const char *const *paths, size_t n, char **why)
+static int link_files(const char *dir, const char *target_dir, const char *const *paths, size_t n, char **errmsg)
 {
 	int r = 0;
 
 	for (size_t i = 0; !r && i < n; i++) {
 		char *link, *target, *slash;
 		if (path_check_str(paths[i])) { /* a path never leaves the snapshot folder */
-			if (why)
-				*why = xstrdup("a file path the cache cannot hold");
+			if (errmsg)
+				*errmsg = xstrdup("a file path the cache cannot hold");
 			return HM_ERR_PATH_UNSAFE;
 		}
 		link = xasprintf("%s/%s", dir, paths[i]);
@@ -75,8 +75,8 @@ static int link_files(const char *dir, const char *target_dir, const char *const
 			if (symlink(target, link) < 0)
 				r = -errno;
 		}
-		if (r && why)
-			*why = xasprintf("cannot link %s: %s", link, err_str(r));
+		if (r && errmsg)
+			*errmsg = xasprintf("cannot link %s: %s", link, err_str(r));
 		free(link);
 		free(target);
 	}
@@ -111,25 +111,25 @@ char *hub_cache_hf_snapshot(const char *hub_cache, const char *type, const char 
 }
 
 int hub_cache_link_hf(const char *hub_cache, const char *type, const char *name, const char *revision,
-		      const char *commit, const char *target_dir, const char *const *paths, size_t n, char **why)
+		      const char *commit, const char *target_dir, const char *const *paths, size_t n, char **errmsg)
 {
 	char *repo_dir, *snap, *ref;
 	int r;
 
 	if (path_check_str(name) || hub_check_revision(revision) || !hex_is_lower(commit, 40) ||
 	    (strcmp(type, "model") && strcmp(type, "dataset"))) {
-		if (why)
-			*why = xstrdup("not a snapshot the Hugging Face cache can name");
+		if (errmsg)
+			*errmsg = xstrdup("not a snapshot the Hugging Face cache can name");
 		return HM_ERR_PATH_UNSAFE;
 	}
 	repo_dir = hf_repo_dir(hub_cache, type, name);
 	snap = xasprintf("%s/snapshots/%s", repo_dir, commit);
 	ref = xasprintf("%s/refs/%s", repo_dir, revision);
 	r = write_ref(ref, commit);
-	if (r && why)
-		*why = xasprintf("cannot write %s: %s", ref, err_str(r));
+	if (r && errmsg)
+		*errmsg = xasprintf("cannot write %s: %s", ref, err_str(r));
 	if (!r)
-		r = link_files(snap, target_dir, paths, n, why);
+		r = link_files(snap, target_dir, paths, n, errmsg);
 	free(repo_dir);
 	free(snap);
 	free(ref);
@@ -240,7 +240,7 @@ char *hub_cache_ms_dir(const char *ms_cache, const char *type, const char *name)
 
 int hub_cache_link_ms(const char *ms_cache, const char *ms_hub_cache, const char *type, const char *name,
 		      const char *revision, const char *commit, const char *target_dir, const char *const *paths,
-		      size_t n, char **why)
+		      size_t n, char **errmsg)
 {
 	const char *slash = strchr(name, '/');
 	char *masked, *dir = NULL, *id = NULL, *flat = NULL, *snap = NULL;
@@ -248,8 +248,8 @@ int hub_cache_link_ms(const char *ms_cache, const char *ms_hub_cache, const char
 
 	if (!slash || path_check_str(name) || strchr(slash + 1, '/') || hub_check_revision(revision) ||
 	    path_check_str(revision) || !hex_is_lower(commit, 40) || (strcmp(type, "model") && strcmp(type, "dataset"))) {
-		if (why)
-			*why = xstrdup("not a snapshot the ModelScope cache can name");
+		if (errmsg)
+			*errmsg = xstrdup("not a snapshot the ModelScope cache can name");
 		return HM_ERR_PATH_UNSAFE;
 	}
 	masked = ms_masked(slash + 1);
@@ -257,13 +257,13 @@ int hub_cache_link_ms(const char *ms_cache, const char *ms_hub_cache, const char
 	id = xasprintf("%.*s/%s", (int)(slash - name), name, masked);
 	r = path_mkdirs(dir, 0755);
 	if (!r)
-		r = link_files(dir, target_dir, paths, n, why);
-	if (!r && (r = write_ms_index(dir, id, commit, paths, n)) != 0 && why)
-		*why = xasprintf("cannot write the index of %s: %s", dir, err_str(r));
+		r = link_files(dir, target_dir, paths, n, errmsg);
+	if (!r && (r = write_ms_index(dir, id, commit, paths, n)) != 0 && errmsg)
+		*errmsg = xasprintf("cannot write the index of %s: %s", dir, err_str(r));
 	if (!r && ms_hub_cache) {
 		flat = xasprintf("%.*s--%s", (int)(slash - name), name, slash + 1);
 		snap = xasprintf("%s/%ss/%s/snapshots/%s", ms_hub_cache, type, flat, revision);
-		r = link_files(snap, target_dir, paths, n, why);
+		r = link_files(snap, target_dir, paths, n, errmsg);
 	}
 	free(masked);
 	free(dir);

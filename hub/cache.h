@@ -28,11 +28,11 @@ const char *hub_cache_hf_default(char *buf, size_t cap);
  * revision (the ref, checked with hub_check_revision), commit (40 lowercase hex digits), and the n
  * files paths[i] (relative, each checked with path_check) found under target_dir. An existing link of
  * the same path is replaced (a mount of the same snapshot elsewhere before). Returns 0, or an error
- * with *why (malloc'd, if why) naming what could not be written; HM_ERR_PATH_UNSAFE for a bad name,
+ * with *errmsg (malloc'd, if errmsg) naming what could not be written; HM_ERR_PATH_UNSAFE for a bad name,
  * revision, commit or path (nothing is written outside hub_cache).
  */
 int hub_cache_link_hf(const char *hub_cache, const char *type, const char *name, const char *revision,
-		      const char *commit, const char *target_dir, const char *const *paths, size_t n, char **why);
+		      const char *commit, const char *target_dir, const char *const *paths, size_t n, char **errmsg);
 
 /* Where hub_cache_link_hf puts a snapshot's files: <hub_cache>/<type>s--<org>--<name>/snapshots/<commit>;
  * and hub_cache_link_ms in the classic SDK's layout: <ms_cache>/<type>s/<owner>/<name, masked>. For
@@ -60,6 +60,6 @@ const char *hub_cache_ms_hub_default(char *buf, size_t cap);
  */
 int hub_cache_link_ms(const char *ms_cache, const char *ms_hub_cache, const char *type, const char *name,
 		      const char *revision, const char *commit, const char *target_dir, const char *const *paths,
-		      size_t n, char **why);
+		      size_t n, char **errmsg);
 
 #endif

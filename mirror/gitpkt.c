@@ -11,9 +11,9 @@
 
 #define PKT_MAX 65520 /* git's LARGE_PACKET_MAX */
 
-static int refuse(char **why, const char *msg, size_t at)
+static int refuse(char **errmsg, const char *msg, size_t at)
 {
-	*why = xasprintf("%s (at byte %zu of the request)", msg, at);
+	*errmsg = xasprintf("%s (at byte %zu of the request)", msg, at);
 	return -1;
 }
 
@@ -60,35 +60,35 @@ static int filter_sparse(const char *p, size_t n)
 	return strstr(buf, "sparse:") || strstr(buf, "sparse%3a") ? 1 : 0;
 }
 
-int mirror_git_pkt_check(const char *body, size_t len, struct git_pkt_summary *sum, char **why)
+int mirror_git_pkt_check(const char *body, size_t len, struct git_pkt_summary *sum, char **errmsg)
 {
 	size_t off = 0;
 
 	memset(sum, 0, sizeof(*sum));
-	*why = NULL;
+	*errmsg = NULL;
 	while (off < len) {
 		size_t n = 0;
 		const char *p;
 
 		if (len - off < 4)
-			return refuse(why, "a pkt-line is cut short", off);
+			return refuse(errmsg, "a pkt-line is cut short", off);
 		for (int i = 0; i < 4; i++) {
 			int v = hex_digit(body[off + i]);
 			if (v < 0)
-				return refuse(why, "a pkt-line length is not four hex digits", off);
+				return refuse(errmsg, "a pkt-line length is not four hex digits", off);
 			n = n * 16 + (size_t)v;
 		}
 		if (n < 4) {
 			if (n == 3)
-				return refuse(why, "a pkt-line of length 3", off);
+				return refuse(errmsg, "a pkt-line of length 3", off);
 			sum->flushes++; /* flush, delim, response-end */
 			off += 4;
 			continue;
 		}
 		if (n > PKT_MAX)
-			return refuse(why, "a pkt-line longer than git allows", off);
+			return refuse(errmsg, "a pkt-line longer than git allows", off);
 		if (n > len - off)
-			return refuse(why, "a pkt-line runs past the end of the request", off);
+			return refuse(errmsg, "a pkt-line runs past the end of the request", off);
 		p = body + off + 4;
 		n -= 4;
 		sum->lines++;
@@ -96,19 +96,19 @@ int mirror_git_pkt_check(const char *body, size_t len, struct git_pkt_summary *s
 			sum->wants++;
 		} else if (n >= 5 && !memcmp(p, "want ", 5)) {
 			if (!oid_ok(p + 5, n - 5))
-				return refuse(why, "a want line without an object id", off);
+				return refuse(errmsg, "a want line without an object id", off);
 			sum->wants++;
 		} else if (n >= 5 && !memcmp(p, "have ", 5)) {
 			if (!oid_ok(p + 5, n - 5))
-				return refuse(why, "a have line without an object id", off);
+				return refuse(errmsg, "a have line without an object id", off);
 			sum->haves++;
 		} else if (n >= 7 && !memcmp(p, "filter ", 7)) {
 			int sparse = filter_sparse(p + 7, n - 7);
 			if (sparse < 0)
-				return refuse(why, "a filter spec too long, or with a NUL byte", off);
+				return refuse(errmsg, "a filter spec too long, or with a NUL byte", off);
 			if (sparse) {
-				*why = xstrdup("sparse:oid filters are not served by this mirror (their cost is paths "
-					       "times patterns); use blob:none or blob:limit");
+				*errmsg = xstrdup("sparse:oid filters are not served by this mirror (their cost is "
+						  "paths times patterns); use blob:none or blob:limit");
 				return -2;
 			}
 			sum->filter = 1;

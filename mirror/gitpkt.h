@@ -22,9 +22,9 @@ struct git_pkt_summary {
 	int filter;     /* 1 when the request asks for a filter git may serve */
 };
 
-/* Read the body (len bytes, inflated). Returns 0 (sum filled), or with *why (malloc'd) for the
+/* Read the body (len bytes, inflated). Returns 0 (sum filled), or with *errmsg (malloc'd) for the
  * client: -1 when the request is malformed, -2 when it asks for what this mirror does not serve
  * (git's way to say so is an ERR packet, which its client prints as "remote error"). */
-int mirror_git_pkt_check(const char *body, size_t len, struct git_pkt_summary *sum, char **why);
+int mirror_git_pkt_check(const char *body, size_t len, struct git_pkt_summary *sum, char **errmsg);
 
 #endif

@@ -153,7 +153,7 @@ static bool take(struct p2p_tracker_announce *a, int k, const unsigned char *val
 	return false;
 }
 
-int p2p_tracker_parse_announce(const char *query, size_t len, struct p2p_tracker_announce *out, const char **why)
+int p2p_tracker_parse_announce(const char *query, size_t len, struct p2p_tracker_announce *out, const char **errmsg)
 {
 	struct p2p_tracker_announce a;
 	const char *reason = NULL;
@@ -199,8 +199,8 @@ int p2p_tracker_parse_announce(const char *query, size_t len, struct p2p_tracker
 		if (keys[k].required && !(seen & (1u << k)))
 			reason = missing[k];
 	if (reason) {
-		if (why)
-			*why = reason;
+		if (errmsg)
+			*errmsg = reason;
 		return HM_ERR_USAGE;
 	}
 	*out = a;

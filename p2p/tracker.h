@@ -68,10 +68,10 @@ struct p2p_tracker_announce {
  * integers; event is absent, empty, started, stopped, completed or paused (BEP 21; treated as none);
  * numwant is a non-negative integer (huge values saturate); compact and no_peer_id are 0 or 1.
  * Unknown parameters (ip, key, trackerid, ...) are ignored; a repeated parameter: the last one counts.
- * Returns 0 and fills *out, or HM_ERR_USAGE with *out untouched and *why (if why is not NULL) set to
+ * Returns 0 and fills *out, or HM_ERR_USAGE with *out untouched and *errmsg (if errmsg is not NULL) set to
  * a static human-readable reason, suitable for p2p_tracker_failure().
  */
-int p2p_tracker_parse_announce(const char *query, size_t len, struct p2p_tracker_announce *out, const char **why);
+int p2p_tracker_parse_announce(const char *query, size_t len, struct p2p_tracker_announce *out, const char **errmsg);
 
 /*
  * Record the announce *a (borrowed for the call; as p2p_tracker_parse_announce() fills it) of the peer at

@@ -219,10 +219,10 @@ void agent_preheat_tick(struct agent *a);
 /* Ask the mirrors (a comma list, in turn; with token, may be NULL) for spec's snapshot: the
  * description (commit, ref, name, files with sha256; *meta, a new reference) and the torrent of that
  * commit (*tor, malloc'd). Blocking (mirror.c): from a worker only. 0, or an HTTP status for the client
- * with *why (malloc'd). */
+ * with *errmsg (malloc'd). */
 struct hub_spec;
 int agent_fetch_snapshot(struct agent *a, const char *mirrors, const char *token, const struct hub_spec *spec,
-			 json_t **meta, char **tor, size_t *tlen, char **why);
+			 json_t **meta, char **tor, size_t *tlen, char **errmsg);
 /* How long a mirror may send nothing before the next one is asked (--mirror-timeout; 20 s). */
 long agent_mirror_stall_s(const struct agent *a);
 /* The handler of the local hub endpoint (endpoint.c). */
@@ -248,9 +248,9 @@ struct snap *agent_snap_add(struct agent *a, json_t *meta, const unsigned char *
 /* Link the files of s (found under dir) as name (one of s->names) into the hub caches where names
  * ({"hf_cache", "ms_cache", "ms_hub_cache"}, each optional; only those of the name's hub are used):
  * every file (a mount's folder), or with wanted_only those s wants (a pull: what the cache holds).
- * 0, or an error and *why (malloc'd). */
+ * 0, or an error and *errmsg (malloc'd). */
 int agent_snap_link(struct agent *a, const struct snap *s, json_t *name, json_t *where, const char *dir,
-		    bool wanted_only, char **why);
+		    bool wanted_only, char **errmsg);
 
 /* ---- which files (want.c) ---- */
 
@@ -301,8 +301,8 @@ void agent_shortcuts_drop(struct agent *a, struct snap *s);
 
 /* Detach mount k of s (lazily: it never waits for the mount's users) and drop it from s->mounts; a
  * mount still in use elsewhere lingers until its users let go. 0 with *in_use set, or -errno with
- * *why (malloc'd; the mount then stays). */
-int agent_mount_detach(struct agent *a, struct snap *s, size_t k, bool *in_use, char **why);
+ * *errmsg (malloc'd; the mount then stays). */
+int agent_mount_detach(struct agent *a, struct snap *s, size_t k, bool *in_use, char **errmsg);
 
 /* End: unmount everything (lazily), close the control socket; the loop then ends. Not from inside a
  * control handler (it frees the server): there, agent_stop_soon (once the answer is out). */

@@ -216,20 +216,20 @@ void agent_link_pending(struct agent *a, struct snap *s)
 	size_t i;
 
 	json_array_foreach(s->pending_links, i, it) {
-		char *why = NULL, id[32];
+		char *errmsg = NULL, id[32];
 		json_t *name = json_object_get(it, "name");
 		snprintf(id, sizeof(id), "%" PRId64, (int64_t)json_integer_value(json_object_get(it, "id")));
 		/* each pull's outcome is its own: a bad hub cache path fails that pull, not the next */
-		if (agent_snap_link(a, s, name, it, dir, true, &why)) {
-			if (!why)
-				why = xstrdup("cannot link into the hub cache");
-			agent_say("%s: %s\n", json_string_value(json_object_get(name, "spec")), why);
-			json_object_set_new(s->links_done, id, json_string(why));
+		if (agent_snap_link(a, s, name, it, dir, true, &errmsg)) {
+			if (!errmsg)
+				errmsg = xstrdup("cannot link into the hub cache");
+			agent_say("%s: %s\n", json_string_value(json_object_get(name, "spec")), errmsg);
+			json_object_set_new(s->links_done, id, json_string(errmsg));
 		} else {
 			json_object_set_new(s->links_done, id, json_null());
 		}
 		json_object_set(a->links_done, id, json_object_get(s->links_done, id));
-		free(why);
+		free(errmsg);
 	}
 	json_array_clear(s->pending_links);
 	while (json_object_size(a->links_done) > 1024) {
@@ -494,14 +494,14 @@ void agent_stop(struct agent *a)
 		struct snap *s = a->snaps[i];
 		while (s->nmounts) {
 			bool in_use;
-			char *why = NULL;
+			char *errmsg = NULL;
 			p2p_mount_close(s->mounts[0].m);
-			if (agent_mount_detach(a, s, 0, &in_use, &why)) {
-				agent_say("%s\n", why ? why : "cannot unmount");
+			if (agent_mount_detach(a, s, 0, &in_use, &errmsg)) {
+				agent_say("%s\n", errmsg ? errmsg : "cannot unmount");
 				free(s->mounts[0].dir);
 				s->mounts[0] = s->mounts[--s->nmounts]; /* left to the process's end */
 			}
-			free(why);
+			free(errmsg);
 		}
 	}
 	for (size_t i = 0; i < a->nsnaps; i++)
@@ -565,8 +565,8 @@ static void on_signal(uv_signal_t *h, int signum)
 
 /* Is an agent at path already? Then this one must not take the socket from it. Only a socket nobody
  * listens on (or none) is free: one that accepts and does not answer in 5 s is an agent that is slow
- * (stopped, or busy), not a dead one. 0 free, else -EADDRINUSE with *why. */
-static int socket_free(const char *path, char **why)
+ * (stopped, or busy), not a dead one. 0 free, else -EADDRINUSE with *errmsg. */
+static int socket_free(const char *path, char **errmsg)
 {
 	long status = 0;
 	json_t *j = NULL;
@@ -576,15 +576,15 @@ static int socket_free(const char *path, char **why)
 	if (r == -ECONNREFUSED) {
 		r = 0;
 	} else if (r == -EACCES) {
-		*why = err; /* another user's agent: whose, and what to do */
+		*errmsg = err; /* another user's agent: whose, and what to do */
 		err = NULL;
 		r = -EADDRINUSE;
 	} else if (!r) {
-		*why = xasprintf("an agent (pid %lld) already runs at %s", (long long)json_integer_value(json_object_get(j, "pid")),
-				 path);
+		*errmsg = xasprintf("an agent (pid %lld) already runs at %s",
+				    (long long)json_integer_value(json_object_get(j, "pid")), path);
 		r = -EADDRINUSE;
 	} else {
-		*why = xasprintf("an agent at %s does not answer (%s): stop it first (hubmirror agent --stop), or "
+		*errmsg = xasprintf("an agent at %s does not answer (%s): stop it first (hubmirror agent --stop), or "
 				 "give this one another --socket and --cache", path, err ? err : "no answer");
 		r = -EADDRINUSE;
 	}
@@ -596,7 +596,7 @@ static int socket_free(const char *path, char **why)
 /* One agent per cache: another would evict, check and rewrite what this one serves. An advisory lock
  * on <cache>/agent/lock, held for the process's life (the kernel lets go when it ends, however it
  * ends), naming its pid and socket for the refusal. */
-static int lock_cache(struct agent *a, char **why)
+static int lock_cache(struct agent *a, char **errmsg)
 {
 	char *dir = xasprintf("%s/agent", a->cfg->cache_dir), *path = xasprintf("%s/lock", dir), held[512] = "";
 	int fd, r = 0;
@@ -605,13 +605,13 @@ static int lock_cache(struct agent *a, char **why)
 	path_mkdirs(dir, 0700);
 	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
 	if (fd < 0) {
-		*why = xasprintf("cannot open %s: %s", path, strerror(errno));
+		*errmsg = xasprintf("cannot open %s: %s", path, strerror(errno));
 		r = -errno;
 	} else if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
 		n = pread(fd, held, sizeof(held) - 1, 0);
 		held[n > 0 ? n : 0] = '\0';
 		held[strcspn(held, "\n")] = '\0';
-		*why = xasprintf("the cache %s is in use by another agent (%s): give this one a --cache of its own",
+		*errmsg = xasprintf("the cache %s is in use by another agent (%s): give this one a --cache of its own",
 				 a->cfg->cache_dir, *held ? held : "pid unknown");
 		close(fd);
 		fd = -1;

@@ -22,9 +22,9 @@ long agent_mirror_stall_s(const struct agent *a)
 	return a->cfg->mirror_timeout_s > 0 ? a->cfg->mirror_timeout_s : 20;
 }
 
-/* GET mirror + path; 0 with the body, or an HTTP status for the client with *why (malloc'd). */
+/* GET mirror + path; 0 with the body, or an HTTP status for the client with *errmsg (malloc'd). */
 static int mirror_get(struct agent *a, const char *mirror, const char *path, const char *token, char **body,
-		      size_t *len, char **why)
+		      size_t *len, char **errmsg)
 {
 	char *url = xasprintf("%s%s", mirror, path), *err = NULL;
 	/* a mirror that accepts and never answers must not hold the caller for long: the next one is
@@ -37,14 +37,14 @@ static int mirror_get(struct agent *a, const char *mirror, const char *path, con
 	r = hub_http_call_blocking(&c, body, len, &status, &err);
 	free(url);
 	if (r) {
-		*why = xasprintf("cannot reach the mirror at %s: %s", mirror, err ? err : err_str(r));
+		*errmsg = xasprintf("cannot reach the mirror at %s: %s", mirror, err ? err : err_str(r));
 		free(err);
 		return 502;
 	}
 	if (status != 200) {
 		json_t *j = json_loadb(*body, *len, 0, NULL);
 		const char *e = json_string_value(json_object_get(j, "error"));
-		*why = xstrdup(e ? e : "unexpected answer");
+		*errmsg = xstrdup(e ? e : "unexpected answer");
 		json_decref(j);
 		free(*body);
 		*body = NULL;
@@ -77,10 +77,10 @@ char *agent_mirror_at(const char *list, size_t i)
 }
 
 static int fetch_snapshot_one(struct agent *a, const char *mirror, const char *token, const struct hub_spec *spec,
-			      json_t **meta, char **tor, size_t *tlen, char **why);
+			      json_t **meta, char **tor, size_t *tlen, char **errmsg);
 
 int agent_fetch_snapshot(struct agent *a, const char *mirrors, const char *token, const struct hub_spec *spec,
-			 json_t **meta, char **tor, size_t *tlen, char **why)
+			 json_t **meta, char **tor, size_t *tlen, char **errmsg)
 {
 	char *m;
 	int st = 502;
@@ -89,24 +89,24 @@ int agent_fetch_snapshot(struct agent *a, const char *mirrors, const char *token
 	 * reached, or answers nonsense, passes the question to the next */
 	for (size_t i = 0; (m = agent_mirror_at(mirrors, i)) != NULL; i++) {
 		if (i) {
-			free(*why);
-			*why = NULL;
+			free(*errmsg);
+			*errmsg = NULL;
 		}
-		st = fetch_snapshot_one(a, m, token, spec, meta, tor, tlen, why);
+		st = fetch_snapshot_one(a, m, token, spec, meta, tor, tlen, errmsg);
 		free(m);
 		if (st != 502)
 			break;
 		json_decref(*meta);
 		*meta = NULL;
 	}
-	if (st == 502 && !*why)
-		*why = xstrdup("no mirror given");
+	if (st == 502 && !*errmsg)
+		*errmsg = xstrdup("no mirror given");
 	return st;
 }
 
 /* A refusal in words that say what to do: the mirror's own answer is the Hub's ("Invalid username or
  * password."), which names neither the token nor the way out. */
-static void explain(int st, const char *token, const struct hub_spec *spec, char **why)
+static void explain(int st, const char *token, const struct hub_spec *spec, char **errmsg)
 {
 	char *s = NULL, *spec_s;
 
@@ -117,20 +117,20 @@ static void explain(int st, const char *token, const struct hub_spec *spec, char
 		s = xstrdup(token ? "the token (HUBMIRROR_TOKEN) does not cover this repository: ask the mirror's operator "
 				    "for a grant of it"
 				  : "the mirror gives it only with a token that covers it: set HUBMIRROR_TOKEN");
-	else if (st == 404 && *why && !strcmp(*why, "repo not on this mirror")) {
+	else if (st == 404 && *errmsg && !strcmp(*errmsg, "repo not on this mirror")) {
 		spec_s = hub_spec_format(spec, 0);
 		s = xasprintf("not on this mirror: ask for it with 'hubmirror request %s' (what it holds: "
 			      "'hubmirror search WORDS')", spec_s);
 		free(spec_s);
 	}
 	if (s) {
-		free(*why);
-		*why = s;
+		free(*errmsg);
+		*errmsg = s;
 	}
 }
 
 static int fetch_snapshot_one(struct agent *a, const char *mirror, const char *token, const struct hub_spec *spec,
-			      json_t **meta, char **tor, size_t *tlen, char **why)
+			      json_t **meta, char **tor, size_t *tlen, char **errmsg)
 {
 	char *q = spec->revision ? hub_url_escape(spec->revision, false) : NULL, *body = NULL, *path;
 	const char *rev, *commit;
@@ -139,11 +139,11 @@ static int fetch_snapshot_one(struct agent *a, const char *mirror, const char *t
 
 	path = xasprintf("/api/p2p/torrent/%s/%s/%s?meta=1%s%s", hub_kind_name(spec->hub), hub_type_name(spec->type),
 			 spec->name, q ? "&rev=" : "", q ? q : "");
-	st = mirror_get(a, mirror, path, token, &body, &len, why);
+	st = mirror_get(a, mirror, path, token, &body, &len, errmsg);
 	free(path);
 	free(q);
 	if (st) {
-		explain(st, token, spec, why);
+		explain(st, token, spec, errmsg);
 		return st;
 	}
 	*meta = json_loadb(body, len, 0, NULL);
@@ -152,16 +152,16 @@ static int fetch_snapshot_one(struct agent *a, const char *mirror, const char *t
 	commit = json_string_value(json_object_get(*meta, "commit"));
 	/* the commit names a folder of the HF cache: 40 hex digits, nothing else */
 	if (!rev || !commit || hub_check_revision(rev) || !hex_is_lower(commit, 40)) {
-		*why = xasprintf("%s answered a snapshot without a usable commit or ref", mirror);
+		*errmsg = xasprintf("%s answered a snapshot without a usable commit or ref", mirror);
 		return 502;
 	}
 	/* the torrent of that very commit, even if a sync moves the ref meanwhile */
 	path = xasprintf("/api/p2p/torrent/%s/%s/%s?rev=%s", hub_kind_name(spec->hub), hub_type_name(spec->type),
 			 spec->name, commit);
-	st = mirror_get(a, mirror, path, token, tor, tlen, why);
+	st = mirror_get(a, mirror, path, token, tor, tlen, errmsg);
 	free(path);
 	if (st)
-		explain(st, token, spec, why);
+		explain(st, token, spec, errmsg);
 	return st;
 }
 

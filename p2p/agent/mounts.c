@@ -30,7 +30,7 @@ struct shortcut_job {
 	size_t n;
 	char *spec;
 	int failed;
-	char *why;
+	char *errmsg;
 };
 
 static void shortcut_work(uv_work_t *w)
@@ -42,18 +42,18 @@ static void shortcut_work(uv_work_t *w)
 		return;
 	}
 	for (size_t i = 0; i < j->n; i++) {
-		char *why = NULL;
-		int r = p2p_mount_shortcut(j->m, j->path[i], j->source[i], &why);
+		char *errmsg = NULL;
+		int r = p2p_mount_shortcut(j->m, j->path[i], j->source[i], &errmsg);
 		if (r == -EPERM || r == -ENOENT || r == -ESTALE) {
-			free(why);
+			free(errmsg);
 			break; /* not root, or the mount is going: nothing more to do */
 		}
 		if (r) {
 			j->failed++;
-			if (!j->why)
-				j->why = why;
+			if (!j->errmsg)
+				j->errmsg = errmsg;
 			else
-				free(why);
+				free(errmsg);
 		}
 	}
 }
@@ -67,7 +67,7 @@ static void shortcut_free(struct shortcut_job *j)
 	free(j->path);
 	free(j->source);
 	free(j->spec);
-	free(j->why);
+	free(j->errmsg);
 	free(j);
 }
 
@@ -78,7 +78,7 @@ static void shortcut_done(uv_work_t *w, int status)
 	(void)status;
 	p2p_mount_hold(j->m, false);
 	if (j->failed)
-		agent_say("%s: %d files stay on FUSE: %s\n", j->spec, j->failed, j->why ? j->why : "?");
+		agent_say("%s: %d files stay on FUSE: %s\n", j->spec, j->failed, j->errmsg ? j->errmsg : "?");
 	shortcut_free(j);
 }
 
@@ -137,14 +137,14 @@ void agent_shortcuts(struct agent *a, struct snap *s)
 	p2p_file_list_release(&l);
 }
 
-int agent_mount_detach(struct agent *a, struct snap *s, size_t k, bool *in_use, char **why)
+int agent_mount_detach(struct agent *a, struct snap *s, size_t k, bool *in_use, char **errmsg)
 {
 	struct p2p_mount *m = s->mounts[k].m;
 	int r;
 
 	(void)a;
 	*in_use = false;
-	if ((r = p2p_mount_detach(m, why)) != 0)
+	if ((r = p2p_mount_detach(m, errmsg)) != 0)
 		return r;
 	free(s->mounts[k].dir);
 	s->mounts[k] = s->mounts[--s->nmounts];

@@ -380,7 +380,7 @@ void agent_snaps_recall(struct agent *a)
 }
 
 int agent_snap_link(struct agent *a, const struct snap *s, json_t *name, json_t *where, const char *dir,
-		    bool wanted_only, char **why)
+		    bool wanted_only, char **errmsg)
 {
 	const char *nspec = jstr(name, "spec"), *rev = jstr(name, "revision"), *commit = jstr(name, "commit");
 	const char *hf = json_string_value(json_object_get(where, "hf_cache"));
@@ -393,11 +393,11 @@ int agent_snap_link(struct agent *a, const struct snap *s, json_t *name, json_t 
 	int *idx = NULL, r = 0;
 
 	if (!nspec || !rev || !commit || hub_spec_parse(nspec, &spec)) {
-		*why = xstrdup("the snapshot has no usable spec");
+		*errmsg = xstrdup("the snapshot has no usable spec");
 		return HM_ERR_BAD_SPEC;
 	}
 	if ((r = p2p_session_files(a->ses, s->btih, &files)) != 0) {
-		*why = xasprintf("cannot list the snapshot's files: %s", err_str(r));
+		*errmsg = xasprintf("cannot list the snapshot's files: %s", err_str(r));
 		hub_spec_release(&spec);
 		return r;
 	}
@@ -410,9 +410,9 @@ int agent_snap_link(struct agent *a, const struct snap *s, json_t *name, json_t 
 			k++;
 		}
 	if (hf && spec.hub == HUB_HF)
-		r = hub_cache_link_hf(hf, hub_type_name(spec.type), spec.name, rev, commit, dir, paths, n, why);
+		r = hub_cache_link_hf(hf, hub_type_name(spec.type), spec.name, rev, commit, dir, paths, n, errmsg);
 	else if (ms && spec.hub == HUB_MS)
-		r = hub_cache_link_ms(ms, msh, hub_type_name(spec.type), spec.name, rev, commit, dir, paths, n, why);
+		r = hub_cache_link_ms(ms, msh, hub_type_name(spec.type), spec.name, rev, commit, dir, paths, n, errmsg);
 	free(idx);
 	free(paths);
 	p2p_file_list_release(&files);
