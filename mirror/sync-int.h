@@ -40,7 +40,7 @@ struct denial {
 enum job_state { JOB_QUEUED, JOB_RUNNING, JOB_OK, JOB_FAILED, JOB_TWIN };
 
 struct mirror__sync_job {
-	struct sync *s;
+	struct mirror__sync *s;
 	enum job_state state;
 	char key[65];
 	struct hub_file *f;     /* the first wanting file: its URL and expectations (borrowed from its
@@ -68,7 +68,7 @@ struct mirror__sync_job {
 };
 
 struct srepo {
-	struct sync *s;
+	struct mirror__sync *s;
 	const struct catalog_repo *cr;
 	struct mirror_sync_repo_result *res;
 	struct hub_spec spec;
@@ -90,7 +90,7 @@ struct srepo {
 	bool refs_bad;          /* first pass: a wanted ref did not come in (nothing dropped, not checked) */
 };
 
-struct sync {
+struct mirror__sync {
 	struct mirror_data *d;
 	const struct mirror_sync_config *cfg;
 	uv_loop_t loop;
@@ -138,28 +138,28 @@ void mirror__sync_repo_fail_text(struct srepo *r, int err, const char *text);
 /* Every file of r is in (or failed): record its snapshot and report it. */
 void mirror__sync_repo_finish(struct srepo *r);
 /* The caller's line for a repo whose first pass ended, at once (sync-record.c). */
-void mirror__sync_report_repo(struct sync *s, struct mirror_sync_repo_result *res);
+void mirror__sync_report_repo(struct mirror__sync *s, struct mirror_sync_repo_result *res);
 
 /* sync.c: the run, selection, listings */
-void mirror__sync_start_listings(struct sync *s);
+void mirror__sync_start_listings(struct mirror__sync *s);
 
 /* sync-progress.c: sync.progress written (running, or the run's end), the caller's progress line told
  * (done: the last time), and the timer that does both */
-void mirror__sync_progress_write(struct sync *s, bool running);
-void mirror__sync_progress_tell(struct sync *s, bool done);
+void mirror__sync_progress_write(struct mirror__sync *s, bool running);
+void mirror__sync_progress_tell(struct mirror__sync *s, bool done);
 void mirror__sync_on_progress(uv_timer_t *t);
 
 /* sync-jobs.c: the content jobs (one per sha256 or git id), their queue and their waiters */
-void mirror__sync_enqueue(struct sync *s, struct mirror__sync_job *j);
-struct mirror__sync_job *mirror__sync_job_find(struct sync *s, const char *key);
-void mirror__sync_job_insert(struct sync *s, struct mirror__sync_job *j);
+void mirror__sync_enqueue(struct mirror__sync *s, struct mirror__sync_job *j);
+struct mirror__sync_job *mirror__sync_job_find(struct mirror__sync *s, const char *key);
+void mirror__sync_job_insert(struct mirror__sync *s, struct mirror__sync_job *j);
 void mirror__sync_job_add_waiter(struct mirror__sync_job *j, struct srepo *r, size_t idx);
 /* Whether r may take a content fetched for j's owner (a guarded repo's contents stay its own). */
 bool mirror__sync_may_take(const struct mirror__sync_job *j, const struct srepo *r);
 bool mirror__sync_repo_public(const struct srepo *r);
 /* Start the jobs parked while a listing ran, and what the queue allows. */
-void mirror__sync_flush_parked(struct sync *s);
-void mirror__sync_pump(struct sync *s);
+void mirror__sync_flush_parked(struct mirror__sync *s);
+void mirror__sync_pump(struct mirror__sync *s);
 /* Tell every file waiting on j its content (sha256) or the error; returns how many waiters stayed
  * (they may not take content fetched for j's owner: the caller fetches it again for them). */
 size_t mirror__sync_job_notify(struct mirror__sync_job *j, int err, const char *sha256);
@@ -167,7 +167,7 @@ size_t mirror__sync_job_notify(struct mirror__sync_job *j, int err, const char *
 /* sync-twins.c: before j starts, a job of the other kind of key and the same size may bring its
  * content: 1 (taken from one that ended), 2 (waiting for one that runs), 0 (fetch it). When k ends
  * (sha256 its content, NULL on failure), its waiting twins take it or are queued. */
-int mirror__sync_twin_check(struct sync *s, struct mirror__sync_job *j);
+int mirror__sync_twin_check(struct mirror__sync *s, struct mirror__sync_job *j);
 void mirror__sync_twins_release(struct mirror__sync_job *k, const char *sha256);
 
 /* sync-quota.c: reserve room under the store quota for the contents r will fetch, dropping old
@@ -175,6 +175,6 @@ void mirror__sync_twins_release(struct mirror__sync_job *k, const char *sha256);
 int mirror__sync_quota_admit(struct srepo *r);
 
 /* sync-refs.c: the second pass, after the first pass's loop ended. */
-void mirror__sync_refs_pass(struct sync *s);
+void mirror__sync_refs_pass(struct mirror__sync *s);
 
 #endif

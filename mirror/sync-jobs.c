@@ -36,7 +36,7 @@
 
 #include "sync-int.h"
 
-struct mirror__sync_job *mirror__sync_job_find(struct sync *s, const char *key)
+struct mirror__sync_job *mirror__sync_job_find(struct mirror__sync *s, const char *key)
 {
 	/* Linear scan is fine at the sizes one run sees per key lookup... but a 100k-file dataset makes it
 	 * quadratic, so keep the array sorted and bisect. */
@@ -54,7 +54,7 @@ struct mirror__sync_job *mirror__sync_job_find(struct sync *s, const char *key)
 	return NULL;
 }
 
-void mirror__sync_job_insert(struct sync *s, struct mirror__sync_job *j)
+void mirror__sync_job_insert(struct mirror__sync *s, struct mirror__sync_job *j)
 {
 	size_t lo = 0, hi = s->njobs;
 
@@ -154,7 +154,7 @@ size_t mirror__sync_job_notify(struct mirror__sync_job *j, int err, const char *
 
 /* Once every listing is in, no repo can come to ask for a parked job's content any more: its
  * waiters fail with their refusals. */
-void mirror__sync_flush_parked(struct sync *s)
+void mirror__sync_flush_parked(struct mirror__sync *s)
 {
 	for (size_t i = 0; i < s->njobs; i++) {
 		struct mirror__sync_job *j = s->jobs[i];
@@ -166,7 +166,7 @@ void mirror__sync_flush_parked(struct sync *s)
 /* The job ended (sha256 set on success, err otherwise): tell every waiting file and repo. */
 static void job_complete(struct mirror__sync_job *j, int err, const char *sha256)
 {
-	struct sync *s = j->s;
+	struct mirror__sync *s = j->s;
 
 	s->jobs_active--;
 	s->inflight_bytes -= j->f->size;
@@ -397,7 +397,7 @@ static void job_start(struct mirror__sync_job *j)
 }
 
 /* Start queued jobs while the limits allow. */
-void mirror__sync_pump(struct sync *s)
+void mirror__sync_pump(struct mirror__sync *s)
 {
 	while (s->queue_head && s->jobs_active < (size_t)s->cfg->max_parallel_files &&
 	       (s->jobs_active == 0 || s->inflight_bytes + s->queue_head->f->size <= s->cfg->max_inflight_bytes)) {
@@ -414,7 +414,7 @@ void mirror__sync_pump(struct sync *s)
 	}
 }
 
-void mirror__sync_enqueue(struct sync *s, struct mirror__sync_job *j)
+void mirror__sync_enqueue(struct mirror__sync *s, struct mirror__sync_job *j)
 {
 	j->next = NULL;
 	if (s->queue_tail)

@@ -36,7 +36,7 @@
 #include "sync-int.h"
 
 /* The biggest file in flight, for the progress line. */
-static struct mirror__sync_job *biggest_running(const struct sync *s)
+static struct mirror__sync_job *biggest_running(const struct mirror__sync *s)
 {
 	struct mirror__sync_job *big = NULL;
 
@@ -48,7 +48,7 @@ static struct mirror__sync_job *biggest_running(const struct sync *s)
 
 /* <data>/sync.progress: where the run stands, for the operator's API (replaced whole: a reader never
  * sees half of it). Best effort: a failure only costs the report. */
-static void progress_write_file(struct sync *s, bool running)
+static void progress_write_file(struct mirror__sync *s, bool running)
 {
 	double secs = (double)(uv_hrtime() - s->started_ns) / 1e9;
 	json_t *o = json_pack("{s:i, s:I, s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:f}", "pid", (int)getpid(),
@@ -80,14 +80,14 @@ static void progress_write_file(struct sync *s, bool running)
 	free(path);
 }
 
-void mirror__sync_progress_write(struct sync *s, bool running)
+void mirror__sync_progress_write(struct mirror__sync *s, bool running)
 {
 	if (!s->cfg->provisional) /* an on-demand listing inside serve: sync.progress is the syncs' */
 		progress_write_file(s, running);
 }
 
 /* Where the run stands, to the caller's progress line (mirror_sync_config.on_progress). */
-void mirror__sync_progress_tell(struct sync *s, bool done)
+void mirror__sync_progress_tell(struct mirror__sync *s, bool done)
 {
 	double secs = (double)(uv_hrtime() - s->started_ns) / 1e9;
 	struct mirror__sync_job *big = done ? NULL : biggest_running(s);
@@ -107,7 +107,7 @@ void mirror__sync_progress_tell(struct sync *s, bool done)
 
 void mirror__sync_on_progress(uv_timer_t *t)
 {
-	struct sync *s = t->data;
+	struct mirror__sync *s = t->data;
 	uint64_t now = uv_now(&s->loop);
 
 	if (now - s->progress_last_ms >= 1000 || !s->progress_last_ms) {

@@ -28,7 +28,7 @@
 #include "sync-int.h"
 
 /* The content a want names when the store has it (its sha256, or the one its git id maps to), else NULL. */
-static const char *stored_sha(struct sync *s, const struct hub_file *f, char buf[65])
+static const char *stored_sha(struct mirror__sync *s, const struct hub_file *f, char buf[65])
 {
 	if (f->sha256[0])
 		return mirror_store_has(s->d->store, f->sha256, f->size) ? f->sha256 : NULL;
@@ -58,7 +58,7 @@ static double mib(int64_t b)
 
 int mirror__sync_quota_admit(struct srepo *r)
 {
-	struct sync *s = r->s;
+	struct mirror__sync *s = r->s;
 	int64_t quota = s->cfg->quota_bytes, need = 0, over, freed = 0, dropped = 0;
 	json_t *mine, *held;
 	char (*dead)[65] = NULL;

@@ -130,7 +130,7 @@ static int snapshot_record(struct srepo *r, const char *ref, bool tag)
 /* One srepo is done: the pass ends with the last. */
 static void srepo_done(struct srepo *r)
 {
-	struct sync *s = r->s;
+	struct mirror__sync *s = r->s;
 
 	/* The listing is no longer needed: free it now, a run over 600 repos should not hold them all. */
 	hub_snapshot_free(&r->snap);
@@ -162,7 +162,7 @@ static void ref_finish(struct srepo *r)
 }
 
 /* The caller's line for a repo whose first pass ended, at once. */
-void mirror__sync_report_repo(struct sync *s, struct mirror_sync_repo_result *res)
+void mirror__sync_report_repo(struct mirror__sync *s, struct mirror_sync_repo_result *res)
 {
 	if (!s->cfg->on_repo)
 		return;
@@ -266,7 +266,7 @@ static void explain_refusal(const struct srepo *r, int err, char **text)
 
 void mirror__sync_repo_finish(struct srepo *r)
 {
-	struct sync *s = r->s;
+	struct mirror__sync *s = r->s;
 	struct catalog *c = s->d->catalog;
 	struct mirror_sync_repo_result *res = r->res;
 	struct catalog_repo_meta meta;

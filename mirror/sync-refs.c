@@ -29,7 +29,7 @@ static bool policy_is(const char *p, const char *word)
 	return p && !strcmp(p, word);
 }
 
-static bool refs_due(const struct sync *s, const struct srepo *r)
+static bool refs_due(const struct mirror__sync *s, const struct srepo *r)
 {
 	const char *p = r->cr->refs_policy, *o = r->res->outcome;
 
@@ -71,7 +71,7 @@ static size_t ref_result_add(struct mirror_sync_repo_result *res, const char *na
 }
 
 /* A ref to list and fetch in the second pass, like r's followed revision. */
-static void second_add(struct sync *s, struct srepo *r, const struct hub_ref *e, size_t idx, const char *known)
+static void second_add(struct mirror__sync *s, struct srepo *r, const struct hub_ref *e, size_t idx, const char *known)
 {
 	struct srepo *q;
 
@@ -95,12 +95,12 @@ static void second_add(struct sync *s, struct srepo *r, const struct hub_ref *e,
 		memcpy(q->ref_known, known, 41);
 }
 
-static void refs_start(struct sync *s);
+static void refs_start(struct mirror__sync *s);
 
 static void on_refs(void *ud, int result, struct hub_refs *refs)
 {
 	struct srepo *r = ud;
-	struct sync *s = r->s;
+	struct mirror__sync *s = r->s;
 	struct catalog *c = s->d->catalog;
 	struct mirror_sync_repo_result *res = r->res;
 	char *sel = catalog_repo_selection(r->cr);
@@ -170,7 +170,7 @@ out:
 }
 
 /* Ask upstream's refs of the first-pass repos where due, a few at a time. */
-static void refs_start(struct sync *s)
+static void refs_start(struct mirror__sync *s)
 {
 	while (s->refs_next < s->nfirst && s->refs_active < (size_t)s->cfg->max_parallel_listings) {
 		struct srepo *r = &s->first[s->refs_next++];
@@ -192,7 +192,7 @@ static void refs_start(struct sync *s)
 /* The second pass: list the due repos' refs, then sync the wanted ones like the first pass did its
  * repos (the content jobs, and so what the first pass fetched, are shared), then drop what upstream
  * no longer has where every wanted ref came in. */
-void mirror__sync_refs_pass(struct sync *s)
+void mirror__sync_refs_pass(struct mirror__sync *s)
 {
 	s->first = s->repos;
 	s->nfirst = s->nrepos;

@@ -17,7 +17,7 @@
 
 /* Is j's content the blob sha256 that job k brought, and may j's repos take it from k (content
  * fetched for a closed repo goes to that repo only: may_take's rule)? */
-static bool twin_match(struct sync *s, const struct mirror__sync_job *k, const struct mirror__sync_job *j,
+static bool twin_match(struct mirror__sync *s, const struct mirror__sync_job *k, const struct mirror__sync_job *j,
 		       const char *sha256)
 {
 	char oid[41];
@@ -33,7 +33,8 @@ static bool twin_match(struct sync *s, const struct mirror__sync_job *k, const s
 
 /* j's content came with its twin (sha256): its files take it without a fetch. Returns false when
  * some of its waiters may not take it (they need their own fetch: the caller queues j for them). */
-static bool twin_take(struct sync *s, struct mirror__sync_job *j, const struct mirror__sync_job *k, const char *sha256)
+static bool twin_take(struct mirror__sync *s, struct mirror__sync_job *j, const struct mirror__sync_job *k,
+		      const char *sha256)
 {
 	log_debug("sync", "%s: the same content as %.12s (the other hub's name for it), fetched once", j->f->path,
 		  k->key);
@@ -51,7 +52,7 @@ static bool twin_take(struct sync *s, struct mirror__sync_job *j, const struct m
  * same size may bring the same content (a Hugging Face regular file and a ModelScope file). One that
  * ended already is compared now (returns 1: j took its content); one still running makes j wait for
  * it (returns 2); else 0 and j is fetched. */
-int mirror__sync_twin_check(struct sync *s, struct mirror__sync_job *j)
+int mirror__sync_twin_check(struct mirror__sync *s, struct mirror__sync_job *j)
 {
 	size_t klen = strlen(j->key), compared = 0;
 
@@ -77,7 +78,7 @@ int mirror__sync_twin_check(struct sync *s, struct mirror__sync_job *j)
  * they may, or are fetched as usual. */
 void mirror__sync_twins_release(struct mirror__sync_job *k, const char *sha256)
 {
-	struct sync *s = k->s;
+	struct mirror__sync *s = k->s;
 	struct mirror__sync_job **tw = k->twins;
 	size_t n = k->ntwins;
 

@@ -3,7 +3,7 @@
  *
  * Everything runs on one libuv loop: snapshot listings and file transfers are libcurl transfers on
  * it, hashing happens as bytes arrive, and catalog writes happen when a repo completes. Objects:
- *   struct sync              the run: queues, counters, the loop
+ *   struct mirror__sync              the run: queues, counters, the loop
  *   struct srepo             one repo: its listing, the selected files, how many are still missing
  *   struct mirror__sync_job  one content to fetch (keyed by sha256, or by git blob id when that is
  *                            all upstream says); several files of several repos may wait on it
@@ -124,7 +124,7 @@ static void select_files(struct srepo *r)
 
 static void plan_repo(struct srepo *r)
 {
-	struct sync *s = r->s;
+	struct mirror__sync *s = r->s;
 	struct catalog *c = s->d->catalog;
 
 	select_files(r);
@@ -212,7 +212,7 @@ static void plan_repo(struct srepo *r)
 static void on_snapshot(void *ud, int result, struct hub_snapshot *snap)
 {
 	struct srepo *r = ud;
-	struct sync *s = r->s;
+	struct mirror__sync *s = r->s;
 
 	s->listings_active--;
 	r->snap = snap;
@@ -242,7 +242,7 @@ static void on_snapshot(void *ud, int result, struct hub_snapshot *snap)
  * the tokens the sync uses makes it ask at once. */
 #define REFUSED_RECHECK_S (7 * 24 * 3600)
 
-static bool refused_recently(const struct sync *s, const struct catalog_repo *cr)
+static bool refused_recently(const struct mirror__sync *s, const struct catalog_repo *cr)
 {
 	const char *st = cr->sync_status;
 
@@ -255,7 +255,7 @@ static bool refused_recently(const struct sync *s, const struct catalog_repo *cr
  * of it untouched. */
 static void repo_skipped(struct srepo *r)
 {
-	struct sync *s = r->s;
+	struct mirror__sync *s = r->s;
 	struct mirror_sync_repo_result *res = r->res;
 
 	s->report->failed++;
@@ -275,7 +275,7 @@ static void repo_skipped(struct srepo *r)
  * next run tries it). */
 static void repo_skip_unreachable(struct srepo *r)
 {
-	struct sync *s = r->s;
+	struct mirror__sync *s = r->s;
 	struct mirror_sync_repo_result *res = r->res;
 
 	res->outcome = "error";
@@ -301,7 +301,7 @@ static void repo_skip_refused(struct srepo *r)
 	repo_skipped(r);
 }
 
-void mirror__sync_start_listings(struct sync *s)
+void mirror__sync_start_listings(struct mirror__sync *s)
 {
 	while (s->next_listing < s->nrepos && s->listings_active < (size_t)s->cfg->max_parallel_listings) {
 		struct srepo *r = &s->repos[s->next_listing++];
@@ -359,7 +359,7 @@ static void token_mark(struct buf *b, const char *hub, const char *token)
 }
 
 /* Did the tokens change since the last run (sync.tokens)? Then refused repos are asked again. */
-static void tokens_check(struct sync *s)
+static void tokens_check(struct mirror__sync *s)
 {
 	char *p = mirror_data_path(s->d, MIRROR_DATA_SYNC_TOKENS), *old = NULL;
 	size_t len = 0;
@@ -376,7 +376,7 @@ static void tokens_check(struct sync *s)
 }
 
 /* At the run's end: the tokens it used (their marks, no token) kept in sync.tokens for the next. */
-static void tokens_remember(struct sync *s)
+static void tokens_remember(struct mirror__sync *s)
 {
 	char *p = mirror_data_path(s->d, MIRROR_DATA_SYNC_TOKENS);
 
@@ -400,7 +400,7 @@ static void config_defaults(struct mirror_sync_config *cfg)
 }
 
 /* One srepo and one result per catalog repo, in the catalog's order, each with its spec. */
-static void repos_init(struct sync *s, const struct catalog_repo *repos, size_t n)
+static void repos_init(struct mirror__sync *s, const struct catalog_repo *repos, size_t n)
 {
 	struct mirror_sync_report *report = s->report;
 
@@ -424,7 +424,7 @@ static void repos_init(struct sync *s, const struct catalog_repo *repos, size_t 
 
 /* The run proper: the listings and fetches on the loop until every repo is done, then the other refs'
  * pass, with the progress ticking throughout. */
-static void run_repos(struct sync *s)
+static void run_repos(struct mirror__sync *s)
 {
 	const struct mirror_sync_config *cfg = s->cfg;
 
@@ -445,7 +445,7 @@ static void run_repos(struct sync *s)
 
 /* Closes the run: its requests and time in the report, the tokens remembered, the last progress
  * written and the run's record ended in the catalog. */
-static void run_close(struct sync *s)
+static void run_close(struct mirror__sync *s)
 {
 	struct mirror_sync_report *report = s->report;
 
@@ -459,7 +459,7 @@ static void run_close(struct sync *s)
 }
 
 /* The swarm's torrents after a run: made for the new snapshots, swept for those the quota dropped. */
-static void run_torrents(struct sync *s)
+static void run_torrents(struct mirror__sync *s)
 {
 	struct mirror_sync_report *report = s->report;
 
@@ -480,7 +480,7 @@ static void run_torrents(struct sync *s)
 }
 
 /* Frees what the run built up: the hosts' reasons, the file jobs, the repos and the second refs'. */
-static void run_free(struct sync *s)
+static void run_free(struct mirror__sync *s)
 {
 	free(s->unreachable_why[0]);
 	free(s->unreachable_why[1]);
@@ -517,7 +517,7 @@ int mirror_sync_run(struct mirror_data *d, const struct catalog_repo *repos, siz
 {
 	struct mirror_sync_config cfg = *cfg_in;
 	struct hub_client_config cc;
-	struct sync s;
+	struct mirror__sync s;
 	bool timer_inited = false;
 	int r;
 

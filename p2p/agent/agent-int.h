@@ -31,7 +31,7 @@ struct agent_mount {
 
 /* A snapshot the agent holds: its torrent is in the session from the first mount (or the agent's
  * start, for one held before) until the agent ends. */
-struct snap {
+struct agent_snap {
 	char btih[41];
 	json_t *meta;                   /* the mirror's answer: spec fields, revision, commit, name, files */
 	const char *spec;               /* borrowed from meta: "hf:org/name", "ms:datasets/o/n" */
@@ -117,7 +117,7 @@ struct agent {
 	uv_async_t want_wake;           /* a mount's read or the endpoint waits for a piece: the fills look */
 	uv_timer_t tick;
 	uv_signal_t sigterm, sigint, sighup;
-	struct snap **snaps;
+	struct agent_snap **snaps;
 	size_t nsnaps;
 	bool stopping;
 	int lock_fd;                    /* <cache>/agent/lock, held while the agent runs */
@@ -159,8 +159,8 @@ int agent_control(void *ud, struct httpd_req *req);
 
 /* Remove s from the session and the table (the caller frees it with agent_snap_free; its files
  * stay). Only for a snapshot with no mount and no job running. */
-void agent_snap_forget(struct agent *a, struct snap *s);
-void agent_snap_free(struct snap *s);
+void agent_snap_forget(struct agent *a, struct agent_snap *s);
+void agent_snap_free(struct agent_snap *s);
 
 /* The cache's size: from the tick, measure it (on a worker) when due and evict past the limit;
  * agent_evict_now makes the next tick measure. */
@@ -192,23 +192,23 @@ void agent_drop_files(struct agent *a, const char *btih);
  * when alone). agent_fill_stop: drop s's fill (before s is dropped). agent_fill_end: the agent stops:
  * cancel every request; the layer goes once they are done. */
 struct p2p_torrent_status;
-void agent_fill_update(struct agent *a, struct snap *s, const struct p2p_torrent_status *st);
-bool agent_fill_running(const struct snap *s);
+void agent_fill_update(struct agent *a, struct agent_snap *s, const struct p2p_torrent_status *st);
+bool agent_fill_running(const struct agent_snap *s);
 /* The reason s's pieces failed is gone (a full disk has room): its fill asks again for every piece. */
-void agent_fill_again(struct snap *s);
+void agent_fill_again(struct agent_snap *s);
 /* s's fill writes its pieces itself (direct mode: libtorrent in upload mode on purpose). */
-bool agent_fill_direct(const struct snap *s);
+bool agent_fill_direct(const struct agent_snap *s);
 /* Pieces taken out of the cache (evict.c; those with size 0 stayed): the direct fill no longer
  * counts them as written. */
 struct p2p_cold;
-void agent_fill_forget(struct snap *s, const struct p2p_cold *v, size_t n);
+void agent_fill_forget(struct agent_snap *s, const struct p2p_cold *v, size_t n);
 /* ...and has written every piece s wants (libtorrent learns of them when direct mode ends). */
-bool agent_fill_direct_done(const struct snap *s);
+bool agent_fill_direct_done(const struct agent_snap *s);
 /* A reader waits for a piece: look at the fills now (p2p_session_set_want_notify). */
 void agent_fill_poke(struct agent *a);
 /* File bytes the fill wrote that libtorrent does not count yet (direct mode): for status. */
-int64_t agent_fill_unseen(const struct snap *s);
-void agent_fill_stop(struct agent *a, struct snap *s);
+int64_t agent_fill_unseen(const struct agent_snap *s);
+void agent_fill_stop(struct agent *a, struct agent_snap *s);
 void agent_fill_end(struct agent *a);
 void agent_fill_init(struct agent *a);
 void agent_fill_soon(struct agent *a);
@@ -231,25 +231,25 @@ int agent_endpoint(void *ud, struct httpd_req *req);
 /* ---- the snapshot table (snaps.c): below the other rooms, it calls none of them ---- */
 
 /* Write s's torrent and description (meta) to <cache>/agent/ (a restart takes it back from them). */
-void agent_snap_remember(struct agent *a, const struct snap *s);
+void agent_snap_remember(struct agent *a, const struct agent_snap *s);
 /* Take back the snapshots an earlier run held (their bytes are in the cache); at start. */
 void agent_snaps_recall(struct agent *a);
 
 /* The snapshot with this btih, or NULL. */
-struct snap *agent_snap_find(struct agent *a, const char *btih);
+struct agent_snap *agent_snap_find(struct agent *a, const char *btih);
 /* Take a snapshot the mirror described (meta, consumed: its "spec" says which was asked for) with
  * its torrent (copied): place the contents the cache holds, add it to the session, and remember it on
  * disk. asked: the revision asked for (NULL or "" for none). want: the paths to fetch (an array,
  * borrowed), or NULL for every file; for a snapshot held already they are wanted besides what it
  * wants. Returns the snapshot (an existing one if the agent has its torrent already: the name is
  * added to it) with *name (borrowed from s->names), or NULL with *errmsg. */
-struct snap *agent_snap_add(struct agent *a, json_t *meta, const unsigned char *torrent, size_t tlen,
+struct agent_snap *agent_snap_add(struct agent *a, json_t *meta, const unsigned char *torrent, size_t tlen,
 			    const char *asked, json_t *want, json_t **name, char **errmsg);
 /* Link the files of s (found under dir) as name (one of s->names) into the hub caches where names
  * ({"hf_cache", "ms_cache", "ms_hub_cache"}, each optional; only those of the name's hub are used):
  * every file (a mount's folder), or with wanted_only those s wants (a pull: what the cache holds).
  * 0, or an error and *errmsg (malloc'd). */
-int agent_snap_link(struct agent *a, const struct snap *s, json_t *name, json_t *where, const char *dir,
+int agent_snap_link(struct agent *a, const struct agent_snap *s, json_t *name, json_t *where, const char *dir,
 		    bool wanted_only, char **errmsg);
 
 /* ---- which files (want.c) ---- */
@@ -263,7 +263,7 @@ json_t *agent_select(json_t *meta, json_t *include, json_t *exclude);
 json_t *agent_prefetch(json_t *meta, json_t *prefetch);
 /* s wants the paths of want too (NULL: every file): libtorrent fetches their pieces from now on, and
  * s is verified again once they are in. Remembered on disk. */
-void agent_snap_want(struct agent *a, struct snap *s, json_t *want);
+void agent_snap_want(struct agent *a, struct agent_snap *s, json_t *want);
 /* The file indices of l whose paths want names (every one for want NULL), in l's order: *n of them,
  * malloc'd. */
 int *agent_want_indices(const struct p2p_file_list *l, json_t *want, size_t *n);
@@ -273,36 +273,36 @@ bool agent_verify_wanted(struct agent *a, const char *btih, json_t *want);
 /* The contents s knows by sha256 (s->known) of the files it wants: *n of them, malloc'd (strings
  * borrowed from s->meta); and in *others (*nothers, malloc'd, NULL for none) those of the files it
  * does not want that libtorrent has whole (read through a mount). */
-struct p2p_known *agent_wanted_known(struct agent *a, const struct snap *s, size_t *n, struct p2p_known **others,
+struct p2p_known *agent_wanted_known(struct agent *a, const struct agent_snap *s, size_t *n, struct p2p_known **others,
 				     size_t *nothers);
 /* The name of s whose commit is commit, or NULL. */
-json_t *agent_snap_name_by_commit(const struct snap *s, const char *commit);
+json_t *agent_snap_name_by_commit(const struct agent_snap *s, const char *commit);
 /* The newest name held of spec (canonical) at revision (a ref, a commit, or NULL: the one a plain
  * request gets), and its snapshot; NULL when none. */
-json_t *agent_held(struct agent *a, const char *spec, const char *revision, struct snap **s);
+json_t *agent_held(struct agent *a, const char *spec, const char *revision, struct agent_snap **s);
 
 /* s was whole, and pieces of it were found damaged in the cache: it is neither finished nor verified
  * until they are fetched again (a restart meanwhile does not take it back whole). */
-void agent_snap_damaged(struct agent *a, struct snap *s);
+void agent_snap_damaged(struct agent *a, struct agent_snap *s);
 
 /* A pull of s is about to link it: one taken back whole at a restart is verified first. */
-void agent_snap_check(struct agent *a, struct snap *s);
+void agent_snap_check(struct agent *a, struct agent_snap *s);
 
 /* Once s is verified: make the links pulls asked for (pending_links), to the cache's own files. */
-void agent_link_pending(struct agent *a, struct snap *s);
+void agent_link_pending(struct agent *a, struct agent_snap *s);
 
 /* ---- mounts (mounts.c) ---- */
 
 /* Once s is verified: its mounts serve its wanted files straight from the cache (read-only bind
  * mounts, p2p_mount_shortcut), as root. */
-void agent_shortcuts(struct agent *a, struct snap *s);
+void agent_shortcuts(struct agent *a, struct agent_snap *s);
 /* s's cache bytes were found damaged: its mounts serve everything through FUSE again. */
-void agent_shortcuts_drop(struct agent *a, struct snap *s);
+void agent_shortcuts_drop(struct agent *a, struct agent_snap *s);
 
 /* Detach mount k of s (lazily: it never waits for the mount's users) and drop it from s->mounts; a
  * mount still in use elsewhere lingers until its users let go. 0 with *in_use set, or -errno with
  * *errmsg (malloc'd; the mount then stays). */
-int agent_mount_detach(struct agent *a, struct snap *s, size_t k, bool *in_use, char **errmsg);
+int agent_mount_detach(struct agent *a, struct agent_snap *s, size_t k, bool *in_use, char **errmsg);
 
 /* End: unmount everything (lazily), close the control socket; the loop then ends. Not from inside a
  * control handler (it frees the server): there, agent_stop_soon (once the answer is out). */
@@ -318,9 +318,9 @@ char *agent_mirror_at(const char *list, size_t i);
 /* After a write error (a full disk): once the cache's disk has room for what s still lacks, clear
  * the error and go on (at most every 5 s; from the tick, and at a new mount or pull of s). */
 struct p2p_torrent_status;
-void agent_snap_retry(struct agent *a, struct snap *s, const struct p2p_torrent_status *st);
+void agent_snap_retry(struct agent *a, struct agent_snap *s, const struct p2p_torrent_status *st);
 
 /* s was mounted, unmounted, pulled or read through the endpoint now: the last to go. */
-void agent_snap_used(struct agent *a, struct snap *s);
+void agent_snap_used(struct agent *a, struct agent_snap *s);
 
 #endif

@@ -92,7 +92,7 @@ static void return_normal(const struct sched_param *normal)
 
 static void settle_work(uv_work_t *w)
 {
-	struct snap *s = w->data;
+	struct agent_snap *s = w->data;
 	struct agent *a = s->work.loop->data;
 	struct sched_param idle = { 0 }, normal = { 0 };
 
@@ -160,7 +160,7 @@ static void index_work(uv_work_t *w)
 static void index_done(uv_work_t *w, int status)
 {
 	struct index_job *j = w->data;
-	struct snap *s = agent_snap_find(j->a, j->btih);
+	struct agent_snap *s = agent_snap_find(j->a, j->btih);
 
 	(void)status;
 	if (s && s == j->owner && s->index_job == j) {
@@ -176,7 +176,7 @@ static void index_done(uv_work_t *w, int status)
 	free(j);
 }
 
-static void index_start(struct agent *a, struct snap *s)
+static void index_start(struct agent *a, struct agent_snap *s)
 {
 	struct index_job *j = xcalloc(1, sizeof(*j));
 	struct p2p_known *k, *o;
@@ -200,7 +200,7 @@ static void index_start(struct agent *a, struct snap *s)
 	uv_queue_work(&a->loop, &j->w, index_work, index_done);
 }
 
-void agent_snap_check(struct agent *a, struct snap *s)
+void agent_snap_check(struct agent *a, struct agent_snap *s)
 {
 	(void)a;
 	/* taken back whole at a restart and not read back since: every byte is hashed again first (the
@@ -209,7 +209,7 @@ void agent_snap_check(struct agent *a, struct snap *s)
 		s->verified = false;
 }
 
-void agent_link_pending(struct agent *a, struct snap *s)
+void agent_link_pending(struct agent *a, struct agent_snap *s)
 {
 	char *dir = xasprintf("%s/%s", s->save, s->name ? s->name : "");
 	json_t *it;
@@ -254,7 +254,7 @@ void agent_link_pending(struct agent *a, struct snap *s)
 
 /* Every piece of a verified snapshot that wants some files is in (a mount read the rest): remembered,
  * so that a restart takes it back whole, in seed mode, not only the files it wants. */
-static void remember_whole(struct agent *a, struct snap *s, const struct p2p_torrent_status *st)
+static void remember_whole(struct agent *a, struct agent_snap *s, const struct p2p_torrent_status *st)
 {
 	if (st->seeding && s->verified && s->want && !json_is_true(json_object_get(s->meta, "whole"))) {
 		json_object_set_new(s->meta, "whole", json_true());
@@ -264,7 +264,7 @@ static void remember_whole(struct agent *a, struct snap *s, const struct p2p_tor
 
 static void settle_done(uv_work_t *w, int status)
 {
-	struct snap *s = w->data;
+	struct agent_snap *s = w->data;
 	struct agent *a = s->work.loop->data;
 
 	(void)status;
@@ -302,7 +302,7 @@ static void settle_done(uv_work_t *w, int status)
 static void on_event(void *ud, const struct p2p_event *ev)
 {
 	struct agent *a = ud;
-	struct snap *s = agent_snap_find(a, ev->btih);
+	struct agent_snap *s = agent_snap_find(a, ev->btih);
 
 	if (s && ev->kind == P2P_EVENT_FINISHED) {
 		s->finished = true;
@@ -339,7 +339,7 @@ static void on_want(uv_async_t *h)
 	agent_fill_poke(h->data);
 }
 
-void agent_snap_retry(struct agent *a, struct snap *s, const struct p2p_torrent_status *st)
+void agent_snap_retry(struct agent *a, struct agent_snap *s, const struct p2p_torrent_status *st)
 {
 	int64_t need = st->total_wanted - st->total_done;
 	char f[32];
@@ -361,7 +361,7 @@ void agent_snap_retry(struct agent *a, struct snap *s, const struct p2p_torrent_
 /* s was whole, and a check of its files found pieces damaged (libtorrent checked them again and
  * lacks them now): it downloads them anew, from peers, the fill or the web seed; verified and linked
  * again once whole. A restart meanwhile must not take it back as whole. */
-void agent_snap_damaged(struct agent *a, struct snap *s)
+void agent_snap_damaged(struct agent *a, struct agent_snap *s)
 {
 	if (s->finished || s->verified)
 		agent_say("%s: pieces in the cache failed their hash: fetching them again\n",
@@ -377,8 +377,8 @@ void agent_snap_damaged(struct agent *a, struct snap *s)
 	agent_fill_soon(a);
 }
 
-/* Let the web seeds in when the swarm cannot do without them (see struct snap). */
-static void web_seed_when_alone(struct agent *a, struct snap *s, const struct p2p_torrent_status *st)
+/* Let the web seeds in when the swarm cannot do without them (see struct agent_snap). */
+static void web_seed_when_alone(struct agent *a, struct agent_snap *s, const struct p2p_torrent_status *st)
 {
 	struct p2p_add add = { 0 };
 	bool alone, stalled;
@@ -414,7 +414,7 @@ static void on_tick(uv_timer_t *t)
 
 	p2p_session_drain(a->ses, on_event, a);
 	for (size_t i = 0; i < a->nsnaps; i++) {
-		struct snap *s = a->snaps[i];
+		struct agent_snap *s = a->snaps[i];
 		struct p2p_torrent_status st;
 		/* mounts detached from outside (a plain umount): their thread has ended */
 		for (size_t k = 0; k < s->nmounts; k++) {
@@ -491,7 +491,7 @@ void agent_stop(struct agent *a)
 	 * (files open, another namespace's copy) end with this process, which closes their connections:
 	 * their users then get ENOTCONN. A moment (1 s in all) for the others to end cleanly. */
 	for (size_t i = 0; i < a->nsnaps; i++) {
-		struct snap *s = a->snaps[i];
+		struct agent_snap *s = a->snaps[i];
 		while (s->nmounts) {
 			bool in_use;
 			char *errmsg = NULL;

@@ -59,7 +59,7 @@ static int fail(struct httpd_req *req, int status, const char *fmt, ...)
 /* What a snapshot's error means for its user: libtorrent says "Bad address" when a write to a full
  * disk faults; say the disk is full, what is missing, what is free and what to do, when the cache's
  * disk lacks the bytes still to come (the agent goes on by itself once it has them: the tick). */
-static char *error_words(struct agent *a, const struct snap *s, const struct p2p_torrent_status *st)
+static char *error_words(struct agent *a, const struct agent_snap *s, const struct p2p_torrent_status *st)
 {
 	/* what it lacks of the files it wants, or of all of them while mounted (reads may want any) */
 	int64_t total = 0, need = agent_snap_need(a, s->meta, s->nmounts ? NULL : s->want, &total);
@@ -74,7 +74,7 @@ static char *error_words(struct agent *a, const struct snap *s, const struct p2p
 }
 
 /* What libtorrent counts, and what the fill wrote that it does not count yet. */
-static int64_t have_bytes(const struct snap *s, const struct p2p_torrent_status *st)
+static int64_t have_bytes(const struct agent_snap *s, const struct p2p_torrent_status *st)
 {
 	int64_t have = st->total_done + agent_fill_unseen(s);
 
@@ -82,7 +82,7 @@ static int64_t have_bytes(const struct snap *s, const struct p2p_torrent_status 
 }
 
 /* Mounts of s that umount detached and still serve somebody. */
-static size_t lingering_in_use(const struct snap *s)
+static size_t lingering_in_use(const struct agent_snap *s)
 {
 	size_t n = 0;
 
@@ -92,7 +92,7 @@ static size_t lingering_in_use(const struct snap *s)
 }
 
 /* One entry of status: snapshot s as name (one of s->names). */
-static json_t *snap_json(struct agent *a, const struct snap *s, json_t *name)
+static json_t *snap_json(struct agent *a, const struct agent_snap *s, json_t *name)
 {
 	struct p2p_torrent_status st = { 0 };
 	json_t *mounts = json_array(), *j;
@@ -216,7 +216,7 @@ static int do_status(struct agent *a, struct httpd_req *req)
 
 /* ---- mount --------------------------------------------------------------------------------------- */
 
-static struct agent_mount *mount_at(struct agent *a, const char *dir, struct snap **owner)
+static struct agent_mount *mount_at(struct agent *a, const char *dir, struct agent_snap **owner)
 {
 	for (size_t i = 0; i < a->nsnaps; i++)
 		for (size_t k = 0; k < a->snaps[i]->nmounts; k++)
@@ -239,7 +239,7 @@ static void offline_answer(json_t *ans, json_t *body)
 }
 
 /* Mount snapshot s (as name) on dir and link it; answers the request. */
-static int mount_snap(struct agent *a, struct httpd_req *req, struct snap *s, json_t *name,
+static int mount_snap(struct agent *a, struct httpd_req *req, struct agent_snap *s, json_t *name,
 		      const struct hub_spec *spec, json_t *body, const char *dir)
 {
 	struct p2p_mount_config mc = { .ses = a->ses, .btih = s->btih, .dir = dir,
@@ -374,11 +374,11 @@ static json_t *job_want(struct agent *a, struct resolve_job *j, const char *cano
  * when the mirror cannot be reached the newest one held of the same revision (body's "offline" then
  * says why, "offline_using" which). NULL after answering the request with the error; else s with
  * *name (borrowed from s->names). */
-static struct snap *resolved(struct agent *a, struct httpd_req *req, struct resolve_job *j, json_t **name)
+static struct agent_snap *resolved(struct agent *a, struct httpd_req *req, struct resolve_job *j, json_t **name)
 {
 	const char *sp = json_string_value(json_object_get(j->body, "spec"));
 	char *canon = hub_spec_format(&j->spec, 0), *why = NULL;
-	struct snap *s = NULL;
+	struct agent_snap *s = NULL;
 	json_t *want = NULL;
 
 	*name = NULL;
@@ -429,7 +429,7 @@ static struct snap *resolved(struct agent *a, struct httpd_req *req, struct reso
 /* Answer a pull of snapshot s (as name): it downloads whole into the cache (no FUSE), and is linked
  * into the hub caches once verified; the answer's "link" is the id under which status's "links" gives
  * this pull's outcome. */
-static void pull_snap(struct agent *a, struct httpd_req *req, struct snap *s, json_t *name, json_t *body)
+static void pull_snap(struct agent *a, struct httpd_req *req, struct agent_snap *s, json_t *name, json_t *body)
 {
 	json_t *where, *ans;
 	uint64_t id = ++a->link_counter;
@@ -453,7 +453,7 @@ static void resolve_done(void *job, struct httpd_req *req)
 {
 	struct resolve_job *j = job;
 	struct agent *a = j->a;
-	struct snap *s;
+	struct agent_snap *s;
 	json_t *name;
 
 	if (!req) {
@@ -573,7 +573,7 @@ static int do_pull(struct agent *a, struct httpd_req *req, json_t *body)
 static int do_umount(struct agent *a, struct httpd_req *req, json_t *body)
 {
 	const char *dir = json_string_value(json_object_get(body, "dir"));
-	struct snap *s = NULL;
+	struct agent_snap *s = NULL;
 	struct agent_mount *am = dir ? mount_at(a, dir, &s) : NULL;
 	char *err = NULL, *d;
 	bool in_use = false;
@@ -622,7 +622,7 @@ static void verify_done(void *job, struct httpd_req *req)
 	int bad = 0;
 
 	for (size_t i = 0; i < v->n; i++) {
-		struct snap *s = agent_snap_find(v->a, v->btih[i]);
+		struct agent_snap *s = agent_snap_find(v->a, v->btih[i]);
 		/* not whole any more: a pull from now on waits for the pieces fetched again */
 		if (s && v->damaged[i])
 			agent_snap_damaged(v->a, s);
@@ -700,7 +700,7 @@ static int do_drop(struct agent *a, struct httpd_req *req, json_t *body)
 {
 	const char *want = json_string_value(json_object_get(body, "spec"));
 	json_t *dropped = json_array();
-	struct snap **pick;
+	struct agent_snap **pick;
 	char *canon;
 	struct hub_spec sp;
 	size_t n = 0;
@@ -712,7 +712,7 @@ static int do_drop(struct agent *a, struct httpd_req *req, json_t *body)
 	canon = hub_spec_format(&sp, 0);
 	pick = xcalloc(a->nsnaps + 1, sizeof(*pick));
 	for (size_t i = 0; i < a->nsnaps; i++) {
-		struct snap *s = a->snaps[i];
+		struct agent_snap *s = a->snaps[i];
 		json_t *nm;
 		size_t k;
 		bool match = false;
@@ -743,7 +743,7 @@ static int do_drop(struct agent *a, struct httpd_req *req, json_t *body)
 		goto out;
 	}
 	for (size_t i = 0; i < n; i++) {
-		struct snap *s = pick[i];
+		struct agent_snap *s = pick[i];
 		json_t *nm;
 		size_t k;
 		json_array_foreach(s->names, k, nm)

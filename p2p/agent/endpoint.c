@@ -49,7 +49,7 @@ static const char *const passed[] = {
 	"X-Linked-Etag", "Content-Disposition", "Accept-Ranges", "Location", "X-Request-Id", NULL,
 };
 
-struct ep {
+struct agent_ep {
 	struct agent *a;
 	/* the request, copied */
 	char *method, *target, *host, *auth, *inm, *range, *body, *ctype;
@@ -78,7 +78,7 @@ struct ep {
 	int64_t waited_since;           /* when the body last got no byte */
 };
 
-static void ep_free(struct ep *e)
+static void ep_free(struct agent_ep *e)
 {
 	free(e->method);
 	free(e->target);
@@ -112,7 +112,7 @@ static char *dup_header(struct httpd_req *r, const char *name)
 
 /* HF: /{org}/{name}/resolve/{rev}/{path...} and /datasets/{org}/{name}/resolve/{rev}/{path...};
  * ModelScope: /api/v1/{models,datasets}/{owner}/{name}/repo?...FilePath=...&Revision=... (hub/ms.h) */
-static void classify(struct ep *e, struct httpd_req *r)
+static void classify(struct agent_ep *e, struct httpd_req *r)
 {
 	struct hf_path raw;
 	char *spec = NULL, *fp = NULL, *rev = NULL, *org = NULL, *name = NULL;
@@ -150,7 +150,7 @@ static void classify(struct ep *e, struct httpd_req *r)
 
 static void keep_header(void *ud, const char *name, const char *value)
 {
-	struct ep *e = ud;
+	struct agent_ep *e = ud;
 
 	for (const char *const *p = passed; *p; p++)
 		if (!strcasecmp(name, *p))
@@ -161,7 +161,7 @@ static void keep_header(void *ud, const char *name, const char *value)
  * credentials. An answer the mirror gave a token is replayed only to a request with that very
  * Authorization (a digest of it is in the key, not the token), never to one without it or with
  * another; the client's Host is not in the key (see keep_answer). */
-static char *kept_path(const struct ep *e)
+static char *kept_path(const struct agent_ep *e)
 {
 	unsigned char md[SHA256_DIGEST_LENGTH], ad[SHA256_DIGEST_LENGTH];
 	char hex[65], ahex[65] = "-", *key, *p;
@@ -202,7 +202,7 @@ static char *swap_host(const char *s, size_t len, const char *from, const char *
 /* Kept with the Host the mirror was asked for: a replay writes the asking client's own Host into the
  * URLs (pagination Links, Locations, bodies), so what one client's Host made the mirror write never
  * reaches another client (a `Host: evil.example` request cannot send later ones elsewhere). */
-static void keep_answer(struct ep *e)
+static void keep_answer(struct agent_ep *e)
 {
 	char *p = kept_path(e), *dir = xasprintf("%s/agent/http", e->a->cfg->cache_dir), *s;
 	json_t *j = json_pack("{s:i, s:O, s:s%, s:s?}", "status", (int)e->status, "headers", e->headers, "body",
@@ -218,7 +218,7 @@ static void keep_answer(struct ep *e)
 	free(p);
 }
 
-static bool kept_answer(struct ep *e)
+static bool kept_answer(struct agent_ep *e)
 {
 	char *p = kept_path(e), *raw = NULL;
 	const char *was, *k;
@@ -256,7 +256,7 @@ static bool kept_answer(struct ep *e)
 
 static void ask_mirror(void *job)
 {
-	struct ep *e = job;
+	struct agent_ep *e = job;
 	const char *hdrs[4];
 	char *h_host = e->host ? xasprintf("Host: %s", e->host) : NULL;
 	char *h_inm = e->inm && !e->file ? xasprintf("If-None-Match: %s", e->inm) : NULL;
@@ -312,7 +312,7 @@ static void set_headers(struct httpd_req *r, json_t *headers, bool with_type)
 			httpd_add_header(r, k, json_string_value(v));
 }
 
-static void relay(struct ep *e, struct httpd_req *r)
+static void relay(struct agent_ep *e, struct httpd_req *r)
 {
 	const char *ct = json_string_value(json_object_get(e->headers, "Content-Type"));
 
@@ -335,7 +335,7 @@ static void fail(struct httpd_req *r, int status, const char *msg)
 
 static void fetch_snapshot(void *job)
 {
-	struct ep *e = job;
+	struct agent_ep *e = job;
 	struct hub_spec at = e->spec;
 	const char *commit = json_string_value(json_object_get(e->headers, "X-Repo-Commit"));
 
@@ -348,7 +348,7 @@ static void fetch_snapshot(void *job)
 /* On a worker: wait until the first bytes of the range are verified, then open the cache file. */
 static void first_bytes(void *job)
 {
-	struct ep *e = job;
+	struct agent_ep *e = job;
 	struct p2p_session *ses = e->a->ses;
 	int64_t first = e->len < (1 << 20) ? e->len : (1 << 20);
 	char *path = NULL;
@@ -373,7 +373,7 @@ static void first_bytes(void *job)
 /* The gate of the body: how many bytes from off are verified now (see httpd_respond_file_gated). */
 static int64_t gate(void *ud, int64_t off, int64_t len)
 {
-	struct ep *e = ud;
+	struct agent_ep *e = ud;
 	struct p2p_session *ses = e->a->ses;
 	int64_t step = len;
 
@@ -402,7 +402,7 @@ static int64_t gate(void *ud, int64_t off, int64_t len)
 
 static void gate_release(void *ud)
 {
-	struct ep *e = ud;
+	struct agent_ep *e = ud;
 
 	e->fd = -1; /* httpd closes it */
 	ep_free(e);
@@ -410,7 +410,7 @@ static void gate_release(void *ud)
 
 static void send_body(void *job, struct httpd_req *r)
 {
-	struct ep *e = job;
+	struct agent_ep *e = job;
 	int fd = e->fd;
 
 	if (!r) {
@@ -431,7 +431,7 @@ static void send_body(void *job, struct httpd_req *r)
 }
 
 /* On the loop, with the snapshot in the session: find the file, take the range, wait for its start. */
-static void start_file(struct ep *e, struct httpd_req *r, struct snap *s)
+static void start_file(struct agent_ep *e, struct httpd_req *r, struct agent_snap *s)
 {
 	struct p2p_file_list files = { 0 };
 	int rr;
@@ -484,7 +484,7 @@ static void start_file(struct ep *e, struct httpd_req *r, struct snap *s)
 	httpd_defer(r, first_bytes, send_body, e);
 }
 
-static struct snap *held_commit(struct agent *a, const char *commit)
+static struct agent_snap *held_commit(struct agent *a, const char *commit)
 {
 	for (size_t i = 0; commit && i < a->nsnaps; i++)
 		if (agent_snap_name_by_commit(a->snaps[i], commit))
@@ -494,9 +494,9 @@ static struct snap *held_commit(struct agent *a, const char *commit)
 
 static void snapshot_taken(void *job, struct httpd_req *r)
 {
-	struct ep *e = job;
+	struct agent_ep *e = job;
 	char *why = NULL;
-	struct snap *s = NULL;
+	struct agent_snap *s = NULL;
 	char *canon;
 
 	if (!r) {
@@ -523,8 +523,8 @@ static void snapshot_taken(void *job, struct httpd_req *r)
 
 static void mirror_answered(void *job, struct httpd_req *r)
 {
-	struct ep *e = job;
-	struct snap *s;
+	struct agent_ep *e = job;
+	struct agent_snap *s;
 
 	if (!r) {
 		ep_free(e);
@@ -556,7 +556,7 @@ static void mirror_answered(void *job, struct httpd_req *r)
 int agent_endpoint(void *ud, struct httpd_req *r)
 {
 	struct agent *a = ud;
-	struct ep *e = xcalloc(1, sizeof(*e));
+	struct agent_ep *e = xcalloc(1, sizeof(*e));
 	const char *q = httpd_query(r), *b;
 
 	e->a = a;

@@ -117,7 +117,7 @@ static void size_work(uv_work_t *w)
 	z->used = disk_used(z->a->cfg->cache_dir);
 }
 
-void agent_snap_used(struct agent *a, struct snap *s)
+void agent_snap_used(struct agent *a, struct agent_snap *s)
 {
 	s->last_used = time(NULL);
 	s->use_seq = ++a->use_counter;
@@ -127,7 +127,7 @@ void agent_snap_used(struct agent *a, struct snap *s)
  * order they were used (a second holds several uses; two pulls in one second must not tie). */
 static int by_last_use(const void *pa, const void *pb)
 {
-	const struct snap *a = *(struct snap *const *)pa, *b = *(struct snap *const *)pb;
+	const struct agent_snap *a = *(struct agent_snap *const *)pa, *b = *(struct agent_snap *const *)pb;
 
 	if (!a->use_seq != !b->use_seq)
 		return a->use_seq ? 1 : -1;
@@ -137,7 +137,7 @@ static int by_last_use(const void *pa, const void *pb)
 }
 
 /* Can s go? Not while mounted, pinned, waiting to be linked, or being checked or thinned on a worker. */
-static bool evictable(const struct snap *s)
+static bool evictable(const struct agent_snap *s)
 {
 	return !s->nmounts && !s->nlingering && !s->pinned && !json_array_size(s->pending_links) && !s->settling &&
 	       !s->evicting;
@@ -171,7 +171,7 @@ static int by_str(const void *a, const void *b)
 int64_t agent_snap_need(struct agent *a, json_t *meta, json_t *want, int64_t *total)
 {
 	const char *btih = json_string_value(json_object_get(meta, "btih"));
-	struct snap *s = btih ? agent_snap_find(a, btih) : NULL;
+	struct agent_snap *s = btih ? agent_snap_find(a, btih) : NULL;
 	struct p2p_file_list l = { 0 };
 	const char **w = xcalloc(json_array_size(want) + 1, sizeof(*w));
 	int64_t need = 0, all = 0, *held = NULL;
@@ -281,7 +281,7 @@ void agent_drop_files(struct agent *a, const char *btih)
 				 * when the disk itself has no room left */
 
 struct thin {
-	struct snap *s;
+	struct agent_snap *s;
 	struct p2p_cold *v;             /* the pieces to take out, least recently read first */
 	size_t n;
 	char **unkeep;                  /* by-sha256 names of the files they are in (their other name), */
@@ -423,7 +423,7 @@ static bool thin(struct agent *a, int64_t over, int idle_s)
 	int64_t sum = 0;
 
 	for (size_t i = 0; i < a->nsnaps; i++) {
-		struct snap *s = a->snaps[i];
+		struct agent_snap *s = a->snaps[i];
 		struct p2p_file_list l = { 0 };
 		struct p2p_cold *v = NULL;
 		size_t n = 0, nkeep = 0;
@@ -517,7 +517,7 @@ void agent_evict_held(struct agent *a, int64_t held)
 /* Drop snapshots, least recently used first, until the estimate is under the limit. */
 static void choose(struct agent *a, int64_t used)
 {
-	struct snap **order = xcalloc(a->nsnaps ? a->nsnaps : 1, sizeof(*order));
+	struct agent_snap **order = xcalloc(a->nsnaps ? a->nsnaps : 1, sizeof(*order));
 	size_t n = a->nsnaps;
 
 	if (n) {
@@ -525,7 +525,7 @@ static void choose(struct agent *a, int64_t used)
 		qsort(order, n, sizeof(*order), by_last_use);
 	}
 	for (size_t i = 0; i < n && used > a->cfg->cache_size; i++) {
-		struct snap *s = order[i];
+		struct agent_snap *s = order[i];
 		struct p2p_torrent_status st = { 0 };
 		if (!evictable(s))
 			continue;

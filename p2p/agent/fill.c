@@ -597,7 +597,7 @@ static void pump(struct fill *f)
 }
 
 /* A new fill for s, or NULL when it has no web seed or no pieces to fetch. */
-static struct fill *fill_new(struct agent *a, struct snap *s)
+static struct fill *fill_new(struct agent *a, struct agent_snap *s)
 {
 	struct fill *f;
 	char *name;
@@ -645,7 +645,7 @@ static struct fill *fill_new(struct agent *a, struct snap *s)
 	return f;
 }
 
-void agent_fill_update(struct agent *a, struct snap *s, const struct p2p_torrent_status *st)
+void agent_fill_update(struct agent *a, struct agent_snap *s, const struct p2p_torrent_status *st)
 {
 	/* alone: no peer but (at most) the mirror's seed, connected or known; web seed connections are
 	 * not peers here */
@@ -710,12 +710,12 @@ void agent_fill_update(struct agent *a, struct snap *s, const struct p2p_torrent
 	pump(s->fill);
 }
 
-bool agent_fill_running(const struct snap *s)
+bool agent_fill_running(const struct agent_snap *s)
 {
 	return s->fill && !s->fill->given_up;
 }
 
-void agent_fill_again(struct snap *s)
+void agent_fill_again(struct agent_snap *s)
 {
 	struct fill *f = s->fill;
 
@@ -728,12 +728,12 @@ void agent_fill_again(struct snap *s)
 	memset(f->down_until, 0, sizeof(f->down_until));
 }
 
-bool agent_fill_direct(const struct snap *s)
+bool agent_fill_direct(const struct agent_snap *s)
 {
 	return s->fill && s->fill->direct;
 }
 
-void agent_fill_forget(struct snap *s, const struct p2p_cold *v, size_t n)
+void agent_fill_forget(struct agent_snap *s, const struct p2p_cold *v, size_t n)
 {
 	struct fill *f = s->fill;
 
@@ -747,17 +747,17 @@ void agent_fill_forget(struct snap *s, const struct p2p_cold *v, size_t n)
 	}
 }
 
-bool agent_fill_direct_done(const struct snap *s)
+bool agent_fill_direct_done(const struct agent_snap *s)
 {
 	return s->fill && s->fill->direct && s->fill->all_in;
 }
 
-int64_t agent_fill_unseen(const struct snap *s)
+int64_t agent_fill_unseen(const struct agent_snap *s)
 {
 	return s->fill && s->fill->direct ? s->fill->direct_bytes : 0;
 }
 
-void agent_fill_stop(struct agent *a, struct snap *s)
+void agent_fill_stop(struct agent *a, struct agent_snap *s)
 {
 	struct fill *f = s->fill;
 

@@ -82,7 +82,7 @@ static void shortcut_done(uv_work_t *w, int status)
 	shortcut_free(j);
 }
 
-void agent_shortcuts_drop(struct agent *a, struct snap *s)
+void agent_shortcuts_drop(struct agent *a, struct agent_snap *s)
 {
 	for (size_t k = 0; k < s->nmounts; k++) {
 		struct shortcut_job *j;
@@ -98,7 +98,7 @@ void agent_shortcuts_drop(struct agent *a, struct snap *s)
 	}
 }
 
-void agent_shortcuts(struct agent *a, struct snap *s)
+void agent_shortcuts(struct agent *a, struct agent_snap *s)
 {
 	struct p2p_file_list l = { 0 };
 	size_t nw = 0;
@@ -137,7 +137,7 @@ void agent_shortcuts(struct agent *a, struct snap *s)
 	p2p_file_list_release(&l);
 }
 
-int agent_mount_detach(struct agent *a, struct snap *s, size_t k, bool *in_use, char **errmsg)
+int agent_mount_detach(struct agent *a, struct agent_snap *s, size_t k, bool *in_use, char **errmsg)
 {
 	struct p2p_mount *m = s->mounts[k].m;
 	int r;

@@ -26,7 +26,7 @@
 #include "p2p/mount.h"
 #include "p2p/p2p.h"
 
-struct snap *agent_snap_find(struct agent *a, const char *btih)
+struct agent_snap *agent_snap_find(struct agent *a, const char *btih)
 {
 	for (size_t i = 0; i < a->nsnaps; i++)
 		if (!strcmp(a->snaps[i]->btih, btih))
@@ -34,7 +34,7 @@ struct snap *agent_snap_find(struct agent *a, const char *btih)
 	return NULL;
 }
 
-void agent_snap_free(struct snap *s)
+void agent_snap_free(struct agent_snap *s)
 {
 	free(s->known);
 	free(s->torrent);
@@ -51,7 +51,7 @@ void agent_snap_free(struct snap *s)
 	free(s);
 }
 
-void agent_snap_forget(struct agent *a, struct snap *s)
+void agent_snap_forget(struct agent *a, struct agent_snap *s)
 {
 	agent_fill_stop(a, s);
 	p2p_session_remove(a->ses, s->btih);
@@ -64,7 +64,7 @@ void agent_snap_forget(struct agent *a, struct snap *s)
 }
 
 /* The files the meta names with a sha256 (borrowed from it). */
-static void snap_known(struct snap *s)
+static void snap_known(struct agent_snap *s)
 {
 	json_t *files = json_object_get(s->meta, "files"), *it;
 	size_t i;
@@ -81,7 +81,7 @@ static void snap_known(struct snap *s)
 	}
 }
 
-void agent_snap_remember(struct agent *a, const struct snap *s)
+void agent_snap_remember(struct agent *a, const struct agent_snap *s)
 {
 	char *dir = xasprintf("%s/agent", a->cfg->cache_dir), *tp, *mp, *js;
 
@@ -110,7 +110,7 @@ static bool str_eq(const char *a, const char *b)
 
 /* Add the name from describes (its spec, revision and commit), asked for as asked, to s->names, or
  * bring the one it already has up to date; returns it (borrowed). */
-static json_t *add_name(struct snap *s, json_t *from, const char *asked)
+static json_t *add_name(struct agent_snap *s, json_t *from, const char *asked)
 {
 	const char *spec = jstr(from, "spec"), *rev = jstr(from, "revision"), *commit = jstr(from, "commit");
 	json_t *it, *synced = json_object_get(from, "synced_at");
@@ -139,7 +139,7 @@ static json_t *add_name(struct snap *s, json_t *from, const char *asked)
 
 /* A description from before names were kept: its own spec is its only name (asked plainly when it
  * is at the hub's default branch). */
-static void names_from_meta(struct snap *s)
+static void names_from_meta(struct agent_snap *s)
 {
 	struct hub_spec sp;
 	const char *asked = NULL;
@@ -152,7 +152,7 @@ static void names_from_meta(struct snap *s)
 	add_name(s, s->meta, asked);
 }
 
-json_t *agent_snap_name_by_commit(const struct snap *s, const char *commit)
+json_t *agent_snap_name_by_commit(const struct agent_snap *s, const char *commit)
 {
 	json_t *it;
 	size_t i;
@@ -163,7 +163,7 @@ json_t *agent_snap_name_by_commit(const struct snap *s, const char *commit)
 	return NULL;
 }
 
-json_t *agent_held(struct agent *a, const char *spec, const char *revision, struct snap **out)
+json_t *agent_held(struct agent *a, const char *spec, const char *revision, struct agent_snap **out)
 {
 	json_t *best = NULL, *it;
 	struct hub_spec sp;
@@ -195,7 +195,7 @@ json_t *agent_held(struct agent *a, const char *spec, const char *revision, stru
 }
 
 /* The pieces of the files s wants (for a snapshot taken back verified: they were all in). */
-static unsigned char *wanted_pieces(const struct snap *s, const struct p2p_file_list *l)
+static unsigned char *wanted_pieces(const struct agent_snap *s, const struct p2p_file_list *l)
 {
 	unsigned char *have = xcalloc((size_t)l->pieces + 1, 1);
 	size_t n = 0;
@@ -216,10 +216,10 @@ static unsigned char *wanted_pieces(const struct snap *s, const struct p2p_file_
 /* A new entry for the snapshot meta describes (consumed) with a copy of its torrent: its names, what it
  * wants, where its files go. *name: the name it was asked by (taken back: its first). Neither in the
  * table nor in the session yet. */
-static struct snap *snap_new(struct agent *a, json_t *meta, const unsigned char *torrent, size_t tlen,
+static struct agent_snap *snap_new(struct agent *a, json_t *meta, const unsigned char *torrent, size_t tlen,
 			     const char *btih, bool recalled, const char *asked, json_t *want, json_t **name)
 {
-	struct snap *s = xcalloc(1, sizeof(*s));
+	struct agent_snap *s = xcalloc(1, sizeof(*s));
 	json_t *nm;
 
 	memcpy(s->btih, btih, 41);
@@ -256,7 +256,7 @@ static struct snap *snap_new(struct agent *a, json_t *meta, const unsigned char 
 
 /* Add s to the session, its folder made and the contents the instance holds already placed in it;
  * whole: taken back verified (seed mode, or the wanted pieces had). 0, or an error with *errmsg. */
-static int snap_start(struct agent *a, struct snap *s, bool whole, char **errmsg)
+static int snap_start(struct agent *a, struct agent_snap *s, bool whole, char **errmsg)
 {
 	struct p2p_add add = { 0 };
 	struct p2p_file_list l = { 0 };
@@ -291,7 +291,7 @@ static int snap_start(struct agent *a, struct snap *s, bool whole, char **errmsg
 	s->verified = s->finished = whole;
 	s->unchecked = whole; /* its bytes are read back before a pull links them (agent_snap_check) */
 	if (!p2p_torrent_web_seeds(s->torrent, s->tlen, &s->web_seeds, &s->nweb) && s->nweb) {
-		add.no_url_list = true; /* peers first: see struct snap */
+		add.no_url_list = true; /* peers first: see struct agent_snap */
 		add.origin_last = !a->cfg->no_fill; /* what only the mirror has comes over HTTP (fill.c) */
 	}
 	s->added_ms = uv_now(&a->loop);
@@ -306,10 +306,11 @@ static int snap_start(struct agent *a, struct snap *s, bool whole, char **errmsg
  * is added in seed mode: no recheck of every file up front, each piece verified when first read or
  * asked for (p2p_session_have_range reads seed-mode pieces back from the file); one of some files
  * with their pieces given as had, each read back from the file before a read may have it. */
-static struct snap *snap_add(struct agent *a, json_t *meta, const unsigned char *torrent, size_t tlen, bool recalled,
-			     bool whole, const char *asked, json_t *want, json_t **name, char **errmsg)
+static struct agent_snap *snap_add(struct agent *a, json_t *meta, const unsigned char *torrent, size_t tlen,
+				   bool recalled, bool whole, const char *asked, json_t *want, json_t **name,
+				   char **errmsg)
 {
-	struct snap *s;
+	struct agent_snap *s;
 	char btih[41];
 
 	if (p2p_torrent_info_hash(torrent, tlen, btih, errmsg)) {
@@ -341,7 +342,7 @@ static struct snap *snap_add(struct agent *a, json_t *meta, const unsigned char 
 	return s;
 }
 
-struct snap *agent_snap_add(struct agent *a, json_t *meta, const unsigned char *torrent, size_t tlen,
+struct agent_snap *agent_snap_add(struct agent *a, json_t *meta, const unsigned char *torrent, size_t tlen,
 			    const char *asked, json_t *want, json_t **name, char **errmsg)
 {
 	return snap_add(a, meta, torrent, tlen, false, false, asked, want, name, errmsg);
@@ -379,7 +380,7 @@ void agent_snaps_recall(struct agent *a)
 	free(dir);
 }
 
-int agent_snap_link(struct agent *a, const struct snap *s, json_t *name, json_t *where, const char *dir,
+int agent_snap_link(struct agent *a, const struct agent_snap *s, json_t *name, json_t *where, const char *dir,
 		    bool wanted_only, char **errmsg)
 {
 	const char *nspec = jstr(name, "spec"), *rev = jstr(name, "revision"), *commit = jstr(name, "commit");

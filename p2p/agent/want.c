@@ -1,5 +1,5 @@
 /*
- * want.c - which files of a snapshot the agent fetches (struct snap's want): a partial pull
+ * want.c - which files of a snapshot the agent fetches (struct agent_snap's want): a partial pull
  * (`pull --include/--exclude`, the `hf download` rules of hub/select.h), what a mount prefetches, and
  * the union of those over time. libtorrent fetches the wanted files' pieces in the background and
  * nothing else; a mount's reads and the local endpoint ask for other pieces as they read them
@@ -104,7 +104,7 @@ int *agent_want_indices(const struct p2p_file_list *l, json_t *want, size_t *n)
 	return idx;
 }
 
-void agent_snap_want(struct agent *a, struct snap *s, json_t *want)
+void agent_snap_want(struct agent *a, struct agent_snap *s, json_t *want)
 {
 	struct p2p_file_list l = { 0 };
 	size_t nw = 0, n = 0, i;
@@ -164,7 +164,7 @@ bool agent_verify_wanted(struct agent *a, const char *btih, json_t *want)
 	return all;
 }
 
-struct p2p_known *agent_wanted_known(struct agent *a, const struct snap *s, size_t *n, struct p2p_known **others,
+struct p2p_known *agent_wanted_known(struct agent *a, const struct agent_snap *s, size_t *n, struct p2p_known **others,
 				     size_t *nothers)
 {
 	struct p2p_known *k = xcalloc(s->nknown + 1, sizeof(*k));
