@@ -206,6 +206,13 @@ static std::int64_t steady_ms()
 		.count();
 }
 
+void distrust_and_recheck(torrent_entry const &e)
+{
+	e.have->distrust = true;
+	e.have->rechecked_ms = steady_ms();
+	e.h.force_recheck();
+}
+
 /* Piece p, which libtorrent believes it has, failed its hash in the files (bit rot, another process,
  * a file deleted while the agent was down): libtorrent must learn it has not, or it neither fetches
  * the piece nor stops offering it. 2.0.8 can forget no single piece: the torrent's files are checked
@@ -380,11 +387,8 @@ extern "C" int p2p_session_verify(struct p2p_session *s, const char *btih, int *
 				e.have->damaged++;
 			}
 		}
-		if (bad) {
-			e.have->distrust = true;
-			e.have->rechecked_ms = steady_ms();
-			e.h.force_recheck();
-		}
+		if (bad)
+			distrust_and_recheck(e);
 		*checked = ok + bad;
 		*damaged = bad;
 		return 0;
@@ -408,9 +412,7 @@ extern "C" int p2p_session_retry(struct p2p_session *s, const char *btih)
 		e.h.clear_error();
 		e.h.unset_flags(lt::torrent_flags::upload_mode);
 		e.h.resume();
-		e.have->distrust = true;
-		e.have->rechecked_ms = steady_ms();
-		e.h.force_recheck();
+		distrust_and_recheck(e);
 		return 0;
 	} catch (lt::system_error const &err) {
 		return handle_error(err);
@@ -543,11 +545,8 @@ extern "C" int p2p_session_reseed(struct p2p_session *s, const char *btih, const
 				  char **errmsg)
 {
 	try {
-		std::string key;
-		if (!btih_key(btih, key))
-			return HM_ERR_NOT_FOUND;
 		std::lock_guard<std::mutex> lock(s->mu);
-		auto it = s->torrents.find(key);
+		auto it = find_locked(s, btih);
 		if (it == s->torrents.end())
 			return HM_ERR_NOT_FOUND;
 		torrent_entry &e = it->second;
@@ -713,10 +712,8 @@ extern "C" int p2p_session_evict_pieces(struct p2p_session *s, const char *btih,
 		}
 		int r = 0;
 		if (!gone.empty()) {
-			std::string key;
-			btih_key(btih, key);
 			std::lock_guard<std::mutex> lock(s->mu);
-			auto it = s->torrents.find(key);
+			auto it = find_locked(s, btih);
 			lt::torrent_status st;
 			bool lt_had = false;
 			if (it != s->torrents.end()) {

@@ -233,5 +233,10 @@ void bank_and_remove(struct p2p_session *s, lt::torrent_handle const &h);
 bool btih_key(const char *btih, std::string &key);
 /* A copy of btih's entry (under s->mu), false if the table has none. */
 bool find_entry(struct p2p_session *s, const char *btih, torrent_entry &e);
+/* btih's place in the table, or its end (no such torrent, or btih is none); the caller holds s->mu. */
+std::unordered_map<std::string, torrent_entry>::iterator find_locked(struct p2p_session *s, const char *btih);
+/* libtorrent's word on e's pieces is no promise until its files are checked again: they are, and
+ * reads meanwhile verify each piece in the file (shim-read.cpp). */
+void distrust_and_recheck(torrent_entry const &e);
 
 #endif

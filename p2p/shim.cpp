@@ -256,14 +256,18 @@ bool btih_key(const char *btih, std::string &key)
 }
 
 /* Copy the entry of btih out of the table (handles are cheap to copy). false if there is none. */
-bool find_entry(struct p2p_session *s, const char *btih, torrent_entry &e)
+std::unordered_map<std::string, torrent_entry>::iterator find_locked(struct p2p_session *s, const char *btih)
 {
 	std::string key;
 
-	if (!btih_key(btih, key))
-		return false;
+	return btih_key(btih, key) ? s->torrents.find(key) : s->torrents.end();
+}
+
+bool find_entry(struct p2p_session *s, const char *btih, torrent_entry &e)
+{
 	std::lock_guard<std::mutex> lock(s->mu);
-	auto it = s->torrents.find(key);
+	auto it = find_locked(s, btih);
+
 	if (it == s->torrents.end())
 		return false;
 	e = it->second;
@@ -393,11 +397,8 @@ extern "C" int p2p_session_add(struct p2p_session *s, const struct p2p_add *a, c
 extern "C" int p2p_session_remove(struct p2p_session *s, const char *btih)
 {
 	try {
-		std::string key;
-		if (!btih_key(btih, key))
-			return HM_ERR_NOT_FOUND;
 		std::lock_guard<std::mutex> lock(s->mu);
-		auto it = s->torrents.find(key);
+		auto it = find_locked(s, btih);
 		if (it == s->torrents.end())
 			return HM_ERR_NOT_FOUND;
 		bank_and_remove(s, it->second.h);

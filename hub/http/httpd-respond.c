@@ -55,14 +55,13 @@ void httpd_add_header(struct httpd_req *r, const char *name, const char *value)
 void httpd_add_headerf(struct httpd_req *r, const char *name, const char *fmt, ...)
 {
 	va_list ap;
-	struct buf v;
+	char *v;
 
-	buf_init(&v);
 	va_start(ap, fmt);
-	buf_vaddf(&v, fmt, ap);
+	v = xvasprintf(fmt, ap);
 	va_end(ap);
-	httpd_add_header(r, name, v.data);
-	buf_release(&v);
+	httpd_add_header(r, name, v);
+	free(v);
 }
 
 static void start_response(struct conn *c, int status, const char *ctype, int64_t length)

@@ -61,15 +61,12 @@ void mirror__pool_free(struct mirror_routes *rt)
 void mirror__job_header(struct mirror__job *j, const char *name, const char *fmt, ...)
 {
 	va_list ap;
-	struct buf v;
 
-	buf_init(&v);
-	va_start(ap, fmt);
-	buf_vaddf(&v, fmt, ap);
-	va_end(ap);
 	j->headers = xreallocarray(j->headers, j->nheaders + 2, sizeof(*j->headers));
 	j->headers[j->nheaders++] = xstrdup(name);
-	j->headers[j->nheaders++] = buf_detach(&v, NULL);
+	va_start(ap, fmt);
+	j->headers[j->nheaders++] = xvasprintf(fmt, ap);
+	va_end(ap);
 }
 
 /* On a worker: build the answer with a connection of the pool, and dump it. */

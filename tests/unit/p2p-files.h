@@ -1,7 +1,7 @@
 /*
  * p2p-files.h - helpers shared by the p2p unit tests that move real files between sessions: a clock,
- * files of seeded pseudo-random bytes, and libtorrent sessions on loopback whose events a libuv loop
- * drains. Header-only (static), like test.h; include after <fcntl.h>, <uv.h>, test.h and
+ * files of seeded pseudo-random bytes, libtorrent sessions on loopback whose events a libuv loop
+ * drains, and adding a torrent to one. Header-only (static), like test.h; include after <fcntl.h>, <uv.h>, test.h and
  * base/path.h, base/xmalloc.h, p2p/p2p.h.
  */
 #ifndef HM_TEST_P2P_FILES_H
@@ -85,6 +85,19 @@ static inline int p2p_test_run_until(uv_loop_t *loop, int (*done)(void *), void 
 		uv_run(loop, UV_RUN_ONCE);
 	}
 	return 1;
+}
+
+/* Add torrent t to s, its files in dir (seed: in seed mode); 0, or an error said as a TAP comment. */
+static inline int p2p_test_add(struct p2p_session *s, const struct p2p_torrent *t, const char *dir, bool seed)
+{
+	struct p2p_add a = { .torrent = t->data, .len = t->len, .save_path = dir, .seed_mode = seed };
+	char *err = NULL;
+	int r = p2p_session_add(s, &a, NULL, &err);
+
+	if (r)
+		printf("#   add: %s\n", err ? err : "?");
+	free(err);
+	return r;
 }
 
 #endif

@@ -1,9 +1,9 @@
 /*
  * p2p-ondemand.h - the torrent the on-demand unit tests read (test-p2p-ondemand*.c): "OnDemand", four
  * files of seeded pseudo-random bytes (a small one, an empty one, a big one and a middle one, so there
- * are pad files) made into an 8 MiB hybrid torrent; whether a range of two files is the same; adding
- * the torrent to a session. Header-only (static), like test.h; include after p2p-files.h and what it
- * needs.
+ * are pad files) made into an 8 MiB hybrid torrent; whether a range of two files is the same (adding a
+ * torrent to a session is p2p-files.h's p2p_test_add). Header-only (static), like test.h; include
+ * after p2p-files.h and what it needs.
  */
 #ifndef HM_TEST_P2P_ONDEMAND_H
 #define HM_TEST_P2P_ONDEMAND_H
@@ -84,16 +84,5 @@ static inline int same_file(const char *a, const char *b)
 	return same_range(a, b, 0, (size_t)sa.st_size);
 }
 
-static inline int add(struct p2p_session *s, const struct p2p_torrent *t, const char *dir, bool seed)
-{
-	struct p2p_add a = { .torrent = t->data, .len = t->len, .save_path = dir, .seed_mode = seed };
-	char *err = NULL;
-	int r = p2p_session_add(s, &a, NULL, &err);
-
-	if (r)
-		printf("#   add: %s\n", err ? err : "?");
-	free(err);
-	return r;
-}
 
 #endif

@@ -73,18 +73,6 @@ static int start(struct p2p_session **s, int *port, int64_t cap, bool lan)
 	return 0;
 }
 
-static int add(struct p2p_session *s, const char *dir, bool seed)
-{
-	struct p2p_add a = { .torrent = tor.data, .len = tor.len, .save_path = dir, .seed_mode = seed };
-	char *err = NULL;
-	int r = p2p_session_add(s, &a, NULL, &err);
-
-	if (r)
-		printf("#   add: %s\n", err ? err : "?");
-	free(err);
-	return r;
-}
-
 static void connect_to(struct p2p_session *s, int port)
 {
 	char ep[32];
@@ -197,7 +185,7 @@ TEST(make_torrent)
 	CHECK_INT(start(&seed, &seed_port, 32 << 20, true), 0);
 	if (seed && tor.data) {
 		struct p2p_file_list l = { 0 };
-		CHECK_INT(add(seed, dir, true), 0);
+		CHECK_INT(p2p_test_add(seed, &tor, dir, true), 0);
 		CHECK_INT(p2p_session_files(seed, tor.btih, &l), 0);
 		for (size_t i = 0; i < l.n; i++)
 			if (!strcmp(l.v[i].path, "model.bin"))
@@ -272,7 +260,7 @@ static void one_round(int round)
 	for (int i = 0; i < NDOWN; i++) {
 		char *dir = xasprintf("%s/round%d/d%d", tmp_root, round, i);
 		CHECK_INT(path_mkdirs(dir, 0755), 0);
-		if (start(&d[i].s, &d[i].port, 0, true) || add(d[i].s, dir, false)) {
+		if (start(&d[i].s, &d[i].port, 0, true) || p2p_test_add(d[i].s, &tor, dir, false)) {
 			CHECK(0);
 			free(dir);
 			goto out;
@@ -363,7 +351,7 @@ TEST(seed_mode_reads_from_the_file)
 	if (fd >= 0)
 		close(fd);
 	CHECK_INT(start(&s, &port, 0, true), 0);
-	if (s && !add(s, dir, true)) {
+	if (s && !p2p_test_add(s, &tor, dir, true)) {
 		struct p2p_torrent_status st = { 0 };
 		CHECK_INT(p2p_session_have_range(s, tor.btih, model_index, 0, piece), 1);
 		CHECK_INT(p2p_session_have_range(s, tor.btih, model_index, (int64_t)bad_piece * piece, piece), 0);

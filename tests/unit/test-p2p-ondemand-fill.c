@@ -71,7 +71,7 @@ static int handed_nothing_yet(struct p2p_session *c, const char *cdir, struct p2
 	int *avail, model = -1, r = 1;
 	double end;
 
-	CHECK_INT(add(c, &tor, cdir, false), 0);
+	CHECK_INT(p2p_test_add(c, &tor, cdir, false), 0);
 	CHECK_INT(p2p_session_files(c, tor.btih, l), 0);
 	CHECK_INT(l->pieces, tor.pieces);
 	CHECK(l->piece_size == tor.piece_size);
@@ -213,7 +213,7 @@ TEST(direct_pieces)
 	CHECK_INT(p2p_session_new(&cfg, &e, NULL), 0);
 	if (!c || !e)
 		goto out;
-	CHECK_INT(add(c, &tor, cdir, false), 0);
+	CHECK_INT(p2p_test_add(c, &tor, cdir, false), 0);
 	CHECK_INT(p2p_session_files(c, tor.btih, &l), 0);
 	had = xcalloc((size_t)l.pieces, 1);
 	end = now_s() + 10;
@@ -262,7 +262,7 @@ TEST(direct_pieces)
 	}
 	for (size_t i = 0; i < l.n; i++)
 		CHECK_INT(p2p_session_have_range(c, tor.btih, l.v[i].index, 0, l.v[i].size), 1);
-	CHECK_INT(add(e, &tor, edir, false), 0);
+	CHECK_INT(p2p_test_add(e, &tor, edir, false), 0);
 	CHECK_INT(p2p_session_status(c, &cs), 0);
 	snprintf(ep, sizeof(ep), "127.0.0.1:%d", cs.listen_port);
 	CHECK_INT(p2p_session_connect(e, tor.btih, ep), 0);
@@ -318,7 +318,7 @@ TEST(v2_checks)
 	CHECK_INT(p2p_session_new(&cfg, &c, NULL), 0);
 	if (!c)
 		goto out;
-	CHECK_INT(add(c, &t, dir, false), 0);
+	CHECK_INT(p2p_test_add(c, &t, dir, false), 0);
 	CHECK_INT(p2p_session_download_pause(c, t.btih, true), 0);
 	CHECK_INT(p2p_session_files(c, t.btih, &l), 0);
 	for (int p = 0; p < l.pieces; p++) {

@@ -142,8 +142,8 @@ TEST(list_files)
 	printf("#   %lld pieces of %lld bytes\n", (long long)tor.pieces, (long long)tor.piece_size);
 	memcpy(A.want, tor.btih, 41);
 	memcpy(B.want, tor.btih, 41);
-	CHECK_INT(add(A.s, &tor, adir, true), 0);
-	CHECK_INT(add(B.s, &tor, bdir, false), 0);
+	CHECK_INT(p2p_test_add(A.s, &tor, adir, true), 0);
+	CHECK_INT(p2p_test_add(B.s, &tor, bdir, false), 0);
 
 	CHECK_INT(p2p_session_files(B.s, tor.btih, &l), 0);
 	CHECK_STR(l.name, "OnDemand");
@@ -625,7 +625,7 @@ TEST(origin_last)
 	CHECK_INT(p2p_session_new(&cfg, &e, NULL), 0);
 	if (!o || !d || !e)
 		goto out;
-	CHECK_INT(add(o, &tor, adir, true), 0);
+	CHECK_INT(p2p_test_add(o, &tor, adir, true), 0);
 	CHECK_INT(p2p_session_add(d, &da, NULL, NULL), 0);
 	CHECK_INT(p2p_session_status(o, &os), 0);
 	snprintf(ep, sizeof(ep), "127.0.0.1:%d", os.listen_port);
@@ -647,7 +647,7 @@ TEST(origin_last)
 			max_avail = avail[p];
 	CHECK_INT(max_avail, 0);
 	/* E (a plain peer) completes from O... */
-	CHECK_INT(add(e, &tor, edir, false), 0);
+	CHECK_INT(p2p_test_add(e, &tor, edir, false), 0);
 	CHECK_INT(p2p_session_connect(e, tor.btih, ep), 0);
 	end = now_s() + 20;
 	while (now_s() < end && !(p2p_session_torrent_status(e, tor.btih, &st) == 0 && st.seeding))
@@ -704,7 +704,7 @@ TEST(have_range_speed)
 	CHECK_INT(p2p_session_new(&cfg, &c, NULL), 0);
 	if (!c || !t.data)
 		goto out;
-	CHECK_INT(add(c, &t, dir, false), 0);
+	CHECK_INT(p2p_test_add(c, &t, dir, false), 0);
 	end = now_s() + 10;
 	while (now_s() < end && !(p2p_session_torrent_status(c, t.btih, &st) == 0 && st.seeding))
 		usleep(10000);
@@ -757,7 +757,7 @@ TEST(upload_only_peer_kept)
 	if (!f || !g)
 		goto out;
 	CHECK_INT(p2p_session_add(f, &fa, NULL, NULL), 0);
-	CHECK_INT(add(g, &tor, gdir, false), 0);
+	CHECK_INT(p2p_test_add(g, &tor, gdir, false), 0);
 	CHECK_INT(p2p_session_status(f, &fs), 0);
 	snprintf(ep, sizeof(ep), "127.0.0.1:%d", fs.listen_port);
 	CHECK_INT(p2p_session_connect(g, tor.btih, ep), 0);
