@@ -279,7 +279,7 @@ int catalog_search(struct catalog *c, const struct catalog_search *s,
 		   int (*fn)(void *ud, const struct catalog_repo *r), void *ud, int64_t *total)
 {
 	struct plan p;
-	int64_t deadline = 0;
+	int64_t deadline = 0, count = 0;
 	int r = 0;
 
 	if (catalog_search_refusal(s))
@@ -295,10 +295,12 @@ int catalog_search(struct catalog *c, const struct catalog_search *s,
 		return HM_ERR_USAGE;
 	}
 	for (int pass = total ? 0 : 1; pass < 2 && !r; pass++)
-		r = search_pass(c, s, &p, pass, fn, ud, total);
+		r = search_pass(c, s, &p, pass, fn, ud, &count);
 	if (s->budget_ms > 0)
 		sqlite3_progress_handler(c->db, 0, NULL, NULL);
 	plan_release(&p);
+	if (!r && total)
+		*total = count; /* written only when both passes went through */
 	return r;
 }
 
