@@ -56,18 +56,21 @@ static int snapshot_find(struct catalog *c, int64_t repo_id, const char *commit,
 {
 	sqlite3_stmt *st = NULL;
 	int64_t id = 0;
-	int same_selection = 0;
+	int same_selection = 0, rc;
 
 	if (catalog__prepare(c, "SELECT id, selection IS ?3 FROM snapshots WHERE repo_id = ?1 AND commit_id = ?2", &st))
 		return HM_ERR_SQLITE;
 	sqlite3_bind_int64(st, 1, repo_id);
 	sqlite3_bind_text(st, 2, commit, -1, SQLITE_STATIC);
 	bind_text_or_null(st, 3, selection);
-	if (sqlite3_step(st) == SQLITE_ROW) {
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
 		id = sqlite3_column_int64(st, 0);
 		same_selection = sqlite3_column_int(st, 1);
 	}
 	sqlite3_finalize(st);
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+		return HM_ERR_SQLITE; /* a failed lookup is not "no snapshot": that would insert a second */
 	*snap_id = id;
 	*same = same_selection;
 	return 0;
