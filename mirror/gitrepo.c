@@ -676,11 +676,11 @@ int mirror_git_prepare(struct mirror_data *d, struct catalog *cat, const struct 
 {
 	struct refs_ctx rc = { .cat = cat, .repo = repo };
 	char *root = mirror_git_root(d), *gitdir = NULL, *state = NULL, *want = NULL, *have = NULL;
+	char *name = xasprintf("%s/%s/%s.git", repo->hub, repo->type, repo->name);
 	int lock = -1, r;
 
-	*rel = xasprintf("%s/%s/%s.git", repo->hub, repo->type, repo->name);
 	*errmsg = NULL;
-	gitdir = xasprintf("%s/%s", root, *rel);
+	gitdir = xasprintf("%s/%s", root, name);
 	if ((r = repo_lock(gitdir, &lock, errmsg)))
 		goto out;
 	if ((r = catalog_refs_each(cat, repo->id, ref_cb, &rc))) {
@@ -720,7 +720,9 @@ out:
 	free(gitdir);
 	free(root);
 	if (r)
-		FREE_AND_NULL(rel);
+		free(name);
+	else
+		*rel = name; /* written only on success */
 	return r;
 }
 
