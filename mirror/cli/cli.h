@@ -1,8 +1,9 @@
 /*
  * cli.h - the command table of the hubmirror binary.
  *
- * One file per command (cmd-<name>.c with cmd_<name>), registered in commands.c. Help text is
- * generated from the table. Exit status: 0 success, 1 the command failed, 2 bad usage.
+ * One file per command (cmd-<name>.c with cmd_<name>), registered in commands.c with its synopsis,
+ * summary and prose; each option's help is beside it in the command's table of struct cli_flag.
+ * Exit status: 0 success, 1 the command failed, 2 bad usage.
  */
 #ifndef HM_CLI_H
 #define HM_CLI_H
@@ -19,15 +20,13 @@ struct cli_command {
 	int (*run)(int argc, char **argv);
 	const char *synopsis;  /* "serve [--data DIR] [--listen HOST:PORT]" */
 	const char *summary;   /* one line for `hubmirror help` */
-	const char *help;      /* the body of `hubmirror help CMD` */
+	const char *help;      /* the prose of `hubmirror help CMD`, before its options (those are its table's) */
 };
 
 extern const struct cli_command cli_commands[];
 extern const unsigned cli_command_count;
 
 const struct cli_command *cli_find(const char *name);
-/* Print "usage: hubmirror SYNOPSIS" and the help of cmd to stdout. */
-void cli_print_help(const struct cli_command *cmd);
 /* Print a usage error about cmd to stderr ("hubmirror: <msg>" plus a hint); returns CLI_USAGE. */
 int cli_usage_error(const struct cli_command *cmd, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
@@ -56,29 +55,47 @@ struct cli_flag {
 	const char *takes;
 	/* CLI_FLAG_FN: CLI_OK, or CLI_USAGE after cli_usage_error. */
 	int (*fn)(const struct cli_command *cmd, const struct cli_flag *f, const char *arg);
+	/* Its line in the command's help: "--NAME ARG  HELP". arg names the value ("DIR", "URL", "N");
+	 * NULL for CLI_FLAG_BOOL and CLI_FLAG_NO, which take none. help may hold '\n' between lines. */
+	const char *arg;
+	const char *help;
 };
 
-/* The table's entries; dest is type-checked (a mismatch is a compiler warning, so an error). */
-#define CLI_BOOL(name, p) { (name), CLI_FLAG_BOOL, (1 ? (p) : (bool *)NULL), 0, 0, NULL, NULL }
-#define CLI_NO(name, p) { (name), CLI_FLAG_NO, (1 ? (p) : (bool *)NULL), 0, 0, NULL, NULL }
-#define CLI_STR(name, p) { (name), CLI_FLAG_STR, (1 ? (p) : (const char **)NULL), 0, 0, NULL, NULL }
-#define CLI_INT(name, p, lo, hi) { (name), CLI_FLAG_INT, (1 ? (p) : (int *)NULL), (lo), (hi), NULL, NULL }
-#define CLI_INT_TAKES(name, p, lo, hi, takes) \
-	{ (name), CLI_FLAG_INT, (1 ? (p) : (int *)NULL), (lo), (hi), (takes), NULL }
-#define CLI_RATE(name, p) { (name), CLI_FLAG_RATE, (1 ? (p) : (int64_t *)NULL), 0, 0, NULL, NULL }
-#define CLI_SIZE(name, p, least) { (name), CLI_FLAG_SIZE, (1 ? (p) : (int64_t *)NULL), (least), 0, NULL, NULL }
-#define CLI_FN(name, p, fn) { (name), CLI_FLAG_FN, (p), 0, 0, NULL, (fn) }
-#define CLI_END { NULL, CLI_FLAG_BOOL, NULL, 0, 0, NULL, NULL }
+/* The table's entries, each ending with its help (and before it, for an option that takes a value,
+ * the name of that value); dest is type-checked (a mismatch is a compiler warning, so an error). */
+#define CLI_BOOL(name, p, help) { (name), CLI_FLAG_BOOL, (1 ? (p) : (bool *)NULL), 0, 0, NULL, NULL, NULL, (help) }
+#define CLI_NO(name, p, help) { (name), CLI_FLAG_NO, (1 ? (p) : (bool *)NULL), 0, 0, NULL, NULL, NULL, (help) }
+#define CLI_STR(name, p, arg, help) \
+	{ (name), CLI_FLAG_STR, (1 ? (p) : (const char **)NULL), 0, 0, NULL, NULL, (arg), (help) }
+#define CLI_INT(name, p, lo, hi, arg, help) \
+	{ (name), CLI_FLAG_INT, (1 ? (p) : (int *)NULL), (lo), (hi), NULL, NULL, (arg), (help) }
+#define CLI_INT_TAKES(name, p, lo, hi, takes, arg, help) \
+	{ (name), CLI_FLAG_INT, (1 ? (p) : (int *)NULL), (lo), (hi), (takes), NULL, (arg), (help) }
+#define CLI_RATE(name, p, arg, help) \
+	{ (name), CLI_FLAG_RATE, (1 ? (p) : (int64_t *)NULL), 0, 0, NULL, NULL, (arg), (help) }
+#define CLI_SIZE(name, p, least, arg, help) \
+	{ (name), CLI_FLAG_SIZE, (1 ? (p) : (int64_t *)NULL), (least), 0, NULL, NULL, (arg), (help) }
+#define CLI_FN(name, p, fn, arg, help) { (name), CLI_FLAG_FN, (p), 0, 0, NULL, (fn), (arg), (help) }
+#define CLI_END { NULL, CLI_FLAG_BOOL, NULL, 0, 0, NULL, NULL, NULL, NULL }
 
 /* Parse the options of argv (argv[0] the command name; getopt_long underneath, so options and
  * operands may mix, and "--" ends the options) into the destinations of flags, in order. Returns
  * CLI_OK with optind at the first operand, or CLI_USAGE at the first bad option after saying why
  * with cli_usage_error(cmd, ...): "unknown option" for one flags does not have or one missing its
- * argument (getopt_long has named it already unless opterr is 0). */
+ * argument (getopt_long has named it already unless opterr is 0). --help or -h anywhere before a
+ * "--" prints cmd's help, with flags as its options, and exits 0 (cli_help_if_asked). */
 int cli_parse_flags(const struct cli_command *cmd, int argc, char **argv, const struct cli_flag *flags);
-/* The same for words that come from elsewhere: where ("FILE:LINE: ") starts each message it prints. */
+/* The same for words that come from elsewhere: where ("FILE:LINE: ") starts each message it prints,
+ * and a --help among them is not asked of the command line. */
 int cli_parse_flags_in(const struct cli_command *cmd, const char *where, int argc, char **argv,
 		       const struct cli_flag *flags);
+/* When argv holds --help or -h before a "--", print cmd's help (cli_print_help) and exit 0. For a
+ * command that reads something before it parses its options (serve and sync their configuration
+ * file), and one without options. */
+void cli_help_if_asked(const struct cli_command *cmd, int argc, char **argv, const struct cli_flag *flags);
+/* Print cmd's help to stdout: "usage: hubmirror SYNOPSIS", its summary, its prose, then one line or
+ * more per option of flags (NULL: none), the help in a column beside "--NAME ARG". */
+void cli_print_help(const struct cli_command *cmd, const struct cli_flag *flags);
 /* "50M", "1.5G", "800k", "1000": bytes per second (decimal units) into *out; 0, or -1 when malformed. */
 int cli_parse_rate(const char *arg, int64_t *out);
 /* "50G", "1.5T", "800M": bytes (decimal units k M G T) into *out; 0, or -1 when malformed. */
@@ -189,10 +206,22 @@ struct cli_agent_opts {
 };
 /* Their options, into *o: entries of a struct cli_flag table. */
 #define CLI_AGENT_FLAGS(o) \
-	CLI_STR("mirror", &(o)->mirror), CLI_STR("cache", &(o)->cache), \
-	CLI_STR("hf-cache", &(o)->hf), CLI_BOOL("no-hf-cache", &(o)->no_hf), \
-	CLI_STR("ms-cache", &(o)->ms), CLI_BOOL("no-ms-cache", &(o)->no_ms), \
-	CLI_STR("listen", &(o)->listen), CLI_STR("socket", &(o)->socket)
+	CLI_STR("mirror", &(o)->mirror, "URL[,URL...]", \
+		"the mirror, or several of one deployment: the first that answers\n" \
+		"(default $HUBMIRROR_URL, else the running agent's)"), \
+	CLI_STR("cache", &(o)->cache, "DIR", \
+		"for a new agent: where the bytes are kept (default $HUBMIRROR_CACHE or\n/var/cache/hubmirror)"), \
+	CLI_STR("hf-cache", &(o)->hf, "DIR", \
+		"the Hugging Face hub cache (default $HF_HUB_CACHE, $HF_HOME/hub or\n~/.cache/huggingface/hub)"), \
+	CLI_BOOL("no-hf-cache", &(o)->no_hf, "no links in the Hugging Face hub cache"), \
+	CLI_STR("ms-cache", &(o)->ms, "DIR", \
+		"the ModelScope cache of ms: repos (default $MODELSCOPE_CACHE, or\n" \
+		"~/.cache/modelscope/hub and ~/.cache/modelscope)"), \
+	CLI_BOOL("no-ms-cache", &(o)->no_ms, "no links in the ModelScope caches"), \
+	CLI_STR("listen", &(o)->listen, "ADDR", \
+		"for a new agent: where it listens for other peers (default 0.0.0.0:0)"), \
+	CLI_STR("socket", &(o)->socket, "PATH", \
+		"the agent's socket (default $HUBMIRROR_AGENT_SOCKET or /run/hubmirror/agent.sock)")
 /* The body of a request about spec: mirror, token, and the hub caches to link into. New reference. */
 struct json_t *cli_agent_request(const char *spec, const struct cli_agent_opts *o);
 /* A CLI_FN for a repeatable pattern option (pull --include, mount --prefetch): f->dest is the

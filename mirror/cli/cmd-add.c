@@ -109,16 +109,31 @@ static int take_refs(const struct cli_command *self, const struct cli_flag *f, c
 static int parse_opts(int argc, char **argv, struct add_opts *o)
 {
 	const struct cli_flag flags[] = {
-		CLI_BOOL("prefer-safetensors", &o->prefer_safetensors),
-		CLI_BOOL("open", &o->open),
-		CLI_BOOL("preheat", &o->preheat),
-		CLI_FN("data", o, take_global),
-		CLI_FN("from", o, take_global),
-		CLI_FN("mirror", o, take_global),
-		CLI_STR("revision", &o->revision),
-		CLI_FN("include", o, take_glob),
-		CLI_FN("exclude", o, take_glob),
-		CLI_FN("refs", o, take_refs),
+		CLI_FN("data", o, take_global, "DIR", "data directory (default $HUBMIRROR_DATA or /var/lib/hubmirror)"),
+		CLI_STR("revision", &o->revision, "REV", "revision to follow, for every SPEC without @REVISION"),
+		CLI_FN("include", o, take_glob, "GLOB",
+		       "sync only paths matching GLOB (repeatable; default: everything)"),
+		CLI_FN("exclude", o, take_glob, "GLOB", "skip paths matching GLOB (repeatable)"),
+		CLI_BOOL("prefer-safetensors", &o->prefer_safetensors,
+			 "when the snapshot has *.safetensors weights, skip the other weight\n"
+			 "formats (*.bin *.pt *.pth *.h5 *.msgpack *.ckpt *.ot)"),
+		CLI_BOOL("open", &o->open,
+			 "serve the content of a repo that is gated upstream to every client of\n"
+			 "this mirror (the operator has cleared its license for them)"),
+		CLI_BOOL("preheat", &o->preheat,
+			 "have agents started with --preheat fetch each new snapshot in the\n"
+			 "background, so the swarm is warm before the first instance needs it"),
+		CLI_FN("refs", o, take_refs, "WHICH",
+		       "refs mirrored besides the followed revision, each addressable by name\n"
+		       "and commit: tags (the default: every tag, and a dataset's\n"
+		       "refs/convert/parquet), default (the followed revision only), all (every\n"
+		       "branch, tag and conversion), or names (v1.0,dev; repeatable)"),
+		CLI_FN("mirror", o, take_global, "URL",
+		       "add them on that mirror, through its operator API ($HUBMIRROR_ADMIN_TOKEN),\n"
+		       "not in a local data directory"),
+		CLI_FN("from", o, take_global, "FILE",
+		       "read one SPEC per line, each followed by its own options; '#' comments.\n"
+		       "All lines are checked first: one bad line adds nothing. FILE - is stdin."),
 		CLI_END,
 	};
 

@@ -142,19 +142,39 @@ int cmd_agent(int argc, char **argv)
 	char *err = NULL;
 	int r;
 	const struct cli_flag flags[] = {
-		CLI_STR("mirror", &mirror_opt),
-		CLI_STR("cache", &cfg.cache_dir),
-		CLI_STR("socket", &cfg.socket_path),
-		CLI_STR("listen", &cfg.listen),
-		CLI_RATE("upload-limit", &cfg.upload_limit),
-		CLI_SIZE("cache-size", &cfg.cache_size, 1),
-		CLI_STR("http", &cfg.http),
-		CLI_BOOL("preheat", &preheat),
-		CLI_INT("preheat-every", &cfg.preheat_every_s, 1, 86400),
-		CLI_BOOL("no-fill", &cfg.no_fill),
-		CLI_INT("mirror-timeout", &cfg.mirror_timeout_s, 1, 3600),
-		CLI_BOOL("foreground", &foreground),
-		CLI_BOOL("stop", &stop),
+		CLI_STR("mirror", &mirror_opt, "URL[,URL...]",
+			"the mirror(s) for mounts that name none (default $HUBMIRROR_URL);\n"
+			"with several, the first that answers (one may be down)"),
+		CLI_STR("cache", &cfg.cache_dir, "DIR",
+			"where the bytes are kept (default $HUBMIRROR_CACHE or /var/cache/hubmirror);\n"
+			"its log is DIR/agent.log"),
+		CLI_STR("socket", &cfg.socket_path, "PATH",
+			"the control socket (default $HUBMIRROR_AGENT_SOCKET or\n"
+			"/run/hubmirror/agent.sock), readable by its owner only"),
+		CLI_STR("listen", &cfg.listen, "ADDR", "where this peer listens for other peers (default 0.0.0.0:0)"),
+		CLI_SIZE("cache-size", &cfg.cache_size, 1, "SIZE",
+			 "keep the cache under SIZE (k/M/G/T): past it, the least recently used\n"
+			 "snapshots neither mounted nor pinned (pull --pin) are evicted"),
+		CLI_RATE("upload-limit", &cfg.upload_limit, "R",
+			 "cap what it sends to peers (bytes/s, k/M/G suffixes)"),
+		CLI_STR("http", &cfg.http, "HOST:PORT",
+			"the local hub endpoint: the Hugging Face and ModelScope APIs of the mirror\n"
+			"on this instance, file bytes through the swarm and the cache\n"
+			"(HF_ENDPOINT=http://HOST:PORT)"),
+		CLI_BOOL("preheat", &preheat,
+			 "fetch in the background what the mirror marks to preheat (add --preheat),\n"
+			 "asking every 300 s or --preheat-every S"),
+		CLI_INT("preheat-every", &cfg.preheat_every_s, 1, 86400, "S", "with --preheat: ask every S seconds"),
+		CLI_BOOL("no-fill", &cfg.no_fill,
+			 "take what only the mirror has from its BitTorrent seed and web seed\n"
+			 "instead of over HTTP ranges from its store"),
+		CLI_INT("mirror-timeout", &cfg.mirror_timeout_s, 1, 3600, "S",
+			"a mirror that sends nothing for S seconds (default 20) is given up and\n"
+			"the next one asked; with none left, a held snapshot is used"),
+		CLI_BOOL("foreground", &foreground, "stay in the foreground (for systemd)"),
+		CLI_BOOL("stop", &stop,
+			 "ask the running agent to unmount everything and end; returns once it\n"
+			 "has (SIGHUP is ignored)"),
 		CLI_END,
 	};
 
@@ -338,8 +358,19 @@ int cmd_status(int argc, char **argv)
 	char *err = NULL;
 	long status = 0;
 	int r;
-	const struct cli_flag flags[] = { CLI_STR("socket", &socket), CLI_BOOL("json", &as_json),
-					  CLI_BOOL("verify", &verify), CLI_END };
+	const struct cli_flag flags[] = {
+		CLI_BOOL("json", &as_json,
+			 "print the agent's answer as JSON (fields: pid socket mirror cache p2p_port started_at\n"
+			 "uploaded downloaded snapshots[spec revision commit btih bytes_have bytes_total\n"
+			 "complete mounts peers uploaded downloaded links detached_in_use error])"),
+		CLI_BOOL("verify", &verify,
+			 "read back and hash every piece the cache holds (of SPEC's snapshots): damaged ones\n"
+			 "(bit rot, another process) are fetched again from the swarm and the mirror; exit 1\n"
+			 "when some were damaged"),
+		CLI_STR("socket", &socket, "PATH",
+			"the agent's socket (default $HUBMIRROR_AGENT_SOCKET or /run/hubmirror/agent.sock)"),
+		CLI_END,
+	};
 
 	if (cli_parse_flags(self, argc, argv, flags))
 		return CLI_USAGE;

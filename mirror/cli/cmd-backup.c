@@ -21,7 +21,11 @@ int cmd_backup(int argc, char **argv)
 	int64_t bytes = 0;
 	char *err = NULL, size[32];
 	int r = CLI_OK;
-	const struct cli_flag flags[] = { CLI_STR("data", &dir), CLI_STR("output", &out), CLI_END };
+	const struct cli_flag flags[] = {
+		CLI_STR("data", &dir, "DIR", "data directory (default $HUBMIRROR_DATA or /var/lib/hubmirror)"),
+		CLI_STR("output", &out, "FILE", "where to write it (replaced if it exists)"),
+		CLI_END,
+	};
 
 	if (cli_parse_flags(self, argc, argv, flags))
 		return CLI_USAGE;
@@ -51,7 +55,11 @@ int cmd_restore(int argc, char **argv)
 	bool json = false;
 	char *err = NULL;
 	int r = CLI_OK;
-	const struct cli_flag flags[] = { CLI_STR("data", &dir), CLI_BOOL("json", &json), CLI_END };
+	const struct cli_flag flags[] = {
+		CLI_STR("data", &dir, "DIR", "data directory (default $HUBMIRROR_DATA or /var/lib/hubmirror)"),
+		CLI_BOOL("json", &json, "print the report as JSON"),
+		CLI_END,
+	};
 
 	if (cli_parse_flags(self, argc, argv, flags))
 		return CLI_USAGE;

@@ -57,8 +57,18 @@ int cmd_export(int argc, char **argv)
 	char *err = NULL, size[32];
 	size_t n = 0;
 	int r = CLI_OK;
-	const struct cli_flag flags[] = { CLI_STR("data", &dir), CLI_STR("output", &out), CLI_STR("since", &since),
-					  CLI_SIZE("volume-size", &opt.volume_size, 64 << 10), CLI_END };
+	const struct cli_flag flags[] = {
+		CLI_STR("data", &dir, "DIR", "data directory (default $HUBMIRROR_DATA or /var/lib/hubmirror)"),
+		CLI_STR("output", &out, "FILE", "the bundle (written through a temporary file, renamed at the end)"),
+		CLI_STR("since", &since, "BUNDLE|DATE",
+			"an incremental bundle: the manifest whole, but only the contents\n"
+			"that earlier bundle does not list (or stored here after DATE: 2026-11-01,\n"
+			"2026-11-01T12:00:00Z, @UNIXSECONDS); importing it needs those in the store"),
+		CLI_SIZE("volume-size", &opt.volume_size, 64 << 10, "SIZE",
+			 "cut the archive into FILE.001, FILE.002, ... of SIZE bytes (4G, 700M);\n"
+			 "import FILE.001 reads them all"),
+		CLI_END,
+	};
 
 	if (cli_parse_flags(self, argc, argv, flags))
 		return CLI_USAGE;
@@ -125,8 +135,15 @@ int cmd_import(int argc, char **argv)
 	bool wait = false, json = false, keep_options = false;
 	char *err = NULL, size[32];
 	int r = CLI_OK;
-	const struct cli_flag flags[] = { CLI_STR("data", &dir), CLI_BOOL("wait", &wait), CLI_BOOL("json", &json),
-					  CLI_BOOL("keep-options", &keep_options), CLI_END };
+	const struct cli_flag flags[] = {
+		CLI_STR("data", &dir, "DIR", "data directory (default $HUBMIRROR_DATA or /var/lib/hubmirror)"),
+		CLI_BOOL("wait", &wait, "wait for a running sync instead of failing"),
+		CLI_BOOL("json", &json, "print each bundle's report as JSON"),
+		CLI_BOOL("keep-options", &keep_options,
+			 "give new repositories the bundle's options (open, preheat, include/exclude,\n"
+			 "guards); without it they get none, and tracked ones always keep their own"),
+		CLI_END,
+	};
 
 	if (cli_parse_flags(self, argc, argv, flags))
 		return CLI_USAGE;

@@ -150,6 +150,7 @@ int cmd_config(int argc, char **argv)
 	struct config conf;
 	int r;
 
+	cli_help_if_asked(self, argc, argv, NULL); /* no options: FILE is any word */
 	if (argc < 2 || argc > 3 || (strcmp(argv[1], "check") && strcmp(argv[1], "show")))
 		return cli_usage_error(self, "expected 'check' or 'show', and at most a FILE");
 	path = config_path(argc == 3 ? argv[2] : NULL);

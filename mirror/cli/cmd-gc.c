@@ -24,12 +24,14 @@ int cmd_gc(int argc, char **argv)
 	bool dry = false, wait = false, json = false;
 	char *err = NULL;
 	const struct cli_flag flags[] = {
-		CLI_STR("data", &dir),
-		CLI_INT("keep", &keep, 1, 1000),
-		CLI_INT_TAKES("partial-age", &age_h, 0, INT_MAX, "hours (0 or more)"),
-		CLI_BOOL("dry-run", &dry),
-		CLI_BOOL("wait", &wait),
-		CLI_BOOL("json", &json),
+		CLI_STR("data", &dir, "DIR", "data directory (default $HUBMIRROR_DATA or /var/lib/hubmirror)"),
+		CLI_INT("keep", &keep, 1, 1000, "N",
+			"recent snapshots kept per repository besides ref targets (default 2)"),
+		CLI_INT_TAKES("partial-age", &age_h, 0, INT_MAX, "hours (0 or more)", "HOURS",
+			      "delete partial downloads older than this (default 168)"),
+		CLI_BOOL("dry-run", &dry, "report what would go, change nothing"),
+		CLI_BOOL("wait", &wait, "wait for a running sync instead of failing"),
+		CLI_BOOL("json", &json, "print the report as JSON"),
 		CLI_END,
 	};
 

@@ -253,8 +253,17 @@ int cmd_info(int argc, char **argv)
 	const char *dir = NULL;
 	bool json = false, files = false;
 	int r = CLI_OK, e;
-	const struct cli_flag flags[] = { CLI_STR("data", &dir), CLI_BOOL("json", &json), CLI_STR("mirror", &mirror),
-					  CLI_BOOL("files", &files), CLI_END };
+	const struct cli_flag flags[] = {
+		CLI_BOOL("files", &files,
+			 "also list its files (size, sha256, path): of the followed snapshot, or of REV\n"
+			 "(a ref or commit the mirror holds)"),
+		CLI_STR("data", &dir, "DIR", "data directory (default $HUBMIRROR_DATA or /var/lib/hubmirror)"),
+		CLI_STR("mirror", &mirror, "URL",
+			"ask a running mirror instead (default $HUBMIRROR_URL when --data is not given);\n"
+			"also prints the lines to use it (endpoint and mount command)"),
+		CLI_BOOL("json", &json, "print a JSON object (the same fields as one entry of `ls --json`)"),
+		CLI_END,
+	};
 
 	if (cli_parse_flags(self, argc, argv, flags))
 		return CLI_USAGE;

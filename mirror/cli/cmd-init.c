@@ -23,7 +23,10 @@ int cmd_init(int argc, char **argv)
 	size_t n = 0;
 	char *cat;
 	bool existed;
-	const struct cli_flag flags[] = { CLI_STR("data", &dir), CLI_END };
+	const struct cli_flag flags[] = {
+		CLI_STR("data", &dir, "DIR", "data directory (default $HUBMIRROR_DATA or /var/lib/hubmirror)"),
+		CLI_END,
+	};
 
 	if (cli_parse_flags(self, argc, argv, flags))
 		return CLI_USAGE;

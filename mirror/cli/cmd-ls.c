@@ -49,7 +49,16 @@ int cmd_ls(int argc, char **argv)
 	size_t n = 0;
 	bool json = false;
 	int r = CLI_OK;
-	const struct cli_flag flags[] = { CLI_STR("data", &dir), CLI_STR("mirror", &mirror), CLI_BOOL("json", &json), CLI_END };
+	const struct cli_flag flags[] = {
+		CLI_STR("data", &dir, "DIR", "data directory (default $HUBMIRROR_DATA or /var/lib/hubmirror)"),
+		CLI_STR("mirror", &mirror, "URL",
+			"list a running mirror's catalog (default $HUBMIRROR_URL when --data is not given)"),
+		CLI_BOOL("json", &json,
+			 "print a JSON array of objects with stable field names:\n"
+			 "spec hub type name revision commit sync_status sync_error files size\n"
+			 "last_sync_at added_at include exclude"),
+		CLI_END,
+	};
 
 	if (cli_parse_flags(self, argc, argv, flags))
 		return CLI_USAGE;

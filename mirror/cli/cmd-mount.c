@@ -54,7 +54,14 @@ int cmd_mount(int argc, char **argv)
 	json_t *ans = NULL, *req, *prefetch = json_array();
 	char *dir;
 	int r;
-	const struct cli_flag flags[] = { CLI_AGENT_FLAGS(&o), CLI_FN("prefetch", prefetch, cli_take_pattern), CLI_END };
+	const struct cli_flag flags[] = {
+		CLI_FN("prefetch", prefetch, cli_take_pattern, "PATTERN",
+		       "fetch the files matching PATTERN (a glob, as pull --include) in the\n"
+		       "background too; 'all': every file (not for a repo bigger than the cache's bound\n"
+		       "or its disk's room: then the default, and a warning); 'none': only what is read"),
+		CLI_AGENT_FLAGS(&o),
+		CLI_END,
+	};
 	const char *word = NULL;
 	size_t i;
 	json_t *it;
@@ -263,7 +270,11 @@ int cmd_umount(int argc, char **argv)
 	json_t *ans = NULL, *req;
 	long status = 0;
 	int r;
-	const struct cli_flag flags[] = { CLI_STR("socket", &socket), CLI_END };
+	const struct cli_flag flags[] = {
+		CLI_STR("socket", &socket, "PATH",
+			"the agent's socket (default $HUBMIRROR_AGENT_SOCKET or /run/hubmirror/agent.sock)"),
+		CLI_END,
+	};
 
 	if (cli_parse_flags(self, argc, argv, flags))
 		return CLI_USAGE;

@@ -19,7 +19,11 @@ int cmd_pin(int argc, char **argv)
 	const char *dir = NULL;
 	bool unpin = false;
 	int r = CLI_OK;
-	const struct cli_flag flags[] = { CLI_STR("data", &dir), CLI_BOOL("remove", &unpin), CLI_END };
+	const struct cli_flag flags[] = {
+		CLI_STR("data", &dir, "DIR", "data directory (default $HUBMIRROR_DATA or /var/lib/hubmirror)"),
+		CLI_BOOL("remove", &unpin, "unpin instead"),
+		CLI_END,
+	};
 
 	if (cli_parse_flags(self, argc, argv, flags))
 		return CLI_USAGE;

@@ -376,9 +376,21 @@ int cmd_pull(int argc, char **argv)
 	bool pin = false, as_json = false;
 	json_t *want = json_array(), *inc = json_array(), *exc = json_array();
 	int r = CLI_OK;
-	const struct cli_flag flags[] = { CLI_AGENT_FLAGS(&o), CLI_BOOL("pin", &pin), CLI_BOOL("json", &as_json),
-					  CLI_FN("include", inc, cli_take_pattern), CLI_FN("exclude", exc, cli_take_pattern),
-					  CLI_END };
+	const struct cli_flag flags[] = {
+		CLI_FN("include", inc, cli_take_pattern, "PATTERN",
+		       "only the files matching a PATTERN (several may be given), as hf download\n"
+		       "--include: a shell glob against the whole path ('*' crosses '/', 'dir/' is all under\n"
+		       "dir), plus the small files a library reads first (config*.json, tokenizer*,\n"
+		       "*.index.json, README.md, ...). A later pull of more files adds them."),
+		CLI_FN("exclude", exc, cli_take_pattern, "PATTERN",
+		       "not the files matching a PATTERN (metadata included)"),
+		CLI_BOOL("pin", &pin, "never evict these snapshots from the cache (agent --cache-size)"),
+		CLI_BOOL("json", &as_json,
+			 "a JSON line per snapshot about once a second: spec commit bytes_have bytes_total\n"
+			 "verified (on a terminal without --json: a progress line)"),
+		CLI_AGENT_FLAGS(&o),
+		CLI_END,
+	};
 
 	if (cli_parse_flags(self, argc, argv, flags))
 		r = CLI_USAGE;

@@ -22,7 +22,12 @@ int cmd_remove(int argc, char **argv)
 	const char *dir = NULL, *mirror = NULL;
 	char *local = NULL;
 	int r = CLI_OK;
-	const struct cli_flag flags[] = { CLI_STR("data", &dir), CLI_STR("mirror", &mirror), CLI_END };
+	const struct cli_flag flags[] = {
+		CLI_STR("data", &dir, "DIR", "data directory (default $HUBMIRROR_DATA or /var/lib/hubmirror)"),
+		CLI_STR("mirror", &mirror, "URL",
+			"remove them on that mirror, through its operator API ($HUBMIRROR_ADMIN_TOKEN)"),
+		CLI_END,
+	};
 
 	if (cli_parse_flags(self, argc, argv, flags))
 		return CLI_USAGE;

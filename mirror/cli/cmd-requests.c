@@ -26,7 +26,11 @@ int cmd_request(int argc, char **argv)
 	const struct cli_command *self = cli_find("request");
 	const char *mirror = NULL, *reason = NULL;
 	int r = CLI_OK;
-	const struct cli_flag flags[] = { CLI_STR("mirror", &mirror), CLI_STR("reason", &reason), CLI_END };
+	const struct cli_flag flags[] = {
+		CLI_STR("mirror", &mirror, "URL", "the mirror"),
+		CLI_STR("reason", &reason, "TEXT", "why (one line, at most 1000 bytes): the operator sees it"),
+		CLI_END,
+	};
 
 	if (cli_parse_flags(self, argc, argv, flags))
 		return CLI_USAGE;
@@ -176,8 +180,14 @@ int cmd_requests(int argc, char **argv)
 	bool json = false;
 	struct mirror_data *data = NULL;
 	int r = CLI_OK;
-	const struct cli_flag flags[] = { CLI_STR("data", &dir), CLI_STR("mirror", &mirror), CLI_STR("state", &state),
-					  CLI_STR("note", &note), CLI_BOOL("json", &json), CLI_END };
+	const struct cli_flag flags[] = {
+		CLI_STR("data", &dir, "DIR", "data directory (default $HUBMIRROR_DATA or /var/lib/hubmirror)"),
+		CLI_STR("mirror", &mirror, "URL", "a running mirror instead (or $HUBMIRROR_URL)"),
+		CLI_STR("state", &state, "S", "only the requests in state S"),
+		CLI_STR("note", &note, "TEXT", "the operator's word on the decision"),
+		CLI_BOOL("json", &json, "print JSON"),
+		CLI_END,
+	};
 
 	if (cli_parse_flags(self, argc, argv, flags))
 		return CLI_USAGE;

@@ -37,12 +37,14 @@ int cmd_search(int argc, char **argv)
 	int limit = 50, r = CLI_OK;
 	int64_t total = 0;
 	const struct cli_flag flags[] = {
-		CLI_STR("data", &dir),
-		CLI_STR("mirror", &mirror),
-		CLI_BOOL("json", &json),
-		CLI_STR("hub", &s.hub),
-		CLI_STR("type", &s.type),
-		CLI_INT("limit", &limit, 1, 1000),
+		CLI_STR("data", &dir, "DIR",
+			"search the local catalog (default $HUBMIRROR_DATA or /var/lib/hubmirror)"),
+		CLI_STR("mirror", &mirror, "URL",
+			"search a running mirror (default $HUBMIRROR_URL when --data is not given)"),
+		CLI_STR("hub", &s.hub, "hf|ms", "narrow to one hub"),
+		CLI_STR("type", &s.type, "model|dataset", "narrow to one kind"),
+		CLI_INT("limit", &limit, 1, 1000, "N", "at most N results (default 50)"),
+		CLI_BOOL("json", &json, "print a JSON array"),
 		CLI_END,
 	};
 

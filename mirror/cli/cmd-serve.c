@@ -186,37 +186,79 @@ int cli_serve_prepare(int argc, char **argv, struct serve_prep *p)
 	const struct cli_command *self = cli_find("serve");
 	struct mirror_serve_config *cfg = &p->cfg;
 	const struct cli_flag flags[] = {
-		CLI_STR("config", &p->config),
-		CLI_STR("data", &cfg->data_dir),
-		CLI_FN("listen", &cfg->listen, take_address),
-		CLI_FN("sync-at", &cfg->sync_at, take_hhmm),
-		CLI_FN("sync-every", &cfg->sync_every_s, take_every),
-		CLI_STR("tokens", &cfg->tokens_file),
-		CLI_FN("auth", &p->auth, take_auth),
-		CLI_STR("hf-upstream", &cfg->hf_upstream),
-		CLI_STR("ms-upstream", &cfg->ms_upstream),
-		CLI_STR("access-log", &p->access),
-		CLI_STR("ready-file", &cfg->ready_file),
-		CLI_FN("header-timeout", &cfg->header_timeout_ms, take_timeout),
-		CLI_FN("idle-timeout", &cfg->idle_timeout_ms, take_timeout),
-		CLI_FN("write-timeout", &cfg->write_timeout_ms, take_timeout),
-		CLI_FN("p2p-listen", &cfg->p2p_listen, take_address),
-		CLI_RATE("p2p-upload-limit", &cfg->p2p_upload_limit),
-		CLI_FN("p2p-rescan", &cfg->p2p_rescan_ms, take_timeout),
-		CLI_BOOL("p2p-super-seed", &cfg->p2p_super_seed),
-		CLI_INT_TAKES("search-budget", &cfg->search_budget_ms, 1, 60000, "milliseconds, 1 to 60000"),
-		CLI_INT_TAKES("max-connections", &p->max_connections, 1, 1000000, "a number, 1 to 1000000"),
-		CLI_STR("trusted-proxy", &cfg->trusted_proxies),
-		CLI_FN("shutdown-grace", &cfg->shutdown_grace_ms, take_grace),
-		CLI_STR("admin-token-file", &p->admin_token_file),
-		CLI_STR("tls-cert", &cfg->tls_cert),
-		CLI_STR("tls-key", &cfg->tls_key),
-		CLI_STR("on-demand", &cfg->on_demand),
-		CLI_STR("peer-mirror", &cfg->peer_mirrors),
-		CLI_FN("on-demand-ttl", &cfg->on_demand_ttl_s, take_ttl),
-		CLI_INT_TAKES("on-demand-max-repos", &cfg->on_demand_max_repos, 1, 1000000, "a number, 1 to 1000000"),
-		CLI_STR("hf-token-file", &p->hf_token_file),
-		CLI_STR("ms-token-file", &p->ms_token_file),
+		CLI_STR("data", &cfg->data_dir, "DIR",
+			"data directory (default $HUBMIRROR_DATA or /var/lib/hubmirror)"),
+		CLI_FN("listen", &cfg->listen, take_address, "HOST:PORT",
+		       "address to listen on (default $HUBMIRROR_LISTEN or 0.0.0.0:8080;\nport 0 picks a free one)"),
+		CLI_FN("sync-at", &cfg->sync_at, take_hhmm, "HH:MM",
+		       "run 'hubmirror sync --wait' every day at this local time"),
+		CLI_FN("sync-every", &cfg->sync_every_s, take_every, "D",
+		       "also run it D after the previous run ended (90, 15m, 6h)"),
+		CLI_STR("tokens", &cfg->tokens_file, "FILE",
+			"operator tokens: lines 'TOKEN *' or 'TOKEN SPEC...' ('#' comments)"),
+		CLI_FN("auth", &p->auth, take_auth, "MODE",
+		       "open (no token), listed (repos named in FILE need a token granting\n"
+		       "them; the default with --tokens) or all (every request but /healthz)"),
+		CLI_STR("hf-upstream", &cfg->hf_upstream, "URL", "passed to the scheduled sync"),
+		CLI_STR("ms-upstream", &cfg->ms_upstream, "URL", "passed to the scheduled sync"),
+		CLI_STR("access-log", &p->access, "FILE",
+			"one line per request (common log format plus seconds); - for stdout"),
+		CLI_STR("ready-file", &cfg->ready_file, "FILE",
+			"write the base URL there once listening (for scripts)"),
+		CLI_FN("header-timeout", &cfg->header_timeout_ms, take_timeout, "S",
+		       "close a connection whose request (line, headers, body) takes longer\n"
+		       "than S seconds from its first byte (default 15)"),
+		CLI_FN("idle-timeout", &cfg->idle_timeout_ms, take_timeout, "S",
+		       "close a keep-alive connection idle between requests for S seconds\n(default 75)"),
+		CLI_FN("write-timeout", &cfg->write_timeout_ms, take_timeout, "S",
+		       "close a connection whose client accepts no byte of the answer for S\nseconds (default 120)"),
+		CLI_FN("p2p-listen", &cfg->p2p_listen, take_address, "A",
+		       "where the mirror seeds its torrents over BitTorrent (default\n"
+		       "$HUBMIRROR_P2P_LISTEN or 0.0.0.0:6881; off: web seed and tracker only)"),
+		CLI_RATE("p2p-upload-limit", &cfg->p2p_upload_limit, "N",
+			 "cap the seed's upload, LAN peers included (bytes/s, k/M/G suffixes)"),
+		CLI_FN("p2p-rescan", &cfg->p2p_rescan_ms, take_timeout, "S",
+		       "look for torrents a sync made, or gc dropped, every S seconds (30)"),
+		CLI_INT_TAKES("search-budget", &cfg->search_budget_ms, 1, 60000, "milliseconds, 1 to 60000", "MS",
+			      "the longest one catalog search may run; past it a 400 (100)"),
+		CLI_INT_TAKES("max-connections", &p->max_connections, 1, 1000000, "a number, 1 to 1000000", "N",
+			      "HTTP connections open at once; past it a 503 (16384)"),
+		CLI_STR("trusted-proxy", &cfg->trusted_proxies, "A",
+			"believe X-Forwarded-Host/-Proto only from these peer addresses"),
+		CLI_STR("config", &p->config, "FILE",
+			"the configuration file (default $HUBMIRROR_CONFIG, else\n"
+			"/etc/hubmirror/hubmirror.conf if present); options given here win"),
+		CLI_STR("admin-token-file", &p->admin_token_file, "FILE",
+			"turn on the operator's API (/api/admin/: status, sync now, pause,\n"
+			"add and remove repos) for requests bearing the token in FILE (mode 600)"),
+		CLI_STR("peer-mirror", &cfg->peer_mirrors, "URL[,URL...]",
+			"the deployment's other mirrors: every torrent lists them\n"
+			"after this one, as trackers and web seeds (docs/deployment.md)"),
+		CLI_STR("on-demand", &cfg->on_demand, "PATTERNS",
+			"fetch from upstream what a client asks for that the list lacks, for\n"
+			"repos these comma-separated globs cover (hf:Qwen/*, hf:datasets/*,\n"
+			"ms:qwen/*, or *): tracked at once, large files fetched when first\n"
+			"asked and streamed while they verify; the nightly sync completes them"),
+		CLI_FN("on-demand-ttl", &cfg->on_demand_ttl_s, take_ttl, "D",
+		       "a repo tracked on demand that nobody asks for this long (30d, 12h)\n"
+		       "stops being tracked; gc drops its contents (default 30d)"),
+		CLI_INT_TAKES("on-demand-max-repos", &cfg->on_demand_max_repos, 1, 1000000, "a number, 1 to 1000000",
+			      "N", "at most N repos tracked on demand at once; past it a new one\n"
+			      "is answered 503 until one expires (default 1000)"),
+		CLI_STR("hf-token-file", &p->hf_token_file, "FILE",
+			"upstream token for on-demand fetches from Hugging Face (mode 600)"),
+		CLI_STR("ms-token-file", &p->ms_token_file, "FILE", "the same for ModelScope"),
+		CLI_FN("shutdown-grace", &cfg->shutdown_grace_ms, take_grace, "S",
+		       "on SIGTERM/SIGINT, stop taking connections and let answers in flight\n"
+		       "finish for up to S seconds (default 10; 0: stop at once)"),
+		CLI_STR("tls-cert", &cfg->tls_cert, "FILE",
+			"HTTPS on the same port (PEM certificate chain, its key in\n"
+			"--tls-key); plain HTTP still answers there. SIGHUP loads them again"),
+		CLI_STR("tls-key", &cfg->tls_key, "FILE", "the key of --tls-cert (PEM)"),
+		CLI_BOOL("p2p-super-seed", &cfg->p2p_super_seed,
+			 "offer each peer only pieces no peer has yet: the mirror sends about one\n"
+			 "copy of a model however many fetch it, at the cost of a slower start\n"
+			 "(experimental: a lone client without the web seed can stall at the end)"),
 		CLI_END,
 	};
 	int r;
@@ -227,6 +269,7 @@ int cli_serve_prepare(int argc, char **argv, struct serve_prep *p)
 	cfg->shutdown_grace_ms = 10000;
 	cfg->listen = getenv("HUBMIRROR_LISTEN") ? getenv("HUBMIRROR_LISTEN") : "0.0.0.0:8080";
 	cfg->p2p_listen = getenv("HUBMIRROR_P2P_LISTEN") ? getenv("HUBMIRROR_P2P_LISTEN") : "0.0.0.0:6881";
+	cli_help_if_asked(self, argc, argv, flags); /* before the file: its help whatever the file holds */
 	cfg->config_path = config_path(config_option(argc, argv, "config"));
 	if ((r = config_load(cfg->config_path, &p->conf)) != CLI_OK ||
 	    (r = config_apply(&p->conf, self, CONFIG_SERVE, flags)) != CLI_OK)

@@ -251,25 +251,51 @@ int cli_sync_prepare(int argc, char **argv, const char *config_file, struct sync
 	const struct cli_command *self = cli_find("sync");
 	struct mirror_sync_config *cfg = &o->cfg;
 	const struct cli_flag flags[] = {
-		CLI_STR("config", &o->config),
-		CLI_STR("mirror", &o->mirror),
-		CLI_STR("data", &o->dir),
-		CLI_STR("hf-token-file", &o->hf_token_file),
-		CLI_STR("ms-token-file", &o->ms_token_file),
-		CLI_STR("hf-upstream", &cfg->hf_base),
-		CLI_STR("ms-upstream", &cfg->ms_base),
-		CLI_BOOL("json", &o->json),
-		CLI_BOOL("wait", &o->wait),
-		CLI_INT("jobs", &cfg->max_parallel_files, 1, 256),
-		CLI_INT("max-tries", &cfg->http.max_tries, 1, 100),
-		CLI_FN("retry-delay", &cfg->http.backoff_base_s, take_retry_delay),
-		CLI_BOOL("check-refs", &cfg->check_refs),
-		CLI_INT("retention", &o->retention, 0, 1000),
-		CLI_SIZE("quota", &cfg->quota_bytes, 1),
-		CLI_BOOL("local", &o->local),
-		CLI_BOOL("status", &o->status),
-		CLI_BOOL("progress", &o->progress),
-		CLI_NO("no-progress", &o->progress),
+		CLI_STR("data", &o->dir, "DIR", "data directory (default $HUBMIRROR_DATA or /var/lib/hubmirror)"),
+		CLI_BOOL("check-refs", &cfg->check_refs,
+			 "list upstream's refs of every repository now, not only when due"),
+		CLI_INT("retention", &o->retention, 0, 1000, "N",
+			"after the run, keep N old snapshots per repository besides those a ref\n"
+			"points at, and drop the rest with the contents only they used (gc)"),
+		CLI_SIZE("quota", &cfg->quota_bytes, 1, "SIZE",
+			 "the store's size limit (500G, 2T): a repository that would go over it\n"
+			 "first drops old snapshots (never a ref's or a pinned one, oldest first);\n"
+			 "when that cannot make room it fails with outcome quota, the rest go on"),
+		CLI_STR("config", &o->config, "FILE",
+			"the configuration file (default $HUBMIRROR_CONFIG, else\n"
+			"/etc/hubmirror/hubmirror.conf if present): its [sync] keys and data"),
+		CLI_STR("mirror", &o->mirror, "URL",
+			"have that mirror's serve run the sync (its operator API, with\n"
+			"$HUBMIRROR_ADMIN_TOKEN); with --wait, until it ends, with its status.\n"
+			"A serve with the operator API on this data directory is used by itself\n"
+			"(its token read from its file), unless an option only a run here can\n"
+			"honour is given (--jobs, --quota, ...); it prints what the serve's run\n"
+			"prints, as it goes"),
+		CLI_BOOL("status", &o->status,
+			 "how the running sync stands (repo i of n, bytes, rate, ETA, what it\n"
+			 "fetches, a wait upstream asked for), or how the last ended; and when the\n"
+			 "serve's schedule runs the next"),
+		CLI_BOOL("local", &o->local, "run the sync here even then"),
+		CLI_STR("hf-token-file", &o->hf_token_file, "FILE",
+			"the Hugging Face token, from a file readable by\nits owner only (wins over $HF_TOKEN)"),
+		CLI_STR("ms-token-file", &o->ms_token_file, "FILE",
+			"the ModelScope token, from a file readable by\n"
+			"its owner only (wins over $MODELSCOPE_API_TOKEN)"),
+		CLI_STR("hf-upstream", &cfg->hf_base, "URL",
+			"Hugging Face endpoint (default $HUBMIRROR_HF_UPSTREAM, $HF_ENDPOINT,\n"
+			"or https://huggingface.co); may be another hubmirror"),
+		CLI_STR("ms-upstream", &cfg->ms_base, "URL",
+			"ModelScope endpoint (default $HUBMIRROR_MS_UPSTREAM,\n"
+			"$MODELSCOPE_ENDPOINT, or https://www.modelscope.cn)"),
+		CLI_BOOL("json", &o->json, "print the run's report as JSON"),
+		CLI_BOOL("wait", &o->wait, "if another sync runs on this data directory, wait for it"),
+		CLI_INT("jobs", &cfg->max_parallel_files, 1, 256, "N", "files fetched in parallel (default 8)"),
+		CLI_INT("max-tries", &cfg->http.max_tries, 1, 100, "N",
+			"attempts per request and per file before giving up (default 6 / 5)"),
+		CLI_FN("retry-delay", &cfg->http.backoff_base_s, take_retry_delay, "S",
+		       "first backoff after a failure, doubling with jitter (default 0.5)"),
+		CLI_BOOL("progress", &o->progress, "live progress on stderr (default: when it is a terminal)"),
+		CLI_NO("no-progress", &o->progress, "no live progress"),
 		CLI_END,
 	};
 	int r;
@@ -282,6 +308,7 @@ int cli_sync_prepare(int argc, char **argv, const char *config_file, struct sync
 	cfg->ms_base = env_first("HUBMIRROR_MS_UPSTREAM", "MODELSCOPE_ENDPOINT");
 	cfg->hf_token = env_first("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN");
 	cfg->ms_token = env_first("MODELSCOPE_API_TOKEN", NULL);
+	cli_help_if_asked(self, argc, argv, flags); /* before the file: its help whatever the file holds */
 	if ((r = config_load(config_file ? config_file : config_path(config_option(argc, argv, "config")), conf)) != CLI_OK)
 		return r;
 	if ((r = config_apply(conf, self, CONFIG_SYNC, flags)) != CLI_OK ||

@@ -23,7 +23,12 @@ int cmd_verify(int argc, char **argv)
 	bool wait = false, json = false;
 	int r, e;
 	char *err = NULL;
-	const struct cli_flag flags[] = { CLI_STR("data", &dir), CLI_BOOL("wait", &wait), CLI_BOOL("json", &json), CLI_END };
+	const struct cli_flag flags[] = {
+		CLI_STR("data", &dir, "DIR", "data directory (default $HUBMIRROR_DATA or /var/lib/hubmirror)"),
+		CLI_BOOL("wait", &wait, "wait for a running sync instead of failing"),
+		CLI_BOOL("json", &json, "print the report as JSON"),
+		CLI_END,
+	};
 
 	if (cli_parse_flags(self, argc, argv, flags))
 		return CLI_USAGE;

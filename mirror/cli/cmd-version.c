@@ -25,7 +25,7 @@ int cmd_version(int argc, char **argv)
 	char hpver[32];
 	bool json = false;
 	json_t *o;
-	const struct cli_flag flags[] = { CLI_BOOL("json", &json), CLI_END };
+	const struct cli_flag flags[] = { CLI_BOOL("json", &json, "print them as a JSON object"), CLI_END };
 
 	if (cli_parse_flags(cli_find("version"), argc, argv, flags))
 		return CLI_USAGE;

@@ -1,6 +1,6 @@
 /*
- * flags.c - the commands' option parser (a table of struct cli_flag over getopt_long) and their
- * usage errors.
+ * flags.c - the commands' option parser (a table of struct cli_flag over getopt_long), their usage
+ * errors, and their help (`CMD --help`: the command's prose, then each option of its table).
  */
 #include <ctype.h>
 #include <getopt.h>
@@ -155,6 +155,64 @@ static int option_error(const struct cli_command *cmd, const char *where, const 
 	return CLI_USAGE;
 }
 
+/* The width of "--NAME ARG", an option's left column in the help. */
+static size_t option_width(const struct cli_flag *f)
+{
+	return 2 + strlen(f->name) + (f->arg ? 1 + strlen(f->arg) : 0);
+}
+
+/* The options' lines of a help: "  --NAME ARG" in a column as wide as the widest of them up to 20
+ * (a wider one overflows it), two spaces, then the help, its further lines indented to its column. */
+static void print_options(const struct cli_flag *flags)
+{
+	size_t w = 0;
+
+	for (size_t i = 0; flags[i].name; i++)
+		if (option_width(&flags[i]) <= 20 && option_width(&flags[i]) > w)
+			w = option_width(&flags[i]);
+	for (size_t i = 0; flags[i].name; i++) {
+		const struct cli_flag *f = &flags[i];
+		const char *h = f->help ? f->help : "";
+		size_t n = option_width(f);
+
+		printf("  --%s%s%s", f->name, f->arg ? " " : "", f->arg ? f->arg : "");
+		if (!*h) {
+			putchar('\n');
+			continue;
+		}
+		printf("%*s", (int)(n < w ? w - n : 0) + 2, "");
+		for (;;) {
+			size_t len = strcspn(h, "\n");
+			printf("%.*s\n", (int)len, h);
+			if (!h[len] || !h[len + 1])
+				break;
+			h += len + 1;
+			printf("%*s", (int)w + 4, "");
+		}
+	}
+}
+
+void cli_print_help(const struct cli_command *cmd, const struct cli_flag *flags)
+{
+	bool options = flags && flags[0].name;
+
+	printf("usage: hubmirror %s\n\n%s\n", cmd->synopsis, cmd->summary);
+	if ((cmd->help && *cmd->help) || options)
+		printf("\n%s", cmd->help ? cmd->help : "");
+	if (options)
+		print_options(flags);
+}
+
+void cli_help_if_asked(const struct cli_command *cmd, int argc, char **argv, const struct cli_flag *flags)
+{
+	for (int i = 1; i < argc && strcmp(argv[i], "--"); i++) {
+		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+			cli_print_help(cmd, flags);
+			exit(CLI_OK);
+		}
+	}
+}
+
 int cli_parse_flags_in(const struct cli_command *cmd, const char *where, int argc, char **argv,
 		       const struct cli_flag *flags)
 {
@@ -162,6 +220,8 @@ int cli_parse_flags_in(const struct cli_command *cmd, const char *where, int arg
 	size_t n = 0;
 	int c, r = CLI_OK;
 
+	if (cmd && !*where)
+		cli_help_if_asked(cmd, argc, argv, flags); /* as git's parse-options: the help, then exit 0 */
 	while (flags[n].name)
 		n++;
 	opts = xcalloc(n + 1, sizeof(*opts));

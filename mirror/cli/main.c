@@ -7,7 +7,6 @@
 #include <getopt.h>
 #include <sys/stat.h>
 #include <stdio.h>
-#include <string.h>
 
 #include "base/log.h"
 #include "cli.h"
@@ -73,13 +72,7 @@ int main(int argc, char **argv)
 
 	argc -= optind;
 	argv += optind;
-	/* `hubmirror CMD --help` anywhere before a "--" shows the command's help. */
-	for (int i = 1; i < argc && strcmp(argv[i], "--"); i++) {
-		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-			cli_print_help(cmd);
-			return CLI_OK;
-		}
-	}
+	/* `hubmirror CMD --help` is the command's own: cli_parse_flags prints its help from its table */
 	config_data_dir(); /* every command finds the data directory the configuration file names */
 	optind = 0; /* glibc: full reinitialisation for the command's own getopt_long */
 	return cmd->run(argc, argv);

@@ -36,12 +36,57 @@ expect_status 2 "help of unknown command exits 2" "$HUBMIRROR" help frobnicate 2
 expect_status 2 "bad log level exits 2" "$HUBMIRROR" --log-level loud help 2>"$T/e4"
 check "bad log level message" grep -q "unknown log level 'loud'" "$T/e4"
 
-# Every command in the table documents itself and parses its options.
+# Every command in the table documents itself and parses its options. Each option's help is beside it
+# in the command's table: `help CMD` is the command's own `CMD --help`, which prints one line or more
+# per option of that table (opts: each command's table).
+declare -A opts=(
+	[add]="data revision include exclude prefer-safetensors open preheat refs mirror from"
+	[backup]="data output" [config]="" [export]="data output since volume-size"
+	[gc]="data keep partial-age dry-run wait json" [pin]="data remove" [help]="" [info]="files data mirror json"
+	[init]="data" [import]="data wait json keep-options" [ls]="data mirror json" [remove]="data mirror"
+	[search]="data mirror hub type limit json"
+	[agent]="mirror cache socket listen cache-size upload-limit http preheat preheat-every no-fill mirror-timeout
+		foreground stop"
+	[mount]="prefetch mirror cache hf-cache no-hf-cache ms-cache no-ms-cache listen socket"
+	[pull]="include exclude pin json mirror cache hf-cache no-hf-cache ms-cache no-ms-cache listen socket"
+	[umount]="socket" [drop]="mirror cache hf-cache no-hf-cache ms-cache no-ms-cache listen socket"
+	[status]="json verify socket"
+	[serve]="data listen sync-at sync-every tokens auth hf-upstream ms-upstream access-log ready-file
+		header-timeout idle-timeout write-timeout p2p-listen p2p-upload-limit p2p-rescan search-budget
+		max-connections trusted-proxy config admin-token-file peer-mirror on-demand on-demand-ttl
+		on-demand-max-repos hf-token-file ms-token-file shutdown-grace tls-cert tls-key p2p-super-seed"
+	[sync]="data check-refs retention quota config mirror status local hf-token-file ms-token-file hf-upstream
+		ms-upstream json wait jobs max-tries retry-delay progress no-progress"
+	[request]="mirror reason" [requests]="data mirror state note json" [restore]="data json"
+	[verify]="data wait json" [version]="json"
+)
+# a configuration file serve and sync refuse: their help does not read it
+printf '[bogus]\nkey = 1\n' >"$T/bad.conf"
 for c in $("$HUBMIRROR" help | awk '/^Commands:/{f=1;next} f && /^  [a-z]/{print $1}'); do
 	out=$("$HUBMIRROR" "$c" --help 2>&1)
 	check "help of '$c' has a usage line" grep -q "^usage: hubmirror $c" <<<"$out"
+	HUBMIRROR_CONFIG="$T/bad.conf" "$HUBMIRROR" help "$c" >"$T/help.$c" 2>&1; st=$?
+	"$HUBMIRROR" "$c" --help >"$T/dash.$c" 2>&1; st2=$?
+	check "help $c and $c --help: exit 0, the same text" \
+		bash -c "[ $st = 0 ] && [ $st2 = 0 ] && cmp -s '$T/help.$c' '$T/dash.$c'"
+	if [ -z "${opts[$c]+set}" ]; then
+		fail "t0001 knows the options of '$c'"
+	else
+		missing=""
+		for o in ${opts[$c]}; do grep -qE -- "^  --$o( |\$)" "$T/help.$c" || missing+=" --$o"; done
+		check "help $c names each of its options, help beside it${missing:+ (not:$missing)}" test -z "$missing"
+	fi
 	expect_status 2 "'$c' rejects an unknown option" "$HUBMIRROR" "$c" --no-such-option 2>/dev/null
 done
+check "-h is --help" bash -c '"$HUBMIRROR" gc -h | cmp -s - "$1"' _ "$T/help.gc"
+check "an option's help lines stand in its column" grep -qxF \
+	'  --partial-age HOURS  delete partial downloads older than this (default 168)' "$T/help.gc"
+check "its further lines under its first" bash -c "grep -A1 '^  --keep-options  give new repositories' '$T/help.import' |
+	grep -qxF '                  guards); without it they get none, and tracked ones always keep their own'"
+# --help does nothing else: no data directory made
+HUBMIRROR_DATA="$T/none" "$HUBMIRROR" init --help >/dev/null
+HUBMIRROR_DATA="$T/none" "$HUBMIRROR" add --help hf:acme/x >/dev/null
+check "init --help and add --help make no data directory" test ! -e "$T/none"
 # A mistyped option: one line naming it and the near one, where help is; not getopt's, no usage block.
 "$HUBMIRROR" ls --jsn 2>"$T/jsn.err"; st=$?
 check "ls --jsn: exit 2, 'did you mean --json?'" bash -c "[ $st = 2 ] &&

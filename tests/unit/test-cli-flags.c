@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "mirror/cli/cli.h"
@@ -69,9 +70,9 @@ TEST(each_kind_of_flag)
 	int keep = 2, evens = 0;
 	int64_t rate = 0, size = 0;
 	const struct cli_flag flags[] = {
-		CLI_BOOL("json", &json), CLI_NO("no-progress", &progress), CLI_STR("data", &dir),
-		CLI_INT("keep", &keep, 1, 1000), CLI_RATE("rate", &rate), CLI_SIZE("size", &size, 1),
-		CLI_FN("even", &evens, take_even), CLI_END,
+		CLI_BOOL("json", &json, "j"), CLI_NO("no-progress", &progress, "p"), CLI_STR("data", &dir, "DIR", "d"),
+		CLI_INT("keep", &keep, 1, 1000, "N", "k"), CLI_RATE("rate", &rate, "R", "r"),
+		CLI_SIZE("size", &size, 1, "SIZE", "s"), CLI_FN("even", &evens, take_even, "W", "e"), CLI_END,
 	};
 
 	CHECK_INT(parse((const char *[]){ "--json", "op", "--no-progress", "--data", "d", "--keep=7", "--rate", "1.5M",
@@ -91,7 +92,7 @@ TEST(each_kind_of_flag)
 TEST(operands_and_the_end_of_options)
 {
 	bool json = false;
-	const struct cli_flag flags[] = { CLI_BOOL("json", &json), CLI_END };
+	const struct cli_flag flags[] = { CLI_BOOL("json", &json, "j"), CLI_END };
 
 	CHECK_INT(parse((const char *[]){ NULL }, flags), CLI_OK);
 	CHECK(operand == NULL);
@@ -110,9 +111,10 @@ TEST(bad_options_are_usage_errors)
 	int keep = 2, age = 168, evens = 0;
 	int64_t rate = 0, size = 0;
 	const struct cli_flag flags[] = {
-		CLI_STR("data", &dir), CLI_INT("keep", &keep, 1, 1000),
-		CLI_INT_TAKES("age", &age, 0, 1000000, "hours (0 or more)"), CLI_RATE("rate", &rate),
-		CLI_SIZE("size", &size, 1), CLI_FN("even", &evens, take_even), CLI_END,
+		CLI_STR("data", &dir, "DIR", "d"), CLI_INT("keep", &keep, 1, 1000, "N", "k"),
+		CLI_INT_TAKES("age", &age, 0, 1000000, "hours (0 or more)", "H", "a"),
+		CLI_RATE("rate", &rate, "R", "r"),
+		CLI_SIZE("size", &size, 1, "SIZE", "s"), CLI_FN("even", &evens, take_even, "W", "e"), CLI_END,
 	};
 
 	/* one line naming the option (and the near one), and where help is: not getopt's words, no usage */
@@ -145,12 +147,106 @@ TEST(bad_options_are_usage_errors)
 TEST(where_starts_each_message)
 {
 	int keep = 2;
-	const struct cli_flag flags[] = { CLI_INT("keep", &keep, 1, 1000), CLI_END };
+	const struct cli_flag flags[] = { CLI_INT("keep", &keep, 1, 1000, "N", "k"), CLI_END };
 
 	CHECK_INT(parse_in("list:4: ", (const char *[]){ "--keep", "0", NULL }, flags), CLI_USAGE);
 	CHECK(strstr(said, "hubmirror: list:4: --keep takes 1 to 1000\n"));
 	CHECK_INT(parse_in("list:4: ", (const char *[]){ "--frob", NULL }, flags), CLI_USAGE);
 	CHECK(strstr(said, "hubmirror: list:4: unknown option --frob\n"));
+}
+
+/* Run argv (after "t") through cli_parse_flags in a child, its stdout into out; its exit status, or -1
+ * when the parse returned instead of exiting (then 100 + what it returned). */
+static int help_child(const char *const *words, const struct cli_flag *flags, char *out, size_t cap)
+{
+	FILE *f = tmpfile();
+	int status = 0;
+	size_t n;
+	pid_t pid;
+
+	fflush(stdout);
+	pid = fork();
+	if (pid == 0) {
+		char *argv[16];
+		int argc = 0;
+
+		dup2(fileno(f), STDOUT_FILENO);
+		argv[argc++] = "t";
+		while (*words)
+			argv[argc++] = (char *)*words++;
+		argv[argc] = NULL;
+		optind = 0;
+		_exit(100 + cli_parse_flags(&cmd_t, argc, argv, flags));
+	}
+	waitpid(pid, &status, 0);
+	rewind(f);
+	n = fread(out, 1, cap - 1, f);
+	out[n] = '\0';
+	fclose(f);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/* Each option's help is beside it: "--NAME ARG" in a column as wide as the widest (up to 20), the
+ * help's further lines under its first; a wider option overflows. --help prints it and exits 0. */
+TEST(help_beside_each_option)
+{
+	bool json = false;
+	const char *dir = NULL;
+	int keep = 2;
+	const struct cli_flag flags[] = {
+		CLI_STR("data", &dir, "DIR", "data directory"),
+		CLI_INT("keep", &keep, 1, 1000, "N", "snapshots kept,\nper repository"),
+		CLI_BOOL("json", &json, "print JSON"),
+		CLI_STR("a-very-long-option", &dir, "FILE", "overflows\nits column"),
+		CLI_END,
+	};
+	const char *want =
+		"usage: hubmirror t [--x]\n"
+		"\n"
+		"a command to test with\n"
+		"\n"
+		"Prose.\n"
+		"  --data DIR  data directory\n"
+		"  --keep N    snapshots kept,\n"
+		"              per repository\n"
+		"  --json      print JSON\n"
+		"  --a-very-long-option FILE  overflows\n"
+		"              its column\n";
+	static const struct cli_command cmd_p = { "t", NULL, "t [--x]", "a command to test with", "Prose.\n" };
+	char out[2048];
+
+	CHECK_INT(help_child((const char *[]){ "--data", "d", "--help", NULL }, flags, out, sizeof(out)), 0);
+	CHECK(strstr(out, "  --data DIR  data directory\n"
+			  "  --keep N    snapshots kept,\n"
+			  "              per repository\n"));
+	CHECK(strstr(out, "  --a-very-long-option FILE  overflows\n              its column\n"));
+	CHECK_INT(help_child((const char *[]){ "op", "-h", NULL }, flags, out, sizeof(out)), 0);
+	CHECK(!strncmp(out, "usage: hubmirror t [--x]\n\na command to test with\n\n  --data DIR", 62));
+	/* after "--" it is an operand */
+	CHECK_INT(help_child((const char *[]){ "--", "--help", NULL }, flags, out, sizeof(out)), 100 + CLI_OK);
+	CHECK_STR(out, "");
+	/* in a file (where is set) it is an unknown option */
+	CHECK_INT(parse_in("list:4: ", (const char *[]){ "--help", NULL }, flags), CLI_USAGE);
+	CHECK(strstr(said, "hubmirror: list:4: unknown option --help\n"));
+	/* the prose goes before the options */
+	{
+		FILE *f = tmpfile();
+		int saved;
+		size_t n;
+
+		fflush(stdout);
+		saved = dup(STDOUT_FILENO);
+		dup2(fileno(f), STDOUT_FILENO);
+		cli_print_help(&cmd_p, flags);
+		fflush(stdout);
+		dup2(saved, STDOUT_FILENO);
+		close(saved);
+		rewind(f);
+		n = fread(out, 1, sizeof(out) - 1, f);
+		out[n] = '\0';
+		fclose(f);
+	}
+	CHECK_STR(out, want);
 }
 
 /* Sizes as people write them: decimal k M G T with or without B, binary KiB..TiB, any case, a space. */
@@ -180,6 +276,7 @@ int main(void)
 	RUN(operands_and_the_end_of_options);
 	RUN(bad_options_are_usage_errors);
 	RUN(where_starts_each_message);
+	RUN(help_beside_each_option);
 	RUN(sizes_in_the_units_people_write);
 	return test_done();
 }

@@ -8,9 +8,10 @@ rule, one line each, and exits 1 if anything does.
                the module's own unit tests: tests/unit/test-hub-*.c may include hub/http/httpd-int.h)
   docs         every docs/*.md a file names exists, and a section it quotes after it
                (docs/p2p.md, "One hash per byte") is a heading there
-  flags        every option a command's table declares (CLI_STR("data", ...) in mirror/cli/) is in
-               the help of a command that file implements (mirror/cli/commands.c) and in that
-               command's page under docs/commands/ (or, for a command without a page, in one of them)
+  flags        every option a command's table declares (CLI_STR("data", ...) in mirror/cli/) has its
+               help beside it (the entry's last argument, a string that is not empty: `help CMD`
+               prints it) and is on that command's page under docs/commands/ (or, for a command
+               without a page, on one of them)
 """
 import os
 import re
@@ -114,30 +115,58 @@ def docs(root):
                 yield '%s: quotes "%s" of %s, which has no such heading' % (rel, sec, doc)
 
 
+def macro_args(text, start):
+    """The arguments of the macro call whose '(' is at text[start], split at its top-level commas."""
+    args, depth, cur, i = [], 0, "", start + 1
+    while i < len(text):
+        c = text[i]
+        if c == '"':
+            lit = re.match(r'"(?:[^"\\\n]|\\.)*"', text[i:])
+            cur += lit.group(0)
+            i += len(lit.group(0))
+            continue
+        if c in "([{":
+            depth += 1
+        elif c in ")]}":
+            if depth == 0:
+                return args + [cur.strip()]
+            depth -= 1
+        elif c == "," and depth == 0:
+            args.append(cur.strip())
+            cur = ""
+            i += 1
+            continue
+        cur += c
+        i += 1
+    return args + [cur.strip()]
+
+
 def flags(root):
     cli = os.path.join(root, "mirror", "cli")
     table = open(os.path.join(cli, "commands.c")).read()
-    # each command's entry: { "name", cmd_fn, ...help strings... } up to the next entry
-    entries = list(re.finditer(r'\{\s*"([a-z-]+)",\s*(cmd_[a-z_]+),', table))
-    helps, fns = {}, {}
-    for i, m in enumerate(entries):
-        end = entries[i + 1].start() if i + 1 < len(entries) else len(table)
-        helps[m.group(1)] = table[m.start():end]
+    # each command's entry: { "name", cmd_fn, synopsis, summary, prose }
+    fns = {}
+    for m in re.finditer(r'\{\s*"([a-z-]+)",\s*(cmd_[a-z_]+),', table):
         fns.setdefault(m.group(2), []).append(m.group(1))
+    every = [c for cs in fns.values() for c in cs]
     pages = {os.path.basename(p)[:-3]: open(p).read()
              for p in (os.path.join(root, "docs", "commands", n) for n in os.listdir(os.path.join(root, "docs", "commands")))
              if p.endswith(".md")}
     decl = re.compile(r'CLI_(?:BOOL|NO|STR|INT|INT_TAKES|RATE|SIZE|FN)\("([a-z0-9-]+)"')
     for name in sorted(os.listdir(cli)):
-        if not name.endswith(".c") or name == "commands.c":
+        # the tables, and cli.h's entries several commands share (CLI_AGENT_FLAGS)
+        if not (name.endswith(".c") or name == "cli.h") or name == "commands.c":
             continue
-        text = open(os.path.join(cli, name)).read()
+        # a macro's lines joined (a backslash-newline is outside every string)
+        text = open(os.path.join(cli, name)).read().replace("\\\n", " ")
         # the commands this file implements (their cmd_ function is defined here); none: every one
-        cmds = [c for fn, cs in fns.items() if re.search(r"^int %s\(" % fn, text, re.M) for c in cs] or list(helps)
+        cmds = [c for fn, cs in fns.items() if re.search(r"^int %s\(" % fn, text, re.M) for c in cs] or every
         for m in decl.finditer(text):
             opt = "--" + m.group(1)
-            if not any(opt in helps[c] for c in cmds):
-                yield "mirror/cli/%s: %s is in the help of none of %s" % (name, opt, ", ".join(cmds))
+            help_ = macro_args(text, m.start() + text[m.start():].index("("))[-1]
+            strings = re.fullmatch(r'(?:\s*"(?:[^"\\]|\\.)*")+\s*', help_)
+            if not strings or not "".join(re.findall(r'"((?:[^"\\]|\\.)*)"', help_)).strip():
+                yield "mirror/cli/%s: %s has no help in its table (its entry's last argument: %s)" % (name, opt, help_)
             docs_of = [pages[c] for c in cmds if c in pages] or list(pages.values())
             if not any(opt in d for d in docs_of):
                 yield "mirror/cli/%s: %s is on none of the pages of %s under docs/commands/" % (name, opt, ", ".join(cmds))
