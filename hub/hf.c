@@ -7,11 +7,26 @@
 #include "base/buf.h"
 #include "base/xmalloc.h"
 #include "hf.h"
+#include "http/http.h"
 #include "http/httpd.h"
 
 static char *decoded(const char *s)
 {
 	return httpd_unescape(s, strlen(s), false);
+}
+
+char *hf_api_url(const char *base, bool dataset, const char *name, const char *what)
+{
+	return xasprintf("%s/api/%s/%s/%s", base, dataset ? "datasets" : "models", name, what);
+}
+
+char *hf_resolve_url(const char *base, bool dataset, const char *name, const char *commit, const char *path)
+{
+	char *p = hub_url_escape(path, true), *url;
+
+	url = xasprintf("%s/%s%s/resolve/%s/%s", base, dataset ? "datasets/" : "", name, commit, p);
+	free(p);
+	return url;
 }
 
 void hf_path_split(struct hf_path *p, const char *path)

@@ -1,5 +1,6 @@
 /*
- * hf.h - the Hugging Face Hub's URL grammar, the one place both sides read it: the mirror's routes
+ * hf.h - the Hugging Face Hub's URL grammar, both directions (the URLs the upstream client writes, the
+ * paths a client sends), the one place both sides read it: the mirror's routes
  * (mirror/serve/routes-hf.c) and the instance agent's local endpoint (p2p/agent/endpoint.c) parse a
  * client's path with these, so that they never disagree on what a URL names (docs/protocols/huggingface.md).
  *
@@ -10,7 +11,18 @@
 #ifndef HM_HUB_HF_H
 #define HM_HUB_HF_H
 
+#include <stdbool.h>
 #include <stddef.h>
+
+/* ---- out: the URLs a client writes (base: scheme://host[:port], no trailing slash) ---- */
+
+/* {base}/api/{models|datasets}/{name}/{what}: what ("revision/REV", "refs", "tree/COMMIT?...") is
+ * escaped by the caller. Malloc'd. */
+char *hf_api_url(const char *base, bool dataset, const char *name, const char *what);
+/* A file's bytes: {base}/[datasets/]{name}/resolve/{commit}/{path}, path escaped here ('/' kept). */
+char *hf_resolve_url(const char *base, bool dataset, const char *name, const char *commit, const char *path);
+
+/* ---- in: the paths a client sends ---- */
 
 /* A path's raw segments: split on every '/' (a leading one dropped; empty segments kept, so that
  * "a//b" is three and names nothing a single slash would), still percent-encoded. */

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "base/xmalloc.h"
+#include "http/http.h"
 #include "http/httpd.h"
 #include "ms.h"
 
@@ -61,6 +62,23 @@ static int route_of(char **v, size_t n, const char *method)
 static bool numeric(const char *s)
 {
 	return s[0] >= '1' && s[0] <= '9' && strspn(s, "0123456789") == strlen(s) && strlen(s) <= 18;
+}
+
+char *ms_api_url(const char *base, bool dataset, const char *name, const char *what)
+{
+	return xasprintf("%s/api/v1/%s/%s%s%s", base, dataset ? "datasets" : "models", name, what ? "/" : "",
+			 what ? what : "");
+}
+
+char *ms_file_url(const char *base, bool dataset, const char *name, const char *rev, const char *path)
+{
+	char *r = hub_url_escape(rev, false), *p = hub_url_escape(path, true), *url;
+
+	url = xasprintf("%s/api/v1/%s/%s/repo?%sRevision=%s&FilePath=%s", base, dataset ? "datasets" : "models", name,
+			dataset ? "Source=SDK&" : "", r, p);
+	free(r);
+	free(p);
+	return url;
 }
 
 int ms_is_api(const char *path)

@@ -1,5 +1,6 @@
 /*
- * ms.h - the ModelScope API's URL grammar, the one place both sides read it: the mirror's routes
+ * ms.h - the ModelScope API's URL grammar, both directions (the URLs the upstream client writes, the
+ * paths a client sends), the one place both sides read it: the mirror's routes
  * (mirror/serve/routes-ms.c) and the instance agent's local endpoint (p2p/agent/endpoint.c) parse a
  * client's path with this, so that they never disagree on what a URL names
  * (docs/protocols/modelscope.md).
@@ -17,7 +18,19 @@
 #ifndef HM_HUB_MS_H
 #define HM_HUB_MS_H
 
+#include <stdbool.h>
 #include <stdint.h>
+
+/* ---- out: the URLs a client writes (base: scheme://host[:port], no trailing slash) ---- */
+
+/* {base}/api/v1/{models|datasets}/{name}[/{what}] (what NULL: the repository's info; escaped by the
+ * caller). Malloc'd. */
+char *ms_api_url(const char *base, bool dataset, const char *name, const char *what);
+/* A file's bytes at revision rev: .../{name}/repo?Revision=REV&FilePath=PATH (both escaped here; a
+ * dataset's with Source=SDK first, as the SDK asks). */
+char *ms_file_url(const char *base, bool dataset, const char *name, const char *rev, const char *path);
+
+/* ---- in: the paths a client sends ---- */
 
 enum ms_route { MS_ROUTE_INFO, MS_ROUTE_REVISIONS, MS_ROUTE_FILES, MS_ROUTE_TREE, MS_ROUTE_FILE, MS_ROUTE_DOWNLOADED };
 

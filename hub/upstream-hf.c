@@ -13,6 +13,7 @@
 #include "base/hex.h"
 #include "base/log.h"
 #include "base/xmalloc.h"
+#include "hf.h"
 #include "upstream-int.h"
 
 static void hf_meta(struct fetch *f, json_t *info)
@@ -56,7 +57,7 @@ static void hf_listed(struct fetch *f)
 		upstream__fetch_finish(f, 0);
 		return;
 	}
-	url = xasprintf("%s/api/%ss/%s/refs", f->c->hf_base, hub_type_name(f->spec.type), f->spec.name);
+	url = hf_api_url(f->c->hf_base, f->spec.type == HUB_DATASET, f->spec.name, "refs");
 	upstream__request_json(f, url, hf_refs_done);
 	free(url);
 }
@@ -136,7 +137,7 @@ static void hf_info_done(void *ud, int result, const struct hub_http_resp *resp,
 	struct fetch *f = ud;
 	json_t *info = NULL;
 	const char *sha;
-	char *url;
+	char *url, *what;
 	int r = upstream__api_answer(f, result, resp, body, len, &info);
 
 	if (r) {
@@ -158,19 +159,21 @@ static void hf_info_done(void *ud, int result, const struct hub_http_resp *resp,
 		upstream__fetch_finish(f, 0);
 		return;
 	}
-	url = xasprintf("%s/api/%ss/%s/tree/%s?recursive=true&expand=false", f->c->hf_base,
-			hub_type_name(f->spec.type), f->spec.name, f->snap->commit);
+	what = xasprintf("tree/%s?recursive=true&expand=false", f->snap->commit);
+	url = hf_api_url(f->c->hf_base, f->spec.type == HUB_DATASET, f->spec.name, what);
 	hf_tree_page(f, url);
 	free(url);
+	free(what);
 }
 
 void upstream__hf_fetch(struct fetch *f)
 {
-	char *rev = hub_url_escape(f->spec.revision, false);
-	char *url = xasprintf("%s/api/%ss/%s/revision/%s", f->c->hf_base, hub_type_name(f->spec.type), f->spec.name, rev);
+	char *rev = hub_url_escape(f->spec.revision, false), *what = xasprintf("revision/%s", rev);
+	char *url = hf_api_url(f->c->hf_base, f->spec.type == HUB_DATASET, f->spec.name, what);
 
 	f->origin_prefix = xasprintf("%s/", f->c->hf_base);
 	upstream__request_json(f, url, hf_info_done);
 	free(url);
+	free(what);
 	free(rev);
 }

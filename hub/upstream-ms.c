@@ -16,6 +16,7 @@
 #include "base/hex.h"
 #include "base/log.h"
 #include "base/xmalloc.h"
+#include "ms.h"
 #include "upstream-int.h"
 
 static int cmp_files(const void *a, const void *b)
@@ -54,7 +55,7 @@ static void ms_revisions_done(void *ud, int result, const struct hub_http_resp *
 /* For a revision that may be a tag: ask ModelScope's revisions which it is. */
 static void ms_revisions(struct fetch *f)
 {
-	char *url = xasprintf("%s/api/v1/%ss/%s/revisions", f->c->ms_base, hub_type_name(f->spec.type), f->spec.name);
+	char *url = ms_api_url(f->c->ms_base, f->spec.type == HUB_DATASET, f->spec.name, "revisions");
 
 	upstream__request_json(f, url, ms_revisions_done);
 	free(url);
@@ -136,7 +137,7 @@ static void ms_info_done(void *ud, int result, const struct hub_http_resp *resp,
 
 static void ms_info(struct fetch *f)
 {
-	char *url = xasprintf("%s/api/v1/%ss/%s", f->c->ms_base, hub_type_name(f->spec.type), f->spec.name);
+	char *url = ms_api_url(f->c->ms_base, f->spec.type == HUB_DATASET, f->spec.name, NULL);
 
 	upstream__request_json(f, url, ms_info_done);
 	free(url);
@@ -205,17 +206,19 @@ fail:
 static void ms_dataset_page(struct fetch *f)
 {
 	char *rev = hub_url_escape(f->spec.revision, false);
-	char *url = xasprintf("%s/api/v1/datasets/%s/repo/tree?Revision=%s&Root=/&Recursive=True&PageNumber=%d&PageSize=%d",
-			      f->c->ms_base, f->spec.name, rev, f->page, MS_PAGE_SIZE);
+	char *what = xasprintf("repo/tree?Revision=%s&Root=/&Recursive=True&PageNumber=%d&PageSize=%d", rev, f->page,
+			       MS_PAGE_SIZE);
+	char *url = ms_api_url(f->c->ms_base, true, f->spec.name, what);
 
 	upstream__request_json(f, url, ms_list_done);
 	free(url);
+	free(what);
 	free(rev);
 }
 
 void upstream__ms_fetch(struct fetch *f)
 {
-	char *rev, *url;
+	char *rev, *what, *url;
 
 	if (f->spec.type == HUB_DATASET) {
 		/* A ModelScope dataset's listing names no commit, and a big one is many pages: its info comes
@@ -224,8 +227,10 @@ void upstream__ms_fetch(struct fetch *f)
 		return;
 	}
 	rev = hub_url_escape(f->spec.revision, false);
-	url = xasprintf("%s/api/v1/models/%s/repo/files?Revision=%s&Recursive=True", f->c->ms_base, f->spec.name, rev);
+	what = xasprintf("repo/files?Revision=%s&Recursive=True", rev);
+	url = ms_api_url(f->c->ms_base, false, f->spec.name, what);
 	upstream__request_json(f, url, ms_list_done);
 	free(url);
+	free(what);
 	free(rev);
 }

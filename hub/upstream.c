@@ -14,6 +14,8 @@
 #include "base/path.h"
 #include "base/str.h"
 #include "base/xmalloc.h"
+#include "hf.h"
+#include "ms.h"
 #include "upstream-int.h"
 
 static char *strip_slash(const char *s)
@@ -26,21 +28,10 @@ static char *strip_slash(const char *s)
 
 char *hub_file_url(const struct hub_client *c, const struct hub_spec *spec, const char *commit, const char *path)
 {
-	char *p = hub_url_escape(path, true), *url;
-
-	if (spec->hub == HUB_HF) {
-		url = xasprintf("%s/%s%s/resolve/%s/%s", c->hf_base, spec->type == HUB_DATASET ? "datasets/" : "",
-				spec->name, commit, p);
-	} else {
-		char *rev = hub_url_escape(spec->revision, false);
-		url = spec->type == HUB_DATASET
-			? xasprintf("%s/api/v1/datasets/%s/repo?Source=SDK&Revision=%s&FilePath=%s", c->ms_base,
-				    spec->name, rev, p)
-			: xasprintf("%s/api/v1/models/%s/repo?Revision=%s&FilePath=%s", c->ms_base, spec->name, rev, p);
-		free(rev);
-	}
-	free(p);
-	return url;
+	/* each hub's grammar (hub/hf.h, hub/ms.h): ModelScope names a file by revision, not commit */
+	if (spec->hub == HUB_HF)
+		return hf_resolve_url(c->hf_base, spec->type == HUB_DATASET, spec->name, commit, path);
+	return ms_file_url(c->ms_base, spec->type == HUB_DATASET, spec->name, spec->revision, path);
 }
 
 int hub_client_new(struct hub_http *http, const struct hub_client_config *cfg, struct hub_client **out)
@@ -468,8 +459,8 @@ int hub_refs_fetch(struct hub_client *c, const struct hub_spec *spec, hub_refs_c
 	f->refs_cb = cb;
 	f->ud = ud;
 	f->snap = xcalloc(1, sizeof(*f->snap));
-	url = spec->hub == HUB_HF ? xasprintf("%s/api/%ss/%s/refs", c->hf_base, hub_type_name(spec->type), spec->name)
-				  : xasprintf("%s/api/v1/models/%s/revisions", c->ms_base, spec->name);
+	url = spec->hub == HUB_HF ? hf_api_url(c->hf_base, spec->type == HUB_DATASET, spec->name, "refs")
+				  : ms_api_url(c->ms_base, spec->type == HUB_DATASET, spec->name, "revisions");
 	upstream__request_json(f, url, refs_done);
 	free(url);
 	return 0;

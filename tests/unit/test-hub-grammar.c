@@ -1,6 +1,7 @@
 /*
- * test-hub-grammar.c - the hubs' URL grammars (hub/ms.h, hub/hf.h), which the mirror's routes and the
- * agent's endpoint both parse with: what each path names, and what names nothing.
+ * test-hub-grammar.c - the hubs' URL grammars (hub/ms.h, hub/hf.h), both directions: what each path a
+ * client sends names, and what names nothing (the mirror's routes and the agent's endpoint parse
+ * with them); the URLs the upstream client writes.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -98,11 +99,40 @@ TEST(hf_file_urls)
 	CHECK_INT(hf_parse_file_url(raw, 8, "raw", &type, &org, &name, &rev, &path), -1);
 }
 
+/* the other direction: the URLs a client of each hub writes */
+TEST(urls_out)
+{
+	char *u;
+
+	u = hf_api_url("http://h", false, "acme/x", "revision/main");
+	CHECK_STR(u, "http://h/api/models/acme/x/revision/main");
+	free(u);
+	u = hf_api_url("http://h", true, "acme/d", "refs");
+	CHECK_STR(u, "http://h/api/datasets/acme/d/refs");
+	free(u);
+	u = hf_resolve_url("http://h", true, "acme/d", "0123", "data/a b#.csv");
+	CHECK_STR(u, "http://h/datasets/acme/d/resolve/0123/data/a%20b%23.csv");
+	free(u);
+	u = ms_api_url("http://m", false, "acme/x", NULL);
+	CHECK_STR(u, "http://m/api/v1/models/acme/x");
+	free(u);
+	u = ms_api_url("http://m", true, "acme/d", "revisions");
+	CHECK_STR(u, "http://m/api/v1/datasets/acme/d/revisions");
+	free(u);
+	u = ms_file_url("http://m", false, "acme/x", "v1.0", "sub/w b.bin");
+	CHECK_STR(u, "http://m/api/v1/models/acme/x/repo?Revision=v1.0&FilePath=sub/w%20b.bin");
+	free(u);
+	u = ms_file_url("http://m", true, "acme/d", "master", "t.csv");
+	CHECK_STR(u, "http://m/api/v1/datasets/acme/d/repo?Source=SDK&Revision=master&FilePath=t.csv");
+	free(u);
+}
+
 int main(void)
 {
 	RUN(ms_routes);
 	RUN(ms_names_nothing);
 	RUN(ms_dataset_by_numeric_id);
 	RUN(hf_file_urls);
+	RUN(urls_out);
 	return test_done();
 }
