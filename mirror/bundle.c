@@ -22,6 +22,7 @@
 #include "base/path.h"
 #include "base/xmalloc.h"
 #include "bundle-int.h"
+#include "repojson.h"
 #include "bundle.h"
 #include "progress.h"
 #include "catalog/catalog.h"
@@ -70,22 +71,6 @@ static int file_cb(void *ud, const struct catalog_entry *e)
 	json_array_append_new(f->files, o);
 	json_object_set_new(f->blobs, e->sha256, json_integer((json_int_t)e->size));
 	return 0;
-}
-
-static json_t *text_json(const char *t, json_t *dflt)
-{
-	json_t *j = t ? json_loads(t, 0, NULL) : NULL;
-
-	if (j) {
-		json_decref(dflt);
-		return j;
-	}
-	return dflt;
-}
-
-static json_t *str_or_null(const char *s)
-{
-	return s ? json_string(s) : json_null();
 }
 
 /* One repo's part of the manifest; its contents added to blobs. */
@@ -137,16 +122,22 @@ static int export_repo(struct mirror_data *d, const struct hub_spec *spec, json_
 							       (json_int_t)snap.synced_at, "files", f.files));
 		}
 	}
+	/* (repojson.h's helpers, as the catalog API's shape of a repo uses them) */
 	o = json_pack("{s:s, s:s, s:s, s:s, s:o, s:o, s:o, s:o, s:o, s:o}", "hub", hub, "type", type, "name", r.name,
-		      "follow_rev", r.follow_rev, "include", text_json(r.include_globs, json_array()),
-		      "exclude", text_json(r.exclude_globs, json_array()), "options", text_json(r.options, json_object()),
-		      "refs_policy", str_or_null(r.refs_policy), "refs", refs, "snapshots", snaps);
+		      "follow_rev", r.follow_rev, "include", mirror_json_text_or(r.include_globs, json_array()),
+		      "exclude", mirror_json_text_or(r.exclude_globs, json_array()),
+		      "options", mirror_json_text_or(r.options, json_object()),
+		      "refs_policy", mirror_json_str_or_null(r.refs_policy), "refs", refs, "snapshots", snaps);
 	json_object_set_new(o, "meta", json_pack("{s:o, s:i, s:o, s:o, s:o, s:o, s:o, s:I, s:I, s:o, s:o}",
-		"gated", str_or_null(r.gated), "private", r.private_, "card_data", text_json(r.card_data, json_null()),
-		"tags", text_json(r.tags, json_null()), "pipeline_tag", str_or_null(r.pipeline_tag),
-		"library_name", str_or_null(r.library_name), "license", str_or_null(r.license),
-		"downloads", (json_int_t)r.downloads, "likes", (json_int_t)r.likes,
-		"last_modified", str_or_null(r.last_modified), "upstream_name", str_or_null(r.upstream_name)));
+		"gated", mirror_json_str_or_null(r.gated), "private", r.private_,
+		"card_data", mirror_json_text_or(r.card_data, json_null()),
+		"tags", mirror_json_text_or(r.tags, json_null()),
+		"pipeline_tag", mirror_json_str_or_null(r.pipeline_tag),
+		"library_name", mirror_json_str_or_null(r.library_name),
+		"license", mirror_json_str_or_null(r.license), "downloads", (json_int_t)r.downloads,
+		"likes", (json_int_t)r.likes,
+		"last_modified", mirror_json_str_or_null(r.last_modified),
+		"upstream_name", mirror_json_str_or_null(r.upstream_name)));
 	/* its place in a chain of mirrors: an importing mirror is one tier further */
 	if (r.tier > 0)
 		json_object_set_new(json_object_get(o, "meta"), "tier", json_integer(r.tier));
