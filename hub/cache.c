@@ -58,14 +58,14 @@ static int link_files(const char *dir, const char *target_dir, const char *const
 	int r = 0;
 
 	for (size_t i = 0; !r && i < n; i++) {
-		char *link, *target, *slash;
-		if (path_check_str(paths[i])) { /* a path never leaves the snapshot folder */
+		char *link = NULL, *target = NULL, *slash;
+		/* a path never leaves the snapshot folder (path_join checks it) */
+		if (path_join(dir, paths[i], &link) || path_join(target_dir, paths[i], &target)) {
+			free(link);
 			if (errmsg)
 				*errmsg = xstrdup("a file path the cache cannot hold");
 			return HM_ERR_PATH_UNSAFE;
 		}
-		link = xasprintf("%s/%s", dir, paths[i]);
-		target = xasprintf("%s/%s", target_dir, paths[i]);
 		slash = strrchr(link, '/');
 		*slash = '\0';
 		r = path_mkdirs(link, 0755);
