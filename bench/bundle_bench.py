@@ -12,13 +12,14 @@ synced inside its time (the disk is part of the real path):
      nothing) followed by reading every extracted byte once (sha256sum), as a verifying user would.
 Prints the best of RUNS for each and the ratios (target <= 1.2); paste into docs/benchmarks.md.
 """
-import argparse
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
+
+import benchlib  # noqa: E402  (bench/ is the script's folder)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.dirname(HERE)
@@ -60,8 +61,7 @@ def timed(cmd, cwd=None, clean=()):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--hubmirror", default=os.path.join(TOP, "build", "mirror", "cli", "hubmirror"))
+    ap = benchlib.parser()
     ap.add_argument("--gib", type=int, default=2)
     ap.add_argument("--runs", type=int, default=2)
     a = ap.parse_args()

@@ -9,17 +9,17 @@ measures over loopback: search latency (p50/p99 over varied queries), a 1,000-en
 API) and a 1,000-entry catalog file page, and the catalog list page. Prints a table for
 docs/benchmarks.md.
 """
-import argparse
 import hashlib
 import json
 import os
 import random
-import shutil
 import sqlite3
 import subprocess
 import tempfile
 import time
 import urllib.request
+
+import benchlib  # noqa: E402  (bench/ is the script's folder)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.dirname(HERE)
@@ -84,8 +84,7 @@ def pct(v, p):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--hubmirror", default=os.path.join(TOP, "build", "mirror", "cli", "hubmirror"))
+    ap = benchlib.parser()
     ap.add_argument("--repos", type=int, default=100000)
     ap.add_argument("--files", type=int, default=100000)
     a = ap.parse_args()
@@ -134,9 +133,7 @@ def main():
         for r in rows:
             print("| %s | %s | %s | %s |" % r)
     finally:
-        srv.terminate()
-        srv.wait()
-        shutil.rmtree(work, ignore_errors=True)
+        benchlib.stop(srv, work=work)
 
 
 if __name__ == "__main__":

@@ -16,7 +16,6 @@ process it runs, the mirror's included:
 
 Prints CPU-seconds per GiB (medians) and the ratios pull / (curl + sha256) and mount + read / pull.
 """
-import argparse
 import json
 import os
 import resource
@@ -24,6 +23,8 @@ import subprocess
 import sys
 import tempfile
 import time
+
+import benchlib  # noqa: E402  (bench/ is the script's folder)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.dirname(HERE)
@@ -44,8 +45,7 @@ def children_cpu():
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--hubmirror", default=os.path.join(TOP, "build", "mirror", "cli", "hubmirror"))
+    ap = benchlib.parser()
     ap.add_argument("--mib", type=int, default=1024)
     ap.add_argument("--runs", type=int, default=3)
     a = ap.parse_args()

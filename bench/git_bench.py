@@ -16,7 +16,6 @@ before each, best of RUNS:
 
 Prints a table for docs/benchmarks.md; the target is git clone <= 1.3x curl.
 """
-import argparse
 import json
 import os
 import shutil
@@ -25,6 +24,8 @@ import sys
 import tempfile
 import time
 import urllib.request
+
+import benchlib  # noqa: E402  (bench/ is the script's folder)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.dirname(HERE)
@@ -41,8 +42,7 @@ def check_all(d, files, what):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--hubmirror", default=os.path.join(TOP, "build", "mirror", "cli", "hubmirror"))
+    ap = benchlib.parser()
     ap.add_argument("--mib", type=int, default=1024)
     ap.add_argument("--runs", type=int, default=3)
     a = ap.parse_args()
@@ -113,12 +113,7 @@ def main():
             ratio = "%.2f (target <= 1.3)" % (best[k] / best["curl"]) if k != "curl" else ""
             print("| %s | %.2f | %.0f | %s |" % (k, best[k], total / 1048576.0 / best[k], ratio))
     finally:
-        if serve:
-            serve.terminate()
-            serve.wait()
-        fake.terminate()
-        fake.wait()
-        shutil.rmtree(work, ignore_errors=True)
+        benchlib.stop(serve, fake, work=work)
 
 
 if __name__ == "__main__":

@@ -21,7 +21,6 @@ page fault per page, in order). Side by side, in one run, run after run interlea
 Every byte curl fetched is read by the loader once; the loaders' checksums must agree. Prints a table
 for docs/benchmarks.md with the medians and the ratios.
 """
-import argparse
 import base64
 import json
 import os
@@ -30,6 +29,8 @@ import subprocess
 import sys
 import tempfile
 import time
+
+import benchlib  # noqa: E402  (bench/ is the script's folder)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.dirname(HERE)
@@ -72,8 +73,7 @@ def load(mode, files):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--hubmirror", default=os.path.join(TOP, "build", "mirror", "cli", "hubmirror"))
+    ap = benchlib.parser()
     ap.add_argument("--mib", type=int, default=512, help="the checkpoint's size, in --shards shards")
     ap.add_argument("--shards", type=int, default=4, help="safetensors shards (loaded on 4 threads, one at a time each)")
     ap.add_argument("--gguf-mib", type=int, default=256)

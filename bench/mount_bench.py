@@ -19,7 +19,6 @@ each case (`sync; echo 3 > /proc/sys/vm/drop_caches`):
 Each case runs --runs times, interleaved; the table shows medians. Prints a table for
 docs/benchmarks.md.
 """
-import argparse
 import json
 import os
 import shutil
@@ -27,6 +26,8 @@ import subprocess
 import sys
 import tempfile
 import time
+
+import benchlib  # noqa: E402  (bench/ is the script's folder)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.dirname(HERE)
@@ -100,8 +101,7 @@ def median(v):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--hubmirror", default=os.path.join(TOP, "build", "mirror", "cli", "hubmirror"))
+    ap = benchlib.parser()
     ap.add_argument("--mib", type=int, default=512)
     ap.add_argument("--baseline", help="another hubmirror binary to mount with, side by side")
     ap.add_argument("--runs", type=int, default=3)

@@ -17,16 +17,16 @@ mirror's (here both copies land on one disk, and the mirror's is the one the nex
 mirror node's link to the internet, rather than a loopback fake at memory speed.
 Prints the best of RUNS for each and the ratio (target <= 1.1); paste into docs/benchmarks.md.
 """
-import argparse
 import hashlib
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
 import time
 import urllib.request
+
+import benchlib  # noqa: E402  (bench/ is the script's folder)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.dirname(HERE)
@@ -53,8 +53,7 @@ def wait_file(path, proc, what):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--hubmirror", default=os.path.join(TOP, "build", "mirror", "cli", "hubmirror"))
+    ap = benchlib.parser()
     ap.add_argument("--mib", type=int, default=1024)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--rate", type=int, default=0)
@@ -133,12 +132,7 @@ def main():
                 ratio = "%.2f (target <= 1.1)" % (best[k] / up) if not k.startswith("curl from upstream") else ""
                 print("| %s | %.2f | %.0f | %s |" % (k, best[k], size / best[k], ratio))
     finally:
-        if serve:
-            serve.terminate()
-            serve.wait()
-        fake.terminate()
-        fake.wait()
-        shutil.rmtree(work, ignore_errors=True)
+        benchlib.stop(serve, fake, work=work)
 
 
 if __name__ == "__main__":

@@ -19,7 +19,6 @@ seed:     REPOS small repositories (10 files and 1 MiB each) imported, then serv
 
 As root (drop_caches). Prints tables for docs/benchmarks.md.
 """
-import argparse
 import http.client
 import json
 import multiprocessing
@@ -30,6 +29,8 @@ import sys
 import tempfile
 import time
 import urllib.request
+
+import benchlib  # noqa: E402  (bench/ is the script's folder)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.dirname(HERE)
@@ -217,8 +218,7 @@ def case_seed(a, work):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--hubmirror", default=os.path.join(TOP, "build", "mirror", "cli", "hubmirror"))
+    ap = benchlib.parser()
     ap.add_argument("--baseline", help="another hubmirror binary to import the same bundles with")
     ap.add_argument("--cases", default="torrents,tracker,seed")
     ap.add_argument("--peers", type=int, default=10000)

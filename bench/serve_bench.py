@@ -15,7 +15,6 @@ on, access log off), and measures over loopback:
      and its default ciphers): the big file with curl, the small one with wrk. Without kernel TLS
      (this machine's kernel has no `tls` module) both encrypt in user space, one core each.
 """
-import argparse
 import hashlib
 import os
 import re
@@ -26,6 +25,8 @@ import sqlite3
 import subprocess
 import tempfile
 import time
+
+import benchlib  # noqa: E402  (bench/ is the script's folder)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.dirname(HERE)
@@ -103,8 +104,7 @@ def rss_kib(pid):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--hubmirror", default=os.path.join(TOP, "build", "mirror", "cli", "hubmirror"))
+    ap = benchlib.parser()
     ap.add_argument("--gib", type=int, default=1)
     ap.add_argument("--idle", type=int, default=10000)
     ap.add_argument("--no-tls", action="store_true", help="plain HTTP only (a hubmirror without --tls-cert)")
@@ -189,11 +189,7 @@ http { access_log off; sendfile on; tcp_nopush on; keepalive_requests 1000000;
         for r in rows:
             print("| %s | %s | %s |" % r)
     finally:
-        hm.terminate()
-        ng.terminate()
-        hm.wait()
-        ng.wait()
-        shutil.rmtree(work, ignore_errors=True)
+        benchlib.stop(hm, ng, work=work)
 
 
 if __name__ == "__main__":

@@ -33,7 +33,6 @@ checked after; mount: every byte read through FUSE compared with the mirror's co
 model, and the machine's CPU use meanwhile: its share of 2 cores, and CPU-seconds (every process and
 the kernel, the mirror's included) per GiB the clients got. Prints a table for docs/benchmarks.md.
 """
-import argparse
 import hashlib
 import json
 import os
@@ -43,6 +42,8 @@ import sys
 import tempfile
 import time
 import urllib.request
+
+import benchlib  # noqa: E402  (bench/ is the script's folder)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.dirname(HERE)
@@ -294,8 +295,7 @@ def mount_run(a, net, work, m, files, run, kind="mount"):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--hubmirror", default=os.path.join(TOP, "build", "mirror", "cli", "hubmirror"))
+    ap = benchlib.parser()
     ap.add_argument("--clients", type=int, default=8)
     ap.add_argument("--mib", type=int, default=256)
     ap.add_argument("--mbit", type=int, default=400, help="every node's uplink")

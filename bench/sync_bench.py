@@ -12,7 +12,6 @@ aria2c does not verify sha256; hubmirror does (and git SHA-1 for regular files).
 a fresh directory; the fake upstream is warmed (hashes computed) before any timing.
 Prints a table; paste it into docs/benchmarks.md.
 """
-import argparse
 import json
 import os
 import shutil
@@ -21,6 +20,8 @@ import sys
 import tempfile
 import time
 import urllib.request
+
+import benchlib  # noqa: E402  (bench/ is the script's folder)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.dirname(HERE)
@@ -60,8 +61,7 @@ def fake_post(api, path, body=b"{}"):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--hubmirror", default=os.path.join(TOP, "build", "mirror", "cli", "hubmirror"))
+    ap = benchlib.parser()
     ap.add_argument("--big-mib", type=int, default=2048)
     ap.add_argument("--repos", type=int, default=600)
     ap.add_argument("--files", type=int, default=3000)
@@ -176,9 +176,7 @@ def main():
         for r in rows:
             print("| %-*s | %9s | %14s | %s |" % (w, r[0], r[1], r[2], r[3]))
     finally:
-        fake.terminate()
-        fake.wait()
-        shutil.rmtree(work, ignore_errors=True)
+        benchlib.stop(fake, work=work)
 
 
 if __name__ == "__main__":
