@@ -28,6 +28,10 @@ int catalog__prepare(struct catalog *c, const char *sql, sqlite3_stmt **st);
 /* Step a bound statement that returns no rows (INSERT, UPDATE, DELETE) and finalize it: 0 when it ran
  * to completion, else HM_ERR_SQLITE. */
 int catalog__run(sqlite3_stmt *st);
+/* catalog__run, and HM_ERR_NOT_FOUND when it changed no row (an UPDATE or DELETE of a repo not there). */
+int catalog__run_changed(struct catalog *c, sqlite3_stmt *st);
+/* Bind a repository's key, hub, type and name, as ?1, ?2 and ?3 (borrowed: SQLITE_STATIC). */
+void catalog__bind_repo(sqlite3_stmt *st, const char *hub, const char *type, const char *name);
 /* Step a bound query for its first row only and finalize it: 1 (a row), 0 (none) or HM_ERR_SQLITE. */
 int catalog__has_row(sqlite3_stmt *st);
 /* End a loop that stepped st's rows and called back on each (stopping at the first non-zero r): rc is

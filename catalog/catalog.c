@@ -130,6 +130,20 @@ int catalog__run(sqlite3_stmt *st)
 	return r;
 }
 
+int catalog__run_changed(struct catalog *c, sqlite3_stmt *st)
+{
+	int r = catalog__run(st);
+
+	return !r && !sqlite3_changes(c->db) ? HM_ERR_NOT_FOUND : r;
+}
+
+void catalog__bind_repo(sqlite3_stmt *st, const char *hub, const char *type, const char *name)
+{
+	sqlite3_bind_text(st, 1, hub, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, type, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 3, name, -1, SQLITE_STATIC);
+}
+
 int catalog__has_row(sqlite3_stmt *st)
 {
 	int rc = sqlite3_step(st);

@@ -82,9 +82,7 @@ int catalog_repo_alias(struct catalog *c, const char *hub, const char *type, con
 	if (catalog__prepare(c, "SELECT name FROM repos WHERE hub = ?1 AND type = ?2 AND upstream_name = ?3 "
 			     "ORDER BY removed_at IS NOT NULL, id LIMIT 1", &st))
 		return HM_ERR_SQLITE;
-	sqlite3_bind_text(st, 1, hub, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 2, type, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 3, name, -1, SQLITE_STATIC);
+	catalog__bind_repo(st, hub, type, name);
 	rc = sqlite3_step(st);
 	if (rc == SQLITE_ROW)
 		*tracked = xstrdup((const char *)sqlite3_column_text(st, 0));
@@ -111,9 +109,7 @@ int catalog_resolve_lite(struct catalog *c, const char *hub, const char *type, c
 		return HM_ERR_SQLITE;
 	if (rev && !strcmp(rev, "HEAD"))
 		rev = NULL;
-	sqlite3_bind_text(st, 1, hub, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 2, type, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 3, name, -1, SQLITE_STATIC);
+	catalog__bind_repo(st, hub, type, name);
 	if (rev)
 		sqlite3_bind_text(st, 4, rev, -1, SQLITE_STATIC);
 	rc = sqlite3_step(st);

@@ -108,9 +108,7 @@ int catalog_repo_add(struct catalog *c, const char *hub, const char *type, const
 	/* Was it tracked before? (Only to answer *created; the upsert below is one statement.) */
 	if (catalog__prepare(c, "SELECT removed_at IS NULL FROM repos WHERE hub=?1 AND type=?2 AND name=?3", &st))
 		goto out;
-	sqlite3_bind_text(st, 1, hub, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 2, type, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 3, name, -1, SQLITE_STATIC);
+	catalog__bind_repo(st, hub, type, name);
 	if (sqlite3_step(st) == SQLITE_ROW)
 		existed = sqlite3_column_int(st, 0);
 	sqlite3_finalize(st);
@@ -123,9 +121,7 @@ int catalog_repo_add(struct catalog *c, const char *hub, const char *type, const
 		"include_globs = excluded.include_globs, exclude_globs = excluded.exclude_globs, "
 		"options = excluded.options, removed_at = NULL", &st))
 		goto out;
-	sqlite3_bind_text(st, 1, hub, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 2, type, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 3, name, -1, SQLITE_STATIC);
+	catalog__bind_repo(st, hub, type, name);
 	sqlite3_bind_text(st, 4, follow_rev, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 5, include_globs ? include_globs : "[]", -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 6, exclude_globs ? exclude_globs : "[]", -1, SQLITE_STATIC);
@@ -149,13 +145,9 @@ int catalog_repo_remove(struct catalog *c, const char *hub, const char *type, co
 	if (catalog__prepare(c, "UPDATE repos SET removed_at = ?4 "
 			     "WHERE hub=?1 AND type=?2 AND name=?3 AND removed_at IS NULL", &st))
 		return HM_ERR_SQLITE;
-	sqlite3_bind_text(st, 1, hub, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 2, type, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 3, name, -1, SQLITE_STATIC);
+	catalog__bind_repo(st, hub, type, name);
 	sqlite3_bind_int64(st, 4, (sqlite3_int64)time(NULL));
-	r = catalog__run(st);
-	if (!r && !sqlite3_changes(c->db))
-		r = HM_ERR_NOT_FOUND;
+	r = catalog__run_changed(c, st);
 	return r;
 }
 
@@ -183,12 +175,8 @@ int catalog_repo_forget(struct catalog *c, const char *hub, const char *type, co
 	if (catalog__prepare(c, "DELETE FROM repos WHERE hub=?1 AND type=?2 AND name=?3 "
 			     "AND NOT EXISTS (SELECT 1 FROM snapshots s WHERE s.repo_id = repos.id)", &st))
 		return HM_ERR_SQLITE;
-	sqlite3_bind_text(st, 1, hub, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 2, type, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 3, name, -1, SQLITE_STATIC);
-	r = catalog__run(st);
-	if (!r && !sqlite3_changes(c->db))
-		r = HM_ERR_NOT_FOUND;
+	catalog__bind_repo(st, hub, type, name);
+	r = catalog__run_changed(c, st);
 	return r;
 }
 
@@ -231,9 +219,7 @@ static int repo_get(struct catalog *c, const char *hub, const char *type, const 
 
 	if (!st)
 		return HM_ERR_SQLITE;
-	sqlite3_bind_text(st, 1, hub, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 2, type, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 3, name, -1, SQLITE_STATIC);
+	catalog__bind_repo(st, hub, type, name);
 	return repo_row(st, out);
 }
 

@@ -65,9 +65,7 @@ int catalog_request_add(struct catalog *c, const char *hub, const char *type, co
 	if (catalog__prepare(c, "UPDATE requests SET votes = votes + 1 WHERE hub = ?1 AND type = ?2 AND name = ?3 "
 			     "AND state = 'pending' RETURNING id", &st))
 		goto out;
-	sqlite3_bind_text(st, 1, hub, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 2, type, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 3, name, -1, SQLITE_STATIC);
+	catalog__bind_repo(st, hub, type, name);
 	rc = sqlite3_step(st);
 	if (rc == SQLITE_ROW) {
 		*id = sqlite3_column_int64(st, 0);
@@ -93,9 +91,7 @@ int catalog_request_add(struct catalog *c, const char *hub, const char *type, co
 	if (catalog__prepare(c, "INSERT INTO requests (hub, type, name, reason, requested_by, requested_at) "
 			     "VALUES (?1, ?2, ?3, ?4, ?5, ?6)", &st))
 		goto out;
-	sqlite3_bind_text(st, 1, hub, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 2, type, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 3, name, -1, SQLITE_STATIC);
+	catalog__bind_repo(st, hub, type, name);
 	if (reason && *reason)
 		sqlite3_bind_text(st, 4, reason, -1, SQLITE_STATIC);
 	if (by)

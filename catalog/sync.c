@@ -387,13 +387,9 @@ int catalog_repo_set_refs(struct catalog *c, const char *hub, const char *type, 
 	if (catalog__prepare(c, "UPDATE repos SET refs_policy = ?4, refs_checked_at = CASE WHEN refs_policy = ?4 "
 			     "THEN refs_checked_at END WHERE hub = ?1 AND type = ?2 AND name = ?3", &st))
 		return HM_ERR_SQLITE;
-	sqlite3_bind_text(st, 1, hub, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 2, type, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 3, name, -1, SQLITE_STATIC);
+	catalog__bind_repo(st, hub, type, name);
 	sqlite3_bind_text(st, 4, policy, -1, SQLITE_STATIC);
-	r = catalog__run(st);
-	if (!r && !sqlite3_changes(c->db))
-		r = HM_ERR_NOT_FOUND;
+	r = catalog__run_changed(c, st);
 	return r;
 }
 
