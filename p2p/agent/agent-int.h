@@ -228,7 +228,8 @@ long agent_mirror_stall_s(const struct agent *a);
 /* The handler of the local hub endpoint (endpoint.c). */
 int agent_endpoint(void *ud, struct httpd_req *req);
 
-/* ---- the snapshot table (snaps.c): below the other rooms, it calls none of them ---- */
+/* ---- the snapshot table (snaps.c): below the loop, control, eviction and preheat (it calls only
+ * agent_say of them) ---- */
 
 /* Write s's torrent and description (meta) to <cache>/agent/ (a restart takes it back from them). */
 void agent_snap_remember(struct agent *a, const struct agent_snap *s);

@@ -3,7 +3,8 @@
  * what each is remembered as in the cache (<cache>/agent/<btih>.torrent and .json, written to a
  * temporary name and renamed) and taken back from after a restart, the names (spec, revision, commit)
  * each is known by, and linking one into the hub caches. It stands below the agent's other rooms:
- * the loop (agent.c), the control API, eviction and preheat call it; it calls none of them.
+ * the loop (agent.c), the control API, eviction and preheat call it; of them it calls only the
+ * agent's log line (agent_say). It asks the files' selection (want.c) and the fill (fill.c).
  */
 #include <dirent.h>
 #include <errno.h>
