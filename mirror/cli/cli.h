@@ -85,6 +85,8 @@ struct cli_flag {
  * argument (getopt_long has named it already unless opterr is 0). --help or -h anywhere before a
  * "--" prints cmd's help, with flags as its options, and exits 0 (cli_help_if_asked). */
 int cli_parse_flags(const struct cli_command *cmd, int argc, char **argv, const struct cli_flag *flags);
+/* cli_parse_flags for a command that takes options only: an operand is a usage error. */
+int cli_parse_flags_only(const struct cli_command *cmd, int argc, char **argv, const struct cli_flag *flags);
 /* The same for words that come from elsewhere: where ("FILE:LINE: ") starts each message it prints,
  * and a --help among them is not asked of the command line. */
 int cli_parse_flags_in(const struct cli_command *cmd, const char *where, int argc, char **argv,
@@ -113,6 +115,10 @@ struct mirror_data;
  * CLI_FAILED. */
 int cli_open_data(const char *dir, struct mirror_data **out);
 int cli_create_data(const char *dir, struct mirror_data **out);
+
+/* The operands from optind on are repository specs, one at least; with no_revision (the words after
+ * "'SPEC': "), none names a revision. CLI_OK, or CLI_USAGE after saying which operand is not. */
+int cli_check_specs(const struct cli_command *self, int argc, char **argv, const char *no_revision);
 
 /* Take the data directory's sync lock (waiting with wait), printing why on failure.
  * Returns CLI_OK or CLI_FAILED. */

@@ -180,10 +180,8 @@ int cmd_agent(int argc, char **argv)
 
 	cfg.cache_dir = getenv("HUBMIRROR_CACHE");
 	cfg.socket_path = agent_socket_default();
-	if (cli_parse_flags(self, argc, argv, flags))
+	if (cli_parse_flags_only(self, argc, argv, flags))
 		return CLI_USAGE;
-	if (optind < argc)
-		return cli_usage_error(self, "unexpected argument '%s'", argv[optind]);
 	if (stop)
 		return stop_agent(cfg.socket_path);
 	cfg.mirror = cli_mirror_url(mirror_opt);

@@ -27,10 +27,8 @@ int cmd_backup(int argc, char **argv)
 		CLI_END,
 	};
 
-	if (cli_parse_flags(self, argc, argv, flags))
+	if (cli_parse_flags_only(self, argc, argv, flags))
 		return CLI_USAGE;
-	if (optind < argc)
-		return cli_usage_error(self, "unexpected argument '%s'", argv[optind]);
 	if (!out)
 		return cli_usage_error(self, "--output FILE is required");
 	if (cli_open_data(dir, &data))

@@ -28,10 +28,8 @@ int cmd_init(int argc, char **argv)
 		CLI_END,
 	};
 
-	if (cli_parse_flags(self, argc, argv, flags))
+	if (cli_parse_flags_only(self, argc, argv, flags))
 		return CLI_USAGE;
-	if (optind < argc)
-		return cli_usage_error(self, "unexpected argument '%s'", argv[optind]);
 	if (!dir)
 		dir = mirror_data_default_dir();
 	cat = xasprintf("%s/catalog.db", dir);

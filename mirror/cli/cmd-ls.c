@@ -60,10 +60,8 @@ int cmd_ls(int argc, char **argv)
 		CLI_END,
 	};
 
-	if (cli_parse_flags(self, argc, argv, flags))
+	if (cli_parse_flags_only(self, argc, argv, flags))
 		return CLI_USAGE;
-	if (optind < argc)
-		return cli_usage_error(self, "unexpected argument '%s'", argv[optind]);
 	mirror = dir ? NULL : cli_mirror_url(mirror);
 	if (mirror) {
 		a = remote_list(mirror);

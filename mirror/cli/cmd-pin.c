@@ -27,14 +27,8 @@ int cmd_pin(int argc, char **argv)
 
 	if (cli_parse_flags(self, argc, argv, flags))
 		return CLI_USAGE;
-	if (optind >= argc)
-		return cli_usage_error(self, "no repository given");
-	for (int i = optind; i < argc; i++) {
-		struct hub_spec s;
-		if (hub_spec_parse(argv[i], &s))
-			return cli_usage_error(self, "'%s' is not a repository spec", argv[i]);
-		hub_spec_release(&s);
-	}
+	if (cli_check_specs(self, argc, argv, NULL))
+		return CLI_USAGE;
 	if (cli_open_data(dir, &data))
 		return CLI_FAILED;
 	for (int i = optind; i < argc; i++) {

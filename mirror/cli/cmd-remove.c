@@ -31,18 +31,8 @@ int cmd_remove(int argc, char **argv)
 
 	if (cli_parse_flags(self, argc, argv, flags))
 		return CLI_USAGE;
-	if (optind >= argc)
-		return cli_usage_error(self, "no repository given");
-	for (int i = optind; i < argc; i++) {
-		struct hub_spec s;
-		if (hub_spec_parse(argv[i], &s))
-			return cli_usage_error(self, "'%s' is not a repository spec", argv[i]);
-		if (s.revision) {
-			hub_spec_release(&s);
-			return cli_usage_error(self, "'%s': remove takes a repository without @REVISION", argv[i]);
-		}
-		hub_spec_release(&s);
-	}
+	if (cli_check_specs(self, argc, argv, "remove takes a repository without @REVISION"))
+		return CLI_USAGE;
 	if (!mirror && (local = cli_local_serve(dir)))
 		mirror = local; /* the serve running on this directory does it */
 	if (mirror) {

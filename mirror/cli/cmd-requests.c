@@ -39,16 +39,8 @@ int cmd_request(int argc, char **argv)
 	mirror = cli_mirror_url(mirror);
 	if (!mirror)
 		return cli_usage_error(self, "which mirror? --mirror URL or $HUBMIRROR_URL");
-	for (int i = optind; i < argc; i++) {
-		struct hub_spec s;
-		if (hub_spec_parse(argv[i], &s))
-			return cli_usage_error(self, "'%s' is not a repository spec", argv[i]);
-		if (s.revision) {
-			hub_spec_release(&s);
-			return cli_usage_error(self, "'%s': ask for a repository, without @REVISION", argv[i]);
-		}
-		hub_spec_release(&s);
-	}
+	if (cli_check_specs(self, argc, argv, "ask for a repository, without @REVISION"))
+		return CLI_USAGE;
 	for (int i = optind; i < argc; i++) {
 		json_t *body = json_pack("{s:s}", "spec", argv[i]), *ans;
 		long status = 0;

@@ -30,10 +30,8 @@ int cmd_verify(int argc, char **argv)
 		CLI_END,
 	};
 
-	if (cli_parse_flags(self, argc, argv, flags))
+	if (cli_parse_flags_only(self, argc, argv, flags))
 		return CLI_USAGE;
-	if (optind < argc)
-		return cli_usage_error(self, "unexpected argument '%s'", argv[optind]);
 	if (cli_open_locked(dir, wait, &data))
 		return CLI_FAILED;
 	{

@@ -27,10 +27,8 @@ int cmd_version(int argc, char **argv)
 	json_t *o;
 	const struct cli_flag flags[] = { CLI_BOOL("json", &json, "print them as a JSON object"), CLI_END };
 
-	if (cli_parse_flags(cli_find("version"), argc, argv, flags))
+	if (cli_parse_flags_only(cli_find("version"), argc, argv, flags))
 		return CLI_USAGE;
-	if (optind < argc)
-		return cli_usage_error(cli_find("version"), "unexpected argument '%s'", argv[optind]);
 
 	snprintf(hpver, sizeof(hpver), "%lu.%lu.%lu", (hp >> 16) & 255, (hp >> 8) & 255, hp & 255);
 	o = json_pack("{s:s, s:{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:i}}",

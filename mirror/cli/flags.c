@@ -249,3 +249,12 @@ int cli_parse_flags(const struct cli_command *cmd, int argc, char **argv, const 
 {
 	return cli_parse_flags_in(cmd, "", argc, argv, flags);
 }
+
+int cli_parse_flags_only(const struct cli_command *cmd, int argc, char **argv, const struct cli_flag *flags)
+{
+	if (cli_parse_flags(cmd, argc, argv, flags))
+		return CLI_USAGE;
+	if (optind < argc)
+		return cli_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
+	return CLI_OK;
+}

@@ -1,6 +1,7 @@
 /*
  * util.c - small helpers the command files share.
  */
+#include "hub/hub.h"
 #include "hub/upstream.h"
 #include "base/xmalloc.h"
 #include "base/path.h"
@@ -32,6 +33,23 @@ static int open_data(const char *dir, bool create, struct mirror_data **out)
 		fprintf(stderr, "hubmirror: %s\n", err ? err : "cannot open data directory");
 		free(err);
 		return CLI_FAILED;
+	}
+	return CLI_OK;
+}
+
+int cli_check_specs(const struct cli_command *self, int argc, char **argv, const char *no_revision)
+{
+	if (optind >= argc)
+		return cli_usage_error(self, "no repository given");
+	for (int i = optind; i < argc; i++) {
+		struct hub_spec s;
+		bool rev;
+		if (hub_spec_parse(argv[i], &s))
+			return cli_usage_error(self, "'%s' is not a repository spec", argv[i]);
+		rev = s.revision != NULL;
+		hub_spec_release(&s);
+		if (rev && no_revision)
+			return cli_usage_error(self, "'%s': %s", argv[i], no_revision);
 	}
 	return CLI_OK;
 }
