@@ -116,9 +116,11 @@ struct mirror_data;
 int cli_open_data(const char *dir, struct mirror_data **out);
 int cli_create_data(const char *dir, struct mirror_data **out);
 
-/* The operands from optind on are repository specs, one at least; with no_revision (the words after
- * "'SPEC': "), none names a revision. CLI_OK, or CLI_USAGE after saying which operand is not. */
-int cli_check_specs(const struct cli_command *self, int argc, char **argv, const char *no_revision);
+/* The operands from argv[first] on are repository specs (with one_at_least, there is one); with
+ * no_revision (the words after "'SPEC': "), none names a revision. CLI_OK, or CLI_USAGE after saying
+ * which operand is not. */
+int cli_check_specs(const struct cli_command *self, int first, int argc, char **argv, bool one_at_least,
+		    const char *no_revision);
 
 /* Take the data directory's sync lock (waiting with wait), printing why on failure.
  * Returns CLI_OK or CLI_FAILED. */

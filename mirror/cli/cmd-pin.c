@@ -27,7 +27,7 @@ int cmd_pin(int argc, char **argv)
 
 	if (cli_parse_flags(self, argc, argv, flags))
 		return CLI_USAGE;
-	if (cli_check_specs(self, argc, argv, NULL))
+	if (cli_check_specs(self, optind, argc, argv, true, NULL))
 		return CLI_USAGE;
 	if (cli_open_data(dir, &data))
 		return CLI_FAILED;

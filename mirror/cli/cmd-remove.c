@@ -31,7 +31,7 @@ int cmd_remove(int argc, char **argv)
 
 	if (cli_parse_flags(self, argc, argv, flags))
 		return CLI_USAGE;
-	if (cli_check_specs(self, argc, argv, "remove takes a repository without @REVISION"))
+	if (cli_check_specs(self, optind, argc, argv, true, "remove takes a repository without @REVISION"))
 		return CLI_USAGE;
 	if (!mirror && (local = cli_local_serve(dir)))
 		mirror = local; /* the serve running on this directory does it */

@@ -39,7 +39,7 @@ int cmd_request(int argc, char **argv)
 	mirror = cli_mirror_url(mirror);
 	if (!mirror)
 		return cli_usage_error(self, "which mirror? --mirror URL or $HUBMIRROR_URL");
-	if (cli_check_specs(self, argc, argv, "ask for a repository, without @REVISION"))
+	if (cli_check_specs(self, optind, argc, argv, true, "ask for a repository, without @REVISION"))
 		return CLI_USAGE;
 	for (int i = optind; i < argc; i++) {
 		json_t *body = json_pack("{s:s}", "spec", argv[i]), *ans;

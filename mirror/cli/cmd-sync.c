@@ -553,24 +553,6 @@ static bool local_only_options(int argc, char **argv)
 	return false;
 }
 
-/* Every operand from argv[first] on is a repository spec without a revision (sync follows the tracked
- * one). Returns CLI_OK, or CLI_USAGE after saying which one is not. */
-static int check_specs(const struct cli_command *self, int first, int argc, char **argv)
-{
-	for (int i = first; i < argc; i++) {
-		struct hub_spec s;
-		bool rev;
-		if (hub_spec_parse(argv[i], &s))
-			return cli_usage_error(self, "'%s' is not a repository spec", argv[i]);
-		rev = s.revision != NULL;
-		hub_spec_release(&s);
-		if (rev)
-			return cli_usage_error(self, "'%s': sync follows the tracked revision; change it with 'hubmirror add'",
-					       argv[i]);
-	}
-	return CLI_OK;
-}
-
 /* How a run of n repos here reports: the progress line (on a terminal, not with --json or -q), each
  * repo's line as it ends (line-buffered stdout) or, with --json, an interruption's line on stderr;
  * SIGINT and SIGTERM say how far it got. */
@@ -632,7 +614,8 @@ int cmd_sync(int argc, char **argv)
 		r = optind < argc ? cli_usage_error(self, "--status takes no SPEC") : sync_status(&o);
 		goto out;
 	}
-	if ((r = check_specs(self, optind, argc, argv)) != CLI_OK)
+	if ((r = cli_check_specs(self, optind, argc, argv, false,
+				 "sync follows the tracked revision; change it with 'hubmirror add'")) != CLI_OK)
 		goto out;
 	if (!o.mirror && !o.local && !local_only_options(argc, argv) && (local = cli_local_serve(o.dir))) {
 		/* a serve runs on this directory: it runs the sync, with its configuration and tokens, and

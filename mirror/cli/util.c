@@ -37,11 +37,12 @@ static int open_data(const char *dir, bool create, struct mirror_data **out)
 	return CLI_OK;
 }
 
-int cli_check_specs(const struct cli_command *self, int argc, char **argv, const char *no_revision)
+int cli_check_specs(const struct cli_command *self, int first, int argc, char **argv, bool one_at_least,
+		    const char *no_revision)
 {
-	if (optind >= argc)
+	if (one_at_least && first >= argc)
 		return cli_usage_error(self, "no repository given");
-	for (int i = optind; i < argc; i++) {
+	for (int i = first; i < argc; i++) {
 		struct hub_spec s;
 		bool rev;
 		if (hub_spec_parse(argv[i], &s))

@@ -209,6 +209,19 @@ void agent_snap_check(struct agent *a, struct agent_snap *s)
 		s->verified = false;
 }
 
+/* Of outcomes keyed by link id (a number), the newest max stay. */
+static void keep_newest(json_t *by_id, size_t max)
+{
+	while (json_object_size(by_id) > max) {
+		const char *k, *oldest = NULL;
+		json_t *v;
+		json_object_foreach(by_id, k, v)
+			if (!oldest || strtoll(k, NULL, 10) < strtoll(oldest, NULL, 10))
+				oldest = k;
+		json_object_del(by_id, oldest);
+	}
+}
+
 void agent_link_pending(struct agent *a, struct agent_snap *s)
 {
 	char *dir = xasprintf("%s/%s", s->save, s->name ? s->name : "");
@@ -232,23 +245,8 @@ void agent_link_pending(struct agent *a, struct agent_snap *s)
 		free(errmsg);
 	}
 	json_array_clear(s->pending_links);
-	while (json_object_size(a->links_done) > 1024) {
-		const char *k, *oldest = NULL;
-		json_t *v;
-		json_object_foreach(a->links_done, k, v)
-			if (!oldest || strtoll(k, NULL, 10) < strtoll(oldest, NULL, 10))
-				oldest = k;
-		json_object_del(a->links_done, oldest);
-	}
-	/* a snapshot pulled again and again keeps the last outcomes only */
-	while (json_object_size(s->links_done) > 256) {
-		const char *k, *oldest = NULL;
-		json_t *v;
-		json_object_foreach(s->links_done, k, v)
-			if (!oldest || strtoll(k, NULL, 10) < strtoll(oldest, NULL, 10))
-				oldest = k;
-		json_object_del(s->links_done, oldest);
-	}
+	keep_newest(a->links_done, 1024);
+	keep_newest(s->links_done, 256); /* a snapshot pulled again and again keeps the last outcomes only */
 	free(dir);
 }
 
