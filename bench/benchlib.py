@@ -1,9 +1,13 @@
 #!/usr/bin/python3
 """benchlib.py - what the benchmarks here share: the common part of their command lines (--hubmirror,
-the build's binary) and stopping what a run started (its processes, then its work folder)."""
+the build's binary), the fake upstream started on a spec, a file's sha256, and stopping what a run
+started (its processes, then its work folder)."""
 import argparse
+import hashlib
+import json
 import os
 import shutil
+import subprocess
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -13,6 +17,27 @@ def parser():
     ap = argparse.ArgumentParser()
     ap.add_argument("--hubmirror", default=os.path.join(TOP, "build", "mirror", "cli", "hubmirror"))
     return ap
+
+
+def start_fakehub(work, spec):
+    """tests/fakehub serving spec (written to work/spec.json; its cache in work/fakecache). Returns the
+    process and the file it writes its addresses to once it listens."""
+    with open(os.path.join(work, "spec.json"), "w") as f:
+        json.dump(spec, f)
+    ready = os.path.join(work, "ready")
+    fake = subprocess.Popen(["/usr/bin/python3", os.path.join(TOP, "tests", "fakehub", "fakehub.py"),
+                             "--repos", os.path.join(work, "spec.json"), "--ready-file", ready, "--quiet",
+                             "--cache-dir", os.path.join(work, "fakecache")], stdout=subprocess.DEVNULL)
+    return fake, ready
+
+
+def sha256_of(path):
+    """The file's SHA-256, hex."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for b in iter(lambda: f.read(1 << 20), b""):
+            h.update(b)
+    return h.hexdigest()
 
 
 def stop(*procs, work=None):

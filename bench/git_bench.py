@@ -53,12 +53,7 @@ def main():
                                  {"path": "tokenizer.json", "size": 2 << 20, "seed": 779, "lfs": False},
                                  {"path": "model-00002.safetensors", "size": 20 << 20, "seed": 778},
                                  {"path": "model.safetensors", "size": a.mib << 20, "seed": 777}]}]}
-    with open(os.path.join(work, "spec.json"), "w") as f:
-        json.dump(spec, f)
-    ready = os.path.join(work, "ready")
-    fake = subprocess.Popen(["/usr/bin/python3", os.path.join(TOP, "tests", "fakehub", "fakehub.py"),
-                             "--repos", os.path.join(work, "spec.json"), "--ready-file", ready, "--quiet",
-                             "--cache-dir", os.path.join(work, "fakecache")], stdout=subprocess.DEVNULL)
+    fake, ready = benchlib.start_fakehub(work, spec)
     serve = None
     home = os.path.join(work, "home")
     os.makedirs(home)

@@ -17,7 +17,6 @@ mirror's (here both copies land on one disk, and the mirror's is the one the nex
 mirror node's link to the internet, rather than a loopback fake at memory speed.
 Prints the best of RUNS for each and the ratio (target <= 1.1); paste into docs/benchmarks.md.
 """
-import hashlib
 import json
 import os
 import subprocess
@@ -34,12 +33,7 @@ sys.path.insert(0, HERE)
 from bundle_bench import drop_caches, settle  # noqa: E402  (the same cold-cache discipline)
 
 
-def sha256_of(path):
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for b in iter(lambda: f.read(1 << 20), b""):
-            h.update(b)
-    return h.hexdigest()
+sha256_of = benchlib.sha256_of  # (git_bench imports it from here)
 
 
 def wait_file(path, proc, what):
@@ -62,12 +56,7 @@ def main():
     spec = {"repos": [{"hub": "hf", "type": "model", "id": "bench/od",
                        "files": [{"path": "config.json", "content": "{\"bench\": true}\n"},
                                  {"path": "model.safetensors", "size": a.mib << 20, "seed": 777}]}]}
-    with open(os.path.join(work, "spec.json"), "w") as f:
-        json.dump(spec, f)
-    ready = os.path.join(work, "ready")
-    fake = subprocess.Popen(["/usr/bin/python3", os.path.join(TOP, "tests", "fakehub", "fakehub.py"),
-                             "--repos", os.path.join(work, "spec.json"), "--ready-file", ready, "--quiet",
-                             "--cache-dir", os.path.join(work, "fakecache")], stdout=subprocess.DEVNULL)
+    fake, ready = benchlib.start_fakehub(work, spec)
     serve = None
     try:
         wait_file(ready, fake, "the fake upstream")

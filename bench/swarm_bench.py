@@ -33,7 +33,6 @@ checked after; mount: every byte read through FUSE compared with the mirror's co
 model, and the machine's CPU use meanwhile: its share of 2 cores, and CPU-seconds (every process and
 the kernel, the mirror's included) per GiB the clients got. Prints a table for docs/benchmarks.md.
 """
-import hashlib
 import json
 import os
 import shutil
@@ -142,12 +141,7 @@ def start_fakehub(work, spec):
     return p, json.load(open(ready))["api"]
 
 
-def sha256(path):
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
+sha256 = benchlib.sha256_of
 
 
 def cpu_ticks():
