@@ -8,6 +8,7 @@ import json
 import os
 import shutil
 import subprocess
+import tempfile
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -17,6 +18,15 @@ def parser():
     ap = argparse.ArgumentParser()
     ap.add_argument("--hubmirror", default=os.path.join(TOP, "build", "mirror", "cli", "hubmirror"))
     return ap
+
+
+def args(name, **ints):
+    """A run's command line, parsed: --hubmirror and an int option per keyword (big_mib=2048 is
+    --big-mib, 2048 by default), with a fresh work folder (hm-NAME-...) to do it in."""
+    ap = parser()
+    for k, v in ints.items():
+        ap.add_argument("--" + k.replace("_", "-"), type=int, default=v)
+    return ap.parse_args(), tempfile.mkdtemp(prefix="hm-%s-" % name)
 
 
 def start_fakehub(work, spec):

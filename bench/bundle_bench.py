@@ -16,7 +16,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 
 import benchlib  # noqa: E402  (bench/ is the script's folder)
@@ -61,11 +60,7 @@ def timed(cmd, cwd=None, clean=()):
 
 
 def main():
-    ap = benchlib.parser()
-    ap.add_argument("--gib", type=int, default=2)
-    ap.add_argument("--runs", type=int, default=2)
-    a = ap.parse_args()
-    work = tempfile.mkdtemp(prefix="hm-bundlebench-")
+    a, work = benchlib.args("bundlebench", gib=2, runs=2)
     try:
         data = os.path.join(work, "data")
         serve_bench.make_data(a.hubmirror, data, a.gib)

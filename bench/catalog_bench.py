@@ -15,7 +15,6 @@ import os
 import random
 import sqlite3
 import subprocess
-import tempfile
 import time
 import urllib.request
 
@@ -84,11 +83,7 @@ def pct(v, p):
 
 
 def main():
-    ap = benchlib.parser()
-    ap.add_argument("--repos", type=int, default=100000)
-    ap.add_argument("--files", type=int, default=100000)
-    a = ap.parse_args()
-    work = tempfile.mkdtemp(prefix="hm-catbench-")
+    a, work = benchlib.args("catbench", repos=100000, files=100000)
     data = os.path.join(work, "data")
     subprocess.run([a.hubmirror, "init", "--data", data], check=True, stdout=subprocess.DEVNULL)
     t0 = time.time()

@@ -21,7 +21,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.request
 
@@ -42,11 +41,7 @@ def check_all(d, files, what):
 
 
 def main():
-    ap = benchlib.parser()
-    ap.add_argument("--mib", type=int, default=1024)
-    ap.add_argument("--runs", type=int, default=3)
-    a = ap.parse_args()
-    work = tempfile.mkdtemp(prefix="hm-gitbench-")
+    a, work = benchlib.args("gitbench", mib=1024, runs=3)
     spec = {"repos": [{"hub": "hf", "type": "model", "id": "bench/git",
                        "files": [{"path": "config.json", "content": "{\"bench\": true}\n"},
                                  {"path": "generation_config.json", "content": "{\"max_length\": 32}\n"},

@@ -21,7 +21,6 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.request
 
@@ -47,12 +46,7 @@ def wait_file(path, proc, what):
 
 
 def main():
-    ap = benchlib.parser()
-    ap.add_argument("--mib", type=int, default=1024)
-    ap.add_argument("--runs", type=int, default=3)
-    ap.add_argument("--rate", type=int, default=0)
-    a = ap.parse_args()
-    work = tempfile.mkdtemp(prefix="hm-odbench-")
+    a, work = benchlib.args("odbench", mib=1024, runs=3, rate=0)
     spec = {"repos": [{"hub": "hf", "type": "model", "id": "bench/od",
                        "files": [{"path": "config.json", "content": "{\"bench\": true}\n"},
                                  {"path": "model.safetensors", "size": a.mib << 20, "seed": 777}]}]}

@@ -61,12 +61,7 @@ def fake_post(api, path, body=b"{}"):
 
 
 def main():
-    ap = benchlib.parser()
-    ap.add_argument("--big-mib", type=int, default=2048)
-    ap.add_argument("--repos", type=int, default=600)
-    ap.add_argument("--files", type=int, default=3000)
-    a = ap.parse_args()
-    work = tempfile.mkdtemp(prefix="hm-bench-")
+    a, work = benchlib.args("bench", big_mib=2048, repos=600, files=3000)
     spec = {"repos": [
         {"hub": "hf", "type": "model", "id": "bench/big",
          "files": [{"path": "config.json", "content": "{\"bench\": true}\n"},
