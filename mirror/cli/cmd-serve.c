@@ -181,6 +181,8 @@ static int read_quota(const struct cli_command *self, struct serve_prep *p)
 	return CLI_OK;
 }
 
+/* (Over 100 lines, and it reads better whole: most of it is serve's option table, one option and its
+ * help a line or two each, as every command declares them; the steps after it are a dozen lines.) */
 int cli_serve_prepare(int argc, char **argv, struct serve_prep *p)
 {
 	const struct cli_command *self = cli_find("serve");
