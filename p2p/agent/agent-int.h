@@ -150,8 +150,8 @@ struct agent {
 	int64_t preheated_at;           /* when the last one ended */
 };
 
-/* Say something in the agent's log (its stderr: <cache>/agent.log when detached): one line, fmt
- * ending in a newline, after the time (UTC, as serve's log has it) and "hubmirror agent: ". */
+/* Say something in the agent's log (its stderr: <cache>/agent.log when detached) through base/log.h:
+ * one line (fmt may end in a newline), "TIME info  agent: ...", as serve's log has it. */
 void agent_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* The control API's handler (control.c). */

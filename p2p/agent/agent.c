@@ -26,6 +26,7 @@
 #include "base/bug.h"
 #include "base/err.h"
 #include "base/hex.h"
+#include "base/log.h"
 #include "base/path.h"
 #include "base/size.h"
 #include "base/xmalloc.h"
@@ -37,19 +38,20 @@
 
 void agent_say(const char *fmt, ...)
 {
-	char when[32] = "";
-	time_t now = time(NULL);
-	struct tm tm;
 	va_list ap;
+	char *m;
+	size_t n;
 
-	if (gmtime_r(&now, &tm))
-		strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
-	flockfile(stderr);
-	fprintf(stderr, "%s hubmirror agent: ", when);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	m = xvasprintf(fmt, ap);
 	va_end(ap);
-	funlockfile(stderr);
+	n = strlen(m);
+	while (n && m[n - 1] == '\n')
+		m[--n] = '\0'; /* (the callers end their lines; the log ends each) */
+	/* through the logger: one write a line, and what came from the network (a name, a mirror's
+	 * error) cannot start a line of its own */
+	log_info("agent", "%s", m);
+	free(m);
 }
 
 /* What an earlier run dropped and did not get to delete (<cache>/.dropped/): deleted by the first

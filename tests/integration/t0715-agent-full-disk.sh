@@ -39,7 +39,7 @@ echo "# the failing read took ${took} s: $(cat "$T/read.err")"
 "$HUBMIRROR" status >"$T/status.out"
 sed 's/^/# /' "$T/status.out"
 check "plain status says the disk is full, and what is missing" grep -Eq "error: the cache's disk is full: not enough room .* it needs [0-9.]+ (KiB|MiB) more" "$T/status.out"
-check "the log says the write error once, not once per write" test "$(grep -c 'hubmirror agent: hf:acme/big: ' "$T/small/cache/agent.log")" -le 3
+check "the log says the write error once, not once per write" test "$(grep -c ' agent: hf:acme/big: ' "$T/small/cache/agent.log")" -le 3
 # the disk grows (or another process frees space): the agent goes on by itself, no restart
 check "the cache's disk grows to 16 MB" mount -o remount,size=16m "$T/small"
 for i in $(seq 150); do grep -q "has room again" "$T/small/cache/agent.log" && break; sleep 0.2; done
