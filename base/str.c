@@ -1,7 +1,10 @@
 /*
  * str.c - string helpers (str.h).
  */
+#include <stdlib.h>
+
 #include "str.h"
+#include "xmalloc.h"
 
 size_t str_distance(const char *a, const char *b)
 {
@@ -20,4 +23,32 @@ size_t str_distance(const char *a, const char *b)
 		memcpy(prev, cur, (lb + 1) * sizeof(*prev));
 	}
 	return prev[lb];
+}
+
+char **str_split(const char *s, const char *seps, size_t *n)
+{
+	char **v = xcalloc(1, sizeof(*v));
+	size_t k = 0;
+
+	while (s && *s) {
+		size_t len;
+		s += strspn(s, seps);
+		len = strcspn(s, seps);
+		if (!len)
+			break;
+		v = xreallocarray(v, k + 2, sizeof(*v));
+		v[k++] = xstrndup(s, len);
+		v[k] = NULL;
+		s += len;
+	}
+	if (n)
+		*n = k;
+	return v;
+}
+
+void str_split_free(char **v)
+{
+	for (char **p = v; p && *p; p++)
+		free(*p);
+	free(v);
 }

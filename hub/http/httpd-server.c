@@ -97,16 +97,8 @@ int httpd_new(uv_loop_t *loop, const struct httpd_config *cfg, struct httpd **ou
 		h->cfg.max_waiting = 256;
 	if (!h->cfg.max_workers_aside)
 		h->cfg.max_workers_aside = 2;
-	if (cfg->trusted_proxies) {
-		char *copy = xstrdup(cfg->trusted_proxies), *save = NULL, *w;
-		size_t n = 0;
-		for (w = strtok_r(copy, ", ", &save); w; w = strtok_r(NULL, ", ", &save)) {
-			h->trusted = xreallocarray(h->trusted, n + 2, sizeof(*h->trusted));
-			h->trusted[n++] = xstrdup(w);
-			h->trusted[n] = NULL;
-		}
-		free(copy);
-	}
+	if (cfg->trusted_proxies)
+		h->trusted = str_split(cfg->trusted_proxies, ", ", NULL);
 	h->cfg.trusted_proxies = NULL; /* kept split in h->trusted */
 	if (cfg->listen && skip_prefix(cfg->listen, "unix:"))
 		return listen_unix(h, cfg->listen + 5, out);

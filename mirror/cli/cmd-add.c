@@ -18,6 +18,7 @@
 #include <jansson.h>
 
 #include "base/err.h"
+#include "base/str.h"
 #include "base/xmalloc.h"
 #include "catalog/catalog.h"
 #include "cli.h"
@@ -79,7 +80,7 @@ static int take_glob(const struct cli_command *self, const struct cli_flag *f, c
 static int take_refs(const struct cli_command *self, const struct cli_flag *f, const char *arg)
 {
 	struct add_opts *o = f->dest;
-	char *copy, *save = NULL;
+	char **list;
 
 	if (!strcmp(arg, "tags") || !strcmp(arg, "default") || !strcmp(arg, "all")) {
 		if (json_array_size(o->refs_names))
@@ -89,16 +90,16 @@ static int take_refs(const struct cli_command *self, const struct cli_flag *f, c
 	}
 	if (o->refs_word)
 		return cli_usage_error(self, "%s--refs %s cannot go with names", o->where, o->refs_word);
-	copy = xstrdup(arg);
-	for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-		if (hub_check_revision(t) || !strcmp(t, "tags") || !strcmp(t, "default") || !strcmp(t, "all")) {
-			int r = cli_usage_error(self, "%sbad ref name '%s' in --refs", o->where, t);
-			free(copy);
+	list = str_split(arg, ",", NULL);
+	for (char **p = list; *p; p++) {
+		if (hub_check_revision(*p) || !strcmp(*p, "tags") || !strcmp(*p, "default") || !strcmp(*p, "all")) {
+			int r = cli_usage_error(self, "%sbad ref name '%s' in --refs", o->where, *p);
+			str_split_free(list);
 			return r;
 		}
-		json_array_append_new(o->refs_names, json_string(t));
+		json_array_append_new(o->refs_names, json_string(*p));
 	}
-	free(copy);
+	str_split_free(list);
 	if (!json_array_size(o->refs_names))
 		return cli_usage_error(self, "%s--refs needs tags, default, all or ref names", o->where);
 	return CLI_OK;

@@ -33,17 +33,17 @@ static bool port_ok(const char *v)
 /* Each of a comma list is an http:// or https:// URL. */
 static bool urls_ok(const char *v)
 {
-	char *copy = xstrdup(v), *save = NULL, *u;
+	char **list = str_split(v, ",", NULL);
 	bool ok = true;
 
-	for (u = strtok_r(copy, ",", &save); u && ok; u = strtok_r(NULL, ",", &save)) {
-		const char *host;
+	for (char **p = list; *p && ok; p++) {
+		const char *u = *p, *host;
 		while (*u == ' ')
 			u++;
 		host = skip_prefix(u, "http://") ? skip_prefix(u, "http://") : skip_prefix(u, "https://");
 		ok = host && *host;
 	}
-	free(copy);
+	str_split_free(list);
 	return ok;
 }
 

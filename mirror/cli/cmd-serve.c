@@ -128,13 +128,13 @@ static int serve_check(const struct cli_command *self, struct mirror_serve_confi
 		return cli_usage_error(self, "--p2p-listen takes HOST:PORT or off, not '%s'", cfg->p2p_listen);
 	if (cfg->peer_mirrors) {
 		/* base URLs that go into torrents verbatim: http(s), and nothing a client would misread */
-		char *list = xstrdup(cfg->peer_mirrors), *save = NULL, *t;
+		char **list = str_split(cfg->peer_mirrors, ", ", NULL);
 		int bad = 0;
-		for (t = strtok_r(list, ", ", &save); t && !bad; t = strtok_r(NULL, ", ", &save))
-			if ((!skip_prefix(t, "http://") && !skip_prefix(t, "https://")) || strpbrk(t, "\"'<>\\?#") ||
-			    strlen(t) > 512)
-				bad = cli_usage_error(self, "--peer-mirror takes http(s)://HOST[:PORT] base URLs, not '%s'", t);
-		free(list);
+		for (char **p = list; *p && !bad; p++)
+			if ((!skip_prefix(*p, "http://") && !skip_prefix(*p, "https://")) || strpbrk(*p, "\"'<>\\?#") ||
+			    strlen(*p) > 512)
+				bad = cli_usage_error(self, "--peer-mirror takes http(s)://HOST[:PORT] base URLs, not '%s'", *p);
+		str_split_free(list);
 		if (bad)
 			return bad;
 	}

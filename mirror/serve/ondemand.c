@@ -78,10 +78,11 @@ int mirror_ondemand_new(uv_loop_t *loop, const struct mirror_ondemand_config *cf
 	struct mirror_ondemand *od = xcalloc(1, sizeof(*od));
 	struct hub_http_config hc = { 0 };
 	struct hub_client_config cc;
-	char *list = xstrdup(cfg->patterns ? cfg->patterns : ""), *save = NULL, *t;
+	char **list = str_split(cfg->patterns, ",", NULL);
 	int r = 0;
 
-	for (t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+	for (char **p = list; *p; p++) {
+		const char *t = *p;
 		while (*t == ' ')
 			t++;
 		if (!*t)
@@ -94,7 +95,7 @@ int mirror_ondemand_new(uv_loop_t *loop, const struct mirror_ondemand_config *cf
 		od->patterns = xreallocarray(od->patterns, od->npatterns + 1, sizeof(*od->patterns));
 		od->patterns[od->npatterns++] = xstrdup(t);
 	}
-	free(list);
+	str_split_free(list);
 	if (!r && !od->npatterns) {
 		*errmsg = xstrdup("--on-demand: no pattern given");
 		r = -EINVAL;

@@ -16,6 +16,7 @@
 #include "base/err.h"
 #include "base/hex.h"
 #include "base/log.h"
+#include "base/str.h"
 #include "base/xmalloc.h"
 #include "catalog/catalog.h"
 #include "access.h"
@@ -355,9 +356,10 @@ void mirror__metrics_requests(struct mirror_routes *rt, struct buf *b)
 
 void mirror_routes_set_peer_mirrors(struct mirror_routes *r, const char *urls)
 {
-	char *list = xstrdup(urls ? urls : ""), *save = NULL, *t;
+	char **list = str_split(urls, ", ", NULL);
 
-	for (t = strtok_r(list, ", ", &save); t; t = strtok_r(NULL, ", ", &save)) {
+	for (char **p = list; *p; p++) {
+		char *t = *p;
 		size_t n = strlen(t);
 		while (n && t[n - 1] == '/')
 			t[--n] = '\0';
@@ -366,7 +368,7 @@ void mirror_routes_set_peer_mirrors(struct mirror_routes *r, const char *urls)
 		r->peer_mirrors = xreallocarray(r->peer_mirrors, r->npeer_mirrors + 1, sizeof(*r->peer_mirrors));
 		r->peer_mirrors[r->npeer_mirrors++] = xstrdup(t);
 	}
-	free(list);
+	str_split_free(list);
 }
 
 void mirror_routes_set_ondemand(struct mirror_routes *r, struct mirror_ondemand *od)

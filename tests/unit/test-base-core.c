@@ -14,6 +14,7 @@
 #include "base/err.h"
 #include "base/hex.h"
 #include "base/log.h"
+#include "base/str.h"
 #include "base/xmalloc.h"
 #include "test.h"
 
@@ -110,6 +111,28 @@ TEST(bug_on)
 	CHECK(strstr(out, "BUG at ") && strstr(out, "test-base-core.c:") && strstr(out, ": 2 > 1"));
 }
 
+/* str_split: strtok's rule (runs of separators are one, none at the ends makes no empty item) */
+TEST(str_split_lists)
+{
+	size_t n = 9;
+	char **v = str_split(" a, b,,c ,", ", ", &n);
+
+	CHECK_INT(n, 3);
+	CHECK_STR(v[0], "a");
+	CHECK_STR(v[1], "b");
+	CHECK_STR(v[2], "c");
+	CHECK(v[3] == NULL);
+	str_split_free(v);
+	v = str_split(NULL, ",", &n);
+	CHECK_INT(n, 0);
+	CHECK(v && v[0] == NULL);
+	str_split_free(v);
+	v = str_split(",,,", ",", &n);
+	CHECK_INT(n, 0);
+	str_split_free(v);
+	str_split_free(NULL);
+}
+
 TEST(log_levels)
 {
 	enum log_level l;
@@ -150,6 +173,7 @@ int main(void)
 	RUN(xmalloc_family);
 	RUN(hex);
 	RUN(bug_on);
+	RUN(str_split_lists);
 	RUN(log_levels);
 	RUN(log_lines_cannot_be_forged);
 	return test_done();
