@@ -3,9 +3,9 @@
  *
  * Library code reports failures by return value and logs at debug level, with one exception: an engine
  * that goes on past trouble it cannot return (sync, gc and verify, one item of many failing: a catalog
- * write, a blob that cannot be deleted or is damaged) warns about it. Commands and the server log
- * above debug (docs/CODING.md). The level is process-wide state set once by main (parsed options are
- * the only globals we keep).
+ * write, a blob that cannot be deleted or is damaged) warns about it. Commands, the server and the
+ * agent log above debug (docs/CODING.md). The level is process-wide state set once by main (parsed
+ * options are the only globals we keep).
  */
 #ifndef HM_LOG_H
 #define HM_LOG_H

@@ -81,14 +81,6 @@ char *ms_file_url(const char *base, bool dataset, const char *name, const char *
 	return url;
 }
 
-int ms_is_api(const char *path)
-{
-	for (size_t i = 0; i < sizeof(prefixes) / sizeof(*prefixes); i++)
-		if (!strncmp(path, prefixes[i].prefix, strlen(prefixes[i].prefix)))
-			return 1;
-	return 0;
-}
-
 int ms_parse_path(const char *path, const char *method, struct ms_path *p)
 {
 	char **v = NULL;

@@ -49,12 +49,10 @@ struct ms_path {
 /*
  * path: the request's path without its query; method: its method. Fills *p and returns 0 when path is
  * an API path above; -1 when it is not (nothing to free). A path under the API's prefixes that names
- * nothing is -1 too: the caller answers that 404 in ModelScope's envelope (ms_is_api).
+ * nothing is -1 too: the mirror's router, which sent it here by its prefix, answers that 404 in
+ * ModelScope's envelope.
  */
 int ms_parse_path(const char *path, const char *method, struct ms_path *p);
 void ms_path_release(struct ms_path *p);
-
-/* Whether path is under the ModelScope API's prefixes (/api/v1/models/, /api/v1/datasets/). */
-int ms_is_api(const char *path);
 
 #endif

@@ -55,8 +55,6 @@ TEST(ms_names_nothing)
 	CHECK_INT(ms_parse_path("/api/v1/models/acme/x%zz", "GET", &p), -1);      /* does not decode */
 	CHECK_INT(ms_parse_path("/api/v2/models/acme/x", "GET", &p), -1);
 	CHECK_INT(ms_parse_path("/acme/x/resolve/main/a", "GET", &p), -1);
-	CHECK(ms_is_api("/api/v1/datasets/x"));
-	CHECK(!ms_is_api("/api/models/acme/x"));
 }
 
 TEST(ms_dataset_by_numeric_id)
