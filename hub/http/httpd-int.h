@@ -1,7 +1,7 @@
 /*
  * httpd-int.h - the HTTP server's private types, shared by httpd.c (connections, answers),
- * httpd-request.c (reading a request) and httpd-tls.c (TLS on a connection). Not for use outside
- * hub/httpd*.c.
+ * httpd-request.c (reading a request), httpd-body.c (bodies streamed to a handler's sink) and
+ * httpd-tls.c (TLS on a connection). Not for use outside hub/httpd*.c.
  */
 #ifndef HM_HTTPD_INT_H
 #define HM_HTTPD_INT_H
@@ -20,6 +20,7 @@
 #include "httpd.h"
 
 #define READ_CHUNK 16384
+#define BODY_CHUNK (256 << 10) /* the read buffer while a claimed body streams: few syscalls a GiB */
 #define MAX_HEADERS 100
 #define FILE_CHUNK (4 << 20)   /* bytes per sendfile call */
 #define FILE_BURST (16 << 20)  /* bytes per wakeup, so one fast client cannot hog the loop */
@@ -63,6 +64,8 @@ struct httpd {
 	void *drained_ud;
 	httpd_observer_fn observer;
 	void *observer_ud;
+	httpd_claim_fn claim;          /* httpd_set_body_claim, or NULL */
+	void *claim_ud;
 	time_t date_at;                /* the second `date` was formatted for */
 	char date[40];
 	char **trusted;                /* cfg.trusted_proxies, split; NULL-terminated */
@@ -90,6 +93,10 @@ struct httpd_req {
 	bool last_was_value;
 	size_t header_bytes;
 	struct buf body;
+	struct httpd_body_sink sink;   /* a claimed body's (httpd-body.c) */
+	bool claimed;                  /* the body goes to sink, not to body */
+	bool sink_held;                /* sink.ud is still the server's: neither taken nor abandoned */
+	bool sink_full;                /* sink.data wanted no more: the rest of the body is dropped */
 	bool keep_alive;
 	int refuse;                    /* 414, 431 or 413 once a limit is passed, 400 or 505 for a
 	                                * malformed head (refuse_why); 0 otherwise */
@@ -104,9 +111,9 @@ struct httpd_req {
 
 enum conn_state { C_READING, C_WRITING, C_DEFERRED, C_LINGER, C_CLOSING };
 /* What the connection's one timer stands for. */
-enum conn_timer { T_IDLE, T_HEADER, T_WRITE, T_LINGER, T_GATE };
+enum conn_timer { T_IDLE, T_HEADER, T_WRITE, T_LINGER, T_GATE, T_BODY };
 #define GATE_RETRY_MS 10       /* how soon a gated body asks again for bytes that were not ready */
-static const char *const timer_names[] = { "idle", "header", "write", "linger", "gate" };
+static const char *const timer_names[] = { "idle", "header", "write", "linger", "gate", "body" };
 
 /* The framing of a request head, read byte by byte as it arrives and before http_parser sees it
  * (httpd__head_scan): http_parser takes a bare LF as a line end and obsolete line folding as a header
@@ -129,12 +136,15 @@ struct conn {
 	enum conn_state state;
 	http_parser parser;
 	char *rbuf;                    /* NULL while idle */
+	size_t rcap;                   /* its size: READ_CHUNK, or BODY_CHUNK since a claimed body streamed */
 	size_t rlen, roff;             /* bytes in rbuf, bytes already parsed */
 	uint64_t bytes_in;             /* read from the client, in all (a catch-up's progress) */
 	struct httpd_req req;
 	struct head_scan scan;         /* the framing of the request head being read */
 	bool in_request;               /* a request has started (header timeout applies) */
 	bool header_timer_on;          /* its timer runs: it is not restarted by each byte */
+	bool body_streaming;           /* a claimed body is being read: T_BODY bounds its progress */
+	uint64_t body_at;              /* the loop's time (ms) when the last byte of it came */
 	bool processing;               /* inside conn_process: a response done at once continues there */
 	bool linger;                   /* the request was refused before it was read to the end */
 	size_t lingered;               /* bytes dropped in C_LINGER */
@@ -175,6 +185,15 @@ void httpd__split_target(struct httpd_req *r);
 /* Scan n more bytes of a request head (stops at its end). Returns NULL, or what is wrong with its
  * framing: a bare LF or CR, or a line folded onto the one before (obsolete line folding). */
 const char *httpd__head_scan(struct head_scan *s, const char *data, size_t n);
+
+/* ---- bodies streamed to a handler's sink (httpd-body.c) ---- */
+
+/* At the end of a valid head: ask the server's claim function. True when c's body goes to a sink. */
+bool httpd__body_claim(struct conn *c);
+/* n bytes of a claimed body: to the sink unless it is full. */
+void httpd__body_data(struct conn *c, const char *at, size_t n);
+/* The request ends and no handler took its sink: abandon it (once; a no-op otherwise). */
+void httpd__body_abandon(struct conn *c);
 
 /* ---- between httpd.c (connections), httpd-server.c and httpd-defer.c ---- */
 

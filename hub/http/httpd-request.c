@@ -2,7 +2,8 @@
  * httpd-request.c - what the server reads of a request: http-parser's callbacks, which fill a
  * connection's httpd_req within the configured limits (a request over them is marked to be refused
  * with 413, 414 or 431), the request target split into path and query, and the accessors handlers
- * read it through (httpd.h). httpd.c feeds the parser and answers.
+ * read it through (httpd.h). httpd.c feeds the parser and answers; a claimed body goes on to
+ * httpd-body.c.
  */
 #include <limits.h>
 #include <stdio.h>
@@ -158,10 +159,6 @@ static int on_headers_complete(http_parser *p)
 {
 	struct conn *c = p->data;
 
-	if (p->content_length != ULLONG_MAX && p->content_length > c->h->cfg.max_body_bytes) {
-		c->req.refuse = 413;
-		return -1;
-	}
 	/* HTTP/1.x only: a request line without a version (HTTP/0.9) is malformed, another version
 	 * is not served */
 	if (p->http_major == 0) {
@@ -182,6 +179,13 @@ static int on_headers_complete(http_parser *p)
 	snprintf(c->req.method, sizeof(c->req.method), "%s", http_method_str((enum http_method)p->method));
 	c->req.head = p->method == HTTP_HEAD;
 	c->req.keep_alive = http_should_keep_alive(p);
+	/* once, here: the claim sees the path and query, and the handlers after it */
+	httpd__split_target(&c->req);
+	if (!httpd__body_claim(c) && p->content_length != ULLONG_MAX &&
+	    p->content_length > c->h->cfg.max_body_bytes) {
+		c->req.refuse = 413;
+		return -1;
+	}
 	/* HEAD answers carry a Content-Length but no body: tell the parser (matters for responses only,
 	 * but returning 0 keeps request parsing as is). */
 	return 0;
@@ -191,6 +195,10 @@ static int on_body(http_parser *p, const char *at, size_t n)
 {
 	struct conn *c = p->data;
 
+	if (c->req.claimed) {
+		httpd__body_data(c, at, n);
+		return 0;
+	}
 	if (c->req.body.len + n > c->h->cfg.max_body_bytes) {
 		c->req.refuse = 413;
 		return 1;
@@ -201,6 +209,9 @@ static int on_body(http_parser *p, const char *at, size_t n)
 
 static int on_message_complete(http_parser *p)
 {
+	struct conn *c = p->data;
+
+	c->body_streaming = false;
 	/* One request at a time: stop here; the rest of the buffer waits for the response to finish. */
 	http_parser_pause(p, 1);
 	return 0;

@@ -85,6 +85,8 @@ int httpd_new(uv_loop_t *loop, const struct httpd_config *cfg, struct httpd **ou
 		h->cfg.max_body_bytes = 1 << 20;
 	if (!h->cfg.header_timeout_ms)
 		h->cfg.header_timeout_ms = 15000;
+	if (!h->cfg.body_timeout_ms)
+		h->cfg.body_timeout_ms = 60000;
 	if (!h->cfg.idle_timeout_ms)
 		h->cfg.idle_timeout_ms = 75000;
 	if (!h->cfg.write_timeout_ms)

@@ -6,7 +6,8 @@
  * makes the server buffer a file, and an idle keep-alive connection costs one small struct (its
  * buffers are released between requests). Requests on one connection are answered in order
  * (pipelining is safe: the server stops reading while it writes). A request over a limit is answered
- * 414, 431 or 413 and its connection closed.
+ * 414, 431 or 413 and its connection closed. A body may instead stream to a handler's sink as it
+ * arrives (httpd_set_body_claim), which an upload of gigabytes needs.
  *
  * Handlers form a chain (h2o-style): each gets the request and either answers it (returns 0) or passes
  * (returns HTTPD_PASS). Handlers run on the loop and must not block on anything slow: the whole server
@@ -36,7 +37,10 @@ struct httpd_config {
 	size_t max_header_bytes;        /* request line + headers; 0: 16 KiB */
 	size_t max_body_bytes;          /* 0: 1 MiB */
 	unsigned header_timeout_ms;     /* from the first byte of a request to its end (trickled bytes do not
-					 * extend it); 0: 15 s */
+					 * extend it), or to the end of its head when its body is claimed
+					 * (httpd_set_body_claim); 0: 15 s */
+	unsigned body_timeout_ms;       /* a claimed body: no byte of it for this long closes the
+					 * connection (each byte extends it); 0: 60 s */
 	unsigned idle_timeout_ms;       /* keep-alive wait for the next request; 0: 75 s */
 	unsigned write_timeout_ms;      /* no byte accepted by the client for this long; 0: 120 s */
 	FILE *access_log;               /* one line per request, or NULL */
@@ -85,6 +89,33 @@ void httpd_drain(struct httpd *h, void (*done)(void *ud), void *ud);
 /* Close the listener and every connection; run the loop afterwards to finish. NULL-safe. */
 void httpd_free(struct httpd **h);
 
+/*
+ * Request bodies a handler streams (an upload of gigabytes) rather than takes whole from memory. When
+ * a request's head is complete, before any byte of its body, the claim function (one per server; on
+ * the loop, quick) sees the request through the usual accessors (method, path, query, headers; not
+ * the body) and either returns false, which leaves the body to be read into memory within
+ * cfg.max_body_bytes as usual, or fills *sink and returns true: then the body's bytes (de-chunked)
+ * go to sink->data as they arrive, with no max_body_bytes (the sink keeps its own limits), the handler
+ * chain runs once the body has ended (httpd_body is empty), and a handler takes the sink's ud with
+ * httpd_body_take. It is asked for every request with a valid target, with or without a body.
+ */
+struct httpd_body_sink {
+	/* n more bytes of the body. Return 0 to go on; nonzero: the sink wants no more, the server reads
+	 * and drops the rest of the body and still dispatches the request at its end (the handler answers
+	 * with the error the sink recorded: a client that is still sending reads an answer, not a reset). */
+	int (*data)(void *ud, const char *p, size_t n);
+	/* The request ends without a handler taking the sink (the connection closed or timed out mid-body,
+	 * the request refused, no handler called httpd_body_take, the server freed): called once, frees ud. */
+	void (*abandon)(void *ud);
+	void *ud;                      /* the sink's state: the server's until taken or abandoned */
+};
+typedef bool (*httpd_claim_fn)(void *ud, struct httpd_req *r, struct httpd_body_sink *sink);
+/* Set the claim function (NULL: none). ud is borrowed. */
+void httpd_set_body_claim(struct httpd *h, httpd_claim_fn fn, void *ud);
+/* In a handler: the claimed sink's ud, the handler's now (the server will not call abandon); NULL when
+ * the body was not claimed or was already taken. */
+void *httpd_body_take(struct httpd_req *r);
+
 /* Name the route that answers r (a static string; for metrics). */
 void httpd_set_route(struct httpd_req *r, const char *route);
 /* fn runs once per completed response with its route ("other" when unnamed), status and bytes sent. */
@@ -129,7 +160,7 @@ bool httpd_etag_matches(const char *if_none_match, const char *etag);
 bool httpd_from_trusted_proxy(const struct httpd_req *r);
 /* Case-insensitive header lookup; NULL when absent. */
 const char *httpd_header(const struct httpd_req *r, const char *name);
-const char *httpd_body(const struct httpd_req *r, size_t *len);
+const char *httpd_body(const struct httpd_req *r, size_t *len); /* empty when claimed (httpd_set_body_claim) */
 const char *httpd_peer(const struct httpd_req *r);         /* "127.0.0.1" */
 const char *httpd_local(const struct httpd_req *r);        /* our own address on this connection, "-" if unknown */
 
