@@ -1,9 +1,17 @@
 /*
  * httpd-body.c - request bodies streamed to a handler's sink (httpd_set_body_claim; httpd.h): the
  * claim asked once a head is read, the body's bytes handed on as http-parser gives them, the sink
- * taken by a handler or abandoned exactly once. httpd.c reads the bytes (in BODY_CHUNK reads while a
+ * taken by a handler or abandoned exactly once, and the interim "100 Continue" a client that asked
+ * for it waits for before it sends a body. httpd.c reads the bytes (in BODY_CHUNK reads while a
  * claimed body streams) and bounds the body's progress with its T_BODY timer.
  */
+#include <errno.h>
+#include <limits.h>
+#include <string.h>
+#include <strings.h>
+
+#include <http_parser.h>
+
 #include "base/bug.h"
 #include "httpd-int.h"
 
@@ -62,4 +70,37 @@ void httpd__body_abandon(struct conn *c)
 		return;
 	r->sink_held = false;
 	r->sink.abandon(r->sink.ud);
+}
+
+void httpd__body_expect(struct conn *c, const http_parser *p)
+{
+	const char *e = httpd_header(&c->req, "Expect");
+	bool body = (p->content_length != ULLONG_MAX && p->content_length > 0) || (p->flags & F_CHUNKED);
+
+	/* An HTTP/1.0 client knows no interim answers: its expectation is ignored (RFC 9110 10.1.1). */
+	if (!body || !e || strcasecmp(e, "100-continue") || p->http_minor < 1)
+		return;
+	c->cont_pending = true;
+	c->cont_sent = 0;
+}
+
+int httpd__continue_flush(struct conn *c)
+{
+	static const char line[] = "HTTP/1.1 100 Continue\r\n\r\n";
+
+	/* Tiny, and sent when nothing else is in flight: it nearly always goes whole; a part that does
+	 * not is finished before anything else is written (the final answer flushes it first). */
+	while (c->cont_pending) {
+		ssize_t n = httpd__send(c, line + c->cont_sent, sizeof(line) - 1 - c->cont_sent);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -1;
+		}
+		c->cont_sent += (size_t)n;
+		c->h->stats.bytes_sent += (uint64_t)n;
+		if (c->cont_sent == sizeof(line) - 1)
+			c->cont_pending = false;
+	}
+	return 1;
 }

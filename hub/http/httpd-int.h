@@ -145,6 +145,8 @@ struct conn {
 	bool header_timer_on;          /* its timer runs: it is not restarted by each byte */
 	bool body_streaming;           /* a claimed body is being read: T_BODY bounds its progress */
 	uint64_t body_at;              /* the loop's time (ms) when the last byte of it came */
+	bool cont_pending;             /* "100 Continue" is owed to the client ... */
+	size_t cont_sent;              /* ... and this much of it went out */
 	bool processing;               /* inside conn_process: a response done at once continues there */
 	bool linger;                   /* the request was refused before it was read to the end */
 	size_t lingered;               /* bytes dropped in C_LINGER */
@@ -194,6 +196,11 @@ bool httpd__body_claim(struct conn *c);
 void httpd__body_data(struct conn *c, const char *at, size_t n);
 /* The request ends and no handler took its sink: abandon it (once; a no-op otherwise). */
 void httpd__body_abandon(struct conn *c);
+/* A head accepted with a body to come: owe "100 Continue" if it asked for one (HTTP/1.1 only). */
+void httpd__body_expect(struct conn *c, const http_parser *p);
+/* Send what is owed of "100 Continue": 1 when nothing is (any more), 0 when the socket is full, -1
+ * when the connection is dead. */
+int httpd__continue_flush(struct conn *c);
 
 /* ---- between httpd.c (connections), httpd-server.c and httpd-defer.c ---- */
 

@@ -183,9 +183,10 @@ static int on_headers_complete(http_parser *p)
 	httpd__split_target(&c->req);
 	if (!httpd__body_claim(c) && p->content_length != ULLONG_MAX &&
 	    p->content_length > c->h->cfg.max_body_bytes) {
-		c->req.refuse = 413;
+		c->req.refuse = 413; /* at once, without the body: a client that waits for 100 gets this */
 		return -1;
 	}
+	httpd__body_expect(c, p);
 	/* HEAD answers carry a Content-Length but no body: tell the parser (matters for responses only,
 	 * but returning 0 keeps request parsing as is). */
 	return 0;
@@ -212,6 +213,8 @@ static int on_message_complete(http_parser *p)
 	struct conn *c = p->data;
 
 	c->body_streaming = false;
+	if (c->cont_pending && !c->cont_sent)
+		c->cont_pending = false; /* the whole body came without it: a 100 now would only be noise */
 	/* One request at a time: stop here; the rest of the buffer waits for the response to finish. */
 	http_parser_pause(p, 1);
 	return 0;

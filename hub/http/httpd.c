@@ -59,6 +59,12 @@ static void conn_watch(struct conn *c, int events)
 		uv_poll_stop(&c->poll);
 	c->watching = events;
 }
+
+/* A reading connection watches for bytes, and for room to send a "100 Continue" it still owes. */
+static void conn_watch_reading(struct conn *c)
+{
+	conn_watch(c, UV_READABLE | (c->cont_pending ? UV_WRITABLE : 0));
+}
 static void conn_process(struct conn *c);
 
 /* (responses: httpd-respond.c) */
@@ -307,6 +313,11 @@ static void log_access(struct conn *c)
  * 2 when a gated body waits for its bytes, -1 on a dead connection. */
 static int conn_flush(struct conn *c)
 {
+	if (c->cont_pending) { /* the rest of a "100 Continue" goes before the answer */
+		int k = httpd__continue_flush(c);
+		if (k <= 0)
+			return k;
+	}
 	while (c->out_off < c->out.len) {
 		ssize_t n = httpd__send(c, c->out.data + c->out_off, c->out.len - c->out_off);
 		if (n < 0) {
@@ -515,6 +526,10 @@ static void conn_process(struct conn *c)
 			}
 			n = http_parser_execute(&c->parser, &httpd__parser_settings, c->rbuf + c->roff, c->rlen - c->roff);
 			c->roff += n;
+			if (c->cont_pending && httpd__continue_flush(c) < 0) { /* the head asked for one */
+				httpd__conn_close(c);
+				break;
+			}
 			e = HTTP_PARSER_ERRNO(&c->parser);
 			if (e == HPE_PAUSED) {
 				memset(&c->scan, 0, sizeof(c->scan)); /* what follows is the next request's head */
@@ -561,7 +576,7 @@ static void conn_process(struct conn *c)
 			c->header_timer_on = true;
 			set_timer(c, T_HEADER);
 		}
-		conn_watch(c, UV_READABLE);
+		conn_watch_reading(c);
 		break;
 	}
 	c->processing = false;
@@ -579,6 +594,13 @@ static void conn_read(struct conn *c)
 	if (d < 0) {
 		httpd__conn_close(c);
 		return;
+	}
+	if (c->cont_pending) { /* the poll woke us writable for it */
+		if (httpd__continue_flush(c) < 0) {
+			httpd__conn_close(c);
+			return;
+		}
+		conn_watch_reading(c); /* writable no more once it is out */
 	}
 	for (int burst = 0; burst < READ_BURST && c->state == C_READING; burst++) {
 		uint64_t answered = c->h->stats.requests_total;
@@ -600,7 +622,7 @@ static void conn_read(struct conn *c)
 		if (n < 0) {
 			if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) {
 				if (c->ssl)
-					conn_watch(c, UV_READABLE); /* and what TLS waits for */
+					conn_watch_reading(c); /* and what TLS waits for */
 				return;
 			}
 			httpd__conn_close(c);

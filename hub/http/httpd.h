@@ -97,7 +97,9 @@ void httpd_free(struct httpd **h);
  * cfg.max_body_bytes as usual, or fills *sink and returns true: then the body's bytes (de-chunked)
  * go to sink->data as they arrive, with no max_body_bytes (the sink keeps its own limits), the handler
  * chain runs once the body has ended (httpd_body is empty), and a handler takes the sink's ud with
- * httpd_body_take. It is asked for every request with a valid target, with or without a body.
+ * httpd_body_take. It is asked for every request with a valid target, with or without a body. A
+ * claimed or small body announced with "Expect: 100-continue" gets its interim 100 answer when the
+ * head is read; a body claimed by no one and over max_body_bytes gets its 413 at once.
  */
 struct httpd_body_sink {
 	/* n more bytes of the body. Return 0 to go on; nonzero: the sink wants no more, the server reads

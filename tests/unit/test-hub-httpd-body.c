@@ -1,7 +1,7 @@
 /*
  * test-hub-httpd-body.c - request bodies streamed to a handler's sink (httpd_set_body_claim): big
  * bodies whole and in order past max_body_bytes, with a Content-Length or chunked, and pipelined
- * requests after them; the sink abandoned exactly once on every way a request
+ * requests after them; "Expect: 100-continue"; the sink abandoned exactly once on every way a request
  * ends without a handler taking it; a sink that wants no more; the body's progress timeout. The
  * server runs on the test's thread (uv_run, a turn at a time) over socketpairs it adopts; a client
  * thread sends what does not fit in a socket's buffer.
@@ -301,8 +301,9 @@ TEST(body_stream)
 	up_server_free(&loop, &h);
 }
 
-/* A claimed body is bounded by its sink, not by max_body_bytes; an unclaimed one still is. */
-TEST(body_limits)
+/* A claimed body is bounded by its sink, not by max_body_bytes; an unclaimed one still is; an
+ * "Expect: 100-continue" gets its interim answer before the body is sent, or the 413 at once. */
+TEST(body_limits_expect)
 {
 	uv_loop_t loop;
 	struct httpd_config cfg = { .listen = "127.0.0.1:0", .max_body_bytes = 1 << 20 };
@@ -321,6 +322,31 @@ TEST(body_limits)
 	fd = client(h, "PUT /plain HTTP/1.1\r\nHost: x\r\nContent-Length: 2097152\r\n\r\n");
 	CHECK(run_for(&loop, fd, got, sizeof(got), "\r\n\r\n", 10));
 	CHECK(!strncmp(got, "HTTP/1.1 413", 12));                 /* unclaimed: the limit holds */
+	close(fd);
+	/* Expect: the 100 comes, and nothing else, before the client sends a byte of the body */
+	got[0] = '\0';
+	fd = client(h, "PUT /up HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 10\r\n\r\n");
+	CHECK(run_for(&loop, fd, got, sizeof(got), "\r\n\r\n", 10));
+	run_for(&loop, fd, got, sizeof(got), NULL, 0.1);
+	CHECK_STR(got, "HTTP/1.1 100 Continue\r\n\r\n");
+	CHECK(send_all(fd, "0123456789", 10));
+	CHECK(run_for(&loop, fd, got, sizeof(got), "end\n", 10));
+	CHECK(!strncmp(got, "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200", 37));
+	CHECK(strstr(got, "bytes=10 ") != NULL);
+	/* ... for a chunked body, and an unclaimed one within the limit, on the same connection */
+	got[0] = '\0';
+	CHECK(send_str(fd, "PUT /plain HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nTransfer-Encoding: chunked\r\n\r\n"));
+	CHECK(run_for(&loop, fd, got, sizeof(got), "\r\n\r\n", 10));
+	CHECK_STR(got, "HTTP/1.1 100 Continue\r\n\r\n");
+	CHECK(send_str(fd, "5\r\nhello\r\n0\r\n\r\n"));
+	CHECK(run_for(&loop, fd, got, sizeof(got), "end\n", 10));
+	CHECK(strstr(got, "HTTP/1.1 200") && strstr(got, "plain 5 end\n"));
+	close(fd);
+	/* over the limit and unclaimed: the 413 at once, no 100 */
+	got[0] = '\0';
+	fd = client(h, "PUT /plain HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 2097152\r\n\r\n");
+	CHECK(run_for(&loop, fd, got, sizeof(got), "\r\n\r\n", 10));
+	CHECK(!strncmp(got, "HTTP/1.1 413", 12));
 	close(fd);
 	CHECK_INT(abandons, 0);
 	up_server_free(&loop, &h);
@@ -444,7 +470,7 @@ TEST(body_timeout)
 int main(void)
 {
 	RUN(body_stream);
-	RUN(body_limits);
+	RUN(body_limits_expect);
 	RUN(body_abandon);
 	RUN(body_sink_full);
 	RUN(body_timeout);
