@@ -3,7 +3,10 @@
  * limits, pipelining and the request accessors a handler uses (path, query parameters, headers,
  * unescaping, Range). Each input goes in over one end of a socketpair the server adopts; the client
  * end then reads until the server closes or answers everything. The server must answer with
- * well-formed status lines (or close), and never crash or leak.
+ * well-formed status lines (or close), and never crash or leak. Bodies of /up... stream to a sink
+ * (httpd_set_body_claim) that wants no more after 100 bytes; /up/take's handler takes it, the others'
+ * leave it to be abandoned: a sink freed twice or never is a sanitizer report, and one still held when
+ * its request ends the server's own BUG_ON.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -13,11 +16,32 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
+#include <stdbool.h>
 #include <uv.h>
 
 #include "hub/http/httpd.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static int sink_data(void *ud, const char *p, size_t n)
+{
+	size_t *got = ud;
+
+	(void)p;
+	*got += n;
+	return *got > 100;
+}
+
+static bool claim(void *ud, struct httpd_req *r, struct httpd_body_sink *sink)
+{
+	(void)ud;
+	if (strncmp(httpd_path(r), "/up", 3))
+		return false;
+	sink->data = sink_data;
+	sink->abandon = free;
+	sink->ud = calloc(1, sizeof(size_t));
+	return true;
+}
 
 /* A handler that touches everything a route does with a request. */
 static int handler(void *ud, struct httpd_req *r)
@@ -29,6 +53,8 @@ static int handler(void *ud, struct httpd_req *r)
 
 	(void)ud;
 	(void)q;
+	if (!strcmp(path, "/up/take"))
+		free(httpd_body_take(r));
 	httpd_add_header(r, "X-Range", rr == 1 ? "yes" : "no");
 	httpd_respond(r, u ? 200 : 400, "text/plain", u ? u : "bad", u ? strlen(u) : 3);
 	free(u);
@@ -51,6 +77,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (httpd_new(&loop, &cfg, &h))
 			abort();
 		httpd_add_handler(h, handler, NULL);
+		httpd_set_body_claim(h, claim, NULL);
 	}
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv))
 		abort();
