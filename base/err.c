@@ -26,6 +26,9 @@ static const char *const project_msgs[] = {
 	[HM_ERR_TIMEOUT - HM_ERR_FIRST]       = "query took too long",
 	[HM_ERR_QUOTA - HM_ERR_FIRST]         = "the store quota leaves no room",
 	[HM_ERR_GIT - HM_ERR_FIRST]           = "a git command failed",
+	[HM_ERR_EXISTS - HM_ERR_FIRST]        = "a repository of that name exists",
+	[HM_ERR_CONFLICT - HM_ERR_FIRST]      = "the branch moved: its head is not the parent commit given",
+	[HM_ERR_LOCAL - HM_ERR_FIRST]         = "a repository of a local namespace (pushed to this mirror, never synced)",
 };
 
 const char *err_str(int code)

@@ -30,6 +30,9 @@ enum {
 	HM_ERR_TIMEOUT,               /* a query ran past its time budget and was abandoned */
 	HM_ERR_QUOTA,                 /* the store quota leaves no room for it */
 	HM_ERR_GIT,                   /* a git command (building or serving a git repository) failed */
+	HM_ERR_EXISTS,                /* a repository of that name is there already */
+	HM_ERR_CONFLICT,              /* a branch moved: its head is not the parent the commit was made on */
+	HM_ERR_LOCAL,                 /* a repository of a local namespace: pushed here, never synced */
 	HM_ERR_LAST                   /* keep last */
 };
 

@@ -58,14 +58,23 @@ int catalog__repo_get_any(struct catalog *c, const char *hub, const char *type, 
 	"r.gated, coalesce(r.private, -1), r.card_data, r.tags, r.pipeline_tag, r.library_name, r.license, " \
 	"coalesce(r.downloads, -1), coalesce(r.likes, -1), r.last_modified, r.refs_policy, " \
 	"coalesce(r.refs_checked_at, 0), r.upstream_name, coalesce(r.tier, 0), r.upstream, " \
-	"coalesce(r.origin_checked_at, 0), coalesce(r.created_at, 0), coalesce(r.last_ok_at, 0) "
+	"coalesce(r.origin_checked_at, 0), coalesce(r.created_at, 0), coalesce(r.last_ok_at, 0), r.local "
 #define REPO_JOINS \
 	"LEFT JOIN refs f ON f.repo_id = r.id AND f.name = r.follow_rev " \
 	"LEFT JOIN snapshots s ON s.id = f.snapshot_id "
 #define REPO_COLUMNS REPO_SELECT "FROM repos r " REPO_JOINS
 
-/* A repo not among the keys of the JSON array bound at P (NULL: none hidden). */
-#define HIDDEN_CLAUSE(P) "(" P " IS NULL OR (r.hub || ':' || r.type || ':' || r.name) NOT IN (SELECT value FROM json_each(" P ")))"
+/* A repo not among the keys of the JSON array bound at P (NULL: none hidden), nor under a namespace's
+ * key there ("hf:model:acme/" and '*': compared as a prefix, without LIKE, whose wildcards names hold). */
+#define HIDDEN_CLAUSE(P) "(" P " IS NULL OR NOT EXISTS (SELECT 1 FROM json_each(" P ") h WHERE " \
+	"h.value = (r.hub || ':' || r.type || ':' || r.name) OR (substr(h.value, -2) = '/*' AND " \
+	"substr(r.hub || ':' || r.type || ':' || r.name, 1, length(h.value) - 1) = substr(h.value, 1, length(h.value) - 1))))"
+
+/* catalog_snapshot_commit inside the caller's transaction (sync.c); *snapshot_id (may be NULL): the
+ * snapshot's row. */
+struct catalog_file;
+int catalog__snapshot_record(struct catalog *c, int64_t repo_id, const char *commit, const char *ref_name, bool tag,
+			     const char *selection, const struct catalog_file *files, size_t n, int64_t *snapshot_id);
 
 /* Fill *r from a row of REPO_SELECT (repos.c). */
 void catalog__read_repo(sqlite3_stmt *st, struct catalog_repo *r);

@@ -80,6 +80,7 @@ struct catalog_repo {
 	int64_t origin_checked_at; /* when the Hub was last asked about it, here or up the chain; 0 unknown */
 	int64_t created_at;   /* when upstream says the repo was created; 0 unknown */
 	int64_t last_ok_at;   /* when a sync of it last ended ok; 0 never (last_sync_at: the last attempt) */
+	bool local;           /* the mirror's own (a local namespace's, written through uploads): never synced */
 };
 
 void catalog_repo_release(struct catalog_repo *r);
@@ -92,7 +93,8 @@ void catalog_repo_list_free(struct catalog_repo *list, size_t n);
 /*
  * Track a repo, or update the options of one already tracked (and track it again if it was removed).
  * *created (may be NULL) tells which. Globs/options are JSON text (NULL: "[]" / "{}"). All strings
- * borrowed. Returns 0 or HM_ERR_SQLITE.
+ * borrowed. Returns 0, HM_ERR_LOCAL (the name is one of the mirror's own repos: never tracked from
+ * upstream) or HM_ERR_SQLITE.
  */
 int catalog_repo_add(struct catalog *c, const char *hub, const char *type, const char *name,
 		     const char *follow_rev, const char *include_globs, const char *exclude_globs,
@@ -146,6 +148,42 @@ struct catalog_file {
  */
 int catalog_snapshot_commit(struct catalog *c, int64_t repo_id, const char *commit, const char *ref_name, bool tag,
 			    const char *selection, const struct catalog_file *files, size_t n);
+
+/* ---- the mirror's own repositories (local namespaces; local.c, docs/uploads.md) ---- */
+
+/* The selection every snapshot of a local repo has (catalog_repo_selection of its row): all its files. */
+#define CATALOG_LOCAL_SELECTION "[]\n[]\n{}"
+
+/* Make a local repo (following main, no snapshot yet), private or not; *repo_id (may be NULL) its row.
+ * Returns 0, HM_ERR_EXISTS (a repo of that name, in any letter case, tracked or local) or
+ * HM_ERR_SQLITE. */
+int catalog_local_create(struct catalog *c, const char *hub, const char *type, const char *name, bool private_,
+			 int64_t *repo_id);
+/* Delete a local repo with its snapshots, refs and commits (its contents stay for gc). Returns 0,
+ * HM_ERR_NOT_FOUND (no local repo of that id) or HM_ERR_SQLITE. */
+int catalog_local_delete(struct catalog *c, int64_t repo_id);
+/* The commit ref (a branch or tag name) of repo_id points at. out: 41 bytes. Returns 0,
+ * HM_ERR_NOT_FOUND or HM_ERR_SQLITE. */
+int catalog_local_head(struct catalog *c, int64_t repo_id, const char *ref, char out[41]);
+
+/* A local repo's commit: its id and what git needs to rebuild it (mirror/gitobj.h). */
+struct catalog_commit {
+	const char *id;        /* 40 hex */
+	const char *parent;    /* 40 hex, NULL for the first */
+	const char *tree;      /* 40 hex */
+	const char *author;    /* "NAME <EMAIL>", also the committer */
+	int64_t at;            /* unix seconds, +0000 */
+	const char *message;
+};
+/* Record commit cm (files: its whole tree) and point branch ref at it, in one transaction, only when
+ * ref points at cm->parent now (no ref at all for a NULL parent). Returns 0, HM_ERR_CONFLICT (the ref
+ * is elsewhere: the caller computes again on the new head, or refuses) or HM_ERR_SQLITE. */
+int catalog_local_commit(struct catalog *c, int64_t repo_id, const char *ref, const struct catalog_commit *cm,
+			 const struct catalog_file *files, size_t n);
+/* The commit of repo_id with this id. *out's strings are malloc'd (catalog_commit_release). Returns 0,
+ * HM_ERR_NOT_FOUND (none, or not a local repo's) or HM_ERR_SQLITE. */
+int catalog_commit_get(struct catalog *c, int64_t repo_id, const char *commit, struct catalog_commit *out);
+void catalog_commit_release(struct catalog_commit *cm);
 
 /* ---- refs beyond the followed one (the sync's second pass) ---- */
 

@@ -39,11 +39,12 @@ int catalog_gc(struct catalog *c, int keep, bool dry_run, struct catalog_gc_stat
 		return r;
 	if (exec1(c, "DELETE FROM refs WHERE repo_id IN (SELECT id FROM repos WHERE removed_at IS NOT NULL)", 0, NULL))
 		goto out;
-	/* Rank each repo's snapshots newest first; keep ref targets and the first `keep`. */
+	/* Rank each repo's snapshots newest first; keep ref targets and the first `keep`. A local repo's
+	 * commits are its history, the parents its newer commits name: all kept. */
 	if (exec1(c,
 		  "DELETE FROM snapshots WHERE id IN ("
 		  " SELECT s.id FROM snapshots s JOIN repos r ON r.id = s.repo_id"
-		  " WHERE r.removed_at IS NOT NULL OR ("
+		  " WHERE r.removed_at IS NOT NULL OR (r.local = 0 AND"
 		  "  s.id NOT IN (SELECT snapshot_id FROM refs) AND s.pinned_at IS NULL AND"
 		  "  (SELECT count(*) FROM snapshots s2 WHERE s2.repo_id = s.repo_id AND"
 		  "   (s2.synced_at > s.synced_at OR (s2.synced_at = s.synced_at AND s2.id > s.id))) >= ?1))",
@@ -171,7 +172,7 @@ int catalog_quota_evict(struct catalog *c, int64_t need, bool (*held)(void *ud, 
 	 * first; a ref target or a pinned snapshot of a tracked repo is never a candidate. */
 	if (catalog__prepare(c,
 			     "SELECT s.id FROM snapshots s JOIN repos r ON r.id = s.repo_id WHERE r.removed_at IS NOT NULL"
-			     " OR (s.pinned_at IS NULL AND s.id NOT IN (SELECT snapshot_id FROM refs))"
+			     " OR (r.local = 0 AND s.pinned_at IS NULL AND s.id NOT IN (SELECT snapshot_id FROM refs))"
 			     " ORDER BY r.removed_at IS NULL, s.synced_at, s.id", &cand))
 		goto out;
 	while (*freed < need && (rc = sqlite3_step(cand)) == SQLITE_ROW) {

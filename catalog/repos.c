@@ -56,6 +56,7 @@ void catalog__read_repo(sqlite3_stmt *st, struct catalog_repo *r)
 	r->origin_checked_at = sqlite3_column_int64(st, 31);
 	r->created_at = sqlite3_column_int64(st, 32);
 	r->last_ok_at = sqlite3_column_int64(st, 33);
+	r->local = sqlite3_column_int(st, 34) != 0;
 }
 
 char *catalog_repo_selection(const struct catalog_repo *r)
@@ -105,14 +106,20 @@ int catalog_repo_add(struct catalog *c, const char *hub, const char *type, const
 	sqlite3_stmt *st = NULL;
 	int r = HM_ERR_SQLITE, existed = 0;
 
-	/* Was it tracked before? (Only to answer *created; the upsert below is one statement.) */
-	if (catalog__prepare(c, "SELECT removed_at IS NULL FROM repos WHERE hub=?1 AND type=?2 AND name=?3", &st))
+	/* Was it tracked before? (Only to answer *created; the upsert below is one statement.) A repo of
+	 * the mirror's own is never tracked from upstream under its name. */
+	if (catalog__prepare(c, "SELECT removed_at IS NULL, local FROM repos WHERE hub=?1 AND type=?2 AND name=?3", &st))
 		goto out;
 	catalog__bind_repo(st, hub, type, name);
-	if (sqlite3_step(st) == SQLITE_ROW)
+	if (sqlite3_step(st) == SQLITE_ROW) {
 		existed = sqlite3_column_int(st, 0);
+		if (sqlite3_column_int(st, 1))
+			r = HM_ERR_LOCAL;
+	}
 	sqlite3_finalize(st);
 	st = NULL;
+	if (r == HM_ERR_LOCAL)
+		goto out;
 
 	if (catalog__prepare(c,
 		"INSERT INTO repos (hub, type, name, follow_rev, include_globs, exclude_globs, options, added_at) "

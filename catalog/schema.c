@@ -42,6 +42,10 @@
  *      created the repo.
  *  16  repos.last_ok_at: when a sync of the repo last ended ok (last_sync_at is the last attempt,
  *      whatever its outcome), so staleness can be watched apart from failures.
+ *  17  the mirror's own repositories (local namespaces, docs/uploads.md): repos.local (1: made and
+ *      written through the upload API, never synced), and commits: a local snapshot's git commit (its
+ *      parent commit id, tree id, author, time and message), so the commit id the API gave is the one
+ *      git clone rebuilds, and its history has parents.
  *
  * Rules: a migration only ever moves from version N-1 to N; released migrations are never edited,
  * a change is a new entry at the end of `migrations`.
@@ -265,6 +269,16 @@ static const char *const migrations[] = {
 	/* 15 -> 16 */
 	("ALTER TABLE repos ADD COLUMN last_ok_at INTEGER;"
 	 "UPDATE repos SET last_ok_at = last_sync_at WHERE sync_status = 'ok';"),
+	/* 16 -> 17 */
+	("ALTER TABLE repos ADD COLUMN local INTEGER NOT NULL DEFAULT 0;"
+	 "CREATE TABLE commits ("
+	 "  snapshot_id INTEGER PRIMARY KEY REFERENCES snapshots(id) ON DELETE CASCADE,"
+	 "  parent      TEXT,"                           /* commit id; NULL for a repository's first */
+	 "  tree        TEXT NOT NULL,"
+	 "  author      TEXT NOT NULL,"                  /* NAME <EMAIL>, also the committer */
+	 "  at          INTEGER NOT NULL,"
+	 "  message     TEXT NOT NULL"
+	 ");"),
 };
 
 int catalog__migration_count(void)

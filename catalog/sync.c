@@ -153,8 +153,8 @@ static int files_insert(sqlite3_stmt *blob, sqlite3_stmt *file, int64_t snap_id,
 	return 0;
 }
 
-int catalog_snapshot_commit(struct catalog *c, int64_t repo_id, const char *commit, const char *ref_name, bool tag,
-			    const char *selection, const struct catalog_file *files, size_t n)
+int catalog__snapshot_record(struct catalog *c, int64_t repo_id, const char *commit, const char *ref_name, bool tag,
+			     const char *selection, const struct catalog_file *files, size_t n, int64_t *snapshot_id)
 {
 	sqlite3_stmt *blob = NULL, *file = NULL;
 	int64_t total = 0, snap_id = 0;
@@ -163,8 +163,6 @@ int catalog_snapshot_commit(struct catalog *c, int64_t repo_id, const char *comm
 
 	for (size_t i = 0; i < n; i++)
 		total += files[i].size;
-	if (catalog_begin(c))
-		return HM_ERR_SQLITE;
 	/* a content named before without being held becomes present when a snapshot brings it */
 	if (catalog__prepare(c, "INSERT INTO blobs (sha256, size, stored_at, present) VALUES (?1, ?2, ?3, ?4) "
 			     "ON CONFLICT (sha256) DO UPDATE SET present = 1, stored_at = excluded.stored_at "
@@ -186,9 +184,22 @@ int catalog_snapshot_commit(struct catalog *c, int64_t repo_id, const char *comm
 	if (!same_selection && files_insert(blob, file, snap_id, files, n))
 		goto out;
 	r = ref_upsert(c, repo_id, ref_name, kind, snap_id);
+	if (!r && snapshot_id)
+		*snapshot_id = snap_id;
 out:
 	sqlite3_finalize(blob);
 	sqlite3_finalize(file);
+	return r;
+}
+
+int catalog_snapshot_commit(struct catalog *c, int64_t repo_id, const char *commit, const char *ref_name, bool tag,
+			    const char *selection, const struct catalog_file *files, size_t n)
+{
+	int r;
+
+	if (catalog_begin(c))
+		return HM_ERR_SQLITE;
+	r = catalog__snapshot_record(c, repo_id, commit, ref_name, tag, selection, files, n, NULL);
 	if (r || catalog_commit(c)) {
 		catalog_rollback(c);
 		return HM_ERR_SQLITE;

@@ -382,6 +382,81 @@ static int stream_snapshot(struct stream *s, struct catalog *cat, const struct c
 	return r ? r : s->err;
 }
 
+/* One commit of a local repo (docs/uploads.md): the mirror made it, so its author, time, message and
+ * parent are the catalog's, and fast-import writes the very commit whose id the API gave out. */
+static int stream_local_commit(struct stream *s, struct catalog *cat, const struct catalog_commit *cm,
+			       int64_t snapshot_id)
+{
+	char *head, *from;
+	int r;
+
+	buf_init(&s->files);
+	r = catalog_snapshot_walk(cat, snapshot_id, NULL, NULL, 0, file_cb, s);
+	if (!r) {
+		from = cm->parent ? xasprintf("from refs/hubmirror/snap/%s\n", cm->parent) : xstrdup("");
+		head = xasprintf("commit refs/hubmirror/snap/%s\nauthor %s %lld +0000\ncommitter %s %lld +0000\n"
+				 "data %zu\n%s%sdeleteall\n", cm->id, cm->author, (long long)cm->at, cm->author,
+				 (long long)cm->at, strlen(cm->message), cm->message, from);
+		r = write_str(s->fd, head);
+		if (!r && s->files.len)
+			r = gitrepo__write_all(s->fd, s->files.data, s->files.len);
+		if (!r)
+			r = write_str(s->fd, "\n");
+		free(head);
+		free(from);
+	} else if (!s->err) {
+		s->why = xstrdup("catalog: cannot list the commit's files");
+	}
+	buf_release(&s->files);
+	return r ? r : s->err;
+}
+
+static bool has_line(const char *text, const char *line);
+
+/* A local repo's commits up to g's that the repository lacks (have: its refs; done: streamed
+ * already), oldest first, each after its parent. */
+static int stream_local_history(struct stream *s, struct catalog *cat, const struct catalog_repo *repo,
+				const struct gref *g, const char *have, json_t *done)
+{
+	struct catalog_commit *chain = NULL;
+	size_t n = 0;
+	char *id = xstrdup(g->commit), line[80];
+	int r = 0;
+
+	/* back from the ref to the first commit the repository has */
+	while (id && !r) {
+		snprintf(line, sizeof(line), "refs/hubmirror/snap/%s", id);
+		if (has_line(have, line) || json_object_get(done, id))
+			break;
+		chain = xreallocarray(chain, n + 1, sizeof(*chain));
+		if ((r = catalog_commit_get(cat, repo->id, id, &chain[n]))) {
+			s->why = xasprintf("catalog: no record of commit %s", id);
+			break;
+		}
+		free(id);
+		id = chain[n].parent ? xstrdup(chain[n].parent) : NULL;
+		n++;
+	}
+	free(id);
+	for (size_t i = n; i-- > 0 && !r;) {
+		struct catalog_repo r2 = { 0 };
+		struct catalog_snapshot snap;
+		bool found = false;
+		if ((r = catalog_resolve(cat, repo->hub, repo->type, repo->name, chain[i].id, &r2, &snap, &found))) {
+			s->why = xasprintf("catalog: no snapshot of commit %s", chain[i].id);
+		} else {
+			r = stream_local_commit(s, cat, &chain[i], snap.id);
+			json_object_set_new(done, chain[i].id, json_true());
+		}
+		if (found)
+			catalog_repo_release(&r2);
+	}
+	for (size_t i = 0; i < n; i++)
+		catalog_commit_release(&chain[i]);
+	free(chain);
+	return r;
+}
+
 /* The refs the repository has now (git for-each-ref), one per line; malloc'd, "" when none. */
 static char *list_refs(const char *root, const char *gitdir, char **errmsg)
 {
@@ -471,6 +546,10 @@ static int fast_import(struct mirror_data *d, struct catalog *cat, const struct 
 		snprintf(line, sizeof(line), "refs/hubmirror/snap/%s", rc->v[i].commit);
 		if (has_line(have, line) || json_object_get(done, rc->v[i].commit))
 			continue;
+		if (repo->local) {
+			r = stream_local_history(&s, cat, repo, &rc->v[i], have, done);
+			continue;
+		}
 		json_object_set_new(done, rc->v[i].commit, json_true());
 		r = stream_snapshot(&s, cat, repo, &rc->v[i]);
 	}

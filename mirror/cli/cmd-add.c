@@ -391,9 +391,18 @@ int cmd_add(int argc, char **argv)
 	}
 	for (size_t i = 0; i < n; i++) {
 		bool created = false;
-		if (catalog_repo_add(data->catalog, hub_kind_name(items[i].spec.hub),
-				     hub_type_name(items[i].spec.type), items[i].spec.name, items[i].spec.revision,
-				     items[i].include, items[i].exclude, items[i].options, &created) ||
+		int e = catalog_repo_add(data->catalog, hub_kind_name(items[i].spec.hub),
+					 hub_type_name(items[i].spec.type), items[i].spec.name, items[i].spec.revision,
+					 items[i].include, items[i].exclude, items[i].options, &created);
+		if (e == HM_ERR_LOCAL) {
+			char *s = hub_spec_format(&items[i].spec, 0);
+			catalog_rollback(data->catalog);
+			fprintf(stderr, "hubmirror: %s is %s: it cannot be tracked from upstream\n", s, err_str(e));
+			free(s);
+			r = CLI_FAILED;
+			goto out;
+		}
+		if (e ||
 		    catalog_repo_set_refs(data->catalog, hub_kind_name(items[i].spec.hub),
 					  hub_type_name(items[i].spec.type), items[i].spec.name, items[i].refs)) {
 			catalog_rollback(data->catalog);

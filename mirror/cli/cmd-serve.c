@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -15,6 +16,7 @@
 #include "base/str.h"
 #include "base/xmalloc.h"
 #include "base/log.h"
+#include "hub/hub.h"
 #include "cli.h"
 #include "config.h"
 #include "prepare.h"
@@ -111,6 +113,39 @@ static int take_hhmm(const struct cli_command *self, const struct cli_flag *f, c
 }
 
 /* What the options mean together: the auth mode, addresses, times. Returns 0 or CLI_USAGE. */
+/* --local: namespaces by the Hub's rules, none of which an --on-demand pattern names (a local
+ * namespace's repos are never fetched from upstream). Returns 0, or CLI_USAGE after saying why. */
+static int check_local(const struct cli_command *self, const struct mirror_serve_config *cfg)
+{
+	char **ns = str_split(cfg->local_namespaces, ", ", NULL), **pat = NULL;
+	int bad = 0;
+
+	for (char **n = ns; *n && !bad; n++) {
+		char *probe = xasprintf("%s/x", *n);
+		if (strchr(*n, '/') || hub_check_name(HUB_HF, probe))
+			bad = cli_usage_error(self, "--local takes namespaces (acme,research), not '%s'", *n);
+		free(probe);
+	}
+	pat = cfg->on_demand && !bad ? str_split(cfg->on_demand, ", ", NULL) : NULL;
+	for (char **p = pat; p && *p && !bad; p++) {
+		const char *s = *p, *t;
+		size_t len;
+		if ((t = skip_prefix(s, "hf:")) || (t = skip_prefix(s, "ms:")))
+			s = t;
+		if ((t = skip_prefix(s, "datasets/")))
+			s = t;
+		len = strcspn(s, "/");
+		for (char **n = ns; *n && !bad; n++)
+			if (strlen(*n) == len && !strncasecmp(*n, s, len))
+				bad = cli_usage_error(self, "--on-demand pattern '%s' names the local namespace '%s': its "
+						      "repos are this mirror's own, never fetched", *p, *n);
+	}
+	str_split_free(ns);
+	if (pat)
+		str_split_free(pat);
+	return bad;
+}
+
 static int serve_check(const struct cli_command *self, struct mirror_serve_config *cfg, int auth)
 {
 	if (auth < 0)
@@ -126,6 +161,8 @@ static int serve_check(const struct cli_command *self, struct mirror_serve_confi
 		cfg->p2p_listen = NULL;
 	else if (!strrchr(cfg->p2p_listen, ':'))
 		return cli_usage_error(self, "--p2p-listen takes HOST:PORT or off, not '%s'", cfg->p2p_listen);
+	if (cfg->local_namespaces && check_local(self, cfg))
+		return CLI_USAGE;
 	if (cfg->peer_mirrors) {
 		/* base URLs that go into torrents verbatim: http(s), and nothing a client would misread */
 		char **list = str_split(cfg->peer_mirrors, ", ", NULL);
@@ -233,6 +270,9 @@ int cli_serve_prepare(int argc, char **argv, struct serve_prep *p)
 		CLI_STR("admin-token-file", &p->admin_token_file, "FILE",
 			"turn on the operator's API (/api/admin/: status, sync now, pause,\n"
 			"add and remove repos) for requests bearing the token in FILE (mode 600)"),
+		CLI_STR("local", &cfg->local_namespaces, "NS[,NS...]",
+			"namespaces whose repos are this mirror's own: pushed by users with\n"
+			"a write grant (docs/uploads.md), never synced or fetched on demand"),
 		CLI_STR("peer-mirror", &cfg->peer_mirrors, "URL[,URL...]",
 			"the deployment's other mirrors: every torrent lists them\n"
 			"after this one, as trackers and web seeds (docs/deployment.md)"),

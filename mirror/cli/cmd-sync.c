@@ -212,10 +212,20 @@ static int repos_to_sync(struct mirror_data *data, char **specs, int nspecs, str
 {
 	*n = 0;
 	if (nspecs == 0) {
-		if (!catalog_repo_list(data->catalog, repos, n))
-			return 0;
-		fprintf(stderr, "hubmirror: catalog: %s\n", catalog_errmsg(data->catalog));
-		return -1;
+		size_t kept = 0;
+		if (catalog_repo_list(data->catalog, repos, n)) {
+			fprintf(stderr, "hubmirror: catalog: %s\n", catalog_errmsg(data->catalog));
+			return -1;
+		}
+		/* the mirror's own repos (uploads) have no upstream to sync from */
+		for (size_t i = 0; i < *n; i++) {
+			if ((*repos)[i].local)
+				catalog_repo_release(&(*repos)[i]);
+			else
+				(*repos)[kept++] = (*repos)[i];
+		}
+		*n = kept;
+		return 0;
 	}
 	*repos = xcalloc((size_t)nspecs, sizeof(**repos));
 	for (int i = 0; i < nspecs; i++) {
@@ -224,6 +234,12 @@ static int repos_to_sync(struct mirror_data *data, char **specs, int nspecs, str
 		hub_spec_parse(specs[i], &s);
 		e = catalog_repo_get(data->catalog, hub_kind_name(s.hub), hub_type_name(s.type), s.name, &(*repos)[*n]);
 		hub_spec_release(&s);
+		if (!e && (*repos)[*n].local) {
+			catalog_repo_release(&(*repos)[*n]);
+			fprintf(stderr, "hubmirror: '%s' is %s: there is no upstream to sync it from\n", specs[i],
+				err_str(HM_ERR_LOCAL));
+			return -1;
+		}
 		if (e) {
 			fprintf(stderr, "hubmirror: '%s' is not tracked (add it with 'hubmirror add %s')\n", specs[i],
 				specs[i]);

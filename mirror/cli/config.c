@@ -61,6 +61,7 @@ static const struct config_key keys[] = {
 	{ "serve", "peer-mirrors", "peer-mirror", CONFIG_SERVE, false },
 	{ "serve", "on-demand-ttl", "on-demand-ttl", CONFIG_SERVE, false },
 	{ "serve", "on-demand-max-repos", "on-demand-max-repos", CONFIG_SERVE, false },
+	{ "hub", "local", "local", CONFIG_SERVE, false },
 	{ "sync", "at", "sync-at", CONFIG_SERVE, false },
 	{ "sync", "every", "sync-every", CONFIG_SERVE, false },
 	{ "sync", "hf-upstream", "hf-upstream", CONFIG_SERVE | CONFIG_SYNC, false },
@@ -127,7 +128,7 @@ static int handler(void *user, const char *section, const char *name, const char
 	if (!find_key(section, key)) {
 		if (!l->error) /* inih reports the first bad line: keep its reason */
 			l->error = *section ? xasprintf("unknown key '%s' in [%s]", name, section)
-					    : xasprintf("'%s' outside a section ([serve], [sync], [store] or [p2p])", name);
+					    : xasprintf("'%s' outside a section ([serve], [hub], [sync], [store] or [p2p])", name);
 		free(key);
 		return 0;
 	}

@@ -20,13 +20,18 @@
 #include "base/hex.h"
 #include "base/xmalloc.h"
 #include "catalog/catalog.h"
+#include "base/str.h"
 #include "hub/hub.h"
 
 struct grant {
 	unsigned char digest[32];  /* sha256 of the token */
 	bool all;
-	char **specs;              /* "hf:model:org/name" keys */
+	bool all_write;            /* "*:write" */
+	char **specs;              /* "hf:model:org/name" keys; a namespace's ends in '*' ("hf:model:org/" '*') */
 	size_t nspecs;
+	char **wspecs;             /* the ones it writes too (":write") */
+	size_t nwspecs;
+	int line;                  /* in the tokens file: what the log names it by */
 };
 
 struct mirror_access {
@@ -58,6 +63,48 @@ static bool in_list(char **list, size_t n, const char *key)
 	return false;
 }
 
+/* Does a key of list cover repo key: the same, or the key of a namespace it is under? */
+static bool covers(char **list, size_t n, const char *key)
+{
+	for (size_t i = 0; i < n; i++) {
+		size_t l = strlen(list[i]);
+		if (!strcmp(list[i], key) ||
+		    (l >= 2 && !strcmp(list[i] + l - 2, "/*") && !strncmp(list[i], key, l - 1) && !strchr(key + l - 1, '/')))
+			return true;
+	}
+	return false;
+}
+
+/* A namespace spec, "hf:acme/", "hf:datasets/acme/", "ms:acme/" or "acme/" (Hugging Face's) followed by a
+ * '*': its key, "hf:model:acme/" and the '*'; NULL when w is not one. */
+static char *namespace_key(const char *w)
+{
+	const char *rest = w, *t, *hub = "hf", *type = "model";
+	size_t n;
+	char *ns, *probe, *key = NULL;
+
+	if ((t = skip_prefix(w, "hf:")))
+		rest = t;
+	else if ((t = skip_prefix(w, "ms:"))) {
+		rest = t;
+		hub = "ms";
+	}
+	if ((t = skip_prefix(rest, "datasets/"))) {
+		rest = t;
+		type = "dataset";
+	}
+	n = strlen(rest);
+	if (n < 3 || strcmp(rest + n - 2, "/*"))
+		return NULL;
+	ns = xstrndup(rest, n - 2);
+	probe = xasprintf("%s/x", ns);
+	if (!strchr(ns, '/') && !strchr(ns, '*') && !hub_check_name(strcmp(hub, "ms") ? HUB_HF : HUB_MS, probe))
+		key = xasprintf("%s:%s:%s/*", hub, type, ns);
+	free(probe);
+	free(ns);
+	return key;
+}
+
 /* Opens the tokens file at path for reading, into *out. It must be a regular file that others may
  * not read: the tokens are the mirror's keys, and a file every user may read gives them away. */
 static int open_tokens_file(const char *path, FILE **out, char **errmsg)
@@ -85,21 +132,33 @@ static int open_tokens_file(const char *path, FILE **out, char **errmsg)
 
 /* Adds the repository of spec w (one without a revision) to g's, and to the repos the file protects.
  * False when w is no such spec. */
-static bool grant_repo(struct mirror_access *a, struct grant *g, const char *w)
+static bool grant_repo(struct mirror_access *a, struct grant *g, const char *word)
 {
 	struct hub_spec s;
-	char *key;
-	int pr = hub_spec_parse(w, &s);
+	char *w = xstrdup(word), *key;
+	size_t n = strlen(w);
+	bool write = n > 6 && !strcmp(w + n - 6, ":write");
+	int pr;
 
-	if (pr || s.revision) {
-		if (!pr)
-			hub_spec_release(&s);
-		return false;
+	if (write)
+		w[n - 6] = '\0';
+	if (!(key = namespace_key(w))) {
+		if ((pr = hub_spec_parse(w, &s)) || s.revision || strchr(w, '*')) {
+			if (!pr)
+				hub_spec_release(&s);
+			free(w);
+			return false;
+		}
+		key = repo_key(hub_kind_name(s.hub), hub_type_name(s.type), s.name);
+		hub_spec_release(&s);
 	}
-	key = repo_key(hub_kind_name(s.hub), hub_type_name(s.type), s.name);
-	hub_spec_release(&s);
+	free(w);
 	g->specs = xreallocarray(g->specs, g->nspecs + 1, sizeof(*g->specs));
 	g->specs[g->nspecs++] = xstrdup(key);
+	if (write) {
+		g->wspecs = xreallocarray(g->wspecs, g->nwspecs + 1, sizeof(*g->wspecs));
+		g->wspecs[g->nwspecs++] = xstrdup(key);
+	}
 	if (!in_list(a->protected, a->nprotected, key)) {
 		a->protected = xreallocarray(a->protected, a->nprotected + 1, sizeof(*a->protected));
 		a->protected[a->nprotected++] = key;
@@ -131,14 +190,17 @@ static int read_grant(struct mirror_access *a, char *line, const char *path, int
 	}
 	digest(tok, g.digest);
 	memset(tok, 0, strlen(tok)); /* do not keep the token itself around */
+	g.line = lineno;
 	while ((w = strtok_r(NULL, " \t\r\n", &save))) {
-		if (!strcmp(w, "*")) {
+		if (!strcmp(w, "*") || !strcmp(w, "*:write")) {
 			g.all = true;
+			g.all_write |= w[1] != '\0';
 			continue;
 		}
 		if (!grant_repo(a, &g, w)) {
 			if (errmsg)
-				*errmsg = xasprintf("%s:%d: '%s' is not '*' or a repository spec", path, lineno, w);
+				*errmsg = xasprintf("%s:%d: '%s' is not '*', a repository spec (hf:org/name) or a "
+						    "namespace's (hf:org/*), with ':write' or without", path, lineno, w);
 			r = HM_ERR_USAGE;
 			break;
 		}
@@ -210,6 +272,9 @@ void mirror_access_free(struct mirror_access **ap)
 		for (size_t j = 0; j < a->grants[i].nspecs; j++)
 			free(a->grants[i].specs[j]);
 		free(a->grants[i].specs);
+		for (size_t j = 0; j < a->grants[i].nwspecs; j++)
+			free(a->grants[i].wspecs[j]);
+		free(a->grants[i].wspecs);
 	}
 	free(a->grants);
 	for (size_t i = 0; i < a->nprotected; i++)
@@ -254,14 +319,14 @@ bool mirror_access_allows(const struct mirror_access *a, const char *token, cons
 	if (a->mode == ACCESS_OPEN)
 		return true;
 	key = repo_key(hub, type, name);
-	listed = in_list(a->protected, a->nprotected, key);
+	listed = covers(a->protected, a->nprotected, key);
 	g = find_grant(a, token);
 	/* A repo named in the file needs a token that grants it; any other is open (listed) or open to
 	 * every valid token (all). */
 	if (!listed)
 		ok = a->mode == ACCESS_LISTED || g;
 	else
-		ok = g && (g->all || in_list(g->specs, g->nspecs, key));
+		ok = g && (g->all || covers(g->specs, g->nspecs, key));
 	free(key);
 	return ok;
 }
@@ -282,7 +347,7 @@ static bool grant_allows(const struct mirror_access *a, const struct grant *g, c
 			 const char *name)
 {
 	char *key = repo_key(hub, type, name);
-	bool ok = !in_list(a->protected, a->nprotected, key) || g->all || in_list(g->specs, g->nspecs, key);
+	bool ok = !covers(a->protected, a->nprotected, key) || g->all || covers(g->specs, g->nspecs, key);
 
 	free(key);
 	return ok;
@@ -323,9 +388,31 @@ bool mirror_access_names(const struct mirror_access *a, const char *hub, const c
 	if (!a || !a->nprotected)
 		return false;
 	key = repo_key(hub, type, name);
-	yes = in_list(a->protected, a->nprotected, key);
+	yes = covers(a->protected, a->nprotected, key);
 	free(key);
 	return yes;
+}
+
+bool mirror_access_may_write(const struct mirror_access *a, const char *token, const char *hub, const char *type,
+			     const char *name)
+{
+	const struct grant *g = a ? find_grant(a, token) : NULL;
+	char *key;
+	bool yes;
+
+	if (!g)
+		return false;
+	key = repo_key(hub, type, name);
+	yes = g->all_write || covers(g->wspecs, g->nwspecs, key);
+	free(key);
+	return yes;
+}
+
+char *mirror_access_who(const struct mirror_access *a, const char *token)
+{
+	const struct grant *g = a ? find_grant(a, token) : NULL;
+
+	return g ? xasprintf("token@%d", g->line) : xstrdup("anonymous");
 }
 
 /* Did the operator open the repo (`add --open`: options {"open": true})? */
@@ -366,7 +453,8 @@ char *mirror_access_hidden(const struct mirror_access *a, const char *token)
 	g = find_grant(a, token);
 	arr = json_array();
 	for (size_t i = 0; i < a->nprotected; i++)
-		if (!g || (!g->all && !in_list(g->specs, g->nspecs, a->protected[i])))
+		if (!g || (!g->all && !in_list(g->specs, g->nspecs, a->protected[i]) &&
+			   !covers(g->specs, g->nspecs, a->protected[i])))
 			json_array_append_new(arr, json_string(a->protected[i]));
 	out = json_array_size(arr) ? json_dumps(arr, JSON_COMPACT) : NULL;
 	json_decref(arr);

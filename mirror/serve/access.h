@@ -1,8 +1,10 @@
 /*
  * access.h - who may read what from `serve`: operator bearer tokens.
  *
- * A tokens file has one token a line, followed by what it grants: `*` (everything) or repository
- * specs (hf:org/name, ms:datasets/org/name); '#' starts a comment. Only sha256 digests of the tokens
+ * A tokens file has one token a line, followed by what it grants: `*` (everything), repository specs
+ * (hf:org/name, ms:datasets/org/name) or namespaces' ("hf:acme/" then '*': every model under acme; a
+ * namespace spec guards its repos as a repository spec does), each with ":write" to grant writes too
+ * (local namespaces, docs/uploads.md); '#' starts a comment. Only sha256 digests of the tokens
  * are kept in memory, and a presented token is compared with every digest in constant time, so
  * neither timing nor a memory dump gives one away. Tokens are never logged.
  *
@@ -74,4 +76,12 @@ char *mirror_access_capability(const struct mirror_access *a, const unsigned cha
 bool mirror_access_capability_allows(const struct mirror_access *a, const unsigned char key[32], const char *cap,
 				     const char *btih, const char *hub, const char *type, const char *name);
 
+/* May token write repo (the mirror's own repos: docs/uploads.md)? Only a token whose grant says so:
+ * "*:write", or a spec of the repo or of its namespace with ":write". Never without a
+ * token, or without a tokens file (a is NULL): an open mirror takes no writes. */
+bool mirror_access_may_write(const struct mirror_access *a, const char *token, const char *hub, const char *type,
+			     const char *name);
+/* A name for the log of whom token is, that gives nothing of it away: "token@LINE" (its line in the
+ * tokens file), or "anonymous". Malloc'd. */
+char *mirror_access_who(const struct mirror_access *a, const char *token);
 #endif

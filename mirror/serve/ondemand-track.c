@@ -216,7 +216,9 @@ int mirror_ondemand_track(struct mirror_routes *rt, struct httpd_req *req, const
 	struct track_job *j;
 	char *key;
 
-	if (!od || hub_check_name(strcmp(hub, "ms") ? HUB_HF : HUB_MS, name) || !mirror_ondemand_covers(od, hub, type, name))
+	/* a local namespace's repos are the mirror's own: one it does not have is not upstream's either */
+	if (!od || hub_check_name(strcmp(hub, "ms") ? HUB_HF : HUB_MS, name) || mirror__local_namespace(rt, name) ||
+	    !mirror_ondemand_covers(od, hub, type, name))
 		return 0;
 	key = mirror__od_spec_text(hub, type, name);
 	if (tried_recently(od, key)) {

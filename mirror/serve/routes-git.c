@@ -115,6 +115,23 @@ out:
 	return ok;
 }
 
+bool mirror__git_lfs_object(const char *path, char **type, char **name, char **oid)
+{
+	struct gitreq g;
+
+	if (!parse(path, &g))
+		return false;
+	if (g.op != OP_LFS_OBJECT) {
+		gitreq_release(&g);
+		return false;
+	}
+	*type = g.type;
+	*name = g.name;
+	*oid = g.oid;
+	free(g.repo_path);
+	return true;
+}
+
 /* ---- clone and fetch: http-backend on a worker ------------------------------------------------- */
 
 struct git_job {
@@ -218,6 +235,7 @@ static void serve_git(struct mirror_routes *rt, struct httpd_req *req, const str
 	g->repo.type = xstrdup(repo->type);
 	g->repo.name = xstrdup(repo->name);
 	g->repo.follow_rev = xstrdup(repo->follow_rev);
+	g->repo.local = repo->local; /* its commits have parents: built with its history */
 	g->method = xstrdup(httpd_method(req));
 	g->path_after = xstrdup(path_after);
 	g->query = dup_or_null(httpd_query(req));
@@ -264,14 +282,22 @@ static void lfs_batch(struct mirror_routes *rt, struct httpd_req *req, const str
 		lfs_error(req, 422, "a batch request is {\"operation\", \"objects\": [{\"oid\", \"size\"}]}");
 		return;
 	}
-	if (strcmp(op, "download")) {
-		json_decref(in);
-		lfs_error(req, 403, "this mirror is read-only: only downloads");
-		return;
-	}
 	if (json_array_size(objs) > LFS_BATCH_MAX) {
 		json_decref(in);
 		lfs_error(req, 413, "at most 1000 objects per batch");
+		return;
+	}
+	if (!strcmp(op, "upload") && repo->local) {
+		char *who = NULL;
+		if (mirror__write_gate(rt, req, repo->type, repo->name, &who))
+			lfs_answer(req, 200, mirror__lfs_upload_batch(rt, req, g->repo_path, repo, objs));
+		free(who);
+		json_decref(in);
+		return;
+	}
+	if (strcmp(op, "download")) {
+		json_decref(in);
+		lfs_error(req, 403, "this repository is read-only: only downloads");
 		return;
 	}
 	base = mirror__self_base(req);
@@ -333,8 +359,17 @@ int mirror__route_git(struct mirror_routes *rt, struct httpd_req *req, const cha
 	} else if (g.op == OP_INFO_REFS && (!q || strcmp(q, "service=git-upload-pack"))) {
 		httpd_respond_str(req, 403, "text/plain", "only git's smart HTTP protocol is served (git 1.6.6 or later)\n");
 	} else if ((g.op == OP_UPLOAD_PACK || g.op == OP_LFS_BATCH) ? strcmp(method, "POST")
-								    : strcmp(method, "GET") && strcmp(method, "HEAD")) {
+		   : g.op == OP_LFS_OBJECT ? strcmp(method, "GET") && strcmp(method, "HEAD") && strcmp(method, "PUT") &&
+						     strcmp(method, "POST")
+					   : strcmp(method, "GET") && strcmp(method, "HEAD")) {
 		httpd_respond_str(req, 405, "text/plain", "method not allowed\n");
+	} else if (g.op == OP_LFS_OBJECT && !strcmp(method, "PUT")) {
+		/* an upload: its own gate (a write grant, or the upload URL's capability: the client may send
+		 * no Authorization), not the reader's */
+		if (catalog_repo_get(rt->data->catalog, "hf", g.type, g.name, &repo))
+			lfs_error(req, 404, "Repository not found");
+		else
+			mirror__lfs_put(rt, req, &repo, g.oid);
 	} else if (!find_repo(rt, &g, &repo)) {
 		if (g.op == OP_LFS_BATCH)
 			lfs_error(req, 404, "Repository not found");
@@ -352,6 +387,11 @@ int mirror__route_git(struct mirror_routes *rt, struct httpd_req *req, const cha
 		serve_git(rt, req, &repo, "/git-upload-pack");
 	} else if (g.op == OP_LFS_BATCH) {
 		lfs_batch(rt, req, &g, &repo);
+	} else if (!strcmp(method, "POST")) {
+		char *who = NULL;
+		if (mirror__write_gate(rt, req, repo.type, repo.name, &who))
+			mirror__lfs_verify(rt, req, &repo, g.oid);
+		free(who);
 	} else {
 		int64_t size = -1;
 		if (catalog_repo_content(rt->data->catalog, repo.id, g.oid, &size))

@@ -418,6 +418,35 @@ static void hf_refs(struct hfreq *h)
 	mirror__respond_json(h->req, 200, o);
 }
 
+/* A local repo's history from rev back (the mirror's own commits, with their parents): the 100
+ * newest, as list_repo_commits reads them. */
+static json_t *local_history(struct hfreq *h)
+{
+	json_t *a = json_array();
+	char *id = xstrdup(h->snap.commit);
+
+	for (int i = 0; id && i < 100; i++) {
+		struct catalog_commit cm;
+		const char *nl;
+		char *d, *author;
+		if (catalog_commit_get(h->rt->data->catalog, h->repo.id, id, &cm))
+			break;
+		nl = strchr(cm.message, '\n');
+		d = iso_time(cm.at);
+		author = xstrndup(cm.author, strcspn(cm.author, "<") - (strchr(cm.author, '<') ? 1 : 0));
+		json_array_append_new(a, json_pack("{s:s, s:s%, s:s, s:s, s:[{s:s}]}", "id", cm.id, "title", cm.message,
+						   nl ? (size_t)(nl - cm.message) : strlen(cm.message), "message",
+						   nl ? nl + 1 + (nl[1] == '\n') : "", "date", d, "authors", "user", author));
+		free(d);
+		free(author);
+		free(id);
+		id = cm.parent ? xstrdup(cm.parent) : NULL;
+		catalog_commit_release(&cm);
+	}
+	free(id);
+	return a;
+}
+
 static void hf_commits(struct hfreq *h, const char *rev)
 {
 	char *d;
@@ -425,6 +454,11 @@ static void hf_commits(struct hfreq *h, const char *rev)
 
 	if (hf__resolve(h, rev))
 		return;
+	if (h->repo.local) {
+		hf__add_cors(h->req);
+		mirror__respond_json(h->req, 200, local_history(h));
+		return;
+	}
 	/* The mirror knows the commits it synced, not upstream's history: one entry, the snapshot. */
 	d = iso_time(h->snap.synced_at);
 	a = json_pack("[{s:s, s:s, s:s, s:s, s:[]}]", "id", h->snap.commit, "title", "", "message", "", "date", d,
@@ -546,7 +580,7 @@ static size_t take_repo(const struct hf_path *s, size_t i, const char *const *ke
 }
 
 static const char *const api_keywords[] = { "revision", "tree", "paths-info", "refs", "commits", "treesize",
-					    "xet-read-token", "resolve", NULL };
+					    "xet-read-token", "resolve", "preupload", "commit", NULL };
 static const char *const file_keywords[] = { "resolve", "raw", NULL };
 
 static int route_api(struct mirror_routes *rt, struct httpd_req *req, const struct hf_path *s)
@@ -611,6 +645,9 @@ static int route_api(struct mirror_routes *rt, struct httpd_req *req, const stru
 			hf__error(req, 400, NULL, "bad path", NULL);
 		else
 			hf__treesize(&h, rev, i + 1 + used < s->n ? sub : NULL);
+	} else if ((!strcmp(s->v[i], "preupload") || !strcmp(s->v[i], "commit")) && !strcmp(method, "POST") &&
+		   i + 1 < s->n && (rev = hf_join_decoded(s->v, s->n, i + 1))) {
+		mirror__hf_write(rt, req, h.type, h.name, s->v[i], rev);
 	} else if (!strcmp(s->v[i], "xet-read-token")) {
 		/* Never Xet: clients that ask get a plain 404 and stay on HTTP. */
 		hf__error(req, 404, NULL, "Xet is not served by this mirror", NULL);

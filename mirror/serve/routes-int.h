@@ -55,6 +55,12 @@ struct mirror_routes {
 	struct mirror_ondemand *ondemand; /* serve --on-demand; NULL: off. Borrowed */
 	char **peer_mirrors;          /* serve --peer-mirror: base URLs of the deployment's other mirrors */
 	size_t npeer_mirrors;
+	char **local;                 /* serve --local: the namespaces whose repos are the mirror's own */
+	size_t nlocal;
+	pthread_mutex_t commit_mu;    /* commits to local repos, one at a time (routes-commit.c) */
+	uv_loop_t *loop;              /* serve's (mirror_routes_set_loop): background work */
+	bool torrents_running, torrents_again, closing; /* new commits' torrents (routes-commit.c) */
+	uv_timer_t torrents_timer;
 };
 
 /* The operator token of a request (Authorization: Bearer, or ModelScope's m_session_id cookie), in
@@ -197,6 +203,54 @@ void mirror__defer(struct mirror_routes *rt, struct httpd_req *req, struct mirro
 void mirror__defer_aside(struct mirror_routes *rt, struct httpd_req *req, struct mirror__job *j);
 void mirror__job_header(struct mirror__job *j, const char *name, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+/* ---- the write side: local repos (routes-upload.c, routes-commit.c; docs/uploads.md) ---- */
+
+/* What a streamed request body became (mirror__claim_body): an LFS object's bytes in the store's
+ * writer, or a commit's NDJSON in an unnamed file. Each starts with its kind. */
+#define MIRROR__SINK_OBJECT 0x4f424a
+#define MIRROR__SINK_COMMIT 0x434d54
+struct mirror__commit_body {
+	int kind;                     /* MIRROR__SINK_COMMIT */
+	int fd;                       /* the body so far; -1 once taken */
+	int64_t got;
+	int status;                   /* what went wrong keeping it (413, 507, 500), 0 if nothing */
+};
+/* Free a sink of either kind (NULL-safe). */
+void mirror__body_abandon(void *sink);
+/* httpd_claim_fn: the bodies of LFS PUTs and commits, when the mirror has local namespaces. */
+struct httpd_body_sink;
+bool mirror__claim_body(void *ud, struct httpd_req *r, struct httpd_body_sink *sink);
+/* Is name (ORG/NAME) under one of the local namespaces? */
+bool mirror__local_namespace(const struct mirror_routes *rt, const char *name);
+/* /api/repos/create and /api/repos/delete */
+int mirror__route_repos(struct mirror_routes *rt, struct httpd_req *req, const char *rest, const char *arg);
+/* POST /api/{models|datasets}/ORG/NAME/{preupload|commit}/REV: action is "preupload" or "commit". */
+void mirror__hf_write(struct mirror_routes *rt, struct httpd_req *req, const char *type, const char *name,
+		      const char *action, const char *rev);
+/* The commit, once the writer and the repo were checked (routes-commit.c). */
+void mirror__hf_commit(struct mirror_routes *rt, struct httpd_req *req, const struct catalog_repo *repo,
+		       const char *rev, const char *who);
+/* Git LFS for uploads (from routes-git.c, on a local repo): a batch's answer for objs (consumed by
+ * nothing: the caller frees its request), an object's PUT and its verify. */
+json_t *mirror__lfs_upload_batch(struct mirror_routes *rt, struct httpd_req *req, const char *repo_path,
+				 const struct catalog_repo *repo, json_t *objs);
+void mirror__lfs_put(struct mirror_routes *rt, struct httpd_req *req, const struct catalog_repo *repo,
+		     const char *oid);
+void mirror__lfs_verify(struct mirror_routes *rt, struct httpd_req *req, const struct catalog_repo *repo,
+			const char *oid);
+/* Is req an LFS object's PUT to an upload URL the batch API gave out (its capability checked)? It
+ * passes --auth all's gate without a token, as BitTorrent clients' capability URLs do. */
+bool mirror__upload_url_ok(const struct mirror_routes *rt, const struct httpd_req *req);
+/* Is path an LFS object's URL (routes-git.c)? Then *type, *name and *oid (malloc'd) say which. */
+bool mirror__git_lfs_object(const char *path, char **type, char **name, char **oid);
+/* May this request write repo type/name (routes-upload.c)? Answers a refusal itself; *who (malloc'd)
+ * names the writer for the log. */
+bool mirror__write_gate(struct mirror_routes *rt, struct httpd_req *req, const char *type, const char *name,
+			char **who);
+
+/* After a commit, on the loop: make the torrents of new commits in the background (routes-commit.c). */
+void mirror__local_torrents(struct mirror_routes *rt);
+
 /* Close the idle connections of the pool (mirror_routes_free, once no job runs). */
 void mirror__pool_free(struct mirror_routes *rt);
 

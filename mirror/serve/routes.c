@@ -52,6 +52,7 @@ struct mirror_routes *mirror_routes_new(struct mirror_data *d, const struct mirr
 	r->tracker = p2p_tracker_new(NULL);
 	r->search_budget_ms = 100; /* docs/security.md: no search holds a worker for long */
 	pthread_mutex_init(&r->pool_mu, NULL);
+	pthread_mutex_init(&r->commit_mu, NULL);
 	r->catalog_path = mirror_data_path(d, MIRROR_DATA_CATALOG);
 	if (access && mirror_access_mode(access) != ACCESS_OPEN) {
 		int e = mirror_p2p_secret(d, r->p2p_key);
@@ -255,6 +256,7 @@ static const struct route {
 	{ "/api/p2p/preheat", mirror__route_preheat, NULL, "preheat", GATE_TOKEN, true, "hf" },
 	{ "/api/catalog/", mirror__route_catalog, NULL, "catalog_api", GATE_TOKEN, false, "hf" },
 	{ "/api/admin/", mirror__route_admin, NULL, "admin", GATE_NONE, false, "hf" }, /* its own token */
+	{ "/api/repos/", mirror__route_repos, NULL, "hf_repos", GATE_TOKEN, false, "hf" },
 	{ "/api/v1/models/", mirror__route_ms, "model", "ms_api", GATE_TOKEN, false, "ms" },
 	{ "/api/v1/datasets/", mirror__route_ms, "dataset", "ms_api", GATE_TOKEN, false, "ms" },
 	{ NULL, mirror__route_git, NULL, "git", GATE_TOKEN, false, "git" },
@@ -270,7 +272,7 @@ static bool gate_open(struct mirror_routes *r, const struct route *e, struct htt
 	const char *tok;
 
 	if (e->gate != GATE_TOKEN || !r->access || mirror_access_mode(r->access) != ACCESS_ALL ||
-	    !strcmp(httpd_method(req), "OPTIONS"))
+	    !strcmp(httpd_method(req), "OPTIONS") || (r->nlocal && mirror__upload_url_ok(r, req)))
 		return true;
 	tok = mirror__request_token(req, buf, sizeof(buf));
 	if (mirror_access_token_valid(r->access, tok))
@@ -396,6 +398,32 @@ void mirror_routes_install(struct mirror_routes *r, struct httpd *h)
 	r->httpd = h;
 	httpd_set_observer(h, on_response_done, r);
 	httpd_add_handler(h, dispatch, r);
+	httpd_set_body_claim(h, mirror__claim_body, r);
+}
+
+void mirror_routes_set_loop(struct mirror_routes *r, uv_loop_t *loop)
+{
+	r->loop = loop;
+	uv_timer_init(loop, &r->torrents_timer);
+	r->torrents_timer.data = r;
+}
+
+void mirror_routes_stop(struct mirror_routes *r)
+{
+	if (r)
+		r->closing = true;
+}
+
+void mirror_routes_set_local(struct mirror_routes *r, const char *namespaces)
+{
+	char **list = str_split(namespaces, ", ", NULL);
+
+	for (char **p = list; *p; p++)
+		if (**p) {
+			r->local = xreallocarray(r->local, r->nlocal + 1, sizeof(*r->local));
+			r->local[r->nlocal++] = xstrdup(*p);
+		}
+	str_split_free(list);
 }
 
 void mirror_routes_set_admin(struct mirror_routes *r, const struct mirror_admin *a)
@@ -410,6 +438,10 @@ void mirror_routes_free(struct mirror_routes **r)
 	free((*r)->counts);
 	mirror__pool_free(*r);
 	pthread_mutex_destroy(&(*r)->pool_mu);
+	pthread_mutex_destroy(&(*r)->commit_mu);
+	for (size_t i = 0; i < (*r)->nlocal; i++)
+		free((*r)->local[i]);
+	free((*r)->local);
 	free((*r)->catalog_path);
 	for (size_t i = 0; i < (*r)->npeer_mirrors; i++)
 		free((*r)->peer_mirrors[i]);

@@ -6,6 +6,8 @@
 #ifndef HM_MIRROR_ROUTES_H
 #define HM_MIRROR_ROUTES_H
 
+#include <uv.h>
+
 struct httpd;
 struct mirror_data;
 struct mirror_routes;
@@ -24,6 +26,14 @@ void mirror_routes_set_ondemand(struct mirror_routes *r, struct mirror_ondemand 
 /* The deployment's other mirrors (comma-separated base URLs, copied): every torrent handed out
  * lists them after this one, as trackers (a tier each) and web seeds. */
 void mirror_routes_set_peer_mirrors(struct mirror_routes *r, const char *urls);
+/* serve's loop, for the routes' background work (the torrents of new commits); its timer handle is
+ * closed by serve's closing walk. mirror_routes_stop, before that: nothing new starts, and work that
+ * ends afterwards touches nothing of the loop's. */
+void mirror_routes_set_loop(struct mirror_routes *r, uv_loop_t *loop);
+void mirror_routes_stop(struct mirror_routes *r);
+/* The local namespaces (comma-separated, copied): their repos are the mirror's own, created and
+ * written through the upload API (docs/uploads.md), never fetched from upstream. */
+void mirror_routes_set_local(struct mirror_routes *r, const char *namespaces);
 /* New access rules (borrowed like mirror_routes_new's; a worker that took a reference to the old
  * ones keeps it until its answer is done). On the loop. */
 void mirror_routes_set_access(struct mirror_routes *r, const struct mirror_access *access);

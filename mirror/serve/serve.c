@@ -609,6 +609,9 @@ static int start_http(struct server *s, char **errmsg)
 	mirror_routes_install(s->routes, s->httpd);
 	if (cfg->peer_mirrors)
 		mirror_routes_set_peer_mirrors(s->routes, cfg->peer_mirrors);
+	if (cfg->local_namespaces)
+		mirror_routes_set_local(s->routes, cfg->local_namespaces);
+	mirror_routes_set_loop(s->routes, &s->loop);
 	if (cfg->admin_token) {
 		struct mirror_admin a = { cfg->admin_token, s, admin_status, admin_sync_now, admin_report, admin_pause };
 		mirror_routes_set_admin(s->routes, &a);
@@ -721,6 +724,7 @@ static void announce(struct server *s)
 static void server_close(struct server *s)
 {
 	if (s->loop_open) {
+		mirror_routes_stop(s->routes);
 		httpd_free(&s->httpd); /* deferred answers still running finish in the uv_run below */
 		mirror_ondemand_stop(s->ondemand, &s->loop); /* after the clients' connections closed */
 		mirror_seeder_free(&s->seeder); /* closes its handles: before the walk below */

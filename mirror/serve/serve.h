@@ -47,6 +47,8 @@ struct mirror_serve_config {
 	void *on_sighup_ud;
 	const char *peer_mirrors;   /* the deployment's other mirrors, comma-separated base URLs; NULL */
 	const char *on_demand;      /* patterns of repos fetched when a client asks (ondemand.h); NULL: off */
+	const char *local_namespaces; /* namespaces whose repos are the mirror's own, written through uploads
+				     * (comma-separated; docs/uploads.md); NULL: none, read-only */
 	double on_demand_ttl_s;     /* untouched this long, such a repo stops being tracked; 0: 30 days */
 	int on_demand_max_repos;    /* repos tracked on demand at once; 0: 1000 */
 	int64_t quota_bytes;        /* [store] quota, for on-demand fetches; 0: none */

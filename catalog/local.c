@@ -1,0 +1,195 @@
+/*
+ * local.c - the mirror's own repositories (schema v17; docs/uploads.md): made, committed to and deleted
+ * through the upload API, never synced. Their snapshots are commits with parents, recorded with what
+ * git needs to rebuild the same commit ids.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "base/err.h"
+#include "base/xmalloc.h"
+#include "catalog-int.h"
+
+/* Is a repo of that hub, type and name here (in any letter case, as the Hub, where names differ only in
+ * case would be one repo)? A removed tracked repo is gone first: its history goes with the name. */
+static int name_taken(struct catalog *c, const char *hub, const char *type, const char *name)
+{
+	sqlite3_stmt *st = NULL;
+	int rc, r = HM_ERR_SQLITE;
+
+	if (catalog__prepare(c, "DELETE FROM repos WHERE hub = ?1 AND type = ?2 AND name = ?3 COLLATE NOCASE "
+			     "AND removed_at IS NOT NULL", &st))
+		return r;
+	catalog__bind_repo(st, hub, type, name);
+	if (catalog__run(st))
+		return r;
+	if (catalog__prepare(c, "SELECT 1 FROM repos WHERE hub = ?1 AND type = ?2 AND name = ?3 COLLATE NOCASE", &st))
+		return r;
+	catalog__bind_repo(st, hub, type, name);
+	rc = sqlite3_step(st);
+	r = rc == SQLITE_ROW ? HM_ERR_EXISTS : rc == SQLITE_DONE ? 0 : HM_ERR_SQLITE;
+	sqlite3_finalize(st);
+	return r;
+}
+
+int catalog_local_create(struct catalog *c, const char *hub, const char *type, const char *name, bool private_,
+			 int64_t *repo_id)
+{
+	sqlite3_stmt *st = NULL;
+	int r;
+
+	if (catalog_begin(c))
+		return HM_ERR_SQLITE;
+	r = name_taken(c, hub, type, name);
+	if (!r && catalog__prepare(c,
+				   "INSERT INTO repos (hub, type, name, follow_rev, added_at, created_at, local, private, "
+				   "gated, sync_status) VALUES (?1, ?2, ?3, 'main', ?4, ?4, 1, ?5, 'false', 'ok')", &st))
+		r = HM_ERR_SQLITE;
+	if (!r) {
+		catalog__bind_repo(st, hub, type, name);
+		sqlite3_bind_int64(st, 4, (sqlite3_int64)time(NULL));
+		sqlite3_bind_int(st, 5, private_ ? 1 : 0);
+		r = catalog__run(st);
+	}
+	if (!r && repo_id)
+		*repo_id = sqlite3_last_insert_rowid(c->db);
+	if (r || catalog_commit(c)) {
+		catalog_rollback(c);
+		return r ? r : HM_ERR_SQLITE;
+	}
+	return 0;
+}
+
+int catalog_local_delete(struct catalog *c, int64_t repo_id)
+{
+	sqlite3_stmt *st = NULL;
+
+	/* its snapshots, files, refs, commits and torrents go by cascade; its contents stay until gc */
+	if (catalog__prepare(c, "DELETE FROM repos WHERE id = ?1 AND local = 1", &st))
+		return HM_ERR_SQLITE;
+	sqlite3_bind_int64(st, 1, repo_id);
+	return catalog__run_changed(c, st);
+}
+
+int catalog_local_head(struct catalog *c, int64_t repo_id, const char *ref, char out[41])
+{
+	sqlite3_stmt *st = NULL;
+	int rc, r = HM_ERR_SQLITE;
+
+	if (catalog__prepare(c, "SELECT s.commit_id FROM refs f JOIN snapshots s ON s.id = f.snapshot_id "
+			     "WHERE f.repo_id = ?1 AND f.name = ?2", &st))
+		return r;
+	sqlite3_bind_int64(st, 1, repo_id);
+	sqlite3_bind_text(st, 2, ref, -1, SQLITE_STATIC);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW && sqlite3_column_bytes(st, 0) == 40) {
+		memcpy(out, sqlite3_column_text(st, 0), 40);
+		out[40] = '\0';
+		r = 0;
+	} else if (rc == SQLITE_DONE) {
+		r = HM_ERR_NOT_FOUND;
+	}
+	sqlite3_finalize(st);
+	return r;
+}
+
+/* The commit's row beside its snapshot, and the repo's lastModified, in the caller's transaction. */
+static int commit_insert(struct catalog *c, int64_t repo_id, int64_t snap_id, const struct catalog_commit *cm)
+{
+	sqlite3_stmt *st = NULL;
+	char iso[32];
+	time_t t = (time_t)cm->at;
+	struct tm tm;
+
+	if (catalog__prepare(c, "INSERT OR REPLACE INTO commits (snapshot_id, parent, tree, author, at, message) "
+			     "VALUES (?1, ?2, ?3, ?4, ?5, ?6)", &st))
+		return HM_ERR_SQLITE;
+	sqlite3_bind_int64(st, 1, snap_id);
+	if (cm->parent)
+		sqlite3_bind_text(st, 2, cm->parent, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 3, cm->tree, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 4, cm->author, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 5, cm->at);
+	sqlite3_bind_text(st, 6, cm->message, -1, SQLITE_STATIC);
+	if (catalog__run(st))
+		return HM_ERR_SQLITE;
+	gmtime_r(&t, &tm);
+	strftime(iso, sizeof(iso), "%Y-%m-%dT%H:%M:%S.000Z", &tm);
+	if (catalog__prepare(c, "UPDATE repos SET last_modified = ?2 WHERE id = ?1", &st))
+		return HM_ERR_SQLITE;
+	sqlite3_bind_int64(st, 1, repo_id);
+	sqlite3_bind_text(st, 2, iso, -1, SQLITE_STATIC);
+	return catalog__run(st);
+}
+
+int catalog_local_commit(struct catalog *c, int64_t repo_id, const char *ref, const struct catalog_commit *cm,
+			 const struct catalog_file *files, size_t n)
+{
+	char head[41];
+	int64_t snap_id = 0;
+	int r;
+
+	if (catalog_begin(c))
+		return HM_ERR_SQLITE;
+	/* the commit was made on cm->parent: it goes in only while the ref still points there */
+	r = catalog_local_head(c, repo_id, ref, head);
+	if (r == HM_ERR_NOT_FOUND)
+		r = cm->parent ? HM_ERR_CONFLICT : 0;
+	else if (!r && (!cm->parent || strcmp(head, cm->parent)))
+		r = HM_ERR_CONFLICT;
+	if (!r)
+		r = catalog__snapshot_record(c, repo_id, cm->id, ref, false, CATALOG_LOCAL_SELECTION, files, n,
+					     &snap_id);
+	if (!r)
+		r = commit_insert(c, repo_id, snap_id, cm);
+	if (r || catalog_commit(c)) {
+		catalog_rollback(c);
+		return r ? r : HM_ERR_SQLITE;
+	}
+	return 0;
+}
+
+static void read_commit(sqlite3_stmt *st, void *out)
+{
+	struct catalog_commit *cm = out;
+	const unsigned char *p = sqlite3_column_text(st, 1);
+
+	cm->id = xstrdup((const char *)sqlite3_column_text(st, 0));
+	cm->parent = p ? xstrdup((const char *)p) : NULL;
+	cm->tree = xstrdup((const char *)sqlite3_column_text(st, 2));
+	cm->author = xstrdup((const char *)sqlite3_column_text(st, 3));
+	cm->at = sqlite3_column_int64(st, 4);
+	cm->message = xstrdup((const char *)sqlite3_column_text(st, 5));
+}
+
+int catalog_commit_get(struct catalog *c, int64_t repo_id, const char *commit, struct catalog_commit *out)
+{
+	sqlite3_stmt *st = NULL;
+	struct catalog_commit cm = { 0 };
+	int r;
+
+	if (catalog__prepare(c, "SELECT s.commit_id, m.parent, m.tree, m.author, m.at, m.message FROM commits m "
+			     "JOIN snapshots s ON s.id = m.snapshot_id WHERE s.repo_id = ?1 AND s.commit_id = ?2", &st))
+		return HM_ERR_SQLITE;
+	sqlite3_bind_int64(st, 1, repo_id);
+	sqlite3_bind_text(st, 2, commit, -1, SQLITE_STATIC);
+	r = catalog__one_row(st, read_commit, &cm);
+	sqlite3_finalize(st);
+	if (!r)
+		*out = cm;
+	return r;
+}
+
+void catalog_commit_release(struct catalog_commit *cm)
+{
+	if (!cm)
+		return;
+	free((char *)cm->id);
+	free((char *)cm->parent);
+	free((char *)cm->tree);
+	free((char *)cm->author);
+	free((char *)cm->message);
+	memset(cm, 0, sizeof(*cm));
+}

@@ -1,0 +1,130 @@
+/*
+ * gitobj.c - git object ids without git (gitobj.h).
+ *
+ * A tree lists its entries sorted by name, where a subtree's name compares as if it ended in '/'. The
+ * full paths sorted bytewise give exactly that order at every level (a folder's paths are contiguous,
+ * and "NAME/" is where git would put the subtree), so one sort of the whole list builds every tree.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <openssl/evp.h>
+
+#include "base/buf.h"
+#include "base/hex.h"
+#include "base/xmalloc.h"
+#include "gitobj.h"
+
+void gitobj_id(const char *type, const void *data, size_t len, char out[41])
+{
+	char head[64];
+	int n = snprintf(head, sizeof(head), "%s %zu", type, len);
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned int mdlen = 0;
+	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+
+	EVP_DigestInit_ex(ctx, EVP_sha1(), NULL);
+	EVP_DigestUpdate(ctx, head, (size_t)n + 1); /* with its NUL */
+	EVP_DigestUpdate(ctx, data, len);
+	EVP_DigestFinal_ex(ctx, md, &mdlen);
+	EVP_MD_CTX_free(ctx);
+	hex_encode(md, 20, out);
+}
+
+size_t gitobj_lfs_pointer(const char *sha256, int64_t size, char *buf, size_t cap)
+{
+	int n = snprintf(buf, cap, "version https://git-lfs.github.com/spec/v1\noid sha256:%s\nsize %" PRId64 "\n",
+			 sha256, size);
+
+	return n < 0 ? 0 : (size_t)n;
+}
+
+static int path_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct gitobj_file *)a)->path, ((const struct gitobj_file *)b)->path);
+}
+
+static bool segment_ok(const char *s, size_t n)
+{
+	return n > 0 && !(n == 1 && s[0] == '.') && !(n == 2 && s[0] == '.' && s[1] == '.');
+}
+
+static bool path_ok(const char *p)
+{
+	for (;;) {
+		size_t n = strcspn(p, "/");
+		if (!segment_ok(p, n))
+			return false;
+		if (!p[n])
+			return true;
+		p += n + 1;
+	}
+}
+
+/* The tree of files[lo, hi), every one of which starts with the same folder prefix of off bytes. */
+static int tree_of(const struct gitobj_file *files, size_t lo, size_t hi, size_t off, char out[41])
+{
+	struct buf t = { 0 };
+	unsigned char raw[20];
+	int r = 0;
+
+	for (size_t i = lo; i < hi && !r;) {
+		const char *name = files[i].path + off;
+		size_t n = strcspn(name, "/"), j = i + 1;
+		char sub[41];
+
+		if (!name[n]) { /* a file of this folder */
+			if (i + 1 < hi && !strncmp(files[i + 1].path + off, name, n) &&
+			    (files[i + 1].path[off + n] == '/' || !files[i + 1].path[off + n]))
+				r = -EINVAL; /* the same path twice, or a file that is a folder too */
+			else if (hex_decode(files[i].blob, raw, 20))
+				r = -EINVAL;
+			buf_adds(&t, "100644 ");
+			buf_add(&t, name, n);
+			buf_addch(&t, '\0');
+			buf_add(&t, (const char *)raw, 20);
+			i++;
+			continue;
+		}
+		while (j < hi && !strncmp(files[j].path + off, name, n + 1))
+			j++;
+		r = tree_of(files, i, j, off + n + 1, sub);
+		if (!r && hex_decode(sub, raw, 20))
+			r = -EINVAL;
+		buf_adds(&t, "40000 ");
+		buf_add(&t, name, n);
+		buf_addch(&t, '\0');
+		buf_add(&t, (const char *)raw, 20);
+		i = j;
+	}
+	if (!r)
+		gitobj_id("tree", t.data ? t.data : "", t.len, out);
+	buf_release(&t);
+	return r;
+}
+
+int gitobj_tree_id(struct gitobj_file *files, size_t n, char out[41])
+{
+	for (size_t i = 0; i < n; i++)
+		if (!path_ok(files[i].path) || strlen(files[i].blob) != 40 || !hex_is_lower(files[i].blob, 40))
+			return -EINVAL;
+	if (n)
+		qsort(files, n, sizeof(*files), path_cmp);
+	return tree_of(files, 0, n, 0, out);
+}
+
+char *gitobj_commit_text(const char *tree, const char *parent, const char *who, int64_t when, const char *message,
+			 size_t *len)
+{
+	struct buf b = { 0 };
+
+	buf_addf(&b, "tree %s\n", tree);
+	if (parent)
+		buf_addf(&b, "parent %s\n", parent);
+	buf_addf(&b, "author %s %" PRId64 " +0000\ncommitter %s %" PRId64 " +0000\n\n", who, when, who, when);
+	buf_adds(&b, message);
+	return buf_detach(&b, len);
+}

@@ -1,0 +1,408 @@
+/*
+ * routes-commit.c - the Hugging Face API's commit, for the mirror's own repositories
+ * (POST /api/{models|datasets}/ORG/NAME/commit/REV; docs/uploads.md).
+ *
+ * The body is NDJSON: a header line {key: "header", value: {summary, description, parentCommit}}, then
+ * one line per operation: "file" (a small file, its content in base64), "lfsFile" (a large one by its
+ * sha256, uploaded before through the LFS batch API, or a copy of one the repo has), "deletedFile",
+ * "deletedFolder". It was spooled to a file as it arrived (routes-upload.c); a worker reads it line by
+ * line, writes the small files to the store, and makes the commit (mirror/upload.c) under one lock, so
+ * two commits to one branch are made one after the other.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <uv.h>
+
+#include <jansson.h>
+#include <openssl/evp.h>
+
+#include "base/err.h"
+#include "base/hex.h"
+#include "base/log.h"
+#include "base/xmalloc.h"
+#include "catalog/catalog.h"
+#include "mirror/data.h"
+#include "mirror/store.h"
+#include "mirror/torrents.h"
+#include "mirror/upload.h"
+#include "routes-hf-int.h"
+#include "routes-int.h"
+#include "seeder.h"
+
+#define COMMIT_LINE_MAX (64 << 20)   /* one line: a small file is under 10 MiB before base64 */
+#define COMMIT_OPS_MAX 100000
+
+struct commit_job {
+	struct mirror__job j;
+	struct mirror_data *data;
+	struct catalog_repo repo;    /* id, hub, type, name */
+	char *branch, *who, *url;
+	int fd;                      /* the body */
+	bool committed;              /* made: its torrent is wanted */
+	/* read from it */
+	char *summary, *description, *parent;
+	struct mirror_upload_op *ops;
+	size_t nops;
+	char *why;                   /* what is wrong with it */
+	int status;
+};
+
+static void commit_job_release(struct mirror__job *j)
+{
+	struct commit_job *c = (struct commit_job *)j;
+
+	if (c->fd >= 0)
+		close(c->fd);
+	if (c->committed) /* (on the loop: defer.c releases a job after its answer) */
+		mirror__local_torrents(c->j.rt);
+	free(c->repo.hub);
+	free(c->repo.type);
+	free(c->repo.name);
+	free(c->branch);
+	free(c->who);
+	free(c->url);
+	free(c->summary);
+	free(c->description);
+	free(c->parent);
+	for (size_t i = 0; i < c->nops; i++)
+		mirror_upload_op_release(&c->ops[i]);
+	free(c->ops);
+	free(c->why);
+	free(c);
+}
+
+static int bad(struct commit_job *c, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* Note what is wrong with the body (the first thing only) and return -1. */
+static int bad(struct commit_job *c, int status, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!c->why) {
+		va_start(ap, fmt);
+		c->why = xvasprintf(fmt, ap);
+		va_end(ap);
+		c->status = status;
+	}
+	return -1;
+}
+
+static struct mirror_upload_op *new_op(struct commit_job *c, enum mirror_upload_kind kind, const char *path)
+{
+	struct mirror_upload_op *op;
+
+	if (c->nops == COMMIT_OPS_MAX)
+		return NULL;
+	c->ops = xreallocarray(c->ops, c->nops + 1, sizeof(*c->ops));
+	op = &c->ops[c->nops++];
+	memset(op, 0, sizeof(*op));
+	op->kind = kind;
+	op->path = xstrdup(path);
+	return op;
+}
+
+/* A small file: its content decoded and written to the store. */
+static int take_file(struct commit_job *c, const char *path, json_t *v)
+{
+	const char *content = json_string_value(json_object_get(v, "content"));
+	const char *enc = json_string_value(json_object_get(v, "encoding"));
+	size_t n = content ? strlen(content) : 0;
+	unsigned char *raw;
+	struct mirror_upload_op *op;
+	int len, e;
+
+	if (!content || (enc && strcmp(enc, "base64")) || n % 4)
+		return bad(c, 400, "'%s': a file's content is base64", path);
+	raw = xmalloc(n / 4 * 3 + 1);
+	len = n ? EVP_DecodeBlock(raw, (const unsigned char *)content, (int)n) : 0;
+	if (len < 0) {
+		free(raw);
+		return bad(c, 400, "'%s': a file's content is base64", path);
+	}
+	len -= (int)(n >= 2 && content[n - 1] == '=') + (int)(n >= 2 && content[n - 2] == '=');
+	if (!(op = new_op(c, MIRROR_UP_ADD, path))) {
+		free(raw);
+		return bad(c, 400, "at most 100000 operations in a commit");
+	}
+	op->size = len;
+	e = mirror_upload_put_small(c->data, raw, (size_t)len, op->sha256, op->git_oid);
+	free(raw);
+	if (e)
+		return bad(c, 507, "the store cannot take '%s'", path);
+	return 0;
+}
+
+/* A large file by its sha256: the store must hold it for this repo (uploaded, or the repo's own). */
+static int take_lfs(struct commit_job *c, struct catalog *cat, const char *path, json_t *v)
+{
+	const char *oid = json_string_value(json_object_get(v, "oid"));
+	const char *algo = json_string_value(json_object_get(v, "algo"));
+	json_t *sz = json_object_get(v, "size");
+	struct mirror_upload_op *op;
+	char *blob;
+	struct stat st;
+
+	if (!oid || !hex_is_lower(oid, 64) || (algo && strcmp(algo, "sha256")))
+		return bad(c, 400, "'%s': an lfsFile is {path, algo: sha256, oid}", path);
+	blob = mirror_store_blob_path(c->data->store, oid);
+	if (!blob || stat(blob, &st) || (json_is_integer(sz) && json_integer_value(sz) != st.st_size) ||
+	    !catalog_blob_public_or_own(cat, oid, c->repo.id)) {
+		free(blob);
+		return bad(c, 422, "'%s': its LFS object was not uploaded (or not whole)", path);
+	}
+	free(blob);
+	if (!(op = new_op(c, MIRROR_UP_ADD, path)))
+		return bad(c, 400, "at most 100000 operations in a commit");
+	snprintf(op->sha256, sizeof(op->sha256), "%s", oid);
+	op->size = st.st_size;
+	op->lfs = true;
+	return 0;
+}
+
+static int take_header(struct commit_job *c, json_t *v)
+{
+	const char *s = json_string_value(json_object_get(v, "summary"));
+	const char *d = json_string_value(json_object_get(v, "description"));
+	const char *p = json_string_value(json_object_get(v, "parentCommit"));
+
+	if (c->summary)
+		return bad(c, 400, "one header line");
+	c->summary = xstrdup(s && *s ? s : "Upload files");
+	c->description = d ? xstrdup(d) : NULL;
+	if (p && !hex_is_lower(p, 40))
+		return bad(c, 400, "parentCommit is a commit id, not '%s'", p);
+	c->parent = p ? xstrdup(p) : NULL;
+	return 0;
+}
+
+static int take_line(struct commit_job *c, struct catalog *cat, const char *line, size_t n)
+{
+	json_t *o = json_loadb(line, n, 0, NULL), *v = json_object_get(o, "value");
+	const char *key = json_string_value(json_object_get(o, "key"));
+	const char *path = json_string_value(json_object_get(v, "path"));
+	int r;
+
+	if (!key || !json_is_object(v))
+		r = bad(c, 400, "each line is {\"key\", \"value\"}");
+	else if (!strcmp(key, "header"))
+		r = take_header(c, v);
+	else if (!path)
+		r = bad(c, 400, "a '%s' line names its path", key);
+	else if (!strcmp(key, "file"))
+		r = take_file(c, path, v);
+	else if (!strcmp(key, "lfsFile"))
+		r = take_lfs(c, cat, path, v);
+	else if (!strcmp(key, "deletedFile"))
+		r = new_op(c, MIRROR_UP_DELETE, path) ? 0 : bad(c, 400, "at most 100000 operations");
+	else if (!strcmp(key, "deletedFolder")) {
+		struct mirror_upload_op *op = new_op(c, MIRROR_UP_DELETE_FOLDER, path);
+		size_t l = op ? strlen(op->path) : 0;
+		while (l > 0 && op->path[l - 1] == '/')
+			op->path[--l] = '\0';
+		r = op ? 0 : bad(c, 400, "at most 100000 operations");
+	} else
+		r = bad(c, 400, "a line of key '%s' is not known here", key);
+	json_decref(o);
+	return r;
+}
+
+/* The body, line by line. */
+static int read_body(struct commit_job *c, struct catalog *cat)
+{
+	int fd = dup(c->fd);
+	FILE *f = fd >= 0 && lseek(fd, 0, SEEK_SET) == 0 ? fdopen(fd, "r") : NULL;
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t n;
+	int r = 0;
+
+	if (!f) {
+		if (fd >= 0)
+			close(fd);
+		return bad(c, 500, "the body cannot be read back");
+	}
+	while (!r && (n = getline(&line, &cap, f)) > 0) {
+		if (n > COMMIT_LINE_MAX)
+			r = bad(c, 413, "a line over 64 MiB");
+		else if (line[0] != '\n' && !(line[0] == '\r' && line[1] == '\n'))
+			r = take_line(c, cat, line, (size_t)n);
+	}
+	free(line);
+	fclose(f);
+	if (!r && !c->summary)
+		r = bad(c, 400, "no header line");
+	return r;
+}
+
+static void commit_job_build(struct mirror__job *j, struct catalog *cat)
+{
+	struct commit_job *c = (struct commit_job *)j;
+	struct mirror_upload_commit uc;
+	char id[41], *author = NULL, *why = NULL;
+	int e;
+
+	if (read_body(c, cat)) {
+		hf__job_error(j, c->status, NULL, c->why, NULL);
+		return;
+	}
+	author = xasprintf("%s <hubmirror@localhost>", c->who);
+	uc = (struct mirror_upload_commit){ .branch = c->branch, .parent = c->parent, .summary = c->summary,
+					    .description = c->description, .author = author, .ops = c->ops,
+					    .nops = c->nops };
+	pthread_mutex_lock(&j->rt->commit_mu);
+	e = mirror_upload_commit(cat, &c->repo, &uc, id, &why);
+	pthread_mutex_unlock(&j->rt->commit_mu);
+	free(author);
+	if (!e) {
+		log_info("upload", "hf:%s%s %s -> %s by %s (%zu operations)", strcmp(c->repo.type, "dataset") ? "" : "datasets/",
+			 c->repo.name, c->branch, id, c->who, c->nops);
+		c->committed = true;
+		j->status = 200;
+		j->body = json_pack("{s:b, s:s, s:s+++, s:n, s:s}", "success", 1, "commitOid", id, "commitUrl", c->url,
+				    "/commit/", id, "", "pullRequestUrl", "hookOutput", "");
+	} else {
+		int status = e == HM_ERR_CONFLICT ? 412 : e == HM_ERR_NOT_FOUND ? 404
+			     : e == HM_ERR_PATH_UNSAFE || e == -EINVAL ? 400 : 500;
+		hf__job_error(j, status, NULL, why ? why : err_str(e), NULL);
+	}
+	free(why);
+}
+
+void mirror__hf_commit(struct mirror_routes *rt, struct httpd_req *req, const struct catalog_repo *repo,
+		       const char *rev, const char *who)
+{
+	struct mirror__commit_body *s = httpd_body_take(req);
+	struct commit_job *c;
+	char *base, *pr = httpd_query_param(req, "create_pr");
+
+	if (pr && strcmp(pr, "0") && strcmp(pr, "false")) {
+		free(pr);
+		hf__error(req, 400, NULL, "Pull requests are not taken by this mirror: commit to a branch", NULL);
+		mirror__body_abandon(s);
+		return;
+	}
+	free(pr);
+	if (s && s->kind != MIRROR__SINK_COMMIT) {
+		mirror__body_abandon(s);
+		s = NULL;
+	}
+	if (!s || s->status) {
+		hf__error(req, !s ? 400 : s->status, NULL, !s ? "a commit's body is NDJSON"
+						      : s->status == 413 ? "the commit's body is too large"
+									 : "the commit's body could not be kept",
+			  NULL);
+		mirror__body_abandon(s);
+		return;
+	}
+	c = xcalloc(1, sizeof(*c));
+	c->j.build = commit_job_build;
+	c->j.release = commit_job_release;
+	c->data = rt->data;
+	c->repo.id = repo->id;
+	c->repo.hub = xstrdup(repo->hub);
+	c->repo.type = xstrdup(repo->type);
+	c->repo.name = xstrdup(repo->name);
+	c->branch = xstrdup(rev);
+	c->who = xstrdup(who);
+	base = mirror__self_base(req);
+	c->url = xasprintf("%s/%s%s", base, strcmp(repo->type, "dataset") ? "" : "datasets/", repo->name);
+	free(base);
+	c->fd = s->fd;
+	s->fd = -1;
+	mirror__body_abandon(s);
+	hf__add_cors(req);
+	mirror__defer(rt, req, &c->j);
+}
+
+/* ---- the swarm's torrent of a new commit ------------------------------------------------------ */
+
+/* A commit's torrent is made in the background, as a sync makes its snapshots' (mirror/torrents.h):
+ * on a worker with its own handle on the data directory and the sync lock held, then the seeder
+ * looks again. A sync that holds the lock makes it at its end; if it had passed that point, the
+ * next try (a minute later) does. One run at a time; commits meanwhile ask for one more. */
+struct torrents_run {
+	uv_work_t w;
+	struct mirror_routes *rt;
+	char *dir;
+	size_t made;
+	int err;
+	char *why;
+};
+
+static void torrents_work(uv_work_t *w)
+{
+	struct torrents_run *t = w->data;
+	struct mirror_data *d = NULL;
+
+	t->err = mirror_data_open(t->dir, &d, &t->why);
+	if (!t->err && !(t->err = mirror_data_lock(d, false, NULL))) {
+		t->err = mirror_torrents_make(d, (int64_t)time(NULL), &t->made, &t->why);
+		mirror_data_unlock(d);
+	}
+	mirror_data_free(&d);
+}
+
+static void torrents_start(struct mirror_routes *rt);
+
+static void torrents_retry(uv_timer_t *timer)
+{
+	torrents_start(timer->data);
+}
+
+static void torrents_done(uv_work_t *w, int status)
+{
+	struct torrents_run *t = w->data;
+	struct mirror_routes *rt = t->rt;
+
+	(void)status;
+	rt->torrents_running = false;
+	if (rt->closing) /* the seeder and the timer are gone */
+		goto out;
+	if (t->made && rt->seeder)
+		mirror_seeder_rescan(rt->seeder);
+	if (t->err == HM_ERR_LOCKED) {
+		uv_timer_start(&rt->torrents_timer, torrents_retry, 60000, 0);
+	} else if (t->err) {
+		log_warn("upload", "the torrents of new commits: %s", t->why ? t->why : err_str(t->err));
+	} else if (rt->torrents_again) {
+		torrents_start(rt);
+	}
+out:
+	free(t->why);
+	free(t->dir);
+	free(t);
+}
+
+static void torrents_start(struct mirror_routes *rt)
+{
+	struct torrents_run *t;
+
+	if (rt->torrents_running || rt->closing) {
+		rt->torrents_again = !rt->closing;
+		return;
+	}
+	t = xcalloc(1, sizeof(*t));
+	t->w.data = t;
+	t->rt = rt;
+	t->dir = xstrdup(rt->data->dir);
+	rt->torrents_running = true;
+	rt->torrents_again = false;
+	if (uv_queue_work(rt->loop, &t->w, torrents_work, torrents_done)) {
+		rt->torrents_running = false;
+		free(t->dir);
+		free(t);
+	}
+}
+
+void mirror__local_torrents(struct mirror_routes *rt)
+{
+	if (rt->loop)
+		torrents_start(rt);
+}

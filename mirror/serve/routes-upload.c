@@ -1,0 +1,709 @@
+/*
+ * routes-upload.c - the write side of the Hugging Face API, for the mirror's own repositories (local
+ * namespaces, serve --local; docs/uploads.md):
+ *
+ *   POST   /api/repos/create                                   make a repo {name, organization, type, private}
+ *   DELETE /api/repos/delete                                   delete one {name, organization, type}
+ *   POST   /api/{models|datasets}/ORG/NAME/preupload/REV       which files go through Git LFS
+ *   POST   /[datasets/]ORG/NAME.git/info/lfs/objects/batch     (operation upload) where each object goes
+ *   PUT    /[datasets/]ORG/NAME.git/info/lfs/objects/OID       one object's bytes, verified as they land
+ *   POST   /[datasets/]ORG/NAME.git/info/lfs/objects/OID       the verify action: is it there now
+ *   POST   /api/{models|datasets}/ORG/NAME/commit/REV          the NDJSON commit
+ *
+ * Every write needs a token the tokens file grants writes with (access.h); a repository outside the
+ * local namespaces is never written. Bodies are streamed (httpd_set_body_claim): an object straight
+ * into the store's writer, hashed as it arrives; a commit into an unnamed file read on a worker.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jansson.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+
+#include "base/err.h"
+#include "base/hex.h"
+#include "base/log.h"
+#include "base/str.h"
+#include "base/xmalloc.h"
+#include "catalog/catalog.h"
+#include "hub/hf.h"
+#include "hub/hub.h"
+#include "mirror/data.h"
+#include "mirror/store.h"
+#include "mirror/upload.h"
+#include "access.h"
+#include "routes-hf-int.h"
+#include "routes-int.h"
+
+#define COMMIT_BODY_MAX (8LL << 30)  /* a commit's NDJSON (small files inline, base64) */
+#define COMMIT_LINE_MAX (64 << 20)   /* one line of it: a small file is under 10 MiB before base64 */
+#define COMMIT_OPS_MAX 100000
+
+/* ---- who may write ---------------------------------------------------------------------------- */
+
+bool mirror__local_namespace(const struct mirror_routes *rt, const char *name)
+{
+	size_t n = strcspn(name, "/");
+
+	for (size_t i = 0; i < rt->nlocal; i++)
+		if (strlen(rt->local[i]) == n && !strncasecmp(rt->local[i], name, n))
+			return true;
+	return false;
+}
+
+bool mirror__write_gate(struct mirror_routes *rt, struct httpd_req *req, const char *type, const char *name,
+			char **who)
+{
+	char buf[512];
+	const char *tok = mirror__request_token(req, buf, sizeof(buf));
+
+	if (!mirror__local_namespace(rt, name)) {
+		hf__error(req, 403, NULL, "This mirror is read-only outside its local namespaces", NULL);
+		return false;
+	}
+	if (!tok) {
+		httpd_add_header(req, "WWW-Authenticate", "Bearer realm=\"hubmirror\"");
+		hf__error(req, 401, NULL, "Invalid username or password.", NULL);
+		return false;
+	}
+	if (!mirror_access_may_write(rt->access, tok, "hf", type, name)) {
+		hf__error(req, 403, NULL, "You don't have the rights to write to this repository on this mirror.", NULL);
+		return false;
+	}
+	*who = mirror_access_who(rt->access, tok);
+	return true;
+}
+
+static char *author_of(const char *who)
+{
+	return xasprintf("%s <hubmirror@localhost>", who);
+}
+
+/* The local repo type/name, or an answer: 404 when there is none (a private one the writer may not
+ * read is none too), 403 for a mirrored one. */
+static bool local_repo(struct mirror_routes *rt, struct httpd_req *req, const char *type, const char *name,
+		       struct catalog_repo *repo)
+{
+	if (catalog_repo_get(rt->data->catalog, "hf", type, name, repo)) {
+		hf__error(req, 404, "RepoNotFound", "Repository not found", NULL);
+		return false;
+	}
+	if (!repo->local) {
+		catalog_repo_release(repo);
+		hf__error(req, 403, NULL, "A mirrored repository is read-only", NULL);
+		return false;
+	}
+	return true;
+}
+
+static char *repo_url(const char *base, const char *type, const char *name)
+{
+	return xasprintf("%s/%s%s", base, strcmp(type, "dataset") ? "" : "datasets/", name);
+}
+
+/* ---- create and delete ------------------------------------------------------------------------ */
+
+struct repo_job {
+	struct mirror__job j;
+	struct mirror_data *data;
+	char *type, *name, *who, *url;
+	bool private_, delete;
+};
+
+static void repo_job_release(struct mirror__job *j)
+{
+	struct repo_job *r = (struct repo_job *)j;
+
+	free(r->type);
+	free(r->name);
+	free(r->who);
+	free(r->url);
+	free(r);
+}
+
+static void repo_job_build(struct mirror__job *j, struct catalog *cat)
+{
+	struct repo_job *r = (struct repo_job *)j;
+	char *author = author_of(r->who), *why = NULL;
+	struct catalog_repo repo;
+	int e;
+
+	if (r->delete) {
+		e = catalog_repo_get(cat, "hf", r->type, r->name, &repo);
+		if (!e) {
+			e = repo.local ? catalog_local_delete(cat, repo.id) : HM_ERR_NOT_FOUND;
+			catalog_repo_release(&repo);
+		}
+	} else {
+		e = mirror_upload_create(r->data, cat, "hf", r->type, r->name, r->private_, author, NULL, &why);
+	}
+	free(author);
+	if (!e) {
+		log_info("upload", "%s hf:%s%s%s by %s", r->delete ? "deleted" : "created",
+			 strcmp(r->type, "dataset") ? "" : "datasets/", r->name, r->private_ ? " (private)" : "", r->who);
+		j->status = 200;
+		j->body = r->delete ? json_object() : json_pack("{s:s, s:s, s:s}", "url", r->url, "name", r->name, "id", r->name);
+	} else if (e == HM_ERR_EXISTS) {
+		j->status = 409;
+		j->body = json_pack("{s:s, s:s}", "error", "You already created this repo", "url", r->url);
+	} else if (e == HM_ERR_NOT_FOUND) {
+		hf__job_error(j, 404, "RepoNotFound", "Repository not found", NULL);
+	} else {
+		log_warn("upload", "%s hf:%s: %s", r->delete ? "deleting" : "creating", r->name, why ? why : err_str(e));
+		hf__job_error(j, 500, NULL, why ? why : err_str(e), NULL);
+	}
+	free(why);
+}
+
+/* The repo a create or delete body names: {name, organization?, type?}. */
+static bool repo_body(struct httpd_req *req, json_t *in, char **type, char **name)
+{
+	const char *n = json_string_value(json_object_get(in, "name"));
+	const char *org = json_string_value(json_object_get(in, "organization"));
+	const char *t = json_string_value(json_object_get(in, "type"));
+
+	if (t && !strcmp(t, "space")) {
+		hf__error(req, 400, NULL, "Spaces are not served by this mirror", NULL);
+		return false;
+	}
+	if (!n || (t && strcmp(t, "model") && strcmp(t, "dataset"))) {
+		hf__error(req, 400, NULL, "A repo is {\"name\", \"organization\", \"type\"}", NULL);
+		return false;
+	}
+	*name = org && !strchr(n, '/') ? xasprintf("%s/%s", org, n) : xstrdup(n);
+	if (!strchr(*name, '/') || hub_check_name(HUB_HF, *name)) {
+		hf__error(req, 400, NULL, "A repo name is ORG/NAME, letters, digits, '-', '_' and '.'", NULL);
+		FREE_AND_NULL(name);
+		return false;
+	}
+	*type = xstrdup(t ? t : "model");
+	return true;
+}
+
+int mirror__route_repos(struct mirror_routes *rt, struct httpd_req *req, const char *rest, const char *arg)
+{
+	bool del = !strcmp(rest, "delete");
+	size_t len;
+	const char *body = httpd_body(req, &len);
+	json_t *in;
+	struct repo_job *r;
+	char *type = NULL, *name = NULL, *who = NULL, *base;
+
+	(void)arg;
+	httpd_set_route(req, "hf_repos");
+	if (strcmp(rest, "create") && !del) {
+		hf__error(req, 404, NULL, "Not found", NULL);
+		return 0;
+	}
+	if (strcmp(httpd_method(req), del ? "DELETE" : "POST")) {
+		hf__error(req, 405, NULL, "Method not allowed", NULL);
+		return 0;
+	}
+	in = json_loadb(body ? body : "", len, 0, NULL);
+	if (!json_is_object(in) || !repo_body(req, in, &type, &name) || !mirror__write_gate(rt, req, type, name, &who)) {
+		if (!httpd_answered(req))
+			hf__error(req, 400, NULL, "The body is a JSON object", NULL);
+		json_decref(in);
+		free(type);
+		free(name);
+		return 0;
+	}
+	r = xcalloc(1, sizeof(*r));
+	r->j.build = repo_job_build;
+	r->j.release = repo_job_release;
+	r->data = rt->data;
+	r->type = type;
+	r->name = name;
+	r->who = who;
+	r->delete = del;
+	/* huggingface_hub says private: true; @huggingface/hub visibility: "private" */
+	r->private_ = json_is_true(json_object_get(in, "private")) ||
+		      !strcmp(json_string_value(json_object_get(in, "visibility")) ? json_string_value(json_object_get(in, "visibility")) : "", "private");
+	base = mirror__self_base(req);
+	r->url = repo_url(base, type, name);
+	free(base);
+	json_decref(in);
+	hf__add_cors(req);
+	mirror__defer(rt, req, &r->j);
+	return 0;
+}
+
+/* ---- preupload -------------------------------------------------------------------------------- */
+
+/* The .gitattributes of a snapshot, when small enough to read. */
+static char *attributes_of(struct mirror_routes *rt, int64_t snapshot_id)
+{
+	struct catalog_entry e;
+	char *path, *text = NULL;
+	FILE *f;
+
+	if (catalog_snapshot_file(rt->data->catalog, snapshot_id, ".gitattributes", &e))
+		return NULL;
+	path = e.size < (1 << 20) ? mirror_store_blob_path(rt->data->store, e.sha256) : NULL;
+	if (path && (f = fopen(path, "r"))) {
+		text = xcalloc(1, (size_t)e.size + 1);
+		if (fread(text, 1, (size_t)e.size, f) != (size_t)e.size)
+			FREE_AND_NULL(&text);
+		fclose(f);
+	}
+	free(path);
+	catalog_entry_release(&e);
+	return text;
+}
+
+static json_t *preupload_file(struct mirror_routes *rt, int64_t snapshot_id, const char *attrs, json_t *f)
+{
+	const char *path = json_string_value(json_object_get(f, "path"));
+	const char *sample = json_string_value(json_object_get(f, "sample"));
+	json_int_t size = json_integer_value(json_object_get(f, "size"));
+	unsigned char raw[1024];
+	int n = 0;
+	struct catalog_entry e;
+	json_t *o;
+
+	if (!path)
+		return NULL;
+	if (sample && strlen(sample) <= 4 * (sizeof(raw) - 2) / 3 && strlen(sample) % 4 == 0) {
+		size_t l = strlen(sample);
+		n = EVP_DecodeBlock(raw, (const unsigned char *)sample, (int)l);
+		/* (it decodes the padding too, as NUL bytes: those are not the file's) */
+		n -= (int)(l >= 2 && sample[l - 1] == '=') + (int)(l >= 2 && sample[l - 2] == '=');
+	}
+	o = json_pack("{s:s, s:s, s:b}", "path", path, "uploadMode",
+		      mirror_upload_wants_lfs(attrs, path, size, raw, n > 0 ? (size_t)n : 0) ? "lfs" : "regular",
+		      "shouldIgnore", 0);
+	/* what is there now, so the client leaves unchanged files out */
+	if (!catalog_snapshot_file(rt->data->catalog, snapshot_id, path, &e)) {
+		json_object_set_new(o, "oid", json_string(e.lfs_oid[0] ? e.lfs_oid : e.git_oid));
+		catalog_entry_release(&e);
+	}
+	return o;
+}
+
+static void preupload(struct mirror_routes *rt, struct httpd_req *req, const char *type, const char *name,
+		      const char *rev)
+{
+	struct catalog_repo repo;
+	struct catalog_snapshot snap;
+	bool found = false;
+	size_t len, i;
+	const char *body = httpd_body(req, &len);
+	json_t *in = json_loadb(body ? body : "", len, 0, NULL), *files = json_object_get(in, "files"), *f, *out;
+	char *attrs;
+
+	if (!json_is_array(files)) {
+		hf__error(req, 400, NULL, "A preupload is {\"files\": [{\"path\", \"sample\", \"size\"}]}", NULL);
+		json_decref(in);
+		return;
+	}
+	if (catalog_resolve(rt->data->catalog, "hf", type, name, rev, &repo, &snap, &found)) {
+		if (found)
+			catalog_repo_release(&repo);
+		hf__error(req, 404, found ? "RevisionNotFound" : "RepoNotFound",
+			  found ? "Invalid rev id" : "Repository not found", NULL);
+		json_decref(in);
+		return;
+	}
+	attrs = attributes_of(rt, snap.id);
+	out = json_array();
+	json_array_foreach(files, i, f) {
+		json_t *o = json_is_object(f) ? preupload_file(rt, snap.id, attrs, f) : NULL;
+		if (o)
+			json_array_append_new(out, o);
+	}
+	free(attrs);
+	catalog_repo_release(&repo);
+	json_decref(in);
+	hf__add_cors(req);
+	mirror__respond_json(req, 200, json_pack("{s:o, s:s}", "files", out, "commitOid", snap.commit));
+}
+
+/* ---- Git LFS: batch, PUT, verify -------------------------------------------------------------- */
+
+/* An upload URL's capability: clients PUT an object to the batch's href, and not all of them send the
+ * action's headers with it (@huggingface/hub sends none: on the Hub the URL is a presigned one). So
+ * the href carries its own proof: "EXPIRES.MAC", the MAC an HMAC under the data directory's key over
+ * the repo, the object and the expiry. It lets its holder store that object's bytes for that repo
+ * for an hour, nothing more: the commit that names the object still needs the token. */
+#define UPLOAD_CAP_TTL 3600
+
+static void upload_mac(const struct mirror_routes *rt, const char *type, const char *name, const char *oid,
+		       long long expires, char out[65])
+{
+	unsigned char mac[EVP_MAX_MD_SIZE];
+	unsigned int n = 0;
+	char *msg = xasprintf("lfs-upload\nhf:%s:%s\n%s\n%lld", type, name, oid, expires);
+
+	HMAC(EVP_sha256(), rt->p2p_key, 32, (const unsigned char *)msg, strlen(msg), mac, &n);
+	hex_encode(mac, 32, out);
+	free(msg);
+}
+
+static char *upload_cap(const struct mirror_routes *rt, const char *type, const char *name, const char *oid)
+{
+	long long expires = (long long)time(NULL) + UPLOAD_CAP_TTL;
+	char mac[65];
+
+	upload_mac(rt, type, name, oid, expires, mac);
+	return xasprintf("%lld.%s", expires, mac);
+}
+
+static bool upload_cap_ok(const struct mirror_routes *rt, const struct httpd_req *req, const char *type,
+			  const char *name, const char *oid)
+{
+	char *cap = rt->have_p2p_key ? httpd_query_param(req, "cap") : NULL, *end = NULL, mac[65];
+	long long expires = cap ? strtoll(cap, &end, 10) : 0;
+	bool ok = false;
+
+	if (cap && end && *end == '.' && strlen(end + 1) == 64 && expires >= (long long)time(NULL)) {
+		upload_mac(rt, type, name, oid, expires, mac);
+		ok = !CRYPTO_memcmp(mac, end + 1, 64);
+	}
+	free(cap);
+	return ok;
+}
+
+/* May repo_id name content oid of size as its own (in the store, and public, or uploaded or named by
+ * the repo itself)? Otherwise a client could commit a pointer to another repo's private file and read
+ * it: it must upload the bytes once. */
+static bool object_held(struct mirror_routes *rt, struct catalog *cat, const char *oid, int64_t size, int64_t repo_id)
+{
+	return mirror_store_has(rt->data->store, oid, size) && catalog_blob_public_or_own(cat, oid, repo_id);
+}
+
+bool mirror__upload_url_ok(const struct mirror_routes *rt, const struct httpd_req *req)
+{
+	char *type = NULL, *name = NULL, *oid = NULL;
+	bool ok = !strcmp(httpd_method(req), "PUT") && mirror__git_lfs_object(httpd_path(req), &type, &name, &oid) &&
+		  upload_cap_ok(rt, req, type, name, oid);
+
+	free(type);
+	free(name);
+	free(oid);
+	return ok;
+}
+
+json_t *mirror__lfs_upload_batch(struct mirror_routes *rt, struct httpd_req *req, const char *repo_path,
+				 const struct catalog_repo *repo, json_t *objs)
+{
+	const char *auth = httpd_header(req, "Authorization");
+	char *base = mirror__self_base(req);
+	json_t *out = json_array(), *o;
+	size_t i;
+
+	json_array_foreach(objs, i, o) {
+		const char *oid = json_string_value(json_object_get(o, "oid"));
+		json_t *sz = json_object_get(o, "size"), *e, *act;
+		if (!oid || !hex_is_lower(oid, 64) || !json_is_integer(sz) || json_integer_value(sz) < 0) {
+			e = json_pack("{s:s, s:I, s:{s:i, s:s}}", "oid", oid && strlen(oid) < 100 ? oid : "", "size",
+				      json_is_integer(sz) ? json_integer_value(sz) : (json_int_t)0, "error", "code", 422,
+				      "message", "malformed object");
+		} else if (object_held(rt, rt->data->catalog, oid, json_integer_value(sz), repo->id)) {
+			e = json_pack("{s:s, s:I}", "oid", oid, "size", json_integer_value(sz)); /* no actions: there */
+		} else {
+			char *cap = rt->have_p2p_key ? upload_cap(rt, repo->type, repo->name, oid) : NULL;
+			char *href = xasprintf("%s/%s/info/lfs/objects/%s", base, repo_path, oid);
+			char *put = cap ? xasprintf("%s?cap=%s", href, cap) : xstrdup(href);
+			act = json_pack("{s:{s:s}, s:{s:s}}", "upload", "href", put, "verify", "href", href);
+			free(cap);
+			free(put);
+			if (auth) {
+				json_object_set_new(json_object_get(act, "upload"), "header", json_pack("{s:s}", "Authorization", auth));
+				json_object_set_new(json_object_get(act, "verify"), "header", json_pack("{s:s}", "Authorization", auth));
+			}
+			e = json_pack("{s:s, s:I, s:b, s:o}", "oid", oid, "size", json_integer_value(sz), "authenticated", 1,
+				      "actions", act);
+			free(href);
+		}
+		json_array_append_new(out, e);
+	}
+	free(base);
+	return json_pack("{s:s, s:o, s:s}", "transfer", "basic", "objects", out, "hash_algo", "sha256");
+}
+
+void mirror__lfs_verify(struct mirror_routes *rt, struct httpd_req *req, const struct catalog_repo *repo,
+			const char *oid)
+{
+	size_t len;
+	const char *body = httpd_body(req, &len);
+	json_t *in = json_loadb(body ? body : "", len, 0, NULL);
+	json_t *sz = json_object_get(in, "size");
+	const char *o = json_string_value(json_object_get(in, "oid"));
+
+	if (!o || strcmp(o, oid) || !json_is_integer(sz))
+		mirror__respond_json(req, 422, json_pack("{s:s}", "message", "a verify is {\"oid\", \"size\"}"));
+	else if (!object_held(rt, rt->data->catalog, oid, json_integer_value(sz), repo->id))
+		mirror__respond_json(req, 404, json_pack("{s:s}", "message", "Object does not exist"));
+	else
+		mirror__respond_json(req, 200, json_object());
+	json_decref(in);
+}
+
+/* ---- streamed bodies: an object into the store, a commit into a file -------------------------- */
+
+
+/* An LFS object's PUT: its bytes go straight through the store's writer, hashed as they arrive. A PUT
+ * the writer cannot take (no right to write, an upload of the same object under way) is read and
+ * dropped; its handler answers why. */
+struct object_sink {
+	int kind;                       /* MIRROR__SINK_OBJECT */
+	struct mirror_store_writer *w;  /* NULL: the bytes are dropped */
+	int status;                     /* what went wrong, 0 while nothing did */
+	const char *why;                /* static */
+};
+
+static int object_data(void *ud, const char *p, size_t n)
+{
+	struct object_sink *s = ud;
+	int e;
+
+	if (!s->w)
+		return 1;
+	if ((e = mirror_store_writer_write(s->w, p, n))) {
+		s->status = e == HM_ERR_SIZE_MISMATCH ? 400 : e == -ENOSPC ? 507 : 500;
+		s->why = e == HM_ERR_SIZE_MISMATCH ? "more bytes than the object's size" : "the store cannot take it";
+		mirror_store_writer_abort(&s->w, false);
+		return 1;
+	}
+	return 0;
+}
+
+static void object_abandon(void *ud)
+{
+	struct object_sink *s = ud;
+
+	mirror_store_writer_abort(&s->w, false);
+	free(s);
+}
+
+static int commit_data(void *ud, const char *p, size_t n)
+{
+	struct mirror__commit_body *s = ud;
+
+	if (s->status)
+		return 1;
+	if (s->got + (int64_t)n > COMMIT_BODY_MAX) {
+		s->status = 413;
+		return 1;
+	}
+	while (n > 0) {
+		ssize_t w = write(s->fd, p, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			s->status = errno == ENOSPC ? 507 : 500;
+			return 1;
+		}
+		p += w;
+		n -= (size_t)w;
+		s->got += w;
+	}
+	return 0;
+}
+
+static void commit_abandon(void *ud)
+{
+	struct mirror__commit_body *s = ud;
+
+	if (s->fd >= 0)
+		close(s->fd);
+	free(s);
+}
+
+void mirror__body_abandon(void *sink)
+{
+	const int *kind = sink;
+
+	if (kind && *kind == MIRROR__SINK_OBJECT)
+		object_abandon(sink);
+	else if (kind)
+		commit_abandon(sink);
+}
+
+/* Is path an LFS object's URL, whose repo may be written with this request's token? */
+static struct object_sink *object_claim(struct mirror_routes *rt, struct httpd_req *r)
+{
+	struct object_sink *s = xcalloc(1, sizeof(*s));
+	char buf[512], *type = NULL, *name = NULL, *oid = NULL, *end;
+	const char *tok = mirror__request_token(r, buf, sizeof(buf)), *cl = httpd_header(r, "Content-Length");
+	struct mirror_store_expect x = { .size = -1 };
+	struct catalog_repo repo;
+	int e;
+
+	s->kind = MIRROR__SINK_OBJECT;
+	if (!mirror__git_lfs_object(httpd_path(r), &type, &name, &oid)) {
+		free(s);
+		return NULL;
+	}
+	if (cl) {
+		errno = 0;
+		x.size = strtoll(cl, &end, 10);
+		if (errno || *end || x.size < 0)
+			x.size = -1;
+	}
+	x.sha256 = oid;
+	/* the handler says why a refused one is refused; its bytes are dropped here */
+	if (mirror__local_namespace(rt, name) &&
+	    ((tok && mirror_access_may_write(rt->access, tok, "hf", type, name)) || upload_cap_ok(rt, r, type, name, oid)) &&
+	    !catalog_repo_get(rt->data->catalog, "hf", type, name, &repo)) {
+		if (repo.local && (e = mirror_store_writer_new(rt->data->store, &x, false, &s->w))) {
+			s->status = e == -EBUSY ? 409 : 500;
+			s->why = e == -EBUSY ? "this object is being uploaded already" : "the store cannot take it";
+		}
+		catalog_repo_release(&repo);
+	}
+	free(type);
+	free(name);
+	free(oid);
+	return s;
+}
+
+static bool is_commit_path(const char *path)
+{
+	struct hf_path p;
+	bool yes;
+
+	hf_path_split(&p, path);
+	yes = p.n >= 6 && !strcmp(p.v[0], "api") && (!strcmp(p.v[1], "models") || !strcmp(p.v[1], "datasets")) &&
+	      !strcmp(p.v[4], "commit");
+	hf_path_release(&p);
+	return yes;
+}
+
+bool mirror__claim_body(void *ud, struct httpd_req *r, struct httpd_body_sink *sink)
+{
+	struct mirror_routes *rt = ud;
+	const char *m = httpd_method(r);
+
+	if (!rt->nlocal)
+		return false; /* nothing here takes writes */
+	if (!strcmp(m, "PUT")) {
+		struct object_sink *s = object_claim(rt, r);
+		if (!s)
+			return false;
+		*sink = (struct httpd_body_sink){ object_data, object_abandon, s };
+		return true;
+	}
+	if (!strcmp(m, "POST") && is_commit_path(httpd_path(r))) {
+		struct mirror__commit_body *s = xcalloc(1, sizeof(*s));
+		char *dir = mirror_data_path(rt->data, MIRROR_DATA_SPILL);
+		s->kind = MIRROR__SINK_COMMIT;
+		s->fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+		if (s->fd < 0)
+			s->status = 500;
+		free(dir);
+		*sink = (struct httpd_body_sink){ commit_data, commit_abandon, s };
+		return true;
+	}
+	return false;
+}
+
+/* ---- a PUT's end: the object published on a worker ------------------------------------------- */
+
+struct put_job {
+	struct mirror__job j;
+	struct object_sink *s;
+	int64_t repo_id;
+	char oid[65];
+	char *who, *name;
+};
+
+static void put_job_release(struct mirror__job *j)
+{
+	struct put_job *p = (struct put_job *)j;
+
+	object_abandon(p->s);
+	free(p->who);
+	free(p->name);
+	free(p);
+}
+
+static void put_job_build(struct mirror__job *j, struct catalog *cat)
+{
+	struct put_job *p = (struct put_job *)j;
+	int e = mirror_store_writer_commit(&p->s->w, NULL); /* verify, fsync, rename */
+
+	if (e == HM_ERR_HASH_MISMATCH || e == HM_ERR_SIZE_MISMATCH) {
+		log_warn("upload", "hf:%s: an object refused from %s: its bytes are not %s", p->name, p->who, p->oid);
+		j->status = 400;
+		j->body = json_pack("{s:s}", "message", e == HM_ERR_HASH_MISMATCH ? "the bytes do not hash to the object's oid"
+										   : "the bytes are not the object's size");
+	} else if (e || catalog_blob_fetched(cat, p->oid, p->repo_id)) {
+		j->status = 500;
+		j->body = json_pack("{s:s}", "message", e ? err_str(e) : "catalog error");
+	} else {
+		j->status = 200;
+		j->body = json_object();
+	}
+}
+
+void mirror__lfs_put(struct mirror_routes *rt, struct httpd_req *req, const struct catalog_repo *repo,
+		     const char *oid)
+{
+	struct object_sink *s = httpd_body_take(req);
+	struct put_job *p;
+	char *who = NULL;
+
+	if (!s || s->kind != MIRROR__SINK_OBJECT) {
+		/* not claimed: no local namespaces here, or a body the claim did not take */
+		mirror__body_abandon(s);
+		mirror__respond_json(req, 403, json_pack("{s:s}", "message", "this repository takes no uploads"));
+		return;
+	}
+	if (upload_cap_ok(rt, req, repo->type, repo->name, oid) && repo->local)
+		who = xstrdup("an upload URL");
+	else if (!mirror__write_gate(rt, req, repo->type, repo->name, &who) || !repo->local) {
+		if (!httpd_answered(req))
+			hf__error(req, 403, NULL, "A mirrored repository is read-only", NULL);
+		object_abandon(s);
+		free(who);
+		return;
+	}
+	if (s->status || !s->w) {
+		mirror__respond_json(req, s->status ? s->status : 500,
+				     json_pack("{s:s}", "message", s->why ? s->why : "the object was not taken"));
+		object_abandon(s);
+		free(who);
+		return;
+	}
+	p = xcalloc(1, sizeof(*p));
+	p->j.build = put_job_build;
+	p->j.release = put_job_release;
+	p->s = s;
+	p->repo_id = repo->id;
+	snprintf(p->oid, sizeof(p->oid), "%s", oid);
+	p->who = who;
+	p->name = xstrdup(repo->name);
+	mirror__defer(rt, req, &p->j);
+}
+
+void mirror__hf_write(struct mirror_routes *rt, struct httpd_req *req, const char *type, const char *name,
+		      const char *action, const char *rev)
+{
+	struct catalog_repo repo;
+	char *who = NULL;
+
+	httpd_set_route(req, !strcmp(action, "commit") ? "hf_commit" : "hf_preupload");
+	if (!mirror__write_gate(rt, req, type, name, &who) || !local_repo(rt, req, type, name, &repo)) {
+		mirror__body_abandon(httpd_body_take(req));
+		free(who);
+		return;
+	}
+	if (!strcmp(action, "preupload"))
+		preupload(rt, req, type, name, rev);
+	else
+		mirror__hf_commit(rt, req, &repo, rev, who);
+	catalog_repo_release(&repo);
+	free(who);
+}

@@ -1,0 +1,410 @@
+/*
+ * upload.c - commits to the mirror's own repositories (upload.h).
+ *
+ * A commit is computed from its parent's files in memory: the operations applied in order, the tree
+ * and commit ids computed (gitobj.c), then recorded in one catalog transaction that moves the branch
+ * only if it still points at the parent. A commit that names no parent (the Hub's default) is computed
+ * again on the new head when another one got in first; one that names its parent gets HM_ERR_CONFLICT.
+ */
+#include <errno.h>
+#include <fnmatch.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <jansson.h>
+#include <openssl/evp.h>
+
+#include "base/err.h"
+#include "base/hex.h"
+#include "base/path.h"
+#include "base/xmalloc.h"
+#include "catalog/catalog.h"
+#include "data.h"
+#include "gitobj.h"
+#include "store.h"
+#include "upload.h"
+
+/* What a new repository starts with: the file kinds that are large and binary go through Git LFS. */
+static const char gitattributes[] =
+	"*.7z filter=lfs diff=lfs merge=lfs -text\n*.arrow filter=lfs diff=lfs merge=lfs -text\n"
+	"*.bin filter=lfs diff=lfs merge=lfs -text\n*.bz2 filter=lfs diff=lfs merge=lfs -text\n"
+	"*.ckpt filter=lfs diff=lfs merge=lfs -text\n*.ftz filter=lfs diff=lfs merge=lfs -text\n"
+	"*.gguf filter=lfs diff=lfs merge=lfs -text\n*.gz filter=lfs diff=lfs merge=lfs -text\n"
+	"*.h5 filter=lfs diff=lfs merge=lfs -text\n*.joblib filter=lfs diff=lfs merge=lfs -text\n"
+	"*.lfs.* filter=lfs diff=lfs merge=lfs -text\n*.mlmodel filter=lfs diff=lfs merge=lfs -text\n"
+	"*.model filter=lfs diff=lfs merge=lfs -text\n*.msgpack filter=lfs diff=lfs merge=lfs -text\n"
+	"*.npy filter=lfs diff=lfs merge=lfs -text\n*.npz filter=lfs diff=lfs merge=lfs -text\n"
+	"*.onnx filter=lfs diff=lfs merge=lfs -text\n*.ot filter=lfs diff=lfs merge=lfs -text\n"
+	"*.parquet filter=lfs diff=lfs merge=lfs -text\n*.pb filter=lfs diff=lfs merge=lfs -text\n"
+	"*.pickle filter=lfs diff=lfs merge=lfs -text\n*.pkl filter=lfs diff=lfs merge=lfs -text\n"
+	"*.pt filter=lfs diff=lfs merge=lfs -text\n*.pth filter=lfs diff=lfs merge=lfs -text\n"
+	"*.rar filter=lfs diff=lfs merge=lfs -text\n*.safetensors filter=lfs diff=lfs merge=lfs -text\n"
+	"saved_model/**/* filter=lfs diff=lfs merge=lfs -text\n*.tar.* filter=lfs diff=lfs merge=lfs -text\n"
+	"*.tar filter=lfs diff=lfs merge=lfs -text\n*.tflite filter=lfs diff=lfs merge=lfs -text\n"
+	"*.tgz filter=lfs diff=lfs merge=lfs -text\n*.wasm filter=lfs diff=lfs merge=lfs -text\n"
+	"*.xz filter=lfs diff=lfs merge=lfs -text\n*.zip filter=lfs diff=lfs merge=lfs -text\n"
+	"*.zst filter=lfs diff=lfs merge=lfs -text\n*tfevents* filter=lfs diff=lfs merge=lfs -text\n";
+
+#define LFS_THRESHOLD (10LL << 20)
+
+void mirror_upload_op_release(struct mirror_upload_op *op)
+{
+	if (!op)
+		return;
+	free(op->path);
+	free(op->src_path);
+	free(op->src_rev);
+	memset(op, 0, sizeof(*op));
+}
+
+/* One file of the tree being built: a copy of a catalog entry, or deleted (path NULL). */
+struct tfile {
+	char *path;
+	int64_t size;
+	char git_oid[41];
+	char lfs_oid[65];
+	char sha256[65];
+};
+
+struct tree {
+	struct tfile *v;
+	size_t n, cap;
+	json_t *index;         /* path -> its index in v */
+};
+
+static void tree_release(struct tree *t)
+{
+	for (size_t i = 0; i < t->n; i++)
+		free(t->v[i].path);
+	free(t->v);
+	json_decref(t->index);
+	memset(t, 0, sizeof(*t));
+}
+
+static struct tfile *tree_find(struct tree *t, const char *path)
+{
+	json_t *i = json_object_get(t->index, path);
+
+	return i ? &t->v[json_integer_value(i)] : NULL;
+}
+
+/* Put a file at path (replacing one there). */
+static void tree_put(struct tree *t, const char *path, int64_t size, const char *git_oid, const char *lfs_oid,
+		     const char *sha256)
+{
+	struct tfile *f = tree_find(t, path);
+
+	if (!f) {
+		if (t->n == t->cap) {
+			t->cap = t->cap ? 2 * t->cap : 64;
+			t->v = xreallocarray(t->v, t->cap, sizeof(*t->v));
+		}
+		json_object_set_new(t->index, path, json_integer((json_int_t)t->n));
+		f = &t->v[t->n++];
+		f->path = xstrdup(path);
+	}
+	f->size = size;
+	snprintf(f->git_oid, sizeof(f->git_oid), "%s", git_oid ? git_oid : "");
+	snprintf(f->lfs_oid, sizeof(f->lfs_oid), "%s", lfs_oid ? lfs_oid : "");
+	snprintf(f->sha256, sizeof(f->sha256), "%s", sha256);
+}
+
+static void tree_drop(struct tree *t, struct tfile *f)
+{
+	json_object_del(t->index, f->path);
+	free(f->path);
+	f->path = NULL;
+}
+
+static int load_cb(void *ud, const struct catalog_entry *e)
+{
+	tree_put(ud, e->path, e->size, e->git_oid, e->lfs_oid[0] ? e->lfs_oid : NULL, e->sha256);
+	return 0;
+}
+
+/* The files of repo at rev into *t (t->index made). */
+static int tree_load(struct catalog *cat, const struct catalog_repo *repo, const char *rev, struct tree *t)
+{
+	struct catalog_repo r;
+	struct catalog_snapshot snap;
+	bool found = false;
+	int e = catalog_resolve(cat, repo->hub, repo->type, repo->name, rev, &r, &snap, &found);
+
+	if (e) {
+		if (found)
+			catalog_repo_release(&r);
+		return e;
+	}
+	catalog_repo_release(&r);
+	return catalog_snapshot_walk(cat, snap.id, NULL, NULL, 0, load_cb, t);
+}
+
+/* A COPY: the source file at its revision (the tree being built when none is named). */
+static int apply_copy(struct catalog *cat, const struct catalog_repo *repo, struct tree *t,
+		      const struct mirror_upload_op *op, char **errmsg)
+{
+	struct tree src = { .index = json_object() };
+	const struct tfile *f;
+	int e = 0;
+
+	if (op->src_rev && (e = tree_load(cat, repo, op->src_rev, &src))) {
+		if (errmsg && e == HM_ERR_NOT_FOUND)
+			*errmsg = xasprintf("no revision '%s' to copy '%s' from", op->src_rev, op->src_path);
+		tree_release(&src);
+		return e;
+	}
+	f = tree_find(op->src_rev ? &src : t, op->src_path);
+	if (!f) {
+		if (errmsg)
+			*errmsg = xasprintf("no file '%s' to copy", op->src_path);
+		e = HM_ERR_NOT_FOUND;
+	} else {
+		struct tfile c = *f; /* (tree_put may move t->v) */
+		c.path = xstrdup(f->path);
+		tree_put(t, op->path, c.size, c.git_oid, c.lfs_oid[0] ? c.lfs_oid : NULL, c.sha256);
+		free(c.path);
+	}
+	tree_release(&src);
+	return e;
+}
+
+static int apply_delete_folder(struct tree *t, const char *dir, char **errmsg)
+{
+	size_t n = strlen(dir), gone = 0;
+
+	for (size_t i = 0; i < t->n; i++)
+		if (t->v[i].path && !strncmp(t->v[i].path, dir, n) && t->v[i].path[n] == '/') {
+			tree_drop(t, &t->v[i]);
+			gone++;
+		}
+	if (!gone && errmsg)
+		*errmsg = xasprintf("no folder '%s' to delete", dir);
+	return gone ? 0 : HM_ERR_NOT_FOUND;
+}
+
+static int apply_op(struct catalog *cat, const struct catalog_repo *repo, struct tree *t,
+		    const struct mirror_upload_op *op, char **errmsg)
+{
+	struct tfile *f;
+
+	if (op->kind != MIRROR_UP_DELETE_FOLDER && path_check_str(op->path)) {
+		if (errmsg)
+			*errmsg = xasprintf("'%s' is not a path a repository may hold", op->path);
+		return HM_ERR_PATH_UNSAFE;
+	}
+	switch (op->kind) {
+	case MIRROR_UP_ADD:
+		if (op->lfs) {
+			char ptr[200], oid[41];
+			size_t n = gitobj_lfs_pointer(op->sha256, op->size, ptr, sizeof(ptr));
+			gitobj_id("blob", ptr, n, oid);
+			tree_put(t, op->path, op->size, oid, op->sha256, op->sha256);
+		} else {
+			tree_put(t, op->path, op->size, op->git_oid, NULL, op->sha256);
+		}
+		return 0;
+	case MIRROR_UP_DELETE:
+		if (!(f = tree_find(t, op->path))) {
+			if (errmsg)
+				*errmsg = xasprintf("no file '%s' to delete", op->path);
+			return HM_ERR_NOT_FOUND;
+		}
+		tree_drop(t, f);
+		return 0;
+	case MIRROR_UP_DELETE_FOLDER:
+		return apply_delete_folder(t, op->path, errmsg);
+	case MIRROR_UP_COPY:
+		return apply_copy(cat, repo, t, op, errmsg);
+	}
+	return -EINVAL;
+}
+
+/* The message git gets: the summary line, then the description as its body. */
+static char *message_of(const struct mirror_upload_commit *uc)
+{
+	const char *d = uc->description;
+
+	if (d && *d)
+		return xasprintf("%s\n\n%s%s", uc->summary, d, d[strlen(d) - 1] == '\n' ? "" : "\n");
+	return xasprintf("%s\n", uc->summary);
+}
+
+/* Compute the commit of t on parent and record it. */
+static int record(struct catalog *cat, const struct catalog_repo *repo, const struct mirror_upload_commit *uc,
+		  const char *parent, struct tree *t, char out[41], char **errmsg)
+{
+	struct gitobj_file *g = xcalloc(t->n + 1, sizeof(*g));
+	struct catalog_file *files = xcalloc(t->n + 1, sizeof(*files));
+	size_t n = 0, len;
+	char tree[41], id[41], *msg = message_of(uc), *text;
+	int64_t now = (int64_t)time(NULL);
+	int e;
+
+	for (size_t i = 0; i < t->n; i++) {
+		const struct tfile *f = &t->v[i];
+		if (!f->path)
+			continue;
+		g[n] = (struct gitobj_file){ f->path, f->git_oid };
+		files[n] = (struct catalog_file){ .path = f->path, .size = f->size, .git_oid = f->git_oid,
+						  .lfs_oid = f->lfs_oid[0] ? f->lfs_oid : NULL, .sha256 = f->sha256 };
+		n++;
+	}
+	e = gitobj_tree_id(g, n, tree);
+	if (e) {
+		if (errmsg)
+			*errmsg = xstrdup("a path is both a file and a folder");
+		goto out;
+	}
+	text = gitobj_commit_text(tree, parent, uc->author, now, msg, &len);
+	gitobj_id("commit", text, len, id);
+	free(text);
+	{
+		struct catalog_commit cm = { id, parent, tree, uc->author, now, msg };
+		e = catalog_local_commit(cat, repo->id, uc->branch, &cm, files, n);
+	}
+	if (!e)
+		memcpy(out, id, 41);
+out:
+	free(msg);
+	free(g);
+	free(files);
+	return e;
+}
+
+/* One try: the head now, the operations on its files, the commit recorded if the head did not move. */
+static int commit_once(struct catalog *cat, const struct catalog_repo *repo, const struct mirror_upload_commit *uc,
+		       char out[41], char **errmsg)
+{
+	struct tree t = { .index = json_object() };
+	char head[41] = "";
+	int e = catalog_local_head(cat, repo->id, uc->branch, head);
+
+	if (e == HM_ERR_NOT_FOUND && !uc->new_branch) {
+		if (errmsg)
+			*errmsg = xasprintf("no branch '%s'", uc->branch);
+		goto out;
+	}
+	if (e && e != HM_ERR_NOT_FOUND)
+		goto out;
+	if (!e && uc->parent && strcmp(uc->parent, head)) {
+		e = HM_ERR_CONFLICT;
+		if (errmsg)
+			*errmsg = xasprintf("'%s' is at %s, not at the parent commit %s", uc->branch, head, uc->parent);
+		goto out;
+	}
+	if (!e && (e = tree_load(cat, repo, head, &t)))
+		goto out;
+	e = 0;
+	for (size_t i = 0; i < uc->nops && !e; i++)
+		e = apply_op(cat, repo, &t, &uc->ops[i], errmsg);
+	if (!e)
+		e = record(cat, repo, uc, head[0] ? head : NULL, &t, out, errmsg);
+out:
+	tree_release(&t);
+	return e;
+}
+
+int mirror_upload_commit(struct catalog *cat, const struct catalog_repo *repo, const struct mirror_upload_commit *uc,
+			 char out[41], char **errmsg)
+{
+	int e;
+
+	/* a commit without a parent goes on whatever the head is: another one that got in meanwhile is
+	 * built on, as the Hub does; a few tries, then the caller hears of the conflict */
+	for (int tries = 0;; tries++) {
+		e = commit_once(cat, repo, uc, out, errmsg);
+		if (e != HM_ERR_CONFLICT || uc->parent || tries == 4)
+			break;
+	}
+	if (e == HM_ERR_CONFLICT && errmsg && !*errmsg)
+		*errmsg = xasprintf("'%s' moved while the commit was made", uc->branch);
+	return e;
+}
+
+int mirror_upload_put_small(struct mirror_data *d, const void *data, size_t n, char sha256[65], char git_oid[41])
+{
+	unsigned char md[32];
+	unsigned int mdlen;
+	char hex[65];
+	struct mirror_store_writer *w = NULL;
+	struct mirror_store_expect x;
+	int e;
+
+	EVP_Digest(data, n, md, &mdlen, EVP_sha256(), NULL);
+	hex_encode(md, 32, hex);
+	x = (struct mirror_store_expect){ .sha256 = hex, .git_oid = NULL, .size = (int64_t)n };
+	if (!mirror_store_has(d->store, hex, (int64_t)n)) {
+		if ((e = mirror_store_writer_new(d->store, &x, false, &w)))
+			return e;
+		if ((e = mirror_store_writer_write(w, data, n))) {
+			mirror_store_writer_abort(&w, false);
+			return e;
+		}
+		if ((e = mirror_store_writer_commit(&w, NULL)))
+			return e;
+	}
+	memcpy(sha256, hex, 65);
+	gitobj_id("blob", data, n, git_oid);
+	return 0;
+}
+
+int mirror_upload_create(struct mirror_data *d, struct catalog *cat, const char *hub, const char *type,
+			 const char *name, bool private_, const char *author, int64_t *repo_id, char **errmsg)
+{
+	struct mirror_upload_op op = { .kind = MIRROR_UP_ADD, .path = (char *)".gitattributes" };
+	struct mirror_upload_commit uc = { .branch = "main", .new_branch = true, .summary = "initial commit",
+					   .author = author, .ops = &op, .nops = 1 };
+	struct catalog_repo repo = { 0 };
+	char commit[41];
+	int64_t id = 0;
+	int e;
+
+	op.size = (int64_t)strlen(gitattributes);
+	if ((e = mirror_upload_put_small(d, gitattributes, strlen(gitattributes), op.sha256, op.git_oid)))
+		return e;
+	if ((e = catalog_local_create(cat, hub, type, name, private_, &id)))
+		return e;
+	repo = (struct catalog_repo){ .id = id, .hub = (char *)hub, .type = (char *)type, .name = (char *)name };
+	e = mirror_upload_commit(cat, &repo, &uc, commit, errmsg);
+	if (e) {
+		catalog_local_delete(cat, id); /* not half made */
+		return e;
+	}
+	if (repo_id)
+		*repo_id = id;
+	return 0;
+}
+
+/* Does a .gitattributes line's pattern take path? A pattern without '/' matches the file's name in any
+ * folder; one with a slash the whole path (a star across folders too). */
+static bool attr_matches(const char *pattern, const char *path)
+{
+	const char *base = strrchr(path, '/');
+
+	if (strchr(pattern, '/'))
+		return !fnmatch(pattern[0] == '/' ? pattern + 1 : pattern, path, 0);
+	return !fnmatch(pattern, base ? base + 1 : path, 0);
+}
+
+bool mirror_upload_wants_lfs(const char *attrs, const char *path, int64_t size, const void *sample, size_t sample_len)
+{
+	if (size >= LFS_THRESHOLD || (sample && memchr(sample, '\0', sample_len)))
+		return true;
+	for (const char *l = attrs; l && *l;) {
+		size_t n = strcspn(l, "\n");
+		char *line = xstrndup(l, n), *save = NULL, *pat = strtok_r(line, " \t", &save), *w;
+		bool lfs = false;
+		while (pat && pat[0] != '#' && (w = strtok_r(NULL, " \t", &save)))
+			if (!strcmp(w, "filter=lfs"))
+				lfs = true;
+		if (lfs && attr_matches(pat, path)) {
+			free(line);
+			return true;
+		}
+		free(line);
+		l += n + (l[n] == '\n');
+	}
+	return false;
+}

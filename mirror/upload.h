@@ -1,0 +1,76 @@
+/*
+ * upload.h - the mirror's own repositories (local namespaces; docs/uploads.md): made, committed to
+ * and deleted by their users through the Hugging Face API's write side, stored like mirrored ones.
+ *
+ * A commit's files are in the store before it is made (an LFS object uploaded and verified, a small
+ * file written from the commit's body); the commit itself is the catalog transaction that records its
+ * tree and moves its branch, so a crash leaves the old revision or the new one, never half of one.
+ * Commit ids are git's (mirror/gitobj.h): parents, author, time and message as git would write them.
+ */
+#ifndef HM_MIRROR_UPLOAD_H
+#define HM_MIRROR_UPLOAD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct catalog;
+struct catalog_repo;
+struct mirror_data;
+
+enum mirror_upload_kind { MIRROR_UP_ADD, MIRROR_UP_DELETE, MIRROR_UP_DELETE_FOLDER, MIRROR_UP_COPY };
+
+/* One operation of a commit, applied in order to the parent's files. */
+struct mirror_upload_op {
+	enum mirror_upload_kind kind;
+	char *path;            /* the file (a folder for DELETE_FOLDER, without its trailing '/') */
+	char sha256[65];       /* ADD: the content, which the store holds */
+	int64_t size;          /* ADD */
+	char git_oid[41];      /* ADD of a regular file: its git blob id */
+	bool lfs;              /* ADD: a large file, a Git LFS pointer in git */
+	char *src_path;        /* COPY: this file of the repo ... */
+	char *src_rev;         /* ... at this revision (NULL: the parent) */
+};
+
+struct mirror_upload_commit {
+	const char *branch;    /* committed to */
+	const char *parent;    /* the head the client built on (40 hex), or NULL: whatever it is now */
+	bool new_branch;       /* the branch does not exist yet (a repository's first commit) */
+	const char *summary;   /* the message's first line */
+	const char *description; /* the rest, or NULL */
+	const char *author;    /* "NAME <EMAIL>", also the committer */
+	const struct mirror_upload_op *ops;
+	size_t nops;
+};
+
+/*
+ * Make a commit on repo (a local one) from uc and move its branch there. out: the commit id, 41 bytes.
+ * Returns 0; HM_ERR_CONFLICT (uc->parent is not the branch's head: the Hub's 412); HM_ERR_NOT_FOUND
+ * (no such branch, or an operation names a file or revision that is not there); HM_ERR_PATH_UNSAFE or
+ * -EINVAL (a path that may not be, or is a file and a folder at once); HM_ERR_SQLITE. On an error,
+ * *errmsg (malloc'd, may be NULL) says which path or revision.
+ */
+int mirror_upload_commit(struct catalog *cat, const struct catalog_repo *repo, const struct mirror_upload_commit *uc,
+			 char out[41], char **errmsg);
+void mirror_upload_op_release(struct mirror_upload_op *op);
+
+/*
+ * Make local repo hub/type/name (private or not), with its first commit on main holding the usual
+ * .gitattributes (the large-file patterns the Hub's repos start with; written to d's store). *repo_id
+ * (may be NULL): its catalog row. Returns 0, HM_ERR_EXISTS (a repository of that name, mirrored or
+ * local), or an error (the repo is not left half made).
+ */
+int mirror_upload_create(struct mirror_data *d, struct catalog *cat, const char *hub, const char *type,
+			 const char *name, bool private_, const char *author, int64_t *repo_id, char **errmsg);
+
+/* Write n bytes to d's store as a regular file: *sha256 (65 bytes) and git_oid (41) set. Returns 0 or
+ * an error (-ENOSPC...). */
+int mirror_upload_put_small(struct mirror_data *d, const void *data, size_t n, char sha256[65], char git_oid[41]);
+
+/* Does a file go through Git LFS (the Hub's preupload answer)? When gitattributes (the revision's
+ * .gitattributes text, may be NULL) marks its path filter=lfs, when it is 10 MiB or more, or when its
+ * sample (its first bytes) holds a NUL byte (binary). */
+bool mirror_upload_wants_lfs(const char *gitattributes, const char *path, int64_t size, const void *sample,
+			     size_t sample_len);
+
+#endif

@@ -1,0 +1,128 @@
+#!/usr/bin/env bash
+# t0840-upload: the intranet hub. A mirror with a local namespace (serve --local acme) takes
+# huggingface_hub's write requests, replayed by helpers/upload_scenario.py: create_repo (409 again,
+# 401/403 without a write grant, 403 outside the namespace), preupload's LFS decisions, the Git LFS
+# batch with basic PUT and verify, the NDJSON commit (a second commit sends only the changed file),
+# parent_commit (412 when stale), delete_file, paths and objects refused, a private dataset hidden,
+# delete_repo. Then: the commit ids are git's (recomputed by git from the served files), `add` and
+# `sync` leave local repos alone, and a serve killed mid-upload loses nothing.
+. "$HM_SRC/tests/integration/lib.sh"
+
+cat >"$T/tokens" <<'TOK'
+hf_writer_acme_0001 hf:acme/*:write hf:datasets/acme/*:write
+hf_reader_acme_0002 hf:acme/*
+TOK
+chmod 600 "$T/tokens"
+check "serve starts with a local namespace" start_serve --local acme --tokens "$T/tokens" --p2p-listen 127.0.0.1:0 || finish
+n=0
+st=none
+while IFS= read -r line; do
+	case $line in
+	"ok - "*) ok "${line#ok - }"; n=$((n + 1)) ;;
+	"not ok - "*) fail "${line#not ok - }"; n=$((n + 1)) ;;
+	"exit "*) st=${line#exit } ;;
+	*) echo "# $line" ;;
+	esac
+done < <(timeout 200 "$PY" "$HM_SRC/tests/integration/helpers/upload_scenario.py" "$M" "$T" 2>&1; echo "exit $?")
+check "the scenario ran to the end ($n checks, status $st)" test "$n" -ge 30 -a \( "$st" = 0 -o "$st" = 1 \)
+
+# The commit id is git's: from the files the mirror serves at c3 and the commit's fields as
+# list_repo_commits gives them, git itself makes the same commit (parent c2).
+W=hf_writer_acme_0001
+git_agrees() {
+	local d="$T/gitcheck" c2 c3 tree
+	c2=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["c2"])' "$T/commits.json") &&
+	c3=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["c3"])' "$T/commits.json") || return 1
+	rm -rf "$d" && mkdir -p "$d" && git -C "$d" init -q . || return 1
+	curl -fsS -H "Authorization: Bearer $W" "$M/api/models/acme/up-model/tree/$c3?recursive=true" >"$T/tree.json" &&
+	curl -fsS -H "Authorization: Bearer $W" "$M/api/models/acme/up-model/commits/main" >"$T/commits-api.json" || return 1
+	"$PY" - "$T/tree.json" "$d" "$M" "$W" "$c3" <<'PY' || return 1
+import json, os, sys, urllib.request
+tree, d, m, w, c = sys.argv[1:6]
+for e in json.load(open(tree)):
+    if e["type"] != "file":
+        continue
+    req = urllib.request.Request(f"{m}/acme/up-model/resolve/{c}/{e['path']}", headers={"authorization": "Bearer " + w})
+    data = urllib.request.urlopen(req).read()
+    if "lfs" in e:
+        data = b"version https://git-lfs.github.com/spec/v1\noid sha256:%s\nsize %d\n" % (e["lfs"]["oid"].encode(), len(data))
+    p = os.path.join(d, e["path"])
+    os.makedirs(os.path.dirname(p), exist_ok=True)
+    open(p, "wb").write(data)
+PY
+	git -C "$d" add -A && tree=$(git -C "$d" write-tree) || return 1
+	eval "$("$PY" - "$T/commits-api.json" "$c3" "$c2" <<'PY'
+import json, shlex, sys, datetime
+log, c3, c2 = json.load(open(sys.argv[1])), sys.argv[2], sys.argv[3]
+assert log[0]["id"] == c3 and log[1]["id"] == c2, [x["id"] for x in log]
+when = int(datetime.datetime.strptime(log[0]["date"][:19], "%Y-%m-%dT%H:%M:%S").replace(tzinfo=datetime.timezone.utc).timestamp())
+who = log[0]["authors"][0]["user"]
+print(f"export GIT_AUTHOR_NAME={shlex.quote(who)} GIT_COMMITTER_NAME={shlex.quote(who)} "
+      f"GIT_AUTHOR_EMAIL=hubmirror@localhost GIT_COMMITTER_EMAIL=hubmirror@localhost "
+      f"GIT_AUTHOR_DATE='{when} +0000' GIT_COMMITTER_DATE='{when} +0000' TITLE={shlex.quote(log[0]['title'])}")
+PY
+)" || return 1
+	# (commit-tree would want the parent's object here; hash-object checks the commit's format and hashes)
+	test "$(printf 'tree %s\nparent %s\nauthor %s <%s> %s\ncommitter %s <%s> %s\n\n%s\n' "$tree" "$c2" \
+		"$GIT_AUTHOR_NAME" "$GIT_AUTHOR_EMAIL" "$GIT_AUTHOR_DATE" "$GIT_COMMITTER_NAME" "$GIT_COMMITTER_EMAIL" \
+		"$GIT_COMMITTER_DATE" "$TITLE" | git -C "$d" hash-object -t commit --stdin)" = "$c3"
+}
+check "git makes the same commit id from the served files and the commit log" git_agrees
+
+# git clone shows the same history: the ids the API gave, each commit the parent of the next.
+clone_agrees() {
+	local want got
+	want=$("$PY" -c 'import json,sys; c=json.load(open(sys.argv[1])); print(c["c3"], c["c2"], c["c1"])' "$T/commits.json") || return 1
+	rm -rf "$T/clone" &&
+	GIT_LFS_SKIP_SMUDGE=1 git -c credential.helper= clone -q "http://user:$W@${M#http://}/acme/up-model" "$T/clone" 2>"$T/clone.err" ||
+		{ cat "$T/clone.err"; return 1; }
+	got=$(git -C "$T/clone" log --format=%H | head -3 | tr '\n' ' ')
+	[ "$got" = "$want " ] || { echo "# git log: $got, the API: $want"; return 1; }
+	test "$(git -C "$T/clone" log --format=%s -1)" = "Drop README" && test -f "$T/clone/config.json" &&
+		grep -q '^oid sha256:' "$T/clone/model.safetensors"
+}
+check "git clone has the API's commit ids, parents and files" clone_agrees
+
+# The official JS client: createRepo and uploadFiles (it offers Xet; the mirror answers basic LFS, and its
+# PUT carries no Authorization: the upload URL's own capability lets it in).
+if command -v node >/dev/null && [ -d "$HM_SRC/tests/js/node_modules/@huggingface/hub" ]; then
+	nj=0
+	while IFS= read -r line; do
+		case $line in
+		"ok - "*) ok "hfjs: ${line#ok - }"; nj=$((nj + 1)) ;;
+		"not ok - "*) fail "hfjs: ${line#not ok - }"; nj=$((nj + 1)) ;;
+		*) echo "# $line" ;;
+		esac
+	done < <(cd "$HM_SRC/tests/js" && timeout 120 node hfupload.mjs --hub-url "$M" --token "$W" --repo acme/js-model 2>&1)
+	check "the JS client's run ran its checks ($nj)" test "$nj" -ge 5
+else
+	echo "# node or @huggingface/hub missing: the JS client's part is skipped"
+fi
+
+# The pushed repo on an instance: its torrent is made after the commit, and `pull` brings every file.
+torrent_made() {
+	local i
+	for i in $(seq 1 60); do
+		curl -fsS -H "Authorization: Bearer $W" "$M/api/p2p/torrent/hf/model/acme/up-model?meta=1" >"$T/meta.json" 2>/dev/null &&
+			grep -q "$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["c3"])' "$T/commits.json")" "$T/meta.json" && return 0
+		sleep 0.5
+	done
+	return 1
+}
+check "the newest commit gets its torrent" torrent_made
+pulled() {
+	HUBMIRROR_TOKEN=hf_reader_acme_0002 "$HUBMIRROR" pull --mirror "$M" --cache "$T/cache" --hf-cache "$T/hfc" \
+		--listen 127.0.0.1:0 hf:acme/up-model >/dev/null 2>"$T/pull.err" || { cat "$T/pull.err"; return 1; }
+	local snap
+	snap=$(echo "$T"/hfc/models--acme--up-model/snapshots/*)
+	cmp "$snap/config.json" <(curl -fsS -H "Authorization: Bearer $W" "$M/acme/up-model/resolve/main/config.json") &&
+		cmp "$snap/model.safetensors" <(curl -fsS -H "Authorization: Bearer $W" "$M/acme/up-model/resolve/main/model.safetensors") &&
+		test ! -e "$snap/README.md"
+}
+check "an instance pulls the pushed repo, every byte" pulled
+
+check "add refuses a local repo" bash -c "! '$HUBMIRROR' add hf:acme/up-model 2>'$T/add.err' && grep -q 'local namespace' '$T/add.err'"
+check "sync of a local repo says there is no upstream" bash -c "! '$HUBMIRROR' sync hf:acme/up-model 2>'$T/sync.err' && grep -q 'no upstream' '$T/sync.err'"
+check "the log names the writer, never the token" bash -c "grep -q 'upload.*acme/up-model.*by token@1' '$T/serve.err' && ! grep -q 'hf_writer_acme_0001' '$T/serve.err' '$T/access.log'"
+check "on-demand patterns may not name a local namespace" bash -c "! '$HUBMIRROR' serve --local acme --on-demand 'hf:acme/*' --listen 127.0.0.1:0 2>'$T/od.err' && grep -q 'local namespace' '$T/od.err'"
+finish
