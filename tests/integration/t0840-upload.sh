@@ -14,6 +14,7 @@ hf_reader_acme_0002 hf:acme/*
 TOK
 chmod 600 "$T/tokens"
 check "serve starts with a local namespace" start_serve --local acme --tokens "$T/tokens" --p2p-listen 127.0.0.1:0 || finish
+serve_pid=${_pids[-1]}
 n=0
 st=none
 while IFS= read -r line; do
@@ -125,4 +126,40 @@ check "add refuses a local repo" bash -c "! '$HUBMIRROR' add hf:acme/up-model 2>
 check "sync of a local repo says there is no upstream" bash -c "! '$HUBMIRROR' sync hf:acme/up-model 2>'$T/sync.err' && grep -q 'no upstream' '$T/sync.err'"
 check "the log names the writer, never the token" bash -c "grep -q 'upload.*acme/up-model.*by token@1' '$T/serve.err' && ! grep -q 'hf_writer_acme_0001' '$T/serve.err' '$T/access.log'"
 check "on-demand patterns may not name a local namespace" bash -c "! '$HUBMIRROR' serve --local acme --on-demand 'hf:acme/*' --listen 127.0.0.1:0 2>'$T/od.err' && grep -q 'local namespace' '$T/od.err'"
+# kill -9 mid-upload: an object half sent is nowhere, the branch is where it was, and after a restart
+# the same upload goes through.
+killed_mid_upload() {
+	local pid=$serve_pid c3 blob="$T/big.bin" oid head cap
+	c3=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["c3"])' "$T/commits.json") || return 1
+	head -c 40000000 /dev/urandom >"$blob"
+	oid=$(sha256sum "$blob" | cut -c1-64)
+	curl -sS -o /dev/null --limit-rate 4M -X PUT -H "Authorization: Bearer $W" --data-binary @"$blob" \
+		"$M/acme/up-model.git/info/lfs/objects/$oid" 2>/dev/null &
+	local put=$!
+	sleep 2
+	kill -9 "$pid" && wait "$pid" 2>/dev/null
+	wait "$put" 2>/dev/null
+	test ! -e "$HUBMIRROR_DATA/store/blobs/${oid:0:2}/$oid" || { echo "# the half object is in the store"; return 1; }
+	start_serve --local acme --tokens "$T/tokens" --p2p-listen off || return 1
+	head=$(curl -fsS -H "Authorization: Bearer $W" "$M/api/models/acme/up-model" | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["sha"])')
+	[ "$head" = "$c3" ] || { echo "# head $head, not $c3"; return 1; }
+	HFU="$HM_SRC/tests/integration/helpers" "$PY" -c '
+import os, sys
+sys.path.insert(0, os.environ["HFU"])
+from hfupload import Api, HubError
+m, w, blob = sys.argv[1:4]
+api = Api(m, w)
+data = open(blob, "rb").read()
+try:
+    api.commit("acme/up-model", [{"key": "lfsFile", "value": {"path": "big.bin", "algo": "sha256",
+               "oid": __import__("hashlib").sha256(data).hexdigest(), "size": len(data)}}], "x")
+    sys.exit("the half-sent object was committed")
+except HubError as e:
+    assert e.status == 422, e
+ans, sent = api.upload_files("acme/up-model", [("big.bin", data)], summary="Big file")
+assert sent == 1 and len(ans["commitOid"]) == 40, (sent, ans)
+' "$M" "$W" "$blob" && cmp "$blob" <(curl -fsS -H "Authorization: Bearer $W" "$M/acme/up-model/resolve/main/big.bin")
+}
+check "kill -9 mid-upload: nothing half kept, the branch unmoved, the upload goes through after" killed_mid_upload
+
 finish
