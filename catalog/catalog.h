@@ -180,6 +180,10 @@ struct catalog_commit {
  * is elsewhere: the caller computes again on the new head, or refuses) or HM_ERR_SQLITE. */
 int catalog_local_commit(struct catalog *c, int64_t repo_id, const char *ref, const struct catalog_commit *cm,
 			 const struct catalog_file *files, size_t n);
+/* Make ref name of repo_id (a tag when tag, else a branch) point at commit, one of the repo's, or with
+ * commit NULL delete it. Returns 0, HM_ERR_EXISTS (making one that exists), HM_ERR_NOT_FOUND (deleting
+ * one that does not, or no such commit) or HM_ERR_SQLITE. */
+int catalog_local_ref(struct catalog *c, int64_t repo_id, const char *name, bool tag, const char *commit);
 /* The commit of repo_id with this id. *out's strings are malloc'd (catalog_commit_release). Returns 0,
  * HM_ERR_NOT_FOUND (none, or not a local repo's) or HM_ERR_SQLITE. */
 int catalog_commit_get(struct catalog *c, int64_t repo_id, const char *commit, struct catalog_commit *out);

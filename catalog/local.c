@@ -193,3 +193,52 @@ void catalog_commit_release(struct catalog_commit *cm)
 	free((char *)cm->message);
 	memset(cm, 0, sizeof(*cm));
 }
+
+int catalog_local_ref(struct catalog *c, int64_t repo_id, const char *name, bool tag, const char *commit)
+{
+	sqlite3_stmt *st = NULL;
+	int r = HM_ERR_SQLITE, rc;
+
+	if (catalog_begin(c))
+		return r;
+	if (catalog__prepare(c, "SELECT 1 FROM refs WHERE repo_id = ?1 AND name = ?2", &st))
+		goto out;
+	sqlite3_bind_int64(st, 1, repo_id);
+	sqlite3_bind_text(st, 2, name, -1, SQLITE_STATIC);
+	rc = sqlite3_step(st);
+	sqlite3_finalize(st);
+	st = NULL;
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+		goto out;
+	if (commit && rc == SQLITE_ROW) {
+		r = HM_ERR_EXISTS;
+		goto out;
+	}
+	if (!commit) {
+		r = rc == SQLITE_DONE ? HM_ERR_NOT_FOUND : 0;
+		if (!r && !catalog__prepare(c, "DELETE FROM refs WHERE repo_id = ?1 AND name = ?2", &st)) {
+			sqlite3_bind_int64(st, 1, repo_id);
+			sqlite3_bind_text(st, 2, name, -1, SQLITE_STATIC);
+			r = catalog__run(st);
+		} else if (!r) {
+			r = HM_ERR_SQLITE;
+		}
+		goto out;
+	}
+	/* the new ref points at a commit the repo has */
+	if (catalog__prepare(c, "INSERT INTO refs (repo_id, name, kind, snapshot_id, updated_at) SELECT ?1, ?2, ?3, "
+			     "id, ?5 FROM snapshots WHERE repo_id = ?1 AND commit_id = ?4", &st))
+		goto out;
+	sqlite3_bind_int64(st, 1, repo_id);
+	sqlite3_bind_text(st, 2, name, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 3, tag ? "tag" : "branch", -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 4, commit, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 5, (sqlite3_int64)time(NULL));
+	r = catalog__run_changed(c, st);
+out:
+	if (r || catalog_commit(c)) {
+		catalog_rollback(c);
+		return r ? r : HM_ERR_SQLITE;
+	}
+	return 0;
+}

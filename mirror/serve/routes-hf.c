@@ -580,7 +580,7 @@ static size_t take_repo(const struct hf_path *s, size_t i, const char *const *ke
 }
 
 static const char *const api_keywords[] = { "revision", "tree", "paths-info", "refs", "commits", "treesize",
-					    "xet-read-token", "resolve", "preupload", "commit", NULL };
+					    "xet-read-token", "resolve", "preupload", "commit", "branch", "tag", NULL };
 static const char *const file_keywords[] = { "resolve", "raw", NULL };
 
 static int route_api(struct mirror_routes *rt, struct httpd_req *req, const struct hf_path *s)
@@ -645,7 +645,9 @@ static int route_api(struct mirror_routes *rt, struct httpd_req *req, const stru
 			hf__error(req, 400, NULL, "bad path", NULL);
 		else
 			hf__treesize(&h, rev, i + 1 + used < s->n ? sub : NULL);
-	} else if ((!strcmp(s->v[i], "preupload") || !strcmp(s->v[i], "commit")) && !strcmp(method, "POST") &&
+	} else if ((((!strcmp(s->v[i], "preupload") || !strcmp(s->v[i], "commit")) && !strcmp(method, "POST")) ||
+		    ((!strcmp(s->v[i], "branch") || !strcmp(s->v[i], "tag")) &&
+		     (!strcmp(method, "POST") || !strcmp(method, "DELETE")))) &&
 		   i + 1 < s->n && (rev = hf_join_decoded(s->v, s->n, i + 1))) {
 		mirror__hf_write(rt, req, h.type, h.name, s->v[i], rev);
 	} else if (!strcmp(s->v[i], "xet-read-token")) {

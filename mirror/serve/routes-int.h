@@ -224,7 +224,8 @@ bool mirror__claim_body(void *ud, struct httpd_req *r, struct httpd_body_sink *s
 bool mirror__local_namespace(const struct mirror_routes *rt, const char *name);
 /* /api/repos/create and /api/repos/delete */
 int mirror__route_repos(struct mirror_routes *rt, struct httpd_req *req, const char *rest, const char *arg);
-/* POST /api/{models|datasets}/ORG/NAME/{preupload|commit}/REV: action is "preupload" or "commit". */
+/* POST /api/{models|datasets}/ORG/NAME/{preupload|commit}/REV, POST or DELETE .../{branch|tag}/X:
+ * action is that segment. */
 void mirror__hf_write(struct mirror_routes *rt, struct httpd_req *req, const char *type, const char *name,
 		      const char *action, const char *rev);
 /* The commit, once the writer and the repo were checked (routes-commit.c). */

@@ -50,6 +50,9 @@
 #define COMMIT_LINE_MAX (64 << 20)   /* one line of it: a small file is under 10 MiB before base64 */
 #define COMMIT_OPS_MAX 100000
 
+static void hf_ref(struct mirror_routes *rt, struct httpd_req *req, const struct catalog_repo *repo, bool tag,
+		   const char *arg, const char *who);
+
 /* ---- who may write ---------------------------------------------------------------------------- */
 
 bool mirror__local_namespace(const struct mirror_routes *rt, const char *name)
@@ -694,7 +697,8 @@ void mirror__hf_write(struct mirror_routes *rt, struct httpd_req *req, const cha
 	struct catalog_repo repo;
 	char *who = NULL;
 
-	httpd_set_route(req, !strcmp(action, "commit") ? "hf_commit" : "hf_preupload");
+	httpd_set_route(req, !strcmp(action, "commit") ? "hf_commit" : !strcmp(action, "preupload") ? "hf_preupload"
+								      : "hf_refs_write");
 	if (!mirror__write_gate(rt, req, type, name, &who) || !local_repo(rt, req, type, name, &repo)) {
 		mirror__body_abandon(httpd_body_take(req));
 		free(who);
@@ -702,8 +706,86 @@ void mirror__hf_write(struct mirror_routes *rt, struct httpd_req *req, const cha
 	}
 	if (!strcmp(action, "preupload"))
 		preupload(rt, req, type, name, rev);
-	else
+	else if (!strcmp(action, "commit"))
 		mirror__hf_commit(rt, req, &repo, rev, who);
+	else
+		hf_ref(rt, req, &repo, !strcmp(action, "tag"), rev, who);
 	catalog_repo_release(&repo);
 	free(who);
+}
+
+/* ---- branches and tags ------------------------------------------------------------------------ */
+
+/* A branch or tag name git takes (git check-ref-format's rules, and a bound), that no client or file
+ * system reads as another: letters, digits, '.', '_', '-' and '/' between non-empty parts. */
+static bool ref_name_ok(const char *n)
+{
+	size_t len = strlen(n);
+
+	if (!len || len > 200 || n[0] == '-' || n[0] == '/' || n[0] == '.' || n[len - 1] == '/' || n[len - 1] == '.' ||
+	    strstr(n, "..") || strstr(n, "//") || strstr(n, "/.") || (len >= 5 && !strcmp(n + len - 5, ".lock")) ||
+	    skip_prefix(n, "refs/"))
+		return false;
+	return strspn(n, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-/") == len;
+}
+
+/* The commit rev names in repo (a branch, a tag or a commit id), into out; or an answer. */
+static bool commit_of(struct mirror_routes *rt, struct httpd_req *req, const struct catalog_repo *repo, const char *rev,
+		      char out[41])
+{
+	struct catalog_repo r;
+	struct catalog_snapshot snap;
+	bool found = false;
+
+	if (catalog_resolve(rt->data->catalog, "hf", repo->type, repo->name, rev, &r, &snap, &found)) {
+		if (found)
+			catalog_repo_release(&r);
+		hf__error(req, 404, "RevisionNotFound", "Invalid rev id", NULL);
+		return false;
+	}
+	catalog_repo_release(&r);
+	memcpy(out, snap.commit, 41);
+	return true;
+}
+
+static void ref_answer(struct httpd_req *req, int e, const char *what, const char *ref, const char *repo,
+		       const char *who)
+{
+	if (!e) {
+		log_info("upload", "hf:%s %s %s by %s", repo, what, ref, who);
+		hf__add_cors(req);
+		mirror__respond_json(req, 200, json_object());
+	} else if (e == HM_ERR_EXISTS) {
+		hf__error(req, 409, NULL, "Reference already exists", NULL);
+	} else if (e == HM_ERR_NOT_FOUND) {
+		hf__error(req, 404, "RevisionNotFound", "Invalid rev id", NULL);
+	} else {
+		hf__error(req, 500, NULL, err_str(e), NULL);
+	}
+}
+
+/* POST/DELETE /api/{models|datasets}/ORG/NAME/branch/BRANCH, POST .../tag/REV, DELETE .../tag/TAG. */
+static void hf_ref(struct mirror_routes *rt, struct httpd_req *req, const struct catalog_repo *repo, bool tag,
+		   const char *arg, const char *who)
+{
+	bool del = !strcmp(httpd_method(req), "DELETE");
+	size_t len;
+	const char *body = httpd_body(req, &len);
+	json_t *in = len ? json_loadb(body, len, 0, NULL) : json_object();
+	const char *name = tag && !del ? json_string_value(json_object_get(in, "tag")) : arg;
+	const char *start = tag ? arg : json_string_value(json_object_get(in, "startingPoint"));
+	char commit[41], *what;
+	int e;
+
+	if (!json_is_object(in) || !name || !ref_name_ok(name)) {
+		hf__error(req, 400, NULL, "A branch or tag name: letters, digits, '.', '_', '-' and '/'", NULL);
+	} else if (del && !tag && !strcmp(name, repo->follow_rev)) {
+		hf__error(req, 403, NULL, "The default branch cannot be deleted", NULL);
+	} else if (del || commit_of(rt, req, repo, start ? start : repo->follow_rev, commit)) {
+		e = catalog_local_ref(rt->data->catalog, repo->id, name, tag, del ? NULL : commit);
+		what = xasprintf("%s %s", del ? "deleted" : "made", tag ? "tag" : "branch");
+		ref_answer(req, e, what, name, repo->name, who);
+		free(what);
+	}
+	json_decref(in);
 }

@@ -123,6 +123,27 @@ class Api:
         return self.request("POST", f"/api/{self._api(repo_type)}/{repo_id}/commit/{rev}", data,
                             {"Content-Type": "application/x-ndjson"})
 
+    # HfApi.create_branch / delete_branch / create_tag / delete_tag
+    def create_branch(self, repo_id, branch, revision=None, repo_type=None):
+        body = {"startingPoint": revision} if revision else {}
+        b = urllib.parse.quote(branch, safe="")
+        return self.json("POST", f"/api/{self._api(repo_type)}/{repo_id}/branch/{b}", body)
+
+    def delete_branch(self, repo_id, branch, repo_type=None):
+        b = urllib.parse.quote(branch, safe="")
+        return self.request("DELETE", f"/api/{self._api(repo_type)}/{repo_id}/branch/{b}")
+
+    def create_tag(self, repo_id, tag, revision=None, message=None, repo_type=None):
+        body = {"tag": tag}
+        if message:
+            body["message"] = message
+        rev = urllib.parse.quote(revision or "main", safe="")
+        return self.json("POST", f"/api/{self._api(repo_type)}/{repo_id}/tag/{rev}", body)
+
+    def delete_tag(self, repo_id, tag, repo_type=None):
+        t = urllib.parse.quote(tag, safe="")
+        return self.request("DELETE", f"/api/{self._api(repo_type)}/{repo_id}/tag/{t}")
+
     def upload_files(self, repo_id, files, repo_type=None, summary="Upload files", parent=None,
                      revision="main"):
         """upload_folder's flow: preupload, LFS upload of the large files, the commit. Returns

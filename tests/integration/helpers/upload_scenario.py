@@ -135,6 +135,29 @@ check("... and it cannot be committed", st == 422, st)
 info = json.loads(get("/api/models/acme/up-model")[1])
 check("after the refusals the head is still the last good commit", info.get("sha") == c3, info.get("sha"))
 
+# branches and tags
+w.create_branch("acme/up-model", "dev")
+check("create_branch again: 409", status_of(lambda: w.create_branch("acme/up-model", "dev")) == 409)
+check("create_branch with a read-only token: 403", status_of(lambda: r.create_branch("acme/up-model", "x")) == 403)
+check("a branch name git would not take: 400", status_of(lambda: w.create_branch("acme/up-model", "a..b")) == 400)
+ans, _ = w.upload_files("acme/up-model", [("dev.txt", b"on dev\n")], summary="On dev", revision="dev")
+check("a commit to the branch", get("/acme/up-model/resolve/dev/dev.txt")[1] == b"on dev\n" and
+      get("/acme/up-model/resolve/main/dev.txt")[0] == 404)
+w.create_tag("acme/up-model", "v1.0", revision=c1, message="first weights")
+check("a tag on an older commit serves that commit's files",
+      get("/acme/up-model/resolve/v1.0/model.safetensors")[1] == weights)
+refs = json.loads(get("/api/models/acme/up-model/refs")[1])
+check("list_repo_refs shows the branch and the tag",
+      sorted(b["name"] for b in refs["branches"]) == ["dev", "main"] and [t["name"] for t in refs["tags"]] == ["v1.0"]
+      and refs["tags"][0]["targetCommit"] == c1, refs)
+check("create_tag again: 409", status_of(lambda: w.create_tag("acme/up-model", "v1.0")) == 409)
+w.delete_tag("acme/up-model", "v1.0")
+w.delete_branch("acme/up-model", "dev")
+check("delete_tag and delete_branch", get("/acme/up-model/resolve/v1.0/config.json")[0] == 404 and
+      get("/acme/up-model/resolve/dev/dev.txt")[0] == 404)
+check("the default branch cannot be deleted", status_of(lambda: w.delete_branch("acme/up-model", "main")) == 403)
+check("deleting a branch that is not there: 404", status_of(lambda: w.delete_branch("acme/up-model", "nope")) == 404)
+
 # a private dataset: hidden from those without a grant
 w.create_repo("acme/secret-data", repo_type="dataset", private=True)
 ans, _ = w.upload_files("acme/secret-data", [("data/train.csv", b"a,b\n1,2\n")], repo_type="dataset")
