@@ -1,0 +1,146 @@
+/*
+ * test-mirror-access.c - the tokens file's grammar and what each grant allows: repository and
+ * namespace specs, ':write', the log's names for tokens, and the errors that name the line.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base/xmalloc.h"
+#include "mirror/serve/access.h"
+#include "test.h"
+
+static char dir[] = "/tmp/hm-test-access-XXXXXX";
+
+/* Load text as a tokens file of mode; *errmsg on failure. */
+static int load(const char *text, unsigned mode, struct mirror_access **a, char **errmsg)
+{
+	char *path = xasprintf("%s/tokens", dir);
+	FILE *f = fopen(path, "w");
+	int r;
+
+	fputs(text, f);
+	fclose(f);
+	chmod(path, mode);
+	*errmsg = NULL;
+	r = mirror_access_load(path, ACCESS_LISTED, a, errmsg);
+	free(path);
+	return r;
+}
+
+static const char tokens[] =
+	"admin-00000001 *:write\n"
+	"ops-000000002 *          # reads everything, writes nothing\n"
+	"team-00000003 hf:acme/*:write hf:datasets/acme/*:write ms:acme/*\n"
+	"reader-000004 hf:acme/*\n"
+	"one-000000005 hf:acme/model-a:write hf:other/x\n";
+
+TEST(grants_read_and_write)
+{
+	struct mirror_access *a = NULL;
+	char *err = NULL;
+
+	CHECK_INT(load(tokens, 0600, &a, &err), 0);
+	if (!a)
+		return;
+	/* writes */
+	CHECK(mirror_access_may_write(a, "admin-00000001", "hf", "model", "anyone/anything"));
+	CHECK(!mirror_access_may_write(a, "ops-000000002", "hf", "model", "acme/x"));
+	CHECK(mirror_access_may_write(a, "team-00000003", "hf", "model", "acme/x"));
+	CHECK(mirror_access_may_write(a, "team-00000003", "hf", "dataset", "acme/d"));
+	CHECK(!mirror_access_may_write(a, "team-00000003", "ms", "model", "acme/x")); /* a read grant there */
+	CHECK(!mirror_access_may_write(a, "team-00000003", "hf", "model", "acmeX/x")); /* not a prefix match */
+	CHECK(!mirror_access_may_write(a, "team-00000003", "hf", "model", "acme/x/y"));
+	CHECK(!mirror_access_may_write(a, "reader-000004", "hf", "model", "acme/x"));
+	CHECK(mirror_access_may_write(a, "one-000000005", "hf", "model", "acme/model-a"));
+	CHECK(!mirror_access_may_write(a, "one-000000005", "hf", "model", "acme/model-b"));
+	CHECK(!mirror_access_may_write(a, NULL, "hf", "model", "acme/x"));
+	CHECK(!mirror_access_may_write(a, "nobody-000006", "hf", "model", "acme/x"));
+	CHECK(!mirror_access_may_write(NULL, "admin-00000001", "hf", "model", "acme/x"));
+	/* reads: a namespace spec guards its repos, and its holders read them */
+	CHECK(mirror_access_names(a, "hf", "model", "acme/anything"));
+	CHECK(!mirror_access_names(a, "hf", "dataset", "zed/free"));
+	CHECK(!mirror_access_allows(a, NULL, "hf", "model", "acme/x"));
+	CHECK(mirror_access_allows(a, "reader-000004", "hf", "model", "acme/x"));
+	CHECK(mirror_access_allows(a, "team-00000003", "hf", "model", "acme/x")); /* a write grant reads */
+	CHECK(!mirror_access_allows(a, "reader-000004", "hf", "dataset", "acme/d"));
+	CHECK(mirror_access_allows(a, NULL, "hf", "model", "zed/open")); /* named nowhere: open */
+	CHECK(!mirror_access_allows(a, "reader-000004", "hf", "model", "other/x"));
+	mirror_access_free(&a);
+}
+
+TEST(who_names_the_line_not_the_token)
+{
+	struct mirror_access *a = NULL;
+	char *err = NULL, *w;
+
+	CHECK_INT(load(tokens, 0600, &a, &err), 0);
+	if (!a)
+		return;
+	w = mirror_access_who(a, "team-00000003");
+	CHECK_STR(w, "token@3");
+	CHECK(!strstr(w, "team"));
+	free(w);
+	w = mirror_access_who(a, "wrong-0000009");
+	CHECK_STR(w, "anonymous");
+	free(w);
+	w = mirror_access_who(a, NULL);
+	CHECK_STR(w, "anonymous");
+	free(w);
+	mirror_access_free(&a);
+}
+
+TEST(hidden_lists_namespaces)
+{
+	struct mirror_access *a = NULL;
+	char *err = NULL, *h;
+
+	CHECK_INT(load(tokens, 0600, &a, &err), 0);
+	if (!a)
+		return;
+	h = mirror_access_hidden(a, NULL);
+	CHECK(h && strstr(h, "\"hf:model:acme/*\"") && strstr(h, "\"hf:model:acme/model-a\""));
+	free(h);
+	h = mirror_access_hidden(a, "reader-000004");
+	CHECK(h && !strstr(h, "\"hf:model:acme/*\"") && !strstr(h, "acme/model-a") && strstr(h, "hf:dataset:acme/*"));
+	free(h);
+	mirror_access_free(&a);
+}
+
+TEST(errors_name_the_line)
+{
+	static const char *const bad[] = { "tok-0000001 hf:acme/x:wrte\n", "tok-0000001 hf:ac*/x\n",
+					   "tok-0000001 hf:acme/*/x\n", "tok-0000001 hf:*\n", "tok-0000001 hf:a/b@main\n" };
+	struct mirror_access *a = NULL;
+	char *err = NULL;
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char *text = xasprintf("# comment\n%s", bad[i]);
+		CHECK(load(text, 0600, &a, &err) != 0);
+		CHECK(err && strstr(err, ":2:"));
+		free(err);
+		free(text);
+	}
+	CHECK(load(tokens, 0644, &a, &err) != 0); /* others may read it */
+	CHECK(err && strstr(err, "chmod 600"));
+	free(err);
+}
+
+int main(void)
+{
+	if (!mkdtemp(dir))
+		return 1;
+	RUN(grants_read_and_write);
+	RUN(who_names_the_line_not_the_token);
+	RUN(hidden_lists_namespaces);
+	RUN(errors_name_the_line);
+	{
+		char *p = xasprintf("%s/tokens", dir);
+		unlink(p);
+		free(p);
+		rmdir(dir);
+	}
+	return test_done();
+}
