@@ -371,7 +371,7 @@ int catalog_resolve(struct catalog *c, const char *hub, const char *type, const 
 
 /*
  * catalog_resolve for the file-serving hot path: one query in the common case, and *repo holds only
- * id, hub, type, name, follow_rev, gated, private_ and options (the rest NULL / 0, downloads and
+ * id, hub, type, name, follow_rev, gated, private_, options and local (the rest NULL / 0, downloads and
  * likes -1): what deciding access needs. Same results otherwise.
  */
 int catalog_resolve_lite(struct catalog *c, const char *hub, const char *type, const char *name, const char *rev,

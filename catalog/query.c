@@ -92,7 +92,7 @@ int catalog_repo_alias(struct catalog *c, const char *hub, const char *type, con
 
 static const char sql_resolve_lite[] =
 	"SELECT r.id, r.follow_rev, r.gated, r.options, s.id, s.commit_id, s.synced_at, s.file_count, s.total_size, "
-	"coalesce(r.private, -1), coalesce(s.pinned_at, 0) "
+	"coalesce(r.private, -1), coalesce(s.pinned_at, 0), r.local "
 	"FROM repos r LEFT JOIN refs f ON f.repo_id = r.id AND f.name = coalesce(?4, r.follow_rev) "
 	"LEFT JOIN snapshots s ON s.id = f.snapshot_id WHERE r.hub = ?1 AND r.type = ?2 AND r.name = ?3";
 
@@ -126,6 +126,7 @@ int catalog_resolve_lite(struct catalog *c, const char *hub, const char *type, c
 	repo->gated = (t = sqlite3_column_text(st, 2)) ? xstrdup((const char *)t) : NULL;
 	repo->options = (t = sqlite3_column_text(st, 3)) ? xstrdup((const char *)t) : NULL;
 	repo->private_ = sqlite3_column_int(st, 9);
+	repo->local = sqlite3_column_int(st, 11) != 0;
 	repo->downloads = repo->likes = -1;
 	*repo_found = true;
 	if (sqlite3_column_type(st, 4) != SQLITE_NULL) {

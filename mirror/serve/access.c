@@ -156,8 +156,11 @@ static bool grant_repo(struct mirror_access *a, struct grant *g, const char *wor
 	g->specs = xreallocarray(g->specs, g->nspecs + 1, sizeof(*g->specs));
 	g->specs[g->nspecs++] = xstrdup(key);
 	if (write) {
+		/* a write grant guards nothing: the public repos it writes are everyone's to read, as on
+		 * the Hub (a read spec of them guards them; a private one is its grantees' alone) */
 		g->wspecs = xreallocarray(g->wspecs, g->nwspecs + 1, sizeof(*g->wspecs));
-		g->wspecs[g->nwspecs++] = xstrdup(key);
+		g->wspecs[g->nwspecs++] = key;
+		return true;
 	}
 	if (!in_list(a->protected, a->nprotected, key)) {
 		a->protected = xreallocarray(a->protected, a->nprotected + 1, sizeof(*a->protected));
@@ -429,7 +432,9 @@ bool mirror_access_content_open(const struct mirror_access *a, const struct cata
 {
 	bool guarded_upstream = (r->gated && strcmp(r->gated, "false")) || r->private_ == 1;
 
-	return !guarded_upstream || opened(r) || mirror_access_names(a, r->hub, r->type, r->name);
+	/* the mirror's own: no upstream's gate; a private one's readers are its grantees
+	 * (mirror_access_private_allows, checked with the token) */
+	return r->local || !guarded_upstream || opened(r) || mirror_access_names(a, r->hub, r->type, r->name);
 }
 
 bool mirror_access_visible(const struct mirror_access *a, const struct catalog_repo *r)
@@ -439,7 +444,24 @@ bool mirror_access_visible(const struct mirror_access *a, const struct catalog_r
 
 bool mirror_access_public(const struct mirror_access *a, const struct catalog_repo *r)
 {
-	return mirror_access_content_open(a, r) && (!a || mirror_access_allows(a, NULL, r->hub, r->type, r->name));
+	return !(r->local && r->private_ == 1) && mirror_access_content_open(a, r) &&
+	       (!a || mirror_access_allows(a, NULL, r->hub, r->type, r->name));
+}
+
+bool mirror_access_private_allows(const struct mirror_access *a, const char *token, const struct catalog_repo *r)
+{
+	const struct grant *g;
+	char *key;
+	bool yes;
+
+	if (!r->local || r->private_ != 1)
+		return true;
+	if (!(g = a ? find_grant(a, token) : NULL))
+		return false;
+	key = repo_key(r->hub, r->type, r->name);
+	yes = g->all || covers(g->specs, g->nspecs, key);
+	free(key);
+	return yes;
 }
 
 char *mirror_access_hidden(const struct mirror_access *a, const char *token)

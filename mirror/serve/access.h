@@ -55,6 +55,10 @@ bool mirror_access_names(const struct mirror_access *a, const char *hub, const c
 struct catalog_repo;
 bool mirror_access_content_open(const struct mirror_access *a, const struct catalog_repo *r);
 bool mirror_access_public(const struct mirror_access *a, const struct catalog_repo *r);
+/* A private repo of the mirror's own (docs/uploads.md) is its grantees' alone: may token read r? True for
+ * every other repo (the usual rules apply to it); for a private local one only when token's grant
+ * covers it ('*', or a spec of it or its namespace, read or write). Never without a tokens file. */
+bool mirror_access_private_allows(const struct mirror_access *a, const char *token, const struct catalog_repo *r);
 /* May the repo be seen at all (its name, listings, card, metrics), by a request that passed
  * mirror_access_allows? Not a private upstream repo the operator neither opened nor named in the
  * tokens file: nobody may read it here, and the Hub shows a private repo to nobody else, so the

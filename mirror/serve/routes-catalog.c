@@ -425,11 +425,11 @@ static void catalog_repo(struct mirror_routes *rt, struct httpd_req *req, const 
 		goto out;
 	}
 	if (r && rev) {
-		if (mirror__access_check(rt, req, hub, type, name, NULL))
+		if (mirror__access_check(rt, req, hub, type, name, &repo, NULL))
 			api_error(req, 404, "no such revision");
 		goto out;
 	}
-	if (!mirror__access_check(rt, req, hub, type, name, NULL))
+	if (!mirror__access_check(rt, req, hub, type, name, &repo, NULL))
 		goto out;
 	if (r)
 		memset(&snap, 0, sizeof(snap)); /* tracked, never synced */

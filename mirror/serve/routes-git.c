@@ -375,7 +375,7 @@ int mirror__route_git(struct mirror_routes *rt, struct httpd_req *req, const cha
 			lfs_error(req, 404, "Repository not found");
 		else
 			httpd_respond_str(req, 404, "text/plain", "Repository not found\n");
-	} else if (!mirror__access_check(rt, req, repo.hub, repo.type, repo.name, "git")) {
+	} else if (!mirror__access_check(rt, req, repo.hub, repo.type, repo.name, &repo, "git")) {
 		/* answered */
 	} else if (!mirror_access_content_open(rt->access, &repo)) {
 		/* gated or private upstream, not opened here: as its files over HTTP (no content at all) */

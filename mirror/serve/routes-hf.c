@@ -221,7 +221,7 @@ int hf__resolve_how(struct hfreq *h, const char *rev, bool lite)
 		hf__error(h->req, 404, "RepoNotFound", "Repository not found", NULL);
 		return -1;
 	}
-	if (found && !mirror__access_check(h->rt, h->req, "hf", h->type, h->name, "hf"))
+	if (found && !mirror__access_check(h->rt, h->req, "hf", h->type, h->name, &h->repo, "hf"))
 		return -1;
 	if (found && h->rt->ondemand && h->repo.options && strstr(h->repo.options, "\"on_demand\""))
 		mirror_ondemand_touch(h->rt, h->repo.id);

@@ -151,10 +151,14 @@ int mirror__send_blob(struct mirror_routes *rt, struct httpd_req *req, const cha
  * mirror that syncs from this one (docs/deployment.md); nothing before its first sync. */
 void mirror__tier_headers(struct httpd_req *req, const struct catalog_repo *r);
 
-/* May this request read repo (hub, type, name)? If not, the refusal has been answered (401 without a
- * valid token, 403 with one) in the style of hub ("hf", "ms" or NULL for plain JSON). */
+/* May this request read repo (hub, type, name; r its row when the caller has it, else NULL)? If not,
+ * the refusal has been answered (401 without a valid token, 403 with one) in the style of hub ("hf",
+ * "ms" or NULL for plain JSON). With r, a private repo of the mirror's own is its grantees' alone
+ * (mirror_access_private_allows). */
 bool mirror__access_check(struct mirror_routes *rt, struct httpd_req *req, const char *hub, const char *type,
-			  const char *name, const char *style);
+			  const char *name, const struct catalog_repo *r, const char *style);
+/* Is r a private repo of the mirror's own (a local namespace's)? */
+bool mirror__private_local(const struct catalog_repo *r);
 
 /* ---- JSON answers (respond.c) ---- */
 

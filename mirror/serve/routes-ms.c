@@ -117,7 +117,7 @@ static int ms_resolve(struct msreq *m)
 		free(rev);
 		return -1;
 	}
-	if (found && !mirror__access_check(m->rt, m->req, "ms", m->type, m->name, "ms")) {
+	if (found && !mirror__access_check(m->rt, m->req, "ms", m->type, m->name, &m->repo, "ms")) {
 		free(rev);
 		return -1;
 	}

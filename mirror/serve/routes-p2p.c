@@ -321,7 +321,7 @@ static void torrent(struct mirror_routes *rt, struct httpd_req *req, const char 
 		mirror__respond_json(req, 404, json_pack("{s:s}", "error", "repo not on this mirror"));
 		goto out;
 	}
-	if (!mirror__access_check(rt, req, seg[0], seg[1], name, NULL))
+	if (!mirror__access_check(rt, req, seg[0], seg[1], name, NULL, NULL))
 		goto out;
 	r = catalog_resolve(rt->data->catalog, seg[0], seg[1], name, rev, &repo, &snap, &found);
 	have_repo = !r || (r == HM_ERR_NOT_FOUND && found);
@@ -329,6 +329,8 @@ static void torrent(struct mirror_routes *rt, struct httpd_req *req, const char 
 		mirror__respond_json(req, 404, json_pack("{s:s}", "error", "repo not on this mirror"));
 		goto out;
 	}
+	if (found && mirror__private_local(&repo) && !mirror__access_check(rt, req, seg[0], seg[1], name, &repo, NULL))
+		goto out;
 	if (r == HM_ERR_NOT_FOUND && !found && mirror_ondemand_track(rt, req, seg[0], seg[1], name, strcmp(seg[0], "ms") ? mirror__hf_refuse : mirror__ms_refuse))
 		goto out; /* fetched on demand: answered once it is listed */
 	if (r) {
@@ -531,7 +533,7 @@ static void web_seed(struct mirror_routes *rt, struct httpd_req *req, const char
 			plain(req, 403, "this key does not open this torrent\n");
 			goto out;
 		}
-	} else if (!mirror__access_check(rt, req, repo.hub, repo.type, repo.name, NULL)) {
+	} else if (!mirror__access_check(rt, req, repo.hub, repo.type, repo.name, &repo, NULL)) {
 		goto out;
 	}
 	if (!mirror_access_content_open(rt->access, &repo)) {

@@ -130,6 +130,11 @@ static void refuse(struct httpd_req *req, bool had_token, const char *style)
 	free(body);
 }
 
+bool mirror__private_local(const struct catalog_repo *r)
+{
+	return r->local && r->private_ == 1;
+}
+
 char *mirror__hidden(const struct mirror_routes *rt, const struct httpd_req *req)
 {
 	char buf[512], *guarded = rt->access ? mirror_access_hidden(rt->access, mirror__request_token(req, buf, sizeof(buf)))
@@ -149,7 +154,10 @@ char *mirror__hidden(const struct mirror_routes *rt, const struct httpd_req *req
 		arr = json_array();
 	}
 	for (size_t i = 0; i < n; i++)
-		if (!mirror_access_visible(rt->access, &priv[i]))
+		if (!mirror_access_visible(rt->access, &priv[i]) ||
+		    (mirror__private_local(&priv[i]) &&
+		     (!rt->access || !mirror_access_private_allows(rt->access, mirror__request_token(req, buf, sizeof(buf)),
+								   &priv[i]))))
 			json_array_append_new(arr, json_sprintf("%s:%s:%s", priv[i].hub, priv[i].type, priv[i].name));
 	out = json_array_size(arr) ? json_dumps(arr, JSON_COMPACT) : NULL;
 	json_decref(arr);
@@ -187,16 +195,21 @@ void mirror__tier_headers(struct httpd_req *req, const struct catalog_repo *r)
 }
 
 bool mirror__access_check(struct mirror_routes *rt, struct httpd_req *req, const char *hub, const char *type,
-			  const char *name, const char *style)
+			  const char *name, const struct catalog_repo *r, const char *style)
 {
 	char buf[512];
-	const char *tok;
+	const char *tok = mirror__request_token(req, buf, sizeof(buf));
 
-	if (!rt->access)
+	/* a private repo of the mirror's own is its grantees' alone: nobody's without a tokens file */
+	if (!rt->access && (!r || !mirror__private_local(r)))
 		return true;
-	tok = mirror__request_token(req, buf, sizeof(buf));
-	if (mirror_access_allows(rt->access, tok, hub, type, name))
+	if (rt->access && mirror_access_allows(rt->access, tok, hub, type, name) &&
+	    (!r || mirror_access_private_allows(rt->access, tok, r)))
 		return true;
+	if (!rt->access) {
+		refuse(req, false, style);
+		return false;
+	}
 	refuse(req, tok != NULL && mirror_access_token_valid(rt->access, tok), style);
 	return false;
 }

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "base/xmalloc.h"
+#include "catalog/catalog.h"
 #include "mirror/serve/access.h"
 #include "test.h"
 
@@ -65,9 +66,32 @@ TEST(grants_read_and_write)
 	CHECK(!mirror_access_allows(a, NULL, "hf", "model", "acme/x"));
 	CHECK(mirror_access_allows(a, "reader-000004", "hf", "model", "acme/x"));
 	CHECK(mirror_access_allows(a, "team-00000003", "hf", "model", "acme/x")); /* a write grant reads */
-	CHECK(!mirror_access_allows(a, "reader-000004", "hf", "dataset", "acme/d"));
+	/* a write grant guards nothing: acme's datasets (written, never read-named) are open */
+	CHECK(mirror_access_allows(a, NULL, "hf", "dataset", "acme/d"));
+	CHECK(!mirror_access_names(a, "hf", "dataset", "acme/d"));
 	CHECK(mirror_access_allows(a, NULL, "hf", "model", "zed/open")); /* named nowhere: open */
 	CHECK(!mirror_access_allows(a, "reader-000004", "hf", "model", "other/x"));
+	mirror_access_free(&a);
+}
+
+TEST(private_local_repos_are_their_grantees)
+{
+	struct mirror_access *a = NULL;
+	char *err = NULL;
+	struct catalog_repo r = { .hub = "hf", .type = "dataset", .name = "acme/secret", .local = true, .private_ = 1 };
+	struct catalog_repo up = { .hub = "hf", .type = "dataset", .name = "acme/secret", .private_ = 1 };
+
+	CHECK_INT(load(tokens, 0600, &a, &err), 0);
+	if (!a)
+		return;
+	CHECK(mirror_access_private_allows(a, "team-00000003", &r));  /* its writer */
+	CHECK(mirror_access_private_allows(a, "admin-00000001", &r)); /* '*' */
+	CHECK(!mirror_access_private_allows(a, "reader-000004", &r)); /* acme's models, not its datasets */
+	CHECK(!mirror_access_private_allows(a, NULL, &r));
+	CHECK(!mirror_access_private_allows(NULL, "team-00000003", &r));
+	CHECK(mirror_access_private_allows(a, NULL, &up)); /* not the mirror's own: the usual rules */
+	CHECK(!mirror_access_public(a, &r));                  /* never seeded openly */
+	CHECK(mirror_access_visible(a, &r) && mirror_access_content_open(a, &r));
 	mirror_access_free(&a);
 }
 
@@ -101,10 +125,11 @@ TEST(hidden_lists_namespaces)
 	if (!a)
 		return;
 	h = mirror_access_hidden(a, NULL);
-	CHECK(h && strstr(h, "\"hf:model:acme/*\"") && strstr(h, "\"hf:model:acme/model-a\""));
+	CHECK(h && strstr(h, "\"hf:model:acme/*\"") && strstr(h, "\"ms:model:acme/*\"") && !strstr(h, "model-a") &&
+	      !strstr(h, "hf:dataset:acme"));
 	free(h);
 	h = mirror_access_hidden(a, "reader-000004");
-	CHECK(h && !strstr(h, "\"hf:model:acme/*\"") && !strstr(h, "acme/model-a") && strstr(h, "hf:dataset:acme/*"));
+	CHECK(h && !strstr(h, "\"hf:model:acme/*\"") && strstr(h, "ms:model:acme/*") && strstr(h, "hf:model:other/x"));
 	free(h);
 	mirror_access_free(&a);
 }
@@ -133,6 +158,7 @@ int main(void)
 	if (!mkdtemp(dir))
 		return 1;
 	RUN(grants_read_and_write);
+	RUN(private_local_repos_are_their_grantees);
 	RUN(who_names_the_line_not_the_token);
 	RUN(hidden_lists_namespaces);
 	RUN(errors_name_the_line);

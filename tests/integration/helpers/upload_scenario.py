@@ -166,6 +166,16 @@ check("the private dataset reads with the writer's token",
       get("/datasets/acme/secret-data/resolve/main/data/train.csv")[1] == b"a,b\n1,2\n")
 check("the private dataset is not there for anonymous clients",
       get("/datasets/acme/secret-data/resolve/main/data/train.csv", token=None)[0] in (401, 404))
+check("nor for a token without a grant of it",
+      get("/datasets/acme/secret-data/resolve/main/data/train.csv", token=R)[0] in (403, 404))
+names = lambda tok: [d["id"] for d in json.loads(get("/api/datasets?author=acme", token=tok)[1])]  # noqa: E731
+check("listings show it to its grantee only", "acme/secret-data" in names(W) and "acme/secret-data" not in names(None)
+      and "acme/secret-data" not in names(R), (names(W), names(None)))
+# a public one: a write grant guards nothing, everyone reads it
+w.create_repo("acme/open-data", repo_type="dataset")
+w.upload_files("acme/open-data", [("x.txt", b"open\n")], repo_type="dataset")
+check("a public local dataset reads without a token",
+      get("/datasets/acme/open-data/resolve/main/x.txt", token=None) == (200, b"open\n"))
 
 # delete_repo
 st = status_of(lambda: r.delete_repo("acme/up-model"))
