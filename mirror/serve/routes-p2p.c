@@ -65,10 +65,11 @@ static void plain(struct httpd_req *req, int status, const char *msg)
 	httpd_respond(req, status, "text/plain; charset=utf-8", msg, strlen(msg));
 }
 
-/* Can anyone read repo r's content without a token? Then its torrent's URLs need no capability. */
+/* Can anyone read repo r's content without a token? Then its torrent's URLs need no capability. (Never
+ * a private repo of the mirror's own: its swarm is its grantees'.) */
 static bool anon_ok(const struct mirror_routes *rt, const struct catalog_repo *r)
 {
-	return !rt->access || mirror_access_allows(rt->access, NULL, r->hub, r->type, r->name);
+	return !mirror__private_local(r) && (!rt->access || mirror_access_allows(rt->access, NULL, r->hub, r->type, r->name));
 }
 
 /* ---- tracker -------------------------------------------------------------------------------------- */

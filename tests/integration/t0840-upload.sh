@@ -121,6 +121,24 @@ pulled() {
 		test ! -e "$snap/README.md"
 }
 check "an instance pulls the pushed repo, every byte" pulled
+# A private repo's swarm is its grantees': its tracker refuses an announce without the key its .torrent
+# carries (the info-hash alone opens nothing).
+private_swarm_closed() {
+	local i
+	for i in $(seq 1 60); do
+		curl -fsS -H "Authorization: Bearer $W" "$M/api/p2p/torrent/hf/dataset/acme/secret-data?meta=1" >"$T/pmeta.json" 2>/dev/null && break
+		sleep 0.5
+	done
+	"$PY" - "$T/pmeta.json" "$M" <<'PY'
+import json, sys, urllib.parse, urllib.request
+meta, m = json.load(open(sys.argv[1])), sys.argv[2]
+q = urllib.parse.urlencode({"info_hash": bytes.fromhex(meta["btih"]), "peer_id": b"-XX0001-abcdefghijkl", "port": 6881,
+                            "uploaded": 0, "downloaded": 0, "left": 1})
+body = urllib.request.urlopen(f"{m}/announce?{q}").read()
+assert b"failure reason" in body, body
+PY
+}
+check "a private local repo's swarm is closed to an announce without its key" private_swarm_closed
 
 check "add refuses a local repo" bash -c "! '$HUBMIRROR' add hf:acme/up-model 2>'$T/add.err' && grep -q 'local namespace' '$T/add.err'"
 check "sync of a local repo says there is no upstream" bash -c "! '$HUBMIRROR' sync hf:acme/up-model 2>'$T/sync.err' && grep -q 'no upstream' '$T/sync.err'"
