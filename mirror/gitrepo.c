@@ -352,34 +352,41 @@ static int file_cb(void *ud, const struct catalog_entry *e)
 	return 0;
 }
 
-/* The commit of one snapshot, as refs/hubmirror/snap/<commit> in the stream. */
-static int stream_snapshot(struct stream *s, struct catalog *cat, const struct catalog_repo *repo,
-			   const struct gref *g)
+/* One commit in the stream: its files (the snapshot's, each blob streamed once), then head (the
+ * commit's lines up to its file list, consumed) and the "M" lines. */
+static int stream_commit(struct stream *s, struct catalog *cat, int64_t snapshot_id, char *head)
 {
-	char *msg, *head;
 	int r;
 
 	buf_init(&s->files);
-	r = catalog_snapshot_walk(cat, g->snapshot_id, NULL, NULL, 0, file_cb, s);
+	r = catalog_snapshot_walk(cat, snapshot_id, NULL, NULL, 0, file_cb, s);
 	if (!r) {
-		msg = xasprintf("%s:%s%s at %s\n\nThe files of upstream's commit %s as hubmirror mirrors them; large files are\n"
-				"Git LFS pointers. The commit is the mirror's own, the same on every mirror;\n"
-				"upstream's history is not here.\n", repo->hub, !strcmp(repo->type, "dataset") ? "datasets/" : "",
-				repo->name, g->commit, g->commit);
-		head = xasprintf("commit refs/hubmirror/snap/%s\nauthor " IDENT "\ncommitter " IDENT "\ndata %zu\n%s", g->commit,
-				 strlen(msg), msg);
 		r = write_str(s->fd, head);
 		if (!r && s->files.len)
 			r = gitrepo__write_all(s->fd, s->files.data, s->files.len);
 		if (!r)
 			r = write_str(s->fd, "\n");
-		free(head);
-		free(msg);
 	} else if (!s->err) {
 		s->why = xstrdup("catalog: cannot list the snapshot's files");
 	}
+	free(head);
 	buf_release(&s->files);
 	return r ? r : s->err;
+}
+
+/* The commit of one snapshot, as refs/hubmirror/snap/<commit> in the stream. */
+static int stream_snapshot(struct stream *s, struct catalog *cat, const struct catalog_repo *repo,
+			   const struct gref *g)
+{
+	char *msg = xasprintf("%s:%s%s at %s\n\nThe files of upstream's commit %s as hubmirror mirrors them; large "
+			      "files are\nGit LFS pointers. The commit is the mirror's own, the same on every mirror;\n"
+			      "upstream's history is not here.\n", repo->hub, !strcmp(repo->type, "dataset") ? "datasets/" : "",
+			      repo->name, g->commit, g->commit);
+	char *head = xasprintf("commit refs/hubmirror/snap/%s\nauthor " IDENT "\ncommitter " IDENT "\ndata %zu\n%s",
+			       g->commit, strlen(msg), msg);
+
+	free(msg);
+	return stream_commit(s, cat, g->snapshot_id, head);
 }
 
 /* One commit of a local repo (docs/uploads.md): the mirror made it, so its author, time, message and
@@ -387,28 +394,13 @@ static int stream_snapshot(struct stream *s, struct catalog *cat, const struct c
 static int stream_local_commit(struct stream *s, struct catalog *cat, const struct catalog_commit *cm,
 			       int64_t snapshot_id)
 {
-	char *head, *from;
-	int r;
+	char *from = cm->parent ? xasprintf("from refs/hubmirror/snap/%s\n", cm->parent) : xstrdup("");
+	char *head = xasprintf("commit refs/hubmirror/snap/%s\nauthor %s %lld +0000\ncommitter %s %lld +0000\n"
+			       "data %zu\n%s%sdeleteall\n", cm->id, cm->author, (long long)cm->at, cm->author,
+			       (long long)cm->at, strlen(cm->message), cm->message, from);
 
-	buf_init(&s->files);
-	r = catalog_snapshot_walk(cat, snapshot_id, NULL, NULL, 0, file_cb, s);
-	if (!r) {
-		from = cm->parent ? xasprintf("from refs/hubmirror/snap/%s\n", cm->parent) : xstrdup("");
-		head = xasprintf("commit refs/hubmirror/snap/%s\nauthor %s %lld +0000\ncommitter %s %lld +0000\n"
-				 "data %zu\n%s%sdeleteall\n", cm->id, cm->author, (long long)cm->at, cm->author,
-				 (long long)cm->at, strlen(cm->message), cm->message, from);
-		r = write_str(s->fd, head);
-		if (!r && s->files.len)
-			r = gitrepo__write_all(s->fd, s->files.data, s->files.len);
-		if (!r)
-			r = write_str(s->fd, "\n");
-		free(head);
-		free(from);
-	} else if (!s->err) {
-		s->why = xstrdup("catalog: cannot list the commit's files");
-	}
-	buf_release(&s->files);
-	return r ? r : s->err;
+	free(from);
+	return stream_commit(s, cat, snapshot_id, head);
 }
 
 static bool has_line(const char *text, const char *line);
