@@ -580,7 +580,8 @@ static size_t take_repo(const struct hf_path *s, size_t i, const char *const *ke
 }
 
 static const char *const api_keywords[] = { "revision", "tree", "paths-info", "refs", "commits", "treesize",
-					    "xet-read-token", "resolve", "preupload", "commit", "branch", "tag", NULL };
+					    "xet-read-token", "xet-write-token", "resolve", "preupload", "commit", "branch", "tag",
+					    NULL };
 static const char *const file_keywords[] = { "resolve", "raw", NULL };
 
 static int route_api(struct mirror_routes *rt, struct httpd_req *req, const struct hf_path *s)
@@ -653,6 +654,11 @@ static int route_api(struct mirror_routes *rt, struct httpd_req *req, const stru
 	} else if (!strcmp(s->v[i], "xet-read-token")) {
 		/* Never Xet: clients that ask get a plain 404 and stay on HTTP. */
 		hf__error(req, 404, NULL, "Xet is not served by this mirror", NULL);
+	} else if (!strcmp(s->v[i], "xet-write-token")) {
+		/* huggingface_hub 1.20 and later upload large files through Xet whenever hf_xet is installed,
+		 * without asking: say what to do (docs/uploads.md) */
+		hf__error(req, 501, NULL, "Xet is not served by this mirror: upload with HF_HUB_DISABLE_XET=1 (Git LFS)",
+			  NULL);
 	} else {
 		hf__error(req, 404, NULL, "Not found", NULL);
 	}

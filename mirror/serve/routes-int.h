@@ -226,6 +226,8 @@ struct httpd_body_sink;
 bool mirror__claim_body(void *ud, struct httpd_req *r, struct httpd_body_sink *sink);
 /* Is name (ORG/NAME) under one of the local namespaces? */
 bool mirror__local_namespace(const struct mirror_routes *rt, const char *name);
+/* POST /api/validate-yaml: any card goes (huggingface_hub asks before committing a README.md) */
+int mirror__route_validate_yaml(struct mirror_routes *rt, struct httpd_req *req, const char *rest, const char *arg);
 /* /api/repos/create and /api/repos/delete */
 int mirror__route_repos(struct mirror_routes *rt, struct httpd_req *req, const char *rest, const char *arg);
 /* POST /api/{models|datasets}/ORG/NAME/{preupload|commit}/REV, POST or DELETE .../{branch|tag}/X:

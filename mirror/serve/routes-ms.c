@@ -99,6 +99,26 @@ static bool ms_refused(struct msreq *m)
 	return true;
 }
 
+/* A repo of a local namespace, pushed through the Hugging Face API (docs/uploads.md), read through
+ * ModelScope's too: the SDK's default revision, master, is the repo's own default branch when it has
+ * no branch of that name. */
+static int ms_resolve_local(struct msreq *m, const char *rev, bool *found)
+{
+	int r = catalog_resolve(m->rt->data->catalog, "hf", m->type, m->name, rev, &m->repo, &m->snap, found);
+
+	if (r == HM_ERR_NOT_FOUND && *found && rev && !strcmp(rev, "master") && m->repo.local) {
+		catalog_repo_release(&m->repo);
+		r = catalog_resolve(m->rt->data->catalog, "hf", m->type, m->name, NULL, &m->repo, &m->snap, found);
+	}
+	if (*found && !m->repo.local) {
+		catalog_repo_release(&m->repo);
+		memset(&m->repo, 0, sizeof(m->repo));
+		*found = false;
+		r = HM_ERR_NOT_FOUND;
+	}
+	return r;
+}
+
 static int ms_resolve(struct msreq *m)
 {
 	char *rev = httpd_query_param(m->req, MS_QUERY_REVISION);
@@ -108,6 +128,8 @@ static int ms_resolve(struct msreq *m)
 	if (rev && !*rev)
 		FREE_AND_NULL(&rev);
 	r = catalog_resolve(m->rt->data->catalog, "ms", m->type, m->name, rev, &m->repo, &m->snap, &found);
+	if (!found && mirror__local_namespace(m->rt, m->name))
+		r = ms_resolve_local(m, rev, &found);
 	m->repo_loaded = found;
 	if (found && !mirror__repo_visible(m->rt, &m->repo)) {
 		/* a private repo nobody may read here: as one the mirror does not have */
@@ -117,7 +139,7 @@ static int ms_resolve(struct msreq *m)
 		free(rev);
 		return -1;
 	}
-	if (found && !mirror__access_check(m->rt, m->req, "ms", m->type, m->name, &m->repo, "ms")) {
+	if (found && !mirror__access_check(m->rt, m->req, m->repo.hub, m->type, m->name, &m->repo, "ms")) {
 		free(rev);
 		return -1;
 	}

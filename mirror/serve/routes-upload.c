@@ -194,6 +194,22 @@ static bool repo_body(struct httpd_req *req, json_t *in, char **type, char **nam
 	return true;
 }
 
+/* POST /api/validate-yaml {content, repoType}: huggingface_hub asks before it commits a README.md and
+ * stops unless the answer is JSON. The mirror takes any card as it is (a bad one renders as text). */
+int mirror__route_validate_yaml(struct mirror_routes *rt, struct httpd_req *req, const char *rest, const char *arg)
+{
+	(void)rt;
+	(void)rest;
+	(void)arg;
+	if (strcmp(httpd_method(req), "POST")) {
+		hf__error(req, 405, NULL, "Method not allowed", NULL);
+		return 0;
+	}
+	hf__add_cors(req);
+	mirror__respond_json(req, 200, json_pack("{s:[], s:[]}", "errors", "warnings"));
+	return 0;
+}
+
 int mirror__route_repos(struct mirror_routes *rt, struct httpd_req *req, const char *rest, const char *arg)
 {
 	bool del = !strcmp(rest, "delete");
@@ -202,6 +218,7 @@ int mirror__route_repos(struct mirror_routes *rt, struct httpd_req *req, const c
 	json_t *in;
 	struct repo_job *r;
 	char *type = NULL, *name = NULL, *who = NULL, *base;
+	const char *vis;
 
 	(void)arg;
 	httpd_set_route(req, "hf_repos");
@@ -230,9 +247,11 @@ int mirror__route_repos(struct mirror_routes *rt, struct httpd_req *req, const c
 	r->name = name;
 	r->who = who;
 	r->delete = del;
-	/* huggingface_hub says private: true; @huggingface/hub visibility: "private" */
+	/* older huggingface_hub says private: true; newer and @huggingface/hub visibility: "private" (or
+	 * "protected", the Hub's own kind of restricted, which here is private) */
+	vis = json_string_value(json_object_get(in, "visibility"));
 	r->private_ = json_is_true(json_object_get(in, "private")) ||
-		      !strcmp(json_string_value(json_object_get(in, "visibility")) ? json_string_value(json_object_get(in, "visibility")) : "", "private");
+		      (vis && (!strcmp(vis, "private") || !strcmp(vis, "protected")));
 	base = mirror__self_base(req);
 	r->url = repo_url(base, type, name);
 	free(base);

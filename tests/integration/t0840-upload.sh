@@ -70,6 +70,21 @@ PY
 }
 check "git makes the same commit id from the served files and the commit log" git_agrees
 
+# The ModelScope API reads a local model too (the SDK's default revision, master, is its main).
+ms_reads() {
+	curl -fsS -H "Authorization: Bearer $W" "$M/api/v1/models/acme/up-model/repo/files?Revision=master&Recursive=true" \
+		>"$T/msfiles.json" || return 1
+	"$PY" -c '
+import json, sys
+o = json.load(open(sys.argv[1]))
+names = sorted(f["Path"] for f in o["Data"]["Files"])
+assert o["Code"] == 200 and "config.json" in names and "model.safetensors" in names, (o["Code"], names)' "$T/msfiles.json" &&
+	cmp <(curl -fsS -H "Authorization: Bearer $W" "$M/api/v1/models/acme/up-model/repo?Revision=master&FilePath=config.json") \
+		<(curl -fsS -H "Authorization: Bearer $W" "$M/acme/up-model/resolve/main/config.json") &&
+	test "$(curl -sS -o /dev/null -w '%{http_code}' "$M/api/v1/models/acme/up-model/repo?Revision=master&FilePath=config.json")" = 401
+}
+check "the ModelScope API reads a local model, under the same access rules" ms_reads
+
 # git clone shows the same history: the ids the API gave, each commit the parent of the next.
 clone_agrees() {
 	local want got

@@ -55,10 +55,15 @@ class Api:
         h.update(headers or {})
         return self.request(method, path, json.dumps(obj).encode(), h)
 
-    # HfApi.create_repo: POST /api/repos/create {name, organization, private, type (not for models)}
-    def create_repo(self, repo_id, repo_type=None, private=False, exist_ok=False):
+    # HfApi.create_repo: POST /api/repos/create {name, organization, visibility (since 1.8; before it
+    # private: bool), type (not for models)}
+    def create_repo(self, repo_id, repo_type=None, private=False, exist_ok=False, old_style=False):
         org, name = repo_id.split("/", 1)
-        body = {"name": name, "organization": org, "private": private}
+        body = {"name": name, "organization": org}
+        if old_style:
+            body["private"] = private
+        elif private:
+            body["visibility"] = "private"
         if repo_type is not None:
             body["type"] = repo_type
         try:
@@ -148,6 +153,9 @@ class Api:
                      revision="main"):
         """upload_folder's flow: preupload, LFS upload of the large files, the commit. Returns
         (commit answer, number of LFS objects sent)."""
+        for path, content in files:
+            if path == "README.md":  # _commit_api: the card is validated first; the answer must be JSON
+                self.json("POST", "/api/validate-yaml", {"content": content.decode(), "repoType": repo_type or "model"})
         modes = {f["path"]: f for f in self.preupload(repo_id, files, repo_type, revision)["files"]}
         ops, lfs = [], []
         for path, content in files:

@@ -135,6 +135,20 @@ check("... and it cannot be committed", st == 422, st)
 info = json.loads(get("/api/models/acme/up-model")[1])
 check("after the refusals the head is still the last good commit", info.get("sha") == c3, info.get("sha"))
 
+# what the clients ask besides
+check("validate-yaml answers JSON", w.json("POST", "/api/validate-yaml", {"content": "---\nlicense: mit\n---\n",
+                                                                       "repoType": "model"}) == {"errors": [], "warnings": []})
+try:
+    w.request("GET", "/api/models/acme/up-model/xet-write-token/main")
+    st, msg = 200, ""
+except HubError as e:
+    st, msg = e.status, e.headers.get("X-Error-Message", "")
+check("a Xet write token is refused, saying what to do", st == 501 and "HF_HUB_DISABLE_XET" in msg, (st, msg))
+w.create_repo("acme/vis-private", private=True)
+check("visibility: private (huggingface_hub 1.8 and later) makes a private repo",
+      json.loads(get("/api/models/acme/vis-private")[1]).get("private") is True and
+      get("/api/models/acme/vis-private", token=None)[0] in (401, 404))
+
 # branches and tags
 w.create_branch("acme/up-model", "dev")
 check("create_branch again: 409", status_of(lambda: w.create_branch("acme/up-model", "dev")) == 409)
@@ -159,7 +173,7 @@ check("the default branch cannot be deleted", status_of(lambda: w.delete_branch(
 check("deleting a branch that is not there: 404", status_of(lambda: w.delete_branch("acme/up-model", "nope")) == 404)
 
 # a private dataset: hidden from those without a grant
-w.create_repo("acme/secret-data", repo_type="dataset", private=True)
+w.create_repo("acme/secret-data", repo_type="dataset", private=True, old_style=True)
 ans, _ = w.upload_files("acme/secret-data", [("data/train.csv", b"a,b\n1,2\n")], repo_type="dataset")
 check("a dataset commit", len(ans.get("commitOid", "")) == 40, ans)
 check("the private dataset reads with the writer's token",
