@@ -184,6 +184,11 @@ int catalog_local_commit(struct catalog *c, int64_t repo_id, const char *ref, co
  * commit NULL delete it. Returns 0, HM_ERR_EXISTS (making one that exists), HM_ERR_NOT_FOUND (deleting
  * one that does not, or no such commit) or HM_ERR_SQLITE. */
 int catalog_local_ref(struct catalog *c, int64_t repo_id, const char *name, bool tag, const char *commit);
+/* What the local repos of hub under namespace ns (any letter case) hold: the bytes of every content a
+ * snapshot of theirs names, each content once (a namespace's quota). Returns 0 or HM_ERR_SQLITE.
+ * catalog_namespace_holds: does one of them name sha256 already? 1, 0 or HM_ERR_SQLITE. */
+int catalog_namespace_bytes(struct catalog *c, const char *hub, const char *ns, int64_t *bytes);
+int catalog_namespace_holds(struct catalog *c, const char *hub, const char *ns, const char *sha256);
 /* The commit of repo_id with this id. *out's strings are malloc'd (catalog_commit_release). Returns 0,
  * HM_ERR_NOT_FOUND (none, or not a local repo's) or HM_ERR_SQLITE. */
 int catalog_commit_get(struct catalog *c, int64_t repo_id, const char *commit, struct catalog_commit *out);

@@ -242,3 +242,41 @@ out:
 	}
 	return 0;
 }
+
+/* The blobs any snapshot of a local repo of hub under namespace ns names, each once. */
+#define NAMESPACE_BLOBS                                                                                    \
+	"SELECT DISTINCT f.sha256, f.size FROM files f JOIN snapshots s ON s.id = f.snapshot_id "          \
+	"JOIN repos r ON r.id = s.repo_id WHERE r.local = 1 AND r.hub = ?1 AND "                           \
+	"lower(substr(r.name, 1, length(?2) + 1)) = lower(?2 || '/')"
+
+int catalog_namespace_bytes(struct catalog *c, const char *hub, const char *ns, int64_t *bytes)
+{
+	sqlite3_stmt *st = NULL;
+	int r = HM_ERR_SQLITE;
+
+	if (catalog__prepare(c, "SELECT coalesce(sum(size), 0) FROM (" NAMESPACE_BLOBS ")", &st))
+		return r;
+	sqlite3_bind_text(st, 1, hub, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, ns, -1, SQLITE_STATIC);
+	if (sqlite3_step(st) == SQLITE_ROW) {
+		*bytes = sqlite3_column_int64(st, 0);
+		r = 0;
+	}
+	sqlite3_finalize(st);
+	return r;
+}
+
+int catalog_namespace_holds(struct catalog *c, const char *hub, const char *ns, const char *sha256)
+{
+	sqlite3_stmt *st = NULL;
+	int rc;
+
+	if (catalog__prepare(c, "SELECT 1 FROM (" NAMESPACE_BLOBS ") WHERE sha256 = ?3", &st))
+		return HM_ERR_SQLITE;
+	sqlite3_bind_text(st, 1, hub, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, ns, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 3, sha256, -1, SQLITE_STATIC);
+	rc = sqlite3_step(st);
+	sqlite3_finalize(st);
+	return rc == SQLITE_ROW ? 1 : rc == SQLITE_DONE ? 0 : HM_ERR_SQLITE;
+}

@@ -12,6 +12,7 @@
 
 #include <uv.h>
 
+#include "base/buf.h"
 #include "base/err.h"
 #include "base/str.h"
 #include "base/xmalloc.h"
@@ -207,6 +208,41 @@ static int read_token_files(struct serve_prep *p)
 	return CLI_OK;
 }
 
+/* --local-quota NS=SIZE,...: each a local namespace, each size a size; into p->local_quota in bytes
+ * (what serve is handed). Returns CLI_OK, or CLI_USAGE after saying why. */
+static int read_local_quota(const struct cli_command *self, struct serve_prep *p)
+{
+	char **list = str_split(p->local_quota_arg, ", ", NULL), **ns;
+	struct buf b = { 0 };
+	int r = CLI_OK;
+
+	ns = p->cfg.local_namespaces ? str_split(p->cfg.local_namespaces, ", ", NULL) : NULL;
+	for (char **q = list; *q && r == CLI_OK; q++) {
+		char *eq = strchr(*q, '=');
+		int64_t bytes = 0;
+		bool known = false;
+		if (eq)
+			*eq = '\0';
+		for (char **n = ns; n && *n && eq; n++)
+			known |= !strcasecmp(*n, *q);
+		if (!eq || cli_parse_size(eq + 1, &bytes))
+			r = cli_usage_error(self, "--local-quota takes NS=SIZE (acme=500G), not '%s'", *q);
+		else if (!known)
+			r = cli_usage_error(self, "--local-quota names '%s', which is not one of --local's namespaces", *q);
+		else
+			buf_addf(&b, "%s%s=%lld", b.len ? "," : "", *q, (long long)bytes);
+	}
+	str_split_free(list);
+	if (ns)
+		str_split_free(ns);
+	if (r == CLI_OK) {
+		p->local_quota = buf_detach(&b, NULL);
+		p->cfg.local_quota = p->local_quota;
+	}
+	buf_release(&b);
+	return r;
+}
+
 /* Takes the store quota from the configuration file: the syncs' ([store] quota, which they read from
  * the file), within which on-demand fetches keep too. Returns CLI_OK, or CLI_USAGE after saying why. */
 static int read_quota(const struct cli_command *self, struct serve_prep *p)
@@ -215,7 +251,7 @@ static int read_quota(const struct cli_command *self, struct serve_prep *p)
 		if (!strcmp(p->conf.v[k].section, "store") && !strcmp(p->conf.v[k].key, "quota") &&
 		    cli_parse_size(p->conf.v[k].value, &p->cfg.quota_bytes))
 			return cli_usage_error(self, "[store] quota: '%s' is not a size", p->conf.v[k].value);
-	return CLI_OK;
+	return p->local_quota_arg ? read_local_quota(self, p) : CLI_OK;
 }
 
 /* (Over 100 lines, and it reads better whole: most of it is serve's option table, one option and its
@@ -273,6 +309,8 @@ int cli_serve_prepare(int argc, char **argv, struct serve_prep *p)
 		CLI_STR("local", &cfg->local_namespaces, "NS[,NS...]",
 			"namespaces whose repos are this mirror's own: pushed by users with\n"
 			"a write grant (docs/uploads.md), never synced or fetched on demand"),
+		CLI_STR("local-quota", &p->local_quota_arg, "NS=SIZE[,...]",
+			"what each local namespace's repos may hold (acme=500G)"),
 		CLI_STR("peer-mirror", &cfg->peer_mirrors, "URL[,URL...]",
 			"the deployment's other mirrors: every torrent lists them\n"
 			"after this one, as trackers and web seeds (docs/deployment.md)"),
@@ -344,6 +382,7 @@ void cli_serve_prep_release(struct serve_prep *p)
 	FREE_AND_NULL(&p->hf_token);
 	FREE_AND_NULL(&p->ms_token);
 	FREE_AND_NULL(&p->admin_token);
+	FREE_AND_NULL(&p->local_quota);
 }
 
 /* SIGHUP: read the configuration file again. The certificate files and the tokens file's contents

@@ -21,6 +21,8 @@ struct serve_prep {
 	char *hf_token, *ms_token;  /* read from them (owned) */
 	const char *config;
 	int auth, max_connections;
+	const char *local_quota_arg; /* --local-quota NS=SIZE,... */
+	char *local_quota;           /* ... in bytes, for cfg.local_quota (owned) */
 };
 
 /* Fill p from the defaults, the configuration file and argv, and check the result. Returns CLI_OK

@@ -241,6 +241,26 @@ static int read_body(struct commit_job *c, struct catalog *cat)
 	return r;
 }
 
+/* Do the contents the commit adds fit in its namespace's quota (under the commit lock: two commits
+ * do not both take the last room)? */
+static bool quota_ok(struct commit_job *c, struct catalog *cat, char **why)
+{
+	const char **sha = xcalloc(c->nops + 1, sizeof(*sha));
+	int64_t *size = xcalloc(c->nops + 1, sizeof(*size));
+	size_t n = 0;
+	bool ok;
+
+	for (size_t i = 0; i < c->nops; i++)
+		if (c->ops[i].kind == MIRROR_UP_ADD) {
+			sha[n] = c->ops[i].sha256;
+			size[n++] = c->ops[i].size;
+		}
+	ok = mirror__quota_room(c->j.rt, cat, c->repo.name, sha, size, n, why);
+	free(sha);
+	free(size);
+	return ok;
+}
+
 static void commit_job_build(struct mirror__job *j, struct catalog *cat)
 {
 	struct commit_job *c = (struct commit_job *)j;
@@ -257,7 +277,7 @@ static void commit_job_build(struct mirror__job *j, struct catalog *cat)
 					    .description = c->description, .author = author, .ops = c->ops,
 					    .nops = c->nops };
 	pthread_mutex_lock(&j->rt->commit_mu);
-	e = mirror_upload_commit(cat, &c->repo, &uc, id, &why);
+	e = quota_ok(c, cat, &why) ? mirror_upload_commit(cat, &c->repo, &uc, id, &why) : HM_ERR_QUOTA;
 	pthread_mutex_unlock(&j->rt->commit_mu);
 	free(author);
 	if (!e) {
@@ -268,7 +288,7 @@ static void commit_job_build(struct mirror__job *j, struct catalog *cat)
 		j->body = json_pack("{s:b, s:s, s:s+++, s:n, s:s}", "success", 1, "commitOid", id, "commitUrl", c->url,
 				    "/commit/", id, "", "pullRequestUrl", "hookOutput", "");
 	} else {
-		int status = e == HM_ERR_CONFLICT ? 412 : e == HM_ERR_NOT_FOUND ? 404
+		int status = e == HM_ERR_CONFLICT ? 412 : e == HM_ERR_NOT_FOUND ? 404 : e == HM_ERR_QUOTA ? 403
 			     : e == HM_ERR_PATH_UNSAFE || e == -EINVAL ? 400 : 500;
 		hf__job_error(j, status, NULL, why ? why : err_str(e), NULL);
 	}

@@ -289,8 +289,10 @@ static void lfs_batch(struct mirror_routes *rt, struct httpd_req *req, const str
 	}
 	if (!strcmp(op, "upload") && repo->local) {
 		char *who = NULL;
-		if (mirror__write_gate(rt, req, repo->type, repo->name, &who))
-			lfs_answer(req, 200, mirror__lfs_upload_batch(rt, req, g->repo_path, repo, objs));
+		if (mirror__write_gate(rt, req, repo->type, repo->name, &who)) {
+			json_t *ans = mirror__lfs_upload_batch(rt, req, g->repo_path, repo, objs);
+			lfs_answer(req, json_object_get(ans, "objects") ? 200 : 403, ans); /* no objects: over quota */
+		}
 		free(who);
 		json_decref(in);
 		return;

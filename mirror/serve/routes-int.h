@@ -56,6 +56,7 @@ struct mirror_routes {
 	char **peer_mirrors;          /* serve --peer-mirror: base URLs of the deployment's other mirrors */
 	size_t npeer_mirrors;
 	char **local;                 /* serve --local: the namespaces whose repos are the mirror's own */
+	int64_t *local_quota;         /* ... and the bytes each may hold (-1: no bound) */
 	size_t nlocal;
 	pthread_mutex_t commit_mu;    /* commits to local repos, one at a time (routes-commit.c) */
 	uv_loop_t *loop;              /* serve's (mirror_routes_set_loop): background work */
@@ -237,14 +238,19 @@ void mirror__hf_write(struct mirror_routes *rt, struct httpd_req *req, const cha
 /* The commit, once the writer and the repo were checked (routes-commit.c). */
 void mirror__hf_commit(struct mirror_routes *rt, struct httpd_req *req, const struct catalog_repo *repo,
 		       const char *rev, const char *who);
-/* Git LFS for uploads (from routes-git.c, on a local repo): a batch's answer for objs (consumed by
- * nothing: the caller frees its request), an object's PUT and its verify. */
+/* Git LFS for uploads (from routes-git.c, on a local repo): a batch's answer for objs (objs borrowed;
+ * an answer without "objects" is a refusal: over the namespace's quota, 403), an object's PUT and its
+ * verify. */
 json_t *mirror__lfs_upload_batch(struct mirror_routes *rt, struct httpd_req *req, const char *repo_path,
 				 const struct catalog_repo *repo, json_t *objs);
 void mirror__lfs_put(struct mirror_routes *rt, struct httpd_req *req, const struct catalog_repo *repo,
 		     const char *oid);
 void mirror__lfs_verify(struct mirror_routes *rt, struct httpd_req *req, const struct catalog_repo *repo,
 			const char *oid);
+/* Would contents sha[0..n) of size[0..n) fit in the quota of name's namespace (ORG/NAME: ORG), those its
+ * repos hold already counting nothing? On no, *msg (malloc'd) says how far over. Blocking (catalog). */
+bool mirror__quota_room(struct mirror_routes *rt, struct catalog *cat, const char *name, const char *const *sha,
+			const int64_t *size, size_t n, char **msg);
 /* Is req an LFS object's PUT to an upload URL the batch API gave out (its capability checked)? It
  * passes --auth all's gate without a token, as BitTorrent clients' capability URLs do. */
 bool mirror__upload_url_ok(const struct mirror_routes *rt, const struct httpd_req *req);

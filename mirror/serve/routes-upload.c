@@ -34,6 +34,7 @@
 #include "base/err.h"
 #include "base/hex.h"
 #include "base/log.h"
+#include "base/size.h"
 #include "base/str.h"
 #include "base/xmalloc.h"
 #include "catalog/catalog.h"
@@ -86,6 +87,37 @@ bool mirror__write_gate(struct mirror_routes *rt, struct httpd_req *req, const c
 	}
 	*who = mirror_access_who(rt->access, tok);
 	return true;
+}
+
+bool mirror__quota_room(struct mirror_routes *rt, struct catalog *cat, const char *name, const char *const *sha,
+			const int64_t *size, size_t n, char **msg)
+{
+	size_t len = strcspn(name, "/");
+	int64_t used = 0, more = 0, quota = -1;
+	char *ns = xstrndup(name, len), a[32], b[32], c[32];
+	bool ok = true;
+
+	for (size_t i = 0; i < rt->nlocal; i++)
+		if (!strcasecmp(rt->local[i], ns))
+			quota = rt->local_quota[i];
+	/* what is new to the namespace: each content once, not those its repos hold already */
+	for (size_t i = 0; quota >= 0 && i < n; i++) {
+		bool seen = false;
+		for (size_t j = 0; j < i && !seen; j++)
+			seen = !strcmp(sha[j], sha[i]);
+		if (!seen && catalog_namespace_holds(cat, "hf", ns, sha[i]) == 0)
+			more += size[i];
+	}
+	if (quota >= 0 && more > 0 && (catalog_namespace_bytes(cat, "hf", ns, &used) || used + more > quota)) {
+		size_human(used, a, sizeof(a));
+		size_human(more, b, sizeof(b));
+		size_human(quota, c, sizeof(c));
+		*msg = xasprintf("The storage quota of namespace %s is exceeded: it holds %s, this asks %s more, "
+				 "and its quota is %s", ns, a, b, c);
+		ok = false;
+	}
+	free(ns);
+	return ok;
 }
 
 static char *author_of(const char *who)
@@ -404,6 +436,29 @@ static bool object_held(struct mirror_routes *rt, struct catalog *cat, const cha
 	return mirror_store_has(rt->data->store, oid, size) && catalog_blob_public_or_own(cat, oid, repo_id);
 }
 
+/* Would the objects of a batch that the repo does not hold yet fit in its namespace's quota? */
+static bool quota_ok_for(struct mirror_routes *rt, const struct catalog_repo *repo, json_t *objs, char **msg)
+{
+	size_t n = json_array_size(objs), k = 0, i;
+	const char **sha = xcalloc(n + 1, sizeof(*sha));
+	int64_t *size = xcalloc(n + 1, sizeof(*size));
+	json_t *o;
+	bool ok;
+
+	json_array_foreach(objs, i, o) {
+		const char *oid = json_string_value(json_object_get(o, "oid"));
+		json_int_t sz = json_integer_value(json_object_get(o, "size"));
+		if (oid && hex_is_lower(oid, 64) && sz > 0 && !object_held(rt, rt->data->catalog, oid, sz, repo->id)) {
+			sha[k] = oid;
+			size[k++] = sz;
+		}
+	}
+	ok = mirror__quota_room(rt, rt->data->catalog, repo->name, sha, size, k, msg);
+	free(sha);
+	free(size);
+	return ok;
+}
+
 bool mirror__upload_url_ok(const struct mirror_routes *rt, const struct httpd_req *req)
 {
 	char *type = NULL, *name = NULL, *oid = NULL;
@@ -420,10 +475,18 @@ json_t *mirror__lfs_upload_batch(struct mirror_routes *rt, struct httpd_req *req
 				 const struct catalog_repo *repo, json_t *objs)
 {
 	const char *auth = httpd_header(req, "Authorization");
-	char *base = mirror__self_base(req);
-	json_t *out = json_array(), *o;
+	char *base, *msg = NULL;
+	json_t *out, *o;
 	size_t i;
 
+	if (!quota_ok_for(rt, repo, objs, &msg)) {
+		json_t *e = json_pack("{s:s, s:s}", "message", msg, "error", msg);
+		httpd_add_header(req, "X-Error-Message", msg);
+		free(msg);
+		return e; /* (the caller answers 403 when it sees no objects) */
+	}
+	base = mirror__self_base(req);
+	out = json_array();
 	json_array_foreach(objs, i, o) {
 		const char *oid = json_string_value(json_object_get(o, "oid"));
 		json_t *sz = json_object_get(o, "size"), *e, *act;

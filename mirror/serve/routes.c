@@ -428,16 +428,30 @@ void mirror_routes_stop(struct mirror_routes *r)
 		r->closing = true;
 }
 
-void mirror_routes_set_local(struct mirror_routes *r, const char *namespaces)
+void mirror_routes_set_local(struct mirror_routes *r, const char *namespaces, const char *quota)
 {
 	char **list = str_split(namespaces, ", ", NULL);
 
 	for (char **p = list; *p; p++)
 		if (**p) {
 			r->local = xreallocarray(r->local, r->nlocal + 1, sizeof(*r->local));
+			r->local_quota = xreallocarray(r->local_quota, r->nlocal + 1, sizeof(*r->local_quota));
+			r->local_quota[r->nlocal] = -1;
 			r->local[r->nlocal++] = xstrdup(*p);
 		}
 	str_split_free(list);
+	list = quota ? str_split(quota, ", ", NULL) : NULL;
+	for (char **p = list; p && *p; p++) {
+		char *eq = strchr(*p, '=');
+		if (!eq)
+			continue;
+		*eq = '\0';
+		for (size_t i = 0; i < r->nlocal; i++)
+			if (!strcasecmp(r->local[i], *p))
+				r->local_quota[i] = strtoll(eq + 1, NULL, 10);
+	}
+	if (list)
+		str_split_free(list);
 }
 
 void mirror_routes_set_admin(struct mirror_routes *r, const struct mirror_admin *a)
@@ -456,6 +470,7 @@ void mirror_routes_free(struct mirror_routes **r)
 	for (size_t i = 0; i < (*r)->nlocal; i++)
 		free((*r)->local[i]);
 	free((*r)->local);
+	free((*r)->local_quota);
 	free((*r)->catalog_path);
 	for (size_t i = 0; i < (*r)->npeer_mirrors; i++)
 		free((*r)->peer_mirrors[i]);

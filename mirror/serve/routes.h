@@ -32,8 +32,9 @@ void mirror_routes_set_peer_mirrors(struct mirror_routes *r, const char *urls);
 void mirror_routes_set_loop(struct mirror_routes *r, uv_loop_t *loop);
 void mirror_routes_stop(struct mirror_routes *r);
 /* The local namespaces (comma-separated, copied): their repos are the mirror's own, created and
- * written through the upload API (docs/uploads.md), never fetched from upstream. */
-void mirror_routes_set_local(struct mirror_routes *r, const char *namespaces);
+ * written through the upload API (docs/uploads.md), never fetched from upstream; quota (NULL: none),
+ * "NS=BYTES,...": the bytes each may hold. */
+void mirror_routes_set_local(struct mirror_routes *r, const char *namespaces, const char *quota);
 /* New access rules (borrowed like mirror_routes_new's; a worker that took a reference to the old
  * ones keeps it until its answer is done). On the loop. */
 void mirror_routes_set_access(struct mirror_routes *r, const struct mirror_access *access);

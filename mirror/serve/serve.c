@@ -610,7 +610,7 @@ static int start_http(struct server *s, char **errmsg)
 	if (cfg->peer_mirrors)
 		mirror_routes_set_peer_mirrors(s->routes, cfg->peer_mirrors);
 	if (cfg->local_namespaces)
-		mirror_routes_set_local(s->routes, cfg->local_namespaces);
+		mirror_routes_set_local(s->routes, cfg->local_namespaces, cfg->local_quota);
 	mirror_routes_set_loop(s->routes, &s->loop);
 	if (cfg->admin_token) {
 		struct mirror_admin a = { cfg->admin_token, s, admin_status, admin_sync_now, admin_report, admin_pause };

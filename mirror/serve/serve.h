@@ -49,6 +49,8 @@ struct mirror_serve_config {
 	const char *on_demand;      /* patterns of repos fetched when a client asks (ondemand.h); NULL: off */
 	const char *local_namespaces; /* namespaces whose repos are the mirror's own, written through uploads
 				     * (comma-separated; docs/uploads.md); NULL: none, read-only */
+	const char *local_quota;    /* "NS=BYTES,NS=BYTES": what each local namespace may hold (checked
+				     * by the CLI: local namespaces, sizes in bytes); NULL: no bound */
 	double on_demand_ttl_s;     /* untouched this long, such a repo stops being tracked; 0: 30 days */
 	int on_demand_max_repos;    /* repos tracked on demand at once; 0: 1000 */
 	int64_t quota_bytes;        /* [store] quota, for on-demand fetches; 0: none */

@@ -195,4 +195,34 @@ assert sent == 1 and len(ans["commitOid"]) == 40, (sent, ans)
 }
 check "kill -9 mid-upload: nothing half kept, the branch unmoved, the upload goes through after" killed_mid_upload
 
+# A namespace's quota: what its repos hold, each content once; the Hub's 403 with the reason past it.
+quota_holds() {
+	start_serve --data "$T/qdata" --local acme --local-quota acme=5M --tokens "$T/tokens" --p2p-listen off || return 1
+	HFU="$HM_SRC/tests/integration/helpers" "$PY" - "$M" "$W" <<'PY'
+import hashlib, os, sys
+sys.path.insert(0, os.environ["HFU"])
+from hfupload import Api, HubError
+m, w = sys.argv[1:3]
+api = Api(m, w)
+a, b = hashlib.shake_256(b"a").digest(3 << 20), hashlib.shake_256(b"b").digest(3 << 20)
+api.create_repo("acme/q1")
+api.upload_files("acme/q1", [("a.bin", a)])
+api.create_repo("acme/q2")
+ans, sent = api.upload_files("acme/q2", [("same.bin", a)])  # the same content: the namespace holds it
+assert sent == 0 and len(ans["commitOid"]) == 40, ans  # public content: not sent again
+try:
+    api.upload_files("acme/q2", [("b.bin", b)])
+    sys.exit("3 MiB more went past a 5 MiB quota")
+except HubError as e:
+    assert e.status == 403 and b"quota of namespace acme" in e.body, (e.status, e.body)
+try:  # a small file inline, past the quota too
+    api.commit("acme/q2", [{"key": "file", "value": {"content": __import__("base64").b64encode(b).decode(),
+                                                     "path": "b.txt", "encoding": "base64"}}], "x")
+    sys.exit("an inline file went past the quota")
+except HubError as e:
+    assert e.status == 403 and "quota" in e.headers.get("X-Error-Message", ""), (e.status, e.headers)
+PY
+}
+check "a local namespace's quota: its contents once each, 403 past it (batch and commit)" quota_holds
+
 finish
