@@ -70,8 +70,8 @@ int catalog__repo_get_any(struct catalog *c, const char *hub, const char *type, 
 	"h.value = (r.hub || ':' || r.type || ':' || r.name) OR (substr(h.value, -2) = '/*' AND " \
 	"substr(r.hub || ':' || r.type || ':' || r.name, 1, length(h.value) - 1) = substr(h.value, 1, length(h.value) - 1))))"
 
-/* catalog_snapshot_commit inside the caller's transaction (sync.c); *snapshot_id (may be NULL): the
- * snapshot's row. */
+/* catalog_snapshot_commit inside the caller's transaction (sync.c); ref_name NULL moves no ref;
+ * *snapshot_id (may be NULL): the snapshot's row. */
 struct catalog_file;
 int catalog__snapshot_record(struct catalog *c, int64_t repo_id, const char *commit, const char *ref_name, bool tag,
 			     const char *selection, const struct catalog_file *files, size_t n, int64_t *snapshot_id);

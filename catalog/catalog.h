@@ -180,6 +180,10 @@ struct catalog_commit {
  * is elsewhere: the caller computes again on the new head, or refuses) or HM_ERR_SQLITE. */
 int catalog_local_commit(struct catalog *c, int64_t repo_id, const char *ref, const struct catalog_commit *cm,
 			 const struct catalog_file *files, size_t n);
+/* Record commit cm of repo_id (files: its whole tree) without moving a ref: a commit another mirror
+ * made, brought by a bundle (its refs come after). Returns 0 or HM_ERR_SQLITE. */
+int catalog_local_record(struct catalog *c, int64_t repo_id, const struct catalog_commit *cm,
+			 const struct catalog_file *files, size_t n);
 /* Make ref name of repo_id (a tag when tag, else a branch) point at commit, one of the repo's, or with
  * commit NULL delete it. Returns 0, HM_ERR_EXISTS (making one that exists), HM_ERR_NOT_FOUND (deleting
  * one that does not, or no such commit) or HM_ERR_SQLITE. */

@@ -151,6 +151,24 @@ int catalog_local_commit(struct catalog *c, int64_t repo_id, const char *ref, co
 	return 0;
 }
 
+int catalog_local_record(struct catalog *c, int64_t repo_id, const struct catalog_commit *cm,
+			 const struct catalog_file *files, size_t n)
+{
+	int64_t snap_id = 0;
+	int r;
+
+	if (catalog_begin(c))
+		return HM_ERR_SQLITE;
+	r = catalog__snapshot_record(c, repo_id, cm->id, NULL, false, CATALOG_LOCAL_SELECTION, files, n, &snap_id);
+	if (!r)
+		r = commit_insert(c, repo_id, snap_id, cm);
+	if (r || catalog_commit(c)) {
+		catalog_rollback(c);
+		return HM_ERR_SQLITE;
+	}
+	return 0;
+}
+
 static void read_commit(sqlite3_stmt *st, void *out)
 {
 	struct catalog_commit *cm = out;

@@ -159,7 +159,7 @@ int catalog__snapshot_record(struct catalog *c, int64_t repo_id, const char *com
 	sqlite3_stmt *blob = NULL, *file = NULL;
 	int64_t total = 0, snap_id = 0;
 	int r = HM_ERR_SQLITE, same_selection = 0;
-	const char *kind = ref_kind(ref_name, tag);
+	const char *kind = ref_name ? ref_kind(ref_name, tag) : NULL;
 
 	for (size_t i = 0; i < n; i++)
 		total += files[i].size;
@@ -183,7 +183,7 @@ int catalog__snapshot_record(struct catalog *c, int64_t repo_id, const char *com
 	}
 	if (!same_selection && files_insert(blob, file, snap_id, files, n))
 		goto out;
-	r = ref_upsert(c, repo_id, ref_name, kind, snap_id);
+	r = ref_name ? ref_upsert(c, repo_id, ref_name, kind, snap_id) : 0;
 	if (!r && snapshot_id)
 		*snapshot_id = snap_id;
 out:

@@ -26,6 +26,7 @@
 #include "base/str.h"
 #include "base/xmalloc.h"
 #include "bundle-int.h"
+#include "gitobj.h"
 #include "bundle.h"
 #include "progress.h"
 #include "catalog/catalog.h"
@@ -48,6 +49,51 @@ static bool str_or_null_ok(json_t *v)
 
 /* Check everything the manifest says before anything is written; blobs (sha256 -> size) is filled.
  * Returns NULL or what is wrong (malloc'd). */
+/* A local repo's commit in a bundle (docs/uploads.md): is it the commit its id says, of the files its
+ * snapshot lists? Its tree and commit are computed here (gitobj.h) and compared; NULL when they match,
+ * else what is wrong. */
+static char *local_commit_check(json_t *s, const char *name)
+{
+	json_t *m = json_object_get(s, "commit_meta"), *files = json_object_get(s, "files"), *f;
+	const char *author = json_string_value(json_object_get(m, "author"));
+	const char *msg = json_string_value(json_object_get(m, "message"));
+	json_t *parent = json_object_get(m, "parent");
+	struct gitobj_file *g = xcalloc(json_array_size(files) + 1, sizeof(*g));
+	char (*blob)[41] = xcalloc(json_array_size(files) + 1, sizeof(*blob)), tree[41], id[41], *text, *err = NULL;
+	size_t i, len;
+
+	if (!json_is_object(m) || !is_hex(json_object_get(m, "tree"), 40) || !(json_is_null(parent) || is_hex(parent, 40)) ||
+	    !author || strchr(author, '\n') || !msg || !json_is_integer(json_object_get(m, "at")))
+		err = xasprintf("%s: local commit %s has no commit record", name, json_string_value(json_object_get(s, "commit")));
+	json_array_foreach(files, i, f) {
+		const char *lfs = json_string_value(json_object_get(f, "lfs_oid"));
+		const char *git = json_string_value(json_object_get(f, "git_oid"));
+		char ptr[200];
+		if (lfs)
+			gitobj_id("blob", ptr, gitobj_lfs_pointer(lfs, json_integer_value(json_object_get(f, "size")), ptr,
+								  sizeof(ptr)), blob[i]);
+		else
+			snprintf(blob[i], sizeof(blob[i]), "%s", git ? git : "");
+		g[i] = (struct gitobj_file){ json_string_value(json_object_get(f, "path")), blob[i] };
+	}
+	if (!err && (gitobj_tree_id(g, json_array_size(files), tree) ||
+		     strcmp(tree, json_string_value(json_object_get(m, "tree")))))
+		err = xasprintf("%s: commit %s does not hold the files it lists", name,
+				json_string_value(json_object_get(s, "commit")));
+	if (!err) {
+		text = gitobj_commit_text(tree, json_string_value(parent), author, json_integer_value(json_object_get(m, "at")),
+					  msg, &len);
+		gitobj_id("commit", text, len, id);
+		free(text);
+		if (strcmp(id, json_string_value(json_object_get(s, "commit"))))
+			err = xasprintf("%s: commit %s is not what its record makes (%s)", name,
+					json_string_value(json_object_get(s, "commit")), id);
+	}
+	free(g);
+	free(blob);
+	return err;
+}
+
 static char *manifest_check(json_t *m, json_t *blobs)
 {
 	json_t *repos = json_object_get(m, "repos"), *bl = json_object_get(m, "blobs"), *r, *b;
@@ -99,6 +145,8 @@ static char *manifest_check(json_t *m, json_t *blobs)
 				break;
 			}
 			json_object_set_new(commits, json_string_value(json_object_get(s, "commit")), json_true());
+			if (json_is_true(json_object_get(r, "local")) && (err = local_commit_check(s, name)))
+				break;
 			json_array_foreach(json_object_get(s, "files"), l, f) {
 				json_t *p = json_object_get(f, "path"), *sz = json_object_get(f, "size");
 				json_t *sha = json_object_get(f, "sha256"), *want;
@@ -488,6 +536,73 @@ static void meta_from_bundle(json_t *meta, struct catalog_repo_meta *m, char **c
 	m->origin_checked_at = int_or(json_object_get(meta, "origin_checked_at"), 0);
 }
 
+/* One commit of a local repo entry r, recorded for repo_id. */
+static int local_record(struct catalog *cat, json_t *r, json_t *s, int64_t repo_id)
+{
+	json_t *m = json_object_get(s, "commit_meta");
+	const char *commit = json_string_value(json_object_get(s, "commit"));
+	struct catalog_commit cm = { commit, json_string_value(json_object_get(m, "parent")),
+				     json_string_value(json_object_get(m, "tree")), json_string_value(json_object_get(m, "author")),
+				     json_integer_value(json_object_get(m, "at")), json_string_value(json_object_get(m, "message")) };
+	size_t n = 0;
+	struct catalog_file *files = snapshot_files(r, commit, &n);
+	int e = catalog_local_record(cat, repo_id, &cm, files, n);
+
+	free(files);
+	return e;
+}
+
+/* A repo of another mirror's local namespace (docs/uploads.md), made the same here: local, its commits
+ * (checked by manifest_check: each is what its id says) recorded parents first, then its refs. */
+static int import_local(struct mirror_data *d, json_t *r, json_t *carried, struct mirror_bundle_report *rep,
+			char **errmsg)
+{
+	const char *hub = json_string_value(json_object_get(r, "hub")), *type = json_string_value(json_object_get(r, "type"));
+	const char *name = json_string_value(json_object_get(r, "name"));
+	json_t *snaps = json_object_get(r, "snapshots"), *done = json_object(), *s;
+	struct catalog_repo cr = { 0 };
+	bool more = true;
+	size_t i;
+	int e = catalog_repo_get(d->catalog, hub, type, name, &cr);
+
+	if (e == HM_ERR_NOT_FOUND && !(e = catalog_local_create(d->catalog, hub, type, name,
+								json_integer_value(json_object_get(json_object_get(r, "meta"),
+												   "private")) == 1, NULL)))
+		e = catalog_repo_get(d->catalog, hub, type, name, &cr);
+	if (!e && !cr.local)
+		e = bundle__fail(errmsg, HM_ERR_EXISTS, "%s: a mirrored repository of that name is here", name);
+	while (!e && more) {
+		more = false;
+		json_array_foreach(snaps, i, s) {
+			const char *c = json_string_value(json_object_get(s, "commit"));
+			const char *p = json_string_value(json_object_get(json_object_get(s, "commit_meta"), "parent"));
+			struct catalog_commit have;
+			if (json_object_get(done, c) || (p && !json_object_get(done, p) &&
+							 catalog_commit_get(d->catalog, cr.id, p, &have)))
+				continue;
+			if (p && !json_object_get(done, p))
+				catalog_commit_release(&have);
+			if ((e = local_record(d->catalog, r, s, cr.id))) {
+				e = bundle__fail(errmsg, HM_ERR_SQLITE, "%s: catalog: %s", name, catalog_errmsg(d->catalog));
+				break;
+			}
+			json_object_set_new(done, c, json_true());
+			more = true;
+		}
+	}
+	if (!e && json_object_size(done) < json_array_size(snaps))
+		e = bundle__fail(errmsg, HM_ERR_NOT_FOUND, "%s: a commit's parent is neither in the bundle nor here: "
+				 "import the bundle this one extends first", name);
+	if (!e && !(e = record_refs(d->catalog, r, &cr, errmsg))) {
+		record_carried(d->catalog, r, cr.id, carried);
+		rep->repos++;
+		rep->snapshots += (int64_t)json_array_size(snaps);
+	}
+	json_decref(done);
+	catalog_repo_release(&cr);
+	return e;
+}
+
 /* Track repo entry r and record its snapshots and refs. Returns 0 or an error (said). */
 static int import_repo(struct mirror_data *d, json_t *r, json_t *carried, bool keep_options,
 		       struct mirror_bundle_report *rep, char **errmsg)
@@ -501,6 +616,8 @@ static int import_repo(struct mirror_data *d, json_t *r, json_t *carried, bool k
 	struct catalog_repo_meta m;
 	int e;
 
+	if (json_is_true(json_object_get(r, "local")))
+		return import_local(d, r, carried, rep, errmsg);
 	repo_options(d->catalog, r, keep_options, rep, &inc, &exc, &opt);
 	e = catalog_repo_add(d->catalog, hub, type, name, json_string_value(json_object_get(r, "follow_rev")), inc, exc,
 			     opt, NULL);

@@ -73,11 +73,41 @@ static int file_cb(void *ud, const struct catalog_entry *e)
 	return 0;
 }
 
+/* A local repo's history (docs/uploads.md): the commits its refs' commits descend from, into commits,
+ * and each commit's record (parent, tree, author, time, message) into metas by id. */
+static void local_history(struct mirror_data *d, const struct catalog_repo *r, json_t *commits, json_t *metas)
+{
+	json_t *todo = json_deep_copy(commits), *v;
+	const char *id;
+
+	while (json_object_size(todo)) {
+		struct catalog_commit cm;
+		char *next = NULL;
+		json_object_foreach(todo, id, v)
+			break;
+		if (!catalog_commit_get(d->catalog, r->id, id, &cm)) {
+			json_object_set_new(metas, id, json_pack("{s:s?, s:s, s:s, s:I, s:s}", "parent", cm.parent, "tree",
+								cm.tree, "author", cm.author, "at", (json_int_t)cm.at,
+								"message", cm.message));
+			if (cm.parent && !json_object_get(commits, cm.parent)) {
+				next = xstrdup(cm.parent);
+				json_object_set_new(commits, next, json_true());
+			}
+			catalog_commit_release(&cm);
+		}
+		json_object_del(todo, id);
+		if (next)
+			json_object_set_new(todo, next, json_true());
+		free(next);
+	}
+	json_decref(todo);
+}
+
 /* One repo's part of the manifest; its contents added to blobs. */
 static int export_repo(struct mirror_data *d, const struct hub_spec *spec, json_t *repos, json_t *blobs, char **errmsg)
 {
 	struct catalog_repo r = { 0 };
-	json_t *o, *refs = json_array(), *snaps = json_array(), *commits = json_object(), *v;
+	json_t *o, *refs = json_array(), *snaps = json_array(), *commits = json_object(), *metas = json_object(), *v;
 	const char *hub = hub_kind_name(spec->hub), *type = hub_type_name(spec->type);
 	char *s = hub_spec_format(spec, 0);
 	size_t i;
@@ -94,6 +124,8 @@ static int export_repo(struct mirror_data *d, const struct hub_spec *spec, json_
 	catalog_refs_each(d->catalog, r.id, ref_cb, refs);
 	json_array_foreach(refs, i, v)
 		json_object_set_new(commits, json_string_value(json_object_get(v, "commit")), json_true());
+	if (r.local)
+		local_history(d, &r, commits, metas);
 	{
 		const char *commit;
 		json_t *unused;
@@ -120,6 +152,9 @@ static int export_repo(struct mirror_data *d, const struct hub_spec *spec, json_
 			}
 			json_array_append_new(snaps, json_pack("{s:s, s:I, s:o}", "commit", commit, "synced_at",
 							       (json_int_t)snap.synced_at, "files", f.files));
+			if (json_object_get(metas, commit)) /* a local repo's commit, to rebuild and check */
+				json_object_set(json_array_get(snaps, json_array_size(snaps) - 1), "commit_meta",
+						json_object_get(metas, commit));
 		}
 	}
 	/* (repojson.h's helpers, as the catalog API's shape of a repo uses them) */
@@ -145,6 +180,8 @@ static int export_repo(struct mirror_data *d, const struct hub_spec *spec, json_
 		json_object_set_new(json_object_get(o, "meta"), "origin_checked_at", json_integer(r.origin_checked_at));
 	if (r.created_at > 0)
 		json_object_set_new(json_object_get(o, "meta"), "created_at", json_integer(r.created_at));
+	if (r.local)
+		json_object_set_new(o, "local", json_true());
 	json_array_append_new(repos, o);
 	refs = snaps = NULL;
 	e = 0;
@@ -152,6 +189,7 @@ out:
 	json_decref(refs);
 	json_decref(snaps);
 	json_decref(commits);
+	json_decref(metas);
 	catalog_repo_release(&r);
 	free(s);
 	return e;
