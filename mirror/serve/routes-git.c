@@ -34,14 +34,16 @@
 
 #define LFS_BATCH_MAX 1000   /* objects one batch request may ask about */
 
-enum git_op { OP_NONE, OP_INFO_REFS, OP_UPLOAD_PACK, OP_RECEIVE_PACK, OP_LFS_BATCH, OP_LFS_OBJECT };
+enum git_op { OP_NONE, OP_INFO_REFS, OP_UPLOAD_PACK, OP_RECEIVE_PACK, OP_LFS_BATCH, OP_LFS_OBJECT, OP_LFS_PART,
+	      OP_LFS_COMPLETE };
 
 struct gitreq {
 	enum git_op op;
 	char *repo_path;        /* as the client wrote it, decoded: "datasets/acme/data.git" */
 	char *type;             /* "model" | "dataset" */
 	char *name;             /* "acme/data" */
-	char *oid;              /* OP_LFS_OBJECT */
+	char *oid;              /* OP_LFS_OBJECT, OP_LFS_PART, OP_LFS_COMPLETE */
+	int part;               /* OP_LFS_PART: its number, from 1 */
 };
 
 static void gitreq_release(struct gitreq *g)
@@ -74,6 +76,19 @@ static bool parse(const char *path, struct gitreq *g)
 	} else if (n >= 4 && !strcmp(segs[n - 2], "info") && !strcmp(segs[n - 1], "refs")) {
 		g->op = OP_INFO_REFS;
 		suffix = 2;
+	} else if (n >= 8 && !strcmp(segs[n - 6], "info") && !strcmp(segs[n - 5], "lfs") && !strcmp(segs[n - 4], "objects") &&
+		   hex_is_lower(segs[n - 3], 64) && !strcmp(segs[n - 2], "part") && strspn(segs[n - 1], "0123456789") ==
+		   strlen(segs[n - 1]) && strlen(segs[n - 1]) <= 6 && atoi(segs[n - 1]) > 0) {
+		/* a part of a multipart upload (routes-upload.c) */
+		g->op = OP_LFS_PART;
+		g->oid = xstrdup(segs[n - 3]);
+		g->part = atoi(segs[n - 1]);
+		suffix = 6;
+	} else if (n >= 7 && !strcmp(segs[n - 5], "info") && !strcmp(segs[n - 4], "lfs") && !strcmp(segs[n - 3], "objects") &&
+		   hex_is_lower(segs[n - 2], 64) && !strcmp(segs[n - 1], "complete")) {
+		g->op = OP_LFS_COMPLETE;
+		g->oid = xstrdup(segs[n - 2]);
+		suffix = 5;
 	} else if (n >= 6 && !strcmp(segs[n - 4], "info") && !strcmp(segs[n - 3], "lfs") && !strcmp(segs[n - 2], "objects")) {
 		if (!strcmp(segs[n - 1], "batch")) {
 			g->op = OP_LFS_BATCH;
@@ -115,19 +130,20 @@ out:
 	return ok;
 }
 
-bool mirror__git_lfs_object(const char *path, char **type, char **name, char **oid)
+bool mirror__git_lfs_object(const char *path, char **type, char **name, char **oid, int *part)
 {
 	struct gitreq g;
 
 	if (!parse(path, &g))
 		return false;
-	if (g.op != OP_LFS_OBJECT) {
+	if (g.op != OP_LFS_OBJECT && g.op != OP_LFS_PART && g.op != OP_LFS_COMPLETE) {
 		gitreq_release(&g);
 		return false;
 	}
 	*type = g.type;
 	*name = g.name;
 	*oid = g.oid;
+	*part = g.op == OP_LFS_PART ? g.part : g.op == OP_LFS_COMPLETE ? -1 : 0;
 	free(g.repo_path);
 	return true;
 }
@@ -265,6 +281,18 @@ static void lfs_error(struct httpd_req *req, int status, const char *msg)
 	lfs_answer(req, status, json_pack("{s:s}", "message", msg));
 }
 
+/* Does a batch request offer the Hub's multipart transfer ("transfers": [..., "multipart"])? */
+static bool takes_multipart(json_t *in)
+{
+	json_t *t;
+	size_t i;
+
+	json_array_foreach(json_object_get(in, "transfers"), i, t)
+		if (!strcmp(json_string_value(t) ? json_string_value(t) : "", "multipart"))
+			return true;
+	return false;
+}
+
 /* The batch API: where each object the repository has can be downloaded (docs/git.md). */
 static void lfs_batch(struct mirror_routes *rt, struct httpd_req *req, const struct gitreq *g,
 		      const struct catalog_repo *repo)
@@ -290,7 +318,7 @@ static void lfs_batch(struct mirror_routes *rt, struct httpd_req *req, const str
 	if (!strcmp(op, "upload") && repo->local) {
 		char *who = NULL;
 		if (mirror__write_gate(rt, req, repo->type, repo->name, &who)) {
-			json_t *ans = mirror__lfs_upload_batch(rt, req, g->repo_path, repo, objs);
+			json_t *ans = mirror__lfs_upload_batch(rt, req, g->repo_path, repo, objs, takes_multipart(in));
 			lfs_answer(req, json_object_get(ans, "objects") ? 200 : 403, ans); /* no objects: over quota */
 		}
 		free(who);
@@ -355,23 +383,30 @@ int mirror__route_git(struct mirror_routes *rt, struct httpd_req *req, const cha
 	(void)arg;
 	if (!parse(httpd_path(req), &g))
 		return HTTPD_PASS;
-	httpd_set_route(req, g.op == OP_LFS_BATCH || g.op == OP_LFS_OBJECT ? "git_lfs" : "git");
+	httpd_set_route(req, g.op == OP_LFS_BATCH || g.op == OP_LFS_OBJECT || g.op == OP_LFS_PART ||
+				     g.op == OP_LFS_COMPLETE ? "git_lfs" : "git");
 	if (g.op == OP_RECEIVE_PACK || (g.op == OP_INFO_REFS && q && strstr(q, "service=git-receive-pack"))) {
 		httpd_respond_str(req, 403, "text/plain", "this mirror is read-only: no push\n");
 	} else if (g.op == OP_INFO_REFS && (!q || strcmp(q, "service=git-upload-pack"))) {
 		httpd_respond_str(req, 403, "text/plain", "only git's smart HTTP protocol is served (git 1.6.6 or later)\n");
-	} else if ((g.op == OP_UPLOAD_PACK || g.op == OP_LFS_BATCH) ? strcmp(method, "POST")
+	} else if ((g.op == OP_UPLOAD_PACK || g.op == OP_LFS_BATCH || g.op == OP_LFS_COMPLETE) ? strcmp(method, "POST")
+		   : g.op == OP_LFS_PART ? strcmp(method, "PUT")
 		   : g.op == OP_LFS_OBJECT ? strcmp(method, "GET") && strcmp(method, "HEAD") && strcmp(method, "PUT") &&
 						     strcmp(method, "POST")
 					   : strcmp(method, "GET") && strcmp(method, "HEAD")) {
 		httpd_respond_str(req, 405, "text/plain", "method not allowed\n");
-	} else if (g.op == OP_LFS_OBJECT && !strcmp(method, "PUT")) {
+	} else if ((g.op == OP_LFS_OBJECT || g.op == OP_LFS_PART) && !strcmp(method, "PUT")) {
 		/* an upload: its own gate (a write grant, or the upload URL's capability: the client may send
 		 * no Authorization), not the reader's */
 		if (catalog_repo_get(rt->data->catalog, "hf", g.type, g.name, &repo))
 			lfs_error(req, 404, "Repository not found");
 		else
-			mirror__lfs_put(rt, req, &repo, g.oid);
+			mirror__lfs_put(rt, req, &repo, g.oid, g.op == OP_LFS_PART ? g.part : 0);
+	} else if (g.op == OP_LFS_COMPLETE) {
+		if (catalog_repo_get(rt->data->catalog, "hf", g.type, g.name, &repo))
+			lfs_error(req, 404, "Repository not found");
+		else
+			mirror__lfs_complete(rt, req, &repo, g.oid);
 	} else if (!find_repo(rt, &g, &repo)) {
 		if (g.op == OP_LFS_BATCH)
 			lfs_error(req, 404, "Repository not found");

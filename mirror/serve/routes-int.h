@@ -242,9 +242,13 @@ void mirror__hf_commit(struct mirror_routes *rt, struct httpd_req *req, const st
  * an answer without "objects" is a refusal: over the namespace's quota, 403), an object's PUT and its
  * verify. */
 json_t *mirror__lfs_upload_batch(struct mirror_routes *rt, struct httpd_req *req, const char *repo_path,
-				 const struct catalog_repo *repo, json_t *objs);
+				 const struct catalog_repo *repo, json_t *objs, bool multipart);
+/* part: 0 the whole object, N its part N of a multipart upload */
 void mirror__lfs_put(struct mirror_routes *rt, struct httpd_req *req, const struct catalog_repo *repo,
-		     const char *oid);
+		     const char *oid, int part);
+/* A multipart upload's completion: the object checked whole (on a worker) and kept, or refused. */
+void mirror__lfs_complete(struct mirror_routes *rt, struct httpd_req *req, const struct catalog_repo *repo,
+			  const char *oid);
 void mirror__lfs_verify(struct mirror_routes *rt, struct httpd_req *req, const struct catalog_repo *repo,
 			const char *oid);
 /* Would contents sha[0..n) of size[0..n) fit in the quota of name's namespace (ORG/NAME: ORG), those its
@@ -254,8 +258,10 @@ bool mirror__quota_room(struct mirror_routes *rt, struct catalog *cat, const cha
 /* Is req an LFS object's PUT to an upload URL the batch API gave out (its capability checked)? It
  * passes --auth all's gate without a token, as BitTorrent clients' capability URLs do. */
 bool mirror__upload_url_ok(const struct mirror_routes *rt, const struct httpd_req *req);
-/* Is path an LFS object's URL (routes-git.c)? Then *type, *name and *oid (malloc'd) say which. */
-bool mirror__git_lfs_object(const char *path, char **type, char **name, char **oid);
+/* Is path an LFS object's URL (routes-git.c), or of a part of one (.../OID/part/N) or of its
+ * completion (.../OID/complete)? Then *type, *name and *oid (malloc'd) say which, and *part: 0 for the
+ * object, N for its part N, -1 for the completion. */
+bool mirror__git_lfs_object(const char *path, char **type, char **name, char **oid, int *part);
 /* May this request write repo type/name (routes-upload.c)? Answers a refusal itself; *who (malloc'd)
  * names the writer for the log. */
 bool mirror__write_gate(struct mirror_routes *rt, struct httpd_req *req, const char *type, const char *name,

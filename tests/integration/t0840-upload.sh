@@ -99,7 +99,8 @@ clone_agrees() {
 }
 check "git clone has the API's commit ids, parents and files" clone_agrees
 
-# The official JS client: createRepo and uploadFiles (it offers Xet; the mirror answers basic LFS, and its
+# The official JS client: createRepo and uploadFiles of a 140 MB file (it offers Xet; the mirror answers
+# with the multipart transfer, a URL per 64 MiB part; its
 # PUT carries no Authorization: the upload URL's own capability lets it in).
 if command -v node >/dev/null && [ -d "$HM_SRC/tests/js/node_modules/@huggingface/hub" ]; then
 	nj=0
@@ -109,7 +110,7 @@ if command -v node >/dev/null && [ -d "$HM_SRC/tests/js/node_modules/@huggingfac
 		"not ok - "*) fail "hfjs: ${line#not ok - }"; nj=$((nj + 1)) ;;
 		*) echo "# $line" ;;
 		esac
-	done < <(cd "$HM_SRC/tests/js" && timeout 120 node hfupload.mjs --hub-url "$M" --token "$W" --repo acme/js-model 2>&1)
+	done < <(cd "$HM_SRC/tests/js" && timeout 120 node hfupload.mjs --hub-url "$M" --token "$W" --repo acme/js-model --size 140000000 2>&1)
 	check "the JS client's run ran its checks ($nj)" test "$nj" -ge 5
 else
 	echo "# node or @huggingface/hub missing: the JS client's part is skipped"

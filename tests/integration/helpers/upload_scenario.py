@@ -98,6 +98,38 @@ check("the new weights are served", body == weights2)
 st, body = get(f"/acme/up-model/resolve/{c1}/model.safetensors")
 check("the old commit still has the old weights", body == weights)
 
+# a large object goes up in parts (the multipart transfer: parts written in place, checked whole at the end)
+shard = rnd(150 << 20, "shard")
+ans, sent = w.upload_files("acme/up-model", [("big/shard.safetensors", shard)], summary="A big shard", parent=c2)
+c2_weights, c2 = c2, ans.get("commitOid", c2)
+st, body = get("/acme/up-model/resolve/main/big/shard.safetensors")
+check("a 150 MiB object in 64 MiB parts, byte for byte", sent == 1 and st == 200 and body == shard, (sent, st))
+other = rnd(130 << 20, "other")
+oid = hashlib.sha256(other).hexdigest()
+batch = w.request("POST", f"{M}/acme/up-model.git/info/lfs/objects/batch", json.dumps(
+    {"operation": "upload", "transfers": ["basic", "multipart"], "objects": [{"oid": oid, "size": len(other)}],
+     "hash_algo": "sha256"}).encode(), hfupload.LFS_HEADERS)
+up = batch["objects"][0]["actions"]["upload"]
+parts = sorted((int(k), v) for k, v in up["header"].items() if k.isdigit())
+check("multipart: a URL per part and the chunk size", len(parts) == 3 and up["header"]["chunk_size"] == str(64 << 20))
+w.put(parts[0][1], other[:64 << 20])
+w.put(parts[2][1], other[128 << 20:])
+def complete():
+    req = urllib.request.Request(up["href"], data=json.dumps({"oid": oid, "parts": [
+        {"partNumber": n, "etag": "x"} for n, _ in parts]}).encode(), method="POST", headers=hfupload.LFS_HEADERS)
+    try:
+        return urllib.request.urlopen(req).status
+    except urllib.error.HTTPError as e:
+        return e.code
+check("a completion with a part missing: refused", complete() == 400)
+w.put(parts[1][1], b"\0" * (64 << 20))
+check("a completion whose parts do not hash to the oid: refused", complete() == 400)
+st = status_of(lambda: w.commit("acme/up-model", [{"key": "lfsFile", "value": {"path": "o.bin", "algo": "sha256",
+                                                                                "oid": oid}}], "x"))
+check("... and nothing of it can be committed", st == 422, st)
+st = status_of(lambda: w.put(parts[1][1] + "0", other[64 << 20:128 << 20]))
+check("a part URL changed by hand: refused", st in (403, 404), st)
+
 # parent_commit: a stale one is 412, the right one goes in
 st = status_of(lambda: w.commit("acme/up-model", [{"key": "deletedFile", "value": {"path": "README.md"}}],
                                 "stale", parent=c1))
@@ -199,5 +231,6 @@ w.delete_repo("acme/doomed")
 check("delete_repo: the repo is gone", get("/api/models/acme/doomed")[0] == 404)
 check("delete_repo of a repo not there: 404", status_of(lambda: w.delete_repo("acme/doomed")) == 404)
 
-json.dump({"c1": c1, "c2": c2, "c3": c3}, open(os.path.join(TMP, "commits.json"), "w"))
+# the last three commits of main, newest last (the shell's git checks)
+json.dump({"c1": c2_weights, "c2": c2, "c3": c3}, open(os.path.join(TMP, "commits.json"), "w"))
 sys.exit(1 if failed else 0)
