@@ -295,6 +295,24 @@ static void commit_job_build(struct mirror__job *j, struct catalog *cat)
 	free(why);
 }
 
+struct ref_kind {
+	const char *name;
+	bool branch;            /* a branch of that name is there */
+	bool other;             /* a ref of another kind (a tag) is */
+};
+
+static int ref_kind_cb(void *ud, const char *name, const char *kind, const char *commit)
+{
+	struct ref_kind *k = ud;
+
+	(void)commit;
+	if (!strcmp(name, k->name)) {
+		k->branch |= !strcmp(kind, "branch");
+		k->other |= strcmp(kind, "branch") != 0;
+	}
+	return 0;
+}
+
 void mirror__hf_commit(struct mirror_routes *rt, struct httpd_req *req, const struct catalog_repo *repo,
 		       const char *rev, const char *who)
 {
@@ -309,6 +327,16 @@ void mirror__hf_commit(struct mirror_routes *rt, struct httpd_req *req, const st
 		return;
 	}
 	free(pr);
+	{
+		/* commits go on branches: a tag (or a commit id) stays where it is */
+		struct ref_kind k = { rev, false, false };
+		catalog_refs_each(rt->data->catalog, repo->id, ref_kind_cb, &k);
+		if (k.other || (!k.branch && hex_is_lower(rev, 40) && strlen(rev) == 40)) {
+			hf__error(req, 400, NULL, "Commits go on a branch, not on a tag or a commit", NULL);
+			mirror__body_abandon(s);
+			return;
+		}
+	}
 	if (s && s->kind != MIRROR__SINK_COMMIT) {
 		mirror__body_abandon(s);
 		s = NULL;

@@ -197,6 +197,10 @@ check("list_repo_refs shows the branch and the tag",
       sorted(b["name"] for b in refs["branches"]) == ["dev", "main"] and [t["name"] for t in refs["tags"]] == ["v1.0"]
       and refs["tags"][0]["targetCommit"] == c1, refs)
 check("create_tag again: 409", status_of(lambda: w.create_tag("acme/up-model", "v1.0")) == 409)
+st = status_of(lambda: w.commit("acme/up-model", [{"key": "deletedFile", "value": {"path": "config.json"}}], "x",
+                                revision="v1.0"))
+check("a commit to a tag: 400, the tag stays", st == 400 and
+      json.loads(get("/api/models/acme/up-model/refs")[1])["tags"][0]["targetCommit"] == c1, st)
 w.delete_tag("acme/up-model", "v1.0")
 w.delete_branch("acme/up-model", "dev")
 check("delete_tag and delete_branch", get("/acme/up-model/resolve/v1.0/config.json")[0] == 404 and
