@@ -54,8 +54,6 @@ void mirror_upload_op_release(struct mirror_upload_op *op)
 	if (!op)
 		return;
 	free(op->path);
-	free(op->src_path);
-	free(op->src_rev);
 	memset(op, 0, sizeof(*op));
 }
 
@@ -141,35 +139,6 @@ static int tree_load(struct catalog *cat, const struct catalog_repo *repo, const
 	return catalog_snapshot_walk(cat, snap.id, NULL, NULL, 0, load_cb, t);
 }
 
-/* A COPY: the source file at its revision (the tree being built when none is named). */
-static int apply_copy(struct catalog *cat, const struct catalog_repo *repo, struct tree *t,
-		      const struct mirror_upload_op *op, char **errmsg)
-{
-	struct tree src = { .index = json_object() };
-	const struct tfile *f;
-	int e = 0;
-
-	if (op->src_rev && (e = tree_load(cat, repo, op->src_rev, &src))) {
-		if (errmsg && e == HM_ERR_NOT_FOUND)
-			*errmsg = xasprintf("no revision '%s' to copy '%s' from", op->src_rev, op->src_path);
-		tree_release(&src);
-		return e;
-	}
-	f = tree_find(op->src_rev ? &src : t, op->src_path);
-	if (!f) {
-		if (errmsg)
-			*errmsg = xasprintf("no file '%s' to copy", op->src_path);
-		e = HM_ERR_NOT_FOUND;
-	} else {
-		struct tfile c = *f; /* (tree_put may move t->v) */
-		c.path = xstrdup(f->path);
-		tree_put(t, op->path, c.size, c.git_oid, c.lfs_oid[0] ? c.lfs_oid : NULL, c.sha256);
-		free(c.path);
-	}
-	tree_release(&src);
-	return e;
-}
-
 static int apply_delete_folder(struct tree *t, const char *dir, char **errmsg)
 {
 	size_t n = strlen(dir), gone = 0;
@@ -184,8 +153,7 @@ static int apply_delete_folder(struct tree *t, const char *dir, char **errmsg)
 	return gone ? 0 : HM_ERR_NOT_FOUND;
 }
 
-static int apply_op(struct catalog *cat, const struct catalog_repo *repo, struct tree *t,
-		    const struct mirror_upload_op *op, char **errmsg)
+static int apply_op(struct tree *t, const struct mirror_upload_op *op, char **errmsg)
 {
 	struct tfile *f;
 
@@ -215,8 +183,6 @@ static int apply_op(struct catalog *cat, const struct catalog_repo *repo, struct
 		return 0;
 	case MIRROR_UP_DELETE_FOLDER:
 		return apply_delete_folder(t, op->path, errmsg);
-	case MIRROR_UP_COPY:
-		return apply_copy(cat, repo, t, op, errmsg);
 	}
 	return -EINVAL;
 }
@@ -298,7 +264,7 @@ static int commit_once(struct catalog *cat, const struct catalog_repo *repo, con
 		goto out;
 	e = 0;
 	for (size_t i = 0; i < uc->nops && !e; i++)
-		e = apply_op(cat, repo, &t, &uc->ops[i], errmsg);
+		e = apply_op(&t, &uc->ops[i], errmsg);
 	if (!e)
 		e = record(cat, repo, uc, head[0] ? head : NULL, &t, out, errmsg);
 out:

@@ -18,7 +18,9 @@ struct catalog;
 struct catalog_repo;
 struct mirror_data;
 
-enum mirror_upload_kind { MIRROR_UP_ADD, MIRROR_UP_DELETE, MIRROR_UP_DELETE_FOLDER, MIRROR_UP_COPY };
+/* (A copy of a file the repo has is an ADD of its content: clients send copies of large files as
+ * lfsFile lines naming the source's sha256, and re-send small ones whole.) */
+enum mirror_upload_kind { MIRROR_UP_ADD, MIRROR_UP_DELETE, MIRROR_UP_DELETE_FOLDER };
 
 /* One operation of a commit, applied in order to the parent's files. */
 struct mirror_upload_op {
@@ -28,8 +30,6 @@ struct mirror_upload_op {
 	int64_t size;          /* ADD */
 	char git_oid[41];      /* ADD of a regular file: its git blob id */
 	bool lfs;              /* ADD: a large file, a Git LFS pointer in git */
-	char *src_path;        /* COPY: this file of the repo ... */
-	char *src_rev;         /* ... at this revision (NULL: the parent) */
 };
 
 struct mirror_upload_commit {
@@ -46,7 +46,7 @@ struct mirror_upload_commit {
 /*
  * Make a commit on repo (a local one) from uc and move its branch there. out: the commit id, 41 bytes.
  * Returns 0; HM_ERR_CONFLICT (uc->parent is not the branch's head: the Hub's 412); HM_ERR_NOT_FOUND
- * (no such branch, or an operation names a file or revision that is not there); HM_ERR_PATH_UNSAFE or
+ * (no such branch, or a deletion names a file or folder that is not there); HM_ERR_PATH_UNSAFE or
  * -EINVAL (a path that may not be, or is a file and a folder at once); HM_ERR_SQLITE. On an error,
  * *errmsg (malloc'd, may be NULL) says which path or revision.
  */
