@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
 # t0840-upload: the intranet hub. A mirror with a local namespace (serve --local acme) takes
 # huggingface_hub's write requests, replayed by helpers/upload_scenario.py: create_repo (409 again,
-# 401/403 without a write grant, 403 outside the namespace), preupload's LFS decisions, the Git LFS
-# batch with basic PUT and verify, the NDJSON commit (a second commit sends only the changed file),
-# parent_commit (412 when stale), delete_file, paths and objects refused, a private dataset hidden,
-# delete_repo. Then: the commit ids are git's (recomputed by git from the served files), `add` and
-# `sync` leave local repos alone, and a serve killed mid-upload loses nothing.
+# 401/403 without a write grant, 403 outside the namespace, visibility), preupload's LFS decisions,
+# the Git LFS batch with basic PUT and verify, multipart (parts missing or wrong refused), the NDJSON
+# commit (a second commit sends only the changed file), parent_commit (412 when stale), delete_file,
+# paths and objects refused, validate-yaml, the Xet token's 501, branches and tags, private repos
+# hidden and public ones open, delete_repo. Then: commit ids are git's (rebuilt by git from the served
+# files), git clone has the same log, ModelScope's API reads a local model, the JS client's
+# createRepo + uploadFiles (multipart), the commit's torrent and a pull of the repo on an agent, a
+# private repo's swarm closed, `add` and `sync` leave local repos alone, a bundle carries them (a
+# tampered commit record refused), a serve killed mid-upload loses nothing, and a namespace's quota.
 . "$HM_SRC/tests/integration/lib.sh"
 
 cat >"$T/tokens" <<'TOK'
