@@ -369,7 +369,7 @@ char *mirror_access_capability(const struct mirror_access *a, const unsigned cha
 }
 
 bool mirror_access_capability_allows(const struct mirror_access *a, const unsigned char key[32], const char *cap,
-				     const char *btih, const char *hub, const char *type, const char *name)
+				     const char *btih, const struct catalog_repo *r)
 {
 	char *end, mac[33];
 	unsigned long i;
@@ -380,7 +380,16 @@ bool mirror_access_capability_allows(const struct mirror_access *a, const unsign
 	if (*end != '.' || i >= a->ngrants || !hex_is_lower(end + 1, 32))
 		return false;
 	cap_mac(key, &a->grants[i], btih, mac);
-	return !CRYPTO_memcmp(mac, end + 1, 32) && grant_allows(a, &a->grants[i], hub, type, name);
+	if (CRYPTO_memcmp(mac, end + 1, 32) || !grant_allows(a, &a->grants[i], r->hub, r->type, r->name))
+		return false;
+	/* a private repo of the mirror's own: the grant must cover it still (narrowed, it no longer does) */
+	if (r->local && r->private_ == 1) {
+		char *k = repo_key(r->hub, r->type, r->name);
+		bool yes = a->grants[i].all || covers(a->grants[i].specs, a->grants[i].nspecs, k);
+		free(k);
+		return yes;
+	}
+	return true;
 }
 
 bool mirror_access_names(const struct mirror_access *a, const char *hub, const char *type, const char *name)

@@ -73,12 +73,13 @@ bool mirror_access_visible(const struct mirror_access *a, const struct catalog_r
  * from the tokens file or no longer grants the repo.
  *
  * mirror_access_capability: for a token that may read the repo, a malloc'd capability; NULL otherwise.
- * mirror_access_capability_allows: does cap (untrusted text) let its holder read repo through btih?
+ * mirror_access_capability_allows: does cap (untrusted text) let its holder read repo r through btih (a
+ * private repo of the mirror's own only while the grant still covers it)?
  */
 char *mirror_access_capability(const struct mirror_access *a, const unsigned char key[32], const char *token,
 			       const char *btih);
 bool mirror_access_capability_allows(const struct mirror_access *a, const unsigned char key[32], const char *cap,
-				     const char *btih, const char *hub, const char *type, const char *name);
+				     const char *btih, const struct catalog_repo *r);
 
 /* May token write repo (the mirror's own repos: docs/uploads.md)? Only a token whose grant says so:
  * "*:write", or a spec of the repo or of its namespace with ":write". Never without a

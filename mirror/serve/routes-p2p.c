@@ -133,7 +133,7 @@ static void announce(struct mirror_routes *rt, struct httpd_req *req)
 			open = mirror_access_content_open(rt->access, &repo);
 			cap = !open || anon_ok(rt, &repo) ? NULL : httpd_query_param(req, "hmcap");
 			ok = open && (anon_ok(rt, &repo) || (rt->have_p2p_key && mirror_access_capability_allows(rt->access,
-						  rt->p2p_key, cap, t.btih, repo.hub, repo.type, repo.name)));
+						  rt->p2p_key, cap, t.btih, &repo)));
 			free(cap);
 			catalog_repo_release(&repo);
 		}
@@ -530,7 +530,7 @@ static void web_seed(struct mirror_routes *rt, struct httpd_req *req, const char
 	have_repo = true;
 	if (cap) {
 		if (!rt->have_p2p_key ||
-		    !mirror_access_capability_allows(rt->access, rt->p2p_key, cap, t.btih, repo.hub, repo.type, repo.name)) {
+		    !mirror_access_capability_allows(rt->access, rt->p2p_key, cap, t.btih, &repo)) {
 			plain(req, 403, "this key does not open this torrent\n");
 			goto out;
 		}

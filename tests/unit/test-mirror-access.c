@@ -95,6 +95,33 @@ TEST(private_local_repos_are_their_grantees)
 	mirror_access_free(&a);
 }
 
+TEST(capabilities_follow_a_narrowed_grant)
+{
+	static const unsigned char key[32] = { 7 };
+	static const char btih[] = "0123456789abcdef0123456789abcdef01234567";
+	struct catalog_repo r = { .hub = "hf", .type = "dataset", .name = "acme/secret", .local = true, .private_ = 1 };
+	struct catalog_repo pub = { .hub = "hf", .type = "dataset", .name = "acme/open", .local = true };
+	struct mirror_access *a = NULL;
+	char *err = NULL, *cap;
+
+	CHECK_INT(load(tokens, 0600, &a, &err), 0);
+	if (!a)
+		return;
+	cap = mirror_access_capability(a, key, "team-00000003", btih);
+	CHECK(cap && mirror_access_capability_allows(a, key, cap, btih, &r));
+	CHECK(cap && mirror_access_capability_allows(a, key, cap, btih, &pub));
+	mirror_access_free(&a);
+	/* the same token on the same line, its datasets' grant taken away: its capability no longer opens
+	 * the private one (the public one stays everyone's) */
+	CHECK_INT(load("admin-00000001 *:write\nops-000000002 *\nteam-00000003 hf:acme/*:write\n", 0600, &a, &err), 0);
+	if (a) {
+		CHECK(cap && !mirror_access_capability_allows(a, key, cap, btih, &r));
+		CHECK(cap && mirror_access_capability_allows(a, key, cap, btih, &pub));
+		mirror_access_free(&a);
+	}
+	free(cap);
+}
+
 TEST(who_names_the_line_not_the_token)
 {
 	struct mirror_access *a = NULL;
@@ -159,6 +186,7 @@ int main(void)
 		return 1;
 	RUN(grants_read_and_write);
 	RUN(private_local_repos_are_their_grantees);
+	RUN(capabilities_follow_a_narrowed_grant);
 	RUN(who_names_the_line_not_the_token);
 	RUN(hidden_lists_namespaces);
 	RUN(errors_name_the_line);
