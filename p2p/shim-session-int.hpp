@@ -225,7 +225,8 @@ struct p2p_session {
 
 /* Whether libtorrent's word that it has a piece is a promise now; admits what it has (shim-read.cpp). */
 bool admit_written(torrent_entry const &e);
-/* The web seed counter and, for origin_last, the plugin that keeps the origin last (shim-plugins.cpp). */
+/* The web seed counter and the peer filter: suggestions dropped, and for origin_last the origin kept last
+ * (shim-plugins.cpp). */
 void add_plugins(lt::add_torrent_params &atp, std::shared_ptr<web_bytes> web, bool origin_last);
 /* Bank a torrent's payload counts in s, then remove it from the session (s->mu held). */
 void bank_and_remove(struct p2p_session *s, lt::torrent_handle const &h);

@@ -75,6 +75,15 @@ static lt::settings_pack base_settings(const struct p2p_session_config *cfg)
 	sp.set_int(lt::settings_pack::initial_picker_threshold, 0);
 	if (cfg && cfg->origin)
 		sp.set_str(lt::settings_pack::peer_fingerprint, P2P_ORIGIN_PEER_ID "0100-");
+	/* Keep the piece picker of a torrent that completes. 2.0.8's set_piece_deadline posts
+	 * cancel_non_critical for later, which walks the peers' queues through the picker; when the
+	 * torrent became a seed in between (its last pieces passing meanwhile), the picker is gone and the
+	 * network thread dereferences null (fixed upstream in 2.0.11). A session that sets deadlines
+	 * (p2p_session_want_range: every agent) keeps the picker only in suggest_read_cache mode; the
+	 * suggestions that mode sends are ignored by every hubmirror peer (shim-plugins.cpp), so they do
+	 * not reorder anyone's picks (docs/libtorrent.md, "Other 2.0.8 details"). */
+	if (!cfg || !cfg->origin)
+		sp.set_int(lt::settings_pack::suggest_mode, lt::settings_pack::suggest_read_cache);
 	/* Agents keep connections libtorrent calls redundant: an agent alone at first is in upload mode
 	 * (fill.c), and peers that hung up on it left the swarm a few connections each (reads stalled
 	 * 5-30 s). A mirror's seed keeps the default (docs/libtorrent.md, upload mode). */
