@@ -62,6 +62,7 @@ struct mirror_routes {
 	uv_loop_t *loop;              /* serve's (mirror_routes_set_loop): background work */
 	bool torrents_running, torrents_again, closing; /* new commits' torrents (routes-commit.c) */
 	uv_timer_t torrents_timer;
+	struct mirror_s3_keys *s3_keys; /* serve --s3-keys: access key pairs and their tokens; NULL: none */
 };
 
 /* The operator token of a request (Authorization: Bearer, or ModelScope's m_session_id cookie), in
@@ -71,6 +72,8 @@ const char *mirror__request_token(const struct httpd_req *req, char *buf, size_t
 /* The repos this request may not read, for listings to leave out (mirror_access_hidden); malloc'd
  * JSON or NULL. */
 char *mirror__hidden(const struct mirror_routes *rt, const struct httpd_req *req);
+/* The same for a request acting with token (NULL: anonymous). */
+char *mirror__hidden_for(const struct mirror_routes *rt, const char *token);
 struct catalog_repo;
 /* May a file of the snapshot, of content sha256, be sent from the store's copy? 1: yes (or the store
  * lacks it: fetched on demand as any absent content); 0: the store holds it for another repo and this
@@ -112,6 +115,15 @@ int mirror__route_preheat(struct mirror_routes *rt, struct httpd_req *req, const
 struct catalog_repo;
 json_t *mirror__swarm_json(struct mirror_routes *rt, int64_t snapshot_id, const struct catalog_repo *repo,
 			   const char *base);
+
+/* The S3 API (routes-s3.c): under /s3, and at the root for a signed request (else it passes). */
+int mirror__route_s3(struct mirror_routes *rt, struct httpd_req *req, const char *rest, const char *arg);
+int mirror__route_s3_signed(struct mirror_routes *rt, struct httpd_req *req, const char *rest, const char *arg);
+/* ListObjects (v1, and v2 with list-type=2) of a bucket, built on a worker (routes-s3-list.c): token is
+ * what the request acts with (NULL: anonymous), request_id its x-amz-request-id. */
+void mirror__s3_list(struct mirror_routes *rt, struct httpd_req *req, const char *bucket, const char *hub,
+		     const char *type, const char *token, const char *request_id);
+void mirror__s3_free(struct mirror_routes *rt);
 
 /* The web page and its assets, embedded at build time (routes-web.c). */
 int mirror__route_web(struct mirror_routes *rt, struct httpd_req *req, const char *rest, const char *arg);

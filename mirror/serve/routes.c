@@ -137,8 +137,14 @@ bool mirror__private_local(const struct catalog_repo *r)
 
 char *mirror__hidden(const struct mirror_routes *rt, const struct httpd_req *req)
 {
-	char buf[512], *guarded = rt->access ? mirror_access_hidden(rt->access, mirror__request_token(req, buf, sizeof(buf)))
-					     : NULL, *out;
+	char buf[512];
+
+	return mirror__hidden_for(rt, mirror__request_token(req, buf, sizeof(buf)));
+}
+
+char *mirror__hidden_for(const struct mirror_routes *rt, const char *token)
+{
+	char *guarded = rt->access ? mirror_access_hidden(rt->access, token) : NULL, *out;
 	struct catalog_repo *priv = NULL;
 	size_t n = 0;
 	json_t *arr;
@@ -156,8 +162,7 @@ char *mirror__hidden(const struct mirror_routes *rt, const struct httpd_req *req
 	for (size_t i = 0; i < n; i++)
 		if (!mirror_access_visible(rt->access, &priv[i]) ||
 		    (mirror__private_local(&priv[i]) &&
-		     (!rt->access || !mirror_access_private_allows(rt->access, mirror__request_token(req, buf, sizeof(buf)),
-								   &priv[i]))))
+		     (!rt->access || !mirror_access_private_allows(rt->access, token, &priv[i]))))
 			json_array_append_new(arr, json_sprintf("%s:%s:%s", priv[i].hub, priv[i].type, priv[i].name));
 	out = json_array_size(arr) ? json_dumps(arr, JSON_COMPACT) : NULL;
 	json_decref(arr);
@@ -273,6 +278,9 @@ static const struct route {
 	{ "/api/validate-yaml", mirror__route_validate_yaml, NULL, "hf_validate_yaml", GATE_TOKEN, false, "hf" },
 	{ "/api/v1/models/", mirror__route_ms, "model", "ms_api", GATE_TOKEN, false, "ms" },
 	{ "/api/v1/datasets/", mirror__route_ms, "dataset", "ms_api", GATE_TOKEN, false, "ms" },
+	{ "/s3", mirror__route_s3, NULL, "s3", GATE_NONE, false, "hf" },  /* its own signatures */
+	{ "/s3/", mirror__route_s3, NULL, "s3", GATE_NONE, false, "hf" },
+	{ NULL, mirror__route_s3_signed, NULL, "s3", GATE_NONE, false, "hf" },
 	{ NULL, mirror__route_git, NULL, "git", GATE_TOKEN, false, "git" },
 	{ NULL, mirror__route_web, NULL, "web", GATE_TOKEN, false, "hf" },
 	{ NULL, mirror__route_hf, NULL, "hf", GATE_TOKEN, false, "hf" },
@@ -464,6 +472,7 @@ void mirror_routes_free(struct mirror_routes **r)
 	if (!r || !*r)
 		return;
 	free((*r)->counts);
+	mirror__s3_free(*r);
 	mirror__pool_free(*r);
 	pthread_mutex_destroy(&(*r)->pool_mu);
 	pthread_mutex_destroy(&(*r)->commit_mu);

@@ -38,6 +38,10 @@ void mirror_routes_set_local(struct mirror_routes *r, const char *namespaces, co
 /* New access rules (borrowed like mirror_routes_new's; a worker that took a reference to the old
  * ones keeps it until its answer is done). On the loop. */
 void mirror_routes_set_access(struct mirror_routes *r, const struct mirror_access *access);
+/* The S3 API's access keys (routes-s3.c, docs/protocols/s3.md): path (NULL: none) holds lines
+ * ACCESS_KEY_ID SECRET_ACCESS_KEY [TOKEN], readable by its owner only; a request signed with a key acts
+ * with its token. Returns 0, or an error with *errmsg (malloc'd) naming the line. */
+int mirror_routes_set_s3_keys(struct mirror_routes *r, const char *path, char **errmsg);
 /* How long one catalog search may run (milliseconds, > 0); past it the request gets a 400. */
 void mirror_routes_set_search_budget(struct mirror_routes *r, int ms);
 /* The operator's API (/api/admin/, routes-admin.c): what serve lets it do. token NULL: off. */

@@ -612,6 +612,16 @@ static int start_http(struct server *s, char **errmsg)
 	if (cfg->local_namespaces)
 		mirror_routes_set_local(s->routes, cfg->local_namespaces, cfg->local_quota);
 	mirror_routes_set_loop(s->routes, &s->loop);
+	if (cfg->s3_keys) {
+		char *e = NULL;
+		if ((r = mirror_routes_set_s3_keys(s->routes, cfg->s3_keys, &e))) {
+			if (errmsg)
+				*errmsg = e;
+			else
+				free(e);
+			return r;
+		}
+	}
 	if (cfg->admin_token) {
 		struct mirror_admin a = { cfg->admin_token, s, admin_status, admin_sync_now, admin_report, admin_pause };
 		mirror_routes_set_admin(s->routes, &a);
