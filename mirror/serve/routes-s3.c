@@ -213,6 +213,12 @@ static int s3_auth(struct s3req *s)
 				 "The difference between the request time and the current time is too large.");
 		goto bad;
 	}
+	if (s->rt->access && mirror_access_mode(s->rt->access) == ACCESS_ALL &&
+	    !mirror_access_token_valid(s->rt->access, key->token)) {
+		/* under --auth all a key reads what its token reads, and one without a valid token nothing */
+		s3_error(s, 403, "AccessDenied", "This access key's token gives no access on this mirror.");
+		goto bad;
+	}
 	s->token = key->token ? xstrdup(key->token) : NULL;
 	s3_sig_release(&sig);
 	return 0;
@@ -256,8 +262,15 @@ static void s3_send(struct s3req *s, const struct catalog_repo *repo, const stru
 	httpd_add_header(s->req, "ETag", etag);
 	httpd_add_header(s->req, "Last-Modified", date);
 	httpd_add_header(s->req, "x-amz-version-id", snap->commit);
+	httpd_add_header(s->req, "X-Repo-Commit", snap->commit);
 	if (s3_conditions(s, etag, snap->synced_at))
 		return;
+	if (httpd_header(s->req, "X-Hubmirror-Head")) {
+		/* an agent's GetObject (docs/protocols/s3.md): the answer's headers, the bytes from the swarm */
+		httpd_add_headerf(s->req, "X-Linked-Size", "%" PRId64, e->size);
+		httpd_respond(s->req, 200, "application/octet-stream", "", 0);
+		return;
+	}
 	if (e->size > 0 && httpd_header(s->req, "Range") && httpd_parse_range(httpd_header(s->req, "Range"), e->size, &a, &b) < 0) {
 		httpd_add_headerf(s->req, "Content-Range", "bytes */%" PRId64, e->size);
 		s3_error(s, 416, "InvalidRange", "The requested range is not satisfiable");

@@ -15,6 +15,11 @@
  *  3. wait for the first bytes of the range to be verified in the cache file and open it;
  *  then the body goes out with sendfile as its pieces verify (httpd_respond_file_gated): a byte that
  *  has not passed its piece's hash is never sent, and a transfer that cannot finish is cut short.
+ *
+ * S3 requests (docs/protocols/s3.md: under /s3, or signed at the root) go the same way. The mirror
+ * checks their signatures, so the agent sends the headers a request signed on with it unchanged; a
+ * GetObject keeps its method (it is signed) and carries X-Hubmirror-Head, for the mirror to answer
+ * its headers only, and the bytes come from the swarm like a resolve's.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -32,12 +37,14 @@
 #include "base/err.h"
 #include "base/hex.h"
 #include "base/path.h"
+#include "base/str.h"
 #include "base/xmalloc.h"
 #include "hub/hf.h"
 #include "hub/http/http.h"
 #include "hub/http/httpd.h"
 #include "hub/hub.h"
 #include "hub/ms.h"
+#include "hub/s3.h"
 #include "p2p/p2p.h"
 
 #define READ_WAIT_S 600            /* a body waits this long for its next verified bytes */
@@ -46,7 +53,8 @@
 /* Headers of the mirror's answer that the client gets. */
 static const char *const passed[] = {
 	"Content-Type", "ETag", "X-Repo-Commit", "X-Error-Code", "X-Error-Message", "Link", "X-Linked-Size",
-	"X-Linked-Etag", "Content-Disposition", "Accept-Ranges", "Location", "X-Request-Id", NULL,
+	"X-Linked-Etag", "Content-Disposition", "Accept-Ranges", "Location", "X-Request-Id", "Last-Modified",
+	"x-amz-version-id", "x-amz-request-id", NULL,
 };
 
 struct agent_ep {
@@ -59,6 +67,8 @@ struct agent_ep {
 	struct hub_spec spec;
 	char *fpath;
 	bool file;
+	bool s3;                        /* an S3 request: its signed headers go to the mirror as they are */
+	char **s3_headers;              /* "Name: value" lines of them, NULL-terminated */
 	/* the mirror's answer */
 	long status;
 	json_t *headers;                /* {name: value} of passed[] */
@@ -91,6 +101,9 @@ static void ep_free(struct agent_ep *e)
 	free(e->token);
 	hub_spec_release(&e->spec);
 	free(e->fpath);
+	for (char **h = e->s3_headers; h && *h; h++)
+		free(*h);
+	free(e->s3_headers);
 	json_decref(e->headers);
 	free(e->answer);
 	json_decref(e->meta);
@@ -144,6 +157,52 @@ static void classify(struct agent_ep *e, struct httpd_req *r)
 	free(org);
 	free(name);
 	hf_path_release(&raw);
+}
+
+/* An S3 request (under /s3, or signed at the root): the headers its signature covers, and Authorization,
+ * for the mirror to check; a GetObject or HeadObject is a file of a repo's revision. */
+static void classify_s3(struct agent_ep *e, struct httpd_req *r)
+{
+	const char *path = httpd_path(r), *authz = httpd_header(r, "Authorization"), *q = httpd_query(r);
+	const char *rest = !strcmp(path, "/s3") ? "" : !strncmp(path, "/s3/", 4) ? path + 3 : NULL;
+	char *signed_list = NULL, *bucket = NULL, *key = NULL, **names;
+	const char *hub, *type;
+	struct s3_key k;
+	size_t n = 0;
+
+	if (!rest && !(authz && !strncmp(authz, "AWS4-HMAC-SHA256 ", 17)) && !s3_query_has(q, "X-Amz-Credential"))
+		return;
+	e->s3 = true;
+	if (authz && (signed_list = strstr(authz, "SignedHeaders=")))
+		signed_list = xstrndup(signed_list + 14, strcspn(signed_list + 14, ", "));
+	else
+		signed_list = s3_query_get(q, "X-Amz-SignedHeaders");
+	names = str_split(signed_list ? signed_list : "", ";", NULL);
+	for (char **p = names; *p; p++)
+		n++;
+	e->s3_headers = xcalloc(n + 3, sizeof(*e->s3_headers));
+	n = 0;
+	for (char **p = names; *p; p++) {
+		const char *v = httpd_header(r, *p);
+		if (v && **p && strcasecmp(*p, "host"))
+			e->s3_headers[n++] = xasprintf("%s: %s", *p, v);
+	}
+	if (authz)
+		e->s3_headers[n++] = xasprintf("Authorization: %s", authz);
+	str_split_free(names);
+	free(signed_list);
+	if (!s3_path_parse(rest ? (*rest ? rest : "/") : path, &bucket, &key) && key && !s3_bucket(bucket, &hub, &type) &&
+	    !s3_key_parse(key, &k)) {
+		char *seg = xasprintf("%s:%s%s@%s", hub, !strcmp(type, "dataset") ? "datasets/" : "", k.name, k.rev);
+		if (*k.path && !path_check_str(k.path) && !hub_spec_parse(seg, &e->spec)) {
+			e->file = true;
+			e->fpath = xstrdup(k.path);
+		}
+		free(seg);
+		s3_key_release(&k);
+	}
+	free(bucket);
+	free(key);
 }
 
 /* ---- step 1: the mirror ----------------------------------------------------------------------------- */
@@ -257,21 +316,30 @@ static bool kept_answer(struct agent_ep *e)
 static void ask_mirror(void *job)
 {
 	struct agent_ep *e = job;
-	const char *hdrs[4];
+	const char **hdrs;
 	char *h_host = e->host ? xasprintf("Host: %s", e->host) : NULL;
-	char *h_inm = e->inm && !e->file ? xasprintf("If-None-Match: %s", e->inm) : NULL;
+	char *h_inm = e->inm && (!e->file || e->s3) ? xasprintf("If-None-Match: %s", e->inm) : NULL;
 	char *url = NULL, *err = NULL, *m;
-	size_t n = 0;
+	size_t n = 0, ns = 0;
 	int r = -EINVAL;
 
+	while (e->s3_headers && e->s3_headers[ns])
+		ns++;
+	hdrs = xcalloc(ns + 4, sizeof(*hdrs));
 	if (h_host)
 		hdrs[n++] = h_host;
+	for (size_t i = 0; i < ns; i++)
+		if (strncasecmp(e->s3_headers[i], "If-None-Match:", 14) || !h_inm)
+			hdrs[n++] = e->s3_headers[i];
 	if (h_inm)
 		hdrs[n++] = h_inm;
+	if (e->s3 && e->file)
+		hdrs[n++] = "X-Hubmirror-Head: 1"; /* its headers only: the bytes come from the swarm */
 	hdrs[n] = NULL;
 	/* the mirrors in turn: the first that can be reached answers */
 	for (size_t i = 0; r && (m = agent_mirror_at(e->a->cfg->mirror, i)) != NULL; i++) {
-		struct hub_http_call c = { .max = MAX_ANSWER, .timeout_s = 300, .method = e->file ? "HEAD" : e->method,
+		struct hub_http_call c = { .max = MAX_ANSWER, .timeout_s = 300,
+					   .method = e->file && !e->s3 ? "HEAD" : e->method,
 					   .body = e->blen ? e->body : NULL, .body_len = e->blen, .body_type = e->ctype,
 					   .headers = hdrs, .on_header = keep_header, .ud = e, .token = e->token,
 					   .connect_timeout_ms = 5000, .stall_s = agent_mirror_stall_s(e->a),
@@ -300,6 +368,7 @@ static void ask_mirror(void *job)
 	free(url);
 	free(h_host);
 	free(h_inm);
+	free(hdrs);
 }
 
 static void set_headers(struct httpd_req *r, json_t *headers, bool with_type)
@@ -325,6 +394,17 @@ static void fail(struct httpd_req *r, int status, const char *msg)
 	json_t *j = json_pack("{s:s}", "error", msg);
 	char *s = json_dumps(j, JSON_COMPACT);
 
+	if (!strcmp(httpd_path(r), "/s3") || !strncmp(httpd_path(r), "/s3/", 4) || httpd_header(r, "X-Amz-Date") ||
+	    s3_query_has(httpd_query(r), "X-Amz-Credential")) {
+		/* an S3 client reads AWS's error XML */
+		char *xml = s3_error_xml(status == 416 ? "InvalidRange" : status == 504 ? "SlowDown" : "InternalError",
+					 msg, NULL, "");
+		httpd_respond(r, status, "application/xml", xml, strlen(xml));
+		free(xml);
+		free(s);
+		json_decref(j);
+		return;
+	}
 	httpd_add_header(r, "X-Error-Message", msg);
 	httpd_respond_str(r, status, "application/json", s);
 	free(s);
@@ -582,8 +662,11 @@ int agent_endpoint(void *ud, struct httpd_req *r)
 		ep_free(e);
 		return 0;
 	}
-	if (!strcmp(e->method, "GET") || !strcmp(e->method, "HEAD"))
+	classify_s3(e, r);
+	if (!e->s3 && (!strcmp(e->method, "GET") || !strcmp(e->method, "HEAD")))
 		classify(e, r);
+	else if (e->s3 && strcmp(e->method, "GET") && strcmp(e->method, "HEAD"))
+		e->file = false;
 	httpd_set_route(r, e->file ? "file" : "proxy");
 	httpd_defer(r, ask_mirror, mirror_answered, e);
 	return 0;

@@ -47,22 +47,26 @@ cat >"$T/s3keys" <<'KEYS'
 # ACCESS_KEY_ID SECRET_ACCESS_KEY TOKEN
 AKIAREADER0000000001 reader/Secret+Key0000000000000000000001 tok-reader-abcdefgh
 AKIAOTHER00000000002 other/Secret+Key00000000000000000000002 tok-other-abcdefghi
+AKIANOTOKEN000000003 notoken/Secret+Key0000000000000000000003
 KEYS
 chmod 600 "$T/tokens"
 chmod 644 "$T/s3keys"
 check "a keys file others can read is refused" bash -c "! '$HUBMIRROR' serve --listen 127.0.0.1:0 --tokens '$T/tokens' --s3-keys '$T/s3keys' 2>'$T/refused' && grep -q 'chmod 600' '$T/refused'"
 chmod 600 "$T/s3keys"
 check "serve starts with S3 keys" start_serve --p2p-listen off --tokens "$T/tokens" --s3-keys "$T/s3keys"
+serve_pid=${_pids[-1]}
 
 anon() { "$AWS" --endpoint-url "$M/s3" --no-sign-request --region us-east-1 "$@"; }
 as_reader() { AWS_ACCESS_KEY_ID=AKIAREADER0000000001 AWS_SECRET_ACCESS_KEY=reader/Secret+Key0000000000000000000001 \
+	"$AWS" --endpoint-url "$M" --region us-east-1 "$@"; }
+as_notoken() { AWS_ACCESS_KEY_ID=AKIANOTOKEN000000003 AWS_SECRET_ACCESS_KEY=notoken/Secret+Key0000000000000000000003 \
 	"$AWS" --endpoint-url "$M" --region us-east-1 "$@"; }
 as_other() { AWS_ACCESS_KEY_ID=AKIAOTHER00000000002 AWS_SECRET_ACCESS_KEY=other/Secret+Key00000000000000000000002 \
 	"$AWS" --endpoint-url "$M" --region us-east-1 "$@"; }
 export AWS_CONFIG_FILE=$T/aws-config AWS_SHARED_CREDENTIALS_FILE=$T/aws-credentials AWS_EC2_METADATA_DISABLED=true
 : >"$AWS_CONFIG_FILE"
 hub() { curl -fsS "$M/$1/resolve/$2/$3"; }
-export -f anon as_reader as_other hub
+export -f anon as_reader as_other as_notoken hub
 export AWS
 
 # ---- the AWS CLI ----
@@ -96,6 +100,8 @@ check "the gated repo anonymously: AccessDenied" bash -c "! anon s3api get-objec
 check "... signed with a key whose token has no grant: AccessDenied" bash -c "! as_other s3api get-object --bucket hf --key acme/gated/main/config.json '$T/x' 2>'$T/err' && grep -q AccessDenied '$T/err'"
 check "... signed with the reader's key (at the root): served" test "$(as_reader s3 cp s3://hf/acme/gated/main/config.json -)" = '{"gated": 1}'
 check "... and listed to it" bash -c "as_reader s3 ls s3://hf/acme/ | grep -q 'PRE gated/'"
+check "a key without a token reads what anonymous reads" test "$(as_notoken s3 cp s3://hf/acme/llm/main/config.json -)" = '{"hidden_size": 64}'
+check "... and not the gated repo" bash -c "! as_notoken s3api get-object --bucket hf --key acme/gated/main/config.json '$T/x' 2>'$T/err' && grep -q AccessDenied '$T/err'"
 check "a wrong secret: SignatureDoesNotMatch" bash -c "! AWS_ACCESS_KEY_ID=AKIAREADER0000000001 AWS_SECRET_ACCESS_KEY=wrong '$AWS' --endpoint-url '$M' --region us-east-1 s3 ls s3://hf/ 2>'$T/err' && grep -q SignatureDoesNotMatch '$T/err'"
 check "an unknown key: InvalidAccessKeyId" bash -c "! AWS_ACCESS_KEY_ID=AKIANOBODY AWS_SECRET_ACCESS_KEY=x '$AWS' --endpoint-url '$M' --region us-east-1 s3 ls s3://hf/ 2>'$T/err' && grep -q InvalidAccessKeyId '$T/err'"
 check "signed requests work in another region's signing too" bash -c "AWS_ACCESS_KEY_ID=AKIAREADER0000000001 AWS_SECRET_ACCESS_KEY=reader/Secret+Key0000000000000000000001 '$AWS' --endpoint-url '$M' --region eu-west-3 s3 ls s3://hf/acme/llm/main/ | grep -q config.json"
@@ -157,4 +163,11 @@ unset AWS_CA_BUNDLE # (a machine's own; rclone cannot take a CA bundle over plai
 check "rclone lsf -R a revision" bash -c "rclone lsf -R hm:hf/acme/llm/main >'$T/rc-ls' 2>'$T/rc-err' && grep -qx 'sub/dir/notes a+b c.txt' '$T/rc-ls' && grep -qx 'config.json' '$T/rc-ls'"
 check "rclone copy a model folder" rclone copy hm:hf/acme/llm/main "$T/rc" 2>"$T/rc-err"
 check "... byte for byte" bash -c "diff -r '$T/rc' '$T/cp'"
+
+# ---- --auth all: no request without a valid token, and a key is its token ----
+kill "$serve_pid"; wait "$serve_pid" 2>/dev/null
+check "serve starts with --auth all" start_serve --p2p-listen off --tokens "$T/tokens" --s3-keys "$T/s3keys" --auth all
+check "anonymous S3: AccessDenied" bash -c "! anon s3 ls s3://hf/ 2>'$T/err' && grep -q AccessDenied '$T/err'"
+check "a key without a token: AccessDenied" bash -c "! as_notoken s3 ls s3://hf/ 2>'$T/err' && grep -q AccessDenied '$T/err'"
+check "the reader's key reads its grant" test "$(as_reader s3 cp s3://hf/acme/gated/main/config.json -)" = '{"gated": 1}'
 finish

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# t0851-agent-s3: the S3 API through an agent's local endpoint (docs/protocols/s3.md): listings and
+# errors are the mirror's, signatures are checked by the mirror (the agent passes what was signed as it
+# is), and an object's bytes come through the agent's cache from the swarm, verified, not from the
+# mirror's S3 route. A streamer's pattern, 8 concurrent ranged GETs over each of 4 shards, gets every
+# byte right; aws s3 cp --recursive copies the model byte for byte; a wrong secret is refused.
+. "$HM_SRC/tests/integration/lib.sh"
+AWS=/usr/bin/aws
+[ -x "$AWS" ] && "$PY" -c 'import boto3' 2>/dev/null || skip "needs awscli and python3-boto3 (Debian's)"
+cat >"$T/spec.json" <<'JSON'
+{"repos": [
+  {"hub": "hf", "type": "model", "id": "acme/shards",
+   "files": [{"path": "config.json", "content": "{\"shards\": 4}\n"},
+             {"path": "model-00001-of-00004.safetensors", "size": 3000000, "seed": 11},
+             {"path": "model-00002-of-00004.safetensors", "size": 3100000, "seed": 12},
+             {"path": "model-00003-of-00004.safetensors", "size": 2900000, "seed": 13},
+             {"path": "model-00004-of-00004.safetensors", "size": 1000001, "seed": 14},
+             {"path": "model.safetensors.index.json", "content": "{\"weight_map\": {}}\n"}]}
+ ]}
+JSON
+sync_from_fake hf:acme/shards
+cat >"$T/s3keys" <<'KEYS'
+AKIAREADER0000000001 reader/Secret+Key0000000000000000000001
+KEYS
+chmod 600 "$T/s3keys"
+check "serve starts" start_serve --p2p-listen 127.0.0.1:0 --s3-keys "$T/s3keys"
+check "an agent with a local endpoint starts" "$HUBMIRROR" agent --mirror "$M" --cache "$T/cache" --listen 127.0.0.1:0 --http 127.0.0.1:0
+E=http://127.0.0.1:$("$HUBMIRROR" status --json | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["http_port"])')
+export AWS_CONFIG_FILE=$T/aws-config AWS_SHARED_CREDENTIALS_FILE=$T/aws-credentials AWS_EC2_METADATA_DISABLED=true
+: >"$AWS_CONFIG_FILE"
+anon() { "$AWS" --endpoint-url "$E/s3" --no-sign-request --region us-east-1 "$@"; }
+signed() { AWS_ACCESS_KEY_ID=AKIAREADER0000000001 AWS_SECRET_ACCESS_KEY=${SECRET:-reader/Secret+Key0000000000000000000001} \
+	"$AWS" --endpoint-url "$E" --region us-east-1 "$@"; }
+export -f anon signed
+export AWS E
+S3PY="$HM_SRC/tests/integration/helpers/s3client.py"
+for i in 1 2 3 4; do curl -fsS "$M/acme/shards/resolve/main/model-0000$i-of-00004.safetensors" -o "$T/want$i"; done
+
+check "aws s3 ls through the agent: the mirror's listing" bash -c "anon s3 ls s3://hf/acme/shards/main/ >'$T/ls' && [ \$(wc -l <'$T/ls') = 7 ] && grep -q ' 3100000 model-00002-of-00004.safetensors' '$T/ls'"
+check "boto3: 8 concurrent ranged GETs of shard 1 through the agent, every byte checked" \
+	"$PY" "$S3PY" "$E/s3" ranges hf acme/shards/main/model-00001-of-00004.safetensors "$T/want1" 8
+check "... of shard 2 at once with shard 3 (16 streams)" bash -c "
+	'$PY' '$S3PY' '$E/s3' ranges hf acme/shards/main/model-00002-of-00004.safetensors '$T/want2' 8 & a=\$!
+	'$PY' '$S3PY' '$E/s3' ranges hf acme/shards/main/model-00003-of-00004.safetensors '$T/want3' 8 || exit 1
+	wait \$a"
+check "a HEAD through the agent: the object's size and ETag" bash -c "anon s3api head-object --bucket hf --key acme/shards/main/model-00004-of-00004.safetensors >'$T/head' && grep -q '\"ContentLength\": 1000001' '$T/head' && grep -q ETag '$T/head'"
+check "aws s3 cp --recursive through the agent" anon s3 cp --quiet --recursive s3://hf/acme/shards/main/ "$T/cp/"
+for i in 1 2 3 4; do
+	check "... shard $i byte for byte" cmp -s "$T/cp/model-0000$i-of-00004.safetensors" "$T/want$i"
+done
+check "a range past the end: InvalidRange" bash -c "! anon s3api get-object --bucket hf --key acme/shards/main/config.json --range bytes=999999- '$T/x' 2>'$T/err' && grep -q InvalidRange '$T/err'"
+check "a missing key: the mirror's NoSuchKey" bash -c "! anon s3api get-object --bucket hf --key acme/shards/main/nothere '$T/x' 2>'$T/err' && grep -q NoSuchKey '$T/err'"
+# the bytes: the mirror's S3 route sent headers only; they came over the swarm and its web seed
+s3_bytes=$(awk '$7 ~ /^\/s3\// { n += $10 } END { print n + 0 }' "$T/access.log")
+check "the mirror's S3 route sent no object's bytes ($s3_bytes bytes in all)" test "$s3_bytes" -lt 200000
+check "signed at the agent's root: the mirror checks the signature the client made" bash -c "signed s3 ls s3://hf/acme/shards/main/ | grep -q config.json"
+check "... and a signed GetObject's bytes come from the agent" bash -c "signed s3 cp s3://hf/acme/shards/main/model-00004-of-00004.safetensors - | cmp -s - '$T/want4'"
+check "a wrong secret through the agent: SignatureDoesNotMatch" bash -c "! SECRET=wrong signed s3 ls s3://hf/acme/shards/ 2>'$T/err' && grep -q SignatureDoesNotMatch '$T/err'"
+check "agent --stop" "$HUBMIRROR" agent --stop
+finish
