@@ -3,10 +3,12 @@
 # errors are the mirror's, signatures are checked by the mirror (the agent passes what was signed as it
 # is), and an object's bytes come through the agent's cache from the swarm, verified, not from the
 # mirror's S3 route. A streamer's pattern, 8 concurrent ranged GETs over each of 4 shards, gets every
-# byte right; aws s3 cp --recursive copies the model byte for byte; a wrong secret is refused.
+# byte right; aws s3 cp --recursive, s3cmd, rclone and a presigned URL get the model byte for byte; a
+# wrong secret and a tampered URL are refused.
 . "$HM_SRC/tests/integration/lib.sh"
 AWS=/usr/bin/aws
-[ -x "$AWS" ] && "$PY" -c 'import boto3' 2>/dev/null || skip "needs awscli and python3-boto3 (Debian's)"
+[ -x "$AWS" ] && command -v s3cmd >/dev/null && command -v rclone >/dev/null && "$PY" -c 'import boto3' 2>/dev/null ||
+	skip "needs awscli, s3cmd, rclone and python3-boto3 (Debian's)"
 cat >"$T/spec.json" <<'JSON'
 {"repos": [
   {"hub": "hf", "type": "model", "id": "acme/shards",
@@ -55,6 +57,18 @@ s3_bytes=$(awk '$7 ~ /^\/s3\// { n += $10 } END { print n + 0 }' "$T/access.log"
 check "the mirror's S3 route sent no object's bytes ($s3_bytes bytes in all)" test "$s3_bytes" -lt 200000
 check "signed at the agent's root: the mirror checks the signature the client made" bash -c "signed s3 ls s3://hf/acme/shards/main/ | grep -q config.json"
 check "... and a signed GetObject's bytes come from the agent" bash -c "signed s3 cp s3://hf/acme/shards/main/model-00004-of-00004.safetensors - | cmp -s - '$T/want4'"
+url=$(AWS_ACCESS_KEY_ID=AKIAREADER0000000001 AWS_SECRET_ACCESS_KEY=reader/Secret+Key0000000000000000000001 "$PY" "$S3PY" "$E" presign hf acme/shards/main/model-00003-of-00004.safetensors 300)
+check "a presigned URL for the agent (boto3): curl gets the shard" bash -c "curl -fsS '$url' | cmp -s - '$T/want3'"
+check "... tampered: SignatureDoesNotMatch" bash -c "curl -s '${url/00003-of/00002-of}' | grep -q SignatureDoesNotMatch"
+host=${E#http://}
+printf '[default]\naccess_key = AKIAREADER0000000001\nsecret_key = reader/Secret+Key0000000000000000000001\nhost_base = %s\nhost_bucket = %s\nuse_https = False\nsignature_v2 = False\nbucket_location = us-east-1\n' "$host" "$host" >"$T/s3cfg"
+check "s3cmd ls through the agent" bash -c "s3cmd -c '$T/s3cfg' ls s3://hf/acme/shards/main/ 2>&1 | grep -q 's3://hf/acme/shards/main/config.json'"
+check "s3cmd get through the agent, no MD5 warning" bash -c "s3cmd -c '$T/s3cfg' get --force s3://hf/acme/shards/main/model-00001-of-00004.safetensors '$T/s3cmd.bin' >'$T/s3cmd.out' 2>&1 && cmp -s '$T/s3cmd.bin' '$T/want1' && ! grep -qi md5 '$T/s3cmd.out'"
+export RCLONE_CONFIG_HM_TYPE=s3 RCLONE_CONFIG_HM_PROVIDER=Other RCLONE_CONFIG_HM_ENDPOINT=$E \
+	RCLONE_CONFIG_HM_ACCESS_KEY_ID=AKIAREADER0000000001 RCLONE_CONFIG_HM_SECRET_ACCESS_KEY=reader/Secret+Key0000000000000000000001 \
+	RCLONE_CONFIG_HM_FORCE_PATH_STYLE=true RCLONE_CONFIG=$T/rclone.conf
+: >"$T/rclone.conf"
+check "rclone copy through the agent, byte for byte" bash -c "env -u AWS_CA_BUNDLE rclone copy hm:hf/acme/shards/main '$T/rc' 2>'$T/rc-err' && diff -r '$T/rc' '$T/cp'"
 check "a wrong secret through the agent: SignatureDoesNotMatch" bash -c "! SECRET=wrong signed s3 ls s3://hf/acme/shards/ 2>'$T/err' && grep -q SignatureDoesNotMatch '$T/err'"
 check "agent --stop" "$HUBMIRROR" agent --stop
 finish
