@@ -3,11 +3,12 @@
 
   /usr/bin/python3 bench/s3_bench.py [--hubmirror PATH] [--gib 1] [--streams 16] [--rounds 3]
 
-Needs nginx and curl (apt-get install nginx-light curl), and root for dropping the page cache. One
-data directory with a GIB GiB file (serve_bench's, recorded through the real schema) is served by
-`hubmirror serve` and, the same blob file, by nginx (one worker, sendfile). Every case starts with
+Needs nginx and curl (apt-get install nginx-light curl), and root for dropping the page cache. A
+repository with a GIB GiB file, synced from the fake upstream, is served by `hubmirror serve` (with its
+torrent and seed) and, the same blob file in the store, by nginx (one worker, sendfile). Every case starts with
 the page cache dropped (`sync; echo 3 > /proc/sys/vm/drop_caches`): disk is part of the path. The
-cases take turns round by round and the median of ROUNDS is printed, with ratios:
+cases take turns round by round (each of the three first in turn) and the median of ROUNDS is printed,
+with ratios:
 
   1. the whole file with one curl: nginx, the mirror's resolve route, the mirror's S3 GetObject;
   2. the file in STREAMS ranged GETs at once, one curl each (a model streamer's pattern): the same
@@ -26,7 +27,7 @@ import tempfile
 import time
 
 import benchlib  # noqa: E402
-import serve_bench  # noqa: E402  (make_data, free_port)
+import serve_bench  # noqa: E402  (free_port)
 
 
 def drop_caches():
@@ -80,8 +81,22 @@ def main():
         raise SystemExit("s3_bench: nginx is missing (apt-get install nginx-light)")
     work = tempfile.mkdtemp(prefix="hm-s3bench-", dir="/var/tmp")
     data = os.path.join(work, "data")
-    files = serve_bench.make_data(a.hubmirror, data, a.gib)
-    size, sha = files["model.safetensors"]
+    size = a.gib << 30
+    fake, fready = benchlib.start_fakehub(work, {"repos": [{"hub": "hf", "type": "model", "id": "bench/big", "files": [
+        {"path": "config.json", "content": "{}\n"}, {"path": "model.safetensors", "size": size, "seed": 7}]}]})
+    hm = ng = None
+    for _ in range(600):
+        if os.path.exists(fready) and os.path.getsize(fready):
+            break
+        time.sleep(0.1)
+    env = dict(os.environ, HUBMIRROR_DATA=data,
+               HUBMIRROR_HF_UPSTREAM=__import__("json").load(open(fready))["api"])
+    subprocess.run([a.hubmirror, "add", "hf:bench/big"], env=env, check=True, stdout=subprocess.DEVNULL)
+    subprocess.run([a.hubmirror, "sync"], env=env, check=True, stdout=subprocess.DEVNULL)
+    blob = subprocess.run(["find", os.path.join(data, "store"), "-type", "f", "-size", "+%dk" % (size // 1024 - 1)],
+                          capture_output=True, text=True, check=True).stdout.split()[0]
+    blobs = os.path.dirname(os.path.dirname(blob))
+    assert os.path.getsize(blob) == size
     hm_port, ng_port = serve_bench.free_port(), serve_bench.free_port()
     ready = os.path.join(work, "url")
     hm = subprocess.Popen([a.hubmirror, "serve", "--data", data, "--listen", "127.0.0.1:%d" % hm_port,
@@ -91,8 +106,8 @@ def main():
 events { worker_connections 1024; }
 http { access_log off; sendfile on; tcp_nopush on;
   types { application/octet-stream safetensors; }
-  server { listen 127.0.0.1:%d; root %s/store/blobs; } }
-""" % (work, work, ng_port, data))
+  server { listen 127.0.0.1:%d; root %s; } }
+""" % (work, work, ng_port, blobs))
     ng = subprocess.Popen(["/usr/sbin/nginx", "-c", conf], stderr=subprocess.DEVNULL)
     try:
         for _ in range(200):
@@ -101,13 +116,15 @@ http { access_log off; sendfile on; tcp_nopush on;
             time.sleep(0.05)
         time.sleep(0.5)
         m = "http://127.0.0.1:%d" % hm_port
-        urls = {"nginx": "http://127.0.0.1:%d/%s/%s" % (ng_port, sha[:2], sha),
+        urls = {"nginx": "http://127.0.0.1:%d/%s" % (ng_port, os.path.relpath(blob, blobs)),
                 "resolve": m + "/bench/big/resolve/main/model.safetensors",
                 "s3": m + "/s3/hf/bench/big/main/model.safetensors"}
         t = {k: [] for k in ("1-nginx", "1-resolve", "1-s3", "n-nginx", "n-resolve", "n-s3", "agent-s3",
                              "agent-resolve")}
         for run in range(a.rounds):
-            for k, u in urls.items():
+            order = list(urls.items())
+            order = order[run % len(order):] + order[:run % len(order)]  # each case first in turn
+            for k, u in order:
                 drop_caches()
                 t["1-" + k].append(one_get(u, size))
                 drop_caches()
@@ -139,7 +156,7 @@ http { access_log off; sendfile on; tcp_nopush on;
         for r in rows:
             print("| %s | %.0f | %s |" % r)
     finally:
-        benchlib.stop(hm, ng, work=work)
+        benchlib.stop(hm, ng, fake, work=work)
 
 
 if __name__ == "__main__":

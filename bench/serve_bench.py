@@ -59,7 +59,7 @@ def make_data(hm, data, gib):
     sid = db.execute("INSERT INTO snapshots (repo_id, commit_id, synced_at, file_count, total_size, selection) "
                      "VALUES (?,?,?,?,?,?)", (rid, "a" * 40, now, 2, sum(f[1] for f in files), "x")).lastrowid
     for path, size, sha in files:
-        db.execute("INSERT INTO blobs VALUES (?,?,?)", (sha, size, now))
+        db.execute("INSERT INTO blobs (sha256, size, stored_at) VALUES (?,?,?)", (sha, size, now))
         db.execute("INSERT INTO files VALUES (?,?,?,?,?,?)",
                    (sid, path, size, "b" * 40, sha if path.endswith("safetensors") else None, sha))
     db.execute("INSERT INTO refs VALUES (?,?,?,?,?)", (rid, "main", "branch", sid, now))
