@@ -266,7 +266,7 @@ static void torrent_release(struct mirror__job *job)
 /* The .torrent's URLs: this mirror as tracker and (unless ?webseed=0) web seed, with a capability
  * when the repo is guarded. Returns 0, or -1 having answered 503. */
 static int torrent_urls(struct mirror_routes *rt, struct httpd_req *req, const struct catalog_repo *repo,
-			struct torrent_job *tj)
+			struct torrent_job *tj, const char *cap_in)
 {
 	char *base = mirror__self_base(req), *ws = httpd_query_param(req, "webseed"), *cap = NULL;
 	/* ?webseed=0: peers only (the mirrors are then trackers, not sources) */
@@ -278,8 +278,10 @@ static int torrent_urls(struct mirror_routes *rt, struct httpd_req *req, const s
 		/* guarded: BitTorrent clients send no token, so the URLs carry a capability for this one
 		 * (the mirrors of one deployment share the key: docs/deployment.md) */
 		char tb[512];
-		cap = rt->have_p2p_key ? mirror_access_capability(rt->access, rt->p2p_key,
-								  mirror__request_token(req, tb, sizeof(tb)), tj->t.btih) : NULL;
+		cap = cap_in ? xstrdup(cap_in)
+			     : rt->have_p2p_key ? mirror_access_capability(rt->access, rt->p2p_key,
+									   mirror__request_token(req, tb, sizeof(tb)), tj->t.btih)
+						: NULL;
 		if (!cap) {
 			mirror__respond_json(req, 503, json_pack("{s:s}", "error", "no key to make this torrent's URLs with"));
 			r = -1;
@@ -305,6 +307,8 @@ out:
 static void torrent(struct mirror_routes *rt, struct httpd_req *req, const char *rest)
 {
 	char *seg[4] = { 0 }, *name = NULL, *rev = httpd_query_param(req, "rev"), *meta = httpd_query_param(req, "meta");
+	/* a capability for this snapshot's torrent instead of a token: one an S3 answer gave an agent */
+	char *cap = httpd_query_param(req, "cap");
 	struct catalog_repo repo = { 0 };
 	struct catalog_snapshot snap;
 	struct torrent_job *tj = xcalloc(1, sizeof(*tj));
@@ -322,7 +326,7 @@ static void torrent(struct mirror_routes *rt, struct httpd_req *req, const char 
 		mirror__respond_json(req, 404, json_pack("{s:s}", "error", "repo not on this mirror"));
 		goto out;
 	}
-	if (!mirror__access_check(rt, req, seg[0], seg[1], name, NULL, NULL))
+	if (!cap && !mirror__access_check(rt, req, seg[0], seg[1], name, NULL, NULL))
 		goto out;
 	r = catalog_resolve(rt->data->catalog, seg[0], seg[1], name, rev, &repo, &snap, &found);
 	have_repo = !r || (r == HM_ERR_NOT_FOUND && found);
@@ -330,8 +334,13 @@ static void torrent(struct mirror_routes *rt, struct httpd_req *req, const char 
 		mirror__respond_json(req, 404, json_pack("{s:s}", "error", "repo not on this mirror"));
 		goto out;
 	}
-	if (found && mirror__private_local(&repo) && !mirror__access_check(rt, req, seg[0], seg[1], name, &repo, NULL))
+	if (found && mirror__private_local(&repo) && !cap && !mirror__access_check(rt, req, seg[0], seg[1], name, &repo, NULL))
 		goto out;
+	if (cap && r) {
+		/* (nothing is tracked on demand for a capability: it names a snapshot the mirror has) */
+		mirror__respond_json(req, 403, json_pack("{s:s}", "error", "the capability opens no snapshot here"));
+		goto out;
+	}
 	if (r == HM_ERR_NOT_FOUND && !found && mirror_ondemand_track(rt, req, seg[0], seg[1], name, strcmp(seg[0], "ms") ? mirror__hf_refuse : mirror__ms_refuse))
 		goto out; /* fetched on demand: answered once it is listed */
 	if (r) {
@@ -359,10 +368,14 @@ static void torrent(struct mirror_routes *rt, struct httpd_req *req, const char 
 			r == HM_ERR_NOT_FOUND ? "no torrent for this snapshot yet (the next sync makes it)" : "catalog error"));
 		goto out;
 	}
+	if (cap && !(rt->have_p2p_key && mirror_access_capability_allows(rt->access, rt->p2p_key, cap, tj->t.btih, &repo))) {
+		mirror__respond_json(req, 403, json_pack("{s:s}", "error", "the capability does not open this snapshot's torrent"));
+		goto out;
+	}
 	tj->meta = meta && !strcmp(meta, "1");
 	if (tj->meta)
 		tj->revision = xstrdup(rev && *rev ? rev : repo.follow_rev);
-	else if (torrent_urls(rt, req, &repo, tj))
+	else if (torrent_urls(rt, req, &repo, tj, cap))
 		goto out;
 	memcpy(tj->commit, snap.commit, sizeof(tj->commit));
 	tj->synced_at = snap.synced_at;
@@ -380,6 +393,7 @@ out:
 	free(name);
 	free(rev);
 	free(meta);
+	free(cap);
 }
 
 /* ---- web seed --------------------------------------------------------------------------------------- */

@@ -68,6 +68,7 @@ struct agent_ep {
 	char *fpath;
 	bool file;
 	bool s3;                        /* an S3 request: its signed headers go to the mirror as they are */
+	char *cap;                      /* the mirror's X-Hubmirror-Capability for the object's torrent */
 	char **s3_headers;              /* "Name: value" lines of them, NULL-terminated */
 	/* the mirror's answer */
 	long status;
@@ -101,6 +102,7 @@ static void ep_free(struct agent_ep *e)
 	free(e->token);
 	hub_spec_release(&e->spec);
 	free(e->fpath);
+	free(e->cap);
 	for (char **h = e->s3_headers; h && *h; h++)
 		free(*h);
 	free(e->s3_headers);
@@ -211,6 +213,12 @@ static void keep_header(void *ud, const char *name, const char *value)
 {
 	struct agent_ep *e = ud;
 
+	if (!strcasecmp(name, "X-Hubmirror-Capability")) {
+		/* the agent's, to fetch a guarded snapshot with (never the client's) */
+		free(e->cap);
+		e->cap = xstrdup(value);
+		return;
+	}
 	for (const char *const *p = passed; *p; p++)
 		if (!strcasecmp(name, *p))
 			json_object_set_new(e->headers, *p, json_string(value));
@@ -421,7 +429,7 @@ static void fetch_snapshot(void *job)
 
 	if (commit)
 		at.revision = (char *)commit; /* the very commit the mirror answered for */
-	if (agent_fetch_snapshot(e->a, e->a->cfg->mirror, e->token, &at, &e->meta, &e->tor, &e->tlen, &e->why) && !e->why)
+	if (agent_fetch_snapshot(e->a, e->a->cfg->mirror, e->token, e->cap, &at, &e->meta, &e->tor, &e->tlen, &e->why) && !e->why)
 		e->why = xstrdup("the mirror gave no snapshot");
 }
 

@@ -17,15 +17,21 @@ cat >"$T/spec.json" <<'JSON'
              {"path": "model-00002-of-00004.safetensors", "size": 3100000, "seed": 12},
              {"path": "model-00003-of-00004.safetensors", "size": 2900000, "seed": 13},
              {"path": "model-00004-of-00004.safetensors", "size": 1000001, "seed": 14},
-             {"path": "model.safetensors.index.json", "content": "{\"weight_map\": {}}\n"}]}
+             {"path": "model.safetensors.index.json", "content": "{\"weight_map\": {}}\n"}]},
+  {"hub": "hf", "type": "model", "id": "acme/guarded",
+   "files": [{"path": "config.json", "content": "{\"guarded\": 1}\n"},
+             {"path": "w.safetensors", "size": 2000000, "seed": 15}]}
  ]}
 JSON
-sync_from_fake hf:acme/shards
+sync_from_fake hf:acme/shards hf:acme/guarded
+cat >"$T/tokens" <<'TOK'
+tok-reader-abcdefgh hf:acme/guarded
+TOK
 cat >"$T/s3keys" <<'KEYS'
-AKIAREADER0000000001 reader/Secret+Key0000000000000000000001
+AKIAREADER0000000001 reader/Secret+Key0000000000000000000001 tok-reader-abcdefgh
 KEYS
-chmod 600 "$T/s3keys"
-check "serve starts" start_serve --p2p-listen 127.0.0.1:0 --s3-keys "$T/s3keys"
+chmod 600 "$T/s3keys" "$T/tokens"
+check "serve starts" start_serve --p2p-listen 127.0.0.1:0 --tokens "$T/tokens" --s3-keys "$T/s3keys"
 check "an agent with a local endpoint starts" "$HUBMIRROR" agent --mirror "$M" --cache "$T/cache" --listen 127.0.0.1:0 --http 127.0.0.1:0
 E=http://127.0.0.1:$("$HUBMIRROR" status --json | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["http_port"])')
 export AWS_CONFIG_FILE=$T/aws-config AWS_SHARED_CREDENTIALS_FILE=$T/aws-credentials AWS_EC2_METADATA_DISABLED=true
@@ -69,6 +75,15 @@ export RCLONE_CONFIG_HM_TYPE=s3 RCLONE_CONFIG_HM_PROVIDER=Other RCLONE_CONFIG_HM
 	RCLONE_CONFIG_HM_FORCE_PATH_STYLE=true RCLONE_CONFIG=$T/rclone.conf
 : >"$T/rclone.conf"
 check "rclone copy through the agent, byte for byte" bash -c "env -u AWS_CA_BUNDLE rclone copy hm:hf/acme/shards/main '$T/rc' 2>'$T/rc-err' && diff -r '$T/rc' '$T/cp'"
+# a guarded repo: the mirror admits the signed request and gives the agent a capability for the
+# snapshot's torrent, which it has no token to ask for
+curl -fsS -H 'Authorization: Bearer tok-reader-abcdefgh' "$M/acme/guarded/resolve/main/w.safetensors" -o "$T/wantg"
+check "a guarded repo through the agent anonymously: AccessDenied" bash -c "! anon s3api get-object --bucket hf --key acme/guarded/main/w.safetensors '$T/x' 2>'$T/err' && grep -q AccessDenied '$T/err'"
+check "... signed with a key that grants it: its bytes, through the swarm" bash -c "signed s3 cp s3://hf/acme/guarded/main/w.safetensors - | cmp -s - '$T/wantg'"
+check "... the agent holds its snapshot now" bash -c "'$HUBMIRROR' status --json | grep -q 'acme/guarded'"
+check "the agent was never given the capability's header" bash -c "! signed s3api head-object --bucket hf --key acme/guarded/main/config.json --debug 2>&1 | grep -qi 'x-hubmirror-capability'"
+check "a made-up capability opens no torrent" test "$(curl -s -o /dev/null -w '%{http_code}' "$M/api/p2p/torrent/hf/model/acme/guarded?cap=0.0123456789abcdef0123456789abcdef")" = 403
+check "... nor its description" test "$(curl -s -o /dev/null -w '%{http_code}' "$M/api/p2p/torrent/hf/model/acme/guarded?meta=1&cap=0.0123456789abcdef0123456789abcdef")" = 403
 check "a wrong secret through the agent: SignatureDoesNotMatch" bash -c "! SECRET=wrong signed s3 ls s3://hf/acme/shards/ 2>'$T/err' && grep -q SignatureDoesNotMatch '$T/err'"
 check "agent --stop" "$HUBMIRROR" agent --stop
 finish
