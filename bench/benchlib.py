@@ -9,6 +9,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+import time
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -39,6 +40,16 @@ def start_fakehub(work, spec):
                              "--repos", os.path.join(work, "spec.json"), "--ready-file", ready, "--quiet",
                              "--cache-dir", os.path.join(work, "fakecache")], stdout=subprocess.DEVNULL)
     return fake, ready
+
+
+def wait_for(path, seconds=60):
+    """Wait until the file at path exists and is not empty (a server's ready file); False on timeout."""
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        if os.path.exists(path) and os.path.getsize(path):
+            return True
+        time.sleep(0.05)
+    return False
 
 
 def sha256_of(path):

@@ -85,10 +85,7 @@ def main():
     fake, fready = benchlib.start_fakehub(work, {"repos": [{"hub": "hf", "type": "model", "id": "bench/big", "files": [
         {"path": "config.json", "content": "{}\n"}, {"path": "model.safetensors", "size": size, "seed": 7}]}]})
     hm = ng = None
-    for _ in range(600):
-        if os.path.exists(fready) and os.path.getsize(fready):
-            break
-        time.sleep(0.1)
+    benchlib.wait_for(fready)
     env = dict(os.environ, HUBMIRROR_DATA=data,
                HUBMIRROR_HF_UPSTREAM=__import__("json").load(open(fready))["api"])
     subprocess.run([a.hubmirror, "add", "hf:bench/big"], env=env, check=True, stdout=subprocess.DEVNULL)
@@ -110,11 +107,8 @@ http { access_log off; sendfile on; tcp_nopush on;
 """ % (work, work, ng_port, blobs))
     ng = subprocess.Popen(["/usr/sbin/nginx", "-c", conf], stderr=subprocess.DEVNULL)
     try:
-        for _ in range(200):
-            if os.path.exists(ready):
-                break
-            time.sleep(0.05)
-        time.sleep(0.5)
+        benchlib.wait_for(ready)
+        time.sleep(0.5)  # (nginx)
         m = "http://127.0.0.1:%d" % hm_port
         urls = {"nginx": "http://127.0.0.1:%d/%s" % (ng_port, os.path.relpath(blob, blobs)),
                 "resolve": m + "/bench/big/resolve/main/model.safetensors",

@@ -309,6 +309,9 @@ int cli_serve_prepare(int argc, char **argv, struct serve_prep *p)
 		CLI_STR("local", &cfg->local_namespaces, "NS[,NS...]",
 			"namespaces whose repos are this mirror's own: pushed by users with\n"
 			"a write grant (docs/uploads.md), never synced or fetched on demand"),
+		CLI_STR("s3-domain", &cfg->s3_domain, "HOST",
+			"a host name of the S3 API's own (docs/protocols/s3.md): requests to it\n"
+			"are S3's, path-style, and to BUCKET.HOST virtual-host style"),
 		CLI_STR("s3-keys", &cfg->s3_keys, "FILE",
 			"access keys of the S3 API (docs/protocols/s3.md): lines ACCESS_KEY_ID\n"
 			"SECRET_ACCESS_KEY [TOKEN] (mode 600); a signed request acts with TOKEN"),

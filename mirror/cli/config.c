@@ -64,6 +64,7 @@ static const struct config_key keys[] = {
 	{ "hub", "local", "local", CONFIG_SERVE, false },
 	{ "hub", "quota", "local-quota", CONFIG_SERVE, false },
 	{ "s3", "keys", "s3-keys", CONFIG_SERVE, false },
+	{ "s3", "domain", "s3-domain", CONFIG_SERVE, false },
 	{ "sync", "at", "sync-at", CONFIG_SERVE, false },
 	{ "sync", "every", "sync-every", CONFIG_SERVE, false },
 	{ "sync", "hf-upstream", "hf-upstream", CONFIG_SERVE | CONFIG_SYNC, false },

@@ -63,6 +63,7 @@ struct mirror_routes {
 	bool torrents_running, torrents_again, closing; /* new commits' torrents (routes-commit.c) */
 	uv_timer_t torrents_timer;
 	struct mirror_s3_keys *s3_keys; /* serve --s3-keys: access key pairs and their tokens; NULL: none */
+	const char *s3_domain;        /* serve --s3-domain (borrowed); NULL: none */
 };
 
 /* The operator token of a request (Authorization: Bearer, or ModelScope's m_session_id cookie), in
@@ -116,9 +117,13 @@ struct catalog_repo;
 json_t *mirror__swarm_json(struct mirror_routes *rt, int64_t snapshot_id, const struct catalog_repo *repo,
 			   const char *base);
 
-/* The S3 API (routes-s3.c): under /s3, and at the root for a signed request (else it passes). */
+/* The S3 API (routes-s3.c): under /s3, and at the root for a signed request or one to --s3-domain
+ * (else it passes). */
 int mirror__route_s3(struct mirror_routes *rt, struct httpd_req *req, const char *rest, const char *arg);
 int mirror__route_s3_signed(struct mirror_routes *rt, struct httpd_req *req, const char *rest, const char *arg);
+/* A request to the --s3-domain host (or a bucket under it), before any other route: S3's whatever its
+ * path (HTTPD_PASS for any other Host). */
+int mirror__route_s3_host(struct mirror_routes *rt, struct httpd_req *req);
 /* ListObjects (v1, and v2 with list-type=2) of a bucket, built on a worker (routes-s3-list.c): token is
  * what the request acts with (NULL: anonymous), request_id its x-amz-request-id. */
 void mirror__s3_list(struct mirror_routes *rt, struct httpd_req *req, const char *bucket, const char *hub,

@@ -6,9 +6,11 @@
  * same access rules as the Hub's API: a request signed with an access key acts with the token the
  * operator mapped that key to (serve --s3-keys), an unsigned one is anonymous.
  *
- * Reached under /s3 always, and at the root when the request is signed (an AWS Authorization header
- * or a presigned URL's X-Amz-Credential): a client whose endpoint is the mirror's bare URL signs.
+ * Reached under /s3 always, at the root when the request is signed (an AWS Authorization header or a
+ * presigned URL's X-Amz-Credential: a client whose endpoint is the mirror's bare URL signs), and on the
+ * operator's S3 host name (serve --s3-domain), path-style or with the bucket in the host name.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -29,6 +31,7 @@
 #include "base/str.h"
 #include "base/xmalloc.h"
 #include "catalog/catalog.h"
+#include "hub/hub.h"
 #include "hub/s3.h"
 #include "mirror/data.h"
 #include "access.h"
@@ -318,7 +321,10 @@ static void s3_object(struct s3req *s)
 	bool found = false;
 	int r;
 
-	if (s3_key_parse(s->key, &k)) {
+	if (s3_key_parse(s->key, &k) || hub_check_name(strcmp(s->hub, "ms") ? HUB_HF : HUB_MS, k.name)) {
+		/* (a name the hub could not have reaches no lookup) */
+		if (k.name)
+			s3_key_release(&k);
 		s3_error(s, 404, "NoSuchKey", "The specified key does not exist.");
 		return;
 	}
@@ -462,6 +468,49 @@ int mirror__route_s3(struct mirror_routes *rt, struct httpd_req *req, const char
 	path = xasprintf("/%s", rest);
 	r = s3_handle(rt, req, path);
 	free(path);
+	return r;
+}
+
+void mirror_routes_set_s3_domain(struct mirror_routes *rt, const char *domain)
+{
+	rt->s3_domain = domain && *domain ? domain : NULL;
+}
+
+/* With --s3-domain D: a Host of D (path-style) or of BUCKET.D (virtual-host style; *bucket, malloc'd).
+ * Returns false for any other Host. */
+static bool s3_host(const struct mirror_routes *rt, const struct httpd_req *req, char **bucket)
+{
+	const char *host = httpd_header(req, "Host");
+	size_t hl, dl;
+
+	*bucket = NULL;
+	if (!rt->s3_domain || !host)
+		return false;
+	hl = strcspn(host, ":");
+	dl = strlen(rt->s3_domain);
+	if (hl == dl && !strncasecmp(host, rt->s3_domain, dl))
+		return true;
+	if (hl > dl + 1 && host[hl - dl - 1] == '.' && !strncasecmp(host + hl - dl, rt->s3_domain, dl)) {
+		*bucket = xstrndup(host, hl - dl - 1);
+		for (char *p = *bucket; *p; p++)
+			*p = (char)tolower((unsigned char)*p);
+		return true;
+	}
+	return false;
+}
+
+int mirror__route_s3_host(struct mirror_routes *rt, struct httpd_req *req)
+{
+	char *bucket = NULL, *path;
+	int r;
+
+	if (!s3_host(rt, req, &bucket))
+		return HTTPD_PASS;
+	/* the S3 host: all its paths are S3's; a bucket in the host name is the path's first segment */
+	path = bucket ? xasprintf("/%s%s", bucket, httpd_path(req)) : NULL;
+	r = s3_handle(rt, req, path ? path : httpd_path(req));
+	free(path);
+	free(bucket);
 	return r;
 }
 

@@ -320,6 +320,8 @@ static int dispatch(void *ud, struct httpd_req *req)
 	const char *path = httpd_path(req), *method = httpd_method(req);
 	bool get = !strcmp(method, "GET") || !strcmp(method, "HEAD");
 
+	if (r->s3_domain && mirror__route_s3_host(r, req) != HTTPD_PASS)
+		return 0; /* the S3 API's own host name: none of the map's paths there */
 	for (size_t i = 0; i < sizeof(url_map) / sizeof(url_map[0]); i++) {
 		const struct route *e = &url_map[i];
 		const char *rest = path;

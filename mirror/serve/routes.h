@@ -42,6 +42,9 @@ void mirror_routes_set_access(struct mirror_routes *r, const struct mirror_acces
  * ACCESS_KEY_ID SECRET_ACCESS_KEY [TOKEN], readable by its owner only; a request signed with a key acts
  * with its token. Returns 0, or an error with *errmsg (malloc'd) naming the line. */
 int mirror_routes_set_s3_keys(struct mirror_routes *r, const char *path, char **errmsg);
+/* The S3 API's own host name (borrowed): a request whose Host is it (any port) is S3's, path-style;
+ * one to BUCKET.HOST is S3's with the bucket from the host (virtual-host style). */
+void mirror_routes_set_s3_domain(struct mirror_routes *r, const char *domain);
 /* How long one catalog search may run (milliseconds, > 0); past it the request gets a 400. */
 void mirror_routes_set_search_budget(struct mirror_routes *r, int ms);
 /* The operator's API (/api/admin/, routes-admin.c): what serve lets it do. token NULL: off. */

@@ -612,6 +612,8 @@ static int start_http(struct server *s, char **errmsg)
 	if (cfg->local_namespaces)
 		mirror_routes_set_local(s->routes, cfg->local_namespaces, cfg->local_quota);
 	mirror_routes_set_loop(s->routes, &s->loop);
+	if (cfg->s3_domain)
+		mirror_routes_set_s3_domain(s->routes, cfg->s3_domain);
 	if (cfg->s3_keys) {
 		char *e = NULL;
 		if ((r = mirror_routes_set_s3_keys(s->routes, cfg->s3_keys, &e))) {

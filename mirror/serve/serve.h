@@ -52,6 +52,7 @@ struct mirror_serve_config {
 	const char *local_quota;    /* "NS=BYTES,NS=BYTES": what each local namespace may hold (checked
 				     * by the CLI: local namespaces, sizes in bytes); NULL: no bound */
 	const char *s3_keys;        /* the S3 API's access keys file (routes.h); NULL: anonymous only */
+	const char *s3_domain;      /* the S3 API's own host name, buckets as its subdomains; NULL: none */
 	double on_demand_ttl_s;     /* untouched this long, such a repo stops being tracked; 0: 30 days */
 	int on_demand_max_repos;    /* repos tracked on demand at once; 0: 1000 */
 	int64_t quota_bytes;        /* [store] quota, for on-demand fetches; 0: none */

@@ -185,8 +185,15 @@ static void classify_s3(struct agent_ep *e, struct httpd_req *r)
 	e->s3_headers = xcalloc(n + 3, sizeof(*e->s3_headers));
 	n = 0;
 	for (char **p = names; *p; p++) {
+		/* not the ones that frame the request or the connection: the agent's own request has its
+		 * own, and a client's would desynchronise it (a GET "with" a Content-Length) */
+		static const char *const framing[] = { "host", "content-length", "transfer-encoding", "connection",
+						       "keep-alive", "te", "trailer", "upgrade", "expect", NULL };
 		const char *v = httpd_header(r, *p);
-		if (v && **p && strcasecmp(*p, "host"))
+		bool skip = !v || !**p;
+		for (const char *const *f = framing; !skip && *f; f++)
+			skip = !strcasecmp(*p, *f);
+		if (!skip)
 			e->s3_headers[n++] = xasprintf("%s: %s", *p, v);
 	}
 	if (authz)

@@ -3,9 +3,10 @@
 # cp --recursive, s3api get-object --range; anonymous under /s3 and signed at the root), boto3 (the
 # paginated listing of a 3,000-file dataset with v2 and v1, delimiters, ranged gets, presigned URLs
 # good, tampered and expired, 8 concurrent ranged GETs of a shard with every byte checked), s3cmd and
-# rclone. A guarded repo is refused without a key and to a key whose token has no grant, and served
-# to one whose token does; a wrong secret and an unknown key get AWS's codes. Every byte is compared
-# with what the Hub API serves for the same file.
+# rclone, and virtual-host addressing on the operator's S3 host name. A guarded repo is refused
+# without a key and to a key whose token has no grant, and served to one whose token does; a wrong
+# secret and an unknown key get AWS's codes; under --auth all nothing goes without a token. Every
+# byte is compared with what the Hub API serves for the same file.
 . "$HM_SRC/tests/integration/lib.sh"
 AWS=/usr/bin/aws
 [ -x "$AWS" ] && command -v s3cmd >/dev/null && command -v rclone >/dev/null && "$PY" -c 'import boto3' 2>/dev/null ||
@@ -53,7 +54,7 @@ chmod 600 "$T/tokens"
 chmod 644 "$T/s3keys"
 check "a keys file others can read is refused" bash -c "! '$HUBMIRROR' serve --listen 127.0.0.1:0 --tokens '$T/tokens' --s3-keys '$T/s3keys' 2>'$T/refused' && grep -q 'chmod 600' '$T/refused'"
 chmod 600 "$T/s3keys"
-check "serve starts with S3 keys" start_serve --p2p-listen off --tokens "$T/tokens" --s3-keys "$T/s3keys"
+check "serve starts with S3 keys" start_serve --p2p-listen off --tokens "$T/tokens" --s3-keys "$T/s3keys" --s3-domain s3.hm.test
 serve_pid=${_pids[-1]}
 
 anon() { "$AWS" --endpoint-url "$M/s3" --no-sign-request --region us-east-1 "$@"; }
@@ -139,6 +140,14 @@ etag=$(curl -fsS -I "$M/s3/hf/acme/llm/main/config.json" | tr -d '\r' | awk -F':
 check "If-None-Match with its ETag: 304" test "$(curl -s -o /dev/null -w '%{http_code}' -H "If-None-Match: $etag" "$M/s3/hf/acme/llm/main/config.json")" = 304
 check "If-Match with another: 412" test "$(curl -s -o /dev/null -w '%{http_code}' -H 'If-Match: "x"' "$M/s3/hf/acme/llm/main/config.json")" = 412
 check "the unsigned root is still the Hub's (the web page)" bash -c "curl -fsS '$M/' | grep -qi '<html'"
+
+# ---- virtual-host addressing on the operator's S3 host name (serve --s3-domain) ----
+port=${M##*:}
+check "a bucket in the host name (curl)" test "$(curl -fsS -H "Host: hf.s3.hm.test:$port" "$M/acme/llm/main/config.json")" = '{"hidden_size": 64}'
+check "the S3 host itself is the service, path-style" bash -c "curl -fsS -H 'Host: s3.hm.test:$port' '$M/' | grep >/dev/null ListAllMyBucketsResult"
+check "boto3 with virtual-host addressing: a listing" bash -c "S3_VHOST=s3.hm.test '$PY' '$S3PY' 'http://s3.hm.test:$port' list hf acme/llm/main/ 2>/dev/null | grep >/dev/null '^acme/llm/main/config.json '"
+check "... signed, the gated file" bash -c "[ \"\$(S3_VHOST=s3.hm.test AWS_ACCESS_KEY_ID=AKIAREADER0000000001 AWS_SECRET_ACCESS_KEY=reader/Secret+Key0000000000000000000001 '$PY' '$S3PY' 'http://s3.hm.test:$port' get hf acme/gated/main/config.json)\" = '{\"gated\": 1}' ]"
+check "... a ranged get" bash -c "S3_VHOST=s3.hm.test '$PY' '$S3PY' 'http://s3.hm.test:$port' get hf acme/llm/main/model-00002-of-00002.safetensors --range bytes=7-9006 --out '$T/vr' && cmp -s '$T/vr' <(curl -fsS -r 7-9006 '$M/acme/llm/resolve/main/model-00002-of-00002.safetensors')"
 
 # ---- s3cmd and rclone ----
 host=${M#http://}

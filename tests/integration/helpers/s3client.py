@@ -9,9 +9,12 @@ what the test compares, or exits non-zero with the S3 error code on stderr.
   s3client.py ENDPOINT ranges BUCKET KEY FILE THREADS  THREADS concurrent ranged GETs cover the object;
       every byte compared with FILE; prints "ok N ranges"
 Keys: AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY in the environment, or anonymous when unset.
+S3_VHOST=DOMAIN: virtual-host addressing, ENDPOINT being http://DOMAIN:PORT; DOMAIN and every name under
+it resolve to 127.0.0.1 in this process only (the test's own world: no resolver is touched).
 """
 import concurrent.futures
 import os
+import socket
 import sys
 
 import boto3
@@ -19,9 +22,23 @@ import botocore
 from botocore.config import Config
 
 
+def vhost(domain):
+    real = socket.getaddrinfo
+
+    def fake(host, *args, **kw):
+        if isinstance(host, str) and (host == domain or host.endswith("." + domain)):
+            host = "127.0.0.1"
+        return real(host, *args, **kw)
+    socket.getaddrinfo = fake
+
+
 def client(endpoint):
     anon = not os.environ.get("AWS_ACCESS_KEY_ID")
-    cfg = Config(signature_version=botocore.UNSIGNED if anon else "s3v4", s3={"addressing_style": "path"},
+    style = "path"
+    if os.environ.get("S3_VHOST"):
+        vhost(os.environ["S3_VHOST"])
+        style = "virtual"
+    cfg = Config(signature_version=botocore.UNSIGNED if anon else "s3v4", s3={"addressing_style": style},
                  retries={"max_attempts": 1}, max_pool_connections=32)
     return boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1", config=cfg)
 
