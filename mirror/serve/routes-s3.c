@@ -38,7 +38,6 @@
 #include "ondemand.h"
 #include "routes-int.h"
 
-#define S3_MAX_KEYS 1000
 #define S3_CLOCK_SKEW 900 /* seconds a signed header's X-Amz-Date may be off (AWS's 15 minutes) */
 
 struct mirror_s3_key {
