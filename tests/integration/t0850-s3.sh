@@ -29,16 +29,19 @@ print(json.dumps({
      {"path": "model.safetensors.index.json", "content": "{\"weight_map\": {}}\n"}]}]},
   {"hub": "hf", "type": "dataset", "id": "acme/rows",
    "generate": {"count": 3000, "size": 16, "prefix": "data/part-", "suffix": ".txt"}},
+  {"hub": "ms", "type": "model", "id": "acme/ms-model",
+   "files": [{"path": "configuration.json", "content": "{\"framework\": \"pytorch\"}\n"},
+             {"path": "w.bin", "size": 300000, "seed": 9}]},
   {"hub": "hf", "type": "model", "id": "acme/gated", "gated": "manual",
    "files": [{"path": "config.json", "content": "{\"gated\": 1}\n"}]}
  ]}))
 PY
 check "fake upstream starts" start_fakehub --repos "$T/spec.json"
-export HUBMIRROR_HF_UPSTREAM=$FAKE_API
+export HUBMIRROR_HF_UPSTREAM=$FAKE_API HUBMIRROR_MS_UPSTREAM=$FAKE_API
 # first the model's refs/pr/1 (a ref with slashes), later its main
-"$HUBMIRROR" add hf:acme/llm@refs/pr/1 hf:datasets/acme/rows hf:acme/gated >/dev/null
+"$HUBMIRROR" add hf:acme/llm@refs/pr/1 hf:datasets/acme/rows hf:acme/gated ms:acme/ms-model >/dev/null
 HF_TOKEN=hf_ok "$HUBMIRROR" sync >/dev/null
-check "synced" test "$("$HUBMIRROR" ls --json | "$PY" -c 'import json,sys; print(sum(r["sync_status"]=="ok" for r in json.load(sys.stdin)))')" = 3
+check "synced" test "$("$HUBMIRROR" ls --json | "$PY" -c 'import json,sys; print(sum(r["sync_status"]=="ok" for r in json.load(sys.stdin)))')" = 4
 
 cat >"$T/tokens" <<'TOK'
 tok-reader-abcdefgh hf:acme/gated
@@ -93,6 +96,8 @@ check "aws s3api get-object --range" bash -c "anon s3api get-object --bucket hf 
 check "... says its Content-Range" grep -q '"ContentRange": "bytes 1000-1999/3000000"' "$T/range.json"
 check "a range past the end: InvalidRange" bash -c "! anon s3api get-object --bucket hf --key acme/llm/main/config.json --range bytes=999999- '$T/x' 2>'$T/err' && grep -q InvalidRange '$T/err'"
 check "a missing key: NoSuchKey" bash -c "! anon s3api get-object --bucket hf --key acme/llm/main/nothere.json '$T/x' 2>'$T/err' && grep -q NoSuchKey '$T/err'"
+check "a ModelScope model in bucket ms, at its master" bash -c "anon s3 ls s3://ms/acme/ms-model/ | grep >/dev/null 'PRE master/' && [ \"\$(anon s3 cp s3://ms/acme/ms-model/master/configuration.json -)\" = '{\"framework\": \"pytorch\"}' ]"
+check "... its weights byte for byte with ModelScope's route" bash -c "anon s3 cp s3://ms/acme/ms-model/master/w.bin '$T/msw' >/dev/null && cmp -s '$T/msw' <(curl -fsS '$M/api/v1/models/acme/ms-model/repo?Revision=master&FilePath=w.bin')"
 check "a missing bucket: NoSuchBucket" bash -c "! anon s3 ls s3://hf-spaces/ 2>'$T/err' && grep -q NoSuchBucket '$T/err'"
 check "head-object: size, ETag, Last-Modified" bash -c "anon s3api head-object --bucket hf --key acme/llm/main/model-00002-of-00002.safetensors >'$T/head' && grep -q '\"ContentLength\": 2500000' '$T/head' && grep -q 'ETag' '$T/head' && grep -q 'LastModified' '$T/head'"
 
