@@ -128,6 +128,17 @@ char *s3_rev_segment(const char *rev)
 	return buf_detach(&b, NULL);
 }
 
+bool s3_signed(const char *authz, const char *raw_query)
+{
+	return (authz && (!strncmp(authz, "AWS4-HMAC-SHA256 ", 17) || !strncmp(authz, "AWS ", 4))) ||
+	       s3_query_has(raw_query, "X-Amz-Credential");
+}
+
+const char *s3_under_prefix(const char *path)
+{
+	return !strcmp(path, "/s3") ? "" : !strncmp(path, "/s3/", 4) ? path + 3 : NULL;
+}
+
 /* ---- queries ---- */
 
 /* The parameter name's raw value in q (its start and length; *n = -1 for one without '='), or NULL. */

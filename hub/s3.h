@@ -41,6 +41,13 @@ void s3_key_release(struct s3_key *k);
 /* A revision as a key's segment: '%' as %25, '/' as %2F. Malloc'd. */
 char *s3_rev_segment(const char *rev);
 
+/* Is the request signed the AWS way: an Authorization header of Signature Version 4 (or of version
+ * 2, which a server refuses in S3's words), or a presigned URL's X-Amz-Credential? At a server's root
+ * such a request is S3's. authz and raw_query may be NULL. */
+bool s3_signed(const char *authz, const char *raw_query);
+/* The rest of a path under the /s3 prefix ("" for "/s3" itself, "/B/K" for "/s3/B/K"), or NULL. */
+const char *s3_under_prefix(const char *path);
+
 /* ---- queries ---- */
 
 /* Does the raw query have parameter name (with or without a value)? */

@@ -515,12 +515,9 @@ int mirror__route_s3_host(struct mirror_routes *rt, struct httpd_req *req)
 
 int mirror__route_s3_signed(struct mirror_routes *rt, struct httpd_req *req, const char *rest, const char *arg)
 {
-	const char *authz = httpd_header(req, "Authorization");
-
 	(void)rest;
 	(void)arg;
-	if (!(authz && (!strncmp(authz, "AWS4-HMAC-SHA256 ", 17) || !strncmp(authz, "AWS ", 4))) &&
-	    !s3_query_has(httpd_query(req), "X-Amz-Credential"))
+	if (!s3_signed(httpd_header(req, "Authorization"), httpd_query(req)))
 		return HTTPD_PASS;
 	return s3_handle(rt, req, httpd_path(req));
 }

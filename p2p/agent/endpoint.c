@@ -166,20 +166,20 @@ static void classify(struct agent_ep *e, struct httpd_req *r)
 static void classify_s3(struct agent_ep *e, struct httpd_req *r)
 {
 	const char *path = httpd_path(r), *authz = httpd_header(r, "Authorization"), *q = httpd_query(r);
-	const char *rest = !strcmp(path, "/s3") ? "" : !strncmp(path, "/s3/", 4) ? path + 3 : NULL;
-	char *signed_list = NULL, *bucket = NULL, *key = NULL, **names;
-	const char *hub, *type;
+	const char *rest = s3_under_prefix(path), *hub, *type, *why;
+	char *bucket = NULL, *key = NULL, **names;
+	struct s3_sig sig;
 	struct s3_key k;
 	size_t n = 0;
 
-	if (!rest && !(authz && !strncmp(authz, "AWS4-HMAC-SHA256 ", 17)) && !s3_query_has(q, "X-Amz-Credential"))
+	if (!rest && !s3_signed(authz, q))
 		return;
 	e->s3 = true;
-	if (authz && (signed_list = strstr(authz, "SignedHeaders=")))
-		signed_list = xstrndup(signed_list + 14, strcspn(signed_list + 14, ", "));
-	else
-		signed_list = s3_query_get(q, "X-Amz-SignedHeaders");
-	names = str_split(signed_list ? signed_list : "", ";", NULL);
+	/* a signature this cannot read passes with Authorization alone: the mirror says what is wrong */
+	if (s3_sig_parse(authz, q, httpd_header(r, "X-Amz-Date"), &sig, &why))
+		sig.signed_headers = NULL;
+	names = str_split(sig.signed_headers ? sig.signed_headers : "", ";", NULL);
+	s3_sig_release(&sig);
 	for (char **p = names; *p; p++)
 		n++;
 	e->s3_headers = xcalloc(n + 3, sizeof(*e->s3_headers));
@@ -199,7 +199,6 @@ static void classify_s3(struct agent_ep *e, struct httpd_req *r)
 	if (authz)
 		e->s3_headers[n++] = xasprintf("Authorization: %s", authz);
 	str_split_free(names);
-	free(signed_list);
 	if (!s3_path_parse(rest ? (*rest ? rest : "/") : path, &bucket, &key) && key && !s3_bucket(bucket, &hub, &type) &&
 	    !s3_key_parse(key, &k)) {
 		char *seg = xasprintf("%s:%s%s@%s", hub, !strcmp(type, "dataset") ? "datasets/" : "", k.name, k.rev);
@@ -409,8 +408,7 @@ static void fail(struct httpd_req *r, int status, const char *msg)
 	json_t *j = json_pack("{s:s}", "error", msg);
 	char *s = json_dumps(j, JSON_COMPACT);
 
-	if (!strcmp(httpd_path(r), "/s3") || !strncmp(httpd_path(r), "/s3/", 4) || httpd_header(r, "X-Amz-Date") ||
-	    s3_query_has(httpd_query(r), "X-Amz-Credential")) {
+	if (s3_under_prefix(httpd_path(r)) || s3_signed(httpd_header(r, "Authorization"), httpd_query(r))) {
 		/* an S3 client reads AWS's error XML */
 		char *xml = s3_error_xml(status == 416 ? "InvalidRange" : status == 504 ? "SlowDown" : "InternalError",
 					 msg, NULL, "");
