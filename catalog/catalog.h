@@ -171,9 +171,10 @@ struct catalog_commit {
 	const char *id;        /* 40 hex */
 	const char *parent;    /* 40 hex, NULL for the first */
 	const char *tree;      /* 40 hex */
-	const char *author;    /* "NAME <EMAIL>", also the committer */
-	int64_t at;            /* unix seconds, +0000 */
+	const char *author;    /* "NAME <EMAIL>", also the committer (raw: the author) */
+	int64_t at;            /* unix seconds, +0000 (raw: the author's time) */
 	const char *message;
+	const char *raw;       /* a pushed commit: the object git hashed (gitobj_commit_parse); else NULL */
 };
 /* Record commit cm (files: its whole tree) and point branch ref at it, in one transaction, only when
  * ref points at cm->parent now (no ref at all for a NULL parent). Returns 0, HM_ERR_CONFLICT (the ref
@@ -184,6 +185,23 @@ int catalog_local_commit(struct catalog *c, int64_t repo_id, const char *ref, co
  * made, brought by a bundle (its refs come after). Returns 0 or HM_ERR_SQLITE. */
 int catalog_local_record(struct catalog *c, int64_t repo_id, const struct catalog_commit *cm,
 			 const struct catalog_file *files, size_t n);
+/* One ref a git push moves (docs/uploads.md): from old (NULL: it must not exist) to new (NULL: delete). */
+struct catalog_push_ref {
+	const char *name;      /* a branch or tag name (main, v1.0) */
+	bool tag;
+	const char *old, *new_;
+};
+/* One commit a push brings, with its whole tree. */
+struct catalog_push_commit {
+	struct catalog_commit cm;
+	const struct catalog_file *files;
+	size_t n;
+};
+/* A git push in one transaction: record the commits (each after its parent), then move every ref, each
+ * only when it is where the pusher saw it. Returns 0, HM_ERR_CONFLICT (a ref moved meanwhile: nothing
+ * recorded), HM_ERR_NOT_FOUND (a new ref's commit is not the repo's) or HM_ERR_SQLITE. */
+int catalog_local_push(struct catalog *c, int64_t repo_id, const struct catalog_push_commit *cs, size_t nc,
+		       const struct catalog_push_ref *refs, size_t nr);
 /* Make ref name of repo_id (a tag when tag, else a branch) point at commit, one of the repo's, or with
  * commit NULL delete it. Returns 0, HM_ERR_EXISTS (making one that exists), HM_ERR_NOT_FOUND (deleting
  * one that does not, or no such commit) or HM_ERR_SQLITE. */

@@ -103,8 +103,8 @@ static int commit_insert(struct catalog *c, int64_t repo_id, int64_t snap_id, co
 	time_t t = (time_t)cm->at;
 	struct tm tm;
 
-	if (catalog__prepare(c, "INSERT OR REPLACE INTO commits (snapshot_id, parent, tree, author, at, message) "
-			     "VALUES (?1, ?2, ?3, ?4, ?5, ?6)", &st))
+	if (catalog__prepare(c, "INSERT OR REPLACE INTO commits (snapshot_id, parent, tree, author, at, message, raw) "
+			     "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)", &st))
 		return HM_ERR_SQLITE;
 	sqlite3_bind_int64(st, 1, snap_id);
 	if (cm->parent)
@@ -113,6 +113,8 @@ static int commit_insert(struct catalog *c, int64_t repo_id, int64_t snap_id, co
 	sqlite3_bind_text(st, 4, cm->author, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 5, cm->at);
 	sqlite3_bind_text(st, 6, cm->message, -1, SQLITE_STATIC);
+	if (cm->raw)
+		sqlite3_bind_text(st, 7, cm->raw, -1, SQLITE_STATIC);
 	if (catalog__run(st))
 		return HM_ERR_SQLITE;
 	gmtime_r(&t, &tm);
@@ -180,6 +182,8 @@ static void read_commit(sqlite3_stmt *st, void *out)
 	cm->author = xstrdup((const char *)sqlite3_column_text(st, 3));
 	cm->at = sqlite3_column_int64(st, 4);
 	cm->message = xstrdup((const char *)sqlite3_column_text(st, 5));
+	p = sqlite3_column_text(st, 6);
+	cm->raw = p ? xstrdup((const char *)p) : NULL;
 }
 
 int catalog_commit_get(struct catalog *c, int64_t repo_id, const char *commit, struct catalog_commit *out)
@@ -188,7 +192,7 @@ int catalog_commit_get(struct catalog *c, int64_t repo_id, const char *commit, s
 	struct catalog_commit cm = { 0 };
 	int r;
 
-	if (catalog__prepare(c, "SELECT s.commit_id, m.parent, m.tree, m.author, m.at, m.message FROM commits m "
+	if (catalog__prepare(c, "SELECT s.commit_id, m.parent, m.tree, m.author, m.at, m.message, m.raw FROM commits m "
 			     "JOIN snapshots s ON s.id = m.snapshot_id WHERE s.repo_id = ?1 AND s.commit_id = ?2", &st))
 		return HM_ERR_SQLITE;
 	sqlite3_bind_int64(st, 1, repo_id);
@@ -209,7 +213,61 @@ void catalog_commit_release(struct catalog_commit *cm)
 	free((char *)cm->tree);
 	free((char *)cm->author);
 	free((char *)cm->message);
+	free((char *)cm->raw);
 	memset(cm, 0, sizeof(*cm));
+}
+
+/* Move (or make, or delete) one ref of a push, in the caller's transaction, when it is at ref->old. */
+static int push_ref(struct catalog *c, int64_t repo_id, const struct catalog_push_ref *ref)
+{
+	sqlite3_stmt *st = NULL;
+	char head[41];
+	int r = catalog_local_head(c, repo_id, ref->name, head);
+
+	if (r == HM_ERR_NOT_FOUND)
+		r = ref->old ? HM_ERR_CONFLICT : 0;
+	else if (!r && (!ref->old || strcmp(head, ref->old)))
+		r = HM_ERR_CONFLICT;
+	if (r)
+		return r;
+	if (catalog__prepare(c, "DELETE FROM refs WHERE repo_id = ?1 AND name = ?2", &st))
+		return HM_ERR_SQLITE;
+	sqlite3_bind_int64(st, 1, repo_id);
+	sqlite3_bind_text(st, 2, ref->name, -1, SQLITE_STATIC);
+	if ((r = catalog__run(st)) || !ref->new_)
+		return r;
+	if (catalog__prepare(c, "INSERT INTO refs (repo_id, name, kind, snapshot_id, updated_at) SELECT ?1, ?2, ?3, "
+			     "id, ?5 FROM snapshots WHERE repo_id = ?1 AND commit_id = ?4", &st))
+		return HM_ERR_SQLITE;
+	sqlite3_bind_int64(st, 1, repo_id);
+	sqlite3_bind_text(st, 2, ref->name, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 3, ref->tag ? "tag" : "branch", -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 4, ref->new_, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 5, (sqlite3_int64)time(NULL));
+	return catalog__run_changed(c, st);
+}
+
+int catalog_local_push(struct catalog *c, int64_t repo_id, const struct catalog_push_commit *cs, size_t nc,
+		       const struct catalog_push_ref *refs, size_t nr)
+{
+	int r = 0;
+
+	if (catalog_begin(c))
+		return HM_ERR_SQLITE;
+	for (size_t i = 0; i < nc && !r; i++) {
+		int64_t snap_id = 0;
+		r = catalog__snapshot_record(c, repo_id, cs[i].cm.id, NULL, false, CATALOG_LOCAL_SELECTION, cs[i].files,
+					     cs[i].n, &snap_id);
+		if (!r)
+			r = commit_insert(c, repo_id, snap_id, &cs[i].cm);
+	}
+	for (size_t i = 0; i < nr && !r; i++)
+		r = push_ref(c, repo_id, &refs[i]);
+	if (r || catalog_commit(c)) {
+		catalog_rollback(c);
+		return r ? r : HM_ERR_SQLITE;
+	}
+	return 0;
 }
 
 int catalog_local_ref(struct catalog *c, int64_t repo_id, const char *name, bool tag, const char *commit)

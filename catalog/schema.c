@@ -279,6 +279,8 @@ static const char *const migrations[] = {
 	 "  at          INTEGER NOT NULL,"
 	 "  message     TEXT NOT NULL"
 	 ");"),
+	/* 17 -> 18 */
+	"ALTER TABLE commits ADD COLUMN raw TEXT;",
 };
 
 int catalog__migration_count(void)

@@ -57,6 +57,7 @@ static char *local_commit_check(json_t *s, const char *name)
 	json_t *m = json_object_get(s, "commit_meta"), *files = json_object_get(s, "files"), *f;
 	const char *author = json_string_value(json_object_get(m, "author"));
 	const char *msg = json_string_value(json_object_get(m, "message"));
+	const char *raw = json_string_value(json_object_get(m, "raw"));
 	json_t *parent = json_object_get(m, "parent");
 	struct gitobj_file *g = xcalloc(json_array_size(files) + 1, sizeof(*g));
 	char (*blob)[41] = xcalloc(json_array_size(files) + 1, sizeof(*blob)), tree[41], id[41], *text, *err = NULL;
@@ -80,11 +81,24 @@ static char *local_commit_check(json_t *s, const char *name)
 		     strcmp(tree, json_string_value(json_object_get(m, "tree")))))
 		err = xasprintf("%s: commit %s does not hold the files it lists", name,
 				json_string_value(json_object_get(s, "commit")));
-	if (!err) {
+	if (!err && raw) {
+		/* a pushed commit: its object as git wrote it, of this tree and parent */
+		struct gitobj_commit pc;
+		const char *why;
+		if (gitobj_commit_parse(raw, strlen(raw), &pc, &why) || strcmp(pc.tree, tree) ||
+		    strcmp(pc.parent, json_is_null(parent) ? "" : json_string_value(parent)))
+			err = xasprintf("%s: commit %s's object is not of its record", name,
+					json_string_value(json_object_get(s, "commit")));
+		else
+			gitobj_id("commit", raw, strlen(raw), id);
+		gitobj_commit_release(&pc);
+	} else if (!err) {
 		text = gitobj_commit_text(tree, json_string_value(parent), author, json_integer_value(json_object_get(m, "at")),
 					  msg, &len);
 		gitobj_id("commit", text, len, id);
 		free(text);
+	}
+	if (!err) {
 		if (strcmp(id, json_string_value(json_object_get(s, "commit"))))
 			err = xasprintf("%s: commit %s is not what its record makes (%s)", name,
 					json_string_value(json_object_get(s, "commit")), id);
@@ -543,7 +557,8 @@ static int local_record(struct catalog *cat, json_t *r, json_t *s, int64_t repo_
 	const char *commit = json_string_value(json_object_get(s, "commit"));
 	struct catalog_commit cm = { commit, json_string_value(json_object_get(m, "parent")),
 				     json_string_value(json_object_get(m, "tree")), json_string_value(json_object_get(m, "author")),
-				     json_integer_value(json_object_get(m, "at")), json_string_value(json_object_get(m, "message")) };
+				     json_integer_value(json_object_get(m, "at")), json_string_value(json_object_get(m, "message")),
+				     json_string_value(json_object_get(m, "raw")) };
 	size_t n = 0;
 	struct catalog_file *files = snapshot_files(r, commit, &n);
 	int e = catalog_local_record(cat, repo_id, &cm, files, n);

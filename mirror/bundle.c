@@ -74,7 +74,7 @@ static int file_cb(void *ud, const struct catalog_entry *e)
 }
 
 /* A local repo's history (docs/uploads.md): the commits its refs' commits descend from, into commits,
- * and each commit's record (parent, tree, author, time, message) into metas by id. */
+ * and each commit's record (parent, tree, author, time, message; a pushed one's object: raw) into metas by id. */
 static void local_history(struct mirror_data *d, const struct catalog_repo *r, json_t *commits, json_t *metas)
 {
 	json_t *todo = json_deep_copy(commits), *v;
@@ -86,9 +86,9 @@ static void local_history(struct mirror_data *d, const struct catalog_repo *r, j
 		json_object_foreach(todo, id, v)
 			break;
 		if (!catalog_commit_get(d->catalog, r->id, id, &cm)) {
-			json_object_set_new(metas, id, json_pack("{s:s?, s:s, s:s, s:I, s:s}", "parent", cm.parent, "tree",
-								cm.tree, "author", cm.author, "at", (json_int_t)cm.at,
-								"message", cm.message));
+			json_object_set_new(metas, id, json_pack("{s:s?, s:s, s:s, s:I, s:s, s:s*}", "parent", cm.parent,
+								"tree", cm.tree, "author", cm.author, "at", (json_int_t)cm.at,
+								"message", cm.message, "raw", cm.raw));
 			if (cm.parent && !json_object_get(commits, cm.parent)) {
 				next = xstrdup(cm.parent);
 				json_object_set_new(commits, next, json_true());

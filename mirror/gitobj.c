@@ -6,6 +6,8 @@
  * and "NAME/" is where git would put the subtree), so one sort of the whole list builds every tree.
  */
 #include <errno.h>
+#include <stdbool.h>
+#include <stddef.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -127,4 +129,97 @@ char *gitobj_commit_text(const char *tree, const char *parent, const char *who, 
 	buf_addf(&b, "author %s %" PRId64 " +0000\ncommitter %s %" PRId64 " +0000\n\n", who, when, who, when);
 	buf_adds(&b, message);
 	return buf_detach(&b, len);
+}
+
+/* Is id "NAME <EMAIL> SECONDS +HHMM" as fast-import takes it (a name, no '<' or '>' but the email's
+ * own, a time zone of at most 14 hours)? *at: SECONDS. */
+static bool ident_ok(const char *id, int64_t *at)
+{
+	const char *lt = strchr(id, '<'), *gt = lt ? strchr(lt + 1, '>') : NULL, *p;
+	char *end;
+
+	if (!lt || lt < id + 2 || lt[-1] != ' ' || memchr(id, '>', (size_t)(lt - id)) || !gt ||
+	    memchr(lt + 1, '<', (size_t)(gt - lt - 1)) || gt[1] != ' ')
+		return false;
+	p = gt + 2;
+	if (*p < '0' || *p > '9')
+		return false;
+	errno = 0;
+	*at = strtoll(p, &end, 10);
+	if (errno || *end != ' ' || (end[1] != '+' && end[1] != '-'))
+		return false;
+	p = end + 2;
+	return strlen(p) == 4 && strspn(p, "0123456789") == 4 && atoi(p) <= 1400;
+}
+
+/* The header line "NAME VALUE\n" at *p, its value malloc'd (NULL when the next line is not one). */
+static char *header(const char **p, const char *end, const char *name)
+{
+	size_t n = strlen(name);
+	const char *nl;
+
+	if ((size_t)(end - *p) <= n || memcmp(*p, name, n) || (*p)[n] != ' ' ||
+	    !(nl = memchr(*p + n + 1, '\n', (size_t)(end - *p - (ptrdiff_t)n - 1))))
+		return NULL;
+	{
+		char *v = xstrndup(*p + n + 1, (size_t)(nl - *p - (ptrdiff_t)n - 1));
+		*p = nl + 1;
+		return v;
+	}
+}
+
+int gitobj_commit_parse(const char *raw, size_t len, struct gitobj_commit *c, const char **why)
+{
+	const char *p = raw, *end = raw + len;
+	char *tree = NULL, *parent = NULL, *more = NULL;
+	int64_t cat;
+
+	memset(c, 0, sizeof(*c));
+	*why = "a malformed commit";
+	if (memchr(raw, '\0', len)) {
+		*why = "a commit holding a NUL byte";
+		return -EINVAL;
+	}
+	tree = header(&p, end, "tree");
+	parent = header(&p, end, "parent");
+	if ((more = header(&p, end, "parent"))) {
+		*why = "a merge commit (hubmirror keeps a linear history: rebase instead)";
+		goto bad;
+	}
+	c->author_line = header(&p, end, "author");
+	c->committer_line = header(&p, end, "committer");
+	if (!tree || strlen(tree) != 40 || !hex_is_lower(tree, 40) ||
+	    (parent && (strlen(parent) != 40 || !hex_is_lower(parent, 40))) || !c->author_line || !c->committer_line)
+		goto bad;
+	if (p >= end || *p != '\n') {
+		*why = "a commit with a header hubmirror does not keep (a signature, an encoding, a mergetag)";
+		goto bad;
+	}
+	if (!ident_ok(c->author_line, &c->at) || !ident_ok(c->committer_line, &cat)) {
+		*why = "a commit whose author or committer is not \"NAME <EMAIL> TIME ZONE\" with a name";
+		goto bad;
+	}
+	memcpy(c->tree, tree, 41);
+	if (parent)
+		memcpy(c->parent, parent, 41);
+	c->author = xstrndup(c->author_line, (size_t)(strchr(c->author_line, '>') + 1 - c->author_line));
+	c->message = xstrndup(p + 1, (size_t)(end - p - 1));
+	free(tree);
+	free(parent);
+	return 0;
+bad:
+	free(tree);
+	free(parent);
+	free(more);
+	gitobj_commit_release(c);
+	return -EINVAL;
+}
+
+void gitobj_commit_release(struct gitobj_commit *c)
+{
+	free(c->author_line);
+	free(c->committer_line);
+	free(c->author);
+	free(c->message);
+	memset(c, 0, sizeof(*c));
 }

@@ -36,4 +36,25 @@ int gitobj_tree_id(struct gitobj_file *files, size_t n, char out[41]);
 char *gitobj_commit_text(const char *tree, const char *parent, const char *who, int64_t when, const char *message,
 			 size_t *len);
 
+/* A commit object as a git client pushed it (docs/uploads.md), read by gitobj_commit_parse. */
+struct gitobj_commit {
+	char tree[41];
+	char parent[41];       /* "" for a root commit */
+	char *author_line;     /* "NAME <EMAIL> TIME TZ", as the object has it */
+	char *committer_line;
+	char *author;          /* "NAME <EMAIL>" of the author line */
+	int64_t at;            /* the author's time */
+	char *message;         /* everything after the blank line */
+};
+
+/*
+ * Read commit object raw (len bytes). Only what git fast-import writes back byte for byte is taken
+ * (the mirror rebuilds its git repositories from the catalog with it): "tree", at most one "parent",
+ * "author", "committer", a blank line, the message; no merge, no signature or other header, no NUL, an
+ * ident "NAME <EMAIL> SECONDS +HHMM" with a name. Returns 0 (c filled: gitobj_commit_release), or
+ * -EINVAL with *why saying what is refused.
+ */
+int gitobj_commit_parse(const char *raw, size_t len, struct gitobj_commit *c, const char **why);
+void gitobj_commit_release(struct gitobj_commit *c);
+
 #endif

@@ -21,6 +21,7 @@
 
 #include "base/buf.h"
 #include "base/err.h"
+#include "base/path.h"
 #include "base/xmalloc.h"
 #include "data.h"
 #include "gitpkt.h"
@@ -29,6 +30,8 @@
 
 #define GIT_BODY_MAX ((size_t)10 << 20)  /* a request's body, inflated: a want list of 100,000 objects */
 #define GIT_RUN_MAX_S 120                /* one http-backend run */
+#define GIT_PUSH_MAX_S 1800              /* one push: its pack read, its files stored */
+#define PUSH_ENV_MAX 40
 
 /* git_wait, but a run past limit_s is killed (-2): an upload-pack is bounded in time, so no client
  * holds one of serve's workers for long. */
@@ -138,7 +141,56 @@ static int request_body(const struct mirror_git_request *q, const char **body, s
 	return 0;
 }
 
-/* The CGI's environment for request q, whose body is len bytes, into env (room for 12 at least): only
+/* A push's settings for git (receive-pack through http-backend, `hubmirror git-hook` its pre-receive
+ * hook; the refs serve builds stay hidden and untouchable) and the hook's own, appended to env at n. */
+static int push_env(const char *root, const struct mirror_git_request *q, char **env, int n)
+{
+	static const char *const cfg[][2] = { { "http.receivepack", "true" }, { "receive.hideRefs", "refs/hubmirror" },
+					      { "receive.fsckObjects", "true" }, { "receive.denyDeletes", "false" },
+					      { "uploadpackfilter.sparse:oid.allow", "false" } };
+	size_t k = sizeof(cfg) / sizeof(cfg[0]);
+
+	env[n++] = xasprintf("GIT_CONFIG_COUNT=%zu", k + 1);
+	for (size_t i = 0; i < k; i++) {
+		env[n++] = xasprintf("GIT_CONFIG_KEY_%zu=%s", i, cfg[i][0]);
+		env[n++] = xasprintf("GIT_CONFIG_VALUE_%zu=%s", i, cfg[i][1]);
+	}
+	env[n++] = xasprintf("GIT_CONFIG_KEY_%zu=core.hooksPath", k);
+	env[n++] = xasprintf("GIT_CONFIG_VALUE_%zu=%s/hooks", k, root);
+	for (size_t i = 0; q->push_env && q->push_env[i] && n < PUSH_ENV_MAX - 1; i++)
+		env[n++] = xstrdup(q->push_env[i]);
+	return n;
+}
+
+/* The hook git runs before a push moves a ref: <data>/git/hooks/pre-receive, written when it is not as it
+ * should be (it runs the binary serve runs). */
+static int hook_write(const char *root, char **errmsg)
+{
+	char exe[4096], *dir = xasprintf("%s/hooks", root), *path = xasprintf("%s/pre-receive", dir), *want, *have = NULL;
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	size_t len = 0;
+	int r = 0;
+
+	exe[n > 0 ? n : 0] = '\0';
+	want = xasprintf("#!/bin/sh\n# written by hubmirror serve: a push into a local repository (docs/uploads.md)\n"
+			 "exec '%s' git-hook\n", exe);
+	if (n <= 0 || strchr(exe, '\'')) {
+		*errmsg = xstrdup("cannot name this program for git's hook");
+		r = HM_ERR_GIT;
+	} else if (path_read_file(path, 1 << 16, &have, &len) || len != strlen(want) || memcmp(have, want, len)) {
+		if (path_mkdirs(dir, 0755) || path_write_atomic(path, want, strlen(want), 0755)) {
+			*errmsg = xasprintf("writing %s: %s", path, strerror(errno));
+			r = HM_ERR_GIT;
+		}
+	}
+	free(have);
+	free(want);
+	free(path);
+	free(dir);
+	return r;
+}
+
+/* The CGI's environment for request q, whose body is len bytes, into env (room for PUSH_ENV_MAX): only
  * what http-backend needs, header values only when safe. Returns how many it set. */
 static int cgi_env(const char *root, const struct mirror_git_request *q, size_t len, char **env)
 {
@@ -154,6 +206,8 @@ static int cgi_env(const char *root, const struct mirror_git_request *q, size_t 
 		env[n++] = xasprintf("CONTENT_TYPE=%s", q->content_type);
 	if (env_value_ok(q->git_protocol))
 		env[n++] = xasprintf("GIT_PROTOCOL=%s", q->git_protocol);
+	if (q->push)
+		return push_env(root, q, env, n);
 	/* a sparse:oid filter costs paths times patterns: refused (git's own switch) */
 	env[n++] = xstrdup("GIT_CONFIG_COUNT=1");
 	env[n++] = xstrdup("GIT_CONFIG_KEY_0=uploadpackfilter.sparse:oid.allow");
@@ -227,23 +281,43 @@ int mirror_git_backend(const struct mirror_data *d, const struct mirror_git_requ
 		       char **errmsg)
 {
 	const char *argv[] = { "git", "http-backend", NULL };
-	char *root = mirror_git_root(d), *env[14] = { 0 }, *inflated = NULL;
+	char *root = mirror_git_root(d), *env[PUSH_ENV_MAX] = { 0 }, *inflated = NULL;
 	int in = -1, out = -1, err = -1, r, n = 0, st;
-	const char *body;
-	size_t len;
+	const char *body = NULL;
+	size_t len = 0;
+	struct stat sb;
 	pid_t pid;
 
 	a->fd = -1;
 	a->ctype = NULL;
 	*errmsg = NULL;
-	r = request_body(q, &body, &len, &inflated, errmsg);
+	if (q->push) {
+		/* git runs hooks from the repository's directory, and skips a hook it does not find: the path
+		 * is absolute */
+		char *abs = realpath(root, NULL);
+		if (abs) {
+			free(root);
+			root = abs;
+		}
+		r = abs ? hook_write(root, errmsg) : HM_ERR_GIT;
+		if (!abs)
+			*errmsg = xasprintf("%s: %s", root, strerror(errno));
+		if (!r && q->content_encoding && *q->content_encoding && strcasecmp(q->content_encoding, "identity")) {
+			*errmsg = xasprintf("a push's body is not encoded ('%s')", q->content_encoding);
+			r = -EINVAL;
+		}
+		if (!r && q->body_fd >= 0 && !fstat(q->body_fd, &sb))
+			len = (size_t)sb.st_size;
+	} else {
+		r = request_body(q, &body, &len, &inflated, errmsg);
+	}
 	if (r)
 		goto out;
 	n = cgi_env(root, q, len, env);
-	in = gitrepo__tmpfile_in(root);
+	in = q->push && q->body_fd >= 0 ? dup(q->body_fd) : gitrepo__tmpfile_in(root);
 	out = gitrepo__tmpfile_in(root);
 	err = gitrepo__tmpfile_in(root);
-	if (in < 0 || out < 0 || err < 0 || (len && gitrepo__write_all(in, body, len)) || lseek(in, 0, SEEK_SET)) {
+	if (in < 0 || out < 0 || err < 0 || (body && len && gitrepo__write_all(in, body, len)) || lseek(in, 0, SEEK_SET)) {
 		*errmsg = xasprintf("temporary files in %s: %s", root, strerror(errno));
 		r = HM_ERR_GIT;
 		goto out;
@@ -254,9 +328,9 @@ int mirror_git_backend(const struct mirror_data *d, const struct mirror_git_requ
 		r = HM_ERR_GIT;
 		goto out;
 	}
-	st = git_wait_bounded(pid, GIT_RUN_MAX_S);
+	st = git_wait_bounded(pid, q->push ? GIT_PUSH_MAX_S : GIT_RUN_MAX_S);
 	if (st == -2) {
-		*errmsg = xasprintf("git http-backend ran past %d s: stopped", GIT_RUN_MAX_S);
+		*errmsg = xasprintf("git http-backend ran past %d s: stopped", q->push ? GIT_PUSH_MAX_S : GIT_RUN_MAX_S);
 		r = -ETIMEDOUT;
 		goto out;
 	}
@@ -277,4 +351,13 @@ out:
 	free(inflated);
 	free(root);
 	return r;
+}
+
+void mirror_git_invalidate(const struct mirror_data *d, const char *rel)
+{
+	char *root = mirror_git_root(d), *state = xasprintf("%s/%s/" STATE_FILE, root, rel);
+
+	unlink(state);
+	free(state);
+	free(root);
 }

@@ -8,6 +8,9 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+/* in each repository: the refs it was built for (gitrepo.c) */
+#define STATE_FILE "hubmirror-state"
+
 /* An unlinked temporary file in dir, open for reading and writing; -1 with errno. */
 int gitrepo__tmpfile_in(const char *dir);
 /* Start git with argv, a clean environment plus extra_env, and in, out and err as its standard

@@ -38,12 +38,12 @@
 #include "base/xmalloc.h"
 #include "catalog/catalog.h"
 #include "data.h"
+#include "gitobj.h"
 #include "gitpkt.h"
 #include "gitrepo-int.h"
 #include "gitrepo.h"
 #include "store.h"
 
-#define STATE_FILE "hubmirror-state"
 #define STATE_VERSION "hubmirror-git 1"
 /* every commit's author and committer, and date: the same snapshot is the same commit everywhere */
 #define IDENT "hubmirror <hubmirror@localhost> 946684800 +0000"
@@ -389,16 +389,30 @@ static int stream_snapshot(struct stream *s, struct catalog *cat, const struct c
 	return stream_commit(s, cat, g->snapshot_id, head);
 }
 
-/* One commit of a local repo (docs/uploads.md): the mirror made it, so its author, time, message and
- * parent are the catalog's, and fast-import writes the very commit whose id the API gave out. */
+/* One commit of a local repo (docs/uploads.md): its author, committer, time, message and parent are the
+ * catalog's (a pushed one's as git wrote them: its raw object), and fast-import writes the very commit
+ * whose id the API or the push gave out. */
 static int stream_local_commit(struct stream *s, struct catalog *cat, const struct catalog_commit *cm,
 			       int64_t snapshot_id)
 {
-	char *from = cm->parent ? xasprintf("from refs/hubmirror/snap/%s\n", cm->parent) : xstrdup("");
-	char *head = xasprintf("commit refs/hubmirror/snap/%s\nauthor %s %lld +0000\ncommitter %s %lld +0000\n"
-			       "data %zu\n%s%sdeleteall\n", cm->id, cm->author, (long long)cm->at, cm->author,
-			       (long long)cm->at, strlen(cm->message), cm->message, from);
+	char *from = cm->parent ? xasprintf("from refs/hubmirror/snap/%s\n", cm->parent) : xstrdup(""), *head;
+	struct gitobj_commit pc;
+	const char *why;
 
+	if (cm->raw && gitobj_commit_parse(cm->raw, strlen(cm->raw), &pc, &why)) {
+		s->why = xasprintf("catalog: commit %s: %s", cm->id, why);
+		free(from);
+		return HM_ERR_GIT;
+	}
+	if (cm->raw)
+		head = xasprintf("commit refs/hubmirror/snap/%s\nauthor %s\ncommitter %s\ndata %zu\n%s%sdeleteall\n", cm->id,
+				 pc.author_line, pc.committer_line, strlen(pc.message), pc.message, from);
+	else
+		head = xasprintf("commit refs/hubmirror/snap/%s\nauthor %s %lld +0000\ncommitter %s %lld +0000\n"
+				 "data %zu\n%s%sdeleteall\n", cm->id, cm->author, (long long)cm->at, cm->author,
+				 (long long)cm->at, strlen(cm->message), cm->message, from);
+	if (cm->raw)
+		gitobj_commit_release(&pc);
 	free(from);
 	return stream_commit(s, cat, snapshot_id, head);
 }
@@ -745,6 +759,12 @@ static void refs_release(struct refs_ctx *rc)
 int mirror_git_prepare(struct mirror_data *d, struct catalog *cat, const struct catalog_repo *repo, char **rel,
 		       char **errmsg)
 {
+	return mirror_git_prepare_locked(d, cat, repo, rel, NULL, errmsg);
+}
+
+int mirror_git_prepare_locked(struct mirror_data *d, struct catalog *cat, const struct catalog_repo *repo, char **rel,
+			      int *keep_lock, char **errmsg)
+{
 	struct refs_ctx rc = { .cat = cat, .repo = repo };
 	char *root = mirror_git_root(d), *gitdir = NULL, *state = NULL, *want = NULL, *have = NULL;
 	char *name = xasprintf("%s/%s/%s.git", repo->hub, repo->type, repo->name);
@@ -782,6 +802,10 @@ int mirror_git_prepare(struct mirror_data *d, struct catalog *cat, const struct 
 	/* the state last: until it is written, the next request builds again */
 	r = state_write(state, want, errmsg);
 out:
+	if (!r && keep_lock) {
+		*keep_lock = lock;
+		lock = -1;
+	}
 	if (lock >= 0)
 		close(lock);
 	refs_release(&rc);

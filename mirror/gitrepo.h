@@ -10,6 +10,7 @@
 #ifndef HM_MIRROR_GITREPO_H
 #define HM_MIRROR_GITREPO_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 struct catalog;
@@ -30,6 +31,15 @@ char *mirror_git_root(const struct mirror_data *d);
 int mirror_git_prepare(struct mirror_data *d, struct catalog *cat, const struct catalog_repo *repo, char **rel,
 		       char **errmsg);
 
+/* mirror_git_prepare, the repository's build lock kept (its fd in *keep_lock, the caller's to close) when
+ * it returns 0: a push holds it while receive-pack runs, so no build moves the refs meanwhile. */
+int mirror_git_prepare_locked(struct mirror_data *d, struct catalog *cat, const struct catalog_repo *repo, char **rel,
+			      int *keep_lock, char **errmsg);
+
+/* Make the next mirror_git_prepare of repository rel build its refs again from the catalog (after a
+ * push, whatever git did to them; call it holding the build lock). */
+void mirror_git_invalidate(const struct mirror_data *d, const char *rel);
+
 /* One request of a git client to a repository, as the server read it (gitrepo-backend.c). */
 struct mirror_git_request {
 	const char *rel;               /* the repository, below mirror_git_root (mirror_git_prepare) */
@@ -41,6 +51,12 @@ struct mirror_git_request {
 	const char *git_protocol;
 	const char *body;              /* len bytes; may be empty */
 	size_t len;
+	/* a push into a local repository (path_after "/git-receive-pack", or "/info/refs" asking for it):
+	 * its body is in body_fd (a spooled file, read from its start), and push_env (NULL-ended) tells the
+	 * hook the data directory, repository, pusher and quota (mirror/gitpush.h) */
+	bool push;
+	int body_fd;
+	const char *const *push_env;
 };
 
 /* git http-backend's answer: its body is in fd (an unlinked temporary file, the caller's to close)
@@ -53,7 +69,8 @@ struct mirror_git_answer {
 };
 
 /*
- * Run git http-backend for request q. Only the upload-pack service is ever served. On success fills
+ * Run git http-backend for request q: upload-pack, and receive-pack for a push (q->push) with
+ * `hubmirror git-hook` as its pre-receive hook. On success fills
  * *a. Blocking: on a worker. Returns 0 or an error with *errmsg (a->fd is -1 then); the client's
  * doing, before git runs: -EFBIG (the body inflates past 10 MiB), -EINVAL (an encoding not known, an
  * upload-pack request whose pkt-lines are malformed: mirror/gitpkt.h), -EPERM (it asks for what is

@@ -7,11 +7,14 @@
  * again on the new head when another one got in first; one that names its parent gets HM_ERR_CONFLICT.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <fnmatch.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <jansson.h>
 #include <openssl/evp.h>
@@ -19,6 +22,7 @@
 #include "base/err.h"
 #include "base/hex.h"
 #include "base/path.h"
+#include "base/size.h"
 #include "base/xmalloc.h"
 #include "catalog/catalog.h"
 #include "data.h"
@@ -227,7 +231,7 @@ static int record(struct catalog *cat, const struct catalog_repo *repo, const st
 	gitobj_id("commit", text, len, id);
 	free(text);
 	{
-		struct catalog_commit cm = { id, parent, tree, uc->author, now, msg };
+		struct catalog_commit cm = { id, parent, tree, uc->author, now, msg, NULL };
 		e = catalog_local_commit(cat, repo->id, uc->branch, &cm, files, n);
 	}
 	if (!e)
@@ -373,4 +377,58 @@ bool mirror_upload_wants_lfs(const char *attrs, const char *path, int64_t size, 
 		l += n + (l[n] == '\n');
 	}
 	return false;
+}
+
+bool mirror_upload_ref_name_ok(const char *n)
+{
+	size_t len = strlen(n);
+
+	if (!len || len > 200 || n[0] == '-' || n[0] == '/' || n[0] == '.' || n[len - 1] == '/' || n[len - 1] == '.' ||
+	    strstr(n, "..") || strstr(n, "//") || strstr(n, "/.") || (len >= 5 && !strcmp(n + len - 5, ".lock")) ||
+	    !strncmp(n, "refs/", 5))
+		return false;
+	return strspn(n, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-/") == len;
+}
+
+bool mirror_upload_quota_room(struct catalog *cat, const char *ns, int64_t quota, const char *const *sha,
+			      const int64_t *size, size_t n, char **msg)
+{
+	int64_t used = 0, more = 0;
+	char a[32], b[32], c[32];
+
+	if (quota < 0)
+		return true;
+	/* what is new to the namespace: each content once, not those its repos hold already */
+	for (size_t i = 0; i < n; i++) {
+		bool seen = false;
+		for (size_t j = 0; j < i && !seen; j++)
+			seen = !strcmp(sha[j], sha[i]);
+		if (!seen && catalog_namespace_holds(cat, "hf", ns, sha[i]) == 0)
+			more += size[i];
+	}
+	if (more > 0 && (catalog_namespace_bytes(cat, "hf", ns, &used) || used + more > quota)) {
+		size_human(used, a, sizeof(a));
+		size_human(more, b, sizeof(b));
+		size_human(quota, c, sizeof(c));
+		*msg = xasprintf("The storage quota of namespace %s is exceeded: it holds %s, this asks %s more, "
+				 "and its quota is %s", ns, a, b, c);
+		return false;
+	}
+	return true;
+}
+
+int mirror_upload_lock(struct mirror_data *d)
+{
+	char *path = xasprintf("%s/upload.lock", d->dir);
+	int fd = open(path, O_CREAT | O_RDWR | O_CLOEXEC, 0600), e;
+
+	free(path);
+	if (fd < 0)
+		return -errno;
+	if (flock(fd, LOCK_EX)) {
+		e = -errno;
+		close(fd);
+		return e;
+	}
+	return fd;
 }

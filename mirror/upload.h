@@ -73,4 +73,17 @@ int mirror_upload_put_small(struct mirror_data *d, const void *data, size_t n, c
 bool mirror_upload_wants_lfs(const char *gitattributes, const char *path, int64_t size, const void *sample,
 			     size_t sample_len);
 
+/* Is n a branch or tag name the write side takes (main, v1.0, feature/x; not refs/..., no "..", ".lock")? */
+bool mirror_upload_ref_name_ok(const char *n);
+
+/* Do contents sha[i] of size[i] (n of them) fit in namespace ns's quota (bytes; -1: none), counting only
+ * those its local repos do not hold yet, each once? False with *msg (malloc'd, the Hub's words). */
+bool mirror_upload_quota_room(struct catalog *cat, const char *ns, int64_t quota, const char *const *sha,
+			      const int64_t *size, size_t n, char **msg);
+
+/* The lock every commit into a local repo holds while it checks its quota and records itself (serve's
+ * commit API and a git push's hook, which is another process): an flock on <data>/upload.lock. Returns
+ * its fd (close it to unlock) or -errno. */
+int mirror_upload_lock(struct mirror_data *d);
+
 #endif

@@ -189,6 +189,7 @@ int cmd_import(int argc, char **argv);
 int cmd_restore(int argc, char **argv);
 int cmd_search(int argc, char **argv);
 int cmd_gc(int argc, char **argv);
+int cmd_git_hook(int argc, char **argv);
 int cmd_init(int argc, char **argv);
 int cmd_pin(int argc, char **argv);
 int cmd_request(int argc, char **argv);

@@ -39,6 +39,12 @@ const struct cli_command cli_commands[] = {
 	  "each tracked repository; drops\n"
 	  "all snapshots of removed repositories, then every stored file no kept snapshot references,\n"
 	  "files the catalog does not know (left by a crash), and partial downloads older than HOURS.\n" },
+	{ "git-hook", cmd_git_hook, "git-hook",
+	  "git's pre-receive hook for a push into a local repository (serve runs it)",
+	  "Not for people: serve runs git's receive-pack with it as the pre-receive hook during a git push\n"
+	  "into a local repository (docs/uploads.md). It checks the pushed commits, writes their files to\n"
+	  "the store and records them and the moved refs in the catalog in one transaction; only then does\n"
+	  "git move its refs. Its settings come from serve in the environment.\n" },
 	{ "pin", cmd_pin, "pin [--data DIR] [--remove] SPEC[@REV]...",
 	  "keep snapshots through gc, retention and the store quota",
 	  "Pins the snapshot of REV (a ref or a commit the mirror holds; default: the followed revision)\n"

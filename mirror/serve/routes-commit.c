@@ -266,7 +266,7 @@ static void commit_job_build(struct mirror__job *j, struct catalog *cat)
 	struct commit_job *c = (struct commit_job *)j;
 	struct mirror_upload_commit uc;
 	char id[41], *author = NULL, *why = NULL;
-	int e;
+	int e, lock;
 
 	if (read_body(c, cat)) {
 		hf__job_error(j, c->status, NULL, c->why, NULL);
@@ -277,7 +277,13 @@ static void commit_job_build(struct mirror__job *j, struct catalog *cat)
 					    .description = c->description, .author = author, .ops = c->ops,
 					    .nops = c->nops };
 	pthread_mutex_lock(&j->rt->commit_mu);
-	e = quota_ok(c, cat, &why) ? mirror_upload_commit(cat, &c->repo, &uc, id, &why) : HM_ERR_QUOTA;
+	lock = mirror_upload_lock(c->data); /* a git push's hook is another process */
+	if (lock < 0)
+		e = lock;
+	else
+		e = quota_ok(c, cat, &why) ? mirror_upload_commit(cat, &c->repo, &uc, id, &why) : HM_ERR_QUOTA;
+	if (lock >= 0)
+		close(lock);
 	pthread_mutex_unlock(&j->rt->commit_mu);
 	free(author);
 	if (!e) {

@@ -18,12 +18,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
 #include "base/err.h"
 #include "base/hex.h"
 #include "base/log.h"
+#include "base/path.h"
 #include "base/xmalloc.h"
 #include "catalog/catalog.h"
 #include "hub/http/httpd.h"
@@ -157,7 +159,37 @@ struct git_job {
 	char *method, *path_after, *query, *ctype_in, *cenc, *proto;
 	char *body;
 	size_t len;
+	bool push;                  /* receive-pack (docs/uploads.md, "git push") */
+	int body_fd;                /* a push's body, spooled; -1 when none */
+	char **push_env;            /* the hook's settings (mirror/gitpush.h) */
+	char *who, *report;         /* the pusher; the hook's report of what moved */
 };
+
+/* What a push moved, for the log: the hook's report, one "REF OLD NEW COMMITS" line per ref. */
+static void push_log(struct git_job *g)
+{
+	char *save = NULL;
+
+	for (char *l = g->report ? strtok_r(g->report, "\n", &save) : NULL; l; l = strtok_r(NULL, "\n", &save)) {
+		char ref[256], old[41], new_[41];
+		unsigned long n = 0;
+		if (sscanf(l, "%255s %40s %40s %lu", ref, old, new_, &n) == 4)
+			log_info("upload", "hf:%s%s %s -> %s by %s (git push, %lu new commits)",
+				 strcmp(g->repo.type, "dataset") ? "" : "datasets/", g->repo.name, ref,
+				 strspn(new_, "0") == 40 ? "(deleted)" : new_, g->who, n);
+	}
+}
+
+/* The push's report file: made empty before git runs, read after (the hook fills it). */
+static char *report_path(struct git_job *g)
+{
+	char *dir = mirror_data_path(g->data, MIRROR_DATA_SPILL), *abs = realpath(dir, NULL);
+	char *path = xasprintf("%s/push-%d-%p.report", abs ? abs : dir, (int)getpid(), (void *)g);
+
+	free(abs);
+	free(dir);
+	return path;
+}
 
 static void git_build(struct mirror__job *job, struct catalog *cat)
 {
@@ -166,7 +198,14 @@ static void git_build(struct mirror__job *job, struct catalog *cat)
 	struct mirror_git_answer ans = { .fd = -1 };
 	int r;
 
-	r = mirror_git_prepare(g->data, cat, &g->repo, &rel, &err);
+	char *report = g->push ? report_path(g) : NULL;
+	int lock = -1;
+
+	if (report) {
+		g->push_env[5] = xasprintf("HUBMIRROR_REPORT=%s", report); /* serve_git left room */
+		unlink(report);
+	}
+	r = mirror_git_prepare_locked(g->data, cat, &g->repo, &rel, g->push ? &lock : NULL, &err);
 	if (r == HM_ERR_NOT_FOUND) {
 		job->status = 404;
 		job->ctype = "text/plain";
@@ -180,7 +219,9 @@ static void git_build(struct mirror__job *job, struct catalog *cat)
 									 .content_type = g->ctype_in,
 									 .content_encoding = g->cenc,
 									 .git_protocol = g->proto, .body = g->body,
-									 .len = g->len },
+									 .len = g->len, .push = g->push,
+									 .body_fd = g->body_fd,
+									 .push_env = (const char *const *)g->push_env },
 					   &ans, &err))) {
 		log_warn("git", "%s:%s: %s", g->repo.hub, g->repo.name, err ? err : "?");
 		if (r == -EPERM) {
@@ -213,6 +254,18 @@ static void git_build(struct mirror__job *job, struct catalog *cat)
 		job->text = xstrdup("the mirror cannot serve this repository over git now\n");
 		job->len = strlen(job->text);
 	}
+	if (lock >= 0) {
+		/* whatever the push did to git's refs, the next request builds them again from the catalog */
+		mirror_git_invalidate(g->data, rel);
+		close(lock);
+	}
+	if (report) {
+		size_t len = 0;
+		if (!path_read_file(report, 1 << 20, &g->report, &len))
+			push_log(g);
+		unlink(report);
+		free(report);
+	}
 	free(rel);
 	free(err);
 }
@@ -229,6 +282,13 @@ static void git_release(struct mirror__job *job)
 	free(g->cenc);
 	free(g->proto);
 	free(g->body);
+	if (g->body_fd >= 0)
+		close(g->body_fd);
+	for (size_t i = 0; g->push_env && g->push_env[i]; i++)
+		free(g->push_env[i]);
+	free(g->push_env);
+	free(g->who);
+	free(g->report);
 	free(g);
 }
 
@@ -238,7 +298,7 @@ static char *dup_or_null(const char *s)
 }
 
 static void serve_git(struct mirror_routes *rt, struct httpd_req *req, const struct catalog_repo *repo,
-		      const char *path_after)
+		      const char *path_after, const char *who, struct mirror__commit_body *sink)
 {
 	struct git_job *g = xcalloc(1, sizeof(*g));
 	const char *body;
@@ -262,7 +322,60 @@ static void serve_git(struct mirror_routes *rt, struct httpd_req *req, const str
 	g->body = xmalloc(g->len ? g->len : 1);
 	if (g->len)
 		memcpy(g->body, body, g->len);
+	g->body_fd = -1;
+	if (who) {
+		/* a push: the body spooled (mirror__claim_body), the hook told who, where and how much room */
+		char *ns = xstrndup(repo->name, strcspn(repo->name, "/"));
+		char *abs = realpath(rt->data->dir, NULL); /* the hook runs in the repository's directory */
+		if (sink) {
+			g->body_fd = sink->fd;
+			sink->fd = -1;
+		}
+		g->push = true;
+		g->who = xstrdup(who);
+		g->push_env = xcalloc(8, sizeof(*g->push_env));
+		g->push_env[0] = xasprintf("HUBMIRROR_DATA=%s", abs ? abs : rt->data->dir);
+		free(abs);
+		g->push_env[1] = xasprintf("HUBMIRROR_TYPE=%s", repo->type);
+		g->push_env[2] = xasprintf("HUBMIRROR_REPO=%s", repo->name);
+		g->push_env[3] = xasprintf("HUBMIRROR_WHO=%s", who);
+		g->push_env[4] = xasprintf("HUBMIRROR_QUOTA=%lld", (long long)mirror__local_quota(rt, ns));
+		free(ns);
+	}
 	mirror__defer_aside(rt, req, &g->j);
+}
+
+bool mirror__git_receive_path(const char *path)
+{
+	struct gitreq g;
+	bool yes;
+
+	if (!parse(path, &g))
+		return false;
+	yes = g.op == OP_RECEIVE_PACK;
+	gitreq_release(&g);
+	return yes;
+}
+
+/* May this request push into repo type/name: a local one, and a token with a write grant? Else
+ * answered, as git's credential helpers expect (401 with a Basic challenge when there is no token). */
+static bool push_gate(struct mirror_routes *rt, struct httpd_req *req, const struct gitreq *g, char **who)
+{
+	char buf[512];
+	const char *tok = mirror__request_token(req, buf, sizeof(buf));
+
+	if (!mirror__local_namespace(rt, g->name)) {
+		httpd_respond_str(req, 403, "text/plain", "this mirror is read-only outside its local namespaces: no push\n");
+	} else if (!tok) {
+		httpd_add_header(req, "WWW-Authenticate", "Basic realm=\"hubmirror\"");
+		httpd_respond_str(req, 401, "text/plain", "a push needs a token with a write grant\n");
+	} else if (!mirror_access_may_write(rt->access, tok, "hf", g->type, g->name)) {
+		httpd_respond_str(req, 403, "text/plain", "this token may not write to this repository\n");
+	} else {
+		*who = mirror_access_who(rt->access, tok);
+		return true;
+	}
+	return false;
 }
 
 /* ---- Git LFS ----------------------------------------------------------------------------------- */
@@ -385,8 +498,28 @@ int mirror__route_git(struct mirror_routes *rt, struct httpd_req *req, const cha
 		return HTTPD_PASS;
 	httpd_set_route(req, g.op == OP_LFS_BATCH || g.op == OP_LFS_OBJECT || g.op == OP_LFS_PART ||
 				     g.op == OP_LFS_COMPLETE ? "git_lfs" : "git");
-	if (g.op == OP_RECEIVE_PACK || (g.op == OP_INFO_REFS && q && strstr(q, "service=git-receive-pack"))) {
-		httpd_respond_str(req, 403, "text/plain", "this mirror is read-only: no push\n");
+	if (g.op == OP_RECEIVE_PACK || (g.op == OP_INFO_REFS && q && !strcmp(q, "service=git-receive-pack"))) {
+		struct mirror__commit_body *sink = g.op == OP_RECEIVE_PACK ? httpd_body_take(req) : NULL;
+		char *who = NULL;
+		if (sink && sink->kind != MIRROR__SINK_COMMIT) {
+			mirror__body_abandon(sink);
+			sink = NULL;
+		}
+		if (strcmp(method, g.op == OP_RECEIVE_PACK ? "POST" : "GET"))
+			httpd_respond_str(req, 405, "text/plain", "method not allowed\n");
+		else if (!push_gate(rt, req, &g, &who))
+			; /* answered */
+		else if (catalog_repo_get(rt->data->catalog, "hf", g.type, g.name, &repo) || !repo.local)
+			httpd_respond_str(req, 404, "text/plain", "Repository not found: create it first (create_repo)\n");
+		else if (!mirror__access_check(rt, req, repo.hub, repo.type, repo.name, &repo, "git"))
+			; /* answered */
+		else if (g.op == OP_RECEIVE_PACK && (!sink || sink->status))
+			httpd_respond_str(req, sink && sink->status == 413 ? 413 : sink && sink->status == 507 ? 507 : 500,
+					  "text/plain", "the mirror could not keep this push's pack\n");
+		else
+			serve_git(rt, req, &repo, g.op == OP_RECEIVE_PACK ? "/git-receive-pack" : "/info/refs", who, sink);
+		free(who);
+		mirror__body_abandon(sink);
 	} else if (g.op == OP_INFO_REFS && (!q || strcmp(q, "service=git-upload-pack"))) {
 		httpd_respond_str(req, 403, "text/plain", "only git's smart HTTP protocol is served (git 1.6.6 or later)\n");
 	} else if ((g.op == OP_UPLOAD_PACK || g.op == OP_LFS_BATCH || g.op == OP_LFS_COMPLETE) ? strcmp(method, "POST")
@@ -419,9 +552,9 @@ int mirror__route_git(struct mirror_routes *rt, struct httpd_req *req, const cha
 		httpd_add_header(req, "WWW-Authenticate", "Basic realm=\"hubmirror\"");
 		httpd_respond_str(req, 401, "text/plain", "Access to this repository is restricted on this mirror.\n");
 	} else if (g.op == OP_INFO_REFS) {
-		serve_git(rt, req, &repo, "/info/refs");
+		serve_git(rt, req, &repo, "/info/refs", NULL, NULL);
 	} else if (g.op == OP_UPLOAD_PACK) {
-		serve_git(rt, req, &repo, "/git-upload-pack");
+		serve_git(rt, req, &repo, "/git-upload-pack", NULL, NULL);
 	} else if (g.op == OP_LFS_BATCH) {
 		lfs_batch(rt, req, &g, &repo);
 	} else if (!strcmp(method, "POST")) {

@@ -270,6 +270,8 @@ void mirror__lfs_verify(struct mirror_routes *rt, struct httpd_req *req, const s
 			const char *oid);
 /* Would contents sha[0..n) of size[0..n) fit in the quota of name's namespace (ORG/NAME: ORG), those its
  * repos hold already counting nothing? On no, *msg (malloc'd) says how far over. Blocking (catalog). */
+/* Namespace ns's quota in bytes (--local-quota), -1 for none. */
+int64_t mirror__local_quota(const struct mirror_routes *rt, const char *ns);
 bool mirror__quota_room(struct mirror_routes *rt, struct catalog *cat, const char *name, const char *const *sha,
 			const int64_t *size, size_t n, char **msg);
 /* Is req an LFS object's PUT to an upload URL the batch API gave out (its capability checked)? It
@@ -279,6 +281,8 @@ bool mirror__upload_url_ok(const struct mirror_routes *rt, const struct httpd_re
  * completion (.../OID/complete)? Then *type, *name and *oid (malloc'd) say which, and *part: 0 for the
  * object, N for its part N, -1 for the completion. */
 bool mirror__git_lfs_object(const char *path, char **type, char **name, char **oid, int *part);
+/* Is path a git push's POST (ORG/NAME[.git]/git-receive-pack)? */
+bool mirror__git_receive_path(const char *path);
 /* May this request write repo type/name (routes-upload.c)? Answers a refusal itself; *who (malloc'd)
  * names the writer for the log. */
 bool mirror__write_gate(struct mirror_routes *rt, struct httpd_req *req, const char *type, const char *name,

@@ -442,7 +442,7 @@ bool mirror__claim_body(void *ud, struct httpd_req *r, struct httpd_body_sink *s
 		*sink = (struct httpd_body_sink){ object_data, object_abandon, s };
 		return true;
 	}
-	if (!strcmp(m, "POST") && is_commit_path(httpd_path(r))) {
+	if (!strcmp(m, "POST") && (is_commit_path(httpd_path(r)) || mirror__git_receive_path(httpd_path(r)))) {
 		struct mirror__commit_body *s = xcalloc(1, sizeof(*s));
 		char *dir = mirror_data_path(rt->data, MIRROR_DATA_SPILL);
 		s->kind = MIRROR__SINK_COMMIT;

@@ -88,32 +88,19 @@ bool mirror__write_gate(struct mirror_routes *rt, struct httpd_req *req, const c
 bool mirror__quota_room(struct mirror_routes *rt, struct catalog *cat, const char *name, const char *const *sha,
 			const int64_t *size, size_t n, char **msg)
 {
-	size_t len = strcspn(name, "/");
-	int64_t used = 0, more = 0, quota = -1;
-	char *ns = xstrndup(name, len), a[32], b[32], c[32];
-	bool ok = true;
+	char *ns = xstrndup(name, strcspn(name, "/"));
+	bool ok = mirror_upload_quota_room(cat, ns, mirror__local_quota(rt, ns), sha, size, n, msg);
 
-	for (size_t i = 0; i < rt->nlocal; i++)
-		if (!strcasecmp(rt->local[i], ns))
-			quota = rt->local_quota[i];
-	/* what is new to the namespace: each content once, not those its repos hold already */
-	for (size_t i = 0; quota >= 0 && i < n; i++) {
-		bool seen = false;
-		for (size_t j = 0; j < i && !seen; j++)
-			seen = !strcmp(sha[j], sha[i]);
-		if (!seen && catalog_namespace_holds(cat, "hf", ns, sha[i]) == 0)
-			more += size[i];
-	}
-	if (quota >= 0 && more > 0 && (catalog_namespace_bytes(cat, "hf", ns, &used) || used + more > quota)) {
-		size_human(used, a, sizeof(a));
-		size_human(more, b, sizeof(b));
-		size_human(quota, c, sizeof(c));
-		*msg = xasprintf("The storage quota of namespace %s is exceeded: it holds %s, this asks %s more, "
-				 "and its quota is %s", ns, a, b, c);
-		ok = false;
-	}
 	free(ns);
 	return ok;
+}
+
+int64_t mirror__local_quota(const struct mirror_routes *rt, const char *ns)
+{
+	for (size_t i = 0; i < rt->nlocal; i++)
+		if (!strcasecmp(rt->local[i], ns))
+			return rt->local_quota[i];
+	return -1;
 }
 
 static char *author_of(const char *who)
@@ -406,17 +393,6 @@ void mirror__hf_write(struct mirror_routes *rt, struct httpd_req *req, const cha
 
 /* A branch or tag name git takes (git check-ref-format's rules, and a bound), that no client or file
  * system reads as another: letters, digits, '.', '_', '-' and '/' between non-empty parts. */
-static bool ref_name_ok(const char *n)
-{
-	size_t len = strlen(n);
-
-	if (!len || len > 200 || n[0] == '-' || n[0] == '/' || n[0] == '.' || n[len - 1] == '/' || n[len - 1] == '.' ||
-	    strstr(n, "..") || strstr(n, "//") || strstr(n, "/.") || (len >= 5 && !strcmp(n + len - 5, ".lock")) ||
-	    skip_prefix(n, "refs/"))
-		return false;
-	return strspn(n, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-/") == len;
-}
-
 /* The commit rev names in repo (a branch, a tag or a commit id), into out; or an answer. */
 static bool commit_of(struct mirror_routes *rt, struct httpd_req *req, const struct catalog_repo *repo, const char *rev,
 		      char out[41])
@@ -465,7 +441,7 @@ static void hf_ref(struct mirror_routes *rt, struct httpd_req *req, const struct
 	char commit[41], *what;
 	int e;
 
-	if (!json_is_object(in) || !name || !ref_name_ok(name)) {
+	if (!json_is_object(in) || !name || !mirror_upload_ref_name_ok(name)) {
 		hf__error(req, 400, NULL, "A branch or tag name: letters, digits, '.', '_', '-' and '/'", NULL);
 	} else if (del && !tag && !strcmp(name, repo->follow_rev)) {
 		hf__error(req, 403, NULL, "The default branch cannot be deleted", NULL);
