@@ -82,11 +82,10 @@ int cmd_git_hook(int argc, char **argv)
 	size_t n;
 	int r;
 
-	(void)argv;
-	if (argc > 1) {
-		fprintf(stderr, "hubmirror: git-hook takes no arguments\n");
+	const struct cli_flag flags[] = { CLI_END };
+
+	if (cli_parse_flags_only(cli_find("git-hook"), argc, argv, flags))
 		return CLI_USAGE;
-	}
 	while ((n = fread(chunk, 1, sizeof(chunk), stdin)) > 0 && in.len < (1u << 20))
 		buf_add(&in, chunk, n);
 	buf_add(&in, "", 1);

@@ -274,6 +274,8 @@ static void git_release(struct mirror__job *job)
 {
 	struct git_job *g = (struct git_job *)job;
 
+	if (g->report && *g->report) /* (on the loop: defer.c releases a job after its answer) */
+		mirror__local_torrents(g->j.rt);
 	catalog_repo_release(&g->repo);
 	free(g->method);
 	free(g->path_after);

@@ -41,7 +41,7 @@ check "bad log level message" grep -q "unknown log level 'loud'" "$T/e4"
 # per option of that table (opts: each command's table).
 declare -A opts=(
 	[add]="data revision include exclude prefer-safetensors open preheat refs mirror from"
-	[backup]="data output" [config]="" [export]="data output since volume-size"
+	[backup]="data output" [config]="" [git-hook]="" [export]="data output since volume-size"
 	[gc]="data keep partial-age dry-run wait json" [pin]="data remove" [help]="" [info]="files data mirror json"
 	[init]="data" [import]="data wait json keep-options" [ls]="data mirror json" [remove]="data mirror"
 	[search]="data mirror hub type limit json"

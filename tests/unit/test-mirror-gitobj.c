@@ -132,6 +132,87 @@ TEST(bad_trees_refused)
 	CHECK_INT(gitobj_tree_id(lead, 1, tree), -22);
 }
 
+/* A commit git wrote (author and committer apart, their time zones) is read field by field, and git
+ * fast-import, given those fields, writes the very same object back. */
+TEST(pushed_commit_parsed_and_rebuilt)
+{
+	const char *raw = "tree 4b825dc642cb6eb9a060e54bf8d69288fbee4904\n"
+			  "parent 1111111111111111111111111111111111111111\n"
+			  "author Ann Dev <ann@example.com> 1700000000 +0800\n"
+			  "committer Bob Ops <bob@example.com> 1700003600 -0530\n"
+			  "\n"
+			  "first checkpoint\n\ntrained 3 epochs\n";
+	const char *root = "tree 4b825dc642cb6eb9a060e54bf8d69288fbee4904\n"
+			   "author A <a@x> 1 +0000\ncommitter A <a@x> 1 +0000\n\nno newline at the end";
+	struct gitobj_commit c;
+	const char *why = NULL;
+	char id[41], *cmd, *want;
+
+	CHECK_INT(gitobj_commit_parse(raw, strlen(raw), &c, &why), 0);
+	CHECK_STR(c.tree, "4b825dc642cb6eb9a060e54bf8d69288fbee4904");
+	CHECK_STR(c.parent, "1111111111111111111111111111111111111111");
+	CHECK_STR(c.author, "Ann Dev <ann@example.com>");
+	CHECK_STR(c.committer_line, "Bob Ops <bob@example.com> 1700003600 -0530");
+	CHECK(c.at == 1700000000);
+	CHECK_STR(c.message, "first checkpoint\n\ntrained 3 epochs\n");
+	gitobj_commit_release(&c);
+	CHECK_INT(gitobj_commit_parse(root, strlen(root), &c, &why), 0);
+	CHECK_STR(c.parent, "");
+	CHECK_STR(c.message, "no newline at the end");
+	/* fast-import from the parsed fields: the same id as the object hashed */
+	gitobj_id("commit", root, strlen(root), id);
+	{
+		FILE *f;
+		char *path = xasprintf("%s/stream", dir);
+		f = fopen(path, "w");
+		fprintf(f, "commit refs/heads/x\nauthor %s\ncommitter %s\ndata %zu\n%s\n", c.author_line,
+			c.committer_line, strlen(c.message), c.message);
+		fclose(f);
+		free(path);
+	}
+	cmd = xasprintf("git init -q --bare fi.git && git --git-dir fi.git fast-import --quiet <stream && "
+			"git --git-dir fi.git rev-parse refs/heads/x");
+	want = git_says(cmd);
+	CHECK_STR(id, want ? want : "");
+	free(want);
+	free(cmd);
+	gitobj_commit_release(&c);
+}
+
+/* What fast-import would not write back as it was, or what the mirror does not keep, is refused. */
+TEST(unkept_commits_refused)
+{
+	static const char *const bad[] = {
+		/* a merge */
+		"tree 4b825dc642cb6eb9a060e54bf8d69288fbee4904\nparent 1111111111111111111111111111111111111111\n"
+		"parent 2222222222222222222222222222222222222222\nauthor A <a@x> 1 +0000\ncommitter A <a@x> 1 +0000\n\nm\n",
+		/* a signature */
+		"tree 4b825dc642cb6eb9a060e54bf8d69288fbee4904\nauthor A <a@x> 1 +0000\ncommitter A <a@x> 1 +0000\n"
+		"gpgsig -----BEGIN PGP SIGNATURE-----\n\nm\n",
+		/* an encoding */
+		"tree 4b825dc642cb6eb9a060e54bf8d69288fbee4904\nauthor A <a@x> 1 +0000\ncommitter A <a@x> 1 +0000\n"
+		"encoding ISO-8859-1\n\nm\n",
+		/* no name, a zone out of range, no email, a short tree, no blank line */
+		"tree 4b825dc642cb6eb9a060e54bf8d69288fbee4904\nauthor <a@x> 1 +0000\ncommitter A <a@x> 1 +0000\n\nm\n",
+		"tree 4b825dc642cb6eb9a060e54bf8d69288fbee4904\nauthor A <a@x> 1 +9900\ncommitter A <a@x> 1 +0000\n\nm\n",
+		"tree 4b825dc642cb6eb9a060e54bf8d69288fbee4904\nauthor A a@x 1 +0000\ncommitter A <a@x> 1 +0000\n\nm\n",
+		"tree 4b825dc642\nauthor A <a@x> 1 +0000\ncommitter A <a@x> 1 +0000\n\nm\n",
+		"tree 4b825dc642cb6eb9a060e54bf8d69288fbee4904\nauthor A <a@x> 1 +0000\ncommitter A <a@x> 1 +0000\n",
+		"tree 4b825dc642cb6eb9a060e54bf8d69288fbee4904\nauthor A <a<b@x> 1 +0000\ncommitter A <a@x> 1 +0000\n\nm\n",
+	};
+	struct gitobj_commit c;
+	const char *why;
+	char nul[] = "tree 4b825dc642cb6eb9a060e54bf8d69288fbee4904\nauthor A <a@x> 1 +0000\ncommitter A <a@x> 1 +0000\n\na\0b";
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		why = NULL;
+		CHECK_INT(gitobj_commit_parse(bad[i], strlen(bad[i]), &c, &why), -22);
+		CHECK(why != NULL);
+	}
+	CHECK_INT(gitobj_commit_parse(nul, sizeof(nul) - 1, &c, &why), -22);
+	CHECK(strstr(why, "NUL") != NULL);
+}
+
 int main(void)
 {
 	if (!mkdtemp(dir))
@@ -139,6 +220,8 @@ int main(void)
 	RUN(blobs_trees_commits_match_git);
 	RUN(empty_tree_and_lfs_pointer);
 	RUN(bad_trees_refused);
+	RUN(pushed_commit_parsed_and_rebuilt);
+	RUN(unkept_commits_refused);
 	{
 		char *rm = xasprintf("rm -rf %s", dir);
 		if (system(rm) != 0)
