@@ -455,9 +455,12 @@ int mirror__route_ms(struct mirror_routes *rt, struct httpd_req *req, const char
 	}
 	m.type = mp.type;
 	/* datasets/{Id}/repo/tree: the old SDK's numeric id */
-	if (mp.id)
-		catalog_repo_name_by_id(rt->data->catalog, mp.id, "ms", "dataset", &m.name);
-	else
+	if (mp.id && catalog_repo_name_by_id(rt->data->catalog, mp.id, "ms", "dataset", &m.name)) {
+		/* or a local dataset's (docs/uploads.md), whose info gave its catalog id the same way */
+		if (!catalog_repo_name_by_id(rt->data->catalog, mp.id, "hf", "dataset", &m.name) &&
+		    !mirror__local_namespace(rt, m.name))
+			FREE_AND_NULL(&m.name);
+	} else if (!mp.id)
 		m.name = xstrdup(mp.name);
 	if (!m.name || hub_check_name(HUB_MS, m.name)) {
 		ms_envelope(req, 404, NULL, "not found");

@@ -13,8 +13,8 @@
 command -v git-lfs >/dev/null || skip "git-lfs is not installed"
 
 cat >"$T/tokens" <<'TOK'
-hf_writer_acme_0001 hf:acme/*:write
-hf_reader_acme_0002 hf:acme/*
+hf_writer_acme_0001 hf:acme/*:write hf:datasets/acme/*:write
+hf_reader_acme_0002 hf:acme/* hf:datasets/acme/*
 TOK
 chmod 600 "$T/tokens"
 W=hf_writer_acme_0001
@@ -78,7 +78,7 @@ second_push() {
 	local before
 	before=$(grep -c 'PUT /acme/pushed.git/info/lfs/objects/' "$T/access.log")
 	head -c 4000000 /dev/urandom >"$W1/model-2.bin"
-	git -C "$W1" commit -q -am "second checkpoint" && git -C "$W1" push -q origin main 2>"$T/push2.out" ||
+	git -C "$W1" commit -q -am "second checkpoint" && git -C "$W1" push -q origin main >"$T/push2.out" 2>&1 ||
 		{ cat "$T/push2.out"; return 1; }
 	[ "$(head_of pushed)" = "$(git -C "$W1" rev-parse HEAD)" ] &&
 		[ "$(grep -c 'PUT /acme/pushed.git/info/lfs/objects/' "$T/access.log")" -eq $((before + 1)) ] &&
@@ -148,6 +148,25 @@ check "a namespace that is not local takes no push" bash -c "! git -C '$W1' push
 	grep -q 'outside its local namespaces' '$T/nl.out'"
 check "a repo that does not exist takes no push" bash -c "! git -C '$W1' push '$(url $W acme/nothing)' main >'$T/ne.out' 2>&1 &&
 	grep -q 'create it first' '$T/ne.out'"
+
+# A dataset too, and ModelScope's dataset API reads it as the SDK does: its info gives an Id, the
+# tree is listed by that Id, a file comes by its path (the SDK's revision, master, is main here).
+dataset_pushed() {
+	local id
+	curl -fsS -o /dev/null -X POST -H "Authorization: Bearer $W" -H 'Content-Type: application/json' \
+		-d '{"name":"evals","organization":"acme","type":"dataset"}' "$M/api/repos/create" || return 1
+	git clone -q "$(url $W datasets/acme/evals)" "$T/wd" 2>/dev/null && mkdir -p "$T/wd/data" &&
+		printf 'q,a\n1,2\n' >"$T/wd/data/train.csv" && git -C "$T/wd" add -A && git -C "$T/wd" commit -q -m data &&
+		git -C "$T/wd" push -q origin main 2>/dev/null || return 1
+	id=$(curl -fsS -H "Authorization: Bearer $R" "$M/api/v1/datasets/acme/evals" |
+		"$PY" -c 'import json,sys; print(json.load(sys.stdin)["Data"]["Id"])') || return 1
+	curl -fsS -H "Authorization: Bearer $R" \
+		"$M/api/v1/datasets/$id/repo/tree?Revision=master&Root=/&Recursive=True&PageNumber=1&PageSize=100" |
+		grep -q '"Path":"data/train.csv"' &&
+		cmp "$T/wd/data/train.csv" <(curl -fsS -H "Authorization: Bearer $R" \
+			"$M/api/v1/datasets/acme/evals/repo?Source=SDK&Revision=master&FilePath=data/train.csv")
+}
+check "a dataset pushed with git reads through ModelScope's dataset API (info, tree by Id, file)" dataset_pushed
 
 # The git side is only a cache: rebuilt from the catalog alone, the same commits (ids, authors,
 # committers, their time zones).
