@@ -20,6 +20,9 @@ pid_t gitrepo__git_start(const char *const *argv, const char *const *extra_env, 
 int gitrepo__git_wait(pid_t pid);
 /* The last line git wrote to err (an unlinked temporary file), for a message; malloc'd. */
 char *gitrepo__last_words(int err);
+/* Run git (argv) to its end, stderr into a temporary file in root: 0, or HM_ERR_GIT with *errmsg (may
+ * be NULL) holding git's last words. */
+int gitrepo__git_run(const char *root, const char *const *argv, int in, int out, char **errmsg);
 /* Write all n bytes of p to fd; 0 or -1 with errno. */
 int gitrepo__write_all(int fd, const void *p, size_t n);
 

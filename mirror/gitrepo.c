@@ -10,10 +10,8 @@
  * there; hubmirror-state holds the refs it was last built for, so an unchanged repository costs one
  * file read.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -153,7 +151,7 @@ char *gitrepo__last_words(int err)
 }
 
 /* Run git to the end with the given output file (-1: none); 0, or an error with *errmsg. */
-static int git_run(const char *root, const char *const *argv, int in, int out, char **errmsg)
+int gitrepo__git_run(const char *root, const char *const *argv, int in, int out, char **errmsg)
 {
 	int err = gitrepo__tmpfile_in(root), st;
 	pid_t pid;
@@ -475,7 +473,7 @@ static char *list_refs(const char *root, const char *gitdir, char **errmsg)
 		*errmsg = xasprintf("temporary file in %s: %s", root, strerror(-out));
 		return NULL;
 	}
-	if (!git_run(root, argv, -1, out, errmsg) && !fstat(out, &st)) {
+	if (!gitrepo__git_run(root, argv, -1, out, errmsg) && !fstat(out, &st)) {
 		text = xmalloc((size_t)st.st_size + 1);
 		if (pread(out, text, (size_t)st.st_size, 0) != st.st_size) {
 			FREE_AND_NULL(&text);
@@ -513,11 +511,11 @@ static int init_repo(const char *root, const char *gitdir, char **errmsg)
 		{ "core.logAllRefUpdates", "false" },
 	};
 	const char *init[] = { "git", "init", "--bare", "--quiet", gitdir, NULL };
-	int r = git_run(root, init, -1, -1, errmsg);
+	int r = gitrepo__git_run(root, init, -1, -1, errmsg);
 
 	for (size_t i = 0; !r && i < sizeof(settings) / sizeof(settings[0]); i++) {
 		const char *argv[] = { "git", "--git-dir", gitdir, "config", settings[i][0], settings[i][1], NULL };
-		r = git_run(root, argv, -1, -1, errmsg);
+		r = gitrepo__git_run(root, argv, -1, -1, errmsg);
 	}
 	return r;
 }
@@ -631,7 +629,7 @@ static int drop_stale(struct catalog *cat, const struct catalog_repo *repo, cons
 			*errmsg = xstrdup("cannot hand git update-ref its input");
 			r = HM_ERR_GIT;
 		} else {
-			r = git_run(root, argv, in, -1, errmsg);
+			r = gitrepo__git_run(root, argv, in, -1, errmsg);
 		}
 		if (in >= 0)
 			close(in);
@@ -720,7 +718,7 @@ static int head_point(const char *root, const char *gitdir, const struct refs_ct
 			head = rc->v[i].ref;
 	if (head) {
 		const char *argv[] = { "git", "--git-dir", gitdir, "symbolic-ref", "HEAD", head, NULL };
-		return git_run(root, argv, -1, -1, errmsg);
+		return gitrepo__git_run(root, argv, -1, -1, errmsg);
 	}
 	return 0;
 }
@@ -819,88 +817,4 @@ out:
 	else
 		*rel = name; /* written only on success */
 	return r;
-}
-
-/* ---- gc ---------------------------------------------------------------------------------------- */
-
-
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	(void)st;
-	(void)flag;
-	(void)ftw;
-	return remove(path) < 0 && errno != ENOENT ? -1 : 0;
-}
-
-/* One <name>.git below root/hub/type/org: gone with its repo, else its unreachable objects pruned. */
-static void gc_one(struct mirror_data *d, const char *root, const char *hub, const char *type, const char *org,
-		   const char *entry, struct mirror_git_gc_report *rep)
-{
-	char *gitdir = xasprintf("%s/%s/%s/%s/%s", root, hub, type, org, entry);
-	char *name = xasprintf("%s/%.*s", org, (int)(strlen(entry) - 4), entry);
-	char *lockpath = xasprintf("%s.lock", gitdir), *err = NULL;
-	struct catalog_repo r = { 0 };
-	int lock = open(lockpath, O_CREAT | O_RDWR | O_CLOEXEC, 0600);
-
-	if (lock < 0 || flock(lock, LOCK_EX)) {
-		log_warn("gc", "cannot lock %s: %s", gitdir, strerror(errno));
-	} else if (catalog_repo_get(d->catalog, hub, type, name, &r)) {
-		/* not tracked any more (or never): nobody clones it */
-		if (nftw(gitdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS) == 0) {
-			unlink(lockpath);
-			rep->removed++;
-		} else {
-			log_warn("gc", "cannot remove %s: %s", gitdir, strerror(errno));
-		}
-	} else {
-		const char *argv[] = { "git", "--git-dir", gitdir, "gc", "--quiet", "--prune=now", NULL };
-		catalog_repo_release(&r);
-		if (git_run(root, argv, -1, -1, &err))
-			log_warn("gc", "%s: %s", gitdir, err ? err : "git gc failed");
-		else
-			rep->collected++;
-	}
-	if (lock >= 0)
-		close(lock);
-	free(err);
-	free(lockpath);
-	free(name);
-	free(gitdir);
-}
-
-int mirror_git_gc(struct mirror_data *d, struct mirror_git_gc_report *rep)
-{
-	static const char *const hubs[] = { "hf", "ms" }, *const types[] = { "model", "dataset" };
-	char *root = mirror_git_root(d);
-
-	memset(rep, 0, sizeof(*rep));
-	for (size_t h = 0; h < 2; h++) {
-		for (size_t t = 0; t < 2; t++) {
-			char *dir = xasprintf("%s/%s/%s", root, hubs[h], types[t]);
-			DIR *orgs = opendir(dir);
-			struct dirent *o;
-			while (orgs && (o = readdir(orgs))) {
-				char *odir;
-				DIR *names;
-				struct dirent *n;
-				if (o->d_name[0] == '.')
-					continue;
-				odir = xasprintf("%s/%s", dir, o->d_name);
-				names = opendir(odir);
-				while (names && (n = readdir(names))) {
-					size_t l = strlen(n->d_name);
-					if (n->d_name[0] != '.' && l > 4 && !strcmp(n->d_name + l - 4, ".git"))
-						gc_one(d, root, hubs[h], types[t], o->d_name, n->d_name, rep);
-				}
-				if (names)
-					closedir(names);
-				free(odir);
-			}
-			if (orgs)
-				closedir(orgs);
-			free(dir);
-		}
-	}
-	free(root);
-	return 0;
 }
