@@ -1,17 +1,21 @@
 /*
- * routes-git.c - git clone over HTTP, and the Git LFS batch API (docs/git.md).
+ * routes-git.c - git clone, and push into local repos, over HTTP; the Git LFS batch API (docs/git.md).
  *
  *   GET  /[datasets/]ORG/NAME[.git]/info/refs?service=git-upload-pack   the refs (smart HTTP)
  *   POST /[datasets/]ORG/NAME[.git]/git-upload-pack                      the pack
+ *   POST /[datasets/]ORG/NAME[.git]/git-receive-pack                     a push (local repos)
  *   POST /[datasets/]ORG/NAME[.git]/info/lfs/objects/batch                LFS: where each object is
  *   GET  /[datasets/]ORG/NAME[.git]/info/lfs/objects/OID                  LFS: one object (Range works)
  *
  * ORG/NAME is a Hugging Face repo of the catalog or, when there is none of that name, a ModelScope one
  * (ModelScope's own git URLs have the same shapes). Access is the HTTP API's (tokens as Bearer or as
  * Basic credentials: http://user:TOKEN@mirror/...). The repository is built on a worker on first use
- * and when the catalog's refs change (mirror/gitrepo.c); git's http-backend answers. Pushes, the dumb
- * protocol and everything else are refused; a request body is at most serve's body limit (1 MiB),
- * which bounds a want list.
+ * and when the catalog's refs change (mirror/gitrepo.c); git's http-backend answers. A push
+ * (info/refs?service=git-receive-pack, POST git-receive-pack) goes only into a repo of a local
+ * namespace, with a write grant: its pack is spooled to a file and git's receive-pack takes it, with
+ * `hubmirror git-hook` as its pre-receive hook (mirror/gitpush.h; docs/uploads.md, "git push"). The
+ * dumb protocol and everything else are refused; an upload-pack request body is at most serve's body
+ * limit (1 MiB), which bounds a want list.
  */
 #include <errno.h>
 #include <stdbool.h>
