@@ -213,6 +213,11 @@ char *s3_error_xml(const char *code, const char *message, const char *resource, 
 	return buf_detach(&b, NULL);
 }
 
+void s3_etag(const char *sha256, char out[80])
+{
+	snprintf(out, 80, "\"%.64s-1\"", sha256);
+}
+
 void s3_http_date(int64_t t, char out[30])
 {
 	time_t tt = (time_t)t;

@@ -62,6 +62,10 @@ void s3_xml_add(struct buf *b, const char *s);
 /* An error document: <Error><Code>..</Code><Message>..</Message><Resource>..</Resource>
  * <RequestId>..</RequestId></Error> (resource may be NULL). Malloc'd. */
 char *s3_error_xml(const char *code, const char *message, const char *resource, const char *request_id);
+/* An object's ETag (with its quotes) from its content's SHA-256: in the shape of a multipart object's
+ * ("SHA256-1"), not an MD5's, so that tools which check an MD5 ETag (s3cmd, rclone) leave it alone.
+ * out: 80 bytes. */
+void s3_etag(const char *sha256, char out[80]);
 /* An HTTP date (RFC 7231, "Thu, 03 Dec 2026 06:00:00 GMT") of t into out (30 bytes), and an ISO 8601
  * one as listings give ("2026-12-03T06:00:00.000Z", 25 bytes). */
 void s3_http_date(int64_t t, char out[30]);

@@ -40,7 +40,7 @@ void hf__file(struct hfreq *h, const char *rev, const char *path, bool raw)
 	char etag[80], *fname, *disp;
 	const char *base;
 	int64_t a = 0, b = -1;
-	int rr, r, trusted;
+	int rr, r;
 
 	if (hf__resolve_how(h, rev, true))
 		return;
@@ -100,17 +100,10 @@ void hf__file(struct hfreq *h, const char *rev, const char *path, bool raw)
 		httpd_respond_str(req, 304, NULL, "");
 		goto out;
 	}
-	/* a provisional snapshot's content the store holds for another repo is served only once its
-	 * own upstream's bytes were verified (docs/security.md, "What sync takes from a listing") */
-	trusted = mirror__file_trusted(h->rt, h->snap.id, e.sha256);
-	if (trusted != 1 || mirror__send_blob(h->rt, req, e.sha256, e.size)) {
-		/* a provisional snapshot's content, fetched now; or (catalog says yes, store says no) one
-		 * verify quarantined, which the next sync brings back */
+	{
 		struct mirror_ondemand_file of = { "hf", h->type, h->name, h->snap.commit, h->repo.follow_rev, e.path,
-						   e.sha256, e.size, h->snap.repo_id, trusted == 0 };
-		if (!h->rt->ondemand || trusted < 0 ||
-		    (trusted == 1 && catalog_blob_present(h->rt->data->catalog, e.sha256) != 0) ||
-		    mirror_ondemand_send(h->rt, req, &of))
+						   e.sha256, e.size, h->snap.repo_id, false };
+		if (mirror__send_file(h->rt, req, h->snap.id, &of))
 			hf__error(req, 503, NULL, "File temporarily unavailable on this mirror", h->snap.commit);
 	}
 out:

@@ -81,6 +81,12 @@ struct catalog_repo;
  * provisional snapshot may not name it yet, its bytes come from its own upstream first
  * (catalog_snapshot_trusts); < 0: a catalog error. */
 int mirror__file_trusted(struct mirror_routes *rt, int64_t snapshot_id, const char *sha256);
+/* Answer req (its headers added) with file f of snapshot snapshot_id: from the store when the snapshot
+ * may name its content (mirror__file_trusted), else fetched on demand (f->untrusted set here). Returns
+ * 0 when answered, -1 when it cannot be now: the caller answers 503 in its hub's words. */
+struct mirror_ondemand_file;
+int mirror__send_file(struct mirror_routes *rt, struct httpd_req *req, int64_t snapshot_id,
+		      struct mirror_ondemand_file *f);
 /* May anyone see the repo here (mirror_access_visible)? A route answers for one it may not as for a
  * repo the mirror does not have. */
 bool mirror__repo_visible(const struct mirror_routes *rt, const struct catalog_repo *r);
@@ -177,6 +183,9 @@ bool mirror__access_check(struct mirror_routes *rt, struct httpd_req *req, const
 			  const char *name, const struct catalog_repo *r, const char *style);
 /* Is r a private repo of the mirror's own (a local namespace's)? */
 bool mirror__private_local(const struct catalog_repo *r);
+/* May anyone read r, without a token (not a private local repo, not guarded by the tokens file)? Its
+ * swarm is then open, and needs no capability. */
+bool mirror__anyone_reads(const struct mirror_routes *rt, const struct catalog_repo *r);
 
 /* ---- JSON answers (respond.c) ---- */
 

@@ -412,7 +412,6 @@ static void ms_download(struct msreq *m)
 {
 	char *path = httpd_query_param(m->req, MS_QUERY_FILE);
 	struct catalog_entry e = { 0 };
-	int trusted;
 
 	if (ms_resolve(m))
 		goto out;
@@ -426,15 +425,10 @@ static void ms_download(struct msreq *m)
 		goto out;
 	}
 	httpd_add_headerf(m->req, "ETag", "\"%s\"", e.sha256);
-	trusted = mirror__file_trusted(m->rt, m->snap.id, e.sha256);
-	if (trusted != 1 || mirror__send_blob(m->rt, m->req, e.sha256, e.size)) {
-		/* a provisional snapshot's content is fetched now, and one it may not take from the
-		 * store yet comes from its upstream first (see routes-hf.c) */
+	{
 		struct mirror_ondemand_file of = { "ms", m->type, m->name, m->snap.commit, m->repo.follow_rev, e.path,
-						   e.sha256, e.size, m->snap.repo_id, trusted == 0 };
-		if (!m->rt->ondemand || trusted < 0 ||
-		    (trusted == 1 && catalog_blob_present(m->rt->data->catalog, e.sha256) != 0) ||
-		    mirror_ondemand_send(m->rt, m->req, &of))
+						   e.sha256, e.size, m->snap.repo_id, false };
+		if (mirror__send_file(m->rt, m->req, m->snap.id, &of))
 			ms_envelope(m->req, 503, NULL, "file temporarily unavailable on this mirror");
 	}
 out:

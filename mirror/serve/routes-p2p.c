@@ -65,13 +65,6 @@ static void plain(struct httpd_req *req, int status, const char *msg)
 	httpd_respond(req, status, "text/plain; charset=utf-8", msg, strlen(msg));
 }
 
-/* Can anyone read repo r's content without a token? Then its torrent's URLs need no capability. (Never
- * a private repo of the mirror's own: its swarm is its grantees'.) */
-static bool anon_ok(const struct mirror_routes *rt, const struct catalog_repo *r)
-{
-	return !mirror__private_local(r) && (!rt->access || mirror_access_allows(rt->access, NULL, r->hub, r->type, r->name));
-}
-
 /* ---- tracker -------------------------------------------------------------------------------------- */
 
 /* The mirror seeds this torrent: put its seed in the swarm the peer announced (v1 or truncated v2
@@ -131,8 +124,8 @@ static void announce(struct mirror_routes *rt, struct httpd_req *req)
 		if (!catalog_snapshot_repo(rt->data->catalog, t.snapshot_id, &repo)) {
 			char *cap;
 			open = mirror_access_content_open(rt->access, &repo);
-			cap = !open || anon_ok(rt, &repo) ? NULL : httpd_query_param(req, "hmcap");
-			ok = open && (anon_ok(rt, &repo) || (rt->have_p2p_key && mirror_access_capability_allows(rt->access,
+			cap = !open || mirror__anyone_reads(rt, &repo) ? NULL : httpd_query_param(req, "hmcap");
+			ok = open && (mirror__anyone_reads(rt, &repo) || (rt->have_p2p_key && mirror_access_capability_allows(rt->access,
 						  rt->p2p_key, cap, t.btih, &repo)));
 			free(cap);
 			catalog_repo_release(&repo);
@@ -274,7 +267,7 @@ static int torrent_urls(struct mirror_routes *rt, struct httpd_req *req, const s
 	size_t n = 1 + rt->npeer_mirrors;
 	int r = 0;
 
-	if (!anon_ok(rt, repo)) {
+	if (!mirror__anyone_reads(rt, repo)) {
 		/* guarded: BitTorrent clients send no token, so the URLs carry a capability for this one
 		 * (the mirrors of one deployment share the key: docs/deployment.md) */
 		char tb[512];
@@ -653,7 +646,7 @@ int mirror__route_preheat(struct mirror_routes *rt, struct httpd_req *req, const
 	for (size_t i = 0; i < n; i++) {
 		const struct catalog_repo *r = &list[i];
 		json_t *o = json_loads(r->options ? r->options : "{}", 0, NULL);
-		if (json_is_true(json_object_get(o, "preheat")) && r->head_commit && anon_ok(rt, r) &&
+		if (json_is_true(json_object_get(o, "preheat")) && r->head_commit && mirror__anyone_reads(rt, r) &&
 		    mirror_access_content_open(rt->access, r)) {
 			char *spec = xasprintf("%s:%s%s", r->hub, strcmp(r->type, "dataset") ? "" : "datasets/", r->name);
 			json_array_append_new(out, json_pack("{s:s, s:s, s:s}", "spec", spec, "revision", r->follow_rev,

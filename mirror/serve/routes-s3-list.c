@@ -360,14 +360,16 @@ static void list_xml(struct list_job *lj, struct buf *b)
 	}
 	for (size_t i = 0; i < lj->n; i++) {
 		const struct item *it = &lj->items[i];
-		char iso[25];
+		char iso[25], etag[80];
 		if (it->prefix)
 			continue;
 		s3_iso_date(it->mtime, iso);
 		buf_adds(b, "<Contents>");
 		add_elem(b, "Key", it->key, lj->url);
-		buf_addf(b, "<LastModified>%s</LastModified><ETag>&quot;%s-1&quot;</ETag><Size>%" PRId64
-			    "</Size><StorageClass>STANDARD</StorageClass>", iso, it->sha256, it->size);
+		s3_etag(it->sha256, etag);
+		buf_addf(b, "<LastModified>%s</LastModified><ETag>", iso);
+		s3_xml_add(b, etag);
+		buf_addf(b, "</ETag><Size>%" PRId64 "</Size><StorageClass>STANDARD</StorageClass>", it->size);
 		if (!lj->v2 || lj->fetch_owner)
 			buf_adds(b, "<Owner><ID>hubmirror</ID><DisplayName>hubmirror</DisplayName></Owner>");
 		buf_adds(b, "</Contents>");

@@ -257,8 +257,7 @@ static void s3_capability(struct s3req *s, const struct catalog_repo *repo, cons
 	struct catalog_torrent t;
 	char *cap;
 
-	if (!s->token || !rt->access || !rt->have_p2p_key ||
-	    (!mirror__private_local(repo) && mirror_access_allows(rt->access, NULL, repo->hub, repo->type, repo->name)) ||
+	if (!s->token || !rt->access || !rt->have_p2p_key || mirror__anyone_reads(rt, repo) ||
 	    catalog_torrent_get(rt->data->catalog, snap->id, &t))
 		return;
 	cap = mirror_access_capability(rt->access, rt->p2p_key, s->token, t.btih);
@@ -273,11 +272,8 @@ static void s3_send(struct s3req *s, const struct catalog_repo *repo, const stru
 	struct mirror_routes *rt = s->rt;
 	char etag[80], date[30];
 	int64_t a, b;
-	int trusted;
 
-	/* the content's SHA-256 in the shape of an ETag that is not an MD5 (a multipart object's), so
-	 * that tools which check an MD5 ETag (s3cmd, rclone) do not take it for one */
-	snprintf(etag, sizeof(etag), "\"%s-1\"", e->sha256);
+	s3_etag(e->sha256, etag);
 	s3_http_date(snap->synced_at, date);
 	httpd_add_header(s->req, "ETag", etag);
 	httpd_add_header(s->req, "Last-Modified", date);
@@ -297,15 +293,10 @@ static void s3_send(struct s3req *s, const struct catalog_repo *repo, const stru
 		s3_error(s, 416, "InvalidRange", "The requested range is not satisfiable");
 		return;
 	}
-	trusted = mirror__file_trusted(rt, snap->id, e->sha256);
-	if (trusted == 1 && !mirror__send_blob(rt, s->req, e->sha256, e->size))
-		return;
 	{
-		/* a provisional snapshot's content, or one verify quarantined: on demand, as the Hub's API */
 		struct mirror_ondemand_file of = { repo->hub, s->type, repo->name, snap->commit, repo->follow_rev, e->path,
-						   e->sha256, e->size, snap->repo_id, trusted == 0 };
-		if (!rt->ondemand || trusted < 0 || (trusted == 1 && catalog_blob_present(rt->data->catalog, e->sha256) != 0) ||
-		    mirror_ondemand_send(rt, s->req, &of))
+						   e->sha256, e->size, snap->repo_id, false };
+		if (mirror__send_file(rt, s->req, snap->id, &of))
 			s3_error(s, 503, "ServiceUnavailable", "The file is temporarily unavailable on this mirror.");
 	}
 }

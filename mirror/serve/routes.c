@@ -22,6 +22,7 @@
 #include "access.h"
 #include "mirror/data.h"
 #include "hub/http/httpd.h"
+#include "ondemand.h"
 #include "routes-int.h"
 #include "routes.h"
 #include "mirror/store.h"
@@ -135,6 +136,11 @@ bool mirror__private_local(const struct catalog_repo *r)
 	return r->local && r->private_ == 1;
 }
 
+bool mirror__anyone_reads(const struct mirror_routes *rt, const struct catalog_repo *r)
+{
+	return !mirror__private_local(r) && (!rt->access || mirror_access_allows(rt->access, NULL, r->hub, r->type, r->name));
+}
+
 char *mirror__hidden(const struct mirror_routes *rt, const struct httpd_req *req)
 {
 	char buf[512];
@@ -178,6 +184,23 @@ int mirror__file_trusted(struct mirror_routes *rt, int64_t snapshot_id, const ch
 	if (t == 0 && catalog_blob_present(rt->data->catalog, sha256) != 1)
 		t = 1; /* the store lacks it anyway: fetched as any absent content */
 	return t;
+}
+
+int mirror__send_file(struct mirror_routes *rt, struct httpd_req *req, int64_t snapshot_id,
+		      struct mirror_ondemand_file *f)
+{
+	/* a provisional snapshot's content the store holds for another repo is served only once its
+	 * own upstream's bytes were verified (docs/security.md, "What sync takes from a listing") */
+	int trusted = mirror__file_trusted(rt, snapshot_id, f->sha256);
+
+	if (trusted == 1 && !mirror__send_blob(rt, req, f->sha256, f->size))
+		return 0;
+	/* a provisional snapshot's content, fetched now; or (catalog says yes, store says no) one verify
+	 * quarantined, which the next sync brings back */
+	f->untrusted = trusted == 0;
+	if (!rt->ondemand || trusted < 0 || (trusted == 1 && catalog_blob_present(rt->data->catalog, f->sha256) != 0))
+		return -1;
+	return mirror_ondemand_send(rt, req, f);
 }
 
 bool mirror__repo_visible(const struct mirror_routes *rt, const struct catalog_repo *r)

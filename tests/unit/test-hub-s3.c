@@ -94,6 +94,12 @@ TEST(queries_and_dates)
 	CHECK_INT(s3_parse_http_date("yesterday"), -1);
 	CHECK_INT(s3_amz_time("20130524T000000Z"), 1369353600);
 	CHECK_INT(s3_amz_time("20130524T000000"), -1);
+	/* an ETag in a multipart object's shape, never an MD5's */
+	{
+		char etag[80];
+		s3_etag("2e8fee90afb8d255a457aa4d8ef05aa5315f32f233cd8024b5d46c463da4b6fe", etag);
+		CHECK_STR(etag, "\"2e8fee90afb8d255a457aa4d8ef05aa5315f32f233cd8024b5d46c463da4b6fe-1\"");
+	}
 }
 
 /* AWS's example: GET /test.txt with a Range, signed in the Authorization header. */
