@@ -3,8 +3,8 @@
 
   /usr/bin/python3 bench/upload_bench.py [--hubmirror PATH] [--mib 2048] [--rounds 2]
 
-Needs nginx (apt-get install nginx-light: it has the dav module) and node with tests/js's
-node_modules (@huggingface/hub). One file of MIB MiB of random bytes on disk, caches dropped before
+Needs nginx (apt-get install nginx-light: it has the dav module), node with tests/js's
+node_modules (@huggingface/hub), git and git-lfs. One file of MIB MiB of random bytes on disk, caches dropped before
 each upload (sync; echo 3 > /proc/sys/vm/drop_caches: the file is read from disk by every client), and
 each way of uploading it timed from start to the server's answer, alternating, best of ROUNDS:
   1. nginx (one worker, dav_methods PUT) with `curl -T`: what a plain file server does (writes the
@@ -14,7 +14,10 @@ each way of uploading it timed from start to the server's answer, alternating, b
   3. hubmirror with the official JS client: createRepo + uploadFiles of the file (the client hashes it
      first, asks preupload and the LFS batch, PUTs it, commits): what a user waits for;
   4. the JS client's own two steps against nginx (node's SHA-256 of the file, then fetch's PUT of it):
-     how much of 3 is the client's.
+     how much of 3 is the client's;
+  5. git and git-lfs (docs/uploads.md, "git push"): `git push` of the file committed through git-lfs
+     (its basic transfer's PUT, then the pack and the pre-receive hook), and with the `git add` and
+     `git commit` before it (git-lfs's clean filter hashes the file and copies it into .git/lfs).
 Prints each time, MB/s and the ratios to nginx (the issue's target: uploadFiles within 1.3x of
 curl -T to nginx).
 """
@@ -132,6 +135,27 @@ def curl_to_mirror(m, token, repo, path, oid, size):
     return timed(["curl", "-fsS", "-o", "/dev/null", "-T", path, href])
 
 
+def git_push_to_mirror(m, token, repo, path, work):
+    """createRepo, a clone, the file committed through git-lfs (its clean filter hashes it and copies
+    it into .git/lfs), then `git push` (git-lfs's basic transfer, then the pack): (add + commit, push)."""
+    org, name = repo.split("/")
+    api(m, token, "POST", "/api/repos/create", {"name": name, "organization": org})
+    d = os.path.join(work, "g-" + name)
+    env = dict(os.environ, GIT_TERMINAL_PROMPT="0", GIT_CONFIG_NOSYSTEM="1", HOME=work)
+    url = m.replace("http://", "http://user:%s@" % token) + "/" + repo
+    subprocess.run(["git", "clone", "-q", url, d], check=True, env=env)
+    for cmd in (["git", "lfs", "install", "--local"], ["git", "lfs", "track", "*.safetensors"],
+                ["git", "config", "user.name", "bench"], ["git", "config", "user.email", "bench@localhost"]):
+        subprocess.run(cmd, cwd=d, check=True, env=env, stdout=subprocess.DEVNULL)
+    os.link(path, os.path.join(d, "model.safetensors"))
+    drop_caches()
+    t_add = timed(["sh", "-c", "git add -A && git commit -q -m bench"], cwd=d, env=env)
+    drop_caches()
+    t_push = timed(["git", "push", "-q", "origin", "main"], cwd=d, env=env, stderr=subprocess.DEVNULL)
+    shutil.rmtree(d)
+    return t_add, t_push
+
+
 def main():
     a, work = benchlib.args("upload", mib=2048, rounds=2)
     token = "hf_bench_token_000001"
@@ -153,7 +177,7 @@ def main():
         with open(script, "w") as f:
             f.write(UPLOAD_JS)
         best = {"nginx": 1e9, "nginx+sync": 1e9, "nginx, node hash + fetch PUT": 1e9, "mirror curl": 1e9,
-                "mirror js": 1e9}
+                "mirror js": 1e9, "mirror git push (git-lfs)": 1e9, "mirror git add+commit+push": 1e9}
         for rnd in range(a.rounds):
             drop_caches()
             t = timed(["curl", "-fsS", "-o", "/dev/null", "-T", path, ng_url + "/up/m%d" % rnd])
@@ -173,6 +197,10 @@ def main():
             out = subprocess.run(["node", script, m, token, "acme/js%d" % rnd, path], cwd=JS, check=True,
                                  capture_output=True, text=True).stdout
             best["mirror js"] = min(best["mirror js"], json.loads(out.strip().splitlines()[-1])["s"])
+            shutil.rmtree(os.path.join(data, "store", "blobs", oid[:2]), ignore_errors=True)
+            t_add, t_push = git_push_to_mirror(m, token, "acme/g%d" % rnd, path, work)
+            best["mirror git push (git-lfs)"] = min(best["mirror git push (git-lfs)"], t_push)
+            best["mirror git add+commit+push"] = min(best["mirror git add+commit+push"], t_add + t_push)
             shutil.rmtree(os.path.join(data, "store", "blobs", oid[:2]), ignore_errors=True)
         mb = size / 1e6
         print("upload of %d MiB, caches dropped before each, best of %d:" % (a.mib, a.rounds))

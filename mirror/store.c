@@ -32,9 +32,10 @@ struct mirror_store_writer {
 	int fd;
 	int64_t written;        /* bytes taken (hashed): in the file, or in buf on their way */
 	int64_t flushed;        /* bytes in the file */
-	char *buf;              /* WRITE_BUF bytes: libcurl hands bodies over 16 KiB at a time, and a
+	char *buf;              /* bufcap bytes: libcurl hands bodies over 16 KiB at a time, and a
 				 * pwrite each costs more than the copy (docs/benchmarks.md) */
-	size_t buflen;
+	size_t buflen, bufcap;  /* bufcap: WRITE_BUF, or the whole file when it is smaller (most of a
+				 * repo's files are: a megabyte each would be mapped and unmapped) */
 	int64_t flushed_ms;     /* when the buffer last went out: it never holds bytes older than
 				 * WRITE_AGE_MS (a crash loses no more; a reader of the partial file
 				 * sees a slow download move) */
@@ -176,7 +177,9 @@ static int writer_hash(struct mirror_store_writer *w, const void *data, size_t n
  * Returns 0 with the bytes read in *total, fn's non-zero, or -errno. */
 static int read_chunks(int fd, int (*fn)(void *ud, const void *data, size_t n), void *ud, int64_t *total)
 {
-	static const size_t chunk = 1 << 20;
+	struct stat st;
+	/* (no bigger than the file: an empty partial file, a fresh download's, costs no megabyte) */
+	size_t chunk = fstat(fd, &st) == 0 && st.st_size < (1 << 20) ? (size_t)st.st_size + 1 : (size_t)1 << 20;
 	char *b = xmalloc(chunk);
 	int64_t off = 0;
 	int r = 0;
@@ -312,11 +315,13 @@ int mirror_store_writer_write(struct mirror_store_writer *w, const void *data, s
 	r = writer_hash(w, data, n);
 	if (r)
 		return r;
-	if (!w->buf)
-		w->buf = xmalloc(WRITE_BUF);
-	if (w->buflen + n > WRITE_BUF && (r = writer_flush(w)) != 0)
+	if (!w->buf) {
+		w->bufcap = w->size > 0 && w->size < WRITE_BUF ? (size_t)w->size : WRITE_BUF;
+		w->buf = xmalloc(w->bufcap);
+	}
+	if (w->buflen + n > w->bufcap && (r = writer_flush(w)) != 0)
 		return r;
-	if (n >= WRITE_BUF) {
+	if (n >= w->bufcap) {
 		/* a big piece goes straight to the file */
 		const char *save = w->buf;
 		w->buf = (char *)data;
