@@ -151,7 +151,7 @@ def git_push_to_mirror(m, token, repo, path, work):
     drop_caches()
     t_add = timed(["sh", "-c", "git add -A && git commit -q -m bench"], cwd=d, env=env)
     drop_caches()
-    t_push = timed(["git", "push", "-q", "origin", "main"], cwd=d, env=env, stderr=subprocess.DEVNULL)
+    t_push = timed(["git", "push", "-q", "origin", "main"], cwd=d, env=env)
     shutil.rmtree(d)
     return t_add, t_push
 

@@ -137,6 +137,19 @@ static int input_of(struct push *s, const char *text)
 	return fd;
 }
 
+/* run_git with text (a buffer of ids, one per line: released here) as git's input. */
+static int run_git_on(struct push *s, const char *const *args, struct buf *text, FILE **out)
+{
+	int in = input_of(s, text->data ? text->data : ""), r;
+
+	buf_release(text);
+	if (in < 0)
+		return HM_ERR_GIT;
+	r = run_git(s, args, in, out);
+	close(in);
+	return r;
+}
+
 /* The hook's input, one "OLD NEW REF" line per ref; only branches and tags, named as the API names them. */
 static int read_updates(struct push *s)
 {
@@ -176,19 +189,14 @@ static int check_types(struct push *s)
 	const char *args[] = { "cat-file", "--batch-check", NULL };
 	char line[256];
 	FILE *out = NULL;
-	int in, r;
+	int r;
 
 	for (size_t i = 0; i < s->nu; i++)
 		if (strcmp(s->u[i].new_, ZERO_ID))
 			buf_addf(&in_text, "%s\n", s->u[i].new_);
 	if (!in_text.len)
 		return 0;
-	in = input_of(s, in_text.data);
-	buf_release(&in_text);
-	if (in < 0)
-		return HM_ERR_GIT;
-	r = run_git(s, args, in, &out);
-	close(in);
+	r = run_git_on(s, args, &in_text, &out);
 	while (!r && fgets(line, sizeof(line), out))
 		if (!strstr(line, " commit "))
 			r = fail(s, -EINVAL, "%.40s is not a commit: this mirror keeps branches and lightweight tags "
@@ -272,18 +280,13 @@ static int read_commits(struct push *s)
 	const char *args[] = { "cat-file", "--batch", NULL };
 	struct buf in_text = { 0 };
 	FILE *out = NULL;
-	int in, r;
+	int r;
 
 	if (!s->nc)
 		return 0;
 	for (size_t i = 0; i < s->nc; i++)
 		buf_addf(&in_text, "%s\n", s->c[i].id);
-	in = input_of(s, in_text.data);
-	buf_release(&in_text);
-	if (in < 0)
-		return HM_ERR_GIT;
-	r = run_git(s, args, in, &out);
-	close(in);
+	r = run_git_on(s, args, &in_text, &out);
 	for (size_t i = 0; i < s->nc && !r; i++) {
 		struct pcommit *c = &s->c[i];
 		char oid[41], type[16];
@@ -424,18 +427,13 @@ static int read_blobs(struct push *s)
 	const char *args[] = { "cat-file", "--batch", NULL };
 	struct buf in_text = { 0 };
 	FILE *out = NULL;
-	int in, r;
+	int r;
 
 	if (!s->nb)
 		return 0;
 	for (size_t i = 0; i < s->nb; i++)
 		buf_addf(&in_text, "%s\n", s->b[i].oid);
-	in = input_of(s, in_text.data);
-	buf_release(&in_text);
-	if (in < 0)
-		return HM_ERR_GIT;
-	r = run_git(s, args, in, &out);
-	close(in);
+	r = run_git_on(s, args, &in_text, &out);
 	for (size_t i = 0; i < s->nb && !r; i++) {
 		char oid[41], type[16], *data = NULL;
 		size_t len;
