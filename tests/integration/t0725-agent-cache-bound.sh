@@ -63,7 +63,8 @@ check "the agent's log holds no sanitizer report" bash -c "! grep -E 'Sanitizer|
 # ---- a bound bigger than the disk: the disk's room bounds it, and reads wait for eviction ----
 mkdir -p "$T/small"
 check "a 9 MB disk for the cache" mount -t tmpfs -o size=9m tmpfs "$T/small"
-trap 'umount -l "$T/small" 2>/dev/null; _cleanup' EXIT
+# (the agent's log copied out first: the end of the test dumps the logs it finds under $T)
+trap 'mkdir -p "$T/small-cache" && cp "$T/small/cache/agent.log" "$T/small-cache/" 2>/dev/null; umount -l "$T/small" 2>/dev/null; _cleanup' EXIT
 check "an agent bounded to 1 GB on it starts" "$HUBMIRROR" agent --mirror "$M" --cache "$T/small/cache" --listen 127.0.0.1:0 \
 	--cache-size 1G
 check "the checkpoint mounts" "$HUBMIRROR" mount --no-hf-cache hf:acme/bound "$T/m2"
