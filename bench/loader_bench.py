@@ -1,13 +1,14 @@
 #!/usr/bin/python3
 """loader_bench.py - model loaders through a mount against the same loaders on local disk.
 
-  /usr/bin/python3 bench/loader_bench.py [--hubmirror PATH] [--mib 512] [--shards 4] [--gguf-mib 256] [--runs 3]
+  /usr/bin/python3 bench/loader_bench.py [--hubmirror PATH] [--mib 512] [--shards 4] [--gguf-mib 256] [--runs 4]
 
 As root (FUSE). A checkpoint of --shards safetensors shards (valid headers over generated tensors, --mib in
 all; --shards 160 is a big model's layout) and a GGUF file (--gguf-mib) are synced from the fake upstream; `hubmirror serve` runs on
 loopback. The loaders are bench/st_loader.py: safetensors' load_file (mmap, header, every tensor copied
 out in file order; 4 threads, one shard at a time each) and llama.cpp's mmap pattern over a GGUF file (a
-page fault per page, in order). Side by side, in one run, run after run interleaved:
+page fault per page, in order). Side by side, in one run; the local side and the mount side take turns
+at going first (an even --runs: each goes first in half of them):
 
   fresh:  curl fetches the shards in parallel from the mirror to local disk, then the loader reads
           them there (page cache dropped first)  vs  `hubmirror mount` on an agent with an empty cache
@@ -19,7 +20,7 @@ page fault per page, in order). Side by side, in one run, run after run interlea
   The GGUF reader the same way (fresh and cold).
 
 Every byte curl fetched is read by the loader once; the loaders' checksums must agree. Prints a table
-for docs/benchmarks.md with the medians and the ratios.
+for docs/benchmarks.md with the medians (of an even count, the mean of the middle two) and the ratios.
 """
 import base64
 import json
@@ -36,7 +37,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 from bundle_bench import settle  # noqa: E402
-from mount_bench import drop_caches, median, mirror_up, stop  # noqa: E402
+from cpu_bench import median  # noqa: E402  (of an even count of runs, the mean of the middle two)
+from mount_bench import drop_caches, mirror_up, stop  # noqa: E402
 
 LOADER = os.path.join(HERE, "st_loader.py")
 
@@ -77,7 +79,7 @@ def main():
     ap.add_argument("--mib", type=int, default=512, help="the checkpoint's size, in --shards shards")
     ap.add_argument("--shards", type=int, default=4, help="safetensors shards (loaded on 4 threads, one at a time each)")
     ap.add_argument("--gguf-mib", type=int, default=256)
-    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--runs", type=int, default=4, help="an even number: each side goes first in half of them")
     a = ap.parse_args()
     if os.geteuid() != 0 or not os.path.exists("/dev/fuse"):
         sys.exit("loader_bench.py mounts with FUSE: run it as root, with /dev/fuse")
@@ -105,12 +107,13 @@ def main():
     try:
         env, procs, m = mirror_up(a.hubmirror, work, [{"hub": "hf", "type": "model", "id": "bench/ckpt", "files": files}])
         url = lambda f: "%s/bench/ckpt/resolve/main/%s" % (m, f)
-        for run in range(a.runs):
+        def local_cases(run):
+            """curl in parallel then the loaders (fresh), then the loaders again, page cache dropped
+            (cold) and not (warm)."""
             dl = os.path.join(work, "local")
             settle(dl)
             os.makedirs(dl)
             local = [os.path.join(dl, s) for s in shards]
-            # ---- fresh: curl in parallel, then the loader  vs  mount, then the loader ----
             drop_caches()
             t0 = time.monotonic()
             # in parallel, at most 8 at once (4 shards: all of them)
@@ -127,7 +130,21 @@ def main():
             subprocess.run(["curl", "-fsS", "-o", os.path.join(dl, gguf), url(gguf)], check=True)
             secs, got = load("pagefault", [os.path.join(dl, gguf)])
             add("gguf fresh local", time.monotonic() - t0, got)
+            for what, mode, paths in (("st", "safetensors", local), ("gguf", "pagefault", [os.path.join(dl, gguf)])):
+                drop_caches()
+                secs, got = load(mode, paths)
+                add("%s cold local" % what, secs, got)
+                secs, got = load(mode, paths)
+                add("%s warm local" % what, secs, got)
+            settle(dl)
+
+        def mount_cases(run):
+            """A mount on an agent with an empty cache and the loader through it (fresh), then the
+            snapshot pulled whole and settled, and the loader again, page cache dropped (cold) and
+            not (warm)."""
             for what in ("st", "gguf"):
+                mode, names = ("safetensors", shards) if what == "st" else ("pagefault", [gguf])
+                paths = [os.path.join(mnt, f) for f in names]
                 cache = os.path.join(work, "cache-%d-%s" % (run, what))
                 env["HUBMIRROR_AGENT_SOCKET"] = os.path.join(work, "agent-%d-%s.sock" % (run, what))
                 subprocess.run([a.hubmirror, "agent", "--mirror", m, "--cache", cache, "--listen", "127.0.0.1:0"],
@@ -137,13 +154,10 @@ def main():
                 t0 = time.monotonic()
                 subprocess.run([a.hubmirror, "mount", "--no-hf-cache", "hf:bench/ckpt", mnt], env=env, check=True,
                                stdout=subprocess.DEVNULL)
-                if what == "st":
-                    secs, got = load("safetensors", [os.path.join(mnt, s) for s in shards])
-                else:
-                    secs, got = load("pagefault", [os.path.join(mnt, gguf)])
+                secs, got = load(mode, paths)
                 add("%s fresh mount" % what, time.monotonic() - t0, got)
-                # ---- cold and warm: the snapshot held whole, settled (kept by sha256 in the
-                # background once quiet, and its files served from the cache directly) ----
+                # the snapshot held whole, settled (kept by sha256 in the background once quiet, and
+                # its files served from the cache directly)
                 subprocess.run([a.hubmirror, "pull", "--no-hf-cache", "hf:bench/ckpt"], env=env, check=True,
                                stdout=subprocess.DEVNULL)
                 for _ in range(600):
@@ -154,17 +168,22 @@ def main():
                     time.sleep(0.1)
                 else:
                     print("# the agent did not settle: %s" % st)
-                for where, paths in (("mount", [os.path.join(mnt, s) for s in shards] if what == "st" else [os.path.join(mnt, gguf)]),
-                                     ("local", local if what == "st" else [os.path.join(dl, gguf)])):
-                    mode = "safetensors" if what == "st" else "pagefault"
-                    drop_caches()
-                    secs, got = load(mode, paths)
-                    add("%s cold %s" % (what, where), secs, got)
-                    secs, got = load(mode, paths)
-                    add("%s warm %s" % (what, where), secs, got)
+                drop_caches()
+                secs, got = load(mode, paths)
+                add("%s cold mount" % what, secs, got)
+                secs, got = load(mode, paths)
+                add("%s warm mount" % what, secs, got)
                 subprocess.run([a.hubmirror, "umount", mnt], env=env, stderr=subprocess.DEVNULL)
                 subprocess.run([a.hubmirror, "agent", "--stop"], env=env, stdout=subprocess.DEVNULL)
                 settle(cache)
+
+        for run in range(a.runs):
+            # The two sides take turns at going first: on this machine (a VM) the same case cost up to
+            # twice as much CPU and time right after some cases as after others (curl's fetch of 512
+            # MiB took 0.47 s after another curl case, 0.96 s after a mount case), so a fixed order
+            # favours one side.
+            for side in ((local_cases, mount_cases) if run % 2 == 0 else (mount_cases, local_cases)):
+                side(run)
         print("a %d MiB checkpoint (%d safetensors shards, 64 tensors each) and a %d MiB GGUF file on loopback "
               "(2 cores), medians of %d runs" % (a.mib, a.shards, a.gguf_mib, a.runs))
         print("the loaders' bytes and checksums agree across every case: %s" %
