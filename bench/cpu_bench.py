@@ -23,6 +23,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from statistics import median  # of an even count, the mean of the middle two
 
 import benchlib  # noqa: E402  (bench/ is the script's folder)
 
@@ -31,14 +32,6 @@ TOP = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 from bundle_bench import settle  # noqa: E402
 from mount_bench import drop_caches, mirror_up, stop  # noqa: E402
-
-
-def median(v):
-    """The middle value; of an even count, the mean of the middle two (each agent case goes first in
-    half the runs, and the middle two are then one of each)."""
-    v = sorted(v)
-    n = len(v)
-    return v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2
 
 
 def proc_cpu(pid):
@@ -101,9 +94,10 @@ def main():
                                 "%s/bench/cpu/resolve/main/model.safetensors" % m], check=True),
                 subprocess.run(["openssl", "dgst", "-sha256", os.path.join(dl, "model.safetensors")], check=True,
                                stdout=subprocess.DEVNULL)))
-            # The two agent cases take turns at going first: on this machine (a VM) whichever ran second
-            # in a run paid 1.2-1.6 CPU-seconds per GiB more than when it ran first (the same code; the
-            # page cache's writes were slower), so a fixed order made either case look 1.4x the other.
+            # The two agent cases take turns at going first: on one VM whichever ran second in a run paid
+            # 1.2-1.6 CPU-seconds per GiB more than when it ran first (the same code; the page cache's
+            # writes were slower), so a fixed order made either case look 1.4x the other; on another
+            # the order made no difference. docs/benchmarks.md has both.
             settle(dl)
             for case in (("pull", "mount + read") if run % 2 == 0 else ("mount + read", "pull")):
                 cache = os.path.join(work, "cache-%d" % run)

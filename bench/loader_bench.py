@@ -30,6 +30,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from statistics import median  # of an even count, the mean of the middle two
 
 import benchlib  # noqa: E402  (bench/ is the script's folder)
 
@@ -37,7 +38,6 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 from bundle_bench import settle  # noqa: E402
-from cpu_bench import median  # noqa: E402  (of an even count of runs, the mean of the middle two)
 from mount_bench import drop_caches, mirror_up, stop  # noqa: E402
 
 LOADER = os.path.join(HERE, "st_loader.py")

@@ -26,6 +26,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from statistics import median  # of an even count, the mean of the middle two
 
 import benchlib  # noqa: E402  (bench/ is the script's folder)
 
@@ -93,11 +94,6 @@ def stop(hubmirror, procs, work, mnt=None):
 def has_agent(exe):
     """Does this hubmirror run its mounts in an instance agent (`hubmirror agent`)?"""
     return subprocess.run([exe, "help", "agent"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode == 0
-
-
-def median(v):
-    v = sorted(v)
-    return v[len(v) // 2]
 
 
 def main():
