@@ -14,11 +14,14 @@ process it runs, the mirror's included:
                   sha256: every pass it makes over the bytes);
   mount + read:   `hubmirror mount`, then `cat` of the file through the mount, counted the same way.
 
-Prints CPU-seconds per GiB (medians) and the ratios pull / (curl + sha256) and mount + read / pull.
+Prints CPU-seconds per GiB (medians) and the ratios pull / (curl + sha256) and mount + read / pull,
+and each run's page faults per GiB (its processes): on a VM whose host backs freed memory lazily, a
+new page costs a host fault, and the faults follow the CPU from run to run.
 """
 import json
 import os
 import resource
+import socket
 import subprocess
 import sys
 import tempfile
@@ -40,6 +43,12 @@ def proc_cpu(pid):
     return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def proc_faults(pid):
+    """Page faults (minor and major) of a running process so far."""
+    f = open("/proc/%d/stat" % pid).read().rsplit(")", 1)[1].split()
+    return int(f[7]) + int(f[9])
+
+
 def machine_busy():
     """CPU-seconds the whole machine was busy (every process, the kernel's threads and interrupts)."""
     v = [int(x) for x in open("/proc/stat").readline().split()[1:]]
@@ -49,6 +58,34 @@ def machine_busy():
 def children_cpu():
     r = resource.getrusage(resource.RUSAGE_CHILDREN)
     return r.ru_utime + r.ru_stime
+
+
+def agent_status(sock):
+    """The agent's status, asked over its control socket. Not `hubmirror status`: each run of the CLI
+    costs 10-30 ms of CPU and about 820 page faults (a process that loads libtorrent), and polling
+    with it every 50 ms until the agent settled was counted as the agent's cost (0.5-1.5 CPU-s per
+    case before 2026-12-04)."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        s.connect(sock)
+        s.sendall(b"GET /v1/status HTTP/1.1\r\nHost: agent\r\nConnection: close\r\n\r\n")
+        data = b""
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+    finally:
+        s.close()
+    head, _, body = data.partition(b"\r\n\r\n")
+    if not head.startswith(b"HTTP/1.1 200"):
+        sys.exit("the agent's status: %r" % head[:100])
+    return json.loads(body)
+
+
+def children_faults():
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_minflt + r.ru_majflt
 
 
 def main():
@@ -70,15 +107,16 @@ def main():
 
         def count(key, fn, agent=None):
             c0, s0, a0, b0 = children_cpu(), proc_cpu(serve.pid), proc_cpu(agent) if agent else 0, machine_busy()
+            f0 = children_faults() + proc_faults(serve.pid) + (proc_faults(agent) if agent else 0)
             w0 = time.monotonic()
             fn()
             c = children_cpu() - c0 + proc_cpu(serve.pid) - s0 + (proc_cpu(agent) - a0 if agent else 0)
-            t.setdefault(key, []).append((c / gib, time.monotonic() - w0, (machine_busy() - b0) / gib))
+            f = children_faults() + proc_faults(serve.pid) + (proc_faults(agent) if agent else 0) - f0
+            t.setdefault(key, []).append((c / gib, time.monotonic() - w0, (machine_busy() - b0) / gib, f / gib))
 
         def settled():
             for _ in range(1200):
-                st = json.loads(subprocess.run([a.hubmirror, "status", "--json"], env=env, check=True,
-                                               capture_output=True, text=True).stdout)["snapshots"]
+                st = agent_status(env["HUBMIRROR_AGENT_SOCKET"])["snapshots"]
                 if st and st[0]["verified"] and st[0]["kept"] and st[0]["bytes_have"] == st[0]["bytes_total"]:
                     return
                 time.sleep(0.05)
@@ -130,8 +168,9 @@ def main():
                                                    median([x[1] for x in t[k]])))
         print()
         for k in ("curl + sha256", "pull", "mount + read"):
-            print("%s, run by run: processes %s; machine %s" % (k, " ".join("%.2f" % x[0] for x in t[k]),
-                                                               " ".join("%.2f" % x[2] for x in t[k])))
+            print("%s, run by run: processes %s; machine %s; page faults per GiB %s" % (
+                k, " ".join("%.2f" % x[0] for x in t[k]), " ".join("%.2f" % x[2] for x in t[k]),
+                " ".join("%d" % x[3] for x in t[k])))
         for i, what in ((0, "its processes"), (2, "the machine busy")):
             c, p, mr = (median([x[i] for x in t[k]]) for k in ("curl + sha256", "pull", "mount + read"))
             print("%s: ratio pull / (curl + sha256) %.2f, mount + read / pull %.2f" % (what, p / c, mr / p))
