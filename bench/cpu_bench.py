@@ -69,12 +69,7 @@ def agent_status(sock):
     try:
         s.connect(sock)
         s.sendall(b"GET /v1/status HTTP/1.1\r\nHost: agent\r\nConnection: close\r\n\r\n")
-        data = b""
-        while True:
-            chunk = s.recv(65536)
-            if not chunk:
-                break
-            data += chunk
+        data = b"".join(iter(lambda: s.recv(65536), b""))  # to the end: the agent closes
     finally:
         s.close()
     head, _, body = data.partition(b"\r\n\r\n")
