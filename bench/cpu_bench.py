@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """cpu_bench.py - what one instance spends to take a model: CPU-seconds per GiB, side by side.
 
-  /usr/bin/python3 bench/cpu_bench.py [--hubmirror PATH] [--mib 1024] [--runs 3]
+  /usr/bin/python3 bench/cpu_bench.py [--hubmirror PATH] [--mib 1024] [--runs 4]
 
 As root (FUSE). One model of --mib MiB is synced from the fake upstream; `hubmirror serve` runs on
 loopback. Each case starts with the page cache dropped, and counts the CPU (user + system) of every
@@ -37,27 +37,20 @@ from bundle_bench import settle  # noqa: E402
 from mount_bench import drop_caches, mirror_up, stop  # noqa: E402
 
 
-def proc_cpu(pid):
-    """User + system CPU seconds of a running process (its threads)."""
+def usage(pid=None):
+    """(CPU-seconds, user + system, and page faults, minor + major) of a running process so far (its
+    threads), or with no pid of every child this script has waited for."""
+    if pid is None:
+        r = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return r.ru_utime + r.ru_stime, r.ru_minflt + r.ru_majflt
     f = open("/proc/%d/stat" % pid).read().rsplit(")", 1)[1].split()
-    return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def proc_faults(pid):
-    """Page faults (minor and major) of a running process so far."""
-    f = open("/proc/%d/stat" % pid).read().rsplit(")", 1)[1].split()
-    return int(f[7]) + int(f[9])
+    return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK"), int(f[7]) + int(f[9])
 
 
 def machine_busy():
     """CPU-seconds the whole machine was busy (every process, the kernel's threads and interrupts)."""
     v = [int(x) for x in open("/proc/stat").readline().split()[1:]]
     return (sum(v[:8]) - v[3] - v[4]) / os.sysconf("SC_CLK_TCK")
-
-
-def children_cpu():
-    r = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return r.ru_utime + r.ru_stime
 
 
 def agent_status(sock):
@@ -78,11 +71,6 @@ def agent_status(sock):
     return json.loads(body)
 
 
-def children_faults():
-    r = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return r.ru_minflt + r.ru_majflt
-
-
 def main():
     ap = benchlib.parser()
     ap.add_argument("--mib", type=int, default=1024)
@@ -101,13 +89,14 @@ def main():
         serve = procs[-1]
 
         def count(key, fn, agent=None):
-            c0, s0, a0, b0 = children_cpu(), proc_cpu(serve.pid), proc_cpu(agent) if agent else 0, machine_busy()
-            f0 = children_faults() + proc_faults(serve.pid) + (proc_faults(agent) if agent else 0)
-            w0 = time.monotonic()
+            def total():
+                """CPU and faults of the case's processes: its children, the mirror, the agent."""
+                v = [usage(), usage(serve.pid)] + ([usage(agent)] if agent else [])
+                return sum(x[0] for x in v), sum(x[1] for x in v)
+            (c0, f0), b0, w0 = total(), machine_busy(), time.monotonic()
             fn()
-            c = children_cpu() - c0 + proc_cpu(serve.pid) - s0 + (proc_cpu(agent) - a0 if agent else 0)
-            f = children_faults() + proc_faults(serve.pid) + (proc_faults(agent) if agent else 0) - f0
-            t.setdefault(key, []).append((c / gib, time.monotonic() - w0, (machine_busy() - b0) / gib, f / gib))
+            (c1, f1), b1, w1 = total(), machine_busy(), time.monotonic()
+            t.setdefault(key, []).append(((c1 - c0) / gib, w1 - w0, (b1 - b0) / gib, (f1 - f0) / gib))
 
         def settled():
             for _ in range(1200):
