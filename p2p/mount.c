@@ -40,6 +40,14 @@ struct ahead {
 
 #define READ_MAX (1008 << 10)     /* the largest read the kernel sends (see op_init) */
 #define READ_AHEAD_KB 4096        /* the kernel's readahead on the mount (mount_readahead) */
+#define TRIM_CHUNK (8 << 20)      /* the cache file's pages are let go in chunks of this (trim_behind) */
+#define TRIM_LAG 8                /* chunks answered whole after one before its pages go */
+
+/* A chunk of a file the mount has answered whole: its pages in the cache file are a second copy. */
+struct trim {
+	size_t k;                               /* the entry of files.v */
+	int64_t off, len;
+};
 
 struct mnt {
 	struct p2p_session *ses;
@@ -51,6 +59,9 @@ struct mnt {
 	pthread_mutex_t mu;                     /* guards fds and ahead */
 	int *fds;                               /* per entry of files.v, -1 until first read */
 	struct ahead *ahead;                    /* per entry of files.v */
+	uint32_t **answered;                    /* per entry: bytes answered of each TRIM_CHUNK (UINT32_MAX: all) */
+	struct trim trims[TRIM_LAG];            /* the last chunks answered whole, oldest at trim_next */
+	size_t ntrims, trim_next;
 	int64_t ahead_min, ahead_max;           /* the readahead window's first and largest size */
 	time_t mounted_at;
 	struct fuse *f;
@@ -295,6 +306,54 @@ static void read_ahead(struct mnt *m, size_t k, int64_t off, int64_t n)
 		p2p_session_want_range(m->ses, m->btih, e->index, from, to - from, 100);
 }
 
+/* The kernel keeps what the mount answered in the mount's own page cache (keep_cache), so the cache
+ * file's pages of it are a second copy of every byte read: a 100 GB load would hold 200 GB of page
+ * cache, and every byte would take two new pages (on a VM whose host backs freed memory lazily, each
+ * new page is a fault in the host: measured, writing 1 GiB into new page-cache pages cost 1.0
+ * CPU-seconds, into pages let go and used again 0.14). So once a TRIM_CHUNK of file k has been
+ * answered whole, its write-back starts, and TRIM_LAG chunks later (written, and long sent) its pages
+ * are let go; the next pieces' writes take them again. A later read of those bytes through the
+ * mount (the kernel dropped its own copy) reads the cache file from disk. Nothing here is needed for
+ * correctness: a chunk counted whole too early only costs that read from disk. fd is file k's. */
+static void trim_behind(struct mnt *m, size_t k, int fd, int64_t off, int64_t n)
+{
+	const struct p2p_file_entry *e = &m->files.v[k];
+	struct trim start[2], drop[2];  /* a read of at most READ_MAX ends at most two chunks */
+	int dropfd[2];
+	size_t nstart = 0, ndrop = 0;
+
+	pthread_mutex_lock(&m->mu);
+	if (!m->answered[k])
+		m->answered[k] = xcalloc((size_t)((e->size + TRIM_CHUNK - 1) / TRIM_CHUNK), sizeof(uint32_t));
+	for (int64_t c = off / TRIM_CHUNK; c * TRIM_CHUNK < off + n && nstart < 2; c++) {
+		int64_t lo = c * TRIM_CHUNK, hi = lo + TRIM_CHUNK < e->size ? lo + TRIM_CHUNK : e->size;
+		int64_t a = off > lo ? off : lo, b = off + n < hi ? off + n : hi;
+		uint32_t *got = &m->answered[k][c];
+
+		if (*got == UINT32_MAX)
+			continue;
+		*got += (uint32_t)(b - a);
+		if (*got < hi - lo)
+			continue;
+		*got = UINT32_MAX;
+		start[nstart] = (struct trim){ .k = k, .off = lo, .len = hi - lo };
+		if (m->ntrims == TRIM_LAG) {
+			drop[ndrop] = m->trims[m->trim_next];
+			dropfd[ndrop++] = m->fds[m->trims[m->trim_next].k];
+		} else {
+			m->ntrims++;
+		}
+		m->trims[m->trim_next] = start[nstart++];
+		m->trim_next = (m->trim_next + 1) % TRIM_LAG;
+	}
+	pthread_mutex_unlock(&m->mu);
+	for (size_t i = 0; i < nstart; i++)
+		(void)sync_file_range(fd, start[i].off, start[i].len, SYNC_FILE_RANGE_WRITE);
+	/* pages still dirty or under write-back stay (the kernel skips them): only a missed chance */
+	for (size_t i = 0; i < ndrop; i++)
+		(void)posix_fadvise(dropfd[i], drop[i].off, drop[i].len, POSIX_FADV_DONTNEED);
+}
+
 /* A read answered straight from the cache file: libfuse splices its bytes into /dev/fuse (no copy
  * through this process) once they are verified there. */
 static int op_read_buf(const char *path, struct fuse_bufvec **bufp, size_t size, off_t off, struct fuse_file_info *fi)
@@ -325,6 +384,7 @@ static int op_read_buf(const char *path, struct fuse_bufvec **bufp, size_t size,
 	bv->buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK | FUSE_BUF_FD_RETRY;
 	bv->buf[0].fd = fd;
 	bv->buf[0].pos = off;
+	trim_behind(m, k, fd, off, n);
 	return 0;
 }
 
@@ -398,6 +458,9 @@ static void mnt_free(struct mnt *m)
 		if (m->fds[i] >= 0)
 			close(m->fds[i]);
 	free(m->fds);
+	for (size_t i = 0; m->answered && i < m->files.n; i++)
+		free(m->answered[i]);
+	free(m->answered);
 	free(m->ahead);
 	free(m->direct);
 	free(m->sorted);
@@ -449,6 +512,7 @@ static int list_files(struct mnt *m, char **errmsg)
 	m->sorted = xcalloc(m->files.n ? m->files.n : 1, sizeof(*m->sorted));
 	m->fds = xcalloc(m->files.n ? m->files.n : 1, sizeof(*m->fds));
 	m->ahead = xcalloc(m->files.n ? m->files.n : 1, sizeof(*m->ahead));
+	m->answered = xcalloc(m->files.n ? m->files.n : 1, sizeof(*m->answered));
 	m->direct = xcalloc(m->files.n ? m->files.n : 1, 1);
 	/* two pieces (at least 4 MiB) at first, up to eight (at least 128 MiB) */
 	m->ahead_min = 2 * m->files.piece_size > (4 << 20) ? 2 * m->files.piece_size : 4 << 20;
