@@ -47,7 +47,8 @@
 #define FILL_AHEAD 64                       /* in a swarm with readers: pieces picked from past the last wait */
 #define FILL_RETRY_MS 5000                  /* a piece handed over and still not had: fetched again */
 #define FILL_TRIES 3                        /* ...at most this often (then peers and the web seed) */
-#define FILL_WORK_MAX ((int64_t)64 << 20)  /* direct: bytes waiting for the thread pool before no new run */
+#define FILL_WORK_MAX ((int64_t)16 << 20)  /* direct: bytes waiting for the thread pool before no new run
+					     * (at least two pieces; see work_max) */
 #define FILL_FAILS 3                        /* failed requests in a row before a mirror is left alone */
 #define FILL_DOWN_MS 30000                  /* ...for 1 s, 2 s, 4 s ... up to this long */
 #define FILL_MIRRORS 8                      /* web seeds used, at most */
@@ -169,7 +170,26 @@ static int64_t file_bytes_of(const struct fill *f, int p)
 	return fe ? file_part(f, fe, p) : 0;
 }
 
-#define FILL_SPARE 16                      /* piece buffers kept for later */
+#define FILL_SPARE 64                      /* piece buffers kept for later, at most (see spare_max) */
+
+/* Direct: bytes handed to the thread pool and not yet written before no new run starts. The pool
+ * (hashing, then the writes one at a time) is slower than the receiving, so this is how much the
+ * fill runs ahead of it: each piece buffer in flight is memory touched anew, and on a VM whose host
+ * backs freed memory lazily a page of it costs a fault there (measured: with 64 MiB, 10,000-33,000
+ * page faults and 2.4 CPU-seconds per GiB pulled; with 16 MiB, 4,000-8,500 and 1.7-2.0, as fast). */
+static int64_t work_max(const struct fill *f)
+{
+	return FILL_WORK_MAX > 2 * f->files.piece_size ? FILL_WORK_MAX : 2 * f->files.piece_size;
+}
+
+/* Piece buffers kept for the next pieces: as many as can be in flight (waiting for the pool, and one
+ * per run receiving), so that none is freed and taken anew while the fill runs. */
+static int spare_max(const struct fill *f)
+{
+	int64_t n = (work_max(f) + FILL_PARALLEL * f->files.piece_size) / f->files.piece_size + 1;
+
+	return n < FILL_SPARE ? (int)n : FILL_SPARE;
+}
 
 static char *buf_get(struct fill *f)
 {
@@ -178,7 +198,7 @@ static char *buf_get(struct fill *f)
 
 static void buf_put(struct fill *f, char *b)
 {
-	if (b && f->nspare < FILL_SPARE && !f->gone) {
+	if (b && f->nspare < spare_max(f) && !f->gone) {
 		if (!f->spare)
 			f->spare = xcalloc(FILL_SPARE, sizeof(*f->spare));
 		f->spare[f->nspare++] = b;
@@ -527,7 +547,7 @@ static void pump(struct fill *f)
 		return;
 	}
 
-	while (f->on && !f->given_up && !a->stopping && f->inflight < parallel(f) && f->working_bytes < FILL_WORK_MAX) {
+	while (f->on && !f->given_up && !a->stopping && f->inflight < parallel(f) && f->working_bytes < work_max(f)) {
 		struct hub_http_req_opts o = { 0 };
 		const struct p2p_file_entry *fe;
 		struct run *r;
