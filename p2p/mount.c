@@ -56,7 +56,7 @@ struct mnt {
 	struct p2p_file_list files;
 	const struct p2p_file_entry **sorted;   /* files by path (strcmp), for lookups and listings */
 	int timeout_s;
-	pthread_mutex_t mu;                     /* guards fds and ahead */
+	pthread_mutex_t mu;                     /* guards fds, ahead, answered and trims */
 	int *fds;                               /* per entry of files.v, -1 until first read */
 	struct ahead *ahead;                    /* per entry of files.v */
 	uint32_t **answered;                    /* per entry: bytes answered of each TRIM_CHUNK (UINT32_MAX: all) */
