@@ -291,12 +291,13 @@ extern "C" int p2p_session_wait_range(struct p2p_session *s, const char *btih, i
 		if (p > last)
 			return p2p_session_have_range(s, btih, index, offset, len);
 		{
+			have_cache::waiter w(p);
 			std::unique_lock<std::mutex> lock(e.have->cv_mu);
-			e.have->waiting.push_back(p);
+			e.have->waiting.push_back(&w);
 			e.have->nwaiting.fetch_add(1, std::memory_order_seq_cst);
 			std::atomic_thread_fence(std::memory_order_seq_cst);
-			e.have->cv.wait_for(lock, std::chrono::milliseconds(timeout_ms), [&] { return e.have->get(p); });
-			e.have->waiting.erase(std::find(e.have->waiting.begin(), e.have->waiting.end(), p));
+			w.cv.wait_for(lock, std::chrono::milliseconds(timeout_ms), [&] { return e.have->get(p); });
+			e.have->waiting.erase(std::find(e.have->waiting.begin(), e.have->waiting.end(), &w));
 			e.have->nwaiting.fetch_sub(1, std::memory_order_seq_cst);
 		}
 		return p2p_session_have_range(s, btih, index, offset, len);

@@ -107,12 +107,18 @@ struct have_cache {
 		if (i >= 0 && i < n)
 			words[std::size_t(i) / 64].fetch_and(~(std::uint64_t(1) << (i % 64)), std::memory_order_release);
 	}
-	/* Readers waiting for a piece (p2p_session_wait_range) sleep on cv, each with the piece it waits
-	 * for in waiting; notify() after a batch of set()s wakes them when one of those came, so a reader
-	 * is woken for its own piece, not for every piece of the torrent. */
+	/* Readers waiting for a piece (p2p_session_wait_range) each sleep on a condition variable of
+	 * their own, with the piece they wait for; notify() after a batch of set()s wakes only those whose
+	 * piece came. (One variable for all woke every waiting FUSE worker for any reader's piece: with
+	 * four shards read on four threads, a dozen wake-ups and a fight for cv_mu per piece written, most
+	 * of them to sleep again.) */
+	struct waiter {
+		explicit waiter(int p) : piece(p) {}
+		int const piece;
+		std::condition_variable cv;
+	};
 	std::mutex cv_mu;
-	std::condition_variable cv;
-	std::vector<int> waiting;
+	std::vector<waiter *> waiting;
 	std::atomic<int> nwaiting{0};
 	void notify()
 	{
@@ -121,17 +127,16 @@ struct have_cache {
 		if (!nwaiting.load(std::memory_order_seq_cst))
 			return;
 		std::lock_guard<std::mutex> lock(cv_mu);
-		for (int p : waiting)
-			if (get(p)) {
-				cv.notify_all();
-				return;
-			}
+		for (waiter *w : waiting)
+			if (get(w->piece))
+				w->cv.notify_one();
 	}
 	/* (after a recheck, an eviction, a drain that admitted nothing: wake every waiter to look again) */
 	void notify_all()
 	{
 		std::lock_guard<std::mutex> lock(cv_mu);
-		cv.notify_all();
+		for (waiter *w : waiting)
+			w->cv.notify_one();
 	}
 	bool is_evicting(int i) const
 	{
