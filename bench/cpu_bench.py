@@ -126,8 +126,7 @@ def main():
                 env["HUBMIRROR_AGENT_SOCKET"] = os.path.join(work, "agent-%d.sock" % run)
                 subprocess.run([a.hubmirror, "agent", "--mirror", m, "--cache", cache, "--listen", "127.0.0.1:0"],
                                env=env, check=True, stdout=subprocess.DEVNULL)
-                agent = json.loads(subprocess.run([a.hubmirror, "status", "--json"], env=env, check=True,
-                                                  capture_output=True, text=True).stdout)["pid"]
+                agent = agent_status(env["HUBMIRROR_AGENT_SOCKET"])["pid"]
                 drop_caches()
                 if case == "pull":
                     count(case, lambda: (subprocess.run([a.hubmirror, "pull", "--no-hf-cache", "hf:bench/cpu"], env=env,
