@@ -183,6 +183,12 @@ bool admit_written(torrent_entry const &e)
 	std::sort(busy.begin(), busy.end());
 	int n = std::min(st.pieces.size(), e.have->n);
 	bool more = false;
+	/* (libtorrent's word was taken before a piece found damaged meanwhile cleared its bit: under the
+	 * lock mark_damaged takes, either this sets the bit first and the damage clears it after, or the
+	 * damage came first and nothing is set) */
+	std::lock_guard<std::mutex> lock(e.have->admit_mu);
+	if (e.have->distrust)
+		return false;
 	for (int i = 0; i < n; i++)
 		if (!e.have->get(i) && st.pieces.get_bit(lt::piece_index_t(i)) &&
 		    !std::binary_search(busy.begin(), busy.end(), i) && !e.have->is_evicting(i)) {
@@ -217,13 +223,20 @@ void distrust_and_recheck(torrent_entry const &e)
  * a file deleted while the agent was down): libtorrent must learn it has not, or it neither fetches
  * the piece nor stops offering it. 2.0.8 can forget no single piece: the torrent's files are checked
  * again (at most every 10 s), which finds every such piece and fetches them again. */
+static void mark_damaged(torrent_entry const &e, int p)
+{
+	std::lock_guard<std::mutex> lock(e.have->admit_mu);
+
+	e.have->distrust = true; /* before the bit goes: admit_written must not set it again */
+	e.have->clear(p);
+	e.have->damaged++;
+}
+
 static void found_damaged(torrent_entry const &e, int p)
 {
 	std::int64_t now = steady_ms(), was = e.have->rechecked_ms.load();
 
-	e.have->clear(p);
-	e.have->damaged++;
-	e.have->distrust = true;
+	mark_damaged(e, p);
 	if (now - was >= 10000 && e.have->rechecked_ms.compare_exchange_strong(was, now))
 		e.h.force_recheck();
 }
@@ -384,8 +397,7 @@ extern "C" int p2p_session_verify(struct p2p_session *s, const char *btih, int *
 				e.have->set(p);
 			} else {
 				bad++;
-				e.have->clear(p);
-				e.have->damaged++;
+				mark_damaged(e, p);
 			}
 		}
 		if (bad)

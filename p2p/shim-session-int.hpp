@@ -187,6 +187,10 @@ struct have_cache {
 	 * says so until its recheck has run, and the recheck is asynchronous), so each piece not cached
 	 * here is read back from the files (admit_written) */
 	std::atomic<bool> distrust{false};
+	/* held by admit_written while it sets what libtorrent has, and by a piece found damaged while it
+	 * sets distrust and clears the piece: a damaged piece is never admitted again on libtorrent's
+	 * word taken before the damage was found */
+	std::mutex admit_mu;
 };
 
 struct torrent_entry {
