@@ -73,6 +73,8 @@ struct mnt {
 	dev_t dev;                              /* the mount's device, once known (mount_readahead) */
 	unsigned char *direct;                  /* per entry of files.v: served by a shortcut */
 	size_t ndirect;
+	pthread_mutex_t short_mu;               /* one shortcut call at a time: made, or dropped */
+	atomic_uint short_gen;                  /* p2p_mount_shortcuts_fence's count */
 	atomic_bool closing;                    /* the owner ends: waiting reads give up */
 };
 
@@ -467,6 +469,7 @@ static void mnt_free(struct mnt *m)
 	free(m->dir);
 	p2p_file_list_release(&m->files);
 	pthread_mutex_destroy(&m->mu);
+	pthread_mutex_destroy(&m->short_mu);
 	free(m);
 }
 
@@ -533,6 +536,7 @@ int p2p_mount_start(const struct p2p_mount_config *cfg, struct p2p_mount **out, 
 	int r;
 
 	pthread_mutex_init(&m->mu, NULL);
+	pthread_mutex_init(&m->short_mu, NULL);
 	m->ses = cfg->ses;
 	snprintf(m->btih, sizeof(m->btih), "%s", cfg->btih);
 	m->dir = xstrdup(cfg->dir);
@@ -631,7 +635,7 @@ void p2p_mount_close(struct p2p_mount *pm)
 	((struct mnt *)pm)->closing = true;
 }
 
-int p2p_mount_shortcut(struct p2p_mount *pm, const char *path, const char *source, char **errmsg)
+int p2p_mount_shortcut(struct p2p_mount *pm, const char *path, const char *source, unsigned gen, char **errmsg)
 {
 	struct mnt *m = (struct mnt *)pm;
 	const struct p2p_file_entry *e;
@@ -640,6 +644,11 @@ int p2p_mount_shortcut(struct p2p_mount *pm, const char *path, const char *sourc
 	int r = 0;
 
 	atomic_fetch_add(&m->busy, 1);
+	pthread_mutex_lock(&m->short_mu);
+	if (gen != atomic_load(&m->short_gen)) {
+		r = -ESTALE; /* the bytes were found damaged since the owner said they were good */
+		goto out;
+	}
 	if (getuid() != 0 || !m->dev) {
 		r = -EPERM;
 		goto out;
@@ -679,8 +688,19 @@ out:
 	if (r && r != -EPERM && r != -ENOENT && errmsg)
 		*errmsg = xasprintf("cannot serve %s from the cache directly: %s", target ? target : path, strerror(-r));
 	free(target);
+	pthread_mutex_unlock(&m->short_mu);
 	atomic_fetch_sub(&m->busy, 1);
 	return r;
+}
+
+unsigned p2p_mount_shortcut_gen(const struct p2p_mount *pm)
+{
+	return atomic_load(&((const struct mnt *)pm)->short_gen);
+}
+
+void p2p_mount_shortcuts_fence(struct p2p_mount *pm)
+{
+	atomic_fetch_add(&((struct mnt *)pm)->short_gen, 1);
 }
 
 size_t p2p_mount_shortcuts(const struct p2p_mount *pm)
@@ -698,6 +718,7 @@ void p2p_mount_shortcuts_drop(struct p2p_mount *pm)
 	struct mnt *m = (struct mnt *)pm;
 
 	atomic_fetch_add(&m->busy, 1);
+	pthread_mutex_lock(&m->short_mu);
 	for (size_t k = 0; k < m->files.n && !m->detached; k++) {
 		char *target;
 		if (!m->direct[k])
@@ -709,5 +730,6 @@ void p2p_mount_shortcuts_drop(struct p2p_mount *pm)
 		}
 		free(target);
 	}
+	pthread_mutex_unlock(&m->short_mu);
 	atomic_fetch_sub(&m->busy, 1);
 }

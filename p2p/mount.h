@@ -64,11 +64,19 @@ void p2p_mount_close(struct p2p_mount *m);
  * takes them with the mount. Root only. Blocking (path lookups go through the mount: its loop must
  * run, so never from a thread the mount's reads wait on). 0 (also when it is served so already),
  * -EPERM (not root: nothing done), -ENOENT (no such file, or the mount is detached), -ESTALE (the
- * folder holds another mount now, or source is not that file), or -errno with *errmsg.
+ * folder holds another mount now, source is not that file, or gen is older than the last fence), or
+ * -errno with *errmsg.
  */
-int p2p_mount_shortcut(struct p2p_mount *m, const char *path, const char *source, char **errmsg);
+int p2p_mount_shortcut(struct p2p_mount *m, const char *path, const char *source, unsigned gen, char **errmsg);
+/* The owner's word that its cache's bytes are good, for p2p_mount_shortcut's gen: taken when the
+ * files were found verified. p2p_mount_shortcuts_fence ends it at once (the owner found them damaged;
+ * not blocking): a shortcut asked for before the fence, on a job that runs after it, is not made
+ * (-ESTALE). */
+unsigned p2p_mount_shortcut_gen(const struct p2p_mount *m);
+void p2p_mount_shortcuts_fence(struct p2p_mount *m);
 /* Serve every file through FUSE again (the shortcuts detached, lazily: files open through them read
- * on): the owner found the cache's bytes damaged. Blocking, as p2p_mount_shortcut. */
+ * on): the owner found the cache's bytes damaged (fence first). Blocking, as p2p_mount_shortcut;
+ * never at once with it (a shortcut being made is either made before and dropped, or refused). */
 void p2p_mount_shortcuts_drop(struct p2p_mount *m);
 /* How many files are so served. */
 size_t p2p_mount_shortcuts(const struct p2p_mount *m);

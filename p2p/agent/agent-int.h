@@ -52,6 +52,8 @@ struct agent_snap {
 	unsigned want_gen;              /* counts the times want grew */
 	json_t *work_want;              /* the settle job's copy of want, and its want_gen */
 	unsigned work_gen;
+	unsigned damage_gen;            /* counts the times damage was found (agent_snap_damaged) */
+	unsigned work_damage_gen;       /* ...when the settle job began */
 	struct index_job *index_job;    /* keeping its contents by sha256 (agent.c), or NULL */
 	int damaged_seen;               /* p2p_torrent_status.damaged when last looked at */
 	int pieces_seen;                /* pieces libtorrent had then (a drop: pieces lost in a recheck) */

@@ -272,8 +272,9 @@ static void settle_done(uv_work_t *w, int status)
 	s->settling = false;
 	json_decref(s->work_want);
 	s->work_want = NULL;
-	if (s->work_gen != s->want_gen) {
-		/* more files were asked for meanwhile: what the job found says nothing of them */
+	if (s->work_gen != s->want_gen || s->work_damage_gen != s->damage_gen) {
+		/* more files were asked for meanwhile: what the job found says nothing of them; or damage
+		 * was found meanwhile: what it found verified may be what is damaged now */
 		s->verified = false;
 		agent_evict_now(a);
 		return;
@@ -370,6 +371,7 @@ void agent_snap_damaged(struct agent *a, struct agent_snap *s)
 	s->verified = false;
 	s->unchecked = false;
 	s->fill_tried = false;
+	s->damage_gen++; /* a settle job running now found nothing worth believing */
 	agent_shortcuts_drop(a, s); /* reads wait for the good bytes again (FUSE) */
 	json_object_set_new(s->meta, "verified", json_false());
 	json_object_del(s->meta, "whole");
@@ -461,6 +463,7 @@ static void on_tick(uv_timer_t *t)
 			s->settling = true;
 			s->work_want = s->want ? json_deep_copy(s->want) : NULL;
 			s->work_gen = s->want_gen;
+			s->work_damage_gen = s->damage_gen;
 			s->work.data = s;
 			uv_queue_work(&a->loop, &s->work, settle_work, settle_done);
 		} else if (s->finished && s->verified && !s->indexed && !s->index_job && !s->settling && !a->stopping &&

@@ -26,6 +26,7 @@ struct shortcut_job {
 	uv_work_t w;
 	struct p2p_mount *m;            /* held (p2p_mount_hold) until done */
 	bool drop;                      /* take them away (the cache's bytes are damaged) */
+	unsigned gen;                   /* p2p_mount_shortcut_gen when the files were found verified */
 	char **path, **source;
 	size_t n;
 	char *spec;
@@ -43,7 +44,7 @@ static void shortcut_work(uv_work_t *w)
 	}
 	for (size_t i = 0; i < j->n; i++) {
 		char *errmsg = NULL;
-		int r = p2p_mount_shortcut(j->m, j->path[i], j->source[i], &errmsg);
+		int r = p2p_mount_shortcut(j->m, j->path[i], j->source[i], j->gen, &errmsg);
 		if (r == -EPERM || r == -ENOENT || r == -ESTALE) {
 			free(errmsg);
 			break; /* not root, or the mount is going: nothing more to do */
@@ -86,8 +87,9 @@ void agent_shortcuts_drop(struct agent *a, struct agent_snap *s)
 {
 	for (size_t k = 0; k < s->nmounts; k++) {
 		struct shortcut_job *j;
-		if (!p2p_mount_shortcuts(s->mounts[k].m))
-			continue;
+		/* a shortcut asked for before now is not made, even on a job that runs after the drop;
+		 * and the drop goes even where none is made yet (one may be being made) */
+		p2p_mount_shortcuts_fence(s->mounts[k].m);
 		j = xcalloc(1, sizeof(*j));
 		j->drop = true;
 		j->m = s->mounts[k].m;
@@ -128,6 +130,7 @@ void agent_shortcuts(struct agent *a, struct agent_snap *s)
 			continue;
 		}
 		j->m = s->mounts[k].m;
+		j->gen = p2p_mount_shortcut_gen(j->m);
 		j->spec = xstrdup(s->spec ? s->spec : s->btih);
 		j->w.data = j;
 		p2p_mount_hold(j->m, true);
