@@ -200,6 +200,27 @@ out:
 
 /* ---- pieces written without libtorrent, then handed to it (the agent's direct fill) ---- */
 
+/* c adds the torrent into dir, waits for libtorrent's check of the (missing) files, and pauses its
+ * downloads (direct mode: only what is written here comes); *l gets the file list. */
+static bool added_direct(struct p2p_session *c, const char *dir, struct p2p_file_list *l)
+{
+	unsigned char *had;
+	double end = now_s() + 10;
+	int r = 1;
+
+	CHECK_INT(p2p_test_add(c, &tor, dir, false), 0);
+	CHECK_INT(p2p_session_files(c, tor.btih, l), 0);
+	if (!l->pieces)
+		return false;
+	had = xcalloc((size_t)l->pieces, 1);
+	while (now_s() < end && (r = p2p_session_pieces_had(c, tor.btih, had, NULL, l->pieces)) == 1)
+		usleep(10000);
+	free(had);
+	CHECK_INT(r, 0);
+	CHECK_INT(p2p_session_download_pause(c, tor.btih, true), 0);
+	return r == 0;
+}
+
 TEST(direct_pieces)
 {
 	struct p2p_session_config cfg = { .listen_interfaces = "127.0.0.1:0", .lan_tuning = true };
@@ -208,22 +229,12 @@ TEST(direct_pieces)
 	struct p2p_torrent_status st = { 0 };
 	struct p2p_file_list l = { 0 };
 	char *cdir = xasprintf("%s/C2", tmp_root), *edir = xasprintf("%s/E2", tmp_root), ep[32], *err = NULL;
-	unsigned char *had = NULL;
 	double end;
-	int r = 1;
 
 	CHECK_INT(p2p_session_new(&cfg, &c, NULL), 0);
 	CHECK_INT(p2p_session_new(&cfg, &e, NULL), 0);
-	if (!c || !e)
+	if (!c || !e || !added_direct(c, cdir, &l))
 		goto out;
-	CHECK_INT(p2p_test_add(c, &tor, cdir, false), 0);
-	CHECK_INT(p2p_session_files(c, tor.btih, &l), 0);
-	had = xcalloc((size_t)l.pieces, 1);
-	end = now_s() + 10;
-	while (now_s() < end && (r = p2p_session_pieces_had(c, tor.btih, had, NULL, l.pieces)) == 1)
-		usleep(10000);
-	CHECK_INT(r, 0);
-	CHECK_INT(p2p_session_download_pause(c, tor.btih, true), 0);
 	for (int p = 0; p < l.pieces; p++) {
 		size_t len;
 		char *b = piece_bytes(&l, p, &len);
@@ -276,7 +287,6 @@ TEST(direct_pieces)
 	CHECK_INT(p2p_session_torrent_status(c, tor.btih, &st), 0);
 	CHECK(st.uploaded >= (int64_t)sizes[F_MODEL]);
 out:
-	free(had);
 	p2p_file_list_release(&l);
 	p2p_session_free(&e);
 	p2p_session_free(&c);
@@ -321,21 +331,11 @@ TEST(readers_woken_for_their_piece)
 	struct waiter_arg w[3];
 	pthread_t th[3];
 	char *cdir = xasprintf("%s/C4", tmp_root);
-	unsigned char *had = NULL;
-	int model = -1, first, r = 1, started = 0;
-	double end;
+	int model = -1, first, started = 0;
 
 	CHECK_INT(p2p_session_new(&cfg, &c, NULL), 0);
-	if (!c)
+	if (!c || !added_direct(c, cdir, &l))
 		goto out;
-	CHECK_INT(p2p_test_add(c, &tor, cdir, false), 0);
-	CHECK_INT(p2p_session_files(c, tor.btih, &l), 0);
-	had = xcalloc((size_t)l.pieces, 1);
-	end = now_s() + 10;
-	while (now_s() < end && (r = p2p_session_pieces_had(c, tor.btih, had, NULL, l.pieces)) == 1)
-		usleep(10000);
-	CHECK_INT(r, 0);
-	CHECK_INT(p2p_session_download_pause(c, tor.btih, true), 0);
 	for (size_t i = 0; i < l.n; i++)
 		if (!strcmp(l.v[i].path, rel[F_MODEL]))
 			model = (int)i;
@@ -375,7 +375,6 @@ TEST(readers_woken_for_their_piece)
 	for (int i = 0; i < started; i++)
 		pthread_join(th[i], NULL);
 out:
-	free(had);
 	p2p_file_list_release(&l);
 	p2p_session_free(&c);
 	free(cdir);
