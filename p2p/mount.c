@@ -42,11 +42,19 @@ struct ahead {
 #define READ_AHEAD_KB 4096        /* the kernel's readahead on the mount (mount_readahead) */
 #define TRIM_CHUNK (8 << 20)      /* the cache file's pages are let go in chunks of this (trim_behind) */
 #define TRIM_LAG 8                /* chunks answered whole after one before its pages go */
+#define TRIM_QUEUE 64             /* trims waiting for the trimmer thread, at most (more: left out) */
 
 /* A chunk of a file the mount has answered whole: its pages in the cache file are a second copy. */
 struct trim {
 	size_t k;                               /* the entry of files.v */
 	int64_t off, len;
+};
+
+/* What the trimmer thread does with a chunk: start its write-back, or let its pages go. */
+struct trim_op {
+	int fd;
+	int64_t off, len;
+	bool drop;
 };
 
 struct mnt {
@@ -62,6 +70,12 @@ struct mnt {
 	uint32_t **answered;                    /* per entry: bytes answered of each TRIM_CHUNK (UINT32_MAX: all) */
 	struct trim trims[TRIM_LAG];            /* the last chunks answered whole, oldest at trim_next */
 	size_t ntrims, trim_next;
+	/* the trimmer thread (trim_behind) and its queue, under mu */
+	pthread_t trimmer;
+	bool trimmer_started, trim_stop;
+	pthread_cond_t trim_cv;
+	struct trim_op tq[TRIM_QUEUE];
+	size_t tq_head, tq_n;
 	int64_t ahead_min, ahead_max;           /* the readahead window's first and largest size */
 	time_t mounted_at;
 	struct fuse *f;
@@ -308,26 +322,69 @@ static void read_ahead(struct mnt *m, size_t k, int64_t off, int64_t n)
 		p2p_session_want_range(m->ses, m->btih, e->index, from, to - from, 100);
 }
 
+/* The trimmer thread: the syscalls of trim_behind, off the reads' way. Starting a chunk's write-back
+ * allocates its blocks (ext4 reads block bitmaps from disk for it), and behind an fsync of anything
+ * on the same disk that waits for the journal's flush: 0.1-0.3 s measured, during which a read that
+ * made the call held its reader. */
+static void *trimmer(void *arg)
+{
+	struct mnt *m = arg;
+
+	pthread_mutex_lock(&m->mu);
+	for (;;) {
+		struct trim_op op;
+		while (!m->tq_n && !m->trim_stop)
+			pthread_cond_wait(&m->trim_cv, &m->mu);
+		if (m->trim_stop)
+			break;
+		op = m->tq[m->tq_head];
+		m->tq_head = (m->tq_head + 1) % TRIM_QUEUE;
+		m->tq_n--;
+		pthread_mutex_unlock(&m->mu);
+		/* pages still dirty or under write-back stay (the kernel skips them): only a missed chance */
+		if (op.drop)
+			(void)posix_fadvise(op.fd, op.off, op.len, POSIX_FADV_DONTNEED);
+		else
+			(void)sync_file_range(op.fd, op.off, op.len, SYNC_FILE_RANGE_WRITE);
+		pthread_mutex_lock(&m->mu);
+	}
+	pthread_mutex_unlock(&m->mu);
+	return NULL;
+}
+
+/* Under m->mu: queue op for the trimmer (started the first time; a full queue leaves op out). */
+static void trim_queue(struct mnt *m, struct trim_op op)
+{
+	if (!m->trimmer_started) {
+		if (pthread_create(&m->trimmer, NULL, trimmer, m) != 0)
+			return; /* no trimmer: the pages stay (a cost, not an error) */
+		m->trimmer_started = true;
+	}
+	if (m->tq_n == TRIM_QUEUE)
+		return;
+	m->tq[(m->tq_head + m->tq_n) % TRIM_QUEUE] = op;
+	m->tq_n++;
+	pthread_cond_signal(&m->trim_cv);
+}
+
 /* The kernel keeps what the mount answered in the mount's own page cache (keep_cache), so the cache
  * file's pages of it are a second copy of every byte read: a 100 GB load would hold 200 GB of page
  * cache, and every byte would take two new pages (on a VM whose host backs freed memory lazily, each
  * new page is a fault in the host: measured, writing 1 GiB into new page-cache pages cost 1.0
  * CPU-seconds, into pages let go and used again 0.14). So once a TRIM_CHUNK of file k has been
  * answered whole, its write-back starts, and TRIM_LAG chunks later (written, and long sent) its pages
- * are let go; the next pieces' writes take them again. A later read of those bytes through the
+ * are let go, both by the trimmer thread; the next pieces' writes take them again. A later read of those bytes through the
  * mount (the kernel dropped its own copy) reads the cache file from disk. Nothing here is needed for
  * correctness: a chunk counted whole too early only costs that read from disk. fd is file k's. */
 static void trim_behind(struct mnt *m, size_t k, int fd, int64_t off, int64_t n)
 {
 	const struct p2p_file_entry *e = &m->files.v[k];
-	struct trim start[2], drop[2];  /* a read of at most READ_MAX ends at most two chunks */
-	int dropfd[2];
-	size_t nstart = 0, ndrop = 0;
+	int started = 0;  /* a read of at most READ_MAX ends at most two chunks */
 
 	pthread_mutex_lock(&m->mu);
 	if (!m->answered[k])
 		m->answered[k] = xcalloc((size_t)((e->size + TRIM_CHUNK - 1) / TRIM_CHUNK), sizeof(uint32_t));
-	for (int64_t c = off / TRIM_CHUNK; c * TRIM_CHUNK < off + n && nstart < 2; c++) {
+	for (int64_t c = off / TRIM_CHUNK; c * TRIM_CHUNK < off + n && started < 2; c++) {
 		int64_t lo = c * TRIM_CHUNK, hi = lo + TRIM_CHUNK < e->size ? lo + TRIM_CHUNK : e->size;
 		int64_t a = off > lo ? off : lo, b = off + n < hi ? off + n : hi;
 		uint32_t *got = &m->answered[k][c];
@@ -338,22 +395,18 @@ static void trim_behind(struct mnt *m, size_t k, int fd, int64_t off, int64_t n)
 		if (*got < hi - lo)
 			continue;
 		*got = UINT32_MAX;
-		start[nstart] = (struct trim){ .k = k, .off = lo, .len = hi - lo };
+		started++;
+		trim_queue(m, (struct trim_op){ .fd = fd, .off = lo, .len = hi - lo });
 		if (m->ntrims == TRIM_LAG) {
-			drop[ndrop] = m->trims[m->trim_next];
-			dropfd[ndrop++] = m->fds[m->trims[m->trim_next].k];
+			struct trim *t = &m->trims[m->trim_next];
+			trim_queue(m, (struct trim_op){ .fd = m->fds[t->k], .off = t->off, .len = t->len, .drop = true });
 		} else {
 			m->ntrims++;
 		}
-		m->trims[m->trim_next] = start[nstart++];
+		m->trims[m->trim_next] = (struct trim){ .k = k, .off = lo, .len = hi - lo };
 		m->trim_next = (m->trim_next + 1) % TRIM_LAG;
 	}
 	pthread_mutex_unlock(&m->mu);
-	for (size_t i = 0; i < nstart; i++)
-		(void)sync_file_range(fd, start[i].off, start[i].len, SYNC_FILE_RANGE_WRITE);
-	/* pages still dirty or under write-back stay (the kernel skips them): only a missed chance */
-	for (size_t i = 0; i < ndrop; i++)
-		(void)posix_fadvise(dropfd[i], drop[i].off, drop[i].len, POSIX_FADV_DONTNEED);
 }
 
 /* A read answered straight from the cache file: libfuse splices its bytes into /dev/fuse (no copy
@@ -456,6 +509,14 @@ static void mnt_free(struct mnt *m)
 {
 	if (m->f)
 		fuse_destroy(m->f);
+	if (m->trimmer_started) { /* (no read is left to queue more) */
+		pthread_mutex_lock(&m->mu);
+		m->trim_stop = true;
+		pthread_cond_signal(&m->trim_cv);
+		pthread_mutex_unlock(&m->mu);
+		pthread_join(m->trimmer, NULL);
+	}
+	pthread_cond_destroy(&m->trim_cv);
 	for (size_t i = 0; m->fds && i < m->files.n; i++)
 		if (m->fds[i] >= 0)
 			close(m->fds[i]);
@@ -536,6 +597,7 @@ int p2p_mount_start(const struct p2p_mount_config *cfg, struct p2p_mount **out, 
 	int r;
 
 	pthread_mutex_init(&m->mu, NULL);
+	pthread_cond_init(&m->trim_cv, NULL);
 	pthread_mutex_init(&m->short_mu, NULL);
 	m->ses = cfg->ses;
 	snprintf(m->btih, sizeof(m->btih), "%s", cfg->btih);
