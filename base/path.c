@@ -204,7 +204,7 @@ void path_fsync_parent(const char *path)
 	free(dir);
 }
 
-int path_write_atomic(const char *path, const void *data, size_t len, unsigned mode)
+static int write_replace(const char *path, const void *data, size_t len, unsigned mode, bool durable)
 {
 	char *tmp = xasprintf("%s.tmp%ld", path, (long)getpid());
 	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600), r = 0;
@@ -221,7 +221,7 @@ int path_write_atomic(const char *path, const void *data, size_t len, unsigned m
 		else if (n > 0)
 			done += (size_t)n;
 	}
-	if (!r && (fchmod(fd, mode) < 0 || fsync(fd) < 0))
+	if (!r && (fchmod(fd, mode) < 0 || (durable && fsync(fd) < 0)))
 		r = -errno;
 	if (close(fd) < 0 && !r)
 		r = -errno;
@@ -229,10 +229,20 @@ int path_write_atomic(const char *path, const void *data, size_t len, unsigned m
 		r = -errno;
 	if (r)
 		unlink(tmp);
-	else
+	else if (durable)
 		path_fsync_parent(path);
 	free(tmp);
 	return r;
+}
+
+int path_write_atomic(const char *path, const void *data, size_t len, unsigned mode)
+{
+	return write_replace(path, data, len, mode, true);
+}
+
+int path_write_replace(const char *path, const void *data, size_t len, unsigned mode)
+{
+	return write_replace(path, data, len, mode, false);
 }
 
 int path_read_file(const char *path, size_t max, char **out, size_t *len)

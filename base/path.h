@@ -53,6 +53,11 @@ int path_mkdirs_private(const char *dir, unsigned mode);
  * new one whole.
  * Returns 0 or -errno (the temporary file removed). */
 int path_write_atomic(const char *path, const void *data, size_t len, unsigned mode);
+/* The same without either fsync, for a caller that must not wait for the disk (an fsync waits for
+ * the journal, which on ext4 waits for every other file's data written before it: 0.3 s behind a
+ * download's writes): a reader, or a crash of the process, sees the old file or the new one whole; a
+ * crash of the machine may lose the new one until path_fsync(path) and path_fsync_parent(path). */
+int path_write_replace(const char *path, const void *data, size_t len, unsigned mode);
 
 /* fsync a file or a folder by path (a folder: the names in it, after a rename). Returns 0 or -errno. */
 int path_fsync(const char *path);

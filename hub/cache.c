@@ -169,7 +169,9 @@ static void pickle_str(struct buf *b, const char *s)
 	buf_adds(b, s);
 }
 
-/* The classic SDK's index of a model folder: .msc (the files at a revision), .mdl (the id), .mv. */
+/* The classic SDK's index of a model folder: .msc (the files at a revision), .mdl (the id), .mv.
+ * Each replaced whole, not fsynced (as the SDK writes them, and as a Hugging Face ref is written): the
+ * agent links from its loop, which must not wait for the disk. */
 static int write_ms_index(const char *dir, const char *id, const char *commit, const char *const *paths, size_t n)
 {
 	struct buf b;
@@ -188,7 +190,7 @@ static int write_ms_index(const char *dir, const char *id, const char *commit, c
 	}
 	buf_adds(&b, "e.");                     /* APPENDS, STOP */
 	p = xasprintf("%s/.msc", dir);
-	r = path_write_atomic(p, b.data, b.len, 0644);
+	r = path_write_replace(p, b.data, b.len, 0644);
 	free(p);
 	buf_reset(&b);
 	buf_add(&b, "\x80\x02}", 3);          /* PROTO 2, EMPTY_DICT */
@@ -197,13 +199,13 @@ static int write_ms_index(const char *dir, const char *id, const char *commit, c
 	buf_adds(&b, "s.");                     /* SETITEM, STOP */
 	p = xasprintf("%s/.mdl", dir);
 	if (!r)
-		r = path_write_atomic(p, b.data, b.len, 0644);
+		r = path_write_replace(p, b.data, b.len, 0644);
 	free(p);
 	buf_reset(&b);
 	buf_addf(&b, "Revision:%s,CreatedAt:%lld", commit, (long long)time(NULL));
 	p = xasprintf("%s/.mv", dir);
 	if (!r)
-		r = path_write_atomic(p, b.data, b.len, 0644);
+		r = path_write_replace(p, b.data, b.len, 0644);
 	free(p);
 	buf_release(&b);
 	return r;

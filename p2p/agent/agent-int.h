@@ -78,6 +78,7 @@ struct agent_snap {
 	bool indexed;                   /* contents kept by sha256 (or given up) */
 	bool settling;                  /* a settle job (verifying its files) runs on the thread pool */
 	uint64_t settle_after;          /* uv_now before which no settle job starts (one just failed) */
+	bool torrent_saved;             /* its torrent is in <cache>/agent/ (agent_snap_remember) */
 	bool unchecked;                 /* taken back whole at a restart (seed mode), its files not read
 					 * back since: a pull verifies them before it links (agent_snap_check) */
 	int index_tries;
@@ -147,6 +148,10 @@ struct agent {
 	bool over_said;                 /* "over its size, nothing to drop" was logged */
 	struct hub_http *fill_http;     /* the fill's requests (fill.c), from the first fill on */
 	uv_timer_t fill_soon;           /* look again in a moment (libtorrent was checking files) */
+	/* <cache>/agent/ files written and not fsynced yet, and whether a job fsyncs some (snaps.c) */
+	char **unsynced;
+	size_t nunsynced;
+	bool syncing;
 	/* preheat (preheat.c) */
 	bool preheating;                /* a preheat job runs */
 	int64_t preheated_at;           /* when the last one ended */
@@ -234,8 +239,12 @@ int agent_endpoint(void *ud, struct httpd_req *req);
 /* ---- the snapshot table (snaps.c): below the loop, control, eviction and preheat (it calls only
  * agent_say of them) ---- */
 
-/* Write s's torrent and description (meta) to <cache>/agent/ (a restart takes it back from them). */
-void agent_snap_remember(struct agent *a, const struct agent_snap *s);
+/* Write s's torrent (once) and description (meta) to <cache>/agent/ (a restart takes it back from
+ * them): in place at once, a killed agent's successor finds them; made durable against a crash of
+ * the machine by a job on a worker a moment later, never on the loop. agent_snaps_sync: what no job
+ * made durable yet, now (the agent's end). */
+void agent_snap_remember(struct agent *a, struct agent_snap *s);
+void agent_snaps_sync(struct agent *a);
 /* Take back the snapshots an earlier run held (their bytes are in the cache); at start. */
 void agent_snaps_recall(struct agent *a);
 

@@ -755,6 +755,7 @@ int agent_run(const struct agent_config *cfg, int ready_fd, char **errmsg)
 	if (a->want_wake.loop)
 		uv_close((uv_handle_t *)&a->want_wake, close_cb);
 	uv_run(&a->loop, UV_RUN_DEFAULT);
+	agent_snaps_sync(a); /* (the loop's last jobs are done: nothing is left but to wait here) */
 	uv_loop_close(&a->loop);
 	for (size_t i = 0; i < a->ndrop; i++)
 		free(a->drop[i]);

@@ -82,17 +82,105 @@ static void snap_known(struct agent_snap *s)
 	}
 }
 
-void agent_snap_remember(struct agent *a, const struct agent_snap *s)
+/* ---- remembered on disk: written on the loop, made durable on a worker ---- */
+
+/* The names written since the last sync job began, fsynced (with their folder) by one job at a time:
+ * an fsync waits for the journal, and on ext4 the journal waits for the data of every file written
+ * before (a download's writes: 0.3 s measured on the loop, where it held every mount's reads). */
+struct sync_job {
+	uv_work_t w;
+	struct agent *a;
+	char **path;
+	size_t n;
+};
+
+static void sync_work(uv_work_t *w)
+{
+	struct sync_job *j = w->data;
+
+	for (size_t i = 0; i < j->n; i++)
+		path_fsync(j->path[i]); /* (gone meanwhile: dropped; nothing to make durable) */
+	if (j->n)
+		path_fsync_parent(j->path[0]); /* all in <cache>/agent */
+}
+
+static void sync_start(struct agent *a);
+
+static void sync_done(uv_work_t *w, int status)
+{
+	struct sync_job *j = w->data;
+	struct agent *a = j->a;
+
+	(void)status;
+	for (size_t i = 0; i < j->n; i++)
+		free(j->path[i]);
+	free(j->path);
+	free(j);
+	a->syncing = false;
+	sync_start(a);
+}
+
+static void sync_start(struct agent *a)
+{
+	struct sync_job *j;
+
+	if (a->syncing || !a->nunsynced)
+		return;
+	j = xcalloc(1, sizeof(*j));
+	j->a = a;
+	j->path = a->unsynced;
+	j->n = a->nunsynced;
+	a->unsynced = NULL;
+	a->nunsynced = 0;
+	j->w.data = j;
+	a->syncing = true;
+	uv_queue_work(&a->loop, &j->w, sync_work, sync_done);
+}
+
+static void unsynced(struct agent *a, char *path)
+{
+	for (size_t i = 0; i < a->nunsynced; i++)
+		if (!strcmp(a->unsynced[i], path)) {
+			free(path);
+			return;
+		}
+	a->unsynced = xreallocarray(a->unsynced, a->nunsynced + 1, sizeof(*a->unsynced));
+	a->unsynced[a->nunsynced++] = path;
+}
+
+void agent_snaps_sync(struct agent *a)
+{
+	for (size_t i = 0; i < a->nunsynced; i++) {
+		path_fsync(a->unsynced[i]);
+		if (i == a->nunsynced - 1)
+			path_fsync_parent(a->unsynced[i]);
+		free(a->unsynced[i]);
+	}
+	free(a->unsynced);
+	a->unsynced = NULL;
+	a->nunsynced = 0;
+}
+
+void agent_snap_remember(struct agent *a, struct agent_snap *s)
 {
 	char *dir = xasprintf("%s/agent", a->cfg->cache_dir), *tp, *mp, *js;
+	int r = 0;
 
 	path_mkdirs(dir, 0700);
 	tp = xasprintf("%s/%s.torrent", dir, s->btih);
 	mp = xasprintf("%s/%s.json", dir, s->btih);
 	js = json_dumps(s->meta, JSON_COMPACT);
-	/* the description last: a snapshot is taken back only with both */
-	if (path_write_atomic(tp, s->torrent, s->tlen, 0600) || path_write_atomic(mp, js, strlen(js), 0600))
-		agent_say("cannot remember %s in %s: a restart will not seed it\n", s->btih, dir);
+	/* the description last: a snapshot is taken back only with both (the torrent never changes) */
+	if (!s->torrent_saved && !(r = path_write_replace(tp, s->torrent, s->tlen, 0600))) {
+		s->torrent_saved = true;
+		unsynced(a, tp);
+		tp = NULL;
+	}
+	if (r || (r = path_write_replace(mp, js, strlen(js), 0600)) != 0)
+		agent_say("cannot remember %s in %s (%s): a restart will not seed it\n", s->btih, dir, err_str(r));
+	else
+		unsynced(a, xstrdup(mp));
+	sync_start(a);
 	free(js);
 	free(tp);
 	free(mp);
