@@ -97,8 +97,9 @@ const struct cli_command cli_commands[] = {
 	  "FUSE: the files are there at once, a read fetches the pieces it touches (asked for first) and\n"
 	  "those just ahead of a reader that reads on, from peers and the mirror; every byte read is\n"
 	  "verified. In the background only the files a library reads first (configs, tokenizers,\n"
-	  "*.index.json, README.md: the metadata pull takes too) are fetched, unless --prefetch asks for\n"
-	  "more. A Hugging Face repo is also linked into the Hugging Face cache\n"
+	  "*.index.json, README.md: the metadata pull takes too) and the shards a *.safetensors.index.json\n"
+	  "names (when they fit in the cache) are fetched; --prefetch asks for more, --prefetch none for\n"
+	  "nothing. A Hugging Face repo is also linked into the Hugging Face cache\n"
 	  "(models--ORG--NAME/snapshots/COMMIT, refs/REV), so libraries find it with HF_HUB_OFFLINE=1; a\n"
 	  "ModelScope repo into both ModelScope SDKs' caches. Starts the agent when none runs (with\n"
 	  "--cache and --listen); returns once the files are visible.\n" },

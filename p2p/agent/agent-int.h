@@ -277,6 +277,9 @@ json_t *agent_prefetch(json_t *meta, json_t *prefetch);
 /* s wants the paths of want too (NULL: every file): libtorrent fetches their pieces from now on, and
  * s is verified again once they are in. Remembered on disk. */
 void agent_snap_want(struct agent *a, struct agent_snap *s, json_t *want);
+/* After a mount with the default prefetch (or patterns): the shards that the snapshot's safetensors
+ * indexes name join what s wants once the indexes are read, when they fit in the cache (weights.c). */
+void agent_weights_prefetch(struct agent *a, struct agent_snap *s);
 /* The file indices of l whose paths want names (every one for want NULL), in l's order: *n of them,
  * malloc'd. */
 int *agent_want_indices(const struct p2p_file_list *l, json_t *want, size_t *n);
