@@ -98,6 +98,7 @@ struct agent_snap {
 	size_t nweb;
 	bool web_on;
 	uint64_t added_ms;              /* uv_now when it was added */
+	uint64_t replied_ms;            /* uv_now when the tracker's first answer was seen (0: not yet) */
 	/* A lone instance takes pieces over HTTP ranges from the web seed (fill.c) */
 	struct fill *fill;
 	bool fill_tried;

@@ -54,6 +54,7 @@
 #define FILL_FAILS 3                        /* failed requests in a row before a mirror is left alone */
 #define FILL_DOWN_MS 30000                  /* ...for 1 s, 2 s, 4 s ... up to this long */
 #define FILL_MIRRORS 8                      /* web seeds used, at most */
+#define FILL_KNOWN_MS 1500                  /* peers the tracker named, not connected, count this long */
 
 struct fill {
 	struct agent *a;
@@ -687,7 +688,13 @@ void agent_fill_update(struct agent *a, struct agent_snap *s, const struct p2p_t
 	/* (finished: every wanted piece is had; a read that wants more makes it unfinished again) */
 	bool want = !a->stopping && !st->seeding && !st->seed_mode && !st->error && !st->paused && !st->finished, alone;
 
-	if (st->known_peers > peers)
+	/* Peers the tracker named count until libtorrent has had time to dial them (it does at its next
+	 * one-second tick), then only those connected: a name can be a peer that is gone (killed, its
+	 * machine down: the tracker keeps it for two intervals), and counting it kept a lone agent out of
+	 * direct mode, its snapshot coming a piece at a time (a 512 MiB load: 8 s instead of 1). */
+	if (st->tracker_replied && !s->replied_ms)
+		s->replied_ms = uv_now(&a->loop);
+	if (st->known_peers > peers && (!s->replied_ms || uv_now(&a->loop) - s->replied_ms < FILL_KNOWN_MS))
 		peers = st->known_peers;
 	/* not before the tracker has said who else is there (or kept quiet for 2 s): agents starting
 	 * together would each take the whole snapshot from the mirror */
