@@ -140,14 +140,16 @@ static void weights_apply(struct agent *a, struct agent_snap *s, const struct we
 		size_human(a->cfg->cache_size, c, sizeof(c));
 		why = xasprintf("with what it wants they pass the cache's bound (--cache-size %s)", c);
 	} else if ((why = agent_room_refusal(a, name, need, total)) == NULL) {
-		agent_say("%s: fetching in the background the %zu weight files its safetensors index%s name%s (%s)\n",
-			  name, json_array_size(more), j->nindex > 1 ? "es" : "", j->nindex > 1 ? "" : "s", t);
+		agent_say("%s: fetching in the background the %zu weight file%s its safetensors index%s name%s (%s)\n",
+			  name, json_array_size(more), json_array_size(more) == 1 ? "" : "s", j->nindex > 1 ? "es" : "",
+			  j->nindex > 1 ? "" : "s", t);
 		agent_snap_want(a, s, more);
 	}
 	if (why)
-		agent_say("%s: the %zu weight files its safetensors index%s name%s (%s) are fetched as they are read, "
-			  "not before: %s\n", name, json_array_size(more), j->nindex > 1 ? "es" : "",
-			  j->nindex > 1 ? "" : "s", t, why);
+		agent_say("%s: the %zu weight file%s its safetensors index%s name%s (%s) %s fetched as %s read, "
+			  "not before: %s\n", name, json_array_size(more), json_array_size(more) == 1 ? "" : "s",
+			  j->nindex > 1 ? "es" : "", j->nindex > 1 ? "" : "s", t, json_array_size(more) == 1 ? "is" : "are",
+			  json_array_size(more) == 1 ? "it is" : "they are", why);
 	free(why);
 	json_decref(more);
 	json_decref(all);
