@@ -13,14 +13,16 @@ at going first (an even --runs: each goes first in half of them):
   fresh:  curl fetches the shards in parallel from the mirror to local disk, then the loader reads
           them there (page cache dropped first)  vs  `hubmirror mount` on an agent with an empty cache
           (started untimed, as systemd would), then the loader through the mount: loading overlaps
-          fetching;
+          fetching (the mount fetches the shards the checkpoint's index names from the start, while
+          the loader starts; a second row has the mount with --prefetch none: its reads alone fetch);
   cold:   the loader on local disk, page cache dropped  vs  the loader through the mount of a snapshot
           the agent holds whole, page cache dropped;
   warm:   the same again, page cache warm (a second load).
   The GGUF reader the same way (fresh and cold).
 
-Every byte curl fetched is read by the loader once; the loaders' checksums must agree. Prints a table
-for docs/benchmarks.md with the medians (of an even count, the mean of the middle two) and the ratios.
+Every byte curl fetched is read by the loader once; the loaders' checksums must agree. The checkpoint
+and the GGUF file are two repos (a mount of the checkpoint prefetches its shards, never the GGUF
+file). Prints a table for docs/benchmarks.md with the medians (of an even count, the mean of the middle two) and the ratios.
 """
 import base64
 import json
@@ -43,8 +45,9 @@ from mount_bench import drop_caches, mirror_up, stop  # noqa: E402
 LOADER = os.path.join(HERE, "st_loader.py")
 
 
-def safetensors_head(size, tensors):
-    """A safetensors header for a file of size bytes holding `tensors` F16 tensors over its data."""
+def safetensors_head(size, tensors, first=0):
+    """A safetensors header for a file of size bytes holding `tensors` F16 tensors over its data, named
+    model.layers.N.weight from N = first on."""
 
     def body(hlen):
         data = size - 8 - hlen
@@ -52,7 +55,7 @@ def safetensors_head(size, tensors):
         hdr, at = {"__metadata__": {"format": "pt"}}, 0
         for k in range(tensors):
             end = at + per if k < tensors - 1 else data
-            hdr["model.layers.%d.weight" % k] = {"dtype": "F16", "shape": [(end - at) // 2], "data_offsets": [at, end]}
+            hdr["model.layers.%d.weight" % (first + k)] = {"dtype": "F16", "shape": [(end - at) // 2], "data_offsets": [at, end]}
             at = end
         return json.dumps(hdr, separators=(",", ":")).encode()
 
@@ -88,13 +91,19 @@ def main():
     work = tempfile.mkdtemp(prefix="hm-loaderbench-")
     shard = (a.mib << 20) // a.shards
     shards = ["model-%05d-of-%05d.safetensors" % (i + 1, a.shards) for i in range(a.shards)]
+    # the index a sharded checkpoint comes with: which shard holds each tensor (as safetensors_head
+    # names them)
+    index = {"metadata": {"total_size": a.mib << 20},
+             "weight_map": {"model.layers.%d.weight" % (i * 64 + k): s for i, s in enumerate(shards) for k in range(64)}}
     files = [{"path": "config.json", "content": "{\"model_type\": \"llama\"}\n"},
-             {"path": "model.safetensors.index.json", "content": json.dumps({"weight_map": {}}) + "\n"}]
+             {"path": "model.safetensors.index.json", "content": json.dumps(index) + "\n"}]
     for i, s in enumerate(shards):
         files.append({"path": s, "size": shard, "seed": 300 + i,
-                      "head_b64": base64.b64encode(safetensors_head(shard, 64)).decode()})
+                      "head_b64": base64.b64encode(safetensors_head(shard, 64, i * 64)).decode()})
     gguf = "model-Q4_K_M.gguf"
-    files.append({"path": gguf, "size": a.gguf_mib << 20, "seed": 399, "head_b64": base64.b64encode(gguf_head()).decode()})
+    gguf_files = [{"path": "config.json", "content": "{\"model_type\": \"llama\"}\n"},
+                  {"path": gguf, "size": a.gguf_mib << 20, "seed": 399,
+                   "head_b64": base64.b64encode(gguf_head()).decode()}]
     procs, mnt = [], os.path.join(work, "mnt")
     t = {}
     sums = {}
@@ -102,11 +111,12 @@ def main():
     def add(key, secs, got=None):
         t.setdefault(key, []).append(secs)
         if got is not None:
-            sums.setdefault(key.split()[0], set()).add((got["bytes"], got["checksum"]))
+            sums.setdefault(key.split()[0].split("-")[0], set()).add((got["bytes"], got["checksum"]))
 
     try:
-        env, procs, m = mirror_up(a.hubmirror, work, [{"hub": "hf", "type": "model", "id": "bench/ckpt", "files": files}])
-        url = lambda f: "%s/bench/ckpt/resolve/main/%s" % (m, f)
+        env, procs, m = mirror_up(a.hubmirror, work, [{"hub": "hf", "type": "model", "id": "bench/ckpt", "files": files},
+                                                     {"hub": "hf", "type": "model", "id": "bench/gguf", "files": gguf_files}])
+        url = lambda f: "%s/bench/%s/resolve/main/%s" % (m, "gguf" if f == gguf else "ckpt", f)
         def local_cases(run):
             """curl in parallel then the loaders (fresh), then the loaders again, page cache dropped
             (cold) and not (warm)."""
@@ -139,11 +149,13 @@ def main():
             settle(dl)
 
         def mount_cases(run):
-            """A mount on an agent with an empty cache and the loader through it (fresh), then the
-            snapshot pulled whole and settled, and the loader again, page cache dropped (cold) and
-            not (warm)."""
-            for what in ("st", "gguf"):
-                mode, names = ("safetensors", shards) if what == "st" else ("pagefault", [gguf])
+            """A mount on an agent with an empty cache and the loader through it (fresh; for the
+            checkpoint also with --prefetch none: the reads alone fetch), then the snapshot pulled
+            whole and settled, and the loader again, page cache dropped (cold) and not (warm)."""
+            # (the two fresh checkpoint mounts take turns at going first too)
+            for what in ("st-none", "st", "gguf") if run % 4 < 2 else ("st", "st-none", "gguf"):
+                mode, names = ("pagefault", [gguf]) if what == "gguf" else ("safetensors", shards)
+                spec = "hf:bench/gguf" if what == "gguf" else "hf:bench/ckpt"
                 paths = [os.path.join(mnt, f) for f in names]
                 cache = os.path.join(work, "cache-%d-%s" % (run, what))
                 env["HUBMIRROR_AGENT_SOCKET"] = os.path.join(work, "agent-%d-%s.sock" % (run, what))
@@ -152,18 +164,28 @@ def main():
                 os.makedirs(mnt, exist_ok=True)
                 drop_caches()
                 t0 = time.monotonic()
-                subprocess.run([a.hubmirror, "mount", "--no-hf-cache", "hf:bench/ckpt", mnt], env=env, check=True,
-                               stdout=subprocess.DEVNULL)
+                subprocess.run([a.hubmirror, "mount", "--no-hf-cache"] + (["--prefetch", "none"] if what == "st-none" else [])
+                               + [spec, mnt], env=env, check=True, stdout=subprocess.DEVNULL)
                 secs, got = load(mode, paths)
                 add("%s fresh mount" % what, time.monotonic() - t0, got)
+                if what == "st-none":
+                    # (an agent whose snapshot wanted nothing when added has told the tracker it is
+                    # there, but libtorrent 2.0.8 sends its "started", and so its "stopped", only
+                    # about 2 s later: ended sooner, it would stay in the tracker's list for minutes,
+                    # and the next fresh mount would wait 1.5 s for it; docs/agent.md)
+                    time.sleep(3)
+                    subprocess.run([a.hubmirror, "umount", mnt], env=env, stderr=subprocess.DEVNULL)
+                    subprocess.run([a.hubmirror, "agent", "--stop"], env=env, stdout=subprocess.DEVNULL)
+                    settle(cache)
+                    continue
                 # the snapshot held whole, settled (kept by sha256 in the background once quiet, and
                 # its files served from the cache directly)
-                subprocess.run([a.hubmirror, "pull", "--no-hf-cache", "hf:bench/ckpt"], env=env, check=True,
+                subprocess.run([a.hubmirror, "pull", "--no-hf-cache", spec], env=env, check=True,
                                stdout=subprocess.DEVNULL)
                 for _ in range(600):
                     st = json.loads(subprocess.run([a.hubmirror, "status", "--json"], env=env, check=True,
                                                    capture_output=True, text=True).stdout)["snapshots"][0]
-                    if st["kept"] and st["served_directly"] >= len(shards) + 1:
+                    if st["kept"] and st["served_directly"] >= len(names):
                         break
                     time.sleep(0.1)
                 else:
@@ -192,18 +214,20 @@ def main():
         print("| case | local disk | mount | mount / local |")
         print("|---|---|---|---|")
         rows = (("st fresh", "safetensors loader, fresh: curl (%d in parallel) then load, vs mount then load" % min(8, a.shards)),
+                ("st-none fresh", "the same, the mount with --prefetch none (its reads alone fetch)"),
                 ("st cold", "safetensors loader, held whole, page cache dropped"),
                 ("st warm", "safetensors loader, second load (page cache warm)"),
                 ("gguf fresh", "GGUF page-fault reader, fresh: curl then read, vs mount then read"),
                 ("gguf cold", "GGUF page-fault reader, held whole, page cache dropped"),
                 ("gguf warm", "GGUF page-fault reader, second read (page cache warm)"))
+        local_of = lambda key: t[key.replace("st-none", "st") + " local"]
         for key, name in rows:
-            lo, mo = median(t[key + " local"]), median(t[key + " mount"])
+            lo, mo = median(local_of(key)), median(t[key + " mount"])
             print("| %s | %.3f s | %.3f s | %.2f |" % (name, lo, mo, mo / lo))
         print()
         for key, _ in rows:
             print("%s, run by run (mount/local): %s" % (key, " ".join(
-                "%.2f" % (x / y) for x, y in zip(t[key + " mount"], t[key + " local"]))))
+                "%.2f" % (x / y) for x, y in zip(t[key + " mount"], local_of(key)))))
     finally:
         stop(a.hubmirror, procs, work, mnt)
 
