@@ -59,10 +59,6 @@ static lt::settings_pack base_settings(const struct p2p_session_config *cfg)
 	sp.set_bool(lt::settings_pack::enable_lsd, cfg && cfg->enable_lsd);
 	/* Many peers share one address on a LAN (and on loopback in tests). */
 	sp.set_bool(lt::settings_pack::allow_multiple_connections_per_ip, true);
-	/* The "stopped" announces as the session ends: up to 5 s for the tracker to take them, not 1 (the
-	 * default). One that does not get through leaves the peer in the tracker's list until it expires
-	 * (two intervals), and every agent that starts meanwhile counts a peer that is not there. */
-	sp.set_int(lt::settings_pack::stop_tracker_timeout, 5);
 	/* What p2p_session_drain reports: errors (file errors are error|storage), status (finished, listen
 	 * results, torrent errors), piece_progress (piece_finished_alert, one per verified piece). */
 	sp.set_int(lt::settings_pack::alert_mask,
