@@ -169,11 +169,6 @@ def main():
                 secs, got = load(mode, paths)
                 add("%s fresh mount" % what, time.monotonic() - t0, got)
                 if what == "st-none":
-                    # (an agent whose snapshot wanted nothing when added has told the tracker it is
-                    # there, but libtorrent 2.0.8 sends its "started", and so its "stopped", only
-                    # about 2 s later: ended sooner, it would stay in the tracker's list for minutes,
-                    # and the next fresh mount would wait 1.5 s for it; docs/agent.md)
-                    time.sleep(3)
                     subprocess.run([a.hubmirror, "umount", mnt], env=env, stderr=subprocess.DEVNULL)
                     subprocess.run([a.hubmirror, "agent", "--stop"], env=env, stdout=subprocess.DEVNULL)
                     settle(cache)

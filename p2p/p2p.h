@@ -169,6 +169,21 @@ int p2p_session_torrent_status(struct p2p_session *s, const char *btih, struct p
 int p2p_session_totals(struct p2p_session *s, int64_t *uploaded, int64_t *downloaded);
 
 /*
+ * What to tell each tracker as the session ends, for the caller to send after p2p_session_free: one
+ * entry per torrent, tracker and info-hash (the v1 hash, and the v2 hash truncated to 20 bytes, which
+ * libtorrent announces apart), with the session's listen port in *port. libtorrent 2.0.8 says
+ * "stopped" only for a torrent it announced as "started", and a torrent that wanted nothing when it
+ * was added (a partial seed) it announces as "paused" and never stops: the tracker keeps that peer
+ * after it ended. Returns 0 (*out malloc'd, free with p2p_goodbyes_free) or HM_ERR_TORRENT.
+ */
+struct p2p_goodbye {
+	char *url;                  /* an announce URL, as the torrent names it */
+	unsigned char hash[20];
+};
+int p2p_session_goodbyes(struct p2p_session *s, struct p2p_goodbye **out, size_t *n, int *port);
+void p2p_goodbyes_free(struct p2p_goodbye *g, size_t n);
+
+/*
  * Events, the libuv way. p2p_session_set_wakeup registers fn, which libtorrent calls ON ITS OWN THREAD
  * (with its alert queue locked) when alerts start waiting: fn must do nothing but wake the loop, i.e.
  * uv_async_send. The loop thread then calls p2p_session_drain, which takes every waiting alert and

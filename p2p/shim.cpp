@@ -541,6 +541,47 @@ extern "C" int p2p_session_torrent_status(struct p2p_session *s, const char *bti
 	}
 }
 
+extern "C" int p2p_session_goodbyes(struct p2p_session *s, struct p2p_goodbye **out, size_t *n, int *port)
+{
+	*out = nullptr;
+	*n = 0;
+	try {
+		std::vector<std::pair<std::string, lt::sha1_hash>> v;
+		{
+			std::lock_guard<std::mutex> lock(s->mu);
+			for (auto const &kv : s->torrents) {
+				lt::info_hash_t const ih = kv.second.ti->info_hashes();
+				for (lt::announce_entry const &ae : kv.second.h.trackers()) {
+					if (ih.has_v1())
+						v.emplace_back(ae.url, ih.v1);
+					if (ih.has_v2())
+						v.emplace_back(ae.url, ih.get(lt::protocol_version::V2));
+				}
+			}
+		}
+		*port = s->ses->listen_port();
+		if (v.empty())
+			return 0;
+		struct p2p_goodbye *g = static_cast<struct p2p_goodbye *>(xcalloc(v.size(), sizeof(*g)));
+		for (std::size_t i = 0; i < v.size(); i++) {
+			g[i].url = xstrdup(v[i].first.c_str());
+			std::memcpy(g[i].hash, v[i].second.data(), sizeof g[i].hash);
+		}
+		*out = g;
+		*n = v.size();
+		return 0;
+	} catch (...) {
+		return HM_ERR_TORRENT;
+	}
+}
+
+extern "C" void p2p_goodbyes_free(struct p2p_goodbye *g, size_t n)
+{
+	for (std::size_t i = 0; g && i < n; i++)
+		free(g[i].url);
+	free(g);
+}
+
 extern "C" int p2p_session_totals(struct p2p_session *s, int64_t *uploaded, int64_t *downloaded)
 {
 	try {

@@ -331,6 +331,10 @@ int agent_http_start(struct agent *a, const char *listen, char **errmsg);
 
 /* The i-th base URL of a comma-separated list of mirrors (trimmed; malloc'd), NULL past the end. */
 char *agent_mirror_at(const char *list, size_t i);
+/* Tell each tracker the agent is gone (p2p_session_goodbyes: libtorrent does not for every torrent),
+ * after the session ended; blocking, 5 s at most. */
+struct p2p_goodbye;
+void agent_say_goodbyes(const struct p2p_goodbye *g, size_t n, int port);
 
 /* After a write error (a full disk): once the cache's disk has room for what s still lacks, clear
  * the error and go on (at most every 5 s; from the tick, and at a new mount or pull of s). */

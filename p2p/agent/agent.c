@@ -719,7 +719,9 @@ static int start(struct agent *a, char **errmsg)
 int agent_run(const struct agent_config *cfg, int ready_fd, char **errmsg)
 {
 	struct agent *a = xcalloc(1, sizeof(*a));
-	int r;
+	struct p2p_goodbye *bye = NULL;
+	size_t nbye = 0;
+	int r, port = 0;
 
 	a->cfg = cfg;
 	a->lock_fd = -1;
@@ -748,8 +750,13 @@ int agent_run(const struct agent_config *cfg, int ready_fd, char **errmsg)
 		if (a->fill_soon.loop)
 			agent_fill_end(a);
 	}
-	/* libtorrent first: it must not signal the async handle once that is closed */
+	/* libtorrent first: it must not signal the async handle once that is closed; then the goodbyes
+	 * it did not say (p2p_session_goodbyes) */
+	if (!a->ses || p2p_session_goodbyes(a->ses, &bye, &nbye, &port))
+		nbye = 0;
 	p2p_session_free(&a->ses);
+	agent_say_goodbyes(bye, nbye, port);
+	p2p_goodbyes_free(bye, nbye);
 	if (a->wake.loop)
 		uv_close((uv_handle_t *)&a->wake, close_cb);
 	if (a->want_wake.loop)

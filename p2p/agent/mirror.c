@@ -2,7 +2,7 @@
  * mirror.c - the agent's client of its mirrors: a snapshot's description and torrent, asked of each
  * mirror of the list in turn. Blocking, so from worker threads only (never the agent's loop): a mirror
  * that accepts and never answers holds the asker for the stall time (--mirror-timeout) at most, and
- * the agent's stop ends the wait.
+ * the agent's stop ends the wait. And the goodbyes to the trackers, once the loop has ended.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +16,7 @@
 #include "base/xmalloc.h"
 #include "hub/http/http.h"
 #include "hub/hub.h"
+#include "p2p/p2p.h"
 
 long agent_mirror_stall_s(const struct agent *a)
 {
@@ -171,3 +172,38 @@ out:
 	return st;
 }
 
+/* ---- goodbyes to the trackers as the agent ends ---- */
+
+#define GOODBYE_BUDGET_MS 5000  /* all of them, at most (a mirror away: one failure per URL, then none) */
+
+void agent_say_goodbyes(const struct p2p_goodbye *g, size_t n, int port)
+{
+	uint64_t start = uv_hrtime() / 1000000;
+	const char **failed = xcalloc(n + 1, sizeof(*failed));
+	size_t nfailed = 0;
+
+	for (size_t i = 0; i < n && port > 0 && uv_hrtime() / 1000000 - start < GOODBYE_BUDGET_MS; i++) {
+		struct hub_http_call c = { .max = 64 << 10, .timeout_s = 2, .connect_timeout_ms = 1000, .stall_s = 2 };
+		char q[3 * 20 + 1], *url, *body = NULL, *err = NULL;
+		bool skip = strncmp(g[i].url, "http://", 7) && strncmp(g[i].url, "https://", 8);
+		size_t len = 0;
+		long status = 0;
+
+		for (size_t k = 0; !skip && k < nfailed; k++)
+			skip = !strcmp(failed[k], g[i].url);
+		if (skip)
+			continue;
+		for (int b = 0; b < 20; b++)
+			snprintf(q + 3 * b, 4, "%%%02X", g[i].hash[b]);
+		/* the tracker knows a peer by its address and port: this one's, going */
+		url = xasprintf("%s%sinfo_hash=%s&peer_id=-HM0001-goodbye00000&port=%d&uploaded=0&downloaded=0&left=0"
+				"&event=stopped&compact=1&numwant=0", g[i].url, strchr(g[i].url, '?') ? "&" : "?", q, port);
+		c.url = url;
+		if (hub_http_call_blocking(&c, &body, &len, &status, &err) || status != 200)
+			failed[nfailed++] = g[i].url;
+		free(body);
+		free(err);
+		free(url);
+	}
+	free(failed);
+}

@@ -4,7 +4,10 @@
 # The tracker is given such a peer (an announce from a port nobody listens on); a new agent then
 # pulls the snapshot: it counts the named peer for a moment, finds nobody there, fetches every piece
 # over HTTP ranges from the mirror (its log says it is alone), and the bytes are upstream's.
+# - An agent that ends takes its place out of the tracker's list, also for a snapshot that wanted
+#   nothing (libtorrent 2.0.8 announces it as a partial seed and says no "stopped" for it).
 . "$HM_SRC/tests/integration/lib.sh"
+need_fuse
 cat >"$T/spec.json" <<'JSON'
 {"repos": [
   {"hub": "hf", "type": "model", "id": "acme/gone",
@@ -49,5 +52,20 @@ check "every piece came over HTTP ranges" test "$(HUBMIRROR_AGENT_SOCKET=$T/a.so
 check "the files are upstream's, byte for byte" "$PY" "$HM_SRC/tests/integration/helpers/checkfiles.py" \
 	"$T/up.json" hf acme/gone "$T/hfa/models--acme--gone/snapshots/$commit"
 check "agent --stop" "$HUBMIRROR" agent --stop
-check "the agent's log holds no sanitizer report" bash -c "! grep -E 'Sanitizer|runtime error' '$T/ca/agent.log'"
+
+# ---- an agent that ends says goodbye to the tracker, whatever libtorrent announced ----
+# (a mount that wants nothing: libtorrent 2.0.8 announces it as a partial seed and never says stopped)
+export HUBMIRROR_AGENT_SOCKET=$T/b.sock
+check "an agent mounts the snapshot with --prefetch none" "$HUBMIRROR" mount --mirror "$M" --cache "$T/cb" \
+	--no-hf-cache --listen 127.0.0.1:0 --prefetch none hf:acme/gone "$T/m"
+port_b=$("$HUBMIRROR" status --json | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["p2p_port"])')
+for i in $(seq 50); do tracker 9 started | grep -qw "$port_b" && break; sleep 0.1; done
+check "the tracker names it" bash -c "$(declare -f tracker); M='$M' btih='$btih' PY='$PY'; tracker 9 started | grep -qw '$port_b'"
+check "umount" "$HUBMIRROR" umount "$T/m"
+check "agent --stop" "$HUBMIRROR" agent --stop
+named=$(tracker 9 started)
+tracker 9 stopped >/dev/null
+echo "# after it ended, the tracker names ports: $named (the agent's was $port_b)"
+check "once it ended, the tracker no longer names it" bash -c "! grep -qw '$port_b' <<<'$named'"
+check "the agents' logs hold no sanitizer report" bash -c "! cat '$T'/c*/agent.log | grep -E 'Sanitizer|runtime error'"
 finish
