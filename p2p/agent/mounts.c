@@ -47,7 +47,8 @@ static void shortcut_work(uv_work_t *w)
 		int r = p2p_mount_shortcut(j->m, j->path[i], j->source[i], j->gen, &errmsg);
 		if (r == -EPERM || r == -ENOENT || r == -ESTALE) {
 			free(errmsg);
-			break; /* not root, or the mount is going: nothing more to do */
+			break; /* not root, the mount is going, or fenced (damage found since the files were
+				 * verified): nothing more to do */
 		}
 		if (r) {
 			j->failed++;
