@@ -373,8 +373,8 @@ static void trim_queue(struct mnt *m, struct trim_op op)
  * new page is a fault in the host: measured, writing 1 GiB into new page-cache pages cost 1.0
  * CPU-seconds, into pages let go and used again 0.14). So once a TRIM_CHUNK of file k has been
  * answered whole, its write-back starts, and TRIM_LAG chunks later (written, and long sent) its pages
- * are let go, both by the trimmer thread; the next pieces' writes take them again. A later read of those bytes through the
- * mount (the kernel dropped its own copy) reads the cache file from disk. Nothing here is needed for
+ * are let go, both by the trimmer thread; the next pieces' writes take them again. A later read of
+ * those bytes through the mount (the kernel dropped its own copy) reads the cache file from disk. Nothing here is needed for
  * correctness: a chunk counted whole too early only costs that read from disk. fd is file k's. */
 static void trim_behind(struct mnt *m, size_t k, int fd, int64_t off, int64_t n)
 {

@@ -273,7 +273,7 @@ static int mount_snap(struct agent *a, struct httpd_req *req, struct agent_snap 
 		return 0;
 	}
 	agent_shortcuts(a, s); /* held whole already: the big files straight from the cache */
-	if (!json_object_get(body, "prefetch") || json_is_array(json_object_get(body, "prefetch")) ||
+	if (!json_string_value(json_object_get(body, "prefetch")) ||
 	    strcmp(json_string_value(json_object_get(body, "prefetch")), "none"))
 		agent_weights_prefetch(a, s); /* the shards a checkpoint's index names (weights.c) */
 	ans = json_pack("{s:O, s:O, s:O, s:s, s:s, s:i, s:s?, s:s?}", "spec", json_object_get(name, "spec"), "revision",

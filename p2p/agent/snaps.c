@@ -94,14 +94,20 @@ struct sync_job {
 	size_t n;
 };
 
+/* fsync each of the n names, then their folder (all in <cache>/agent) */
+static void fsync_names(char *const *path, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		path_fsync(path[i]); /* (gone meanwhile: dropped; nothing to make durable) */
+	if (n)
+		path_fsync_parent(path[0]);
+}
+
 static void sync_work(uv_work_t *w)
 {
 	struct sync_job *j = w->data;
 
-	for (size_t i = 0; i < j->n; i++)
-		path_fsync(j->path[i]); /* (gone meanwhile: dropped; nothing to make durable) */
-	if (j->n)
-		path_fsync_parent(j->path[0]); /* all in <cache>/agent */
+	fsync_names(j->path, j->n);
 }
 
 static void sync_start(struct agent *a);
@@ -150,12 +156,9 @@ static void unsynced(struct agent *a, char *path)
 
 void agent_snaps_sync(struct agent *a)
 {
-	for (size_t i = 0; i < a->nunsynced; i++) {
-		path_fsync(a->unsynced[i]);
-		if (i == a->nunsynced - 1)
-			path_fsync_parent(a->unsynced[i]);
+	fsync_names(a->unsynced, a->nunsynced);
+	for (size_t i = 0; i < a->nunsynced; i++)
 		free(a->unsynced[i]);
-	}
 	free(a->unsynced);
 	a->unsynced = NULL;
 	a->nunsynced = 0;

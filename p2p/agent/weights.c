@@ -129,6 +129,8 @@ static void weights_apply(struct agent *a, struct agent_snap *s, const struct we
 	const char *p, *name = s->spec ? s->spec : s->btih;
 	int64_t total = 0, need;
 	char *why = NULL, t[32], c[32];
+	size_t n = json_object_size(j->named);
+	bool one = n == 1, several = j->nindex > 1;
 
 	json_object_foreach(j->named, p, v) {
 		json_array_append_new(more, json_string(p));
@@ -141,15 +143,13 @@ static void weights_apply(struct agent *a, struct agent_snap *s, const struct we
 		why = xasprintf("with what it wants they pass the cache's bound (--cache-size %s)", c);
 	} else if ((why = agent_room_refusal(a, name, need, total)) == NULL) {
 		agent_say("%s: fetching in the background the %zu weight file%s its safetensors index%s name%s (%s)\n",
-			  name, json_array_size(more), json_array_size(more) == 1 ? "" : "s", j->nindex > 1 ? "es" : "",
-			  j->nindex > 1 ? "" : "s", t);
+			  name, n, one ? "" : "s", several ? "es" : "", several ? "" : "s", t);
 		agent_snap_want(a, s, more);
 	}
 	if (why)
 		agent_say("%s: the %zu weight file%s its safetensors index%s name%s (%s) %s fetched as %s read, "
-			  "not before: %s\n", name, json_array_size(more), json_array_size(more) == 1 ? "" : "s",
-			  j->nindex > 1 ? "es" : "", j->nindex > 1 ? "" : "s", t, json_array_size(more) == 1 ? "is" : "are",
-			  json_array_size(more) == 1 ? "it is" : "they are", why);
+			  "not before: %s\n", name, n, one ? "" : "s", several ? "es" : "", several ? "" : "s", t,
+			  one ? "is" : "are", one ? "it is" : "they are", why);
 	free(why);
 	json_decref(more);
 	json_decref(all);
