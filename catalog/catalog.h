@@ -253,13 +253,20 @@ int catalog_sha256_for_git_oid(struct catalog *c, const char *git_oid, int64_t s
  * publish a closed repo's content under an open name. Errors count as no. */
 bool catalog_blob_public_or_own(struct catalog *c, const char *sha256, int64_t repo_id);
 
+/* Did the content come from an upstream, verified there (a fetch by a mirrored repo, or a complete
+ * snapshot of one names it)? 0 for one the store got only from users (uploads, pushes, local repos of
+ * a bundle): sync and on-demand fetch such a content from their upstream once (replacing the store's
+ * copy) before they name it. 1, 0 (errors too). */
+int catalog_blob_from_upstream(struct catalog *c, const char *sha256);
+
 /* Record that repo_id's own request fetched the content sha256 (for catalog_blob_public_or_own).
  * Returns 0 or HM_ERR_SQLITE. */
 int catalog_blob_fetched(struct catalog *c, const char *sha256, int64_t repo_id);
 
 /* May the snapshot's file of content sha256 be served from the store's copy? A complete snapshot's
  * always; a provisional one's (listed on demand) only when its repo may name the content without a
- * fetch (catalog_blob_public_or_own), else its bytes must come from its own upstream first. Returns
+ * fetch (catalog_blob_public_or_own) and it came from an upstream (catalog_blob_from_upstream), else
+ * its bytes must come from its own upstream first. Returns
  * 1, 0, HM_ERR_NOT_FOUND or HM_ERR_SQLITE. */
 int catalog_snapshot_trusts(struct catalog *c, int64_t snapshot_id, const char *sha256);
 
@@ -343,8 +350,33 @@ int catalog_blob_present(struct catalog *c, const char *sha256);
  * HM_ERR_SQLITE. */
 int catalog_snapshot_complete(struct catalog *c, int64_t snapshot_id);
 
-/* Is this sha256 a blob the catalog knows (present or not)? Returns 1, 0, or HM_ERR_SQLITE. */
+/* Is this sha256 a blob the catalog knows (present or not), or one a live hold names (a writer's
+ * promise: catalog_hold)? Returns 1, 0, or HM_ERR_SQLITE. gc takes no content it says 1 of. */
 int catalog_blob_known(struct catalog *c, const char *sha256);
+
+/*
+ * Holds (schema v19): contents promised to a writer until a time, kept from gc and the store quota
+ * even when no snapshot names them: an upload awaiting its commit ("upload:REPO_ID"), a commit's or a
+ * push's contents while it is made ("commit:NONCE", "push:NONCE"). A writer holds a content before it
+ * publishes it or checks that the store has it; gc moves a content aside, asks again, and puts it
+ * back when a hold came meanwhile (mirror/maint.c), so the two never cross.
+ */
+/* Hold n contents for owner until (unix seconds; a hold already there keeps the later end), in one
+ * transaction. Returns 0 or HM_ERR_SQLITE. */
+int catalog_hold(struct catalog *c, const char *owner, int64_t until, const char *const *sha256, size_t n);
+/* Let go of owner's holds. Returns 0 or HM_ERR_SQLITE. */
+int catalog_hold_drop(struct catalog *c, const char *owner);
+/* Does a live hold (until after now) name sha256? 1, 0 or HM_ERR_SQLITE. */
+int catalog_held(struct catalog *c, const char *sha256, int64_t now);
+/* Drop the holds that ended by now (with dry_run: only count them) and count those that keep contents
+ * no snapshot names: for gc's report. Returns 0 or HM_ERR_SQLITE. */
+struct catalog_holds_stats {
+	int64_t expired;        /* holds dropped */
+	int64_t uploads;        /* contents uploads hold, awaiting their commit */
+	int64_t uploads_until;  /* the last of those holds' ends */
+	int64_t writes;         /* contents commits or pushes in flight hold */
+};
+int catalog_holds_sweep(struct catalog *c, int64_t now, bool dry_run, struct catalog_holds_stats *out);
 
 /* Call fn for every catalog blob (sha256, size) until it returns non-zero (which is returned). */
 int catalog_blob_each(struct catalog *c, int (*fn)(void *ud, const char *sha256, int64_t size), void *ud);

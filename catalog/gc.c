@@ -50,7 +50,10 @@ int catalog_gc(struct catalog *c, int keep, bool dry_run, struct catalog_gc_stat
 		  "   (s2.synced_at > s.synced_at OR (s2.synced_at = s.synced_at AND s2.id > s.id))) >= ?1))",
 		  keep, &stats->snapshots_dropped))
 		goto out;
-	if (catalog__prepare(c, "SELECT sha256, size * present FROM blobs WHERE sha256 NOT IN (SELECT sha256 FROM files)", &st))
+	/* a content no snapshot names goes, unless a writer holds it (an upload awaiting its commit, a
+	 * commit or push in flight: catalog_hold) */
+	if (catalog__prepare(c, "SELECT sha256, size * present FROM blobs WHERE sha256 NOT IN (SELECT sha256 FROM files) "
+			     "AND sha256 NOT IN (SELECT sha256 FROM holds WHERE until > unixepoch())", &st))
 		goto out;
 	while (sqlite3_step(st) == SQLITE_ROW) {
 		if (n == cap) {
@@ -62,7 +65,8 @@ int catalog_gc(struct catalog *c, int keep, bool dry_run, struct catalog_gc_stat
 	}
 	sqlite3_finalize(st);
 	st = NULL;
-	if (exec1(c, "DELETE FROM blobs WHERE sha256 NOT IN (SELECT sha256 FROM files)", 0, &stats->blobs_dropped))
+	if (exec1(c, "DELETE FROM blobs WHERE sha256 NOT IN (SELECT sha256 FROM files) "
+		  "AND sha256 NOT IN (SELECT sha256 FROM holds WHERE until > unixepoch())", 0, &stats->blobs_dropped))
 		goto out;
 	r = 0;
 out:
@@ -147,7 +151,8 @@ static int blob_drop_unused(struct catalog *c, const char *sha256)
 	sqlite3_stmt *st = NULL;
 
 	if (catalog__prepare(c, "DELETE FROM blobs WHERE sha256 = ?1 AND NOT EXISTS "
-			     "(SELECT 1 FROM files WHERE sha256 = ?1)", &st))
+			     "(SELECT 1 FROM files WHERE sha256 = ?1) AND NOT EXISTS "
+			     "(SELECT 1 FROM holds WHERE sha256 = ?1 AND until > unixepoch())", &st))
 		return HM_ERR_SQLITE;
 	sqlite3_bind_text(st, 1, sha256, -1, SQLITE_STATIC);
 	if (catalog__run(st))
@@ -274,7 +279,8 @@ int catalog_blob_known(struct catalog *c, const char *sha256)
 {
 	sqlite3_stmt *st = NULL;
 
-	if (catalog__prepare(c, "SELECT 1 FROM blobs WHERE sha256 = ?1", &st))
+	if (catalog__prepare(c, "SELECT 1 FROM blobs WHERE sha256 = ?1 UNION ALL "
+			     "SELECT 1 FROM holds WHERE sha256 = ?1 AND until > unixepoch() LIMIT 1", &st))
 		return HM_ERR_SQLITE;
 	sqlite3_bind_text(st, 1, sha256, -1, SQLITE_STATIC);
 	return catalog__has_row(st);

@@ -46,6 +46,11 @@
  *      written through the upload API, never synced), and commits: a local snapshot's git commit (its
  *      parent commit id, tree id, author, time and message), so the commit id the API gave is the one
  *      git clone rebuilds, and its history has parents.
+ *  18  commits.raw: a pushed commit's own text, when git wrote it in a way the fields alone do not
+ *      give back (kept so that git clone rebuilds the pusher's very commit id).
+ *  19  holds: contents promised to a writer (an upload awaiting its commit, a commit or a push in
+ *      flight) until a time; gc and the store quota take no content a live hold names, even when no
+ *      snapshot names it (docs/uploads.md, "What gc keeps").
  *
  * Rules: a migration only ever moves from version N-1 to N; released migrations are never edited,
  * a change is a new entry at the end of `migrations`.
@@ -281,6 +286,14 @@ static const char *const migrations[] = {
 	 ");"),
 	/* 17 -> 18 */
 	"ALTER TABLE commits ADD COLUMN raw TEXT;",
+	/* 18 -> 19 */
+	("CREATE TABLE holds ("
+	 "  sha256  TEXT NOT NULL,"
+	 "  owner   TEXT NOT NULL,"                      /* upload:REPO_ID, commit:NONCE, push:NONCE */
+	 "  until   INTEGER NOT NULL,"                   /* unix seconds */
+	 "  PRIMARY KEY (sha256, owner)"
+	 ") WITHOUT ROWID;"
+	 "CREATE INDEX holds_by_owner ON holds(owner);"),
 };
 
 int catalog__migration_count(void)

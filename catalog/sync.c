@@ -251,6 +251,19 @@ bool catalog_blob_public_or_own(struct catalog *c, const char *sha256, int64_t r
 	return catalog__has_row(st) == 1;
 }
 
+int catalog_blob_from_upstream(struct catalog *c, const char *sha256)
+{
+	sqlite3_stmt *st = NULL;
+
+	if (catalog__prepare(c,
+			     "SELECT 1 FROM blob_fetches b JOIN repos r ON r.id = b.repo_id WHERE b.sha256 = ?1 AND r.local = 0 "
+			     "UNION ALL SELECT 1 FROM files f JOIN snapshots s ON s.id = f.snapshot_id JOIN repos r ON "
+			     "r.id = s.repo_id WHERE f.sha256 = ?1 AND r.local = 0 AND s.selection IS NOT NULL LIMIT 1", &st))
+		return 0;
+	sqlite3_bind_text(st, 1, sha256, -1, SQLITE_STATIC);
+	return catalog__has_row(st) == 1;
+}
+
 int catalog_snapshot_trusts(struct catalog *c, int64_t snapshot_id, const char *sha256)
 {
 	sqlite3_stmt *st = NULL;
@@ -270,7 +283,7 @@ int catalog_snapshot_trusts(struct catalog *c, int64_t snapshot_id, const char *
 	sqlite3_finalize(st);
 	if (r != 0)
 		return r; /* complete (1), or an error */
-	return catalog_blob_public_or_own(c, sha256, repo_id) ? 1 : 0;
+	return catalog_blob_public_or_own(c, sha256, repo_id) && catalog_blob_from_upstream(c, sha256) ? 1 : 0;
 }
 
 int catalog_blob_fetched(struct catalog *c, const char *sha256, int64_t repo_id)

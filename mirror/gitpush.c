@@ -69,6 +69,8 @@ struct push {
 	struct pblob *b;
 	size_t nb;
 	json_t *bidx;                  /* blob oid -> its index */
+	struct mirror_upload_batch *batch; /* its contents, held from gc until the push is recorded */
+	size_t checked;                /* blobs [0, checked) are held and their LFS objects found */
 	char *why;
 };
 
@@ -402,21 +404,34 @@ static int take_blob(struct push *s, struct pblob *b, const char *data, size_t l
 		    !hex_is_lower(sha, 64) || size < 0 || gitobj_lfs_pointer(sha, size, canon, sizeof(canon)) != len ||
 		    memcmp(canon, data, len))
 			return fail(s, -EINVAL, "'%s' is a Git LFS pointer this mirror cannot keep as it is", path_of(s, b));
-		if (!mirror_store_has(s->d->store, sha, size) ||
-		    !catalog_blob_public_or_own(s->d->catalog, sha, s->repo->id))
-			return fail(s, -EPERM, "'%s': its Git LFS object %s (%lld bytes) was not uploaded to this "
-				    "repository: push with git-lfs installed (git lfs install)", path_of(s, b), sha, size);
 		memcpy(b->sha256, sha, 65);
 		b->size = size;
 		b->lfs = true;
+		mirror_upload_batch_name(s->batch, sha); /* looked for once held: flush_blobs */
 		return 0;
 	}
 	b->size = (int64_t)len;
 	{
 		char oid[41];
-		int e = mirror_upload_put_small(s->d, data, len, b->sha256, oid);
-		if (e)
-			return fail(s, e, "the store cannot take blob %s: %s", b->oid, err_str(e));
+		mirror_upload_batch_small(s->batch, data, len, b->sha256, oid); /* written at the flush */
+	}
+	return 0;
+}
+
+/* Hold the blobs read since the last flush, write the small ones, and find the LFS objects. */
+static int flush_blobs(struct push *s, size_t upto)
+{
+	int e = mirror_upload_batch_flush(s->batch);
+
+	if (e)
+		return fail(s, e, "the store cannot take the pushed files: %s", err_str(e));
+	for (; s->checked < upto; s->checked++) {
+		const struct pblob *b = &s->b[s->checked];
+		if (b->lfs && (!mirror_store_has(s->d->store, b->sha256, b->size) ||
+			       !catalog_blob_public_or_own(s->d->catalog, b->sha256, s->repo->id)))
+			return fail(s, -EPERM, "'%s': its Git LFS object %s (%lld bytes) was not uploaded to this "
+				    "repository: push with git-lfs installed (git lfs install)", path_of(s, b), b->sha256,
+				    (long long)b->size);
 	}
 	return 0;
 }
@@ -441,7 +456,11 @@ static int read_blobs(struct push *s)
 			r = strcmp(oid, s->b[i].oid) ? fail(s, HM_ERR_GIT, "git cat-file is not in step at %s", oid)
 						     : take_blob(s, &s->b[i], data, len);
 		free(data);
+		if (!r && mirror_upload_batch_full(s->batch))
+			r = flush_blobs(s, i + 1);
 	}
+	if (!r)
+		r = flush_blobs(s, s->nb);
 	if (out)
 		fclose(out);
 	return r;
@@ -554,6 +573,7 @@ int mirror_git_receive(struct mirror_data *d, const struct catalog_repo *repo, c
 
 	*report = NULL;
 	*errmsg = NULL;
+	s.batch = mirror_upload_batch_new(d, d->catalog, "push");
 	r = read_updates(&s);
 	if (!r)
 		r = check_types(&s);
@@ -575,6 +595,7 @@ int mirror_git_receive(struct mirror_data *d, const struct catalog_repo *repo, c
 		r = record(&s, report);
 	if (lock >= 0)
 		close(lock);
+	mirror_upload_batch_end(&s.batch); /* recorded (its commits keep the contents now), or not */
 	if (r)
 		*errmsg = s.why ? s.why : xstrdup(err_str(r));
 	else

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "base/err.h"
@@ -33,18 +34,38 @@ struct gc_walk {
 	int64_t seen, total;
 };
 
+/* Does a writer want this content now (a catalog row: a commit named it; or a live hold)? */
+static int gc_wanted(void *ud, const char *sha256)
+{
+	struct mirror_data *d = ud;
+
+	return catalog_blob_known(d->catalog, sha256);
+}
+
+/* Delete a content nothing names, unless a writer holds it by the time it is moved aside (then it is
+ * kept, and counted). Returns 0 (gone), 1 (kept) or an error. */
+static int gc_reap(struct mirror_data *d, struct mirror_gc_report *rep, const char *sha256)
+{
+	int r = mirror_store_reap(d->store, sha256, gc_wanted, d);
+
+	if (r == 1)
+		rep->restored++;
+	else if (r && r != -ENOENT)
+		log_warn("gc", "cannot delete blob %s: %s", sha256, err_str(r));
+	return r == -ENOENT ? 0 : r;
+}
+
 static int gc_visit(void *ud, const char *name, const char *path, int64_t age_s)
 {
 	struct gc_walk *g = ud;
-	size_t n = strlen(name);
 
 	g->seen++;
 	mirror_progress_say(g->progress, g->seen, g->total > g->seen ? g->total : g->seen, 0, 0);
-	if (n > 5 && !strcmp(name + n - 5, ".part")) {
+	if (mirror_store_is_partial(name)) {
 		if (age_s < g->partial_max_age_s)
 			return 0;
-		if (!g->dry_run && unlink(path) < 0)
-			return 0;
+		if (!g->dry_run && mirror_store_partial_remove(path) < 0)
+			return 0; /* (a writer has it now, whatever its age) */
 		g->rep->partials_removed++;
 		return 0;
 	}
@@ -55,8 +76,8 @@ static int gc_visit(void *ud, const char *name, const char *path, int64_t age_s)
 		if (known)
 			return 0;
 	}
-	/* Not a blob the catalog knows (or not a blob name at all): an orphan. */
-	if (!g->dry_run && unlink(path) < 0)
+	/* Not a blob the catalog knows nor a writer holds (or not a blob name at all): an orphan. */
+	if (!g->dry_run && (hex_is_lower(name, 64) ? gc_reap(g->d, g->rep, name) : unlink(path) < 0))
 		return 0;
 	g->rep->orphans_removed++;
 	g->rep->blobs_removed++;
@@ -74,6 +95,21 @@ int mirror_gc(struct mirror_data *d, int keep, int64_t partial_max_age_s, bool d
 	int r;
 
 	memset(rep, 0, sizeof(*rep));
+	{
+		struct catalog_holds_stats hs;
+		size_t back = 0;
+		if ((r = catalog_holds_sweep(d->catalog, (int64_t)time(NULL), dry_run, &hs)) != 0) {
+			if (errmsg)
+				*errmsg = xasprintf("catalog: %s", catalog_errmsg(d->catalog));
+			return r;
+		}
+		rep->uploads_kept = hs.uploads;
+		rep->uploads_until = hs.uploads_until;
+		rep->writes_kept = hs.writes;
+		/* what a gc cut short left aside: back when wanted */
+		if (!dry_run && !mirror_store_trash_sweep(d->store, gc_wanted, d, &back))
+			rep->restored += (int64_t)back;
+	}
 	r = catalog_gc(d->catalog, keep, dry_run, &st, &dead, &ndead);
 	if (r) {
 		if (errmsg)
@@ -87,11 +123,8 @@ int mirror_gc(struct mirror_data *d, int keep, int64_t partial_max_age_s, bool d
 			rep->blobs_removed++;
 			continue;
 		}
-		r = mirror_store_remove(d->store, dead[i]);
-		if (!r || r == -ENOENT)
+		if (!gc_reap(d, rep, dead[i]))
 			rep->blobs_removed++;
-		else
-			log_warn("gc", "cannot delete blob %s: %s", dead[i], err_str(r));
 	}
 	free(dead);
 	if (!dry_run) {
@@ -202,6 +235,11 @@ int mirror_verify(struct mirror_data *d, struct mirror_verify_report *rep, const
 	int r;
 
 	memset(rep, 0, sizeof(*rep));
+	{
+		/* a content a gc cut short left aside is back before it could count as missing */
+		size_t back = 0;
+		mirror_store_trash_sweep(d->store, gc_wanted, d, &back);
+	}
 	r = progress ? catalog_blob_each(d->catalog, count_visit, &v) : 0;
 	if (!r)
 		r = catalog_blob_each(d->catalog, verify_visit, &v);

@@ -22,9 +22,16 @@ struct mirror_gc_report {
 	int64_t partials_removed;    /* stale .part files */
 	int64_t torrents_removed;    /* torrent files of dropped snapshots */
 	int64_t git_removed;         /* git repositories (docs/git.md) of repos no longer tracked */
+	int64_t uploads_kept;        /* contents uploaded and held for the commit that names them */
+	int64_t uploads_until;       /* the last of those holds' ends (unix seconds) */
+	int64_t writes_kept;         /* contents held by commits or pushes in flight */
+	int64_t restored;            /* contents put back: a writer held them while gc took them */
 };
 
 /*
+ * Contents no snapshot names go, but for those a writer holds (catalog_hold: an upload awaiting its
+ * commit, a commit or push in flight), which the report counts; each goes through mirror_store_reap,
+ * so a writer that holds a content while gc takes it gets it back.
  * keep: snapshots kept per tracked repo besides those a ref points at (>= 1). Partial downloads older
  * than partial_max_age_s are deleted (a later sync would have resumed them). dry_run changes nothing
  * and reports what would go. progress, if not NULL, hears of the store's walk (entries seen, of about

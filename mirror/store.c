@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -24,6 +25,7 @@ struct mirror_store {
 	char *dir;
 	char *blobs;
 	char *tmp;
+	char *trash;    /* a content gc moved aside while it asks whether a writer holds it (mirror_store_reap) */
 };
 
 struct mirror_store_writer {
@@ -44,6 +46,7 @@ struct mirror_store_writer {
 	char git_oid[41];       /* expected, or "" */
 	EVP_MD_CTX *sha256_ctx;
 	EVP_MD_CTX *sha1_ctx;   /* NULL unless a git oid is expected (needs the size up front) */
+	bool private_;          /* its partial file is its own (mirror_store_writer_new_private) */
 	bool checked;           /* mirror_store_writer_check ran: its result, and the sha256 it found */
 	int check_result;
 	char got256[65];
@@ -57,9 +60,12 @@ int mirror_store_open(const char *dir, struct mirror_store **out)
 	s->dir = xstrdup(dir);
 	s->blobs = xasprintf("%s/blobs", dir);
 	s->tmp = xasprintf("%s/tmp", dir);
+	s->trash = xasprintf("%s/trash", dir);
 	r = path_mkdirs(s->blobs, 0755);
 	if (!r)
 		r = path_mkdirs(s->tmp, 0700);
+	if (!r)
+		r = path_mkdirs(s->trash, 0700);
 	if (r) {
 		mirror_store_free(&s);
 		return r;
@@ -75,6 +81,7 @@ void mirror_store_free(struct mirror_store **s)
 	free((*s)->dir);
 	free((*s)->blobs);
 	free((*s)->tmp);
+	free((*s)->trash);
 	free(*s);
 	*s = NULL;
 }
@@ -220,8 +227,63 @@ static int writer_rehash(struct mirror_store_writer *w)
 	return r;
 }
 
-int mirror_store_writer_new(struct mirror_store *s, const struct mirror_store_expect *expect,
-			    bool resume, struct mirror_store_writer **out)
+/* Is fd the file that path names now? A writer that opened a partial file by its name and then got
+ * its lock may hold a file another writer published (renamed into blobs/) in between: never write it. */
+static bool fd_is_path(int fd, const char *path)
+{
+	struct stat a, b;
+
+	return fstat(fd, &a) == 0 && stat(path, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
+/* A random name part: 16 lowercase hex. */
+static void nonce16(char out[17])
+{
+	unsigned char b[8];
+
+	if (getrandom(b, sizeof(b), 0) != (ssize_t)sizeof(b)) {
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		memcpy(b, &ts.tv_nsec, 4);
+		memcpy(b + 4, &(uint32_t){ (uint32_t)getpid() }, 4);
+	}
+	hex_encode(b, sizeof(b), out);
+}
+
+/* The partial file's descriptor for w: the content's shared partial file, locked (one writer per
+ * content, resumable), or with private a new file of w's own, created with O_EXCL. */
+static int writer_open(struct mirror_store *s, struct mirror_store_writer *w, const char *key, bool private_)
+{
+	for (int tries = 0; tries < 4; tries++) {
+		if (private_) {
+			char nonce[17];
+			nonce16(nonce);
+			free(w->part_path);
+			w->part_path = xasprintf("%s/%s-%s.part", s->tmp, key, nonce);
+			w->fd = open(w->part_path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+			if (w->fd < 0 && errno == EEXIST)
+				continue;
+			if (w->fd < 0)
+				return -errno;
+			/* (nobody else takes it: the lock only tells gc that it is in use) */
+			return flock(w->fd, LOCK_EX | LOCK_NB) < 0 ? -errno : 0;
+		}
+		w->fd = open(w->part_path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+		if (w->fd < 0)
+			return -errno;
+		/* One writer per content: a second download of the same blob must not interleave bytes. */
+		if (flock(w->fd, LOCK_EX | LOCK_NB) < 0)
+			return errno == EWOULDBLOCK ? -EBUSY : -errno;
+		if (fd_is_path(w->fd, w->part_path))
+			return 0;
+		close(w->fd); /* the writer before published it meanwhile: a new partial file under the name */
+		w->fd = -1;
+	}
+	return -EBUSY;
+}
+
+static int writer_new(struct mirror_store *s, const struct mirror_store_expect *expect, bool resume,
+		      bool private_, struct mirror_store_writer **out)
 {
 	struct mirror_store_writer *w;
 	const char *key;
@@ -251,16 +313,10 @@ int mirror_store_writer_new(struct mirror_store *s, const struct mirror_store_ex
 		goto fail;
 	}
 	w->part_path = xasprintf("%s/%s.part", s->tmp, key);
-	w->fd = open(w->part_path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-	if (w->fd < 0) {
-		r = -errno;
+	w->private_ = private_;
+	r = writer_open(s, w, key, private_);
+	if (r)
 		goto fail;
-	}
-	/* One writer per content: a second download of the same blob must not interleave bytes. */
-	if (flock(w->fd, LOCK_EX | LOCK_NB) < 0) {
-		r = errno == EWOULDBLOCK ? -EBUSY : -errno;
-		goto fail;
-	}
 	r = writer_reset_hashes(w);
 	if (r)
 		goto fail;
@@ -276,8 +332,22 @@ int mirror_store_writer_new(struct mirror_store *s, const struct mirror_store_ex
 	*out = w;
 	return 0;
 fail:
+	if (private_ && w->fd >= 0)
+		unlink(w->part_path);
 	writer_free(w);
 	return r;
+}
+
+int mirror_store_writer_new(struct mirror_store *s, const struct mirror_store_expect *expect,
+			    bool resume, struct mirror_store_writer **out)
+{
+	return writer_new(s, expect, resume, false, out);
+}
+
+int mirror_store_writer_new_private(struct mirror_store *s, const struct mirror_store_expect *expect,
+				    struct mirror_store_writer **out)
+{
+	return writer_new(s, expect, false, true, out);
 }
 
 char *mirror_store_part_path(const struct mirror_store *s, const char *key)
@@ -382,29 +452,27 @@ int mirror_store_writer_commit(struct mirror_store_writer **wp, char *sha256_out
 	*wp = NULL;
 	r = mirror_store_writer_check(w);
 	if (r) {
-		/* wrong bytes go; a short file stays for a resume */
-		drop = r == HM_ERR_HASH_MISMATCH || (r == HM_ERR_SIZE_MISMATCH && w->written > w->size);
+		/* wrong bytes go; a short file stays for a resume (not a private one: none resumes it) */
+		drop = r == HM_ERR_HASH_MISMATCH || (r == HM_ERR_SIZE_MISMATCH && w->written > w->size) || w->private_;
 		goto out;
 	}
 	final = mirror_store_blob_path(w->store, got256);
 	fandir = xasprintf("%s/%.2s", w->store->blobs, got256);
-	if (fsync(w->fd) < 0) {
+	if (fsync(w->fd) < 0 || (mkdir(fandir, 0755) < 0 && errno != EEXIST)) {
 		r = -errno;
+		drop = w->private_;
 		goto out;
 	}
-	if (mkdir(fandir, 0755) < 0 && errno != EEXIST) {
+	/* Published read-only: no descriptor opened for writing after this, and no write through one held
+	 * before (only this writer has the file: its lock, or its own name), reaches a blob. The same
+	 * content stored already (another repo, revision or hub) is replaced by the copy just verified:
+	 * the file under a blob's name is always the last one checked. */
+	if (fchmod(w->fd, 0444) < 0 || rename(w->part_path, final) < 0) {
 		r = -errno;
+		drop = w->private_;
 		goto out;
 	}
-	/* Same content already stored (another repo, revision or hub): keep the existing file. */
-	if (mirror_store_has(w->store, got256, w->written)) {
-		drop = true;
-	} else if (rename(w->part_path, final) < 0) {
-		r = -errno;
-		goto out;
-	} else {
-		r = path_fsync(fandir);
-	}
+	r = path_fsync(fandir);
 	if (!r && sha256_out)
 		memcpy(sha256_out, got256, 65);
 out:
@@ -422,12 +490,194 @@ void mirror_store_writer_abort(struct mirror_store_writer **wp, bool keep_partia
 
 	if (!w)
 		return;
-	if (!keep_partial)
+	if (!keep_partial || w->private_)
 		unlink(w->part_path);
 	else if (w->buflen)
 		writer_flush(w); /* what arrived stays for the resume (on failure, what landed whole) */
 	writer_free(w);
 	*wp = NULL;
+}
+
+/* ---- uploads in parts ------------------------------------------------------------------------ */
+
+/* An upload in parts (store.h) lives in two files of its own: tmp/<oid>-<id>.parts, the bytes, each
+ * part written in place by a writer that holds the file shared; and tmp/<oid>-<id>.done, a byte per
+ * part, '1' once that part came whole. The completion takes the bytes' file from under its name and
+ * locks it alone, so a part writer that opened it before can only find that out, never write. */
+
+static bool upload_id_ok(const char *id)
+{
+	size_t n = strlen(id);
+
+	return n >= 8 && n <= 64 && hex_is_lower(id, n);
+}
+
+static char *parts_path(const struct mirror_store *s, const char *oid, const char *id, const char *ext)
+{
+	if (!hex_is_lower(oid, 64) || !upload_id_ok(id))
+		return NULL;
+	return xasprintf("%s/%s-%s.%s", s->tmp, oid, id, ext);
+}
+
+int mirror_store_parts_open(struct mirror_store *s, const char *oid, const char *id)
+{
+	char *p = parts_path(s, oid, id, "parts");
+	int fd, r;
+
+	if (!p)
+		return -EINVAL;
+	fd = open(p, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		r = -errno;
+	} else if (flock(fd, LOCK_SH | LOCK_NB) < 0) {
+		r = errno == EWOULDBLOCK ? -EBUSY : -errno; /* being completed */
+	} else if (!fd_is_path(fd, p)) {
+		r = -EBUSY; /* a completion took it between the open and the lock */
+	} else {
+		free(p);
+		return fd;
+	}
+	if (fd >= 0)
+		close(fd);
+	free(p);
+	return r;
+}
+
+int mirror_store_parts_done(struct mirror_store *s, const char *oid, const char *id, int part)
+{
+	char *p = parts_path(s, oid, id, "done");
+	int fd, r = 0;
+
+	if (!p || part < 1)
+		return -EINVAL;
+	fd = open(p, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+	if (fd < 0 || pwrite(fd, "1", 1, part - 1) != 1)
+		r = -errno;
+	if (fd >= 0)
+		close(fd);
+	free(p);
+	return r;
+}
+
+/* The first part (1-based) of n the done file does not mark whole; 0 when all are. */
+static int parts_missing(const char *done, int n)
+{
+	int fd = open(done, O_RDONLY | O_CLOEXEC), first = 1;
+	char *mark = xcalloc((size_t)n + 1, 1);
+	ssize_t got = fd >= 0 ? pread(fd, mark, (size_t)n, 0) : -1;
+
+	for (int i = 0; got >= 0 && i < n; i++, first++)
+		if (mark[i] != '1')
+			break;
+	if (got >= 0 && first > n)
+		first = 0;
+	if (fd >= 0)
+		close(fd);
+	free(mark);
+	return first;
+}
+
+static int sha256_chunk(void *ctx, const void *data, size_t n)
+{
+	return EVP_DigestUpdate(ctx, data, n) ? 0 : -ENOMEM;
+}
+
+int mirror_store_parts_commit(struct mirror_store *s, const struct mirror_store_expect *expect, const char *id,
+			      int nparts, int *missing)
+{
+	char *p = parts_path(s, expect->sha256 ? expect->sha256 : "", id, "parts"), nonce[17], got[65];
+	char *done = p ? parts_path(s, expect->sha256, id, "done") : NULL, *taken = NULL, *final = NULL, *fandir = NULL;
+	EVP_MD_CTX *ctx = NULL;
+	bool gone = false;
+	int64_t total = 0;
+	struct stat st;
+	int fd = -1, r;
+
+	*missing = 0;
+	if (!p || expect->size < 0)
+		return -EINVAL;
+	nonce16(nonce);
+	taken = xasprintf("%s/%s-%s.%s.taken", s->tmp, expect->sha256, id, nonce);
+	/* off its name first: a part writer that opens it from now on gets a new file (its retry's) */
+	if (rename(p, taken) < 0) {
+		r = -errno;
+		taken[0] = '\0';
+		goto out;
+	}
+	fd = open(taken, O_RDWR | O_CLOEXEC);
+	if (fd < 0) {
+		r = -errno;
+		goto out;
+	}
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		r = errno == EWOULDBLOCK ? -EBUSY : -errno; /* a part is still being written */
+		goto out;
+	}
+	if ((*missing = parts_missing(done, nparts)) != 0) {
+		r = HM_ERR_SIZE_MISMATCH;
+		goto out;
+	}
+	if (fstat(fd, &st) < 0) {
+		r = -errno;
+		goto out;
+	}
+	gone = true; /* from here on the upload is decided: published, or dropped */
+	if (st.st_size != expect->size) {
+		r = HM_ERR_SIZE_MISMATCH;
+		goto out;
+	}
+	/* hashed from what is in the file, now that nobody else may write it */
+	ctx = EVP_MD_CTX_new();
+	if (!ctx || !EVP_DigestInit_ex(ctx, EVP_sha256(), NULL)) {
+		r = -ENOMEM;
+		goto out;
+	}
+	r = read_chunks(fd, sha256_chunk, ctx, &total);
+	if (!r)
+		r = finish_digest(ctx, got);
+	if (!r && (total != expect->size || strcmp(got, expect->sha256)))
+		r = HM_ERR_HASH_MISMATCH;
+	if (r)
+		goto out;
+	final = mirror_store_blob_path(s, got);
+	fandir = xasprintf("%s/%.2s", s->blobs, got);
+	if (fchmod(fd, 0444) < 0 || fsync(fd) < 0 || (mkdir(fandir, 0755) < 0 && errno != EEXIST) ||
+	    rename(taken, final) < 0) {
+		r = -errno;
+		goto out;
+	}
+	taken[0] = '\0';
+	r = path_fsync(fandir);
+out:
+	if (taken[0] && !gone && renameat2(AT_FDCWD, taken, AT_FDCWD, p, RENAME_NOREPLACE) < 0) {
+		gone = true; /* a retried part made a new file under the name meanwhile: the upload starts over */
+		r = -EBUSY;
+	}
+	if (taken[0] && gone)
+		unlink(taken);
+	if (gone || !r)
+		unlink(done);
+	if (fd >= 0)
+		close(fd); /* (the lock goes with it: a part writer that waited finds the name gone) */
+	EVP_MD_CTX_free(ctx);
+	free(final);
+	free(fandir);
+	free(taken);
+	free(done);
+	free(p);
+	return r;
+}
+
+void mirror_store_parts_drop(struct mirror_store *s, const char *oid, const char *id)
+{
+	char *p = parts_path(s, oid, id, "parts"), *done = parts_path(s, oid, id, "done");
+
+	if (p)
+		unlink(p);
+	if (done)
+		unlink(done);
+	free(p);
+	free(done);
 }
 
 /* ---- maintenance --------------------------------------------------------------------------- */
@@ -442,6 +692,86 @@ int mirror_store_remove(struct mirror_store *s, const char *sha256)
 	if (unlink(p) < 0)
 		r = -errno;
 	free(p);
+	return r;
+}
+
+/* Put a content moved aside back under its name (unless a writer published it again meanwhile). */
+static int trash_restore(struct mirror_store *s, const char *aside, const char *sha256)
+{
+	char *p = mirror_store_blob_path(s, sha256), *fandir = xasprintf("%s/%.2s", s->blobs, sha256);
+	int r = 0;
+
+	if ((mkdir(fandir, 0755) < 0 && errno != EEXIST) || (link(aside, p) < 0 && errno != EEXIST))
+		r = -errno;
+	else
+		r = path_fsync(fandir);
+	if (!r)
+		unlink(aside);
+	free(p);
+	free(fandir);
+	return r;
+}
+
+int mirror_store_reap(struct mirror_store *s, const char *sha256, int (*wanted)(void *ud, const char *sha256),
+		      void *ud)
+{
+	char *p = mirror_store_blob_path(s, sha256), *aside, nonce[17];
+	int r = 0, w;
+
+	if (!p)
+		return -EINVAL;
+	nonce16(nonce);
+	aside = xasprintf("%s/%s.%s", s->trash, sha256, nonce);
+	/* Moved aside first, asked after: a writer holds a content before it looks for it in the store,
+	 * so either this question sees its hold, or the writer's look comes after the move and does not
+	 * find the content (and writes it again). */
+	if (rename(p, aside) < 0) {
+		r = -errno;
+	} else if ((w = wanted(ud, sha256)) != 0) {
+		r = trash_restore(s, aside, sha256);
+		if (!r)
+			r = w > 0 ? 1 : w;
+	} else if (unlink(aside) < 0) {
+		r = -errno;
+	}
+	free(p);
+	free(aside);
+	return r;
+}
+
+int mirror_store_trash_sweep(struct mirror_store *s, int (*wanted)(void *ud, const char *sha256), void *ud,
+			     size_t *restored)
+{
+	DIR *dp = opendir(s->trash);
+	struct dirent *e;
+	int r = 0;
+
+	*restored = 0;
+	if (!dp)
+		return errno == ENOENT ? 0 : -errno;
+	while (!r && (e = readdir(dp))) {
+		char sha[65], *aside;
+		int w;
+		if (e->d_name[0] == '.' || strlen(e->d_name) < 66 || e->d_name[64] != '.')
+			continue;
+		memcpy(sha, e->d_name, 64);
+		sha[64] = '\0';
+		if (!hex_is_lower(sha, 64))
+			continue;
+		aside = xasprintf("%s/%s", s->trash, e->d_name);
+		w = wanted(ud, sha);
+		if (w < 0) {
+			r = w;
+		} else if (w > 0) {
+			r = trash_restore(s, aside, sha);
+			if (!r)
+				(*restored)++;
+		} else {
+			unlink(aside);
+		}
+		free(aside);
+	}
+	closedir(dp);
 	return r;
 }
 
@@ -530,7 +860,20 @@ int mirror_store_git_oid(struct mirror_store *s, const char *sha256, char *out, 
 	return r;
 }
 
-static int each_in_dir(const char *dir, const char *suffix, time_t now,
+static bool ends_with(const char *name, const char *suffix)
+{
+	size_t n = strlen(name), k = strlen(suffix);
+
+	return n > k && !strcmp(name + n - k, suffix);
+}
+
+bool mirror_store_is_partial(const char *name)
+{
+	return ends_with(name, ".part") || ends_with(name, ".parts") || ends_with(name, ".done") ||
+	       ends_with(name, ".taken");
+}
+
+static int each_in_dir(const char *dir, bool partials_only, time_t now,
 		       int (*fn)(void *, const char *, const char *, int64_t), void *ud)
 {
 	DIR *dp = opendir(dir);
@@ -542,9 +885,8 @@ static int each_in_dir(const char *dir, const char *suffix, time_t now,
 	while (!r && (e = readdir(dp))) {
 		char *p;
 		struct stat st;
-		size_t n = strlen(e->d_name);
 
-		if (e->d_name[0] == '.' || (suffix && (n < strlen(suffix) || strcmp(e->d_name + n - strlen(suffix), suffix))))
+		if (e->d_name[0] == '.' || (partials_only && !mirror_store_is_partial(e->d_name)))
 			continue;
 		p = xasprintf("%s/%s", dir, e->d_name);
 		if (lstat(p, &st) == 0 && S_ISREG(st.st_mode))
@@ -552,6 +894,21 @@ static int each_in_dir(const char *dir, const char *suffix, time_t now,
 		free(p);
 	}
 	closedir(dp);
+	return r;
+}
+
+int mirror_store_partial_remove(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC), r = 0;
+
+	if (fd < 0)
+		return -errno;
+	/* a writer holds its partial file locked while it writes (an upload's parts file, shared) */
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0)
+		r = errno == EWOULDBLOCK ? -EBUSY : -errno;
+	else if (unlink(path) < 0)
+		r = -errno;
+	close(fd);
 	return r;
 }
 
@@ -570,11 +927,11 @@ int mirror_store_each(struct mirror_store *s, bool partials,
 		if (e->d_name[0] == '.')
 			continue;
 		sub = xasprintf("%s/%s", s->blobs, e->d_name);
-		r = each_in_dir(sub, NULL, now, fn, ud);
+		r = each_in_dir(sub, false, now, fn, ud);
 		free(sub);
 	}
 	closedir(dp);
 	if (!r && partials)
-		r = each_in_dir(s->tmp, ".part", now, fn, ud);
+		r = each_in_dir(s->tmp, true, now, fn, ud);
 	return r;
 }

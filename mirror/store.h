@@ -47,6 +47,15 @@ bool mirror_store_has(const struct mirror_store *s, const char *sha256, int64_t 
 int mirror_store_writer_new(struct mirror_store *s, const struct mirror_store_expect *expect,
 			    bool resume, struct mirror_store_writer **out);
 
+/*
+ * mirror_store_writer_new for content a user sends: the partial file is the writer's own
+ * (tmp/<key>-<random>.part, created with O_EXCL), so it takes no other writer's lock (a slow upload never
+ * keeps the mirror's own fetch of the content waiting), nobody else writes, resumes or follows it, and
+ * a failed or abandoned one is deleted, never resumed. Returns 0 and *out, -EINVAL, or -errno.
+ */
+int mirror_store_writer_new_private(struct mirror_store *s, const struct mirror_store_expect *expect,
+				    struct mirror_store_writer **out);
+
 /* Where the partial file of a content being written lives (key: its sha256, else its git id; which
  * a writer uses). Another reader may follow it as it grows. NULL for a malformed key; caller frees. */
 char *mirror_store_part_path(const struct mirror_store *s, const char *key);
@@ -70,7 +79,8 @@ int mirror_store_writer_write(struct mirror_store_writer *w, const void *data, s
 int mirror_store_writer_check(struct mirror_store_writer *w);
 
 /*
- * Verify and publish. On success the blob is in the store (or already was: same content), and
+ * Verify and publish: the file is made read-only and renamed into blobs/ (replacing a copy of the same
+ * content there: the file under a blob's name is the one last verified). On success the blob is in the store, and
  * sha256_out (65 bytes, may be NULL) holds its hex name. On a size or hash mismatch the partial file
  * is deleted and HM_ERR_SIZE_MISMATCH / HM_ERR_HASH_MISMATCH returned; on an I/O error -errno with the
  * partial file kept for resume. Either way *w is freed and set to NULL.
@@ -80,12 +90,59 @@ int mirror_store_writer_commit(struct mirror_store_writer **w, char *sha256_out)
 /* Stop writing; keep_partial keeps the bytes for a later resume. Frees *w; accepts NULL. */
 void mirror_store_writer_abort(struct mirror_store_writer **w, bool keep_partial);
 
+/*
+ * Uploads in parts (Git LFS multipart): the parts of upload id (8-64 lowercase hex, the upload's own:
+ * no two uploads share one) of content oid go into a file of that upload's own, each written in place.
+ * _parts_open: the file for one part's writer, locked shared so that no completion takes it while it
+ * writes; pwrite the part's range into it, then close it (the lock goes with it) and mark the part
+ * with _parts_done once it came whole. Returns the descriptor, -EBUSY (the upload is being completed),
+ * -EINVAL or -errno.
+ */
+int mirror_store_parts_open(struct mirror_store *s, const char *oid, const char *id);
+/* Mark part (1-based) of the upload whole. Returns 0 or -errno. */
+int mirror_store_parts_done(struct mirror_store *s, const char *oid, const char *id, int part);
+/*
+ * Complete an upload of nparts parts: its file is taken off its name and locked alone (a part writer
+ * that opened it before can no longer write it), every part must be marked whole, and the bytes, read
+ * back from the file, must be expect->size (required) and hash to expect->sha256 (required); then the
+ * file is made read-only and published. Returns 0; -ENOENT (no part came); -EBUSY (a part is still
+ * being written: nothing changed, or the upload starts over when a retried part made a new file);
+ * HM_ERR_SIZE_MISMATCH with *missing the first part not marked (nothing changed) or, *missing 0, the
+ * file not of the size (dropped); HM_ERR_HASH_MISMATCH (dropped); -errno (dropped).
+ */
+int mirror_store_parts_commit(struct mirror_store *s, const struct mirror_store_expect *expect, const char *id,
+			      int nparts, int *missing);
+/* Forget an upload in parts (its files deleted). */
+void mirror_store_parts_drop(struct mirror_store *s, const char *oid, const char *id);
+
+/* Delete a partial file (its path, as mirror_store_each gives it) unless a writer has it now: 0, -EBUSY
+ * (in use: kept), or -errno. */
+int mirror_store_partial_remove(const char *path);
+
+/* Is name one of the store's partial files (a content being written, or an upload's parts): gc deletes
+ * those older than its age. */
+bool mirror_store_is_partial(const char *name);
+
 #endif
 
 /* ---- maintenance (gc, verify) ---- */
 
 /* Delete a blob file. Returns 0, -ENOENT, or -errno. */
 int mirror_store_remove(struct mirror_store *s, const char *sha256);
+
+/*
+ * Delete a blob unless a writer wants it: it is moved aside (<dir>/trash/) first, then wanted(ud,
+ * sha256) is asked (1: keep, 0: delete, < 0: an error, kept), and it is put back when wanted. A writer
+ * records its claim (a catalog hold) before it looks for a content, so the two cannot cross: either
+ * wanted sees the claim, or the writer's look finds nothing and it writes the content again. Returns 0
+ * (deleted), 1 (kept), -ENOENT, or -errno (wanted's error: kept).
+ */
+int mirror_store_reap(struct mirror_store *s, const char *sha256, int (*wanted)(void *ud, const char *sha256),
+		      void *ud);
+/* What a reap cut short (a crash) left aside: put back when wanted, else deleted. *restored: how many
+ * went back. Returns 0 or an error. */
+int mirror_store_trash_sweep(struct mirror_store *s, int (*wanted)(void *ud, const char *sha256), void *ud,
+			     size_t *restored);
 
 /* Move a blob that failed verification to <dir>/quarantine/<sha256>.<unix time> (kept for a human
  * to look at; never served). Returns 0 or -errno. */

@@ -46,6 +46,14 @@ static void held_add_repos(json_t *set, const struct srepo *rs, size_t n)
 				json_object_set_new(set, rs[i].wants[k].sha256, json_true());
 }
 
+/* Does a writer want the content now (a catalog row or a live hold: mirror_store_reap)? */
+static int quota_wanted(void *ud, const char *sha256)
+{
+	struct mirror_data *d = ud;
+
+	return catalog_blob_known(d->catalog, sha256);
+}
+
 static bool held_cb(void *ud, const char *sha256)
 {
 	return json_object_get(ud, sha256) != NULL;
@@ -119,8 +127,9 @@ int mirror__sync_quota_admit(struct srepo *r)
 		return HM_ERR_QUOTA;
 	}
 	for (size_t i = 0; i < ndead; i++) {
-		int re = mirror_store_remove(s->d->store, dead[i]);
-		if (re && re != -ENOENT)
+		/* (a content a commit of the mirror's own repos claimed meanwhile is put back: maint.h) */
+		int re = mirror_store_reap(s->d->store, dead[i], quota_wanted, s->d);
+		if (re < 0 && re != -ENOENT)
 			log_warn("sync", "quota: cannot delete blob %s: %s", dead[i], err_str(re));
 	}
 	free(dead);

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -306,7 +307,7 @@ int mirror_upload_put_small(struct mirror_data *d, const void *data, size_t n, c
 	hex_encode(md, 32, hex);
 	x = (struct mirror_store_expect){ .sha256 = hex, .git_oid = NULL, .size = (int64_t)n };
 	if (!mirror_store_has(d->store, hex, (int64_t)n)) {
-		if ((e = mirror_store_writer_new(d->store, &x, false, &w)))
+		if ((e = mirror_store_writer_new_private(d->store, &x, &w)))
 			return e;
 		if ((e = mirror_store_writer_write(w, data, n))) {
 			mirror_store_writer_abort(&w, false);
@@ -320,31 +321,149 @@ int mirror_upload_put_small(struct mirror_data *d, const void *data, size_t n, c
 	return 0;
 }
 
+/* ---- a writer's contents, held while it writes (upload.h) ---------------------------------- */
+
+#define BATCH_FILES 1024
+#define BATCH_BYTES (64 << 20)
+#define HOLD_WRITE_S (24 * 3600)  /* a crashed writer's holds end by themselves */
+
+struct batch_small {
+	void *data;
+	size_t n;
+	char sha256[65];
+};
+
+struct mirror_upload_batch {
+	struct mirror_data *d;
+	struct catalog *cat;
+	char owner[64];
+	char (*sha)[65];          /* every content held or to hold; [held, nsha) wait for the flush */
+	size_t nsha, capsha, held;
+	struct batch_small *small; /* bytes waiting for the flush */
+	size_t nsmall, capsmall, bytes;
+};
+
+struct mirror_upload_batch *mirror_upload_batch_new(struct mirror_data *d, struct catalog *cat, const char *kind)
+{
+	struct mirror_upload_batch *b = xcalloc(1, sizeof(*b));
+	unsigned char r[8];
+	char hex[17];
+
+	if (getrandom(r, sizeof(r), 0) != (ssize_t)sizeof(r))
+		memcpy(r, &(int64_t){ (int64_t)time(NULL) ^ ((int64_t)getpid() << 32) }, sizeof(r));
+	hex_encode(r, sizeof(r), hex);
+	b->d = d;
+	b->cat = cat;
+	snprintf(b->owner, sizeof(b->owner), "%s:%s", kind, hex);
+	return b;
+}
+
+void mirror_upload_batch_name(struct mirror_upload_batch *b, const char *sha256)
+{
+	if (b->nsha == b->capsha) {
+		b->capsha = b->capsha ? 2 * b->capsha : 64;
+		b->sha = xreallocarray(b->sha, b->capsha, sizeof(*b->sha));
+	}
+	snprintf(b->sha[b->nsha++], 65, "%s", sha256);
+}
+
+void mirror_upload_batch_small(struct mirror_upload_batch *b, const void *data, size_t n, char sha256[65],
+			       char git_oid[41])
+{
+	unsigned char md[32];
+	struct batch_small *f;
+
+	EVP_Digest(data, n, md, NULL, EVP_sha256(), NULL);
+	hex_encode(md, 32, sha256);
+	gitobj_id("blob", data, n, git_oid);
+	mirror_upload_batch_name(b, sha256);
+	if (b->nsmall == b->capsmall) {
+		b->capsmall = b->capsmall ? 2 * b->capsmall : 64;
+		b->small = xreallocarray(b->small, b->capsmall, sizeof(*b->small));
+	}
+	f = &b->small[b->nsmall++];
+	f->data = xmalloc(n + 1);
+	memcpy(f->data, data, n);
+	f->n = n;
+	memcpy(f->sha256, sha256, 65);
+	b->bytes += n;
+}
+
+bool mirror_upload_batch_full(const struct mirror_upload_batch *b)
+{
+	return b->nsha - b->held >= BATCH_FILES || b->bytes >= BATCH_BYTES;
+}
+
+static void batch_small_clear(struct mirror_upload_batch *b)
+{
+	for (size_t i = 0; i < b->nsmall; i++)
+		free(b->small[i].data);
+	b->nsmall = 0;
+	b->bytes = 0;
+}
+
+int mirror_upload_batch_flush(struct mirror_upload_batch *b)
+{
+	const char **v = xcalloc(b->nsha - b->held + 1, sizeof(*v));
+	char sha[65], oid[41];
+	int e;
+
+	for (size_t i = b->held; i < b->nsha; i++)
+		v[i - b->held] = b->sha[i];
+	/* held first, committed, and only then written or looked for: gc's side is mirror_store_reap */
+	e = catalog_hold(b->cat, b->owner, (int64_t)time(NULL) + HOLD_WRITE_S, v, b->nsha - b->held);
+	free(v);
+	if (e)
+		return e;
+	b->held = b->nsha;
+	for (size_t i = 0; i < b->nsmall && !e; i++)
+		e = mirror_upload_put_small(b->d, b->small[i].data, b->small[i].n, sha, oid);
+	batch_small_clear(b);
+	return e;
+}
+
+void mirror_upload_batch_end(struct mirror_upload_batch **bp)
+{
+	struct mirror_upload_batch *b = bp ? *bp : NULL;
+
+	if (!b)
+		return;
+	if (b->held)
+		catalog_hold_drop(b->cat, b->owner); /* (on failure they end by themselves) */
+	batch_small_clear(b);
+	free(b->small);
+	free(b->sha);
+	free(b);
+	*bp = NULL;
+}
+
 int mirror_upload_create(struct mirror_data *d, struct catalog *cat, const char *hub, const char *type,
 			 const char *name, bool private_, const char *author, int64_t *repo_id, char **errmsg)
 {
 	struct mirror_upload_op op = { .kind = MIRROR_UP_ADD, .path = (char *)".gitattributes" };
 	struct mirror_upload_commit uc = { .branch = "main", .new_branch = true, .summary = "initial commit",
 					   .author = author, .ops = &op, .nops = 1 };
+	struct mirror_upload_batch *b = mirror_upload_batch_new(d, cat, "commit");
 	struct catalog_repo repo = { 0 };
 	char commit[41];
 	int64_t id = 0;
 	int e;
 
 	op.size = (int64_t)strlen(gitattributes);
-	if ((e = mirror_upload_put_small(d, gitattributes, strlen(gitattributes), op.sha256, op.git_oid)))
-		return e;
-	if ((e = catalog_local_create(cat, hub, type, name, private_, &id)))
-		return e;
+	mirror_upload_batch_small(b, gitattributes, strlen(gitattributes), op.sha256, op.git_oid);
+	if ((e = mirror_upload_batch_flush(b)) || (e = catalog_local_create(cat, hub, type, name, private_, &id)))
+		goto out;
 	repo = (struct catalog_repo){ .id = id, .hub = (char *)hub, .type = (char *)type, .name = (char *)name };
 	e = mirror_upload_commit(cat, &repo, &uc, commit, errmsg);
 	if (e) {
 		catalog_local_delete(cat, id); /* not half made */
-		return e;
+		goto out;
 	}
 	if (repo_id)
 		*repo_id = id;
-	return 0;
+out:
+	mirror_upload_batch_end(&b);
+	return e;
 }
 
 /* Does a .gitattributes line's pattern take path? A pattern without '/' matches the file's name in any

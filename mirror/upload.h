@@ -64,8 +64,31 @@ int mirror_upload_create(struct mirror_data *d, struct catalog *cat, const char 
 			 const char *name, bool private_, const char *author, int64_t *repo_id, char **errmsg);
 
 /* Write n bytes to d's store as a regular file: *sha256 (65 bytes) and git_oid (41) set. Returns 0 or
- * an error (-ENOSPC...). */
+ * an error (-ENOSPC...). The caller holds the content from gc first: mirror_upload_batch does. */
 int mirror_upload_put_small(struct mirror_data *d, const void *data, size_t n, char sha256[65], char git_oid[41]);
+
+/*
+ * A writer's contents, held from gc from before they are written or looked for until the writer is
+ * done (catalog_hold; mirror/maint.h): a commit's small files and the LFS objects it names, a push's.
+ * Files and names are added as they are read; a flush holds all that came since the last one (one
+ * transaction), then writes the small files the store lacks; only after a flush may the caller look
+ * for a named content in the store. _end lets go of the holds: after the commit that names the
+ * contents is recorded (its snapshot then keeps them), or failed. kind: "commit" or "push".
+ */
+struct mirror_upload_batch;
+struct mirror_upload_batch *mirror_upload_batch_new(struct mirror_data *d, struct catalog *cat, const char *kind);
+/* A small file: sha256 (65 bytes) and git_oid (41) now, its bytes (copied) written at the next flush. */
+void mirror_upload_batch_small(struct mirror_upload_batch *b, const void *data, size_t n, char sha256[65],
+			       char git_oid[41]);
+/* A content named by its sha256 (an LFS object), held at the next flush. */
+void mirror_upload_batch_name(struct mirror_upload_batch *b, const char *sha256);
+/* Worth a flush now (many files, or many bytes, wait)? */
+bool mirror_upload_batch_full(const struct mirror_upload_batch *b);
+/* Hold what came since the last flush, then write the small files. Returns 0, HM_ERR_SQLITE, or the
+ * store's error (-ENOSPC...). */
+int mirror_upload_batch_flush(struct mirror_upload_batch *b);
+/* Let go of b's holds and free it (accepts NULL). */
+void mirror_upload_batch_end(struct mirror_upload_batch **b);
 
 /* Does a file go through Git LFS (the Hub's preupload answer)? When gitattributes (the revision's
  * .gitattributes text, may be NULL) marks its path filter=lfs, when it is 10 MiB or more, or when its

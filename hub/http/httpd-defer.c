@@ -1,7 +1,7 @@
 /*
  * httpd-defer.c - deferred answers (httpd_defer, httpd_defer_aside; httpd.h): a handler hands the
  * building of a big answer to a job on libuv's threadpool, and the job's done callback answers on the
- * loop. Two lanes (the main one, cfg.max_workers at once, and the aside one), each a queue of waiting
+ * loop. Three lanes (the main one, cfg.max_workers at once, the aside one and the write one), each a queue of waiting
  * jobs bounded by cfg.max_waiting in all; past it, or when the connection already has a job, or the
  * server is closing, the answer is 503 with Retry-After. A job whose connection closed meanwhile
  * only gives its done callback a NULL request.
@@ -54,8 +54,8 @@ static void job_after(uv_work_t *w, int status)
  * one whose connection closed meanwhile is only given back to its done callback. */
 static void jobs_start(struct httpd *h)
 {
-	for (unsigned l = 0; l < 2; l++) {
-		unsigned max = l ? h->cfg.max_workers_aside : h->cfg.max_workers;
+	for (unsigned l = 0; l < 3; l++) {
+		unsigned max = l == 2 ? h->cfg.max_workers_write : l ? h->cfg.max_workers_aside : h->cfg.max_workers;
 		while (h->waiting[l] && h->running[l] < max) {
 			struct httpd__job *j = h->waiting[l];
 
@@ -85,6 +85,11 @@ void httpd_defer(struct httpd_req *r, httpd_work_fn work, httpd_done_fn done, vo
 void httpd_defer_aside(struct httpd_req *r, httpd_work_fn work, httpd_done_fn done, void *ud)
 {
 	defer_on(r, 1, work, done, ud);
+}
+
+void httpd_defer_write(struct httpd_req *r, httpd_work_fn work, httpd_done_fn done, void *ud)
+{
+	defer_on(r, 2, work, done, ud);
 }
 
 static void defer_on(struct httpd_req *r, unsigned lane, httpd_work_fn work, httpd_done_fn done, void *ud)

@@ -41,7 +41,7 @@ struct httpd__job {
 	httpd_work_fn fn;
 	httpd_done_fn done;
 	void *ud;
-	unsigned lane;                 /* HTTPD_LANE_*: whose workers it takes */
+	unsigned lane;                 /* 0 main, 1 aside, 2 write: whose workers it takes */
 	struct httpd__job *next;              /* in the waiting list */
 };
 
@@ -71,8 +71,8 @@ struct httpd {
 	char **trusted;                /* cfg.trusted_proxies, split; NULL-terminated */
 	bool trim_pending;             /* a big answer was spilled: return its build memory after the
 					* handler freed it (malloc_trim) */
-	struct httpd__job *waiting[2], *waiting_tail[2]; /* deferred jobs not started yet, in order, by lane */
-	unsigned running[2];           /* ... and running, by lane */
+	struct httpd__job *waiting[3], *waiting_tail[3]; /* deferred jobs not started yet, in order, by lane */
+	unsigned running[3];           /* ... and running, by lane */
 	bool freed;                    /* httpd_free is done but for the jobs still running */
 };
 

@@ -99,6 +99,8 @@ int httpd_new(uv_loop_t *loop, const struct httpd_config *cfg, struct httpd **ou
 		h->cfg.max_waiting = 256;
 	if (!h->cfg.max_workers_aside)
 		h->cfg.max_workers_aside = 2;
+	if (!h->cfg.max_workers_write)
+		h->cfg.max_workers_write = 2;
 	if (cfg->trusted_proxies)
 		h->trusted = str_split(cfg->trusted_proxies, ", ", NULL);
 	h->cfg.trusted_proxies = NULL; /* kept split in h->trusted */

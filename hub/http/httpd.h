@@ -63,6 +63,9 @@ struct httpd_config {
 					 * 503 with Retry-After; 0: 256 */
 	unsigned max_workers_aside;     /* the aside lane's (httpd_defer_aside): work that may be long
 					 * and must not take the others' workers (git); 0: 2 */
+	unsigned max_workers_write;     /* the write lane's (httpd_defer_write): writers' disk work
+					 * (hashing an upload whole, a commit), never in front of reads
+					 * nor of git; 0: 2 */
 	struct hub_tls *tls;            /* a certificate (tls.h): connections that open with a TLS
 					 * handshake speak HTTPS on the same port, the others plain
 					 * HTTP; NULL: plain only. Borrowed; the process must ignore
@@ -208,6 +211,9 @@ void httpd_defer(struct httpd_req *r, httpd_work_fn work, httpd_done_fn done, vo
 /* httpd_defer on a lane of its own, with cfg.max_workers_aside workers: long runs there (git's
  * upload-pack) wait for each other, never for or in front of the main lane's answers. */
 void httpd_defer_aside(struct httpd_req *r, httpd_work_fn work, httpd_done_fn done, void *job);
+/* httpd_defer on the write lane, with cfg.max_workers_write workers: what writers ask of the disk
+ * (an upload hashed whole, a commit of thousands of files) waits there for other writers only. */
+void httpd_defer_write(struct httpd_req *r, httpd_work_fn work, httpd_done_fn done, void *job);
 
 /*
  * httpd_respond_file for bytes that arrive while they are sent (a file downloading from a swarm):

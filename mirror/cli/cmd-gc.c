@@ -5,6 +5,7 @@
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include <jansson.h>
 
@@ -56,6 +57,10 @@ int cmd_gc(int argc, char **argv)
 				      "orphans_removed", (json_int_t)rep.orphans_removed,
 				      "partials_removed", (json_int_t)rep.partials_removed);
 		json_object_set_new(o, "git_repositories_removed", json_integer(rep.git_removed));
+		json_object_set_new(o, "uploads_kept", json_integer(rep.uploads_kept));
+		json_object_set_new(o, "uploads_kept_until", json_integer(rep.uploads_until));
+		json_object_set_new(o, "writes_kept", json_integer(rep.writes_kept));
+		json_object_set_new(o, "restored", json_integer(rep.restored));
 		cli_print_json(o);
 		json_decref(o);
 	} else {
@@ -66,6 +71,17 @@ int cmd_gc(int argc, char **argv)
 		       (long long)rep.orphans_removed, (long long)rep.partials_removed, dry ? "would go" : "removed");
 		if (rep.git_removed)
 			printf("gc: %lld git repositories of repos no longer tracked removed\n", (long long)rep.git_removed);
+		if (rep.uploads_kept) {
+			char when[32];
+			time_t t = (time_t)rep.uploads_until;
+			strftime(when, sizeof(when), "%Y-%m-%d %H:%M UTC", gmtime(&t));
+			printf("gc: kept %lld uploaded contents that no commit names yet: promised to their uploaders "
+			       "for 24 hours (the last until %s)\n", (long long)rep.uploads_kept, when);
+		}
+		if (rep.writes_kept)
+			printf("gc: kept %lld contents of commits or pushes being made\n", (long long)rep.writes_kept);
+		if (rep.restored)
+			printf("gc: put back %lld contents a writer claimed while gc took them\n", (long long)rep.restored);
 	}
 	free(err);
 	mirror_data_free(&data);

@@ -133,3 +133,9 @@ void mirror__defer_aside(struct mirror_routes *rt, struct httpd_req *req, struct
 	j->rt = rt;
 	httpd_defer_aside(req, job_work, job_done, j);
 }
+
+void mirror__defer_write(struct mirror_routes *rt, struct httpd_req *req, struct mirror__job *j)
+{
+	j->rt = rt;
+	httpd_defer_write(req, job_work, job_done, j);
+}

@@ -50,6 +50,8 @@ struct commit_job {
 	char *summary, *description, *parent;
 	struct mirror_upload_op *ops;
 	size_t nops;
+	size_t checked;              /* ops[0, checked): their contents held and in the store */
+	struct mirror_upload_batch *batch; /* the contents, held from gc while the commit is made */
 	char *why;                   /* what is wrong with it */
 	int status;
 };
@@ -60,6 +62,7 @@ static void commit_job_release(struct mirror__job *j)
 
 	if (c->fd >= 0)
 		close(c->fd);
+	mirror_upload_batch_end(&c->batch); /* (ended on its worker; here only when it never ran) */
 	if (c->committed) /* (on the loop: defer.c releases a job after its answer) */
 		mirror__local_torrents(c->j.rt);
 	free(c->repo.hub);
@@ -116,7 +119,7 @@ static int take_file(struct commit_job *c, const char *path, json_t *v)
 	size_t n = content ? strlen(content) : 0;
 	unsigned char *raw;
 	struct mirror_upload_op *op;
-	int len, e;
+	int len;
 
 	if (!content || (enc && strcmp(enc, "base64")) || n % 4)
 		return bad(c, 400, "'%s': a file's content is base64", path);
@@ -132,37 +135,58 @@ static int take_file(struct commit_job *c, const char *path, json_t *v)
 		return bad(c, 400, "at most 100000 operations in a commit");
 	}
 	op->size = len;
-	e = mirror_upload_put_small(c->data, raw, (size_t)len, op->sha256, op->git_oid);
+	mirror_upload_batch_small(c->batch, raw, (size_t)len, op->sha256, op->git_oid); /* written at the flush */
 	free(raw);
-	if (e)
-		return bad(c, 507, "the store cannot take '%s'", path);
 	return 0;
 }
 
-/* A large file by its sha256: the store must hold it for this repo (uploaded, or the repo's own). */
-static int take_lfs(struct commit_job *c, struct catalog *cat, const char *path, json_t *v)
+/* A large file by its sha256: held now, looked for in the store after the flush (check_lfs). */
+static int take_lfs(struct commit_job *c, const char *path, json_t *v)
 {
 	const char *oid = json_string_value(json_object_get(v, "oid"));
 	const char *algo = json_string_value(json_object_get(v, "algo"));
 	json_t *sz = json_object_get(v, "size");
 	struct mirror_upload_op *op;
-	char *blob;
-	struct stat st;
 
-	if (!oid || !hex_is_lower(oid, 64) || (algo && strcmp(algo, "sha256")))
+	if (!oid || !hex_is_lower(oid, 64) || (algo && strcmp(algo, "sha256")) ||
+	    (sz && (!json_is_integer(sz) || json_integer_value(sz) < 0)))
 		return bad(c, 400, "'%s': an lfsFile is {path, algo: sha256, oid}", path);
-	blob = mirror_store_blob_path(c->data->store, oid);
-	if (!blob || stat(blob, &st) || (json_is_integer(sz) && json_integer_value(sz) != st.st_size) ||
-	    !catalog_blob_public_or_own(cat, oid, c->repo.id)) {
-		free(blob);
-		return bad(c, 422, "'%s': its LFS object was not uploaded (or not whole)", path);
-	}
-	free(blob);
 	if (!(op = new_op(c, MIRROR_UP_ADD, path)))
 		return bad(c, 400, "at most 100000 operations in a commit");
 	snprintf(op->sha256, sizeof(op->sha256), "%s", oid);
-	op->size = st.st_size;
+	op->size = sz ? json_integer_value(sz) : -1;
 	op->lfs = true;
+	mirror_upload_batch_name(c->batch, oid);
+	return 0;
+}
+
+/* The store must hold a large file's object for this repo (uploaded, or the repo's own), of the size
+ * the line gave. Asked only once the object is held (after a flush): gc cannot take it after. */
+static int check_lfs(struct commit_job *c, struct catalog *cat, struct mirror_upload_op *op)
+{
+	char *blob = mirror_store_blob_path(c->data->store, op->sha256);
+	struct stat st;
+	bool ok = blob && !stat(blob, &st) && (op->size < 0 || op->size == st.st_size) &&
+		  catalog_blob_public_or_own(cat, op->sha256, c->repo.id);
+
+	free(blob);
+	if (!ok)
+		return bad(c, 422, "'%s': its LFS object was not uploaded (or not whole)", op->path);
+	op->size = st.st_size;
+	return 0;
+}
+
+/* Hold the contents read since the last flush, write the small files, and check the large ones. */
+static int flush_ops(struct commit_job *c, struct catalog *cat)
+{
+	int e = mirror_upload_batch_flush(c->batch);
+
+	if (e)
+		return bad(c, e == HM_ERR_SQLITE ? 500 : 507, "the store cannot take the commit's files: %s", err_str(e));
+	for (; c->checked < c->nops; c->checked++)
+		if (c->ops[c->checked].kind == MIRROR_UP_ADD && c->ops[c->checked].lfs &&
+		    check_lfs(c, cat, &c->ops[c->checked]))
+			return -1;
 	return 0;
 }
 
@@ -198,7 +222,7 @@ static int take_line(struct commit_job *c, struct catalog *cat, const char *line
 	else if (!strcmp(key, "file"))
 		r = take_file(c, path, v);
 	else if (!strcmp(key, "lfsFile"))
-		r = take_lfs(c, cat, path, v);
+		r = take_lfs(c, path, v);
 	else if (!strcmp(key, "deletedFile"))
 		r = new_op(c, MIRROR_UP_DELETE, path) ? 0 : bad(c, 400, "at most 100000 operations");
 	else if (!strcmp(key, "deletedFolder")) {
@@ -233,9 +257,13 @@ static int read_body(struct commit_job *c, struct catalog *cat)
 			r = bad(c, 413, "a line over 64 MiB");
 		else if (line[0] != '\n' && !(line[0] == '\r' && line[1] == '\n'))
 			r = take_line(c, cat, line, (size_t)n);
+		if (!r && mirror_upload_batch_full(c->batch))
+			r = flush_ops(c, cat);
 	}
 	free(line);
 	fclose(f);
+	if (!r)
+		r = flush_ops(c, cat);
 	if (!r && !c->summary)
 		r = bad(c, 400, "no header line");
 	return r;
@@ -268,7 +296,9 @@ static void commit_job_build(struct mirror__job *j, struct catalog *cat)
 	char id[41], *author = NULL, *why = NULL;
 	int e, lock;
 
+	c->batch = mirror_upload_batch_new(c->data, cat, "commit");
 	if (read_body(c, cat)) {
+		mirror_upload_batch_end(&c->batch);
 		hf__job_error(j, c->status, NULL, c->why, NULL);
 		return;
 	}
@@ -285,6 +315,7 @@ static void commit_job_build(struct mirror__job *j, struct catalog *cat)
 	if (lock >= 0)
 		close(lock);
 	pthread_mutex_unlock(&j->rt->commit_mu);
+	mirror_upload_batch_end(&c->batch); /* recorded (its snapshot keeps the contents now), or not */
 	free(author);
 	if (!e) {
 		log_info("upload", "hf:%s%s %s -> %s by %s (%zu operations)", strcmp(c->repo.type, "dataset") ? "" : "datasets/",
@@ -372,7 +403,7 @@ void mirror__hf_commit(struct mirror_routes *rt, struct httpd_req *req, const st
 	s->fd = -1;
 	mirror__body_abandon(s);
 	hf__add_cors(req);
-	mirror__defer(rt, req, &c->j);
+	mirror__defer_write(rt, req, &c->j); /* (a commit of 30,000 files takes a while: not in front of reads) */
 }
 
 /* ---- the swarm's torrent of a new commit ------------------------------------------------------ */

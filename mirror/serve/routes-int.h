@@ -62,6 +62,7 @@ struct mirror_routes {
 	uv_loop_t *loop;              /* serve's (mirror_routes_set_loop): background work */
 	bool torrents_running, torrents_again, closing; /* new commits' torrents (routes-commit.c) */
 	uv_timer_t torrents_timer;
+	struct mirror__lfs *lfs;      /* the upload URLs' state: capabilities spent (routes-lfs.c), owned */
 	struct mirror_s3_keys *s3_keys; /* serve --s3-keys: access key pairs and their tokens; NULL: none */
 	const char *s3_domain;        /* serve --s3-domain (borrowed); NULL: none */
 };
@@ -232,6 +233,9 @@ void mirror__defer(struct mirror_routes *rt, struct httpd_req *req, struct mirro
 /* The same on the server's aside lane (httpd_defer_aside): git's runs, which may take long, wait
  * for each other there and never hold the workers repo info, search and stats answer on. */
 void mirror__defer_aside(struct mirror_routes *rt, struct httpd_req *req, struct mirror__job *j);
+/* The same on the write lane (httpd_defer_write): uploads published, completions hashed, commits made
+ * wait there for each other, never in front of the reads on the main lane. */
+void mirror__defer_write(struct mirror_routes *rt, struct httpd_req *req, struct mirror__job *j);
 void mirror__job_header(struct mirror__job *j, const char *name, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 /* ---- the write side: local repos (routes-upload.c, routes-commit.c; docs/uploads.md) ---- */
@@ -285,7 +289,10 @@ bool mirror__quota_room(struct mirror_routes *rt, struct catalog *cat, const cha
 			const int64_t *size, size_t n, char **msg);
 /* Is req an LFS object's PUT to an upload URL the batch API gave out (its capability checked)? It
  * passes --auth all's gate without a token, as BitTorrent clients' capability URLs do. */
-bool mirror__upload_url_ok(const struct mirror_routes *rt, const struct httpd_req *req);
+bool mirror__upload_url_ok(struct mirror_routes *rt, const struct httpd_req *req);
+/* The upload URLs' state, which mirror_routes_new makes and mirror_routes_free frees. */
+struct mirror__lfs *mirror__lfs_new(void);
+void mirror__lfs_free(struct mirror__lfs **l);
 /* Is path an LFS object's URL (routes-git.c), or of a part of one (.../OID/part/N) or of its
  * completion (.../OID/complete)? Then *type, *name and *oid (malloc'd) say which, and *part: 0 for the
  * object, N for its part N, -1 for the completion. */

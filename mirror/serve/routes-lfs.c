@@ -20,6 +20,7 @@
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
+#include <openssl/rand.h>
 
 #include "base/err.h"
 #include "base/hex.h"
@@ -43,59 +44,149 @@
 
 /* An upload URL's capability: clients PUT an object to the batch's href, and not all of them send the
  * action's headers with it (@huggingface/hub sends none: on the Hub the URL is a presigned one). So
- * the href carries its own proof: "?cap=EXPIRES.MAC&size=SIZE", the MAC an HMAC under the data
- * directory's key over the repo, the object, its size and the expiry. It lets its holder store that
- * object's bytes for that repo for an hour, nothing more: the commit that names the object still
- * needs the token. A large object goes up in parts (the Hub's multipart transfer: the batch's
- * "chunk_size" and a URL per part, each with the capability), written in place into the object's
- * partial file, and is checked whole when the client says it is complete. */
-#define UPLOAD_CAP_TTL 3600
+ * the href carries its own proof: "?cap=EXPIRES.NONCE.MAC&size=SIZE", the MAC an HMAC under the data
+ * directory's key over the repo, the object, its size, the expiry and a nonce of this upload's own.
+ * It lets its holder store that object's bytes for that repo, nothing more: the commit that names the
+ * object still needs the token. It lasts as long as the upload may take (a quarter of an hour, and
+ * more for a large object: UPLOAD_CAP_RATE), and once the object is in, it is spent (a proxy's log
+ * that kept it gives nothing). A large object goes up in parts (the Hub's multipart transfer: the
+ * batch's "chunk_size" and a URL per part, each with the capability), written in place into a file of
+ * that upload's own (the nonce names it: mirror_store_parts_open), and checked whole when the client
+ * says it is complete. */
+#define UPLOAD_CAP_TTL 900
+#define UPLOAD_CAP_RATE (4LL << 20)     /* bytes a second an upload is given time for, at least */
+#define UPLOAD_CAP_MAX (24 * 3600)
+#define UPLOAD_HOLD_S (24 * 3600)       /* an object uploaded is kept this long for its commit */
+#define LFS_OBJECT_MAX (512LL << 30)    /* no object is larger, quota or not */
 #define MULTIPART_CHUNK (64LL << 20)
 #define MULTIPART_MIN (2 * MULTIPART_CHUNK)
 
+/* What a valid capability says. */
+struct upload_cap {
+	int64_t size;
+	char nonce[17];
+};
+
+/* Capabilities spent (their object went in), until they would have expired anyway: a ring. */
+#define SPENT_MAX 4096
+struct mirror__lfs {
+	pthread_mutex_t mu;
+	struct {
+		char nonce[17];
+		long long expires;
+	} spent[SPENT_MAX];
+	size_t next;
+};
+
+static struct mirror__lfs *lfs_of(struct mirror_routes *rt)
+{
+	return rt->lfs; /* (made by mirror_routes_new: mirror__lfs_new) */
+}
+
+struct mirror__lfs *mirror__lfs_new(void)
+{
+	struct mirror__lfs *l = xcalloc(1, sizeof(*l));
+
+	pthread_mutex_init(&l->mu, NULL);
+	return l;
+}
+
+void mirror__lfs_free(struct mirror__lfs **l)
+{
+	if (!l || !*l)
+		return;
+	pthread_mutex_destroy(&(*l)->mu);
+	free(*l);
+	*l = NULL;
+}
+
+static bool cap_spent(struct mirror__lfs *l, const char *nonce)
+{
+	long long now = (long long)time(NULL);
+	bool yes = false;
+
+	pthread_mutex_lock(&l->mu);
+	for (size_t i = 0; i < SPENT_MAX && !yes; i++)
+		yes = l->spent[i].expires >= now && !strcmp(l->spent[i].nonce, nonce);
+	pthread_mutex_unlock(&l->mu);
+	return yes;
+}
+
+static void cap_spend(struct mirror__lfs *l, const char *nonce, long long expires)
+{
+	pthread_mutex_lock(&l->mu);
+	snprintf(l->spent[l->next].nonce, sizeof(l->spent[0].nonce), "%s", nonce);
+	l->spent[l->next].expires = expires;
+	l->next = (l->next + 1) % SPENT_MAX;
+	pthread_mutex_unlock(&l->mu);
+}
+
 static void upload_mac(const struct mirror_routes *rt, const char *type, const char *name, const char *oid,
-		       long long expires, int64_t size, char out[65])
+		       long long expires, int64_t size, const char *nonce, char out[65])
 {
 	unsigned char mac[EVP_MAX_MD_SIZE];
 	unsigned int n = 0;
-	char *msg = xasprintf("lfs-upload\nhf:%s:%s\n%s\n%lld\n%lld", type, name, oid, expires, (long long)size);
+	char *msg = xasprintf("lfs-upload\nhf:%s:%s\n%s\n%lld\n%lld\n%s", type, name, oid, expires, (long long)size,
+			      nonce);
 
 	HMAC(EVP_sha256(), rt->p2p_key, 32, (const unsigned char *)msg, strlen(msg), mac, &n);
 	hex_encode(mac, 32, out);
 	free(msg);
 }
 
-/* The query an upload URL carries: "cap=EXPIRES.MAC&size=SIZE". */
+/* The query an upload URL carries: "cap=EXPIRES.NONCE.MAC&size=SIZE". */
 static char *upload_cap(const struct mirror_routes *rt, const char *type, const char *name, const char *oid,
 			int64_t size)
 {
-	long long expires = (long long)time(NULL) + UPLOAD_CAP_TTL;
-	char mac[65];
+	long long ttl = UPLOAD_CAP_TTL + size / UPLOAD_CAP_RATE;
+	long long expires = (long long)time(NULL) + (ttl < UPLOAD_CAP_MAX ? ttl : UPLOAD_CAP_MAX);
+	unsigned char r[8];
+	char mac[65], nonce[17];
 
-	upload_mac(rt, type, name, oid, expires, size, mac);
-	return xasprintf("cap=%lld.%s&size=%lld", expires, mac, (long long)size);
+	if (RAND_bytes(r, sizeof(r)) != 1)
+		return NULL;
+	hex_encode(r, sizeof(r), nonce);
+	upload_mac(rt, type, name, oid, expires, size, nonce, mac);
+	return xasprintf("cap=%lld.%s.%s&size=%lld", expires, nonce, mac, (long long)size);
 }
 
-/* Does req carry a capability for object oid of repo type/name? Then *size (may be NULL) is the size
- * it was given for. */
-static bool upload_cap_ok(const struct mirror_routes *rt, const struct httpd_req *req, const char *type,
-			  const char *name, const char *oid, int64_t *size)
+/* Does req carry a live capability, not spent, for object oid of repo type/name? Then *cap (may be
+ * NULL) says its size and nonce, and *expires (may be NULL) its end. */
+static bool upload_cap_ok(struct mirror_routes *rt, const struct httpd_req *req, const char *type,
+			  const char *name, const char *oid, struct upload_cap *cap, long long *expires_out)
 {
-	char *cap = rt->have_p2p_key ? httpd_query_param(req, "cap") : NULL, *sz = httpd_query_param(req, "size");
-	char *end = NULL, *send = NULL, mac[65];
-	long long expires = cap ? strtoll(cap, &end, 10) : 0, bytes = sz ? strtoll(sz, &send, 10) : -1;
+	char *q = rt->have_p2p_key ? httpd_query_param(req, "cap") : NULL, *sz = httpd_query_param(req, "size");
+	char *end = NULL, *send = NULL, mac[65], nonce[17];
+	long long expires = q ? strtoll(q, &end, 10) : 0, bytes = sz ? strtoll(sz, &send, 10) : -1;
 	bool ok = false;
 
-	if (cap && end && *end == '.' && strlen(end + 1) == 64 && expires >= (long long)time(NULL) && send && !*send &&
-	    bytes >= 0) {
-		upload_mac(rt, type, name, oid, expires, bytes, mac);
-		ok = !CRYPTO_memcmp(mac, end + 1, 64);
+	if (q && end && *end == '.' && strlen(end + 1) == 16 + 1 + 64 && end[17] == '.' &&
+	    expires >= (long long)time(NULL) && send && !*send && bytes >= 0 && bytes <= LFS_OBJECT_MAX) {
+		memcpy(nonce, end + 1, 16);
+		nonce[16] = '\0';
+		upload_mac(rt, type, name, oid, expires, bytes, nonce, mac);
+		ok = hex_is_lower(nonce, 16) && !CRYPTO_memcmp(mac, end + 18, 64) && !cap_spent(lfs_of(rt), nonce);
 	}
-	if (ok && size)
-		*size = bytes;
-	free(cap);
+	if (ok && cap) {
+		cap->size = bytes;
+		memcpy(cap->nonce, nonce, sizeof(cap->nonce));
+	}
+	if (ok && expires_out)
+		*expires_out = expires;
+	free(q);
 	free(sz);
 	return ok;
+}
+
+/* Promise an object to a repo's commit for UPLOAD_HOLD_S (gc keeps it: catalog_hold), from before it
+ * is published (or, for one already there, from the batch that says so). */
+static int hold_upload(struct catalog *cat, int64_t repo_id, const char *oid)
+{
+	char owner[40];
+	const char *v[1] = { oid };
+
+	snprintf(owner, sizeof(owner), "upload:%lld", (long long)repo_id);
+	return catalog_hold(cat, owner, (int64_t)time(NULL) + UPLOAD_HOLD_S, v, 1);
 }
 
 /* May repo_id name content oid of size as its own (in the store, and public, or uploaded or named by
@@ -129,13 +220,13 @@ static bool quota_ok_for(struct mirror_routes *rt, const struct catalog_repo *re
 	return ok;
 }
 
-bool mirror__upload_url_ok(const struct mirror_routes *rt, const struct httpd_req *req)
+bool mirror__upload_url_ok(struct mirror_routes *rt, const struct httpd_req *req)
 {
 	char *type = NULL, *name = NULL, *oid = NULL;
 	int part;
 	bool ok = (!strcmp(httpd_method(req), "PUT") || !strcmp(httpd_method(req), "POST")) &&
 		  mirror__git_lfs_object(httpd_path(req), &type, &name, &oid, &part) &&
-		  (part != 0 || !strcmp(httpd_method(req), "PUT")) && upload_cap_ok(rt, req, type, name, oid, NULL);
+		  (part != 0 || !strcmp(httpd_method(req), "PUT")) && upload_cap_ok(rt, req, type, name, oid, NULL, NULL);
 
 	free(type);
 	free(name);
@@ -197,8 +288,13 @@ json_t *mirror__lfs_upload_batch(struct mirror_routes *rt, struct httpd_req *req
 			e = json_pack("{s:s, s:I, s:{s:i, s:s}}", "oid", oid && strlen(oid) < 100 ? oid : "", "size",
 				      json_is_integer(sz) ? json_integer_value(sz) : (json_int_t)0, "error", "code", 422,
 				      "message", "malformed object");
-		} else if (object_held(rt, rt->data->catalog, oid, json_integer_value(sz), repo->id)) {
-			e = json_pack("{s:s, s:I}", "oid", oid, "size", json_integer_value(sz)); /* no actions: there */
+		} else if (json_integer_value(sz) > LFS_OBJECT_MAX) {
+			e = json_pack("{s:s, s:I, s:{s:i, s:s}}", "oid", oid, "size", json_integer_value(sz), "error", "code",
+				      422, "message", "the object is larger than this mirror takes (512 GiB)");
+		} else if (object_held(rt, rt->data->catalog, oid, json_integer_value(sz), repo->id) &&
+			   !hold_upload(rt->data->catalog, repo->id, oid)) {
+			/* no actions: there, and kept for the commit as an upload would be */
+			e = json_pack("{s:s, s:I}", "oid", oid, "size", json_integer_value(sz));
 		} else {
 			char *href = xasprintf("%s/%s/info/lfs/objects/%s", base, repo_path, oid);
 			json_t *up = upload_action(rt, base, repo_path, repo, oid, json_integer_value(sz), multipart);
@@ -230,6 +326,8 @@ void mirror__lfs_verify(struct mirror_routes *rt, struct httpd_req *req, const s
 		mirror__respond_json(req, 422, json_pack("{s:s}", "message", "a verify is {\"oid\", \"size\"}"));
 	else if (!object_held(rt, rt->data->catalog, oid, json_integer_value(sz), repo->id))
 		mirror__respond_json(req, 404, json_pack("{s:s}", "message", "Object does not exist"));
+	else if (hold_upload(rt->data->catalog, repo->id, oid)) /* (kept for the commit from here too) */
+		mirror__respond_json(req, 500, json_pack("{s:s}", "message", "catalog error"));
 	else
 		mirror__respond_json(req, 200, json_object());
 	json_decref(in);
@@ -246,9 +344,13 @@ struct object_sink {
 	struct mirror_store_writer *w;  /* NULL: the bytes are dropped */
 	int status;                     /* what went wrong, 0 while nothing did */
 	const char *why;                /* static */
-	/* a part of a multipart upload: written in place into the object's partial file */
+	/* a part of a multipart upload: written in place into that upload's own file (locked shared
+	 * while fd is open: mirror_store_parts_open) */
 	int fd;                         /* -1 for a whole object */
 	int64_t off, left;              /* where the next byte goes, and how many more the part has */
+	bool capped;                    /* let in by an upload URL's capability ... */
+	struct upload_cap cap;          /* ... this one */
+	long long cap_expires;
 };
 
 static int part_data(struct object_sink *s, const char *p, size_t n)
@@ -349,22 +451,21 @@ void mirror__body_abandon(void *sink)
 		commit_abandon(sink);
 }
 
-/* Is path an LFS object's URL, whose repo may be written with this request's token? */
-/* A part's place in the object's partial file: opened, s->off and s->left set; or s->status. */
-static void part_open(struct mirror_routes *rt, struct object_sink *s, const char *oid, int part, int64_t size)
+/* A part's place in its upload's own file: opened and locked, s->off and s->left set; or s->status. */
+static void part_open(struct mirror_routes *rt, struct object_sink *s, const char *oid, int part)
 {
-	char *path = mirror_store_part_path(rt->data->store, oid);
+	int64_t size = s->cap.size;
 
 	s->off = (int64_t)(part - 1) * MULTIPART_CHUNK;
 	s->left = size - s->off < MULTIPART_CHUNK ? size - s->off : MULTIPART_CHUNK;
 	if (s->off >= size) {
 		s->status = 400;
 		s->why = "the object has no such part";
-	} else if (!path || (s->fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600)) < 0) {
-		s->status = 500;
-		s->why = "the store cannot take it";
+	} else if ((s->fd = mirror_store_parts_open(rt->data->store, oid, s->cap.nonce)) < 0) {
+		s->status = s->fd == -EBUSY ? 409 : s->fd == -ENOSPC ? 507 : 500;
+		s->why = s->fd == -EBUSY ? "this upload is being completed" : "the store cannot take it";
+		s->fd = -1;
 	}
-	free(path);
 }
 
 /* An LFS object's PUT, whole or a part: into the store's writer (or the partial file in place) when
@@ -376,9 +477,7 @@ static struct object_sink *object_claim(struct mirror_routes *rt, struct httpd_r
 	const char *tok = mirror__request_token(r, buf, sizeof(buf)), *cl = httpd_header(r, "Content-Length");
 	struct mirror_store_expect x = { .size = -1 };
 	struct catalog_repo repo;
-	int64_t capped = -1;
 	int e, part = 0;
-	bool cap;
 
 	s->kind = MIRROR__SINK_OBJECT;
 	s->fd = -1;
@@ -396,17 +495,24 @@ static struct object_sink *object_claim(struct mirror_routes *rt, struct httpd_r
 			x.size = -1;
 	}
 	x.sha256 = oid;
-	cap = upload_cap_ok(rt, r, type, name, oid, &capped);
-	if (cap && !part)
-		x.size = capped; /* (a body of another size fails the writer's check) */
+	s->capped = upload_cap_ok(rt, r, type, name, oid, &s->cap, &s->cap_expires);
+	if (s->capped && !part)
+		x.size = s->cap.size; /* (a body of another size fails the writer's check) */
 	/* the handler says why a refused one is refused; its bytes are dropped here */
-	if (mirror__local_namespace(rt, name) && (cap || (!part && tok && mirror_access_may_write(rt->access, tok, "hf", type, name))) &&
+	if (mirror__local_namespace(rt, name) &&
+	    (s->capped || (!part && tok && mirror_access_may_write(rt->access, tok, "hf", type, name))) &&
 	    !catalog_repo_get(rt->data->catalog, "hf", type, name, &repo)) {
-		if (repo.local && part)
-			part_open(rt, s, oid, part, capped);
-		else if (repo.local && (e = mirror_store_writer_new(rt->data->store, &x, false, &s->w))) {
-			s->status = e == -EBUSY ? 409 : 500;
-			s->why = e == -EBUSY ? "this object is being uploaded already" : "the store cannot take it";
+		if (!repo.local) {
+			/* (refused by the handler) */
+		} else if (part) {
+			part_open(rt, s, oid, part);
+		} else if (x.size < 0 || x.size > LFS_OBJECT_MAX) {
+			s->status = x.size < 0 ? 411 : 413;
+			s->why = x.size < 0 ? "an object's PUT says its length" : "the object is larger than this mirror takes";
+		} else if ((e = mirror_store_writer_new_private(rt->data->store, &x, &s->w))) {
+			/* (a writer of its own: it waits for no one, and no one for it) */
+			s->status = e == -ENOSPC ? 507 : 500;
+			s->why = "the store cannot take it";
 		}
 		catalog_repo_release(&repo);
 	}
@@ -461,6 +567,7 @@ bool mirror__claim_body(void *ud, struct httpd_req *r, struct httpd_body_sink *s
 struct put_job {
 	struct mirror__job j;
 	struct object_sink *s;
+	struct mirror__lfs *lfs;
 	int64_t repo_id;
 	char oid[65];
 	char *who, *name;
@@ -479,7 +586,14 @@ static void put_job_release(struct mirror__job *j)
 static void put_job_build(struct mirror__job *j, struct catalog *cat)
 {
 	struct put_job *p = (struct put_job *)j;
-	int e = mirror_store_writer_commit(&p->s->w, NULL); /* verify, fsync, rename */
+	/* held for its commit before it is published (gc's side: mirror/maint.h), then verified,
+	 * fsynced, made read-only and renamed */
+	int e = hold_upload(cat, p->repo_id, p->oid);
+
+	if (e)
+		mirror_store_writer_abort(&p->s->w, false);
+	else
+		e = mirror_store_writer_commit(&p->s->w, NULL);
 
 	if (e == HM_ERR_HASH_MISMATCH || e == HM_ERR_SIZE_MISMATCH) {
 		log_warn("upload", "hf:%s: an object refused from %s: its bytes are not %s", p->name, p->who, p->oid);
@@ -490,17 +604,29 @@ static void put_job_build(struct mirror__job *j, struct catalog *cat)
 		j->status = 500;
 		j->body = json_pack("{s:s}", "message", e ? err_str(e) : "catalog error");
 	} else {
+		if (p->s->capped)
+			cap_spend(p->lfs, p->s->cap.nonce, p->s->cap_expires);
 		j->status = 200;
 		j->body = json_object();
 	}
 }
 
-/* A part's end: whole, it is answered with its ETag (the client hands them back at the end). */
-static void part_done(struct httpd_req *req, struct object_sink *s, int part)
+/* A part's end: whole, it is marked so (a completion takes no upload with a part missing) and answered
+ * with its ETag (the client hands them back at the end). */
+static void part_done(struct mirror_routes *rt, struct httpd_req *req, struct object_sink *s, const char *oid,
+		      int part)
 {
-	if (s->status || s->fd < 0 || s->left) {
-		mirror__respond_json(req, s->status ? s->status : 400,
-				     json_pack("{s:s}", "message", s->why ? s->why : "the part is short"));
+	int e = -EINVAL;
+
+	if (!s->status && s->fd >= 0 && !s->left) {
+		close(s->fd); /* (its lock with it: the part is written) */
+		s->fd = -1;
+		e = mirror_store_parts_done(rt->data->store, oid, s->cap.nonce, part);
+	}
+	if (e) {
+		mirror__respond_json(req, s->status ? s->status : s->left ? 400 : 500,
+				     json_pack("{s:s}", "message", s->why ? s->why : s->left ? "the part is short"
+											: "the store cannot take it"));
 	} else {
 		httpd_add_headerf(req, "ETag", "\"part-%d\"", part);
 		mirror__respond_json(req, 200, json_object());
@@ -521,7 +647,7 @@ void mirror__lfs_put(struct mirror_routes *rt, struct httpd_req *req, const stru
 		mirror__respond_json(req, 403, json_pack("{s:s}", "message", "this repository takes no uploads"));
 		return;
 	}
-	if (upload_cap_ok(rt, req, repo->type, repo->name, oid, NULL) && repo->local)
+	if (s->capped && repo->local)
 		who = xstrdup("an upload URL");
 	else if (part || !mirror__write_gate(rt, req, repo->type, repo->name, &who) || !repo->local) {
 		if (!httpd_answered(req))
@@ -531,7 +657,7 @@ void mirror__lfs_put(struct mirror_routes *rt, struct httpd_req *req, const stru
 		return;
 	}
 	if (part) {
-		part_done(req, s, part);
+		part_done(rt, req, s, oid, part);
 		free(who);
 		return;
 	}
@@ -546,11 +672,12 @@ void mirror__lfs_put(struct mirror_routes *rt, struct httpd_req *req, const stru
 	p->j.build = put_job_build;
 	p->j.release = put_job_release;
 	p->s = s;
+	p->lfs = lfs_of(rt);
 	p->repo_id = repo->id;
 	snprintf(p->oid, sizeof(p->oid), "%s", oid);
 	p->who = who;
 	p->name = xstrdup(repo->name);
-	mirror__defer(rt, req, &p->j);
+	mirror__defer_write(rt, req, &p->j);
 }
 
 /* ---- a multipart upload's end: the object checked whole on a worker ------------------------- */
@@ -558,7 +685,10 @@ void mirror__lfs_put(struct mirror_routes *rt, struct httpd_req *req, const stru
 struct complete_job {
 	struct mirror__job j;
 	struct mirror_data *data;
-	int64_t repo_id, size;
+	struct mirror__lfs *lfs;
+	int64_t repo_id;
+	struct upload_cap cap;
+	long long cap_expires;
 	char oid[65];
 };
 
@@ -570,23 +700,31 @@ static void complete_job_release(struct mirror__job *j)
 static void complete_job_build(struct mirror__job *j, struct catalog *cat)
 {
 	struct complete_job *c = (struct complete_job *)j;
-	struct mirror_store_expect x = { .sha256 = c->oid, .size = c->size };
-	struct mirror_store_writer *w = NULL;
-	int e = mirror_store_writer_new(c->data->store, &x, true, &w); /* re-reads what the parts wrote */
+	struct mirror_store_expect x = { .sha256 = c->oid, .size = c->cap.size };
+	int missing = 0, parts = (int)((c->cap.size + MULTIPART_CHUNK - 1) / MULTIPART_CHUNK);
+	/* held for its commit first; then its file is taken from the part writers, every part must have
+	 * come whole, and the bytes in it are hashed, made read-only and published */
+	int e = hold_upload(cat, c->repo_id, c->oid);
 
-	if (!e && mirror_store_writer_offset(w) != c->size) {
-		mirror_store_writer_abort(&w, true);
-		e = HM_ERR_SIZE_MISMATCH;
-	}
 	if (!e)
-		e = mirror_store_writer_commit(&w, NULL); /* verify, fsync, rename; wrong bytes go */
+		e = mirror_store_parts_commit(c->data->store, &x, c->cap.nonce, parts, &missing);
 	if (!e && catalog_blob_fetched(cat, c->oid, c->repo_id))
 		e = HM_ERR_SQLITE;
-	j->status = !e ? 200 : e == -EBUSY ? 409 : e == HM_ERR_SIZE_MISMATCH || e == HM_ERR_HASH_MISMATCH ? 400 : 500;
-	j->body = !e ? json_object()
-		     : json_pack("{s:s}", "message", e == HM_ERR_SIZE_MISMATCH ? "parts are missing"
-						     : e == HM_ERR_HASH_MISMATCH ? "the parts do not hash to the object's oid"
-						     : err_str(e));
+	if (!e)
+		cap_spend(c->lfs, c->cap.nonce, c->cap_expires);
+	j->status = !e ? 200 : e == -EBUSY ? 409 : e == -ENOENT || e == HM_ERR_SIZE_MISMATCH || e == HM_ERR_HASH_MISMATCH
+								  ? 400 : e == -ENOSPC ? 507 : 500;
+	if (!e)
+		j->body = json_object();
+	else if (e == HM_ERR_SIZE_MISMATCH && missing)
+		j->body = json_pack("{s:s, s:i}", "message", "a part is missing: send it, then complete again", "part",
+				    missing);
+	else
+		j->body = json_pack("{s:s}", "message", e == -ENOENT ? "no part of this upload came"
+							: e == -EBUSY ? "a part of this upload is still being written"
+							: e == HM_ERR_SIZE_MISMATCH ? "the parts are not the object's size"
+							: e == HM_ERR_HASH_MISMATCH ? "the parts do not hash to the object's oid"
+							: err_str(e));
 }
 
 void mirror__lfs_complete(struct mirror_routes *rt, struct httpd_req *req, const struct catalog_repo *repo,
@@ -595,23 +733,28 @@ void mirror__lfs_complete(struct mirror_routes *rt, struct httpd_req *req, const
 	size_t len;
 	const char *body = httpd_body(req, &len);
 	json_t *in = json_loadb(body ? body : "", len, 0, NULL);
-	int64_t size = -1;
+	struct upload_cap cap;
+	long long expires = 0;
 	struct complete_job *c;
 
-	if (!repo->local || !upload_cap_ok(rt, req, repo->type, repo->name, oid, &size)) {
+	if (!repo->local || !upload_cap_ok(rt, req, repo->type, repo->name, oid, &cap, &expires)) {
 		mirror__respond_json(req, 403, json_pack("{s:s}", "message", "this URL does not complete this object"));
 	} else if (!json_is_array(json_object_get(in, "parts")) ||
-		   (int64_t)json_array_size(json_object_get(in, "parts")) != (size + MULTIPART_CHUNK - 1) / MULTIPART_CHUNK) {
+		   (int64_t)json_array_size(json_object_get(in, "parts")) !=
+			   (cap.size + MULTIPART_CHUNK - 1) / MULTIPART_CHUNK) {
 		mirror__respond_json(req, 400, json_pack("{s:s}", "message", "a completion lists every part"));
 	} else {
 		c = xcalloc(1, sizeof(*c));
 		c->j.build = complete_job_build;
 		c->j.release = complete_job_release;
 		c->data = rt->data;
+		c->lfs = lfs_of(rt);
 		c->repo_id = repo->id;
-		c->size = size;
+		c->cap = cap;
+		c->cap_expires = expires;
 		snprintf(c->oid, sizeof(c->oid), "%s", oid);
-		mirror__defer(rt, req, &c->j);
+		/* (hashing an object whole takes long: on the writers' lane, never in front of reads) */
+		mirror__defer_write(rt, req, &c->j);
 	}
 	json_decref(in);
 }

@@ -54,6 +54,7 @@ struct mirror_routes *mirror_routes_new(struct mirror_data *d, const struct mirr
 	r->search_budget_ms = 100; /* docs/security.md: no search holds a worker for long */
 	pthread_mutex_init(&r->pool_mu, NULL);
 	pthread_mutex_init(&r->commit_mu, NULL);
+	r->lfs = mirror__lfs_new();
 	r->catalog_path = mirror_data_path(d, MIRROR_DATA_CATALOG);
 	if (access && mirror_access_mode(access) != ACCESS_OPEN) {
 		int e = mirror_p2p_secret(d, r->p2p_key);
@@ -500,6 +501,7 @@ void mirror_routes_free(struct mirror_routes **r)
 		return;
 	free((*r)->counts);
 	mirror__s3_free(*r);
+	mirror__lfs_free(&(*r)->lfs);
 	mirror__pool_free(*r);
 	pthread_mutex_destroy(&(*r)->pool_mu);
 	pthread_mutex_destroy(&(*r)->commit_mu);

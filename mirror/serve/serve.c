@@ -582,9 +582,10 @@ static int start_http(struct server *s, char **errmsg)
 	struct httpd_config hc = { 0 };
 	int r;
 
-	/* the deferred answers' two workers, git's two (its own lane) and the disk work (commits, spill
-	 * files) each get threads of their own: libuv reads this once, at its first job */
-	setenv("UV_THREADPOOL_SIZE", "8", 0);
+	/* the deferred answers' two workers, git's two (its own lane), the writers' two (uploads hashed,
+	 * commits) and the disk work (new commits' torrents, spill files) each get threads of their own:
+	 * libuv reads this once, at its first job */
+	setenv("UV_THREADPOOL_SIZE", "10", 0);
 	uv_loop_init(&s->loop);
 	s->loop_open = true;
 	hc.listen = cfg->listen;

@@ -13,6 +13,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "base/xmalloc.h"
 #include "hub/http/httpd.h"
 #include "hub/http/httpd-int.h"
 #include "test.h"
@@ -192,6 +193,10 @@ static int handler(void *ud, struct httpd_req *r)
 		httpd_defer_aside(r, slow_work, slow_done, calloc(1, sizeof(struct slow_job)));
 		return 0;
 	}
+	if (!strcmp(httpd_path(r), "/write")) {
+		httpd_defer_write(r, slow_work, slow_done, calloc(1, sizeof(struct slow_job)));
+		return 0;
+	}
 	if (!strcmp(httpd_path(r), "/quick")) {
 		httpd_defer(r, quick_work, slow_done, calloc(1, sizeof(struct slow_job)));
 		return 0;
@@ -286,23 +291,22 @@ TEST(defer_order)
 	CHECK_INT(uv_loop_close(&loop), 0);
 }
 
-/* The aside lane (git's runs): its jobs wait for its own workers, and a main-lane job is answered
- * while they all run. */
-TEST(defer_aside)
+/* A lane of its own (path: "/aside" or "/write"): its jobs wait for its own workers, and a main-lane
+ * job is answered while they all run. */
+static void lane_keeps_to_itself(const char *path, const struct httpd_config *cfg)
 {
 	uv_loop_t loop;
 	struct httpd *h = NULL;
-	struct httpd_config cfg = { .listen = "127.0.0.1:0", .max_workers = 1, .max_workers_aside = 1 };
-	char a[4096] = "", b[4096] = "", q[4096] = "";
+	char a[4096] = "", b[4096] = "", q[4096] = "", *get = xasprintf("GET %s HTTP/1.1\r\nHost: x\r\n\r\n", path);
 	int fa, fb, fq;
 
 	uv_loop_init(&loop);
 	set_gate(false);
 	done_with_req = done_without_req = 0;
-	CHECK_INT(httpd_new(&loop, &cfg, &h), 0);
+	CHECK_INT(httpd_new(&loop, cfg, &h), 0);
 	httpd_add_handler(h, handler, NULL);
-	fa = client(h, "GET /aside HTTP/1.1\r\nHost: x\r\n\r\n"); /* runs, held at the gate */
-	fb = client(h, "GET /aside HTTP/1.1\r\nHost: x\r\n\r\n"); /* waits for the aside worker */
+	fa = client(h, get); /* runs, held at the gate */
+	fb = client(h, get); /* waits for the lane's worker */
 	fq = client(h, "GET /quick HTTP/1.1\r\nHost: x\r\n\r\n"); /* the main lane's: not behind them */
 	run_until(&loop, fq, q, sizeof(q), "quick\n");
 	CHECK(strstr(q, "quick\n") != NULL);
@@ -320,6 +324,23 @@ TEST(defer_aside)
 	httpd_free(&h);
 	uv_run(&loop, UV_RUN_DEFAULT);
 	CHECK_INT(uv_loop_close(&loop), 0);
+	free(get);
+}
+
+/* The aside lane (git's runs). */
+TEST(defer_aside)
+{
+	struct httpd_config cfg = { .listen = "127.0.0.1:0", .max_workers = 1, .max_workers_aside = 1 };
+
+	lane_keeps_to_itself("/aside", &cfg);
+}
+
+/* The write lane (uploads hashed whole, commits): a completion never holds repo info's worker. */
+TEST(defer_write)
+{
+	struct httpd_config cfg = { .listen = "127.0.0.1:0", .max_workers = 1, .max_workers_write = 1 };
+
+	lane_keeps_to_itself("/write", &cfg);
 }
 
 /* httpd_free while a job runs: its done callback gets no request, and nothing leaks (ASan). */
@@ -464,6 +485,7 @@ int main(void)
 	RUN(defer_order);
 	RUN(defer_shutdown);
 	RUN(defer_aside);
+	RUN(defer_write);
 	RUN(gated_body);
 	return test_done();
 }

@@ -199,6 +199,153 @@ TEST(same_content_is_stored_once)
 	CHECK_INT(count_files("tmp"), 0);
 }
 
+/* A writer that opened the shared partial file by its name and got its lock only after the writer
+ * before published it must not write the blob: it finds another file under the name. */
+TEST(a_late_writer_never_writes_a_published_blob)
+{
+	const char *c = "published once, and read-only", *junk = "JUNK JUNK JUNK JUNK JUNK JUNK";
+	size_t n = strlen(c);
+	char sha[65], *part, *blob, *back;
+	struct mirror_store_expect ex = { sha, NULL, (int64_t)n };
+	struct mirror_store_writer *w = NULL, *w2 = NULL;
+	struct stat st;
+	size_t got;
+	int fd;
+
+	sha256_hex(c, n, sha);
+	part = mirror_store_part_path(store, sha);
+	CHECK_INT(mirror_store_writer_new(store, &ex, false, &w), 0);
+	fd = open(part, O_RDWR); /* what a careless writer would hold */
+	CHECK(fd >= 0);
+	CHECK_INT(mirror_store_writer_new(store, &ex, true, &w2), -EBUSY); /* one writer per content */
+	CHECK_INT(mirror_store_writer_write(w, c, n), 0);
+	CHECK_INT(mirror_store_writer_commit(&w, NULL), 0);
+	blob = mirror_store_blob_path(store, sha);
+	CHECK(stat(blob, &st) == 0 && (st.st_mode & 0777) == 0444);
+	/* the next writer gets a new partial file, never the published one */
+	CHECK_INT(mirror_store_writer_new(store, &ex, false, &w2), 0);
+	CHECK_INT(mirror_store_writer_write(w2, junk, n), 0);
+	CHECK_INT(mirror_store_writer_commit(&w2, NULL), HM_ERR_HASH_MISMATCH);
+	back = read_file(blob, &got);
+	CHECK(got == n && !memcmp(back, c, n));
+	free(back);
+	if (fd >= 0)
+		close(fd);
+	free(part);
+	free(blob);
+}
+
+/* Users' uploads: a private writer takes no lock another writer of the content needs. */
+TEST(a_private_writer_holds_no_one_up)
+{
+	const char *c = "an upload of the same content";
+	size_t n = strlen(c);
+	char sha[65];
+	struct mirror_store_expect ex = { sha, NULL, (int64_t)n };
+	struct mirror_store_writer *up = NULL, *sync = NULL;
+
+	sha256_hex(c, n, sha);
+	CHECK_INT(mirror_store_writer_new_private(store, &ex, &up), 0);
+	CHECK_INT(mirror_store_writer_write(up, c, 3), 0);
+	CHECK_INT(mirror_store_writer_new(store, &ex, true, &sync), 0);
+	CHECK_INT(mirror_store_writer_write(sync, c, n), 0);
+	CHECK_INT(mirror_store_writer_commit(&sync, NULL), 0);
+	CHECK(mirror_store_has(store, sha, (int64_t)n));
+	CHECK_INT(mirror_store_writer_write(up, c + 3, n - 3), 0);
+	CHECK_INT(mirror_store_writer_commit(&up, NULL), 0); /* (replaces it with its own verified copy) */
+	CHECK_INT(count_files("tmp"), 0);
+	CHECK_INT(mirror_store_writer_new_private(store, &ex, &up), 0);
+	mirror_store_writer_abort(&up, true); /* a private partial file is never kept for a resume */
+	CHECK_INT(count_files("tmp"), 0);
+}
+
+static void put_part(const char *oid, const char *id, int64_t off, const void *d, size_t n)
+{
+	int fd = mirror_store_parts_open(store, oid, id);
+
+	CHECK(fd >= 0);
+	if (fd >= 0) {
+		CHECK(pwrite(fd, d, n, off) == (ssize_t)n);
+		close(fd);
+	}
+}
+
+TEST(parts_are_an_upload_of_their_own)
+{
+	/* small parts here: the store knows no chunk size, the caller places each part */
+	const char *c = "first part|second part";
+	size_t n = strlen(c);
+	char sha[65], *blob;
+	struct mirror_store_expect ex = { sha, NULL, (int64_t)n };
+	int missing = -1, fd;
+
+	sha256_hex(c, n, sha);
+	put_part(sha, "aaaaaaaaaaaaaaaa", 0, c, 11);
+	CHECK_INT(mirror_store_parts_done(store, sha, "aaaaaaaaaaaaaaaa", 1), 0);
+	/* another upload's completion finds no parts of its own */
+	CHECK_INT(mirror_store_parts_commit(store, &ex, "bbbbbbbbbbbbbbbb", 2, &missing), -ENOENT);
+	/* a part missing: named, nothing changed */
+	CHECK_INT(mirror_store_parts_commit(store, &ex, "aaaaaaaaaaaaaaaa", 2, &missing), HM_ERR_SIZE_MISMATCH);
+	CHECK_INT(missing, 2);
+	/* a part still being written: 409's -EBUSY, nothing changed */
+	fd = mirror_store_parts_open(store, sha, "aaaaaaaaaaaaaaaa");
+	CHECK(fd >= 0);
+	CHECK(pwrite(fd, c + 11, n - 11, 11) == (ssize_t)(n - 11));
+	CHECK_INT(mirror_store_parts_done(store, sha, "aaaaaaaaaaaaaaaa", 2), 0);
+	CHECK_INT(mirror_store_parts_commit(store, &ex, "aaaaaaaaaaaaaaaa", 2, &missing), -EBUSY);
+	CHECK(!mirror_store_has(store, sha, -1));
+	close(fd);
+	CHECK_INT(mirror_store_parts_commit(store, &ex, "aaaaaaaaaaaaaaaa", 2, &missing), 0);
+	CHECK(mirror_store_has(store, sha, (int64_t)n));
+	CHECK_INT(count_files("tmp"), 0);
+	/* a part sent after the completion goes to a new file, never the blob; dropped with the upload */
+	blob = mirror_store_blob_path(store, sha);
+	put_part(sha, "aaaaaaaaaaaaaaaa", 0, "XXXXXXXXXXX", 11);
+	{
+		size_t got;
+		char *back = read_file(blob, &got);
+		CHECK(got == n && !memcmp(back, c, n));
+		free(back);
+	}
+	mirror_store_parts_drop(store, sha, "aaaaaaaaaaaaaaaa");
+	CHECK_INT(count_files("tmp"), 0);
+	free(blob);
+	CHECK_INT(mirror_store_parts_open(store, sha, "../../x"), -EINVAL);
+}
+
+static int want_answer;
+static int wanted(void *ud, const char *sha256)
+{
+	(void)ud;
+	(void)sha256;
+	return want_answer;
+}
+
+TEST(reap_puts_back_what_a_writer_claimed)
+{
+	const char *c = "reap me, or not";
+	size_t n = strlen(c);
+	char sha[65];
+	struct mirror_store_expect ex = { sha, NULL, (int64_t)n };
+	struct mirror_store_writer *w = NULL;
+	size_t back = 0;
+
+	sha256_hex(c, n, sha);
+	CHECK_INT(mirror_store_writer_new(store, &ex, false, &w), 0);
+	CHECK_INT(mirror_store_writer_write(w, c, n), 0);
+	CHECK_INT(mirror_store_writer_commit(&w, NULL), 0);
+	want_answer = 1;
+	CHECK_INT(mirror_store_reap(store, sha, wanted, NULL), 1);
+	CHECK(mirror_store_has(store, sha, (int64_t)n));
+	CHECK_INT(count_files("trash"), 0);
+	want_answer = 0;
+	CHECK_INT(mirror_store_reap(store, sha, wanted, NULL), 0);
+	CHECK(!mirror_store_has(store, sha, -1));
+	CHECK_INT(mirror_store_reap(store, sha, wanted, NULL), -ENOENT);
+	CHECK_INT(mirror_store_trash_sweep(store, wanted, NULL, &back), 0);
+	CHECK_INT(back, 0);
+}
+
 TEST(hostile_names_are_refused)
 {
 	struct mirror_store_expect ex = { "../../../../etc/passwd", NULL, 1 };
@@ -223,6 +370,10 @@ int main(void)
 	RUN(mismatch_never_enters_the_store);
 	RUN(short_content_is_kept_and_resumed);
 	RUN(same_content_is_stored_once);
+	RUN(a_late_writer_never_writes_a_published_blob);
+	RUN(a_private_writer_holds_no_one_up);
+	RUN(parts_are_an_upload_of_their_own);
+	RUN(reap_puts_back_what_a_writer_claimed);
 	RUN(hostile_names_are_refused);
 	mirror_store_free(&store);
 	r = test_done();

@@ -1,0 +1,92 @@
+#!/usr/bin/python3
+"""gc_writers.py MIRROR DATA SCENARIO ... - writers whose contents gc must not take (t0845-gc-writers.sh),
+each result an "ok - X" or "not ok - X" line. Token hf_writer_acme_0001 writes hf:acme/*. DATA is the
+mirror's data directory, whose store is checked by sha256 for every file a commit was answered for.
+
+Scenarios:
+  commit-many REPO N         one commit of N small files (huggingface_hub's NDJSON, contents inline)
+  upload-then-commit REPO GO  upload_folder's flow for large files (two basic PUTs and a multipart one),
+                             then wait for the file GO to exist (the test runs gc meanwhile), then
+                             the commit that names them
+"""
+import base64
+import hashlib
+import json
+import os
+import sys
+import time
+import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from hfupload import Api  # noqa: E402
+
+M, DATA, SCENARIO, ARGS = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
+TOKEN = "hf_writer_acme_0001"
+failed = 0
+
+
+def check(name, cond, detail=""):
+    global failed
+    print(("ok - " if cond else "not ok - ") + name + ("" if cond or not detail else f" ({detail})"), flush=True)
+    failed += not cond
+
+
+def in_store(sha):
+    p = os.path.join(DATA, "store", "blobs", sha[:2], sha)
+    try:
+        with open(p, "rb") as f:
+            return hashlib.sha256(f.read()).hexdigest() == sha
+    except OSError:
+        return False
+
+
+def commit_many(repo, n):
+    n = int(n)
+    api = Api(M, TOKEN)
+    api.create_repo(repo, exist_ok=True)
+    files = [(f"data/{i // 1000:02d}/f{i:05d}.txt", f"file {i} of {repo} {time.time_ns()}\n".encode()) for i in range(n)]
+    ops = [{"key": "file", "value": {"path": p, "content": base64.b64encode(c).decode(), "encoding": "base64"}}
+           for p, c in files]
+    t0 = time.monotonic()
+    ans = api.commit(repo, ops, f"{n} small files")
+    print(f"# the commit took {time.monotonic() - t0:.1f} s")
+    check(f"a commit of {n} small files is answered with its id", len(ans.get("commitOid", "")) == 40, ans)
+    missing = [p for p, c in files if not in_store(hashlib.sha256(c).hexdigest())]
+    check(f"every one of the {n} files is in the store, by sha256", not missing,
+          f"{len(missing)} missing, e.g. {missing[:3]}")
+    for p, c in files[:: max(1, n // 50)]:  # a sample read back through the API
+        req = urllib.request.Request(f"{M}/{repo}/resolve/main/{p}", headers={"authorization": f"Bearer {TOKEN}"})
+        with urllib.request.urlopen(req, timeout=60) as r:
+            if r.read() != c:
+                check(f"{p} reads back", False)
+                break
+    else:
+        check("a sample of them reads back through the API", True)
+
+
+def upload_then_commit(repo, go):
+    api = Api(M, TOKEN)
+    api.create_repo(repo, exist_ok=True)
+    blobs = [hashlib.shake_256(f"{repo} {i} {time.time_ns()}".encode()).digest(n)
+             for i, n in enumerate((11 << 20, 12 << 20, 130 << 20))]
+    sent = api.lfs_upload(repo, blobs)
+    check("three large objects uploaded (basic, basic, multipart)", sent == 3, sent)
+    print("uploaded", flush=True)
+    for _ in range(600):
+        if os.path.exists(go):
+            break
+        time.sleep(0.1)
+    ops = [{"key": "lfsFile", "value": {"path": f"shard-{i}.safetensors", "algo": "sha256",
+                                        "oid": hashlib.sha256(b).hexdigest(), "size": len(b)}}
+           for i, b in enumerate(blobs)]
+    ans = api.commit(repo, ops, "the shards, after a gc")
+    check("the commit that names them, after gc ran, goes through", len(ans.get("commitOid", "")) == 40, ans)
+    for i, b in enumerate(blobs):
+        req = urllib.request.Request(f"{M}/{repo}/resolve/main/shard-{i}.safetensors",
+                                     headers={"authorization": f"Bearer {TOKEN}"})
+        with urllib.request.urlopen(req, timeout=120) as r:
+            check(f"shard {i} reads back byte for byte", r.read() == b)
+
+
+{"commit-many": commit_many, "upload-then-commit": upload_then_commit}[SCENARIO](*ARGS)
+sys.exit(1 if failed else 0)
