@@ -446,8 +446,10 @@ bool mirror_access_content_open(const struct mirror_access *a, const struct cata
 	return r->local || !guarded_upstream || opened(r) || mirror_access_names(a, r->hub, r->type, r->name);
 }
 
-bool mirror_access_visible(const struct mirror_access *a, const struct catalog_repo *r)
+bool mirror_access_visible(const struct mirror_access *a, const char *token, const struct catalog_repo *r)
 {
+	if (r->local && r->private_ == 1)
+		return mirror_access_private_allows(a, token, r);
 	return r->private_ != 1 || mirror_access_content_open(a, r);
 }
 

@@ -59,11 +59,12 @@ bool mirror_access_public(const struct mirror_access *a, const struct catalog_re
  * every other repo (the usual rules apply to it); for a private local one only when token's grant
  * covers it ('*', or a spec of it or its namespace, read or write). Never without a tokens file. */
 bool mirror_access_private_allows(const struct mirror_access *a, const char *token, const struct catalog_repo *r);
-/* May the repo be seen at all (its name, listings, card, metrics), by a request that passed
- * mirror_access_allows? Not a private upstream repo the operator neither opened nor named in the
- * tokens file: nobody may read it here, and the Hub shows a private repo to nobody else, so the
- * mirror answers for it as for a repo it does not have. */
-bool mirror_access_visible(const struct mirror_access *a, const struct catalog_repo *r);
+/* May token (may be NULL) see the repo at all (its name, listings, card, metrics, any answer that
+ * tells it is here)? Not a private upstream repo the operator neither opened nor named in the tokens
+ * file (nobody may read it here), nor a private repo of the mirror's own that token's grant does not
+ * cover (mirror_access_private_allows): the Hub shows a private repo to nobody else, so every route
+ * answers for it as for a repo the mirror does not have. */
+bool mirror_access_visible(const struct mirror_access *a, const char *token, const struct catalog_repo *r);
 
 /*
  * Capabilities for BitTorrent clients, whose web seed and tracker requests carry no Authorization:

@@ -480,15 +480,45 @@ static void lfs_batch(struct mirror_routes *rt, struct httpd_req *req, const str
 /* ---- the route ------------------------------------------------------------------------------- */
 
 /* The repository of a git URL: Hugging Face's of that name, else ModelScope's. */
-static bool find_repo(struct mirror_routes *rt, const struct gitreq *g, struct catalog_repo *repo)
+static bool find_repo(struct mirror_routes *rt, struct httpd_req *req, const struct gitreq *g,
+		      struct catalog_repo *repo)
 {
 	if (!catalog_repo_get(rt->data->catalog, "hf", g->type, g->name, repo) ||
 	    !catalog_repo_get(rt->data->catalog, "ms", g->type, g->name, repo)) {
-		if (mirror__repo_visible(rt, repo))
+		if (mirror__repo_visible(rt, req, repo))
 			return true;
-		catalog_repo_release(repo); /* a private repo nobody may read here: not found */
+		catalog_repo_release(repo); /* a private repo this request may not see: not found */
 		memset(repo, 0, sizeof(*repo));
 	}
+	return false;
+}
+
+/* A repository under a local namespace that this request may not see, or that is not there: an
+ * anonymous request is asked for credentials either way (as mirror__access_check asks for a guarded
+ * repo's). git sends the credentials of a URL only after a 401, so a grantee's clone of a private
+ * repo needs the challenge; a missing repo gets the same one, so that the answer tells nothing.
+ * True when answered. */
+static bool challenge_anonymous(struct mirror_routes *rt, struct httpd_req *req, const struct gitreq *g)
+{
+	char buf[512];
+
+	if (!rt->access || !mirror__local_namespace(rt, g->name) || mirror__request_token(req, buf, sizeof(buf)))
+		return false;
+	mirror__refuse(req, false, "git");
+	return true;
+}
+
+/* The local repository an upload (an object's PUT, a part, a completion) goes to, when this request
+ * may know it is there: by its token, or by the upload URL's capability. */
+static bool upload_repo(struct mirror_routes *rt, struct httpd_req *req, const struct gitreq *g,
+			struct catalog_repo *repo)
+{
+	if (catalog_repo_get(rt->data->catalog, "hf", g->type, g->name, repo))
+		return false;
+	if (mirror__repo_visible(rt, req, repo) || mirror__upload_url_ok(rt, req))
+		return true;
+	catalog_repo_release(repo);
+	memset(repo, 0, sizeof(*repo));
 	return false;
 }
 
@@ -536,18 +566,21 @@ int mirror__route_git(struct mirror_routes *rt, struct httpd_req *req, const cha
 		httpd_respond_str(req, 405, "text/plain", "method not allowed\n");
 	} else if ((g.op == OP_LFS_OBJECT || g.op == OP_LFS_PART) && !strcmp(method, "PUT")) {
 		/* an upload: its own gate (a write grant, or the upload URL's capability: the client may send
-		 * no Authorization), not the reader's */
-		if (catalog_repo_get(rt->data->catalog, "hf", g.type, g.name, &repo))
+		 * no Authorization), not the reader's; a private repo is there only for its grantees and
+		 * the holders of a capability they were given */
+		if (!upload_repo(rt, req, &g, &repo))
 			lfs_error(req, 404, "Repository not found");
 		else
 			mirror__lfs_put(rt, req, &repo, g.oid, g.op == OP_LFS_PART ? g.part : 0);
 	} else if (g.op == OP_LFS_COMPLETE) {
-		if (catalog_repo_get(rt->data->catalog, "hf", g.type, g.name, &repo))
+		if (!upload_repo(rt, req, &g, &repo))
 			lfs_error(req, 404, "Repository not found");
 		else
 			mirror__lfs_complete(rt, req, &repo, g.oid);
-	} else if (!find_repo(rt, &g, &repo)) {
-		if (g.op == OP_LFS_BATCH)
+	} else if (!find_repo(rt, req, &g, &repo)) {
+		if (challenge_anonymous(rt, req, &g))
+			; /* answered */
+		else if (g.op == OP_LFS_BATCH)
 			lfs_error(req, 404, "Repository not found");
 		else
 			httpd_respond_str(req, 404, "text/plain", "Repository not found\n");

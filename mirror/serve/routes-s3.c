@@ -319,16 +319,13 @@ static void s3_object(struct s3req *s)
 		return;
 	}
 	r = catalog_resolve_lite(rt->data->catalog, s->hub, s->type, k.name, k.rev, &repo, &snap, &found);
-	if (found && (!mirror__repo_visible(rt, &repo) ||
-		      !(rt->access ? mirror_access_allows(rt->access, s->token, s->hub, s->type, k.name) &&
-					     mirror_access_private_allows(rt->access, s->token, &repo)
-				   : !mirror__private_local(&repo)) ||
-		      !mirror_access_content_open(rt->access, &repo))) {
-		/* a private repo nobody may see is one the mirror lacks; a guarded one is refused */
-		if (!mirror__repo_visible(rt, &repo))
-			s3_error(s, 404, "NoSuchKey", "The specified key does not exist.");
-		else
-			s3_error(s, 403, "AccessDenied", "Access Denied");
+	if (found && !mirror_access_visible(rt->access, s->token, &repo)) {
+		/* a private repo the key's token may not see is one the mirror lacks (the answer below) */
+		r = HM_ERR_NOT_FOUND;
+	} else if (found && ((rt->access && !mirror_access_allows(rt->access, s->token, s->hub, s->type, k.name)) ||
+			     !mirror_access_content_open(rt->access, &repo))) {
+		/* a guarded one is refused */
+		s3_error(s, 403, "AccessDenied", "Access Denied");
 		goto out_repo;
 	}
 	if (r) {

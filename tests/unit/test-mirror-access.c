@@ -91,7 +91,13 @@ TEST(private_local_repos_are_their_grantees)
 	CHECK(!mirror_access_private_allows(NULL, "team-00000003", &r));
 	CHECK(mirror_access_private_allows(a, NULL, &up)); /* not the mirror's own: the usual rules */
 	CHECK(!mirror_access_public(a, &r));                  /* never seeded openly */
-	CHECK(mirror_access_visible(a, &r) && mirror_access_content_open(a, &r));
+	CHECK(mirror_access_content_open(a, &r));
+	/* seen by its grantees only: to everyone else it is not there */
+	CHECK(mirror_access_visible(a, "team-00000003", &r));
+	CHECK(mirror_access_visible(a, "admin-00000001", &r));
+	CHECK(!mirror_access_visible(a, "reader-000004", &r));
+	CHECK(!mirror_access_visible(a, NULL, &r));
+	CHECK(!mirror_access_visible(NULL, "team-00000003", &r));
 	mirror_access_free(&a);
 }
 
