@@ -19,6 +19,7 @@
 #include <jansson.h>
 
 #include "base/buf.h"
+#include "base/bug.h"
 #include "base/err.h"
 #include "base/hex.h"
 #include "base/path.h"
@@ -387,8 +388,8 @@ static const char *path_of(const struct push *s, const struct pblob *b)
 	return b->oid;
 }
 
-/* A blob read: a Git LFS pointer (its object uploaded for this repository, or readable by all), or a
- * small file, written to the store. */
+/* A blob read: a Git LFS pointer (its object uploaded for this repository, or one it may name without:
+ * mirror_git_push.may_name), or a small file, written to the store. */
 static int take_blob(struct push *s, struct pblob *b, const char *data, size_t len)
 {
 	char sha[65], canon[200];
@@ -403,7 +404,7 @@ static int take_blob(struct push *s, struct pblob *b, const char *data, size_t l
 		    memcmp(canon, data, len))
 			return fail(s, -EINVAL, "'%s' is a Git LFS pointer this mirror cannot keep as it is", path_of(s, b));
 		if (!mirror_store_has(s->d->store, sha, size) ||
-		    !catalog_blob_public_or_own(s->d->catalog, sha, s->repo->id))
+		    !s->p->may_name(s->p->may_name_ud, s->d->catalog, sha, s->repo->id))
 			return fail(s, -EPERM, "'%s': its Git LFS object %s (%lld bytes) was not uploaded to this "
 				    "repository: push with git-lfs installed (git lfs install)", path_of(s, b), sha, size);
 		memcpy(b->sha256, sha, 65);
@@ -552,6 +553,7 @@ int mirror_git_receive(struct mirror_data *d, const struct catalog_repo *repo, c
 	struct push s = { .d = d, .repo = repo, .p = p, .bidx = json_object() };
 	int lock = -1, r;
 
+	BUG_ON(!p->may_name);
 	*report = NULL;
 	*errmsg = NULL;
 	r = read_updates(&s);

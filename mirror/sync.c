@@ -143,7 +143,7 @@ static void plan_repo(struct srepo *r)
 		 * a listing could name a closed repo's content (its sha256 is public metadata). */
 		if (f->sha256[0]) {
 			if (mirror_store_has(s->d->store, f->sha256, f->size) &&
-			    catalog_blob_public_or_own(c, f->sha256, r->cr->id)) {
+			    catalog_blob_public_or_own(c, f->sha256, r->cr->id, NULL, NULL)) {
 				memcpy(r->wants[i].sha256, f->sha256, 65);
 				r->pending--;
 				continue;
@@ -159,7 +159,7 @@ static void plan_repo(struct srepo *r)
 		} else if (f->git_oid[0]) {
 			char sha[65];
 			if (!catalog_sha256_for_git_oid(c, f->git_oid, f->size, sha) &&
-			    mirror_store_has(s->d->store, sha, f->size) && catalog_blob_public_or_own(c, sha, r->cr->id)) {
+			    mirror_store_has(s->d->store, sha, f->size) && catalog_blob_public_or_own(c, sha, r->cr->id, NULL, NULL)) {
 				memcpy(r->wants[i].sha256, sha, 65);
 				r->pending--;
 				continue;

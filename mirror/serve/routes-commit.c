@@ -32,6 +32,7 @@
 #include "mirror/store.h"
 #include "mirror/torrents.h"
 #include "mirror/upload.h"
+#include "access.h"
 #include "routes-hf-int.h"
 #include "routes-int.h"
 #include "seeder.h"
@@ -43,6 +44,7 @@ struct commit_job {
 	struct mirror__job j;
 	struct mirror_data *data;
 	struct catalog_repo repo;    /* id, hub, type, name */
+	struct mirror_access *access; /* the rules of the moment the commit came (a reference) */
 	char *branch, *who, *url;
 	int fd;                      /* the body */
 	bool committed;              /* made: its torrent is wanted */
@@ -62,6 +64,7 @@ static void commit_job_release(struct mirror__job *j)
 		close(c->fd);
 	if (c->committed) /* (on the loop: defer.c releases a job after its answer) */
 		mirror__local_torrents(c->j.rt);
+	mirror_access_free(&c->access);
 	free(c->repo.hub);
 	free(c->repo.type);
 	free(c->repo.name);
@@ -139,7 +142,8 @@ static int take_file(struct commit_job *c, const char *path, json_t *v)
 	return 0;
 }
 
-/* A large file by its sha256: the store must hold it for this repo (uploaded, or the repo's own). */
+/* A large file by its sha256: the store must hold it and the repo may name it (mirror_access_may_name:
+ * uploaded for it, its own, or held by a repo everyone may read). */
 static int take_lfs(struct commit_job *c, struct catalog *cat, const char *path, json_t *v)
 {
 	const char *oid = json_string_value(json_object_get(v, "oid"));
@@ -153,7 +157,7 @@ static int take_lfs(struct commit_job *c, struct catalog *cat, const char *path,
 		return bad(c, 400, "'%s': an lfsFile is {path, algo: sha256, oid}", path);
 	blob = mirror_store_blob_path(c->data->store, oid);
 	if (!blob || stat(blob, &st) || (json_is_integer(sz) && json_integer_value(sz) != st.st_size) ||
-	    !catalog_blob_public_or_own(cat, oid, c->repo.id)) {
+	    !mirror_access_may_name(c->access, cat, oid, c->repo.id)) {
 		free(blob);
 		return bad(c, 422, "'%s': its LFS object was not uploaded (or not whole)", path);
 	}
@@ -359,6 +363,7 @@ void mirror__hf_commit(struct mirror_routes *rt, struct httpd_req *req, const st
 	c->j.build = commit_job_build;
 	c->j.release = commit_job_release;
 	c->data = rt->data;
+	c->access = mirror_access_ref(rt->access);
 	c->repo.id = repo->id;
 	c->repo.hub = xstrdup(repo->hub);
 	c->repo.type = xstrdup(repo->type);

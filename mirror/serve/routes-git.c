@@ -206,7 +206,10 @@ static void git_build(struct mirror__job *job, struct catalog *cat)
 	int lock = -1;
 
 	if (report) {
-		g->push_env[5] = xasprintf("HUBMIRROR_REPORT=%s", report); /* serve_git left room */
+		size_t k = 0;
+		while (g->push_env[k])
+			k++;
+		g->push_env[k] = xasprintf("HUBMIRROR_REPORT=%s", report); /* serve_git left room */
 		unlink(report);
 	}
 	r = mirror_git_prepare_locked(g->data, cat, &g->repo, &rel, g->push ? &lock : NULL, &err);
@@ -339,13 +342,22 @@ static void serve_git(struct mirror_routes *rt, struct httpd_req *req, const str
 		}
 		g->push = true;
 		g->who = xstrdup(who);
-		g->push_env = xcalloc(8, sizeof(*g->push_env));
+		g->push_env = xcalloc(10, sizeof(*g->push_env));
 		g->push_env[0] = xasprintf("HUBMIRROR_DATA=%s", abs ? abs : rt->data->dir);
 		free(abs);
 		g->push_env[1] = xasprintf("HUBMIRROR_TYPE=%s", repo->type);
 		g->push_env[2] = xasprintf("HUBMIRROR_REPO=%s", repo->name);
 		g->push_env[3] = xasprintf("HUBMIRROR_WHO=%s", who);
 		g->push_env[4] = xasprintf("HUBMIRROR_QUOTA=%lld", (long long)mirror__local_quota(rt, ns));
+		/* the tokens file: which LFS objects a repo may name without their upload is the access
+		 * layer's rule (mirror_access_may_name), and the hook applies it in a process of its own;
+		 * then room for the report's file (git_build) and the NULL */
+		if (mirror_access_path(rt->access)) {
+			enum mirror_access_mode m = mirror_access_mode(rt->access);
+			g->push_env[5] = xasprintf("HUBMIRROR_TOKENS=%s", mirror_access_path(rt->access));
+			g->push_env[6] = xasprintf("HUBMIRROR_AUTH=%s", m == ACCESS_ALL ? "all" : m == ACCESS_LISTED ? "listed"
+											      : "open");
+		}
 		free(ns);
 	}
 	mirror__defer_aside(rt, req, &g->j);

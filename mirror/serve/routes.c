@@ -177,7 +177,8 @@ char *mirror__hidden_for(const struct mirror_routes *rt, const char *token)
 
 int mirror__file_trusted(struct mirror_routes *rt, int64_t snapshot_id, const char *sha256)
 {
-	int t = catalog_snapshot_trusts(rt->data->catalog, snapshot_id, sha256);
+	int t = catalog_snapshot_trusts(rt->data->catalog, snapshot_id, sha256, mirror_access_everyones_fn,
+					(void *)rt->access);
 
 	if (t == 0 && catalog_blob_present(rt->data->catalog, sha256) != 1)
 		t = 1; /* the store lacks it anyway: fetched as any absent content */
