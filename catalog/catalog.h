@@ -247,11 +247,16 @@ int catalog_refs_checked(struct catalog *c, int64_t repo_id, const char *keep, i
  * Returns 0, HM_ERR_NOT_FOUND or HM_ERR_SQLITE. */
 int catalog_sha256_for_git_oid(struct catalog *c, const char *git_oid, int64_t size, char *out);
 
-/* May repo repo_id name the blob sha256 without fetching it (docs/security.md)? Only when a repo
- * anyone may read (not gated or private upstream, or opened with add --open) fetched it, verified,
- * or repo_id itself did, or a complete snapshot of repo_id names it: otherwise a listing could
- * publish a closed repo's content under an open name. Errors count as no. */
-bool catalog_blob_public_or_own(struct catalog *c, const char *sha256, int64_t repo_id);
+/* May repo repo_id name the blob sha256 without fetching (or uploading) it (docs/security.md)? When
+ * repo_id itself fetched it, or a complete snapshot of repo_id names it; or when a repo everyone may
+ * read fetched it, verified: otherwise a listing (or a commit) could publish a closed repo's content
+ * under an open name. The catalog knows only upstream's part of "everyone may read": not gated or
+ * private upstream, or opened with add --open; everyone (NULL: nothing more) decides the rest for
+ * each such repo, with what the catalog does not know (serve's tokens file: the access layer's
+ * rule, mirror_access_may_name). Errors count as no. */
+typedef bool (*catalog_repo_test_fn)(void *ud, const struct catalog_repo *r);
+bool catalog_blob_public_or_own(struct catalog *c, const char *sha256, int64_t repo_id, catalog_repo_test_fn everyone,
+				void *ud);
 
 /* Did the content come from an upstream, verified there (a fetch by a mirrored repo, or a complete
  * snapshot of one names it)? 0 for one the store got only from users (uploads, pushes, local repos of
@@ -265,10 +270,11 @@ int catalog_blob_fetched(struct catalog *c, const char *sha256, int64_t repo_id)
 
 /* May the snapshot's file of content sha256 be served from the store's copy? A complete snapshot's
  * always; a provisional one's (listed on demand) only when its repo may name the content without a
- * fetch (catalog_blob_public_or_own) and it came from an upstream (catalog_blob_from_upstream), else
- * its bytes must come from its own upstream first. Returns
- * 1, 0, HM_ERR_NOT_FOUND or HM_ERR_SQLITE. */
-int catalog_snapshot_trusts(struct catalog *c, int64_t snapshot_id, const char *sha256);
+ * fetch (catalog_blob_public_or_own, with everyone and ud) and it came from an upstream
+ * (catalog_blob_from_upstream), else its bytes must come from its own upstream first. Returns 1, 0,
+ * HM_ERR_NOT_FOUND or HM_ERR_SQLITE. */
+int catalog_snapshot_trusts(struct catalog *c, int64_t snapshot_id, const char *sha256, catalog_repo_test_fn everyone,
+			    void *ud);
 
 /* Upstream metadata of a repo. Any field may be NULL (then the column keeps its value). JSON fields
  * are JSON text. */

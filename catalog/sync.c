@@ -230,25 +230,51 @@ int catalog_sha256_for_git_oid(struct catalog *c, const char *git_oid, int64_t s
 	return r;
 }
 
-bool catalog_blob_public_or_own(struct catalog *c, const char *sha256, int64_t repo_id)
-{
-	sqlite3_stmt *st = NULL;
+struct everyone_ctx {
+	catalog_repo_test_fn everyone;
+	void *ud;
+};
 
-	/* Public: a verified fetch by a repo anyone may read (blob_fetches, written as the bytes land
-	 * through the store writer). Own: that, by repo_id itself, or a complete snapshot of repo_id
-	 * names it (every content such a snapshot names passed this rule or was fetched when it was
-	 * made). A provisional snapshot's rows (selection NULL: listed on demand, nothing fetched) count
-	 * for nothing, nor do any files rows of other repos: a lying listing would publish through them. */
+/* (catalog__repo_rows' callback: 1, which ends the walk, at the first repo everyone may read) */
+static int everyone_reads(void *ud, const struct catalog_repo *r)
+{
+	const struct everyone_ctx *e = ud;
+
+	return !e->everyone || e->everyone(e->ud, r);
+}
+
+bool catalog_blob_public_or_own(struct catalog *c, const char *sha256, int64_t repo_id, catalog_repo_test_fn everyone,
+				void *ud)
+{
+	struct everyone_ctx e = { everyone, ud };
+	sqlite3_stmt *st = NULL;
+	int r;
+
+	/* Own: a verified fetch (blob_fetches, written as the bytes land through the store writer) by
+	 * repo_id itself, or a complete snapshot of repo_id names it (every content such a snapshot names
+	 * passed this rule or was fetched when it was made). A provisional snapshot's rows (selection
+	 * NULL: listed on demand, nothing fetched) count for nothing, nor do any files rows of other
+	 * repos: a lying listing would publish through them. */
 	if (catalog__prepare(c,
-			     "SELECT 1 FROM blob_fetches b JOIN repos r ON r.id = b.repo_id WHERE b.sha256 = ?1 AND "
-			     "(r.id = ?2 OR ((r.gated IS NULL OR r.gated = 'false') AND coalesce(r.private, 0) != 1) "
-			     "OR json_extract(coalesce(r.options, '{}'), '$.open') = 1) "
+			     "SELECT 1 FROM blob_fetches WHERE sha256 = ?1 AND repo_id = ?2 "
 			     "UNION ALL SELECT 1 FROM files f JOIN snapshots s ON s.id = f.snapshot_id "
 			     "WHERE f.sha256 = ?1 AND s.repo_id = ?2 AND s.selection IS NOT NULL LIMIT 1", &st))
 		return false;
 	sqlite3_bind_text(st, 1, sha256, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 2, repo_id);
-	return catalog__has_row(st) == 1;
+	r = catalog__has_row(st);
+	if (r != 0)
+		return r == 1;
+	/* Public: a verified fetch by a repo everyone may read: open upstream (or opened here), and what
+	 * the caller's rule says of it */
+	if (catalog__prepare(c, "SELECT " REPO_COLUMNS "WHERE r.id IN (SELECT repo_id FROM blob_fetches WHERE sha256 = ?1) "
+			     "AND (((r.gated IS NULL OR r.gated = 'false') AND coalesce(r.private, 0) != 1) "
+			     "OR json_extract(coalesce(r.options, '{}'), '$.open') = 1)", &st))
+		return false;
+	sqlite3_bind_text(st, 1, sha256, -1, SQLITE_STATIC);
+	r = catalog__repo_rows(st, everyone_reads, &e);
+	sqlite3_finalize(st);
+	return r == 1;
 }
 
 int catalog_blob_from_upstream(struct catalog *c, const char *sha256)
@@ -264,7 +290,8 @@ int catalog_blob_from_upstream(struct catalog *c, const char *sha256)
 	return catalog__has_row(st) == 1;
 }
 
-int catalog_snapshot_trusts(struct catalog *c, int64_t snapshot_id, const char *sha256)
+int catalog_snapshot_trusts(struct catalog *c, int64_t snapshot_id, const char *sha256, catalog_repo_test_fn everyone,
+			    void *ud)
 {
 	sqlite3_stmt *st = NULL;
 	int64_t repo_id = 0;
@@ -283,7 +310,7 @@ int catalog_snapshot_trusts(struct catalog *c, int64_t snapshot_id, const char *
 	sqlite3_finalize(st);
 	if (r != 0)
 		return r; /* complete (1), or an error */
-	return catalog_blob_public_or_own(c, sha256, repo_id) && catalog_blob_from_upstream(c, sha256) ? 1 : 0;
+	return catalog_blob_public_or_own(c, sha256, repo_id, everyone, ud) && catalog_blob_from_upstream(c, sha256) ? 1 : 0;
 }
 
 int catalog_blob_fetched(struct catalog *c, const char *sha256, int64_t repo_id)

@@ -389,7 +389,7 @@ static int check_named(struct mirror_data *d, json_t *manifest, json_t *seen, ch
 		json_array_foreach(json_object_get(r, "snapshots"), j, sn)
 			json_array_foreach(json_object_get(sn, "files"), k, f) {
 				const char *sha = json_string_value(json_object_get(f, "sha256"));
-				if (!sha || json_object_get(seen, sha) || catalog_blob_public_or_own(d->catalog, sha, id))
+				if (!sha || json_object_get(seen, sha) || catalog_blob_public_or_own(d->catalog, sha, id, NULL, NULL))
 					continue;
 				return bundle__fail(errmsg, HM_ERR_PATH_UNSAFE, "the bundle names content %s for %s:%s%s (%s) without "
 					    "carrying it, and this mirror holds it only for repositories that may not "

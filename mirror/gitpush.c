@@ -19,6 +19,7 @@
 #include <jansson.h>
 
 #include "base/buf.h"
+#include "base/bug.h"
 #include "base/err.h"
 #include "base/hex.h"
 #include "base/path.h"
@@ -389,8 +390,8 @@ static const char *path_of(const struct push *s, const struct pblob *b)
 	return b->oid;
 }
 
-/* A blob read: a Git LFS pointer (its object uploaded for this repository, or readable by all), or a
- * small file, written to the store. */
+/* A blob read: a Git LFS pointer (its object uploaded for this repository, or one it may name without:
+ * mirror_git_push.may_name), or a small file, written to the store. */
 static int take_blob(struct push *s, struct pblob *b, const char *data, size_t len)
 {
 	char sha[65], canon[200];
@@ -428,7 +429,7 @@ static int flush_blobs(struct push *s, size_t upto)
 	for (; s->checked < upto; s->checked++) {
 		const struct pblob *b = &s->b[s->checked];
 		if (b->lfs && (!mirror_store_has(s->d->store, b->sha256, b->size) ||
-			       !catalog_blob_public_or_own(s->d->catalog, b->sha256, s->repo->id)))
+			       !s->p->may_name(s->p->may_name_ud, s->d->catalog, b->sha256, s->repo->id)))
 			return fail(s, -EPERM, "'%s': its Git LFS object %s (%lld bytes) was not uploaded to this "
 				    "repository: push with git-lfs installed (git lfs install)", path_of(s, b), b->sha256,
 				    (long long)b->size);
@@ -571,6 +572,7 @@ int mirror_git_receive(struct mirror_data *d, const struct catalog_repo *repo, c
 	struct push s = { .d = d, .repo = repo, .p = p, .bidx = json_object() };
 	int lock = -1, r;
 
+	BUG_ON(!p->may_name);
 	*report = NULL;
 	*errmsg = NULL;
 	s.batch = mirror_upload_batch_new(d, d->catalog, "push");

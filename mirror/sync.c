@@ -145,7 +145,8 @@ static void plan_repo(struct srepo *r)
 		 * once from upstream (its copy replaces theirs) before a mirrored repo names it. */
 		if (f->sha256[0]) {
 			if (mirror_store_has(s->d->store, f->sha256, f->size) &&
-			    catalog_blob_public_or_own(c, f->sha256, r->cr->id) && catalog_blob_from_upstream(c, f->sha256)) {
+			    catalog_blob_public_or_own(c, f->sha256, r->cr->id, NULL, NULL) &&
+			    catalog_blob_from_upstream(c, f->sha256)) {
 				memcpy(r->wants[i].sha256, f->sha256, 65);
 				r->pending--;
 				continue;
@@ -161,7 +162,7 @@ static void plan_repo(struct srepo *r)
 		} else if (f->git_oid[0]) {
 			char sha[65];
 			if (!catalog_sha256_for_git_oid(c, f->git_oid, f->size, sha) &&
-			    mirror_store_has(s->d->store, sha, f->size) && catalog_blob_public_or_own(c, sha, r->cr->id) &&
+			    mirror_store_has(s->d->store, sha, f->size) && catalog_blob_public_or_own(c, sha, r->cr->id, NULL, NULL) &&
 			    catalog_blob_from_upstream(c, sha)) {
 				memcpy(r->wants[i].sha256, sha, 65);
 				r->pending--;

@@ -137,9 +137,9 @@ int cmd_agent(int argc, char **argv)
 {
 	const struct cli_command *self = cli_find("agent");
 	struct agent_config cfg = { 0 };
-	const char *mirror_opt = NULL;
+	const char *mirror_opt = NULL, *token_file = NULL;
 	bool foreground = false, stop = false, preheat = false;
-	char *err = NULL;
+	char *err = NULL, *token = NULL;
 	int r;
 	const struct cli_flag flags[] = {
 		CLI_STR("mirror", &mirror_opt, "URL[,URL...]",
@@ -171,6 +171,10 @@ int cmd_agent(int argc, char **argv)
 		CLI_INT("mirror-timeout", &cfg.mirror_timeout_s, 1, 3600, "S",
 			"a mirror that sends nothing for S seconds (default 20) is given up and\n"
 			"the next one asked; with none left, a held snapshot is used"),
+		CLI_STR("token-file", &token_file, "FILE",
+			"a token of the mirror for the agent itself (a file only its owner reads):\n"
+			"S3 clients of --http show none, so the agent takes the snapshots of\n"
+			"guarded repositories they read with it, once the mirror admitted them"),
 		CLI_BOOL("foreground", &foreground, "stay in the foreground (for systemd)"),
 		CLI_BOOL("stop", &stop,
 			 "ask the running agent to unmount everything and end; returns once it\n"
@@ -191,12 +195,27 @@ int cmd_agent(int argc, char **argv)
 		cfg.preheat_every_s = 0;
 	if (!cfg.cache_dir || !*cfg.cache_dir)
 		cfg.cache_dir = "/var/cache/hubmirror";
+	if (token_file) {
+		if (cli_read_token_file(token_file, "agent token file", &token))
+			return CLI_FAILED;
+		cfg.token = token;
+	}
 	if (cfg.http) {
 		/* an agent runs already (mount or pull started it): give it the endpoint, no restart */
 		long status = 0;
 		json_t *st = NULL, *ans = NULL;
 		char *e = NULL;
-		if (agent_call(cfg.socket_path, "/v1/status", NULL, 10, &status, &st, &e) == 0 && status == 200) {
+		bool running = agent_call(cfg.socket_path, "/v1/status", NULL, 10, &status, &st, &e) == 0 && status == 200;
+		if (running && token) {
+			/* (its token is one of its settings: taken when it starts only) */
+			fprintf(stderr, "hubmirror: an agent runs already at %s: --token-file is taken when an agent "
+				"starts (agent --stop first)\n", cfg.socket_path);
+			json_decref(st);
+			free(e);
+			free(token);
+			return CLI_FAILED;
+		}
+		if (running) {
 			json_t *req = json_pack("{s:s}", "listen", cfg.http);
 			char *body = json_dumps(req, JSON_COMPACT);
 			long pid = (long)json_integer_value(json_object_get(st, "pid"));
@@ -223,12 +242,16 @@ int cmd_agent(int argc, char **argv)
 		json_decref(st);
 		free(e);
 	}
-	if (!foreground)
-		return run_detached(&cfg);
+	if (!foreground) {
+		r = run_detached(&cfg);
+		free(token);
+		return r;
+	}
 	r = agent_run(&cfg, -1, &err);
 	if (r)
 		fprintf(stderr, "hubmirror: %s\n", err ? err : err_str(r));
 	free(err);
+	free(token);
 	return r ? CLI_FAILED : CLI_OK;
 }
 

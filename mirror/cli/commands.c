@@ -83,7 +83,7 @@ const struct cli_command cli_commands[] = {
 	{ "agent", cmd_agent,
 	  "agent [--mirror URL] [--cache DIR] [--cache-size SIZE] [--socket PATH] [--listen ADDR]\n"
 	  "      [--upload-limit RATE] [--http HOST:PORT] [--preheat [--preheat-every S]]\n"
-	  "      [--no-fill] [--mirror-timeout S] [--foreground]\n"
+	  "      [--no-fill] [--mirror-timeout S] [--token-file FILE] [--foreground]\n"
 	  "       hubmirror agent --stop [--socket PATH]",
 	  "run the instance agent: one process for every mount, the swarm session and the cache",
 	  "The agent holds every mount of this machine in one long-lived process with one BitTorrent\n"

@@ -41,6 +41,7 @@ struct mirror_access {
 	size_t ngrants;
 	char **protected;          /* every repo key named in the file */
 	size_t nprotected;
+	char *path;                /* the file's, absolute; NULL without one */
 };
 
 static void digest(const char *token, unsigned char out[32])
@@ -239,6 +240,9 @@ int mirror_access_load(const char *path, enum mirror_access_mode mode, struct mi
 	r = open_tokens_file(path, &f, errmsg);
 	if (r)
 		goto out;
+	a->path = realpath(path, NULL);
+	if (!a->path)
+		a->path = xstrdup(path);
 	while (!r && getline(&line, &cap, f) >= 0)
 		r = read_grant(a, line, path, ++lineno, errmsg);
 	if (line)
@@ -283,6 +287,7 @@ void mirror_access_free(struct mirror_access **ap)
 	for (size_t i = 0; i < a->nprotected; i++)
 		free(a->protected[i]);
 	free(a->protected);
+	free(a->path);
 	free(a);
 	*ap = NULL;
 }
@@ -290,6 +295,11 @@ void mirror_access_free(struct mirror_access **ap)
 enum mirror_access_mode mirror_access_mode(const struct mirror_access *a)
 {
 	return a->mode;
+}
+
+const char *mirror_access_path(const struct mirror_access *a)
+{
+	return a ? a->path : NULL;
 }
 
 /* The grant of token, or NULL. Every grant is compared, in constant time, whatever matches. */
@@ -446,8 +456,10 @@ bool mirror_access_content_open(const struct mirror_access *a, const struct cata
 	return r->local || !guarded_upstream || opened(r) || mirror_access_names(a, r->hub, r->type, r->name);
 }
 
-bool mirror_access_visible(const struct mirror_access *a, const struct catalog_repo *r)
+bool mirror_access_visible(const struct mirror_access *a, const char *token, const struct catalog_repo *r)
 {
+	if (r->local && r->private_ == 1)
+		return mirror_access_private_allows(a, token, r);
 	return r->private_ != 1 || mirror_access_content_open(a, r);
 }
 
@@ -455,6 +467,29 @@ bool mirror_access_public(const struct mirror_access *a, const struct catalog_re
 {
 	return !(r->local && r->private_ == 1) && mirror_access_content_open(a, r) &&
 	       (!a || mirror_access_allows(a, NULL, r->hub, r->type, r->name));
+}
+
+bool mirror_access_everyones(const struct mirror_access *a, const struct catalog_repo *r)
+{
+	bool guarded_upstream = (r->gated && strcmp(r->gated, "false")) || r->private_ == 1;
+
+	/* (not mirror_access_public: under --auth all nobody reads without a token, but every token reads
+	 * a repo no line guards, the writer's public repo as much as the one that holds the content) */
+	if (r->local && r->private_ == 1)
+		return false;
+	if (mirror_access_names(a, r->hub, r->type, r->name))
+		return false;
+	return r->local || !guarded_upstream || opened(r);
+}
+
+bool mirror_access_everyones_fn(void *ud, const struct catalog_repo *r)
+{
+	return mirror_access_everyones(ud, r);
+}
+
+bool mirror_access_may_name(const struct mirror_access *a, struct catalog *c, const char *sha256, int64_t repo_id)
+{
+	return catalog_blob_public_or_own(c, sha256, repo_id, mirror_access_everyones_fn, (void *)a);
 }
 
 bool mirror_access_private_allows(const struct mirror_access *a, const char *token, const struct catalog_repo *r)

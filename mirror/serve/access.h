@@ -16,6 +16,7 @@
 #define HM_MIRROR_ACCESS_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 enum mirror_access_mode { ACCESS_OPEN, ACCESS_LISTED, ACCESS_ALL };
 
@@ -29,6 +30,9 @@ struct mirror_access *mirror_access_ref(const struct mirror_access *a);
 void mirror_access_free(struct mirror_access **a);
 
 enum mirror_access_mode mirror_access_mode(const struct mirror_access *a);
+/* The tokens file a was loaded from, as an absolute path (NULL without one): for the git hook, a
+ * process of its own that reads it again (mirror/gitpush.h). */
+const char *mirror_access_path(const struct mirror_access *a);
 
 /* Does token (may be NULL) give any access at all (ACCESS_ALL's gate)? */
 bool mirror_access_token_valid(const struct mirror_access *a, const char *token);
@@ -59,11 +63,31 @@ bool mirror_access_public(const struct mirror_access *a, const struct catalog_re
  * every other repo (the usual rules apply to it); for a private local one only when token's grant
  * covers it ('*', or a spec of it or its namespace, read or write). Never without a tokens file. */
 bool mirror_access_private_allows(const struct mirror_access *a, const char *token, const struct catalog_repo *r);
-/* May the repo be seen at all (its name, listings, card, metrics), by a request that passed
- * mirror_access_allows? Not a private upstream repo the operator neither opened nor named in the
- * tokens file: nobody may read it here, and the Hub shows a private repo to nobody else, so the
- * mirror answers for it as for a repo it does not have. */
-bool mirror_access_visible(const struct mirror_access *a, const struct catalog_repo *r);
+/* May token (may be NULL) see the repo at all (its name, listings, card, metrics, any answer that
+ * tells it is here)? Not a private upstream repo the operator neither opened nor named in the tokens
+ * file (nobody may read it here), nor a private repo of the mirror's own that token's grant does not
+ * cover (mirror_access_private_allows): the Hub shows a private repo to nobody else, so every route
+ * answers for it as for a repo the mirror does not have. */
+bool mirror_access_visible(const struct mirror_access *a, const char *token, const struct catalog_repo *r);
+
+/* May everyone who may read anything here read r: anonymous readers where the mirror takes them, any
+ * valid token under --auth all? Not a private repo of the mirror's own, not a gated or private
+ * upstream repo the operator did not open (add --open: naming it in the tokens file opens it to its
+ * grantees only), not a repo a read spec of the tokens file guards (a repo's, or a namespace's: a
+ * local namespace under a read grant too). a is NULL-safe. */
+bool mirror_access_everyones(const struct mirror_access *a, const struct catalog_repo *r);
+/* May repo repo_id name content sha256 without its bytes being uploaded for it (docs/uploads.md)? The
+ * one rule of the write side: the commit API's lfsFile, the Git LFS batch's "already there" and its
+ * verify, the quota's count of what a commit adds, git push's LFS pointers (the hook, in a process of
+ * its own, with the same tokens file). Yes when the repo has it already (fetched or uploaded for it,
+ * or named by one of its complete snapshots), or a repo everyone may read here
+ * (mirror_access_everyones) fetched it; anything else must be uploaded once: a sha256 is public
+ * metadata, and naming a guarded repo's would publish its bytes under the writer's repo.
+ * (catalog_blob_public_or_own with this rule.) a is NULL-safe. */
+struct catalog;
+bool mirror_access_may_name(const struct mirror_access *a, struct catalog *c, const char *sha256, int64_t repo_id);
+/* The same rule as a catalog_repo_test_fn (ud: the const struct mirror_access *, may be NULL). */
+bool mirror_access_everyones_fn(void *ud, const struct catalog_repo *r);
 
 /*
  * Capabilities for BitTorrent clients, whose web seed and tracker requests carry no Authorization:

@@ -420,7 +420,7 @@ static void catalog_repo(struct mirror_routes *rt, struct httpd_req *req, const 
 		goto out;
 	}
 	r = catalog_resolve(rt->data->catalog, hub, type, name, rev, &repo, &snap, &found);
-	if (!found || !mirror__repo_visible(rt, &repo)) {
+	if (!found || !mirror__repo_visible(rt, req, &repo)) {
 		api_error(req, 404, "no such repository");
 		goto out;
 	}

@@ -32,6 +32,7 @@
 #include "mirror/store.h"
 #include "mirror/torrents.h"
 #include "mirror/upload.h"
+#include "access.h"
 #include "routes-hf-int.h"
 #include "routes-int.h"
 #include "seeder.h"
@@ -43,6 +44,7 @@ struct commit_job {
 	struct mirror__job j;
 	struct mirror_data *data;
 	struct catalog_repo repo;    /* id, hub, type, name */
+	struct mirror_access *access; /* the rules of the moment the commit came (a reference) */
 	char *branch, *who, *url;
 	int fd;                      /* the body */
 	bool committed;              /* made: its torrent is wanted */
@@ -65,6 +67,7 @@ static void commit_job_release(struct mirror__job *j)
 	mirror_upload_batch_end(&c->batch); /* (ended on its worker; here only when it never ran) */
 	if (c->committed) /* (on the loop: defer.c releases a job after its answer) */
 		mirror__local_torrents(c->j.rt);
+	mirror_access_free(&c->access);
 	free(c->repo.hub);
 	free(c->repo.type);
 	free(c->repo.name);
@@ -160,14 +163,15 @@ static int take_lfs(struct commit_job *c, const char *path, json_t *v)
 	return 0;
 }
 
-/* The store must hold a large file's object for this repo (uploaded, or the repo's own), of the size
- * the line gave. Asked only once the object is held (after a flush): gc cannot take it after. */
+/* The store must hold a large file's object, of the size the line gave, and the repo may name it
+ * (mirror_access_may_name: uploaded for it, its own, or held by a repo everyone may read). Asked only
+ * once the object is held (after a flush): gc cannot take it after. */
 static int check_lfs(struct commit_job *c, struct catalog *cat, struct mirror_upload_op *op)
 {
 	char *blob = mirror_store_blob_path(c->data->store, op->sha256);
 	struct stat st;
 	bool ok = blob && !stat(blob, &st) && (op->size < 0 || op->size == st.st_size) &&
-		  catalog_blob_public_or_own(cat, op->sha256, c->repo.id);
+		  mirror_access_may_name(c->access, cat, op->sha256, c->repo.id);
 
 	free(blob);
 	if (!ok)
@@ -390,6 +394,7 @@ void mirror__hf_commit(struct mirror_routes *rt, struct httpd_req *req, const st
 	c->j.build = commit_job_build;
 	c->j.release = commit_job_release;
 	c->data = rt->data;
+	c->access = mirror_access_ref(rt->access);
 	c->repo.id = repo->id;
 	c->repo.hub = xstrdup(repo->hub);
 	c->repo.type = xstrdup(repo->type);

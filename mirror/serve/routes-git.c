@@ -206,7 +206,10 @@ static void git_build(struct mirror__job *job, struct catalog *cat)
 	int lock = -1;
 
 	if (report) {
-		g->push_env[5] = xasprintf("HUBMIRROR_REPORT=%s", report); /* serve_git left room */
+		size_t k = 0;
+		while (g->push_env[k])
+			k++;
+		g->push_env[k] = xasprintf("HUBMIRROR_REPORT=%s", report); /* serve_git left room */
 		unlink(report);
 	}
 	r = mirror_git_prepare_locked(g->data, cat, &g->repo, &rel, g->push ? &lock : NULL, &err);
@@ -339,13 +342,22 @@ static void serve_git(struct mirror_routes *rt, struct httpd_req *req, const str
 		}
 		g->push = true;
 		g->who = xstrdup(who);
-		g->push_env = xcalloc(8, sizeof(*g->push_env));
+		g->push_env = xcalloc(10, sizeof(*g->push_env));
 		g->push_env[0] = xasprintf("HUBMIRROR_DATA=%s", abs ? abs : rt->data->dir);
 		free(abs);
 		g->push_env[1] = xasprintf("HUBMIRROR_TYPE=%s", repo->type);
 		g->push_env[2] = xasprintf("HUBMIRROR_REPO=%s", repo->name);
 		g->push_env[3] = xasprintf("HUBMIRROR_WHO=%s", who);
 		g->push_env[4] = xasprintf("HUBMIRROR_QUOTA=%lld", (long long)mirror__local_quota(rt, ns));
+		/* the tokens file: which LFS objects a repo may name without their upload is the access
+		 * layer's rule (mirror_access_may_name), and the hook applies it in a process of its own;
+		 * then room for the report's file (git_build) and the NULL */
+		if (mirror_access_path(rt->access)) {
+			enum mirror_access_mode m = mirror_access_mode(rt->access);
+			g->push_env[5] = xasprintf("HUBMIRROR_TOKENS=%s", mirror_access_path(rt->access));
+			g->push_env[6] = xasprintf("HUBMIRROR_AUTH=%s", m == ACCESS_ALL ? "all" : m == ACCESS_LISTED ? "listed"
+											      : "open");
+		}
 		free(ns);
 	}
 	mirror__defer_aside(rt, req, &g->j);
@@ -480,15 +492,45 @@ static void lfs_batch(struct mirror_routes *rt, struct httpd_req *req, const str
 /* ---- the route ------------------------------------------------------------------------------- */
 
 /* The repository of a git URL: Hugging Face's of that name, else ModelScope's. */
-static bool find_repo(struct mirror_routes *rt, const struct gitreq *g, struct catalog_repo *repo)
+static bool find_repo(struct mirror_routes *rt, struct httpd_req *req, const struct gitreq *g,
+		      struct catalog_repo *repo)
 {
 	if (!catalog_repo_get(rt->data->catalog, "hf", g->type, g->name, repo) ||
 	    !catalog_repo_get(rt->data->catalog, "ms", g->type, g->name, repo)) {
-		if (mirror__repo_visible(rt, repo))
+		if (mirror__repo_visible(rt, req, repo))
 			return true;
-		catalog_repo_release(repo); /* a private repo nobody may read here: not found */
+		catalog_repo_release(repo); /* a private repo this request may not see: not found */
 		memset(repo, 0, sizeof(*repo));
 	}
+	return false;
+}
+
+/* A repository under a local namespace that this request may not see, or that is not there: an
+ * anonymous request is asked for credentials either way (as mirror__access_check asks for a guarded
+ * repo's). git sends the credentials of a URL only after a 401, so a grantee's clone of a private
+ * repo needs the challenge; a missing repo gets the same one, so that the answer tells nothing.
+ * True when answered. */
+static bool challenge_anonymous(struct mirror_routes *rt, struct httpd_req *req, const struct gitreq *g)
+{
+	char buf[512];
+
+	if (!rt->access || !mirror__local_namespace(rt, g->name) || mirror__request_token(req, buf, sizeof(buf)))
+		return false;
+	mirror__refuse(req, false, "git");
+	return true;
+}
+
+/* The local repository an upload (an object's PUT, a part, a completion) goes to, when this request
+ * may know it is there: by its token, or by the upload URL's capability. */
+static bool upload_repo(struct mirror_routes *rt, struct httpd_req *req, const struct gitreq *g,
+			struct catalog_repo *repo)
+{
+	if (catalog_repo_get(rt->data->catalog, "hf", g->type, g->name, repo))
+		return false;
+	if (mirror__repo_visible(rt, req, repo) || mirror__upload_url_ok(rt, req))
+		return true;
+	catalog_repo_release(repo);
+	memset(repo, 0, sizeof(*repo));
 	return false;
 }
 
@@ -536,18 +578,21 @@ int mirror__route_git(struct mirror_routes *rt, struct httpd_req *req, const cha
 		httpd_respond_str(req, 405, "text/plain", "method not allowed\n");
 	} else if ((g.op == OP_LFS_OBJECT || g.op == OP_LFS_PART) && !strcmp(method, "PUT")) {
 		/* an upload: its own gate (a write grant, or the upload URL's capability: the client may send
-		 * no Authorization), not the reader's */
-		if (catalog_repo_get(rt->data->catalog, "hf", g.type, g.name, &repo))
+		 * no Authorization), not the reader's; a private repo is there only for its grantees and
+		 * the holders of a capability they were given */
+		if (!upload_repo(rt, req, &g, &repo))
 			lfs_error(req, 404, "Repository not found");
 		else
 			mirror__lfs_put(rt, req, &repo, g.oid, g.op == OP_LFS_PART ? g.part : 0);
 	} else if (g.op == OP_LFS_COMPLETE) {
-		if (catalog_repo_get(rt->data->catalog, "hf", g.type, g.name, &repo))
+		if (!upload_repo(rt, req, &g, &repo))
 			lfs_error(req, 404, "Repository not found");
 		else
 			mirror__lfs_complete(rt, req, &repo, g.oid);
-	} else if (!find_repo(rt, &g, &repo)) {
-		if (g.op == OP_LFS_BATCH)
+	} else if (!find_repo(rt, req, &g, &repo)) {
+		if (challenge_anonymous(rt, req, &g))
+			; /* answered */
+		else if (g.op == OP_LFS_BATCH)
 			lfs_error(req, 404, "Repository not found");
 		else
 			httpd_respond_str(req, 404, "text/plain", "Repository not found\n");

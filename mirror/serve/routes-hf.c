@@ -216,7 +216,7 @@ int hf__resolve_how(struct hfreq *h, const char *rev, bool lite)
 								    &h->repo, &h->snap, &found);
 	}
 	h->repo_loaded = found;
-	if (found && !mirror__repo_visible(h->rt, &h->repo)) {
+	if (found && !mirror__repo_visible(h->rt, h->req, &h->repo)) {
 		/* a private repo nobody may read here: as one the mirror does not have */
 		hf__error(h->req, 404, "RepoNotFound", "Repository not found", NULL);
 		return -1;

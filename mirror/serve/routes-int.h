@@ -88,9 +88,9 @@ int mirror__file_trusted(struct mirror_routes *rt, int64_t snapshot_id, const ch
 struct mirror_ondemand_file;
 int mirror__send_file(struct mirror_routes *rt, struct httpd_req *req, int64_t snapshot_id,
 		      struct mirror_ondemand_file *f);
-/* May anyone see the repo here (mirror_access_visible)? A route answers for one it may not as for a
- * repo the mirror does not have. */
-bool mirror__repo_visible(const struct mirror_routes *rt, const struct catalog_repo *r);
+/* May this request see the repo here (mirror_access_visible, with its token)? A route answers for one
+ * it may not as for a repo the mirror does not have: the same status, body and headers. */
+bool mirror__repo_visible(const struct mirror_routes *rt, const struct httpd_req *req, const struct catalog_repo *r);
 
 /*
  * A route of the URL map (routes.c): called for a path the map gives it, with rest = the path after
@@ -182,6 +182,9 @@ void mirror__tier_headers(struct httpd_req *req, const struct catalog_repo *r);
  * (mirror_access_private_allows). */
 bool mirror__access_check(struct mirror_routes *rt, struct httpd_req *req, const char *hub, const char *type,
 			  const char *name, const struct catalog_repo *r, const char *style);
+/* The refusal mirror__access_check answers: 401 with a challenge without a valid token (had_token
+ * false), 403 with one, in the style of style ("hf", "ms", "git" or NULL for plain JSON). */
+void mirror__refuse(struct httpd_req *req, bool had_token, const char *style);
 /* Is r a private repo of the mirror's own (a local namespace's)? */
 bool mirror__private_local(const struct catalog_repo *r);
 /* May anyone read r, without a token (not a private local repo, not guarded by the tokens file)? Its

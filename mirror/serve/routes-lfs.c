@@ -189,12 +189,12 @@ static int hold_upload(struct catalog *cat, int64_t repo_id, const char *oid)
 	return catalog_hold(cat, owner, (int64_t)time(NULL) + UPLOAD_HOLD_S, v, 1);
 }
 
-/* May repo_id name content oid of size as its own (in the store, and public, or uploaded or named by
- * the repo itself)? Otherwise a client could commit a pointer to another repo's private file and read
- * it: it must upload the bytes once. */
+/* May repo_id name content oid of size as its own (in the store, and mirror_access_may_name: uploaded
+ * for it, its own, or held by a repo everyone may read)? Otherwise a client could commit a pointer to
+ * a private or guarded repo's file and read it: it must upload the bytes once. */
 static bool object_held(struct mirror_routes *rt, struct catalog *cat, const char *oid, int64_t size, int64_t repo_id)
 {
-	return mirror_store_has(rt->data->store, oid, size) && catalog_blob_public_or_own(cat, oid, repo_id);
+	return mirror_store_has(rt->data->store, oid, size) && mirror_access_may_name(rt->access, cat, oid, repo_id);
 }
 
 /* Would the objects of a batch that the repo does not hold yet fit in its namespace's quota? */

@@ -179,7 +179,7 @@ static void repos_part(struct catalog *c, const struct mirror_access *access, co
 		return;
 	visible = xcalloc(n ? n : 1, sizeof(*visible));
 	for (size_t i = 0; i < n; i++)
-		visible[i] = mirror_access_visible(access, &repos[i]) &&
+		visible[i] = mirror_access_visible(access, tok, &repos[i]) &&
 			     (!access || mirror_access_allows(access, tok, repos[i].hub, repos[i].type, repos[i].name));
 	head(b, "hubmirror_repo_last_sync_timestamp_seconds", "gauge", "When a sync of each repository was last attempted, by the outcome it had (Unix time).");
 	for (size_t i = 0; i < n; i++) {

@@ -131,7 +131,7 @@ static int ms_resolve(struct msreq *m)
 	if (!found && mirror__local_namespace(m->rt, m->name))
 		r = ms_resolve_local(m, rev, &found);
 	m->repo_loaded = found;
-	if (found && !mirror__repo_visible(m->rt, &m->repo)) {
+	if (found && !mirror__repo_visible(m->rt, m->req, &m->repo)) {
 		/* a private repo nobody may read here: as one the mirror does not have */
 		char *msg = xasprintf("%s %s not found", m->type, m->name);
 		ms_envelope(m->req, 404, NULL, msg);

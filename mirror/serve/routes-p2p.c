@@ -105,6 +105,7 @@ static void announce(struct mirror_routes *rt, struct httpd_req *req)
 	char hex[41];
 	struct buf out;
 	int64_t now = mono_seconds();
+	static const char unknown[] = "unknown torrent: this tracker serves the torrents of its mirror only";
 
 	buf_init(&out);
 	if (p2p_tracker_parse_announce(q ? q : "", q ? strlen(q) : 0, &a, &why)) {
@@ -113,16 +114,17 @@ static void announce(struct mirror_routes *rt, struct httpd_req *req)
 	}
 	hex_encode(a.info_hash, 20, hex);
 	if (catalog_torrent_find(rt->data->catalog, hex, &t)) {
-		p2p_tracker_failure(&out, "unknown torrent: this tracker serves the torrents of its mirror only");
+		p2p_tracker_failure(&out, unknown);
 		goto send;
 	}
 	{
 		/* a closed repo (gated or private upstream, not opened) has no swarm here; a guarded repo's
 		 * swarm is only for holders of the key its .torrent carries */
 		struct catalog_repo repo = { 0 };
-		bool ok = false, open = false;
+		bool ok = false, open = false, private = false;
 		if (!catalog_snapshot_repo(rt->data->catalog, t.snapshot_id, &repo)) {
 			char *cap;
+			private = mirror__private_local(&repo);
 			open = mirror_access_content_open(rt->access, &repo);
 			cap = !open || mirror__anyone_reads(rt, &repo) ? NULL : httpd_query_param(req, "hmcap");
 			ok = open && (mirror__anyone_reads(rt, &repo) || (rt->have_p2p_key && mirror_access_capability_allows(rt->access,
@@ -131,8 +133,10 @@ static void announce(struct mirror_routes *rt, struct httpd_req *req)
 			catalog_repo_release(&repo);
 		}
 		if (!ok) {
-			p2p_tracker_failure(&out, open ? "this torrent needs the key its .torrent carries"
-						     : "this repository is closed on this mirror");
+			/* a private repo of the mirror's own has no swarm for who may not see it: as an
+			 * unknown torrent */
+			p2p_tracker_failure(&out, private ? unknown : open ? "this torrent needs the key its .torrent carries"
+									 : "this repository is closed on this mirror");
 			goto send;
 		}
 	}
@@ -305,7 +309,8 @@ static void torrent(struct mirror_routes *rt, struct httpd_req *req, const char 
 	struct catalog_repo repo = { 0 };
 	struct catalog_snapshot snap;
 	struct torrent_job *tj = xcalloc(1, sizeof(*tj));
-	bool found = false, have_repo = false;
+	static const char cap_refused[] = "the capability opens no snapshot here";
+	bool found = false, have_repo = false, hidden;
 	int r, c;
 
 	if (split_segments(rest, seg, 4) || (strcmp(seg[0], "hf") && strcmp(seg[0], "ms")) ||
@@ -323,15 +328,16 @@ static void torrent(struct mirror_routes *rt, struct httpd_req *req, const char 
 		goto out;
 	r = catalog_resolve(rt->data->catalog, seg[0], seg[1], name, rev, &repo, &snap, &found);
 	have_repo = !r || (r == HM_ERR_NOT_FOUND && found);
-	if (found && !mirror__repo_visible(rt, &repo)) {
+	/* a private repo this request may not see is one the mirror lacks; with a capability, one it
+	 * does not open: the same answers */
+	hidden = found && !mirror__repo_visible(rt, req, &repo);
+	if (hidden && !cap) {
 		mirror__respond_json(req, 404, json_pack("{s:s}", "error", "repo not on this mirror"));
 		goto out;
 	}
-	if (found && mirror__private_local(&repo) && !cap && !mirror__access_check(rt, req, seg[0], seg[1], name, &repo, NULL))
-		goto out;
 	if (cap && r) {
 		/* (nothing is tracked on demand for a capability: it names a snapshot the mirror has) */
-		mirror__respond_json(req, 403, json_pack("{s:s}", "error", "the capability opens no snapshot here"));
+		mirror__respond_json(req, 403, json_pack("{s:s}", "error", cap_refused));
 		goto out;
 	}
 	if (r == HM_ERR_NOT_FOUND && !found && mirror_ondemand_track(rt, req, seg[0], seg[1], name, strcmp(seg[0], "ms") ? mirror__hf_refuse : mirror__ms_refuse))
@@ -356,13 +362,17 @@ static void torrent(struct mirror_routes *rt, struct httpd_req *req, const char 
 							  "completing this snapshot now; ask again shortly", "completing", true));
 		goto out;
 	}
+	if (r && cap && hidden) {
+		mirror__respond_json(req, 403, json_pack("{s:s}", "error", cap_refused));
+		goto out;
+	}
 	if (r) {
 		mirror__respond_json(req, r == HM_ERR_NOT_FOUND ? 404 : 500, json_pack("{s:s}", "error",
 			r == HM_ERR_NOT_FOUND ? "no torrent for this snapshot yet (the next sync makes it)" : "catalog error"));
 		goto out;
 	}
 	if (cap && !(rt->have_p2p_key && mirror_access_capability_allows(rt->access, rt->p2p_key, cap, tj->t.btih, &repo))) {
-		mirror__respond_json(req, 403, json_pack("{s:s}", "error", "the capability does not open this snapshot's torrent"));
+		mirror__respond_json(req, 403, json_pack("{s:s}", "error", cap_refused));
 		goto out;
 	}
 	tj->meta = meta && !strcmp(meta, "1");
@@ -538,9 +548,16 @@ static void web_seed(struct mirror_routes *rt, struct httpd_req *req, const char
 	if (cap) {
 		if (!rt->have_p2p_key ||
 		    !mirror_access_capability_allows(rt->access, rt->p2p_key, cap, t.btih, &repo)) {
-			plain(req, 403, "this key does not open this torrent\n");
+			/* a private repo's torrent is there only for who may see it: else as an unknown one */
+			if (mirror__private_local(&repo))
+				plain(req, 404, "not found\n");
+			else
+				plain(req, 403, "this key does not open this torrent\n");
 			goto out;
 		}
+	} else if (!mirror__repo_visible(rt, req, &repo)) {
+		plain(req, 404, "not found\n");
+		goto out;
 	} else if (!mirror__access_check(rt, req, repo.hub, repo.type, repo.name, &repo, NULL)) {
 		goto out;
 	}

@@ -107,7 +107,7 @@ static void ask(struct mirror_routes *rt, struct httpd_req *req)
 	if (!e) {
 		/* a private repo nobody may see here is asked for like one the mirror lacks: the answer
 		 * must not tell that it is tracked */
-		bool seen = mirror__repo_visible(rt, &repo);
+		bool seen = mirror__repo_visible(rt, req, &repo);
 		catalog_repo_release(&repo);
 		if (seen) {
 			refuse_json(req, 409, "this repository is mirrored already");

@@ -249,23 +249,6 @@ static int s3_conditions(struct s3req *s, const char *etag, int64_t mtime)
 	return 0;
 }
 
-/* A guarded repo's object asked by an agent with a token's key: the capability of the snapshot's
- * torrent, for the agent to fetch it with (it has no token: docs/protocols/s3.md). */
-static void s3_capability(struct s3req *s, const struct catalog_repo *repo, const struct catalog_snapshot *snap)
-{
-	struct mirror_routes *rt = s->rt;
-	struct catalog_torrent t;
-	char *cap;
-
-	if (!s->token || !rt->access || !rt->have_p2p_key || mirror__anyone_reads(rt, repo) ||
-	    catalog_torrent_get(rt->data->catalog, snap->id, &t))
-		return;
-	cap = mirror_access_capability(rt->access, rt->p2p_key, s->token, t.btih);
-	if (cap)
-		httpd_add_header(s->req, "X-Hubmirror-Capability", cap);
-	free(cap);
-}
-
 static void s3_send(struct s3req *s, const struct catalog_repo *repo, const struct catalog_snapshot *snap,
 		    const struct catalog_entry *e)
 {
@@ -282,9 +265,10 @@ static void s3_send(struct s3req *s, const struct catalog_repo *repo, const stru
 	if (s3_conditions(s, etag, snap->synced_at))
 		return;
 	if (httpd_header(s->req, "X-Hubmirror-Head")) {
-		/* an agent's GetObject (docs/protocols/s3.md): the answer's headers, the bytes from the swarm */
+		/* an agent's GetObject (docs/protocols/s3.md): the answer's headers, the bytes from the swarm.
+		 * Nothing more: a client that sends the header itself reads this answer, so it carries no
+		 * capability (the agent takes a guarded snapshot with a token of its own) */
 		httpd_add_headerf(s->req, "X-Linked-Size", "%" PRId64, e->size);
-		s3_capability(s, repo, snap);
 		httpd_respond(s->req, 200, "application/octet-stream", "", 0);
 		return;
 	}
@@ -319,16 +303,13 @@ static void s3_object(struct s3req *s)
 		return;
 	}
 	r = catalog_resolve_lite(rt->data->catalog, s->hub, s->type, k.name, k.rev, &repo, &snap, &found);
-	if (found && (!mirror__repo_visible(rt, &repo) ||
-		      !(rt->access ? mirror_access_allows(rt->access, s->token, s->hub, s->type, k.name) &&
-					     mirror_access_private_allows(rt->access, s->token, &repo)
-				   : !mirror__private_local(&repo)) ||
-		      !mirror_access_content_open(rt->access, &repo))) {
-		/* a private repo nobody may see is one the mirror lacks; a guarded one is refused */
-		if (!mirror__repo_visible(rt, &repo))
-			s3_error(s, 404, "NoSuchKey", "The specified key does not exist.");
-		else
-			s3_error(s, 403, "AccessDenied", "Access Denied");
+	if (found && !mirror_access_visible(rt->access, s->token, &repo)) {
+		/* a private repo the key's token may not see is one the mirror lacks (the answer below) */
+		r = HM_ERR_NOT_FOUND;
+	} else if (found && ((rt->access && !mirror_access_allows(rt->access, s->token, s->hub, s->type, k.name)) ||
+			     !mirror_access_content_open(rt->access, &repo))) {
+		/* a guarded one is refused */
+		s3_error(s, 403, "AccessDenied", "Access Denied");
 		goto out_repo;
 	}
 	if (r) {

@@ -111,7 +111,7 @@ const char *mirror__request_token(const struct httpd_req *req, char *buf, size_t
 	return NULL;
 }
 
-static void refuse(struct httpd_req *req, bool had_token, const char *style)
+void mirror__refuse(struct httpd_req *req, bool had_token, const char *style)
 {
 	const char *msg = had_token ? "You do not have access to this resource on this mirror."
 				    : "Invalid username or password.";
@@ -156,7 +156,7 @@ char *mirror__hidden_for(const struct mirror_routes *rt, const char *token)
 	size_t n = 0;
 	json_t *arr;
 
-	/* and the private repos nobody may see (mirror_access_visible): a scan of the repos, few private */
+	/* and the private repos token may not see (mirror_access_visible): a scan of the repos, few private */
 	if (catalog_repo_list_private(rt->data->catalog, &priv, &n) || !n) {
 		catalog_repo_list_free(priv, n);
 		return guarded;
@@ -167,9 +167,7 @@ char *mirror__hidden_for(const struct mirror_routes *rt, const char *token)
 		arr = json_array();
 	}
 	for (size_t i = 0; i < n; i++)
-		if (!mirror_access_visible(rt->access, &priv[i]) ||
-		    (mirror__private_local(&priv[i]) &&
-		     (!rt->access || !mirror_access_private_allows(rt->access, token, &priv[i]))))
+		if (!mirror_access_visible(rt->access, token, &priv[i]))
 			json_array_append_new(arr, json_sprintf("%s:%s:%s", priv[i].hub, priv[i].type, priv[i].name));
 	out = json_array_size(arr) ? json_dumps(arr, JSON_COMPACT) : NULL;
 	json_decref(arr);
@@ -180,7 +178,8 @@ char *mirror__hidden_for(const struct mirror_routes *rt, const char *token)
 
 int mirror__file_trusted(struct mirror_routes *rt, int64_t snapshot_id, const char *sha256)
 {
-	int t = catalog_snapshot_trusts(rt->data->catalog, snapshot_id, sha256);
+	int t = catalog_snapshot_trusts(rt->data->catalog, snapshot_id, sha256, mirror_access_everyones_fn,
+					(void *)rt->access);
 
 	if (t == 0 && catalog_blob_present(rt->data->catalog, sha256) != 1)
 		t = 1; /* the store lacks it anyway: fetched as any absent content */
@@ -204,9 +203,11 @@ int mirror__send_file(struct mirror_routes *rt, struct httpd_req *req, int64_t s
 	return mirror_ondemand_send(rt, req, f);
 }
 
-bool mirror__repo_visible(const struct mirror_routes *rt, const struct catalog_repo *r)
+bool mirror__repo_visible(const struct mirror_routes *rt, const struct httpd_req *req, const struct catalog_repo *r)
 {
-	return mirror_access_visible(rt->access, r);
+	char buf[512];
+
+	return mirror_access_visible(rt->access, mirror__request_token(req, buf, sizeof(buf)), r);
 }
 
 void mirror__tier_headers(struct httpd_req *req, const struct catalog_repo *r)
@@ -236,10 +237,10 @@ bool mirror__access_check(struct mirror_routes *rt, struct httpd_req *req, const
 	    (!r || mirror_access_private_allows(rt->access, tok, r)))
 		return true;
 	if (!rt->access) {
-		refuse(req, false, style);
+		mirror__refuse(req, false, style);
 		return false;
 	}
-	refuse(req, tok != NULL && mirror_access_token_valid(rt->access, tok), style);
+	mirror__refuse(req, tok != NULL && mirror_access_token_valid(rt->access, tok), style);
 	return false;
 }
 
@@ -326,7 +327,7 @@ static bool gate_open(struct mirror_routes *r, const struct route *e, struct htt
 	if (mirror_access_token_valid(r->access, tok))
 		return true;
 	httpd_set_route(req, "auth");
-	refuse(req, false, e->refusal);
+	mirror__refuse(req, false, e->refusal);
 	return false;
 }
 

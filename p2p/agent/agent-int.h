@@ -226,12 +226,12 @@ void agent_preheat_tick(struct agent *a);
 
 /* Ask the mirrors (a comma list, in turn; with token, may be NULL) for spec's snapshot: the
  * description (commit, ref, name, files with sha256; *meta, a new reference) and the torrent of that
- * commit (*tor, malloc'd). cap (may be NULL): a capability the mirror gave for this commit's torrent
- * (an S3 request it admitted, endpoint.c), asked with instead of a token. Blocking (mirror.c): from a
- * worker only. 0, or an HTTP status for the client with *errmsg (malloc'd). */
+ * commit (*tor, malloc'd; a guarded repo's carries the capability its swarm needs in its URLs).
+ * Blocking (mirror.c): from a worker only. 0, or an HTTP status for the client with *errmsg
+ * (malloc'd). */
 struct hub_spec;
-int agent_fetch_snapshot(struct agent *a, const char *mirrors, const char *token, const char *cap,
-			 const struct hub_spec *spec, json_t **meta, char **tor, size_t *tlen, char **errmsg);
+int agent_fetch_snapshot(struct agent *a, const char *mirrors, const char *token, const struct hub_spec *spec,
+			 json_t **meta, char **tor, size_t *tlen, char **errmsg);
 /* How long a mirror may send nothing before the next one is asked (--mirror-timeout; 20 s). */
 long agent_mirror_stall_s(const struct agent *a);
 /* The handler of the local hub endpoint (endpoint.c). */

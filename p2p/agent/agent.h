@@ -40,6 +40,9 @@ struct agent_config {
 					 * seed) rather than over HTTP ranges (fill.c) */
 	int mirror_timeout_s;           /* a mirror that sends nothing this long is given up for the next
 					 * (metadata, torrents, the endpoint's questions); 0: 20 */
+	const char *token;              /* the agent's own token of the mirror (--token-file), for the
+					 * snapshots of guarded repos S3 clients read through the local endpoint
+					 * (they show no bearer token); NULL: none. Never logged */
 };
 
 /*

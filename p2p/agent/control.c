@@ -319,7 +319,7 @@ static void resolve_work(void *job)
 {
 	struct resolve_job *j = job;
 
-	j->st = agent_fetch_snapshot(j->a, j->mirror, j->token, NULL, &j->spec, &j->meta, &j->tor, &j->tlen, &j->why);
+	j->st = agent_fetch_snapshot(j->a, j->mirror, j->token, &j->spec, &j->meta, &j->tor, &j->tlen, &j->why);
 }
 
 /* Is there room on the cache's disk for what the snapshot meta describes still lacks of the files

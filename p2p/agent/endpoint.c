@@ -19,7 +19,10 @@
  * S3 requests (docs/protocols/s3.md: under /s3, or signed at the root) go the same way. The mirror
  * checks their signatures, so the agent sends the headers a request signed on with it unchanged; a
  * GetObject keeps its method (it is signed) and carries X-Hubmirror-Head, for the mirror to answer
- * its headers only, and the bytes come from the swarm like a resolve's.
+ * its headers only, and the bytes come from the swarm like a resolve's. An S3 client shows no bearer
+ * token: once the mirror admitted its signed request, the agent asks for the snapshot with a token of
+ * its own (agent --token-file), as mount and pull ask with theirs; the mirror's answer to the signed
+ * request carries nothing its client could not see.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -68,7 +71,6 @@ struct agent_ep {
 	char *fpath;
 	bool file;
 	bool s3;                        /* an S3 request: its signed headers go to the mirror as they are */
-	char *cap;                      /* the mirror's X-Hubmirror-Capability for the object's torrent */
 	char **s3_headers;              /* "Name: value" lines of them, NULL-terminated */
 	/* the mirror's answer */
 	long status;
@@ -102,7 +104,6 @@ static void ep_free(struct agent_ep *e)
 	free(e->token);
 	hub_spec_release(&e->spec);
 	free(e->fpath);
-	free(e->cap);
 	for (char **h = e->s3_headers; h && *h; h++)
 		free(*h);
 	free(e->s3_headers);
@@ -219,12 +220,6 @@ static void keep_header(void *ud, const char *name, const char *value)
 {
 	struct agent_ep *e = ud;
 
-	if (!strcasecmp(name, "X-Hubmirror-Capability")) {
-		/* the agent's, to fetch a guarded snapshot with (never the client's) */
-		free(e->cap);
-		e->cap = xstrdup(value);
-		return;
-	}
 	for (const char *const *p = passed; *p; p++)
 		if (!strcasecmp(name, *p))
 			json_object_set_new(e->headers, *p, json_string(value));
@@ -431,10 +426,20 @@ static void fetch_snapshot(void *job)
 	struct agent_ep *e = job;
 	struct hub_spec at = e->spec;
 	const char *commit = json_string_value(json_object_get(e->headers, "X-Repo-Commit"));
+	/* an S3 client has no bearer token: the mirror admitted its signed request for this object, and
+	 * the agent takes the snapshot with its own, if it was given one */
+	const char *token = e->token ? e->token : e->s3 ? e->a->cfg->token : NULL;
+	int st;
 
 	if (commit)
 		at.revision = (char *)commit; /* the very commit the mirror answered for */
-	if (agent_fetch_snapshot(e->a, e->a->cfg->mirror, e->token, e->cap, &at, &e->meta, &e->tor, &e->tlen, &e->why) && !e->why)
+	st = agent_fetch_snapshot(e->a, e->a->cfg->mirror, token, &at, &e->meta, &e->tor, &e->tlen, &e->why);
+	if (st && e->s3 && !token && (st == 401 || st == 403)) {
+		free(e->why);
+		e->why = xstrdup("this repository is guarded: this agent takes its snapshot for S3 clients with a token "
+				 "of its own, and has none (agent --token-file)");
+	}
+	if (st && !e->why)
 		e->why = xstrdup("the mirror gave no snapshot");
 }
 

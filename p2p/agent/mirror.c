@@ -77,12 +77,11 @@ char *agent_mirror_at(const char *list, size_t i)
 	return NULL;
 }
 
-static int fetch_snapshot_one(struct agent *a, const char *mirror, const char *token, const char *cap,
-			      const struct hub_spec *spec,
+static int fetch_snapshot_one(struct agent *a, const char *mirror, const char *token, const struct hub_spec *spec,
 			      json_t **meta, char **tor, size_t *tlen, char **errmsg);
 
-int agent_fetch_snapshot(struct agent *a, const char *mirrors, const char *token, const char *cap,
-			 const struct hub_spec *spec, json_t **meta, char **tor, size_t *tlen, char **errmsg)
+int agent_fetch_snapshot(struct agent *a, const char *mirrors, const char *token, const struct hub_spec *spec,
+			 json_t **meta, char **tor, size_t *tlen, char **errmsg)
 {
 	char *m;
 	int st = 502;
@@ -94,7 +93,7 @@ int agent_fetch_snapshot(struct agent *a, const char *mirrors, const char *token
 			free(*errmsg);
 			*errmsg = NULL;
 		}
-		st = fetch_snapshot_one(a, m, token, cap, spec, meta, tor, tlen, errmsg);
+		st = fetch_snapshot_one(a, m, token, spec, meta, tor, tlen, errmsg);
 		free(m);
 		if (st != 502)
 			break;
@@ -131,18 +130,16 @@ static void explain(int st, const char *token, const struct hub_spec *spec, char
 	}
 }
 
-static int fetch_snapshot_one(struct agent *a, const char *mirror, const char *token, const char *cap,
-			      const struct hub_spec *spec,
+static int fetch_snapshot_one(struct agent *a, const char *mirror, const char *token, const struct hub_spec *spec,
 			      json_t **meta, char **tor, size_t *tlen, char **errmsg)
 {
 	char *q = spec->revision ? hub_url_escape(spec->revision, false) : NULL, *body = NULL, *path;
-	char *c = cap ? hub_url_escape(cap, false) : NULL;
 	const char *rev, *commit;
 	size_t len = 0;
 	int st;
 
-	path = xasprintf("/api/p2p/torrent/%s/%s/%s?meta=1%s%s%s%s", hub_kind_name(spec->hub), hub_type_name(spec->type),
-			 spec->name, q ? "&rev=" : "", q ? q : "", c ? "&cap=" : "", c ? c : "");
+	path = xasprintf("/api/p2p/torrent/%s/%s/%s?meta=1%s%s", hub_kind_name(spec->hub), hub_type_name(spec->type),
+			 spec->name, q ? "&rev=" : "", q ? q : "");
 	st = mirror_get(a, mirror, path, token, &body, &len, errmsg);
 	free(path);
 	free(q);
@@ -161,14 +158,13 @@ static int fetch_snapshot_one(struct agent *a, const char *mirror, const char *t
 		goto out;
 	}
 	/* the torrent of that very commit, even if a sync moves the ref meanwhile */
-	path = xasprintf("/api/p2p/torrent/%s/%s/%s?rev=%s%s%s", hub_kind_name(spec->hub), hub_type_name(spec->type),
-			 spec->name, commit, c ? "&cap=" : "", c ? c : "");
+	path = xasprintf("/api/p2p/torrent/%s/%s/%s?rev=%s", hub_kind_name(spec->hub), hub_type_name(spec->type),
+			 spec->name, commit);
 	st = mirror_get(a, mirror, path, token, tor, tlen, errmsg);
 	free(path);
 	if (st)
 		explain(st, token, spec, errmsg);
 out:
-	free(c);
 	return st;
 }
 

@@ -86,7 +86,7 @@ static void preheat_work(uv_work_t *w)
 			continue;
 		free(sp.revision);
 		sp.revision = xstrdup(commit);
-		if (!agent_fetch_snapshot(p->a, p->a->cfg->mirror, NULL, NULL, &sp, &f.meta, &f.tor, &f.tlen, &why)) {
+		if (!agent_fetch_snapshot(p->a, p->a->cfg->mirror, NULL, &sp, &f.meta, &f.tor, &f.tlen, &why)) {
 			json_object_set_new(f.meta, "spec", json_string(spec));
 			p->found = xreallocarray(p->found, p->nfound + 1, sizeof(*p->found));
 			p->found[p->nfound++] = f;

@@ -4,7 +4,10 @@
 # is), and an object's bytes come through the agent's cache from the swarm, verified, not from the
 # mirror's S3 route. A streamer's pattern, 8 concurrent ranged GETs over each of 4 shards, gets every
 # byte right; aws s3 cp --recursive, s3cmd, rclone and a presigned URL get the model byte for byte; a
-# wrong secret and a tampered URL are refused.
+# wrong secret and a tampered URL are refused. A guarded repo's object, signed with a key that grants
+# it, comes through the swarm too: the agent takes its snapshot with a token of its own (agent
+# --token-file), and the mirror's answer to the signed request carries no capability, which an S3
+# client sending the agent's X-Hubmirror-Head itself would read; an agent without a token says why.
 . "$HM_SRC/tests/integration/lib.sh"
 AWS=/usr/bin/aws
 [ -x "$AWS" ] && command -v s3cmd >/dev/null && command -v rclone >/dev/null && "$PY" -c 'import boto3' 2>/dev/null ||
@@ -28,13 +31,17 @@ JSON
 sync_from_fake hf:acme/shards hf:acme/guarded hf:datasets/acme/rows
 cat >"$T/tokens" <<'TOK'
 tok-reader-abcdefgh hf:acme/guarded
+tok-agent-abcdefghi hf:acme/guarded
 TOK
+echo tok-agent-abcdefghi >"$T/agent-token"
+chmod 600 "$T/agent-token"
 cat >"$T/s3keys" <<'KEYS'
 AKIAREADER0000000001 reader/Secret+Key0000000000000000000001 tok-reader-abcdefgh
 KEYS
 chmod 600 "$T/s3keys" "$T/tokens"
 check "serve starts" start_serve --p2p-listen 127.0.0.1:0 --tokens "$T/tokens" --s3-keys "$T/s3keys"
-check "an agent with a local endpoint starts" "$HUBMIRROR" agent --mirror "$M" --cache "$T/cache" --listen 127.0.0.1:0 --http 127.0.0.1:0
+check "an agent with a local endpoint (and a token of its own) starts" "$HUBMIRROR" agent --mirror "$M" --cache "$T/cache" \
+	--listen 127.0.0.1:0 --http 127.0.0.1:0 --token-file "$T/agent-token"
 E=http://127.0.0.1:$("$HUBMIRROR" status --json | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["http_port"])')
 export AWS_CONFIG_FILE=$T/aws-config AWS_SHARED_CREDENTIALS_FILE=$T/aws-credentials AWS_EC2_METADATA_DISABLED=true
 : >"$AWS_CONFIG_FILE"
@@ -82,15 +89,43 @@ export RCLONE_CONFIG_HM_TYPE=s3 RCLONE_CONFIG_HM_PROVIDER=Other RCLONE_CONFIG_HM
 	RCLONE_CONFIG_HM_FORCE_PATH_STYLE=true RCLONE_CONFIG=$T/rclone.conf
 : >"$T/rclone.conf"
 check "rclone copy through the agent, byte for byte" bash -c "env -u AWS_CA_BUNDLE rclone copy hm:hf/acme/shards/main '$T/rc' 2>'$T/rc-err' && diff -r '$T/rc' '$T/cp'"
-# a guarded repo: the mirror admits the signed request and gives the agent a capability for the
-# snapshot's torrent, which it has no token to ask for
+# a guarded repo: the mirror admits the signed request, and the agent, which the client's signature
+# cannot serve for the snapshot's torrent, asks for it with its own token
 curl -fsS -H 'Authorization: Bearer tok-reader-abcdefgh' "$M/acme/guarded/resolve/main/w.safetensors" -o "$T/wantg"
 check "a guarded repo through the agent anonymously: AccessDenied" bash -c "! anon s3api get-object --bucket hf --key acme/guarded/main/w.safetensors '$T/x' 2>'$T/err' && grep -q AccessDenied '$T/err'"
 check "... signed with a key that grants it: its bytes, through the swarm" bash -c "signed s3 cp s3://hf/acme/guarded/main/w.safetensors - | cmp -s - '$T/wantg'"
 check "... the agent holds its snapshot now" bash -c "'$HUBMIRROR' status --json | grep -q 'acme/guarded'"
-check "the agent was never given the capability's header" bash -c "! signed s3api head-object --bucket hf --key acme/guarded/main/config.json --debug 2>&1 | grep -qi 'x-hubmirror-capability'"
+check "the client was never given a capability's header" bash -c "! signed s3api head-object --bucket hf --key acme/guarded/main/config.json --debug 2>&1 | grep -qi 'x-hubmirror-capability'"
+# a plain S3 client sends the agent's header to the mirror itself, signed with the key that grants the
+# repo: the headers-only answer, and no capability in it
+"$PY" - "$M" >"$T/head-only" <<'PY'
+import http.client, sys, urllib.parse
+from botocore.auth import SigV4Auth
+from botocore.awsrequest import AWSRequest
+from botocore.credentials import Credentials
+m = sys.argv[1]
+r = AWSRequest(method="GET", url=m + "/s3/hf/acme/guarded/main/w.safetensors", data=b"", headers={"X-Hubmirror-Head": "1"})
+SigV4Auth(Credentials("AKIAREADER0000000001", "reader/Secret+Key0000000000000000000001"), "s3", "us-east-1").add_auth(r)
+u = urllib.parse.urlsplit(m)
+c = http.client.HTTPConnection(u.hostname, u.port)
+c.request("GET", "/s3/hf/acme/guarded/main/w.safetensors", headers=dict(r.headers.items()))
+a = c.getresponse()
+print(a.status, len(a.read()))
+for k, v in a.getheaders():
+    print(k.lower() + ": " + v)
+PY
+check "a key holder's own X-Hubmirror-Head: the object's headers, no body" bash -c "head -1 '$T/head-only' | grep -qx '200 0' && grep -qx 'x-linked-size: 2000000' '$T/head-only'"
+check "... and no capability" bash -c "! grep -qi 'capability' '$T/head-only'"
 check "a made-up capability opens no torrent" test "$(curl -s -o /dev/null -w '%{http_code}' "$M/api/p2p/torrent/hf/model/acme/guarded?cap=0.0123456789abcdef0123456789abcdef")" = 403
 check "... nor its description" test "$(curl -s -o /dev/null -w '%{http_code}' "$M/api/p2p/torrent/hf/model/acme/guarded?meta=1&cap=0.0123456789abcdef0123456789abcdef")" = 403
 check "a wrong secret through the agent: SignatureDoesNotMatch" bash -c "! SECRET=wrong signed s3 ls s3://hf/acme/shards/ 2>'$T/err' && grep -q SignatureDoesNotMatch '$T/err'"
+# an agent without a token of its own reads open repos over S3, and says why not a guarded one
+check "an agent without --token-file starts beside" "$HUBMIRROR" agent --mirror "$M" --cache "$T/cache2" --socket "$T/agent2.sock" \
+	--listen 127.0.0.1:0 --http 127.0.0.1:0
+E2=http://127.0.0.1:$("$HUBMIRROR" status --json --socket "$T/agent2.sock" | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["http_port"])')
+check "... an open object through it" bash -c "E='$E2' signed s3 cp s3://hf/acme/shards/main/config.json - | grep -q shards"
+check "... a guarded one: refused, saying the agent has no token" bash -c "! E='$E2' signed s3api get-object --bucket hf --key acme/guarded/main/w.safetensors '$T/x2' >/dev/null 2>'$T/err2' && grep -q 'agent --token-file' '$T/err2' || { cat '$T/err2'; exit 1; }"
+check "... and the bytes did not come" bash -c "! '$HUBMIRROR' status --json --socket '$T/agent2.sock' | grep -q 'acme/guarded'"
+check "the second agent stops" "$HUBMIRROR" agent --stop --socket "$T/agent2.sock"
 check "agent --stop" "$HUBMIRROR" agent --stop
 finish

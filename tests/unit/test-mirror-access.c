@@ -91,7 +91,13 @@ TEST(private_local_repos_are_their_grantees)
 	CHECK(!mirror_access_private_allows(NULL, "team-00000003", &r));
 	CHECK(mirror_access_private_allows(a, NULL, &up)); /* not the mirror's own: the usual rules */
 	CHECK(!mirror_access_public(a, &r));                  /* never seeded openly */
-	CHECK(mirror_access_visible(a, &r) && mirror_access_content_open(a, &r));
+	CHECK(mirror_access_content_open(a, &r));
+	/* seen by its grantees only: to everyone else it is not there */
+	CHECK(mirror_access_visible(a, "team-00000003", &r));
+	CHECK(mirror_access_visible(a, "admin-00000001", &r));
+	CHECK(!mirror_access_visible(a, "reader-000004", &r));
+	CHECK(!mirror_access_visible(a, NULL, &r));
+	CHECK(!mirror_access_visible(NULL, "team-00000003", &r));
 	mirror_access_free(&a);
 }
 
@@ -180,6 +186,40 @@ TEST(errors_name_the_line)
 	free(err);
 }
 
+/* Whose contents a writer may name without uploading them: repos everyone may read, and no other. */
+TEST(everyones_repos_are_the_only_nameable_ones)
+{
+	struct mirror_access *a = NULL;
+	char *err = NULL;
+	struct catalog_repo open_up = { .hub = "hf", .type = "model", .name = "zed/open" };
+	struct catalog_repo guarded_up = { .hub = "hf", .type = "model", .name = "other/x" };   /* one-000000005's */
+	struct catalog_repo guarded_local = { .hub = "hf", .type = "model", .name = "acme/m", .local = true };
+	struct catalog_repo written_local = { .hub = "hf", .type = "dataset", .name = "acme/d", .local = true };
+	struct catalog_repo private_local = { .hub = "hf", .type = "dataset", .name = "acme/d", .local = true,
+					      .private_ = 1 };
+	struct catalog_repo gated = { .hub = "hf", .type = "model", .name = "zed/gated", .gated = "manual" };
+	struct catalog_repo gated_open = { .hub = "hf", .type = "model", .name = "zed/gated", .gated = "manual",
+					   .options = "{\"open\": true}" };
+	struct catalog_repo private_up = { .hub = "hf", .type = "model", .name = "zed/priv", .private_ = 1 };
+
+	CHECK_INT(load(tokens, 0600, &a, &err), 0);
+	if (!a)
+		return;
+	CHECK(mirror_access_everyones(a, &open_up));
+	CHECK(mirror_access_everyones(a, &written_local));  /* a write grant guards nothing */
+	CHECK(mirror_access_everyones(a, &gated_open));
+	CHECK(!mirror_access_everyones(a, &guarded_up));    /* a token line's read spec */
+	CHECK(!mirror_access_everyones(a, &guarded_local)); /* a namespace under a read grant */
+	CHECK(!mirror_access_everyones(a, &private_local));
+	CHECK(!mirror_access_everyones(a, &gated));
+	CHECK(!mirror_access_everyones(a, &private_up));
+	/* without a tokens file, upstream's rule only */
+	CHECK(mirror_access_everyones(NULL, &guarded_up));
+	CHECK(!mirror_access_everyones(NULL, &private_local));
+	CHECK(!mirror_access_everyones(NULL, &gated));
+	mirror_access_free(&a);
+}
+
 int main(void)
 {
 	if (!mkdtemp(dir))
@@ -190,6 +230,7 @@ int main(void)
 	RUN(who_names_the_line_not_the_token);
 	RUN(hidden_lists_namespaces);
 	RUN(errors_name_the_line);
+	RUN(everyones_repos_are_the_only_nameable_ones);
 	{
 		char *p = xasprintf("%s/tokens", dir);
 		unlink(p);
