@@ -154,10 +154,16 @@ int catalog_snapshot_commit(struct catalog *c, int64_t repo_id, const char *comm
 /* The selection every snapshot of a local repo has (catalog_repo_selection of its row): all its files. */
 #define CATALOG_LOCAL_SELECTION "[]\n[]\n{}"
 
-/* Make a local repo (following main, no snapshot yet), private or not; *repo_id (may be NULL) its row.
- * Returns 0, HM_ERR_EXISTS (a repo of that name, in any letter case, tracked or local) or
- * HM_ERR_SQLITE. */
+struct catalog_commit;
+/* Make a local repo (following main), private or not, with its first commit cm on branch ref (files:
+ * its whole tree) in the same transaction, so that no crash leaves a repo without a branch; with cm
+ * NULL, none (a bundle's import records the history after). *repo_id (may be NULL): its row. With a
+ * commit, a local repo of exactly that name that has no snapshot at all is taken over (an older
+ * version made the repo and its first commit in two transactions, and one killed between them left
+ * it so). Returns 0, HM_ERR_EXISTS (a repo of that name, in any letter case, tracked or local),
+ * -ENOSPC (the catalog's disk is full) or HM_ERR_SQLITE. */
 int catalog_local_create(struct catalog *c, const char *hub, const char *type, const char *name, bool private_,
+			 const struct catalog_commit *cm, const char *ref, const struct catalog_file *files, size_t n,
 			 int64_t *repo_id);
 /* Delete a local repo with its snapshots, refs and commits (its contents stay for gc). Returns 0,
  * HM_ERR_NOT_FOUND (no local repo of that id) or HM_ERR_SQLITE. */
@@ -178,7 +184,8 @@ struct catalog_commit {
 };
 /* Record commit cm (files: its whole tree) and point branch ref at it, in one transaction, only when
  * ref points at cm->parent now (no ref at all for a NULL parent). Returns 0, HM_ERR_CONFLICT (the ref
- * is elsewhere: the caller computes again on the new head, or refuses) or HM_ERR_SQLITE. */
+ * is elsewhere: the caller computes again on the new head, or refuses), -ENOSPC (the catalog's disk is
+ * full) or HM_ERR_SQLITE. */
 int catalog_local_commit(struct catalog *c, int64_t repo_id, const char *ref, const struct catalog_commit *cm,
 			 const struct catalog_file *files, size_t n);
 /* Record commit cm of repo_id (files: its whole tree) without moving a ref: a commit another mirror
@@ -199,7 +206,7 @@ struct catalog_push_commit {
 };
 /* A git push in one transaction: record the commits (each after its parent), then move every ref, each
  * only when it is where the pusher saw it. Returns 0, HM_ERR_CONFLICT (a ref moved meanwhile: nothing
- * recorded), HM_ERR_NOT_FOUND (a new ref's commit is not the repo's) or HM_ERR_SQLITE. */
+ * recorded), HM_ERR_NOT_FOUND (a new ref's commit is not the repo's), -ENOSPC (a full disk) or HM_ERR_SQLITE. */
 int catalog_local_push(struct catalog *c, int64_t repo_id, const struct catalog_push_commit *cs, size_t nc,
 		       const struct catalog_push_ref *refs, size_t nr);
 /* Make ref name of repo_id (a tag when tag, else a branch) point at commit, one of the repo's, or with

@@ -295,8 +295,9 @@ static void commit_job_build(struct mirror__job *j, struct catalog *cat)
 				    "/commit/", id, "", "pullRequestUrl", "hookOutput", "");
 	} else {
 		int status = e == HM_ERR_CONFLICT ? 412 : e == HM_ERR_NOT_FOUND ? 404 : e == HM_ERR_QUOTA ? 403
-			     : e == HM_ERR_PATH_UNSAFE || e == -EINVAL ? 400 : 500;
-		hf__job_error(j, status, NULL, why ? why : err_str(e), NULL);
+			     : e == HM_ERR_PATH_UNSAFE || e == -EINVAL ? 400 : e == -ENOSPC ? 507 : 500;
+		hf__job_error(j, status, NULL, why ? why : e == -ENOSPC ? "No space left on the mirror's disk: the "
+			      "commit is not made" : err_str(e), NULL);
 	}
 	free(why);
 }
