@@ -218,6 +218,14 @@ int catalog_local_ref(struct catalog *c, int64_t repo_id, const char *name, bool
  * catalog_namespace_holds: does one of them name sha256 already? 1, 0 or HM_ERR_SQLITE. */
 int catalog_namespace_bytes(struct catalog *c, const char *hub, const char *ns, int64_t *bytes);
 int catalog_namespace_holds(struct catalog *c, const char *hub, const char *ns, const char *sha256);
+/* Which local repos' commits hold content sha256 (verify's words for a content lost from the store:
+ * no upstream has it, so no sync brings it back): fn(ud, hub, type, name, commit) for each, repo by
+ * repo, newest commit first; a non-zero return stops and is returned. *mirrored: whether a mirrored
+ * repo's snapshot names it too (then a sync fetches it again, for the local repos as well). Returns 0
+ * or HM_ERR_SQLITE. */
+int catalog_local_naming(struct catalog *c, const char *sha256, bool *mirrored,
+			 int (*fn)(void *ud, const char *hub, const char *type, const char *name, const char *commit),
+			 void *ud);
 /* The commit of repo_id with this id. *out's strings are malloc'd (catalog_commit_release). Returns 0,
  * HM_ERR_NOT_FOUND (none, or not a local repo's) or HM_ERR_SQLITE. */
 int catalog_commit_get(struct catalog *c, int64_t repo_id, const char *commit, struct catalog_commit *out);

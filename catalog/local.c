@@ -416,3 +416,35 @@ int catalog_namespace_holds(struct catalog *c, const char *hub, const char *ns, 
 	sqlite3_finalize(st);
 	return rc == SQLITE_ROW ? 1 : rc == SQLITE_DONE ? 0 : HM_ERR_SQLITE;
 }
+
+int catalog_local_naming(struct catalog *c, const char *sha256, bool *mirrored,
+			 int (*fn)(void *ud, const char *hub, const char *type, const char *name, const char *commit),
+			 void *ud)
+{
+	sqlite3_stmt *st = NULL;
+	int r = 0, rc;
+
+	if (catalog__prepare(c, "SELECT EXISTS (SELECT 1 FROM files f JOIN snapshots s ON s.id = f.snapshot_id "
+			     "JOIN repos r ON r.id = s.repo_id WHERE f.sha256 = ?1 AND NOT r.local)", &st))
+		return HM_ERR_SQLITE;
+	sqlite3_bind_text(st, 1, sha256, -1, SQLITE_STATIC);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW)
+		*mirrored = sqlite3_column_int(st, 0) != 0;
+	sqlite3_finalize(st);
+	if (rc != SQLITE_ROW)
+		return HM_ERR_SQLITE;
+	if (catalog__prepare(c, "SELECT DISTINCT r.hub, r.type, r.name, s.commit_id, m.at FROM files f "
+			     "JOIN snapshots s ON s.id = f.snapshot_id JOIN repos r ON r.id = s.repo_id "
+			     "LEFT JOIN commits m ON m.snapshot_id = s.id WHERE f.sha256 = ?1 AND r.local "
+			     "ORDER BY r.name, m.at DESC, s.commit_id", &st))
+		return HM_ERR_SQLITE;
+	sqlite3_bind_text(st, 1, sha256, -1, SQLITE_STATIC);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		r = fn(ud, (const char *)sqlite3_column_text(st, 0), (const char *)sqlite3_column_text(st, 1),
+		       (const char *)sqlite3_column_text(st, 2), (const char *)sqlite3_column_text(st, 3));
+		if (r)
+			break;
+	}
+	return catalog__rows_end(st, rc, r);
+}

@@ -349,10 +349,11 @@ void mirror__hf_commit(struct mirror_routes *rt, struct httpd_req *req, const st
 		s = NULL;
 	}
 	if (!s || s->status) {
-		hf__error(req, !s ? 400 : s->status, NULL, !s ? "a commit's body is NDJSON"
-						      : s->status == 413 ? "the commit's body is too large"
-									 : "the commit's body could not be kept",
-			  NULL);
+		const char *why = !s ? "a commit's body is NDJSON"
+				  : s->status == 413 ? "the commit's body is too large"
+				  : s->status == 507 ? "No space left on the mirror's disk: the commit's body could not be kept"
+				  : "the commit's body could not be kept";
+		hf__error(req, !s ? 400 : s->status, NULL, why, NULL);
 		mirror__body_abandon(s);
 		return;
 	}
