@@ -489,6 +489,9 @@ int catalog_torrent_missing_each(struct catalog *c, int (*fn)(void *ud, int64_t 
 
 /* Every torrent row, in snapshot order: fn(ud, t) (borrowed); a non-zero return stops and is returned. */
 int catalog_torrents_each(struct catalog *c, int (*fn)(void *ud, const struct catalog_torrent *t), void *ud);
+/* The torrents of the snapshots a ref (a branch, a tag, a followed revision) points at, each once, in
+ * snapshot order: what the mirror's seed always seeds. As catalog_torrents_each otherwise. */
+int catalog_torrents_heads_each(struct catalog *c, int (*fn)(void *ud, const struct catalog_torrent *t), void *ud);
 
 /* Drop the torrent rows whose .torrent file is gone (have(ud, btih) false): the next sync makes
  * them again, with the same info-hashes. *dropped counts them. Returns 0 or HM_ERR_SQLITE. */
