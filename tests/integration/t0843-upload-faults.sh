@@ -58,6 +58,7 @@ except Exception:
 else:
     sys.exit("create_repo was answered: serve was to die inside it")
 PY
+	[ $? = 0 ] || { kill "$serve_pid"; wait "$serve_pid"; return 1; }
 	wait "$serve_pid"
 	[ $? = 137 ] # SIGKILL
 }
