@@ -38,6 +38,10 @@ int catalog__has_row(sqlite3_stmt *st);
  * the last sqlite3_step's result, r the last callback's. Finalizes st; returns r, or HM_ERR_SQLITE
  * where the rows ended on an error rather than at their end. */
 int catalog__rows_end(sqlite3_stmt *st, int rc, int r);
+/* What the connection's last failed call means for a caller, taken before a rollback (which clears
+ * it): -ENOSPC when the disk is full (SQLITE_FULL: the server answers 507 with the reason, as for the
+ * store), else HM_ERR_SQLITE. */
+int catalog__failed(struct catalog *c);
 
 /* Number of migrations (= newest schema version) and the SQL that moves to_version-1 -> to_version. */
 int catalog__migration_count(void);

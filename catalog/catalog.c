@@ -130,6 +130,11 @@ int catalog__run(sqlite3_stmt *st)
 	return r;
 }
 
+int catalog__failed(struct catalog *c)
+{
+	return (sqlite3_extended_errcode(c->db) & 0xff) == SQLITE_FULL ? -ENOSPC : HM_ERR_SQLITE;
+}
+
 int catalog__run_changed(struct catalog *c, sqlite3_stmt *st)
 {
 	int r = catalog__run(st);

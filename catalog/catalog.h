@@ -154,10 +154,16 @@ int catalog_snapshot_commit(struct catalog *c, int64_t repo_id, const char *comm
 /* The selection every snapshot of a local repo has (catalog_repo_selection of its row): all its files. */
 #define CATALOG_LOCAL_SELECTION "[]\n[]\n{}"
 
-/* Make a local repo (following main, no snapshot yet), private or not; *repo_id (may be NULL) its row.
- * Returns 0, HM_ERR_EXISTS (a repo of that name, in any letter case, tracked or local) or
- * HM_ERR_SQLITE. */
+struct catalog_commit;
+/* Make a local repo (following main), private or not, with its first commit cm on branch ref (files:
+ * its whole tree) in the same transaction, so that no crash leaves a repo without a branch; with cm
+ * NULL, none (a bundle's import records the history after). *repo_id (may be NULL): its row. With a
+ * commit, a local repo of exactly that name that has no snapshot at all is taken over (an older
+ * version made the repo and its first commit in two transactions, and one killed between them left
+ * it so). Returns 0, HM_ERR_EXISTS (a repo of that name, in any letter case, tracked or local),
+ * -ENOSPC (the catalog's disk is full) or HM_ERR_SQLITE. */
 int catalog_local_create(struct catalog *c, const char *hub, const char *type, const char *name, bool private_,
+			 const struct catalog_commit *cm, const char *ref, const struct catalog_file *files, size_t n,
 			 int64_t *repo_id);
 /* Delete a local repo with its snapshots, refs and commits (its contents stay for gc). Returns 0,
  * HM_ERR_NOT_FOUND (no local repo of that id) or HM_ERR_SQLITE. */
@@ -178,7 +184,8 @@ struct catalog_commit {
 };
 /* Record commit cm (files: its whole tree) and point branch ref at it, in one transaction, only when
  * ref points at cm->parent now (no ref at all for a NULL parent). Returns 0, HM_ERR_CONFLICT (the ref
- * is elsewhere: the caller computes again on the new head, or refuses) or HM_ERR_SQLITE. */
+ * is elsewhere: the caller computes again on the new head, or refuses), -ENOSPC (the catalog's disk is
+ * full) or HM_ERR_SQLITE. */
 int catalog_local_commit(struct catalog *c, int64_t repo_id, const char *ref, const struct catalog_commit *cm,
 			 const struct catalog_file *files, size_t n);
 /* Record commit cm of repo_id (files: its whole tree) without moving a ref: a commit another mirror
@@ -199,7 +206,7 @@ struct catalog_push_commit {
 };
 /* A git push in one transaction: record the commits (each after its parent), then move every ref, each
  * only when it is where the pusher saw it. Returns 0, HM_ERR_CONFLICT (a ref moved meanwhile: nothing
- * recorded), HM_ERR_NOT_FOUND (a new ref's commit is not the repo's) or HM_ERR_SQLITE. */
+ * recorded), HM_ERR_NOT_FOUND (a new ref's commit is not the repo's), -ENOSPC (a full disk) or HM_ERR_SQLITE. */
 int catalog_local_push(struct catalog *c, int64_t repo_id, const struct catalog_push_commit *cs, size_t nc,
 		       const struct catalog_push_ref *refs, size_t nr);
 /* Make ref name of repo_id (a tag when tag, else a branch) point at commit, one of the repo's, or with
@@ -211,6 +218,14 @@ int catalog_local_ref(struct catalog *c, int64_t repo_id, const char *name, bool
  * catalog_namespace_holds: does one of them name sha256 already? 1, 0 or HM_ERR_SQLITE. */
 int catalog_namespace_bytes(struct catalog *c, const char *hub, const char *ns, int64_t *bytes);
 int catalog_namespace_holds(struct catalog *c, const char *hub, const char *ns, const char *sha256);
+/* Which local repos' commits hold content sha256 (verify's words for a content lost from the store:
+ * no upstream has it, so no sync brings it back): fn(ud, hub, type, name, commit) for each, repo by
+ * repo, newest commit first; a non-zero return stops and is returned. *mirrored: whether a mirrored
+ * repo's snapshot names it too (then a sync fetches it again, for the local repos as well). Returns 0
+ * or HM_ERR_SQLITE. */
+int catalog_local_naming(struct catalog *c, const char *sha256, bool *mirrored,
+			 int (*fn)(void *ud, const char *hub, const char *type, const char *name, const char *commit),
+			 void *ud);
 /* The commit of repo_id with this id. *out's strings are malloc'd (catalog_commit_release). Returns 0,
  * HM_ERR_NOT_FOUND (none, or not a local repo's) or HM_ERR_SQLITE. */
 int catalog_commit_get(struct catalog *c, int64_t repo_id, const char *commit, struct catalog_commit *out);
@@ -270,8 +285,8 @@ int catalog_blob_fetched(struct catalog *c, const char *sha256, int64_t repo_id)
 
 /* May the snapshot's file of content sha256 be served from the store's copy? A complete snapshot's
  * always; a provisional one's (listed on demand) only when its repo may name the content without a
- * fetch (catalog_blob_public_or_own, with everyone and ud) and it came from an upstream
- * (catalog_blob_from_upstream), else its bytes must come from its own upstream first. Returns 1, 0,
+ * fetch (catalog_blob_public_or_own, with everyone and ud) and, for a mirrored repo, it came from an
+ * upstream (catalog_blob_from_upstream), else its bytes must come from its own upstream first. Returns 1, 0,
  * HM_ERR_NOT_FOUND or HM_ERR_SQLITE. */
 int catalog_snapshot_trusts(struct catalog *c, int64_t snapshot_id, const char *sha256, catalog_repo_test_fn everyone,
 			    void *ud);
@@ -368,7 +383,7 @@ int catalog_blob_known(struct catalog *c, const char *sha256);
  * back when a hold came meanwhile (mirror/maint.c), so the two never cross.
  */
 /* Hold n contents for owner until (unix seconds; a hold already there keeps the later end), in one
- * transaction. Returns 0 or HM_ERR_SQLITE. */
+ * transaction. Returns 0, -ENOSPC (the catalog's disk is full) or HM_ERR_SQLITE. */
 int catalog_hold(struct catalog *c, const char *owner, int64_t until, const char *const *sha256, size_t n);
 /* Let go of owner's holds. Returns 0 or HM_ERR_SQLITE. */
 int catalog_hold_drop(struct catalog *c, const char *owner);
@@ -512,6 +527,9 @@ int catalog_torrent_missing_each(struct catalog *c, int (*fn)(void *ud, int64_t 
 
 /* Every torrent row, in snapshot order: fn(ud, t) (borrowed); a non-zero return stops and is returned. */
 int catalog_torrents_each(struct catalog *c, int (*fn)(void *ud, const struct catalog_torrent *t), void *ud);
+/* The torrents of the snapshots a ref (a branch, a tag, a followed revision) points at, each once, in
+ * snapshot order: what the mirror's seed always seeds. As catalog_torrents_each otherwise. */
+int catalog_torrents_heads_each(struct catalog *c, int (*fn)(void *ud, const struct catalog_torrent *t), void *ud);
 
 /* Drop the torrent rows whose .torrent file is gone (have(ud, btih) false): the next sync makes
  * them again, with the same info-hashes. *dropped counts them. Returns 0 or HM_ERR_SQLITE. */

@@ -18,7 +18,7 @@ int catalog_hold(struct catalog *c, const char *owner, int64_t until, const char
 	if (!n)
 		return 0;
 	if (catalog_begin(c))
-		return r;
+		return catalog__failed(c);
 	/* (a hold renewed keeps the later of its two ends) */
 	if (catalog__prepare(c, "INSERT INTO holds (sha256, owner, until) VALUES (?1, ?2, ?3) "
 			     "ON CONFLICT (sha256, owner) DO UPDATE SET until = max(until, excluded.until)", &st))
@@ -27,18 +27,20 @@ int catalog_hold(struct catalog *c, const char *owner, int64_t until, const char
 	sqlite3_bind_int64(st, 3, until);
 	for (size_t i = 0; i < n; i++) {
 		sqlite3_bind_text(st, 1, sha256[i], -1, SQLITE_STATIC);
-		if (sqlite3_step(st) != SQLITE_DONE)
+		if (sqlite3_step(st) != SQLITE_DONE) {
+			r = catalog__failed(c);
 			goto out;
+		}
 		sqlite3_reset(st);
 	}
 	r = 0;
 out:
 	sqlite3_finalize(st);
-	if (r || catalog_commit(c)) {
+	if (!r && catalog_commit(c))
+		r = catalog__failed(c);
+	if (r)
 		catalog_rollback(c);
-		return HM_ERR_SQLITE;
-	}
-	return 0;
+	return r;
 }
 
 int catalog_hold_drop(struct catalog *c, const char *owner)

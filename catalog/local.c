@@ -3,6 +3,7 @@
  * through the upload API, never synced. Their snapshots are commits with parents, recorded with what
  * git needs to rebuild the same commit ids.
  */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,34 +33,6 @@ static int name_taken(struct catalog *c, const char *hub, const char *type, cons
 	r = rc == SQLITE_ROW ? HM_ERR_EXISTS : rc == SQLITE_DONE ? 0 : HM_ERR_SQLITE;
 	sqlite3_finalize(st);
 	return r;
-}
-
-int catalog_local_create(struct catalog *c, const char *hub, const char *type, const char *name, bool private_,
-			 int64_t *repo_id)
-{
-	sqlite3_stmt *st = NULL;
-	int r;
-
-	if (catalog_begin(c))
-		return HM_ERR_SQLITE;
-	r = name_taken(c, hub, type, name);
-	if (!r && catalog__prepare(c,
-				   "INSERT INTO repos (hub, type, name, follow_rev, added_at, created_at, local, private, "
-				   "gated, sync_status) VALUES (?1, ?2, ?3, 'main', ?4, ?4, 1, ?5, 'false', 'ok')", &st))
-		r = HM_ERR_SQLITE;
-	if (!r) {
-		catalog__bind_repo(st, hub, type, name);
-		sqlite3_bind_int64(st, 4, (sqlite3_int64)time(NULL));
-		sqlite3_bind_int(st, 5, private_ ? 1 : 0);
-		r = catalog__run(st);
-	}
-	if (!r && repo_id)
-		*repo_id = sqlite3_last_insert_rowid(c->db);
-	if (r || catalog_commit(c)) {
-		catalog_rollback(c);
-		return r ? r : HM_ERR_SQLITE;
-	}
-	return 0;
 }
 
 int catalog_local_delete(struct catalog *c, int64_t repo_id)
@@ -126,6 +99,89 @@ static int commit_insert(struct catalog *c, int64_t repo_id, int64_t snap_id, co
 	return catalog__run(st);
 }
 
+/* A test hook (tests/README.md, "Fault hooks"): with $HUBMIRROR_TEST_KILL naming this point, the
+ * process kills itself here (SIGKILL) as a crash at that moment would. Read in this one place; the
+ * fault tests (t0843) use it to kill create_repo between its repo row and its first commit. */
+static void test_kill_point(const char *point)
+{
+	const char *v = getenv("HUBMIRROR_TEST_KILL");
+
+	if (v && !strcmp(v, point))
+		raise(SIGKILL);
+}
+
+/* A local repo of exactly that name that has no snapshot at all: what an older version left when it
+ * was killed between making the repo and its first commit (two transactions then). Its id, or 0. */
+static int64_t never_committed(struct catalog *c, const char *hub, const char *type, const char *name)
+{
+	sqlite3_stmt *st = NULL;
+	int64_t id = 0;
+
+	if (catalog__prepare(c, "SELECT id FROM repos r WHERE hub = ?1 AND type = ?2 AND name = ?3 AND local = 1 AND "
+			     "removed_at IS NULL AND NOT EXISTS (SELECT 1 FROM snapshots s WHERE s.repo_id = r.id)", &st))
+		return 0;
+	catalog__bind_repo(st, hub, type, name);
+	if (sqlite3_step(st) == SQLITE_ROW)
+		id = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	return id;
+}
+
+/* The row of a new local repo (or the one taken over, made private or not as asked now). */
+static int repo_row(struct catalog *c, const char *hub, const char *type, const char *name, bool private_,
+		    bool take_over, int64_t *id)
+{
+	sqlite3_stmt *st = NULL;
+	int r;
+
+	if (take_over && (*id = never_committed(c, hub, type, name))) {
+		if (catalog__prepare(c, "UPDATE repos SET private = ?2 WHERE id = ?1", &st))
+			return HM_ERR_SQLITE;
+		sqlite3_bind_int64(st, 1, *id);
+		sqlite3_bind_int(st, 2, private_ ? 1 : 0);
+		return catalog__run(st);
+	}
+	if ((r = name_taken(c, hub, type, name)))
+		return r;
+	if (catalog__prepare(c, "INSERT INTO repos (hub, type, name, follow_rev, added_at, created_at, local, private, "
+			     "gated, sync_status) VALUES (?1, ?2, ?3, 'main', ?4, ?4, 1, ?5, 'false', 'ok')", &st))
+		return HM_ERR_SQLITE;
+	catalog__bind_repo(st, hub, type, name);
+	sqlite3_bind_int64(st, 4, (sqlite3_int64)time(NULL));
+	sqlite3_bind_int(st, 5, private_ ? 1 : 0);
+	if ((r = catalog__run(st)))
+		return r;
+	*id = sqlite3_last_insert_rowid(c->db);
+	return 0;
+}
+
+int catalog_local_create(struct catalog *c, const char *hub, const char *type, const char *name, bool private_,
+			 const struct catalog_commit *cm, const char *ref, const struct catalog_file *files, size_t n,
+			 int64_t *repo_id)
+{
+	int64_t id = 0, snap_id = 0;
+	int r;
+
+	if (catalog_begin(c))
+		return catalog__failed(c);
+	r = repo_row(c, hub, type, name, private_, cm != NULL, &id);
+	if (!r && cm) {
+		test_kill_point("create-repo");
+		r = catalog__snapshot_record(c, id, cm->id, ref, false, CATALOG_LOCAL_SELECTION, files, n, &snap_id);
+		if (!r)
+			r = commit_insert(c, id, snap_id, cm);
+	}
+	if (r == HM_ERR_SQLITE || (!r && catalog_commit(c)))
+		r = catalog__failed(c);
+	if (r) {
+		catalog_rollback(c);
+		return r;
+	}
+	if (repo_id)
+		*repo_id = id;
+	return 0;
+}
+
 int catalog_local_commit(struct catalog *c, int64_t repo_id, const char *ref, const struct catalog_commit *cm,
 			 const struct catalog_file *files, size_t n)
 {
@@ -134,7 +190,7 @@ int catalog_local_commit(struct catalog *c, int64_t repo_id, const char *ref, co
 	int r;
 
 	if (catalog_begin(c))
-		return HM_ERR_SQLITE;
+		return catalog__failed(c);
 	/* the commit was made on cm->parent: it goes in only while the ref still points there */
 	r = catalog_local_head(c, repo_id, ref, head);
 	if (r == HM_ERR_NOT_FOUND)
@@ -146,9 +202,11 @@ int catalog_local_commit(struct catalog *c, int64_t repo_id, const char *ref, co
 					     &snap_id);
 	if (!r)
 		r = commit_insert(c, repo_id, snap_id, cm);
-	if (r || catalog_commit(c)) {
+	if (r == HM_ERR_SQLITE || (!r && catalog_commit(c)))
+		r = catalog__failed(c);
+	if (r) {
 		catalog_rollback(c);
-		return r ? r : HM_ERR_SQLITE;
+		return r;
 	}
 	return 0;
 }
@@ -263,9 +321,11 @@ int catalog_local_push(struct catalog *c, int64_t repo_id, const struct catalog_
 	}
 	for (size_t i = 0; i < nr && !r; i++)
 		r = push_ref(c, repo_id, &refs[i]);
-	if (r || catalog_commit(c)) {
+	if (r == HM_ERR_SQLITE || (!r && catalog_commit(c)))
+		r = catalog__failed(c);
+	if (r) {
 		catalog_rollback(c);
-		return r ? r : HM_ERR_SQLITE;
+		return r;
 	}
 	return 0;
 }
@@ -355,4 +415,36 @@ int catalog_namespace_holds(struct catalog *c, const char *hub, const char *ns, 
 	rc = sqlite3_step(st);
 	sqlite3_finalize(st);
 	return rc == SQLITE_ROW ? 1 : rc == SQLITE_DONE ? 0 : HM_ERR_SQLITE;
+}
+
+int catalog_local_naming(struct catalog *c, const char *sha256, bool *mirrored,
+			 int (*fn)(void *ud, const char *hub, const char *type, const char *name, const char *commit),
+			 void *ud)
+{
+	sqlite3_stmt *st = NULL;
+	int r = 0, rc;
+
+	if (catalog__prepare(c, "SELECT EXISTS (SELECT 1 FROM files f JOIN snapshots s ON s.id = f.snapshot_id "
+			     "JOIN repos r ON r.id = s.repo_id WHERE f.sha256 = ?1 AND NOT r.local)", &st))
+		return HM_ERR_SQLITE;
+	sqlite3_bind_text(st, 1, sha256, -1, SQLITE_STATIC);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW)
+		*mirrored = sqlite3_column_int(st, 0) != 0;
+	sqlite3_finalize(st);
+	if (rc != SQLITE_ROW)
+		return HM_ERR_SQLITE;
+	if (catalog__prepare(c, "SELECT DISTINCT r.hub, r.type, r.name, s.commit_id, m.at FROM files f "
+			     "JOIN snapshots s ON s.id = f.snapshot_id JOIN repos r ON r.id = s.repo_id "
+			     "LEFT JOIN commits m ON m.snapshot_id = s.id WHERE f.sha256 = ?1 AND r.local "
+			     "ORDER BY r.name, m.at DESC, s.commit_id", &st))
+		return HM_ERR_SQLITE;
+	sqlite3_bind_text(st, 1, sha256, -1, SQLITE_STATIC);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		r = fn(ud, (const char *)sqlite3_column_text(st, 0), (const char *)sqlite3_column_text(st, 1),
+		       (const char *)sqlite3_column_text(st, 2), (const char *)sqlite3_column_text(st, 3));
+		if (r)
+			break;
+	}
+	return catalog__rows_end(st, rc, r);
 }

@@ -295,22 +295,27 @@ int catalog_snapshot_trusts(struct catalog *c, int64_t snapshot_id, const char *
 {
 	sqlite3_stmt *st = NULL;
 	int64_t repo_id = 0;
+	bool local = false;
 	int r;
 
-	if (catalog__prepare(c, "SELECT repo_id, selection IS NOT NULL FROM snapshots WHERE id = ?1", &st))
+	if (catalog__prepare(c, "SELECT s.repo_id, s.selection IS NOT NULL, r.local FROM snapshots s "
+			     "JOIN repos r ON r.id = s.repo_id WHERE s.id = ?1", &st))
 		return HM_ERR_SQLITE;
 	sqlite3_bind_int64(st, 1, snapshot_id);
 	r = sqlite3_step(st);
 	if (r == SQLITE_ROW) {
 		repo_id = sqlite3_column_int64(st, 0);
 		r = sqlite3_column_int(st, 1);
+		local = sqlite3_column_int(st, 2) != 0;
 	} else {
 		r = r == SQLITE_DONE ? HM_ERR_NOT_FOUND : HM_ERR_SQLITE;
 	}
 	sqlite3_finalize(st);
 	if (r != 0)
 		return r; /* complete (1), or an error */
-	return catalog_blob_public_or_own(c, sha256, repo_id, everyone, ud) && catalog_blob_from_upstream(c, sha256) ? 1 : 0;
+	/* (a local repo has no upstream: what its users sent is all there is) */
+	return catalog_blob_public_or_own(c, sha256, repo_id, everyone, ud) &&
+	       (local || catalog_blob_from_upstream(c, sha256)) ? 1 : 0;
 }
 
 int catalog_blob_fetched(struct catalog *c, const char *sha256, int64_t repo_id)

@@ -582,7 +582,7 @@ static int import_local(struct mirror_data *d, json_t *r, json_t *carried, struc
 
 	if (e == HM_ERR_NOT_FOUND && !(e = catalog_local_create(d->catalog, hub, type, name,
 								json_integer_value(json_object_get(json_object_get(r, "meta"),
-												   "private")) == 1, NULL)))
+												   "private")) == 1, NULL, NULL, NULL, 0, NULL)))
 		e = catalog_repo_get(d->catalog, hub, type, name, &cr);
 	if (!e && !cr.local)
 		e = bundle__fail(errmsg, HM_ERR_EXISTS, "%s: a mirrored repository of that name is here", name);

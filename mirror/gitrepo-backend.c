@@ -340,6 +340,7 @@ int mirror_git_backend(const struct mirror_data *d, const struct mirror_git_requ
 	a->fd = out;
 	out = -1;
 out:
+	r = gitrepo__full_disk(root, r, errmsg);
 	if (in >= 0)
 		close(in);
 	if (out >= 0)

@@ -34,13 +34,15 @@ static void gc_one(struct mirror_data *d, const char *root, const char *hub, con
 	char *gitdir = xasprintf("%s/%s/%s/%s/%s", root, hub, type, org, entry);
 	char *name = xasprintf("%s/%.*s", org, (int)(strlen(entry) - 4), entry);
 	char *lockpath = xasprintf("%s.lock", gitdir), *err = NULL;
+	char *head = xasprintf("%s/HEAD", gitdir);
 	struct catalog_repo r = { 0 };
 	int lock = open(lockpath, O_CREAT | O_RDWR | O_CLOEXEC, 0600);
 
 	if (lock < 0 || flock(lock, LOCK_EX)) {
 		log_warn("gc", "cannot lock %s: %s", gitdir, strerror(errno));
-	} else if (catalog_repo_get(d->catalog, hub, type, name, &r)) {
-		/* not tracked any more (or never): nobody clones it */
+	} else if (access(head, F_OK) || catalog_repo_get(d->catalog, hub, type, name, &r)) {
+		/* not tracked any more (or never): nobody clones it; or no HEAD: a git init that failed
+		 * (an older version left it so on a full disk), which the next request makes again */
 		if (nftw(gitdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS) == 0) {
 			unlink(lockpath);
 			rep->removed++;
@@ -58,6 +60,7 @@ static void gc_one(struct mirror_data *d, const char *root, const char *hub, con
 	if (lock >= 0)
 		close(lock);
 	free(err);
+	free(head);
 	free(lockpath);
 	free(name);
 	free(gitdir);

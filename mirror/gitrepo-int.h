@@ -25,5 +25,10 @@ char *gitrepo__last_words(int err);
 int gitrepo__git_run(const char *root, const char *const *argv, int in, int out, char **errmsg);
 /* Write all n bytes of p to fd; 0 or -1 with errno. */
 int gitrepo__write_all(int fd, const void *p, size_t n);
+/* A step that failed with r (and *errmsg) in root, said again when root's disk is full: git does not
+ * tell (its writes fail silently, or its own words cannot be written either), so an HM_ERR_GIT with
+ * less than GITREPO_FULL_BYTES left there is the disk's: -ENOSPC, *errmsg saying so first. Else r. */
+#define GITREPO_FULL_BYTES (1 << 20)
+int gitrepo__full_disk(const char *root, int r, char **errmsg);
 
 #endif

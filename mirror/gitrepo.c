@@ -12,6 +12,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +21,7 @@
 #include <signal.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -120,6 +122,19 @@ pid_t gitrepo__git_start(const char *const *argv, const char *const *extra_env, 
 	posix_spawn_file_actions_destroy(&fa);
 	env_free(env);
 	return r ? -r : pid;
+}
+
+int gitrepo__full_disk(const char *root, int r, char **errmsg)
+{
+	struct statvfs v;
+	char *was;
+
+	if (r != HM_ERR_GIT || statvfs(root, &v) || (unsigned long long)v.f_bavail * v.f_frsize >= GITREPO_FULL_BYTES)
+		return r;
+	was = *errmsg;
+	*errmsg = xasprintf("No space left on the mirror's disk (%s)%s%s", root, was ? ": " : "", was ? was : "");
+	free(was);
+	return -ENOSPC;
 }
 
 /* Wait for pid: its exit status (0-255), or -1 when a signal ended it. */
@@ -500,6 +515,20 @@ static bool has_line(const char *text, const char *line)
 	return false;
 }
 
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)flag;
+	(void)ftw;
+	return remove(path) < 0 && errno != ENOENT ? -1 : 0;
+}
+
+static void remove_tree(const char *dir)
+{
+	if (nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS) < 0 && errno != ENOENT)
+		log_debug("git", "cannot remove %s: %s", dir, strerror(errno));
+}
+
 /* A new bare repository at gitdir with the settings serving needs. */
 static int init_repo(const char *root, const char *gitdir, char **errmsg)
 {
@@ -785,8 +814,11 @@ int mirror_git_prepare_locked(struct mirror_data *d, struct catalog *cat, const 
 	state = xasprintf("%s/" STATE_FILE, gitdir);
 	if (state_is(state, want))
 		goto out;
-	if ((r = repo_ensure(root, gitdir, errmsg)))
+	if ((r = repo_ensure(root, gitdir, errmsg))) {
+		/* a git init that failed (a full disk) leaves no folder for the next one or gc to trip on */
+		remove_tree(gitdir);
 		goto out;
+	}
 	if (!(have = list_refs(root, gitdir, errmsg))) {
 		r = HM_ERR_GIT;
 		goto out;
@@ -800,6 +832,7 @@ int mirror_git_prepare_locked(struct mirror_data *d, struct catalog *cat, const 
 	/* the state last: until it is written, the next request builds again */
 	r = state_write(state, want, errmsg);
 out:
+	r = gitrepo__full_disk(root, r, errmsg);
 	if (!r && keep_lock) {
 		*keep_lock = lock;
 		lock = -1;

@@ -26,7 +26,8 @@ char *mirror_git_root(const struct mirror_data *d);
  * mirror_git_root: "hf/model/org/name.git". Blocking (runs git fast-import over the snapshots not
  * built yet; the regular files are read from the store): call it on a worker. Builds of one
  * repository are serialised by a lock file beside it; an up-to-date repository costs a file read.
- * Returns 0, HM_ERR_NOT_FOUND (no ref has a complete snapshot) or an error with *errmsg (malloc'd).
+ * Returns 0, HM_ERR_NOT_FOUND (no ref has a complete snapshot), -ENOSPC (a step failed on a full disk;
+ * a git init that failed leaves no folder behind) or an error with *errmsg (malloc'd).
  */
 int mirror_git_prepare(struct mirror_data *d, struct catalog *cat, const struct catalog_repo *repo, char **rel,
 		       char **errmsg);
@@ -74,7 +75,8 @@ struct mirror_git_answer {
  * *a. Blocking: on a worker. Returns 0 or an error with *errmsg (a->fd is -1 then); the client's
  * doing, before git runs: -EFBIG (the body inflates past 10 MiB), -EINVAL (an encoding not known, an
  * upload-pack request whose pkt-lines are malformed: mirror/gitpkt.h), -EPERM (it asks for what is
- * not served, a sparse:oid filter); -ETIMEDOUT (the run passed its time bound).
+ * not served, a sparse:oid filter); -ETIMEDOUT (the run passed its time bound); -ENOSPC (git failed
+ * on a full disk: *errmsg says so).
  */
 int mirror_git_backend(const struct mirror_data *d, const struct mirror_git_request *q, struct mirror_git_answer *a,
 		       char **errmsg);

@@ -202,45 +202,74 @@ static char *message_of(const struct mirror_upload_commit *uc)
 	return xasprintf("%s\n", uc->summary);
 }
 
-/* Compute the commit of t on parent and record it. */
-static int record(struct catalog *cat, const struct catalog_repo *repo, const struct mirror_upload_commit *uc,
-		  const char *parent, struct tree *t, char out[41], char **errmsg)
+/* A commit of t on parent, computed: its id, tree and message, and its files as the catalog takes
+ * them (borrowed from t). */
+struct made {
+	char id[41], tree[41];
+	char *msg;
+	int64_t at;
+	struct catalog_file *files;
+	size_t n;
+};
+
+static void made_release(struct made *m)
+{
+	free(m->msg);
+	free(m->files);
+	memset(m, 0, sizeof(*m));
+}
+
+static int made_compute(const struct mirror_upload_commit *uc, const char *parent, struct tree *t, struct made *m,
+			char **errmsg)
 {
 	struct gitobj_file *g = xcalloc(t->n + 1, sizeof(*g));
-	struct catalog_file *files = xcalloc(t->n + 1, sizeof(*files));
-	size_t n = 0, len;
-	char tree[41], id[41], *msg = message_of(uc), *text;
-	int64_t now = (int64_t)time(NULL);
+	size_t len;
+	char *text;
 	int e;
 
+	memset(m, 0, sizeof(*m));
+	m->files = xcalloc(t->n + 1, sizeof(*m->files));
+	m->msg = message_of(uc);
+	m->at = (int64_t)time(NULL);
 	for (size_t i = 0; i < t->n; i++) {
 		const struct tfile *f = &t->v[i];
 		if (!f->path)
 			continue;
-		g[n] = (struct gitobj_file){ f->path, f->git_oid };
-		files[n] = (struct catalog_file){ .path = f->path, .size = f->size, .git_oid = f->git_oid,
-						  .lfs_oid = f->lfs_oid[0] ? f->lfs_oid : NULL, .sha256 = f->sha256 };
-		n++;
+		g[m->n] = (struct gitobj_file){ f->path, f->git_oid };
+		m->files[m->n] = (struct catalog_file){ .path = f->path, .size = f->size, .git_oid = f->git_oid,
+							.lfs_oid = f->lfs_oid[0] ? f->lfs_oid : NULL, .sha256 = f->sha256 };
+		m->n++;
 	}
-	e = gitobj_tree_id(g, n, tree);
+	e = gitobj_tree_id(g, m->n, m->tree);
+	free(g);
 	if (e) {
 		if (errmsg)
 			*errmsg = xstrdup("a path is both a file and a folder");
-		goto out;
+		made_release(m);
+		return e;
 	}
-	text = gitobj_commit_text(tree, parent, uc->author, now, msg, &len);
-	gitobj_id("commit", text, len, id);
+	text = gitobj_commit_text(m->tree, parent, uc->author, m->at, m->msg, &len);
+	gitobj_id("commit", text, len, m->id);
 	free(text);
+	return 0;
+}
+
+/* Compute the commit of t on parent and record it. */
+static int record(struct catalog *cat, const struct catalog_repo *repo, const struct mirror_upload_commit *uc,
+		  const char *parent, struct tree *t, char out[41], char **errmsg)
+{
+	struct made m;
+	int e = made_compute(uc, parent, t, &m, errmsg);
+
+	if (e)
+		return e;
 	{
-		struct catalog_commit cm = { id, parent, tree, uc->author, now, msg, NULL };
-		e = catalog_local_commit(cat, repo->id, uc->branch, &cm, files, n);
+		struct catalog_commit cm = { m.id, parent, m.tree, uc->author, m.at, m.msg, NULL };
+		e = catalog_local_commit(cat, repo->id, uc->branch, &cm, m.files, m.n);
 	}
 	if (!e)
-		memcpy(out, id, 41);
-out:
-	free(msg);
-	free(g);
-	free(files);
+		memcpy(out, m.id, 41);
+	made_release(&m);
 	return e;
 }
 
@@ -444,25 +473,29 @@ int mirror_upload_create(struct mirror_data *d, struct catalog *cat, const char 
 	struct mirror_upload_commit uc = { .branch = "main", .new_branch = true, .summary = "initial commit",
 					   .author = author, .ops = &op, .nops = 1 };
 	struct mirror_upload_batch *b = mirror_upload_batch_new(d, cat, "commit");
-	struct catalog_repo repo = { 0 };
-	char commit[41];
+	struct tree t = { .index = json_object() };
+	struct made m;
 	int64_t id = 0;
 	int e;
 
 	op.size = (int64_t)strlen(gitattributes);
 	mirror_upload_batch_small(b, gitattributes, strlen(gitattributes), op.sha256, op.git_oid);
-	if ((e = mirror_upload_batch_flush(b)) || (e = catalog_local_create(cat, hub, type, name, private_, &id)))
+	if ((e = mirror_upload_batch_flush(b))) /* (held from gc until the repo names it) */
 		goto out;
-	repo = (struct catalog_repo){ .id = id, .hub = (char *)hub, .type = (char *)type, .name = (char *)name };
-	e = mirror_upload_commit(cat, &repo, &uc, commit, errmsg);
-	if (e) {
-		catalog_local_delete(cat, id); /* not half made */
+	if ((e = apply_op(&t, &op, errmsg)) || (e = made_compute(&uc, NULL, &t, &m, errmsg)))
 		goto out;
+	{
+		/* the repo and its first commit in one transaction: a crash leaves neither or both, never a
+		 * repo without a branch (which create_repo would call taken and every commit would miss) */
+		struct catalog_commit cm = { m.id, NULL, m.tree, author, m.at, m.msg, NULL };
+		e = catalog_local_create(cat, hub, type, name, private_, &cm, uc.branch, m.files, m.n, &id);
 	}
-	if (repo_id)
+	made_release(&m);
+	if (!e && repo_id)
 		*repo_id = id;
 out:
 	mirror_upload_batch_end(&b);
+	tree_release(&t);
 	return e;
 }
 

@@ -56,9 +56,11 @@ void mirror_upload_op_release(struct mirror_upload_op *op);
 
 /*
  * Make local repo hub/type/name (private or not), with its first commit on main holding the usual
- * .gitattributes (the large-file patterns the Hub's repos start with; written to d's store). *repo_id
- * (may be NULL): its catalog row. Returns 0, HM_ERR_EXISTS (a repository of that name, mirrored or
- * local), or an error (the repo is not left half made).
+ * .gitattributes (the large-file patterns the Hub's repos start with; written to d's store), the two in
+ * one catalog transaction (a local repo of that name without any commit, which an older version could
+ * leave, is taken over: catalog_local_create). *repo_id (may be NULL): its catalog row. Returns 0,
+ * HM_ERR_EXISTS (a repository of that name, mirrored or local), -ENOSPC (a full disk), or an error
+ * (the repo is not left half made).
  */
 int mirror_upload_create(struct mirror_data *d, struct catalog *cat, const char *hub, const char *type,
 			 const char *name, bool private_, const char *author, int64_t *repo_id, char **errmsg);

@@ -726,3 +726,14 @@ void p2p_tracker_swarm(const struct p2p_tracker *t, const unsigned char info_has
 	*seeders = sw ? sw->nseeders : 0;
 	*leechers = sw ? sw->npeers - sw->nseeders : 0;
 }
+
+size_t p2p_tracker_swarm_others(const struct p2p_tracker *t, const unsigned char info_hash[20],
+				const unsigned char peer_id[20], int64_t now)
+{
+	const struct swarm *sw = swarm_get(t, info_hash);
+	size_t n = 0;
+
+	for (size_t i = 0; sw && i < sw->npeers; i++)
+		n += expiry(t, sw->peers[i].last_seen) > now && memcmp(sw->peers[i].peer_id, peer_id, 20) != 0;
+	return n;
+}

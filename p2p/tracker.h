@@ -118,4 +118,9 @@ void p2p_tracker_stats(const struct p2p_tracker *t, struct p2p_tracker_stats *ou
  * p2p_tracker_stats()). */
 void p2p_tracker_swarm(const struct p2p_tracker *t, const unsigned char info_hash[20], size_t *seeders, size_t *leechers);
 
+/* Peers of one info-hash still live at now (not expired, whatever the last sweep) whose peer id is not
+ * peer_id: whether anyone but that peer (the mirror's own seed) holds the swarm. O(its peers). */
+size_t p2p_tracker_swarm_others(const struct p2p_tracker *t, const unsigned char info_hash[20],
+				const unsigned char peer_id[20], int64_t now);
+
 #endif

@@ -180,7 +180,9 @@ const struct cli_command cli_commands[] = {
 	  "re-hash every stored file; quarantine corrupt ones for the next sync to fetch again",
 	  "Reads every blob of the store and checks it against its sha256. A corrupt blob is moved to\n"
 	  "store/quarantine/ and never served; the repositories that hold it are marked 'damaged' and\n"
-	  "the next 'hubmirror sync' fetches it again. Exit status 1 when anything was wrong.\n" },
+	  "the next 'hubmirror sync' fetches it again. A content only local repositories name has no\n"
+	  "upstream: it is reported lost, with the commits that name it; the same bytes uploaded again\n"
+	  "make them whole. Exit status 1 when anything was wrong.\n" },
 	{ "version", cmd_version, "version [--json]", "print the versions of hubmirror and its libraries",
 	  "Print the hubmirror version and the versions of the libraries it was built with.\n" },
 };

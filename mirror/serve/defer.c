@@ -21,7 +21,7 @@
 #include "routes-int.h"
 
 /* A catalog connection for this worker: an idle one of the pool, or a new one. */
-static struct catalog *pool_take(struct mirror_routes *rt)
+struct catalog *mirror__pool_take(struct mirror_routes *rt)
 {
 	struct catalog *c = NULL;
 	char *err = NULL;
@@ -39,7 +39,7 @@ static struct catalog *pool_take(struct mirror_routes *rt)
 }
 
 /* Back to the pool (it holds as many as ever ran at once, at most MIRROR_POOL). */
-static void pool_give(struct mirror_routes *rt, struct catalog *c)
+void mirror__pool_give(struct mirror_routes *rt, struct catalog *c)
 {
 	if (!c)
 		return;
@@ -73,11 +73,11 @@ void mirror__job_header(struct mirror__job *j, const char *name, const char *fmt
 static void job_work(void *ud)
 {
 	struct mirror__job *j = ud;
-	struct catalog *cat = pool_take(j->rt);
+	struct catalog *cat = mirror__pool_take(j->rt);
 
 	if (cat)
 		j->build(j, cat);
-	pool_give(j->rt, cat);
+	mirror__pool_give(j->rt, cat);
 	if (j->fd > 0 && j->status)
 		return; /* a file as it is */
 	if (!j->status) {

@@ -186,7 +186,9 @@ static int flush_ops(struct commit_job *c, struct catalog *cat)
 	int e = mirror_upload_batch_flush(c->batch);
 
 	if (e)
-		return bad(c, e == HM_ERR_SQLITE ? 500 : 507, "the store cannot take the commit's files: %s", err_str(e));
+		return e == -ENOSPC ? bad(c, 507, "No space left on the mirror's disk: the commit's files cannot be kept")
+				    : bad(c, e == HM_ERR_SQLITE ? 500 : 507, "the store cannot take the commit's files: %s",
+					  err_str(e));
 	for (; c->checked < c->nops; c->checked++)
 		if (c->ops[c->checked].kind == MIRROR_UP_ADD && c->ops[c->checked].lfs &&
 		    check_lfs(c, cat, &c->ops[c->checked]))
@@ -330,8 +332,9 @@ static void commit_job_build(struct mirror__job *j, struct catalog *cat)
 				    "/commit/", id, "", "pullRequestUrl", "hookOutput", "");
 	} else {
 		int status = e == HM_ERR_CONFLICT ? 412 : e == HM_ERR_NOT_FOUND ? 404 : e == HM_ERR_QUOTA ? 403
-			     : e == HM_ERR_PATH_UNSAFE || e == -EINVAL ? 400 : 500;
-		hf__job_error(j, status, NULL, why ? why : err_str(e), NULL);
+			     : e == HM_ERR_PATH_UNSAFE || e == -EINVAL ? 400 : e == -ENOSPC ? 507 : 500;
+		hf__job_error(j, status, NULL, why ? why : e == -ENOSPC ? "No space left on the mirror's disk: the "
+			      "commit is not made" : err_str(e), NULL);
 	}
 	free(why);
 }
@@ -383,10 +386,11 @@ void mirror__hf_commit(struct mirror_routes *rt, struct httpd_req *req, const st
 		s = NULL;
 	}
 	if (!s || s->status) {
-		hf__error(req, !s ? 400 : s->status, NULL, !s ? "a commit's body is NDJSON"
-						      : s->status == 413 ? "the commit's body is too large"
-									 : "the commit's body could not be kept",
-			  NULL);
+		const char *why = !s ? "a commit's body is NDJSON"
+				  : s->status == 413 ? "the commit's body is too large"
+				  : s->status == 507 ? "No space left on the mirror's disk: the commit's body could not be kept"
+				  : "the commit's body could not be kept";
+		hf__error(req, !s ? 400 : s->status, NULL, why, NULL);
 		mirror__body_abandon(s);
 		return;
 	}

@@ -255,6 +255,15 @@ static void git_build(struct mirror__job *job, struct catalog *cat)
 		job->ctype_own = ans.ctype;
 		mirror__job_header(job, "Cache-Control", "no-cache");
 	}
+	if (r == -ENOSPC && !job->status) {
+		/* said to the client (git prints a text/plain answer's lines as "remote: ..."), as an upload
+		 * on that disk says it */
+		job->status = 507;
+		job->ctype = "text/plain";
+		job->text = xasprintf("No space left on the mirror's disk: git cannot %s this repository now\n",
+				      g->push ? "push to" : "serve");
+		job->len = strlen(job->text);
+	}
 	if (r && !job->status) {
 		job->status = 500;
 		job->ctype = "text/plain";
@@ -563,7 +572,8 @@ int mirror__route_git(struct mirror_routes *rt, struct httpd_req *req, const cha
 			; /* answered */
 		else if (g.op == OP_RECEIVE_PACK && (!sink || sink->status))
 			httpd_respond_str(req, sink && sink->status == 413 ? 413 : sink && sink->status == 507 ? 507 : 500,
-					  "text/plain", "the mirror could not keep this push's pack\n");
+					  "text/plain", sink && sink->status == 507 ? "No space left on the mirror's disk: "
+					  "it could not keep this push's pack\n" : "the mirror could not keep this push's pack\n");
 		else
 			serve_git(rt, req, &repo, g.op == OP_RECEIVE_PACK ? "/git-receive-pack" : "/info/refs", who, sink);
 		free(who);

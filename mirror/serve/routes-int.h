@@ -123,6 +123,9 @@ int mirror__route_preheat(struct mirror_routes *rt, struct httpd_req *req, const
 struct catalog_repo;
 json_t *mirror__swarm_json(struct mirror_routes *rt, int64_t snapshot_id, const struct catalog_repo *repo,
 			   const char *base);
+/* mirror_seeder_set_held's question (ud: the routes): do peers other than the mirror's own seed hold
+ * the swarm of the torrent with v1 hash btih or v2 hash btmh now? */
+bool mirror__swarm_held(void *ud, const char *btih, const char *btmh);
 
 /* The S3 API (routes-s3.c): under /s3, and at the root for a signed request or one to --s3-domain
  * (else it passes). */
@@ -312,5 +315,9 @@ void mirror__local_torrents(struct mirror_routes *rt);
 
 /* Close the idle connections of the pool (mirror_routes_free, once no job runs). */
 void mirror__pool_free(struct mirror_routes *rt);
+/* A catalog connection of the pool for a worker that is no mirror__job's (NULL when none opens), and
+ * back (NULL-safe). */
+struct catalog *mirror__pool_take(struct mirror_routes *rt);
+void mirror__pool_give(struct mirror_routes *rt, struct catalog *c);
 
 #endif

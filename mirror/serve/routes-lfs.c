@@ -601,8 +601,9 @@ static void put_job_build(struct mirror__job *j, struct catalog *cat)
 		j->body = json_pack("{s:s}", "message", e == HM_ERR_HASH_MISMATCH ? "the bytes do not hash to the object's oid"
 										   : "the bytes are not the object's size");
 	} else if (e || catalog_blob_fetched(cat, p->oid, p->repo_id)) {
-		j->status = 500;
-		j->body = json_pack("{s:s}", "message", e ? err_str(e) : "catalog error");
+		j->status = e == -ENOSPC ? 507 : 500;
+		j->body = json_pack("{s:s}", "message", e == -ENOSPC ? "No space left on the mirror's disk: the object cannot be kept"
+							: e ? err_str(e) : "catalog error");
 	} else {
 		if (p->s->capped)
 			cap_spend(p->lfs, p->s->cap.nonce, p->s->cap_expires);

@@ -110,10 +110,13 @@ static void swarm_part(struct mirror_routes *rt, struct buf *b)
 	buf_addf(b, "hubmirror_tracker_peers{role=\"seeder\"} %zu\n", ts.seeders);
 	buf_addf(b, "hubmirror_tracker_peers{role=\"leecher\"} %zu\n", ts.peers - ts.seeders);
 	if (rt->seeder) {
-		int64_t seeded = 0, uploaded = 0;
-		mirror_seeder_stats(rt->seeder, &seeded, &uploaded);
+		int64_t seeded = 0, held = 0, uploaded = 0;
+		mirror_seeder_stats(rt->seeder, &seeded, &held, &uploaded);
 		head(b, "hubmirror_seeder_torrents", "gauge", "Torrents the mirror seeds over BitTorrent.");
 		buf_addf(b, "hubmirror_seeder_torrents %lld\n", (long long)seeded);
+		head(b, "hubmirror_seeder_held_torrents", "gauge",
+		     "Of those, torrents of no ref's snapshot, seeded while peers hold their swarms.");
+		buf_addf(b, "hubmirror_seeder_held_torrents %lld\n", (long long)held);
 		head(b, "hubmirror_seeder_uploaded_bytes_total", "counter", "Payload bytes the mirror's BitTorrent seed sent to peers.");
 		buf_addf(b, "hubmirror_seeder_uploaded_bytes_total %lld\n", (long long)uploaded);
 	}

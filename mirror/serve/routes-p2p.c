@@ -67,6 +67,10 @@ static void plain(struct httpd_req *req, int status, const char *msg)
 
 /* ---- tracker -------------------------------------------------------------------------------------- */
 
+/* The peer id the tracker knows the mirror's own seed by (libtorrent's own id differs: this names
+ * its place in the swarms, which agents and held swarms tell apart by it). */
+#define SELF_PEER_ID "-HM0001-hubmirrorsee"
+
 /* The mirror seeds this torrent: put its seed in the swarm the peer announced (v1 or truncated v2
  * hash), at the address the peer reached us on, so the answer can name it. Refreshed by every
  * announce, so it lives as long as the swarm does. */
@@ -84,7 +88,7 @@ static void announce_self(struct mirror_routes *rt, struct httpd_req *req, const
 		ss.ss_family = AF_INET6;
 	else
 		return;
-	memcpy(me.peer_id, "-HM0001-hubmirrorseed", 20);
+	memcpy(me.peer_id, SELF_PEER_ID, 20);
 	me.port = (uint16_t)mirror_seeder_port(rt->seeder);
 	me.left = 0;
 	me.uploaded = me.downloaded = 0; /* the seed's own bytes are counted by the seeder, not here */
@@ -95,6 +99,81 @@ static void announce_self(struct mirror_routes *rt, struct httpd_req *req, const
 	buf_release(&ignored);
 }
 
+/* The announce's end: the peer recorded (and the mirror's seed beside it, when it seeds the torrent),
+ * the swarm's answer sent. */
+static void announce_end(struct mirror_routes *rt, struct httpd_req *req, const struct p2p_tracker_announce *a,
+			 const struct sockaddr_storage *ss, const char *btih)
+{
+	int64_t now = mono_seconds();
+	struct buf out;
+
+	buf_init(&out);
+	if (now - rt->tracker_swept >= 30) {
+		p2p_tracker_expire(rt->tracker, now);
+		rt->tracker_swept = now;
+	}
+	if (rt->seeder && mirror_seeder_has(rt->seeder, btih))
+		announce_self(rt, req, a, now);
+	/* on a refusal (a limit) the body says why: sent all the same */
+	p2p_tracker_announce(rt->tracker, a, (const struct sockaddr *)ss, now, &out);
+	httpd_add_header(req, "Cache-Control", "no-store");
+	httpd_respond(req, 200, "text/plain", out.data, out.len);
+	buf_release(&out);
+}
+
+/* An announce for a torrent the seed does not have (no head's: an older commit an agent holds): its
+ * folder laid out on a worker, then the seed takes it, and once libtorrent takes peers for it (a
+ * torrent just added refuses them for a moment: the peer would wait a minute to try again) the
+ * announce is answered with the seed in the swarm. */
+#define CLAIM_WAIT_MS 20
+#define CLAIM_WAITS 100 /* then answered all the same */
+
+struct claim {
+	struct mirror_routes *rt;
+	struct catalog_torrent t;
+	char *root;
+	struct p2p_tracker_announce a;
+	struct sockaddr_storage ss;
+	int laid_out;
+	int waits;
+};
+
+static void claim_work(void *ud)
+{
+	struct claim *c = ud;
+	struct catalog *cat;
+
+	if (c->waits) { /* a step of the wait for libtorrent, off the loop */
+		usleep(CLAIM_WAIT_MS * 1000);
+		return;
+	}
+	cat = mirror__pool_take(c->rt);
+	c->laid_out = cat ? mirror_seeder_lay_out(c->root, c->rt->data->store, cat, &c->t) : HM_ERR_SQLITE;
+	mirror__pool_give(c->rt, cat);
+}
+
+static void claim_done(void *ud, struct httpd_req *req)
+{
+	struct claim *c = ud;
+	struct mirror_routes *rt = c->rt;
+
+	if (rt->closing || !rt->seeder) /* the seed is gone */
+		goto out;
+	if (!c->waits)
+		mirror_seeder_claimed(rt->seeder, &c->t, c->laid_out);
+	if (!req)
+		goto out;
+	if (!mirror_seeder_ready(rt->seeder, c->t.btih) && mirror_seeder_has(rt->seeder, c->t.btih) &&
+	    c->waits++ < CLAIM_WAITS) {
+		httpd_defer(req, claim_work, claim_done, c);
+		return;
+	}
+	announce_end(rt, req, &c->a, &c->ss, c->t.btih);
+out:
+	free(c->root);
+	free(c);
+}
+
 static void announce(struct mirror_routes *rt, struct httpd_req *req)
 {
 	const char *q = httpd_query(req), *why = NULL;
@@ -102,9 +181,8 @@ static void announce(struct mirror_routes *rt, struct httpd_req *req)
 	struct catalog_torrent t;
 	struct sockaddr_storage ss = { 0 };
 	const char *peer = httpd_peer(req);
-	char hex[41];
+	char hex[41], *root;
 	struct buf out;
-	int64_t now = mono_seconds();
 	static const char unknown[] = "unknown torrent: this tracker serves the torrents of its mirror only";
 
 	buf_init(&out);
@@ -148,18 +226,40 @@ static void announce(struct mirror_routes *rt, struct httpd_req *req)
 		p2p_tracker_failure(&out, "cannot tell your address");
 		goto send;
 	}
-	if (now - rt->tracker_swept >= 30) {
-		p2p_tracker_expire(rt->tracker, now);
-		rt->tracker_swept = now;
+	/* a peer joins the swarm of a torrent the seed does not have (no head's): the seed takes it first,
+	 * its folder laid out off the loop (a snapshot of 300,000 files), then the answer names the seed */
+	if (a.event != P2P_TRACKER_EVENT_STOPPED && (root = mirror_seeder_claim(rt->seeder, &t))) {
+		struct claim *c = xcalloc(1, sizeof(*c));
+		c->rt = rt;
+		c->t = t;
+		c->root = root;
+		c->a = a;
+		c->ss = ss;
+		c->laid_out = HM_ERR_SQLITE; /* until the worker says (the job never ran: not laid out) */
+		buf_release(&out);
+		httpd_defer(req, claim_work, claim_done, c);
+		return;
 	}
-	if (rt->seeder && mirror_seeder_has(rt->seeder, t.btih))
-		announce_self(rt, req, &a, now);
-	/* on a refusal (a limit) the body says why: sent all the same */
-	p2p_tracker_announce(rt->tracker, &a, (const struct sockaddr *)&ss, now, &out);
+	buf_release(&out);
+	announce_end(rt, req, &a, &ss, t.btih);
+	return;
 send:
 	httpd_add_header(req, "Cache-Control", "no-store");
 	httpd_respond(req, 200, "text/plain", out.data, out.len);
 	buf_release(&out);
+}
+
+bool mirror__swarm_held(void *ud, const char *btih, const char *btmh)
+{
+	struct mirror_routes *rt = ud;
+	unsigned char v1[20], v2[20];
+	int64_t now = mono_seconds();
+
+	/* a hybrid torrent's peers announce either hash (libtorrent: both) */
+	return (!hex_decode(btih, v1, 20) && p2p_tracker_swarm_others(rt->tracker, v1, (const unsigned char *)SELF_PEER_ID,
+								       now) > 0) ||
+	       (strlen(btmh) >= 40 && !hex_decode(btmh, v2, 20) &&
+		p2p_tracker_swarm_others(rt->tracker, v2, (const unsigned char *)SELF_PEER_ID, now) > 0);
 }
 
 /* ---- the torrent of a repo ------------------------------------------------------------------------ */

@@ -177,6 +177,10 @@ static void repo_job_build(struct mirror__job *j, struct catalog *cat)
 		j->body = json_pack("{s:s, s:s}", "error", "You already created this repo", "url", r->url);
 	} else if (e == HM_ERR_NOT_FOUND) {
 		hf__job_error(j, 404, "RepoNotFound", "Repository not found", NULL);
+	} else if (e == -ENOSPC) {
+		/* the store's or the catalog's disk: said as a commit on that disk says it, and nothing made */
+		log_warn("upload", "%s hf:%s: the disk is full", r->delete ? "deleting" : "creating", r->name);
+		hf__job_error(j, 507, NULL, "No space left on the mirror's disk: the repository cannot be made now", NULL);
 	} else {
 		log_warn("upload", "%s hf:%s: %s", r->delete ? "deleting" : "creating", r->name, why ? why : err_str(e));
 		hf__job_error(j, 500, NULL, why ? why : err_str(e), NULL);

@@ -25,6 +25,7 @@
 #include "ondemand.h"
 #include "routes-int.h"
 #include "routes.h"
+#include "seeder.h"
 #include "mirror/store.h"
 #include "mirror/torrents.h"
 #include "p2p/tracker.h"
@@ -437,6 +438,8 @@ void mirror_routes_set_access(struct mirror_routes *r, const struct mirror_acces
 void mirror_routes_set_seeder(struct mirror_routes *r, struct mirror_seeder *seeder)
 {
 	r->seeder = seeder;
+	if (seeder) /* what agents hold stays seeded: the tracker knows who holds a swarm */
+		mirror_seeder_set_held(seeder, mirror__swarm_held, r);
 }
 
 void mirror_routes_set_search_budget(struct mirror_routes *r, int ms)

@@ -4,6 +4,7 @@
  * Alerts come from libtorrent's threads: the wakeup only does uv_async_send; the loop drains them.
  * The seed folders are built under a temporary name and renamed, so a folder that exists is whole.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <ftw.h>
 #include <stdio.h>
@@ -26,8 +27,12 @@
 
 struct seeded {
 	char btih[41];
-	bool seen;              /* in the catalog at the last scan */
+	char btmh[65];
+	int64_t snapshot_id;
+	bool seen;              /* kept by the last scan: a head's, or a swarm holds it */
+	bool head;              /* a ref's snapshot's at the last scan */
 	bool bad;               /* a piece failed its check: no longer seeded (until restart) */
+	bool laying;            /* its folder being laid out on a worker (mirror_seeder_claim): not seeded yet */
 };
 
 struct mirror_seeder {
@@ -43,6 +48,8 @@ struct mirror_seeder {
 	int port;
 	bool super_seed;
 	const struct mirror_access *access;
+	bool (*held)(void *ud, const char *btih, const char *btmh); /* NULL: nothing is held */
+	void *held_ud;
 };
 
 static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
@@ -71,7 +78,14 @@ bool mirror_seeder_has(const struct mirror_seeder *s, const char *btih)
 {
 	const struct seeded *x = s ? find(s, btih) : NULL;
 
-	return x && !x->bad;
+	return x && !x->bad && !x->laying;
+}
+
+bool mirror_seeder_ready(const struct mirror_seeder *s, const char *btih)
+{
+	struct p2p_torrent_status st;
+
+	return mirror_seeder_has(s, btih) && !p2p_session_torrent_status(s->ses, btih, &st) && !st.checking;
 }
 
 int mirror_seeder_port(const struct mirror_seeder *s)
@@ -79,22 +93,25 @@ int mirror_seeder_port(const struct mirror_seeder *s)
 	return s->port;
 }
 
-void mirror_seeder_stats(const struct mirror_seeder *s, int64_t *torrents, int64_t *uploaded)
+void mirror_seeder_stats(const struct mirror_seeder *s, int64_t *torrents, int64_t *held, int64_t *uploaded)
 {
 	int64_t up = 0, down = 0;
 
 	if (s && p2p_session_totals(s->ses, &up, &down))
 		up = 0;
-	*torrents = 0;
-	for (size_t i = 0; s && i < s->n; i++)
-		*torrents += !s->v[i].bad;
+	*torrents = *held = 0;
+	for (size_t i = 0; s && i < s->n; i++) {
+		bool on = !s->v[i].bad && !s->v[i].laying;
+		*torrents += on;
+		*held += on && !s->v[i].head;
+	}
 	*uploaded = up;
 }
 
 /* ---- seed folders ----------------------------------------------------------------------------- */
 
 struct farm {
-	struct mirror_seeder *s;
+	const struct mirror_store *store;
 	const char *root;       /* .../<btih>.tmp/<name> */
 	int err;
 };
@@ -111,7 +128,7 @@ static int link_file(void *ud, const struct catalog_entry *e)
 	r = path_mkdirs(link, 0755);
 	*slash = '/';
 	if (!r) {
-		blob = mirror_store_blob_path(f->s->d->store, e->sha256);
+		blob = mirror_store_blob_path(f->store, e->sha256);
 		if (symlink(blob, link) < 0)
 			r = -errno;
 		free(blob);
@@ -121,12 +138,12 @@ static int link_file(void *ud, const struct catalog_entry *e)
 	return r;
 }
 
-/* <root>/<btih>/<name>/<path> -> blob for every file of the snapshot; built as <btih>.tmp, renamed. */
-static int build_farm(struct mirror_seeder *s, const struct catalog_torrent *t, char **dir_out)
+int mirror_seeder_lay_out(const char *root, const struct mirror_store *store, struct catalog *cat,
+			  const struct catalog_torrent *t)
 {
-	char *dir = xasprintf("%s/%s", s->root, t->btih), *tmp = xasprintf("%s.tmp", dir);
+	char *dir = xasprintf("%s/%s", root, t->btih), *tmp = xasprintf("%s.tmp", dir);
 	char *name_dir = xasprintf("%s/%s", tmp, t->name);
-	struct farm f = { s, name_dir, 0 };
+	struct farm f = { store, name_dir, 0 };
 	struct stat st;
 	int r = 0;
 
@@ -135,7 +152,7 @@ static int build_farm(struct mirror_seeder *s, const struct catalog_torrent *t, 
 	remove_tree(tmp);
 	r = path_mkdirs(name_dir, 0755);
 	if (!r)
-		r = catalog_snapshot_walk(s->d->catalog, t->snapshot_id, NULL, NULL, 0, link_file, &f);
+		r = catalog_snapshot_walk(cat, t->snapshot_id, NULL, NULL, 0, link_file, &f);
 	if (!r && f.err)
 		r = f.err;
 	if (!r && rename(tmp, dir) < 0)
@@ -143,27 +160,26 @@ static int build_farm(struct mirror_seeder *s, const struct catalog_torrent *t, 
 	if (r)
 		remove_tree(tmp);
 out:
-	if (!r) {
-		*dir_out = dir;
-		dir = NULL;
-	}
 	free(dir);
 	free(tmp);
 	free(name_dir);
 	return r;
 }
 
-static int add_torrent(struct mirror_seeder *s, const struct catalog_torrent *t)
+/* Seed t from its folder (laid out here, on the loop, unless a worker did it first: the heads a
+ * rescan finds; docs/security.md's known gap). *x, when not NULL, is its entry (a claim's); else one is
+ * made. */
+static int add_torrent(struct mirror_seeder *s, const struct catalog_torrent *t, bool head, struct seeded *x)
 {
-	char *dir = NULL, *data = NULL, *why = NULL;
+	char *dir = xasprintf("%s/%s", s->root, t->btih), *data = NULL, *why = NULL;
 	size_t len = 0;
 	struct p2p_add a = { 0 };
 	int r;
 
-	r = build_farm(s, t, &dir);
+	r = mirror_seeder_lay_out(s->root, s->d->store, s->d->catalog, t);
 	if (r) {
 		log_warn("seeder", "%s: cannot lay out its files: %s", t->name, err_str(r));
-		return r;
+		goto out;
 	}
 	r = mirror_torrent_load(s->d, t->btih, NULL, 0, NULL, 0, &data, &len);
 	if (r) {
@@ -181,15 +197,17 @@ static int add_torrent(struct mirror_seeder *s, const struct catalog_torrent *t)
 		log_warn("seeder", "%s: %s", t->name, why ? why : err_str(r));
 		goto out;
 	}
-	if (s->n == s->cap) {
-		s->cap = s->cap ? 2 * s->cap : 16;
-		s->v = xreallocarray(s->v, s->cap, sizeof(*s->v));
+	if (!x) {
+		if (s->n == s->cap) {
+			s->cap = s->cap ? 2 * s->cap : 16;
+			s->v = xreallocarray(s->v, s->cap, sizeof(*s->v));
+		}
+		x = &s->v[s->n++];
 	}
-	memcpy(s->v[s->n].btih, t->btih, sizeof(s->v[s->n].btih));
-	s->v[s->n].seen = true;
-	s->v[s->n].bad = false;
-	s->n++;
-	log_debug("seeder", "seeding %s (%s)", t->name, t->btih);
+	*x = (struct seeded){ .snapshot_id = t->snapshot_id, .seen = true, .head = head };
+	memcpy(x->btih, t->btih, sizeof(x->btih));
+	memcpy(x->btmh, t->btmh, sizeof(x->btmh));
+	log_debug("seeder", "seeding %s (%s)%s", t->name, t->btih, head ? "" : ": a swarm holds it");
 out:
 	free(why);
 	free(data);
@@ -219,10 +237,41 @@ static int scan_one(void *ud, const struct catalog_torrent *t)
 	if (!public_snapshot(s, t->snapshot_id))
 		return 0;
 	if (have)
-		have->seen = true;
+		have->seen = have->head = true; /* (one being laid out is added when that is done) */
 	else
-		add_torrent(s, t); /* logged; retried at the next scan */
+		add_torrent(s, t, true, NULL); /* logged; retried at the next scan */
 	return 0;
+}
+
+/* A torrent that is no head's any more (an older commit, a snapshot gc --keep kept) stays seeded while
+ * peers other than the mirror hold its swarm, and the catalog still has it open to anyone. */
+static bool still_held(struct mirror_seeder *s, const struct seeded *x)
+{
+	return s->held && s->held(s->held_ud, x->btih, x->btmh) && catalog_torrent_known(s->d->catalog, x->btih) == 1 &&
+	       public_snapshot(s, x->snapshot_id);
+}
+
+/* Seed folders no torrent of the seed's has (of torrents dropped by an earlier run or version, or
+ * left half built by a crash), removed. */
+static void sweep_folders(struct mirror_seeder *s)
+{
+	DIR *dh = opendir(s->root);
+	struct dirent *e;
+
+	while (dh && (e = readdir(dh))) {
+		char btih[41], *dir;
+		const struct seeded *x;
+		if (e->d_name[0] == '.' || strlen(e->d_name) < 40)
+			continue;
+		snprintf(btih, sizeof(btih), "%.40s", e->d_name);
+		if ((x = find(s, btih)) && (x->laying || !strcmp(e->d_name, btih)))
+			continue; /* seeded, or being laid out (its .tmp is a worker's) */
+		dir = xasprintf("%s/%s", s->root, e->d_name);
+		remove_tree(dir);
+		free(dir);
+	}
+	if (dh)
+		closedir(dh);
 }
 
 void mirror_seeder_set_access(struct mirror_seeder *s, const struct mirror_access *access)
@@ -231,25 +280,40 @@ void mirror_seeder_set_access(struct mirror_seeder *s, const struct mirror_acces
 	mirror_seeder_rescan(s);
 }
 
+void mirror_seeder_set_held(struct mirror_seeder *s, bool (*held)(void *ud, const char *btih, const char *btmh),
+			    void *ud)
+{
+	s->held = held;
+	s->held_ud = ud;
+}
+
 void mirror_seeder_rescan(struct mirror_seeder *s)
 {
 	size_t keep = 0;
 
 	for (size_t i = 0; i < s->n; i++)
-		s->v[i].seen = false;
-	if (catalog_torrents_each(s->d->catalog, scan_one, s)) {
+		s->v[i].seen = s->v[i].head = false;
+	if (catalog_torrents_heads_each(s->d->catalog, scan_one, s)) {
 		log_warn("seeder", "catalog: %s", catalog_errmsg(s->d->catalog));
 		for (size_t i = 0; i < s->n; i++)
 			s->v[i].seen = true; /* keep everything on a failed scan */
 	}
-	/* torrents gc dropped: stop seeding them, remove their folders; and a torrent whose seed found a
-	 * bad piece (it left seed mode without being whole: a blob changed under it) stops being seeded:
-	 * verify quarantines the blob and the next sync fetches it again */
+	/* the heads are seeded; of the rest, what a swarm holds stays (and what is being laid out for one);
+	 * a damaged one is remembered while the catalog has it, so that no announce claims it again */
+	for (size_t i = 0; i < s->n; i++)
+		if (!s->v[i].seen)
+			s->v[i].seen = s->v[i].laying || (s->v[i].bad ? catalog_torrent_known(s->d->catalog, s->v[i].btih) == 1
+								       : still_held(s, &s->v[i]));
+	/* no longer a head and no swarm holds it, or gc dropped it: stop seeding it, remove its folder
+	 * (its .torrent stays while the catalog has it: an agent that asks again makes the seed take it
+	 * back); and a torrent whose seed found a bad piece (it left seed mode without being whole: a blob
+	 * changed under it) stops being seeded: verify quarantines the blob and the next sync fetches it
+	 * again */
 	for (size_t i = 0; i < s->n; i++) {
 		struct p2p_torrent_status st;
 		char *dir;
-		if (s->v[i].seen && !s->v[i].bad && !p2p_session_torrent_status(s->ses, s->v[i].btih, &st) &&
-		    !st.seed_mode && !st.seeding) {
+		if (s->v[i].seen && !s->v[i].bad && !s->v[i].laying &&
+		    !p2p_session_torrent_status(s->ses, s->v[i].btih, &st) && !st.seed_mode && !st.seeding) {
 			log_error("seeder", "torrent %s: %d of %d pieces failed their check: a blob in the store is "
 				  "damaged; no longer seeded (run 'hubmirror verify')", s->v[i].btih,
 				  st.num_pieces - st.pieces_have, st.num_pieces);
@@ -267,6 +331,39 @@ void mirror_seeder_rescan(struct mirror_seeder *s)
 		free(dir);
 	}
 	s->n = keep;
+	sweep_folders(s);
+}
+
+char *mirror_seeder_claim(struct mirror_seeder *s, const struct catalog_torrent *t)
+{
+	struct seeded *x;
+
+	if (!s || find(s, t->btih) || !public_snapshot(s, t->snapshot_id))
+		return NULL;
+	if (s->n == s->cap) {
+		s->cap = s->cap ? 2 * s->cap : 16;
+		s->v = xreallocarray(s->v, s->cap, sizeof(*s->v));
+	}
+	x = &s->v[s->n++];
+	*x = (struct seeded){ .snapshot_id = t->snapshot_id, .seen = true, .laying = true };
+	memcpy(x->btih, t->btih, sizeof(x->btih));
+	memcpy(x->btmh, t->btmh, sizeof(x->btmh));
+	return xstrdup(s->root);
+}
+
+void mirror_seeder_claimed(struct mirror_seeder *s, const struct catalog_torrent *t, int laid_out)
+{
+	struct seeded *x = find(s, t->btih);
+
+	if (!x || !x->laying)
+		return;
+	/* seeded now if its folder is there and it is still open to anyone (else the entry goes: the next
+	 * announce claims it again); added as no head's: the next rescan says if it is one */
+	if (laid_out || !public_snapshot(s, t->snapshot_id) || add_torrent(s, t, x->head, x)) {
+		if (laid_out)
+			log_warn("seeder", "%s: cannot lay out its files: %s", t->name, err_str(laid_out));
+		*x = s->v[--s->n];
+	}
 }
 
 /* ---- loop glue ---------------------------------------------------------------------------------- */

@@ -34,7 +34,7 @@ static int64_t repo_of(struct catalog *c)
 	struct catalog_push_commit first = commit(C1, NULL, NULL);
 	struct catalog_push_ref main_ref = { "main", false, NULL, C1 };
 
-	CHECK_INT(catalog_local_create(c, "hf", "model", "acme/pushed", false, &id), 0);
+	CHECK_INT(catalog_local_create(c, "hf", "model", "acme/pushed", false, NULL, NULL, NULL, 0, &id), 0);
 	CHECK_INT(catalog_local_push(c, id, &first, 1, &main_ref, 1), 0);
 	return id;
 }

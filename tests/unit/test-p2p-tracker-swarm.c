@@ -1,7 +1,7 @@
 /*
  * test-p2p-tracker-swarm.c - who stays in the in-memory tracker's swarms: stopped and expired peers
  * leave (lazily, and in the sweep) and the counts follow them, the limits refuse new entries only,
- * one address cannot fill a swarm, the sum of what peers say they uploaded saturates, and many swarms
+ * who holds a swarm besides one peer, one address cannot fill a swarm, the sum of what peers say they uploaded saturates, and many swarms
  * grow and shrink under churn. Answers are checked with p2p-announce.h's strict bencode reader.
  */
 #include <errno.h>
@@ -151,6 +151,39 @@ TEST(expiry_after_two_intervals)
 	CHECK_INT(st.torrents, 0);
 	CHECK_INT(st.seeders, 0);
 	free(list);
+	buf_release(&b);
+	p2p_tracker_free(&t);
+}
+
+/* Whether anyone but the mirror's own seed holds a swarm (the seeder keeps a torrent that is no
+ * head while its swarm is held): live peers other than one peer id, expired ones not counted even
+ * before a sweep. */
+TEST(swarm_others_skips_one_peer_and_the_expired)
+{
+	struct p2p_tracker_config cfg = { .interval = 10 };
+	struct p2p_tracker *t = p2p_tracker_new(&cfg);
+	struct p2p_tracker_announce self = ann(3, "10.5.0.1", 7000, 0);
+	unsigned char h[20], none[20];
+	struct buf b;
+
+	buf_init(&b);
+	memset(h, 3, 20);
+	memset(none, 4, 20);
+	CHECK_INT(p2p_tracker_swarm_others(t, h, self.peer_id, 100), 0);
+	CHECK_INT(announce(t, &self, "10.5.0.1", 100, &b), 0);
+	CHECK_INT(p2p_tracker_swarm_others(t, h, self.peer_id, 100), 0); /* the seed alone */
+	CHECK_INT(join(t, 3, "10.5.0.2", 1, 0, 105, &b), 0);
+	CHECK_INT(join(t, 3, "10.5.0.3", 1, 50, 110, &b), 0);
+	CHECK_INT(p2p_tracker_swarm_others(t, h, self.peer_id, 110), 2);
+	CHECK_INT(p2p_tracker_swarm_others(t, none, self.peer_id, 110), 0);
+	/* 10.5.0.2 expires at 125, 10.5.0.3 at 130: no sweep ran, the count knows */
+	CHECK_INT(p2p_tracker_swarm_others(t, h, self.peer_id, 125), 1);
+	CHECK_INT(p2p_tracker_swarm_others(t, h, self.peer_id, 130), 0);
+	/* a stopped announce: gone at once */
+	CHECK_INT(join(t, 3, "10.5.0.4", 1, 0, 131, &b), 0);
+	CHECK_INT(p2p_tracker_swarm_others(t, h, self.peer_id, 131), 1);
+	CHECK_INT(leave(t, 3, "10.5.0.4", 1, 0, 132, &b), 0);
+	CHECK_INT(p2p_tracker_swarm_others(t, h, self.peer_id, 132), 0);
 	buf_release(&b);
 	p2p_tracker_free(&t);
 }
@@ -339,6 +372,7 @@ int main(void)
 {
 	RUN(stopped_removes_and_counts);
 	RUN(expiry_after_two_intervals);
+	RUN(swarm_others_skips_one_peer_and_the_expired);
 	RUN(limits_refuse_new_entries_only);
 	RUN(one_address_cannot_fill_a_swarm);
 	RUN(uploaded_sum_saturates);
