@@ -2,6 +2,7 @@
  * s3.c - the S3 API's grammar and AWS Signature Version 4 on the server's side (s3.h,
  * docs/protocols/s3.md).
  */
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -137,6 +138,26 @@ bool s3_signed(const char *authz, const char *raw_query)
 const char *s3_under_prefix(const char *path)
 {
 	return !strcmp(path, "/s3") ? "" : !strncmp(path, "/s3/", 4) ? path + 3 : NULL;
+}
+
+bool s3_host_bucket(const char *host, const char *domain, char **bucket)
+{
+	size_t hl, dl;
+
+	*bucket = NULL;
+	if (!domain || !host)
+		return false;
+	hl = strcspn(host, ":");
+	dl = strlen(domain);
+	if (hl == dl && !strncasecmp(host, domain, dl))
+		return true;
+	if (hl > dl + 1 && host[hl - dl - 1] == '.' && !strncasecmp(host + hl - dl, domain, dl)) {
+		*bucket = xstrndup(host, hl - dl - 1);
+		for (char *p = *bucket; *p; p++)
+			*p = (char)tolower((unsigned char)*p);
+		return true;
+	}
+	return false;
 }
 
 /* ---- queries ---- */

@@ -47,6 +47,10 @@ char *s3_rev_segment(const char *rev);
 bool s3_signed(const char *authz, const char *raw_query);
 /* The rest of a path under the /s3 prefix ("" for "/s3" itself, "/B/K" for "/s3/B/K"), or NULL. */
 const char *s3_under_prefix(const char *path);
+/* With the operator's S3 host name domain (serve --s3-domain): is host (a Host header's value, a port
+ * allowed) that name (path-style; *bucket NULL) or BUCKET.domain (virtual-host style; *bucket the
+ * bucket, lowercased, malloc'd)? false for any other host or none. */
+bool s3_host_bucket(const char *host, const char *domain, char **bucket);
 
 /* ---- queries ---- */
 
