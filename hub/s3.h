@@ -54,7 +54,7 @@ bool s3_host_bucket(const char *host, const char *domain, char **bucket);
 
 /* ---- queries ---- */
 
-/* Does the raw query have parameter name (with or without a value)? */
+/* Does the raw query have parameter name (with or without a value; names compared decoded)? */
 bool s3_query_has(const char *raw_query, const char *name);
 /* Its value, decoded (malloc'd; "" for a parameter without '='), or NULL. */
 char *s3_query_get(const char *raw_query, const char *name);
@@ -94,7 +94,8 @@ struct s3_sig {
 /* The request's signature: from authz (its Authorization header, may be NULL) or, when that is
  * absent, from the query's X-Amz-* (a presigned URL); amz_date_header is its X-Amz-Date header (may be
  * NULL). Returns 0; 1 when the request carries none (anonymous); -1 when it carries one this cannot
- * read (another scheme, a field missing or malformed): *why (static) says what. */
+ * read (another scheme, a field missing or malformed, signed headers without host, a query naming a
+ * parameter twice): *why (static) says what. */
 int s3_sig_parse(const char *authz, const char *raw_query, const char *amz_date_header, struct s3_sig *out,
 		 const char **why);
 void s3_sig_release(struct s3_sig *s);
