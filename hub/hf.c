@@ -5,8 +5,10 @@
 #include <string.h>
 
 #include "base/buf.h"
+#include "base/path.h"
 #include "base/xmalloc.h"
 #include "hf.h"
+#include "hub.h"
 #include "http/http.h"
 #include "http/httpd.h"
 
@@ -20,11 +22,12 @@ char *hf_api_url(const char *base, bool dataset, const char *name, const char *w
 	return xasprintf("%s/api/%s/%s/%s", base, dataset ? "datasets" : "models", name, what);
 }
 
-char *hf_resolve_url(const char *base, bool dataset, const char *name, const char *commit, const char *path)
+char *hf_resolve_url(const char *base, bool dataset, const char *name, const char *rev, const char *path)
 {
-	char *p = hub_url_escape(path, true), *url;
+	char *r = hub_url_escape(rev, false), *p = hub_url_escape(path, true), *url;
 
-	url = xasprintf("%s/%s%s/resolve/%s/%s", base, dataset ? "datasets/" : "", name, commit, p);
+	url = xasprintf("%s/%s%s/resolve/%s/%s", base, dataset ? "datasets/" : "", name, r, p);
+	free(r);
 	free(p);
 	return url;
 }
@@ -103,7 +106,8 @@ int hf_parse_file_url(char *const *v, size_t n, const char *verb, const char **t
 {
 	size_t base = 0, used;
 	const char *t = "model";
-	char *o, *nm, *r, *p;
+	char *o, *nm, *r, *p, *full;
+	bool bad;
 
 	if (n > 0 && !strcmp(v[0], "datasets")) {
 		t = "dataset";
@@ -121,7 +125,12 @@ int hf_parse_file_url(char *const *v, size_t n, const char *verb, const char **t
 	o = decoded(v[base]);
 	nm = decoded(v[base + 1]);
 	p = hf_join_decoded(v, n, base + 3 + used);
-	if (!o || !nm || !p || !*o || !*nm || !*p) {
+	full = o && nm ? xasprintf("%s/%s", o, nm) : NULL;
+	/* what the mirror's routes would take: a name of the Hub's rules (no '@' or '/' a caller that
+	 * writes a spec of it would misread), a revision of its rules, a safe path */
+	bad = !full || !p || hub_check_name(HUB_HF, full) || hub_check_revision(r) || path_check_str(p);
+	free(full);
+	if (bad) {
 		free(o);
 		free(nm);
 		free(p);

@@ -19,8 +19,9 @@
 /* {base}/api/{models|datasets}/{name}/{what}: what ("revision/REV", "refs", "tree/COMMIT?...") is
  * escaped by the caller. Malloc'd. */
 char *hf_api_url(const char *base, bool dataset, const char *name, const char *what);
-/* A file's bytes: {base}/[datasets/]{name}/resolve/{commit}/{path}, path escaped here ('/' kept). */
-char *hf_resolve_url(const char *base, bool dataset, const char *name, const char *commit, const char *path);
+/* A file's bytes: {base}/[datasets/]{name}/resolve/{rev}/{path}, rev escaped here as one segment
+ * (refs/pr/1 as refs%2Fpr%2F1; a commit id as it is), path escaped here ('/' kept). */
+char *hf_resolve_url(const char *base, bool dataset, const char *name, const char *rev, const char *path);
 
 /* ---- in: the paths a client sends ---- */
 
@@ -48,7 +49,8 @@ char *hf_take_revision(char *const *v, size_t n, size_t i, size_t *used);
  * A file URL: [datasets/]ORG/NAME/VERB/REVISION/PATH... (VERB: "resolve" or "raw"). On a match
  * fills *type ("model" or "dataset", static), and malloc'd, decoded *org, *name, *rev and
  * *path (PATH's segments decoded and joined with '/'), and returns 0; -1 when v is no such URL (nothing
- * set). The path is not checked for safety here: the caller does that.
+ * set). What it returns has passed the project's guards: ORG/NAME hub_check_name, REVISION
+ * hub_check_revision, PATH path_check (tests/fuzz/fuzz-hfpath holds it to that).
  */
 int hf_parse_file_url(char *const *v, size_t n, const char *verb, const char **type, char **org, char **name,
 		      char **rev, char **path);

@@ -8,6 +8,7 @@
 #include "base/xmalloc.h"
 #include "http/http.h"
 #include "http/httpd.h"
+#include "hub.h"
 #include "ms.h"
 
 static const struct {
@@ -100,7 +101,9 @@ int ms_parse_path(const char *path, const char *method, struct ms_path *p)
 	if (n >= 2 && *v[0] && *v[1] && (route = route_of(v + 2, n - 2, method)) >= 0) {
 		p->route = (enum ms_route)route;
 		p->name = xasprintf("%s/%s", v[0], v[1]);
-		rc = 0;
+		/* a name of ModelScope's rules: one that a caller writes into a spec or a URL cannot say
+		 * something else there ("a/b@c" in ms:a/b@c@REV) (found by tests/fuzz/fuzz-mspath) */
+		rc = hub_check_name(HUB_MS, p->name) ? -1 : 0;
 	} else if (!strcmp(p->type, "dataset") && n >= 1 && numeric(v[0]) &&
 		   (route = route_of(v + 1, n - 1, method)) >= 0) {
 		p->route = (enum ms_route)route;
@@ -110,8 +113,10 @@ int ms_parse_path(const char *path, const char *method, struct ms_path *p)
 	for (size_t i = 0; i < n; i++)
 		free(v[i]);
 	free(v);
-	if (rc)
+	if (rc) {
+		free(p->name);
 		memset(p, 0, sizeof(*p));
+	}
 	return rc;
 }
 

@@ -41,7 +41,7 @@ enum ms_route { MS_ROUTE_INFO, MS_ROUTE_REVISIONS, MS_ROUTE_FILES, MS_ROUTE_TREE
 struct ms_path {
 	enum ms_route route;
 	const char *type;   /* "model" or "dataset" (static) */
-	char *name;         /* OWNER/NAME, each percent-decoded, not yet checked (hub_check_name);
+	char *name;         /* OWNER/NAME, each percent-decoded, a name hub_check_name takes;
 			     * NULL when the path gave a numeric id */
 	int64_t id;         /* the dataset's numeric id (the old SDK's form), else 0 */
 };

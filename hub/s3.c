@@ -2,6 +2,7 @@
  * s3.c - the S3 API's grammar and AWS Signature Version 4 on the server's side (s3.h,
  * docs/protocols/s3.md).
  */
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -139,24 +140,84 @@ const char *s3_under_prefix(const char *path)
 	return !strcmp(path, "/s3") ? "" : !strncmp(path, "/s3/", 4) ? path + 3 : NULL;
 }
 
+bool s3_host_bucket(const char *host, const char *domain, char **bucket)
+{
+	size_t hl, dl;
+
+	*bucket = NULL;
+	if (!domain || !host)
+		return false;
+	hl = strcspn(host, ":");
+	dl = strlen(domain);
+	if (hl == dl && !strncasecmp(host, domain, dl))
+		return true;
+	if (hl > dl + 1 && host[hl - dl - 1] == '.' && !strncasecmp(host + hl - dl, domain, dl)) {
+		*bucket = xstrndup(host, hl - dl - 1);
+		for (char *p = *bucket; *p; p++)
+			*p = (char)tolower((unsigned char)*p);
+		return true;
+	}
+	return false;
+}
+
 /* ---- queries ---- */
 
-/* The parameter name's raw value in q (its start and length; *n = -1 for one without '='), or NULL. */
+/* The parameter name's raw value in q (its start and length; *n = -1 for one without '='), or NULL.
+ * Names are compared decoded, as the canonical request has them (SigV4 signs "%70refix=a" as
+ * "prefix=a": the mirror reads it as prefix too). */
 static const char *query_find(const char *q, const char *name, long *n)
 {
-	size_t ln = strlen(name);
-
 	for (const char *p = q; p && *p;) {
-		size_t len = strcspn(p, "&");
-		if (len >= ln && !strncmp(p, name, ln) && (len == ln || p[ln] == '=')) {
-			*n = len == ln ? -1 : (long)(len - ln - 1);
-			return len == ln ? p + ln : p + ln + 1;
+		size_t len = strcspn(p, "&"), kl = strcspn(p, "=&");
+		char *k = httpd_unescape(p, kl, true);
+		bool match = k && !strcmp(k, name);
+
+		free(k);
+		if (match) {
+			*n = kl == len ? -1 : (long)(len - kl - 1);
+			return kl == len ? p + kl : p + kl + 1;
 		}
 		p += len;
 		if (*p)
 			p++;
 	}
 	return NULL;
+}
+
+static int str_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Does the query name a parameter twice (decoded)? The canonical request sorts the parameters, so the
+ * order of two of one name is not signed, and the first is the one the mirror reads. */
+static bool query_twice(const char *q)
+{
+	char **v = NULL;
+	size_t n = 0;
+	bool twice = false;
+
+	for (const char *p = q; p && *p;) {
+		size_t len = strcspn(p, "&");
+		if (len) {
+			v = xreallocarray(v, n + 1, sizeof(*v));
+			v[n] = httpd_unescape(p, strcspn(p, "=&"), true);
+			if (!v[n])
+				v[n] = xstrdup(""); /* does not decode: the signature's check refuses it */
+			n++;
+		}
+		p += len;
+		if (*p)
+			p++;
+	}
+	if (n)
+		qsort(v, n, sizeof(*v), str_cmp);
+	for (size_t i = 0; i < n; i++) {
+		twice = twice || (i + 1 < n && !strcmp(v[i], v[i + 1]));
+		free(v[i]);
+	}
+	free(v);
+	return twice;
 }
 
 bool s3_query_has(const char *raw_query, const char *name)
@@ -300,6 +361,20 @@ static int take_signed_headers(struct s3_sig *s, const char *h, size_t n)
 	return 0;
 }
 
+/* Is "host" one of the signed headers? */
+static bool signs_host(const char *h)
+{
+	for (const char *p = h; p && *p;) {
+		size_t n = strcspn(p, ";");
+		if (n == 4 && !strncmp(p, "host", 4))
+			return true;
+		p += n;
+		if (*p)
+			p++;
+	}
+	return false;
+}
+
 static int parse_header_auth(const char *authz, struct s3_sig *s, const char **why)
 {
 	const char *p = authz + strlen("AWS4-HMAC-SHA256");
@@ -389,6 +464,17 @@ int s3_sig_parse(const char *authz, const char *raw_query, const char *amz_date_
 	}
 	if (s3_amz_time(out->amz_date) < 0 || strncmp(out->amz_date, out->scope_date, 8)) {
 		*why = "X-Amz-Date is not a date of the credential's scope (YYYYMMDDTHHMMSSZ)";
+		goto bad;
+	}
+	if (query_twice(raw_query)) {
+		/* its order is not signed (found by tests/fuzz/fuzz-s3) */
+		*why = "a signed request's query names a parameter twice";
+		goto bad;
+	}
+	if (!signs_host(out->signed_headers)) {
+		/* as AWS asks: with --s3-domain the Host names the bucket, and what names the object is
+		 * signed (found by tests/fuzz/fuzz-s3) */
+		*why = "the signed headers must include host";
 		goto bad;
 	}
 	return 0;

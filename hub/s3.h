@@ -47,10 +47,14 @@ char *s3_rev_segment(const char *rev);
 bool s3_signed(const char *authz, const char *raw_query);
 /* The rest of a path under the /s3 prefix ("" for "/s3" itself, "/B/K" for "/s3/B/K"), or NULL. */
 const char *s3_under_prefix(const char *path);
+/* With the operator's S3 host name domain (serve --s3-domain): is host (a Host header's value, a port
+ * allowed) that name (path-style; *bucket NULL) or BUCKET.domain (virtual-host style; *bucket the
+ * bucket, lowercased, malloc'd)? false for any other host or none. */
+bool s3_host_bucket(const char *host, const char *domain, char **bucket);
 
 /* ---- queries ---- */
 
-/* Does the raw query have parameter name (with or without a value)? */
+/* Does the raw query have parameter name (with or without a value; names compared decoded)? */
 bool s3_query_has(const char *raw_query, const char *name);
 /* Its value, decoded (malloc'd; "" for a parameter without '='), or NULL. */
 char *s3_query_get(const char *raw_query, const char *name);
@@ -90,7 +94,8 @@ struct s3_sig {
 /* The request's signature: from authz (its Authorization header, may be NULL) or, when that is
  * absent, from the query's X-Amz-* (a presigned URL); amz_date_header is its X-Amz-Date header (may be
  * NULL). Returns 0; 1 when the request carries none (anonymous); -1 when it carries one this cannot
- * read (another scheme, a field missing or malformed): *why (static) says what. */
+ * read (another scheme, a field missing or malformed, signed headers without host, a query naming a
+ * parameter twice): *why (static) says what. */
 int s3_sig_parse(const char *authz, const char *raw_query, const char *amz_date_header, struct s3_sig *out,
 		 const char **why);
 void s3_sig_release(struct s3_sig *s);

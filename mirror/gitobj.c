@@ -108,6 +108,25 @@ static int tree_of(const struct gitobj_file *files, size_t lo, size_t hi, size_t
 	return r;
 }
 
+/* Is files[i].path (of files[0, n), sorted) also the folder of a later path? The first path not below
+ * "PATH/" tells: it is not always the next one, since "a.txt" and "a-b" sort between "a" and "a/b"
+ * (found by tests/fuzz/fuzz-gitcommit). */
+static bool folder_too(const struct gitobj_file *files, size_t i, size_t n)
+{
+	const char *p = files[i].path;
+	size_t len = strlen(p), lo = i + 1, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int c = strncmp(files[mid].path, p, len);
+		if (c < 0 || (!c && (unsigned char)files[mid].path[len] < '/'))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < n && !strncmp(files[lo].path, p, len) && files[lo].path[len] == '/';
+}
+
 int gitobj_tree_id(struct gitobj_file *files, size_t n, char out[41])
 {
 	for (size_t i = 0; i < n; i++)
@@ -115,6 +134,9 @@ int gitobj_tree_id(struct gitobj_file *files, size_t n, char out[41])
 			return -EINVAL;
 	if (n)
 		qsort(files, n, sizeof(*files), path_cmp);
+	for (size_t i = 0; i < n; i++)
+		if ((i + 1 < n && !strcmp(files[i].path, files[i + 1].path)) || folder_too(files, i, n))
+			return -EINVAL; /* a path twice, or a file that is a folder too */
 	return tree_of(files, 0, n, 0, out);
 }
 

@@ -54,7 +54,11 @@ const char *httpd_body(const struct httpd_req *r, size_t *len)
 
 char *httpd_query_param(const struct httpd_req *r, const char *name)
 {
-	const char *q = r->query;
+	return httpd_query_get(r->query, name);
+}
+
+char *httpd_query_get(const char *q, const char *name)
+{
 	size_t nlen = strlen(name);
 
 	while (q && *q) {

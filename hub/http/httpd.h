@@ -232,5 +232,7 @@ void httpd_respond_file_gated(struct httpd_req *r, int status, const char *conte
 char *httpd_unescape(const char *s, size_t n, bool plus);
 /* The value of the first query parameter `name` (decoded), or NULL. Caller frees. */
 char *httpd_query_param(const struct httpd_req *r, const char *name);
+/* The same in a raw query (without '?'; NULL: none): names and values percent-decoded, '+' a space. */
+char *httpd_query_get(const char *query, const char *name);
 
 #endif

@@ -10,13 +10,11 @@
  * presigned URL's X-Amz-Credential: a client whose endpoint is the mirror's bare URL signs), and on the
  * operator's S3 host name (serve --s3-domain), path-style or with the bucket in the host name.
  */
-#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/stat.h>
 #include <time.h>
 
@@ -451,23 +449,7 @@ void mirror_routes_set_s3_domain(struct mirror_routes *rt, const char *domain)
  * Returns false for any other Host. */
 static bool s3_host(const struct mirror_routes *rt, const struct httpd_req *req, char **bucket)
 {
-	const char *host = httpd_header(req, "Host");
-	size_t hl, dl;
-
-	*bucket = NULL;
-	if (!rt->s3_domain || !host)
-		return false;
-	hl = strcspn(host, ":");
-	dl = strlen(rt->s3_domain);
-	if (hl == dl && !strncasecmp(host, rt->s3_domain, dl))
-		return true;
-	if (hl > dl + 1 && host[hl - dl - 1] == '.' && !strncasecmp(host + hl - dl, rt->s3_domain, dl)) {
-		*bucket = xstrndup(host, hl - dl - 1);
-		for (char *p = *bucket; *p; p++)
-			*p = (char)tolower((unsigned char)*p);
-		return true;
-	}
-	return false;
+	return s3_host_bucket(httpd_header(req, "Host"), rt->s3_domain, bucket);
 }
 
 int mirror__route_s3_host(struct mirror_routes *rt, struct httpd_req *req)

@@ -5,6 +5,7 @@
  */
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "hub/hf.h"
 #include "hub/ms.h"
@@ -36,10 +37,24 @@ TEST(ms_routes)
 	CHECK_INT(ms_parse_path("/api/v1/models/acme/x/download/increase", "POST", &p), 0);
 	CHECK_INT(p.route, MS_ROUTE_DOWNLOADED);
 	ms_path_release(&p);
-	/* segments are percent-decoded; the name is checked by the caller (hub_check_name) */
+	/* segments are percent-decoded, and the name they make must pass hub_check_name */
 	CHECK_INT(ms_parse_path("/api/v1/models/ac%6de/x/repo", "GET", &p), 0);
 	CHECK_STR(p.name, "acme/x");
 	ms_path_release(&p);
+}
+
+/* Found by tests/fuzz/fuzz-mspath: a name that decodes to what the hub's rules refuse named a
+ * repository, and one with an '@' read as another repository and revision in the agent's spec
+ * (ms:acme/x@y@master: acme/x at y@master). */
+TEST(ms_names_checked)
+{
+	struct ms_path p;
+
+	CHECK_INT(ms_parse_path("/api/v1/models/acme/x%40y/repo", "GET", &p), -1);
+	CHECK_INT(ms_parse_path("/api/v1/models/acme/x%2Fy/repo", "GET", &p), -1);
+	CHECK_INT(ms_parse_path("/api/v1/models/acme/..", "GET", &p), -1);
+	CHECK_INT(ms_parse_path("/api/v1/models/acme/ms-mo%60el/download/increase", "POST", &p), -1);
+	CHECK_INT(ms_parse_path("/api/v1/datasets/ac%20me/d/repo/tree", "GET", &p), -1);
 }
 
 TEST(ms_names_nothing)
@@ -97,6 +112,32 @@ TEST(hf_file_urls)
 	CHECK_INT(hf_parse_file_url(raw, 8, "raw", &type, &org, &name, &rev, &path), -1);
 }
 
+/* Found by tests/fuzz/fuzz-hfpath: what a file URL names passes the guards the mirror's routes apply
+ * (an '@' in a name made the agent's spec hf:a@b/x@main, model "a" at revision "b/x@main"), and a
+ * revision the builder writes comes back as the same revision, not as part of the path. */
+TEST(hf_file_urls_checked)
+{
+	const char *type;
+	char *org, *name, *rev, *path, *u;
+	char a[] = "a%40b", b[] = "x", c[] = "resolve", d[] = "main", e[] = "f.txt", f[] = "..", g[] = "bad%20rev";
+	char *at[] = { a, b, c, d, e }, *dots[] = { (char[]){ "acme" }, b, c, d, f, e };
+	char *badrev[] = { (char[]){ "acme" }, b, c, g, e };
+	struct hf_path s;
+
+	CHECK_INT(hf_parse_file_url(at, 5, "resolve", &type, &org, &name, &rev, &path), -1);
+	CHECK_INT(hf_parse_file_url(dots, 6, "resolve", &type, &org, &name, &rev, &path), -1);
+	CHECK_INT(hf_parse_file_url(badrev, 5, "resolve", &type, &org, &name, &rev, &path), -1);
+	u = hf_resolve_url("http://h", false, "acme/x", "v1/beta", "a b.txt");
+	CHECK_STR(u, "http://h/acme/x/resolve/v1%2Fbeta/a%20b.txt");
+	hf_path_split(&s, u + strlen("http://h"));
+	CHECK_INT(hf_parse_file_url(s.v, s.n, "resolve", &type, &org, &name, &rev, &path), 0);
+	CHECK_STR(rev, "v1/beta");
+	CHECK_STR(path, "a b.txt");
+	free(org), free(name), free(rev), free(path);
+	hf_path_release(&s);
+	free(u);
+}
+
 /* the other direction: the URLs a client of each hub writes */
 TEST(urls_out)
 {
@@ -129,8 +170,10 @@ int main(void)
 {
 	RUN(ms_routes);
 	RUN(ms_names_nothing);
+	RUN(ms_names_checked);
 	RUN(ms_dataset_by_numeric_id);
 	RUN(hf_file_urls);
+	RUN(hf_file_urls_checked);
 	RUN(urls_out);
 	return test_done();
 }

@@ -178,11 +178,77 @@ TEST(sigv4_presigned_example)
 	CHECK_INT(s3_sig_parse(NULL, "X-Amz-Signature=00&X-Amz-Expires=99999999", NULL, &s, &why), -1);
 }
 
+/* Found by tests/fuzz/fuzz-s3: a signature whose signed headers leave out host left the Host header
+ * free, and with --s3-domain the Host names the bucket: a presigned URL for hf.DOMAIN/KEY read
+ * hf-datasets.DOMAIN/KEY as well. AWS asks for host among the signed headers; so does the mirror. */
+TEST(host_must_be_signed)
+{
+	struct s3_sig s;
+	const char *why = NULL;
+
+	const char *cred = "AWS4-HMAC-SHA256 Credential=AKIAIOSFODNN7EXAMPLE/20130524/us-east-1/s3/aws4_request,";
+	const char *sig = ",Signature=f0e8f0e8f0e8f0e8f0e8f0e8f0e8f0e8f0e8f0e8f0e8f0e8f0e8f0e8f0e8f0e8";
+	char *a;
+
+	CHECK_INT(s3_sig_parse(NULL, "X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=AKIAIOSFODNN7EXAMPLE%2F20130524"
+				     "%2Fus-east-1%2Fs3%2Faws4_request&X-Amz-Date=20130524T000000Z&X-Amz-Expires=86400"
+				     "&X-Amz-SignedHeaders=x-amz-date&X-Amz-Signature=aeeed9bbccd4d02ee5c0109b86d86835"
+				     "f995330da4c265957d157751f604d404", NULL, &s, &why), -1);
+	CHECK_STR(why, "the signed headers must include host");
+	a = xasprintf("%sSignedHeaders=hostx;x-amz-date%s", cred, sig);
+	CHECK_INT(s3_sig_parse(a, NULL, "20130524T000000Z", &s, &why), -1);
+	CHECK_STR(why, "the signed headers must include host");
+	free(a);
+	a = xasprintf("%sSignedHeaders=a;host;x-amz-date%s", cred, sig);
+	CHECK_INT(s3_sig_parse(a, NULL, "20130524T000000Z", &s, &why), 0);
+	s3_sig_release(&s);
+	free(a);
+}
+
+/* Found by tests/fuzz/fuzz-s3: the canonical request decodes the query's names and sorts the
+ * parameters, so "%70refix=a" is signed as prefix=a, and the order of two parameters of one name is
+ * not signed at all; the mirror read the raw names and the first of two. Now it reads what is
+ * signed: names decoded, and a signed request that names a parameter twice is refused. */
+TEST(query_means_what_is_signed)
+{
+	static const char *const kv[] = { "Host", "examplebucket.s3.amazonaws.com", NULL };
+	struct hdrs h = { kv };
+	const char *base = "X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=AKIAIOSFODNN7EXAMPLE%2F20130524%2F"
+			   "us-east-1%2Fs3%2Faws4_request&X-Amz-Date=20130524T000000Z&X-Amz-SignedHeaders=host"
+			   "&X-Amz-Signature=aeeed9bbccd4d02ee5c0109b86d86835f995330da4c265957d157751f604d404";
+	char *q, *v, a[65], b[65];
+	struct s3_sig s;
+	const char *why = NULL;
+
+	v = s3_query_get("list-type=2&%70refix=acme%2F", "prefix");
+	CHECK_STR(v, "acme/");
+	free(v);
+	CHECK(s3_query_has("%6Cocation", "location"));
+	/* two orders, one signature: refused */
+	q = xasprintf("%s&X-Amz-Expires=60&X-Amz-Expires=604800", base);
+	CHECK_INT(s3_sig_parse(NULL, q, NULL, &s, &why), -1);
+	CHECK_STR(why, "a signed request's query names a parameter twice");
+	free(q);
+	q = xasprintf("%s&X-Amz-Expires=60&prefix=a&%%70refix=b", base);
+	CHECK_INT(s3_sig_parse(NULL, q, NULL, &s, &why), -1);
+	free(q);
+	/* the canonical request does not see the order: what made the two readings one signature */
+	q = xasprintf("%s&X-Amz-Expires=60", base);
+	CHECK_INT(s3_sig_parse(NULL, q, NULL, &s, &why), 0);
+	CHECK_INT(s3_sig_expected(&s, aws_secret, "GET", "/test.txt", "prefix=a&prefix=b", get_header, &h, NULL, a), 0);
+	CHECK_INT(s3_sig_expected(&s, aws_secret, "GET", "/test.txt", "prefix=b&prefix=a", get_header, &h, NULL, b), 0);
+	CHECK_STR(a, b);
+	s3_sig_release(&s);
+	free(q);
+}
+
 int main(void)
 {
 	RUN(paths_buckets_keys);
 	RUN(queries_and_dates);
 	RUN(sigv4_header_example);
 	RUN(sigv4_presigned_example);
+	RUN(host_must_be_signed);
+	RUN(query_means_what_is_signed);
 	return test_done();
 }

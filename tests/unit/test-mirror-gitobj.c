@@ -120,6 +120,9 @@ TEST(bad_trees_refused)
 	char b[41], tree[41];
 	struct gitobj_file dup[] = { { "x", b }, { "x", b } };
 	struct gitobj_file both[] = { { "x", b }, { "x/y", b } };
+	/* a file and a folder of one name with paths between them in sort order (tests/fuzz/fuzz-gitcommit) */
+	struct gitobj_file both_apart[] = { { "sub/dir/a.txt", b }, { "sub", b }, { "sub.txt", b }, { "sub-x", b } };
+	struct gitobj_file apart_ok[] = { { "sub/dir/a.txt", b }, { "sub.txt", b }, { "sub-x", b }, { "su", b } };
 	struct gitobj_file dots[] = { { "a/../b", b } };
 	struct gitobj_file empty_seg[] = { { "a//b", b } };
 	struct gitobj_file lead[] = { { "/a", b } };
@@ -127,6 +130,8 @@ TEST(bad_trees_refused)
 	gitobj_id("blob", "", 0, b);
 	CHECK_INT(gitobj_tree_id(dup, 2, tree), -22);
 	CHECK_INT(gitobj_tree_id(both, 2, tree), -22);
+	CHECK_INT(gitobj_tree_id(both_apart, 4, tree), -22);
+	CHECK_INT(gitobj_tree_id(apart_ok, 4, tree), 0);
 	CHECK_INT(gitobj_tree_id(dots, 1, tree), -22);
 	CHECK_INT(gitobj_tree_id(empty_seg, 1, tree), -22);
 	CHECK_INT(gitobj_tree_id(lead, 1, tree), -22);
