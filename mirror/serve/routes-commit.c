@@ -51,7 +51,7 @@ struct commit_job {
 	/* read from it */
 	char *summary, *description, *parent;
 	struct mirror_upload_op *ops;
-	size_t nops;
+	size_t nops, capops;
 	size_t checked;              /* ops[0, checked): their contents held and in the store */
 	struct mirror_upload_batch *batch; /* the contents, held from gc while the commit is made */
 	char *why;                   /* what is wrong with it */
@@ -106,7 +106,10 @@ static struct mirror_upload_op *new_op(struct commit_job *c, enum mirror_upload_
 
 	if (c->nops == COMMIT_OPS_MAX)
 		return NULL;
-	c->ops = xreallocarray(c->ops, c->nops + 1, sizeof(*c->ops));
+	if (c->nops == c->capops) { /* (doubling: one more each time copied the array 100,000 times) */
+		c->capops = c->capops ? 2 * c->capops : 64;
+		c->ops = xreallocarray(c->ops, c->capops, sizeof(*c->ops));
+	}
 	op = &c->ops[c->nops++];
 	memset(op, 0, sizeof(*op));
 	op->kind = kind;
@@ -114,7 +117,7 @@ static struct mirror_upload_op *new_op(struct commit_job *c, enum mirror_upload_
 	return op;
 }
 
-/* A small file: its content decoded and written to the store. */
+/* A small file: its content decoded, written to the store at the next flush. */
 static int take_file(struct commit_job *c, const char *path, json_t *v)
 {
 	const char *content = json_string_value(json_object_get(v, "content"));
