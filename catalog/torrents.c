@@ -108,12 +108,14 @@ int catalog_torrent_known(struct catalog *c, const char *btih)
 	return catalog__has_row(st);
 }
 
-int catalog_torrents_each(struct catalog *c, int (*fn)(void *ud, const struct catalog_torrent *t), void *ud)
+/* fn for each torrent sql (a SELECT of TORRENT_COLUMNS) gives, until it returns non-zero. */
+static int torrents_of(struct catalog *c, const char *sql, int (*fn)(void *ud, const struct catalog_torrent *t),
+		       void *ud)
 {
 	sqlite3_stmt *st = NULL;
 	int r = 0, rc;
 
-	if (catalog__prepare(c, "SELECT " TORRENT_COLUMNS " FROM torrents ORDER BY snapshot_id", &st))
+	if (catalog__prepare(c, sql, &st))
 		return HM_ERR_SQLITE;
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		struct catalog_torrent t;
@@ -125,22 +127,15 @@ int catalog_torrents_each(struct catalog *c, int (*fn)(void *ud, const struct ca
 	return catalog__rows_end(st, rc, r);
 }
 
+int catalog_torrents_each(struct catalog *c, int (*fn)(void *ud, const struct catalog_torrent *t), void *ud)
+{
+	return torrents_of(c, "SELECT " TORRENT_COLUMNS " FROM torrents ORDER BY snapshot_id", fn, ud);
+}
+
 int catalog_torrents_heads_each(struct catalog *c, int (*fn)(void *ud, const struct catalog_torrent *t), void *ud)
 {
-	sqlite3_stmt *st = NULL;
-	int r = 0, rc;
-
-	if (catalog__prepare(c, "SELECT " TORRENT_COLUMNS " FROM torrents WHERE snapshot_id IN "
-			     "(SELECT snapshot_id FROM refs) ORDER BY snapshot_id", &st))
-		return HM_ERR_SQLITE;
-	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		struct catalog_torrent t;
-		read_torrent(st, &t);
-		r = fn(ud, &t);
-		if (r)
-			break;
-	}
-	return catalog__rows_end(st, rc, r);
+	return torrents_of(c, "SELECT " TORRENT_COLUMNS " FROM torrents WHERE snapshot_id IN "
+			   "(SELECT snapshot_id FROM refs) ORDER BY snapshot_id", fn, ud);
 }
 
 int catalog_torrents_drop_missing(struct catalog *c, bool (*have)(void *ud, const char *btih), void *ud,

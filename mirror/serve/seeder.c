@@ -74,6 +74,26 @@ static struct seeded *find(const struct mirror_seeder *s, const char *btih)
 	return NULL;
 }
 
+/* A new entry at the end of s's table (unset). */
+static struct seeded *seeded_new(struct mirror_seeder *s)
+{
+	if (s->n == s->cap) {
+		s->cap = s->cap ? 2 * s->cap : 16;
+		s->v = xreallocarray(s->v, s->cap, sizeof(*s->v));
+	}
+	return &s->v[s->n++];
+}
+
+/* x becomes torrent t's entry, seen now, with how's flags. */
+static void seeded_set(struct seeded *x, const struct catalog_torrent *t, struct seeded how)
+{
+	*x = how;
+	x->snapshot_id = t->snapshot_id;
+	x->seen = true;
+	memcpy(x->btih, t->btih, sizeof(x->btih));
+	memcpy(x->btmh, t->btmh, sizeof(x->btmh));
+}
+
 bool mirror_seeder_has(const struct mirror_seeder *s, const char *btih)
 {
 	const struct seeded *x = s ? find(s, btih) : NULL;
@@ -197,16 +217,9 @@ static int add_torrent(struct mirror_seeder *s, const struct catalog_torrent *t,
 		log_warn("seeder", "%s: %s", t->name, why ? why : err_str(r));
 		goto out;
 	}
-	if (!x) {
-		if (s->n == s->cap) {
-			s->cap = s->cap ? 2 * s->cap : 16;
-			s->v = xreallocarray(s->v, s->cap, sizeof(*s->v));
-		}
-		x = &s->v[s->n++];
-	}
-	*x = (struct seeded){ .snapshot_id = t->snapshot_id, .seen = true, .head = head };
-	memcpy(x->btih, t->btih, sizeof(x->btih));
-	memcpy(x->btmh, t->btmh, sizeof(x->btmh));
+	if (!x)
+		x = seeded_new(s);
+	seeded_set(x, t, (struct seeded){ .head = head });
 	log_debug("seeder", "seeding %s (%s)%s", t->name, t->btih, head ? "" : ": a swarm holds it");
 out:
 	free(why);
@@ -336,18 +349,9 @@ void mirror_seeder_rescan(struct mirror_seeder *s)
 
 char *mirror_seeder_claim(struct mirror_seeder *s, const struct catalog_torrent *t)
 {
-	struct seeded *x;
-
 	if (!s || find(s, t->btih) || !public_snapshot(s, t->snapshot_id))
 		return NULL;
-	if (s->n == s->cap) {
-		s->cap = s->cap ? 2 * s->cap : 16;
-		s->v = xreallocarray(s->v, s->cap, sizeof(*s->v));
-	}
-	x = &s->v[s->n++];
-	*x = (struct seeded){ .snapshot_id = t->snapshot_id, .seen = true, .laying = true };
-	memcpy(x->btih, t->btih, sizeof(x->btih));
-	memcpy(x->btmh, t->btmh, sizeof(x->btmh));
+	seeded_set(seeded_new(s), t, (struct seeded){ .laying = true });
 	return xstrdup(s->root);
 }
 

@@ -18,17 +18,12 @@ import time
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from hfupload import Api  # noqa: E402
+import hfupload  # noqa: E402
+from hfupload import Api, check  # noqa: E402
 
 M, DATA, SCENARIO, ARGS = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
 TOKEN = "hf_writer_acme_0001"
-failed = 0
 
-
-def check(name, cond, detail=""):
-    global failed
-    print(("ok - " if cond else "not ok - ") + name + ("" if cond or not detail else f" ({detail})"), flush=True)
-    failed += not cond
 
 
 def in_store(sha):
@@ -89,4 +84,4 @@ def upload_then_commit(repo, go):
 
 
 {"commit-many": commit_many, "upload-then-commit": upload_then_commit}[SCENARIO](*ARGS)
-sys.exit(1 if failed else 0)
+sys.exit(1 if hfupload.FAILED else 0)

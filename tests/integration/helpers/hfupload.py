@@ -207,6 +207,26 @@ class Api:
         return self.commit(repo_id, ops, summary, None, parent, repo_type, revision), sent
 
 
+# The scenarios' reporting (upload_scenario.py, upload_attacks.py, gc_writers.py): each check an
+# "ok - X" or "not ok - X" line; FAILED counts the second kind.
+FAILED = 0
+
+
+def check(name, cond, detail=""):
+    global FAILED
+    print(("ok - " if cond else "not ok - ") + name + ("" if cond or not detail else f" ({detail})"), flush=True)
+    FAILED += not cond
+
+
+def status_of(fn):
+    """The HTTP status fn's request ends with: 200, or the HubError's."""
+    try:
+        fn()
+        return 200
+    except HubError as e:
+        return e.status
+
+
 def read_folder(d):
     out = []
     for root, _, names in os.walk(d):

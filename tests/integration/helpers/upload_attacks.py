@@ -29,26 +29,13 @@ import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import hfupload  # noqa: E402
-from hfupload import Api, HubError  # noqa: E402
+from hfupload import Api, HubError, check, status_of  # noqa: E402
 
 M, DATA, SCENARIO, ARGS = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
 ACME, EVIL = "hf_writer_acme_0001", "hf_writer_evil_0003"
 CHUNK = 64 << 20
-failed = 0
 
 
-def check(name, cond, detail=""):
-    global failed
-    print(("ok - " if cond else "not ok - ") + name + ("" if cond or not detail else f" ({detail})"), flush=True)
-    failed += not cond
-
-
-def status_of(fn):
-    try:
-        fn()
-        return 200
-    except HubError as e:
-        return e.status
 
 
 def blob_sha(oid):
@@ -249,4 +236,4 @@ def slow_put(sha, size, url):
 
 {"held-part": held_part, "foreign-complete": foreign_complete, "busy-complete": busy_complete, "sparse": sparse,
  "spent-cap": spent_cap, "slow-put": slow_put}[SCENARIO](*ARGS)
-sys.exit(1 if failed else 0)
+sys.exit(1 if hfupload.FAILED else 0)

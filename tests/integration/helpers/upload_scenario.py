@@ -12,25 +12,12 @@ import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import hfupload  # noqa: E402
-from hfupload import Api, HubError  # noqa: E402
+from hfupload import Api, HubError, check, status_of  # noqa: E402
 
 M, TMP = sys.argv[1], sys.argv[2]
 W, R = "hf_writer_acme_0001", "hf_reader_acme_0002"
-failed = 0
 
 
-def check(name, cond, detail=""):
-    global failed
-    print(("ok - " if cond else "not ok - ") + name + ("" if cond or not detail else f" ({detail})"))
-    failed += not cond
-
-
-def status_of(fn):
-    try:
-        fn()
-        return 200
-    except HubError as e:
-        return e.status
 
 
 def get(path, token=W):
@@ -237,4 +224,4 @@ check("delete_repo of a repo not there: 404", status_of(lambda: w.delete_repo("a
 
 # the last three commits of main, newest last (the shell's git checks)
 json.dump({"c1": c2_weights, "c2": c2, "c3": c3}, open(os.path.join(TMP, "commits.json"), "w"))
-sys.exit(1 if failed else 0)
+sys.exit(1 if hfupload.FAILED else 0)
