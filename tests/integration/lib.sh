@@ -127,6 +127,15 @@ start_serve() {
 	export M
 }
 
+# serve_stops_clean: SIGTERM the serve started last and wait for it; fails when its log holds a
+# sanitizer's report (the sanitized build: an error or a leak), which it shows.
+serve_stops_clean() {
+	local pid=${_pids[-1]}
+	kill -TERM "$pid" && wait "$pid"
+	! grep -qE 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$T/serve.err" ||
+		{ grep -A20 Sanitizer "$T/serve.err" | sed 's/^/# /'; false; }
+}
+
 # metric NAME: print the value of one sample (NAME with its labels, exactly as /metrics writes it) of
 # the mirror at $M; fails when absent. metric_at_least NAME N: the sample is >= N, or becomes so within
 # 5 s (a seed's session counts a sent piece on its own thread when the send completes, which can come

@@ -129,10 +129,5 @@ check "the agent stops" "$HUBMIRROR" agent --stop
 check "its swarm left, the seed lets the old commit go" seeded 1 0
 check "and removes its folder" test ! -e "$HUBMIRROR_DATA/p2p/seed/$held_btih"
 # serve ends cleanly (under the sanitizers: no report, no leak)
-stopped_clean() {
-	local pid=${_pids[-1]}
-	kill -TERM "$pid" && wait "$pid"
-	! grep -qE 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$T/serve.err" || { grep -A20 Sanitizer "$T/serve.err" | sed 's/^/# /'; false; }
-}
-check "serve stops cleanly, no sanitizer report" stopped_clean
+check "serve stops cleanly, no sanitizer report" serve_stops_clean
 finish

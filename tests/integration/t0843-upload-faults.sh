@@ -215,10 +215,5 @@ PY
 check "the same bytes uploaded again make the old commit whole" reupload_heals
 
 # serve ends cleanly (under the sanitizers: no report, no leak)
-stopped_clean() {
-	local pid=${_pids[-1]}
-	kill -TERM "$pid" && wait "$pid"
-	! grep -qE 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$T/serve.err" || { grep -A20 Sanitizer "$T/serve.err" | sed 's/^/# /'; false; }
-}
-check "serve stops cleanly, no sanitizer report" stopped_clean
+check "serve stops cleanly, no sanitizer report" serve_stops_clean
 finish
