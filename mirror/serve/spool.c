@@ -13,7 +13,8 @@
  * body that declares more is refused before it is sent (413, 403 for the quota, 507 for the disk, 503
  * with Retry-After for the spools), a chunked one cut off where it passes. The spools' bytes are
  * counted here, apart from the store (whose size is its blobs' in the catalog), and shown in
- * /metrics. All of it runs on the loop.
+ * /metrics. All of it runs on the loop: the claim's catalog lookups are the handlers' own (the repo by
+ * its name; with a quota, the namespace's size, as the LFS batch asks it), once per request.
  */
 #include <errno.h>
 #include <fcntl.h>
