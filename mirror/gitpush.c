@@ -61,7 +61,7 @@ struct pcommit {
 	struct gitobj_commit pc;
 	char **paths;                  /* the tree's files, and the blob each is (an index into blobs) */
 	size_t *blob;
-	size_t n;
+	size_t n, cap;
 };
 
 struct push {
@@ -72,12 +72,23 @@ struct push {
 	struct update *u;
 	size_t nu;
 	struct pcommit *c;
-	size_t nc;
+	size_t nc, ccap;
 	struct pblob *b;
-	size_t nb;
+	size_t nb, bcap;
 	json_t *bidx;                  /* blob oid -> its index */
 	char *why;
 };
+
+/* Room for one more of the n elements of *cap at p: the arrays grow by doubling, so that 100,000 files
+ * cost a few copies, not one per file (a realloc that moves, as ASan's always does, made it
+ * quadratic). */
+static void *grow(void *p, size_t n, size_t *cap, size_t size)
+{
+	if (n < *cap)
+		return p;
+	*cap = *cap ? *cap * 2 : 16;
+	return xreallocarray(p, *cap, size);
+}
 
 static int fail(struct push *s, int e, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static int fail(struct push *s, int e, const char *fmt, ...)
@@ -298,7 +309,7 @@ static int new_commits(struct push *s)
 			r = fail(s, -EINVAL, "more than %d new commits in one push", PUSH_COMMITS_MAX);
 			break;
 		}
-		s->c = xreallocarray(s->c, s->nc + 1, sizeof(*s->c));
+		s->c = grow(s->c, s->nc, &s->ccap, sizeof(*s->c));
 		memset(&s->c[s->nc], 0, sizeof(s->c[s->nc]));
 		memcpy(s->c[s->nc++].id, line, 41);
 	}
@@ -388,7 +399,7 @@ static size_t blob_index(struct push *s, const char *oid)
 
 	if (v)
 		return (size_t)json_integer_value(v);
-	s->b = xreallocarray(s->b, s->nb + 1, sizeof(*s->b));
+	s->b = grow(s->b, s->nb, &s->bcap, sizeof(*s->b));
 	memset(&s->b[s->nb], 0, sizeof(s->b[s->nb]));
 	memcpy(s->b[s->nb].oid, oid, 41);
 	json_object_set_new(s->bidx, oid, json_integer((json_int_t)s->nb));
@@ -413,8 +424,11 @@ static int tree_entry(struct push *s, struct pcommit *c, const char *e)
 	if (++s->entries > PUSH_ENTRIES_MAX)
 		return fail(s, -EINVAL, "the new commits list more than %d files in all (each commit counts every file of "
 			    "its tree): push fewer commits at once", PUSH_ENTRIES_MAX);
-	c->paths = xreallocarray(c->paths, c->n + 1, sizeof(*c->paths));
-	c->blob = xreallocarray(c->blob, c->n + 1, sizeof(*c->blob));
+	if (c->n == c->cap) {
+		size_t cap = c->cap;
+		c->paths = grow(c->paths, c->n, &cap, sizeof(*c->paths));
+		c->blob = grow(c->blob, c->n, &c->cap, sizeof(*c->blob));
+	}
 	c->paths[c->n] = xstrdup(tab + 1);
 	c->blob[c->n++] = blob_index(s, oid);
 	return 0;
