@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "base/err.h"
@@ -225,4 +226,22 @@ void mirror_data_unlock(struct mirror_data *d)
 		close(d->lock_fd);
 		d->lock_fd = -1;
 	}
+}
+
+int64_t mirror_data_room(const struct mirror_data *d, enum mirror_data_place place, int64_t *block)
+{
+	char *path = mirror_data_path(d, place);
+	struct statvfs fs;
+	int64_t size, free_, reserve;
+	int r = statvfs(path, &fs) ? -errno : 0;
+
+	free(path);
+	if (r)
+		return r;
+	size = (int64_t)fs.f_blocks * (int64_t)fs.f_frsize;
+	free_ = (int64_t)fs.f_bavail * (int64_t)fs.f_frsize;
+	reserve = size / 20 < ((int64_t)1 << 30) ? size / 20 : (int64_t)1 << 30;
+	if (block)
+		*block = fs.f_frsize > 0 ? (int64_t)fs.f_frsize : 4096;
+	return free_ > reserve ? free_ - reserve : 0;
 }

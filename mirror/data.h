@@ -23,6 +23,7 @@ struct catalog;
 struct mirror_store;
 
 #include <stdbool.h>
+#include <stdint.h>
 
 struct mirror_data {
 	char *dir;                   /* owned */
@@ -83,5 +84,15 @@ char *mirror_data_path_in(const char *dir, enum mirror_data_place place);
 /* Does a serve hold dir now (serve.lock)? Opens nothing else. */
 bool mirror_data_serve_running(const char *dir);
 char *mirror_data_torrent_path(const struct mirror_data *d, const char *btih);
+
+/*
+ * The room a write from outside (a commit's or a push's body as it arrives, a push's files) may take
+ * on the file system of place (a folder of the data directory) without eating the store's reserve: the
+ * space free there for us, less 5% of the file system (at most 1 GiB), which is left to what the store,
+ * the catalog and the logs must always be able to write. 0 when there is none, -errno when the file
+ * system cannot be read. *block (may be NULL) is the file system's block size, the least a file takes (a block).
+ * (docs/uploads.md, "Bodies and their bounds")
+ */
+int64_t mirror_data_room(const struct mirror_data *d, enum mirror_data_place place, int64_t *block);
 
 #endif

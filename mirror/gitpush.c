@@ -3,12 +3,15 @@
  *
  * Everything is read from receive-pack's quarantine with git itself: the types of the pushed ref
  * values (cat-file --batch-check), the commits the repository lacks (rev-list NEW --not --all, parents
- * first), each commit's object and tree (cat-file --batch, ls-tree -r), then every blob those trees
- * name, once. A tree is rebuilt from its files (gitobj.h) and must be the tree the commit names, and
+ * first), each commit's object and tree (cat-file --batch, ls-tree -r), the sizes of the blobs the push
+ * brings (cat-file --batch-check in the quarantine alone: a pack of kilobytes may inflate to gigabytes,
+ * so nothing is read before they are known to fit), then every blob those trees name, once, through a
+ * pipe. A tree is rebuilt from its files (gitobj.h) and must be the tree the commit names, and
  * the commit must parse as what git fast-import writes back (gitobj_commit_parse): so the repository
  * the mirror rebuilds from its catalog holds the very commit ids the pusher has.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -23,6 +26,7 @@
 #include "base/err.h"
 #include "base/hex.h"
 #include "base/path.h"
+#include "base/size.h"
 #include "base/str.h"
 #include "base/xmalloc.h"
 #include "catalog/catalog.h"
@@ -37,6 +41,8 @@
 #define POINTER_MAX 1024        /* a Git LFS pointer is shorter */
 #define ZERO_ID "0000000000000000000000000000000000000000"
 #define PUSH_COMMITS_MAX 10000  /* new commits in one push */
+#define PUSH_ENTRIES_MAX 1000000 /* files the new commits' trees list, all together (each commit lists all) */
+#define PUSH_NEW_MAX 100000     /* files new to the repository in one push: a commit's most operations */
 
 struct update {
 	char old[41], new_[41];
@@ -56,24 +62,36 @@ struct pcommit {
 	struct gitobj_commit pc;
 	char **paths;                  /* the tree's files, and the blob each is (an index into blobs) */
 	size_t *blob;
-	size_t n;
+	size_t n, cap;
 };
 
 struct push {
+	size_t entries;                /* of every new commit's tree, so far */
 	struct mirror_data *d;
 	const struct catalog_repo *repo;
 	const struct mirror_git_push *p;
 	struct update *u;
 	size_t nu;
 	struct pcommit *c;
-	size_t nc;
+	size_t nc, ccap;
 	struct pblob *b;
-	size_t nb;
+	size_t nb, bcap;
 	json_t *bidx;                  /* blob oid -> its index */
 	struct mirror_upload_batch *batch; /* its contents, held from gc until the push is recorded */
 	size_t checked;                /* blobs [0, checked) are held and their LFS objects found */
 	char *why;
 };
+
+/* Room for one more of the n elements of *cap at p: the arrays grow by doubling, so that 100,000 files
+ * cost a few copies, not one per file (a realloc that moves, as ASan's always does, made it
+ * quadratic). */
+static void *grow(void *p, size_t n, size_t *cap, size_t size)
+{
+	if (n < *cap)
+		return p;
+	*cap = *cap ? *cap * 2 : 16;
+	return xreallocarray(p, *cap, size);
+}
 
 static int fail(struct push *s, int e, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static int fail(struct push *s, int e, const char *fmt, ...)
@@ -124,6 +142,60 @@ static int run_git(struct push *s, const char *const *args, int in, FILE **out)
 		close(err);
 	free(argv);
 	return st ? HM_ERR_GIT : 0;
+}
+
+/* git (argv after "git --git-dir GITDIR") with its output on a pipe, read as it comes: what it writes
+ * (every blob of a push, gigabytes of them) is never kept on disk. env: the quarantine's, or another. */
+struct gitpipe {
+	pid_t pid;
+	int err;
+	FILE *out;
+};
+
+static int pipe_open(struct push *s, const char *const *args, const char *const *env, int in, struct gitpipe *g)
+{
+	const char *argv[8] = { "git", "--git-dir", s->p->gitdir };
+	int fds[2] = { -1, -1 };
+	size_t n = 3;
+
+	for (size_t i = 0; args[i] && n < 7; i++)
+		argv[n++] = args[i];
+	g->err = gitrepo__tmpfile_in(s->p->gitdir);
+	g->out = NULL;
+	g->pid = -1;
+	if (g->err < 0 || pipe2(fds, O_CLOEXEC) || lseek(in, 0, SEEK_SET)) {
+		if (fds[0] >= 0) {
+			close(fds[0]);
+			close(fds[1]);
+		}
+		return fail(s, HM_ERR_GIT, "git %s: %s", args[0], strerror(errno));
+	}
+	g->pid = gitrepo__git_start_bounded(argv, env, in, fds[1], g->err);
+	close(fds[1]);
+	if (g->pid < 0 || !(g->out = fdopen(fds[0], "r"))) {
+		close(fds[0]);
+		return fail(s, HM_ERR_GIT, "cannot run git %s: %s", args[0], strerror(g->pid < 0 ? (int)-g->pid : errno));
+	}
+	return 0;
+}
+
+/* The end of pipe_open's git: r, what reading it came to, or git's own failure. */
+static int pipe_close(struct push *s, const char *what, struct gitpipe *g, int r)
+{
+	int st = -1;
+
+	if (g->out)
+		fclose(g->out); /* a git stopped early dies of its broken pipe: r says why */
+	if (g->pid > 0)
+		st = gitrepo__git_wait(g->pid);
+	if (!r && st) {
+		char *w = g->err >= 0 ? gitrepo__last_words(g->err) : xstrdup("no temporary file");
+		r = fail(s, HM_ERR_GIT, "git %s: %s", what, w);
+		free(w);
+	}
+	if (g->err >= 0)
+		close(g->err);
+	return r;
 }
 
 /* A temporary file holding text, for git's input; -1 on failure. */
@@ -240,7 +312,7 @@ static int new_commits(struct push *s)
 			r = fail(s, -EINVAL, "more than %d new commits in one push", PUSH_COMMITS_MAX);
 			break;
 		}
-		s->c = xreallocarray(s->c, s->nc + 1, sizeof(*s->c));
+		s->c = grow(s->c, s->nc, &s->ccap, sizeof(*s->c));
 		memset(&s->c[s->nc], 0, sizeof(s->c[s->nc]));
 		memcpy(s->c[s->nc++].id, line, 41);
 	}
@@ -258,13 +330,10 @@ static int batch_next(struct push *s, FILE *out, char oid[41], char type[16], ch
 	if (!fgets(head, sizeof(head), out) || sscanf(head, "%40s %15s %lld", oid, type, &size) != 3 || size < 0)
 		return fail(s, HM_ERR_GIT, "git cat-file answered '%.60s'", head);
 	if (size >= SMALL_MAX) {
-		/* refused by the caller: skipped, not read */
+		/* refused by the caller, which reads no further: not read */
 		*data = NULL;
 		*len = (size_t)size;
-		for (long long i = 0; i < size; i++)
-			if (fgetc(out) == EOF)
-				return fail(s, HM_ERR_GIT, "git cat-file's output ended early");
-		return fgetc(out) == '\n' ? 0 : fail(s, HM_ERR_GIT, "git cat-file's output is not in step");
+		return 0;
 	}
 	*data = xmalloc((size_t)size + 1);
 	if (fread(*data, 1, (size_t)size, out) != (size_t)size) {
@@ -282,20 +351,22 @@ static int read_commits(struct push *s)
 {
 	const char *args[] = { "cat-file", "--batch", NULL };
 	struct buf in_text = { 0 };
-	FILE *out = NULL;
-	int r;
+	struct gitpipe g;
+	int r, in;
 
 	if (!s->nc)
 		return 0;
 	for (size_t i = 0; i < s->nc; i++)
 		buf_addf(&in_text, "%s\n", s->c[i].id);
-	r = run_git_on(s, args, &in_text, &out);
+	in = input_of(s, in_text.data);
+	buf_release(&in_text);
+	r = in < 0 ? HM_ERR_GIT : pipe_open(s, args, s->p->git_env, in, &g);
 	for (size_t i = 0; i < s->nc && !r; i++) {
 		struct pcommit *c = &s->c[i];
 		char oid[41], type[16];
 		const char *why;
 		size_t len;
-		if ((r = batch_next(s, out, oid, type, &c->raw, &len)))
+		if ((r = batch_next(s, g.out, oid, type, &c->raw, &len)))
 			break;
 		if (!c->raw)
 			r = fail(s, -EINVAL, "commit %s is 10 MiB or more", c->id);
@@ -303,6 +374,10 @@ static int read_commits(struct push *s)
 			r = fail(s, HM_ERR_GIT, "git cat-file answered %s for commit %s", oid, c->id);
 		else if (gitobj_commit_parse(c->raw, len, &c->pc, &why))
 			r = fail(s, -EINVAL, "commit %s: %s", c->id, why);
+	}
+	if (in >= 0) {
+		r = pipe_close(s, "cat-file --batch", &g, r);
+		close(in);
 	}
 	for (size_t i = 0; i < s->nc && !r; i++) {
 		const char *parent = s->c[i].pc.parent;
@@ -317,8 +392,6 @@ static int read_commits(struct push *s)
 		else
 			catalog_commit_release(&known);
 	}
-	if (out)
-		fclose(out);
 	return r;
 }
 
@@ -329,7 +402,7 @@ static size_t blob_index(struct push *s, const char *oid)
 
 	if (v)
 		return (size_t)json_integer_value(v);
-	s->b = xreallocarray(s->b, s->nb + 1, sizeof(*s->b));
+	s->b = grow(s->b, s->nb, &s->bcap, sizeof(*s->b));
 	memset(&s->b[s->nb], 0, sizeof(s->b[s->nb]));
 	memcpy(s->b[s->nb].oid, oid, 41);
 	json_object_set_new(s->bidx, oid, json_integer((json_int_t)s->nb));
@@ -351,8 +424,14 @@ static int tree_entry(struct push *s, struct pcommit *c, const char *e)
 			    : !strcmp(type, "commit") ? "a submodule" : "of another kind");
 	if (path_check_str(tab + 1))
 		return fail(s, -EINVAL, "'%s' in commit %s is not a path a repository may hold", tab + 1, c->id);
-	c->paths = xreallocarray(c->paths, c->n + 1, sizeof(*c->paths));
-	c->blob = xreallocarray(c->blob, c->n + 1, sizeof(*c->blob));
+	if (++s->entries > PUSH_ENTRIES_MAX)
+		return fail(s, -EINVAL, "the new commits list more than %d files in all (each commit counts every file of "
+			    "its tree): push fewer commits at once", PUSH_ENTRIES_MAX);
+	if (c->n == c->cap) {
+		size_t cap = c->cap;
+		c->paths = grow(c->paths, c->n, &cap, sizeof(*c->paths));
+		c->blob = grow(c->blob, c->n, &c->cap, sizeof(*c->blob));
+	}
 	c->paths[c->n] = xstrdup(tab + 1);
 	c->blob[c->n++] = blob_index(s, oid);
 	return 0;
@@ -437,23 +516,124 @@ static int flush_blobs(struct push *s, size_t upto)
 	return 0;
 }
 
-/* Every blob the new commits name, read once. */
+/* The ids of blobs[0..nb), one per line, in a temporary file for git's input; -1 on failure. */
+static int blob_list(struct push *s)
+{
+	struct buf text = { 0 };
+	int in;
+
+	for (size_t i = 0; i < s->nb; i++)
+		buf_addf(&text, "%s\n", s->b[i].oid);
+	in = input_of(s, text.data ? text.data : "");
+	buf_release(&text);
+	return in;
+}
+
+/* The quarantine alone (what the push brought, not what the repository had): the quarantine's
+ * environment without its alternates. NULL-ended, malloc'd strings borrowed from p. */
+static const char **quarantine_only(const struct push *s, bool *found)
+{
+	const char **env = xcalloc(4, sizeof(*env));
+	size_t n = 0;
+
+	*found = false;
+	for (size_t i = 0; s->p->git_env && s->p->git_env[i] && n < 3; i++)
+		if (!strncmp(s->p->git_env[i], "GIT_OBJECT_DIRECTORY=", 21) ||
+		    !strncmp(s->p->git_env[i], "GIT_QUARANTINE_PATH=", 20)) {
+			*found |= !strncmp(s->p->git_env[i], "GIT_OBJECT_DIRECTORY=", 21);
+			env[n++] = s->p->git_env[i];
+		}
+	return env;
+}
+
+/* Before any blob is read: their sizes (cat-file --batch-check, which reads no object whole). A file
+ * of 10 MiB or more outside Git LFS is refused here, and the files the push brings (those of its
+ * quarantine) must fit: at most PUSH_NEW_MAX of them, within the namespace's quota and the room of
+ * the store's disk (each at least a block), so that a pack of kilobytes that inflates to gigabytes is
+ * refused before it costs the store a byte. */
+static int check_sizes(struct push *s)
+{
+	const char *args[] = { "cat-file", "--batch-check", NULL };
+	bool quarantine;
+	const char **env = quarantine_only(s, &quarantine);
+	int64_t bytes = 0, disk = 0, block = 4096, room, used = 0;
+	size_t n = 0;
+	struct gitpipe g;
+	char line[160], a[32], b[32], c[32];
+	int in = s->nb ? blob_list(s) : -1, r;
+
+	if (!s->nb) {
+		free(env);
+		return 0;
+	}
+	r = in < 0 ? HM_ERR_GIT : pipe_open(s, args, quarantine ? env : (const char *const *)s->p->git_env, in, &g);
+	for (size_t i = 0; i < s->nb && !r; i++) {
+		char oid[48], type[16];
+		long long size;
+		int k;
+		if (!fgets(line, sizeof(line), g.out) || (k = sscanf(line, "%47s %15s %lld", oid, type, &size)) < 2 ||
+		    strcmp(oid, s->b[i].oid)) {
+			r = fail(s, HM_ERR_GIT, "git cat-file --batch-check answered '%.60s'", line);
+		} else if (k == 2) {
+			if (strcmp(type, "missing"))
+				r = fail(s, HM_ERR_GIT, "git cat-file --batch-check answered '%.60s'", line);
+			/* missing from the quarantine: the repository had it */
+		} else if (strcmp(type, "blob")) {
+			r = fail(s, HM_ERR_GIT, "%s is a %s, not a file", oid, type);
+		} else if (size >= SMALL_MAX) {
+			r = fail(s, -EINVAL, "'%s' is 10 MiB or more outside Git LFS: track it with git lfs track, as the "
+				 "Hub asks", path_of(s, &s->b[i]));
+		} else {
+			n++;
+			bytes += size;
+			disk += size > block ? (size + block - 1) / block * block : block; /* a file takes a block */
+		}
+	}
+	if (in >= 0) {
+		r = pipe_close(s, "cat-file --batch-check", &g, r);
+		close(in);
+	}
+	free(env);
+	if (r)
+		return r;
+	if (n > PUSH_NEW_MAX)
+		return fail(s, -EINVAL, "the push brings %zu new files: at most %d in one push (push in parts)", n,
+			    PUSH_NEW_MAX);
+	room = mirror_data_room(s->d, MIRROR_DATA_SPILL, &block);
+	size_human(bytes, a, sizeof(a));
+	if (room >= 0 && disk > room) {
+		size_human(room, b, sizeof(b));
+		return fail(s, -ENOSPC, "the mirror's disk has no room for this push's %zu new files (%s; %s free for "
+			    "uploads)", n, a, b);
+	}
+	if (s->p->quota >= 0 && bytes > 0) {
+		char *ns = xstrndup(s->repo->name, strcspn(s->repo->name, "/"));
+		if (!catalog_namespace_bytes(s->d->catalog, "hf", ns, &used) && used + bytes > s->p->quota) {
+			size_human(used, b, sizeof(b));
+			size_human(s->p->quota, c, sizeof(c));
+			r = fail(s, HM_ERR_QUOTA, "The storage quota of namespace %s is exceeded: it holds %s, this push "
+				 "brings %s of files, and its quota is %s", ns, b, a, c);
+		}
+		free(ns);
+	}
+	return r;
+}
+
+/* Every blob the new commits name, read once, as git writes it (a pipe: nothing kept on disk but
+ * the files themselves). */
 static int read_blobs(struct push *s)
 {
 	const char *args[] = { "cat-file", "--batch", NULL };
-	struct buf in_text = { 0 };
-	FILE *out = NULL;
-	int r;
+	struct gitpipe g;
+	int in = s->nb ? blob_list(s) : -1, r;
 
 	if (!s->nb)
 		return 0;
-	for (size_t i = 0; i < s->nb; i++)
-		buf_addf(&in_text, "%s\n", s->b[i].oid);
-	r = run_git_on(s, args, &in_text, &out);
+	r = in < 0 ? HM_ERR_GIT : pipe_open(s, args, s->p->git_env, in, &g);
 	for (size_t i = 0; i < s->nb && !r; i++) {
 		char oid[41], type[16], *data = NULL;
 		size_t len;
-		if (!(r = batch_next(s, out, oid, type, &data, &len)))
+		if (!(r = batch_next(s, g.out, oid, type, &data, &len)))
 			r = strcmp(oid, s->b[i].oid) ? fail(s, HM_ERR_GIT, "git cat-file is not in step at %s", oid)
 						     : take_blob(s, &s->b[i], data, len);
 		free(data);
@@ -462,8 +642,10 @@ static int read_blobs(struct push *s)
 	}
 	if (!r)
 		r = flush_blobs(s, s->nb);
-	if (out)
-		fclose(out);
+	if (in >= 0) {
+		r = pipe_close(s, "cat-file --batch", &g, r);
+		close(in);
+	}
 	return r;
 }
 
@@ -585,6 +767,8 @@ int mirror_git_receive(struct mirror_data *d, const struct catalog_repo *repo, c
 		r = read_commits(&s);
 	if (!r)
 		r = read_trees(&s);
+	if (!r)
+		r = check_sizes(&s);
 	if (!r)
 		r = read_blobs(&s);
 	if (!r)

@@ -5,9 +5,10 @@
  * into its quarantine; before any ref moves, its pre-receive hook runs `hubmirror git-hook`, which
  * calls mirror_git_receive: every new commit is read from the quarantine, checked (regular files only,
  * paths, Git LFS pointers whose objects were uploaded for the repository or that it may name without
- * (mirror_git_push.may_name), no file of 10 MiB or more
- * outside LFS, the namespace's quota), its small files are written to the store, and the commits and
- * the ref moves are recorded in one catalog transaction. Only when that transaction is made does the
+ * (mirror_git_push.may_name), no file of 10 MiB or more outside LFS, the namespace's quota; sizes and
+ * the disk's room asked of git before any file is read), its small files are written to the store,
+ * and the commits and the ref moves are recorded in one catalog transaction. Only when that
+ * transaction is made does the
  * hook let git move its refs: the catalog, from which the git repository is rebuilt, is the truth.
  */
 #ifndef HM_MIRROR_GITPUSH_H

@@ -145,9 +145,12 @@ static int request_body(const struct mirror_git_request *q, const char **body, s
  * hook; the refs serve builds stay hidden and untouchable) and the hook's own, appended to env at n. */
 static int push_env(const char *root, const struct mirror_git_request *q, char **env, int n)
 {
+	/* a pack is kept as it came (unpackLimit 1: index-pack, never thousands of loose files or a blob
+	 * deflated again), and a blob past the hook's 10 MiB is read by streaming, never held whole */
 	static const char *const cfg[][2] = { { "http.receivepack", "true" }, { "receive.hideRefs", "refs/hubmirror" },
 					      { "receive.fsckObjects", "true" }, { "receive.denyDeletes", "false" },
-					      { "uploadpackfilter.sparse:oid.allow", "false" } };
+					      { "uploadpackfilter.sparse:oid.allow", "false" }, { "receive.unpackLimit", "1" },
+					      { "core.bigFileThreshold", "16m" } };
 	size_t k = sizeof(cfg) / sizeof(cfg[0]);
 
 	env[n++] = xasprintf("GIT_CONFIG_COUNT=%zu", k + 1);
@@ -172,8 +175,10 @@ static int hook_write(const char *root, char **errmsg)
 	int r = 0;
 
 	exe[n > 0 ? n : 0] = '\0';
+	/* git runs under a bound of its memory (gitrepo__git_start_bounded); the hook keeps its own (the
+	 * few bytes of one file at a time) and lifts it for itself */
 	want = xasprintf("#!/bin/sh\n# written by hubmirror serve: a push into a local repository (docs/uploads.md)\n"
-			 "exec '%s' git-hook\n", exe);
+			 "ulimit -S -d unlimited 2>/dev/null\nexec '%s' git-hook\n", exe);
 	if (n <= 0 || strchr(exe, '\'')) {
 		*errmsg = xstrdup("cannot name this program for git's hook");
 		r = HM_ERR_GIT;
@@ -322,7 +327,8 @@ int mirror_git_backend(const struct mirror_data *d, const struct mirror_git_requ
 		r = HM_ERR_GIT;
 		goto out;
 	}
-	pid = gitrepo__git_start(argv, (const char *const *)env, in, out, err);
+	pid = q->push ? gitrepo__git_start_bounded(argv, (const char *const *)env, in, out, err)
+		      : gitrepo__git_start(argv, (const char *const *)env, in, out, err);
 	if (pid < 0) {
 		*errmsg = xasprintf("cannot run git http-backend: %s", strerror((int)-pid));
 		r = HM_ERR_GIT;

@@ -16,6 +16,13 @@ int gitrepo__tmpfile_in(const char *dir);
 /* Start git with argv, a clean environment plus extra_env, and in, out and err as its standard
  * files; its pid, or -errno. */
 pid_t gitrepo__git_start(const char *const *argv, const char *const *extra_env, int in, int out, int err);
+/* The same for git taking a push and all it runs (receive-pack, index-pack, the hook's own git runs),
+ * under a soft limit of its data segment (RLIMIT_DATA: what malloc can take, file mappings aside), so
+ * that a pack of a few kilobytes that inflates to gigabytes (a delta that copies its base a thousand
+ * times) makes git fail ("Out of memory, malloc failed") instead of the machine swap. 1 GiB: git
+ * holds one object of at most core.bigFileThreshold and its delta base cache (96 MiB). */
+#define GITREPO_PUSH_DATA_KIB "1048576"
+pid_t gitrepo__git_start_bounded(const char *const *argv, const char *const *extra_env, int in, int out, int err);
 /* Wait for git to end; its exit status, or -1. */
 int gitrepo__git_wait(pid_t pid);
 /* The last line git wrote to err (an unlinked temporary file), for a message; malloc'd. */

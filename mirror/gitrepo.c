@@ -98,7 +98,8 @@ static void env_free(char **env)
 
 /* Start git with argv (argv[0] is "git"), stdin from in (-1: /dev/null), stdout to out, stderr to err
  * (-1: /dev/null). Returns the pid or -errno. */
-pid_t gitrepo__git_start(const char *const *argv, const char *const *extra_env, int in, int out, int err)
+static pid_t spawn(const char *file, const char *const *argv, const char *const *extra_env, int in, int out,
+		   int err)
 {
 	posix_spawn_file_actions_t fa;
 	char **env = git_env(extra_env);
@@ -118,7 +119,7 @@ pid_t gitrepo__git_start(const char *const *argv, const char *const *extra_env, 
 		posix_spawn_file_actions_adddup2(&fa, err, 2);
 	else
 		posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
-	r = posix_spawnp(&pid, "git", &fa, NULL, (char *const *)argv, env);
+	r = posix_spawnp(&pid, file, &fa, NULL, (char *const *)argv, env);
 	posix_spawn_file_actions_destroy(&fa);
 	env_free(env);
 	return r ? -r : pid;
@@ -135,6 +136,34 @@ int gitrepo__full_disk(const char *root, int r, char **errmsg)
 	*errmsg = xasprintf("No space left on the mirror's disk (%s)%s%s", root, was ? ": " : "", was ? was : "");
 	free(was);
 	return -ENOSPC;
+}
+
+pid_t gitrepo__git_start(const char *const *argv, const char *const *extra_env, int in, int out, int err)
+{
+	return spawn("git", argv, extra_env, in, out, err);
+}
+
+pid_t gitrepo__git_start_bounded(const char *const *argv, const char *const *extra_env, int in, int out, int err)
+{
+	/* posix_spawn sets no limits: the shell does, for git and all it runs (its soft limit: the hook
+	 * lifts it for itself, docs/uploads.md), then becomes git */
+	static const char script[] = "ulimit -S -d " GITREPO_PUSH_DATA_KIB " && exec \"$@\"";
+	size_t n = 0;
+	const char **a;
+	pid_t pid;
+
+	while (argv[n])
+		n++;
+	a = xcalloc(n + 5, sizeof(*a)); /* sh -c SCRIPT sh ARGV... NULL */
+	a[0] = "sh";
+	a[1] = "-c";
+	a[2] = script;
+	a[3] = "sh";
+	for (size_t i = 0; i < n; i++)
+		a[4 + i] = argv[i];
+	pid = spawn("sh", a, extra_env, in, out, err);
+	free(a);
+	return pid;
 }
 
 /* Wait for pid: its exit status (0-255), or -1 when a signal ended it. */

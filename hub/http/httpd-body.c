@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <limits.h>
+#include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
@@ -48,17 +49,32 @@ bool httpd__body_claim(struct conn *c)
 	return true;
 }
 
-void httpd__body_data(struct conn *c, const char *at, size_t n)
+int httpd__body_data(struct conn *c, const char *at, size_t n)
 {
 	struct httpd_req *r = &c->req;
+	int e;
 
 	/* Progress is noted, not timed: the T_BODY timer looks at it when it fires (a uv_timer_start
 	 * per read would cost more than the read). uv_now is the loop's cached time. */
 	c->body_at = uv_now(c->h->loop);
 	if (!r->sink_held || r->sink_full)
-		return; /* dropped: the sink said it wants no more */
-	if (r->sink.data(r->sink.ud, at, n))
+		return 0; /* dropped: the sink said it wants no more */
+	if ((e = r->sink.data(r->sink.ud, at, n)))
 		r->sink_full = true;
+	return e == HTTPD_SINK_STOP;
+}
+
+void httpd_body_refuse(struct httpd_req *r, int status, const char *why)
+{
+	r->body_refused = status;
+	snprintf(r->body_refused_why, sizeof(r->body_refused_why), "%s", why ? why : "");
+}
+
+int httpd_body_refused(const struct httpd_req *r, const char **why)
+{
+	if (why)
+		*why = r->body_refused_why[0] ? r->body_refused_why : NULL;
+	return r->body_refused;
 }
 
 void httpd__body_abandon(struct conn *c)

@@ -97,6 +97,10 @@ struct httpd_req {
 	bool claimed;                  /* the body goes to sink, not to body */
 	bool sink_held;                /* sink.ud is still the server's: neither taken nor abandoned */
 	bool sink_full;                /* sink.data wanted no more: the rest of the body is dropped */
+	int body_refused;              /* httpd_body_refuse's status, 0: none */
+	char body_refused_why[256];    /* ... and its words ("" for none) */
+	bool early;                    /* answered without the rest of its body (refused before it or cut
+					* off in it): dispatched at once, its connection closed after */
 	bool keep_alive;
 	int refuse;                    /* 414, 431 or 413 once a limit is passed, 400 or 505 for a
 	                                * malformed head (refuse_why); 0 otherwise */
@@ -192,8 +196,9 @@ const char *httpd__head_scan(struct head_scan *s, const char *data, size_t n);
 
 /* At the end of a valid head: ask the server's claim function. True when c's body goes to a sink. */
 bool httpd__body_claim(struct conn *c);
-/* n bytes of a claimed body: to the sink unless it is full. */
-void httpd__body_data(struct conn *c, const char *at, size_t n);
+/* n bytes of a claimed body: to the sink unless it is full. Nonzero when the sink stopped the request
+ * (HTTPD_SINK_STOP): it is to be answered now. */
+int httpd__body_data(struct conn *c, const char *at, size_t n);
 /* The request ends and no handler took its sink: abandon it (once; a no-op otherwise). */
 void httpd__body_abandon(struct conn *c);
 /* A head accepted with a body to come: owe "100 Continue" if it asked for one (HTTP/1.1 only). */

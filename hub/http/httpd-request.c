@@ -185,10 +185,18 @@ static int on_headers_complete(http_parser *p)
 	c->req.keep_alive = http_should_keep_alive(p);
 	/* once, here: the claim sees the path and query, and the handlers after it */
 	httpd__split_target(&c->req);
-	if (!httpd__body_claim(c) && p->content_length != ULLONG_MAX &&
-	    p->content_length > c->h->cfg.max_body_bytes) {
-		c->req.refuse = 413; /* at once, without the body: a client that waits for 100 gets this */
-		return -1;
+	if (!httpd__body_claim(c)) {
+		bool chunked = p->flags & F_CHUNKED, big = p->content_length != ULLONG_MAX &&
+							   p->content_length > c->h->cfg.max_body_bytes;
+		/* at once, without the body: a client that waits for 100 gets this */
+		if (c->req.body_refused && (chunked || big)) {
+			c->req.early = true; /* the handlers answer, on the head alone (httpd_body_refuse) */
+			return -1;
+		}
+		if (big) {
+			c->req.refuse = 413;
+			return -1;
+		}
 	}
 	httpd__body_expect(c, p);
 	/* HEAD answers carry a Content-Length but no body: tell the parser (matters for responses only,
@@ -201,7 +209,10 @@ static int on_body(http_parser *p, const char *at, size_t n)
 	struct conn *c = p->data;
 
 	if (c->req.claimed) {
-		httpd__body_data(c, at, n);
+		if (httpd__body_data(c, at, n)) {
+			c->req.early = true; /* the sink cut it off: answered now (HTTPD_SINK_STOP) */
+			return 1;
+		}
 		return 0;
 	}
 	if (c->req.body.len + n > c->h->cfg.max_body_bytes) {

@@ -93,6 +93,9 @@ static void req_reset(struct httpd_req *r)
 	r->answered = false;
 	r->refuse = 0;
 	r->refuse_why = NULL;
+	r->body_refused = 0;
+	r->body_refused_why[0] = '\0';
+	r->early = false;
 	r->status = 0;
 	r->method[0] = '\0';
 }
@@ -533,6 +536,16 @@ static void conn_process(struct conn *c)
 			e = HTTP_PARSER_ERRNO(&c->parser);
 			if (e == HPE_PAUSED) {
 				memset(&c->scan, 0, sizeof(c->scan)); /* what follows is the next request's head */
+				dispatch(c);
+				continue;
+			}
+			if (e != HPE_OK && c->req.early) {
+				/* refused before its body or cut off in it (httpd_body_refuse, HTTPD_SINK_STOP):
+				 * the handlers answer now, on what was read, and the connection closes after,
+				 * lingering so that a client still sending reads the answer */
+				c->req.keep_alive = false;
+				c->linger = true;
+				c->body_streaming = false;
 				dispatch(c);
 				continue;
 			}

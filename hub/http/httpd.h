@@ -105,18 +105,32 @@ void httpd_free(struct httpd **h);
  * head is read; a body claimed by no one and over max_body_bytes gets its 413 at once.
  */
 struct httpd_body_sink {
-	/* n more bytes of the body. Return 0 to go on; nonzero: the sink wants no more, the server reads
-	 * and drops the rest of the body and still dispatches the request at its end (the handler answers
-	 * with the error the sink recorded: a client that is still sending reads an answer, not a reset). */
+	/* n more bytes of the body. Return 0 to go on; HTTPD_SINK_STOP: the body is cut off here, the
+	 * request is dispatched at once without the rest (the handler answers with the error the sink
+	 * recorded) and its connection closed after the answer, lingering a moment so that a client still
+	 * sending reads it; any other nonzero: the sink wants no more, the server reads and drops the rest
+	 * of the body and still dispatches the request at its end (a client that is still sending reads
+	 * an answer, not a reset). */
 	int (*data)(void *ud, const char *p, size_t n);
 	/* The request ends without a handler taking the sink (the connection closed or timed out mid-body,
 	 * the request refused, no handler called httpd_body_take, the server freed): called once, frees ud. */
 	void (*abandon)(void *ud);
 	void *ud;                      /* the sink's state: the server's until taken or abandoned */
 };
+#define HTTPD_SINK_STOP 2
 typedef bool (*httpd_claim_fn)(void *ud, struct httpd_req *r, struct httpd_body_sink *sink);
 /* Set the claim function (NULL: none). ud is borrowed. */
 void httpd_set_body_claim(struct httpd *h, httpd_claim_fn fn, void *ud);
+/* In a claim function that returns false: this request's body is not wanted (who sends it may not
+ * write there, or it is over a bound), with the status and words (copied, cut at 255 bytes; may be
+ * NULL) a handler may answer it with. A chunked body, or one over cfg.max_body_bytes, is then never
+ * read: the handler chain runs at once on the head alone (no "100 Continue" is sent: a client that
+ * waits for it reads the answer instead), and the connection is closed after the answer, lingering
+ * a moment so that a client still sending reads it. A smaller body is read into memory as any
+ * unclaimed one. */
+void httpd_body_refuse(struct httpd_req *r, int status, const char *why);
+/* The status httpd_body_refuse gave r (0: none), and its words in *why (NULL when none; may be NULL). */
+int httpd_body_refused(const struct httpd_req *r, const char **why);
 /* In a handler: the claimed sink's ud, the handler's now (the server will not call abandon); NULL when
  * the body was not claimed or was already taken. */
 void *httpd_body_take(struct httpd_req *r);

@@ -317,6 +317,11 @@ int cli_serve_prepare(int argc, char **argv, struct serve_prep *p)
 			"SECRET_ACCESS_KEY [TOKEN] (mode 600); a signed request acts with TOKEN"),
 		CLI_STR("local-quota", &p->local_quota_arg, "NS=SIZE[,...]",
 			"what each local namespace's repos may hold (acme=500G)"),
+		CLI_SIZE("write-body-max", &cfg->write_body_max, (int64_t)1 << 20, "SIZE",
+			 "the most one commit's or git push's body may send (1G); more is\n"
+			 "refused before it is kept (docs/uploads.md)"),
+		CLI_SIZE("write-spool-max", &cfg->write_spool_max, (int64_t)1 << 20, "SIZE",
+			 "what all the commit and push bodies being received may hold at once\n(4G)"),
 		CLI_STR("peer-mirror", &cfg->peer_mirrors, "URL[,URL...]",
 			"the deployment's other mirrors: every torrent lists them\n"
 			"after this one, as trackers and web seeds (docs/deployment.md)"),

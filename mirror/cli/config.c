@@ -63,6 +63,8 @@ static const struct config_key keys[] = {
 	{ "serve", "on-demand-max-repos", "on-demand-max-repos", CONFIG_SERVE, false },
 	{ "hub", "local", "local", CONFIG_SERVE, false },
 	{ "hub", "quota", "local-quota", CONFIG_SERVE, false },
+	{ "hub", "write-body-max", "write-body-max", CONFIG_SERVE, false },
+	{ "hub", "write-spool-max", "write-spool-max", CONFIG_SERVE, false },
 	{ "s3", "keys", "s3-keys", CONFIG_SERVE, false },
 	{ "s3", "domain", "s3-domain", CONFIG_SERVE, false },
 	{ "sync", "at", "sync-at", CONFIG_SERVE, false },

@@ -5,7 +5,7 @@
  * The body is NDJSON: a header line {key: "header", value: {summary, description, parentCommit}}, then
  * one line per operation: "file" (a small file, its content in base64), "lfsFile" (a large one by its
  * sha256, uploaded before through the LFS batch API, or a copy of one the repo has), "deletedFile",
- * "deletedFolder". It was spooled to a file as it arrived (routes-upload.c); a worker reads it line by
+ * "deletedFolder". It was spooled to a file as it arrived (spool.c); a worker reads it line by
  * line, writes the small files to the store, and makes the commit (mirror/upload.c) under one lock, so
  * two commits to one branch are made one after the other.
  */
@@ -46,7 +46,8 @@ struct commit_job {
 	struct catalog_repo repo;    /* id, hub, type, name */
 	struct mirror_access *access; /* the rules of the moment the commit came (a reference) */
 	char *branch, *who, *url;
-	int fd;                      /* the body */
+	int fd;                      /* the body (spool's) */
+	struct mirror__commit_body *spool; /* held till the job's end */
 	bool committed;              /* made: its torrent is wanted */
 	/* read from it */
 	char *summary, *description, *parent;
@@ -62,8 +63,7 @@ static void commit_job_release(struct mirror__job *j)
 {
 	struct commit_job *c = (struct commit_job *)j;
 
-	if (c->fd >= 0)
-		close(c->fd);
+	mirror__spool_release(c->spool); /* (its fd is c->fd) */
 	mirror_upload_batch_end(&c->batch); /* (ended on its worker; here only when it never ran) */
 	if (c->committed) /* (on the loop: defer.c releases a job after its answer) */
 		mirror__local_torrents(c->j.rt);
@@ -365,6 +365,8 @@ void mirror__hf_commit(struct mirror_routes *rt, struct httpd_req *req, const st
 {
 	struct mirror__commit_body *s = httpd_body_take(req);
 	struct commit_job *c;
+	const char *why = NULL;
+	int status = 0;
 	char *base, *pr = httpd_query_param(req, "create_pr");
 
 	if (pr && strcmp(pr, "0") && strcmp(pr, "false")) {
@@ -388,12 +390,8 @@ void mirror__hf_commit(struct mirror_routes *rt, struct httpd_req *req, const st
 		mirror__body_abandon(s);
 		s = NULL;
 	}
-	if (!s || s->status) {
-		const char *why = !s ? "a commit's body is NDJSON"
-				  : s->status == 413 ? "the commit's body is too large"
-				  : s->status == 507 ? "No space left on the mirror's disk: the commit's body could not be kept"
-				  : "the commit's body could not be kept";
-		hf__error(req, !s ? 400 : s->status, NULL, why, NULL);
+	if (!mirror__spool_ok(req, s, &status, &why)) {
+		hf__error(req, status ? status : 400, NULL, why ? why : "a commit's body is NDJSON", NULL);
 		mirror__body_abandon(s);
 		return;
 	}
@@ -412,8 +410,7 @@ void mirror__hf_commit(struct mirror_routes *rt, struct httpd_req *req, const st
 	c->url = xasprintf("%s/%s%s", base, strcmp(repo->type, "dataset") ? "" : "datasets/", repo->name);
 	free(base);
 	c->fd = s->fd;
-	s->fd = -1;
-	mirror__body_abandon(s);
+	c->spool = s;
 	hf__add_cors(req);
 	mirror__defer_write(rt, req, &c->j); /* (a commit of 30,000 files takes a while: not in front of reads) */
 }

@@ -164,7 +164,8 @@ struct git_job {
 	char *body;
 	size_t len;
 	bool push;                  /* receive-pack (docs/uploads.md, "git push") */
-	int body_fd;                /* a push's body, spooled; -1 when none */
+	int body_fd;                /* a push's body, spooled (spool's, borrowed); -1 when none */
+	struct mirror__commit_body *spool; /* ... held till the job's end, NULL when none */
 	char **push_env;            /* the hook's settings (mirror/gitpush.h) */
 	char *who, *report;         /* the pusher; the hook's report of what moved */
 };
@@ -300,8 +301,7 @@ static void git_release(struct mirror__job *job)
 	free(g->cenc);
 	free(g->proto);
 	free(g->body);
-	if (g->body_fd >= 0)
-		close(g->body_fd);
+	mirror__spool_release(g->spool); /* (its fd is body_fd) */
 	for (size_t i = 0; g->push_env && g->push_env[i]; i++)
 		free(g->push_env[i]);
 	free(g->push_env);
@@ -346,8 +346,8 @@ static void serve_git(struct mirror_routes *rt, struct httpd_req *req, const str
 		char *ns = xstrndup(repo->name, strcspn(repo->name, "/"));
 		char *abs = realpath(rt->data->dir, NULL); /* the hook runs in the repository's directory */
 		if (sink) {
+			g->spool = sink;
 			g->body_fd = sink->fd;
-			sink->fd = -1;
 		}
 		g->push = true;
 		g->who = xstrdup(who);
@@ -372,16 +372,21 @@ static void serve_git(struct mirror_routes *rt, struct httpd_req *req, const str
 	mirror__defer_aside(rt, req, &g->j);
 }
 
-bool mirror__git_receive_path(const char *path)
+bool mirror__git_receive_repo(const char *path, char **type, char **name)
 {
 	struct gitreq g;
-	bool yes;
 
 	if (!parse(path, &g))
 		return false;
-	yes = g.op == OP_RECEIVE_PACK;
-	gitreq_release(&g);
-	return yes;
+	if (g.op != OP_RECEIVE_PACK) {
+		gitreq_release(&g);
+		return false;
+	}
+	*type = g.type;
+	*name = g.name;
+	free(g.repo_path);
+	free(g.oid);
+	return true;
 }
 
 /* May this request push into repo type/name: a local one, and a token with a write grant? Else
@@ -557,7 +562,9 @@ int mirror__route_git(struct mirror_routes *rt, struct httpd_req *req, const cha
 				     g.op == OP_LFS_COMPLETE ? "git_lfs" : "git");
 	if (g.op == OP_RECEIVE_PACK || (g.op == OP_INFO_REFS && q && !strcmp(q, "service=git-receive-pack"))) {
 		struct mirror__commit_body *sink = g.op == OP_RECEIVE_PACK ? httpd_body_take(req) : NULL;
-		char *who = NULL;
+		char *who = NULL, st[320];
+		const char *why = NULL;
+		int status = 0;
 		if (sink && sink->kind != MIRROR__SINK_COMMIT) {
 			mirror__body_abandon(sink);
 			sink = NULL;
@@ -570,12 +577,13 @@ int mirror__route_git(struct mirror_routes *rt, struct httpd_req *req, const cha
 			httpd_respond_str(req, 404, "text/plain", "Repository not found: create it first (create_repo)\n");
 		else if (!mirror__access_check(rt, req, repo.hub, repo.type, repo.name, &repo, "git"))
 			; /* answered */
-		else if (g.op == OP_RECEIVE_PACK && (!sink || sink->status))
-			httpd_respond_str(req, sink && sink->status == 413 ? 413 : sink && sink->status == 507 ? 507 : 500,
-					  "text/plain", sink && sink->status == 507 ? "No space left on the mirror's disk: "
-					  "it could not keep this push's pack\n" : "the mirror could not keep this push's pack\n");
-		else
+		else if (g.op == OP_RECEIVE_PACK && !mirror__spool_ok(req, sink, &status, &why)) {
+			snprintf(st, sizeof(st), "%s\n", why ? why : "the mirror could not keep this push's pack");
+			httpd_respond_str(req, status ? status : 500, "text/plain", st);
+		} else {
 			serve_git(rt, req, &repo, g.op == OP_RECEIVE_PACK ? "/git-receive-pack" : "/info/refs", who, sink);
+			sink = NULL; /* the job's now */
+		}
 		free(who);
 		mirror__body_abandon(sink);
 	} else if (g.op == OP_INFO_REFS && (!q || strcmp(q, "service=git-upload-pack"))) {

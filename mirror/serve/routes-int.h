@@ -63,6 +63,11 @@ struct mirror_routes {
 	bool torrents_running, torrents_again, closing; /* new commits' torrents (routes-commit.c) */
 	uv_timer_t torrents_timer;
 	struct mirror__lfs *lfs;      /* the upload URLs' state: capabilities spent (routes-lfs.c), owned */
+	int64_t write_body_max;       /* serve --write-body-max: one commit's or push's body (spool.c) */
+	int64_t write_spool_max;      /* serve --write-spool-max: all of them being received at once */
+	int64_t spool_bytes;          /* what the bodies being received or read hold now (on the loop) */
+	int64_t spool_promised;       /* ... and what their Content-Lengths say is still to come */
+	uint64_t spool_refused;       /* bodies refused for a bound (/metrics) */
 	struct mirror_s3_keys *s3_keys; /* serve --s3-keys: access key pairs and their tokens; NULL: none */
 	const char *s3_domain;        /* serve --s3-domain (borrowed); NULL: none */
 };
@@ -247,17 +252,40 @@ void mirror__job_header(struct mirror__job *j, const char *name, const char *fmt
 /* ---- the write side: local repos (routes-upload.c, routes-commit.c; docs/uploads.md) ---- */
 
 /* What a streamed request body became (mirror__claim_body): an LFS object's bytes in the store's
- * writer, or a commit's NDJSON in an unnamed file. Each starts with its kind. */
+ * writer, or a commit's NDJSON or a push's pack in the spool, an unnamed file (spool.c). Each starts
+ * with its kind. */
 #define MIRROR__SINK_OBJECT 0x4f424a
 #define MIRROR__SINK_COMMIT 0x434d54
 struct mirror__commit_body {
 	int kind;                     /* MIRROR__SINK_COMMIT */
-	int fd;                       /* the body so far; -1 once taken */
+	int fd;                       /* the body so far (a job reading it holds the sink till its end) */
 	int64_t got;
-	int status;                   /* what went wrong keeping it (413, 507, 500), 0 if nothing */
+	int status;                   /* what went wrong keeping it (413, 403, 507, 503, 500), 0 if nothing */
+	char why[256];                /* ... in words, for the answer */
+	/* spool.c's */
+	struct mirror_routes *rt;
+	bool push;                    /* a git push's pack: git keeps a copy of its own, the disk counts two */
+	int64_t declared;             /* Content-Length, -1 for a chunked body */
+	int64_t promised;             /* of that, what has not come yet (rt->spool_promised counts it) */
+	int64_t limit;                /* the most it may hold (spool.c's room_for) */
+	int64_t checked;              /* a chunked body's size when its room was last asked */
+	int64_t quota_room;           /* its namespace's room in body bytes, -1 for no quota */
+	int fail;                     /* how passing limit is answered, with why */
+	char quota_why[200];
 };
-/* Free a sink of either kind (NULL-safe). */
+/* Free a sink of either kind (NULL-safe; on the loop: a commit body's bytes are uncounted). */
 void mirror__body_abandon(void *sink);
+/* The spool of commit and push bodies (spool.c; docs/uploads.md, "Bodies and their bounds"): the claim
+ * of a POST to a commit or a git-receive-pack path (false when it is neither: then the body is any
+ * other; false too, after httpd_body_refuse, when the request may not write there or its declared
+ * length is over its bound), and a body's end (on the loop, NULL-safe). */
+bool mirror__spool_claim(struct mirror_routes *rt, struct httpd_req *r, struct httpd_body_sink *sink);
+void mirror__spool_release(struct mirror__commit_body *s);
+/* May a handler read s (the request's spooled body, NULL when none)? Else *status and *why (NULL when
+ * the handler is to say it in its own words; *status 0 when nothing refused the body: it was not
+ * claimed) say how to answer: the claim's refusal or what the spool ran into (a 503 gets its
+ * Retry-After here). */
+bool mirror__spool_ok(struct httpd_req *req, const struct mirror__commit_body *s, int *status, const char **why);
 /* httpd_claim_fn: the bodies of LFS PUTs and commits, when the mirror has local namespaces. */
 struct httpd_body_sink;
 bool mirror__claim_body(void *ud, struct httpd_req *r, struct httpd_body_sink *sink);
@@ -303,8 +331,8 @@ void mirror__lfs_free(struct mirror__lfs **l);
  * completion (.../OID/complete)? Then *type, *name and *oid (malloc'd) say which, and *part: 0 for the
  * object, N for its part N, -1 for the completion. */
 bool mirror__git_lfs_object(const char *path, char **type, char **name, char **oid, int *part);
-/* Is path a git push's POST (ORG/NAME[.git]/git-receive-pack)? */
-bool mirror__git_receive_path(const char *path);
+/* Is path a git push's POST ([datasets/]ORG/NAME[.git]/git-receive-pack)? Then *type and *name (malloc'd). */
+bool mirror__git_receive_repo(const char *path, char **type, char **name);
 /* May this request write repo type/name (routes-upload.c)? Answers a refusal itself; *who (malloc'd)
  * names the writer for the log. */
 bool mirror__write_gate(struct mirror_routes *rt, struct httpd_req *req, const char *type, const char *name,

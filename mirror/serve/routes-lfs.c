@@ -1,7 +1,7 @@
 /*
  * routes-lfs.c - Git LFS for the mirror's own repositories (docs/uploads.md): the upload batch, the
  * upload URLs' capabilities, the bodies the server streams (an object into the store's writer, a part
- * of one into its partial file, a commit's NDJSON into a file: mirror__claim_body), an object's PUT,
+ * of one into its partial file; a commit's or a push's, spool.c's: mirror__claim_body), an object's PUT,
  * its verify, and a multipart upload's completion. The rest of the write side is routes-upload.c.
  */
 #include <errno.h>
@@ -37,8 +37,6 @@
 #include "access.h"
 #include "routes-hf-int.h"
 #include "routes-int.h"
-
-#define COMMIT_BODY_MAX (8LL << 30)  /* a commit's NDJSON (small files inline, base64) */
 
 /* ---- Git LFS: batch, PUT, verify -------------------------------------------------------------- */
 
@@ -333,7 +331,7 @@ void mirror__lfs_verify(struct mirror_routes *rt, struct httpd_req *req, const s
 	json_decref(in);
 }
 
-/* ---- streamed bodies: an object into the store, a commit into a file -------------------------- */
+/* ---- streamed bodies: an object into the store (a commit or a push into a file: spool.c) ------- */
 
 
 /* An LFS object's PUT: its bytes go straight through the store's writer, hashed as they arrive. A PUT
@@ -407,40 +405,6 @@ static void object_abandon(void *ud)
 	free(s);
 }
 
-static int commit_data(void *ud, const char *p, size_t n)
-{
-	struct mirror__commit_body *s = ud;
-
-	if (s->status)
-		return 1;
-	if (s->got + (int64_t)n > COMMIT_BODY_MAX) {
-		s->status = 413;
-		return 1;
-	}
-	while (n > 0) {
-		ssize_t w = write(s->fd, p, n);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0) {
-			s->status = errno == ENOSPC ? 507 : 500;
-			return 1;
-		}
-		p += w;
-		n -= (size_t)w;
-		s->got += w;
-	}
-	return 0;
-}
-
-static void commit_abandon(void *ud)
-{
-	struct mirror__commit_body *s = ud;
-
-	if (s->fd >= 0)
-		close(s->fd);
-	free(s);
-}
-
 void mirror__body_abandon(void *sink)
 {
 	const int *kind = sink;
@@ -448,7 +412,7 @@ void mirror__body_abandon(void *sink)
 	if (kind && *kind == MIRROR__SINK_OBJECT)
 		object_abandon(sink);
 	else if (kind)
-		commit_abandon(sink);
+		mirror__spool_release(sink);
 }
 
 /* A part's place in its upload's own file: opened and locked, s->off and s->left set; or s->status. */
@@ -522,18 +486,6 @@ static struct object_sink *object_claim(struct mirror_routes *rt, struct httpd_r
 	return s;
 }
 
-static bool is_commit_path(const char *path)
-{
-	struct hf_path p;
-	bool yes;
-
-	hf_path_split(&p, path);
-	yes = p.n >= 6 && !strcmp(p.v[0], "api") && (!strcmp(p.v[1], "models") || !strcmp(p.v[1], "datasets")) &&
-	      !strcmp(p.v[4], "commit");
-	hf_path_release(&p);
-	return yes;
-}
-
 bool mirror__claim_body(void *ud, struct httpd_req *r, struct httpd_body_sink *sink)
 {
 	struct mirror_routes *rt = ud;
@@ -548,17 +500,8 @@ bool mirror__claim_body(void *ud, struct httpd_req *r, struct httpd_body_sink *s
 		*sink = (struct httpd_body_sink){ object_data, object_abandon, s };
 		return true;
 	}
-	if (!strcmp(m, "POST") && (is_commit_path(httpd_path(r)) || mirror__git_receive_path(httpd_path(r)))) {
-		struct mirror__commit_body *s = xcalloc(1, sizeof(*s));
-		char *dir = mirror_data_path(rt->data, MIRROR_DATA_SPILL);
-		s->kind = MIRROR__SINK_COMMIT;
-		s->fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
-		if (s->fd < 0)
-			s->status = 500;
-		free(dir);
-		*sink = (struct httpd_body_sink){ commit_data, commit_abandon, s };
-		return true;
-	}
+	if (!strcmp(m, "POST"))
+		return mirror__spool_claim(rt, r, sink); /* a commit's or a push's body (spool.c) */
 	return false;
 }
 

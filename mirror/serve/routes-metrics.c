@@ -80,6 +80,10 @@ static void http_part(struct mirror_routes *rt, struct buf *b)
 	buf_addf(b, "hubmirror_http_connections_total %llu\n", (unsigned long long)hs.connections_total);
 	head(b, "hubmirror_http_bodies_spilled_total", "counter", "Answers of 1 MiB or more sent from a temporary file instead of memory.");
 	buf_addf(b, "hubmirror_http_bodies_spilled_total %llu\n", (unsigned long long)hs.bodies_spilled);
+	head(b, "hubmirror_write_spool_bytes", "gauge", "Bytes the bodies of commits and pushes being received or read hold in the spool.");
+	buf_addf(b, "hubmirror_write_spool_bytes %lld\n", (long long)rt->spool_bytes);
+	head(b, "hubmirror_write_bodies_refused_total", "counter", "Commit and push bodies refused or cut off for a bound (size, quota, disk, spool).");
+	buf_addf(b, "hubmirror_write_bodies_refused_total %llu\n", (unsigned long long)rt->spool_refused);
 	head(b, "hubmirror_http_connections_refused_total", "counter", "Connections answered 503 and closed: --max-connections were open.");
 	buf_addf(b, "hubmirror_http_connections_refused_total %llu\n", (unsigned long long)hs.connections_refused);
 	head(b, "hubmirror_http_tls_connections_total", "counter", "Connections that spoke TLS (serve --tls-cert).");

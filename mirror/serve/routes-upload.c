@@ -11,7 +11,8 @@
  *
  * Every write needs a token the tokens file grants writes with (access.h); a repository outside the
  * local namespaces is never written. Bodies are streamed (routes-lfs.c): an object straight into the
- * store's writer, hashed as it arrives; a commit into an unnamed file read on a worker (routes-commit.c).
+ * store's writer, hashed as it arrives; a commit into the spool (spool.c: kept only for a writer, bounded),
+ * read on a worker (routes-commit.c).
  */
 #include <errno.h>
 #include <fcntl.h>

@@ -13,6 +13,7 @@
 #include <openssl/evp.h>
 
 #include "base/buf.h"
+#include "base/bug.h"
 #include "base/err.h"
 #include "base/hex.h"
 #include "base/log.h"
@@ -53,6 +54,7 @@ struct mirror_routes *mirror_routes_new(struct mirror_data *d, const struct mirr
 	r->access = access;
 	r->tracker = p2p_tracker_new(NULL);
 	r->search_budget_ms = 100; /* docs/security.md: no search holds a worker for long */
+	mirror_routes_set_write_bounds(r, 0, 0);
 	pthread_mutex_init(&r->pool_mu, NULL);
 	pthread_mutex_init(&r->commit_mu, NULL);
 	r->lfs = mirror__lfs_new();
@@ -499,10 +501,17 @@ void mirror_routes_set_admin(struct mirror_routes *r, const struct mirror_admin 
 	r->admin = *a;
 }
 
+void mirror_routes_set_write_bounds(struct mirror_routes *r, int64_t body_max, int64_t spool_max)
+{
+	r->write_body_max = body_max > 0 ? body_max : (int64_t)1 << 30;
+	r->write_spool_max = spool_max > 0 ? spool_max : (int64_t)4 << 30;
+}
+
 void mirror_routes_free(struct mirror_routes **r)
 {
 	if (!r || !*r)
 		return;
+	BUG_ON((*r)->spool_bytes || (*r)->spool_promised); /* every body is released before (httpd_free, the jobs) */
 	free((*r)->counts);
 	mirror__s3_free(*r);
 	mirror__lfs_free(&(*r)->lfs);

@@ -35,6 +35,9 @@ void mirror_routes_stop(struct mirror_routes *r);
  * written through the upload API (docs/uploads.md), never fetched from upstream; quota (NULL: none),
  * "NS=BYTES,...": the bytes each may hold. */
 void mirror_routes_set_local(struct mirror_routes *r, const char *namespaces, const char *quota);
+/* The bounds of commit and push bodies (docs/uploads.md, "Bodies and their bounds"): the most one may
+ * send, and what all those being received may hold at once; 0 keeps the default (1 GiB, 4 GiB). */
+void mirror_routes_set_write_bounds(struct mirror_routes *r, int64_t body_max, int64_t spool_max);
 /* New access rules (borrowed like mirror_routes_new's; a worker that took a reference to the old
  * ones keeps it until its answer is done). On the loop. */
 void mirror_routes_set_access(struct mirror_routes *r, const struct mirror_access *access);

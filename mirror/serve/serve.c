@@ -612,6 +612,7 @@ static int start_http(struct server *s, char **errmsg)
 		mirror_routes_set_peer_mirrors(s->routes, cfg->peer_mirrors);
 	if (cfg->local_namespaces)
 		mirror_routes_set_local(s->routes, cfg->local_namespaces, cfg->local_quota);
+	mirror_routes_set_write_bounds(s->routes, cfg->write_body_max, cfg->write_spool_max);
 	mirror_routes_set_loop(s->routes, &s->loop);
 	if (cfg->s3_domain)
 		mirror_routes_set_s3_domain(s->routes, cfg->s3_domain);

@@ -51,6 +51,8 @@ struct mirror_serve_config {
 				     * (comma-separated; docs/uploads.md); NULL: none, read-only */
 	const char *local_quota;    /* "NS=BYTES,NS=BYTES": what each local namespace may hold (checked
 				     * by the CLI: local namespaces, sizes in bytes); NULL: no bound */
+	int64_t write_body_max;     /* the most one commit's or push's body may hold; 0: 1 GiB */
+	int64_t write_spool_max;    /* what all of them being received may hold at once; 0: 4 GiB */
 	const char *s3_keys;        /* the S3 API's access keys file (routes.h); NULL: anonymous only */
 	const char *s3_domain;      /* the S3 API's own host name, buckets as its subdomains; NULL: none */
 	double on_demand_ttl_s;     /* untouched this long, such a repo stops being tracked; 0: 30 days */

@@ -215,6 +215,13 @@ check "a bundle carries pushed commits; imported, git clone shows the same histo
 many_files() { # how many files main has under many/ (its siblings)
 	api pushed/revision/main | "$PY" -c 'import json,sys; print(sum(s["rfilename"].startswith("many/") for s in json.load(sys.stdin)["siblings"]))'
 }
+our_hooks() { # this test's own `hubmirror git-hook`s (git runs them in a repository of its data directory)
+	local p d
+	d=$(realpath "$HUBMIRROR_DATA")
+	for p in $(pgrep -f 'hubmirror git-hook'); do
+		case $(readlink "/proc/$p/cwd") in "$d"/*) echo "$p" ;; esac
+	done
+}
 killed_mid_push() {
 	local before after i files
 	before=$(head_of pushed)
@@ -222,8 +229,8 @@ killed_mid_push() {
 	commit_it many || return 1
 	git -C "$W1" push origin main >/dev/null 2>&1 &
 	local push=$!
-	for i in $(seq 1 400); do pgrep -f 'hubmirror git-hook' >/dev/null && break; sleep 0.05; done
-	kill -9 "$serve_pid"; pkill -9 -f 'hubmirror git-hook'
+	for i in $(seq 1 400); do [ -n "$(our_hooks)" ] && break; sleep 0.05; done
+	kill -9 "$serve_pid"; kill -9 $(our_hooks) 2>/dev/null
 	wait "$serve_pid" 2>/dev/null; wait "$push" 2>/dev/null
 	start_serve --local acme --tokens "$T/tokens" --p2p-listen off || return 1
 	after=$(head_of pushed)

@@ -2,7 +2,8 @@
  * test-hub-httpd-body.c - request bodies streamed to a handler's sink (httpd_set_body_claim): big
  * bodies whole and in order past max_body_bytes, with a Content-Length or chunked, and pipelined
  * requests after them; "Expect: 100-continue"; the sink abandoned exactly once on every way a request
- * ends without a handler taking it; a sink that wants no more; the body's progress timeout. The
+ * ends without a handler taking it; a sink that wants no more, or that stops the request at once;
+ * a body refused from its head (httpd_body_refuse); the body's progress timeout. The
  * server runs on the test's thread (uv_run, a turn at a time) over socketpairs it adopts; a client
  * thread sends what does not fit in a socket's buffer.
  */
@@ -48,6 +49,7 @@ static unsigned char body_byte(uint64_t i)
 struct upload {
 	uint64_t n, sum;        /* bytes given to data, their FNV-1a */
 	uint64_t stop_at;       /* ?stop=N: data says "no more" once this many came */
+	bool cut;               /* ?cut=N: ... and stops the request (HTTPD_SINK_STOP) */
 	bool full;
 	int calls_after_full;   /* must stay 0 */
 };
@@ -64,7 +66,7 @@ static int up_data(void *ud, const char *p, size_t n)
 	u->sum = fnv(u->sum, p, n);
 	if (u->stop_at && u->n >= u->stop_at)
 		u->full = true;
-	return u->full;
+	return u->full && u->cut ? HTTPD_SINK_STOP : u->full;
 }
 
 static void up_abandon(void *ud)
@@ -80,12 +82,16 @@ static bool up_claim(void *ud, struct httpd_req *r, struct httpd_body_sink *sink
 	char *stop;
 
 	(void)ud;
+	if (!strcmp(httpd_path(r), "/no"))
+		httpd_body_refuse(r, 403, "not here"); /* not kept: answered from its head */
 	if (strncmp(httpd_path(r), "/up", 3))
 		return false;
 	claims++;
 	u = calloc(1, sizeof(*u));
 	u->sum = FNV0;
 	stop = httpd_query_param(r, "stop");
+	if (!stop && (stop = httpd_query_param(r, "cut")))
+		u->cut = true;
 	u->stop_at = stop ? strtoull(stop, NULL, 10) : 0;
 	free(stop);
 	sink->data = up_data;
@@ -116,6 +122,11 @@ static int up_handler(void *ud, struct httpd_req *r)
 			 blen);
 		httpd_respond_str(r, u->full ? 413 : 200, "text/plain", msg);
 		free(u);
+	} else if (!strcmp(path, "/no")) {
+		const char *why = NULL;
+		int st = httpd_body_refused(r, &why);
+		snprintf(msg, sizeof(msg), "refused=%d why=%s body=%zu end\n", st, why ? why : "-", blen);
+		httpd_respond_str(r, st, "text/plain", msg);
 	} else if (!strcmp(path, "/plain")) {
 		snprintf(msg, sizeof(msg), "plain %zu end\n", blen);
 		httpd_respond_str(r, 200, "text/plain", msg);
@@ -436,6 +447,81 @@ TEST(body_sink_full)
 	up_server_free(&loop, &h);
 }
 
+/* Turn the loop until fd is closed by the server (bounded); true when it was. */
+static bool closed_by_server(uv_loop_t *loop, int fd)
+{
+	char b[4096];
+
+	for (double end = now_s() + 10; now_s() < end; usleep(200)) {
+		ssize_t k = recv(fd, b, sizeof(b), MSG_DONTWAIT);
+		if (k == 0 || (k < 0 && errno != EAGAIN && errno != EWOULDBLOCK))
+			return true;
+		uv_run(loop, UV_RUN_NOWAIT);
+	}
+	return false;
+}
+
+/* A body the claim refuses (httpd_body_refuse): over max_body_bytes or chunked, the handlers answer
+ * at once, on the head alone, with no 100 Continue, and the connection closes after; a small one is
+ * read as any unclaimed body and its connection kept. */
+TEST(body_refuse)
+{
+	uv_loop_t loop;
+	struct httpd_config cfg = { .listen = "127.0.0.1:0", .max_body_bytes = 1 << 20 };
+	struct httpd *h = up_server(&loop, &cfg);
+	char got[4096] = "";
+	int fd = client(h, "POST /no HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 209715200\r\n\r\n");
+
+	CHECK(run_for(&loop, fd, got, sizeof(got), "end\n", 10));
+	CHECK(!strncmp(got, "HTTP/1.1 403", 12));                 /* no 100 first: the answer */
+	CHECK(strstr(got, "refused=403 why=not here body=0 end\n") != NULL);
+	CHECK(strstr(got, "Connection: close") != NULL);
+	CHECK(closed_by_server(&loop, fd));
+	close(fd);
+	got[0] = '\0';
+	fd = client(h, "POST /no HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n");
+	CHECK(run_for(&loop, fd, got, sizeof(got), "end\n", 10));
+	CHECK(strstr(got, "refused=403 why=not here body=0 end\n") != NULL); /* before the rest of it */
+	CHECK(closed_by_server(&loop, fd));
+	close(fd);
+	got[0] = '\0';
+	fd = client(h, "POST /no HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello"
+		       "GET /after HTTP/1.1\r\nHost: x\r\n\r\n");
+	CHECK(run_for(&loop, fd, got, sizeof(got), "fast\n", 10));
+	CHECK(strstr(got, "refused=403 why=not here body=5 end\n") != NULL); /* read, and kept alive */
+	close(fd);
+	CHECK_INT(claims, 0);
+	CHECK_INT(abandons, 0);
+	up_server_free(&loop, &h);
+}
+
+/* A sink that stops the request (HTTPD_SINK_STOP) after 1000 bytes of 64 MiB: the handler answers at
+ * once with the sink's error, nothing more reaches the sink, and the connection closes after the
+ * answer (a GET the client would pipeline behind the body is never read). */
+TEST(body_sink_stop)
+{
+	uv_loop_t loop;
+	struct httpd_config cfg = { .listen = "127.0.0.1:0" };
+	struct httpd *h = up_server(&loop, &cfg);
+	struct sender s;
+	static char got[4096];
+	int fd = pair(h);
+
+	got[0] = '\0';
+	sender_start(&s, fd, "PUT /up?cut=1000 HTTP/1.1\r\nHost: x\r\nContent-Length: 67108864\r\n\r\n", 64 << 20,
+		     false, "GET /after HTTP/1.1\r\nHost: x\r\n\r\n");
+	CHECK(run_for(&loop, fd, got, sizeof(got), "end\n", 30));
+	CHECK(!strncmp(got, "HTTP/1.1 413", 12) && strstr(got, "full=1 after=0 again=0 body=0 end\n"));
+	CHECK(closed_by_server(&loop, fd));
+	shutdown(fd, SHUT_RDWR);                                  /* (the sender, if still sending, stops) */
+	pthread_join(s.t, NULL);
+	CHECK(!strstr(got, "fast\n"));
+	CHECK(sunk >= 1000 && sunk <= 1000 + BODY_CHUNK);         /* nothing given past the stop */
+	CHECK_INT(abandons, 0);                                   /* taken by the handler */
+	close(fd);
+	up_server_free(&loop, &h);
+}
+
 /* A claimed body is bounded by its progress (body_timeout_ms), not by the header timeout: bytes
  * trickled for 4 header timeouts keep it, a stall of one body timeout closes it and abandons. */
 TEST(body_timeout)
@@ -475,6 +561,8 @@ int main(void)
 	RUN(body_limits_expect);
 	RUN(body_abandon);
 	RUN(body_sink_full);
+	RUN(body_refuse);
+	RUN(body_sink_stop);
 	RUN(body_timeout);
 	return test_done();
 }
