@@ -467,7 +467,7 @@ int mirror_store_writer_commit(struct mirror_store_writer **wp, char *sha256_out
 	 * before (only this writer has the file: its lock, or its own name), reaches a blob. The same
 	 * content stored already (another repo, revision or hub) is replaced by the copy just verified:
 	 * the file under a blob's name is always the last one checked. */
-	if (fchmod(w->fd, 0444) < 0 || rename(w->part_path, final) < 0) {
+	if (fchmod(w->fd, 0400) < 0 || rename(w->part_path, final) < 0) {
 		r = -errno;
 		drop = w->private_;
 		goto out;
@@ -641,7 +641,7 @@ int mirror_store_parts_commit(struct mirror_store *s, const struct mirror_store_
 		goto out;
 	final = mirror_store_blob_path(s, got);
 	fandir = xasprintf("%s/%.2s", s->blobs, got);
-	if (fchmod(fd, 0444) < 0 || fsync(fd) < 0 || (mkdir(fandir, 0755) < 0 && errno != EEXIST) ||
+	if (fchmod(fd, 0400) < 0 || fsync(fd) < 0 || (mkdir(fandir, 0755) < 0 && errno != EEXIST) ||
 	    rename(taken, final) < 0) {
 		r = -errno;
 		goto out;

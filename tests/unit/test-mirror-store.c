@@ -221,7 +221,7 @@ TEST(a_late_writer_never_writes_a_published_blob)
 	CHECK_INT(mirror_store_writer_write(w, c, n), 0);
 	CHECK_INT(mirror_store_writer_commit(&w, NULL), 0);
 	blob = mirror_store_blob_path(store, sha);
-	CHECK(stat(blob, &st) == 0 && (st.st_mode & 0777) == 0444);
+	CHECK(stat(blob, &st) == 0 && (st.st_mode & 0777) == 0400);
 	/* the next writer gets a new partial file, never the published one */
 	CHECK_INT(mirror_store_writer_new(store, &ex, false, &w2), 0);
 	CHECK_INT(mirror_store_writer_write(w2, junk, n), 0);
