@@ -28,6 +28,7 @@
 #include "base/log.h"
 #include "base/xmalloc.h"
 #include "catalog/catalog.h"
+#include "hub/hfwrite.h"
 #include "mirror/data.h"
 #include "mirror/store.h"
 #include "mirror/torrents.h"
@@ -117,55 +118,6 @@ static struct mirror_upload_op *new_op(struct commit_job *c, enum mirror_upload_
 	return op;
 }
 
-/* A small file: its content decoded, written to the store at the next flush. */
-static int take_file(struct commit_job *c, const char *path, json_t *v)
-{
-	const char *content = json_string_value(json_object_get(v, "content"));
-	const char *enc = json_string_value(json_object_get(v, "encoding"));
-	size_t n = content ? strlen(content) : 0;
-	unsigned char *raw;
-	struct mirror_upload_op *op;
-	int len;
-
-	if (!content || (enc && strcmp(enc, "base64")) || n % 4)
-		return bad(c, 400, "'%s': a file's content is base64", path);
-	raw = xmalloc(n / 4 * 3 + 1);
-	len = n ? EVP_DecodeBlock(raw, (const unsigned char *)content, (int)n) : 0;
-	if (len < 0) {
-		free(raw);
-		return bad(c, 400, "'%s': a file's content is base64", path);
-	}
-	len -= (int)(n >= 2 && content[n - 1] == '=') + (int)(n >= 2 && content[n - 2] == '=');
-	if (!(op = new_op(c, MIRROR_UP_ADD, path))) {
-		free(raw);
-		return bad(c, 400, "at most 100000 operations in a commit");
-	}
-	op->size = len;
-	mirror_upload_batch_small(c->batch, raw, (size_t)len, op->sha256, op->git_oid); /* written at the flush */
-	free(raw);
-	return 0;
-}
-
-/* A large file by its sha256: held now, looked for in the store after the flush (check_lfs). */
-static int take_lfs(struct commit_job *c, const char *path, json_t *v)
-{
-	const char *oid = json_string_value(json_object_get(v, "oid"));
-	const char *algo = json_string_value(json_object_get(v, "algo"));
-	json_t *sz = json_object_get(v, "size");
-	struct mirror_upload_op *op;
-
-	if (!oid || !hex_is_lower(oid, 64) || (algo && strcmp(algo, "sha256")) ||
-	    (sz && (!json_is_integer(sz) || json_integer_value(sz) < 0)))
-		return bad(c, 400, "'%s': an lfsFile is {path, algo: sha256, oid}", path);
-	if (!(op = new_op(c, MIRROR_UP_ADD, path)))
-		return bad(c, 400, "at most 100000 operations in a commit");
-	snprintf(op->sha256, sizeof(op->sha256), "%s", oid);
-	op->size = sz ? json_integer_value(sz) : -1;
-	op->lfs = true;
-	mirror_upload_batch_name(c->batch, oid);
-	return 0;
-}
-
 /* The store must hold a large file's object, of the size the line gave, and the repo may name it
  * (mirror_access_may_name: uploaded for it, its own, or held by a repo everyone may read). Asked only
  * once the object is held (after a flush): gc cannot take it after. */
@@ -199,50 +151,42 @@ static int flush_ops(struct commit_job *c, struct catalog *cat)
 	return 0;
 }
 
-static int take_header(struct commit_job *c, json_t *v)
+/* One line of the body (hub/hfwrite.h parses it): an operation, its small file held and written at
+ * the next flush, its large one held and looked for after it (check_lfs). */
+static int take_line(struct commit_job *c, const char *line, size_t n)
 {
-	const char *s = json_string_value(json_object_get(v, "summary"));
-	const char *d = json_string_value(json_object_get(v, "description"));
-	const char *p = json_string_value(json_object_get(v, "parentCommit"));
+	struct hf_commit_line l;
+	struct mirror_upload_op *op;
+	char *why = NULL;
+	int r = 0;
 
-	if (c->summary)
-		return bad(c, 400, "one header line");
-	c->summary = xstrdup(s && *s ? s : "Upload files");
-	c->description = d ? xstrdup(d) : NULL;
-	if (p && !hex_is_lower(p, 40))
-		return bad(c, 400, "parentCommit is a commit id, not '%s'", p);
-	c->parent = p ? xstrdup(p) : NULL;
-	return 0;
-}
-
-static int take_line(struct commit_job *c, struct catalog *cat, const char *line, size_t n)
-{
-	json_t *o = json_loadb(line, n, 0, NULL), *v = json_object_get(o, "value");
-	const char *key = json_string_value(json_object_get(o, "key"));
-	const char *path = json_string_value(json_object_get(v, "path"));
-	int r;
-
-	if (!key || !json_is_object(v))
-		r = bad(c, 400, "each line is {\"key\", \"value\"}");
-	else if (!strcmp(key, "header"))
-		r = take_header(c, v);
-	else if (!path)
-		r = bad(c, 400, "a '%s' line names its path", key);
-	else if (!strcmp(key, "file"))
-		r = take_file(c, path, v);
-	else if (!strcmp(key, "lfsFile"))
-		r = take_lfs(c, path, v);
-	else if (!strcmp(key, "deletedFile"))
-		r = new_op(c, MIRROR_UP_DELETE, path) ? 0 : bad(c, 400, "at most 100000 operations");
-	else if (!strcmp(key, "deletedFolder")) {
-		struct mirror_upload_op *op = new_op(c, MIRROR_UP_DELETE_FOLDER, path);
-		size_t l = op ? strlen(op->path) : 0;
-		while (l > 0 && op->path[l - 1] == '/')
-			op->path[--l] = '\0';
-		r = op ? 0 : bad(c, 400, "at most 100000 operations");
-	} else
-		r = bad(c, 400, "a line of key '%s' is not known here", key);
-	json_decref(o);
+	if (hf_commit_line_parse(line, n, &l, &why)) {
+		r = bad(c, 400, "%s", why);
+		free(why);
+		return r;
+	}
+	if (l.key == HF_COMMIT_HEADER) {
+		if (c->summary) {
+			r = bad(c, 400, "one header line");
+		} else {
+			c->summary = l.summary;
+			c->description = l.description;
+			c->parent = l.parent[0] ? xstrdup(l.parent) : NULL;
+			l.summary = l.description = NULL;
+		}
+	} else if (!(op = new_op(c, l.key == HF_COMMIT_DELETED_FILE ? MIRROR_UP_DELETE
+				 : l.key == HF_COMMIT_DELETED_FOLDER ? MIRROR_UP_DELETE_FOLDER : MIRROR_UP_ADD, l.path))) {
+		r = bad(c, 400, "at most 100000 operations in a commit");
+	} else if (l.key == HF_COMMIT_FILE) {
+		op->size = (int64_t)l.content_len;
+		mirror_upload_batch_small(c->batch, l.content, l.content_len, op->sha256, op->git_oid);
+	} else if (l.key == HF_COMMIT_LFS_FILE) {
+		memcpy(op->sha256, l.oid, sizeof(op->sha256));
+		op->size = l.size;
+		op->lfs = true;
+		mirror_upload_batch_name(c->batch, l.oid);
+	}
+	hf_commit_line_release(&l);
 	return r;
 }
 
@@ -265,7 +209,7 @@ static int read_body(struct commit_job *c, struct catalog *cat)
 		if (n > COMMIT_LINE_MAX)
 			r = bad(c, 413, "a line over 64 MiB");
 		else if (line[0] != '\n' && !(line[0] == '\r' && line[1] == '\n'))
-			r = take_line(c, cat, line, (size_t)n);
+			r = take_line(c, line, (size_t)n);
 		if (!r && mirror_upload_batch_full(c->batch))
 			r = flush_ops(c, cat);
 	}

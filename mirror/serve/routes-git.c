@@ -32,6 +32,7 @@
 #include "base/path.h"
 #include "base/xmalloc.h"
 #include "catalog/catalog.h"
+#include "hub/hfwrite.h"
 #include "hub/http/httpd.h"
 #include "mirror/data.h"
 #include "access.h"
@@ -426,80 +427,61 @@ static void lfs_error(struct httpd_req *req, int status, const char *msg)
 	lfs_answer(req, status, json_pack("{s:s}", "message", msg));
 }
 
-/* Does a batch request offer the Hub's multipart transfer ("transfers": [..., "multipart"])? */
-static bool takes_multipart(json_t *in)
-{
-	json_t *t;
-	size_t i;
-
-	json_array_foreach(json_object_get(in, "transfers"), i, t)
-		if (!strcmp(json_string_value(t) ? json_string_value(t) : "", "multipart"))
-			return true;
-	return false;
-}
-
 /* The batch API: where each object the repository has can be downloaded (docs/git.md). */
 static void lfs_batch(struct mirror_routes *rt, struct httpd_req *req, const struct gitreq *g,
 		      const struct catalog_repo *repo)
 {
-	size_t len, i;
-	const char *body = httpd_body(req, &len), *auth = httpd_header(req, "Authorization");
-	json_error_t jerr;
-	json_t *in = json_loadb(body ? body : "", len, JSON_REJECT_DUPLICATES, &jerr), *objs, *o, *out;
-	const char *op;
+	size_t len;
+	const char *body = httpd_body(req, &len), *auth = httpd_header(req, "Authorization"), *why = NULL;
+	struct hf_lfs_batch in;
+	json_t *out;
 	char *base;
+	int e = hf_lfs_batch_parse(body, len, LFS_BATCH_MAX, &in, &why);
 
-	if (!json_is_object(in) || !json_is_array(objs = json_object_get(in, "objects")) ||
-	    !(op = json_string_value(json_object_get(in, "operation")))) {
-		json_decref(in);
-		lfs_error(req, 422, "a batch request is {\"operation\", \"objects\": [{\"oid\", \"size\"}]}");
+	if (e) {
+		lfs_error(req, e == -E2BIG ? 413 : 422, e == -E2BIG ? "at most 1000 objects per batch" : why);
 		return;
 	}
-	if (json_array_size(objs) > LFS_BATCH_MAX) {
-		json_decref(in);
-		lfs_error(req, 413, "at most 1000 objects per batch");
-		return;
-	}
-	if (!strcmp(op, "upload") && repo->local) {
+	if (!strcmp(in.operation, "upload") && repo->local) {
 		char *who = NULL;
 		if (mirror__write_gate(rt, req, repo->type, repo->name, &who)) {
-			json_t *ans = mirror__lfs_upload_batch(rt, req, g->repo_path, repo, objs, takes_multipart(in));
+			json_t *ans = mirror__lfs_upload_batch(rt, req, g->repo_path, repo, &in);
 			lfs_answer(req, json_object_get(ans, "objects") ? 200 : 403, ans); /* no objects: over quota */
 		}
 		free(who);
-		json_decref(in);
+		hf_lfs_batch_release(&in);
 		return;
 	}
-	if (strcmp(op, "download")) {
-		json_decref(in);
+	if (strcmp(in.operation, "download")) {
+		hf_lfs_batch_release(&in);
 		lfs_error(req, 403, "this repository is read-only: only downloads");
 		return;
 	}
 	base = mirror__self_base(req);
 	out = json_array();
-	json_array_foreach(objs, i, o) {
-		const char *oid = json_string_value(json_object_get(o, "oid"));
-		json_t *sz = json_object_get(o, "size"), *e;
+	for (size_t i = 0; i < in.nobjects; i++) {
+		const char *oid = in.objects[i].oid;
+		json_int_t want = in.objects[i].size;
 		int64_t size = -1;
-		if (!oid || !hex_is_lower(oid, 64) || !json_is_integer(sz)) {
-			e = json_pack("{s:s, s:I, s:{s:i, s:s}}", "oid", oid && strlen(oid) < 100 ? oid : "", "size",
-				      json_is_integer(sz) ? json_integer_value(sz) : (json_int_t)0, "error", "code", 422,
-				      "message", "malformed object");
-		} else if (catalog_repo_content(rt->data->catalog, repo->id, oid, &size) || size != json_integer_value(sz)) {
-			e = json_pack("{s:s, s:I, s:{s:i, s:s}}", "oid", oid, "size", json_integer_value(sz), "error",
-				      "code", 404, "message", "Object does not exist");
+		json_t *o;
+		if (!in.objects[i].ok) {
+			o = json_pack("{s:s, s:I, s:{s:i, s:s}}", "oid", oid, "size", want, "error", "code", 422, "message",
+				      "malformed object");
+		} else if (catalog_repo_content(rt->data->catalog, repo->id, oid, &size) || size != want) {
+			o = json_pack("{s:s, s:I, s:{s:i, s:s}}", "oid", oid, "size", want, "error", "code", 404, "message",
+				      "Object does not exist");
 		} else {
 			json_t *dl = json_pack("{s:s++++, s:i}", "href", base, "/", g->repo_path, "/info/lfs/objects/", oid,
 					       "expires_in", 86400);
 			if (auth)
 				json_object_set_new(dl, "header", json_pack("{s:s}", "Authorization", auth));
-			e = json_pack("{s:s, s:I, s:b, s:{s:o}}", "oid", oid, "size", (json_int_t)size, "authenticated", 1,
+			o = json_pack("{s:s, s:I, s:b, s:{s:o}}", "oid", oid, "size", (json_int_t)size, "authenticated", 1,
 				      "actions", "download", dl);
 		}
-		json_array_append_new(out, e);
+		json_array_append_new(out, o);
 	}
 	free(base);
-	json_decref(in);
+	hf_lfs_batch_release(&in);
 	lfs_answer(req, 200, json_pack("{s:s, s:o}", "transfer", "basic", "objects", out));
 }
 

@@ -302,11 +302,12 @@ void mirror__hf_write(struct mirror_routes *rt, struct httpd_req *req, const cha
 /* The commit, once the writer and the repo were checked (routes-commit.c). */
 void mirror__hf_commit(struct mirror_routes *rt, struct httpd_req *req, const struct catalog_repo *repo,
 		       const char *rev, const char *who);
-/* Git LFS for uploads (from routes-git.c, on a local repo): a batch's answer for objs (objs borrowed;
- * an answer without "objects" is a refusal: over the namespace's quota, 403), an object's PUT and its
+/* Git LFS for uploads (from routes-git.c, on a local repo): a batch's answer for the request b (an
+ * answer without "objects" is a refusal: over the namespace's quota, 403), an object's PUT and its
  * verify. */
+struct hf_lfs_batch;
 json_t *mirror__lfs_upload_batch(struct mirror_routes *rt, struct httpd_req *req, const char *repo_path,
-				 const struct catalog_repo *repo, json_t *objs, bool multipart);
+				 const struct catalog_repo *repo, const struct hf_lfs_batch *b);
 /* part: 0 the whole object, N its part N of a multipart upload */
 void mirror__lfs_put(struct mirror_routes *rt, struct httpd_req *req, const struct catalog_repo *repo,
 		     const char *oid, int part);

@@ -30,6 +30,7 @@
 #include "base/xmalloc.h"
 #include "catalog/catalog.h"
 #include "hub/hf.h"
+#include "hub/hfwrite.h"
 #include "hub/hub.h"
 #include "mirror/data.h"
 #include "mirror/store.h"
@@ -196,20 +197,19 @@ static bool object_held(struct mirror_routes *rt, struct catalog *cat, const cha
 }
 
 /* Would the objects of a batch that the repo does not hold yet fit in its namespace's quota? */
-static bool quota_ok_for(struct mirror_routes *rt, const struct catalog_repo *repo, json_t *objs, char **msg)
+static bool quota_ok_for(struct mirror_routes *rt, const struct catalog_repo *repo, const struct hf_lfs_batch *b,
+			 char **msg)
 {
-	size_t n = json_array_size(objs), k = 0, i;
-	const char **sha = xcalloc(n + 1, sizeof(*sha));
-	int64_t *size = xcalloc(n + 1, sizeof(*size));
-	json_t *o;
+	size_t k = 0;
+	const char **sha = xcalloc(b->nobjects + 1, sizeof(*sha));
+	int64_t *size = xcalloc(b->nobjects + 1, sizeof(*size));
 	bool ok;
 
-	json_array_foreach(objs, i, o) {
-		const char *oid = json_string_value(json_object_get(o, "oid"));
-		json_int_t sz = json_integer_value(json_object_get(o, "size"));
-		if (oid && hex_is_lower(oid, 64) && sz > 0 && !object_held(rt, rt->data->catalog, oid, sz, repo->id)) {
-			sha[k] = oid;
-			size[k++] = sz;
+	for (size_t i = 0; i < b->nobjects; i++) {
+		const struct hf_lfs_object *o = &b->objects[i];
+		if (o->ok && o->size > 0 && !object_held(rt, rt->data->catalog, o->oid, o->size, repo->id)) {
+			sha[k] = o->oid;
+			size[k++] = o->size;
 		}
 	}
 	ok = mirror__quota_room(rt, rt->data->catalog, repo->name, sha, size, k, msg);
@@ -264,14 +264,13 @@ static json_t *upload_action(struct mirror_routes *rt, const char *base, const c
 }
 
 json_t *mirror__lfs_upload_batch(struct mirror_routes *rt, struct httpd_req *req, const char *repo_path,
-				 const struct catalog_repo *repo, json_t *objs, bool multipart)
+				 const struct catalog_repo *repo, const struct hf_lfs_batch *b)
 {
 	const char *auth = httpd_header(req, "Authorization");
 	char *base, *msg = NULL;
-	json_t *out, *o;
-	size_t i;
+	json_t *out;
 
-	if (!quota_ok_for(rt, repo, objs, &msg)) {
+	if (!quota_ok_for(rt, repo, b, &msg)) {
 		json_t *e = json_pack("{s:s, s:s}", "message", msg, "error", msg);
 		httpd_add_header(req, "X-Error-Message", msg);
 		free(msg);
@@ -279,31 +278,30 @@ json_t *mirror__lfs_upload_batch(struct mirror_routes *rt, struct httpd_req *req
 	}
 	base = mirror__self_base(req);
 	out = json_array();
-	json_array_foreach(objs, i, o) {
-		const char *oid = json_string_value(json_object_get(o, "oid"));
-		json_t *sz = json_object_get(o, "size"), *e, *act;
-		if (!oid || !hex_is_lower(oid, 64) || !json_is_integer(sz) || json_integer_value(sz) < 0) {
-			e = json_pack("{s:s, s:I, s:{s:i, s:s}}", "oid", oid && strlen(oid) < 100 ? oid : "", "size",
-				      json_is_integer(sz) ? json_integer_value(sz) : (json_int_t)0, "error", "code", 422,
-				      "message", "malformed object");
-		} else if (json_integer_value(sz) > LFS_OBJECT_MAX) {
-			e = json_pack("{s:s, s:I, s:{s:i, s:s}}", "oid", oid, "size", json_integer_value(sz), "error", "code",
-				      422, "message", "the object is larger than this mirror takes (512 GiB)");
-		} else if (object_held(rt, rt->data->catalog, oid, json_integer_value(sz), repo->id) &&
+	for (size_t i = 0; i < b->nobjects; i++) {
+		const char *oid = b->objects[i].oid;
+		json_int_t sz = b->objects[i].size;
+		json_t *e, *act;
+		if (!b->objects[i].ok) {
+			e = json_pack("{s:s, s:I, s:{s:i, s:s}}", "oid", oid, "size", sz, "error", "code", 422, "message",
+				      "malformed object");
+		} else if (sz > LFS_OBJECT_MAX) {
+			e = json_pack("{s:s, s:I, s:{s:i, s:s}}", "oid", oid, "size", sz, "error", "code", 422, "message",
+				      "the object is larger than this mirror takes (512 GiB)");
+		} else if (object_held(rt, rt->data->catalog, oid, sz, repo->id) &&
 			   !hold_upload(rt->data->catalog, repo->id, oid)) {
 			/* no actions: there, and kept for the commit as an upload would be */
-			e = json_pack("{s:s, s:I}", "oid", oid, "size", json_integer_value(sz));
+			e = json_pack("{s:s, s:I}", "oid", oid, "size", sz);
 		} else {
 			char *href = xasprintf("%s/%s/info/lfs/objects/%s", base, repo_path, oid);
-			json_t *up = upload_action(rt, base, repo_path, repo, oid, json_integer_value(sz), multipart);
+			json_t *up = upload_action(rt, base, repo_path, repo, oid, sz, b->multipart);
 			if (auth && !json_object_get(up, "header"))
 				json_object_set_new(up, "header", json_pack("{s:s}", "Authorization", auth));
 			act = json_pack("{s:o, s:{s:s}}", "upload", up, "verify", "href", href);
 			if (auth)
 				json_object_set_new(json_object_get(act, "verify"), "header", json_pack("{s:s}", "Authorization", auth));
 			free(href);
-			e = json_pack("{s:s, s:I, s:b, s:o}", "oid", oid, "size", json_integer_value(sz), "authenticated", 1,
-				      "actions", act);
+			e = json_pack("{s:s, s:I, s:b, s:o}", "oid", oid, "size", sz, "authenticated", 1, "actions", act);
 		}
 		json_array_append_new(out, e);
 	}
