@@ -256,17 +256,26 @@ static int writer_open(struct mirror_store *s, struct mirror_store_writer *w, co
 {
 	for (int tries = 0; tries < 4; tries++) {
 		if (private_) {
-			char nonce[17];
+			char nonce[17], *hidden;
+			int e = 0;
 			nonce16(nonce);
 			free(w->part_path);
 			w->part_path = xasprintf("%s/%s-%s.part", s->tmp, key, nonce);
-			w->fd = open(w->part_path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-			if (w->fd < 0 && errno == EEXIST)
-				continue;
+			/* made under a name gc does not look at, locked, then named: gc deletes no partial
+			 * file a writer has locked, and this one is locked from before it has its name
+			 * (nobody else takes it: the lock only tells gc that it is in use) */
+			hidden = xasprintf("%s/.%s-%s.part", s->tmp, key, nonce);
+			w->fd = open(hidden, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 			if (w->fd < 0)
-				return -errno;
-			/* (nobody else takes it: the lock only tells gc that it is in use) */
-			return flock(w->fd, LOCK_EX | LOCK_NB) < 0 ? -errno : 0;
+				e = errno == EEXIST ? EEXIST : -errno;
+			else if (flock(w->fd, LOCK_EX | LOCK_NB) < 0 || rename(hidden, w->part_path) < 0)
+				e = -errno;
+			if (e < 0 && w->fd >= 0)
+				unlink(hidden);
+			free(hidden);
+			if (e == EEXIST)
+				continue;
+			return e;
 		}
 		w->fd = open(w->part_path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
 		if (w->fd < 0)
@@ -886,7 +895,8 @@ static int each_in_dir(const char *dir, bool partials_only, time_t now,
 		char *p;
 		struct stat st;
 
-		if (e->d_name[0] == '.' || (partials_only && !mirror_store_is_partial(e->d_name)))
+		/* (a user's partial file is made under a dot name: one a crash left there is a partial too) */
+		if ((e->d_name[0] == '.' && !partials_only) || (partials_only && !mirror_store_is_partial(e->d_name)))
 			continue;
 		p = xasprintf("%s/%s", dir, e->d_name);
 		if (lstat(p, &st) == 0 && S_ISREG(st.st_mode))
