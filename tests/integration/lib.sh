@@ -138,12 +138,12 @@ serve_stops_clean() {
 
 # metric NAME: print the value of one sample (NAME with its labels, exactly as /metrics writes it) of
 # the mirror at $M; fails when absent. metric_at_least NAME N: the sample is >= N, or becomes so within
-# 5 s (a seed's session counts a sent piece on its own thread when the send completes, which can come
-# a moment after the client already has it).
+# 15 s (a seed's session counts a sent piece on its own thread when the send completes, which can come
+# a moment after the client already has it, and seconds after it on a loaded machine under the sanitizers).
 metric() { curl -fsS "$M/metrics" | awk -v k="$1" '$1 == k { print $2; f = 1 } END { exit !f }'; }
 metric_at_least() {
 	local v i
-	for i in $(seq 50); do
+	for i in $(seq 150); do
 		v=$(metric "$1") && awk -v v="$v" -v n="$2" 'BEGIN { exit !(v + 0 >= n + 0) }' && return 0
 		sleep 0.1
 	done
