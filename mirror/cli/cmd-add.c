@@ -336,6 +336,73 @@ static int add_remote(const char *mirror, const struct add_item *items, size_t n
 	return CLI_OK;
 }
 
+/* The repositories the command line names (or --from's list), into *items (*n of them). */
+static int gather_items(int argc, char **argv, const struct cli_command *self, struct add_opts *o,
+			struct add_item **items, size_t *n)
+{
+	int r = CLI_OK;
+
+	if (o->from) {
+		if (optind < argc || o->revision || json_array_size(o->include) || json_array_size(o->exclude) ||
+		    o->prefer_safetensors || o->open || o->preheat || o->refs_word || json_array_size(o->refs_names))
+			return cli_usage_error(self, "--from takes no SPEC or options on the command line");
+		return read_list(o->from, items, n);
+	}
+	if (optind >= argc)
+		return cli_usage_error(self, "no repository given");
+	*items = xcalloc((size_t)(argc - optind), sizeof(**items));
+	for (int i = optind; i < argc && r == CLI_OK; i++) {
+		r = make_item(argv[i], o, "", &(*items)[*n]);
+		if (r == CLI_OK)
+			(*n)++;
+	}
+	return r;
+}
+
+/* Record items in the data directory's catalog, in one transaction, and say what changed. */
+static int add_local(struct mirror_data *data, const struct add_item *items, size_t n)
+{
+	size_t added = 0, updated = 0;
+
+	if (catalog_begin(data->catalog))
+		goto dberr;
+	for (size_t i = 0; i < n; i++) {
+		bool created = false;
+		int e = catalog_repo_add(data->catalog, hub_kind_name(items[i].spec.hub),
+					 hub_type_name(items[i].spec.type), items[i].spec.name, items[i].spec.revision,
+					 items[i].include, items[i].exclude, items[i].options, &created);
+		if (e == HM_ERR_LOCAL) {
+			char *s = hub_spec_format(&items[i].spec, 0);
+			catalog_rollback(data->catalog);
+			fprintf(stderr, "hubmirror: %s is %s: it cannot be tracked from upstream\n", s, err_str(e));
+			free(s);
+			return CLI_FAILED;
+		}
+		if (e ||
+		    catalog_repo_set_refs(data->catalog, hub_kind_name(items[i].spec.hub),
+					  hub_type_name(items[i].spec.type), items[i].spec.name, items[i].refs)) {
+			catalog_rollback(data->catalog);
+			goto dberr;
+		}
+		created ? added++ : updated++;
+	}
+	if (catalog_commit(data->catalog)) {
+		catalog_rollback(data->catalog);
+		goto dberr;
+	}
+	if (n == 1) {
+		char *s = hub_spec_format(&items[0].spec, 1);
+		printf("%s %s\n", added ? "tracking" : "updated", s);
+		free(s);
+	} else {
+		printf("tracking %zu new, %zu updated\n", added, updated);
+	}
+	return CLI_OK;
+dberr:
+	fprintf(stderr, "hubmirror: catalog: %s\n", catalog_errmsg(data->catalog));
+	return CLI_FAILED;
+}
+
 int cmd_add(int argc, char **argv)
 {
 	const struct cli_command *self = cli_find("add");
@@ -350,27 +417,8 @@ int cmd_add(int argc, char **argv)
 	o.exclude = json_array();
 	o.refs_names = json_array();
 	r = parse_opts(argc, argv, &o);
-	if (r != CLI_OK)
-		goto out;
-	if (o.from) {
-		if (optind < argc || o.revision || json_array_size(o.include) || json_array_size(o.exclude) ||
-		    o.prefer_safetensors || o.open || o.preheat || o.refs_word || json_array_size(o.refs_names)) {
-			r = cli_usage_error(self, "--from takes no SPEC or options on the command line");
-			goto out;
-		}
-		r = read_list(o.from, &items, &n);
-	} else {
-		if (optind >= argc) {
-			r = cli_usage_error(self, "no repository given");
-			goto out;
-		}
-		items = xcalloc((size_t)(argc - optind), sizeof(*items));
-		for (int i = optind; i < argc && r == CLI_OK; i++) {
-			r = make_item(argv[i], &o, "", &items[n]);
-			if (r == CLI_OK)
-				n++;
-		}
-	}
+	if (r == CLI_OK)
+		r = gather_items(argc, argv, self, &o, &items, &n);
 	if (r != CLI_OK)
 		goto out;
 	if (!o.mirror && (local = cli_local_serve(o.data)))
@@ -383,49 +431,8 @@ int cmd_add(int argc, char **argv)
 		goto out;
 	}
 	r = cli_create_data(o.data, &data);
-	if (r != CLI_OK)
-		goto out;
-	if (catalog_begin(data->catalog)) {
-		r = CLI_FAILED;
-		goto dberr;
-	}
-	for (size_t i = 0; i < n; i++) {
-		bool created = false;
-		int e = catalog_repo_add(data->catalog, hub_kind_name(items[i].spec.hub),
-					 hub_type_name(items[i].spec.type), items[i].spec.name, items[i].spec.revision,
-					 items[i].include, items[i].exclude, items[i].options, &created);
-		if (e == HM_ERR_LOCAL) {
-			char *s = hub_spec_format(&items[i].spec, 0);
-			catalog_rollback(data->catalog);
-			fprintf(stderr, "hubmirror: %s is %s: it cannot be tracked from upstream\n", s, err_str(e));
-			free(s);
-			r = CLI_FAILED;
-			goto out;
-		}
-		if (e ||
-		    catalog_repo_set_refs(data->catalog, hub_kind_name(items[i].spec.hub),
-					  hub_type_name(items[i].spec.type), items[i].spec.name, items[i].refs)) {
-			catalog_rollback(data->catalog);
-			r = CLI_FAILED;
-			goto dberr;
-		}
-		created ? added++ : updated++;
-	}
-	if (catalog_commit(data->catalog)) {
-		catalog_rollback(data->catalog);
-		r = CLI_FAILED;
-		goto dberr;
-	}
-	if (n == 1) {
-		char *s = hub_spec_format(&items[0].spec, 1);
-		printf("%s %s\n", added ? "tracking" : "updated", s);
-		free(s);
-	} else {
-		printf("tracking %zu new, %zu updated\n", added, updated);
-	}
-	goto out;
-dberr:
-	fprintf(stderr, "hubmirror: catalog: %s\n", catalog_errmsg(data->catalog));
+	if (r == CLI_OK)
+		r = add_local(data, items, n);
 out:
 	for (size_t i = 0; i < n; i++)
 		item_release(&items[i]);

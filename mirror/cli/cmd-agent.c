@@ -133,6 +133,56 @@ static int stop_agent(const char *socket)
 	return CLI_FAILED;
 }
 
+#define HANDOFF_NONE (-1)
+/* agent --http when an agent runs already (mount or pull started it): give it the endpoint, no
+ * restart. HANDOFF_NONE when none runs (this command starts one), else the command's exit code. */
+static int give_endpoint(const struct agent_config *cfg, const char *token)
+{
+	long status = 0;
+	json_t *st = NULL, *ans = NULL;
+	char *e = NULL, *body;
+	json_t *req;
+	long pid;
+	int r;
+	bool running = agent_call(cfg->socket_path, "/v1/status", NULL, 10, &status, &st, &e) == 0 && status == 200;
+
+	if (running && token) {
+		/* (its token is one of its settings: taken when it starts only) */
+		fprintf(stderr, "hubmirror: an agent runs already at %s: --token-file is taken when an agent "
+			"starts (agent --stop first)\n", cfg->socket_path);
+		json_decref(st);
+		free(e);
+		return CLI_FAILED;
+	}
+	if (!running) {
+		json_decref(st);
+		free(e);
+		return HANDOFF_NONE;
+	}
+	req = json_pack("{s:s}", "listen", cfg->http);
+	body = json_dumps(req, JSON_COMPACT);
+	pid = (long)json_integer_value(json_object_get(st, "pid"));
+	free(e);
+	e = NULL;
+	json_decref(req);
+	r = agent_call(cfg->socket_path, "/v1/http", body, 10, &status, &ans, &e);
+	free(body);
+	if (!r && status == 200) {
+		const char *colon = strrchr(cfg->http, ':');
+		printf("the agent (pid %ld) now has its local endpoint: http://%.*s:%lld (its other settings "
+		       "stay as they were)\n", pid, colon ? (int)(colon - cfg->http) : (int)strlen(cfg->http), cfg->http,
+		       (long long)json_integer_value(json_object_get(ans, "port")));
+	} else {
+		const char *why = json_string_value(json_object_get(ans, "error"));
+		fprintf(stderr, "hubmirror: the agent (pid %ld) at %s runs already: %s\n", pid, cfg->socket_path,
+			why ? why : e ? e : "it took no local endpoint");
+	}
+	json_decref(st);
+	json_decref(ans);
+	free(e);
+	return !r && status == 200 ? CLI_OK : CLI_FAILED;
+}
+
 int cmd_agent(int argc, char **argv)
 {
 	const struct cli_command *self = cli_find("agent");
@@ -200,47 +250,9 @@ int cmd_agent(int argc, char **argv)
 			return CLI_FAILED;
 		cfg.token = token;
 	}
-	if (cfg.http) {
-		/* an agent runs already (mount or pull started it): give it the endpoint, no restart */
-		long status = 0;
-		json_t *st = NULL, *ans = NULL;
-		char *e = NULL;
-		bool running = agent_call(cfg.socket_path, "/v1/status", NULL, 10, &status, &st, &e) == 0 && status == 200;
-		if (running && token) {
-			/* (its token is one of its settings: taken when it starts only) */
-			fprintf(stderr, "hubmirror: an agent runs already at %s: --token-file is taken when an agent "
-				"starts (agent --stop first)\n", cfg.socket_path);
-			json_decref(st);
-			free(e);
-			free(token);
-			return CLI_FAILED;
-		}
-		if (running) {
-			json_t *req = json_pack("{s:s}", "listen", cfg.http);
-			char *body = json_dumps(req, JSON_COMPACT);
-			long pid = (long)json_integer_value(json_object_get(st, "pid"));
-			free(e);
-			e = NULL;
-			json_decref(req);
-			r = agent_call(cfg.socket_path, "/v1/http", body, 10, &status, &ans, &e);
-			free(body);
-			if (!r && status == 200) {
-				const char *colon = strrchr(cfg.http, ':');
-				printf("the agent (pid %ld) now has its local endpoint: http://%.*s:%lld (its other settings "
-				       "stay as they were)\n", pid, colon ? (int)(colon - cfg.http) : (int)strlen(cfg.http), cfg.http,
-				       (long long)json_integer_value(json_object_get(ans, "port")));
-			} else {
-				fprintf(stderr, "hubmirror: the agent (pid %ld) at %s runs already: %s\n", pid, cfg.socket_path,
-					json_string_value(json_object_get(ans, "error")) ? json_string_value(json_object_get(ans, "error"))
-											    : e ? e : "it took no local endpoint");
-			}
-			json_decref(st);
-			json_decref(ans);
-			free(e);
-			return !r && status == 200 ? CLI_OK : CLI_FAILED;
-		}
-		json_decref(st);
-		free(e);
+	if (cfg.http && (r = give_endpoint(&cfg, token)) != HANDOFF_NONE) {
+		free(token);
+		return r;
 	}
 	if (!foreground) {
 		r = run_detached(&cfg);

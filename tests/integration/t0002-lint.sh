@@ -62,5 +62,6 @@ out=$(grep -rnE '(hf-api|modelscope-api|libtorrent-notes|design|style)\.md' base
 if [ -z "$out" ]; then ok "no reference to a document outside the repository"; else fail "references to documents the repository does not have"; echo "$out" | sed 's/^/#   /'; fi
 lint docs "every docs/*.md named exists, and every section quoted is a heading there"
 lint private "no private header included across folders"
+lint long-functions "no function over 100 lines without a comment that says why"
 lint flags "every option a command declares has its help in its table and is on its page under docs/commands/"
 finish

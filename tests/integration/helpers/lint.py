@@ -12,6 +12,11 @@ rule, one line each, and exits 1 if anything does.
                help beside it (the entry's last argument, a string that is not empty: `help CMD`
                prints it) and is on that command's page under docs/commands/ (or, for a command
                without a page, on one of them)
+  columns      no line of C or C++ is wider than the 120 columns .clang-format declares (a tab
+               taking the 8 it does there)
+  long-functions
+               no function is over 100 lines unless the comment above it says why, in a sentence
+               that says "over 100 lines" and the reason
 """
 import os
 import re
@@ -172,9 +177,40 @@ def flags(root):
                 yield "mirror/cli/%s: %s is on none of the pages of %s under docs/commands/" % (name, opt, ", ".join(cmds))
 
 
+def columns(root):
+    limit = 120
+    for path in files(root, SOURCES + ("tests",), (".c", ".h", ".cpp", ".hpp")):
+        for k, line in enumerate(open(path, encoding="utf-8"), 1):
+            width = len(line.rstrip("\n").expandtabs(8))
+            if width > limit:
+                yield "%s:%d: %d columns" % (os.path.relpath(path, root), k, width)
+
+
+def long_functions(root):
+    most = 100
+    for path in files(root, SOURCES, (".c", ".cpp")):
+        lines = open(path, encoding="utf-8").read().split("\n")
+        start = None
+        for k, line in enumerate(lines):
+            # a function's body opens and closes at the first column (the tree's style: .clang-format)
+            if line.startswith("{") and start is None:
+                start = k
+            elif line.startswith("}") and start is not None:
+                if k - start - 1 > most:
+                    # its signature, and the comment above it
+                    top = start - 1
+                    while top > 0 and lines[top - 1].strip() and not lines[top - 1].rstrip().endswith((";", "}")):
+                        top -= 1
+                    if not any("over 100 lines" in x.lower() for x in lines[max(0, top - 12):start]):
+                        yield "%s:%d: %s is %d lines, and no comment says why" % (
+                            os.path.relpath(path, root), start, lines[start - 1].strip(), k - start - 1)
+                start = None
+
+
 def main():
     root, check = sys.argv[1], sys.argv[2]
-    bad = sorted(set({"banned-cpp": banned_cpp, "private": private, "docs": docs, "flags": flags}[check](root)))
+    bad = sorted(set({"banned-cpp": banned_cpp, "private": private, "docs": docs, "flags": flags, "columns": columns,
+                      "long-functions": long_functions}[check](root)))
     for b in bad:
         print(b)
     return 1 if bad else 0
