@@ -17,6 +17,12 @@ rule, one line each, and exits 1 if anything does.
   long-functions
                no function is over 100 lines unless the comment above it says why, in a sentence
                that says "over 100 lines" and the reason
+  fronts       in mirror/serve/, no front (a routes-*.c other than routes.c itself, or the on-demand
+               engine) uses a symbol another front's object defines: the fronts stand on the floor
+               and call each other never (docs/ARCHITECTURE.md). Read with nm from the objects under
+               $HM_BUILD; the on-demand engine's public mirror_ondemand_ API (ondemand.h) is a
+               service the fronts use, not a front's. FRONT_DEBT lists the calls the floor has not
+               taken in yet: it may only shrink, and an entry no longer true is an error too
 """
 import os
 import re
@@ -207,10 +213,96 @@ def long_functions(root):
                 start = None
 
 
+# The calls from one front into another that #48's floor has not taken in yet, (user, symbol). Remove
+# an entry when the call goes; add none.
+FRONT_DEBT = set((
+    ("ondemand-track", "mirror__local_namespace"),
+    ("routes-admin", "mirror__admin_decide"),
+    ("routes-catalog", "mirror__route_requests"),
+    ("routes-catalog", "mirror__swarm_json"),
+    ("routes-commit", "hf__add_cors"),
+    ("routes-commit", "hf__error"),
+    ("routes-commit", "hf__job_error"),
+    ("routes-commit", "mirror__body_abandon"),
+    ("routes-commit", "mirror__quota_room"),
+    ("routes-git", "mirror__body_abandon"),
+    ("routes-git", "mirror__lfs_complete"),
+    ("routes-git", "mirror__lfs_put"),
+    ("routes-git", "mirror__lfs_upload_batch"),
+    ("routes-git", "mirror__lfs_verify"),
+    ("routes-git", "mirror__local_namespace"),
+    ("routes-git", "mirror__local_quota"),
+    ("routes-git", "mirror__local_torrents"),
+    ("routes-git", "mirror__upload_url_ok"),
+    ("routes-git", "mirror__write_gate"),
+    ("routes-hf", "mirror__hf_write"),
+    ("routes-lfs", "hf__error"),
+    ("routes-lfs", "mirror__git_lfs_object"),
+    ("routes-lfs", "mirror__local_namespace"),
+    ("routes-lfs", "mirror__quota_room"),
+    ("routes-lfs", "mirror__write_gate"),
+    ("routes-ms", "mirror__local_namespace"),
+    ("routes-p2p", "mirror__hf_refuse"),
+    ("routes-p2p", "mirror__ms_refuse"),
+    ("routes-upload", "hf__add_cors"),
+    ("routes-upload", "hf__error"),
+    ("routes-upload", "hf__job_error"),
+    ("routes-upload", "mirror__body_abandon"),
+    ("routes-upload", "mirror__hf_commit"),
+))
+
+
+def front_of(obj):
+    """The front an object of mirror/serve/ belongs to (routes-hf-tree.c.o: "hf"), or None."""
+    name = os.path.basename(obj)[:-len(".c.o")]
+    if name.startswith("ondemand"):
+        return "ondemand"
+    if not name.startswith("routes-"):
+        return None
+    front = name[len("routes-"):]
+    for family in ("hf", "s3"):
+        if front == family or front.startswith(family + "-"):
+            return family
+    return front
+
+
+def fronts(root):
+    import glob
+    import subprocess
+    build = os.environ.get("HM_BUILD") or os.path.join(root, "build")
+    objs = sorted(glob.glob(os.path.join(build, "mirror", "serve", "*.p", "*.c.o")))
+    if not objs:
+        yield "fronts: no object of mirror/serve/ under %s" % build
+        return
+    defined, used = {}, {}
+    for o in objs:
+        f = front_of(o)
+        if f is None:
+            continue
+        out = subprocess.run(["nm", o], capture_output=True, text=True, check=True).stdout
+        for line in out.splitlines():
+            p = line.split()
+            if len(p) == 3 and p[1] in "TDBRV":
+                defined[p[2]] = f
+            elif len(p) == 2 and p[0] == "U":
+                used.setdefault(os.path.basename(o)[:-len(".c.o")], set()).add((f, p[1]))
+    seen = set()
+    for user, syms in used.items():
+        for f, sym in syms:
+            to = defined.get(sym)
+            if to is None or to == f or sym.startswith("mirror_ondemand_"):
+                continue
+            seen.add((user, sym))
+            if (user, sym) not in FRONT_DEBT:
+                yield "mirror/serve/%s.c: the %s front uses %s of the %s front" % (user, f, sym, to)
+    for user, sym in sorted(FRONT_DEBT - seen):
+        yield "FRONT_DEBT: mirror/serve/%s.c no longer uses %s: remove the entry" % (user, sym)
+
+
 def main():
     root, check = sys.argv[1], sys.argv[2]
     bad = sorted(set({"banned-cpp": banned_cpp, "private": private, "docs": docs, "flags": flags, "columns": columns,
-                      "long-functions": long_functions}[check](root)))
+                      "long-functions": long_functions, "fronts": fronts}[check](root)))
     for b in bad:
         print(b)
     return 1 if bad else 0
