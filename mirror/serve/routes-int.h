@@ -12,6 +12,7 @@
 
 #include "hub/http/httpd.h"
 #include "routes.h"
+#include "floor-read-int.h"
 
 struct mirror_data;
 
@@ -71,31 +72,6 @@ struct mirror_routes {
 	struct mirror_s3_keys *s3_keys; /* serve --s3-keys: access key pairs and their tokens; NULL: none */
 	const char *s3_domain;        /* serve --s3-domain (borrowed); NULL: none */
 };
-
-/* The operator token of a request (Authorization: Bearer, or ModelScope's m_session_id cookie), in
- * buf; NULL when none. */
-const char *mirror__request_token(const struct httpd_req *req, char *buf, size_t cap);
-
-/* The repos this request may not read, for listings to leave out (mirror_access_hidden); malloc'd
- * JSON or NULL. */
-char *mirror__hidden(const struct mirror_routes *rt, const struct httpd_req *req);
-/* The same for a request acting with token (NULL: anonymous). */
-char *mirror__hidden_for(const struct mirror_routes *rt, const char *token);
-struct catalog_repo;
-/* May a file of the snapshot, of content sha256, be sent from the store's copy? 1: yes (or the store
- * lacks it: fetched on demand as any absent content); 0: the store holds it for another repo and this
- * provisional snapshot may not name it yet, its bytes come from its own upstream first
- * (catalog_snapshot_trusts); < 0: a catalog error. */
-int mirror__file_trusted(struct mirror_routes *rt, int64_t snapshot_id, const char *sha256);
-/* Answer req (its headers added) with file f of snapshot snapshot_id: from the store when the snapshot
- * may name its content (mirror__file_trusted), else fetched on demand (f->untrusted set here). Returns
- * 0 when answered, -1 when it cannot be now: the caller answers 503 in its hub's words. */
-struct mirror_ondemand_file;
-int mirror__send_file(struct mirror_routes *rt, struct httpd_req *req, int64_t snapshot_id,
-		      struct mirror_ondemand_file *f);
-/* May this request see the repo here (mirror_access_visible, with its token)? A route answers for one
- * it may not as for a repo the mirror does not have: the same status, body and headers. */
-bool mirror__repo_visible(const struct mirror_routes *rt, const struct httpd_req *req, const struct catalog_repo *r);
 
 /*
  * A route of the URL map (routes.c): called for a path the map gives it, with rest = the path after
@@ -168,36 +144,6 @@ void mirror__route_requests(struct mirror_routes *rt, struct httpd_req *req);
 void mirror__admin_decide(struct mirror_routes *rt, struct httpd_req *req, const char *id);
 struct catalog_request;
 json_t *mirror__request_json(const struct catalog_request *q, bool full);
-
-/* Our own origin as the client reached it ("http://host:port"), honouring X-Forwarded-Proto/Host
- * from a --trusted-proxy only. Caller frees. */
-char *mirror__self_base(const struct httpd_req *req);
-
-/* Answer with the bytes of blob sha256 (size bytes) as application/octet-stream, honouring one
- * "bytes=" Range (206, or 416 with the size), an empty file being a plain 200 to any Range. The
- * caller adds its own headers (ETag, ...) first. Returns 0 when answered, -1 when the store has no
- * such blob (verify quarantined it): nothing was sent, the caller answers 503 in its own style. */
-int mirror__send_blob(struct mirror_routes *rt, struct httpd_req *req, const char *sha256, int64_t size);
-
-
-/* A repo's tier headers (X-Hubmirror-Tier, X-Hubmirror-Origin-Checked) on a metadata answer, for a
- * mirror that syncs from this one (docs/deployment.md); nothing before its first sync. */
-void mirror__tier_headers(struct httpd_req *req, const struct catalog_repo *r);
-
-/* May this request read repo (hub, type, name; r its row when the caller has it, else NULL)? If not,
- * the refusal has been answered (401 without a valid token, 403 with one) in the style of hub ("hf",
- * "ms" or NULL for plain JSON). With r, a private repo of the mirror's own is its grantees' alone
- * (mirror_access_private_allows). */
-bool mirror__access_check(struct mirror_routes *rt, struct httpd_req *req, const char *hub, const char *type,
-			  const char *name, const struct catalog_repo *r, const char *style);
-/* The refusal mirror__access_check answers: 401 with a challenge without a valid token (had_token
- * false), 403 with one, in the style of style ("hf", "ms", "git" or NULL for plain JSON). */
-void mirror__refuse(struct httpd_req *req, bool had_token, const char *style);
-/* Is r a private repo of the mirror's own (a local namespace's)? */
-bool mirror__private_local(const struct catalog_repo *r);
-/* May anyone read r, without a token (not a private local repo, not guarded by the tokens file)? Its
- * swarm is then open, and needs no capability. */
-bool mirror__anyone_reads(const struct mirror_routes *rt, const struct catalog_repo *r);
 
 /* ---- JSON answers (respond.c) ---- */
 
