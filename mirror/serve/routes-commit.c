@@ -252,7 +252,7 @@ static void commit_job_build(struct mirror__job *j, struct catalog *cat)
 	c->batch = mirror_upload_batch_new(c->data, cat, "commit");
 	if (read_body(c, cat)) {
 		mirror_upload_batch_end(&c->batch);
-		hf__job_error(j, c->status, NULL, c->why, NULL);
+		mirror__hf_job_error(j, c->status, NULL, c->why, NULL);
 		return;
 	}
 	author = xasprintf("%s <hubmirror@localhost>", c->who);
@@ -280,7 +280,7 @@ static void commit_job_build(struct mirror__job *j, struct catalog *cat)
 	} else {
 		int status = e == HM_ERR_CONFLICT ? 412 : e == HM_ERR_NOT_FOUND ? 404 : e == HM_ERR_QUOTA ? 403
 			     : e == HM_ERR_PATH_UNSAFE || e == -EINVAL ? 400 : e == -ENOSPC ? 507 : 500;
-		hf__job_error(j, status, NULL, why ? why : e == -ENOSPC ? "No space left on the mirror's disk: the "
+		mirror__hf_job_error(j, status, NULL, why ? why : e == -ENOSPC ? "No space left on the mirror's disk: the "
 			      "commit is not made" : err_str(e), NULL);
 	}
 	free(why);
@@ -315,7 +315,7 @@ void mirror__hf_commit(struct mirror_routes *rt, struct httpd_req *req, const st
 
 	if (pr && strcmp(pr, "0") && strcmp(pr, "false")) {
 		free(pr);
-		hf__error(req, 400, NULL, "Pull requests are not taken by this mirror: commit to a branch", NULL);
+		mirror__hf_error(req, 400, NULL, "Pull requests are not taken by this mirror: commit to a branch", NULL);
 		mirror__body_abandon(s);
 		return;
 	}
@@ -325,7 +325,7 @@ void mirror__hf_commit(struct mirror_routes *rt, struct httpd_req *req, const st
 		struct ref_kind k = { rev, false, false };
 		catalog_refs_each(rt->data->catalog, repo->id, ref_kind_cb, &k);
 		if (k.other || (!k.branch && hex_is_lower(rev, 40) && strlen(rev) == 40)) {
-			hf__error(req, 400, NULL, "Commits go on a branch, not on a tag or a commit", NULL);
+			mirror__hf_error(req, 400, NULL, "Commits go on a branch, not on a tag or a commit", NULL);
 			mirror__body_abandon(s);
 			return;
 		}
@@ -335,7 +335,7 @@ void mirror__hf_commit(struct mirror_routes *rt, struct httpd_req *req, const st
 		s = NULL;
 	}
 	if (!mirror__spool_ok(req, s, &status, &why)) {
-		hf__error(req, status ? status : 400, NULL, why ? why : "a commit's body is NDJSON", NULL);
+		mirror__hf_error(req, status ? status : 400, NULL, why ? why : "a commit's body is NDJSON", NULL);
 		mirror__body_abandon(s);
 		return;
 	}
@@ -355,7 +355,7 @@ void mirror__hf_commit(struct mirror_routes *rt, struct httpd_req *req, const st
 	free(base);
 	c->fd = s->fd;
 	c->spool = s;
-	hf__add_cors(req);
+	mirror__hf_cors(req);
 	mirror__defer_write(rt, req, &c->j); /* (a commit of 30,000 files takes a while: not in front of reads) */
 }
 

@@ -45,24 +45,24 @@ void hf__file(struct hfreq *h, const char *rev, const char *path, bool raw)
 	if (hf__resolve_how(h, rev, true))
 		return;
 	if (!path || path_check_str(path)) {
-		hf__error(req, 404, "EntryNotFound", "Entry not found", h->snap.commit);
+		mirror__hf_error(req, 404, "EntryNotFound", "Entry not found", h->snap.commit);
 		return;
 	}
 	r = catalog_snapshot_file(h->rt->data->catalog, h->snap.id, path, &e);
 	if (r) {
-		hf__error(req, r == HM_ERR_NOT_FOUND ? 404 : 500, r == HM_ERR_NOT_FOUND ? "EntryNotFound" : NULL,
+		mirror__hf_error(req, r == HM_ERR_NOT_FOUND ? 404 : 500, r == HM_ERR_NOT_FOUND ? "EntryNotFound" : NULL,
 			 r == HM_ERR_NOT_FOUND ? "Entry not found" : "catalog error", h->snap.commit);
 		return;
 	}
 	if (!mirror_access_content_open(h->rt->access, &h->repo)) {
 		/* the Hub's own answers: a gated repo's content, and a private repo to whom may not see it */
 		if (h->repo.private_ == 1)
-			hf__error(req, 401, NULL, "Invalid username or password.", NULL);
+			mirror__hf_error(req, 401, NULL, "Invalid username or password.", NULL);
 		else
-			hf__error(req, 401, "GatedRepo", "Access to this gated repository is restricted on this mirror.", NULL);
+			mirror__hf_error(req, 401, "GatedRepo", "Access to this gated repository is restricted on this mirror.", NULL);
 		goto out;
 	}
-	hf__add_cors(req);
+	mirror__hf_cors(req);
 	httpd_add_header(req, "X-Repo-Commit", h->snap.commit);
 	/* The Hub's ETags, so caches built from the mirror and from the Hub are interchangeable. */
 	snprintf(etag, sizeof(etag), "\"%s\"", e.lfs_oid[0] ? e.lfs_oid : (e.git_oid[0] ? e.git_oid : e.sha256));
@@ -104,7 +104,7 @@ void hf__file(struct hfreq *h, const char *rev, const char *path, bool raw)
 		struct mirror_ondemand_file of = { "hf", h->type, h->name, h->snap.commit, h->repo.follow_rev, e.path,
 						   e.sha256, e.size, h->snap.repo_id, false };
 		if (mirror__send_file(h->rt, req, h->snap.id, &of))
-			hf__error(req, 503, NULL, "File temporarily unavailable on this mirror", h->snap.commit);
+			mirror__hf_error(req, 503, NULL, "File temporarily unavailable on this mirror", h->snap.commit);
 	}
 out:
 	catalog_entry_release(&e);

@@ -31,12 +31,6 @@ struct hfreq {
 
 /* ---- routes-hf.c ---- */
 
-/* The CORS headers every Hugging Face answer carries. */
-void hf__add_cors(struct httpd_req *req);
-/* The Hub's error answer: status, X-Error-Code (may be NULL), X-Error-Message, {"error": msg}. */
-void hf__error(struct httpd_req *req, int status, const char *code, const char *msg, const char *commit);
-/* The same from a job's done callback. */
-void hf__job_error(struct mirror__job *j, int status, const char *code, const char *msg, const char *commit);
 bool hf__query_bool(const struct httpd_req *req, const char *name);
 /* The Git LFS pointer of an entry, into out (cap bytes); its length. */
 size_t hf__lfs_pointer(const struct catalog_entry *e, char *out, size_t cap);

@@ -141,7 +141,7 @@ static void tree_build(struct mirror__job *job, struct catalog *cat)
 			/* a file is not a folder to list (the Hub answers 404 too) */
 			if (!path_check_str(t.base))
 				catalog_entry_release(&e);
-			hf__job_error(job, 404, "EntryNotFound", "Entry not found", tj->snap.commit);
+			mirror__hf_job_error(job, 404, "EntryNotFound", "Entry not found", tj->snap.commit);
 			goto out;
 		}
 		prefix = xasprintf("%s/", t.base);
@@ -150,11 +150,11 @@ static void tree_build(struct mirror__job *job, struct catalog *cat)
 	t.prev = tj->cursor ? xstrdup(tj->cursor) : NULL;
 	r = catalog_snapshot_walk(cat, tj->snap.id, prefix, tj->cursor, 0, tree_cb, &t);
 	if (r && r != 1) {
-		hf__job_error(job, 500, NULL, "catalog error", NULL);
+		mirror__hf_job_error(job, 500, NULL, "catalog error", NULL);
 		goto out;
 	}
 	if (t.baselen && json_array_size(t.arr) == 0 && !tj->cursor) {
-		hf__job_error(job, 404, "EntryNotFound", "Entry not found", tj->snap.commit);
+		mirror__hf_job_error(job, 404, "EntryNotFound", "Entry not found", tj->snap.commit);
 		goto out;
 	}
 	if (t.more) {
@@ -215,7 +215,7 @@ void hf__tree(struct hfreq *h, const char *rev, const char *rev_raw, const char 
 	tj->limit = limit;
 	tj->recursive = hf__query_bool(h->req, "recursive");
 	tj->expand = hf__query_bool(h->req, "expand");
-	hf__add_cors(h->req);
+	mirror__hf_cors(h->req);
 	mirror__defer(h->rt, h->req, &tj->j);
 }
 
@@ -330,7 +330,7 @@ void hf__paths_info(struct hfreq *h, const char *rev)
 			json_array_append(pj->paths, p);
 	}
 	json_decref(all);
-	hf__add_cors(h->req);
+	mirror__hf_cors(h->req);
 	mirror__defer(h->rt, h->req, &pj->j);
 }
 
@@ -356,7 +356,7 @@ static void size_build(struct mirror__job *job, struct catalog *cat)
 	int64_t total = 0;
 
 	if (catalog_snapshot_walk(cat, sj->snap_id, prefix, NULL, 0, size_cb, &total)) {
-		hf__job_error(job, 500, NULL, "catalog error", NULL);
+		mirror__hf_job_error(job, 500, NULL, "catalog error", NULL);
 	} else {
 		job->status = 200;
 		job->body = json_pack("{s:s, s:I}", "path", sj->sub ? sj->sub : "", "size", (json_int_t)total);
@@ -381,6 +381,6 @@ void hf__treesize(struct hfreq *h, const char *rev, const char *subpath)
 	sj->j.release = size_release;
 	sj->snap_id = h->snap.id;
 	sj->sub = subpath ? xstrdup(subpath) : NULL;
-	hf__add_cors(h->req);
+	mirror__hf_cors(h->req);
 	mirror__defer(h->rt, h->req, &sj->j);
 }

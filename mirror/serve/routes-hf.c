@@ -37,10 +37,6 @@
 
 #define LIST_PAGE 1000
 
-static const char cors_expose[] =
-	"X-Repo-Commit, X-Request-Id, X-Error-Code, X-Error-Message, ETag, Link, Accept-Ranges, "
-	"Content-Range, X-Linked-Size, X-Linked-ETag";
-
 /* ---- small helpers ------------------------------------------------------------------------------- */
 
 /* A revision at segs[i] (hub/hf.h: refs/pr/N sent raw spans three segments). */
@@ -56,49 +52,6 @@ bool hf__query_bool(const struct httpd_req *req, const char *name)
 
 	free(v);
 	return on;
-}
-
-void hf__add_cors(struct httpd_req *req)
-{
-	httpd_add_header(req, "Access-Control-Allow-Origin", "*");
-	httpd_add_header(req, "Access-Control-Expose-Headers", cors_expose);
-}
-
-/* The Hub's error answer: status, X-Error-Code (may be NULL), X-Error-Message, {"error": msg}. */
-void hf__error(struct httpd_req *req, int status, const char *code, const char *msg, const char *commit)
-{
-	json_t *o = json_pack("{s:s}", "error", msg);
-
-	hf__add_cors(req);
-	if (code)
-		httpd_add_header(req, "X-Error-Code", code);
-	httpd_add_header(req, "X-Error-Message", msg);
-	if (commit)
-		httpd_add_header(req, "X-Repo-Commit", commit);
-	mirror__respond_json(req, status, o);
-}
-
-void mirror__hf_refuse(struct httpd_req *req, int status, const char *type, const char *name, const char *msg)
-{
-	(void)type;
-	(void)name;
-	if (status == 404)
-		hf__error(req, 404, "RepoNotFound", "Repository not found", NULL);
-	else
-		hf__error(req, status, NULL, msg, NULL);
-}
-
-/* hf__error for a deferred answer (on a worker): the same answer; CORS was added on the loop. */
-void hf__job_error(struct mirror__job *j, int status, const char *code, const char *msg, const char *commit)
-{
-	if (code)
-		mirror__job_header(j, "X-Error-Code", "%s", code);
-	mirror__job_header(j, "X-Error-Message", "%s", msg);
-	if (commit)
-		mirror__job_header(j, "X-Repo-Commit", "%s", commit);
-	json_decref(j->body);
-	j->status = status;
-	j->body = json_pack("{s:s}", "error", msg);
 }
 
 static char *iso_time(int64_t t)
@@ -183,14 +136,14 @@ static bool hf_refused(struct hfreq *h)
 	} else if (!strcmp(r.sync_status, "gated")) {
 		m = xasprintf("Access to %s %s is restricted, and this mirror has no approved access to it: its operator "
 			      "must request access upstream and give the mirror a token that has it.", h->type, h->name);
-		hf__error(h->req, httpd_header(h->req, "Authorization") ? 403 : 401, "GatedRepo", m, NULL);
+		mirror__hf_error(h->req, httpd_header(h->req, "Authorization") ? 403 : 401, "GatedRepo", m, NULL);
 		free(m);
 	} else if (!strcmp(r.sync_status, "disabled")) {
-		hf__error(h->req, 403, NULL, "Access to this resource is disabled.", NULL);
+		mirror__hf_error(h->req, 403, NULL, "Access to this resource is disabled.", NULL);
 	} else if (!strcmp(r.sync_status, "denied") || !strcmp(r.sync_status, "missing")) {
 		m = xasprintf("Repository not found: upstream %s %s to this mirror", !strcmp(r.sync_status, "denied") ?
 			      "refuses" : "no longer has", h->name);
-		hf__error(h->req, 404, "RepoNotFound", m, NULL);
+		mirror__hf_error(h->req, 404, "RepoNotFound", m, NULL);
 		free(m);
 	} else {
 		answered = false;
@@ -218,7 +171,7 @@ int hf__resolve_how(struct hfreq *h, const char *rev, bool lite)
 	h->repo_loaded = found;
 	if (found && !mirror__repo_visible(h->rt, h->req, &h->repo)) {
 		/* a private repo nobody may read here: as one the mirror does not have */
-		hf__error(h->req, 404, "RepoNotFound", "Repository not found", NULL);
+		mirror__hf_error(h->req, 404, "RepoNotFound", "Repository not found", NULL);
 		return -1;
 	}
 	if (found && !mirror__access_check(h->rt, h->req, "hf", h->type, h->name, &h->repo, "hf"))
@@ -232,15 +185,15 @@ int hf__resolve_how(struct hfreq *h, const char *rev, bool lite)
 	if (r == HM_ERR_NOT_FOUND && !found && mirror_ondemand_track(h->rt, h->req, "hf", h->type, h->name, mirror__hf_refuse)) {
 		/* fetched on demand: answered once it is listed */
 	} else if (r == HM_ERR_NOT_FOUND && !found) {
-		hf__error(h->req, 404, "RepoNotFound", "Repository not found", NULL);
+		mirror__hf_error(h->req, 404, "RepoNotFound", "Repository not found", NULL);
 	} else if (r == HM_ERR_NOT_FOUND && hf_refused(h)) {
 		/* answered */
 	} else if (r == HM_ERR_NOT_FOUND) {
 		char *m = xasprintf("Invalid rev id: %s", rev ? rev : "HEAD");
-		hf__error(h->req, 404, "RevisionNotFound", m, NULL);
+		mirror__hf_error(h->req, 404, "RevisionNotFound", m, NULL);
 		free(m);
 	} else {
-		hf__error(h->req, 500, NULL, "catalog error", NULL);
+		mirror__hf_error(h->req, 500, NULL, "catalog error", NULL);
 	}
 	return -1;
 }
@@ -334,7 +287,7 @@ static void info_build(struct mirror__job *job, struct catalog *cat)
 
 	json_object_set_new(ij->o, "siblings", sc.arr);
 	if (r) {
-		hf__job_error(job, 500, NULL, "catalog error", NULL);
+		mirror__hf_job_error(job, 500, NULL, "catalog error", NULL);
 		return;
 	}
 	job->status = 200;
@@ -368,7 +321,7 @@ static void hf_info(struct hfreq *h, const char *rev)
 	ij->o = o;
 	ij->snap_id = h->snap.id;
 	ij->blobs = hf__query_bool(h->req, "blobs");
-	hf__add_cors(h->req);
+	mirror__hf_cors(h->req);
 	mirror__defer(h->rt, h->req, &ij->j);
 }
 
@@ -414,7 +367,7 @@ static void hf_refs(struct hfreq *h)
 		json_object_set_new(o, "pullRequests", r.prs);
 	else
 		json_decref(r.prs);
-	hf__add_cors(h->req);
+	mirror__hf_cors(h->req);
 	mirror__respond_json(h->req, 200, o);
 }
 
@@ -455,7 +408,7 @@ static void hf_commits(struct hfreq *h, const char *rev)
 	if (hf__resolve(h, rev))
 		return;
 	if (h->repo.local) {
-		hf__add_cors(h->req);
+		mirror__hf_cors(h->req);
 		mirror__respond_json(h->req, 200, local_history(h));
 		return;
 	}
@@ -464,7 +417,7 @@ static void hf_commits(struct hfreq *h, const char *rev)
 	a = json_pack("[{s:s, s:s, s:s, s:s, s:[]}]", "id", h->snap.commit, "title", "", "message", "", "date", d,
 		      "authors");
 	free(d);
-	hf__add_cors(h->req);
+	mirror__hf_cors(h->req);
 	mirror__respond_json(h->req, 200, a);
 }
 
@@ -506,7 +459,7 @@ static void list_build(struct mirror__job *job, struct catalog *cat)
 			       list_cb, &l)) {
 		json_decref(l.arr);
 		free(l.last);
-		hf__job_error(job, 500, NULL, "catalog error", NULL);
+		mirror__hf_job_error(job, 500, NULL, "catalog error", NULL);
 		return;
 	}
 	if (l.n == (size_t)lj->limit && l.last) {
@@ -553,7 +506,7 @@ static void hf_list(struct mirror_routes *rt, struct httpd_req *req, const char 
 	free(limit_s);
 	lj->hidden = mirror__hidden(rt, req);
 	lj->base = mirror__self_base(req);
-	hf__add_cors(req);
+	mirror__hf_cors(req);
 	mirror__defer(rt, req, &lj->j);
 }
 
@@ -608,7 +561,7 @@ static int route_api(struct mirror_routes *rt, struct httpd_req *req, const stru
 	used = take_repo(s, i, api_keywords, &h.name);
 	if (!used) {
 		httpd_set_route(req, "hf_api");
-		hf__error(req, 404, "RepoNotFound", "Repository not found", NULL);
+		mirror__hf_error(req, 404, "RepoNotFound", "Repository not found", NULL);
 		return 0;
 	}
 	i += used;
@@ -626,7 +579,7 @@ static int route_api(struct mirror_routes *rt, struct httpd_req *req, const stru
 	} else if (!strcmp(s->v[i], "tree") && (rev = take_revision(s, i + 1, &used))) {
 		sub = hf_join_decoded(s->v, s->n, i + 1 + used);
 		if (i + 1 + used < s->n && !sub)
-			hf__error(req, 400, NULL, "bad path", NULL);
+			mirror__hf_error(req, 400, NULL, "bad path", NULL);
 		else {
 			char *rev_enc = hub_url_escape(rev, false); /* refs/pr/1 sent raw goes back encoded */
 			hf__tree(&h, rev, rev_enc, sub);
@@ -643,7 +596,7 @@ static int route_api(struct mirror_routes *rt, struct httpd_req *req, const stru
 	} else if (!strcmp(s->v[i], "treesize") && (rev = take_revision(s, i + 1, &used))) {
 		sub = hf_join_decoded(s->v, s->n, i + 1 + used);
 		if (i + 1 + used < s->n && (!sub || path_check_str(sub)))
-			hf__error(req, 400, NULL, "bad path", NULL);
+			mirror__hf_error(req, 400, NULL, "bad path", NULL);
 		else
 			hf__treesize(&h, rev, i + 1 + used < s->n ? sub : NULL);
 	} else if ((((!strcmp(s->v[i], "preupload") || !strcmp(s->v[i], "commit")) && !strcmp(method, "POST")) ||
@@ -653,17 +606,17 @@ static int route_api(struct mirror_routes *rt, struct httpd_req *req, const stru
 		mirror__hf_write(rt, req, h.type, h.name, s->v[i], rev);
 	} else if (!strcmp(s->v[i], "xet-read-token")) {
 		/* Never Xet: clients that ask get a plain 404 and stay on HTTP. */
-		hf__error(req, 404, NULL, "Xet is not served by this mirror", NULL);
+		mirror__hf_error(req, 404, NULL, "Xet is not served by this mirror", NULL);
 	} else if (!strcmp(s->v[i], "xet-write-token")) {
 		/* huggingface_hub 1.20 and later upload large files through Xet whenever hf_xet is installed,
 		 * without asking: say what to do (docs/uploads.md) */
-		hf__error(req, 501, NULL, "Xet is not served by this mirror: upload with HF_HUB_DISABLE_XET=1 (Git LFS)",
+		mirror__hf_error(req, 501, NULL, "Xet is not served by this mirror: upload with HF_HUB_DISABLE_XET=1 (Git LFS)",
 			  NULL);
 	} else {
-		hf__error(req, 404, NULL, "Not found", NULL);
+		mirror__hf_error(req, 404, NULL, "Not found", NULL);
 	}
 	if (!httpd_answered(req))
-		hf__error(req, 400, NULL, "bad revision or path", NULL);
+		mirror__hf_error(req, 400, NULL, "bad revision or path", NULL);
 	free(rev);
 	free(sub);
 	hfreq_release(&h);
@@ -697,7 +650,7 @@ static int route_file(struct mirror_routes *rt, struct httpd_req *req, const str
 	if (rev && i + 1 + used < s->n)
 		path = hf_join_decoded(s->v, s->n, i + 1 + used);
 	if (!rev || !path)
-		hf__error(req, 400, NULL, "bad revision or path", NULL);
+		mirror__hf_error(req, 400, NULL, "bad revision or path", NULL);
 	else
 		hf__file(&h, rev, path, raw);
 	free(rev);

@@ -129,12 +129,6 @@ int mirror__route_git(struct mirror_routes *rt, struct httpd_req *req, const cha
 /* Catalog browsing API (routes-catalog.c); the JSON shape of a repo is mirror/repojson.h's. */
 int mirror__route_catalog(struct mirror_routes *rt, struct httpd_req *req, const char *rest, const char *arg);
 int mirror__route_admin(struct mirror_routes *rt, struct httpd_req *req, const char *rest, const char *arg);
-/* ModelScope's answer envelope {Code, Message, Success, Data, RequestId} (routes-ms.c). */
-json_t *mirror__ms_envelope_json(int status, json_t *data, const char *message);
-/* The on-demand engine's refusals (mirror_ondemand_refuse_fn) in each hub's own style: the Hugging Face
- * Hub's error headers and body (routes-hf.c), ModelScope's envelope (routes-ms.c). */
-void mirror__hf_refuse(struct httpd_req *req, int status, const char *type, const char *name, const char *msg);
-void mirror__ms_refuse(struct httpd_req *req, int status, const char *type, const char *name, const char *msg);
 
 /* Route req again from the start (an answer that had to wait for an on-demand listing). */
 int mirror__dispatch(struct mirror_routes *rt, struct httpd_req *req);
@@ -155,6 +149,21 @@ void mirror__respond_json(struct httpd_req *req, int status, json_t *body);
  * If-None-Match. */
 char *mirror__json_dump(json_t *body, size_t *len, char etag[48]);
 void mirror__respond_dumped(struct httpd_req *req, int status, const char *text, size_t len, const char *etag);
+
+/* Answers in a hub's words (respond.c), for any front. */
+/* The CORS headers every Hugging Face answer carries. */
+void mirror__hf_cors(struct httpd_req *req);
+/* The Hub's error answer: status, X-Error-Code (may be NULL), X-Error-Message, {"error": msg}. */
+void mirror__hf_error(struct httpd_req *req, int status, const char *code, const char *msg, const char *commit);
+/* The same from a job's build (on a worker; CORS was added on the loop). */
+struct mirror__job;
+void mirror__hf_job_error(struct mirror__job *j, int status, const char *code, const char *msg, const char *commit);
+/* ModelScope's answer envelope {Code, Message, Success, Data, RequestId}: on the loop or a worker. */
+json_t *mirror__ms_envelope_json(int status, json_t *data, const char *message);
+/* The on-demand engine's refusals (mirror_ondemand_refuse_fn) in each hub's own style: the Hugging Face
+ * Hub's error headers and body, ModelScope's envelope. */
+void mirror__hf_refuse(struct httpd_req *req, int status, const char *type, const char *name, const char *msg);
+void mirror__ms_refuse(struct httpd_req *req, int status, const char *type, const char *name, const char *msg);
 
 /*
  * A route's answer built off the loop (defer.c). On the loop the route checks the request, allocates

@@ -593,7 +593,7 @@ void mirror__lfs_put(struct mirror_routes *rt, struct httpd_req *req, const stru
 		who = xstrdup("an upload URL");
 	else if (part || !mirror__write_gate(rt, req, repo->type, repo->name, &who) || !repo->local) {
 		if (!httpd_answered(req))
-			hf__error(req, 403, NULL, "A mirrored repository is read-only", NULL);
+			mirror__hf_error(req, 403, NULL, "A mirrored repository is read-only", NULL);
 		object_abandon(s);
 		free(who);
 		return;

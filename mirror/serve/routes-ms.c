@@ -30,29 +30,6 @@
 #define MS_DEFAULT_PAGE 100
 #define MS_MAX_PAGE 1000
 
-/* The envelope around data (consumed); on the loop or a worker. */
-json_t *mirror__ms_envelope_json(int status, json_t *data, const char *message)
-{
-	char rid[40];
-	struct timespec ts;
-	uint64_t t;
-
-	/* RequestId: only needs to be unique enough to quote in a bug report. */
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	t = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-	snprintf(rid, sizeof(rid), "hm-%016" PRIx64 "-%04x", t, (unsigned)(t >> 7) & 0xffff);
-	return json_pack("{s:i, s:b, s:o, s:s, s:s}", "Code", status, "Success", status == 200, "Data",
-			 data ? data : json_null(), "Message", message, "RequestId", rid);
-}
-
-void mirror__ms_refuse(struct httpd_req *req, int status, const char *type, const char *name, const char *msg)
-{
-	char *m = status == 404 ? xasprintf("%s %s not found", type, name) : NULL;
-
-	mirror__respond_json(req, status, mirror__ms_envelope_json(status, NULL, m ? m : msg));
-	free(m);
-}
-
 static void ms_envelope(struct httpd_req *req, int status, json_t *data, const char *message)
 {
 	mirror__respond_json(req, status, mirror__ms_envelope_json(status, data, message));

@@ -70,16 +70,16 @@ bool mirror__write_gate(struct mirror_routes *rt, struct httpd_req *req, const c
 	const char *tok = mirror__request_token(req, buf, sizeof(buf));
 
 	if (!mirror__local_namespace(rt, name)) {
-		hf__error(req, 403, NULL, "This mirror is read-only outside its local namespaces", NULL);
+		mirror__hf_error(req, 403, NULL, "This mirror is read-only outside its local namespaces", NULL);
 		return false;
 	}
 	if (!tok) {
 		httpd_add_header(req, "WWW-Authenticate", "Bearer realm=\"hubmirror\"");
-		hf__error(req, 401, NULL, "Invalid username or password.", NULL);
+		mirror__hf_error(req, 401, NULL, "Invalid username or password.", NULL);
 		return false;
 	}
 	if (!mirror_access_may_write(rt->access, tok, "hf", type, name)) {
-		hf__error(req, 403, NULL, "You don't have the rights to write to this repository on this mirror.", NULL);
+		mirror__hf_error(req, 403, NULL, "You don't have the rights to write to this repository on this mirror.", NULL);
 		return false;
 	}
 	*who = mirror_access_who(rt->access, tok);
@@ -115,12 +115,12 @@ static bool local_repo(struct mirror_routes *rt, struct httpd_req *req, const ch
 		       struct catalog_repo *repo)
 {
 	if (catalog_repo_get(rt->data->catalog, "hf", type, name, repo)) {
-		hf__error(req, 404, "RepoNotFound", "Repository not found", NULL);
+		mirror__hf_error(req, 404, "RepoNotFound", "Repository not found", NULL);
 		return false;
 	}
 	if (!repo->local) {
 		catalog_repo_release(repo);
-		hf__error(req, 403, NULL, "A mirrored repository is read-only", NULL);
+		mirror__hf_error(req, 403, NULL, "A mirrored repository is read-only", NULL);
 		return false;
 	}
 	return true;
@@ -177,14 +177,14 @@ static void repo_job_build(struct mirror__job *j, struct catalog *cat)
 		j->status = 409;
 		j->body = json_pack("{s:s, s:s}", "error", "You already created this repo", "url", r->url);
 	} else if (e == HM_ERR_NOT_FOUND) {
-		hf__job_error(j, 404, "RepoNotFound", "Repository not found", NULL);
+		mirror__hf_job_error(j, 404, "RepoNotFound", "Repository not found", NULL);
 	} else if (e == -ENOSPC) {
 		/* the store's or the catalog's disk: said as a commit on that disk says it, and nothing made */
 		log_warn("upload", "%s hf:%s: the disk is full", r->delete ? "deleting" : "creating", r->name);
-		hf__job_error(j, 507, NULL, "No space left on the mirror's disk: the repository cannot be made now", NULL);
+		mirror__hf_job_error(j, 507, NULL, "No space left on the mirror's disk: the repository cannot be made now", NULL);
 	} else {
 		log_warn("upload", "%s hf:%s: %s", r->delete ? "deleting" : "creating", r->name, why ? why : err_str(e));
-		hf__job_error(j, 500, NULL, why ? why : err_str(e), NULL);
+		mirror__hf_job_error(j, 500, NULL, why ? why : err_str(e), NULL);
 	}
 	free(why);
 }
@@ -197,16 +197,16 @@ static bool repo_body(struct httpd_req *req, json_t *in, char **type, char **nam
 	const char *t = json_string_value(json_object_get(in, "type"));
 
 	if (t && !strcmp(t, "space")) {
-		hf__error(req, 400, NULL, "Spaces are not served by this mirror", NULL);
+		mirror__hf_error(req, 400, NULL, "Spaces are not served by this mirror", NULL);
 		return false;
 	}
 	if (!n || (t && strcmp(t, "model") && strcmp(t, "dataset"))) {
-		hf__error(req, 400, NULL, "A repo is {\"name\", \"organization\", \"type\"}", NULL);
+		mirror__hf_error(req, 400, NULL, "A repo is {\"name\", \"organization\", \"type\"}", NULL);
 		return false;
 	}
 	*name = org && !strchr(n, '/') ? xasprintf("%s/%s", org, n) : xstrdup(n);
 	if (!strchr(*name, '/') || hub_check_name(HUB_HF, *name)) {
-		hf__error(req, 400, NULL, "A repo name is ORG/NAME, letters, digits, '-', '_' and '.'", NULL);
+		mirror__hf_error(req, 400, NULL, "A repo name is ORG/NAME, letters, digits, '-', '_' and '.'", NULL);
 		FREE_AND_NULL(name);
 		return false;
 	}
@@ -222,10 +222,10 @@ int mirror__route_validate_yaml(struct mirror_routes *rt, struct httpd_req *req,
 	(void)rest;
 	(void)arg;
 	if (strcmp(httpd_method(req), "POST")) {
-		hf__error(req, 405, NULL, "Method not allowed", NULL);
+		mirror__hf_error(req, 405, NULL, "Method not allowed", NULL);
 		return 0;
 	}
-	hf__add_cors(req);
+	mirror__hf_cors(req);
 	mirror__respond_json(req, 200, json_pack("{s:[], s:[]}", "errors", "warnings"));
 	return 0;
 }
@@ -243,17 +243,17 @@ int mirror__route_repos(struct mirror_routes *rt, struct httpd_req *req, const c
 	(void)arg;
 	httpd_set_route(req, "hf_repos");
 	if (strcmp(rest, "create") && !del) {
-		hf__error(req, 404, NULL, "Not found", NULL);
+		mirror__hf_error(req, 404, NULL, "Not found", NULL);
 		return 0;
 	}
 	if (strcmp(httpd_method(req), del ? "DELETE" : "POST")) {
-		hf__error(req, 405, NULL, "Method not allowed", NULL);
+		mirror__hf_error(req, 405, NULL, "Method not allowed", NULL);
 		return 0;
 	}
 	in = json_loadb(body ? body : "", len, 0, NULL);
 	if (!json_is_object(in) || !repo_body(req, in, &type, &name) || !mirror__write_gate(rt, req, type, name, &who)) {
 		if (!httpd_answered(req))
-			hf__error(req, 400, NULL, "The body is a JSON object", NULL);
+			mirror__hf_error(req, 400, NULL, "The body is a JSON object", NULL);
 		json_decref(in);
 		free(type);
 		free(name);
@@ -276,7 +276,7 @@ int mirror__route_repos(struct mirror_routes *rt, struct httpd_req *req, const c
 	r->url = repo_url(base, type, name);
 	free(base);
 	json_decref(in);
-	hf__add_cors(req);
+	mirror__hf_cors(req);
 	mirror__defer(rt, req, &r->j);
 	return 0;
 }
@@ -345,14 +345,14 @@ static void preupload(struct mirror_routes *rt, struct httpd_req *req, const cha
 	char *attrs;
 
 	if (!json_is_array(files)) {
-		hf__error(req, 400, NULL, "A preupload is {\"files\": [{\"path\", \"sample\", \"size\"}]}", NULL);
+		mirror__hf_error(req, 400, NULL, "A preupload is {\"files\": [{\"path\", \"sample\", \"size\"}]}", NULL);
 		json_decref(in);
 		return;
 	}
 	if (catalog_resolve(rt->data->catalog, "hf", type, name, rev, &repo, &snap, &found)) {
 		if (found)
 			catalog_repo_release(&repo);
-		hf__error(req, 404, found ? "RevisionNotFound" : "RepoNotFound",
+		mirror__hf_error(req, 404, found ? "RevisionNotFound" : "RepoNotFound",
 			  found ? "Invalid rev id" : "Repository not found", NULL);
 		json_decref(in);
 		return;
@@ -367,7 +367,7 @@ static void preupload(struct mirror_routes *rt, struct httpd_req *req, const cha
 	free(attrs);
 	catalog_repo_release(&repo);
 	json_decref(in);
-	hf__add_cors(req);
+	mirror__hf_cors(req);
 	mirror__respond_json(req, 200, json_pack("{s:o, s:s}", "files", out, "commitOid", snap.commit));
 }
 
@@ -409,7 +409,7 @@ static bool commit_of(struct mirror_routes *rt, struct httpd_req *req, const str
 	if (catalog_resolve(rt->data->catalog, "hf", repo->type, repo->name, rev, &r, &snap, &found)) {
 		if (found)
 			catalog_repo_release(&r);
-		hf__error(req, 404, "RevisionNotFound", "Invalid rev id", NULL);
+		mirror__hf_error(req, 404, "RevisionNotFound", "Invalid rev id", NULL);
 		return false;
 	}
 	catalog_repo_release(&r);
@@ -422,14 +422,14 @@ static void ref_answer(struct httpd_req *req, int e, const char *what, const cha
 {
 	if (!e) {
 		log_info("upload", "hf:%s %s %s by %s", repo, what, ref, who);
-		hf__add_cors(req);
+		mirror__hf_cors(req);
 		mirror__respond_json(req, 200, json_object());
 	} else if (e == HM_ERR_EXISTS) {
-		hf__error(req, 409, NULL, "Reference already exists", NULL);
+		mirror__hf_error(req, 409, NULL, "Reference already exists", NULL);
 	} else if (e == HM_ERR_NOT_FOUND) {
-		hf__error(req, 404, "RevisionNotFound", "Invalid rev id", NULL);
+		mirror__hf_error(req, 404, "RevisionNotFound", "Invalid rev id", NULL);
 	} else {
-		hf__error(req, 500, NULL, err_str(e), NULL);
+		mirror__hf_error(req, 500, NULL, err_str(e), NULL);
 	}
 }
 
@@ -447,9 +447,9 @@ static void hf_ref(struct mirror_routes *rt, struct httpd_req *req, const struct
 	int e;
 
 	if (!json_is_object(in) || !name || !mirror_upload_ref_name_ok(name)) {
-		hf__error(req, 400, NULL, "A branch or tag name: letters, digits, '.', '_', '-' and '/'", NULL);
+		mirror__hf_error(req, 400, NULL, "A branch or tag name: letters, digits, '.', '_', '-' and '/'", NULL);
 	} else if (del && !tag && !strcmp(name, repo->follow_rev)) {
-		hf__error(req, 403, NULL, "The default branch cannot be deleted", NULL);
+		mirror__hf_error(req, 403, NULL, "The default branch cannot be deleted", NULL);
 	} else if (del || commit_of(rt, req, repo, start ? start : repo->follow_rev, commit)) {
 		e = catalog_local_ref(rt->data->catalog, repo->id, name, tag, del ? NULL : commit);
 		what = xasprintf("%s %s", del ? "deleted" : "made", tag ? "tag" : "branch");
