@@ -1,5 +1,5 @@
 /*
- * floor-read.c - the floor the read fronts stand on (docs/ARCHITECTURE.md, "mirror/serve/"): the
+ * floor-read.c - the floor the read fronts stand on (docs/ARCHITECTURE.md): the
  * request's token, what it may see (hidden lists, visibility, the access check and its refusal), whether
  * a file's bytes may come from the store (the file-trust decision), sending a file or a blob, our own
  * origin and a repo's tier headers. Every front calls these; none of them calls a front.
