@@ -330,7 +330,7 @@ void mirror__hf_commit(struct mirror_routes *rt, struct httpd_req *req, const st
 			return;
 		}
 	}
-	if (s && s->kind != MIRROR__SINK_COMMIT) {
+	if (s && s->head.kind != MIRROR__SINK_COMMIT) {
 		mirror__body_abandon(s);
 		s = NULL;
 	}
@@ -357,90 +357,4 @@ void mirror__hf_commit(struct mirror_routes *rt, struct httpd_req *req, const st
 	c->spool = s;
 	mirror__hf_cors(req);
 	mirror__defer_write(rt, req, &c->j); /* (a commit of 30,000 files takes a while: not in front of reads) */
-}
-
-/* ---- the swarm's torrent of a new commit ------------------------------------------------------ */
-
-/* A commit's torrent is made in the background, as a sync makes its snapshots' (mirror/torrents.h):
- * on a worker with its own handle on the data directory and the sync lock held, then the seeder
- * looks again. A sync that holds the lock makes it at its end; if it had passed that point, the
- * next try (a minute later) does. One run at a time; commits meanwhile ask for one more. */
-struct torrents_run {
-	uv_work_t w;
-	struct mirror_routes *rt;
-	char *dir;
-	size_t made;
-	int err;
-	char *why;
-};
-
-static void torrents_work(uv_work_t *w)
-{
-	struct torrents_run *t = w->data;
-	struct mirror_data *d = NULL;
-
-	t->err = mirror_data_open(t->dir, &d, &t->why);
-	if (!t->err && !(t->err = mirror_data_lock(d, false, NULL))) {
-		t->err = mirror_torrents_make(d, (int64_t)time(NULL), &t->made, &t->why);
-		mirror_data_unlock(d);
-	}
-	mirror_data_free(&d);
-}
-
-static void torrents_start(struct mirror_routes *rt);
-
-static void torrents_retry(uv_timer_t *timer)
-{
-	torrents_start(timer->data);
-}
-
-static void torrents_done(uv_work_t *w, int status)
-{
-	struct torrents_run *t = w->data;
-	struct mirror_routes *rt = t->rt;
-
-	(void)status;
-	rt->torrents_running = false;
-	if (rt->closing) /* the seeder and the timer are gone */
-		goto out;
-	if (t->made && rt->seeder)
-		mirror_seeder_rescan(rt->seeder);
-	if (t->err == HM_ERR_LOCKED) {
-		uv_timer_start(&rt->torrents_timer, torrents_retry, 60000, 0);
-	} else if (t->err) {
-		log_warn("upload", "the torrents of new commits: %s", t->why ? t->why : err_str(t->err));
-	} else if (rt->torrents_again) {
-		torrents_start(rt);
-	}
-out:
-	free(t->why);
-	free(t->dir);
-	free(t);
-}
-
-static void torrents_start(struct mirror_routes *rt)
-{
-	struct torrents_run *t;
-
-	if (rt->torrents_running || rt->closing) {
-		rt->torrents_again = !rt->closing;
-		return;
-	}
-	t = xcalloc(1, sizeof(*t));
-	t->w.data = t;
-	t->rt = rt;
-	t->dir = xstrdup(rt->data->dir);
-	rt->torrents_running = true;
-	rt->torrents_again = false;
-	if (uv_queue_work(rt->loop, &t->w, torrents_work, torrents_done)) {
-		rt->torrents_running = false;
-		free(t->dir);
-		free(t);
-	}
-}
-
-void mirror__local_torrents(struct mirror_routes *rt)
-{
-	if (rt->loop)
-		torrents_start(rt);
 }

@@ -547,7 +547,7 @@ int mirror__route_git(struct mirror_routes *rt, struct httpd_req *req, const cha
 		char *who = NULL, st[320];
 		const char *why = NULL;
 		int status = 0;
-		if (sink && sink->kind != MIRROR__SINK_COMMIT) {
+		if (sink && sink->head.kind != MIRROR__SINK_COMMIT) {
 			mirror__body_abandon(sink);
 			sink = NULL;
 		}

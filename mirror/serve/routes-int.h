@@ -13,6 +13,7 @@
 #include "hub/http/httpd.h"
 #include "routes.h"
 #include "floor-read-int.h"
+#include "floor-write-int.h"
 
 struct mirror_data;
 
@@ -24,6 +25,7 @@ struct route_count {
 };
 
 struct mirror_access;
+struct mirror__s3;
 
 struct mirror_routes {
 	struct mirror_data *data;
@@ -69,8 +71,7 @@ struct mirror_routes {
 	int64_t spool_bytes;          /* what the bodies being received or read hold now (on the loop) */
 	int64_t spool_promised;       /* ... and what their Content-Lengths say is still to come */
 	uint64_t spool_refused;       /* bodies refused for a bound (/metrics) */
-	struct mirror_s3_keys *s3_keys; /* serve --s3-keys: access key pairs and their tokens; NULL: none */
-	const char *s3_domain;        /* serve --s3-domain (borrowed); NULL: none */
+	struct mirror__s3 *s3;        /* the S3 front's keys and host name (routes-s3.c), owned */
 };
 
 /*
@@ -113,13 +114,15 @@ bool mirror__swarm_held(void *ud, const char *btih, const char *btmh);
 int mirror__route_s3(struct mirror_routes *rt, struct httpd_req *req, const char *rest, const char *arg);
 int mirror__route_s3_signed(struct mirror_routes *rt, struct httpd_req *req, const char *rest, const char *arg);
 /* A request to the --s3-domain host (or a bucket under it), before any other route: S3's whatever its
- * path (HTTPD_PASS for any other Host). */
+ * path (HTTPD_PASS for any other Host, and without --s3-domain). */
 int mirror__route_s3_host(struct mirror_routes *rt, struct httpd_req *req);
 /* ListObjects (v1, and v2 with list-type=2) of a bucket, built on a worker (routes-s3-list.c): token is
  * what the request acts with (NULL: anonymous), request_id its x-amz-request-id. */
 void mirror__s3_list(struct mirror_routes *rt, struct httpd_req *req, const char *bucket, const char *hub,
 		     const char *type, const char *token, const char *request_id);
-void mirror__s3_free(struct mirror_routes *rt);
+/* The S3 front's part of the routes (rt->s3), which mirror_routes_new makes and mirror_routes_free frees. */
+struct mirror__s3 *mirror__s3_new(void);
+void mirror__s3_free(struct mirror__s3 **s3);
 
 /* The web page and its assets, embedded at build time (routes-web.c). */
 int mirror__route_web(struct mirror_routes *rt, struct httpd_req *req, const char *rest, const char *arg);
@@ -204,48 +207,12 @@ void mirror__defer_aside(struct mirror_routes *rt, struct httpd_req *req, struct
 void mirror__defer_write(struct mirror_routes *rt, struct httpd_req *req, struct mirror__job *j);
 void mirror__job_header(struct mirror__job *j, const char *name, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
-/* ---- the write side: local repos (routes-upload.c, routes-commit.c; docs/uploads.md) ---- */
+/* ---- the write fronts: local repos (routes-upload.c, routes-commit.c, routes-lfs.c; docs/uploads.md;
+ * what they share is floor-write-int.h's) ---- */
 
-/* What a streamed request body became (mirror__claim_body): an LFS object's bytes in the store's
- * writer, or a commit's NDJSON or a push's pack in the spool, an unnamed file (spool.c). Each starts
- * with its kind. */
-#define MIRROR__SINK_OBJECT 0x4f424a
-#define MIRROR__SINK_COMMIT 0x434d54
-struct mirror__commit_body {
-	int kind;                     /* MIRROR__SINK_COMMIT */
-	int fd;                       /* the body so far (a job reading it holds the sink till its end) */
-	int64_t got;
-	int status;                   /* what went wrong keeping it (413, 403, 507, 503, 500), 0 if nothing */
-	char why[256];                /* ... in words, for the answer */
-	/* spool.c's */
-	struct mirror_routes *rt;
-	bool push;                    /* a git push's pack: git keeps a copy of its own, the disk counts two */
-	int64_t declared;             /* Content-Length, -1 for a chunked body */
-	int64_t promised;             /* of that, what has not come yet (rt->spool_promised counts it) */
-	int64_t limit;                /* the most it may hold (spool.c's room_for) */
-	int64_t checked;              /* a chunked body's size when its room was last asked */
-	int64_t quota_room;           /* its namespace's room in body bytes, -1 for no quota */
-	int fail;                     /* how passing limit is answered, with why */
-	char quota_why[200];
-};
-/* Free a sink of either kind (NULL-safe; on the loop: a commit body's bytes are uncounted). */
-void mirror__body_abandon(void *sink);
-/* The spool of commit and push bodies (spool.c; docs/uploads.md, "Bodies and their bounds"): the claim
- * of a POST to a commit or a git-receive-pack path (false when it is neither: then the body is any
- * other; false too, after httpd_body_refuse, when the request may not write there or its declared
- * length is over its bound), and a body's end (on the loop, NULL-safe). */
-bool mirror__spool_claim(struct mirror_routes *rt, struct httpd_req *r, struct httpd_body_sink *sink);
-void mirror__spool_release(struct mirror__commit_body *s);
-/* May a handler read s (the request's spooled body, NULL when none)? Else *status and *why (NULL when
- * the handler is to say it in its own words; *status 0 when nothing refused the body: it was not
- * claimed) say how to answer: the claim's refusal or what the spool ran into (a 503 gets its
- * Retry-After here). */
-bool mirror__spool_ok(struct httpd_req *req, const struct mirror__commit_body *s, int *status, const char **why);
 /* httpd_claim_fn: the bodies of LFS PUTs and commits, when the mirror has local namespaces. */
 struct httpd_body_sink;
 bool mirror__claim_body(void *ud, struct httpd_req *r, struct httpd_body_sink *sink);
-/* Is name (ORG/NAME) under one of the local namespaces? */
-bool mirror__local_namespace(const struct mirror_routes *rt, const char *name);
 /* POST /api/validate-yaml: any card goes (huggingface_hub asks before committing a README.md) */
 int mirror__route_validate_yaml(struct mirror_routes *rt, struct httpd_req *req, const char *rest, const char *arg);
 /* /api/repos/create and /api/repos/delete */
@@ -271,12 +238,6 @@ void mirror__lfs_complete(struct mirror_routes *rt, struct httpd_req *req, const
 			  const char *oid);
 void mirror__lfs_verify(struct mirror_routes *rt, struct httpd_req *req, const struct catalog_repo *repo,
 			const char *oid);
-/* Would contents sha[0..n) of size[0..n) fit in the quota of name's namespace (ORG/NAME: ORG), those its
- * repos hold already counting nothing? On no, *msg (malloc'd) says how far over. Blocking (catalog). */
-/* Namespace ns's quota in bytes (--local-quota), -1 for none. */
-int64_t mirror__local_quota(const struct mirror_routes *rt, const char *ns);
-bool mirror__quota_room(struct mirror_routes *rt, struct catalog *cat, const char *name, const char *const *sha,
-			const int64_t *size, size_t n, char **msg);
 /* Is req an LFS object's PUT to an upload URL the batch API gave out (its capability checked)? It
  * passes --auth all's gate without a token, as BitTorrent clients' capability URLs do. */
 bool mirror__upload_url_ok(struct mirror_routes *rt, const struct httpd_req *req);
@@ -289,13 +250,7 @@ void mirror__lfs_free(struct mirror__lfs **l);
 bool mirror__git_lfs_object(const char *path, char **type, char **name, char **oid, int *part);
 /* Is path a git push's POST ([datasets/]ORG/NAME[.git]/git-receive-pack)? Then *type and *name (malloc'd). */
 bool mirror__git_receive_repo(const char *path, char **type, char **name);
-/* May this request write repo type/name (routes-upload.c)? Answers a refusal itself; *who (malloc'd)
- * names the writer for the log. */
-bool mirror__write_gate(struct mirror_routes *rt, struct httpd_req *req, const char *type, const char *name,
-			char **who);
 
-/* After a commit, on the loop: make the torrents of new commits in the background (routes-commit.c). */
-void mirror__local_torrents(struct mirror_routes *rt);
 
 /* Close the idle connections of the pool (mirror_routes_free, once no job runs). */
 void mirror__pool_free(struct mirror_routes *rt);

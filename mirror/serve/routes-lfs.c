@@ -336,7 +336,7 @@ void mirror__lfs_verify(struct mirror_routes *rt, struct httpd_req *req, const s
  * the writer cannot take (no right to write, an upload of the same object under way) is read and
  * dropped; its handler answers why. */
 struct object_sink {
-	int kind;                       /* MIRROR__SINK_OBJECT */
+	struct mirror__sink head;       /* MIRROR__SINK_OBJECT, object_abandon */
 	struct mirror_store_writer *w;  /* NULL: the bytes are dropped */
 	int status;                     /* what went wrong, 0 while nothing did */
 	const char *why;                /* static */
@@ -403,16 +403,6 @@ static void object_abandon(void *ud)
 	free(s);
 }
 
-void mirror__body_abandon(void *sink)
-{
-	const int *kind = sink;
-
-	if (kind && *kind == MIRROR__SINK_OBJECT)
-		object_abandon(sink);
-	else if (kind)
-		mirror__spool_release(sink);
-}
-
 /* A part's place in its upload's own file: opened and locked, s->off and s->left set; or s->status. */
 static void part_open(struct mirror_routes *rt, struct object_sink *s, const char *oid, int part)
 {
@@ -441,7 +431,8 @@ static struct object_sink *object_claim(struct mirror_routes *rt, struct httpd_r
 	struct catalog_repo repo;
 	int e, part = 0;
 
-	s->kind = MIRROR__SINK_OBJECT;
+	s->head.kind = MIRROR__SINK_OBJECT;
+	s->head.abandon = object_abandon;
 	s->fd = -1;
 	if (!mirror__git_lfs_object(httpd_path(r), &type, &name, &oid, &part) || part < 0) {
 		free(type);
@@ -583,7 +574,7 @@ void mirror__lfs_put(struct mirror_routes *rt, struct httpd_req *req, const stru
 	struct put_job *p;
 	char *who = NULL;
 
-	if (!s || s->kind != MIRROR__SINK_OBJECT) {
+	if (!s || s->head.kind != MIRROR__SINK_OBJECT) {
 		/* not claimed: no local namespaces here, or a body the claim did not take */
 		mirror__body_abandon(s);
 		mirror__respond_json(req, 403, json_pack("{s:s}", "message", "this repository takes no uploads"));

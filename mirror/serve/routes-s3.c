@@ -47,6 +47,12 @@ struct mirror_s3_keys {
 	size_t n;
 };
 
+/* The S3 front's own part of the routes (rt->s3): its keys and its host name. */
+struct mirror__s3 {
+	struct mirror_s3_keys *keys;  /* serve --s3-keys: access key pairs and their tokens; NULL: none */
+	const char *domain;           /* serve --s3-domain (borrowed); NULL: none */
+};
+
 /* ---- the keys file ---- */
 
 static void keys_free(struct mirror_s3_keys *k)
@@ -129,15 +135,23 @@ int mirror_routes_set_s3_keys(struct mirror_routes *rt, const char *path, char *
 		keys_free(k);
 		return r;
 	}
-	keys_free(rt->s3_keys);
-	rt->s3_keys = k;
+	keys_free(rt->s3->keys);
+	rt->s3->keys = k;
 	return 0;
 }
 
-void mirror__s3_free(struct mirror_routes *rt)
+struct mirror__s3 *mirror__s3_new(void)
 {
-	keys_free(rt->s3_keys);
-	rt->s3_keys = NULL;
+	return xcalloc(1, sizeof(struct mirror__s3));
+}
+
+void mirror__s3_free(struct mirror__s3 **s3)
+{
+	if (!s3 || !*s3)
+		return;
+	keys_free((*s3)->keys);
+	free(*s3);
+	*s3 = NULL;
 }
 
 /* ---- answers ---- */
@@ -189,9 +203,9 @@ static int s3_auth(struct s3req *s)
 								  : "AuthorizationQueryParametersError", why);
 		return -1;
 	}
-	for (size_t i = 0; s->rt->s3_keys && i < s->rt->s3_keys->n; i++)
-		if (!strcmp(s->rt->s3_keys->v[i].id, sig.access_key))
-			key = &s->rt->s3_keys->v[i];
+	for (size_t i = 0; s->rt->s3->keys && i < s->rt->s3->keys->n; i++)
+		if (!strcmp(s->rt->s3->keys->v[i].id, sig.access_key))
+			key = &s->rt->s3->keys->v[i];
 	if (!key) {
 		s3_error(s, 403, "InvalidAccessKeyId", "The AWS Access Key Id you provided does not exist in our records.");
 		goto bad;
@@ -442,14 +456,14 @@ int mirror__route_s3(struct mirror_routes *rt, struct httpd_req *req, const char
 
 void mirror_routes_set_s3_domain(struct mirror_routes *rt, const char *domain)
 {
-	rt->s3_domain = domain && *domain ? domain : NULL;
+	rt->s3->domain = domain && *domain ? domain : NULL;
 }
 
 /* With --s3-domain D: a Host of D (path-style) or of BUCKET.D (virtual-host style; *bucket, malloc'd).
  * Returns false for any other Host. */
 static bool s3_host(const struct mirror_routes *rt, const struct httpd_req *req, char **bucket)
 {
-	return s3_host_bucket(httpd_header(req, "Host"), rt->s3_domain, bucket);
+	return s3_host_bucket(httpd_header(req, "Host"), rt->s3->domain, bucket);
 }
 
 int mirror__route_s3_host(struct mirror_routes *rt, struct httpd_req *req)
@@ -457,7 +471,7 @@ int mirror__route_s3_host(struct mirror_routes *rt, struct httpd_req *req)
 	char *bucket = NULL, *path;
 	int r;
 
-	if (!s3_host(rt, req, &bucket))
+	if (!rt->s3->domain || !s3_host(rt, req, &bucket))
 		return HTTPD_PASS;
 	/* the S3 host: all its paths are S3's; a bucket in the host name is the path's first segment */
 	path = bucket ? xasprintf("/%s%s", bucket, httpd_path(req)) : NULL;

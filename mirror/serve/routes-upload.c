@@ -51,59 +51,6 @@
 static void hf_ref(struct mirror_routes *rt, struct httpd_req *req, const struct catalog_repo *repo, bool tag,
 		   const char *arg, const char *who);
 
-/* ---- who may write ---------------------------------------------------------------------------- */
-
-bool mirror__local_namespace(const struct mirror_routes *rt, const char *name)
-{
-	size_t n = strcspn(name, "/");
-
-	for (size_t i = 0; i < rt->nlocal; i++)
-		if (strlen(rt->local[i]) == n && !strncasecmp(rt->local[i], name, n))
-			return true;
-	return false;
-}
-
-bool mirror__write_gate(struct mirror_routes *rt, struct httpd_req *req, const char *type, const char *name,
-			char **who)
-{
-	char buf[512];
-	const char *tok = mirror__request_token(req, buf, sizeof(buf));
-
-	if (!mirror__local_namespace(rt, name)) {
-		mirror__hf_error(req, 403, NULL, "This mirror is read-only outside its local namespaces", NULL);
-		return false;
-	}
-	if (!tok) {
-		httpd_add_header(req, "WWW-Authenticate", "Bearer realm=\"hubmirror\"");
-		mirror__hf_error(req, 401, NULL, "Invalid username or password.", NULL);
-		return false;
-	}
-	if (!mirror_access_may_write(rt->access, tok, "hf", type, name)) {
-		mirror__hf_error(req, 403, NULL, "You don't have the rights to write to this repository on this mirror.", NULL);
-		return false;
-	}
-	*who = mirror_access_who(rt->access, tok);
-	return true;
-}
-
-bool mirror__quota_room(struct mirror_routes *rt, struct catalog *cat, const char *name, const char *const *sha,
-			const int64_t *size, size_t n, char **msg)
-{
-	char *ns = xstrndup(name, strcspn(name, "/"));
-	bool ok = mirror_upload_quota_room(cat, ns, mirror__local_quota(rt, ns), sha, size, n, msg);
-
-	free(ns);
-	return ok;
-}
-
-int64_t mirror__local_quota(const struct mirror_routes *rt, const char *ns)
-{
-	for (size_t i = 0; i < rt->nlocal; i++)
-		if (!strcasecmp(rt->local[i], ns))
-			return rt->local_quota[i];
-	return -1;
-}
-
 static char *author_of(const char *who)
 {
 	return xasprintf("%s <hubmirror@localhost>", who);

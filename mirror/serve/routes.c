@@ -58,6 +58,7 @@ struct mirror_routes *mirror_routes_new(struct mirror_data *d, const struct mirr
 	pthread_mutex_init(&r->pool_mu, NULL);
 	pthread_mutex_init(&r->commit_mu, NULL);
 	r->lfs = mirror__lfs_new();
+	r->s3 = mirror__s3_new();
 	r->catalog_path = mirror_data_path(d, MIRROR_DATA_CATALOG);
 	if (access && mirror_access_mode(access) != ACCESS_OPEN) {
 		int e = mirror_p2p_secret(d, r->p2p_key);
@@ -141,7 +142,7 @@ static int dispatch(void *ud, struct httpd_req *req)
 	const char *path = httpd_path(req), *method = httpd_method(req);
 	bool get = !strcmp(method, "GET") || !strcmp(method, "HEAD");
 
-	if (r->s3_domain && mirror__route_s3_host(r, req) != HTTPD_PASS)
+	if (mirror__route_s3_host(r, req) != HTTPD_PASS)
 		return 0; /* the S3 API's own host name: none of the map's paths there */
 	for (size_t i = 0; i < sizeof(url_map) / sizeof(url_map[0]); i++) {
 		const struct route *e = &url_map[i];
@@ -306,7 +307,7 @@ void mirror_routes_free(struct mirror_routes **r)
 		return;
 	BUG_ON((*r)->spool_bytes || (*r)->spool_promised); /* every body is released before (httpd_free, the jobs) */
 	free((*r)->counts);
-	mirror__s3_free(*r);
+	mirror__s3_free(&(*r)->s3);
 	mirror__lfs_free(&(*r)->lfs);
 	mirror__pool_free(*r);
 	pthread_mutex_destroy(&(*r)->pool_mu);

@@ -210,7 +210,8 @@ bool mirror__spool_claim(struct mirror_routes *rt, struct httpd_req *r, struct h
 		goto out;
 	}
 	s = xcalloc(1, sizeof(*s));
-	s->kind = MIRROR__SINK_COMMIT;
+	s->head.kind = MIRROR__SINK_COMMIT;
+	s->head.abandon = spool_abandon;
 	s->fd = -1;
 	s->rt = rt;
 	s->push = push;
