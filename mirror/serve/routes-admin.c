@@ -225,20 +225,28 @@ out:
 	json_decref(b);
 }
 
-int mirror__route_admin(struct mirror_routes *rt, struct httpd_req *req, const char *rest, const char *arg)
+bool mirror__admin_gate(const struct mirror_routes *rt, struct httpd_req *req)
 {
-	const char *method = httpd_method(req);
 	bool given;
 
-	(void)arg;
 	if (!rt->admin.token) {
 		error(req, 404, "the admin API is off (serve --admin-token-file)");
-		return 0;
+		return false;
 	}
 	if (!token_ok(rt, req, &given)) {
 		error(req, given ? 403 : 401, given ? "wrong admin token" : "the admin API needs the admin token");
-		return 0;
+		return false;
 	}
+	return true;
+}
+
+int mirror__route_admin(struct mirror_routes *rt, struct httpd_req *req, const char *rest, const char *arg)
+{
+	const char *method = httpd_method(req);
+
+	(void)arg;
+	if (!mirror__admin_gate(rt, req))
+		return 0;
 	if (!strcmp(rest, "status") && !strcmp(method, "GET")) {
 		reply(req, 200, rt->admin.status(rt->admin.ud));
 	} else if (!strcmp(rest, "sync") && !strcmp(method, "POST")) {
@@ -270,8 +278,6 @@ int mirror__route_admin(struct mirror_routes *rt, struct httpd_req *req, const c
 		json_decref(b);
 	} else if (!strcmp(rest, "repos") && !strcmp(method, "POST")) {
 		admin_add(rt, req);
-	} else if (skip_prefix(rest, "requests/") && !strcmp(method, "POST")) {
-		mirror__admin_decide(rt, req, skip_prefix(rest, "requests/"));
 	} else if (skip_prefix(rest, "repos/") && !strcmp(method, "DELETE")) {
 		admin_remove(rt, req, skip_prefix(rest, "repos/"));
 	} else {

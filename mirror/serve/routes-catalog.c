@@ -454,7 +454,7 @@ static void catalog_repo(struct mirror_routes *rt, struct httpd_req *req, const 
 		json_object_set_new(o, "card_data", card);
 		/* whether .../card answers (a gated or private repo's content, its card too, is not shown) */
 		json_object_set_new(o, "card_shown", json_boolean(snap.id && mirror_access_content_open(rt->access, &repo)));
-		json_object_set_new(o, "swarm", mirror__swarm_json(rt, snap.id, &repo, base));
+		json_object_set_new(o, "swarm", rt->fronts->swarm_json(rt, snap.id, &repo, base));
 		httpd_add_header(req, "Access-Control-Allow-Origin", "*");
 		mirror__respond_json(req, 200, o);
 	}
@@ -502,10 +502,6 @@ static void stats_release(struct mirror__job *job)
 int mirror__route_catalog(struct mirror_routes *rt, struct httpd_req *req, const char *p, const char *arg)
 {
 	(void)arg;
-	if (!strcmp(p, "requests")) {
-		mirror__route_requests(rt, req);
-		return 0;
-	}
 	if (strcmp(httpd_method(req), "GET") && strcmp(httpd_method(req), "HEAD")) {
 		api_error(req, 405, "read-only");
 		return 0;

@@ -445,7 +445,7 @@ static void lfs_batch(struct mirror_routes *rt, struct httpd_req *req, const str
 	if (!strcmp(in.operation, "upload") && repo->local) {
 		char *who = NULL;
 		if (mirror__write_gate(rt, req, repo->type, repo->name, &who)) {
-			json_t *ans = mirror__lfs_upload_batch(rt, req, g->repo_path, repo, &in);
+			json_t *ans = rt->fronts->lfs_upload_batch(rt, req, g->repo_path, repo, &in);
 			lfs_answer(req, json_object_get(ans, "objects") ? 200 : 403, ans); /* no objects: over quota */
 		}
 		free(who);
@@ -523,7 +523,7 @@ static bool upload_repo(struct mirror_routes *rt, struct httpd_req *req, const s
 {
 	if (catalog_repo_get(rt->data->catalog, "hf", g->type, g->name, repo))
 		return false;
-	if (mirror__repo_visible(rt, req, repo) || mirror__upload_url_ok(rt, req))
+	if (mirror__repo_visible(rt, req, repo) || rt->fronts->upload_url_ok(rt, req))
 		return true;
 	catalog_repo_release(repo);
 	memset(repo, 0, sizeof(*repo));
@@ -583,12 +583,12 @@ int mirror__route_git(struct mirror_routes *rt, struct httpd_req *req, const cha
 		if (!upload_repo(rt, req, &g, &repo))
 			lfs_error(req, 404, "Repository not found");
 		else
-			mirror__lfs_put(rt, req, &repo, g.oid, g.op == OP_LFS_PART ? g.part : 0);
+			rt->fronts->lfs_put(rt, req, &repo, g.oid, g.op == OP_LFS_PART ? g.part : 0);
 	} else if (g.op == OP_LFS_COMPLETE) {
 		if (!upload_repo(rt, req, &g, &repo))
 			lfs_error(req, 404, "Repository not found");
 		else
-			mirror__lfs_complete(rt, req, &repo, g.oid);
+			rt->fronts->lfs_complete(rt, req, &repo, g.oid);
 	} else if (!find_repo(rt, req, &g, &repo)) {
 		if (challenge_anonymous(rt, req, &g))
 			; /* answered */
@@ -611,7 +611,7 @@ int mirror__route_git(struct mirror_routes *rt, struct httpd_req *req, const cha
 	} else if (!strcmp(method, "POST")) {
 		char *who = NULL;
 		if (mirror__write_gate(rt, req, repo.type, repo.name, &who))
-			mirror__lfs_verify(rt, req, &repo, g.oid);
+			rt->fronts->lfs_verify(rt, req, &repo, g.oid);
 		free(who);
 	} else {
 		int64_t size = -1;

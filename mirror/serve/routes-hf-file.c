@@ -33,7 +33,7 @@
 
 /* ---- D, E: resolve and raw ------------------------------------------------------------------------ */
 
-void hf__file(struct hfreq *h, const char *rev, const char *path, bool raw)
+void mirror__hf_file(struct mirror__hf_req *h, const char *rev, const char *path, bool raw)
 {
 	struct catalog_entry e;
 	struct httpd_req *req = h->req;
@@ -42,7 +42,7 @@ void hf__file(struct hfreq *h, const char *rev, const char *path, bool raw)
 	int64_t a = 0, b = -1;
 	int rr, r;
 
-	if (hf__resolve_how(h, rev, true))
+	if (mirror__hf_resolve_how(h, rev, true))
 		return;
 	if (!path || path_check_str(path)) {
 		mirror__hf_error(req, 404, "EntryNotFound", "Entry not found", h->snap.commit);
@@ -69,7 +69,7 @@ void hf__file(struct hfreq *h, const char *rev, const char *path, bool raw)
 	if (raw && e.lfs_oid[0]) {
 		/* the git blob of an LFS file is its pointer; Range applies to it like to any file */
 		char ptr[256];
-		size_t n = hf__lfs_pointer(&e, ptr, sizeof(ptr));
+		size_t n = mirror__hf_lfs_pointer(&e, ptr, sizeof(ptr));
 		snprintf(etag, sizeof(etag), "\"%s\"", e.git_oid);
 		httpd_add_header(req, "ETag", etag);
 		httpd_add_header(req, "Accept-Ranges", "bytes");

@@ -19,7 +19,7 @@
 #define TREE_PAGE 1000  /* entries in a page of a tree listing */
 
 /* One request to the Hugging Face API: its repo, resolved on demand. */
-struct hfreq {
+struct mirror__hf_req {
 	struct mirror_routes *rt;
 	struct httpd_req *req;
 	const char *type;       /* "model" | "dataset" */
@@ -31,25 +31,25 @@ struct hfreq {
 
 /* ---- routes-hf.c ---- */
 
-bool hf__query_bool(const struct httpd_req *req, const char *name);
+bool mirror__hf_query_bool(const struct httpd_req *req, const char *name);
 /* The Git LFS pointer of an entry, into out (cap bytes); its length. */
-size_t hf__lfs_pointer(const struct catalog_entry *e, char *out, size_t cap);
+size_t mirror__hf_lfs_pointer(const struct catalog_entry *e, char *out, size_t cap);
 /* A file's and a folder's entry as the tree and paths-info list them. */
-json_t *hf__file_json(const struct catalog_entry *e, const struct catalog_snapshot *snap, bool expand);
-json_t *hf__dir_json(const char *path, const struct catalog_snapshot *snap);
+json_t *mirror__hf_file_json(const struct catalog_entry *e, const struct catalog_snapshot *snap, bool expand);
+json_t *mirror__hf_dir_json(const char *path, const struct catalog_snapshot *snap);
 /* Resolve h's repo at rev (NULL: its default) into h->snap, or answer (and return nonzero); lite
  * skips what only an info answer needs. */
-int hf__resolve_how(struct hfreq *h, const char *rev, bool lite);
-int hf__resolve(struct hfreq *h, const char *rev);
+int mirror__hf_resolve_how(struct mirror__hf_req *h, const char *rev, bool lite);
+int mirror__hf_resolve(struct mirror__hf_req *h, const char *rev);
 
 /* ---- routes-hf-tree.c ---- */
 
-void hf__tree(struct hfreq *h, const char *rev, const char *rev_raw, const char *subpath);
-void hf__paths_info(struct hfreq *h, const char *rev);
-void hf__treesize(struct hfreq *h, const char *rev, const char *subpath);
+void mirror__hf_tree(struct mirror__hf_req *h, const char *rev, const char *rev_raw, const char *subpath);
+void mirror__hf_paths_info(struct mirror__hf_req *h, const char *rev);
+void mirror__hf_treesize(struct mirror__hf_req *h, const char *rev, const char *subpath);
 
 /* ---- routes-hf-file.c ---- */
 
-void hf__file(struct hfreq *h, const char *rev, const char *path, bool raw);
+void mirror__hf_file(struct mirror__hf_req *h, const char *rev, const char *path, bool raw);
 
 #endif

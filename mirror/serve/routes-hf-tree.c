@@ -58,7 +58,7 @@ static void tree_dirs(struct tree_ctx *t, const char *path)
 		if (t->prev && strlen(t->prev) > n && !strncmp(t->prev, path, n) && t->prev[n] == '/')
 			continue;
 		d = xstrndup(path, n);
-		json_array_append_new(t->arr, hf__dir_json(d, t->snap));
+		json_array_append_new(t->arr, mirror__hf_dir_json(d, t->snap));
 		free(d);
 	}
 }
@@ -76,7 +76,7 @@ static int tree_cb(void *ud, const struct catalog_entry *e)
 			return 1;
 		}
 		tree_dirs(t, e->path);
-		json_array_append_new(t->arr, hf__file_json(e, t->snap, t->expand));
+		json_array_append_new(t->arr, mirror__hf_file_json(e, t->snap, t->expand));
 		free(t->prev);
 		t->prev = xstrdup(e->path);
 		free(t->cursor);
@@ -94,7 +94,7 @@ static int tree_cb(void *ud, const struct catalog_entry *e)
 		}
 		free(t->last_dir);
 		t->last_dir = xstrndup(e->path, n);
-		json_array_append_new(t->arr, hf__dir_json(t->last_dir, t->snap));
+		json_array_append_new(t->arr, mirror__hf_dir_json(t->last_dir, t->snap));
 		free(t->cursor);
 		t->cursor = xasprintf("%s/\xff", t->last_dir); /* sorts after everything in it */
 	} else {
@@ -102,7 +102,7 @@ static int tree_cb(void *ud, const struct catalog_entry *e)
 			t->more = true;
 			return 1;
 		}
-		json_array_append_new(t->arr, hf__file_json(e, t->snap, t->expand));
+		json_array_append_new(t->arr, mirror__hf_file_json(e, t->snap, t->expand));
 		free(t->cursor);
 		t->cursor = xstrdup(e->path);
 	}
@@ -188,7 +188,7 @@ static void tree_release(struct mirror__job *job)
 	free(tj);
 }
 
-void hf__tree(struct hfreq *h, const char *rev, const char *rev_raw, const char *subpath)
+void mirror__hf_tree(struct mirror__hf_req *h, const char *rev, const char *rev_raw, const char *subpath)
 {
 	struct tree_job *tj;
 	char *limit_s = httpd_query_param(h->req, "limit");
@@ -198,7 +198,7 @@ void hf__tree(struct hfreq *h, const char *rev, const char *rev_raw, const char 
 	free(limit_s);
 	if (limit < 1 || limit > TREE_PAGE)
 		limit = TREE_PAGE;
-	if (hf__resolve(h, rev))
+	if (mirror__hf_resolve(h, rev))
 		return;
 	tj = xcalloc(1, sizeof(*tj));
 	tj->j.build = tree_build;
@@ -213,8 +213,8 @@ void hf__tree(struct hfreq *h, const char *rev, const char *rev_raw, const char 
 	tj->cursor = httpd_query_param(h->req, "cursor");
 	tj->base = mirror__self_base(h->req);
 	tj->limit = limit;
-	tj->recursive = hf__query_bool(h->req, "recursive");
-	tj->expand = hf__query_bool(h->req, "expand");
+	tj->recursive = mirror__hf_query_bool(h->req, "recursive");
+	tj->expand = mirror__hf_query_bool(h->req, "expand");
 	mirror__hf_cors(h->req);
 	mirror__defer(h->rt, h->req, &tj->j);
 }
@@ -286,7 +286,7 @@ static void paths_build(struct mirror__job *job, struct catalog *cat)
 		bool any = false;
 
 		if (!catalog_snapshot_file(cat, pj->snap.id, path, &e)) {
-			json_array_append_new(out, hf__file_json(&e, &pj->snap, pj->expand));
+			json_array_append_new(out, mirror__hf_file_json(&e, &pj->snap, pj->expand));
 			catalog_entry_release(&e);
 			continue;
 		}
@@ -294,7 +294,7 @@ static void paths_build(struct mirror__job *job, struct catalog *cat)
 		catalog_snapshot_walk(cat, pj->snap.id, prefix, NULL, 1, any_cb, &any);
 		free(prefix);
 		if (any)
-			json_array_append_new(out, hf__dir_json(path, &pj->snap));
+			json_array_append_new(out, mirror__hf_dir_json(path, &pj->snap));
 	}
 	job->status = 200;
 	job->body = out;
@@ -306,7 +306,7 @@ static void paths_release(struct mirror__job *job)
 	free(job);
 }
 
-void hf__paths_info(struct hfreq *h, const char *rev)
+void mirror__hf_paths_info(struct mirror__hf_req *h, const char *rev)
 {
 	size_t blen;
 	const char *body = httpd_body(h->req, &blen);
@@ -315,7 +315,7 @@ void hf__paths_info(struct hfreq *h, const char *rev)
 	json_t *all, *p;
 	size_t i;
 
-	if (hf__resolve(h, rev))
+	if (mirror__hf_resolve(h, rev))
 		return;
 	pj = xcalloc(1, sizeof(*pj));
 	pj->j.build = paths_build;
@@ -370,11 +370,11 @@ static void size_release(struct mirror__job *job)
 	free(job);
 }
 
-void hf__treesize(struct hfreq *h, const char *rev, const char *subpath)
+void mirror__hf_treesize(struct mirror__hf_req *h, const char *rev, const char *subpath)
 {
 	struct size_job *sj;
 
-	if (hf__resolve(h, rev))
+	if (mirror__hf_resolve(h, rev))
 		return;
 	sj = xcalloc(1, sizeof(*sj));
 	sj->j.build = size_build;

@@ -45,7 +45,7 @@ static char *take_revision(const struct hf_path *s, size_t i, size_t *used)
 	return hf_take_revision(s->v, s->n, i, used);
 }
 
-bool hf__query_bool(const struct httpd_req *req, const char *name)
+bool mirror__hf_query_bool(const struct httpd_req *req, const char *name)
 {
 	char *v = httpd_query_param(req, name);
 	bool on = v && (!strcasecmp(v, "true") || !strcmp(v, "1"));
@@ -65,7 +65,7 @@ static char *iso_time(int64_t t)
 	return xstrdup(b);
 }
 
-size_t hf__lfs_pointer(const struct catalog_entry *e, char *out, size_t cap)
+size_t mirror__hf_lfs_pointer(const struct catalog_entry *e, char *out, size_t cap)
 {
 	int n = snprintf(out, cap, "version https://git-lfs.github.com/spec/v1\noid sha256:%s\nsize %" PRId64 "\n",
 			 e->lfs_oid, e->size);
@@ -84,14 +84,14 @@ static void dir_oid(const char *commit, const char *path, char out[41])
 	free(s);
 }
 
-json_t *hf__file_json(const struct catalog_entry *e, const struct catalog_snapshot *snap, bool expand)
+json_t *mirror__hf_file_json(const struct catalog_entry *e, const struct catalog_snapshot *snap, bool expand)
 {
 	json_t *o = json_pack("{s:s, s:s, s:I, s:s}", "type", "file", "oid", e->git_oid[0] ? e->git_oid : e->sha256,
 			      "size", (json_int_t)e->size, "path", e->path);
 	if (e->lfs_oid[0]) {
 		char ptr[256];
 		json_object_set_new(o, "lfs", json_pack("{s:s, s:I, s:I}", "oid", e->lfs_oid, "size", (json_int_t)e->size,
-							 "pointerSize", (json_int_t)hf__lfs_pointer(e, ptr, sizeof(ptr))));
+							 "pointerSize", (json_int_t)mirror__hf_lfs_pointer(e, ptr, sizeof(ptr))));
 	}
 	if (expand) {
 		char *d = iso_time(snap->synced_at);
@@ -102,7 +102,7 @@ json_t *hf__file_json(const struct catalog_entry *e, const struct catalog_snapsh
 	return o;
 }
 
-json_t *hf__dir_json(const char *path, const struct catalog_snapshot *snap)
+json_t *mirror__hf_dir_json(const char *path, const struct catalog_snapshot *snap)
 {
 	char oid[41];
 
@@ -113,7 +113,7 @@ json_t *hf__dir_json(const char *path, const struct catalog_snapshot *snap)
 /* ---- the request context ------------------------------------------------------------------------- */
 
 
-static void hfreq_release(struct hfreq *h)
+static void hfreq_release(struct mirror__hf_req *h)
 {
 	free(h->name);
 	if (h->repo_loaded)
@@ -123,7 +123,7 @@ static void hfreq_release(struct hfreq *h)
 /* A repo the catalog tracks but never got, because upstream refused the mirror: answer as the Hub
  * answers a client that may not read it, so clients raise what they would upstream (GatedRepoError,
  * DisabledRepoError, RepositoryNotFoundError), not RevisionNotFoundError. true when it answered. */
-static bool hf_refused(struct hfreq *h)
+static bool hf_refused(struct mirror__hf_req *h)
 {
 	struct catalog_repo r = { 0 };
 	bool answered = true;
@@ -153,7 +153,7 @@ static bool hf_refused(struct hfreq *h)
 }
 
 /* Resolve h->name at rev; on failure answer the Hub's error and return non-zero. */
-int hf__resolve_how(struct hfreq *h, const char *rev, bool lite)
+int mirror__hf_resolve_how(struct mirror__hf_req *h, const char *rev, bool lite)
 {
 	bool found = false;
 	int r = (lite ? catalog_resolve_lite : catalog_resolve)(h->rt->data->catalog, "hf", h->type, h->name, rev,
@@ -200,9 +200,9 @@ int hf__resolve_how(struct hfreq *h, const char *rev, bool lite)
 
 /* Resolve h->name at rev with the full repo row (metadata answers); the file routes use the lite
  * lookup, which reads only what serving a file needs. */
-int hf__resolve(struct hfreq *h, const char *rev)
+int mirror__hf_resolve(struct mirror__hf_req *h, const char *rev)
 {
-	return hf__resolve_how(h, rev, false);
+	return mirror__hf_resolve_how(h, rev, false);
 }
 
 /* ---- A: repo info -------------------------------------------------------------------------------- */
@@ -224,7 +224,7 @@ static int sibling_cb(void *ud, const struct catalog_entry *e)
 			char ptr[256];
 			json_object_set_new(o, "lfs", json_pack("{s:I, s:s, s:I}", "size", (json_int_t)e->size,
 								 "sha256", e->lfs_oid, "pointerSize",
-								 (json_int_t)hf__lfs_pointer(e, ptr, sizeof(ptr))));
+								 (json_int_t)mirror__hf_lfs_pointer(e, ptr, sizeof(ptr))));
 		}
 	}
 	json_array_append_new(s->arr, o);
@@ -301,12 +301,12 @@ static void info_release(struct mirror__job *job)
 	free(job);
 }
 
-static void hf_info(struct hfreq *h, const char *rev)
+static void hf_info(struct mirror__hf_req *h, const char *rev)
 {
 	struct info_job *ij;
 	json_t *o, *card;
 
-	if (hf__resolve(h, rev))
+	if (mirror__hf_resolve(h, rev))
 		return;
 	o = repo_summary_json(&h->repo, h->type, h->snap.commit, h->snap.synced_at);
 	card = h->repo.card_data ? json_loads(h->repo.card_data, 0, NULL) : NULL;
@@ -320,7 +320,7 @@ static void hf_info(struct hfreq *h, const char *rev)
 	ij->j.release = info_release;
 	ij->o = o;
 	ij->snap_id = h->snap.id;
-	ij->blobs = hf__query_bool(h->req, "blobs");
+	ij->blobs = mirror__hf_query_bool(h->req, "blobs");
 	mirror__hf_cors(h->req);
 	mirror__defer(h->rt, h->req, &ij->j);
 }
@@ -349,12 +349,12 @@ static int refs_cb(void *ud, const char *name, const char *kind, const char *com
 	return 0;
 }
 
-static void hf_refs(struct hfreq *h)
+static void hf_refs(struct mirror__hf_req *h)
 {
 	struct refs_ctx r = { json_array(), json_array(), json_array(), json_array() };
 	json_t *o;
 
-	if (hf__resolve(h, NULL)) {
+	if (mirror__hf_resolve(h, NULL)) {
 		json_decref(r.branches);
 		json_decref(r.tags);
 		json_decref(r.prs);
@@ -363,7 +363,7 @@ static void hf_refs(struct hfreq *h)
 	}
 	catalog_refs_each(h->rt->data->catalog, h->repo.id, refs_cb, &r);
 	o = json_pack("{s:o, s:o, s:o}", "branches", r.branches, "converts", r.converts, "tags", r.tags);
-	if (hf__query_bool(h->req, "include_prs"))
+	if (mirror__hf_query_bool(h->req, "include_prs"))
 		json_object_set_new(o, "pullRequests", r.prs);
 	else
 		json_decref(r.prs);
@@ -373,7 +373,7 @@ static void hf_refs(struct hfreq *h)
 
 /* A local repo's history from rev back (the mirror's own commits, with their parents): the 100
  * newest, as list_repo_commits reads them. */
-static json_t *local_history(struct hfreq *h)
+static json_t *local_history(struct mirror__hf_req *h)
 {
 	json_t *a = json_array();
 	char *id = xstrdup(h->snap.commit);
@@ -400,12 +400,12 @@ static json_t *local_history(struct hfreq *h)
 	return a;
 }
 
-static void hf_commits(struct hfreq *h, const char *rev)
+static void hf_commits(struct mirror__hf_req *h, const char *rev)
 {
 	char *d;
 	json_t *a;
 
-	if (hf__resolve(h, rev))
+	if (mirror__hf_resolve(h, rev))
 		return;
 	if (h->repo.local) {
 		mirror__hf_cors(h->req);
@@ -539,7 +539,7 @@ static const char *const file_keywords[] = { "resolve", "raw", NULL };
 
 static int route_api(struct mirror_routes *rt, struct httpd_req *req, const struct hf_path *s)
 {
-	struct hfreq h = { .rt = rt, .req = req };
+	struct mirror__hf_req h = { .rt = rt, .req = req };
 	const char *method = httpd_method(req);
 	size_t i = 2, used;
 	char *rev = NULL, *sub = NULL;
@@ -582,13 +582,13 @@ static int route_api(struct mirror_routes *rt, struct httpd_req *req, const stru
 			mirror__hf_error(req, 400, NULL, "bad path", NULL);
 		else {
 			char *rev_enc = hub_url_escape(rev, false); /* refs/pr/1 sent raw goes back encoded */
-			hf__tree(&h, rev, rev_enc, sub);
+			mirror__hf_tree(&h, rev, rev_enc, sub);
 			free(rev_enc);
 		}
 	} else if (!strcmp(s->v[i], "paths-info") && i + 1 < s->n && !strcmp(method, "POST")) {
 		rev = hf_join_decoded(s->v, s->n, i + 1);
 		if (rev)
-			hf__paths_info(&h, rev);
+			mirror__hf_paths_info(&h, rev);
 	} else if (!strcmp(s->v[i], "refs") && i + 1 == s->n) {
 		hf_refs(&h);
 	} else if (!strcmp(s->v[i], "commits") && (rev = take_revision(s, i + 1, &used))) {
@@ -598,12 +598,12 @@ static int route_api(struct mirror_routes *rt, struct httpd_req *req, const stru
 		if (i + 1 + used < s->n && (!sub || path_check_str(sub)))
 			mirror__hf_error(req, 400, NULL, "bad path", NULL);
 		else
-			hf__treesize(&h, rev, i + 1 + used < s->n ? sub : NULL);
+			mirror__hf_treesize(&h, rev, i + 1 + used < s->n ? sub : NULL);
 	} else if ((((!strcmp(s->v[i], "preupload") || !strcmp(s->v[i], "commit")) && !strcmp(method, "POST")) ||
 		    ((!strcmp(s->v[i], "branch") || !strcmp(s->v[i], "tag")) &&
 		     (!strcmp(method, "POST") || !strcmp(method, "DELETE")))) &&
 		   i + 1 < s->n && (rev = hf_join_decoded(s->v, s->n, i + 1))) {
-		mirror__hf_write(rt, req, h.type, h.name, s->v[i], rev);
+		rt->fronts->hf_write(rt, req, h.type, h.name, s->v[i], rev);
 	} else if (!strcmp(s->v[i], "xet-read-token")) {
 		/* Never Xet: clients that ask get a plain 404 and stay on HTTP. */
 		mirror__hf_error(req, 404, NULL, "Xet is not served by this mirror", NULL);
@@ -625,7 +625,7 @@ static int route_api(struct mirror_routes *rt, struct httpd_req *req, const stru
 
 static int route_file(struct mirror_routes *rt, struct httpd_req *req, const struct hf_path *s)
 {
-	struct hfreq h = { .rt = rt, .req = req, .type = "model" };
+	struct mirror__hf_req h = { .rt = rt, .req = req, .type = "model" };
 	size_t i = 0, used;
 	bool raw;
 	char *rev = NULL, *path = NULL;
@@ -652,7 +652,7 @@ static int route_file(struct mirror_routes *rt, struct httpd_req *req, const str
 	if (!rev || !path)
 		mirror__hf_error(req, 400, NULL, "bad revision or path", NULL);
 	else
-		hf__file(&h, rev, path, raw);
+		mirror__hf_file(&h, rev, path, raw);
 	free(rev);
 	free(path);
 	hfreq_release(&h);

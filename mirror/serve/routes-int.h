@@ -26,6 +26,11 @@ struct route_count {
 
 struct mirror_access;
 struct mirror__s3;
+struct mirror__fronts;
+struct hf_lfs_batch;
+struct mirror__swarm;
+struct p2p_tracker_stats;
+struct catalog_repo;
 
 struct mirror_routes {
 	struct mirror_data *data;
@@ -33,21 +38,11 @@ struct mirror_routes {
 	struct httpd *httpd;
 	struct route_count *counts;   /* requests by (route, status), for /metrics */
 	size_t ncounts;
-	struct p2p_tracker *tracker;      /* the swarm's tracker (routes-p2p.c), owned */
-	int64_t tracker_swept;        /* when its peers were last expired (monotonic seconds) */
+	struct mirror__swarm *swarm;  /* the swarm front's tracker and fill slots (routes-p2p.c), owned */
 	struct mirror_seeder *seeder; /* the mirror's own BitTorrent seed, borrowed; NULL: none */
 	unsigned char p2p_key[32];    /* the data directory's key for capabilities (access.h) */
 	bool have_p2p_key;            /* loaded: with tokens on, guarded repos get keyed torrents */
 	int search_budget_ms;         /* the longest one catalog search may hold a worker */
-	/* Agents' fill requests in a swarm (routes-p2p.c, "X-Hubmirror-Fill: swarm"): the ranges served
-	 * lately, by a hash of torrent, path and range, so the next agent asking is told to take those
-	 * bytes from a peer (409) instead of having the mirror send them again */
-#define MIRROR_FILL_SLOTS 4096
-	struct mirror_fill_slot {
-		uint64_t key;
-		int64_t at_ms;
-	} fill_slots[MIRROR_FILL_SLOTS];
-	uint64_t fill_deduped;        /* fill requests answered 409 */
 	/* the workers' catalog connections (defer.c): idle ones, as many as ever ran at once */
 #define MIRROR_POOL 8
 	pthread_mutex_t pool_mu;
@@ -72,6 +67,34 @@ struct mirror_routes {
 	int64_t spool_promised;       /* ... and what their Content-Lengths say is still to come */
 	uint64_t spool_refused;       /* bodies refused for a bound (/metrics) */
 	struct mirror__s3 *s3;        /* the S3 front's keys and host name (routes-s3.c), owned */
+	const struct mirror__fronts *fronts; /* routes.c's table of what one front asks of another */
+};
+
+/* What one front asks of another: a table of pointers routes.c fills (mirror_routes_new), so that a
+ * front calls the floor or this table, never another front's functions (t0002's lint); routes.c, the
+ * map, is the one place that knows the fronts. Each pointer is the function of the same name below. */
+struct mirror__fronts {
+	/* the catalog API's swarm of a snapshot, the swarm's counters for /metrics (routes-p2p.c) */
+	json_t *(*swarm_json)(struct mirror_routes *rt, int64_t snapshot_id, const struct catalog_repo *repo,
+			      const char *base);
+	void (*swarm_stats)(const struct mirror_routes *rt, struct p2p_tracker_stats *ts, uint64_t *fill_deduped);
+	/* the Hub API's writes under the hf front's paths (routes-upload.c), and the commit (routes-commit.c) */
+	void (*hf_write)(struct mirror_routes *rt, struct httpd_req *req, const char *type, const char *name,
+			 const char *action, const char *rev);
+	void (*hf_commit)(struct mirror_routes *rt, struct httpd_req *req, const struct catalog_repo *repo,
+			  const char *rev, const char *who);
+	/* Git LFS uploads under git's paths (routes-lfs.c), and git's grammar of an LFS object's URL
+	 * (routes-git.c) */
+	json_t *(*lfs_upload_batch)(struct mirror_routes *rt, struct httpd_req *req, const char *repo_path,
+				    const struct catalog_repo *repo, const struct hf_lfs_batch *b);
+	void (*lfs_put)(struct mirror_routes *rt, struct httpd_req *req, const struct catalog_repo *repo,
+			const char *oid, int part);
+	void (*lfs_complete)(struct mirror_routes *rt, struct httpd_req *req, const struct catalog_repo *repo,
+			     const char *oid);
+	void (*lfs_verify)(struct mirror_routes *rt, struct httpd_req *req, const struct catalog_repo *repo,
+			   const char *oid);
+	bool (*upload_url_ok)(struct mirror_routes *rt, const struct httpd_req *req);
+	bool (*git_lfs_object)(const char *path, char **type, char **name, char **oid, int *part);
 };
 
 /*
@@ -105,6 +128,12 @@ int mirror__route_preheat(struct mirror_routes *rt, struct httpd_req *req, const
 struct catalog_repo;
 json_t *mirror__swarm_json(struct mirror_routes *rt, int64_t snapshot_id, const struct catalog_repo *repo,
 			   const char *base);
+/* The tracker's counters, and the fill requests answered 409. */
+void mirror__swarm_stats(const struct mirror_routes *rt, struct p2p_tracker_stats *ts, uint64_t *fill_deduped);
+/* The swarm front's part of the routes (rt->swarm): the tracker, when it was swept, the fill slots;
+ * mirror_routes_new makes it, mirror_routes_free frees it. */
+struct mirror__swarm *mirror__swarm_new(void);
+void mirror__swarm_free(struct mirror__swarm **sw);
 /* mirror_seeder_set_held's question (ud: the routes): do peers other than the mirror's own seed hold
  * the swarm of the torrent with v1 hash btih or v2 hash btmh now? */
 bool mirror__swarm_held(void *ud, const char *btih, const char *btmh);
@@ -132,13 +161,16 @@ int mirror__route_git(struct mirror_routes *rt, struct httpd_req *req, const cha
 /* Catalog browsing API (routes-catalog.c); the JSON shape of a repo is mirror/repojson.h's. */
 int mirror__route_catalog(struct mirror_routes *rt, struct httpd_req *req, const char *rest, const char *arg);
 int mirror__route_admin(struct mirror_routes *rt, struct httpd_req *req, const char *rest, const char *arg);
+/* The admin API's gate (GATE_ADMIN): on, and the admin token given? Else the refusal is answered. */
+bool mirror__admin_gate(const struct mirror_routes *rt, struct httpd_req *req);
 
 /* Route req again from the start (an answer that had to wait for an on-demand listing). */
 int mirror__dispatch(struct mirror_routes *rt, struct httpd_req *req);
 
-/* routes-requests.c: /api/catalog/requests, and the admin's decision (POST /api/admin/requests/{id}) */
-void mirror__route_requests(struct mirror_routes *rt, struct httpd_req *req);
-void mirror__admin_decide(struct mirror_routes *rt, struct httpd_req *req, const char *id);
+/* routes-requests.c: /api/catalog/requests, and the admin's decision (POST /api/admin/requests/{id}: rest
+ * is the id; it passes any other method, which the admin API answers). */
+int mirror__route_requests(struct mirror_routes *rt, struct httpd_req *req, const char *rest, const char *arg);
+int mirror__route_decide(struct mirror_routes *rt, struct httpd_req *req, const char *rest, const char *arg);
 struct catalog_request;
 json_t *mirror__request_json(const struct catalog_request *q, bool full);
 

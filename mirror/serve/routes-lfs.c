@@ -223,7 +223,7 @@ bool mirror__upload_url_ok(struct mirror_routes *rt, const struct httpd_req *req
 	char *type = NULL, *name = NULL, *oid = NULL;
 	int part;
 	bool ok = (!strcmp(httpd_method(req), "PUT") || !strcmp(httpd_method(req), "POST")) &&
-		  mirror__git_lfs_object(httpd_path(req), &type, &name, &oid, &part) &&
+		  rt->fronts->git_lfs_object(httpd_path(req), &type, &name, &oid, &part) &&
 		  (part != 0 || !strcmp(httpd_method(req), "PUT")) && upload_cap_ok(rt, req, type, name, oid, NULL, NULL);
 
 	free(type);
@@ -434,7 +434,7 @@ static struct object_sink *object_claim(struct mirror_routes *rt, struct httpd_r
 	s->head.kind = MIRROR__SINK_OBJECT;
 	s->head.abandon = object_abandon;
 	s->fd = -1;
-	if (!mirror__git_lfs_object(httpd_path(r), &type, &name, &oid, &part) || part < 0) {
+	if (!rt->fronts->git_lfs_object(httpd_path(r), &type, &name, &oid, &part) || part < 0) {
 		free(type);
 		free(name);
 		free(oid);

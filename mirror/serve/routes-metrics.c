@@ -104,8 +104,9 @@ static void http_part(struct mirror_routes *rt, struct buf *b)
 static void swarm_part(struct mirror_routes *rt, struct buf *b)
 {
 	struct p2p_tracker_stats ts;
+	uint64_t deduped = 0;
 
-	p2p_tracker_stats(rt->tracker, &ts);
+	rt->fronts->swarm_stats(rt, &ts, &deduped);
 	head(b, "hubmirror_tracker_announces_total", "counter", "Announces the swarm's tracker answered.");
 	buf_addf(b, "hubmirror_tracker_announces_total %llu\n", (unsigned long long)ts.announces);
 	head(b, "hubmirror_tracker_torrents", "gauge", "Swarms with live peers (v1 and truncated v2 hashes count apart).");
@@ -129,7 +130,7 @@ static void swarm_part(struct mirror_routes *rt, struct buf *b)
 	head(b, "hubmirror_webseed_bytes_total", "counter", "Bytes the mirror sent to the swarm as its web seed (headers included).");
 	buf_addf(b, "hubmirror_webseed_bytes_total %llu\n", (unsigned long long)mirror__route_bytes(rt, "webseed"));
 	head(b, "hubmirror_webseed_fill_deduped_total", "counter", "Agents' fill requests answered 409: another agent had just fetched those bytes (take them from the swarm).");
-	buf_addf(b, "hubmirror_webseed_fill_deduped_total %llu\n", (unsigned long long)rt->fill_deduped);
+	buf_addf(b, "hubmirror_webseed_fill_deduped_total %llu\n", (unsigned long long)deduped);
 }
 
 /* Sync history and store totals (the totals count every file of the catalog). */

@@ -71,6 +71,44 @@ static void plain(struct httpd_req *req, int status, const char *msg)
  * its place in the swarms, which agents and held swarms tell apart by it). */
 #define SELF_PEER_ID "-HM0001-hubmirrorsee"
 
+/* The swarm front's own part of the routes (rt->swarm). */
+#define FILL_SLOTS 4096
+struct mirror__swarm {
+	struct p2p_tracker *tracker;  /* the swarm's tracker */
+	int64_t swept;                /* when its peers were last expired (monotonic seconds) */
+	/* Agents' fill requests in a swarm ("X-Hubmirror-Fill: swarm"): the ranges served lately, by a
+	 * hash of torrent, path and range, so the next agent asking is told to take those bytes from a
+	 * peer (409) instead of having the mirror send them again */
+	struct fill_slot {
+		uint64_t key;
+		int64_t at_ms;
+	} fill_slots[FILL_SLOTS];
+	uint64_t fill_deduped;        /* fill requests answered 409 */
+};
+
+struct mirror__swarm *mirror__swarm_new(void)
+{
+	struct mirror__swarm *sw = xcalloc(1, sizeof(*sw));
+
+	sw->tracker = p2p_tracker_new(NULL);
+	return sw;
+}
+
+void mirror__swarm_free(struct mirror__swarm **sw)
+{
+	if (!sw || !*sw)
+		return;
+	p2p_tracker_free(&(*sw)->tracker);
+	free(*sw);
+	*sw = NULL;
+}
+
+void mirror__swarm_stats(const struct mirror_routes *rt, struct p2p_tracker_stats *ts, uint64_t *fill_deduped)
+{
+	p2p_tracker_stats(rt->swarm->tracker, ts);
+	*fill_deduped = rt->swarm->fill_deduped;
+}
+
 /* The mirror seeds this torrent: put its seed in the swarm the peer announced (v1 or truncated v2
  * hash), at the address the peer reached us on, so the answer can name it. Refreshed by every
  * announce, so it lives as long as the swarm does. */
@@ -95,7 +133,7 @@ static void announce_self(struct mirror_routes *rt, struct httpd_req *req, const
 	me.event = P2P_TRACKER_EVENT_NONE;
 	me.numwant = 0;
 	buf_init(&ignored);
-	p2p_tracker_announce(rt->tracker, &me, (const struct sockaddr *)&ss, now, &ignored);
+	p2p_tracker_announce(rt->swarm->tracker, &me, (const struct sockaddr *)&ss, now, &ignored);
 	buf_release(&ignored);
 }
 
@@ -108,14 +146,14 @@ static void announce_end(struct mirror_routes *rt, struct httpd_req *req, const 
 	struct buf out;
 
 	buf_init(&out);
-	if (now - rt->tracker_swept >= 30) {
-		p2p_tracker_expire(rt->tracker, now);
-		rt->tracker_swept = now;
+	if (now - rt->swarm->swept >= 30) {
+		p2p_tracker_expire(rt->swarm->tracker, now);
+		rt->swarm->swept = now;
 	}
 	if (rt->seeder && mirror_seeder_has(rt->seeder, btih))
 		announce_self(rt, req, a, now);
 	/* on a refusal (a limit) the body says why: sent all the same */
-	p2p_tracker_announce(rt->tracker, a, (const struct sockaddr *)ss, now, &out);
+	p2p_tracker_announce(rt->swarm->tracker, a, (const struct sockaddr *)ss, now, &out);
 	httpd_add_header(req, "Cache-Control", "no-store");
 	httpd_respond(req, 200, "text/plain", out.data, out.len);
 	buf_release(&out);
@@ -252,14 +290,14 @@ send:
 bool mirror__swarm_held(void *ud, const char *btih, const char *btmh)
 {
 	struct mirror_routes *rt = ud;
+	struct p2p_tracker *tr = rt->swarm->tracker;
 	unsigned char v1[20], v2[20];
 	int64_t now = mono_seconds();
 
 	/* a hybrid torrent's peers announce either hash (libtorrent: both) */
-	return (!hex_decode(btih, v1, 20) && p2p_tracker_swarm_others(rt->tracker, v1, (const unsigned char *)SELF_PEER_ID,
-								       now) > 0) ||
+	return (!hex_decode(btih, v1, 20) && p2p_tracker_swarm_others(tr, v1, (const unsigned char *)SELF_PEER_ID, now) > 0) ||
 	       (strlen(btmh) >= 40 && !hex_decode(btmh, v2, 20) &&
-		p2p_tracker_swarm_others(rt->tracker, v2, (const unsigned char *)SELF_PEER_ID, now) > 0);
+		p2p_tracker_swarm_others(tr, v2, (const unsigned char *)SELF_PEER_ID, now) > 0);
 }
 
 /* ---- the torrent of a repo ------------------------------------------------------------------------ */
@@ -586,7 +624,7 @@ static bool fill_taken(struct mirror_routes *rt, const struct httpd_req *req, co
 {
 	const char *mode = httpd_header(req, "X-Hubmirror-Fill"), *range = httpd_header(req, "Range");
 	uint64_t key = 14695981039346656037ull;
-	struct mirror_fill_slot *slot;
+	struct fill_slot *slot;
 	int64_t now = mono_ms();
 
 	if (!mode || strcmp(mode, "swarm") || !range)
@@ -594,9 +632,9 @@ static bool fill_taken(struct mirror_routes *rt, const struct httpd_req *req, co
 	key = fnv1a(key, btih, strlen(btih) + 1);
 	key = fnv1a(key, path, strlen(path) + 1);
 	key = fnv1a(key, range, strlen(range));
-	slot = &rt->fill_slots[key % MIRROR_FILL_SLOTS];
+	slot = &rt->swarm->fill_slots[key % FILL_SLOTS];
 	if (slot->key == key && now - slot->at_ms < FILL_TAKEN_MS) {
-		rt->fill_deduped++;
+		rt->swarm->fill_deduped++;
 		return true;
 	}
 	slot->key = key;
@@ -704,8 +742,8 @@ json_t *mirror__swarm_json(struct mirror_routes *rt, int64_t snapshot_id, const 
 		return json_null();
 	/* libtorrent announces the v1 hash and the truncated v2 hash as two swarms of the same peers;
 	 * v1-only clients the first only: the larger count of each is the swarm's */
-	p2p_tracker_swarm(rt->tracker, v1, &s1, &l1);
-	p2p_tracker_swarm(rt->tracker, v2, &s2, &l2);
+	p2p_tracker_swarm(rt->swarm->tracker, v1, &s1, &l1);
+	p2p_tracker_swarm(rt->swarm->tracker, v2, &s2, &l2);
 	return json_pack("{s:s, s:s, s:s++++++, s:I, s:I, s:I}", "btih", t.btih, "btmh", t.btmh,
 			 "torrent", base, "/api/p2p/torrent/", repo->hub, "/", repo->type, "/", repo->name,
 			 "piece_size", (json_int_t)t.piece_size, "seeders", (json_int_t)(s1 > s2 ? s1 : s2),

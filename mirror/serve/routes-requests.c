@@ -146,10 +146,12 @@ out:
 	json_decref(b);
 }
 
-void mirror__route_requests(struct mirror_routes *rt, struct httpd_req *req)
+int mirror__route_requests(struct mirror_routes *rt, struct httpd_req *req, const char *rest, const char *arg)
 {
 	const char *m = httpd_method(req);
 
+	(void)rest;
+	(void)arg;
 	if (!strcmp(m, "POST")) {
 		ask(rt, req);
 	} else if (!strcmp(m, "GET") || !strcmp(m, "HEAD")) {
@@ -169,9 +171,10 @@ void mirror__route_requests(struct mirror_routes *rt, struct httpd_req *req)
 	} else {
 		refuse_json(req, 405, "GET or POST");
 	}
+	return 0;
 }
 
-void mirror__admin_decide(struct mirror_routes *rt, struct httpd_req *req, const char *idtext)
+static void decide(struct mirror_routes *rt, struct httpd_req *req, const char *idtext)
 {
 	size_t len = 0;
 	const char *body = httpd_body(req, &len);
@@ -235,4 +238,13 @@ out:
 	catalog_request_release(&q);
 	free(spec);
 	json_decref(b);
+}
+
+int mirror__route_decide(struct mirror_routes *rt, struct httpd_req *req, const char *rest, const char *arg)
+{
+	(void)arg;
+	if (strcmp(httpd_method(req), "POST"))
+		return HTTPD_PASS; /* the admin API's own answer for what it has not */
+	decide(rt, req, rest);
+	return 0;
 }

@@ -334,7 +334,7 @@ void mirror__hf_write(struct mirror_routes *rt, struct httpd_req *req, const cha
 	if (!strcmp(action, "preupload"))
 		preupload(rt, req, type, name, rev);
 	else if (!strcmp(action, "commit"))
-		mirror__hf_commit(rt, req, &repo, rev, who);
+		rt->fronts->hf_commit(rt, req, &repo, rev, who);
 	else
 		hf_ref(rt, req, &repo, !strcmp(action, "tag"), rev, who);
 	catalog_repo_release(&repo);

@@ -46,13 +46,27 @@ static int route_healthz(struct mirror_routes *r, struct httpd_req *req, const c
 	return 0;
 }
 
+static const struct mirror__fronts fronts = {
+	.swarm_json = mirror__swarm_json,
+	.swarm_stats = mirror__swarm_stats,
+	.hf_write = mirror__hf_write,
+	.hf_commit = mirror__hf_commit,
+	.lfs_upload_batch = mirror__lfs_upload_batch,
+	.lfs_put = mirror__lfs_put,
+	.lfs_complete = mirror__lfs_complete,
+	.lfs_verify = mirror__lfs_verify,
+	.upload_url_ok = mirror__upload_url_ok,
+	.git_lfs_object = mirror__git_lfs_object,
+};
+
 struct mirror_routes *mirror_routes_new(struct mirror_data *d, const struct mirror_access *access)
 {
 	struct mirror_routes *r = xcalloc(1, sizeof(*r));
 
 	r->data = d;
 	r->access = access;
-	r->tracker = p2p_tracker_new(NULL);
+	r->swarm = mirror__swarm_new();
+	r->fronts = &fronts;
 	r->search_budget_ms = 100; /* docs/security.md: no search holds a worker for long */
 	mirror_routes_set_write_bounds(r, 0, 0);
 	pthread_mutex_init(&r->pool_mu, NULL);
@@ -75,9 +89,10 @@ struct mirror_routes *mirror_routes_new(struct mirror_data *d, const struct mirr
  * space). name labels the request in the access log and /metrics (a route may refine it). gate says
  * who may call it under --auth all: GATE_TOKEN a valid token; GATE_NONE anyone; GATE_CAPABILITY
  * anyone, because BitTorrent clients send no Authorization and the route checks the capability in
- * its URL. get_only: other methods get a 405.
+ * its URL; GATE_ADMIN the operator's admin token (the admin API's gate, whatever --auth says).
+ * get_only: other methods get a 405.
  */
-enum gate { GATE_TOKEN, GATE_NONE, GATE_CAPABILITY };
+enum gate { GATE_TOKEN, GATE_NONE, GATE_CAPABILITY, GATE_ADMIN };
 static const struct route {
 	const char *path;
 	mirror__route_fn fn;
@@ -94,7 +109,9 @@ static const struct route {
 	{ "/p2p/kseed/", mirror__route_kseed, NULL, "webseed", GATE_CAPABILITY, true, "hf" },
 	{ "/api/p2p/torrent/", mirror__route_torrent, NULL, "torrent", GATE_TOKEN, true, "hf" },
 	{ "/api/p2p/preheat", mirror__route_preheat, NULL, "preheat", GATE_TOKEN, true, "hf" },
+	{ "/api/catalog/requests", mirror__route_requests, NULL, "catalog_api", GATE_TOKEN, false, "hf" },
 	{ "/api/catalog/", mirror__route_catalog, NULL, "catalog_api", GATE_TOKEN, false, "hf" },
+	{ "/api/admin/requests/", mirror__route_decide, NULL, "admin", GATE_ADMIN, false, "hf" },
 	{ "/api/admin/", mirror__route_admin, NULL, "admin", GATE_NONE, false, "hf" }, /* its own token */
 	{ "/api/repos/", mirror__route_repos, NULL, "hf_repos", GATE_TOKEN, false, "hf" },
 	{ "/api/validate-yaml", mirror__route_validate_yaml, NULL, "hf_validate_yaml", GATE_TOKEN, false, "hf" },
@@ -115,6 +132,10 @@ static bool gate_open(struct mirror_routes *r, const struct route *e, struct htt
 	char buf[512];
 	const char *tok;
 
+	if (e->gate == GATE_ADMIN) {
+		httpd_set_route(req, e->name); /* a refusal is counted as the admin API's, as ever */
+		return mirror__admin_gate(r, req);
+	}
 	if (e->gate != GATE_TOKEN || !r->access || mirror_access_mode(r->access) != ACCESS_ALL ||
 	    !strcmp(httpd_method(req), "OPTIONS") || (r->nlocal && mirror__upload_url_ok(r, req)))
 		return true;
@@ -320,7 +341,7 @@ void mirror_routes_free(struct mirror_routes **r)
 	for (size_t i = 0; i < (*r)->npeer_mirrors; i++)
 		free((*r)->peer_mirrors[i]);
 	free((*r)->peer_mirrors);
-	p2p_tracker_free(&(*r)->tracker);
+	mirror__swarm_free(&(*r)->swarm);
 	free(*r);
 	*r = NULL;
 }

@@ -21,8 +21,8 @@ rule, one line each, and exits 1 if anything does.
                engine) uses a symbol another front's object defines: the fronts stand on the floor
                and call each other never (docs/ARCHITECTURE.md). Read with nm from the objects under
                $HM_BUILD; the on-demand engine's public mirror_ondemand_ API (ondemand.h) is a
-               service the fronts use, not a front's. FRONT_DEBT lists the calls the floor has not
-               taken in yet: it may only shrink, and an entry no longer true is an error too
+               service the fronts use, not a front's. What one front asks of another goes through
+               routes.c's table (struct mirror__fronts), which this cannot see and need not
 """
 import os
 import re
@@ -213,23 +213,6 @@ def long_functions(root):
                 start = None
 
 
-# The calls from one front into another that #48's floor has not taken in yet, (user, symbol). Remove
-# an entry when the call goes; add none.
-FRONT_DEBT = set((
-    ("routes-admin", "mirror__admin_decide"),
-    ("routes-catalog", "mirror__route_requests"),
-    ("routes-catalog", "mirror__swarm_json"),
-    ("routes-git", "mirror__lfs_complete"),
-    ("routes-git", "mirror__lfs_put"),
-    ("routes-git", "mirror__lfs_upload_batch"),
-    ("routes-git", "mirror__lfs_verify"),
-    ("routes-git", "mirror__upload_url_ok"),
-    ("routes-hf", "mirror__hf_write"),
-    ("routes-lfs", "mirror__git_lfs_object"),
-    ("routes-upload", "mirror__hf_commit"),
-))
-
-
 def front_of(obj):
     """The front an object of mirror/serve/ belongs to (routes-hf-tree.c.o: "hf"), or None."""
     name = os.path.basename(obj)[:-len(".c.o")]
@@ -264,17 +247,11 @@ def fronts(root):
                 defined[p[2]] = f
             elif len(p) == 2 and p[0] == "U":
                 used.setdefault(os.path.basename(o)[:-len(".c.o")], set()).add((f, p[1]))
-    seen = set()
     for user, syms in used.items():
         for f, sym in syms:
             to = defined.get(sym)
-            if to is None or to == f or sym.startswith("mirror_ondemand_"):
-                continue
-            seen.add((user, sym))
-            if (user, sym) not in FRONT_DEBT:
+            if to is not None and to != f and not sym.startswith("mirror_ondemand_"):
                 yield "mirror/serve/%s.c: the %s front uses %s of the %s front" % (user, f, sym, to)
-    for user, sym in sorted(FRONT_DEBT - seen):
-        yield "FRONT_DEBT: mirror/serve/%s.c no longer uses %s: remove the entry" % (user, sym)
 
 
 def main():
