@@ -16,6 +16,28 @@ struct httpd_body_sink;
 struct httpd_req;
 struct mirror_routes;
 
+/* The write floor's part of the routes (rt->write), which mirror_routes_new makes and mirror_routes_free
+ * frees: the local namespaces (serve --local) and their quotas (--local-quota: "NS=BYTES, ..."), the
+ * commit lock, the timer of new commits' torrents (armed once the loop is known). */
+struct mirror__write *mirror__write_new(void);
+void mirror__write_free(struct mirror__write **w);
+void mirror__write_set_local(struct mirror__write *w, const char *namespaces, const char *quota);
+void mirror__write_set_loop(struct mirror_routes *rt);
+/* Has the mirror local namespaces at all? */
+bool mirror__has_local(const struct mirror_routes *rt);
+/* Commits to local repos, one at a time (on a worker). */
+void mirror__commit_lock(struct mirror_routes *rt);
+void mirror__commit_unlock(struct mirror_routes *rt);
+
+/* The spool's part of the routes (rt->spool; spool.c): its bounds (serve --write-body-max, one commit's
+ * or push's body; --write-spool-max, all of them being received at once; 0: the defaults) and counts;
+ * freed once every body was released. */
+struct mirror__spool *mirror__spool_new(void);
+void mirror__spool_free(struct mirror__spool **sp);
+void mirror__spool_set_bounds(struct mirror__spool *sp, int64_t body_max, int64_t spool_max);
+/* What the bodies being received or read hold now, and the bodies refused for a bound (/metrics). */
+void mirror__spool_stats(const struct mirror_routes *rt, int64_t *bytes, uint64_t *refused);
+
 /* What a streamed request body became (mirror__claim_body): an LFS object's bytes in the store's
  * writer, or a commit's NDJSON or a push's pack in the spool, an unnamed file (spool.c). Each starts
  * with its head: its kind, and how it is freed (mirror__body_abandon). */
@@ -35,7 +57,7 @@ struct mirror__commit_body {
 	struct mirror_routes *rt;
 	bool push;                    /* a git push's pack: git keeps a copy of its own, the disk counts two */
 	int64_t declared;             /* Content-Length, -1 for a chunked body */
-	int64_t promised;             /* of that, what has not come yet (rt->spool_promised counts it) */
+	int64_t promised;             /* of that, what has not come yet (rt->spool counts it) */
 	int64_t limit;                /* the most it may hold (spool.c's room_for) */
 	int64_t checked;              /* a chunked body's size when its room was last asked */
 	int64_t quota_room;           /* its namespace's room in body bytes, -1 for no quota */

@@ -5,6 +5,7 @@
  * says how it is freed), and the torrents of new commits, made in the background. The spool of
  * commit and push bodies is spool.c's, the other file of this floor.
  */
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -16,6 +17,7 @@
 
 #include "base/err.h"
 #include "base/log.h"
+#include "base/str.h"
 #include "base/xmalloc.h"
 #include "mirror/data.h"
 #include "mirror/torrents.h"
@@ -25,14 +27,91 @@
 #include "routes-int.h"
 #include "seeder.h"
 
+struct mirror__write {
+	char **local;                 /* serve --local: the namespaces whose repos are the mirror's own */
+	int64_t *local_quota;         /* ... and the bytes each may hold (-1: no bound) */
+	size_t nlocal;
+	pthread_mutex_t commit_mu;    /* commits to local repos, one at a time (routes-commit.c) */
+	bool torrents_running, torrents_again; /* new commits' torrents, below */
+	uv_timer_t torrents_timer;
+};
+
+struct mirror__write *mirror__write_new(void)
+{
+	struct mirror__write *w = xcalloc(1, sizeof(*w));
+
+	pthread_mutex_init(&w->commit_mu, NULL);
+	return w;
+}
+
+void mirror__write_free(struct mirror__write **w)
+{
+	if (!w || !*w)
+		return;
+	pthread_mutex_destroy(&(*w)->commit_mu);
+	for (size_t i = 0; i < (*w)->nlocal; i++)
+		free((*w)->local[i]);
+	free((*w)->local);
+	free((*w)->local_quota);
+	free(*w);
+	*w = NULL;
+}
+
+void mirror__write_set_local(struct mirror__write *w, const char *namespaces, const char *quota)
+{
+	char **list = str_split(namespaces, ", ", NULL);
+
+	for (char **p = list; *p; p++)
+		if (**p) {
+			w->local = xreallocarray(w->local, w->nlocal + 1, sizeof(*w->local));
+			w->local_quota = xreallocarray(w->local_quota, w->nlocal + 1, sizeof(*w->local_quota));
+			w->local_quota[w->nlocal] = -1;
+			w->local[w->nlocal++] = xstrdup(*p);
+		}
+	str_split_free(list);
+	list = quota ? str_split(quota, ", ", NULL) : NULL;
+	for (char **p = list; p && *p; p++) {
+		char *eq = strchr(*p, '=');
+		if (!eq)
+			continue;
+		*eq = '\0';
+		for (size_t i = 0; i < w->nlocal; i++)
+			if (!strcasecmp(w->local[i], *p))
+				w->local_quota[i] = strtoll(eq + 1, NULL, 10);
+	}
+	if (list)
+		str_split_free(list);
+}
+
+void mirror__write_set_loop(struct mirror_routes *rt)
+{
+	uv_timer_init(rt->loop, &rt->write->torrents_timer);
+	rt->write->torrents_timer.data = rt;
+}
+
+bool mirror__has_local(const struct mirror_routes *rt)
+{
+	return rt->write->nlocal > 0;
+}
+
+void mirror__commit_lock(struct mirror_routes *rt)
+{
+	pthread_mutex_lock(&rt->write->commit_mu);
+}
+
+void mirror__commit_unlock(struct mirror_routes *rt)
+{
+	pthread_mutex_unlock(&rt->write->commit_mu);
+}
+
 /* ---- who may write ---------------------------------------------------------------------------- */
 
 bool mirror__local_namespace(const struct mirror_routes *rt, const char *name)
 {
 	size_t n = strcspn(name, "/");
 
-	for (size_t i = 0; i < rt->nlocal; i++)
-		if (strlen(rt->local[i]) == n && !strncasecmp(rt->local[i], name, n))
+	for (size_t i = 0; i < rt->write->nlocal; i++)
+		if (strlen(rt->write->local[i]) == n && !strncasecmp(rt->write->local[i], name, n))
 			return true;
 	return false;
 }
@@ -72,9 +151,9 @@ bool mirror__quota_room(struct mirror_routes *rt, struct catalog *cat, const cha
 
 int64_t mirror__local_quota(const struct mirror_routes *rt, const char *ns)
 {
-	for (size_t i = 0; i < rt->nlocal; i++)
-		if (!strcasecmp(rt->local[i], ns))
-			return rt->local_quota[i];
+	for (size_t i = 0; i < rt->write->nlocal; i++)
+		if (!strcasecmp(rt->write->local[i], ns))
+			return rt->write->local_quota[i];
 	return -1;
 }
 
@@ -129,16 +208,16 @@ static void torrents_done(uv_work_t *w, int status)
 	struct mirror_routes *rt = t->rt;
 
 	(void)status;
-	rt->torrents_running = false;
+	rt->write->torrents_running = false;
 	if (rt->closing) /* the seeder and the timer are gone */
 		goto out;
 	if (t->made && rt->seeder)
 		mirror_seeder_rescan(rt->seeder);
 	if (t->err == HM_ERR_LOCKED) {
-		uv_timer_start(&rt->torrents_timer, torrents_retry, 60000, 0);
+		uv_timer_start(&rt->write->torrents_timer, torrents_retry, 60000, 0);
 	} else if (t->err) {
 		log_warn("upload", "the torrents of new commits: %s", t->why ? t->why : err_str(t->err));
-	} else if (rt->torrents_again) {
+	} else if (rt->write->torrents_again) {
 		torrents_start(rt);
 	}
 out:
@@ -151,18 +230,18 @@ static void torrents_start(struct mirror_routes *rt)
 {
 	struct torrents_run *t;
 
-	if (rt->torrents_running || rt->closing) {
-		rt->torrents_again = !rt->closing;
+	if (rt->write->torrents_running || rt->closing) {
+		rt->write->torrents_again = !rt->closing;
 		return;
 	}
 	t = xcalloc(1, sizeof(*t));
 	t->w.data = t;
 	t->rt = rt;
 	t->dir = xstrdup(rt->data->dir);
-	rt->torrents_running = true;
-	rt->torrents_again = false;
+	rt->write->torrents_running = true;
+	rt->write->torrents_again = false;
 	if (uv_queue_work(rt->loop, &t->w, torrents_work, torrents_done)) {
-		rt->torrents_running = false;
+		rt->write->torrents_running = false;
 		free(t->dir);
 		free(t);
 	}

@@ -259,7 +259,7 @@ static void commit_job_build(struct mirror__job *j, struct catalog *cat)
 	uc = (struct mirror_upload_commit){ .branch = c->branch, .parent = c->parent, .summary = c->summary,
 					    .description = c->description, .author = author, .ops = c->ops,
 					    .nops = c->nops };
-	pthread_mutex_lock(&j->rt->commit_mu);
+	mirror__commit_lock(j->rt);
 	lock = mirror_upload_lock(c->data); /* a git push's hook is another process */
 	if (lock < 0)
 		e = lock;
@@ -267,7 +267,7 @@ static void commit_job_build(struct mirror__job *j, struct catalog *cat)
 		e = quota_ok(c, cat, &why) ? mirror_upload_commit(cat, &c->repo, &uc, id, &why) : HM_ERR_QUOTA;
 	if (lock >= 0)
 		close(lock);
-	pthread_mutex_unlock(&j->rt->commit_mu);
+	mirror__commit_unlock(j->rt);
 	mirror_upload_batch_end(&c->batch); /* recorded (its snapshot keeps the contents now), or not */
 	free(author);
 	if (!e) {

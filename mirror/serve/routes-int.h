@@ -26,6 +26,8 @@ struct route_count {
 
 struct mirror_access;
 struct mirror__s3;
+struct mirror__write;
+struct mirror__spool;
 struct mirror__fronts;
 struct hf_lfs_batch;
 struct mirror__swarm;
@@ -53,19 +55,12 @@ struct mirror_routes {
 	struct mirror_ondemand *ondemand; /* serve --on-demand; NULL: off. Borrowed */
 	char **peer_mirrors;          /* serve --peer-mirror: base URLs of the deployment's other mirrors */
 	size_t npeer_mirrors;
-	char **local;                 /* serve --local: the namespaces whose repos are the mirror's own */
-	int64_t *local_quota;         /* ... and the bytes each may hold (-1: no bound) */
-	size_t nlocal;
-	pthread_mutex_t commit_mu;    /* commits to local repos, one at a time (routes-commit.c) */
 	uv_loop_t *loop;              /* serve's (mirror_routes_set_loop): background work */
-	bool torrents_running, torrents_again, closing; /* new commits' torrents (routes-commit.c) */
-	uv_timer_t torrents_timer;
+	bool closing;                 /* mirror_routes_stop: the seeder and the loop's handles are going */
+	struct mirror__write *write;  /* the write floor's: local namespaces, quotas, the commit lock, new
+				       * commits' torrents (floor-write.c), owned */
+	struct mirror__spool *spool;  /* the spool's bounds and counts (spool.c), owned */
 	struct mirror__lfs *lfs;      /* the upload URLs' state: capabilities spent (routes-lfs.c), owned */
-	int64_t write_body_max;       /* serve --write-body-max: one commit's or push's body (spool.c) */
-	int64_t write_spool_max;      /* serve --write-spool-max: all of them being received at once */
-	int64_t spool_bytes;          /* what the bodies being received or read hold now (on the loop) */
-	int64_t spool_promised;       /* ... and what their Content-Lengths say is still to come */
-	uint64_t spool_refused;       /* bodies refused for a bound (/metrics) */
 	struct mirror__s3 *s3;        /* the S3 front's keys and host name (routes-s3.c), owned */
 	const struct mirror__fronts *fronts; /* routes.c's table of what one front asks of another */
 };

@@ -480,7 +480,7 @@ bool mirror__claim_body(void *ud, struct httpd_req *r, struct httpd_body_sink *s
 	struct mirror_routes *rt = ud;
 	const char *m = httpd_method(r);
 
-	if (!rt->nlocal)
+	if (!mirror__has_local(rt))
 		return false; /* nothing here takes writes */
 	if (!strcmp(m, "PUT")) {
 		struct object_sink *s = object_claim(rt, r);

@@ -66,8 +66,11 @@ static int up_cb(void *ud, const char *outcome, int64_t runs, int64_t files, int
 static void http_part(struct mirror_routes *rt, struct buf *b)
 {
 	struct httpd_stats hs;
+	int64_t spool_bytes = 0;
+	uint64_t spool_refused = 0;
 
 	httpd_get_stats(rt->httpd, &hs);
+	mirror__spool_stats(rt, &spool_bytes, &spool_refused);
 	if (rt->ondemand)
 		mirror_ondemand_metrics(rt->ondemand, b);
 	head(b, "hubmirror_http_requests_total", "counter", "HTTP requests answered, by route and status.");
@@ -81,9 +84,9 @@ static void http_part(struct mirror_routes *rt, struct buf *b)
 	head(b, "hubmirror_http_bodies_spilled_total", "counter", "Answers of 1 MiB or more sent from a temporary file instead of memory.");
 	buf_addf(b, "hubmirror_http_bodies_spilled_total %llu\n", (unsigned long long)hs.bodies_spilled);
 	head(b, "hubmirror_write_spool_bytes", "gauge", "Bytes the bodies of commits and pushes being received or read hold in the spool.");
-	buf_addf(b, "hubmirror_write_spool_bytes %lld\n", (long long)rt->spool_bytes);
+	buf_addf(b, "hubmirror_write_spool_bytes %lld\n", (long long)spool_bytes);
 	head(b, "hubmirror_write_bodies_refused_total", "counter", "Commit and push bodies refused or cut off for a bound (size, quota, disk, spool).");
-	buf_addf(b, "hubmirror_write_bodies_refused_total %llu\n", (unsigned long long)rt->spool_refused);
+	buf_addf(b, "hubmirror_write_bodies_refused_total %llu\n", (unsigned long long)spool_refused);
 	head(b, "hubmirror_http_connections_refused_total", "counter", "Connections answered 503 and closed: --max-connections were open.");
 	buf_addf(b, "hubmirror_http_connections_refused_total %llu\n", (unsigned long long)hs.connections_refused);
 	head(b, "hubmirror_http_tls_connections_total", "counter", "Connections that spoke TLS (serve --tls-cert).");

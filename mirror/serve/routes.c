@@ -68,9 +68,9 @@ struct mirror_routes *mirror_routes_new(struct mirror_data *d, const struct mirr
 	r->swarm = mirror__swarm_new();
 	r->fronts = &fronts;
 	r->search_budget_ms = 100; /* docs/security.md: no search holds a worker for long */
-	mirror_routes_set_write_bounds(r, 0, 0);
+	r->write = mirror__write_new();
+	r->spool = mirror__spool_new();
 	pthread_mutex_init(&r->pool_mu, NULL);
-	pthread_mutex_init(&r->commit_mu, NULL);
 	r->lfs = mirror__lfs_new();
 	r->s3 = mirror__s3_new();
 	r->catalog_path = mirror_data_path(d, MIRROR_DATA_CATALOG);
@@ -137,7 +137,7 @@ static bool gate_open(struct mirror_routes *r, const struct route *e, struct htt
 		return mirror__admin_gate(r, req);
 	}
 	if (e->gate != GATE_TOKEN || !r->access || mirror_access_mode(r->access) != ACCESS_ALL ||
-	    !strcmp(httpd_method(req), "OPTIONS") || (r->nlocal && mirror__upload_url_ok(r, req)))
+	    !strcmp(httpd_method(req), "OPTIONS") || (mirror__has_local(r) && mirror__upload_url_ok(r, req)))
 		return true;
 	if (e->fn == mirror__route_torrent && httpd_query(req) && strstr(httpd_query(req), "cap="))
 		return true; /* the route checks the capability (an agent's, from an S3 answer) */
@@ -275,8 +275,7 @@ void mirror_routes_install(struct mirror_routes *r, struct httpd *h)
 void mirror_routes_set_loop(struct mirror_routes *r, uv_loop_t *loop)
 {
 	r->loop = loop;
-	uv_timer_init(loop, &r->torrents_timer);
-	r->torrents_timer.data = r;
+	mirror__write_set_loop(r);
 }
 
 void mirror_routes_stop(struct mirror_routes *r)
@@ -287,28 +286,7 @@ void mirror_routes_stop(struct mirror_routes *r)
 
 void mirror_routes_set_local(struct mirror_routes *r, const char *namespaces, const char *quota)
 {
-	char **list = str_split(namespaces, ", ", NULL);
-
-	for (char **p = list; *p; p++)
-		if (**p) {
-			r->local = xreallocarray(r->local, r->nlocal + 1, sizeof(*r->local));
-			r->local_quota = xreallocarray(r->local_quota, r->nlocal + 1, sizeof(*r->local_quota));
-			r->local_quota[r->nlocal] = -1;
-			r->local[r->nlocal++] = xstrdup(*p);
-		}
-	str_split_free(list);
-	list = quota ? str_split(quota, ", ", NULL) : NULL;
-	for (char **p = list; p && *p; p++) {
-		char *eq = strchr(*p, '=');
-		if (!eq)
-			continue;
-		*eq = '\0';
-		for (size_t i = 0; i < r->nlocal; i++)
-			if (!strcasecmp(r->local[i], *p))
-				r->local_quota[i] = strtoll(eq + 1, NULL, 10);
-	}
-	if (list)
-		str_split_free(list);
+	mirror__write_set_local(r->write, namespaces, quota);
 }
 
 void mirror_routes_set_admin(struct mirror_routes *r, const struct mirror_admin *a)
@@ -318,25 +296,20 @@ void mirror_routes_set_admin(struct mirror_routes *r, const struct mirror_admin 
 
 void mirror_routes_set_write_bounds(struct mirror_routes *r, int64_t body_max, int64_t spool_max)
 {
-	r->write_body_max = body_max > 0 ? body_max : (int64_t)1 << 30;
-	r->write_spool_max = spool_max > 0 ? spool_max : (int64_t)4 << 30;
+	mirror__spool_set_bounds(r->spool, body_max, spool_max);
 }
 
 void mirror_routes_free(struct mirror_routes **r)
 {
 	if (!r || !*r)
 		return;
-	BUG_ON((*r)->spool_bytes || (*r)->spool_promised); /* every body is released before (httpd_free, the jobs) */
+	mirror__spool_free(&(*r)->spool); /* every body was released before (httpd_free, the jobs) */
 	free((*r)->counts);
 	mirror__s3_free(&(*r)->s3);
 	mirror__lfs_free(&(*r)->lfs);
 	mirror__pool_free(*r);
 	pthread_mutex_destroy(&(*r)->pool_mu);
-	pthread_mutex_destroy(&(*r)->commit_mu);
-	for (size_t i = 0; i < (*r)->nlocal; i++)
-		free((*r)->local[i]);
-	free((*r)->local);
-	free((*r)->local_quota);
+	mirror__write_free(&(*r)->write);
 	free((*r)->catalog_path);
 	for (size_t i = 0; i < (*r)->npeer_mirrors; i++)
 		free((*r)->peer_mirrors[i]);

@@ -37,6 +37,44 @@
 #define QUOTA_SLACK (1LL << 20)   /* a body that adds nothing (deletions, a ref moved) has room past a full quota */
 #define RECHECK ((int64_t)4 << 20) /* a chunked body's room asked again each time it grows by this much */
 
+/* The spool's part of the routes (rt->spool). */
+struct mirror__spool {
+	int64_t body_max;             /* serve --write-body-max: one commit's or push's body */
+	int64_t spool_max;            /* serve --write-spool-max: all of them being received at once */
+	int64_t bytes;                /* what the bodies being received or read hold now (on the loop) */
+	int64_t promised;             /* ... and what their Content-Lengths say is still to come */
+	uint64_t refused;             /* bodies refused for a bound (/metrics) */
+};
+
+struct mirror__spool *mirror__spool_new(void)
+{
+	struct mirror__spool *sp = xcalloc(1, sizeof(*sp));
+
+	mirror__spool_set_bounds(sp, 0, 0);
+	return sp;
+}
+
+void mirror__spool_free(struct mirror__spool **sp)
+{
+	if (!sp || !*sp)
+		return;
+	BUG_ON((*sp)->bytes || (*sp)->promised); /* every body is released before (httpd_free, the jobs) */
+	free(*sp);
+	*sp = NULL;
+}
+
+void mirror__spool_set_bounds(struct mirror__spool *sp, int64_t body_max, int64_t spool_max)
+{
+	sp->body_max = body_max > 0 ? body_max : (int64_t)1 << 30;
+	sp->spool_max = spool_max > 0 ? spool_max : (int64_t)4 << 30;
+}
+
+void mirror__spool_stats(const struct mirror_routes *rt, int64_t *bytes, uint64_t *refused)
+{
+	*bytes = rt->spool->bytes;
+	*refused = rt->spool->refused;
+}
+
 /* Is path a commit's (api/{models|datasets}/ORG/NAME/commit/REV)? Then *type and *name (malloc'd). */
 static bool commit_target(const char *path, char **type, char **name)
 {
@@ -83,11 +121,11 @@ static int64_t room_for(struct mirror__commit_body *s)
 {
 	struct mirror_routes *rt = s->rt;
 	/* what the other bodies hold or were promised */
-	int64_t others = rt->spool_bytes - s->got + rt->spool_promised - s->promised;
-	int64_t limit = rt->write_body_max, disk = mirror_data_room(rt->data, MIRROR_DATA_SPILL, NULL), b;
+	int64_t others = rt->spool->bytes - s->got + rt->spool->promised - s->promised;
+	int64_t limit = rt->spool->body_max, disk = mirror_data_room(rt->data, MIRROR_DATA_SPILL, NULL), b;
 	char a[32], c[32];
 
-	size_human(rt->write_body_max, a, sizeof(a));
+	size_human(rt->spool->body_max, a, sizeof(a));
 	s->fail = 413;
 	snprintf(s->why, sizeof(s->why), "A %s's body is at most %s on this mirror: %s", s->push ? "push" : "commit", a,
 		 s->push ? "push fewer commits at once, large files through Git LFS" : "commit in parts");
@@ -98,7 +136,7 @@ static int64_t room_for(struct mirror__commit_body *s)
 	}
 	if (disk >= 0) {
 		/* what was written is off the disk's free space already; what was promised is not */
-		b = s->got + (disk > rt->spool_promised - s->promised ? disk - (rt->spool_promised - s->promised) : 0) /
+		b = s->got + (disk > rt->spool->promised - s->promised ? disk - (rt->spool->promised - s->promised) : 0) /
 				     (s->push ? 2 : 1);
 		if (b < limit) {
 			limit = b;
@@ -106,11 +144,11 @@ static int64_t room_for(struct mirror__commit_body *s)
 			snprintf(s->why, sizeof(s->why), "No space left on the mirror's disk: no room for this body now");
 		}
 	}
-	b = rt->write_spool_max - others;
+	b = rt->spool->spool_max - others;
 	if (b < limit) {
 		limit = b;
 		s->fail = 503;
-		size_human(rt->write_spool_max, c, sizeof(c));
+		size_human(rt->spool->spool_max, c, sizeof(c));
 		snprintf(s->why, sizeof(s->why), "The mirror is receiving %s of commits and pushes already: try again "
 			 "in a minute", c);
 	}
@@ -139,9 +177,9 @@ static void count(struct mirror__commit_body *s, int64_t n)
 	int64_t d = n < s->promised ? n : s->promised;
 
 	s->got += n;
-	s->rt->spool_bytes += n;
+	s->rt->spool->bytes += n;
 	s->promised -= d;
-	s->rt->spool_promised -= d;
+	s->rt->spool->promised -= d;
 }
 
 static int spool_data(void *ud, const char *p, size_t n)
@@ -158,7 +196,7 @@ static int spool_data(void *ud, const char *p, size_t n)
 	if (after > s->limit) {
 		/* past its bound: nothing more is kept, and the request is answered now */
 		s->status = s->fail;
-		s->rt->spool_refused++;
+		s->rt->spool->refused++;
 		return HTTPD_SINK_STOP;
 	}
 	while (n > 0) {
@@ -187,9 +225,9 @@ void mirror__spool_release(struct mirror__commit_body *s)
 {
 	if (!s)
 		return;
-	s->rt->spool_bytes -= s->got;
-	s->rt->spool_promised -= s->promised;
-	BUG_ON(s->rt->spool_bytes < 0 || s->rt->spool_promised < 0); /* each body counted once, and uncounted once */
+	s->rt->spool->bytes -= s->got;
+	s->rt->spool->promised -= s->promised;
+	BUG_ON(s->rt->spool->bytes < 0 || s->rt->spool->promised < 0); /* each body counted once, and uncounted once */
 	if (s->fd >= 0)
 		close(s->fd);
 	free(s);
@@ -226,7 +264,7 @@ bool mirror__spool_claim(struct mirror_routes *rt, struct httpd_req *r, struct h
 	s->limit = room_for(s);
 	if (s->declared > s->limit) {
 		/* refused before it is sent: a client that waits for 100-continue is told so at once */
-		rt->spool_refused++;
+		rt->spool->refused++;
 		httpd_body_refuse(r, s->fail, s->why);
 		free(s);
 		goto out;
@@ -240,7 +278,7 @@ bool mirror__spool_claim(struct mirror_routes *rt, struct httpd_req *r, struct h
 	}
 	if (s->declared > 0) {
 		s->promised = s->declared;
-		rt->spool_promised += s->declared;
+		rt->spool->promised += s->declared;
 	}
 	*sink = (struct httpd_body_sink){ spool_data, spool_abandon, s };
 	claimed = true;
