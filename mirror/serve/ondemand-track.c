@@ -193,7 +193,7 @@ static void track_done(void *ud, struct httpd_req *req)
 	}
 	if (req) {
 		if (!j->result) {
-			mirror__dispatch(j->rt, req); /* now tracked: answered as any repo */
+			j->rt->fronts->dispatch(j->rt, req); /* now tracked: answered as any repo */
 		} else if (j->result == HM_ERR_QUOTA) {
 			httpd_add_header(req, "Retry-After", "600");
 			j->refuse(req, 503, j->type, j->name, j->message);

@@ -67,7 +67,8 @@ struct mirror_routes {
 
 /* What one front asks of another: a table of pointers routes.c fills (mirror_routes_new), so that a
  * front calls the floor or this table, never another front's functions (t0002's lint); routes.c, the
- * map, is the one place that knows the fronts. Each pointer is the function of the same name below. */
+ * map, is the one place that knows the fronts. Each pointer is the function of the same name below
+ * (dispatch: routes.c's own). */
 struct mirror__fronts {
 	/* the catalog API's swarm of a snapshot, the swarm's counters for /metrics (routes-p2p.c) */
 	json_t *(*swarm_json)(struct mirror_routes *rt, int64_t snapshot_id, const struct catalog_repo *repo,
@@ -90,6 +91,9 @@ struct mirror__fronts {
 			   const char *oid);
 	bool (*upload_url_ok)(struct mirror_routes *rt, const struct httpd_req *req);
 	bool (*git_lfs_object)(const char *path, char **type, char **name, char **oid, int *part);
+	/* route req again from the start, through the map (an answer that had to wait for an on-demand
+	 * listing: ondemand-track.c) */
+	int (*dispatch)(struct mirror_routes *rt, struct httpd_req *req);
 };
 
 /*
@@ -158,9 +162,6 @@ int mirror__route_catalog(struct mirror_routes *rt, struct httpd_req *req, const
 int mirror__route_admin(struct mirror_routes *rt, struct httpd_req *req, const char *rest, const char *arg);
 /* The admin API's gate (GATE_ADMIN): on, and the admin token given? Else the refusal is answered. */
 bool mirror__admin_gate(const struct mirror_routes *rt, struct httpd_req *req);
-
-/* Route req again from the start (an answer that had to wait for an on-demand listing). */
-int mirror__dispatch(struct mirror_routes *rt, struct httpd_req *req);
 
 /* routes-requests.c: /api/catalog/requests, and the admin's decision (POST /api/admin/requests/{id}: rest
  * is the id; it passes any other method, which the admin API answers). */

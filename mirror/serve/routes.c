@@ -46,6 +46,8 @@ static int route_healthz(struct mirror_routes *r, struct httpd_req *req, const c
 	return 0;
 }
 
+static int redispatch(struct mirror_routes *rt, struct httpd_req *req);
+
 static const struct mirror__fronts fronts = {
 	.swarm_json = mirror__swarm_json,
 	.swarm_stats = mirror__swarm_stats,
@@ -57,6 +59,7 @@ static const struct mirror__fronts fronts = {
 	.lfs_verify = mirror__lfs_verify,
 	.upload_url_ok = mirror__upload_url_ok,
 	.git_lfs_object = mirror__git_lfs_object,
+	.dispatch = redispatch,
 };
 
 struct mirror_routes *mirror_routes_new(struct mirror_data *d, const struct mirror_access *access)
@@ -152,7 +155,7 @@ static bool gate_open(struct mirror_routes *r, const struct route *e, struct htt
 /* The one handler: find the path's route in the map, check its gate and method, call it. */
 static int dispatch(void *ud, struct httpd_req *req);
 
-int mirror__dispatch(struct mirror_routes *rt, struct httpd_req *req)
+static int redispatch(struct mirror_routes *rt, struct httpd_req *req)
 {
 	return dispatch(rt, req);
 }
