@@ -158,10 +158,6 @@ struct agent {
 	int64_t preheated_at;           /* when the last one ended */
 };
 
-/* Say something in the agent's log (its stderr: <cache>/agent.log when detached) through base/log.h:
- * one line (fmt may end in a newline), "TIME info  agent: ...", as serve's log has it. */
-void agent_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
 /* The control API's handler (control.c). */
 int agent_control(void *ud, struct httpd_req *req);
 
@@ -237,8 +233,8 @@ long agent_mirror_stall_s(const struct agent *a);
 /* The handler of the local hub endpoint (endpoint.c). */
 int agent_endpoint(void *ud, struct httpd_req *req);
 
-/* ---- the snapshot table (snaps.c): below the loop, control, eviction and preheat (it calls only
- * agent_say of them) ---- */
+/* ---- the snapshot table (snaps.c): below the loop, control, eviction and preheat (it calls none
+ * of them) ---- */
 
 /* Write s's torrent (once) and description (meta) to <cache>/agent/ (a restart takes it back from
  * them): in place at once, a killed agent's successor finds them; made durable against a crash of

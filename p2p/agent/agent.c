@@ -36,24 +36,6 @@
 #include "p2p/mount.h"
 #include "p2p/p2p.h"
 
-void agent_say(const char *fmt, ...)
-{
-	va_list ap;
-	char *m;
-	size_t n;
-
-	va_start(ap, fmt);
-	m = xvasprintf(fmt, ap);
-	va_end(ap);
-	n = strlen(m);
-	while (n && m[n - 1] == '\n')
-		m[--n] = '\0'; /* (the callers end their lines; the log ends each) */
-	/* through the logger: one write a line, and what came from the network (a name, a mirror's
-	 * error) cannot start a line of its own */
-	log_info("agent", "%s", m);
-	free(m);
-}
-
 /* What an earlier run dropped and did not get to delete (<cache>/.dropped/): deleted by the first
  * sizing job. */
 static void clear_dropped(struct agent *a)
@@ -238,7 +220,7 @@ void agent_link_pending(struct agent *a, struct agent_snap *s)
 		if (agent_snap_link(a, s, name, it, dir, true, &errmsg)) {
 			if (!errmsg)
 				errmsg = xstrdup("cannot link into the hub cache");
-			agent_say("%s: %s\n", json_string_value(json_object_get(name, "spec")), errmsg);
+			log_warn("agent", "%s: %s", json_string_value(json_object_get(name, "spec")), errmsg);
 			json_object_set_new(s->links_done, id, json_string(errmsg));
 		} else {
 			json_object_set_new(s->links_done, id, json_null());
@@ -312,9 +294,9 @@ static void on_event(void *ud, const struct p2p_event *ev)
 		 * snapshot, saying how many more came */
 		if (time(NULL) - s->last_error_at >= 60) {
 			if (s->errors_unsaid)
-				agent_say("%s: (%d more errors like the last)\n",
+				log_warn("agent", "%s: (%d more errors like the last)",
 					s->spec ? s->spec : s->btih, s->errors_unsaid);
-			agent_say("%s: %s\n", s->spec ? s->spec : s->btih, ev->message);
+			log_warn("agent", "%s: %s", s->spec ? s->spec : s->btih, ev->message);
 			s->last_error_at = time(NULL);
 			s->errors_unsaid = 0;
 		} else {
@@ -351,7 +333,7 @@ void agent_snap_retry(struct agent *a, struct agent_snap *s, const struct p2p_to
 		return;
 	s->retried_ms = uv_now(&a->loop);
 	size_human(agent_disk_free(a, NULL), f, sizeof(f));
-	agent_say("%s: the cache's disk has room again (%s free): going on\n",
+	log_info("agent", "%s: the cache's disk has room again (%s free): going on",
 		s->spec ? s->spec : s->btih, f);
 	p2p_session_retry(a->ses, s->btih);
 	agent_fill_again(s);
@@ -365,7 +347,7 @@ void agent_snap_retry(struct agent *a, struct agent_snap *s, const struct p2p_to
 void agent_snap_damaged(struct agent *a, struct agent_snap *s)
 {
 	if (s->finished || s->verified)
-		agent_say("%s: pieces in the cache failed their hash: fetching them again\n",
+		log_info("agent", "%s: pieces in the cache failed their hash: fetching them again",
 			s->spec ? s->spec : s->btih);
 	s->finished = false;
 	s->verified = false;
@@ -500,7 +482,7 @@ void agent_stop(struct agent *a)
 			char *errmsg = NULL;
 			p2p_mount_close(s->mounts[0].m);
 			if (agent_mount_detach(a, s, 0, &in_use, &errmsg)) {
-				agent_say("%s\n", errmsg ? errmsg : "cannot unmount");
+				log_warn("agent", "%s", errmsg ? errmsg : "cannot unmount");
 				free(s->mounts[0].dir);
 				s->mounts[0] = s->mounts[--s->nmounts]; /* left to the process's end */
 			}
@@ -560,7 +542,7 @@ static void on_signal(uv_signal_t *h, int signum)
 {
 	if (signum == SIGHUP) {
 		/* systemd's reload, or a terminal that went away: the agent has nothing to read again */
-		agent_say("SIGHUP: nothing to reload; carrying on\n");
+		log_info("agent", "SIGHUP: nothing to reload; carrying on");
 		return;
 	}
 	agent_stop(h->data);

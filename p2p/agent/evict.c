@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "agent-int.h"
+#include "base/log.h"
 #include "base/size.h"
 #include "base/str.h"
 #include "base/xmalloc.h"
@@ -265,7 +266,7 @@ void agent_drop_files(struct agent *a, const char *btih)
 		free(dir);
 		dir = to;
 	} else {
-		agent_say("cannot move %s aside (%s): it is deleted in place\n", dir, strerror(errno));
+		log_warn("agent", "cannot move %s aside (%s): it is deleted in place", dir, strerror(errno));
 		free(to);
 	}
 	a->drop = xreallocarray(a->drop, a->ndrop + 1, sizeof(*a->drop));
@@ -333,7 +334,7 @@ static void thin_done(uv_work_t *w, int status)
 		t->s->pieces_seen = 0; /* fewer pieces now, on purpose: not damage */
 		t->s->web_on = false;  /* added again without its web seeds: they join again when needed */
 		if (t->r) {
-			agent_say("%s: cannot take pieces out of the cache: %s\n",
+			log_warn("agent", "%s: cannot take pieces out of the cache: %s",
 				t->s->spec ? t->s->spec : t->s->btih, t->err ? t->err : "?");
 		} else if (t->evicted) {
 			agent_fill_forget(t->s, t->v, t->n); /* the direct fill fetches them again when read */
@@ -341,8 +342,8 @@ static void thin_done(uv_work_t *w, int status)
 			agent_snap_remember(a, t->s);
 			size_human(t->freed, f, sizeof(f));
 			size_human(a->cfg->cache_size, c, sizeof(c));
-			agent_say("%s: %zu pieces (%s) read least recently left the cache to keep it "
-				"under %s; read again, they are fetched again\n", t->s->spec ? t->s->spec : t->s->btih,
+			log_info("agent", "%s: %zu pieces (%s) read least recently left the cache to keep it "
+				"under %s; read again, they are fetched again", t->s->spec ? t->s->spec : t->s->btih,
 				t->evicted, f, c);
 		}
 		free(t->v);
@@ -473,8 +474,8 @@ static bool thin(struct agent *a, int64_t over, int idle_s)
 			char u[32], c[32];
 			size_human(a->cache_used, u, sizeof(u));
 			size_human(a->cfg->cache_size, c, sizeof(c));
-			agent_say("the cache holds %s, over its %s: what is left is wanted by pulls or "
-				"mounts (their --include, --prefetch), pinned or read this moment\n", u, c);
+			log_warn("agent", "the cache holds %s, over its %s: what is left is wanted by pulls or "
+				"mounts (their --include, --prefetch), pinned or read this moment", u, c);
 			a->over_said = true;
 		}
 		return false;
@@ -531,7 +532,7 @@ static void choose(struct agent *a, int64_t used)
 			continue;
 		p2p_session_torrent_status(a->ses, s->btih, &st);
 		used -= st.total_done;
-		agent_say("evicting %s @ %.12s (last used %lld s ago) to keep the cache under %lld bytes\n",
+		log_info("agent", "evicting %s @ %.12s (last used %lld s ago) to keep the cache under %lld bytes",
 			s->spec ? s->spec : s->btih, s->commit ? s->commit : "", (long long)(time(NULL) - s->last_used),
 			(long long)a->cfg->cache_size);
 		agent_snap_forget(a, s);

@@ -36,6 +36,7 @@
 
 #include "agent-int.h"
 #include "base/err.h"
+#include "base/log.h"
 #include "base/xmalloc.h"
 #include "hub/http/http.h"
 #include "p2p/p2p.h"
@@ -249,7 +250,7 @@ static void direct_end(struct fill *f, bool whole)
 
 	f->direct = false;
 	if (p2p_session_reseed(f->a->ses, f->btih, f->torrent, f->tlen, &err)) {
-		agent_say("%.12s: %s\n", f->btih, err ? err : "cannot add the torrent again");
+		log_warn("agent", "%.12s: %s", f->btih, err ? err : "cannot add the torrent again");
 		f->given_up = true;
 	}
 	free(err);
@@ -317,7 +318,7 @@ static void write_done(uv_work_t *w, int status)
 	} else if (j->result == HM_ERR_HASH_MISMATCH) {
 		leave_alone(f, j->piece, 0); /* wrong bytes: asked again (FILL_TRIES) */
 	} else if (!f->gone && f->direct) {
-		agent_say("%.12s: cannot write a piece into the cache (%s): libtorrent takes over\n",
+		log_warn("agent", "%.12s: cannot write a piece into the cache (%s): libtorrent takes over",
 			f->btih, err_str(status ? status : j->result));
 		direct_end(f, false);
 	}
@@ -430,8 +431,8 @@ static void on_done(void *ud, int result, const struct hub_http_resp *resp, cons
 				f->down_until[r->mirror] = uv_now(&a->loop) + (ms < FILL_DOWN_MS ? ms : FILL_DOWN_MS);
 				if (pick_mirror(f, r->first) < 0 && !f->resting) {
 					f->resting = true;
-					agent_say("%.12s: the mirror%s HTTP ranges failed %d times (%s, HTTP %ld): "
-						"asking again in a moment (the swarm meanwhile)\n", f->btih,
+					log_warn("agent", "%.12s: the mirror%s HTTP ranges failed %d times (%s, HTTP %ld): "
+						"asking again in a moment (the swarm meanwhile)", f->btih,
 						f->nbase > 1 ? "s'" : "'s", FILL_FAILS, result ? err_str(result) : "short answer",
 						resp ? resp->status : 0);
 				}
@@ -441,7 +442,7 @@ static void on_done(void *ud, int result, const struct hub_http_resp *resp, cons
 			if (r->len >= FILL_FAST_MIN && ns && r->len * (int64_t)1000000000 / (int64_t)ns >= FILL_FAST_BPS)
 				f->fast = true;
 			if (f->resting)
-				agent_say("%.12s: the mirror answers again\n", f->btih);
+				log_info("agent", "%.12s: the mirror answers again", f->btih);
 			f->resting = false;
 			f->fails[r->mirror] = 0;
 			f->downs[r->mirror] = 0;
@@ -729,7 +730,7 @@ void agent_fill_update(struct agent *a, struct agent_snap *s, const struct p2p_t
 	}
 	/* another agent came: it is better served by this one's pieces through libtorrent */
 	if (s->fill->direct && !alone && !s->fill->leaving && peers > 1) {
-		agent_say("%s: %d peers now: libtorrent takes over what was fetched\n",
+		log_info("agent", "%s: %d peers now: libtorrent takes over what was fetched",
 			s->spec ? s->spec : s->btih, peers);
 		s->fill->leaving = true;
 		for (int i = 0; i < FILL_PARALLEL; i++)
@@ -743,7 +744,7 @@ void agent_fill_update(struct agent *a, struct agent_snap *s, const struct p2p_t
 		s->fill->direct = !p2p_session_download_pause(a->ses, s->btih, true);
 		s->fill->direct_since = s->fill->announced = uv_now(&a->loop);
 		if (s->fill->direct)
-			agent_say("%s: alone in its swarm: fetching it over HTTP ranges from the mirror\n",
+			log_info("agent", "%s: alone in its swarm: fetching it over HTTP ranges from the mirror",
 				s->spec ? s->spec : s->btih);
 	}
 	if (want && !st->tracker_replied && uv_now(&a->loop) - s->added_ms < 2000)

@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "agent-int.h"
+#include "base/log.h"
 #include "base/xmalloc.h"
 #include "hub/http/http.h"
 #include "hub/hub.h"
@@ -111,16 +112,16 @@ static void preheat_done(uv_work_t *w, int status)
 	a->preheating = false;
 	a->preheated_at = time(NULL);
 	if (p->why && !a->stopping)
-		agent_say("preheat: %s\n", p->why);
+		log_info("agent", "preheat: %s", p->why);
 	for (size_t i = 0; i < p->nfound; i++) {
 		char *why = NULL;
 		if (!a->stopping) {
-			agent_say("preheating %s @ %.12s\n",
+			log_info("agent", "preheating %s @ %.12s",
 				json_string_value(json_object_get(p->found[i].meta, "spec")),
 				json_string_value(json_object_get(p->found[i].meta, "commit")));
 			if (!agent_snap_add(a, json_incref(p->found[i].meta), (const unsigned char *)p->found[i].tor,
 					    p->found[i].tlen, NULL, NULL, NULL, &why))
-				agent_say("preheat: %s\n", why ? why : "cannot take the snapshot");
+				log_warn("agent", "preheat: %s", why ? why : "cannot take the snapshot");
 		}
 		free(why);
 		json_decref(p->found[i].meta);

@@ -3,8 +3,8 @@
  * what each is remembered as in the cache (<cache>/agent/<btih>.torrent and .json, written to a
  * temporary name and renamed) and taken back from after a restart, the names (spec, revision, commit)
  * each is known by, and linking one into the hub caches. It stands below the agent's other rooms:
- * the loop (agent.c), the control API, eviction and preheat call it; of them it calls only the
- * agent's log line (agent_say). It asks the files' selection (want.c) and the fill (fill.c).
+ * the loop (agent.c), the control API, eviction and preheat call it; it calls none of them and
+ * logs through base/log.h. It asks the files' selection (want.c) and the fill (fill.c).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -20,6 +20,7 @@
 #include "agent-int.h"
 #include "base/err.h"
 #include "base/hex.h"
+#include "base/log.h"
 #include "base/path.h"
 #include "base/xmalloc.h"
 #include "hub/cache.h"
@@ -180,7 +181,7 @@ void agent_snap_remember(struct agent *a, struct agent_snap *s)
 		tp = NULL;
 	}
 	if (r || (r = path_write_replace(mp, js, strlen(js), 0600)) != 0)
-		agent_say("cannot remember %s in %s (%s): a restart will not seed it\n", s->btih, dir, err_str(r));
+		log_warn("agent", "cannot remember %s in %s (%s): a restart will not seed it", s->btih, dir, err_str(r));
 	else
 		unsynced(a, xstrdup(mp));
 	sync_start(a);
@@ -458,9 +459,9 @@ void agent_snaps_recall(struct agent *a)
 			if (meta && !path_read_file(tp, 128 << 20, &tor, &tlen) &&
 			    !snap_add(a, meta, (const unsigned char *)tor, tlen, true,
 				      json_is_true(json_object_get(meta, "verified")), NULL, NULL, NULL, &err))
-				agent_say("cannot take back %.40s: %s\n", nm, err ? err : "?");
+				log_warn("agent", "cannot take back %.40s: %s", nm, err ? err : "?");
 			else if (!meta)
-				agent_say("%s is unreadable: skipped\n", mp);
+				log_warn("agent", "%s is unreadable: skipped", mp);
 			free(err);
 			free(tor);
 			free(mp);
