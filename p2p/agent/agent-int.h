@@ -176,6 +176,19 @@ bool agent_room_wait(struct agent *a, int64_t bytes);
 /* The bytes the snapshots hold now (libtorrent's, and what the direct fill wrote): from the tick. */
 void agent_evict_held(struct agent *a, int64_t held);
 void agent_evict_now(struct agent *a);
+/* Eviction's choice, pure (no agent, no I/O; tests/unit/test-p2p-agent-policy.c): of n snapshots, each
+ * holding `held` bytes, last used at use_seq (the agent's use counter; 0: not since the start, older
+ * than any counted) then last_used (unix time), busy ones never (mounted, pinned, linking, checked or
+ * thinned), which go, least recently used first, until used is at most limit. Writes their indices
+ * to pick (room for n) in that order and what is left to *used_after; returns how many. */
+struct agent_evict_cand {
+	int64_t held;
+	int64_t last_used;
+	uint64_t use_seq;
+	bool busy;
+};
+size_t agent_evict_pick(const struct agent_evict_cand *c, size_t n, int64_t used, int64_t limit, size_t *pick,
+			int64_t *used_after);
 /* Room on the cache's disk (evict.c). agent_disk_free: bytes free (and the disk's size), or -1.
  * agent_snap_need: what a snapshot the mirror described (meta) would still add: its files (those of
  * the paths want names, or all), less the contents held already (by-sha256) or, for one held, what

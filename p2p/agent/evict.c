@@ -126,15 +126,43 @@ void agent_snap_used(struct agent *a, struct agent_snap *s)
 
 /* Least recently used first: those not used since a restart by their time, then the rest in the
  * order they were used (a second holds several uses; two pulls in one second must not tie). */
+/* ---- the choice, pure (tests/unit/test-p2p-agent-policy.c) ------------------------------------ */
+
+struct ranked {
+	struct agent_evict_cand c;
+	size_t i; /* its index in the caller's array */
+};
+
 static int by_last_use(const void *pa, const void *pb)
 {
-	const struct agent_snap *a = *(struct agent_snap *const *)pa, *b = *(struct agent_snap *const *)pb;
+	const struct agent_evict_cand *a = &((const struct ranked *)pa)->c, *b = &((const struct ranked *)pb)->c;
 
 	if (!a->use_seq != !b->use_seq)
 		return a->use_seq ? 1 : -1;
 	if (a->use_seq)
 		return a->use_seq < b->use_seq ? -1 : 1;
 	return a->last_used < b->last_used ? -1 : a->last_used > b->last_used;
+}
+
+size_t agent_evict_pick(const struct agent_evict_cand *c, size_t n, int64_t used, int64_t limit, size_t *pick,
+			int64_t *used_after)
+{
+	struct ranked *r = xcalloc(n ? n : 1, sizeof(*r));
+	size_t npick = 0;
+
+	for (size_t i = 0; i < n; i++)
+		r[i] = (struct ranked){ .c = c[i], .i = i };
+	if (n)
+		qsort(r, n, sizeof(*r), by_last_use);
+	for (size_t k = 0; k < n && used > limit; k++) {
+		if (r[k].c.busy)
+			continue;
+		used -= r[k].c.held;
+		pick[npick++] = r[k].i;
+	}
+	free(r);
+	*used_after = used;
+	return npick;
 }
 
 /* Can s go? Not while mounted, pinned, waiting to be linked, or being checked or thinned on a worker. */
@@ -515,23 +543,29 @@ void agent_evict_held(struct agent *a, int64_t held)
 		agent_evict_now(a); /* measured at once, then evicted (size_done) */
 }
 
-/* Drop snapshots, least recently used first, until the estimate is under the limit. */
+/* Drop snapshots, least recently used first, until the estimate is under the limit (the choice:
+ * agent_evict_pick). */
 static void choose(struct agent *a, int64_t used)
 {
-	struct agent_snap **order = xcalloc(a->nsnaps ? a->nsnaps : 1, sizeof(*order));
-	size_t n = a->nsnaps;
+	size_t n = a->nsnaps, npick;
+	struct agent_snap **snaps = xcalloc(n ? n : 1, sizeof(*snaps));
+	struct agent_evict_cand *c = xcalloc(n ? n : 1, sizeof(*c));
+	size_t *pick = xcalloc(n ? n : 1, sizeof(*pick));
 
-	if (n) {
-		memcpy(order, a->snaps, n * sizeof(*order));
-		qsort(order, n, sizeof(*order), by_last_use);
-	}
-	for (size_t i = 0; i < n && used > a->cfg->cache_size; i++) {
-		struct agent_snap *s = order[i];
+	for (size_t i = 0; i < n; i++) {
 		struct p2p_torrent_status st = { 0 };
-		if (!evictable(s))
-			continue;
-		p2p_session_torrent_status(a->ses, s->btih, &st);
-		used -= st.total_done;
+		struct agent_snap *s = a->snaps[i];
+		snaps[i] = s;
+		c[i].last_used = s->last_used;
+		c[i].use_seq = s->use_seq;
+		c[i].busy = !evictable(s);
+		if (!c[i].busy)
+			p2p_session_torrent_status(a->ses, s->btih, &st);
+		c[i].held = st.total_done;
+	}
+	npick = agent_evict_pick(c, n, used, a->cfg->cache_size, pick, &used);
+	for (size_t k = 0; k < npick; k++) {
+		struct agent_snap *s = snaps[pick[k]];
 		log_info("agent", "evicting %s @ %.12s (last used %lld s ago) to keep the cache under %lld bytes",
 			s->spec ? s->spec : s->btih, s->commit ? s->commit : "", (long long)(time(NULL) - s->last_used),
 			(long long)a->cfg->cache_size);
@@ -539,6 +573,9 @@ static void choose(struct agent *a, int64_t used)
 		agent_drop_files(a, s->btih);
 		agent_snap_free(s);
 	}
+	free(snaps);
+	free(c);
+	free(pick);
 	/* still over: cold pieces of what stays go, down to 90% of the size (so that a reader does not
 	 * make it evict at every tick) */
 	if (used > a->cfg->cache_size && !a->ndrop && !a->evicting)
@@ -547,7 +584,6 @@ static void choose(struct agent *a, int64_t used)
 		a->over_said = false;
 	if (a->ndrop)
 		agent_evict_now(a); /* delete what was dropped and measure again at the next tick */
-	free(order);
 }
 
 static void size_done(uv_work_t *w, int status)
