@@ -311,11 +311,18 @@ json_t *agent_held(struct agent *a, const char *spec, const char *revision, stru
  * until they are fetched again (a restart meanwhile does not take it back whole). */
 void agent_snap_damaged(struct agent *a, struct agent_snap *s);
 
+/* ---- a finished snapshot's check (check.c) ---- */
+
+/* From the loop's tick, for each snapshot: once finished, its wanted files verified (a settle job),
+ * then linked and shortcut; once verified and quiet, its contents kept by sha256 (an index job). */
+void agent_check_tick(struct agent *a, struct agent_snap *s);
 /* A pull of s is about to link it: one taken back whole at a restart is verified first. */
 void agent_snap_check(struct agent *a, struct agent_snap *s);
-
 /* Once s is verified: make the links pulls asked for (pending_links), to the cache's own files. */
 void agent_link_pending(struct agent *a, struct agent_snap *s);
+/* Every piece of a verified snapshot that wants some files is in (a mount read the rest): remembered,
+ * so that a restart takes it back whole, in seed mode, not only the files it wants. */
+void agent_snap_whole(struct agent *a, struct agent_snap *s, const struct p2p_torrent_status *st);
 
 /* ---- mounts (mounts.c) ---- */
 
