@@ -246,6 +246,24 @@ long agent_mirror_stall_s(const struct agent *a);
 /* The handler of the local hub endpoint (endpoint.c). */
 int agent_endpoint(void *ud, struct httpd_req *req);
 
+/* ---- the cache's layout on disk (layout.c): every path of it is built there ----
+ *   <cache>/<btih>/                      a snapshot's files (libtorrent's save path)
+ *   <cache>/by-sha256/<sha256>           contents kept by sha256 (hard links, p2p/keep.h)
+ *   <cache>/agent/<btih>.torrent, .json  a snapshot's torrent and description (snaps.c)
+ *   <cache>/agent/lock                   held by the one agent of this cache
+ *   <cache>/agent/http/<key>             answers the local endpoint keeps for when the mirror is away
+ *   <cache>/.dropped/                    dropped snapshots' files, deleted by the next sizing job
+ * Each returns a malloc'd path; agent_path_http with key NULL is the folder. */
+#define AGENT_KEPT_DIR "by-sha256"
+char *agent_path_snap(const struct agent *a, const char *btih);
+char *agent_path_kept(const struct agent *a, const char *sha256);
+char *agent_path_state(const struct agent *a);
+char *agent_path_torrent(const struct agent *a, const char *btih);
+char *agent_path_desc(const struct agent *a, const char *btih);
+char *agent_path_lock(const struct agent *a);
+char *agent_path_http(const struct agent *a, const char *key);
+char *agent_path_trash(const struct agent *a);
+
 /* ---- the snapshot table (snaps.c): below the loop, control, eviction and preheat (it calls none
  * of them) ---- */
 

@@ -34,7 +34,7 @@
  * sizing job. */
 static void clear_dropped(struct agent *a)
 {
-	char *trash = xasprintf("%s/.dropped", a->cfg->cache_dir);
+	char *trash = agent_path_trash(a);
 	struct dirent **names = NULL;
 	int n = scandir(trash, &names, NULL, alphasort);
 
@@ -339,7 +339,7 @@ static int socket_free(const char *path, char **errmsg)
  * ends), naming its pid and socket for the refusal. */
 static int lock_cache(struct agent *a, char **errmsg)
 {
-	char *dir = xasprintf("%s/agent", a->cfg->cache_dir), *path = xasprintf("%s/lock", dir), held[512] = "";
+	char *dir = agent_path_state(a), *path = agent_path_lock(a), held[512] = "";
 	int fd, r = 0;
 	ssize_t n;
 

@@ -48,7 +48,7 @@ static int visit(const char *path, const struct stat *st, int type, struct FTW *
 	if (!S_ISREG(st->st_mode))
 		return 0;
 	if (st->st_nlink == 1 && ftw->level >= 1 && strlen(base) == 64 && ftw->base >= 10 &&
-	    skip_prefix(path + ftw->base - 10, "by-sha256/")) {
+	    skip_prefix(path + ftw->base - 10, AGENT_KEPT_DIR "/")) {
 		unlink(path); /* its snapshots are gone */
 		return 0;
 	}
@@ -233,7 +233,7 @@ int64_t agent_snap_need(struct agent *a, json_t *meta, json_t *want, int64_t *to
 		struct stat ks;
 		if (want && (!path || !bsearch(&path, w, nw, sizeof(*w), by_str)))
 			continue;
-		kept = sha && strlen(sha) == 64 && !strchr(sha, '/') ? xasprintf("%s/by-sha256/%s", a->cfg->cache_dir, sha) : NULL;
+		kept = sha && strlen(sha) == 64 && !strchr(sha, '/') ? agent_path_kept(a, sha) : NULL;
 		all += size;
 		/* a content held for another snapshot is placed by a hard link: no new bytes */
 		if (!kept || stat(kept, &ks) < 0 || ks.st_size != size)
@@ -279,10 +279,9 @@ char *agent_room_refusal(const struct agent *a, const char *spec, int64_t need, 
 
 void agent_drop_files(struct agent *a, const char *btih)
 {
-	char *dir = xasprintf("%s/%s", a->cfg->cache_dir, btih), *trash = xasprintf("%s/.dropped", a->cfg->cache_dir);
+	char *dir = agent_path_snap(a, btih), *trash = agent_path_trash(a);
 	char *to = xasprintf("%s/%s.%llu", trash, btih, (unsigned long long)++a->drop_counter);
-	char *js = xasprintf("%s/agent/%s.json", a->cfg->cache_dir, btih);
-	char *tp = xasprintf("%s/agent/%s.torrent", a->cfg->cache_dir, btih);
+	char *js = agent_path_desc(a, btih), *tp = agent_path_torrent(a, btih);
 
 	/* Out of the snapshot's own names at once: a mount or pull of the same snapshot a moment later
 	 * makes them anew, and the deletion (on a worker, later) only ever touches the dropped copy.
@@ -433,7 +432,7 @@ static void kept_names(struct agent *a, struct thin *t, const struct p2p_file_li
 				continue;
 			t->unkeep = xreallocarray(t->unkeep, t->nunkeep + 1, sizeof(*t->unkeep));
 			t->ours = xreallocarray(t->ours, t->nunkeep + 1, sizeof(*t->ours));
-			t->unkeep[t->nunkeep] = xasprintf("%s/by-sha256/%s", a->cfg->cache_dir, sha);
+			t->unkeep[t->nunkeep] = agent_path_kept(a, sha);
 			t->ours[t->nunkeep++] = xasprintf("%s/%s/%s", t->s->save, l->name, l->v[f].path);
 			break;
 		}

@@ -167,12 +167,12 @@ void agent_snaps_sync(struct agent *a)
 
 void agent_snap_remember(struct agent *a, struct agent_snap *s)
 {
-	char *dir = xasprintf("%s/agent", a->cfg->cache_dir), *tp, *mp, *js;
+	char *dir = agent_path_state(a), *tp, *mp, *js;
 	int r = 0;
 
 	path_mkdirs(dir, 0700);
-	tp = xasprintf("%s/%s.torrent", dir, s->btih);
-	mp = xasprintf("%s/%s.json", dir, s->btih);
+	tp = agent_path_torrent(a, s->btih);
+	mp = agent_path_desc(a, s->btih);
 	js = json_dumps(s->meta, JSON_COMPACT);
 	/* the description last: a snapshot is taken back only with both (the torrent never changes) */
 	if (!s->torrent_saved && !(r = path_write_replace(tp, s->torrent, s->tlen, 0600))) {
@@ -342,7 +342,7 @@ static struct agent_snap *snap_new(struct agent *a, json_t *meta, const unsigned
 	s->torrent = xmalloc(tlen);
 	memcpy(s->torrent, torrent, tlen);
 	s->tlen = tlen;
-	s->save = xasprintf("%s/%s", a->cfg->cache_dir, btih);
+	s->save = agent_path_snap(a, btih);
 	snap_known(s);
 	return s;
 }
@@ -444,7 +444,7 @@ struct agent_snap *agent_snap_add(struct agent *a, json_t *meta, const unsigned 
 /* Take back the snapshots an earlier run held (their bytes are in the cache). */
 void agent_snaps_recall(struct agent *a)
 {
-	char *dir = xasprintf("%s/agent", a->cfg->cache_dir);
+	char *dir = agent_path_state(a);
 	struct dirent **names = NULL;
 	int n = scandir(dir, &names, NULL, alphasort);
 
@@ -452,7 +452,7 @@ void agent_snaps_recall(struct agent *a)
 		const char *nm = names[i]->d_name;
 		size_t len = strlen(nm);
 		if (len == 45 && !strcmp(nm + 40, ".json")) {
-			char *mp = xasprintf("%s/%s", dir, nm), *tp = xasprintf("%s/%.40s.torrent", dir, nm), *err = NULL;
+			char *mp = agent_path_desc(a, nm), *tp = agent_path_torrent(a, nm), *err = NULL;
 			json_t *meta = json_load_file(mp, 0, NULL);
 			char *tor = NULL;
 			size_t tlen = 0;
