@@ -135,27 +135,14 @@ struct agent {
 	/* every pull's outcome by its link id (null: linked; a string: why not), the last 1024: a pull
 	 * learns it even when its snapshot was evicted right after its link (status's "links") */
 	json_t *links_done;
-	/* the cache's size (evict.c) */
-	bool sizing;                    /* a sizing job runs */
-	bool evicting;                  /* a job takes cold pieces out of the cache */
-	int64_t held_sized;             /* the snapshots' held bytes when the last sizing job began, and */
-	int64_t held_now;               /* now: the cache's use is about cache_used + what they hold more */
-	int64_t sized_at;               /* when the last one ended */
-	size_t sized_nsnaps;            /* the table's size when it began (changed: measure) */
-	int64_t cache_used;             /* bytes of disk the cache held then */
-	char **drop;                    /* what dropped snapshots leave, deleted by the next sizing job */
-	size_t ndrop;
-	uint64_t drop_counter;          /* names of folders moved aside (agent_drop_files) */
-	bool over_said;                 /* "over its size, nothing to drop" was logged */
+	struct agent_evict *evict;      /* the cache's size and eviction: evict.c's, owned */
 	struct hub_http *fill_http;     /* the fill's requests (fill.c), from the first fill on */
 	uv_timer_t fill_soon;           /* look again in a moment (libtorrent was checking files) */
 	/* <cache>/agent/ files written and not fsynced yet, and whether a job fsyncs some (snaps.c) */
 	char **unsynced;
 	size_t nunsynced;
 	bool syncing;
-	/* preheat (preheat.c) */
-	bool preheating;                /* a preheat job runs */
-	int64_t preheated_at;           /* when the last one ended */
+	struct agent_preheat *preheat;  /* preheat.c's, owned */
 };
 
 /* The control API's handler (control.c). */
@@ -169,6 +156,13 @@ void agent_snap_free(struct agent_snap *s);
 /* The cache's size: from the tick, measure it (on a worker) when due and evict past the limit;
  * agent_evict_now makes the next tick measure. */
 void agent_evict_tick(struct agent *a);
+/* Eviction's state is its own (agent_evict_new; agent_evict_free once the loop's jobs are done).
+ * agent_evict_recall: what an earlier run dropped and did not delete goes with the first sizing.
+ * agent_cache_used: the bytes of disk the cache held at the last sizing (status). */
+struct agent_evict *agent_evict_new(void);
+void agent_evict_free(struct agent_evict **e);
+void agent_evict_recall(struct agent *a);
+int64_t agent_cache_used(const struct agent *a);
 /* The direct fill is about to write bytes more: when the cache has a bound and its disk lacks the
  * room, cold pieces are taken out first (true: wait, the fill is poked when they are gone); false:
  * write (there is room, or nothing can go: the write then fails as on any full disk). */
@@ -230,7 +224,10 @@ void agent_fill_end(struct agent *a);
 void agent_fill_init(struct agent *a);
 void agent_fill_soon(struct agent *a);
 
-/* agent --preheat: from the tick, when due, fetch what the mirror marks to preheat (preheat.c). */
+/* agent --preheat: from the tick, when due, fetch what the mirror marks to preheat (preheat.c). Its
+ * state is its own (agent_preheat_new; agent_preheat_free once the loop's jobs are done). */
+struct agent_preheat *agent_preheat_new(void);
+void agent_preheat_free(struct agent_preheat **p);
 void agent_preheat_tick(struct agent *a);
 
 /* Ask the mirrors (a comma list, in turn; with token, may be NULL) for spec's snapshot: the

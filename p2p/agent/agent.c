@@ -5,7 +5,6 @@
  * table, and what of it survives the process in the cache, snaps.c; what mounts do besides FUSE,
  * mounts.c; the other rooms are named in agent-int.h.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -29,25 +28,6 @@
 #include "hub/hub.h"
 #include "p2p/mount.h"
 #include "p2p/p2p.h"
-
-/* What an earlier run dropped and did not get to delete (<cache>/.dropped/): deleted by the first
- * sizing job. */
-static void clear_dropped(struct agent *a)
-{
-	char *trash = agent_path_trash(a);
-	struct dirent **names = NULL;
-	int n = scandir(trash, &names, NULL, alphasort);
-
-	for (int i = 0; i < n; i++) {
-		if (strcmp(names[i]->d_name, ".") && strcmp(names[i]->d_name, "..")) {
-			a->drop = xreallocarray(a->drop, a->ndrop + 1, sizeof(*a->drop));
-			a->drop[a->ndrop++] = xasprintf("%s/%s", trash, names[i]->d_name);
-		}
-		free(names[i]);
-	}
-	free(names);
-	free(trash);
-}
 
 static void on_event(void *ud, const struct p2p_event *ev)
 {
@@ -415,7 +395,7 @@ static int start(struct agent *a, char **errmsg)
 	p2p_session_set_want_notify(a->ses, wake_from_libtorrent, &a->want_wake);
 	agent_fill_init(a);
 	agent_snaps_recall(a);
-	clear_dropped(a);
+	agent_evict_recall(a);
 	/* the control socket is the agent's owner's alone: it mounts and reads tokens */
 	listen = xasprintf("unix:%s", a->cfg->socket_path);
 	hc.listen = listen;
@@ -465,6 +445,8 @@ int agent_run(const struct agent_config *cfg, int ready_fd, char **errmsg)
 	a->lock_fd = -1;
 	a->links_done = json_object();
 	a->started_at = time(NULL);
+	a->evict = agent_evict_new();
+	a->preheat = agent_preheat_new();
 	uv_loop_init(&a->loop);
 	a->loop.data = a;
 	signal(SIGPIPE, SIG_IGN);
@@ -502,9 +484,8 @@ int agent_run(const struct agent_config *cfg, int ready_fd, char **errmsg)
 	uv_run(&a->loop, UV_RUN_DEFAULT);
 	agent_snaps_sync(a); /* (the loop's last jobs are done: nothing is left but to wait here) */
 	uv_loop_close(&a->loop);
-	for (size_t i = 0; i < a->ndrop; i++)
-		free(a->drop[i]);
-	free(a->drop);
+	agent_evict_free(&a->evict);
+	agent_preheat_free(&a->preheat);
 	for (size_t i = 0; i < a->nsnaps; i++)
 		agent_snap_free(a->snaps[i]);
 	free(a->snaps);

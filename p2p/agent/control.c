@@ -195,7 +195,7 @@ static int do_status(struct agent *a, struct httpd_req *req)
 	o = json_pack("{s:i, s:i, s:s, s:s?, s:s, s:I, s:I, s:i, s:I, s:I, s:I, s:o}", "pid", (int)getpid(),
 				   "http_port", a->http ? httpd_port(a->http) : 0,
 				   "socket", a->cfg->socket_path, "mirror", a->cfg->mirror, "cache", a->cfg->cache_dir,
-				   "cache_used", (json_int_t)a->cache_used, "cache_size", (json_int_t)a->cfg->cache_size,
+				   "cache_used", (json_int_t)agent_cache_used(a), "cache_size", (json_int_t)a->cfg->cache_size,
 				   "p2p_port", ss.listen_port, "started_at", (json_int_t)a->started_at,
 				   "uploaded", (json_int_t)up, "downloaded", (json_int_t)down, "snapshots", snaps);
 	/* what the fill fetched from the mirror over HTTP (downloaded counts BitTorrent's payload), and

@@ -8,6 +8,7 @@
  * progress count what they hold). A by-sha256 entry whose inode no snapshot links any more (link
  * count 1) is a leftover of a dropped snapshot: the walk removes it.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <ftw.h>
 #include <stdio.h>
@@ -24,6 +25,60 @@
 #include "base/str.h"
 #include "base/xmalloc.h"
 #include "p2p/p2p.h"
+
+/* Eviction's own state (struct agent points at it; no other file looks inside). */
+struct agent_evict {
+	bool sizing;                    /* a sizing job runs */
+	bool evicting;                  /* a job takes cold pieces out of the cache */
+	int64_t held_sized;             /* the snapshots' held bytes when the last sizing job began, and */
+	int64_t held_now;               /* now: the cache's use is about cache_used + what they hold more */
+	int64_t sized_at;               /* when the last one ended */
+	size_t sized_nsnaps;            /* the table's size when it began (changed: measure) */
+	int64_t cache_used;             /* bytes of disk the cache held then */
+	char **drop;                    /* what dropped snapshots leave, deleted by the next sizing job */
+	size_t ndrop;
+	uint64_t drop_counter;          /* names of folders moved aside (agent_drop_files) */
+	bool over_said;                 /* "over its size, nothing to drop" was logged */
+};
+
+struct agent_evict *agent_evict_new(void)
+{
+	return xcalloc(1, sizeof(struct agent_evict));
+}
+
+void agent_evict_free(struct agent_evict **e)
+{
+	if (!e || !*e)
+		return;
+	for (size_t i = 0; i < (*e)->ndrop; i++)
+		free((*e)->drop[i]);
+	free((*e)->drop);
+	free(*e);
+	*e = NULL;
+}
+
+int64_t agent_cache_used(const struct agent *a)
+{
+	return a->evict->cache_used;
+}
+
+/* (<cache>/.dropped/: agent_drop_files moves a dropped snapshot's files there) */
+void agent_evict_recall(struct agent *a)
+{
+	char *trash = agent_path_trash(a);
+	struct dirent **names = NULL;
+	int n = scandir(trash, &names, NULL, alphasort);
+
+	for (int i = 0; i < n; i++) {
+		if (strcmp(names[i]->d_name, ".") && strcmp(names[i]->d_name, "..")) {
+			a->evict->drop = xreallocarray(a->evict->drop, a->evict->ndrop + 1, sizeof(*a->evict->drop));
+			a->evict->drop[a->evict->ndrop++] = xasprintf("%s/%s", trash, names[i]->d_name);
+		}
+		free(names[i]);
+	}
+	free(names);
+	free(trash);
+}
 
 struct inode {
 	dev_t dev;
@@ -280,7 +335,7 @@ char *agent_room_refusal(const struct agent *a, const char *spec, int64_t need, 
 void agent_drop_files(struct agent *a, const char *btih)
 {
 	char *dir = agent_path_snap(a, btih), *trash = agent_path_trash(a);
-	char *to = xasprintf("%s/%s.%llu", trash, btih, (unsigned long long)++a->drop_counter);
+	char *to = xasprintf("%s/%s.%llu", trash, btih, (unsigned long long)++a->evict->drop_counter);
 	char *js = agent_path_desc(a, btih), *tp = agent_path_torrent(a, btih);
 
 	/* Out of the snapshot's own names at once: a mount or pull of the same snapshot a moment later
@@ -296,8 +351,8 @@ void agent_drop_files(struct agent *a, const char *btih)
 		log_warn("agent", "cannot move %s aside (%s): it is deleted in place", dir, strerror(errno));
 		free(to);
 	}
-	a->drop = xreallocarray(a->drop, a->ndrop + 1, sizeof(*a->drop));
-	a->drop[a->ndrop++] = dir;
+	a->evict->drop = xreallocarray(a->evict->drop, a->evict->ndrop + 1, sizeof(*a->evict->drop));
+	a->evict->drop[a->evict->ndrop++] = dir;
 	free(trash);
 	free(js);
 	free(tp);
@@ -354,7 +409,7 @@ static void thin_done(uv_work_t *w, int status)
 	char f[32], c[32];
 
 	(void)status;
-	a->evicting = false;
+	a->evict->evicting = false;
 	for (size_t i = 0; i < j->n; i++) {
 		struct thin *t = &j->t[i];
 		t->s->evicting = false;
@@ -497,13 +552,13 @@ static bool thin(struct agent *a, int64_t over, int idle_s)
 	}
 	if (!nt) {
 		free(t);
-		if (!a->over_said) {
+		if (!a->evict->over_said) {
 			char u[32], c[32];
-			size_human(a->cache_used, u, sizeof(u));
+			size_human(a->evict->cache_used, u, sizeof(u));
 			size_human(a->cfg->cache_size, c, sizeof(c));
 			log_warn("agent", "the cache holds %s, over its %s: what is left is wanted by pulls or "
 				"mounts (their --include, --prefetch), pinned or read this moment", u, c);
-			a->over_said = true;
+			a->evict->over_said = true;
 		}
 		return false;
 	}
@@ -513,7 +568,7 @@ static bool thin(struct agent *a, int64_t over, int idle_s)
 		j->t = t;
 		j->n = nt;
 		j->w.data = j;
-		a->evicting = true;
+		a->evict->evicting = true;
 		uv_queue_work(&a->loop, &j->w, thin_work, thin_done);
 	}
 	return true;
@@ -529,16 +584,16 @@ bool agent_room_wait(struct agent *a, int64_t bytes)
 	if (avail < 0 || bytes + margin(disk) <= avail)
 		return false;
 	/* cold pieces make room (a job of their own); when none can go, the write goes on and fails */
-	return a->evicting || thin(a, bytes + margin(disk) - avail + bytes, 1);
+	return a->evict->evicting || thin(a, bytes + margin(disk) - avail + bytes, 1);
 }
 
 void agent_evict_held(struct agent *a, int64_t held)
 {
 	/* the cache's use now, about: what was measured, and what the snapshots hold more since */
-	int64_t est = a->cache_used + held - a->held_sized;
+	int64_t est = a->evict->cache_used + held - a->evict->held_sized;
 
-	a->held_now = held;
-	if (a->cfg->cache_size > 0 && est > a->cfg->cache_size && !a->sizing && !a->evicting)
+	a->evict->held_now = held;
+	if (a->cfg->cache_size > 0 && est > a->cfg->cache_size && !a->evict->sizing && !a->evict->evicting)
 		agent_evict_now(a); /* measured at once, then evicted (size_done) */
 }
 
@@ -577,11 +632,11 @@ static void choose(struct agent *a, int64_t used)
 	free(pick);
 	/* still over: cold pieces of what stays go, down to 90% of the size (so that a reader does not
 	 * make it evict at every tick) */
-	if (used > a->cfg->cache_size && !a->ndrop && !a->evicting)
+	if (used > a->cfg->cache_size && !a->evict->ndrop && !a->evict->evicting)
 		thin(a, used - a->cfg->cache_size / 10 * 9, PIECE_IDLE_S);
 	if (used <= a->cfg->cache_size)
-		a->over_said = false;
-	if (a->ndrop)
+		a->evict->over_said = false;
+	if (a->evict->ndrop)
 		agent_evict_now(a); /* delete what was dropped and measure again at the next tick */
 }
 
@@ -591,41 +646,41 @@ static void size_done(uv_work_t *w, int status)
 	struct agent *a = z->a;
 
 	(void)status;
-	a->sizing = false;
-	a->sized_at = time(NULL);
-	a->cache_used = z->used;
+	a->evict->sizing = false;
+	a->evict->sized_at = time(NULL);
+	a->evict->cache_used = z->used;
 	for (size_t i = 0; i < z->ndrop; i++)
 		free(z->drop[i]);
 	free(z->drop);
 	free(z);
-	if (!a->stopping && a->cfg->cache_size > 0 && a->cache_used > a->cfg->cache_size)
-		choose(a, a->cache_used);
+	if (!a->stopping && a->cfg->cache_size > 0 && a->evict->cache_used > a->cfg->cache_size)
+		choose(a, a->evict->cache_used);
 }
 
 void agent_evict_tick(struct agent *a)
 {
 	struct sizing *z;
 
-	if (a->sizing || a->stopping)
+	if (a->evict->sizing || a->stopping)
 		return;
 	/* measured every 10 s (and at once after a drop or when a snapshot came); without a limit,
 	 * every minute for status */
-	if (!a->ndrop && a->nsnaps == a->sized_nsnaps && time(NULL) - a->sized_at < (a->cfg->cache_size > 0 ? 10 : 60))
+	if (!a->evict->ndrop && a->nsnaps == a->evict->sized_nsnaps && time(NULL) - a->evict->sized_at < (a->cfg->cache_size > 0 ? 10 : 60))
 		return;
-	a->sized_nsnaps = a->nsnaps;
+	a->evict->sized_nsnaps = a->nsnaps;
 	z = xcalloc(1, sizeof(*z));
 	z->a = a;
-	z->drop = a->drop;
-	z->ndrop = a->ndrop;
-	a->held_sized = a->held_now;
-	a->drop = NULL;
-	a->ndrop = 0;
+	z->drop = a->evict->drop;
+	z->ndrop = a->evict->ndrop;
+	a->evict->held_sized = a->evict->held_now;
+	a->evict->drop = NULL;
+	a->evict->ndrop = 0;
 	z->w.data = z;
-	a->sizing = true;
+	a->evict->sizing = true;
 	uv_queue_work(&a->loop, &z->w, size_work, size_done);
 }
 
 void agent_evict_now(struct agent *a)
 {
-	a->sized_at = 0;
+	a->evict->sized_at = 0;
 }
