@@ -136,8 +136,7 @@ struct agent {
 	 * learns it even when its snapshot was evicted right after its link (status's "links") */
 	json_t *links_done;
 	struct agent_evict *evict;      /* the cache's size and eviction: evict.c's, owned */
-	struct hub_http *fill_http;     /* the fill's requests (fill.c), from the first fill on */
-	uv_timer_t fill_soon;           /* look again in a moment (libtorrent was checking files) */
+	struct agent_fills *fills;      /* the fills' shared state: fill.c's, owned */
 	/* <cache>/agent/ files written and not fsynced yet, and whether a job fsyncs some (snaps.c) */
 	char **unsynced;
 	size_t nunsynced;
@@ -160,6 +159,13 @@ void agent_evict_tick(struct agent *a);
  * agent_evict_recall: what an earlier run dropped and did not delete goes with the first sizing.
  * agent_cache_used: the bytes of disk the cache held at the last sizing (status). */
 struct agent_evict *agent_evict_new(void);
+/* Eviction and the fill meet here, not in each other's internals: thinned is called for each
+ * snapshot some of whose pieces (v, n of them; those with size 0 stayed) a thinning job took out of
+ * the cache, room once that job is done (a writer waiting for room goes on). One listener. */
+struct p2p_cold;
+typedef void agent_thinned_fn(void *ud, struct agent_snap *s, const struct p2p_cold *v, size_t n);
+typedef void agent_room_fn(void *ud);
+void agent_evict_listen(struct agent *a, agent_thinned_fn *thinned, agent_room_fn *room, void *ud);
 void agent_evict_free(struct agent_evict **e);
 void agent_evict_recall(struct agent *a);
 int64_t agent_cache_used(const struct agent *a);
@@ -209,10 +215,6 @@ bool agent_fill_running(const struct agent_snap *s);
 void agent_fill_again(struct agent_snap *s);
 /* s's fill writes its pieces itself (direct mode: libtorrent in upload mode on purpose). */
 bool agent_fill_direct(const struct agent_snap *s);
-/* Pieces taken out of the cache (evict.c; those with size 0 stayed): the direct fill no longer
- * counts them as written. */
-struct p2p_cold;
-void agent_fill_forget(struct agent_snap *s, const struct p2p_cold *v, size_t n);
 /* ...and has written every piece s wants (libtorrent learns of them when direct mode ends). */
 bool agent_fill_direct_done(const struct agent_snap *s);
 /* A reader waits for a piece: look at the fills now (p2p_session_set_want_notify). */
@@ -220,8 +222,12 @@ void agent_fill_poke(struct agent *a);
 /* File bytes the fill wrote that libtorrent does not count yet (direct mode): for status. */
 int64_t agent_fill_unseen(const struct agent_snap *s);
 void agent_fill_stop(struct agent *a, struct agent_snap *s);
+/* The fills' shared state (their HTTP layer, a timer): made at start by agent_fill_new, which also
+ * listens to eviction (agent_evict_listen); agent_fill_end closes them as the agent stops (NULL-safe),
+ * agent_fill_free frees them once the loop has run its last callbacks. */
+void agent_fill_new(struct agent *a);
 void agent_fill_end(struct agent *a);
-void agent_fill_init(struct agent *a);
+void agent_fill_free(struct agent *a);
 void agent_fill_soon(struct agent *a);
 
 /* agent --preheat: from the tick, when due, fetch what the mirror marks to preheat (preheat.c). Its

@@ -393,7 +393,7 @@ static int start(struct agent *a, char **errmsg)
 	uv_unref((uv_handle_t *)&a->want_wake);
 	a->want_wake.data = a;
 	p2p_session_set_want_notify(a->ses, wake_from_libtorrent, &a->want_wake);
-	agent_fill_init(a);
+	agent_fill_new(a);
 	agent_snaps_recall(a);
 	agent_evict_recall(a);
 	/* the control socket is the agent's owner's alone: it mounts and reads tokens */
@@ -467,8 +467,7 @@ int agent_run(const struct agent_config *cfg, int ready_fd, char **errmsg)
 	} else {
 		httpd_free(&a->ctl);
 		httpd_free(&a->http);
-		if (a->fill_soon.loop)
-			agent_fill_end(a);
+		agent_fill_end(a);
 	}
 	/* libtorrent first: it must not signal the async handle once that is closed; then the goodbyes
 	 * it did not say (p2p_session_goodbyes) */
@@ -484,6 +483,7 @@ int agent_run(const struct agent_config *cfg, int ready_fd, char **errmsg)
 	uv_run(&a->loop, UV_RUN_DEFAULT);
 	agent_snaps_sync(a); /* (the loop's last jobs are done: nothing is left but to wait here) */
 	uv_loop_close(&a->loop);
+	agent_fill_free(a);
 	agent_evict_free(&a->evict);
 	agent_preheat_free(&a->preheat);
 	for (size_t i = 0; i < a->nsnaps; i++)

@@ -39,6 +39,9 @@ struct agent_evict {
 	size_t ndrop;
 	uint64_t drop_counter;          /* names of folders moved aside (agent_drop_files) */
 	bool over_said;                 /* "over its size, nothing to drop" was logged */
+	agent_thinned_fn *thinned;      /* the listener (agent_evict_listen), and its data */
+	agent_room_fn *room;
+	void *ud;
 };
 
 struct agent_evict *agent_evict_new(void)
@@ -55,6 +58,13 @@ void agent_evict_free(struct agent_evict **e)
 	free((*e)->drop);
 	free(*e);
 	*e = NULL;
+}
+
+void agent_evict_listen(struct agent *a, agent_thinned_fn *thinned, agent_room_fn *room, void *ud)
+{
+	a->evict->thinned = thinned;
+	a->evict->room = room;
+	a->evict->ud = ud;
 }
 
 int64_t agent_cache_used(const struct agent *a)
@@ -419,7 +429,8 @@ static void thin_done(uv_work_t *w, int status)
 			log_warn("agent", "%s: cannot take pieces out of the cache: %s",
 				t->s->spec ? t->s->spec : t->s->btih, t->err ? t->err : "?");
 		} else if (t->evicted) {
-			agent_fill_forget(t->s, t->v, t->n); /* the direct fill fetches them again when read */
+			if (a->evict->thinned)
+				a->evict->thinned(a->evict->ud, t->s, t->v, t->n); /* (the fill fetches them again) */
 			json_object_del(t->s->meta, "whole");
 			agent_snap_remember(a, t->s);
 			size_human(t->freed, f, sizeof(f));
@@ -440,7 +451,8 @@ static void thin_done(uv_work_t *w, int status)
 	free(j->t);
 	free(j);
 	agent_evict_now(a); /* measured again */
-	agent_fill_soon(a); /* a fill waiting for room goes on */
+	if (a->evict->room)
+		a->evict->room(a->evict->ud); /* a fill waiting for room goes on */
 }
 
 struct cand {

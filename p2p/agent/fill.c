@@ -57,6 +57,13 @@
 #define FILL_MIRRORS 8                      /* web seeds used, at most */
 #define FILL_KNOWN_MS 1500                  /* peers the tracker named, not connected, count this long */
 
+/* What the fills share, one per agent (struct agent points at it). */
+struct agent_fills {
+	struct hub_http *http;          /* their requests, from the first fill on */
+	uv_timer_t soon;                /* look again in a moment (libtorrent was checking files) */
+	bool ended;                     /* agent_fill_end ran */
+};
+
 struct fill {
 	struct agent *a;
 	char btih[41];
@@ -455,8 +462,8 @@ static void on_done(void *ud, int result, const struct hub_http_resp *resp, cons
 	} else {
 		pump(f);
 	}
-	if (a->stopping && a->fill_http && !hub_http_active(a->fill_http))
-		hub_http_free(&a->fill_http); /* the last request is done (nothing uses the layer after this) */
+	if (a->stopping && a->fills->http && !hub_http_active(a->fills->http))
+		hub_http_free(&a->fills->http); /* the last request is done (nothing uses the layer after this) */
 }
 
 static uint64_t rnd(struct fill *f)
@@ -619,7 +626,7 @@ static void pump(struct fill *f)
 		o.ud = r;
 		f->inflight++;
 		f->runs[r->slot] = r;
-		if (!(r->req = hub_http_request(a->fill_http, &o))) {
+		if (!(r->req = hub_http_request(a->fills->http, &o))) {
 			f->inflight--;
 			f->runs[r->slot] = NULL;
 			for (int p = first; p < end; p++)
@@ -640,9 +647,9 @@ static struct fill *fill_new(struct agent *a, struct agent_snap *s)
 
 	if (!s->nweb || a->cfg->no_fill)
 		return NULL;
-	if (!a->fill_http) {
+	if (!a->fills->http) {
 		struct hub_http_config hc = { .max_tries = 1, .connect_timeout_ms = 5000, .stall_timeout_s = 20 };
-		if (hub_http_new(&a->loop, &hc, &a->fill_http))
+		if (hub_http_new(&a->loop, &hc, &a->fills->http))
 			return NULL;
 	}
 	f = xcalloc(1, sizeof(*f));
@@ -775,7 +782,9 @@ bool agent_fill_direct(const struct agent_snap *s)
 	return s->fill && s->fill->direct;
 }
 
-void agent_fill_forget(struct agent_snap *s, const struct p2p_cold *v, size_t n)
+/* Pieces taken out of the cache (eviction's listener; those with size 0 stayed): the direct fill no
+ * longer counts them as written, and fetches them again when read. */
+static void forget(void *ud, struct agent_snap *s, const struct p2p_cold *v, size_t n)
 {
 	struct fill *f = s->fill;
 
@@ -835,26 +844,44 @@ static void on_soon(uv_timer_t *t)
 void agent_fill_poke(struct agent *a)
 {
 	if (!a->stopping)
-		on_soon(&a->fill_soon);
+		on_soon(&a->fills->soon);
 }
 
 void agent_fill_soon(struct agent *a)
 {
-	if (!a->stopping && !uv_is_active((uv_handle_t *)&a->fill_soon))
-		uv_timer_start(&a->fill_soon, on_soon, 20, 0);
+	if (a->fills && !a->stopping && !uv_is_active((uv_handle_t *)&a->fills->soon))
+		uv_timer_start(&a->fills->soon, on_soon, 20, 0);
 }
 
-void agent_fill_init(struct agent *a)
+static void room_made(void *ud)
 {
-	uv_timer_init(&a->loop, &a->fill_soon);
-	a->fill_soon.data = a;
+	agent_fill_soon(ud);
+}
+
+void agent_fill_new(struct agent *a)
+{
+	a->fills = xcalloc(1, sizeof(*a->fills));
+	uv_timer_init(&a->loop, &a->fills->soon);
+	a->fills->soon.data = a;
+	agent_evict_listen(a, forget, room_made, a);
 }
 
 void agent_fill_end(struct agent *a)
 {
-	uv_close((uv_handle_t *)&a->fill_soon, NULL);
+	if (!a->fills || a->fills->ended)
+		return;
+	a->fills->ended = true;
+	uv_close((uv_handle_t *)&a->fills->soon, NULL);
 	for (size_t i = 0; i < a->nsnaps; i++)
 		agent_fill_stop(a, a->snaps[i]);
-	if (a->fill_http && !hub_http_active(a->fill_http))
-		hub_http_free(&a->fill_http);
+	if (a->fills->http && !hub_http_active(a->fills->http))
+		hub_http_free(&a->fills->http);
+}
+
+void agent_fill_free(struct agent *a)
+{
+	if (!a->fills)
+		return;
+	free(a->fills); /* (its HTTP layer went with the last request: on_done, agent_fill_end) */
+	a->fills = NULL;
 }
