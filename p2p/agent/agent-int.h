@@ -54,7 +54,7 @@ struct agent_snap {
 	unsigned work_gen;
 	unsigned damage_gen;            /* counts the times damage was found (agent_snap_damaged) */
 	unsigned work_damage_gen;       /* ...when the settle job began */
-	struct index_job *index_job;    /* keeping its contents by sha256 (agent.c), or NULL */
+	struct index_job *index_job;    /* keeping its contents by sha256 (check.c), or NULL */
 	int damaged_seen;               /* p2p_torrent_status.damaged when last looked at */
 	int pieces_seen;                /* pieces libtorrent had then (a drop: pieces lost in a recheck) */
 	int64_t held_now, held_indexed; /* bytes libtorrent holds, and held when the last settle job began */
