@@ -54,7 +54,7 @@ struct agent_snap {
 	unsigned work_gen;
 	unsigned damage_gen;            /* counts the times damage was found (agent_snap_damaged) */
 	unsigned work_damage_gen;       /* ...when the settle job began */
-	struct index_job *index_job;    /* keeping its contents by sha256 (agent.c), or NULL */
+	struct index_job *index_job;    /* keeping its contents by sha256 (check.c), or NULL */
 	int damaged_seen;               /* p2p_torrent_status.damaged when last looked at */
 	int pieces_seen;                /* pieces libtorrent had then (a drop: pieces lost in a recheck) */
 	int64_t held_now, held_indexed; /* bytes libtorrent holds, and held when the last settle job began */
@@ -135,32 +135,14 @@ struct agent {
 	/* every pull's outcome by its link id (null: linked; a string: why not), the last 1024: a pull
 	 * learns it even when its snapshot was evicted right after its link (status's "links") */
 	json_t *links_done;
-	/* the cache's size (evict.c) */
-	bool sizing;                    /* a sizing job runs */
-	bool evicting;                  /* a job takes cold pieces out of the cache */
-	int64_t held_sized;             /* the snapshots' held bytes when the last sizing job began, and */
-	int64_t held_now;               /* now: the cache's use is about cache_used + what they hold more */
-	int64_t sized_at;               /* when the last one ended */
-	size_t sized_nsnaps;            /* the table's size when it began (changed: measure) */
-	int64_t cache_used;             /* bytes of disk the cache held then */
-	char **drop;                    /* what dropped snapshots leave, deleted by the next sizing job */
-	size_t ndrop;
-	uint64_t drop_counter;          /* names of folders moved aside (agent_drop_files) */
-	bool over_said;                 /* "over its size, nothing to drop" was logged */
-	struct hub_http *fill_http;     /* the fill's requests (fill.c), from the first fill on */
-	uv_timer_t fill_soon;           /* look again in a moment (libtorrent was checking files) */
+	struct agent_evict *evict;      /* the cache's size and eviction: evict.c's, owned */
+	struct agent_fills *fills;      /* the fills' shared state: fill.c's, owned */
 	/* <cache>/agent/ files written and not fsynced yet, and whether a job fsyncs some (snaps.c) */
 	char **unsynced;
 	size_t nunsynced;
 	bool syncing;
-	/* preheat (preheat.c) */
-	bool preheating;                /* a preheat job runs */
-	int64_t preheated_at;           /* when the last one ended */
+	struct agent_preheat *preheat;  /* preheat.c's, owned */
 };
-
-/* Say something in the agent's log (its stderr: <cache>/agent.log when detached) through base/log.h:
- * one line (fmt may end in a newline), "TIME info  agent: ...", as serve's log has it. */
-void agent_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* The control API's handler (control.c). */
 int agent_control(void *ud, struct httpd_req *req);
@@ -173,6 +155,20 @@ void agent_snap_free(struct agent_snap *s);
 /* The cache's size: from the tick, measure it (on a worker) when due and evict past the limit;
  * agent_evict_now makes the next tick measure. */
 void agent_evict_tick(struct agent *a);
+/* Eviction's state is its own (agent_evict_new; agent_evict_free once the loop's jobs are done).
+ * agent_evict_recall: what an earlier run dropped and did not delete goes with the first sizing.
+ * agent_cache_used: the bytes of disk the cache held at the last sizing (status). */
+struct agent_evict *agent_evict_new(void);
+/* Eviction and the fill meet here, not in each other's internals: thinned is called for each
+ * snapshot some of whose pieces (v, n of them; those with size 0 stayed) a thinning job took out of
+ * the cache, room once that job is done (a writer waiting for room goes on). One listener. */
+struct p2p_cold;
+typedef void agent_thinned_fn(void *ud, struct agent_snap *s, const struct p2p_cold *v, size_t n);
+typedef void agent_room_fn(void *ud);
+void agent_evict_listen(struct agent *a, agent_thinned_fn *thinned, agent_room_fn *room, void *ud);
+void agent_evict_free(struct agent_evict **e);
+void agent_evict_recall(struct agent *a);
+int64_t agent_cache_used(const struct agent *a);
 /* The direct fill is about to write bytes more: when the cache has a bound and its disk lacks the
  * room, cold pieces are taken out first (true: wait, the fill is poked when they are gone); false:
  * write (there is room, or nothing can go: the write then fails as on any full disk). */
@@ -180,6 +176,19 @@ bool agent_room_wait(struct agent *a, int64_t bytes);
 /* The bytes the snapshots hold now (libtorrent's, and what the direct fill wrote): from the tick. */
 void agent_evict_held(struct agent *a, int64_t held);
 void agent_evict_now(struct agent *a);
+/* Eviction's choice, pure (no agent, no I/O; tests/unit/test-p2p-agent-policy.c): of n snapshots, each
+ * holding `held` bytes, last used at use_seq (the agent's use counter; 0: not since the start, older
+ * than any counted) then last_used (unix time), busy ones never (mounted, pinned, linking, checked or
+ * thinned), which go, least recently used first, until used is at most limit. Writes their indices
+ * to pick (room for n) in that order and what is left to *used_after; returns how many. */
+struct agent_evict_cand {
+	int64_t held;
+	int64_t last_used;
+	uint64_t use_seq;
+	bool busy;
+};
+size_t agent_evict_pick(const struct agent_evict_cand *c, size_t n, int64_t used, int64_t limit, size_t *pick,
+			int64_t *used_after);
 /* Room on the cache's disk (evict.c). agent_disk_free: bytes free (and the disk's size), or -1.
  * agent_snap_need: what a snapshot the mirror described (meta) would still add: its files (those of
  * the paths want names, or all), less the contents held already (by-sha256) or, for one held, what
@@ -206,10 +215,6 @@ bool agent_fill_running(const struct agent_snap *s);
 void agent_fill_again(struct agent_snap *s);
 /* s's fill writes its pieces itself (direct mode: libtorrent in upload mode on purpose). */
 bool agent_fill_direct(const struct agent_snap *s);
-/* Pieces taken out of the cache (evict.c; those with size 0 stayed): the direct fill no longer
- * counts them as written. */
-struct p2p_cold;
-void agent_fill_forget(struct agent_snap *s, const struct p2p_cold *v, size_t n);
 /* ...and has written every piece s wants (libtorrent learns of them when direct mode ends). */
 bool agent_fill_direct_done(const struct agent_snap *s);
 /* A reader waits for a piece: look at the fills now (p2p_session_set_want_notify). */
@@ -217,11 +222,18 @@ void agent_fill_poke(struct agent *a);
 /* File bytes the fill wrote that libtorrent does not count yet (direct mode): for status. */
 int64_t agent_fill_unseen(const struct agent_snap *s);
 void agent_fill_stop(struct agent *a, struct agent_snap *s);
+/* The fills' shared state (their HTTP layer, a timer): made at start by agent_fill_new, which also
+ * listens to eviction (agent_evict_listen); agent_fill_end closes them as the agent stops (NULL-safe),
+ * agent_fill_free frees them once the loop has run its last callbacks. */
+void agent_fill_new(struct agent *a);
 void agent_fill_end(struct agent *a);
-void agent_fill_init(struct agent *a);
+void agent_fill_free(struct agent *a);
 void agent_fill_soon(struct agent *a);
 
-/* agent --preheat: from the tick, when due, fetch what the mirror marks to preheat (preheat.c). */
+/* agent --preheat: from the tick, when due, fetch what the mirror marks to preheat (preheat.c). Its
+ * state is its own (agent_preheat_new; agent_preheat_free once the loop's jobs are done). */
+struct agent_preheat *agent_preheat_new(void);
+void agent_preheat_free(struct agent_preheat **p);
 void agent_preheat_tick(struct agent *a);
 
 /* Ask the mirrors (a comma list, in turn; with token, may be NULL) for spec's snapshot: the
@@ -237,8 +249,26 @@ long agent_mirror_stall_s(const struct agent *a);
 /* The handler of the local hub endpoint (endpoint.c). */
 int agent_endpoint(void *ud, struct httpd_req *req);
 
-/* ---- the snapshot table (snaps.c): below the loop, control, eviction and preheat (it calls only
- * agent_say of them) ---- */
+/* ---- the cache's layout on disk (layout.c): every path of it is built there ----
+ *   <cache>/<btih>/                      a snapshot's files (libtorrent's save path)
+ *   <cache>/by-sha256/<sha256>           contents kept by sha256 (hard links, p2p/keep.h)
+ *   <cache>/agent/<btih>.torrent, .json  a snapshot's torrent and description (snaps.c)
+ *   <cache>/agent/lock                   held by the one agent of this cache
+ *   <cache>/agent/http/<key>             answers the local endpoint keeps for when the mirror is away
+ *   <cache>/.dropped/                    dropped snapshots' files, deleted by the next sizing job
+ * Each returns a malloc'd path; agent_path_http with key NULL is the folder. */
+#define AGENT_KEPT_DIR "by-sha256"
+char *agent_path_snap(const struct agent *a, const char *btih);
+char *agent_path_kept(const struct agent *a, const char *sha256);
+char *agent_path_state(const struct agent *a);
+char *agent_path_torrent(const struct agent *a, const char *btih);
+char *agent_path_desc(const struct agent *a, const char *btih);
+char *agent_path_lock(const struct agent *a);
+char *agent_path_http(const struct agent *a, const char *key);
+char *agent_path_trash(const struct agent *a);
+
+/* ---- the snapshot table (snaps.c): below the loop, control, eviction and preheat (it calls none
+ * of them) ---- */
 
 /* Write s's torrent (once) and description (meta) to <cache>/agent/ (a restart takes it back from
  * them): in place at once, a killed agent's successor finds them; made durable against a crash of
@@ -302,11 +332,18 @@ json_t *agent_held(struct agent *a, const char *spec, const char *revision, stru
  * until they are fetched again (a restart meanwhile does not take it back whole). */
 void agent_snap_damaged(struct agent *a, struct agent_snap *s);
 
+/* ---- a finished snapshot's check (check.c) ---- */
+
+/* From the loop's tick, for each snapshot: once finished, its wanted files verified (a settle job),
+ * then linked and shortcut; once verified and quiet, its contents kept by sha256 (an index job). */
+void agent_check_tick(struct agent *a, struct agent_snap *s);
 /* A pull of s is about to link it: one taken back whole at a restart is verified first. */
 void agent_snap_check(struct agent *a, struct agent_snap *s);
-
 /* Once s is verified: make the links pulls asked for (pending_links), to the cache's own files. */
 void agent_link_pending(struct agent *a, struct agent_snap *s);
+/* Every piece of a verified snapshot that wants some files is in (a mount read the rest): remembered,
+ * so that a restart takes it back whole, in seed mode, not only the files it wants. */
+void agent_snap_whole(struct agent *a, struct agent_snap *s, const struct p2p_torrent_status *st);
 
 /* ---- mounts (mounts.c) ---- */
 

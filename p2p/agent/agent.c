@@ -1,29 +1,22 @@
 /*
  * agent.c - the instance agent's process (see agent.h): one libuv loop for the control socket, the
  * session's events and a tick every 500 ms; one libtorrent session; FUSE mounts with threads of their
- * own (p2p/mount.h); hashing of finished snapshots on libuv's thread pool at idle priority.
- * The snapshot table, and what of it survives the process in the cache, is snaps.c; what mounts do
- * besides FUSE, mounts.c; the other rooms are named in agent-int.h.
+ * own (p2p/mount.h). A finished snapshot's check (hashing at idle priority) is check.c; the snapshot
+ * table, and what of it survives the process in the cache, snaps.c; what mounts do besides FUSE,
+ * mounts.c; the other rooms are named in agent-int.h.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <inttypes.h>
-#include <pthread.h>
-#include <sched.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "agent-int.h"
-#include "base/bug.h"
 #include "base/err.h"
 #include "base/hex.h"
 #include "base/log.h"
@@ -35,270 +28,6 @@
 #include "hub/hub.h"
 #include "p2p/mount.h"
 #include "p2p/p2p.h"
-
-void agent_say(const char *fmt, ...)
-{
-	va_list ap;
-	char *m;
-	size_t n;
-
-	va_start(ap, fmt);
-	m = xvasprintf(fmt, ap);
-	va_end(ap);
-	n = strlen(m);
-	while (n && m[n - 1] == '\n')
-		m[--n] = '\0'; /* (the callers end their lines; the log ends each) */
-	/* through the logger: one write a line, and what came from the network (a name, a mirror's
-	 * error) cannot start a line of its own */
-	log_info("agent", "%s", m);
-	free(m);
-}
-
-/* What an earlier run dropped and did not get to delete (<cache>/.dropped/): deleted by the first
- * sizing job. */
-static void clear_dropped(struct agent *a)
-{
-	char *trash = xasprintf("%s/.dropped", a->cfg->cache_dir);
-	struct dirent **names = NULL;
-	int n = scandir(trash, &names, NULL, alphasort);
-
-	for (int i = 0; i < n; i++) {
-		if (strcmp(names[i]->d_name, ".") && strcmp(names[i]->d_name, "..")) {
-			a->drop = xreallocarray(a->drop, a->ndrop + 1, sizeof(*a->drop));
-			a->drop[a->ndrop++] = xasprintf("%s/%s", trash, names[i]->d_name);
-		}
-		free(names[i]);
-	}
-	free(names);
-	free(trash);
-}
-
-/* ---- finished snapshots: verified in the cache, contents kept by sha256 -------------------------- */
-
-#define INDEX_QUIET_MS 3000     /* no byte came for this long: the contents are kept by sha256 */
-
-/* The IO class of the calling thread (ioprio_set; glibc has no wrapper): idle, or back to the
- * default (its CPU niceness decides). */
-static void io_idle(bool idle)
-{
-	enum { WHO_PROCESS = 1, CLASS_IDLE = 3, CLASS_SHIFT = 13 };
-
-	syscall(SYS_ioprio_set, WHO_PROCESS, 0, idle ? CLASS_IDLE << CLASS_SHIFT : 0);
-}
-
-static void return_normal(const struct sched_param *normal)
-{
-	pthread_setschedparam(pthread_self(), SCHED_OTHER, normal);
-	io_idle(false);
-}
-
-static void settle_work(uv_work_t *w)
-{
-	struct agent_snap *s = w->data;
-	struct agent *a = s->work.loop->data;
-	struct sched_param idle = { 0 }, normal = { 0 };
-
-	/* Hashing a whole snapshot must not slow the reads it runs beside (the download often ends while a
-	 * loader still reads): it runs at SCHED_IDLE, on CPU time nobody else wants. A file whose last
-	 * writes are still pending is tried again at the next tick. */
-	pthread_setschedparam(pthread_self(), SCHED_IDLE, &idle);
-	io_idle(true); /* and its reads wait for everybody else's */
-	s->work_verified = agent_verify_wanted(a, s->btih, s->work_want);
-	return_normal(&normal);
-}
-
-/* ---- contents kept by sha256: a job of its own ---------------------------------------------------- */
-
-/* After a snapshot's files are verified, and once it is quiet (no byte for INDEX_QUIET_MS, so a piece
- * read back never competes with a loader), its contents are kept by sha256 (p2p_keep_index: hard links
- * to what the torrent proved, no pass over the bytes; a pull does not wait for it). The job holds
- * copies of what it needs, never the snapshot: eviction may drop the snapshot meanwhile (the job then
- * finds its torrent gone and keeps nothing), and waits for nobody's idle-priority reads. The files
- * wanted must all be kept; the others held whole (read through a mount) are kept too. */
-struct index_job {
-	uv_work_t w;
-	struct agent *a;
-	char btih[41];
-	const void *owner;              /* the snapshot it was for: compared, never dereferenced */
-	unsigned gen;                   /* its want_gen then */
-	struct p2p_known *known, *others;
-	size_t nknown, nothers;
-	bool ok;                        /* every wanted content is kept */
-};
-
-static struct p2p_known *known_copy(const struct p2p_known *k, size_t n)
-{
-	struct p2p_known *c = xcalloc(n + 1, sizeof(*c));
-
-	for (size_t i = 0; i < n; i++) {
-		c[i].path = xstrdup(k[i].path);
-		c[i].sha256 = k[i].sha256 ? xstrdup(k[i].sha256) : NULL;
-	}
-	return c;
-}
-
-static void known_free(struct p2p_known *k, size_t n)
-{
-	for (size_t i = 0; k && i < n; i++) {
-		free((char *)k[i].path);
-		free((char *)k[i].sha256);
-	}
-	free(k);
-}
-
-static void index_work(uv_work_t *w)
-{
-	struct index_job *j = w->data;
-	struct sched_param idle = { 0 }, normal = { 0 };
-
-	pthread_setschedparam(pthread_self(), SCHED_IDLE, &idle);
-	io_idle(true);
-	j->ok = p2p_keep_index(j->a->ses, j->btih, j->a->cfg->cache_dir, j->known, j->nknown) == 0;
-	if (j->others)
-		p2p_keep_index(j->a->ses, j->btih, j->a->cfg->cache_dir, j->others, j->nothers);
-	return_normal(&normal);
-}
-
-static void index_done(uv_work_t *w, int status)
-{
-	struct index_job *j = w->data;
-	struct agent_snap *s = agent_snap_find(j->a, j->btih);
-
-	(void)status;
-	if (s && s == j->owner && s->index_job == j) {
-		s->index_job = NULL;
-		/* a file whose last writes are pending is tried again, for a minute at most */
-		if (j->gen == s->want_gen)
-			s->indexed = j->ok || ++s->index_tries >= 60;
-		if (!s->indexed)
-			s->settle_after = uv_now(&j->a->loop) + 1000;
-	}
-	known_free(j->known, j->nknown);
-	known_free(j->others, j->nothers);
-	free(j);
-}
-
-static void index_start(struct agent *a, struct agent_snap *s)
-{
-	struct index_job *j = xcalloc(1, sizeof(*j));
-	struct p2p_known *k, *o;
-	size_t nk = 0, no = 0;
-
-	BUG_ON(s->index_job); /* one at a time: the tick starts one only when none runs */
-	j->a = a;
-	memcpy(j->btih, s->btih, sizeof(j->btih));
-	j->owner = s;
-	j->gen = s->want_gen;
-	k = agent_wanted_known(a, s, &nk, &o, &no);
-	j->known = known_copy(k, nk);
-	j->nknown = nk;
-	j->others = o ? known_copy(o, no) : NULL;
-	j->nothers = no;
-	free(k);
-	free(o);
-	s->index_job = j;
-	s->held_indexed = s->held_now;
-	j->w.data = j;
-	uv_queue_work(&a->loop, &j->w, index_work, index_done);
-}
-
-void agent_snap_check(struct agent *a, struct agent_snap *s)
-{
-	(void)a;
-	/* taken back whole at a restart and not read back since: every byte is hashed again first (the
-	 * settle job), and a damaged piece is fetched again, before anything links the files */
-	if (s->unchecked)
-		s->verified = false;
-}
-
-/* Of outcomes keyed by link id (a number), the newest max stay. */
-static void keep_newest(json_t *by_id, size_t max)
-{
-	while (json_object_size(by_id) > max) {
-		const char *k, *oldest = NULL;
-		json_t *v;
-		json_object_foreach(by_id, k, v)
-			if (!oldest || strtoll(k, NULL, 10) < strtoll(oldest, NULL, 10))
-				oldest = k;
-		json_object_del(by_id, oldest);
-	}
-}
-
-void agent_link_pending(struct agent *a, struct agent_snap *s)
-{
-	char *dir = xasprintf("%s/%s", s->save, s->name ? s->name : "");
-	json_t *it;
-	size_t i;
-
-	json_array_foreach(s->pending_links, i, it) {
-		char *errmsg = NULL, id[32];
-		json_t *name = json_object_get(it, "name");
-		snprintf(id, sizeof(id), "%" PRId64, (int64_t)json_integer_value(json_object_get(it, "id")));
-		/* each pull's outcome is its own: a bad hub cache path fails that pull, not the next */
-		if (agent_snap_link(a, s, name, it, dir, true, &errmsg)) {
-			if (!errmsg)
-				errmsg = xstrdup("cannot link into the hub cache");
-			agent_say("%s: %s\n", json_string_value(json_object_get(name, "spec")), errmsg);
-			json_object_set_new(s->links_done, id, json_string(errmsg));
-		} else {
-			json_object_set_new(s->links_done, id, json_null());
-		}
-		json_object_set(a->links_done, id, json_object_get(s->links_done, id));
-		free(errmsg);
-	}
-	json_array_clear(s->pending_links);
-	keep_newest(a->links_done, 1024);
-	keep_newest(s->links_done, 256); /* a snapshot pulled again and again keeps the last outcomes only */
-	free(dir);
-}
-
-/* Every piece of a verified snapshot that wants some files is in (a mount read the rest): remembered,
- * so that a restart takes it back whole, in seed mode, not only the files it wants. */
-static void remember_whole(struct agent *a, struct agent_snap *s, const struct p2p_torrent_status *st)
-{
-	if (st->seeding && s->verified && s->want && !json_is_true(json_object_get(s->meta, "whole"))) {
-		json_object_set_new(s->meta, "whole", json_true());
-		agent_snap_remember(a, s);
-	}
-}
-
-static void settle_done(uv_work_t *w, int status)
-{
-	struct agent_snap *s = w->data;
-	struct agent *a = s->work.loop->data;
-
-	(void)status;
-	BUG_ON(!s->settling); /* one settle job per snapshot at a time, and s stays while it runs */
-	s->settling = false;
-	json_decref(s->work_want);
-	s->work_want = NULL;
-	if (s->work_gen != s->want_gen || s->work_damage_gen != s->damage_gen) {
-		/* more files were asked for meanwhile: what the job found says nothing of them; or damage
-		 * was found meanwhile: what it found verified may be what is damaged now */
-		s->verified = false;
-		agent_evict_now(a);
-		return;
-	}
-	if (s->work_verified)
-		s->unchecked = false;
-	else
-		s->settle_after = uv_now(&a->loop) + 5000; /* a piece missing or damaged: not again at once */
-	if (s->work_verified && !s->verified) {
-		/* remembered: a restart takes it back whole, without rechecking every byte first */
-		json_object_set_new(s->meta, "verified", json_true());
-		agent_snap_remember(a, s);
-	}
-	s->verified = s->work_verified;
-	if (s->verified) {
-		struct p2p_torrent_status st;
-		/* at once, not at the next tick: a kill right after must not lose it */
-		if (!p2p_session_torrent_status(a->ses, s->btih, &st))
-			remember_whole(a, s, &st);
-		agent_link_pending(a, s);
-		agent_shortcuts(a, s);
-	}
-	agent_evict_now(a); /* the download's bytes are all in now */
-}
 
 static void on_event(void *ud, const struct p2p_event *ev)
 {
@@ -312,9 +41,9 @@ static void on_event(void *ud, const struct p2p_event *ev)
 		 * snapshot, saying how many more came */
 		if (time(NULL) - s->last_error_at >= 60) {
 			if (s->errors_unsaid)
-				agent_say("%s: (%d more errors like the last)\n",
+				log_warn("agent", "%s: (%d more errors like the last)",
 					s->spec ? s->spec : s->btih, s->errors_unsaid);
-			agent_say("%s: %s\n", s->spec ? s->spec : s->btih, ev->message);
+			log_warn("agent", "%s: %s", s->spec ? s->spec : s->btih, ev->message);
 			s->last_error_at = time(NULL);
 			s->errors_unsaid = 0;
 		} else {
@@ -351,7 +80,7 @@ void agent_snap_retry(struct agent *a, struct agent_snap *s, const struct p2p_to
 		return;
 	s->retried_ms = uv_now(&a->loop);
 	size_human(agent_disk_free(a, NULL), f, sizeof(f));
-	agent_say("%s: the cache's disk has room again (%s free): going on\n",
+	log_info("agent", "%s: the cache's disk has room again (%s free): going on",
 		s->spec ? s->spec : s->btih, f);
 	p2p_session_retry(a->ses, s->btih);
 	agent_fill_again(s);
@@ -365,7 +94,7 @@ void agent_snap_retry(struct agent *a, struct agent_snap *s, const struct p2p_to
 void agent_snap_damaged(struct agent *a, struct agent_snap *s)
 {
 	if (s->finished || s->verified)
-		agent_say("%s: pieces in the cache failed their hash: fetching them again\n",
+		log_info("agent", "%s: pieces in the cache failed their hash: fetching them again",
 			s->spec ? s->spec : s->btih);
 	s->finished = false;
 	s->verified = false;
@@ -445,7 +174,7 @@ static void on_tick(uv_timer_t *t)
 			 * unverified for that, only not finished) */
 			if (!st.checking)
 				s->finished = direct ? agent_fill_direct_done(s) : st.finished || st.seeding;
-			remember_whole(a, s, &st);
+			agent_snap_whole(a, s, &st);
 			/* files a mount read whole meanwhile are kept by sha256 too (index_start) */
 			if (s->finished && s->want && st.held > s->held_indexed && !s->index_job)
 				s->indexed = false;
@@ -458,18 +187,7 @@ static void on_tick(uv_timer_t *t)
 			web_seed_when_alone(a, s, &st);
 			agent_fill_update(a, s, &st);
 		}
-		/* verified at once (a pull waits for it: the settle job); kept by sha256 once quiet */
-		if (s->finished && !s->verified && !s->settling && !a->stopping && uv_now(&a->loop) >= s->settle_after) {
-			s->settling = true;
-			s->work_want = s->want ? json_deep_copy(s->want) : NULL;
-			s->work_gen = s->want_gen;
-			s->work_damage_gen = s->damage_gen;
-			s->work.data = s;
-			uv_queue_work(&a->loop, &s->work, settle_work, settle_done);
-		} else if (s->finished && s->verified && !s->indexed && !s->index_job && !s->settling && !a->stopping &&
-			   uv_now(&a->loop) - s->held_changed_ms >= INDEX_QUIET_MS && uv_now(&a->loop) >= s->settle_after) {
-			index_start(a, s);
-		}
+		agent_check_tick(a, s);
 	}
 	agent_evict_held(a, held);
 	agent_evict_tick(a);
@@ -500,7 +218,7 @@ void agent_stop(struct agent *a)
 			char *errmsg = NULL;
 			p2p_mount_close(s->mounts[0].m);
 			if (agent_mount_detach(a, s, 0, &in_use, &errmsg)) {
-				agent_say("%s\n", errmsg ? errmsg : "cannot unmount");
+				log_warn("agent", "%s", errmsg ? errmsg : "cannot unmount");
 				free(s->mounts[0].dir);
 				s->mounts[0] = s->mounts[--s->nmounts]; /* left to the process's end */
 			}
@@ -560,7 +278,7 @@ static void on_signal(uv_signal_t *h, int signum)
 {
 	if (signum == SIGHUP) {
 		/* systemd's reload, or a terminal that went away: the agent has nothing to read again */
-		agent_say("SIGHUP: nothing to reload; carrying on\n");
+		log_info("agent", "SIGHUP: nothing to reload; carrying on");
 		return;
 	}
 	agent_stop(h->data);
@@ -601,7 +319,7 @@ static int socket_free(const char *path, char **errmsg)
  * ends), naming its pid and socket for the refusal. */
 static int lock_cache(struct agent *a, char **errmsg)
 {
-	char *dir = xasprintf("%s/agent", a->cfg->cache_dir), *path = xasprintf("%s/lock", dir), held[512] = "";
+	char *dir = agent_path_state(a), *path = agent_path_lock(a), held[512] = "";
 	int fd, r = 0;
 	ssize_t n;
 
@@ -675,9 +393,9 @@ static int start(struct agent *a, char **errmsg)
 	uv_unref((uv_handle_t *)&a->want_wake);
 	a->want_wake.data = a;
 	p2p_session_set_want_notify(a->ses, wake_from_libtorrent, &a->want_wake);
-	agent_fill_init(a);
+	agent_fill_new(a);
 	agent_snaps_recall(a);
-	clear_dropped(a);
+	agent_evict_recall(a);
 	/* the control socket is the agent's owner's alone: it mounts and reads tokens */
 	listen = xasprintf("unix:%s", a->cfg->socket_path);
 	hc.listen = listen;
@@ -727,6 +445,8 @@ int agent_run(const struct agent_config *cfg, int ready_fd, char **errmsg)
 	a->lock_fd = -1;
 	a->links_done = json_object();
 	a->started_at = time(NULL);
+	a->evict = agent_evict_new();
+	a->preheat = agent_preheat_new();
 	uv_loop_init(&a->loop);
 	a->loop.data = a;
 	signal(SIGPIPE, SIG_IGN);
@@ -747,8 +467,7 @@ int agent_run(const struct agent_config *cfg, int ready_fd, char **errmsg)
 	} else {
 		httpd_free(&a->ctl);
 		httpd_free(&a->http);
-		if (a->fill_soon.loop)
-			agent_fill_end(a);
+		agent_fill_end(a);
 	}
 	/* libtorrent first: it must not signal the async handle once that is closed; then the goodbyes
 	 * it did not say (p2p_session_goodbyes) */
@@ -764,9 +483,9 @@ int agent_run(const struct agent_config *cfg, int ready_fd, char **errmsg)
 	uv_run(&a->loop, UV_RUN_DEFAULT);
 	agent_snaps_sync(a); /* (the loop's last jobs are done: nothing is left but to wait here) */
 	uv_loop_close(&a->loop);
-	for (size_t i = 0; i < a->ndrop; i++)
-		free(a->drop[i]);
-	free(a->drop);
+	agent_fill_free(a);
+	agent_evict_free(&a->evict);
+	agent_preheat_free(&a->preheat);
 	for (size_t i = 0; i < a->nsnaps; i++)
 		agent_snap_free(a->snaps[i]);
 	free(a->snaps);

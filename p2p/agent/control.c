@@ -19,6 +19,7 @@
 #include "agent-int.h"
 #include "base/err.h"
 #include "base/hex.h"
+#include "base/log.h"
 #include "base/path.h"
 #include "base/size.h"
 #include "base/xmalloc.h"
@@ -170,7 +171,7 @@ static void do_http(struct agent *a, struct httpd_req *req, json_t *body)
 		free(err);
 		return;
 	}
-	agent_say("local endpoint on %s (port %d), started through the control socket\n", listen, httpd_port(a->http));
+	log_info("agent", "local endpoint on %s (port %d), started through the control socket", listen, httpd_port(a->http));
 	answer(req, 200, json_pack("{s:s, s:i}", "listen", listen, "port", httpd_port(a->http)));
 }
 
@@ -194,7 +195,7 @@ static int do_status(struct agent *a, struct httpd_req *req)
 	o = json_pack("{s:i, s:i, s:s, s:s?, s:s, s:I, s:I, s:i, s:I, s:I, s:I, s:o}", "pid", (int)getpid(),
 				   "http_port", a->http ? httpd_port(a->http) : 0,
 				   "socket", a->cfg->socket_path, "mirror", a->cfg->mirror, "cache", a->cfg->cache_dir,
-				   "cache_used", (json_int_t)a->cache_used, "cache_size", (json_int_t)a->cfg->cache_size,
+				   "cache_used", (json_int_t)agent_cache_used(a), "cache_size", (json_int_t)a->cfg->cache_size,
 				   "p2p_port", ss.listen_port, "started_at", (json_int_t)a->started_at,
 				   "uploaded", (json_int_t)up, "downloaded", (json_int_t)down, "snapshots", snaps);
 	/* what the fill fetched from the mirror over HTTP (downloaded counts BitTorrent's payload), and
@@ -267,7 +268,7 @@ static int mount_snap(struct agent *a, struct httpd_req *req, struct agent_snap 
 		free(err);
 		err = NULL;
 		if (agent_mount_detach(a, s, s->nmounts - 1, &in_use, &err)) {
-			agent_say("%s\n", err ? err : "cannot unmount");
+			log_warn("agent", "%s", err ? err : "cannot unmount");
 			free(err);
 		}
 		return 0;
@@ -387,7 +388,7 @@ static struct agent_snap *resolved(struct agent *a, struct httpd_req *req, struc
 	*name = NULL;
 	if (j->st == 502 && (*name = agent_held(a, canon, j->spec.revision, &s))) {
 		/* the mirror is down or broken: what this instance has of that revision still serves */
-		agent_say("%s: %s; using the snapshot held (%s @ %.12s)\n", sp, j->why,
+		log_info("agent", "%s: %s; using the snapshot held (%s @ %.12s)", sp, j->why,
 			json_string_value(json_object_get(*name, "revision")),
 			json_string_value(json_object_get(*name, "commit")));
 		json_object_set_new(j->body, "offline", json_string(j->why));
@@ -753,7 +754,7 @@ static int do_drop(struct agent *a, struct httpd_req *req, json_t *body)
 			json_array_append_new(dropped, json_pack("{s:O?, s:O?, s:O?, s:s, s:s}", "spec", json_object_get(nm, "spec"),
 								 "revision", json_object_get(nm, "revision"), "commit",
 								 json_object_get(nm, "commit"), "btih", s->btih, "folder", s->save));
-		agent_say("dropping %s @ %.12s from the cache, as asked\n", s->spec ? s->spec : s->btih, s->commit ? s->commit : "");
+		log_info("agent", "dropping %s @ %.12s from the cache, as asked", s->spec ? s->spec : s->btih, s->commit ? s->commit : "");
 		agent_snap_forget(a, s);
 		agent_drop_files(a, s->btih);
 		agent_snap_free(s);

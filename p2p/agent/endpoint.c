@@ -241,7 +241,7 @@ static char *kept_path(const struct agent_ep *e)
 	key = xasprintf("%s %s %s", e->file ? "FILE" : e->method, e->target, ahex);
 	SHA256((const unsigned char *)key, strlen(key), md);
 	hex_encode(md, sizeof(md), hex);
-	p = xasprintf("%s/agent/http/%s", e->a->cfg->cache_dir, hex);
+	p = agent_path_http(e->a, hex);
 	free(key);
 	return p;
 }
@@ -272,7 +272,7 @@ static char *swap_host(const char *s, size_t len, const char *from, const char *
  * reaches another client (a `Host: evil.example` request cannot send later ones elsewhere). */
 static void keep_answer(struct agent_ep *e)
 {
-	char *p = kept_path(e), *dir = xasprintf("%s/agent/http", e->a->cfg->cache_dir), *s;
+	char *p = kept_path(e), *dir = agent_path_http(e->a, NULL), *s;
 	json_t *j = json_pack("{s:i, s:O, s:s%, s:s?}", "status", (int)e->status, "headers", e->headers, "body",
 			      e->answer ? e->answer : "", e->alen, "host", e->host);
 

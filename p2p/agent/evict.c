@@ -8,6 +8,7 @@
  * progress count what they hold). A by-sha256 entry whose inode no snapshot links any more (link
  * count 1) is a leftover of a dropped snapshot: the walk removes it.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <ftw.h>
 #include <stdio.h>
@@ -19,10 +20,75 @@
 #include <unistd.h>
 
 #include "agent-int.h"
+#include "base/log.h"
 #include "base/size.h"
 #include "base/str.h"
 #include "base/xmalloc.h"
 #include "p2p/p2p.h"
+
+/* Eviction's own state (struct agent points at it; no other file looks inside). */
+struct agent_evict {
+	bool sizing;                    /* a sizing job runs */
+	bool evicting;                  /* a job takes cold pieces out of the cache */
+	int64_t held_sized;             /* the snapshots' held bytes when the last sizing job began, and */
+	int64_t held_now;               /* now: the cache's use is about cache_used + what they hold more */
+	int64_t sized_at;               /* when the last one ended */
+	size_t sized_nsnaps;            /* the table's size when it began (changed: measure) */
+	int64_t cache_used;             /* bytes of disk the cache held then */
+	char **drop;                    /* what dropped snapshots leave, deleted by the next sizing job */
+	size_t ndrop;
+	uint64_t drop_counter;          /* names of folders moved aside (agent_drop_files) */
+	bool over_said;                 /* "over its size, nothing to drop" was logged */
+	agent_thinned_fn *thinned;      /* the listener (agent_evict_listen), and its data */
+	agent_room_fn *room;
+	void *ud;
+};
+
+struct agent_evict *agent_evict_new(void)
+{
+	return xcalloc(1, sizeof(struct agent_evict));
+}
+
+void agent_evict_free(struct agent_evict **e)
+{
+	if (!e || !*e)
+		return;
+	for (size_t i = 0; i < (*e)->ndrop; i++)
+		free((*e)->drop[i]);
+	free((*e)->drop);
+	free(*e);
+	*e = NULL;
+}
+
+void agent_evict_listen(struct agent *a, agent_thinned_fn *thinned, agent_room_fn *room, void *ud)
+{
+	a->evict->thinned = thinned;
+	a->evict->room = room;
+	a->evict->ud = ud;
+}
+
+int64_t agent_cache_used(const struct agent *a)
+{
+	return a->evict->cache_used;
+}
+
+/* (<cache>/.dropped/: agent_drop_files moves a dropped snapshot's files there) */
+void agent_evict_recall(struct agent *a)
+{
+	char *trash = agent_path_trash(a);
+	struct dirent **names = NULL;
+	int n = scandir(trash, &names, NULL, alphasort);
+
+	for (int i = 0; i < n; i++) {
+		if (strcmp(names[i]->d_name, ".") && strcmp(names[i]->d_name, "..")) {
+			a->evict->drop = xreallocarray(a->evict->drop, a->evict->ndrop + 1, sizeof(*a->evict->drop));
+			a->evict->drop[a->evict->ndrop++] = xasprintf("%s/%s", trash, names[i]->d_name);
+		}
+		free(names[i]);
+	}
+	free(names);
+	free(trash);
+}
 
 struct inode {
 	dev_t dev;
@@ -47,7 +113,7 @@ static int visit(const char *path, const struct stat *st, int type, struct FTW *
 	if (!S_ISREG(st->st_mode))
 		return 0;
 	if (st->st_nlink == 1 && ftw->level >= 1 && strlen(base) == 64 && ftw->base >= 10 &&
-	    skip_prefix(path + ftw->base - 10, "by-sha256/")) {
+	    skip_prefix(path + ftw->base - 10, AGENT_KEPT_DIR "/")) {
 		unlink(path); /* its snapshots are gone */
 		return 0;
 	}
@@ -125,15 +191,43 @@ void agent_snap_used(struct agent *a, struct agent_snap *s)
 
 /* Least recently used first: those not used since a restart by their time, then the rest in the
  * order they were used (a second holds several uses; two pulls in one second must not tie). */
+/* ---- the choice, pure (tests/unit/test-p2p-agent-policy.c) ------------------------------------ */
+
+struct ranked {
+	struct agent_evict_cand c;
+	size_t i; /* its index in the caller's array */
+};
+
 static int by_last_use(const void *pa, const void *pb)
 {
-	const struct agent_snap *a = *(struct agent_snap *const *)pa, *b = *(struct agent_snap *const *)pb;
+	const struct agent_evict_cand *a = &((const struct ranked *)pa)->c, *b = &((const struct ranked *)pb)->c;
 
 	if (!a->use_seq != !b->use_seq)
 		return a->use_seq ? 1 : -1;
 	if (a->use_seq)
 		return a->use_seq < b->use_seq ? -1 : 1;
 	return a->last_used < b->last_used ? -1 : a->last_used > b->last_used;
+}
+
+size_t agent_evict_pick(const struct agent_evict_cand *c, size_t n, int64_t used, int64_t limit, size_t *pick,
+			int64_t *used_after)
+{
+	struct ranked *r = xcalloc(n ? n : 1, sizeof(*r));
+	size_t npick = 0;
+
+	for (size_t i = 0; i < n; i++)
+		r[i] = (struct ranked){ .c = c[i], .i = i };
+	if (n)
+		qsort(r, n, sizeof(*r), by_last_use);
+	for (size_t k = 0; k < n && used > limit; k++) {
+		if (r[k].c.busy)
+			continue;
+		used -= r[k].c.held;
+		pick[npick++] = r[k].i;
+	}
+	free(r);
+	*used_after = used;
+	return npick;
 }
 
 /* Can s go? Not while mounted, pinned, waiting to be linked, or being checked or thinned on a worker. */
@@ -204,7 +298,7 @@ int64_t agent_snap_need(struct agent *a, json_t *meta, json_t *want, int64_t *to
 		struct stat ks;
 		if (want && (!path || !bsearch(&path, w, nw, sizeof(*w), by_str)))
 			continue;
-		kept = sha && strlen(sha) == 64 && !strchr(sha, '/') ? xasprintf("%s/by-sha256/%s", a->cfg->cache_dir, sha) : NULL;
+		kept = sha && strlen(sha) == 64 && !strchr(sha, '/') ? agent_path_kept(a, sha) : NULL;
 		all += size;
 		/* a content held for another snapshot is placed by a hard link: no new bytes */
 		if (!kept || stat(kept, &ks) < 0 || ks.st_size != size)
@@ -250,10 +344,9 @@ char *agent_room_refusal(const struct agent *a, const char *spec, int64_t need, 
 
 void agent_drop_files(struct agent *a, const char *btih)
 {
-	char *dir = xasprintf("%s/%s", a->cfg->cache_dir, btih), *trash = xasprintf("%s/.dropped", a->cfg->cache_dir);
-	char *to = xasprintf("%s/%s.%llu", trash, btih, (unsigned long long)++a->drop_counter);
-	char *js = xasprintf("%s/agent/%s.json", a->cfg->cache_dir, btih);
-	char *tp = xasprintf("%s/agent/%s.torrent", a->cfg->cache_dir, btih);
+	char *dir = agent_path_snap(a, btih), *trash = agent_path_trash(a);
+	char *to = xasprintf("%s/%s.%llu", trash, btih, (unsigned long long)++a->evict->drop_counter);
+	char *js = agent_path_desc(a, btih), *tp = agent_path_torrent(a, btih);
 
 	/* Out of the snapshot's own names at once: a mount or pull of the same snapshot a moment later
 	 * makes them anew, and the deletion (on a worker, later) only ever touches the dropped copy.
@@ -265,11 +358,11 @@ void agent_drop_files(struct agent *a, const char *btih)
 		free(dir);
 		dir = to;
 	} else {
-		agent_say("cannot move %s aside (%s): it is deleted in place\n", dir, strerror(errno));
+		log_warn("agent", "cannot move %s aside (%s): it is deleted in place", dir, strerror(errno));
 		free(to);
 	}
-	a->drop = xreallocarray(a->drop, a->ndrop + 1, sizeof(*a->drop));
-	a->drop[a->ndrop++] = dir;
+	a->evict->drop = xreallocarray(a->evict->drop, a->evict->ndrop + 1, sizeof(*a->evict->drop));
+	a->evict->drop[a->evict->ndrop++] = dir;
 	free(trash);
 	free(js);
 	free(tp);
@@ -326,23 +419,24 @@ static void thin_done(uv_work_t *w, int status)
 	char f[32], c[32];
 
 	(void)status;
-	a->evicting = false;
+	a->evict->evicting = false;
 	for (size_t i = 0; i < j->n; i++) {
 		struct thin *t = &j->t[i];
 		t->s->evicting = false;
 		t->s->pieces_seen = 0; /* fewer pieces now, on purpose: not damage */
 		t->s->web_on = false;  /* added again without its web seeds: they join again when needed */
 		if (t->r) {
-			agent_say("%s: cannot take pieces out of the cache: %s\n",
+			log_warn("agent", "%s: cannot take pieces out of the cache: %s",
 				t->s->spec ? t->s->spec : t->s->btih, t->err ? t->err : "?");
 		} else if (t->evicted) {
-			agent_fill_forget(t->s, t->v, t->n); /* the direct fill fetches them again when read */
+			if (a->evict->thinned)
+				a->evict->thinned(a->evict->ud, t->s, t->v, t->n); /* (the fill fetches them again) */
 			json_object_del(t->s->meta, "whole");
 			agent_snap_remember(a, t->s);
 			size_human(t->freed, f, sizeof(f));
 			size_human(a->cfg->cache_size, c, sizeof(c));
-			agent_say("%s: %zu pieces (%s) read least recently left the cache to keep it "
-				"under %s; read again, they are fetched again\n", t->s->spec ? t->s->spec : t->s->btih,
+			log_info("agent", "%s: %zu pieces (%s) read least recently left the cache to keep it "
+				"under %s; read again, they are fetched again", t->s->spec ? t->s->spec : t->s->btih,
 				t->evicted, f, c);
 		}
 		free(t->v);
@@ -357,7 +451,8 @@ static void thin_done(uv_work_t *w, int status)
 	free(j->t);
 	free(j);
 	agent_evict_now(a); /* measured again */
-	agent_fill_soon(a); /* a fill waiting for room goes on */
+	if (a->evict->room)
+		a->evict->room(a->evict->ud); /* a fill waiting for room goes on */
 }
 
 struct cand {
@@ -404,7 +499,7 @@ static void kept_names(struct agent *a, struct thin *t, const struct p2p_file_li
 				continue;
 			t->unkeep = xreallocarray(t->unkeep, t->nunkeep + 1, sizeof(*t->unkeep));
 			t->ours = xreallocarray(t->ours, t->nunkeep + 1, sizeof(*t->ours));
-			t->unkeep[t->nunkeep] = xasprintf("%s/by-sha256/%s", a->cfg->cache_dir, sha);
+			t->unkeep[t->nunkeep] = agent_path_kept(a, sha);
 			t->ours[t->nunkeep++] = xasprintf("%s/%s/%s", t->s->save, l->name, l->v[f].path);
 			break;
 		}
@@ -469,13 +564,13 @@ static bool thin(struct agent *a, int64_t over, int idle_s)
 	}
 	if (!nt) {
 		free(t);
-		if (!a->over_said) {
+		if (!a->evict->over_said) {
 			char u[32], c[32];
-			size_human(a->cache_used, u, sizeof(u));
+			size_human(a->evict->cache_used, u, sizeof(u));
 			size_human(a->cfg->cache_size, c, sizeof(c));
-			agent_say("the cache holds %s, over its %s: what is left is wanted by pulls or "
-				"mounts (their --include, --prefetch), pinned or read this moment\n", u, c);
-			a->over_said = true;
+			log_warn("agent", "the cache holds %s, over its %s: what is left is wanted by pulls or "
+				"mounts (their --include, --prefetch), pinned or read this moment", u, c);
+			a->evict->over_said = true;
 		}
 		return false;
 	}
@@ -485,7 +580,7 @@ static bool thin(struct agent *a, int64_t over, int idle_s)
 		j->t = t;
 		j->n = nt;
 		j->w.data = j;
-		a->evicting = true;
+		a->evict->evicting = true;
 		uv_queue_work(&a->loop, &j->w, thin_work, thin_done);
 	}
 	return true;
@@ -501,52 +596,60 @@ bool agent_room_wait(struct agent *a, int64_t bytes)
 	if (avail < 0 || bytes + margin(disk) <= avail)
 		return false;
 	/* cold pieces make room (a job of their own); when none can go, the write goes on and fails */
-	return a->evicting || thin(a, bytes + margin(disk) - avail + bytes, 1);
+	return a->evict->evicting || thin(a, bytes + margin(disk) - avail + bytes, 1);
 }
 
 void agent_evict_held(struct agent *a, int64_t held)
 {
 	/* the cache's use now, about: what was measured, and what the snapshots hold more since */
-	int64_t est = a->cache_used + held - a->held_sized;
+	int64_t est = a->evict->cache_used + held - a->evict->held_sized;
 
-	a->held_now = held;
-	if (a->cfg->cache_size > 0 && est > a->cfg->cache_size && !a->sizing && !a->evicting)
+	a->evict->held_now = held;
+	if (a->cfg->cache_size > 0 && est > a->cfg->cache_size && !a->evict->sizing && !a->evict->evicting)
 		agent_evict_now(a); /* measured at once, then evicted (size_done) */
 }
 
-/* Drop snapshots, least recently used first, until the estimate is under the limit. */
+/* Drop snapshots, least recently used first, until the estimate is under the limit (the choice:
+ * agent_evict_pick). */
 static void choose(struct agent *a, int64_t used)
 {
-	struct agent_snap **order = xcalloc(a->nsnaps ? a->nsnaps : 1, sizeof(*order));
-	size_t n = a->nsnaps;
+	size_t n = a->nsnaps, npick;
+	struct agent_snap **snaps = xcalloc(n ? n : 1, sizeof(*snaps));
+	struct agent_evict_cand *c = xcalloc(n ? n : 1, sizeof(*c));
+	size_t *pick = xcalloc(n ? n : 1, sizeof(*pick));
 
-	if (n) {
-		memcpy(order, a->snaps, n * sizeof(*order));
-		qsort(order, n, sizeof(*order), by_last_use);
-	}
-	for (size_t i = 0; i < n && used > a->cfg->cache_size; i++) {
-		struct agent_snap *s = order[i];
+	for (size_t i = 0; i < n; i++) {
 		struct p2p_torrent_status st = { 0 };
-		if (!evictable(s))
-			continue;
-		p2p_session_torrent_status(a->ses, s->btih, &st);
-		used -= st.total_done;
-		agent_say("evicting %s @ %.12s (last used %lld s ago) to keep the cache under %lld bytes\n",
+		struct agent_snap *s = a->snaps[i];
+		snaps[i] = s;
+		c[i].last_used = s->last_used;
+		c[i].use_seq = s->use_seq;
+		c[i].busy = !evictable(s);
+		if (!c[i].busy)
+			p2p_session_torrent_status(a->ses, s->btih, &st);
+		c[i].held = st.total_done;
+	}
+	npick = agent_evict_pick(c, n, used, a->cfg->cache_size, pick, &used);
+	for (size_t k = 0; k < npick; k++) {
+		struct agent_snap *s = snaps[pick[k]];
+		log_info("agent", "evicting %s @ %.12s (last used %lld s ago) to keep the cache under %lld bytes",
 			s->spec ? s->spec : s->btih, s->commit ? s->commit : "", (long long)(time(NULL) - s->last_used),
 			(long long)a->cfg->cache_size);
 		agent_snap_forget(a, s);
 		agent_drop_files(a, s->btih);
 		agent_snap_free(s);
 	}
+	free(snaps);
+	free(c);
+	free(pick);
 	/* still over: cold pieces of what stays go, down to 90% of the size (so that a reader does not
 	 * make it evict at every tick) */
-	if (used > a->cfg->cache_size && !a->ndrop && !a->evicting)
+	if (used > a->cfg->cache_size && !a->evict->ndrop && !a->evict->evicting)
 		thin(a, used - a->cfg->cache_size / 10 * 9, PIECE_IDLE_S);
 	if (used <= a->cfg->cache_size)
-		a->over_said = false;
-	if (a->ndrop)
+		a->evict->over_said = false;
+	if (a->evict->ndrop)
 		agent_evict_now(a); /* delete what was dropped and measure again at the next tick */
-	free(order);
 }
 
 static void size_done(uv_work_t *w, int status)
@@ -555,41 +658,41 @@ static void size_done(uv_work_t *w, int status)
 	struct agent *a = z->a;
 
 	(void)status;
-	a->sizing = false;
-	a->sized_at = time(NULL);
-	a->cache_used = z->used;
+	a->evict->sizing = false;
+	a->evict->sized_at = time(NULL);
+	a->evict->cache_used = z->used;
 	for (size_t i = 0; i < z->ndrop; i++)
 		free(z->drop[i]);
 	free(z->drop);
 	free(z);
-	if (!a->stopping && a->cfg->cache_size > 0 && a->cache_used > a->cfg->cache_size)
-		choose(a, a->cache_used);
+	if (!a->stopping && a->cfg->cache_size > 0 && a->evict->cache_used > a->cfg->cache_size)
+		choose(a, a->evict->cache_used);
 }
 
 void agent_evict_tick(struct agent *a)
 {
 	struct sizing *z;
 
-	if (a->sizing || a->stopping)
+	if (a->evict->sizing || a->stopping)
 		return;
 	/* measured every 10 s (and at once after a drop or when a snapshot came); without a limit,
 	 * every minute for status */
-	if (!a->ndrop && a->nsnaps == a->sized_nsnaps && time(NULL) - a->sized_at < (a->cfg->cache_size > 0 ? 10 : 60))
+	if (!a->evict->ndrop && a->nsnaps == a->evict->sized_nsnaps && time(NULL) - a->evict->sized_at < (a->cfg->cache_size > 0 ? 10 : 60))
 		return;
-	a->sized_nsnaps = a->nsnaps;
+	a->evict->sized_nsnaps = a->nsnaps;
 	z = xcalloc(1, sizeof(*z));
 	z->a = a;
-	z->drop = a->drop;
-	z->ndrop = a->ndrop;
-	a->held_sized = a->held_now;
-	a->drop = NULL;
-	a->ndrop = 0;
+	z->drop = a->evict->drop;
+	z->ndrop = a->evict->ndrop;
+	a->evict->held_sized = a->evict->held_now;
+	a->evict->drop = NULL;
+	a->evict->ndrop = 0;
 	z->w.data = z;
-	a->sizing = true;
+	a->evict->sizing = true;
 	uv_queue_work(&a->loop, &z->w, size_work, size_done);
 }
 
 void agent_evict_now(struct agent *a)
 {
-	a->sized_at = 0;
+	a->evict->sized_at = 0;
 }

@@ -36,6 +36,7 @@
 
 #include "agent-int.h"
 #include "base/err.h"
+#include "base/log.h"
 #include "base/xmalloc.h"
 #include "hub/http/http.h"
 #include "p2p/p2p.h"
@@ -55,6 +56,13 @@
 #define FILL_DOWN_MS 30000                  /* ...for 1 s, 2 s, 4 s ... up to this long */
 #define FILL_MIRRORS 8                      /* web seeds used, at most */
 #define FILL_KNOWN_MS 1500                  /* peers the tracker named, not connected, count this long */
+
+/* What the fills share, one per agent (struct agent points at it). */
+struct agent_fills {
+	struct hub_http *http;          /* their requests, from the first fill on */
+	uv_timer_t soon;                /* look again in a moment (libtorrent was checking files) */
+	bool ended;                     /* agent_fill_end ran */
+};
 
 struct fill {
 	struct agent *a;
@@ -249,7 +257,7 @@ static void direct_end(struct fill *f, bool whole)
 
 	f->direct = false;
 	if (p2p_session_reseed(f->a->ses, f->btih, f->torrent, f->tlen, &err)) {
-		agent_say("%.12s: %s\n", f->btih, err ? err : "cannot add the torrent again");
+		log_warn("agent", "%.12s: %s", f->btih, err ? err : "cannot add the torrent again");
 		f->given_up = true;
 	}
 	free(err);
@@ -317,7 +325,7 @@ static void write_done(uv_work_t *w, int status)
 	} else if (j->result == HM_ERR_HASH_MISMATCH) {
 		leave_alone(f, j->piece, 0); /* wrong bytes: asked again (FILL_TRIES) */
 	} else if (!f->gone && f->direct) {
-		agent_say("%.12s: cannot write a piece into the cache (%s): libtorrent takes over\n",
+		log_warn("agent", "%.12s: cannot write a piece into the cache (%s): libtorrent takes over",
 			f->btih, err_str(status ? status : j->result));
 		direct_end(f, false);
 	}
@@ -430,8 +438,8 @@ static void on_done(void *ud, int result, const struct hub_http_resp *resp, cons
 				f->down_until[r->mirror] = uv_now(&a->loop) + (ms < FILL_DOWN_MS ? ms : FILL_DOWN_MS);
 				if (pick_mirror(f, r->first) < 0 && !f->resting) {
 					f->resting = true;
-					agent_say("%.12s: the mirror%s HTTP ranges failed %d times (%s, HTTP %ld): "
-						"asking again in a moment (the swarm meanwhile)\n", f->btih,
+					log_warn("agent", "%.12s: the mirror%s HTTP ranges failed %d times (%s, HTTP %ld): "
+						"asking again in a moment (the swarm meanwhile)", f->btih,
 						f->nbase > 1 ? "s'" : "'s", FILL_FAILS, result ? err_str(result) : "short answer",
 						resp ? resp->status : 0);
 				}
@@ -441,7 +449,7 @@ static void on_done(void *ud, int result, const struct hub_http_resp *resp, cons
 			if (r->len >= FILL_FAST_MIN && ns && r->len * (int64_t)1000000000 / (int64_t)ns >= FILL_FAST_BPS)
 				f->fast = true;
 			if (f->resting)
-				agent_say("%.12s: the mirror answers again\n", f->btih);
+				log_info("agent", "%.12s: the mirror answers again", f->btih);
 			f->resting = false;
 			f->fails[r->mirror] = 0;
 			f->downs[r->mirror] = 0;
@@ -454,8 +462,8 @@ static void on_done(void *ud, int result, const struct hub_http_resp *resp, cons
 	} else {
 		pump(f);
 	}
-	if (a->stopping && a->fill_http && !hub_http_active(a->fill_http))
-		hub_http_free(&a->fill_http); /* the last request is done (nothing uses the layer after this) */
+	if (a->stopping && a->fills->http && !hub_http_active(a->fills->http))
+		hub_http_free(&a->fills->http); /* the last request is done (nothing uses the layer after this) */
 }
 
 static uint64_t rnd(struct fill *f)
@@ -618,7 +626,7 @@ static void pump(struct fill *f)
 		o.ud = r;
 		f->inflight++;
 		f->runs[r->slot] = r;
-		if (!(r->req = hub_http_request(a->fill_http, &o))) {
+		if (!(r->req = hub_http_request(a->fills->http, &o))) {
 			f->inflight--;
 			f->runs[r->slot] = NULL;
 			for (int p = first; p < end; p++)
@@ -639,9 +647,9 @@ static struct fill *fill_new(struct agent *a, struct agent_snap *s)
 
 	if (!s->nweb || a->cfg->no_fill)
 		return NULL;
-	if (!a->fill_http) {
+	if (!a->fills->http) {
 		struct hub_http_config hc = { .max_tries = 1, .connect_timeout_ms = 5000, .stall_timeout_s = 20 };
-		if (hub_http_new(&a->loop, &hc, &a->fill_http))
+		if (hub_http_new(&a->loop, &hc, &a->fills->http))
 			return NULL;
 	}
 	f = xcalloc(1, sizeof(*f));
@@ -729,7 +737,7 @@ void agent_fill_update(struct agent *a, struct agent_snap *s, const struct p2p_t
 	}
 	/* another agent came: it is better served by this one's pieces through libtorrent */
 	if (s->fill->direct && !alone && !s->fill->leaving && peers > 1) {
-		agent_say("%s: %d peers now: libtorrent takes over what was fetched\n",
+		log_info("agent", "%s: %d peers now: libtorrent takes over what was fetched",
 			s->spec ? s->spec : s->btih, peers);
 		s->fill->leaving = true;
 		for (int i = 0; i < FILL_PARALLEL; i++)
@@ -743,7 +751,7 @@ void agent_fill_update(struct agent *a, struct agent_snap *s, const struct p2p_t
 		s->fill->direct = !p2p_session_download_pause(a->ses, s->btih, true);
 		s->fill->direct_since = s->fill->announced = uv_now(&a->loop);
 		if (s->fill->direct)
-			agent_say("%s: alone in its swarm: fetching it over HTTP ranges from the mirror\n",
+			log_info("agent", "%s: alone in its swarm: fetching it over HTTP ranges from the mirror",
 				s->spec ? s->spec : s->btih);
 	}
 	if (want && !st->tracker_replied && uv_now(&a->loop) - s->added_ms < 2000)
@@ -774,7 +782,9 @@ bool agent_fill_direct(const struct agent_snap *s)
 	return s->fill && s->fill->direct;
 }
 
-void agent_fill_forget(struct agent_snap *s, const struct p2p_cold *v, size_t n)
+/* Pieces taken out of the cache (eviction's listener; those with size 0 stayed): the direct fill no
+ * longer counts them as written, and fetches them again when read. */
+static void forget(void *ud, struct agent_snap *s, const struct p2p_cold *v, size_t n)
 {
 	struct fill *f = s->fill;
 
@@ -834,26 +844,44 @@ static void on_soon(uv_timer_t *t)
 void agent_fill_poke(struct agent *a)
 {
 	if (!a->stopping)
-		on_soon(&a->fill_soon);
+		on_soon(&a->fills->soon);
 }
 
 void agent_fill_soon(struct agent *a)
 {
-	if (!a->stopping && !uv_is_active((uv_handle_t *)&a->fill_soon))
-		uv_timer_start(&a->fill_soon, on_soon, 20, 0);
+	if (a->fills && !a->stopping && !uv_is_active((uv_handle_t *)&a->fills->soon))
+		uv_timer_start(&a->fills->soon, on_soon, 20, 0);
 }
 
-void agent_fill_init(struct agent *a)
+static void room_made(void *ud)
 {
-	uv_timer_init(&a->loop, &a->fill_soon);
-	a->fill_soon.data = a;
+	agent_fill_soon(ud);
+}
+
+void agent_fill_new(struct agent *a)
+{
+	a->fills = xcalloc(1, sizeof(*a->fills));
+	uv_timer_init(&a->loop, &a->fills->soon);
+	a->fills->soon.data = a;
+	agent_evict_listen(a, forget, room_made, a);
 }
 
 void agent_fill_end(struct agent *a)
 {
-	uv_close((uv_handle_t *)&a->fill_soon, NULL);
+	if (!a->fills || a->fills->ended)
+		return;
+	a->fills->ended = true;
+	uv_close((uv_handle_t *)&a->fills->soon, NULL);
 	for (size_t i = 0; i < a->nsnaps; i++)
 		agent_fill_stop(a, a->snaps[i]);
-	if (a->fill_http && !hub_http_active(a->fill_http))
-		hub_http_free(&a->fill_http);
+	if (a->fills->http && !hub_http_active(a->fills->http))
+		hub_http_free(&a->fills->http);
+}
+
+void agent_fill_free(struct agent *a)
+{
+	if (!a->fills)
+		return;
+	free(a->fills); /* (its HTTP layer went with the last request: on_done, agent_fill_end) */
+	a->fills = NULL;
 }

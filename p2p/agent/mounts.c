@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "agent-int.h"
+#include "base/log.h"
 #include "base/xmalloc.h"
 #include "p2p/mount.h"
 #include "p2p/p2p.h"
@@ -80,7 +81,7 @@ static void shortcut_done(uv_work_t *w, int status)
 	(void)status;
 	p2p_mount_hold(j->m, false);
 	if (j->failed)
-		agent_say("%s: %d files stay on FUSE: %s\n", j->spec, j->failed, j->errmsg ? j->errmsg : "?");
+		log_warn("agent", "%s: %d files stay on FUSE: %s", j->spec, j->failed, j->errmsg ? j->errmsg : "?");
 	shortcut_free(j);
 }
 

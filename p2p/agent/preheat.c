@@ -13,9 +13,28 @@
 #include <time.h>
 
 #include "agent-int.h"
+#include "base/log.h"
 #include "base/xmalloc.h"
 #include "hub/http/http.h"
 #include "hub/hub.h"
+
+struct agent_preheat {
+	bool running;                   /* a preheat job runs */
+	int64_t at;                     /* when the last one ended */
+};
+
+struct agent_preheat *agent_preheat_new(void)
+{
+	return xcalloc(1, sizeof(struct agent_preheat));
+}
+
+void agent_preheat_free(struct agent_preheat **p)
+{
+	if (!p)
+		return;
+	free(*p);
+	*p = NULL;
+}
 
 struct found {
 	json_t *meta;
@@ -108,19 +127,19 @@ static void preheat_done(uv_work_t *w, int status)
 	struct agent *a = p->a;
 
 	(void)status;
-	a->preheating = false;
-	a->preheated_at = time(NULL);
+	a->preheat->running = false;
+	a->preheat->at = time(NULL);
 	if (p->why && !a->stopping)
-		agent_say("preheat: %s\n", p->why);
+		log_info("agent", "preheat: %s", p->why);
 	for (size_t i = 0; i < p->nfound; i++) {
 		char *why = NULL;
 		if (!a->stopping) {
-			agent_say("preheating %s @ %.12s\n",
+			log_info("agent", "preheating %s @ %.12s",
 				json_string_value(json_object_get(p->found[i].meta, "spec")),
 				json_string_value(json_object_get(p->found[i].meta, "commit")));
 			if (!agent_snap_add(a, json_incref(p->found[i].meta), (const unsigned char *)p->found[i].tor,
 					    p->found[i].tlen, NULL, NULL, NULL, &why))
-				agent_say("preheat: %s\n", why ? why : "cannot take the snapshot");
+				log_warn("agent", "preheat: %s", why ? why : "cannot take the snapshot");
 		}
 		free(why);
 		json_decref(p->found[i].meta);
@@ -136,8 +155,8 @@ void agent_preheat_tick(struct agent *a)
 {
 	struct preheat *p;
 
-	if (!a->cfg->preheat_every_s || !a->cfg->mirror || a->preheating || a->stopping ||
-	    (a->preheated_at && time(NULL) - a->preheated_at < a->cfg->preheat_every_s))
+	if (!a->cfg->preheat_every_s || !a->cfg->mirror || a->preheat->running || a->stopping ||
+	    (a->preheat->at && time(NULL) - a->preheat->at < a->cfg->preheat_every_s))
 		return;
 	p = xcalloc(1, sizeof(*p));
 	p->a = a;
@@ -150,6 +169,6 @@ void agent_preheat_tick(struct agent *a)
 				json_array_append(p->held, json_object_get(nm, "commit"));
 	}
 	p->w.data = p;
-	a->preheating = true;
+	a->preheat->running = true;
 	uv_queue_work(&a->loop, &p->w, preheat_work, preheat_done);
 }

@@ -3,8 +3,8 @@
  * what each is remembered as in the cache (<cache>/agent/<btih>.torrent and .json, written to a
  * temporary name and renamed) and taken back from after a restart, the names (spec, revision, commit)
  * each is known by, and linking one into the hub caches. It stands below the agent's other rooms:
- * the loop (agent.c), the control API, eviction and preheat call it; of them it calls only the
- * agent's log line (agent_say). It asks the files' selection (want.c) and the fill (fill.c).
+ * the loop (agent.c), the control API, eviction and preheat call it; it calls none of them and
+ * logs through base/log.h. It asks the files' selection (want.c) and the fill (fill.c).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -20,6 +20,7 @@
 #include "agent-int.h"
 #include "base/err.h"
 #include "base/hex.h"
+#include "base/log.h"
 #include "base/path.h"
 #include "base/xmalloc.h"
 #include "hub/cache.h"
@@ -166,12 +167,12 @@ void agent_snaps_sync(struct agent *a)
 
 void agent_snap_remember(struct agent *a, struct agent_snap *s)
 {
-	char *dir = xasprintf("%s/agent", a->cfg->cache_dir), *tp, *mp, *js;
+	char *dir = agent_path_state(a), *tp, *mp, *js;
 	int r = 0;
 
 	path_mkdirs(dir, 0700);
-	tp = xasprintf("%s/%s.torrent", dir, s->btih);
-	mp = xasprintf("%s/%s.json", dir, s->btih);
+	tp = agent_path_torrent(a, s->btih);
+	mp = agent_path_desc(a, s->btih);
 	js = json_dumps(s->meta, JSON_COMPACT);
 	/* the description last: a snapshot is taken back only with both (the torrent never changes) */
 	if (!s->torrent_saved && !(r = path_write_replace(tp, s->torrent, s->tlen, 0600))) {
@@ -180,7 +181,7 @@ void agent_snap_remember(struct agent *a, struct agent_snap *s)
 		tp = NULL;
 	}
 	if (r || (r = path_write_replace(mp, js, strlen(js), 0600)) != 0)
-		agent_say("cannot remember %s in %s (%s): a restart will not seed it\n", s->btih, dir, err_str(r));
+		log_warn("agent", "cannot remember %s in %s (%s): a restart will not seed it", s->btih, dir, err_str(r));
 	else
 		unsynced(a, xstrdup(mp));
 	sync_start(a);
@@ -341,7 +342,7 @@ static struct agent_snap *snap_new(struct agent *a, json_t *meta, const unsigned
 	s->torrent = xmalloc(tlen);
 	memcpy(s->torrent, torrent, tlen);
 	s->tlen = tlen;
-	s->save = xasprintf("%s/%s", a->cfg->cache_dir, btih);
+	s->save = agent_path_snap(a, btih);
 	snap_known(s);
 	return s;
 }
@@ -443,7 +444,7 @@ struct agent_snap *agent_snap_add(struct agent *a, json_t *meta, const unsigned 
 /* Take back the snapshots an earlier run held (their bytes are in the cache). */
 void agent_snaps_recall(struct agent *a)
 {
-	char *dir = xasprintf("%s/agent", a->cfg->cache_dir);
+	char *dir = agent_path_state(a);
 	struct dirent **names = NULL;
 	int n = scandir(dir, &names, NULL, alphasort);
 
@@ -451,16 +452,16 @@ void agent_snaps_recall(struct agent *a)
 		const char *nm = names[i]->d_name;
 		size_t len = strlen(nm);
 		if (len == 45 && !strcmp(nm + 40, ".json")) {
-			char *mp = xasprintf("%s/%s", dir, nm), *tp = xasprintf("%s/%.40s.torrent", dir, nm), *err = NULL;
+			char *mp = agent_path_desc(a, nm), *tp = agent_path_torrent(a, nm), *err = NULL;
 			json_t *meta = json_load_file(mp, 0, NULL);
 			char *tor = NULL;
 			size_t tlen = 0;
 			if (meta && !path_read_file(tp, 128 << 20, &tor, &tlen) &&
 			    !snap_add(a, meta, (const unsigned char *)tor, tlen, true,
 				      json_is_true(json_object_get(meta, "verified")), NULL, NULL, NULL, &err))
-				agent_say("cannot take back %.40s: %s\n", nm, err ? err : "?");
+				log_warn("agent", "cannot take back %.40s: %s", nm, err ? err : "?");
 			else if (!meta)
-				agent_say("%s is unreadable: skipped\n", mp);
+				log_warn("agent", "%s is unreadable: skipped", mp);
 			free(err);
 			free(tor);
 			free(mp);
