@@ -22,6 +22,15 @@ char *hf_api_url(const char *base, bool dataset, const char *name, const char *w
 	return xasprintf("%s/api/%s/%s/%s", base, dataset ? "datasets" : "models", name, what);
 }
 
+char *hf_list_url(const char *base, bool dataset, const char *key, const char *value, int limit)
+{
+	char *v = hub_url_escape(value, false), *url;
+
+	url = xasprintf("%s/api/%s?%s=%s&limit=%d", base, dataset ? "datasets" : "models", key, v, limit);
+	free(v);
+	return url;
+}
+
 char *hf_resolve_url(const char *base, bool dataset, const char *name, const char *rev, const char *path)
 {
 	char *r = hub_url_escape(rev, false), *p = hub_url_escape(path, true), *url;

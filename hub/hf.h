@@ -19,6 +19,9 @@
 /* {base}/api/{models|datasets}/{name}/{what}: what ("revision/REV", "refs", "tree/COMMIT?...") is
  * escaped by the caller. Malloc'd. */
 char *hf_api_url(const char *base, bool dataset, const char *name, const char *what);
+/* A listing: {base}/api/{models|datasets}?{key}={value}&limit={limit} (value escaped here), as the
+ * owner's repositories, key "author". Malloc'd. */
+char *hf_list_url(const char *base, bool dataset, const char *key, const char *value, int limit);
 /* A file's bytes: {base}/[datasets/]{name}/resolve/{rev}/{path}, rev escaped here as one segment
  * (refs/pr/1 as refs%2Fpr%2F1; a commit id as it is), path escaped here ('/' kept). */
 char *hf_resolve_url(const char *base, bool dataset, const char *name, const char *rev, const char *path);
