@@ -31,9 +31,17 @@ char *hf_list_url(const char *base, bool dataset, const char *key, const char *v
 	return url;
 }
 
+char *hf_rev_segment(const char *rev)
+{
+	/* "refs" raw would begin refs/pr/N to the reader (hf_take_revision): its 'r' encoded, it is one */
+	if (!strcmp(rev, "refs"))
+		return xstrdup("%72efs");
+	return hub_url_escape(rev, false);
+}
+
 char *hf_resolve_url(const char *base, bool dataset, const char *name, const char *rev, const char *path)
 {
-	char *r = hub_url_escape(rev, false), *p = hub_url_escape(path, true), *url;
+	char *r = hf_rev_segment(rev), *p = hub_url_escape(path, true), *url;
 
 	url = xasprintf("%s/%s%s/resolve/%s/%s", base, dataset ? "datasets/" : "", name, r, p);
 	free(r);

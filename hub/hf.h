@@ -22,8 +22,11 @@ char *hf_api_url(const char *base, bool dataset, const char *name, const char *w
 /* A listing: {base}/api/{models|datasets}?{key}={value}&limit={limit} (value escaped here), as the
  * owner's repositories, key "author". Malloc'd. */
 char *hf_list_url(const char *base, bool dataset, const char *key, const char *value, int limit);
+/* A revision as one segment of a URL (malloc'd): escaped, '/' too (refs/pr/1 as refs%2Fpr%2F1), and
+ * a revision "refs" with its first byte encoded, so that no reader takes it for the start of refs/pr/N. */
+char *hf_rev_segment(const char *rev);
 /* A file's bytes: {base}/[datasets/]{name}/resolve/{rev}/{path}, rev escaped here as one segment
- * (refs/pr/1 as refs%2Fpr%2F1; a commit id as it is), path escaped here ('/' kept). */
+ * (hf_rev_segment: refs/pr/1 as refs%2Fpr%2F1; a commit id as it is), path escaped here ('/' kept). */
 char *hf_resolve_url(const char *base, bool dataset, const char *name, const char *rev, const char *path);
 
 /* ---- in: the paths a client sends ---- */
