@@ -166,7 +166,7 @@ static void hf_info_done(void *ud, int result, const struct hub_http_resp *resp,
 	free(what);
 }
 
-void upstream__hf_fetch(struct fetch *f)
+static void hf_fetch(struct fetch *f)
 {
 	char *rev = hub_url_escape(f->spec.revision, false), *what = xasprintf("revision/%s", rev);
 	char *url = hf_api_url(f->c->hf_base, f->spec.type == HUB_DATASET, f->spec.name, what);
@@ -177,3 +177,32 @@ void upstream__hf_fetch(struct fetch *f)
 	free(what);
 	free(rev);
 }
+
+static char *hf_file_url(const struct hub_client *c, const struct hub_spec *spec, const char *commit, const char *path)
+{
+	return hf_resolve_url(c->hf_base, spec->type == HUB_DATASET, spec->name, commit, path);
+}
+
+static char *hf_refs_url(const struct hub_client *c, const struct hub_spec *spec)
+{
+	return hf_api_url(c->hf_base, spec->type == HUB_DATASET, spec->name, "refs");
+}
+
+static int hf_refs_read(struct hub_refs *out, json_t *j)
+{
+	if (!json_is_object(j))
+		return -1;
+	upstream__refs_add(out, json_object_get(j, "branches"), "branch", "", false);
+	upstream__refs_add(out, json_object_get(j, "tags"), "tag", "", false);
+	upstream__refs_add(out, json_object_get(j, "converts"), "convert", "refs/convert/", false);
+	return 0;
+}
+
+const struct upstream_hub upstream__hf = {
+	.token_cookie = NULL,
+	.fetch = hf_fetch,
+	.file_url = hf_file_url,
+	.refs_url = hf_refs_url,
+	.refs_read = hf_refs_read,
+	.forbidden_is_disabled = true,
+};

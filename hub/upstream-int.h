@@ -66,8 +66,28 @@ bool upstream__maybe_tag(const char *rev);
 void upstream__tag_answer(struct fetch *f, int result, const struct hub_http_resp *resp, const char *body,
 			  size_t len, bool ms);
 
-/* ---- each hub: resolve and list f->spec (f is set up; the answer ends in upstream__fetch_finish) ---- */
-void upstream__hf_fetch(struct fetch *f);
-void upstream__ms_fetch(struct fetch *f);
+/* Add the refs in arr (HF: {name, targetCommit}; ModelScope: {Revision}) as kind, their names under
+ * prefix ("refs/convert/" for HF's conversions). Odd entries are left out. */
+void upstream__refs_add(struct hub_refs *out, json_t *arr, const char *kind, const char *prefix, bool ms);
+
+/* ---- each hub, behind one table of its functions (as curl reaches each TLS backend through its
+ * struct Curl_ssl): upstream.c asks the hub's table, never its kind ---- */
+struct upstream_hub {
+	const char *token_cookie;  /* the token also sent as this cookie (static); NULL: none */
+	/* resolve and list f->spec (f is set up; the answer ends in upstream__fetch_finish) */
+	void (*fetch)(struct fetch *f);
+	/* a file's URL: HF names a file by commit, ModelScope by spec's revision. Malloc'd. */
+	char *(*file_url)(const struct hub_client *c, const struct hub_spec *spec, const char *commit,
+			  const char *path);
+	/* the URL of spec's refs (malloc'd), or NULL when the hub lists none for spec's type */
+	char *(*refs_url)(const struct hub_client *c, const struct hub_spec *spec);
+	/* read the refs' answer j into out: 0, or -1 when it is not the shape the hub answers */
+	int (*refs_read)(struct hub_refs *out, json_t *j);
+	/* hub_classify_error: a 403 without an error code means the repository is disabled */
+	bool forbidden_is_disabled;
+};
+extern const struct upstream_hub upstream__hf, upstream__ms;
+/* The table of hub. */
+const struct upstream_hub *upstream__hub(enum hub_kind hub);
 
 #endif

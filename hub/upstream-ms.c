@@ -216,7 +216,7 @@ static void ms_dataset_page(struct fetch *f)
 	free(rev);
 }
 
-void upstream__ms_fetch(struct fetch *f)
+static void ms_fetch(struct fetch *f)
 {
 	char *rev, *what, *url;
 
@@ -234,3 +234,37 @@ void upstream__ms_fetch(struct fetch *f)
 	free(what);
 	free(rev);
 }
+
+/* ModelScope names a file by revision, not commit */
+static char *ms_file_url_of(const struct hub_client *c, const struct hub_spec *spec, const char *commit,
+			    const char *path)
+{
+	(void)commit;
+	return ms_file_url(c->ms_base, spec->type == HUB_DATASET, spec->name, spec->revision, path);
+}
+
+/* a dataset's revisions are not listed */
+static char *ms_refs_url(const struct hub_client *c, const struct hub_spec *spec)
+{
+	return spec->type == HUB_DATASET ? NULL : ms_api_url(c->ms_base, false, spec->name, "revisions");
+}
+
+static int ms_refs_read(struct hub_refs *out, json_t *j)
+{
+	json_t *map = json_object_get(json_object_get(j, "Data"), "RevisionMap");
+
+	if (!json_is_object(map))
+		return -1;
+	upstream__refs_add(out, json_object_get(map, "Branches"), "branch", "", true);
+	upstream__refs_add(out, json_object_get(map, "Tags"), "tag", "", true);
+	return 0;
+}
+
+const struct upstream_hub upstream__ms = {
+	.token_cookie = "m_session_id",
+	.fetch = ms_fetch,
+	.file_url = ms_file_url_of,
+	.refs_url = ms_refs_url,
+	.refs_read = ms_refs_read,
+	.forbidden_is_disabled = false,
+};

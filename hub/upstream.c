@@ -14,8 +14,6 @@
 #include "base/path.h"
 #include "base/str.h"
 #include "base/xmalloc.h"
-#include "hf.h"
-#include "ms.h"
 #include "upstream-int.h"
 
 static char *strip_slash(const char *s)
@@ -26,12 +24,14 @@ static char *strip_slash(const char *s)
 	return xstrndup(s, n);
 }
 
+const struct upstream_hub *upstream__hub(enum hub_kind hub)
+{
+	return hub == HUB_MS ? &upstream__ms : &upstream__hf;
+}
+
 char *hub_file_url(const struct hub_client *c, const struct hub_spec *spec, const char *commit, const char *path)
 {
-	/* each hub's grammar (hub/hf.h, hub/ms.h): ModelScope names a file by revision, not commit */
-	if (spec->hub == HUB_HF)
-		return hf_resolve_url(c->hf_base, spec->type == HUB_DATASET, spec->name, commit, path);
-	return ms_file_url(c->ms_base, spec->type == HUB_DATASET, spec->name, spec->revision, path);
+	return upstream__hub(spec->hub)->file_url(c, spec, commit, path);
 }
 
 int hub_client_new(struct hub_http *http, const struct hub_client_config *cfg, struct hub_client **out)
@@ -128,7 +128,7 @@ int hub_classify_error(enum hub_kind hub, long status, const char *code)
 	if (status == 401)
 		return HM_ERR_AUTH;
 	if (status == 403)
-		return hub == HUB_HF && !code ? HM_ERR_DISABLED : HM_ERR_AUTH;
+		return upstream__hub(hub)->forbidden_is_disabled && !code ? HM_ERR_DISABLED : HM_ERR_AUTH;
 	return HM_ERR_HTTP;
 }
 
@@ -300,7 +300,7 @@ void upstream__request_json(struct fetch *f, const char *url,
 	struct hub_http_req_opts o = {
 		.url = url,
 		.token = hub_client_token(f->c, f->spec.hub),
-		.token_cookie = f->spec.hub == HUB_MS ? "m_session_id" : NULL,
+		.token_cookie = upstream__hub(f->spec.hub)->token_cookie,
 		.max_body = MAX_JSON,
 		.on_done = done,
 		.ud = f,
@@ -365,12 +365,8 @@ int hub_snapshot_fetch(struct hub_client *c, const struct hub_spec *spec, const 
 	f->cb = cb;
 	f->ud = ud;
 	f->snap = xcalloc(1, sizeof(*f->snap));
-	if (spec->hub == HUB_HF) {
-		upstream__hf_fetch(f);
-	} else {
-		f->known_stamp = known_stamp ? xstrdup(known_stamp) : NULL;
-		upstream__ms_fetch(f);
-	}
+	f->known_stamp = known_stamp ? xstrdup(known_stamp) : NULL; /* read by ModelScope's */
+	upstream__hub(spec->hub)->fetch(f);
 	return 0;
 }
 
@@ -390,9 +386,7 @@ void hub_refs_free(struct hub_refs **rp)
 	*rp = NULL;
 }
 
-/* Add the entries of arr (HF: {name, targetCommit}; ModelScope: {Revision}) as kind; names under
- * prefix ("refs/convert/" for HF's conversions). Odd entries are left out. */
-static void refs_add(struct hub_refs *out, json_t *arr, const char *kind, const char *prefix, bool ms)
+void upstream__refs_add(struct hub_refs *out, json_t *arr, const char *kind, const char *prefix, bool ms)
 {
 	size_t i;
 	json_t *it;
@@ -422,21 +416,12 @@ static void refs_done(void *ud, int result, const struct hub_http_resp *resp, co
 {
 	struct fetch *f = ud;
 	struct hub_refs *refs = f->refs = xcalloc(1, sizeof(*refs));
-	json_t *j = NULL, *map;
-	bool ms = f->spec.hub == HUB_MS;
+	json_t *j = NULL;
 	int r = upstream__api_answer(f, result, resp, body, len, &j);
 
-	if (!r) {
-		map = ms ? json_object_get(json_object_get(j, "Data"), "RevisionMap") : j;
-		if (!json_is_object(map)) {
-			r = HM_ERR_UPSTREAM;
-			upstream__set_message(f, "refs answer is not an object");
-		} else {
-			refs_add(refs, json_object_get(map, ms ? "Branches" : "branches"), "branch", "", ms);
-			refs_add(refs, json_object_get(map, ms ? "Tags" : "tags"), "tag", "", ms);
-			if (!ms)
-				refs_add(refs, json_object_get(map, "converts"), "convert", "refs/convert/", false);
-		}
+	if (!r && upstream__hub(f->spec.hub)->refs_read(refs, j)) {
+		r = HM_ERR_UPSTREAM;
+		upstream__set_message(f, "refs answer is not an object");
 	}
 	json_decref(j);
 	upstream__fetch_finish(f, r);
@@ -449,7 +434,8 @@ int hub_refs_fetch(struct hub_client *c, const struct hub_spec *spec, hub_refs_c
 
 	if (!spec->name || hub_check_name(spec->hub, spec->name))
 		return -EINVAL;
-	if (spec->hub == HUB_MS && spec->type == HUB_DATASET)
+	url = upstream__hub(spec->hub)->refs_url(c, spec);
+	if (!url)
 		return -ENOTSUP;
 	f = xcalloc(1, sizeof(*f));
 	f->c = c;
@@ -459,8 +445,6 @@ int hub_refs_fetch(struct hub_client *c, const struct hub_spec *spec, hub_refs_c
 	f->refs_cb = cb;
 	f->ud = ud;
 	f->snap = xcalloc(1, sizeof(*f->snap));
-	url = spec->hub == HUB_HF ? hf_api_url(c->hf_base, spec->type == HUB_DATASET, spec->name, "refs")
-				  : ms_api_url(c->ms_base, spec->type == HUB_DATASET, spec->name, "revisions");
 	upstream__request_json(f, url, refs_done);
 	free(url);
 	return 0;

@@ -25,6 +25,7 @@
 #include "base/xmalloc.h"
 #include "catalog/catalog.h"
 #include "data.h"
+#include "hub/hf.h"
 #include "hub/http/http.h"
 #include "hub/hub.h"
 #include "hub/select.h"
@@ -170,36 +171,55 @@ void mirror__sync_report_repo(struct mirror__sync *s, struct mirror_sync_repo_re
 	res->reported = true;
 }
 
-/* A repository of the same owner upstream whose name is a small edit away from r's (a typo, a case
- * slip): " (did you mean hf:ORG/NAME?)", or "" when none. Hugging Face only (its listing by author);
- * one short blocking request, made only after upstream answered, so a run with upstream down never
- * waits on it. Malloc'd. */
-static char *near_name(const struct srepo *r)
+/*
+ * The near-name hint: a repository of the same owner upstream whose name is a small edit away from
+ * r's (a typo, a case slip), " (did you mean hf:ORG/NAME?)" in r's error. Hugging Face only (its
+ * listing by author); asked only after upstream answered that r is missing or refused, so a run with
+ * upstream down never waits on it. Asked on the run's loop, beside the transfers of the other repos:
+ * r's end (its record, its line) waits for the answer, or for HINT_TIMEOUT_MS, and nothing else does.
+ */
+#define HINT_TIMEOUT_MS 15000
+
+struct hint {
+	struct srepo *r;
+	struct hub_http_req *req;
+	uv_timer_t timer;
+	char *url;
+};
+
+static void repo_record(struct srepo *r, const char *near);
+
+/* The error text r ends with, before its explanation. */
+static const char *error_text(const struct srepo *r)
 {
-	const char *name = r->cr->name, *slash = strchr(name, '/');
-	char *base, *url, *org, *body = NULL, *err = NULL, *best = NULL, *out, low[128];
-	size_t len = 0, bd = 99, i;
-	long status = 0;
+	return r->error_text ? r->error_text : err_str(r->error);
+}
+
+/* Whether r's failure gets a hint: upstream knows no repository of its name (or refuses it), not
+ * one it has without the revision asked (explain_refusal's cases). */
+static bool hint_wanted(const struct srepo *r)
+{
+	const char *slash = strchr(r->cr->name, '/');
+
+	if (r->error != HM_ERR_AUTH && r->error != HM_ERR_NOT_FOUND)
+		return false;
+	if (r->error == HM_ERR_NOT_FOUND && strstr(error_text(r), "evision"))
+		return false;
+	return r->spec.hub == HUB_HF && slash && strlen(r->cr->name) < 128;
+}
+
+/* The hint out of the owner's listing (body, len: a JSON array of {"id": ...}): "" when no name is
+ * near enough. Malloc'd. */
+static char *near_pick(const struct srepo *r, const char *body, size_t len)
+{
+	const char *name = r->cr->name;
+	char *best = NULL, *out, low[128];
+	size_t bd = 99, i;
 	json_t *a, *v;
 
-	if (r->spec.hub != HUB_HF || !slash || strlen(name) >= sizeof(low))
-		return xstrdup("");
 	for (i = 0; name[i]; i++)
 		low[i] = (char)tolower((unsigned char)name[i]);
 	low[i] = '\0';
-	{
-		char *o = xstrndup(name, (size_t)(slash - name));
-		org = hub_url_escape(o, false);
-		free(o);
-	}
-	base = hub_client_base(r->s->client, HUB_HF);
-	url = xasprintf("%s/api/%s?author=%s&limit=1000", base, r->spec.type == HUB_DATASET ? "datasets" : "models", org);
-	{
-		struct hub_http_call c = { .url = url, .token = r->s->cfg->hf_token, .max = 32 << 20, .timeout_s = 15,
-					   .connect_timeout_ms = 3000, .stall_s = 5 };
-		if (hub_http_call_blocking(&c, &body, &len, &status, &err) || status != 200)
-			len = 0;
-	}
 	a = len ? json_loadb(body, len, 0, NULL) : NULL;
 	json_array_foreach(a, i, v) {
 		const char *id = json_string_value(json_object_get(v, "id"));
@@ -221,23 +241,69 @@ static char *near_name(const struct srepo *r)
 		? xasprintf(" (did you mean hf:%s%s?)", r->spec.type == HUB_DATASET ? "datasets/" : "", best) : xstrdup("");
 	json_decref(a);
 	free(best);
-	free(body);
-	free(err);
-	free(url);
-	free(base);
-	free(org);
 	return out;
+}
+
+static void hint_close_cb(uv_handle_t *h)
+{
+	struct hint *q = h->data;
+
+	free(q->url);
+	free(q);
+}
+
+static void hint_timeout(uv_timer_t *t)
+{
+	struct hint *q = t->data;
+
+	hub_http_cancel(q->req); /* on_done follows, with -ECANCELED */
+}
+
+static void hint_done(void *ud, int result, const struct hub_http_resp *resp, const char *body, size_t len)
+{
+	struct hint *q = ud;
+	struct srepo *r = q->r;
+	char *near = near_pick(r, body, !result && resp && resp->status == 200 ? len : 0);
+
+	uv_timer_stop(&q->timer);
+	uv_close((uv_handle_t *)&q->timer, hint_close_cb);
+	repo_record(r, near);
+	free(near);
+}
+
+/* Ask for r's hint; 0 when asked (r's end follows in hint_done), else -1. */
+static int hint_start(struct srepo *r)
+{
+	struct mirror__sync *s = r->s;
+	const char *name = r->cr->name, *slash = strchr(name, '/');
+	struct hint *q = xcalloc(1, sizeof(*q));
+	char *owner = xstrndup(name, (size_t)(slash - name)), *base = hub_client_base(s->client, HUB_HF);
+	struct hub_http_req_opts o = { .token = s->cfg->hf_token, .max_body = 32 << 20, .on_done = hint_done, .ud = q };
+
+	q->r = r;
+	q->url = hf_list_url(base, r->spec.type == HUB_DATASET, "author", owner, 1000);
+	free(owner);
+	free(base);
+	o.url = q->url;
+	q->req = hub_http_request(s->http, &o);
+	if (!q->req) {
+		free(q->url);
+		free(q);
+		return -1;
+	}
+	uv_timer_init(&s->loop, &q->timer);
+	q->timer.data = q;
+	uv_timer_start(&q->timer, hint_timeout, HINT_TIMEOUT_MS, 0);
+	return 0;
 }
 
 /* Upstream answers a repository that does not exist like a private one (401 to an anonymous
  * request, 404 to a token): say that, and what to check, beside upstream's own words. */
-static void explain_refusal(const struct srepo *r, int err, char **text)
+static void explain_refusal(const struct srepo *r, int err, const char *near, char **text)
 {
 	bool hf = r->spec.hub == HUB_HF;
 	const char *token = hf ? r->s->cfg->hf_token : r->s->cfg->ms_token, *var = hf ? "HF_TOKEN" : "MODELSCOPE_API_TOKEN";
 	char *s;
-
-	char *near;
 
 	if (err == HM_ERR_NOT_FOUND && strstr(*text, "evision")) {
 		s = xasprintf("upstream has no revision %s of %s: check it (hubmirror add --revision) (upstream said: %s)",
@@ -248,7 +314,6 @@ static void explain_refusal(const struct srepo *r, int err, char **text)
 	}
 	if (err != HM_ERR_AUTH && err != HM_ERR_NOT_FOUND)
 		return;
-	near = near_name(r);
 	if (err == HM_ERR_AUTH && !(token && *token))
 		s = xasprintf("upstream has no repository %s that anonymous users may read (a missing and a private "
 			      "repository are answered alike): check the name%s, or give a token (%s) if it is private "
@@ -259,12 +324,20 @@ static void explain_refusal(const struct srepo *r, int err, char **text)
 	else
 		s = xasprintf("upstream has no repository %s%s: check the name%s (upstream said: %s)", r->cr->name,
 			      token && *token ? " that the token may read" : "", near, *text);
-	free(near);
 	free(*text);
 	*text = s;
 }
 
 void mirror__sync_repo_finish(struct srepo *r)
+{
+	if (r->parent)
+		ref_finish(r);
+	else if (!(hint_wanted(r) && !hint_start(r)))
+		repo_record(r, "");
+}
+
+/* r's first pass ended (near: its hint, "" when none): recorded in the catalog and reported. */
+static void repo_record(struct srepo *r, const char *near)
 {
 	struct mirror__sync *s = r->s;
 	struct catalog *c = s->d->catalog;
@@ -273,10 +346,6 @@ void mirror__sync_repo_finish(struct srepo *r)
 	char *card = NULL, *tags = NULL, *upstream = NULL;
 	int err = r->error;
 
-	if (r->parent) {
-		ref_finish(r);
-		return;
-	}
 	if (!err && r->snap && !r->snap->unchanged)
 		err = snapshot_record(r, r->cr->follow_rev, r->snap->is_tag);
 	res->outcome = err ? outcome_of(err) : (r->snap && r->snap->unchanged ? "unchanged" : "ok");
@@ -286,8 +355,8 @@ void mirror__sync_repo_finish(struct srepo *r)
 	if (!err && res->warning)
 		log_warn("sync", "%s: %s", res->spec, res->warning);
 	if (err) {
-		res->error = r->error_text ? xstrdup(r->error_text) : xstrdup(err_str(err));
-		explain_refusal(r, err, &res->error);
+		res->error = xstrdup(error_text(r));
+		explain_refusal(r, err, near, &res->error);
 		s->report->failed++;
 	} else {
 		res->commit = xstrdup(r->snap->commit);

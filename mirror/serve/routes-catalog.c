@@ -17,7 +17,9 @@
 #include "base/xmalloc.h"
 #include "catalog/catalog.h"
 #include "mirror/data.h"
+#include "hub/hf.h"
 #include "hub/hub.h"
+#include "hub/ms.h"
 #include "mirror/repojson.h"
 #include "mirror/store.h"
 #include "access.h"
@@ -378,11 +380,11 @@ static void catalog_card(struct mirror_routes *rt, struct httpd_req *req, const 
 	cj->j.build = card_build;
 	cj->j.release = card_release;
 	cj->snap_id = snap->id;
+	/* a file's URL on this mirror less the file's path (base "", path "") */
 	if (!strcmp(repo->hub, "hf"))
-		cj->file_url = xasprintf("/%s%s/resolve/%s/", ds ? "datasets/" : "", repo->name, snap->commit);
+		cj->file_url = hf_resolve_url("", ds, repo->name, snap->commit, "");
 	else
-		cj->file_url = xasprintf("/api/v1/%s/%s/repo?%sRevision=%s&FilePath=", ds ? "datasets" : "models",
-					 repo->name, ds ? "Source=SDK&" : "", snap->commit);
+		cj->file_url = ms_file_url("", ds, repo->name, snap->commit, "");
 	httpd_add_header(req, "Access-Control-Allow-Origin", "*");
 	mirror__defer(rt, req, &cj->j);
 }

@@ -37,14 +37,6 @@
 
 #define LIST_PAGE 1000
 
-/* ---- small helpers ------------------------------------------------------------------------------- */
-
-/* A revision at segs[i] (hub/hf.h: refs/pr/N sent raw spans three segments). */
-static char *take_revision(const struct hf_path *s, size_t i, size_t *used)
-{
-	return hf_take_revision(s->v, s->n, i, used);
-}
-
 bool mirror__hf_query_bool(const struct httpd_req *req, const char *name)
 {
 	char *v = httpd_query_param(req, name);
@@ -512,158 +504,62 @@ static void hf_list(struct mirror_routes *rt, struct httpd_req *req, const char 
 
 /* ---- the router ----------------------------------------------------------------------------------- */
 
-/* Repo name at segs[i] (org/name, or a bare legacy name when the next segment is a keyword).
- * Returns the number of segments used, 0 when invalid. */
-static size_t take_repo(const struct hf_path *s, size_t i, const char *const *keywords, char **name)
+/* A path of the Hub's API, as hub/hf.h enumerates it (h->name, h->type set). */
+static void route_api(struct mirror__hf_req *h, const struct hf_route_path *p)
 {
-	bool two = i + 1 < s->n;
+	struct httpd_req *req = h->req;
 
-	if (two)
-		for (const char *const *k = keywords; *k; k++)
-			if (!strcmp(s->v[i + 1], *k))
-				two = false;
-	if (i >= s->n)
-		return 0;
-	*name = two ? xasprintf("%s/%s", s->v[i], s->v[i + 1]) : xstrdup(s->v[i]);
-	if (hub_check_name(HUB_HF, *name)) {
-		FREE_AND_NULL(name);
-		return 0;
+	switch (p->route) {
+	case HF_ROUTE_INFO:
+		hf_info(h, p->rev);
+		break;
+	case HF_ROUTE_TREE: {
+		char *rev_enc = hub_url_escape(p->rev, false); /* refs/pr/1 sent raw goes back encoded */
+		mirror__hf_tree(h, p->rev, rev_enc, p->sub);
+		free(rev_enc);
+		break;
 	}
-	return two ? 2 : 1;
-}
-
-static const char *const api_keywords[] = { "revision", "tree", "paths-info", "refs", "commits", "treesize",
-					    "xet-read-token", "xet-write-token", "resolve", "preupload", "commit", "branch", "tag",
-					    NULL };
-static const char *const file_keywords[] = { "resolve", "raw", NULL };
-
-static int route_api(struct mirror_routes *rt, struct httpd_req *req, const struct hf_path *s)
-{
-	struct mirror__hf_req h = { .rt = rt, .req = req };
-	const char *method = httpd_method(req);
-	size_t i = 2, used;
-	char *rev = NULL, *sub = NULL;
-
-	/* s->v: api, {models|datasets|spaces}, ... */
-	if (!strcmp(s->v[1], "models"))
-		h.type = "model";
-	else if (!strcmp(s->v[1], "datasets"))
-		h.type = "dataset";
-	else
-		return HTTPD_PASS;
-	if (s->n == 2) {
-		if (strcmp(method, "GET") && strcmp(method, "HEAD"))
-			return HTTPD_PASS;
-		httpd_set_route(req, "hf_list");
-		hf_list(rt, req, h.type);
-		return 0;
-	}
-	used = take_repo(s, i, api_keywords, &h.name);
-	if (!used) {
-		httpd_set_route(req, "hf_api");
-		mirror__hf_error(req, 404, "RepoNotFound", "Repository not found", NULL);
-		return 0;
-	}
-	i += used;
-	/* the route label for metrics: the action, or info */
-	httpd_set_route(req, i == s->n ? "hf_info" : !strcmp(s->v[i], "revision") ? "hf_info"
-			: !strcmp(s->v[i], "tree") ? "hf_tree" : !strcmp(s->v[i], "paths-info") ? "hf_paths_info"
-			: !strcmp(s->v[i], "refs") ? "hf_refs" : !strcmp(s->v[i], "commits") ? "hf_commits"
-			: !strcmp(s->v[i], "treesize") ? "hf_treesize" : "hf_api");
-	if (i == s->n) {
-		hf_info(&h, NULL);
-	} else if (!strcmp(s->v[i], "revision") && i + 1 < s->n) {
-		rev = hf_join_decoded(s->v, s->n, i + 1); /* everything after: refs/pr/1 raw or encoded */
-		if (rev)
-			hf_info(&h, rev);
-	} else if (!strcmp(s->v[i], "tree") && (rev = take_revision(s, i + 1, &used))) {
-		sub = hf_join_decoded(s->v, s->n, i + 1 + used);
-		if (i + 1 + used < s->n && !sub)
-			mirror__hf_error(req, 400, NULL, "bad path", NULL);
-		else {
-			char *rev_enc = hub_url_escape(rev, false); /* refs/pr/1 sent raw goes back encoded */
-			mirror__hf_tree(&h, rev, rev_enc, sub);
-			free(rev_enc);
-		}
-	} else if (!strcmp(s->v[i], "paths-info") && i + 1 < s->n && !strcmp(method, "POST")) {
-		rev = hf_join_decoded(s->v, s->n, i + 1);
-		if (rev)
-			mirror__hf_paths_info(&h, rev);
-	} else if (!strcmp(s->v[i], "refs") && i + 1 == s->n) {
-		hf_refs(&h);
-	} else if (!strcmp(s->v[i], "commits") && (rev = take_revision(s, i + 1, &used))) {
-		hf_commits(&h, rev);
-	} else if (!strcmp(s->v[i], "treesize") && (rev = take_revision(s, i + 1, &used))) {
-		sub = hf_join_decoded(s->v, s->n, i + 1 + used);
-		if (i + 1 + used < s->n && (!sub || path_check_str(sub)))
-			mirror__hf_error(req, 400, NULL, "bad path", NULL);
-		else
-			mirror__hf_treesize(&h, rev, i + 1 + used < s->n ? sub : NULL);
-	} else if ((((!strcmp(s->v[i], "preupload") || !strcmp(s->v[i], "commit")) && !strcmp(method, "POST")) ||
-		    ((!strcmp(s->v[i], "branch") || !strcmp(s->v[i], "tag")) &&
-		     (!strcmp(method, "POST") || !strcmp(method, "DELETE")))) &&
-		   i + 1 < s->n && (rev = hf_join_decoded(s->v, s->n, i + 1))) {
-		rt->fronts->hf_write(rt, req, h.type, h.name, s->v[i], rev);
-	} else if (!strcmp(s->v[i], "xet-read-token")) {
+	case HF_ROUTE_PATHS_INFO:
+		mirror__hf_paths_info(h, p->rev);
+		break;
+	case HF_ROUTE_REFS:
+		hf_refs(h);
+		break;
+	case HF_ROUTE_COMMITS:
+		hf_commits(h, p->rev);
+		break;
+	case HF_ROUTE_TREESIZE:
+		mirror__hf_treesize(h, p->rev, p->sub);
+		break;
+	case HF_ROUTE_WRITE:
+		h->rt->fronts->hf_write(h->rt, req, h->type, h->name, p->verb, p->rev);
+		break;
+	case HF_ROUTE_XET_READ:
 		/* Never Xet: clients that ask get a plain 404 and stay on HTTP. */
 		mirror__hf_error(req, 404, NULL, "Xet is not served by this mirror", NULL);
-	} else if (!strcmp(s->v[i], "xet-write-token")) {
+		break;
+	case HF_ROUTE_XET_WRITE:
 		/* huggingface_hub 1.20 and later upload large files through Xet whenever hf_xet is installed,
 		 * without asking: say what to do (docs/uploads.md) */
 		mirror__hf_error(req, 501, NULL, "Xet is not served by this mirror: upload with HF_HUB_DISABLE_XET=1 (Git LFS)",
 			  NULL);
-	} else {
+		break;
+	case HF_ROUTE_BAD:
+		mirror__hf_error(req, 400, NULL, p->why, NULL);
+		break;
+	default:
 		mirror__hf_error(req, 404, NULL, "Not found", NULL);
+		break;
 	}
 	if (!httpd_answered(req))
 		mirror__hf_error(req, 400, NULL, "bad revision or path", NULL);
-	free(rev);
-	free(sub);
-	hfreq_release(&h);
-	return 0;
-}
-
-static int route_file(struct mirror_routes *rt, struct httpd_req *req, const struct hf_path *s)
-{
-	struct mirror__hf_req h = { .rt = rt, .req = req, .type = "model" };
-	size_t i = 0, used;
-	bool raw;
-	char *rev = NULL, *path = NULL;
-
-	if (!strcmp(s->v[0], "datasets")) {
-		h.type = "dataset";
-		i = 1;
-	} else if (!strcmp(s->v[0], "spaces") || !strcmp(s->v[0], "api")) {
-		return HTTPD_PASS;
-	}
-	used = take_repo(s, i, file_keywords, &h.name);
-	if (!used)
-		return HTTPD_PASS;
-	i += used;
-	if (i >= s->n || (strcmp(s->v[i], "resolve") && strcmp(s->v[i], "raw"))) {
-		hfreq_release(&h);
-		return HTTPD_PASS;
-	}
-	raw = !strcmp(s->v[i], "raw");
-	httpd_set_route(req, raw ? "hf_raw" : "hf_resolve");
-	rev = take_revision(s, i + 1, &used);
-	if (rev && i + 1 + used < s->n)
-		path = hf_join_decoded(s->v, s->n, i + 1 + used);
-	if (!rev || !path)
-		mirror__hf_error(req, 400, NULL, "bad revision or path", NULL);
-	else
-		mirror__hf_file(&h, rev, path, raw);
-	free(rev);
-	free(path);
-	hfreq_release(&h);
-	return 0;
 }
 
 int mirror__route_hf(struct mirror_routes *rt, struct httpd_req *req, const char *rest, const char *arg)
 {
 	const char *method = httpd_method(req);
-	struct hf_path s;
-	int r = HTTPD_PASS;
+	struct hf_route_path p;
+	struct mirror__hf_req h = { .rt = rt, .req = req };
 
 	(void)rest;
 	(void)arg;
@@ -677,11 +573,21 @@ int mirror__route_hf(struct mirror_routes *rt, struct httpd_req *req, const char
 		httpd_respond_str(req, 204, NULL, "");
 		return 0;
 	}
-	hf_path_split(&s, httpd_path(req));
-	if (s.n >= 2 && !strcmp(s.v[0], "api"))
-		r = route_api(rt, req, &s);
-	else if (s.n >= 4 && (!strcmp(method, "GET") || !strcmp(method, "HEAD")))
-		r = route_file(rt, req, &s);
-	hf_path_release(&s);
-	return r;
+	if (hf_parse_path(httpd_path(req), method, &p))
+		return HTTPD_PASS;
+	httpd_set_route(req, p.label);
+	h.type = p.type;
+	h.name = p.name;
+	p.name = NULL;
+	if (p.route == HF_ROUTE_LIST)
+		hf_list(rt, req, p.type);
+	else if (p.route == HF_ROUTE_NO_REPO)
+		mirror__hf_error(req, 404, "RepoNotFound", "Repository not found", NULL);
+	else if (p.route == HF_ROUTE_FILE)
+		mirror__hf_file(&h, p.rev, p.sub, !strcmp(p.verb, "raw"));
+	else
+		route_api(&h, &p);
+	hf_route_path_release(&p);
+	hfreq_release(&h);
+	return 0;
 }

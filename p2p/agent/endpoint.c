@@ -130,17 +130,16 @@ static char *dup_header(struct httpd_req *r, const char *name)
  * ModelScope: /api/v1/{models,datasets}/{owner}/{name}/repo?...FilePath=...&Revision=... (hub/ms.h) */
 static void classify(struct agent_ep *e, struct httpd_req *r)
 {
-	struct hf_path raw;
-	char *spec = NULL, *fp = NULL, *rev = NULL, *org = NULL, *name = NULL;
-	const char *type;
+	struct hf_route_path hp = { 0 };
+	char *spec = NULL, *fp = NULL, *rev = NULL;
 	struct ms_path mp = { 0 };
 
-	/* the Hub's grammar (hub/hf.h), as the mirror reads it: refs/pr/N sent raw is one revision */
-	hf_path_split(&raw, httpd_path(r));
-	if (!hf_parse_file_url(raw.v, raw.n, "resolve", &type, &org, &name, &rev, &fp)) {
-		spec = xasprintf("hf:%s%s/%s@%s", !strcmp(type, "dataset") ? "datasets/" : "", org, name, rev);
-		free(rev);
-		rev = NULL;
+	/* the Hub's grammar (hub/hf.h), the mirror's router's: refs/pr/N sent raw is one revision */
+	if (!hf_parse_path(httpd_path(r), httpd_method(r), &hp) && hp.route == HF_ROUTE_FILE &&
+	    !strcmp(hp.verb, "resolve") && strchr(hp.name, '/')) {
+		spec = xasprintf("hf:%s%s@%s", !strcmp(hp.type, "dataset") ? "datasets/" : "", hp.name, hp.rev);
+		fp = hp.sub;
+		hp.sub = NULL;
 	} else if (!ms_parse_path(httpd_path(r), httpd_method(r), &mp) && mp.route == MS_ROUTE_FILE && mp.name &&
 		   (fp = httpd_query_param(r, MS_QUERY_FILE))) {
 		/* ModelScope's grammar (hub/ms.h), as the mirror reads it */
@@ -157,9 +156,7 @@ static void classify(struct agent_ep *e, struct httpd_req *r)
 	free(spec);
 	free(fp);
 	free(rev);
-	free(org);
-	free(name);
-	hf_path_release(&raw);
+	hf_route_path_release(&hp);
 }
 
 /* An S3 request (under /s3, or signed at the root): the headers its signature covers, and Authorization,

@@ -7,7 +7,12 @@
  *  - a file URL hf_parse_file_url accepts names a repository, revision and path that pass the
  *    project's guards (hub_check_name, hub_check_revision, path_check), round-trips through the URL
  *    builder (hf_resolve_url, then split and parsed again: the same parts) and through a spec
- *    (hub_spec_format, hub_spec_parse: the same repository and revision).
+ *    (hub_spec_format, hub_spec_parse: the same repository and revision);
+ *  - a path hf_parse_path (the mirror router's and the agent's parser) accepts, under each method,
+ *    names a repository hub_check_name takes, of the type its prefix says, and, where it names a file,
+ *    a tree or a revision's info whose revision and path pass the guards, round-trips through the
+ *    builders (hf_resolve_url, hf_api_url with hf_rev_segment): the built URL parses to the same route,
+ *    type, repository, revision and path.
  */
 #include <stdbool.h>
 #include <stdint.h>
@@ -19,6 +24,7 @@
 #include "base/path.h"
 #include "base/xmalloc.h"
 #include "hub/hf.h"
+#include "hub/http/http.h"
 #include "hub/http/httpd.h"
 #include "hub/hub.h"
 
@@ -133,6 +139,69 @@ static void check_file_url(const struct hf_path *p, const char *verb, const char
 	free(org), free(name), free(rev), free(fp);
 }
 
+/* The URL the builders write for what p names, or NULL where the route has no builder here. */
+static char *build_again(const struct hf_route_path *p)
+{
+	bool ds = !strcmp(p->type, "dataset");
+	char *seg, *sub, *what, *url;
+
+	if (p->route == HF_ROUTE_FILE)
+		return hf_resolve_url("http://h", ds, p->name, p->rev, p->sub);
+	if (p->route == HF_ROUTE_INFO && !p->rev)
+		return xasprintf("http://h/api/%s/%s", ds ? "datasets" : "models", p->name);
+	if (p->route != HF_ROUTE_INFO && p->route != HF_ROUTE_TREE)
+		return NULL;
+	seg = hf_rev_segment(p->rev);
+	sub = p->sub && *p->sub ? hub_url_escape(p->sub, true) : NULL;
+	what = xasprintf("%s/%s%s%s", p->route == HF_ROUTE_TREE ? "tree" : "revision", seg, sub ? "/" : "",
+			 sub ? sub : "");
+	url = hf_api_url("http://h", ds, p->name, what);
+	free(seg);
+	free(sub);
+	free(what);
+	return url;
+}
+
+static void check_route(const struct hf_path *s, const char *method, const char *path)
+{
+	struct hf_route_path p, q;
+	char *url;
+	bool api = s->n >= 2 && !strcmp(s->v[0], "api");
+
+	if (hf_parse_path(path, method, &p))
+		return;
+	if (strcmp(p.type, (api ? !strcmp(s->v[1], "datasets") : !strcmp(s->v[0], "datasets")) ? "dataset" : "model"))
+		fail("a route of another type than its prefix says", path);
+	if ((p.route == HF_ROUTE_LIST || p.route == HF_ROUTE_NO_REPO) != !p.name)
+		fail("a route with a repository where none was named, or none where one was", path);
+	if (p.name && hub_check_name(HUB_HF, p.name))
+		fail("a route whose repository fails hub_check_name", path);
+	if (!api && p.route != HF_ROUTE_FILE && p.route != HF_ROUTE_BAD)
+		fail("a file URL read as an API route", path);
+	if (api && (p.route == HF_ROUTE_FILE || !strcmp(p.label, "hf_resolve") || !strcmp(p.label, "hf_raw")))
+		fail("an API path read as a file URL", path);
+	if ((p.route == HF_ROUTE_TREE || p.route == HF_ROUTE_FILE) && (!p.rev || !p.sub))
+		fail("a tree or file route without its revision and path", path);
+	if ((p.route == HF_ROUTE_PATHS_INFO || p.route == HF_ROUTE_WRITE || p.route == HF_ROUTE_COMMITS) && !p.rev)
+		fail("a route without its revision", path);
+	if (p.route == HF_ROUTE_TREESIZE && p.sub && path_check_str(p.sub))
+		fail("a treesize route whose path fails path_check", path);
+	/* through the builders and back, what the routes would serve */
+	url = p.rev && hub_check_revision(p.rev) ? NULL : p.sub && *p.sub && path_check_str(p.sub) ? NULL : build_again(&p);
+	if (url) {
+		if (strncmp(url, "http://h/", 9))
+			fail("the builder's URL", path);
+		if (hf_parse_path(url + 8, "GET", &q))
+			fail("the builder's URL of an accepted route does not parse", path);
+		if (q.route != p.route || strcmp(q.type, p.type) || !same(q.name, p.name) || !same(q.rev, p.rev) ||
+		    (p.route != HF_ROUTE_INFO && !same(q.sub, p.sub)))
+			fail("the builder's URL names another route, repository, revision or path", path);
+		hf_route_path_release(&q);
+		free(url);
+	}
+	hf_route_path_release(&p);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	char *path = malloc(size + 1);
@@ -173,6 +242,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		check_revision(&p, i, path);
 	check_file_url(&p, "resolve", path);
 	check_file_url(&p, "raw", path);
+	check_route(&p, "GET", path);
+	check_route(&p, "POST", path);
+	check_route(&p, "DELETE", path);
 	hf_path_release(&p);
 	free(path);
 	return 0;

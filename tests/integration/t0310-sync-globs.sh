@@ -92,6 +92,17 @@ check "a typo'd repo fails the sync" test $? = 1
 check "saying upstream has no such repo this mirror may read, to check the name (the near one), and which token" grep -q \
 	"^denied    hf:acme/lllm: upstream has no repository acme/lllm that anonymous users may read (a missing and a private repository are answered alike): check the name (did you mean hf:acme/llm?), or give a token (HF_TOKEN) if it is private (upstream said: " "$T/typo.out"
 
+# The hint is asked on the run's loop, not blocking it: with the owner's listing 8 s late, a repo
+# whose own listing is 2 s late ends (its line printed) before the typo'd one, which waits for its hint.
+hm add hf:acme/llmm >/dev/null
+curl -fsS -X POST "$FAKE_API/_fake/faults" -d '[{"match": "author=acme", "kind": "slow", "seconds": 8, "count": 1},
+	{"match": "/api/models/acme/llm/revision", "kind": "slow", "seconds": 2, "count": 1}]' >/dev/null
+hm sync --no-progress hf:acme/llmm hf:acme/llm >"$T/hint.out" 2>/dev/null
+check "the hint waits off the loop: the other repo's line comes first, then the typo'd one's with its hint" bash -c "
+	grep -n '' '$T/hint.out' | grep -E '^[0-9]+:[a-z]+ +hf:acme/llm[ :]' | cut -d: -f1 >'$T/a' &&
+	grep -n '' '$T/hint.out' | grep -F 'did you mean hf:acme/llm?' | cut -d: -f1 >'$T/b' &&
+	[ -s '$T/a' ] && [ -s '$T/b' ] && [ \$(cat '$T/a') -lt \$(cat '$T/b') ]"
+
 # -q: a run that went well says nothing; one that did not says only what went wrong.
 hm -q sync hf:acme/llm hf:acme/slow >"$T/q1.out" 2>&1
 check "sync -q of repos that are fine: exit 0 and not a word" bash -c "[ $? = 0 ] && [ ! -s '$T/q1.out' ]"
