@@ -47,16 +47,6 @@ int bundle__fail(char **errmsg, int r, const char *fmt, ...)
 
 /* ---- export ------------------------------------------------------------------------------------ */
 
-struct refs_ctx {
-	json_t *refs;
-};
-
-static int ref_cb(void *ud, const char *name, const char *kind, const char *commit)
-{
-	json_array_append_new(ud, json_pack("{s:s, s:s, s:s}", "name", name, "kind", kind, "commit", commit));
-	return 0;
-}
-
 struct files_ctx {
 	json_t *files, *blobs;
 };
@@ -107,7 +97,7 @@ static void local_history(struct mirror_data *d, const struct catalog_repo *r, j
 static int export_repo(struct mirror_data *d, const struct hub_spec *spec, json_t *repos, json_t *blobs, char **errmsg)
 {
 	struct catalog_repo r = { 0 };
-	json_t *o, *refs = json_array(), *snaps = json_array(), *commits = json_object(), *metas = json_object(), *v;
+	json_t *o, *refs = NULL, *snaps = json_array(), *commits = json_object(), *metas = json_object(), *v;
 	const char *hub = hub_kind_name(spec->hub), *type = hub_type_name(spec->type);
 	char *s = hub_spec_format(spec, 0);
 	size_t i;
@@ -121,7 +111,11 @@ static int export_repo(struct mirror_data *d, const struct hub_spec *spec, json_
 		e = bundle__fail(errmsg, HM_ERR_NOT_FOUND, "%s was never synced: nothing to export", s);
 		goto out;
 	}
-	catalog_refs_each(d->catalog, r.id, ref_cb, refs);
+	refs = mirror_refs_json(d->catalog, r.id);
+	if (!refs) {
+		e = bundle__fail(errmsg, HM_ERR_SQLITE, "%s: %s", s, catalog_errmsg(d->catalog));
+		goto out;
+	}
 	json_array_foreach(refs, i, v)
 		json_object_set_new(commits, json_string_value(json_object_get(v, "commit")), json_true());
 	if (r.local)

@@ -76,3 +76,35 @@ json_t *mirror_repo_json(const struct catalog_repo *r, const char *base)
 	return o;
 }
 
+
+static int ref_json(void *ud, const char *name, const char *kind, const char *commit)
+{
+	json_array_append_new(ud, json_pack("{s:s, s:s, s:s}", "name", name, "kind", kind, "commit", commit));
+	return 0;
+}
+
+json_t *mirror_refs_json(struct catalog *c, int64_t repo_id)
+{
+	json_t *refs = json_array();
+
+	if (catalog_refs_each(c, repo_id, ref_json, refs))
+		json_decref(refs), refs = NULL;
+	return refs;
+}
+
+static int snapshot_json(void *ud, const struct catalog_snapshot *sn)
+{
+	json_array_append_new(ud, json_pack("{s:s, s:I, s:I, s:I, s:b}", "commit", sn->commit, "synced_at",
+					    (json_int_t)sn->synced_at, "files", (json_int_t)sn->file_count, "size",
+					    (json_int_t)sn->total_size, "pinned", sn->pinned_at != 0));
+	return 0;
+}
+
+json_t *mirror_snapshots_json(struct catalog *c, int64_t repo_id)
+{
+	json_t *snaps = json_array();
+
+	if (catalog_snapshots_each(c, repo_id, snapshot_json, snaps))
+		json_decref(snaps), snaps = NULL;
+	return snaps;
+}

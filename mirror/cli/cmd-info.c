@@ -37,20 +37,6 @@ static void print_refs(json_t *refs)
 	putchar('\n');
 }
 
-static int ref_to_json(void *ud, const char *name, const char *kind, const char *commit)
-{
-	json_array_append_new(ud, json_pack("{s:s, s:s, s:s}", "name", name, "kind", kind, "commit", commit));
-	return 0;
-}
-
-static int snap_to_json(void *ud, const struct catalog_snapshot *sn)
-{
-	json_array_append_new(ud, json_pack("{s:s, s:I, s:I, s:I, s:b}", "commit", sn->commit,
-					    "synced_at", (json_int_t)sn->synced_at, "files", (json_int_t)sn->file_count,
-					    "size", (json_int_t)sn->total_size, "pinned", sn->pinned_at != 0));
-	return 0;
-}
-
 /* "3 (pinned: 0123456789ab)": the snapshots the mirror holds, of the JSON array [{commit, pinned}]. */
 static void print_snapshots(json_t *snaps)
 {
@@ -223,7 +209,7 @@ out:
 static void print_local_repo(struct mirror_data *data, const struct catalog_repo *repo, const char *arg)
 {
 	char size[32], when[32], added[32];
-	json_t *refs = json_array();
+	json_t *refs;
 
 	cli_human_size(repo->total_size, size, sizeof(size));
 	cli_human_time(repo->last_sync_at, when, sizeof(when));
@@ -236,7 +222,7 @@ static void print_local_repo(struct mirror_data *data, const struct catalog_repo
 	if (repo->upstream_name)
 		printf("  upstream    renamed to %s (both names work here)\n", repo->upstream_name);
 	printf("  mirrors     %s\n", repo->refs_policy);
-	catalog_refs_each(data->catalog, repo->id, ref_to_json, refs);
+	refs = mirror_refs_json(data->catalog, repo->id);
 	print_refs(refs);
 	json_decref(refs);
 }
@@ -295,8 +281,8 @@ int cmd_info(int argc, char **argv)
 		if (r)
 			goto out;
 	}
-	snaps = json_array();
-	if (catalog_snapshots_each(data->catalog, repo.id, snap_to_json, snaps)) {
+	snaps = mirror_snapshots_json(data->catalog, repo.id);
+	if (!snaps) {
 		r = cli_repo_error(data, argv[optind], HM_ERR_SQLITE);
 		goto out;
 	}

@@ -157,20 +157,6 @@ static int results_cb(void *ud, const struct catalog_run *run, const struct cata
 	return 0;
 }
 
-static int refs_cb(void *ud, const char *name, const char *kind, const char *commit)
-{
-	json_array_append_new(ud, json_pack("{s:s, s:s, s:s}", "name", name, "kind", kind, "commit", commit));
-	return 0;
-}
-
-static int snaps_cb(void *ud, const struct catalog_snapshot *sn)
-{
-	json_array_append_new(ud, json_pack("{s:s, s:I, s:I, s:I, s:b}", "commit", sn->commit,
-					    "synced_at", (json_int_t)sn->synced_at, "files", (json_int_t)sn->file_count,
-					    "size", (json_int_t)sn->total_size, "pinned", sn->pinned_at != 0));
-	return 0;
-}
-
 struct files_ctx {
 	json_t *arr;
 	size_t baselen;
@@ -441,12 +427,12 @@ static void catalog_repo(struct mirror_routes *rt, struct httpd_req *req, const 
 	} else if (want_files) {
 		catalog_files(rt, req, snap.id, snap.commit);
 	} else {
-		json_t *o = mirror_repo_json(&repo, base), *refs = json_array(), *snaps = json_array();
+		json_t *o = mirror_repo_json(&repo, base), *refs = mirror_refs_json(rt->data->catalog, repo.id);
+		json_t *snaps = mirror_snapshots_json(rt->data->catalog, repo.id);
 		json_t *card = mirror_json_text_or(repo.card_data, json_null());
-		catalog_refs_each(rt->data->catalog, repo.id, refs_cb, refs);
-		catalog_snapshots_each(rt->data->catalog, repo.id, snaps_cb, snaps);
-		json_object_set_new(o, "refs", refs);
-		json_object_set_new(o, "snapshots", snaps);
+
+		json_object_set_new(o, "refs", refs ? refs : json_array());
+		json_object_set_new(o, "snapshots", snaps ? snaps : json_array());
 		{
 			/* this repository's own sync history: its outcome in each run that had it */
 			json_t *hist = json_array();
