@@ -15,26 +15,26 @@
 #include "base/xmalloc.h"
 #include "hfwrite.h"
 
-static int refuse(struct hf_commit_line *out, char **why, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int refuse(struct hf_commit_line *out, char **why, const char *fmt, ...)
+static int refuse(struct hf_commit_line *out, char **errmsg, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int refuse(struct hf_commit_line *out, char **errmsg, const char *fmt, ...)
 {
 	va_list ap;
 
 	va_start(ap, fmt);
-	*why = xvasprintf(fmt, ap); /* (before the release: fmt's arguments may be out's) */
+	*errmsg = xvasprintf(fmt, ap); /* (before the release: fmt's arguments may be out's) */
 	va_end(ap);
 	hf_commit_line_release(out);
 	return -EINVAL;
 }
 
-static int take_header(struct hf_commit_line *out, json_t *v, char **why)
+static int take_header(struct hf_commit_line *out, json_t *v, char **errmsg)
 {
 	const char *s = json_string_value(json_object_get(v, "summary"));
 	const char *d = json_string_value(json_object_get(v, "description"));
 	const char *p = json_string_value(json_object_get(v, "parentCommit"));
 
 	if (p && !(strlen(p) == 40 && hex_is_lower(p, 40)))
-		return refuse(out, why, "parentCommit is a commit id, not '%s'", p);
+		return refuse(out, errmsg, "parentCommit is a commit id, not '%s'", p);
 	out->summary = xstrdup(s && *s ? s : "Upload files");
 	out->description = d ? xstrdup(d) : NULL;
 	snprintf(out->parent, sizeof(out->parent), "%s", p ? p : "");
@@ -43,7 +43,7 @@ static int take_header(struct hf_commit_line *out, json_t *v, char **why)
 
 /* A small file's content: base64 (the only encoding), decoded. Strictly the alphabet, padded at the
  * end only: EVP_DecodeBlock alone would skip white space and count padding as bytes. */
-static int take_file(struct hf_commit_line *out, json_t *v, char **why)
+static int take_file(struct hf_commit_line *out, json_t *v, char **errmsg)
 {
 	static const char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 	json_t *c = json_object_get(v, "content");
@@ -55,17 +55,17 @@ static int take_file(struct hf_commit_line *out, json_t *v, char **why)
 		pad++;
 	if (!content || (enc && strcmp(enc, "base64")) || n % 4 || n > (size_t)1 << 30 ||
 	    strspn(content, alphabet) != n - pad)
-		return refuse(out, why, "'%s': a file's content is base64", out->path);
+		return refuse(out, errmsg, "'%s': a file's content is base64", out->path);
 	out->content = xmalloc(n / 4 * 3 + 1);
 	len = n ? EVP_DecodeBlock(out->content, (const unsigned char *)content, (int)n) : 0;
 	if (len < 0 || (size_t)len != n / 4 * 3)
-		return refuse(out, why, "'%s': a file's content is base64", out->path);
+		return refuse(out, errmsg, "'%s': a file's content is base64", out->path);
 	out->content_len = n / 4 * 3 - pad;
 	out->content[out->content_len] = '\0';
 	return 0;
 }
 
-static int take_lfs(struct hf_commit_line *out, json_t *v, char **why)
+static int take_lfs(struct hf_commit_line *out, json_t *v, char **errmsg)
 {
 	const char *oid = json_string_value(json_object_get(v, "oid"));
 	const char *algo = json_string_value(json_object_get(v, "algo"));
@@ -73,13 +73,13 @@ static int take_lfs(struct hf_commit_line *out, json_t *v, char **why)
 
 	if (!oid || strlen(oid) != 64 || !hex_is_lower(oid, 64) || (algo && strcmp(algo, "sha256")) ||
 	    (sz && (!json_is_integer(sz) || json_integer_value(sz) < 0)))
-		return refuse(out, why, "'%s': an lfsFile is {path, algo: sha256, oid}", out->path);
+		return refuse(out, errmsg, "'%s': an lfsFile is {path, algo: sha256, oid}", out->path);
 	memcpy(out->oid, oid, 65);
 	out->size = sz ? json_integer_value(sz) : -1;
 	return 0;
 }
 
-int hf_commit_line_parse(const char *line, size_t n, struct hf_commit_line *out, char **why)
+int hf_commit_line_parse(const char *line, size_t n, struct hf_commit_line *out, char **errmsg)
 {
 	json_t *o = json_loadb(line, n, 0, NULL), *v = json_object_get(o, "value");
 	const char *key = json_string_value(json_object_get(o, "key"));
@@ -88,23 +88,23 @@ int hf_commit_line_parse(const char *line, size_t n, struct hf_commit_line *out,
 
 	memset(out, 0, sizeof(*out));
 	out->size = -1;
-	*why = NULL;
+	*errmsg = NULL;
 	if (!key || !json_is_object(v)) {
-		r = refuse(out, why, "each line is {\"key\", \"value\"}");
+		r = refuse(out, errmsg, "each line is {\"key\", \"value\"}");
 	} else if (!strcmp(key, "header")) {
 		out->key = HF_COMMIT_HEADER;
-		r = take_header(out, v, why);
+		r = take_header(out, v, errmsg);
 	} else if (!path || strlen(path) != json_string_length(json_object_get(v, "path"))) {
-		r = refuse(out, why, "a '%s' line names its path", key);
+		r = refuse(out, errmsg, "a '%s' line names its path", key);
 	} else {
 		out->path = xstrdup(path);
 		r = 0;
 		if (!strcmp(key, "file")) {
 			out->key = HF_COMMIT_FILE;
-			r = take_file(out, v, why);
+			r = take_file(out, v, errmsg);
 		} else if (!strcmp(key, "lfsFile")) {
 			out->key = HF_COMMIT_LFS_FILE;
-			r = take_lfs(out, v, why);
+			r = take_lfs(out, v, errmsg);
 		} else if (!strcmp(key, "deletedFile")) {
 			out->key = HF_COMMIT_DELETED_FILE;
 		} else if (!strcmp(key, "deletedFolder")) {
@@ -113,7 +113,7 @@ int hf_commit_line_parse(const char *line, size_t n, struct hf_commit_line *out,
 				out->path[--l] = '\0';
 			out->key = HF_COMMIT_DELETED_FOLDER;
 		} else {
-			r = refuse(out, why, "a line of key '%s' is not known here", key);
+			r = refuse(out, errmsg, "a line of key '%s' is not known here", key);
 		}
 	}
 	json_decref(o);

@@ -33,10 +33,10 @@ struct hf_commit_line {
 	int64_t size;             /* lfsFile: its size, -1 when the line says none */
 };
 
-/* Parse one line (n bytes, its newline may be there). Returns 0 and *out, or -EINVAL with *why
+/* Parse one line (n bytes, its newline may be there). Returns 0 and *out, or -EINVAL with *errmsg
  * (malloc'd: what is wrong, naming the path where there is one; the Hub answers it 400) and *out
  * empty. */
-int hf_commit_line_parse(const char *line, size_t n, struct hf_commit_line *out, char **why);
+int hf_commit_line_parse(const char *line, size_t n, struct hf_commit_line *out, char **errmsg);
 void hf_commit_line_release(struct hf_commit_line *l);
 
 /* One object of a batch request. */

@@ -16,7 +16,7 @@
 #include "hf.h"
 #include "upstream-int.h"
 
-static void hf_meta(struct fetch *f, json_t *info)
+static void hf_meta(struct upstream__fetch *f, json_t *info)
 {
 	json_t *m = json_object(), *v, *card = json_object_get(info, "cardData");
 	static const char *const copy[] = { "private", "tags", "pipeline_tag", "library_name", "downloads",
@@ -41,7 +41,7 @@ static void hf_meta(struct fetch *f, json_t *info)
 	f->snap->meta = m;
 }
 
-static void hf_tree_page(struct fetch *f, const char *url);
+static void hf_tree_page(struct upstream__fetch *f, const char *url);
 
 static void hf_refs_done(void *ud, int result, const struct hub_http_resp *resp, const char *body, size_t len)
 {
@@ -49,7 +49,7 @@ static void hf_refs_done(void *ud, int result, const struct hub_http_resp *resp,
 }
 
 /* The listing is in: for a revision that may be a tag, ask which it is (GET .../refs). */
-static void hf_listed(struct fetch *f)
+static void hf_listed(struct upstream__fetch *f)
 {
 	char *url;
 
@@ -64,7 +64,7 @@ static void hf_listed(struct fetch *f)
 
 static void hf_tree_done(void *ud, int result, const struct hub_http_resp *resp, const char *body, size_t len)
 {
-	struct fetch *f = ud;
+	struct upstream__fetch *f = ud;
 	json_t *arr = NULL, *e;
 	size_t i;
 	char *next = NULL;
@@ -127,14 +127,14 @@ fail:
 	upstream__fetch_finish(f, r);
 }
 
-static void hf_tree_page(struct fetch *f, const char *url)
+static void hf_tree_page(struct upstream__fetch *f, const char *url)
 {
 	upstream__request_json(f, url, hf_tree_done);
 }
 
 static void hf_info_done(void *ud, int result, const struct hub_http_resp *resp, const char *body, size_t len)
 {
-	struct fetch *f = ud;
+	struct upstream__fetch *f = ud;
 	json_t *info = NULL;
 	const char *sha;
 	char *url, *what;
@@ -166,7 +166,7 @@ static void hf_info_done(void *ud, int result, const struct hub_http_resp *resp,
 	free(what);
 }
 
-static void hf_fetch(struct fetch *f)
+static void hf_fetch(struct upstream__fetch *f)
 {
 	char *rev = hub_url_escape(f->spec.revision, false), *what = xasprintf("revision/%s", rev);
 	char *url = hf_api_url(f->c->hf_base, f->spec.type == HUB_DATASET, f->spec.name, what);

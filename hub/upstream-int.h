@@ -26,7 +26,7 @@ struct hub_client {
 };
 
 /* One hub_snapshot_fetch in flight. */
-struct fetch {
+struct upstream__fetch {
 	struct hub_client *c;
 	struct hub_spec spec;
 	char *known;
@@ -47,23 +47,23 @@ struct fetch {
 /* ---- upstream.c: what both hubs share ---- */
 
 /* The fetch is over: its callback gets the snapshot (or the refs), and f is freed. */
-void upstream__fetch_finish(struct fetch *f, int result);
+void upstream__fetch_finish(struct upstream__fetch *f, int result);
 /* The snapshot's message (what the caller shows): a copy of m, or none. */
-void upstream__set_message(struct fetch *f, const char *m);
+void upstream__set_message(struct upstream__fetch *f, const char *m);
 /* Add a file entry after checking it. Returns 0, or HM_ERR_UPSTREAM for a malformed entry. */
-int upstream__add_file(struct fetch *f, const char *path, size_t pathlen, json_int_t size, const char *git_oid,
+int upstream__add_file(struct upstream__fetch *f, const char *path, size_t pathlen, json_int_t size, const char *git_oid,
 		       const char *sha256, bool lfs);
 /* Common handling of a finished API request: transport errors, error statuses, JSON parse.
  * Returns 0 with *json set, or an error (message recorded). */
-int upstream__api_answer(struct fetch *f, int result, const struct hub_http_resp *resp, const char *body,
+int upstream__api_answer(struct upstream__fetch *f, int result, const struct hub_http_resp *resp, const char *body,
 			 size_t len, json_t **json);
 /* GET url as JSON, with the hub's token; done gets the answer (a bad URL finishes the fetch). */
-void upstream__request_json(struct fetch *f, const char *url,
+void upstream__request_json(struct upstream__fetch *f, const char *url,
 			    void (*done)(void *, int, const struct hub_http_resp *, const char *, size_t));
 /* Is the revision a name that may be a tag (not main/master, not a commit id, not refs/...)? */
 bool upstream__maybe_tag(const char *rev);
 /* The answer to "is the revision a tag?" (HF refs, ModelScope revisions); finishes the fetch. */
-void upstream__tag_answer(struct fetch *f, int result, const struct hub_http_resp *resp, const char *body,
+void upstream__tag_answer(struct upstream__fetch *f, int result, const struct hub_http_resp *resp, const char *body,
 			  size_t len, bool ms);
 
 /* Add the refs in arr (HF: {name, targetCommit}; ModelScope: {Revision}) as kind, their names under
@@ -75,7 +75,7 @@ void upstream__refs_add(struct hub_refs *out, json_t *arr, const char *kind, con
 struct upstream_hub {
 	const char *token_cookie;  /* the token also sent as this cookie (static); NULL: none */
 	/* resolve and list f->spec (f is set up; the answer ends in upstream__fetch_finish) */
-	void (*fetch)(struct fetch *f);
+	void (*fetch)(struct upstream__fetch *f);
 	/* a file's URL: HF names a file by commit, ModelScope by spec's revision. Malloc'd. */
 	char *(*file_url)(const struct hub_client *c, const struct hub_spec *spec, const char *commit,
 			  const char *path);

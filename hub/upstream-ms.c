@@ -25,7 +25,7 @@ static int cmp_files(const void *a, const void *b)
 }
 
 /* The tree id of a ModelScope listing (see the top of upstream-ms.c). */
-static void ms_tree_id(struct fetch *f)
+static void ms_tree_id(struct upstream__fetch *f)
 {
 	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
 	unsigned char md[20];
@@ -45,7 +45,7 @@ static void ms_tree_id(struct fetch *f)
 	hex_encode(md, 20, f->snap->commit);
 }
 
-static void ms_dataset_page(struct fetch *f);
+static void ms_dataset_page(struct upstream__fetch *f);
 
 static void ms_revisions_done(void *ud, int result, const struct hub_http_resp *resp, const char *body, size_t len)
 {
@@ -53,7 +53,7 @@ static void ms_revisions_done(void *ud, int result, const struct hub_http_resp *
 }
 
 /* For a revision that may be a tag: ask ModelScope's revisions which it is. */
-static void ms_revisions(struct fetch *f)
+static void ms_revisions(struct upstream__fetch *f)
 {
 	char *url = ms_api_url(f->c->ms_base, f->spec.type == HUB_DATASET, f->spec.name, "revisions");
 
@@ -62,7 +62,7 @@ static void ms_revisions(struct fetch *f)
 }
 
 /* Listed (and its info read, when it was asked): done, unless the revision may be a tag. */
-static void ms_listed(struct fetch *f)
+static void ms_listed(struct upstream__fetch *f)
 {
 	if (!f->snap->unchanged && !f->kind_known && upstream__maybe_tag(f->spec.revision))
 		ms_revisions(f);
@@ -87,7 +87,7 @@ static bool is_hex64_any_case(const char *s)
  * caller does not know the repo's visibility (HUB_FETCH_NEED_META). */
 static void ms_info_done(void *ud, int result, const struct hub_http_resp *resp, const char *body, size_t len)
 {
-	struct fetch *f = ud;
+	struct upstream__fetch *f = ud;
 	json_t *env = NULL, *vis, *stamp;
 	char *keep = f->snap->message ? xstrdup(f->snap->message) : NULL;
 	int r = upstream__api_answer(f, result, resp, body, len, &env);
@@ -135,7 +135,7 @@ static void ms_info_done(void *ud, int result, const struct hub_http_resp *resp,
 	ms_listed(f);
 }
 
-static void ms_info(struct fetch *f)
+static void ms_info(struct upstream__fetch *f)
 {
 	char *url = ms_api_url(f->c->ms_base, f->spec.type == HUB_DATASET, f->spec.name, NULL);
 
@@ -145,7 +145,7 @@ static void ms_info(struct fetch *f)
 
 static void ms_list_done(void *ud, int result, const struct hub_http_resp *resp, const char *body, size_t len)
 {
-	struct fetch *f = ud;
+	struct upstream__fetch *f = ud;
 	json_t *env = NULL, *files, *e;
 	size_t i, n = 0;
 	int r = upstream__api_answer(f, result, resp, body, len, &env);
@@ -203,7 +203,7 @@ fail:
 	upstream__fetch_finish(f, r);
 }
 
-static void ms_dataset_page(struct fetch *f)
+static void ms_dataset_page(struct upstream__fetch *f)
 {
 	char *rev = hub_url_escape(f->spec.revision, false);
 	char *what = xasprintf("repo/tree?Revision=%s&Root=/&Recursive=True&PageNumber=%d&PageSize=%d", rev, f->page,
@@ -216,7 +216,7 @@ static void ms_dataset_page(struct fetch *f)
 	free(rev);
 }
 
-static void ms_fetch(struct fetch *f)
+static void ms_fetch(struct upstream__fetch *f)
 {
 	char *rev, *what, *url;
 

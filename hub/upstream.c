@@ -177,7 +177,7 @@ static void drop_conflicts(struct hub_snapshot *s)
 	free(v);
 }
 
-void upstream__fetch_finish(struct fetch *f, int result)
+void upstream__fetch_finish(struct upstream__fetch *f, int result)
 {
 	if (!result && f->snap && !f->snap->unchanged)
 		drop_conflicts(f->snap);
@@ -197,14 +197,14 @@ void upstream__fetch_finish(struct fetch *f, int result)
 	free(f);
 }
 
-void upstream__set_message(struct fetch *f, const char *m)
+void upstream__set_message(struct upstream__fetch *f, const char *m)
 {
 	free(f->snap->message);
 	f->snap->message = m ? xstrdup(m) : NULL;
 }
 
 /* Add a file entry after checking it. Returns 0, or HM_ERR_UPSTREAM for a malformed entry. */
-int upstream__add_file(struct fetch *f, const char *path, size_t pathlen, json_int_t size, const char *git_oid,
+int upstream__add_file(struct upstream__fetch *f, const char *path, size_t pathlen, json_int_t size, const char *git_oid,
 		    const char *sha256, bool lfs)
 {
 	struct hub_file *hf;
@@ -260,7 +260,7 @@ static void mirror_headers(struct hub_snapshot *snap, const struct hub_http_resp
 
 /* Common handling of a finished API request: transport errors, error statuses, JSON parse.
  * Returns 0 with *json set, or an error (message recorded). */
-int upstream__api_answer(struct fetch *f, int result, const struct hub_http_resp *resp, const char *body,
+int upstream__api_answer(struct upstream__fetch *f, int result, const struct hub_http_resp *resp, const char *body,
 		      size_t len, json_t **json)
 {
 	json_error_t jerr;
@@ -294,7 +294,7 @@ int upstream__api_answer(struct fetch *f, int result, const struct hub_http_resp
 	return 0;
 }
 
-void upstream__request_json(struct fetch *f, const char *url,
+void upstream__request_json(struct upstream__fetch *f, const char *url,
 			 void (*done)(void *, int, const struct hub_http_resp *, const char *, size_t))
 {
 	struct hub_http_req_opts o = {
@@ -321,7 +321,7 @@ bool upstream__maybe_tag(const char *rev)
 /* The answer to "is the revision a tag?" (HF refs, ModelScope revisions): tags is the answer's list of
  * tags, whose entries name the tag under key. One that fails or is odd leaves the revision a branch:
  * the snapshot stands, and so does the listing's message. */
-void upstream__tag_answer(struct fetch *f, int result, const struct hub_http_resp *resp, const char *body, size_t len,
+void upstream__tag_answer(struct upstream__fetch *f, int result, const struct hub_http_resp *resp, const char *body, size_t len,
 		       bool ms)
 {
 	json_t *j = NULL, *tags, *it;
@@ -348,7 +348,7 @@ void upstream__tag_answer(struct fetch *f, int result, const struct hub_http_res
 int hub_snapshot_fetch(struct hub_client *c, const struct hub_spec *spec, const char *known_commit,
 		       const char *known_stamp, unsigned flags, hub_snapshot_cb cb, void *ud)
 {
-	struct fetch *f;
+	struct upstream__fetch *f;
 
 	if (!spec->name || !spec->revision || hub_check_name(spec->hub, spec->name) ||
 	    hub_check_revision(spec->revision))
@@ -414,7 +414,7 @@ void upstream__refs_add(struct hub_refs *out, json_t *arr, const char *kind, con
 
 static void refs_done(void *ud, int result, const struct hub_http_resp *resp, const char *body, size_t len)
 {
-	struct fetch *f = ud;
+	struct upstream__fetch *f = ud;
 	struct hub_refs *refs = f->refs = xcalloc(1, sizeof(*refs));
 	json_t *j = NULL;
 	int r = upstream__api_answer(f, result, resp, body, len, &j);
@@ -429,7 +429,7 @@ static void refs_done(void *ud, int result, const struct hub_http_resp *resp, co
 
 int hub_refs_fetch(struct hub_client *c, const struct hub_spec *spec, hub_refs_cb cb, void *ud)
 {
-	struct fetch *f;
+	struct upstream__fetch *f;
 	char *url;
 
 	if (!spec->name || hub_check_name(spec->hub, spec->name))

@@ -60,7 +60,7 @@ static int filter_sparse(const char *p, size_t n)
 	return strstr(buf, "sparse:") || strstr(buf, "sparse%3a") ? 1 : 0;
 }
 
-int mirror_git_pkt_check(const char *body, size_t len, struct git_pkt_summary *sum, char **errmsg)
+int mirror_git_pkt_check(const char *body, size_t len, struct gitpkt_summary *sum, char **errmsg)
 {
 	size_t off = 0;
 

@@ -15,7 +15,7 @@
 
 #include <stddef.h>
 
-struct git_pkt_summary {
+struct gitpkt_summary {
 	size_t lines;   /* pkt-lines with data */
 	size_t flushes; /* flush, delim and response-end packets */
 	size_t wants, haves;
@@ -25,6 +25,6 @@ struct git_pkt_summary {
 /* Read the body (len bytes, inflated). Returns 0 (sum filled), or with *errmsg (malloc'd) for the
  * client: -1 when the request is malformed, -2 when it asks for what this mirror does not serve
  * (git's way to say so is an ERR packet, which its client prints as "remote error"). */
-int mirror_git_pkt_check(const char *body, size_t len, struct git_pkt_summary *sum, char **errmsg);
+int mirror_git_pkt_check(const char *body, size_t len, struct gitpkt_summary *sum, char **errmsg);
 
 #endif

@@ -129,7 +129,7 @@ static int request_body(const struct mirror_git_request *q, const char **body, s
 		return -EINVAL;
 	}
 	if (!strcmp(q->path_after, "/git-upload-pack")) {
-		struct git_pkt_summary sum;
+		struct gitpkt_summary sum;
 		if ((r = mirror_git_pkt_check(b, l, &sum, errmsg)) != 0) {
 			free(infl);
 			return r == -2 ? -EPERM : -EINVAL;

@@ -87,8 +87,8 @@ static int values_check(const struct config *conf)
 
 static int config_check(const char *path)
 {
-	struct serve_prep sp;
-	struct sync_opts so;
+	struct cli_serve_prep sp;
+	struct cli_sync_opts so;
 	struct config conf;
 	struct mirror_access *a = NULL;
 	struct hub_tls *tls = NULL;

@@ -182,7 +182,7 @@ static int serve_check(const struct cli_command *self, struct mirror_serve_confi
 /* Reads the admin token file (a token of at least 12 characters) and, for a serve that fetches on
  * demand, the upstream token files into p, and hands them to its configuration. Returns CLI_OK, or
  * CLI_FAILED after saying why. */
-static int read_token_files(struct serve_prep *p)
+static int read_token_files(struct cli_serve_prep *p)
 {
 	struct mirror_serve_config *cfg = &p->cfg;
 
@@ -210,7 +210,7 @@ static int read_token_files(struct serve_prep *p)
 
 /* --local-quota NS=SIZE,...: each a local namespace, each size a size; into p->local_quota in bytes
  * (what serve is handed). Returns CLI_OK, or CLI_USAGE after saying why. */
-static int read_local_quota(const struct cli_command *self, struct serve_prep *p)
+static int read_local_quota(const struct cli_command *self, struct cli_serve_prep *p)
 {
 	char **list = str_split(p->local_quota_arg, ", ", NULL), **ns;
 	struct buf b = { 0 };
@@ -245,7 +245,7 @@ static int read_local_quota(const struct cli_command *self, struct serve_prep *p
 
 /* Takes the store quota from the configuration file: the syncs' ([store] quota, which they read from
  * the file), within which on-demand fetches keep too. Returns CLI_OK, or CLI_USAGE after saying why. */
-static int read_quota(const struct cli_command *self, struct serve_prep *p)
+static int read_quota(const struct cli_command *self, struct cli_serve_prep *p)
 {
 	for (size_t k = 0; k < p->conf.n; k++)
 		if (!strcmp(p->conf.v[k].section, "store") && !strcmp(p->conf.v[k].key, "quota") &&
@@ -256,7 +256,7 @@ static int read_quota(const struct cli_command *self, struct serve_prep *p)
 
 /* (Over 100 lines, and it reads better whole: most of it is serve's option table, one option and its
  * help a line or two each, as every command declares them; the steps after it are a dozen lines.) */
-int cli_serve_prepare(int argc, char **argv, struct serve_prep *p)
+int cli_serve_prepare(int argc, char **argv, struct cli_serve_prep *p)
 {
 	const struct cli_command *self = cli_find("serve");
 	struct mirror_serve_config *cfg = &p->cfg;
@@ -387,7 +387,7 @@ fail:
 	return r;
 }
 
-void cli_serve_prep_release(struct serve_prep *p)
+void cli_serve_prep_release(struct cli_serve_prep *p)
 {
 	config_release(&p->conf);
 	FREE_AND_NULL(&p->hf_token);
@@ -401,7 +401,7 @@ void cli_serve_prep_release(struct serve_prep *p)
  * scheduled sync reads the file at each run, so its settings apply from the next one). */
 static void serve_reread(void *ud)
 {
-	struct serve_prep *p = ud;
+	struct cli_serve_prep *p = ud;
 	struct config now;
 	int changed = 0;
 
@@ -464,7 +464,7 @@ static FILE *open_log(const char *path)
 
 int cmd_serve(int argc, char **argv)
 {
-	struct serve_prep p;
+	struct cli_serve_prep p;
 	struct mirror_serve_config cfg;
 	char exe[4096], *err = NULL;
 	size_t exelen = sizeof(exe);

@@ -262,7 +262,7 @@ static int take_retry_delay(const struct cli_command *self, const struct cli_fla
 	return CLI_OK;
 }
 
-int cli_sync_prepare(int argc, char **argv, const char *config_file, struct sync_opts *o, struct config *conf)
+int cli_sync_prepare(int argc, char **argv, const char *config_file, struct cli_sync_opts *o, struct config *conf)
 {
 	const struct cli_command *self = cli_find("sync");
 	struct mirror_sync_config *cfg = &o->cfg;
@@ -345,7 +345,7 @@ int cli_sync_prepare(int argc, char **argv, const char *config_file, struct sync
 	return CLI_OK;
 }
 
-void cli_sync_opts_release(struct sync_opts *o)
+void cli_sync_opts_release(struct cli_sync_opts *o)
 {
 	free(o->hf_token);
 	free(o->ms_token);
@@ -355,7 +355,7 @@ void cli_sync_opts_release(struct sync_opts *o)
 /* sync --mirror URL [SPEC...]: the mirror's serve runs it (its operator API); with --wait, followed
  * to its end, and the exit status is the sync's. */
 /* The serve's progress of the run, on stderr (a terminal's line). */
-static void remote_progress(const struct sync_opts *o)
+static void remote_progress(const struct cli_sync_opts *o)
 {
 	long status;
 	json_t *st = cli_admin_call(o->mirror, "GET", "/api/admin/status", NULL, &status);
@@ -374,7 +374,7 @@ static void remote_progress(const struct sync_opts *o)
 
 /* A sync run by the serve of the mirror (its operator API): it prints what the serve's run prints,
  * line by line as it comes (GET /api/admin/sync/report), with that run's exit status. */
-static int sync_remote(const struct sync_opts *o, int nspecs, char **specs)
+static int sync_remote(const struct cli_sync_opts *o, int nspecs, char **specs)
 {
 	json_t *body = json_object(), *arr = json_array(), *j;
 	long status;
@@ -459,7 +459,7 @@ static int64_t jint(json_t *o, const char *k)
  * directory writes, and the schedule of the serve that runs syncs there (its operator API, when the
  * serve advertises one or --mirror names it). --json prints {progress, serve}.
  */
-static int sync_status(const struct sync_opts *o)
+static int sync_status(const struct cli_sync_opts *o)
 {
 	json_t *pg = NULL, *sv = NULL;
 	char *local = o->mirror ? NULL : cli_local_serve(o->dir);
@@ -572,7 +572,7 @@ static bool local_only_options(int argc, char **argv)
 /* How a run of n repos here reports: the progress line (on a terminal, not with --json or -q), each
  * repo's line as it ends (line-buffered stdout) or, with --json, an interruption's line on stderr;
  * SIGINT and SIGTERM say how far it got. */
-static void start_reporting(const struct sync_opts *o, struct mirror_sync_config *cfg, size_t n)
+static void start_reporting(const struct cli_sync_opts *o, struct mirror_sync_config *cfg, size_t n)
 {
 	if (o->progress && !o->json && log_get_level() >= LOG_LEVEL_INFO) /* -q: no progress line */
 		cfg->on_progress = draw_progress;
@@ -590,7 +590,7 @@ static void start_reporting(const struct sync_opts *o, struct mirror_sync_config
 
 /* --retention N after the run: what it left old beyond N per repo goes, with the contents only it
  * used; said unless --json. Returns CLI_OK, or CLI_FAILED after saying why. */
-static int apply_retention(struct mirror_data *data, const struct sync_opts *o)
+static int apply_retention(struct mirror_data *data, const struct cli_sync_opts *o)
 {
 	struct mirror_gc_report g;
 	char *gerr = NULL, b[32];
@@ -611,7 +611,7 @@ static int apply_retention(struct mirror_data *data, const struct sync_opts *o)
 int cmd_sync(int argc, char **argv)
 {
 	const struct cli_command *self = cli_find("sync");
-	struct sync_opts o;
+	struct cli_sync_opts o;
 	struct mirror_sync_report rep = { 0 };
 	struct mirror_data *data = NULL;
 	struct catalog_repo *repos = NULL;

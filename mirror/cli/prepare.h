@@ -11,7 +11,7 @@
 #include "mirror/serve/serve.h"
 #include "mirror/sync.h"
 
-struct serve_prep {
+struct cli_serve_prep {
 	struct mirror_serve_config cfg;
 	struct config conf;
 	const char *access;         /* --access-log */
@@ -28,11 +28,11 @@ struct serve_prep {
 /* Fill p from the defaults, the configuration file and argv, and check the result. Returns CLI_OK
  * (then cli_serve_prep_release(p) once cfg is done with: it borrows p's strings), or CLI_USAGE /
  * CLI_FAILED after saying why (nothing to release). */
-int cli_serve_prepare(int argc, char **argv, struct serve_prep *p);
+int cli_serve_prepare(int argc, char **argv, struct cli_serve_prep *p);
 /* What p owns: the configuration's strings and the tokens read. */
-void cli_serve_prep_release(struct serve_prep *p);
+void cli_serve_prep_release(struct cli_serve_prep *p);
 
-struct sync_opts {
+struct cli_sync_opts {
 	struct mirror_sync_config cfg;
 	const char *dir, *config, *hf_token_file, *ms_token_file;
 	const char *mirror;         /* --mirror URL: ask that mirror's serve to sync (its operator API) */
@@ -46,7 +46,7 @@ struct sync_opts {
 /* Fill o: the environment, then the configuration file (config_file, or the one argv or the
  * environment names; loaded into *conf: release it), then argv (argc 0: none), then the token files
  * (readable by their owner only). Returns CLI_OK, or CLI_USAGE / CLI_FAILED after saying why. */
-int cli_sync_prepare(int argc, char **argv, const char *config_file, struct sync_opts *o, struct config *conf);
-void cli_sync_opts_release(struct sync_opts *o);
+int cli_sync_prepare(int argc, char **argv, const char *config_file, struct cli_sync_opts *o, struct config *conf);
+void cli_sync_opts_release(struct cli_sync_opts *o);
 
 #endif

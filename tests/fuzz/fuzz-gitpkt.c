@@ -17,7 +17,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	const char *b = (const char *)data;
-	struct git_pkt_summary sum;
+	struct gitpkt_summary sum;
 	size_t off = 0, lines = 0, flushes = 0, wants = 0, haves = 0;
 	char *why = NULL;
 

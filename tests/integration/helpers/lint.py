@@ -23,6 +23,10 @@ rule, one line each, and exits 1 if anything does.
                $HM_BUILD; the on-demand engine's public mirror_ondemand_ API (ondemand.h) is a
                service the fronts use, not a front's. What one front asks of another goes through
                routes.c's table (struct mirror__fronts), which this cannot see and need not
+  prefixes     every name a folder's library gives the link (nm on the objects under $HM_BUILD), and
+               every struct, union and enum a public header declares, starts with one of the
+               folder's prefixes (ROOMS below: docs/CODING.md's table) or with the name of a header
+               of the folder (base/buf.h: buf_; mirror/gitobj.h: gitobj_; config.h: struct config)
 """
 import os
 import re
@@ -254,10 +258,56 @@ def fronts(root):
                 yield "mirror/serve/%s.c: the %s front uses %s of the %s front" % (user, f, sym, to)
 
 
+# docs/CODING.md's table of prefixes: each folder's library and the names it gives the link. C++
+# names (the shim's, mangled) and the compiler's own (DW.ref.) are not ours to name.
+ROOMS = {
+    "base": ("x",),  # and each header's name; x: the allocation family (xmalloc.h)
+    "catalog": ("catalog_",),
+    "hub": ("hub_", "hf_", "ms_", "s3_", "upstream__"),
+    "hub/http": ("httpd_", "http__", "hub_http_", "hub_tls_", "hub_url_", "hub_link_"),
+    "mirror": ("mirror_", "gitrepo__", "bundle__"),
+    "mirror/serve": ("mirror_", "web_"),
+    "mirror/cli": ("cli_", "cmd_", "main"),
+    "p2p": ("p2p_", "_Z", "DW.ref."),
+    "p2p/agent": ("agent_",),
+}
+
+
+def room_prefixes(root, room):
+    stems = [n[:-2] for n in os.listdir(os.path.join(root, room)) if n.endswith(".h") and not n.endswith("-int.h")]
+    return ROOMS[room] + tuple(s + "_" for s in stems), tuple(stems)
+
+
+def prefixes(root):
+    import glob
+    import subprocess
+    build = os.environ.get("HM_BUILD") or os.path.join(root, "build")
+    for room in ROOMS:
+        allowed, stems = room_prefixes(root, room)
+        objs = sorted(glob.glob(os.path.join(build, room, "*.p", "*.o")))
+        if not objs:
+            yield "prefixes: no object of %s/ under %s" % (room, build)
+        for o in objs:
+            out = subprocess.run(["nm", "-g", "--defined-only", o], capture_output=True, text=True, check=True).stdout
+            for line in out.splitlines():
+                p = line.split()
+                if len(p) == 3 and p[1] in "TDBRVG" and not p[2].startswith(allowed) and p[2] not in stems:
+                    src = os.path.basename(o)[:-len(".o")]
+                    yield "%s/%s: %s is not named for its room (%s)" % (room, src, p[2], ", ".join(ROOMS[room]))
+        for h in sorted(glob.glob(os.path.join(root, room, "*.h"))):
+            if h.endswith("-int.h"):
+                continue
+            for k, line in enumerate(open(h, encoding="utf-8"), 1):
+                m = re.match(r"(?:typedef )?(struct|union|enum) (\w+) \{", line)
+                if m and not m.group(2).startswith(allowed) and m.group(2) not in stems:
+                    yield "%s:%d: %s %s is not named for its room" % (os.path.relpath(h, root), k, m.group(1), m.group(2))
+
+
 def main():
     root, check = sys.argv[1], sys.argv[2]
     bad = sorted(set({"banned-cpp": banned_cpp, "private": private, "docs": docs, "flags": flags, "columns": columns,
-                      "long-functions": long_functions, "fronts": fronts}[check](root)))
+                      "long-functions": long_functions, "fronts": fronts,
+                      "prefixes": prefixes}[check](root)))
     for b in bad:
         print(b)
     return 1 if bad else 0
