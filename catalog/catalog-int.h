@@ -54,7 +54,7 @@ int catalog__register_rank(sqlite3 *db);
 int catalog__repo_get_any(struct catalog *c, const char *hub, const char *type, const char *name,
 			  struct catalog_repo *out);
 
-/* Columns in the order read_repo() expects; the head snapshot comes from the followed ref. */
+/* Columns in the order read_repo_row() (repos.c) expects; the head snapshot comes from the followed ref. */
 #define REPO_SELECT \
 	"r.id, r.hub, r.type, r.name, r.follow_rev, r.include_globs, r.exclude_globs, r.options, " \
 	"r.added_at, r.sync_status, r.sync_error, coalesce(r.last_sync_at, 0), s.commit_id, " \

@@ -33,7 +33,7 @@
 #define GIT_PUSH_MAX_S 1800              /* one push: its pack read, its files stored */
 #define PUSH_ENV_MAX 40
 
-/* git_wait, but a run past limit_s is killed (-2): an upload-pack is bounded in time, so no client
+/* gitrepo__git_wait, but a run past limit_s is killed (-2): an upload-pack is bounded in time, so no client
  * holds one of serve's workers for long. */
 static int git_wait_bounded(pid_t pid, int limit_s)
 {

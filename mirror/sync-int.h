@@ -36,7 +36,7 @@ struct denial {
 };
 
 /* JOB_TWIN: waiting for a running job of the other kind of key and the same size, which may be the
- * same content (twin_wait) */
+ * same content (sync-twins.c) */
 enum job_state { JOB_QUEUED, JOB_RUNNING, JOB_OK, JOB_FAILED, JOB_TWIN };
 
 struct mirror__sync_job {
@@ -78,7 +78,7 @@ struct srepo {
 	size_t pending;         /* wants whose content is not in the store yet */
 	int error;
 	char *error_text;
-	bool is_public;         /* anyone may read its content (repo_public), from its listing */
+	bool is_public;         /* anyone may read its content (mirror__sync_repo_public), from its listing */
 	/* the second pass: refs beyond the followed one */
 	struct srepo *parent;   /* a ref's srepo: the repo's first-pass one; NULL in the first pass */
 	char *ref_name;         /* owned: the ref it syncs (v1.0, dev, refs/convert/parquet) */

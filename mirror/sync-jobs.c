@@ -118,7 +118,7 @@ static bool job_error_is_access(int e)
 
 /* Tell every file waiting on j its content (sha256) or the error; a refused repo reports its own
  * refusal, not the last owner's. On success, waiters that may not take content fetched for the
- * owner (may_take) stay, and the caller fetches it again for them; returns how many stayed. */
+ * owner (mirror__sync_may_take) stay, and the caller fetches it again for them; returns how many stayed. */
 size_t mirror__sync_job_notify(struct mirror__sync_job *j, int err, const char *sha256)
 {
 	size_t kept = 0;

@@ -16,7 +16,7 @@
 #define TWIN_MAX_SIZE ((int64_t)64 << 20)
 
 /* Is j's content the blob sha256 that job k brought, and may j's repos take it from k (content
- * fetched for a closed repo goes to that repo only: may_take's rule)? */
+ * fetched for a closed repo goes to that repo only: mirror__sync_may_take's rule)? */
 static bool twin_match(struct mirror__sync *s, const struct mirror__sync_job *k, const struct mirror__sync_job *j,
 		       const char *sha256)
 {

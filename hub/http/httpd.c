@@ -479,7 +479,7 @@ static void dispatch(struct conn *c)
 	httpd__body_abandon(c); /* a claimed body no handler took */
 	uv_timer_stop(&c->timer);
 	if (c->job) {
-		/* answered later (deferred_done); pipelined bytes wait, in the socket or in rbuf */
+		/* answered later (httpd-defer.c: job_after); pipelined bytes wait, in the socket or in rbuf */
 		c->state = C_DEFERRED;
 		conn_watch(c, 0);
 		return;
