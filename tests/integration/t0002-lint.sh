@@ -66,5 +66,6 @@ lint private "no private header included across folders"
 lint long-functions "no function over 100 lines without a comment that says why"
 lint flags "every option a command declares has its help in its table and is on its page under docs/commands/"
 lint fronts "in mirror/serve/, no front calls another front (by the objects' symbols)"
+lint depends-on "docs/ARCHITECTURE.md says what each folder depends on, as its includes do"
 lint prefixes "every name a library gives the link, and every type a public header declares, carries its room's prefix (docs/CODING.md)"
 finish

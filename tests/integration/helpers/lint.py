@@ -23,6 +23,8 @@ rule, one line each, and exits 1 if anything does.
                $HM_BUILD; the on-demand engine's public mirror_ondemand_ API (ondemand.h) is a
                service the fronts use, not a front's. What one front asks of another goes through
                routes.c's table (struct mirror__fronts), which this cannot see and need not
+  depends-on   docs/ARCHITECTURE.md's table says, for each folder, what it depends on: the folders of
+               ours and the libraries its files include, no more and no fewer
   prefixes     every name a folder's library gives the link (nm on the objects under $HM_BUILD), and
                every struct, union and enum a public header declares, starts with one of the
                folder's prefixes (ROOMS below: docs/CODING.md's table) or with the name of a header
@@ -258,6 +260,47 @@ def fronts(root):
                 yield "mirror/serve/%s.c: the %s front uses %s of the %s front" % (user, f, sym, to)
 
 
+# What an #include names, as docs/ARCHITECTURE.md's "depends on" column says it.
+LIBS = (("jansson", "jansson"), ("sqlite3", "sqlite3"), ("curl/", "libcurl"), ("uv", "libuv"),
+        ("openssl/ssl", "libssl"), ("openssl/", "libcrypto"), ("archive", "libarchive"), ("fuse", "libfuse3"),
+        ("libtorrent/", "libtorrent-rasterbar"), ("http_parser", "http-parser"), ("ini", "inih"))
+OURS = ("base", "catalog", "hub", "hub/http", "mirror", "mirror/serve", "p2p", "p2p/agent", "mirror/cli")
+
+
+def depends_on(root):
+    rows = {}
+    for line in open(os.path.join(root, "docs", "ARCHITECTURE.md"), encoding="utf-8"):
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if line.startswith("| ") and len(cells) == 4 and cells[0].rstrip("/") in OURS:
+            rows[cells[0].rstrip("/")] = cells[3]
+    for room in OURS:
+        if room not in rows:
+            yield "docs/ARCHITECTURE.md: no row for %s/" % room
+            continue
+        have = set()
+        d = os.path.join(root, room)
+        for n in os.listdir(d):
+            if not n.endswith((".c", ".h", ".cpp", ".hpp")):
+                continue
+            text = open(os.path.join(d, n), encoding="utf-8").read()
+            for inc in re.findall(r'#include "([a-z0-9/]+)/[^/"]+"', text):
+                if inc in OURS and inc != room:
+                    have.add(inc)
+            for inc in re.findall(r"#include <([^>]+)>", text):
+                for pre, lib in LIBS:
+                    if inc.startswith(pre) and (pre.endswith("/") or inc[len(pre):len(pre) + 1] in (".", "/")):
+                        have.add(lib)
+                        break
+        said = rows[room]
+        told = set(re.findall(r"[a-z][a-z0-9-]*(?:/[a-z]+)?", re.sub(r"\([^)]*\)", "", said)))
+        if "everything" in told:  # the program: every folder and library there is
+            continue
+        for x in sorted(have - told):
+            yield "docs/ARCHITECTURE.md: %s/ depends on %s, and its row does not say so" % (room, x)
+        for x in sorted(told & (set(OURS) | {lib for _, lib in LIBS}) - have):
+            yield "docs/ARCHITECTURE.md: %s/'s row says it depends on %s, and no file of it includes it" % (room, x)
+
+
 # docs/CODING.md's table of prefixes: each folder's library and the names it gives the link. C++
 # names (the shim's, mangled) and the compiler's own (DW.ref.) are not ours to name.
 ROOMS = {
@@ -307,7 +350,7 @@ def main():
     root, check = sys.argv[1], sys.argv[2]
     bad = sorted(set({"banned-cpp": banned_cpp, "private": private, "docs": docs, "flags": flags, "columns": columns,
                       "long-functions": long_functions, "fronts": fronts,
-                      "prefixes": prefixes}[check](root)))
+                      "prefixes": prefixes, "depends-on": depends_on}[check](root)))
     for b in bad:
         print(b)
     return 1 if bad else 0
