@@ -83,6 +83,22 @@ need_node_module() {
 	[ -f "$JS/node_modules/$1/package.json" ] || skip "$JS/node_modules/$1 is missing (bash .ci/setup runs npm ci there)"
 }
 
+# as_nobody CMD...: run CMD as another user (nobody, no groups, no configuration file). "$HUBMIRROR"
+# in CMD runs from a copy of the binary that user can reach: the checkout, and the build in it, may sit
+# in a folder only its owner enters (a home folder, 0700). $T becomes traversable (0711, not
+# listable) for that copy; what the test made inside keeps its own modes.
+as_nobody() {
+	local bin=$T/.nobody/hubmirror args=() a
+	if [ ! -x "$bin" ]; then
+		chmod 711 "$T"
+		mkdir -p "$T/.nobody" && chmod 755 "$T/.nobody"
+		cp "$HUBMIRROR" "$bin" && chmod 755 "$bin"
+	fi
+	for a in "$@"; do
+		if [ "$a" = "$HUBMIRROR" ]; then args+=("$bin"); else args+=("$a"); fi
+	done
+	setpriv --reuid=nobody --regid=nogroup --clear-groups env HUBMIRROR_CONFIG=/dev/null "${args[@]}"
+}
 # _await_ready FILE WHAT LOG: wait for the process started last to write FILE, up to 30 s (a loaded
 # 2-core machine) but not a moment longer than it lives; else show LOG and fail.
 _await_ready() {

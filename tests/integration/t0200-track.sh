@@ -99,7 +99,7 @@ if [ "$(id -u)" = 0 ] && id nobody >/dev/null 2>&1; then
 	# root's mirror, used by another user: whose it is, not "catalog: not an error"
 	for cmd in "add hf:org/y" "ls"; do
 		# shellcheck disable=SC2086  # cmd is a command line
-		setpriv --reuid=nobody --regid=nogroup --clear-groups "$HUBMIRROR" $cmd >/dev/null 2>"$T/perm.err"
+		as_nobody "$HUBMIRROR" $cmd >/dev/null 2>"$T/perm.err"
 		check "$cmd as another user fails, naming the owner" grep -q \
 			"cannot open '$HUBMIRROR_DATA/catalog.db': Permission denied: the mirror belongs to root (run hubmirror as that user, or with sudo)" "$T/perm.err"
 	done

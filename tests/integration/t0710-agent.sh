@@ -66,7 +66,6 @@ check "the agent still answers" "$HUBMIRROR" status
 check "drop of a mounted snapshot is refused, saying where it is mounted" bash -c "[ $? = 1 ] && grep -q 'hf:acme/agent-hf is mounted on $T/hf: umount it first' '$T/drop.err'"
 if [ "$(id -u)" = 0 ] && id nobody >/dev/null 2>&1; then
 	# root's agent, asked by another user: whose it is and what to do, not "no agent runs"
-	as_nobody() { setpriv --reuid=nobody --regid=nogroup --clear-groups env HUBMIRROR_CONFIG=/dev/null "$@"; }
 	as_nobody "$HUBMIRROR" status >/dev/null 2>"$T/perm.err"
 	check "status as another user fails, saying the agent is root's" grep -q \
 		"cannot reach the agent at $HUBMIRROR_AGENT_SOCKET: Permission denied; it belongs to root (run this as that user or with sudo" "$T/perm.err"
