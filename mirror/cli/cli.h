@@ -30,6 +30,9 @@ const struct cli_command *cli_find(const char *name);
 /* Print a usage error about cmd to stderr ("hubmirror: <msg>" plus a hint); returns CLI_USAGE. */
 int cli_usage_error(const struct cli_command *cmd, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+/* While to is set, cli_usage_error (and the option parser's refusals) print nothing and keep the
+ * first message's words in *to (malloc'd) instead: config_apply says them as the file's line. */
+void cli_usage_capture(char **to);
 
 /* ---- options (flags.c) ---- */
 

@@ -85,46 +85,77 @@ static int values_check(const struct config *conf)
 	return bad;
 }
 
+/* The file's value of [section] key (NULL when it has none), and its line. */
+static const struct config_entry *entry(const struct config *conf, const char *section, const char *key)
+{
+	for (size_t i = 0; i < conf->n; i++)
+		if (!strcmp(conf->v[i].section, section) && !strcmp(conf->v[i].key, key))
+			return &conf->v[i];
+	return NULL;
+}
+
+/* serve's HTTP port and its seed's, as the file leaves them (the environment's or the defaults where
+ * it says nothing): one port is refused. Returns 1 when it is, said with the file's line. */
+static int ports_check(const struct config *conf)
+{
+	const struct config_entry *l = entry(conf, "serve", "listen"), *p = entry(conf, "p2p", "listen");
+	const char *listen = l ? l->value : getenv("HUBMIRROR_LISTEN") ? getenv("HUBMIRROR_LISTEN") : "0.0.0.0:8080";
+	const char *p2p = p ? p->value : getenv("HUBMIRROR_P2P_LISTEN") ? getenv("HUBMIRROR_P2P_LISTEN") : "0.0.0.0:6881";
+
+	if (!cli_ports_clash(listen, p2p))
+		return 0;
+	fprintf(stderr, "hubmirror: %s:%d: [%s] listen: '%s' is the port of %s '%s' too: the seed would take another "
+		"without a word (give it its own, or off)\n", conf->path, p ? p->line : l->line, p ? "p2p" : "serve",
+		p ? p2p : listen, p ? "[serve] listen" : "[p2p] listen", p ? listen : p2p);
+	return 1;
+}
+
+/* Every mistake of the file in one run: its lines (unknown sections and keys, repeats), its values as
+ * serve's and sync's options take them, what they would trip on at start, one port for two uses;
+ * then, when those pass, the files serve reads at start (tokens, certificate). Exit 2 when the file
+ * is not one serve and sync would read, 1 when it is but would not work, 0 when all passes. */
 static int config_check(const char *path)
 {
 	struct cli_serve_prep sp;
 	struct cli_sync_opts so;
-	struct config conf;
+	struct config conf, sconf;
 	struct mirror_access *a = NULL;
 	struct hub_tls *tls = NULL;
 	char *argv[] = { "serve", "--config", (char *)path, NULL }, *err = NULL;
-	int r;
+	int r, rs, ry, bad;
 
-	/* serve's options (and what they mean together), then sync's (and its token files) */
-	if ((r = cli_serve_prepare(3, argv, &sp)) != CLI_OK)
+	if ((r = config_load(path, &conf)) == CLI_FAILED) {
+		config_release(&conf);
 		return r;
-	r = cli_sync_prepare(0, NULL, path, &so, &conf);
-	config_release(&conf);
-	cli_sync_opts_release(&so);
-	if (r != CLI_OK)
-		goto out;
-	if (values_check(&sp.conf)) {
-		r = CLI_FAILED;
-		goto out;
 	}
-	/* the files serve would read at start */
-	if (sp.cfg.tokens_file &&
-	    mirror_access_load(sp.cfg.tokens_file, (enum mirror_access_mode)sp.cfg.auth_mode, &a, &err)) {
+	/* serve's options (and what they mean together), then sync's (and its token files): each says
+	 * what the load said no more */
+	rs = cli_serve_prepare(3, argv, &sp);
+	ry = cli_sync_prepare(0, NULL, path, &so, &sconf);
+	config_release(&sconf);
+	cli_sync_opts_release(&so);
+	bad = values_check(&conf) + ports_check(&conf);
+	if (r == CLI_USAGE || rs == CLI_USAGE || ry == CLI_USAGE) {
+		r = CLI_USAGE;
+	} else if (rs != CLI_OK || ry != CLI_OK || bad) {
+		r = CLI_FAILED;
+	} else if (sp.cfg.tokens_file &&
+		   mirror_access_load(sp.cfg.tokens_file, (enum mirror_access_mode)sp.cfg.auth_mode, &a, &err)) {
+		/* the files serve would read at start */
 		fprintf(stderr, "hubmirror: %s: tokens: %s\n", path, err ? err : "cannot be read");
 		r = CLI_FAILED;
-		goto out;
-	}
-	if (sp.cfg.tls_cert && hub_tls_new(sp.cfg.tls_cert, sp.cfg.tls_key, &tls, &err)) {
+	} else if (sp.cfg.tls_cert && hub_tls_new(sp.cfg.tls_cert, sp.cfg.tls_key, &tls, &err)) {
 		fprintf(stderr, "hubmirror: %s: %s\n", path, err ? err : "TLS certificate");
 		r = CLI_FAILED;
-		goto out;
+	} else {
+		printf("%s: ok (%zu settings)\n", path, sp.conf.n);
 	}
-	printf("%s: ok (%zu settings)\n", path, sp.conf.n);
-out:
 	free(err);
 	mirror_access_free(&a);
 	hub_tls_free(&tls);
-	cli_serve_prep_release(&sp);
+	if (rs == CLI_OK)
+		cli_serve_prep_release(&sp);
+	config_release(&conf);
 	return r;
 }
 

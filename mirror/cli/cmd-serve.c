@@ -147,6 +147,38 @@ static int check_local(const struct cli_command *self, const struct mirror_serve
 	return bad;
 }
 
+/* HOST:PORT's host ("" for a bare :PORT; brackets of an IPv6 address kept) into h, its port; -1
+ * when it has none. */
+static long split_address(const char *a, char *h, size_t cap)
+{
+	const char *colon = strrchr(a, ':');
+	char *end;
+	long port;
+
+	if (!colon)
+		return -1;
+	port = strtol(colon + 1, &end, 10);
+	snprintf(h, cap, "%.*s", (int)(colon - a), a);
+	return colon[1] && !*end ? port : -1;
+}
+
+static bool any_host(const char *h)
+{
+	return !*h || !strcmp(h, "0.0.0.0") || !strcmp(h, "[::]") || !strcmp(h, "*");
+}
+
+bool cli_ports_clash(const char *listen, const char *p2p_listen)
+{
+	char h1[256], h2[256];
+	long p1, p2;
+
+	if (!listen || !p2p_listen || !strcmp(p2p_listen, "off") || !strcmp(listen, "off"))
+		return false;
+	p1 = split_address(listen, h1, sizeof(h1));
+	p2 = split_address(p2p_listen, h2, sizeof(h2));
+	return p1 > 0 && p1 == p2 && (any_host(h1) || any_host(h2) || !strcasecmp(h1, h2));
+}
+
 static int serve_check(const struct cli_command *self, struct mirror_serve_config *cfg, int auth)
 {
 	if (auth < 0)
@@ -162,6 +194,9 @@ static int serve_check(const struct cli_command *self, struct mirror_serve_confi
 		cfg->p2p_listen = NULL;
 	else if (!strrchr(cfg->p2p_listen, ':'))
 		return cli_usage_error(self, "--p2p-listen takes HOST:PORT or off, not '%s'", cfg->p2p_listen);
+	else if (cli_ports_clash(cfg->listen, cfg->p2p_listen))
+		return cli_usage_error(self, "--listen %s and --p2p-listen %s are one port: the seed would take another "
+				       "without a word (give it its own, or off)", cfg->listen, cfg->p2p_listen);
 	if (cfg->local_namespaces && check_local(self, cfg))
 		return CLI_USAGE;
 	if (cfg->peer_mirrors) {
@@ -362,8 +397,11 @@ int cli_serve_prepare(int argc, char **argv, struct cli_serve_prep *p)
 	cfg->p2p_listen = getenv("HUBMIRROR_P2P_LISTEN") ? getenv("HUBMIRROR_P2P_LISTEN") : "0.0.0.0:6881";
 	cli_help_if_asked(self, argc, argv, flags); /* before the file: its help whatever the file holds */
 	cfg->config_path = config_path(config_option(argc, argv, "config"));
-	if ((r = config_load(cfg->config_path, &p->conf)) != CLI_OK ||
-	    (r = config_apply(&p->conf, self, CONFIG_SERVE, flags)) != CLI_OK)
+	/* the file's mistakes all said, those of its lines and those of its values */
+	r = config_load(cfg->config_path, &p->conf);
+	if (r != CLI_FAILED && config_apply(&p->conf, self, CONFIG_SERVE, flags) != CLI_OK)
+		r = CLI_USAGE;
+	if (r != CLI_OK)
 		goto fail;
 	r = CLI_USAGE;
 	if (cli_parse_flags(self, argc, argv, flags))

@@ -325,10 +325,12 @@ int cli_sync_prepare(int argc, char **argv, const char *config_file, struct cli_
 	cfg->hf_token = env_first("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN");
 	cfg->ms_token = env_first("MODELSCOPE_API_TOKEN", NULL);
 	cli_help_if_asked(self, argc, argv, flags); /* before the file: its help whatever the file holds */
-	if ((r = config_load(config_file ? config_file : config_path(config_option(argc, argv, "config")), conf)) != CLI_OK)
+	r = config_load(config_file ? config_file : config_path(config_option(argc, argv, "config")), conf);
+	if (r == CLI_FAILED)
 		return r;
-	if ((r = config_apply(conf, self, CONFIG_SYNC, flags)) != CLI_OK ||
-	    (argc && cli_parse_flags(self, argc, argv, flags)))
+	if (config_apply(conf, self, CONFIG_SYNC, flags) != CLI_OK || r != CLI_OK) /* every mistake said */
+		return CLI_USAGE;
+	if (argc && cli_parse_flags(self, argc, argv, flags))
 		return CLI_USAGE;
 	/* a token file (the command line's or the configuration's) wins over the environment */
 	if ((o->hf_token_file && cli_read_token_file(o->hf_token_file, "Hugging Face token file", &o->hf_token)) ||

@@ -2,6 +2,7 @@
  * config.c - the configuration file (see config.h).
  */
 #include <errno.h>
+#include <stdarg.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +12,7 @@
 
 #include <ini.h>
 
+#include "base/str.h"
 #include "base/xmalloc.h"
 #include "config.h"
 
@@ -103,21 +105,137 @@ const char *config_path(const char *opt)
 	return access(CONFIG_DEFAULT_PATH, F_OK) == 0 ? CONFIG_DEFAULT_PATH : NULL;
 }
 
+/* Every line said about a file once, though serve's and sync's checks both read it (config check). */
+static char **said;
+static size_t nsaid;
+
+/* "hubmirror: FILE:LINE: [SECTION] KEY: WHAT", once per process (the others find it said). */
+static void say(const char *path, int line, const char *section, const char *key, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
+static void say(const char *path, int line, const char *section, const char *key, const char *fmt, ...)
+{
+	va_list ap;
+	char *what, *text;
+
+	va_start(ap, fmt);
+	what = xvasprintf(fmt, ap);
+	va_end(ap);
+	if (section && key)
+		text = xasprintf("%s:%d: [%s] %s: %s", path, line, section, key, what);
+	else if (section || key)
+		text = xasprintf(section ? "%s:%d: [%s]: %s" : "%s:%d: %s: %s", path, line, section ? section : key, what);
+	else
+		text = xasprintf("%s:%d: %s", path, line, what);
+	free(what);
+	for (size_t i = 0; i < nsaid; i++)
+		if (!strcmp(said[i], text)) {
+			free(text);
+			return;
+		}
+	fprintf(stderr, "hubmirror: %s\n", text);
+	said = xreallocarray(said, nsaid + 1, sizeof(*said));
+	said[nsaid++] = text; /* kept: the process is a command, short-lived */
+}
+
+/* The nearest of the known names (sections when section is NULL, else that section's keys) to name,
+ * when it is close enough to be a slip; NULL else. */
+static const char *nearest(const char *section, const char *name)
+{
+	const char *best = NULL;
+	size_t bd = 99, len = strlen(name);
+
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+		const char *cand = section ? keys[i].key : keys[i].section;
+		size_t d;
+		if (section && strcmp(keys[i].section, section))
+			continue;
+		d = str_distance(name, cand);
+		if (d < bd) {
+			bd = d;
+			best = cand;
+		}
+	}
+	return bd <= (len >= 4 ? 2 : 1) ? best : NULL;
+}
+
+/* The section a key belongs in, when it is in another one than written; NULL else. */
+static const char *home_of(const char *key)
+{
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+		if (!strcmp(keys[i].key, key))
+			return keys[i].section;
+	return NULL;
+}
+
+static bool section_known(const char *section)
+{
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+		if (!strcmp(keys[i].section, section))
+			return true;
+	return false;
+}
+
 struct load_ctx {
 	struct config *c;
+	const char *path;
 	int line;           /* lines seen: inih gives the handler none, so it is counted by the reader */
 	FILE *f;
-	char *error;        /* the first bad key */
+	bool quiet;         /* config_data_dir: the commands that read the file say what is wrong */
+	bool key_before;    /* the last line read set a key: an indented line continues its value */
+	int bad;            /* mistakes said */
+	int bad_line;       /* the last line a mistake was said of */
+	int section_line;   /* where the section read last opens */
+	char *bad_section;  /* the unknown section said last: its keys are not said again */
 };
 
-/* inih's reader: fgets that counts lines, so the handler knows where a key stands. */
+static void mistake(struct load_ctx *l, const char *section, const char *key, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static void mistake(struct load_ctx *l, const char *section, const char *key, const char *fmt, ...)
+{
+	va_list ap;
+	char *what;
+
+	l->bad++;
+	l->bad_line = l->line;
+	if (l->quiet)
+		return;
+	va_start(ap, fmt);
+	what = xvasprintf(fmt, ap);
+	va_end(ap);
+	say(l->path, l->line, section, key, "%s", what);
+	free(what);
+}
+
+/* inih's reader: fgets that counts lines, so the handler knows where a key stands, and says every
+ * line that is neither a section, a key, a comment nor blank (inih itself reports only the first). */
 static char *reader(char *str, int num, void *stream)
 {
 	struct load_ctx *l = stream;
 	char *r = fgets(str, num, l->f);
+	const char *t = r;
 
-	if (r)
-		l->line++;
+	if (!r)
+		return r;
+	l->line++;
+	while (*t == ' ' || *t == '\t')
+		t++;
+	if (!*t || *t == '\n' || *t == '\r' || *t == ';' || *t == '#') {
+		l->key_before = l->key_before && t != r; /* a blank line ends a value; a comment does not */
+		return r;
+	}
+	if (t != r && l->key_before)
+		return r; /* the value above, continued */
+	if (*t == '[') {
+		l->section_line = l->line;
+		if (!strchr(t, ']'))
+			mistake(l, NULL, NULL, "a section is written [NAME], not %.*s", (int)strcspn(t, "\r\n"), t);
+		l->key_before = false;
+	} else if (!strpbrk(t, "=:")) {
+		mistake(l, NULL, NULL, "not a 'key = value' line or a '[section]': %.*s", (int)strcspn(t, "\r\n"), t);
+		l->key_before = false;
+	} else {
+		l->key_before = true;
+	}
 	return r;
 }
 
@@ -126,76 +244,101 @@ static int handler(void *user, const char *section, const char *name, const char
 	struct load_ctx *l = user;
 	struct config *c = l->c;
 	char *key = xstrdup(name);
+	const char *near, *home;
 
 	for (char *p = key; *p; p++)
 		if (*p == '_')
 			*p = '-';
-	if (!find_key(section, key)) {
-		if (!l->error) /* inih reports the first bad line: keep its reason */
-			l->error = *section ? xasprintf("unknown key '%s' in [%s]", name, section)
-					    : xasprintf("'%s' outside a section ([serve], [hub], [sync], [store] or [p2p])", name);
-		free(key);
-		return 0;
-	}
-	for (size_t i = 0; i < c->n; i++)
-		if (!strcmp(c->v[i].section, section) && !strcmp(c->v[i].key, key)) {
-			if (!l->error)
-				l->error = xasprintf("'%s' in [%s] is set twice (line %d too)", name, section, c->v[i].line);
-			free(key);
-			return 0;
+	home = home_of(key);
+	if (!*section) {
+		mistake(l, NULL, key, "outside a section ([serve], [hub], [s3], [sync], [store] or [p2p])%s%s%s",
+			home ? ": it belongs in [" : "", home ? home : "", home ? "]" : "");
+	} else if (!section_known(section)) {
+		if (!l->bad_section || strcmp(l->bad_section, section)) {
+			int at = l->line;
+			near = nearest(NULL, section);
+			l->line = l->section_line; /* said of the section's line, not its first key's */
+			mistake(l, section, NULL, "unknown section (%s%s%sthe sections are serve, hub, s3, sync, store, p2p)",
+				near ? "did you mean [" : "", near ? near : "", near ? "]? " : "");
+			l->line = at;
+			free(l->bad_section);
+			l->bad_section = xstrdup(section);
 		}
-	c->v = xreallocarray(c->v, c->n + 1, sizeof(*c->v));
-	c->v[c->n].section = xstrdup(section);
-	c->v[c->n].key = key;
-	c->v[c->n].value = xstrdup(value);
-	c->v[c->n].line = l->line;
-	c->n++;
-	return 1;
+	} else if (!find_key(section, key)) {
+		near = nearest(section, key);
+		if (near)
+			mistake(l, section, key, "unknown key (did you mean %s?)", near);
+		else if (home)
+			mistake(l, section, key, "unknown key in [%s]: it belongs in [%s]", section, home);
+		else
+			mistake(l, section, key, "unknown key (see 'hubmirror config show' for the keys)");
+	} else {
+		for (size_t i = 0; i < c->n; i++)
+			if (!strcmp(c->v[i].section, section) && !strcmp(c->v[i].key, key)) {
+				mistake(l, section, key, "set twice (line %d too)", c->v[i].line);
+				free(key);
+				return 1;
+			}
+		c->v = xreallocarray(c->v, c->n + 1, sizeof(*c->v));
+		c->v[c->n].section = xstrdup(section);
+		c->v[c->n].key = key;
+		c->v[c->n].value = xstrdup(value);
+		c->v[c->n].line = l->line;
+		c->n++;
+		return 1;
+	}
+	free(key);
+	return 1; /* said: read on, so that every mistake of the file is said in one run */
+}
+
+/* Read path into c; every mistake said (unless quiet). Returns how many there were, -errno when the
+ * file cannot be read. */
+static int load(const char *path, struct config *c, bool quiet)
+{
+	struct load_ctx l = { .c = c, .path = path, .quiet = quiet };
+	int r;
+
+	l.f = fopen(path, "r");
+	if (!l.f)
+		return -errno;
+	r = ini_parse_stream(reader, &l, handler, &l);
+	fclose(l.f);
+	if (r > 0 && l.bad_line != r && !l.bad) { /* (not expected: the reader says what inih refuses) */
+		l.line = r;
+		mistake(&l, NULL, NULL, "not a 'key = value' line or a '[section]'");
+	}
+	free(l.bad_section);
+	return l.bad;
 }
 
 int config_load(const char *path, struct config *out)
 {
-	struct load_ctx l = { out, 0, NULL, NULL };
 	int r;
 
 	memset(out, 0, sizeof(*out));
 	if (!path)
 		return CLI_OK;
 	out->path = xstrdup(path);
-	l.f = fopen(path, "r");
-	if (!l.f) {
-		fprintf(stderr, "hubmirror: cannot read the configuration '%s': %s\n", path, strerror(errno));
+	r = load(path, out, false);
+	if (r < 0) {
+		fprintf(stderr, "hubmirror: cannot read the configuration '%s': %s\n", path, strerror(-r));
 		return CLI_FAILED;
 	}
-	r = ini_parse_stream(reader, &l, handler, &l);
-	fclose(l.f);
-	if (r) {
-		fprintf(stderr, "hubmirror: %s:%d: %s\n", path, r, l.error ? l.error : "not a 'key = value' line or '[section]'");
-		free(l.error);
-		return CLI_USAGE;
-	}
-	return CLI_OK;
+	return r ? CLI_USAGE : CLI_OK;
 }
 
 void config_data_dir(void)
 {
 	const char *path = config_path(NULL);
-	struct load_ctx l = { NULL, 0, NULL, NULL };
 	struct config c;
 
 	if (!path)
 		return;
 	memset(&c, 0, sizeof(c));
-	l.c = &c;
-	l.f = fopen(path, "r");
-	if (!l.f)
-		return;
-	if (!ini_parse_stream(reader, &l, handler, &l))
+	if (load(path, &c, true) == 0)
 		for (size_t i = 0; i < c.n; i++)
 			if (!strcmp(c.v[i].section, "serve") && !strcmp(c.v[i].key, "data") && *c.v[i].value)
 				setenv("HUBMIRROR_DATA", c.v[i].value, 1);
-	fclose(l.f);
-	free(l.error);
 	config_release(&c);
 }
 
@@ -227,44 +370,47 @@ static int parse_bool(const char *v, bool *out)
 int config_apply(const struct config *c, const struct cli_command *cmd, unsigned which,
 		 const struct cli_flag *flags)
 {
+	int bad = 0;
+
 	for (size_t i = 0; i < c->n; i++) {
 		const struct config_entry *e = &c->v[i];
 		const struct config_key *k = find_key(e->section, e->key);
-		char *opt, *where, *argv[4];
+		char *opt, *msg = NULL, *argv[4];
+		const char *what;
 		bool on = true;
 		int r;
 
 		if (!k || !(k->which & which))
 			continue;
-		where = xasprintf("%s:%d: ", c->path, e->line);
 		if (k->boolean && parse_bool(e->value, &on)) {
-			r = cli_usage_error(NULL, "%s%s in [%s] takes true or false, not '%s'", where, e->key, e->section,
-					    e->value);
-			free(where);
-			return r;
-		}
-		if (!on) {
-			free(where);
+			say(c->path, e->line, e->section, e->key, "takes true or false, not '%s'", e->value);
+			bad++;
 			continue;
 		}
+		if (!on)
+			continue;
 		opt = xasprintf("--%s", k->option);
 		argv[0] = (char *)cmd->name;
 		argv[1] = opt;
 		argv[2] = k->boolean ? NULL : e->value;
 		argv[3] = NULL;
 		optind = 0;
-		/* no command: its usage would only confuse, the file and line say where */
-		r = cli_parse_flags_in(NULL, where, k->boolean ? 2 : 3, argv, flags);
-		if (r != CLI_OK)
-			fprintf(stderr, "hubmirror: %s:%d: that is '%s' in [%s] (= %s)\n", c->path, e->line, e->key,
-				e->section, e->value);
+		/* the option's own words, said as the file's line: "[sync] jobs: takes 1 to 256" */
+		cli_usage_capture(&msg);
+		r = cli_parse_flags_in(NULL, "", k->boolean ? 2 : 3, argv, flags);
+		cli_usage_capture(NULL);
+		if (r != CLI_OK) {
+			what = msg ? msg : "not a value it takes";
+			if (!strncmp(what, opt, strlen(opt)) && what[strlen(opt)] == ' ')
+				what += strlen(opt) + 1;
+			say(c->path, e->line, e->section, e->key, "%s", what);
+			bad++;
+		}
+		free(msg);
 		free(opt);
-		free(where);
-		if (r != CLI_OK)
-			return r;
 	}
 	optind = 0;
-	return CLI_OK;
+	return bad ? CLI_USAGE : CLI_OK;
 }
 
 void config_each_key(const struct config *c,

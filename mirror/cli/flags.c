@@ -16,10 +16,26 @@
 /* getopt_long's value for flags[i]: above every character, so never a short option's. */
 #define FLAG_VAL0 0x1000
 
+/* Where a usage error's words go instead of stderr (cli_usage_capture), the first one only. */
+static char **captured;
+
+void cli_usage_capture(char **to)
+{
+	captured = to;
+}
+
 int cli_usage_error(const struct cli_command *cmd, const char *fmt, ...)
 {
 	va_list ap;
 
+	if (captured) {
+		if (!*captured) {
+			va_start(ap, fmt);
+			*captured = xvasprintf(fmt, ap);
+			va_end(ap);
+		}
+		return CLI_USAGE;
+	}
 	fputs("hubmirror: ", stderr);
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
@@ -140,6 +156,12 @@ static int option_error(const struct cli_command *cmd, const char *where, const 
 			bd = d;
 			best = flags[i].name;
 		}
+	}
+	if (captured) {
+		if (!*captured)
+			*captured = missing ? xasprintf("--%s needs a value", bare) : xasprintf("unknown option %s", arg);
+		free(bare);
+		return CLI_USAGE;
 	}
 	/* "hubmirror: ls: ..." on the command line, "hubmirror: list:4: ..." in a file */
 	fprintf(stderr, "hubmirror: %s%s", *where ? where : cmd ? cmd->name : "", *where ? "" : cmd ? ": " : "");

@@ -29,6 +29,9 @@ struct cli_serve_prep {
  * (then cli_serve_prep_release(p) once cfg is done with: it borrows p's strings), or CLI_USAGE /
  * CLI_FAILED after saying why (nothing to release). */
 int cli_serve_prepare(int argc, char **argv, struct cli_serve_prep *p);
+/* Whether serve's HTTP address and its BitTorrent seed's are one port (on the same host, or either
+ * on every address): the seed would quietly take another. */
+bool cli_ports_clash(const char *listen, const char *p2p_listen);
 /* What p owns: the configuration's strings and the tokens read. */
 void cli_serve_prep_release(struct cli_serve_prep *p);
 

@@ -62,16 +62,18 @@ check "SIGHUP: a sync setting applies from the next sync" grep -q '\[sync\] jobs
 # ---- bad files: the error names the line ----
 printf '[serve]\nlisten = 127.0.0.1:0\nlisen = x\n' >"$T/bad-key.conf"
 hm config check "$T/bad-key.conf" 2>"$T/e1"; st=$?
-check "an unknown key: a usage error naming file and line" bash -c "[ $st = 2 ] && grep -q 'bad-key.conf:3: unknown key .lisen. in \[serve\]' '$T/e1'"
+check "an unknown key: a usage error naming file and line, and the key meant" bash -c "[ $st = 2 ] &&
+	grep -qx 'hubmirror: .*bad-key.conf:3: \[serve\] lisen: unknown key (did you mean listen?)' '$T/e1'"
 printf '[serve]\ndata = /tmp/x\n\n[sync]\njobs = 999\n' >"$T/bad-value.conf"
 hm config check "$T/bad-value.conf" 2>"$T/e2"; st=$?
-check "a bad value: the option's words, and the line" bash -c "[ $st = 2 ] && grep -q 'bad-value.conf:5: --jobs takes 1 to 256' '$T/e2'"
+check "a bad value: the option's words, and the line, in one line" bash -c "[ $st = 2 ] &&
+	grep -qx 'hubmirror: .*bad-value.conf:5: \[sync\] jobs: takes 1 to 256' '$T/e2'"
 printf '[serve]\nlisten = nowhere\n' >"$T/bad-listen.conf"
 hm serve --config "$T/bad-listen.conf" 2>"$T/e3"; st=$?
 check "serve refuses a bad file before it starts" bash -c "[ $st = 2 ] && grep -q 'bad-listen.conf:2: ' '$T/e3'"
 printf '[mirror]\nx = 1\n' >"$T/bad-section.conf"
 hm config check "$T/bad-section.conf" 2>"$T/e4"; st=$?
-check "an unknown section is refused" bash -c "[ $st = 2 ] && grep -q 'unknown key .x. in \[mirror\]' '$T/e4'"
+check "an unknown section is refused as a section" bash -c "[ $st = 2 ] && grep -q 'bad-section.conf:1: \[mirror\]: unknown section' '$T/e4'"
 chmod 644 "$T/hf.token"
 hm config check "$T/hm.conf" 2>"$T/e5"; st=$?
 check "a token file others can read is refused" bash -c "[ $st = 1 ] && grep -q 'can be read by others' '$T/e5'"
@@ -87,5 +89,24 @@ check "each with its file and line" bash -c "grep -q 'trips.conf:3: \[serve\] li
 	grep -q 'trips.conf:4: \[serve\] access-log: .*no-such-dir/access.log.: its folder .*: No such file or directory (serve would exit at start)' '$T/e7' &&
 	grep -q 'trips.conf:7: \[sync\] hf-upstream: .huggingface.co. is not a URL: write it with its scheme (https://huggingface.co)' '$T/e7'"
 check "and 2TB is a size, as 2T is" bash -c "! grep -q quota '$T/e7'"
+# every mistake in one run, one line each: a slip of a key, a key of another section, a slip of a
+# section, a line that is no key, bad values (sync's and a boolean), and one port for HTTP and the seed
+printf '%s\n' "[serve]" "lisen = 127.0.0.1:8080" "listen = 127.0.0.1:6881" "jobs = 4" "" "[sycn]" "at = 03:00" "" \
+	"[sync]" "jobs = 999" "this is no key" "[p2p]" "listen = 0.0.0.0:6881" "super-seed = maybe" >"$T/many.conf"
+hm config check "$T/many.conf" 2>"$T/e8"; st=$?
+check "a file of many mistakes: a usage error" test "$st" = 2
+check "each said in one line with its file, line, section and key" bash -c "cd '$T' && e=e8 &&
+	grep -qx 'hubmirror: .*many.conf:2: \[serve\] lisen: unknown key (did you mean listen?)' \$e &&
+	grep -qx 'hubmirror: .*many.conf:4: \[serve\] jobs: unknown key in \[serve\]: it belongs in \[sync\]' \$e &&
+	grep -qx 'hubmirror: .*many.conf:6: \[sycn\]: unknown section (did you mean \[sync\]? the sections are serve, hub, s3, sync, store, p2p)' \$e &&
+	grep -qx \"hubmirror: .*many.conf:11: not a 'key = value' line or a '\[section\]': this is no key\" \$e &&
+	grep -qx 'hubmirror: .*many.conf:10: \[sync\] jobs: takes 1 to 256' \$e &&
+	grep -qx \"hubmirror: .*many.conf:14: \[p2p\] super-seed: takes true or false, not 'maybe'\" \$e &&
+	grep -q 'many.conf:13: \[p2p\] listen: .0.0.0.0:6881. is the port of \[serve\] listen .127.0.0.1:6881. too' \$e"
+check "and nothing else, each once" test "$(wc -l <"$T/e8")" = 7
+printf '%s\n' "[serve]" "listen = 127.0.0.1:0" "" "[p2p]" "listen = 127.0.0.1:0" >"$T/zero.conf"
+check "port 0 twice is no clash (each picks a free one)" bash -c "'$HUBMIRROR' config check '$T/zero.conf' 2>&1 | grep -vq 'is the port of'"
+hm serve --data "$T/cdata" --listen 127.0.0.1:7000 --p2p-listen 0.0.0.0:7000 2>"$T/e9"; st=$?
+check "serve refuses one port for HTTP and its seed, before it starts" bash -c "[ $st = 2 ] && grep -q 'are one port' '$T/e9'"
 check "a missing configuration file is an error" bash -c "! '$HUBMIRROR' config check '$T/nope.conf' 2>/dev/null"
 finish
