@@ -3,6 +3,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +25,71 @@ const char *mirror_data_default_dir(void)
 	return e && *e ? e : "/var/lib/hubmirror";
 }
 
+/* The names of the layout (data.h) that a new mirror's command may make: taken back by
+ * mirror_data_unmake when the command fails, those that were not there before it. */
+static const char *const layout[] = { "catalog.db", "catalog.db-wal", "catalog.db-shm", "catalog.db-journal",
+				      "store", "torrents", "p2p", "sync.lock", "sync.tokens", "sync.progress",
+				      "serve.lock", "serve.admin" };
+#define NLAYOUT (sizeof(layout) / sizeof(layout[0]))
+
+/* What of the layout is there already (a bit per name, from bit 8 up), and whether the catalog and
+ * the folder are (MIRROR_DATA_MADE_*, set when absent): into d->made before data_open makes them. */
+static void made_before(struct mirror_data *d, const char *dir)
+{
+	struct stat st;
+
+	d->made = 0;
+	if (stat(dir, &st) < 0)
+		d->made |= MIRROR_DATA_MADE_DIR;
+	for (size_t i = 0; i < NLAYOUT; i++) {
+		char *p = xasprintf("%s/%s", dir, layout[i]);
+		if (lstat(p, &st) == 0)
+			d->made |= 1u << (8 + i);
+		else if (i == 0)
+			d->made |= MIRROR_DATA_MADE_CATALOG;
+		free(p);
+	}
+}
+
+static int rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)ftw;
+	return (flag == FTW_DP ? rmdir(path) : unlink(path)) < 0 && errno != ENOENT ? -errno : 0;
+}
+
+int mirror_data_unmake(struct mirror_data **d)
+{
+	char *dir;
+	unsigned made;
+	int r = 0;
+
+	if (!d || !*d)
+		return 0;
+	made = (*d)->made;
+	dir = xstrdup((*d)->dir);
+	mirror_data_free(d); /* closed first: the catalog's files, the locks */
+	if (made & MIRROR_DATA_MADE_CATALOG) {
+		for (size_t i = 0; i < NLAYOUT; i++) {
+			char *p;
+			int e;
+			if (made & (1u << (8 + i)))
+				continue; /* there before: not ours */
+			p = xasprintf("%s/%s", dir, layout[i]);
+			e = nftw(p, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+			if (e < 0 && errno != ENOENT && !r)
+				r = -errno;
+			else if (e > 0 && !r)
+				r = -EIO;
+			free(p);
+		}
+		if ((made & MIRROR_DATA_MADE_DIR) && rmdir(dir) < 0 && !r)
+			r = -errno;
+	}
+	free(dir);
+	return r;
+}
+
 static int data_open(const char *dir, bool create, struct mirror_data **out, char **errmsg)
 {
 	struct mirror_data *d = xcalloc(1, sizeof(*d));
@@ -35,6 +101,8 @@ static int data_open(const char *dir, bool create, struct mirror_data **out, cha
 	d->lock_fd = -1;
 	d->serve_fd = -1;
 	p = xasprintf("%s/catalog.db", dir);
+	if (create)
+		made_before(d, dir);
 	if (stat(p, &st) < 0 ? errno != ENOENT || !create : access(p, create ? R_OK | W_OK : R_OK) < 0) {
 		r = -errno;
 		if (errmsg && r == -ENOENT)

@@ -31,7 +31,12 @@ struct mirror_data {
 	int serve_fd;                /* -1 unless this process serves the directory */
 	struct catalog *catalog;     /* owned */
 	struct mirror_store *store;  /* owned */
+	unsigned made;               /* mirror_data_create: what it made (MIRROR_DATA_MADE_*); 0 for a
+				      * directory that held a mirror already */
 };
+
+/* What mirror_data_create made that was not there: the catalog (so: a new mirror), the folder. */
+enum { MIRROR_DATA_MADE_CATALOG = 1, MIRROR_DATA_MADE_DIR = 2 };
 
 /* The default data directory: $HUBMIRROR_DATA, else /var/lib/hubmirror. Static or environment. */
 const char *mirror_data_default_dir(void);
@@ -46,6 +51,11 @@ const char *mirror_data_default_dir(void);
 int mirror_data_open(const char *dir, struct mirror_data **out, char **errmsg);
 int mirror_data_create(const char *dir, struct mirror_data **out, char **errmsg);
 void mirror_data_free(struct mirror_data **d);
+/* A command that made a new mirror (mirror_data_create) and then failed takes it back: d is freed,
+ * and what the layout above holds that was not there before it (the catalog, the store, torrents,
+ * locks; the folder, when it was made too) is removed. Nothing that was there is touched. Returns 0
+ * or -errno (what could not be removed stays). Frees d like mirror_data_free whatever it returns. */
+int mirror_data_unmake(struct mirror_data **d);
 
 /*
  * Take the data directory's sync lock (<dir>/sync.lock, an flock held until the process exits or

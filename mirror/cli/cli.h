@@ -118,6 +118,10 @@ struct mirror_data;
  * CLI_FAILED. */
 int cli_open_data(const char *dir, struct mirror_data **out);
 int cli_create_data(const char *dir, struct mirror_data **out);
+/* The end of a command that opened its data directory with cli_create_data: a mirror it made is
+ * said (stderr: a mistyped --data shows), or, when the command failed with the mirror still empty,
+ * taken back (mirror_data_unmake). *d is freed either way. */
+void cli_data_done(struct mirror_data **d, int r);
 
 /* The operands from argv[first] on are repository specs (with one_at_least, there is one); with
  * no_revision (the words after "'SPEC': "), none names a revision. CLI_OK, or CLI_USAGE after saying

@@ -431,8 +431,10 @@ int cmd_add(int argc, char **argv)
 		goto out;
 	}
 	r = cli_create_data(o.data, &data);
-	if (r == CLI_OK)
+	if (r == CLI_OK) {
 		r = add_local(data, items, n);
+		cli_data_done(&data, r);
+	}
 out:
 	for (size_t i = 0; i < n; i++)
 		item_release(&items[i]);

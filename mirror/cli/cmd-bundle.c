@@ -2,6 +2,7 @@
  * cmd-bundle.c - `hubmirror export` and `hubmirror import`: air-gapped bundles (mirror/bundle.c).
  */
 #include <getopt.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,7 @@
 
 #include "base/err.h"
 #include "base/xmalloc.h"
+#include "catalog/catalog.h"
 #include "cli.h"
 #include "hub/hub.h"
 #include "mirror/bundle.h"
@@ -43,19 +45,52 @@ static int parse_since_date(const char *arg, int64_t *out)
 	return -1;
 }
 
+/* --all: a spec for every repo the catalog holds a snapshot of; the others counted in *unsynced.
+ * Returns 0, or -1 after saying why. */
+static int all_specs(struct mirror_data *data, struct hub_spec **out, size_t *n, size_t *unsynced)
+{
+	struct catalog_repo *list = NULL;
+	size_t k = 0;
+
+	if (catalog_repo_list(data->catalog, &list, &k)) {
+		fprintf(stderr, "hubmirror: export: %s\n", catalog_errmsg(data->catalog));
+		return -1;
+	}
+	*out = xcalloc(k ? k : 1, sizeof(**out));
+	*n = 0;
+	for (size_t i = 0; i < k; i++) {
+		struct hub_spec *sp = &(*out)[*n];
+		if (!list[i].head_commit || hub_kind_parse(list[i].hub, &sp->hub) ||
+		    hub_type_parse(list[i].type, &sp->type)) {
+			(*unsynced)++;
+			continue;
+		}
+		sp->name = xstrdup(list[i].name);
+		(*n)++;
+	}
+	catalog_repo_list_free(list, k);
+	if (!*n) {
+		fprintf(stderr, "hubmirror: export --all: the mirror holds no snapshot to export%s\n",
+			*unsynced ? " (its repos were never synced)" : "");
+		return -1;
+	}
+	return 0;
+}
+
 int cmd_export(int argc, char **argv)
 {
 	const struct cli_command *self = cli_find("export");
 	struct mirror_bundle_report rep;
 	struct mirror_data *data = NULL;
-	struct hub_spec *specs;
+	struct hub_spec *specs = NULL;
 	struct mirror_bundle_opts opt = { 0 };
 	struct cli_progress cp;
 	struct mirror_progress mp = { cli_progress_fn, &cp };
 	int e;
 	const char *dir = NULL, *out = NULL, *since = NULL;
 	char *err = NULL, size[32];
-	size_t n = 0;
+	size_t n = 0, unsynced = 0;
+	bool all = false;
 	int r = CLI_OK;
 	const struct cli_flag flags[] = {
 		CLI_STR("data", &dir, "DIR", "data directory (default $HUBMIRROR_DATA or /var/lib/hubmirror)"),
@@ -64,6 +99,8 @@ int cmd_export(int argc, char **argv)
 			"an incremental bundle: the manifest whole, but only the contents\n"
 			"that earlier bundle does not list (or stored here after DATE: 2026-11-01,\n"
 			"2026-11-01T12:00:00Z, @UNIXSECONDS); importing it needs those in the store"),
+		CLI_BOOL("all", &all, "every repository the mirror holds a snapshot of (those never synced\n"
+			 "are left out, and counted)"),
 		CLI_SIZE("volume-size", &opt.volume_size, 64 << 10, "SIZE",
 			 "cut the archive into FILE.001, FILE.002, ... of SIZE bytes (4G, 700M);\n"
 			 "import FILE.001 reads them all"),
@@ -82,21 +119,27 @@ int cmd_export(int argc, char **argv)
 			return cli_usage_error(self, "--since takes an earlier bundle (no file '%s') or a date "
 					       "(2026-11-01, 2026-11-01T12:00:00Z, @UNIXSECONDS)", since);
 	}
-	if (optind >= argc)
-		return cli_usage_error(self, "no repository given");
-	specs = xcalloc((size_t)(argc - optind), sizeof(*specs));
+	if (all && optind < argc)
+		return cli_usage_error(self, "--all or repository specs, not both");
+	if (!all && optind >= argc)
+		return cli_usage_error(self, "no repository given (or --all)");
 	for (int i = optind; i < argc; i++) {
+		if (!specs)
+			specs = xcalloc((size_t)(argc - optind), sizeof(*specs));
 		if (hub_spec_parse(argv[i], &specs[n]) || specs[n].revision) {
 			r = cli_usage_error(self, "'%s' is not a repository spec (hf:ORG/NAME, ms:datasets/ORG/NAME, "
 					    "no @REVISION: every ref it mirrors goes)", argv[i]);
-			if (!specs[n].name)
-				break;
-			n++;
+			if (specs[n].name)
+				n++; /* parsed, with a revision: released below */
 			goto out;
 		}
 		n++;
 	}
 	if (cli_open_data(dir, &data)) {
+		r = CLI_FAILED;
+		goto out;
+	}
+	if (all && all_specs(data, &specs, &n, &unsynced)) {
 		r = CLI_FAILED;
 		goto out;
 	}
@@ -116,6 +159,8 @@ int cmd_export(int argc, char **argv)
 		printf(".001 .. .%03lld (%lld volumes)", (long long)rep.volumes, (long long)rep.volumes);
 	if (since)
 		printf("; %lld contents left out (held since %s)", (long long)rep.blobs_omitted, since);
+	if (unsynced)
+		printf("; %zu repos never synced left out", unsynced);
 	putchar('\n');
 out:
 	for (size_t i = 0; i < n; i++)
@@ -153,7 +198,7 @@ int cmd_import(int argc, char **argv)
 	if (cli_create_data(dir, &data))
 		return CLI_FAILED;
 	if (cli_lock_data(data, wait)) {
-		mirror_data_free(&data);
+		mirror_data_free(&data); /* (another holds it: not ours to take back) */
 		return CLI_FAILED;
 	}
 	for (int i = optind; i < argc && r == CLI_OK; i++) {
@@ -194,6 +239,6 @@ int cmd_import(int argc, char **argv)
 		free(err);
 		err = NULL;
 	}
-	mirror_data_free(&data);
+	cli_data_done(&data, r);
 	return r;
 }

@@ -28,7 +28,7 @@ const struct cli_command cli_commands[] = {
 	  "prints every key it may hold with its value, or says which option's default applies.\n"
 	  "serve and sync read it (--config FILE, or the same defaults); their command line wins over it,\n"
 	  "and it wins over the environment. Keys: docs/configuration.md.\n" },
-	{ "export", cmd_export, "export [--data DIR] [--since BUNDLE|DATE] [--volume-size SIZE] --output FILE SPEC...",
+	{ "export", cmd_export, "export [--data DIR] [--since BUNDLE|DATE] [--volume-size SIZE] --output FILE (SPEC... | --all)",
 	  "write repositories into a bundle to carry into a network without internet",
 	  "Writes one tar archive (zstd-compressed when FILE ends in .zst): a manifest of the repositories\n"
 	  "(their settings, metadata, every snapshot a ref points at, each file's path, size and hashes),\n"

@@ -65,6 +65,29 @@ int cli_create_data(const char *dir, struct mirror_data **out)
 	return open_data(dir, true, out);
 }
 
+void cli_data_done(struct mirror_data **d, int r)
+{
+	struct catalog_repo *list = NULL;
+	size_t n = 0;
+
+	if (!*d || !((*d)->made & MIRROR_DATA_MADE_CATALOG)) {
+		mirror_data_free(d);
+		return;
+	}
+	if (r != CLI_OK && catalog_repo_list((*d)->catalog, &list, &n) == 0 && n == 0) {
+		char *dir = xstrdup((*d)->dir);
+		int e = mirror_data_unmake(d);
+		if (e)
+			fprintf(stderr, "hubmirror: the new mirror in '%s' could not be taken back whole: %s\n", dir, err_str(e));
+		free(dir);
+		return;
+	}
+	catalog_repo_list_free(list, n);
+	fprintf(stderr, "hubmirror: made a new mirror in '%s' (no mirror was there; if another was meant: --data or "
+		"HUBMIRROR_DATA)\n", (*d)->dir);
+	mirror_data_free(d);
+}
+
 void cli_human_size(int64_t bytes, char *out, size_t outlen)
 {
 	size_human(bytes, out, outlen);

@@ -95,6 +95,12 @@ done
 COLUMNS=30 hm ls --data "$w" >"$T/ls-30"
 check "too narrow for a row: the specs stay whole all the same" grep -q "^hf:datasets/HuggingFaceFW/fineweb-edu " "$T/ls-30"
 
+# a data directory that held no mirror: add makes one, and says so (a mistyped --data shows)
+"$HUBMIRROR" add --data "$T/typo-data" hf:org/z >/dev/null 2>"$T/made.err"
+check "add into a folder without a mirror makes one and says so" grep -q "made a new mirror in '$T/typo-data'" "$T/made.err"
+"$HUBMIRROR" add --data "$T/typo-data" hf:org/z2 >/dev/null 2>"$T/made2.err"
+check "and only that once" bash -c "! grep -q 'made a new mirror' '$T/made2.err'"
+
 if [ "$(id -u)" = 0 ] && id nobody >/dev/null 2>&1; then
 	# root's mirror, used by another user: whose it is, not "catalog: not an error"
 	for cmd in "add hf:org/y" "ls"; do

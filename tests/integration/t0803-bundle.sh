@@ -107,15 +107,33 @@ blobs_of() { (cd "$1/store/blobs" 2>/dev/null && find . -type f | sort); }
 for h in symlink device dotdot absolute unnamed size nomanifest; do
 	C=$T/h-$h
 	"$HUBMIRROR" import --data "$C" "$T/h-$h.tar" 2>"$T/h-$h.err"; st=$?
-	check "hostile archive ($h) refused, nothing in the store, nothing tracked" bash -c "[ $st = 1 ] && [ -z \"\$(cd '$C/store/blobs' 2>/dev/null && find . -type f)\" ] &&
-		[ \"\$(HUBMIRROR_DATA='$C' '$HUBMIRROR' ls --json)\" = '[]' ] && [ ! -e /tmp/evil-22222222 ]"
+	check "hostile archive ($h) refused, and the mirror it was to make is not left behind" bash -c "[ $st = 1 ] &&
+		[ ! -e '$C' ] && [ ! -e /tmp/evil-22222222 ]"
 done
 check "the refusal says what is wrong" grep -q 'not a regular file' "$T/h-symlink.err"
 C=$T/damaged
 "$HUBMIRROR" import --data "$C" "$T/d-corrupt.tar" 2>"$T/d.err"; st=$?
-check "a damaged content is refused and nothing is tracked" bash -c "[ $st = 1 ] && grep -q 'does not hash to its name' '$T/d.err' &&
+check "a damaged content is refused and nothing is left" bash -c "[ $st = 1 ] && grep -q 'does not hash to its name' '$T/d.err' &&
+	[ ! -e '$C' ]"
+# into a mirror that was there: a failed import takes nothing of it
+"$HUBMIRROR" init --data "$C" >/dev/null
+mkdir -p "$C/store/blobs/00" && echo keep >"$C/store/blobs/00/mine"
+"$HUBMIRROR" import --data "$C" "$T/d-corrupt.tar" 2>/dev/null
+check "into an existing mirror: refused, and what was there stays" bash -c "[ -e '$C/catalog.db' ] && [ -e '$C/store/blobs/00/mine' ] &&
 	[ \"\$(HUBMIRROR_DATA='$C' '$HUBMIRROR' ls --json)\" = '[]' ]"
-check "the good bundle then completes that mirror (what came before is kept)" "$HUBMIRROR" import --data "$C" "$T/b.tar"
+rm "$C/store/blobs/00/mine"
+"$HUBMIRROR" import --data "$T/fresh" "$T/b.tar" >/dev/null 2>"$T/fresh.err"
+check "an import that makes a mirror says so" grep -q "made a new mirror in '$T/fresh'" "$T/fresh.err"
+check "the good bundle then completes that mirror" "$HUBMIRROR" import --data "$C" "$T/b.tar"
+check "which says no mirror was made (there was one)" bash -c "! '$HUBMIRROR' import --data '$C' '$T/b.tar' 2>&1 | grep -q 'made a new mirror'"
+# export --all: every repo that has a snapshot, the never-synced counted
+HUBMIRROR_DATA=$C "$HUBMIRROR" add hf:acme/never-synced >/dev/null 2>&1
+HUBMIRROR_DATA=$C "$HUBMIRROR" export --all --output "$T/all.tar" >"$T/all.out" 2>&1
+check "export --all takes every synced repo, and says what it left out" grep -q \
+	"export: 3 repos, .*; 1 repos never synced left out" "$T/all.out"
+"$HUBMIRROR" import --data "$T/from-all" --json "$T/all.tar" >"$T/from-all.json" 2>/dev/null
+check "and its bundle imports them" "$PY" -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["repos"] == 3, d' "$T/from-all.json"
+expect_status 2 "export --all with specs is a usage error" env HUBMIRROR_DATA="$C" "$HUBMIRROR" export --all --output "$T/x2.tar" hf:acme/bundled
 # a decompression bomb: a few hundred KB of gzip whose manifest.json inflates to 128 MiB of (valid) JSON
 "$PY" - "$T/h-bomb.tar.gz" <<'PY'
 import io, sys, tarfile
