@@ -46,6 +46,18 @@ static struct mirror__sync_job *biggest_running(const struct mirror__sync *s)
 	return big;
 }
 
+/* The run's repos, and how many are done: in the refs pass (s->repos its own list then) every repo of
+ * the run is, and the count does not start again. */
+static size_t repos_total(const struct mirror__sync *s)
+{
+	return s->first ? s->nfirst : s->nrepos;
+}
+
+static size_t repos_done(const struct mirror__sync *s)
+{
+	return s->first ? s->nfirst : s->repos_done;
+}
+
 /* <data>/sync.progress: where the run stands, for the operator's API (replaced whole: a reader never
  * sees half of it). Best effort: a failure only costs the report. */
 static void progress_write_file(struct mirror__sync *s, bool running)
@@ -53,8 +65,8 @@ static void progress_write_file(struct mirror__sync *s, bool running)
 	double secs = (double)(uv_hrtime() - s->started_ns) / 1e9;
 	json_t *o = json_pack("{s:i, s:I, s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:f}", "pid", (int)getpid(),
 			      "run_id", (json_int_t)s->run_id, "running", running, "started_at", (json_int_t)s->started_at,
-			      "updated_at", (json_int_t)time(NULL), "repos_total", (json_int_t)s->nrepos,
-			      "repos_done", (json_int_t)s->repos_done, "files_total", (json_int_t)s->files_total,
+			      "updated_at", (json_int_t)time(NULL), "repos_total", (json_int_t)repos_total(s),
+			      "repos_done", (json_int_t)repos_done(s), "files_total", (json_int_t)s->files_total,
 			      "files_done", (json_int_t)s->files_done, "bytes_total", (json_int_t)s->bytes_total,
 			      "bytes_done", (json_int_t)s->bytes_done, "bytes_per_s", secs > 0 ? (double)s->bytes_done / secs : 0.0);
 	json_t *cur = json_array();
@@ -92,7 +104,7 @@ void mirror__sync_progress_tell(struct mirror__sync *s, bool done)
 	double secs = (double)(uv_hrtime() - s->started_ns) / 1e9;
 	struct mirror__sync_job *big = done ? NULL : biggest_running(s);
 	struct mirror_sync_progress p = {
-		.repos_done = s->repos_done, .repos_total = s->nrepos, .files_done = s->files_done,
+		.repos_done = repos_done(s), .repos_total = repos_total(s), .files_done = s->files_done,
 		.files_total = s->files_total, .bytes_done = s->bytes_done, .bytes_total = s->bytes_total,
 		.bytes_per_s = secs > 0 ? (double)s->bytes_done / secs : 0, .waiting_s = hub_http_ratelimit_wait(s->http),
 		.done = done,

@@ -543,7 +543,9 @@ static int sync_status(const struct cli_sync_opts *o)
 			printf("the serve's schedule is paused (resume it: POST /api/admin/schedule)\n");
 		} else if (json_is_integer(json_object_get(sv, "next_sync_in_s"))) {
 			int64_t in = jint(sv, "next_sync_in_s");
-			local_time((int64_t)time(NULL) + in, when, sizeof(when));
+			/* serve's own time of it, so both say the same minute */
+			local_time(json_is_integer(json_object_get(sv, "next_sync_at")) ? jint(sv, "next_sync_at")
+										: (int64_t)time(NULL) + in, when, sizeof(when));
 			cli_human_secs((double)in, d, sizeof(d));
 			printf("next sync at %s (in %s)\n", when, d);
 		} else if (!json_is_true(json_object_get(sv, "sync_running"))) {

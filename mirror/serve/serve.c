@@ -61,6 +61,8 @@ struct server {
 	int64_t sync_started_at;
 	int64_t last_sync_status;   /* of the last sync's exit, -1 before any */
 	int sync_minute;            /* minutes after local midnight, -1: none */
+	int64_t next_sync_at;       /* when the timer is due (unix seconds, rounded): the log and the
+				     * admin API say the same minute */
 	struct mirror_data *data;
 	struct httpd *httpd;
 	struct mirror_routes *routes;
@@ -311,10 +313,15 @@ static void schedule_sync(struct server *s)
 		return;
 	uv_timer_start(&s->sync_timer, on_sync_timer, ms, 0);
 	{
-		time_t at = time(NULL) + (time_t)(ms / 1000);
-		uint64_t min = (ms / 1000 + 59) / 60, sec = ms / 1000;
+		struct timespec now;
 		struct tm tm;
 		char when[64];
+		time_t at;
+		uint64_t min = (ms / 1000 + 59) / 60, sec = ms / 1000;
+
+		clock_gettime(CLOCK_REALTIME, &now);
+		s->next_sync_at = ((int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000 + (int64_t)ms + 500) / 1000;
+		at = (time_t)s->next_sync_at;
 		localtime_r(&at, &tm);
 		strftime(when, sizeof(when), "%Y-%m-%d %H:%M %Z", &tm);
 		if (min >= 60)
@@ -398,7 +405,8 @@ static json_t *admin_status(void *ud)
 
 	json_object_set_new(o, "sync_pid", s->sync_running ? json_integer(s->sync_proc.pid) : json_null());
 	json_object_set_new(o, "sync_started_at", s->sync_running ? json_integer(s->sync_started_at) : json_null());
-	json_object_set_new(o, "next_sync_in_s", due ? json_integer((json_int_t)(due / 1000)) : json_null());
+	json_object_set_new(o, "next_sync_in_s", due ? json_integer((json_int_t)((due + 500) / 1000)) : json_null());
+	json_object_set_new(o, "next_sync_at", due ? json_integer(s->next_sync_at) : json_null());
 	json_object_set_new(o, "last_sync_exit", s->last_sync_status >= 0 ? json_integer(s->last_sync_status) : json_null());
 	json_object_set_new(o, "sync_progress", sync_progress(s));
 	return o;

@@ -60,6 +60,8 @@ hm add --refs default hf:acme/only-main >/dev/null
 hm add --refs dev,v9 hf:acme/named >/dev/null
 curl -fsS -X POST "$FAKE_API/_fake/reset" >/dev/null
 hm sync --json >"$T/s1.json"
+hm sync --status >"$T/status1"
+check "the run's count is of its repos, the refs pass not starting it again (5 of 5)" grep -q "ended ok: 5 of 5 repos" "$T/status1"
 check "the weights main and v1.0 share were fetched once" test "$(curl -fsS "$FAKE_API/_fake/stats" | "$PY" -c '
 import json,sys
 print(sum(1 for r in json.load(sys.stdin)["recent"] if r["kind"] == "resolve" and "acme/rel/" in r["path"] and r["path"].endswith("/model.safetensors")))')" = 1

@@ -49,6 +49,13 @@ printf 'adm-9Kd8s7Jq2Lp4\n' >"$T/admin.token"; chmod 600 "$T/admin.token"
 check "serve with the operator API and a schedule" start_serve --p2p-listen off --admin-token-file "$T/admin.token" --sync-every 7200
 hm sync --status >"$T/st3"
 check "the next run, as a local time and a wait" grep -Eq "^next sync at [0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2} [A-Z+0-9-]+ \(in (1h59m|2h00m)\)$" "$T/st3"
+at_status=$(sed -n 's/^next sync at \(.*\) (in .*/\1/p' "$T/st3")
+at_log=$(sed -n 's/.*serve: next sync at \(.*\) (in .*/\1/p' "$T/serve.err" | tail -1)
+check "the same minute as serve's log says ($at_status, $at_log)" test -n "$at_log" -a "$at_status" = "$at_log"
+hm sync --status --json >"$T/st3.json"
+check "--json: serve's own time of it" "$PY" -c '
+import json,sys,time; d=json.load(open(sys.argv[1]))["serve"]
+assert abs(d["next_sync_at"] - (time.time() + 7200)) < 30 and abs(d["next_sync_in_s"] - 7200) < 30, d' "$T/st3.json"
 kill "$(pgrep -f -- "--ready-file $T/url" | head -n1)"
 for _ in $(seq 50); do [ -e "$HUBMIRROR_DATA/serve.admin" ] || break; sleep 0.1; done
 
