@@ -391,6 +391,14 @@ static void attempt_done(struct hub_http_req *r, CURLcode cc)
 		int code = cc == CURLE_OPERATION_TIMEDOUT ? -ETIMEDOUT : HM_ERR_CURL;
 		/* A streamed body that has started is the caller's to resume; anything else we retry. */
 		bool caller_owns = r->delivering && r->o.on_body;
+		if (cc == CURLE_PEER_FAILED_VERIFICATION) {
+			/* a certificate no CA here vouches for: asking again changes nothing; say the way out */
+			size_t n = strlen(r->errbuf);
+			snprintf(r->errbuf + n, sizeof(r->errbuf) - n, "%s(a private CA? point HUBMIRROR_CA_BUNDLE at its PEM "
+				 "certificate: docs/operations.md)", n ? " " : "");
+			req_complete(r, code);
+			return;
+		}
 		if (!caller_owns && r->tries + 1 < r->h->cfg.max_tries) {
 			r->tries++;
 			log_debug("http", "attempt failed (%s), retry %d", curl_easy_strerror(cc), r->tries);

@@ -734,6 +734,14 @@ static void announce(struct server *s)
 		log_info("serve", "HTTPS on the same port (%s)", what);
 		free(what);
 	}
+	if (cfg->local_namespaces)
+		log_info("serve", "local namespaces (writable with a write grant: docs/uploads.md): %s%s%s",
+			 cfg->local_namespaces, cfg->local_quota ? "; quotas in bytes: " : "",
+			 cfg->local_quota ? cfg->local_quota : "");
+	else
+		log_info("serve", "no local namespace: the mirror is read-only (serve --local NS to take uploads)");
+	if (cfg->on_demand)
+		log_info("serve", "on demand: %s", cfg->on_demand);
 	if (cfg->ready_file)
 		write_ready_file(cfg->ready_file, cfg->listen, httpd_port(s->httpd));
 	if (cfg->admin_token)

@@ -66,6 +66,7 @@ t2 "$HUBMIRROR" sync --json hf:acme/tls-model >"$T/t2a.json" 2>/dev/null
 o=$(outcome "$T/t2a.json")
 check "a mirror whose CA the client does not know: refused, the certificate named ($(echo "$o" | cut -c1-70))" \
 	bash -c "[ '${o%% *}' != ok ] && echo '$o' | grep -qi 'certificate'"
+check "and the way out said (HUBMIRROR_CA_BUNDLE)" bash -c "echo '$o' | grep -q 'point HUBMIRROR_CA_BUNDLE at its PEM certificate'"
 t2 SSL_CERT_FILE="$T/ca.pem" "$HUBMIRROR" sync --json hf:acme/tls-model >"$T/t2b.json" 2>/dev/null
 check "with SSL_CERT_FILE naming the site's CA, the second mirror syncs over HTTPS" test "$(outcome "$T/t2b.json" | cut -d' ' -f1)" = ok
 t2 HUBMIRROR_CA_BUNDLE="$T/ca.pem" "$HUBMIRROR" sync --json hf:acme/tls-model >"$T/t2c.json" 2>/dev/null

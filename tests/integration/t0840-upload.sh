@@ -18,6 +18,7 @@ hf_reader_acme_0002 hf:acme/*
 TOK
 chmod 600 "$T/tokens"
 check "serve starts with a local namespace" start_serve --local acme --tokens "$T/tokens" --p2p-listen 127.0.0.1:0 || finish
+check "its start log names the local namespaces" grep -q "local namespaces (writable with a write grant: docs/uploads.md): acme" "$T/serve.err"
 serve_pid=${_pids[-1]}
 n=0
 st=none
