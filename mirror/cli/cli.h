@@ -123,6 +123,10 @@ int cli_create_data(const char *dir, struct mirror_data **out);
  * taken back (mirror_data_unmake). *d is freed either way. */
 void cli_data_done(struct mirror_data **d, int r);
 
+/* arg is not a repository spec cmd takes: say why in one line (the name, the revision, a slip of
+ * "hf/" for "hf:"), after where (a file's "FILE:LINE: ", or NULL), and where help is. CLI_USAGE. */
+int cli_spec_error(const struct cli_command *cmd, const char *where, const char *arg);
+
 /* The operands from argv[first] on are repository specs (with one_at_least, there is one); with
  * no_revision (the words after "'SPEC': "), none names a revision. CLI_OK, or CLI_USAGE after saying
  * which operand is not. */

@@ -145,9 +145,7 @@ static int parse_opts(int argc, char **argv, struct add_opts *o)
 static int make_item(const char *spec, const struct add_opts *o, const char *where, struct add_item *it)
 {
 	if (hub_spec_parse(spec, &it->spec))
-		return cli_usage_error(cli_find("add"), "%s'%s' is not a repository spec "
-				       "(hf:ORG/NAME, hf:datasets/ORG/NAME, ms:ORG/NAME, ms:datasets/ORG/NAME)",
-				       where, spec);
+		return cli_spec_error(cli_find("add"), where, spec);
 	if (!strchr(it->spec.name, '/'))
 		/* the Hub kept a few repositories of its first days under a bare name (gpt2): allowed, but
 		 * most such names are a slip for ORG/NAME */

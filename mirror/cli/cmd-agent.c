@@ -443,7 +443,7 @@ int cmd_drop(int argc, char **argv)
 	for (int k = optind; k < argc; k++) {
 		struct hub_spec sp;
 		if (hub_spec_parse(argv[k], &sp))
-			return cli_usage_error(self, "'%s' is not a SPEC like hf:org/name[@rev]", argv[k]);
+			return cli_spec_error(self, NULL, argv[k]);
 		hub_spec_release(&sp);
 	}
 	for (int k = optind; k < argc; k++) {

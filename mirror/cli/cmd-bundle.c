@@ -127,8 +127,9 @@ int cmd_export(int argc, char **argv)
 		if (!specs)
 			specs = xcalloc((size_t)(argc - optind), sizeof(*specs));
 		if (hub_spec_parse(argv[i], &specs[n]) || specs[n].revision) {
-			r = cli_usage_error(self, "'%s' is not a repository spec (hf:ORG/NAME, ms:datasets/ORG/NAME, "
-					    "no @REVISION: every ref it mirrors goes)", argv[i]);
+			r = specs[n].revision ? cli_usage_error(self, "'%s': no @REVISION here (every ref the mirror holds "
+								      "of it goes)", argv[i])
+					      : cli_spec_error(self, NULL, argv[i]);
 			if (specs[n].name)
 				n++; /* parsed, with a revision: released below */
 			goto out;
@@ -160,7 +161,7 @@ int cmd_export(int argc, char **argv)
 	if (since)
 		printf("; %lld contents left out (held since %s)", (long long)rep.blobs_omitted, since);
 	if (unsynced)
-		printf("; %zu repos never synced left out", unsynced);
+		printf("; %zu %s never synced left out", unsynced, unsynced == 1 ? "repo" : "repos");
 	putchar('\n');
 out:
 	for (size_t i = 0; i < n; i++)

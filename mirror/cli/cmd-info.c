@@ -256,7 +256,7 @@ int cmd_info(int argc, char **argv)
 	if (argc - optind != 1)
 		return cli_usage_error(self, "expected one repository");
 	if (hub_spec_parse(argv[optind], &spec))
-		return cli_usage_error(self, "'%s' is not a repository spec", argv[optind]);
+		return cli_spec_error(self, NULL, argv[optind]);
 	if (spec.revision && !files) {
 		hub_spec_release(&spec);
 		return cli_usage_error(self, "'%s': a revision goes with --files (info shows the repository)", argv[optind]);

@@ -81,7 +81,7 @@ int cmd_mount(int argc, char **argv)
 	}
 	if (hub_spec_parse(argv[optind], &spec)) {
 		json_decref(prefetch);
-		return cli_usage_error(self, "'%s' is not a SPEC like hf:org/name[@rev]", argv[optind]);
+		return cli_spec_error(self, NULL, argv[optind]);
 	}
 	if (!strchr(spec.name, '/')) {
 		hub_spec_release(&spec);

@@ -249,7 +249,7 @@ static int check_specs(const struct cli_command *self, int first, int argc, char
 			hub_spec_release(&spec);
 		}
 		if (!ok)
-			return cli_usage_error(self, "'%s' is not a SPEC like hf:org/name[@rev]", argv[k]);
+			return cli_spec_error(self, NULL, argv[k]);
 	}
 	return CLI_OK;
 }

@@ -20,6 +20,7 @@
 #include "base/log.h"
 #include "catalog/catalog.h"
 #include "base/size.h"
+#include "base/str.h"
 #include "cli.h"
 #include "mirror/data.h"
 
@@ -37,6 +38,39 @@ static int open_data(const char *dir, bool create, struct mirror_data **out)
 	return CLI_OK;
 }
 
+int cli_spec_error(const struct cli_command *cmd, const char *where, const char *arg)
+{
+	const char *rest = skip_prefix(arg, "hf:"), *at;
+	enum hub_kind k = rest ? HUB_HF : HUB_MS;
+	char *name = NULL, *why;
+
+	if (!rest)
+		rest = skip_prefix(arg, "ms:");
+	if (!rest) {
+		bool slip = (!strncmp(arg, "hf/", 3) || !strncmp(arg, "ms/", 3));
+		why = slip ? xasprintf("did you mean %.2s:%s?", arg, arg + 3)
+			   : xstrdup("a repository is hf:ORG/NAME, hf:datasets/ORG/NAME, ms:ORG/NAME or ms:datasets/ORG/NAME");
+	} else {
+		rest = skip_prefix(rest, "datasets/") ? skip_prefix(rest, "datasets/")
+						       : skip_prefix(rest, "models/") ? skip_prefix(rest, "models/") : rest;
+		at = strchr(rest, '@');
+		name = at ? xstrndup(rest, (size_t)(at - rest)) : xstrdup(rest);
+		if (hub_check_name(k, name))
+			why = xasprintf("'%s' is not a repository name (ORG/NAME: letters, digits, '.', '_' and '-', "
+					"neither '..' nor '--', at most 96 each%s)", name, k == HUB_MS ? "; ModelScope needs the ORG" : "");
+		else if (at && hub_check_revision(at + 1))
+			why = xasprintf("'%s' is not a revision (a branch, tag or commit: printable, no spaces or '..')", at + 1);
+		else
+			why = xstrdup("not a repository this command takes (an ORG/NAME)");
+	}
+	/* one line and where help is, no usage block: the command was right, one value was not */
+	fprintf(stderr, "hubmirror: %s%s%s'%s': %s\n(see 'hubmirror help %s')\n", where ? where : "",
+		where && *where ? "" : cmd->name, where && *where ? "" : ": ", arg, why, cmd->name);
+	free(name);
+	free(why);
+	return CLI_USAGE;
+}
+
 int cli_check_specs(const struct cli_command *self, int first, int argc, char **argv, bool one_at_least,
 		    const char *no_revision)
 {
@@ -46,7 +80,7 @@ int cli_check_specs(const struct cli_command *self, int first, int argc, char **
 		struct hub_spec s;
 		bool rev;
 		if (hub_spec_parse(argv[i], &s))
-			return cli_usage_error(self, "'%s' is not a repository spec", argv[i]);
+			return cli_spec_error(self, NULL, argv[i]);
 		rev = s.revision != NULL;
 		hub_spec_release(&s);
 		if (rev && no_revision)

@@ -45,7 +45,11 @@ check "info text names the repo" bash -c '"$HUBMIRROR" info hf:Qwen/Qwen2.5-7B-I
 cp "$HUBMIRROR_DATA/catalog.db" "$T/before.db"
 before=$(hm ls --json)
 expect_status 2 "bad spec exits 2" hm add hf:../etc 2>"$T/e1"
-check "bad spec message" grep -q "'hf:../etc' is not a repository spec" "$T/e1"
+check "bad spec message: what is wrong in one line, and where help is, no usage block" bash -c "
+	grep -qx \"hubmirror: add: 'hf:../etc': '../etc' is not a repository name (.*)\" '$T/e1' &&
+	grep -qx \"(see 'hubmirror help add')\" '$T/e1' && [ \$(wc -l <'$T/e1') = 2 ]"
+hm add hf/acme/slip 2>"$T/e1b"
+check "a slip of / for : is named" grep -q "'hf/acme/slip': did you mean hf:acme/slip?" "$T/e1b"
 expect_status 2 "one bad spec among good adds nothing" hm add hf:good/one 'hf:bad name' 2>/dev/null
 expect_status 2 "conflicting revisions" hm add --revision v2 hf:a/b@v1 2>/dev/null
 expect_status 2 "bad revision" hm add --revision '../x' hf:a/b 2>/dev/null

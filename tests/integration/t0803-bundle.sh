@@ -130,7 +130,7 @@ check "which says no mirror was made (there was one)" bash -c "! '$HUBMIRROR' im
 HUBMIRROR_DATA=$C "$HUBMIRROR" add hf:acme/never-synced >/dev/null 2>&1
 HUBMIRROR_DATA=$C "$HUBMIRROR" export --all --output "$T/all.tar" >"$T/all.out" 2>&1
 check "export --all takes every synced repo, and says what it left out" grep -q \
-	"export: 3 repos, .*; 1 repos never synced left out" "$T/all.out"
+	"export: 3 repos, .*; 1 repo never synced left out" "$T/all.out"
 "$HUBMIRROR" import --data "$T/from-all" --json "$T/all.tar" >"$T/from-all.json" 2>/dev/null
 check "and its bundle imports them" "$PY" -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["repos"] == 3, d' "$T/from-all.json"
 expect_status 2 "export --all with specs is a usage error" env HUBMIRROR_DATA="$C" "$HUBMIRROR" export --all --output "$T/x2.tar" hf:acme/bundled
