@@ -135,7 +135,8 @@ int path_join(const char *base, const char *rel, char **out)
 	return 0;
 }
 
-int path_mkdirs(const char *dir, unsigned mode)
+/* path_mkdirs and path_mkdirs_exact: with exact, each folder made gets mode whatever the umask. */
+static int mkdirs(const char *dir, unsigned mode, bool exact)
 {
 	char *tmp = xstrdup(dir);
 	int r = 0;
@@ -144,7 +145,12 @@ int path_mkdirs(const char *dir, unsigned mode)
 		if (*s == '/' || *s == '\0') {
 			char saved = *s;
 			*s = '\0';
-			if (mkdir(tmp, mode) < 0 && errno != EEXIST) {
+			if (mkdir(tmp, mode) < 0) {
+				if (errno != EEXIST) {
+					r = -errno;
+					break;
+				}
+			} else if (exact && chmod(tmp, mode) < 0) {
 				r = -errno;
 				break;
 			}
@@ -162,6 +168,16 @@ int path_mkdirs(const char *dir, unsigned mode)
 	}
 	free(tmp);
 	return r;
+}
+
+int path_mkdirs(const char *dir, unsigned mode)
+{
+	return mkdirs(dir, mode, false);
+}
+
+int path_mkdirs_exact(const char *dir, unsigned mode)
+{
+	return mkdirs(dir, mode, true);
 }
 
 int path_mkdirs_private(const char *dir, unsigned mode)

@@ -38,6 +38,9 @@ int path_join(const char *base, const char *rel, char **out);
 
 /* Create dir and its missing parents with mode (like mkdir -p). Returns 0 or -errno. */
 int path_mkdirs(const char *dir, unsigned mode);
+/* The same, and each folder it makes gets exactly mode, whatever the umask (folders others must pass
+ * through, such as a mount point's parents: they hold no content). Folders already there keep theirs. */
+int path_mkdirs_exact(const char *dir, unsigned mode);
 
 /* Who owns path, or the nearest folder above it this process can see (for "it belongs to root"
  * when permission is what failed): the user's name, or "uid N". Malloc'd; "another user" when none

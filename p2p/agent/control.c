@@ -250,7 +250,9 @@ static int mount_snap(struct agent *a, struct httpd_req *req, struct agent_snap 
 	json_t *ans;
 	int r;
 
-	if ((r = path_mkdirs(dir, 0755)) != 0)
+	/* other users (a container's UID) read a mount as root's agent made it: the folders it makes on
+	 * the way are theirs to pass through, whatever the umask (they hold no content) */
+	if ((r = path_mkdirs_exact(dir, 0755)) != 0)
 		return fail(req, 500, "cannot create %s: %s", dir, err_str(r));
 	if (p2p_mount_start(&mc, &m, &err)) {
 		fail(req, 500, "%s", err ? err : "cannot mount");

@@ -42,6 +42,14 @@ check "but not by the cache's own path" bash -c "! setpriv --reuid=65534 --regid
 check "and is the cache's file" test "$(stat -c %i "$T/m/model-00001-of-00002.safetensors")" = \
 	"$(stat -c %i "$(find "$T/cache" -name model-00001-of-00002.safetensors | head -1)")"
 
+# a mount point whose folders are not there yet (/models/ORG/NAME): made passable by others though the
+# agent's umask keeps its own files 0640 (a container's non-root user reads the model)
+check "mount where the folders are not there yet" "$HUBMIRROR" mount --no-hf-cache hf:acme/direct "$T/models/acme/direct"
+check "the folders made are 0755" test "$(stat -c %a "$T/models") $(stat -c %a "$T/models/acme")" = "755 755"
+check "another user reads the model there" setpriv --reuid=65534 --regid=65534 --clear-groups \
+	cat "$T/models/acme/direct/config.json"
+check "umount it" "$HUBMIRROR" umount "$T/models/acme/direct"
+
 # a container's copy of the mount, then umount: the copy reads on, the folder is free
 mkfifo "$T/hold"
 unshare -m --propagation private bash -c "cat '$T/hold' >/dev/null; sha256sum '$T/m/model-00002-of-00002.safetensors' >'$T/ns.sum'" &
