@@ -183,6 +183,26 @@ static int give_endpoint(const struct agent_config *cfg, const char *token)
 	return !r && status == 200 ? CLI_OK : CLI_FAILED;
 }
 
+/* --http: HOST:PORT, or a bare PORT for this instance's loopback (the endpoint is the instance's own:
+ * another host reaches it only when the operator names an address). */
+static int take_http(const struct cli_command *self, const struct cli_flag *f, const char *arg)
+{
+	static char loopback[32];
+	char *end;
+	long port = strtol(arg, &end, 10);
+
+	if (*arg && !*end) {
+		if (port < 0 || port > 65535)
+			return cli_usage_error(self, "--http takes HOST:PORT or a PORT (0 to 65535), not '%s'", arg);
+		snprintf(loopback, sizeof(loopback), "127.0.0.1:%ld", port);
+		arg = loopback;
+	} else if (!strrchr(arg, ':')) {
+		return cli_usage_error(self, "--http takes HOST:PORT or a PORT, not '%s'", arg);
+	}
+	*(const char **)f->dest = arg;
+	return CLI_OK;
+}
+
 int cmd_agent(int argc, char **argv)
 {
 	const struct cli_command *self = cli_find("agent");
@@ -207,10 +227,10 @@ int cmd_agent(int argc, char **argv)
 			 "snapshots neither mounted nor pinned (pull --pin) are evicted"),
 		CLI_RATE("upload-limit", &cfg.upload_limit, "R",
 			 "cap what it sends to peers (bytes/s, k/M/G suffixes)"),
-		CLI_STR("http", &cfg.http, "HOST:PORT",
-			"the local hub endpoint: the Hugging Face and ModelScope APIs of the mirror\n"
-			"on this instance, file bytes through the swarm and the cache\n"
-			"(HF_ENDPOINT=http://HOST:PORT)"),
+		CLI_FN("http", &cfg.http, take_http, "HOST:PORT",
+		       "the local hub endpoint: the Hugging Face and ModelScope APIs of the mirror\n"
+		       "on this instance, file bytes through the swarm and the cache\n"
+		       "(HF_ENDPOINT=http://HOST:PORT; a bare PORT is 127.0.0.1:PORT)"),
 		CLI_BOOL("preheat", &preheat,
 			 "fetch in the background what the mirror marks to preheat (add --preheat),\n"
 			 "asking every 300 s or --preheat-every S"),
