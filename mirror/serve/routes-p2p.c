@@ -439,6 +439,19 @@ out:
 	return r;
 }
 
+/* Why a repo the mirror tracks has no snapshot of rev (NULL: the one it follows) to give: not synced
+ * yet, or its sync failed and how (the operator's `ls` says the same; no secret is in a sync's
+ * error). */
+static char *not_synced_why(const struct catalog_repo *repo, const char *rev)
+{
+	if (rev && repo->head_commit)
+		return xasprintf("revision %s not synced on this mirror (it follows %s)", rev, repo->follow_rev);
+	if (repo->sync_error && strcmp(repo->sync_status, "ok"))
+		return xasprintf("tracked on this mirror, but its last sync failed (%s): %s", repo->sync_status,
+				 repo->sync_error);
+	return xstrdup("tracked on this mirror, not synced yet: its next sync brings it");
+}
+
 static void torrent(struct mirror_routes *rt, struct httpd_req *req, const char *rest)
 {
 	char *seg[4] = { 0 }, *name = NULL, *rev = httpd_query_param(req, "rev"), *meta = httpd_query_param(req, "meta");
@@ -481,8 +494,10 @@ static void torrent(struct mirror_routes *rt, struct httpd_req *req, const char 
 	if (r == HM_ERR_NOT_FOUND && !found && mirror_ondemand_track(rt, req, seg[0], seg[1], name, strcmp(seg[0], "ms") ? mirror__hf_refuse : mirror__ms_refuse))
 		goto out; /* fetched on demand: answered once it is listed */
 	if (r) {
-		mirror__respond_json(req, r == HM_ERR_NOT_FOUND ? 404 : 500, json_pack("{s:s}", "error",
-			r != HM_ERR_NOT_FOUND ? "catalog error" : found ? "revision not synced on this mirror" : "repo not on this mirror"));
+		char *why = r != HM_ERR_NOT_FOUND ? xstrdup("catalog error") : !found ? xstrdup("repo not on this mirror")
+			    : not_synced_why(&repo, rev);
+		mirror__respond_json(req, r == HM_ERR_NOT_FOUND ? 404 : 500, json_pack("{s:s}", "error", why));
+		free(why);
 		goto out;
 	}
 	if (!mirror_access_content_open(rt->access, &repo)) {

@@ -54,6 +54,13 @@ script -qec "'$HUBMIRROR' pull --no-hf-cache hf:acme/pull-hf" /dev/null >"$T/tty
 check "on a terminal the pull draws its line: the spec, a bar, bytes" grep -aEq 'hf:acme/pull-hf \[#{20}\] [0-9.]+ MiB / [0-9.]+ MiB' "$T/tty-pull.out"
 expect_status 1 "pulling a repo the mirror lacks fails" "$HUBMIRROR" pull --hf-cache "$T/hfc" hf:acme/none 2>"$T/none.err"
 check "and says so" grep -q "not on this mirror" "$T/none.err"
+# a repo the mirror tracks whose sync failed (a typo of a name upstream has): the sync's reason, its hint
+"$HUBMIRROR" add hf:acme/pull-hff >/dev/null 2>&1
+"$HUBMIRROR" sync >/dev/null 2>&1
+expect_status 1 "pulling a tracked repo whose sync failed fails" "$HUBMIRROR" pull --hf-cache "$T/hfc" hf:acme/pull-hff 2>"$T/typo.err"
+check "saying the sync's reason and the name meant" bash -c "grep -q 'its last sync failed' '$T/typo.err' &&
+	grep -q 'did you mean hf:acme/pull-hf?' '$T/typo.err'" || sed 's/^/#   /' "$T/typo.err"
+"$HUBMIRROR" remove hf:acme/pull-hff >/dev/null 2>&1
 check "and links nothing" test ! -e "$T/hfc/models--acme--none"
 "$HUBMIRROR" pull --hf-cache "$T/hfc" hf:acme/none hf:acme/pull-hf >"$T/two.out" 2>"$T/two.err"
 check "one of two specs failing: the pull fails" test $? = 1
