@@ -131,6 +131,12 @@ bool mirror__write_gate(struct mirror_routes *rt, struct httpd_req *req, const c
 		mirror__hf_error(req, 401, NULL, "Invalid username or password.", NULL);
 		return false;
 	}
+	if (!rt->access || !mirror_access_token_valid(rt->access, tok)) {
+		/* a token the mirror does not know: the Hub's 401, as for a read (clients ask for a new one) */
+		httpd_add_header(req, "WWW-Authenticate", "Bearer realm=\"hubmirror\"");
+		mirror__hf_error(req, 401, NULL, "Invalid credentials in Authorization header", NULL);
+		return false;
+	}
 	if (!mirror_access_may_write(rt->access, tok, "hf", type, name)) {
 		mirror__hf_error(req, 403, NULL, "You don't have the rights to write to this repository on this mirror.", NULL);
 		return false;

@@ -402,6 +402,10 @@ static bool push_gate(struct mirror_routes *rt, struct httpd_req *req, const str
 	} else if (!tok) {
 		httpd_add_header(req, "WWW-Authenticate", "Basic realm=\"hubmirror\"");
 		httpd_respond_str(req, 401, "text/plain", "a push needs a token with a write grant\n");
+	} else if (!rt->access || !mirror_access_token_valid(rt->access, tok)) {
+		/* a token the mirror does not know: git asks its credential helper again */
+		httpd_add_header(req, "WWW-Authenticate", "Basic realm=\"hubmirror\"");
+		httpd_respond_str(req, 401, "text/plain", "the mirror does not know this token\n");
 	} else if (!mirror_access_may_write(rt->access, tok, "hf", g->type, g->name)) {
 		httpd_respond_str(req, 403, "text/plain", "this token may not write to this repository\n");
 	} else {

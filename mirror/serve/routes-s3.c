@@ -318,10 +318,16 @@ static void s3_object(struct s3req *s)
 	if (found && !mirror_access_visible(rt->access, s->token, &repo)) {
 		/* a private repo the key's token may not see is one the mirror lacks (the answer below) */
 		r = HM_ERR_NOT_FOUND;
-	} else if (found && ((rt->access && !mirror_access_allows(rt->access, s->token, s->hub, s->type, k.name)) ||
-			     !mirror_access_content_open(rt->access, &repo))) {
-		/* a guarded one is refused */
-		s3_error(s, 403, "AccessDenied", "Access Denied");
+	} else if (found && rt->access && !mirror_access_allows(rt->access, s->token, s->hub, s->type, k.name)) {
+		/* a guarded one is refused, saying what would open it */
+		s3_error(s, 403, "AccessDenied", s->token ? "Access Denied: this access key's token does not cover this "
+							 "repository on this mirror"
+							: "Access Denied: this repository needs a signed request with an access key "
+							  "whose token covers it");
+		goto out_repo;
+	} else if (found && !mirror_access_content_open(rt->access, &repo)) {
+		s3_error(s, 403, "AccessDenied", "Access Denied: the repository is gated upstream, and its operator has not "
+						 "opened it on this mirror");
 		goto out_repo;
 	}
 	if (r) {

@@ -4,7 +4,7 @@
 # commit path and to a git-receive-pack path, with a Content-Length (sent at once, or after waiting
 # for 100 Continue) and chunked, with no token, a wrong token, a token of another namespace, to a
 # namespace that is not local, to a repo that does not exist, and under --auth all: each gets the
-# answer it always got (401 without a token or under --auth all, 403, 404) while the disk's free space stays as it was during the
+# answer it always got (401 without a token, with one the mirror does not know, or under --auth all; 403, 404) while the disk's free space stays as it was during the
 # request. A writer's body is bounded: over --write-body-max a clear 413 before the body (or cut off
 # where a chunked one passes it), over the namespace's quota a 403, over the disk's room a 507 (a
 # push's pack counts twice), over --write-spool-max a 503 with Retry-After; git shows its HTTP 413.
@@ -54,8 +54,8 @@ C=/api/models/acme/r/commit/main
 G=/acme/r.git/git-receive-pack
 check "no token: a commit's body is refused, 401, the disk untouched" refused $C 401
 check "no token: a push's pack is refused, 401, the disk untouched" refused $G 401
-check "a wrong token: a commit, 403" refused $C 403 -H "Authorization: Bearer hf_nobody_0000"
-check "a wrong token: a push, 403 (Basic, as git sends it)" refused $G 403 \
+check "a token the mirror does not know: a commit, 401 as the Hub says" refused $C 401 -H "Authorization: Bearer hf_nobody_0000"
+check "a token the mirror does not know: a push, 401 (Basic, as git sends it)" refused $G 401 \
 	-H "Authorization: Basic $(printf 'user:hf_nobody_0000' | base64)"
 check "another namespace's token: a commit, 403" refused $C 403 -H "Authorization: Bearer $Z"
 check "another namespace's token: a push, 403" refused $G 403 -H "Authorization: Bearer $Z"

@@ -105,7 +105,9 @@ check "HeadObject: size, ETag, Last-Modified" bash -c "curl -fsS -I '$M/s3/hf/ac
 
 # ---- guarded repos, keys and signatures ----
 check "the gated repo anonymously: AccessDenied" bash -c "! anon s3api get-object --bucket hf --key acme/gated/main/config.json '$T/x' 2>'$T/err' && grep -q AccessDenied '$T/err'"
+check "... saying what would open it" grep -q "needs a signed request with an access key whose token covers it" "$T/err"
 check "... signed with a key whose token has no grant: AccessDenied" bash -c "! as_other s3api get-object --bucket hf --key acme/gated/main/config.json '$T/x' 2>'$T/err' && grep -q AccessDenied '$T/err'"
+check "... saying the key's token does not cover it" grep -q "token does not cover this repository" "$T/err"
 check "... signed with the reader's key (at the root): served" test "$(as_reader s3 cp s3://hf/acme/gated/main/config.json -)" = '{"gated": 1}'
 check "... and listed to it" bash -c "as_reader s3 ls s3://hf/acme/ | grep >/dev/null 'PRE gated/'"
 check "a key without a token reads what anonymous reads" test "$(as_notoken s3 cp s3://hf/acme/llm/main/config.json -)" = '{"hidden_size": 64}'
