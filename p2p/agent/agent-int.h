@@ -130,17 +130,19 @@ struct agent {
 	atomic_bool quit;               /* stopping, for worker threads: a body waiting for its first
 					 * bytes gives up, so the loop (which waits for its jobs) can end */
 	int64_t started_at;
-	uint64_t use_counter;           /* agent_snap_used's */
 	uint64_t link_counter;          /* the pulls' link ids */
 	/* every pull's outcome by its link id (null: linked; a string: why not), the last 1024: a pull
 	 * learns it even when its snapshot was evicted right after its link (status's "links") */
 	json_t *links_done;
 	struct agent_evict *evict;      /* the cache's size and eviction: evict.c's, owned */
 	struct agent_fills *fills;      /* the fills' shared state: fill.c's, owned */
-	/* <cache>/agent/ files written and not fsynced yet, and whether a job fsyncs some (snaps.c) */
-	char **unsynced;
-	size_t nunsynced;
-	bool syncing;
+	/* <cache>/agent/ files written and not fsynced yet, and whether a job fsyncs some: snaps.c's
+	 * (agent_snap_remember, agent_snaps_sync), no other file looks inside */
+	struct agent_unsynced {
+		char **path;
+		size_t n;
+		bool syncing;
+	} unsynced;
 	struct agent_preheat *preheat;  /* preheat.c's, owned */
 };
 

@@ -39,6 +39,7 @@ struct agent_evict {
 	size_t ndrop;
 	uint64_t drop_counter;          /* names of folders moved aside (agent_drop_files) */
 	bool over_said;                 /* "over its size, nothing to drop" was logged */
+	uint64_t use_counter;           /* agent_snap_used's: the snapshots' use_seq */
 	struct agent_evict_listener l;  /* the listener (agent_evict_listen: the fill's) */
 };
 
@@ -182,7 +183,7 @@ static void size_work(uv_work_t *w)
 void agent_snap_used(struct agent *a, struct agent_snap *s)
 {
 	s->last_used = time(NULL);
-	s->use_seq = ++a->use_counter;
+	s->use_seq = ++a->evict->use_counter;
 }
 
 /* Least recently used first: those not used since a restart by their time, then the rest in the
