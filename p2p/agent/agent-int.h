@@ -130,17 +130,19 @@ struct agent {
 	atomic_bool quit;               /* stopping, for worker threads: a body waiting for its first
 					 * bytes gives up, so the loop (which waits for its jobs) can end */
 	int64_t started_at;
-	uint64_t use_counter;           /* agent_snap_used's */
 	uint64_t link_counter;          /* the pulls' link ids */
 	/* every pull's outcome by its link id (null: linked; a string: why not), the last 1024: a pull
 	 * learns it even when its snapshot was evicted right after its link (status's "links") */
 	json_t *links_done;
 	struct agent_evict *evict;      /* the cache's size and eviction: evict.c's, owned */
 	struct agent_fills *fills;      /* the fills' shared state: fill.c's, owned */
-	/* <cache>/agent/ files written and not fsynced yet, and whether a job fsyncs some (snaps.c) */
-	char **unsynced;
-	size_t nunsynced;
-	bool syncing;
+	/* <cache>/agent/ files written and not fsynced yet, and whether a job fsyncs some: snaps.c's
+	 * (agent_snap_remember, agent_snaps_sync), no other file looks inside */
+	struct agent_unsynced {
+		char **path;
+		size_t n;
+		bool syncing;
+	} unsynced;
 	struct agent_preheat *preheat;  /* preheat.c's, owned */
 };
 
@@ -159,19 +161,28 @@ void agent_evict_tick(struct agent *a);
  * agent_evict_recall: what an earlier run dropped and did not delete goes with the first sizing.
  * agent_cache_used: the bytes of disk the cache held at the last sizing (status). */
 struct agent_evict *agent_evict_new(void);
-/* Eviction and the fill meet here, not in each other's internals: thinned is called for each
- * snapshot some of whose pieces (v, n of them; those with size 0 stayed) a thinning job took out of
- * the cache, room once that job is done (a writer waiting for room goes on). One listener. */
+/* Eviction and the fill meet here, not in each other's internals: neither calls the other's
+ * functions; agent.c joins them at start. Eviction's listener (one; the fill's, agent_fill_new gives
+ * it): thinned is called for each snapshot some of whose pieces (v, n of them; those with size 0
+ * stayed) a thinning job took out of the cache, room once that job is done (a writer waiting for room
+ * goes on); unseen tells the bytes of s written to the cache that libtorrent does not count yet (the
+ * direct fill's), which agent_snap_need counts as held. Any of them may be NULL. The other way, the
+ * fill asks for room through an agent_room_wait_fn (agent_room_wait, given to agent_fill_new). */
 struct p2p_cold;
-typedef void agent_thinned_fn(void *ud, struct agent_snap *s, const struct p2p_cold *v, size_t n);
-typedef void agent_room_fn(void *ud);
-void agent_evict_listen(struct agent *a, agent_thinned_fn *thinned, agent_room_fn *room, void *ud);
+struct agent_evict_listener {
+	void (*thinned)(void *ud, struct agent_snap *s, const struct p2p_cold *v, size_t n);
+	void (*room)(void *ud);
+	int64_t (*unseen)(const struct agent_snap *s);
+	void *ud;
+};
+void agent_evict_listen(struct agent *a, const struct agent_evict_listener *l);
 void agent_evict_free(struct agent_evict **e);
 void agent_evict_recall(struct agent *a);
 int64_t agent_cache_used(const struct agent *a);
 /* The direct fill is about to write bytes more: when the cache has a bound and its disk lacks the
  * room, cold pieces are taken out first (true: wait, the fill is poked when they are gone); false:
  * write (there is room, or nothing can go: the write then fails as on any full disk). */
+typedef bool agent_room_wait_fn(struct agent *a, int64_t bytes);
 bool agent_room_wait(struct agent *a, int64_t bytes);
 /* The bytes the snapshots hold now (libtorrent's, and what the direct fill wrote): from the tick. */
 void agent_evict_held(struct agent *a, int64_t held);
@@ -222,10 +233,11 @@ void agent_fill_poke(struct agent *a);
 /* File bytes the fill wrote that libtorrent does not count yet (direct mode): for status. */
 int64_t agent_fill_unseen(const struct agent_snap *s);
 void agent_fill_stop(struct agent *a, struct agent_snap *s);
-/* The fills' shared state (their HTTP layer, a timer): made at start by agent_fill_new, which also
- * listens to eviction (agent_evict_listen); agent_fill_end closes them as the agent stops (NULL-safe),
- * agent_fill_free frees them once the loop has run its last callbacks. */
-void agent_fill_new(struct agent *a);
+/* The fills' shared state (their HTTP layer, a timer): made at start by agent_fill_new, which takes
+ * how a direct fill asks for room on the cache's disk (room_wait) and writes to *l its side of
+ * eviction's listener (for agent_evict_listen); agent_fill_end closes them as the agent stops
+ * (NULL-safe), agent_fill_free frees them once the loop has run its last callbacks. */
+void agent_fill_new(struct agent *a, agent_room_wait_fn *room_wait, struct agent_evict_listener *l);
 void agent_fill_end(struct agent *a);
 void agent_fill_free(struct agent *a);
 void agent_fill_soon(struct agent *a);

@@ -393,7 +393,12 @@ static int start(struct agent *a, char **errmsg)
 	uv_unref((uv_handle_t *)&a->want_wake);
 	a->want_wake.data = a;
 	p2p_session_set_want_notify(a->ses, wake_from_libtorrent, &a->want_wake);
-	agent_fill_new(a);
+	{
+		/* the fill and eviction meet here, each through the other's callbacks (agent-int.h) */
+		struct agent_evict_listener l;
+		agent_fill_new(a, agent_room_wait, &l);
+		agent_evict_listen(a, &l);
+	}
 	agent_snaps_recall(a);
 	agent_evict_recall(a);
 	/* the control socket is the agent's owner's alone: it mounts and reads tokens */

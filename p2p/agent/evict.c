@@ -39,9 +39,8 @@ struct agent_evict {
 	size_t ndrop;
 	uint64_t drop_counter;          /* names of folders moved aside (agent_drop_files) */
 	bool over_said;                 /* "over its size, nothing to drop" was logged */
-	agent_thinned_fn *thinned;      /* the listener (agent_evict_listen), and its data */
-	agent_room_fn *room;
-	void *ud;
+	uint64_t use_counter;           /* agent_snap_used's: the snapshots' use_seq */
+	struct agent_evict_listener l;  /* the listener (agent_evict_listen: the fill's) */
 };
 
 struct agent_evict *agent_evict_new(void)
@@ -60,11 +59,9 @@ void agent_evict_free(struct agent_evict **e)
 	*e = NULL;
 }
 
-void agent_evict_listen(struct agent *a, agent_thinned_fn *thinned, agent_room_fn *room, void *ud)
+void agent_evict_listen(struct agent *a, const struct agent_evict_listener *l)
 {
-	a->evict->thinned = thinned;
-	a->evict->room = room;
-	a->evict->ud = ud;
+	a->evict->l = *l;
 }
 
 int64_t agent_cache_used(const struct agent *a)
@@ -186,7 +183,7 @@ static void size_work(uv_work_t *w)
 void agent_snap_used(struct agent *a, struct agent_snap *s)
 {
 	s->last_used = time(NULL);
-	s->use_seq = ++a->use_counter;
+	s->use_seq = ++a->evict->use_counter;
 }
 
 /* Least recently used first: those not used since a restart by their time, then the rest in the
@@ -285,7 +282,8 @@ int64_t agent_snap_need(struct agent *a, json_t *meta, json_t *want, int64_t *to
 					all += l.v[k].size;
 					need += l.v[k].size - held[k];
 				}
-			need -= agent_fill_unseen(s);
+			if (a->evict->l.unseen)
+				need -= a->evict->l.unseen(s);
 			*total = all;
 			goto out;
 		}
@@ -429,8 +427,8 @@ static void thin_done(uv_work_t *w, int status)
 			log_warn("agent", "%s: cannot take pieces out of the cache: %s",
 				t->s->spec ? t->s->spec : t->s->btih, t->err ? t->err : "?");
 		} else if (t->evicted) {
-			if (a->evict->thinned)
-				a->evict->thinned(a->evict->ud, t->s, t->v, t->n); /* (the fill fetches them again) */
+			if (a->evict->l.thinned)
+				a->evict->l.thinned(a->evict->l.ud, t->s, t->v, t->n); /* (the fill fetches them again) */
 			json_object_del(t->s->meta, "whole");
 			agent_snap_remember(a, t->s);
 			size_human(t->freed, f, sizeof(f));
@@ -451,8 +449,8 @@ static void thin_done(uv_work_t *w, int status)
 	free(j->t);
 	free(j);
 	agent_evict_now(a); /* measured again */
-	if (a->evict->room)
-		a->evict->room(a->evict->ud); /* a fill waiting for room goes on */
+	if (a->evict->l.room)
+		a->evict->l.room(a->evict->l.ud); /* a fill waiting for room goes on */
 }
 
 struct cand {

@@ -62,6 +62,7 @@ struct agent_fills {
 	struct hub_http *http;          /* their requests, from the first fill on */
 	uv_timer_t soon;                /* look again in a moment (libtorrent was checking files) */
 	bool ended;                     /* agent_fill_end ran */
+	agent_room_wait_fn *room_wait;  /* eviction's, given to agent_fill_new: room on the cache's disk */
 };
 
 struct fill {
@@ -576,7 +577,7 @@ static void pump(struct fill *f)
 		int first, end, got;
 		/* direct: no run that the cache's disk has no room for while eviction can make it (a read
 		 * waits for it rather than fail on a full disk) */
-		if (f->direct && agent_room_wait(a, FILL_RUN_BYTES * (f->inflight + 1) + f->working_bytes))
+		if (f->direct && a->fills->room_wait(a, FILL_RUN_BYTES * (f->inflight + 1) + f->working_bytes))
 			return;
 		if ((got = next_run(f, &first, &end, &fe)) != 1) {
 			if (!got && f->direct && !f->inflight && !f->working) {
@@ -858,12 +859,13 @@ static void room_made(void *ud)
 	agent_fill_soon(ud);
 }
 
-void agent_fill_new(struct agent *a)
+void agent_fill_new(struct agent *a, agent_room_wait_fn *room_wait, struct agent_evict_listener *l)
 {
 	a->fills = xcalloc(1, sizeof(*a->fills));
 	uv_timer_init(&a->loop, &a->fills->soon);
 	a->fills->soon.data = a;
-	agent_evict_listen(a, forget, room_made, a);
+	a->fills->room_wait = room_wait;
+	*l = (struct agent_evict_listener){ .thinned = forget, .room = room_made, .unseen = agent_fill_unseen, .ud = a };
 }
 
 void agent_fill_end(struct agent *a)

@@ -123,7 +123,7 @@ static void sync_done(uv_work_t *w, int status)
 		free(j->path[i]);
 	free(j->path);
 	free(j);
-	a->syncing = false;
+	a->unsynced.syncing = false;
 	sync_start(a);
 }
 
@@ -131,38 +131,38 @@ static void sync_start(struct agent *a)
 {
 	struct sync_job *j;
 
-	if (a->syncing || !a->nunsynced)
+	if (a->unsynced.syncing || !a->unsynced.n)
 		return;
 	j = xcalloc(1, sizeof(*j));
 	j->a = a;
-	j->path = a->unsynced;
-	j->n = a->nunsynced;
-	a->unsynced = NULL;
-	a->nunsynced = 0;
+	j->path = a->unsynced.path;
+	j->n = a->unsynced.n;
+	a->unsynced.path = NULL;
+	a->unsynced.n = 0;
 	j->w.data = j;
-	a->syncing = true;
+	a->unsynced.syncing = true;
 	uv_queue_work(&a->loop, &j->w, sync_work, sync_done);
 }
 
 static void unsynced(struct agent *a, char *path)
 {
-	for (size_t i = 0; i < a->nunsynced; i++)
-		if (!strcmp(a->unsynced[i], path)) {
+	for (size_t i = 0; i < a->unsynced.n; i++)
+		if (!strcmp(a->unsynced.path[i], path)) {
 			free(path);
 			return;
 		}
-	a->unsynced = xreallocarray(a->unsynced, a->nunsynced + 1, sizeof(*a->unsynced));
-	a->unsynced[a->nunsynced++] = path;
+	a->unsynced.path = xreallocarray(a->unsynced.path, a->unsynced.n + 1, sizeof(*a->unsynced.path));
+	a->unsynced.path[a->unsynced.n++] = path;
 }
 
 void agent_snaps_sync(struct agent *a)
 {
-	fsync_names(a->unsynced, a->nunsynced);
-	for (size_t i = 0; i < a->nunsynced; i++)
-		free(a->unsynced[i]);
-	free(a->unsynced);
-	a->unsynced = NULL;
-	a->nunsynced = 0;
+	fsync_names(a->unsynced.path, a->unsynced.n);
+	for (size_t i = 0; i < a->unsynced.n; i++)
+		free(a->unsynced.path[i]);
+	free(a->unsynced.path);
+	a->unsynced.path = NULL;
+	a->unsynced.n = 0;
 }
 
 void agent_snap_remember(struct agent *a, struct agent_snap *s)
