@@ -92,10 +92,13 @@ struct mirror_routes *mirror_routes_new(struct mirror_data *d, const struct mirr
  * space). name labels the request in the access log and /metrics (a route may refine it). gate says
  * who may call it under --auth all: GATE_TOKEN a valid token; GATE_NONE anyone; GATE_CAPABILITY
  * anyone, because BitTorrent clients send no Authorization and the route checks the capability in
- * its URL; GATE_ADMIN the operator's admin token (the admin API's gate, whatever --auth says).
- * get_only: other methods get a 405.
+ * its URL; GATE_TOKEN_OR_CAP a valid token, or a request with a capability in its query (cap=),
+ * which the route checks (an agent's, from an S3 answer: the torrent); GATE_TOKEN_OR_UPLOAD a valid
+ * token, or an LFS object's PUT to an upload URL the batch API gave out, its capability checked here
+ * (mirror__upload_url_ok: clients may send no Authorization there); GATE_ADMIN the operator's admin
+ * token (the admin API's gate, whatever --auth says). get_only: other methods get a 405.
  */
-enum gate { GATE_TOKEN, GATE_NONE, GATE_CAPABILITY, GATE_ADMIN };
+enum gate { GATE_TOKEN, GATE_NONE, GATE_CAPABILITY, GATE_TOKEN_OR_CAP, GATE_TOKEN_OR_UPLOAD, GATE_ADMIN };
 static const struct route {
 	const char *path;
 	mirror__route_fn fn;
@@ -110,7 +113,7 @@ static const struct route {
 	{ "/announce", mirror__route_announce, NULL, "announce", GATE_CAPABILITY, true, "hf" },
 	{ "/p2p/seed/", mirror__route_webseed, NULL, "webseed", GATE_TOKEN, true, "hf" },
 	{ "/p2p/kseed/", mirror__route_kseed, NULL, "webseed", GATE_CAPABILITY, true, "hf" },
-	{ "/api/p2p/torrent/", mirror__route_torrent, NULL, "torrent", GATE_TOKEN, true, "hf" },
+	{ "/api/p2p/torrent/", mirror__route_torrent, NULL, "torrent", GATE_TOKEN_OR_CAP, true, "hf" },
 	{ "/api/p2p/preheat", mirror__route_preheat, NULL, "preheat", GATE_TOKEN, true, "hf" },
 	{ "/api/catalog/requests", mirror__route_requests, NULL, "catalog_api", GATE_TOKEN, false, "hf" },
 	{ "/api/catalog/", mirror__route_catalog, NULL, "catalog_api", GATE_TOKEN, false, "hf" },
@@ -123,13 +126,31 @@ static const struct route {
 	{ "/s3", mirror__route_s3, NULL, "s3", GATE_NONE, false, "hf" },  /* its own signatures */
 	{ "/s3/", mirror__route_s3, NULL, "s3", GATE_NONE, false, "hf" },
 	{ NULL, mirror__route_s3_signed, NULL, "s3", GATE_NONE, false, "hf" },
-	{ NULL, mirror__route_git, NULL, "git", GATE_TOKEN, false, "git" },
+	{ NULL, mirror__route_git, NULL, "git", GATE_TOKEN_OR_UPLOAD, false, "git" },
 	{ NULL, mirror__route_web, NULL, "web", GATE_TOKEN, false, "hf" },
 	{ NULL, mirror__route_hf, NULL, "hf", GATE_TOKEN, false, "hf" },
 };
 
-/* May req reach route e? Under --auth all, only with a valid token (CORS preflights aside). Answers
- * the refusal itself and returns false. */
+/* The gate kinds that let a request without a token through when it carries a capability of its own:
+ * is this one such? */
+static bool query_cap(struct mirror_routes *r, const struct httpd_req *req)
+{
+	(void)r;
+	return httpd_query(req) && strstr(httpd_query(req), "cap=");
+}
+
+static bool upload_url(struct mirror_routes *r, const struct httpd_req *req)
+{
+	return mirror__has_local(r) && r->fronts->upload_url_ok(r, req);
+}
+
+static bool (*const gate_capability[GATE_ADMIN + 1])(struct mirror_routes *r, const struct httpd_req *req) = {
+	[GATE_TOKEN_OR_CAP] = query_cap,
+	[GATE_TOKEN_OR_UPLOAD] = upload_url,
+};
+
+/* May req reach route e? Under --auth all, a gate that wants a token opens only to a valid one (CORS
+ * preflights aside), or to the capability its kind takes. Answers the refusal itself and returns false. */
 static bool gate_open(struct mirror_routes *r, const struct route *e, struct httpd_req *req)
 {
 	char buf[512];
@@ -139,11 +160,11 @@ static bool gate_open(struct mirror_routes *r, const struct route *e, struct htt
 		httpd_set_route(req, e->name); /* a refusal is counted as the admin API's, as ever */
 		return mirror__admin_gate(r, req);
 	}
-	if (e->gate != GATE_TOKEN || !r->access || mirror_access_mode(r->access) != ACCESS_ALL ||
-	    !strcmp(httpd_method(req), "OPTIONS") || (mirror__has_local(r) && mirror__upload_url_ok(r, req)))
+	if (e->gate == GATE_NONE || e->gate == GATE_CAPABILITY || !r->access ||
+	    mirror_access_mode(r->access) != ACCESS_ALL || !strcmp(httpd_method(req), "OPTIONS"))
 		return true;
-	if (e->fn == mirror__route_torrent && httpd_query(req) && strstr(httpd_query(req), "cap="))
-		return true; /* the route checks the capability (an agent's, from an S3 answer) */
+	if (gate_capability[e->gate] && gate_capability[e->gate](r, req))
+		return true; /* a capability instead: the route checks cap=, upload_url checked the URL's */
 	tok = mirror__request_token(req, buf, sizeof(buf));
 	if (mirror_access_token_valid(r->access, tok))
 		return true;
