@@ -65,10 +65,10 @@ struct mirror_routes {
 	const struct mirror__fronts *fronts; /* routes.c's table of what one front asks of another */
 };
 
-/* What one front asks of another: a table of pointers routes.c fills (mirror_routes_new), so that a
- * front calls the floor or this table, never another front's functions (t0002's lint); routes.c, the
- * map, is the one place that knows the fronts. Each pointer is the function of the same name below
- * (dispatch: routes.c's own). */
+/* What one front asks of another, or the floor of a front: a table of pointers routes.c fills
+ * (mirror_routes_new), so that a front calls the floor or this table, never another front's functions,
+ * and the floor no front's (t0002's lint); routes.c, the map, is the one place that knows the fronts.
+ * Each pointer is the function of the same name below (dispatch: routes.c's own). */
 struct mirror__fronts {
 	/* the catalog API's swarm of a snapshot, the swarm's counters for /metrics (routes-p2p.c) */
 	json_t *(*swarm_json)(struct mirror_routes *rt, int64_t snapshot_id, const struct catalog_repo *repo,
@@ -91,6 +91,9 @@ struct mirror__fronts {
 			   const char *oid);
 	bool (*upload_url_ok)(struct mirror_routes *rt, const struct httpd_req *req);
 	bool (*git_lfs_object)(const char *path, char **type, char **name, char **oid, int *part);
+	/* git's grammar of a push's URL (routes-git.c), for the spool's claim of its body (spool.c: the floor
+	 * calls up into no front) */
+	bool (*git_receive_repo)(const char *path, char **type, char **name);
 	/* route req again from the start, through the map (an answer that had to wait for an on-demand
 	 * listing: ondemand-track.c) */
 	int (*dispatch)(struct mirror_routes *rt, struct httpd_req *req);

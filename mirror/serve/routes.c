@@ -59,6 +59,7 @@ static const struct mirror__fronts fronts = {
 	.lfs_verify = mirror__lfs_verify,
 	.upload_url_ok = mirror__upload_url_ok,
 	.git_lfs_object = mirror__git_lfs_object,
+	.git_receive_repo = mirror__git_receive_repo,
 	.dispatch = redispatch,
 };
 
