@@ -28,6 +28,7 @@ struct mirror_access;
 struct mirror__s3;
 struct mirror__write;
 struct mirror__spool;
+struct mirror__pool;
 struct mirror__fronts;
 struct hf_lfs_batch;
 struct mirror__swarm;
@@ -45,12 +46,7 @@ struct mirror_routes {
 	unsigned char p2p_key[32];    /* the data directory's key for capabilities (access.h) */
 	bool have_p2p_key;            /* loaded: with tokens on, guarded repos get keyed torrents */
 	int search_budget_ms;         /* the longest one catalog search may hold a worker */
-	/* the workers' catalog connections (defer.c): idle ones, as many as ever ran at once */
-#define MIRROR_POOL 8
-	pthread_mutex_t pool_mu;
-	struct catalog *pool[MIRROR_POOL];
-	size_t npool;
-	char *catalog_path;
+	struct mirror__pool *pool;    /* the workers' catalog connections (defer.c), owned */
 	struct mirror_admin admin;    /* the operator's API; admin.token NULL: off */
 	struct mirror_ondemand *ondemand; /* serve --on-demand; NULL: off. Borrowed */
 	char **peer_mirrors;          /* serve --peer-mirror: base URLs of the deployment's other mirrors */
@@ -283,8 +279,10 @@ bool mirror__git_lfs_object(const char *path, char **type, char **name, char **o
 bool mirror__git_receive_repo(const char *path, char **type, char **name);
 
 
-/* Close the idle connections of the pool (mirror_routes_free, once no job runs). */
-void mirror__pool_free(struct mirror_routes *rt);
+/* The workers' catalog connections, defer.c's part of the routes (rt->pool): mirror_routes_new makes it,
+ * mirror_routes_free closes its idle connections and frees it, once no job runs. */
+struct mirror__pool *mirror__pool_new(struct mirror_data *d);
+void mirror__pool_free(struct mirror__pool **p);
 /* A catalog connection of the pool for a worker that is no mirror__job's (NULL when none opens), and
  * back (NULL-safe). */
 struct catalog *mirror__pool_take(struct mirror_routes *rt);

@@ -74,10 +74,9 @@ struct mirror_routes *mirror_routes_new(struct mirror_data *d, const struct mirr
 	r->search_budget_ms = 100; /* docs/security.md: no search holds a worker for long */
 	r->write = mirror__write_new();
 	r->spool = mirror__spool_new();
-	pthread_mutex_init(&r->pool_mu, NULL);
 	r->lfs = mirror__lfs_new();
 	r->s3 = mirror__s3_new();
-	r->catalog_path = mirror_data_path(d, MIRROR_DATA_CATALOG);
+	r->pool = mirror__pool_new(d);
 	if (access && mirror_access_mode(access) != ACCESS_OPEN) {
 		int e = mirror_p2p_secret(d, r->p2p_key);
 		r->have_p2p_key = !e;
@@ -332,10 +331,8 @@ void mirror_routes_free(struct mirror_routes **r)
 	free((*r)->counts);
 	mirror__s3_free(&(*r)->s3);
 	mirror__lfs_free(&(*r)->lfs);
-	mirror__pool_free(*r);
-	pthread_mutex_destroy(&(*r)->pool_mu);
+	mirror__pool_free(&(*r)->pool);
 	mirror__write_free(&(*r)->write);
-	free((*r)->catalog_path);
 	for (size_t i = 0; i < (*r)->npeer_mirrors; i++)
 		free((*r)->peer_mirrors[i]);
 	free((*r)->peer_mirrors);
