@@ -41,7 +41,7 @@ struct mirror_routes {
 	struct httpd *httpd;
 	struct route_count *counts;   /* requests by (route, status), for /metrics */
 	size_t ncounts;
-	struct mirror__swarm *swarm;  /* the swarm front's tracker and fill slots (routes-p2p.c), owned */
+	struct mirror__swarm *swarm;  /* the swarm front's tracker, fill slots and peer mirrors (routes-p2p.c), owned */
 	struct mirror_seeder *seeder; /* the mirror's own BitTorrent seed, borrowed; NULL: none */
 	unsigned char p2p_key[32];    /* the data directory's key for capabilities (access.h) */
 	bool have_p2p_key;            /* loaded: with tokens on, guarded repos get keyed torrents */
@@ -49,8 +49,6 @@ struct mirror_routes {
 	struct mirror__pool *pool;    /* the workers' catalog connections (defer.c), owned */
 	struct mirror_admin admin;    /* the operator's API; admin.token NULL: off */
 	struct mirror_ondemand *ondemand; /* serve --on-demand; NULL: off. Borrowed */
-	char **peer_mirrors;          /* serve --peer-mirror: base URLs of the deployment's other mirrors */
-	size_t npeer_mirrors;
 	uv_loop_t *loop;              /* serve's (mirror_routes_set_loop): background work */
 	bool closing;                 /* mirror_routes_stop: the seeder and the loop's handles are going */
 	struct mirror__write *write;  /* the write floor's: local namespaces, quotas, the commit lock, new
@@ -132,6 +130,9 @@ void mirror__swarm_stats(const struct mirror_routes *rt, struct p2p_tracker_stat
  * mirror_routes_new makes it, mirror_routes_free frees it. */
 struct mirror__swarm *mirror__swarm_new(void);
 void mirror__swarm_free(struct mirror__swarm **sw);
+/* serve --peer-mirror: the base URLs of the deployment's other mirrors (a list, ", " between them), web
+ * seeds of the torrents beside this one. */
+void mirror__swarm_set_peers(struct mirror__swarm *sw, const char *urls);
 /* mirror_seeder_set_held's question (ud: the routes): do peers other than the mirror's own seed hold
  * the swarm of the torrent with v1 hash btih or v2 hash btmh now? */
 bool mirror__swarm_held(void *ud, const char *btih, const char *btmh);

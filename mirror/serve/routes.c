@@ -251,19 +251,7 @@ void mirror__metrics_requests(struct mirror_routes *rt, struct buf *b)
 
 void mirror_routes_set_peer_mirrors(struct mirror_routes *r, const char *urls)
 {
-	char **list = str_split(urls, ", ", NULL);
-
-	for (char **p = list; *p; p++) {
-		char *t = *p;
-		size_t n = strlen(t);
-		while (n && t[n - 1] == '/')
-			t[--n] = '\0';
-		if (!n)
-			continue;
-		r->peer_mirrors = xreallocarray(r->peer_mirrors, r->npeer_mirrors + 1, sizeof(*r->peer_mirrors));
-		r->peer_mirrors[r->npeer_mirrors++] = xstrdup(t);
-	}
-	str_split_free(list);
+	mirror__swarm_set_peers(r->swarm, urls);
 }
 
 void mirror_routes_set_ondemand(struct mirror_routes *r, struct mirror_ondemand *od)
@@ -333,9 +321,6 @@ void mirror_routes_free(struct mirror_routes **r)
 	mirror__lfs_free(&(*r)->lfs);
 	mirror__pool_free(&(*r)->pool);
 	mirror__write_free(&(*r)->write);
-	for (size_t i = 0; i < (*r)->npeer_mirrors; i++)
-		free((*r)->peer_mirrors[i]);
-	free((*r)->peer_mirrors);
 	mirror__swarm_free(&(*r)->swarm);
 	free(*r);
 	*r = NULL;
