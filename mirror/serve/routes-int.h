@@ -29,6 +29,7 @@ struct mirror__s3;
 struct mirror__write;
 struct mirror__spool;
 struct mirror__pool;
+struct mirror__catalog_api;
 struct mirror__fronts;
 struct hf_lfs_batch;
 struct mirror__swarm;
@@ -45,7 +46,7 @@ struct mirror_routes {
 	struct mirror_seeder *seeder; /* the mirror's own BitTorrent seed, borrowed; NULL: none */
 	unsigned char p2p_key[32];    /* the data directory's key for capabilities (access.h) */
 	bool have_p2p_key;            /* loaded: with tokens on, guarded repos get keyed torrents */
-	int search_budget_ms;         /* the longest one catalog search may hold a worker */
+	struct mirror__catalog_api *catalog_api; /* the catalog API's search budget (routes-catalog.c), owned */
 	struct mirror__pool *pool;    /* the workers' catalog connections (defer.c), owned */
 	struct mirror_admin admin;    /* the operator's API; admin.token NULL: off */
 	struct mirror_ondemand *ondemand; /* serve --on-demand; NULL: off. Borrowed */
@@ -159,6 +160,11 @@ int mirror__route_git(struct mirror_routes *rt, struct httpd_req *req, const cha
 
 /* Catalog browsing API (routes-catalog.c); the JSON shape of a repo is mirror/repojson.h's. */
 int mirror__route_catalog(struct mirror_routes *rt, struct httpd_req *req, const char *rest, const char *arg);
+/* The catalog API's part of the routes (rt->catalog_api): the longest one search may hold a worker (serve
+ * --search-budget; ms <= 0 keeps it), which mirror_routes_new makes and mirror_routes_free frees. */
+struct mirror__catalog_api *mirror__catalog_api_new(void);
+void mirror__catalog_api_free(struct mirror__catalog_api **c);
+void mirror__catalog_api_set_budget(struct mirror__catalog_api *c, int ms);
 int mirror__route_admin(struct mirror_routes *rt, struct httpd_req *req, const char *rest, const char *arg);
 /* The admin API's gate (GATE_ADMIN): on, and the admin token given? Else the refusal is answered. */
 bool mirror__admin_gate(const struct mirror_routes *rt, struct httpd_req *req);

@@ -71,7 +71,7 @@ struct mirror_routes *mirror_routes_new(struct mirror_data *d, const struct mirr
 	r->access = access;
 	r->swarm = mirror__swarm_new();
 	r->fronts = &fronts;
-	r->search_budget_ms = 100; /* docs/security.md: no search holds a worker for long */
+	r->catalog_api = mirror__catalog_api_new();
 	r->write = mirror__write_new();
 	r->spool = mirror__spool_new();
 	r->lfs = mirror__lfs_new();
@@ -273,7 +273,7 @@ void mirror_routes_set_seeder(struct mirror_routes *r, struct mirror_seeder *see
 
 void mirror_routes_set_search_budget(struct mirror_routes *r, int ms)
 {
-	r->search_budget_ms = ms > 0 ? ms : r->search_budget_ms;
+	mirror__catalog_api_set_budget(r->catalog_api, ms);
 }
 
 void mirror_routes_install(struct mirror_routes *r, struct httpd *h)
@@ -322,6 +322,7 @@ void mirror_routes_free(struct mirror_routes **r)
 	mirror__pool_free(&(*r)->pool);
 	mirror__write_free(&(*r)->write);
 	mirror__swarm_free(&(*r)->swarm);
+	mirror__catalog_api_free(&(*r)->catalog_api);
 	free(*r);
 	*r = NULL;
 }
