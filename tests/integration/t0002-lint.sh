@@ -4,7 +4,8 @@
 # docs/ARCHITECTURE.md (lower layers never include upper ones), headers that compile alone (each
 # includes what it uses, and twice is harmless), private headers kept in their folders, and no
 # comment that points at a document, or a section of one, the repository does not have; and no front of
-# mirror/serve/ calling another front, nor its floor calling up into one.
+# mirror/serve/ calling another front, nor its floor calling up into one; and no extern name without its
+# folder's prefix.
 . "$HM_SRC/tests/integration/lib.sh"
 cd "$HM_SRC" || exit 1
 
@@ -65,5 +66,6 @@ lint docs "every docs/*.md named exists, and every section quoted is a heading t
 lint private "no private header included across folders"
 lint long-functions "no function over 100 lines without a comment that says why"
 lint flags "every option a command declares has its help in its table and is on its page under docs/commands/"
+lint prefixes "every extern symbol of mirror/serve, hub, hub/http and catalog carries its folder's prefix (by the objects' symbols)"
 lint fronts "in mirror/serve/, no front calls another front, and the floor calls no front (by the objects' symbols)"
 finish

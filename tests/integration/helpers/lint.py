@@ -17,6 +17,10 @@ rule, one line each, and exits 1 if anything does.
   long-functions
                no function is over 100 lines unless the comment above it says why, in a sentence
                that says "over 100 lines" and the reason
+  prefixes     every extern symbol an object of a folder below defines starts with one of that folder's
+               prefixes (docs/CODING.md, "Modules"): mirror/serve/ mirror_ (mirror__ too), hub/ hub_,
+               hf_, ms_, s3_, upstream_, hub/http/ httpd_, hub_ (hub_http_, hub_tls_, hub_url_), http__,
+               catalog/ catalog_. Read with nm from the objects under $HM_BUILD
   fronts       in mirror/serve/, no front (a routes-*.c other than routes.c itself, or the on-demand
                engine) uses a symbol another front's object defines, and nothing below the fronts
                (the floor: floor-read.c, floor-write.c, spool.c, respond.c, defer.c, and the
@@ -264,10 +268,36 @@ def fronts(root):
                     user, "the floor" if f == "floor" else "the %s front" % f, sym, to)
 
 
+PREFIXES = {
+    "mirror/serve": ("mirror_",),
+    "hub": ("hub_", "hf_", "ms_", "s3_", "upstream_"),
+    "hub/http": ("httpd_", "hub_", "http__"),
+    "catalog": ("catalog_",),
+}
+
+
+def prefixes(root):
+    import glob
+    import subprocess
+    build = os.environ.get("HM_BUILD") or os.path.join(root, "build")
+    for folder, allowed in sorted(PREFIXES.items()):
+        objs = sorted(glob.glob(os.path.join(build, folder, "*.p", "*.o")))
+        if not objs:
+            yield "prefixes: no object of %s/ under %s" % (folder, build)
+            continue
+        for o in objs:
+            out = subprocess.run(["nm", "-g", "--defined-only", o], capture_output=True, text=True, check=True).stdout
+            for line in out.splitlines():
+                p = line.split()
+                if len(p) == 3 and not p[2].startswith(allowed):
+                    yield "%s/%s: defines %s, outside %s" % (folder, os.path.basename(o), p[2], ", ".join(allowed))
+
+
 def main():
     root, check = sys.argv[1], sys.argv[2]
     bad = sorted(set({"banned-cpp": banned_cpp, "private": private, "docs": docs, "flags": flags, "columns": columns,
-                      "long-functions": long_functions, "fronts": fronts}[check](root)))
+                      "long-functions": long_functions, "fronts": fronts,
+                      "prefixes": prefixes}[check](root)))
     for b in bad:
         print(b)
     return 1 if bad else 0
