@@ -6,6 +6,7 @@
  * WAL mode, so these readers run beside the loop's connection and a sync's writer. The JSON the job
  * builds is dumped and hashed (ETag) on the worker too; the loop only sends it.
  */
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,17 +21,49 @@
 #include "mirror/data.h"
 #include "routes-int.h"
 
+/* The workers' catalog connections, defer.c's part of the routes (rt->pool): the idle ones, as many as
+ * ever ran at once, at most POOL_MAX. */
+#define POOL_MAX 8
+struct mirror__pool {
+	pthread_mutex_t mu;
+	struct catalog *idle[POOL_MAX];
+	size_t n;
+	char *catalog_path;
+};
+
+struct mirror__pool *mirror__pool_new(struct mirror_data *d)
+{
+	struct mirror__pool *p = xcalloc(1, sizeof(*p));
+
+	pthread_mutex_init(&p->mu, NULL);
+	p->catalog_path = mirror_data_path(d, MIRROR_DATA_CATALOG);
+	return p;
+}
+
+void mirror__pool_free(struct mirror__pool **p)
+{
+	if (!p || !*p)
+		return;
+	while ((*p)->n)
+		catalog_free(&(*p)->idle[--(*p)->n]);
+	pthread_mutex_destroy(&(*p)->mu);
+	free((*p)->catalog_path);
+	free(*p);
+	*p = NULL;
+}
+
 /* A catalog connection for this worker: an idle one of the pool, or a new one. */
 struct catalog *mirror__pool_take(struct mirror_routes *rt)
 {
+	struct mirror__pool *p = rt->pool;
 	struct catalog *c = NULL;
 	char *err = NULL;
 
-	pthread_mutex_lock(&rt->pool_mu);
-	if (rt->npool)
-		c = rt->pool[--rt->npool];
-	pthread_mutex_unlock(&rt->pool_mu);
-	if (!c && catalog_open(rt->catalog_path, &c, &err)) {
+	pthread_mutex_lock(&p->mu);
+	if (p->n)
+		c = p->idle[--p->n];
+	pthread_mutex_unlock(&p->mu);
+	if (!c && catalog_open(p->catalog_path, &c, &err)) {
 		log_warn("serve", "a worker cannot open the catalog: %s", err ? err : "?");
 		free(err);
 		c = NULL;
@@ -38,24 +71,20 @@ struct catalog *mirror__pool_take(struct mirror_routes *rt)
 	return c;
 }
 
-/* Back to the pool (it holds as many as ever ran at once, at most MIRROR_POOL). */
+/* Back to the pool (it holds as many as ever ran at once, at most POOL_MAX). */
 void mirror__pool_give(struct mirror_routes *rt, struct catalog *c)
 {
+	struct mirror__pool *p = rt->pool;
+
 	if (!c)
 		return;
-	pthread_mutex_lock(&rt->pool_mu);
-	if (rt->npool < MIRROR_POOL) {
-		rt->pool[rt->npool++] = c;
+	pthread_mutex_lock(&p->mu);
+	if (p->n < POOL_MAX) {
+		p->idle[p->n++] = c;
 		c = NULL;
 	}
-	pthread_mutex_unlock(&rt->pool_mu);
+	pthread_mutex_unlock(&p->mu);
 	catalog_free(&c);
-}
-
-void mirror__pool_free(struct mirror_routes *rt)
-{
-	while (rt->npool)
-		catalog_free(&rt->pool[--rt->npool]);
 }
 
 void mirror__job_header(struct mirror__job *j, const char *name, const char *fmt, ...)

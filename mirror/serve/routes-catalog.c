@@ -29,6 +29,32 @@
 #define PAGE_DEFAULT 50
 #define PAGE_MAX 1000
 
+/* The catalog API's part of the routes (rt->catalog_api). */
+struct mirror__catalog_api {
+	int search_budget_ms;         /* the longest one catalog search may hold a worker */
+};
+
+struct mirror__catalog_api *mirror__catalog_api_new(void)
+{
+	struct mirror__catalog_api *c = xcalloc(1, sizeof(*c));
+
+	c->search_budget_ms = 100; /* docs/security.md: no search holds a worker for long */
+	return c;
+}
+
+void mirror__catalog_api_free(struct mirror__catalog_api **c)
+{
+	if (!c || !*c)
+		return;
+	free(*c);
+	*c = NULL;
+}
+
+void mirror__catalog_api_set_budget(struct mirror__catalog_api *c, int ms)
+{
+	c->search_budget_ms = ms > 0 ? ms : c->search_budget_ms;
+}
+
 static void api_error(struct httpd_req *req, int status, const char *msg)
 {
 	httpd_add_header(req, "Access-Control-Allow-Origin", "*");
@@ -137,7 +163,7 @@ static void catalog_repos(struct mirror_routes *rt, struct httpd_req *req)
 	s->offset = cursor ? (size_t)strtoull(cursor, NULL, 10) : 0;
 	s->limit = (size_t)(limit < 1 || limit > PAGE_MAX ? PAGE_DEFAULT : limit);
 	/* no search may hold a worker longer than this either (docs/security.md) */
-	s->budget_ms = rt->search_budget_ms;
+	s->budget_ms = rt->catalog_api->search_budget_ms;
 	/* a guarded repo is not there for whom may not read it: not listed, counted or matched */
 	s->hidden = sj->hidden = mirror__hidden(rt, req);
 	free(order);

@@ -28,6 +28,8 @@ struct mirror_access;
 struct mirror__s3;
 struct mirror__write;
 struct mirror__spool;
+struct mirror__pool;
+struct mirror__catalog_api;
 struct mirror__fronts;
 struct hf_lfs_batch;
 struct mirror__swarm;
@@ -40,21 +42,14 @@ struct mirror_routes {
 	struct httpd *httpd;
 	struct route_count *counts;   /* requests by (route, status), for /metrics */
 	size_t ncounts;
-	struct mirror__swarm *swarm;  /* the swarm front's tracker and fill slots (routes-p2p.c), owned */
+	struct mirror__swarm *swarm;  /* the swarm front's tracker, fill slots and peer mirrors (routes-p2p.c), owned */
 	struct mirror_seeder *seeder; /* the mirror's own BitTorrent seed, borrowed; NULL: none */
 	unsigned char p2p_key[32];    /* the data directory's key for capabilities (access.h) */
 	bool have_p2p_key;            /* loaded: with tokens on, guarded repos get keyed torrents */
-	int search_budget_ms;         /* the longest one catalog search may hold a worker */
-	/* the workers' catalog connections (defer.c): idle ones, as many as ever ran at once */
-#define MIRROR_POOL 8
-	pthread_mutex_t pool_mu;
-	struct catalog *pool[MIRROR_POOL];
-	size_t npool;
-	char *catalog_path;
+	struct mirror__catalog_api *catalog_api; /* the catalog API's search budget (routes-catalog.c), owned */
+	struct mirror__pool *pool;    /* the workers' catalog connections (defer.c), owned */
 	struct mirror_admin admin;    /* the operator's API; admin.token NULL: off */
 	struct mirror_ondemand *ondemand; /* serve --on-demand; NULL: off. Borrowed */
-	char **peer_mirrors;          /* serve --peer-mirror: base URLs of the deployment's other mirrors */
-	size_t npeer_mirrors;
 	uv_loop_t *loop;              /* serve's (mirror_routes_set_loop): background work */
 	bool closing;                 /* mirror_routes_stop: the seeder and the loop's handles are going */
 	struct mirror__write *write;  /* the write floor's: local namespaces, quotas, the commit lock, new
@@ -65,10 +60,10 @@ struct mirror_routes {
 	const struct mirror__fronts *fronts; /* routes.c's table of what one front asks of another */
 };
 
-/* What one front asks of another: a table of pointers routes.c fills (mirror_routes_new), so that a
- * front calls the floor or this table, never another front's functions (t0002's lint); routes.c, the
- * map, is the one place that knows the fronts. Each pointer is the function of the same name below
- * (dispatch: routes.c's own). */
+/* What one front asks of another, or the floor of a front: a table of pointers routes.c fills
+ * (mirror_routes_new), so that a front calls the floor or this table, never another front's functions,
+ * and the floor no front's (t0002's lint); routes.c, the map, is the one place that knows the fronts.
+ * Each pointer is the function of the same name below (dispatch: routes.c's own). */
 struct mirror__fronts {
 	/* the catalog API's swarm of a snapshot, the swarm's counters for /metrics (routes-p2p.c) */
 	json_t *(*swarm_json)(struct mirror_routes *rt, int64_t snapshot_id, const struct catalog_repo *repo,
@@ -91,6 +86,9 @@ struct mirror__fronts {
 			   const char *oid);
 	bool (*upload_url_ok)(struct mirror_routes *rt, const struct httpd_req *req);
 	bool (*git_lfs_object)(const char *path, char **type, char **name, char **oid, int *part);
+	/* git's grammar of a push's URL (routes-git.c), for the spool's claim of its body (spool.c: the floor
+	 * calls up into no front) */
+	bool (*git_receive_repo)(const char *path, char **type, char **name);
 	/* route req again from the start, through the map (an answer that had to wait for an on-demand
 	 * listing: ondemand-track.c) */
 	int (*dispatch)(struct mirror_routes *rt, struct httpd_req *req);
@@ -133,6 +131,9 @@ void mirror__swarm_stats(const struct mirror_routes *rt, struct p2p_tracker_stat
  * mirror_routes_new makes it, mirror_routes_free frees it. */
 struct mirror__swarm *mirror__swarm_new(void);
 void mirror__swarm_free(struct mirror__swarm **sw);
+/* serve --peer-mirror: the base URLs of the deployment's other mirrors (a list, ", " between them), web
+ * seeds of the torrents beside this one. */
+void mirror__swarm_set_peers(struct mirror__swarm *sw, const char *urls);
 /* mirror_seeder_set_held's question (ud: the routes): do peers other than the mirror's own seed hold
  * the swarm of the torrent with v1 hash btih or v2 hash btmh now? */
 bool mirror__swarm_held(void *ud, const char *btih, const char *btmh);
@@ -159,6 +160,11 @@ int mirror__route_git(struct mirror_routes *rt, struct httpd_req *req, const cha
 
 /* Catalog browsing API (routes-catalog.c); the JSON shape of a repo is mirror/repojson.h's. */
 int mirror__route_catalog(struct mirror_routes *rt, struct httpd_req *req, const char *rest, const char *arg);
+/* The catalog API's part of the routes (rt->catalog_api): the longest one search may hold a worker (serve
+ * --search-budget; ms <= 0 keeps it), which mirror_routes_new makes and mirror_routes_free frees. */
+struct mirror__catalog_api *mirror__catalog_api_new(void);
+void mirror__catalog_api_free(struct mirror__catalog_api **c);
+void mirror__catalog_api_set_budget(struct mirror__catalog_api *c, int ms);
 int mirror__route_admin(struct mirror_routes *rt, struct httpd_req *req, const char *rest, const char *arg);
 /* The admin API's gate (GATE_ADMIN): on, and the admin token given? Else the refusal is answered. */
 bool mirror__admin_gate(const struct mirror_routes *rt, struct httpd_req *req);
@@ -280,8 +286,10 @@ bool mirror__git_lfs_object(const char *path, char **type, char **name, char **o
 bool mirror__git_receive_repo(const char *path, char **type, char **name);
 
 
-/* Close the idle connections of the pool (mirror_routes_free, once no job runs). */
-void mirror__pool_free(struct mirror_routes *rt);
+/* The workers' catalog connections, defer.c's part of the routes (rt->pool): mirror_routes_new makes it,
+ * mirror_routes_free closes its idle connections and frees it, once no job runs. */
+struct mirror__pool *mirror__pool_new(struct mirror_data *d);
+void mirror__pool_free(struct mirror__pool **p);
 /* A catalog connection of the pool for a worker that is no mirror__job's (NULL when none opens), and
  * back (NULL-safe). */
 struct catalog *mirror__pool_take(struct mirror_routes *rt);

@@ -84,6 +84,8 @@ struct mirror__swarm {
 		int64_t at_ms;
 	} fill_slots[FILL_SLOTS];
 	uint64_t fill_deduped;        /* fill requests answered 409 */
+	char **peer_mirrors;          /* serve --peer-mirror: base URLs of the deployment's other mirrors */
+	size_t npeer_mirrors;
 };
 
 struct mirror__swarm *mirror__swarm_new(void)
@@ -99,8 +101,28 @@ void mirror__swarm_free(struct mirror__swarm **sw)
 	if (!sw || !*sw)
 		return;
 	p2p_tracker_free(&(*sw)->tracker);
+	for (size_t i = 0; i < (*sw)->npeer_mirrors; i++)
+		free((*sw)->peer_mirrors[i]);
+	free((*sw)->peer_mirrors);
 	free(*sw);
 	*sw = NULL;
+}
+
+void mirror__swarm_set_peers(struct mirror__swarm *sw, const char *urls)
+{
+	char **list = str_split(urls, ", ", NULL);
+
+	for (char **p = list; *p; p++) {
+		char *t = *p;
+		size_t n = strlen(t);
+		while (n && t[n - 1] == '/')
+			t[--n] = '\0';
+		if (!n)
+			continue;
+		sw->peer_mirrors = xreallocarray(sw->peer_mirrors, sw->npeer_mirrors + 1, sizeof(*sw->peer_mirrors));
+		sw->peer_mirrors[sw->npeer_mirrors++] = xstrdup(t);
+	}
+	str_split_free(list);
 }
 
 void mirror__swarm_stats(const struct mirror_routes *rt, struct p2p_tracker_stats *ts, uint64_t *fill_deduped)
@@ -406,7 +428,7 @@ static int torrent_urls(struct mirror_routes *rt, struct httpd_req *req, const s
 	char *base = mirror__self_base(req), *ws = httpd_query_param(req, "webseed"), *cap = NULL;
 	/* ?webseed=0: peers only (the mirrors are then trackers, not sources) */
 	bool seeds = !ws || strcmp(ws, "0");
-	size_t n = 1 + rt->npeer_mirrors;
+	size_t n = 1 + rt->swarm->npeer_mirrors;
 	int r = 0;
 
 	if (!mirror__anyone_reads(rt, repo)) {
@@ -426,7 +448,7 @@ static int torrent_urls(struct mirror_routes *rt, struct httpd_req *req, const s
 	tj->announce = xcalloc(n, sizeof(*tj->announce));
 	tj->seeds = xcalloc(n, sizeof(*tj->seeds));
 	for (size_t i = 0; i < n; i++) {
-		const char *b = i ? rt->peer_mirrors[i - 1] : base;
+		const char *b = i ? rt->swarm->peer_mirrors[i - 1] : base;
 		tj->announce[tj->nannounce++] = cap ? xasprintf("%s/announce?hmcap=%s", b, cap) : xasprintf("%s/announce", b);
 		if (seeds)
 			tj->seeds[tj->nseeds++] = cap ? xasprintf("%s/p2p/kseed/%s/%s/", b, cap, tj->t.btih)

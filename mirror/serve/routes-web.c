@@ -20,9 +20,9 @@
 
 static const struct web_asset *find_asset(const char *path)
 {
-	for (size_t i = 0; i < web_assets_count; i++)
-		if (!strcmp(web_assets[i].path, path))
-			return &web_assets[i];
+	for (size_t i = 0; i < mirror__web_assets_count; i++)
+		if (!strcmp(mirror__web_assets[i].path, path))
+			return &mirror__web_assets[i];
 	return NULL;
 }
 

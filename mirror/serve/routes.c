@@ -59,6 +59,7 @@ static const struct mirror__fronts fronts = {
 	.lfs_verify = mirror__lfs_verify,
 	.upload_url_ok = mirror__upload_url_ok,
 	.git_lfs_object = mirror__git_lfs_object,
+	.git_receive_repo = mirror__git_receive_repo,
 	.dispatch = redispatch,
 };
 
@@ -70,13 +71,12 @@ struct mirror_routes *mirror_routes_new(struct mirror_data *d, const struct mirr
 	r->access = access;
 	r->swarm = mirror__swarm_new();
 	r->fronts = &fronts;
-	r->search_budget_ms = 100; /* docs/security.md: no search holds a worker for long */
+	r->catalog_api = mirror__catalog_api_new();
 	r->write = mirror__write_new();
 	r->spool = mirror__spool_new();
-	pthread_mutex_init(&r->pool_mu, NULL);
 	r->lfs = mirror__lfs_new();
 	r->s3 = mirror__s3_new();
-	r->catalog_path = mirror_data_path(d, MIRROR_DATA_CATALOG);
+	r->pool = mirror__pool_new(d);
 	if (access && mirror_access_mode(access) != ACCESS_OPEN) {
 		int e = mirror_p2p_secret(d, r->p2p_key);
 		r->have_p2p_key = !e;
@@ -92,10 +92,13 @@ struct mirror_routes *mirror_routes_new(struct mirror_data *d, const struct mirr
  * space). name labels the request in the access log and /metrics (a route may refine it). gate says
  * who may call it under --auth all: GATE_TOKEN a valid token; GATE_NONE anyone; GATE_CAPABILITY
  * anyone, because BitTorrent clients send no Authorization and the route checks the capability in
- * its URL; GATE_ADMIN the operator's admin token (the admin API's gate, whatever --auth says).
- * get_only: other methods get a 405.
+ * its URL; GATE_TOKEN_OR_CAP a valid token, or a request with a capability in its query (cap=),
+ * which the route checks (an agent's, from an S3 answer: the torrent); GATE_TOKEN_OR_UPLOAD a valid
+ * token, or an LFS object's PUT to an upload URL the batch API gave out, its capability checked here
+ * (mirror__upload_url_ok: clients may send no Authorization there); GATE_ADMIN the operator's admin
+ * token (the admin API's gate, whatever --auth says). get_only: other methods get a 405.
  */
-enum gate { GATE_TOKEN, GATE_NONE, GATE_CAPABILITY, GATE_ADMIN };
+enum gate { GATE_TOKEN, GATE_NONE, GATE_CAPABILITY, GATE_TOKEN_OR_CAP, GATE_TOKEN_OR_UPLOAD, GATE_ADMIN };
 static const struct route {
 	const char *path;
 	mirror__route_fn fn;
@@ -110,7 +113,7 @@ static const struct route {
 	{ "/announce", mirror__route_announce, NULL, "announce", GATE_CAPABILITY, true, "hf" },
 	{ "/p2p/seed/", mirror__route_webseed, NULL, "webseed", GATE_TOKEN, true, "hf" },
 	{ "/p2p/kseed/", mirror__route_kseed, NULL, "webseed", GATE_CAPABILITY, true, "hf" },
-	{ "/api/p2p/torrent/", mirror__route_torrent, NULL, "torrent", GATE_TOKEN, true, "hf" },
+	{ "/api/p2p/torrent/", mirror__route_torrent, NULL, "torrent", GATE_TOKEN_OR_CAP, true, "hf" },
 	{ "/api/p2p/preheat", mirror__route_preheat, NULL, "preheat", GATE_TOKEN, true, "hf" },
 	{ "/api/catalog/requests", mirror__route_requests, NULL, "catalog_api", GATE_TOKEN, false, "hf" },
 	{ "/api/catalog/", mirror__route_catalog, NULL, "catalog_api", GATE_TOKEN, false, "hf" },
@@ -123,13 +126,31 @@ static const struct route {
 	{ "/s3", mirror__route_s3, NULL, "s3", GATE_NONE, false, "hf" },  /* its own signatures */
 	{ "/s3/", mirror__route_s3, NULL, "s3", GATE_NONE, false, "hf" },
 	{ NULL, mirror__route_s3_signed, NULL, "s3", GATE_NONE, false, "hf" },
-	{ NULL, mirror__route_git, NULL, "git", GATE_TOKEN, false, "git" },
+	{ NULL, mirror__route_git, NULL, "git", GATE_TOKEN_OR_UPLOAD, false, "git" },
 	{ NULL, mirror__route_web, NULL, "web", GATE_TOKEN, false, "hf" },
 	{ NULL, mirror__route_hf, NULL, "hf", GATE_TOKEN, false, "hf" },
 };
 
-/* May req reach route e? Under --auth all, only with a valid token (CORS preflights aside). Answers
- * the refusal itself and returns false. */
+/* The gate kinds that let a request without a token through when it carries a capability of its own:
+ * is this one such? */
+static bool query_cap(struct mirror_routes *r, const struct httpd_req *req)
+{
+	(void)r;
+	return httpd_query(req) && strstr(httpd_query(req), "cap=");
+}
+
+static bool upload_url(struct mirror_routes *r, const struct httpd_req *req)
+{
+	return mirror__has_local(r) && r->fronts->upload_url_ok(r, req);
+}
+
+static bool (*const gate_capability[GATE_ADMIN + 1])(struct mirror_routes *r, const struct httpd_req *req) = {
+	[GATE_TOKEN_OR_CAP] = query_cap,
+	[GATE_TOKEN_OR_UPLOAD] = upload_url,
+};
+
+/* May req reach route e? Under --auth all, a gate that wants a token opens only to a valid one (CORS
+ * preflights aside), or to the capability its kind takes. Answers the refusal itself and returns false. */
 static bool gate_open(struct mirror_routes *r, const struct route *e, struct httpd_req *req)
 {
 	char buf[512];
@@ -139,11 +160,11 @@ static bool gate_open(struct mirror_routes *r, const struct route *e, struct htt
 		httpd_set_route(req, e->name); /* a refusal is counted as the admin API's, as ever */
 		return mirror__admin_gate(r, req);
 	}
-	if (e->gate != GATE_TOKEN || !r->access || mirror_access_mode(r->access) != ACCESS_ALL ||
-	    !strcmp(httpd_method(req), "OPTIONS") || (mirror__has_local(r) && mirror__upload_url_ok(r, req)))
+	if (e->gate == GATE_NONE || e->gate == GATE_CAPABILITY || !r->access ||
+	    mirror_access_mode(r->access) != ACCESS_ALL || !strcmp(httpd_method(req), "OPTIONS"))
 		return true;
-	if (e->fn == mirror__route_torrent && httpd_query(req) && strstr(httpd_query(req), "cap="))
-		return true; /* the route checks the capability (an agent's, from an S3 answer) */
+	if (gate_capability[e->gate] && gate_capability[e->gate](r, req))
+		return true; /* a capability instead: the route checks cap=, upload_url checked the URL's */
 	tok = mirror__request_token(req, buf, sizeof(buf));
 	if (mirror_access_token_valid(r->access, tok))
 		return true;
@@ -230,19 +251,7 @@ void mirror__metrics_requests(struct mirror_routes *rt, struct buf *b)
 
 void mirror_routes_set_peer_mirrors(struct mirror_routes *r, const char *urls)
 {
-	char **list = str_split(urls, ", ", NULL);
-
-	for (char **p = list; *p; p++) {
-		char *t = *p;
-		size_t n = strlen(t);
-		while (n && t[n - 1] == '/')
-			t[--n] = '\0';
-		if (!n)
-			continue;
-		r->peer_mirrors = xreallocarray(r->peer_mirrors, r->npeer_mirrors + 1, sizeof(*r->peer_mirrors));
-		r->peer_mirrors[r->npeer_mirrors++] = xstrdup(t);
-	}
-	str_split_free(list);
+	mirror__swarm_set_peers(r->swarm, urls);
 }
 
 void mirror_routes_set_ondemand(struct mirror_routes *r, struct mirror_ondemand *od)
@@ -264,7 +273,7 @@ void mirror_routes_set_seeder(struct mirror_routes *r, struct mirror_seeder *see
 
 void mirror_routes_set_search_budget(struct mirror_routes *r, int ms)
 {
-	r->search_budget_ms = ms > 0 ? ms : r->search_budget_ms;
+	mirror__catalog_api_set_budget(r->catalog_api, ms);
 }
 
 void mirror_routes_install(struct mirror_routes *r, struct httpd *h)
@@ -310,14 +319,10 @@ void mirror_routes_free(struct mirror_routes **r)
 	free((*r)->counts);
 	mirror__s3_free(&(*r)->s3);
 	mirror__lfs_free(&(*r)->lfs);
-	mirror__pool_free(*r);
-	pthread_mutex_destroy(&(*r)->pool_mu);
+	mirror__pool_free(&(*r)->pool);
 	mirror__write_free(&(*r)->write);
-	free((*r)->catalog_path);
-	for (size_t i = 0; i < (*r)->npeer_mirrors; i++)
-		free((*r)->peer_mirrors[i]);
-	free((*r)->peer_mirrors);
 	mirror__swarm_free(&(*r)->swarm);
+	mirror__catalog_api_free(&(*r)->catalog_api);
 	free(*r);
 	*r = NULL;
 }

@@ -240,7 +240,8 @@ bool mirror__spool_claim(struct mirror_routes *rt, struct httpd_req *r, struct h
 	struct mirror__commit_body *s;
 	bool push = false, claimed = false;
 
-	if (!commit_target(httpd_path(r), &type, &name) && !(push = mirror__git_receive_repo(httpd_path(r), &type, &name)))
+	if (!commit_target(httpd_path(r), &type, &name) &&
+	    !(push = rt->fronts->git_receive_repo(httpd_path(r), &type, &name)))
 		return false;
 	if (!may_write(rt, r, type, name, push)) {
 		/* not kept: the handler's gates answer it as ever (401, 403, 404) */

@@ -4,7 +4,8 @@
 # docs/ARCHITECTURE.md (lower layers never include upper ones), headers that compile alone (each
 # includes what it uses, and twice is harmless), private headers kept in their folders, and no
 # comment that points at a document, or a section of one, the repository does not have; and no front of
-# mirror/serve/ calling another front; names that carry their room's prefix.
+# mirror/serve/ calling another front, nor its floor calling up into one; names that carry their
+# room's prefix; ARCHITECTURE.md's depends-on column as the includes are.
 . "$HM_SRC/tests/integration/lib.sh"
 cd "$HM_SRC" || exit 1
 
@@ -65,7 +66,7 @@ lint docs "every docs/*.md named exists, and every section quoted is a heading t
 lint private "no private header included across folders"
 lint long-functions "no function over 100 lines without a comment that says why"
 lint flags "every option a command declares has its help in its table and is on its page under docs/commands/"
-lint fronts "in mirror/serve/, no front calls another front (by the objects' symbols)"
+lint fronts "in mirror/serve/, no front calls another front, and the floor calls no front (by the objects' symbols)"
 lint depends-on "docs/ARCHITECTURE.md says what each folder depends on, as its includes do"
 lint prefixes "every name a library gives the link, and every type a public header declares, carries its room's prefix (docs/CODING.md)"
 finish

@@ -94,8 +94,8 @@ struct web_asset {
 	const char *version;       /* first %d hex of the sha256: the ?v= that index.html uses */
 };
 
-extern const struct web_asset web_assets[];
-extern const size_t web_assets_count;
+extern const struct web_asset mirror__web_assets[];
+extern const size_t mirror__web_assets_count;
 
 #endif
 """ % VERSION_HEX
@@ -113,10 +113,10 @@ extern const size_t web_assets_count;
         rows.append("\t{ %s, %s, asset_%d, %d, %s, %s }," % (
             c_string(path), c_string(ctype), i, len(data), c_string('"%s"' % digest),
             c_string(digest[:VERSION_HEX])))
-    c.append("const struct web_asset web_assets[] = {")
+    c.append("const struct web_asset mirror__web_assets[] = {")
     c.extend(rows)
     c.append("};")
-    c.append("const size_t web_assets_count = sizeof(web_assets) / sizeof(web_assets[0]);")
+    c.append("const size_t mirror__web_assets_count = sizeof(mirror__web_assets) / sizeof(mirror__web_assets[0]);")
     c.append("")
 
     for path, content in ((a.h, h), (a.c, "\n".join(c))):
