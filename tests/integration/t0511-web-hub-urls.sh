@@ -170,4 +170,5 @@ cloned() {
 	[ "$(cat "$T/cloned/sub/a.txt")" = hello ] && [ "$(git -C "$T/cloned" log --format=%s | tr '\n' ,)" = "second commit,first commit,initial commit," ]
 }
 check "the page's git clone line clones the repo" cloned
+check "serve stops clean (no sanitizer report)" serve_stops_clean
 finish
