@@ -51,6 +51,8 @@ json_t *mirror_repo_json(const struct catalog_repo *r, const char *base)
 	json_object_set_new(o, "added_at", json_integer(r->added_at));
 	json_object_set_new(o, "include", mirror_json_text_or(r->include_globs, json_array()));
 	json_object_set_new(o, "exclude", mirror_json_text_or(r->exclude_globs, json_array()));
+	/* the mirror's own (a local namespace's, pushed or uploaded here): no upstream, never synced */
+	json_object_set_new(o, "local", json_boolean(r->local));
 	/* upstream renamed it: its name there now (the mirror answers to both) */
 	json_object_set_new(o, "upstream_name", mirror_json_str_or_null(r->upstream_name));
 	/* where it comes from: tier 1 syncs from the Hub, tier N+1 from a hubmirror of tier N; lag_s is

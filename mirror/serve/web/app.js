@@ -6,6 +6,7 @@
  * nodes, setAttribute): never as HTML. Routes live in the hash:
  *   #/?q=&hub=&type=&gated=&status=&sort=&order=    the list
  *   #/repo/{hub}/{type}/{org}/{name}?dir=a/b         a repository, its file tree at dir
+ * (the server sends a browser's /ORG/NAME, /datasets/ORG/NAME, /models/ORG/NAME there: routes-web.c)
  *   #/requests?spec=hf:org/name                      ask for a repository; what others asked for
  */
 'use strict';
@@ -142,6 +143,15 @@
 			(dir ? '?dir=' + encodeURIComponent(dir) : '');
 	}
 
+	/* This mirror's address as a user types it (the page's folder: a mirror behind a prefix keeps it). */
+	const mirrorBase = () => location.origin + location.pathname.replace(/[^/]*$/, '').replace(/\/$/, '');
+
+	/* What git clones from this mirror: the Hub's own pattern (docs/git.md); HF repos only. */
+	function cloneCommand(r) {
+		if (r.hub !== 'hf') return null;
+		return 'git clone ' + mirrorBase() + '/' + (r.type === 'dataset' ? 'datasets/' : '') + enc(r.name);
+	}
+
 	/* Where a client downloads a file of this repo from this mirror (relative to the page). */
 	function fileHref(repo, path) {
 		const rev = repo.commit || repo.revision;
@@ -161,6 +171,10 @@
 		const [label, tone] = own(STATUS, s) || [s || 'unknown', 'idle'];
 		return h('span', { class: 'pill pill-' + tone, title: 'sync status: ' + (s || 'unknown'), text: label });
 	}
+
+	/* a repository of the mirror's own (a local namespace's): it has no sync status */
+	const syncPill = (r) => (r.local ? h('span', { class: 'pill pill-ok local-pill',
+		title: 'a repository of this mirror\'s own, pushed or uploaded here', text: 'Local' }) : statusPill(r.sync_status));
 
 	function hubBadge(hub) {
 		return h('span', { class: 'badge badge-' + (hub === 'ms' ? 'ms' : 'hf'), title: own(HUBS, hub) || hub,
@@ -383,7 +397,7 @@
 					h('div', { class: 'repo-sub' }, h('span', { class: 'mono spec', text: r.spec }), facts)),
 				h('div', { class: 'num cell-size', title: r.commit ? num(r.size) + ' bytes' : 'not synced yet', text: r.commit ? bytes(r.size) : '\u2013' }),
 				h('div', { class: 'num cell-files', text: r.commit ? num(r.files) : '\u2013' }),
-				h('div', { class: 'cell-status' }, statusPill(r.sync_status)),
+				h('div', { class: 'cell-status' }, syncPill(r)),
 				h('div', { class: 'cell-sync muted' }, timeEl(r.last_sync_at))));
 	}
 
@@ -472,6 +486,39 @@
 		reveal();
 		loadFiles(dir, false);
 		loadCard(seq);
+		if (repo.local) loadCommits(seq);
+	}
+
+	/* A local repository's history, from the Hub API (api/models/ORG/NAME/commits/REV): the mirror
+	 * keeps every commit pushed here. */
+	async function loadCommits(seq) {
+		const r = page.repo;
+		if (!r || r.hub !== 'hf' || !r.commit) {
+			if ($('commits')) clear($('commits')).append(h('p', { class: 'muted empty', text: 'No commit yet.' }));
+			return;
+		}
+		let list;
+		try {
+			const res = await fetch((r.type === 'dataset' ? 'api/datasets/' : 'api/models/') + enc(r.name) + '/commits/' +
+				encodeURIComponent(r.revision), { headers: { Accept: 'application/json' } });
+			if (!res.ok) throw new Error('HTTP ' + res.status);
+			list = await res.json();
+		} catch (e) {
+			if (seq === page.seq && $('commits'))
+				clear($('commits')).append(h('p', { class: 'error', text: 'Could not list commits: ' + e.message }));
+			return;
+		}
+		if (seq !== page.seq || !$('commits') || !Array.isArray(list)) return;
+		const rows = list.slice(0, 20).map((c) => {
+			const d = new Date(c.date);
+			const who = Array.isArray(c.authors) && c.authors[0] && c.authors[0].user;
+			return h('tr', { class: 'commit' },
+				h('td', { class: 'nowrap' }, h('code', { title: String(c.id), text: shortSha(c.id) })),
+				h('td', { class: 'commit-title', text: String(c.title || '') }),
+				h('td', { text: who ? String(who) : '' }),
+				h('td', { class: 'nowrap' }, isNaN(d) ? String(c.date || '') : h('time', { datetime: c.date, title: d.toLocaleString(), text: ago(d) })));
+		});
+		clear($('commits')).append(table('commits', [['Commit'], ['Title'], ['Author'], ['Date']], rows, 'No commit yet.'));
 	}
 
 	function renderRepo(view, r) {
@@ -487,8 +534,9 @@
 			['Commit', r.commit ? h('code', { title: r.commit, text: shortSha(r.commit) }) : h('span', { class: 'muted', text: 'not synced yet' })],
 			['Size', r.commit ? h('span', { title: num(r.size) + ' bytes', text: bytes(r.size) }) : h('span', { class: 'muted', text: '\u2013' })],
 			['Files', num(r.files)],
-			['Last sync', timeEl(r.last_sync_at)],
-			['Tracked since', timeEl(r.added_at)],
+			r.local ? ['Origin', h('span', { id: 'origin', text: 'Local: pushed to this mirror, never synced' })]
+				: ['Last sync', timeEl(r.last_sync_at)],
+			[r.local ? 'Created' : 'Tracked since', timeEl(r.added_at)],
 		];
 		if (r.last_modified) {
 			const d = new Date(r.last_modified);
@@ -519,7 +567,7 @@
 		add(view,
 			h('nav', { class: 'crumbs', 'aria-label': 'Breadcrumb' }, h('a', { href: '#/', text: '\u2190 All repositories' })),
 			h('header', { class: 'repo-head' },
-				h('div', { class: 'repo-badges' }, hubBadge(r.hub), typeBadge(r.type), gatedBadge(r), statusPill(r.sync_status)),
+				h('div', { class: 'repo-badges' }, hubBadge(r.hub), typeBadge(r.type), gatedBadge(r), syncPill(r)),
 				h('h1', { class: 'repo-h1' }, repoName(r.upstream_name || r.name)),
 				r.upstream_name ? h('p', { class: 'alias muted', id: 'alias',
 					text: 'Renamed upstream; added here as ' + r.name + ', which works too.' }) : null,
@@ -529,7 +577,8 @@
 			r.commit ? h('section', { class: 'card use', 'aria-labelledby': 'use-h' },
 				h('h2', { id: 'use-h', text: 'Use it from this mirror' }),
 				r.mount_command ? copyLine('Mount', r.mount_command, 'mount-cmd') : null,
-				r.endpoint_env ? copyLine('Endpoint', r.endpoint_env, 'endpoint-env') : null)
+				r.endpoint_env ? copyLine('Endpoint', r.endpoint_env, 'endpoint-env') : null,
+				cloneCommand(r) ? copyLine('Clone', cloneCommand(r), 'clone-cmd') : null)
 				: h('p', { class: 'card muted', id: 'not-synced', text: 'Not synced yet: nothing to use from this mirror until a sync brings it in.' }),
 			h('div', { class: 'cols' }, h('div', { class: 'stack' },
 				h('section', { class: 'card', 'aria-labelledby': 'files-h' },
@@ -542,10 +591,14 @@
 				h('section', { class: 'card readme-card', id: 'readme-card', hidden: true, 'aria-labelledby': 'readme-h' },
 					h('h2', { id: 'readme-h', text: r.type === 'dataset' ? 'Dataset card' : 'Model card' }),
 					h('div', { class: 'markdown', id: 'readme' })),
-				h('section', { class: 'card runs-card', 'aria-labelledby': 'runs-h' },
-					h('h2', { id: 'runs-h', text: 'Sync history' }),
-					h('p', { class: 'muted small', text: 'What each recent sync run did with this repository.' }),
-					h('div', { id: 'runs' }, historyTable(r.history || [])))),
+				r.local ? h('section', { class: 'card runs-card', 'aria-labelledby': 'commits-h' },
+					h('h2', { id: 'commits-h', text: 'Commits' }),
+					h('p', { class: 'muted small', text: 'The newest commits of ' + r.revision + ', as pushed here.' }),
+					h('div', { id: 'commits' }, h('p', { class: 'muted', text: 'Loading commits\u2026' })))
+					: h('section', { class: 'card runs-card', 'aria-labelledby': 'runs-h' },
+						h('h2', { id: 'runs-h', text: 'Sync history' }),
+						h('p', { class: 'muted small', text: 'What each recent sync run did with this repository.' }),
+						h('div', { id: 'runs' }, historyTable(r.history || [])))),
 				h('aside', { class: 'side' },
 					h('section', { class: 'card', 'aria-labelledby': 'meta-h' },
 						h('h2', { id: 'meta-h', text: 'Details' }),
