@@ -33,6 +33,8 @@ print(json.dumps({
    "files": [{"path": "w.gguf", "size": 10000, "seed": 3}]},
   {"hub": "hf", "type": "dataset", "id": "acme/rows",
    "files": [{"path": "data/train.parquet", "size": 5000, "seed": 7}]},
+  {"hub": "hf", "type": "model", "id": "acme/od",
+   "files": [{"path": "config.json", "content": "{\"od\": 1}\n"}, {"path": "model.safetensors", "size": 2000000, "seed": 8}]},
   {"hub": "hf", "type": "model", "id": "acme/gated", "gated": "manual",
    "files": [{"path": "config.json", "content": "{\"gated\": 1}\n"}]}
  ]}))
@@ -155,4 +157,12 @@ check "after a new commit and a sync, main is a new manifest" bash -c "[ -n '$di
 check "... whose config says the new architecture" bash -c "$SK inspect --config --raw --tls-verify=false docker://$R/hf/acme/x:main 2>/dev/null | grep -q '\"Other\"' || curl -fsS '$M/v2/hf/acme/x/blobs/'\$(curl -fsS '$M/v2/hf/acme/x/manifests/main' | '$PY' -c 'import json,sys; print(json.load(sys.stdin)[\"config\"][\"digest\"])') | grep -q '\"Other\"'"
 check "the old manifest is still found by its digest" bash -c "curl -fsS '$M/v2/hf/acme/x/manifests/$dig' | cmp - '$T/raw.json'"
 check "serve stops clean" serve_stops_clean
+
+# ---- a snapshot fetched on demand: no manifest until every file is in the store ----
+check "serve with --on-demand starts" start_serve --p2p-listen off --hf-upstream "$FAKE_API" --on-demand 'hf:acme/od'
+check "a client's request lists acme/od on demand" test "$(curl -fsS "$M/acme/od/resolve/main/config.json")" = '{"od": 1}'
+check "its manifest, its large file not fetched yet: 404 MANIFEST_UNKNOWN saying why" bash -c "[ \"\$(code '$M/v2/hf/acme/od/manifests/main')\" = 404 ] && [ \"\$(errcode)\" = MANIFEST_UNKNOWN ] && grep -q 'not wholly in the mirror' '$T/body'"
+check "its large file fetched through the Hub API" bash -c "curl -fsS '$M/acme/od/resolve/main/model.safetensors' >/dev/null"
+check "then its manifest is served" bash -c "curl -fsS '$M/v2/hf/acme/od/manifests/main' | grep -q '\"model.safetensors\"'"
+check "serve stops clean (on demand)" serve_stops_clean
 finish
