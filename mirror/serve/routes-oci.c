@@ -218,6 +218,8 @@ struct oci_art {
 	char config_sha[65];       /* the snapshot's config.json, "" when none */
 	int64_t config_size;
 	const char *format;        /* the weights' format, by the first weight file's kind */
+	const char *want_layer;    /* a layer's sha256 asked for (oci_find_digest), or NULL */
+	int64_t layer_size;        /* its size, once seen (else -1) */
 	/* the results */
 	char *config, *manifest;   /* JSON text, malloc'd */
 	size_t config_len, manifest_len;
@@ -235,6 +237,8 @@ static int oci_art_layer(void *ud, const struct catalog_entry *e)
 						   "size", (json_int_t)e->size, "annotations", "org.cncf.model.filepath",
 						   e->path, "org.opencontainers.image.title", e->path));
 	json_array_append_new(a->diffs, json_string(digest));
+	if (a->want_layer && !strcmp(a->want_layer, e->sha256))
+		a->layer_size = e->size;
 	if (!strcmp(e->path, "config.json")) {
 		snprintf(a->config_sha, sizeof(a->config_sha), "%s", e->sha256);
 		a->config_size = e->size;
@@ -321,15 +325,19 @@ static void oci_art_release(struct oci_art *a)
 	free(a->manifest);
 }
 
-/* Build the artifact of snapshot snap of o's repo into *a (oci_art_release it). 0 or an error. */
-static int oci_art_build(struct oreq *o, const struct catalog_snapshot *snap, struct oci_art *a)
+/* Build the artifact of snapshot snap of o's repo into *a (oci_art_release it), noting the size of the
+ * layer of sha256 want_layer (NULL: none) if it has one. 0 or an error. */
+static int oci_art_build(struct oreq *o, const struct catalog_snapshot *snap, const char *want_layer,
+			 struct oci_art *a)
 {
 	json_t *config, *manifest;
 	int r;
 
 	memset(a, 0, sizeof(*a));
+	a->layer_size = -1;
 	a->o = o;
 	a->snap = snap;
+	a->want_layer = want_layer;
 	a->layers = json_array();
 	a->diffs = json_array();
 	r = catalog_snapshot_walk(o->rt->data->catalog, snap->id, NULL, NULL, 0, oci_art_layer, a);
@@ -371,10 +379,18 @@ static int oci_snap_add(void *ud, const struct catalog_snapshot *s)
 	return 0;
 }
 
-/* The artifact of the repo's snapshot (of those wholly in the store) whose manifest (want_config
- * false) or config has digest digest. 0 (fills *a), HM_ERR_NOT_FOUND or an error. A scan: the
- * artifact of each snapshot is built until one matches (docs/protocols/oci.md). */
-static int oci_find_digest(struct oreq *o, const char *digest, bool want_config, struct catalog_snapshot *snap,
+enum oci_want { WANT_MANIFEST, WANT_BLOB /* a layer or the config */ };
+
+static bool oci_art_has(const struct oci_art *a, const char *digest, enum oci_want want)
+{
+	return want == WANT_MANIFEST ? !strcmp(a->manifest_digest, digest)
+				     : a->layer_size >= 0 || !strcmp(a->config_digest, digest);
+}
+
+/* The artifact of the repo's snapshot (of those wholly in the store) whose manifest, config or one of
+ * whose layers (want) has digest digest. 0 (fills *a and *snap), HM_ERR_NOT_FOUND or an error. A
+ * scan: the artifact of each snapshot is built until one matches (docs/protocols/oci.md). */
+static int oci_find_digest(struct oreq *o, const char *digest, enum oci_want want, struct catalog_snapshot *snap,
 			   struct oci_art *a)
 {
 	struct catalog *cat = o->rt->data->catalog;
@@ -385,8 +401,7 @@ static int oci_find_digest(struct oreq *o, const char *digest, bool want_config,
 		if (catalog_snapshot_complete(cat, l.v[i].id) != 1)
 			continue;
 		*snap = l.v[i];
-		if (oci_art_build(o, snap, a) == 0 &&
-		    !strcmp(want_config ? a->config_digest : a->manifest_digest, digest)) {
+		if (oci_art_build(o, snap, want == WANT_BLOB ? digest + 7 : NULL, a) == 0 && oci_art_has(a, digest, want)) {
 			free(l.v);
 			return 0;
 		}
@@ -431,7 +446,7 @@ static int oci_resolve(struct oreq *o, const char *ref, struct catalog_snapshot 
 
 	*built = false;
 	if (is_digest(ref)) {
-		r = oci_find_digest(o, ref, false, snap, a);
+		r = oci_find_digest(o, ref, WANT_MANIFEST, snap, a);
 		*built = r == 0;
 		return r;
 	}
@@ -474,7 +489,7 @@ static void oci_manifest(struct oreq *o, const char *ref)
 			  "the mirror serves its manifest once a sync has fetched every file");
 		return;
 	}
-	if (!built && (r = oci_art_build(o, &snap, &a))) {
+	if (!built && (r = oci_art_build(o, &snap, NULL, &a))) {
 		oci_art_release(&a);
 		oci_error(o->req, 500, "UNKNOWN", "the snapshot's manifest could not be built");
 		return;
@@ -506,6 +521,24 @@ static void oci_blob(struct oreq *o, const char *digest)
 	snprintf(etag, sizeof(etag), "\"%s\"", digest);
 	httpd_add_header(o->req, "Docker-Distribution-API-Version", "registry/2.0");
 	r = catalog_repo_content(o->rt->data->catalog, o->repo.id, digest + 7, &size);
+	if (r == HM_ERR_NOT_FOUND) {
+		/* a file of a snapshot no ref points at now (a manifest asked by digest), or a config */
+		r = oci_find_digest(o, digest, WANT_BLOB, &snap, &a);
+		if (r)
+			goto out;
+		if (a.layer_size < 0) {
+			httpd_add_header(o->req, "Docker-Content-Digest", digest);
+			httpd_add_header(o->req, "ETag", etag);
+			httpd_respond(o->req, 200, OCI_MODEL_CONFIG, a.config, a.config_len);
+			oci_art_release(&a);
+			return;
+		}
+		size = a.layer_size;
+		oci_art_release(&a);
+		/* (a provisional snapshot's content held for another repo is not this one's yet) */
+		if (mirror__file_trusted(o->rt, snap.id, digest + 7) != 1)
+			r = HM_ERR_NOT_FOUND;
+	}
 	if (r == 0) {
 		httpd_add_header(o->req, "Docker-Content-Digest", digest);
 		httpd_add_header(o->req, "ETag", etag);
@@ -513,15 +546,9 @@ static void oci_blob(struct oreq *o, const char *digest)
 			oci_error(o->req, 404, "BLOB_UNKNOWN", "blob not in the mirror's store now");
 		return;
 	}
-	if (r != HM_ERR_NOT_FOUND || (r = oci_find_digest(o, digest, true, &snap, &a))) {
-		oci_error(o->req, r == HM_ERR_NOT_FOUND ? 404 : 500, r == HM_ERR_NOT_FOUND ? "BLOB_UNKNOWN" : "UNKNOWN",
-			  r == HM_ERR_NOT_FOUND ? "blob unknown to this repository" : "catalog error");
-		return;
-	}
-	httpd_add_header(o->req, "Docker-Content-Digest", digest);
-	httpd_add_header(o->req, "ETag", etag);
-	httpd_respond(o->req, 200, OCI_MODEL_CONFIG, a.config, a.config_len);
-	oci_art_release(&a);
+out:
+	oci_error(o->req, r == HM_ERR_NOT_FOUND ? 404 : 500, r == HM_ERR_NOT_FOUND ? "BLOB_UNKNOWN" : "UNKNOWN",
+		  r == HM_ERR_NOT_FOUND ? "blob unknown to this repository" : "catalog error");
 }
 
 static int oci_tag_add(void *ud, const char *name, const char *kind, const char *commit)

@@ -156,6 +156,7 @@ dig2=$(hdr Docker-Content-Digest "$M/v2/hf/acme/x/manifests/main")
 check "after a new commit and a sync, main is a new manifest" bash -c "[ -n '$dig2' ] && [ '$dig2' != '$dig' ]"
 check "... whose config says the new architecture" bash -c "$SK inspect --config --raw --tls-verify=false docker://$R/hf/acme/x:main 2>/dev/null | grep -q '\"Other\"' || curl -fsS '$M/v2/hf/acme/x/blobs/'\$(curl -fsS '$M/v2/hf/acme/x/manifests/main' | '$PY' -c 'import json,sys; print(json.load(sys.stdin)[\"config\"][\"digest\"])') | grep -q '\"Other\"'"
 check "the old manifest is still found by its digest" bash -c "curl -fsS '$M/v2/hf/acme/x/manifests/$dig' | cmp - '$T/raw.json'"
+check "... and skopeo copies it whole, its config.json no ref's any more" bash -c "$SK copy --src-tls-verify=false docker://$R/hf/acme/x@$dig dir:$T/old >/dev/null && cmp '$T/old/manifest.json' '$T/raw.json' && cmp <(ls '$T/old') <(ls '$T/out')"
 check "serve stops clean" serve_stops_clean
 
 # ---- a snapshot fetched on demand: no manifest until every file is in the store ----
