@@ -652,8 +652,8 @@ static void oci_named(struct oreq *o, const char *rest)
 	else
 		oci_tags(o);
 out:
-	if (!ref && name)
-		oci_error(o->req, 404, "NAME_UNKNOWN", "bad reference");
+	if (!ref && name) /* (%00, or no percent-encoding) */
+		oci_error(o->req, 404, strcmp(seg[3], "blobs") ? "MANIFEST_UNKNOWN" : "BLOB_UNKNOWN", "no such reference");
 	free(ref);
 	free(name);
 	free(dup);
@@ -676,7 +676,7 @@ int mirror__route_oci(struct mirror_routes *rt, struct httpd_req *req, const cha
 	}
 	/* under --auth all nothing goes without a valid token; /v2/ itself asks any client with no valid
 	 * token for one when the mirror has tokens, the way registries say "send your credentials" */
-	if (rt->access && !mirror_access_token_valid(rt->access, o.tok) &&
+	if (rt->access && mirror_access_path(rt->access) && !mirror_access_token_valid(rt->access, o.tok) &&
 	    (mirror_access_mode(rt->access) == ACCESS_ALL || !*rest)) {
 		oci_refuse(&o);
 		return 0;

@@ -146,6 +146,7 @@ check "with a token that has no grant: 403 DENIED" bash -c "[ \"\$(code -u x:tok
 check "skopeo without credentials is refused" bash -c "! $SK inspect --raw --tls-verify=false docker://$R/hf/acme/gated:main >/dev/null 2>&1"
 check "skopeo with the token as the password copies it" bash -c "$SK copy --src-creds x:tok-reader-abcdefgh --src-tls-verify=false docker://$R/hf/acme/gated:main dir:$T/gated >/dev/null && cmp '$T/gated/${gw#sha256:}' <(printf '{\"gated\": 1}\n')"
 check "a bearer token works too" test "$(code -H 'Authorization: Bearer tok-reader-abcdefgh' "$M/v2/hf/acme/gated/tags/list")" = 200
+check "a reference that is not percent-encoding (%zz): 404 MANIFEST_UNKNOWN" bash -c "[ \"\$(code -u x:tok-other-abcdefghi '$M/v2/hf/acme/x/manifests/%zz')\" = 404 ] && [ \"\$(errcode)\" = MANIFEST_UNKNOWN ]"
 check "writes are refused: 405 UNSUPPORTED" bash -c "[ \"\$(code -X PUT '$M/v2/hf/acme/x/manifests/main')\" = 405 ] && [ \"\$(errcode)\" = UNSUPPORTED ]"
 
 # ---- a tag follows the next sync ----
@@ -161,6 +162,7 @@ check "serve stops clean" serve_stops_clean
 
 # ---- a snapshot fetched on demand: no manifest until every file is in the store ----
 check "serve with --on-demand starts" start_serve --p2p-listen off --hf-upstream "$FAKE_API" --on-demand 'hf:acme/od'
+check "/v2/ on a mirror without tokens: 200 to anyone" test "$(code "$M/v2/")" = 200
 check "a client's request lists acme/od on demand" test "$(curl -fsS "$M/acme/od/resolve/main/config.json")" = '{"od": 1}'
 check "its manifest, its large file not fetched yet: 404 MANIFEST_UNKNOWN saying why" bash -c "[ \"\$(code '$M/v2/hf/acme/od/manifests/main')\" = 404 ] && [ \"\$(errcode)\" = MANIFEST_UNKNOWN ] && grep -q 'not wholly in the mirror' '$T/body'"
 check "its large file fetched through the Hub API" bash -c "curl -fsS '$M/acme/od/resolve/main/model.safetensors' >/dev/null"
