@@ -5,7 +5,7 @@
 # digest, always the same bytes; HEAD, Range on blobs, the config blob, tags/list (refs/pr/1 as the
 # tag refs-pr-1), _catalog (a guarded repo only with its token), the Distribution spec's error bodies;
 # a guarded repo refused without a token (401, a Basic challenge) and served with one, by skopeo too;
-# a tag that moves to a new commit after the next sync.
+# a tag that moves to a new commit after the next sync; a ModelScope model; a snapshot listed on demand.
 . "$HM_SRC/tests/integration/lib.sh"
 command -v skopeo >/dev/null || skip "needs skopeo (Debian's)"
 "$PY" - >"$T/spec.json" <<'PY'
@@ -33,6 +33,8 @@ print(json.dumps({
    "files": [{"path": "w.gguf", "size": 10000, "seed": 3}]},
   {"hub": "hf", "type": "dataset", "id": "acme/rows",
    "files": [{"path": "data/train.parquet", "size": 5000, "seed": 7}]},
+  {"hub": "ms", "type": "model", "id": "acme/ms-model",
+   "files": [{"path": "configuration.json", "content": "{\"framework\": \"pytorch\"}\n"}, {"path": "w.bin", "size": 3000, "seed": 9}]},
   {"hub": "hf", "type": "model", "id": "acme/od",
    "files": [{"path": "config.json", "content": "{\"od\": 1}\n"}, {"path": "model.safetensors", "size": 2000000, "seed": 8}]},
   {"hub": "hf", "type": "model", "id": "acme/gated", "gated": "manual",
@@ -40,11 +42,11 @@ print(json.dumps({
  ]}))
 PY
 check "fake upstream starts" start_fakehub --repos "$T/spec.json"
-export HUBMIRROR_HF_UPSTREAM=$FAKE_API
+export HUBMIRROR_HF_UPSTREAM=$FAKE_API HUBMIRROR_MS_UPSTREAM=$FAKE_API
 "$HUBMIRROR" add hf:acme/x hf:acme/prs@refs/pr/1 >/dev/null
-"$HUBMIRROR" add hf:acme/MixedCase hf:datasets/acme/rows hf:acme/gated >/dev/null
+"$HUBMIRROR" add hf:acme/MixedCase hf:datasets/acme/rows hf:acme/gated ms:acme/ms-model >/dev/null
 HF_TOKEN=hf_ok "$HUBMIRROR" sync >/dev/null
-check "synced" test "$("$HUBMIRROR" ls --json | "$PY" -c 'import json,sys; print(sum(r["sync_status"]=="ok" for r in json.load(sys.stdin)))')" = 5
+check "synced" test "$("$HUBMIRROR" ls --json | "$PY" -c 'import json,sys; print(sum(r["sync_status"]=="ok" for r in json.load(sys.stdin)))')" = 6
 cat >"$T/tokens" <<'TOK'
 tok-reader-abcdefgh hf:acme/gated
 tok-other-abcdefghi hf:acme/elsewhere
@@ -123,6 +125,8 @@ check "an unknown tag: 404 MANIFEST_UNKNOWN" bash -c "[ \"\$(code '$M/v2/hf/acme
 check "an unknown digest: 404 MANIFEST_UNKNOWN" bash -c "[ \"\$(code '$M/v2/hf/acme/x/manifests/sha256:$(printf %064d 0)')\" = 404 ] && [ \"\$(errcode)\" = MANIFEST_UNKNOWN ]"
 check "an unknown repository: 404 NAME_UNKNOWN" bash -c "[ \"\$(code '$M/v2/hf/acme/nope/manifests/main')\" = 404 ] && [ \"\$(errcode)\" = NAME_UNKNOWN ]"
 check "a name in another case (OCI's are lowercase) finds the repo" bash -c "$SK inspect --raw --tls-verify=false docker://$R/hf/acme/mixedcase:main | grep -q 'weight.v1.raw'"
+check "a ModelScope model: ms/, by its branch master, w.bin a pytorch weight" bash -c "curl -fsS '$M/v2/ms/acme/ms-model/manifests/master' | '$PY' -c 'import json,sys; m=json.load(sys.stdin); k={l[\"annotations\"][\"org.cncf.model.filepath\"]: l[\"mediaType\"] for l in m[\"layers\"]}; assert k[\"w.bin\"].endswith(\"weight.v1.raw\"), k'"
+check "If-None-Match with the manifest's ETag: 304" test "$(code -H "If-None-Match: \"$dig\"" "$M/v2/hf/acme/x/manifests/main")" = 304
 check "a dataset: hf-datasets/, its files dataset layers" bash -c "curl -fsS '$M/v2/hf-datasets/acme/rows/manifests/main' | grep -q 'application/vnd.cncf.model.dataset.v1.raw'"
 # ---- blobs ----
 w1=$(awk '$2 == "model-00001-of-00002.safetensors" { print $1 }' "$T/layers")
@@ -136,7 +140,7 @@ check "another repo's blob is not this repo's: 404 BLOB_UNKNOWN" bash -c "[ \"\$
 # ---- tags/list, _catalog ----
 check "tags/list: branches and tags" bash -c "curl -fsS '$M/v2/hf/acme/x/tags/list' | '$PY' -c 'import json,sys; d=json.load(sys.stdin); assert d[\"name\"] == \"hf/acme/x\" and sorted(d[\"tags\"]) == [\"main\", \"v1.0\"], d'"
 check "tags/list: refs/pr/1 as refs-pr-1" bash -c "curl -fsS '$M/v2/hf/acme/prs/tags/list' | grep -q '\"refs-pr-1\"'"
-check "_catalog anonymous: no guarded repo" bash -c "curl -fsS '$M/v2/_catalog' | '$PY' -c 'import json,sys; d=json.load(sys.stdin); assert d[\"repositories\"] == [\"hf-datasets/acme/rows\", \"hf/acme/mixedcase\", \"hf/acme/prs\", \"hf/acme/x\"], d'"
+check "_catalog anonymous: no guarded repo" bash -c "curl -fsS '$M/v2/_catalog' | '$PY' -c 'import json,sys; d=json.load(sys.stdin); assert d[\"repositories\"] == [\"hf-datasets/acme/rows\", \"hf/acme/mixedcase\", \"hf/acme/prs\", \"hf/acme/x\", \"ms/acme/ms-model\"], d'"
 check "_catalog with the guarded repo's token: it too" bash -c "curl -fsS -u x:tok-reader-abcdefgh '$M/v2/_catalog' | grep -q '\"hf/acme/gated\"'"
 
 # ---- a guarded repo ----
