@@ -619,6 +619,28 @@ out:
 	free(hidden);
 }
 
+/* Is rest one of the registry's paths ("", _catalog, PREFIX/ORG/NAME/{manifests/X|blobs/X|tags/list})?
+ * Any other under /v2/ is passed on: a Hub repo of an org named v2 is the Hub API's. */
+static bool oci_ours(const char *rest)
+{
+	char *dup = xstrdup(rest), *seg[6] = { 0 }, *save = NULL;
+	size_t n = 0;
+	bool prefix = false, ours;
+
+	for (char *p = strtok_r(dup, "/", &save); p; p = strtok_r(NULL, "/", &save))
+		if (n < 6)
+			seg[n++] = p;
+		else
+			n++;
+	for (size_t i = 0; n == 5 && i < sizeof(oci_prefixes) / sizeof(oci_prefixes[0]); i++)
+		prefix = prefix || !strcmp(seg[0], oci_prefixes[i].prefix);
+	ours = !*rest || !strcmp(rest, "_catalog") ||
+	       (prefix && (!strcmp(seg[3], "manifests") || !strcmp(seg[3], "blobs") ||
+			   (!strcmp(seg[3], "tags") && !strcmp(seg[4], "list"))));
+	free(dup);
+	return ours;
+}
+
 /* rest: PREFIX/ORG/NAME/{manifests/REF|blobs/DIGEST|tags/list} */
 static void oci_named(struct oreq *o, const char *rest)
 {
@@ -665,6 +687,8 @@ int mirror__route_oci(struct mirror_routes *rt, struct httpd_req *req, const cha
 	const char *m = httpd_method(req);
 
 	(void)arg;
+	if (!oci_ours(rest))
+		return HTTPD_PASS;
 	memset(&o, 0, sizeof(o));
 	o.rt = rt;
 	o.req = req;

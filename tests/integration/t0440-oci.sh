@@ -151,6 +151,7 @@ check "skopeo without credentials is refused" bash -c "! $SK inspect --raw --tls
 check "skopeo with the token as the password copies it" bash -c "$SK copy --src-creds x:tok-reader-abcdefgh --src-tls-verify=false docker://$R/hf/acme/gated:main dir:$T/gated >/dev/null && cmp '$T/gated/${gw#sha256:}' <(printf '{\"gated\": 1}\n')"
 check "a bearer token works too" test "$(code -H 'Authorization: Bearer tok-reader-abcdefgh' "$M/v2/hf/acme/gated/tags/list")" = 200
 check "a reference that is not percent-encoding (%zz): 404 MANIFEST_UNKNOWN" bash -c "[ \"\$(code -u x:tok-other-abcdefghi '$M/v2/hf/acme/x/manifests/%zz')\" = 404 ] && [ \"\$(errcode)\" = MANIFEST_UNKNOWN ]"
+check "a path under /v2/ of no registry shape is the Hub API's (an org named v2)" bash -c "[ \"\$(code '$M/v2/some-model/resolve/main/config.json')\" = 404 ] && ! grep -q '\"errors\"' '$T/body'"
 check "writes are refused: 405 UNSUPPORTED" bash -c "[ \"\$(code -X PUT '$M/v2/hf/acme/x/manifests/main')\" = 405 ] && [ \"\$(errcode)\" = UNSUPPORTED ]"
 
 # ---- a tag follows the next sync ----
