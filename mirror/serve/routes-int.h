@@ -153,6 +153,9 @@ void mirror__s3_list(struct mirror_routes *rt, struct httpd_req *req, const char
 struct mirror__s3 *mirror__s3_new(void);
 void mirror__s3_free(struct mirror__s3 **s3);
 
+/* The OCI Distribution API, read-only, under /v2/ (routes-oci.c; docs/protocols/oci.md). */
+int mirror__route_oci(struct mirror_routes *rt, struct httpd_req *req, const char *rest, const char *arg);
+
 /* The web page and its assets, embedded at build time (routes-web.c). */
 int mirror__route_web(struct mirror_routes *rt, struct httpd_req *req, const char *rest, const char *arg);
 /* git clone over HTTP and Git LFS (routes-git.c); passes what is not a git URL. */

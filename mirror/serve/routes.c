@@ -125,6 +125,8 @@ static const struct route {
 	{ "/api/v1/datasets/", mirror__route_ms, "dataset", "ms_api", GATE_TOKEN, false, "ms" },
 	{ "/s3", mirror__route_s3, NULL, "s3", GATE_NONE, false, "hf" },  /* its own signatures */
 	{ "/s3/", mirror__route_s3, NULL, "s3", GATE_NONE, false, "hf" },
+	{ "/v2", mirror__route_oci, NULL, "oci", GATE_NONE, false, "hf" },  /* its own challenge */
+	{ "/v2/", mirror__route_oci, NULL, "oci", GATE_NONE, false, "hf" },
 	{ NULL, mirror__route_s3_signed, NULL, "s3", GATE_NONE, false, "hf" },
 	{ NULL, mirror__route_git, NULL, "git", GATE_TOKEN_OR_UPLOAD, false, "git" },
 	{ NULL, mirror__route_web, NULL, "web", GATE_TOKEN, false, "hf" },

@@ -1,0 +1,719 @@
+/*
+ * routes-oci.c - the OCI Distribution API, read-only, under /v2/ (docs/protocols/oci.md): a snapshot
+ * of a repo is a CNCF ModelPack artifact, a manifest with one raw layer per file whose digest is the
+ * file's sha256 (its bytes the store's blob, no copy), and a config made from the snapshot's own
+ * files. Repositories are named hf/ORG/NAME, hf-datasets/ORG/NAME, ms/ORG/NAME, ms-datasets/ORG/NAME;
+ * a reference is a ref (its tag form), a full commit id or a manifest's digest. The manifest and config
+ * are built from the snapshot alone (its commit, its files in path order, its config.json), so their
+ * bytes and digests never change for one snapshot; a manifest asked by digest is found again by
+ * building those of the repo's snapshots. Access follows the other fronts' rules (access.h): the
+ * request's token comes as HTTP Basic (the token the password) or Bearer.
+ */
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include <jansson.h>
+#include <openssl/evp.h>
+
+#include "base/buf.h"
+#include "base/err.h"
+#include "base/hex.h"
+#include "base/log.h"
+#include "base/xmalloc.h"
+#include "catalog/catalog.h"
+#include "hub/hub.h"
+#include "mirror/data.h"
+#include "mirror/store.h"
+#include "access.h"
+#include "routes-int.h"
+
+#define OCI_MANIFEST_TYPE "application/vnd.oci.image.manifest.v1+json"
+#define OCI_MODEL_ARTIFACT "application/vnd.cncf.model.manifest.v1+json"
+#define OCI_MODEL_CONFIG "application/vnd.cncf.model.config.v1+json"
+#define OCI_CONFIG_MAX (4 << 20) /* the largest config.json read for the artifact's config */
+
+/* One request's state: the repository named, the token it acts with, the repo's row once found. */
+struct oreq {
+	struct mirror_routes *rt;
+	struct httpd_req *req;
+	char tokbuf[512];
+	const char *tok;          /* NULL: anonymous */
+	const char *hub, *type;   /* static */
+	const char *prefix;       /* "hf", "hf-datasets", ... (static) */
+	struct catalog_repo repo;
+	bool have_repo;
+};
+
+/* ---- answers ---- */
+
+static void oci_error(struct httpd_req *req, int status, const char *code, const char *msg)
+{
+	json_t *body = json_pack("{s:[{s:s,s:s,s:n}]}", "errors", "code", code, "message", msg, "detail");
+	char *text = json_dumps(body, JSON_COMPACT);
+
+	httpd_add_header(req, "Docker-Distribution-API-Version", "registry/2.0");
+	httpd_respond(req, status, "application/json", text, strlen(text));
+	free(text);
+	json_decref(body);
+}
+
+/* 401 with the challenge registries' clients answer with credentials (the mirror's token as the
+ * password), or 403 to a valid token that may not read it. */
+static void oci_refuse(struct oreq *o)
+{
+	bool valid = o->tok && o->rt->access && mirror_access_token_valid(o->rt->access, o->tok);
+
+	if (!valid) {
+		httpd_add_header(o->req, "WWW-Authenticate", "Basic realm=\"hubmirror\"");
+		oci_error(o->req, 401, "UNAUTHORIZED", "authentication required: the mirror's token as the password");
+	} else {
+		oci_error(o->req, 403, "DENIED", "this token may not read this repository on this mirror");
+	}
+}
+
+/* ---- names ---- */
+
+static const struct {
+	const char *prefix, *hub, *type;
+} oci_prefixes[] = {
+	{ "hf", "hf", "model" },
+	{ "hf-datasets", "hf", "dataset" },
+	{ "ms", "ms", "model" },
+	{ "ms-datasets", "ms", "dataset" },
+};
+
+/* A ref's name as an OCI tag ([A-Za-z0-9_][A-Za-z0-9._-]{0,127}): itself when valid, else each other
+ * character made '-' (refs/pr/1 -> refs-pr-1), and a first character that may not start one made
+ * '_'. out holds 129 bytes; false when the name is too long to be a tag. */
+static bool oci_tag_of(const char *ref, char out[129])
+{
+	size_t n = strlen(ref);
+
+	if (n == 0 || n > 128)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		char c = ref[i];
+		bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+			  ((c == '.' || c == '-') && i > 0);
+		out[i] = ok ? c : (i == 0 ? '_' : '-');
+	}
+	out[n] = '\0';
+	return true;
+}
+
+static bool oci_tag_valid(const char *s)
+{
+	char t[129];
+
+	return oci_tag_of(s, t) && !strcmp(t, s);
+}
+
+/* The repo named ORG/NAME: the catalog's exact name, else the one name that matches it but for case
+ * (OCI names are lowercase; the hubs' are not). Fills o->repo. 0, HM_ERR_NOT_FOUND or an error. */
+static int oci_find_repo(struct oreq *o, const char *name)
+{
+	struct catalog *cat = o->rt->data->catalog;
+	struct catalog_repo *all = NULL;
+	size_t n = 0, hit = (size_t)-1;
+	int r;
+
+	if (hub_check_name(strcmp(o->hub, "ms") ? HUB_HF : HUB_MS, name))
+		return HM_ERR_NOT_FOUND; /* (a name the hub could not have reaches no lookup) */
+	r = catalog_repo_get(cat, o->hub, o->type, name, &o->repo);
+	if (r != HM_ERR_NOT_FOUND)
+		return r;
+	if ((r = catalog_repo_list(cat, &all, &n)))
+		return r;
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(all[i].hub, o->hub) && !strcmp(all[i].type, o->type) && !strcasecmp(all[i].name, name))
+			hit = hit == (size_t)-1 ? i : (size_t)-2;
+	if (hit < n && catalog_repo_get(cat, o->hub, o->type, all[hit].name, &o->repo) == 0)
+		r = 0;
+	else
+		r = HM_ERR_NOT_FOUND;
+	catalog_repo_list_free(all, n);
+	return r;
+}
+
+/* Find the repository and decide: 0 to go on, else answered (NAME_UNKNOWN for a repo the mirror lacks
+ * or this request may not see, 401/403 for one it may not read). */
+static int oci_open_repo(struct oreq *o, const char *name)
+{
+	const struct mirror_access *a = o->rt->access;
+	int r = oci_find_repo(o, name);
+	bool ok;
+
+	if (r && r != HM_ERR_NOT_FOUND) {
+		oci_error(o->req, 500, "UNKNOWN", "catalog error");
+		return -1;
+	}
+	o->have_repo = r == 0;
+	if (r || !mirror_access_visible(a, o->tok, &o->repo)) {
+		oci_error(o->req, 404, "NAME_UNKNOWN", "repository name not known to this mirror");
+		return -1;
+	}
+	if (a)
+		ok = mirror_access_allows(a, o->tok, o->hub, o->type, o->repo.name) &&
+		     mirror_access_private_allows(a, o->tok, &o->repo) && mirror_access_content_open(a, &o->repo);
+	else
+		ok = !mirror__private_local(&o->repo) && mirror_access_content_open(a, &o->repo);
+	if (!ok) {
+		oci_refuse(o);
+		return -1;
+	}
+	return 0;
+}
+
+/* ---- the artifact: layers, config, manifest ---- */
+
+static bool has_suffix(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), m = strlen(suffix);
+
+	return n >= m && !strcasecmp(s + n - m, suffix);
+}
+
+static bool suffix_in(const char *s, const char *const *list)
+{
+	for (; *list; list++)
+		if (has_suffix(s, *list))
+			return true;
+	return false;
+}
+
+/* The ModelPack layer media type of a file, by its name (docs/protocols/oci.md has the rules). */
+static const char *oci_layer_type(const char *path, bool dataset)
+{
+	static const char *const weights[] = { ".safetensors", ".gguf", ".bin", ".pt", ".pth", ".ckpt", ".onnx", ".h5",
+					       ".msgpack", ".tflite", ".pb", ".ot", ".mlmodel", ".npz", ".nemo", NULL };
+	static const char *const code[] = { ".py", ".sh", ".ipynb", ".js", ".ts", ".c", ".h", ".cc", ".cpp", ".cu",
+					    ".rs", ".go", ".java", ".lua", NULL };
+	static const char *const docs[] = { ".md", ".rst", ".pdf", ".png", ".jpg", ".jpeg", ".gif", ".svg", ".webp", NULL };
+	static const char *const data[] = { ".parquet", ".arrow", ".csv", ".tsv", ".jsonl", ".jsonl.gz", ".tfrecord",
+					    ".zst", ".tar", ".tar.gz", ".zip", NULL };
+	const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+
+	if (!strncasecmp(base, "README", 6) || !strncasecmp(base, "LICENSE", 7) || !strncasecmp(base, "NOTICE", 6) ||
+	    !strncasecmp(base, "COPYING", 7) || suffix_in(base, docs))
+		return "application/vnd.cncf.model.doc.v1.raw";
+	if (suffix_in(base, code))
+		return "application/vnd.cncf.model.code.v1.raw";
+	if (dataset || suffix_in(base, data))
+		return "application/vnd.cncf.model.dataset.v1.raw";
+	if (suffix_in(base, weights) && !has_suffix(base, ".index.json"))
+		return "application/vnd.cncf.model.weight.v1.raw";
+	/* config.json, tokenizers, vocabularies, the shards' index, anything else a model repo holds */
+	return "application/vnd.cncf.model.weight.config.v1.raw";
+}
+
+struct oci_art {
+	struct oreq *o;
+	const struct catalog_snapshot *snap;
+	json_t *layers, *diffs;
+	char config_sha[65];       /* the snapshot's config.json, "" when none */
+	int64_t config_size;
+	const char *format;        /* the weights' format, by the first weight file's kind */
+	const char *want_layer;    /* a layer's sha256 asked for (oci_find_digest), or NULL */
+	int64_t layer_size;        /* its size, once seen (else -1) */
+	/* the results */
+	char *config, *manifest;   /* JSON text, malloc'd */
+	size_t config_len, manifest_len;
+	char config_digest[72], manifest_digest[72];
+};
+
+static int oci_art_layer(void *ud, const struct catalog_entry *e)
+{
+	struct oci_art *a = ud;
+	const char *mt = oci_layer_type(e->path, !strcmp(a->o->type, "dataset"));
+	char digest[72];
+
+	snprintf(digest, sizeof(digest), "sha256:%s", e->sha256);
+	json_array_append_new(a->layers, json_pack("{s:s,s:s,s:I,s:{s:s,s:s}}", "mediaType", mt, "digest", digest,
+						   "size", (json_int_t)e->size, "annotations", "org.cncf.model.filepath",
+						   e->path, "org.opencontainers.image.title", e->path));
+	json_array_append_new(a->diffs, json_string(digest));
+	if (a->want_layer && !strcmp(a->want_layer, e->sha256))
+		a->layer_size = e->size;
+	if (!strcmp(e->path, "config.json")) {
+		snprintf(a->config_sha, sizeof(a->config_sha), "%s", e->sha256);
+		a->config_size = e->size;
+	}
+	if (!a->format && !strcmp(mt, "application/vnd.cncf.model.weight.v1.raw")) {
+		static const char *const kinds[][2] = { { ".safetensors", "safetensors" }, { ".gguf", "gguf" },
+							{ ".onnx", "onnx" }, { ".bin", "pytorch" }, { ".pt", "pytorch" },
+							{ ".pth", "pytorch" }, { ".h5", "keras" }, { ".msgpack", "flax" },
+							{ ".tflite", "tflite" } };
+		for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
+			if (has_suffix(e->path, kinds[i][0]))
+				a->format = kinds[i][1];
+	}
+	return 0;
+}
+
+/* The snapshot's config.json as JSON (NULL when none, too big, absent from the store or not JSON). */
+static json_t *oci_read_config(struct oci_art *a)
+{
+	char *path;
+	json_t *j;
+
+	if (!a->config_sha[0] || a->config_size > OCI_CONFIG_MAX)
+		return NULL;
+	path = mirror_store_blob_path(a->o->rt->data->store, a->config_sha);
+	j = path ? json_load_file(path, JSON_DECODE_ANY, NULL) : NULL;
+	free(path);
+	if (j && !json_is_object(j)) {
+		json_decref(j);
+		j = NULL;
+	}
+	return j;
+}
+
+static void oci_digest(const char *text, size_t len, char out[72])
+{
+	unsigned char md[32];
+	unsigned int n = 0;
+
+	EVP_Digest(text, len, md, &n, EVP_sha256(), NULL);
+	memcpy(out, "sha256:", 7);
+	hex_encode(md, 32, out + 7);
+}
+
+/* The model's config: what the snapshot's files say (config.json's architecture and dtype, the
+ * weights' format), the repository and commit, the layers' digests. Nothing that changes with time. */
+static json_t *oci_config_json(struct oci_art *a)
+{
+	const struct catalog_repo *r = &a->o->repo;
+	json_t *cj = oci_read_config(a), *cfg = json_object(), *v;
+	char *name = xasprintf("%s/%s", a->o->prefix, r->name);
+	char *source = !strcmp(r->hub, "ms")
+			       ? xasprintf("https://www.modelscope.cn/%s/%s", strcmp(r->type, "dataset") ? "models" : "datasets", r->name)
+			       : xasprintf("https://huggingface.co/%s%s", strcmp(r->type, "dataset") ? "" : "datasets/", r->name);
+	json_t *out;
+
+	if (cj) {
+		v = json_array_get(json_object_get(cj, "architectures"), 0);
+		if (!json_is_string(v))
+			v = json_object_get(cj, "model_type");
+		if (json_is_string(v))
+			json_object_set(cfg, "architecture", v);
+		v = json_object_get(cj, "torch_dtype");
+		if (!json_is_string(v))
+			v = json_object_get(cj, "dtype");
+		if (json_is_string(v))
+			json_object_set(cfg, "precision", v);
+	}
+	if (a->format)
+		json_object_set_new(cfg, "format", json_string(a->format));
+	out = json_pack("{s:{s:s,s:s,s:s},s:o,s:{s:s,s:O}}", "descriptor", "name", name, "revision", a->snap->commit,
+			"sourceURL", source, "config", cfg, "modelfs", "type", "layers", "diffIds", a->diffs);
+	json_decref(cj);
+	free(name);
+	free(source);
+	return out;
+}
+
+static void oci_art_release(struct oci_art *a)
+{
+	json_decref(a->layers);
+	json_decref(a->diffs);
+	free(a->config);
+	free(a->manifest);
+}
+
+/* Build the artifact of snapshot snap of o's repo into *a (oci_art_release it), noting the size of the
+ * layer of sha256 want_layer (NULL: none) if it has one. 0 or an error. */
+static int oci_art_build(struct oreq *o, const struct catalog_snapshot *snap, const char *want_layer,
+			 struct oci_art *a)
+{
+	json_t *config, *manifest;
+	int r;
+
+	memset(a, 0, sizeof(*a));
+	a->layer_size = -1;
+	a->o = o;
+	a->snap = snap;
+	a->want_layer = want_layer;
+	a->layers = json_array();
+	a->diffs = json_array();
+	r = catalog_snapshot_walk(o->rt->data->catalog, snap->id, NULL, NULL, 0, oci_art_layer, a);
+	if (r)
+		return r;
+	config = oci_config_json(a);
+	a->config = json_dumps(config, JSON_COMPACT | JSON_SORT_KEYS);
+	json_decref(config);
+	if (!a->config)
+		return HM_ERR_NOT_FOUND; /* (a path that is not UTF-8) */
+	a->config_len = strlen(a->config);
+	oci_digest(a->config, a->config_len, a->config_digest);
+	manifest = json_pack("{s:i,s:s,s:s,s:{s:s,s:s,s:I},s:O,s:{s:s}}", "schemaVersion", 2, "mediaType",
+			     OCI_MANIFEST_TYPE, "artifactType", OCI_MODEL_ARTIFACT, "config", "mediaType",
+			     OCI_MODEL_CONFIG, "digest", a->config_digest, "size", (json_int_t)a->config_len, "layers",
+			     a->layers, "annotations", "org.opencontainers.image.revision", snap->commit);
+	a->manifest = json_dumps(manifest, JSON_COMPACT | JSON_SORT_KEYS);
+	json_decref(manifest);
+	if (!a->manifest)
+		return HM_ERR_NOT_FOUND;
+	a->manifest_len = strlen(a->manifest);
+	oci_digest(a->manifest, a->manifest_len, a->manifest_digest);
+	return 0;
+}
+
+/* ---- lookups ---- */
+
+struct oci_snaps {
+	struct catalog_snapshot *v;
+	size_t n;
+};
+
+static int oci_snap_add(void *ud, const struct catalog_snapshot *s)
+{
+	struct oci_snaps *l = ud;
+
+	l->v = xreallocarray(l->v, l->n + 1, sizeof(*l->v));
+	l->v[l->n++] = *s;
+	return 0;
+}
+
+enum oci_want { WANT_MANIFEST, WANT_BLOB /* a layer or the config */ };
+
+static bool oci_art_has(const struct oci_art *a, const char *digest, enum oci_want want)
+{
+	return want == WANT_MANIFEST ? !strcmp(a->manifest_digest, digest)
+				     : a->layer_size >= 0 || !strcmp(a->config_digest, digest);
+}
+
+/* The artifact of the repo's snapshot (of those wholly in the store) whose manifest, config or one of
+ * whose layers (want) has digest digest. 0 (fills *a and *snap), HM_ERR_NOT_FOUND or an error. A
+ * scan: the artifact of each snapshot is built until one matches (docs/protocols/oci.md). */
+static int oci_find_digest(struct oreq *o, const char *digest, enum oci_want want, struct catalog_snapshot *snap,
+			   struct oci_art *a)
+{
+	struct catalog *cat = o->rt->data->catalog;
+	struct oci_snaps l = { NULL, 0 };
+	int r = catalog_snapshots_each(cat, o->repo.id, oci_snap_add, &l);
+
+	for (size_t i = 0; !r && i < l.n; i++) {
+		if (catalog_snapshot_complete(cat, l.v[i].id) != 1)
+			continue;
+		*snap = l.v[i];
+		if (oci_art_build(o, snap, want == WANT_BLOB ? digest + 7 : NULL, a) == 0 && oci_art_has(a, digest, want)) {
+			free(l.v);
+			return 0;
+		}
+		oci_art_release(a);
+	}
+	free(l.v);
+	return r ? r : HM_ERR_NOT_FOUND;
+}
+
+struct oci_tagfind {
+	const char *tag;
+	char *ref;     /* the one ref whose tag form is tag, malloc'd */
+	int hits;
+};
+
+static int oci_tagfind_ref(void *ud, const char *name, const char *kind, const char *commit)
+{
+	struct oci_tagfind *f = ud;
+	char t[129];
+
+	(void)kind;
+	(void)commit;
+	if (oci_tag_of(name, t) && !strcmp(t, f->tag) && strcmp(name, f->tag)) {
+		if (!f->hits++)
+			f->ref = xstrdup(name);
+	}
+	return 0;
+}
+
+static bool is_digest(const char *s)
+{
+	return !strncmp(s, "sha256:", 7) && strlen(s) == 71 && hex_is_lower(s + 7, 64);
+}
+
+/* The snapshot a reference names: a ref by its name or tag form, a full commit id, or a manifest's
+ * digest (then *a is built too, *built set). 0, HM_ERR_NOT_FOUND or an error. */
+static int oci_resolve(struct oreq *o, const char *ref, struct catalog_snapshot *snap, struct oci_art *a, bool *built)
+{
+	struct catalog_repo lite;
+	bool found = false;
+	int r;
+
+	*built = false;
+	if (is_digest(ref)) {
+		r = oci_find_digest(o, ref, WANT_MANIFEST, snap, a);
+		*built = r == 0;
+		return r;
+	}
+	r = catalog_resolve_lite(o->rt->data->catalog, o->hub, o->type, o->repo.name, ref, &lite, snap, &found);
+	if (found)
+		catalog_repo_release(&lite);
+	if (r == HM_ERR_NOT_FOUND && oci_tag_valid(ref)) {
+		struct oci_tagfind f = { ref, NULL, 0 };
+		catalog_refs_each(o->rt->data->catalog, o->repo.id, oci_tagfind_ref, &f);
+		if (f.hits == 1) {
+			found = false;
+			r = catalog_resolve_lite(o->rt->data->catalog, o->hub, o->type, o->repo.name, f.ref, &lite, snap,
+						 &found);
+			if (found)
+				catalog_repo_release(&lite);
+		}
+		free(f.ref);
+	}
+	return r;
+}
+
+/* ---- the routes ---- */
+
+static void oci_manifest(struct oreq *o, const char *ref)
+{
+	struct catalog_snapshot snap;
+	struct oci_art a;
+	bool built = false;
+	int r = oci_resolve(o, ref, &snap, &a, &built);
+	char etag[80];
+
+	if (r) {
+		oci_error(o->req, r == HM_ERR_NOT_FOUND ? 404 : 500, r == HM_ERR_NOT_FOUND ? "MANIFEST_UNKNOWN" : "UNKNOWN",
+			  r == HM_ERR_NOT_FOUND ? "manifest unknown to this mirror" : "catalog error");
+		return;
+	}
+	if (!built && catalog_snapshot_complete(o->rt->data->catalog, snap.id) != 1) {
+		oci_error(o->req, 404, "MANIFEST_UNKNOWN",
+			  "this snapshot is not wholly in the mirror's store yet (fetched on demand or partly held): "
+			  "the mirror serves its manifest once a sync has fetched every file");
+		return;
+	}
+	if (!built && (r = oci_art_build(o, &snap, NULL, &a))) {
+		oci_art_release(&a);
+		oci_error(o->req, 500, "UNKNOWN", "the snapshot's manifest could not be built");
+		return;
+	}
+	snprintf(etag, sizeof(etag), "\"%s\"", a.manifest_digest);
+	httpd_add_header(o->req, "Docker-Distribution-API-Version", "registry/2.0");
+	httpd_add_header(o->req, "Docker-Content-Digest", a.manifest_digest);
+	httpd_add_header(o->req, "ETag", etag);
+	httpd_add_header(o->req, "X-Repo-Commit", snap.commit);
+	if (httpd_header(o->req, "If-None-Match") && httpd_etag_matches(httpd_header(o->req, "If-None-Match"), etag))
+		httpd_respond_str(o->req, 304, NULL, "");
+	else
+		httpd_respond(o->req, 200, OCI_MANIFEST_TYPE, a.manifest, a.manifest_len);
+	oci_art_release(&a);
+}
+
+static void oci_blob(struct oreq *o, const char *digest)
+{
+	struct catalog_snapshot snap;
+	struct oci_art a;
+	int64_t size = 0;
+	char etag[80];
+	int r;
+
+	if (!is_digest(digest)) {
+		oci_error(o->req, 400, "DIGEST_INVALID", "a digest here is sha256: and 64 lowercase hex digits");
+		return;
+	}
+	snprintf(etag, sizeof(etag), "\"%s\"", digest);
+	httpd_add_header(o->req, "Docker-Distribution-API-Version", "registry/2.0");
+	r = catalog_repo_content(o->rt->data->catalog, o->repo.id, digest + 7, &size);
+	if (r == HM_ERR_NOT_FOUND) {
+		/* a file of a snapshot no ref points at now (a manifest asked by digest), or a config */
+		r = oci_find_digest(o, digest, WANT_BLOB, &snap, &a);
+		if (r)
+			goto out;
+		if (a.layer_size < 0) {
+			httpd_add_header(o->req, "Docker-Content-Digest", digest);
+			httpd_add_header(o->req, "ETag", etag);
+			httpd_respond(o->req, 200, OCI_MODEL_CONFIG, a.config, a.config_len);
+			oci_art_release(&a);
+			return;
+		}
+		size = a.layer_size;
+		oci_art_release(&a);
+		/* (a provisional snapshot's content held for another repo is not this one's yet) */
+		if (mirror__file_trusted(o->rt, snap.id, digest + 7) != 1)
+			r = HM_ERR_NOT_FOUND;
+	}
+	if (r == 0) {
+		httpd_add_header(o->req, "Docker-Content-Digest", digest);
+		httpd_add_header(o->req, "ETag", etag);
+		if (mirror__send_blob(o->rt, o->req, digest + 7, size))
+			oci_error(o->req, 404, "BLOB_UNKNOWN", "blob not in the mirror's store now");
+		return;
+	}
+out:
+	oci_error(o->req, r == HM_ERR_NOT_FOUND ? 404 : 500, r == HM_ERR_NOT_FOUND ? "BLOB_UNKNOWN" : "UNKNOWN",
+		  r == HM_ERR_NOT_FOUND ? "blob unknown to this repository" : "catalog error");
+}
+
+static int oci_tag_add(void *ud, const char *name, const char *kind, const char *commit)
+{
+	json_t *tags = ud;
+	char t[129];
+	size_t i;
+	json_t *v;
+
+	(void)kind;
+	(void)commit;
+	if (!oci_tag_of(name, t))
+		return 0;
+	json_array_foreach(tags, i, v)
+		if (!strcmp(json_string_value(v), t))
+			return 0;
+	json_array_append_new(tags, json_string(t));
+	return 0;
+}
+
+static void oci_tags(struct oreq *o)
+{
+	json_t *tags = json_array();
+	char *name = xasprintf("%s/%s", o->prefix, o->repo.name);
+
+	catalog_refs_each(o->rt->data->catalog, o->repo.id, oci_tag_add, tags);
+	for (char *p = name; *p; p++)
+		*p = (char)(*p >= 'A' && *p <= 'Z' ? *p + 32 : *p);
+	httpd_add_header(o->req, "Docker-Distribution-API-Version", "registry/2.0");
+	mirror__respond_json(o->req, 200, json_pack("{s:s,s:o}", "name", name, "tags", tags));
+	free(name);
+}
+
+/* The repositories this request may see, with a snapshot, lowercased, in the hubs' order. */
+static void oci_catalog(struct oreq *o)
+{
+	struct catalog_repo *all = NULL;
+	size_t n = 0;
+	char *hidden = mirror__hidden_for(o->rt, o->tok);
+	json_t *hid = hidden ? json_loads(hidden, 0, NULL) : NULL, *names = json_array();
+
+	if (catalog_repo_list(o->rt->data->catalog, &all, &n)) {
+		oci_error(o->req, 500, "UNKNOWN", "catalog error");
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		char *key = xasprintf("%s:%s:%s", all[i].hub, all[i].type, all[i].name), *nm;
+		bool skip = !all[i].head_commit || !mirror_access_visible(o->rt->access, o->tok, &all[i]);
+		size_t j;
+		json_t *v;
+		json_array_foreach(hid, j, v)
+			skip = skip || !strcmp(json_string_value(v), key);
+		free(key);
+		if (skip)
+			continue;
+		nm = xasprintf("%s%s/%s", all[i].hub, strcmp(all[i].type, "dataset") ? "" : "-datasets", all[i].name);
+		for (char *p = nm; *p; p++)
+			*p = (char)(*p >= 'A' && *p <= 'Z' ? *p + 32 : *p);
+		json_array_append_new(names, json_string(nm));
+		free(nm);
+	}
+	httpd_add_header(o->req, "Docker-Distribution-API-Version", "registry/2.0");
+	mirror__respond_json(o->req, 200, json_pack("{s:O}", "repositories", names));
+out:
+	catalog_repo_list_free(all, n);
+	json_decref(names);
+	json_decref(hid);
+	free(hidden);
+}
+
+/* Is rest one of the registry's paths ("", _catalog, PREFIX/ORG/NAME/{manifests/X|blobs/X|tags/list})?
+ * Any other under /v2/ is passed on: a Hub repo of an org named v2 is the Hub API's. */
+static bool oci_ours(const char *rest)
+{
+	char *dup = xstrdup(rest), *seg[6] = { 0 }, *save = NULL;
+	size_t n = 0;
+	bool prefix = false, ours;
+
+	for (char *p = strtok_r(dup, "/", &save); p; p = strtok_r(NULL, "/", &save))
+		if (n < 6)
+			seg[n++] = p;
+		else
+			n++;
+	for (size_t i = 0; n == 5 && i < sizeof(oci_prefixes) / sizeof(oci_prefixes[0]); i++)
+		prefix = prefix || !strcmp(seg[0], oci_prefixes[i].prefix);
+	ours = !*rest || !strcmp(rest, "_catalog") ||
+	       (prefix && (!strcmp(seg[3], "manifests") || !strcmp(seg[3], "blobs") ||
+			   (!strcmp(seg[3], "tags") && !strcmp(seg[4], "list"))));
+	free(dup);
+	return ours;
+}
+
+/* rest: PREFIX/ORG/NAME/{manifests/REF|blobs/DIGEST|tags/list} */
+static void oci_named(struct oreq *o, const char *rest)
+{
+	char *dup = xstrdup(rest), *seg[6] = { 0 }, *save = NULL, *ref = NULL, *name = NULL;
+	size_t n = 0;
+
+	for (char *p = strtok_r(dup, "/", &save); p; p = strtok_r(NULL, "/", &save))
+		if (n < 6)
+			seg[n++] = p;
+		else
+			n++;
+	for (size_t i = 0; n >= 4 && i < sizeof(oci_prefixes) / sizeof(oci_prefixes[0]); i++)
+		if (!strcmp(seg[0], oci_prefixes[i].prefix)) {
+			o->prefix = oci_prefixes[i].prefix;
+			o->hub = oci_prefixes[i].hub;
+			o->type = oci_prefixes[i].type;
+		}
+	if (!o->prefix || n != 5 || (strcmp(seg[3], "manifests") && strcmp(seg[3], "blobs") &&
+				     (strcmp(seg[3], "tags") || strcmp(seg[4], "list")))) {
+		oci_error(o->req, 404, "NAME_UNKNOWN", "not a repository of this mirror: hf/, hf-datasets/, ms/ or ms-datasets/ ORG/NAME");
+		goto out;
+	}
+	name = xasprintf("%s/%s", seg[1], seg[2]);
+	ref = httpd_unescape(seg[4], strlen(seg[4]), false);
+	if (!ref || oci_open_repo(o, name))
+		goto out;
+	if (!strcmp(seg[3], "manifests"))
+		oci_manifest(o, ref);
+	else if (!strcmp(seg[3], "blobs"))
+		oci_blob(o, ref);
+	else
+		oci_tags(o);
+out:
+	if (!ref && name) /* (%00, or no percent-encoding) */
+		oci_error(o->req, 404, strcmp(seg[3], "blobs") ? "MANIFEST_UNKNOWN" : "BLOB_UNKNOWN", "no such reference");
+	free(ref);
+	free(name);
+	free(dup);
+}
+
+int mirror__route_oci(struct mirror_routes *rt, struct httpd_req *req, const char *rest, const char *arg)
+{
+	struct oreq o;
+	const char *m = httpd_method(req);
+
+	(void)arg;
+	if (!oci_ours(rest))
+		return HTTPD_PASS;
+	memset(&o, 0, sizeof(o));
+	o.rt = rt;
+	o.req = req;
+	o.tok = mirror__request_token(req, o.tokbuf, sizeof(o.tokbuf));
+	if (strcmp(m, "GET") && strcmp(m, "HEAD")) {
+		httpd_add_header(req, "Allow", "GET, HEAD");
+		oci_error(req, 405, "UNSUPPORTED", "this mirror's registry is read-only");
+		return 0;
+	}
+	/* under --auth all nothing goes without a valid token; /v2/ itself asks any client with no valid
+	 * token for one when the mirror has tokens, the way registries say "send your credentials" */
+	if (rt->access && mirror_access_path(rt->access) && !mirror_access_token_valid(rt->access, o.tok) &&
+	    (mirror_access_mode(rt->access) == ACCESS_ALL || !*rest)) {
+		oci_refuse(&o);
+		return 0;
+	}
+	if (!*rest) {
+		httpd_add_header(req, "Docker-Distribution-API-Version", "registry/2.0");
+		httpd_respond_str(req, 200, "application/json", "{}");
+	} else if (!strcmp(rest, "_catalog")) {
+		oci_catalog(&o);
+	} else {
+		oci_named(&o, rest);
+	}
+	if (o.have_repo)
+		catalog_repo_release(&o.repo);
+	return 0;
+}
