@@ -38,6 +38,15 @@ layer_check hub catalog mirror p2p
 out=$(grep -rnE '#include "(hub|catalog|mirror|p2p)/' hub/http --include='*.c' --include='*.h' | grep -v '#include "hub/http/' || true)
 out+=$(grep -rnE '#include "\.\./' hub/http --include='*.c' --include='*.h' || true)
 if [ -z "$out" ]; then ok "hub/http includes only base/ and itself"; else fail "hub/http reaches out of HTTP"; echo "$out" | sed 's/^/#   /'; fi
+# hub/xet is Xet's computations and nothing of a hub or of HTTP: base/, BLAKE3 and itself
+out=$(grep -rnE '#include "(hub|catalog|mirror|p2p)/' hub/xet --include='*.c' --include='*.h' | grep -v '#include "hub/xet/' || true)
+out+=$(grep -rnE '#include "\.\./' hub/xet --include='*.c' --include='*.h' || true)
+if [ -z "$out" ]; then ok "hub/xet includes only base/ and itself"; else fail "hub/xet reaches out"; echo "$out" | sed 's/^/#   /'; fi
+# and every name its library exports is xet_ (or xet__ between its files)
+if [ -f "$HM_BUILD/hub/xet/libxet.a" ]; then
+	out=$(nm -g --defined-only "$HM_BUILD/hub/xet/libxet.a" | awk 'NF == 3 {print $3}' | grep -v '^xet_' || true)
+	if [ -z "$out" ]; then ok "hub/xet exports only xet_ names"; else fail "hub/xet exports other names"; echo "$out" | sed 's/^/#   /'; fi
+fi
 layer_check p2p mirror catalog hub
 # the instance agent stands on p2p and hub, never on a mirror's store or catalog
 layer_check p2p/agent mirror catalog
