@@ -66,7 +66,8 @@ static bool is_dotgit(const char *c, size_t n)
 	/* without the code points HFS+ ignores: U+200C-U+200F, U+202A-U+202E, U+206A-U+206F, U+FEFF */
 	for (size_t i = 0; i < n && m < sizeof(plain) - 1; i++) {
 		const unsigned char *u = (const unsigned char *)c + i;
-		if (i + 2 < n && ((u[0] == 0xe2 && u[1] == 0x80 && ((u[2] >= 0x8c && u[2] <= 0x8f) || (u[2] >= 0xaa && u[2] <= 0xae))) ||
+		if (i + 2 < n && ((u[0] == 0xe2 && u[1] == 0x80 &&
+				   ((u[2] >= 0x8c && u[2] <= 0x8f) || (u[2] >= 0xaa && u[2] <= 0xae))) ||
 				  (u[0] == 0xe2 && u[1] == 0x81 && u[2] >= 0xaa && u[2] <= 0xaf) ||
 				  (u[0] == 0xef && u[1] == 0xbb && u[2] == 0xbf))) {
 			i += 2;

@@ -70,9 +70,11 @@ int catalog__repo_get_any(struct catalog *c, const char *hub, const char *type, 
 
 /* A repo not among the keys of the JSON array bound at P (NULL: none hidden), nor under a namespace's
  * key there ("hf:model:acme/" and '*': compared as a prefix, without LIKE, whose wildcards names hold). */
-#define HIDDEN_CLAUSE(P) "(" P " IS NULL OR NOT EXISTS (SELECT 1 FROM json_each(" P ") h WHERE " \
-	"h.value = (r.hub || ':' || r.type || ':' || r.name) OR (substr(h.value, -2) = '/*' AND " \
-	"substr(r.hub || ':' || r.type || ':' || r.name, 1, length(h.value) - 1) = substr(h.value, 1, length(h.value) - 1))))"
+#define HIDDEN_CLAUSE(P)                                                                                               \
+	"(" P " IS NULL OR NOT EXISTS (SELECT 1 FROM json_each(" P ") h WHERE "                                        \
+	"h.value = (r.hub || ':' || r.type || ':' || r.name) OR (substr(h.value, -2) = '/*' AND "                      \
+	"substr(r.hub || ':' || r.type || ':' || r.name, 1, length(h.value) - 1) = substr(h.value, 1, "                \
+	"length(h.value) - 1))))"
 
 /* catalog_snapshot_commit inside the caller's transaction (sync.c); ref_name NULL moves no ref;
  * *snapshot_id (may be NULL): the snapshot's row. */

@@ -255,12 +255,13 @@ int catalog_file_check(const char *path, int *version, int64_t *repos, char **er
 	char *uri = xasprintf("file:%s?mode=ro&immutable=1", path);
 	int r = HM_ERR_SQLITE, v = 0;
 
-	if (sqlite3_open_v2(uri, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
+	if (sqlite3_open_v2(uri, &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX, NULL) !=
+	    SQLITE_OK) {
 		r = fail(db, errmsg, "not an SQLite database");
 		goto out;
 	}
-	if (sqlite3_prepare_v2(db, "PRAGMA quick_check", -1, &st, NULL) != SQLITE_OK || sqlite3_step(st) != SQLITE_ROW ||
-	    strcmp((const char *)sqlite3_column_text(st, 0), "ok")) {
+	if (sqlite3_prepare_v2(db, "PRAGMA quick_check", -1, &st, NULL) != SQLITE_OK ||
+	    sqlite3_step(st) != SQLITE_ROW || strcmp((const char *)sqlite3_column_text(st, 0), "ok")) {
 		r = fail(db, errmsg, "not a sound SQLite database (quick_check)");
 		goto out;
 	}

@@ -52,8 +52,10 @@ int catalog_gc(struct catalog *c, int keep, bool dry_run, struct catalog_gc_stat
 		goto out;
 	/* a content no snapshot names goes, unless a writer holds it (an upload awaiting its commit, a
 	 * commit or push in flight: catalog_hold) */
-	if (catalog__prepare(c, "SELECT sha256, size * present FROM blobs WHERE sha256 NOT IN (SELECT sha256 FROM files) "
-			     "AND sha256 NOT IN (SELECT sha256 FROM holds WHERE until > unixepoch())", &st))
+	if (catalog__prepare(c,
+			     "SELECT sha256, size * present FROM blobs WHERE sha256 NOT IN (SELECT sha256 FROM files) "
+			     "AND sha256 NOT IN (SELECT sha256 FROM holds WHERE until > unixepoch())",
+			     &st))
 		goto out;
 	while (sqlite3_step(st) == SQLITE_ROW) {
 		if (n == cap) {
@@ -130,8 +132,11 @@ static int snapshot_blobs(struct catalog *c, int64_t id, struct sized_blob **out
 
 	*out = NULL;
 	*n = 0;
-	if (catalog__prepare(c, "SELECT DISTINCT f.sha256, b.size * b.present FROM files f JOIN blobs b ON b.sha256 = f.sha256 "
-			     "WHERE f.snapshot_id = ?1", &st))
+	if (catalog__prepare(
+		    c,
+		    "SELECT DISTINCT f.sha256, b.size * b.present FROM files f JOIN blobs b ON b.sha256 = f.sha256 "
+		    "WHERE f.snapshot_id = ?1",
+		    &st))
 		return HM_ERR_SQLITE;
 	sqlite3_bind_int64(st, 1, id);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
@@ -175,10 +180,12 @@ int catalog_quota_evict(struct catalog *c, int64_t need, bool (*held)(void *ud, 
 		return r;
 	/* Removed repos' snapshots first (gc drops them anyway), then tracked repos' old ones, oldest
 	 * first; a ref target or a pinned snapshot of a tracked repo is never a candidate. */
-	if (catalog__prepare(c,
-			     "SELECT s.id FROM snapshots s JOIN repos r ON r.id = s.repo_id WHERE r.removed_at IS NOT NULL"
-			     " OR (r.local = 0 AND s.pinned_at IS NULL AND s.id NOT IN (SELECT snapshot_id FROM refs))"
-			     " ORDER BY r.removed_at IS NULL, s.synced_at, s.id", &cand))
+	if (catalog__prepare(
+		    c,
+		    "SELECT s.id FROM snapshots s JOIN repos r ON r.id = s.repo_id WHERE r.removed_at IS NOT NULL"
+		    " OR (r.local = 0 AND s.pinned_at IS NULL AND s.id NOT IN (SELECT snapshot_id FROM refs))"
+		    " ORDER BY r.removed_at IS NULL, s.synced_at, s.id",
+		    &cand))
 		goto out;
 	while (*freed < need && (rc = sqlite3_step(cand)) == SQLITE_ROW) {
 		int64_t id = sqlite3_column_int64(cand, 0);
@@ -245,8 +252,8 @@ int catalog_blob_set_present(struct catalog *c, const char *sha256)
 {
 	sqlite3_stmt *st = NULL;
 
-	if (catalog__prepare(c, "UPDATE blobs SET present = 1, stored_at = unixepoch() WHERE sha256 = ?1 AND NOT present",
-			     &st))
+	if (catalog__prepare(
+		    c, "UPDATE blobs SET present = 1, stored_at = unixepoch() WHERE sha256 = ?1 AND NOT present", &st))
 		return HM_ERR_SQLITE;
 	sqlite3_bind_text(st, 1, sha256, -1, SQLITE_STATIC);
 	return catalog__run(st);

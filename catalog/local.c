@@ -117,8 +117,10 @@ static int64_t never_committed(struct catalog *c, const char *hub, const char *t
 	sqlite3_stmt *st = NULL;
 	int64_t id = 0;
 
-	if (catalog__prepare(c, "SELECT id FROM repos r WHERE hub = ?1 AND type = ?2 AND name = ?3 AND local = 1 AND "
-			     "removed_at IS NULL AND NOT EXISTS (SELECT 1 FROM snapshots s WHERE s.repo_id = r.id)", &st))
+	if (catalog__prepare(c,
+			     "SELECT id FROM repos r WHERE hub = ?1 AND type = ?2 AND name = ?3 AND local = 1 AND "
+			     "removed_at IS NULL AND NOT EXISTS (SELECT 1 FROM snapshots s WHERE s.repo_id = r.id)",
+			     &st))
 		return 0;
 	catalog__bind_repo(st, hub, type, name);
 	if (sqlite3_step(st) == SQLITE_ROW)

@@ -108,7 +108,8 @@ int catalog_repo_add(struct catalog *c, const char *hub, const char *type, const
 
 	/* Was it tracked before? (Only to answer *created; the upsert below is one statement.) A repo of
 	 * the mirror's own is never tracked from upstream under its name. */
-	if (catalog__prepare(c, "SELECT removed_at IS NULL, local FROM repos WHERE hub=?1 AND type=?2 AND name=?3", &st))
+	if (catalog__prepare(c, "SELECT removed_at IS NULL, local FROM repos WHERE hub=?1 AND type=?2 AND name=?3",
+			     &st))
 		goto out;
 	catalog__bind_repo(st, hub, type, name);
 	if (sqlite3_step(st) == SQLITE_ROW) {
@@ -347,13 +348,17 @@ int catalog_totals(struct catalog *c, struct catalog_totals *out)
 	int r = HM_ERR_SQLITE;
 
 	memset(out, 0, sizeof(*out));
-	if (catalog__prepare(c,
-		"SELECT (SELECT count(*) FROM repos WHERE removed_at IS NULL),"
-		" (SELECT count(*) FROM repos r JOIN refs f ON f.repo_id = r.id AND f.name = r.follow_rev WHERE r.removed_at IS NULL),"
-		" (SELECT count(*) FROM snapshots), (SELECT count(*) FROM files),"
-		" (SELECT count(*) FROM blobs WHERE present), (SELECT coalesce(sum(size), 0) FROM blobs WHERE present),"
-		" (SELECT coalesce(sum(s.total_size), 0) FROM refs f JOIN snapshots s ON s.id = f.snapshot_id),"
-		" (SELECT coalesce(sum(total_size), 0) FROM snapshots)", &st))
+	if (catalog__prepare(
+		    c,
+		    "SELECT (SELECT count(*) FROM repos WHERE removed_at IS NULL),"
+		    " (SELECT count(*) FROM repos r JOIN refs f ON f.repo_id = r.id AND f.name = r.follow_rev WHERE "
+		    "r.removed_at IS NULL),"
+		    " (SELECT count(*) FROM snapshots), (SELECT count(*) FROM files),"
+		    " (SELECT count(*) FROM blobs WHERE present), (SELECT coalesce(sum(size), 0) FROM blobs WHERE "
+		    "present),"
+		    " (SELECT coalesce(sum(s.total_size), 0) FROM refs f JOIN snapshots s ON s.id = f.snapshot_id),"
+		    " (SELECT coalesce(sum(total_size), 0) FROM snapshots)",
+		    &st))
 		return r;
 	if (sqlite3_step(st) == SQLITE_ROW) {
 		out->repos = sqlite3_column_int64(st, 0);
@@ -402,10 +407,13 @@ int catalog_repo_results_each(struct catalog *c, int64_t repo_id, size_t limit,
 	sqlite3_stmt *st = NULL;
 	int r = 0, rc;
 
-	if (catalog__prepare(c, "SELECT r.id, r.started_at, coalesce(r.ended_at, 0), r.outcome, r.repos_ok, r.repos_failed, "
-				"r.files_fetched, r.bytes_fetched, x.outcome, x.commit_id, x.error, x.files_fetched, "
-				"x.bytes_fetched FROM sync_results x JOIN sync_runs r ON r.id = x.run_id WHERE x.repo_id = ?1 "
-				"ORDER BY r.started_at DESC, r.id DESC LIMIT ?2", &st))
+	if (catalog__prepare(
+		    c,
+		    "SELECT r.id, r.started_at, coalesce(r.ended_at, 0), r.outcome, r.repos_ok, r.repos_failed, "
+		    "r.files_fetched, r.bytes_fetched, x.outcome, x.commit_id, x.error, x.files_fetched, "
+		    "x.bytes_fetched FROM sync_results x JOIN sync_runs r ON r.id = x.run_id WHERE x.repo_id = ?1 "
+		    "ORDER BY r.started_at DESC, r.id DESC LIMIT ?2",
+		    &st))
 		return HM_ERR_SQLITE;
 	sqlite3_bind_int64(st, 1, repo_id);
 	sqlite3_bind_int64(st, 2, limit ? (sqlite3_int64)limit : -1);
@@ -416,8 +424,11 @@ int catalog_repo_results_each(struct catalog *c, int64_t repo_id, size_t limit,
 			sqlite3_column_int64(st, 5), sqlite3_column_int64(st, 6), sqlite3_column_int64(st, 7),
 		};
 		struct catalog_repo_result res = {
-			(const char *)sqlite3_column_text(st, 8), (const char *)sqlite3_column_text(st, 9),
-			(const char *)sqlite3_column_text(st, 10), sqlite3_column_int64(st, 11), sqlite3_column_int64(st, 12),
+			(const char *)sqlite3_column_text(st, 8),
+			(const char *)sqlite3_column_text(st, 9),
+			(const char *)sqlite3_column_text(st, 10),
+			sqlite3_column_int64(st, 11),
+			sqlite3_column_int64(st, 12),
 		};
 		r = fn(ud, &run, &res);
 		if (r)

@@ -194,10 +194,12 @@ int catalog_ondemand_expire(struct catalog *c, int64_t before, int (*fn)(void *u
 	sqlite3_stmt *st = NULL;
 	int r = 0, rc;
 
-	if (catalog__prepare(c, "UPDATE repos SET removed_at = unixepoch() WHERE removed_at IS NULL AND "
+	if (catalog__prepare(c,
+			     "UPDATE repos SET removed_at = unixepoch() WHERE removed_at IS NULL AND "
 			     "json_type(options, '$.on_demand') = 'object' AND coalesce(json_extract(options, "
 			     "'$.on_demand.last'), json_extract(options, '$.on_demand.at'), 0) < ?1 "
-			     "RETURNING hub || ':' || CASE type WHEN 'dataset' THEN 'datasets/' ELSE '' END || name", &st))
+			     "RETURNING hub || ':' || CASE type WHEN 'dataset' THEN 'datasets/' ELSE '' END || name",
+			     &st))
 		return HM_ERR_SQLITE;
 	sqlite3_bind_int64(st, 1, before);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW)

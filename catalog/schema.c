@@ -65,24 +65,24 @@ static const char *const migrations[] = {
 	"  id            INTEGER PRIMARY KEY,"
 	"  hub           TEXT NOT NULL CHECK (hub IN ('hf', 'ms')),"
 	"  type          TEXT NOT NULL CHECK (type IN ('model', 'dataset')),"
-	"  name          TEXT NOT NULL,"                 /* org/name as upstream spells it */
-	"  follow_rev    TEXT NOT NULL,"                 /* revision the nightly sync follows */
-	"  include_globs TEXT NOT NULL DEFAULT '[]',"    /* JSON arrays of globs */
+	"  name          TEXT NOT NULL," /* org/name as upstream spells it */
+	"  follow_rev    TEXT NOT NULL," /* revision the nightly sync follows */
+	"  include_globs TEXT NOT NULL DEFAULT '[]'," /* JSON arrays of globs */
 	"  exclude_globs TEXT NOT NULL DEFAULT '[]',"
-	"  options       TEXT NOT NULL DEFAULT '{}',"    /* JSON: further per-repo sync options */
+	"  options       TEXT NOT NULL DEFAULT '{}'," /* JSON: further per-repo sync options */
 	"  added_at      INTEGER NOT NULL,"
-	"  removed_at    INTEGER,"                       /* untracked: kept for history until gc */
-	"  gated         TEXT,"                          /* NULL/'false', 'auto', 'manual' */
+	"  removed_at    INTEGER," /* untracked: kept for history until gc */
+	"  gated         TEXT," /* NULL/'false', 'auto', 'manual' */
 	"  private       INTEGER NOT NULL DEFAULT 0,"
-	"  card_data     TEXT,"                          /* JSON */
-	"  tags          TEXT,"                          /* JSON array */
+	"  card_data     TEXT," /* JSON */
+	"  tags          TEXT," /* JSON array */
 	"  pipeline_tag  TEXT,"
 	"  library_name  TEXT,"
 	"  license       TEXT,"
 	"  downloads     INTEGER,"
 	"  likes         INTEGER,"
 	"  last_modified TEXT,"
-	"  sync_status   TEXT NOT NULL DEFAULT 'never',"  /* never, ok, gated, denied, missing, error */
+	"  sync_status   TEXT NOT NULL DEFAULT 'never'," /* never, ok, gated, denied, missing, error */
 	"  sync_error    TEXT,"
 	"  last_sync_at  INTEGER,"
 	"  UNIQUE (hub, type, name)"
@@ -105,15 +105,15 @@ static const char *const migrations[] = {
 	"  snapshot_id INTEGER NOT NULL REFERENCES snapshots(id) ON DELETE CASCADE,"
 	"  path        TEXT NOT NULL,"
 	"  size        INTEGER NOT NULL,"
-	"  git_oid     TEXT,"                           /* git blob SHA-1 (HF ETag of regular files) */
-	"  lfs_oid     TEXT,"                           /* LFS sha256, NULL for regular files */
+	"  git_oid     TEXT," /* git blob SHA-1 (HF ETag of regular files) */
+	"  lfs_oid     TEXT," /* LFS sha256, NULL for regular files */
 	"  sha256      TEXT NOT NULL REFERENCES blobs(sha256),"
 	"  PRIMARY KEY (snapshot_id, path)"
 	") WITHOUT ROWID;"
 	"CREATE INDEX files_by_blob ON files(sha256);"
 	"CREATE TABLE refs ("
 	"  repo_id     INTEGER NOT NULL REFERENCES repos(id) ON DELETE CASCADE,"
-	"  name        TEXT NOT NULL,"                  /* main, v1.0, refs/pr/1 */
+	"  name        TEXT NOT NULL," /* main, v1.0, refs/pr/1 */
 	"  kind        TEXT NOT NULL CHECK (kind IN ('branch', 'tag', 'pr')),"
 	"  snapshot_id INTEGER NOT NULL REFERENCES snapshots(id),"
 	"  updated_at  INTEGER NOT NULL,"
@@ -123,7 +123,7 @@ static const char *const migrations[] = {
 	"  id            INTEGER PRIMARY KEY,"
 	"  started_at    INTEGER NOT NULL,"
 	"  ended_at      INTEGER,"
-	"  outcome       TEXT,"                         /* NULL while running; ok, partial, failed */
+	"  outcome       TEXT," /* NULL while running; ok, partial, failed */
 	"  repos_ok      INTEGER NOT NULL DEFAULT 0,"
 	"  repos_failed  INTEGER NOT NULL DEFAULT 0,"
 	"  files_fetched INTEGER NOT NULL DEFAULT 0,"
@@ -145,13 +145,15 @@ static const char *const migrations[] = {
 	"CREATE VIRTUAL TABLE repo_fts USING fts5(name, author, tags, pipeline_tag, library_name, license, card);"
 	"CREATE TRIGGER repos_fts_ai AFTER INSERT ON repos BEGIN"
 	"  INSERT INTO repo_fts (rowid, name, author, tags, pipeline_tag, library_name, license, card)"
-	"  VALUES (new.id, new.name, CASE WHEN instr(new.name, '/') THEN substr(new.name, 1, instr(new.name, '/') - 1) END,"
+	"  VALUES (new.id, new.name, CASE WHEN instr(new.name, '/') THEN substr(new.name, 1, instr(new.name, '/') - 1) "
+	"END,"
 	"          new.tags, new.pipeline_tag, new.library_name, new.license, new.card_data);"
 	"END;"
 	"CREATE TRIGGER repos_fts_au AFTER UPDATE ON repos BEGIN"
 	"  DELETE FROM repo_fts WHERE rowid = old.id;"
 	"  INSERT INTO repo_fts (rowid, name, author, tags, pipeline_tag, library_name, license, card)"
-	"  VALUES (new.id, new.name, CASE WHEN instr(new.name, '/') THEN substr(new.name, 1, instr(new.name, '/') - 1) END,"
+	"  VALUES (new.id, new.name, CASE WHEN instr(new.name, '/') THEN substr(new.name, 1, instr(new.name, '/') - 1) "
+	"END,"
 	"          new.tags, new.pipeline_tag, new.library_name, new.license, new.card_data);"
 	"END;"
 	"CREATE TRIGGER repos_fts_ad AFTER DELETE ON repos BEGIN"
@@ -171,22 +173,25 @@ static const char *const migrations[] = {
 	"DROP TRIGGER repos_fts_au;"
 	"CREATE TRIGGER repos_fts_ai AFTER INSERT ON repos WHEN new.removed_at IS NULL BEGIN"
 	"  INSERT INTO repo_fts (rowid, name, author, tags, pipeline_tag, library_name, license, card)"
-	"  VALUES (new.id, new.name, CASE WHEN instr(new.name, '/') THEN substr(new.name, 1, instr(new.name, '/') - 1) END,"
+	"  VALUES (new.id, new.name, CASE WHEN instr(new.name, '/') THEN substr(new.name, 1, instr(new.name, '/') - 1) "
+	"END,"
 	"          new.tags, new.pipeline_tag, new.library_name, new.license, new.card_data);"
 	"END;"
 	"CREATE TRIGGER repos_fts_au AFTER UPDATE OF name, tags, pipeline_tag, library_name, license, card_data,"
 	"  removed_at ON repos BEGIN"
 	"  DELETE FROM repo_fts WHERE rowid = old.id;"
 	"  INSERT INTO repo_fts (rowid, name, author, tags, pipeline_tag, library_name, license, card)"
-	"  SELECT new.id, new.name, CASE WHEN instr(new.name, '/') THEN substr(new.name, 1, instr(new.name, '/') - 1) END,"
-	"         new.tags, new.pipeline_tag, new.library_name, new.license, new.card_data WHERE new.removed_at IS NULL;"
+	"  SELECT new.id, new.name, CASE WHEN instr(new.name, '/') THEN substr(new.name, 1, instr(new.name, '/') - 1) "
+	"END,"
+	"         new.tags, new.pipeline_tag, new.library_name, new.license, new.card_data WHERE new.removed_at IS "
+	"NULL;"
 	"END;"
 	"DELETE FROM repo_fts WHERE rowid IN (SELECT id FROM repos WHERE removed_at IS NOT NULL);",
 	/* 5 -> 6 */
 	"CREATE TABLE torrents ("
 	"  snapshot_id INTEGER PRIMARY KEY REFERENCES snapshots(id) ON DELETE CASCADE,"
-	"  btih        TEXT NOT NULL,"                  /* v1 info-hash, hex */
-	"  btmh        TEXT NOT NULL,"                  /* v2 info-hash (sha256), hex */
+	"  btih        TEXT NOT NULL," /* v1 info-hash, hex */
+	"  btmh        TEXT NOT NULL," /* v2 info-hash (sha256), hex */
 	"  name        TEXT NOT NULL,"
 	"  piece_size  INTEGER NOT NULL,"
 	"  created_at  INTEGER NOT NULL"
@@ -198,10 +203,12 @@ static const char *const migrations[] = {
 	"DROP TRIGGER repos_fts_au;"
 	"DROP TRIGGER repos_fts_ad;"
 	"DROP TABLE repo_fts;"
-	"CREATE VIRTUAL TABLE repo_fts USING fts5(name, author, tags, pipeline_tag, library_name, license, card, facets);"
+	"CREATE VIRTUAL TABLE repo_fts USING fts5(name, author, tags, pipeline_tag, library_name, license, card, "
+	"facets);"
 	"CREATE TRIGGER repos_fts_ai AFTER INSERT ON repos WHEN new.removed_at IS NULL BEGIN"
 	"  INSERT INTO repo_fts (rowid, name, author, tags, pipeline_tag, library_name, license, card, facets)"
-	"  VALUES (new.id, new.name, CASE WHEN instr(new.name, '/') THEN substr(new.name, 1, instr(new.name, '/') - 1) END,"
+	"  VALUES (new.id, new.name, CASE WHEN instr(new.name, '/') THEN substr(new.name, 1, instr(new.name, '/') - 1) "
+	"END,"
 	"          new.tags, new.pipeline_tag, new.library_name, new.license, new.card_data,"
 	"          'hub' || new.hub || ' type' || new.type);"
 	"END;"
@@ -209,7 +216,8 @@ static const char *const migrations[] = {
 	"  removed_at ON repos BEGIN"
 	"  DELETE FROM repo_fts WHERE rowid = old.id;"
 	"  INSERT INTO repo_fts (rowid, name, author, tags, pipeline_tag, library_name, license, card, facets)"
-	"  SELECT new.id, new.name, CASE WHEN instr(new.name, '/') THEN substr(new.name, 1, instr(new.name, '/') - 1) END,"
+	"  SELECT new.id, new.name, CASE WHEN instr(new.name, '/') THEN substr(new.name, 1, instr(new.name, '/') - 1) "
+	"END,"
 	"         new.tags, new.pipeline_tag, new.library_name, new.license, new.card_data,"
 	"         'hub' || new.hub || ' type' || new.type WHERE new.removed_at IS NULL;"
 	"END;"
@@ -231,7 +239,7 @@ static const char *const migrations[] = {
 	/* 9 -> 10 */
 	"CREATE TABLE refs_new ("
 	"  repo_id     INTEGER NOT NULL REFERENCES repos(id) ON DELETE CASCADE,"
-	"  name        TEXT NOT NULL,"                  /* main, v1.0, refs/pr/1, refs/convert/parquet */
+	"  name        TEXT NOT NULL," /* main, v1.0, refs/pr/1, refs/convert/parquet */
 	"  kind        TEXT NOT NULL CHECK (kind IN ('branch', 'tag', 'pr', 'convert')),"
 	"  snapshot_id INTEGER NOT NULL REFERENCES snapshots(id),"
 	"  updated_at  INTEGER NOT NULL,"
@@ -278,9 +286,9 @@ static const char *const migrations[] = {
 	("ALTER TABLE repos ADD COLUMN local INTEGER NOT NULL DEFAULT 0;"
 	 "CREATE TABLE commits ("
 	 "  snapshot_id INTEGER PRIMARY KEY REFERENCES snapshots(id) ON DELETE CASCADE,"
-	 "  parent      TEXT,"                           /* commit id; NULL for a repository's first */
+	 "  parent      TEXT," /* commit id; NULL for a repository's first */
 	 "  tree        TEXT NOT NULL,"
-	 "  author      TEXT NOT NULL,"                  /* NAME <EMAIL>, also the committer */
+	 "  author      TEXT NOT NULL," /* NAME <EMAIL>, also the committer */
 	 "  at          INTEGER NOT NULL,"
 	 "  message     TEXT NOT NULL"
 	 ");"),
@@ -289,8 +297,8 @@ static const char *const migrations[] = {
 	/* 18 -> 19 */
 	("CREATE TABLE holds ("
 	 "  sha256  TEXT NOT NULL,"
-	 "  owner   TEXT NOT NULL,"                      /* upload:REPO_ID, commit:NONCE, push:NONCE */
-	 "  until   INTEGER NOT NULL,"                   /* unix seconds */
+	 "  owner   TEXT NOT NULL," /* upload:REPO_ID, commit:NONCE, push:NONCE */
+	 "  until   INTEGER NOT NULL," /* unix seconds */
 	 "  PRIMARY KEY (sha256, owner)"
 	 ") WITHOUT ROWID;"
 	 "CREATE INDEX holds_by_owner ON holds(owner);"),

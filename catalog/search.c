@@ -44,7 +44,8 @@ static int each_word(const char *q, void (*fn)(void *ud, const char *w, size_t n
 			return -1;
 		}
 		for (int k = 0; k < n && !dup; k++)
-			dup = seen_len[k] == (size_t)(p - start) && !strncasecmp((const char *)seen[k], (const char *)start, seen_len[k]);
+			dup = seen_len[k] == (size_t)(p - start) &&
+			      !strncasecmp((const char *)seen[k], (const char *)start, seen_len[k]);
 		if (dup)
 			continue;
 		if (n == CATALOG_SEARCH_MAX_WORDS) {
@@ -240,7 +241,8 @@ static char *pass_sql(const struct catalog_search *s, const struct plan *p, int 
 	if (p->index_only && !strcmp(p->sort, "relevance"))
 		return xasprintf("SELECT " REPO_SELECT "FROM (SELECT rowid AS pid, %s AS k FROM repo_fts "
 				 "WHERE repo_fts MATCH ?1 ORDER BY k %s, pid LIMIT ?10 OFFSET ?11) p "
-				 "JOIN repos r ON r.id = p.pid " REPO_JOINS "ORDER BY p.k %s, r.id", p->order, dir, dir);
+				 "JOIN repos r ON r.id = p.pid " REPO_JOINS "ORDER BY p.k %s, r.id",
+				 p->order, dir, dir);
 	return xasprintf("SELECT " REPO_SELECT "FROM (SELECT r.id AS pid, %s AS k FROM %s %s "
 			 "ORDER BY k %s, r.id LIMIT ?10 OFFSET ?11) p JOIN repos r ON r.id = p.pid "
 			 REPO_JOINS "ORDER BY p.k %s, r.id", p->order, p->from, p->where, dir, dir);

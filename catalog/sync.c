@@ -267,9 +267,12 @@ bool catalog_blob_public_or_own(struct catalog *c, const char *sha256, int64_t r
 		return r == 1;
 	/* Public: a verified fetch by a repo everyone may read: open upstream (or opened here), and what
 	 * the caller's rule says of it */
-	if (catalog__prepare(c, "SELECT " REPO_COLUMNS "WHERE r.id IN (SELECT repo_id FROM blob_fetches WHERE sha256 = ?1) "
+	if (catalog__prepare(c,
+			     "SELECT " REPO_COLUMNS
+			     "WHERE r.id IN (SELECT repo_id FROM blob_fetches WHERE sha256 = ?1) "
 			     "AND (((r.gated IS NULL OR r.gated = 'false') AND coalesce(r.private, 0) != 1) "
-			     "OR json_extract(coalesce(r.options, '{}'), '$.open') = 1)", &st))
+			     "OR json_extract(coalesce(r.options, '{}'), '$.open') = 1)",
+			     &st))
 		return false;
 	sqlite3_bind_text(st, 1, sha256, -1, SQLITE_STATIC);
 	r = catalog__repo_rows(st, everyone_reads, &e);
@@ -281,10 +284,12 @@ int catalog_blob_from_upstream(struct catalog *c, const char *sha256)
 {
 	sqlite3_stmt *st = NULL;
 
-	if (catalog__prepare(c,
-			     "SELECT 1 FROM blob_fetches b JOIN repos r ON r.id = b.repo_id WHERE b.sha256 = ?1 AND r.local = 0 "
-			     "UNION ALL SELECT 1 FROM files f JOIN snapshots s ON s.id = f.snapshot_id JOIN repos r ON "
-			     "r.id = s.repo_id WHERE f.sha256 = ?1 AND r.local = 0 AND s.selection IS NOT NULL LIMIT 1", &st))
+	if (catalog__prepare(
+		    c,
+		    "SELECT 1 FROM blob_fetches b JOIN repos r ON r.id = b.repo_id WHERE b.sha256 = ?1 AND r.local = 0 "
+		    "UNION ALL SELECT 1 FROM files f JOIN snapshots s ON s.id = f.snapshot_id JOIN repos r ON "
+		    "r.id = s.repo_id WHERE f.sha256 = ?1 AND r.local = 0 AND s.selection IS NOT NULL LIMIT 1",
+		    &st))
 		return 0;
 	sqlite3_bind_text(st, 1, sha256, -1, SQLITE_STATIC);
 	return catalog__has_row(st) == 1;
@@ -335,17 +340,20 @@ int catalog_repo_set_sync(struct catalog *c, int64_t repo_id, const char *status
 {
 	sqlite3_stmt *st = NULL;
 
-	if (catalog__prepare(c, "UPDATE repos SET sync_status = ?2, sync_error = ?3, last_sync_at = ?4, "
-			     "last_ok_at = CASE WHEN ?2 = 'ok' THEN ?4 ELSE last_ok_at END, "
-			     "gated = coalesce(?5, gated), private = coalesce(?6, private), "
-			     "card_data = coalesce(?7, card_data), tags = coalesce(?8, tags), "
-			     "pipeline_tag = coalesce(?9, pipeline_tag), library_name = coalesce(?10, library_name), "
-			     "license = coalesce(?11, license), downloads = coalesce(?12, downloads), "
-			     "likes = coalesce(?13, likes), last_modified = coalesce(?14, last_modified), "
-			     "upstream_name = CASE WHEN ?15 IS NULL THEN upstream_name WHEN ?15 = '' THEN NULL ELSE ?15 END, "
-			     "tier = coalesce(?16, tier), upstream = coalesce(?17, upstream), "
-			     "origin_checked_at = coalesce(?18, origin_checked_at), created_at = coalesce(?19, created_at) "
-			     "WHERE id = ?1", &st))
+	if (catalog__prepare(
+		    c,
+		    "UPDATE repos SET sync_status = ?2, sync_error = ?3, last_sync_at = ?4, "
+		    "last_ok_at = CASE WHEN ?2 = 'ok' THEN ?4 ELSE last_ok_at END, "
+		    "gated = coalesce(?5, gated), private = coalesce(?6, private), "
+		    "card_data = coalesce(?7, card_data), tags = coalesce(?8, tags), "
+		    "pipeline_tag = coalesce(?9, pipeline_tag), library_name = coalesce(?10, library_name), "
+		    "license = coalesce(?11, license), downloads = coalesce(?12, downloads), "
+		    "likes = coalesce(?13, likes), last_modified = coalesce(?14, last_modified), "
+		    "upstream_name = CASE WHEN ?15 IS NULL THEN upstream_name WHEN ?15 = '' THEN NULL ELSE ?15 END, "
+		    "tier = coalesce(?16, tier), upstream = coalesce(?17, upstream), "
+		    "origin_checked_at = coalesce(?18, origin_checked_at), created_at = coalesce(?19, created_at) "
+		    "WHERE id = ?1",
+		    &st))
 		return HM_ERR_SQLITE;
 	sqlite3_bind_int64(st, 1, repo_id);
 	sqlite3_bind_text(st, 2, status, -1, SQLITE_STATIC);

@@ -249,7 +249,8 @@ int hub_cache_link_ms(const char *ms_cache, const char *ms_hub_cache, const char
 	int r;
 
 	if (!slash || path_check_str(name) || strchr(slash + 1, '/') || hub_check_revision(revision) ||
-	    path_check_str(revision) || !hex_is_lower(commit, 40) || (strcmp(type, "model") && strcmp(type, "dataset"))) {
+	    path_check_str(revision) || !hex_is_lower(commit, 40) ||
+	    (strcmp(type, "model") && strcmp(type, "dataset"))) {
 		if (errmsg)
 			*errmsg = xstrdup("not a snapshot the ModelScope cache can name");
 		return HM_ERR_PATH_UNSAFE;
@@ -281,7 +282,8 @@ char *hub_cache_ms_hub_snapshot(const char *ms_hub_cache, const char *type, cons
 
 	if (!slash)
 		return xasprintf("%s/%ss/%s/snapshots/%s", ms_hub_cache, type, name, revision);
-	return xasprintf("%s/%ss/%.*s--%s/snapshots/%s", ms_hub_cache, type, (int)(slash - name), name, slash + 1, revision);
+	return xasprintf("%s/%ss/%.*s--%s/snapshots/%s", ms_hub_cache, type, (int)(slash - name), name, slash + 1,
+			 revision);
 }
 
 /* nftw has no user data: the walk's, one at a time (the CLI's) */

@@ -184,9 +184,9 @@ static size_t take_repo(const struct hf_path *s, size_t i, const char *const *ke
 	return two ? 2 : 1;
 }
 
-static const char *const api_keywords[] = { "revision", "tree", "paths-info", "refs", "commits", "treesize",
-					    "xet-read-token", "xet-write-token", "resolve", "preupload", "commit", "branch", "tag",
-					    NULL };
+static const char *const api_keywords[] = {
+	"revision",        "tree",    "paths-info", "refs",   "commits", "treesize", "xet-read-token",
+	"xet-write-token", "resolve", "preupload",  "commit", "branch",  "tag",      NULL};
 static const char *const file_keywords[] = { "resolve", "raw", NULL };
 
 static bool is(const char *a, const char *b)
@@ -201,8 +201,13 @@ static void api_action(const struct hf_path *s, size_t i, const char *method, st
 	bool post = is(method, "POST");
 	size_t used;
 
-	p->label = !a || is(a, "revision") ? "hf_info" : is(a, "tree") ? "hf_tree" : is(a, "paths-info") ? "hf_paths_info"
-		: is(a, "refs") ? "hf_refs" : is(a, "commits") ? "hf_commits" : is(a, "treesize") ? "hf_treesize" : "hf_api";
+	p->label = !a || is(a, "revision") ? "hf_info"
+		   : is(a, "tree")         ? "hf_tree"
+		   : is(a, "paths-info")   ? "hf_paths_info"
+		   : is(a, "refs")         ? "hf_refs"
+		   : is(a, "commits")      ? "hf_commits"
+		   : is(a, "treesize")     ? "hf_treesize"
+					   : "hf_api";
 	p->route = HF_ROUTE_NOT_FOUND;
 	p->why = "bad revision or path";
 	if (!a) {
@@ -226,12 +231,16 @@ static void api_action(const struct hf_path *s, size_t i, const char *method, st
 			p->sub = hf_join_decoded(s->v, s->n, i + 1 + used);
 			p->why = "bad path";
 		}
-		p->route = i + 1 + used < s->n && (!p->sub || path_check_str(p->sub)) ? HF_ROUTE_BAD : HF_ROUTE_TREESIZE;
+		p->route =
+			i + 1 + used < s->n && (!p->sub || path_check_str(p->sub)) ? HF_ROUTE_BAD : HF_ROUTE_TREESIZE;
 	} else if ((((is(a, "preupload") || is(a, "commit")) && post) ||
 		    ((is(a, "branch") || is(a, "tag")) && (post || is(method, "DELETE")))) &&
 		   i + 1 < s->n && (p->rev = hf_join_decoded(s->v, s->n, i + 1))) {
 		p->route = HF_ROUTE_WRITE;
-		p->verb = is(a, "preupload") ? "preupload" : is(a, "commit") ? "commit" : is(a, "branch") ? "branch" : "tag";
+		p->verb = is(a, "preupload") ? "preupload"
+			  : is(a, "commit")  ? "commit"
+			  : is(a, "branch")  ? "branch"
+					     : "tag";
 	} else if (is(a, "xet-read-token")) {
 		p->route = HF_ROUTE_XET_READ;
 	} else if (is(a, "xet-write-token")) {

@@ -15,7 +15,8 @@
 #include "base/xmalloc.h"
 #include "hfwrite.h"
 
-static int refuse(struct hf_commit_line *out, char **errmsg, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int refuse(struct hf_commit_line *out, char **errmsg, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 static int refuse(struct hf_commit_line *out, char **errmsg, const char *fmt, ...)
 {
 	va_list ap;

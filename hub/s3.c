@@ -94,7 +94,8 @@ static char *rev_decode(const char *s, size_t n)
 
 int s3_key_parse(const char *key, struct s3_key *k)
 {
-	const char *a = key ? strchr(key, '/') : NULL, *b = a ? strchr(a + 1, '/') : NULL, *c = b ? strchr(b + 1, '/') : NULL;
+	const char *a = key ? strchr(key, '/') : NULL, *b = a ? strchr(a + 1, '/') : NULL,
+		   *c = b ? strchr(b + 1, '/') : NULL;
 
 	memset(k, 0, sizeof(*k));
 	if (!c || a == key || b == a + 1 || c == b + 1)
@@ -451,8 +452,8 @@ int s3_sig_parse(const char *authz, const char *raw_query, const char *amz_date_
 		}
 		if (parse_header_auth(authz, out, why))
 			goto bad;
-		if (!amz_date_header ||
-		    take_field(out->amz_date, sizeof(out->amz_date), amz_date_header, strlen(amz_date_header), DIGITS "TZ")) {
+		if (!amz_date_header || take_field(out->amz_date, sizeof(out->amz_date), amz_date_header,
+						   strlen(amz_date_header), DIGITS "TZ")) {
 			*why = "a signed request needs an X-Amz-Date header";
 			goto bad;
 		}
@@ -505,7 +506,8 @@ int64_t s3_amz_time(const char *d)
 static void add_uri_encoded(struct buf *b, const char *s)
 {
 	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-		if ((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || strchr("-_.~", *p))
+		if ((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') ||
+		    strchr("-_.~", *p))
 			buf_addch(b, (char)*p);
 		else
 			buf_addf(b, "%%%02X", *p);
@@ -533,7 +535,8 @@ static int canonical_query(struct buf *out, const char *q)
 
 	for (const char *p = q; p && *p;) {
 		size_t len = strcspn(p, "&"), kl = strcspn(p, "=&");
-		char *k = httpd_unescape(p, kl, true), *val = kl < len ? httpd_unescape(p + kl + 1, len - kl - 1, true) : xstrdup("");
+		char *k = httpd_unescape(p, kl, true),
+		     *val = kl < len ? httpd_unescape(p + kl + 1, len - kl - 1, true) : xstrdup("");
 		if (!k || !val) {
 			free(k);
 			free(val);
@@ -625,7 +628,10 @@ int s3_sig_expected(const struct s3_sig *s, const char *secret, const char *meth
 		buf_addch(&cr, '\n');
 	}
 	str_split_free(names);
-	buf_addf(&cr, "\n%s\n%s", s->signed_headers, s->presigned ? "UNSIGNED-PAYLOAD" : payload_hash ? payload_hash : empty_sha256);
+	buf_addf(&cr, "\n%s\n%s", s->signed_headers,
+		 s->presigned   ? "UNSIGNED-PAYLOAD"
+		 : payload_hash ? payload_hash
+				: empty_sha256);
 	EVP_Digest(cr.data, cr.len, md, NULL, EVP_sha256(), NULL);
 	hex_encode(md, 32, hexmd);
 	buf_release(&cr);

@@ -97,8 +97,8 @@ static void hf_tree_done(void *ud, int result, const struct hub_http_resp *resp,
 				break;
 			}
 		}
-		r = upstream__add_file(f, json_string_value(jp), json_string_length(jp), json_integer_value(jsize), oid, sha,
-			     sha != NULL);
+		r = upstream__add_file(f, json_string_value(jp), json_string_length(jp), json_integer_value(jsize), oid,
+				       sha, sha != NULL);
 		if (r)
 			break;
 	}

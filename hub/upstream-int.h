@@ -51,8 +51,8 @@ void upstream__fetch_finish(struct upstream__fetch *f, int result);
 /* The snapshot's message (what the caller shows): a copy of m, or none. */
 void upstream__set_message(struct upstream__fetch *f, const char *m);
 /* Add a file entry after checking it. Returns 0, or HM_ERR_UPSTREAM for a malformed entry. */
-int upstream__add_file(struct upstream__fetch *f, const char *path, size_t pathlen, json_int_t size, const char *git_oid,
-		       const char *sha256, bool lfs);
+int upstream__add_file(struct upstream__fetch *f, const char *path, size_t pathlen, json_int_t size,
+		       const char *git_oid, const char *sha256, bool lfs);
 /* Common handling of a finished API request: transport errors, error statuses, JSON parse.
  * Returns 0 with *json set, or an error (message recorded). */
 int upstream__api_answer(struct upstream__fetch *f, int result, const struct hub_http_resp *resp, const char *body,

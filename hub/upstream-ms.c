@@ -176,8 +176,8 @@ static void ms_list_done(void *ud, int result, const struct hub_http_resp *resp,
 			r = HM_ERR_UPSTREAM;
 			goto fail;
 		}
-		r = upstream__add_file(f, json_string_value(jp), json_string_length(jp), json_integer_value(js), NULL, sha,
-			     json_is_true(json_object_get(e, "IsLFS")));
+		r = upstream__add_file(f, json_string_value(jp), json_string_length(jp), json_integer_value(js), NULL,
+				       sha, json_is_true(json_object_get(e, "IsLFS")));
 		if (r) {
 			upstream__set_message(f, "malformed file entry");
 			goto fail;

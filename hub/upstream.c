@@ -204,8 +204,8 @@ void upstream__set_message(struct upstream__fetch *f, const char *m)
 }
 
 /* Add a file entry after checking it. Returns 0, or HM_ERR_UPSTREAM for a malformed entry. */
-int upstream__add_file(struct upstream__fetch *f, const char *path, size_t pathlen, json_int_t size, const char *git_oid,
-		    const char *sha256, bool lfs)
+int upstream__add_file(struct upstream__fetch *f, const char *path, size_t pathlen, json_int_t size,
+		       const char *git_oid, const char *sha256, bool lfs)
 {
 	struct hub_file *hf;
 
@@ -228,7 +228,8 @@ int upstream__add_file(struct upstream__fetch *f, const char *path, size_t pathl
 		memcpy(hf->git_oid, git_oid, 41);
 	if (sha256) {
 		for (int i = 0; i < 64; i++) /* ModelScope has been seen to send upper case */
-			hf->sha256[i] = (char)((sha256[i] >= 'A' && sha256[i] <= 'F') ? sha256[i] - 'A' + 'a' : sha256[i]);
+			hf->sha256[i] =
+				(char)((sha256[i] >= 'A' && sha256[i] <= 'F') ? sha256[i] - 'A' + 'a' : sha256[i]);
 		hf->sha256[64] = '\0';
 	}
 	hf->url = hub_file_url(f->c, &f->spec, f->snap->commit, hf->path);
@@ -321,8 +322,8 @@ bool upstream__maybe_tag(const char *rev)
 /* The answer to "is the revision a tag?" (HF refs, ModelScope revisions): tags is the answer's list of
  * tags, whose entries name the tag under key. One that fails or is odd leaves the revision a branch:
  * the snapshot stands, and so does the listing's message. */
-void upstream__tag_answer(struct upstream__fetch *f, int result, const struct hub_http_resp *resp, const char *body, size_t len,
-		       bool ms)
+void upstream__tag_answer(struct upstream__fetch *f, int result, const struct hub_http_resp *resp, const char *body,
+			  size_t len, bool ms)
 {
 	json_t *j = NULL, *tags, *it;
 	size_t i;

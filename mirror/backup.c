@@ -146,8 +146,9 @@ int mirror_restore(const char *dir, const char *file, struct mirror_restore_repo
 	r = mirror_data_lock(&hold, false, &pid);
 	if (r) {
 		if (errmsg)
-			*errmsg = r == HM_ERR_LOCKED ? xasprintf("a sync (pid %ld) is using '%s': let it finish first", pid, dir)
-						     : xasprintf("cannot lock '%s': %s", dir, err_str(r));
+			*errmsg = r == HM_ERR_LOCKED
+					  ? xasprintf("a sync (pid %ld) is using '%s': let it finish first", pid, dir)
+					  : xasprintf("cannot lock '%s': %s", dir, err_str(r));
 		return r;
 	}
 	r = mirror_data_serve_exclude(&hold);

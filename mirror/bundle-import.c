@@ -63,16 +63,20 @@ static char *local_commit_check(json_t *s, const char *name)
 	char (*blob)[41] = xcalloc(json_array_size(files) + 1, sizeof(*blob)), tree[41], id[41], *text, *err = NULL;
 	size_t i, len;
 
-	if (!json_is_object(m) || !is_hex(json_object_get(m, "tree"), 40) || !(json_is_null(parent) || is_hex(parent, 40)) ||
-	    !author || strchr(author, '\n') || !msg || !json_is_integer(json_object_get(m, "at")))
-		err = xasprintf("%s: local commit %s has no commit record", name, json_string_value(json_object_get(s, "commit")));
+	if (!json_is_object(m) || !is_hex(json_object_get(m, "tree"), 40) ||
+	    !(json_is_null(parent) || is_hex(parent, 40)) || !author || strchr(author, '\n') || !msg ||
+	    !json_is_integer(json_object_get(m, "at")))
+		err = xasprintf("%s: local commit %s has no commit record", name,
+				json_string_value(json_object_get(s, "commit")));
 	json_array_foreach(files, i, f) {
 		const char *lfs = json_string_value(json_object_get(f, "lfs_oid"));
 		const char *git = json_string_value(json_object_get(f, "git_oid"));
 		char ptr[200];
 		if (lfs)
-			gitobj_id("blob", ptr, gitobj_lfs_pointer(lfs, json_integer_value(json_object_get(f, "size")), ptr,
-								  sizeof(ptr)), blob[i]);
+			gitobj_id("blob", ptr,
+				  gitobj_lfs_pointer(lfs, json_integer_value(json_object_get(f, "size")), ptr,
+						     sizeof(ptr)),
+				  blob[i]);
 		else
 			snprintf(blob[i], sizeof(blob[i]), "%s", git ? git : "");
 		g[i] = (struct gitobj_file){ json_string_value(json_object_get(f, "path")), blob[i] };
@@ -93,8 +97,8 @@ static char *local_commit_check(json_t *s, const char *name)
 			gitobj_id("commit", raw, strlen(raw), id);
 		gitobj_commit_release(&pc);
 	} else if (!err) {
-		text = gitobj_commit_text(tree, json_string_value(parent), author, json_integer_value(json_object_get(m, "at")),
-					  msg, &len);
+		text = gitobj_commit_text(tree, json_string_value(parent), author,
+					  json_integer_value(json_object_get(m, "at")), msg, &len);
 		gitobj_id("commit", text, len, id);
 		free(text);
 	}
@@ -129,7 +133,8 @@ static char *manifest_check(json_t *m, json_t *blobs)
 		json_object_set(blobs, json_string_value(json_object_get(b, "sha256")), sz);
 	}
 	json_array_foreach(repos, i, r) {
-		const char *hub = json_string_value(json_object_get(r, "hub")), *type = json_string_value(json_object_get(r, "type"));
+		const char *hub = json_string_value(json_object_get(r, "hub")),
+			   *type = json_string_value(json_object_get(r, "type"));
 		const char *name = json_string_value(json_object_get(r, "name"));
 		const char *follow = json_string_value(json_object_get(r, "follow_rev"));
 		json_t *snaps = json_object_get(r, "snapshots"), *refs = json_object_get(r, "refs"), *s, *f, *g;
@@ -138,10 +143,12 @@ static char *manifest_check(json_t *m, json_t *blobs)
 		size_t j, l;
 		char *err = NULL;
 
-		if (!hub || !type || !name || !follow || hub_kind_parse(hub, &k) || (strcmp(type, "model") && strcmp(type, "dataset")) ||
-		    hub_check_name(k, name) || hub_check_revision(follow) || !json_is_array(snaps) || !json_is_array(refs) ||
+		if (!hub || !type || !name || !follow || hub_kind_parse(hub, &k) ||
+		    (strcmp(type, "model") && strcmp(type, "dataset")) || hub_check_name(k, name) ||
+		    hub_check_revision(follow) || !json_is_array(snaps) || !json_is_array(refs) ||
 		    !json_is_array(json_object_get(r, "include")) || !json_is_array(json_object_get(r, "exclude")) ||
-		    !json_is_object(json_object_get(r, "options")) || !str_or_null_ok(json_object_get(r, "refs_policy"))) {
+		    !json_is_object(json_object_get(r, "options")) ||
+		    !str_or_null_ok(json_object_get(r, "refs_policy"))) {
 			json_decref(commits);
 			return xasprintf("repo entry %zu is malformed", i);
 		}
@@ -167,13 +174,16 @@ static char *manifest_check(json_t *m, json_t *blobs)
 				json_t *git = json_object_get(f, "git_oid"), *lfs = json_object_get(f, "lfs_oid");
 				if (!json_is_string(p) || path_check(json_string_value(p), json_string_length(p)) ||
 				    !json_is_integer(sz) || !is_hex(sha, 64) ||
-				    !(json_is_null(git) || is_hex(git, 40)) || !(json_is_null(lfs) || is_hex(lfs, 64))) {
-					err = xasprintf("%s: file %zu of snapshot %zu is malformed or its path unsafe", name, l, j);
+				    !(json_is_null(git) || is_hex(git, 40)) ||
+				    !(json_is_null(lfs) || is_hex(lfs, 64))) {
+					err = xasprintf("%s: file %zu of snapshot %zu is malformed or its path unsafe",
+							name, l, j);
 					break;
 				}
 				want = json_object_get(blobs, json_string_value(sha));
 				if (!want || json_integer_value(want) != json_integer_value(sz)) {
-					err = xasprintf("%s: %s names content the bundle does not list", name, json_string_value(p));
+					err = xasprintf("%s: %s names content the bundle does not list", name,
+							json_string_value(p));
 					break;
 				}
 			}
@@ -184,7 +194,8 @@ static char *manifest_check(json_t *m, json_t *blobs)
 			if (err)
 				break;
 			if (!rn || hub_check_revision(rn) || !kind ||
-			    (strcmp(kind, "branch") && strcmp(kind, "tag") && strcmp(kind, "pr") && strcmp(kind, "convert")) ||
+			    (strcmp(kind, "branch") && strcmp(kind, "tag") && strcmp(kind, "pr") &&
+			     strcmp(kind, "convert")) ||
 			    !is_hex(json_object_get(s, "commit"), 40) ||
 			    !json_object_get(commits, json_string_value(json_object_get(s, "commit"))))
 				err = xasprintf("%s: ref %zu is malformed or names no snapshot of the bundle", name, j);
@@ -230,8 +241,10 @@ int bundle__read_manifest(struct archive *a, json_t **manifest, json_t *blobs, c
 			raw = archive_filter_bytes(a, -1);
 			if (got > (1 << 20) && raw > 0 && (int64_t)got / raw > MANIFEST_RATIO) {
 				free(text);
-				return bundle__fail(errmsg, HM_ERR_JSON, "%s expands %lld times over its compressed bytes (a "
-					    "decompression bomb?): refused", MANIFEST, (long long)((int64_t)got / raw));
+				return bundle__fail(errmsg, HM_ERR_JSON,
+						    "%s expands %lld times over its compressed bytes (a "
+						    "decompression bomb?): refused",
+						    MANIFEST, (long long)((int64_t)got / raw));
 			}
 		}
 	}
@@ -297,8 +310,8 @@ static const char *entry_blob(struct archive_entry *e, json_t *blobs, json_t *se
 	json_t *want;
 
 	if (archive_entry_filetype(e) != AE_IFREG || archive_entry_hardlink(e) || archive_entry_symlink(e)) {
-		bundle__fail(errmsg, HM_ERR_PATH_UNSAFE, "entry '%s' is not a regular file (links and devices are refused)",
-		     name ? name : "?");
+		bundle__fail(errmsg, HM_ERR_PATH_UNSAFE,
+			     "entry '%s' is not a regular file (links and devices are refused)", name ? name : "?");
 		return NULL;
 	}
 	sha = name ? skip_prefix(name, "blobs/") : NULL;
@@ -308,7 +321,8 @@ static const char *entry_blob(struct archive_entry *e, json_t *blobs, json_t *se
 	}
 	want = json_object_get(blobs, sha);
 	if (!want || json_object_get(seen, sha)) {
-		bundle__fail(errmsg, HM_ERR_PATH_UNSAFE, "entry '%s' is %s", name, want ? "there twice" : "not in the manifest");
+		bundle__fail(errmsg, HM_ERR_PATH_UNSAFE, "entry '%s' is %s", name,
+			     want ? "there twice" : "not in the manifest");
 		return NULL;
 	}
 	if (!archive_entry_size_is_set(e) || archive_entry_size(e) != json_integer_value(want)) {
@@ -341,8 +355,8 @@ static int store_blob(struct mirror_data *d, struct archive *a, const char *sha2
 	}
 	r = mirror_store_writer_commit(&w, NULL);
 	if (r)
-		return bundle__fail(errmsg, r, "content %s does not hash to its name (%s): the bundle is damaged", sha256,
-			    err_str(r));
+		return bundle__fail(errmsg, r, "content %s does not hash to its name (%s): the bundle is damaged",
+				    sha256, err_str(r));
 	return 0;
 }
 
@@ -363,11 +377,14 @@ static int hash_entry(struct archive *a, const char *sha256, char *buf, char **e
 	ok = ok && got == 0 && EVP_DigestFinal_ex(ctx, md, &mdlen) && mdlen == 32;
 	EVP_MD_CTX_free(ctx);
 	if (!ok)
-		return bundle__fail(errmsg, -EIO, "content %s: %s", sha256, archive_error_string(a) ? archive_error_string(a) : "cannot hash");
+		return bundle__fail(errmsg, -EIO, "content %s: %s", sha256,
+				    archive_error_string(a) ? archive_error_string(a) : "cannot hash");
 	hex_encode(md, 32, hex);
 	if (strcmp(hex, sha256))
-		return bundle__fail(errmsg, HM_ERR_HASH_MISMATCH, "content %s does not hash to its name: the bundle is damaged, or "
-			    "claims a content it does not hold", sha256);
+		return bundle__fail(errmsg, HM_ERR_HASH_MISMATCH,
+				    "content %s does not hash to its name: the bundle is damaged, or "
+				    "claims a content it does not hold",
+				    sha256);
 	return 0;
 }
 
@@ -381,7 +398,8 @@ static int check_named(struct mirror_data *d, json_t *manifest, json_t *seen, ch
 	size_t i, j, k;
 
 	json_array_foreach(json_object_get(manifest, "repos"), i, r) {
-		const char *hub = json_string_value(json_object_get(r, "hub")), *type = json_string_value(json_object_get(r, "type"));
+		const char *hub = json_string_value(json_object_get(r, "hub")),
+			   *type = json_string_value(json_object_get(r, "type"));
 		const char *name = json_string_value(json_object_get(r, "name"));
 		struct catalog_repo cr = { 0 };
 		int64_t id = catalog_repo_get(d->catalog, hub, type, name, &cr) ? 0 : cr.id;
@@ -389,12 +407,16 @@ static int check_named(struct mirror_data *d, json_t *manifest, json_t *seen, ch
 		json_array_foreach(json_object_get(r, "snapshots"), j, sn)
 			json_array_foreach(json_object_get(sn, "files"), k, f) {
 				const char *sha = json_string_value(json_object_get(f, "sha256"));
-				if (!sha || json_object_get(seen, sha) || catalog_blob_public_or_own(d->catalog, sha, id, NULL, NULL))
+				if (!sha || json_object_get(seen, sha) ||
+				    catalog_blob_public_or_own(d->catalog, sha, id, NULL, NULL))
 					continue;
-				return bundle__fail(errmsg, HM_ERR_PATH_UNSAFE, "the bundle names content %s for %s:%s%s (%s) without "
-					    "carrying it, and this mirror holds it only for repositories that may not "
-					    "share it: refused", sha, hub, strcmp(type, "dataset") ? "" : "datasets/", name,
-					    json_string_value(json_object_get(f, "path")));
+				return bundle__fail(
+					errmsg, HM_ERR_PATH_UNSAFE,
+					"the bundle names content %s for %s:%s%s (%s) without "
+					"carrying it, and this mirror holds it only for repositories that may not "
+					"share it: refused",
+					sha, hub, strcmp(type, "dataset") ? "" : "datasets/", name,
+					json_string_value(json_object_get(f, "path")));
 			}
 	}
 	return 0;
@@ -555,10 +577,13 @@ static int local_record(struct catalog *cat, json_t *r, json_t *s, int64_t repo_
 {
 	json_t *m = json_object_get(s, "commit_meta");
 	const char *commit = json_string_value(json_object_get(s, "commit"));
-	struct catalog_commit cm = { commit, json_string_value(json_object_get(m, "parent")),
-				     json_string_value(json_object_get(m, "tree")), json_string_value(json_object_get(m, "author")),
-				     json_integer_value(json_object_get(m, "at")), json_string_value(json_object_get(m, "message")),
-				     json_string_value(json_object_get(m, "raw")) };
+	struct catalog_commit cm = {commit,
+				    json_string_value(json_object_get(m, "parent")),
+				    json_string_value(json_object_get(m, "tree")),
+				    json_string_value(json_object_get(m, "author")),
+				    json_integer_value(json_object_get(m, "at")),
+				    json_string_value(json_object_get(m, "message")),
+				    json_string_value(json_object_get(m, "raw"))};
 	size_t n = 0;
 	struct catalog_file *files = snapshot_files(r, commit, &n);
 	int e = catalog_local_record(cat, repo_id, &cm, files, n);
@@ -572,7 +597,8 @@ static int local_record(struct catalog *cat, json_t *r, json_t *s, int64_t repo_
 static int import_local(struct mirror_data *d, json_t *r, json_t *carried, struct mirror_bundle_report *rep,
 			char **errmsg)
 {
-	const char *hub = json_string_value(json_object_get(r, "hub")), *type = json_string_value(json_object_get(r, "type"));
+	const char *hub = json_string_value(json_object_get(r, "hub")),
+		   *type = json_string_value(json_object_get(r, "type"));
 	const char *name = json_string_value(json_object_get(r, "name"));
 	json_t *snaps = json_object_get(r, "snapshots"), *done = json_object(), *s;
 	struct catalog_repo cr = { 0 };
@@ -580,9 +606,10 @@ static int import_local(struct mirror_data *d, json_t *r, json_t *carried, struc
 	size_t i;
 	int e = catalog_repo_get(d->catalog, hub, type, name, &cr);
 
-	if (e == HM_ERR_NOT_FOUND && !(e = catalog_local_create(d->catalog, hub, type, name,
-								json_integer_value(json_object_get(json_object_get(r, "meta"),
-												   "private")) == 1, NULL, NULL, NULL, 0, NULL)))
+	if (e == HM_ERR_NOT_FOUND &&
+	    !(e = catalog_local_create(d->catalog, hub, type, name,
+				       json_integer_value(json_object_get(json_object_get(r, "meta"), "private")) == 1,
+				       NULL, NULL, NULL, 0, NULL)))
 		e = catalog_repo_get(d->catalog, hub, type, name, &cr);
 	if (!e && !cr.local)
 		e = bundle__fail(errmsg, HM_ERR_EXISTS, "%s: a mirrored repository of that name is here", name);
@@ -598,7 +625,8 @@ static int import_local(struct mirror_data *d, json_t *r, json_t *carried, struc
 			if (p && !json_object_get(done, p))
 				catalog_commit_release(&have);
 			if ((e = local_record(d->catalog, r, s, cr.id))) {
-				e = bundle__fail(errmsg, HM_ERR_SQLITE, "%s: catalog: %s", name, catalog_errmsg(d->catalog));
+				e = bundle__fail(errmsg, HM_ERR_SQLITE, "%s: catalog: %s", name,
+						 catalog_errmsg(d->catalog));
 				break;
 			}
 			json_object_set_new(done, c, json_true());
@@ -692,9 +720,11 @@ static int check_held(struct mirror_data *d, const char *path, json_t *manifest,
 				    "store lacks content %s it left out: import that bundle first",
 				    json_string_value(json_object_get(since, "bundle")), lacks);
 	if (since)
-		return bundle__fail(errmsg, HM_ERR_NOT_FOUND, "the bundle is incremental (contents stored before "
-				    "%lld left out) and this store lacks content %s: import the bundles before it first",
-				    (long long)json_integer_value(json_object_get(since, "time")), lacks);
+		return bundle__fail(
+			errmsg, HM_ERR_NOT_FOUND,
+			"the bundle is incremental (contents stored before "
+			"%lld left out) and this store lacks content %s: import the bundles before it first",
+			(long long)json_integer_value(json_object_get(since, "time")), lacks);
 	if (mirror_bundle_volume(path) == 1)
 		return bundle__fail(errmsg, HM_ERR_NOT_FOUND, "the bundle lacks content %s (and this store does not "
 				    "hold it): is a volume missing? %zu read, through '%.*s.%03zu'", lacks,

@@ -76,9 +76,10 @@ static void local_history(struct mirror_data *d, const struct catalog_repo *r, j
 		json_object_foreach(todo, id, v)
 			break;
 		if (!catalog_commit_get(d->catalog, r->id, id, &cm)) {
-			json_object_set_new(metas, id, json_pack("{s:s?, s:s, s:s, s:I, s:s, s:s*}", "parent", cm.parent,
-								"tree", cm.tree, "author", cm.author, "at", (json_int_t)cm.at,
-								"message", cm.message, "raw", cm.raw));
+			json_object_set_new(metas, id,
+					    json_pack("{s:s?, s:s, s:s, s:I, s:s, s:s*}", "parent", cm.parent, "tree",
+						      cm.tree, "author", cm.author, "at", (json_int_t)cm.at, "message",
+						      cm.message, "raw", cm.raw));
 			if (cm.parent && !json_object_get(commits, cm.parent)) {
 				next = xstrdup(cm.parent);
 				json_object_set_new(commits, next, json_true());
@@ -133,15 +134,18 @@ static int export_repo(struct mirror_data *d, const struct hub_spec *spec, json_
 				catalog_repo_release(&r2);
 			if (!e && catalog_snapshot_complete(d->catalog, snap.id) == 0) {
 				json_decref(f.files);
-				e = bundle__fail(errmsg, HM_ERR_NOT_FOUND, "%s: snapshot %.12s is not complete here yet (fetched on "
-					 "demand): sync it first", s, commit);
+				e = bundle__fail(errmsg, HM_ERR_NOT_FOUND,
+						 "%s: snapshot %.12s is not complete here yet (fetched on "
+						 "demand): sync it first",
+						 s, commit);
 				goto out;
 			}
 			if (!e)
 				e = catalog_snapshot_walk(d->catalog, snap.id, NULL, NULL, 0, file_cb, &f);
 			if (e) {
 				json_decref(f.files);
-				e = bundle__fail(errmsg, e, "%s: snapshot %.12s: %s", s, commit, catalog_errmsg(d->catalog));
+				e = bundle__fail(errmsg, e, "%s: snapshot %.12s: %s", s, commit,
+						 catalog_errmsg(d->catalog));
 				goto out;
 			}
 			json_array_append_new(snaps, json_pack("{s:s, s:I, s:o}", "commit", commit, "synced_at",
@@ -219,7 +223,8 @@ static char *volume_name(const struct volumes *v, size_t idx, bool tmp)
 {
 	if (!v->size)
 		return tmp ? xasprintf("%s.tmp-%ld", v->out, (long)getpid()) : xstrdup(v->out);
-	return tmp ? xasprintf("%s.%03zu.tmp-%ld", v->out, idx + 1, (long)getpid()) : xasprintf("%s.%03zu", v->out, idx + 1);
+	return tmp ? xasprintf("%s.%03zu.tmp-%ld", v->out, idx + 1, (long)getpid())
+		   : xasprintf("%s.%03zu", v->out, idx + 1);
 }
 
 static int volume_next(struct archive *a, struct volumes *v)
@@ -320,8 +325,8 @@ int mirror_bundle_volume(const char *path)
 {
 	size_t n = strlen(path);
 
-	if (n < 5 || path[n - 4] != '.' || !isdigit((unsigned char)path[n - 3]) || !isdigit((unsigned char)path[n - 2]) ||
-	    !isdigit((unsigned char)path[n - 1]))
+	if (n < 5 || path[n - 4] != '.' || !isdigit((unsigned char)path[n - 3]) ||
+	    !isdigit((unsigned char)path[n - 2]) || !isdigit((unsigned char)path[n - 1]))
 		return 0;
 	return atoi(path + n - 3);
 }

@@ -106,9 +106,10 @@ static int data_open(const char *dir, bool create, struct mirror_data **out, cha
 	if (stat(p, &st) < 0 ? errno != ENOENT || !create : access(p, create ? R_OK | W_OK : R_OK) < 0) {
 		r = -errno;
 		if (errmsg && r == -ENOENT)
-			*errmsg = xasprintf("no mirror in '%s' (%s): check --data or HUBMIRROR_DATA; "
-					    "'hubmirror add' makes one with the repos it tracks, 'hubmirror init' an empty one",
-					    dir, stat(dir, &st) < 0 ? "no such directory" : "it holds no catalog.db");
+			*errmsg = xasprintf(
+				"no mirror in '%s' (%s): check --data or HUBMIRROR_DATA; "
+				"'hubmirror add' makes one with the repos it tracks, 'hubmirror init' an empty one",
+				dir, stat(dir, &st) < 0 ? "no such directory" : "it holds no catalog.db");
 		else if (errmsg && (r == -EACCES || r == -EPERM)) {
 			char *who = path_owner_name(p);
 			*errmsg = xasprintf("cannot open '%s': %s: the mirror belongs to %s (run hubmirror as that "

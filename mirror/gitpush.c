@@ -174,7 +174,8 @@ static int pipe_open(struct push *s, const char *const *args, const char *const 
 	close(fds[1]);
 	if (g->pid < 0 || !(g->out = fdopen(fds[0], "r"))) {
 		close(fds[0]);
-		return fail(s, HM_ERR_GIT, "cannot run git %s: %s", args[0], strerror(g->pid < 0 ? (int)-g->pid : errno));
+		return fail(s, HM_ERR_GIT, "cannot run git %s: %s", args[0],
+			    strerror(g->pid < 0 ? (int)-g->pid : errno));
 	}
 	return 0;
 }
@@ -234,16 +235,16 @@ static int read_updates(struct push *s)
 		struct update u = { 0 };
 		char ref[512];
 		const char *name;
-		if (strlen(l) > 600 || sscanf(l, "%40s %40s %511s", u.old, u.new_, ref) != 3 || !hex_is_lower(u.old, 40) ||
-		    !hex_is_lower(u.new_, 40))
+		if (strlen(l) > 600 || sscanf(l, "%40s %40s %511s", u.old, u.new_, ref) != 3 ||
+		    !hex_is_lower(u.old, 40) || !hex_is_lower(u.new_, 40))
 			continue;
 		name = skip_prefix(ref, "refs/heads/");
 		if (!name)
 			name = skip_prefix(ref, "refs/tags/");
 		if (!name || !mirror_upload_ref_name_ok(name)) {
 			free(text);
-			return fail(s, -EINVAL, "%s: this mirror takes branches (refs/heads/) and tags (refs/tags/) only",
-				    ref);
+			return fail(s, -EINVAL,
+				    "%s: this mirror takes branches (refs/heads/) and tags (refs/tags/) only", ref);
 		}
 		if (!strcmp(u.new_, ZERO_ID) && skip_prefix(ref, "refs/heads/") && !strcmp(name, s->repo->follow_rev)) {
 			free(text);
@@ -388,7 +389,8 @@ static int read_commits(struct push *s)
 		if (!*parent || earlier)
 			continue;
 		if (catalog_commit_get(s->d->catalog, s->repo->id, parent, &known))
-			r = fail(s, -EINVAL, "commit %s: its parent %s is not a commit of this repository", s->c[i].id, parent);
+			r = fail(s, -EINVAL, "commit %s: its parent %s is not a commit of this repository", s->c[i].id,
+				 parent);
 		else
 			catalog_commit_release(&known);
 	}
@@ -425,8 +427,10 @@ static int tree_entry(struct push *s, struct pcommit *c, const char *e)
 	if (path_check_str(tab + 1))
 		return fail(s, -EINVAL, "'%s' in commit %s is not a path a repository may hold", tab + 1, c->id);
 	if (++s->entries > PUSH_ENTRIES_MAX)
-		return fail(s, -EINVAL, "the new commits list more than %d files in all (each commit counts every file of "
-			    "its tree): push fewer commits at once", PUSH_ENTRIES_MAX);
+		return fail(s, -EINVAL,
+			    "the new commits list more than %d files in all (each commit counts every file of "
+			    "its tree): push fewer commits at once",
+			    PUSH_ENTRIES_MAX);
 	if (c->n == c->cap) {
 		size_t cap = c->cap;
 		c->paths = grow(c->paths, c->n, &cap, sizeof(*c->paths));
@@ -480,10 +484,12 @@ static int take_blob(struct push *s, struct pblob *b, const char *data, size_t l
 		return fail(s, -EINVAL, "'%s' is 10 MiB or more outside Git LFS: track it with git lfs track, as "
 			    "the Hub asks", path_of(s, b));
 	if (len < POINTER_MAX && !strncmp(data, "version https://git-lfs.github.com/spec/v1\n", 43)) {
-		if (sscanf(data, "version https://git-lfs.github.com/spec/v1\noid sha256:%64s\nsize %lld", sha, &size) != 2 ||
+		if (sscanf(data, "version https://git-lfs.github.com/spec/v1\noid sha256:%64s\nsize %lld", sha,
+			   &size) != 2 ||
 		    !hex_is_lower(sha, 64) || size < 0 || gitobj_lfs_pointer(sha, size, canon, sizeof(canon)) != len ||
 		    memcmp(canon, data, len))
-			return fail(s, -EINVAL, "'%s' is a Git LFS pointer this mirror cannot keep as it is", path_of(s, b));
+			return fail(s, -EINVAL, "'%s' is a Git LFS pointer this mirror cannot keep as it is",
+				    path_of(s, b));
 		memcpy(b->sha256, sha, 65);
 		b->size = size;
 		b->lfs = true;
@@ -509,9 +515,10 @@ static int flush_blobs(struct push *s, size_t upto)
 		const struct pblob *b = &s->b[s->checked];
 		if (b->lfs && (!mirror_store_has(s->d->store, b->sha256, b->size) ||
 			       !s->p->may_name(s->p->may_name_ud, s->d->catalog, b->sha256, s->repo->id)))
-			return fail(s, -EPERM, "'%s': its Git LFS object %s (%lld bytes) was not uploaded to this "
-				    "repository: push with git-lfs installed (git lfs install)", path_of(s, b), b->sha256,
-				    (long long)b->size);
+			return fail(s, -EPERM,
+				    "'%s': its Git LFS object %s (%lld bytes) was not uploaded to this "
+				    "repository: push with git-lfs installed (git lfs install)",
+				    path_of(s, b), b->sha256, (long long)b->size);
 	}
 	return 0;
 }
@@ -581,8 +588,10 @@ static int check_sizes(struct push *s)
 		} else if (strcmp(type, "blob")) {
 			r = fail(s, HM_ERR_GIT, "%s is a %s, not a file", oid, type);
 		} else if (size >= SMALL_MAX) {
-			r = fail(s, -EINVAL, "'%s' is 10 MiB or more outside Git LFS: track it with git lfs track, as the "
-				 "Hub asks", path_of(s, &s->b[i]));
+			r = fail(s, -EINVAL,
+				 "'%s' is 10 MiB or more outside Git LFS: track it with git lfs track, as the "
+				 "Hub asks",
+				 path_of(s, &s->b[i]));
 		} else {
 			n++;
 			bytes += size;
@@ -611,8 +620,10 @@ static int check_sizes(struct push *s)
 		if (!catalog_namespace_bytes(s->d->catalog, "hf", ns, &used) && used + bytes > s->p->quota) {
 			size_human(used, b, sizeof(b));
 			size_human(s->p->quota, c, sizeof(c));
-			r = fail(s, HM_ERR_QUOTA, "The storage quota of namespace %s is exceeded: it holds %s, this push "
-				 "brings %s of files, and its quota is %s", ns, b, a, c);
+			r = fail(s, HM_ERR_QUOTA,
+				 "The storage quota of namespace %s is exceeded: it holds %s, this push "
+				 "brings %s of files, and its quota is %s",
+				 ns, b, a, c);
 		}
 		free(ns);
 	}
@@ -662,8 +673,10 @@ static int check_trees(struct push *s)
 		e = gitobj_tree_id(g, c->n, tree);
 		free(g);
 		if (e || strcmp(tree, c->pc.tree))
-			return fail(s, -EINVAL, "commit %s: its tree is not one this mirror can rebuild (a path that is a "
-				    "file and a folder, or an entry out of git's order)", c->id);
+			return fail(s, -EINVAL,
+				    "commit %s: its tree is not one this mirror can rebuild (a path that is a "
+				    "file and a folder, or an entry out of git's order)",
+				    c->id);
 	}
 	return 0;
 }
@@ -705,8 +718,10 @@ static int record(struct push *s, char **report)
 			f[j] = (struct catalog_file){ .path = c->paths[j], .size = b->size, .git_oid = b->oid,
 						      .lfs_oid = b->lfs ? b->sha256 : NULL, .sha256 = b->sha256 };
 		}
-		cs[i] = (struct catalog_push_commit){ { c->id, *c->pc.parent ? c->pc.parent : NULL, c->pc.tree, c->pc.author,
-							c->pc.at, c->pc.message, c->raw }, f, c->n };
+		cs[i] = (struct catalog_push_commit){{c->id, *c->pc.parent ? c->pc.parent : NULL, c->pc.tree,
+						      c->pc.author, c->pc.at, c->pc.message, c->raw},
+						     f,
+						     c->n};
 	}
 	for (size_t i = 0; i < s->nu; i++) {
 		const char *ref = s->u[i].ref, *name = skip_prefix(ref, "refs/heads/");

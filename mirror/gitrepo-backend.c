@@ -147,10 +147,13 @@ static int push_env(const char *root, const struct mirror_git_request *q, char *
 {
 	/* a pack is kept as it came (unpackLimit 1: index-pack, never thousands of loose files or a blob
 	 * deflated again), and a blob past the hook's 10 MiB is read by streaming, never held whole */
-	static const char *const cfg[][2] = { { "http.receivepack", "true" }, { "receive.hideRefs", "refs/hubmirror" },
-					      { "receive.fsckObjects", "true" }, { "receive.denyDeletes", "false" },
-					      { "uploadpackfilter.sparse:oid.allow", "false" }, { "receive.unpackLimit", "1" },
-					      { "core.bigFileThreshold", "16m" } };
+	static const char *const cfg[][2] = {{"http.receivepack", "true"},
+					     {"receive.hideRefs", "refs/hubmirror"},
+					     {"receive.fsckObjects", "true"},
+					     {"receive.denyDeletes", "false"},
+					     {"uploadpackfilter.sparse:oid.allow", "false"},
+					     {"receive.unpackLimit", "1"},
+					     {"core.bigFileThreshold", "16m"}};
 	size_t k = sizeof(cfg) / sizeof(cfg[0]);
 
 	env[n++] = xasprintf("GIT_CONFIG_COUNT=%zu", k + 1);
@@ -169,7 +172,8 @@ static int push_env(const char *root, const struct mirror_git_request *q, char *
  * should be (it runs the binary serve runs). */
 static int hook_write(const char *root, char **errmsg)
 {
-	char exe[4096], *dir = xasprintf("%s/hooks", root), *path = xasprintf("%s/pre-receive", dir), *want, *have = NULL;
+	char exe[4096], *dir = xasprintf("%s/hooks", root), *path = xasprintf("%s/pre-receive", dir), *want,
+			*have = NULL;
 	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 	size_t len = 0;
 	int r = 0;
@@ -322,7 +326,8 @@ int mirror_git_backend(const struct mirror_data *d, const struct mirror_git_requ
 	in = q->push && q->body_fd >= 0 ? dup(q->body_fd) : gitrepo__tmpfile_in(root);
 	out = gitrepo__tmpfile_in(root);
 	err = gitrepo__tmpfile_in(root);
-	if (in < 0 || out < 0 || err < 0 || (body && len && gitrepo__write_all(in, body, len)) || lseek(in, 0, SEEK_SET)) {
+	if (in < 0 || out < 0 || err < 0 || (body && len && gitrepo__write_all(in, body, len)) ||
+	    lseek(in, 0, SEEK_SET)) {
 		*errmsg = xasprintf("temporary files in %s: %s", root, strerror(errno));
 		r = HM_ERR_GIT;
 		goto out;
@@ -336,7 +341,8 @@ int mirror_git_backend(const struct mirror_data *d, const struct mirror_git_requ
 	}
 	st = git_wait_bounded(pid, q->push ? GIT_PUSH_MAX_S : GIT_RUN_MAX_S);
 	if (st == -2) {
-		*errmsg = xasprintf("git http-backend ran past %d s: stopped", q->push ? GIT_PUSH_MAX_S : GIT_RUN_MAX_S);
+		*errmsg =
+			xasprintf("git http-backend ran past %d s: stopped", q->push ? GIT_PUSH_MAX_S : GIT_RUN_MAX_S);
 		r = -ETIMEDOUT;
 		goto out;
 	}

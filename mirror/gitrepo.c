@@ -346,8 +346,9 @@ static int file_cb(void *ud, const struct catalog_entry *e)
 	} else if (e->lfs_oid[0]) {
 		/* a large file: its Git LFS pointer, as the Hub's own repository holds it */
 		char ptr[200];
-		int n = snprintf(ptr, sizeof(ptr), "version https://git-lfs.github.com/spec/v1\noid sha256:%s\nsize %lld\n",
-				 e->lfs_oid, (long long)e->size);
+		int n = snprintf(ptr, sizeof(ptr),
+				 "version https://git-lfs.github.com/spec/v1\noid sha256:%s\nsize %lld\n", e->lfs_oid,
+				 (long long)e->size);
 		mark = s->next_mark++;
 		snprintf(head, sizeof(head), "blob\nmark :%d\ndata %d\n", mark, n);
 		if ((s->err = write_str(s->fd, head)) || (s->err = gitrepo__write_all(s->fd, ptr, (size_t)n)) ||
@@ -361,7 +362,8 @@ static int file_cb(void *ud, const struct catalog_entry *e)
 		char buf[65536];
 		int64_t left = e->size;
 		if (fd < 0 || fstat(fd, &st) || st.st_size != e->size) {
-			s->why = xasprintf("%s: the store's %s is %s", e->path, e->sha256, fd < 0 ? "missing" : "of another size");
+			s->why = xasprintf("%s: the store's %s is %s", e->path, e->sha256,
+					   fd < 0 ? "missing" : "of another size");
 			if (fd >= 0)
 				close(fd);
 			free(path);
@@ -422,8 +424,9 @@ static int stream_snapshot(struct stream *s, struct catalog *cat, const struct c
 {
 	char *msg = xasprintf("%s:%s%s at %s\n\nThe files of upstream's commit %s as hubmirror mirrors them; large "
 			      "files are\nGit LFS pointers. The commit is the mirror's own, the same on every mirror;\n"
-			      "upstream's history is not here.\n", repo->hub, !strcmp(repo->type, "dataset") ? "datasets/" : "",
-			      repo->name, g->commit, g->commit);
+			      "upstream's history is not here.\n",
+			      repo->hub, !strcmp(repo->type, "dataset") ? "datasets/" : "", repo->name, g->commit,
+			      g->commit);
 	char *head = xasprintf("commit refs/hubmirror/snap/%s\nauthor " IDENT "\ncommitter " IDENT "\ndata %zu\n%s",
 			       g->commit, strlen(msg), msg);
 
@@ -447,8 +450,8 @@ static int stream_local_commit(struct stream *s, struct catalog *cat, const stru
 		return HM_ERR_GIT;
 	}
 	if (cm->raw)
-		head = xasprintf("commit refs/hubmirror/snap/%s\nauthor %s\ncommitter %s\ndata %zu\n%s%sdeleteall\n", cm->id,
-				 pc.author_line, pc.committer_line, strlen(pc.message), pc.message, from);
+		head = xasprintf("commit refs/hubmirror/snap/%s\nauthor %s\ncommitter %s\ndata %zu\n%s%sdeleteall\n",
+				 cm->id, pc.author_line, pc.committer_line, strlen(pc.message), pc.message, from);
 	else
 		head = xasprintf("commit refs/hubmirror/snap/%s\nauthor %s %lld +0000\ncommitter %s %lld +0000\n"
 				 "data %zu\n%s%sdeleteall\n", cm->id, cm->author, (long long)cm->at, cm->author,
@@ -634,7 +637,8 @@ static int fast_import(struct mirror_data *d, struct catalog *cat, const struct 
 		}
 	}
 	if (r && !*errmsg)
-		*errmsg = s.why ? xstrdup(s.why) : xasprintf("writing to git fast-import: %s", strerror(r < 0 ? -r : EIO));
+		*errmsg = s.why ? xstrdup(s.why)
+				: xasprintf("writing to git fast-import: %s", strerror(r < 0 ? -r : EIO));
 	free(s.why);
 	json_decref(s.marks);
 	json_decref(done);

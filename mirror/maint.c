@@ -253,7 +253,8 @@ int mirror_verify(struct mirror_data *d, struct mirror_verify_report *rep, const
 		/* what it breaks, named before the catalog marks it */
 		r = catalog_blob_uses(d->catalog, v.bad[i], 10, add_use, dm);
 		for (size_t k = 0; !r && k < dm->nuses; k++)
-			log_warn("verify", "%s content %.12s is %s", dm->missing ? "missing" : "corrupt", dm->sha256, dm->uses[k]);
+			log_warn("verify", "%s content %.12s is %s", dm->missing ? "missing" : "corrupt", dm->sha256,
+				 dm->uses[k]);
 		if (r)
 			break;
 		m = catalog_blob_damaged(d->catalog, v.bad[i]);

@@ -40,7 +40,8 @@ json_t *mirror_repo_json(const struct catalog_repo *r, const char *base)
 		"gated", r->gated && strcmp(r->gated, "false"));
 
 	json_object_set_new(o, "last_ok_at", r->last_ok_at ? json_integer(r->last_ok_at) : json_null());
-	json_object_set_new(o, "gated_mode", mirror_json_str_or_null(r->gated && strcmp(r->gated, "false") ? r->gated : NULL));
+	json_object_set_new(o, "gated_mode",
+			    mirror_json_str_or_null(r->gated && strcmp(r->gated, "false") ? r->gated : NULL));
 	json_object_set_new(o, "pipeline_tag", mirror_json_str_or_null(r->pipeline_tag));
 	json_object_set_new(o, "library_name", mirror_json_str_or_null(r->library_name));
 	json_object_set_new(o, "license", mirror_json_str_or_null(r->license));
@@ -59,13 +60,19 @@ json_t *mirror_repo_json(const struct catalog_repo *r, const char *base)
 	 * how long ago the Hub itself was last asked about it (by this mirror or up the chain) */
 	json_object_set_new(o, "tier", r->tier > 0 ? json_integer(r->tier) : json_null());
 	json_object_set_new(o, "upstream", mirror_json_str_or_null(r->upstream));
-	json_object_set_new(o, "origin_checked_at", r->origin_checked_at > 0 ? json_integer(r->origin_checked_at) : json_null());
-	json_object_set_new(o, "lag_s", r->origin_checked_at > 0
-			    ? json_integer(time(NULL) > r->origin_checked_at ? (json_int_t)(time(NULL) - r->origin_checked_at) : 0)
-			    : json_null());
+	json_object_set_new(o, "origin_checked_at",
+			    r->origin_checked_at > 0 ? json_integer(r->origin_checked_at) : json_null());
+	json_object_set_new(o, "lag_s",
+			    r->origin_checked_at > 0
+				    ? json_integer(time(NULL) > r->origin_checked_at
+							   ? (json_int_t)(time(NULL) - r->origin_checked_at)
+							   : 0)
+				    : json_null());
 	/* which refs besides the followed one: "tags", "default", "all", or the names */
-	json_object_set_new(o, "refs_policy", r->refs_policy && r->refs_policy[0] == '['
-			    ? mirror_json_text_or(r->refs_policy, json_array()) : json_string(r->refs_policy ? r->refs_policy : "tags"));
+	json_object_set_new(o, "refs_policy",
+			    r->refs_policy && r->refs_policy[0] == '['
+				    ? mirror_json_text_or(r->refs_policy, json_array())
+				    : json_string(r->refs_policy ? r->refs_policy : "tags"));
 	if (base) {
 		/* what a user copies to use this repo from here */
 		json_object_set_new(o, "mount_command", json_sprintf("hubmirror mount --mirror %s %s", base, spec));

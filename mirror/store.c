@@ -833,7 +833,8 @@ static int hash_blob(struct mirror_store *s, const char *sha256, bool git, char 
 		if (fstat(fd, &st) < 0)
 			r = -errno;
 		else
-			EVP_DigestUpdate(ctx, hdr, (size_t)snprintf(hdr, sizeof(hdr), "blob %lld", (long long)st.st_size) + 1);
+			EVP_DigestUpdate(ctx, hdr,
+					 (size_t)snprintf(hdr, sizeof(hdr), "blob %lld", (long long)st.st_size) + 1);
 	}
 	if (!r)
 		r = read_chunks(fd, digest_chunk, ctx, &total);

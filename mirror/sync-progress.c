@@ -63,28 +63,31 @@ static size_t repos_done(const struct mirror__sync *s)
 static void progress_write_file(struct mirror__sync *s, bool running)
 {
 	double secs = (double)(uv_hrtime() - s->started_ns) / 1e9;
-	json_t *o = json_pack("{s:i, s:I, s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:f}", "pid", (int)getpid(),
-			      "run_id", (json_int_t)s->run_id, "running", running, "started_at", (json_int_t)s->started_at,
-			      "updated_at", (json_int_t)time(NULL), "repos_total", (json_int_t)repos_total(s),
-			      "repos_done", (json_int_t)repos_done(s), "files_total", (json_int_t)s->files_total,
-			      "files_done", (json_int_t)s->files_done, "bytes_total", (json_int_t)s->bytes_total,
-			      "bytes_done", (json_int_t)s->bytes_done, "bytes_per_s", secs > 0 ? (double)s->bytes_done / secs : 0.0);
+	json_t *o =
+		json_pack("{s:i, s:I, s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:f}", "pid", (int)getpid(),
+			  "run_id", (json_int_t)s->run_id, "running", running, "started_at", (json_int_t)s->started_at,
+			  "updated_at", (json_int_t)time(NULL), "repos_total", (json_int_t)repos_total(s), "repos_done",
+			  (json_int_t)repos_done(s), "files_total", (json_int_t)s->files_total, "files_done",
+			  (json_int_t)s->files_done, "bytes_total", (json_int_t)s->bytes_total, "bytes_done",
+			  (json_int_t)s->bytes_done, "bytes_per_s", secs > 0 ? (double)s->bytes_done / secs : 0.0);
 	json_t *cur = json_array();
 	char *path = mirror_data_path(s->d, MIRROR_DATA_SYNC_PROGRESS), *tmp = xasprintf("%s.tmp", path);
 
 	json_object_set_new(o, "pass", json_string(s->first ? "refs" : "repos"));
 	if (running && hub_http_ratelimit_wait(s->http) > 0)
-		json_object_set_new(o, "waiting_s", json_integer((json_int_t)(hub_http_ratelimit_wait(s->http) + 0.999)));
+		json_object_set_new(o, "waiting_s",
+				    json_integer((json_int_t)(hub_http_ratelimit_wait(s->http) + 0.999)));
 	for (size_t i = 0; running && i < s->njobs; i++) {
 		struct mirror__sync_job *j = s->jobs[i];
 		if (j->state == JOB_RUNNING && j->w && json_array_size(cur) < 8)
-			json_array_append_new(cur, json_pack("{s:s, s:s, s:I, s:I}", "repo", j->owner->res->spec, "path",
-							     j->f->path, "size", (json_int_t)j->f->size, "done",
+			json_array_append_new(cur, json_pack("{s:s, s:s, s:I, s:I}", "repo", j->owner->res->spec,
+							     "path", j->f->path, "size", (json_int_t)j->f->size, "done",
 							     (json_int_t)mirror_store_writer_offset(j->w)));
 	}
 	json_object_set_new(o, "fetching", cur);
 	if (!running)
-		json_object_set_new(o, "outcome", json_string(s->report->failed ? (s->report->ok ? "partial" : "failed") : "ok"));
+		json_object_set_new(o, "outcome",
+				    json_string(s->report->failed ? (s->report->ok ? "partial" : "failed") : "ok"));
 	if (json_dump_file(o, tmp, JSON_COMPACT) || rename(tmp, path))
 		unlink(tmp);
 	json_decref(o);
@@ -104,9 +107,14 @@ void mirror__sync_progress_tell(struct mirror__sync *s, bool done)
 	double secs = (double)(uv_hrtime() - s->started_ns) / 1e9;
 	struct mirror__sync_job *big = done ? NULL : biggest_running(s);
 	struct mirror_sync_progress p = {
-		.repos_done = repos_done(s), .repos_total = repos_total(s), .files_done = s->files_done,
-		.files_total = s->files_total, .bytes_done = s->bytes_done, .bytes_total = s->bytes_total,
-		.bytes_per_s = secs > 0 ? (double)s->bytes_done / secs : 0, .waiting_s = hub_http_ratelimit_wait(s->http),
+		.repos_done = repos_done(s),
+		.repos_total = repos_total(s),
+		.files_done = s->files_done,
+		.files_total = s->files_total,
+		.bytes_done = s->bytes_done,
+		.bytes_total = s->bytes_total,
+		.bytes_per_s = secs > 0 ? (double)s->bytes_done / secs : 0,
+		.waiting_s = hub_http_ratelimit_wait(s->http),
 		.done = done,
 	};
 

@@ -88,7 +88,8 @@ static void meta_from_json(json_t *m, const char *name, struct catalog_repo_meta
 	out->last_modified = json_string_value(json_object_get(m, "last_modified"));
 	out->created_at = iso_seconds(json_string_value(json_object_get(m, "created_at")));
 	/* a renamed repo: remembered (the mirror answers to both names); the same name clears it */
-	if ((out->upstream_name = json_string_value(json_object_get(m, "upstream_name"))) && !strcmp(out->upstream_name, name))
+	if ((out->upstream_name = json_string_value(json_object_get(m, "upstream_name"))) &&
+	    !strcmp(out->upstream_name, name))
 		out->upstream_name = "";
 }
 
@@ -238,7 +239,8 @@ static char *near_pick(const struct srepo *r, const char *body, size_t len)
 		}
 	}
 	out = best && bd <= (strlen(name) > 12 ? 2 : 1)
-		? xasprintf(" (did you mean hf:%s%s?)", r->spec.type == HUB_DATASET ? "datasets/" : "", best) : xstrdup("");
+		      ? xasprintf(" (did you mean hf:%s%s?)", r->spec.type == HUB_DATASET ? "datasets/" : "", best)
+		      : xstrdup("");
 	json_decref(a);
 	free(best);
 	return out;
@@ -302,12 +304,14 @@ static int hint_start(struct srepo *r)
 static void explain_refusal(const struct srepo *r, int err, const char *near, char **text)
 {
 	bool hf = r->spec.hub == HUB_HF;
-	const char *token = hf ? r->s->cfg->hf_token : r->s->cfg->ms_token, *var = hf ? "HF_TOKEN" : "MODELSCOPE_API_TOKEN";
+	const char *token = hf ? r->s->cfg->hf_token : r->s->cfg->ms_token,
+		   *var = hf ? "HF_TOKEN" : "MODELSCOPE_API_TOKEN";
 	char *s;
 
 	if (err == HM_ERR_NOT_FOUND && strstr(*text, "evision")) {
-		s = xasprintf("upstream has no revision %s of %s: check it (hubmirror add --revision) (upstream said: %s)",
-			      r->cr->follow_rev, r->cr->name, *text);
+		s = xasprintf(
+			"upstream has no revision %s of %s: check it (hubmirror add --revision) (upstream said: %s)",
+			r->cr->follow_rev, r->cr->name, *text);
 		free(*text);
 		*text = s;
 		return;
@@ -319,8 +323,10 @@ static void explain_refusal(const struct srepo *r, int err, const char *near, ch
 			      "repository are answered alike): check the name%s, or give a token (%s) if it is private "
 			      "(upstream said: %s)", r->cr->name, near, var, *text);
 	else if (err == HM_ERR_AUTH)
-		s = xasprintf("upstream refused the token (%s) for %s: check the name%s, and that the token is valid and "
-			      "can read it (upstream said: %s)", var, r->cr->name, near, *text);
+		s = xasprintf(
+			"upstream refused the token (%s) for %s: check the name%s, and that the token is valid and "
+			"can read it (upstream said: %s)",
+			var, r->cr->name, near, *text);
 	else
 		s = xasprintf("upstream has no repository %s%s: check the name%s (upstream said: %s)", r->cr->name,
 			      token && *token ? " that the token may read" : "", near, *text);

@@ -127,7 +127,8 @@ static void on_refs(void *ud, int result, struct hub_refs *refs)
 		k = ref_result_add(res, e->name, e->kind);
 		if (taken++ >= MAX_REFS) {
 			res->refs[k].outcome = "skipped";
-			res->refs[k].error = xasprintf("more than %d refs: name the ones to mirror with add --refs", MAX_REFS);
+			res->refs[k].error =
+				xasprintf("more than %d refs: name the ones to mirror with add --refs", MAX_REFS);
 			continue;
 		}
 		if (e->commit[0]) {

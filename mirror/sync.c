@@ -114,8 +114,9 @@ static void select_files(struct srepo *r)
 		}
 		if (prefer)
 			buf_addf(&b, "%sprefer_safetensors", b.len ? ", " : "");
-		r->res->warning = xasprintf("its globs select none of its %zu files upstream (%s): the snapshot is empty",
-					    sn->nfiles, b.len ? b.data : "none");
+		r->res->warning =
+			xasprintf("its globs select none of its %zu files upstream (%s): the snapshot is empty",
+				  sn->nfiles, b.len ? b.data : "none");
 		buf_release(&b);
 	}
 }
@@ -162,7 +163,8 @@ static void plan_repo(struct srepo *r)
 		} else if (f->git_oid[0]) {
 			char sha[65];
 			if (!catalog_sha256_for_git_oid(c, f->git_oid, f->size, sha) &&
-			    mirror_store_has(s->d->store, sha, f->size) && catalog_blob_public_or_own(c, sha, r->cr->id, NULL, NULL) &&
+			    mirror_store_has(s->d->store, sha, f->size) &&
+			    catalog_blob_public_or_own(c, sha, r->cr->id, NULL, NULL) &&
 			    catalog_blob_from_upstream(c, sha)) {
 				memcpy(r->wants[i].sha256, sha, 65);
 				r->pending--;
@@ -190,7 +192,8 @@ static void plan_repo(struct srepo *r)
 			/* not started yet: fetch it as the public repo, which every waiter may take */
 			j->owner = r;
 			j->f = f;
-		} else if (j->state == JOB_OK && mirror__sync_may_take(j, r) && mirror_store_has(s->d->store, j->result_sha, f->size)) {
+		} else if (j->state == JOB_OK && mirror__sync_may_take(j, r) &&
+			   mirror_store_has(s->d->store, j->result_sha, f->size)) {
 			/* fetched earlier in this run, for another repo or path */
 			memcpy(r->wants[i].sha256, j->result_sha, 65);
 			r->pending--;
@@ -235,7 +238,8 @@ static void on_snapshot(void *ud, int result, struct hub_snapshot *snap)
 		mirror__sync_repo_finish(r);
 	} else {
 		if (snap->skipped_unsafe)
-			log_warn("sync", "%s: skipped %zu entries with unsafe paths", r->res->spec, snap->skipped_unsafe);
+			log_warn("sync", "%s: skipped %zu entries with unsafe paths", r->res->spec,
+				 snap->skipped_unsafe);
 		plan_repo(r);
 	}
 	mirror__sync_start_listings(s);

@@ -236,8 +236,11 @@ static int made_compute(const struct mirror_upload_commit *uc, const char *paren
 		if (!f->path)
 			continue;
 		g[m->n] = (struct gitobj_file){ f->path, f->git_oid };
-		m->files[m->n] = (struct catalog_file){ .path = f->path, .size = f->size, .git_oid = f->git_oid,
-							.lfs_oid = f->lfs_oid[0] ? f->lfs_oid : NULL, .sha256 = f->sha256 };
+		m->files[m->n] = (struct catalog_file){.path = f->path,
+						       .size = f->size,
+						       .git_oid = f->git_oid,
+						       .lfs_oid = f->lfs_oid[0] ? f->lfs_oid : NULL,
+						       .sha256 = f->sha256};
 		m->n++;
 	}
 	e = gitobj_tree_id(g, m->n, m->tree);

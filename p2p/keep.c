@@ -14,7 +14,8 @@
 
 static int by_path(const void *a, const void *b)
 {
-	return strcmp((*(const struct p2p_file_entry *const *)a)->path, (*(const struct p2p_file_entry *const *)b)->path);
+	return strcmp((*(const struct p2p_file_entry *const *)a)->path,
+		      (*(const struct p2p_file_entry *const *)b)->path);
 }
 
 size_t p2p_keep_place(const char *cache_dir, const char *name, const struct p2p_known *known, size_t n,

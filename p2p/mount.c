@@ -99,7 +99,8 @@ static struct mnt *self(void)
 
 static int by_path(const void *a, const void *b)
 {
-	return strcmp((*(const struct p2p_file_entry *const *)a)->path, (*(const struct p2p_file_entry *const *)b)->path);
+	return strcmp((*(const struct p2p_file_entry *const *)a)->path,
+		      (*(const struct p2p_file_entry *const *)b)->path);
 }
 
 /* First sorted entry whose path is >= key. */
@@ -374,8 +375,8 @@ static void trim_queue(struct mnt *m, struct trim_op op)
  * CPU-seconds, into pages let go and used again 0.14). So once a TRIM_CHUNK of file k has been
  * answered whole, its write-back starts, and TRIM_LAG chunks later (written, and long sent) its pages
  * are let go, both by the trimmer thread; the next pieces' writes take them again. A later read of
- * those bytes through the mount (the kernel dropped its own copy) reads the cache file from disk. Nothing here is needed for
- * correctness: a chunk counted whole too early only costs that read from disk. fd is file k's. */
+ * those bytes through the mount (the kernel dropped its own copy) reads the cache file from disk. Nothing here is
+ * needed for correctness: a chunk counted whole too early only costs that read from disk. fd is file k's. */
 static void trim_behind(struct mnt *m, size_t k, int fd, int64_t off, int64_t n)
 {
 	const struct p2p_file_entry *e = &m->files.v[k];
@@ -399,7 +400,7 @@ static void trim_behind(struct mnt *m, size_t k, int fd, int64_t off, int64_t n)
 		trim_queue(m, (struct trim_op){ .fd = fd, .off = lo, .len = hi - lo });
 		if (m->ntrims == TRIM_LAG) {
 			struct trim *t = &m->trims[m->trim_next];
-			trim_queue(m, (struct trim_op){ .fd = m->fds[t->k], .off = t->off, .len = t->len, .drop = true });
+			trim_queue(m, (struct trim_op){.fd = m->fds[t->k], .off = t->off, .len = t->len, .drop = true});
 		} else {
 			m->ntrims++;
 		}
@@ -610,7 +611,8 @@ int p2p_mount_start(const struct p2p_mount_config *cfg, struct p2p_mount **out, 
 	}
 	clear_stale(cfg->dir);
 	/* read-only; others may read it when we are root (allow_other needs root or fuse.conf) */
-	opts = xasprintf("ro,fsname=hubmirror,subtype=hubmirror,default_permissions%s", getuid() == 0 ? ",allow_other" : "");
+	opts = xasprintf("ro,fsname=hubmirror,subtype=hubmirror,default_permissions%s",
+			 getuid() == 0 ? ",allow_other" : "");
 	fuse_opt_add_arg(&args, "hubmirror");
 	fuse_opt_add_arg(&args, "-o");
 	fuse_opt_add_arg(&args, opts);
@@ -619,7 +621,8 @@ int p2p_mount_start(const struct p2p_mount_config *cfg, struct p2p_mount **out, 
 	free(opts);
 	if (!m->f || fuse_mount(m->f, cfg->dir) != 0) {
 		if (errmsg)
-			*errmsg = xasprintf("cannot mount on %s (is it an empty folder, and is /dev/fuse there?)", cfg->dir);
+			*errmsg = xasprintf("cannot mount on %s (is it an empty folder, and is /dev/fuse there?)",
+					    cfg->dir);
 		mnt_free(m);
 		return -EIO;
 	}
@@ -748,7 +751,8 @@ int p2p_mount_shortcut(struct p2p_mount *pm, const char *path, const char *sourc
 	m->ndirect++;
 out:
 	if (r && r != -EPERM && r != -ENOENT && errmsg)
-		*errmsg = xasprintf("cannot serve %s from the cache directly: %s", target ? target : path, strerror(-r));
+		*errmsg =
+			xasprintf("cannot serve %s from the cache directly: %s", target ? target : path, strerror(-r));
 	free(target);
 	pthread_mutex_unlock(&m->short_mu);
 	atomic_fetch_sub(&m->busy, 1);

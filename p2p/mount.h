@@ -3,10 +3,10 @@
  *
  * The files appear at once (the listing comes from the torrent); a read waits for the pieces it
  * touches, which the swarm is asked for before any other, and a reader that reads on has the pieces
- * ahead of it asked for too; what else downloads is the owner's choice (the pieces it wants). Every byte a read returns is in a piece whose bytes in the cache file matched the
- * torrent's hash (p2p_session_have_range). A mount is a view: the torrent belongs to the session
- * (the agent's), which keeps it, and keeps seeding it, after the view is gone. Several mounts of one
- * process run side by side, each with its own FUSE loop thread.
+ * ahead of it asked for too; what else downloads is the owner's choice (the pieces it wants). Every byte a read returns
+ * is in a piece whose bytes in the cache file matched the torrent's hash (p2p_session_have_range). A mount is a view:
+ * the torrent belongs to the session (the agent's), which keeps it, and keeps seeding it, after the view is gone.
+ * Several mounts of one process run side by side, each with its own FUSE loop thread.
  */
 #ifndef HM_P2P_MOUNT_H
 #define HM_P2P_MOUNT_H

@@ -298,8 +298,8 @@ int p2p_session_file_path(struct p2p_session *s, const char *btih, int index, ch
  * was damaged answers 0 until it is fixed, and a torrent in seed mode answers from its files.
  * Cost: a cached range costs a lock and a bit test per piece; a piece not seen yet one round trip to
  * libtorrent's network thread (3.4 us) and, if had, one pread and SHA-256 of the piece (its v2 hash,
- * docs/p2p.md "One hash per byte"; the bytes usually in the page cache); the scan stops at the first missing piece. Safe from any thread;
- * two threads may verify one piece at the same time (both get the same answer).
+ * docs/p2p.md "One hash per byte"; the bytes usually in the page cache); the scan stops at the first missing piece.
+ * Safe from any thread; two threads may verify one piece at the same time (both get the same answer).
  */
 int p2p_session_have_range(struct p2p_session *s, const char *btih, int index, int64_t offset, int64_t len);
 
@@ -335,10 +335,10 @@ void p2p_session_set_want_notify(struct p2p_session *s, void (*fn)(void *ud), vo
  * not its bytes are written yet), 2 for a piece it neither has nor wants (priority 0), 0 for the
  * others (wanted and missing), and returns 0; a torrent still checking its files
  * counts every piece as had (so nothing is fetched twice) and returns 1: ask again soon. avail (may be
- * NULL) gets how many connected peers have each piece (a peer that origin_last hides counts for none). p2p_session_add_piece hands libtorrent a whole piece
- * (len must be that piece's size, pad bytes as zeros, else -EINVAL): libtorrent copies it, writes it
- * and checks its hashes as for a piece from a peer; a piece it has already is left alone, and one that
- * fails its check is dropped and fetched again from peers. Asynchronous, safe from any thread.
+ * NULL) gets how many connected peers have each piece (a peer that origin_last hides counts for none).
+ * p2p_session_add_piece hands libtorrent a whole piece (len must be that piece's size, pad bytes as zeros, else
+ * -EINVAL): libtorrent copies it, writes it and checks its hashes as for a piece from a peer; a piece it has already is
+ * left alone, and one that fails its check is dropped and fetched again from peers. Asynchronous, safe from any thread.
  * p2p_session_take_wanted returns the first missing piece of a p2p_session_want_range with deadline 0
  * (a reader waits for it), the oldest not taken yet (several readers wait at once: up to 64 are
  * kept), and forgets it; -1 when none is left.
@@ -419,8 +419,8 @@ int p2p_session_take_wanted(struct p2p_session *s, const char *btih);
 /*
  * Does the file at <save_path>/<name>/<path> hold exactly what the torrent says file path (inside
  * its root folder, as p2p_session_files lists it) holds? Reads it and checks every piece of it against
- * the torrent's v2 hashes (v1 for a torrent without them), without a session: for contents placed from elsewhere (another revision)
- * before a torrent starts, since a piece that fails there would be downloaded and written into the
+ * the torrent's v2 hashes (v1 for a torrent without them), without a session: for contents placed from elsewhere
+ * (another revision) before a torrent starts, since a piece that fails there would be downloaded and written into the
  * placed file. A piece shared with another real file (not in hubmirror's torrents, which align files
  * to pieces) counts as a mismatch. Returns 1 (an empty file too), 0 (a mismatch, or the file is
  * missing or short), HM_ERR_NOT_FOUND (no such file in the torrent), HM_ERR_USAGE or HM_ERR_TORRENT.

@@ -58,9 +58,11 @@ private:
  */
 class peer_filter final : public lt::peer_plugin {
 public:
-	peer_filter(lt::peer_connection_handle pc, bool origin_last) : m_pc(std::move(pc)), m_origin_last(origin_last) {}
+  peer_filter(lt::peer_connection_handle pc, bool origin_last) : m_pc(std::move(pc)), m_origin_last(origin_last) {}
 
-	bool on_bitfield(lt::bitfield const &) override { return origin(); }
+  bool on_bitfield(lt::bitfield const &) override
+  {
+	  return origin(); }
 	bool on_have_all() override { return origin(); }
 	bool on_have(lt::piece_index_t) override { return origin(); }
 	bool on_suggest(lt::piece_index_t) override { return true; }

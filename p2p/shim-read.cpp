@@ -85,8 +85,8 @@ extern "C" int p2p_session_want_files(struct p2p_session *s, const char *btih, c
 		std::vector<std::pair<lt::piece_index_t, lt::download_priority_t>> up;
 		for (size_t i = 0; i < n; i++)
 			for_pieces_of(e.ti->files(), index ? index[i] : -1, [&](int p) {
-				if (static_cast<size_t>(p) < prio.size() && prio[static_cast<size_t>(p)] == lt::dont_download &&
-				    !e.have->get(p)) {
+				if (static_cast<size_t>(p) < prio.size() &&
+				    prio[static_cast<size_t>(p)] == lt::dont_download && !e.have->get(p)) {
 					prio[static_cast<size_t>(p)] = lt::default_priority; /* once, if named twice */
 					up.emplace_back(lt::piece_index_t(p), lt::default_priority);
 				}
@@ -203,12 +203,14 @@ bool admit_written(torrent_entry const &e)
 static std::uint32_t steady_s()
 {
 	return static_cast<std::uint32_t>(
-		std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now().time_since_epoch()).count());
+		std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now().time_since_epoch())
+			.count());
 }
 
 static std::int64_t steady_ms()
 {
-	return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
+	return std::chrono::duration_cast<std::chrono::milliseconds>(
+		       std::chrono::steady_clock::now().time_since_epoch())
 		.count();
 }
 
@@ -352,7 +354,8 @@ extern "C" int p2p_session_want_range(struct p2p_session *s, const char *btih, i
 						fn(s->want_ud.load());
 				}
 			}
-			e.h.set_piece_deadline(lt::piece_index_t(p), static_cast<int>(std::min<std::int64_t>(d, INT_MAX)));
+			e.h.set_piece_deadline(lt::piece_index_t(p),
+					       static_cast<int>(std::min<std::int64_t>(d, INT_MAX)));
 			d += deadline_step_ms;
 		}
 		return 0;
@@ -625,21 +628,25 @@ extern "C" int p2p_session_cold_pieces(struct p2p_session *s, const char *btih, 
 		int np = e.ti->num_pieces();
 		std::vector<char> kept(static_cast<size_t>(np), 0);
 		for (size_t i = 0; i < nkeep; i++)
-			for_pieces_of(e.ti->files(), keep ? keep[i] : -1, [&](int p) { kept[static_cast<size_t>(p)] = 1; });
+			for_pieces_of(e.ti->files(), keep ? keep[i] : -1,
+				      [&](int p) { kept[static_cast<size_t>(p)] = 1; });
 		lt::torrent_status st = e.h.status(lt::torrent_handle::query_pieces);
 		bool all = bool(st.flags & lt::torrent_flags::seed_mode) || st.is_seeding;
 		std::uint32_t now = steady_s() + 1;
 		std::vector<struct p2p_cold> v;
 		for (int p = 0; p < np; p++) {
 			std::uint32_t t = e.have->touched[static_cast<size_t>(p)].load(std::memory_order_relaxed);
-			if (kept[static_cast<size_t>(p)] || e.have->is_evicting(p) || (t && now - t < static_cast<std::uint32_t>(idle_s)))
+			if (kept[static_cast<size_t>(p)] || e.have->is_evicting(p) ||
+			    (t && now - t < static_cast<std::uint32_t>(idle_s)))
 				continue;
 			/* had: by libtorrent, or written here (the direct fill's pieces libtorrent does not know) */
-			if (!all && !e.have->get(p) && (p >= st.pieces.size() || !st.pieces.get_bit(lt::piece_index_t(p))))
+			if (!all && !e.have->get(p) &&
+			    (p >= st.pieces.size() || !st.pieces.get_bit(lt::piece_index_t(p))))
 				continue;
 			v.push_back({ p, t, e.ti->piece_size(lt::piece_index_t(p)) });
 		}
-		std::stable_sort(v.begin(), v.end(), [](p2p_cold const &a, p2p_cold const &b) { return a.touched < b.touched; });
+		std::stable_sort(v.begin(), v.end(),
+				 [](p2p_cold const &a, p2p_cold const &b) { return a.touched < b.touched; });
 		*out = static_cast<struct p2p_cold *>(xcalloc(v.size() + 1, sizeof(**out)));
 		std::copy(v.begin(), v.end(), *out);
 		*n = v.size();
@@ -676,7 +683,8 @@ static std::int64_t punch_piece(torrent_entry const &e, int p)
 			ok = false;
 	}
 	for (auto &f : fds) {
-		if (ok && ::fallocate(f.first, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, f.second.offset, f.second.size) == 0)
+		if (ok && ::fallocate(f.first, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, f.second.offset,
+				      f.second.size) == 0)
 			freed += f.second.size;
 		else if (ok)
 			ok = false; /* (hubmirror's pieces are one file's: nothing was punched before) */
@@ -713,10 +721,12 @@ extern "C" int p2p_session_evict_pieces(struct p2p_session *s, const char *btih,
 			if (p < 0 || p >= np)
 				continue;
 			std::int64_t f = -1;
-			if (e.have->touched[static_cast<size_t>(p)].load(std::memory_order_seq_cst) == pieces[i].touched)
+			if (e.have->touched[static_cast<size_t>(p)].load(std::memory_order_seq_cst) ==
+			    pieces[i].touched)
 				f = punch_piece(e, p);
 			if (f < 0) { /* read again since, or not freed: it stays (admitted again from libtorrent) */
-				e.have->evicting[static_cast<size_t>(p) / 64].fetch_and(~(std::uint64_t(1) << (p % 64)));
+				e.have->evicting[static_cast<size_t>(p) / 64].fetch_and(
+					~(std::uint64_t(1) << (p % 64)));
 				pieces[i].size = 0;
 				continue;
 			}
@@ -821,7 +831,8 @@ extern "C" int p2p_session_pieces_had(struct p2p_session *s, const char *btih, u
 		std::vector<lt::download_priority_t> prio = e.h.get_piece_priorities();
 		for (int i = 0; i < n; i++) {
 			had[i] = !known || st.pieces.get_bit(lt::piece_index_t(i));
-			if (!had[i] && i < static_cast<int>(prio.size()) && prio[static_cast<size_t>(i)] == lt::dont_download)
+			if (!had[i] && i < static_cast<int>(prio.size()) &&
+			    prio[static_cast<size_t>(i)] == lt::dont_download)
 				had[i] = 2;
 		}
 		if (avail) {

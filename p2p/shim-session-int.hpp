@@ -105,7 +105,8 @@ struct have_cache {
 	void clear(int i)
 	{
 		if (i >= 0 && i < n)
-			words[std::size_t(i) / 64].fetch_and(~(std::uint64_t(1) << (i % 64)), std::memory_order_release);
+			words[std::size_t(i) / 64].fetch_and(~(std::uint64_t(1) << (i % 64)),
+							     std::memory_order_release);
 	}
 	/* Readers waiting for a piece (p2p_session_wait_range) each sleep on a condition variable of
 	 * their own, with the piece they wait for; notify() after a batch of set()s wakes only those whose

@@ -130,7 +130,8 @@ void hash_file(hashing &hs, int fi, std::vector<char> &buf)
 	int fd = open(hs.source[static_cast<size_t>(fi)], O_RDONLY | O_CLOEXEC);
 
 	if (fd < 0) {
-		hs.fail(-errno, std::string("opening ") + hs.source[static_cast<size_t>(fi)] + ": " + std::strerror(errno));
+		hs.fail(-errno,
+			std::string("opening ") + hs.source[static_cast<size_t>(fi)] + ": " + std::strerror(errno));
 		return;
 	}
 	(void)posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
@@ -321,7 +322,8 @@ std::vector<lt::sha256_hash> v2_of(lt::torrent_info const &ti)
 		std::int64_t const first = fs.file_offset(f) / plen, npieces = (size + plen - 1) / plen;
 		/* a file bigger than a piece: its piece layer; one no bigger: its root */
 		lt::span<char const> layer = ti.piece_layer(f);
-		if (fs.file_offset(f) % plen || layer.size() != npieces * static_cast<std::ptrdiff_t>(lt::sha256_hash::size()))
+		if (fs.file_offset(f) % plen ||
+		    layer.size() != npieces * static_cast<std::ptrdiff_t>(lt::sha256_hash::size()))
 			return {};
 		for (std::int64_t k = 0; k < npieces; k++)
 			v[static_cast<size_t>(first + k)] = lt::sha256_hash(layer.data() + k * lt::sha256_hash::size());
@@ -389,7 +391,8 @@ bool verify_in_file(lt::torrent_info const &ti, std::vector<lt::sha256_hash> con
 			if (f >= 0)
 				continue;
 			for (; left > 0; left -= std::min<std::int64_t>(left, std::int64_t(zeros.size())))
-				h.update(zeros.data(), static_cast<int>(std::min<std::int64_t>(left, std::int64_t(zeros.size()))));
+				h.update(zeros.data(),
+					 static_cast<int>(std::min<std::int64_t>(left, std::int64_t(zeros.size()))));
 			continue;
 		}
 		std::string path = fs.file_path(sl.file_index, save_path);
@@ -399,10 +402,12 @@ bool verify_in_file(lt::torrent_info const &ti, std::vector<lt::sha256_hash> con
 		std::int64_t at = sl.offset;
 		while (left > 0) {
 			/* a chunk read whole, so that v2's 16 KiB blocks never straddle two reads */
-			size_t const chunk = static_cast<size_t>(std::min<std::int64_t>(left, std::int64_t(buf.size())));
+			size_t const chunk =
+				static_cast<size_t>(std::min<std::int64_t>(left, std::int64_t(buf.size())));
 			size_t got = 0;
 			while (got < chunk) {
-				ssize_t n = ::pread(fd, buf.data() + got, chunk - got, at + static_cast<std::int64_t>(got));
+				ssize_t n =
+					::pread(fd, buf.data() + got, chunk - got, at + static_cast<std::int64_t>(got));
 				if (n < 0 && errno == EINTR)
 					continue;
 				if (n <= 0)
@@ -415,8 +420,10 @@ bool verify_in_file(lt::torrent_info const &ti, std::vector<lt::sha256_hash> con
 				h.update(buf.data(), static_cast<int>(chunk));
 			} else {
 				for (size_t b = 0; b < chunk && leaf < leaves.size(); b += block_size)
-					leaves[leaf++] = lt::hasher256(buf.data() + b,
-								       static_cast<int>(std::min<size_t>(block_size, chunk - b))).final();
+					leaves[leaf++] =
+						lt::hasher256(buf.data() + b,
+							      static_cast<int>(std::min<size_t>(block_size, chunk - b)))
+							.final();
 			}
 			at += static_cast<std::int64_t>(chunk);
 			left -= static_cast<std::int64_t>(chunk);
@@ -540,7 +547,8 @@ extern "C" int p2p_torrent_verify_file(const unsigned char *torrent, size_t len,
 			std::int64_t start = fs.file_offset(i), pl = fs.piece_length();
 			/* a piece that holds bytes of another real file cannot be checked from this one */
 			for (int p = int(start / pl); p <= int((start + size - 1) / pl); p++) {
-				for (lt::file_slice const &sl : fs.map_block(lt::piece_index_t(p), 0, fs.piece_size(lt::piece_index_t(p))))
+				for (lt::file_slice const &sl :
+				     fs.map_block(lt::piece_index_t(p), 0, fs.piece_size(lt::piece_index_t(p))))
 					if (sl.file_index != i && !fs.pad_file_at(sl.file_index))
 						return 0;
 				if (!verify_in_file(ti, v2, save_path, p))

@@ -360,8 +360,8 @@ extern "C" int p2p_session_add(struct p2p_session *s, const struct p2p_add *a, c
 					atp.url_seeds.push_back(a->web_seeds[i]);
 			int np = atp.ti->num_pieces();
 			if (a->have && a->nhave != static_cast<size_t>(np)) {
-				set_err(errmsg, "p2p_session_add: have names " + std::to_string(a->nhave) + " pieces, the torrent has " +
-						std::to_string(np));
+				set_err(errmsg, "p2p_session_add: have names " + std::to_string(a->nhave) +
+							" pieces, the torrent has " + std::to_string(np));
 				return HM_ERR_USAGE;
 			}
 			if (a->select) {
@@ -381,7 +381,8 @@ extern "C" int p2p_session_add(struct p2p_session *s, const struct p2p_add *a, c
 			add_plugins(atp, web, a->origin_last);
 			std::shared_ptr<const lt::torrent_info> ti = atp.ti;
 			/* (load_torrent_buffer moved the piece layers out of atp.ti: read from the bytes again) */
-			auto v2 = std::make_shared<const std::vector<lt::sha256_hash>>(v2_of(info_of(a->torrent, a->len)));
+			auto v2 = std::make_shared<const std::vector<lt::sha256_hash>>(
+				v2_of(info_of(a->torrent, a->len)));
 			auto have = std::make_shared<have_cache>(ti->num_pieces());
 			/* pieces given as had are read back from the file before a read may have them */
 			if (a->have)
@@ -392,8 +393,8 @@ extern "C" int p2p_session_add(struct p2p_session *s, const struct p2p_add *a, c
 				set_err(errmsg, "adding torrent " + std::string(hex) + ": " + ec.message());
 				return HM_ERR_TORRENT;
 			}
-			s->torrents.emplace(hex, torrent_entry{h, std::move(ti), std::move(v2), std::move(web), a->save_path,
-							       std::move(have), a->origin_last});
+			s->torrents.emplace(hex, torrent_entry{h, std::move(ti), std::move(v2), std::move(web),
+							       a->save_path, std::move(have), a->origin_last});
 		}
 		if (btih_out)
 			std::memcpy(btih_out, hex, sizeof hex);

@@ -52,7 +52,8 @@ int64_t p2p_torrent_piece_size_for(const int64_t *sizes, size_t n)
 	int64_t total = 0, piece, pieces, spanned, half_pieces, half_spanned;
 
 	for (size_t i = 0; i < n; i++)
-		total = sizes[i] > 0 && total > INT64_MAX - sizes[i] ? INT64_MAX : total + (sizes[i] > 0 ? sizes[i] : 0);
+		total = sizes[i] > 0 && total > INT64_MAX - sizes[i] ? INT64_MAX
+								     : total + (sizes[i] > 0 ? sizes[i] : 0);
 	piece = p2p_torrent_piece_size(total);
 	layout_at(sizes, n, piece, &pieces, &spanned);
 	/* Many files smaller than a piece: each is padded to a whole piece, and the pads are hashed as

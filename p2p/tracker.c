@@ -157,7 +157,8 @@ static void seed(struct p2p_tracker *t)
 	if (getrandom(s, sizeof(s), GRND_NONBLOCK) != (ssize_t)sizeof(s)) {
 		/* No entropy yet (early boot): still unpredictable enough to spread a LAN's hashes. */
 		clock_gettime(CLOCK_REALTIME, &ts);
-		x = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 30) ^ ((uint64_t)getpid() << 16) ^ (uint64_t)(uintptr_t)t;
+		x = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 30) ^ ((uint64_t)getpid() << 16) ^
+		    (uint64_t)(uintptr_t)t;
 		s[0] = splitmix64(&x);
 		s[1] = splitmix64(&x);
 		s[2] = splitmix64(&x);
@@ -535,8 +536,8 @@ static size_t pick_peers(struct p2p_tracker *t, const struct swarm *sw, size_t s
 	return k;
 }
 
-static void write_response(struct p2p_tracker *t, const struct swarm *sw, size_t self, const struct p2p_tracker_announce *a,
-			   bool with_peers, struct buf *out)
+static void write_response(struct p2p_tracker *t, const struct swarm *sw, size_t self,
+			   const struct p2p_tracker_announce *a, bool with_peers, struct buf *out)
 {
 	size_t seeders = sw ? sw->nseeders : 0, leechers = sw ? sw->npeers - sw->nseeders : 0;
 	size_t want = a->numwant < 0 ? P2P_TRACKER_DEFAULT_NUMWANT : (size_t)a->numwant, n = 0, n4 = 0, n6 = 0;
@@ -719,7 +720,8 @@ void p2p_tracker_stats(const struct p2p_tracker *t, struct p2p_tracker_stats *ou
 	out->announces = t->announces;
 }
 
-void p2p_tracker_swarm(const struct p2p_tracker *t, const unsigned char info_hash[20], size_t *seeders, size_t *leechers)
+void p2p_tracker_swarm(const struct p2p_tracker *t, const unsigned char info_hash[20], size_t *seeders,
+		       size_t *leechers)
 {
 	const struct swarm *sw = swarm_get(t, info_hash);
 

@@ -34,7 +34,7 @@ struct p2p_tracker;
 struct p2p_tracker_config {
 	int interval;           /* seconds clients are told to wait between announces (default 120 if <= 0) */
 	size_t max_torrents;    /* distinct info-hashes kept (default 100000 if 0) */
-	size_t max_peers;       /* per info-hash (default 100000 if 0: a cluster of 10,000 instances on one model fits) */
+	size_t max_peers; /* per info-hash (default 100000 if 0: a cluster of 10,000 instances on one model fits) */
 	size_t max_total_peers; /* across all info-hashes (default 1000000 if 0): the real memory bound */
 	size_t max_per_address; /* peers (ports) of one IP address in one swarm (default 8 if 0); a new
 	                         * port beyond it replaces that address's longest-silent peer */
@@ -47,7 +47,12 @@ struct p2p_tracker *p2p_tracker_new(const struct p2p_tracker_config *cfg);
 /* Free *t and everything it holds; NULL-safe (t or *t), sets *t = NULL. */
 void p2p_tracker_free(struct p2p_tracker **t);
 
-enum p2p_tracker_event { P2P_TRACKER_EVENT_NONE, P2P_TRACKER_EVENT_STARTED, P2P_TRACKER_EVENT_STOPPED, P2P_TRACKER_EVENT_COMPLETED };
+enum p2p_tracker_event {
+	P2P_TRACKER_EVENT_NONE,
+	P2P_TRACKER_EVENT_STARTED,
+	P2P_TRACKER_EVENT_STOPPED,
+	P2P_TRACKER_EVENT_COMPLETED
+};
 
 struct p2p_tracker_announce {
 	unsigned char info_hash[20];
@@ -116,7 +121,8 @@ void p2p_tracker_stats(const struct p2p_tracker *t, struct p2p_tracker_stats *ou
 
 /* Seeders and leechers of one info-hash (0/0 if unknown), as of the last access or sweep (see
  * p2p_tracker_stats()). */
-void p2p_tracker_swarm(const struct p2p_tracker *t, const unsigned char info_hash[20], size_t *seeders, size_t *leechers);
+void p2p_tracker_swarm(const struct p2p_tracker *t, const unsigned char info_hash[20], size_t *seeders,
+		       size_t *leechers);
 
 /* Peers of one info-hash still live at now (not expired, whatever the last sweep) whose peer id is not
  * peer_id: whether anyone but that peer (the mirror's own seed) holds the swarm. O(its peers). */

@@ -51,7 +51,8 @@ char *hub_link_next(const char *link)
 					v++;
 				if (*v == '"')
 					v++;
-				if (end - v >= 4 && !strncasecmp(v, "next", 4) && (v + 4 == end || v[4] == '"' || v[4] == ' ' || v[4] == ';'))
+				if (end - v >= 4 && !strncasecmp(v, "next", 4) &&
+				    (v + 4 == end || v[4] == '"' || v[4] == ' ' || v[4] == ';'))
 					return xstrndup(lt + 1, (size_t)(gt - lt - 1));
 			}
 		}

@@ -394,8 +394,10 @@ static void attempt_done(struct hub_http_req *r, CURLcode cc)
 		if (cc == CURLE_PEER_FAILED_VERIFICATION) {
 			/* a certificate no CA here vouches for: asking again changes nothing; say the way out */
 			size_t n = strlen(r->errbuf);
-			snprintf(r->errbuf + n, sizeof(r->errbuf) - n, "%s(a private CA? point HUBMIRROR_CA_BUNDLE at its PEM "
-				 "certificate: docs/operations.md)", n ? " " : "");
+			snprintf(r->errbuf + n, sizeof(r->errbuf) - n,
+				 "%s(a private CA? point HUBMIRROR_CA_BUNDLE at its PEM "
+				 "certificate: docs/operations.md)",
+				 n ? " " : "");
 			req_complete(r, code);
 			return;
 		}
@@ -413,7 +415,8 @@ static void attempt_done(struct hub_http_req *r, CURLcode cc)
 		return;
 	}
 	if (is_redirect(r->status) && r->hdr[H_LOCATION]) {
-		char *next = http__url_resolve(r->url, r->hdr[H_LOCATION]), *origin = next ? http__url_origin(next) : NULL;
+		char *next = http__url_resolve(r->url, r->hdr[H_LOCATION]),
+		     *origin = next ? http__url_origin(next) : NULL;
 		if (!next || !origin || ++r->redirects > r->h->cfg.max_redirects) {
 			free(next);
 			free(origin);

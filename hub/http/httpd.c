@@ -520,14 +520,16 @@ static void conn_process(struct conn *c)
 	c->processing = true;
 	while (c->state == C_READING) {
 		if (c->roff < c->rlen) {
-			const char *bad = c->scan.done ? NULL : httpd__head_scan(&c->scan, c->rbuf + c->roff, c->rlen - c->roff);
+			const char *bad =
+				c->scan.done ? NULL : httpd__head_scan(&c->scan, c->rbuf + c->roff, c->rlen - c->roff);
 			if (bad) {
 				char *m = xasprintf("malformed request: %s\n", bad);
 				reply_error_and_close(c, 400, m);
 				free(m);
 				continue;
 			}
-			n = http_parser_execute(&c->parser, &httpd__parser_settings, c->rbuf + c->roff, c->rlen - c->roff);
+			n = http_parser_execute(&c->parser, &httpd__parser_settings, c->rbuf + c->roff,
+						c->rlen - c->roff);
 			c->roff += n;
 			if (c->cont_pending && httpd__continue_flush(c) < 0) { /* the head asked for one */
 				httpd__conn_close(c);
@@ -761,7 +763,8 @@ int httpd_adopt(struct httpd *h, int fd)
 			if (ls.ss_family == AF_INET)
 				inet_ntop(AF_INET, &((struct sockaddr_in *)&ls)->sin_addr, c->local, sizeof(c->local));
 			else if (ls.ss_family == AF_INET6)
-				inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ls)->sin6_addr, c->local, sizeof(c->local));
+				inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ls)->sin6_addr, c->local,
+					  sizeof(c->local));
 		}
 	}
 	http_parser_init(&c->parser, HTTP_REQUEST);

@@ -78,7 +78,8 @@ json_t *cli_agent_request(const char *spec, const struct cli_agent_opts *o)
 		json_object_set_new(j, "hf_cache", json_string(o->hf ? o->hf : hub_cache_hf_default(hc, sizeof(hc))));
 	if (sp.hub == HUB_MS && !o->no_ms) {
 		json_object_set_new(j, "ms_cache", json_string(o->ms ? o->ms : hub_cache_ms_default(mc, sizeof(mc))));
-		json_object_set_new(j, "ms_hub_cache", json_string(o->ms ? o->ms : hub_cache_ms_hub_default(mh, sizeof(mh))));
+		json_object_set_new(j, "ms_hub_cache",
+				    json_string(o->ms ? o->ms : hub_cache_ms_hub_default(mh, sizeof(mh))));
 	}
 	hub_spec_release(&sp);
 	return j;
@@ -105,7 +106,8 @@ int cli_agent_post(const struct cli_agent_opts *o, const char *path, json_t *req
 		err = NULL;
 		if (!o->mirror) {
 			free(body);
-			return cli_usage_error(cli_find(o->command), "which mirror? give --mirror URL or set HUBMIRROR_URL");
+			return cli_usage_error(cli_find(o->command),
+					       "which mirror? give --mirror URL or set HUBMIRROR_URL");
 		}
 		if (start_agent(o->socket, o->mirror, o->cache, o->listen)) {
 			free(body);
@@ -117,7 +119,8 @@ int cli_agent_post(const struct cli_agent_opts *o, const char *path, json_t *req
 	 * again until it is whole (it says how long to wait; each try is cheap) */
 	for (int waited = 0; !r && status == 503 && waited < 3600; waited += 2) {
 		if (!waited)
-			fprintf(stderr, "hubmirror: %s: the mirror is fetching this repository on demand; waiting for it\n",
+			fprintf(stderr,
+				"hubmirror: %s: the mirror is fetching this repository on demand; waiting for it\n",
 				o->command);
 		json_decref(*ans);
 		*ans = NULL;
@@ -151,7 +154,8 @@ void cli_agent_offline_note(const char *spec, json_t *ans)
 	if (t && localtime_r(&t, &tm))
 		strftime(when, sizeof(when), "%Y-%m-%d %H:%M", &tm);
 	fprintf(stderr, "hubmirror: %s: offline: using %s @ %.8s%s%s%s (the mirror did not answer: %s)\n", spec,
-		json_string_value(json_object_get(u, "revision")) ? json_string_value(json_object_get(u, "revision")) : "?",
+		json_string_value(json_object_get(u, "revision")) ? json_string_value(json_object_get(u, "revision"))
+								  : "?",
 		json_string_value(json_object_get(u, "commit")) ? json_string_value(json_object_get(u, "commit")) : "?",
 		*when ? (synced ? " (synced " : " (held since ") : "", when, *when ? ")" : "", why);
 }

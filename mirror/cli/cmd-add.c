@@ -149,9 +149,10 @@ static int make_item(const char *spec, const struct add_opts *o, const char *whe
 	if (!strchr(it->spec.name, '/'))
 		/* the Hub kept a few repositories of its first days under a bare name (gpt2): allowed, but
 		 * most such names are a slip for ORG/NAME */
-		fprintf(stderr, "hubmirror: %snote: '%s' names no organisation: only a few old Hugging Face repositories "
-			"have such a name (gpt2, bert-base-uncased); a repository of an organisation is hf:ORG/NAME\n", where,
-			spec);
+		fprintf(stderr,
+			"hubmirror: %snote: '%s' names no organisation: only a few old Hugging Face repositories "
+			"have such a name (gpt2, bert-base-uncased); a repository of an organisation is hf:ORG/NAME\n",
+			where, spec);
 	if (o->revision) {
 		if (hub_check_revision(o->revision)) {
 			hub_spec_release(&it->spec);
@@ -313,8 +314,10 @@ static int add_remote(const char *mirror, const struct add_item *items, size_t n
 	for (size_t i = 0; i < n; i++) {
 		char *spec = hub_spec_format(&items[i].spec, 1);
 		json_t *opts = json_loads(items[i].options, 0, NULL), *refs = json_loads(items[i].refs, 0, NULL);
-		json_t *body = json_pack("{s:s, s:o, s:o}", "spec", spec, "include", json_loads(items[i].include, 0, NULL),
-					 "exclude", json_loads(items[i].exclude, 0, NULL)), *j;
+		json_t *body = json_pack("{s:s, s:o, s:o}", "spec", spec, "include",
+					 json_loads(items[i].include, 0, NULL), "exclude",
+					 json_loads(items[i].exclude, 0, NULL)),
+		       *j;
 		const char *k;
 		json_t *v;
 		long status;

@@ -51,7 +51,8 @@ static int run_detached(const struct agent_config *cfg)
 		close(pipefd[0]);
 		setsid();
 		log = xasprintf("%s/agent.log", cfg->cache_dir);
-		if (!freopen("/dev/null", "r", stdin) || !freopen("/dev/null", "w", stdout) || !freopen(log, "a", stderr)) {
+		if (!freopen("/dev/null", "r", stdin) || !freopen("/dev/null", "w", stdout) ||
+		    !freopen(log, "a", stderr)) {
 		}
 		setvbuf(stderr, NULL, _IOLBF, 0);
 		free(log);
@@ -170,7 +171,8 @@ static int give_endpoint(const struct agent_config *cfg, const char *token)
 	if (!r && status == 200) {
 		const char *colon = strrchr(cfg->http, ':');
 		printf("the agent (pid %ld) now has its local endpoint: http://%.*s:%lld (its other settings "
-		       "stay as they were)\n", pid, colon ? (int)(colon - cfg->http) : (int)strlen(cfg->http), cfg->http,
+		       "stay as they were)\n",
+		       pid, colon ? (int)(colon - cfg->http) : (int)strlen(cfg->http), cfg->http,
 		       (long long)json_integer_value(json_object_get(ans, "port")));
 	} else {
 		const char *why = json_string_value(json_object_get(ans, "error"));
@@ -310,7 +312,8 @@ static void print_status(json_t *st)
 	printf("agent %lld: cache %s (%s used%s%s), mirror %s, peer port %lld\n", (long long)jnum(st, "pid"),
 	       json_string_value(json_object_get(st, "cache")), used, jnum(st, "cache_size") > 0 ? " of " : "",
 	       jnum(st, "cache_size") > 0 ? bound : "",
-	       json_string_value(json_object_get(st, "mirror")) ? json_string_value(json_object_get(st, "mirror")) : "-",
+	       json_string_value(json_object_get(st, "mirror")) ? json_string_value(json_object_get(st, "mirror"))
+								: "-",
 	       (long long)jnum(st, "p2p_port"));
 	if (ep)
 		printf("local endpoint: http://%s (HF_ENDPOINT=http://%s hf download ...)\n", ep, ep);
@@ -352,11 +355,16 @@ static void print_status(json_t *st)
 			snprintf(state + n, sizeof(state) - n, "; %lld of %lld files (holds %s of %s)",
 				 (long long)jnum(s, "selected"), (long long)jnum(s, "files"), hw, sz);
 		}
-		printf("%-*s  %-*s  %-12.12s  %-21s  %-24s  %5lld  %s%s\n", wspec, json_string_value(json_object_get(s, "spec")),
-		       wrev, json_string_value(json_object_get(s, "revision")) ? json_string_value(json_object_get(s, "revision")) : "-",
+		printf("%-*s  %-*s  %-12.12s  %-21s  %-24s  %5lld  %s%s\n", wspec,
+		       json_string_value(json_object_get(s, "spec")), wrev,
+		       json_string_value(json_object_get(s, "revision"))
+			       ? json_string_value(json_object_get(s, "revision"))
+			       : "-",
 		       json_string_value(json_object_get(s, "commit")), held, state, (long long)jnum(s, "peers"),
 		       json_array_size(mounts) ? json_string_value(json_array_get(mounts, 0)) : "-",
-		       jnum(s, "detached_in_use") ? " (and an unmounted copy still in use: open files or another mount namespace)" : "");
+		       jnum(s, "detached_in_use")
+			       ? " (and an unmounted copy still in use: open files or another mount namespace)"
+			       : "");
 		if (err)
 			printf("  error: %s\n", err);
 	}
@@ -376,7 +384,11 @@ static int verify_cache(const char *socket, const char *spec, bool as_json)
 	json_decref(req);
 	if (r || status != 200) {
 		const char *e = json_string_value(json_object_get(ans, "error"));
-		fprintf(stderr, "hubmirror: %s\n", r == -ECONNREFUSED ? "no agent runs" : e ? e : err ? err : "the agent could not verify");
+		fprintf(stderr, "hubmirror: %s\n",
+			r == -ECONNREFUSED ? "no agent runs"
+			: e                ? e
+			: err              ? err
+					   : "the agent could not verify");
 		free(err);
 		json_decref(ans);
 		return CLI_FAILED;
@@ -390,10 +402,12 @@ static int verify_cache(const char *socket, const char *spec, bool as_json)
 			int bad = (int)json_integer_value(json_object_get(s, "damaged"));
 			char *names = json_dumps(specs, JSON_COMPACT);
 			if (bad)
-				printf("%s %.12s: %d of %d pieces damaged in the cache: fetching them again (hubmirror pull waits for them)\n",
+				printf("%s %.12s: %d of %d pieces damaged in the cache: fetching them again (hubmirror "
+				       "pull waits for them)\n",
 				       names, json_string_value(json_object_get(s, "btih")), bad, pieces);
 			else
-				printf("%s %.12s: %d pieces verified\n", names, json_string_value(json_object_get(s, "btih")), pieces);
+				printf("%s %.12s: %d pieces verified\n", names,
+				       json_string_value(json_object_get(s, "btih")), pieces);
 			free(names);
 		}
 	}
@@ -433,8 +447,10 @@ int cmd_status(int argc, char **argv)
 		return cli_usage_error(self, "unexpected argument '%s'", argv[optind]);
 	r = agent_call(socket, "/v1/status", NULL, 30, &status, &st, &err);
 	if (r || status != 200 || !json_is_object(st)) {
-		fprintf(stderr, "hubmirror: %s\n", r == -ECONNREFUSED ? "no agent runs (start one with 'hubmirror agent' or 'hubmirror mount')"
-					   : err ? err : "the agent gave no status");
+		fprintf(stderr, "hubmirror: %s\n",
+			r == -ECONNREFUSED ? "no agent runs (start one with 'hubmirror agent' or 'hubmirror mount')"
+			: err              ? err
+					   : "the agent gave no status");
 		free(err);
 		json_decref(st);
 		return CLI_FAILED;
@@ -496,14 +512,17 @@ int cmd_drop(int argc, char **argv)
 			if (sp.hub == HUB_HF && !o.no_hf) {
 				const char *cache = o.hf ? o.hf : hub_cache_hf_default(hc, sizeof(hc));
 				char *snap = hub_cache_hf_snapshot(cache, hub_type_name(sp.type), sp.name, commit);
-				char *ref = NULL, *repo = xstrdup(snap), *cut = strstr(repo, "/snapshots/"), *held = NULL;
+				char *ref = NULL, *repo = xstrdup(snap), *cut = strstr(repo, "/snapshots/"),
+				     *held = NULL;
 				size_t len = 0;
 				links += hub_cache_unlink_into(snap, folder, 0);
 				if (cut) {
 					*cut = '\0';
-					/* the ref, if it still names this commit; then the repo's folder, if that leaves it empty */
+					/* the ref, if it still names this commit; then the repo's folder, if that
+					 * leaves it empty */
 					ref = xasprintf("%s/refs/%s", repo, rev ? rev : "main");
-					if (rev && !path_read_file(ref, 64, &held, &len) && len >= 40 && !strncmp(held, commit, 40))
+					if (rev && !path_read_file(ref, 64, &held, &len) && len >= 40 &&
+					    !strncmp(held, commit, 40))
 						unlink(ref);
 					free(held);
 					free(ref);
@@ -518,9 +537,11 @@ int cmd_drop(int argc, char **argv)
 				free(repo);
 				free(snap);
 			} else if (sp.hub == HUB_MS && !o.no_ms) {
-				char *dir = hub_cache_ms_dir(o.ms ? o.ms : hub_cache_ms_default(mc, sizeof(mc)), hub_type_name(sp.type), sp.name);
-				char *hsnap = rev ? hub_cache_ms_hub_snapshot(hub_cache_ms_hub_default(mh, sizeof(mh)), hub_type_name(sp.type),
-									       sp.name, rev) : NULL;
+				char *dir = hub_cache_ms_dir(o.ms ? o.ms : hub_cache_ms_default(mc, sizeof(mc)),
+							     hub_type_name(sp.type), sp.name);
+				char *hsnap = rev ? hub_cache_ms_hub_snapshot(hub_cache_ms_hub_default(mh, sizeof(mh)),
+									      hub_type_name(sp.type), sp.name, rev)
+						  : NULL;
 				links += hub_cache_unlink_into(dir, folder, 1);
 				if (hsnap)
 					links += hub_cache_unlink_into(hsnap, folder, 0);
@@ -529,7 +550,8 @@ int cmd_drop(int argc, char **argv)
 			}
 			printf("dropped %s @ %.12s from the cache%s", spec, commit, links ? "" : "\n");
 			if (links)
-				printf(", and its %zu links from the %s cache\n", links, sp.hub == HUB_HF ? "Hugging Face" : "ModelScope");
+				printf(", and its %zu links from the %s cache\n", links,
+				       sp.hub == HUB_HF ? "Hugging Face" : "ModelScope");
 			hub_spec_release(&sp);
 		}
 		json_decref(ans);

@@ -71,9 +71,9 @@ int cmd_restore(int argc, char **argv)
 		return CLI_FAILED;
 	}
 	if (json) {
-		json_t *o = json_pack("{s:i, s:I, s:I, s:I, s:I, s:I}", "version", rep.version, "repos", (json_int_t)rep.repos,
-				      "blobs", (json_int_t)rep.blobs, "blobs_missing", (json_int_t)rep.blobs_missing,
-				      "repos_damaged", (json_int_t)rep.repos_damaged,
+		json_t *o = json_pack("{s:i, s:I, s:I, s:I, s:I, s:I}", "version", rep.version, "repos",
+				      (json_int_t)rep.repos, "blobs", (json_int_t)rep.blobs, "blobs_missing",
+				      (json_int_t)rep.blobs_missing, "repos_damaged", (json_int_t)rep.repos_damaged,
 				      "torrents_dropped", (json_int_t)rep.torrents_dropped);
 		cli_print_json(o);
 		json_decref(o);
@@ -82,7 +82,8 @@ int cmd_restore(int argc, char **argv)
 		       (long long)rep.repos, (long long)rep.blobs);
 		if (rep.blobs_missing)
 			printf("restore: the store lacks %lld of them: %lld repos marked damaged; "
-			       "'hubmirror sync' fetches them again\n", (long long)rep.blobs_missing, (long long)rep.repos_damaged);
+			       "'hubmirror sync' fetches them again\n",
+			       (long long)rep.blobs_missing, (long long)rep.repos_damaged);
 		if (rep.torrents_dropped)
 			printf("restore: %lld torrents to make again (the next sync does, same info-hashes)\n",
 			       (long long)rep.torrents_dropped);

@@ -127,8 +127,10 @@ int cmd_export(int argc, char **argv)
 		if (!specs)
 			specs = xcalloc((size_t)(argc - optind), sizeof(*specs));
 		if (hub_spec_parse(argv[i], &specs[n]) || specs[n].revision) {
-			r = specs[n].revision ? cli_usage_error(self, "'%s': no @REVISION here (every ref the mirror holds "
-								      "of it goes)", argv[i])
+			r = specs[n].revision ? cli_usage_error(self,
+								"'%s': no @REVISION here (every ref the mirror holds "
+								"of it goes)",
+								argv[i])
 					      : cli_spec_error(self, NULL, argv[i]);
 			if (specs[n].name)
 				n++; /* parsed, with a revision: released below */
@@ -217,12 +219,12 @@ int cmd_import(int argc, char **argv)
 			fprintf(stderr, "hubmirror: import %s: %s\n", argv[i], err ? err : "failed");
 			r = CLI_FAILED;
 		} else if (json) {
-			json_t *o = json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "bundle", argv[i],
-					      "repos", (json_int_t)rep.repos, "snapshots", (json_int_t)rep.snapshots,
-					      "blobs", (json_int_t)rep.blobs, "blobs_skipped", (json_int_t)rep.blobs_skipped,
-					      "bytes", (json_int_t)rep.bytes, "torrents_made", (json_int_t)rep.torrents_made,
-					      "options_kept", (json_int_t)rep.options_kept, "options_dropped",
-					      (json_int_t)rep.options_dropped);
+			json_t *o = json_pack(
+				"{s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "bundle", argv[i], "repos",
+				(json_int_t)rep.repos, "snapshots", (json_int_t)rep.snapshots, "blobs",
+				(json_int_t)rep.blobs, "blobs_skipped", (json_int_t)rep.blobs_skipped, "bytes",
+				(json_int_t)rep.bytes, "torrents_made", (json_int_t)rep.torrents_made, "options_kept",
+				(json_int_t)rep.options_kept, "options_dropped", (json_int_t)rep.options_dropped);
 			cli_print_json(o);
 			json_decref(o);
 		} else {
@@ -231,11 +233,14 @@ int cmd_import(int argc, char **argv)
 			       "%lld torrents made\n", argv[i], (long long)rep.repos, (long long)rep.snapshots,
 			       (long long)rep.blobs, size, (long long)rep.blobs_skipped, (long long)rep.torrents_made);
 			if (rep.options_kept)
-				printf("  %lld repos already tracked keep their own options (the bundle's are not taken)\n",
+				printf("  %lld repos already tracked keep their own options (the bundle's are not "
+				       "taken)\n",
 				       (long long)rep.options_kept);
 			if (rep.options_dropped)
-				printf("  %lld new repos get no options from the bundle (open, preheat, globs, guards): "
-				       "set them with hubmirror add, or import --keep-options\n", (long long)rep.options_dropped);
+				printf("  %lld new repos get no options from the bundle (open, preheat, globs, "
+				       "guards): "
+				       "set them with hubmirror add, or import --keep-options\n",
+				       (long long)rep.options_dropped);
 		}
 		free(err);
 		err = NULL;

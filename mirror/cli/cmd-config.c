@@ -66,18 +66,21 @@ static int values_check(const struct config *conf)
 			if (slash)
 				*(slash == dir ? slash + 1 : slash) = '\0';
 			if (access(slash ? dir : ".", W_OK) < 0)
-				why = xasprintf("'%s': its folder %s: %s (serve would exit at start)", e->value, slash ? dir : ".",
-						strerror(errno));
+				why = xasprintf("'%s': its folder %s: %s (serve would exit at start)", e->value,
+						slash ? dir : ".", strerror(errno));
 			free(dir);
 		} else if (!strcmp(e->section, "serve") && !strcmp(e->key, "data")) {
 			char *cat = xasprintf("%s/catalog.db", e->value);
 			if (access(cat, F_OK) < 0)
-				why = xasprintf("'%s' holds no mirror: 'hubmirror add' (or 'hubmirror init') makes one there; "
-						"serve refuses it", e->value);
+				why = xasprintf(
+					"'%s' holds no mirror: 'hubmirror add' (or 'hubmirror init') makes one there; "
+					"serve refuses it",
+					e->value);
 			free(cat);
 		}
 		if (why) {
-			fprintf(stderr, "hubmirror: %s:%d: [%s] %s: %s\n", conf->path, e->line, e->section, e->key, why);
+			fprintf(stderr, "hubmirror: %s:%d: [%s] %s: %s\n", conf->path, e->line, e->section, e->key,
+				why);
 			free(why);
 			bad++;
 		}
@@ -100,7 +103,9 @@ static int ports_check(const struct config *conf)
 {
 	const struct config_entry *l = entry(conf, "serve", "listen"), *p = entry(conf, "p2p", "listen");
 	const char *listen = l ? l->value : getenv("HUBMIRROR_LISTEN") ? getenv("HUBMIRROR_LISTEN") : "0.0.0.0:8080";
-	const char *p2p = p ? p->value : getenv("HUBMIRROR_P2P_LISTEN") ? getenv("HUBMIRROR_P2P_LISTEN") : "0.0.0.0:6881";
+	const char *p2p = p                                ? p->value
+			  : getenv("HUBMIRROR_P2P_LISTEN") ? getenv("HUBMIRROR_P2P_LISTEN")
+							   : "0.0.0.0:6881";
 
 	if (!cli_ports_clash(listen, p2p))
 		return 0;

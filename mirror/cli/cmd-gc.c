@@ -51,11 +51,11 @@ int cmd_gc(int argc, char **argv)
 		fprintf(stderr, "hubmirror: gc: %s\n", err ? err : err_str(e));
 		r = CLI_FAILED;
 	} else if (json) {
-		json_t *o = json_pack("{s:b, s:I, s:I, s:I, s:I, s:I}", "dry_run", dry,
-				      "snapshots_dropped", (json_int_t)rep.snapshots_dropped,
-				      "blobs_removed", (json_int_t)rep.blobs_removed, "bytes_freed", (json_int_t)rep.bytes_freed,
-				      "orphans_removed", (json_int_t)rep.orphans_removed,
-				      "partials_removed", (json_int_t)rep.partials_removed);
+		json_t *o = json_pack("{s:b, s:I, s:I, s:I, s:I, s:I}", "dry_run", dry, "snapshots_dropped",
+				      (json_int_t)rep.snapshots_dropped, "blobs_removed", (json_int_t)rep.blobs_removed,
+				      "bytes_freed", (json_int_t)rep.bytes_freed, "orphans_removed",
+				      (json_int_t)rep.orphans_removed, "partials_removed",
+				      (json_int_t)rep.partials_removed);
 		json_object_set_new(o, "git_repositories_removed", json_integer(rep.git_removed));
 		json_object_set_new(o, "uploads_kept", json_integer(rep.uploads_kept));
 		json_object_set_new(o, "uploads_kept_until", json_integer(rep.uploads_until));
@@ -70,7 +70,8 @@ int cmd_gc(int argc, char **argv)
 		       dry ? " (dry run)" : "", (long long)rep.snapshots_dropped, (long long)rep.blobs_removed, b,
 		       (long long)rep.orphans_removed, (long long)rep.partials_removed, dry ? "would go" : "removed");
 		if (rep.git_removed)
-			printf("gc: %lld git repositories of repos no longer tracked removed\n", (long long)rep.git_removed);
+			printf("gc: %lld git repositories of repos no longer tracked removed\n",
+			       (long long)rep.git_removed);
 		if (rep.uploads_kept) {
 			char when[32];
 			time_t t = (time_t)rep.uploads_until;
@@ -81,7 +82,8 @@ int cmd_gc(int argc, char **argv)
 		if (rep.writes_kept)
 			printf("gc: kept %lld contents of commits or pushes being made\n", (long long)rep.writes_kept);
 		if (rep.restored)
-			printf("gc: put back %lld contents a writer claimed while gc took them\n", (long long)rep.restored);
+			printf("gc: put back %lld contents a writer claimed while gc took them\n",
+			       (long long)rep.restored);
 	}
 	free(err);
 	mirror_data_free(&data);

@@ -3,8 +3,9 @@
  * (mirror/gitpush.h; docs/uploads.md). serve runs git's receive-pack with this as its hook and tells
  * it, in the environment, the data directory, the repository, the pusher, the namespace's quota and
  * its tokens file with its --auth (HUBMIRROR_TOKENS, HUBMIRROR_AUTH: which Git LFS objects a repo may
- * name without their upload is the access layer's rule, mirror_access_may_name); git gives the ref updates on the standard input and its quarantine in GIT_OBJECT_DIRECTORY and
- * company. What it writes on the standard error the pusher reads ("remote: ..."); exit 1 refuses.
+ * name without their upload is the access layer's rule, mirror_access_may_name); git gives the ref updates on the
+ * standard input and its quarantine in GIT_OBJECT_DIRECTORY and company. What it writes on the standard error the
+ * pusher reads ("remote: ..."); exit 1 refuses.
  */
 #include <stdio.h>
 #include <stdlib.h>

@@ -44,9 +44,8 @@ static void print_snapshots(json_t *snaps)
 	size_t i, pinned = 0;
 
 	printf("  snapshots   %zu", json_array_size(snaps));
-	json_array_foreach(snaps, i, v)
-		if (json_is_true(json_object_get(v, "pinned")))
-			printf("%s%.12s", pinned++ ? ", " : " (pinned: ", json_string_value(json_object_get(v, "commit")));
+	json_array_foreach(snaps, i, v) if (json_is_true(json_object_get(v, "pinned")))
+		printf("%s%.12s", pinned++ ? ", " : " (pinned: ", json_string_value(json_object_get(v, "commit")));
 	printf("%s\n", pinned ? ")" : "");
 }
 
@@ -126,7 +125,8 @@ static void print_remote_repo(json_t *o)
 	       "  status      %s\n  last sync   %s\n  use         %s\n  mount       %s\n",
 	       json_string_value(json_object_get(o, "spec")), json_string_value(json_object_get(o, "type")),
 	       json_string_value(json_object_get(o, "revision")),
-	       json_is_string(json_object_get(o, "commit")) ? json_string_value(json_object_get(o, "commit")) : "(not synced)",
+	       json_is_string(json_object_get(o, "commit")) ? json_string_value(json_object_get(o, "commit"))
+							    : "(not synced)",
 	       (long long)json_integer_value(json_object_get(o, "files")), size,
 	       json_string_value(json_object_get(o, "sync_status")), when,
 	       json_string_value(json_object_get(o, "endpoint_env")),
@@ -259,7 +259,8 @@ int cmd_info(int argc, char **argv)
 		return cli_spec_error(self, NULL, argv[optind]);
 	if (spec.revision && !files) {
 		hub_spec_release(&spec);
-		return cli_usage_error(self, "'%s': a revision goes with --files (info shows the repository)", argv[optind]);
+		return cli_usage_error(self, "'%s': a revision goes with --files (info shows the repository)",
+				       argv[optind]);
 	}
 	mirror = dir ? NULL : cli_mirror_url(mirror);
 	if (mirror) {

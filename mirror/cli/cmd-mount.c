@@ -250,7 +250,8 @@ static char *holders(const char *dir)
 		if (!held)
 			continue;
 		proc_comm(e->d_name, comm, sizeof(comm));
-		buf_addf(&b, "%spid %s (%s)%s", b.len ? ", " : "", e->d_name, comm, other_ns ? " in another mount namespace" : "");
+		buf_addf(&b, "%spid %s (%s)%s", b.len ? ", " : "", e->d_name, comm,
+			 other_ns ? " in another mount namespace" : "");
 		n++;
 	}
 	closedir(proc);
@@ -294,9 +295,11 @@ int cmd_umount(int argc, char **argv)
 		r = CLI_FAILED;
 	} else {
 		if (json_is_true(json_object_get(ans, "in_use")))
-			fprintf(stderr, "hubmirror: %s is unmounted here, but the mount stays in use elsewhere (files open in "
-					"it, or a container or other mount namespace that copied it): it is served until the "
-					"last of them lets go%s%s\n", dir, who ? "; held by " : "", who ? who : "");
+			fprintf(stderr,
+				"hubmirror: %s is unmounted here, but the mount stays in use elsewhere (files open in "
+				"it, or a container or other mount namespace that copied it): it is served until the "
+				"last of them lets go%s%s\n",
+				dir, who ? "; held by " : "", who ? who : "");
 		r = CLI_OK;
 	}
 	json_decref(ans);

@@ -43,8 +43,8 @@ int cmd_pin(int argc, char **argv)
 		e = catalog_repo_get(data->catalog, hub_kind_name(s.hub), hub_type_name(s.type), s.name, &repo);
 		if (!e) {
 			catalog_repo_release(&repo);
-			e = catalog_resolve(data->catalog, hub_kind_name(s.hub), hub_type_name(s.type), s.name, s.revision,
-					    &repo, &snap, &found);
+			e = catalog_resolve(data->catalog, hub_kind_name(s.hub), hub_type_name(s.type), s.name,
+					    s.revision, &repo, &snap, &found);
 		}
 		if (!e)
 			e = catalog_snapshot_pin(data->catalog, snap.id, !unpin);

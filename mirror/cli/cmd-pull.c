@@ -83,10 +83,11 @@ static char *snapshot_path(json_t *w, const struct cli_agent_opts *o)
 	if (!commit || hub_spec_parse(json_string_value(json_object_get(w, "canon")), &sp))
 		return NULL;
 	if (sp.hub == HUB_HF && !o->no_hf)
-		p = hub_cache_hf_snapshot(o->hf ? o->hf : hub_cache_hf_default(buf, sizeof(buf)), hub_type_name(sp.type),
-					  sp.name, commit);
+		p = hub_cache_hf_snapshot(o->hf ? o->hf : hub_cache_hf_default(buf, sizeof(buf)),
+					  hub_type_name(sp.type), sp.name, commit);
 	else if (sp.hub == HUB_MS && !o->no_ms)
-		p = hub_cache_ms_dir(o->ms ? o->ms : hub_cache_ms_default(buf, sizeof(buf)), hub_type_name(sp.type), sp.name);
+		p = hub_cache_ms_dir(o->ms ? o->ms : hub_cache_ms_default(buf, sizeof(buf)), hub_type_name(sp.type),
+				     sp.name);
 	hub_spec_release(&sp);
 	return p;
 }
@@ -141,10 +142,11 @@ static int progress(json_t *st, json_t *want, bool as_json, bool tty, struct pac
 		if (ok)
 			json_object_set_new(w, "done", json_true());
 		if (as_json) {
-			json_t *line = json_pack("{s:O, s:O, s:O, s:I, s:I, s:b}", "spec", json_object_get(w, "spec"), "revision",
-						 json_object_get(w, "revision"), "commit", json_object_get(e, "commit"),
-						 "bytes_have", (json_int_t)num(e, "bytes_have"),
-						 "bytes_total", (json_int_t)num(e, "bytes_total"), "verified", ok);
+			json_t *line =
+				json_pack("{s:O, s:O, s:O, s:I, s:I, s:b}", "spec", json_object_get(w, "spec"),
+					  "revision", json_object_get(w, "revision"), "commit",
+					  json_object_get(e, "commit"), "bytes_have", (json_int_t)num(e, "bytes_have"),
+					  "bytes_total", (json_int_t)num(e, "bytes_total"), "verified", ok);
 			char *s;
 			if (json_is_integer(json_object_get(e, "selected"))) {
 				json_object_set(line, "selected", json_object_get(e, "selected"));
@@ -166,7 +168,8 @@ static int progress(json_t *st, json_t *want, bool as_json, bool tty, struct pac
 		pace->first_at = cli_mono_s();
 	}
 	if (tty) {
-		double secs = cli_mono_s() - pace->first_at, rate = secs > 0.5 ? (double)(have - pace->first_have) / secs : 0;
+		double secs = cli_mono_s() - pace->first_at,
+		       rate = secs > 0.5 ? (double)(have - pace->first_have) / secs : 0;
 		char bar[21], r[24] = "", eta[48] = "";
 		int pct = total ? (int)(100 * have / total) : 100, fill = pct / 5;
 		for (int k = 0; k < 20; k++)
@@ -183,11 +186,12 @@ static int progress(json_t *st, json_t *want, bool as_json, bool tty, struct pac
 			snprintf(eta, sizeof(eta), "  ETA %s", x);
 		}
 		if (n == 1)
-			fprintf(stderr, "\r\033[K%s [%s] %s / %s  %s%s", json_string_value(json_object_get(json_array_get(want, 0), "spec")),
-				bar, h, t, r, done + failed == n ? "\n" : eta);
-		else
-			fprintf(stderr, "\r\033[Kpulling %zu of %zu [%s] %s / %s  %s%s", n - done - failed, n, bar, h, t, r,
+			fprintf(stderr, "\r\033[K%s [%s] %s / %s  %s%s",
+				json_string_value(json_object_get(json_array_get(want, 0), "spec")), bar, h, t, r,
 				done + failed == n ? "\n" : eta);
+		else
+			fprintf(stderr, "\r\033[Kpulling %zu of %zu [%s] %s / %s  %s%s", n - done - failed, n, bar, h,
+				t, r, done + failed == n ? "\n" : eta);
 	}
 	fflush(stdout);
 	return done + failed == n;
@@ -318,7 +322,8 @@ static void prepare_interrupt_note(json_t *want, const struct cli_agent_opts *o)
 		char *path = json_object_get(w, "error") ? NULL : snapshot_path(w, o);
 		if (path) {
 			json_object_set_new(w, "path", json_string(path));
-			buf_addf(&note, "%s%s -> %s", note.len ? ", " : "", json_string_value(json_object_get(w, "spec")), path);
+			buf_addf(&note, "%s%s -> %s", note.len ? ", " : "",
+				 json_string_value(json_object_get(w, "spec")), path);
 		}
 		free(path);
 	}
@@ -342,7 +347,8 @@ static int report_outcomes(json_t *want, bool as_json)
 		if (e) {
 			r = CLI_FAILED;
 			if (strcmp(e, "refused (see above)"))
-				fprintf(stderr, "hubmirror: %s: %s\n", json_string_value(json_object_get(w, "spec")), e);
+				fprintf(stderr, "hubmirror: %s: %s\n", json_string_value(json_object_get(w, "spec")),
+					e);
 			if (!as_json) {
 				printf("failed %s\n", json_string_value(json_object_get(w, "spec")));
 			} else {

@@ -43,7 +43,8 @@ int cmd_remove(int argc, char **argv)
 			json_t *j;
 			long status;
 			hub_spec_parse(argv[i], &s);
-			path = xasprintf("/api/admin/repos/%s/%s/%s", hub_kind_name(s.hub), hub_type_name(s.type), s.name);
+			path = xasprintf("/api/admin/repos/%s/%s/%s", hub_kind_name(s.hub), hub_type_name(s.type),
+					 s.name);
 			j = cli_admin_call(mirror, "DELETE", path, NULL, &status);
 			json_decref(j);
 			free(path);
@@ -51,7 +52,8 @@ int cmd_remove(int argc, char **argv)
 			if (status != 200)
 				r = CLI_FAILED;
 			else
-				printf("removed %s on %s%s\n", argv[i], mirror, local ? " (the serve of this data directory)" : "");
+				printf("removed %s on %s%s\n", argv[i], mirror,
+				       local ? " (the serve of this data directory)" : "");
 		}
 		free(local);
 		return r;

@@ -93,9 +93,11 @@ static void print_list(json_t *reqs)
 		const char *reason = json_string_value(json_object_get(q, "reason"));
 		const char *note = json_string_value(json_object_get(q, "note"));
 		cli_human_time(json_integer_value(json_object_get(q, "requested_at")), when, sizeof(when));
-		printf("%6lld  %-8s  %5lld  %-16s  %-40s  %s%s%s\n", (long long)json_integer_value(json_object_get(q, "id")),
-		       json_string_value(json_object_get(q, "state")), (long long)json_integer_value(json_object_get(q, "votes")),
-		       when, json_string_value(json_object_get(q, "spec")), reason ? reason : "", note ? " / " : "",
+		printf("%6lld  %-8s  %5lld  %-16s  %-40s  %s%s%s\n",
+		       (long long)json_integer_value(json_object_get(q, "id")),
+		       json_string_value(json_object_get(q, "state")),
+		       (long long)json_integer_value(json_object_get(q, "votes")), when,
+		       json_string_value(json_object_get(q, "spec")), reason ? reason : "", note ? " / " : "",
 		       note ? note : "");
 	}
 }
@@ -111,8 +113,8 @@ static int decide_local(struct mirror_data *d, bool approve, const char *note, i
 		long long id = strtoll(ids[i], &end, 10);
 		int e = end == ids[i] || *end || id <= 0 ? HM_ERR_NOT_FOUND : catalog_request_get(d->catalog, id, &q);
 		if (e) {
-			fprintf(stderr, "hubmirror: requests: %s: %s\n", ids[i], e == HM_ERR_NOT_FOUND ? "no such request"
-									       : catalog_errmsg(d->catalog));
+			fprintf(stderr, "hubmirror: requests: %s: %s\n", ids[i],
+				e == HM_ERR_NOT_FOUND ? "no such request" : catalog_errmsg(d->catalog));
 			r = CLI_FAILED;
 			continue;
 		}
@@ -121,8 +123,8 @@ static int decide_local(struct mirror_data *d, bool approve, const char *note, i
 			fprintf(stderr, "hubmirror: requests: %s (%s) was %s already\n", ids[i], spec, q.state);
 			r = CLI_FAILED;
 		} else if ((approve && catalog_repo_add(d->catalog, q.hub, q.type, q.name,
-							hub_default_revision(strcmp(q.hub, "ms") ? HUB_HF : HUB_MS), NULL,
-							NULL, NULL, NULL)) ||
+							hub_default_revision(strcmp(q.hub, "ms") ? HUB_HF : HUB_MS),
+							NULL, NULL, NULL, NULL)) ||
 			   catalog_request_decide(d->catalog, id, approve, "cli", note)) {
 			fprintf(stderr, "hubmirror: catalog: %s\n", catalog_errmsg(d->catalog));
 			r = CLI_FAILED;
@@ -151,8 +153,9 @@ static int decide_remote(const char *mirror, bool approve, const char *note, int
 		if (status == 200)
 			printf("request %s: %s %s%s\n", ids[i], approve ? "approved, tracking" : "declined",
 			       json_string_value(json_object_get(ans, "spec")),
-			       !approve ? "" : json_is_true(json_object_get(ans, "sync_started")) ? " (syncing it now)"
-												 : " (the next sync fetches it)");
+			       !approve                                             ? ""
+			       : json_is_true(json_object_get(ans, "sync_started")) ? " (syncing it now)"
+										    : " (the next sync fetches it)");
 		else {
 			if (!status && ans == NULL && strspn(ids[i], "0123456789") != strlen(ids[i]))
 				fprintf(stderr, "hubmirror: requests: '%s' is not a request id\n", ids[i]);

@@ -52,7 +52,8 @@ int cmd_search(int argc, char **argv)
 		return CLI_USAGE;
 	if (optind >= argc)
 		return cli_usage_error(self, "nothing to search for");
-	if ((s.hub && strcmp(s.hub, "hf") && strcmp(s.hub, "ms")) || (s.type && strcmp(s.type, "model") && strcmp(s.type, "dataset")))
+	if ((s.hub && strcmp(s.hub, "hf") && strcmp(s.hub, "ms")) ||
+	    (s.type && strcmp(s.type, "model") && strcmp(s.type, "dataset")))
 		return cli_usage_error(self, "--hub takes hf or ms, --type model or dataset");
 	buf_init(&q);
 	for (int i = optind; i < argc; i++) {

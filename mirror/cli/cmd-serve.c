@@ -138,8 +138,10 @@ static int check_local(const struct cli_command *self, const struct mirror_serve
 		len = strcspn(s, "/");
 		for (char **n = ns; *n && !bad; n++)
 			if (strlen(*n) == len && !strncasecmp(*n, s, len))
-				bad = cli_usage_error(self, "--on-demand pattern '%s' names the local namespace '%s': its "
-						      "repos are this mirror's own, never fetched", *p, *n);
+				bad = cli_usage_error(self,
+						      "--on-demand pattern '%s' names the local namespace '%s': its "
+						      "repos are this mirror's own, never fetched",
+						      *p, *n);
 	}
 	str_split_free(ns);
 	if (pat)
@@ -195,8 +197,10 @@ static int serve_check(const struct cli_command *self, struct mirror_serve_confi
 	else if (!strrchr(cfg->p2p_listen, ':'))
 		return cli_usage_error(self, "--p2p-listen takes HOST:PORT or off, not '%s'", cfg->p2p_listen);
 	else if (cli_ports_clash(cfg->listen, cfg->p2p_listen))
-		return cli_usage_error(self, "--listen %s and --p2p-listen %s are one port: the seed would take another "
-				       "without a word (give it its own, or off)", cfg->listen, cfg->p2p_listen);
+		return cli_usage_error(self,
+				       "--listen %s and --p2p-listen %s are one port: the seed would take another "
+				       "without a word (give it its own, or off)",
+				       cfg->listen, cfg->p2p_listen);
 	if (cfg->local_namespaces && check_local(self, cfg))
 		return CLI_USAGE;
 	if (cfg->peer_mirrors) {
@@ -206,7 +210,8 @@ static int serve_check(const struct cli_command *self, struct mirror_serve_confi
 		for (char **p = list; *p && !bad; p++)
 			if ((!skip_prefix(*p, "http://") && !skip_prefix(*p, "https://")) || strpbrk(*p, "\"'<>\\?#") ||
 			    strlen(*p) > 512)
-				bad = cli_usage_error(self, "--peer-mirror takes http(s)://HOST[:PORT] base URLs, not '%s'", *p);
+				bad = cli_usage_error(
+					self, "--peer-mirror takes http(s)://HOST[:PORT] base URLs, not '%s'", *p);
 		str_split_free(list);
 		if (bad)
 			return bad;
@@ -263,7 +268,8 @@ static int read_local_quota(const struct cli_command *self, struct cli_serve_pre
 		if (!eq || cli_parse_size(eq + 1, &bytes))
 			r = cli_usage_error(self, "--local-quota takes NS=SIZE (acme=500G), not '%s'", *q);
 		else if (!known)
-			r = cli_usage_error(self, "--local-quota names '%s', which is not one of --local's namespaces", *q);
+			r = cli_usage_error(self, "--local-quota names '%s', which is not one of --local's namespaces",
+					    *q);
 		else
 			buf_addf(&b, "%s%s=%lld", b.len ? "," : "", *q, (long long)bytes);
 	}
@@ -446,7 +452,8 @@ static void serve_reread(void *ud)
 	if (!p->cfg.config_path)
 		return;
 	if (config_load(p->cfg.config_path, &now) != CLI_OK) {
-		log_error("serve", "SIGHUP: %s does not load (see above); the settings in use stay", p->cfg.config_path);
+		log_error("serve", "SIGHUP: %s does not load (see above); the settings in use stay",
+			  p->cfg.config_path);
 		return;
 	}
 	for (size_t i = 0; i < now.n; i++) {
@@ -471,7 +478,8 @@ static void serve_reread(void *ud)
 	for (size_t k = 0; k < p->conf.n; k++) {
 		bool still = false;
 		for (size_t i = 0; i < now.n && !still; i++)
-			still = !strcmp(p->conf.v[k].section, now.v[i].section) && !strcmp(p->conf.v[k].key, now.v[i].key);
+			still = !strcmp(p->conf.v[k].section, now.v[i].section) &&
+				!strcmp(p->conf.v[k].key, now.v[i].key);
 		if (!still) {
 			changed++;
 			log_warn("serve", "SIGHUP: [%s] %s removed: restart serve to apply it", p->conf.v[k].section,

@@ -64,10 +64,12 @@ static json_t *report_json(const struct mirror_sync_report *rep)
 			json_t *refs = json_array();
 			for (size_t k = 0; k < r->nrefs; k++) {
 				const struct mirror_sync_ref_result *f = &r->refs[k];
-				json_array_append_new(refs, json_pack("{s:s, s:o, s:o, s:s, s:o}", "name", f->name,
-					"kind", f->kind ? json_string(f->kind) : json_null(),
-					"commit", f->commit ? json_string(f->commit) : json_null(), "outcome", f->outcome,
-					"error", f->error ? json_string(f->error) : json_null()));
+				json_array_append_new(refs,
+						      json_pack("{s:s, s:o, s:o, s:s, s:o}", "name", f->name, "kind",
+								f->kind ? json_string(f->kind) : json_null(), "commit",
+								f->commit ? json_string(f->commit) : json_null(),
+								"outcome", f->outcome, "error",
+								f->error ? json_string(f->error) : json_null()));
 			}
 			json_object_set_new(ro, "refs", refs);
 			json_object_set_new(ro, "refs_error", r->refs_error ? json_string(r->refs_error) : json_null());
@@ -189,7 +191,8 @@ static void print_report(const struct mirror_sync_report *rep)
 				       f->commit ? f->commit : "", f->error ? ": " : "", f->error ? f->error : "");
 		}
 		if (r->refs_dropped)
-			printf("%-9s %s: %lld refs upstream no longer has\n", "dropped", r->spec, (long long)r->refs_dropped);
+			printf("%-9s %s: %lld refs upstream no longer has\n", "dropped", r->spec,
+			       (long long)r->refs_dropped);
 	}
 	if (log_get_level() < LOG_LEVEL_INFO && !rep->failed && !rep->torrents_error)
 		return; /* -q: a run that went well says nothing */
@@ -202,7 +205,8 @@ static void print_report(const struct mirror_sync_report *rep)
 	if (rep->quota_dropped) {
 		char fb[32];
 		cli_human_size(rep->quota_freed, fb, sizeof(fb));
-		printf("sync: quota: dropped %lld old snapshots (%s) to make room\n", (long long)rep->quota_dropped, fb);
+		printf("sync: quota: dropped %lld old snapshots (%s) to make room\n", (long long)rep->quota_dropped,
+		       fb);
 	}
 }
 
@@ -406,11 +410,13 @@ static int sync_remote(const struct cli_sync_opts *o, int nspecs, char **specs)
 		size_t i;
 		bool running;
 
-		snprintf(path, sizeof(path), "/api/admin/sync/report?run=%lld&from=%lld", (long long)run, (long long)from);
+		snprintf(path, sizeof(path), "/api/admin/sync/report?run=%lld&from=%lld", (long long)run,
+			 (long long)from);
 		rep = cli_admin_call(o->mirror, "GET", path, NULL, &status);
 		if (status != 200) {
 			json_decref(rep);
-			fprintf(stderr, "hubmirror: sync on %s: its report is gone (the serve restarted?): see its log\n",
+			fprintf(stderr,
+				"hubmirror: sync on %s: its report is gone (the serve restarted?): see its log\n",
 				o->mirror);
 			return CLI_FAILED;
 		}
@@ -432,7 +438,8 @@ static int sync_remote(const struct cli_sync_opts *o, int nspecs, char **specs)
 			if (tty)
 				fputs("\r\033[K", stderr);
 			if (!o->json && !quiet)
-				fprintf(stderr, "sync on %s ended: %s\n", o->mirror, code == 0 ? "ok" : "with failures");
+				fprintf(stderr, "sync on %s ended: %s\n", o->mirror,
+					code == 0 ? "ok" : "with failures");
 			return code == 0 ? CLI_OK : CLI_FAILED;
 		}
 		json_decref(rep);
@@ -509,9 +516,10 @@ static int sync_status(const struct cli_sync_opts *o)
 			cli_human_secs((double)(time(NULL) - jint(pg, "started_at")), d, sizeof(d));
 			cli_human_size(jint(pg, "bytes_done"), b1, sizeof(b1));
 			cli_human_size(jint(pg, "bytes_total"), b2, sizeof(b2));
-			printf("sync running since %s (%s, pid %lld): repo %lld of %lld, files %lld of %lld, %s of %s", when, d,
-			       (long long)jint(pg, "pid"), (long long)jint(pg, "repos_done"), (long long)jint(pg, "repos_total"),
-			       (long long)jint(pg, "files_done"), (long long)jint(pg, "files_total"), b1, b2);
+			printf("sync running since %s (%s, pid %lld): repo %lld of %lld, files %lld of %lld, %s of %s",
+			       when, d, (long long)jint(pg, "pid"), (long long)jint(pg, "repos_done"),
+			       (long long)jint(pg, "repos_total"), (long long)jint(pg, "files_done"),
+			       (long long)jint(pg, "files_total"), b1, b2);
 			if (rate > 0) {
 				char r[32], eta[32];
 				cli_human_size((int64_t)rate, r, sizeof(r));
@@ -520,7 +528,8 @@ static int sync_status(const struct cli_sync_opts *o)
 			}
 			putchar('\n');
 			if (jint(pg, "waiting_s") > 0)
-				printf("waiting %lld s: upstream asked to slow down\n", (long long)jint(pg, "waiting_s"));
+				printf("waiting %lld s: upstream asked to slow down\n",
+				       (long long)jint(pg, "waiting_s"));
 			json_array_foreach(json_object_get(pg, "fetching"), i, f) {
 				int64_t size = jint(f, "size");
 				printf("  fetching %s %s%s (%d%%)\n", json_string_value(json_object_get(f, "repo")),
@@ -531,9 +540,13 @@ static int sync_status(const struct cli_sync_opts *o)
 			const char *oc = json_string_value(json_object_get(pg, "outcome"));
 			local_time(jint(pg, "started_at"), when, sizeof(when));
 			cli_human_size(jint(pg, "bytes_done"), b1, sizeof(b1));
-			printf("no sync running; the last started %s and %s: %lld of %lld repos, %lld files fetched (%s)\n", when,
-			       !oc ? "ended" : !strcmp(oc, "ok") ? "ended ok" : !strcmp(oc, "interrupted") ? "was interrupted"
-			       : "ended with failures ('hubmirror ls' says which)",
+			printf("no sync running; the last started %s and %s: %lld of %lld repos, %lld files fetched "
+			       "(%s)\n",
+			       when,
+			       !oc                          ? "ended"
+			       : !strcmp(oc, "ok")          ? "ended ok"
+			       : !strcmp(oc, "interrupted") ? "was interrupted"
+							    : "ended with failures ('hubmirror ls' says which)",
 			       (long long)jint(pg, "repos_done"), (long long)jint(pg, "repos_total"),
 			       (long long)jint(pg, "files_done"), b1);
 		}
@@ -545,7 +558,8 @@ static int sync_status(const struct cli_sync_opts *o)
 			int64_t in = jint(sv, "next_sync_in_s");
 			/* serve's own time of it, so both say the same minute */
 			local_time(json_is_integer(json_object_get(sv, "next_sync_at")) ? jint(sv, "next_sync_at")
-										: (int64_t)time(NULL) + in, when, sizeof(when));
+											: (int64_t)time(NULL) + in,
+				   when, sizeof(when));
 			cli_human_secs((double)in, d, sizeof(d));
 			printf("next sync at %s (in %s)\n", when, d);
 		} else if (!json_is_true(json_object_get(sv, "sync_running"))) {

@@ -101,19 +101,20 @@ int cmd_verify(int argc, char **argv)
 		for (size_t i = 0; i < rep.ndamage; i++)
 			nlost += (is_lost[i] = lost_for_good(data, rep.damage[i].sha256, &lost[i]));
 		if (json) {
-			json_t *o = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I}", "blobs_checked", (json_int_t)rep.blobs_checked,
-					      "bytes_checked", (json_int_t)rep.bytes_checked, "corrupt", (json_int_t)rep.corrupt,
-					      "missing", (json_int_t)rep.missing, "repos_marked", (json_int_t)rep.repos_marked,
-					      "lost", (json_int_t)nlost);
+			json_t *o =
+				json_pack("{s:I, s:I, s:I, s:I, s:I, s:I}", "blobs_checked",
+					  (json_int_t)rep.blobs_checked, "bytes_checked", (json_int_t)rep.bytes_checked,
+					  "corrupt", (json_int_t)rep.corrupt, "missing", (json_int_t)rep.missing,
+					  "repos_marked", (json_int_t)rep.repos_marked, "lost", (json_int_t)nlost);
 			json_t *dmg = json_array();
 			for (size_t i = 0; i < rep.ndamage; i++) {
 				json_t *files = json_array();
 				for (size_t k = 0; k < rep.damage[i].nuses; k++)
 					json_array_append_new(files, json_string(rep.damage[i].uses[k]));
-				json_array_append_new(dmg, json_pack("{s:s, s:s, s:o, s:b, s:O}", "sha256", rep.damage[i].sha256,
-								     "state", rep.damage[i].missing ? "missing" : "corrupt",
-								     "files", files, "lost", is_lost[i], "local_commits",
-								     lost[i].commits));
+				json_array_append_new(
+					dmg, json_pack("{s:s, s:s, s:o, s:b, s:O}", "sha256", rep.damage[i].sha256,
+						       "state", rep.damage[i].missing ? "missing" : "corrupt", "files",
+						       files, "lost", is_lost[i], "local_commits", lost[i].commits));
 			}
 			json_object_set_new(o, "damaged", dmg);
 			cli_print_json(o);
@@ -124,20 +125,26 @@ int cmd_verify(int argc, char **argv)
 			for (size_t i = 0; i < rep.ndamage; i++) {
 				const struct mirror_verify_damage *dm = &rep.damage[i];
 				for (size_t k = 0; k < dm->nuses; k++)
-					printf("%-9s %s (content %.12s)\n", dm->missing ? "missing" : "corrupt", dm->uses[k], dm->sha256);
+					printf("%-9s %s (content %.12s)\n", dm->missing ? "missing" : "corrupt",
+					       dm->uses[k], dm->sha256);
 				if (!dm->nuses)
-					printf("%-9s content %s (no snapshot names it)\n", dm->missing ? "missing" : "corrupt", dm->sha256);
+					printf("%-9s content %s (no snapshot names it)\n",
+					       dm->missing ? "missing" : "corrupt", dm->sha256);
 				if (is_lost[i])
 					print_lost(dm->sha256, &lost[i]);
 			}
 			cli_human_size(rep.bytes_checked, b, sizeof(b));
 			printf("verify: %lld blobs (%s) checked, %lld corrupt (quarantined), %lld missing%s",
 			       (long long)rep.blobs_checked, b, (long long)rep.corrupt, (long long)rep.missing,
-			       (size_t)(rep.corrupt + rep.missing) > nlost ? "; run 'hubmirror sync' to fetch them again" : "");
+			       (size_t)(rep.corrupt + rep.missing) > nlost
+				       ? "; run 'hubmirror sync' to fetch them again"
+				       : "");
 			if (nlost)
-				printf("; %zu lost: only local repositories name %s and no sync brings %s back; the same bytes "
-				       "uploaded again (in any commit) make every commit that names %s whole again", nlost,
-				       nlost == 1 ? "it" : "them", nlost == 1 ? "it" : "them", nlost == 1 ? "it" : "them");
+				printf("; %zu lost: only local repositories name %s and no sync brings %s back; the "
+				       "same bytes "
+				       "uploaded again (in any commit) make every commit that names %s whole again",
+				       nlost, nlost == 1 ? "it" : "them", nlost == 1 ? "it" : "them",
+				       nlost == 1 ? "it" : "them");
 			printf("\n");
 		}
 		for (size_t i = 0; i < rep.ndamage; i++)

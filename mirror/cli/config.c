@@ -123,7 +123,8 @@ static void say(const char *path, int line, const char *section, const char *key
 	if (section && key)
 		text = xasprintf("%s:%d: [%s] %s: %s", path, line, section, key, what);
 	else if (section || key)
-		text = xasprintf(section ? "%s:%d: [%s]: %s" : "%s:%d: %s: %s", path, line, section ? section : key, what);
+		text = xasprintf(section ? "%s:%d: [%s]: %s" : "%s:%d: %s: %s", path, line, section ? section : key,
+				 what);
 	else
 		text = xasprintf("%s:%d: %s", path, line, what);
 	free(what);
@@ -258,7 +259,8 @@ static int handler(void *user, const char *section, const char *name, const char
 			int at = l->line;
 			near = nearest(NULL, section);
 			l->line = l->section_line; /* said of the section's line, not its first key's */
-			mistake(l, section, NULL, "unknown section (%s%s%sthe sections are serve, hub, s3, sync, store, p2p)",
+			mistake(l, section, NULL,
+				"unknown section (%s%s%sthe sections are serve, hub, s3, sync, store, p2p)",
 				near ? "did you mean [" : "", near ? near : "", near ? "]? " : "");
 			l->line = at;
 			free(l->bad_section);

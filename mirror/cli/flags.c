@@ -68,7 +68,11 @@ static int parse_units(const char *arg, double max, int64_t *out)
 		if (tolower((unsigned char)end[0]) == 'i' && tolower((unsigned char)end[1]) == 'b' && !end[2])
 			mult = (double)(1ULL << (10 * (u - units + 1)));
 		else if (!*end || (tolower((unsigned char)end[0]) == 'b' && !end[1]))
-			mult = 1e3 * (u == units ? 1 : u - units == 1 ? 1e3 : u - units == 2 ? 1e6 : u - units == 3 ? 1e9 : 1e12);
+			mult = 1e3 * (u == units       ? 1
+				      : u - units == 1 ? 1e3
+				      : u - units == 2 ? 1e6
+				      : u - units == 3 ? 1e9
+						       : 1e12);
 		else
 			return -1;
 	}
@@ -159,7 +163,8 @@ static int option_error(const struct cli_command *cmd, const char *where, const 
 	}
 	if (captured) {
 		if (!*captured)
-			*captured = missing ? xasprintf("--%s needs a value", bare) : xasprintf("unknown option %s", arg);
+			*captured =
+				missing ? xasprintf("--%s needs a value", bare) : xasprintf("unknown option %s", arg);
 		free(bare);
 		return CLI_USAGE;
 	}
@@ -257,7 +262,8 @@ int cli_parse_flags_in(const struct cli_command *cmd, const char *where, int arg
 	opterr = 0; /* getopt's own message reads like another program's: ours names the option */
 	while (r == CLI_OK && (c = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
 		if (c == '?' || c == ':')
-			r = option_error(cmd, where, optind > 0 && optind <= argc ? argv[optind - 1] : "?", c == ':', flags);
+			r = option_error(cmd, where, optind > 0 && optind <= argc ? argv[optind - 1] : "?", c == ':',
+					 flags);
 		else if (c < FLAG_VAL0 || c >= FLAG_VAL0 + (int)n)
 			r = cli_usage_error(cmd, "%sunknown option", where);
 		else

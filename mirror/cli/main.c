@@ -53,7 +53,8 @@ int main(int argc, char **argv)
 			break;
 		case 'L':
 			if (log_parse_level(optarg, &level))
-				return cli_usage_error(NULL, "unknown log level '%s' (error, warn, info, debug)", optarg);
+				return cli_usage_error(NULL, "unknown log level '%s' (error, warn, info, debug)",
+						       optarg);
 			log_set_level(level);
 			break;
 		default:

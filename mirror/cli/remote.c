@@ -46,7 +46,8 @@ json_t *cli_mirror_get(const char *mirror, const char *path_and_query)
 	url = xasprintf("%.*s%s", (int)n, mirror, path_and_query);
 	r = hub_http_get_blocking(url, cli_mirror_token(), 256u << 20, &body, &len, &status, &err);
 	if (r) {
-		fprintf(stderr, "hubmirror: cannot reach the mirror at %.*s: %s\n", (int)n, mirror, err ? err : err_str(r));
+		fprintf(stderr, "hubmirror: cannot reach the mirror at %.*s: %s\n", (int)n, mirror,
+			err ? err : err_str(r));
 	} else {
 		j = json_loadb(body, len, 0, NULL);
 		if (status != 200) {
@@ -81,13 +82,15 @@ json_t *cli_mirror_call(const char *mirror, const char *method, const char *path
 		r = hub_http_call_blocking(&c, &got, &len, status, &err);
 	}
 	if (r)
-		fprintf(stderr, "hubmirror: cannot reach the mirror at %.*s: %s\n", (int)n, mirror, err ? err : err_str(r));
+		fprintf(stderr, "hubmirror: cannot reach the mirror at %.*s: %s\n", (int)n, mirror,
+			err ? err : err_str(r));
 	else if (!(j = json_loadb(got, len, 0, NULL)))
 		fprintf(stderr, "hubmirror: %s did not answer JSON (is it a hubmirror%s?)\n", url,
 			strstr(path, "/api/admin/") ? " with the admin API on" : "");
 	else if (*status >= 300)
 		fprintf(stderr, "hubmirror: %s %s: %ld %s\n", method, url, *status,
-			json_string_value(json_object_get(j, "error")) ? json_string_value(json_object_get(j, "error")) : "");
+			json_string_value(json_object_get(j, "error")) ? json_string_value(json_object_get(j, "error"))
+								       : "");
 	free(url);
 	free(text);
 	free(got);
@@ -198,8 +201,8 @@ void cli_print_repo_table(json_t *repos)
 		if (cut > 0)
 			wrev -= cut;
 	}
-	printf("%-*s  %-*s  %-*s  %*s  %*s  %s\n", wspec, "SPEC", wrev, wrev >= 8 ? "REVISION" : "REV", wstat, "STATUS", wfiles,
-	       "FILES", wsize, "SIZE", relative ? "SYNCED" : "LAST SYNC (UTC)");
+	printf("%-*s  %-*s  %-*s  %*s  %*s  %s\n", wspec, "SPEC", wrev, wrev >= 8 ? "REVISION" : "REV", wstat, "STATUS",
+	       wfiles, "FILES", wsize, "SIZE", relative ? "SYNCED" : "LAST SYNC (UTC)");
 	json_array_foreach(repos, i, r) {
 		char size[32], when[32], rev[64];
 		const char *rv = json_string_value(json_object_get(r, "revision"));

@@ -49,17 +49,22 @@ int cli_spec_error(const struct cli_command *cmd, const char *where, const char 
 	if (!rest) {
 		bool slip = (!strncmp(arg, "hf/", 3) || !strncmp(arg, "ms/", 3));
 		why = slip ? xasprintf("did you mean %.2s:%s?", arg, arg + 3)
-			   : xstrdup("a repository is hf:ORG/NAME, hf:datasets/ORG/NAME, ms:ORG/NAME or ms:datasets/ORG/NAME");
+			   : xstrdup("a repository is hf:ORG/NAME, hf:datasets/ORG/NAME, ms:ORG/NAME or "
+				     "ms:datasets/ORG/NAME");
 	} else {
 		rest = skip_prefix(rest, "datasets/") ? skip_prefix(rest, "datasets/")
-						       : skip_prefix(rest, "models/") ? skip_prefix(rest, "models/") : rest;
+		       : skip_prefix(rest, "models/") ? skip_prefix(rest, "models/")
+						      : rest;
 		at = strchr(rest, '@');
 		name = at ? xstrndup(rest, (size_t)(at - rest)) : xstrdup(rest);
 		if (hub_check_name(k, name))
 			why = xasprintf("'%s' is not a repository name (ORG/NAME: letters, digits, '.', '_' and '-', "
-					"neither '..' nor '--', at most 96 each%s)", name, k == HUB_MS ? "; ModelScope needs the ORG" : "");
+					"neither '..' nor '--', at most 96 each%s)",
+					name, k == HUB_MS ? "; ModelScope needs the ORG" : "");
 		else if (at && hub_check_revision(at + 1))
-			why = xasprintf("'%s' is not a revision (a branch, tag or commit: printable, no spaces or '..')", at + 1);
+			why = xasprintf(
+				"'%s' is not a revision (a branch, tag or commit: printable, no spaces or '..')",
+				at + 1);
 		else
 			why = xstrdup("not a repository this command takes (an ORG/NAME)");
 	}
@@ -112,7 +117,8 @@ void cli_data_done(struct mirror_data **d, int r)
 		char *dir = xstrdup((*d)->dir);
 		int e = mirror_data_unmake(d);
 		if (e)
-			fprintf(stderr, "hubmirror: the new mirror in '%s' could not be taken back whole: %s\n", dir, err_str(e));
+			fprintf(stderr, "hubmirror: the new mirror in '%s' could not be taken back whole: %s\n", dir,
+				err_str(e));
 		free(dir);
 		return;
 	}
@@ -209,8 +215,8 @@ void cli_progress_fn(void *ud, int64_t done_n, int64_t total_n, int64_t done_byt
 		snprintf(eta, sizeof(eta), ", ETA %s", left);
 	}
 	if (total_bytes <= 0) { /* a count alone (gc's walk) */
-		fprintf(stderr, "\r\033[K%s: %lld of about %lld entries (%d%%)", p->what, (long long)done_n, (long long)total_n,
-			total_n > 0 ? (int)(100 * done_n / total_n) : 100);
+		fprintf(stderr, "\r\033[K%s: %lld of about %lld entries (%d%%)", p->what, (long long)done_n,
+			(long long)total_n, total_n > 0 ? (int)(100 * done_n / total_n) : 100);
 		fflush(stderr);
 		return;
 	}

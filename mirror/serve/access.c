@@ -69,8 +69,8 @@ static bool covers(char **list, size_t n, const char *key)
 {
 	for (size_t i = 0; i < n; i++) {
 		size_t l = strlen(list[i]);
-		if (!strcmp(list[i], key) ||
-		    (l >= 2 && !strcmp(list[i] + l - 2, "/*") && !strncmp(list[i], key, l - 1) && !strchr(key + l - 1, '/')))
+		if (!strcmp(list[i], key) || (l >= 2 && !strcmp(list[i] + l - 2, "/*") &&
+					      !strncmp(list[i], key, l - 1) && !strchr(key + l - 1, '/')))
 			return true;
 	}
 	return false;
@@ -204,14 +204,16 @@ static int read_grant(struct mirror_access *a, char *line, const char *path, int
 		if (!grant_repo(a, &g, w)) {
 			if (errmsg)
 				*errmsg = xasprintf("%s:%d: '%s' is not '*', a repository spec (hf:org/name) or a "
-						    "namespace's (hf:org/*), with ':write' or without", path, lineno, w);
+						    "namespace's (hf:org/*), with ':write' or without",
+						    path, lineno, w);
 			r = HM_ERR_USAGE;
 			break;
 		}
 	}
 	if (!r && !g.all && !g.nspecs) {
 		if (errmsg)
-			*errmsg = xasprintf("%s:%d: the token grants nothing (add '*' or repository specs)", path, lineno);
+			*errmsg = xasprintf("%s:%d: the token grants nothing (add '*' or repository specs)", path,
+					    lineno);
 		r = HM_ERR_USAGE;
 	}
 	a->grants = xreallocarray(a->grants, a->ngrants + 1, sizeof(*a->grants));

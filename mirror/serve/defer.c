@@ -132,8 +132,8 @@ static void job_done(void *ud, struct httpd_req *req)
 		for (size_t i = 0; i + 1 < j->nheaders; i += 2)
 			httpd_add_header(req, j->headers[i], j->headers[i + 1]);
 		if (j->fd > 0 && j->status) {
-			httpd_respond_file(req, j->status, j->ctype_own ? j->ctype_own : "application/octet-stream", j->fd,
-					   j->fd_offset, j->fd_length);
+			httpd_respond_file(req, j->status, j->ctype_own ? j->ctype_own : "application/octet-stream",
+					   j->fd, j->fd_offset, j->fd_length);
 			j->fd = 0;
 		} else if (j->ctype)
 			httpd_respond(req, j->status, j->ctype, j->text, j->len);

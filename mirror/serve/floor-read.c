@@ -105,7 +105,8 @@ bool mirror__private_local(const struct catalog_repo *r)
 
 bool mirror__anyone_reads(const struct mirror_routes *rt, const struct catalog_repo *r)
 {
-	return !mirror__private_local(r) && (!rt->access || mirror_access_allows(rt->access, NULL, r->hub, r->type, r->name));
+	return !mirror__private_local(r) &&
+	       (!rt->access || mirror_access_allows(rt->access, NULL, r->hub, r->type, r->name));
 }
 
 char *mirror__hidden(const struct mirror_routes *rt, const struct httpd_req *req)

@@ -138,7 +138,8 @@ bool mirror__write_gate(struct mirror_routes *rt, struct httpd_req *req, const c
 		return false;
 	}
 	if (!mirror_access_may_write(rt->access, tok, "hf", type, name)) {
-		mirror__hf_error(req, 403, NULL, "You don't have the rights to write to this repository on this mirror.", NULL);
+		mirror__hf_error(req, 403, NULL,
+				 "You don't have the rights to write to this repository on this mirror.", NULL);
 		return false;
 	}
 	*who = mirror_access_who(rt->access, tok);

@@ -127,8 +127,10 @@ static void track_work(void *ud)
 		int64_t n = 0;
 		if (catalog_repo_count_ondemand(d->catalog, &n) || n >= od->max_repos) {
 			j->result = HM_ERR_QUOTA;
-			j->message = xasprintf("the mirror tracks as many repositories on demand as it may (%lld: serve "
-					       "--on-demand-max-repos); one nobody asks for expires first", (long long)n);
+			j->message =
+				xasprintf("the mirror tracks as many repositories on demand as it may (%lld: serve "
+					  "--on-demand-max-repos); one nobody asks for expires first",
+					  (long long)n);
 			log_warn("ondemand", "%s (asked by %s): not tracked: %s", spec, j->by, j->message);
 			goto out;
 		}
@@ -163,8 +165,10 @@ static void track_work(void *ud)
 		od->listings_failed++;
 		pthread_mutex_unlock(&od->mu);
 	} else {
-		log_info("ondemand", "%s: tracked on demand (asked by %s) at %.12s, %lld files; large ones fetched when "
-			 "first asked", spec, j->by, rep.repos[0].commit, (long long)rep.repos[0].files);
+		log_info("ondemand",
+			 "%s: tracked on demand (asked by %s) at %.12s, %lld files; large ones fetched when "
+			 "first asked",
+			 spec, j->by, rep.repos[0].commit, (long long)rep.repos[0].files);
 		pthread_mutex_lock(&od->mu);
 		od->repos_tracked++;
 		pthread_mutex_unlock(&od->mu);

@@ -88,7 +88,8 @@ int mirror_ondemand_new(uv_loop_t *loop, const struct mirror_ondemand_config *cf
 		if (!*t)
 			continue;
 		if (!pattern_ok(t)) {
-			*errmsg = xasprintf("--on-demand: '%s' is not a pattern (hf:ORG/*, hf:datasets/*, ms:ORG/NAME, *)", t);
+			*errmsg = xasprintf(
+				"--on-demand: '%s' is not a pattern (hf:ORG/*, hf:datasets/*, ms:ORG/NAME, *)", t);
 			r = -EINVAL;
 			break;
 		}
@@ -190,7 +191,8 @@ static void fetch_end(struct fetch *f, enum fetch_state st, const char *why)
 		if (catalog_blob_set_present(f->rt->data->catalog, f->sha256) ||
 		    (f->own_bytes && f->repo_id && catalog_blob_fetched(f->rt->data->catalog, f->sha256, f->repo_id)))
 			log_warn("ondemand", "catalog: %s", catalog_errmsg(f->rt->data->catalog));
-		log_info("ondemand", "%s: content %.12s in (%lld bytes, verified)", f->spec, f->sha256, (long long)f->size);
+		log_info("ondemand", "%s: content %.12s in (%lld bytes, verified)", f->spec, f->sha256,
+			 (long long)f->size);
 	} else {
 		od->fetches_failed++;
 		log_warn("ondemand", "%s: content %.12s not kept: %s", f->spec, f->sha256, why);
@@ -557,8 +559,8 @@ static void on_completion_exit(uv_process_t *p, int64_t status, int sig)
 			break;
 		}
 	if (sig || status)
-		log_warn("ondemand", "%s: the sync completing it ended with %s %lld; the next request tries again", c->spec,
-			 sig ? "signal" : "status", (long long)(sig ? sig : status));
+		log_warn("ondemand", "%s: the sync completing it ended with %s %lld; the next request tries again",
+			 c->spec, sig ? "signal" : "status", (long long)(sig ? sig : status));
 	else
 		log_info("ondemand", "%s: complete, torrent made", c->spec);
 	uv_close((uv_handle_t *)p, completion_closed);

@@ -4,15 +4,14 @@
  *
  * A request for a repository that is not tracked but matches a pattern (a glob over its spec, such
  * as every repo of one organisation: docs/commands/serve.md) tracks it (marked as added on demand,
- * with who asked) and lists it upstream on a worker thread: the sync engine in its provisional mode fetches the small files upstream names by
- * git id and records the snapshot at once, naming the large ones by their sha256 without fetching
- * them; then the request is answered as for any tracked repository. A file whose content the store
- * does not hold yet is fetched from upstream the first time it is asked for, through the store's
- * writer (hashed as it lands), and streamed to that client, and to every other client asking for it
- * meanwhile, from the partial file as its bytes arrive: one upstream transfer however many ask. The
- * last byte goes out only once the whole content verified; a content that fails its hash is never
- * kept, and every client's connection is closed short of the promised length, so no client holds a
- * wrong file it believes complete. The nightly sync completes the snapshot like any other.
+ * with who asked) and lists it upstream on a worker thread: the sync engine in its provisional mode fetches the small
+ * files upstream names by git id and records the snapshot at once, naming the large ones by their sha256 without
+ * fetching them; then the request is answered as for any tracked repository. A file whose content the store does not
+ * hold yet is fetched from upstream the first time it is asked for, through the store's writer (hashed as it lands),
+ * and streamed to that client, and to every other client asking for it meanwhile, from the partial file as its bytes
+ * arrive: one upstream transfer however many ask. The last byte goes out only once the whole content verified; a
+ * content that fails its hash is never kept, and every client's connection is closed short of the promised length, so
+ * no client holds a wrong file it believes complete. The nightly sync completes the snapshot like any other.
  */
 #ifndef HM_MIRROR_ONDEMAND_H
 #define HM_MIRROR_ONDEMAND_H

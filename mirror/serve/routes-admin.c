@@ -82,7 +82,8 @@ static void admin_add(struct mirror_routes *rt, struct httpd_req *req)
 	inc = json_object_get(b, "include");
 	exc = json_object_get(b, "exclude");
 	refs = json_object_get(b, "refs");
-	if (!json_is_string(json_object_get(b, "spec")) || hub_spec_parse(json_string_value(json_object_get(b, "spec")), &spec)) {
+	if (!json_is_string(json_object_get(b, "spec")) ||
+	    hub_spec_parse(json_string_value(json_object_get(b, "spec")), &spec)) {
 		error(req, 400, "spec must be hf:ORG/NAME, hf:datasets/ORG/NAME, ms:ORG/NAME or ms:datasets/ORG/NAME");
 		goto out;
 	}
@@ -101,11 +102,11 @@ static void admin_add(struct mirror_routes *rt, struct httpd_req *req)
 			error(req, 400, "a glob must be a string of 1 to 1024 bytes");
 			goto out;
 		}
-	if (json_is_string(refs) && strcmp(json_string_value(refs), "tags") && strcmp(json_string_value(refs), "default") &&
-	    strcmp(json_string_value(refs), "all")) {
-		error(req, 400, "refs is tags, default, all, or an array of ref names");
-		goto out;
-	}
+		if (json_is_string(refs) && strcmp(json_string_value(refs), "tags") &&
+		    strcmp(json_string_value(refs), "default") && strcmp(json_string_value(refs), "all")) {
+			error(req, 400, "refs is tags, default, all, or an array of ref names");
+			goto out;
+		}
 	json_array_foreach(refs, i, v)
 		if (!json_is_string(v) || hub_check_revision(json_string_value(v))) {
 			error(req, 400, "a ref name is not a sane revision");
@@ -123,7 +124,9 @@ static void admin_add(struct mirror_routes *rt, struct httpd_req *req)
 	os = json_dumps(opts, JSON_COMPACT | JSON_SORT_KEYS); /* as add writes them */
 	is = inc ? json_dumps(inc, JSON_COMPACT) : xstrdup("[]");
 	es = exc ? json_dumps(exc, JSON_COMPACT) : xstrdup("[]");
-	rs = !refs ? xstrdup("tags") : json_is_string(refs) ? xstrdup(json_string_value(refs)) : json_dumps(refs, JSON_COMPACT);
+	rs = !refs                  ? xstrdup("tags")
+	     : json_is_string(refs) ? xstrdup(json_string_value(refs))
+				    : json_dumps(refs, JSON_COMPACT);
 	if (catalog_repo_add(c, hub_kind_name(spec.hub), hub_type_name(spec.type), spec.name,
 			     spec.revision ? spec.revision : hub_default_revision(spec.hub), is, es, os, &created) ||
 	    catalog_repo_set_refs(c, hub_kind_name(spec.hub), hub_type_name(spec.type), spec.name, rs)) {
@@ -169,8 +172,8 @@ static void admin_remove(struct mirror_routes *rt, struct httpd_req *req, const 
 	else if (e)
 		error(req, 500, "catalog error");
 	else {
-		log_info("admin", "%s: stopped tracking %s:%s%s", httpd_peer(req), hub, strcmp(type, "dataset") ? "" : "datasets/",
-			 name);
+		log_info("admin", "%s: stopped tracking %s:%s%s", httpd_peer(req), hub,
+			 strcmp(type, "dataset") ? "" : "datasets/", name);
 		reply(req, 200, json_pack("{s:s}", "removed", name));
 	}
 }
@@ -218,7 +221,8 @@ static void admin_sync(struct mirror_routes *rt, struct httpd_req *req)
 	else if (e)
 		error(req, 500, "cannot start the sync");
 	else {
-		log_info("admin", "%s: sync started (%s)", httpd_peer(req), json_array_size(specs) ? "the repositories named" : "all");
+		log_info("admin", "%s: sync started (%s)", httpd_peer(req),
+			 json_array_size(specs) ? "the repositories named" : "all");
 		reply(req, 202, json_pack("{s:b, s:I}", "started", true, "run", (json_int_t)run));
 	}
 out:

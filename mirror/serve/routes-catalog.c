@@ -105,9 +105,11 @@ static void search_build(struct mirror__job *job, struct catalog *cat)
 		const char *why = catalog_search_refusal(&sj->s);
 		json_decref(sc.arr);
 		job->status = r == HM_ERR_USAGE || r == HM_ERR_TIMEOUT ? 400 : 500;
-		job->body = json_pack("{s:s}", "error", r == HM_ERR_USAGE ? (why ? why : "bad search") :
-				      r == HM_ERR_TIMEOUT ? "search took too long: use fewer or longer words, or filters"
-							  : "catalog error");
+		job->body =
+			json_pack("{s:s}", "error",
+				  r == HM_ERR_USAGE     ? (why ? why : "bad search")
+				  : r == HM_ERR_TIMEOUT ? "search took too long: use fewer or longer words, or filters"
+							: "catalog error");
 	} else {
 		json_t *o = json_pack("{s:o, s:I}", "repos", sc.arr, "total", (json_int_t)total);
 		size_t next = sj->s.offset + json_array_size(sc.arr);
@@ -158,7 +160,8 @@ static void catalog_repos(struct mirror_routes *rt, struct httpd_req *req)
 	s->min_size = qint(req, "min_size", -1);
 	s->max_size = qint(req, "max_size", -1);
 	s->sort = sj->sort = qstr(req, "sort");
-	s->desc = order ? !strcasecmp(order, "desc") : (s->sort && strcmp(s->sort, "name") && strcmp(s->sort, "relevance"));
+	s->desc = order ? !strcasecmp(order, "desc")
+			: (s->sort && strcmp(s->sort, "name") && strcmp(s->sort, "relevance"));
 	/* The cursor is opaque to clients: today the offset of the next page. */
 	s->offset = cursor ? (size_t)strtoull(cursor, NULL, 10) : 0;
 	s->limit = (size_t)(limit < 1 || limit > PAGE_MAX ? PAGE_DEFAULT : limit);
@@ -176,10 +179,11 @@ static void catalog_repos(struct mirror_routes *rt, struct httpd_req *req)
 static int results_cb(void *ud, const struct catalog_run *run, const struct catalog_repo_result *x)
 {
 	json_array_append_new(ud, json_pack("{s:I, s:I, s:o, s:s, s:o, s:I, s:I, s:o}", "run", (json_int_t)run->id,
-		"started_at", (json_int_t)run->started_at, "ended_at", run->ended_at ? json_integer(run->ended_at) : json_null(),
-		"outcome", x->outcome ? x->outcome : "?", "commit", mirror_json_str_or_null(x->commit),
-		"files_fetched", (json_int_t)x->files_fetched, "bytes_fetched", (json_int_t)x->bytes_fetched,
-		"error", mirror_json_str_or_null(x->error)));
+					    "started_at", (json_int_t)run->started_at, "ended_at",
+					    run->ended_at ? json_integer(run->ended_at) : json_null(), "outcome",
+					    x->outcome ? x->outcome : "?", "commit", mirror_json_str_or_null(x->commit),
+					    "files_fetched", (json_int_t)x->files_fetched, "bytes_fetched",
+					    (json_int_t)x->bytes_fetched, "error", mirror_json_str_or_null(x->error)));
 	return 0;
 }
 
@@ -204,10 +208,12 @@ static int files_cb(void *ud, const struct catalog_entry *e)
 	if (slash && !f->recursive) {
 		size_t n = (size_t)(slash - e->path);
 		if (f->last_dir && strlen(f->last_dir) == n && !strncmp(f->last_dir, e->path, n)) {
-			json_object_set_new(f->last_dir_obj, "size",
-					    json_integer(json_integer_value(json_object_get(f->last_dir_obj, "size")) + e->size));
-			json_object_set_new(f->last_dir_obj, "files",
-					    json_integer(json_integer_value(json_object_get(f->last_dir_obj, "files")) + 1));
+			json_object_set_new(
+				f->last_dir_obj, "size",
+				json_integer(json_integer_value(json_object_get(f->last_dir_obj, "size")) + e->size));
+			json_object_set_new(
+				f->last_dir_obj, "files",
+				json_integer(json_integer_value(json_object_get(f->last_dir_obj, "files")) + 1));
 			return 0;
 		}
 		if (f->emitted == f->limit) {
@@ -467,7 +473,8 @@ static void catalog_repo(struct mirror_routes *rt, struct httpd_req *req, const 
 		}
 		json_object_set_new(o, "card_data", card);
 		/* whether .../card answers (a gated or private repo's content, its card too, is not shown) */
-		json_object_set_new(o, "card_shown", json_boolean(snap.id && mirror_access_content_open(rt->access, &repo)));
+		json_object_set_new(o, "card_shown",
+				    json_boolean(snap.id && mirror_access_content_open(rt->access, &repo)));
 		json_object_set_new(o, "swarm", rt->fronts->swarm_json(rt, snap.id, &repo, base));
 		httpd_add_header(req, "Access-Control-Allow-Origin", "*");
 		mirror__respond_json(req, 200, o);
@@ -482,11 +489,13 @@ out:
 
 static int runs_cb(void *ud, const struct catalog_run *r)
 {
-	json_array_append_new(ud, json_pack("{s:I, s:I, s:o, s:o, s:I, s:I, s:I, s:I}", "id", (json_int_t)r->id,
-		"started_at", (json_int_t)r->started_at, "ended_at", r->ended_at ? json_integer(r->ended_at) : json_null(),
-		"outcome", mirror_json_str_or_null(r->outcome), "repos_ok", (json_int_t)r->repos_ok,
-		"repos_failed", (json_int_t)r->repos_failed, "files_fetched", (json_int_t)r->files_fetched,
-		"bytes_fetched", (json_int_t)r->bytes_fetched));
+	json_array_append_new(ud,
+			      json_pack("{s:I, s:I, s:o, s:o, s:I, s:I, s:I, s:I}", "id", (json_int_t)r->id,
+					"started_at", (json_int_t)r->started_at, "ended_at",
+					r->ended_at ? json_integer(r->ended_at) : json_null(), "outcome",
+					mirror_json_str_or_null(r->outcome), "repos_ok", (json_int_t)r->repos_ok,
+					"repos_failed", (json_int_t)r->repos_failed, "files_fetched",
+					(json_int_t)r->files_fetched, "bytes_fetched", (json_int_t)r->bytes_fetched));
 	return 0;
 }
 

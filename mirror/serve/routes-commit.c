@@ -141,9 +141,10 @@ static int flush_ops(struct commit_job *c, struct catalog *cat)
 	int e = mirror_upload_batch_flush(c->batch);
 
 	if (e)
-		return e == -ENOSPC ? bad(c, 507, "No space left on the mirror's disk: the commit's files cannot be kept")
-				    : bad(c, e == HM_ERR_SQLITE ? 500 : 507, "the store cannot take the commit's files: %s",
-					  err_str(e));
+		return e == -ENOSPC
+			       ? bad(c, 507, "No space left on the mirror's disk: the commit's files cannot be kept")
+			       : bad(c, e == HM_ERR_SQLITE ? 500 : 507, "the store cannot take the commit's files: %s",
+				     err_str(e));
 	for (; c->checked < c->nops; c->checked++)
 		if (c->ops[c->checked].kind == MIRROR_UP_ADD && c->ops[c->checked].lfs &&
 		    check_lfs(c, cat, &c->ops[c->checked]))
@@ -174,8 +175,11 @@ static int take_line(struct commit_job *c, const char *line, size_t n)
 			c->parent = l.parent[0] ? xstrdup(l.parent) : NULL;
 			l.summary = l.description = NULL;
 		}
-	} else if (!(op = new_op(c, l.key == HF_COMMIT_DELETED_FILE ? MIRROR_UP_DELETE
-				 : l.key == HF_COMMIT_DELETED_FOLDER ? MIRROR_UP_DELETE_FOLDER : MIRROR_UP_ADD, l.path))) {
+	} else if (!(op = new_op(c,
+				 l.key == HF_COMMIT_DELETED_FILE     ? MIRROR_UP_DELETE
+				 : l.key == HF_COMMIT_DELETED_FOLDER ? MIRROR_UP_DELETE_FOLDER
+								     : MIRROR_UP_ADD,
+				 l.path))) {
 		r = bad(c, 400, "at most 100000 operations in a commit");
 	} else if (l.key == HF_COMMIT_FILE) {
 		op->size = (int64_t)l.content_len;
@@ -271,8 +275,9 @@ static void commit_job_build(struct mirror__job *j, struct catalog *cat)
 	mirror_upload_batch_end(&c->batch); /* recorded (its snapshot keeps the contents now), or not */
 	free(author);
 	if (!e) {
-		log_info("upload", "hf:%s%s %s -> %s by %s (%zu operations)", strcmp(c->repo.type, "dataset") ? "" : "datasets/",
-			 c->repo.name, c->branch, id, c->who, c->nops);
+		log_info("upload", "hf:%s%s %s -> %s by %s (%zu operations)",
+			 strcmp(c->repo.type, "dataset") ? "" : "datasets/", c->repo.name, c->branch, id, c->who,
+			 c->nops);
 		c->committed = true;
 		j->status = 200;
 		j->body = json_pack("{s:b, s:s, s:s+++, s:n, s:s}", "success", 1, "commitOid", id, "commitUrl", c->url,
@@ -280,8 +285,12 @@ static void commit_job_build(struct mirror__job *j, struct catalog *cat)
 	} else {
 		int status = e == HM_ERR_CONFLICT ? 412 : e == HM_ERR_NOT_FOUND ? 404 : e == HM_ERR_QUOTA ? 403
 			     : e == HM_ERR_PATH_UNSAFE || e == -EINVAL ? 400 : e == -ENOSPC ? 507 : 500;
-		mirror__hf_job_error(j, status, NULL, why ? why : e == -ENOSPC ? "No space left on the mirror's disk: the "
-			      "commit is not made" : err_str(e), NULL);
+		mirror__hf_job_error(j, status, NULL,
+				     why            ? why
+				     : e == -ENOSPC ? "No space left on the mirror's disk: the "
+						      "commit is not made"
+						    : err_str(e),
+				     NULL);
 	}
 	free(why);
 }
@@ -315,7 +324,8 @@ void mirror__hf_commit(struct mirror_routes *rt, struct httpd_req *req, const st
 
 	if (pr && strcmp(pr, "0") && strcmp(pr, "false")) {
 		free(pr);
-		mirror__hf_error(req, 400, NULL, "Pull requests are not taken by this mirror: commit to a branch", NULL);
+		mirror__hf_error(req, 400, NULL, "Pull requests are not taken by this mirror: commit to a branch",
+				 NULL);
 		mirror__body_abandon(s);
 		return;
 	}

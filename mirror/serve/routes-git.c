@@ -83,20 +83,23 @@ static bool parse(const char *path, struct gitreq *g)
 	} else if (n >= 4 && !strcmp(segs[n - 2], "info") && !strcmp(segs[n - 1], "refs")) {
 		g->op = OP_INFO_REFS;
 		suffix = 2;
-	} else if (n >= 8 && !strcmp(segs[n - 6], "info") && !strcmp(segs[n - 5], "lfs") && !strcmp(segs[n - 4], "objects") &&
-		   hex_is_lower(segs[n - 3], 64) && !strcmp(segs[n - 2], "part") && strspn(segs[n - 1], "0123456789") ==
-		   strlen(segs[n - 1]) && strlen(segs[n - 1]) <= 6 && atoi(segs[n - 1]) > 0) {
+	} else if (n >= 8 && !strcmp(segs[n - 6], "info") && !strcmp(segs[n - 5], "lfs") &&
+		   !strcmp(segs[n - 4], "objects") && hex_is_lower(segs[n - 3], 64) && !strcmp(segs[n - 2], "part") &&
+		   strspn(segs[n - 1], "0123456789") == strlen(segs[n - 1]) && strlen(segs[n - 1]) <= 6 &&
+		   atoi(segs[n - 1]) > 0) {
 		/* a part of a multipart upload (routes-upload.c) */
 		g->op = OP_LFS_PART;
 		g->oid = xstrdup(segs[n - 3]);
 		g->part = atoi(segs[n - 1]);
 		suffix = 6;
-	} else if (n >= 7 && !strcmp(segs[n - 5], "info") && !strcmp(segs[n - 4], "lfs") && !strcmp(segs[n - 3], "objects") &&
-		   hex_is_lower(segs[n - 2], 64) && !strcmp(segs[n - 1], "complete")) {
+	} else if (n >= 7 && !strcmp(segs[n - 5], "info") && !strcmp(segs[n - 4], "lfs") &&
+		   !strcmp(segs[n - 3], "objects") && hex_is_lower(segs[n - 2], 64) &&
+		   !strcmp(segs[n - 1], "complete")) {
 		g->op = OP_LFS_COMPLETE;
 		g->oid = xstrdup(segs[n - 2]);
 		suffix = 5;
-	} else if (n >= 6 && !strcmp(segs[n - 4], "info") && !strcmp(segs[n - 3], "lfs") && !strcmp(segs[n - 2], "objects")) {
+	} else if (n >= 6 && !strcmp(segs[n - 4], "info") && !strcmp(segs[n - 3], "lfs") &&
+		   !strcmp(segs[n - 2], "objects")) {
 		if (!strcmp(segs[n - 1], "batch")) {
 			g->op = OP_LFS_BATCH;
 		} else if (hex_is_lower(segs[n - 1], 64)) {
@@ -365,8 +368,9 @@ static void serve_git(struct mirror_routes *rt, struct httpd_req *req, const str
 		if (mirror_access_path(rt->access)) {
 			enum mirror_access_mode m = mirror_access_mode(rt->access);
 			g->push_env[5] = xasprintf("HUBMIRROR_TOKENS=%s", mirror_access_path(rt->access));
-			g->push_env[6] = xasprintf("HUBMIRROR_AUTH=%s", m == ACCESS_ALL ? "all" : m == ACCESS_LISTED ? "listed"
-											      : "open");
+			g->push_env[6] = xasprintf("HUBMIRROR_AUTH=%s", m == ACCESS_ALL      ? "all"
+									: m == ACCESS_LISTED ? "listed"
+											     : "open");
 		}
 		free(ns);
 	}
@@ -398,7 +402,8 @@ static bool push_gate(struct mirror_routes *rt, struct httpd_req *req, const str
 	const char *tok = mirror__request_token(req, buf, sizeof(buf));
 
 	if (!mirror__local_namespace(rt, g->name)) {
-		httpd_respond_str(req, 403, "text/plain", "this mirror is read-only outside its local namespaces: no push\n");
+		httpd_respond_str(req, 403, "text/plain",
+				  "this mirror is read-only outside its local namespaces: no push\n");
 	} else if (!tok) {
 		httpd_add_header(req, "WWW-Authenticate", "Basic realm=\"hubmirror\"");
 		httpd_respond_str(req, 401, "text/plain", "a push needs a token with a write grant\n");
@@ -469,18 +474,18 @@ static void lfs_batch(struct mirror_routes *rt, struct httpd_req *req, const str
 		int64_t size = -1;
 		json_t *o;
 		if (!in.objects[i].ok) {
-			o = json_pack("{s:s, s:I, s:{s:i, s:s}}", "oid", oid, "size", want, "error", "code", 422, "message",
-				      "malformed object");
+			o = json_pack("{s:s, s:I, s:{s:i, s:s}}", "oid", oid, "size", want, "error", "code", 422,
+				      "message", "malformed object");
 		} else if (catalog_repo_content(rt->data->catalog, repo->id, oid, &size) || size != want) {
-			o = json_pack("{s:s, s:I, s:{s:i, s:s}}", "oid", oid, "size", want, "error", "code", 404, "message",
-				      "Object does not exist");
+			o = json_pack("{s:s, s:I, s:{s:i, s:s}}", "oid", oid, "size", want, "error", "code", 404,
+				      "message", "Object does not exist");
 		} else {
-			json_t *dl = json_pack("{s:s++++, s:i}", "href", base, "/", g->repo_path, "/info/lfs/objects/", oid,
-					       "expires_in", 86400);
+			json_t *dl = json_pack("{s:s++++, s:i}", "href", base, "/", g->repo_path, "/info/lfs/objects/",
+					       oid, "expires_in", 86400);
 			if (auth)
 				json_object_set_new(dl, "header", json_pack("{s:s}", "Authorization", auth));
-			o = json_pack("{s:s, s:I, s:b, s:{s:o}}", "oid", oid, "size", (json_int_t)size, "authenticated", 1,
-				      "actions", "download", dl);
+			o = json_pack("{s:s, s:I, s:b, s:{s:o}}", "oid", oid, "size", (json_int_t)size, "authenticated",
+				      1, "actions", "download", dl);
 		}
 		json_array_append_new(out, o);
 	}
@@ -560,20 +565,23 @@ int mirror__route_git(struct mirror_routes *rt, struct httpd_req *req, const cha
 		else if (!push_gate(rt, req, &g, &who))
 			; /* answered */
 		else if (catalog_repo_get(rt->data->catalog, "hf", g.type, g.name, &repo) || !repo.local)
-			httpd_respond_str(req, 404, "text/plain", "Repository not found: create it first (create_repo)\n");
+			httpd_respond_str(req, 404, "text/plain",
+					  "Repository not found: create it first (create_repo)\n");
 		else if (!mirror__access_check(rt, req, repo.hub, repo.type, repo.name, &repo, "git"))
 			; /* answered */
 		else if (g.op == OP_RECEIVE_PACK && !mirror__spool_ok(req, sink, &status, &why)) {
 			snprintf(st, sizeof(st), "%s\n", why ? why : "the mirror could not keep this push's pack");
 			httpd_respond_str(req, status ? status : 500, "text/plain", st);
 		} else {
-			serve_git(rt, req, &repo, g.op == OP_RECEIVE_PACK ? "/git-receive-pack" : "/info/refs", who, sink);
+			serve_git(rt, req, &repo, g.op == OP_RECEIVE_PACK ? "/git-receive-pack" : "/info/refs", who,
+				  sink);
 			sink = NULL; /* the job's now */
 		}
 		free(who);
 		mirror__body_abandon(sink);
 	} else if (g.op == OP_INFO_REFS && (!q || strcmp(q, "service=git-upload-pack"))) {
-		httpd_respond_str(req, 403, "text/plain", "only git's smart HTTP protocol is served (git 1.6.6 or later)\n");
+		httpd_respond_str(req, 403, "text/plain",
+				  "only git's smart HTTP protocol is served (git 1.6.6 or later)\n");
 	} else if ((g.op == OP_UPLOAD_PACK || g.op == OP_LFS_BATCH || g.op == OP_LFS_COMPLETE) ? strcmp(method, "POST")
 		   : g.op == OP_LFS_PART ? strcmp(method, "PUT")
 		   : g.op == OP_LFS_OBJECT ? strcmp(method, "GET") && strcmp(method, "HEAD") && strcmp(method, "PUT") &&

@@ -59,7 +59,8 @@ void mirror__hf_file(struct mirror__hf_req *h, const char *rev, const char *path
 		if (h->repo.private_ == 1)
 			mirror__hf_error(req, 401, NULL, "Invalid username or password.", NULL);
 		else
-			mirror__hf_error(req, 401, "GatedRepo", "Access to this gated repository is restricted on this mirror.", NULL);
+			mirror__hf_error(req, 401, "GatedRepo",
+					 "Access to this gated repository is restricted on this mirror.", NULL);
 		goto out;
 	}
 	mirror__hf_cors(req);

@@ -159,9 +159,11 @@ static void tree_build(struct mirror__job *job, struct catalog *cat)
 	}
 	if (t.more) {
 		char *cur = hub_url_escape(t.cursor, false), *sub = hub_url_escape(t.base, true);
-		mirror__job_header(job, "Link", "<%s/api/%ss/%s/tree/%s%s%s?recursive=%s&expand=%s&limit=%ld&cursor=%s>; rel=\"next\"",
-				   tj->base, tj->type, tj->name, tj->rev_enc, t.baselen ? "/" : "", sub,
-				   t.recursive ? "true" : "false", t.expand ? "true" : "false", tj->limit, cur);
+		mirror__job_header(
+			job, "Link",
+			"<%s/api/%ss/%s/tree/%s%s%s?recursive=%s&expand=%s&limit=%ld&cursor=%s>; rel=\"next\"",
+			tj->base, tj->type, tj->name, tj->rev_enc, t.baselen ? "/" : "", sub,
+			t.recursive ? "true" : "false", t.expand ? "true" : "false", tj->limit, cur);
 		free(cur);
 		free(sub);
 	}

@@ -82,8 +82,9 @@ json_t *mirror__hf_file_json(const struct catalog_entry *e, const struct catalog
 			      "size", (json_int_t)e->size, "path", e->path);
 	if (e->lfs_oid[0]) {
 		char ptr[256];
-		json_object_set_new(o, "lfs", json_pack("{s:s, s:I, s:I}", "oid", e->lfs_oid, "size", (json_int_t)e->size,
-							 "pointerSize", (json_int_t)mirror__hf_lfs_pointer(e, ptr, sizeof(ptr))));
+		json_object_set_new(o, "lfs",
+				    json_pack("{s:s, s:I, s:I}", "oid", e->lfs_oid, "size", (json_int_t)e->size,
+					      "pointerSize", (json_int_t)mirror__hf_lfs_pointer(e, ptr, sizeof(ptr))));
 	}
 	if (expand) {
 		char *d = iso_time(snap->synced_at);
@@ -126,8 +127,10 @@ static bool hf_refused(struct mirror__hf_req *h)
 	if (r.head_commit || !r.sync_status) {
 		answered = false;
 	} else if (!strcmp(r.sync_status, "gated")) {
-		m = xasprintf("Access to %s %s is restricted, and this mirror has no approved access to it: its operator "
-			      "must request access upstream and give the mirror a token that has it.", h->type, h->name);
+		m = xasprintf(
+			"Access to %s %s is restricted, and this mirror has no approved access to it: its operator "
+			"must request access upstream and give the mirror a token that has it.",
+			h->type, h->name);
 		mirror__hf_error(h->req, httpd_header(h->req, "Authorization") ? 403 : 401, "GatedRepo", m, NULL);
 		free(m);
 	} else if (!strcmp(r.sync_status, "disabled")) {
@@ -174,7 +177,8 @@ int mirror__hf_resolve_how(struct mirror__hf_req *h, const char *rev, bool lite)
 		mirror__tier_headers(h->req, &h->repo);
 	if (!r)
 		return 0;
-	if (r == HM_ERR_NOT_FOUND && !found && mirror_ondemand_track(h->rt, h->req, "hf", h->type, h->name, mirror__hf_refuse)) {
+	if (r == HM_ERR_NOT_FOUND && !found &&
+	    mirror_ondemand_track(h->rt, h->req, "hf", h->type, h->name, mirror__hf_refuse)) {
 		/* fetched on demand: answered once it is listed */
 	} else if (r == HM_ERR_NOT_FOUND && !found) {
 		mirror__hf_error(h->req, 404, "RepoNotFound", "Repository not found", NULL);
@@ -214,9 +218,10 @@ static int sibling_cb(void *ud, const struct catalog_entry *e)
 		json_object_set_new(o, "blobId", json_string(e->git_oid[0] ? e->git_oid : e->sha256));
 		if (e->lfs_oid[0]) {
 			char ptr[256];
-			json_object_set_new(o, "lfs", json_pack("{s:I, s:s, s:I}", "size", (json_int_t)e->size,
-								 "sha256", e->lfs_oid, "pointerSize",
-								 (json_int_t)mirror__hf_lfs_pointer(e, ptr, sizeof(ptr))));
+			json_object_set_new(o, "lfs",
+					    json_pack("{s:I, s:s, s:I}", "size", (json_int_t)e->size, "sha256",
+						      e->lfs_oid, "pointerSize",
+						      (json_int_t)mirror__hf_lfs_pointer(e, ptr, sizeof(ptr))));
 		}
 	}
 	json_array_append_new(s->arr, o);
@@ -234,9 +239,10 @@ static json_t *repo_summary_json(const struct catalog_repo *r, const char *type,
 
 	EVP_Digest(r->name, strlen(r->name), md, &n, EVP_sha1(), NULL);
 	hex_encode(md, 12, id24);
-	lm = r->last_sync_at || synced_at ? iso_time(synced_at ? synced_at : r->last_sync_at) : xstrdup("1970-01-01T00:00:00.000Z");
-	o = json_pack("{s:s, s:s, s:s, s:b, s:b}", "_id", id24, "id", r->name, "lastModified", lm, "private", r->private_ == 1,
-		      "disabled", 0);
+	lm = r->last_sync_at || synced_at ? iso_time(synced_at ? synced_at : r->last_sync_at)
+					  : xstrdup("1970-01-01T00:00:00.000Z");
+	o = json_pack("{s:s, s:s, s:s, s:b, s:b}", "_id", id24, "id", r->name, "lastModified", lm, "private",
+		      r->private_ == 1, "disabled", 0);
 	free(lm);
 	if (!strcmp(type, "model"))
 		json_object_set_new(o, "modelId", json_string(r->name));
@@ -328,7 +334,8 @@ static int refs_cb(void *ud, const char *name, const char *kind, const char *com
 	struct refs_ctx *r = ud;
 
 	if (!strcmp(kind, "pr"))
-		json_array_append_new(r->prs, json_pack("{s:s, s:s, s:s}", "name", name, "ref", name, "targetCommit", commit));
+		json_array_append_new(r->prs,
+				      json_pack("{s:s, s:s, s:s}", "name", name, "ref", name, "targetCommit", commit));
 	else if (!strcmp(kind, "tag"))
 		json_array_append_new(r->tags, json_pack("{s:s, s:s+, s:s}", "name", name, "ref",
 							  "refs/tags/", name, "targetCommit", commit));
@@ -381,7 +388,8 @@ static json_t *local_history(struct mirror__hf_req *h)
 		author = xstrndup(cm.author, strcspn(cm.author, "<") - (strchr(cm.author, '<') ? 1 : 0));
 		json_array_append_new(a, json_pack("{s:s, s:s%, s:s, s:s, s:[{s:s}]}", "id", cm.id, "title", cm.message,
 						   nl ? (size_t)(nl - cm.message) : strlen(cm.message), "message",
-						   nl ? nl + 1 + (nl[1] == '\n') : "", "date", d, "authors", "user", author));
+						   nl ? nl + 1 + (nl[1] == '\n') : "", "date", d, "authors", "user",
+						   author));
 		free(d);
 		free(author);
 		free(id);
@@ -541,8 +549,8 @@ static void route_api(struct mirror__hf_req *h, const struct hf_route_path *p)
 	case HF_ROUTE_XET_WRITE:
 		/* huggingface_hub 1.20 and later upload large files through Xet whenever hf_xet is installed,
 		 * without asking: say what to do (docs/uploads.md) */
-		mirror__hf_error(req, 501, NULL, "Xet is not served by this mirror: upload with HF_HUB_DISABLE_XET=1 (Git LFS)",
-			  NULL);
+		mirror__hf_error(req, 501, NULL,
+				 "Xet is not served by this mirror: upload with HF_HUB_DISABLE_XET=1 (Git LFS)", NULL);
 		break;
 	case HF_ROUTE_BAD:
 		mirror__hf_error(req, 400, NULL, p->why, NULL);
@@ -568,7 +576,8 @@ int mirror__route_hf(struct mirror_routes *rt, struct httpd_req *req, const char
 		httpd_set_route(req, "cors_preflight");
 		httpd_add_header(req, "Access-Control-Allow-Origin", "*");
 		httpd_add_header(req, "Access-Control-Allow-Methods", "GET, HEAD, POST, OPTIONS");
-		httpd_add_header(req, "Access-Control-Allow-Headers", "Authorization, Range, Content-Type, If-None-Match");
+		httpd_add_header(req, "Access-Control-Allow-Headers",
+				 "Authorization, Range, Content-Type, If-None-Match");
 		httpd_add_header(req, "Access-Control-Max-Age", "86400");
 		httpd_respond_str(req, 204, NULL, "");
 		return 0;

@@ -211,9 +211,9 @@ void mirror__ms_refuse(struct httpd_req *req, int status, const char *type, cons
  * adds the CORS headers of every answer, then calls mirror__defer. On a worker, with a catalog
  * connection of its own, build sets status and body (JSON, consumed), and headers with
  * mirror__job_header; or, for an answer that is not JSON, status, ctype (static) and text/len
- * (malloc'd, sent as they are: no ETag), or status and a file (fd, fd_offset, fd_length, ctype_own). It must touch neither the request nor the loop nor
- * rt->data->catalog. Then the answer is sent (or dropped, if the client is gone) and release frees
- * the route's struct. A build that sets no status gives a 503.
+ * (malloc'd, sent as they are: no ETag), or status and a file (fd, fd_offset, fd_length, ctype_own). It must touch
+ * neither the request nor the loop nor rt->data->catalog. Then the answer is sent (or dropped, if the client is gone)
+ * and release frees the route's struct. A build that sets no status gives a 503.
  */
 struct catalog;
 struct mirror__job {

@@ -224,7 +224,8 @@ bool mirror__upload_url_ok(struct mirror_routes *rt, const struct httpd_req *req
 	int part;
 	bool ok = (!strcmp(httpd_method(req), "PUT") || !strcmp(httpd_method(req), "POST")) &&
 		  rt->fronts->git_lfs_object(httpd_path(req), &type, &name, &oid, &part) &&
-		  (part != 0 || !strcmp(httpd_method(req), "PUT")) && upload_cap_ok(rt, req, type, name, oid, NULL, NULL);
+		  (part != 0 || !strcmp(httpd_method(req), "PUT")) &&
+		  upload_cap_ok(rt, req, type, name, oid, NULL, NULL);
 
 	free(type);
 	free(name);
@@ -283,11 +284,11 @@ json_t *mirror__lfs_upload_batch(struct mirror_routes *rt, struct httpd_req *req
 		json_int_t sz = b->objects[i].size;
 		json_t *e, *act;
 		if (!b->objects[i].ok) {
-			e = json_pack("{s:s, s:I, s:{s:i, s:s}}", "oid", oid, "size", sz, "error", "code", 422, "message",
-				      "malformed object");
+			e = json_pack("{s:s, s:I, s:{s:i, s:s}}", "oid", oid, "size", sz, "error", "code", 422,
+				      "message", "malformed object");
 		} else if (sz > LFS_OBJECT_MAX) {
-			e = json_pack("{s:s, s:I, s:{s:i, s:s}}", "oid", oid, "size", sz, "error", "code", 422, "message",
-				      "the object is larger than this mirror takes (512 GiB)");
+			e = json_pack("{s:s, s:I, s:{s:i, s:s}}", "oid", oid, "size", sz, "error", "code", 422,
+				      "message", "the object is larger than this mirror takes (512 GiB)");
 		} else if (object_held(rt, rt->data->catalog, oid, sz, repo->id) &&
 			   !hold_upload(rt->data->catalog, repo->id, oid)) {
 			/* no actions: there, and kept for the commit as an upload would be */
@@ -299,9 +300,11 @@ json_t *mirror__lfs_upload_batch(struct mirror_routes *rt, struct httpd_req *req
 				json_object_set_new(up, "header", json_pack("{s:s}", "Authorization", auth));
 			act = json_pack("{s:o, s:{s:s}}", "upload", up, "verify", "href", href);
 			if (auth)
-				json_object_set_new(json_object_get(act, "verify"), "header", json_pack("{s:s}", "Authorization", auth));
+				json_object_set_new(json_object_get(act, "verify"), "header",
+						    json_pack("{s:s}", "Authorization", auth));
 			free(href);
-			e = json_pack("{s:s, s:I, s:b, s:o}", "oid", oid, "size", sz, "authenticated", 1, "actions", act);
+			e = json_pack("{s:s, s:I, s:b, s:o}", "oid", oid, "size", sz, "authenticated", 1, "actions",
+				      act);
 		}
 		json_array_append_new(out, e);
 	}
@@ -461,7 +464,8 @@ static struct object_sink *object_claim(struct mirror_routes *rt, struct httpd_r
 			part_open(rt, s, oid, part);
 		} else if (x.size < 0 || x.size > LFS_OBJECT_MAX) {
 			s->status = x.size < 0 ? 411 : 413;
-			s->why = x.size < 0 ? "an object's PUT says its length" : "the object is larger than this mirror takes";
+			s->why = x.size < 0 ? "an object's PUT says its length"
+					    : "the object is larger than this mirror takes";
 		} else if ((e = mirror_store_writer_new_private(rt->data->store, &x, &s->w))) {
 			/* (a writer of its own: it waits for no one, and no one for it) */
 			s->status = e == -ENOSPC ? 507 : 500;
@@ -530,12 +534,15 @@ static void put_job_build(struct mirror__job *j, struct catalog *cat)
 	if (e == HM_ERR_HASH_MISMATCH || e == HM_ERR_SIZE_MISMATCH) {
 		log_warn("upload", "hf:%s: an object refused from %s: its bytes are not %s", p->name, p->who, p->oid);
 		j->status = 400;
-		j->body = json_pack("{s:s}", "message", e == HM_ERR_HASH_MISMATCH ? "the bytes do not hash to the object's oid"
-										   : "the bytes are not the object's size");
+		j->body = json_pack("{s:s}", "message",
+				    e == HM_ERR_HASH_MISMATCH ? "the bytes do not hash to the object's oid"
+							      : "the bytes are not the object's size");
 	} else if (e || catalog_blob_fetched(cat, p->oid, p->repo_id)) {
 		j->status = e == -ENOSPC ? 507 : 500;
-		j->body = json_pack("{s:s}", "message", e == -ENOSPC ? "No space left on the mirror's disk: the object cannot be kept"
-							: e ? err_str(e) : "catalog error");
+		j->body = json_pack("{s:s}", "message",
+				    e == -ENOSPC ? "No space left on the mirror's disk: the object cannot be kept"
+				    : e          ? err_str(e)
+						 : "catalog error");
 	} else {
 		if (p->s->capped)
 			cap_spend(p->lfs, p->s->cap.nonce, p->s->cap_expires);
@@ -645,19 +652,23 @@ static void complete_job_build(struct mirror__job *j, struct catalog *cat)
 		e = HM_ERR_SQLITE;
 	if (!e)
 		cap_spend(c->lfs, c->cap.nonce, c->cap_expires);
-	j->status = !e ? 200 : e == -EBUSY ? 409 : e == -ENOENT || e == HM_ERR_SIZE_MISMATCH || e == HM_ERR_HASH_MISMATCH
-								  ? 400 : e == -ENOSPC ? 507 : 500;
+	j->status = !e                                                                       ? 200
+		    : e == -EBUSY                                                            ? 409
+		    : e == -ENOENT || e == HM_ERR_SIZE_MISMATCH || e == HM_ERR_HASH_MISMATCH ? 400
+		    : e == -ENOSPC                                                           ? 507
+											     : 500;
 	if (!e)
 		j->body = json_object();
 	else if (e == HM_ERR_SIZE_MISMATCH && missing)
 		j->body = json_pack("{s:s, s:i}", "message", "a part is missing: send it, then complete again", "part",
 				    missing);
 	else
-		j->body = json_pack("{s:s}", "message", e == -ENOENT ? "no part of this upload came"
-							: e == -EBUSY ? "a part of this upload is still being written"
-							: e == HM_ERR_SIZE_MISMATCH ? "the parts are not the object's size"
-							: e == HM_ERR_HASH_MISMATCH ? "the parts do not hash to the object's oid"
-							: err_str(e));
+		j->body = json_pack("{s:s}", "message",
+				    e == -ENOENT                ? "no part of this upload came"
+				    : e == -EBUSY               ? "a part of this upload is still being written"
+				    : e == HM_ERR_SIZE_MISMATCH ? "the parts are not the object's size"
+				    : e == HM_ERR_HASH_MISMATCH ? "the parts do not hash to the object's oid"
+								: err_str(e));
 }
 
 void mirror__lfs_complete(struct mirror_routes *rt, struct httpd_req *req, const struct catalog_repo *repo,

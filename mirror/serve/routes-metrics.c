@@ -81,21 +81,28 @@ static void http_part(struct mirror_routes *rt, struct buf *b)
 	buf_addf(b, "hubmirror_http_connections %llu\n", (unsigned long long)hs.connections_open);
 	head(b, "hubmirror_http_connections_total", "counter", "Client connections accepted.");
 	buf_addf(b, "hubmirror_http_connections_total %llu\n", (unsigned long long)hs.connections_total);
-	head(b, "hubmirror_http_bodies_spilled_total", "counter", "Answers of 1 MiB or more sent from a temporary file instead of memory.");
+	head(b, "hubmirror_http_bodies_spilled_total", "counter",
+	     "Answers of 1 MiB or more sent from a temporary file instead of memory.");
 	buf_addf(b, "hubmirror_http_bodies_spilled_total %llu\n", (unsigned long long)hs.bodies_spilled);
-	head(b, "hubmirror_write_spool_bytes", "gauge", "Bytes the bodies of commits and pushes being received or read hold in the spool.");
+	head(b, "hubmirror_write_spool_bytes", "gauge",
+	     "Bytes the bodies of commits and pushes being received or read hold in the spool.");
 	buf_addf(b, "hubmirror_write_spool_bytes %lld\n", (long long)spool_bytes);
-	head(b, "hubmirror_write_bodies_refused_total", "counter", "Commit and push bodies refused or cut off for a bound (size, quota, disk, spool).");
+	head(b, "hubmirror_write_bodies_refused_total", "counter",
+	     "Commit and push bodies refused or cut off for a bound (size, quota, disk, spool).");
 	buf_addf(b, "hubmirror_write_bodies_refused_total %llu\n", (unsigned long long)spool_refused);
-	head(b, "hubmirror_http_connections_refused_total", "counter", "Connections answered 503 and closed: --max-connections were open.");
+	head(b, "hubmirror_http_connections_refused_total", "counter",
+	     "Connections answered 503 and closed: --max-connections were open.");
 	buf_addf(b, "hubmirror_http_connections_refused_total %llu\n", (unsigned long long)hs.connections_refused);
 	head(b, "hubmirror_http_tls_connections_total", "counter", "Connections that spoke TLS (serve --tls-cert).");
 	buf_addf(b, "hubmirror_http_tls_connections_total %llu\n", (unsigned long long)hs.tls_connections);
-	head(b, "hubmirror_http_tls_errors_total", "counter", "TLS connections that ended on a TLS failure (handshake, bad record).");
+	head(b, "hubmirror_http_tls_errors_total", "counter",
+	     "TLS connections that ended on a TLS failure (handshake, bad record).");
 	buf_addf(b, "hubmirror_http_tls_errors_total %llu\n", (unsigned long long)hs.tls_errors);
-	head(b, "hubmirror_http_deferred_total", "counter", "Answers built on a worker thread, off the event loop (listings, searches).");
+	head(b, "hubmirror_http_deferred_total", "counter",
+	     "Answers built on a worker thread, off the event loop (listings, searches).");
 	buf_addf(b, "hubmirror_http_deferred_total %llu\n", (unsigned long long)hs.deferred_total);
-	head(b, "hubmirror_http_deferred_refused_total", "counter", "Requests answered 503: too many answers were waiting for a worker.");
+	head(b, "hubmirror_http_deferred_refused_total", "counter",
+	     "Requests answered 503: too many answers were waiting for a worker.");
 	buf_addf(b, "hubmirror_http_deferred_refused_total %llu\n", (unsigned long long)hs.deferred_refused);
 	head(b, "hubmirror_http_deferred_running", "gauge", "Answers being built on worker threads now.");
 	buf_addf(b, "hubmirror_http_deferred_running %llu\n", (unsigned long long)hs.deferred_running);
@@ -112,7 +119,8 @@ static void swarm_part(struct mirror_routes *rt, struct buf *b)
 	rt->fronts->swarm_stats(rt, &ts, &deduped);
 	head(b, "hubmirror_tracker_announces_total", "counter", "Announces the swarm's tracker answered.");
 	buf_addf(b, "hubmirror_tracker_announces_total %llu\n", (unsigned long long)ts.announces);
-	head(b, "hubmirror_tracker_torrents", "gauge", "Swarms with live peers (v1 and truncated v2 hashes count apart).");
+	head(b, "hubmirror_tracker_torrents", "gauge",
+	     "Swarms with live peers (v1 and truncated v2 hashes count apart).");
 	buf_addf(b, "hubmirror_tracker_torrents %zu\n", ts.torrents);
 	head(b, "hubmirror_tracker_peers", "gauge", "Live peers over all swarms, by role.");
 	buf_addf(b, "hubmirror_tracker_peers{role=\"seeder\"} %zu\n", ts.seeders);
@@ -125,14 +133,20 @@ static void swarm_part(struct mirror_routes *rt, struct buf *b)
 		head(b, "hubmirror_seeder_held_torrents", "gauge",
 		     "Of those, torrents of no ref's snapshot, seeded while peers hold their swarms.");
 		buf_addf(b, "hubmirror_seeder_held_torrents %lld\n", (long long)held);
-		head(b, "hubmirror_seeder_uploaded_bytes_total", "counter", "Payload bytes the mirror's BitTorrent seed sent to peers.");
+		head(b, "hubmirror_seeder_uploaded_bytes_total", "counter",
+		     "Payload bytes the mirror's BitTorrent seed sent to peers.");
 		buf_addf(b, "hubmirror_seeder_uploaded_bytes_total %lld\n", (long long)uploaded);
 	}
-	head(b, "hubmirror_tracker_peer_uploaded_bytes", "gauge", "What the swarms' live peers report having uploaded in their current sessions (BitTorrent peers other than the mirror).");
+	head(b, "hubmirror_tracker_peer_uploaded_bytes", "gauge",
+	     "What the swarms' live peers report having uploaded in their current sessions (BitTorrent peers other "
+	     "than the mirror).");
 	buf_addf(b, "hubmirror_tracker_peer_uploaded_bytes %lld\n", (long long)ts.peer_uploaded);
-	head(b, "hubmirror_webseed_bytes_total", "counter", "Bytes the mirror sent to the swarm as its web seed (headers included).");
+	head(b, "hubmirror_webseed_bytes_total", "counter",
+	     "Bytes the mirror sent to the swarm as its web seed (headers included).");
 	buf_addf(b, "hubmirror_webseed_bytes_total %llu\n", (unsigned long long)mirror__route_bytes(rt, "webseed"));
-	head(b, "hubmirror_webseed_fill_deduped_total", "counter", "Agents' fill requests answered 409: another agent had just fetched those bytes (take them from the swarm).");
+	head(b, "hubmirror_webseed_fill_deduped_total", "counter",
+	     "Agents' fill requests answered 409: another agent had just fetched those bytes (take them from the "
+	     "swarm).");
 	buf_addf(b, "hubmirror_webseed_fill_deduped_total %llu\n", (unsigned long long)deduped);
 }
 
@@ -154,7 +168,8 @@ static void catalog_part(struct catalog *c, struct buf *b)
 		buf_addf(b, "hubmirror_store_bytes %lld\n", (long long)t.unique_bytes);
 		head(b, "hubmirror_store_blobs", "gauge", "Distinct contents in the store.");
 		buf_addf(b, "hubmirror_store_blobs %lld\n", (long long)t.blobs);
-		head(b, "hubmirror_dedup_saved_bytes", "gauge", "Bytes that deduplication saves over storing every snapshot whole.");
+		head(b, "hubmirror_dedup_saved_bytes", "gauge",
+		     "Bytes that deduplication saves over storing every snapshot whole.");
 		buf_addf(b, "hubmirror_dedup_saved_bytes %lld\n", (long long)t.dedup_saved_bytes);
 		head(b, "hubmirror_repos", "gauge", "Tracked repositories.");
 		buf_addf(b, "hubmirror_repos %lld\n", (long long)t.repos);
@@ -162,7 +177,8 @@ static void catalog_part(struct catalog *c, struct buf *b)
 	{
 		int64_t pending = 0;
 		if (!catalog_requests_pending(c, &pending)) {
-			head(b, "hubmirror_requests_pending", "gauge", "Users' requests for repositories, waiting for the operator.");
+			head(b, "hubmirror_requests_pending", "gauge",
+			     "Users' requests for repositories, waiting for the operator.");
 			buf_addf(b, "hubmirror_requests_pending %lld\n", (long long)pending);
 		}
 	}
@@ -192,7 +208,8 @@ static void repos_part(struct catalog *c, const struct mirror_access *access, co
 	for (size_t i = 0; i < n; i++)
 		visible[i] = mirror_access_visible(access, tok, &repos[i]) &&
 			     (!access || mirror_access_allows(access, tok, repos[i].hub, repos[i].type, repos[i].name));
-	head(b, "hubmirror_repo_last_sync_timestamp_seconds", "gauge", "When a sync of each repository was last attempted, by the outcome it had (Unix time).");
+	head(b, "hubmirror_repo_last_sync_timestamp_seconds", "gauge",
+	     "When a sync of each repository was last attempted, by the outcome it had (Unix time).");
 	for (size_t i = 0; i < n; i++) {
 		if (!visible[i])
 			continue;

@@ -124,7 +124,8 @@ static int ms_resolve(struct msreq *m)
 		mirror_ondemand_touch(m->rt, m->repo.id);
 	if (found)
 		mirror__tier_headers(m->req, &m->repo);
-	if (r == HM_ERR_NOT_FOUND && !found && mirror_ondemand_track(m->rt, m->req, "ms", m->type, m->name, mirror__ms_refuse)) {
+	if (r == HM_ERR_NOT_FOUND && !found &&
+	    mirror_ondemand_track(m->rt, m->req, "ms", m->type, m->name, mirror__ms_refuse)) {
 		/* fetched on demand: answered once it is listed */
 	} else if (r && !(r == HM_ERR_NOT_FOUND && found && ms_refused(m))) {
 		char *msg = !found ? xasprintf("%s %s not found", m->type, m->name)

@@ -193,7 +193,8 @@ static const char *oci_layer_type(const char *path, bool dataset)
 					       ".msgpack", ".tflite", ".pb", ".ot", ".mlmodel", ".npz", ".nemo", NULL };
 	static const char *const code[] = { ".py", ".sh", ".ipynb", ".js", ".ts", ".c", ".h", ".cc", ".cpp", ".cu",
 					    ".rs", ".go", ".java", ".lua", NULL };
-	static const char *const docs[] = { ".md", ".rst", ".pdf", ".png", ".jpg", ".jpeg", ".gif", ".svg", ".webp", NULL };
+	static const char *const docs[] = {".md",   ".rst", ".pdf", ".png",  ".jpg",
+					   ".jpeg", ".gif", ".svg", ".webp", NULL};
 	static const char *const data[] = { ".parquet", ".arrow", ".csv", ".tsv", ".jsonl", ".jsonl.gz", ".tfrecord",
 					    ".zst", ".tar", ".tar.gz", ".zip", NULL };
 	const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
@@ -233,9 +234,10 @@ static int oci_art_layer(void *ud, const struct catalog_entry *e)
 	char digest[72];
 
 	snprintf(digest, sizeof(digest), "sha256:%s", e->sha256);
-	json_array_append_new(a->layers, json_pack("{s:s,s:s,s:I,s:{s:s,s:s}}", "mediaType", mt, "digest", digest,
-						   "size", (json_int_t)e->size, "annotations", "org.cncf.model.filepath",
-						   e->path, "org.opencontainers.image.title", e->path));
+	json_array_append_new(a->layers,
+			      json_pack("{s:s,s:s,s:I,s:{s:s,s:s}}", "mediaType", mt, "digest", digest, "size",
+					(json_int_t)e->size, "annotations", "org.cncf.model.filepath", e->path,
+					"org.opencontainers.image.title", e->path));
 	json_array_append_new(a->diffs, json_string(digest));
 	if (a->want_layer && !strcmp(a->want_layer, e->sha256))
 		a->layer_size = e->size;
@@ -244,10 +246,15 @@ static int oci_art_layer(void *ud, const struct catalog_entry *e)
 		a->config_size = e->size;
 	}
 	if (!a->format && !strcmp(mt, "application/vnd.cncf.model.weight.v1.raw")) {
-		static const char *const kinds[][2] = { { ".safetensors", "safetensors" }, { ".gguf", "gguf" },
-							{ ".onnx", "onnx" }, { ".bin", "pytorch" }, { ".pt", "pytorch" },
-							{ ".pth", "pytorch" }, { ".h5", "keras" }, { ".msgpack", "flax" },
-							{ ".tflite", "tflite" } };
+		static const char *const kinds[][2] = {{".safetensors", "safetensors"},
+						       {".gguf", "gguf"},
+						       {".onnx", "onnx"},
+						       {".bin", "pytorch"},
+						       {".pt", "pytorch"},
+						       {".pth", "pytorch"},
+						       {".h5", "keras"},
+						       {".msgpack", "flax"},
+						       {".tflite", "tflite"}};
 		for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
 			if (has_suffix(e->path, kinds[i][0]))
 				a->format = kinds[i][1];
@@ -290,9 +297,10 @@ static json_t *oci_config_json(struct oci_art *a)
 	const struct catalog_repo *r = &a->o->repo;
 	json_t *cj = oci_read_config(a), *cfg = json_object(), *v;
 	char *name = xasprintf("%s/%s", a->o->prefix, r->name);
-	char *source = !strcmp(r->hub, "ms")
-			       ? xasprintf("https://www.modelscope.cn/%s/%s", strcmp(r->type, "dataset") ? "models" : "datasets", r->name)
-			       : xasprintf("https://huggingface.co/%s%s", strcmp(r->type, "dataset") ? "" : "datasets/", r->name);
+	char *source = !strcmp(r->hub, "ms") ? xasprintf("https://www.modelscope.cn/%s/%s",
+							 strcmp(r->type, "dataset") ? "models" : "datasets", r->name)
+					     : xasprintf("https://huggingface.co/%s%s",
+							 strcmp(r->type, "dataset") ? "" : "datasets/", r->name);
 	json_t *out;
 
 	if (cj) {
@@ -401,7 +409,8 @@ static int oci_find_digest(struct oreq *o, const char *digest, enum oci_want wan
 		if (catalog_snapshot_complete(cat, l.v[i].id) != 1)
 			continue;
 		*snap = l.v[i];
-		if (oci_art_build(o, snap, want == WANT_BLOB ? digest + 7 : NULL, a) == 0 && oci_art_has(a, digest, want)) {
+		if (oci_art_build(o, snap, want == WANT_BLOB ? digest + 7 : NULL, a) == 0 &&
+		    oci_art_has(a, digest, want)) {
 			free(l.v);
 			return 0;
 		}
@@ -458,8 +467,8 @@ static int oci_resolve(struct oreq *o, const char *ref, struct catalog_snapshot 
 		catalog_refs_each(o->rt->data->catalog, o->repo.id, oci_tagfind_ref, &f);
 		if (f.hits == 1) {
 			found = false;
-			r = catalog_resolve_lite(o->rt->data->catalog, o->hub, o->type, o->repo.name, f.ref, &lite, snap,
-						 &found);
+			r = catalog_resolve_lite(o->rt->data->catalog, o->hub, o->type, o->repo.name, f.ref, &lite,
+						 snap, &found);
 			if (found)
 				catalog_repo_release(&lite);
 		}
@@ -479,7 +488,8 @@ static void oci_manifest(struct oreq *o, const char *ref)
 	char etag[80];
 
 	if (r) {
-		oci_error(o->req, r == HM_ERR_NOT_FOUND ? 404 : 500, r == HM_ERR_NOT_FOUND ? "MANIFEST_UNKNOWN" : "UNKNOWN",
+		oci_error(o->req, r == HM_ERR_NOT_FOUND ? 404 : 500,
+			  r == HM_ERR_NOT_FOUND ? "MANIFEST_UNKNOWN" : "UNKNOWN",
 			  r == HM_ERR_NOT_FOUND ? "manifest unknown to this mirror" : "catalog error");
 		return;
 	}
@@ -660,7 +670,8 @@ static void oci_named(struct oreq *o, const char *rest)
 		}
 	if (!o->prefix || n != 5 || (strcmp(seg[3], "manifests") && strcmp(seg[3], "blobs") &&
 				     (strcmp(seg[3], "tags") || strcmp(seg[4], "list")))) {
-		oci_error(o->req, 404, "NAME_UNKNOWN", "not a repository of this mirror: hf/, hf-datasets/, ms/ or ms-datasets/ ORG/NAME");
+		oci_error(o->req, 404, "NAME_UNKNOWN",
+			  "not a repository of this mirror: hf/, hf-datasets/, ms/ or ms-datasets/ ORG/NAME");
 		goto out;
 	}
 	name = xasprintf("%s/%s", seg[1], seg[2]);
@@ -675,7 +686,8 @@ static void oci_named(struct oreq *o, const char *rest)
 		oci_tags(o);
 out:
 	if (!ref && name) /* (%00, or no percent-encoding) */
-		oci_error(o->req, 404, strcmp(seg[3], "blobs") ? "MANIFEST_UNKNOWN" : "BLOB_UNKNOWN", "no such reference");
+		oci_error(o->req, 404, strcmp(seg[3], "blobs") ? "MANIFEST_UNKNOWN" : "BLOB_UNKNOWN",
+			  "no such reference");
 	free(ref);
 	free(name);
 	free(dup);

@@ -265,16 +265,18 @@ static void announce(struct mirror_routes *rt, struct httpd_req *req)
 			private = mirror__private_local(&repo);
 			open = mirror_access_content_open(rt->access, &repo);
 			cap = !open || mirror__anyone_reads(rt, &repo) ? NULL : httpd_query_param(req, "hmcap");
-			ok = open && (mirror__anyone_reads(rt, &repo) || (rt->have_p2p_key && mirror_access_capability_allows(rt->access,
-						  rt->p2p_key, cap, t.btih, &repo)));
+			ok = open && (mirror__anyone_reads(rt, &repo) ||
+				      (rt->have_p2p_key &&
+				       mirror_access_capability_allows(rt->access, rt->p2p_key, cap, t.btih, &repo)));
 			free(cap);
 			catalog_repo_release(&repo);
 		}
 		if (!ok) {
 			/* a private repo of the mirror's own has no swarm for who may not see it: as an
 			 * unknown torrent */
-			p2p_tracker_failure(&out, private ? unknown : open ? "this torrent needs the key its .torrent carries"
-									 : "this repository is closed on this mirror");
+			p2p_tracker_failure(&out, private ? unknown
+						  : open  ? "this torrent needs the key its .torrent carries"
+							  : "this repository is closed on this mirror");
 			goto send;
 		}
 	}
@@ -317,7 +319,8 @@ bool mirror__swarm_held(void *ud, const char *btih, const char *btmh)
 	int64_t now = mono_seconds();
 
 	/* a hybrid torrent's peers announce either hash (libtorrent: both) */
-	return (!hex_decode(btih, v1, 20) && p2p_tracker_swarm_others(tr, v1, (const unsigned char *)SELF_PEER_ID, now) > 0) ||
+	return (!hex_decode(btih, v1, 20) &&
+		p2p_tracker_swarm_others(tr, v1, (const unsigned char *)SELF_PEER_ID, now) > 0) ||
 	       (strlen(btmh) >= 40 && !hex_decode(btmh, v2, 20) &&
 		p2p_tracker_swarm_others(tr, v2, (const unsigned char *)SELF_PEER_ID, now) > 0);
 }
@@ -386,8 +389,8 @@ static void torrent_build(struct mirror__job *job, struct catalog *cat)
 		job->status = 200;
 		job->body = json_pack("{s:s, s:s, s:s, s:s, s:s, s:I, s:I, s:o}", "commit", tj->commit, "revision",
 				      tj->revision, "btih", tj->t.btih, "btmh", tj->t.btmh, "name", tj->t.name,
-				      "piece_size", (json_int_t)tj->t.piece_size, "synced_at", (json_int_t)tj->synced_at,
-				      "files", files);
+				      "piece_size", (json_int_t)tj->t.piece_size, "synced_at",
+				      (json_int_t)tj->synced_at, "files", files);
 		return;
 	}
 	r = mirror_torrent_load(job->rt->data, tj->t.btih, (const char *const *)tj->announce, tj->nannounce,
@@ -436,11 +439,13 @@ static int torrent_urls(struct mirror_routes *rt, struct httpd_req *req, const s
 		 * (the mirrors of one deployment share the key: docs/deployment.md) */
 		char tb[512];
 		cap = cap_in ? xstrdup(cap_in)
-			     : rt->have_p2p_key ? mirror_access_capability(rt->access, rt->p2p_key,
-									   mirror__request_token(req, tb, sizeof(tb)), tj->t.btih)
-						: NULL;
+		      : rt->have_p2p_key
+			      ? mirror_access_capability(rt->access, rt->p2p_key,
+							 mirror__request_token(req, tb, sizeof(tb)), tj->t.btih)
+			      : NULL;
 		if (!cap) {
-			mirror__respond_json(req, 503, json_pack("{s:s}", "error", "no key to make this torrent's URLs with"));
+			mirror__respond_json(req, 503,
+					     json_pack("{s:s}", "error", "no key to make this torrent's URLs with"));
 			r = -1;
 			goto out;
 		}
@@ -449,7 +454,8 @@ static int torrent_urls(struct mirror_routes *rt, struct httpd_req *req, const s
 	tj->seeds = xcalloc(n, sizeof(*tj->seeds));
 	for (size_t i = 0; i < n; i++) {
 		const char *b = i ? rt->swarm->peer_mirrors[i - 1] : base;
-		tj->announce[tj->nannounce++] = cap ? xasprintf("%s/announce?hmcap=%s", b, cap) : xasprintf("%s/announce", b);
+		tj->announce[tj->nannounce++] =
+			cap ? xasprintf("%s/announce?hmcap=%s", b, cap) : xasprintf("%s/announce", b);
 		if (seeds)
 			tj->seeds[tj->nseeds++] = cap ? xasprintf("%s/p2p/kseed/%s/%s/", b, cap, tj->t.btih)
 						      : xasprintf("%s/p2p/seed/%s/", b, tj->t.btih);
@@ -474,9 +480,13 @@ static char *not_synced_why(const struct catalog_repo *repo, const char *rev)
 	return xstrdup("tracked on this mirror, not synced yet: its next sync brings it");
 }
 
+/* GET /api/p2p/torrent/{hub}/{type}/{org}/{name}: a snapshot's torrent for an agent. Over 100 lines
+ * because it is one request's refusals in the order they must be asked (the name, the token or a
+ * capability, visibility, on demand, a snapshot not synced and why, gating, completeness), each its own
+ * answer; split, the order would hide across functions. */
 static void torrent(struct mirror_routes *rt, struct httpd_req *req, const char *rest)
 {
-	char *seg[4] = { 0 }, *name = NULL, *rev = httpd_query_param(req, "rev"), *meta = httpd_query_param(req, "meta");
+	char *seg[4] = {0}, *name = NULL, *rev = httpd_query_param(req, "rev"), *meta = httpd_query_param(req, "meta");
 	/* a capability for this snapshot's torrent instead of a token: one an S3 answer gave an agent */
 	char *cap = httpd_query_param(req, "cap");
 	struct catalog_repo repo = { 0 };
@@ -488,7 +498,10 @@ static void torrent(struct mirror_routes *rt, struct httpd_req *req, const char 
 
 	if (split_segments(rest, seg, 4) || (strcmp(seg[0], "hf") && strcmp(seg[0], "ms")) ||
 	    (strcmp(seg[1], "model") && strcmp(seg[1], "dataset"))) {
-		mirror__respond_json(req, 404, json_pack("{s:s}", "error", "no such repo: use /api/p2p/torrent/{hf|ms}/{model|dataset}/{org}/{name}"));
+		mirror__respond_json(
+			req, 404,
+			json_pack("{s:s}", "error",
+				  "no such repo: use /api/p2p/torrent/{hf|ms}/{model|dataset}/{org}/{name}"));
 		goto out;
 	}
 	name = xasprintf("%s/%s", seg[2], seg[3]);
@@ -513,11 +526,14 @@ static void torrent(struct mirror_routes *rt, struct httpd_req *req, const char 
 		mirror__respond_json(req, 403, json_pack("{s:s}", "error", cap_refused));
 		goto out;
 	}
-	if (r == HM_ERR_NOT_FOUND && !found && mirror_ondemand_track(rt, req, seg[0], seg[1], name, strcmp(seg[0], "ms") ? mirror__hf_refuse : mirror__ms_refuse))
+	if (r == HM_ERR_NOT_FOUND && !found &&
+	    mirror_ondemand_track(rt, req, seg[0], seg[1], name,
+				  strcmp(seg[0], "ms") ? mirror__hf_refuse : mirror__ms_refuse))
 		goto out; /* fetched on demand: answered once it is listed */
 	if (r) {
-		char *why = r != HM_ERR_NOT_FOUND ? xstrdup("catalog error") : !found ? xstrdup("repo not on this mirror")
-			    : not_synced_why(&repo, rev);
+		char *why = r != HM_ERR_NOT_FOUND ? xstrdup("catalog error")
+			    : !found              ? xstrdup("repo not on this mirror")
+						  : not_synced_why(&repo, rev);
 		mirror__respond_json(req, r == HM_ERR_NOT_FOUND ? 404 : 500, json_pack("{s:s}", "error", why));
 		free(why);
 		goto out;
@@ -532,9 +548,13 @@ static void torrent(struct mirror_routes *rt, struct httpd_req *req, const char 
 		/* a snapshot tracked on demand, not whole yet: an instance wants it all (or, with others
 		 * being completed, asks again) */
 		httpd_add_header(req, "Retry-After", c ? "10" : "2");
-		mirror__respond_json(req, 503, json_pack("{s:s, s:b}", "error", c ? "fetched on demand: the mirror is "
-							  "completing other snapshots; ask again shortly" : "fetched on demand: the mirror is "
-							  "completing this snapshot now; ask again shortly", "completing", true));
+		mirror__respond_json(req, 503,
+				     json_pack("{s:s, s:b}", "error",
+					       c ? "fetched on demand: the mirror is "
+						   "completing other snapshots; ask again shortly"
+						 : "fetched on demand: the mirror is "
+						   "completing this snapshot now; ask again shortly",
+					       "completing", true));
 		goto out;
 	}
 	if (r && cap && hidden) {
@@ -542,11 +562,15 @@ static void torrent(struct mirror_routes *rt, struct httpd_req *req, const char 
 		goto out;
 	}
 	if (r) {
-		mirror__respond_json(req, r == HM_ERR_NOT_FOUND ? 404 : 500, json_pack("{s:s}", "error",
-			r == HM_ERR_NOT_FOUND ? "no torrent for this snapshot yet (the next sync makes it)" : "catalog error"));
+		mirror__respond_json(req, r == HM_ERR_NOT_FOUND ? 404 : 500,
+				     json_pack("{s:s}", "error",
+					       r == HM_ERR_NOT_FOUND
+						       ? "no torrent for this snapshot yet (the next sync makes it)"
+						       : "catalog error"));
 		goto out;
 	}
-	if (cap && !(rt->have_p2p_key && mirror_access_capability_allows(rt->access, rt->p2p_key, cap, tj->t.btih, &repo))) {
+	if (cap &&
+	    !(rt->have_p2p_key && mirror_access_capability_allows(rt->access, rt->p2p_key, cap, tj->t.btih, &repo))) {
 		mirror__respond_json(req, 403, json_pack("{s:s}", "error", cap_refused));
 		goto out;
 	}
@@ -703,7 +727,8 @@ static void web_seed(struct mirror_routes *rt, struct httpd_req *req, const char
 			goto out;
 		}
 	tname = httpd_unescape(slash + 1, slash2 ? (size_t)(slash2 - slash - 1) : strlen(slash + 1), false);
-	if (!tname || catalog_torrent_find(rt->data->catalog, btih, &t) || strcmp(t.btih, btih) || strcmp(t.name, tname)) {
+	if (!tname || catalog_torrent_find(rt->data->catalog, btih, &t) || strcmp(t.btih, btih) ||
+	    strcmp(t.name, tname)) {
 		plain(req, 404, "not found\n");
 		goto out;
 	}
@@ -840,7 +865,8 @@ int mirror__route_preheat(struct mirror_routes *rt, struct httpd_req *req, const
 		json_t *o = json_loads(r->options ? r->options : "{}", 0, NULL);
 		if (json_is_true(json_object_get(o, "preheat")) && r->head_commit && mirror__anyone_reads(rt, r) &&
 		    mirror_access_content_open(rt->access, r)) {
-			char *spec = xasprintf("%s:%s%s", r->hub, strcmp(r->type, "dataset") ? "" : "datasets/", r->name);
+			char *spec =
+				xasprintf("%s:%s%s", r->hub, strcmp(r->type, "dataset") ? "" : "datasets/", r->name);
 			json_array_append_new(out, json_pack("{s:s, s:s, s:s}", "spec", spec, "revision", r->follow_rev,
 							     "commit", r->head_commit));
 			free(spec);

@@ -42,9 +42,9 @@ static void refuse_json(struct httpd_req *req, int status, const char *msg)
 json_t *mirror__request_json(const struct catalog_request *q, bool full)
 {
 	char *spec = xasprintf("%s:%s%s", q->hub, strcmp(q->type, "dataset") ? "" : "datasets/", q->name);
-	json_t *o = json_pack("{s:I, s:s, s:s, s:s, s:s, s:I, s:I}", "id", (json_int_t)q->id, "spec", spec, "hub", q->hub,
-			      "type", q->type, "state", q->state, "votes", (json_int_t)q->votes,
-			      "requested_at", (json_int_t)q->requested_at);
+	json_t *o = json_pack("{s:I, s:s, s:s, s:s, s:s, s:I, s:I}", "id", (json_int_t)q->id, "spec", spec, "hub",
+			      q->hub, "type", q->type, "state", q->state, "votes", (json_int_t)q->votes, "requested_at",
+			      (json_int_t)q->requested_at);
 
 	json_object_set_new(o, "reason", q->reason ? json_string(q->reason) : json_null());
 	json_object_set_new(o, "decided_at", q->decided_at ? json_integer(q->decided_at) : json_null());
@@ -89,13 +89,16 @@ static void ask(struct mirror_routes *rt, struct httpd_req *req)
 	bool created = false;
 	int e;
 
-	if (rt->access && mirror_access_mode(rt->access) != ACCESS_OPEN && !mirror_access_token_valid(rt->access, tok)) {
+	if (rt->access && mirror_access_mode(rt->access) != ACCESS_OPEN &&
+	    !mirror_access_token_valid(rt->access, tok)) {
 		refuse_json(req, 401, "asking for a repository takes a token on this mirror");
 		goto out;
 	}
 	if (!json_is_object(b) || !json_is_string(json_object_get(b, "spec")) ||
 	    hub_spec_parse(json_string_value(json_object_get(b, "spec")), &spec) || spec.revision) {
-		refuse_json(req, 400, "the body is {\"spec\": \"hf:ORG/NAME\" (or hf:datasets/..., ms:...), \"reason\": \"...\"}");
+		refuse_json(
+			req, 400,
+			"the body is {\"spec\": \"hf:ORG/NAME\" (or hf:datasets/..., ms:...), \"reason\": \"...\"}");
 		goto out;
 	}
 	reason = json_object_get(b, "reason");
@@ -208,14 +211,16 @@ static void decide(struct mirror_routes *rt, struct httpd_req *req, const char *
 		goto out;
 	}
 	spec = xasprintf("%s:%s%s", q.hub, strcmp(q.type, "dataset") ? "" : "datasets/", q.name);
-	if (approve && catalog_repo_add(c, q.hub, q.type, q.name, hub_default_revision(strcmp(q.hub, "ms") ? HUB_HF : HUB_MS), NULL, NULL,
-					NULL, NULL)) {
+	if (approve &&
+	    catalog_repo_add(c, q.hub, q.type, q.name, hub_default_revision(strcmp(q.hub, "ms") ? HUB_HF : HUB_MS),
+			     NULL, NULL, NULL, NULL)) {
 		refuse_json(req, 500, "catalog error");
 		goto out;
 	}
 	e = catalog_request_decide(c, id, approve, "admin", json_string_value(note));
 	if (e) {
-		refuse_json(req, e == HM_ERR_NOT_FOUND ? 409 : 500, e == HM_ERR_NOT_FOUND ? "decided meanwhile" : "catalog error");
+		refuse_json(req, e == HM_ERR_NOT_FOUND ? 409 : 500,
+			    e == HM_ERR_NOT_FOUND ? "decided meanwhile" : "catalog error");
 		goto out;
 	}
 	if (approve && rt->admin.sync_now) {

@@ -166,7 +166,8 @@ static int root_cmp(const void *a, const void *b)
 static int collect_roots(struct list_job *lj, struct catalog *cat)
 {
 	struct repos_ctx rc = { NULL, 0, lj->prefix };
-	const char *s1 = strchr(lj->prefix, '/'), *s2 = s1 ? strchr(s1 + 1, '/') : NULL, *s3 = s2 ? strchr(s2 + 1, '/') : NULL;
+	const char *s1 = strchr(lj->prefix, '/'), *s2 = s1 ? strchr(s1 + 1, '/') : NULL,
+		   *s3 = s2 ? strchr(s2 + 1, '/') : NULL;
 	char *author = s1 ? xstrndup(lj->prefix, (size_t)(s1 - lj->prefix)) : NULL;
 	int r = catalog_repos_each(cat, lj->hub, lj->type, NULL, author, NULL, 0, lj->hidden, repo_cb, &rc);
 
@@ -309,7 +310,8 @@ static void add_name(struct buf *b, const char *s, bool url)
 	}
 	buf_init(&e);
 	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-		if ((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || strchr("-_.~/", *p))
+		if ((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') ||
+		    strchr("-_.~/", *p))
 			buf_addch(&e, (char)*p);
 		else
 			buf_addf(&e, "%%%02X", *p);
@@ -487,7 +489,8 @@ void mirror__s3_list(struct mirror_routes *rt, struct httpd_req *req, const char
 		lj->token_in = s3_query_get(q, "continuation-token");
 		lj->start_after = s3_query_get(q, "start-after");
 		if (lj->token_in && !(lj->after = token_position(lj->token_in))) {
-			char *xml = s3_error_xml("InvalidArgument", "The continuation token provided is incorrect", NULL, request_id);
+			char *xml = s3_error_xml("InvalidArgument", "The continuation token provided is incorrect",
+						 NULL, request_id);
 			httpd_respond(req, 400, "application/xml", xml, strlen(xml));
 			free(xml);
 			list_release(&lj->j);

@@ -120,7 +120,8 @@ int mirror_routes_set_s3_keys(struct mirror_routes *rt, const char *path, char *
 		return HM_ERR_USAGE;
 	}
 	if (fstat(fileno(f), &st) < 0 || !S_ISREG(st.st_mode) || (st.st_mode & 077)) {
-		*errmsg = xasprintf("S3 keys file '%s' can be read by others: make it the owner's only (chmod 600)", path);
+		*errmsg = xasprintf("S3 keys file '%s' can be read by others: make it the owner's only (chmod 600)",
+				    path);
 		fclose(f);
 		return HM_ERR_USAGE;
 	}
@@ -207,7 +208,8 @@ static int s3_auth(struct s3req *s)
 		if (!strcmp(s->rt->s3->keys->v[i].id, sig.access_key))
 			key = &s->rt->s3->keys->v[i];
 	if (!key) {
-		s3_error(s, 403, "InvalidAccessKeyId", "The AWS Access Key Id you provided does not exist in our records.");
+		s3_error(s, 403, "InvalidAccessKeyId",
+			 "The AWS Access Key Id you provided does not exist in our records.");
 		goto bad;
 	}
 	if (strcmp(sig.service, "s3") ||
@@ -215,11 +217,13 @@ static int s3_auth(struct s3req *s)
 			    httpd_header(req, "x-amz-content-sha256"), expect) ||
 	    CRYPTO_memcmp(expect, sig.signature, 64)) {
 		s3_error(s, 403, "SignatureDoesNotMatch",
-			 "The request signature we calculated does not match the signature you provided. Check your key and signing method.");
+			 "The request signature we calculated does not match the signature you provided. Check your "
+			 "key and signing method.");
 		goto bad;
 	}
 	at = s3_amz_time(sig.amz_date);
-	if (sig.presigned ? (now > at + sig.expires || at > now + S3_CLOCK_SKEW) : (at > now + S3_CLOCK_SKEW || at < now - S3_CLOCK_SKEW)) {
+	if (sig.presigned ? (now > at + sig.expires || at > now + S3_CLOCK_SKEW)
+			  : (at > now + S3_CLOCK_SKEW || at < now - S3_CLOCK_SKEW)) {
 		if (sig.presigned)
 			s3_error(s, 403, "AccessDenied", "Request has expired");
 		else
@@ -254,7 +258,8 @@ static int s3_conditions(struct s3req *s, const char *etag, int64_t mtime)
 		s3_error(s, 412, "PreconditionFailed", "At least one of the pre-conditions you specified did not hold");
 		return -1;
 	}
-	if ((inm && httpd_etag_matches(inm, etag)) || (!inm && ims && (t = s3_parse_http_date(ims)) >= 0 && mtime <= t)) {
+	if ((inm && httpd_etag_matches(inm, etag)) ||
+	    (!inm && ims && (t = s3_parse_http_date(ims)) >= 0 && mtime <= t)) {
 		httpd_respond_str(s->req, 304, NULL, "");
 		return -1;
 	}
@@ -284,14 +289,15 @@ static void s3_send(struct s3req *s, const struct catalog_repo *repo, const stru
 		httpd_respond(s->req, 200, "application/octet-stream", "", 0);
 		return;
 	}
-	if (e->size > 0 && httpd_header(s->req, "Range") && httpd_parse_range(httpd_header(s->req, "Range"), e->size, &a, &b) < 0) {
+	if (e->size > 0 && httpd_header(s->req, "Range") &&
+	    httpd_parse_range(httpd_header(s->req, "Range"), e->size, &a, &b) < 0) {
 		httpd_add_headerf(s->req, "Content-Range", "bytes */%" PRId64, e->size);
 		s3_error(s, 416, "InvalidRange", "The requested range is not satisfiable");
 		return;
 	}
 	{
-		struct mirror_ondemand_file of = { repo->hub, s->type, repo->name, snap->commit, repo->follow_rev, e->path,
-						   e->sha256, e->size, snap->repo_id, false };
+		struct mirror_ondemand_file of = {repo->hub, s->type,   repo->name, snap->commit,  repo->follow_rev,
+						  e->path,   e->sha256, e->size,    snap->repo_id, false};
 		if (mirror__send_file(rt, s->req, snap->id, &of))
 			s3_error(s, 503, "ServiceUnavailable", "The file is temporarily unavailable on this mirror.");
 	}
@@ -320,14 +326,16 @@ static void s3_object(struct s3req *s)
 		r = HM_ERR_NOT_FOUND;
 	} else if (found && rt->access && !mirror_access_allows(rt->access, s->token, s->hub, s->type, k.name)) {
 		/* a guarded one is refused, saying what would open it */
-		s3_error(s, 403, "AccessDenied", s->token ? "Access Denied: this access key's token does not cover this "
-							 "repository on this mirror"
-							: "Access Denied: this repository needs a signed request with an access key "
-							  "whose token covers it");
+		s3_error(s, 403, "AccessDenied",
+			 s->token ? "Access Denied: this access key's token does not cover this "
+				    "repository on this mirror"
+				  : "Access Denied: this repository needs a signed request with an access key "
+				    "whose token covers it");
 		goto out_repo;
 	} else if (found && !mirror_access_content_open(rt->access, &repo)) {
-		s3_error(s, 403, "AccessDenied", "Access Denied: the repository is gated upstream, and its operator has not "
-						 "opened it on this mirror");
+		s3_error(s, 403, "AccessDenied",
+			 "Access Denied: the repository is gated upstream, and its operator has not "
+			 "opened it on this mirror");
 		goto out_repo;
 	}
 	if (r) {
@@ -398,7 +406,9 @@ static void s3_bucket_request(struct s3req *s)
 	}
 	for (size_t i = 0; i < sizeof(unsupported) / sizeof(unsupported[0]); i++)
 		if (s3_query_has(q, unsupported[i])) {
-			s3_error(s, 501, "NotImplemented", "This mirror's S3 API reads buckets, listings and objects; it has no such subresource.");
+			s3_error(s, 501, "NotImplemented",
+				 "This mirror's S3 API reads buckets, listings and objects; it has no such "
+				 "subresource.");
 			return;
 		}
 	if (!strcmp(httpd_method(s->req), "HEAD")) {

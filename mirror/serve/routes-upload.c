@@ -117,9 +117,11 @@ static void repo_job_build(struct mirror__job *j, struct catalog *cat)
 	free(author);
 	if (!e) {
 		log_info("upload", "%s hf:%s%s%s by %s", r->delete ? "deleted" : "created",
-			 strcmp(r->type, "dataset") ? "" : "datasets/", r->name, r->private_ ? " (private)" : "", r->who);
+			 strcmp(r->type, "dataset") ? "" : "datasets/", r->name, r->private_ ? " (private)" : "",
+			 r->who);
 		j->status = 200;
-		j->body = r->delete ? json_object() : json_pack("{s:s, s:s, s:s}", "url", r->url, "name", r->name, "id", r->name);
+		j->body = r->delete ? json_object()
+				    : json_pack("{s:s, s:s, s:s}", "url", r->url, "name", r->name, "id", r->name);
 	} else if (e == HM_ERR_EXISTS) {
 		j->status = 409;
 		j->body = json_pack("{s:s, s:s}", "error", "You already created this repo", "url", r->url);
@@ -128,9 +130,11 @@ static void repo_job_build(struct mirror__job *j, struct catalog *cat)
 	} else if (e == -ENOSPC) {
 		/* the store's or the catalog's disk: said as a commit on that disk says it, and nothing made */
 		log_warn("upload", "%s hf:%s: the disk is full", r->delete ? "deleting" : "creating", r->name);
-		mirror__hf_job_error(j, 507, NULL, "No space left on the mirror's disk: the repository cannot be made now", NULL);
+		mirror__hf_job_error(j, 507, NULL,
+				     "No space left on the mirror's disk: the repository cannot be made now", NULL);
 	} else {
-		log_warn("upload", "%s hf:%s: %s", r->delete ? "deleting" : "creating", r->name, why ? why : err_str(e));
+		log_warn("upload", "%s hf:%s: %s", r->delete ? "deleting" : "creating", r->name,
+			 why ? why : err_str(e));
 		mirror__hf_job_error(j, 500, NULL, why ? why : err_str(e), NULL);
 	}
 	free(why);
@@ -198,7 +202,8 @@ int mirror__route_repos(struct mirror_routes *rt, struct httpd_req *req, const c
 		return 0;
 	}
 	in = json_loadb(body ? body : "", len, 0, NULL);
-	if (!json_is_object(in) || !repo_body(req, in, &type, &name) || !mirror__write_gate(rt, req, type, name, &who)) {
+	if (!json_is_object(in) || !repo_body(req, in, &type, &name) ||
+	    !mirror__write_gate(rt, req, type, name, &who)) {
 		if (!httpd_answered(req))
 			mirror__hf_error(req, 400, NULL, "The body is a JSON object", NULL);
 		json_decref(in);
@@ -292,7 +297,8 @@ static void preupload(struct mirror_routes *rt, struct httpd_req *req, const cha
 	char *attrs;
 
 	if (!json_is_array(files)) {
-		mirror__hf_error(req, 400, NULL, "A preupload is {\"files\": [{\"path\", \"sample\", \"size\"}]}", NULL);
+		mirror__hf_error(req, 400, NULL, "A preupload is {\"files\": [{\"path\", \"sample\", \"size\"}]}",
+				 NULL);
 		json_decref(in);
 		return;
 	}

@@ -155,8 +155,8 @@ int mirror__route_web(struct mirror_routes *rt, struct httpd_req *req, const cha
 	httpd_add_header(req, "ETag", a->etag);
 	if (!index) {
 		char *v = httpd_query_param(req, "v");
-		httpd_add_header(req, "Cache-Control", v && !strcmp(v, a->version) ? "public, max-age=31536000, immutable"
-										    : "no-cache");
+		httpd_add_header(req, "Cache-Control",
+				 v && !strcmp(v, a->version) ? "public, max-age=31536000, immutable" : "no-cache");
 		free(v);
 	} else {
 		httpd_add_header(req, "Cache-Control", "no-cache");

@@ -81,7 +81,8 @@ struct mirror_routes *mirror_routes_new(struct mirror_data *d, const struct mirr
 		int e = mirror_p2p_secret(d, r->p2p_key);
 		r->have_p2p_key = !e;
 		if (e)
-			log_warn("serve", "no key for the swarm's capabilities (%s): guarded repos get no torrent", err_str(e));
+			log_warn("serve", "no key for the swarm's capabilities (%s): guarded repos get no torrent",
+				 err_str(e));
 	}
 	return r;
 }

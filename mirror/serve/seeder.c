@@ -315,8 +315,9 @@ void mirror_seeder_rescan(struct mirror_seeder *s)
 	 * a damaged one is remembered while the catalog has it, so that no announce claims it again */
 	for (size_t i = 0; i < s->n; i++)
 		if (!s->v[i].seen)
-			s->v[i].seen = s->v[i].laying || (s->v[i].bad ? catalog_torrent_known(s->d->catalog, s->v[i].btih) == 1
-								       : still_held(s, &s->v[i]));
+			s->v[i].seen =
+				s->v[i].laying || (s->v[i].bad ? catalog_torrent_known(s->d->catalog, s->v[i].btih) == 1
+							       : still_held(s, &s->v[i]));
 	/* no longer a head and no swarm holds it, or gc dropped it: stop seeding it, remove its folder
 	 * (its .torrent stays while the catalog has it: an agent that asks again makes the seed take it
 	 * back); and a torrent whose seed found a bad piece (it left seed mode without being whole: a blob
@@ -433,7 +434,8 @@ int mirror_seeder_new(uv_loop_t *loop, struct mirror_data *d, const struct mirro
 	s->open_handles = 2;
 	p2p_session_set_wakeup(s->ses, on_libtorrent_wakeup, s);
 	mirror_seeder_rescan(s);
-	uv_timer_start(&s->timer, on_timer, cfg->rescan_ms ? cfg->rescan_ms : 30000, cfg->rescan_ms ? cfg->rescan_ms : 30000);
+	uv_timer_start(&s->timer, on_timer, cfg->rescan_ms ? cfg->rescan_ms : 30000,
+		       cfg->rescan_ms ? cfg->rescan_ms : 30000);
 	*out = s;
 	return 0;
 fail:

@@ -153,8 +153,11 @@ static void reader_say(struct sync_reader *rd, const char *line)
 				l = json_string(c);
 				free(c);
 			}
-			json_array_append_new(s->sync_report, s->sync_report_bytes < SYNC_REPORT_MAX ? l
-					      : (json_decref(l), json_string("(the rest of this report is in serve's log)")));
+			json_array_append_new(
+				s->sync_report,
+				s->sync_report_bytes < SYNC_REPORT_MAX
+					? l
+					: (json_decref(l), json_string("(the rest of this report is in serve's log)")));
 		}
 		if (s->sync_json)
 			return;
@@ -407,7 +410,8 @@ static json_t *admin_status(void *ud)
 	json_object_set_new(o, "sync_started_at", s->sync_running ? json_integer(s->sync_started_at) : json_null());
 	json_object_set_new(o, "next_sync_in_s", due ? json_integer((json_int_t)((due + 500) / 1000)) : json_null());
 	json_object_set_new(o, "next_sync_at", due ? json_integer(s->next_sync_at) : json_null());
-	json_object_set_new(o, "last_sync_exit", s->last_sync_status >= 0 ? json_integer(s->last_sync_status) : json_null());
+	json_object_set_new(o, "last_sync_exit",
+			    s->last_sync_status >= 0 ? json_integer(s->last_sync_status) : json_null());
 	json_object_set_new(o, "sync_progress", sync_progress(s));
 	return o;
 }
@@ -635,7 +639,7 @@ static int start_http(struct server *s, char **errmsg)
 		}
 	}
 	if (cfg->admin_token) {
-		struct mirror_admin a = { cfg->admin_token, s, admin_status, admin_sync_now, admin_report, admin_pause };
+		struct mirror_admin a = {cfg->admin_token, s, admin_status, admin_sync_now, admin_report, admin_pause};
 		mirror_routes_set_admin(s->routes, &a);
 	}
 	return 0;

@@ -69,7 +69,8 @@ struct mirror_serve_config {
 /* Parse "HH:MM" into minutes after midnight; -1 when malformed. */
 int mirror_parse_hhmm(const char *s);
 
-/* Run until SIGINT or SIGTERM; SIGHUP loads the TLS certificate and key again. Returns 0, or a negative code with *errmsg (malloc'd). */
+/* Run until SIGINT or SIGTERM; SIGHUP loads the TLS certificate and key again. Returns 0, or a negative code with
+ * *errmsg (malloc'd). */
 int mirror_serve(const struct mirror_serve_config *cfg, char **errmsg);
 
 #endif

@@ -110,8 +110,9 @@ static bool may_write(const struct mirror_routes *rt, const struct httpd_req *r,
 	if (!mirror__local_namespace(rt, name) || !tok || !mirror_access_may_write(rt->access, tok, "hf", type, name) ||
 	    catalog_repo_get(rt->data->catalog, "hf", type, name, &repo))
 		return false;
-	ok = repo.local && (!push || (mirror_access_allows(rt->access, tok, repo.hub, repo.type, repo.name) &&
-				      (!mirror__private_local(&repo) || mirror_access_private_allows(rt->access, tok, &repo))));
+	ok = repo.local &&
+	     (!push || (mirror_access_allows(rt->access, tok, repo.hub, repo.type, repo.name) &&
+			(!mirror__private_local(&repo) || mirror_access_private_allows(rt->access, tok, &repo))));
 	catalog_repo_release(&repo);
 	return ok;
 }
@@ -136,12 +137,14 @@ static int64_t room_for(struct mirror__commit_body *s)
 	}
 	if (disk >= 0) {
 		/* what was written is off the disk's free space already; what was promised is not */
-		b = s->got + (disk > rt->spool->promised - s->promised ? disk - (rt->spool->promised - s->promised) : 0) /
-				     (s->push ? 2 : 1);
+		b = s->got +
+		    (disk > rt->spool->promised - s->promised ? disk - (rt->spool->promised - s->promised) : 0) /
+			    (s->push ? 2 : 1);
 		if (b < limit) {
 			limit = b;
 			s->fail = 507;
-			snprintf(s->why, sizeof(s->why), "No space left on the mirror's disk: no room for this body now");
+			snprintf(s->why, sizeof(s->why),
+				 "No space left on the mirror's disk: no room for this body now");
 		}
 	}
 	b = rt->spool->spool_max - others;
@@ -166,8 +169,10 @@ static void quota_room(struct mirror__commit_body *s, const char *name)
 		s->quota_room = (quota > used ? (quota - used) / 3 * 4 : 0) + QUOTA_SLACK;
 		size_human(used, h, sizeof(h));
 		size_human(quota, q, sizeof(q));
-		snprintf(s->quota_why, sizeof(s->quota_why), "The storage quota of namespace %s is exceeded: it holds %s "
-			 "and its quota is %s: this body cannot fit", ns, h, q);
+		snprintf(s->quota_why, sizeof(s->quota_why),
+			 "The storage quota of namespace %s is exceeded: it holds %s "
+			 "and its quota is %s: this body cannot fit",
+			 ns, h, q);
 	}
 	free(ns);
 }
@@ -205,8 +210,9 @@ static int spool_data(void *ud, const char *p, size_t n)
 			continue;
 		if (w <= 0) {
 			s->status = errno == ENOSPC || errno == EDQUOT ? 507 : 500;
-			snprintf(s->why, sizeof(s->why), "%s", s->status == 507 ? "No space left on the mirror's disk: no room for this body now"
-										  : "The mirror could not keep this body");
+			snprintf(s->why, sizeof(s->why), "%s",
+				 s->status == 507 ? "No space left on the mirror's disk: no room for this body now"
+						  : "The mirror could not keep this body");
 			return HTTPD_SINK_STOP;
 		}
 		count(s, w);

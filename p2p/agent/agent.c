@@ -164,8 +164,9 @@ static void on_tick(uv_timer_t *t)
 			bool direct = agent_fill_direct(s);
 			/* damage found in the files (a read's check, a verify), or pieces libtorrent had and
 			 * lost in a check of the files (a piece that failed in seed mode, a full disk) */
-			if (st.damaged > s->damaged_seen || (!st.checking && !direct && !s->evicting &&
-							     st.pieces_have < s->pieces_seen && (s->finished || s->verified)))
+			if (st.damaged > s->damaged_seen ||
+			    (!st.checking && !direct && !s->evicting && st.pieces_have < s->pieces_seen &&
+			     (s->finished || s->verified)))
 				agent_snap_damaged(a, s);
 			s->damaged_seen = st.damaged;
 			if (!st.checking && !direct)
@@ -256,7 +257,7 @@ static void on_stop_timer(uv_timer_t *t)
 
 int agent_http_start(struct agent *a, const char *listen, char **errmsg)
 {
-	struct httpd_config ec = { .listen = listen, .max_workers = 64, .max_waiting = 4096, .write_timeout_ms = 600000 };
+	struct httpd_config ec = {.listen = listen, .max_workers = 64, .max_waiting = 4096, .write_timeout_ms = 600000};
 	int r = httpd_new(&a->loop, &ec, &a->http);
 
 	if (r) {

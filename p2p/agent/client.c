@@ -38,7 +38,8 @@ static int socket_reachable(const char *socket, char **errmsg)
 	who = path_owner_name(socket);
 	if (errmsg)
 		*errmsg = xasprintf("cannot reach the agent at %s: %s; it belongs to %s (run this as that user or with "
-				    "sudo, or set HUBMIRROR_AGENT_SOCKET for an agent of your own)", socket, strerror(e), who);
+				    "sudo, or set HUBMIRROR_AGENT_SOCKET for an agent of your own)",
+				    socket, strerror(e), who);
 	free(who);
 	return -EACCES;
 }

@@ -106,14 +106,14 @@ static json_t *snap_json(struct agent *a, const struct agent_snap *s, json_t *na
 			json_array_append_new(mounts, json_string(s->mounts[k].dir));
 			direct += p2p_mount_shortcuts(s->mounts[k].m);
 		}
-	j = json_pack("{s:O?, s:O?, s:O?, s:O?, s:s, s:I, s:I, s:b, s:b, s:b, s:I, s:o, s:i, s:I, s:I}",
-		      "spec", json_object_get(name, "spec"), "revision", json_object_get(name, "revision"),
-		      "commit", json_object_get(name, "commit"), "synced_at", json_object_get(name, "synced_at"),
-		      "btih", s->btih, "bytes_have", (json_int_t)(ok ? have_bytes(s, &st) : 0),
-		      "bytes_total", (json_int_t)(ok ? st.total_wanted : 0), "complete", ok && (st.seeding || st.seed_mode),
-		      "verified", s->verified && !json_array_size(s->pending_links), "pinned", s->pinned,
-		      "last_used", (json_int_t)s->last_used, "mounts", mounts, "peers", ok ? st.peers : 0,
-		      "uploaded", (json_int_t)(ok ? st.uploaded : 0), "downloaded", (json_int_t)(ok ? st.downloaded : 0));
+	j = json_pack("{s:O?, s:O?, s:O?, s:O?, s:s, s:I, s:I, s:b, s:b, s:b, s:I, s:o, s:i, s:I, s:I}", "spec",
+		      json_object_get(name, "spec"), "revision", json_object_get(name, "revision"), "commit",
+		      json_object_get(name, "commit"), "synced_at", json_object_get(name, "synced_at"), "btih", s->btih,
+		      "bytes_have", (json_int_t)(ok ? have_bytes(s, &st) : 0), "bytes_total",
+		      (json_int_t)(ok ? st.total_wanted : 0), "complete", ok && (st.seeding || st.seed_mode),
+		      "verified", s->verified && !json_array_size(s->pending_links), "pinned", s->pinned, "last_used",
+		      (json_int_t)s->last_used, "mounts", mounts, "peers", ok ? st.peers : 0, "uploaded",
+		      (json_int_t)(ok ? st.uploaded : 0), "downloaded", (json_int_t)(ok ? st.downloaded : 0));
 	if (ok && st.error) {
 		char *w = error_words(a, s, &st);
 		json_object_set_new(j, "error", json_string(w));
@@ -144,7 +144,8 @@ static json_t *snap_json(struct agent *a, const struct agent_snap *s, json_t *na
 		json_object_set_new(j, "size", json_integer(size));
 		json_object_set_new(j, "files", json_integer((json_int_t)json_array_size(files)));
 		json_object_set_new(j, "held", json_integer(held < size ? held : size));
-		json_object_set_new(j, "selected", s->want ? json_integer((json_int_t)json_array_size(s->want)) : json_null());
+		json_object_set_new(j, "selected",
+				    s->want ? json_integer((json_int_t)json_array_size(s->want)) : json_null());
 	}
 	free(path);
 	return j;
@@ -162,8 +163,8 @@ static void do_http(struct agent *a, struct httpd_req *req, json_t *body)
 		return;
 	}
 	if (a->http) {
-		fail(req, 409, "the local endpoint already listens on %s (port %d)", a->http_listen ? a->http_listen : "?",
-		     httpd_port(a->http));
+		fail(req, 409, "the local endpoint already listens on %s (port %d)",
+		     a->http_listen ? a->http_listen : "?", httpd_port(a->http));
 		return;
 	}
 	if (agent_http_start(a, listen, &err)) {
@@ -171,7 +172,8 @@ static void do_http(struct agent *a, struct httpd_req *req, json_t *body)
 		free(err);
 		return;
 	}
-	log_info("agent", "local endpoint on %s (port %d), started through the control socket", listen, httpd_port(a->http));
+	log_info("agent", "local endpoint on %s (port %d), started through the control socket", listen,
+		 httpd_port(a->http));
 	answer(req, 200, json_pack("{s:s, s:i}", "listen", listen, "port", httpd_port(a->http)));
 }
 
@@ -193,11 +195,11 @@ static int do_status(struct agent *a, struct httpd_req *req)
 	for (size_t i = 0; i < a->nsnaps; i++)
 		over_http += a->snaps[i]->fill_bytes;
 	o = json_pack("{s:i, s:i, s:s, s:s?, s:s, s:I, s:I, s:i, s:I, s:I, s:I, s:o}", "pid", (int)getpid(),
-				   "http_port", a->http ? httpd_port(a->http) : 0,
-				   "socket", a->cfg->socket_path, "mirror", a->cfg->mirror, "cache", a->cfg->cache_dir,
-				   "cache_used", (json_int_t)agent_cache_used(a), "cache_size", (json_int_t)a->cfg->cache_size,
-				   "p2p_port", ss.listen_port, "started_at", (json_int_t)a->started_at,
-				   "uploaded", (json_int_t)up, "downloaded", (json_int_t)down, "snapshots", snaps);
+		      "http_port", a->http ? httpd_port(a->http) : 0, "socket", a->cfg->socket_path, "mirror",
+		      a->cfg->mirror, "cache", a->cfg->cache_dir, "cache_used", (json_int_t)agent_cache_used(a),
+		      "cache_size", (json_int_t)a->cfg->cache_size, "p2p_port", ss.listen_port, "started_at",
+		      (json_int_t)a->started_at, "uploaded", (json_int_t)up, "downloaded", (json_int_t)down,
+		      "snapshots", snaps);
 	/* what the fill fetched from the mirror over HTTP (downloaded counts BitTorrent's payload), and
 	 * where the local endpoint listens */
 	json_object_set_new(o, "fetched_over_http", json_integer(over_http));
@@ -394,20 +396,22 @@ static struct agent_snap *resolved(struct agent *a, struct httpd_req *req, struc
 			json_string_value(json_object_get(*name, "revision")),
 			json_string_value(json_object_get(*name, "commit")));
 		json_object_set_new(j->body, "offline", json_string(j->why));
-		json_object_set_new(j->body, "offline_using",
-				    json_pack("{s:O?, s:O?, s:O?, s:O?}", "revision", json_object_get(*name, "revision"),
-					      "commit", json_object_get(*name, "commit"), "synced_at",
-					      json_object_get(*name, "synced_at"), "taken_at", json_object_get(*name, "taken_at")));
+		json_object_set_new(
+			j->body, "offline_using",
+			json_pack("{s:O?, s:O?, s:O?, s:O?}", "revision", json_object_get(*name, "revision"), "commit",
+				  json_object_get(*name, "commit"), "synced_at", json_object_get(*name, "synced_at"),
+				  "taken_at", json_object_get(*name, "taken_at")));
 	} else if (j->st) {
 		fail(req, j->st, "%s on %s: %s", sp, j->mirror, j->why ? j->why : "?");
-	} else if ((want = job_want(a, j, canon, j->meta)), room_refused(a, req, j, canon, j->meta, j->dir ? NULL : want)) {
+	} else if ((want = job_want(a, j, canon, j->meta)),
+		   room_refused(a, req, j, canon, j->meta, j->dir ? NULL : want)) {
 		json_decref(want);
 		free(canon);
 		return NULL;
 	} else {
 		json_object_set_new(j->meta, "spec", json_string(canon));
-		s = agent_snap_add(a, json_incref(j->meta), (const unsigned char *)j->tor, j->tlen, j->spec.revision, want,
-				   name, &why);
+		s = agent_snap_add(a, json_incref(j->meta), (const unsigned char *)j->tor, j->tlen, j->spec.revision,
+				   want, name, &why);
 		if (!s)
 			fail(req, 502, "cannot take the snapshot's torrent: %s", why ? why : "?");
 	}
@@ -728,7 +732,8 @@ static int do_drop(struct agent *a, struct httpd_req *req, json_t *body)
 			const char *commit = json_string_value(json_object_get(nm, "commit"));
 			match |= ns && !strcmp(ns, canon) &&
 				 (!sp.revision || (rev && !strcmp(rev, sp.revision)) ||
-				  (commit && strlen(sp.revision) >= 7 && !strncmp(commit, sp.revision, strlen(sp.revision))));
+				  (commit && strlen(sp.revision) >= 7 &&
+				   !strncmp(commit, sp.revision, strlen(sp.revision))));
 		}
 		if (!match)
 			continue;
@@ -752,11 +757,12 @@ static int do_drop(struct agent *a, struct httpd_req *req, json_t *body)
 		struct agent_snap *s = pick[i];
 		json_t *nm;
 		size_t k;
-		json_array_foreach(s->names, k, nm)
-			json_array_append_new(dropped, json_pack("{s:O?, s:O?, s:O?, s:s, s:s}", "spec", json_object_get(nm, "spec"),
-								 "revision", json_object_get(nm, "revision"), "commit",
-								 json_object_get(nm, "commit"), "btih", s->btih, "folder", s->save));
-		log_info("agent", "dropping %s @ %.12s from the cache, as asked", s->spec ? s->spec : s->btih, s->commit ? s->commit : "");
+		json_array_foreach(s->names, k, nm) json_array_append_new(
+			dropped, json_pack("{s:O?, s:O?, s:O?, s:s, s:s}", "spec", json_object_get(nm, "spec"),
+					   "revision", json_object_get(nm, "revision"), "commit",
+					   json_object_get(nm, "commit"), "btih", s->btih, "folder", s->save));
+		log_info("agent", "dropping %s @ %.12s from the cache, as asked", s->spec ? s->spec : s->btih,
+			 s->commit ? s->commit : "");
 		agent_snap_forget(a, s);
 		agent_drop_files(a, s->btih);
 		agent_snap_free(s);
@@ -783,7 +789,10 @@ int agent_control(void *ud, struct httpd_req *req)
 	if (!strcmp(path, "/v1/status"))
 		return do_status(a, req);
 	if (!post)
-		return fail(req, !strcmp(path, "/v1/mount") || !strcmp(path, "/v1/umount") || !strcmp(path, "/v1/pull") ? 405 : 404,
+		return fail(req,
+			    !strcmp(path, "/v1/mount") || !strcmp(path, "/v1/umount") || !strcmp(path, "/v1/pull")
+				    ? 405
+				    : 404,
 			    "no such call: %s", path);
 	if (!strcmp(path, "/v1/stop")) {
 		agent_stop_soon(a);

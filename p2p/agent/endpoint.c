@@ -197,8 +197,8 @@ static void classify_s3(struct agent_ep *e, struct httpd_req *r)
 	if (authz)
 		e->s3_headers[n++] = xasprintf("Authorization: %s", authz);
 	str_split_free(names);
-	if (!s3_path_parse(rest ? (*rest ? rest : "/") : path, &bucket, &key) && key && !s3_bucket(bucket, &hub, &type) &&
-	    !s3_key_parse(key, &k)) {
+	if (!s3_path_parse(rest ? (*rest ? rest : "/") : path, &bucket, &key) && key &&
+	    !s3_bucket(bucket, &hub, &type) && !s3_key_parse(key, &k)) {
 		char *seg = xasprintf("%s:%s%s@%s", hub, !strcmp(type, "dataset") ? "datasets/" : "", k.name, k.rev);
 		if (*k.path && !path_check_str(k.path) && !hub_spec_parse(seg, &e->spec)) {
 			e->file = true;
@@ -433,8 +433,9 @@ static void fetch_snapshot(void *job)
 	st = agent_fetch_snapshot(e->a, e->a->cfg->mirror, token, &at, &e->meta, &e->tor, &e->tlen, &e->why);
 	if (st && e->s3 && !token && (st == 401 || st == 403)) {
 		free(e->why);
-		e->why = xstrdup("this repository is guarded: this agent takes its snapshot for S3 clients with a token "
-				 "of its own, and has none (agent --token-file)");
+		e->why =
+			xstrdup("this repository is guarded: this agent takes its snapshot for S3 clients with a token "
+				"of its own, and has none (agent --token-file)");
 	}
 	if (st && !e->why)
 		e->why = xstrdup("the mirror gave no snapshot");
@@ -572,7 +573,8 @@ static void start_file(struct agent_ep *e, struct httpd_req *r, struct agent_sna
 		if (fd < 0)
 			httpd_respond(r, 200, "application/octet-stream", "", 0);
 		else
-			httpd_respond_file(r, e->len != e->size ? 206 : 200, "application/octet-stream", fd, e->off, e->len);
+			httpd_respond_file(r, e->len != e->size ? 206 : 200, "application/octet-stream", fd, e->off,
+					   e->len);
 		ep_free(e);
 		return;
 	}

@@ -330,14 +330,18 @@ char *agent_room_refusal(const struct agent *a, const char *spec, int64_t need, 
 	size_human(total, t, sizeof(t));
 	size_human(disk, d, sizeof(d));
 	if (total > disk)
-		return xasprintf("not enough room in the cache for %s: it needs %s more and the disk of %s has %s free; "
-				 "the snapshot alone (%s) is bigger than that whole disk (%s): give the agent a cache on a "
-				 "bigger one (agent --cache DIR), or take what fits: the files you need (pull --include "
-				 "PATTERN), or a mount (it fetches what is read)", spec, n, a->cfg->cache_dir, f, t, d);
+		return xasprintf(
+			"not enough room in the cache for %s: it needs %s more and the disk of %s has %s free; "
+			"the snapshot alone (%s) is bigger than that whole disk (%s): give the agent a cache on a "
+			"bigger one (agent --cache DIR), or take what fits: the files you need (pull --include "
+			"PATTERN), or a mount (it fetches what is read)",
+			spec, n, a->cfg->cache_dir, f, t, d);
 	return xasprintf("not enough room in the cache for %s: it needs %s more and the disk of %s has %s free "
-			 "(the snapshot is %s in all): free space there%s", spec, n, a->cfg->cache_dir, f, t,
-			 a->cfg->cache_size > 0 ? ", or unmount or unpin snapshots so that they can be evicted"
-						: ", or give the agent a --cache-size so that it evicts snapshots nobody uses");
+			 "(the snapshot is %s in all): free space there%s",
+			 spec, n, a->cfg->cache_dir, f, t,
+			 a->cfg->cache_size > 0
+				 ? ", or unmount or unpin snapshots so that they can be evicted"
+				 : ", or give the agent a --cache-size so that it evicts snapshots nobody uses");
 }
 
 void agent_drop_files(struct agent *a, const char *btih)
@@ -428,7 +432,8 @@ static void thin_done(uv_work_t *w, int status)
 				t->s->spec ? t->s->spec : t->s->btih, t->err ? t->err : "?");
 		} else if (t->evicted) {
 			if (a->evict->l.thinned)
-				a->evict->l.thinned(a->evict->l.ud, t->s, t->v, t->n); /* (the fill fetches them again) */
+				a->evict->l.thinned(a->evict->l.ud, t->s, t->v,
+						    t->n); /* (the fill fetches them again) */
 			json_object_del(t->s->meta, "whole");
 			agent_snap_remember(a, t->s);
 			size_human(t->freed, f, sizeof(f));
@@ -675,7 +680,8 @@ void agent_evict_tick(struct agent *a)
 		return;
 	/* measured every 10 s (and at once after a drop or when a snapshot came); without a limit,
 	 * every minute for status */
-	if (!a->evict->ndrop && a->nsnaps == a->evict->sized_nsnaps && time(NULL) - a->evict->sized_at < (a->cfg->cache_size > 0 ? 10 : 60))
+	if (!a->evict->ndrop && a->nsnaps == a->evict->sized_nsnaps &&
+	    time(NULL) - a->evict->sized_at < (a->cfg->cache_size > 0 ? 10 : 60))
 		return;
 	a->evict->sized_nsnaps = a->nsnaps;
 	z = xcalloc(1, sizeof(*z));

@@ -20,8 +20,8 @@
  *
  * Several mirrors (the torrent's web seeds: the mirror it came from, then its peer mirrors): each piece
  * is asked of one of them by its index (piece % mirrors in a swarm, the same for every agent, so each
- * mirror's 409 still sees the ranges it sent; alone, run by run in turn), so the mirrors share the work; a mirror whose ranges failed
- * FILL_FAILS times in a row is left alone for a while (1 s, doubling each time in a row up to
+ * mirror's 409 still sees the ranges it sent; alone, run by run in turn), so the mirrors share the work; a mirror whose
+ * ranges failed FILL_FAILS times in a row is left alone for a while (1 s, doubling each time in a row up to
  * FILL_DOWN_MS), its pieces asked of the next one. When every mirror is left alone the fill rests
  * and asks again when the first is due: a mirror that restarts, or drops off the network for a
  * while, is taken up again (in direct mode nothing else would fetch: libtorrent asks no peer).
@@ -439,15 +439,17 @@ static void on_done(void *ud, int result, const struct hub_http_resp *resp, cons
 				f->down_until[r->mirror] = uv_now(&a->loop) + (ms < FILL_DOWN_MS ? ms : FILL_DOWN_MS);
 				if (pick_mirror(f, r->first) < 0 && !f->resting) {
 					f->resting = true;
-					log_warn("agent", "%.12s: the mirror%s HTTP ranges failed %d times (%s, HTTP %ld): "
-						"asking again in a moment (the swarm meanwhile)", f->btih,
-						f->nbase > 1 ? "s'" : "'s", FILL_FAILS, result ? err_str(result) : "short answer",
-						resp ? resp->status : 0);
+					log_warn("agent",
+						 "%.12s: the mirror%s HTTP ranges failed %d times (%s, HTTP %ld): "
+						 "asking again in a moment (the swarm meanwhile)",
+						 f->btih, f->nbase > 1 ? "s'" : "'s", FILL_FAILS,
+						 result ? err_str(result) : "short answer", resp ? resp->status : 0);
 				}
 			}
 		} else {
 			uint64_t ns = uv_hrtime() - r->started;
-			if (r->len >= FILL_FAST_MIN && ns && r->len * (int64_t)1000000000 / (int64_t)ns >= FILL_FAST_BPS)
+			if (r->len >= FILL_FAST_MIN && ns &&
+			    r->len * (int64_t)1000000000 / (int64_t)ns >= FILL_FAST_BPS)
 				f->fast = true;
 			if (f->resting)
 				log_info("agent", "%.12s: the mirror answers again", f->btih);
@@ -479,8 +481,8 @@ static uint64_t rnd(struct fill *f)
 static bool wanted_here(const struct fill *f, int p)
 {
 	/* direct: every piece comes from here (libtorrent asks no peer); had 2: not wanted */
-	return f->had[p] == 0 && !f->mine[p] && !f->claimed[p] && (f->direct || !f->avail[p]) && f->tries[p] < FILL_TRIES &&
-	       (!f->elsewhere[p] || (int32_t)(f->elsewhere[p] - (uint32_t)f->now) <= 0);
+	return f->had[p] == 0 && !f->mine[p] && !f->claimed[p] && (f->direct || !f->avail[p]) &&
+	       f->tries[p] < FILL_TRIES && (!f->elsewhere[p] || (int32_t)(f->elsewhere[p] - (uint32_t)f->now) <= 0);
 }
 
 /* Claim the next run: [*first, *end) of fe. 1: claimed; 0: nothing is left to fetch; -1: not now (libtorrent
@@ -728,7 +730,8 @@ void agent_fill_update(struct agent *a, struct agent_snap *s, const struct p2p_t
 	if (s->fill->direct && !s->fill->leaving) {
 		uint64_t now = uv_now(&a->loop), since = now - s->fill->direct_since;
 		/* soon after it started (agents starting together), then every second */
-		if (s->fill->announces < 3 ? since >= 200u * (1u << s->fill->announces) : now - s->fill->announced >= 1000) {
+		if (s->fill->announces < 3 ? since >= 200u * (1u << s->fill->announces)
+					   : now - s->fill->announced >= 1000) {
 			s->fill->announced = now;
 			s->fill->announces++;
 			p2p_session_reannounce(a->ses, s->btih);
@@ -865,7 +868,7 @@ void agent_fill_new(struct agent *a, agent_room_wait_fn *room_wait, struct agent
 	uv_timer_init(&a->loop, &a->fills->soon);
 	a->fills->soon.data = a;
 	a->fills->room_wait = room_wait;
-	*l = (struct agent_evict_listener){ .thinned = forget, .room = room_made, .unseen = agent_fill_unseen, .ud = a };
+	*l = (struct agent_evict_listener){.thinned = forget, .room = room_made, .unseen = agent_fill_unseen, .ud = a};
 }
 
 void agent_fill_end(struct agent *a)

@@ -37,7 +37,8 @@ char *agent_path_lock(const struct agent *a)
 
 char *agent_path_http(const struct agent *a, const char *key)
 {
-	return key ? xasprintf("%s/agent/http/%s", a->cfg->cache_dir, key) : xasprintf("%s/agent/http", a->cfg->cache_dir);
+	return key ? xasprintf("%s/agent/http/%s", a->cfg->cache_dir, key)
+		   : xasprintf("%s/agent/http", a->cfg->cache_dir);
 }
 
 char *agent_path_trash(const struct agent *a)

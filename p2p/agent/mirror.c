@@ -112,12 +112,14 @@ static void explain(int st, const char *token, const struct hub_spec *spec, char
 	char *s = NULL, *spec_s;
 
 	if (st == 401)
-		s = xstrdup(token ? "the mirror refused the token (HUBMIRROR_TOKEN): it is not one of the mirror's tokens"
-				  : "the mirror wants a token: set HUBMIRROR_TOKEN to one its operator gave you");
+		s = xstrdup(
+			token ? "the mirror refused the token (HUBMIRROR_TOKEN): it is not one of the mirror's tokens"
+			      : "the mirror wants a token: set HUBMIRROR_TOKEN to one its operator gave you");
 	else if (st == 403)
-		s = xstrdup(token ? "the token (HUBMIRROR_TOKEN) does not cover this repository: ask the mirror's operator "
-				    "for a grant of it"
-				  : "the mirror gives it only with a token that covers it: set HUBMIRROR_TOKEN");
+		s = xstrdup(
+			token ? "the token (HUBMIRROR_TOKEN) does not cover this repository: ask the mirror's operator "
+				"for a grant of it"
+			      : "the mirror gives it only with a token that covers it: set HUBMIRROR_TOKEN");
 	else if (st == 404 && *errmsg && !strcmp(*errmsg, "repo not on this mirror")) {
 		spec_s = hub_spec_format(spec, 0);
 		s = xasprintf("not on this mirror: ask for it with 'hubmirror request %s' (what it holds: "
@@ -193,7 +195,8 @@ void agent_say_goodbyes(const struct p2p_goodbye *g, size_t n, int port)
 			snprintf(q + 3 * b, 4, "%%%02X", g[i].hash[b]);
 		/* the tracker knows a peer by its address and port: this one's, going */
 		url = xasprintf("%s%sinfo_hash=%s&peer_id=-HM0001-goodbye00000&port=%d&uploaded=0&downloaded=0&left=0"
-				"&event=stopped&compact=1&numwant=0", g[i].url, strchr(g[i].url, '?') ? "&" : "?", q, port);
+				"&event=stopped&compact=1&numwant=0",
+				g[i].url, strchr(g[i].url, '?') ? "&" : "?", q, port);
 		c.url = url;
 		if (hub_http_call_blocking(&c, &body, &len, &status, &err) || status != 200)
 			failed[nfailed++] = g[i].url;

@@ -181,7 +181,8 @@ void agent_snap_remember(struct agent *a, struct agent_snap *s)
 		tp = NULL;
 	}
 	if (r || (r = path_write_replace(mp, js, strlen(js), 0600)) != 0)
-		log_warn("agent", "cannot remember %s in %s (%s): a restart will not seed it", s->btih, dir, err_str(r));
+		log_warn("agent", "cannot remember %s in %s (%s): a restart will not seed it", s->btih, dir,
+			 err_str(r));
 	else
 		unsynced(a, xstrdup(mp));
 	sync_start(a);
@@ -212,7 +213,8 @@ static json_t *add_name(struct agent_snap *s, json_t *from, const char *asked)
 	if (!asked)
 		asked = "";
 	json_array_foreach(s->names, i, it) {
-		if (str_eq(jstr(it, "spec"), spec) && str_eq(jstr(it, "revision"), rev) && str_eq(jstr(it, "commit"), commit)) {
+		if (str_eq(jstr(it, "spec"), spec) && str_eq(jstr(it, "revision"), rev) &&
+		    str_eq(jstr(it, "commit"), commit)) {
 			/* asked for plainly once: what a plain mount gets offline, whatever was asked since */
 			if (!*asked)
 				json_object_set_new(it, "asked", json_string(""));
@@ -275,7 +277,8 @@ json_t *agent_held(struct agent *a, const char *spec, const char *revision, stru
 			if (!str_eq(jstr(it, "spec"), spec))
 				continue;
 			if (revision && *revision)
-				match = str_eq(rev, revision) || str_eq(jstr(it, "commit"), revision) || str_eq(asked, revision);
+				match = str_eq(rev, revision) || str_eq(jstr(it, "commit"), revision) ||
+					str_eq(asked, revision);
 			else /* a plain request: what a plain one got, or the hub's default branch */
 				match = (asked && !*asked) || str_eq(rev, dflt);
 			if (match && (!best || json_integer_value(json_object_get(it, "taken_at")) >=

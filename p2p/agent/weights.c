@@ -143,14 +143,17 @@ static void weights_apply(struct agent *a, struct agent_snap *s, const struct we
 		size_human(a->cfg->cache_size, c, sizeof(c));
 		why = xasprintf("with what it wants they pass the cache's bound (--cache-size %s)", c);
 	} else if ((why = agent_room_refusal(a, name, need, total)) == NULL) {
-		log_info("agent", "%s: fetching in the background the %zu weight file%s its safetensors index%s name%s (%s)",
-			  name, n, one ? "" : "s", several ? "es" : "", several ? "" : "s", t);
+		log_info("agent",
+			 "%s: fetching in the background the %zu weight file%s its safetensors index%s name%s (%s)",
+			 name, n, one ? "" : "s", several ? "es" : "", several ? "" : "s", t);
 		agent_snap_want(a, s, more);
 	}
 	if (why)
-		log_info("agent", "%s: the %zu weight file%s its safetensors index%s name%s (%s) %s fetched as %s read, "
-			  "not before: %s", name, n, one ? "" : "s", several ? "es" : "", several ? "" : "s", t,
-			  one ? "is" : "are", one ? "it is" : "they are", why);
+		log_info("agent",
+			 "%s: the %zu weight file%s its safetensors index%s name%s (%s) %s fetched as %s read, "
+			 "not before: %s",
+			 name, n, one ? "" : "s", several ? "es" : "", several ? "" : "s", t, one ? "is" : "are",
+			 one ? "it is" : "they are", why);
 	free(why);
 	json_decref(more);
 	json_decref(all);

@@ -73,7 +73,8 @@ static bool same_str(const char *a, const char *b)
 
 static void check_alone(const struct hf_commit_line *l)
 {
-	if (l->key == HF_COMMIT_HEADER && (!l->summary || !*l->summary || (l->parent[0] && !hex_is_lower(l->parent, 40))))
+	if (l->key == HF_COMMIT_HEADER &&
+	    (!l->summary || !*l->summary || (l->parent[0] && !hex_is_lower(l->parent, 40))))
 		fail("a header without its summary, or a parent that is not a commit id");
 	if (l->key != HF_COMMIT_HEADER && !l->path)
 		fail("an operation without its path");

@@ -187,7 +187,9 @@ static void check_route(const struct hf_path *s, const char *method, const char 
 	if (p.route == HF_ROUTE_TREESIZE && p.sub && path_check_str(p.sub))
 		fail("a treesize route whose path fails path_check", path);
 	/* through the builders and back, what the routes would serve */
-	url = p.rev && hub_check_revision(p.rev) ? NULL : p.sub && *p.sub && path_check_str(p.sub) ? NULL : build_again(&p);
+	url = p.rev && hub_check_revision(p.rev)         ? NULL
+	      : p.sub && *p.sub && path_check_str(p.sub) ? NULL
+							 : build_again(&p);
 	if (url) {
 		if (strncmp(url, "http://h/", 9))
 			fail("the builder's URL", path);

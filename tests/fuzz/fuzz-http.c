@@ -71,8 +71,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	size_t sent = 0, got = 0;
 
 	if (!h) {
-		struct httpd_config cfg = { .listen = "127.0.0.1:0", .max_header_bytes = 2048, .max_body_bytes = 4096,
-					    .header_timeout_ms = 1000, .idle_timeout_ms = 1000, .write_timeout_ms = 1000 };
+		struct httpd_config cfg = {.listen = "127.0.0.1:0",
+					   .max_header_bytes = 2048,
+					   .max_body_bytes = 4096,
+					   .header_timeout_ms = 1000,
+					   .idle_timeout_ms = 1000,
+					   .write_timeout_ms = 1000};
 		uv_loop_init(&loop);
 		if (httpd_new(&loop, &cfg, &h))
 			abort();
@@ -100,7 +104,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			shutdown(sv[1], SHUT_WR);
 		}
 		uv_run(&loop, UV_RUN_NOWAIT);
-		n = recv(sv[1], buf + (got < sizeof(buf) - 1 ? got : 0), sizeof(buf) - 1 - (got < sizeof(buf) - 1 ? got : 0), 0);
+		n = recv(sv[1], buf + (got < sizeof(buf) - 1 ? got : 0),
+			 sizeof(buf) - 1 - (got < sizeof(buf) - 1 ? got : 0), 0);
 		if (n == 0)
 			break; /* the server closed */
 		if (n > 0) {

@@ -41,7 +41,8 @@ static char *write_batch(const struct hf_lfs_batch *b)
 		else /* (a malformed one stays malformed: no size) */
 			json_array_append_new(objs, json_pack("{s:s}", "oid", b->objects[i].oid));
 	o = json_pack("{s:s, s:o, s:o}", "operation", b->operation[0] ? b->operation : "verify", "objects", objs,
-		      "transfers", b->multipart ? json_pack("[s, s]", "basic", "multipart") : json_pack("[s]", "basic"));
+		      "transfers",
+		      b->multipart ? json_pack("[s, s]", "basic", "multipart") : json_pack("[s]", "basic"));
 	text = json_dumps(o, JSON_COMPACT);
 	json_decref(o);
 	return text;
@@ -65,7 +66,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		fail("an operation that is neither upload nor download");
 	for (size_t i = 0; i < b.nobjects; i++) {
 		const struct hf_lfs_object *o = &b.objects[i];
-		if (strlen(o->oid) > 64 || (o->ok && (strlen(o->oid) != 64 || !hex_is_lower(o->oid, 64) || o->size < 0)))
+		if (strlen(o->oid) > 64 ||
+		    (o->ok && (strlen(o->oid) != 64 || !hex_is_lower(o->oid, 64) || o->size < 0)))
 			fail("an object ok without a sha256 and a size, or shown at more than 64 bytes");
 	}
 	text = write_batch(&b);

@@ -488,7 +488,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	re = ref_sign(&r, &s, secret, &canon, ref);
 	if (le != re || (!le && strcmp(lib, ref)))
 		fail("s3_sig_expected and the harness's own canonical request disagree", &r, NULL, canon, NULL);
-	show(le ? "a query that does not decode" : !strcmp(ref, s.signature) ? "signed, verifies" : "signed, not verified",
+	show(le                          ? "a query that does not decode"
+	     : !strcmp(ref, s.signature) ? "signed, verifies"
+					 : "signed, not verified",
 	     &r);
 	if (le)
 		goto out;

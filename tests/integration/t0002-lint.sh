@@ -74,6 +74,7 @@ if [ -z "$out" ]; then ok "no reference to a document outside the repository"; e
 lint docs "every docs/*.md named exists, and every section quoted is a heading there"
 lint private "no private header included across folders"
 lint long-functions "no function over 100 lines without a comment that says why"
+lint columns "no line of C or C++ wider than the 120 columns .clang-format declares"
 lint flags "every option a command declares has its help in its table and is on its page under docs/commands/"
 lint fronts "in mirror/serve/, no front calls another front, and the floor calls no front (by the objects' symbols)"
 lint depends-on "docs/ARCHITECTURE.md says what each folder depends on, as its includes do"

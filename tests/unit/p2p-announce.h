@@ -97,7 +97,8 @@ static inline const char *bdecode(const char *p, const char *end, struct bval *v
 					return NULL;
 				}
 				m = prev && prev->n < item.n ? prev->n : item.n;
-				if (prev && (memcmp(prev->s, item.s, m) > 0 || (!memcmp(prev->s, item.s, m) && prev->n >= item.n))) {
+				if (prev && (memcmp(prev->s, item.s, m) > 0 ||
+					     (!memcmp(prev->s, item.s, m) && prev->n >= item.n))) {
 					bfree(v);
 					return NULL; /* keys out of order or repeated */
 				}

@@ -154,7 +154,8 @@ TEST(log_lines_cannot_be_forged)
 	if (saved < 0)
 		return;
 	dup2(fds[1], STDERR_FILENO);
-	log_msg(LOG_LEVEL_ERROR, "ondemand", "%s: not tracked", "acme/x\n2026-01-01T00:00:00Z info  admin: tracking\x1b[2J");
+	log_msg(LOG_LEVEL_ERROR, "ondemand", "%s: not tracked",
+		"acme/x\n2026-01-01T00:00:00Z info  admin: tracking\x1b[2J");
 	dup2(saved, STDERR_FILENO);
 	close(saved);
 	close(fds[1]);

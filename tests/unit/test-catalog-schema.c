@@ -166,20 +166,25 @@ TEST(search_ranks_and_forgets_removed)
 	catalog_free(&c);
 
 	/* a catalog written at v4 with a removed repo still in the index: v5 takes it out */
-	CHECK_INT(exec_sql(path, "PRAGMA user_version = 4; DROP TABLE torrents; DROP TABLE blob_fetches;"
-				 "ALTER TABLE repos DROP COLUMN refs_policy; ALTER TABLE repos DROP COLUMN refs_checked_at;"
-				 "DROP INDEX repos_by_upstream_name; ALTER TABLE repos DROP COLUMN upstream_name;"
-				 "ALTER TABLE snapshots DROP COLUMN pinned_at; DROP TABLE requests; ALTER TABLE blobs DROP COLUMN present;"
-				 "ALTER TABLE repos DROP COLUMN tier; ALTER TABLE repos DROP COLUMN upstream;"
-				 "ALTER TABLE repos DROP COLUMN origin_checked_at; ALTER TABLE repos DROP COLUMN created_at;"
-				 "ALTER TABLE repos DROP COLUMN last_ok_at; ALTER TABLE repos DROP COLUMN local; DROP TABLE commits;"
-				 "DROP TABLE holds;"
-				 "UPDATE repos SET sync_status = 'ok', last_sync_at = 77 WHERE name = 'acme/qwen-coder';"
-				 "UPDATE repos SET removed_at = 5 WHERE name = 'zed/poetry-bot';"
-				 "INSERT INTO repo_fts (rowid, name) SELECT id, name FROM repos WHERE name = 'zed/poetry-bot';"
-				 "DROP TRIGGER repos_fts_ai; DROP TRIGGER repos_fts_au;"
-				 "CREATE TRIGGER repos_fts_ai AFTER INSERT ON repos BEGIN SELECT 1; END;"
-				 "CREATE TRIGGER repos_fts_au AFTER UPDATE ON repos BEGIN SELECT 1; END;"), SQLITE_OK);
+	CHECK_INT(
+		exec_sql(path,
+			 "PRAGMA user_version = 4; DROP TABLE torrents; DROP TABLE blob_fetches;"
+			 "ALTER TABLE repos DROP COLUMN refs_policy; ALTER TABLE repos DROP COLUMN refs_checked_at;"
+			 "DROP INDEX repos_by_upstream_name; ALTER TABLE repos DROP COLUMN upstream_name;"
+			 "ALTER TABLE snapshots DROP COLUMN pinned_at; DROP TABLE requests; ALTER TABLE blobs DROP "
+			 "COLUMN present;"
+			 "ALTER TABLE repos DROP COLUMN tier; ALTER TABLE repos DROP COLUMN upstream;"
+			 "ALTER TABLE repos DROP COLUMN origin_checked_at; ALTER TABLE repos DROP COLUMN created_at;"
+			 "ALTER TABLE repos DROP COLUMN last_ok_at; ALTER TABLE repos DROP COLUMN local; DROP TABLE "
+			 "commits;"
+			 "DROP TABLE holds;"
+			 "UPDATE repos SET sync_status = 'ok', last_sync_at = 77 WHERE name = 'acme/qwen-coder';"
+			 "UPDATE repos SET removed_at = 5 WHERE name = 'zed/poetry-bot';"
+			 "INSERT INTO repo_fts (rowid, name) SELECT id, name FROM repos WHERE name = 'zed/poetry-bot';"
+			 "DROP TRIGGER repos_fts_ai; DROP TRIGGER repos_fts_au;"
+			 "CREATE TRIGGER repos_fts_ai AFTER INSERT ON repos BEGIN SELECT 1; END;"
+			 "CREATE TRIGGER repos_fts_au AFTER UPDATE ON repos BEGIN SELECT 1; END;"),
+		SQLITE_OK);
 	CHECK_INT(catalog_open(path, &c, &err), 0);
 	if (!c) {
 		free(err);

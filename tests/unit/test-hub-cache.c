@@ -37,7 +37,8 @@ TEST(links_a_snapshot)
 	char *cache = xasprintf("%s/hf", root), *why = NULL, *ref, *link, *got, target[PATH_MAX];
 	ssize_t n;
 
-	CHECK_INT(hub_cache_link_hf(cache, "model", "acme/tiny", "main", commit, "/models/acme/tiny", paths, 2, &why), 0);
+	CHECK_INT(hub_cache_link_hf(cache, "model", "acme/tiny", "main", commit, "/models/acme/tiny", paths, 2, &why),
+		  0);
 	CHECK(why == NULL);
 	ref = xasprintf("%s/models--acme--tiny/refs/main", cache);
 	got = slurp(ref);
@@ -68,11 +69,14 @@ TEST(writes_nothing_outside)
 	free(why);
 	CHECK_INT(hub_cache_link_hf(cache, "model", "acme/x", "main", "../../0123456789abcdef0123456789abcd", "/m",
 				    ok_path, 1, NULL), HM_ERR_PATH_UNSAFE);
-	CHECK_INT(hub_cache_link_hf(cache, "model", "../x", "main", commit, "/m", ok_path, 1, NULL), HM_ERR_PATH_UNSAFE);
-	CHECK_INT(hub_cache_link_hf(cache, "weights", "acme/x", "main", commit, "/m", ok_path, 1, NULL), HM_ERR_PATH_UNSAFE);
+	CHECK_INT(hub_cache_link_hf(cache, "model", "../x", "main", commit, "/m", ok_path, 1, NULL),
+		  HM_ERR_PATH_UNSAFE);
+	CHECK_INT(hub_cache_link_hf(cache, "weights", "acme/x", "main", commit, "/m", ok_path, 1, NULL),
+		  HM_ERR_PATH_UNSAFE);
 	CHECK(access(cache, F_OK) != 0); /* nothing written yet */
 	why = NULL;
-	CHECK_INT(hub_cache_link_hf(cache, "model", "acme/x", "main", commit, "/m", bad_path, 1, &why), HM_ERR_PATH_UNSAFE);
+	CHECK_INT(hub_cache_link_hf(cache, "model", "acme/x", "main", commit, "/m", bad_path, 1, &why),
+		  HM_ERR_PATH_UNSAFE);
 	free(why);
 	free(cache);
 }

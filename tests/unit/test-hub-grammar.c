@@ -94,7 +94,8 @@ TEST(ms_dataset_by_numeric_id)
 
 TEST(hf_file_urls)
 {
-	char a[] = "acme", b[] = "x", c[] = "resolve", d[] = "refs", e[] = "pr", f[] = "3", g[] = "sub", h[] = "w%20b.bin";
+	char a[] = "acme", b[] = "x", c[] = "resolve", d[] = "refs", e[] = "pr", f[] = "3", g[] = "sub",
+	     h[] = "w%20b.bin";
 	char *raw[] = { a, b, c, d, e, f, g, h }, *enc[] = { a, b, c, (char[]){ "refs%2Fpr%2F3" }, g, h };
 	const char *type;
 	char *org, *name, *rev, *path;

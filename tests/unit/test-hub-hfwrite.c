@@ -56,8 +56,9 @@ TEST(commit_lines_refused)
 	/* base64 strictly: EVP_DecodeBlock alone would skip the spaces and count them as bytes */
 	CHECK_INT(parse("{\"key\":\"file\",\"value\":{\"content\":\"QQ==    \",\"path\":\"a\"}}", &l), -EINVAL);
 	CHECK_INT(parse("{\"key\":\"file\",\"value\":{\"content\":\"Q=Q=\",\"path\":\"a\"}}", &l), -EINVAL);
-	CHECK_INT(parse("{\"key\":\"file\",\"value\":{\"content\":\"QQ==\",\"path\":\"a\",\"encoding\":\"utf-8\"}}", &l),
-		  -EINVAL);
+	CHECK_INT(
+		parse("{\"key\":\"file\",\"value\":{\"content\":\"QQ==\",\"path\":\"a\",\"encoding\":\"utf-8\"}}", &l),
+		-EINVAL);
 	CHECK_INT(parse("{\"key\":\"header\",\"value\":{\"parentCommit\":\"main\"}}", &l), -EINVAL);
 	CHECK_INT(parse("{\"key\":\"lfsFile\",\"value\":{\"path\":\"w\",\"oid\":\"ABC\"}}", &l), -EINVAL);
 	CHECK_INT(parse("{\"key\":\"lfsFile\",\"value\":{\"path\":\"w\",\"algo\":\"sha1\",\"oid\":"

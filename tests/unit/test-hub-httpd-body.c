@@ -346,7 +346,8 @@ TEST(body_limits_expect)
 	CHECK(strstr(got, "bytes=10 ") != NULL);
 	/* ... for a chunked body, and an unclaimed one within the limit, on the same connection */
 	got[0] = '\0';
-	CHECK(send_str(fd, "PUT /plain HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nTransfer-Encoding: chunked\r\n\r\n"));
+	CHECK(send_str(fd,
+		       "PUT /plain HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nTransfer-Encoding: chunked\r\n\r\n"));
 	CHECK(run_for(&loop, fd, got, sizeof(got), "\r\n\r\n", 10));
 	CHECK_STR(got, "HTTP/1.1 100 Continue\r\n\r\n");
 	CHECK(send_str(fd, "5\r\nhello\r\n0\r\n\r\n"));

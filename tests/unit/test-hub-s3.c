@@ -122,10 +122,14 @@ TEST(sigv4_header_example)
 	CHECK_STR(s.region, "us-east-1");
 	CHECK_STR(s.service, "s3");
 	CHECK(!s.presigned);
-	CHECK_INT(s3_sig_expected(&s, aws_secret, "GET", "/test.txt", NULL, get_header, &h, get_header(&h, "x-amz-content-sha256"), sig), 0);
+	CHECK_INT(s3_sig_expected(&s, aws_secret, "GET", "/test.txt", NULL, get_header, &h,
+				  get_header(&h, "x-amz-content-sha256"), sig),
+		  0);
 	CHECK_STR(sig, s.signature);
 	/* one byte of the secret, the path, a signed header or the method changes it */
-	CHECK_INT(s3_sig_expected(&s, "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEz", "GET", "/test.txt", NULL, get_header, &h, kv[5], sig), 0);
+	CHECK_INT(s3_sig_expected(&s, "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEz", "GET", "/test.txt", NULL, get_header,
+				  &h, kv[5], sig),
+		  0);
 	CHECK(strcmp(sig, s.signature));
 	CHECK_INT(s3_sig_expected(&s, aws_secret, "GET", "/test.tx", NULL, get_header, &h, kv[5], sig), 0);
 	CHECK(strcmp(sig, s.signature));
@@ -156,7 +160,8 @@ TEST(sigv4_presigned_example)
 {
 	static const char *const kv[] = { "Host", "examplebucket.s3.amazonaws.com", NULL };
 	struct hdrs h = { kv };
-	const char *q = "X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=AKIAIOSFODNN7EXAMPLE%2F20130524%2Fus-east-1%2Fs3%2Faws4_request"
+	const char *q = "X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=AKIAIOSFODNN7EXAMPLE%2F20130524%2Fus-east-1%"
+			"2Fs3%2Faws4_request"
 			"&X-Amz-Date=20130524T000000Z&X-Amz-Expires=86400&X-Amz-SignedHeaders=host"
 			"&X-Amz-Signature=aeeed9bbccd4d02ee5c0109b86d86835f995330da4c265957d157751f604d404";
 	struct s3_sig s;

@@ -51,12 +51,13 @@ TEST(parses_the_four_forms)
 TEST(understands_pasted_urls)
 {
 	static const char *const urls[][2] = {
-		{ "https://huggingface.co/Qwen/Qwen2.5-7B-Instruct", "hf:Qwen/Qwen2.5-7B-Instruct" },
-		{ "https://huggingface.co/Qwen/Qwen2.5-7B-Instruct/blob/main/config.json", "hf:Qwen/Qwen2.5-7B-Instruct" },
-		{ "https://hf.co/datasets/HuggingFaceFW/fineweb?x=1#top", "hf:datasets/HuggingFaceFW/fineweb" },
-		{ "https://huggingface.co/acme/m/tree/refs%2Fpr%2F1/sub", "hf:acme/m@refs/pr/1" },
-		{ "https://www.modelscope.cn/models/qwen/Qwen2.5-7B-Instruct/files", "ms:qwen/Qwen2.5-7B-Instruct" },
-		{ "https://modelscope.cn/datasets/acme/rows", "ms:datasets/acme/rows" },
+		{"https://huggingface.co/Qwen/Qwen2.5-7B-Instruct", "hf:Qwen/Qwen2.5-7B-Instruct"},
+		{"https://huggingface.co/Qwen/Qwen2.5-7B-Instruct/blob/main/config.json",
+		 "hf:Qwen/Qwen2.5-7B-Instruct"},
+		{"https://hf.co/datasets/HuggingFaceFW/fineweb?x=1#top", "hf:datasets/HuggingFaceFW/fineweb"},
+		{"https://huggingface.co/acme/m/tree/refs%2Fpr%2F1/sub", "hf:acme/m@refs/pr/1"},
+		{"https://www.modelscope.cn/models/qwen/Qwen2.5-7B-Instruct/files", "ms:qwen/Qwen2.5-7B-Instruct"},
+		{"https://modelscope.cn/datasets/acme/rows", "ms:datasets/acme/rows"},
 	};
 	static const char *const not_repos[] = {
 		"https://huggingface.co/Qwen", "https://huggingface.co/spaces/a/b", "https://evil.example/a/b",
@@ -79,13 +80,34 @@ TEST(understands_pasted_urls)
 
 TEST(rejects_hostile_and_malformed)
 {
-	static const char *const bad[] = {
-		"Qwen/Qwen2.5", "gh:org/name", "hf:", "hf:org/", "hf:/name", "hf:org/name/extra",
-		"hf:../etc", "hf:org/..", "hf:org/a..b", "hf:org/a--b", "hf:.org/name", "hf:org/name-",
-		"hf:org/na me", "hf:org/name@", "hf:org/name@../x", "hf:org/name@/abs", "hf:org/name@a b",
-		"hf:org/name@a%2e", "ms:gpt2", "hf:org/name\n", "hf:datasets/", "hf:org\\name",
-		"hf:org/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", /* 97 */
-	};
+	static const char *const bad[] =
+		{
+			"Qwen/Qwen2.5",
+			"gh:org/name",
+			"hf:",
+			"hf:org/",
+			"hf:/name",
+			"hf:org/name/extra",
+			"hf:../etc",
+			"hf:org/..",
+			"hf:org/a..b",
+			"hf:org/a--b",
+			"hf:.org/name",
+			"hf:org/name-",
+			"hf:org/na me",
+			"hf:org/name@",
+			"hf:org/name@../x",
+			"hf:org/name@/abs",
+			"hf:org/name@a b",
+			"hf:org/name@a%2e",
+			"ms:gpt2",
+			"hf:org/name\n",
+			"hf:datasets/",
+			"hf:org\\name",
+			"hf:org/"
+			"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+			"aaaaa", /* 97 */
+		};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		struct hub_spec s = { 0 };
 		int r = hub_spec_parse(bad[i], &s);

@@ -169,8 +169,9 @@ TEST(hidden_lists_namespaces)
 
 TEST(errors_name_the_line)
 {
-	static const char *const bad[] = { "tok-0000001 hf:acme/x:wrte\n", "tok-0000001 hf:ac*/x\n",
-					   "tok-0000001 hf:acme/*/x\n", "tok-0000001 hf:*\n", "tok-0000001 hf:a/b@main\n" };
+	static const char *const bad[] = {"tok-0000001 hf:acme/x:wrte\n", "tok-0000001 hf:ac*/x\n",
+					  "tok-0000001 hf:acme/*/x\n", "tok-0000001 hf:*\n",
+					  "tok-0000001 hf:a/b@main\n"};
 	struct mirror_access *a = NULL;
 	char *err = NULL;
 

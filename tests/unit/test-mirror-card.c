@@ -43,8 +43,9 @@ TEST(runs_nothing)
 
 TEST(own_files_through_the_mirror)
 {
-	char *h = render("![logo](./assets/logo%20big.png) [cfg](config.json#x) [deep](a/b/../c.txt) "
-			 "[up](../../etc/passwd) [top](#usage) ![far](https://cdn.example/x.png) ![](//cdn.example/y.png)\n");
+	char *h = render(
+		"![logo](./assets/logo%20big.png) [cfg](config.json#x) [deep](a/b/../c.txt) "
+		"[up](../../etc/passwd) [top](#usage) ![far](https://cdn.example/x.png) ![](//cdn.example/y.png)\n");
 
 	CHECK(strstr(h, "<img src=\"/acme/m/resolve/0123/assets/logo%20big.png\"") != NULL);
 	CHECK(strstr(h, "href=\"/acme/m/resolve/0123/config.json\"") != NULL);

@@ -105,7 +105,8 @@ TEST(empty_tree_and_lfs_pointer)
 
 	CHECK_INT(gitobj_tree_id(NULL, 0, tree), 0);
 	CHECK_STR(tree, "4b825dc642cb6eb9a060e54bf8d69288fbee4904");
-	n = gitobj_lfs_pointer("aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", 1234, ptr, sizeof(ptr));
+	n = gitobj_lfs_pointer("aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", 1234, ptr,
+			       sizeof(ptr));
 	CHECK_STR(ptr, "version https://git-lfs.github.com/spec/v1\noid sha256:"
 		       "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\nsize 1234\n");
 	gitobj_id("blob", ptr, n, id);
@@ -190,7 +191,8 @@ TEST(unkept_commits_refused)
 	static const char *const bad[] = {
 		/* a merge */
 		"tree 4b825dc642cb6eb9a060e54bf8d69288fbee4904\nparent 1111111111111111111111111111111111111111\n"
-		"parent 2222222222222222222222222222222222222222\nauthor A <a@x> 1 +0000\ncommitter A <a@x> 1 +0000\n\nm\n",
+		"parent 2222222222222222222222222222222222222222\nauthor A <a@x> 1 +0000\ncommitter A <a@x> 1 "
+		"+0000\n\nm\n",
 		/* a signature */
 		"tree 4b825dc642cb6eb9a060e54bf8d69288fbee4904\nauthor A <a@x> 1 +0000\ncommitter A <a@x> 1 +0000\n"
 		"gpgsig -----BEGIN PGP SIGNATURE-----\n\nm\n",
@@ -199,15 +201,18 @@ TEST(unkept_commits_refused)
 		"encoding ISO-8859-1\n\nm\n",
 		/* no name, a zone out of range, no email, a short tree, no blank line */
 		"tree 4b825dc642cb6eb9a060e54bf8d69288fbee4904\nauthor <a@x> 1 +0000\ncommitter A <a@x> 1 +0000\n\nm\n",
-		"tree 4b825dc642cb6eb9a060e54bf8d69288fbee4904\nauthor A <a@x> 1 +9900\ncommitter A <a@x> 1 +0000\n\nm\n",
+		"tree 4b825dc642cb6eb9a060e54bf8d69288fbee4904\nauthor A <a@x> 1 +9900\ncommitter A <a@x> 1 "
+		"+0000\n\nm\n",
 		"tree 4b825dc642cb6eb9a060e54bf8d69288fbee4904\nauthor A a@x 1 +0000\ncommitter A <a@x> 1 +0000\n\nm\n",
 		"tree 4b825dc642\nauthor A <a@x> 1 +0000\ncommitter A <a@x> 1 +0000\n\nm\n",
 		"tree 4b825dc642cb6eb9a060e54bf8d69288fbee4904\nauthor A <a@x> 1 +0000\ncommitter A <a@x> 1 +0000\n",
-		"tree 4b825dc642cb6eb9a060e54bf8d69288fbee4904\nauthor A <a<b@x> 1 +0000\ncommitter A <a@x> 1 +0000\n\nm\n",
+		"tree 4b825dc642cb6eb9a060e54bf8d69288fbee4904\nauthor A <a<b@x> 1 +0000\ncommitter A <a@x> 1 "
+		"+0000\n\nm\n",
 	};
 	struct gitobj_commit c;
 	const char *why;
-	char nul[] = "tree 4b825dc642cb6eb9a060e54bf8d69288fbee4904\nauthor A <a@x> 1 +0000\ncommitter A <a@x> 1 +0000\n\na\0b";
+	char nul[] = "tree 4b825dc642cb6eb9a060e54bf8d69288fbee4904\nauthor A <a@x> 1 +0000\ncommitter A <a@x> 1 "
+		     "+0000\n\na\0b";
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		why = NULL;

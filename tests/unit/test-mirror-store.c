@@ -104,8 +104,10 @@ TEST(verified_content_becomes_a_blob)
 		CHECK_INT(mirror_store_git_oid(store, sha, oid2, &size), 0);
 		CHECK_STR(oid2, oid);
 		CHECK_INT(size, (int64_t)len);
-		CHECK_INT(mirror_store_git_oid(store, "0000000000000000000000000000000000000000000000000000000000000000", oid2,
-					       &size), -ENOENT);
+		CHECK_INT(mirror_store_git_oid(store,
+					       "0000000000000000000000000000000000000000000000000000000000000000", oid2,
+					       &size),
+			  -ENOENT);
 	}
 }
 
@@ -354,7 +356,8 @@ TEST(hostile_names_are_refused)
 	CHECK_INT(mirror_store_writer_new(store, &ex, false, &w), -EINVAL);
 	CHECK(w == NULL);
 	CHECK(mirror_store_blob_path(store, "../x") == NULL);
-	CHECK(mirror_store_blob_path(store, "E3B0C44298FC1C149AFBF4C8996FB92427AE41E4649B934CA495991B7852B855") == NULL);
+	CHECK(mirror_store_blob_path(store, "E3B0C44298FC1C149AFBF4C8996FB92427AE41E4649B934CA495991B7852B855") ==
+	      NULL);
 	CHECK(!mirror_store_has(store, "..", -1));
 	ex.sha256 = NULL;
 	CHECK_INT(mirror_store_writer_new(store, &ex, false, &w), -EINVAL); /* nothing to verify against */

@@ -104,14 +104,16 @@ static bool is(json_t *arr, const char *const *want, size_t n)
 	if (json_array_size(arr) != n)
 		return false;
 	for (size_t i = 0; i < n; i++)
-		if (!json_string_value(json_array_get(arr, i)) || strcmp(json_string_value(json_array_get(arr, i)), want[i]))
+		if (!json_string_value(json_array_get(arr, i)) ||
+		    strcmp(json_string_value(json_array_get(arr, i)), want[i]))
 			return false;
 	return true;
 }
 
 TEST(want_pull_include_exclude)
 {
-	json_t *meta = meta_of(repo, N(repo)), *inc = json_pack("[s]", "*Q4_K_M*"), *exc = json_pack("[s]", "README.md");
+	json_t *meta = meta_of(repo, N(repo)), *inc = json_pack("[s]", "*Q4_K_M*"),
+	       *exc = json_pack("[s]", "README.md");
 	json_t *w;
 	const char *q4[] = { "config.json", "README.md", "model.safetensors.index.json", "gguf/llm-Q4_K_M.gguf",
 			     "tokenizer.json" };

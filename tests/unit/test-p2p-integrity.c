@@ -138,7 +138,8 @@ static void *reader_main(void *arg)
 		order[j] = t;
 	}
 	for (int64_t k = 0; k < n; k++) {
-		int64_t off = order[k] * piece, len = (int64_t)model_size - off < piece ? (int64_t)model_size - off : piece;
+		int64_t off = order[k] * piece,
+			len = (int64_t)model_size - off < piece ? (int64_t)model_size - off : piece;
 		/* the file exists once libtorrent has written to it; open it at the first verified piece */
 		if (fd < 0) {
 			while (p2p_session_have_range(r->d->s, tor.btih, model_index, off, len) == 0)

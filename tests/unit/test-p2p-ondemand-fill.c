@@ -145,8 +145,8 @@ static void handed_right(struct p2p_session *c, const struct p2p_file_list *l, i
 		CHECK_INT(p2p_session_add_piece(c, tor.btih, last, next, len), 0);
 		free(next);
 		end = now_s() + 10;
-		while (now_s() < end &&
-		       p2p_session_have_range(c, tor.btih, l->v[model].index, 3 * l->piece_size, 2 * l->piece_size) != 1) {
+		while (now_s() < end && p2p_session_have_range(c, tor.btih, l->v[model].index, 3 * l->piece_size,
+							       2 * l->piece_size) != 1) {
 			if (now_s() >= again && !have_piece(c, l, first)) {
 				CHECK_INT(p2p_session_add_piece(c, tor.btih, first, good, l->piece_size), 0);
 				again = now_s() + 1;

@@ -489,7 +489,8 @@ static void some_evicted(struct some *s)
 	CHECK_INT(p2p_session_touch(s->f, tor.btih, idx[F_TOKENIZER], 0, 10), 0); /* read since */
 	sleep(1); /* (touches count in seconds) */
 	CHECK_INT(p2p_session_touch(s->f, tor.btih, idx[F_TOKENIZER], 0, 10), 0);
-	CHECK_INT(p2p_session_evict_pieces(s->f, tor.btih, tor.data, tor.len, cold, ncold, &freed, &evicted, &s->err), 0);
+	CHECK_INT(p2p_session_evict_pieces(s->f, tor.btih, tor.data, tor.len, cold, ncold, &freed, &evicted, &s->err),
+		  0);
 	CHECK_INT(evicted, ncold - 1);
 	CHECK(freed >= 100 * 1024 && freed < before);
 	CHECK_INT(p2p_session_have_range(s->f, tor.btih, idx[F_TOKENIZER], 0, 10), 1); /* the piece read stays */
@@ -722,7 +723,8 @@ TEST(have_range_speed)
 		r = p2p_session_have_range(c, t.btih, l.v[0].index, 0, size);
 	warm = (now_s() - t0) / 100;
 	CHECK_INT(r, 1);
-	printf("#   have_range over 1000 pieces: %.2f ms the first time (one look at libtorrent for all), %.1f us cached\n",
+	printf("#   have_range over 1000 pieces: %.2f ms the first time (one look at libtorrent for all), %.1f us "
+	       "cached\n",
 	       cold * 1e3, warm * 1e6);
 	CHECK(cold < 1.0);
 	CHECK(warm < cold);

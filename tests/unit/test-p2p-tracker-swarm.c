@@ -1,8 +1,9 @@
 /*
  * test-p2p-tracker-swarm.c - who stays in the in-memory tracker's swarms: stopped and expired peers
  * leave (lazily, and in the sweep) and the counts follow them, the limits refuse new entries only,
- * who holds a swarm besides one peer, one address cannot fill a swarm, the sum of what peers say they uploaded saturates, and many swarms
- * grow and shrink under churn. Answers are checked with p2p-announce.h's strict bencode reader.
+ * who holds a swarm besides one peer, one address cannot fill a swarm, the sum of what peers say they uploaded
+ * saturates, and many swarms grow and shrink under churn. Answers are checked with p2p-announce.h's strict bencode
+ * reader.
  */
 #include <errno.h>
 #include <stdint.h>

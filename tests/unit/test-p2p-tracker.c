@@ -65,7 +65,8 @@ TEST(parse_defaults_and_events)
 	char q[512];
 
 	for (size_t k = 0; k < sizeof(evs) / sizeof(evs[0]); k++) {
-		snprintf(q, sizeof(q), "peer_id=abcdefghij0123456789&info_hash=%s&left=0&port=65535%s", HASH_PCT, evs[k].ev);
+		snprintf(q, sizeof(q), "peer_id=abcdefghij0123456789&info_hash=%s&left=0&port=65535%s", HASH_PCT,
+			 evs[k].ev);
 		CHECK_INT(parse(q, &a, &why), 0);
 		CHECK_INT(a.event, evs[k].want);
 		CHECK_INT(a.port, 65535);
@@ -78,8 +79,11 @@ TEST(parse_defaults_and_events)
 		CHECK(!memcmp(a.peer_id, "abcdefghij0123456789", 20));
 	}
 	/* Huge numwant saturates (the tracker caps it anyway); compact=1 and a repeated key (last wins). */
-	CHECK_INT(parse("info_hash=" HASH_PCT "&peer_id=abcdefghij0123456789&port=1&left=5&numwant=99999999999999999999999"
-			"&compact=1&port=2&&", &a, &why), 0);
+	CHECK_INT(parse("info_hash=" HASH_PCT
+			"&peer_id=abcdefghij0123456789&port=1&left=5&numwant=99999999999999999999999"
+			"&compact=1&port=2&&",
+			&a, &why),
+		  0);
 	CHECK_INT(a.numwant, INT_MAX);
 	CHECK_INT(a.port, 2);
 	CHECK(a.compact);
@@ -95,34 +99,41 @@ TEST(parse_defaults_and_events)
 TEST(parse_refuses_bad_queries)
 {
 	static const char *const bad[][2] = {
-		{ "", "missing info_hash" },
-		{ "peer_id=abcdefghij0123456789&port=1&left=0", "missing info_hash" },
-		{ "info_hash=%12%34&peer_id=abcdefghij0123456789&port=1&left=0", "info_hash is not 20 bytes" },
-		{ "info_hash=" HASH_PCT "x&peer_id=abcdefghij0123456789&port=1&left=0", "info_hash is not 20 bytes" },
-		{ "info_hash&peer_id=abcdefghij0123456789&port=1&left=0", "info_hash is not 20 bytes" },
-		{ "info_hash=" HASH_PCT "&port=1&left=0", "missing peer_id" },
-		{ "info_hash=" HASH_PCT "&peer_id=short&port=1&left=0", "peer_id is not 20 bytes" },
-		{ "info_hash=" HASH_PCT "&peer_id=abcdefghij0123456789&left=0", "missing port" },
-		{ "info_hash=" HASH_PCT "&peer_id=abcdefghij0123456789&port=0&left=0", "invalid port" },
-		{ "info_hash=" HASH_PCT "&peer_id=abcdefghij0123456789&port=65536&left=0", "invalid port" },
-		{ "info_hash=" HASH_PCT "&peer_id=abcdefghij0123456789&port=-1&left=0", "invalid port" },
-		{ "info_hash=" HASH_PCT "&peer_id=abcdefghij0123456789&port=68x1&left=0", "invalid port" },
-		{ "info_hash=" HASH_PCT "&peer_id=abcdefghij0123456789&port=&left=0", "invalid port" },
-		{ "info_hash=" HASH_PCT "&peer_id=abcdefghij0123456789&port=6881", "missing left" },
-		{ "info_hash=" HASH_PCT "&peer_id=abcdefghij0123456789&port=6881&left=-1", "invalid left" },
-		{ "info_hash=" HASH_PCT "&peer_id=abcdefghij0123456789&port=6881&left=99999999999999999999", "invalid left" },
-		{ "info_hash=" HASH_PCT "&peer_id=abcdefghij0123456789&port=6881&left=0&uploaded=1e3", "invalid uploaded" },
-		{ "info_hash=" HASH_PCT "&peer_id=abcdefghij0123456789&port=6881&left=0&downloaded=", "invalid downloaded" },
-		{ "info_hash=" HASH_PCT "&peer_id=abcdefghij0123456789&port=6881&left=0&event=begun", "invalid event" },
-		{ "info_hash=" HASH_PCT "&peer_id=abcdefghij0123456789&port=6881&left=0&numwant=-1", "invalid numwant" },
-		{ "info_hash=" HASH_PCT "&peer_id=abcdefghij0123456789&port=6881&left=0&compact=yes", "invalid compact" },
-		{ "info_hash=" HASH_PCT "&peer_id=abcdefghij0123456789&port=6881&left=0&no_peer_id=2", "invalid no_peer_id" },
-		{ "info_hash=%1%23" HASH_PCT "&peer_id=abcdefghij0123456789&port=1&left=0", "bad percent-encoding in a parameter value" },
-		{ "info_hash=" HASH_PCT "&peer_id=abcdefghij0123456789&port=1&left=%", "bad percent-encoding in a parameter value" },
-		{ "info_hash=" HASH_PCT "&peer_id=abcdefghij0123456789&port=1&left=0&%zz=1", "bad percent-encoding in a parameter name" },
-		{ "&&&==&=&x", "missing info_hash" },
-		{ "\xff\xfe\x01garbage=%%%", "missing info_hash" },
-		{ "x%%%=1&info_hash=" HASH_PCT, "bad percent-encoding in a parameter name" },
+		{"", "missing info_hash"},
+		{"peer_id=abcdefghij0123456789&port=1&left=0", "missing info_hash"},
+		{"info_hash=%12%34&peer_id=abcdefghij0123456789&port=1&left=0", "info_hash is not 20 bytes"},
+		{"info_hash=" HASH_PCT "x&peer_id=abcdefghij0123456789&port=1&left=0", "info_hash is not 20 bytes"},
+		{"info_hash&peer_id=abcdefghij0123456789&port=1&left=0", "info_hash is not 20 bytes"},
+		{"info_hash=" HASH_PCT "&port=1&left=0", "missing peer_id"},
+		{"info_hash=" HASH_PCT "&peer_id=short&port=1&left=0", "peer_id is not 20 bytes"},
+		{"info_hash=" HASH_PCT "&peer_id=abcdefghij0123456789&left=0", "missing port"},
+		{"info_hash=" HASH_PCT "&peer_id=abcdefghij0123456789&port=0&left=0", "invalid port"},
+		{"info_hash=" HASH_PCT "&peer_id=abcdefghij0123456789&port=65536&left=0", "invalid port"},
+		{"info_hash=" HASH_PCT "&peer_id=abcdefghij0123456789&port=-1&left=0", "invalid port"},
+		{"info_hash=" HASH_PCT "&peer_id=abcdefghij0123456789&port=68x1&left=0", "invalid port"},
+		{"info_hash=" HASH_PCT "&peer_id=abcdefghij0123456789&port=&left=0", "invalid port"},
+		{"info_hash=" HASH_PCT "&peer_id=abcdefghij0123456789&port=6881", "missing left"},
+		{"info_hash=" HASH_PCT "&peer_id=abcdefghij0123456789&port=6881&left=-1", "invalid left"},
+		{"info_hash=" HASH_PCT "&peer_id=abcdefghij0123456789&port=6881&left=99999999999999999999",
+		 "invalid left"},
+		{"info_hash=" HASH_PCT "&peer_id=abcdefghij0123456789&port=6881&left=0&uploaded=1e3",
+		 "invalid uploaded"},
+		{"info_hash=" HASH_PCT "&peer_id=abcdefghij0123456789&port=6881&left=0&downloaded=",
+		 "invalid downloaded"},
+		{"info_hash=" HASH_PCT "&peer_id=abcdefghij0123456789&port=6881&left=0&event=begun", "invalid event"},
+		{"info_hash=" HASH_PCT "&peer_id=abcdefghij0123456789&port=6881&left=0&numwant=-1", "invalid numwant"},
+		{"info_hash=" HASH_PCT "&peer_id=abcdefghij0123456789&port=6881&left=0&compact=yes", "invalid compact"},
+		{"info_hash=" HASH_PCT "&peer_id=abcdefghij0123456789&port=6881&left=0&no_peer_id=2",
+		 "invalid no_peer_id"},
+		{"info_hash=%1%23" HASH_PCT "&peer_id=abcdefghij0123456789&port=1&left=0",
+		 "bad percent-encoding in a parameter value"},
+		{"info_hash=" HASH_PCT "&peer_id=abcdefghij0123456789&port=1&left=%",
+		 "bad percent-encoding in a parameter value"},
+		{"info_hash=" HASH_PCT "&peer_id=abcdefghij0123456789&port=1&left=0&%zz=1",
+		 "bad percent-encoding in a parameter name"},
+		{"&&&==&=&x", "missing info_hash"},
+		{"\xff\xfe\x01garbage=%%%", "missing info_hash"},
+		{"x%%%=1&info_hash=" HASH_PCT, "bad percent-encoding in a parameter name"},
 	};
 	struct p2p_tracker_announce a, before;
 	const char *why;
@@ -163,7 +174,9 @@ TEST(responses_byte_for_byte)
 	CHECK(BODY_IS(&b, "d8:completei0e10:incompletei1e8:intervali120e12:min intervali60e5:peers0:e"));
 	/* A seeder joins and gets the leecher: 10.0.0.1:6881 = 0a 00 00 01 1a e1. */
 	CHECK_INT(join(t, 0xaa, "10.0.0.2", 6882, 0, 1001, &b), 0);
-	CHECK(BODY_IS(&b, "d8:completei1e10:incompletei1e8:intervali120e12:min intervali60e5:peers6:\x0a\x00\x00\x01\x1a\xe1" "e"));
+	CHECK(BODY_IS(
+		&b, "d8:completei1e10:incompletei1e8:intervali120e12:min intervali60e5:peers6:\x0a\x00\x00\x01\x1a\xe1"
+		    "e"));
 	/* The leecher re-announces, not compact: a BEP 3 dict with the seeder's peer id. */
 	a = ann(0xaa, "10.0.0.1", 6881, 50);
 	a.compact = false;
