@@ -70,6 +70,8 @@ void buf_vaddf(struct buf *b, const char *fmt, va_list ap)
 	va_list cp;
 	int n;
 
+	if (!fmt)
+		abort(); /* (said, so that -O2 under UBSan's checks knows it: "null format string") */
 	va_copy(cp, ap);
 	n = vsnprintf(NULL, 0, fmt, cp);
 	va_end(cp);

@@ -75,6 +75,8 @@ static char *hub_page_location(const char *path)
 	if (s.n < base + 2)
 		goto out;
 	full = xasprintf("%s/%s", s.v[base], s.v[base + 1]);
+	if (base + 2 == s.n && strlen(full) > 4 && !strcmp(full + strlen(full) - 4, ".git"))
+		full[strlen(full) - 4] = '\0'; /* a clone URL pasted into the browser: the repo it clones */
 	if (hub_check_name(kind, full))
 		goto out;
 	at = base + 2;

@@ -48,6 +48,7 @@ check "HEAD /ORG/NAME: 302 too" is "302 ../#/repo/hf/model/acme/llm-v2" -I /acme
 check "/ORG/NAME/ (a trailing slash)" is "302 ../../#/repo/hf/model/acme/llm-v2" /acme/llm-v2/
 check "/datasets/ORG/NAME (HF dataset)" is "302 ../../#/repo/hf/dataset/acme/corpus" /datasets/acme/corpus
 check "/models/ORG/NAME (ModelScope's model URL)" is "302 ../../#/repo/ms/model/qwen/ms-tiny" /models/qwen/ms-tiny
+check "/ORG/NAME.git (a clone URL pasted into the browser): the repo it clones" is "302 ../#/repo/hf/model/acme/llm-v2" /acme/llm-v2.git
 check "the Hub's tree page: ?dir=" is "302 ../../../../#/repo/hf/model/acme/llm-v2?dir=sub" /acme/llm-v2/tree/main/sub
 check "the Hub's tree page at the root, and a nested folder" bash -c "$(declare -f redirect is); HTML='$HTML' M=$M T=$T
 	is '302 ../../../#/repo/hf/model/acme/llm-v2' /acme/llm-v2/tree/main &&

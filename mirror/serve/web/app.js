@@ -608,7 +608,7 @@
 						table('refs', [['Name'], ['Kind'], ['Commit']], refs, 'No refs yet.')),
 					h('section', { class: 'card', 'aria-labelledby': 'snaps-h' },
 						h('h2', { id: 'snaps-h', text: 'Snapshots' }),
-						table('snaps', [['Commit'], ['Synced'], ['Files', 'num'], ['Size', 'num']], snaps, 'No snapshot yet.')))),
+						table('snaps', [['Commit'], [r.local ? 'Made' : 'Synced'], ['Files', 'num'], ['Size', 'num']], snaps, 'No snapshot yet.')))),
 			card ? h('details', { class: 'card carddata' },
 				h('summary', null, h('h2', { text: 'Card metadata' })),
 				h('pre', { class: 'json', text: JSON.stringify(card, null, 2) })) : null);
