@@ -102,10 +102,8 @@ static const struct config_entry *entry(const struct config *conf, const char *s
 static int ports_check(const struct config *conf)
 {
 	const struct config_entry *l = entry(conf, "serve", "listen"), *p = entry(conf, "p2p", "listen");
-	const char *listen = l ? l->value : getenv("HUBMIRROR_LISTEN") ? getenv("HUBMIRROR_LISTEN") : "0.0.0.0:8080";
-	const char *p2p = p                                ? p->value
-			  : getenv("HUBMIRROR_P2P_LISTEN") ? getenv("HUBMIRROR_P2P_LISTEN")
-							   : "0.0.0.0:6881";
+	const char *listen = l ? l->value : cli_listen_default(false);
+	const char *p2p = p ? p->value : cli_listen_default(true);
 
 	if (!cli_ports_clash(listen, p2p))
 		return 0;

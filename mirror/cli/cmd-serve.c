@@ -169,6 +169,13 @@ static bool any_host(const char *h)
 	return !*h || !strcmp(h, "0.0.0.0") || !strcmp(h, "[::]") || !strcmp(h, "*");
 }
 
+const char *cli_listen_default(bool p2p)
+{
+	const char *e = getenv(p2p ? "HUBMIRROR_P2P_LISTEN" : "HUBMIRROR_LISTEN");
+
+	return e ? e : p2p ? "0.0.0.0:6881" : "0.0.0.0:8080";
+}
+
 bool cli_ports_clash(const char *listen, const char *p2p_listen)
 {
 	char h1[256], h2[256];
@@ -399,8 +406,8 @@ int cli_serve_prepare(int argc, char **argv, struct cli_serve_prep *p)
 	p->auth = -1;
 	cfg->data_dir = mirror_data_default_dir();
 	cfg->shutdown_grace_ms = 10000;
-	cfg->listen = getenv("HUBMIRROR_LISTEN") ? getenv("HUBMIRROR_LISTEN") : "0.0.0.0:8080";
-	cfg->p2p_listen = getenv("HUBMIRROR_P2P_LISTEN") ? getenv("HUBMIRROR_P2P_LISTEN") : "0.0.0.0:6881";
+	cfg->listen = cli_listen_default(false);
+	cfg->p2p_listen = cli_listen_default(true);
 	cli_help_if_asked(self, argc, argv, flags); /* before the file: its help whatever the file holds */
 	cfg->config_path = config_path(config_option(argc, argv, "config"));
 	/* the file's mistakes all said, those of its lines and those of its values */

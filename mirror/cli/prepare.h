@@ -32,6 +32,9 @@ int cli_serve_prepare(int argc, char **argv, struct cli_serve_prep *p);
 /* Whether serve's HTTP address and its BitTorrent seed's are one port (on the same host, or either
  * on every address): the seed would quietly take another. */
 bool cli_ports_clash(const char *listen, const char *p2p_listen);
+/* serve's address (p2p: its seed's) when neither the command line nor the file names one: the
+ * environment's ($HUBMIRROR_LISTEN, $HUBMIRROR_P2P_LISTEN), else 0.0.0.0:8080 and 0.0.0.0:6881. */
+const char *cli_listen_default(bool p2p);
 /* What p owns: the configuration's strings and the tokens read. */
 void cli_serve_prep_release(struct cli_serve_prep *p);
 
