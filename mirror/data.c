@@ -93,7 +93,7 @@ int mirror_data_unmake(struct mirror_data **d)
 static int data_open(const char *dir, bool create, struct mirror_data **out, char **errmsg)
 {
 	struct mirror_data *d = xcalloc(1, sizeof(*d));
-	char *p = NULL, *cerr = NULL;
+	char *p = NULL, *cerr = NULL, *abs;
 	struct stat st;
 	int r;
 
@@ -124,6 +124,17 @@ static int data_open(const char *dir, bool create, struct mirror_data **out, cha
 		if (errmsg)
 			*errmsg = xasprintf("cannot create data directory '%s': %s", dir, err_str(r));
 		goto fail;
+	}
+	/* Absolute from here on (`--data d` works from any folder): the torrents of a local repo's
+	 * commits name their files by absolute paths, and no path the mirror keeps or hands a job should
+	 * depend on the folder the command was started in. */
+	abs = realpath(dir, NULL);
+	if (abs) {
+		free(d->dir);
+		d->dir = abs;
+		dir = abs;
+		free(p);
+		p = xasprintf("%s/catalog.db", dir);
 	}
 	r = catalog_open(p, &d->catalog, &cerr);
 	if (r) {
