@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# t0854-relative-data: a mirror whose --data is a relative path (`serve --data d`, as an operator
+# t0855-relative-data: a mirror whose --data is a relative path (`serve --data d`, as an operator
 # types it in the mirror's folder) makes the torrent of a local repo's commit like any other: the
 # commit's torrent names its files by absolute paths, which a relative data directory used to break
 # ("torrent file needs an absolute source path", and no torrent ever).
