@@ -1,0 +1,230 @@
+/*
+ * store-s3-check.c - the S3 client (store/s3.h) against a real S3 store, for t0861-store-s3.sh (a
+ * Ceph RADOS Gateway started by tests/integration/helpers/cephrgw.py). TAP on stdout.
+ *
+ *   store-s3-check ENDPOINT BUCKET PREFIX     (keys: AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY)
+ *
+ * A 64 MiB object put by multipart upload in 8 MiB parts from writes of odd sizes, its stat, ranges
+ * read back byte for byte (the whole, a part's boundary, the tail, a range past the end refused),
+ * small objects listed page by page and deleted, an upload left unfinished by a process that died
+ * found, aborted and gone, an abort that leaves nothing, and a wrong secret named.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "base/err.h"
+#include "base/xmalloc.h"
+#include "store/s3.h"
+#include "test.h"
+
+#define BIG ((size_t)64 << 20)
+#define PART ((size_t)8 << 20)
+
+static struct store_s3_config cfg;
+static struct store_s3 *s3;
+static unsigned char *big;
+
+/* A sink that compares what arrives with big from its offset on. */
+struct cmp {
+	size_t at;
+	size_t got;
+	bool same;
+};
+
+static int cmp_sink(void *ud, const void *data, size_t n)
+{
+	struct cmp *c = ud;
+
+	if (c->at + c->got + n > BIG || memcmp(big + c->at + c->got, data, n))
+		c->same = false;
+	c->got += n;
+	return 0;
+}
+
+static bool range_is(int64_t off, int64_t len, size_t want)
+{
+	struct cmp c = { .at = (size_t)off, .same = true };
+	int r = store_s3_get(s3, "big/object", off, len, cmp_sink, &c);
+
+	if (r)
+		printf("# get %" PRId64 "+%" PRId64 ": %s (%s)\n", off, len, err_str(r), store_s3_errmsg(s3));
+	return !r && c.same && c.got == want;
+}
+
+TEST(multipart_put_and_ranges)
+{
+	struct store_s3_upload *u;
+	struct store_s3_stat st;
+	struct cmp c = { .same = true };
+	uint64_t x = 0x9e3779b97f4a7c15ull;
+
+	big = xmalloc(BIG);
+	for (size_t i = 0; i < BIG; i++) {
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		big[i] = (unsigned char)x;
+	}
+	CHECK_INT(store_s3_upload_begin(s3, "big/object", &u), 0);
+	for (size_t off = 0, step = 1000003; off < BIG; off += step)
+		CHECK_INT(store_s3_upload_write(u, big + off, off + step > BIG ? BIG - off : step), 0);
+	CHECK(store_s3_upload_id(u) != NULL); /* more than one part's bytes: a multipart upload */
+	CHECK_INT(store_s3_head(s3, "big/object", &st), HM_ERR_NOT_FOUND); /* not visible before commit */
+	CHECK_INT(store_s3_upload_commit(&u), 0);
+	CHECK(u == NULL);
+	CHECK_INT(store_s3_head(s3, "big/object", &st), 0);
+	CHECK(st.size == (int64_t)BIG);
+	CHECK(strlen(st.etag) > 2 && !strcmp(st.etag + strlen(st.etag) - 2, "-8")); /* 8 parts */
+	CHECK(st.mtime > 0);
+	CHECK_INT(store_s3_get(s3, "big/object", 0, -1, cmp_sink, &c), 0);
+	CHECK(c.same && c.got == BIG);
+	CHECK(range_is(0, 1, 1));
+	CHECK(range_is((int64_t)PART - 3, 7, 7));                    /* across parts 1 and 2 */
+	CHECK(range_is((int64_t)(3 * PART + 12345), (int64_t)(2 * PART), 2 * PART));
+	CHECK(range_is((int64_t)BIG - 100, -1, 100));                 /* the tail, open-ended */
+	CHECK_INT(store_s3_get(s3, "big/object", (int64_t)BIG + 10, 5, cmp_sink, &c), HM_ERR_HTTP);
+	CHECK_STR(store_s3_errcode(s3), "InvalidRange");
+	CHECK_INT(store_s3_get(s3, "big/absent", 0, -1, cmp_sink, &c), HM_ERR_NOT_FOUND);
+	CHECK_STR(store_s3_errcode(s3), "NoSuchKey");
+	CHECK_INT(store_s3_delete(s3, "big/object"), 0);
+	CHECK_INT(store_s3_head(s3, "big/object", &st), HM_ERR_NOT_FOUND);
+	free(big);
+}
+
+struct seen {
+	char keys[16][64];
+	int n;
+	int64_t size;
+	char id[256];
+};
+
+static int collect(void *ud, const struct store_s3_entry *e)
+{
+	struct seen *sn = ud;
+
+	if (sn->n < 16)
+		snprintf(sn->keys[sn->n], sizeof(sn->keys[0]), "%s", e->key);
+	sn->n++;
+	sn->size += e->size;
+	if (e->upload_id)
+		snprintf(sn->id, sizeof(sn->id), "%s", e->upload_id);
+	return 0;
+}
+
+TEST(small_list_delete)
+{
+	static const char *const keys[] = { "list/a", "list/b b", "list/c+%", "list/d/e", "list/f" };
+	struct seen sn = { 0 };
+	char body[16];
+
+	for (int i = 0; i < 5; i++) {
+		snprintf(body, sizeof(body), "body %d", i);
+		CHECK_INT(store_s3_put(s3, keys[i], body, strlen(body)), 0);
+	}
+	CHECK_INT(store_s3_put(s3, "other", "x", 1), 0);
+	CHECK_INT(store_s3_list(s3, "list/", collect, &sn), 0); /* pages of 2: three pages */
+	CHECK_INT(sn.n, 5);
+	for (int i = 0; i < 5 && i < sn.n; i++)
+		CHECK_STR(sn.keys[i], keys[i]);
+	CHECK(sn.size == 5 * 6);
+	for (int i = 0; i < 5; i++)
+		CHECK_INT(store_s3_delete(s3, keys[i]), 0);
+	CHECK_INT(store_s3_delete(s3, "other"), 0);
+	memset(&sn, 0, sizeof(sn));
+	CHECK_INT(store_s3_list(s3, "", collect, &sn), 0);
+	CHECK_INT(sn.n, 0);
+}
+
+/* A writer that dies mid-object (its parts sent, its upload never completed nor aborted). */
+static void die_mid_upload(void)
+{
+	pid_t pid = fork();
+	int status = -1;
+
+	if (pid == 0) {
+		struct store_s3 *mine;
+		struct store_s3_upload *u;
+		const char *why;
+		unsigned char *part = xcalloc(1, PART + 1000);
+		if (store_s3_new(&cfg, &mine, &why) || store_s3_upload_begin(mine, "crash/object", &u) ||
+		    store_s3_upload_write(u, part, PART + 1000))
+			_exit(1);
+		_exit(store_s3_upload_id(u) ? 0 : 1);
+	}
+	waitpid(pid, &status, 0);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+TEST(unfinished_uploads)
+{
+	struct seen sn = { 0 };
+	struct store_s3_stat st;
+	struct store_s3_upload *u;
+	unsigned char *part = xcalloc(1, PART * 2);
+
+	die_mid_upload();
+	CHECK_INT(store_s3_uploads(s3, "", collect, &sn), 0);
+	CHECK_INT(sn.n, 1);
+	CHECK_STR(sn.keys[0], "crash/object");
+	CHECK(sn.size == -1 && sn.id[0]);
+	CHECK_INT(store_s3_head(s3, "crash/object", &st), HM_ERR_NOT_FOUND);
+	CHECK_INT(store_s3_upload_drop(s3, "crash/object", sn.id), 0);
+	memset(&sn, 0, sizeof(sn));
+	CHECK_INT(store_s3_uploads(s3, "", collect, &sn), 0);
+	CHECK_INT(sn.n, 0);
+	/* an upload aborted by its writer leaves nothing either */
+	CHECK_INT(store_s3_upload_begin(s3, "abort/object", &u), 0);
+	CHECK_INT(store_s3_upload_write(u, part, PART * 2), 0);
+	CHECK(store_s3_upload_id(u) != NULL);
+	store_s3_upload_abort(&u);
+	CHECK(u == NULL);
+	CHECK_INT(store_s3_uploads(s3, "", collect, &sn), 0);
+	CHECK_INT(sn.n, 0);
+	CHECK_INT(store_s3_head(s3, "abort/object", &st), HM_ERR_NOT_FOUND);
+	free(part);
+}
+
+TEST(wrong_secret)
+{
+	struct store_s3_config bad = cfg;
+	struct store_s3 *b;
+	struct seen sn = { 0 };
+	const char *why;
+
+	bad.secret_key = "not-the-secret";
+	CHECK_INT(store_s3_new(&bad, &b, &why), 0);
+	CHECK_INT(store_s3_list(b, "", collect, &sn), HM_ERR_AUTH);
+	CHECK_STR(store_s3_errcode(b), "SignatureDoesNotMatch");
+	CHECK(!strstr(store_s3_errmsg(b), "not-the-secret"));
+	store_s3_free(&b);
+}
+
+int main(int argc, char **argv)
+{
+	const char *why = NULL;
+
+	if (argc != 4) {
+		fprintf(stderr, "usage: store-s3-check ENDPOINT BUCKET PREFIX\n");
+		return 2;
+	}
+	cfg.endpoint = argv[1];
+	cfg.bucket = argv[2];
+	cfg.prefix = argv[3];
+	cfg.access_key = getenv("AWS_ACCESS_KEY_ID");
+	cfg.secret_key = getenv("AWS_SECRET_ACCESS_KEY");
+	cfg.part_size = PART;
+	cfg.page = 2;
+	if (store_s3_new(&cfg, &s3, &why)) {
+		fprintf(stderr, "store-s3-check: %s\n", why);
+		return 2;
+	}
+	RUN(multipart_put_and_ranges);
+	RUN(small_list_delete);
+	RUN(unfinished_uploads);
+	RUN(wrong_secret);
+	store_s3_free(&s3);
+	return test_done();
+}
