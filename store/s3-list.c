@@ -62,7 +62,7 @@ char *store__xml_root(const char *body, size_t n)
 struct page {
 	const char *root;           /* ListBucketResult or ListMultipartUploadsResult */
 	const char *item;           /* Contents or Upload */
-	size_t strip;               /* the object's prefix, taken off every key */
+	const char *strip;          /* the object's prefix, taken off every key (every key has it) */
 	int (*fn)(void *ud, const struct store_s3_entry *e);
 	void *ud;
 	char *next[2];              /* V2's continuation token; or the uploads' key and upload-id markers */
@@ -75,8 +75,8 @@ static int page_item(struct page *p, xmlNodePtr it)
 	struct store_s3_entry e = { 0 };
 	int r = HM_ERR_UPSTREAM;
 
-	if (key && strlen(key) >= p->strip && (id || size)) {
-		e.key = key + p->strip;
+	if (key && !strncmp(key, p->strip, strlen(p->strip)) && (id || size)) {
+		e.key = key + strlen(p->strip);
 		e.size = size ? strtoll(size, NULL, 10) : -1;
 		e.upload_id = id;
 		e.when = when ? when : "";
@@ -174,7 +174,7 @@ static int walk(struct store_s3 *s, struct page *p, const char *prefix)
 int store_s3_list(struct store_s3 *s, const char *prefix, int (*fn)(void *ud, const struct store_s3_entry *e),
 		  void *ud)
 {
-	struct page p = { .root = "ListBucketResult", .item = "Contents", .strip = strlen(s->prefix), .fn = fn,
+	struct page p = { .root = "ListBucketResult", .item = "Contents", .strip = s->prefix, .fn = fn,
 			  .ud = ud };
 
 	return walk(s, &p, prefix);
@@ -183,8 +183,8 @@ int store_s3_list(struct store_s3 *s, const char *prefix, int (*fn)(void *ud, co
 int store_s3_uploads(struct store_s3 *s, const char *prefix, int (*fn)(void *ud, const struct store_s3_entry *e),
 		     void *ud)
 {
-	struct page p = { .root = "ListMultipartUploadsResult", .item = "Upload", .strip = strlen(s->prefix),
-			  .fn = fn, .ud = ud };
+	struct page p = { .root = "ListMultipartUploadsResult", .item = "Upload", .strip = s->prefix, .fn = fn,
+			  .ud = ud };
 
 	return walk(s, &p, prefix);
 }

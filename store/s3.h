@@ -10,6 +10,9 @@
  * below block until their transfers end (the multi handle is driven with curl_multi_poll); one
  * thread at a time per object.
  *
+ * A request that fails is not tried again here: the caller (the store's backend, next) knows what
+ * may be retried and how (a part again, a range from where it broke).
+ *
  * Errors: 0, or HM_ERR_CURL (the endpoint did not answer: libcurl's words), HM_ERR_AUTH (the keys
  * are refused: InvalidAccessKeyId, SignatureDoesNotMatch), -EACCES (they are known and lack the
  * permission: AccessDenied), HM_ERR_NOT_FOUND (404: no such key, upload or bucket; the code tells
