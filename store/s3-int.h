@@ -1,7 +1,7 @@
 /*
  * s3-int.h - between the S3 client's files: the object, one request on its multi handle, the XML
  * answers. s3.c: the object, requests and the calls of one request each; s3-upload.c: uploads;
- * s3-list.c: listings and the XML they and errors come in.
+ * s3-list.c: listings and the XML they and errors come in; s3-loop.c: reads on a libuv loop.
  */
 #ifndef HM_STORE_S3_INT_H
 #define HM_STORE_S3_INT_H
@@ -55,6 +55,8 @@ struct store__req {
 	int64_t mtime;
 	char content_range[96];
 	int part;                   /* an upload's part number, 0 else */
+	void (*on_done)(void *ud, int result); /* a read on a loop (s3-loop.c): its end, from the loop */
+	struct store__req *next;    /* a loop's reads in flight */
 	bool done;
 	CURLcode cc;
 	char errbuf[CURL_ERROR_SIZE];
@@ -75,6 +77,9 @@ void store__wait(struct store__req *r);
 void store__wait_any(struct store_s3 *s);
 /* r's outcome as the header's codes, with errcode/errmsg set when it failed. */
 int store__result(struct store__req *r);
+/* A ranged GET of key to sink, ready to start (store_s3_get's, and a loop's read). */
+struct store__req *store__get_req(struct store_s3 *s, const char *key, int64_t off, int64_t len,
+				  int (*sink)(void *ud, const void *data, size_t n), void *ud);
 /* Start r, wait for it, and give its outcome. */
 int store__run(struct store__req *r);
 

@@ -438,16 +438,12 @@ int store_s3_head(struct store_s3 *s, const char *key, struct store_s3_stat *st)
 	return err;
 }
 
-int store_s3_get(struct store_s3 *s, const char *key, int64_t off, int64_t len,
-		 int (*sink)(void *ud, const void *data, size_t n), void *ud)
+struct store__req *store__get_req(struct store_s3 *s, const char *key, int64_t off, int64_t len,
+				  int (*sink)(void *ud, const void *data, size_t n), void *ud)
 {
-	struct store__req *r;
+	struct store__req *r = store__req_new(s, "GET", key, NULL);
 	char range[64];
-	int err;
 
-	if (len == 0)
-		return 0;
-	r = store__req_new(s, "GET", key, NULL);
 	r->sink = sink;
 	r->ud = ud;
 	r->want_off = off;
@@ -459,6 +455,18 @@ int store_s3_get(struct store_s3 *s, const char *key, int64_t off, int64_t len,
 			snprintf(range, sizeof(range), "%" PRId64 "-", off);
 		curl_easy_setopt(r->h, CURLOPT_RANGE, range);
 	}
+	return r;
+}
+
+int store_s3_get(struct store_s3 *s, const char *key, int64_t off, int64_t len,
+		 int (*sink)(void *ud, const void *data, size_t n), void *ud)
+{
+	struct store__req *r;
+	int err;
+
+	if (len == 0)
+		return 0;
+	r = store__get_req(s, key, off, len, sink, ud);
 	err = store__run(r);
 	store__req_free(&r);
 	return err;

@@ -8,7 +8,8 @@
  * run on one libcurl multi handle the object owns, several at once where it helps: a multipart
  * upload keeps up to `parallel` parts in flight while the caller writes the next one. The calls
  * below block until their transfers end (the multi handle is driven with curl_multi_poll); one
- * thread at a time per object.
+ * thread at a time per object. A server reads without blocking its loop through store_s3_loop
+ * (below): the same requests on a multi handle of the loop's, driven by libuv as hub/http's are.
  *
  * A request that fails is not tried again here: the caller (the store's backend, next) knows what
  * may be retried and how (a part again, a range from where it broke).
@@ -26,6 +27,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include <uv.h>
 
 struct store_s3;
 
@@ -108,6 +111,23 @@ int store_s3_uploads(struct store_s3 *s, const char *prefix, int (*fn)(void *ud,
 		     void *ud);
 /* Abort one unfinished upload: its parts are dropped. */
 int store_s3_upload_drop(struct store_s3 *s, const char *key, const char *upload_id);
+
+/* Reads on a libuv loop: every transfer of it runs on loop (libcurl's multi socket interface on
+ * uv_poll and a uv_timer), several at once, and ends in a callback on the loop. One per loop, used
+ * from the loop's thread only; its store_s3 must outlive it, and is free for blocking calls the while. */
+struct store_s3_loop;
+int store_s3_loop_new(struct store_s3 *s, uv_loop_t *loop, struct store_s3_loop **out);
+/* Start a read of [off, off + len) of key (len < 0: to its end; len == 0 is -EINVAL, nothing
+ * started) as store_s3_get() does it: sink gets the bytes on the loop as they arrive; done(ud,
+ * result) runs once, on the loop, never from inside this call, with 0 or the codes of s3.h
+ * (store_s3_errcode()/errmsg() say more while it runs). */
+int store_s3_loop_get(struct store_s3_loop *l, const char *key, int64_t off, int64_t len,
+		      int (*sink)(void *ud, const void *data, size_t n), void (*done)(void *ud, int result), void *ud);
+/* Reads started and not yet done. */
+size_t store_s3_loop_active(const struct store_s3_loop *l);
+/* Cancel the reads in flight (each done with -ECANCELED, at once), close the loop's handles (run the
+ * loop after, for their close callbacks) and free. NULL-safe; sets *l to NULL. */
+void store_s3_loop_free(struct store_s3_loop **l);
 
 /* Whether the bucket takes what a store does, step by step with a probe object of its own under
  * key (a few bytes): write it, stat and read it back, find it listed, delete it and find it gone.

@@ -2,7 +2,7 @@
 # t0861-store-s3: the store's S3 client (store/s3.h) against Ceph's RADOS Gateway (a real cluster,
 # helpers/cephrgw.py), through tests/unit/store-s3-check.c which links the store room: a 64 MiB
 # object put by multipart upload (8 MiB parts, several in flight) and read back by ranges byte for
-# byte, listings page by page, deletes, an upload left unfinished by a writer that died found and
+# byte (nine ranges also at once on a libuv loop), listings page by page, deletes, an upload left unfinished by a writer that died found and
 # aborted, a wrong secret named. The AWS CLI then sees the bucket as the client left it: empty.
 . "$HM_SRC/tests/integration/lib.sh"
 need_ceph

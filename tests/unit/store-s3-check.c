@@ -6,8 +6,9 @@
  *
  * A 64 MiB object put by multipart upload in 8 MiB parts from writes of odd sizes, its stat, ranges
  * read back byte for byte (the whole, a part's boundary, the tail, a range past the end refused),
- * small objects listed page by page and deleted, an upload left unfinished by a process that died
- * found, aborted and gone, an abort that leaves nothing, and a wrong secret named.
+ * nine ranges read at once on a libuv loop (and one cancelled by its end), small objects listed
+ * page by page and deleted, an upload left unfinished by a process that died found, aborted and
+ * gone, an abort that leaves nothing, and a wrong secret named.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -56,6 +57,59 @@ static bool range_is(int64_t off, int64_t len, size_t want)
 	return !r && c.same && c.got == want;
 }
 
+struct lread {
+	struct cmp c;               /* first: cmp_sink takes the read as its cmp */
+	int result;
+	int called;
+};
+
+static void lread_done(void *ud, int result)
+{
+	struct lread *r = ud;
+
+	r->result = result;
+	r->called++;
+}
+
+/* Nine reads at once on a libuv loop (store_s3_loop): eight ranges of the big object byte for byte,
+ * one of a key that is not there; then one cancelled by the loop's end. */
+static void loop_reads(void)
+{
+	uv_loop_t loop;
+	struct store_s3_loop *l;
+	struct lread rd[9], late = { .result = 1 };
+	int called = 0;
+
+	CHECK_INT(uv_loop_init(&loop), 0);
+	CHECK_INT(store_s3_loop_new(s3, &loop, &l), 0);
+	for (int i = 0; i < 9; i++) {
+		rd[i] = (struct lread){ .c = { .at = (size_t)i * (7 << 20) + (size_t)i, .same = true }, .result = 1 };
+		CHECK_INT(store_s3_loop_get(l, i < 8 ? "big/object" : "big/absent", (int64_t)rd[i].c.at, 3 << 20,
+					    cmp_sink, lread_done, &rd[i]), 0);
+	}
+	CHECK_INT(store_s3_loop_get(l, "big/object", 0, 0, cmp_sink, lread_done, &late), -EINVAL);
+	CHECK_INT((int)store_s3_loop_active(l), 9);
+	for (int i = 0; i < 9; i++)
+		called += rd[i].called;
+	CHECK_INT(called, 0); /* never from inside the call that starts it */
+	while (store_s3_loop_active(l))
+		uv_run(&loop, UV_RUN_ONCE);
+	for (int i = 0; i < 8; i++) {
+		CHECK_INT(rd[i].called, 1);
+		CHECK_INT(rd[i].result, 0);
+		CHECK(rd[i].c.same && rd[i].c.got == (size_t)3 << 20);
+	}
+	CHECK_INT(rd[8].called, 1);
+	CHECK_INT(rd[8].result, HM_ERR_NOT_FOUND);
+	CHECK_INT(store_s3_loop_get(l, "big/object", 0, 100, cmp_sink, lread_done, &late), 0);
+	store_s3_loop_free(&l);
+	CHECK(l == NULL);
+	CHECK_INT(late.called, 1);
+	CHECK_INT(late.result, -ECANCELED);
+	uv_run(&loop, UV_RUN_DEFAULT); /* the handles' close callbacks */
+	CHECK_INT(uv_loop_close(&loop), 0);
+}
+
 TEST(multipart_put_and_ranges)
 {
 	struct store_s3_upload *u;
@@ -89,6 +143,7 @@ TEST(multipart_put_and_ranges)
 	CHECK_STR(store_s3_errcode(s3), "InvalidRange");
 	CHECK_INT(store_s3_get(s3, "big/absent", 0, -1, cmp_sink, &c), HM_ERR_NOT_FOUND);
 	CHECK_STR(store_s3_errcode(s3), "NoSuchKey");
+	loop_reads();
 	CHECK_INT(store_s3_delete(s3, "big/object"), 0);
 	CHECK_INT(store_s3_head(s3, "big/object", &st), HM_ERR_NOT_FOUND);
 	free(big);
