@@ -26,6 +26,7 @@ config_check() {
 	sed 's/^/#   /' "$T/out"
 	if [ "$got" -eq "$2" ]; then ok "$1"; else fail "$1 (status $got, expected $2)"; fi
 	! grep -qF "$RGW_SECRET_KEY" "$T/out" || fail "$1: the secret key is printed"
+	! grep -qE 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$T/out" || fail "$1: a sanitizer's report"
 }
 said() { grep -q -- "$1" "$T/out"; }
 lines() { test "$(grep -c 'hubmirror: ' "$T/out")" = "$1"; }
