@@ -107,6 +107,21 @@ for k, v in (("ENDPOINT", "endpoint"), ("BUCKET", "bucket"), ("ACCESS_KEY", "acc
     print("RGW_%s=%s" % (k, shlex.quote(str(d[v]))))' "$ready")"
 	export RGW_ENDPOINT RGW_BUCKET RGW_ACCESS_KEY RGW_SECRET_KEY RGW_PID RGW_START_S RGW_CONF
 }
+# rgw_stop / rgw_start: stop the gateway alone (the cluster stays), or start it again on its port;
+# each returns once it is done (down; up and answering), within 60 s.
+_rgw_gateway() {
+	local i
+	rm -f "$T/ceph.ready.gateway"
+	kill "-$1" "$RGW_PID" || return 1
+	for i in $(seq 1 600); do
+		[ "$(cat "$T/ceph.ready.gateway" 2>/dev/null)" = "$2" ] && return 0
+		kill -0 "$RGW_PID" 2>/dev/null || break
+		sleep 0.1
+	done
+	echo "# the gateway is not $2:"; sed 's/^/#   /' "$T/ceph.err"; return 1
+}
+rgw_stop() { _rgw_gateway USR1 down; }
+rgw_start() { _rgw_gateway USR2 up; }
 # need_node_module PKG: skip unless node and tests/js/node_modules/PKG are installed; sets JS to tests/js.
 need_node_module() {
 	JS=$HM_SRC/tests/js

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # t0860-store-rgw: the real Ceph cluster the store's tests run against (helpers/cephrgw.py: one monitor,
 # one OSD on memstore, the RADOS Gateway on a loopback port, a user and a bucket): it starts, answers
-# requests signed with its user's keys (curl's own SigV4) and refuses others, and when stopped leaves
-# no daemon and no file behind.
+# requests signed with its user's keys (curl's own SigV4) and refuses others, its gateway stops and
+# starts again alone (rgw_stop, rgw_start) and serves what it held, and when stopped it leaves no
+# daemon and no file behind.
 . "$HM_SRC/tests/integration/lib.sh"
 need_ceph
 check "a Ceph cluster with its gateway starts" start_rgw
@@ -21,6 +22,14 @@ check "a wrong secret is refused (403)" test "$(s3curl --user "$RGW_ACCESS_KEY:w
 	"$RGW_ENDPOINT/$RGW_BUCKET/probe/hello")" = 403
 check "an anonymous GET is refused (403)" test "$(curl -s -o /dev/null -w '%{http_code}' \
 	"$RGW_ENDPOINT/$RGW_BUCKET/probe/hello")" = 403
+# The gateway alone stopped and started again on its port (under a running mirror, next): it is
+# refused while down, and serves what it held once up.
+check "the gateway stops" rgw_stop
+check "a request to it is refused" test "$(curl -s -o /dev/null -w '%{http_code}' "$RGW_ENDPOINT/")" = 000
+check "it starts again" rgw_start
+check "and serves what it held" test "$(s3curl --user "$RGW_ACCESS_KEY:$RGW_SECRET_KEY" \
+	"$RGW_ENDPOINT/$RGW_BUCKET/probe/hello")" = 200
+check "byte for byte" cmp -s "$T/body" "$T/hello"
 # Stopped as at a test's exit: every daemon gone, its folder removed.
 kill -TERM "$RGW_PID"
 wait "$RGW_PID"

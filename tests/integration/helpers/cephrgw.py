@@ -8,6 +8,8 @@ As root, in DIR (made, and removed at the end) and on loopback ports of its own,
 one OSD on memstore (RAM, no disk image to make: the tests store megabytes), pools of size 1, and the
 RADOS Gateway; makes a user (radosgw-admin) and a bucket; waits until the gateway answers a signed
 request; then writes FILE, JSON: {"endpoint", "access_key", "secret_key", "bucket", "conf", "start_s"}.
+SIGUSR1 stops the gateway alone and SIGUSR2 starts it again on its port (a gateway restarted under a
+running mirror); each writes FILE.gateway ("down", or "up" once it answers again) when done.
 It stays in the foreground until SIGTERM/SIGINT, or until the process that started it dies (a test's
 shell killed), then stops the daemons (SIGTERM, SIGKILL after 10 s) and removes DIR: nothing is left
 behind. Every daemon runs in the foreground as its child, dies with it (PR_SET_PDEATHSIG), and reads
@@ -136,7 +138,7 @@ class Cluster:
         osd_id = self.cmd("ceph", "osd", "new", osd_uuid).strip()
         self.cmd("ceph-osd", "-i", osd_id, "--mkfs", "--osd-uuid", osd_uuid)
         self.daemon("ceph-osd", "-i", osd_id)
-        self.daemon("radosgw", "-n", "client.rgw.a")
+        self.rgw = self.daemon("radosgw", "-n", "client.rgw.a")
         self.endpoint = "http://127.0.0.1:%d" % self.rgw_port
         self.access_key = "HM" + uuid.uuid4().hex[:18].upper()
         self.secret_key = uuid.uuid4().hex + uuid.uuid4().hex[:8]
@@ -146,6 +148,23 @@ class Cluster:
         self.cmd("radosgw-admin", "user", "create", "--uid=hm", "--display-name=hubmirror tests",
             "--access-key=" + self.access_key, "--secret=" + self.secret_key)
         self.wait(lambda: self.http("PUT", "/" + self.bucket, signed=True) == 200, "the bucket is made")
+
+    def gateway_stop(self):
+        """Stop the gateway alone (SIGTERM, as a service restart does); the cluster stays."""
+        if self.rgw in self.procs:
+            self.procs.remove(self.rgw)
+            self.rgw.terminate()
+            try:
+                self.rgw.wait(10)
+            except subprocess.TimeoutExpired:
+                self.rgw.kill()
+                self.rgw.wait()
+
+    def gateway_start(self):
+        """Start the gateway again on its port, and wait until it answers."""
+        if self.rgw not in self.procs:
+            self.rgw = self.daemon("radosgw", "-n", "client.rgw.a")
+            self.wait(lambda: self.http("GET", "/") == 200, "the gateway answers again")
 
     def http(self, method, path, signed=False):
         """A request through curl (its own SigV4; curl 7.88 wants the payload hash header given)."""
@@ -199,13 +218,17 @@ def main():
     if os.geteuid() != 0:
         sys.exit("cephrgw: needs root (the OSD's store)")
     die_with_parent()
-    stopping = []
+    asked = []
 
     def on_signal(sig, frame):
-        stopping.append(sig)
         raise KeyboardInterrupt
+
+    def on_gateway(sig, frame):
+        asked.append(sig)
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGUSR1, on_gateway)
+    signal.signal(signal.SIGUSR2, on_gateway)
     c = Cluster(a.dir)
     rc = 0
     try:
@@ -218,6 +241,15 @@ def main():
             json.dump(info, f)
         os.rename(tmp, a.ready_file)
         while True:
+            while asked:
+                sig = asked.pop(0)
+                if sig == signal.SIGUSR1:
+                    c.gateway_stop()
+                else:
+                    c.gateway_start()
+                with open(a.ready_file + ".gateway.tmp", "w") as f:
+                    f.write("down\n" if sig == signal.SIGUSR1 else "up\n")
+                os.rename(a.ready_file + ".gateway.tmp", a.ready_file + ".gateway")
             for p in c.procs:
                 if p.poll() is not None:
                     raise RuntimeError("%s exited (%d)" % (p.args[0], p.returncode))
