@@ -27,6 +27,7 @@ struct store_s3 {
 	long connect_timeout_ms;
 	long stall_s;
 	int page;
+	int tries;
 	CURLM *multi;
 	char errcode[64];
 	char *errmsg;
@@ -55,6 +56,7 @@ struct store__req {
 	int64_t mtime;
 	char content_range[96];
 	int part;                   /* an upload's part number, 0 else */
+	int tries;                  /* its sends that failed so far */
 	void (*on_done)(void *ud, int result); /* a read on a loop (s3-loop.c): its end, from the loop */
 	struct store__req *next;    /* a loop's reads in flight */
 	bool done;
@@ -80,7 +82,11 @@ int store__result(struct store__req *r);
 /* A ranged GET of key to sink, ready to start (store_s3_get's, and a loop's read). */
 struct store__req *store__get_req(struct store_s3 *s, const char *key, int64_t off, int64_t len,
 				  int (*sink)(void *ud, const void *data, size_t n), void *ud);
-/* Start r, wait for it, and give its outcome. */
+/* Whether r may be sent again (it failed for want of an answer, or with the server's trouble, and
+ * handed no byte on) and has tries left; then it is made ready to be, after a pause that grows with
+ * its tries. */
+bool store__again(struct store__req *r);
+/* Start r, wait for it (sending it again while store__again), and give its outcome. */
 int store__run(struct store__req *r);
 
 /* s URI-encoded as SigV4 wants (all but A-Z a-z 0-9 - . _ ~; '/' kept when keep_slash). Caller frees. */

@@ -75,6 +75,11 @@ static void reap(struct store_s3_upload *u)
 			i++;
 			continue;
 		}
+		if (store__again(r)) {
+			store__start(r); /* the same part, its bytes from the start */
+			i++;
+			continue;
+		}
 		err = store__result(r);
 		if (!err && !r->etag[0])
 			err = HM_ERR_UPSTREAM;

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include "base/err.h"
 #include "base/log.h"
@@ -81,6 +82,7 @@ int store_s3_new(const struct store_s3_config *c, struct store_s3 **out, const c
 	s->connect_timeout_ms = c->connect_timeout_ms > 0 ? c->connect_timeout_ms : 10000;
 	s->stall_s = c->stall_s > 0 ? c->stall_s : 60;
 	s->page = c->page > 0 ? c->page : 0;
+	s->tries = c->tries > 0 ? c->tries : 8;
 	s->multi = curl_multi_init();
 	*out = s;
 	return 0;
@@ -417,10 +419,32 @@ int store__result(struct store__req *r)
 	return 0;
 }
 
+bool store__again(struct store__req *r)
+{
+	bool trouble = r->status == 500 || r->status == 502 || r->status == 503 || r->status == 504;
+
+	if (r->checked || r->sink_err || (r->cc == CURLE_OK && !trouble) || ++r->tries >= r->s->tries)
+		return false;
+	log_debug("store", "%s: %s, again (try %d)", r->what,
+		  r->cc != CURLE_OK ? curl_easy_strerror(r->cc) : "the server's trouble", r->tries + 1);
+	/* (CreateMultipartUpload sent twice leaves an upload nobody completes: the listing of
+	 * unfinished uploads finds it) */
+	usleep(250000u << (r->tries - 1 < 7 ? r->tries - 1 : 7));
+	r->done = false;
+	r->status = 0;
+	r->cc = CURLE_OK;
+	r->src_off = 0;
+	r->errbuf[0] = '\0';
+	buf_reset(&r->body);
+	return true;
+}
+
 int store__run(struct store__req *r)
 {
-	store__start(r);
-	store__wait(r);
+	do {
+		store__start(r);
+		store__wait(r);
+	} while (store__again(r));
 	return store__result(r);
 }
 

@@ -11,8 +11,11 @@
  * thread at a time per object. A server reads without blocking its loop through store_s3_loop
  * (below): the same requests on a multi handle of the loop's, driven by libuv as hub/http's are.
  *
- * A request that fails is not tried again here: the caller (the store's backend, next) knows what
- * may be retried and how (a part again, a range from where it broke).
+ * A request that got no answer (no connection, reset) or the server's own trouble (500, 502, 503,
+ * 504) before any byte of it was handed on is sent again, `tries` times in all, 0.25 s after the
+ * first failure and twice as long after each next one (8 tries: ~32 s, a gateway restarted); a part
+ * of an upload the same. A read that broke after bytes went to its sink is the caller's to resume
+ * (from where it broke), and reads on a loop are not sent again (yet).
  *
  * Errors: 0, or HM_ERR_CURL (the endpoint did not answer: libcurl's words), HM_ERR_AUTH (the keys
  * are refused: InvalidAccessKeyId, SignatureDoesNotMatch), -EACCES (they are known and lack the
@@ -45,6 +48,7 @@ struct store_s3_config {
 	long connect_timeout_ms;    /* 0: 10 s */
 	long stall_s;               /* a transfer that moves no byte this long fails; 0: 60 s */
 	int page;                   /* a listing's page (max-keys, max-uploads); 0: the server's (1,000) */
+	int tries;                  /* sends of a request in all (see above); 0: 8; 1: never again */
 };
 
 /* s3://BUCKET[/PREFIX] into its bucket and prefix (without slashes at its ends; "" when none), both

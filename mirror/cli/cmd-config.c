@@ -4,12 +4,12 @@
  */
 #include <stdio.h>
 #include <unistd.h>
-#include "base/err.h"
 #include <stdbool.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/err.h"
 #include "base/str.h"
 #include "base/xmalloc.h"
 #include "cli.h"
@@ -156,7 +156,8 @@ static int store_check(const struct config *conf, const struct config_s3 *c)
 {
 	struct store_s3_config sc = { .endpoint = c->endpoint, .bucket = c->bucket, .prefix = c->prefix,
 				      .region = c->region, .access_key = c->access_key, .secret_key = c->secret_key,
-				      .session_token = c->session_token, .connect_timeout_ms = 5000, .stall_s = 15 };
+				      .session_token = c->session_token, .connect_timeout_ms = 5000, .stall_s = 15,
+				      .tries = 1 }; /* what is wrong is said at once, not tried again for 30 s */
 	struct store_s3 *s = NULL;
 	const char *why = NULL, *step = NULL;
 	char host[64] = "host", *key;

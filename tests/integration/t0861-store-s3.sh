@@ -3,14 +3,15 @@
 # helpers/cephrgw.py), through tests/unit/store-s3-check.c which links the store room: a 64 MiB
 # object put by multipart upload (8 MiB parts, several in flight) and read back by ranges byte for
 # byte (nine ranges also at once on a libuv loop), listings page by page, deletes, an upload left unfinished by a writer that died found and
-# aborted, a wrong secret named. The AWS CLI then sees the bucket as the client left it: empty.
+# aborted, a wrong secret named, the gateway stopped under an upload and started again 2 s later
+# (the parts sent again until it is back, the object whole). The AWS CLI then sees the bucket as the client left it: empty.
 . "$HM_SRC/tests/integration/lib.sh"
 need_ceph
 CHECK=$HM_BUILD/tests/unit/store-s3-check
 [ -x "$CHECK" ] || skip "store-s3-check is not built"
 check "a Ceph cluster with its gateway starts" start_rgw
 echo "# the cluster started in $RGW_START_S s"
-AWS_ACCESS_KEY_ID=$RGW_ACCESS_KEY AWS_SECRET_ACCESS_KEY=$RGW_SECRET_KEY \
+AWS_ACCESS_KEY_ID=$RGW_ACCESS_KEY AWS_SECRET_ACCESS_KEY=$RGW_SECRET_KEY RGW_GATEWAY_FILE=$T/ceph.ready.gateway \
 	"$CHECK" "$RGW_ENDPOINT" "$RGW_BUCKET" "t0861/store" >"$T/check.out" 2>&1
 rc=$?
 sed 's/^/# /' "$T/check.out"

@@ -8,13 +8,16 @@
  * read back byte for byte (the whole, a part's boundary, the tail, a range past the end refused),
  * nine ranges read at once on a libuv loop (and one cancelled by its end), small objects listed
  * page by page and deleted, an upload left unfinished by a process that died found, aborted and
- * gone, an abort that leaves nothing, and a wrong secret named.
+ * gone, an abort that leaves nothing, a wrong secret named; and with RGW_PID (the helper's) and
+ * RGW_GATEWAY_FILE, the gateway stopped under an upload and a stat and started again: both go on
+ * once it is back, the object whole.
  */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -257,6 +260,72 @@ TEST(wrong_secret)
 	store_s3_free(&b);
 }
 
+/* The helper's word on its gateway (RGW_GATEWAY_FILE): "down" or "up", within 60 s. */
+static bool gateway_is(const char *file, const char *want)
+{
+	for (int i = 0; i < 600; i++) {
+		char got[16] = "";
+		FILE *f = fopen(file, "r");
+		if (f) {
+			if (!fgets(got, sizeof(got), f))
+				got[0] = '\0';
+			fclose(f);
+		}
+		if (!strncmp(got, want, strlen(want)))
+			return true;
+		usleep(100000);
+	}
+	return false;
+}
+
+/* The gateway stopped under a writer and a reader, and started again 2 s later (by the helper,
+ * RGW_PID): the parts in flight and those written while it is away are sent again until it is
+ * back, the object completes whole, and a stat made while it was away waits for it too. */
+TEST(gateway_restart)
+{
+	const char *pid_s = getenv("RGW_PID"), *state = getenv("RGW_GATEWAY_FILE");
+	size_t n = 3 * PART + 1000;
+	unsigned char *data;
+	struct store_s3_upload *u;
+	struct store_s3_stat st;
+	struct cmp c = { .same = true };
+	pid_t helper, child;
+	int status = -1;
+
+	if (!pid_s || !state) {
+		printf("# RGW_PID and RGW_GATEWAY_FILE not set: the gateway is not restarted\n");
+		return;
+	}
+	helper = (pid_t)atoi(pid_s);
+	big = data = xmalloc(n);
+	for (size_t i = 0; i < n; i++)
+		data[i] = (unsigned char)(i * 7 + i / 4096);
+	CHECK_INT(store_s3_upload_begin(s3, "restart/object", &u), 0);
+	CHECK_INT(store_s3_upload_write(u, data, PART + 10), 0); /* one part on its way */
+	unlink(state);
+	CHECK_INT(kill(helper, SIGUSR1), 0);
+	CHECK(gateway_is(state, "down"));
+	child = fork();
+	if (child == 0) {
+		sleep(2);
+		unlink(state);
+		_exit(kill(helper, SIGUSR2) ? 1 : 0);
+	}
+	CHECK_INT(store_s3_head(s3, "restart/object", &st), HM_ERR_NOT_FOUND); /* an answer, once it is back */
+	CHECK_INT(store_s3_upload_write(u, data + PART + 10, n - PART - 10), 0);
+	CHECK_INT(store_s3_upload_commit(&u), 0);
+	waitpid(child, &status, 0);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	CHECK(gateway_is(state, "up"));
+	CHECK_INT(store_s3_head(s3, "restart/object", &st), 0);
+	CHECK(st.size == (int64_t)n);
+	CHECK_INT(store_s3_get(s3, "restart/object", 0, -1, cmp_sink, &c), 0);
+	CHECK(c.same && c.got == n);
+	CHECK_INT(store_s3_delete(s3, "restart/object"), 0);
+	free(data);
+	big = NULL;
+}
+
 int main(int argc, char **argv)
 {
 	const char *why = NULL;
@@ -280,6 +349,7 @@ int main(int argc, char **argv)
 	RUN(small_list_delete);
 	RUN(unfinished_uploads);
 	RUN(wrong_secret);
+	RUN(gateway_restart);
 	store_s3_free(&s3);
 	return test_done();
 }
