@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/err.h"
 #include "base/str.h"
 #include "base/xmalloc.h"
 #include "cli.h"
@@ -16,6 +17,7 @@
 #include "hub/http/tls.h"
 #include "mirror/serve/access.h"
 #include "prepare.h"
+#include "store/s3.h"
 
 /* HOST:PORT with a port serve can bind (0 picks a free one). */
 static bool port_ok(const char *v)
@@ -113,6 +115,72 @@ static int ports_check(const struct config *conf)
 	return 1;
 }
 
+/* "hubmirror: FILE:LINE: [store] KEY: " and what the bucket's probe found wrong, in one line. */
+static void store_said(const struct config *conf, const struct config_s3 *c, struct store_s3 *s, int err,
+		       const char *step)
+{
+	const char *code = store_s3_errcode(s), *msg = *store_s3_errmsg(s) ? store_s3_errmsg(s) : err_str(err);
+	const char *key = "url", *ep = c->endpoint ? c->endpoint : "AWS's endpoint";
+	int line = c->url_line;
+	char *what;
+
+	if (err == HM_ERR_CURL) {
+		if (c->endpoint_line) {
+			key = "s3-endpoint";
+			line = c->endpoint_line;
+		}
+		what = xasprintf("%s does not answer (%s)", ep, msg);
+	} else if (err == HM_ERR_AUTH) {
+		if (c->keys_line) {
+			key = "credentials-file";
+			line = c->keys_line;
+		}
+		what = xasprintf("%s refuses the keys from %s: %s (%s)", ep, c->keys_from,
+				 !strcmp(code, "InvalidAccessKeyId") ? "it knows no such access key" :
+				 "the secret key is not the access key's", code);
+	} else if (!strcmp(code, "NoSuchBucket")) {
+		what = xasprintf("%s has no bucket '%s' (%s)", ep, c->bucket, code);
+	} else if (err == -EACCES) {
+		what = xasprintf("the keys from %s may not %s objects in %s (%s)", c->keys_from, step, c->url,
+				 *code ? code : "403");
+	} else {
+		what = xasprintf("the store's probe could not %s an object in %s: %s", step, c->url, msg);
+	}
+	fprintf(stderr, "hubmirror: %s:%d: [store] %s: %s\n", conf->path, line, key, what);
+	free(what);
+}
+
+/* [store] url's bucket reached: a probe object of this process's written, read, listed and deleted
+ * under its prefix. Returns 0, or 1 after saying in one line what is wrong. */
+static int store_check(const struct config *conf, const struct config_s3 *c)
+{
+	struct store_s3_config sc = { .endpoint = c->endpoint, .bucket = c->bucket, .prefix = c->prefix,
+				      .region = c->region, .access_key = c->access_key, .secret_key = c->secret_key,
+				      .session_token = c->session_token, .connect_timeout_ms = 5000, .stall_s = 15,
+				      .tries = 1 }; /* what is wrong is said at once, not tried again for 30 s */
+	struct store_s3 *s = NULL;
+	const char *why = NULL, *step = NULL;
+	char host[64] = "host", *key;
+	int err;
+
+	if (store_s3_new(&sc, &s, &why)) {
+		fprintf(stderr, "hubmirror: %s:%d: [store] url: %s\n", conf->path, c->url_line, why);
+		return 1;
+	}
+	gethostname(host, sizeof(host) - 1);
+	host[strcspn(host, "/")] = '\0';
+	key = xasprintf(".hubmirror-probe/%s-%d", host, (int)getpid());
+	err = store_s3_probe(s, key, &step);
+	if (err)
+		store_said(conf, c, s, err, step);
+	else
+		printf("%s: the store's bucket %s at %s: written, read, listed and deleted\n", conf->path, c->url,
+		       c->endpoint ? c->endpoint : "AWS");
+	free(key);
+	store_s3_free(&s);
+	return err ? 1 : 0;
+}
+
 /* Every mistake of the file in one run: its lines (unknown sections and keys, repeats), its values as
  * serve's and sync's options take them, what they would trip on at start, one port for two uses;
  * then, when those pass, the files serve reads at start (tokens, certificate). Exit 2 when the file
@@ -122,10 +190,11 @@ static int config_check(const char *path)
 	struct cli_serve_prep sp;
 	struct cli_sync_opts so;
 	struct config conf, sconf;
+	struct config_s3 s3;
 	struct mirror_access *a = NULL;
 	struct hub_tls *tls = NULL;
 	char *argv[] = { "serve", "--config", (char *)path, NULL }, *err = NULL;
-	int r, rs, ry, bad;
+	int r, rs, ry, bad, store;
 
 	if ((r = config_load(path, &conf)) == CLI_FAILED) {
 		config_release(&conf);
@@ -137,7 +206,8 @@ static int config_check(const char *path)
 	ry = cli_sync_prepare(0, NULL, path, &so, &sconf);
 	config_release(&sconf);
 	cli_sync_opts_release(&so);
-	bad = values_check(&conf) + ports_check(&conf);
+	store = config_s3(&conf, &s3);
+	bad = values_check(&conf) + ports_check(&conf) + (store < 0);
 	if (r == CLI_USAGE || rs == CLI_USAGE || ry == CLI_USAGE) {
 		r = CLI_USAGE;
 	} else if (rs != CLI_OK || ry != CLI_OK || bad) {
@@ -150,9 +220,13 @@ static int config_check(const char *path)
 	} else if (sp.cfg.tls_cert && hub_tls_new(sp.cfg.tls_cert, sp.cfg.tls_key, &tls, &err)) {
 		fprintf(stderr, "hubmirror: %s: %s\n", path, err ? err : "TLS certificate");
 		r = CLI_FAILED;
+	} else if (store > 0 && store_check(&conf, &s3)) {
+		r = CLI_FAILED; /* (the files serve reads are fine: the bucket is what is not) */
 	} else {
 		printf("%s: ok (%zu settings)\n", path, sp.conf.n);
 	}
+	if (store > 0)
+		config_s3_release(&s3);
 	free(err);
 	mirror_access_free(&a);
 	hub_tls_free(&tls);
@@ -172,6 +246,8 @@ static void show_key(void *ud, const char *section, const char *key, const char 
 	*last = section;
 	if (value)
 		printf("%s = %s\n", key, value);
+	else if (!option)
+		printf("# %s: not set\n", key);
 	else
 		printf("# %s: not set (--%s's default)\n", key, option);
 	(void)which;

@@ -15,6 +15,7 @@
 #include "base/str.h"
 #include "base/xmalloc.h"
 #include "config.h"
+#include "store/s3.h"
 
 /* "--NAME VALUE" or "--NAME=VALUE" in argv (before a "--"): VALUE, borrowed; NULL when absent. */
 const char *config_option(int argc, char **argv, const char *name)
@@ -80,6 +81,10 @@ static const struct config_key keys[] = {
 	{ "sync", "retry-delay", "retry-delay", CONFIG_SYNC, false },
 	{ "store", "retention", "retention", CONFIG_SYNC, false },
 	{ "store", "quota", "quota", CONFIG_SYNC, false },
+	{ "store", "url", NULL, CONFIG_STORE, false },
+	{ "store", "s3-endpoint", NULL, CONFIG_STORE, false },
+	{ "store", "region", NULL, CONFIG_STORE, false },
+	{ "store", "credentials-file", NULL, CONFIG_STORE, false },
 	{ "p2p", "listen", "p2p-listen", CONFIG_SERVE, false },
 	{ "p2p", "upload-limit", "p2p-upload-limit", CONFIG_SERVE, false },
 	{ "p2p", "rescan", "p2p-rescan", CONFIG_SERVE, false },
@@ -427,4 +432,148 @@ void config_each_key(const struct config *c,
 				value = c->v[k].value;
 		fn(ud, keys[i].section, keys[i].key, keys[i].option, keys[i].which, value);
 	}
+}
+
+/* The store's settings one entry at a time (NULL when the file does not set it). */
+static const struct config_entry *store_entry(const struct config *c, const char *key)
+{
+	for (size_t i = 0; i < c->n; i++)
+		if (!strcmp(c->v[i].section, "store") && !strcmp(c->v[i].key, key))
+			return &c->v[i];
+	return NULL;
+}
+
+struct creds_ctx {
+	const char *profile;
+	struct config_s3 *out;
+	bool seen;                  /* the profile's section is in the file */
+};
+
+static int creds_handler(void *user, const char *section, const char *name, const char *value)
+{
+	struct creds_ctx *k = user;
+	char **to = NULL;
+
+	if (strcmp(section, k->profile))
+		return 1;
+	k->seen = true;
+	if (!strcmp(name, "aws_access_key_id"))
+		to = &k->out->access_key;
+	else if (!strcmp(name, "aws_secret_access_key"))
+		to = &k->out->secret_key;
+	else if (!strcmp(name, "aws_session_token"))
+		to = &k->out->session_token;
+	if (to) {
+		free(*to);
+		*to = xstrdup(value);
+	}
+	return 1; /* other keys (region, output...) are the AWS CLI's: not ours to refuse */
+}
+
+/* The keys from the credentials file e names; returns the mistakes said. */
+static int s3_keys_file(const struct config *c, const struct config_entry *e, struct config_s3 *out)
+{
+	const char *env = getenv("AWS_PROFILE");
+	struct creds_ctx k = { .profile = env && *env ? env : "default", .out = out };
+	FILE *f = fopen(e->value, "r");
+	int r;
+
+	if (!f) {
+		say(c->path, e->line, "store", "credentials-file", "'%s': %s", e->value, strerror(errno));
+		return 1;
+	}
+	r = ini_parse_file(f, creds_handler, &k);
+	fclose(f);
+	if (r) {
+		say(c->path, e->line, "store", "credentials-file", "'%s': line %d is not 'key = value' nor '[profile]'",
+		    e->value, r);
+		return 1;
+	}
+	if (!k.seen || !out->access_key || !out->secret_key || !*out->access_key || !*out->secret_key) {
+		say(c->path, e->line, "store", "credentials-file", "'%s': %s[%s] with aws_access_key_id and "
+		    "aws_secret_access_key", e->value, k.seen ? "its profile lacks a key: write " : "no profile ",
+		    k.profile);
+		return 1;
+	}
+	out->keys_from = xstrdup(e->value);
+	out->keys_line = e->line;
+	return 0;
+}
+
+/* The keys from the environment; returns the mistakes said. */
+static int s3_keys_env(const struct config *c, const struct config_entry *url, struct config_s3 *out)
+{
+	const char *a = getenv("AWS_ACCESS_KEY_ID"), *s = getenv("AWS_SECRET_ACCESS_KEY");
+	const char *t = getenv("AWS_SESSION_TOKEN");
+
+	if (!a || !*a || !s || !*s) {
+		say(c->path, url->line, "store", "url", "no keys to the bucket: set AWS_ACCESS_KEY_ID and "
+		    "AWS_SECRET_ACCESS_KEY, or name a file of them in [store] credentials-file");
+		return 1;
+	}
+	out->access_key = xstrdup(a);
+	out->secret_key = xstrdup(s);
+	out->session_token = t && *t ? xstrdup(t) : NULL;
+	out->keys_from = xstrdup("the environment (AWS_ACCESS_KEY_ID)");
+	return 0;
+}
+
+int config_s3(const struct config *c, struct config_s3 *out)
+{
+	const struct config_entry *url = store_entry(c, "url"), *ep = store_entry(c, "s3-endpoint");
+	const struct config_entry *region = store_entry(c, "region"), *creds = store_entry(c, "credentials-file");
+	const char *why = NULL;
+	int bad = 0;
+
+	memset(out, 0, sizeof(*out));
+	if (!url) {
+		const struct config_entry *stray = ep ? ep : region ? region : creds;
+		if (stray)
+			say(c->path, stray->line, "store", stray->key,
+			    "says where a bucket is, and [store] url names none");
+		return stray ? -1 : 0;
+	}
+	out->url = xstrdup(url->value);
+	out->url_line = url->line;
+	if (store_s3_url_parse(url->value, &out->bucket, &out->prefix, &why)) {
+		say(c->path, url->line, "store", "url", "'%s': %s", url->value, why);
+		bad++;
+	}
+	if (ep && strncmp(ep->value, "http://", 7) && strncmp(ep->value, "https://", 8)) {
+		say(c->path, ep->line, "store", "s3-endpoint", "'%s' is not a URL: write it with its scheme "
+		    "(https://%s)", ep->value, ep->value);
+		bad++;
+	} else if (ep) {
+		out->endpoint = xstrdup(ep->value);
+		out->endpoint_line = ep->line;
+	}
+	out->region = region ? xstrdup(region->value) : NULL;
+	bad += creds ? s3_keys_file(c, creds, out) : s3_keys_env(c, url, out);
+	if (bad) {
+		config_s3_release(out);
+		return -1;
+	}
+	return 1;
+}
+
+static void wipe(char **p)
+{
+	if (*p)
+		memset(*p, 0, strlen(*p));
+	free(*p);
+	*p = NULL;
+}
+
+void config_s3_release(struct config_s3 *s)
+{
+	free(s->url);
+	free(s->bucket);
+	free(s->prefix);
+	free(s->endpoint);
+	free(s->region);
+	free(s->keys_from);
+	wipe(&s->access_key);
+	wipe(&s->secret_key);
+	wipe(&s->session_token);
+	memset(s, 0, sizeof(*s));
 }

@@ -15,8 +15,9 @@
 
 #define CONFIG_DEFAULT_PATH "/etc/hubmirror/hubmirror.conf"
 
-/* Which command a key is for. */
-enum { CONFIG_SERVE = 1, CONFIG_SYNC = 2 };
+/* Which command a key is for; CONFIG_STORE: read by the store's own settings (config_s3), no
+ * command's option. */
+enum { CONFIG_SERVE = 1, CONFIG_SYNC = 2, CONFIG_STORE = 4 };
 
 struct config_entry {
 	char *section;
@@ -56,8 +57,27 @@ void config_release(struct config *c);
 int config_apply(const struct config *c, const struct cli_command *cmd, unsigned which,
 		 const struct cli_flag *flags);
 
+/* [store] url = s3://BUCKET[/PREFIX]: the bucket, its endpoint and region, and the keys to it, from
+ * the credentials file [store] credentials-file names (AWS's format: [default], or $AWS_PROFILE's
+ * section, with aws_access_key_id, aws_secret_access_key and aws_session_token) or else from
+ * AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN. The keys are never printed. */
+struct config_s3 {
+	char *url;                  /* as written */
+	char *bucket, *prefix;      /* the URL's parts */
+	char *endpoint;             /* [store] s3-endpoint; NULL: AWS's for the region */
+	char *region;               /* [store] region; NULL: us-east-1 */
+	char *access_key, *secret_key, *session_token;
+	char *keys_from;            /* where the keys came from, for messages: a file or "the environment" */
+	int url_line, endpoint_line, keys_line; /* the file's lines that said them (0: none) */
+};
+/* Fill *out from c: 1 when [store] url names a bucket, 0 when it names none (the data directory's
+ * store), -1 after saying every mistake ("hubmirror: FILE:LINE: [store] KEY: ..."). Release *out
+ * after 1 (NULL-safe fields; the keys are wiped). */
+int config_s3(const struct config *c, struct config_s3 *out);
+void config_s3_release(struct config_s3 *s);
+
 /* Call fn for every known key: its section, key, the option it stands for, the commands it is for,
- * and the file's value (NULL when the file does not set it). */
+ * and the file's value (NULL when the file does not set it). option is NULL for CONFIG_STORE's. */
 void config_each_key(const struct config *c,
 		     void (*fn)(void *ud, const char *section, const char *key, const char *option, unsigned which,
 				const char *value),

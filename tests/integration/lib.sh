@@ -76,6 +76,52 @@ need_fuse() {
 	[ "$(id -u)" = 0 ] && [ -c /dev/fuse ] || skip "needs root and /dev/fuse"
 	command -v fusermount3 >/dev/null || skip "fusermount3 missing (apt-get install fuse3)"
 }
+# need_ceph: skip unless a Ceph cluster can be started here (root; ceph-mon, ceph-osd, radosgw: .ci/setup).
+need_ceph() {
+	[ "$(id -u)" = 0 ] || skip "needs root (a Ceph OSD)"
+	local b
+	for b in ceph-mon ceph-osd radosgw radosgw-admin monmaptool ceph; do
+		command -v "$b" >/dev/null || skip "$b missing (bash .ci/setup installs Ceph)"
+	done
+}
+# start_rgw: start a single-node Ceph cluster and its RADOS Gateway in $T/ceph (helpers/cephrgw.py;
+# stopped, and its folder removed, at exit with the test's other processes) and set RGW_ENDPOINT,
+# RGW_BUCKET (made, empty), RGW_ACCESS_KEY, RGW_SECRET_KEY, RGW_PID (the helper's), RGW_START_S and
+# RGW_CONF (the cluster's ceph.conf, for radosgw-admin -c).
+start_rgw() {
+	local ready="$T/ceph.ready" i
+	rm -f "$ready"
+	"$PY" "$HM_SRC/tests/integration/helpers/cephrgw.py" "$T/ceph" --ready-file "$ready" 2>"$T/ceph.err" &
+	RGW_PID=$!
+	_pids+=($RGW_PID)
+	for i in $(seq 1 1200); do   # 120 s: its first start makes the gateway's pools
+		[ -s "$ready" ] && break
+		kill -0 "$RGW_PID" 2>/dev/null || break
+		sleep 0.1
+	done
+	[ -s "$ready" ] || { echo "# the Ceph cluster did not start:"; sed 's/^/#   /' "$T/ceph.err"; return 1; }
+	eval "$("$PY" -c 'import json,shlex,sys
+d = json.load(open(sys.argv[1]))
+for k, v in (("ENDPOINT", "endpoint"), ("BUCKET", "bucket"), ("ACCESS_KEY", "access_key"),
+        ("SECRET_KEY", "secret_key"), ("START_S", "start_s"), ("CONF", "conf")):
+    print("RGW_%s=%s" % (k, shlex.quote(str(d[v]))))' "$ready")"
+	export RGW_ENDPOINT RGW_BUCKET RGW_ACCESS_KEY RGW_SECRET_KEY RGW_PID RGW_START_S RGW_CONF
+}
+# rgw_stop / rgw_start: stop the gateway alone (the cluster stays), or start it again on its port;
+# each returns once it is done (down; up and answering), within 60 s.
+_rgw_gateway() {
+	local i
+	rm -f "$T/ceph.ready.gateway"
+	kill "-$1" "$RGW_PID" || return 1
+	for i in $(seq 1 600); do
+		[ "$(cat "$T/ceph.ready.gateway" 2>/dev/null)" = "$2" ] && return 0
+		kill -0 "$RGW_PID" 2>/dev/null || break
+		sleep 0.1
+	done
+	echo "# the gateway is not $2:"; sed 's/^/#   /' "$T/ceph.err"; return 1
+}
+rgw_stop() { _rgw_gateway USR1 down; }
+rgw_start() { _rgw_gateway USR2 up; }
 # need_node_module PKG: skip unless node and tests/js/node_modules/PKG are installed; sets JS to tests/js.
 need_node_module() {
 	JS=$HM_SRC/tests/js

@@ -274,8 +274,9 @@ def fronts(root):
 LIBS = (("jansson", "jansson"), ("sqlite3", "sqlite3"), ("curl/", "libcurl"), ("uv", "libuv"),
         ("openssl/ssl", "libssl"), ("openssl/", "libcrypto"), ("archive", "libarchive"), ("fuse", "libfuse3"),
         ("libtorrent/", "libtorrent-rasterbar"), ("http_parser", "http-parser"), ("ini", "inih"),
-        ("blake3", "BLAKE3"))
-OURS = ("base", "catalog", "hub", "hub/http", "hub/xet", "mirror", "mirror/serve", "p2p", "p2p/agent", "mirror/cli")
+        ("blake3", "BLAKE3"), ("libxml/", "libxml2"))
+OURS = ("base", "catalog", "hub", "hub/http", "hub/xet", "mirror", "mirror/serve", "p2p", "p2p/agent", "mirror/cli",
+        "store")
 
 
 def depends_on(root):
@@ -325,6 +326,7 @@ ROOMS = {
     "mirror/cli": ("cli_", "cmd_", "main"),
     "p2p": ("p2p_", "_Z", "DW.ref."),
     "p2p/agent": ("agent_",),
+    "store": ("store_",),
 }
 
 
