@@ -16,10 +16,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <jansson.h>
 #include <openssl/evp.h>
+#include <openssl/rand.h>
 
 #include "base/buf.h"
 #include "base/bug.h"
@@ -58,6 +60,8 @@ struct oreq {
 	bool image;               /* image/PREFIX/ORG/NAME: the image of tar layers, not the ModelPack artifact */
 	bool deferred;            /* the layers' digests were computed for this request already */
 	const char *rest;         /* the path after /v2/ */
+	bool regtok;              /* the request came with a registry token of the token endpoint's */
+	char ociname[512];        /* the repository as named ([image/]PREFIX/ORG/NAME), "" before */
 };
 
 /* ---- answers ---- */
@@ -73,18 +77,122 @@ static void oci_error(struct httpd_req *req, int status, const char *code, const
 	json_decref(body);
 }
 
-/* 401 with the challenge registries' clients answer with credentials (the mirror's token as the
- * password), or 403 to a valid token that may not read it. */
+/* ---- the registry token flow ---- */
+
+#define OCI_TOKEN_TTL 300      /* seconds a registry token stands for its mirror token */
+#define OCI_TOKENS_MAX 4096    /* registry tokens kept; past it the oldest goes */
+#define OCI_TOKEN_PREFIX "hmreg_"
+
+/* The registry tokens this serve gave out (docs/protocols/oci.md, "Access"): each stands for a mirror
+ * token, or for none (anonymous), until it expires. In memory, on the loop: a restarted serve forgets
+ * them, and clients ask the token endpoint again on the 401 that follows. One table per process, as
+ * a process serves one set of routes. */
+static struct oci_regtoken {
+	char id[sizeof(OCI_TOKEN_PREFIX) + 40];
+	char *tok;        /* the mirror token (malloc'd), or NULL */
+	int64_t expires;
+} oci_regtokens[OCI_TOKENS_MAX];
+static size_t oci_nregtokens;
+
+static void oci_regtoken_drop(size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(oci_regtokens[i].tok);
+	memmove(oci_regtokens, oci_regtokens + n, (oci_nregtokens - n) * sizeof(oci_regtokens[0]));
+	oci_nregtokens -= n;
+}
+
+/* A new registry token for tok (may be NULL), or NULL when no random bytes came. */
+static const char *oci_regtoken_issue(const char *tok, int64_t now)
+{
+	struct oci_regtoken *t;
+	unsigned char r[20];
+	size_t expired = 0;
+
+	/* the table is in issue order, and every token lives as long: the expired are its head */
+	while (expired < oci_nregtokens && oci_regtokens[expired].expires <= now)
+		expired++;
+	oci_regtoken_drop(expired ? expired : oci_nregtokens == OCI_TOKENS_MAX);
+	if (RAND_bytes(r, sizeof(r)) != 1)
+		return NULL;
+	t = &oci_regtokens[oci_nregtokens++];
+	memcpy(t->id, OCI_TOKEN_PREFIX, sizeof(OCI_TOKEN_PREFIX) - 1);
+	hex_encode(r, sizeof(r), t->id + sizeof(OCI_TOKEN_PREFIX) - 1);
+	t->tok = tok ? xstrdup(tok) : NULL;
+	t->expires = now + OCI_TOKEN_TTL;
+	return t->id;
+}
+
+/* The registry token id, live: its mirror token (NULL: anonymous) into *tok. */
+static bool oci_regtoken_find(const char *id, int64_t now, const char **tok)
+{
+	for (size_t i = 0; i < oci_nregtokens; i++)
+		if (!strcmp(oci_regtokens[i].id, id) && oci_regtokens[i].expires > now) {
+			*tok = oci_regtokens[i].tok;
+			return true;
+		}
+	return false;
+}
+
+/* The challenge of a 401: the token endpoint to ask, for this repository's pull when one is named. */
+static void oci_challenge(struct oreq *o)
+{
+	char *base = mirror__self_base(o->req);
+
+	if (o->ociname[0])
+		httpd_add_headerf(o->req, "WWW-Authenticate",
+				  "Bearer realm=\"%s/v2/token\",service=\"hubmirror\",scope=\"repository:%s:pull\"",
+				  base, o->ociname);
+	else
+		httpd_add_headerf(o->req, "WWW-Authenticate", "Bearer realm=\"%s/v2/token\",service=\"hubmirror\"",
+				  base);
+	free(base);
+}
+
+/* 401 with the challenge registries' clients answer by asking the token endpoint (with the mirror's
+ * token as the password, when they have one), or 403 to a valid token that may not read it. */
 static void oci_refuse(struct oreq *o)
 {
 	bool valid = o->tok && o->rt->access && mirror_access_token_valid(o->rt->access, o->tok);
 
 	if (!valid) {
-		httpd_add_header(o->req, "WWW-Authenticate", "Basic realm=\"hubmirror\"");
+		oci_challenge(o);
 		oci_error(o->req, 401, "UNAUTHORIZED", "authentication required: the mirror's token as the password");
 	} else {
 		oci_error(o->req, 403, "DENIED", "this token may not read this repository on this mirror");
 	}
+}
+
+/* GET /v2/token: a registry token for the mirror token the client sent (Basic, the token the
+ * password; or Bearer), or an anonymous one, whatever the scope asked: the grants are the mirror
+ * token's, checked on each request. A token the mirror does not know is refused. */
+static void oci_token(struct oreq *o)
+{
+	const struct mirror_access *a = o->rt->access;
+	bool tokens = a && mirror_access_path(a);
+	int64_t now = (int64_t)time(NULL);
+	const char *id;
+	char at[32];
+	struct tm tm;
+	time_t t = (time_t)now;
+
+	if (tokens && ((o->tok && !mirror_access_token_valid(a, o->tok)) ||
+		       (!o->tok && mirror_access_mode(a) == ACCESS_ALL))) {
+		httpd_add_header(o->req, "WWW-Authenticate", "Basic realm=\"hubmirror\"");
+		oci_error(o->req, 401, "UNAUTHORIZED",
+			  o->tok ? "this mirror does not know that token" : "this mirror wants a token (the password)");
+		return;
+	}
+	if (!(id = oci_regtoken_issue(tokens ? o->tok : NULL, now))) {
+		oci_error(o->req, 500, "UNKNOWN", "no random bytes for a token");
+		return;
+	}
+	gmtime_r(&t, &tm);
+	strftime(at, sizeof(at), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	httpd_add_header(o->req, "Cache-Control", "no-store");
+	mirror__respond_json(o->req, 200,
+			     json_pack("{s:s,s:s,s:i,s:s}", "token", id, "access_token", id, "expires_in",
+				       OCI_TOKEN_TTL, "issued_at", at));
 }
 
 /* ---- names ---- */
@@ -919,7 +1027,7 @@ static size_t oci_unimage(char **seg[], size_t n, bool *image)
 	return *image ? n - 1 : n;
 }
 
-/* Is rest one of the registry's paths ("", _catalog, [image/]PREFIX/ORG/NAME/{manifests/X|blobs/X|
+/* Is rest one of the registry's paths ("", _catalog, token, [image/]PREFIX/ORG/NAME/{manifests/X|blobs/X|
  * tags/list})? Any other under /v2/ is passed on: a Hub repo of an org named v2 is the Hub API's. */
 static bool oci_ours(const char *rest)
 {
@@ -929,7 +1037,7 @@ static bool oci_ours(const char *rest)
 
 	for (size_t i = 0; n == 5 && i < sizeof(oci_prefixes) / sizeof(oci_prefixes[0]); i++)
 		prefix = prefix || !strcmp(seg[0], oci_prefixes[i].prefix);
-	ours = !*rest || !strcmp(rest, "_catalog") ||
+	ours = !*rest || !strcmp(rest, "_catalog") || !strcmp(rest, "token") ||
 	       (prefix && (!strcmp(seg[3], "manifests") || !strcmp(seg[3], "blobs") ||
 			   (!strcmp(seg[3], "tags") && !strcmp(seg[4], "list"))));
 	free(dup);
@@ -955,6 +1063,7 @@ static void oci_named(struct oreq *o, const char *rest)
 		goto out;
 	}
 	name = xasprintf("%s/%s", seg[1], seg[2]);
+	snprintf(o->ociname, sizeof(o->ociname), "%s%s/%s", o->image ? "image/" : "", o->prefix, name);
 	ref = httpd_unescape(seg[4], strlen(seg[4]), false);
 	if (!ref || oci_open_repo(o, name))
 		goto out;
@@ -990,10 +1099,28 @@ static int oci_route(struct mirror_routes *rt, struct httpd_req *req, const char
 		oci_error(req, 405, "UNSUPPORTED", "this mirror's registry is read-only");
 		return 0;
 	}
+	if (!strcmp(rest, "token")) {
+		oci_token(&o);
+		return 0;
+	}
+	if (o.tok && !strncmp(o.tok, OCI_TOKEN_PREFIX, sizeof(OCI_TOKEN_PREFIX) - 1)) {
+		const char *mapped = NULL;
+		if (!oci_regtoken_find(o.tok, (int64_t)time(NULL), &mapped)) {
+			oci_challenge(&o);
+			oci_error(req, 401, "UNAUTHORIZED",
+				  "registry token unknown or expired: ask the token endpoint again");
+			return 0;
+		}
+		o.regtok = true;
+		o.tok = mapped ? o.tokbuf : NULL;
+		if (mapped)
+			snprintf(o.tokbuf, sizeof(o.tokbuf), "%s", mapped);
+	}
 	/* under --auth all nothing goes without a valid token; /v2/ itself asks any client with no valid
-	 * token for one when the mirror has tokens, the way registries say "send your credentials" */
+	 * token for one when the mirror has tokens, the way registries say "send your credentials" (a
+	 * registry token of the token endpoint's, anonymous too, is one) */
 	if (rt->access && mirror_access_path(rt->access) && !mirror_access_token_valid(rt->access, o.tok) &&
-	    (mirror_access_mode(rt->access) == ACCESS_ALL || !*rest)) {
+	    (mirror_access_mode(rt->access) == ACCESS_ALL || (!*rest && !o.regtok))) {
 		oci_refuse(&o);
 		return 0;
 	}

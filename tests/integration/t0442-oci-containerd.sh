@@ -4,7 +4,8 @@
 # and unpacks it: containerd is started by the test as root, with its own root, state and socket, and
 # `ctr image pull --hosts-dir` pulls models.example/image/hf/acme/x:main, which hosts.toml sends to
 # the mirror over plain HTTP; the native snapshotter's tree then holds every file of the snapshot,
-# equal to upstream's, by its path. A guarded repo's image is pulled with its token (ctr --user).
+# equal to upstream's, by its path. A guarded repo's image is pulled with its token (ctr --user: the
+# registry token flow).
 . "$HM_SRC/tests/integration/lib.sh"
 command -v containerd >/dev/null && command -v ctr >/dev/null || skip "needs containerd and ctr (Debian's containerd)"
 [ "$(id -u)" = 0 ] || skip "containerd runs as root"
@@ -65,5 +66,6 @@ check "the unpacked image holds every file of the snapshot, equal to upstream's,
 check "... and nothing else" test "$(cd "$top" && find . -type f | sort | tr '\n' ' ')" = "./.gitattributes ./config.json ./model.safetensors ./sub/tokenizer.json "
 check "a guarded repo's image is refused without its token" bash -c "! $CTR image pull --snapshotter native --hosts-dir '$C/hosts' models.example/image/hf/acme/guarded:main >/dev/null 2>&1"
 check "... and pulled with it (ctr --user)" bash -c "$CTR image pull --snapshotter native --hosts-dir '$C/hosts' --user x:tok-reader-abcdefgh models.example/image/hf/acme/guarded:main >'$T/pull2.out' 2>&1 || { sed 's/^/# /' '$T/pull2.out'; false; }"
+check "... containerd asking the token endpoint the challenge named" grep -q "GET /v2/token" "$T/access.log"
 check "serve stops clean" serve_stops_clean
 finish
