@@ -514,15 +514,17 @@ static void oci_art_release(struct oci_art *a)
 /* The ModelPack artifact: its config and its manifest, what the reference names. */
 static int oci_art_modelpack(struct oci_art *a)
 {
-	json_t *config = oci_doc_add(a, oci_config_json(a), OCI_MODEL_CONFIG, false);
+	json_t *config = oci_doc_add(a, oci_config_json(a), OCI_MODEL_CONFIG, false), *d;
 
 	if (!config)
 		return HM_ERR_NOT_FOUND; /* (a path that is not UTF-8) */
-	if (!oci_doc_add(a, json_pack("{s:i,s:s,s:s,s:o,s:O,s:{s:s}}", "schemaVersion", 2, "mediaType",
-				      OCI_MANIFEST_TYPE, "artifactType", OCI_MODEL_ARTIFACT, "config", config, "layers",
-				      a->layers, "annotations", "org.opencontainers.image.revision", a->snap->commit),
-			 OCI_MANIFEST_TYPE, true))
+	d = oci_doc_add(a, json_pack("{s:i,s:s,s:s,s:o,s:O,s:{s:s}}", "schemaVersion", 2, "mediaType",
+				     OCI_MANIFEST_TYPE, "artifactType", OCI_MODEL_ARTIFACT, "config", config, "layers",
+				     a->layers, "annotations", "org.opencontainers.image.revision", a->snap->commit),
+			OCI_MANIFEST_TYPE, true);
+	if (!d)
 		return HM_ERR_NOT_FOUND;
+	json_decref(d);
 	a->main = a->ndocs - 1;
 	return 0;
 }
@@ -554,10 +556,12 @@ static int oci_art_image(struct oci_art *a)
 		json_object_set_new(d, "platform", json_pack("{s:s,s:s}", "architecture", oci_arch[i], "os", "linux"));
 		json_array_append_new(list, d);
 	}
-	if (!oci_doc_add(a, json_pack("{s:i,s:s,s:O,s:{s:s}}", "schemaVersion", 2, "mediaType", OCI_INDEX_TYPE,
-				      "manifests", list, "annotations", "org.opencontainers.image.revision", commit),
-			 OCI_INDEX_TYPE, true))
+	d = oci_doc_add(a, json_pack("{s:i,s:s,s:O,s:{s:s}}", "schemaVersion", 2, "mediaType", OCI_INDEX_TYPE,
+				     "manifests", list, "annotations", "org.opencontainers.image.revision", commit),
+			OCI_INDEX_TYPE, true);
+	if (!d)
 		goto out;
+	json_decref(d);
 	a->main = a->ndocs - 1;
 	r = 0;
 out:
