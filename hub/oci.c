@@ -43,11 +43,18 @@ int hub_oci_tar_header(const char *path, int64_t size, unsigned char **out, size
 	int r = -EINVAL;
 
 	buf_init(&s.out);
-	/* hdrcharset=BINARY: the name's bytes as they are (UTF-8 on the hubs), never converted through the
-	 * locale (serve runs in C's, where libarchive 3.6 cannot convert a UTF-8 name) */
-	if (archive_write_set_format_pax_restricted(a) != ARCHIVE_OK || archive_write_set_bytes_per_block(a, 0) ||
-	    archive_write_set_options(a, "hdrcharset=BINARY") != ARCHIVE_OK ||
-	    archive_write_open2(a, &s, NULL, tar_sink_write, NULL, NULL) != ARCHIVE_OK)
+	if (archive_write_set_format_pax_restricted(a) != ARCHIVE_OK || archive_write_set_bytes_per_block(a, 0))
+		goto out;
+	/* A name not ASCII goes as its bytes (UTF-8 on the hubs), in a pax record with hdrcharset=BINARY,
+	 * never converted through the locale (serve runs in C's, where libarchive 3.6 cannot convert a
+	 * UTF-8 name). Only then: the option puts that record in every header. */
+	for (const char *p = path; *p; p++)
+		if ((unsigned char)*p >= 0x80) {
+			if (archive_write_set_options(a, "hdrcharset=BINARY") != ARCHIVE_OK)
+				goto out;
+			break;
+		}
+	if (archive_write_open2(a, &s, NULL, tar_sink_write, NULL, NULL) != ARCHIVE_OK)
 		goto out;
 	archive_entry_copy_pathname(e, path);
 	archive_entry_set_filetype(e, AE_IFREG);
