@@ -645,6 +645,25 @@ int catalog_requests_each(struct catalog *c, const char *state, size_t limit,
 			  int (*fn)(void *ud, const struct catalog_request *q), void *ud);
 int catalog_requests_pending(struct catalog *c, int64_t *n);
 
+/* OCI tar layers (schema v20, docs/protocols/oci.md): the digest of the layer of content sha256 named
+ * path, computed once (hub_oci_tar_digest) and kept with its header. */
+struct catalog_oci_tar {
+	char sha256[65];          /* the file's content */
+	unsigned char *header;    /* owned: free it */
+	size_t header_len;
+	int64_t size;             /* the file's */
+	int64_t snapshot_id;      /* a snapshot of the repo that names the file */
+};
+/* The layer's digest into digest (72 bytes) and its header's length. Returns 0, HM_ERR_NOT_FOUND or
+ * HM_ERR_SQLITE. */
+int catalog_oci_tar_get(struct catalog *c, const char *sha256, const char *path, char digest[72], size_t *header_len);
+/* Keep a layer's digest and header (one already kept stays). Returns 0, -ENOSPC or HM_ERR_SQLITE. */
+int catalog_oci_tar_put(struct catalog *c, const char *sha256, const char *path, const char *digest,
+			const unsigned char *header, size_t header_len);
+/* The layer of digest of a file of one of repo_id's snapshots the store holds (a ref's first), into
+ * *out. Returns 0, HM_ERR_NOT_FOUND or HM_ERR_SQLITE. */
+int catalog_oci_tar_find(struct catalog *c, int64_t repo_id, const char *digest, struct catalog_oci_tar *out);
+
 /* Repos tracked on demand (options.on_demand, serve --on-demand): a client asked for repo_id at `at`
  * (options.on_demand.last). Returns 0 or HM_ERR_SQLITE. */
 int catalog_ondemand_touch(struct catalog *c, int64_t repo_id, int64_t at);

@@ -302,6 +302,15 @@ static const char *const migrations[] = {
 	 "  PRIMARY KEY (sha256, owner)"
 	 ") WITHOUT ROWID;"
 	 "CREATE INDEX holds_by_owner ON holds(owner);"),
+	/* 19 -> 20 */
+	("CREATE TABLE oci_tars ("
+	 "  sha256  TEXT NOT NULL,"
+	 "  path    TEXT NOT NULL," /* the tar entry's name: the file's path in its repo */
+	 "  digest  TEXT NOT NULL," /* sha256:... of the whole layer */
+	 "  header  BLOB NOT NULL," /* the tar header the digest was computed with */
+	 "  PRIMARY KEY (sha256, path)"
+	 ") WITHOUT ROWID;"
+	 "CREATE INDEX oci_tars_by_digest ON oci_tars(digest);"),
 };
 
 int catalog__migration_count(void)

@@ -159,6 +159,7 @@ struct conn {
 	size_t out_off;
 	int file_fd;
 	int64_t file_off, file_left;
+	int64_t zeros_left;            /* zero bytes owed after the file (httpd_respond_file_framed) */
 	httpd_gate_fn gate;            /* a gated file body (httpd_respond_file_gated), or NULL */
 	void (*gate_release)(void *ud);
 	void *gate_ud;

@@ -81,6 +81,7 @@ static void start_response(struct conn *c, int status, const char *ctype, int64_
 	c->close_after = !r->keep_alive || c->h->closing || c->h->draining;
 	buf_reset(&c->out);
 	c->out_off = 0;
+	c->zeros_left = 0;
 	buf_addf(&c->out, "HTTP/1.1 %d %s\r\nDate: %s\r\nServer: hubmirror\r\n", status, reason(status), c->h->date);
 	if (ctype)
 		buf_addf(&c->out, "Content-Type: %s\r\n", ctype);
@@ -178,6 +179,38 @@ void httpd_respond_file(struct httpd_req *r, int status, const char *content_typ
 	c->file_left = length;
 	if (length >= (1 << 20)) {
 		/* Cork big answers: headers and body leave in full-sized segments (as nginx's tcp_nopush). */
+		int one = 1;
+		setsockopt(c->fd, IPPROTO_TCP, TCP_CORK, &one, sizeof(one));
+		c->corked = true;
+	}
+}
+
+void httpd_respond_file_framed(struct httpd_req *r, int status, const char *content_type, const void *head,
+			       size_t head_len, int fd, int64_t offset, int64_t length, int64_t zeros)
+{
+	struct conn *c = r->c;
+
+	if (r->answered || c->job) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	start_response(c, status, content_type, (int64_t)head_len + length + zeros);
+	if (r->head) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	buf_add(&c->out, head, head_len);
+	if (length > 0) {
+		c->file_fd = fd;
+		c->file_off = offset;
+		c->file_left = length;
+	} else if (fd >= 0) {
+		close(fd);
+	}
+	c->zeros_left = zeros;
+	if (length + zeros >= (1 << 20)) {
 		int one = 1;
 		setsockopt(c->fd, IPPROTO_TCP, TCP_CORK, &one, sizeof(one));
 		c->corked = true;

@@ -361,6 +361,19 @@ static int conn_flush(struct conn *c)
 		if (c->file_left > 0 && burst >= FILE_BURST)
 			return 0; /* yield to other connections; the poll says when to go on */
 	}
+	while (c->zeros_left > 0) { /* a framed file's tail (httpd_respond_file_framed) */
+		static const char zeros[16384];
+		size_t want = c->zeros_left > (int64_t)sizeof(zeros) ? sizeof(zeros) : (size_t)c->zeros_left;
+		ssize_t n = httpd__send(c, zeros, want);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -1;
+		}
+		c->zeros_left -= n;
+		c->sent_this_response += (uint64_t)n;
+		c->h->stats.bytes_sent += (uint64_t)n;
+	}
 	return 1;
 }
 

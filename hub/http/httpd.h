@@ -201,6 +201,12 @@ void httpd_respond_str(struct httpd_req *r, int status, const char *content_type
 void httpd_respond_file(struct httpd_req *r, int status, const char *content_type, int fd, int64_t offset,
 			int64_t length);
 
+/* Answer with head_len bytes of head (copied), then length bytes of fd from offset (sent with sendfile; fd
+ * consumed, -1 when length is 0), then zeros zero bytes: a file framed by bytes made in memory (a tar
+ * entry's header before it, its padding and the archive's end after). */
+void httpd_respond_file_framed(struct httpd_req *r, int status, const char *content_type, const void *head,
+			       size_t head_len, int fd, int64_t offset, int64_t length, int64_t zeros);
+
 /*
  * Answer later, from work done off the loop. work(job) runs on a thread of libuv's threadpool, then
  * done(job, r) on the loop answers r; the handler returns 0 without answering. Meanwhile the

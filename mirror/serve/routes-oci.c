@@ -9,24 +9,29 @@
  * building those of the repo's snapshots. Access follows the other fronts' rules (access.h): the
  * request's token comes as HTTP Basic (the token the password) or Bearer.
  */
+#include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <jansson.h>
 #include <openssl/evp.h>
+#include <openssl/rand.h>
 
 #include "base/buf.h"
+#include "base/bug.h"
 #include "base/err.h"
 #include "base/hex.h"
 #include "base/log.h"
 #include "base/xmalloc.h"
 #include "catalog/catalog.h"
 #include "hub/hub.h"
+#include "hub/oci.h"
 #include "mirror/data.h"
 #include "mirror/store.h"
 #include "access.h"
@@ -36,6 +41,11 @@
 #define OCI_MODEL_ARTIFACT "application/vnd.cncf.model.manifest.v1+json"
 #define OCI_MODEL_CONFIG "application/vnd.cncf.model.config.v1+json"
 #define OCI_CONFIG_MAX (4 << 20) /* the largest config.json read for the artifact's config */
+#define OCI_INDEX_TYPE "application/vnd.oci.image.index.v1+json"
+#define OCI_IMAGE_CONFIG "application/vnd.oci.image.config.v1+json"
+#define OCI_TAR_LAYER "application/vnd.oci.image.layer.v1.tar"
+#define OCI_NPLAT 2 /* an image's platforms (its files are the same on each) */
+static const char *const oci_arch[OCI_NPLAT] = { "amd64", "arm64" };
 
 /* One request's state: the repository named, the token it acts with, the repo's row once found. */
 struct oreq {
@@ -47,6 +57,11 @@ struct oreq {
 	const char *prefix;       /* "hf", "hf-datasets", ... (static) */
 	struct catalog_repo repo;
 	bool have_repo;
+	bool image;               /* image/PREFIX/ORG/NAME: the image of tar layers, not the ModelPack artifact */
+	bool deferred;            /* the layers' digests were computed for this request already */
+	const char *rest;         /* the path after /v2/ */
+	bool regtok;              /* the request came with a registry token of the token endpoint's */
+	char ociname[512];        /* the repository as named ([image/]PREFIX/ORG/NAME), "" before */
 };
 
 /* ---- answers ---- */
@@ -62,18 +77,122 @@ static void oci_error(struct httpd_req *req, int status, const char *code, const
 	json_decref(body);
 }
 
-/* 401 with the challenge registries' clients answer with credentials (the mirror's token as the
- * password), or 403 to a valid token that may not read it. */
+/* ---- the registry token flow ---- */
+
+#define OCI_TOKEN_TTL 300      /* seconds a registry token stands for its mirror token */
+#define OCI_TOKENS_MAX 4096    /* registry tokens kept; past it the oldest goes */
+#define OCI_TOKEN_PREFIX "hmreg_"
+
+/* The registry tokens this serve gave out (docs/protocols/oci.md, "Access"): each stands for a mirror
+ * token, or for none (anonymous), until it expires. In memory, on the loop: a restarted serve forgets
+ * them, and clients ask the token endpoint again on the 401 that follows. One table per process, as
+ * a process serves one set of routes. */
+static struct oci_regtoken {
+	char id[sizeof(OCI_TOKEN_PREFIX) + 40];
+	char *tok;        /* the mirror token (malloc'd), or NULL */
+	int64_t expires;
+} oci_regtokens[OCI_TOKENS_MAX];
+static size_t oci_nregtokens;
+
+static void oci_regtoken_drop(size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(oci_regtokens[i].tok);
+	memmove(oci_regtokens, oci_regtokens + n, (oci_nregtokens - n) * sizeof(oci_regtokens[0]));
+	oci_nregtokens -= n;
+}
+
+/* A new registry token for tok (may be NULL), or NULL when no random bytes came. */
+static const char *oci_regtoken_issue(const char *tok, int64_t now)
+{
+	struct oci_regtoken *t;
+	unsigned char r[20];
+	size_t expired = 0;
+
+	/* the table is in issue order, and every token lives as long: the expired are its head */
+	while (expired < oci_nregtokens && oci_regtokens[expired].expires <= now)
+		expired++;
+	oci_regtoken_drop(expired ? expired : oci_nregtokens == OCI_TOKENS_MAX);
+	if (RAND_bytes(r, sizeof(r)) != 1)
+		return NULL;
+	t = &oci_regtokens[oci_nregtokens++];
+	memcpy(t->id, OCI_TOKEN_PREFIX, sizeof(OCI_TOKEN_PREFIX) - 1);
+	hex_encode(r, sizeof(r), t->id + sizeof(OCI_TOKEN_PREFIX) - 1);
+	t->tok = tok ? xstrdup(tok) : NULL;
+	t->expires = now + OCI_TOKEN_TTL;
+	return t->id;
+}
+
+/* The registry token id, live: its mirror token (NULL: anonymous) into *tok. */
+static bool oci_regtoken_find(const char *id, int64_t now, const char **tok)
+{
+	for (size_t i = 0; i < oci_nregtokens; i++)
+		if (!strcmp(oci_regtokens[i].id, id) && oci_regtokens[i].expires > now) {
+			*tok = oci_regtokens[i].tok;
+			return true;
+		}
+	return false;
+}
+
+/* The challenge of a 401: the token endpoint to ask, for this repository's pull when one is named. */
+static void oci_challenge(struct oreq *o)
+{
+	char *base = mirror__self_base(o->req);
+
+	if (o->ociname[0])
+		httpd_add_headerf(o->req, "WWW-Authenticate",
+				  "Bearer realm=\"%s/v2/token\",service=\"hubmirror\",scope=\"repository:%s:pull\"",
+				  base, o->ociname);
+	else
+		httpd_add_headerf(o->req, "WWW-Authenticate", "Bearer realm=\"%s/v2/token\",service=\"hubmirror\"",
+				  base);
+	free(base);
+}
+
+/* 401 with the challenge registries' clients answer by asking the token endpoint (with the mirror's
+ * token as the password, when they have one), or 403 to a valid token that may not read it. */
 static void oci_refuse(struct oreq *o)
 {
 	bool valid = o->tok && o->rt->access && mirror_access_token_valid(o->rt->access, o->tok);
 
 	if (!valid) {
-		httpd_add_header(o->req, "WWW-Authenticate", "Basic realm=\"hubmirror\"");
+		oci_challenge(o);
 		oci_error(o->req, 401, "UNAUTHORIZED", "authentication required: the mirror's token as the password");
 	} else {
 		oci_error(o->req, 403, "DENIED", "this token may not read this repository on this mirror");
 	}
+}
+
+/* GET /v2/token: a registry token for the mirror token the client sent (Basic, the token the
+ * password; or Bearer), or an anonymous one, whatever the scope asked: the grants are the mirror
+ * token's, checked on each request. A token the mirror does not know is refused. */
+static void oci_token(struct oreq *o)
+{
+	const struct mirror_access *a = o->rt->access;
+	bool tokens = a && mirror_access_path(a);
+	int64_t now = (int64_t)time(NULL);
+	const char *id;
+	char at[32];
+	struct tm tm;
+	time_t t = (time_t)now;
+
+	if (tokens && ((o->tok && !mirror_access_token_valid(a, o->tok)) ||
+		       (!o->tok && mirror_access_mode(a) == ACCESS_ALL))) {
+		httpd_add_header(o->req, "WWW-Authenticate", "Basic realm=\"hubmirror\"");
+		oci_error(o->req, 401, "UNAUTHORIZED",
+			  o->tok ? "this mirror does not know that token" : "this mirror wants a token (the password)");
+		return;
+	}
+	if (!(id = oci_regtoken_issue(tokens ? o->tok : NULL, now))) {
+		oci_error(o->req, 500, "UNKNOWN", "no random bytes for a token");
+		return;
+	}
+	gmtime_r(&t, &tm);
+	strftime(at, sizeof(at), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	httpd_add_header(o->req, "Cache-Control", "no-store");
+	mirror__respond_json(o->req, 200,
+			     json_pack("{s:s,s:s,s:i,s:s}", "token", id, "access_token", id, "expires_in",
+				       OCI_TOKEN_TTL, "issued_at", at));
 }
 
 /* ---- names ---- */
@@ -212,33 +331,93 @@ static const char *oci_layer_type(const char *path, bool dataset)
 	return "application/vnd.cncf.model.weight.config.v1.raw";
 }
 
+/* A document of the artifact: a manifest, an index or a config, as served (JSON text) and its digest. */
+struct oci_doc {
+	char *text; /* malloc'd */
+	size_t len;
+	const char *type;
+	char digest[72];
+	bool manifest; /* a manifest or an index (else a config, a blob) */
+};
+
+#define OCI_MAX_DOCS (2 + 2 * OCI_NPLAT)
+
 struct oci_art {
 	struct oreq *o;
 	const struct catalog_snapshot *snap;
 	json_t *layers, *diffs;
+	json_t *missing;           /* image: the files whose tar layer has no digest yet ([sha256, path, size]) */
 	char config_sha[65];       /* the snapshot's config.json, "" when none */
 	int64_t config_size;
 	const char *format;        /* the weights' format, by the first weight file's kind */
 	const char *want_layer;    /* a layer's sha256 asked for (oci_find_digest), or NULL */
 	int64_t layer_size;        /* its size, once seen (else -1) */
-	/* the results */
-	char *config, *manifest;   /* JSON text, malloc'd */
-	size_t config_len, manifest_len;
-	char config_digest[72], manifest_digest[72];
+	/* the results: docs[main] is what a tag names (the artifact's manifest, the image's index) */
+	struct oci_doc docs[OCI_MAX_DOCS];
+	size_t ndocs, main;
 };
+
+static void oci_digest(const char *text, size_t len, char out[72])
+{
+	unsigned char md[32];
+	unsigned int n = 0;
+
+	EVP_Digest(text, len, md, &n, EVP_sha256(), NULL);
+	memcpy(out, "sha256:", 7);
+	hex_encode(md, 32, out + 7);
+}
+
+/* Add j (taken) as the artifact's next document, compact with sorted keys: the same snapshot gives the
+ * same bytes. Its descriptor (mediaType, digest, size) is returned, new; NULL for a path not UTF-8. */
+static json_t *oci_doc_add(struct oci_art *a, json_t *j, const char *type, bool manifest)
+{
+	struct oci_doc *d = &a->docs[a->ndocs];
+	char *text = json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS);
+
+	json_decref(j);
+	BUG_ON(a->ndocs >= OCI_MAX_DOCS);
+	if (!text)
+		return NULL;
+	d->text = text;
+	d->len = strlen(text);
+	d->type = type;
+	d->manifest = manifest;
+	oci_digest(text, d->len, d->digest);
+	a->ndocs++;
+	return json_pack("{s:s,s:s,s:I}", "mediaType", type, "digest", d->digest, "size", (json_int_t)d->len);
+}
+
+/* The file's layer: raw (its digest the file's sha256), or in an image its tar layer (hub/oci.h) by the
+ * digest kept for it, else noted missing. */
+static void oci_art_add_layer(struct oci_art *a, const struct catalog_entry *e, const char *mt)
+{
+	char digest[72];
+	size_t hlen = 0;
+	int64_t size = e->size;
+
+	snprintf(digest, sizeof(digest), "sha256:%s", e->sha256);
+	if (a->o->image) {
+		if (catalog_oci_tar_get(a->o->rt->data->catalog, e->sha256, e->path, digest, &hlen)) {
+			json_array_append_new(a->missing,
+					      json_pack("[s,s,I]", e->sha256, e->path, (json_int_t)e->size));
+			return;
+		}
+		size = (int64_t)hlen + e->size + hub_oci_tar_tail(e->size);
+		mt = OCI_TAR_LAYER;
+	}
+	json_array_append_new(a->layers,
+			      json_pack("{s:s,s:s,s:I,s:{s:s,s:s}}", "mediaType", mt, "digest", digest, "size",
+					(json_int_t)size, "annotations", "org.cncf.model.filepath", e->path,
+					"org.opencontainers.image.title", e->path));
+	json_array_append_new(a->diffs, json_string(digest));
+}
 
 static int oci_art_layer(void *ud, const struct catalog_entry *e)
 {
 	struct oci_art *a = ud;
 	const char *mt = oci_layer_type(e->path, !strcmp(a->o->type, "dataset"));
-	char digest[72];
 
-	snprintf(digest, sizeof(digest), "sha256:%s", e->sha256);
-	json_array_append_new(a->layers,
-			      json_pack("{s:s,s:s,s:I,s:{s:s,s:s}}", "mediaType", mt, "digest", digest, "size",
-					(json_int_t)e->size, "annotations", "org.cncf.model.filepath", e->path,
-					"org.opencontainers.image.title", e->path));
-	json_array_append_new(a->diffs, json_string(digest));
+	oci_art_add_layer(a, e, mt);
 	if (a->want_layer && !strcmp(a->want_layer, e->sha256))
 		a->layer_size = e->size;
 	if (!strcmp(e->path, "config.json")) {
@@ -280,14 +459,12 @@ static json_t *oci_read_config(struct oci_art *a)
 	return j;
 }
 
-static void oci_digest(const char *text, size_t len, char out[72])
+static char *oci_source_url(const struct catalog_repo *r)
 {
-	unsigned char md[32];
-	unsigned int n = 0;
-
-	EVP_Digest(text, len, md, &n, EVP_sha256(), NULL);
-	memcpy(out, "sha256:", 7);
-	hex_encode(md, 32, out + 7);
+	if (!strcmp(r->hub, "ms"))
+		return xasprintf("https://www.modelscope.cn/%s/%s", strcmp(r->type, "dataset") ? "models" : "datasets",
+				 r->name);
+	return xasprintf("https://huggingface.co/%s%s", strcmp(r->type, "dataset") ? "" : "datasets/", r->name);
 }
 
 /* The model's config: what the snapshot's files say (config.json's architecture and dtype, the
@@ -297,10 +474,7 @@ static json_t *oci_config_json(struct oci_art *a)
 	const struct catalog_repo *r = &a->o->repo;
 	json_t *cj = oci_read_config(a), *cfg = json_object(), *v;
 	char *name = xasprintf("%s/%s", a->o->prefix, r->name);
-	char *source = !strcmp(r->hub, "ms") ? xasprintf("https://www.modelscope.cn/%s/%s",
-							 strcmp(r->type, "dataset") ? "models" : "datasets", r->name)
-					     : xasprintf("https://huggingface.co/%s%s",
-							 strcmp(r->type, "dataset") ? "" : "datasets/", r->name);
+	char *source = oci_source_url(r);
 	json_t *out;
 
 	if (cj) {
@@ -329,16 +503,79 @@ static void oci_art_release(struct oci_art *a)
 {
 	json_decref(a->layers);
 	json_decref(a->diffs);
-	free(a->config);
-	free(a->manifest);
+	json_decref(a->missing);
+	for (size_t i = 0; i < a->ndocs; i++)
+		free(a->docs[i].text);
+	a->ndocs = 0;
+}
+
+#define OCI_INCOMPLETE 1 /* oci_art_build: an image whose tar layers' digests are not all kept yet */
+
+/* The ModelPack artifact: its config and its manifest, what the reference names. */
+static int oci_art_modelpack(struct oci_art *a)
+{
+	json_t *config = oci_doc_add(a, oci_config_json(a), OCI_MODEL_CONFIG, false), *d;
+
+	if (!config)
+		return HM_ERR_NOT_FOUND; /* (a path that is not UTF-8) */
+	d = oci_doc_add(a, json_pack("{s:i,s:s,s:s,s:o,s:O,s:{s:s}}", "schemaVersion", 2, "mediaType",
+				     OCI_MANIFEST_TYPE, "artifactType", OCI_MODEL_ARTIFACT, "config", config, "layers",
+				     a->layers, "annotations", "org.opencontainers.image.revision", a->snap->commit),
+			OCI_MANIFEST_TYPE, true);
+	if (!d)
+		return HM_ERR_NOT_FOUND;
+	json_decref(d);
+	a->main = a->ndocs - 1;
+	return 0;
+}
+
+/* The image: for each platform a config (rootfs: the tar layers) and a manifest, and the index of
+ * them, what the reference names. A model's files are the same on every platform; containerd unpacks
+ * only an image whose config names its own. */
+static int oci_art_image(struct oci_art *a)
+{
+	const char *commit = a->snap->commit;
+	char *source = oci_source_url(&a->o->repo);
+	json_t *list = json_array(), *config, *d;
+	int r = HM_ERR_NOT_FOUND;
+
+	for (size_t i = 0; i < OCI_NPLAT; i++) {
+		json_t *cj = json_pack("{s:s,s:s,s:{s:{s:s,s:s}},s:{s:s,s:O}}", "architecture", oci_arch[i], "os",
+				       "linux", "config", "Labels", "org.opencontainers.image.revision", commit,
+				       "org.opencontainers.image.source", source, "rootfs", "type", "layers",
+				       "diff_ids", a->diffs);
+		config = oci_doc_add(a, cj, OCI_IMAGE_CONFIG, false);
+		if (!config)
+			goto out;
+		d = oci_doc_add(a, json_pack("{s:i,s:s,s:o,s:O,s:{s:s}}", "schemaVersion", 2, "mediaType",
+					     OCI_MANIFEST_TYPE, "config", config, "layers", a->layers, "annotations",
+					     "org.opencontainers.image.revision", commit),
+				OCI_MANIFEST_TYPE, true);
+		if (!d)
+			goto out;
+		json_object_set_new(d, "platform", json_pack("{s:s,s:s}", "architecture", oci_arch[i], "os", "linux"));
+		json_array_append_new(list, d);
+	}
+	d = oci_doc_add(a, json_pack("{s:i,s:s,s:O,s:{s:s}}", "schemaVersion", 2, "mediaType", OCI_INDEX_TYPE,
+				     "manifests", list, "annotations", "org.opencontainers.image.revision", commit),
+			OCI_INDEX_TYPE, true);
+	if (!d)
+		goto out;
+	json_decref(d);
+	a->main = a->ndocs - 1;
+	r = 0;
+out:
+	json_decref(list);
+	free(source);
+	return r;
 }
 
 /* Build the artifact of snapshot snap of o's repo into *a (oci_art_release it), noting the size of the
- * layer of sha256 want_layer (NULL: none) if it has one. 0 or an error. */
+ * layer of sha256 want_layer (NULL: none) if it has one. 0, OCI_INCOMPLETE (an image: a->missing lists
+ * the files whose layer digests are to be computed) or an error. */
 static int oci_art_build(struct oreq *o, const struct catalog_snapshot *snap, const char *want_layer,
 			 struct oci_art *a)
 {
-	json_t *config, *manifest;
 	int r;
 
 	memset(a, 0, sizeof(*a));
@@ -348,27 +585,22 @@ static int oci_art_build(struct oreq *o, const struct catalog_snapshot *snap, co
 	a->want_layer = want_layer;
 	a->layers = json_array();
 	a->diffs = json_array();
+	a->missing = json_array();
 	r = catalog_snapshot_walk(o->rt->data->catalog, snap->id, NULL, NULL, 0, oci_art_layer, a);
 	if (r)
 		return r;
-	config = oci_config_json(a);
-	a->config = json_dumps(config, JSON_COMPACT | JSON_SORT_KEYS);
-	json_decref(config);
-	if (!a->config)
-		return HM_ERR_NOT_FOUND; /* (a path that is not UTF-8) */
-	a->config_len = strlen(a->config);
-	oci_digest(a->config, a->config_len, a->config_digest);
-	manifest = json_pack("{s:i,s:s,s:s,s:{s:s,s:s,s:I},s:O,s:{s:s}}", "schemaVersion", 2, "mediaType",
-			     OCI_MANIFEST_TYPE, "artifactType", OCI_MODEL_ARTIFACT, "config", "mediaType",
-			     OCI_MODEL_CONFIG, "digest", a->config_digest, "size", (json_int_t)a->config_len, "layers",
-			     a->layers, "annotations", "org.opencontainers.image.revision", snap->commit);
-	a->manifest = json_dumps(manifest, JSON_COMPACT | JSON_SORT_KEYS);
-	json_decref(manifest);
-	if (!a->manifest)
-		return HM_ERR_NOT_FOUND;
-	a->manifest_len = strlen(a->manifest);
-	oci_digest(a->manifest, a->manifest_len, a->manifest_digest);
-	return 0;
+	if (json_array_size(a->missing))
+		return OCI_INCOMPLETE;
+	return o->image ? oci_art_image(a) : oci_art_modelpack(a);
+}
+
+/* The artifact's manifest (or index), or config, of that digest, or NULL. */
+static const struct oci_doc *oci_art_doc(const struct oci_art *a, const char *digest, bool manifest)
+{
+	for (size_t i = 0; i < a->ndocs; i++)
+		if (a->docs[i].manifest == manifest && !strcmp(a->docs[i].digest, digest))
+			return &a->docs[i];
+	return NULL;
 }
 
 /* ---- lookups ---- */
@@ -387,17 +619,17 @@ static int oci_snap_add(void *ud, const struct catalog_snapshot *s)
 	return 0;
 }
 
-enum oci_want { WANT_MANIFEST, WANT_BLOB /* a layer or the config */ };
+enum oci_want { WANT_MANIFEST, WANT_BLOB /* a raw layer or a config */ };
 
 static bool oci_art_has(const struct oci_art *a, const char *digest, enum oci_want want)
 {
-	return want == WANT_MANIFEST ? !strcmp(a->manifest_digest, digest)
-				     : a->layer_size >= 0 || !strcmp(a->config_digest, digest);
+	return (want == WANT_BLOB && a->layer_size >= 0) || oci_art_doc(a, digest, want == WANT_MANIFEST);
 }
 
 /* The artifact of the repo's snapshot (of those wholly in the store) whose manifest, config or one of
- * whose layers (want) has digest digest. 0 (fills *a and *snap), HM_ERR_NOT_FOUND or an error. A
- * scan: the artifact of each snapshot is built until one matches (docs/protocols/oci.md). */
+ * whose raw layers (want) has digest digest. 0 (fills *a and *snap), HM_ERR_NOT_FOUND or an error. A
+ * scan: the artifact of each snapshot is built until one matches (docs/protocols/oci.md); an image
+ * whose layers' digests are not all kept was never given out, and is passed over. */
 static int oci_find_digest(struct oreq *o, const char *digest, enum oci_want want, struct catalog_snapshot *snap,
 			   struct oci_art *a)
 {
@@ -409,7 +641,7 @@ static int oci_find_digest(struct oreq *o, const char *digest, enum oci_want wan
 		if (catalog_snapshot_complete(cat, l.v[i].id) != 1)
 			continue;
 		*snap = l.v[i];
-		if (oci_art_build(o, snap, want == WANT_BLOB ? digest + 7 : NULL, a) == 0 &&
+		if (oci_art_build(o, snap, want == WANT_BLOB && !o->image ? digest + 7 : NULL, a) == 0 &&
 		    oci_art_has(a, digest, want)) {
 			free(l.v);
 			return 0;
@@ -479,10 +711,89 @@ static int oci_resolve(struct oreq *o, const char *ref, struct catalog_snapshot 
 
 /* ---- the routes ---- */
 
+static int oci_route(struct mirror_routes *rt, struct httpd_req *req, const char *rest, bool deferred);
+
+/* The digests of an image's tar layers not kept yet, computed off the loop (each file read whole),
+ * then kept, and the request routed again. */
+struct oci_tarjob {
+	struct mirror_routes *rt;
+	char *rest;
+	size_t n;
+	struct oci_tarjob_file {
+		char sha256[65];
+		char *path, *file;
+		int64_t size;
+		unsigned char *header;
+		size_t header_len;
+		char digest[72];
+		int r;
+	} *f;
+};
+
+static void oci_tarjob_work(void *p)
+{
+	struct oci_tarjob *j = p;
+
+	for (size_t i = 0; i < j->n; i++) {
+		struct oci_tarjob_file *f = &j->f[i];
+		f->r = f->file ? hub_oci_tar_header(f->path, f->size, &f->header, &f->header_len) : -ENOENT;
+		if (!f->r)
+			f->r = hub_oci_tar_digest(f->header, f->header_len, f->file, f->size, f->digest);
+	}
+}
+
+static void oci_tarjob_done(void *p, struct httpd_req *req)
+{
+	struct oci_tarjob *j = p;
+	int64_t bytes = 0;
+
+	for (size_t i = 0; i < j->n; i++) {
+		struct oci_tarjob_file *f = &j->f[i];
+		if (!f->r)
+			f->r = catalog_oci_tar_put(j->rt->data->catalog, f->sha256, f->path, f->digest, f->header,
+						   f->header_len);
+		if (f->r)
+			log_warn("oci", "the tar layer of %s (%s): %s", f->path, f->sha256, err_str(f->r));
+		bytes += f->size;
+		free(f->path);
+		free(f->file);
+		free(f->header);
+	}
+	log_info("oci", "%zu tar layers' digests computed (%" PRId64 " bytes read)", j->n, bytes);
+	if (req)
+		oci_route(j->rt, req, j->rest, true);
+	free(j->f);
+	free(j->rest);
+	free(j);
+}
+
+/* Compute the digests a->missing lists off the loop; the request is answered when they are kept. */
+static void oci_tarjob_start(struct oreq *o, const struct oci_art *a)
+{
+	struct oci_tarjob *j = xcalloc(1, sizeof(*j));
+	size_t i;
+	json_t *v;
+
+	j->rt = o->rt;
+	j->rest = xstrdup(o->rest);
+	j->n = json_array_size(a->missing);
+	j->f = xcalloc(j->n, sizeof(*j->f));
+	json_array_foreach(a->missing, i, v) {
+		struct oci_tarjob_file *f = &j->f[i];
+		snprintf(f->sha256, sizeof(f->sha256), "%s", json_string_value(json_array_get(v, 0)));
+		f->path = xstrdup(json_string_value(json_array_get(v, 1)));
+		f->size = json_integer_value(json_array_get(v, 2));
+		f->file = mirror_store_blob_path(o->rt->data->store, f->sha256);
+	}
+	/* (the aside lane: a model's weights take a while to read, and no other answer waits for them) */
+	httpd_defer_aside(o->req, oci_tarjob_work, oci_tarjob_done, j);
+}
+
 static void oci_manifest(struct oreq *o, const char *ref)
 {
 	struct catalog_snapshot snap;
 	struct oci_art a;
+	const struct oci_doc *d;
 	bool built = false;
 	int r = oci_resolve(o, ref, &snap, &a, &built);
 	char etag[80];
@@ -500,26 +811,90 @@ static void oci_manifest(struct oreq *o, const char *ref)
 		return;
 	}
 	if (!built && (r = oci_art_build(o, &snap, NULL, &a))) {
+		if (r == OCI_INCOMPLETE && !o->deferred)
+			oci_tarjob_start(o, &a);
+		else
+			oci_error(o->req, 500, "UNKNOWN", "the snapshot's manifest could not be built");
 		oci_art_release(&a);
-		oci_error(o->req, 500, "UNKNOWN", "the snapshot's manifest could not be built");
 		return;
 	}
-	snprintf(etag, sizeof(etag), "\"%s\"", a.manifest_digest);
+	d = built ? oci_art_doc(&a, ref, true) : &a.docs[a.main];
+	snprintf(etag, sizeof(etag), "\"%s\"", d->digest);
 	httpd_add_header(o->req, "Docker-Distribution-API-Version", "registry/2.0");
-	httpd_add_header(o->req, "Docker-Content-Digest", a.manifest_digest);
+	httpd_add_header(o->req, "Docker-Content-Digest", d->digest);
 	httpd_add_header(o->req, "ETag", etag);
 	httpd_add_header(o->req, "X-Repo-Commit", snap.commit);
 	if (httpd_header(o->req, "If-None-Match") && httpd_etag_matches(httpd_header(o->req, "If-None-Match"), etag))
 		httpd_respond_str(o->req, 304, NULL, "");
 	else
-		httpd_respond(o->req, 200, OCI_MANIFEST_TYPE, a.manifest, a.manifest_len);
+		httpd_respond(o->req, 200, d->type, d->text, d->len);
 	oci_art_release(&a);
+}
+
+/* A tar layer (hub/oci.h): its header from the catalog, the file from the store, zeros; one Range. */
+static int oci_send_tar(struct oreq *o, const struct catalog_oci_tar *t)
+{
+	int64_t hl = (int64_t)t->header_len, total = hl + t->size + hub_oci_tar_tail(t->size), a = 0, b = 0, end;
+	char *blob = mirror_store_blob_path(o->rt->data->store, t->sha256);
+	int fd = blob ? open(blob, O_RDONLY | O_CLOEXEC) : -1, rr;
+	int64_t h0, h1, f0, f1, z0, z1;
+
+	free(blob);
+	if (fd < 0)
+		return -1;
+	httpd_add_header(o->req, "Accept-Ranges", "bytes");
+	rr = httpd_parse_range(httpd_header(o->req, "Range"), total, &a, &b);
+	if (rr < 0) {
+		close(fd);
+		httpd_add_headerf(o->req, "Content-Range", "bytes */%" PRId64, total);
+		httpd_respond_str(o->req, 416, "text/plain", "range not satisfiable\n");
+		return 0;
+	}
+	if (rr == 0) {
+		a = 0;
+		b = total - 1;
+	} else {
+		httpd_add_headerf(o->req, "Content-Range", "bytes %" PRId64 "-%" PRId64 "/%" PRId64, a, b, total);
+	}
+	/* [a, end) cut into the header's part, the file's and the zeros' */
+	end = b + 1;
+	h0 = a < hl ? a : hl;
+	h1 = end < hl ? end : hl;
+	f0 = a - hl < 0 ? 0 : a - hl > t->size ? t->size : a - hl;
+	f1 = end - hl < 0 ? 0 : end - hl > t->size ? t->size : end - hl;
+	z0 = a - hl - t->size > 0 ? a - hl - t->size : 0;
+	z1 = end - hl - t->size > 0 ? end - hl - t->size : 0;
+	httpd_respond_file_framed(o->req, rr ? 206 : 200, "application/octet-stream", t->header + h0, (size_t)(h1 - h0),
+				  f1 > f0 ? fd : (close(fd), -1), f0, f1 - f0, z1 - z0);
+	return 0;
+}
+
+/* An image's tar layer of that digest: 0 (answered), HM_ERR_NOT_FOUND or an error. */
+static int oci_blob_tar(struct oreq *o, const char *digest)
+{
+	struct catalog_oci_tar t;
+	int r = catalog_oci_tar_find(o->rt->data->catalog, o->repo.id, digest, &t);
+
+	if (r)
+		return r;
+	/* (a provisional snapshot's content held for another repo is not this one's yet) */
+	if (mirror__file_trusted(o->rt, t.snapshot_id, t.sha256) != 1) {
+		r = HM_ERR_NOT_FOUND;
+	} else {
+		httpd_add_header(o->req, "Docker-Content-Digest", digest);
+		httpd_add_headerf(o->req, "ETag", "\"%s\"", digest);
+		if (oci_send_tar(o, &t))
+			oci_error(o->req, 404, "BLOB_UNKNOWN", "blob not in the mirror's store now");
+	}
+	free(t.header);
+	return r;
 }
 
 static void oci_blob(struct oreq *o, const char *digest)
 {
 	struct catalog_snapshot snap;
 	struct oci_art a;
+	const struct oci_doc *d;
 	int64_t size = 0;
 	char etag[80];
 	int r;
@@ -530,16 +905,21 @@ static void oci_blob(struct oreq *o, const char *digest)
 	}
 	snprintf(etag, sizeof(etag), "\"%s\"", digest);
 	httpd_add_header(o->req, "Docker-Distribution-API-Version", "registry/2.0");
-	r = catalog_repo_content(o->rt->data->catalog, o->repo.id, digest + 7, &size);
+	if (o->image && (r = oci_blob_tar(o, digest)) != HM_ERR_NOT_FOUND) {
+		if (r)
+			goto out;
+		return;
+	}
+	r = o->image ? HM_ERR_NOT_FOUND : catalog_repo_content(o->rt->data->catalog, o->repo.id, digest + 7, &size);
 	if (r == HM_ERR_NOT_FOUND) {
 		/* a file of a snapshot no ref points at now (a manifest asked by digest), or a config */
 		r = oci_find_digest(o, digest, WANT_BLOB, &snap, &a);
 		if (r)
 			goto out;
-		if (a.layer_size < 0) {
+		if ((d = oci_art_doc(&a, digest, false))) {
 			httpd_add_header(o->req, "Docker-Content-Digest", digest);
 			httpd_add_header(o->req, "ETag", etag);
-			httpd_respond(o->req, 200, OCI_MODEL_CONFIG, a.config, a.config_len);
+			httpd_respond(o->req, 200, d->type, d->text, d->len);
 			oci_art_release(&a);
 			return;
 		}
@@ -629,39 +1009,51 @@ out:
 	free(hidden);
 }
 
-/* Is rest one of the registry's paths ("", _catalog, PREFIX/ORG/NAME/{manifests/X|blobs/X|tags/list})?
- * Any other under /v2/ is passed on: a Hub repo of an org named v2 is the Hub API's. */
-static bool oci_ours(const char *rest)
+/* Split rest at '/' into seg (the first 7); returns how many there are. Writes into dup. */
+static size_t oci_split(char *dup, char *seg[7])
 {
-	char *dup = xstrdup(rest), *seg[6] = { 0 }, *save = NULL;
+	char *save = NULL;
 	size_t n = 0;
-	bool prefix = false, ours;
 
 	for (char *p = strtok_r(dup, "/", &save); p; p = strtok_r(NULL, "/", &save))
-		if (n < 6)
-			seg[n++] = p;
-		else
-			n++;
+		if (n++ < 7)
+			seg[n - 1] = p;
+	return n;
+}
+
+/* The repository's path segments (seg, n as oci_split gave them) past "image/": how many there are,
+ * *image set when they came after it. */
+static size_t oci_unimage(char **seg[], size_t n, bool *image)
+{
+	*image = n > 0 && !strcmp((*seg)[0], "image");
+	if (*image)
+		(*seg)++;
+	return *image ? n - 1 : n;
+}
+
+/* Is rest one of the registry's paths ("", _catalog, token, [image/]PREFIX/ORG/NAME/{manifests/X|blobs/X|
+ * tags/list})? Any other under /v2/ is passed on: a Hub repo of an org named v2 is the Hub API's. */
+static bool oci_ours(const char *rest)
+{
+	char *dup = xstrdup(rest), *all[7] = { 0 }, **seg = all;
+	bool prefix = false, ours, image;
+	size_t n = oci_unimage(&seg, oci_split(dup, all), &image);
+
 	for (size_t i = 0; n == 5 && i < sizeof(oci_prefixes) / sizeof(oci_prefixes[0]); i++)
 		prefix = prefix || !strcmp(seg[0], oci_prefixes[i].prefix);
-	ours = !*rest || !strcmp(rest, "_catalog") ||
+	ours = !*rest || !strcmp(rest, "_catalog") || !strcmp(rest, "token") ||
 	       (prefix && (!strcmp(seg[3], "manifests") || !strcmp(seg[3], "blobs") ||
 			   (!strcmp(seg[3], "tags") && !strcmp(seg[4], "list"))));
 	free(dup);
 	return ours;
 }
 
-/* rest: PREFIX/ORG/NAME/{manifests/REF|blobs/DIGEST|tags/list} */
+/* rest: [image/]PREFIX/ORG/NAME/{manifests/REF|blobs/DIGEST|tags/list} */
 static void oci_named(struct oreq *o, const char *rest)
 {
-	char *dup = xstrdup(rest), *seg[6] = { 0 }, *save = NULL, *ref = NULL, *name = NULL;
-	size_t n = 0;
+	char *dup = xstrdup(rest), *all[7] = { 0 }, **seg = all, *ref = NULL, *name = NULL;
+	size_t n = oci_unimage(&seg, oci_split(dup, all), &o->image);
 
-	for (char *p = strtok_r(dup, "/", &save); p; p = strtok_r(NULL, "/", &save))
-		if (n < 6)
-			seg[n++] = p;
-		else
-			n++;
 	for (size_t i = 0; n >= 4 && i < sizeof(oci_prefixes) / sizeof(oci_prefixes[0]); i++)
 		if (!strcmp(seg[0], oci_prefixes[i].prefix)) {
 			o->prefix = oci_prefixes[i].prefix;
@@ -671,10 +1063,11 @@ static void oci_named(struct oreq *o, const char *rest)
 	if (!o->prefix || n != 5 || (strcmp(seg[3], "manifests") && strcmp(seg[3], "blobs") &&
 				     (strcmp(seg[3], "tags") || strcmp(seg[4], "list")))) {
 		oci_error(o->req, 404, "NAME_UNKNOWN",
-			  "not a repository of this mirror: hf/, hf-datasets/, ms/ or ms-datasets/ ORG/NAME");
+			  "not a repository of this mirror: [image/] hf/, hf-datasets/, ms/ or ms-datasets/ ORG/NAME");
 		goto out;
 	}
 	name = xasprintf("%s/%s", seg[1], seg[2]);
+	snprintf(o->ociname, sizeof(o->ociname), "%s%s/%s", o->image ? "image/" : "", o->prefix, name);
 	ref = httpd_unescape(seg[4], strlen(seg[4]), false);
 	if (!ref || oci_open_repo(o, name))
 		goto out;
@@ -693,27 +1086,45 @@ out:
 	free(dup);
 }
 
-int mirror__route_oci(struct mirror_routes *rt, struct httpd_req *req, const char *rest, const char *arg)
+/* Route a request of the registry's (again after its layers' digests were computed: deferred). */
+static int oci_route(struct mirror_routes *rt, struct httpd_req *req, const char *rest, bool deferred)
 {
 	struct oreq o;
 	const char *m = httpd_method(req);
 
-	(void)arg;
-	if (!oci_ours(rest))
-		return HTTPD_PASS;
 	memset(&o, 0, sizeof(o));
 	o.rt = rt;
 	o.req = req;
+	o.rest = rest;
+	o.deferred = deferred;
 	o.tok = mirror__request_token(req, o.tokbuf, sizeof(o.tokbuf));
 	if (strcmp(m, "GET") && strcmp(m, "HEAD")) {
 		httpd_add_header(req, "Allow", "GET, HEAD");
 		oci_error(req, 405, "UNSUPPORTED", "this mirror's registry is read-only");
 		return 0;
 	}
+	if (!strcmp(rest, "token")) {
+		oci_token(&o);
+		return 0;
+	}
+	if (o.tok && !strncmp(o.tok, OCI_TOKEN_PREFIX, sizeof(OCI_TOKEN_PREFIX) - 1)) {
+		const char *mapped = NULL;
+		if (!oci_regtoken_find(o.tok, (int64_t)time(NULL), &mapped)) {
+			oci_challenge(&o);
+			oci_error(req, 401, "UNAUTHORIZED",
+				  "registry token unknown or expired: ask the token endpoint again");
+			return 0;
+		}
+		o.regtok = true;
+		o.tok = mapped ? o.tokbuf : NULL;
+		if (mapped)
+			snprintf(o.tokbuf, sizeof(o.tokbuf), "%s", mapped);
+	}
 	/* under --auth all nothing goes without a valid token; /v2/ itself asks any client with no valid
-	 * token for one when the mirror has tokens, the way registries say "send your credentials" */
+	 * token for one when the mirror has tokens, the way registries say "send your credentials" (a
+	 * registry token of the token endpoint's, anonymous too, is one) */
 	if (rt->access && mirror_access_path(rt->access) && !mirror_access_token_valid(rt->access, o.tok) &&
-	    (mirror_access_mode(rt->access) == ACCESS_ALL || !*rest)) {
+	    (mirror_access_mode(rt->access) == ACCESS_ALL || (!*rest && !o.regtok))) {
 		oci_refuse(&o);
 		return 0;
 	}
@@ -728,4 +1139,12 @@ int mirror__route_oci(struct mirror_routes *rt, struct httpd_req *req, const cha
 	if (o.have_repo)
 		catalog_repo_release(&o.repo);
 	return 0;
+}
+
+int mirror__route_oci(struct mirror_routes *rt, struct httpd_req *req, const char *rest, const char *arg)
+{
+	(void)arg;
+	if (!oci_ours(rest))
+		return HTTPD_PASS;
+	return oci_route(rt, req, rest, false);
 }

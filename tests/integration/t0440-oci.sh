@@ -4,7 +4,10 @@
 # sha256 and whose bytes are upstream's; the manifest by tag, by branch, by commit and by its own
 # digest, always the same bytes; HEAD, Range on blobs, the config blob, tags/list (refs/pr/1 as the
 # tag refs-pr-1), _catalog (a guarded repo only with its token), the Distribution spec's error bodies;
-# a guarded repo refused without a token (401, a Basic challenge) and served with one, by skopeo too;
+# a guarded repo refused without a token (401, a Bearer challenge naming the token endpoint) and served
+# with one, by skopeo too (--creds through the token flow, --registry-token with the mirror's token);
+# the token endpoint: a mirror token (Basic or Bearer) for a registry token, anonymous for open repos,
+# an unknown token refused, an unknown registry token answered with the challenge again;
 # a tag that moves to a new commit after the next sync; a ModelScope model; a snapshot listed on demand.
 . "$HM_SRC/tests/integration/lib.sh"
 command -v skopeo >/dev/null || skip "needs skopeo (Debian's)"
@@ -63,8 +66,8 @@ export T PY
 hdr() { curl -sSI "${@:2}" | tr -d '\r' | awk -v k="$(echo "$1" | tr A-Z a-z)" 'tolower($1) == k":" { print $2 }'; }
 
 # ---- the base, anonymous and with a token ----
-check "/v2/ asks an anonymous client for credentials on a mirror with tokens (401, a Basic challenge)" \
-	bash -c "[ \"\$(curl -s -o /dev/null -w '%{http_code}' '$M/v2/')\" = 401 ] && curl -sI '$M/v2/' | grep -qi '^WWW-Authenticate: Basic realm='"
+check "/v2/ asks an anonymous client for credentials on a mirror with tokens (401, a Bearer challenge: the token endpoint)" \
+	bash -c "[ \"\$(curl -s -o /dev/null -w '%{http_code}' '$M/v2/')\" = 401 ] && curl -sI '$M/v2/' | tr -d '\r' | grep -qix 'WWW-Authenticate: Bearer realm=\"$M/v2/token\",service=\"hubmirror\"'"
 check "/v2/ with a token: 200 and the API version" \
 	bash -c "curl -fsSI -u x:tok-other-abcdefghi '$M/v2/' | grep -qi '^Docker-Distribution-API-Version: registry/2.0'"
 check "/v2/ with a wrong token: 401" test "$(code -u x:nope "$M/v2/")" = 401
@@ -144,12 +147,25 @@ check "_catalog anonymous: no guarded repo" bash -c "curl -fsS '$M/v2/_catalog' 
 check "_catalog with the guarded repo's token: it too" bash -c "curl -fsS -u x:tok-reader-abcdefgh '$M/v2/_catalog' | grep -q '\"hf/acme/gated\"'"
 
 # ---- a guarded repo ----
-check "a guarded repo without a token: 401 UNAUTHORIZED with a Basic challenge" bash -c "[ \"\$(code -D '$T/h' '$M/v2/hf/acme/gated/manifests/main')\" = 401 ] && [ \"\$(errcode)\" = UNAUTHORIZED ] && grep -qi '^WWW-Authenticate: Basic' '$T/h'"
+check "a guarded repo without a token: 401 UNAUTHORIZED, the challenge's scope its pull" bash -c "[ \"\$(code -D '$T/h' '$M/v2/hf/acme/gated/manifests/main')\" = 401 ] && [ \"\$(errcode)\" = UNAUTHORIZED ] && tr -d '\r' <'$T/h' | grep -qix 'WWW-Authenticate: Bearer realm=\"$M/v2/token\",service=\"hubmirror\",scope=\"repository:hf/acme/gated:pull\"'"
 check "... its blob too" bash -c "[ \"\$(code '$M/v2/hf/acme/gated/blobs/$gw')\" = 401 ]"
 check "with a token that has no grant: 403 DENIED" bash -c "[ \"\$(code -u x:tok-other-abcdefghi '$M/v2/hf/acme/gated/manifests/main')\" = 403 ] && [ \"\$(errcode)\" = DENIED ]"
 check "skopeo without credentials is refused" bash -c "! $SK inspect --raw --tls-verify=false docker://$R/hf/acme/gated:main >/dev/null 2>&1"
 check "skopeo with the token as the password copies it" bash -c "$SK copy --src-creds x:tok-reader-abcdefgh --src-tls-verify=false docker://$R/hf/acme/gated:main dir:$T/gated >/dev/null && cmp '$T/gated/${gw#sha256:}' <(printf '{\"gated\": 1}\n')"
 check "a bearer token works too" test "$(code -H 'Authorization: Bearer tok-reader-abcdefgh' "$M/v2/hf/acme/gated/tags/list")" = 200
+check "skopeo --registry-token with the mirror's token" bash -c "$SK inspect --raw --tls-verify=false --registry-token tok-reader-abcdefgh docker://$R/hf/acme/gated:main | grep -q '\"config.json\"'"
+check "skopeo --creds went through the token endpoint" grep -q 'GET /v2/token' "$T/access.log"
+tokof() { "$PY" -c 'import json,sys; d=json.load(sys.stdin); assert d["token"] == d["access_token"] and d["expires_in"] == 300, d; print(d["token"])'; }
+export -f tokof
+check "the token endpoint: a mirror token as Basic's password for a registry token" bash -c "curl -fsS -u x:tok-reader-abcdefgh '$M/v2/token?service=hubmirror&scope=repository:hf/acme/gated:pull' | tokof >'$T/rt'"
+check "... which reads the guarded repo" test "$(code -H "Authorization: Bearer $(cat "$T/rt")" "$M/v2/hf/acme/gated/manifests/main")" = 200
+check "... and /v2/" test "$(code -H "Authorization: Bearer $(cat "$T/rt")" "$M/v2/")" = 200
+check "a mirror token as Bearer for one too" bash -c "curl -fsS -H 'Authorization: Bearer tok-other-abcdefghi' '$M/v2/token' | tokof >'$T/rt2'"
+check "... which may not read the guarded repo: 403 DENIED" bash -c "[ \"\$(code -H \"Authorization: Bearer \$(cat '$T/rt2')\" '$M/v2/hf/acme/gated/manifests/main')\" = 403 ] && [ \"\$(errcode)\" = DENIED ]"
+check "anonymous: a registry token for the open repos" bash -c "curl -fsS '$M/v2/token?scope=repository:hf/acme/x:pull' | tokof >'$T/rt3' && [ \"\$(code -H \"Authorization: Bearer \$(cat '$T/rt3')\" '$M/v2/hf/acme/x/manifests/main')\" = 200 ] && [ \"\$(code -H \"Authorization: Bearer \$(cat '$T/rt3')\" '$M/v2/')\" = 200 ]"
+check "... not the guarded one: 401 and the challenge" test "$(code -H "Authorization: Bearer $(cat "$T/rt3")" "$M/v2/hf/acme/gated/manifests/main")" = 401
+check "an unknown mirror token at the token endpoint: 401" test "$(code -u x:nope "$M/v2/token")" = 401
+check "an unknown registry token: 401 and the challenge again" bash -c "[ \"\$(code -D '$T/h2' -H 'Authorization: Bearer hmreg_0000000000000000000000000000000000000000' '$M/v2/hf/acme/x/manifests/main')\" = 401 ] && grep -qi '^WWW-Authenticate: Bearer realm=' '$T/h2'"
 check "a reference that is not percent-encoding (%zz): 404 MANIFEST_UNKNOWN" bash -c "[ \"\$(code -u x:tok-other-abcdefghi '$M/v2/hf/acme/x/manifests/%zz')\" = 404 ] && [ \"\$(errcode)\" = MANIFEST_UNKNOWN ]"
 check "a path under /v2/ of no registry shape is the Hub API's (an org named v2)" bash -c "[ \"\$(code '$M/v2/some-model/resolve/main/config.json')\" = 404 ] && ! grep -q '\"errors\"' '$T/body'"
 check "writes are refused: 405 UNSUPPORTED" bash -c "[ \"\$(code -X PUT '$M/v2/hf/acme/x/manifests/main')\" = 405 ] && [ \"\$(errcode)\" = UNSUPPORTED ]"

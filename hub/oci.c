@@ -1,0 +1,118 @@
+/*
+ * oci.c - a file as an OCI tar layer (oci.h): its header made by libarchive, its digest over the
+ * header, the file and the tail.
+ */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <fcntl.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <archive.h>
+#include <archive_entry.h>
+#include <openssl/evp.h>
+
+#include "base/buf.h"
+#include "base/err.h"
+#include "base/hex.h"
+#include "base/xmalloc.h"
+#include "oci.h"
+
+struct tar_sink {
+	struct buf out;
+	bool header_done; /* what comes after the header is the entry's data, which libarchive is not given */
+};
+
+static la_ssize_t tar_sink_write(struct archive *a, void *ud, const void *p, size_t n)
+{
+	struct tar_sink *s = ud;
+
+	(void)a;
+	if (s->header_done)
+		return -1; /* the entry's data: refused, so that freeing the writer does not write size zeros */
+	buf_add(&s->out, p, n);
+	return (la_ssize_t)n;
+}
+
+int hub_oci_tar_header(const char *path, int64_t size, unsigned char **out, size_t *len)
+{
+	struct archive *a = archive_write_new();
+	struct archive_entry *e = archive_entry_new();
+	struct tar_sink s = { .header_done = false };
+	int r = -EINVAL;
+
+	buf_init(&s.out);
+	if (archive_write_set_format_pax_restricted(a) != ARCHIVE_OK || archive_write_set_bytes_per_block(a, 0))
+		goto out;
+	/* A name not ASCII goes as its bytes (UTF-8 on the hubs), in a pax record with hdrcharset=BINARY,
+	 * never converted through the locale (serve runs in C's, where libarchive 3.6 cannot convert a
+	 * UTF-8 name). Only then: the option puts that record in every header. */
+	for (const char *p = path; *p; p++)
+		if ((unsigned char)*p >= 0x80) {
+			if (archive_write_set_options(a, "hdrcharset=BINARY") != ARCHIVE_OK)
+				goto out;
+			break;
+		}
+	if (archive_write_open2(a, &s, NULL, tar_sink_write, NULL, NULL) != ARCHIVE_OK)
+		goto out;
+	archive_entry_copy_pathname(e, path);
+	archive_entry_set_filetype(e, AE_IFREG);
+	archive_entry_set_perm(e, 0644);
+	archive_entry_set_size(e, size);
+	archive_entry_set_mtime(e, 0, 0);
+	if (archive_write_header(a, e) != ARCHIVE_OK || !s.out.len || s.out.len % 512)
+		goto out;
+	s.header_done = true;
+	*out = (unsigned char *)buf_detach(&s.out, len);
+	r = 0;
+out:
+	s.header_done = true;
+	archive_write_free(a);
+	archive_entry_free(e);
+	buf_release(&s.out);
+	return r;
+}
+
+int64_t hub_oci_tar_tail(int64_t size)
+{
+	return (512 - size % 512) % 512 + 1024;
+}
+
+int hub_oci_tar_digest(const unsigned char *header, size_t header_len, const char *file, int64_t size,
+		       char digest[72])
+{
+	static const unsigned char zeros[1536];
+	EVP_MD_CTX *md = EVP_MD_CTX_new();
+	unsigned char *chunk = xmalloc(1 << 20), sum[32];
+	int fd = open(file, O_RDONLY | O_CLOEXEC), r = 0;
+	int64_t left = size;
+
+	if (fd < 0) {
+		r = -errno;
+		goto out;
+	}
+	EVP_DigestInit_ex(md, EVP_sha256(), NULL);
+	EVP_DigestUpdate(md, header, header_len);
+	while (left > 0) {
+		ssize_t n = read(fd, chunk, left > (1 << 20) ? (1 << 20) : (size_t)left);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			r = n < 0 ? -errno : HM_ERR_SIZE_MISMATCH;
+			goto out;
+		}
+		EVP_DigestUpdate(md, chunk, (size_t)n);
+		left -= n;
+	}
+	EVP_DigestUpdate(md, zeros, (size_t)hub_oci_tar_tail(size));
+	EVP_DigestFinal_ex(md, sum, NULL);
+	memcpy(digest, "sha256:", 7);
+	hex_encode(sum, 32, digest + 7);
+out:
+	if (fd >= 0)
+		close(fd);
+	free(chunk);
+	EVP_MD_CTX_free(md);
+	return r;
+}

@@ -1,0 +1,30 @@
+/*
+ * oci.h - a file as an OCI tar layer (docs/protocols/oci.md, "Tar layers"): what a container runtime
+ * unpacks. The layer is the file's tar entry and the archive's end, made the same way every time, so
+ * that its digest, computed once, names it for good: the header libarchive writes for a regular file
+ * named by the file's path in its repo (pax restricted: plain ustar, with a pax record only for what
+ * ustar cannot say: a long or non-ASCII name, a size past 8 GiB), mode 0644, owner 0:0, mtime 0, no
+ * user or group names; then the file's bytes; then zeros to the 512-byte block and the two zero blocks
+ * that end an archive. The header is kept with the digest (libarchive's next version may write
+ * another), so only the file's bytes are read again.
+ */
+#ifndef HM_HUB_OCI_H
+#define HM_HUB_OCI_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* The tar header of a file named path (relative, as in its repo) of size bytes into *out (malloc'd,
+ * a multiple of 512 bytes, *len). Returns 0 or -EINVAL (a name libarchive refuses). */
+int hub_oci_tar_header(const char *path, int64_t size, unsigned char **out, size_t *len);
+
+/* The zero bytes after a file of size bytes in its layer: its block's padding and the archive's end. */
+int64_t hub_oci_tar_tail(int64_t size);
+
+/* The layer's digest ("sha256:" and 64 hex digits) over header, the size bytes of the file at file
+ * and the tail: the whole file is read (run it off the loop). Returns 0, -errno, or HM_ERR_SIZE_MISMATCH
+ * when the file is not size bytes long. */
+int hub_oci_tar_digest(const unsigned char *header, size_t header_len, const char *file, int64_t size,
+		       char digest[72]);
+
+#endif

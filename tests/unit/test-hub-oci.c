@@ -1,0 +1,126 @@
+/*
+ * test-hub-oci.c - a file as an OCI tar layer (hub/oci.h): the header is a ustar header of the file's
+ * path, size, mode 0644, owner 0 and mtime 0, the same every time; a pax record only for what ustar
+ * cannot hold (a long name, a size past 8 GiB, a non-ASCII name as its bytes); the tail pads to the
+ * block and ends the archive; the digest is the sha256 of header, file and tail.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <openssl/evp.h>
+
+#include "base/hex.h"
+#include "hub/oci.h"
+#include "test.h"
+
+/* The octal field at off of width n in a ustar header. */
+static long long field(const unsigned char *h, size_t off, size_t n)
+{
+	char b[16];
+
+	memcpy(b, h + off, n);
+	b[n] = '\0';
+	return strtoll(b, NULL, 8);
+}
+
+TEST(a_short_name_is_one_ustar_block)
+{
+	unsigned char *h = NULL, *h2 = NULL;
+	size_t n = 0, n2 = 0;
+	unsigned sum = 0;
+
+	CHECK_INT(hub_oci_tar_header("sub/notes.txt", 12345, &h, &n), 0);
+	CHECK_INT((int)n, 512);
+	CHECK_STR((char *)h, "sub/notes.txt");
+	CHECK(field(h, 100, 8) == 0644);            /* mode */
+	CHECK(field(h, 108, 8) == 0 && field(h, 116, 8) == 0); /* uid, gid */
+	CHECK(field(h, 124, 12) == 12345);          /* size */
+	CHECK(field(h, 136, 12) == 0);              /* mtime */
+	CHECK(h[156] == '0');                       /* a regular file */
+	CHECK(!memcmp(h + 257, "ustar", 5));
+	CHECK(h[265] == '\0' && h[297] == '\0');    /* no user or group names */
+	for (size_t i = 0; i < 512; i++)            /* the checksum: every byte, its own field as spaces */
+		sum += i >= 148 && i < 156 ? ' ' : h[i];
+	CHECK(field(h, 148, 8) == (long long)sum);
+	/* the same every time */
+	CHECK_INT(hub_oci_tar_header("sub/notes.txt", 12345, &h2, &n2), 0);
+	CHECK(n2 == n && !memcmp(h, h2, n));
+	free(h);
+	free(h2);
+}
+
+TEST(what_ustar_cannot_hold_goes_in_a_pax_record)
+{
+	char name[300];
+	unsigned char *h = NULL;
+	size_t n = 0;
+
+	memset(name, 'd', sizeof(name) - 1);
+	name[sizeof(name) - 1] = '\0';
+	for (size_t i = 10; i < sizeof(name) - 1; i += 40)
+		name[i] = '/';
+	CHECK_INT(hub_oci_tar_header(name, 10, &h, &n), 0);
+	CHECK(n == 1536 && h[156] == 'x');          /* a pax header, its records, the ustar header */
+	CHECK(strstr((char *)h + 512, " path=") != NULL);
+	CHECK(memmem(h + 512, 512, name, strlen(name)) != NULL);
+	free(h);
+
+	CHECK_INT(hub_oci_tar_header("w.gguf", 10LL << 30, &h, &n), 0);
+	CHECK(n == 1536 && h[156] == 'x');
+	CHECK(strstr((char *)h + 512, " size=10737418240\n") != NULL);
+	free(h);
+
+	CHECK_INT(hub_oci_tar_header("caf\xc3\xa9/r\xc3\xa9sum\xc3\xa9.md", 10, &h, &n), 0);
+	CHECK(n == 1536 && h[156] == 'x');
+	CHECK(strstr((char *)h + 512, " path=caf\xc3\xa9/r\xc3\xa9sum\xc3\xa9.md\n") != NULL);
+	free(h);
+}
+
+TEST(the_tail_pads_the_block_and_ends_the_archive)
+{
+	CHECK(hub_oci_tar_tail(0) == 1024);
+	CHECK(hub_oci_tar_tail(1) == 511 + 1024);
+	CHECK(hub_oci_tar_tail(512) == 1024);
+	CHECK(hub_oci_tar_tail(1000) == 24 + 1024);
+}
+
+TEST(the_digest_is_of_header_file_and_tail)
+{
+	char dir[] = "/tmp/test-hub-oci-XXXXXX", path[64], digest[72], want[72];
+	unsigned char *h = NULL, md[32], zeros[1536] = { 0 };
+	size_t n = 0;
+	unsigned int mdn = 0;
+	EVP_MD_CTX *c = EVP_MD_CTX_new();
+	FILE *f;
+
+	test_tmpdir(dir);
+	snprintf(path, sizeof(path), "%s/f", dir);
+	f = fopen(path, "wb");
+	fputs("hello, layer\n", f);
+	fclose(f);
+	CHECK_INT(hub_oci_tar_header("a/f.txt", 13, &h, &n), 0);
+	CHECK_INT(hub_oci_tar_digest(h, n, path, 13, digest), 0);
+	EVP_DigestInit_ex(c, EVP_sha256(), NULL);
+	EVP_DigestUpdate(c, h, n);
+	EVP_DigestUpdate(c, "hello, layer\n", 13);
+	EVP_DigestUpdate(c, zeros, (size_t)hub_oci_tar_tail(13));
+	EVP_DigestFinal_ex(c, md, &mdn);
+	memcpy(want, "sha256:", 7);
+	hex_encode(md, 32, want + 7);
+	CHECK_STR(digest, want);
+	/* a file shorter than it should be is refused */
+	CHECK(hub_oci_tar_digest(h, n, path, 14, digest) != 0);
+	EVP_MD_CTX_free(c);
+	free(h);
+	test_rmtree(dir);
+}
+
+int main(void)
+{
+	RUN(a_short_name_is_one_ustar_block);
+	RUN(what_ustar_cannot_hold_goes_in_a_pax_record);
+	RUN(the_tail_pads_the_block_and_ends_the_archive);
+	RUN(the_digest_is_of_header_file_and_tail);
+	return test_done();
+}
