@@ -151,7 +151,7 @@ static int config_check(const char *path)
 		fprintf(stderr, "hubmirror: %s: %s\n", path, err ? err : "TLS certificate");
 		r = CLI_FAILED;
 	} else {
-		printf("%s: ok (%zu settings)\n", path, sp.conf.n);
+		printf("%s: ok (%zu %s)\n", path, sp.conf.n, cli_plural((long long)sp.conf.n, "setting", "settings"));
 	}
 	free(err);
 	mirror_access_free(&a);
