@@ -586,7 +586,8 @@ static bool thin(struct agent *a, int64_t over, int idle_s)
 			size_human(use_now(a), u, sizeof(u));
 			size_human(a->cfg->cache_size, c, sizeof(c));
 			log_warn("agent", "the cache holds %s, over its %s: what is left is wanted by pulls or "
-				"mounts (their --include, --prefetch), pinned or read this moment", u, c);
+				"mounts (their --include, --prefetch), pinned, pulled this minute or read this moment",
+				u, c);
 			a->evict->over_said = true;
 		}
 		return false;
