@@ -181,9 +181,11 @@ void agent_evict_listen(struct agent *a, const struct agent_evict_listener *l);
 void agent_evict_free(struct agent_evict **e);
 void agent_evict_recall(struct agent *a);
 int64_t agent_cache_used(const struct agent *a);
-/* The direct fill is about to write bytes more: when the cache has a bound and its disk lacks the
- * room, cold pieces are taken out first (true: wait, the fill is poked when they are gone); false:
- * write (there is room, or nothing can go: the write then fails as on any full disk). */
+/* The direct fill is about to write bytes more: when the cache has a bound and those bytes would take
+ * it past the bound, or its disk lacks the room, room is made first: snapshots nobody uses go (chosen
+ * by the next sizing job, never from inside the call: the fill's own snapshot may be one), then cold
+ * pieces (true: wait, the fill is poked when they are gone); false: write (there is room, or nothing
+ * can go: past the bound the cache is over it, on a full disk the write fails). */
 typedef bool agent_room_wait_fn(struct agent *a, int64_t bytes);
 bool agent_room_wait(struct agent *a, int64_t bytes);
 /* The bytes the snapshots hold now (libtorrent's, and what the direct fill wrote): from the tick. */

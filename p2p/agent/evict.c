@@ -40,6 +40,8 @@ struct agent_evict {
 	size_t ndrop;
 	uint64_t drop_counter;          /* names of folders moved aside (agent_drop_files) */
 	bool over_said;                 /* "over its size, nothing to drop" was logged */
+	int64_t room_bytes;             /* a fill waits to write this much: the next sizing makes room */
+	uint64_t room_asked_ms;         /* ...asked then (uv_now) */
 	bool thin_idle;                 /* the last thinning job took nothing out (its pieces were read */
 	uint64_t thin_ended_ms;         /* meanwhile, or shared): when it ended */
 	uint64_t use_counter;           /* agent_snap_used's: the snapshots' use_seq */
@@ -615,8 +617,6 @@ static int64_t use_now(struct agent *a)
 	return a->evict->cache_used + held - a->evict->held_sized;
 }
 
-static size_t evict_snaps(struct agent *a, int64_t used, int64_t *used_after);
-
 /* A writer waits for a thinning job only when the last one took something out, or a second ago: one
  * whose pieces all stayed (read again meanwhile) would be followed by another just like it, and the
  * writer would wait for nothing. */
@@ -629,17 +629,24 @@ static bool thin_useful(struct agent *a)
  * first (snapshots nobody uses, then cold pieces), and the writer waits for it. */
 static bool bound_wait(struct agent *a, int64_t bytes)
 {
-	int64_t over = use_now(a) + bytes - a->cfg->cache_size, after;
+	int64_t over = use_now(a) + bytes - a->cfg->cache_size;
 
 	if (over <= 0)
 		return false;
 	/* room on its way: the fill is poked once the files are gone (size_done, thin_done) */
-	if (a->evict->deleting || a->evict->evicting || a->evict->ndrop)
+	if (a->evict->deleting || a->evict->evicting || a->evict->ndrop || a->evict->room_bytes)
 		return true;
-	if (evict_snaps(a, use_now(a) + bytes, &after)) {
-		agent_evict_now(a); /* their files are deleted by the sizing job */
-		return true;
-	}
+	/* Snapshots nobody uses go first, but not from here: the fill asking may be the one of a
+	 * snapshot that goes (one the local endpoint or preheat fetches), and its caller still holds it.
+	 * The next sizing job (at the next tick) chooses with these bytes counted, and pokes the fill. */
+	if (uv_now(&a->loop) - a->evict->room_asked_ms >= 1000)
+		for (size_t i = 0; i < a->nsnaps; i++)
+			if (evictable(a, a->snaps[i])) {
+				a->evict->room_bytes = bytes;
+				a->evict->room_asked_ms = uv_now(&a->loop);
+				agent_evict_now(a);
+				return true;
+			}
 	/* twice what is missing, so that each run does not wait for a job of its own */
 	return thin_useful(a) && thin(a, over + bytes, 1);
 }
@@ -728,6 +735,7 @@ static void size_done(uv_work_t *w, int status)
 {
 	struct sizing *z = w->data;
 	struct agent *a = z->a;
+	int64_t used;
 
 	(void)status;
 	a->evict->sizing = false;
@@ -738,8 +746,11 @@ static void size_done(uv_work_t *w, int status)
 		free(z->drop[i]);
 	free(z->drop);
 	free(z);
-	if (!a->stopping && a->cfg->cache_size > 0 && a->evict->cache_used > a->cfg->cache_size)
-		choose(a, a->evict->cache_used);
+	/* (with the bytes a fill waits to write: room for them is made before they come) */
+	used = a->evict->cache_used + a->evict->room_bytes;
+	a->evict->room_bytes = 0;
+	if (!a->stopping && a->cfg->cache_size > 0 && used > a->cfg->cache_size)
+		choose(a, used);
 	if (a->evict->l.room && !a->stopping)
 		a->evict->l.room(a->evict->l.ud); /* a fill waiting for dropped files to go goes on */
 }
