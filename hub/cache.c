@@ -147,6 +147,34 @@ static const char *env_or_home(const char *env, const char *home_rel, char *buf,
 	return buf;
 }
 
+size_t hub_cache_unlink_hf(const char *hub_cache, const char *type, const char *name, const char *revision,
+			   const char *commit, const char *target)
+{
+	char *repo = hf_repo_dir(hub_cache, type, name), *snap = xasprintf("%s/snapshots/%s", repo, commit);
+	char *p, *held = NULL;
+	size_t links = hub_cache_unlink_into(snap, target, 0), len = 0;
+	struct stat st;
+
+	if (stat(snap, &st) < 0 && errno == ENOENT && revision && !hub_check_revision(revision)) {
+		p = xasprintf("%s/refs/%s", repo, revision);
+		if (!path_read_file(p, 64, &held, &len) && len >= 40 && !strncmp(held, commit, 40))
+			unlink(p);
+		free(held);
+		free(p);
+	}
+	/* the folders that leaves empty (rmdir takes only those) */
+	p = xasprintf("%s/refs", repo);
+	rmdir(p);
+	free(p);
+	p = xasprintf("%s/snapshots", repo);
+	rmdir(p);
+	free(p);
+	rmdir(repo);
+	free(snap);
+	free(repo);
+	return links;
+}
+
 const char *hub_cache_ms_default(char *buf, size_t cap)
 {
 	return env_or_home("MODELSCOPE_CACHE", ".cache/modelscope/hub", buf, cap);

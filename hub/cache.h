@@ -47,6 +47,12 @@ char *hub_cache_ms_hub_snapshot(const char *ms_hub_cache, const char *type, cons
  * link stays (a file the user put there, a link elsewhere). With ms_index, also the classic
  * ModelScope SDK's index files (.msc .mdl .mv) once nothing else is left. Returns the links taken. */
 size_t hub_cache_unlink_into(const char *dir, const char *target, int ms_index);
+/* The same for a snapshot's folder in the Hugging Face cache at hub_cache (type, name, commit as
+ * hub_cache_link_hf): its links into target go; once that leaves the folder gone, the ref revision
+ * too when it names commit (huggingface_hub then finds nothing rather than a folder without files),
+ * and the repo's folders left empty. Returns the links taken. */
+size_t hub_cache_unlink_hf(const char *hub_cache, const char *type, const char *name, const char *revision,
+			   const char *commit, const char *target);
 
 /* The classic ModelScope SDK's cache folder ($MODELSCOPE_CACHE or ~/.cache/modelscope/hub), and the
  * newer modelscope_hub's ($MODELSCOPE_CACHE or ~/.cache/modelscope), as hub_cache_hf_default. */

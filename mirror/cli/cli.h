@@ -137,6 +137,8 @@ int cli_check_specs(const struct cli_command *self, int first, int argc, char **
  * Returns CLI_OK or CLI_FAILED. */
 int cli_lock_data(struct mirror_data *d, bool wait);
 
+/* one for a count of 1, else many: "%lld %s", n, cli_plural(n, "file", "files") ("1 file", "3 files") */
+const char *cli_plural(long long n, const char *one, const char *many);
 /* "1.5 GiB", "312 B": binary units, one decimal. out holds at least 16 bytes. */
 void cli_human_size(int64_t bytes, char *out, size_t outlen);
 /* "2026-11-30 03:00" (UTC) or "never" for 0. */

@@ -18,6 +18,7 @@
 
 #include <jansson.h>
 
+#include "base/buf.h"
 #include "base/err.h"
 #include "base/path.h"
 #include "base/str.h"
@@ -212,7 +213,7 @@ int cmd_agent(int argc, char **argv)
 	const char *mirror_opt = NULL, *token_file = NULL;
 	bool foreground = false, stop = false, preheat = false;
 	char *err = NULL, *token = NULL;
-	int r;
+	int r, keep_pulled = -1;
 	const struct cli_flag flags[] = {
 		CLI_STR("mirror", &mirror_opt, "URL[,URL...]",
 			"the mirror(s) for mounts that name none (default $HUBMIRROR_URL);\n"
@@ -225,8 +226,13 @@ int cmd_agent(int argc, char **argv)
 			"/run/hubmirror/agent.sock), readable by its owner only"),
 		CLI_STR("listen", &cfg.listen, "ADDR", "where this peer listens for other peers (default 0.0.0.0:0)"),
 		CLI_SIZE("cache-size", &cfg.cache_size, 1, "SIZE",
-			 "keep the cache under SIZE (k/M/G/T): past it, the least recently used\n"
-			 "snapshots neither mounted nor pinned (pull --pin) are evicted"),
+			 "keep the cache under SIZE (k/M/G/T: KiB, MiB, GiB, TiB; 500GB: decimal):\n"
+			 "the least recently used snapshots neither mounted nor pinned (pull --pin)\n"
+			 "are evicted, and a mount's reads make room before their bytes come"),
+		CLI_INT("keep-pulled", &keep_pulled, 0, 86400, "S",
+			"a pull's files stay at least S seconds (default 60) after it said\n"
+			"\"pulled\", whatever --cache-size, so that the job that loads them next finds\n"
+			"them; 0: they may be evicted at once"),
 		CLI_RATE("upload-limit", &cfg.upload_limit, "R",
 			 "cap what it sends to peers (bytes/s, k/M/G suffixes)"),
 		CLI_FN("http", &cfg.http, take_http, "HOST:PORT",
@@ -260,6 +266,7 @@ int cmd_agent(int argc, char **argv)
 		return CLI_USAGE;
 	if (stop)
 		return stop_agent(cfg.socket_path);
+	cfg.keep_pulled_s = keep_pulled < 0 ? 0 : keep_pulled ? keep_pulled : -1;
 	cfg.mirror = cli_mirror_url(mirror_opt);
 	if (preheat && !cfg.preheat_every_s)
 		cfg.preheat_every_s = 300;
@@ -294,15 +301,93 @@ static int64_t jnum(json_t *o, const char *k)
 	return json_integer_value(json_object_get(o, k));
 }
 
+/* A snapshot's state in a few words: complete; its wanted files in (a pull with --include, a mount's
+ * prefetch: the rest comes as it is read); or fetching, with how far along of the files it wants
+ * (their size does not move as a reader does). */
+static void snap_state(json_t *s, char *out, size_t cap)
+{
+	int64_t want = jnum(s, "wanted_size"), have = jnum(s, "wanted_held");
+	bool some = json_is_integer(json_object_get(s, "selected"));
+	size_t n;
+
+	if (json_string_value(json_object_get(s, "error")))
+		snprintf(out, cap, "error (below)");
+	else if (json_is_true(json_object_get(s, "complete")))
+		snprintf(out, cap, "complete, seeding");
+	else if (have >= want)
+		snprintf(out, cap, "%s", some ? "ready" : "complete, checking");
+	else
+		snprintf(out, cap, "fetching %d%%", want ? (int)(100 * have / want) : 0);
+	n = strlen(out);
+	if (some)
+		snprintf(out + n, cap - n, "; %lld of %lld %s", (long long)jnum(s, "selected"),
+			 (long long)jnum(s, "files"), jnum(s, "files") == 1 ? "file" : "files");
+	n = strlen(out);
+	if (json_is_true(json_object_get(s, "pinned")))
+		snprintf(out + n, cap - n, "; pinned");
+	n = strlen(out);
+	if (json_is_true(json_object_get(s, "over_bound")))
+		snprintf(out + n, cap - n, "; bigger than the cache");
+}
+
+/* The table's cells of one snapshot row (strings: malloc'd). */
+enum { C_SPEC, C_REV, C_COMMIT, C_HELD, C_STATE, C_PEERS, C_MIRROR, C_MOUNTS, C_N };
+
+static void snap_cells(json_t *s, char **c)
+{
+	const char *rev = json_string_value(json_object_get(s, "revision"));
+	const char *mirror = json_string_value(json_object_get(s, "mirror"));
+	json_t *mounts = json_object_get(s, "mounts"), *m;
+	char h[16], t[16], state[160];
+	struct buf b;
+	size_t i;
+
+	cli_human_size(jnum(s, "held"), h, sizeof(h));
+	cli_human_size(jnum(s, "size"), t, sizeof(t));
+	snap_state(s, state, sizeof(state));
+	c[C_SPEC] = xstrdup(
+		json_string_value(json_object_get(s, "spec")) ? json_string_value(json_object_get(s, "spec")) : "?");
+	c[C_REV] = xstrdup(rev ? rev : "-");
+	c[C_COMMIT] = xasprintf("%.12s", json_string_value(json_object_get(s, "commit")) ?
+						 json_string_value(json_object_get(s, "commit")) : "-");
+	c[C_HELD] = xasprintf("%s of %s", h, t);
+	c[C_STATE] = xstrdup(state);
+	c[C_PEERS] = xasprintf("%lld", (long long)jnum(s, "peers"));
+	c[C_MIRROR] = xstrdup(mirror ? mirror : "-");
+	buf_init(&b);
+	json_array_foreach(mounts, i, m)
+		buf_addf(&b, "%s%s", i ? ", " : "", json_string_value(m));
+	if (!json_array_size(mounts))
+		buf_adds(&b, "-");
+	if (jnum(s, "detached_in_use"))
+		buf_adds(&b, " (and an unmounted copy still in use: open files or another mount namespace)");
+	c[C_MOUNTS] = buf_detach(&b, NULL);
+}
+
+/* One cell of status's table, w wide: numbers to the right, the last column ends the line. */
+static void print_cell(int c, int w, const char *v)
+{
+	if (c == C_MOUNTS)
+		printf("%s\n", v);
+	else if (c == C_PEERS)
+		printf("%*s  ", w, v);
+	else
+		printf("%-*s  ", w, v);
+}
+
 /* status: the agent (its cache, mirror, endpoint, traffic), then a table of what it holds, one row
- * per name a snapshot is held under; a snapshot's error on a line of its own below its row. */
+ * per name a snapshot is held under, each column as wide as its widest cell; a snapshot's error on a
+ * line of its own below its row. */
 static void print_status(json_t *st)
 {
+	static const char *const head[C_N] = { "SPEC", "REVISION", "COMMIT", "HELD", "STATE", "PEERS", "MIRROR",
+					       "MOUNTED ON" };
 	json_t *snaps = json_object_get(st, "snapshots"), *s;
 	char up[16], down[16], http[16], used[16], bound[16];
 	const char *ep = json_string_value(json_object_get(st, "http"));
-	int wspec = 4, wrev = 8;
-	size_t i;
+	size_t n = json_array_size(snaps), i;
+	char **cells;
+	int w[C_N];
 
 	cli_human_size(jnum(st, "uploaded"), up, sizeof(up));
 	cli_human_size(jnum(st, "downloaded"), down, sizeof(down));
@@ -318,56 +403,33 @@ static void print_status(json_t *st)
 	if (ep)
 		printf("local endpoint: http://%s (HF_ENDPOINT=http://%s hf download ...)\n", ep, ep);
 	printf("sent %s to peers; received %s from peers and %s from the mirror over HTTP\n", up, down, http);
-	if (!json_array_size(snaps)) {
+	if (!n) {
 		printf("it holds no snapshot yet (hubmirror pull SPEC, or hubmirror mount SPEC DIR)\n");
 		return;
 	}
+	cells = xcalloc(n * C_N, sizeof(*cells));
+	for (int c = 0; c < C_N; c++)
+		w[c] = (int)strlen(head[c]);
 	json_array_foreach(snaps, i, s) {
-		int l = (int)strlen(json_string_value(json_object_get(s, "spec")));
-		const char *rev = json_string_value(json_object_get(s, "revision"));
-		wspec = l > wspec ? l : wspec;
-		if (rev && (int)strlen(rev) > wrev)
-			wrev = (int)strlen(rev);
+		snap_cells(s, cells + i * C_N);
+		for (int c = 0; c < C_N; c++)
+			if ((int)strlen(cells[i * C_N + c]) > w[c])
+				w[c] = (int)strlen(cells[i * C_N + c]);
 	}
 	putchar('\n');
-	printf("%-*s  %-*s  %-12s  %-21s  %-24s  %5s  %s\n", wspec, "SPEC", wrev, "REVISION", "COMMIT", "HELD", "STATE",
-	       "PEERS", "MOUNTED ON");
+	/* (the last column is not padded: no trailing blanks) */
+	for (int c = 0; c < C_N; c++)
+		print_cell(c, w[c], head[c]);
 	json_array_foreach(snaps, i, s) {
-		int64_t have = jnum(s, "bytes_have"), total = jnum(s, "bytes_total");
-		json_t *mounts = json_object_get(s, "mounts");
-		char h[16], t[16], held[40], state[128];
 		const char *err = json_string_value(json_object_get(s, "error"));
-		cli_human_size(have, h, sizeof(h));
-		cli_human_size(total, t, sizeof(t));
-		snprintf(held, sizeof(held), "%s / %s", h, t);
-		if (err)
-			snprintf(state, sizeof(state), "error (below)");
-		else if (json_is_true(json_object_get(s, "complete")))
-			snprintf(state, sizeof(state), "complete, seeding");
-		else
-			snprintf(state, sizeof(state), "fetching %d%%", total ? (int)(100 * have / total) : 100);
-		if (json_is_integer(json_object_get(s, "selected"))) {
-			/* some files of it: which */
-			size_t n = strlen(state);
-			char hw[16], sz[16];
-			cli_human_size(jnum(s, "held"), hw, sizeof(hw));
-			cli_human_size(jnum(s, "size"), sz, sizeof(sz));
-			snprintf(state + n, sizeof(state) - n, "; %lld of %lld files (holds %s of %s)",
-				 (long long)jnum(s, "selected"), (long long)jnum(s, "files"), hw, sz);
+		for (int c = 0; c < C_N; c++) {
+			print_cell(c, w[c], cells[i * C_N + c]);
+			free(cells[i * C_N + c]);
 		}
-		printf("%-*s  %-*s  %-12.12s  %-21s  %-24s  %5lld  %s%s\n", wspec,
-		       json_string_value(json_object_get(s, "spec")), wrev,
-		       json_string_value(json_object_get(s, "revision"))
-			       ? json_string_value(json_object_get(s, "revision"))
-			       : "-",
-		       json_string_value(json_object_get(s, "commit")), held, state, (long long)jnum(s, "peers"),
-		       json_array_size(mounts) ? json_string_value(json_array_get(mounts, 0)) : "-",
-		       jnum(s, "detached_in_use")
-			       ? " (and an unmounted copy still in use: open files or another mount namespace)"
-			       : "");
 		if (err)
 			printf("  error: %s\n", err);
 	}
+	free(cells);
 }
 
 /* status --verify [SPEC]: the agent reads back and hashes every piece it holds (of SPEC's snapshots);
@@ -402,12 +464,14 @@ static int verify_cache(const char *socket, const char *spec, bool as_json)
 			int bad = (int)json_integer_value(json_object_get(s, "damaged"));
 			char *names = json_dumps(specs, JSON_COMPACT);
 			if (bad)
-				printf("%s %.12s: %d of %d pieces damaged in the cache: fetching them again (hubmirror "
+				printf("%s %.12s: %d of %d %s damaged in the cache: fetching them again (hubmirror "
 				       "pull waits for them)\n",
-				       names, json_string_value(json_object_get(s, "btih")), bad, pieces);
+				       names, json_string_value(json_object_get(s, "btih")), bad, pieces,
+				       cli_plural(pieces, "piece", "pieces"));
 			else
-				printf("%s %.12s: %d pieces verified\n", names,
-				       json_string_value(json_object_get(s, "btih")), pieces);
+				printf("%s %.12s: %d %s verified\n", names,
+				       json_string_value(json_object_get(s, "btih")), pieces,
+				       cli_plural(pieces, "piece", "pieces"));
 			free(names);
 		}
 	}
@@ -429,7 +493,8 @@ int cmd_status(int argc, char **argv)
 		CLI_BOOL("json", &as_json,
 			 "print the agent's answer as JSON (fields: pid socket mirror cache p2p_port started_at\n"
 			 "uploaded downloaded snapshots[spec revision commit btih bytes_have bytes_total\n"
-			 "complete mounts peers uploaded downloaded links detached_in_use error])"),
+			 "complete mounts peers uploaded downloaded links detached_in_use error mirror size\n"
+			 "held wanted_size wanted_held over_bound])"),
 		CLI_BOOL("verify", &verify,
 			 "read back and hash every piece the cache holds (of SPEC's snapshots): damaged ones\n"
 			 "(bit rot, another process) are fetched again from the swarm and the mirror; exit 1\n"
@@ -506,36 +571,14 @@ int cmd_drop(int argc, char **argv)
 			const char *commit = json_string_value(json_object_get(d, "commit"));
 			const char *folder = json_string_value(json_object_get(d, "folder"));
 			struct hub_spec sp;
-			size_t links = 0;
+			/* (the agent took away the links it made itself: a pull's, a mount's at umount) */
+			size_t links = (size_t)json_integer_value(json_object_get(d, "unlinked"));
 			if (!spec || !commit || !folder || hub_spec_parse(spec, &sp))
 				continue;
 			if (sp.hub == HUB_HF && !o.no_hf) {
 				const char *cache = o.hf ? o.hf : hub_cache_hf_default(hc, sizeof(hc));
-				char *snap = hub_cache_hf_snapshot(cache, hub_type_name(sp.type), sp.name, commit);
-				char *ref = NULL, *repo = xstrdup(snap), *cut = strstr(repo, "/snapshots/"),
-				     *held = NULL;
-				size_t len = 0;
-				links += hub_cache_unlink_into(snap, folder, 0);
-				if (cut) {
-					*cut = '\0';
-					/* the ref, if it still names this commit; then the repo's folder, if that
-					 * leaves it empty */
-					ref = xasprintf("%s/refs/%s", repo, rev ? rev : "main");
-					if (rev && !path_read_file(ref, 64, &held, &len) && len >= 40 &&
-					    !strncmp(held, commit, 40))
-						unlink(ref);
-					free(held);
-					free(ref);
-					ref = xasprintf("%s/refs", repo);
-					rmdir(ref);
-					free(ref);
-					ref = xasprintf("%s/snapshots", repo);
-					rmdir(ref);
-					free(ref);
-					rmdir(repo);
-				}
-				free(repo);
-				free(snap);
+				links += hub_cache_unlink_hf(cache, hub_type_name(sp.type), sp.name, rev, commit,
+							     folder);
 			} else if (sp.hub == HUB_MS && !o.no_ms) {
 				char *dir = hub_cache_ms_dir(o.ms ? o.ms : hub_cache_ms_default(mc, sizeof(mc)),
 							     hub_type_name(sp.type), sp.name);
@@ -550,7 +593,8 @@ int cmd_drop(int argc, char **argv)
 			}
 			printf("dropped %s @ %.12s from the cache%s", spec, commit, links ? "" : "\n");
 			if (links)
-				printf(", and its %zu links from the %s cache\n", links,
+				printf(", and its %zu %s from the %s cache\n", links,
+				       cli_plural((long long)links, "link", "links"),
 				       sp.hub == HUB_HF ? "Hugging Face" : "ModelScope");
 			hub_spec_release(&sp);
 		}

@@ -78,15 +78,18 @@ int cmd_restore(int argc, char **argv)
 		cli_print_json(o);
 		json_decref(o);
 	} else {
-		printf("restore: %s now holds the catalog from %s: %lld repos, %lld contents\n", dir, argv[optind],
-		       (long long)rep.repos, (long long)rep.blobs);
+		printf("restore: %s now holds the catalog from %s: %lld %s, %lld %s\n", dir, argv[optind],
+		       (long long)rep.repos, cli_plural(rep.repos, "repo", "repos"), (long long)rep.blobs,
+		       cli_plural(rep.blobs, "content", "contents"));
 		if (rep.blobs_missing)
-			printf("restore: the store lacks %lld of them: %lld repos marked damaged; "
+			printf("restore: the store lacks %lld of them: %lld %s marked damaged; "
 			       "'hubmirror sync' fetches them again\n",
-			       (long long)rep.blobs_missing, (long long)rep.repos_damaged);
+			       (long long)rep.blobs_missing, (long long)rep.repos_damaged,
+			       cli_plural(rep.repos_damaged, "repo", "repos"));
 		if (rep.torrents_dropped)
-			printf("restore: %lld torrents to make again (the next sync does, same info-hashes)\n",
-			       (long long)rep.torrents_dropped);
+			printf("restore: %lld %s to make again (the next sync does, same info-hashes)\n",
+			       (long long)rep.torrents_dropped,
+			       cli_plural(rep.torrents_dropped, "torrent", "torrents"));
 	}
 	return r;
 }

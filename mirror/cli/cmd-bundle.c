@@ -156,12 +156,16 @@ int cmd_export(int argc, char **argv)
 		goto out;
 	}
 	cli_human_size(rep.bytes, size, sizeof(size));
-	printf("export: %lld repos, %lld snapshots, %lld contents (%s) in %s", (long long)rep.repos,
-	       (long long)rep.snapshots, (long long)rep.blobs, size, out);
+	printf("export: %lld %s, %lld %s, %lld %s (%s) in %s", (long long)rep.repos,
+	       cli_plural(rep.repos, "repo", "repos"), (long long)rep.snapshots,
+	       cli_plural(rep.snapshots, "snapshot", "snapshots"), (long long)rep.blobs,
+	       cli_plural(rep.blobs, "content", "contents"), size, out);
 	if (opt.volume_size)
-		printf(".001 .. .%03lld (%lld volumes)", (long long)rep.volumes, (long long)rep.volumes);
+		printf(".001 .. .%03lld (%lld %s)", (long long)rep.volumes, (long long)rep.volumes,
+		       cli_plural(rep.volumes, "volume", "volumes"));
 	if (since)
-		printf("; %lld contents left out (held since %s)", (long long)rep.blobs_omitted, since);
+		printf("; %lld %s left out (held since %s)", (long long)rep.blobs_omitted,
+		       cli_plural(rep.blobs_omitted, "content", "contents"), since);
 	if (unsynced)
 		printf("; %zu %s never synced left out", unsynced, unsynced == 1 ? "repo" : "repos");
 	putchar('\n');
@@ -229,18 +233,21 @@ int cmd_import(int argc, char **argv)
 			json_decref(o);
 		} else {
 			cli_human_size(rep.bytes, size, sizeof(size));
-			printf("import %s: %lld repos, %lld snapshots; %lld contents stored (%s), %lld held already; "
-			       "%lld torrents made\n", argv[i], (long long)rep.repos, (long long)rep.snapshots,
-			       (long long)rep.blobs, size, (long long)rep.blobs_skipped, (long long)rep.torrents_made);
+			printf("import %s: %lld %s, %lld %s; %lld %s stored (%s), %lld held already; %lld %s made\n",
+			       argv[i], (long long)rep.repos, cli_plural(rep.repos, "repo", "repos"),
+			       (long long)rep.snapshots, cli_plural(rep.snapshots, "snapshot", "snapshots"),
+			       (long long)rep.blobs, cli_plural(rep.blobs, "content", "contents"), size,
+			       (long long)rep.blobs_skipped, (long long)rep.torrents_made,
+			       cli_plural(rep.torrents_made, "torrent", "torrents"));
 			if (rep.options_kept)
-				printf("  %lld repos already tracked keep their own options (the bundle's are not "
-				       "taken)\n",
-				       (long long)rep.options_kept);
+				printf("  %lld %s already tracked %s their own options (the bundle's are not taken)\n",
+				       (long long)rep.options_kept, cli_plural(rep.options_kept, "repo", "repos"),
+				       cli_plural(rep.options_kept, "keeps", "keep"));
 			if (rep.options_dropped)
-				printf("  %lld new repos get no options from the bundle (open, preheat, globs, "
-				       "guards): "
-				       "set them with hubmirror add, or import --keep-options\n",
-				       (long long)rep.options_dropped);
+				printf("  %lld new %s no options from the bundle (open, preheat, globs, guards): set "
+				       "them with hubmirror add, or import --keep-options\n",
+				       (long long)rep.options_dropped,
+				       cli_plural(rep.options_dropped, "repo gets", "repos get"));
 		}
 		free(err);
 		err = NULL;

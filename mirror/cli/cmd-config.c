@@ -223,7 +223,7 @@ static int config_check(const char *path)
 	} else if (store > 0 && store_check(&conf, &s3)) {
 		r = CLI_FAILED; /* (the files serve reads are fine: the bucket is what is not) */
 	} else {
-		printf("%s: ok (%zu settings)\n", path, sp.conf.n);
+		printf("%s: ok (%zu %s)\n", path, sp.conf.n, cli_plural((long long)sp.conf.n, "setting", "settings"));
 	}
 	if (store > 0)
 		config_s3_release(&s3);

@@ -66,24 +66,29 @@ int cmd_gc(int argc, char **argv)
 	} else {
 		char b[32];
 		cli_human_size(rep.bytes_freed, b, sizeof(b));
-		printf("gc%s: %lld snapshots, %lld blobs (%s), %lld orphan files, %lld stale partial files %s\n",
-		       dry ? " (dry run)" : "", (long long)rep.snapshots_dropped, (long long)rep.blobs_removed, b,
-		       (long long)rep.orphans_removed, (long long)rep.partials_removed, dry ? "would go" : "removed");
+		printf("gc%s: %lld %s, %lld %s (%s), %lld orphan %s, %lld stale partial %s %s\n",
+		       dry ? " (dry run)" : "", (long long)rep.snapshots_dropped,
+		       cli_plural(rep.snapshots_dropped, "snapshot", "snapshots"), (long long)rep.blobs_removed,
+		       cli_plural(rep.blobs_removed, "blob", "blobs"), b, (long long)rep.orphans_removed,
+		       cli_plural(rep.orphans_removed, "file", "files"), (long long)rep.partials_removed,
+		       cli_plural(rep.partials_removed, "file", "files"), dry ? "would go" : "removed");
 		if (rep.git_removed)
-			printf("gc: %lld git repositories of repos no longer tracked removed\n",
-			       (long long)rep.git_removed);
+			printf("gc: %lld git %s of repos no longer tracked removed\n", (long long)rep.git_removed,
+			       cli_plural(rep.git_removed, "repository", "repositories"));
 		if (rep.uploads_kept) {
 			char when[32];
 			time_t t = (time_t)rep.uploads_until;
 			strftime(when, sizeof(when), "%Y-%m-%d %H:%M UTC", gmtime(&t));
-			printf("gc: kept %lld uploaded contents that no commit names yet: promised to their uploaders "
-			       "for 24 hours (the last until %s)\n", (long long)rep.uploads_kept, when);
+			printf("gc: kept %lld uploaded %s that no commit names yet: promised to their uploaders "
+			       "for 24 hours (the last until %s)\n", (long long)rep.uploads_kept,
+			       cli_plural(rep.uploads_kept, "content", "contents"), when);
 		}
 		if (rep.writes_kept)
-			printf("gc: kept %lld contents of commits or pushes being made\n", (long long)rep.writes_kept);
+			printf("gc: kept %lld %s of commits or pushes being made\n", (long long)rep.writes_kept,
+			       cli_plural(rep.writes_kept, "content", "contents"));
 		if (rep.restored)
-			printf("gc: put back %lld contents a writer claimed while gc took them\n",
-			       (long long)rep.restored);
+			printf("gc: put back %lld %s a writer claimed while gc took them\n", (long long)rep.restored,
+			       cli_plural(rep.restored, "content", "contents"));
 	}
 	free(err);
 	mirror_data_free(&data);

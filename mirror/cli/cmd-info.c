@@ -64,7 +64,8 @@ static void print_files(json_t *files, const char *commit)
 		       json_string_value(json_object_get(f, "sha256")), json_string_value(json_object_get(f, "path")));
 	}
 	cli_human_size(total, size, sizeof(size));
-	printf("%zu files, %s\n", json_array_size(files), size);
+	printf("%zu %s, %s\n", json_array_size(files), cli_plural((long long)json_array_size(files), "file", "files"),
+	       size);
 }
 
 static int file_to_json(void *ud, const struct catalog_entry *e)

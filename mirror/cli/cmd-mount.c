@@ -294,6 +294,16 @@ int cmd_umount(int argc, char **argv)
 		fprintf(stderr, "hubmirror: %s\n", e ? e : "the agent could not unmount it");
 		r = CLI_FAILED;
 	} else {
+		json_int_t yes = json_integer_value(json_object_get(ans, "relinked"));
+		json_int_t no = json_integer_value(json_object_get(ans, "unlinked"));
+		/* the hub cache's links into the folder: never left pointing into an empty one */
+		if (yes)
+			printf("unmounted %s: its %lld %s in the hub cache now %s at the agent's cache (verified)\n",
+			       dir, (long long)yes, yes == 1 ? "file" : "files", yes == 1 ? "points" : "point");
+		if (no)
+			printf("unmounted %s: %lld %s into it taken out of the hub cache (the agent's cache does "
+			       "not hold %s verified: mount or pull it again)\n",
+			       dir, (long long)no, no == 1 ? "link" : "links", no == 1 ? "that file" : "those files");
 		if (json_is_true(json_object_get(ans, "in_use")))
 			fprintf(stderr,
 				"hubmirror: %s is unmounted here, but the mount stays in use elsewhere (files open in "

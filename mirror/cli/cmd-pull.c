@@ -364,8 +364,8 @@ static int report_outcomes(json_t *want, bool as_json)
 			char part[64] = "";
 			const char *path = json_string_value(json_object_get(w, "path"));
 			if (json_is_integer(json_object_get(w, "selected")))
-				snprintf(part, sizeof(part), " (%lld of %lld files)", (long long)num(w, "selected"),
-					 (long long)num(w, "files"));
+				snprintf(part, sizeof(part), " (%lld of %lld %s)", (long long)num(w, "selected"),
+					 (long long)num(w, "files"), cli_plural(num(w, "files"), "file", "files"));
 			printf("pulled %s @ %.12s%s%s%s%s\n", json_string_value(json_object_get(w, "spec")),
 			       json_string_value(json_object_get(w, "commit")), part,
 			       json_object_get(w, "offline") ? " (offline: the snapshot this instance holds)" : "",

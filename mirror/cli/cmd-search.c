@@ -102,7 +102,8 @@ int cmd_search(int argc, char **argv)
 	} else {
 		cli_print_repo_table(a);
 		if (total > (int64_t)json_array_size(a))
-			printf("(%lld matches, showing %zu; --limit for more)\n", (long long)total, json_array_size(a));
+			printf("(%lld %s, showing %zu; --limit for more)\n", (long long)total,
+			       cli_plural(total, "match", "matches"), json_array_size(a));
 	}
 out:
 	json_decref(a);

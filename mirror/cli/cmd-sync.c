@@ -165,8 +165,8 @@ static void print_repo(void *ud, const struct mirror_sync_repo_result *r)
 	if (r->error)
 		printf("%-9s %s: %s\n", r->outcome, r->spec, r->error);
 	else
-		printf("%-9s %s @ %.12s: %lld files, fetched %lld (%s)%s\n", r->outcome, r->spec, r->commit,
-		       (long long)r->files, (long long)r->files_fetched, b,
+		printf("%-9s %s @ %.12s: %lld %s, fetched %lld (%s)%s\n", r->outcome, r->spec, r->commit,
+		       (long long)r->files, cli_plural(r->files, "file", "files"), (long long)r->files_fetched, b,
 		       r->skipped_unsafe ? ", skipped unsafe paths" : "");
 	if (r->warning)
 		printf("%-9s %s: %s\n", "warning", r->spec, r->warning);
@@ -191,22 +191,24 @@ static void print_report(const struct mirror_sync_report *rep)
 				       f->commit ? f->commit : "", f->error ? ": " : "", f->error ? f->error : "");
 		}
 		if (r->refs_dropped)
-			printf("%-9s %s: %lld refs upstream no longer has\n", "dropped", r->spec,
-			       (long long)r->refs_dropped);
+			printf("%-9s %s: %lld %s upstream no longer has\n", "dropped", r->spec,
+			       (long long)r->refs_dropped, cli_plural(r->refs_dropped, "ref", "refs"));
 	}
 	if (log_get_level() < LOG_LEVEL_INFO && !rep->failed && !rep->torrents_error)
 		return; /* -q: a run that went well says nothing */
 	cli_human_size(rep->bytes_fetched, b, sizeof(b));
-	printf("sync: %zu ok, %zu failed; fetched %lld files (%s) in %.1f s with %llu upstream requests\n",
-	       rep->ok, rep->failed, (long long)rep->files_fetched, b, rep->seconds,
-	       (unsigned long long)rep->upstream_requests);
+	printf("sync: %zu ok, %zu failed; fetched %lld %s (%s) in %.1f s with %llu upstream %s\n",
+	       rep->ok, rep->failed, (long long)rep->files_fetched, cli_plural(rep->files_fetched, "file", "files"), b,
+	       rep->seconds, (unsigned long long)rep->upstream_requests,
+	       cli_plural((long long)rep->upstream_requests, "request", "requests"));
 	if (rep->torrents_made)
-		printf("sync: made %lld torrents for the swarm\n", (long long)rep->torrents_made);
+		printf("sync: made %lld %s for the swarm\n", (long long)rep->torrents_made,
+		       cli_plural(rep->torrents_made, "torrent", "torrents"));
 	if (rep->quota_dropped) {
 		char fb[32];
 		cli_human_size(rep->quota_freed, fb, sizeof(fb));
-		printf("sync: quota: dropped %lld old snapshots (%s) to make room\n", (long long)rep->quota_dropped,
-		       fb);
+		printf("sync: quota: dropped %lld old %s (%s) to make room\n", (long long)rep->quota_dropped,
+		       cli_plural(rep->quota_dropped, "snapshot", "snapshots"), fb);
 	}
 }
 
@@ -619,8 +621,9 @@ static int apply_retention(struct mirror_data *data, const struct cli_sync_opts 
 		r = CLI_FAILED;
 	} else if (!o->json && (g.snapshots_dropped || g.blobs_removed)) {
 		cli_human_size(g.bytes_freed, b, sizeof(b));
-		printf("sync: retention %d: dropped %lld old snapshots and %lld contents (%s)\n", o->retention,
-		       (long long)g.snapshots_dropped, (long long)g.blobs_removed, b);
+		printf("sync: retention %d: dropped %lld old %s and %lld %s (%s)\n", o->retention,
+		       (long long)g.snapshots_dropped, cli_plural(g.snapshots_dropped, "snapshot", "snapshots"),
+		       (long long)g.blobs_removed, cli_plural(g.blobs_removed, "content", "contents"), b);
 	}
 	free(gerr);
 	return r;

@@ -134,8 +134,9 @@ int cmd_verify(int argc, char **argv)
 					print_lost(dm->sha256, &lost[i]);
 			}
 			cli_human_size(rep.bytes_checked, b, sizeof(b));
-			printf("verify: %lld blobs (%s) checked, %lld corrupt (quarantined), %lld missing%s",
-			       (long long)rep.blobs_checked, b, (long long)rep.corrupt, (long long)rep.missing,
+			printf("verify: %lld %s (%s) checked, %lld corrupt (quarantined), %lld missing%s",
+			       (long long)rep.blobs_checked, cli_plural(rep.blobs_checked, "blob", "blobs"), b,
+			       (long long)rep.corrupt, (long long)rep.missing,
 			       (size_t)(rep.corrupt + rep.missing) > nlost
 				       ? "; run 'hubmirror sync' to fetch them again"
 				       : "");

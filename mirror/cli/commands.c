@@ -84,8 +84,8 @@ const struct cli_command cli_commands[] = {
 	 "search the catalog: names, authors, tags, task, library, license, card text",
 	 "Every word of QUERY matches as a prefix (qwen inst finds Qwen2.5-7B-Instruct); results are ranked.\n"},
 	{"agent", cmd_agent,
-	 "agent [--mirror URL] [--cache DIR] [--cache-size SIZE] [--socket PATH] [--listen ADDR]\n"
-	 "      [--upload-limit RATE] [--http HOST:PORT] [--preheat [--preheat-every S]]\n"
+	 "agent [--mirror URL] [--cache DIR] [--cache-size SIZE] [--keep-pulled S] [--socket PATH]\n"
+	 "      [--listen ADDR] [--upload-limit RATE] [--http HOST:PORT] [--preheat [--preheat-every S]]\n"
 	 "      [--no-fill] [--mirror-timeout S] [--token-file FILE] [--foreground]\n"
 	 "       hubmirror agent --stop [--socket PATH]",
 	 "run the instance agent: one process for every mount, the swarm session and the cache",
@@ -105,7 +105,8 @@ const struct cli_command cli_commands[] = {
 	 "nothing. A Hugging Face repo is also linked into the Hugging Face cache\n"
 	 "(models--ORG--NAME/snapshots/COMMIT, refs/REV), so libraries find it with HF_HUB_OFFLINE=1; a\n"
 	 "ModelScope repo into both ModelScope SDKs' caches. Starts the agent when none runs (with\n"
-	 "--cache and --listen); returns once the files are visible.\n"},
+	 "--cache and --listen); returns once the files are visible. At umount, the hub cache's links\n"
+	 "point at the agent's cache where it holds the files verified, and the others are taken away.\n"},
 	{"pull", cmd_pull,
 	 "pull [--mirror URL] [--cache DIR] [--hf-cache DIR | --no-hf-cache] [--ms-cache DIR | --no-ms-cache]\n"
 	 "     [--listen ADDR] [--socket PATH] [--include PATTERN]... [--exclude PATTERN]... [--pin] [--json]\n"
@@ -114,10 +115,13 @@ const struct cli_command cli_commands[] = {
 	 "Asks the instance agent (starting one as mount does) to fetch each snapshot from the swarm into\n"
 	 "its cache, and once every byte is verified there, to link it into the Hugging Face or\n"
 	 "ModelScope cache, where libraries find it offline. For containers without /dev/fuse, and for\n"
-	 "warming an instance before a job. Exits 0 when every snapshot is verified and linked.\n"},
+	 "warming an instance before a job. Exits 0 when every snapshot is verified and linked. A snapshot\n"
+	 "bigger than the agent's --cache-size is refused up front unless --pin (it would be evicted).\n"},
 	{"umount", cmd_umount, "umount [--socket PATH] DIR", "detach a folder that 'hubmirror mount' attached",
 	 "Asks the agent to unmount DIR (a plain unmount if no agent holds it). The snapshot stays in the\n"
-	 "agent's cache and keeps seeding.\n"},
+	 "agent's cache and keeps seeding. The hub caches' links into DIR then point at the agent's cache\n"
+	 "where it holds the files verified, and the others are taken away (it says how many of each):\n"
+	 "none is left pointing into the empty folder.\n"},
 	{"drop", cmd_drop,
 	 "drop [--socket PATH] [--hf-cache DIR | --no-hf-cache] [--ms-cache DIR | --no-ms-cache] SPEC[@REV]...",
 	 "take snapshots out of the instance agent's cache",
@@ -128,7 +132,9 @@ const struct cli_command cli_commands[] = {
 	{"status", cmd_status, "status [--socket PATH] [--json]\n       hubmirror status --verify [--json] [SPEC]",
 	 "show what the instance agent holds",
 	 "The agent (pid, cache, mirror, peer port, bytes sent and received) and each snapshot it holds:\n"
-	 "spec, commit, bytes had of total, complete or not, peers, where it is mounted, and its error.\n"},
+	 "spec, commit, what the cache holds of its size, its state (complete, ready, fetching N% of the\n"
+	 "files it wants; pinned; bigger than the cache), peers, its mirror, where it is mounted, and its\n"
+	 "error.\n"},
 	{"serve", cmd_serve,
 	 "serve [--config FILE] [--data DIR] [--listen HOST:PORT] [--sync-at HH:MM] [--sync-every D] [--access-log "
 	 "FILE|-]\n"

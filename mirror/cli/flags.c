@@ -48,8 +48,10 @@ int cli_usage_error(const struct cli_command *cmd, const char *fmt, ...)
 	return CLI_USAGE;
 }
 
-/* A number with an optional unit, at most max: k M G T (or kB MB GB TB, any case, a space before
- * allowed) are decimal, KiB MiB GiB TiB binary; "2T", "2TB", "2 TB" and "1.5TiB" all work. */
+/* A number with an optional unit, at most max. k M G T P alone, and KiB MiB GiB TiB PiB, are binary
+ * (1M is 1 MiB, as du, dd and truncate read it, and as status and every message show sizes); kB MB GB
+ * TB PB are decimal (1 MB is 1,000,000 bytes). Any case, a space before allowed: "2T", "2 TiB", "1.5G",
+ * "500GB". */
 static int parse_units(const char *arg, double max, int64_t *out)
 {
 	static const char units[] = "kmgtp";
@@ -62,17 +64,17 @@ static int parse_units(const char *arg, double max, int64_t *out)
 		end++;
 	if (*end) {
 		const char *u = strchr(units, tolower((unsigned char)*end));
+		int k;
 		if (!u)
 			return -1;
+		k = (int)(u - units) + 1;
 		end++;
-		if (tolower((unsigned char)end[0]) == 'i' && tolower((unsigned char)end[1]) == 'b' && !end[2])
-			mult = (double)(1ULL << (10 * (u - units + 1)));
-		else if (!*end || (tolower((unsigned char)end[0]) == 'b' && !end[1]))
-			mult = 1e3 * (u == units       ? 1
-				      : u - units == 1 ? 1e3
-				      : u - units == 2 ? 1e6
-				      : u - units == 3 ? 1e9
-						       : 1e12);
+		if (!*end ||
+		    (tolower((unsigned char)end[0]) == 'i' && tolower((unsigned char)end[1]) == 'b' && !end[2]))
+			mult = (double)(1ULL << (10 * k));
+		else if (tolower((unsigned char)end[0]) == 'b' && !end[1])
+			for (mult = 1; k > 0; k--)
+				mult *= 1000;
 		else
 			return -1;
 	}

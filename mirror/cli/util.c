@@ -128,6 +128,11 @@ void cli_data_done(struct mirror_data **d, int r)
 	mirror_data_free(d);
 }
 
+const char *cli_plural(long long n, const char *one, const char *many)
+{
+	return n == 1 ? one : many;
+}
+
 void cli_human_size(int64_t bytes, char *out, size_t outlen)
 {
 	size_human(bytes, out, outlen);

@@ -27,6 +27,7 @@ struct agent_mount {
 	char *dir;
 	struct p2p_mount *m;
 	json_t *name;                   /* the name it was mounted as (borrowed from s->names) */
+	json_t *where;                  /* the hub caches it was linked into ({"hf_cache", ...}), owned */
 };
 
 /* A snapshot the agent holds: its torrent is in the session from the first mount (or the agent's
@@ -83,6 +84,7 @@ struct agent_snap {
 					 * back since: a pull verifies them before it links (agent_snap_check) */
 	int index_tries;
 	bool pinned;                    /* never evicted (pull --pin) */
+	uint64_t linked_ms;             /* uv_now when a pull last linked it (not evicted in the minute after) */
 	int64_t last_used;              /* unix time of the last mount, umount or pull (agent_snap_used) */
 	uint64_t use_seq;               /* the agent's use counter then: eviction order within a second;
 					 * 0 for one taken back after a restart and not used since */
@@ -179,9 +181,11 @@ void agent_evict_listen(struct agent *a, const struct agent_evict_listener *l);
 void agent_evict_free(struct agent_evict **e);
 void agent_evict_recall(struct agent *a);
 int64_t agent_cache_used(const struct agent *a);
-/* The direct fill is about to write bytes more: when the cache has a bound and its disk lacks the
- * room, cold pieces are taken out first (true: wait, the fill is poked when they are gone); false:
- * write (there is room, or nothing can go: the write then fails as on any full disk). */
+/* The direct fill is about to write bytes more: when the cache has a bound and those bytes would take
+ * it past the bound, or its disk lacks the room, room is made first: snapshots nobody uses go (chosen
+ * by the next sizing job, never from inside the call: the fill's own snapshot may be one), then cold
+ * pieces (true: wait, the fill is poked when they are gone); false: write (there is room, or nothing
+ * can go: past the bound the cache is over it, on a full disk the write fails). */
 typedef bool agent_room_wait_fn(struct agent *a, int64_t bytes);
 bool agent_room_wait(struct agent *a, int64_t bytes);
 /* The bytes the snapshots hold now (libtorrent's, and what the direct fill wrote): from the tick. */
@@ -308,6 +312,15 @@ struct agent_snap *agent_snap_add(struct agent *a, json_t *meta, const unsigned 
 int agent_snap_link(struct agent *a, const struct agent_snap *s, json_t *name, json_t *where, const char *dir,
 		    bool wanted_only, char **errmsg);
 
+/* The hub cache links made into s's own files: agent_snap_linked records where (remembered in meta,
+ * "hub_links"); agent_snap_unlink_hubs takes every recorded one into s->save away (s leaves the
+ * cache: evicted, dropped), returning how many. agent_hub_unlink: the links of name (spec, revision,
+ * commit) in the caches where names ({"hf_cache", "ms_cache", "ms_hub_cache"}) that point into
+ * target (and the folders that leaves empty), how many. */
+void agent_snap_linked(struct agent *a, struct agent_snap *s, json_t *name, json_t *where);
+size_t agent_snap_unlink_hubs(struct agent_snap *s);
+size_t agent_hub_unlink(json_t *name, json_t *where, const char *target);
+
 /* ---- which files (want.c) ---- */
 
 /* The paths of meta's files a pull takes with these --include and --exclude patterns (arrays of
@@ -367,8 +380,13 @@ void agent_shortcuts_drop(struct agent *a, struct agent_snap *s);
 
 /* Detach mount k of s (lazily: it never waits for the mount's users) and drop it from s->mounts; a
  * mount still in use elsewhere lingers until its users let go. 0 with *in_use set, or -errno with
- * *errmsg (malloc'd; the mount then stays). */
-int agent_mount_detach(struct agent *a, struct agent_snap *s, size_t k, bool *in_use, char **errmsg);
+ * *errmsg (malloc'd; the mount then stays). The hub cache links it made go with it: to the cache's
+ * verified files (*relinked of them), or away (*unlinked); either may be NULL. */
+int agent_mount_detach(struct agent *a, struct agent_snap *s, size_t k, bool *in_use, size_t *relinked,
+		       size_t *unlinked, char **errmsg);
+/* Drop mount k of s from s->mounts (one already detached: from outside, or at the agent's end), its
+ * hub cache links as agent_mount_detach says. */
+void agent_mount_forget(struct agent *a, struct agent_snap *s, size_t k, size_t *relinked, size_t *unlinked);
 
 /* End: unmount everything (lazily), close the control socket; the loop then ends. Not from inside a
  * control handler (it frees the server): there, agent_stop_soon (once the answer is out). */

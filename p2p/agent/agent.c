@@ -149,10 +149,8 @@ static void on_tick(uv_timer_t *t)
 		struct p2p_torrent_status st;
 		/* mounts detached from outside (a plain umount): their thread has ended */
 		for (size_t k = 0; k < s->nmounts; k++) {
-			if (p2p_mount_release(&s->mounts[k].m)) {
-				free(s->mounts[k].dir);
-				s->mounts[k--] = s->mounts[--s->nmounts];
-			}
+			if (p2p_mount_release(&s->mounts[k].m))
+				agent_mount_forget(a, s, k--, NULL, NULL);
 		}
 		/* detached mounts whose last user (an open file, another namespace's copy) let go */
 		for (size_t k = 0; k < s->nlingering; k++)
@@ -218,10 +216,9 @@ void agent_stop(struct agent *a)
 			bool in_use;
 			char *errmsg = NULL;
 			p2p_mount_close(s->mounts[0].m);
-			if (agent_mount_detach(a, s, 0, &in_use, &errmsg)) {
+			if (agent_mount_detach(a, s, 0, &in_use, NULL, NULL, &errmsg)) {
 				log_warn("agent", "%s", errmsg ? errmsg : "cannot unmount");
-				free(s->mounts[0].dir);
-				s->mounts[0] = s->mounts[--s->nmounts]; /* left to the process's end */
+				agent_mount_forget(a, s, 0, NULL, NULL); /* left to the process's end */
 			}
 			free(errmsg);
 		}

@@ -34,6 +34,8 @@ struct agent_config {
 					 * snapshots that are neither mounted nor pinned are evicted;
 					 * 0: no limit */
 	int read_timeout_s;             /* a mount's read waits this long for its pieces; 0: 600 */
+	int keep_pulled_s;              /* a pull's files are not evicted this long after it linked them
+					 * (its caller loads them next); 0: 60, -1: not at all */
 	const char *http;               /* the local hub endpoint's HOST:PORT (docs/agent.md); NULL: none */
 	int preheat_every_s;            /* fetch what the mirror marks to preheat, this often; 0: never */
 	bool no_fill;                   /* take the mirror's pieces over BitTorrent (its seed, then its web

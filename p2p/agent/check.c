@@ -188,6 +188,8 @@ void agent_link_pending(struct agent *a, struct agent_snap *s)
 			json_object_set_new(s->links_done, id, json_string(errmsg));
 		} else {
 			json_object_set_new(s->links_done, id, json_null());
+			agent_snap_linked(a, s, name, it); /* taken away if its files leave the cache */
+			s->linked_ms = uv_now(&a->loop);
 		}
 		json_object_set(a->links_done, id, json_object_get(s->links_done, id));
 		free(errmsg);

@@ -92,6 +92,35 @@ static size_t lingering_in_use(const struct agent_snap *s)
 	return n;
 }
 
+/* Of the files s wants (all, or those its pulls and mounts asked for): their size ("wanted_size",
+ * which a reader moving through a mount does not change, as libtorrent's count of wanted bytes does)
+ * and what the cache holds of them ("wanted_held"), for status's progress. */
+static void wanted_json(struct agent *a, const struct agent_snap *s, json_t *j)
+{
+	struct p2p_file_list l = { 0 };
+	int64_t size = 0, have = 0, *held = NULL;
+	size_t nw = 0;
+	int *idx = NULL;
+
+	if (!p2p_session_files(a->ses, s->btih, &l)) {
+		held = xcalloc(l.n + 1, sizeof(*held));
+		idx = agent_want_indices(&l, s->want, &nw);
+		if (!p2p_session_files_held(a->ses, s->btih, &l, held))
+			for (size_t i = 0, k = 0; i < l.n && k < nw; i++)
+				if (l.v[i].index == idx[k]) {
+					size += l.v[i].size;
+					have += held[i];
+					k++;
+				}
+		have += agent_fill_unseen(s); /* (written by the direct fill, not counted by libtorrent yet) */
+	}
+	json_object_set_new(j, "wanted_size", json_integer(size));
+	json_object_set_new(j, "wanted_held", json_integer(have < size ? have : size));
+	free(held);
+	free(idx);
+	p2p_file_list_release(&l);
+}
+
 /* One entry of status: snapshot s as name (one of s->names). */
 static json_t *snap_json(struct agent *a, const struct agent_snap *s, json_t *name)
 {
@@ -146,7 +175,11 @@ static json_t *snap_json(struct agent *a, const struct agent_snap *s, json_t *na
 		json_object_set_new(j, "held", json_integer(held < size ? held : size));
 		json_object_set_new(j, "selected",
 				    s->want ? json_integer((json_int_t)json_array_size(s->want)) : json_null());
+		/* bigger than the cache's bound: it stays only pinned or mounted (then in part) */
+		json_object_set_new(j, "over_bound", json_boolean(a->cfg->cache_size > 0 && size > a->cfg->cache_size));
 	}
+	wanted_json(a, s, j);
+	json_object_set_new(j, "mirror", json_deep_copy(json_object_get(s->meta, "mirror")));
 	free(path);
 	return j;
 }
@@ -265,13 +298,16 @@ static int mount_snap(struct agent *a, struct httpd_req *req, struct agent_snap 
 	s->mounts[s->nmounts].dir = xstrdup(dir);
 	s->mounts[s->nmounts].m = m;
 	s->mounts[s->nmounts].name = name;
+	s->mounts[s->nmounts].where = json_pack("{s:O?, s:O?, s:O?}", "hf_cache", json_object_get(body, "hf_cache"),
+						"ms_cache", json_object_get(body, "ms_cache"), "ms_hub_cache",
+						json_object_get(body, "ms_hub_cache"));
 	s->nmounts++;
 	if (agent_snap_link(a, s, name, body, dir, false, &err)) {
 		bool in_use;
 		fail(req, 500, "%s", err ? err : "cannot link the files into the hub cache");
 		free(err);
 		err = NULL;
-		if (agent_mount_detach(a, s, s->nmounts - 1, &in_use, &err)) {
+		if (agent_mount_detach(a, s, s->nmounts - 1, &in_use, NULL, NULL, &err)) {
 			log_warn("agent", "%s", err ? err : "cannot unmount");
 			free(err);
 		}
@@ -338,6 +374,19 @@ static bool room_refused(struct agent *a, struct httpd_req *req, struct resolve_
 	int64_t total = 0, need = agent_snap_need(a, meta, want, &total);
 	char *why = agent_room_refusal(a, canon, need, total);
 
+	/* a pull bigger than the cache's bound would be evicted right after its "pulled": only pinned */
+	if (!why && !j->dir && a->cfg->cache_size > 0 && total > a->cfg->cache_size &&
+	    !json_is_true(json_object_get(j->body, "pin"))) {
+		char t[32], c[32];
+		size_human(total, t, sizeof(t));
+		size_human(a->cfg->cache_size, c, sizeof(c));
+		why = xasprintf(
+			"%s (%s%s) is bigger than the agent's cache bound (--cache-size %s): it would be "
+			"evicted once pulled. Keep it whatever the bound with pull --pin (until hubmirror drop), "
+			"start the agent with a bigger --cache-size, or take the files you need that fit (pull "
+			"--include PATTERN, at most %s)",
+			canon, t, want ? " of the files selected" : "", c, c);
+	}
 	if (!why)
 		return false;
 	if (j->dir) {
@@ -425,6 +474,12 @@ static struct agent_snap *resolved(struct agent *a, struct httpd_req *req, struc
 	}
 	json_decref(want);
 	free(canon);
+	if (s && j->st != 502 && json_string_value(json_object_get(j->meta, "mirror")) &&
+	    !json_equal(json_object_get(s->meta, "mirror"), json_object_get(j->meta, "mirror"))) {
+		/* the mirror that answered last (status shows it) */
+		json_object_set(s->meta, "mirror", json_object_get(j->meta, "mirror"));
+		agent_snap_remember(a, s);
+	}
 	if (s) {
 		struct p2p_torrent_status st;
 		agent_snap_used(a, s);
@@ -587,11 +642,12 @@ static int do_umount(struct agent *a, struct httpd_req *req, json_t *body)
 	struct agent_mount *am = dir ? mount_at(a, dir, &s) : NULL;
 	char *err = NULL, *d;
 	bool in_use = false;
+	size_t relinked = 0, unlinked = 0;
 
 	if (!am)
 		return fail(req, 404, "%s is not mounted by this agent", dir ? dir : "that");
 	d = xstrdup(dir); /* dir may be the mount's own string, freed by the detach */
-	if (agent_mount_detach(a, s, (size_t)(am - s->mounts), &in_use, &err)) {
+	if (agent_mount_detach(a, s, (size_t)(am - s->mounts), &in_use, &relinked, &unlinked, &err)) {
 		fail(req, 409, "%s", err ? err : "cannot unmount");
 		free(err);
 		free(d);
@@ -600,7 +656,9 @@ static int do_umount(struct agent *a, struct httpd_req *req, json_t *body)
 	agent_snap_used(a, s);
 	/* in_use: files are open there, or another mount namespace (a container started while it was
 	 * mounted) holds a copy: those go on reading until they let go (docs/agent.md) */
-	answer(req, 200, json_pack("{s:s, s:s, s:b}", "dir", d, "btih", s->btih, "in_use", in_use));
+	/* relinked: hub cache links now to the cache's verified files; unlinked: links taken away */
+	answer(req, 200, json_pack("{s:s, s:s, s:b, s:I, s:I}", "dir", d, "btih", s->btih, "in_use", in_use, "relinked",
+				   (json_int_t)relinked, "unlinked", (json_int_t)unlinked));
 	free(d);
 	return 0;
 }
@@ -755,12 +813,13 @@ static int do_drop(struct agent *a, struct httpd_req *req, json_t *body)
 	}
 	for (size_t i = 0; i < n; i++) {
 		struct agent_snap *s = pick[i];
+		size_t k, unlinked = agent_snap_unlink_hubs(s); /* the links pulls and umounts made */
 		json_t *nm;
-		size_t k;
 		json_array_foreach(s->names, k, nm) json_array_append_new(
-			dropped, json_pack("{s:O?, s:O?, s:O?, s:s, s:s}", "spec", json_object_get(nm, "spec"),
-					   "revision", json_object_get(nm, "revision"), "commit",
-					   json_object_get(nm, "commit"), "btih", s->btih, "folder", s->save));
+			dropped,
+			json_pack("{s:O?, s:O?, s:O?, s:s, s:s, s:I}", "spec", json_object_get(nm, "spec"), "revision",
+				  json_object_get(nm, "revision"), "commit", json_object_get(nm, "commit"), "btih",
+				  s->btih, "folder", s->save, "unlinked", (json_int_t)(k ? 0 : unlinked)));
 		log_info("agent", "dropping %s @ %.12s from the cache, as asked", s->spec ? s->spec : s->btih,
 			 s->commit ? s->commit : "");
 		agent_snap_forget(a, s);

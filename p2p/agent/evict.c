@@ -29,6 +29,7 @@
 /* Eviction's own state (struct agent points at it; no other file looks inside). */
 struct agent_evict {
 	bool sizing;                    /* a sizing job runs */
+	bool deleting;                  /* ...and deletes dropped snapshots' files first */
 	bool evicting;                  /* a job takes cold pieces out of the cache */
 	int64_t held_sized;             /* the snapshots' held bytes when the last sizing job began, and */
 	int64_t held_now;               /* now: the cache's use is about cache_used + what they hold more */
@@ -39,6 +40,10 @@ struct agent_evict {
 	size_t ndrop;
 	uint64_t drop_counter;          /* names of folders moved aside (agent_drop_files) */
 	bool over_said;                 /* "over its size, nothing to drop" was logged */
+	int64_t room_bytes;             /* a fill waits to write this much: the next sizing makes room */
+	uint64_t room_asked_ms;         /* ...asked then (uv_now) */
+	bool thin_idle;                 /* the last thinning job took nothing out (its pieces were read */
+	uint64_t thin_ended_ms;         /* meanwhile, or shared): when it ended */
 	uint64_t use_counter;           /* agent_snap_used's: the snapshots' use_seq */
 	struct agent_evict_listener l;  /* the listener (agent_evict_listen: the fill's) */
 };
@@ -227,11 +232,14 @@ size_t agent_evict_pick(const struct agent_evict_cand *c, size_t n, int64_t used
 	return npick;
 }
 
-/* Can s go? Not while mounted, pinned, waiting to be linked, or being checked or thinned on a worker. */
-static bool evictable(const struct agent_snap *s)
+/* Can s go? Not while mounted, pinned, waiting to be linked, linked by a pull in the last minute
+ * (--keep-pulled: its caller loads it next, offline maybe), or being checked or thinned on a worker. */
+static bool evictable(struct agent *a, const struct agent_snap *s)
 {
+	int keep = a->cfg->keep_pulled_s ? a->cfg->keep_pulled_s : 60;
+
 	return !s->nmounts && !s->nlingering && !s->pinned && !json_array_size(s->pending_links) && !s->settling &&
-	       !s->evicting;
+	       !s->evicting && !(keep > 0 && s->linked_ms && uv_now(&a->loop) - s->linked_ms < (uint64_t)keep * 1000);
 }
 
 /* ---- room on the cache's disk -------------------------------------------------------------------- */
@@ -422,6 +430,12 @@ static void thin_done(uv_work_t *w, int status)
 
 	(void)status;
 	a->evict->evicting = false;
+	a->evict->thin_idle = true;
+	a->evict->thin_ended_ms = uv_now(&a->loop);
+	for (size_t i = 0; i < j->n; i++) {
+		if (j->t[i].evicted)
+			a->evict->thin_idle = false;
+	}
 	for (size_t i = 0; i < j->n; i++) {
 		struct thin *t = &j->t[i];
 		t->s->evicting = false;
@@ -438,9 +452,9 @@ static void thin_done(uv_work_t *w, int status)
 			agent_snap_remember(a, t->s);
 			size_human(t->freed, f, sizeof(f));
 			size_human(a->cfg->cache_size, c, sizeof(c));
-			log_info("agent", "%s: %zu pieces (%s) read least recently left the cache to keep it "
+			log_info("agent", "%s: %zu %s (%s) read least recently left the cache to keep it "
 				"under %s; read again, they are fetched again", t->s->spec ? t->s->spec : t->s->btih,
-				t->evicted, f, c);
+				t->evicted, t->evicted == 1 ? "piece" : "pieces", f, c);
 		}
 		free(t->v);
 		for (size_t k = 0; k < t->nunkeep; k++) {
@@ -510,6 +524,8 @@ static void kept_names(struct agent *a, struct thin *t, const struct p2p_file_li
 	free(seen);
 }
 
+static int64_t use_now(struct agent *a);
+
 /* Take cold pieces out of the snapshots that stay, least recently read first, about over bytes: of
  * files they do not want (what a mount read besides), never of a pinned snapshot, never one read in
  * the last idle_s seconds. On a worker (thin_work). true: a job takes some out. */
@@ -569,10 +585,11 @@ static bool thin(struct agent *a, int64_t over, int idle_s)
 		free(t);
 		if (!a->evict->over_said) {
 			char u[32], c[32];
-			size_human(a->evict->cache_used, u, sizeof(u));
+			size_human(use_now(a), u, sizeof(u));
 			size_human(a->cfg->cache_size, c, sizeof(c));
 			log_warn("agent", "the cache holds %s, over its %s: what is left is wanted by pulls or "
-				"mounts (their --include, --prefetch), pinned or read this moment", u, c);
+				"mounts (their --include, --prefetch), pinned, pulled this minute or read this moment",
+				u, c);
 			a->evict->over_said = true;
 		}
 		return false;
@@ -589,17 +606,64 @@ static bool thin(struct agent *a, int64_t over, int idle_s)
 	return true;
 }
 
+/* The cache's use now, about: what the last sizing measured, and what the snapshots hold more since
+ * (libtorrent's bytes as of the last tick; the direct fill's as they are written). */
+static int64_t use_now(struct agent *a)
+{
+	int64_t held = 0;
+
+	for (size_t i = 0; i < a->nsnaps; i++)
+		held += a->snaps[i]->held_now + (a->evict->l.unseen ? a->evict->l.unseen(a->snaps[i]) : 0);
+	return a->evict->cache_used + held - a->evict->held_sized;
+}
+
+/* A writer waits for a thinning job only when the last one took something out, or a second ago: one
+ * whose pieces all stayed (read again meanwhile) would be followed by another just like it, and the
+ * writer would wait for nothing. */
+static bool thin_useful(struct agent *a)
+{
+	return !a->evict->thin_idle || uv_now(&a->loop) - a->evict->thin_ended_ms >= 1000;
+}
+
+/* The bound holds before bytes come, not after: when the cache would go past it, what can go goes
+ * first (snapshots nobody uses, then cold pieces), and the writer waits for it. */
+static bool bound_wait(struct agent *a, int64_t bytes)
+{
+	int64_t over = use_now(a) + bytes - a->cfg->cache_size;
+
+	if (over <= 0)
+		return false;
+	/* room on its way: the fill is poked once the files are gone (size_done, thin_done) */
+	if (a->evict->deleting || a->evict->evicting || a->evict->ndrop || a->evict->room_bytes)
+		return true;
+	/* Snapshots nobody uses go first, but not from here: the fill asking may be the one of a
+	 * snapshot that goes (one the local endpoint or preheat fetches), and its caller still holds it.
+	 * The next sizing job (at the next tick) chooses with these bytes counted, and pokes the fill. */
+	if (uv_now(&a->loop) - a->evict->room_asked_ms >= 1000)
+		for (size_t i = 0; i < a->nsnaps; i++)
+			if (evictable(a, a->snaps[i])) {
+				a->evict->room_bytes = bytes;
+				a->evict->room_asked_ms = uv_now(&a->loop);
+				agent_evict_now(a);
+				return true;
+			}
+	/* twice what is missing, so that each run does not wait for a job of its own */
+	return thin_useful(a) && thin(a, over + bytes, 1);
+}
+
 bool agent_room_wait(struct agent *a, int64_t bytes)
 {
 	int64_t disk = 0, avail;
 
 	if (a->cfg->cache_size <= 0)
 		return false; /* an unbounded cache evicts nothing: the write fails, as it always did */
+	if (bound_wait(a, bytes))
+		return true;
 	avail = agent_disk_free(a, &disk);
 	if (avail < 0 || bytes + margin(disk) <= avail)
 		return false;
 	/* cold pieces make room (a job of their own); when none can go, the write goes on and fails */
-	return a->evict->evicting || thin(a, bytes + margin(disk) - avail + bytes, 1);
+	return a->evict->evicting || (thin_useful(a) && thin(a, bytes + margin(disk) - avail + bytes, 1));
 }
 
 void agent_evict_held(struct agent *a, int64_t held)
@@ -612,9 +676,9 @@ void agent_evict_held(struct agent *a, int64_t held)
 		agent_evict_now(a); /* measured at once, then evicted (size_done) */
 }
 
-/* Drop snapshots, least recently used first, until the estimate is under the limit (the choice:
- * agent_evict_pick). */
-static void choose(struct agent *a, int64_t used)
+/* Drop snapshots, least recently used first, until used is under the limit (the choice:
+ * agent_evict_pick); *used_after: what is left. Returns how many went. */
+static size_t evict_snaps(struct agent *a, int64_t used, int64_t *used_after)
 {
 	size_t n = a->nsnaps, npick;
 	struct agent_snap **snaps = xcalloc(n ? n : 1, sizeof(*snaps));
@@ -627,17 +691,22 @@ static void choose(struct agent *a, int64_t used)
 		snaps[i] = s;
 		c[i].last_used = s->last_used;
 		c[i].use_seq = s->use_seq;
-		c[i].busy = !evictable(s);
+		c[i].busy = !evictable(a, s);
 		if (!c[i].busy)
 			p2p_session_torrent_status(a->ses, s->btih, &st);
-		c[i].held = st.total_done;
+		/* (and what the direct fill wrote: a mount's reads, which libtorrent does not count yet) */
+		c[i].held = st.total_done + (!c[i].busy && a->evict->l.unseen ? a->evict->l.unseen(s) : 0);
 	}
-	npick = agent_evict_pick(c, n, used, a->cfg->cache_size, pick, &used);
+	npick = agent_evict_pick(c, n, used, a->cfg->cache_size, pick, used_after);
 	for (size_t k = 0; k < npick; k++) {
 		struct agent_snap *s = snaps[pick[k]];
-		log_info("agent", "evicting %s @ %.12s (last used %lld s ago) to keep the cache under %lld bytes",
-			s->spec ? s->spec : s->btih, s->commit ? s->commit : "", (long long)(time(NULL) - s->last_used),
-			(long long)a->cfg->cache_size);
+		char c1[32], u[32];
+		size_human(a->cfg->cache_size, c1, sizeof(c1));
+		size_human(used, u, sizeof(u));
+		log_info("agent", "evicting %s @ %.12s (last used %lld s ago) to keep the cache under %s (it would "
+			"hold %s)", s->spec ? s->spec : s->btih, s->commit ? s->commit : "",
+			(long long)(time(NULL) - s->last_used), c1, u);
+		agent_snap_unlink_hubs(s); /* no link left dangling (a pull's, a mount's relinked at umount) */
 		agent_snap_forget(a, s);
 		agent_drop_files(a, s->btih);
 		agent_snap_free(s);
@@ -645,6 +714,13 @@ static void choose(struct agent *a, int64_t used)
 	free(snaps);
 	free(c);
 	free(pick);
+	return npick;
+}
+
+/* Past the limit: snapshots go (evict_snaps), then cold pieces of what stays. */
+static void choose(struct agent *a, int64_t used)
+{
+	evict_snaps(a, used, &used);
 	/* still over: cold pieces of what stays go, down to 90% of the size (so that a reader does not
 	 * make it evict at every tick) */
 	if (used > a->cfg->cache_size && !a->evict->ndrop && !a->evict->evicting)
@@ -659,17 +735,24 @@ static void size_done(uv_work_t *w, int status)
 {
 	struct sizing *z = w->data;
 	struct agent *a = z->a;
+	int64_t used;
 
 	(void)status;
 	a->evict->sizing = false;
+	a->evict->deleting = false;
 	a->evict->sized_at = time(NULL);
 	a->evict->cache_used = z->used;
 	for (size_t i = 0; i < z->ndrop; i++)
 		free(z->drop[i]);
 	free(z->drop);
 	free(z);
-	if (!a->stopping && a->cfg->cache_size > 0 && a->evict->cache_used > a->cfg->cache_size)
-		choose(a, a->evict->cache_used);
+	/* (with the bytes a fill waits to write: room for them is made before they come) */
+	used = a->evict->cache_used + a->evict->room_bytes;
+	a->evict->room_bytes = 0;
+	if (!a->stopping && a->cfg->cache_size > 0 && used > a->cfg->cache_size)
+		choose(a, used);
+	if (a->evict->l.room && !a->stopping)
+		a->evict->l.room(a->evict->l.ud); /* a fill waiting for dropped files to go goes on */
 }
 
 void agent_evict_tick(struct agent *a)
@@ -689,6 +772,7 @@ void agent_evict_tick(struct agent *a)
 	z->drop = a->evict->drop;
 	z->ndrop = a->evict->ndrop;
 	a->evict->held_sized = a->evict->held_now;
+	a->evict->deleting = a->evict->ndrop > 0;
 	a->evict->drop = NULL;
 	a->evict->ndrop = 0;
 	z->w.data = z;

@@ -556,6 +556,37 @@ static int parallel(const struct fill *f)
 	return FILL_PARALLEL;
 }
 
+/* The bytes of pieces [first, end). */
+static int64_t run_bytes(const struct fill *f, int first, int end)
+{
+	int64_t n = 0;
+
+	for (int p = first; p < end; p++)
+		n += piece_len(f, p);
+	return n;
+}
+
+/* The bytes the runs in flight have still to bring (their pieces not received yet). */
+static int64_t inflight_bytes(const struct fill *f)
+{
+	int64_t n = 0;
+
+	for (int i = 0; i < FILL_PARALLEL; i++)
+		if (f->runs[i])
+			n += run_bytes(f, f->runs[i]->next, f->runs[i]->end);
+	return n;
+}
+
+/* Pieces neither had nor written that the fill asks for no more (FILL_TRIES reached). */
+static int failing(const struct fill *f)
+{
+	int n = 0;
+
+	for (int p = 0; p < f->files.pieces; p++)
+		n += !f->had[p] && !f->mine[p] && f->tries[p] >= FILL_TRIES;
+	return n;
+}
+
 /* Start requests while the fill may run and pieces are left. */
 static void pump(struct fill *f)
 {
@@ -577,10 +608,6 @@ static void pump(struct fill *f)
 		struct run *r;
 		char *path, *url;
 		int first, end, got;
-		/* direct: no run that the cache's disk has no room for while eviction can make it (a read
-		 * waits for it rather than fail on a full disk) */
-		if (f->direct && a->fills->room_wait(a, FILL_RUN_BYTES * (f->inflight + 1) + f->working_bytes))
-			return;
 		if ((got = next_run(f, &first, &end, &fe)) != 1) {
 			if (!got && f->direct && !f->inflight && !f->working) {
 				/* nothing left to ask for: all in (or pieces that kept failing). A snapshot of
@@ -591,9 +618,23 @@ static void pump(struct fill *f)
 					wanted = f->had[p] || f->mine[p];
 				}
 				f->all_in = wanted;
+				if (!wanted)
+					log_warn("agent", "%.12s: %d %s failing over HTTP ranges (%d tries each): "
+						 "libtorrent takes over", f->btih, failing(f),
+						 failing(f) == 1 ? "piece kept" : "pieces kept", FILL_TRIES);
 				if (all || !wanted)
 					direct_end(f, all);
 			}
+			return;
+		}
+		/* direct: no run that the cache's bound or its disk has no room for while eviction can make
+		 * it (room is made before the bytes come, and a read waits for it rather than fail on a full
+		 * disk): what it asks for, what runs in flight still bring, what waits to be written */
+		if (f->direct &&
+		    a->fills->room_wait(a, run_bytes(f, first, end) + inflight_bytes(f) + f->working_bytes)) {
+			for (int p = first; p < end; p++)
+				f->claimed[p] = 0;
+			f->cursor = first; /* the same run once there is room */
 			return;
 		}
 		f->all_in = false;

@@ -166,6 +166,8 @@ static int fetch_snapshot_one(struct agent *a, const char *mirror, const char *t
 	free(path);
 	if (st)
 		explain(st, token, spec, errmsg);
+	else
+		json_object_set_new(*meta, "mirror", json_string(mirror)); /* which one answered (status) */
 out:
 	return st;
 }

@@ -81,7 +81,8 @@ static void shortcut_done(uv_work_t *w, int status)
 	(void)status;
 	p2p_mount_hold(j->m, false);
 	if (j->failed)
-		log_warn("agent", "%s: %d files stay on FUSE: %s", j->spec, j->failed, j->errmsg ? j->errmsg : "?");
+		log_warn("agent", "%s: %d %s on FUSE: %s", j->spec, j->failed,
+			 j->failed == 1 ? "file stays" : "files stay", j->errmsg ? j->errmsg : "?");
 	shortcut_free(j);
 }
 
@@ -142,17 +143,59 @@ void agent_shortcuts(struct agent *a, struct agent_snap *s)
 	p2p_file_list_release(&l);
 }
 
-int agent_mount_detach(struct agent *a, struct agent_snap *s, size_t k, bool *in_use, char **errmsg)
+/* The hub cache links mount k made point into its folder, empty once it is gone: they point at the
+ * cache's own files instead where those are verified (the files s wants, as a pull links them), and
+ * the others go (a link into an empty folder is worse than none: huggingface_hub would hand out a
+ * path without a file). Said in the log, and counted for umount's answer. */
+static void relink(struct agent *a, struct agent_snap *s, size_t k, size_t *relinked, size_t *unlinked)
+{
+	struct agent_mount *m = &s->mounts[k];
+	size_t yes = 0, no;
+	char *err = NULL;
+
+	if (!m->where || !json_object_size(m->where))
+		return;
+	if (s->verified && !s->unchecked && !json_array_size(s->pending_links)) {
+		char *dir = xasprintf("%s/%s", s->save, s->name ? s->name : "");
+		if (!agent_snap_link(a, s, m->name, m->where, dir, true, &err)) {
+			yes = s->want ? json_array_size(s->want) : json_array_size(json_object_get(s->meta, "files"));
+			agent_snap_linked(a, s, m->name, m->where); /* taken away if they leave the cache */
+		} else {
+			log_warn("agent", "%s: cannot link the cache's files into the hub cache: %s",
+				 s->spec ? s->spec : s->btih, err ? err : "?");
+		}
+		free(err);
+		free(dir);
+	}
+	no = agent_hub_unlink(m->name, m->where, m->dir);
+	if (yes || no)
+		log_info("agent", "%s: unmounted from %s: %zu %s in the hub cache now point at the cache's verified "
+			 "files, %zu %s into the mount taken away", s->spec ? s->spec : s->btih, m->dir, yes,
+			 yes == 1 ? "file" : "files", no, no == 1 ? "link" : "links");
+	if (relinked)
+		*relinked = yes;
+	if (unlinked)
+		*unlinked = no;
+}
+
+void agent_mount_forget(struct agent *a, struct agent_snap *s, size_t k, size_t *relinked, size_t *unlinked)
+{
+	relink(a, s, k, relinked, unlinked);
+	free(s->mounts[k].dir);
+	json_decref(s->mounts[k].where);
+	s->mounts[k] = s->mounts[--s->nmounts];
+}
+
+int agent_mount_detach(struct agent *a, struct agent_snap *s, size_t k, bool *in_use, size_t *relinked,
+		       size_t *unlinked, char **errmsg)
 {
 	struct p2p_mount *m = s->mounts[k].m;
 	int r;
 
-	(void)a;
 	*in_use = false;
 	if ((r = p2p_mount_detach(m, errmsg)) != 0)
 		return r;
-	free(s->mounts[k].dir);
-	s->mounts[k] = s->mounts[--s->nmounts];
+	agent_mount_forget(a, s, k, relinked, unlinked);
 	/* With nobody left on it the kernel ends the connection as the detach returns, and the mount's
 	 * loop a moment later: it lingers until then (the tick frees it), in use or not, and nothing here
 	 * waits for it */

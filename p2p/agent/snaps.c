@@ -516,3 +516,65 @@ int agent_snap_link(struct agent *a, const struct agent_snap *s, json_t *name, j
 	hub_spec_release(&spec);
 	return r;
 }
+
+/* ---- the hub cache links the agent made into its own files, taken away when those go ---- */
+
+void agent_snap_linked(struct agent *a, struct agent_snap *s, json_t *name, json_t *where)
+{
+	json_t *links = json_object_get(s->meta, "hub_links"), *rec, *it;
+	size_t i;
+
+	rec = json_pack("{s:O?, s:O?, s:O?, s:O?, s:O?, s:O?}", "hf_cache", json_object_get(where, "hf_cache"),
+			"ms_cache", json_object_get(where, "ms_cache"), "ms_hub_cache",
+			json_object_get(where, "ms_hub_cache"), "spec", json_object_get(name, "spec"), "revision",
+			json_object_get(name, "revision"), "commit", json_object_get(name, "commit"));
+	if (!json_is_array(links)) {
+		links = json_array();
+		json_object_set_new(s->meta, "hub_links", links);
+	}
+	json_array_foreach(links, i, it)
+		if (json_equal(it, rec)) {
+			json_decref(rec);
+			return;
+		}
+	json_array_append_new(links, rec);
+	agent_snap_remember(a, s);
+}
+
+size_t agent_hub_unlink(json_t *name, json_t *where, const char *target)
+{
+	const char *hf = jstr(where, "hf_cache"), *ms = jstr(where, "ms_cache"), *msh = jstr(where, "ms_hub_cache");
+	const char *rev = jstr(name, "revision"), *commit = jstr(name, "commit");
+	struct hub_spec spec;
+	size_t n = 0;
+
+	if (!jstr(name, "spec") || !commit || hub_spec_parse(jstr(name, "spec"), &spec))
+		return 0;
+	if (hf && spec.hub == HUB_HF)
+		n += hub_cache_unlink_hf(hf, hub_type_name(spec.type), spec.name, rev, commit, target);
+	if (ms && spec.hub == HUB_MS) {
+		char *dir = hub_cache_ms_dir(ms, hub_type_name(spec.type), spec.name);
+		n += hub_cache_unlink_into(dir, target, 1);
+		free(dir);
+	}
+	if (msh && rev && spec.hub == HUB_MS) {
+		char *dir = hub_cache_ms_hub_snapshot(msh, hub_type_name(spec.type), spec.name, rev);
+		n += hub_cache_unlink_into(dir, target, 0);
+		free(dir);
+	}
+	hub_spec_release(&spec);
+	return n;
+}
+
+size_t agent_snap_unlink_hubs(struct agent_snap *s)
+{
+	json_t *it;
+	size_t i, n = 0;
+
+	json_array_foreach(json_object_get(s->meta, "hub_links"), i, it)
+		n += agent_hub_unlink(it, it, s->save);
+	if (n)
+		log_info("agent", "%s: %zu %s in the hub caches into its files taken away with them",
+			 s->spec ? s->spec : s->btih, n, n == 1 ? "link" : "links");
+	return n;
+}

@@ -45,7 +45,7 @@ declare -A opts=(
 	[gc]="data keep partial-age dry-run wait json" [pin]="data remove" [help]="" [info]="files data mirror json"
 	[init]="data" [import]="data wait json keep-options" [ls]="data mirror json" [remove]="data mirror"
 	[search]="data mirror hub type limit json"
-	[agent]="mirror cache socket listen cache-size upload-limit http preheat preheat-every no-fill mirror-timeout
+	[agent]="mirror cache socket listen cache-size keep-pulled upload-limit http preheat preheat-every no-fill mirror-timeout
 		foreground stop"
 	[mount]="prefetch mirror cache hf-cache no-hf-cache ms-cache no-ms-cache listen socket"
 	[pull]="include exclude pin json mirror cache hf-cache no-hf-cache ms-cache no-ms-cache listen socket"

@@ -51,8 +51,8 @@ assert st["cache"] == t + "/cache" and st["pid"] > 0
 PY
 "$HUBMIRROR" status >"$T/status.txt"
 check "status prints a line per snapshot" bash -c "grep -c '^.*:acme/agent-' '$T/status.txt' | grep -qx 2"
-check "under column headers, with the revision and commit" bash -c "grep -Eq '^SPEC +REVISION +COMMIT +HELD +STATE +PEERS +MOUNTED ON$' '$T/status.txt' &&
-	grep -Eq '^hf:acme/agent-hf +main +[0-9a-f]{12} +[0-9.]+ MiB / [0-9.]+ MiB +complete, seeding.* +[0-9]+ +$T/hf$' '$T/status.txt'"
+check "under column headers, with the revision, commit and mirror" bash -c "grep -Eq '^SPEC +REVISION +COMMIT +HELD +STATE +PEERS +MIRROR +MOUNTED ON$' '$T/status.txt' &&
+	grep -Eq '^hf:acme/agent-hf +main +[0-9a-f]{12} +[0-9.]+ MiB of [0-9.]+ MiB +complete, seeding.* +[0-9]+ +$M +$T/hf$' '$T/status.txt'"
 check "and what came from the mirror over HTTP, not 'received 0 B'" grep -Eq '^sent .* to peers; received .* from peers and [1-9][0-9.]* MiB from the mirror over HTTP$' "$T/status.txt"
 
 # bad input: the agent says why and carries on

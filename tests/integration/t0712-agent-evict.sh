@@ -20,7 +20,7 @@ check "serve starts" start_serve --p2p-listen 127.0.0.1:0
 curl -fsS "$FAKE_API/_fake/repos" >"$T/up.json"
 trap 'for d in a r; do "$HUBMIRROR" umount "$T/$d" 2>/dev/null || umount -l "$T/$d" 2>/dev/null; done; _cleanup' EXIT
 export HUBMIRROR_URL=$M
-check "an agent with a 5 MB cache starts" "$HUBMIRROR" agent --cache "$T/cache" --cache-size 5M --listen 127.0.0.1:0
+check "an agent with a 5 MiB cache starts" "$HUBMIRROR" agent --cache "$T/cache" --cache-size 5M --keep-pulled 0 --listen 127.0.0.1:0
 # held: the specs the agent has now, one per line
 held() { "$HUBMIRROR" status --json | "$PY" -c 'import json,sys; print("\n".join(sorted(s["spec"] for s in json.load(sys.stdin)["snapshots"])))'; }
 # wait_held SPECS: up to 30 s until the agent holds exactly these (sizing runs every 10 s)
@@ -34,7 +34,7 @@ sleep 1
 check "pull d" "$HUBMIRROR" pull --hf-cache "$T/hfc" hf:acme/ev-d
 check "past 5 MB, c (the oldest unpinned, unmounted) is evicted" wait_held hf:acme/ev-a hf:acme/ev-b hf:acme/ev-d
 under() { "$HUBMIRROR" status --json | "$PY" -c '
-import json,sys; d=json.load(sys.stdin); sys.exit(not (0 < d["cache_used"] <= d["cache_size"] == 5000000))'; }
+import json,sys; d=json.load(sys.stdin); sys.exit(not (0 < d["cache_used"] <= d["cache_size"] == 5 << 20))'; }
 wait_under() { local i; for i in $(seq 100); do under && return 0; sleep 0.2; done; return 1; }
 check "then status says the cache is under its size" wait_under
 check "its folder is gone from the cache (a, b and d are left)" bash -c "test \$(ls '$T/cache' | grep -cE '^[0-9a-f]{40}\$') = 3"

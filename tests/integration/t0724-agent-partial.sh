@@ -107,7 +107,7 @@ assert s["selected"] == 5 and s["files"] == 8 and s["verified"], s
 assert s["held"] == s["bytes_total"] == 5500000 + 11 + 14 + 17, s
 assert s["size"] > 14500000, s' "$HUBMIRROR"
 "$HUBMIRROR" status >"$T/status.txt"
-check "plain status says it too" grep -Eq "^hf:acme/llm-GGUF +main +[0-9a-f]{12} .*; 5 of 8 files \(holds [0-9.]+ MiB of [0-9.]+ MiB\)" "$T/status.txt"
+check "plain status says it too" grep -Eq "^hf:acme/llm-GGUF +main +[0-9a-f]{12} +[0-9.]+ MiB of [0-9.]+ MiB +[a-z ,]+; 5 of 8 files " "$T/status.txt"
 
 # ---- a second quantization, and --exclude ----
 "$HUBMIRROR" pull --hf-cache "$T/hfc" --include '*Q8_0*' hf:acme/llm-GGUF >"$T/pull2.out" 2>&1

@@ -13,7 +13,7 @@ cat >"$T/spec.json" <<'JSON'
  ]}
 JSON
 check "synced from the fake upstream" sync_from_fake hf:acme/inc
-check "export in volumes of 1 MiB" "$HUBMIRROR" export --volume-size 1M --output "$T/full.tar" hf:acme/inc
+check "export in volumes of 1 MB" "$HUBMIRROR" export --volume-size 1MB --output "$T/full.tar" hf:acme/inc
 check "four volumes of 1 MB (3 MB of contents) and no file of the plain name" bash -c "[ -s '$T/full.tar.001' ] && [ -s '$T/full.tar.004' ] &&
 	[ ! -e '$T/full.tar.005' ] && [ ! -e '$T/full.tar' ] && [ \$(stat -c %s '$T/full.tar.003') = 1000000 ] && [ -z \"\$(ls '$T' | grep tmp-)\" ]"
 check "the volumes make one tar" bash -c "cat '$T'/full.tar.0* | tar -tf - | grep -qx manifest.json"

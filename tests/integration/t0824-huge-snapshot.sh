@@ -11,7 +11,7 @@ N=100000
 check "a bundle of $N files is made" "$PY" "$HM_SRC/tests/integration/helpers/mkbundle.py" "$T/many.tar" hf:datasets/big/many \
 	--files "$N" --distinct 1000
 start=$(date +%s%N)
-check "it imports, with its torrent" bash -c "'$HUBMIRROR' import '$T/many.tar' >'$T/import.out' 2>&1 && grep -q '1 torrents made' '$T/import.out' || { cat '$T/import.out'; false; }"
+check "it imports, with its torrent" bash -c "'$HUBMIRROR' import '$T/many.tar' >'$T/import.out' 2>&1 && grep -q '1 torrent made' '$T/import.out' || { cat '$T/import.out'; false; }"
 echo "# import of $N files with the torrent: $(( ($(date +%s%N) - start) / 1000000 )) ms"
 check "serve starts" start_serve
 curl -fsS "$M/api/catalog/repos/hf/dataset/big/many" >"$T/repo.json"

@@ -135,7 +135,7 @@ check "LFS: uploads are refused" test "$(code -X POST -H 'Content-Type: applicat
 curl -fsS "$FAKE_API/_fake/repos" >"$T/up.json" # upstream as it is now
 check "the ModelScope repo clones (its git repository is built)" git clone -q "$M/acme/ms-git" "$T/c10"
 check "... there" test -d "$T/data/git/ms/model/acme/ms-git.git"
-check "untracked and collected" bash -c "'$HUBMIRROR' remove ms:acme/ms-git >/dev/null && '$HUBMIRROR' gc >'$T/gc.out' && grep -q '1 git repositories' '$T/gc.out'"
+check "untracked and collected" bash -c "'$HUBMIRROR' remove ms:acme/ms-git >/dev/null && '$HUBMIRROR' gc >'$T/gc.out' && grep -q '1 git repository' '$T/gc.out'"
 check "... its git repository is gone" test ! -e "$T/data/git/ms/model/acme/ms-git.git"
 check "... and it clones no more" test "$(code "$M/acme/ms-git.git/info/refs?service=git-upload-pack")" = 404
 check "the others still clone after gc" git clone -q "$M/acme/gitmodel" "$T/c9"

@@ -31,7 +31,7 @@ serve() { # serve ARGS...: (re)start serve with the local namespaces and ARGS
 	start_serve --local acme,zeta --tokens "$T/tokens" --p2p-listen off "$@" || return 1
 	serve_pid=${_pids[-1]}
 }
-check "serve starts (--write-body-max 64M, zeta's quota 8M)" serve --write-body-max 64M --local-quota zeta=8M || finish
+check "serve starts (--write-body-max 64MB, zeta's quota 8MB)" serve --write-body-max 64MB --local-quota zeta=8MB || finish
 create() { # create NAME [TYPE]: a repo of W's
 	curl -fsS -o /dev/null -X POST -H "Authorization: Bearer $W" -H 'Content-Type: application/json' \
 		-d "{\"name\":\"${1#*/}\",\"organization\":\"${1%/*}\",\"type\":\"${2:-model}\"}" "$M/api/repos/create"
@@ -128,7 +128,7 @@ check "serve again with the default bounds" serve
 want_unsent=1
 check "a push's pack over the disk's room (counted twice): 507, before the body" \
 	writer $G 507 "No space left on the mirror's disk: no room for this body"
-check "serve again with --write-spool-max 100M" serve --write-spool-max 100M
+check "serve again with --write-spool-max 100MB" serve --write-spool-max 100MB
 check "a body over what all bodies may hold at once: 503 with Retry-After" bash -c "
 	curl -sS -D - -o /dev/null -H 'Authorization: Bearer $W' -X POST --data-binary @'$T/body' '$M$C' |
 		tr -d '\r' | grep -q '^Retry-After: 60' && curl -sS -H 'Authorization: Bearer $W' -X POST \

@@ -81,8 +81,8 @@ TEST(each_kind_of_flag)
 	CHECK(!progress);
 	CHECK_STR(dir, "d");
 	CHECK_INT(keep, 7);
-	CHECK_INT(rate, 1500000);
-	CHECK_INT(size, 2000000000);
+	CHECK_INT(rate, 3 << 19);
+	CHECK_INT(size, 2LL << 30);
 	CHECK_INT(evens, 2);
 	CHECK_STR(said, "");
 	/* getopt_long moves the operand after the options */
@@ -249,14 +249,16 @@ TEST(help_beside_each_option)
 	CHECK_STR(out, want);
 }
 
-/* Sizes as people write them: decimal k M G T with or without B, binary KiB..TiB, any case, a space. */
+/* Sizes as people write them: k M G T alone binary (as du and dd read them, and as sizes are shown),
+ * with B decimal, KiB..TiB binary, any case, a space. */
 TEST(sizes_in_the_units_people_write)
 {
 	static const struct { const char *in; int64_t want; } ok[] = {
-		{ "0", 0 }, { "512", 512 }, { "4k", 4000 }, { "700M", 700000000 }, { "2T", 2000000000000LL },
+		{ "0", 0 }, { "512", 512 }, { "4k", 4096 }, { "700M", 700LL << 20 }, { "2T", 2LL << 40 },
 		{ "2TB", 2000000000000LL }, { "2 TB", 2000000000000LL }, { "2tb", 2000000000000LL },
-		{ "500GB", 500000000000LL }, { "1.5T", 1500000000000LL }, { "1KiB", 1024 }, { "4GiB", 4LL << 30 },
-		{ "2TiB", 2LL << 40 }, { "64 MiB", 64LL << 20 }, { "1PB", 1000000000000000LL },
+		{ "500GB", 500000000000LL }, { "1.5T", 3LL << 39 }, { "1KiB", 1024 }, { "4GiB", 4LL << 30 },
+		{ "2TiB", 2LL << 40 }, { "64 MiB", 64LL << 20 }, { "1PB", 1000000000000000LL }, { "4kB", 4000 },
+		{ "100M", 100LL << 20 }, { "100MB", 100000000 },
 	};
 	static const char *const bad[] = { "", "T", "2X", "2TBs", "-1G", "2 T B", "2Gi", "abc", "1e30" };
 	int64_t v;
