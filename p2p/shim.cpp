@@ -358,6 +358,14 @@ extern "C" int p2p_session_add(struct p2p_session *s, const struct p2p_add *a, c
 			for (size_t i = 0; i < a->nweb_seeds; i++)
 				if (a->web_seeds[i])
 					atp.url_seeds.push_back(a->web_seeds[i]);
+			if (a->trackers) {
+				atp.trackers.clear();
+				atp.tracker_tiers.clear();
+				for (size_t i = 0; i < a->ntrackers; i++) {
+					atp.trackers.push_back(a->trackers[i]);
+					atp.tracker_tiers.push_back(static_cast<int>(i));
+				}
+			}
 			int np = atp.ti->num_pieces();
 			if (a->have && a->nhave != static_cast<size_t>(np)) {
 				set_err(errmsg, "p2p_session_add: have names " + std::to_string(a->nhave) +

@@ -124,7 +124,8 @@ const struct cli_command cli_commands[] = {
 	 "Like hf cache delete: the agent drops the snapshots of SPEC (of SPEC@REV: that ref's or commit's)\n"
 	 "from its cache (their files, their torrent, their record), and this command takes their links\n"
 	 "out of the hub caches a pull would have linked into. A snapshot that is mounted, or still in use\n"
-	 "after an umount, is refused with where; a pinned one goes. The next pull or mount fetches it again.\n"},
+	 "after an umount, is refused with where; a pinned one goes, and so does one a pull still waits for\n"
+	 "(that pull fails, saying so). The next pull or mount fetches it again.\n"},
 	{"status", cmd_status, "status [--socket PATH] [--json]\n       hubmirror status --verify [--json] [SPEC]",
 	 "show what the instance agent holds",
 	 "The agent (pid, cache, mirror, peer port, bytes sent and received) and each snapshot it holds:\n"

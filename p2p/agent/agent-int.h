@@ -94,8 +94,11 @@ struct agent_snap {
 	/* The mirror's web seed is the source of last resort: a snapshot starts with peers only (the
 	 * mirror's own BitTorrent seed among them), and the torrent's web seeds join when it has no
 	 * other peer 1 s after it was added (a lone instance), or when it gets no byte for 3 s. */
-	char **web_seeds;
+	char **web_seeds;               /* (from meta's "sources": the mirrors told about now, see
+					 * agent_sources; trackers likewise) */
 	size_t nweb;
+	char **trackers;
+	size_t ntrackers;
 	bool web_on;
 	uint64_t added_ms;              /* uv_now when it was added */
 	uint64_t replied_ms;            /* uv_now when the tracker's first answer was seen (0: not yet) */
@@ -224,6 +227,8 @@ void agent_fill_update(struct agent *a, struct agent_snap *s, const struct p2p_t
 bool agent_fill_running(const struct agent_snap *s);
 /* The reason s's pieces failed is gone (a full disk has room): its fill asks again for every piece. */
 void agent_fill_again(struct agent_snap *s);
+/* s's web seeds changed (its mirrors moved, agent_snap_add): its fill asks the new ones from now on. */
+void agent_fill_sources(struct agent *a, struct agent_snap *s);
 /* s's fill writes its pieces itself (direct mode: libtorrent in upload mode on purpose). */
 bool agent_fill_direct(const struct agent_snap *s);
 /* ...and has written every piece s wants (libtorrent learns of them when direct mode ends). */
@@ -256,6 +261,18 @@ void agent_preheat_tick(struct agent *a);
 struct hub_spec;
 int agent_fetch_snapshot(struct agent *a, const char *mirrors, const char *token, const struct hub_spec *spec,
 			 json_t **meta, char **tor, size_t *tlen, char **errmsg);
+/* Where a snapshot's swarm is: {"trackers": [...], "web_seeds": [...]} (meta's "sources"), from had's
+ * (those of an earlier run; NULL: the torrent's own, tor) put on the mirrors an agent is told about
+ * now (mirrors, a comma list; answered: the one that gave the torrent, or NULL), see
+ * agent_sources_rebase. A new reference. */
+json_t *agent_sources(const char *mirrors, const char *answered, const char *tor, size_t tlen, json_t *had);
+/* Pure (tests/unit/test-p2p-agent-policy.c): urls (strings; the first is the mirror's own, the others
+ * its peer mirrors) moved onto the mirrors (a comma list; answered first when not NULL): each of
+ * them with what follows marker ("/announce", "/p2p/") in the first URL, then the peer mirrors' URLs
+ * as they were; the first URL's base itself only when it is one of them. A new array. */
+json_t *agent_sources_rebase(const char *mirrors, const char *answered, json_t *urls, const char *marker);
+/* Does arr hold the string str? */
+bool agent_json_has(json_t *arr, const char *str);
 /* How long a mirror may send nothing before the next one is asked (--mirror-timeout; 20 s). */
 long agent_mirror_stall_s(const struct agent *a);
 /* The handler of the local hub endpoint (endpoint.c). */

@@ -130,6 +130,8 @@ static json_t *snap_json(struct agent *a, const struct agent_snap *s, json_t *na
 	json_object_set_new(j, "checked_lazily", json_boolean(ok && st.seed_mode));
 	/* its wanted contents are kept by sha256 (done in the background once it is quiet) */
 	json_object_set_new(j, "kept", json_boolean(s->indexed));
+	/* where its swarm is: the trackers and web seeds (the mirrors) it asks now */
+	json_object_set_new(j, "sources", json_deep_copy(json_object_get(s->meta, "sources")));
 	/* files its mounts serve straight from the cache (bind mounts), not through FUSE */
 	json_object_set_new(j, "served_directly", json_integer((json_int_t)direct));
 	/* of the whole snapshot (bytes_total and bytes_have are of the files it wants): its size and
@@ -741,10 +743,12 @@ static int do_drop(struct agent *a, struct httpd_req *req, json_t *body)
 			fail(req, 409, "%s is mounted on %s: umount it first", want, s->mounts[0].dir);
 			goto out;
 		}
-		if (s->nlingering || s->settling || s->evicting || json_array_size(s->pending_links)) {
+		/* (a pull waiting for it is no use of it: that pull learns it was dropped, below; a snapshot
+		 * that never completes, its mirror gone, must not be kept for good by the pull that waits) */
+		if (s->nlingering || s->settling || s->evicting) {
 			fail(req, 409, "%s is in use (%s): try again when it is not", want,
 			     s->nlingering ? "an unmounted copy still serves open files or another mount namespace"
-					   : "being checked or linked");
+					   : "being checked");
 			goto out;
 		}
 		pick[n++] = s;
@@ -763,6 +767,12 @@ static int do_drop(struct agent *a, struct httpd_req *req, json_t *body)
 					   json_object_get(nm, "commit"), "btih", s->btih, "folder", s->save));
 		log_info("agent", "dropping %s @ %.12s from the cache, as asked", s->spec ? s->spec : s->btih,
 			 s->commit ? s->commit : "");
+		json_array_foreach(s->pending_links, k, nm) { /* the pulls waiting for it fail, saying why */
+			char id[32];
+			snprintf(id, sizeof(id), "%" PRId64, (int64_t)json_integer_value(json_object_get(nm, "id")));
+			json_object_set_new(a->links_done, id, json_string("dropped from the cache (hubmirror drop) "
+									     "before it was whole"));
+		}
 		agent_snap_forget(a, s);
 		agent_drop_files(a, s->btih);
 		agent_snap_free(s);

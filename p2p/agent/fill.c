@@ -402,7 +402,11 @@ static int on_body(void *ud, const char *data, size_t n)
 static int pick_mirror(struct fill *f, int first)
 {
 	uint64_t now = uv_now(&f->a->loop);
-	int run = f->alone || f->direct ? (int)(f->runs_asked % (unsigned)f->nbase) : first % f->nbase;
+	int run;
+
+	if (!f->nbase)
+		return -1;
+	run = f->alone || f->direct ? (int)(f->runs_asked % (unsigned)f->nbase) : first % f->nbase;
 
 	for (int k = 0; k < f->nbase; k++) {
 		int m = (run + k) % f->nbase;
@@ -642,11 +646,52 @@ static void pump(struct fill *f)
 	}
 }
 
+/* f's mirrors: <web seed>/<name>/ of each of s's web seeds (FILL_MIRRORS at most); 0, or -1 for none. */
+static int fill_bases(struct fill *f, const struct agent_snap *s)
+{
+	char *name = hub_url_escape(f->files.name, false);
+
+	for (int i = 0; i < f->nbase; i++)
+		free(f->base[i]);
+	f->nbase = 0;
+	/* the web seeds' URLs of a multi-file torrent, as BEP 19 clients build them: <url>/<name>/<path> */
+	for (size_t i = 0; i < s->nweb && f->nbase < FILL_MIRRORS; i++) {
+		const char *w = s->web_seeds[i];
+		if (!*w)
+			continue;
+		f->base[f->nbase++] = xasprintf("%s%s%s/", w, w[strlen(w) - 1] == '/' ? "" : "/", name);
+	}
+	free(name);
+	return f->nbase ? 0 : -1;
+}
+
+void agent_fill_sources(struct agent *a, struct agent_snap *s)
+{
+	struct fill *f = s->fill;
+
+	if (!f) {
+		s->fill_tried = false; /* none was made (no web seed then), or it went: try again */
+		agent_fill_soon(a);
+		return;
+	}
+	/* the mirrors moved: every one is new, nothing they failed counts, and a fill that gave up (every
+	 * mirror failed) goes on (runs in flight keep their index: a failure of theirs counts for
+	 * whichever mirror has it now, harmless) */
+	if (fill_bases(f, s))
+		f->given_up = true;
+	else
+		f->given_up = false;
+	f->resting = false;
+	memset(f->fails, 0, sizeof(f->fails));
+	memset(f->downs, 0, sizeof(f->downs));
+	memset(f->down_until, 0, sizeof(f->down_until));
+	agent_fill_soon(a);
+}
+
 /* A new fill for s, or NULL when it has no web seed or no pieces to fetch. */
 static struct fill *fill_new(struct agent *a, struct agent_snap *s)
 {
 	struct fill *f;
-	char *name;
 
 	if (!s->nweb || a->cfg->no_fill)
 		return NULL;
@@ -666,16 +711,7 @@ static struct fill *fill_new(struct agent *a, struct agent_snap *s)
 		fill_free(f);
 		return NULL;
 	}
-	name = hub_url_escape(f->files.name, false);
-	/* the web seeds' URLs of a multi-file torrent, as BEP 19 clients build them: <url>/<name>/<path> */
-	for (size_t i = 0; i < s->nweb && f->nbase < FILL_MIRRORS; i++) {
-		const char *w = s->web_seeds[i];
-		if (!*w)
-			continue;
-		f->base[f->nbase++] = xasprintf("%s%s%s/", w, w[strlen(w) - 1] == '/' ? "" : "/", name);
-	}
-	free(name);
-	if (!f->nbase) {
+	if (fill_bases(f, s)) {
 		fill_free(f);
 		return NULL;
 	}
