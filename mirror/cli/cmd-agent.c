@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -243,6 +244,12 @@ int cmd_agent(int argc, char **argv)
 		CLI_INT("mirror-timeout", &cfg.mirror_timeout_s, 1, 3600, "S",
 			"a mirror that sends nothing for S seconds (default 20) is given up and\n"
 			"the next one asked; with none left, a held snapshot is used"),
+		CLI_RATE("scrub-rate", &cfg.scrub_rate, "R",
+			 "read back and hash the verified snapshots in the background at R bytes/s\n"
+			 "(k/M/G; default 8M; 0: never), at idle I/O priority: damage (bit rot) is\n"
+			 "fetched again from peers and the mirror, and status says what was found"),
+		CLI_INT("scrub-every", &cfg.scrub_every_s, 1, 366 * 86400, "S",
+			"start a scrub pass at most every S seconds (default 604800: a week)"),
 		CLI_STR("token-file", &token_file, "FILE",
 			"a token of the mirror for the agent itself (a file only its owner reads):\n"
 			"S3 clients of --http show none, so the agent takes the snapshots of\n"
@@ -256,8 +263,11 @@ int cmd_agent(int argc, char **argv)
 
 	cfg.cache_dir = getenv("HUBMIRROR_CACHE");
 	cfg.socket_path = agent_socket_default();
+	cfg.scrub_rate = -1;
 	if (cli_parse_flags_only(self, argc, argv, flags))
 		return CLI_USAGE;
+	if (cfg.scrub_rate < 0)
+		cfg.scrub_rate = 8000000;
 	if (stop)
 		return stop_agent(cfg.socket_path);
 	cfg.mirror = cli_mirror_url(mirror_opt);
@@ -294,6 +304,37 @@ static int64_t jnum(json_t *o, const char *k)
 	return json_integer_value(json_object_get(o, k));
 }
 
+/* status's line of the background scrub: how far it got, and the damage it found (the last one). */
+static void print_scrub(json_t *sc)
+{
+	json_t *last = json_array_get(json_object_get(sc, "found"), json_array_size(json_object_get(sc, "found")) - 1);
+	char rate[16], read[16], when[32] = "";
+	time_t at = (time_t)jnum(last, "at");
+	struct tm tm;
+
+	if (!sc)
+		return;
+	if (jnum(sc, "rate") <= 0) {
+		printf("scrub: off (agent --scrub-rate)\n");
+		return;
+	}
+	cli_human_size(jnum(sc, "rate"), rate, sizeof(rate));
+	cli_human_size(jnum(sc, "bytes"), read, sizeof(read));
+	printf("scrub: %s/s, %lld pass%s done, %s read back; ", rate, (long long)jnum(sc, "passes"),
+	       jnum(sc, "passes") == 1 ? "" : "es", read);
+	if (!jnum(sc, "damaged")) {
+		printf("no damage found\n");
+		return;
+	}
+	if (last && gmtime_r(&at, &tm))
+		strftime(when, sizeof(when), "%Y-%m-%d %H:%M UTC", &tm);
+	printf("%lld damaged piece%s found and fetched again (last: %s, %lld at %s)\n", (long long)jnum(sc, "damaged"),
+	       jnum(sc, "damaged") == 1 ? "" : "s", json_string_value(json_object_get(last, "spec"))
+							? json_string_value(json_object_get(last, "spec"))
+							: "?",
+	       (long long)jnum(last, "pieces"), when);
+}
+
 /* status: the agent (its cache, mirror, endpoint, traffic), then a table of what it holds, one row
  * per name a snapshot is held under; a snapshot's error on a line of its own below its row. */
 static void print_status(json_t *st)
@@ -318,6 +359,7 @@ static void print_status(json_t *st)
 	if (ep)
 		printf("local endpoint: http://%s (HF_ENDPOINT=http://%s hf download ...)\n", ep, ep);
 	printf("sent %s to peers; received %s from peers and %s from the mirror over HTTP\n", up, down, http);
+	print_scrub(json_object_get(st, "scrub"));
 	if (!json_array_size(snaps)) {
 		printf("it holds no snapshot yet (hubmirror pull SPEC, or hubmirror mount SPEC DIR)\n");
 		return;
@@ -429,7 +471,8 @@ int cmd_status(int argc, char **argv)
 		CLI_BOOL("json", &as_json,
 			 "print the agent's answer as JSON (fields: pid socket mirror cache p2p_port started_at\n"
 			 "uploaded downloaded snapshots[spec revision commit btih bytes_have bytes_total\n"
-			 "complete mounts peers uploaded downloaded links detached_in_use error])"),
+			 "complete mounts peers uploaded downloaded links detached_in_use error scrubbed_at\n"
+			 "scrub_damaged sources] scrub[rate every passes bytes pieces damaged found])"),
 		CLI_BOOL("verify", &verify,
 			 "read back and hash every piece the cache holds (of SPEC's snapshots): damaged ones\n"
 			 "(bit rot, another process) are fetched again from the swarm and the mirror; exit 1\n"

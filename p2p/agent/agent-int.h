@@ -82,6 +82,8 @@ struct agent_snap {
 	bool unchecked;                 /* taken back whole at a restart (seed mode), its files not read
 					 * back since: a pull verifies them before it links (agent_snap_check) */
 	int index_tries;
+	int64_t scrubbed_at;            /* unix time the scrub last read it back whole (0: not yet) */
+	int64_t scrub_damaged;          /* pieces the scrub found damaged in it since the agent started */
 	bool pinned;                    /* never evicted (pull --pin) */
 	int64_t last_used;              /* unix time of the last mount, umount or pull (agent_snap_used) */
 	uint64_t use_seq;               /* the agent's use counter then: eviction order within a second;
@@ -147,6 +149,7 @@ struct agent {
 		bool syncing;
 	} unsynced;
 	struct agent_preheat *preheat;  /* preheat.c's, owned */
+	struct agent_scrub *scrub;      /* scrub.c's, owned */
 };
 
 /* The control API's handler (control.c). */
@@ -246,6 +249,16 @@ void agent_fill_new(struct agent *a, agent_room_wait_fn *room_wait, struct agent
 void agent_fill_end(struct agent *a);
 void agent_fill_free(struct agent *a);
 void agent_fill_soon(struct agent *a);
+
+/* The background scrub (scrub.c): from the tick, read back and hash the verified snapshots at
+ * agent --scrub-rate, a pass every --scrub-every; damage is fetched again (agent_snap_damaged). Its
+ * state is its own (agent_scrub_new; agent_scrub_free once the loop's jobs are done);
+ * agent_scrub_status: what it did, for status (a new object). */
+struct agent_scrub *agent_scrub_new(void);
+void agent_scrub_free(struct agent_scrub **c);
+void agent_scrub_tick(struct agent *a);
+int agent_scrub_every_s(const struct agent *a);
+json_t *agent_scrub_status(const struct agent *a);
 
 /* agent --preheat: from the tick, when due, fetch what the mirror marks to preheat (preheat.c). Its
  * state is its own (agent_preheat_new; agent_preheat_free once the loop's jobs are done). */
@@ -366,6 +379,9 @@ void agent_snap_damaged(struct agent *a, struct agent_snap *s);
 /* From the loop's tick, for each snapshot: once finished, its wanted files verified (a settle job),
  * then linked and shortcut; once verified and quiet, its contents kept by sha256 (an index job). */
 void agent_check_tick(struct agent *a, struct agent_snap *s);
+/* The calling thread (a worker of libuv's pool) on CPU and disk time nobody else wants (SCHED_IDLE and
+ * the idle I/O class), or back to normal; a job puts it back before it ends (the pool is shared). */
+void agent_thread_idle(bool idle);
 /* A pull of s is about to link it: one taken back whole at a restart is verified first. */
 void agent_snap_check(struct agent *a, struct agent_snap *s);
 /* Once s is verified: make the links pulls asked for (pending_links), to the cache's own files. */

@@ -193,6 +193,7 @@ static void on_tick(uv_timer_t *t)
 	agent_evict_held(a, held);
 	agent_evict_tick(a);
 	agent_preheat_tick(a);
+	agent_scrub_tick(a);
 }
 
 /* ---- start and stop ------------------------------------------------------------------------------ */
@@ -453,6 +454,7 @@ int agent_run(const struct agent_config *cfg, int ready_fd, char **errmsg)
 	a->started_at = time(NULL);
 	a->evict = agent_evict_new();
 	a->preheat = agent_preheat_new();
+	a->scrub = agent_scrub_new();
 	uv_loop_init(&a->loop);
 	a->loop.data = a;
 	signal(SIGPIPE, SIG_IGN);
@@ -492,6 +494,7 @@ int agent_run(const struct agent_config *cfg, int ready_fd, char **errmsg)
 	agent_fill_free(a);
 	agent_evict_free(&a->evict);
 	agent_preheat_free(&a->preheat);
+	agent_scrub_free(&a->scrub);
 	for (size_t i = 0; i < a->nsnaps; i++)
 		agent_snap_free(a->snaps[i]);
 	free(a->snaps);

@@ -130,6 +130,9 @@ static json_t *snap_json(struct agent *a, const struct agent_snap *s, json_t *na
 	json_object_set_new(j, "checked_lazily", json_boolean(ok && st.seed_mode));
 	/* its wanted contents are kept by sha256 (done in the background once it is quiet) */
 	json_object_set_new(j, "kept", json_boolean(s->indexed));
+	/* the background scrub: when it last read this snapshot back whole, and the damage it found */
+	json_object_set_new(j, "scrubbed_at", s->scrubbed_at ? json_integer(s->scrubbed_at) : json_null());
+	json_object_set_new(j, "scrub_damaged", json_integer(s->scrub_damaged));
 	/* where its swarm is: the trackers and web seeds (the mirrors) it asks now */
 	json_object_set_new(j, "sources", json_deep_copy(json_object_get(s->meta, "sources")));
 	/* files its mounts serve straight from the cache (bind mounts), not through FUSE */
@@ -206,6 +209,7 @@ static int do_status(struct agent *a, struct httpd_req *req)
 	 * where the local endpoint listens */
 	json_object_set_new(o, "fetched_over_http", json_integer(over_http));
 	json_object_set_new(o, "links", json_deep_copy(a->links_done));
+	json_object_set_new(o, "scrub", agent_scrub_status(a));
 	if (a->http_listen && a->http) {
 		const char *colon = strrchr(a->http_listen, ':');
 		char *ep = xasprintf("%.*s:%d", colon ? (int)(colon - a->http_listen) : (int)strlen(a->http_listen),
