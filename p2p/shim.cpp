@@ -96,6 +96,9 @@ static lt::settings_pack base_settings(const struct p2p_session_config *cfg)
 	if (cfg && cfg->lan_tuning && !cfg->origin) {
 		sp.set_int(lt::settings_pack::request_timeout, 5);
 		sp.set_int(lt::settings_pack::piece_timeout, 5);
+		/* a web seed (the mirror) that failed is asked again after 3 s, not 30: a mirror that
+		 * restarts is taken up again at once, and asking one that is down costs it nothing */
+		sp.set_int(lt::settings_pack::urlseed_wait_retry, 3);
 	}
 	/* Every byte a session receives is hashed twice (SHA-1 for v1, SHA-256 for v2: ~0.75 s of CPU per
 	 * 512 MiB here); libtorrent's one hashing thread made that the ceiling of a lone instance's speed. */

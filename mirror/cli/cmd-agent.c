@@ -409,6 +409,8 @@ static void print_status(json_t *st)
 			       : "");
 		if (err)
 			printf("  error: %s\n", err);
+		else if (json_is_string(json_object_get(s, "waiting"))) /* why nothing comes */
+			printf("  %s\n", json_string_value(json_object_get(s, "waiting")));
 	}
 }
 

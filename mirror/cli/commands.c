@@ -86,12 +86,14 @@ const struct cli_command cli_commands[] = {
 	{"agent", cmd_agent,
 	 "agent [--mirror URL] [--cache DIR] [--cache-size SIZE] [--socket PATH] [--listen ADDR]\n"
 	 "      [--upload-limit RATE] [--http HOST:PORT] [--preheat [--preheat-every S]]\n"
-	 "      [--no-fill] [--mirror-timeout S] [--token-file FILE] [--foreground]\n"
+	 "      [--no-fill] [--mirror-timeout S] [--scrub-rate R] [--scrub-every S] [--token-file FILE]\n"
+	 "      [--foreground]\n"
 	 "       hubmirror agent --stop [--socket PATH]",
 	 "run the instance agent: one process for every mount, the swarm session and the cache",
 	 "The agent holds every mount of this machine in one long-lived process with one BitTorrent\n"
 	 "session and one cache, and keeps seeding what it fetched after the mount is gone and after a\n"
-	 "restart. 'hubmirror mount' starts one when none runs. Returns once it listens on its socket.\n"},
+	 "restart. 'hubmirror mount' starts one when none runs. Returns once it listens on its socket.\n"
+	 "In the background it reads back and hashes what it verified (the scrub), fetching damage again.\n"},
 	{"mount", cmd_mount,
 	 "mount [--mirror URL] [--cache DIR] [--hf-cache DIR | --no-hf-cache] [--ms-cache DIR | --no-ms-cache]\n"
 	 "      [--listen ADDR] [--socket PATH] [--prefetch PATTERN|all|none]... SPEC[@REV] [DIR]",
@@ -114,7 +116,8 @@ const struct cli_command cli_commands[] = {
 	 "Asks the instance agent (starting one as mount does) to fetch each snapshot from the swarm into\n"
 	 "its cache, and once every byte is verified there, to link it into the Hugging Face or\n"
 	 "ModelScope cache, where libraries find it offline. For containers without /dev/fuse, and for\n"
-	 "warming an instance before a job. Exits 0 when every snapshot is verified and linked.\n"},
+	 "warming an instance before a job. Exits 0 when every snapshot is verified and linked. While\n"
+	 "nothing comes, the progress line says why (the mirror unreachable, no peer) instead of an ETA.\n"},
 	{"umount", cmd_umount, "umount [--socket PATH] DIR", "detach a folder that 'hubmirror mount' attached",
 	 "Asks the agent to unmount DIR (a plain unmount if no agent holds it). The snapshot stays in the\n"
 	 "agent's cache and keeps seeding.\n"},
@@ -129,7 +132,8 @@ const struct cli_command cli_commands[] = {
 	{"status", cmd_status, "status [--socket PATH] [--json]\n       hubmirror status --verify [--json] [SPEC]",
 	 "show what the instance agent holds",
 	 "The agent (pid, cache, mirror, peer port, bytes sent and received) and each snapshot it holds:\n"
-	 "spec, commit, bytes had of total, complete or not, peers, where it is mounted, and its error.\n"},
+	 "spec, commit, bytes had of total, complete or not, peers, where it is mounted, and its error or\n"
+	 "why nothing comes (the mirror unreachable, no peer); what the background scrub found.\n"},
 	{"serve", cmd_serve,
 	 "serve [--config FILE] [--data DIR] [--listen HOST:PORT] [--sync-at HH:MM] [--sync-every D] [--access-log "
 	 "FILE|-]\n"

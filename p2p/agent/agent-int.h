@@ -110,6 +110,14 @@ struct agent_snap {
 	int64_t fill_bytes;             /* piece bytes the fill handed to libtorrent */
 	int64_t last_done;              /* bytes had at the last tick, and how many ticks it stayed so */
 	int still_ticks;
+	/* the rate bytes come at now (status's "rate": over the last ticks, not since the start) and why
+	 * none come (status's "waiting", "" when they do): agent.c's pace, from the tick */
+	uint64_t pace_at[6];
+	int64_t pace_have[6];
+	unsigned pace_n;
+	int64_t rate;
+	char waiting[256];
+	int64_t waiting_since;          /* unix time none came since (0: they come) */
 	int64_t last_error_at;          /* errors are logged once a minute at most; the others counted */
 	int errors_unsaid;
 	uint64_t retried_ms;            /* uv_now of the last p2p_session_retry after an error */
@@ -228,6 +236,9 @@ void agent_drop_files(struct agent *a, const char *btih);
 struct p2p_torrent_status;
 void agent_fill_update(struct agent *a, struct agent_snap *s, const struct p2p_torrent_status *st);
 bool agent_fill_running(const struct agent_snap *s);
+/* s's fill asks the mirror and gets nothing (every request since the last good one failed): true with
+ * how long (ms, by uv_now now) and the last failure's words (borrowed). */
+bool agent_fill_failing(const struct agent_snap *s, uint64_t now, int64_t *for_ms, const char **why);
 /* The reason s's pieces failed is gone (a full disk has room): its fill asks again for every piece. */
 void agent_fill_again(struct agent_snap *s);
 /* s's web seeds changed (its mirrors moved, agent_snap_add): its fill asks the new ones from now on. */

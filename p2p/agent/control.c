@@ -130,6 +130,10 @@ static json_t *snap_json(struct agent *a, const struct agent_snap *s, json_t *na
 	json_object_set_new(j, "checked_lazily", json_boolean(ok && st.seed_mode));
 	/* its wanted contents are kept by sha256 (done in the background once it is quiet) */
 	json_object_set_new(j, "kept", json_boolean(s->indexed));
+	/* the rate bytes come at now (bytes/s over the last seconds), and why none come, since when */
+	json_object_set_new(j, "rate", json_integer(s->rate));
+	json_object_set_new(j, "waiting", s->waiting[0] ? json_string(s->waiting) : json_null());
+	json_object_set_new(j, "waiting_since", s->waiting_since ? json_integer(s->waiting_since) : json_null());
 	/* the background scrub: when it last read this snapshot back whole, and the damage it found */
 	json_object_set_new(j, "scrubbed_at", s->scrubbed_at ? json_integer(s->scrubbed_at) : json_null());
 	json_object_set_new(j, "scrub_damaged", json_integer(s->scrub_damaged));
