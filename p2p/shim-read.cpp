@@ -425,12 +425,14 @@ extern "C" int p2p_session_verify_pieces(struct p2p_session *s, const char *btih
 		int n = e.ti->num_pieces(), ok = 0, bad = 0, p = std::max(first, 0);
 		std::int64_t read = 0;
 		for (; p < n && (read < max_bytes || ok + bad == 0); p++) {
-			if (!e.h.have_piece(lt::piece_index_t(p)))
+			if (e.have->is_evicting(p) || !e.h.have_piece(lt::piece_index_t(p)))
 				continue;
 			read += e.ti->piece_size(lt::piece_index_t(p));
 			if (verify_in_file(*e.ti, *e.v2, e.save_path, p, gentle)) {
 				ok++;
 				e.have->set(p);
+			} else if (e.have->is_evicting(p)) {
+				continue; /* eviction took its bytes meanwhile (a hole): not damage */
 			} else {
 				bad++;
 				mark_damaged(e, p);
