@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# t0738-agent-stall: a wait says why, and ends soon after its cause does. A lone agent pulls a snapshot
+# t0735-agent-stall: a wait says why, and ends soon after its cause does. A lone agent pulls a snapshot
 # over HTTP ranges (direct mode) through tests/integration/helpers/slowproxy.py, which stands for the
 # mirror; the proxy is killed -9 mid-pull and comes back on the same address some seconds later.
 # Meanwhile `pull --json`, the progress line of a pull on a terminal and `status` say "waiting for the mirror (unreachable for N s: ...),

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# t0739-agent-scrub: bytes that rot in the agent's cache after they were verified are found by the
+# t0736-agent-scrub: bytes that rot in the agent's cache after they were verified are found by the
 # background scrub (agent --scrub-rate, --scrub-every), with no one asking: a byte flipped in a
 # verified file is found, the piece fetched again from the mirror, status (and --json) says what was
 # found, and a reader of the hub cache's link gets upstream's bytes again. Before, only `status
