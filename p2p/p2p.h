@@ -96,6 +96,11 @@ struct p2p_add {
 	bool origin_last;
 	const char *const *web_seeds;   /* extra BEP 19 URLs (added to the torrent's url-list); may be NULL */
 	size_t nweb_seeds;
+	/* The trackers to announce to instead of the torrent's own (its announce-list), each a tier of its
+	 * own, in this order; NULL: the torrent's. Not part of the info-hash: a mirror that moved, or the
+	 * mirrors the caller knows of now, take the place of those the torrent was made with. */
+	const char *const *trackers;
+	size_t ntrackers;
 	/* Which pieces to fetch. select false: all of them. select true: only the pieces of the files
 	 * want[0..nwant) names (libtorrent file indices, as p2p_torrent_files lists them; none when nwant
 	 * is 0), until p2p_session_want_files or p2p_session_want_range asks for more. Piece priorities
@@ -379,6 +384,19 @@ int p2p_session_retry(struct p2p_session *s, const char *btih);
  * libtorrent, which fetches them anew. *checked: pieces read; *damaged: of those, how many failed.
  * (p2p_session_have_range does the same for a piece it reads back and finds damaged.) 0, or as above. */
 int p2p_session_verify(struct p2p_session *s, const char *btih, int *checked, int *damaged);
+/* The trackers (each a tier of its own, in this order) and web seeds of torrent btih from now on, in
+ * place of the ones it has (from its torrent, an earlier call or p2p_session_add): it announces to
+ * the new trackers at once. web_seeds NULL (nweb 0): none (p2p_session_add adds them again later).
+ * Asynchronous; errors as above. */
+int p2p_session_set_sources(struct p2p_session *s, const char *btih, const char *const *trackers, size_t ntrackers,
+			    const char *const *web_seeds, size_t nweb);
+/* Read back and hash the pieces of torrent btih libtorrent believes it has, from piece first on, until
+ * about max_bytes are read (one piece at least): a background scrub's step (blocking; from a worker).
+ * gentle: what the reads bring into the page cache that was not there is dropped again. Damage is
+ * handled as by p2p_session_verify. *next: the piece to go on from (the piece count once past the
+ * last); *checked, *damaged: pieces read and of those failed; *bytes: bytes read. 0, or as above. */
+int p2p_session_verify_pieces(struct p2p_session *s, const char *btih, int first, int64_t max_bytes, bool gentle,
+			      int *next, int *checked, int *damaged, int64_t *bytes);
 /* Announce to the trackers now (their minimum interval ignored): a torrent that asks no peer learns of
  * new ones only this way. Asynchronous; errors as above. */
 int p2p_session_reannounce(struct p2p_session *s, const char *btih);
@@ -431,6 +449,10 @@ int p2p_torrent_verify_file(const unsigned char *torrent, size_t len, const char
 /* The web seeds (BEP 19 url-list) a .torrent names: *out, a NULL-terminated array of *n malloc'd
  * strings (the caller frees each and the array). Returns 0, HM_ERR_USAGE or HM_ERR_TORRENT. */
 int p2p_torrent_web_seeds(const unsigned char *torrent, size_t len, char ***out, size_t *n);
+
+/* The trackers a .torrent names (announce-list, or announce), in tier order: as
+ * p2p_torrent_web_seeds. */
+int p2p_torrent_trackers(const unsigned char *torrent, size_t len, char ***out, size_t *n);
 
 /* libtorrent's version string, e.g. "2.0.8.0". Static. */
 const char *p2p_version(void);

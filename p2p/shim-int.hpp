@@ -106,8 +106,9 @@ bool piece_ok(lt::torrent_info const &ti, std::vector<lt::sha256_hash> const &v2
 	      size_t len);
 
 /* Whether what the files under save_path hold of piece p is what the torrent says; a missing or short
- * file is a mismatch (shim-torrent.cpp). */
+ * file is a mismatch (shim-torrent.cpp). gentle: the pages it reads that were not in the page cache
+ * before are dropped from it again (a background scrub must not push out what readers use). */
 bool verify_in_file(lt::torrent_info const &ti, std::vector<lt::sha256_hash> const &v2, std::string const &save_path,
-		    int p);
+		    int p, bool gentle = false);
 
 #endif

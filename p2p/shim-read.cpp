@@ -415,6 +415,74 @@ extern "C" int p2p_session_verify(struct p2p_session *s, const char *btih, int *
 	}
 }
 
+extern "C" int p2p_session_verify_pieces(struct p2p_session *s, const char *btih, int first, int64_t max_bytes,
+					 bool gentle, int *next, int *checked, int *damaged, int64_t *bytes)
+{
+	try {
+		torrent_entry e;
+		if (!find_entry(s, btih, e))
+			return HM_ERR_NOT_FOUND;
+		int n = e.ti->num_pieces(), ok = 0, bad = 0, p = std::max(first, 0);
+		std::int64_t read = 0;
+		for (; p < n && (read < max_bytes || ok + bad == 0); p++) {
+			if (e.have->is_evicting(p) || !e.h.have_piece(lt::piece_index_t(p)))
+				continue;
+			read += e.ti->piece_size(lt::piece_index_t(p));
+			if (verify_in_file(*e.ti, *e.v2, e.save_path, p, gentle)) {
+				ok++;
+				e.have->set(p);
+			} else if (e.have->is_evicting(p)) {
+				continue; /* eviction took its bytes meanwhile (a hole): not damage */
+			} else {
+				bad++;
+				mark_damaged(e, p);
+			}
+		}
+		if (bad)
+			distrust_and_recheck(e);
+		*next = p;
+		*checked = ok + bad;
+		*damaged = bad;
+		*bytes = read;
+		return 0;
+	} catch (lt::system_error const &err) {
+		return handle_error(err);
+	} catch (...) {
+		return HM_ERR_TORRENT;
+	}
+}
+
+extern "C" int p2p_session_set_sources(struct p2p_session *s, const char *btih, const char *const *trackers,
+				       size_t ntrackers, const char *const *web_seeds, size_t nweb)
+{
+	try {
+		torrent_entry e;
+		if (!find_entry(s, btih, e))
+			return HM_ERR_NOT_FOUND;
+		std::vector<lt::announce_entry> v;
+		for (size_t i = 0; i < ntrackers; i++) {
+			if (!trackers[i])
+				continue;
+			lt::announce_entry ae(trackers[i]);
+			ae.tier = static_cast<std::uint8_t>(std::min<size_t>(v.size(), 255));
+			v.push_back(std::move(ae));
+		}
+		e.h.replace_trackers(v);
+		for (std::string const &u : e.h.url_seeds())
+			e.h.remove_url_seed(u);
+		for (size_t i = 0; i < nweb; i++)
+			if (web_seeds[i])
+				e.h.add_url_seed(web_seeds[i]);
+		if (!v.empty())
+			e.h.force_reannounce(0, -1, lt::torrent_handle::ignore_min_interval);
+		return 0;
+	} catch (lt::system_error const &err) {
+		return handle_error(err);
+	} catch (...) {
+		return HM_ERR_TORRENT;
+	}
+}
+
 extern "C" int p2p_session_retry(struct p2p_session *s, const char *btih)
 {
 	try {

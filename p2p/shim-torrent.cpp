@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <cstring>
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -368,10 +369,29 @@ bool piece_ok(lt::torrent_info const &ti, std::vector<lt::sha256_hash> const &v2
 	       v2[static_cast<size_t>(p)];
 }
 
+/* Is any page of [at, at + len) of fd in the page cache? (mincore of a mapping of it; true when that
+ * cannot be told, so that nothing is dropped on a guess.) */
+static bool cached(int fd, std::int64_t at, size_t len)
+{
+	long const pg = sysconf(_SC_PAGESIZE);
+	std::int64_t const start = at - at % pg;
+	size_t const span = static_cast<size_t>(at - start) + len;
+	std::vector<unsigned char> vec((span + static_cast<size_t>(pg) - 1) / static_cast<size_t>(pg));
+	void *m = ::mmap(nullptr, span, PROT_READ, MAP_SHARED, fd, start);
+	bool any = true;
+
+	if (m == MAP_FAILED)
+		return true;
+	if (::mincore(m, span, vec.data()) == 0)
+		any = std::any_of(vec.begin(), vec.end(), [](unsigned char v) { return v & 1; });
+	::munmap(m, span);
+	return any;
+}
+
 /* Reads through the page cache, so right after a piece was written this costs the hashing only (one
  * pass: SHA-256 of its 16 KiB blocks, or SHA-1 of the piece for a torrent without v2 hashes). */
 bool verify_in_file(lt::torrent_info const &ti, std::vector<lt::sha256_hash> const &v2, std::string const &save_path,
-		    int p)
+		    int p, bool gentle)
 {
 	static thread_local std::vector<char> buf(256 * 1024);
 	static thread_local std::vector<lt::sha256_hash> leaves;
@@ -405,6 +425,7 @@ bool verify_in_file(lt::torrent_info const &ti, std::vector<lt::sha256_hash> con
 			size_t const chunk =
 				static_cast<size_t>(std::min<std::int64_t>(left, std::int64_t(buf.size())));
 			size_t got = 0;
+			bool const drop = gentle && !cached(fd, at, chunk);
 			while (got < chunk) {
 				ssize_t n =
 					::pread(fd, buf.data() + got, chunk - got, at + static_cast<std::int64_t>(got));
@@ -414,6 +435,8 @@ bool verify_in_file(lt::torrent_info const &ti, std::vector<lt::sha256_hash> con
 					break;
 				got += static_cast<size_t>(n);
 			}
+			if (drop) /* what only this read brought in goes again */
+				(void)posix_fadvise(fd, at, static_cast<off_t>(chunk), POSIX_FADV_DONTNEED);
 			if (got < chunk)
 				break;
 			if (f < 0) {
@@ -474,6 +497,24 @@ extern "C" int p2p_torrent_web_seeds(const unsigned char *torrent, size_t len, c
 			v[i] = xstrdup(ws[i].url.c_str());
 		*out = v;
 		*n = ws.size();
+		return 0;
+	} catch (...) {
+		return HM_ERR_TORRENT;
+	}
+}
+
+extern "C" int p2p_torrent_trackers(const unsigned char *torrent, size_t len, char ***out, size_t *n)
+{
+	try {
+		if (!torrent || !out || !n)
+			return HM_ERR_USAGE;
+		lt::torrent_info ti = info_of(torrent, len);
+		std::vector<lt::announce_entry> const &tr = ti.trackers();
+		char **v = static_cast<char **>(xcalloc(tr.size() + 1, sizeof(char *)));
+		for (size_t i = 0; i < tr.size(); i++)
+			v[i] = xstrdup(tr[i].url.c_str());
+		*out = v;
+		*n = tr.size();
 		return 0;
 	} catch (...) {
 		return HM_ERR_TORRENT;

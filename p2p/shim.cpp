@@ -96,6 +96,9 @@ static lt::settings_pack base_settings(const struct p2p_session_config *cfg)
 	if (cfg && cfg->lan_tuning && !cfg->origin) {
 		sp.set_int(lt::settings_pack::request_timeout, 5);
 		sp.set_int(lt::settings_pack::piece_timeout, 5);
+		/* a web seed (the mirror) that failed is asked again after 3 s, not 30: a mirror that
+		 * restarts is taken up again at once, and asking one that is down costs it nothing */
+		sp.set_int(lt::settings_pack::urlseed_wait_retry, 3);
 	}
 	/* Every byte a session receives is hashed twice (SHA-1 for v1, SHA-256 for v2: ~0.75 s of CPU per
 	 * 512 MiB here); libtorrent's one hashing thread made that the ceiling of a lone instance's speed. */
@@ -358,6 +361,14 @@ extern "C" int p2p_session_add(struct p2p_session *s, const struct p2p_add *a, c
 			for (size_t i = 0; i < a->nweb_seeds; i++)
 				if (a->web_seeds[i])
 					atp.url_seeds.push_back(a->web_seeds[i]);
+			if (a->trackers) {
+				atp.trackers.clear();
+				atp.tracker_tiers.clear();
+				for (size_t i = 0; i < a->ntrackers; i++) {
+					atp.trackers.push_back(a->trackers[i]);
+					atp.tracker_tiers.push_back(static_cast<int>(i));
+				}
+			}
 			int np = atp.ti->num_pieces();
 			if (a->have && a->nhave != static_cast<size_t>(np)) {
 				set_err(errmsg, "p2p_session_add: have names " + std::to_string(a->nhave) +

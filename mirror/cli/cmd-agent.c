@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -249,6 +250,12 @@ int cmd_agent(int argc, char **argv)
 		CLI_INT("mirror-timeout", &cfg.mirror_timeout_s, 1, 3600, "S",
 			"a mirror that sends nothing for S seconds (default 20) is given up and\n"
 			"the next one asked; with none left, a held snapshot is used"),
+		CLI_RATE("scrub-rate", &cfg.scrub_rate, "R",
+			 "read back and hash the verified snapshots in the background at R bytes/s\n"
+			 "(k/M/G; default 8M; 0: never), at idle I/O priority: damage (bit rot) is\n"
+			 "fetched again from peers and the mirror, and status says what was found"),
+		CLI_INT("scrub-every", &cfg.scrub_every_s, 1, 366 * 86400, "S",
+			"start a scrub pass at most every S seconds (default 604800: a week)"),
 		CLI_STR("token-file", &token_file, "FILE",
 			"a token of the mirror for the agent itself (a file only its owner reads):\n"
 			"S3 clients of --http show none, so the agent takes the snapshots of\n"
@@ -262,8 +269,11 @@ int cmd_agent(int argc, char **argv)
 
 	cfg.cache_dir = getenv("HUBMIRROR_CACHE");
 	cfg.socket_path = agent_socket_default();
+	cfg.scrub_rate = -1;
 	if (cli_parse_flags_only(self, argc, argv, flags))
 		return CLI_USAGE;
+	if (cfg.scrub_rate < 0)
+		cfg.scrub_rate = 8 << 20; /* 8M as the option says it: binary */
 	if (stop)
 		return stop_agent(cfg.socket_path);
 	cfg.keep_pulled_s = keep_pulled < 0 ? 0 : keep_pulled ? keep_pulled : -1;
@@ -375,6 +385,37 @@ static void print_cell(int c, int w, const char *v)
 		printf("%-*s  ", w, v);
 }
 
+/* status's line of the background scrub: how far it got, and the damage it found (the last one). */
+static void print_scrub(json_t *sc)
+{
+	json_t *last = json_array_get(json_object_get(sc, "found"), json_array_size(json_object_get(sc, "found")) - 1);
+	char rate[16], read[16], when[32] = "";
+	time_t at = (time_t)jnum(last, "at");
+	struct tm tm;
+
+	if (!sc)
+		return;
+	if (jnum(sc, "rate") <= 0) {
+		printf("scrub: off (agent --scrub-rate)\n");
+		return;
+	}
+	cli_human_size(jnum(sc, "rate"), rate, sizeof(rate));
+	cli_human_size(jnum(sc, "bytes"), read, sizeof(read));
+	printf("scrub: %s/s, %lld pass%s done, %s read back; ", rate, (long long)jnum(sc, "passes"),
+	       jnum(sc, "passes") == 1 ? "" : "es", read);
+	if (!jnum(sc, "damaged")) {
+		printf("no damage found\n");
+		return;
+	}
+	if (last && gmtime_r(&at, &tm))
+		strftime(when, sizeof(when), "%Y-%m-%d %H:%M UTC", &tm);
+	printf("%lld damaged piece%s found and fetched again (last: %s, %lld at %s)\n", (long long)jnum(sc, "damaged"),
+	       jnum(sc, "damaged") == 1 ? "" : "s", json_string_value(json_object_get(last, "spec"))
+							? json_string_value(json_object_get(last, "spec"))
+							: "?",
+	       (long long)jnum(last, "pieces"), when);
+}
+
 /* status: the agent (its cache, mirror, endpoint, traffic), then a table of what it holds, one row
  * per name a snapshot is held under, each column as wide as its widest cell; a snapshot's error on a
  * line of its own below its row. */
@@ -403,6 +444,7 @@ static void print_status(json_t *st)
 	if (ep)
 		printf("local endpoint: http://%s (HF_ENDPOINT=http://%s hf download ...)\n", ep, ep);
 	printf("sent %s to peers; received %s from peers and %s from the mirror over HTTP\n", up, down, http);
+	print_scrub(json_object_get(st, "scrub"));
 	if (!n) {
 		printf("it holds no snapshot yet (hubmirror pull SPEC, or hubmirror mount SPEC DIR)\n");
 		return;
@@ -428,6 +470,8 @@ static void print_status(json_t *st)
 		}
 		if (err)
 			printf("  error: %s\n", err);
+		else if (json_is_string(json_object_get(s, "waiting"))) /* why nothing comes */
+			printf("  %s\n", json_string_value(json_object_get(s, "waiting")));
 	}
 	free(cells);
 }
@@ -494,7 +538,8 @@ int cmd_status(int argc, char **argv)
 			 "print the agent's answer as JSON (fields: pid socket mirror cache p2p_port started_at\n"
 			 "uploaded downloaded snapshots[spec revision commit btih bytes_have bytes_total\n"
 			 "complete mounts peers uploaded downloaded links detached_in_use error mirror size\n"
-			 "held wanted_size wanted_held over_bound])"),
+			 "held wanted_size wanted_held over_bound scrubbed_at scrub_damaged rate waiting\n"
+			 "waiting_since sources] scrub[rate every passes bytes pieces damaged found])"),
 		CLI_BOOL("verify", &verify,
 			 "read back and hash every piece the cache holds (of SPEC's snapshots): damaged ones\n"
 			 "(bit rot, another process) are fetched again from the swarm and the mirror; exit 1\n"

@@ -99,14 +99,53 @@ struct pace {
 	bool started;
 };
 
+/* What the progress line shows of every snapshot together. */
+struct line_totals {
+	int64_t have, total, rate_now;
+	size_t n, ended;                /* snapshots, and those done or failed */
+};
+
+/* The progress line on a terminal: a bar, bytes, the rate now, and the ETA or why nothing comes. */
+static void draw(json_t *want, const struct line_totals *tot, const char *waiting, struct pace *pace)
+{
+	char h[16], t[16];
+	double secs = cli_mono_s() - pace->first_at,
+	       rate = tot->rate_now > 0 ? (double)tot->rate_now
+		      : secs > 0.5 && !waiting ? (double)(tot->have - pace->first_have) / secs : 0;
+	char bar[21], r[24] = "", eta[300] = "";
+	int pct = tot->total ? (int)(100 * tot->have / tot->total) : 100, fill = pct / 5;
+	for (int k = 0; k < 20; k++)
+		bar[k] = k < fill ? '#' : '-';
+	bar[20] = '\0';
+	cli_human_size(tot->have, h, sizeof(h));
+	cli_human_size(tot->total, t, sizeof(t));
+	if (rate > 0) {
+		char x[32];
+		char rs[16];
+		cli_human_size((int64_t)rate, rs, sizeof(rs));
+		snprintf(r, sizeof(r), "%s/s", rs);
+		cli_human_secs((double)(tot->total - tot->have) / rate, x, sizeof(x));
+		snprintf(eta, sizeof(eta), "  ETA %s", x);
+	}
+	if (waiting) /* the wait, not an ETA that pretends */
+		snprintf(eta, sizeof(eta), "  %s", waiting);
+	if (tot->n == 1)
+		fprintf(stderr, "\r\033[K%s [%s] %s / %s  %s%s",
+			json_string_value(json_object_get(json_array_get(want, 0), "spec")), bar, h, t, r,
+			tot->ended == tot->n ? "\n" : eta);
+	else
+		fprintf(stderr, "\r\033[Kpulling %zu of %zu [%s] %s / %s  %s%s", tot->n - tot->ended, tot->n, bar, h,
+			t, r, tot->ended == tot->n ? "\n" : eta);
+}
+
 /* Show one round of progress; returns 1 when every snapshot is verified or failed, else 0. A failed
  * one gets "error" in its want entry (said at the end, with the others' outcomes). */
 static int progress(json_t *st, json_t *want, bool as_json, bool tty, struct pace *pace)
 {
-	int64_t have = 0, total = 0;
+	int64_t have = 0, total = 0, rate_now = 0;
+	const char *waiting = NULL;
 	size_t i, done = 0, failed = 0, n = json_array_size(want);
 	json_t *w;
-	char h[16], t[16];
 
 	json_array_foreach(want, i, w) {
 		json_t *e;
@@ -134,6 +173,11 @@ static int progress(json_t *st, json_t *want, bool as_json, bool tty, struct pac
 		}
 		have += num(e, "bytes_have");
 		total += num(e, "bytes_total");
+		/* the agent's rate now (not an average since the start, which decays through a stall), and
+		 * why nothing comes when nothing does */
+		rate_now += num(e, "rate");
+		if (!waiting)
+			waiting = json_string_value(json_object_get(e, "waiting"));
 		/* of how many files (null: all), for the lines below and the last one */
 		json_object_set(w, "selected", json_object_get(e, "selected"));
 		json_object_set(w, "files", json_object_get(e, "files"));
@@ -154,6 +198,9 @@ static int progress(json_t *st, json_t *want, bool as_json, bool tty, struct pac
 			}
 			if (json_object_get(w, "offline"))
 				json_object_set(line, "offline", json_object_get(w, "offline"));
+			json_object_set_new(line, "rate", json_integer(num(e, "rate")));
+			if (json_is_string(json_object_get(e, "waiting")) && !ok)
+				json_object_set(line, "waiting", json_object_get(e, "waiting"));
 			if (ok && json_object_get(w, "path"))
 				json_object_set(line, "path", json_object_get(w, "path"));
 			s = json_dumps(line, JSON_COMPACT);
@@ -168,30 +215,8 @@ static int progress(json_t *st, json_t *want, bool as_json, bool tty, struct pac
 		pace->first_at = cli_mono_s();
 	}
 	if (tty) {
-		double secs = cli_mono_s() - pace->first_at,
-		       rate = secs > 0.5 ? (double)(have - pace->first_have) / secs : 0;
-		char bar[21], r[24] = "", eta[48] = "";
-		int pct = total ? (int)(100 * have / total) : 100, fill = pct / 5;
-		for (int k = 0; k < 20; k++)
-			bar[k] = k < fill ? '#' : '-';
-		bar[20] = '\0';
-		cli_human_size(have, h, sizeof(h));
-		cli_human_size(total, t, sizeof(t));
-		if (rate > 0) {
-			char x[32];
-			char rs[16];
-			cli_human_size((int64_t)rate, rs, sizeof(rs));
-			snprintf(r, sizeof(r), "%s/s", rs);
-			cli_human_secs((double)(total - have) / rate, x, sizeof(x));
-			snprintf(eta, sizeof(eta), "  ETA %s", x);
-		}
-		if (n == 1)
-			fprintf(stderr, "\r\033[K%s [%s] %s / %s  %s%s",
-				json_string_value(json_object_get(json_array_get(want, 0), "spec")), bar, h, t, r,
-				done + failed == n ? "\n" : eta);
-		else
-			fprintf(stderr, "\r\033[Kpulling %zu of %zu [%s] %s / %s  %s%s", n - done - failed, n, bar, h,
-				t, r, done + failed == n ? "\n" : eta);
+		struct line_totals tot = { have, total, rate_now, n, done + failed };
+		draw(want, &tot, waiting, pace);
 	}
 	fflush(stdout);
 	return done + failed == n;
@@ -393,7 +418,8 @@ int cmd_pull(int argc, char **argv)
 		CLI_BOOL("pin", &pin, "never evict these snapshots from the cache (agent --cache-size)"),
 		CLI_BOOL("json", &as_json,
 			 "a JSON line per snapshot about once a second: spec commit bytes_have bytes_total\n"
-			 "verified (on a terminal without --json: a progress line)"),
+			 "verified rate (bytes/s now) and, while nothing comes, waiting (why); on a\n"
+			 "terminal without --json: a progress line"),
 		CLI_AGENT_FLAGS(&o),
 		CLI_END,
 	};

@@ -86,12 +86,14 @@ const struct cli_command cli_commands[] = {
 	{"agent", cmd_agent,
 	 "agent [--mirror URL] [--cache DIR] [--cache-size SIZE] [--keep-pulled S] [--socket PATH]\n"
 	 "      [--listen ADDR] [--upload-limit RATE] [--http HOST:PORT] [--preheat [--preheat-every S]]\n"
-	 "      [--no-fill] [--mirror-timeout S] [--token-file FILE] [--foreground]\n"
+	 "      [--no-fill] [--mirror-timeout S] [--scrub-rate R] [--scrub-every S] [--token-file FILE]\n"
+	 "      [--foreground]\n"
 	 "       hubmirror agent --stop [--socket PATH]",
 	 "run the instance agent: one process for every mount, the swarm session and the cache",
 	 "The agent holds every mount of this machine in one long-lived process with one BitTorrent\n"
 	 "session and one cache, and keeps seeding what it fetched after the mount is gone and after a\n"
-	 "restart. 'hubmirror mount' starts one when none runs. Returns once it listens on its socket.\n"},
+	 "restart. 'hubmirror mount' starts one when none runs. Returns once it listens on its socket.\n"
+	 "In the background it reads back and hashes what it verified (the scrub), fetching damage again.\n"},
 	{"mount", cmd_mount,
 	 "mount [--mirror URL] [--cache DIR] [--hf-cache DIR | --no-hf-cache] [--ms-cache DIR | --no-ms-cache]\n"
 	 "      [--listen ADDR] [--socket PATH] [--prefetch PATTERN|all|none]... SPEC[@REV] [DIR]",
@@ -116,7 +118,9 @@ const struct cli_command cli_commands[] = {
 	 "its cache, and once every byte is verified there, to link it into the Hugging Face or\n"
 	 "ModelScope cache, where libraries find it offline. For containers without /dev/fuse, and for\n"
 	 "warming an instance before a job. Exits 0 when every snapshot is verified and linked. A snapshot\n"
-	 "bigger than the agent's --cache-size is refused up front unless --pin (it would be evicted).\n"},
+	 "bigger than the agent's --cache-size is refused up front unless --pin (it would be evicted).\n"
+	 "While nothing comes, the progress line says why (the mirror unreachable, no peer) instead of\n"
+	 "an ETA.\n"},
 	{"umount", cmd_umount, "umount [--socket PATH] DIR", "detach a folder that 'hubmirror mount' attached",
 	 "Asks the agent to unmount DIR (a plain unmount if no agent holds it). The snapshot stays in the\n"
 	 "agent's cache and keeps seeding. The hub caches' links into DIR then point at the agent's cache\n"
@@ -128,13 +132,14 @@ const struct cli_command cli_commands[] = {
 	 "Like hf cache delete: the agent drops the snapshots of SPEC (of SPEC@REV: that ref's or commit's)\n"
 	 "from its cache (their files, their torrent, their record), and this command takes their links\n"
 	 "out of the hub caches a pull would have linked into. A snapshot that is mounted, or still in use\n"
-	 "after an umount, is refused with where; a pinned one goes. The next pull or mount fetches it again.\n"},
+	 "after an umount, is refused with where; a pinned one goes, and so does one a pull still waits for\n"
+	 "(that pull fails, saying so). The next pull or mount fetches it again.\n"},
 	{"status", cmd_status, "status [--socket PATH] [--json]\n       hubmirror status --verify [--json] [SPEC]",
 	 "show what the instance agent holds",
 	 "The agent (pid, cache, mirror, peer port, bytes sent and received) and each snapshot it holds:\n"
 	 "spec, commit, what the cache holds of its size, its state (complete, ready, fetching N% of the\n"
 	 "files it wants; pinned; bigger than the cache), peers, its mirror, where it is mounted, and its\n"
-	 "error.\n"},
+	 "error or why nothing comes (the mirror unreachable, no peer); what the background scrub found.\n"},
 	{"serve", cmd_serve,
 	 "serve [--config FILE] [--data DIR] [--listen HOST:PORT] [--sync-at HH:MM] [--sync-every D] [--access-log "
 	 "FILE|-]\n"

@@ -83,6 +83,8 @@ struct agent_snap {
 	bool unchecked;                 /* taken back whole at a restart (seed mode), its files not read
 					 * back since: a pull verifies them before it links (agent_snap_check) */
 	int index_tries;
+	int64_t scrubbed_at;            /* unix time the scrub last read it back whole (0: not yet) */
+	int64_t scrub_damaged;          /* pieces the scrub found damaged in it since the agent started */
 	bool pinned;                    /* never evicted (pull --pin) */
 	uint64_t linked_ms;             /* uv_now when a pull last linked it (not evicted in the minute after) */
 	int64_t last_used;              /* unix time of the last mount, umount or pull (agent_snap_used) */
@@ -96,8 +98,11 @@ struct agent_snap {
 	/* The mirror's web seed is the source of last resort: a snapshot starts with peers only (the
 	 * mirror's own BitTorrent seed among them), and the torrent's web seeds join when it has no
 	 * other peer 1 s after it was added (a lone instance), or when it gets no byte for 3 s. */
-	char **web_seeds;
+	char **web_seeds;               /* (from meta's "sources": the mirrors told about now, see
+					 * agent_sources; trackers likewise) */
 	size_t nweb;
+	char **trackers;
+	size_t ntrackers;
 	bool web_on;
 	uint64_t added_ms;              /* uv_now when it was added */
 	uint64_t replied_ms;            /* uv_now when the tracker's first answer was seen (0: not yet) */
@@ -107,6 +112,14 @@ struct agent_snap {
 	int64_t fill_bytes;             /* piece bytes the fill handed to libtorrent */
 	int64_t last_done;              /* bytes had at the last tick, and how many ticks it stayed so */
 	int still_ticks;
+	/* the rate bytes come at now (status's "rate": over the last ticks, not since the start) and why
+	 * none come (status's "waiting", "" when they do): agent.c's pace, from the tick */
+	uint64_t pace_at[6];
+	int64_t pace_have[6];
+	unsigned pace_n;
+	int64_t rate;
+	char waiting[256];
+	int64_t waiting_since;          /* unix time none came since (0: they come) */
 	int64_t last_error_at;          /* errors are logged once a minute at most; the others counted */
 	int errors_unsaid;
 	uint64_t retried_ms;            /* uv_now of the last p2p_session_retry after an error */
@@ -146,6 +159,7 @@ struct agent {
 		bool syncing;
 	} unsynced;
 	struct agent_preheat *preheat;  /* preheat.c's, owned */
+	struct agent_scrub *scrub;      /* scrub.c's, owned */
 };
 
 /* The control API's handler (control.c). */
@@ -226,8 +240,13 @@ void agent_drop_files(struct agent *a, const char *btih);
 struct p2p_torrent_status;
 void agent_fill_update(struct agent *a, struct agent_snap *s, const struct p2p_torrent_status *st);
 bool agent_fill_running(const struct agent_snap *s);
+/* s's fill asks the mirror and gets nothing (every request since the last good one failed): true with
+ * how long (ms, by uv_now now) and the last failure's words (borrowed). */
+bool agent_fill_failing(const struct agent_snap *s, uint64_t now, int64_t *for_ms, const char **why);
 /* The reason s's pieces failed is gone (a full disk has room): its fill asks again for every piece. */
 void agent_fill_again(struct agent_snap *s);
+/* s's web seeds changed (its mirrors moved, agent_snap_add): its fill asks the new ones from now on. */
+void agent_fill_sources(struct agent *a, struct agent_snap *s);
 /* s's fill writes its pieces itself (direct mode: libtorrent in upload mode on purpose). */
 bool agent_fill_direct(const struct agent_snap *s);
 /* ...and has written every piece s wants (libtorrent learns of them when direct mode ends). */
@@ -246,6 +265,16 @@ void agent_fill_end(struct agent *a);
 void agent_fill_free(struct agent *a);
 void agent_fill_soon(struct agent *a);
 
+/* The background scrub (scrub.c): from the tick, read back and hash the verified snapshots at
+ * agent --scrub-rate, a pass every --scrub-every; damage is fetched again (agent_snap_damaged). Its
+ * state is its own (agent_scrub_new; agent_scrub_free once the loop's jobs are done);
+ * agent_scrub_status: what it did, for status (a new object). */
+struct agent_scrub *agent_scrub_new(void);
+void agent_scrub_free(struct agent_scrub **c);
+void agent_scrub_tick(struct agent *a);
+int agent_scrub_every_s(const struct agent *a);
+json_t *agent_scrub_status(const struct agent *a);
+
 /* agent --preheat: from the tick, when due, fetch what the mirror marks to preheat (preheat.c). Its
  * state is its own (agent_preheat_new; agent_preheat_free once the loop's jobs are done). */
 struct agent_preheat *agent_preheat_new(void);
@@ -260,6 +289,18 @@ void agent_preheat_tick(struct agent *a);
 struct hub_spec;
 int agent_fetch_snapshot(struct agent *a, const char *mirrors, const char *token, const struct hub_spec *spec,
 			 json_t **meta, char **tor, size_t *tlen, char **errmsg);
+/* Where a snapshot's swarm is: {"trackers": [...], "web_seeds": [...]} (meta's "sources"), from had's
+ * (those of an earlier run; NULL: the torrent's own, tor) put on the mirrors an agent is told about
+ * now (mirrors, a comma list; answered: the one that gave the torrent, or NULL), see
+ * agent_sources_rebase. A new reference. */
+json_t *agent_sources(const char *mirrors, const char *answered, const char *tor, size_t tlen, json_t *had);
+/* Pure (tests/unit/test-p2p-agent-policy.c): urls (strings; the first is the mirror's own, the others
+ * its peer mirrors) moved onto the mirrors (a comma list; answered first when not NULL): each of
+ * them with what follows marker ("/announce", "/p2p/") in the first URL, then the peer mirrors' URLs
+ * as they were; the first URL's base itself only when it is one of them. A new array. */
+json_t *agent_sources_rebase(const char *mirrors, const char *answered, json_t *urls, const char *marker);
+/* Does arr hold the string str? */
+bool agent_json_has(json_t *arr, const char *str);
 /* How long a mirror may send nothing before the next one is asked (--mirror-timeout; 20 s). */
 long agent_mirror_stall_s(const struct agent *a);
 /* The handler of the local hub endpoint (endpoint.c). */
@@ -362,6 +403,9 @@ void agent_snap_damaged(struct agent *a, struct agent_snap *s);
 /* From the loop's tick, for each snapshot: once finished, its wanted files verified (a settle job),
  * then linked and shortcut; once verified and quiet, its contents kept by sha256 (an index job). */
 void agent_check_tick(struct agent *a, struct agent_snap *s);
+/* The calling thread (a worker of libuv's pool) on CPU and disk time nobody else wants (SCHED_IDLE and
+ * the idle I/O class), or back to normal; a job puts it back before it ends (the pool is shared). */
+void agent_thread_idle(bool idle);
 /* A pull of s is about to link it: one taken back whole at a restart is verified first. */
 void agent_snap_check(struct agent *a, struct agent_snap *s);
 /* Once s is verified: make the links pulls asked for (pending_links), to the cache's own files. */

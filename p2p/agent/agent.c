@@ -138,6 +138,60 @@ static void web_seed_when_alone(struct agent *a, struct agent_snap *s, const str
 		s->web_on = true;
 }
 
+#define PACE_STALL_MS 3000      /* no byte for this long, with bytes to come: status says why */
+
+/* uv_now when s last got a byte (or was added) */
+static uint64_t quiet_since(const struct agent_snap *s)
+{
+	return s->held_changed_ms > s->added_ms ? s->held_changed_ms : s->added_ms;
+}
+
+/* Why no byte of s comes (s->waiting), in words for its user. */
+static void stall_words(struct agent *a, struct agent_snap *s, const struct p2p_torrent_status *st, uint64_t now)
+{
+	int64_t failing = 0, still = (int64_t)(now - quiet_since(s)) / 1000;
+	const char *why = NULL;
+	int peers = st->peers - (s->web_on ? (int)s->nweb : 0);
+
+	if (agent_fill_failing(s, now, &failing, &why))
+		snprintf(s->waiting, sizeof(s->waiting), "waiting for the mirror (unreachable for %lld s: %s), "
+			 "retrying", (long long)(failing / 1000), why);
+	else if (peers <= 0 && !s->nweb)
+		snprintf(s->waiting, sizeof(s->waiting), "waiting for peers: none connected, and the torrent names no "
+			 "web seed (no byte for %lld s)", (long long)still);
+	else if (peers <= 0)
+		snprintf(s->waiting, sizeof(s->waiting), "waiting for the mirror and peers: no byte for %lld s",
+			 (long long)still);
+	else
+		snprintf(s->waiting, sizeof(s->waiting), "no byte for %lld s from %d peer%s, nor from the mirror",
+			 (long long)still, peers, peers == 1 ? "" : "s");
+}
+
+/* The rate bytes of s come at now (over the last ~2.5 s of ticks), and why none come when none do. */
+static void pace(struct agent *a, struct agent_snap *s, const struct p2p_torrent_status *st)
+{
+	uint64_t now = uv_now(&a->loop);
+	int64_t have = st->total_done + agent_fill_unseen(s);
+	unsigned k = s->pace_n % 6, oldest = s->pace_n >= 6 ? k : 0;
+	bool more = !st->error && !st->seeding && !st->seed_mode && have < st->total_wanted;
+
+	s->pace_at[k] = now;
+	s->pace_have[k] = have;
+	s->pace_n++;
+	if (now > s->pace_at[oldest] && have >= s->pace_have[oldest])
+		s->rate = (have - s->pace_have[oldest]) * 1000 / (int64_t)(now - s->pace_at[oldest]);
+	else
+		s->rate = 0;
+	if (!more || now - quiet_since(s) < PACE_STALL_MS) {
+		s->waiting[0] = '\0';
+		s->waiting_since = 0;
+		return;
+	}
+	if (!s->waiting_since)
+		s->waiting_since = time(NULL) - (int64_t)(now - quiet_since(s)) / 1000;
+	stall_words(a, s, st, now);
+}
+
 static void on_tick(uv_timer_t *t)
 {
 	struct agent *a = t->data;
@@ -182,6 +236,7 @@ static void on_tick(uv_timer_t *t)
 			s->held_now = st.held;
 			s->unseen_now = agent_fill_unseen(s);
 			held += st.held + agent_fill_unseen(s);
+			pace(a, s, &st);
 			agent_snap_retry(a, s, &st);
 			web_seed_when_alone(a, s, &st);
 			agent_fill_update(a, s, &st);
@@ -191,6 +246,7 @@ static void on_tick(uv_timer_t *t)
 	agent_evict_held(a, held);
 	agent_evict_tick(a);
 	agent_preheat_tick(a);
+	agent_scrub_tick(a);
 }
 
 /* ---- start and stop ------------------------------------------------------------------------------ */
@@ -450,6 +506,7 @@ int agent_run(const struct agent_config *cfg, int ready_fd, char **errmsg)
 	a->started_at = time(NULL);
 	a->evict = agent_evict_new();
 	a->preheat = agent_preheat_new();
+	a->scrub = agent_scrub_new();
 	uv_loop_init(&a->loop);
 	a->loop.data = a;
 	signal(SIGPIPE, SIG_IGN);
@@ -489,6 +546,7 @@ int agent_run(const struct agent_config *cfg, int ready_fd, char **errmsg)
 	agent_fill_free(a);
 	agent_evict_free(&a->evict);
 	agent_preheat_free(&a->preheat);
+	agent_scrub_free(&a->scrub);
 	for (size_t i = 0; i < a->nsnaps; i++)
 		agent_snap_free(a->snaps[i]);
 	free(a->snaps);

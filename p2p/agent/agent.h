@@ -42,6 +42,9 @@ struct agent_config {
 					 * seed) rather than over HTTP ranges (fill.c) */
 	int mirror_timeout_s;           /* a mirror that sends nothing this long is given up for the next
 					 * (metadata, torrents, the endpoint's questions); 0: 20 */
+	int64_t scrub_rate;             /* the background scrub reads back and hashes the verified
+					 * snapshots at this many bytes/s; 0: never */
+	int scrub_every_s;              /* ...a pass at most this often; 0: 7 days */
 	const char *token;              /* the agent's own token of the mirror (--token-file), for the
 					 * snapshots of guarded repos S3 clients read through the local endpoint
 					 * (they show no bearer token); NULL: none. Never logged */

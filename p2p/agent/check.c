@@ -38,6 +38,18 @@ static void return_normal(const struct sched_param *normal)
 	io_idle(false);
 }
 
+void agent_thread_idle(bool idle)
+{
+	struct sched_param p = { 0 };
+
+	if (idle) {
+		pthread_setschedparam(pthread_self(), SCHED_IDLE, &p);
+		io_idle(true);
+	} else {
+		return_normal(&p);
+	}
+}
+
 static void settle_work(uv_work_t *w)
 {
 	struct agent_snap *s = w->data;

@@ -159,6 +159,15 @@ static json_t *snap_json(struct agent *a, const struct agent_snap *s, json_t *na
 	json_object_set_new(j, "checked_lazily", json_boolean(ok && st.seed_mode));
 	/* its wanted contents are kept by sha256 (done in the background once it is quiet) */
 	json_object_set_new(j, "kept", json_boolean(s->indexed));
+	/* the rate bytes come at now (bytes/s over the last seconds), and why none come, since when */
+	json_object_set_new(j, "rate", json_integer(s->rate));
+	json_object_set_new(j, "waiting", s->waiting[0] ? json_string(s->waiting) : json_null());
+	json_object_set_new(j, "waiting_since", s->waiting_since ? json_integer(s->waiting_since) : json_null());
+	/* the background scrub: when it last read this snapshot back whole, and the damage it found */
+	json_object_set_new(j, "scrubbed_at", s->scrubbed_at ? json_integer(s->scrubbed_at) : json_null());
+	json_object_set_new(j, "scrub_damaged", json_integer(s->scrub_damaged));
+	/* where its swarm is: the trackers and web seeds (the mirrors) it asks now */
+	json_object_set_new(j, "sources", json_deep_copy(json_object_get(s->meta, "sources")));
 	/* files its mounts serve straight from the cache (bind mounts), not through FUSE */
 	json_object_set_new(j, "served_directly", json_integer((json_int_t)direct));
 	/* of the whole snapshot (bytes_total and bytes_have are of the files it wants): its size and
@@ -237,6 +246,7 @@ static int do_status(struct agent *a, struct httpd_req *req)
 	 * where the local endpoint listens */
 	json_object_set_new(o, "fetched_over_http", json_integer(over_http));
 	json_object_set_new(o, "links", json_deep_copy(a->links_done));
+	json_object_set_new(o, "scrub", agent_scrub_status(a));
 	if (a->http_listen && a->http) {
 		const char *colon = strrchr(a->http_listen, ':');
 		char *ep = xasprintf("%.*s:%d", colon ? (int)(colon - a->http_listen) : (int)strlen(a->http_listen),
@@ -799,10 +809,12 @@ static int do_drop(struct agent *a, struct httpd_req *req, json_t *body)
 			fail(req, 409, "%s is mounted on %s: umount it first", want, s->mounts[0].dir);
 			goto out;
 		}
-		if (s->nlingering || s->settling || s->evicting || json_array_size(s->pending_links)) {
+		/* (a pull waiting for it is no use of it: that pull learns it was dropped, below; a snapshot
+		 * that never completes, its mirror gone, must not be kept for good by the pull that waits) */
+		if (s->nlingering || s->settling || s->evicting) {
 			fail(req, 409, "%s is in use (%s): try again when it is not", want,
 			     s->nlingering ? "an unmounted copy still serves open files or another mount namespace"
-					   : "being checked or linked");
+					   : "being checked");
 			goto out;
 		}
 		pick[n++] = s;
@@ -822,6 +834,12 @@ static int do_drop(struct agent *a, struct httpd_req *req, json_t *body)
 				  s->btih, "folder", s->save, "unlinked", (json_int_t)(k ? 0 : unlinked)));
 		log_info("agent", "dropping %s @ %.12s from the cache, as asked", s->spec ? s->spec : s->btih,
 			 s->commit ? s->commit : "");
+		json_array_foreach(s->pending_links, k, nm) { /* the pulls waiting for it fail, saying why */
+			char id[32];
+			snprintf(id, sizeof(id), "%" PRId64, (int64_t)json_integer_value(json_object_get(nm, "id")));
+			json_object_set_new(a->links_done, id, json_string("dropped from the cache (hubmirror drop) "
+									     "before it was whole"));
+		}
 		agent_snap_forget(a, s);
 		agent_drop_files(a, s->btih);
 		agent_snap_free(s);

@@ -54,6 +54,9 @@
 					     * (at least two pieces; see work_max) */
 #define FILL_FAILS 3                        /* failed requests in a row before a mirror is left alone */
 #define FILL_DOWN_MS 30000                  /* ...for 1 s, 2 s, 4 s ... up to this long */
+#define FILL_PROBE_MS 2000                  /* ...or this, while nothing answers at all (connection refused
+					     * or timed out): asking costs the mirror nothing, and a pull goes
+					     * on within seconds once it is back (it took up to 30 s) */
 #define FILL_MIRRORS 8                      /* web seeds used, at most */
 #define FILL_KNOWN_MS 1500                  /* peers the tracker named, not connected, count this long */
 
@@ -78,6 +81,9 @@ struct fill {
 	int downs[FILL_MIRRORS];        /* per mirror: times left alone in a row */
 	uint64_t down_until[FILL_MIRRORS]; /* per mirror: left alone until then (uv_now ms) */
 	bool resting;                   /* every mirror is left alone (said once in the log) */
+	uint64_t failing_since;         /* uv_now of the first failed request since the last good one (0:
+					 * none), and why the last one failed: status's "waiting" */
+	char why[160];
 	bool fast;                      /* a run of FILL_FAST_MIN bytes or more came at FILL_FAST_BPS or faster
 					 * (see parallel) */
 	struct p2p_file_list files;     /* with the piece layout */
@@ -402,7 +408,11 @@ static int on_body(void *ud, const char *data, size_t n)
 static int pick_mirror(struct fill *f, int first)
 {
 	uint64_t now = uv_now(&f->a->loop);
-	int run = f->alone || f->direct ? (int)(f->runs_asked % (unsigned)f->nbase) : first % f->nbase;
+	int run;
+
+	if (!f->nbase)
+		return -1;
+	run = f->alone || f->direct ? (int)(f->runs_asked % (unsigned)f->nbase) : first % f->nbase;
 
 	for (int k = 0; k < f->nbase; k++) {
 		int m = (run + k) % f->nbase;
@@ -431,12 +441,19 @@ static void on_done(void *ud, int result, const struct hub_http_resp *resp, cons
 			leave_alone(f, p, FILL_ELSEWHERE_MS);
 	} else if (!f->gone && !f->leaving) {
 		if (result || !r->ok || r->next < r->end) {
+			bool silent = !resp || !resp->status; /* nothing answered: no HTTP status at all */
+			if (!f->failing_since)
+				f->failing_since = uv_now(&a->loop);
+			if (result)
+				snprintf(f->why, sizeof(f->why), "%s", err_str(result));
+			else
+				snprintf(f->why, sizeof(f->why), "HTTP %ld", resp ? resp->status : 0L);
 			if (++f->fails[r->mirror] >= FILL_FAILS) {
 				int shift = f->downs[r->mirror] < 5 ? f->downs[r->mirror] : 5;
-				uint64_t ms = (uint64_t)1000 << shift;
+				uint64_t ms = (uint64_t)1000 << shift, most = silent ? FILL_PROBE_MS : FILL_DOWN_MS;
 				f->fails[r->mirror] = 0;
 				f->downs[r->mirror]++;
-				f->down_until[r->mirror] = uv_now(&a->loop) + (ms < FILL_DOWN_MS ? ms : FILL_DOWN_MS);
+				f->down_until[r->mirror] = uv_now(&a->loop) + (ms < most ? ms : most);
 				if (pick_mirror(f, r->first) < 0 && !f->resting) {
 					f->resting = true;
 					log_warn("agent",
@@ -454,6 +471,7 @@ static void on_done(void *ud, int result, const struct hub_http_resp *resp, cons
 			if (f->resting)
 				log_info("agent", "%.12s: the mirror answers again", f->btih);
 			f->resting = false;
+			f->failing_since = 0;
 			f->fails[r->mirror] = 0;
 			f->downs[r->mirror] = 0;
 		}
@@ -683,11 +701,52 @@ static void pump(struct fill *f)
 	}
 }
 
+/* f's mirrors: <web seed>/<name>/ of each of s's web seeds (FILL_MIRRORS at most); 0, or -1 for none. */
+static int fill_bases(struct fill *f, const struct agent_snap *s)
+{
+	char *name = hub_url_escape(f->files.name, false);
+
+	for (int i = 0; i < f->nbase; i++)
+		free(f->base[i]);
+	f->nbase = 0;
+	/* the web seeds' URLs of a multi-file torrent, as BEP 19 clients build them: <url>/<name>/<path> */
+	for (size_t i = 0; i < s->nweb && f->nbase < FILL_MIRRORS; i++) {
+		const char *w = s->web_seeds[i];
+		if (!*w)
+			continue;
+		f->base[f->nbase++] = xasprintf("%s%s%s/", w, w[strlen(w) - 1] == '/' ? "" : "/", name);
+	}
+	free(name);
+	return f->nbase ? 0 : -1;
+}
+
+void agent_fill_sources(struct agent *a, struct agent_snap *s)
+{
+	struct fill *f = s->fill;
+
+	if (!f) {
+		s->fill_tried = false; /* none was made (no web seed then), or it went: try again */
+		agent_fill_soon(a);
+		return;
+	}
+	/* the mirrors moved: every one is new, nothing they failed counts, and a fill that gave up (every
+	 * mirror failed) goes on (runs in flight keep their index: a failure of theirs counts for
+	 * whichever mirror has it now, harmless) */
+	if (fill_bases(f, s))
+		f->given_up = true;
+	else
+		f->given_up = false;
+	f->resting = false;
+	memset(f->fails, 0, sizeof(f->fails));
+	memset(f->downs, 0, sizeof(f->downs));
+	memset(f->down_until, 0, sizeof(f->down_until));
+	agent_fill_soon(a);
+}
+
 /* A new fill for s, or NULL when it has no web seed or no pieces to fetch. */
 static struct fill *fill_new(struct agent *a, struct agent_snap *s)
 {
 	struct fill *f;
-	char *name;
 
 	if (!s->nweb || a->cfg->no_fill)
 		return NULL;
@@ -707,16 +766,7 @@ static struct fill *fill_new(struct agent *a, struct agent_snap *s)
 		fill_free(f);
 		return NULL;
 	}
-	name = hub_url_escape(f->files.name, false);
-	/* the web seeds' URLs of a multi-file torrent, as BEP 19 clients build them: <url>/<name>/<path> */
-	for (size_t i = 0; i < s->nweb && f->nbase < FILL_MIRRORS; i++) {
-		const char *w = s->web_seeds[i];
-		if (!*w)
-			continue;
-		f->base[f->nbase++] = xasprintf("%s%s%s/", w, w[strlen(w) - 1] == '/' ? "" : "/", name);
-	}
-	free(name);
-	if (!f->nbase) {
+	if (fill_bases(f, s)) {
 		fill_free(f);
 		return NULL;
 	}
@@ -802,6 +852,17 @@ void agent_fill_update(struct agent *a, struct agent_snap *s, const struct p2p_t
 	if (want && !st->tracker_replied && uv_now(&a->loop) - s->added_ms < 2000)
 		agent_fill_soon(a); /* look again as soon as the tracker answers */
 	pump(s->fill);
+}
+
+bool agent_fill_failing(const struct agent_snap *s, uint64_t now, int64_t *for_ms, const char **why)
+{
+	const struct fill *f = s->fill;
+
+	if (!f || !f->failing_since || !f->on)
+		return false;
+	*for_ms = (int64_t)(now - f->failing_since);
+	*why = f->why;
+	return true;
 }
 
 bool agent_fill_running(const struct agent_snap *s)

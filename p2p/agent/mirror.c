@@ -80,6 +80,96 @@ char *agent_mirror_at(const char *list, size_t i)
 static int fetch_snapshot_one(struct agent *a, const char *mirror, const char *token, const struct hub_spec *spec,
 			      json_t **meta, char **tor, size_t *tlen, char **errmsg);
 
+/* The base URL (scheme://host[:port][/prefix]) of a URL of the mirror's: what comes before marker
+ * ("/announce", "/p2p/") in it; NULL when it has none. Malloc'd. */
+static char *url_base(const char *url, const char *marker, const char **rest)
+{
+	const char *host = strstr(url, "://"), *at = host ? strstr(host + 3, marker) : NULL;
+
+	if (!at)
+		return NULL;
+	*rest = at;
+	return xstrndup(url, (size_t)(at - url));
+}
+
+json_t *agent_sources_rebase(const char *mirrors, const char *answered, json_t *urls, const char *marker)
+{
+	json_t *out = json_array(), *it;
+	const char *rest = NULL;
+	char *first = url_base(json_string_value(json_array_get(urls, 0)), marker, &rest), *m;
+	size_t i;
+
+	if (!answered && !(m = agent_mirror_at(mirrors, 0))) { /* no mirror to put them on: as they are */
+		free(first);
+		json_decref(out);
+		return json_deep_copy(urls);
+	}
+	if (!answered)
+		free(m);
+	/* the torrent's first URL is the mirror that answered (as it was asked), the others its peer mirrors
+	 * (serve --peer-mirror): the mirrors this agent is told about now come first, in their order, the
+	 * one that answered before them, then the peer mirrors; the base that answered, if it is none of
+	 * the agent's, is left out (a mirror that moved) */
+	if (first && answered)
+		json_array_append_new(out, json_sprintf("%s%s", answered, rest));
+	for (i = 0; first && (m = agent_mirror_at(mirrors, i)) != NULL; i++) {
+		json_t *u = json_sprintf("%s%s", m, rest);
+		if (!agent_json_has(out, json_string_value(u)))
+			json_array_append(out, u);
+		json_decref(u);
+		free(m);
+	}
+	json_array_foreach(urls, i, it) {
+		if (!json_is_string(it) || (i == 0 && first) || agent_json_has(out, json_string_value(it)))
+			continue;
+		json_array_append(out, it);
+	}
+	free(first);
+	return out;
+}
+
+bool agent_json_has(json_t *arr, const char *str)
+{
+	json_t *it;
+	size_t i;
+
+	json_array_foreach(arr, i, it)
+		if (json_is_string(it) && str && !strcmp(json_string_value(it), str))
+			return true;
+	return false;
+}
+
+/* The torrent's trackers and web seeds (their URLs) as a list of strings. */
+static json_t *torrent_urls(const char *tor, size_t tlen, bool seeds)
+{
+	char **v = NULL;
+	size_t n = 0;
+	json_t *out = json_array();
+
+	if (!(seeds ? p2p_torrent_web_seeds : p2p_torrent_trackers)((const unsigned char *)tor, tlen, &v, &n)) {
+		for (size_t i = 0; i < n; i++) {
+			json_array_append_new(out, json_string(v[i]));
+			free(v[i]);
+		}
+		free(v);
+	}
+	return out;
+}
+
+json_t *agent_sources(const char *mirrors, const char *answered, const char *tor, size_t tlen, json_t *had)
+{
+	json_t *tr = json_is_array(json_object_get(had, "trackers")) ? json_incref(json_object_get(had, "trackers"))
+								     : torrent_urls(tor, tlen, false);
+	json_t *ws = json_is_array(json_object_get(had, "web_seeds")) ? json_incref(json_object_get(had, "web_seeds"))
+								      : torrent_urls(tor, tlen, true);
+	json_t *out = json_pack("{s:o, s:o}", "trackers", agent_sources_rebase(mirrors, answered, tr, "/announce"),
+				"web_seeds", agent_sources_rebase(mirrors, answered, ws, "/p2p/"));
+
+	json_decref(tr);
+	json_decref(ws);
+	return out;
+}
+
 int agent_fetch_snapshot(struct agent *a, const char *mirrors, const char *token, const struct hub_spec *spec,
 			 json_t **meta, char **tor, size_t *tlen, char **errmsg)
 {
@@ -94,6 +184,10 @@ int agent_fetch_snapshot(struct agent *a, const char *mirrors, const char *token
 			*errmsg = NULL;
 		}
 		st = fetch_snapshot_one(a, m, token, spec, meta, tor, tlen, errmsg);
+		/* where the swarm's trackers and web seeds are: at the mirrors asked now, whatever the
+		 * torrent was made with (a snapshot held since then takes these: agent_snap_add) */
+		if (!st)
+			json_object_set_new(*meta, "sources", agent_sources(mirrors, m, *tor, *tlen, NULL));
 		free(m);
 		if (st != 502)
 			break;

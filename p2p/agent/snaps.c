@@ -47,6 +47,9 @@ void agent_snap_free(struct agent_snap *s)
 	for (size_t i = 0; i < s->nweb; i++)
 		free(s->web_seeds[i]);
 	free(s->web_seeds);
+	for (size_t i = 0; i < s->ntrackers; i++)
+		free(s->trackers[i]);
+	free(s->trackers);
 	json_decref(s->pending_links);
 	json_decref(s->work_want);
 	json_decref(s->meta);
@@ -309,6 +312,54 @@ static unsigned char *wanted_pieces(const struct agent_snap *s, const struct p2p
 	return have;
 }
 
+/* The strings of arr as a NULL-terminated array (*n of them), malloc'd. */
+static char **str_array(json_t *arr, size_t *n)
+{
+	char **v = xcalloc(json_array_size(arr) + 1, sizeof(*v));
+	json_t *it;
+	size_t i;
+
+	*n = 0;
+	json_array_foreach(arr, i, it)
+		if (json_string_value(it) && *json_string_value(it))
+			v[(*n)++] = xstrdup(json_string_value(it));
+	return v;
+}
+
+/* s's trackers and web seeds from now on: sources ({"trackers", "web_seeds"}, consumed), kept in its
+ * meta (a restart takes them back). */
+static void snap_sources(struct agent_snap *s, json_t *sources)
+{
+	for (size_t i = 0; i < s->nweb; i++)
+		free(s->web_seeds[i]);
+	free(s->web_seeds);
+	for (size_t i = 0; i < s->ntrackers; i++)
+		free(s->trackers[i]);
+	free(s->trackers);
+	s->web_seeds = str_array(json_object_get(sources, "web_seeds"), &s->nweb);
+	s->trackers = str_array(json_object_get(sources, "trackers"), &s->ntrackers);
+	json_object_set_new(s->meta, "sources", sources);
+}
+
+/* A snapshot held was asked for again, and its mirror named its swarm's trackers and web seeds
+ * (sources, borrowed): where they moved (a mirror at a new address, another --mirror list), s
+ * follows them at once: libtorrent announces there, its web seeds and the fill ask there. Without
+ * this a snapshot stayed tied for good to the mirror it first came from. */
+static void snap_follow(struct agent *a, struct agent_snap *s, json_t *sources)
+{
+	if (!json_is_object(sources) || json_equal(sources, json_object_get(s->meta, "sources")))
+		return;
+	log_info("agent", "%s: its mirror is now %s", s->spec ? s->spec : s->btih,
+		 json_string_value(json_array_get(json_object_get(sources, "web_seeds"), 0))
+			 ? json_string_value(json_array_get(json_object_get(sources, "web_seeds"), 0))
+			 : "elsewhere");
+	snap_sources(s, json_incref(sources));
+	p2p_session_set_sources(a->ses, s->btih, (const char *const *)s->trackers, s->ntrackers,
+				s->web_on ? (const char *const *)s->web_seeds : NULL, s->web_on ? s->nweb : 0);
+	agent_fill_sources(a, s);
+	agent_snap_remember(a, s);
+}
+
 /* A new entry for the snapshot meta describes (consumed) with a copy of its torrent: its names, what it
  * wants, where its files go. *name: the name it was asked by (taken back: its first). Neither in the
  * table nor in the session yet. */
@@ -347,6 +398,13 @@ static struct agent_snap *snap_new(struct agent *a, json_t *meta, const unsigned
 	s->tlen = tlen;
 	s->save = agent_path_snap(a, btih);
 	snap_known(s);
+	/* where its swarm is: what the mirror said now, or (taken back) what it said then, put on the
+	 * mirrors this agent is told about now */
+	if (recalled || !json_is_object(json_object_get(meta, "sources")))
+		snap_sources(s, agent_sources(a->cfg->mirror, NULL, (const char *)torrent, tlen,
+					      json_object_get(meta, "sources")));
+	else
+		snap_sources(s, json_incref(json_object_get(meta, "sources")));
 	return s;
 }
 
@@ -386,9 +444,13 @@ static int snap_start(struct agent *a, struct agent_snap *s, bool whole, char **
 	}
 	s->verified = s->finished = whole;
 	s->unchecked = whole; /* its bytes are read back before a pull links them (agent_snap_check) */
-	if (!p2p_torrent_web_seeds(s->torrent, s->tlen, &s->web_seeds, &s->nweb) && s->nweb) {
+	if (s->nweb) {
 		add.no_url_list = true; /* peers first: see struct agent_snap */
 		add.origin_last = !a->cfg->no_fill; /* what only the mirror has comes over HTTP (fill.c) */
+	}
+	if (s->ntrackers) { /* the mirrors' now (meta's "sources"), not those the torrent was made with */
+		add.trackers = (const char *const *)s->trackers;
+		add.ntrackers = s->ntrackers;
 	}
 	s->added_ms = uv_now(&a->loop);
 	r = p2p_session_add(a->ses, &add, NULL, errmsg);
@@ -421,6 +483,8 @@ static struct agent_snap *snap_add(struct agent *a, json_t *meta, const unsigned
 			*name = nm;
 		if (json_array_size(s->names) != before)
 			agent_snap_remember(a, s);
+		if (!recalled)
+			snap_follow(a, s, json_object_get(meta, "sources"));
 		json_decref(meta);
 		agent_snap_want(a, s, want);
 		return s;

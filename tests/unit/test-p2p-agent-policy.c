@@ -3,7 +3,8 @@
  * snapshots eviction drops (agent_evict_pick: least recently used first, busy ones never, until the
  * cache is under its bound) and which files a snapshot wants (agent_select for a pull's
  * --include/--exclude, agent_prefetch for a mount's --prefetch, agent_want_indices for libtorrent's
- * file indices).
+ * file indices), and where a held snapshot's swarm is (agent_sources_rebase: the mirrors it is told
+ * about now).
  */
 #include <stdint.h>
 
@@ -188,6 +189,40 @@ TEST(want_indices)
 	json_decref(want);
 }
 
+/* The mirrors a held snapshot asks: those the agent is told about now, whatever its torrent says. */
+TEST(sources_follow_the_mirrors)
+{
+	json_t *tr = json_pack("[s, s]", "http://old:8080/announce?hmcap=C", "http://peer:80/announce?hmcap=C");
+	json_t *ws = json_pack("[s]", "http://old:8080/p2p/seed/BTIH/");
+	json_t *r;
+
+	/* moved: the new list first, the answering one before it; the old base gone, the peer kept */
+	r = agent_sources_rebase("http://a:1, http://b:2/", "http://b:2", tr, "/announce");
+	CHECK_INT(json_array_size(r), 3);
+	CHECK_STR(json_string_value(json_array_get(r, 0)), "http://b:2/announce?hmcap=C");
+	CHECK_STR(json_string_value(json_array_get(r, 1)), "http://a:1/announce?hmcap=C");
+	CHECK_STR(json_string_value(json_array_get(r, 2)), "http://peer:80/announce?hmcap=C");
+	json_decref(r);
+	/* taken back after a restart (no answer yet): the agent's mirrors, in their order */
+	r = agent_sources_rebase("http://c:3", NULL, ws, "/p2p/");
+	CHECK_INT(json_array_size(r), 1);
+	CHECK_STR(json_string_value(json_array_get(r, 0)), "http://c:3/p2p/seed/BTIH/");
+	json_decref(r);
+	/* the same mirror: nothing changes */
+	r = agent_sources_rebase("http://old:8080", "http://old:8080", tr, "/announce");
+	CHECK(json_equal(r, tr));
+	json_decref(r);
+	/* no mirror to put them on, or URLs of no mirror: as they are */
+	r = agent_sources_rebase(NULL, NULL, tr, "/announce");
+	CHECK(json_equal(r, tr));
+	json_decref(r);
+	r = agent_sources_rebase("http://a:1", NULL, ws, "/announce");
+	CHECK(json_equal(r, ws));
+	json_decref(r);
+	json_decref(tr);
+	json_decref(ws);
+}
+
 int main(void)
 {
 	RUN(evict_least_recently_used_first_until_under);
@@ -197,5 +232,6 @@ int main(void)
 	RUN(want_pull_include_exclude);
 	RUN(want_mount_prefetch);
 	RUN(want_indices);
+	RUN(sources_follow_the_mirrors);
 	return test_done();
 }
