@@ -153,8 +153,10 @@ int hf_lfs_batch_parse(const char *body, size_t len, size_t max_objects, struct 
 	}
 	if (!strcmp(op, "upload") || !strcmp(op, "download"))
 		snprintf(out->operation, sizeof(out->operation), "%s", op);
-	json_array_foreach(json_object_get(in, "transfers"), i, t)
+	json_array_foreach(json_object_get(in, "transfers"), i, t) {
 		out->multipart |= json_is_string(t) && !strcmp(json_string_value(t), "multipart");
+		out->xet |= json_is_string(t) && !strcmp(json_string_value(t), "xet");
+	}
 	out->objects = xcalloc(json_array_size(objs) + 1, sizeof(*out->objects));
 	json_array_foreach(objs, i, o) {
 		struct hf_lfs_object *x = &out->objects[out->nobjects++];

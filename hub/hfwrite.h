@@ -50,6 +50,7 @@ struct hf_lfs_object {
 struct hf_lfs_batch {
 	char operation[16];       /* "upload", "download", or "" for anything else */
 	bool multipart;           /* "transfers" names the Hub's "multipart" */
+	bool xet;                 /* ... and "xet" (docs/protocols/xet.md, "Uploads") */
 	struct hf_lfs_object *objects; /* malloc'd (hf_lfs_batch_release) */
 	size_t nobjects;
 };

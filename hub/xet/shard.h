@@ -27,8 +27,8 @@ struct xet_shard_term {
 struct xet_shard_file {
 	struct xet_hash hash;
 	bool verified;                  /* it has a verification hash per term */
-	bool has_sha256;                /* its metadata extension: the file's sha256 */
-	unsigned char sha256[32];
+	bool has_sha256;                /* its metadata extension: the file's sha256, as both clients write it: */
+	unsigned char sha256[32];       /* its hex read as a Xet hash (xet_hash_from_hex), not its bytes */
 	size_t n;
 	struct xet_shard_term *terms;   /* owned */
 };
