@@ -97,6 +97,9 @@ struct mirror__fronts {
 	void (*xet_batch)(struct mirror_routes *rt, struct httpd_req *req, const char *repo_path,
 			  const struct catalog_repo *repo, json_t *answer);
 	int (*xet_body)(struct mirror_routes *rt, const struct httpd_req *r, char **type, char **name, int64_t *max);
+	/* ... and, for a commit's lfsFile that names a xetHash (routes-commit.c, on a worker) */
+	bool (*xet_file)(struct mirror_routes *rt, int64_t repo_id, const char *xet_hash, char sha256[65],
+			 int64_t *size);
 	/* route req again from the start, through the map (an answer that had to wait for an on-demand
 	 * listing: ondemand-track.c) */
 	int (*dispatch)(struct mirror_routes *rt, struct httpd_req *req);
@@ -314,6 +317,10 @@ void mirror__xet_batch(struct mirror_routes *rt, struct httpd_req *req, const ch
 /* Is r a POST of a xorb or a shard (0: no)? 1 when its Xet token writes the repo, *type and *name
  * (malloc'd) naming it and *max the body's bound; -1 when it does not. On the loop. */
 int mirror__xet_body(struct mirror_routes *rt, const struct httpd_req *r, char **type, char **name, int64_t *max);
+/* The file a shard made for repo_id (in the last 24 hours) whose Xet hash is xet_hash (64 hex): its
+ * sha256 and size, true; false for a hash no shard of that repo made. Thread-safe. */
+bool mirror__xet_file(struct mirror_routes *rt, int64_t repo_id, const char *xet_hash, char sha256[65],
+		      int64_t *size);
 /* The front's part of the routes (rt->xetw): mirror_routes_new makes it (emptying DATA/xet-uploads:
  * an earlier serve's xorbs are nobody's now), mirror_routes_free frees it. */
 struct mirror_data;

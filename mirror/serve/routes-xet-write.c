@@ -60,12 +60,21 @@ struct xorb_rec {
 	int64_t until;
 };
 
+/* One file a shard made for a repo: a commit may name it by its Xet hash. */
+struct file_rec {
+	struct xet_hash hash;
+	char sha256[65];
+	int64_t size, repo_id, until;
+};
+
 /* The front's part of the routes (rt->xetw). */
 struct mirror__xetw {
 	pthread_mutex_t mu;
 	char *dir;                     /* DATA/xet-uploads */
 	struct xorb_rec *xorbs;
 	size_t n, cap;
+	struct file_rec *files;
+	size_t nfiles, capfiles;
 };
 
 struct mirror__xetw *mirror__xetw_new(struct mirror_data *d)
@@ -95,6 +104,7 @@ void mirror__xetw_free(struct mirror__xetw **xp)
 	pthread_mutex_destroy(&(*xp)->mu);
 	free((*xp)->dir);
 	free((*xp)->xorbs);
+	free((*xp)->files);
 	free(*xp);
 	*xp = NULL;
 }
@@ -160,6 +170,56 @@ static bool xorb_owned(struct mirror__xetw *x, const struct xet_hash *h, int64_t
 	for (size_t i = 0; i < x->n && !yes; i++)
 		yes = x->xorbs[i].repo_id == repo_id && x->xorbs[i].until >= now &&
 		      !memcmp(x->xorbs[i].hash.b, h->b, XET_HASH_LEN);
+	pthread_mutex_unlock(&x->mu);
+	return yes;
+}
+
+/* Record the file a shard made (its time starts over if it was there). */
+static void file_keep(struct mirror__xetw *x, const struct xet_hash *h, const char *sha, int64_t size,
+		      int64_t repo_id)
+{
+	int64_t now = (int64_t)time(NULL);
+	size_t w = 0, i;
+
+	pthread_mutex_lock(&x->mu);
+	for (i = 0; i < x->nfiles; i++) /* (the ones past their time go) */
+		if (x->files[i].until >= now)
+			x->files[w++] = x->files[i];
+	x->nfiles = w;
+	for (i = 0; i < x->nfiles; i++)
+		if (x->files[i].repo_id == repo_id && !memcmp(x->files[i].hash.b, h->b, XET_HASH_LEN))
+			break;
+	if (i == x->nfiles) {
+		if (x->nfiles == x->capfiles) {
+			x->capfiles = x->capfiles ? 2 * x->capfiles : 64;
+			x->files = xreallocarray(x->files, x->capfiles, sizeof(*x->files));
+		}
+		x->nfiles++;
+	}
+	x->files[i] = (struct file_rec){ .hash = *h, .size = size, .repo_id = repo_id, .until = now + FILE_HOLD_S };
+	memcpy(x->files[i].sha256, sha, 65);
+	pthread_mutex_unlock(&x->mu);
+}
+
+bool mirror__xet_file(struct mirror_routes *rt, int64_t repo_id, const char *xet_hash, char sha256[65],
+		      int64_t *size)
+{
+	struct mirror__xetw *x = rt->xetw;
+	int64_t now = (int64_t)time(NULL);
+	struct xet_hash h;
+	bool yes = false;
+
+	if (xet_hash_from_hex(xet_hash, &h))
+		return false;
+	pthread_mutex_lock(&x->mu);
+	for (size_t i = 0; i < x->nfiles && !yes; i++) {
+		const struct file_rec *f = &x->files[i];
+		if (f->repo_id == repo_id && f->until >= now && !memcmp(f->hash.b, h.b, XET_HASH_LEN)) {
+			memcpy(sha256, f->sha256, 65);
+			*size = f->size;
+			yes = true;
+		}
+	}
 	pthread_mutex_unlock(&x->mu);
 	return yes;
 }
@@ -557,7 +617,7 @@ static const struct open_xorb *xorb_open(struct shard_job *s, const struct xet_h
 		if (!memcmp(s->open[i].hash.b, h->b, XET_HASH_LEN))
 			return &s->open[i];
 	xet_hash_hex(h, hex);
-	if (!xet_hash_is_zero(h) && !xorb_owned(s->xw, h, s->repo_id)) {
+	if (!xorb_owned(s->xw, h, s->repo_id)) {
 		refuse(s, "the shard names xorb ", hex, ", which was not uploaded for this repository");
 		return NULL;
 	}
@@ -740,6 +800,7 @@ static void shard_job_build(struct mirror__job *j, struct catalog *cat)
 		xet_hash_hex(&sh->files[i].hash, hex);
 		if (!(e = check_file(s, &sh->files[i], sha, &size)) &&
 		    !(e = write_file(s, cat, &sh->files[i], sha, size))) {
+			file_keep(s->xw, &sh->files[i].hash, sha, (int64_t)size, s->repo_id);
 			log_info("upload", "hf:%s: Xet file %s in as sha256 %s (%llu bytes)", s->name, hex, sha,
 				 (unsigned long long)size);
 			done++;

@@ -63,6 +63,7 @@ static const struct mirror__fronts fronts = {
 	.xet_write_token = mirror__xet_write_token,
 	.xet_batch = mirror__xet_batch,
 	.xet_body = mirror__xet_body,
+	.xet_file = mirror__xet_file,
 	.dispatch = redispatch,
 };
 

@@ -189,6 +189,18 @@ c = w.commit("acme/py-xet", [{"key": "lfsFile", "value": {"path": "model.bin", "
 check("the commit names it by sha256, as huggingface_hub sends it", len(c.get("commitOid", "")) == 40, c)
 got = w.request("GET", "/acme/py-xet/resolve/main/model.bin", raw=True)
 check("it reads back over plain HTTP byte for byte", got == good["data"], len(got))
+c = w.commit("acme/py-xet", [{"key": "lfsFile", "value": {"path": "by-xet.bin", "xetHash": good["id"]["file"],
+                                                          "size": len(good["data"])}}], "by xetHash")
+got = w.request("GET", "/acme/py-xet/resolve/main/by-xet.bin", raw=True)
+check("a commit may name it by its xetHash too, and it reads back", got == good["data"], (c, len(got)))
+
+
+def commit_status(api, repo, value):
+    try:
+        api.commit(repo, [{"key": "lfsFile", "value": value}], "x")
+        return 200
+    except HubError as e:
+        return e.status
 
 
 def refused(name, st, want, ans):
@@ -237,6 +249,11 @@ except HubError as e:
     st = e.status
 check("... nor can a commit name it", st == 422, st)
 
+st = commit_status(w, "acme/py-xet", {"path": "u.bin", "xetHash": bad["id"]["file"]})
+check("a commit naming an unknown xetHash: 422", st == 422, st)
+st = commit_status(w, "acme/py-xet", {"path": "u.bin", "xetHash": good["id"]["file"], "size": 5})
+check("... or a known one with another size: 422", st == 422, st)
+
 # another writer's private xorb
 otok, ocas = write_token(other, "other/secret")
 sec = file_of(payload(350_000, "secret"))
@@ -254,6 +271,8 @@ try:
 except HubError as e:
     st = e.status
 check("... and its sha256 cannot be committed here", st == 422, st)
+st = commit_status(w, "acme/py-xet", {"path": "stolen.bin", "xetHash": sec["id"]["file"]})
+check("... nor its xetHash (another repo's file): 422", st == 422, st)
 
 # bounds, refused from the head
 st = head_only(f"{cas_url}/v1/xorbs/default/{good['id']['xorb']}", tok, 65 << 20)
