@@ -189,6 +189,12 @@ c = w.commit("acme/py-xet", [{"key": "lfsFile", "value": {"path": "model.bin", "
 check("the commit names it by sha256, as huggingface_hub sends it", len(c.get("commitOid", "")) == 40, c)
 got = w.request("GET", "/acme/py-xet/resolve/main/model.bin", raw=True)
 check("it reads back over plain HTTP byte for byte", got == good["data"], len(got))
+want = {"operation": "download", "objects": [{"oid": good["sha"], "size": len(good["data"])}]}
+b = w.request("POST", "/acme/py-xet.git/info/lfs/objects/batch", json.dumps(want).encode(),
+              {"Accept": "application/vnd.git-lfs+json", "Content-Type": "application/vnd.git-lfs+json"})
+act = b["objects"][0].get("actions", {}).get("download", {})
+got = w.request("GET", act.get("href", M + "/none"), headers=act.get("header"), raw=True) if act else b""
+check("... and through Git LFS's download batch, as git-lfs fetches it", got == good["data"], b)
 c = w.commit("acme/py-xet", [{"key": "lfsFile", "value": {"path": "by-xet.bin", "xetHash": good["id"]["file"],
                                                           "size": len(good["data"])}}], "by xetHash")
 got = w.request("GET", "/acme/py-xet/resolve/main/by-xet.bin", raw=True)
