@@ -4,8 +4,9 @@
 # shard are posted, no LFS PUT) and the files read back byte for byte over plain HTTP and git-lfs's
 # URL; huggingface_hub's flow as hf_xet sends it is replayed (helpers/xetupload.py: xet-write-token,
 # xorbs with LZ4 and BG4-LZ4 chunks, a shard, the commit); and the attacks are refused with nothing
-# stored, the mirror serving on: a forged xorb, a chunk-hash lie in a shard, a shard naming another
-# repo's private xorb, oversize xorbs and shards, a read token used to write.
+# stored, the mirror serving on: a forged xorb, chunk-hash and other lies in a shard, a shard naming
+# another repo's private xorb, oversize xorbs and shards, commits naming an unknown or another repo's
+# xetHash, and writes without a write token (a reader's request for one, the Hub token, an altered one).
 . "$HM_SRC/tests/integration/lib.sh"
 need_node_module @huggingface/hub
 
