@@ -8,7 +8,8 @@
  *  - a file's content is what its base64 says: as many bytes as the text's length gives (three per
  *    four characters, less the padding), never a byte more, never the white space EVP_DecodeBlock
  *    would skip; a deleted folder's path ends with no '/'; an lfsFile's oid is 64 lowercase hex, or
- *    it names a Xet hash of 64 lowercase hex alone, and its size is -1 or more; a header's summary is never empty and its parent 40 lowercase hex or none.
+ *    it names a Xet hash of 64 lowercase hex alone, and its size is -1 or more; a header's summary is
+ *    never empty and its parent 40 lowercase hex or none.
  */
 #include <stdbool.h>
 #include <stdint.h>
@@ -124,7 +125,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		fail("an accepted line, written again, is refused");
 	if (again.key != l.key || !same_str(again.path, l.path) || !same_str(again.summary, l.summary) ||
 	    !same_str(again.description, l.description) || strcmp(again.parent, l.parent) ||
-	    strcmp(again.oid, l.oid) || strcmp(again.xet_hash, l.xet_hash) || again.size != l.size || again.content_len != l.content_len ||
+	    strcmp(again.oid, l.oid) || strcmp(again.xet_hash, l.xet_hash) || again.size != l.size ||
+	    again.content_len != l.content_len ||
 	    (l.content_len && memcmp(again.content, l.content, l.content_len)))
 		fail("an accepted line, written again, reads as another");
 	free(text);
