@@ -54,4 +54,5 @@ done < <(timeout 120 "$PY" "$HM_SRC/tests/integration/helpers/xetupload.py" "$M"
 	"$HM_BUILD/tests/unit/xet-ident" 2>&1; echo "exit $?")
 check "the Python replay ran to the end ($np checks, status $st)" test "$np" -ge 30 -a \( "$st" = 0 -o "$st" = 1 \)
 check "the mirror is still up" curl -fsS "$M/healthz"
+check "serve stops clean (no sanitizer report in the sanitized build)" serve_stops_clean
 finish
