@@ -70,8 +70,16 @@ static int take_lfs(struct hf_commit_line *out, json_t *v, char **errmsg)
 {
 	const char *oid = json_string_value(json_object_get(v, "oid"));
 	const char *algo = json_string_value(json_object_get(v, "algo"));
+	const char *xet = json_string_value(json_object_get(v, "xetHash"));
 	json_t *sz = json_object_get(v, "size");
 
+	if (!oid && xet && strlen(xet) == 64 && hex_is_lower(xet, 64) && !algo &&
+	    (!sz || (json_is_integer(sz) && json_integer_value(sz) >= 0))) {
+		/* a file a Xet upload made, by its Xet hash: the mirror knows its sha256 (routes-xet-write.c) */
+		memcpy(out->xet_hash, xet, 65);
+		out->size = sz ? json_integer_value(sz) : -1;
+		return 0;
+	}
 	if (!oid || strlen(oid) != 64 || !hex_is_lower(oid, 64) || (algo && strcmp(algo, "sha256")) ||
 	    (sz && (!json_is_integer(sz) || json_integer_value(sz) < 0)))
 		return refuse(out, errmsg, "'%s': an lfsFile is {path, algo: sha256, oid}", out->path);
@@ -153,8 +161,10 @@ int hf_lfs_batch_parse(const char *body, size_t len, size_t max_objects, struct 
 	}
 	if (!strcmp(op, "upload") || !strcmp(op, "download"))
 		snprintf(out->operation, sizeof(out->operation), "%s", op);
-	json_array_foreach(json_object_get(in, "transfers"), i, t)
+	json_array_foreach(json_object_get(in, "transfers"), i, t) {
 		out->multipart |= json_is_string(t) && !strcmp(json_string_value(t), "multipart");
+		out->xet |= json_is_string(t) && !strcmp(json_string_value(t), "xet");
+	}
 	out->objects = xcalloc(json_array_size(objs) + 1, sizeof(*out->objects));
 	json_array_foreach(objs, i, o) {
 		struct hf_lfs_object *x = &out->objects[out->nobjects++];

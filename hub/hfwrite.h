@@ -15,7 +15,8 @@
 enum hf_commit_key {
 	HF_COMMIT_HEADER,         /* {summary, description, parentCommit} */
 	HF_COMMIT_FILE,           /* a small file: {path, content (base64), encoding: "base64"} */
-	HF_COMMIT_LFS_FILE,       /* a large one by its sha256: {path, algo: "sha256", oid, size} */
+	HF_COMMIT_LFS_FILE,       /* a large one by its sha256: {path, algo: "sha256", oid, size}, or by
+				   * the Xet hash of a file a shard made: {path, xetHash, size} */
 	HF_COMMIT_DELETED_FILE,   /* {path} */
 	HF_COMMIT_DELETED_FOLDER, /* {path}, its trailing slashes dropped */
 };
@@ -29,7 +30,8 @@ struct hf_commit_line {
 	char parent[41];          /* header: parentCommit (40 lowercase hex), or "" */
 	unsigned char *content;   /* file: the decoded bytes (content_len of them, and a NUL after) */
 	size_t content_len;
-	char oid[65];             /* lfsFile: its sha256, 64 lowercase hex */
+	char oid[65];             /* lfsFile: its sha256, 64 lowercase hex; "" when it names its xetHash */
+	char xet_hash[65];        /* lfsFile: its Xet hash (64 hex, as sent), when it names no oid; else "" */
 	int64_t size;             /* lfsFile: its size, -1 when the line says none */
 };
 
@@ -50,6 +52,7 @@ struct hf_lfs_object {
 struct hf_lfs_batch {
 	char operation[16];       /* "upload", "download", or "" for anything else */
 	bool multipart;           /* "transfers" names the Hub's "multipart" */
+	bool xet;                 /* ... and "xet" (docs/protocols/xet.md, "Uploads") */
 	struct hf_lfs_object *objects; /* malloc'd (hf_lfs_batch_release) */
 	size_t nobjects;
 };

@@ -211,6 +211,7 @@ char *mirror_data_path_in(const char *dir, enum mirror_data_place place)
 		[MIRROR_DATA_CATALOG] = "catalog.db",
 		[MIRROR_DATA_SERVE_LOCK] = "serve.lock",
 		[MIRROR_DATA_SERVE_ADMIN] = "serve.admin",
+		[MIRROR_DATA_XET_UPLOADS] = "xet-uploads",
 	};
 
 	return xasprintf("%s/%s", dir, rel[place]);

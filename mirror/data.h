@@ -15,6 +15,8 @@
  *   torrents/<btih>.torrent    the swarm's torrents of snapshots, torrents/.work/ their hashing farms
  *   p2p/secret                 the key of the capabilities in guarded repos' torrents
  *   p2p/seed/<btih>/           the BitTorrent seed's folders of links to the store
+ *   xet-uploads/<hash>         xorbs a Xet client uploaded, until a shard names them (serve's own:
+ *                              mirror/serve/routes-xet-write.c)
  */
 #ifndef HM_MIRROR_DATA_H
 #define HM_MIRROR_DATA_H
@@ -87,6 +89,7 @@ enum mirror_data_place {
 	MIRROR_DATA_CATALOG,      /* catalog.db */
 	MIRROR_DATA_SERVE_LOCK,   /* serve.lock */
 	MIRROR_DATA_SERVE_ADMIN,  /* serve.admin */
+	MIRROR_DATA_XET_UPLOADS,  /* xet-uploads/ */
 };
 char *mirror_data_path(const struct mirror_data *d, enum mirror_data_place place);
 /* The same for a data directory not opened (dir as given). */

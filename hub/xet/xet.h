@@ -112,12 +112,53 @@ struct xet_xorb_chunk_header {
 /* The header of an uncompressed chunk of size bytes (0 < size <= XET_CHUNK_MAX) into
  * out[XET_XORB_CHUNK_HEADER_LEN]. */
 void xet_xorb_chunk_header_write(unsigned char *out, uint32_t size);
-/* Parse one chunk at buf[0..n): its header and, for a chunk we can read (version 0, no
- * compression), where its bytes are (*data, hdr->uncompressed_size of them, inside buf) and how many
- * bytes header and data take (*used). 0; -EBADMSG for a header that is malformed or runs past n;
- * -ENOTSUP for a compression we do not read (LZ4, BG4-LZ4), *hdr still written. A malloc'd reason
- * in *errmsg for either (if errmsg is not NULL). */
+/* Parse one chunk at buf[0..n) without copying it: its header and, for an uncompressed chunk,
+ * where its bytes are (*data, hdr->uncompressed_size of them, inside buf) and how many bytes header
+ * and data take (*used). 0; -EBADMSG for a header that is malformed or runs past n; -ENOTSUP for a
+ * compressed chunk (LZ4, BG4-LZ4: xet_xorb_chunk_read decompresses those), *hdr still written. A
+ * malloc'd reason in *errmsg for either (if errmsg is not NULL). */
 int xet_xorb_chunk_parse(const void *buf, size_t n, struct xet_xorb_chunk_header *hdr,
 			 const unsigned char **data, size_t *used, char **errmsg);
+
+/* What reading compressed chunks needs between calls: an LZ4 frame decoder and a chunk's worth of
+ * room for BG4's regrouping. One per thread; NULL-safe free. */
+struct xet_xorb_decoder;
+struct xet_xorb_decoder *xet_xorb_decoder_new(void);
+void xet_xorb_decoder_free(struct xet_xorb_decoder **dp);
+/* Read one chunk at buf[0..n) of any compression into out (XET_CHUNK_MAX bytes, the caller's): its
+ * header, and how many bytes of buf it took (*used); the chunk is out[0..hdr->uncompressed_size).
+ * Compressed chunks are each one LZ4 frame (both clients write frames, not raw blocks) that must
+ * decode to exactly the header's size and end where the header says; nothing is written past that
+ * size whatever the frame claims. 0, or -EBADMSG with a malloc'd reason (if errmsg is not NULL). */
+int xet_xorb_chunk_read(struct xet_xorb_decoder *dec, const void *buf, size_t n,
+			struct xet_xorb_chunk_header *hdr, unsigned char *out, size_t *used, char **errmsg);
+
+/* A xorb's bounds: both clients close a xorb at 64 MiB of chunks or 8,192 chunks; the footer hf_xet
+ * appends (the chunks' hashes and boundaries again) takes at most 44 bytes a chunk and a few more. */
+#define XET_XORB_MAX_CHUNKS 8192
+#define XET_XORB_MAX_BYTES (64 * 1024 * 1024 + XET_XORB_MAX_CHUNKS * 44 + 4096)
+
+/* One chunk of a xorb read whole: its hash, its own size, and where its header starts. */
+struct xet_xorb_entry {
+	struct xet_hash hash;
+	uint32_t offset;
+	uint32_t size;
+};
+/* A xorb read and verified whole (xet_xorb_parse): its hash recomputed, its chunks in order. */
+struct xet_xorb {
+	struct xet_hash hash;
+	size_t n;
+	struct xet_xorb_entry *chunks;  /* owned */
+	uint64_t size;                  /* the chunks' own bytes, added up */
+	uint64_t end;                   /* where the last chunk ends: a footer, if any, starts here */
+};
+/* Read every chunk of the xorb buf[0..n) (at most XET_XORB_MAX_BYTES and XET_XORB_MAX_CHUNKS),
+ * decompressing each, hash each and the xorb from them; if want is not NULL, the xorb's hash must be
+ * it. What follows the last chunk must be nothing or a footer (it starts with "XETBLOB"; it repeats
+ * what the chunks say, so it is not believed, only skipped). 0 and a new xorb in *out (the caller's),
+ * or -EBADMSG (-E2BIG for the bounds) with a malloc'd reason in *errmsg (if not NULL). */
+int xet_xorb_parse(struct xet_xorb_decoder *dec, const void *buf, size_t n, const struct xet_hash *want,
+		   struct xet_xorb **out, char **errmsg);
+void xet_xorb_free(struct xet_xorb **xp);
 
 #endif

@@ -56,6 +56,7 @@ struct mirror__commit_body {
 	/* spool.c's */
 	struct mirror_routes *rt;
 	bool push;                    /* a git push's pack: git keeps a copy of its own, the disk counts two */
+	int64_t xet_max;              /* a Xet xorb's or shard's: its bound (413 past it); -1 for the others */
 	int64_t declared;             /* Content-Length, -1 for a chunked body */
 	int64_t promised;             /* of that, what has not come yet (rt->spool counts it) */
 	int64_t limit;                /* the most it may hold (spool.c's room_for) */
@@ -66,7 +67,8 @@ struct mirror__commit_body {
 };
 /* Free a sink of either kind (NULL-safe; on the loop: a commit body's bytes are uncounted). */
 void mirror__body_abandon(void *sink);
-/* The spool of commit and push bodies (spool.c; docs/uploads.md, "Bodies and their bounds"): the claim
+/* The spool of commit and push bodies (spool.c; docs/uploads.md, "Bodies and their bounds"), and of Xet
+ * xorbs and shards (their front says which and whether: mirror__fronts' xet_body): the claim
  * of a POST to a commit or a git-receive-pack path (false when it is neither: then the body is any
  * other; false too, after httpd_body_refuse, when the request may not write there or its declared
  * length is over its bound), and a body's end (on the loop, NULL-safe). */

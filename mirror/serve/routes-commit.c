@@ -44,6 +44,7 @@
 struct commit_job {
 	struct mirror__job j;
 	struct mirror_data *data;
+	struct mirror_routes *rt;    /* for the fronts table only (a xetHash's file: thread-safe) */
 	struct catalog_repo repo;    /* id, hub, type, name */
 	struct mirror_access *access; /* the rules of the moment the commit came (a reference) */
 	char *branch, *who, *url;
@@ -159,6 +160,7 @@ static int take_line(struct commit_job *c, const char *line, size_t n)
 	struct hf_commit_line l;
 	struct mirror_upload_op *op;
 	char *why = NULL;
+	int64_t xet_size = -1;
 	int r = 0;
 
 	if (hf_commit_line_parse(line, n, &l, &why)) {
@@ -184,6 +186,11 @@ static int take_line(struct commit_job *c, const char *line, size_t n)
 	} else if (l.key == HF_COMMIT_FILE) {
 		op->size = (int64_t)l.content_len;
 		mirror_upload_batch_small(c->batch, l.content, l.content_len, op->sha256, op->git_oid);
+	} else if (l.key == HF_COMMIT_LFS_FILE && l.xet_hash[0] &&
+		   (!c->rt->fronts->xet_file(c->rt, c->repo.id, l.xet_hash, l.oid, &xet_size) ||
+		    (l.size >= 0 && l.size != xet_size))) {
+		r = bad(c, 422, "'%s': its xetHash names no file of that size a Xet upload made for this repository",
+			l.path);
 	} else if (l.key == HF_COMMIT_LFS_FILE) {
 		memcpy(op->sha256, l.oid, sizeof(op->sha256));
 		op->size = l.size;
@@ -353,6 +360,7 @@ void mirror__hf_commit(struct mirror_routes *rt, struct httpd_req *req, const st
 	c->j.build = commit_job_build;
 	c->j.release = commit_job_release;
 	c->data = rt->data;
+	c->rt = rt;
 	c->access = mirror_access_ref(rt->access);
 	c->repo.id = repo->id;
 	c->repo.hub = xstrdup(repo->hub);

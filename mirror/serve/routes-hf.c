@@ -547,10 +547,8 @@ static void route_api(struct mirror__hf_req *h, const struct hf_route_path *p)
 		mirror__hf_error(req, 404, NULL, "Xet is not served by this mirror", NULL);
 		break;
 	case HF_ROUTE_XET_WRITE:
-		/* huggingface_hub 1.20 and later upload large files through Xet whenever hf_xet is installed,
-		 * without asking: say what to do (docs/uploads.md) */
-		mirror__hf_error(req, 501, NULL,
-				 "Xet is not served by this mirror: upload with HF_HUB_DISABLE_XET=1 (Git LFS)", NULL);
+		/* huggingface_hub 1.20 and later upload large files through Xet whenever hf_xet is installed */
+		h->rt->fronts->xet_write_token(h->rt, req, h->type, h->name, p->rev);
 		break;
 	case HF_ROUTE_BAD:
 		mirror__hf_error(req, 400, NULL, p->why, NULL);

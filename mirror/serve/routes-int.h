@@ -57,6 +57,7 @@ struct mirror_routes {
 	struct mirror__spool *spool;  /* the spool's bounds and counts (spool.c), owned */
 	struct mirror__lfs *lfs;      /* the upload URLs' state: capabilities spent (routes-lfs.c), owned */
 	struct mirror__s3 *s3;        /* the S3 front's keys and host name (routes-s3.c), owned */
+	struct mirror__xetw *xetw;    /* Xet uploads' xorbs, by repo (routes-xet-write.c), owned */
 	const struct mirror__fronts *fronts; /* routes.c's table of what one front asks of another */
 };
 
@@ -89,6 +90,16 @@ struct mirror__fronts {
 	/* git's grammar of a push's URL (routes-git.c), for the spool's claim of its body (spool.c: the floor
 	 * calls up into no front) */
 	bool (*git_receive_repo)(const char *path, char **type, char **name);
+	/* Xet uploads (routes-xet-write.c): the write token under hf's paths, the LFS batch's Xet answer,
+	 * and, for the spool's claim, whether a body is a xorb's or a shard's that may be sent */
+	void (*xet_write_token)(struct mirror_routes *rt, struct httpd_req *req, const char *type, const char *name,
+				const char *rev);
+	void (*xet_batch)(struct mirror_routes *rt, struct httpd_req *req, const char *repo_path,
+			  const struct catalog_repo *repo, json_t *answer);
+	int (*xet_body)(struct mirror_routes *rt, const struct httpd_req *r, char **type, char **name, int64_t *max);
+	/* ... and, for a commit's lfsFile that names a xetHash (routes-commit.c, on a worker) */
+	bool (*xet_file)(struct mirror_routes *rt, int64_t repo_id, const char *xet_hash, char sha256[65],
+			 int64_t *size);
 	/* route req again from the start, through the map (an answer that had to wait for an on-demand
 	 * listing: ondemand-track.c) */
 	int (*dispatch)(struct mirror_routes *rt, struct httpd_req *req);
@@ -288,6 +299,33 @@ bool mirror__git_lfs_object(const char *path, char **type, char **name, char **o
 /* Is path a git push's POST ([datasets/]ORG/NAME[.git]/git-receive-pack)? Then *type and *name (malloc'd). */
 bool mirror__git_receive_repo(const char *path, char **type, char **name);
 
+
+/* Xet uploads into local repos (routes-xet-write.c; docs/protocols/xet.md, "Uploads"). The CAS's
+ * address under our origin (the casUrl of write tokens), and its route: xorbs, shards, the dedup query
+ * (other paths pass). */
+#define MIRROR__XET_CAS_PATH "/api/xet/cas"
+int mirror__route_xet_cas(struct mirror_routes *rt, struct httpd_req *req, const char *rest, const char *arg);
+/* GET /api/{models,datasets}/ORG/NAME/xet-write-token/REV: a write token for a local repo the caller
+ * may write (mirror__write_gate), {accessToken, exp, casUrl}. */
+void mirror__xet_write_token(struct mirror_routes *rt, struct httpd_req *req, const char *type, const char *name,
+			     const char *rev);
+/* The LFS upload batch's answer to a client that offers "xet": each object to upload gets the Xet
+ * headers (X-Xet-Cas-Url, -Access-Token, -Token-Expiration, -Session-Id) and the token's refresh URL,
+ * and the transfer is "xet"; unchanged (basic) when no write token can be made. */
+void mirror__xet_batch(struct mirror_routes *rt, struct httpd_req *req, const char *repo_path,
+		       const struct catalog_repo *repo, json_t *answer);
+/* Is r a POST of a xorb or a shard (0: no)? 1 when its Xet token writes the repo, *type and *name
+ * (malloc'd) naming it and *max the body's bound; -1 when it does not. On the loop. */
+int mirror__xet_body(struct mirror_routes *rt, const struct httpd_req *r, char **type, char **name, int64_t *max);
+/* The file a shard made for repo_id (in the last 24 hours) whose Xet hash is xet_hash (64 hex): its
+ * sha256 and size, true; false for a hash no shard of that repo made. Thread-safe. */
+bool mirror__xet_file(struct mirror_routes *rt, int64_t repo_id, const char *xet_hash, char sha256[65],
+		      int64_t *size);
+/* The front's part of the routes (rt->xetw): mirror_routes_new makes it (emptying DATA/xet-uploads:
+ * an earlier serve's xorbs are nobody's now), mirror_routes_free frees it. */
+struct mirror_data;
+struct mirror__xetw *mirror__xetw_new(struct mirror_data *d);
+void mirror__xetw_free(struct mirror__xetw **x);
 
 /* The workers' catalog connections, defer.c's part of the routes (rt->pool): mirror_routes_new makes it,
  * mirror_routes_free closes its idle connections and frees it, once no job runs. */

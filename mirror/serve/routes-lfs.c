@@ -309,7 +309,10 @@ json_t *mirror__lfs_upload_batch(struct mirror_routes *rt, struct httpd_req *req
 		json_array_append_new(out, e);
 	}
 	free(base);
-	return json_pack("{s:s, s:o, s:s}", "transfer", "basic", "objects", out, "hash_algo", "sha256");
+	out = json_pack("{s:s, s:o, s:s}", "transfer", "basic", "objects", out, "hash_algo", "sha256");
+	if (b->xet) /* (the client offers Xet: each upload goes there instead, docs/protocols/xet.md) */
+		rt->fronts->xet_batch(rt, req, repo_path, repo, out);
+	return out;
 }
 
 void mirror__lfs_verify(struct mirror_routes *rt, struct httpd_req *req, const struct catalog_repo *repo,

@@ -60,6 +60,10 @@ static const struct mirror__fronts fronts = {
 	.upload_url_ok = mirror__upload_url_ok,
 	.git_lfs_object = mirror__git_lfs_object,
 	.git_receive_repo = mirror__git_receive_repo,
+	.xet_write_token = mirror__xet_write_token,
+	.xet_batch = mirror__xet_batch,
+	.xet_body = mirror__xet_body,
+	.xet_file = mirror__xet_file,
 	.dispatch = redispatch,
 };
 
@@ -76,6 +80,7 @@ struct mirror_routes *mirror_routes_new(struct mirror_data *d, const struct mirr
 	r->spool = mirror__spool_new();
 	r->lfs = mirror__lfs_new();
 	r->s3 = mirror__s3_new();
+	r->xetw = mirror__xetw_new(d);
 	r->pool = mirror__pool_new(d);
 	if (access && mirror_access_mode(access) != ACCESS_OPEN) {
 		int e = mirror_p2p_secret(d, r->p2p_key);
@@ -121,6 +126,7 @@ static const struct route {
 	{ "/api/admin/requests/", mirror__route_decide, NULL, "admin", GATE_ADMIN, false, "hf" },
 	{ "/api/admin/", mirror__route_admin, NULL, "admin", GATE_NONE, false, "hf" }, /* its own token */
 	{ "/api/repos/", mirror__route_repos, NULL, "hf_repos", GATE_TOKEN, false, "hf" },
+	{ MIRROR__XET_CAS_PATH "/", mirror__route_xet_cas, NULL, "xet_cas", GATE_NONE, false, "hf" }, /* its tokens */
 	{ "/api/validate-yaml", mirror__route_validate_yaml, NULL, "hf_validate_yaml", GATE_TOKEN, false, "hf" },
 	{ "/api/v1/models/", mirror__route_ms, "model", "ms_api", GATE_TOKEN, false, "ms" },
 	{ "/api/v1/datasets/", mirror__route_ms, "dataset", "ms_api", GATE_TOKEN, false, "ms" },
@@ -321,6 +327,7 @@ void mirror_routes_free(struct mirror_routes **r)
 	mirror__spool_free(&(*r)->spool); /* every body was released before (httpd_free, the jobs) */
 	free((*r)->counts);
 	mirror__s3_free(&(*r)->s3);
+	mirror__xetw_free(&(*r)->xetw);
 	mirror__lfs_free(&(*r)->lfs);
 	mirror__pool_free(&(*r)->pool);
 	mirror__write_free(&(*r)->write);

@@ -130,6 +130,11 @@ static int64_t room_for(struct mirror__commit_body *s)
 	s->fail = 413;
 	snprintf(s->why, sizeof(s->why), "A %s's body is at most %s on this mirror: %s", s->push ? "push" : "commit", a,
 		 s->push ? "push fewer commits at once, large files through Git LFS" : "commit in parts");
+	if (s->xet_max >= 0 && s->xet_max < limit) {
+		limit = s->xet_max;
+		size_human(s->xet_max, a, sizeof(a));
+		snprintf(s->why, sizeof(s->why), "A Xet xorb or shard is at most %s", a);
+	}
 	if (s->quota_room >= 0 && s->quota_room < limit) {
 		limit = s->quota_room;
 		s->fail = 403;
@@ -245,11 +250,14 @@ bool mirror__spool_claim(struct mirror_routes *rt, struct httpd_req *r, struct h
 	char *type = NULL, *name = NULL, *dir, *end = NULL;
 	struct mirror__commit_body *s;
 	bool push = false, claimed = false;
+	int xet = 0;               /* a Xet xorb's or shard's (routes-xet-write.c): 1 may send it, -1 may not */
+	int64_t xet_max = -1;
 
 	if (!commit_target(httpd_path(r), &type, &name) &&
-	    !(push = rt->fronts->git_receive_repo(httpd_path(r), &type, &name)))
+	    !(push = rt->fronts->git_receive_repo(httpd_path(r), &type, &name)) &&
+	    !(xet = rt->fronts->xet_body(rt, r, &type, &name, &xet_max)))
 		return false;
-	if (!may_write(rt, r, type, name, push)) {
+	if (xet ? xet < 0 : !may_write(rt, r, type, name, push)) {
 		/* not kept: the handler's gates answer it as ever (401, 403, 404) */
 		httpd_body_refuse(r, 403, "This request may not write here");
 		goto out;
@@ -260,6 +268,7 @@ bool mirror__spool_claim(struct mirror_routes *rt, struct httpd_req *r, struct h
 	s->fd = -1;
 	s->rt = rt;
 	s->push = push;
+	s->xet_max = xet > 0 ? xet_max : -1;
 	s->declared = -1;
 	if (cl) {
 		errno = 0;

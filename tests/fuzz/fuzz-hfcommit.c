@@ -7,8 +7,9 @@
  *    byte;
  *  - a file's content is what its base64 says: as many bytes as the text's length gives (three per
  *    four characters, less the padding), never a byte more, never the white space EVP_DecodeBlock
- *    would skip; a deleted folder's path ends with no '/'; an lfsFile's oid is 64 lowercase hex and
- *    its size -1 or more; a header's summary is never empty and its parent 40 lowercase hex or none.
+ *    would skip; a deleted folder's path ends with no '/'; an lfsFile's oid is 64 lowercase hex, or
+ *    it names a Xet hash of 64 lowercase hex alone, and its size is -1 or more; a header's summary is
+ *    never empty and its parent 40 lowercase hex or none.
  */
 #include <stdbool.h>
 #include <stdint.h>
@@ -54,6 +55,10 @@ static char *write_line(const struct hf_commit_line *l)
 		json_object_set_new(v, "content", json_string(b64));
 		json_object_set_new(v, "encoding", json_string("base64"));
 		free(b64);
+	} else if (l->key == HF_COMMIT_LFS_FILE && l->xet_hash[0]) {
+		json_object_set_new(v, "xetHash", json_string(l->xet_hash));
+		if (l->size >= 0)
+			json_object_set_new(v, "size", json_integer(l->size));
 	} else if (l->key == HF_COMMIT_LFS_FILE) {
 		json_object_set_new(v, "algo", json_string("sha256"));
 		json_object_set_new(v, "oid", json_string(l->oid));
@@ -80,8 +85,14 @@ static void check_alone(const struct hf_commit_line *l)
 		fail("an operation without its path");
 	if (l->key == HF_COMMIT_DELETED_FOLDER && *l->path && l->path[strlen(l->path) - 1] == '/')
 		fail("a deleted folder's path ends with '/'");
-	if (l->key == HF_COMMIT_LFS_FILE && (strlen(l->oid) != 64 || !hex_is_lower(l->oid, 64) || l->size < -1))
-		fail("an lfsFile's oid or size");
+	if (l->key == HF_COMMIT_LFS_FILE) {
+		bool by_xet = l->xet_hash[0] != '\0';
+		if (by_xet ? l->oid[0] || strlen(l->xet_hash) != 64 || !hex_is_lower(l->xet_hash, 64)
+			   : strlen(l->oid) != 64 || !hex_is_lower(l->oid, 64))
+			fail("an lfsFile's oid, or its xetHash alone");
+		if (l->size < -1)
+			fail("an lfsFile's size");
+	}
 	if (l->key == HF_COMMIT_FILE && (!l->content || l->content[l->content_len] != '\0'))
 		fail("a file's content is not its bytes and a NUL");
 }
@@ -114,7 +125,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		fail("an accepted line, written again, is refused");
 	if (again.key != l.key || !same_str(again.path, l.path) || !same_str(again.summary, l.summary) ||
 	    !same_str(again.description, l.description) || strcmp(again.parent, l.parent) ||
-	    strcmp(again.oid, l.oid) || again.size != l.size || again.content_len != l.content_len ||
+	    strcmp(again.oid, l.oid) || strcmp(again.xet_hash, l.xet_hash) || again.size != l.size ||
+	    again.content_len != l.content_len ||
 	    (l.content_len && memcmp(again.content, l.content, l.content_len)))
 		fail("an accepted line, written again, reads as another");
 	free(text);

@@ -1,10 +1,11 @@
 #!/usr/bin/env node
 // hfupload.mjs - the official @huggingface/hub client's write side against `hubmirror serve` with a
-// local namespace (tests/integration/t0840-upload.sh): createRepo, then uploadFiles of a small file and
-// a large one (through Git LFS: the client offers Xet, the mirror answers basic), then the files read
-// back with downloadFile and compared byte for byte.
+// local namespace (tests/integration/t0840-upload.sh, t0849-upload-xet.sh): createRepo, then uploadFiles
+// of a small file and a large one (through Xet by default: the client offers it and the mirror takes it;
+// with --no-xet the client does not offer it and goes through Git LFS, multipart for a large one), then
+// the files read back with downloadFile and compared byte for byte.
 //
-//   node hfupload.mjs --hub-url URL --token TOKEN --repo ORG/NAME [--size BYTES]
+//   node hfupload.mjs --hub-url URL --token TOKEN --repo ORG/NAME [--size BYTES] [--no-xet]
 //
 // Prints "ok - ..." / "not ok - ..." lines and exits 1 if any check failed.
 import { createHash, randomBytes } from "node:crypto";
@@ -13,7 +14,8 @@ import * as hub from "@huggingface/hub";
 
 console.debug = () => {};
 const { values: o } = parseArgs({
-	options: { "hub-url": { type: "string" }, token: { type: "string" }, repo: { type: "string" }, size: { type: "string" } },
+	options: { "hub-url": { type: "string" }, token: { type: "string" }, repo: { type: "string" }, size: { type: "string" },
+		"no-xet": { type: "boolean" } },
 });
 const hubUrl = o["hub-url"].replace(/\/+$/, "");
 const credentials = { accessToken: o.token };
@@ -44,6 +46,7 @@ const res = await attempt("uploadFiles", () =>
 			{ path: "weights/model.safetensors", content: new Blob([big]) },
 		],
 		commitTitle: "Upload from the JS client",
+		...(o["no-xet"] ? { useXet: false } : {}),
 	}));
 if (res) check("uploadFiles answers a commit id", /^[0-9a-f]{40}$/.test(res.commit?.oid ?? ""), JSON.stringify(res));
 for (const [path, want] of [["config.json", small], ["weights/model.safetensors", big]]) {

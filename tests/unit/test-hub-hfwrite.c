@@ -43,6 +43,14 @@ TEST(commit_lines_as_clients_send_them)
 			"\"9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08\"}}", &l), 0);
 	CHECK_INT(l.key, HF_COMMIT_LFS_FILE);
 	CHECK_INT(l.size, -1);
+	CHECK_STR(l.xet_hash, "");
+	hf_commit_line_release(&l);
+	/* by the Xet hash of a file a shard made (routes-xet-write.c maps it to its sha256) */
+	CHECK_INT(parse("{\"key\":\"lfsFile\",\"value\":{\"path\":\"w.bin\",\"size\":7,\"xetHash\":"
+			"\"9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08\"}}", &l), 0);
+	CHECK_STR(l.xet_hash, "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08");
+	CHECK_STR(l.oid, "");
+	CHECK_INT(l.size, 7);
 	hf_commit_line_release(&l);
 	CHECK_INT(parse("{\"key\":\"deletedFolder\",\"value\":{\"path\":\"logs//\"}}", &l), 0);
 	CHECK_STR(l.path, "logs");
@@ -62,6 +70,9 @@ TEST(commit_lines_refused)
 	CHECK_INT(parse("{\"key\":\"header\",\"value\":{\"parentCommit\":\"main\"}}", &l), -EINVAL);
 	CHECK_INT(parse("{\"key\":\"lfsFile\",\"value\":{\"path\":\"w\",\"oid\":\"ABC\"}}", &l), -EINVAL);
 	CHECK_INT(parse("{\"key\":\"lfsFile\",\"value\":{\"path\":\"w\",\"algo\":\"sha1\",\"oid\":"
+			"\"9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08\"}}", &l), -EINVAL);
+	CHECK_INT(parse("{\"key\":\"lfsFile\",\"value\":{\"path\":\"w\",\"xetHash\":\"9F86\"}}", &l), -EINVAL);
+	CHECK_INT(parse("{\"key\":\"lfsFile\",\"value\":{\"path\":\"w\",\"algo\":\"sha256\",\"xetHash\":"
 			"\"9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08\"}}", &l), -EINVAL);
 	CHECK_INT(parse("{\"key\":\"deletedFile\",\"value\":{}}", &l), -EINVAL);
 	CHECK_INT(parse("{\"key\":\"copyFile\",\"value\":{\"path\":\"a\"}}", &l), -EINVAL);
