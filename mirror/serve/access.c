@@ -404,6 +404,22 @@ bool mirror_access_capability_allows(const struct mirror_access *a, const unsign
 	return true;
 }
 
+bool mirror_access_capability_writes(const struct mirror_access *a, const unsigned char key[32], const char *cap,
+				     const char *btih, const struct catalog_repo *r)
+{
+	unsigned long i;
+	char *rkey;
+	bool yes;
+
+	if (!mirror_access_capability_allows(a, key, cap, btih, r))
+		return false;
+	i = strtoul(cap, NULL, 16);   /* checked by the call above */
+	rkey = repo_key(r->hub, r->type, r->name);
+	yes = a->grants[i].all_write || covers(a->grants[i].wspecs, a->grants[i].nwspecs, rkey);
+	free(rkey);
+	return yes;
+}
+
 bool mirror_access_names(const struct mirror_access *a, const char *hub, const char *type, const char *name)
 {
 	char *key;

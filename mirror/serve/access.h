@@ -104,6 +104,9 @@ char *mirror_access_capability(const struct mirror_access *a, const unsigned cha
 			       const char *btih);
 bool mirror_access_capability_allows(const struct mirror_access *a, const unsigned char key[32], const char *cap,
 				     const char *btih, const struct catalog_repo *r);
+/* The same, and the grant still writes r (mirror_access_may_write): for a write capability (xet-token.h). */
+bool mirror_access_capability_writes(const struct mirror_access *a, const unsigned char key[32], const char *cap,
+				     const char *btih, const struct catalog_repo *r);
 
 /* May token write repo (the mirror's own repos: docs/uploads.md)? Only a token whose grant says so:
  * "*:write", or a spec of the repo or of its namespace with ":write". Never without a
