@@ -238,8 +238,8 @@ static bool names_repo(const struct mirror_xet_claims *c, const struct catalog_r
 }
 
 bool mirror_xet_token_allows(const struct mirror_access *a, const unsigned char key[32], const char *text,
-			     enum mirror_xet_scope scope, const struct catalog_repo *r, const char *subject, int64_t now,
-			     const char **why)
+			     enum mirror_xet_scope scope, const struct catalog_repo *r, const char *subject,
+			     int64_t now, const char **why)
 {
 	struct mirror_xet_claims c = {0};
 	const char *cap, *w = NULL;
@@ -270,7 +270,8 @@ bool mirror_xet_token_allows(const struct mirror_access *a, const unsigned char 
 		w = "the token has expired";
 	else if (!(c.scope == scope || (c.scope == MIRROR_XET_WRITE && scope == MIRROR_XET_READ)))
 		w = "the token is not of this scope";
-	else if (anon && (scope == MIRROR_XET_WRITE || (a && !mirror_access_allows(a, NULL, r->hub, r->type, r->name))))
+	else if (anon && (scope == MIRROR_XET_WRITE ||
+			  (scope == MIRROR_XET_READ && a && !mirror_access_allows(a, NULL, r->hub, r->type, r->name))))
 		w = "the repo needs a token";
 	else if (!anon && scope == MIRROR_XET_WRITE && !mirror_access_capability_writes(a, key, cap, digest, r))
 		w = "the token's grant no longer writes the repo";

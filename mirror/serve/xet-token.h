@@ -51,10 +51,12 @@ int mirror_xet_token_parse(const char *text, struct mirror_xet_claims *out);
 /* Does text (untrusted) give scope over repo r at time now? Its MAC checks out, it is of that scope
  * (a write token also reads), bound to r (id, hub, type, name) and to subject (unless NULL: a token
  * of any revision reads the repo's files), not expired, and the grant it was
- * made under still reads r (writes it, for MIRROR_XET_WRITE) in a as it is now; an anonymous one only
- * while anyone may read r without a token. why (may be NULL) gets a static reason on refusal. The
- * content policy (gated, private, hidden) is the caller's, as for every read. */
+ * made under still reads r (writes it, for MIRROR_XET_WRITE) in a as it is now; an anonymous read
+ * token only while anyone may read r without a token. A fetch token is the server's own, made without
+ * a caller's token once a read token was checked (a reconstruction's URLs): its MAC, repo, subject
+ * and expiry are what it proves. why (may be NULL) gets a static reason on refusal. The content
+ * policy (gated, private, hidden) is the caller's, as for every read. */
 bool mirror_xet_token_allows(const struct mirror_access *a, const unsigned char key[32], const char *text,
-			     enum mirror_xet_scope scope, const struct catalog_repo *r, const char *subject, int64_t now,
-			     const char **why);
+			     enum mirror_xet_scope scope, const struct catalog_repo *r, const char *subject,
+			     int64_t now, const char **why);
 #endif

@@ -133,6 +133,16 @@ TEST(anonymous_tokens_read_only_what_anyone_reads)
 	/* an anonymous token for a guarded repo (the routes would not give one) does not read it */
 	CHECK(!mirror_xet_token_allows(a, key, tg, MIRROR_XET_READ, &guarded, NULL, 1000, &why));
 	CHECK_STR(why, "the repo needs a token");
+	/* a fetch token is the server's own (a reconstruction's URL, made after a read token was checked):
+	 * bound to its repo and subject, not to a caller */
+	{
+		struct mirror_xet_claims f = claims(MIRROR_XET_FETCH, &guarded, "sha/0", 2000);
+		char *ft = mirror_xet_token_make(a, key, NULL, &f);
+		CHECK(mirror_xet_token_allows(a, key, ft, MIRROR_XET_FETCH, &guarded, "sha/0", 1000, NULL));
+		CHECK(!mirror_xet_token_allows(a, key, ft, MIRROR_XET_FETCH, &guarded, "sha/1", 1000, NULL));
+		CHECK(!mirror_xet_token_allows(a, key, ft, MIRROR_XET_READ, &guarded, NULL, 1000, NULL));
+		free(ft);
+	}
 	free(t);
 	free(u);
 	free(tg);
