@@ -22,6 +22,7 @@
 
 #define ID_HEAD 56                    /* magic and version, size, chunk count, file hash */
 #define ID_MAX ((int64_t)1 << 31)     /* 2 GiB: the identity of a 4 TB file; none bigger is believed */
+#define SMALL XET_CHUNK_MIN            /* a content smaller is one chunk: no identity file is kept for it */
 
 char *mirror_store_xet_path(const struct mirror_store *s, const char *sha256)
 {
@@ -84,6 +85,10 @@ int mirror__store_xet_save(const struct mirror_store *s, const char *sha256, con
 
 	if (!path)
 		return -EINVAL;
+	if (xet_identity_size(id) < SMALL) {
+		free(path);
+		return 0;   /* none kept: computed from the blob when asked, for less than a file costs */
+	}
 	dir = xasprintf("%s/xet/%.2s", mirror__store_dir(s), sha256);
 	if ((r = path_mkdirs(dir, 0755)) != 0)
 		goto out;
@@ -101,12 +106,11 @@ int mirror__store_xet_save(const struct mirror_store *s, const char *sha256, con
 	}
 	buf = xet_identity_serialize(id, &len);
 	r = write_all(fd, buf, len);
-	if (!r && fsync(fd) < 0)
-		r = -errno;
+	/* renamed whole, so no process sees a part of one; not fsynced: a machine's crash may leave one
+	 * short or empty, which reads back as bad (every field is checked) and is computed again, and two
+	 * fsyncs a file would double what a sync of many small files waits for */
 	if (!r && rename(tmp, path) < 0)
 		r = -errno;
-	if (!r)
-		r = path_fsync(dir);
 out:
 	if (fd >= 0)
 		close(fd);
@@ -200,6 +204,31 @@ out:
 	return r;
 }
 
+/* The file hash of a small blob (under SMALL bytes, one chunk), from its bytes. */
+static int small_file_hash(const struct mirror_store *s, const char *sha256, char *out)
+{
+	char *blob = mirror_store_blob_path(s, sha256), buf[SMALL];
+	struct xet_identity *id;
+	int fd = blob ? open(blob, O_RDONLY | O_CLOEXEC) : -1, r = 0;
+	ssize_t n = fd >= 0 ? pread(fd, buf, sizeof(buf), 0) : -1;
+
+	if (fd < 0 || n < 0)
+		r = -errno;
+	else if (n == (ssize_t)sizeof(buf))
+		r = -ENOENT;   /* not small: its identity file is missing */
+	if (!r) {
+		id = xet_identity_new();
+		xet_identity_update(id, buf, (size_t)n);
+		xet_identity_finish(id);
+		xet_hash_hex(xet_identity_file_hash(id), out);
+		xet_identity_free(&id);
+	}
+	if (fd >= 0)
+		close(fd);
+	free(blob);
+	return r;
+}
+
 int mirror_store_xet_file_hash(const struct mirror_store *s, const char *sha256, char *out)
 {
 	char *path = mirror_store_xet_path(s, sha256);
@@ -211,7 +240,7 @@ int mirror_store_xet_file_hash(const struct mirror_store *s, const char *sha256,
 	if (!path)
 		return -EINVAL;
 	if (fd < 0) {
-		r = -errno;
+		r = errno == ENOENT ? small_file_hash(s, sha256, out) : -errno;
 		goto out;
 	}
 	k = pread(fd, head, sizeof(head), 0);

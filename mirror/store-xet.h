@@ -3,8 +3,10 @@
  *
  * The store's writer computes a content's identity (its chunks and Xet file hash, hub/xet/xet.h) in
  * the same pass as its sha256, and once the blob is published writes the identity's compact form to
- * <dir>/xet/<h0h1>/<sha256> (a temporary name, fsync, rename: a crash leaves none or a whole one).
- * gc and quarantine delete it with its blob. One that is missing or does not parse (a blob stored
+ * <dir>/xet/<h0h1>/<sha256> (a temporary name, then renamed: a process never sees a part of one).
+ * (Not fsynced: a crash of the machine may leave one short, which reads back as bad.) A content under
+ * 8 KiB (one chunk) gets none: its identity is computed from its bytes whenever asked, cheaper than a
+ * file. gc and quarantine delete it with its blob. One that is missing or does not parse (a blob stored
  * before, a multipart upload, a crash) is computed again from the blob when first needed:
  * mirror_store_xet_identity reads the blob, so it runs on a worker, never on the loop.
  */
@@ -31,7 +33,8 @@ char *mirror_store_xet_path(const struct mirror_store *s, const char *sha256);
 int mirror_store_xet_identity(struct mirror_store *s, const char *sha256, struct xet_identity **out);
 
 /* The Xet file hash in its text form (out: 65 bytes) from the identity file's header alone, without
- * checking the rest: cheap, for listings. 0, -ENOENT (no identity file yet), -EBADMSG, or -errno. */
+ * checking the rest (a small content's from its bytes): cheap, for listings. 0, -ENOENT (no identity
+ * file yet), -EBADMSG, or -errno. */
 int mirror_store_xet_file_hash(const struct mirror_store *s, const char *sha256, char *out);
 
 /* Record in catalog c the Xet hash of blob sha256 that its identity file states (catalog_blob_set_xet),
