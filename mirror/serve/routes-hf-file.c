@@ -41,7 +41,8 @@ static bool xet_offer(struct mirror__hf_req *h, struct httpd_req *req, const str
 	char xh[65], *base, *refresh, *recon, *text;
 	json_t *o;
 
-	if (mirror__xet_hash(h->rt, e, xh))
+	/* (no key for tokens, e.g. a read-only data directory: no Xet, or clients would fail, not fall back) */
+	if (!h->rt->have_xet_key || mirror__xet_hash(h->rt, e, xh))
 		return false;
 	mirror__xet_headers(req, h->type, h->name, h->snap.commit, xh);
 	if (!mirror__xet_wants_fileinfo(req))
