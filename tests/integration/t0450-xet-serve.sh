@@ -6,14 +6,15 @@
 # (tree, paths-info, resolve's X-Xet-Hash). huggingface_hub's flow replayed with curl (resolve HEAD's
 # headers, the token JSON, the v1 reconstruction with Range, xorb ranges one and several at a time,
 # the file put together again). The guards: a guarded repo's token only for a grant, a gated repo's
-# not at all, --auth all; a token of one repo does not read another's file; an expired, forged or
-# altered token, and a fetch URL's capability used for another xorb, are refused. An identity file
+# not at all, a private one's is 404 as its resolve, --auth all; a token of one repo does not read
+# another's file; a forged or altered token (a later expiry: an expired one is test-mirror-xet-token's),
+# and a fetch URL's capability used for another xorb, are refused. An identity file
 # that went missing or bad is computed again from the blob. Tokens never reach a log.
 . "$HM_SRC/tests/integration/lib.sh"
 need_node_module @huggingface/hub
 
 cat >"$T/spec.json" <<'JSON'
-{"tokens": {"hf_approved": {"approved": ["acme/gated"]}},
+{"tokens": {"hf_approved": {"approved": ["acme/gated"], "read": ["acme/private"]}},
  "repos": [
   {"hub": "hf", "type": "model", "id": "acme/open",
    "files": [{"path": "config.json", "content": "{\"a\": 1}\n"},
@@ -22,12 +23,14 @@ cat >"$T/spec.json" <<'JSON'
   {"hub": "hf", "type": "model", "id": "acme/secret",
    "files": [{"path": "secret.safetensors", "size": 400000, "seed": 12}]},
   {"hub": "hf", "type": "model", "id": "acme/gated", "gated": "manual",
-   "files": [{"path": "gated.safetensors", "size": 300000, "seed": 13}]}
+   "files": [{"path": "gated.safetensors", "size": 300000, "seed": 13}]},
+  {"hub": "hf", "type": "model", "id": "acme/private", "private": true,
+   "files": [{"path": "private.safetensors", "size": 300000, "seed": 15}]}
  ]}
 JSON
 check "fake upstream starts (stating Xet hashes)" start_fakehub --repos "$T/spec.json" --xet
 export HUBMIRROR_HF_UPSTREAM=$FAKE_API
-"$HUBMIRROR" add hf:acme/open hf:acme/secret hf:acme/gated >/dev/null
+"$HUBMIRROR" add hf:acme/open hf:acme/secret hf:acme/gated hf:acme/private >/dev/null
 HF_TOKEN=hf_approved "$HUBMIRROR" sync >/dev/null 2>&1
 tree() { curl -fsS "$FAKE_API/api/models/$1/tree/main"; }
 field() { "$PY" -c 'import json,sys
@@ -152,6 +155,9 @@ check "guarded repo: another grant gets none (403)" \
 check "gated repo (not opened): no Xet token (401 GatedRepo), as resolve" bash -c "
 	[ \"\$(curl -sS -D - -o /dev/null '$M/api/models/acme/gated/xet-read-token/main' | grep -ci '^X-Error-Code: GatedRepo')\" = 1 ] &&
 	[ \"\$(curl -sS -o /dev/null -w '%{http_code}' '$M/acme/gated/resolve/main/gated.safetensors')\" = 401 ]"
+check "private upstream repo (not opened): no Xet token (404), as resolve" bash -c "
+	[ \"\$(curl -sS -o /dev/null -w '%{http_code}' '$M/api/models/acme/private/xet-read-token/main')\" = 404 ] &&
+	[ \"\$(curl -sS -o /dev/null -w '%{http_code}' '$M/acme/private/resolve/main/private.safetensors')\" = 404 ]"
 check "unknown repo: 404" test "$(code "$M/api/models/acme/nope/xet-read-token/main")" = 404
 check "tokens never reach the logs" bash -c "! grep -qE 'hmxet1|team-0123|cap=' '$T/access.log' '$T/serve.err'"
 kill "${_pids[-1]}"; wait "${_pids[-1]}" 2>/dev/null
