@@ -160,7 +160,7 @@ check "private upstream repo (not opened): no Xet token (404), as resolve" bash 
 	[ \"\$(curl -sS -o /dev/null -w '%{http_code}' '$M/acme/private/resolve/main/private.safetensors')\" = 404 ]"
 check "unknown repo: 404" test "$(code "$M/api/models/acme/nope/xet-read-token/main")" = 404
 check "tokens never reach the logs" bash -c "! grep -qE 'hmxet1|team-0123|cap=' '$T/access.log' '$T/serve.err'"
-kill "${_pids[-1]}"; wait "${_pids[-1]}" 2>/dev/null
+check "serve stops clean (no sanitizer report)" serve_stops_clean
 
 # ---- --auth all; an identity file gone and one gone bad are computed again ----
 rm -f "$HUBMIRROR_DATA/store/xet/${sha:0:2}/$sha"
@@ -178,4 +178,5 @@ txh=$(tree acme/open | field tiny.bin xet)
 check "a bad identity too, when asked (the file read back by Xet)" bash -c "
 	[ \"\$(curl -sS -o '$T/t.out' -w '%{http_code}' -H 'Authorization: Bearer $atok' '$M/xet-cas/v1/reconstructions/$txh')\" = 200 ] &&
 	'$PY' '$T/join.py' '$T/t.out' '$T/tiny' 0 && [ \"\$(sha256sum <'$T/tiny' | cut -c1-64)\" = $tsha ]"
+check "serve stops clean again" serve_stops_clean
 finish
