@@ -371,6 +371,16 @@ int catalog_blob_present(struct catalog *c, const char *sha256);
  * HM_ERR_SQLITE. */
 int catalog_snapshot_complete(struct catalog *c, int64_t snapshot_id);
 
+/* ---- Xet file hashes (schema v20; xet.c, docs/protocols/xet.md) ---- */
+/* Record content sha256's Xet file hash (64 lowercase hex, its text form). 0 or HM_ERR_SQLITE. */
+int catalog_blob_set_xet(struct catalog *c, const char *sha256, const char *xet_hash);
+/* The Xet hash recorded for content sha256 into out (65 bytes): 0, HM_ERR_NOT_FOUND or HM_ERR_SQLITE. */
+int catalog_blob_xet(struct catalog *c, const char *sha256, char *out);
+/* A content the store holds (present) that a snapshot of repo repo_id names and whose Xet hash is
+ * xet_hash: its sha256 (out: 65 bytes) and size. So a Xet token of one repo finds only that repo's
+ * files. 0, HM_ERR_NOT_FOUND or HM_ERR_SQLITE. */
+int catalog_repo_xet_file(struct catalog *c, int64_t repo_id, const char *xet_hash, char *sha256, int64_t *size);
+
 /* Is this sha256 a blob the catalog knows (present or not), or one a live hold names (a writer's
  * promise: catalog_hold)? Returns 1, 0, or HM_ERR_SQLITE. gc takes no content it says 1 of. */
 int catalog_blob_known(struct catalog *c, const char *sha256);
@@ -435,6 +445,7 @@ struct catalog_entry {
 	char git_oid[41];     /* "" when unknown */
 	char lfs_oid[65];     /* "" for regular files */
 	char sha256[65];
+	char xet_hash[65];    /* the content's Xet file hash (catalog_blob_xet), "" when not known */
 };
 
 void catalog_entry_release(struct catalog_entry *e);

@@ -162,10 +162,14 @@ static void read_entry(sqlite3_stmt *st, struct catalog_entry *e)
 	copy_hex(e->git_oid, sizeof(e->git_oid), st, 2);
 	copy_hex(e->lfs_oid, sizeof(e->lfs_oid), st, 3);
 	copy_hex(e->sha256, sizeof(e->sha256), st, 4);
+	copy_hex(e->xet_hash, sizeof(e->xet_hash), st, 5);
 }
 
+/* a content's Xet hash, when the mirror knows it (blob_xet, schema v20) */
+#define XET_COL "(SELECT xet_hash FROM blob_xet x WHERE x.sha256 = files.sha256)"
+
 static const char sql_file[] =
-	"SELECT path, size, git_oid, lfs_oid, sha256 FROM files WHERE snapshot_id = ?1 AND path = ?2";
+	"SELECT path, size, git_oid, lfs_oid, sha256, " XET_COL " FROM files WHERE snapshot_id = ?1 AND path = ?2";
 
 static void read_entry_row(sqlite3_stmt *st, void *out)
 {
@@ -202,12 +206,12 @@ int catalog_snapshot_walk(struct catalog *c, int64_t snapshot_id, const char *pr
 		upper[plen - 1]++;
 	}
 	if (catalog__prepare(c, !plen
-		? "SELECT path, size, git_oid, lfs_oid, sha256 FROM files WHERE snapshot_id = ?1 "
+		? "SELECT path, size, git_oid, lfs_oid, sha256, " XET_COL " FROM files WHERE snapshot_id = ?1 "
 		  "AND path > ?2 ORDER BY path LIMIT ?4"
 		: from_prefix
-		? "SELECT path, size, git_oid, lfs_oid, sha256 FROM files WHERE snapshot_id = ?1 "
+		? "SELECT path, size, git_oid, lfs_oid, sha256, " XET_COL " FROM files WHERE snapshot_id = ?1 "
 		  "AND path >= ?2 AND path < ?3 ORDER BY path LIMIT ?4"
-		: "SELECT path, size, git_oid, lfs_oid, sha256 FROM files WHERE snapshot_id = ?1 "
+		: "SELECT path, size, git_oid, lfs_oid, sha256, " XET_COL " FROM files WHERE snapshot_id = ?1 "
 		  "AND path > ?2 AND path < ?3 ORDER BY path LIMIT ?4", &st)) {
 		free(upper);
 		return HM_ERR_SQLITE;

@@ -51,6 +51,11 @@
  *  19  holds: contents promised to a writer (an upload awaiting its commit, a commit or a push in
  *      flight) until a time; gc and the store quota take no content a live hold names, even when no
  *      snapshot names it (docs/uploads.md, "What gc keeps").
+ *  20  oci_tars: a file's OCI tar layer as served (docs/protocols/oci.md): its header and digest, computed
+ *      once per content and path, so an image's manifest is made without reading the file again.
+ *  21  blob_xet: a content's Xet file hash (docs/protocols/xet.md), recorded when the mirror learns it
+ *      (a sync stores the file, the server reads its identity), so the CAS finds a file by it; a row
+ *      goes with its blob's.
  *
  * Rules: a migration only ever moves from version N-1 to N; released migrations are never edited,
  * a change is a new entry at the end of `migrations`.
@@ -311,6 +316,15 @@ static const char *const migrations[] = {
 	 "  PRIMARY KEY (sha256, path)"
 	 ") WITHOUT ROWID;"
 	 "CREATE INDEX oci_tars_by_digest ON oci_tars(digest);"),
+	/* 20 -> 21 */
+	("CREATE TABLE blob_xet ("
+	 "  sha256   TEXT PRIMARY KEY,"
+	 "  xet_hash TEXT NOT NULL" /* the Xet file hash, in its text form */
+	 ") WITHOUT ROWID;"
+	 "CREATE INDEX blob_xet_by_hash ON blob_xet(xet_hash);"
+	 "CREATE TRIGGER blob_xet_gone AFTER DELETE ON blobs BEGIN"
+	 "  DELETE FROM blob_xet WHERE sha256 = old.sha256;"
+	 "END;"),
 };
 
 int catalog__migration_count(void)

@@ -242,6 +242,7 @@ static void api_action(const struct hf_path *s, size_t i, const char *method, st
 			  : is(a, "branch")  ? "branch"
 					     : "tag";
 	} else if (is(a, "xet-read-token")) {
+		p->rev = hf_take_revision(s->v, s->n, i + 1, &used);   /* NULL: the default branch */
 		p->route = HF_ROUTE_XET_READ;
 	} else if (is(a, "xet-write-token")) {
 		p->route = HF_ROUTE_XET_WRITE;

@@ -80,9 +80,12 @@ static void hf_tree_done(void *ud, int result, const struct hub_http_resp *resp,
 	json_array_foreach(arr, i, e) {
 		const char *type = json_string_value(json_object_get(e, "type"));
 		json_t *jp = json_object_get(e, "path"), *lfs = json_object_get(e, "lfs");
-		json_t *jsize = json_object_get(e, "size");
+		json_t *jsize = json_object_get(e, "size"), *jxet = json_object_get(e, "xetHash");
 		const char *oid = json_string_value(json_object_get(e, "oid")), *sha = NULL;
+		size_t had = f->snap->nfiles;
 
+		if (json_is_null(jxet))
+			jxet = NULL;
 		if (!type || strcmp(type, "file"))
 			continue; /* directories */
 		if (!json_is_string(jp) || !json_is_integer(jsize)) {
@@ -97,10 +100,16 @@ static void hf_tree_done(void *ud, int result, const struct hub_http_resp *resp,
 				break;
 			}
 		}
+		if (jxet && (!json_is_string(jxet) || !hex_is_lower(json_string_value(jxet), 64))) {
+			r = HM_ERR_UPSTREAM;
+			break;
+		}
 		r = upstream__add_file(f, json_string_value(jp), json_string_length(jp), json_integer_value(jsize), oid,
 				       sha, sha != NULL);
 		if (r)
 			break;
+		if (jxet && f->snap->nfiles > had)   /* (not when the path was skipped) */
+			memcpy(f->snap->files[had].xet_hash, json_string_value(jxet), 65);
 	}
 	if (r) {
 		upstream__set_message(f, "malformed tree entry");

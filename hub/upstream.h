@@ -33,6 +33,7 @@ struct hub_file {
 	char git_oid[41];      /* git blob id, "" when upstream does not say (ModelScope) */
 	char sha256[65];       /* content sha256 (LFS oid / ModelScope Sha256), "" when unknown */
 	bool lfs;
+	char xet_hash[65];     /* the Xet file hash upstream states (HF's xetHash), "" when none */
 	char *url;             /* owned: where to GET the bytes */
 };
 

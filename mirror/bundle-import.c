@@ -32,6 +32,7 @@
 #include "catalog/catalog.h"
 #include "data.h"
 #include "hub/hub.h"
+#include "store-xet.h"
 #include "store.h"
 #include "torrents.h"
 
@@ -357,6 +358,7 @@ static int store_blob(struct mirror_data *d, struct archive *a, const char *sha2
 	if (r)
 		return bundle__fail(errmsg, r, "content %s does not hash to its name (%s): the bundle is damaged",
 				    sha256, err_str(r));
+	mirror_store_xet_record(d->store, d->catalog, sha256);   /* listings say its Xet hash, as a sync's */
 	return 0;
 }
 

@@ -19,6 +19,9 @@
 #include "base/hex.h"
 #include "base/path.h"
 #include "base/xmalloc.h"
+#include "hub/xet/xet.h"
+#include "store-int.h"
+#include "store-xet.h"
 #include "store.h"
 
 struct mirror_store {
@@ -46,6 +49,8 @@ struct mirror_store_writer {
 	char git_oid[41];       /* expected, or "" */
 	EVP_MD_CTX *sha256_ctx;
 	EVP_MD_CTX *sha1_ctx;   /* NULL unless a git oid is expected (needs the size up front) */
+	struct xet_identity *xet; /* the Xet identity, in the same pass (store-xet.h) */
+	char xet_hash[65];      /* expected (upstream's Xet hash), or "" */
 	bool private_;          /* its partial file is its own (mirror_store_writer_new_private) */
 	bool checked;           /* mirror_store_writer_check ran: its result, and the sha256 it found */
 	int check_result;
@@ -84,6 +89,11 @@ void mirror_store_free(struct mirror_store **s)
 	free((*s)->trash);
 	free(*s);
 	*s = NULL;
+}
+
+const char *mirror__store_dir(const struct mirror_store *s)
+{
+	return s->dir;
 }
 
 char *mirror_store_blob_path(const struct mirror_store *s, const char *sha256)
@@ -152,6 +162,7 @@ static void writer_free(struct mirror_store_writer *w)
 		close(w->fd);
 	EVP_MD_CTX_free(w->sha256_ctx);
 	EVP_MD_CTX_free(w->sha1_ctx);
+	xet_identity_free(&w->xet);
 	free(w->part_path);
 	free(w);
 }
@@ -161,6 +172,8 @@ static int writer_reset_hashes(struct mirror_store_writer *w)
 {
 	if (!EVP_DigestInit_ex(w->sha256_ctx, EVP_sha256(), NULL))
 		return -ENOMEM;
+	xet_identity_free(&w->xet);
+	w->xet = xet_identity_new();
 	if (w->sha1_ctx) {
 		char hdr[48];
 		int n = snprintf(hdr, sizeof(hdr), "blob %lld", (long long)w->size);
@@ -177,38 +190,8 @@ static int writer_hash(struct mirror_store_writer *w, const void *data, size_t n
 		return -ENOMEM;
 	if (w->sha1_ctx && !EVP_DigestUpdate(w->sha1_ctx, data, n))
 		return -ENOMEM;
+	xet_identity_update(w->xet, data, n);
 	return 0;
-}
-
-/* Read fd from its start to its end in 1 MiB chunks, each passed to fn (a non-zero return stops).
- * Returns 0 with the bytes read in *total, fn's non-zero, or -errno. */
-static int read_chunks(int fd, int (*fn)(void *ud, const void *data, size_t n), void *ud, int64_t *total)
-{
-	struct stat st;
-	/* (no bigger than the file: an empty partial file, a fresh download's, costs no megabyte) */
-	size_t chunk = fstat(fd, &st) == 0 && st.st_size < (1 << 20) ? (size_t)st.st_size + 1 : (size_t)1 << 20;
-	char *b = xmalloc(chunk);
-	int64_t off = 0;
-	int r = 0;
-
-	for (;;) {
-		ssize_t n = pread(fd, b, chunk, off);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			r = -errno;
-			break;
-		}
-		if (n == 0)
-			break;
-		r = fn(ud, b, (size_t)n);
-		if (r)
-			break;
-		off += n;
-	}
-	free(b);
-	*total = off;
-	return r;
 }
 
 static int writer_hash_chunk(void *w, const void *data, size_t n)
@@ -220,7 +203,7 @@ static int writer_hash_chunk(void *w, const void *data, size_t n)
 static int writer_rehash(struct mirror_store_writer *w)
 {
 	int64_t off;
-	int r = read_chunks(w->fd, writer_hash_chunk, w, &off);
+	int r = mirror__store_read_chunks(w->fd, writer_hash_chunk, w, &off);
 
 	if (!r)
 		w->written = w->flushed = off;
@@ -366,6 +349,12 @@ char *mirror_store_part_path(const struct mirror_store *s, const char *key)
 	return xasprintf("%s/%s.part", s->tmp, key);
 }
 
+void mirror_store_writer_expect_xet(struct mirror_store_writer *w, const char *xet_hash)
+{
+	if (xet_hash && hex_is_lower(xet_hash, 64))
+		memcpy(w->xet_hash, xet_hash, 65);
+}
+
 int64_t mirror_store_writer_offset(const struct mirror_store_writer *w)
 {
 	return w->written;
@@ -432,7 +421,7 @@ static int finish_digest(EVP_MD_CTX *ctx, char *hexout)
 
 int mirror_store_writer_check(struct mirror_store_writer *w)
 {
-	char gotsha1[41];
+	char gotsha1[41], gotxet[65];
 	int r;
 
 	if (w->checked)
@@ -446,7 +435,11 @@ int mirror_store_writer_check(struct mirror_store_writer *w)
 	r = finish_digest(w->sha256_ctx, w->got256);
 	if (!r && w->sha1_ctx)
 		r = finish_digest(w->sha1_ctx, gotsha1);
-	if (!r && ((w->sha256[0] && strcmp(w->sha256, w->got256)) || (w->git_oid[0] && strcmp(w->git_oid, gotsha1))))
+	xet_identity_finish(w->xet);
+	xet_hash_hex(xet_identity_file_hash(w->xet), gotxet);
+	/* upstream's Xet hash, where it says one, is a second proof of the bytes */
+	if (!r && ((w->sha256[0] && strcmp(w->sha256, w->got256)) || (w->git_oid[0] && strcmp(w->git_oid, gotsha1)) ||
+		   (w->xet_hash[0] && strcmp(w->xet_hash, gotxet))))
 		r = HM_ERR_HASH_MISMATCH;
 	return w->check_result = r;
 }
@@ -482,6 +475,8 @@ int mirror_store_writer_commit(struct mirror_store_writer **wp, char *sha256_out
 		goto out;
 	}
 	r = path_fsync(fandir);
+	if (!r)
+		mirror__store_xet_save(w->store, got256, w->xet);   /* none is computed again when needed */
 	if (!r && sha256_out)
 		memcpy(sha256_out, got256, 65);
 out:
@@ -641,7 +636,7 @@ int mirror_store_parts_commit(struct mirror_store *s, const struct mirror_store_
 		r = -ENOMEM;
 		goto out;
 	}
-	r = read_chunks(fd, sha256_chunk, ctx, &total);
+	r = mirror__store_read_chunks(fd, sha256_chunk, ctx, &total);
 	if (!r)
 		r = finish_digest(ctx, got);
 	if (!r && (total != expect->size || strcmp(got, expect->sha256)))
@@ -700,6 +695,7 @@ int mirror_store_remove(struct mirror_store *s, const char *sha256)
 		return -EINVAL;
 	if (unlink(p) < 0)
 		r = -errno;
+	mirror__store_xet_drop(s, sha256);
 	free(p);
 	return r;
 }
@@ -742,6 +738,8 @@ int mirror_store_reap(struct mirror_store *s, const char *sha256, int (*wanted)(
 			r = w > 0 ? 1 : w;
 	} else if (unlink(aside) < 0) {
 		r = -errno;
+	} else {
+		mirror__store_xet_drop(s, sha256);
 	}
 	free(p);
 	free(aside);
@@ -798,6 +796,7 @@ int mirror_store_quarantine(struct mirror_store *s, const char *sha256)
 		q = xasprintf("%s/%s.%lld", qdir, sha256, (long long)time(NULL));
 		if (rename(p, q) < 0)
 			r = -errno;
+		mirror__store_xet_drop(s, sha256);
 	}
 	free(p);
 	free(q);
@@ -837,7 +836,7 @@ static int hash_blob(struct mirror_store *s, const char *sha256, bool git, char 
 					 (size_t)snprintf(hdr, sizeof(hdr), "blob %lld", (long long)st.st_size) + 1);
 	}
 	if (!r)
-		r = read_chunks(fd, digest_chunk, ctx, &total);
+		r = mirror__store_read_chunks(fd, digest_chunk, ctx, &total);
 	if (!r && git && total != (int64_t)st.st_size)
 		r = -EIO; /* it changed under us */
 	if (!r)

@@ -30,6 +30,7 @@
 #include "hub/hub.h"
 #include "hub/select.h"
 #include "hub/upstream.h"
+#include "store-xet.h"
 #include "store.h"
 #include "sync.h"
 #include "torrents.h"
@@ -176,6 +177,7 @@ static void job_complete(struct mirror__sync_job *j, int err, const char *sha256
 		memcpy(j->result_sha, sha256, 65);
 		if (catalog_blob_fetched(s->d->catalog, sha256, j->owner->cr->id))
 			log_warn("sync", "catalog: %s", catalog_errmsg(s->d->catalog));
+		mirror_store_xet_record(s->d->store, s->d->catalog, sha256);
 		s->files_done++;
 		s->report->files_fetched++;
 		j->owner->res->files_fetched++;
@@ -382,6 +384,7 @@ static void job_start(struct mirror__sync_job *j)
 		job_complete(j, r, NULL);
 		return;
 	}
+	mirror_store_writer_expect_xet(j->w, j->f->xet_hash);   /* upstream's, where it says one */
 	j->attempt_start = mirror_store_writer_offset(j->w);
 	if (j->attempt_start == j->f->size) {
 		job_commit(j); /* a previous run got every byte but did not publish */

@@ -35,6 +35,7 @@
 #include "hub/hub.h"
 #include "hub/upstream.h"
 #include "mirror/data.h"
+#include "mirror/store-xet.h"
 #include "mirror/store.h"
 #include "mirror/sync.h"
 #include "ondemand.h"
@@ -191,6 +192,7 @@ static void fetch_end(struct fetch *f, enum fetch_state st, const char *why)
 		if (catalog_blob_set_present(f->rt->data->catalog, f->sha256) ||
 		    (f->own_bytes && f->repo_id && catalog_blob_fetched(f->rt->data->catalog, f->sha256, f->repo_id)))
 			log_warn("ondemand", "catalog: %s", catalog_errmsg(f->rt->data->catalog));
+		mirror_store_xet_record(f->rt->data->store, f->rt->data->catalog, f->sha256);
 		log_info("ondemand", "%s: content %.12s in (%lld bytes, verified)", f->spec, f->sha256,
 			 (long long)f->size);
 	} else {

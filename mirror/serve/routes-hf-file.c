@@ -33,6 +33,35 @@
 
 /* ---- D, E: resolve and raw ------------------------------------------------------------------------ */
 
+/* An LFS file whose Xet hash the mirror knows is offered by Xet too (docs/protocols/xet.md): its
+ * headers, and to a client that asks for the file-info form, that form instead of the bytes
+ * (answered: true). */
+static bool xet_offer(struct mirror__hf_req *h, struct httpd_req *req, const struct catalog_entry *e)
+{
+	char xh[65], *base, *refresh, *recon, *text;
+	json_t *o;
+
+	/* (no key for tokens, e.g. a read-only data directory: no Xet, or clients would fail, not fall back) */
+	if (!h->rt->have_xet_key || mirror__xet_hash(h->rt, e, xh))
+		return false;
+	mirror__xet_headers(req, h->type, h->name, h->snap.commit, xh);
+	if (!mirror__xet_wants_fileinfo(req))
+		return false;
+	base = mirror__self_base(req);
+	refresh = xasprintf("/api/%ss/%s/xet-read-token/%s", h->type, h->name, h->snap.commit);
+	recon = xasprintf("%s" MIRROR__XET_CAS "/v1/reconstructions/%s", base, xh);
+	o = json_pack("{s:s, s:s, s:s, s:s, s:I}", "hash", xh, "refreshRoute", refresh, "reconstructionUrl", recon,
+		      "etag", e->lfs_oid, "size", (json_int_t)e->size);
+	text = json_dumps(o, JSON_COMPACT);
+	httpd_respond_str(req, 200, MIRROR__XET_FILEINFO, text);
+	free(text);
+	json_decref(o);
+	free(recon);
+	free(refresh);
+	free(base);
+	return true;
+}
+
 void mirror__hf_file(struct mirror__hf_req *h, const char *rev, const char *path, bool raw)
 {
 	struct catalog_entry e;
@@ -90,6 +119,8 @@ void mirror__hf_file(struct mirror__hf_req *h, const char *rev, const char *path
 	if (e.lfs_oid[0]) {
 		httpd_add_header(req, "X-Linked-Etag", etag);
 		httpd_add_headerf(req, "X-Linked-Size", "%" PRId64, e.size);
+		if (xet_offer(h, req, &e))
+			goto out;
 	}
 	base = strrchr(e.path, '/') ? strrchr(e.path, '/') + 1 : e.path;
 	fname = hub_url_escape(base, false);

@@ -85,6 +85,8 @@ json_t *mirror__hf_file_json(const struct catalog_entry *e, const struct catalog
 		json_object_set_new(o, "lfs",
 				    json_pack("{s:s, s:I, s:I}", "oid", e->lfs_oid, "size", (json_int_t)e->size,
 					      "pointerSize", (json_int_t)mirror__hf_lfs_pointer(e, ptr, sizeof(ptr))));
+		if (e->xet_hash[0])   /* as the Hub lists a file it holds in Xet (docs/protocols/xet.md) */
+			json_object_set_new(o, "xetHash", json_string(e->xet_hash));
 	}
 	if (expand) {
 		char *d = iso_time(snap->synced_at);
@@ -543,8 +545,16 @@ static void route_api(struct mirror__hf_req *h, const struct hf_route_path *p)
 		h->rt->fronts->hf_write(h->rt, req, h->type, h->name, p->verb, p->rev);
 		break;
 	case HF_ROUTE_XET_READ:
-		/* Never Xet: clients that ask get a plain 404 and stay on HTTP. */
-		mirror__hf_error(req, 404, NULL, "Xet is not served by this mirror", NULL);
+		/* every guard of a resolve (visibility, the tokens file, --auth, gated and private content) */
+		if (mirror__hf_resolve_how(h, p->rev, true))
+			break;
+		if (!mirror_access_content_open(h->rt->access, &h->repo) && h->repo.private_ == 1)
+			mirror__hf_error(req, 401, NULL, "Invalid username or password.", NULL);
+		else if (!mirror_access_content_open(h->rt->access, &h->repo))
+			mirror__hf_error(req, 401, "GatedRepo",
+					 "Access to this gated repository is restricted on this mirror.", NULL);
+		else
+			h->rt->fronts->xet_read_token(h->rt, req, &h->repo, h->snap.commit);
 		break;
 	case HF_ROUTE_XET_WRITE:
 		/* huggingface_hub 1.20 and later upload large files through Xet whenever hf_xet is installed */

@@ -14,6 +14,7 @@
 #include "routes.h"
 #include "floor-read-int.h"
 #include "floor-write-int.h"
+#include "floor-xet-int.h"
 
 struct mirror_data;
 
@@ -46,6 +47,7 @@ struct mirror_routes {
 	struct mirror_seeder *seeder; /* the mirror's own BitTorrent seed, borrowed; NULL: none */
 	unsigned char p2p_key[32];    /* the data directory's key for capabilities (access.h) */
 	bool have_p2p_key;            /* loaded: with tokens on, guarded repos get keyed torrents */
+	bool have_xet_key;            /* the same key loaded, whatever the tokens: Xet tokens (xet-token.h) */
 	struct mirror__catalog_api *catalog_api; /* the catalog API's search budget (routes-catalog.c), owned */
 	struct mirror__pool *pool;    /* the workers' catalog connections (defer.c), owned */
 	struct mirror_admin admin;    /* the operator's API; admin.token NULL: off */
@@ -100,6 +102,9 @@ struct mirror__fronts {
 	/* ... and, for a commit's lfsFile that names a xetHash (routes-commit.c, on a worker) */
 	bool (*xet_file)(struct mirror_routes *rt, int64_t repo_id, const char *xet_hash, char sha256[65],
 			 int64_t *size);
+	/* the Hub API's xet-read-token, under the hf front's paths (routes-xet.c) */
+	void (*xet_read_token)(struct mirror_routes *rt, struct httpd_req *req, const struct catalog_repo *repo,
+			       const char *commit);
 	/* route req again from the start, through the map (an answer that had to wait for an on-demand
 	 * listing: ondemand-track.c) */
 	int (*dispatch)(struct mirror_routes *rt, struct httpd_req *req);
@@ -121,6 +126,12 @@ uint64_t mirror__route_bytes(const struct mirror_routes *rt, const char *route);
 
 /* Hugging Face API (routes-hf.c): the Hub's URL space, what no prefix of the map claimed. */
 int mirror__route_hf(struct mirror_routes *rt, struct httpd_req *req, const char *rest, const char *arg);
+
+/* The Xet CAS's reads (routes-xet.c, docs/protocols/xet.md): /xet-cas/..., and xet-read-token for repo
+ * at commit (the hf front checked the caller as for a resolve). */
+int mirror__route_xet(struct mirror_routes *rt, struct httpd_req *req, const char *rest, const char *arg);
+void mirror__xet_read_token(struct mirror_routes *rt, struct httpd_req *req, const struct catalog_repo *repo,
+			    const char *commit);
 
 /* ModelScope API (routes-ms.c): arg is the repo type, "model" or "dataset". */
 int mirror__route_ms(struct mirror_routes *rt, struct httpd_req *req, const char *rest, const char *arg);

@@ -64,6 +64,7 @@ static const struct mirror__fronts fronts = {
 	.xet_batch = mirror__xet_batch,
 	.xet_body = mirror__xet_body,
 	.xet_file = mirror__xet_file,
+	.xet_read_token = mirror__xet_read_token,
 	.dispatch = redispatch,
 };
 
@@ -82,12 +83,15 @@ struct mirror_routes *mirror_routes_new(struct mirror_data *d, const struct mirr
 	r->s3 = mirror__s3_new();
 	r->xetw = mirror__xetw_new(d);
 	r->pool = mirror__pool_new(d);
-	if (access && mirror_access_mode(access) != ACCESS_OPEN) {
+	{
+		/* the data directory's key signs Xet tokens always, and the swarm's capabilities with tokens on */
 		int e = mirror_p2p_secret(d, r->p2p_key);
-		r->have_p2p_key = !e;
+		bool guarded = access && mirror_access_mode(access) != ACCESS_OPEN;
+		r->have_p2p_key = !e && guarded;
+		r->have_xet_key = !e;
 		if (e)
-			log_warn("serve", "no key for the swarm's capabilities (%s): guarded repos get no torrent",
-				 err_str(e));
+			log_warn("serve", "no key for capabilities (%s): no Xet%s", err_str(e),
+				 guarded ? ", and guarded repos get no torrent" : "");
 	}
 	return r;
 }
@@ -127,6 +131,7 @@ static const struct route {
 	{ "/api/admin/", mirror__route_admin, NULL, "admin", GATE_NONE, false, "hf" }, /* its own token */
 	{ "/api/repos/", mirror__route_repos, NULL, "hf_repos", GATE_TOKEN, false, "hf" },
 	{ MIRROR__XET_CAS_PATH "/", mirror__route_xet_cas, NULL, "xet_cas", GATE_NONE, false, "hf" }, /* its tokens */
+	{ "/xet-cas/", mirror__route_xet, NULL, "xet_cas", GATE_CAPABILITY, false, "hf" },  /* its own tokens */
 	{ "/api/validate-yaml", mirror__route_validate_yaml, NULL, "hf_validate_yaml", GATE_TOKEN, false, "hf" },
 	{ "/api/v1/models/", mirror__route_ms, "model", "ms_api", GATE_TOKEN, false, "ms" },
 	{ "/api/v1/datasets/", mirror__route_ms, "dataset", "ms_api", GATE_TOKEN, false, "ms" },

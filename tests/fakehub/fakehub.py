@@ -95,6 +95,10 @@ def parse_args(argv):
                    help="ModelScope LFS files at least this big redirect to the CDN")
     p.add_argument("--prehash", action="store_true",
                    help="hash every file in a background thread after startup (big specs)")
+    p.add_argument("--xet", action="store_true",
+                   help="state the Xet hashes of LFS files (xetHash, X-Xet-Hash): computed, a second a 3 MB")
+    p.add_argument("--xet-lie", metavar="PATH",
+                   help="state a wrong Xet hash for the file at PATH (in every repo): a mirror must refuse it")
     p.add_argument("--quiet", action="store_true", help="no request log on stderr")
     return p.parse_args(argv)
 
@@ -135,7 +139,7 @@ def main(argv=None):
     own_cache = args.cache_dir is None
     cache_dir = tempfile.mkdtemp(prefix="fakehub-cache-") if own_cache else args.cache_dir
     os.makedirs(cache_dir, exist_ok=True)
-    world = World(BlobStore(cache_dir))
+    world = World(BlobStore(cache_dir, xet=args.xet or bool(args.xet_lie), xet_lie=args.xet_lie))
     try:
         world.load(load_spec(args))
     except (OSError, ValueError, KeyError, SpecError) as e:

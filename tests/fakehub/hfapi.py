@@ -184,7 +184,8 @@ def file_json(commit, f, expand):
     d = {"type": "file", "oid": f.oid, "size": f.size}
     if f.lfs:
         d["lfs"] = {"oid": f.sha256, "size": f.size, "pointerSize": len(f.pointer())}
-        d["xetHash"] = f.xet_hash
+        if f.xet_hash:
+            d["xetHash"] = f.xet_hash
     d["path"] = f.path
     if expand:
         d["lastCommit"] = last_commit_json(commit.last_change(f.path))
@@ -457,7 +458,7 @@ def file_route(h, rtype, prefix, rest):
 
 def resolve_answer(h, repo, rev, commit, f):
     if f.lfs:
-        if XET_FILEINFO in (h.headers.get("Accept") or ""):
+        if XET_FILEINFO in (h.headers.get("Accept") or "") and f.xet_hash:
             return xet_fileinfo(h, repo, commit, f)
         return lfs_redirect(h, repo, commit, f)
     if rev == commit.id:
@@ -483,14 +484,16 @@ def lfs_redirect(h, repo, commit, f):
     url = h.app.cdn_url(repo, f)
     base = h.app.api_base
     kind = repo.type + "s"
+    xh = f.xet_hash
     links = ('<%s/api/%s/%s/xet-read-token/%s>; rel="xet-auth", '
              '<%s/_xet-cas/reconstructions/%s>; rel="xet-reconstruction-info"'
-             % (base, kind, repo.id, commit.id, base, f.xet_hash))
+             % (base, kind, repo.id, commit.id, base, xh))
     headers = [("X-Repo-Commit", commit.id), ("X-Linked-Etag", '"%s"' % f.sha256),
                ("X-Linked-Size", str(f.size)), ("Accept-Ranges", "bytes"),
-               ("ETag", '"%s"' % f.oid), ("X-Xet-Hash", f.xet_hash),
-               ("X-Xet-Refresh-Route", "/api/%s/%s/xet-read-token/%s" % (kind, repo.id, commit.id)),
-               ("Link", links), ("Vary", "Origin, Accept")] + rate_headers(h, "resolvers")
+               ("ETag", '"%s"' % f.oid), ("Vary", "Origin, Accept")] + rate_headers(h, "resolvers")
+    if xh:
+        headers += [("X-Xet-Hash", xh), ("Link", links),
+                    ("X-Xet-Refresh-Route", "/api/%s/%s/xet-read-token/%s" % (kind, repo.id, commit.id))]
     h.send_redirect(302, url, headers)
 
 

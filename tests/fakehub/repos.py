@@ -88,7 +88,8 @@ class FileEntry:
 
     @property
     def xet_hash(self):
-        return hashlib.sha256(b"xet:" + self.sha256.encode()).hexdigest()
+        """The content's Xet file hash (xet.py), or None (too big to compute here)."""
+        return self.store.xet_hash(self.blob, self.path)
 
     def git_blob(self):
         """Bytes of the git blob (raw endpoint)."""

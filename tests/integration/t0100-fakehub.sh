@@ -76,7 +76,7 @@ EOF
 
 # ---- start, and time how long it takes to be ready ----
 start_ns=$(date +%s%N)
-"$PY" "$FAKEHUB" --repos "$T/spec.json" --ready-file "$T/ready" --cache-dir "$T/cache" --quiet \
+"$PY" "$FAKEHUB" --repos "$T/spec.json" --ready-file "$T/ready" --cache-dir "$T/cache" --quiet --xet \
 	>"$T/stdout" 2>"$T/stderr" &
 PID=$!
 for _ in $(seq 1 3000); do

@@ -3,7 +3,8 @@
 # against docs/protocols/huggingface.md: repo info (blobs, revision by name and by commit), the paginated tree with an
 # absolute Link to the mirror's own host (and behind a proxy), paths-info (form and JSON), refs,
 # resolve HEAD/GET with the Hub's ETags, Range/206/416, raw, error codes, conditional requests, CORS,
-# no Xet anywhere, listings, gated repos, and /healthz.
+# Xet offered for LFS files only (their identity, docs/protocols/xet.md; t0450 reads them by Xet),
+# listings, gated repos, and /healthz.
 . "$HM_SRC/tests/integration/lib.sh"
 cat >"$T/spec.json" <<'JSON'
 {"tokens": {"hf_ok": {"approved": ["acme/gated"]}},
@@ -97,7 +98,7 @@ check "non-recursive root: files and one folder" "$PY" -c '
 import json,sys; d = json.load(open(sys.argv[1]))
 kinds = {e["path"]: e["type"] for e in d}
 assert kinds == {".gitattributes": "file", "config.json": "file", "empty.txt": "file", "model.safetensors": "file", "sub": "directory"}, kinds
-assert all(e.get("oid") for e in d) and not any("xetHash" in e for e in d)
+assert all(e.get("oid") for e in d) and [e["path"] for e in d if "xetHash" in e] == ["model.safetensors"], d
 lfs = [e for e in d if e["path"] == "model.safetensors"][0]["lfs"]
 assert lfs["size"] == 1500000 and len(lfs["oid"]) == 64
 ' "$T/root.json"
@@ -130,7 +131,8 @@ curl -sS -I "$M/acme/llm/resolve/main/model.safetensors" >"$T/hlfs"
 sha=$(up acme/llm model.safetensors sha256)
 check "HEAD LFS file: ETag and X-Linked-Etag = sha256, X-Linked-Size" bash -c "
 	grep -qi '^ETag: \"$sha\"' $T/hlfs && grep -qi '^X-Linked-Etag: \"$sha\"' $T/hlfs && grep -qi '^X-Linked-Size: 1500000' $T/hlfs"
-check "no Xet headers or links anywhere" bash -c "! grep -qi 'xet' $T/hlfs $T/hcfg"
+check "Xet headers on the LFS file only, its links at the mirror" bash -c "! grep -qi 'xet' $T/hcfg &&
+	grep -qi '^X-Xet-Hash: [0-9a-f]\{64\}' $T/hlfs && grep -qi '^Link: <$M/api/models/acme/llm/xet-read-token/' $T/hlfs"
 check "GET bytes hash to the sha256" bash -c "[ \"\$(curl -fsS '$M/acme/llm/resolve/main/model.safetensors' | sha256sum | cut -d' ' -f1)\" = $sha ]"
 check "GET by commit id and encoded revision" bash -c "curl -fsS '$M/acme/llm/resolve/$commit/config.json' | grep -q hidden_size"
 check "path with spaces, encoded" bash -c "curl -fsS '$M/acme/llm/resolve/main/sub/dir/notes%20md.txt' | grep -q 'spaces and unicode'"
@@ -159,7 +161,7 @@ check "gated content: 401 GatedRepo" bash -c "head -1 $T/hg | grep -q ' 401' && 
 check "opened by the operator: content served" bash -c "curl -fsS '$M/acme/gated/resolve/main/config.json' | grep -q gated"
 
 # misc
-check "xet-read-token: 404" bash -c "[ \"\$(curl -sS -o /dev/null -w '%{http_code}' '$M/api/models/acme/llm/xet-read-token/main')\" = 404 ]"
+check "xet-read-token: the mirror's own CAS" bash -c "curl -fsS '$M/api/models/acme/llm/xet-read-token/main' | grep -q '\"casUrl\":\"$M/xet-cas\"'"
 check "CORS preflight" bash -c "curl -sS -X OPTIONS -D - -o /dev/null '$M/acme/llm/resolve/main/config.json' | grep -qi '^Access-Control-Allow-Origin: \*'"
 check "CORS exposes X-Repo-Commit" grep -qi '^Access-Control-Expose-Headers: .*X-Repo-Commit' "$T/hcfg"
 check "listing with search" bash -c "curl -fsS '$M/api/models?search=ll' | /usr/bin/python3 -c 'import json,sys; d=json.load(sys.stdin); assert [m[\"id\"] for m in d]==[\"acme/llm\"], d'"

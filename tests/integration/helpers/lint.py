@@ -222,7 +222,8 @@ def long_functions(root):
                 start = None
 
 
-FLOOR = ("floor-read", "floor-write", "spool", "respond", "defer", "access", "card", "seeder")
+FLOOR = ("floor-read", "floor-write", "floor-xet", "spool", "respond", "defer", "access", "card", "seeder",
+         "xet-token")
 
 
 def front_of(obj):

@@ -1,0 +1,45 @@
+/*
+ * store-xet.h - each stored blob's Xet identity (docs/protocols/xet.md), kept beside it.
+ *
+ * The store's writer computes a content's identity (its chunks and Xet file hash, hub/xet/xet.h) in
+ * the same pass as its sha256, and once the blob is published writes the identity's compact form to
+ * <dir>/xet/<h0h1>/<sha256> (a temporary name, then renamed: a process never sees a part of one).
+ * (Not fsynced: a crash of the machine may leave one short, which reads back as bad.) A content under
+ * 8 KiB (one chunk) gets none: its identity is computed from its bytes whenever asked, cheaper than a
+ * file. gc and quarantine delete it with its blob. One that is missing or does not parse (a blob stored
+ * before, a multipart upload, a crash) is computed again from the blob when first needed:
+ * mirror_store_xet_identity reads the blob, so it runs on a worker, never on the loop.
+ */
+#ifndef HM_MIRROR_STORE_XET_H
+#define HM_MIRROR_STORE_XET_H
+
+#include <stdint.h>
+
+struct mirror_store;
+struct xet_identity;
+
+/* What the content's Xet file hash must be (64 lowercase hex: upstream's xetHash), besides what
+ * mirror_store_writer_new was told: _check refuses other bytes with HM_ERR_HASH_MISMATCH, as a
+ * sha256 mismatch. NULL or malformed: nothing. */
+struct mirror_store_writer;
+void mirror_store_writer_expect_xet(struct mirror_store_writer *w, const char *xet_hash);
+
+/* The path of blob sha256's identity file (64 lowercase hex, else NULL). Caller frees. */
+char *mirror_store_xet_path(const struct mirror_store *s, const char *sha256);
+
+/* Blob sha256's identity, read from its file, or computed from the blob (and its file written) when
+ * the file is missing or does not parse or is not of the blob's size. 0 and *out (the caller's:
+ * xet_identity_free), -ENOENT when the blob is not stored, or -errno. Blocking. */
+int mirror_store_xet_identity(struct mirror_store *s, const char *sha256, struct xet_identity **out);
+
+/* The Xet file hash in its text form (out: 65 bytes) from the identity file's header alone, without
+ * checking the rest (a small content's from its bytes): cheap, for listings. 0, -ENOENT (no identity
+ * file yet), -EBADMSG, or -errno. */
+int mirror_store_xet_file_hash(const struct mirror_store *s, const char *sha256, char *out);
+
+/* Record in catalog c the Xet hash of blob sha256 that its identity file states (catalog_blob_set_xet),
+ * so listings and the CAS find it; nothing when there is no identity file. A warning on failure. */
+struct catalog;
+void mirror_store_xet_record(const struct mirror_store *s, struct catalog *c, const char *sha256);
+
+#endif
