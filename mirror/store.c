@@ -909,12 +909,19 @@ static int each_in_dir(const char *dir, bool partials_only, time_t now,
 
 int mirror_store_partial_remove(const char *path)
 {
+	const char *base = strrchr(path, '/');
 	int fd = open(path, O_RDONLY | O_CLOEXEC), r = 0;
+	struct stat st;
 
 	if (fd < 0)
 		return -errno;
+	/* A dot name is a private writer's file between its creation and its lock (writer_open): a gc that
+	 * locked it first would delete it under the writer, whose rename then fails (a commit's 507).
+	 * The window lasts microseconds; a dot name a crash left is taken once a minute old. */
+	if ((base ? base[1] : path[0]) == '.' && fstat(fd, &st) == 0 && time(NULL) - st.st_mtime < 60)
+		r = -EBUSY;
 	/* a writer holds its partial file locked while it writes (an upload's parts file, shared) */
-	if (flock(fd, LOCK_EX | LOCK_NB) < 0)
+	else if (flock(fd, LOCK_EX | LOCK_NB) < 0)
 		r = errno == EWOULDBLOCK ? -EBUSY : -errno;
 	else if (unlink(path) < 0)
 		r = -errno;

@@ -115,8 +115,9 @@ int mirror_store_parts_commit(struct mirror_store *s, const struct mirror_store_
 /* Forget an upload in parts (its files deleted). */
 void mirror_store_parts_drop(struct mirror_store *s, const char *oid, const char *id);
 
-/* Delete a partial file (its path, as mirror_store_each gives it) unless a writer has it now: 0, -EBUSY
- * (in use: kept), or -errno. */
+/* Delete a partial file (its path, as mirror_store_each gives it) unless a writer has it now, or may be
+ * about to (a dot name under a minute old: a private writer's file before its lock): 0, -EBUSY (in
+ * use: kept), or -errno. */
 int mirror_store_partial_remove(const char *path);
 
 /* Is name one of the store's partial files (a content being written, or an upload's parts): gc deletes
