@@ -298,6 +298,11 @@ check("the Hub token itself is no Xet token: 401", st == 401, st)
 st, _ = cas("POST", f"{cas_url}/v1/shards", tok[:-2] + ("AA" if not tok.endswith("AA") else "BB"),
             make_shard([good["file"]], []))
 check("a write token altered: 401", st == 401, st)
+rtok = w.request("GET", "/api/models/acme/py-xet/xet-read-token/main")["accessToken"]
+st, _ = cas("POST", f"{cas_url}/v1/xorbs/default/{good['id']['xorb']}", rtok, good["xorb"])
+check("a read token (the same writer's, the same repo) writes nothing: 401", st == 401, st)
+st, _ = cas("POST", f"{cas_url}/v1/shards", rtok, make_shard([good["file"]], [good["xorb_entry"]]))
+check("... nor a shard: 401", st == 401, st)
 st, _ = cas("POST", f"{cas_url}/v1/shards", otok, make_shard([good["file"]], []))
 check("other's token writes other's repo only: acme's xorb is not its own (400)", st == 400, st)
 
