@@ -314,7 +314,7 @@ bool mirror__git_receive_repo(const char *path, char **type, char **name);
 /* Xet uploads into local repos (routes-xet-write.c; docs/protocols/xet.md, "Uploads"). The CAS's
  * address under our origin (the casUrl of write tokens), and its route: xorbs, shards, the dedup query
  * (other paths pass). */
-#define MIRROR__XET_CAS_PATH "/api/xet/cas"
+#define MIRROR__XET_CAS_PATH "/xet-cas" /* one CAS for reads and writes: floor-xet-int.h's MIRROR__XET_CAS */
 int mirror__route_xet_cas(struct mirror_routes *rt, struct httpd_req *req, const char *rest, const char *arg);
 /* GET /api/{models,datasets}/ORG/NAME/xet-write-token/REV: a write token for a local repo the caller
  * may write (mirror__write_gate), {accessToken, exp, casUrl}. */

@@ -130,8 +130,10 @@ static const struct route {
 	{ "/api/admin/requests/", mirror__route_decide, NULL, "admin", GATE_ADMIN, false, "hf" },
 	{ "/api/admin/", mirror__route_admin, NULL, "admin", GATE_NONE, false, "hf" }, /* its own token */
 	{ "/api/repos/", mirror__route_repos, NULL, "hf_repos", GATE_TOKEN, false, "hf" },
-	{ MIRROR__XET_CAS_PATH "/", mirror__route_xet_cas, NULL, "xet_cas", GATE_NONE, false, "hf" }, /* its tokens */
-	{ "/xet-cas/", mirror__route_xet, NULL, "xet_cas", GATE_CAPABILITY, false, "hf" },  /* its own tokens */
+	/* the Xet CAS, one root: the uploads' routes take theirs and pass the rest to the reads' (both check
+	 * their own tokens) */
+	{ MIRROR__XET_CAS_PATH "/", mirror__route_xet_cas, NULL, "xet_cas", GATE_NONE, false, "hf" },
+	{ "/xet-cas/", mirror__route_xet, NULL, "xet_cas", GATE_CAPABILITY, false, "hf" },
 	{ "/api/validate-yaml", mirror__route_validate_yaml, NULL, "hf_validate_yaml", GATE_TOKEN, false, "hf" },
 	{ "/api/v1/models/", mirror__route_ms, "model", "ms_api", GATE_TOKEN, false, "ms" },
 	{ "/api/v1/datasets/", mirror__route_ms, "dataset", "ms_api", GATE_TOKEN, false, "ms" },

@@ -298,7 +298,9 @@ check("the Hub token itself is no Xet token: 401", st == 401, st)
 st, _ = cas("POST", f"{cas_url}/v1/shards", tok[:-2] + ("AA" if not tok.endswith("AA") else "BB"),
             make_shard([good["file"]], []))
 check("a write token altered: 401", st == 401, st)
-rtok = w.request("GET", "/api/models/acme/py-xet/xet-read-token/main")["accessToken"]
+rt = w.request("GET", "/api/models/acme/py-xet/xet-read-token/main")
+rtok = rt["accessToken"]
+check("reads and writes have one CAS", rt["casUrl"] == cas_url, (rt["casUrl"], cas_url))
 st, _ = cas("POST", f"{cas_url}/v1/xorbs/default/{good['id']['xorb']}", rtok, good["xorb"])
 check("a read token (the same writer's, the same repo) writes nothing: 401", st == 401, st)
 st, _ = cas("POST", f"{cas_url}/v1/shards", rtok, make_shard([good["file"]], [good["xorb_entry"]]))
