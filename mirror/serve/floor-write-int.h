@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 struct catalog;
+struct catalog_repo;
 struct httpd_body_sink;
 struct httpd_req;
 struct mirror_routes;
@@ -93,5 +94,10 @@ bool mirror__quota_room(struct mirror_routes *rt, struct catalog *cat, const cha
  * names the writer for the log. */
 bool mirror__write_gate(struct mirror_routes *rt, struct httpd_req *req, const char *type, const char *name,
 			char **who);
+/* The local repo type/name of the Hugging Face hub, its row in *repo (the caller's to release); else a
+ * 404 (no such repo) or a 403 (a mirrored one: read-only) is answered and false returned. After the
+ * write gate, which keeps a private repo from one who may not read it. Blocking (catalog). */
+bool mirror__local_repo(struct mirror_routes *rt, struct httpd_req *req, const char *type, const char *name,
+			struct catalog_repo *repo);
 
 #endif

@@ -19,6 +19,7 @@
 #include "base/log.h"
 #include "base/str.h"
 #include "base/xmalloc.h"
+#include "catalog/catalog.h"
 #include "mirror/data.h"
 #include "mirror/torrents.h"
 #include "mirror/upload.h"
@@ -143,6 +144,21 @@ bool mirror__write_gate(struct mirror_routes *rt, struct httpd_req *req, const c
 		return false;
 	}
 	*who = mirror_access_who(rt->access, tok);
+	return true;
+}
+
+bool mirror__local_repo(struct mirror_routes *rt, struct httpd_req *req, const char *type, const char *name,
+			struct catalog_repo *repo)
+{
+	if (catalog_repo_get(rt->data->catalog, "hf", type, name, repo)) {
+		mirror__hf_error(req, 404, "RepoNotFound", "Repository not found", NULL);
+		return false;
+	}
+	if (!repo->local) {
+		catalog_repo_release(repo);
+		mirror__hf_error(req, 403, NULL, "A mirrored repository is read-only", NULL);
+		return false;
+	}
 	return true;
 }
 

@@ -56,23 +56,6 @@ static char *author_of(const char *who)
 	return xasprintf("%s <hubmirror@localhost>", who);
 }
 
-/* The local repo type/name, or an answer: 404 when there is none (a private one the writer may not
- * read is none too), 403 for a mirrored one. */
-static bool local_repo(struct mirror_routes *rt, struct httpd_req *req, const char *type, const char *name,
-		       struct catalog_repo *repo)
-{
-	if (catalog_repo_get(rt->data->catalog, "hf", type, name, repo)) {
-		mirror__hf_error(req, 404, "RepoNotFound", "Repository not found", NULL);
-		return false;
-	}
-	if (!repo->local) {
-		catalog_repo_release(repo);
-		mirror__hf_error(req, 403, NULL, "A mirrored repository is read-only", NULL);
-		return false;
-	}
-	return true;
-}
-
 static char *repo_url(const char *base, const char *type, const char *name)
 {
 	return xasprintf("%s/%s%s", base, strcmp(type, "dataset") ? "" : "datasets/", name);
@@ -332,7 +315,7 @@ void mirror__hf_write(struct mirror_routes *rt, struct httpd_req *req, const cha
 
 	httpd_set_route(req, !strcmp(action, "commit") ? "hf_commit" : !strcmp(action, "preupload") ? "hf_preupload"
 								      : "hf_refs_write");
-	if (!mirror__write_gate(rt, req, type, name, &who) || !local_repo(rt, req, type, name, &repo)) {
+	if (!mirror__write_gate(rt, req, type, name, &who) || !mirror__local_repo(rt, req, type, name, &repo)) {
 		mirror__body_abandon(httpd_body_take(req));
 		free(who);
 		return;

@@ -238,7 +238,7 @@ static char *write_token(struct mirror_routes *rt, const struct httpd_req *req, 
 		.name = repo->name, .subject = (char *)rev, .exp = (int64_t)time(NULL) + WRITE_TOKEN_TTL,
 	};
 
-	if (!rt->have_p2p_key || !tok)
+	if (!rt->have_xet_key || !tok)
 		return NULL;
 	*exp = c.exp;
 	return mirror_xet_token_make(rt->access, rt->p2p_key, tok, &c);
@@ -259,18 +259,7 @@ static bool writable_repo(struct mirror_routes *rt, struct httpd_req *req, const
 	bool ok = mirror__write_gate(rt, req, type, name, &who);
 
 	free(who);
-	if (!ok)
-		return false;
-	if (catalog_repo_get(rt->data->catalog, "hf", type, name, repo)) {
-		mirror__hf_error(req, 404, "RepoNotFound", "Repository not found", NULL);
-		return false;
-	}
-	if (!repo->local) {
-		catalog_repo_release(repo);
-		mirror__hf_error(req, 403, NULL, "A mirrored repository is read-only", NULL);
-		return false;
-	}
-	return true;
+	return ok && mirror__local_repo(rt, req, type, name, repo);
 }
 
 void mirror__xet_write_token(struct mirror_routes *rt, struct httpd_req *req, const char *type, const char *name,
@@ -357,7 +346,7 @@ static bool cas_writer(struct mirror_routes *rt, const struct httpd_req *req, en
 		return false;
 	if (catalog_repo_get(rt->data->catalog, c.hub, c.type, c.name, repo)) {
 		*why = "this token's repository is not here";
-	} else if (!rt->have_p2p_key ||
+	} else if (!rt->have_xet_key ||
 		   !mirror_xet_token_allows(rt->access, rt->p2p_key, auth + 7, scope, repo, NULL, (int64_t)time(NULL),
 					    why)) {
 		catalog_repo_release(repo);
