@@ -240,9 +240,9 @@ int cmd_import(int argc, char **argv)
 			       (long long)rep.blobs_skipped, (long long)rep.torrents_made,
 			       cli_plural(rep.torrents_made, "torrent", "torrents"));
 			if (rep.options_kept)
-				printf("  %lld %s already tracked %s their own options (the bundle's are not taken)\n",
+				printf("  %lld %s already tracked %s own options (the bundle's are not taken)\n",
 				       (long long)rep.options_kept, cli_plural(rep.options_kept, "repo", "repos"),
-				       cli_plural(rep.options_kept, "keeps", "keep"));
+				       cli_plural(rep.options_kept, "keeps its", "keep their"));
 			if (rep.options_dropped)
 				printf("  %lld new %s no options from the bundle (open, preheat, globs, guards): set "
 				       "them with hubmirror add, or import --keep-options\n",

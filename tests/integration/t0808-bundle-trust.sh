@@ -73,7 +73,7 @@ print(json.loads(o or "{}").get("preheat", False))' "$1/catalog.db"; }
 check "the new repo has no preheat" test "$(preheat_of "$T/fresh")" = False
 "$HUBMIRROR" import --data "$T/fresh" "$T/pub.tar" >"$T/fresh2.out"
 sed 's/^/# /' "$T/fresh2.out"
-check "imported again, the report says it kept the repo's own options" grep -q "keep their own options" "$T/fresh2.out"
+check "imported again, the report says it kept the repo's own options" grep -q "1 repo already tracked keeps its own options" "$T/fresh2.out"
 check "import --keep-options" "$HUBMIRROR" import --data "$T/fresh3" --keep-options "$T/pub.tar"
 check "gives a new repo the bundle's options" test "$(preheat_of "$T/fresh3")" = True
 finish
