@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """lyingmirror.py --ready-file F --mirror URL [--claim PATH=SHA256 ...]: an HTTP front for a real
-mirror that lies: it forwards every GET to URL unchanged, except that in the JSON of a torrent's meta
+mirror that lies: it forwards every GET to URL unchanged (its Range and Authorization too), except that in the JSON of a torrent's meta
 (`/api/p2p/torrent/...?meta=1`, what `hubmirror mount` reads to know each file's sha256) it names the
 sha256 given with --claim for PATH. A test of what an instance may trust its mirror with: the torrent
 and the bytes still come from the real mirror, only the names of contents are wrong. Writes its own
@@ -26,7 +26,11 @@ def main():
 
         def do_GET(self):
             try:
-                with urllib.request.urlopen(a.mirror + self.path, timeout=30) as r:
+                # (the agent fetches from the mirrors it is told about, this front among them: its
+                # ranges and tokens go through as they came)
+                fwd = {k: v for k, v in self.headers.items() if k.lower() in ("range", "authorization")}
+                req = urllib.request.Request(a.mirror + self.path, headers=fwd)
+                with urllib.request.urlopen(req, timeout=30) as r:
                     status, headers, body = r.status, r.headers, r.read()
             except urllib.error.HTTPError as e:
                 status, headers, body = e.code, e.headers, e.read()
