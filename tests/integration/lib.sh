@@ -61,6 +61,15 @@ ok()   { _count=$((_count + 1)); echo "ok $_count - $*"; }
 fail() { _count=$((_count + 1)); _failed=$((_failed + 1)); echo "not ok $_count - $*"; }
 # check NAME CMD...: run CMD, ok if it exits 0.
 check() { local name=$1; shift; if "$@"; then ok "$name"; else fail "$name"; fi; }
+# todo NAME WHY CMD...: a check of a gap an open issue names (WHY says which): run and reported with
+# TAP's TODO, not counted as failing; once it holds, the line says so and the TODO goes.
+todo() {
+	local name=$1 why=$2
+	shift 2
+	_count=$((_count + 1))
+	if "$@"; then echo "ok $_count - $name # TODO $why (it holds now: make it a check)"; else
+		echo "not ok $_count - $name # TODO $why"; fi
+}
 # expect_status N NAME CMD...: ok if CMD exits with status N.
 expect_status() {
 	local want=$1 name=$2 got; shift 2
