@@ -44,7 +44,9 @@ class Api:
             url = self.endpoint + url
         req = urllib.request.Request(url, data=data, method=method, headers=self._headers(headers))
         try:
-            with urllib.request.urlopen(req, timeout=120) as r:
+            # (a silence this long is a hang; a loaded machine answers a commit of 20,000 files in
+            # minutes: t0845's took over 120 s beside six busy builds)
+            with urllib.request.urlopen(req, timeout=280) as r:
                 body = r.read()
                 return body if raw else (json.loads(body) if body else None)
         except urllib.error.HTTPError as e:
