@@ -8,7 +8,8 @@
 # layer, and a second containerd pulling the same image, then the raw ModelPack artifact's layer
 # through the same agent, make the mirror send nothing more: the bytes are in the cache once. A
 # guarded repo's image is refused without its token and pulled with it (the registry token flow through
-# the agent; the agent takes the snapshot with its own token).
+# the agent; the agent takes the snapshot with its own token). Another node's agent, and its
+# containerd pulling the image through it, get the weights from the first agent over the swarm.
 . "$HM_SRC/tests/integration/lib.sh"
 command -v containerd >/dev/null && command -v ctr >/dev/null || skip "needs containerd and ctr (Debian's containerd)"
 [ "$(id -u)" = 0 ] || skip "containerd runs as root"
@@ -143,7 +144,30 @@ check "... and pulled with it (ctr --user: the token flow, through the agent)" \
 check "... unpacked equal to upstream's" unpacked acme/guarded .gitattributes config.json w.bin
 check "... containerd asked the token endpoint the agent passed on" grep -q "GET /v2/token" "$T/access.log"
 check "... and the agent's copies keep no registry token" bash -c "! grep -rq hmreg_ '$T/ca/agent'"
+
+# another node: its own agent (cache, socket, endpoint) and containerd; its bytes come from the first
+# agent over the swarm, not from the mirror
+EA=$E
+check "a second agent starts" env HUBMIRROR_AGENT_SOCKET="$T/b.sock" "$HUBMIRROR" agent --mirror "$M" --cache "$T/cb" \
+	--listen 127.0.0.1:0 --http 0 --token-file "$T/agent-token"
+bstatus() { HUBMIRROR_AGENT_SOCKET=$T/b.sock "$HUBMIRROR" status --json; }
+bpid=$(bstatus | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["pid"])')
+_pids+=("$bpid") # (stopped by the end if a check fails before its own stop)
+E=http://127.0.0.1:$(bstatus | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["http_port"])')
+check "a third containerd, naming the second agent, starts" start_containerd 3
+mid=$(sent)
+check "it pulls the image through the second agent" pulled image/hf/acme/x:main
+check "... unpacked equal to upstream's" unpacked acme/x .gitattributes config.json model.safetensors sub/tokenizer.json
+peers=$(bstatus | "$PY" -c 'import json,sys; print(sum(s["downloaded"] for s in json.load(sys.stdin)["snapshots"]))')
+third=$(($(sent) - mid))
+echo "# the second agent got $peers bytes from peers; the mirror sent $third bytes for it"
+check "the second agent got the weights from the first one over the swarm" test "$peers" -ge 2250000
+check "... and the mirror sent at most a quarter of them" test "$third" -le 750000
+check "the second agent stops" env HUBMIRROR_AGENT_SOCKET="$T/b.sock" "$HUBMIRROR" agent --stop
+keep=()
+for p in "${_pids[@]}"; do [ "$p" = "$bpid" ] || keep+=("$p"); done
+_pids=("${keep[@]}")
 check "agent --stop" "$HUBMIRROR" agent --stop
-check "the agent's log holds no sanitizer report" bash -c "! grep -E 'Sanitizer|runtime error' '$T/ca/agent.log'"
+check "the agents' logs hold no sanitizer report" bash -c "! grep -E 'Sanitizer|runtime error' '$T/ca/agent.log' '$T/cb/agent.log'"
 check "serve stops clean" serve_stops_clean
 finish
