@@ -23,6 +23,11 @@
  * token: once the mirror admitted its signed request, the agent asks for the snapshot with a token of
  * its own (agent --token-file), as mount and pull ask with theirs; the mirror's answer to the signed
  * request carries nothing its client could not see.
+ *
+ * Registry requests (/v2/, docs/agent.md "The registry mirror"; oci.c) go the same way too: a manifest
+ * is metadata, passed once its digest is checked, its layers remembered; a blob that is such a layer is
+ * a file (asked as HEAD, the bytes from the swarm), a tar layer sent whole once verified and its digest
+ * checked (start_tar); any other blob is relayed.
  */
 #include <errno.h>
 #include <fcntl.h>
