@@ -5,8 +5,9 @@
 # agent; the agent passes the index and manifests from the mirror with their digests checked and
 # answers the tar layers from its cache (the file fetched through the swarm, between the header
 # hub/oci.c makes and zeros): the unpacked tree is upstream's, the mirror's log shows no GET of a
-# layer, and a second containerd pulling the same image, then the raw ModelPack artifact's layer
-# through the same agent, make the mirror send nothing more: the bytes are in the cache once. A
+# layer, and a second containerd pulling the same image, then the raw ModelPack artifact's layer and a
+# `hubmirror pull` through the same agent, make the mirror send nothing more: the bytes are in the
+# cache once. A
 # guarded repo's image is refused without its token and pulled with it (the registry token flow through
 # the agent; the agent takes the snapshot with its own token). Another node's agent, and its
 # containerd pulling the image through it, get the weights from the first agent over the swarm.
@@ -125,11 +126,15 @@ check "... with its digest header" grep -qi "^docker-content-digest: sha256:$wsh
 check "a Range of a tar layer through the agent is those bytes of the mirror's" \
 	cmp <(curl -fsS -r 1000-2999 "$E/v2/image/hf/acme/x/blobs/$(echo "$layers" | cut -d' ' -f3)") \
 	<(curl -fsS -r 1000-2999 "$M/v2/image/hf/acme/x/blobs/$(echo "$layers" | cut -d' ' -f3)")
+# and `hubmirror pull` of the same snapshot into a hub cache, through the same agent
+commit=$(curl -fsS -D - -o /dev/null "$M/v2/hf/acme/x/manifests/main" | tr -d '\r' | sed -n 's/^[Xx]-[Rr]epo-[Cc]ommit: //p')
+check "hubmirror pull of the snapshot through the same agent" bash -c "\"\$HUBMIRROR\" pull --mirror \"\$M\" --hf-cache \"$T/hf\" hf:acme/x >/dev/null"
+check "... its files are upstream's" cmp "$T/hf/models--acme--x/snapshots/$commit/model.safetensors" \
+	<(curl -fsSL "$FAKE_API/acme/x/resolve/main/model.safetensors")
 again=$(($(sent) - mid))
-echo "# the mirror sent $again more bytes for the second pull, the raw layer and the range"
-check "the mirror sent no byte of the weights again: the second pull and the raw layer came from the cache" \
-	test "$again" -lt 100000
-check "the cache holds the weights once (mounted, pulled or pulled as an image: the same file)" \
+echo "# the mirror sent $again more bytes for the second pull, the raw layer, the range and the hub pull"
+check "the mirror sent no byte of the weights again: all of them came from the cache" test "$again" -lt 100000
+check "the cache holds the weights once (pulled as an image, as an artifact, by hubmirror pull: one file)" \
 	test "$(du -sb "$T/ca" | cut -f1)" -lt 4500000
 
 # a manifest the mirror did not name by that digest is not passed (the agent checks what it passes)
