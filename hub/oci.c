@@ -79,6 +79,20 @@ int64_t hub_oci_tar_tail(int64_t size)
 	return (512 - size % 512) % 512 + 1024;
 }
 
+static int64_t clamp(int64_t v, int64_t lo, int64_t hi)
+{
+	return v < lo ? lo : v > hi ? hi : v;
+}
+
+void hub_oci_tar_span(int64_t header_len, int64_t size, int64_t a, int64_t end, struct hub_oci_span *s)
+{
+	s->h0 = clamp(a, 0, header_len);
+	s->h1 = clamp(end, 0, header_len);
+	s->f0 = clamp(a - header_len, 0, size);
+	s->f1 = clamp(end - header_len, 0, size);
+	s->zeros = clamp(end - header_len - size, 0, INT64_MAX) - clamp(a - header_len - size, 0, INT64_MAX);
+}
+
 int hub_oci_tar_digest(const unsigned char *header, size_t header_len, const char *file, int64_t size,
 		       char digest[72])
 {

@@ -24,6 +24,14 @@ int64_t hub_oci_tar_tail(int64_t size);
 /* The layer's digest ("sha256:" and 64 hex digits) over header, the size bytes of the file at file
  * and the tail: the whole file is read (run it off the loop). Returns 0, -errno, or HM_ERR_SIZE_MISMATCH
  * when the file is not size bytes long. */
+/* A byte range [a, end) of a layer of a header_len-byte header and a size-byte file, cut into the
+ * header's part [h0, h1), the file's [f0, f1) and how many of the tail's zeros (the mirror's and the
+ * agent's answers to a Range). */
+struct hub_oci_span {
+	int64_t h0, h1, f0, f1, zeros;
+};
+void hub_oci_tar_span(int64_t header_len, int64_t size, int64_t a, int64_t end, struct hub_oci_span *s);
+
 int hub_oci_tar_digest(const unsigned char *header, size_t header_len, const char *file, int64_t size,
 		       char digest[72]);
 

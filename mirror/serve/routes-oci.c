@@ -824,6 +824,9 @@ static void oci_manifest(struct oreq *o, const char *ref)
 	httpd_add_header(o->req, "Docker-Content-Digest", d->digest);
 	httpd_add_header(o->req, "ETag", etag);
 	httpd_add_header(o->req, "X-Repo-Commit", snap.commit);
+	/* the repo in its own spelling (an OCI name is lowercase): an agent takes its snapshot by it */
+	httpd_add_headerf(o->req, "X-Hubmirror-Repo", "%s:%s%s", o->repo.hub,
+			  strcmp(o->repo.type, "dataset") ? "" : "datasets/", o->repo.name);
 	if (httpd_header(o->req, "If-None-Match") && httpd_etag_matches(httpd_header(o->req, "If-None-Match"), etag))
 		httpd_respond_str(o->req, 304, NULL, "");
 	else
@@ -834,10 +837,10 @@ static void oci_manifest(struct oreq *o, const char *ref)
 /* A tar layer (hub/oci.h): its header from the catalog, the file from the store, zeros; one Range. */
 static int oci_send_tar(struct oreq *o, const struct catalog_oci_tar *t)
 {
-	int64_t hl = (int64_t)t->header_len, total = hl + t->size + hub_oci_tar_tail(t->size), a = 0, b = 0, end;
+	int64_t hl = (int64_t)t->header_len, total = hl + t->size + hub_oci_tar_tail(t->size), a = 0, b = 0;
 	char *blob = mirror_store_blob_path(o->rt->data->store, t->sha256);
 	int fd = blob ? open(blob, O_RDONLY | O_CLOEXEC) : -1, rr;
-	int64_t h0, h1, f0, f1, z0, z1;
+	struct hub_oci_span sp;
 
 	free(blob);
 	if (fd < 0)
@@ -856,16 +859,11 @@ static int oci_send_tar(struct oreq *o, const struct catalog_oci_tar *t)
 	} else {
 		httpd_add_headerf(o->req, "Content-Range", "bytes %" PRId64 "-%" PRId64 "/%" PRId64, a, b, total);
 	}
-	/* [a, end) cut into the header's part, the file's and the zeros' */
-	end = b + 1;
-	h0 = a < hl ? a : hl;
-	h1 = end < hl ? end : hl;
-	f0 = a - hl < 0 ? 0 : a - hl > t->size ? t->size : a - hl;
-	f1 = end - hl < 0 ? 0 : end - hl > t->size ? t->size : end - hl;
-	z0 = a - hl - t->size > 0 ? a - hl - t->size : 0;
-	z1 = end - hl - t->size > 0 ? end - hl - t->size : 0;
-	httpd_respond_file_framed(o->req, rr ? 206 : 200, "application/octet-stream", t->header + h0, (size_t)(h1 - h0),
-				  f1 > f0 ? fd : (close(fd), -1), f0, f1 - f0, z1 - z0);
+	/* [a, b] cut into the header's part, the file's and the zeros' */
+	hub_oci_tar_span(hl, t->size, a, b + 1, &sp);
+	httpd_respond_file_framed(o->req, rr ? 206 : 200, "application/octet-stream", t->header + sp.h0,
+				  (size_t)(sp.h1 - sp.h0), sp.f1 > sp.f0 ? fd : (close(fd), -1), sp.f0, sp.f1 - sp.f0,
+				  sp.zeros);
 	return 0;
 }
 

@@ -306,12 +306,44 @@ long agent_mirror_stall_s(const struct agent *a);
 /* The handler of the local hub endpoint (endpoint.c). */
 int agent_endpoint(void *ud, struct httpd_req *req);
 
+/* ---- the endpoint as the node's registry mirror (oci.c; docs/agent.md, "The registry mirror") ---- */
+
+/* What a path names: a manifest (/v2/NAME/manifests/REF) or a blob (/v2/NAME/blobs/DIGEST), with
+ * *name and *ref (malloc'd), or AGENT_OCI_NONE (nothing written). */
+enum agent_oci_kind { AGENT_OCI_NONE, AGENT_OCI_MANIFEST, AGENT_OCI_BLOB };
+enum agent_oci_kind agent_oci_path(const char *path, char **name, char **ref);
+/* A layer of a manifest the endpoint passed: a file of a snapshot. */
+struct agent_oci_layer {
+	char *spec;                     /* "hf:org/name@commit" */
+	char *path;                     /* the file's path in it */
+	bool tar;                       /* a tar layer (else the file's raw bytes) */
+	unsigned char *header;          /* a tar layer's header, once checked (else NULL) */
+	size_t header_len;
+	int64_t checked_size;           /* the file's size the header was checked with, -1 none */
+};
+/* A manifest the mirror answered name's ref with (body): its sha256 must be digest (the mirror's
+ * Docker-Content-Digest) and ref when ref is a digest, else -1 with *why (static). Its layers are
+ * remembered, of the snapshot of repo (the mirror's X-Hubmirror-Repo; NULL: from the name) at commit
+ * (X-Repo-Commit; NULL: the manifest's revision annotation). Blocking: from a worker. */
+int agent_oci_manifest(struct agent *a, const char *name, const char *ref, const char *digest, const char *commit,
+		       const char *repo, const char *body, size_t len, const char **why);
+/* The layer digest of name, remembered from a manifest: 0 and *l (agent_oci_layer_release), or
+ * HM_ERR_NOT_FOUND. Blocking. */
+int agent_oci_layer_find(struct agent *a, const char *name, const char *digest, struct agent_oci_layer *l);
+void agent_oci_layer_release(struct agent_oci_layer *l);
+/* A tar layer: l's header (made by hub/oci.c when l has none checked for size) with the size bytes of
+ * file (verified in the cache) and the tail is digest: 0 (remembered with the header: not read again
+ * next time), or -1 with *why (static). Reads the whole file: from a worker. */
+int agent_oci_tar_check(struct agent *a, const char *name, const char *digest, struct agent_oci_layer *l,
+			const char *file, int64_t size, const char **why);
+
 /* ---- the cache's layout on disk (layout.c): every path of it is built there ----
  *   <cache>/<btih>/                      a snapshot's files (libtorrent's save path)
  *   <cache>/by-sha256/<sha256>           contents kept by sha256 (hard links, p2p/keep.h)
  *   <cache>/agent/<btih>.torrent, .json  a snapshot's torrent and description (snaps.c)
  *   <cache>/agent/lock                   held by the one agent of this cache
  *   <cache>/agent/http/<key>             answers the local endpoint keeps for when the mirror is away
+ *   <cache>/agent/oci/<key>              the layers of the manifests the endpoint passed (oci.c)
  *   <cache>/.dropped/                    dropped snapshots' files, deleted by the next sizing job
  * Each returns a malloc'd path; agent_path_http with key NULL is the folder. */
 #define AGENT_KEPT_DIR "by-sha256"
@@ -322,6 +354,7 @@ char *agent_path_torrent(const struct agent *a, const char *btih);
 char *agent_path_desc(const struct agent *a, const char *btih);
 char *agent_path_lock(const struct agent *a);
 char *agent_path_http(const struct agent *a, const char *key);
+char *agent_path_oci(const struct agent *a, const char *key);
 char *agent_path_trash(const struct agent *a);
 
 /* ---- the snapshot table (snaps.c): below the loop, control, eviction and preheat (it calls none

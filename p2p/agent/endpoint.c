@@ -23,6 +23,11 @@
  * token: once the mirror admitted its signed request, the agent asks for the snapshot with a token of
  * its own (agent --token-file), as mount and pull ask with theirs; the mirror's answer to the signed
  * request carries nothing its client could not see.
+ *
+ * Registry requests (/v2/, docs/agent.md "The registry mirror"; oci.c) go the same way too: a manifest
+ * is metadata, passed once its digest is checked, its layers remembered; a blob that is such a layer is
+ * a file (asked as HEAD, the bytes from the swarm), a tar layer sent whole once verified and its digest
+ * checked (start_tar); any other blob is relayed.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -47,6 +52,7 @@
 #include "hub/http/httpd.h"
 #include "hub/hub.h"
 #include "hub/ms.h"
+#include "hub/oci.h"
 #include "hub/s3.h"
 #include "p2p/p2p.h"
 
@@ -57,7 +63,8 @@
 static const char *const passed[] = {
 	"Content-Type", "ETag", "X-Repo-Commit", "X-Error-Code", "X-Error-Message", "Link", "X-Linked-Size",
 	"X-Linked-Etag", "Content-Disposition", "Accept-Ranges", "Location", "X-Request-Id", "Last-Modified",
-	"x-amz-version-id", "x-amz-request-id", NULL,
+	"x-amz-version-id", "x-amz-request-id", "Docker-Content-Digest", "Docker-Distribution-API-Version",
+	"WWW-Authenticate", "X-Hubmirror-Repo", NULL,
 };
 
 struct agent_ep {
@@ -72,9 +79,16 @@ struct agent_ep {
 	bool file;
 	bool s3;                        /* an S3 request: its signed headers go to the mirror as they are */
 	char **s3_headers;              /* "Name: value" lines of them, NULL-terminated */
+	/* a registry request (oci.c): a manifest or a blob of oci_name, with its reference */
+	enum agent_oci_kind oci;
+	char *oci_name, *oci_ref;
+	bool oci_layer;                 /* a blob that is a layer of a manifest passed: a file (layer) */
+	bool ranged;                    /* a tar layer asked with a Range */
+	struct agent_oci_layer layer;
 	/* the mirror's answer */
 	long status;
 	json_t *headers;                /* {name: value} of passed[] */
+	int64_t clen;                   /* its Content-Length (-1 none): a HEAD's says the body's size */
 	char *answer;
 	size_t alen;
 	bool offline;                   /* the mirror did not answer: from the kept copy */
@@ -107,6 +121,9 @@ static void ep_free(struct agent_ep *e)
 	for (char **h = e->s3_headers; h && *h; h++)
 		free(*h);
 	free(e->s3_headers);
+	free(e->oci_name);
+	free(e->oci_ref);
+	agent_oci_layer_release(&e->layer);
 	json_decref(e->headers);
 	free(e->answer);
 	json_decref(e->meta);
@@ -217,6 +234,8 @@ static void keep_header(void *ud, const char *name, const char *value)
 {
 	struct agent_ep *e = ud;
 
+	if (!strcasecmp(name, "Content-Length"))
+		e->clen = strtoll(value, NULL, 10);
 	for (const char *const *p = passed; *p; p++)
 		if (!strcasecmp(name, *p))
 			json_object_set_new(e->headers, *p, json_string(value));
@@ -319,21 +338,67 @@ static bool kept_answer(struct agent_ep *e)
 	return true;
 }
 
+/* A blob that is a layer of a manifest this agent passed: a file of a snapshot, asked of the mirror
+ * as a file is (HEAD: may this request have it?), its bytes from the cache and the swarm. */
+static void oci_blob_layer(struct agent_ep *e)
+{
+	if (agent_oci_layer_find(e->a, e->oci_name, e->oci_ref, &e->layer))
+		return;
+	if (hub_spec_parse(e->layer.spec, &e->spec) || !e->spec.revision) {
+		agent_oci_layer_release(&e->layer);
+		return;
+	}
+	e->file = e->oci_layer = true;
+	e->fpath = xstrdup(e->layer.path);
+}
+
+/* A manifest the mirror gave is passed only when it is the digest it says (and was asked by); its
+ * layers are remembered (oci.c). */
+static void oci_manifest_check(struct agent_ep *e)
+{
+	const char *why = NULL;
+
+	if (agent_oci_manifest(e->a, e->oci_name, e->oci_ref,
+			       json_string_value(json_object_get(e->headers, "Docker-Content-Digest")),
+			       json_string_value(json_object_get(e->headers, "X-Repo-Commit")),
+			       json_string_value(json_object_get(e->headers, "X-Hubmirror-Repo")),
+			       e->answer ? e->answer : "", e->alen, &why))
+		e->why = xstrdup(why);
+}
+
+/* Kept for offline use: metadata GETs and a file's headers, but never a registry token (the token
+ * flow's answer) nor a blob taken whole from the mirror (a config, or a layer of no manifest passed). */
+static bool keepable(const struct agent_ep *e)
+{
+	const char *t = e->target;
+
+	if (!e->file && strcmp(e->method, "GET"))
+		return false;
+	return !(e->oci == AGENT_OCI_BLOB && !e->file) && !(!strncmp(t, "/v2/token", 9) && (!t[9] || t[9] == '?'));
+}
+
 static void ask_mirror(void *job)
 {
 	struct agent_ep *e = job;
 	const char **hdrs;
 	char *h_host = e->host ? xasprintf("Host: %s", e->host) : NULL;
-	char *h_inm = e->inm && (!e->file || e->s3) ? xasprintf("If-None-Match: %s", e->inm) : NULL;
-	char *url = NULL, *err = NULL, *m;
+	/* credentials other than a bearer token (which .token carries): a registry client's Basic to the
+	 * token endpoint (an S3 client's are among its signed headers) */
+	char *h_auth = e->auth && !e->token && !e->s3 ? xasprintf("Authorization: %s", e->auth) : NULL;
+	char *h_inm, *url = NULL, *err = NULL, *m;
 	size_t n = 0, ns = 0;
 	int r = -EINVAL;
 
+	if (e->oci == AGENT_OCI_BLOB)
+		oci_blob_layer(e);
+	h_inm = e->inm && (!e->file || e->s3) ? xasprintf("If-None-Match: %s", e->inm) : NULL;
 	while (e->s3_headers && e->s3_headers[ns])
 		ns++;
-	hdrs = xcalloc(ns + 4, sizeof(*hdrs));
+	hdrs = xcalloc(ns + 5, sizeof(*hdrs));
 	if (h_host)
 		hdrs[n++] = h_host;
+	if (h_auth)
+		hdrs[n++] = h_auth;
 	for (size_t i = 0; i < ns; i++)
 		if (strncasecmp(e->s3_headers[i], "If-None-Match:", 14) || !h_inm)
 			hdrs[n++] = e->s3_headers[i];
@@ -357,6 +422,7 @@ static void ask_mirror(void *job)
 		c.url = url;
 		free(m);
 		json_object_clear(e->headers);
+		e->clen = -1;
 		free(e->answer);
 		e->answer = NULL;
 		r = hub_http_call_blocking(&c, &e->answer, &e->alen, &e->status, &err);
@@ -367,12 +433,17 @@ static void ask_mirror(void *job)
 		e->offline = (e->file || !strcmp(e->method, "GET")) && kept_answer(e);
 		if (!e->offline)
 			e->why = xasprintf("cannot reach the mirror at %s: %s", e->a->cfg->mirror, err ? err : "?");
-	} else if (e->status == 200 && (e->file || !strcmp(e->method, "GET"))) {
+	} else if (e->status == 200 && e->oci == AGENT_OCI_MANIFEST && !strcmp(e->method, "GET")) {
+		oci_manifest_check(e);
+		if (!e->why)
+			keep_answer(e);
+	} else if (e->status == 200 && keepable(e)) {
 		keep_answer(e);
 	}
 	free(err);
 	free(url);
 	free(h_host);
+	free(h_auth);
 	free(h_inm);
 	free(hdrs);
 }
@@ -392,7 +463,13 @@ static void relay(struct agent_ep *e, struct httpd_req *r)
 	const char *ct = json_string_value(json_object_get(e->headers, "Content-Type"));
 
 	set_headers(r, e->headers, false);
-	httpd_respond(r, (int)e->status, ct ? ct : "application/octet-stream", e->answer ? e->answer : "", e->alen);
+	if (!strcmp(e->method, "HEAD") && e->clen > 0 && !e->alen)
+		/* the length of the body a GET gets (a registry client reads a manifest's size there) */
+		httpd_respond_file_framed(r, (int)e->status, ct ? ct : "application/octet-stream", NULL, 0, -1, 0, 0,
+					  e->clen);
+	else
+		httpd_respond(r, (int)e->status, ct ? ct : "application/octet-stream", e->answer ? e->answer : "",
+			      e->alen);
 }
 
 static void fail(struct httpd_req *r, int status, const char *msg)
@@ -428,14 +505,18 @@ static void fetch_snapshot(void *job)
 	const char *token = e->token ? e->token : e->s3 ? e->a->cfg->token : NULL;
 	int st;
 
+	/* a registry client shows the mirror a registry token (docs/protocols/oci.md), good for /v2/ only:
+	 * once the mirror admitted its request for this blob, the agent takes the snapshot with its own */
+	if (e->oci_layer && (!token || !strncmp(token, "hmreg_", 6)))
+		token = e->a->cfg->token;
+
 	if (commit)
 		at.revision = (char *)commit; /* the very commit the mirror answered for */
 	st = agent_fetch_snapshot(e->a, e->a->cfg->mirror, token, &at, &e->meta, &e->tor, &e->tlen, &e->why);
-	if (st && e->s3 && !token && (st == 401 || st == 403)) {
+	if (st && (e->s3 || e->oci_layer) && !token && (st == 401 || st == 403)) {
 		free(e->why);
-		e->why =
-			xstrdup("this repository is guarded: this agent takes its snapshot for S3 clients with a token "
-				"of its own, and has none (agent --token-file)");
+		e->why = xasprintf("this repository is guarded: this agent takes its snapshot for %s clients with a "
+				   "token of its own, and has none (agent --token-file)", e->s3 ? "S3" : "registry");
 	}
 	if (st && !e->why)
 		e->why = xstrdup("the mirror gave no snapshot");
@@ -526,6 +607,129 @@ static void send_body(void *job, struct httpd_req *r)
 				 gate, gate_release, e);
 }
 
+/* ---- a registry mirror's tar layer: the file, verified whole, between its header and zeros --------- */
+
+/* Is the file at path of s the content digest ("sha256:...") names (a raw layer's digest)? */
+static bool raw_layer_is(const struct agent_snap *s, const char *path, const char *digest)
+{
+	for (size_t i = 0; i < s->nknown; i++)
+		if (!strcmp(s->known[i].path, path))
+			return !strncmp(digest, "sha256:", 7) && !strcmp(s->known[i].sha256, digest + 7);
+	return false;
+}
+
+/* On a worker: wait until every byte of the file is verified in the cache (4 MiB at a time, each
+ * step with its own wait), open it, and check the layer's digest (once: oci.c remembers it). */
+static void tar_whole(void *job)
+{
+	struct agent_ep *e = job;
+	struct p2p_session *ses = e->a->ses;
+	const int64_t step = 4 << 20;
+	int64_t done = 0;
+	char *path = NULL;
+	const char *why = NULL;
+	int have = 1, waited = 0;
+
+	p2p_session_want_range(ses, e->btih, e->index, 0, e->size, 0);
+	while (done < e->size && waited < READ_WAIT_S * 20 && !atomic_load(&e->a->quit)) {
+		int64_t n = e->size - done < step ? e->size - done : step;
+		have = p2p_session_have_range(ses, e->btih, e->index, done, n);
+		if (have == 1) {
+			done += n;
+			waited = 0;
+		} else if (have < 0 && have != HM_ERR_NOT_FOUND) {
+			break;
+		} else {
+			p2p_session_wait_range(ses, e->btih, e->index, done, n, 50);
+			if (++waited % 20 == 0)
+				p2p_session_want_range(ses, e->btih, e->index, done, e->size - done, 0);
+		}
+	}
+	if (done == e->size && (e->size == 0 || !p2p_session_file_path(ses, e->btih, e->index, &path)))
+		e->fd = open(path ? path : "/dev/null", O_RDONLY | O_CLOEXEC);
+	if (e->fd >= 0 && agent_oci_tar_check(e->a, e->oci_name, e->oci_ref, &e->layer, path ? path : "/dev/null",
+					       e->size, &why)) {
+		close(e->fd);
+		e->fd = -1;
+		e->why = xstrdup(why);
+	}
+	if (e->fd < 0 && !e->why)
+		e->why = xstrdup(done < e->size ? "no peer and no mirror sent the file's bytes in time"
+				 : "the file is not readable in the cache");
+	free(path);
+}
+
+static void tar_send(void *job, struct httpd_req *r)
+{
+	struct agent_ep *e = job;
+	struct hub_oci_span sp;
+	int fd = e->fd;
+
+	if (!r) {
+		ep_free(e);
+		return;
+	}
+	if (fd < 0) {
+		fail(r, 502, e->why ? e->why : "the file's bytes did not come");
+		ep_free(e);
+		return;
+	}
+	p2p_session_touch(e->a->ses, e->btih, e->index, 0, e->size); /* read now: not evicted under it */
+	hub_oci_tar_span((int64_t)e->layer.header_len, e->size, e->off, e->off + e->len, &sp);
+	e->fd = -1;
+	if (sp.f1 <= sp.f0) {
+		close(fd);
+		fd = -1;
+	}
+	httpd_respond_file_framed(r, e->ranged ? 206 : 200, "application/octet-stream",
+				  e->layer.header + sp.h0, (size_t)(sp.h1 - sp.h0), fd, sp.f0, sp.f1 - sp.f0, sp.zeros);
+	ep_free(e);
+}
+
+/* On the loop: the layer's header (the one checked before, else made again), the range of the whole
+ * layer, then (not for HEAD) the file verified and the digest checked on a worker. */
+static void start_tar(struct agent_ep *e, struct httpd_req *r)
+{
+	int64_t total, b = 0;
+	int rr;
+
+	if (e->layer.header && e->layer.checked_size != e->size) {
+		free(e->layer.header);
+		e->layer.header = NULL;
+	}
+	if (!e->layer.header && hub_oci_tar_header(e->fpath, e->size, &e->layer.header, &e->layer.header_len)) {
+		fail(r, 502, "the layer's tar header cannot be made for this file's name");
+		ep_free(e);
+		return;
+	}
+	total = (int64_t)e->layer.header_len + e->size + hub_oci_tar_tail(e->size);
+	set_headers(r, e->headers, false);
+	httpd_add_header(r, "Accept-Ranges", "bytes");
+	rr = httpd_parse_range(e->range, total, &e->off, &b);
+	if (rr < 0) {
+		httpd_add_headerf(r, "Content-Range", "bytes */%" PRId64, total);
+		fail(r, 416, "range not satisfiable");
+		ep_free(e);
+		return;
+	}
+	e->len = rr > 0 ? b - e->off + 1 : total;
+	if (rr == 0)
+		e->off = 0;
+	else
+		httpd_add_headerf(r, "Content-Range", "bytes %" PRId64 "-%" PRId64 "/%" PRId64, e->off, b, total);
+	e->ranged = rr > 0;
+	if (httpd_etag_matches(e->inm, json_string_value(json_object_get(e->headers, "ETag")))) {
+		httpd_respond_str(r, 304, NULL, "");
+	} else if (!strcmp(e->method, "HEAD")) {
+		/* the headers of the answer, Content-Length included; no body */
+		httpd_respond_file_framed(r, rr ? 206 : 200, "application/octet-stream", NULL, 0, -1, 0, 0, e->len);
+	} else {
+		httpd_defer(r, tar_whole, tar_send, e);
+		return;
+	}
+	ep_free(e);
+}
+
 /* On the loop, with the snapshot in the session: find the file, take the range, wait for its start. */
 static void start_file(struct agent_ep *e, struct httpd_req *r, struct agent_snap *s)
 {
@@ -542,9 +746,14 @@ static void start_file(struct agent_ep *e, struct httpd_req *r, struct agent_sna
 				e->size = files.v[i].size;
 			}
 	p2p_file_list_release(&files);
-	if (e->index < 0) {
-		fail(r, 502, "the mirror's torrent does not hold the file it listed");
+	if (e->index < 0 || (e->oci_layer && !e->layer.tar && !raw_layer_is(s, e->fpath, e->oci_ref))) {
+		fail(r, 502, e->index < 0 ? "the mirror's torrent does not hold the file it listed"
+					  : "the snapshot's file is not the manifest's layer");
 		ep_free(e);
+		return;
+	}
+	if (e->oci_layer && e->layer.tar) {
+		start_tar(e, r);
 		return;
 	}
 	rr = httpd_parse_range(e->range, e->size, &e->off, &e->len);
@@ -639,7 +848,9 @@ static void mirror_answered(void *job, struct httpd_req *r)
 		ep_free(e);
 		return;
 	}
-	s = held_commit(e->a, json_string_value(json_object_get(e->headers, "X-Repo-Commit")));
+	/* (a layer's commit is the one its manifest named) */
+	s = held_commit(e->a, e->oci_layer ? e->spec.revision
+					   : json_string_value(json_object_get(e->headers, "X-Repo-Commit")));
 	if (s)
 		start_file(e, r, s);
 	else if (!e->offline)
@@ -659,6 +870,7 @@ int agent_endpoint(void *ud, struct httpd_req *r)
 	e->a = a;
 	e->fd = -1;
 	e->headers = json_object();
+	e->clen = -1;
 	e->method = xstrdup(httpd_method(r));
 	e->target = xasprintf("%s%s%s", httpd_path(r), q ? "?" : "", q ? q : "");
 	e->host = dup_header(r, "Host");
@@ -682,9 +894,11 @@ int agent_endpoint(void *ud, struct httpd_req *r)
 	classify_s3(e, r);
 	if (!e->s3 && (!strcmp(e->method, "GET") || !strcmp(e->method, "HEAD")))
 		classify(e, r);
+	if (!e->s3 && !e->file && (!strcmp(e->method, "GET") || !strcmp(e->method, "HEAD")))
+		e->oci = agent_oci_path(httpd_path(r), &e->oci_name, &e->oci_ref); /* (its layer: off the loop) */
 	else if (e->s3 && strcmp(e->method, "GET") && strcmp(e->method, "HEAD"))
 		e->file = false;
-	httpd_set_route(r, e->file ? "file" : "proxy");
+	httpd_set_route(r, e->file ? "file" : e->oci == AGENT_OCI_BLOB ? "blob" : "proxy");
 	httpd_defer(r, ask_mirror, mirror_answered, e);
 	return 0;
 }

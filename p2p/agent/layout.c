@@ -41,6 +41,12 @@ char *agent_path_http(const struct agent *a, const char *key)
 		   : xasprintf("%s/agent/http", a->cfg->cache_dir);
 }
 
+char *agent_path_oci(const struct agent *a, const char *key)
+{
+	return key ? xasprintf("%s/agent/oci/%s", a->cfg->cache_dir, key)
+		   : xasprintf("%s/agent/oci", a->cfg->cache_dir);
+}
+
 char *agent_path_trash(const struct agent *a)
 {
 	return xasprintf("%s/.dropped", a->cfg->cache_dir);

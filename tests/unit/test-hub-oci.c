@@ -116,11 +116,48 @@ TEST(the_digest_is_of_header_file_and_tail)
 	test_rmtree(dir);
 }
 
+/* Every range of a small layer cut into header, file and zeros: the parts, put back in order, are
+ * the layer's bytes of that range (a header of 'h's, a file of 'f's, then zeros). */
+TEST(a_range_is_cut_into_header_file_and_zeros)
+{
+	enum { HL = 512, SIZE = 700 };
+	const int64_t total = HL + SIZE + hub_oci_tar_tail(SIZE);
+	char *layer = calloc(1, (size_t)total), *got = malloc((size_t)total);
+	struct hub_oci_span sp;
+	int bad = 0;
+
+	memset(layer, 'h', HL);
+	memset(layer + HL, 'f', SIZE);
+	for (int64_t a = 0; a < total; a += 37)
+		for (int64_t end = a + 1; end <= total; end += 53) {
+			size_t n = 0;
+			hub_oci_tar_span(HL, SIZE, a, end, &sp);
+			if (sp.h1 < sp.h0 || sp.f1 < sp.f0 || sp.zeros < 0) {
+				bad++;
+				continue;
+			}
+			memcpy(got + n, layer + sp.h0, (size_t)(sp.h1 - sp.h0));
+			n += (size_t)(sp.h1 - sp.h0);
+			memcpy(got + n, layer + HL + sp.f0, (size_t)(sp.f1 - sp.f0));
+			n += (size_t)(sp.f1 - sp.f0);
+			memset(got + n, 0, (size_t)sp.zeros);
+			n += (size_t)sp.zeros;
+			if (n != (size_t)(end - a) || memcmp(got, layer + a, n))
+				bad++;
+		}
+	CHECK_INT(bad, 0);
+	hub_oci_tar_span(HL, SIZE, 0, total, &sp);
+	CHECK(sp.h0 == 0 && sp.h1 == HL && sp.f0 == 0 && sp.f1 == SIZE && sp.zeros == hub_oci_tar_tail(SIZE));
+	free(layer);
+	free(got);
+}
+
 int main(void)
 {
 	RUN(a_short_name_is_one_ustar_block);
 	RUN(what_ustar_cannot_hold_goes_in_a_pax_record);
 	RUN(the_tail_pads_the_block_and_ends_the_archive);
 	RUN(the_digest_is_of_header_file_and_tail);
+	RUN(a_range_is_cut_into_header_file_and_zeros);
 	return test_done();
 }

@@ -4,7 +4,8 @@
  * cache is under its bound) and which files a snapshot wants (agent_select for a pull's
  * --include/--exclude, agent_prefetch for a mount's --prefetch, agent_want_indices for libtorrent's
  * file indices), and where a held snapshot's swarm is (agent_sources_rebase: the mirrors it is told
- * about now).
+ * about now); and which /v2/ paths the endpoint takes for a registry's manifests and blobs
+ * (agent_oci_path).
  */
 #include <stdint.h>
 
@@ -223,6 +224,35 @@ TEST(sources_follow_the_mirrors)
 	json_decref(ws);
 }
 
+static bool oci_is(const char *path, enum agent_oci_kind want, const char *name, const char *ref)
+{
+	char *n = NULL, *r = NULL;
+	enum agent_oci_kind k = agent_oci_path(path, &n, &r);
+	bool ok = k == want && (k == AGENT_OCI_NONE ? !n && !r : !strcmp(n, name) && !strcmp(r, ref));
+
+	free(n);
+	free(r);
+	return ok;
+}
+
+TEST(oci_paths)
+{
+	CHECK(oci_is("/v2/hf/acme/x/manifests/main", AGENT_OCI_MANIFEST, "hf/acme/x", "main"));
+	CHECK(oci_is("/v2/image/hf/acme/x/manifests/sha256:ab", AGENT_OCI_MANIFEST, "image/hf/acme/x", "sha256:ab"));
+	CHECK(oci_is("/v2/hf/acme/x/blobs/sha256:ab", AGENT_OCI_BLOB, "hf/acme/x", "sha256:ab"));
+	/* a name holding the word: the last one is the verb */
+	CHECK(oci_is("/v2/hf/blobs/x/blobs/sha256:ab", AGENT_OCI_BLOB, "hf/blobs/x", "sha256:ab"));
+	/* not the registry's: the root, the token, tags, a Hub path under /v2/, nothing after the verb */
+	CHECK(oci_is("/v2/", AGENT_OCI_NONE, NULL, NULL));
+	CHECK(oci_is("/v2/token", AGENT_OCI_NONE, NULL, NULL));
+	CHECK(oci_is("/v2/hf/acme/x/tags/list", AGENT_OCI_NONE, NULL, NULL));
+	CHECK(oci_is("/v2/x/resolve/main/config.json", AGENT_OCI_NONE, NULL, NULL));
+	CHECK(oci_is("/v2/hf/acme/x/manifests/", AGENT_OCI_NONE, NULL, NULL));
+	CHECK(oci_is("/v2/manifests/main", AGENT_OCI_NONE, NULL, NULL));
+	CHECK(oci_is("/acme/x/blobs/sha256:ab", AGENT_OCI_NONE, NULL, NULL));
+	CHECK(oci_is("/v2/hf/acme/x/blobs/sha256:ab/more", AGENT_OCI_NONE, NULL, NULL));
+}
+
 int main(void)
 {
 	RUN(evict_least_recently_used_first_until_under);
@@ -233,5 +263,6 @@ int main(void)
 	RUN(want_mount_prefetch);
 	RUN(want_indices);
 	RUN(sources_follow_the_mirrors);
+	RUN(oci_paths);
 	return test_done();
 }
