@@ -431,6 +431,11 @@ void mirror__xet_write_token(struct mirror_routes *rt, struct httpd_req *req, co
 	} else {
 		cas = cas_url(req);
 		mirror__hf_cors(req);
+		/* the headers huggingface_hub reads (utils/_xet.py), and the JSON @huggingface/hub reads */
+		httpd_add_header(req, "X-Xet-Access-Token", t);
+		httpd_add_headerf(req, "X-Xet-Token-Expiration", "%lld", (long long)exp);
+		httpd_add_header(req, "X-Xet-Cas-Url", cas);
+		httpd_add_header(req, "Cache-Control", "no-store");
 		mirror__respond_json(req, 200, json_pack("{s:s, s:I, s:s}", "accessToken", t, "exp", (json_int_t)exp,
 							 "casUrl", cas));
 		free(cas);

@@ -134,3 +134,26 @@ def payload(n, seed):
     """n bytes, half random, half compressible (so that LZ4 and BG4 have something to do)."""
     r = hashlib.shake_256(seed.encode()).digest(n // 2)
     return r + bytes((i * 7) % 5 for i in range(n - n // 2))
+
+
+def token_headers(mirror, hub_token, path):
+    """GET a Xet token route as huggingface_hub does (utils/_xet.py: _fetch_xet_connection_info_with_url):
+    (status, the connection info it parses from the answer's headers or None, the JSON body or None)."""
+    u = urllib.parse.urlsplit(mirror + path)
+    c = http.client.HTTPConnection(u.hostname, u.port, timeout=60)
+    try:
+        c.request("GET", u.path, headers={"Authorization": f"Bearer {hub_token}"})
+        r = c.getresponse()
+        data = r.read()
+        try:  # parse_xet_connection_info_from_headers
+            info = {"endpoint": r.headers["X-Xet-Cas-Url"], "access_token": r.headers["X-Xet-Access-Token"],
+                    "exp": int(r.headers["X-Xet-Token-Expiration"])}
+        except (KeyError, TypeError, ValueError):
+            info = None
+    finally:
+        c.close()
+    try:
+        body = json.loads(data)
+    except ValueError:
+        body = None
+    return r.status, info, body

@@ -21,7 +21,7 @@ import sys
 sys.path.insert(0, os.path.dirname(__file__))
 from hfupload import Api, HubError  # noqa: E402
 import xetformat  # noqa: E402
-from xetformat import cas, file_of, head_only, make_shard, payload  # noqa: E402
+from xetformat import cas, file_of, head_only, make_shard, payload, token_headers  # noqa: E402
 
 M, DATA, xetformat.IDENT = sys.argv[1:4]
 W, OTHER, READER = "hf_writer_acme_0001", "hf_writer_other_0002", "hf_reader_acme_0003"
@@ -35,8 +35,15 @@ def check(name, cond, detail=None):
 
 
 def write_token(api, repo):
-    t = api.request("GET", f"/api/models/{repo}/xet-write-token/main")
-    return t["accessToken"], t["casUrl"]
+    """The write token as huggingface_hub takes it: from the answer's headers (utils/_xet.py), which must
+    say what the JSON @huggingface/hub reads says."""
+    st, info, body = token_headers(M, api.token, f"/api/models/{repo}/xet-write-token/main")
+    if st != 200:
+        raise HubError(st, json.dumps(body).encode(), {})
+    check(f"xet-write-token of {repo}: X-Xet-Cas-Url, X-Xet-Access-Token, X-Xet-Token-Expiration, as the JSON",
+          info is not None and body is not None and (info["endpoint"], info["access_token"], info["exp"]) ==
+          (body["casUrl"], body["accessToken"], body["exp"]), (info, body))
+    return info["access_token"], info["endpoint"]
 
 
 def in_store(sha):
@@ -175,9 +182,12 @@ check("the Hub token itself is no Xet token: 401", st == 401, st)
 st, _ = cas("POST", f"{cas_url}/v1/shards", tok[:-2] + ("AA" if not tok.endswith("AA") else "BB"),
             make_shard([good["file"]], []))
 check("a write token altered: 401", st == 401, st)
-rt = w.request("GET", "/api/models/acme/py-xet/xet-read-token/main")
-rtok = rt["accessToken"]
-check("reads and writes have one CAS", rt["casUrl"] == cas_url, (rt["casUrl"], cas_url))
+st, rinfo, rt = token_headers(M, W, "/api/models/acme/py-xet/xet-read-token/main")
+check("xet-read-token: the same headers, saying what its JSON says", st == 200 and rinfo is not None and
+      (rinfo["endpoint"], rinfo["access_token"], rinfo["exp"]) == (rt["casUrl"], rt["accessToken"], rt["exp"]),
+      (st, rinfo, rt))
+rtok = rinfo["access_token"]
+check("reads and writes have one CAS", rinfo["endpoint"] == cas_url, (rinfo["endpoint"], cas_url))
 st, _ = cas("POST", f"{cas_url}/v1/xorbs/default/{good['id']['xorb']}", rtok, good["xorb"])
 check("a read token (the same writer's, the same repo) writes nothing: 401", st == 401, st)
 st, _ = cas("POST", f"{cas_url}/v1/shards", rtok, make_shard([good["file"]], [good["xorb_entry"]]))
