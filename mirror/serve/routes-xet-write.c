@@ -639,6 +639,21 @@ static int xorb_store(struct mirror__xetw *x, const struct xet_hash *h, const un
 	return e;
 }
 
+/* The answer to a xorb read whole: stored (e 0), or why not. */
+static void xorb_answer(struct mirror__job *j, const struct xorb_job *x, const struct xet_xorb *xorb, const char *hex,
+			int e)
+{
+	if (e) {
+		j->status = e == -ENOSPC ? 507 : 500;
+		j->body = json_pack("{s:s}", "error", err_str(e));
+		return;
+	}
+	log_info("upload", "hf:%s: xorb %s in (%zu chunks, %llu bytes)", x->name, hex, xorb->n,
+		 (unsigned long long)xorb->size);
+	j->status = 200;
+	j->body = json_pack("{s:b}", "was_inserted", 1);
+}
+
 static void xorb_job_build(struct mirror__job *j, struct catalog *cat)
 {
 	struct xorb_job *x = (struct xorb_job *)j;
@@ -658,15 +673,11 @@ static void xorb_job_build(struct mirror__job *j, struct catalog *cat)
 		log_warn("upload", "hf:%s: xorb %s refused: %s", x->name, hex, why);
 		j->status = e == -E2BIG ? 413 : 400;
 		j->body = json_pack("{s:s}", "error", why);
-	} else if ((e = xorb_store(x->x, &x->hash, b, n))) {
-		j->status = e == -ENOSPC ? 507 : 500;
-		j->body = json_pack("{s:s}", "error", err_str(e));
 	} else {
+		/* recorded first: a sweep of an older record of the same xorb, on another worker, then sees
+		 * this one and leaves the file; if storing fails, a shard naming it hears it is not kept */
 		xorb_keep(x->x, &x->hash, x->repo_id);
-		log_info("upload", "hf:%s: xorb %s in (%zu chunks, %llu bytes)", x->name, hex, xorb->n,
-			 (unsigned long long)xorb->size);
-		j->status = 200;
-		j->body = json_pack("{s:b}", "was_inserted", 1);
+		xorb_answer(j, x, xorb, hex, xorb_store(x->x, &x->hash, b, n));
 	}
 	free(why);
 	free(b);
