@@ -7,7 +7,7 @@
  * (Not fsynced: a crash of the machine may leave one short, which reads back as bad.) A content under
  * 8 KiB (one chunk) gets none: its identity is computed from its bytes whenever asked, cheaper than a
  * file. gc and quarantine delete it with its blob. One that is missing or does not parse (a blob stored
- * before, a multipart upload, a crash) is computed again from the blob when first needed:
+ * before, a crash) is computed again from the blob when first needed:
  * mirror_store_xet_identity reads the blob, so it runs on a worker, never on the loop.
  */
 #ifndef HM_MIRROR_STORE_XET_H

@@ -581,9 +581,18 @@ static int parts_missing(const char *done, int n)
 	return first;
 }
 
-static int sha256_chunk(void *ctx, const void *data, size_t n)
+/* A completed upload's bytes read back: its sha256 and its Xet identity in the one pass. */
+struct parts_hash {
+	EVP_MD_CTX *ctx;
+	struct xet_identity *xet;
+};
+
+static int parts_chunk(void *ud, const void *data, size_t n)
 {
-	return EVP_DigestUpdate(ctx, data, n) ? 0 : -ENOMEM;
+	struct parts_hash *h = ud;
+
+	xet_identity_update(h->xet, data, n);
+	return EVP_DigestUpdate(h->ctx, data, n) ? 0 : -ENOMEM;
 }
 
 int mirror_store_parts_commit(struct mirror_store *s, const struct mirror_store_expect *expect, const char *id,
@@ -591,7 +600,7 @@ int mirror_store_parts_commit(struct mirror_store *s, const struct mirror_store_
 {
 	char *p = parts_path(s, expect->sha256 ? expect->sha256 : "", id, "parts"), nonce[17], got[65];
 	char *done = p ? parts_path(s, expect->sha256, id, "done") : NULL, *taken = NULL, *final = NULL, *fandir = NULL;
-	EVP_MD_CTX *ctx = NULL;
+	struct parts_hash h = { 0 };
 	bool gone = false;
 	int64_t total = 0;
 	struct stat st;
@@ -630,15 +639,17 @@ int mirror_store_parts_commit(struct mirror_store *s, const struct mirror_store_
 		r = HM_ERR_SIZE_MISMATCH;
 		goto out;
 	}
-	/* hashed from what is in the file, now that nobody else may write it */
-	ctx = EVP_MD_CTX_new();
-	if (!ctx || !EVP_DigestInit_ex(ctx, EVP_sha256(), NULL)) {
+	/* hashed from what is in the file, now that nobody else may write it; its Xet identity in the
+	 * same read, as the writer computes one (store-xet.h) */
+	h.ctx = EVP_MD_CTX_new();
+	h.xet = xet_identity_new();
+	if (!h.ctx || !EVP_DigestInit_ex(h.ctx, EVP_sha256(), NULL)) {
 		r = -ENOMEM;
 		goto out;
 	}
-	r = mirror__store_read_chunks(fd, sha256_chunk, ctx, &total);
+	r = mirror__store_read_chunks(fd, parts_chunk, &h, &total);
 	if (!r)
-		r = finish_digest(ctx, got);
+		r = finish_digest(h.ctx, got);
 	if (!r && (total != expect->size || strcmp(got, expect->sha256)))
 		r = HM_ERR_HASH_MISMATCH;
 	if (r)
@@ -652,6 +663,10 @@ int mirror_store_parts_commit(struct mirror_store *s, const struct mirror_store_
 	}
 	taken[0] = '\0';
 	r = path_fsync(fandir);
+	if (!r) {
+		xet_identity_finish(h.xet);
+		mirror__store_xet_save(s, got, h.xet); /* (none is computed again when needed) */
+	}
 out:
 	if (taken[0] && !gone && renameat2(AT_FDCWD, taken, AT_FDCWD, p, RENAME_NOREPLACE) < 0) {
 		gone = true; /* a retried part made a new file under the name meanwhile: the upload starts over */
@@ -663,7 +678,8 @@ out:
 		unlink(done);
 	if (fd >= 0)
 		close(fd); /* (the lock goes with it: a part writer that waited finds the name gone) */
-	EVP_MD_CTX_free(ctx);
+	EVP_MD_CTX_free(h.ctx);
+	xet_identity_free(&h.xet);
 	free(final);
 	free(fandir);
 	free(taken);

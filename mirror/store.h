@@ -105,7 +105,8 @@ int mirror_store_parts_done(struct mirror_store *s, const char *oid, const char 
  * Complete an upload of nparts parts: its file is taken off its name and locked alone (a part writer
  * that opened it before can no longer write it), every part must be marked whole, and the bytes, read
  * back from the file, must be expect->size (required) and hash to expect->sha256 (required); then the
- * file is made read-only and published. Returns 0; -ENOENT (no part came); -EBUSY (a part is still
+ * file is made read-only and published, its Xet identity (computed in the same read) beside it as the
+ * writer leaves one (store-xet.h). Returns 0; -ENOENT (no part came); -EBUSY (a part is still
  * being written: nothing changed, or the upload starts over when a retried part made a new file);
  * HM_ERR_SIZE_MISMATCH with *missing the first part not marked (nothing changed) or, *missing 0, the
  * file not of the size (dropped); HM_ERR_HASH_MISMATCH (dropped); -errno (dropped).

@@ -64,6 +64,8 @@ struct hub_http_req {
 	int tries;                    /* attempts that failed in a retryable way (transport, 5xx) */
 	int rl_tries;                 /* 429 answers */
 	int redirects;
+	char *xet_hash;               /* X-Xet-Hash: the first hop that stated one (the Hub's resolve
+				       * states it on its redirect to the CDN, which does not) */
 	/* per attempt */
 	long status;
 	bool headers_done;
@@ -111,6 +113,7 @@ static void fill_resp(struct hub_http_req *r, struct hub_http_resp *resp)
 	resp->repo_commit = r->hdr[H_REPO_COMMIT];
 	resp->mirror_tier = r->hdr[H_MIRROR_TIER];
 	resp->origin_checked = r->hdr[H_ORIGIN_CHECKED];
+	resp->xet_hash = r->xet_hash;
 	resp->url = r->url;
 	resp->transport_error = r->errbuf[0] ? r->errbuf : NULL;
 	resp->redirects = r->redirects;
@@ -191,6 +194,15 @@ static size_t on_header(char *line, size_t size, size_t n, void *ud)
 			return len;
 		}
 	}
+	if (klen == 10 && !strncasecmp(line, "x-xet-hash", 10) && !r->xet_hash) {
+		const char *v = colon + 1, *e = line + len;
+		while (v < e && (*v == ' ' || *v == '\t'))
+			v++;
+		while (e > v && (e[-1] == '\r' || e[-1] == '\n' || e[-1] == ' '))
+			e--;
+		r->xet_hash = xstrndup(v, (size_t)(e - v));
+		return len;
+	}
 	if (klen == 14 && !strncasecmp(line, "content-length", 14))
 		r->content_length = strtoll(colon + 1, NULL, 10);
 	return len;
@@ -226,6 +238,7 @@ static void req_closed(uv_handle_t *handle)
 	for (int i = 0; i < H_COUNT; i++)
 		free(r->hdr[i]);
 	buf_release(&r->body);
+	free(r->xet_hash);
 	free(r->url);
 	free(r->origin);
 	free(r->token);

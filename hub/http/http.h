@@ -48,6 +48,9 @@ struct hub_http_resp {
 	const char *repo_commit;    /* X-Repo-Commit */
 	const char *mirror_tier;    /* X-Hubmirror-Tier: the upstream is a hubmirror of this tier */
 	const char *origin_checked; /* X-Hubmirror-Origin-Checked: when the Hub was last asked (unix s) */
+	const char *xet_hash;       /* X-Xet-Hash as the first hop along the redirects that stated one
+				     * said it (as huggingface_hub reads it: the Hub's resolve, not its CDN);
+				     * unchecked text, NULL when none did */
 	const char *url;            /* the URL that answered (after redirects) */
 	const char *transport_error; /* libcurl's words when the transfer itself failed, else NULL */
 	int redirects;

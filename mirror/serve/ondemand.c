@@ -161,6 +161,7 @@ struct fetch {
 	int commit_result;
 	int64_t repo_id;               /* whose request it is: its verified bytes count as its fetch */
 	bool own_bytes;                /* this process's writer verified them (not followed) */
+	bool xet_stated;               /* upstream stated the Xet hash the writer checked */
 };
 
 static void fetch_unref(struct fetch *f)
@@ -193,8 +194,8 @@ static void fetch_end(struct fetch *f, enum fetch_state st, const char *why)
 		    (f->own_bytes && f->repo_id && catalog_blob_fetched(f->rt->data->catalog, f->sha256, f->repo_id)))
 			log_warn("ondemand", "catalog: %s", catalog_errmsg(f->rt->data->catalog));
 		mirror_store_xet_record(f->rt->data->store, f->rt->data->catalog, f->sha256);
-		log_info("ondemand", "%s: content %.12s in (%lld bytes, verified)", f->spec, f->sha256,
-			 (long long)f->size);
+		log_info("ondemand", "%s: content %.12s in (%lld bytes, verified%s)", f->spec, f->sha256,
+			 (long long)f->size, f->xet_stated ? ", upstream's Xet hash too" : "");
 	} else {
 		od->fetches_failed++;
 		log_warn("ondemand", "%s: content %.12s not kept: %s", f->spec, f->sha256, why);
@@ -205,6 +206,12 @@ static int fetch_on_response(void *ud, const struct hub_http_resp *resp)
 {
 	struct fetch *f = ud;
 
+	if ((resp->status == 200 || resp->status == 206) && resp->xet_hash) {
+		/* upstream's X-Xet-Hash (along the redirects, as huggingface_hub reads it): the identity
+		 * the writer computes must name it, or the bytes are refused as a sha256 mismatch is */
+		mirror_store_writer_expect_xet(f->w, resp->xet_hash);
+		f->xet_stated = hex_is_lower(resp->xet_hash, 64);
+	}
 	if (resp->status == 206 && f->have > 0) {
 		char want[40];
 		int n = snprintf(want, sizeof(want), "bytes %lld-", (long long)f->have);

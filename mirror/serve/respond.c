@@ -82,7 +82,8 @@ void mirror__respond_json(struct httpd_req *req, int status, json_t *body)
 
 static const char cors_expose[] =
 	"X-Repo-Commit, X-Request-Id, X-Error-Code, X-Error-Message, ETag, Link, Accept-Ranges, "
-	"Content-Range, X-Linked-Size, X-Linked-ETag";
+	"Content-Range, X-Linked-Size, X-Linked-ETag, X-Xet-Hash, X-Xet-Refresh-Route, X-Xet-Cas-Url, "
+	"X-Xet-Access-Token, X-Xet-Token-Expiration";
 
 void mirror__hf_cors(struct httpd_req *req)
 {

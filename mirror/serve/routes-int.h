@@ -332,8 +332,9 @@ int mirror__xet_body(struct mirror_routes *rt, const struct httpd_req *r, char *
  * sha256 and size, true; false for a hash no shard of that repo made. Thread-safe. */
 bool mirror__xet_file(struct mirror_routes *rt, int64_t repo_id, const char *xet_hash, char sha256[65],
 		      int64_t *size);
-/* The front's part of the routes (rt->xetw): mirror_routes_new makes it (emptying DATA/xet-uploads:
- * an earlier serve's xorbs are nobody's now), mirror_routes_free frees it. */
+/* The front's part of the routes (rt->xetw): mirror_routes_new makes it (taking back from the records
+ * in DATA/xet-uploads what an earlier serve promised and is still in its time, the rest deleted),
+ * mirror_routes_free frees it. */
 struct mirror_data;
 struct mirror__xetw *mirror__xetw_new(struct mirror_data *d);
 void mirror__xetw_free(struct mirror__xetw **x);

@@ -33,6 +33,7 @@
 #include "hub/hfwrite.h"
 #include "hub/hub.h"
 #include "mirror/data.h"
+#include "mirror/store-xet.h"
 #include "mirror/store.h"
 #include "mirror/upload.h"
 #include "access.h"
@@ -653,8 +654,10 @@ static void complete_job_build(struct mirror__job *j, struct catalog *cat)
 		e = mirror_store_parts_commit(c->data->store, &x, c->cap.nonce, parts, &missing);
 	if (!e && catalog_blob_fetched(cat, c->oid, c->repo_id))
 		e = HM_ERR_SQLITE;
-	if (!e)
+	if (!e) {
+		mirror_store_xet_record(c->data->store, cat, c->oid); /* its Xet hash, from the identity */
 		cap_spend(c->lfs, c->cap.nonce, c->cap_expires);
+	}
 	j->status = !e                                                                       ? 200
 		    : e == -EBUSY                                                            ? 409
 		    : e == -ENOENT || e == HM_ERR_SIZE_MISMATCH || e == HM_ERR_HASH_MISMATCH ? 400

@@ -14,8 +14,10 @@
  * (catalog_hold). The commit then names the file by its sha256, as both clients send it.
  *
  * A xorb is the repo's, not the token's: anyone who may write a repo may read it too (a write grant
- * reads), so sharing chunks within the repo gives nobody anything. The table of xorbs lives in this
- * process; a restart forgets it and empties the folder (a client then uploads its xorbs again).
+ * reads), so sharing chunks within the repo gives nobody anything. The tables of xorbs and of the
+ * files shards made are kept as record files beside the xorbs (records below), so a serve restarted
+ * between a client's xorbs, its shard and its commit goes on where it was; what is past its time goes
+ * at the start and with each new upload.
  */
 #include <errno.h>
 #include <dirent.h>
@@ -77,9 +79,150 @@ struct mirror__xetw {
 	size_t nfiles, capfiles;
 };
 
+/* ---- records: the tables on disk ---------------------------------------------------------------
+ *
+ * In x->dir beside each xorb (HEX, its bytes), one small text file per promise, written under a name
+ * of its own and renamed (a crash leaves the old record, the new one, or a *.tmp that the next start
+ * deletes): HEX.r<repo id> for a xorb a repo uploaded ("<until>\n"), f.<repo id>.HEX for a file a
+ * shard made for a repo ("<sha256> <size> <until>\n"). A xorb that no live record names goes, as
+ * does a record whose xorb is gone. */
+
+static char *xorb_rec_name(const struct xet_hash *h, int64_t repo_id)
+{
+	char hex[XET_HEX_LEN + 1];
+	xet_hash_hex(h, hex);
+	return xasprintf("%s.r%lld", hex, (long long)repo_id);
+}
+
+static char *file_rec_name(const struct xet_hash *h, int64_t repo_id)
+{
+	char hex[XET_HEX_LEN + 1];
+	xet_hash_hex(h, hex);
+	return xasprintf("f.%lld.%s", (long long)repo_id, hex);
+}
+
+/* Write text as record name (atomically); a warning on failure: the upload goes on, only a restart
+ * would forget it. */
+static void record_put(const struct mirror__xetw *x, char *name, const char *text)
+{
+	char *path = xasprintf("%s/%s", x->dir, name);
+	char *tmp = xasprintf("%s.%lx.tmp", path, (unsigned long)pthread_self());
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600), e = fd < 0 ? errno : 0;
+	size_t n = strlen(text);
+
+	if (!e && write(fd, text, n) != (ssize_t)n)
+		e = EIO; /* (a few bytes: short only when the disk is full) */
+	if (fd >= 0 && close(fd) && !e)
+		e = errno;
+	if (!e && rename(tmp, path))
+		e = errno;
+	if (e) {
+		unlink(tmp);
+		log_warn("upload", "%s: %s: a restart would forget this Xet upload", path, strerror(e));
+	}
+	free(tmp);
+	free(path);
+	free(name);
+}
+
+static void record_drop(const struct mirror__xetw *x, char *name)
+{
+	char *path = xasprintf("%s/%s", x->dir, name);
+	unlink(path);
+	free(path);
+	free(name);
+}
+
+/* The text of record name in dir (at most 200 bytes), NUL-terminated in buf; false when unreadable. */
+static bool record_read(int dir, const char *name, char *buf, size_t cap)
+{
+	int fd = openat(dir, name, O_RDONLY | O_CLOEXEC);
+	ssize_t k = fd < 0 ? -1 : read(fd, buf, cap - 1);
+
+	if (fd >= 0)
+		close(fd);
+	if (k <= 0)
+		return false;
+	buf[k] = 0;
+	return true;
+}
+
+static void xorbs_add(struct mirror__xetw *x, const struct xorb_rec *r)
+{
+	if (x->n == x->cap) {
+		x->cap = x->cap ? 2 * x->cap : 64;
+		x->xorbs = xreallocarray(x->xorbs, x->cap, sizeof(*x->xorbs));
+	}
+	x->xorbs[x->n++] = *r;
+}
+
+static void files_add(struct mirror__xetw *x, const struct file_rec *r)
+{
+	if (x->nfiles == x->capfiles) {
+		x->capfiles = x->capfiles ? 2 * x->capfiles : 64;
+		x->files = xreallocarray(x->files, x->capfiles, sizeof(*x->files));
+	}
+	x->files[x->nfiles++] = *r;
+}
+
+/* One entry of the folder read back at the start: a live record into its table; true when the
+ * entry is to go (a temporary file, a record past its time or that does not parse, a file record of
+ * a content the store lost). Xorbs themselves are judged after (loaded_xorbs_sweep). */
+static bool load_entry(struct mirror__xetw *x, struct mirror_data *d, int dir, const char *name, int64_t now)
+{
+	char hex[XET_HEX_LEN + 1], buf[200], sha[65];
+	long long repo, until, size;
+	struct xet_hash h;
+	int used = 0;
+
+	if (strlen(name) > 4 && !strcmp(name + strlen(name) - 4, ".tmp"))
+		return true;
+	if (sscanf(name, "%64[0-9a-f].r%lld%n", hex, &repo, &used) == 2 && !name[used] && !xet_hash_from_hex(hex, &h)) {
+		struct stat st;
+		if (!record_read(dir, name, buf, sizeof(buf)) || sscanf(buf, "%lld", &until) != 1 || until < now ||
+		    fstatat(dir, hex, &st, 0))
+			return true;
+		xorbs_add(x, &(struct xorb_rec){ .hash = h, .repo_id = repo, .until = until });
+		return false;
+	}
+	if (sscanf(name, "f.%lld.%64[0-9a-f]%n", &repo, hex, &used) == 2 && !name[used] &&
+	    !xet_hash_from_hex(hex, &h)) {
+		struct file_rec f = { .hash = h, .repo_id = repo };
+		if (!record_read(dir, name, buf, sizeof(buf)) ||
+		    sscanf(buf, "%64[0-9a-f] %lld %lld", sha, &size, &until) != 3 || !hex_is_lower(sha, 64) ||
+		    until < now || !mirror_store_has(d->store, sha, size))
+			return true;
+		memcpy(f.sha256, sha, 65);
+		f.size = size;
+		f.until = until;
+		files_add(x, &f);
+		return false;
+	}
+	return false; /* a xorb's bytes, or not ours */
+}
+
+/* The xorbs (HEX) no live record names go. */
+static void loaded_xorbs_sweep(struct mirror__xetw *x, DIR *dir)
+{
+	struct dirent *e;
+	struct xet_hash h;
+
+	rewinddir(dir);
+	while ((e = readdir(dir))) {
+		bool named = false;
+		if (strlen(e->d_name) != XET_HEX_LEN || xet_hash_from_hex(e->d_name, &h))
+			continue;
+		for (size_t i = 0; i < x->n && !named; i++)
+			named = !memcmp(x->xorbs[i].hash.b, h.b, XET_HASH_LEN);
+		if (!named)
+			unlinkat(dirfd(dir), e->d_name, 0);
+	}
+}
+
 struct mirror__xetw *mirror__xetw_new(struct mirror_data *d)
 {
 	struct mirror__xetw *x = xcalloc(1, sizeof(*x));
+	int64_t now = (int64_t)time(NULL);
 	DIR *dir;
 	struct dirent *e;
 
@@ -87,13 +230,17 @@ struct mirror__xetw *mirror__xetw_new(struct mirror_data *d)
 	x->dir = mirror_data_path(d, MIRROR_DATA_XET_UPLOADS);
 	if (mkdir(x->dir, 0700) && errno != EEXIST)
 		log_warn("upload", "%s: %s: Xet uploads cannot be kept", x->dir, strerror(errno));
-	/* what an earlier serve kept is nobody's now: its table went with it */
+	/* what an earlier serve promised and is still in its time, back into the tables */
 	if ((dir = opendir(x->dir))) {
 		while ((e = readdir(dir)))
-			if (e->d_name[0] != '.')
+			if (e->d_name[0] != '.' && load_entry(x, d, dirfd(dir), e->d_name, now))
 				unlinkat(dirfd(dir), e->d_name, 0);
+		loaded_xorbs_sweep(x, dir);
 		closedir(dir);
 	}
+	if (x->n || x->nfiles)
+		log_info("upload", "Xet uploads awaiting their shard or commit, taken back: xorbs %zu, files %zu", x->n,
+			 x->nfiles);
 	return x;
 }
 
@@ -126,6 +273,7 @@ static void xorbs_sweep(struct mirror__xetw *x, int64_t now)
 			x->xorbs[w++] = x->xorbs[i];
 			continue;
 		}
+		record_drop(x, xorb_rec_name(&x->xorbs[i].hash, x->xorbs[i].repo_id));
 		for (size_t j = 0; j < x->n && !others; j++)
 			others = j != i && x->xorbs[j].until >= now &&
 				 !memcmp(x->xorbs[j].hash.b, x->xorbs[i].hash.b, XET_HASH_LEN);
@@ -142,6 +290,7 @@ static void xorbs_sweep(struct mirror__xetw *x, int64_t now)
 static void xorb_keep(struct mirror__xetw *x, const struct xet_hash *h, int64_t repo_id)
 {
 	int64_t now = (int64_t)time(NULL);
+	char until[24];
 	size_t i;
 
 	pthread_mutex_lock(&x->mu);
@@ -149,14 +298,11 @@ static void xorb_keep(struct mirror__xetw *x, const struct xet_hash *h, int64_t 
 	for (i = 0; i < x->n; i++)
 		if (x->xorbs[i].repo_id == repo_id && !memcmp(x->xorbs[i].hash.b, h->b, XET_HASH_LEN))
 			break;
-	if (i == x->n) {
-		if (x->n == x->cap) {
-			x->cap = x->cap ? 2 * x->cap : 64;
-			x->xorbs = xreallocarray(x->xorbs, x->cap, sizeof(*x->xorbs));
-		}
-		x->xorbs[x->n++] = (struct xorb_rec){ .hash = *h, .repo_id = repo_id };
-	}
+	if (i == x->n)
+		xorbs_add(x, &(struct xorb_rec){ .hash = *h, .repo_id = repo_id });
 	x->xorbs[i].until = now + XORB_KEEP_S;
+	snprintf(until, sizeof(until), "%lld\n", (long long)x->xorbs[i].until);
+	record_put(x, xorb_rec_name(h, repo_id), until); /* (under mu: a sweep may not drop it between) */
 	pthread_mutex_unlock(&x->mu);
 }
 
@@ -179,25 +325,26 @@ static void file_keep(struct mirror__xetw *x, const struct xet_hash *h, const ch
 		      int64_t repo_id)
 {
 	int64_t now = (int64_t)time(NULL);
+	char text[120];
 	size_t w = 0, i;
 
 	pthread_mutex_lock(&x->mu);
-	for (i = 0; i < x->nfiles; i++) /* (the ones past their time go) */
+	for (i = 0; i < x->nfiles; i++) { /* (the ones past their time go) */
 		if (x->files[i].until >= now)
 			x->files[w++] = x->files[i];
+		else
+			record_drop(x, file_rec_name(&x->files[i].hash, x->files[i].repo_id));
+	}
 	x->nfiles = w;
 	for (i = 0; i < x->nfiles; i++)
 		if (x->files[i].repo_id == repo_id && !memcmp(x->files[i].hash.b, h->b, XET_HASH_LEN))
 			break;
-	if (i == x->nfiles) {
-		if (x->nfiles == x->capfiles) {
-			x->capfiles = x->capfiles ? 2 * x->capfiles : 64;
-			x->files = xreallocarray(x->files, x->capfiles, sizeof(*x->files));
-		}
-		x->nfiles++;
-	}
+	if (i == x->nfiles)
+		files_add(x, &(struct file_rec){ 0 });
 	x->files[i] = (struct file_rec){ .hash = *h, .size = size, .repo_id = repo_id, .until = now + FILE_HOLD_S };
 	memcpy(x->files[i].sha256, sha, 65);
+	snprintf(text, sizeof(text), "%s %lld %lld\n", sha, (long long)size, (long long)x->files[i].until);
+	record_put(x, file_rec_name(h, repo_id), text);
 	pthread_mutex_unlock(&x->mu);
 }
 
@@ -284,6 +431,11 @@ void mirror__xet_write_token(struct mirror_routes *rt, struct httpd_req *req, co
 	} else {
 		cas = cas_url(req);
 		mirror__hf_cors(req);
+		/* the headers huggingface_hub reads (utils/_xet.py), and the JSON @huggingface/hub reads */
+		httpd_add_header(req, "X-Xet-Access-Token", t);
+		httpd_add_headerf(req, "X-Xet-Token-Expiration", "%lld", (long long)exp);
+		httpd_add_header(req, "X-Xet-Cas-Url", cas);
+		httpd_add_header(req, "Cache-Control", "no-store");
 		mirror__respond_json(req, 200, json_pack("{s:s, s:I, s:s}", "accessToken", t, "exp", (json_int_t)exp,
 							 "casUrl", cas));
 		free(cas);
@@ -487,6 +639,21 @@ static int xorb_store(struct mirror__xetw *x, const struct xet_hash *h, const un
 	return e;
 }
 
+/* The answer to a xorb read whole: stored (e 0), or why not. */
+static void xorb_answer(struct mirror__job *j, const struct xorb_job *x, const struct xet_xorb *xorb, const char *hex,
+			int e)
+{
+	if (e) {
+		j->status = e == -ENOSPC ? 507 : 500;
+		j->body = json_pack("{s:s}", "error", err_str(e));
+		return;
+	}
+	log_info("upload", "hf:%s: xorb %s in (%zu chunks, %llu bytes)", x->name, hex, xorb->n,
+		 (unsigned long long)xorb->size);
+	j->status = 200;
+	j->body = json_pack("{s:b}", "was_inserted", 1);
+}
+
 static void xorb_job_build(struct mirror__job *j, struct catalog *cat)
 {
 	struct xorb_job *x = (struct xorb_job *)j;
@@ -506,15 +673,11 @@ static void xorb_job_build(struct mirror__job *j, struct catalog *cat)
 		log_warn("upload", "hf:%s: xorb %s refused: %s", x->name, hex, why);
 		j->status = e == -E2BIG ? 413 : 400;
 		j->body = json_pack("{s:s}", "error", why);
-	} else if ((e = xorb_store(x->x, &x->hash, b, n))) {
-		j->status = e == -ENOSPC ? 507 : 500;
-		j->body = json_pack("{s:s}", "error", err_str(e));
 	} else {
+		/* recorded first: a sweep of an older record of the same xorb, on another worker, then sees
+		 * this one and leaves the file; if storing fails, a shard naming it hears it is not kept */
 		xorb_keep(x->x, &x->hash, x->repo_id);
-		log_info("upload", "hf:%s: xorb %s in (%zu chunks, %llu bytes)", x->name, hex, xorb->n,
-			 (unsigned long long)xorb->size);
-		j->status = 200;
-		j->body = json_pack("{s:b}", "was_inserted", 1);
+		xorb_answer(j, x, xorb, hex, xorb_store(x->x, &x->hash, b, n));
 	}
 	free(why);
 	free(b);

@@ -2,7 +2,8 @@
 # t0854-upload-xet: Xet uploads into a local repo (docs/protocols/xet.md, "Uploads"). The official JS
 # client's uploadFiles with its default settings goes through Xet (the batch answers "xet"; xorbs and a
 # shard are posted, no LFS PUT) and the files read back byte for byte over plain HTTP and git-lfs's
-# URL; huggingface_hub's flow as hf_xet sends it is replayed (helpers/xetupload.py: xet-write-token,
+# URL; huggingface_hub's flow as hf_xet sends it is replayed (helpers/xetupload.py: xet-write-token read from its
+# headers as huggingface_hub reads them,
 # xorbs with LZ4 and BG4-LZ4 chunks, a shard, the commit); and the attacks are refused with nothing
 # stored, the mirror serving on: a forged xorb, chunk-hash and other lies in a shard, a shard naming
 # another repo's private xorb, oversize xorbs and shards, commits naming an unknown or another repo's

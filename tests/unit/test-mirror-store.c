@@ -13,6 +13,8 @@
 #include "base/err.h"
 #include "base/hex.h"
 #include "base/xmalloc.h"
+#include "hub/xet/xet.h"
+#include "mirror/store-xet.h"
 #include "mirror/store.h"
 #include "test.h"
 
@@ -272,6 +274,38 @@ static void put_part(const char *oid, const char *id, int64_t off, const void *d
 	}
 }
 
+/* An upload in parts gets its Xet identity as the writer leaves one: computed in the completion's read,
+ * beside the blob (docs/protocols/xet.md). */
+TEST(parts_leave_an_identity)
+{
+	size_t n = 300000, half = 150000;
+	unsigned char *c = xmalloc(n);
+	char sha[65], want[XET_HEX_LEN + 1], got[XET_HEX_LEN + 1] = "", *path;
+	struct mirror_store_expect ex = { sha, NULL, (int64_t)n };
+	struct xet_identity *id = xet_identity_new();
+	struct stat st;
+	int missing = -1;
+
+	for (size_t i = 0; i < n; i++) /* (not all alike: several chunks) */
+		c[i] = (unsigned char)((i * 2654435761u) >> 13);
+	sha256_hex((const char *)c, n, sha);
+	xet_identity_update(id, c, n);
+	xet_identity_finish(id);
+	xet_hash_hex(xet_identity_file_hash(id), want);
+	put_part(sha, "cccccccccccccccc", 0, (const char *)c, half);
+	put_part(sha, "cccccccccccccccc", half, (const char *)c + half, n - half);
+	CHECK_INT(mirror_store_parts_done(store, sha, "cccccccccccccccc", 1), 0);
+	CHECK_INT(mirror_store_parts_done(store, sha, "cccccccccccccccc", 2), 0);
+	CHECK_INT(mirror_store_parts_commit(store, &ex, "cccccccccccccccc", 2, &missing), 0);
+	path = mirror_store_xet_path(store, sha);
+	CHECK(path && stat(path, &st) == 0 && st.st_size > 0);
+	CHECK_INT(mirror_store_xet_file_hash(store, sha, got), 0);
+	CHECK(!strcmp(got, want));
+	free(path);
+	xet_identity_free(&id);
+	free(c);
+}
+
 TEST(parts_are_an_upload_of_their_own)
 {
 	/* small parts here: the store knows no chunk size, the caller places each part */
@@ -376,6 +410,7 @@ int main(void)
 	RUN(a_late_writer_never_writes_a_published_blob);
 	RUN(a_private_writer_holds_no_one_up);
 	RUN(parts_are_an_upload_of_their_own);
+	RUN(parts_leave_an_identity);
 	RUN(reap_puts_back_what_a_writer_claimed);
 	RUN(hostile_names_are_refused);
 	mirror_store_free(&store);

@@ -7,27 +7,23 @@ Hub token), each xorb (POST {casUrl}/v1/xorbs/default/HASH, Bearer the write tok
 8-byte headers, LZ4 frames or BG4-LZ4 or none, then the XETBLOB footer), the shard (POST
 {casUrl}/v1/shards: the files as terms with verification hashes and sha256, the xorbs with their
 chunks), then the NDJSON commit naming each file by sha256 (huggingface_hub's _commit_api.py). This
-helper builds xorbs and shards itself: chunks, chunk hashes and the xorb, file and range hashes come
-from the project's xet-ident (t0110 checks it against Hugging Face's own implementation), the LZ4
-frames from Debian's lz4 tool; the formats are written here from the spec, field by field.
+helper builds xorbs and shards itself (xetformat.py: the formats written from the spec, the hashes
+from the project's xet-ident, the LZ4 frames from Debian's lz4 tool).
 
   xetupload.py MIRROR DATA_DIR XET_IDENT
 
 Prints "ok - ..." / "not ok - ..." lines; exits 1 if any check failed.
 """
-import hashlib
-import http.client
 import json
 import os
-import struct
-import subprocess
 import sys
-import urllib.parse
 
 sys.path.insert(0, os.path.dirname(__file__))
 from hfupload import Api, HubError  # noqa: E402
+import xetformat  # noqa: E402
+from xetformat import cas, file_of, head_only, make_shard, payload, token_headers  # noqa: E402
 
-M, DATA, IDENT = sys.argv[1:4]
+M, DATA, xetformat.IDENT = sys.argv[1:4]
 W, OTHER, READER = "hf_writer_acme_0001", "hf_writer_other_0002", "hf_reader_acme_0003"
 failed = 0
 
@@ -38,132 +34,20 @@ def check(name, cond, detail=None):
     failed += 0 if cond else 1
 
 
-def raw(h):
-    """A hash's text form (four little-endian words) as its 32 bytes."""
-    return b"".join(int(h[16 * i:16 * i + 16], 16).to_bytes(8, "little") for i in range(4))
-
-
-def ident(data):
-    path = os.path.join(os.environ.get("T", "/tmp"), "xet-ident.in")
-    open(path, "wb").write(data)
-    out = {"chunks": []}
-    for line in subprocess.run([IDENT, path], capture_output=True, text=True, check=True).stdout.splitlines():
-        w = line.split()
-        if w[0] == "chunk":
-            out["chunks"].append((int(w[1]), int(w[2]), w[3]))
-        else:
-            out[w[0]] = w[1]
-    return out
-
-
-def lz4(b):
-    return subprocess.run(["lz4", "-c", "-q"], input=b, capture_output=True, check=True).stdout
-
-
-def make_xorb(data, chunks):
-    """The xorb of data's chunks: the first of every three stored as is, the second LZ4, the third BG4-LZ4;
-    then a footer as hf_xet appends one (the mirror skips it)."""
-    out = b""
-    for i, (off, size, _) in enumerate(chunks):
-        c = data[off:off + size]
-        scheme = i % 3
-        body = c if scheme == 0 else lz4(c) if scheme == 1 else lz4(b"".join(c[k::4] for k in range(4)))
-        if len(body) >= size and scheme:
-            scheme, body = 0, c
-        out += bytes([0]) + len(body).to_bytes(3, "little") + bytes([scheme]) + size.to_bytes(3, "little") + body
-    footer = b"XETBLOB\x01" + bytes(32) + struct.pack("<I", len(chunks)) + bytes(16)
-    return out + footer + struct.pack("<I", len(footer))
-
-
-TAG = b"HFRepoMetaData\x00" + bytes([85, 105, 103, 69, 106, 123, 129, 87, 131, 165, 189, 217, 92, 205, 209, 74, 169])
-BOOKEND = b"\xff" * 32 + bytes(16)
-
-
-def rec(h, *words):
-    return raw(h) + struct.pack("<4I", *words)
-
-
-def make_shard(files, xorbs):
-    """files: [(file hash, sha256 hex, [(xorb hash, bytes, start, end, range hash)])];
-    xorbs: [(xorb hash, [(chunk hash, size)])]."""
-    s = TAG + struct.pack("<QQ", 2, 200)
-    for fh, sha, terms in files:
-        s += raw(fh) + struct.pack("<IIQ", 0x80000000 | 0x40000000, len(terms), 0)
-        for xh, size, start, end, _ in terms:
-            s += rec(xh, 0, size, start, end)
-        for *_, rh in terms:
-            s += raw(rh) + bytes(16)
-        s += raw(sha) + bytes(16)
-    s += BOOKEND
-    xorb_off = len(s)
-    for xh, chunks in xorbs:
-        total = sum(size for _, size in chunks)
-        s += raw(xh) + struct.pack("<IIII", 0, len(chunks), total, total)
-        at = 0
-        for ch, size in chunks:
-            s += rec(ch, at, size, 0, 0)
-            at += size
-    s += BOOKEND
-    footer = struct.pack("<QQQ", 1, 48, xorb_off) + bytes(48 + 32 + 16 + 48 + 24)
-    return s + footer + struct.pack("<Q", len(s))
-
-
-def cas(method, url, token, body=None, headers=None):
-    """(status, JSON or text) of a CAS request."""
-    u = urllib.parse.urlsplit(url)
-    c = http.client.HTTPConnection(u.hostname, u.port, timeout=60)
-    h = {"Authorization": f"Bearer {token}"} if token else {}
-    h.update(headers or {})
-    try:
-        c.request(method, u.path, body=body, headers=h)
-        r = c.getresponse()
-        data = r.read()
-    finally:
-        c.close()
-    try:
-        return r.status, json.loads(data)
-    except ValueError:
-        return r.status, data
-
-
-def head_only(url, token, length):
-    """A POST that declares length bytes and sends none: the answer to its head."""
-    u = urllib.parse.urlsplit(url)
-    c = http.client.HTTPConnection(u.hostname, u.port, timeout=30)
-    c.putrequest("POST", u.path)
-    c.putheader("Authorization", f"Bearer {token}")
-    c.putheader("Content-Length", str(length))
-    c.putheader("Expect", "100-continue")
-    c.endheaders()
-    r = c.getresponse()
-    r.read()
-    c.close()
-    return r.status
-
-
 def write_token(api, repo):
-    t = api.request("GET", f"/api/models/{repo}/xet-write-token/main")
-    return t["accessToken"], t["casUrl"]
+    """The write token as huggingface_hub takes it: from the answer's headers (utils/_xet.py), which must
+    say what the JSON @huggingface/hub reads says."""
+    st, info, body = token_headers(M, api.token, f"/api/models/{repo}/xet-write-token/main")
+    if st != 200:
+        raise HubError(st, json.dumps(body).encode(), {})
+    check(f"xet-write-token of {repo}: X-Xet-Cas-Url, X-Xet-Access-Token, X-Xet-Token-Expiration, as the JSON",
+          info is not None and body is not None and (info["endpoint"], info["access_token"], info["exp"]) ==
+          (body["casUrl"], body["accessToken"], body["exp"]), (info, body))
+    return info["access_token"], info["endpoint"]
 
 
 def in_store(sha):
     return os.path.exists(os.path.join(DATA, "store", "blobs", sha[:2], sha))
-
-
-def file_of(data):
-    """What one file needs: its identity, one xorb of all its chunks, its shard entry."""
-    i = ident(data)
-    sha = hashlib.sha256(data).hexdigest()
-    chunks = [(h, size) for _, size, h in i["chunks"]]
-    term = (i["xorb"], len(data), 0, len(chunks), i["range"])
-    return {"data": data, "id": i, "sha": sha, "xorb": make_xorb(data, i["chunks"]), "chunks": chunks,
-            "file": (i["file"], sha, [term]), "xorb_entry": (i["xorb"], chunks)}
-
-
-def payload(n, seed):
-    """n bytes, half random, half compressible (so that LZ4 and BG4 have something to do)."""
-    r = hashlib.shake_256(seed.encode()).digest(n // 2)
-    return r + bytes((i * 7) % 5 for i in range(n - n // 2))
 
 
 w, other, reader = Api(M, W), Api(M, OTHER), Api(M, READER)
@@ -298,9 +182,12 @@ check("the Hub token itself is no Xet token: 401", st == 401, st)
 st, _ = cas("POST", f"{cas_url}/v1/shards", tok[:-2] + ("AA" if not tok.endswith("AA") else "BB"),
             make_shard([good["file"]], []))
 check("a write token altered: 401", st == 401, st)
-rt = w.request("GET", "/api/models/acme/py-xet/xet-read-token/main")
-rtok = rt["accessToken"]
-check("reads and writes have one CAS", rt["casUrl"] == cas_url, (rt["casUrl"], cas_url))
+st, rinfo, rt = token_headers(M, W, "/api/models/acme/py-xet/xet-read-token/main")
+check("xet-read-token: the same headers, saying what its JSON says", st == 200 and rinfo is not None and
+      (rinfo["endpoint"], rinfo["access_token"], rinfo["exp"]) == (rt["casUrl"], rt["accessToken"], rt["exp"]),
+      (st, rinfo, rt))
+rtok = rinfo["access_token"]
+check("reads and writes have one CAS", rinfo["endpoint"] == cas_url, (rinfo["endpoint"], cas_url))
 st, _ = cas("POST", f"{cas_url}/v1/xorbs/default/{good['id']['xorb']}", rtok, good["xorb"])
 check("a read token (the same writer's, the same repo) writes nothing: 401", st == 401, st)
 st, _ = cas("POST", f"{cas_url}/v1/shards", rtok, make_shard([good["file"]], [good["xorb_entry"]]))
