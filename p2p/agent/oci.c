@@ -3,7 +3,7 @@
  * what a /v2/ path names, the manifests the mirror gave checked against their digests, and the layers
  * they list remembered, so that a blob asked for later is a file of a snapshot the agent takes through
  * its cache and the swarm (a raw layer: the file; a tar layer: the file between the header hub/oci.c
- * makes and zeros, its digest checked once against the manifest's).
+ * makes and zeros, its digest checked once against the manifest's when the file is whole in the cache).
  *
  * A layer is remembered by its repository's OCI name and digest under <cache>/agent/oci/ (a small JSON
  * file: the snapshot's spec and commit, the file's path, tar or raw, and once checked the tar header the
