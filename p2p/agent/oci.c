@@ -217,7 +217,7 @@ int agent_oci_tar_check(struct agent *a, const char *name, const char *digest, s
 		*why = "the layer's tar header cannot be made for this file's name";
 		return -1;
 	}
-	r = hub_oci_tar_digest(l->header, l->header_len, file, size, have);
+	r = hub_oci_tar_digest_until(l->header, l->header_len, file, size, &a->quit, have);
 	if (r || strcmp(have, digest)) {
 		*why = r ? "the cached file cannot be read"
 			 : "the tar layer made here is not the manifest's digest (the mirror wrote another tar header)";

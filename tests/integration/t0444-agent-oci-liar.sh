@@ -10,7 +10,7 @@
 #   sha256 (known from the snapshot before any byte), a tar layer's is not the digest of header, file
 #   and zeros (known once the agent has the file: the first GET, before the cache held it, streamed
 #   the layer as the file came, and its client finds it is not the digest it asked for, as containerd
-#   does). The same requests through an agent that trusts the front would be 200 with the file's bytes.
+#   does; the agent checks it after that stream and says so in its log). The same requests through an agent that trusts the front would be 200 with the file's bytes.
 . "$HM_SRC/tests/integration/lib.sh"
 cat >"$T/spec.json" <<'JSON'
 {"repos": [
@@ -72,6 +72,9 @@ curl -sS -D "$T/first.h" -o "$T/first.body" "$E/v2/image/hf/acme/liar/blobs/$twr
 check "the first GET of the tar layer, the file not yet in the cache, streams it (200)" grep -q '^HTTP/1.1 200' "$T/first.h"
 check "... and its client finds it is not the digest it asked for" \
 	test "sha256:$(sha256sum <"$T/first.body" | cut -d' ' -f1)" != "$twrong"
+for _ in $(seq 600); do grep -q "streamed before its check: the tar layer made here is not" "$T/cb/agent.log" && break; sleep 0.1; done
+check "the agent, checking the streamed layer after it, says in its log it is not the digest" \
+	grep -q "streamed before its check: the tar layer made here is not" "$T/cb/agent.log"
 curl -sS -D "$T/tar.h" -o "$T/tar.body" "$E/v2/image/hf/acme/liar/blobs/$twrong"
 check "the file now in the cache, the agent refuses the tar layer whose bytes are not its digest (502)" grep -q '^HTTP/1.1 502' "$T/tar.h"
 check "... having checked the digest of header, file and zeros" grep -qi '^x-error-message: the tar layer made here is not the manifest' "$T/tar.h"

@@ -4,10 +4,10 @@
 # 12 MB of its bodies and then holds every answer until the test lets it go, so that the agent's cache
 # cannot hold the 40 MB file yet: the layer's first bytes (the tar header, then the file's first
 # verified pieces) reach the client while the front holds. Let go, the layer ends; it is the
-# manifest's digest, and unpacked it is the file. The next GET, with the file whole in the cache,
-# checks the layer's digest before its first byte and remembers it; ranges of the layer and a HEAD
-# say the same bytes. Before this test's commit the agent sent no byte of a tar layer until the whole
-# file was in its cache: the first check failed (nothing came while the front held).
+# manifest's digest, and unpacked it is the file. The agent then checks the layer's digest by itself
+# (the file whole in its cache) and remembers it; the next GET, ranges of the layer and a HEAD say
+# the same bytes. Before the commit that streams tar layers the agent sent no byte of one until the
+# whole file was in its cache: the first check failed (nothing came while the front held).
 . "$HM_SRC/tests/integration/lib.sh"
 cat >"$T/spec.json" <<'JSON'
 {"repos": [
@@ -48,6 +48,7 @@ f=$(fetched)
 echo "# while the front holds: the client has $n bytes of the layer, the agent fetched $f bytes"
 check "the layer's first bytes come while the front holds the rest of the file" test "$n" -ge $((2 << 20))
 check "... and the agent has fetched at most 12 MB of the 40 MB file" test "$f" -le 12000000
+check "... its digest not checked yet (nothing remembered)" bash -c "! grep -qs '\"header\"' '$T'/ca/agent/oci/*"
 touch "$T/let-go"
 check "let go, the layer ends" wait "$cpid"
 check "... a 200 of the whole layer's length" bash -c "grep -q '^HTTP/1.1 200' '$T/layer.h' &&
@@ -61,12 +62,14 @@ with tarfile.open(sys.argv[1]) as t:
     assert [x.name for x in m] == ["model.safetensors"] and m[0].isfile(), m
     assert t.extractfile(m[0]).read() == open(sys.argv[2], "rb").read()
 PY
-check "nothing was remembered as checked while the file streamed" bash -c "! grep -qs '\"header\"' '$T'/ca/agent/oci/*"
+for _ in $(seq 600); do grep -qs '"header"' "$T"/ca/agent/oci/* && break; sleep 0.1; done
+check "after the stream, the agent checks the layer's digest by itself and remembers it" \
+	grep -qs '"header"' "$T"/ca/agent/oci/*
+check "... and says so in its log" grep -q "registry mirror: image/hf/acme/big@$tl checked" "$T/ca/agent.log"
 
-# ---- the file whole in the cache: checked, then remembered ----
+# ---- checked: sent at once ----
 curl -sS -D "$T/again.h" -o "$T/again.tar" "$E/v2/image/hf/acme/big/blobs/$tl"
 check "the next GET is a 200 of the same bytes" bash -c "grep -q '^HTTP/1.1 200' '$T/again.h' && cmp -s '$T/again.tar' '$T/layer.tar'"
-check "... its digest checked against the manifest and remembered" grep -qs '"header"' "$T"/ca/agent/oci/*
 curl -sS -D "$T/r1.h" -o "$T/r1" -H 'Range: bytes=100-3000099' "$E/v2/image/hf/acme/big/blobs/$tl"
 check "a range across header and file is a 206 of the layer's bytes" bash -c "grep -q '^HTTP/1.1 206' '$T/r1.h' &&
 	cmp -s '$T/r1' <(tail -c +101 '$T/layer.tar' | head -c 3000000)"
