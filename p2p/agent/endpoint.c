@@ -774,8 +774,8 @@ static void start_tar(struct agent_ep *e, struct httpd_req *r)
 		return;
 	}
 	total = (int64_t)e->layer.header_len + e->size + hub_oci_tar_tail(e->size);
+	json_object_set_new(e->headers, "Accept-Ranges", json_string("bytes")); /* once, the mirror's or not */
 	set_headers(r, e->headers, false);
-	httpd_add_header(r, "Accept-Ranges", "bytes");
 	rr = httpd_parse_range(e->range, total, &e->off, &b);
 	if (rr < 0) {
 		httpd_add_headerf(r, "Content-Range", "bytes */%" PRId64, total);

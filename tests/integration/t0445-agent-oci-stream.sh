@@ -77,8 +77,9 @@ curl -sS -o "$T/r2" -H "Range: bytes=$((tlsize - 3000))-" "$E/v2/image/hf/acme/b
 check "a range of the file's end and the zeros" cmp -s "$T/r2" <(tail -c 3000 "$T/layer.tar")
 curl -sS -o "$T/r3" -H "Range: bytes=0-511" "$E/v2/image/hf/acme/big/blobs/$tl"
 check "a range of the header alone" cmp -s "$T/r3" <(head -c 512 "$T/layer.tar")
-check "a HEAD says the layer's length" bash -c "curl -sS -I '$E/v2/image/hf/acme/big/blobs/$tl' |
-	tr -d '\r' | grep -qi '^content-length: $tlsize\$'"
+curl -sS -I "$E/v2/image/hf/acme/big/blobs/$tl" | tr -d '\r' >"$T/head.h"
+check "a HEAD says the layer's length" grep -qi "^content-length: $tlsize\$" "$T/head.h"
+check "... and that ranges are taken, once" test "$(grep -ci '^accept-ranges: bytes$' "$T/head.h")" = 1
 check "agent --stop" "$HUBMIRROR" agent --stop
 check "the agent's log holds no sanitizer report" bash -c "! grep -E 'Sanitizer|runtime error' '$T/ca/agent.log'"
 check "serve stops clean" serve_stops_clean
