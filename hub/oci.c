@@ -96,6 +96,12 @@ void hub_oci_tar_span(int64_t header_len, int64_t size, int64_t a, int64_t end, 
 int hub_oci_tar_digest(const unsigned char *header, size_t header_len, const char *file, int64_t size,
 		       char digest[72])
 {
+	return hub_oci_tar_digest_until(header, header_len, file, size, NULL, digest);
+}
+
+int hub_oci_tar_digest_until(const unsigned char *header, size_t header_len, const char *file, int64_t size,
+			     const atomic_bool *stop, char digest[72])
+{
 	static const unsigned char zeros[1536];
 	EVP_MD_CTX *md = EVP_MD_CTX_new();
 	unsigned char *chunk = xmalloc(1 << 20), sum[32];
@@ -109,7 +115,12 @@ int hub_oci_tar_digest(const unsigned char *header, size_t header_len, const cha
 	EVP_DigestInit_ex(md, EVP_sha256(), NULL);
 	EVP_DigestUpdate(md, header, header_len);
 	while (left > 0) {
-		ssize_t n = read(fd, chunk, left > (1 << 20) ? (1 << 20) : (size_t)left);
+		ssize_t n;
+		if (stop && atomic_load(stop)) {
+			r = -ECANCELED;
+			goto out;
+		}
+		n = read(fd, chunk, left > (1 << 20) ? (1 << 20) : (size_t)left);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0) {

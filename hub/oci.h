@@ -11,6 +11,7 @@
 #ifndef HM_HUB_OCI_H
 #define HM_HUB_OCI_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -34,5 +35,8 @@ void hub_oci_tar_span(int64_t header_len, int64_t size, int64_t a, int64_t end, 
 
 int hub_oci_tar_digest(const unsigned char *header, size_t header_len, const char *file, int64_t size,
 		       char digest[72]);
+/* The same, given up with -ECANCELED once *stop is true (a daemon stopping; stop may be NULL). */
+int hub_oci_tar_digest_until(const unsigned char *header, size_t header_len, const char *file, int64_t size,
+			     const atomic_bool *stop, char digest[72]);
 
 #endif

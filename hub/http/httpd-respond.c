@@ -1,8 +1,8 @@
 /*
  * httpd-respond.c - the answers a handler gives (httpd_respond, httpd_respond_str, httpd_respond_file,
- * httpd_respond_file_gated, httpd_add_header; httpd.h): the status line and headers into the
- * connection's output buffer, and a file body set up for sendfile (corked when big). httpd.c sends
- * them.
+ * httpd_respond_file_framed, their gated forms, httpd_add_header; httpd.h): the status line and headers
+ * into the connection's output buffer, and a file body set up for sendfile (corked when big). httpd.c
+ * sends them.
  */
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -142,21 +142,29 @@ void httpd_respond_str(struct httpd_req *r, int status, const char *content_type
 void httpd_respond_file_gated(struct httpd_req *r, int status, const char *content_type, int fd, int64_t offset,
 			      int64_t length, httpd_gate_fn gate, void (*release)(void *ud), void *ud)
 {
+	httpd_respond_file_framed_gated(r, status, content_type, NULL, 0, fd, offset, length, 0, gate, release, ud);
+}
+
+void httpd_respond_file_framed_gated(struct httpd_req *r, int status, const char *content_type, const void *head,
+				     size_t head_len, int fd, int64_t offset, int64_t length, int64_t zeros,
+				     httpd_gate_fn gate, void (*release)(void *ud), void *ud)
+{
 	struct conn *c = r->c;
 
 	if (r->answered || c->job) {
-		close(fd);
+		if (fd >= 0)
+			close(fd);
 		if (release)
 			release(ud);
 		return;
 	}
-	httpd_respond_file(r, status, content_type, fd, offset, length);
-	if (c->file_fd == fd) {
+	httpd_respond_file_framed(r, status, content_type, head, head_len, fd, offset, length, zeros);
+	if (fd >= 0 && length > 0 && c->file_fd == fd) {
 		c->gate = gate;
 		c->gate_release = release;
 		c->gate_ud = ud;
 	} else if (release) {
-		release(ud); /* HEAD or empty: no body to gate */
+		release(ud); /* HEAD or no file bytes: no body to gate */
 	}
 }
 

@@ -246,6 +246,12 @@ void httpd_defer_write(struct httpd_req *r, httpd_work_fn work, httpd_done_fn do
 typedef int64_t (*httpd_gate_fn)(void *ud, int64_t offset, int64_t len);
 void httpd_respond_file_gated(struct httpd_req *r, int status, const char *content_type, int fd, int64_t offset,
 			      int64_t length, httpd_gate_fn gate, void (*release)(void *ud), void *ud);
+/* httpd_respond_file_framed with a gated file (as httpd_respond_file_gated: gate is asked with the file's
+ * offsets; head goes at once, zeros once the file's length has gone): a tar layer sent as the file it
+ * holds arrives. */
+void httpd_respond_file_framed_gated(struct httpd_req *r, int status, const char *content_type, const void *head,
+				     size_t head_len, int fd, int64_t offset, int64_t length, int64_t zeros,
+				     httpd_gate_fn gate, void (*release)(void *ud), void *ud);
 
 /* Decode %XX escapes (and, with plus, '+' as space) of n bytes into a new string; NULL on a bad
  * escape or when the result would hold a NUL byte. Caller frees. */

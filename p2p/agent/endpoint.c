@@ -26,8 +26,9 @@
  *
  * Registry requests (/v2/, docs/agent.md "The registry mirror"; oci.c) go the same way too: a manifest
  * is metadata, passed once its digest is checked, its layers remembered; a blob that is such a layer is
- * a file (asked as HEAD, the bytes from the swarm), a tar layer sent whole once verified and its digest
- * checked (start_tar); any other blob is relayed.
+ * a file (asked as HEAD, the bytes from the swarm), a tar layer the file between its header and zeros,
+ * sent as the file's pieces verify, its digest checked once the cache holds the file whole (start_tar);
+ * any other blob is relayed.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -44,6 +45,7 @@
 #include "base/buf.h"
 #include "base/err.h"
 #include "base/hex.h"
+#include "base/log.h"
 #include "base/path.h"
 #include "base/str.h"
 #include "base/xmalloc.h"
@@ -84,6 +86,8 @@ struct agent_ep {
 	char *oci_name, *oci_ref;
 	bool oci_layer;                 /* a blob that is a layer of a manifest passed: a file (layer) */
 	bool ranged;                    /* a tar layer asked with a Range */
+	bool tar_unchecked;             /* a tar layer streamed before its digest was checked */
+	struct hub_oci_span sp;         /* a tar layer's range: its header's part, the file's, the zeros */
 	struct agent_oci_layer layer;
 	/* the mirror's answer */
 	long status;
@@ -577,11 +581,15 @@ static int64_t gate(void *ud, int64_t off, int64_t len)
 	return 0;
 }
 
+static void tar_check_later(struct agent_ep *e);
+
 static void gate_release(void *ud)
 {
 	struct agent_ep *e = ud;
 
 	e->fd = -1; /* httpd closes it */
+	if (e->tar_unchecked)
+		tar_check_later(e);
 	ep_free(e);
 }
 
@@ -607,7 +615,7 @@ static void send_body(void *job, struct httpd_req *r)
 				 gate, gate_release, e);
 }
 
-/* ---- a registry mirror's tar layer: the file, verified whole, between its header and zeros --------- */
+/* ---- a registry mirror's tar layer: the file between its header and zeros ------------------------- */
 
 /* Is the file at path of s the content digest ("sha256:...") names (a raw layer's digest)? */
 static bool raw_layer_is(const struct agent_snap *s, const char *path, const char *digest)
@@ -659,10 +667,73 @@ static void tar_whole(void *job)
 	free(path);
 }
 
+/* A streamed layer's digest, checked once its file is whole in the cache, off the loop (one at a time;
+ * a GET meanwhile checks it itself): remembered when it matches, so that the next GET sends at once;
+ * else said in the log, and the next GET refuses it (tar_whole). */
+struct tar_check_job {
+	uv_work_t w;
+	struct agent *a;
+	char *name, *digest, btih[41];
+	int index;
+	int64_t size;
+	const char *why;
+	bool done;
+};
+
+static void tar_check_work(uv_work_t *w)
+{
+	struct tar_check_job *j = w->data;
+	struct agent_oci_layer l;
+	char *path = NULL;
+
+	if (atomic_load(&j->a->quit) || agent_oci_layer_find(j->a, j->name, j->digest, &l))
+		return;
+	if (!(l.header && l.checked_size == j->size) &&
+	    !p2p_session_file_path(j->a->ses, j->btih, j->index, &path))
+		j->done = !agent_oci_tar_check(j->a, j->name, j->digest, &l, path, j->size, &j->why);
+	agent_oci_layer_release(&l);
+	free(path);
+}
+
+static void tar_check_done(uv_work_t *w, int status)
+{
+	struct tar_check_job *j = w->data;
+
+	(void)status;
+	if (j->done)
+		log_info("agent", "registry mirror: %s@%s checked (header, file and zeros)", j->name, j->digest);
+	else if (j->why && !atomic_load(&j->a->quit))
+		log_warn("agent", "registry mirror: %s@%s, streamed before its check: %s", j->name, j->digest, j->why);
+	j->a->oci_checking = false;
+	free(j->name);
+	free(j->digest);
+	free(j);
+}
+
+static void tar_check_later(struct agent_ep *e)
+{
+	struct tar_check_job *j;
+
+	if (e->a->oci_checking || atomic_load(&e->a->quit) ||
+	    p2p_session_have_range(e->a->ses, e->btih, e->index, 0, e->size) != 1)
+		return;
+	j = xcalloc(1, sizeof(*j));
+	j->a = e->a;
+	j->name = xstrdup(e->oci_name);
+	j->digest = xstrdup(e->oci_ref);
+	memcpy(j->btih, e->btih, sizeof(j->btih));
+	j->index = e->index;
+	j->size = e->size;
+	j->w.data = j;
+	e->a->oci_checking = true;
+	uv_queue_work(&e->a->loop, &j->w, tar_check_work, tar_check_done);
+}
+
+/* The layer's range: its header's part at once, then the file's as its pieces verify (the gate; e->off
+ * and e->len are the file's part), then the zeros. */
 static void tar_send(void *job, struct httpd_req *r)
 {
 	struct agent_ep *e = job;
-	struct hub_oci_span sp;
 	int fd = e->fd;
 
 	if (!r) {
@@ -674,26 +745,26 @@ static void tar_send(void *job, struct httpd_req *r)
 		ep_free(e);
 		return;
 	}
-	p2p_session_touch(e->a->ses, e->btih, e->index, 0, e->size); /* read now: not evicted under it */
-	hub_oci_tar_span((int64_t)e->layer.header_len, e->size, e->off, e->off + e->len, &sp);
 	e->fd = -1;
-	if (sp.f1 <= sp.f0) {
-		close(fd);
-		fd = -1;
-	}
-	httpd_respond_file_framed(r, e->ranged ? 206 : 200, "application/octet-stream",
-				  e->layer.header + sp.h0, (size_t)(sp.h1 - sp.h0), fd, sp.f0, sp.f1 - sp.f0, sp.zeros);
-	ep_free(e);
+	httpd_respond_file_framed_gated(r, e->ranged ? 206 : 200, "application/octet-stream",
+					e->layer.header + e->sp.h0, (size_t)(e->sp.h1 - e->sp.h0), fd, e->sp.f0,
+					e->sp.f1 - e->sp.f0, e->sp.zeros, gate, gate_release, e);
 }
 
 /* On the loop: the layer's header (the one checked before, else made again), the range of the whole
- * layer, then (not for HEAD) the file verified and the digest checked on a worker. */
+ * layer, then (not for HEAD) its bytes. A layer checked before, or whose file the cache lacks yet,
+ * goes as the file's pieces verify (first_bytes, then the gate): every file byte has passed its
+ * piece's hash, the header is hub/oci.c's, and the client checks the digest of the whole (the agent
+ * too, after it: tar_check_later); one not checked yet whose file the cache holds whole is checked
+ * first (tar_whole), and refused when it is not the manifest's digest. A range with none of the
+ * file's bytes goes at once. */
 static void start_tar(struct agent_ep *e, struct httpd_req *r)
 {
-	int64_t total, b = 0;
+	bool checked = e->layer.header && e->layer.checked_size == e->size;
+	int64_t total, want, b = 0;
 	int rr;
 
-	if (e->layer.header && e->layer.checked_size != e->size) {
+	if (!checked && e->layer.header) {
 		free(e->layer.header);
 		e->layer.header = NULL;
 	}
@@ -703,8 +774,8 @@ static void start_tar(struct agent_ep *e, struct httpd_req *r)
 		return;
 	}
 	total = (int64_t)e->layer.header_len + e->size + hub_oci_tar_tail(e->size);
+	json_object_set_new(e->headers, "Accept-Ranges", json_string("bytes")); /* once, the mirror's or not */
 	set_headers(r, e->headers, false);
-	httpd_add_header(r, "Accept-Ranges", "bytes");
 	rr = httpd_parse_range(e->range, total, &e->off, &b);
 	if (rr < 0) {
 		httpd_add_headerf(r, "Content-Range", "bytes */%" PRId64, total);
@@ -718,13 +789,26 @@ static void start_tar(struct agent_ep *e, struct httpd_req *r)
 	else
 		httpd_add_headerf(r, "Content-Range", "bytes %" PRId64 "-%" PRId64 "/%" PRId64, e->off, b, total);
 	e->ranged = rr > 0;
+	want = e->len;
+	hub_oci_tar_span((int64_t)e->layer.header_len, e->size, e->off, e->off + e->len, &e->sp);
+	e->off = e->sp.f0; /* from here on, the file's part (first_bytes, the gate) */
+	e->len = e->sp.f1 - e->sp.f0;
 	if (httpd_etag_matches(e->inm, json_string_value(json_object_get(e->headers, "ETag")))) {
 		httpd_respond_str(r, 304, NULL, "");
 	} else if (!strcmp(e->method, "HEAD")) {
 		/* the headers of the answer, Content-Length included; no body */
-		httpd_respond_file_framed(r, rr ? 206 : 200, "application/octet-stream", NULL, 0, -1, 0, 0, e->len);
+		httpd_respond_file_framed(r, rr ? 206 : 200, "application/octet-stream", NULL, 0, -1, 0, 0, want);
+	} else if (e->len == 0) { /* the header's part and zeros only */
+		httpd_respond_file_framed(r, rr ? 206 : 200, "application/octet-stream", e->layer.header + e->sp.h0,
+					  (size_t)(e->sp.h1 - e->sp.h0), -1, 0, 0, e->sp.zeros);
 	} else {
-		httpd_defer(r, tar_whole, tar_send, e);
+		p2p_session_touch(e->a->ses, e->btih, e->index, e->off, e->len); /* read now: not evicted under it */
+		if (!checked && p2p_session_have_range(e->a->ses, e->btih, e->index, 0, e->size) == 1) {
+			httpd_defer(r, tar_whole, tar_send, e);
+		} else {
+			e->tar_unchecked = !checked; /* checked after it (tar_check_later) */
+			httpd_defer(r, first_bytes, tar_send, e);
+		}
 		return;
 	}
 	ep_free(e);

@@ -3,7 +3,7 @@
  * what a /v2/ path names, the manifests the mirror gave checked against their digests, and the layers
  * they list remembered, so that a blob asked for later is a file of a snapshot the agent takes through
  * its cache and the swarm (a raw layer: the file; a tar layer: the file between the header hub/oci.c
- * makes and zeros, its digest checked once against the manifest's).
+ * makes and zeros, its digest checked once against the manifest's when the file is whole in the cache).
  *
  * A layer is remembered by its repository's OCI name and digest under <cache>/agent/oci/ (a small JSON
  * file: the snapshot's spec and commit, the file's path, tar or raw, and once checked the tar header the
@@ -217,7 +217,7 @@ int agent_oci_tar_check(struct agent *a, const char *name, const char *digest, s
 		*why = "the layer's tar header cannot be made for this file's name";
 		return -1;
 	}
-	r = hub_oci_tar_digest(l->header, l->header_len, file, size, have);
+	r = hub_oci_tar_digest_until(l->header, l->header_len, file, size, &a->quit, have);
 	if (r || strcmp(have, digest)) {
 		*why = r ? "the cached file cannot be read"
 			 : "the tar layer made here is not the manifest's digest (the mirror wrote another tar header)";

@@ -6,9 +6,11 @@
 #   asked by tag or by digest;
 # - its manifests are self-consistent but name each layer by a digest of other bytes than the file's
 #   (and the front admits a HEAD or GET of that digest, as the mirror would of the real one): the
-#   agent passes the manifests, and refuses the layers (502) once it has the file: a raw layer's
-#   digest is not the file's sha256, a tar layer's is not the digest of header, file and zeros. The
-#   same requests through an agent that trusts the front would be 200 with the file's bytes.
+#   agent passes the manifests, and refuses the layers (502): a raw layer's digest is not the file's
+#   sha256 (known from the snapshot before any byte), a tar layer's is not the digest of header, file
+#   and zeros (known once the agent has the file: the first GET, before the cache held it, streamed
+#   the layer as the file came, and its client finds it is not the digest it asked for, as containerd
+#   does; the agent checks it after that stream and says so in its log). The same requests through an agent that trusts the front would be 200 with the file's bytes.
 . "$HM_SRC/tests/integration/lib.sh"
 cat >"$T/spec.json" <<'JSON'
 {"repos": [
@@ -66,8 +68,15 @@ check "... and its manifest, asked by the digest the index names" test -n "$tman
 twrong=$(echo "$tman" | "$PY" -c 'import json,sys; print([l["digest"] for l in json.load(sys.stdin)["layers"]
 	if l["annotations"]["org.cncf.model.filepath"] == "model.safetensors"][0])')
 check "the front admits the renamed tar layer" test "$(code "$F/v2/image/hf/acme/liar/blobs/$twrong")" = 200
+curl -sS -D "$T/first.h" -o "$T/first.body" "$E/v2/image/hf/acme/liar/blobs/$twrong"
+check "the first GET of the tar layer, the file not yet in the cache, streams it (200)" grep -q '^HTTP/1.1 200' "$T/first.h"
+check "... and its client finds it is not the digest it asked for" \
+	test "sha256:$(sha256sum <"$T/first.body" | cut -d' ' -f1)" != "$twrong"
+for _ in $(seq 600); do grep -q "streamed before its check: the tar layer made here is not" "$T/cb/agent.log" && break; sleep 0.1; done
+check "the agent, checking the streamed layer after it, says in its log it is not the digest" \
+	grep -q "streamed before its check: the tar layer made here is not" "$T/cb/agent.log"
 curl -sS -D "$T/tar.h" -o "$T/tar.body" "$E/v2/image/hf/acme/liar/blobs/$twrong"
-check "the agent refuses the tar layer whose bytes are not its digest (502)" grep -q '^HTTP/1.1 502' "$T/tar.h"
+check "the file now in the cache, the agent refuses the tar layer whose bytes are not its digest (502)" grep -q '^HTTP/1.1 502' "$T/tar.h"
 check "... having checked the digest of header, file and zeros" grep -qi '^x-error-message: the tar layer made here is not the manifest' "$T/tar.h"
 check "... and again the next time (nothing remembered as checked)" test "$(code "$E/v2/image/hf/acme/liar/blobs/$twrong")" = 502
 check "agent --stop" "$HUBMIRROR" agent --stop

@@ -4,6 +4,7 @@
  * cannot hold (a long name, a size past 8 GiB, a non-ASCII name as its bytes); the tail pads to the
  * block and ends the archive; the digest is the sha256 of header, file and tail.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -111,6 +112,14 @@ TEST(the_digest_is_of_header_file_and_tail)
 	CHECK_STR(digest, want);
 	/* a file shorter than it should be is refused */
 	CHECK(hub_oci_tar_digest(h, n, path, 14, digest) != 0);
+	/* a daemon stopping gives the reading up; not stopping, the same digest */
+	{
+		atomic_bool stop = true;
+		CHECK_INT(hub_oci_tar_digest_until(h, n, path, 13, &stop, digest), -ECANCELED);
+		atomic_store(&stop, false);
+		CHECK_INT(hub_oci_tar_digest_until(h, n, path, 13, &stop, digest), 0);
+		CHECK_STR(digest, want);
+	}
 	EVP_MD_CTX_free(c);
 	free(h);
 	test_rmtree(dir);

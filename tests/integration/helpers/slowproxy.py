@@ -4,11 +4,15 @@ mirror on 127.0.0.1:N that sends every answer body at most at RATE (each connect
 that a download through it takes long enough to be cut: a test kills it (-9) in the middle and starts
 it again on the same port, as a mirror restarting would. The client's Host header goes through, so
 the URLs the mirror writes (a torrent's web seed and tracker) point back here. Writes its own base URL
-to the ready file once listening."""
+to the ready file once listening. With --hold-after BYTES --hold-file F, once the bodies of all its
+answers together have sent BYTES, every answer waits until F exists before its next chunk (a mirror
+that has sent part of a file and is slow to send the rest, for as long as a test needs)."""
 import argparse
 import http.client
 import http.server
+import os
 import socketserver
+import threading
 import time
 import urllib.parse
 
@@ -19,8 +23,19 @@ def main():
     ap.add_argument("--port", type=int, required=True)
     ap.add_argument("--rate", type=int, required=True)
     ap.add_argument("--ready-file")
+    ap.add_argument("--hold-after", type=int)
+    ap.add_argument("--hold-file")
     a = ap.parse_args()
     up = urllib.parse.urlsplit(a.mirror)
+    total = [0]
+    lock = threading.Lock()
+
+    def hold(n):
+        with lock:
+            total[0] += n
+            held = a.hold_after is not None and total[0] >= a.hold_after
+        while held and not os.path.exists(a.hold_file):
+            time.sleep(0.05)
 
     class Handler(http.server.BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -46,6 +61,7 @@ def main():
                 chunk = r.read(16384)
                 if not chunk:
                     break
+                hold(len(chunk))
                 self.wfile.write(chunk)
                 sent += len(chunk)
                 ahead = sent / a.rate - (time.monotonic() - start)
