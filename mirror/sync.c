@@ -495,6 +495,7 @@ static void run_free(struct mirror__sync *s)
 	for (size_t i = 0; i < s->njobs; i++) {
 		free(s->jobs[i]->waiters);
 		free(s->jobs[i]->error_text);
+		mirror__sync_xet_release(s->jobs[i]);
 		for (size_t k = 0; k < s->jobs[i]->ndenied; k++)
 			free(s->jobs[i]->denied[k].text);
 		free(s->jobs[i]->denied);
