@@ -384,6 +384,7 @@ void mirror__sync_job_start(struct mirror__sync_job *j)
 
 	j->fail = 0;
 	j->status = 0;
+	j->xet_used = false;
 	r = mirror_store_writer_new(j->s->d->store, &ex, true, &j->w);
 	if (r) {
 		job_set_error(j, "store: %s", err_str(r));

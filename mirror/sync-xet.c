@@ -171,10 +171,13 @@ static int xs_put_chunk(struct mirror__sync_xet *x, const struct term *t, uint32
 		size_t from = skip > 0 ? (size_t)skip : 0;
 		r = mirror_store_writer_write(x->j->w, data + from, len - from);
 	}
-	if (r)
+	if (r) {
 		xs_set_why(x, r, "store: %s", err_str(r));
-	else
+	} else {
 		xs_add_range(x, t, chunk, len, h);
+		if (skip < (int64_t)len)
+			x->j->s->bytes_done += (int64_t)len - (skip > 0 ? skip : 0);  /* the progress line's */
+	}
 	x->pos += len;
 	return r;
 }
