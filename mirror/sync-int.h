@@ -132,6 +132,8 @@ struct mirror__sync {
 	int64_t quota_used;     /* the store's bytes as the catalog counts them (-1: not read yet), less
 				 * what the quota dropped in this run */
 	int64_t quota_reserved; /* bytes of the contents this run's planned repos will add */
+	uv_idle_t xet_idle;     /* runs the Xet attempts that gave the loop back (sync-xet.c) */
+	struct mirror__sync_xet *xet_wait; /* those attempts, in a list */
 };
 
 /* sync-record.c: a repo's end (recorded, reported, or failed with the words that say why) */

@@ -38,6 +38,8 @@
 #define XET_TOKEN_MAX (64 * 1024)
 #define XET_RECON_MAX (64 * 1024 * 1024)
 #define XET_RECORD_MAX (XET_XORB_CHUNK_HEADER_LEN + 2 * XET_CHUNK_MAX)
+/* stored chunks read (and hashed) in one turn of the loop before it is given back to the transfers */
+#define XET_LOCAL_TURN (16 * 1024 * 1024)
 
 struct term {
 	char xorb[65];
@@ -66,6 +68,7 @@ struct mirror__sync_xet {
 	int fail;
 	char *why;
 	int64_t fetched;        /* bytes of xorbs received in this attempt */
+	struct mirror__sync_xet *next_wait; /* in s->xet_wait */
 };
 
 static void xs_free(struct mirror__sync_xet **xp)
@@ -316,10 +319,27 @@ static void xs_on_term(void *ud, int result, const struct hub_http_resp *resp, c
 	xs_next(x);
 }
 
-/* Write the terms from x->next on: the stored ones at once, up to the first to fetch, which starts. */
+static void xs_on_idle(uv_idle_t *h)
+{
+	struct mirror__sync *s = h->data;
+	struct mirror__sync_xet *x = s->xet_wait;
+
+	s->xet_wait = NULL;
+	uv_idle_stop(h);
+	while (x) {
+		struct mirror__sync_xet *next = x->next_wait;
+		x->next_wait = NULL;
+		xs_next(x);
+		x = next;
+	}
+}
+
+/* Write the terms from x->next on: the stored ones at once, up to the first to fetch, which starts;
+ * after XET_LOCAL_TURN bytes of stored chunks, the loop's other work goes first. */
 static void xs_next(struct mirror__sync_xet *x)
 {
 	struct mirror__sync_job *j = x->j;
+	uint64_t turn = x->pos;
 
 	for (; x->next < x->nterms && !x->fail; x->next++) {
 		struct term *t = &x->terms[x->next];
@@ -330,6 +350,12 @@ static void xs_next(struct mirror__sync_xet *x)
 		if (x->pos + t->len <= (uint64_t)x->skip && x->pos + t->len < (uint64_t)j->f->size) {
 			x->pos += t->len;  /* written by an earlier attempt: not recorded (its chunks unknown) */
 			continue;
+		}
+		if (x->pos - turn >= XET_LOCAL_TURN) {
+			x->next_wait = j->s->xet_wait;
+			j->s->xet_wait = x;
+			uv_idle_start(&j->s->xet_idle, xs_on_idle);
+			return;
 		}
 		if (xs_local_term(x, t))
 			continue;

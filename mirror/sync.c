@@ -564,8 +564,10 @@ int mirror_sync_run(struct mirror_data *d, const struct catalog_repo *repos, siz
 	tokens_check(&s);
 	repos_init(&s, repos, n);
 	uv_timer_init(&s.loop, &s.progress_timer);
+	uv_idle_init(&s.loop, &s.xet_idle);
 	timer_inited = true;
 	s.progress_timer.data = &s;
+	s.xet_idle.data = &s;
 	if (n)
 		run_repos(&s);
 	run_close(&s);
@@ -575,8 +577,10 @@ out:
 	run_free(&s);
 	hub_client_free(&s.client);
 	hub_http_free(&s.http);
-	if (timer_inited)
+	if (timer_inited) {
 		uv_close((uv_handle_t *)&s.progress_timer, NULL);
+		uv_close((uv_handle_t *)&s.xet_idle, NULL);
+	}
 	uv_run(&s.loop, UV_RUN_DEFAULT); /* run close callbacks */
 	if (uv_loop_close(&s.loop))
 		log_warn("sync", "event loop still had open handles");
