@@ -54,8 +54,9 @@ TEST(ranges_found_in_present_blobs_and_gone_with_them)
 	CHECK_INT(catalog_xet_ranges_add(c, rs, 2), 0);
 	/* no blob row yet (a crash between the two): not found */
 	CHECK_INT(catalog_xet_range_find(c, XORB, 0, &got), HM_ERR_NOT_FOUND);
-	CHECK_INT(exec_sql(path, "INSERT INTO blobs (sha256, size, stored_at, present) VALUES ('" SHA_A "', 79000, 1, 1),"
-				 " ('" SHA_B "', 9005, 1, 0)"), SQLITE_OK);
+	CHECK_INT(exec_sql(path, "INSERT INTO blobs (sha256, size, stored_at, present) VALUES "
+				 "('" SHA_A "', 79000, 1, 1), ('" SHA_B "', 9005, 1, 0)"),
+		  SQLITE_OK);
 	CHECK_INT(catalog_xet_range_find(c, XORB, 1, &got), 0);
 	CHECK(!strcmp(got.sha256, SHA_A) && got.offset == 70000 && got.length == 9000 && !strcmp(got.hash, H2));
 	CHECK_INT(catalog_xet_range_find(c, XORB, 2, &got), HM_ERR_NOT_FOUND);
@@ -68,7 +69,8 @@ TEST(ranges_found_in_present_blobs_and_gone_with_them)
 	/* a blob deleted (gc) takes its ranges with it */
 	CHECK_INT(exec_sql(path, "DELETE FROM blobs WHERE sha256 = '" SHA_A "'"), SQLITE_OK);
 	CHECK_INT(catalog_xet_range_find(c, XORB, 0, &got), HM_ERR_NOT_FOUND);
-	CHECK_INT(exec_sql(path, "INSERT INTO blobs (sha256, size, stored_at, present) VALUES ('" SHA_A "', 79000, 1, 1)"),
+	CHECK_INT(exec_sql(path, "INSERT INTO blobs (sha256, size, stored_at, present) VALUES "
+				 "('" SHA_A "', 79000, 1, 1)"),
 		  SQLITE_OK);
 	CHECK_INT(catalog_xet_range_find(c, XORB, 0, &got), HM_ERR_NOT_FOUND);
 	catalog_free(&c);
