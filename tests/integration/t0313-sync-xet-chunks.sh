@@ -5,7 +5,8 @@
 # rest: the mirror fetches at most 5% of the file for it (the bytes counted by the fake upstream), and
 # the file is proven by sha256 and its Xet hash. A reset and a 429 in the middle of a xorb are resumed
 # and retried as the plain path does; a xorb that lies (a flipped byte) is refused and the file comes
-# over plain HTTP, nothing of the lie stored. `--xet off` and `[sync] xet = off` fetch plainly. (Those
+# over plain HTTP, nothing of the lie stored; a sync killed in the middle of a xorb leaves the store
+# consistent and the next one resumes after its partial file through Xet. `--xet off` and `[sync] xet = off` fetch plainly. (Those
 # on an 8 MiB file: the fake upstream's chunking in Python costs seconds per 10 MiB.)
 . "$HM_SRC/tests/integration/lib.sh"
 MIB=$((1024 * 1024))
@@ -103,6 +104,29 @@ check "its bytes refused, the file came over plain HTTP" bash -c \
 	"grep -q 'Xet: .*over plain HTTP' '$T/sync4.out' && [ $(plain_reqs) -ge 1 ]"
 check "the file is proven" proven acme/mid w.safetensors
 check "nothing of the lie is stored (one new blob: the right one)" [ "$(blobs)" = $((before + 1)) ]
+
+# killed in the middle of a xorb's range (sent at 100 kB/s): the store stays consistent, and the next
+# run resumes after the partial file's bytes, through Xet
+mid 6 4 $((20 * 1024))
+ctl reset '{}'
+ctl faults '{"match": "^/xorbs/", "host": "cdn", "kind": "slow", "rate": 100000, "count": -1}'
+"$HUBMIRROR" sync hf:acme/mid >"$T/sync7.out" 2>&1 &
+pid=$!
+while [ "$(xorb_reqs)" = 0 ] && kill -0 "$pid" 2>/dev/null; do sleep 0.1; done   # a range is being sent
+sleep 0.5
+kill -9 "$pid" 2>/dev/null
+wait "$pid" 2>/dev/null
+part=$(find "$store/tmp" -name '*.part' -size +0 -printf '%s\n' | head -1)
+echo "# killed with a partial file of ${part:-no} bytes"
+check "killed mid-xorb: a partial file is left" [ -n "$part" ]
+check "the store is consistent" "$PY" "$HM_SRC/tests/integration/helpers/checkstore.py" "$HUBMIRROR_DATA" \
+	--expect-fake "$FAKE_API"
+ctl reset '{}'
+hm sync hf:acme/mid >"$T/sync8.out" 2>&1
+sed 's/^/# /' "$T/sync8.out"
+check "the next run resumes it" grep -q "ok *hf:acme/mid " "$T/sync8.out"
+check "through Xet (no plain request)" [ "$(xorb_reqs)" -ge 1 -a "$(plain_reqs)" = 0 ]
+check "the resumed file is proven" proven acme/mid w.safetensors
 
 # --xet off, and [sync] xet = off: plain HTTP, no Xet request
 mid 4 2 1000
