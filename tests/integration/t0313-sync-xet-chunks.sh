@@ -142,4 +142,17 @@ hm sync --config "$T/hm.conf" hf:acme/mid >"$T/sync6.out" 2>&1
 check "[sync] xet = off: the revision syncs" grep -q "ok *hf:acme/mid " "$T/sync6.out"
 check "over plain HTTP only" [ "$(xorb_reqs)" = 0 -a "$(plain_reqs)" -ge 1 ]
 check "and proven" proven acme/mid w.safetensors
+
+# a mirror of this mirror syncs through this one's CAS (its virtual xorbs: docs/protocols/xet.md)
+check "serve starts" start_serve
+B=$T/second
+"$HUBMIRROR" init --data "$B" >/dev/null 2>&1
+"$HUBMIRROR" add --data "$B" hf:acme/mid >/dev/null
+"$HUBMIRROR" sync --data "$B" --hf-upstream "$M" hf:acme/mid >"$T/sync9.out" 2>&1
+sed 's/^/# /' "$T/sync9.out"
+check "a second mirror syncs from this one" grep -q "ok *hf:acme/mid " "$T/sync9.out"
+check "through this one's Xet CAS" bash -c "grep -q 'GET /xet-cas/v1/reconstructions/' '$T/access.log' &&
+	grep -q 'GET /xet-cas/xorb/.* 206 ' '$T/access.log'"
+sha=$(up acme/mid w.safetensors sha)
+check "its copy is upstream's bytes" bash -c "[ \"\$(sha256sum <'$B/store/blobs/${sha:0:2}/$sha' | cut -d' ' -f1)\" = $sha ]"
 finish
