@@ -112,8 +112,9 @@ ctl reset '{}'
 ctl faults '{"match": "^/xorbs/", "host": "cdn", "kind": "slow", "rate": 100000, "count": -1}'
 "$HUBMIRROR" sync hf:acme/mid >"$T/sync7.out" 2>&1 &
 pid=$!
-while [ "$(xorb_reqs)" = 0 ] && kill -0 "$pid" 2>/dev/null; do sleep 0.1; done   # a range is being sent
-sleep 0.5
+# until a xorb range is being sent and the partial file holds bytes (no time is asserted)
+while { [ "$(xorb_reqs)" = 0 ] || [ -z "$(find "$store/tmp" -name '*.part' -size +0)" ]; } &&
+	kill -0 "$pid" 2>/dev/null; do sleep 0.1; done
 kill -9 "$pid" 2>/dev/null
 wait "$pid" 2>/dev/null
 part=$(find "$store/tmp" -name '*.part' -size +0 -printf '%s\n' | head -1)
