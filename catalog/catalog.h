@@ -381,6 +381,24 @@ int catalog_blob_xet(struct catalog *c, const char *sha256, char *out);
  * files. 0, HM_ERR_NOT_FOUND or HM_ERR_SQLITE. */
 int catalog_repo_xet_file(struct catalog *c, int64_t repo_id, const char *xet_hash, char *sha256, int64_t *size);
 
+/* ---- stored chunks of upstream's xorbs (schema v22; xet.c, docs/protocols/xet.md "Sync through Xet") ---- */
+/* One chunk of an upstream xorb (its hash and the chunk's index in it) and where the store holds its
+ * bytes: content sha256 at offset, length bytes; hash is the chunk's own (64 hex, text form). */
+struct catalog_xet_range {
+	char xorb[65];
+	uint32_t chunk;
+	char sha256[65];
+	int64_t offset;
+	uint32_t length;
+	char hash[65];
+};
+/* Record n chunks (each names its content), in one transaction; a chunk already recorded is pointed at
+ * the new place. 0 or HM_ERR_SQLITE. */
+int catalog_xet_ranges_add(struct catalog *c, const struct catalog_xet_range *r, size_t n);
+/* Where chunk `chunk` of xorb `xorb` lies in a content the store holds (present): 0 and *out,
+ * HM_ERR_NOT_FOUND or HM_ERR_SQLITE. */
+int catalog_xet_range_find(struct catalog *c, const char *xorb, uint32_t chunk, struct catalog_xet_range *out);
+
 /* Is this sha256 a blob the catalog knows (present or not), or one a live hold names (a writer's
  * promise: catalog_hold)? Returns 1, 0, or HM_ERR_SQLITE. gc takes no content it says 1 of. */
 int catalog_blob_known(struct catalog *c, const char *sha256);

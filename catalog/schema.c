@@ -56,6 +56,11 @@
  *  21  blob_xet: a content's Xet file hash (docs/protocols/xet.md), recorded when the mirror learns it
  *      (a sync stores the file, the server reads its identity), so the CAS finds a file by it; a row
  *      goes with its blob's.
+ *  22  xet_ranges: where each chunk of an upstream xorb that a sync through Xet stored lies in the
+ *      store (the content, its offset and length there, and the chunk's hash), keyed by the xorb's
+ *      hash and the chunk's index in it, so a later reconstruction that names those chunks is read
+ *      from the store instead of fetched (docs/protocols/xet.md, "Sync through Xet"); rows go with
+ *      their blob's.
  *
  * Rules: a migration only ever moves from version N-1 to N; released migrations are never edited,
  * a change is a new entry at the end of `migrations`.
@@ -324,6 +329,20 @@ static const char *const migrations[] = {
 	 "CREATE INDEX blob_xet_by_hash ON blob_xet(xet_hash);"
 	 "CREATE TRIGGER blob_xet_gone AFTER DELETE ON blobs BEGIN"
 	 "  DELETE FROM blob_xet WHERE sha256 = old.sha256;"
+	 "END;"),
+	/* 21 -> 22 */
+	("CREATE TABLE xet_ranges ("
+	 "  xorb    TEXT NOT NULL," /* upstream's xorb hash, in its text form */
+	 "  chunk   INTEGER NOT NULL," /* the chunk's index in that xorb */
+	 "  sha256  TEXT NOT NULL," /* the stored content that holds the chunk's bytes */
+	 "  offset  INTEGER NOT NULL," /* where they start in it */
+	 "  length  INTEGER NOT NULL,"
+	 "  hash    TEXT NOT NULL," /* the chunk's hash, checked when read back */
+	 "  PRIMARY KEY (xorb, chunk)"
+	 ") WITHOUT ROWID;"
+	 "CREATE INDEX xet_ranges_by_sha256 ON xet_ranges(sha256);"
+	 "CREATE TRIGGER xet_ranges_gone AFTER DELETE ON blobs BEGIN"
+	 "  DELETE FROM xet_ranges WHERE sha256 = old.sha256;"
 	 "END;"),
 };
 

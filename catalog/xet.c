@@ -1,7 +1,8 @@
 /*
  * xet.c - contents' Xet file hashes (schema v20, catalog.h): the CAS front finds a file by its Xet
- * hash, within the repo a token names.
+ * hash, within the repo a token names; and where the chunks of upstream's xorbs that a sync stored lie (v22).
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "base/err.h"
@@ -60,6 +61,75 @@ int catalog_repo_xet_file(struct catalog *c, int64_t repo_id, const char *xet_ha
 		} else {
 			rc = SQLITE_DONE;
 		}
+	}
+	sqlite3_finalize(st);
+	return rc == SQLITE_ROW ? 0 : rc == SQLITE_DONE ? HM_ERR_NOT_FOUND : HM_ERR_SQLITE;
+}
+
+int catalog_xet_ranges_add(struct catalog *c, const struct catalog_xet_range *r, size_t n)
+{
+	sqlite3_stmt *st = NULL;
+	int err = 0;
+
+	if (catalog_begin(c))
+		return HM_ERR_SQLITE;
+	if (catalog__prepare(c, "INSERT INTO xet_ranges (xorb, chunk, sha256, offset, length, hash) "
+			     "VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT (xorb, chunk) DO UPDATE SET "
+			     "sha256 = excluded.sha256, offset = excluded.offset, length = excluded.length, "
+			     "hash = excluded.hash", &st)) {
+		catalog_rollback(c);
+		return HM_ERR_SQLITE;
+	}
+	for (size_t i = 0; i < n && !err; i++) {
+		sqlite3_bind_text(st, 1, r[i].xorb, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 2, r[i].chunk);
+		sqlite3_bind_text(st, 3, r[i].sha256, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 4, r[i].offset);
+		sqlite3_bind_int64(st, 5, r[i].length);
+		sqlite3_bind_text(st, 6, r[i].hash, -1, SQLITE_STATIC);
+		if (sqlite3_step(st) != SQLITE_DONE)
+			err = HM_ERR_SQLITE;
+		sqlite3_reset(st);
+	}
+	sqlite3_finalize(st);
+	if (err) {
+		catalog_rollback(c);
+		return err;
+	}
+	return catalog_commit(c);
+}
+
+static void copy_text(char *out, sqlite3_stmt *st, int col)
+{
+	const char *t = (const char *)sqlite3_column_text(st, col);
+	out[0] = '\0';
+	if (t && strlen(t) == 64)
+		memcpy(out, t, 65);
+}
+
+int catalog_xet_range_find(struct catalog *c, const char *xorb, uint32_t chunk, struct catalog_xet_range *out)
+{
+	sqlite3_stmt *st = NULL;
+	int rc;
+
+	if (catalog__prepare(c, "SELECT r.sha256, r.offset, r.length, r.hash FROM xet_ranges r "
+			     "JOIN blobs b ON b.sha256 = r.sha256 WHERE r.xorb = ?1 AND r.chunk = ?2 AND b.present",
+			     &st))
+		return HM_ERR_SQLITE;
+	sqlite3_bind_text(st, 1, xorb, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, chunk);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		struct catalog_xet_range r = {.chunk = chunk};
+		snprintf(r.xorb, sizeof(r.xorb), "%s", xorb);
+		copy_text(r.sha256, st, 0);
+		r.offset = sqlite3_column_int64(st, 1);
+		r.length = (uint32_t)sqlite3_column_int64(st, 2);
+		copy_text(r.hash, st, 3);
+		if (r.sha256[0] && r.hash[0])
+			*out = r;
+		else
+			rc = SQLITE_DONE;
 	}
 	sqlite3_finalize(st);
 	return rc == SQLITE_ROW ? 0 : rc == SQLITE_DONE ? HM_ERR_NOT_FOUND : HM_ERR_SQLITE;

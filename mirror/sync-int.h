@@ -65,6 +65,9 @@ struct mirror__sync_job {
 	struct mirror__sync_job *next;   /* queue link */
 	struct mirror__sync_job **twins; /* JOB_TWIN jobs waiting for this one */
 	size_t ntwins;
+	struct mirror__sync_xet *xet;    /* the attempt through Xet (sync-xet.c), NULL when none */
+	bool xet_off;           /* Xet failed for this content: the plain path from now on */
+	bool xet_used;          /* the writer's bytes came through Xet */
 };
 
 struct srepo {
@@ -129,6 +132,8 @@ struct mirror__sync {
 	int64_t quota_used;     /* the store's bytes as the catalog counts them (-1: not read yet), less
 				 * what the quota dropped in this run */
 	int64_t quota_reserved; /* bytes of the contents this run's planned repos will add */
+	uv_idle_t xet_idle;     /* runs the Xet attempts that gave the loop back (sync-xet.c) */
+	struct mirror__sync_xet *xet_wait; /* those attempts, in a list */
 };
 
 /* sync-record.c: a repo's end (recorded, reported, or failed with the words that say why) */
@@ -163,6 +168,20 @@ void mirror__sync_pump(struct mirror__sync *s);
 /* Tell every file waiting on j its content (sha256) or the error; returns how many waiters stayed
  * (they may not take content fetched for j's owner: the caller fetches it again for them). */
 size_t mirror__sync_job_notify(struct mirror__sync_job *j, int err, const char *sha256);
+
+/* sync-jobs.c, for sync-xet.c: start (or go on with) a job's transfer; commit its writer */
+void mirror__sync_job_start(struct mirror__sync_job *j);
+void mirror__sync_job_commit(struct mirror__sync_job *j);
+
+/* sync-xet.c: a job fetched through Xet (docs/protocols/xet.md, "Sync through Xet"). _wanted: upstream
+ * states the file's Xet hash and nothing turned Xet off. _start: with j->w made, write the file into it
+ * from stored chunks and fetched xorb ranges; ends in mirror__sync_job_commit, or in
+ * mirror__sync_job_start again with j->xet_off set (the plain path) or not (a fault to resume).
+ * _record: once the content is stored as sha256, remember where its chunks lie. _release: free. */
+bool mirror__sync_xet_wanted(const struct mirror__sync_job *j);
+void mirror__sync_xet_start(struct mirror__sync_job *j);
+void mirror__sync_xet_record(struct mirror__sync_job *j, const char *sha256);
+void mirror__sync_xet_release(struct mirror__sync_job *j);
 
 /* sync-twins.c: before j starts, a job of the other kind of key and the same size may bring its
  * content: 1 (taken from one that ended), 2 (waiting for one that runs), 0 (fetch it). When k ends

@@ -229,8 +229,6 @@ static void job_complete(struct mirror__sync_job *j, int err, const char *sha256
 	mirror__sync_pump(s);
 }
 
-static void job_start(struct mirror__sync_job *j);
-
 static void job_set_error(struct mirror__sync_job *j, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void job_set_error(struct mirror__sync_job *j, const char *fmt, ...)
 {
@@ -301,21 +299,29 @@ static bool job_error_final(int e)
 	return job_error_is_access(e) || e == -ENOSPC || e == -EDQUOT || e == -EROFS || e == -EACCES;
 }
 
-static void job_commit(struct mirror__sync_job *j)
+void mirror__sync_job_commit(struct mirror__sync_job *j)
 {
 	char sha[65];
 	int r = mirror_store_writer_commit(&j->w, sha);
 
 	if (!r) {
+		mirror__sync_xet_record(j, sha);
 		job_complete(j, 0, sha);
 		return;
+	}
+	mirror__sync_xet_release(j);
+	if (j->xet_used) {
+		/* bytes that came through Xet failed the proof: fetched again over plain HTTP */
+		log_info("sync", "%s: Xet: %s; over plain HTTP", j->f->path, err_str(r));
+		j->xet_off = true;
+		j->xet_used = false;
 	}
 	if (r == HM_ERR_HASH_MISMATCH || r == HM_ERR_SIZE_MISMATCH) {
 		/* The store dropped the bad bytes; fetch them again from the start. */
 		job_set_error(j, "%s", err_str(r));
 		if (++j->tries < j->s->cfg->max_file_tries) {
 			log_info("sync", "%s: %s, fetching again", j->f->path, err_str(r));
-			job_start(j);
+			mirror__sync_job_start(j);
 			return;
 		}
 	} else {
@@ -332,7 +338,7 @@ static void job_on_done(void *ud, int result, const struct hub_http_resp *resp, 
 
 	j->req = NULL;
 	if (!e && (resp->status == 200 || resp->status == 206)) {
-		job_commit(j);
+		mirror__sync_job_commit(j);
 		return;
 	}
 	if (!e)
@@ -351,13 +357,13 @@ static void job_on_done(void *ud, int result, const struct hub_http_resp *resp, 
 		log_debug("sync", "%s: %s, resuming", j->f->path, j->error_text);
 		if (progressed)
 			j->tries = 0;
-		job_start(j);
+		mirror__sync_job_start(j);
 		return;
 	}
 	job_complete(j, e, NULL);
 }
 
-static void job_start(struct mirror__sync_job *j)
+void mirror__sync_job_start(struct mirror__sync_job *j)
 {
 	struct mirror_store_expect ex = {
 		.sha256 = j->f->sha256[0] ? j->f->sha256 : NULL,
@@ -378,6 +384,7 @@ static void job_start(struct mirror__sync_job *j)
 
 	j->fail = 0;
 	j->status = 0;
+	j->xet_used = false;
 	r = mirror_store_writer_new(j->s->d->store, &ex, true, &j->w);
 	if (r) {
 		job_set_error(j, "store: %s", err_str(r));
@@ -387,7 +394,11 @@ static void job_start(struct mirror__sync_job *j)
 	mirror_store_writer_expect_xet(j->w, j->f->xet_hash);   /* upstream's, where it says one */
 	j->attempt_start = mirror_store_writer_offset(j->w);
 	if (j->attempt_start == j->f->size) {
-		job_commit(j); /* a previous run got every byte but did not publish */
+		mirror__sync_job_commit(j); /* a previous run got every byte but did not publish */
+		return;
+	}
+	if (mirror__sync_xet_wanted(j)) {
+		mirror__sync_xet_start(j);
 		return;
 	}
 	o.range_start = j->attempt_start;
@@ -413,7 +424,7 @@ void mirror__sync_pump(struct mirror__sync *s)
 		s->jobs_active++;
 		s->inflight_bytes += j->f->size;
 		j->state = JOB_RUNNING;
-		job_start(j);
+		mirror__sync_job_start(j);
 	}
 }
 

@@ -495,6 +495,7 @@ static void run_free(struct mirror__sync *s)
 	for (size_t i = 0; i < s->njobs; i++) {
 		free(s->jobs[i]->waiters);
 		free(s->jobs[i]->error_text);
+		mirror__sync_xet_release(s->jobs[i]);
 		for (size_t k = 0; k < s->jobs[i]->ndenied; k++)
 			free(s->jobs[i]->denied[k].text);
 		free(s->jobs[i]->denied);
@@ -563,8 +564,10 @@ int mirror_sync_run(struct mirror_data *d, const struct catalog_repo *repos, siz
 	tokens_check(&s);
 	repos_init(&s, repos, n);
 	uv_timer_init(&s.loop, &s.progress_timer);
+	uv_idle_init(&s.loop, &s.xet_idle);
 	timer_inited = true;
 	s.progress_timer.data = &s;
+	s.xet_idle.data = &s;
 	if (n)
 		run_repos(&s);
 	run_close(&s);
@@ -574,8 +577,10 @@ out:
 	run_free(&s);
 	hub_client_free(&s.client);
 	hub_http_free(&s.http);
-	if (timer_inited)
+	if (timer_inited) {
 		uv_close((uv_handle_t *)&s.progress_timer, NULL);
+		uv_close((uv_handle_t *)&s.xet_idle, NULL);
+	}
 	uv_run(&s.loop, UV_RUN_DEFAULT); /* run close callbacks */
 	if (uv_loop_close(&s.loop))
 		log_warn("sync", "event loop still had open handles");

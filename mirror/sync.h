@@ -71,6 +71,7 @@ struct mirror_sync_config {
 				       * the next sync completes it; no refs pass, no quota, no torrents.
 				       * The caller need not hold the sync lock. */
 	struct hub_http_config http;  /* retry and timeout knobs */
+	bool no_xet;                  /* never through Xet (--xet off): every content over plain HTTP */
 };
 
 /* One ref of the second pass. */

@@ -268,6 +268,15 @@ static int take_retry_delay(const struct cli_command *self, const struct cli_fla
 	return CLI_OK;
 }
 
+/* --xet on|off (f->dest: the config's no_xet). */
+static int take_xet(const struct cli_command *self, const struct cli_flag *f, const char *arg)
+{
+	if (strcmp(arg, "on") && strcmp(arg, "off"))
+		return cli_usage_error(self, "--xet takes on or off");
+	*(bool *)f->dest = !strcmp(arg, "off");
+	return CLI_OK;
+}
+
 int cli_sync_prepare(int argc, char **argv, const char *config_file, struct cli_sync_opts *o, struct config *conf)
 {
 	const struct cli_command *self = cli_find("sync");
@@ -316,6 +325,9 @@ int cli_sync_prepare(int argc, char **argv, const char *config_file, struct cli_
 			"attempts per request and per file before giving up (default 6 / 5)"),
 		CLI_FN("retry-delay", &cfg->http.backoff_base_s, take_retry_delay, "S",
 		       "first backoff after a failure, doubling with jitter (default 0.5)"),
+		CLI_FN("xet", &cfg->no_xet, take_xet, "on|off",
+		       "fetch a file upstream offers through Xet as the chunks the store lacks\n"
+		       "(on, the default), or every file whole over plain HTTP (off)"),
 		CLI_BOOL("progress", &o->progress, "live progress on stderr (default: when it is a terminal)"),
 		CLI_NO("no-progress", &o->progress, "no live progress"),
 		CLI_END,

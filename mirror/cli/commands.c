@@ -159,13 +159,15 @@ const struct cli_command cli_commands[] = {
 	{"sync", cmd_sync,
 	 "sync [--config FILE] [--data DIR] [--hf-upstream URL] [--ms-upstream URL] [--hf-token-file FILE]\n"
 	 "     [--ms-token-file FILE] [--json] [--wait] [--jobs N] [--check-refs] [--retention N]\n"
-	 "     [--quota SIZE] [SPEC...]\n"
+	 "     [--quota SIZE] [--xet on|off] [SPEC...]\n"
 	 "       hubmirror sync --status [--data DIR | --mirror URL] [--json]",
 	 "fetch what changed upstream for the tracked repositories (or those named)",
 	 "For each repository, resolve its revision upstream; an unchanged commit costs one request.\n"
 	 "Otherwise list its files and fetch, verified against upstream's sha256 (or git id), the ones\n"
 	 "the store lacks; the new snapshot becomes visible only when all of its files are in. A repo\n"
 	 "that fails keeps its previous snapshot, and partial files are resumed by the next run.\n"
+	 "A file upstream offers through Xet comes as the chunks the store lacks (xorb ranges; the\n"
+	 "rest read from stored files), proven whole as any other; plain HTTP when Xet fails.\n"
 	 "Then the refs each repository mirrors besides (add --refs; its tags by default): upstream's\n"
 	 "refs are listed when the followed snapshot changed, or weekly, or every run for branches;\n"
 	 "each new one is fetched the same way, and refs upstream no longer has are dropped.\n"

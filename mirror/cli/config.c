@@ -79,6 +79,7 @@ static const struct config_key keys[] = {
 	{ "sync", "jobs", "jobs", CONFIG_SYNC, false },
 	{ "sync", "max-tries", "max-tries", CONFIG_SYNC, false },
 	{ "sync", "retry-delay", "retry-delay", CONFIG_SYNC, false },
+	{ "sync", "xet", "xet", CONFIG_SYNC, false },
 	{ "store", "retention", "retention", CONFIG_SYNC, false },
 	{ "store", "quota", "quota", CONFIG_SYNC, false },
 	{ "store", "url", NULL, CONFIG_STORE, false },

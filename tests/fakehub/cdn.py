@@ -22,6 +22,9 @@ def xml_error(h, status, code, message):
 
 def handle(h):
     segs = h.segments
+    if len(segs) == 3 and segs[:2] == ["xorbs", "default"]:
+        import xetcas
+        return xetcas.xorb_bytes(h, segs[2])
     if len(segs) < 2 or segs[0] != "repos":
         xml_error(h, 404, "NoSuchKey", "The specified key does not exist.")
     app = h.app

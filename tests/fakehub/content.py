@@ -84,11 +84,13 @@ class Blob:
     """The bytes of one file; literal (`data`) or generated from (`seed`, `size`), its first bytes
     replaced by `head` when given (a file format's header over generated contents)."""
 
-    def __init__(self, size, seed=None, data=None, head=b""):
+    def __init__(self, size, seed=None, data=None, head=b"", unique=False, patches=()):
         self.size = size
         self.seed = seed
         self.data = data
         self.head = head[:size] if data is None else b""
+        self.unique = bool(unique) and data is None    # every block random on its own
+        self.patches = tuple(sorted((int(o), int(n), p) for o, n, p in patches)) if data is None else ()
         self._hashes = None
         self._lock = threading.Lock()
 
@@ -97,11 +99,17 @@ class Blob:
         """A JSON-able identity: equal keys mean equal bytes."""
         if self.data is not None:
             return ["lit", hashlib.sha1(self.data).hexdigest(), self.size]
+        key = ["seed", self.seed, self.size]
         if self.head:
-            return ["seed", self.seed, self.size, hashlib.sha1(self.head).hexdigest()]
-        return ["seed", self.seed, self.size]
+            key.append(hashlib.sha1(self.head).hexdigest())
+        if self.unique or self.patches:
+            key += [self.unique, [list(p) for p in self.patches]]
+        return key
 
     def _block(self, index):
+        if self.unique:
+            block = random.Random("%r:%d" % (self.seed, index)).randbytes(BLOCK)
+            return block[: max(0, min(BLOCK, self.size - index * BLOCK))]
         base = _base_block(self.seed, min(self.size, BLOCK))
         block = base if index == 0 else index.to_bytes(8, "big") + base[8:]
         return block[: max(0, min(BLOCK, self.size - index * BLOCK))]
@@ -122,8 +130,19 @@ class Blob:
             if pos < len(self.head):
                 n = min(len(piece), len(self.head) - pos)
                 piece = self.head[pos:pos + n] + piece[n:]
+            piece = self._patched(pos, piece)
             yield piece
             pos += len(piece)
+
+    def _patched(self, pos, piece):
+        """piece (at pos) with the patches' bytes over it: a patch (offset, size, seed) is
+        random.Random(seed).randbytes(size) at offset."""
+        for off, n, seed in self.patches:
+            lo, hi = max(pos, off), min(pos + len(piece), off + n)
+            if lo < hi:
+                data = random.Random(seed).randbytes(n)
+                piece = piece[:lo - pos] + data[lo - off:hi - off] + piece[hi - pos:]
+        return piece
 
     def read(self, start=0, end=None):
         """All bytes [start, end) at once; only for small blobs."""
@@ -164,12 +183,13 @@ class BlobStore:
         self._xet_lock = threading.Lock()   # one computation at a time: a second asker waits for the first
         self.xet_lie = xet_lie      # a path whose Xet hash is stated wrong (a test of the mirror's check)
         self._xet = {}
+        self._xet_chunks = {}       # Xet hash -> (blob, chunk sizes, chunk hashes): the CAS's (xetcas.py)
         self._by_key = {}
         self._by_sha256 = {}
         self._lock = threading.Lock()
 
-    def get(self, size, seed=None, data=None, head=b""):
-        blob = Blob(size, seed=seed, data=data, head=head)
+    def get(self, size, seed=None, data=None, head=b"", unique=False, patches=()):
+        blob = Blob(size, seed=seed, data=data, head=head, unique=unique, patches=patches)
         k = json.dumps(blob.key)
         with self._lock:
             return self._by_key.setdefault(k, blob)
@@ -188,10 +208,17 @@ class BlobStore:
         with self._xet_lock:
             got = self._xet.get(k)
             if got is None:
-                got = self._xet[k] = xet.file_hash(blob.read())
+                sizes, hashes, got = xet.identity(blob.read())
+                self._xet[k] = got
+                self._xet_chunks[got] = (blob, sizes, hashes)
         if path is not None and path == self.xet_lie:
             got = "%x" % (int(got[0], 16) ^ 1) + got[1:]
         return got
+
+    def by_xet(self, xet_hash):
+        """(blob, chunk sizes, chunk hashes) of the content whose Xet hash is xet_hash, once stated."""
+        with self._xet_lock:
+            return self._xet_chunks.get(xet_hash)
 
     def by_sha256(self, sha256):
         with self._lock:

@@ -212,6 +212,9 @@ def unsafe_entries():
 
 def handle(h):
     segs = h.segments
+    if segs[0] == "_xet-cas" and len(segs) == 4 and segs[1] in ("v1", "v2") and segs[2] == "reconstructions":
+        import xetcas
+        return xetcas.reconstruction(h, segs[1], segs[3])
     if segs[0] == "api" and len(segs) >= 2:
         if segs[1] == "resolve-cache":
             return resolve_cache(h, segs[2:])

@@ -385,7 +385,9 @@ class World:
             if "head_b64" in fspec:
                 import base64
                 head = base64.b64decode(fspec["head_b64"])
-            blob = self.store.get(size, seed=fspec.get("seed", path), head=head)
+            patches = [(p["offset"], p["size"], p.get("seed", 0)) for p in fspec.get("patches", [])]
+            blob = self.store.get(size, seed=fspec.get("seed", path), head=head,
+                                  unique=fspec.get("blocks") == "unique", patches=patches)
             lfs = fspec.get("lfs", size >= LFS_SIZE or is_lfs_path(path))
         return FileEntry(path, blob, bool(lfs), self.store)
 

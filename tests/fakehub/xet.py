@@ -195,14 +195,19 @@ def merkle_root(nodes):
     return nodes[0][0]
 
 
-def file_hash(data):
-    """The Xet file hash of data (bytes), in its text form."""
+def identity(data):
+    """(chunk sizes, chunk hashes (bytes), file hash in its text form) of data (bytes)."""
     if not data:
-        return "0" * 64
+        return [], [], "0" * 64
     sizes = chunk_sizes(data)
     chunks, at = [], 0
     for s in sizes:
         chunks.append(data[at:at + s])
         at += s
-    leaves = list(zip(keyed_many(DATA_KEY, chunks), sizes))
-    return hash_text(keyed_many(ZERO_KEY, [merkle_root(leaves)])[0])
+    hashes = keyed_many(DATA_KEY, chunks)
+    return sizes, hashes, hash_text(keyed_many(ZERO_KEY, [merkle_root(list(zip(hashes, sizes)))])[0])
+
+
+def file_hash(data):
+    """The Xet file hash of data (bytes), in its text form."""
+    return identity(data)[2]
