@@ -645,11 +645,11 @@ static void pump(struct fill *f)
 			}
 			return;
 		}
-		/* direct: no run that the cache's bound or its disk has no room for while eviction can make
-		 * it (room is made before the bytes come, and a read waits for it rather than fail on a full
-		 * disk): what it asks for, what runs in flight still bring, what waits to be written */
-		if (f->direct &&
-		    a->fills->room_wait(a, run_bytes(f, first, end) + inflight_bytes(f) + f->working_bytes)) {
+		/* no run that the cache's bound or its disk has no room for while eviction can make it (room
+		 * is made before the bytes come, and a read waits for it rather than fail on a full disk):
+		 * what it asks for, what runs in flight still bring, what waits to be written (in a swarm
+		 * too: a piece handed to libtorrent is written there) */
+		if (a->fills->room_wait(a, run_bytes(f, first, end) + inflight_bytes(f) + f->working_bytes)) {
 			for (int p = first; p < end; p++)
 				f->claimed[p] = 0;
 			f->cursor = first; /* the same run once there is room */
