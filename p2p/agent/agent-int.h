@@ -78,6 +78,8 @@ struct agent_snap {
 	bool verified;                  /* and every file's bytes are verified in the cache's files */
 	bool indexed;                   /* contents kept by sha256 (or given up) */
 	bool settling;                  /* a settle job (verifying its files) runs on the thread pool */
+	bool swarming;                  /* libtorrent fetches pieces for it (not the direct fill): the tick
+					 * gives it its share of the cache's room (swarm_room) */
 	uint64_t settle_after;          /* uv_now before which no settle job starts (one just failed) */
 	bool torrent_saved;             /* its torrent is in <cache>/agent/ (agent_snap_remember) */
 	bool unchecked;                 /* taken back whole at a restart (seed mode), its files not read
@@ -202,6 +204,11 @@ int64_t agent_cache_used(const struct agent *a);
  * can go: past the bound the cache is over it, on a full disk the write fails). */
 typedef bool agent_room_wait_fn(struct agent *a, int64_t bytes);
 bool agent_room_wait(struct agent *a, int64_t bytes);
+/* What libtorrent may bring from peers and web seeds (it writes those pieces itself) a second, all
+ * snapshots together, from the tick: the room left under the bound (its share to each snapshot that
+ * fetches from the swarm: p2p_session_set_room); when that is short, room is made as for the fill
+ * (and 0 meanwhile); -1: no limit (no bound, or nothing can go). */
+int64_t agent_swarm_room(struct agent *a);
 /* The bytes the snapshots hold now (libtorrent's, and what the direct fill wrote): from the tick. */
 void agent_evict_held(struct agent *a, int64_t held);
 void agent_evict_now(struct agent *a);

@@ -713,6 +713,26 @@ static bool bound_wait(struct agent *a, int64_t bytes)
 	return short_wait(a);
 }
 
+#define SWARM_ROOM ((int64_t)64 << 20) /* room is made for libtorrent once the bound has less than this
+				      * left (a quarter of a bound smaller than 256 MiB) */
+
+int64_t agent_swarm_room(struct agent *a)
+{
+	int64_t left, want;
+
+	if (a->cfg->cache_size <= 0)
+		return -1;
+	left = a->cfg->cache_size - use_now(a);
+	want = a->cfg->cache_size / 4 < SWARM_ROOM ? a->cfg->cache_size / 4 : SWARM_ROOM;
+	if (left >= want)
+		return left;
+	/* short: room is made as for the fill, and libtorrent waits for it; with nothing that can go
+	 * (bound_wait gives up), it goes on past the bound as the fill does */
+	if (bound_wait(a, want))
+		return left > 0 ? left : 0;
+	return -1;
+}
+
 bool agent_room_wait(struct agent *a, int64_t bytes)
 {
 	int64_t disk = 0, avail;
