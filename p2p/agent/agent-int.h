@@ -250,6 +250,11 @@ bool agent_fill_running(const struct agent_snap *s);
 /* s's fill asks the mirror and gets nothing (every request since the last good one failed): true with
  * how long (ms, by uv_now now) and the last failure's words (borrowed). */
 bool agent_fill_failing(const struct agent_snap *s, uint64_t now, int64_t *for_ms, const char **why);
+/* Why s's pieces can come from nowhere, or NULL: alone in its swarm, every mirror it asks answered
+ * its ranges FILL_FAILS times in a row with the whole file (a 200: it, or a proxy in front of it,
+ * ignores Range; such answers are dropped). status says it as the snapshot's error, and a pull ends
+ * with it; a mirror that answers a range again clears it. (Static words.) */
+const char *agent_fill_broken(const struct agent_snap *s);
 /* The reason s's pieces failed is gone (a full disk has room): its fill asks again for every piece. */
 void agent_fill_again(struct agent_snap *s);
 /* s's web seeds changed (its mirrors moved, agent_snap_add): its fill asks the new ones from now on. */
