@@ -16,6 +16,8 @@
 #include "agent.h"
 #include "p2p/keep.h"
 
+#define AGENT_TICK_MS 500 /* the agent's tick: status, the fill, the cache's bound (agent.c, on_tick) */
+
 struct httpd;
 struct httpd_req;
 struct p2p_file_list;

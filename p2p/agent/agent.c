@@ -507,7 +507,7 @@ static int start(struct agent *a, char **errmsg)
 		return r;
 	uv_timer_init(&a->loop, &a->tick);
 	a->tick.data = a;
-	uv_timer_start(&a->tick, on_tick, 500, 500);
+	uv_timer_start(&a->tick, on_tick, AGENT_TICK_MS, AGENT_TICK_MS);
 	uv_signal_init(&a->loop, &a->sigterm);
 	uv_signal_init(&a->loop, &a->sigint);
 	uv_signal_init(&a->loop, &a->sighup);

@@ -46,6 +46,8 @@ struct agent_evict {
 	uint64_t thin_ended_ms;         /* meanwhile, or shared): when it ended */
 	uint64_t short_since;           /* a writer found no room and nothing that could go yet: since then
 					 * (uv_now; 0: it has room, or room was made since) */
+	uint64_t short_tick;            /* ...and the tick then (ticks: agent_evict_tick's count) */
+	uint64_t ticks;
 	bool short_said;                /* ...and waited ROOM_WAIT_MS for it, in vain (logged once) */
 	uint64_t use_counter;           /* agent_snap_used's: the snapshots' use_seq */
 	struct agent_evict_listener l;  /* the listener (agent_evict_listen: the fill's) */
@@ -588,7 +590,8 @@ static bool thin(struct agent *a, int64_t over, int idle_s)
 	}
 	if (!nt) {
 		free(t);
-		if (!a->evict->over_said) {
+		/* (said once the cache is over it: a writer finding no room yet waits, short_wait) */
+		if (!a->evict->over_said && use_now(a) > a->cfg->cache_size) {
 			char u[32], c[32];
 			size_human(use_now(a), u, sizeof(u));
 			size_human(a->cfg->cache_size, c, sizeof(c));
@@ -630,6 +633,9 @@ static bool thin_useful(struct agent *a)
 	return !a->evict->thin_idle || uv_now(&a->loop) - a->evict->thin_ended_ms >= 1000;
 }
 
+#define OWN_GROWTH ((int64_t)64 << 10) /* kept free under the bound: the agent's own files in the cache
+				      * (its log, the descriptions) grow between two measurements, and the
+				      * estimate does not see it */
 #define ROOM_WAIT_MS 5000       /* a writer waits this long at most for pieces read a moment ago to
 				 * grow cold (they stay PIECE_IDLE_S at most) */
 
@@ -666,9 +672,13 @@ static bool short_wait(struct agent *a)
 
 	if (!cold_later(a))
 		return false;
-	if (!a->evict->short_since)
+	if (!a->evict->short_since) {
 		a->evict->short_since = now ? now : 1;
-	if (now - a->evict->short_since < ROOM_WAIT_MS)
+		a->evict->short_tick = a->evict->ticks;
+	}
+	/* (and as many ticks: an agent starved of CPU for seconds has not had the time to look) */
+	if (now - a->evict->short_since < ROOM_WAIT_MS ||
+	    a->evict->ticks - a->evict->short_tick < ROOM_WAIT_MS / AGENT_TICK_MS)
 		return true;
 	if (!a->evict->short_said) {
 		char c[32];
@@ -684,7 +694,7 @@ static bool short_wait(struct agent *a)
  * first (snapshots nobody uses, then cold pieces), and the writer waits for it. */
 static bool bound_wait(struct agent *a, int64_t bytes)
 {
-	int64_t over = use_now(a) + bytes - a->cfg->cache_size;
+	int64_t over = use_now(a) + OWN_GROWTH + bytes - a->cfg->cache_size;
 
 	if (over <= 0) {
 		a->evict->short_since = 0;
@@ -722,7 +732,7 @@ int64_t agent_swarm_room(struct agent *a)
 
 	if (a->cfg->cache_size <= 0)
 		return -1;
-	left = a->cfg->cache_size - use_now(a);
+	left = a->cfg->cache_size - use_now(a) - OWN_GROWTH;
 	want = a->cfg->cache_size / 4 < SWARM_ROOM ? a->cfg->cache_size / 4 : SWARM_ROOM;
 	if (left >= want)
 		return left;
@@ -843,6 +853,7 @@ void agent_evict_tick(struct agent *a)
 {
 	struct sizing *z;
 
+	a->evict->ticks++;
 	/* never while a thinning job runs: the walk would see some of its holes, and the estimate would
 	 * count them twice (measured, and held less since) */
 	if (a->evict->sizing || a->evict->evicting || a->stopping)
