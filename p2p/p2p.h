@@ -423,6 +423,12 @@ struct p2p_cold {
 	int64_t size;                   /* the piece's bytes */
 };
 int p2p_session_touch(struct p2p_session *s, const char *btih, int index, int64_t offset, int64_t len);
+/* The room the cache has for what libtorrent writes itself (pieces from peers and web seeds): torrent
+ * btih brings at most room bytes a second from now on (its download limit; 0: nothing, libtorrent
+ * asks and waits; negative: no limit). Pieces the caller writes (p2p_session_write_piece) or hands
+ * over (p2p_session_add_piece) are the caller's to count. A torrent added again (p2p_session_reseed,
+ * p2p_session_evict_pieces) keeps it. Asynchronous; errors as for the range calls. */
+int p2p_session_set_room(struct p2p_session *s, const char *btih, int64_t room);
 int p2p_session_cold_pieces(struct p2p_session *s, const char *btih, const int *keep, size_t nkeep, int idle_s,
 			    struct p2p_cold **out, size_t *n);
 int p2p_session_evict_pieces(struct p2p_session *s, const char *btih, const unsigned char *torrent, size_t len,

@@ -483,6 +483,25 @@ extern "C" int p2p_session_set_sources(struct p2p_session *s, const char *btih, 
 	}
 }
 
+extern "C" int p2p_session_set_room(struct p2p_session *s, const char *btih, int64_t room)
+{
+	try {
+		torrent_entry e;
+		if (!find_entry(s, btih, e))
+			return HM_ERR_NOT_FOUND;
+		/* libtorrent's download limit of the torrent (its peer class: every peer of it, local ones
+		 * and web seeds too), in bytes a second; 0 is no limit, so no room is 1 byte a second */
+		int limit = room < 0 ? 0 : room == 0 ? 1 : static_cast<int>(std::min<int64_t>(room, INT_MAX));
+		if (e.h.download_limit() != limit)
+			e.h.set_download_limit(limit);
+		return 0;
+	} catch (lt::system_error const &err) {
+		return handle_error(err);
+	} catch (...) {
+		return HM_ERR_TORRENT;
+	}
+}
+
 extern "C" int p2p_session_retry(struct p2p_session *s, const char *btih)
 {
 	try {
@@ -605,6 +624,7 @@ static int add_again(struct p2p_session *s, std::unordered_map<std::string, torr
 	if (keep_upload_mode && (e.h.flags() & lt::torrent_flags::upload_mode))
 		atp.flags |= lt::torrent_flags::upload_mode;
 	atp.have_pieces = have;
+	atp.download_limit = e.h.download_limit(); /* the room it had (p2p_session_set_room) */
 	if (std::find(prio.begin(), prio.end(), lt::dont_download) != prio.end())
 		atp.piece_priorities = prio;
 	add_plugins(atp, e.web, e.origin_last);

@@ -16,6 +16,8 @@
 #include "agent.h"
 #include "p2p/keep.h"
 
+#define AGENT_TICK_MS 500 /* the agent's tick: status, the fill, the cache's bound (agent.c, on_tick) */
+
 struct httpd;
 struct httpd_req;
 struct p2p_file_list;
@@ -78,6 +80,8 @@ struct agent_snap {
 	bool verified;                  /* and every file's bytes are verified in the cache's files */
 	bool indexed;                   /* contents kept by sha256 (or given up) */
 	bool settling;                  /* a settle job (verifying its files) runs on the thread pool */
+	bool swarming;                  /* libtorrent fetches pieces for it (not the direct fill): the tick
+					 * gives it its share of the cache's room (swarm_room) */
 	uint64_t settle_after;          /* uv_now before which no settle job starts (one just failed) */
 	bool torrent_saved;             /* its torrent is in <cache>/agent/ (agent_snap_remember) */
 	bool unchecked;                 /* taken back whole at a restart (seed mode), its files not read
@@ -203,6 +207,11 @@ int64_t agent_cache_used(const struct agent *a);
  * can go: past the bound the cache is over it, on a full disk the write fails). */
 typedef bool agent_room_wait_fn(struct agent *a, int64_t bytes);
 bool agent_room_wait(struct agent *a, int64_t bytes);
+/* What libtorrent may bring from peers and web seeds (it writes those pieces itself) a second, all
+ * snapshots together, from the tick: the room left under the bound (its share to each snapshot that
+ * fetches from the swarm: p2p_session_set_room); when that is short, room is made as for the fill
+ * (and 0 meanwhile); -1: no limit (no bound, or nothing can go). */
+int64_t agent_swarm_room(struct agent *a);
 /* The bytes the snapshots hold now (libtorrent's, and what the direct fill wrote): from the tick. */
 void agent_evict_held(struct agent *a, int64_t held);
 void agent_evict_now(struct agent *a);
@@ -244,6 +253,11 @@ bool agent_fill_running(const struct agent_snap *s);
 /* s's fill asks the mirror and gets nothing (every request since the last good one failed): true with
  * how long (ms, by uv_now now) and the last failure's words (borrowed). */
 bool agent_fill_failing(const struct agent_snap *s, uint64_t now, int64_t *for_ms, const char **why);
+/* Why s's pieces can come from nowhere, or NULL: alone in its swarm, every mirror it asks answered
+ * its ranges FILL_FAILS times in a row with the whole file (a 200: it, or a proxy in front of it,
+ * ignores Range; such answers are dropped). status says it as the snapshot's error, and a pull ends
+ * with it; a mirror that answers a range again clears it. (Static words.) */
+const char *agent_fill_broken(const struct agent_snap *s);
 /* The reason s's pieces failed is gone (a full disk has room): its fill asks again for every piece. */
 void agent_fill_again(struct agent_snap *s);
 /* s's web seeds changed (its mirrors moved, agent_snap_add): its fill asks the new ones from now on. */

@@ -192,6 +192,28 @@ static void pace(struct agent *a, struct agent_snap *s, const struct p2p_torrent
 	stall_words(a, s, st, now);
 }
 
+/* Pieces from peers and web seeds are libtorrent's to write, past the fill's wait for room: each
+ * snapshot fetching from the swarm gets its share of the room the cache's bound has left, as a
+ * download limit of a quarter of it a second: libtorrent lets a torrent bank up to 3 s of its limit
+ * (a burst after a pause), and the limit is set again at each tick (half a second apart), so what
+ * comes between two ticks stays within the room even with a tick a second late; with no room, nothing
+ * comes until room is made. */
+static void swarm_room(struct agent *a)
+{
+	size_t n = 0;
+	int64_t room;
+
+	if (a->cfg->cache_size <= 0)
+		return;
+	for (size_t i = 0; i < a->nsnaps; i++)
+		n += a->snaps[i]->swarming && !a->snaps[i]->pinned;
+	room = n ? agent_swarm_room(a) : -1;
+	for (size_t i = 0; i < a->nsnaps; i++)
+		if (a->snaps[i]->swarming)
+			p2p_session_set_room(a->ses, a->snaps[i]->btih,
+					     room < 0 || a->snaps[i]->pinned ? -1 : room / 4 / (int64_t)n);
+}
+
 static void on_tick(uv_timer_t *t)
 {
 	struct agent *a = t->data;
@@ -240,10 +262,13 @@ static void on_tick(uv_timer_t *t)
 			agent_snap_retry(a, s, &st);
 			web_seed_when_alone(a, s, &st);
 			agent_fill_update(a, s, &st);
+			/* (a mount that has what it wants too: a read that wants more comes between ticks) */
+			s->swarming = !agent_fill_direct(s) && !st.seeding && !st.seed_mode;
 		}
 		agent_check_tick(a, s);
 	}
 	agent_evict_held(a, held);
+	swarm_room(a);
 	agent_evict_tick(a);
 	agent_preheat_tick(a);
 	agent_scrub_tick(a);
@@ -482,7 +507,7 @@ static int start(struct agent *a, char **errmsg)
 		return r;
 	uv_timer_init(&a->loop, &a->tick);
 	a->tick.data = a;
-	uv_timer_start(&a->tick, on_tick, 500, 500);
+	uv_timer_start(&a->tick, on_tick, AGENT_TICK_MS, AGENT_TICK_MS);
 	uv_signal_init(&a->loop, &a->sigterm);
 	uv_signal_init(&a->loop, &a->sigint);
 	uv_signal_init(&a->loop, &a->sighup);

@@ -147,6 +147,8 @@ static json_t *snap_json(struct agent *a, const struct agent_snap *s, json_t *na
 		char *w = error_words(a, s, &st);
 		json_object_set_new(j, "error", json_string(w));
 		free(w);
+	} else if (agent_fill_broken(s)) {
+		json_object_set_new(j, "error", json_string(agent_fill_broken(s))); /* (a pull ends with it) */
 	}
 	/* each pull's hub cache links, by the id its answer gave: null (made) or why they failed */
 	json_object_set_new(j, "links", json_deep_copy(s->links_done));

@@ -44,6 +44,11 @@ struct agent_evict {
 	uint64_t room_asked_ms;         /* ...asked then (uv_now) */
 	bool thin_idle;                 /* the last thinning job took nothing out (its pieces were read */
 	uint64_t thin_ended_ms;         /* meanwhile, or shared): when it ended */
+	uint64_t short_since;           /* a writer found no room and nothing that could go yet: since then
+					 * (uv_now; 0: it has room, or room was made since) */
+	uint64_t short_tick;            /* ...and the tick then (ticks: agent_evict_tick's count) */
+	uint64_t ticks;
+	bool short_said;                /* ...and waited ROOM_WAIT_MS for it, in vain (logged once) */
 	uint64_t use_counter;           /* agent_snap_used's: the snapshots' use_seq */
 	struct agent_evict_listener l;  /* the listener (agent_evict_listen: the fill's) */
 };
@@ -433,8 +438,10 @@ static void thin_done(uv_work_t *w, int status)
 	a->evict->thin_idle = true;
 	a->evict->thin_ended_ms = uv_now(&a->loop);
 	for (size_t i = 0; i < j->n; i++) {
-		if (j->t[i].evicted)
+		if (j->t[i].evicted) {
 			a->evict->thin_idle = false;
+			a->evict->short_since = 0; /* room was made: a writer that finds none again waits anew */
+		}
 	}
 	for (size_t i = 0; i < j->n; i++) {
 		struct thin *t = &j->t[i];
@@ -583,7 +590,8 @@ static bool thin(struct agent *a, int64_t over, int idle_s)
 	}
 	if (!nt) {
 		free(t);
-		if (!a->evict->over_said) {
+		/* (said once the cache is over it: a writer finding no room yet waits, short_wait) */
+		if (!a->evict->over_said && use_now(a) > a->cfg->cache_size) {
 			char u[32], c[32];
 			size_human(use_now(a), u, sizeof(u));
 			size_human(a->cfg->cache_size, c, sizeof(c));
@@ -625,16 +633,78 @@ static bool thin_useful(struct agent *a)
 	return !a->evict->thin_idle || uv_now(&a->loop) - a->evict->thin_ended_ms >= 1000;
 }
 
+#define OWN_GROWTH ((int64_t)64 << 10) /* kept free under the bound: the agent's own files in the cache
+				      * (its log, the descriptions) grow between two measurements, and the
+				      * estimate does not see it */
+#define ROOM_WAIT_MS 5000       /* a writer waits this long at most for pieces read a moment ago to
+				 * grow cold (they stay PIECE_IDLE_S at most) */
+
+/* Could cold pieces go later, whenever they were read? Pieces of files nobody wants, of snapshots that
+ * are not pinned: what a mount read besides its metadata and --prefetch. */
+static bool cold_later(struct agent *a)
+{
+	bool any = false;
+
+	for (size_t i = 0; !any && i < a->nsnaps; i++) {
+		struct agent_snap *s = a->snaps[i];
+		struct p2p_file_list l = { 0 };
+		struct p2p_cold *v = NULL;
+		size_t n = 0, nkeep = 0;
+		int *keep;
+		if (s->pinned || !s->want || p2p_session_files(a->ses, s->btih, &l))
+			continue;
+		keep = agent_want_indices(&l, s->want, &nkeep);
+		any = !p2p_session_cold_pieces(a->ses, s->btih, keep, nkeep, 0, &v, &n) && n;
+		free(v);
+		free(keep);
+		p2p_file_list_release(&l);
+	}
+	return any;
+}
+
+/* Nothing can go this moment. When pieces read a moment ago can go once they are cold (a second or
+ * two), the writer waits for them (the fill asks again at each tick), ROOM_WAIT_MS at most: bytes
+ * are admitted past the bound only when nothing else can ever make room (what is left is wanted,
+ * pinned, or a pull's minute) or a reader keeps every piece warm for that long. */
+static bool short_wait(struct agent *a)
+{
+	uint64_t now = uv_now(&a->loop);
+
+	if (!cold_later(a))
+		return false;
+	if (!a->evict->short_since) {
+		a->evict->short_since = now ? now : 1;
+		a->evict->short_tick = a->evict->ticks;
+	}
+	/* (and as many ticks: an agent starved of CPU for seconds has not had the time to look) */
+	if (now - a->evict->short_since < ROOM_WAIT_MS ||
+	    a->evict->ticks - a->evict->short_tick < ROOM_WAIT_MS / AGENT_TICK_MS)
+		return true;
+	if (!a->evict->short_said) {
+		char c[32];
+		size_human(a->cfg->cache_size, c, sizeof(c));
+		log_warn("agent", "waited %d s for room under the cache's %s: every piece that could go was read "
+			 "this moment; bytes come past the bound until some grows cold", ROOM_WAIT_MS / 1000, c);
+		a->evict->short_said = true;
+	}
+	return false;
+}
+
 /* The bound holds before bytes come, not after: when the cache would go past it, what can go goes
  * first (snapshots nobody uses, then cold pieces), and the writer waits for it. */
 static bool bound_wait(struct agent *a, int64_t bytes)
 {
-	int64_t over = use_now(a) + bytes - a->cfg->cache_size;
+	int64_t over = use_now(a) + OWN_GROWTH + bytes - a->cfg->cache_size;
 
-	if (over <= 0)
+	if (over <= 0) {
+		a->evict->short_since = 0;
+		a->evict->short_said = false;
 		return false;
-	/* room on its way: the fill is poked once the files are gone (size_done, thin_done) */
-	if (a->evict->deleting || a->evict->evicting || a->evict->ndrop || a->evict->room_bytes)
+	}
+	/* room on its way: the fill is poked once the files are gone (size_done, thin_done); and never a
+	 * thinning job while the cache is measured: the walk would count its holes, and the estimate
+	 * (what was measured, less what the snapshots hold less since) would count them twice */
+	if (a->evict->sizing || a->evict->evicting || a->evict->ndrop || a->evict->room_bytes)
 		return true;
 	/* Snapshots nobody uses go first, but not from here: the fill asking may be the one of a
 	 * snapshot that goes (one the local endpoint or preheat fetches), and its caller still holds it.
@@ -648,7 +718,29 @@ static bool bound_wait(struct agent *a, int64_t bytes)
 				return true;
 			}
 	/* twice what is missing, so that each run does not wait for a job of its own */
-	return thin_useful(a) && thin(a, over + bytes, 1);
+	if (thin_useful(a) && thin(a, over + bytes, 1))
+		return true;
+	return short_wait(a);
+}
+
+#define SWARM_ROOM ((int64_t)64 << 20) /* room is made for libtorrent once the bound has less than this
+				      * left (a quarter of a bound smaller than 256 MiB) */
+
+int64_t agent_swarm_room(struct agent *a)
+{
+	int64_t left, want;
+
+	if (a->cfg->cache_size <= 0)
+		return -1;
+	left = a->cfg->cache_size - use_now(a) - OWN_GROWTH;
+	want = a->cfg->cache_size / 4 < SWARM_ROOM ? a->cfg->cache_size / 4 : SWARM_ROOM;
+	if (left >= want)
+		return left;
+	/* short: room is made as for the fill, and libtorrent waits for it; with nothing that can go
+	 * (bound_wait gives up), it goes on past the bound as the fill does */
+	if (bound_wait(a, want))
+		return left > 0 ? left : 0;
+	return -1;
 }
 
 bool agent_room_wait(struct agent *a, int64_t bytes)
@@ -662,8 +754,10 @@ bool agent_room_wait(struct agent *a, int64_t bytes)
 	avail = agent_disk_free(a, &disk);
 	if (avail < 0 || bytes + margin(disk) <= avail)
 		return false;
-	/* cold pieces make room (a job of their own); when none can go, the write goes on and fails */
-	return a->evict->evicting || (thin_useful(a) && thin(a, bytes + margin(disk) - avail + bytes, 1));
+	/* cold pieces make room (a job of their own, never while the cache is measured); when none can go,
+	 * the write goes on and fails */
+	return a->evict->evicting || a->evict->sizing ||
+	       (thin_useful(a) && thin(a, bytes + margin(disk) - avail + bytes, 1));
 }
 
 void agent_evict_held(struct agent *a, int64_t held)
@@ -759,7 +853,10 @@ void agent_evict_tick(struct agent *a)
 {
 	struct sizing *z;
 
-	if (a->evict->sizing || a->stopping)
+	a->evict->ticks++;
+	/* never while a thinning job runs: the walk would see some of its holes, and the estimate would
+	 * count them twice (measured, and held less since) */
+	if (a->evict->sizing || a->evict->evicting || a->stopping)
 		return;
 	/* measured every 10 s (and at once after a drop or when a snapshot came); without a limit,
 	 * every minute for status */

@@ -30,6 +30,7 @@
  * Everything here runs on the agent's loop (the writes on its thread pool); bytes arrive by hub_http.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,6 +60,10 @@
 					     * on within seconds once it is back (it took up to 30 s) */
 #define FILL_MIRRORS 8                      /* web seeds used, at most */
 #define FILL_KNOWN_MS 1500                  /* peers the tracker named, not connected, count this long */
+/* what status and a pull say of a mirror that answers a range with the whole file */
+#define FILL_NO_RANGE "the mirror answered a range request with 200 and the whole file (it, or a proxy in " \
+		      "front of it, ignores Range): the answer is dropped"
+
 
 /* What the fills share, one per agent (struct agent points at it). */
 struct agent_fills {
@@ -83,7 +88,8 @@ struct fill {
 	bool resting;                   /* every mirror is left alone (said once in the log) */
 	uint64_t failing_since;         /* uv_now of the first failed request since the last good one (0:
 					 * none), and why the last one failed: status's "waiting" */
-	char why[160];
+	char why[200];
+	unsigned char no_range[FILL_MIRRORS]; /* per mirror: answers of 200 to a range, in a row */
 	bool fast;                      /* a run of FILL_FAST_MIN bytes or more came at FILL_FAST_BPS or faster
 					 * (see parallel) */
 	struct p2p_file_list files;     /* with the piece layout */
@@ -142,6 +148,7 @@ struct run {
 	char *buf;                      /* piece next, filled up to got */
 	int64_t got;
 	bool ok;                        /* the answer is the 206 asked for */
+	bool whole;                     /* ...or a 200: the whole file, the Range ignored (dropped) */
 	int64_t len;                    /* bytes asked for */
 	uint64_t started;               /* uv_hrtime at the request */
 };
@@ -290,6 +297,8 @@ static int on_response(void *ud, const struct hub_http_resp *resp)
 	/* exactly the range asked for, or nothing: a 200 would be the whole file */
 	if (resp->status == 409)
 		return -EALREADY; /* another agent has just fetched these bytes (a swarm fill) */
+	if (resp->status == 200)
+		r->whole = true; /* it ignored the Range: dropped (its bytes would be the file's first) */
 	if (resp->status != 206 || !resp->content_range || sscanf(resp->content_range, "bytes %lld-", &start) != 1 ||
 	    start != want)
 		return HM_ERR_HTTP;
@@ -444,10 +453,16 @@ static void on_done(void *ud, int result, const struct hub_http_resp *resp, cons
 			bool silent = !resp || !resp->status; /* nothing answered: no HTTP status at all */
 			if (!f->failing_since)
 				f->failing_since = uv_now(&a->loop);
-			if (result)
+			if (r->whole)
+				snprintf(f->why, sizeof(f->why), "%s", FILL_NO_RANGE);
+			else if (result)
 				snprintf(f->why, sizeof(f->why), "%s", err_str(result));
 			else
 				snprintf(f->why, sizeof(f->why), "HTTP %ld", resp ? resp->status : 0L);
+			if (r->whole && f->no_range[r->mirror] < UCHAR_MAX)
+				f->no_range[r->mirror]++;
+			else if (!r->whole)
+				f->no_range[r->mirror] = 0;
 			if (++f->fails[r->mirror] >= FILL_FAILS) {
 				int shift = f->downs[r->mirror] < 5 ? f->downs[r->mirror] : 5;
 				uint64_t ms = (uint64_t)1000 << shift, most = silent ? FILL_PROBE_MS : FILL_DOWN_MS;
@@ -460,7 +475,8 @@ static void on_done(void *ud, int result, const struct hub_http_resp *resp, cons
 						 "%.12s: the mirror%s HTTP ranges failed %d times (%s, HTTP %ld): "
 						 "asking again in a moment (the swarm meanwhile)",
 						 f->btih, f->nbase > 1 ? "s'" : "'s", FILL_FAILS,
-						 result ? err_str(result) : "short answer", resp ? resp->status : 0);
+						 r->whole ? FILL_NO_RANGE : result ? err_str(result) : "short answer",
+						 resp ? resp->status : 0);
 				}
 			}
 		} else {
@@ -474,6 +490,7 @@ static void on_done(void *ud, int result, const struct hub_http_resp *resp, cons
 			f->failing_since = 0;
 			f->fails[r->mirror] = 0;
 			f->downs[r->mirror] = 0;
+			f->no_range[r->mirror] = 0;
 		}
 	}
 	run_free(r);
@@ -645,11 +662,11 @@ static void pump(struct fill *f)
 			}
 			return;
 		}
-		/* direct: no run that the cache's bound or its disk has no room for while eviction can make
-		 * it (room is made before the bytes come, and a read waits for it rather than fail on a full
-		 * disk): what it asks for, what runs in flight still bring, what waits to be written */
-		if (f->direct &&
-		    a->fills->room_wait(a, run_bytes(f, first, end) + inflight_bytes(f) + f->working_bytes)) {
+		/* no run that the cache's bound or its disk has no room for while eviction can make it (room
+		 * is made before the bytes come, and a read waits for it rather than fail on a full disk):
+		 * what it asks for, what runs in flight still bring, what waits to be written (in a swarm
+		 * too: a piece handed to libtorrent is written there) */
+		if (a->fills->room_wait(a, run_bytes(f, first, end) + inflight_bytes(f) + f->working_bytes)) {
 			for (int p = first; p < end; p++)
 				f->claimed[p] = 0;
 			f->cursor = first; /* the same run once there is room */
@@ -740,6 +757,7 @@ void agent_fill_sources(struct agent *a, struct agent_snap *s)
 	memset(f->fails, 0, sizeof(f->fails));
 	memset(f->downs, 0, sizeof(f->downs));
 	memset(f->down_until, 0, sizeof(f->down_until));
+	memset(f->no_range, 0, sizeof(f->no_range));
 	agent_fill_soon(a);
 }
 
@@ -863,6 +881,18 @@ bool agent_fill_failing(const struct agent_snap *s, uint64_t now, int64_t *for_m
 	*for_ms = (int64_t)(now - f->failing_since);
 	*why = f->why;
 	return true;
+}
+
+const char *agent_fill_broken(const struct agent_snap *s)
+{
+	const struct fill *f = s->fill;
+	int n = 0;
+
+	if (!f || !(f->alone || f->direct) || !f->nbase)
+		return NULL;
+	for (int i = 0; i < f->nbase; i++)
+		n += f->no_range[i] >= FILL_FAILS;
+	return n == f->nbase ? FILL_NO_RANGE : NULL;
 }
 
 bool agent_fill_running(const struct agent_snap *s)

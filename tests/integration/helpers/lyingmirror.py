@@ -1,10 +1,11 @@
 #!/usr/bin/python3
-"""lyingmirror.py --ready-file F --mirror URL [--claim PATH=SHA256 ...]: an HTTP front for a real
+"""lyingmirror.py --ready-file F --mirror URL [--claim PATH=SHA256 ...] [--ignore-range]: an HTTP front for a real
 mirror that lies: it forwards every GET to URL unchanged (its Range and Authorization too), except that in the JSON of a torrent's meta
 (`/api/p2p/torrent/...?meta=1`, what `hubmirror mount` reads to know each file's sha256) it names the
 sha256 given with --claim for PATH. A test of what an instance may trust its mirror with: the torrent
-and the bytes still come from the real mirror, only the names of contents are wrong. Writes its own
-base URL to the ready file."""
+and the bytes still come from the real mirror, only the names of contents are wrong. With
+--ignore-range it forwards no Range: a range request gets 200 and the whole file (as a proxy or CDN
+that drops the header would answer). Writes its own base URL to the ready file."""
 import argparse
 import http.server
 import json
@@ -17,6 +18,7 @@ def main():
     ap.add_argument("--ready-file", required=True)
     ap.add_argument("--mirror", required=True)
     ap.add_argument("--claim", action="append", default=[])
+    ap.add_argument("--ignore-range", action="store_true")
     a = ap.parse_args()
     claims = dict(c.split("=", 1) for c in a.claim)
 
@@ -28,7 +30,8 @@ def main():
             try:
                 # (the agent fetches from the mirrors it is told about, this front among them: its
                 # ranges and tokens go through as they came)
-                fwd = {k: v for k, v in self.headers.items() if k.lower() in ("range", "authorization")}
+                keep = ("authorization",) if a.ignore_range else ("range", "authorization")
+                fwd = {k: v for k, v in self.headers.items() if k.lower() in keep}
                 req = urllib.request.Request(a.mirror + self.path, headers=fwd)
                 with urllib.request.urlopen(req, timeout=30) as r:
                     status, headers, body = r.status, r.headers, r.read()
