@@ -18,15 +18,18 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "agent-int.h"
 #include "base/buf.h"
+#include "base/bug.h"
 #include "base/err.h"
 #include "base/hex.h"
 #include "base/str.h"
@@ -43,6 +46,44 @@
 #define RUN_MAX ((64u << 20) + (64u << 20) / 1024) /* a range's bytes: a xorb's, headers included */
 #define READ_WAIT_S 600             /* a range waits this long for its next verified bytes */
 #define BOUNDARY "hubmirror-agent-xet-7e1f0c2b9a"
+#define BUDGET (256u << 20)         /* range bytes all xorb answers may hold in memory at once */
+
+/* The memory the xorb answers being built and sent hold: a job reserves its ranges' bytes before it
+ * reads any (waiting on its worker while others hold the budget; one alone always may), and gives
+ * them back once its answer went to the server. One agent a process: the budget is the process's. */
+static pthread_mutex_t budget_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t budget_freed = PTHREAD_COND_INITIALIZER;
+static uint64_t budget_used;
+
+static bool budget_take(uint64_t n, const atomic_bool *quit)
+{
+	bool got = false;
+
+	pthread_mutex_lock(&budget_lock);
+	while (!(got = budget_used == 0 || budget_used + n <= BUDGET) && !atomic_load(quit)) {
+		struct timespec t;
+		clock_gettime(CLOCK_REALTIME, &t);
+		t.tv_nsec += 100000000; /* (to see the agent stop) */
+		if (t.tv_nsec >= 1000000000) {
+			t.tv_sec++;
+			t.tv_nsec -= 1000000000;
+		}
+		pthread_cond_timedwait(&budget_freed, &budget_lock, &t);
+	}
+	if (got)
+		budget_used += n;
+	pthread_mutex_unlock(&budget_lock);
+	return got;
+}
+
+static void budget_give(uint64_t n)
+{
+	pthread_mutex_lock(&budget_lock);
+	BUG_ON(budget_used < n);
+	budget_used -= n;
+	pthread_cond_broadcast(&budget_freed);
+	pthread_mutex_unlock(&budget_lock);
+}
 
 /* ---- the reconstruction, relayed: where each fetch URL's bytes start in the file -------------------- */
 
@@ -153,10 +194,13 @@ struct xorb_job {
 	char *ctype;                    /* static */
 	struct buf out;
 	uint64_t r0, r1;                /* a single range's, for Content-Range */
+	uint64_t reserved;              /* bytes of the budget it holds */
 };
 
 static void xorb_job_free(struct xorb_job *j)
 {
+	if (j->reserved)
+		budget_give(j->reserved);
 	free(j->check);
 	free(j->range);
 	free(j->why);
@@ -310,10 +354,12 @@ static int walk(struct xorb_job *j, struct window *w, uint64_t from, int64_t off
 	return 0;
 }
 
-/* Ranges "bytes=A-B,C-D" (explicit ends, as a reconstruction gives them), each at most RUN_MAX. */
+/* Ranges "bytes=A-B,C-D" (explicit ends, as a reconstruction gives them), at most RUN_MAX bytes in
+ * all (a xorb's: what is asked of one run of chunks). */
 static int parse_ranges(const char *h, uint64_t (*r)[2], size_t *n)
 {
 	const char *p = h ? skip_prefix(h, "bytes=") : NULL;
+	uint64_t total = 0;
 	char *end;
 
 	*n = 0;
@@ -327,7 +373,7 @@ static int parse_ranges(const char *h, uint64_t (*r)[2], size_t *n)
 		if (*end != '-' || end[1] < '0' || end[1] > '9')
 			return -1;
 		y = strtoull(end + 1, &end, 10);
-		if (y < x || y - x >= RUN_MAX)
+		if (y < x || y - x >= RUN_MAX || (total += y - x + 1) > RUN_MAX)
 			return -1;
 		r[*n][0] = x;
 		r[(*n)++][1] = y;
@@ -364,6 +410,14 @@ static void xorb_build(void *job)
 	}
 	if (check_cap(j))
 		return;
+	for (size_t i = 0; i < n; i++)
+		j->reserved += r[i][1] - r[i][0] + 1;
+	j->reserved += WINDOW;
+	if (!budget_take(j->reserved, &j->a->quit)) {
+		j->reserved = 0;
+		job_fail(j, 503, "the agent stops");
+		return;
+	}
 	w.b = xmalloc(WINDOW);
 	for (size_t i = 0; i < n; i++) {
 		const uint64_t *from = walk_from(j, r[i][0]);

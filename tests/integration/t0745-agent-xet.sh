@@ -140,6 +140,7 @@ forged=$("$PY" -c 'import sys; u = sys.argv[1]; i = u.index("&at="); print(u[:i 
 check "a forged capability: the mirror refuses it, and so does the endpoint (403)" test "$(cas -r 0-7 "$forged")" = 403
 check "a fetch URL without its offsets is not served (404)" test "$(cas -r 0-7 "${url%&at=*}")" = 404
 check "nor without a Range (416)" test "$(cas "$url")" = 416
+check "nor ranges adding up to more than a xorb (416)" test "$(cas -H 'Range: bytes=0-40000000,0-40000000' "$url")" = 416
 
 check "no Xet token or capability is kept on the agent's disk" bash -c "! grep -rqE 'hmxet1|cap=' '$T/cache/agent'"
 check "nor written to its log" bash -c "! grep -qE 'hmxet1|cap=' '$T/cache/agent.log'"
