@@ -57,8 +57,8 @@ check "the agent fetched the file's bytes itself (swarm and fill: $(field downlo
 	test "$(field downloaded fetched_over_http)" -ge "$size"
 
 # ---- a second instance: its endpoint's Xet read takes the bytes from the first agent ----
-# (the first one pulls the snapshot: what its endpoint's reads alone fetched over HTTP ranges is not
-# offered to peers yet, docs/agent.md, "Not yet")
+# (the first one pulls the snapshot: what its endpoint's reads alone fetched over HTTP ranges is
+# hardly offered to peers yet, docs/agent.md, "Not yet")
 check "the first agent pulls the snapshot (nothing more to fetch), and seeds it" \
 	"$HUBMIRROR" pull --mirror "$M" --hf-cache "$T/hfa" hf:acme/xa
 export HUBMIRROR_AGENT_SOCKET=$T/b.sock
