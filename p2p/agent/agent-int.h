@@ -320,6 +320,13 @@ bool agent_json_has(json_t *arr, const char *str);
 long agent_mirror_stall_s(const struct agent *a);
 /* The handler of the local hub endpoint (endpoint.c). */
 int agent_endpoint(void *ud, struct httpd_req *req);
+/* Xet through the endpoint (xet.c). agent_xet_rewrite: a reconstruction the mirror answered (JSON,
+ * *answer replaced) for a request with Range range (may be NULL): each fetch URL gets at=, where its
+ * bytes start in the file. agent_xet_is_xorb: is path a fetch URL's? agent_xet_xorb answers one
+ * (from the loop): the mirror checks its capability, the bytes come from the cache's verified file. */
+void agent_xet_rewrite(const char *range, char **answer, size_t *alen);
+bool agent_xet_is_xorb(const char *path);
+void agent_xet_xorb(struct agent *a, struct httpd_req *r);
 
 /* ---- the endpoint as the node's registry mirror (oci.c; docs/agent.md, "The registry mirror") ---- */
 

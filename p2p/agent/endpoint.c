@@ -29,6 +29,10 @@
  * a file (asked as HEAD, the bytes from the swarm), a tar layer the file between its header and zeros,
  * sent as the file's pieces verify, its digest checked once the cache holds the file whole (start_tar);
  * any other blob is relayed.
+ *
+ * Xet reads (docs/agent.md "Xet through the agent"; xet.c): resolve, the read token and the
+ * reconstructions are the mirror's answers relayed (a reconstruction's fetch URLs given their offsets),
+ * never kept; a xorb range is the agent's own, made from the cache file once the mirror admitted it.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -65,15 +69,23 @@
 static const char *const passed[] = {
 	"Content-Type", "ETag", "X-Repo-Commit", "X-Error-Code", "X-Error-Message", "Link", "X-Linked-Size",
 	"X-Linked-Etag", "Content-Disposition", "Accept-Ranges", "Location", "X-Request-Id", "Last-Modified",
-	"x-amz-version-id", "x-amz-request-id", "Docker-Content-Digest", "Docker-Distribution-API-Version",
-	"WWW-Authenticate", "X-Hubmirror-Repo", NULL,
+	"x-amz-version-id", "x-amz-request-id", "Cache-Control", "Docker-Content-Digest",
+	"Docker-Distribution-API-Version", "WWW-Authenticate", "X-Hubmirror-Repo",
+	/* Xet (docs/agent.md, "Xet through the agent"): the mirror's URLs in them point here */
+	"X-Xet-Hash", "X-Xet-Refresh-Route", "X-Xet-Access-Token", "X-Xet-Cas-Url", "X-Xet-Token-Expiration", NULL,
 };
+
+/* What a Xet client asks resolve for instead of the bytes (docs/protocols/xet.md) */
+#define XET_FILEINFO "application/vnd.xet-fileinfo+json"
+#define XET_CAS "/xet-cas/"
 
 struct agent_ep {
 	struct agent *a;
 	/* the request, copied */
-	char *method, *target, *host, *auth, *inm, *range, *body, *ctype;
+	char *method, *target, *host, *auth, *inm, *range, *body, *ctype, *accept;
 	size_t blen;
+	bool xet_cas;                   /* a request to the CAS (a reconstruction): relayed with its Range */
+	bool xet_info;                  /* the mirror answered resolve with Xet's file-info form */
 	char *token;                    /* the bearer token of auth, for the snapshot calls */
 	/* a file request: its repo, revision and path (NULL otherwise) */
 	struct hub_spec spec;
@@ -119,6 +131,7 @@ static void ep_free(struct agent_ep *e)
 	free(e->range);
 	free(e->body);
 	free(e->ctype);
+	free(e->accept);
 	free(e->token);
 	hub_spec_release(&e->spec);
 	free(e->fpath);
@@ -370,13 +383,77 @@ static void oci_manifest_check(struct agent_ep *e)
 		e->why = xstrdup(why);
 }
 
-/* Kept for offline use: metadata GETs and a file's headers, but never a registry token (the token
- * flow's answer) nor a blob taken whole from the mirror (a config, or a layer of no manifest passed). */
+#define N_OWN 5
+
+/* The headers the mirror is asked with: the client's Host; credentials other than a bearer token
+ * (which .token carries): a registry client's Basic to the token endpoint (an S3 client's are among its
+ * signed headers); If-None-Match (not for a file: its ETag is answered here), the S3 ones it signed,
+ * Accept for a file (a Xet client asks for the file-info form), Range for the CAS (a reconstruction of
+ * part of a file). own[N_OWN] gets what to free. */
+static const char **mirror_headers(struct agent_ep *e, char **own)
+{
+	size_t n = 0, ns = 0;
+	const char **hdrs;
+
+	while (e->s3_headers && e->s3_headers[ns])
+		ns++;
+	hdrs = xcalloc(ns + N_OWN + 2, sizeof(*hdrs));
+	own[0] = e->host ? xasprintf("Host: %s", e->host) : NULL;
+	own[1] = e->auth && !e->token && !e->s3 ? xasprintf("Authorization: %s", e->auth) : NULL;
+	own[2] = e->inm && (!e->file || e->s3) ? xasprintf("If-None-Match: %s", e->inm) : NULL;
+	own[3] = e->accept && e->file && !e->s3 ? xasprintf("Accept: %s", e->accept) : NULL;
+	own[4] = e->range && e->xet_cas ? xasprintf("Range: %s", e->range) : NULL;
+	for (int i = 0; i < 2; i++)
+		if (own[i])
+			hdrs[n++] = own[i];
+	for (size_t i = 0; i < ns; i++)
+		if (strncasecmp(e->s3_headers[i], "If-None-Match:", 14) || !own[2])
+			hdrs[n++] = e->s3_headers[i];
+	for (int i = 2; i < N_OWN; i++)
+		if (own[i])
+			hdrs[n++] = own[i];
+	if (e->s3 && e->file)
+		hdrs[n++] = "X-Hubmirror-Head: 1"; /* its headers only: the bytes come from the swarm */
+	hdrs[n] = NULL;
+	return hdrs;
+}
+
+/* One call to the mirror at url: its answer into e. */
+static int call_mirror(struct agent_ep *e, const char *url, const char *method, const char **hdrs, char **err)
+{
+	struct hub_http_call c = { .url = url, .max = MAX_ANSWER, .timeout_s = 300, .method = method,
+				   .body = e->blen ? e->body : NULL, .body_len = e->blen, .body_type = e->ctype,
+				   .headers = hdrs, .on_header = keep_header, .ud = e, .token = e->token,
+				   .connect_timeout_ms = 5000, .stall_s = agent_mirror_stall_s(e->a),
+				   .cancel = &e->a->quit };
+
+	json_object_clear(e->headers);
+	e->clen = -1;
+	free(e->answer);
+	e->answer = NULL;
+	free(*err);
+	*err = NULL;
+	return hub_http_call_blocking(&c, &e->answer, &e->alen, &e->status, err);
+}
+
+static bool fileinfo_answer(const struct agent_ep *e)
+{
+	const char *ct = json_string_value(json_object_get(e->headers, "Content-Type"));
+
+	return e->file && !e->s3 && e->status == 200 && ct && strstr(ct, XET_FILEINFO);
+}
+
+/* Kept for offline use: metadata GETs and a file's headers (its bytes are in the snapshot); never an
+ * answer that says no-store (a Xet token), the CAS's (capabilities that expire in minutes), a registry
+ * token (the token flow's answer) nor a blob taken whole from the mirror (a config, or a layer of no
+ * manifest passed). */
 static bool keepable(const struct agent_ep *e)
 {
+	const char *cc = json_string_value(json_object_get(e->headers, "Cache-Control"));
 	const char *t = e->target;
 
-	if (!e->file && strcmp(e->method, "GET"))
+	if (e->status != 200 || (!e->file && strcmp(e->method, "GET")) || e->xet_cas ||
+	    (cc && strstr(cc, "no-store")))
 		return false;
 	return !(e->oci == AGENT_OCI_BLOB && !e->file) && !(!strncmp(t, "/v2/token", 9) && (!t[9] || t[9] == '?'));
 }
@@ -384,55 +461,26 @@ static bool keepable(const struct agent_ep *e)
 static void ask_mirror(void *job)
 {
 	struct agent_ep *e = job;
+	char *own[N_OWN], *url = NULL, *err = NULL, *m;
 	const char **hdrs;
-	char *h_host = e->host ? xasprintf("Host: %s", e->host) : NULL;
-	/* credentials other than a bearer token (which .token carries): a registry client's Basic to the
-	 * token endpoint (an S3 client's are among its signed headers) */
-	char *h_auth = e->auth && !e->token && !e->s3 ? xasprintf("Authorization: %s", e->auth) : NULL;
-	char *h_inm, *url = NULL, *err = NULL, *m;
-	size_t n = 0, ns = 0;
 	int r = -EINVAL;
 
 	if (e->oci == AGENT_OCI_BLOB)
 		oci_blob_layer(e);
-	h_inm = e->inm && (!e->file || e->s3) ? xasprintf("If-None-Match: %s", e->inm) : NULL;
-	while (e->s3_headers && e->s3_headers[ns])
-		ns++;
-	hdrs = xcalloc(ns + 5, sizeof(*hdrs));
-	if (h_host)
-		hdrs[n++] = h_host;
-	if (h_auth)
-		hdrs[n++] = h_auth;
-	for (size_t i = 0; i < ns; i++)
-		if (strncasecmp(e->s3_headers[i], "If-None-Match:", 14) || !h_inm)
-			hdrs[n++] = e->s3_headers[i];
-	if (h_inm)
-		hdrs[n++] = h_inm;
-	if (e->s3 && e->file)
-		hdrs[n++] = "X-Hubmirror-Head: 1"; /* its headers only: the bytes come from the swarm */
-	hdrs[n] = NULL;
+	hdrs = mirror_headers(e, own);
 	/* the mirrors in turn: the first that can be reached answers */
 	for (size_t i = 0; r && (m = agent_mirror_at(e->a->cfg->mirror, i)) != NULL; i++) {
-		struct hub_http_call c = { .max = MAX_ANSWER, .timeout_s = 300,
-					   .method = e->file && !e->s3 ? "HEAD" : e->method,
-					   .body = e->blen ? e->body : NULL, .body_len = e->blen, .body_type = e->ctype,
-					   .headers = hdrs, .on_header = keep_header, .ud = e, .token = e->token,
-					   .connect_timeout_ms = 5000, .stall_s = agent_mirror_stall_s(e->a),
-					   .cancel = &e->a->quit };
 		free(url);
-		free(err);
-		err = NULL;
 		url = xasprintf("%s%s", m, e->target);
-		c.url = url;
 		free(m);
-		json_object_clear(e->headers);
-		e->clen = -1;
-		free(e->answer);
-		e->answer = NULL;
-		r = hub_http_call_blocking(&c, &e->answer, &e->alen, &e->status, &err);
+		r = call_mirror(e, url, e->file && !e->s3 ? "HEAD" : e->method, hdrs, &err);
 	}
-	/* kept for offline use: metadata GETs, and a file's headers (its bytes are in the snapshot) */
+	/* a Xet client's resolve: the mirror answered the file-info form, whose body the client reads */
+	e->xet_info = !r && fileinfo_answer(e);
+	if (e->xet_info && !strcmp(e->method, "GET"))
+		r = call_mirror(e, url, "GET", hdrs, &err);
 	if (r) {
+		e->xet_info = false;
 		json_object_clear(e->headers);
 		e->offline = (e->file || !strcmp(e->method, "GET")) && kept_answer(e);
 		if (!e->offline)
@@ -441,14 +489,16 @@ static void ask_mirror(void *job)
 		oci_manifest_check(e);
 		if (!e->why)
 			keep_answer(e);
-	} else if (e->status == 200 && keepable(e)) {
+	} else if (keepable(e)) {
 		keep_answer(e);
+	} else if (e->xet_cas && e->status == 200 && e->answer) {
+		/* a reconstruction: its fetch URLs learn where their bytes start in the file */
+		agent_xet_rewrite(e->range, &e->answer, &e->alen);
 	}
 	free(err);
 	free(url);
-	free(h_host);
-	free(h_auth);
-	free(h_inm);
+	for (int i = 0; i < N_OWN; i++)
+		free(own[i]);
 	free(hdrs);
 }
 
@@ -823,6 +873,12 @@ static void start_file(struct agent_ep *e, struct httpd_req *r, struct agent_sna
 	e->index = -1;
 	memcpy(e->btih, s->btih, sizeof(e->btih));
 	agent_snap_used(e->a, s);
+	if (e->xet_info) {
+		/* the file-info form, now that the snapshot whose bytes its xorb ranges will read is held */
+		relay(e, r);
+		ep_free(e);
+		return;
+	}
 	if (!p2p_session_files(e->a->ses, s->btih, &files))
 		for (size_t i = 0; i < files.n; i++)
 			if (!strcmp(files.v[i].path, e->fpath)) {
@@ -911,6 +967,8 @@ static void snapshot_taken(void *job, struct httpd_req *r)
 	start_file(e, r, s);
 }
 
+static const char *const xet_offline[] = { "X-Xet-Hash", "X-Xet-Refresh-Route", "Link", NULL };
+
 static void mirror_answered(void *job, struct httpd_req *r)
 {
 	struct agent_ep *e = job;
@@ -925,8 +983,12 @@ static void mirror_answered(void *job, struct httpd_req *r)
 		ep_free(e);
 		return;
 	}
-	if (e->offline)
+	if (e->offline) {
 		httpd_add_header(r, "X-Hubmirror-Offline", "answered from the agent's copy");
+		/* no Xet without the mirror (it checks every Xet token): a Xet client reads plainly */
+		for (const char *const *h = xet_offline; e->file && *h; h++)
+			json_object_del(e->headers, *h);
+	}
 	if (!e->file || e->status != 200) {
 		relay(e, r);
 		ep_free(e);
@@ -962,6 +1024,8 @@ int agent_endpoint(void *ud, struct httpd_req *r)
 	e->inm = dup_header(r, "If-None-Match");
 	e->range = dup_header(r, "Range");
 	e->ctype = dup_header(r, "Content-Type");
+	e->accept = dup_header(r, "Accept");
+	e->xet_cas = skip_prefix(httpd_path(r), XET_CAS) != NULL;
 	if (e->auth && !strncasecmp(e->auth, "Bearer ", 7))
 		e->token = xstrdup(e->auth + 7);
 	b = httpd_body(r, &e->blen);
@@ -973,6 +1037,11 @@ int agent_endpoint(void *ud, struct httpd_req *r)
 	if (!a->cfg->mirror) {
 		fail(r, 502, "this agent has no mirror (agent --mirror URL)");
 		ep_free(e);
+		return 0;
+	}
+	if (agent_xet_is_xorb(httpd_path(r)) && (!strcmp(e->method, "GET") || !strcmp(e->method, "HEAD"))) {
+		ep_free(e);
+		agent_xet_xorb(a, r); /* a xorb's bytes: from the cache (xet.c) */
 		return 0;
 	}
 	classify_s3(e, r);

@@ -4,11 +4,14 @@
  * cache is under its bound) and which files a snapshot wants (agent_select for a pull's
  * --include/--exclude, agent_prefetch for a mount's --prefetch, agent_want_indices for libtorrent's
  * file indices), and where a held snapshot's swarm is (agent_sources_rebase: the mirrors it is told
- * about now); and which /v2/ paths the endpoint takes for a registry's manifests and blobs
- * (agent_oci_path).
+ * about now); which /v2/ paths the endpoint takes for a registry's manifests and blobs
+ * (agent_oci_path); and where a Xet reconstruction's fetch URLs start in the file (agent_xet_rewrite).
  */
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 
+#include "base/xmalloc.h"
 #include "p2p/agent/agent-int.h"
 #include "p2p/p2p.h"
 #include "test.h"
@@ -253,6 +256,58 @@ TEST(oci_paths)
 	CHECK(oci_is("/v2/hf/acme/x/blobs/sha256:ab/more", AGENT_OCI_NONE, NULL, NULL));
 }
 
+/* A reconstruction's fetch URLs learn where their bytes start in the file (agent_xet_rewrite): the
+ * first term starts offset_into_first_range before the Range's start, each next one where the last
+ * ended; v1's entry has one range, v2's several; an entry no term names is left as it was. */
+TEST(xet_rewrite_gives_each_fetch_url_its_offsets)
+{
+	const char *v1 = "{\"offset_into_first_range\": 100, \"terms\": ["
+		"{\"hash\": \"aa\", \"unpacked_length\": 5000, \"range\": {\"start\": 3, \"end\": 5}},"
+		"{\"hash\": \"bb\", \"unpacked_length\": 700, \"range\": {\"start\": 0, \"end\": 1}}],"
+		"\"fetch_info\": {\"aa\": [{\"range\": {\"start\": 3, \"end\": 5}, \"url\": \"http://e/x/S/0?cap=C\","
+		"\"url_range\": {\"start\": 9000, \"end\": 14015}}],"
+		"\"bb\": [{\"range\": {\"start\": 0, \"end\": 1}, \"url\": \"http://e/x/S/1?cap=D\","
+		"\"url_range\": {\"start\": 0, \"end\": 707}},"
+		"{\"range\": {\"start\": 4, \"end\": 6}, \"url\": \"http://e/x/S/2?cap=E\","
+		"\"url_range\": {\"start\": 50, \"end\": 90}}]}}";
+	const char *v2 = "{\"offset_into_first_range\": 0, \"terms\": ["
+		"{\"hash\": \"aa\", \"unpacked_length\": 10, \"range\": {\"start\": 0, \"end\": 1}},"
+		"{\"hash\": \"aa\", \"unpacked_length\": 20, \"range\": {\"start\": 7, \"end\": 8}}],"
+		"\"xorbs\": {\"aa\": [{\"url\": \"http://e/x/S/0?cap=C\", \"ranges\": ["
+		"{\"chunks\": {\"start\": 0, \"end\": 1}, \"bytes\": {\"start\": 0, \"end\": 17}},"
+		"{\"chunks\": {\"start\": 7, \"end\": 8}, \"bytes\": {\"start\": 400, \"end\": 427}}]}]}}";
+	char *ans = xstrdup(v1);
+	size_t len = strlen(ans);
+	json_t *j;
+
+	/* the client asked from byte 1000: the first term starts at 900, the second at 5900 */
+	agent_xet_rewrite("bytes=1000-1999", &ans, &len);
+	j = json_loads(ans, 0, NULL);
+	CHECK_STR(json_string_value(json_object_get(json_array_get(json_object_get(json_object_get(j, "fetch_info"),
+		"aa"), 0), "url")), "http://e/x/S/0?cap=C&at=9000:900");
+	CHECK_STR(json_string_value(json_object_get(json_array_get(json_object_get(json_object_get(j, "fetch_info"),
+		"bb"), 0), "url")), "http://e/x/S/1?cap=D&at=0:5900");
+	CHECK_STR(json_string_value(json_object_get(json_array_get(json_object_get(json_object_get(j, "fetch_info"),
+		"bb"), 1), "url")), "http://e/x/S/2?cap=E");
+	json_decref(j);
+	free(ans);
+	/* v2, no Range: one URL, two ranges, two offsets */
+	ans = xstrdup(v2);
+	len = strlen(ans);
+	agent_xet_rewrite(NULL, &ans, &len);
+	j = json_loads(ans, 0, NULL);
+	CHECK_STR(json_string_value(json_object_get(json_array_get(json_object_get(json_object_get(j, "xorbs"),
+		"aa"), 0), "url")), "http://e/x/S/0?cap=C&at=0:0,400:10");
+	json_decref(j);
+	free(ans);
+	/* not a reconstruction: as it was */
+	ans = xstrdup("{\"error\": \"no\"}");
+	len = strlen(ans);
+	agent_xet_rewrite(NULL, &ans, &len);
+	CHECK_STR(ans, "{\"error\": \"no\"}");
+	free(ans);
+}
+
 int main(void)
 {
 	RUN(evict_least_recently_used_first_until_under);
@@ -264,5 +319,6 @@ int main(void)
 	RUN(want_indices);
 	RUN(sources_follow_the_mirrors);
 	RUN(oci_paths);
+	RUN(xet_rewrite_gives_each_fetch_url_its_offsets);
 	return test_done();
 }
