@@ -56,6 +56,10 @@
  *  21  blob_xet: a content's Xet file hash (docs/protocols/xet.md), recorded when the mirror learns it
  *      (a sync stores the file, the server reads its identity), so the CAS finds a file by it; a row
  *      goes with its blob's.
+ *  22  (another branch's: merged in its place)
+ *  23  xet_dedup: the chunks of each stored content that the global dedup query (docs/protocols/xet.md,
+ *      "Dedup") answers for: its first chunk and those whose hash is 0 mod 1024 (a thousandth of the
+ *      others); a row goes with its blob's.
  *
  * Rules: a migration only ever moves from version N-1 to N; released migrations are never edited,
  * a change is a new entry at the end of `migrations`.
@@ -324,6 +328,18 @@ static const char *const migrations[] = {
 	 "CREATE INDEX blob_xet_by_hash ON blob_xet(xet_hash);"
 	 "CREATE TRIGGER blob_xet_gone AFTER DELETE ON blobs BEGIN"
 	 "  DELETE FROM blob_xet WHERE sha256 = old.sha256;"
+	 "END;"),
+	/* 21 -> 22: another branch's migration takes this place when merged */
+	"SELECT 1;",
+	/* 22 -> 23 */
+	("CREATE TABLE xet_dedup ("
+	 "  chunk   TEXT NOT NULL," /* a chunk hash, in its text form */
+	 "  sha256  TEXT NOT NULL," /* a content whose chunks include it */
+	 "  PRIMARY KEY (chunk, sha256)"
+	 ") WITHOUT ROWID;"
+	 "CREATE INDEX xet_dedup_by_sha256 ON xet_dedup(sha256);"
+	 "CREATE TRIGGER xet_dedup_gone AFTER DELETE ON blobs BEGIN"
+	 "  DELETE FROM xet_dedup WHERE sha256 = old.sha256;"
 	 "END;"),
 };
 

@@ -257,10 +257,47 @@ out:
 	return r;
 }
 
+bool mirror_store_xet_dedup_eligible(const struct xet_hash *h)
+{
+	uint64_t w = 0;
+
+	for (int i = 31; i >= 24; i--)
+		w = w << 8 | h->b[i];
+	return w % 1024 == 0;
+}
+
+/* Record in c the chunks of content sha256 that the global dedup query answers for: its first, and
+ * the eligible ones (a thousandth of the rest), from its identity file; nothing without one. */
+static void record_dedup(const struct mirror_store *s, struct catalog *c, const char *sha256)
+{
+	char *blob = mirror_store_blob_path(s, sha256);
+	struct stat st;
+	struct xet_identity *id = blob && !stat(blob, &st) ? read_identity(s, sha256, st.st_size) : NULL;
+	const struct xet_chunk *ch;
+	char (*hex)[65];
+	size_t n, k = 0;
+
+	free(blob);
+	if (!id)
+		return;
+	ch = xet_identity_chunks(id, &n);
+	hex = xcalloc(n ? n : 1, sizeof(*hex));
+	for (size_t i = 0; i < n; i++)
+		if (i == 0 || mirror_store_xet_dedup_eligible(&ch[i].hash))
+			xet_hash_hex(&ch[i].hash, hex[k++]);
+	if (catalog_xet_dedup_set(c, sha256, (const char (*)[65])hex, k))
+		log_warn("store", "catalog: %s", catalog_errmsg(c));
+	free(hex);
+	xet_identity_free(&id);
+}
+
 void mirror_store_xet_record(const struct mirror_store *s, struct catalog *c, const char *sha256)
 {
 	char xh[XET_HEX_LEN + 1];
 
-	if (!mirror_store_xet_file_hash(s, sha256, xh) && catalog_blob_set_xet(c, sha256, xh))
+	if (mirror_store_xet_file_hash(s, sha256, xh))
+		return;
+	if (catalog_blob_set_xet(c, sha256, xh))
 		log_warn("store", "catalog: %s", catalog_errmsg(c));
+	record_dedup(s, c, sha256);
 }
