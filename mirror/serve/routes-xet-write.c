@@ -891,7 +891,7 @@ static int lent_map(struct shard_job *s, const struct xet_hash *h, const char *h
 
 	if (!xorb_lent(s->xw, h, s->repo_id, sha, &run))
 		return refuse(s, "the shard names xorb ", hex,
-			      ", which was neither uploaded for this repository nor lent to it");
+			      ", which was not uploaded for this repository (nor lent to it)");
 	if (!mirror_store_xet_identity(s->data->store, sha, &id)) {
 		c = xet_identity_chunks(id, &nc);
 		nr = mirror__xet_runs(c, nc, &runs);
@@ -1187,8 +1187,9 @@ struct dedup_job {
 	char chunk[XET_HEX_LEN + 1];
 };
 
-/* The virtual xorbs of content sha from the run that holds chunk want on, into *xs (*nx of them) and
- * lent to repo_id. 0, or -ENOENT when the content does not hold it. */
+/* The virtual xorbs of content sha from the run that holds chunk want on (from the first, for the
+ * other name the index knows its first chunk by), into *xs (*nx of them) and lent to repo_id. 0, or
+ * -errno when its identity cannot be had. */
 static int dedup_lend(struct dedup_job *d, const char *sha, const struct xet_hash *want, struct xet_shard_xorb **xs,
 		      size_t *nx)
 {
@@ -1203,6 +1204,8 @@ static int dedup_lend(struct dedup_job *d, const char *sha, const struct xet_has
 	c = xet_identity_chunks(id, &nc);
 	for (at = 0; at < nc && memcmp(c[at].hash.b, want->b, XET_HASH_LEN); at++)
 		;
+	if (at == nc)
+		at = 0; /* the index's other name for its first chunk (store-xet.h: as older chunkers cut it) */
 	nr = mirror__xet_runs(c, nc, &runs);
 	for (size_t ri = 0; ri < nr && at < nc && listed < LEND_MAX_CHUNKS; ri++) {
 		struct xet_shard_xorb *x;
@@ -1224,7 +1227,7 @@ static int dedup_lend(struct dedup_job *d, const char *sha, const struct xet_has
 	}
 	free(runs);
 	xet_identity_free(&id);
-	return at < nc ? 0 : -ENOENT;
+	return 0;
 }
 
 static void dedup_build(struct mirror__job *j, struct catalog *cat)

@@ -6,7 +6,8 @@
 # log counts what it took), and its shard naming the lent xorb is rebuilt from the store's bytes; both
 # versions read back byte for byte. A writer of another namespace asking for the first chunk of a file
 # only a private repo holds gets a 404, while the private repo's own writer and anyone asking for a
-# public file's chunk get a shard; a garbled hash or no token lends nothing.
+# public file's chunk get a shard; a garbled hash or no token lends nothing. The JS client's first
+# chunk where its chunker cuts it otherwise than the spec finds the file too. The lends survive a kill -9.
 # Why a quarter and not the ~2% a 1% change costs with hf_xet: the mirror chunks what it stores as the
 # spec says, and @huggingface/xetchunk-wasm 0.2.0 still cuts some chunks of 8,128-8,191 bytes
 # (docs/protocols/xet.md, "Chunks"), so around one chunk in ten of the JS client's own differs from the
@@ -92,8 +93,25 @@ check "the private repo's own writer gets a shard for it (200, a shard's tag)" b
 	[ \"\$(curl -sS -o '$T/own.out' -w '%{http_code}' -H 'Authorization: Bearer $XS' \
 		'$M/xet-cas/v1/chunks/default-merkledb/$first')\" = 200 ] && head -c 14 '$T/own.out' | grep -q HFRepoMetaData"
 check "other's writer gets a shard for the public file's first chunk (200)" test "$(dedup "$XO" "$pub")" = 200
+# A file whose first chunk @huggingface/xetchunk-wasm cuts at 8,128-8,191 bytes (about one in twelve):
+# the JS client asks for that chunk's hash, which the mirror's own chunks lack; the index knows it too.
+for i in $(seq 1 300); do
+	head -c 300000 /dev/urandom >"$T/quirk"
+	read -r qsize qhash < <(cd "$JS" && node xetident.mjs wasm "$T/quirk" | awk '$1 == "chunk" { print $3, $4; exit }')
+	[ "$qsize" -ge 8192 ] || break
+done
+echo "# a file whose JS first chunk is $qsize bytes: $qhash"
+check "the JS client uploads it into acme/quirk" put $W acme/quirk "$T/quirk" q.bin
+check "the dedup query for the JS client's first chunk of it lends its xorb (200)" \
+	test "$(dedup "$(wtoken $W acme/quirk)" "$qhash")" = 200
 check "a garbled hash: 404" test "$(dedup "$XO" "${pub%?}")" = 404
 check "no token: 401" test "$(dedup "" "$pub")" = 401
 check "the mirror is still up" curl -fsS "$M/healthz"
+# the lends survive a kill -9: read back at the next start
+kill -9 "${_pids[-1]}"; wait "${_pids[-1]}" 2>/dev/null
+mv "$T/serve.err" "$T/serve1.err"
+check "serve starts again after a kill -9" start_serve --local acme,other --tokens "$T/tokens" || finish
+check "... and takes the lent xorbs back (acme/model's, acme/secret's, other/x's, acme/quirk's)" \
+	grep -Eq "taken back: .*lent xorbs [4-9]" "$T/serve.err"
 check "serve stops clean (no sanitizer report in the sanitized build)" serve_stops_clean
 finish
