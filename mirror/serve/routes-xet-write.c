@@ -1304,7 +1304,7 @@ int mirror__route_xet_cas(struct mirror_routes *rt, struct httpd_req *req, const
 			   !strncmp(rest, "v1/chunks/default/", 18))) {
 		/* the global dedup query (above) */
 		httpd_set_route(req, "xet_dedup");
-		if (!cas_writer(rt, req, MIRROR_XET_READ, &repo, &status, &why)) {
+		if (!cas_writer(rt, req, MIRROR_XET_WRITE, &repo, &status, &why)) {
 			cas_error(req, status, why);
 			return 0;
 		}

@@ -104,6 +104,10 @@ echo "# a file whose JS first chunk is $qsize bytes: $qhash"
 check "the JS client uploads it into acme/quirk" put $W acme/quirk "$T/quirk" q.bin
 check "the dedup query for the JS client's first chunk of it lends its xorb (200)" \
 	test "$(dedup "$(wtoken $W acme/quirk)" "$qhash")" = 200
+XR=$(curl -fsS -H "Authorization: Bearer $W" "$M/api/models/acme/model/xet-read-token/main" |
+	"$PY" -c 'import json, sys; print(json.load(sys.stdin)["accessToken"])')
+before=$(lends)
+check "a read token (it writes no shard) is lent nothing: 401" test "$(dedup "$XR" "$pub")" = 401 -a "$(lends)" = "$before"
 check "a garbled hash: 404" test "$(dedup "$XO" "${pub%?}")" = 404
 check "no token: 401" test "$(dedup "" "$pub")" = 401
 check "the mirror is still up" curl -fsS "$M/healthz"
