@@ -7,8 +7,9 @@
  * the xorb hash recomputed against its URL (hub/xet: xet_xorb_parse), then kept apart from the store
  * (DATA/xet-uploads/<hash>) as the repo's for XORB_KEEP_S: a xorb is a client's packing of chunks,
  * not content, so the store never holds one. A shard's files are rebuilt from the xorbs the same
- * repo uploaded (a shard naming any other xorb is refused: no other repo's private chunks reach this
- * one), each term's chunks verified against its verification hash and the file against its Xet hash
+ * repo uploaded, or the virtual xorbs the dedup query lent it (made again from the store's bytes) of
+ * contents it may name as its own (a shard naming any other xorb is refused: no other repo's private
+ * chunks reach this one), each term's chunks verified against its verification hash and the file against its Xet hash
  * (and sha256, where the shard states it), and only then written into the store through its writer
  * as plain bytes, with the sha256 the store computes, held for the repo's commit as an LFS upload is
  * (catalog_hold). The commit then names the file by its sha256, as both clients send it.
