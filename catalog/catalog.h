@@ -380,6 +380,13 @@ int catalog_blob_xet(struct catalog *c, const char *sha256, char *out);
  * xet_hash: its sha256 (out: 65 bytes) and size. So a Xet token of one repo finds only that repo's
  * files. 0, HM_ERR_NOT_FOUND or HM_ERR_SQLITE. */
 int catalog_repo_xet_file(struct catalog *c, int64_t repo_id, const char *xet_hash, char *sha256, int64_t *size);
+/* The global dedup query's index (schema v23): content sha256 holds the chunks chunks[0..n) (text form,
+ * 64 hex each), those its identity makes eligible (docs/protocols/xet.md, "Dedup"). Replaces what was
+ * recorded for it. 0 or HM_ERR_SQLITE. */
+int catalog_xet_dedup_set(struct catalog *c, const char *sha256, const char (*chunks)[65], size_t n);
+/* Up to max present contents recorded as holding chunk (64 hex), their sha256 into out: *n of them.
+ * Whoever may read them is the caller's to decide. 0 or HM_ERR_SQLITE. */
+int catalog_xet_dedup_find(struct catalog *c, const char *chunk, char (*out)[65], size_t max, size_t *n);
 
 /* ---- stored chunks of upstream's xorbs (schema v22; xet.c, docs/protocols/xet.md "Sync through Xet") ---- */
 /* One chunk of an upstream xorb (its hash and the chunk's index in it) and where the store holds its

@@ -61,6 +61,9 @@
  *      hash and the chunk's index in it, so a later reconstruction that names those chunks is read
  *      from the store instead of fetched (docs/protocols/xet.md, "Sync through Xet"); rows go with
  *      their blob's.
+ *  23  xet_dedup: the chunks of each stored content that the global dedup query (docs/protocols/xet.md,
+ *      "Dedup") answers for: its first chunk and those whose hash is 0 mod 1024 (a thousandth of the
+ *      others); a row goes with its blob's.
  *
  * Rules: a migration only ever moves from version N-1 to N; released migrations are never edited,
  * a change is a new entry at the end of `migrations`.
@@ -343,6 +346,16 @@ static const char *const migrations[] = {
 	 "CREATE INDEX xet_ranges_by_sha256 ON xet_ranges(sha256);"
 	 "CREATE TRIGGER xet_ranges_gone AFTER DELETE ON blobs BEGIN"
 	 "  DELETE FROM xet_ranges WHERE sha256 = old.sha256;"
+	 "END;"),
+	/* 22 -> 23 */
+	("CREATE TABLE xet_dedup ("
+	 "  chunk   TEXT NOT NULL," /* a chunk hash, in its text form */
+	 "  sha256  TEXT NOT NULL," /* a content whose chunks include it */
+	 "  PRIMARY KEY (chunk, sha256)"
+	 ") WITHOUT ROWID;"
+	 "CREATE INDEX xet_dedup_by_sha256 ON xet_dedup(sha256);"
+	 "CREATE TRIGGER xet_dedup_gone AFTER DELETE ON blobs BEGIN"
+	 "  DELETE FROM xet_dedup WHERE sha256 = old.sha256;"
 	 "END;"),
 };
 

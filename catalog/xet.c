@@ -1,6 +1,7 @@
 /*
  * xet.c - contents' Xet file hashes (schema v20, catalog.h): the CAS front finds a file by its Xet
- * hash, within the repo a token names; and where the chunks of upstream's xorbs that a sync stored lie (v22).
+ * hash, within the repo a token names; where the chunks of upstream's xorbs that a sync stored lie
+ * (v22); and the chunks the global dedup query answers for (v23).
  */
 #include <stdio.h>
 #include <string.h>
@@ -133,4 +134,56 @@ int catalog_xet_range_find(struct catalog *c, const char *xorb, uint32_t chunk, 
 	}
 	sqlite3_finalize(st);
 	return rc == SQLITE_ROW ? 0 : rc == SQLITE_DONE ? HM_ERR_NOT_FOUND : HM_ERR_SQLITE;
+}
+
+int catalog_xet_dedup_set(struct catalog *c, const char *sha256, const char (*chunks)[65], size_t n)
+{
+	sqlite3_stmt *st = NULL;
+	int rc = 0;
+
+	/* a savepoint: whether or not the caller is in a transaction, the rows change all or none */
+	if (sqlite3_exec(c->db, "SAVEPOINT xet_dedup", NULL, NULL, NULL) != SQLITE_OK)
+		return HM_ERR_SQLITE;
+	if (catalog__prepare(c, "DELETE FROM xet_dedup WHERE sha256 = ?1", &st))
+		rc = HM_ERR_SQLITE;
+	if (!rc) {
+		sqlite3_bind_text(st, 1, sha256, -1, SQLITE_STATIC);
+		rc = catalog__run(st);
+	}
+	for (size_t i = 0; i < n && !rc; i++) {
+		if (catalog__prepare(c, "INSERT OR IGNORE INTO xet_dedup (chunk, sha256) VALUES (?1, ?2)", &st)) {
+			rc = HM_ERR_SQLITE;
+			break;
+		}
+		sqlite3_bind_text(st, 1, chunks[i], 64, SQLITE_STATIC);
+		sqlite3_bind_text(st, 2, sha256, -1, SQLITE_STATIC);
+		rc = catalog__run(st);
+	}
+	if (rc)
+		sqlite3_exec(c->db, "ROLLBACK TO xet_dedup", NULL, NULL, NULL);
+	sqlite3_exec(c->db, "RELEASE xet_dedup", NULL, NULL, NULL);
+	return rc;
+}
+
+int catalog_xet_dedup_find(struct catalog *c, const char *chunk, char (*out)[65], size_t max, size_t *n)
+{
+	sqlite3_stmt *st = NULL;
+	size_t k = 0;
+	int rc;
+
+	if (catalog__prepare(c, "SELECT d.sha256 FROM xet_dedup d JOIN blobs b ON b.sha256 = d.sha256 "
+			     "WHERE d.chunk = ?1 AND b.present LIMIT ?2", &st))
+		return HM_ERR_SQLITE;
+	sqlite3_bind_text(st, 1, chunk, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, (sqlite3_int64)max);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		const char *h = (const char *)sqlite3_column_text(st, 0);
+		if (h && strlen(h) == 64)
+			memcpy(out[k++], h, 65);
+	}
+	sqlite3_finalize(st);
+	if (rc != SQLITE_DONE)
+		return HM_ERR_SQLITE;
+	*n = k;
+	return 0;
 }

@@ -13,6 +13,7 @@
 #ifndef HM_MIRROR_STORE_XET_H
 #define HM_MIRROR_STORE_XET_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 struct mirror_store;
@@ -41,5 +42,12 @@ int mirror_store_xet_file_hash(const struct mirror_store *s, const char *sha256,
  * so listings and the CAS find it; nothing when there is no identity file. A warning on failure. */
 struct catalog;
 void mirror_store_xet_record(const struct mirror_store *s, struct catalog *c, const char *sha256);
+/* ... and with it, the chunks the global dedup query answers for (catalog_xet_dedup_set): the content's
+ * first (and, where older chunkers cut it otherwise, its first as they cut it: the hash
+ * @huggingface/hub asks for), and those this says are eligible, as the spec's: the hash's last 64-bit
+ * word (bytes 24-31, little-endian) is 0 mod 1024. Reads the identity file (36 bytes a chunk) and the
+ * blob's first 128 KiB: blocking. */
+struct xet_hash;
+bool mirror_store_xet_dedup_eligible(const struct xet_hash *h);
 
 #endif

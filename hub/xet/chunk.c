@@ -115,3 +115,16 @@ size_t xet_chunker_scan(struct xet_chunker *c, const unsigned char *data, size_t
 	*cut = false;
 	return n;
 }
+
+size_t xet_chunk_first_legacy(const unsigned char *data, size_t n)
+{
+	uint64_t h = 0;
+	size_t end = n < XET_CHUNK_MAX ? n : XET_CHUNK_MAX;
+
+	for (size_t i = XET_SKIP; i < end; i++) {
+		h = (h << 1) + gear_table[data[i]];
+		if ((h & XET_MASK) == 0)
+			return i + 1 < XET_CHUNK_MIN ? i + 1 : 0;   /* (from 8 KiB on, the spec cuts there too) */
+	}
+	return 0;
+}

@@ -13,11 +13,15 @@
  *            created | expiry | 6 unused words | 3 byte counts | the footer's own offset
  *
  * Every record is 48 bytes; every count is checked against the bytes left before it is believed.
+ * xet_shard_write makes the answer to the global dedup query: no files, the xorbs given, and the
+ * lookup tables (xorbs: truncated hash u64 | index u32; chunks: truncated hash u64 | xorb index u32 |
+ * chunk index u32; each sorted), a truncated hash being a hash's first 8 bytes read little-endian.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/bug.h"
 #include "base/xmalloc.h"
 #include "hub/xet/shard.h"
 
@@ -243,4 +247,130 @@ void xet_shard_free(struct xet_shard **sp)
 	free(s->xorbs);
 	free(s);
 	*sp = NULL;
+}
+
+/* ---- writing ---------------------------------------------------------------------------------- */
+
+static void put_le(unsigned char *p, uint64_t v, int bytes)
+{
+	for (int i = 0; i < bytes; i++, v >>= 8)
+		p[i] = (unsigned char)v;
+}
+
+static uint64_t truncated(const struct xet_hash *h)
+{
+	return le(h->b, 8);
+}
+
+/* One entry of the chunk lookup table: truncated hash, xorb index, chunk index (sorted by the first). */
+struct chunk_key {
+	uint64_t t;
+	uint32_t xorb, chunk;
+};
+
+static int chunk_key_cmp(const void *a, const void *b)
+{
+	const struct chunk_key *x = a, *y = b;
+	if (x->t != y->t)
+		return x->t < y->t ? -1 : 1;
+	if (x->xorb != y->xorb)
+		return x->xorb < y->xorb ? -1 : 1;
+	return x->chunk < y->chunk ? -1 : x->chunk > y->chunk;
+}
+
+/* The xorb section at p: per xorb its header and chunks, then a bookend; *stored and *disk add up the
+ * chunks' bytes (uncompressed, and with their 8-byte headers). Returns the bytes written. */
+static size_t write_xorbs(unsigned char *p, const struct xet_shard_xorb *xorbs, size_t n, uint64_t *stored,
+			  uint64_t *disk)
+{
+	unsigned char *q = p;
+
+	for (size_t i = 0; i < n; i++) {
+		uint64_t bytes = 0, offset = 0;
+		for (size_t k = 0; k < xorbs[i].n; k++)
+			bytes += xorbs[i].chunks[k].size;
+		memcpy(q, xorbs[i].hash.b, XET_HASH_LEN);
+		put_le(q + 36, xorbs[i].n, 4);
+		put_le(q + 40, bytes, 4);
+		put_le(q + 44, bytes + XET_XORB_CHUNK_HEADER_LEN * xorbs[i].n, 4);
+		q += REC;
+		for (size_t k = 0; k < xorbs[i].n; k++, q += REC) {
+			memcpy(q, xorbs[i].chunks[k].hash.b, XET_HASH_LEN);
+			put_le(q + 32, offset, 4);
+			put_le(q + 36, xorbs[i].chunks[k].size, 4);
+			offset += xorbs[i].chunks[k].size;
+		}
+		*stored += bytes;
+		*disk += bytes + XET_XORB_CHUNK_HEADER_LEN * xorbs[i].n;
+	}
+	memset(q, 0xff, XET_HASH_LEN);
+	return (size_t)(q + REC - p);
+}
+
+/* The lookup tables at p: xorbs (truncated hash, index) and chunks (truncated hash, xorb, chunk), each
+ * sorted; *nchunks counts the second's entries. Returns the bytes written. */
+static size_t write_lookups(unsigned char *p, const struct xet_shard_xorb *xorbs, size_t n, size_t nchunks)
+{
+	struct chunk_key *x = xreallocarray(NULL, n ? n : 1, sizeof(*x));
+	struct chunk_key *c = xreallocarray(NULL, nchunks ? nchunks : 1, sizeof(*c));
+	unsigned char *q = p;
+	size_t k = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		x[i] = (struct chunk_key){ truncated(&xorbs[i].hash), (uint32_t)i, 0 };
+		for (size_t j = 0; j < xorbs[i].n; j++)
+			c[k++] = (struct chunk_key){ truncated(&xorbs[i].chunks[j].hash), (uint32_t)i, (uint32_t)j };
+	}
+	qsort(x, n, sizeof(*x), chunk_key_cmp);
+	qsort(c, k, sizeof(*c), chunk_key_cmp);
+	for (size_t i = 0; i < n; i++, q += 12) {
+		put_le(q, x[i].t, 8);
+		put_le(q + 8, x[i].xorb, 4);
+	}
+	for (size_t i = 0; i < k; i++, q += 16) {
+		put_le(q, c[i].t, 8);
+		put_le(q + 8, c[i].xorb, 4);
+		put_le(q + 12, c[i].chunk, 4);
+	}
+	free(x);
+	free(c);
+	return (size_t)(q - p);
+}
+
+unsigned char *xet_shard_write(const struct xet_shard_xorb *xorbs, size_t n, uint64_t created, uint64_t expiry,
+			       size_t *len)
+{
+	size_t nchunks = 0, size, xo, lo, fo;
+	uint64_t stored = 0, disk = 0;
+	unsigned char *p, *f;
+
+	for (size_t i = 0; i < n; i++)
+		nchunks += xorbs[i].n;
+	size = HEADER_LEN + REC + (n + nchunks + 1) * REC + n * 12 + nchunks * 16 + FOOTER_LEN;
+	p = xcalloc(1, size);
+	memcpy(p, shard_tag, sizeof(shard_tag));
+	put_le(p + 32, 2, 8);
+	put_le(p + 40, FOOTER_LEN, 8);
+	memset(p + HEADER_LEN, 0xff, XET_HASH_LEN);   /* no files: the files' bookend alone */
+	xo = HEADER_LEN + REC;
+	lo = xo + write_xorbs(p + xo, xorbs, n, &stored, &disk);
+	fo = lo + write_lookups(p + lo, xorbs, n, nchunks);
+	BUG_ON(fo + FOOTER_LEN != size);
+	f = p + fo;
+	put_le(f, 1, 8);
+	put_le(f + 8, HEADER_LEN, 8);
+	put_le(f + 16, xo, 8);
+	put_le(f + 24, lo, 8);                        /* the file lookup: empty */
+	put_le(f + 40, lo, 8);                        /* the xorb lookup */
+	put_le(f + 48, n, 8);
+	put_le(f + 56, lo + n * 12, 8);               /* the chunk lookup */
+	put_le(f + 64, nchunks, 8);
+	put_le(f + 104, created, 8);                  /* (the key, at 72, stays zero: plain chunk hashes) */
+	put_le(f + 112, expiry, 8);
+	put_le(f + 168, disk, 8);
+	put_le(f + 176, stored, 8);
+	put_le(f + 184, stored, 8);
+	put_le(f + 192, fo, 8);
+	*len = size;
+	return p;
 }

@@ -58,4 +58,11 @@ struct xet_shard {
 int xet_shard_parse(const void *buf, size_t n, struct xet_shard **out, char **errmsg);
 void xet_shard_free(struct xet_shard **sp);
 
+/* A shard that lists xorbs[0..n) with their chunks and no files (the global dedup query's answer):
+ * the lookup tables made, the chunk hashes plain (a zero key), the chunks' offsets counted as their
+ * uncompressed bytes, created and expiry (unix seconds) in the footer. Returns a malloc'd buffer of
+ * *len bytes (the caller's), which xet_shard_parse reads back. */
+unsigned char *xet_shard_write(const struct xet_shard_xorb *xorbs, size_t n, uint64_t created, uint64_t expiry,
+			       size_t *len);
+
 #endif

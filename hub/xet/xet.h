@@ -43,6 +43,11 @@ void xet_chunker_init(struct xet_chunker *c);
  * chunk, and the caller calls again with the rest); else all n do and the chunk goes on. The last
  * chunk of a file ends at its end, which only the caller knows. */
 size_t xet_chunker_scan(struct xet_chunker *c, const unsigned char *data, size_t n, bool *cut);
+/* The first chunk of data[0..n) (a file's first bytes, at least its first 128 KiB or all of it) as
+ * chunkers before the spec's fix cut it (@huggingface/xetchunk-wasm 0.2.0, docs/protocols/xet.md,
+ * "Chunks"): its size when that chunker ends it at 8,128-8,191 bytes where the spec's does not, else 0
+ * (both cut it alike). */
+size_t xet_chunk_first_legacy(const unsigned char *data, size_t n);
 
 /* ---- hashes ---- */
 

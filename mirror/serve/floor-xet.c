@@ -10,6 +10,7 @@
 #include "base/xmalloc.h"
 #include "catalog/catalog.h"
 #include "hub/http/httpd.h"
+#include "hub/xet/xet.h"
 #include "mirror/data.h"
 #include "mirror/store-xet.h"
 #include "routes-int.h"
@@ -48,4 +49,37 @@ bool mirror__xet_wants_fileinfo(const struct httpd_req *req)
 	const char *accept = httpd_header(req, "Accept");
 
 	return accept && strstr(accept, MIRROR__XET_FILEINFO);
+}
+
+/* ---- virtual xorbs ---- */
+
+size_t mirror__xet_runs(const struct xet_chunk *c, size_t nc, struct mirror__xet_run **out)
+{
+	struct mirror__xet_run *r = NULL;
+	size_t n = 0, cap = 0;
+
+	for (size_t i = 0; i < nc; i++) {
+		uint64_t need = XET_XORB_CHUNK_HEADER_LEN + c[i].size;
+		if (!n || r[n - 1].len + need > MIRROR__XET_XORB_MAX) {
+			if (n == cap)
+				r = xreallocarray(r, cap = cap ? 2 * cap : 8, sizeof(*r));
+			r[n++] = (struct mirror__xet_run){ i, 0, 0 };
+		}
+		r[n - 1].n++;
+		r[n - 1].len += need;
+	}
+	*out = r;
+	return n;
+}
+
+void mirror__xet_run_hash(const struct xet_chunk *c, const struct mirror__xet_run *r, char *hex)
+{
+	struct xet_node *nodes = xcalloc(r->n ? r->n : 1, sizeof(*nodes));
+	struct xet_hash h;
+
+	for (size_t i = 0; i < r->n; i++)
+		nodes[i] = (struct xet_node){ c[r->first + i].hash, c[r->first + i].size };
+	xet_xorb_hash(nodes, r->n, &h);
+	xet_hash_hex(&h, hex);
+	free(nodes);
 }

@@ -7,8 +7,9 @@
  * the xorb hash recomputed against its URL (hub/xet: xet_xorb_parse), then kept apart from the store
  * (DATA/xet-uploads/<hash>) as the repo's for XORB_KEEP_S: a xorb is a client's packing of chunks,
  * not content, so the store never holds one. A shard's files are rebuilt from the xorbs the same
- * repo uploaded (a shard naming any other xorb is refused: no other repo's private chunks reach this
- * one), each term's chunks verified against its verification hash and the file against its Xet hash
+ * repo uploaded, or the virtual xorbs the dedup query lent it (made again from the store's bytes) of
+ * contents it may name as its own (a shard naming any other xorb is refused: no other repo's private
+ * chunks reach this one), each term's chunks verified against its verification hash and the file against its Xet hash
  * (and sha256, where the shard states it), and only then written into the store through its writer
  * as plain bytes, with the sha256 the store computes, held for the repo's commit as an LFS upload is
  * (catalog_hold). The commit then names the file by its sha256, as both clients send it.
@@ -46,6 +47,7 @@
 #include "hub/xet/shard.h"
 #include "hub/xet/xet.h"
 #include "mirror/data.h"
+#include "mirror/store-xet.h"
 #include "mirror/store.h"
 #include "access.h"
 #include "routes-int.h"
@@ -54,6 +56,9 @@
 #define WRITE_TOKEN_TTL 3600           /* a write token's life; clients refresh it at its href */
 #define XORB_KEEP_S (24 * 3600)        /* an uploaded xorb waits this long for the shard that names it */
 #define FILE_HOLD_S (24 * 3600)        /* a file a shard made is kept this long for its commit */
+#define LEND_S (24 * 3600)             /* a virtual xorb the dedup query lent a repo may be named this long */
+#define LEND_MAX_CHUNKS (8 * 8192)     /* chunks one dedup answer lists at most (8 virtual xorbs' worth) */
+#define LEND_MAX_CONTENTS 4            /* contents holding the chunk that one answer looks at */
 
 /* One xorb uploaded for a repo. */
 struct xorb_rec {
@@ -69,6 +74,14 @@ struct file_rec {
 	int64_t size, repo_id, until;
 };
 
+/* One virtual xorb the dedup query lent a repo: run `run` of stored content sha256. */
+struct lend_rec {
+	struct xet_hash hash;
+	char sha256[65];
+	uint32_t run;
+	int64_t repo_id, until;
+};
+
 /* The front's part of the routes (rt->xetw). */
 struct mirror__xetw {
 	pthread_mutex_t mu;
@@ -77,6 +90,8 @@ struct mirror__xetw {
 	size_t n, cap;
 	struct file_rec *files;
 	size_t nfiles, capfiles;
+	struct lend_rec *lends;
+	size_t nlends, caplends;
 };
 
 /* ---- records: the tables on disk ---------------------------------------------------------------
@@ -99,6 +114,13 @@ static char *file_rec_name(const struct xet_hash *h, int64_t repo_id)
 	char hex[XET_HEX_LEN + 1];
 	xet_hash_hex(h, hex);
 	return xasprintf("f.%lld.%s", (long long)repo_id, hex);
+}
+
+static char *lend_rec_name(const struct xet_hash *h, int64_t repo_id)
+{
+	char hex[XET_HEX_LEN + 1];
+	xet_hash_hex(h, hex);
+	return xasprintf("l.%lld.%s", (long long)repo_id, hex);
 }
 
 /* Write text as record name (atomically); a warning on failure: the upload goes on, only a restart
@@ -156,6 +178,39 @@ static void xorbs_add(struct mirror__xetw *x, const struct xorb_rec *r)
 	x->xorbs[x->n++] = *r;
 }
 
+static void lends_add(struct mirror__xetw *x, const struct lend_rec *r)
+{
+	if (x->nlends == x->caplends) {
+		x->caplends = x->caplends ? 2 * x->caplends : 16;
+		x->lends = xreallocarray(x->lends, x->caplends, sizeof(*x->lends));
+	}
+	x->lends[x->nlends++] = *r;
+}
+
+/* A lend record read back at the start (l.<repo id>.HEX: "<sha256> <run> <until>\n"): 1 when name is
+ * one and live (into the table), 0 when it is one to go, -1 when name is no lend record. */
+static int load_lend(struct mirror__xetw *x, int dir, const char *name, int64_t now)
+{
+	char hex[XET_HEX_LEN + 1], buf[200], sha[65];
+	long long repo, until;
+	unsigned run;
+	struct lend_rec l;
+	int used = 0;
+
+	if (sscanf(name, "l.%lld.%64[0-9a-f]%n", &repo, hex, &used) != 2 || name[used] ||
+	    xet_hash_from_hex(hex, &l.hash))
+		return -1;
+	if (!record_read(dir, name, buf, sizeof(buf)) || sscanf(buf, "%64[0-9a-f] %u %lld", sha, &run, &until) != 3 ||
+	    !hex_is_lower(sha, 64) || until < now)
+		return 0;
+	memcpy(l.sha256, sha, 65);
+	l.run = run;
+	l.repo_id = repo;
+	l.until = until;
+	lends_add(x, &l);
+	return 1;
+}
+
 static void files_add(struct mirror__xetw *x, const struct file_rec *r)
 {
 	if (x->nfiles == x->capfiles) {
@@ -177,6 +232,8 @@ static bool load_entry(struct mirror__xetw *x, struct mirror_data *d, int dir, c
 
 	if (strlen(name) > 4 && !strcmp(name + strlen(name) - 4, ".tmp"))
 		return true;
+	if ((used = load_lend(x, dir, name, now)) >= 0)
+		return used == 0;
 	if (sscanf(name, "%64[0-9a-f].r%lld%n", hex, &repo, &used) == 2 && !name[used] && !xet_hash_from_hex(hex, &h)) {
 		struct stat st;
 		if (!record_read(dir, name, buf, sizeof(buf)) || sscanf(buf, "%lld", &until) != 1 || until < now ||
@@ -238,9 +295,9 @@ struct mirror__xetw *mirror__xetw_new(struct mirror_data *d)
 		loaded_xorbs_sweep(x, dir);
 		closedir(dir);
 	}
-	if (x->n || x->nfiles)
-		log_info("upload", "Xet uploads awaiting their shard or commit, taken back: xorbs %zu, files %zu", x->n,
-			 x->nfiles);
+	if (x->n || x->nfiles || x->nlends)
+		log_info("upload", "Xet uploads awaiting their shard or commit, taken back: xorbs %zu, files %zu, "
+			 "lent xorbs %zu", x->n, x->nfiles, x->nlends);
 	return x;
 }
 
@@ -252,6 +309,7 @@ void mirror__xetw_free(struct mirror__xetw **xp)
 	free((*xp)->dir);
 	free((*xp)->xorbs);
 	free((*xp)->files);
+	free((*xp)->lends);
 	free(*xp);
 	*xp = NULL;
 }
@@ -316,6 +374,54 @@ static bool xorb_owned(struct mirror__xetw *x, const struct xet_hash *h, int64_t
 	for (size_t i = 0; i < x->n && !yes; i++)
 		yes = x->xorbs[i].repo_id == repo_id && x->xorbs[i].until >= now &&
 		      !memcmp(x->xorbs[i].hash.b, h->b, XET_HASH_LEN);
+	pthread_mutex_unlock(&x->mu);
+	return yes;
+}
+
+/* Record virtual xorb h (run `run` of content sha) as lent to repo_id (its time starts over); the ones
+ * past their time go. */
+static void lend_keep(struct mirror__xetw *x, const struct xet_hash *h, const char *sha, uint32_t run,
+		      int64_t repo_id)
+{
+	int64_t now = (int64_t)time(NULL);
+	char text[120];
+	size_t w = 0, i;
+
+	pthread_mutex_lock(&x->mu);
+	for (i = 0; i < x->nlends; i++) {
+		if (x->lends[i].until >= now)
+			x->lends[w++] = x->lends[i];
+		else
+			record_drop(x, lend_rec_name(&x->lends[i].hash, x->lends[i].repo_id));
+	}
+	x->nlends = w;
+	for (i = 0; i < x->nlends; i++)
+		if (x->lends[i].repo_id == repo_id && !memcmp(x->lends[i].hash.b, h->b, XET_HASH_LEN))
+			break;
+	if (i == x->nlends)
+		lends_add(x, &(struct lend_rec){ 0 });
+	x->lends[i] = (struct lend_rec){ .hash = *h, .run = run, .repo_id = repo_id, .until = now + LEND_S };
+	memcpy(x->lends[i].sha256, sha, 65);
+	snprintf(text, sizeof(text), "%s %u %lld\n", x->lends[i].sha256, run, (long long)x->lends[i].until);
+	record_put(x, lend_rec_name(h, repo_id), text);
+	pthread_mutex_unlock(&x->mu);
+}
+
+/* Was virtual xorb h lent to repo_id, in its time? Its content and run into sha and *run. */
+static bool xorb_lent(struct mirror__xetw *x, const struct xet_hash *h, int64_t repo_id, char sha[65], uint32_t *run)
+{
+	int64_t now = (int64_t)time(NULL);
+	bool yes = false;
+
+	pthread_mutex_lock(&x->mu);
+	for (size_t i = 0; i < x->nlends && !yes; i++) {
+		const struct lend_rec *l = &x->lends[i];
+		if (l->repo_id == repo_id && l->until >= now && !memcmp(l->hash.b, h->b, XET_HASH_LEN)) {
+			memcpy(sha, l->sha256, 65);
+			*run = l->run;
+			yes = true;
+		}
+	}
 	pthread_mutex_unlock(&x->mu);
 	return yes;
 }
@@ -756,6 +862,74 @@ static int refuse(struct shard_job *s, const char *a, const char *b, const char 
 	return -EBADMSG;
 }
 
+/* pread all n bytes at off. */
+static int pread_all(int fd, unsigned char *p, size_t n, uint64_t off)
+{
+	while (n) {
+		ssize_t k = pread(fd, p, n, (off_t)off);
+		if (k <= 0)
+			return k < 0 ? -errno : -EIO;
+		p += k;
+		n -= (size_t)k;
+		off += (uint64_t)k;
+	}
+	return 0;
+}
+
+/* Virtual xorb h (hex), lent to this repo by the dedup query, made again as a xorb from the stored
+ * content's bytes (its run of chunks, each behind an uncompressed chunk's header) into an anonymous map
+ * in o. 0, or -EBADMSG with s->why (not lent to this repo, or its content no longer stored). */
+static int lent_map(struct shard_job *s, const struct xet_hash *h, const char *hex, struct open_xorb *o)
+{
+	struct mirror__xet_run *runs = NULL;
+	struct xet_identity *id = NULL;
+	const struct xet_chunk *c = NULL;
+	char sha[65], *blob = NULL;
+	size_t nc = 0, nr = 0;
+	uint32_t run;
+	unsigned char *p;
+	int fd = -1, e = -EBADMSG;
+
+	if (!xorb_lent(s->xw, h, s->repo_id, sha, &run))
+		return refuse(s, "the shard names xorb ", hex,
+			      ", which was not uploaded for this repository (nor lent to it)");
+	if (!mirror_store_xet_identity(s->data->store, sha, &id)) {
+		c = xet_identity_chunks(id, &nc);
+		nr = mirror__xet_runs(c, nc, &runs);
+	}
+	if (!id || nr <= run || !(blob = mirror_store_blob_path(s->data->store, sha)) ||
+	    (fd = open(blob, O_RDONLY | O_CLOEXEC)) < 0) {
+		refuse(s, "xorb ", hex, " was lent from a content no longer stored: upload it");
+		goto out;
+	}
+	o->len = runs[run].len;
+	o->map = mmap(NULL, o->len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (o->map == MAP_FAILED) {
+		o->map = NULL;
+		refuse(s, "no room to make xorb ", hex, " again");
+		goto out;
+	}
+	p = o->map;
+	for (size_t i = runs[run].first; i < runs[run].first + runs[run].n; i++) {
+		xet_xorb_chunk_header_write(p, c[i].size);
+		if (pread_all(fd, p + XET_XORB_CHUNK_HEADER_LEN, c[i].size, c[i].offset)) {
+			munmap(o->map, o->len);
+			o->map = NULL;
+			refuse(s, "xorb ", hex, " was lent from a content that does not read back");
+			goto out;
+		}
+		p += XET_XORB_CHUNK_HEADER_LEN + c[i].size;
+	}
+	e = 0;
+out:
+	if (fd >= 0)
+		close(fd);
+	free(blob);
+	free(runs);
+	xet_identity_free(&id);
+	return e;
+}
+
 /* Xorb h as this repo uploaded it, read (and verified again: its file is ours, but cheap to trust
  * nothing); NULL with s->why when the repo did not upload it. */
 static const struct open_xorb *xorb_open(struct shard_job *s, const struct xet_hash *h)
@@ -770,21 +944,23 @@ static const struct open_xorb *xorb_open(struct shard_job *s, const struct xet_h
 			return &s->open[i];
 	xet_hash_hex(h, hex);
 	if (!xorb_owned(s->xw, h, s->repo_id)) {
-		refuse(s, "the shard names xorb ", hex, ", which was not uploaded for this repository");
-		return NULL;
+		if (lent_map(s, h, hex, &o))
+			return NULL;
+	} else {
+		path = xorb_path(s->xw, h);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		free(path);
+		if (fd < 0 || fstat(fd, &st) || st.st_size <= 0 ||
+		    (o.map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0)) == MAP_FAILED) {
+			if (fd >= 0)
+				close(fd);
+			refuse(s, "xorb ", hex, " is no longer kept: upload it again");
+			return NULL;
+		}
+		close(fd);
+		o.len = (size_t)st.st_size;
 	}
-	path = xorb_path(s->xw, h);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	free(path);
-	if (fd < 0 || fstat(fd, &st) || st.st_size <= 0 ||
-	    (o.map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0)) == MAP_FAILED) {
-		if (fd >= 0)
-			close(fd);
-		refuse(s, "xorb ", hex, " is no longer kept: upload it again");
-		return NULL;
-	}
-	close(fd);
-	o.len = (size_t)st.st_size;
+	/* (a lent xorb too: its bytes are the store's, their hashes checked against its name all the same) */
 	if (xet_xorb_parse(s->dec, o.map, o.len, h, &o.x, &why)) {
 		munmap(o.map, o.len);
 		refuse(s, "xorb ", hex, " does not read back");
@@ -908,6 +1084,7 @@ static int write_file(struct shard_job *s, struct catalog *cat, const struct xet
 			e = mirror_store_writer_commit(&r.w, NULL);
 		if (e)
 			return e;
+		mirror_store_xet_record(s->data->store, cat, sha);   /* the dedup query finds it from now on */
 	}
 	return catalog_blob_fetched(cat, sha, s->repo_id);
 }
@@ -993,6 +1170,121 @@ static void shard_post(struct mirror_routes *rt, struct httpd_req *req, const st
 	mirror__defer_write(rt, req, &s->j);
 }
 
+/* ---- the global dedup query ------------------------------------------------------------------------
+ *
+ * GET {cas}/v1/chunks/default[-merkledb]/HASH: a stored content whose first chunk, or one of its eligible
+ * chunks (mirror_store_xet_dedup_eligible), is HASH, and which the token's repo may name as its own
+ * (mirror_access_may_name: its own, or one a repo everyone may read holds; never a private or guarded
+ * repo's to another), is answered as a shard listing its virtual xorbs, from the run that holds HASH on
+ * (at most LEND_MAX_CHUNKS chunks), each lent to the repo for LEND_S: a later shard of the repo may name
+ * them, and its file is then made from the stored bytes (lent_map). Anything else is a 404. */
+
+struct dedup_job {
+	struct mirror__job j;
+	struct mirror_data *data;
+	struct mirror__xetw *xw;
+	const struct mirror_access *access;
+	int64_t repo_id;
+	char chunk[XET_HEX_LEN + 1];
+};
+
+/* The virtual xorbs of content sha from the run that holds chunk want on (from the first, for the
+ * other name the index knows its first chunk by), into *xs (*nx of them) and lent to repo_id. 0, or
+ * -errno when its identity cannot be had. */
+static int dedup_lend(struct dedup_job *d, const char *sha, const struct xet_hash *want, struct xet_shard_xorb **xs,
+		      size_t *nx)
+{
+	struct mirror__xet_run *runs = NULL;
+	struct xet_identity *id = NULL;
+	const struct xet_chunk *c;
+	size_t nc, nr, at, listed = 0;
+	int e = mirror_store_xet_identity(d->data->store, sha, &id);
+
+	if (e)
+		return e;
+	c = xet_identity_chunks(id, &nc);
+	for (at = 0; at < nc && memcmp(c[at].hash.b, want->b, XET_HASH_LEN); at++)
+		;
+	if (at == nc)
+		at = 0; /* the index's other name for its first chunk (store-xet.h: as older chunkers cut it) */
+	nr = mirror__xet_runs(c, nc, &runs);
+	for (size_t ri = 0; ri < nr && at < nc && listed < LEND_MAX_CHUNKS; ri++) {
+		struct xet_shard_xorb *x;
+		char hex[XET_HEX_LEN + 1];
+		if (runs[ri].first + runs[ri].n <= at)
+			continue;
+		*xs = xreallocarray(*xs, *nx + 1, sizeof(**xs));
+		x = &(*xs)[(*nx)++];
+		x->n = runs[ri].n;
+		x->chunks = xreallocarray(NULL, x->n, sizeof(*x->chunks));
+		for (size_t k = 0; k < x->n; k++) {
+			const struct xet_chunk *ck = &c[runs[ri].first + k];
+			x->chunks[k] = (struct xet_shard_chunk){ ck->hash, ck->size };
+		}
+		mirror__xet_run_hash(c, &runs[ri], hex);
+		xet_hash_from_hex(hex, &x->hash);
+		lend_keep(d->xw, &x->hash, sha, (uint32_t)ri, d->repo_id);
+		listed += x->n;
+	}
+	free(runs);
+	xet_identity_free(&id);
+	return 0;
+}
+
+static void dedup_build(struct mirror__job *j, struct catalog *cat)
+{
+	struct dedup_job *d = (struct dedup_job *)j;
+	char found[LEND_MAX_CONTENTS][65];
+	struct xet_shard_xorb *xs = NULL;
+	struct xet_hash want;
+	size_t n = 0, nx = 0;
+	int64_t now = (int64_t)time(NULL);
+
+	xet_hash_from_hex(d->chunk, &want);
+	if (catalog_xet_dedup_find(cat, d->chunk, found, LEND_MAX_CONTENTS, &n))
+		n = 0;
+	for (size_t i = 0; i < n && !nx; i++)
+		if (mirror_access_may_name(d->access, cat, found[i], d->repo_id))
+			dedup_lend(d, found[i], &want, &xs, &nx);
+	if (!nx) {
+		j->status = 404;
+		j->body = json_pack("{s:s}", "error", "no such chunk");
+		return;
+	}
+	j->text = (char *)xet_shard_write(xs, nx, (uint64_t)now, (uint64_t)(now + LEND_S), &j->len);
+	j->ctype = "application/octet-stream";
+	j->status = 200;
+	for (size_t i = 0; i < nx; i++)
+		free(xs[i].chunks);
+	free(xs);
+}
+
+static void dedup_release(struct mirror__job *j)
+{
+	free(j);
+}
+
+static void dedup_query(struct mirror_routes *rt, struct httpd_req *req, const char *hex,
+			const struct catalog_repo *repo)
+{
+	struct dedup_job *d;
+	struct xet_hash h;
+
+	if (xet_hash_from_hex(hex, &h)) {
+		cas_error(req, 404, "no such chunk");
+		return;
+	}
+	d = xcalloc(1, sizeof(*d));
+	d->j.build = dedup_build;
+	d->j.release = dedup_release;
+	d->data = rt->data;
+	d->xw = rt->xetw;
+	d->access = rt->access;
+	d->repo_id = repo->id;
+	xet_hash_hex(&h, d->chunk);
+	mirror__defer(rt, req, &d->j);
+}
+
 /* ---- the route ------------------------------------------------------------------------------------ */
 
 int mirror__route_xet_cas(struct mirror_routes *rt, struct httpd_req *req, const char *rest, const char *arg)
@@ -1011,15 +1303,14 @@ int mirror__route_xet_cas(struct mirror_routes *rt, struct httpd_req *req, const
 		httpd_set_route(req, "xet_shard");
 	} else if (get && (!strncmp(rest, "v1/chunks/default-merkledb/", 27) ||
 			   !strncmp(rest, "v1/chunks/default/", 18))) {
-		/* the global dedup query: the mirror keeps no index of chunks to answer it from, so it knows
-		 * none (a 404: the client uploads them) */
+		/* the global dedup query (above) */
 		httpd_set_route(req, "xet_dedup");
-		if (!cas_writer(rt, req, MIRROR_XET_READ, &repo, &status, &why)) {
+		if (!cas_writer(rt, req, MIRROR_XET_WRITE, &repo, &status, &why)) {
 			cas_error(req, status, why);
 			return 0;
 		}
+		dedup_query(rt, req, rest + (!strncmp(rest, "v1/chunks/default-merkledb/", 27) ? 27 : 18), &repo);
 		catalog_repo_release(&repo);
-		cas_error(req, 404, "no such chunk");
 		return 0;
 	} else {
 		return HTTPD_PASS; /* (the CAS's reads are another front's) */

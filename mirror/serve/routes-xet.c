@@ -3,11 +3,12 @@
  * and v2, with Range) and xorb byte ranges, all from the plain stored file.
  *
  * The mirror keeps no xorbs. A file's "virtual xorbs" are its chunks (its identity, store-xet.h) cut
- * into runs of at most XORB_MAX bytes as a xorb would hold them uncompressed (an 8-byte header before
- * each chunk), each named by the xorb hash of its chunks; a byte range of one is made on the fly from
- * the blob. The URLs a reconstruction hands out carry a capability of their own (a fetch token of
- * xet-token.h, bound to the repo and to that run of that content), since clients fetch them as
- * presigned URLs, without the access token. Everything that reads the store runs on a worker.
+ * into runs of at most MIRROR__XET_XORB_MAX bytes as a xorb would hold them uncompressed (an 8-byte
+ * header before each chunk; floor-xet.c), each named by the xorb hash of its chunks; a byte range
+ * of one is made on the fly from the blob. The URLs a reconstruction hands out carry a capability of
+ * their own (a fetch token of xet-token.h, bound to the repo and to that run of that content), since
+ * clients fetch them as presigned URLs, without the access token. Everything that reads the store
+ * runs on a worker.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -35,54 +36,14 @@
 #include "routes-int.h"
 #include "xet-token.h"
 
-#define XORB_MAX (64 << 20)           /* a virtual xorb's bytes, headers included, as the spec's xorbs */
 #define FETCH_TTL 900                 /* seconds a fetch URL lives (a 403 makes clients ask again) */
 #define MAX_RANGES 1024               /* ranges in one xorb request */
 #define BOUNDARY "hubmirror-xet-3c9f1e7a5d2b4086"
 
 /* ---- virtual xorbs ------------------------------------------------------------------------------ */
 
-/* One run of a file's chunks: chunks [first, first + n), len bytes as a xorb (headers included). */
-struct run {
-	size_t first, n;
-	uint64_t len;
-};
-
-/* The runs of chunks c[0..nc): each as many chunks as fit in XORB_MAX. *out malloc'd. */
-static size_t runs_of(const struct xet_chunk *c, size_t nc, struct run **out)
-{
-	struct run *r = NULL;
-	size_t n = 0, cap = 0;
-
-	for (size_t i = 0; i < nc; i++) {
-		uint64_t need = XET_XORB_CHUNK_HEADER_LEN + c[i].size;
-		if (!n || r[n - 1].len + need > XORB_MAX) {
-			if (n == cap)
-				r = xreallocarray(r, cap = cap ? 2 * cap : 8, sizeof(*r));
-			r[n++] = (struct run){ i, 0, 0 };
-		}
-		r[n - 1].n++;
-		r[n - 1].len += need;
-	}
-	*out = r;
-	return n;
-}
-
-/* The xorb hash of run r, in its text form. */
-static void run_hash(const struct xet_chunk *c, const struct run *r, char *hex)
-{
-	struct xet_node *nodes = xcalloc(r->n ? r->n : 1, sizeof(*nodes));
-	struct xet_hash h;
-
-	for (size_t i = 0; i < r->n; i++)
-		nodes[i] = (struct xet_node){ c[r->first + i].hash, c[r->first + i].size };
-	xet_xorb_hash(nodes, r->n, &h);
-	xet_hash_hex(&h, hex);
-	free(nodes);
-}
-
 /* Where chunk k of run r starts in the run's bytes (its header). */
-static uint64_t run_offset(const struct xet_chunk *c, const struct run *r, size_t k)
+static uint64_t run_offset(const struct xet_chunk *c, const struct mirror__xet_run *r, size_t k)
 {
 	uint64_t off = 0;
 
@@ -199,8 +160,8 @@ static char *fetch_url(struct recon_job *rj, const char *sha256, size_t idx)
 }
 
 /* Add run ri's chunks [s, e) (indexes in the run) to the answer: a term, and where to fetch it. */
-static void add_term(struct recon_job *rj, const char *sha256, const struct xet_chunk *c, const struct run *r,
-		     size_t ri, size_t s, size_t e, json_t *terms, json_t *where)
+static void add_term(struct recon_job *rj, const char *sha256, const struct xet_chunk *c,
+		     const struct mirror__xet_run *r, size_t ri, size_t s, size_t e, json_t *terms, json_t *where)
 {
 	char hex[XET_HEX_LEN + 1], *url = fetch_url(rj, sha256, ri);
 	uint64_t unpacked = 0, from = run_offset(c, r, s), to = run_offset(c, r, e) - 1;
@@ -208,7 +169,7 @@ static void add_term(struct recon_job *rj, const char *sha256, const struct xet_
 
 	for (size_t k = s; k < e; k++)
 		unpacked += c[r->first + k].size;
-	run_hash(c, r, hex);
+	mirror__xet_run_hash(c, r, hex);
 	json_array_append_new(terms, json_pack("{s:s, s:I, s:{s:I, s:I}}", "hash", hex, "unpacked_length",
 					       (json_int_t)unpacked, "range", "start", (json_int_t)s, "end",
 					       (json_int_t)e));
@@ -233,8 +194,8 @@ static json_t *recon_json(struct recon_job *rj, const char *sha256, const struct
 			  int64_t a, int64_t b)
 {
 	json_t *terms = json_array(), *where = json_object();
-	struct run *runs = NULL;
-	size_t nr = runs_of(c, nc, &runs), first = nc, last = 0;
+	struct mirror__xet_run *runs = NULL;
+	size_t nr = mirror__xet_runs(c, nc, &runs), first = nc, last = 0;
 	int64_t skip = 0;
 
 	for (size_t i = 0; i < nc; i++) {
@@ -414,7 +375,7 @@ static int xorb_ranges(const char *h, uint64_t len, uint64_t (*r)[2], size_t *n)
 
 /* Append the run's bytes [from, to] to out: chunk headers made here, chunk data read from the blob
  * (fd). 0 or -errno. */
-static int xorb_bytes(int fd, const struct xet_chunk *c, const struct run *r, uint64_t from, uint64_t to,
+static int xorb_bytes(int fd, const struct xet_chunk *c, const struct mirror__xet_run *r, uint64_t from, uint64_t to,
 		      struct buf *out)
 {
 	uint64_t off = 0;
@@ -447,7 +408,7 @@ static int xorb_bytes(int fd, const struct xet_chunk *c, const struct run *r, ui
 }
 
 /* The body of ranges r[0..n) of the run (one range: its bytes; several: multipart/byteranges). */
-static int xorb_body(int fd, const struct xet_chunk *c, const struct run *run, uint64_t (*r)[2], size_t n,
+static int xorb_body(int fd, const struct xet_chunk *c, const struct mirror__xet_run *run, uint64_t (*r)[2], size_t n,
 		     struct buf *out)
 {
 	int e = 0;
@@ -470,7 +431,7 @@ static void xorb_build(struct mirror__job *j, struct catalog *cat)
 {
 	struct xorb_job *xj = (struct xorb_job *)j;
 	struct xet_identity *id = NULL;
-	struct run *runs = NULL;
+	struct mirror__xet_run *runs = NULL;
 	uint64_t (*r)[2] = NULL;
 	struct buf out;
 	char *path = NULL;
@@ -482,7 +443,7 @@ static void xorb_build(struct mirror__job *j, struct catalog *cat)
 	e = mirror_store_xet_identity(xj->store, xj->sha256, &id);
 	if (!e) {
 		const struct xet_chunk *c = xet_identity_chunks(id, &nc);
-		nr = runs_of(c, nc, &runs);
+		nr = mirror__xet_runs(c, nc, &runs);
 		if (xj->idx >= nr) {
 			e = -ENOENT;
 			goto out;

@@ -335,6 +335,60 @@ TEST(shard_damaged)
 	buf_release(&b);
 }
 
+/* xet_shard_write: the dedup query's answer reads back as written, with its lookup tables where the
+ * footer says, sorted, and the zero key (plain chunk hashes). */
+static void test_shard_write(void)
+{
+	struct xet_shard_chunk ch[5];
+	struct xet_shard_xorb xs[2] = { { .n = 3, .chunks = ch }, { .n = 2, .chunks = ch + 3 } };
+	struct xet_shard *s = NULL;
+	unsigned char *p;
+	size_t len = 0;
+	uint64_t prev = 0;
+
+	for (int i = 0; i < 5; i++) {
+		fill(ch[i].hash.b, XET_HASH_LEN, 100 + (uint64_t)i);
+		ch[i].size = 9000 + 1000 * (uint32_t)i;
+	}
+	fill(xs[0].hash.b, XET_HASH_LEN, 1);
+	fill(xs[1].hash.b, XET_HASH_LEN, 2);
+	p = xet_shard_write(xs, 2, 1000, 2000, &len);
+	CHECK_INT(len, 48 + 48 + (2 + 5 + 1) * 48 + 2 * 12 + 5 * 16 + 200);
+	CHECK_INT(xet_shard_parse(p, len, &s, NULL), 0);
+	if (s) {
+		CHECK_INT(s->nfiles, 0);
+		CHECK_INT(s->nxorbs, 2);
+		CHECK(!s->keyed);
+		CHECK(!memcmp(s->xorbs[1].hash.b, xs[1].hash.b, XET_HASH_LEN));
+		CHECK_INT(s->xorbs[1].n, 2);
+		CHECK(!memcmp(s->xorbs[1].chunks[1].hash.b, ch[4].hash.b, XET_HASH_LEN));
+		CHECK_INT(s->xorbs[1].chunks[1].size, 13000);
+	}
+	xet_shard_free(&s);
+	/* the chunk lookup: 5 entries of (truncated hash, xorb, chunk), sorted, at the footer's offset */
+	{
+		const unsigned char *f = p + len - 200, *t;
+		uint64_t at = 0, n = 0;
+		for (int i = 7; i >= 0; i--) {
+			at = at << 8 | f[56 + i];
+			n = n << 8 | f[64 + i];
+		}
+		CHECK_INT(n, 5);
+		CHECK_INT(at, 48 + 48 + 8 * 48 + 2 * 12);
+		for (uint64_t k = 0; k < n; k++) {
+			uint64_t v = 0;
+			t = p + at + 16 * k;
+			for (int i = 7; i >= 0; i--)
+				v = v << 8 | t[i];
+			CHECK(v >= prev);
+			prev = v;
+			CHECK(t[8] < 2 && t[12] < 3);
+			CHECK(!memcmp(t, ch[t[8] * 3 + t[12]].hash.b, 8));
+		}
+	}
+	free(p);
+}
+
 int main(void)
 {
 	RUN(compressed_chunks);
@@ -342,5 +396,6 @@ int main(void)
 	RUN(xorb_chunk_bound);
 	RUN(shard_parse);
 	RUN(shard_damaged);
+	RUN(shard_write);
 	return test_done();
 }

@@ -62,7 +62,7 @@ st, ans = cas("POST", f"{cas_url}/v1/xorbs/default/{good['id']['xorb']}", tok, g
 check("a xorb of LZ4, BG4-LZ4 and plain chunks with hf_xet's footer is taken", st == 200 and ans.get("was_inserted"),
       (st, ans))
 st, ans = cas("GET", f"{cas_url}/v1/chunks/default-merkledb/{good['chunks'][0][0]}", tok)
-check("the global dedup query: 404 (the mirror keeps no chunk index)", st == 404, st)
+check("the global dedup query for a chunk only a posted xorb holds (no stored file): 404", st == 404, st)
 st, _ = cas("GET", f"{cas_url}/v1/chunks/default-merkledb/{good['chunks'][0][0]}", None)
 check("... and 401 without a token", st == 401, st)
 st, ans = cas("POST", f"{cas_url}/v1/shards", tok, make_shard([good["file"]], [good["xorb_entry"]]))
