@@ -512,6 +512,17 @@ static bool wanted_here(const struct fill *f, int p)
 	       f->tries[p] < FILL_TRIES && (!f->elsewhere[p] || (int32_t)(f->elsewhere[p] - (uint32_t)f->now) <= 0);
 }
 
+/* Pieces written here that libtorrent has now (an eviction added the torrent again with every piece
+ * had, those written here too): no longer counted as written here, else the cache's use counts them twice. */
+static void seen_by_libtorrent(struct fill *f)
+{
+	for (int p = 0; p < f->files.pieces; p++)
+		if (f->mine[p] && f->had[p] == 1) {
+			f->mine[p] = 0;
+			f->direct_bytes -= file_bytes_of(f, p);
+		}
+}
+
 /* Claim the next run: [*first, *end) of fe. 1: claimed; 0: nothing is left to fetch; -1: not now (libtorrent
  * checks the files, or is gone). */
 static int next_run(struct fill *f, int *first, int *end, const struct p2p_file_entry **fe)
@@ -525,6 +536,7 @@ static int next_run(struct fill *f, int *first, int *end, const struct p2p_file_
 			agent_fill_soon(f->a); /* libtorrent still checks the files */
 		return -1;
 	}
+	seen_by_libtorrent(f);
 	f->now = uv_now(&f->a->loop);
 	if (f->hint >= 0 && !wanted_here(f, f->hint))
 		f->hint = -1; /* it came, or comes from a peer, a run or another agent */
@@ -919,6 +931,8 @@ static void forget(void *ud, struct agent_snap *s, const struct p2p_cold *v, siz
 		f->tries[p] = 0;
 		f->direct_bytes -= file_bytes_of(f, p);
 	}
+	if (f && !p2p_session_pieces_had(f->a->ses, f->btih, f->had, NULL, f->files.pieces))
+		seen_by_libtorrent(f);
 }
 
 bool agent_fill_direct_done(const struct agent_snap *s)
