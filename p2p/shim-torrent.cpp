@@ -419,6 +419,10 @@ bool verify_in_file(lt::torrent_info const &ti, std::vector<lt::sha256_hash> con
 		int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
 		if (fd < 0)
 			return false;
+		/* gentle: no readahead, which would bring in the next chunk's pages, and a chunk with any
+		 * page in counts as cached and stays: a scrub behind a mount's reads kept every byte */
+		if (gentle)
+			(void)posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM);
 		std::int64_t at = sl.offset;
 		while (left > 0) {
 			/* a chunk read whole, so that v2's 16 KiB blocks never straddle two reads */

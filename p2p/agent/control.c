@@ -155,6 +155,9 @@ static json_t *snap_json(struct agent *a, const struct agent_snap *s, json_t *na
 	json_object_set_new(j, "path", json_string(path));
 	/* pieces the HTTP fill fetched from the mirror while alone (fill.c), in downloaded too */
 	json_object_set_new(j, "fetched_over_http", json_integer(s->fill_bytes));
+	/* bytes of the pieces libtorrent holds, which it offers to peers (not those the direct fill wrote
+	 * and has not handed over yet) */
+	json_object_set_new(j, "offered", json_integer(ok ? st.held : 0));
 	/* mounts umount detached that still serve open files or another namespace's copy */
 	json_object_set_new(j, "detached_in_use", json_integer((json_int_t)lingering_in_use(s)));
 	/* taken back whole after a restart: its pieces are verified as they are read, not all up front */

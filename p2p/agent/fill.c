@@ -10,7 +10,9 @@
  *   mode); runs of 4 MiB, three at once (one in the first FILL_WARY_MS), in order from the piece a reader waits for
  *   (p2p_session_take_wanted) or where the last run ended; each piece is checked against its v2 hash
  *   and written into the cache's files on libuv's thread pool (p2p_session_write_piece), readable at
- *   once; when all are in, the torrent is added again in seed mode (p2p_session_reseed). The tracker
+ *   once; when all are in, the torrent is added again in seed mode (p2p_session_reseed), and when what
+ *   reads asked for is in and none asked for more for FILL_HANDOVER_MS, it is added again with those
+ *   pieces had (libtorrent offers them to peers; a read wanting more, still alone, goes direct again). The tracker
  *   is asked again meanwhile: when another agent shows up, direct mode ends once every write is done
  *   (libtorrent then checks the files) and the swarm way goes on.
  * - In a swarm: one piece at a time, handed to libtorrent (p2p_session_add_piece), which checks it as
@@ -45,6 +47,8 @@
 #define FILL_RUN_BYTES ((int64_t)4 << 20)   /* alone: bytes asked for in one request (at least a piece) */
 #define FILL_PARALLEL 3                     /* alone: requests in flight per snapshot; in a swarm 1 */
 #define FILL_WARY_MS 1500                   /* ...but 1 for this long after direct mode starts */
+#define FILL_HANDOVER_MS 1000               /* direct: all in and nothing asked for this long: libtorrent
+					     * takes the pieces (and offers them to peers) */
 #define FILL_FAST_BPS ((int64_t)100 << 20)  /* ...unless one run at a time comes this fast (bytes/s) */
 #define FILL_FAST_MIN ((int64_t)1 << 20)    /* ...measured on a run of this many bytes or more */
 #define FILL_ELSEWHERE_MS 5000              /* a range the mirror said another agent has: left to peers */
@@ -111,7 +115,9 @@ struct fill {
 	bool leaving;                   /* another agent came: direct mode ends once no request is in
 					 * flight and no write waits (then libtorrent takes the pieces written) */
 	bool all_in;                    /* direct: every wanted piece is written (a snapshot of some files
-					 * stays in direct mode while alone: reads may want more) */
+					 * stays in direct mode FILL_HANDOVER_MS: reads may want more) */
+	uint64_t idle_since;            /* direct: since when nothing was left to ask for (0: not) */
+	bool handed_over;               /* direct mode ended once: no wary start when it comes again */
 	int working;                    /* pieces being checked and written on the thread pool */
 	int64_t working_bytes;
 	unsigned char *mine;            /* per piece: written here */
@@ -274,6 +280,9 @@ static void direct_end(struct fill *f, bool whole)
 		log_warn("agent", "%.12s: %s", f->btih, err ? err : "cannot add the torrent again");
 		f->given_up = true;
 	}
+	/* libtorrent has them now: a later direct mode counts only what it writes itself */
+	memset(f->mine, 0, (size_t)f->files.pieces);
+	f->direct_bytes = 0;
 	free(err);
 	if (!whole)
 		agent_fill_soon(f->a); /* libtorrent takes the pieces now */
@@ -520,6 +529,17 @@ static bool wanted_here(const struct fill *f, int p)
 	       f->tries[p] < FILL_TRIES && (!f->elsewhere[p] || (int32_t)(f->elsewhere[p] - (uint32_t)f->now) <= 0);
 }
 
+/* Pieces written here that libtorrent has now (an eviction added the torrent again with every piece
+ * had, those written here too): no longer counted as written here, else the cache's use counts them twice. */
+static void seen_by_libtorrent(struct fill *f)
+{
+	for (int p = 0; p < f->files.pieces; p++)
+		if (f->mine[p] && f->had[p] == 1) {
+			f->mine[p] = 0;
+			f->direct_bytes -= file_bytes_of(f, p);
+		}
+}
+
 /* Claim the next run: [*first, *end) of fe. 1: claimed; 0: nothing is left to fetch; -1: not now (libtorrent
  * checks the files, or is gone). */
 static int next_run(struct fill *f, int *first, int *end, const struct p2p_file_entry **fe)
@@ -533,6 +553,7 @@ static int next_run(struct fill *f, int *first, int *end, const struct p2p_file_
 			agent_fill_soon(f->a); /* libtorrent still checks the files */
 		return -1;
 	}
+	seen_by_libtorrent(f);
 	f->now = uv_now(&f->a->loop);
 	if (f->hint >= 0 && !wanted_here(f, f->hint))
 		f->hint = -1; /* it came, or comes from a peer, a run or another agent */
@@ -586,7 +607,7 @@ static int parallel(const struct fill *f)
 {
 	if (!f->alone && !f->direct)
 		return 1;
-	if (f->direct && !f->fast && uv_now(&f->a->loop) - f->direct_since < FILL_WARY_MS)
+	if (f->direct && !f->fast && !f->handed_over && uv_now(&f->a->loop) - f->direct_since < FILL_WARY_MS)
 		return 1;
 	return FILL_PARALLEL;
 }
@@ -645,20 +666,27 @@ static void pump(struct fill *f)
 		int first, end, got;
 		if ((got = next_run(f, &first, &end, &fe)) != 1) {
 			if (!got && f->direct && !f->inflight && !f->working) {
-				/* nothing left to ask for: all in (or pieces that kept failing). A snapshot of
-				 * some files stays in direct mode (reads may want more) once what it wants is in */
+				/* nothing left to ask for: all in (or pieces that kept failing). What is in goes
+				 * to libtorrent once no read asked for more for FILL_HANDOVER_MS, and libtorrent
+				 * offers it to the next instance; a snapshot of some files goes direct again
+				 * when a read wants more while it is alone */
 				bool all = true, wanted = true;
 				for (int p = 0; wanted && p < f->files.pieces; p++) {
 					all &= f->had[p] == 1 || f->mine[p];
 					wanted = f->had[p] || f->mine[p];
 				}
 				f->all_in = wanted;
+				if (!f->idle_since)
+					f->idle_since = uv_now(&a->loop);
 				if (!wanted)
 					log_warn("agent", "%.12s: %d %s failing over HTTP ranges (%d tries each): "
 						 "libtorrent takes over", f->btih, failing(f),
 						 failing(f) == 1 ? "piece kept" : "pieces kept", FILL_TRIES);
-				if (all || !wanted)
+				if (all || !wanted || uv_now(&a->loop) - f->idle_since >= FILL_HANDOVER_MS) {
 					direct_end(f, all);
+					f->direct_tried = !wanted || all;
+					f->handed_over = true;
+				}
 			}
 			return;
 		}
@@ -673,6 +701,7 @@ static void pump(struct fill *f)
 			return;
 		}
 		f->all_in = false;
+		f->idle_since = 0;
 		r = xcalloc(1, sizeof(*r));
 		r->f = f;
 		if ((r->mirror = pick_mirror(f, first)) < 0) {
@@ -932,6 +961,8 @@ static void forget(void *ud, struct agent_snap *s, const struct p2p_cold *v, siz
 		f->tries[p] = 0;
 		f->direct_bytes -= file_bytes_of(f, p);
 	}
+	if (f && !p2p_session_pieces_had(f->a->ses, f->btih, f->had, NULL, f->files.pieces))
+		seen_by_libtorrent(f);
 }
 
 bool agent_fill_direct_done(const struct agent_snap *s)
