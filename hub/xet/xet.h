@@ -43,6 +43,8 @@ void xet_chunker_init(struct xet_chunker *c);
  * chunk, and the caller calls again with the rest); else all n do and the chunk goes on. The last
  * chunk of a file ends at its end, which only the caller knows. */
 size_t xet_chunker_scan(struct xet_chunker *c, const unsigned char *data, size_t n, bool *cut);
+/* The gear hash's table (for the unit test's reference chunker). */
+extern const uint64_t xet_gear_table[256];
 
 /* ---- hashes ---- */
 
