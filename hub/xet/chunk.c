@@ -15,7 +15,7 @@
 #define XET_SKIP (XET_CHUNK_MIN - 64 - 1)
 
 /* The gear hash's table, the gearhash crate's DEFAULT_TABLE (the spec names it). */
-static const uint64_t gear_table[256] = {
+const uint64_t xet_gear_table[256] = {
 	0xb088d3a9e840f559ULL, 0x5652c7f739ed20d6ULL, 0x45b28969898972abULL, 0x6b0a89d5b68ec777ULL,
 	0x368f573e8b7a31b7ULL, 0x1dc636dce936d94bULL, 0x207a4c4e5554d5b6ULL, 0xa474b34628239acbULL,
 	0x3b06a83e1ca3b912ULL, 0x90e78d6c2f02baf7ULL, 0xe1c92df7150d9a8aULL, 0x8e95053a1086d3adULL,
@@ -88,27 +88,95 @@ void xet_chunker_init(struct xet_chunker *c)
 	c->len = 0;
 }
 
-size_t xet_chunker_scan(struct xet_chunker *c, const unsigned char *data, size_t n, bool *cut)
+/* Roll the hash over p[0..n) testing nothing: bytes where no boundary may be. */
+static uint64_t roll(uint64_t h, const unsigned char *p, size_t n)
 {
-	uint64_t h = c->gear, len = c->len;
 	size_t i = 0;
 
-	if (len < XET_SKIP) {
-		uint64_t skip = XET_SKIP - len;
-		if (skip > n)
-			skip = n;
-		i = (size_t)skip;
-		len += skip;
+	for (; i + 4 <= n; i += 4) {
+		h = (h << 1) + xet_gear_table[p[i]];
+		h = (h << 1) + xet_gear_table[p[i + 1]];
+		h = (h << 1) + xet_gear_table[p[i + 2]];
+		h = (h << 1) + xet_gear_table[p[i + 3]];
 	}
-	for (; i < n; i++) {
-		h = (h << 1) + gear_table[data[i]];
-		len++;
-		if ((len >= XET_CHUNK_MIN && (h & XET_MASK) == 0) || len >= XET_CHUNK_MAX) {
-			c->gear = 0;
-			c->len = 0;
-			*cut = true;
-			return i + 1;
-		}
+	for (; i < n; i++)
+		h = (h << 1) + xet_gear_table[p[i]];
+	return h;
+}
+
+#define XET_STEP(k) \
+	do { \
+		h = (h << 1) + xet_gear_table[p[i + (k)]]; \
+		if ((h & XET_MASK) == 0) { \
+			*hp = h; \
+			return i + (k) + 1; \
+		} \
+	} while (0)
+
+/*
+ * Roll the hash over p[0..n) testing only the mask, where any byte may end a chunk: the count of
+ * bytes up to and including the first whose hash has its top 16 bits zero, or 0 if none has (*hp
+ * is then the hash after all n).
+ */
+static size_t roll_find(uint64_t *hp, const unsigned char *p, size_t n)
+{
+	uint64_t h = *hp;
+	size_t i = 0;
+
+	for (; i + 4 <= n; i += 4) {
+		XET_STEP(0);
+		XET_STEP(1);
+		XET_STEP(2);
+		XET_STEP(3);
+	}
+	for (; i < n; i++)
+		XET_STEP(0);
+	*hp = h;
+	return 0;
+}
+
+static size_t cut_here(struct xet_chunker *c, bool *cut, size_t at)
+{
+	c->gear = 0;
+	c->len = 0;
+	*cut = true;
+	return at;
+}
+
+/*
+ * Three stretches, so that the loop over a byte does no more than it must: the skipped bytes
+ * (above), the bytes before XET_CHUNK_MIN (hashed, never a boundary), then the bytes up to
+ * XET_CHUNK_MAX (hashed, the mask tested); the chunk ends at XET_CHUNK_MAX if nothing ended it before.
+ */
+size_t xet_chunker_scan(struct xet_chunker *c, const unsigned char *data, size_t n, bool *cut)
+{
+	uint64_t h = c->gear, len = c->len, m;
+	size_t i = 0, at;
+
+	if (len < XET_SKIP) {
+		m = XET_SKIP - len;
+		i = m > n ? n : (size_t)m;
+		len += i;
+	}
+	if (i < n && len < XET_CHUNK_MIN - 1) {
+		m = XET_CHUNK_MIN - 1 - len;
+		if (m > n - i)
+			m = n - i;
+		h = roll(h, data + i, (size_t)m);
+		i += (size_t)m;
+		len += m;
+	}
+	if (i < n) {
+		m = XET_CHUNK_MAX - len;
+		if (m > n - i)
+			m = n - i;
+		at = roll_find(&h, data + i, (size_t)m);
+		if (at)
+			return cut_here(c, cut, i + at);
+		i += (size_t)m;
+		len += m;
+		if (len >= XET_CHUNK_MAX)
+			return cut_here(c, cut, i);
 	}
 	c->gear = h;
 	c->len = len;
@@ -122,7 +190,7 @@ size_t xet_chunk_first_legacy(const unsigned char *data, size_t n)
 	size_t end = n < XET_CHUNK_MAX ? n : XET_CHUNK_MAX;
 
 	for (size_t i = XET_SKIP; i < end; i++) {
-		h = (h << 1) + gear_table[data[i]];
+		h = (h << 1) + xet_gear_table[data[i]];
 		if ((h & XET_MASK) == 0)
 			return i + 1 < XET_CHUNK_MIN ? i + 1 : 0;   /* (from 8 KiB on, the spec cuts there too) */
 	}

@@ -48,6 +48,8 @@ size_t xet_chunker_scan(struct xet_chunker *c, const unsigned char *data, size_t
  * "Chunks"): its size when that chunker ends it at 8,128-8,191 bytes where the spec's does not, else 0
  * (both cut it alike). */
 size_t xet_chunk_first_legacy(const unsigned char *data, size_t n);
+/* The gear hash's table (for the unit test's reference chunker). */
+extern const uint64_t xet_gear_table[256];
 
 /* ---- hashes ---- */
 

@@ -174,6 +174,156 @@ TEST(chunker_bounds_and_slicing)
 	free(data);
 }
 
+/*
+ * The reference: the plain chunker, one byte at a time from each chunk's start, every rule tested at
+ * every byte. Writes the ends of the chunks of p[0..n) to ends (max of them), returns their count.
+ */
+static size_t reference_cuts(const unsigned char *p, size_t n, size_t *ends, size_t max)
+{
+	uint64_t h = 0, len = 0;
+	size_t k = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		h = (h << 1) + xet_gear_table[p[i]];
+		len++;
+		if ((len >= XET_CHUNK_MIN && (h & 0xffff000000000000ULL) == 0) || len >= XET_CHUNK_MAX) {
+			if (k < max)
+				ends[k] = i + 1;
+			k++;
+			h = 0;
+			len = 0;
+		}
+	}
+	return k;
+}
+
+/* The chunker's cuts of p[0..n) fed in slices of random sizes (up to span bytes; seed picks them). */
+static size_t sliced_cuts(const unsigned char *p, size_t n, size_t *ends, size_t max, uint64_t seed,
+			  size_t span)
+{
+	struct xet_chunker c;
+	size_t pos = 0, k = 0;
+
+	xet_chunker_init(&c);
+	while (pos < n) {
+		size_t step, used;
+		bool cut;
+		seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+		step = 1 + (size_t)(seed >> 33) % span;
+		if (step > n - pos)
+			step = n - pos;
+		used = xet_chunker_scan(&c, p + pos, step, &cut);
+		if (used > step || (!cut && used != step) || (cut && used == 0))
+			return (size_t)-1;
+		pos += used;
+		if (cut) {
+			if (k < max)
+				ends[k] = pos;
+			k++;
+		}
+	}
+	return k;
+}
+
+/* Fill with a test pattern: random bytes, runs of zeros, a short repeated pattern, by region. */
+static void fill_mixed(unsigned char *p, size_t n, uint64_t seed)
+{
+	size_t pos = 0;
+
+	while (pos < n) {
+		size_t run;
+		seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+		run = 1 + (size_t)(seed >> 30) % (3 * XET_CHUNK_MAX);
+		if (run > n - pos)
+			run = n - pos;
+		switch ((seed >> 20) % 3) {
+		case 0:
+			fill(p + pos, run, seed);
+			break;
+		case 1:
+			memset(p + pos, 0, run);
+			break;
+		default:
+			for (size_t i = 0; i < run; i++)
+				p[pos + i] = (unsigned char)("\x17\xa5\x3c"[i % 3] + (seed & 1));
+		}
+		pos += run;
+	}
+}
+
+/*
+ * Planted boundaries: 64 random bytes whose hash has its top 16 bits zero, found by trying, placed
+ * after zeros (which never make a boundary) to end where the rules change: just before, at and after
+ * XET_CHUNK_MIN, at each place in the unrolled loops, about XET_CHUNK_MAX, each from a chunk's start.
+ * Returns the length planted.
+ */
+static size_t fill_planted(unsigned char *p, size_t n)
+{
+	static const size_t ends[] = {XET_CHUNK_MIN - 1, XET_CHUNK_MIN, XET_CHUNK_MIN + 1, XET_CHUNK_MIN + 2,
+				      XET_CHUNK_MIN + 3, XET_CHUNK_MIN + 4, XET_CHUNK_MIN + 5, XET_CHUNK_MAX - 1,
+				      XET_CHUNK_MAX, XET_CHUNK_MAX + 1, 3 * XET_CHUNK_MIN + 2};
+	unsigned char w[64];
+	uint64_t seed = 7, h;
+	size_t pos = 0;
+
+	do {
+		h = 0;
+		fill(w, sizeof w, seed++);
+		for (size_t i = 0; i < sizeof w; i++)
+			h = (h << 1) + xet_gear_table[w[i]];
+	} while (h >> 48);
+	memset(p, 0, n);
+	for (size_t k = 0, e = ends[0]; pos + e + 1 <= n; k++, e = ends[k % 11]) {
+		memcpy(p + pos + e - 64, w, 64);
+		pos += e >= XET_CHUNK_MIN && e <= XET_CHUNK_MAX ? e : XET_CHUNK_MAX;   /* where the chunk ends */
+	}
+	return pos;
+}
+
+/*
+ * The chunker against the reference over random, zero and repeating buffers cut in random slices
+ * (from a byte to several chunks at a time): the same boundaries, every one.
+ */
+TEST(chunker_matches_reference)
+{
+	size_t len = 3 << 20, max = len / XET_CHUNK_MIN + 2;
+	unsigned char *data = malloc(len);
+	size_t *want = malloc(max * sizeof *want), *got = malloc(max * sizeof *got);
+	static const size_t spans[] = {1, 7, 100, 4096, XET_CHUNK_MIN + 3, XET_CHUNK_MAX, 3 * XET_CHUNK_MAX};
+
+	for (uint64_t seed = 1; seed <= 7; seed++) {
+		size_t nw, ng, at_min = 0;
+		if (seed <= 2)
+			fill(data, len, seed * 977);
+		else if (seed <= 6)
+			fill_mixed(data, len, seed);
+		else
+			CHECK(fill_planted(data, len) > len / 2);
+		nw = reference_cuts(data, len, want, max);
+		CHECK(nw > 10 && nw < max);
+		for (size_t i = 1; i < nw; i++)
+			at_min += want[i] - want[i - 1] == XET_CHUNK_MIN;
+		CHECK(seed < 7 || at_min > 0);   /* the planted ones do end chunks at the minimum */
+		for (size_t s = 0; s < sizeof spans / sizeof spans[0]; s++) {
+			size_t n = s == 0 ? 300000 : len;   /* a byte at a time: a shorter prefix */
+			if (n != len)
+				nw = reference_cuts(data, n, want, max);
+			ng = sliced_cuts(data, n, got, max, seed * 31 + s, spans[s]);
+			CHECK_INT(ng, nw);
+			for (size_t i = 0; i < nw && i < ng; i++)
+				if (got[i] != want[i]) {
+					CHECK_INT(got[i], want[i]);
+					break;
+				}
+			if (n != len)
+				nw = reference_cuts(data, len, want, max);
+		}
+	}
+	free(data);
+	free(want);
+	free(got);
+}
+
 static int parse_damaged(const unsigned char *form, size_t len, size_t at, unsigned char x, size_t cut)
 {
 	unsigned char *copy = malloc(len);
@@ -311,6 +461,7 @@ int main(void)
 	RUN(zeros_cut_at_the_maximum);
 	RUN(chunker_bounds_and_slicing);
 	RUN(first_chunk_legacy);
+	RUN(chunker_matches_reference);
 	RUN(identity_file);
 	RUN(xorb_chunk_header);
 	return test_done();

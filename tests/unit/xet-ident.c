@@ -9,8 +9,8 @@
  *
  * xet-ident --bench MIB: CPU-seconds per GiB (this process's user + system) of SHA-256 alone
  * (OpenSSL, as the store hashes), of SHA-256 and the Xet identity in one pass over the same 256 KiB
- * slices, and of the identity alone, over MIB MiB of random bytes held in memory (bench/xet_bench.sh,
- * docs/benchmarks.md, "Xet identity").
+ * slices, of the identity alone, and of its chunker alone (the gear hash, no BLAKE3), over MIB MiB of
+ * random bytes held in memory (bench/xet_bench.sh, docs/benchmarks.md, "Xet identity").
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -75,6 +75,29 @@ static double cpu_now(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+/* The chunker alone over mib MiB as pass() slices it: CPU-seconds per GiB; *cuts counts its boundaries. */
+static double chunker_pass(const unsigned char *buf, size_t buflen, size_t mib, size_t *cuts)
+{
+	const size_t slice = 256 << 10;
+	struct xet_chunker c;
+	double t0 = cpu_now();
+
+	xet_chunker_init(&c);
+	*cuts = 0;
+	for (size_t done = 0; done < mib << 20; done += slice) {
+		const unsigned char *p = buf + done % buflen;
+		size_t left = slice;
+		while (left > 0) {
+			bool cut;
+			size_t k = xet_chunker_scan(&c, p, left, &cut);
+			*cuts += cut;
+			p += k;
+			left -= k;
+		}
+	}
+	return (cpu_now() - t0) * 1024.0 / (double)mib;
+}
+
 /* One pass over mib MiB (a 64 MiB buffer again and again) in 256 KiB slices: CPU-seconds per GiB. */
 static double pass(const unsigned char *buf, size_t buflen, size_t mib, int sha, int xet)
 {
@@ -102,7 +125,8 @@ static double pass(const unsigned char *buf, size_t buflen, size_t mib, int sha,
 
 static int bench(size_t mib)
 {
-	size_t buflen = 64 << 20;
+	size_t buflen = 64 << 20, cuts;
+	double t;
 	unsigned char *buf = malloc(buflen);
 	uint64_t x = 88172645463325252ULL;
 	for (size_t i = 0; i < buflen; i++) {
@@ -114,6 +138,8 @@ static int bench(size_t mib)
 	printf("sha256 alone          %.3f cpu-s/GiB\n", pass(buf, buflen, mib, 1, 0));
 	printf("sha256 + xet identity %.3f cpu-s/GiB\n", pass(buf, buflen, mib, 1, 1));
 	printf("xet identity alone    %.3f cpu-s/GiB\n", pass(buf, buflen, mib, 0, 1));
+	t = chunker_pass(buf, buflen, mib, &cuts);
+	printf("xet chunker alone     %.3f cpu-s/GiB (%zu chunks)\n", t, cuts);
 	free(buf);
 	return 0;
 }
