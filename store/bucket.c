@@ -3,6 +3,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -184,6 +185,17 @@ static int finish_hex(EVP_MD_CTX *ctx, char out[65])
 	return 0;
 }
 
+/* A test hook (tests/README.md, "Fault hooks"): with $HUBMIRROR_TEST_KILL=store-upload the process kills
+ * itself (SIGKILL) once an upload of a content became a multipart upload, its first part sent or on its
+ * way and the upload not complete: a crash mid-object. Read in this one place (t0864). */
+static void test_kill_point(struct store_s3_upload *u)
+{
+	const char *v = getenv("HUBMIRROR_TEST_KILL");
+
+	if (v && !strcmp(v, "store-upload") && store_s3_upload_id(u))
+		raise(SIGKILL);
+}
+
 int store_bucket_put_fd(struct store_bucket *b, int fd, const char *sha256, int64_t size)
 {
 	char *key = store_bucket_key(sha256), *buf = NULL, got[65];
@@ -212,6 +224,7 @@ int store_bucket_put_fd(struct store_bucket *b, int fd, const char *sha256, int6
 			r = -EIO;
 		else
 			r = store_s3_upload_write(u, buf, (size_t)k);
+		test_kill_point(u);
 	}
 	if (!r)
 		r = finish_hex(ctx, got);
