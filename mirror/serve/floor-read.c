@@ -211,15 +211,12 @@ bool mirror__access_check(struct mirror_routes *rt, struct httpd_req *req, const
 	return false;
 }
 
-int mirror__send_blob(struct mirror_routes *rt, struct httpd_req *req, const char *sha256, int64_t size)
+/* Answer req with the blob's bytes from fd (consumed): whole, or the Range asked. */
+static void send_fd(struct httpd_req *req, int fd, int64_t size)
 {
-	char *blob = mirror_store_blob_path(rt->data->store, sha256);
-	int fd = blob ? open(blob, O_RDONLY | O_CLOEXEC) : -1, rr;
 	int64_t a = 0, b = 0;
+	int rr;
 
-	free(blob);
-	if (fd < 0)
-		return -1;
 	httpd_add_header(req, "Accept-Ranges", "bytes");
 	/* An empty file is a plain 200 to any Range (clients probe with bytes=0-0; a 416 breaks some). It
 	 * still names its size in Content-Range, which @huggingface/hub and transformers.js read. */
@@ -236,6 +233,64 @@ int mirror__send_blob(struct mirror_routes *rt, struct httpd_req *req, const cha
 	} else {
 		httpd_respond_file(req, 200, "application/octet-stream", fd, 0, size);
 	}
+}
+
+/* A content the store's bucket holds and its local cache does not: brought in on a worker (verified
+ * as it comes), then sent from the cache; the loop never waits on the bucket. */
+struct bucket_read {
+	struct mirror_store *store;
+	char sha256[65];
+	int64_t size;
+	int fd;
+};
+
+static void bucket_read_work(void *job)
+{
+	struct bucket_read *b = job;
+	char *p = mirror_store_blob_path(b->store, b->sha256); /* (brings it into the cache) */
+
+	b->fd = p ? open(p, O_RDONLY | O_CLOEXEC) : -1;
+	free(p);
+}
+
+static void bucket_read_done(void *job, struct httpd_req *req)
+{
+	struct bucket_read *b = job;
+
+	if (req && b->fd >= 0) {
+		send_fd(req, b->fd, b->size);
+		b->fd = -1;
+	} else if (req) {
+		httpd_add_header(req, "Retry-After", "60");
+		httpd_respond_str(req, 503, "text/plain", "the content cannot be read from the store's bucket now\n");
+	}
+	if (b->fd >= 0)
+		close(b->fd);
+	free(b);
+}
+
+int mirror__send_blob(struct mirror_routes *rt, struct httpd_req *req, const char *sha256, int64_t size)
+{
+	struct mirror_store *st = rt->data->store;
+	char *blob = mirror_store_cache_path(st, sha256);
+	int fd = blob ? open(blob, O_RDONLY | O_CLOEXEC) : -1;
+	bool named = blob != NULL;
+
+	if (fd >= 0 && mirror_store_in_bucket(st))
+		futimens(fd, (struct timespec[]){ { 0, UTIME_NOW }, { 0, UTIME_OMIT } }); /* read last: kept */
+	free(blob);
+	if (fd < 0 && named && mirror_store_in_bucket(st)) {
+		struct bucket_read *b = xcalloc(1, sizeof(*b));
+		b->store = st;
+		snprintf(b->sha256, sizeof(b->sha256), "%s", sha256);
+		b->size = size;
+		b->fd = -1;
+		httpd_defer(req, bucket_read_work, bucket_read_done, b);
+		return 0;
+	}
+	if (fd < 0)
+		return -1;
+	send_fd(req, fd, size);
 	return 0;
 }
 

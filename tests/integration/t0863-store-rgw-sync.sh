@@ -49,6 +49,8 @@ check "every content is in the bucket under its id, byte for byte" test "$bad" =
 check "the local disk holds at most the cache ($(cache_bytes) bytes)" test "$(cache_bytes)" -le 4194304
 check "no partial file is left" test -z "$(ls -A "$HUBMIRROR_DATA/store/tmp")"
 
+# the cache emptied: every byte served next comes from the bucket
+find "$HUBMIRROR_DATA/store/blobs" -type f -delete
 check "serve starts" start_serve
 bad=0
 while read -r path sha size; do
@@ -64,6 +66,8 @@ curl -fsS -H 'Range: bytes=1000000-1999999' "$M/acme/llm/resolve/main/a.safetens
 check "a range byte for byte" cmp -s "$T/a.range" <(tail -c +1000001 "$T/a.full" | head -c 1000000)
 curl -fsS -H 'Range: bytes=2999990-' "$M/acme/llm/resolve/main/a.safetensors" >"$T/a.tail"
 check "the last bytes" cmp -s "$T/a.tail" <(tail -c 10 "$T/a.full")
+check "the cache filled as files were read, within its bound ($(cache_bytes) bytes)" \
+	bash -c '[ "$(find "$HUBMIRROR_DATA/store/blobs" -type f | wc -l)" -ge 1 ]'
 check "serve stops clean" serve_stops_clean
 
 check "verify reads every content back from the bucket" "$HUBMIRROR" verify
