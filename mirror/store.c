@@ -118,8 +118,12 @@ char *mirror_store_blob_path(const struct mirror_store *s, const char *sha256)
 
 	/* with a bucket, the local file is a cache: a content not in it is brought in (verified), and
 	 * one read is the last the cache lets go (its access time) */
-	if (p && s->bucket && utimensat(AT_FDCWD, p, (struct timespec[]){ { 0, UTIME_NOW }, { 0, UTIME_OMIT } }, 0) < 0)
-		mirror__store_fill((struct mirror_store *)s, sha256);
+	if (p && s->bucket) {
+		bool hit = !utimensat(AT_FDCWD, p, (struct timespec[]){ { 0, UTIME_NOW }, { 0, UTIME_OMIT } }, 0);
+		store_bucket_count_cache(hit);
+		if (!hit)
+			mirror__store_fill((struct mirror_store *)s, sha256);
+	}
 	return p;
 }
 

@@ -28,8 +28,17 @@ static struct {
 	int64_t cache_size;
 } conf;
 
-static _Atomic int64_t n_requests, n_in, n_out, n_errors;
+static _Atomic int64_t n_requests, n_in, n_out, n_errors, n_hits, n_misses, n_usec;
 static _Thread_local char last_err[256];
+static _Thread_local int64_t call_start_us; /* take() to put(): one call at a time per thread */
+
+static int64_t now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
 
 struct store_bucket {
 	struct store_s3_config c;   /* conf's strings, borrowed: configured once, for the process */
@@ -109,6 +118,7 @@ static struct store_s3 *take(struct store_bucket *b)
 	struct store_s3 *s = NULL;
 	const char *why;
 
+	call_start_us = now_us();
 	pthread_mutex_lock(&b->lock);
 	if (b->npool)
 		s = b->pool[--b->npool];
@@ -122,6 +132,7 @@ static struct store_s3 *take(struct store_bucket *b)
 static int put(struct store_bucket *b, struct store_s3 *s, int r)
 {
 	n_requests++;
+	n_usec += now_us() - call_start_us;
 	if (r && r != HM_ERR_NOT_FOUND) {
 		n_errors++;
 		snprintf(last_err, sizeof(last_err), "%s", store_s3_errmsg(s));
@@ -147,6 +158,17 @@ void store_bucket_stats(struct store_bucket_stats *out)
 	out->bytes_in = n_in;
 	out->bytes_out = n_out;
 	out->errors = n_errors;
+	out->cache_hits = n_hits;
+	out->cache_misses = n_misses;
+	out->seconds = (double)n_usec / 1e6;
+}
+
+void store_bucket_count_cache(bool hit)
+{
+	if (hit)
+		n_hits++;
+	else
+		n_misses++;
 }
 
 char *store_bucket_key(const char *sha256)

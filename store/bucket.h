@@ -68,10 +68,15 @@ int store_bucket_sweep(struct store_bucket *b, int64_t age_s, int64_t *aborted);
  * of the thread. */
 const char *store_bucket_errmsg(void);
 
-/* The backend's counters since the process started: requests, bytes read and written, errors. */
+/* The backend's counters since the process started: calls made to the bucket (each one request or, for
+ * a put or a listing, several), the seconds they took, bytes read and written, calls failed; and the
+ * local cache's reads, found there (hits) or brought in from the bucket (misses). */
 struct store_bucket_stats {
-	int64_t requests, bytes_in, bytes_out, errors;
+	int64_t requests, bytes_in, bytes_out, errors, cache_hits, cache_misses;
+	double seconds;
 };
 void store_bucket_stats(struct store_bucket_stats *out);
+/* Count a read of the local cache: hit (it was there) or a miss. */
+void store_bucket_count_cache(bool hit);
 
 #endif

@@ -30,6 +30,7 @@
 #include "floor-read-int.h"
 #include "routes-int.h"
 #include "mirror/store.h"
+#include "store/bucket.h"
 
 /* The operator token of a request: `Authorization: Bearer X` (Hugging Face clients, the new
  * ModelScope SDK), `Authorization: Basic` with the token as the password, or as the user when there is
@@ -276,8 +277,10 @@ int mirror__send_blob(struct mirror_routes *rt, struct httpd_req *req, const cha
 	int fd = blob ? open(blob, O_RDONLY | O_CLOEXEC) : -1;
 	bool named = blob != NULL;
 
-	if (fd >= 0 && mirror_store_in_bucket(st))
+	if (fd >= 0 && mirror_store_in_bucket(st)) {
 		futimens(fd, (struct timespec[]){ { 0, UTIME_NOW }, { 0, UTIME_OMIT } }); /* read last: kept */
+		store_bucket_count_cache(true);
+	}
 	free(blob);
 	if (fd < 0 && named && mirror_store_in_bucket(st)) {
 		struct bucket_read *b = xcalloc(1, sizeof(*b));

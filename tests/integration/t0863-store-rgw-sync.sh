@@ -66,6 +66,9 @@ curl -fsS -H 'Range: bytes=1000000-1999999' "$M/acme/llm/resolve/main/a.safetens
 check "a range byte for byte" cmp -s "$T/a.range" <(tail -c +1000001 "$T/a.full" | head -c 1000000)
 curl -fsS -H 'Range: bytes=2999990-' "$M/acme/llm/resolve/main/a.safetensors" >"$T/a.tail"
 check "the last bytes" cmp -s "$T/a.tail" <(tail -c 10 "$T/a.full")
+check "metrics: the cache's misses, brought in from the bucket" metric_at_least 'hubmirror_store_cache_reads_total{result="miss"}' 5
+check "metrics: the bytes read from the bucket" metric_at_least hubmirror_store_bucket_read_bytes_total 9000000
+check "metrics: no call failed" test "$(metric hubmirror_store_bucket_errors_total)" = 0
 check "the cache filled as files were read, within its bound ($(cache_bytes) bytes)" \
 	bash -c '[ "$(find "$HUBMIRROR_DATA/store/blobs" -type f | wc -l)" -ge 1 ]'
 check "serve stops clean" serve_stops_clean
