@@ -115,6 +115,9 @@ int mirror__store_fill(struct mirror_store *s, const char *sha256)
 	int64_t size = -1;
 	int r = store_bucket_stat(s->bucket, sha256, &size);
 
+	if (r && r != HM_ERR_NOT_FOUND)
+		log_warn("store", "cannot read %.12s from the bucket: %s (%s)", sha256, err_str(r),
+			 store_bucket_errmsg());
 	if (r)
 		return r == HM_ERR_NOT_FOUND ? -ENOENT : r;
 	ex.size = size;
