@@ -66,6 +66,24 @@ curl -fsS -H 'Range: bytes=1000000-1999999' "$M/acme/llm/resolve/main/a.safetens
 check "a range byte for byte" cmp -s "$T/a.range" <(tail -c +1000001 "$T/a.full" | head -c 1000000)
 curl -fsS -H 'Range: bytes=2999990-' "$M/acme/llm/resolve/main/a.safetensors" >"$T/a.tail"
 check "the last bytes" cmp -s "$T/a.tail" <(tail -c 10 "$T/a.full")
+# the other fronts read the same way: Git LFS, the S3 API, the swarm's web seed, each from an emptied cache
+btih=$("$PY" -c 'import sqlite3, sys; print(sqlite3.connect(sys.argv[1]).execute("select btih || \" \" || name from torrents").fetchone()[0])' \
+	"$HUBMIRROR_DATA/catalog.db")
+front() { # NAME URL-OF(path sha): every file through that front, byte for byte, from an emptied cache
+	local bad=0 path sha size got
+	find "$HUBMIRROR_DATA/store/blobs" -type f -delete
+	while read -r path sha size; do
+		got=$(curl -fsS "$($2 "$path" "$sha")" | sha256sum | cut -d' ' -f1)
+		[ "$got" = "$sha" ] || { echo "# $1: $path gave $got"; bad=1; }
+	done <"$T/files"
+	return "$bad"
+}
+lfs_url() { echo "$M/acme/llm.git/info/lfs/objects/$2"; }
+s3_url() { echo "$M/s3/hf/acme/llm/main/$1"; }
+seed_url() { echo "$M/p2p/seed/${btih% *}/${btih#* }/$1"; }
+check "Git LFS serves every content from the bucket" front lfs lfs_url
+check "the S3 API serves every file from the bucket" front s3 s3_url
+check "the swarm's web seed serves every file from the bucket" front seed seed_url
 check "metrics: the cache's misses, brought in from the bucket" metric_at_least 'hubmirror_store_cache_reads_total{result="miss"}' 5
 check "metrics: the bytes read from the bucket" metric_at_least hubmirror_store_bucket_read_bytes_total 9000000
 check "metrics: no call failed" test "$(metric hubmirror_store_bucket_errors_total)" = 0
