@@ -99,19 +99,60 @@ int mirror__store_bucket_put(struct mirror_store *s, int fd, const char *sha256,
 
 struct fill_ctx {
 	struct mirror_store_writer *w;
+	void (*progress)(void *ud, int64_t bytes);
+	void *ud;
+	int64_t told;
 };
 
 static int fill_sink(void *ud, const void *data, size_t n)
 {
 	struct fill_ctx *f = ud;
+	int r = mirror_store_writer_write(f->w, data, n);
 
-	return mirror_store_writer_write(f->w, data, n);
+	if (!r && f->progress && mirror_store_writer_flushed(f->w) != f->told)
+		f->progress(f->ud, f->told = mirror_store_writer_flushed(f->w));
+	return r;
+}
+
+int mirror_store_fill_begin(struct mirror_store *s, const char *sha256, int64_t size, struct mirror_store_writer **w)
+{
+	struct mirror_store_expect ex = { .sha256 = sha256, .size = size };
+	int r;
+
+	if (!s->bucket)
+		return -ENOENT;
+	/* a writer of its own: a fill never waits on, nor resumes, the mirror's own write of the content */
+	r = mirror_store_writer_new_private(s, &ex, w);
+	if (!r)
+		mirror__store_writer_fill(*w);
+	return r;
+}
+
+int mirror_store_fill_run(struct mirror_store *s, const char *sha256, struct mirror_store_writer **w,
+			  void (*progress)(void *ud, int64_t bytes), void *ud)
+{
+	struct fill_ctx f = { *w, progress, ud, 0 };
+	int r = store_bucket_get(s->bucket, sha256, 0, -1, fill_sink, &f);
+
+	*w = NULL;
+	if (r) {
+		log_warn("store", "cannot read %.12s from the bucket: %s (%s)", sha256, err_str(r),
+			 r == HM_ERR_NOT_FOUND ? "no such object" : store_bucket_errmsg());
+		mirror_store_writer_abort(&f.w, false);
+		return r == HM_ERR_NOT_FOUND ? -ENOENT : r;
+	}
+	f.told = mirror_store_writer_offset(f.w); /* (every byte taken) */
+	r = mirror_store_writer_commit(&f.w, NULL); /* verified: the bucket's bytes are hashed again */
+	if (r)
+		log_warn("store", "the bucket's %.12s is not its content: %s", sha256, err_str(r));
+	else
+		mirror__store_cached(s, f.told, sha256);
+	return r;
 }
 
 int mirror__store_fill(struct mirror_store *s, const char *sha256)
 {
-	struct mirror_store_expect ex = { .sha256 = sha256, .size = -1 };
-	struct fill_ctx f = { NULL };
+	struct mirror_store_writer *w = NULL;
 	int64_t size = -1;
 	int r = store_bucket_stat(s->bucket, sha256, &size);
 
@@ -120,25 +161,8 @@ int mirror__store_fill(struct mirror_store *s, const char *sha256)
 			 store_bucket_errmsg());
 	if (r)
 		return r == HM_ERR_NOT_FOUND ? -ENOENT : r;
-	ex.size = size;
-	/* a writer of its own: a fill never waits on, nor resumes, the mirror's own write of the content */
-	r = mirror_store_writer_new_private(s, &ex, &f.w);
-	if (r)
-		return r;
-	mirror__store_writer_fill(f.w);
-	r = store_bucket_get(s->bucket, sha256, 0, -1, fill_sink, &f);
-	if (r) {
-		log_warn("store", "cannot read %.12s from the bucket: %s (%s)", sha256, err_str(r),
-			 store_bucket_errmsg());
-		mirror_store_writer_abort(&f.w, false);
-		return r;
-	}
-	r = mirror_store_writer_commit(&f.w, NULL); /* verified: the bucket's bytes are hashed again */
-	if (r)
-		log_warn("store", "the bucket's %.12s is not its content: %s", sha256, err_str(r));
-	else
-		mirror__store_cached(s, size, sha256);
-	return r;
+	r = mirror_store_fill_begin(s, sha256, size, &w);
+	return r ? r : mirror_store_fill_run(s, sha256, &w, NULL, NULL);
 }
 
 static int by_atime(const void *a, const void *b)

@@ -138,8 +138,13 @@ bool mirror_store_has(const struct mirror_store *s, const char *sha256, int64_t 
 		return false;
 	ok = stat(p, &st) == 0 && S_ISREG(st.st_mode) && (size < 0 || st.st_size == size);
 	free(p);
-	if (!ok && s->bucket && store_bucket_stat(s->bucket, sha256, &there) == 0)
-		ok = size < 0 || there == size;
+	if (!ok && s->bucket) {
+		int r = store_bucket_stat(s->bucket, sha256, &there);
+		if (r && r != HM_ERR_NOT_FOUND)
+			log_warn("store", "cannot read %.12s from the bucket: %s (%s)", sha256, err_str(r),
+				 store_bucket_errmsg());
+		ok = !r && (size < 0 || there == size);
+	}
 	return ok;
 }
 
@@ -1093,4 +1098,9 @@ int mirror_store_sweep_uploads(struct mirror_store *s, int64_t age_s, int64_t *a
 bool mirror_store_in_bucket(const struct mirror_store *s)
 {
 	return s->bucket != NULL;
+}
+
+const char *mirror_store_writer_path(const struct mirror_store_writer *w)
+{
+	return w->part_path;
 }

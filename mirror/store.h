@@ -170,6 +170,20 @@ int mirror_store_sweep_uploads(struct mirror_store *s, int64_t age_s, int64_t *a
  * the last unpin brings it back within. For a reader that needs a set of contents on disk at once
  * (a snapshot's torrent is hashed from its files' paths). Without a bucket: nothing. */
 void mirror_store_pin(struct mirror_store *s, bool pin);
+/*
+ * A content of the bucket's brought into the cache while a reader follows it (a server sending it as it
+ * comes): _fill_begin makes the fill's own private writer (*w; its partial file at
+ * mirror_store_writer_path, which the reader opens at once), _fill_run (blocking: a worker's) reads the
+ * bucket into it, calling progress(ud, bytes) with what the partial file holds as it grows, and
+ * commits it (verified: the whole is hashed to its name) or drops it; *w is freed either way. Returns 0,
+ * -ENOENT (no such content), HM_ERR_HASH_MISMATCH / HM_ERR_SIZE_MISMATCH (the bucket's bytes are not
+ * it: nothing kept) or another error. Without a bucket, _fill_begin is -ENOENT.
+ */
+int mirror_store_fill_begin(struct mirror_store *s, const char *sha256, int64_t size, struct mirror_store_writer **w);
+int mirror_store_fill_run(struct mirror_store *s, const char *sha256, struct mirror_store_writer **w,
+			  void (*progress)(void *ud, int64_t bytes), void *ud);
+/* The writer's partial file (borrowed). */
+const char *mirror_store_writer_path(const struct mirror_store_writer *w);
 /* Whether the store keeps its contents in a bucket (and blobs/ is a bounded cache of them). */
 bool mirror_store_in_bucket(const struct mirror_store *s);
 
