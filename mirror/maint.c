@@ -143,6 +143,8 @@ int mirror_gc(struct mirror_data *d, int keep, int64_t partial_max_age_s, bool d
 		g.total = tot.blobs; /* about what the walk will see */
 	/* With dry_run the catalog still holds the dead blobs, so the walk does not count them twice. */
 	r = mirror_store_each(d->store, true, gc_visit, &g);
+	if (!r && !dry_run)
+		r = mirror_store_sweep_uploads(d->store, partial_max_age_s, &rep->bucket_uploads_aborted);
 	if (r && errmsg)
 		*errmsg = xasprintf("store: %s", err_str(r));
 	return r;

@@ -26,6 +26,8 @@ struct mirror_gc_report {
 	int64_t uploads_until;       /* the last of those holds' ends (unix seconds) */
 	int64_t writes_kept;         /* contents held by commits or pushes in flight */
 	int64_t restored;            /* contents put back: a writer held them while gc took them */
+	int64_t bucket_uploads_aborted; /* with a bucket: unfinished uploads to it older than the partials'
+					 * age (a crashed writer's), aborted */
 };
 
 /*
@@ -33,7 +35,8 @@ struct mirror_gc_report {
  * commit, a commit or push in flight), which the report counts; each goes through mirror_store_reap,
  * so a writer that holds a content while gc takes it gets it back.
  * keep: snapshots kept per tracked repo besides those a ref points at (>= 1). Partial downloads older
- * than partial_max_age_s are deleted (a later sync would have resumed them). dry_run changes nothing
+ * than partial_max_age_s are deleted (a later sync would have resumed them), and so are the bucket's
+ * unfinished uploads as old (mirror_store_sweep_uploads). dry_run changes nothing
  * and reports what would go. progress, if not NULL, hears of the store's walk (entries seen, of about
  * the contents the catalog holds). Returns 0 or an error (with *errmsg, malloc'd).
  */

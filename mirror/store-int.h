@@ -5,11 +5,44 @@
 #ifndef HM_MIRROR_STORE_INT_H
 #define HM_MIRROR_STORE_INT_H
 
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-struct mirror_store;
+struct mirror_store_writer;
+struct store_bucket;
 struct xet_identity;
+
+struct mirror_store {
+	char *dir;
+	char *blobs;
+	char *tmp;
+	char *trash;    /* a content gc moved aside while it asks whether a writer holds it (mirror_store_reap) */
+	/* With a bucket (store/bucket.h): every content is there, and blobs/ is a cache of them, bounded */
+	struct store_bucket *bucket;  /* NULL: the directory is the store */
+	int64_t cache_max;            /* bytes blobs/ keeps at most once a write or a fill is over */
+	_Atomic int64_t cached;       /* about what blobs/ holds (exact after each trim) */
+	_Atomic int pins;             /* mirror_store_pin: while > 0, nothing leaves the cache */
+	pthread_mutex_t trim_lock;
+};
+
+/* ---- the bucket's side (store-bucket.c) ---- */
+/* Open the configured bucket for s (none: 0, s->bucket NULL); 0 or an error. */
+int mirror__store_bucket_open(struct mirror_store *s);
+void mirror__store_bucket_close(struct mirror_store *s);
+/* Put the content in fd (verified as it streams) into the bucket: 0 or an error (logged). */
+int mirror__store_bucket_put(struct mirror_store *s, int fd, const char *sha256, int64_t size);
+/* Bring a content of the bucket's into blobs/, verified. 0 or an error (logged). */
+int mirror__store_fill(struct mirror_store *s, const char *sha256);
+/* n bytes came into blobs/: past the bound, the least recently read contents go (each one only once
+ * the bucket is seen to hold it), but keep, the content just come (NULL: none). */
+void mirror__store_cached(struct mirror_store *s, int64_t n, const char *keep);
+/* The local path of a blob, whether it is there or not. Caller frees. */
+char *mirror__store_blob_local(const struct mirror_store *s, const char *sha256);
+/* Mark a writer as a fill of the cache (its commit does not put the content back in the bucket). */
+void mirror__store_writer_fill(struct mirror_store_writer *w);
 
 /* The store's root folder. */
 const char *mirror__store_dir(const struct mirror_store *s);

@@ -17,19 +17,14 @@
 
 #include "base/err.h"
 #include "base/hex.h"
+#include "base/log.h"
 #include "base/path.h"
 #include "base/xmalloc.h"
 #include "hub/xet/xet.h"
+#include "store/bucket.h"
 #include "store-int.h"
 #include "store-xet.h"
 #include "store.h"
-
-struct mirror_store {
-	char *dir;
-	char *blobs;
-	char *tmp;
-	char *trash;    /* a content gc moved aside while it asks whether a writer holds it (mirror_store_reap) */
-};
 
 struct mirror_store_writer {
 	struct mirror_store *store;
@@ -52,6 +47,7 @@ struct mirror_store_writer {
 	struct xet_identity *xet; /* the Xet identity, in the same pass (store-xet.h) */
 	char xet_hash[65];      /* expected (upstream's Xet hash), or "" */
 	bool private_;          /* its partial file is its own (mirror_store_writer_new_private) */
+	bool fill;              /* a copy of the bucket's into the local cache: not put back there */
 	bool checked;           /* mirror_store_writer_check ran: its result, and the sha256 it found */
 	int check_result;
 	char got256[65];
@@ -71,6 +67,8 @@ int mirror_store_open(const char *dir, struct mirror_store **out)
 		r = path_mkdirs(s->tmp, 0700);
 	if (!r)
 		r = path_mkdirs(s->trash, 0700);
+	if (!r)
+		r = mirror__store_bucket_open(s);
 	if (r) {
 		mirror_store_free(&s);
 		return r;
@@ -87,6 +85,7 @@ void mirror_store_free(struct mirror_store **s)
 	free((*s)->blobs);
 	free((*s)->tmp);
 	free((*s)->trash);
+	mirror__store_bucket_close(*s);
 	free(*s);
 	*s = NULL;
 }
@@ -96,23 +95,56 @@ const char *mirror__store_dir(const struct mirror_store *s)
 	return s->dir;
 }
 
-char *mirror_store_blob_path(const struct mirror_store *s, const char *sha256)
+static char *blob_local(const struct mirror_store *s, const char *sha256)
 {
 	if (!hex_is_lower(sha256, 64))
 		return NULL;
 	return xasprintf("%s/%.2s/%s", s->blobs, sha256, sha256);
 }
 
+char *mirror__store_blob_local(const struct mirror_store *s, const char *sha256)
+{
+	return blob_local(s, sha256);
+}
+
+char *mirror_store_cache_path(const struct mirror_store *s, const char *sha256)
+{
+	return blob_local(s, sha256);
+}
+
+char *mirror_store_blob_path(const struct mirror_store *s, const char *sha256)
+{
+	char *p = blob_local(s, sha256);
+
+	/* with a bucket, the local file is a cache: a content not in it is brought in (verified), and
+	 * one read is the last the cache lets go (its access time) */
+	if (p && s->bucket) {
+		bool hit = !utimensat(AT_FDCWD, p, (struct timespec[]){ { 0, UTIME_NOW }, { 0, UTIME_OMIT } }, 0);
+		store_bucket_count_cache(hit);
+		if (!hit)
+			mirror__store_fill((struct mirror_store *)s, sha256);
+	}
+	return p;
+}
+
 bool mirror_store_has(const struct mirror_store *s, const char *sha256, int64_t size)
 {
-	char *p = mirror_store_blob_path(s, sha256);
+	char *p = blob_local(s, sha256);
 	struct stat st;
+	int64_t there = -1;
 	bool ok;
 
 	if (!p)
 		return false;
 	ok = stat(p, &st) == 0 && S_ISREG(st.st_mode) && (size < 0 || st.st_size == size);
 	free(p);
+	if (!ok && s->bucket) {
+		int r = store_bucket_stat(s->bucket, sha256, &there);
+		if (r && r != HM_ERR_NOT_FOUND)
+			log_warn("store", "cannot read %.12s from the bucket: %s (%s)", sha256, err_str(r),
+				 store_bucket_errmsg());
+		ok = !r && (size < 0 || there == size);
+	}
 	return ok;
 }
 
@@ -458,11 +490,17 @@ int mirror_store_writer_commit(struct mirror_store_writer **wp, char *sha256_out
 		drop = r == HM_ERR_HASH_MISMATCH || (r == HM_ERR_SIZE_MISMATCH && w->written > w->size) || w->private_;
 		goto out;
 	}
-	final = mirror_store_blob_path(w->store, got256);
+	final = blob_local(w->store, got256);
 	fandir = xasprintf("%s/%.2s", w->store->blobs, got256);
 	if (fsync(w->fd) < 0 || (mkdir(fandir, 0755) < 0 && errno != EEXIST)) {
 		r = -errno;
 		drop = w->private_;
+		goto out;
+	}
+	/* with a bucket, the content goes there first, verified again as it streams; the local file is
+	 * then the cache's copy */
+	if (w->store->bucket && !w->fill && (r = mirror__store_bucket_put(w->store, w->fd, got256, w->written))) {
+		drop = w->private_ || r == HM_ERR_HASH_MISMATCH || r == HM_ERR_SIZE_MISMATCH;
 		goto out;
 	}
 	/* Published read-only: no descriptor opened for writing after this, and no write through one held
@@ -479,6 +517,8 @@ int mirror_store_writer_commit(struct mirror_store_writer **wp, char *sha256_out
 		mirror__store_xet_save(w->store, got256, w->xet);   /* none is computed again when needed */
 	if (!r && sha256_out)
 		memcpy(sha256_out, got256, 65);
+	if (!r && w->store->bucket)
+		mirror__store_cached(w->store, w->written, got256);
 out:
 	if (drop)
 		unlink(w->part_path);
@@ -654,7 +694,9 @@ int mirror_store_parts_commit(struct mirror_store *s, const struct mirror_store_
 		r = HM_ERR_HASH_MISMATCH;
 	if (r)
 		goto out;
-	final = mirror_store_blob_path(s, got);
+	if (s->bucket && (r = mirror__store_bucket_put(s, fd, got, total)) != 0)
+		goto out;
+	final = blob_local(s, got);
 	fandir = xasprintf("%s/%.2s", s->blobs, got);
 	if (fchmod(fd, 0400) < 0 || fsync(fd) < 0 || (mkdir(fandir, 0755) < 0 && errno != EEXIST) ||
 	    rename(taken, final) < 0) {
@@ -667,6 +709,8 @@ int mirror_store_parts_commit(struct mirror_store *s, const struct mirror_store_
 		xet_identity_finish(h.xet);
 		mirror__store_xet_save(s, got, h.xet); /* (none is computed again when needed) */
 	}
+	if (!r && s->bucket)
+		mirror__store_cached(s, total, got);
 out:
 	if (taken[0] && !gone && renameat2(AT_FDCWD, taken, AT_FDCWD, p, RENAME_NOREPLACE) < 0) {
 		gone = true; /* a retried part made a new file under the name meanwhile: the upload starts over */
@@ -704,13 +748,17 @@ void mirror_store_parts_drop(struct mirror_store *s, const char *oid, const char
 
 int mirror_store_remove(struct mirror_store *s, const char *sha256)
 {
-	char *p = mirror_store_blob_path(s, sha256);
+	char *p = blob_local(s, sha256);
 	int r = 0;
 
 	if (!p)
 		return -EINVAL;
 	if (unlink(p) < 0)
 		r = -errno;
+	if (s->bucket) {
+		int b = store_bucket_delete(s->bucket, sha256);
+		r = b == HM_ERR_NOT_FOUND ? r : b;
+	}
 	mirror__store_xet_drop(s, sha256);
 	free(p);
 	return r;
@@ -719,7 +767,7 @@ int mirror_store_remove(struct mirror_store *s, const char *sha256)
 /* Put a content moved aside back under its name (unless a writer published it again meanwhile). */
 static int trash_restore(struct mirror_store *s, const char *aside, const char *sha256)
 {
-	char *p = mirror_store_blob_path(s, sha256), *fandir = xasprintf("%s/%.2s", s->blobs, sha256);
+	char *p = blob_local(s, sha256), *fandir = xasprintf("%s/%.2s", s->blobs, sha256);
 	int r = 0;
 
 	if ((mkdir(fandir, 0755) < 0 && errno != EEXIST) || (link(aside, p) < 0 && errno != EEXIST))
@@ -733,14 +781,38 @@ static int trash_restore(struct mirror_store *s, const char *aside, const char *
 	return r;
 }
 
+/* mirror_store_reap with a bucket: asked first, then deleted there and from the cache. */
+static int reap_bucket(struct mirror_store *s, const char *sha256, int (*wanted)(void *ud, const char *sha256),
+		       void *ud)
+{
+	int w = wanted(ud, sha256), r;
+	char *p;
+
+	if (w)
+		return w > 0 ? 1 : w;
+	r = store_bucket_delete(s->bucket, sha256);
+	if (r == HM_ERR_NOT_FOUND)
+		r = -ENOENT;
+	p = blob_local(s, sha256);
+	if (unlink(p) == 0 && r == -ENOENT)
+		r = 0;
+	free(p);
+	mirror__store_xet_drop(s, sha256);
+	return r;
+}
+
 int mirror_store_reap(struct mirror_store *s, const char *sha256, int (*wanted)(void *ud, const char *sha256),
 		      void *ud)
 {
-	char *p = mirror_store_blob_path(s, sha256), *aside, nonce[17];
+	char *p = blob_local(s, sha256), *aside, nonce[17];
 	int r = 0, w;
 
 	if (!p)
 		return -EINVAL;
+	if (s->bucket) {
+		free(p);
+		return reap_bucket(s, sha256, wanted, ud);
+	}
 	nonce16(nonce);
 	aside = xasprintf("%s/%s.%s", s->trash, sha256, nonce);
 	/* Moved aside first, asked after: a writer holds a content before it looks for it in the store,
@@ -800,7 +872,7 @@ int mirror_store_trash_sweep(struct mirror_store *s, int (*wanted)(void *ud, con
 
 int mirror_store_quarantine(struct mirror_store *s, const char *sha256)
 {
-	char *p = mirror_store_blob_path(s, sha256), *qdir = xasprintf("%s/quarantine", s->dir), *q = NULL;
+	char *p = blob_local(s, sha256), *qdir = xasprintf("%s/quarantine", s->dir), *q = NULL;
 	int r;
 
 	if (!p) {
@@ -810,8 +882,11 @@ int mirror_store_quarantine(struct mirror_store *s, const char *sha256)
 	r = path_mkdirs(qdir, 0700);
 	if (!r) {
 		q = xasprintf("%s/%s.%lld", qdir, sha256, (long long)time(NULL));
-		if (rename(p, q) < 0)
+		if (rename(p, q) < 0 && (!s->bucket || errno != ENOENT))
 			r = -errno;
+		/* the bucket's copy is what verify read: it goes, never to be served */
+		if (!r && s->bucket && (r = store_bucket_delete(s->bucket, sha256)) == HM_ERR_NOT_FOUND)
+			r = 0;
 		mirror__store_xet_drop(s, sha256);
 	}
 	free(p);
@@ -826,11 +901,11 @@ static int digest_chunk(void *ctx, const void *data, size_t n)
 	return 0;
 }
 
-/* Hash the stored blob sha256 with md into hex (git: as git names a blob, "blob <size>" and its NUL
- * first); *size its length. Returns 0, -ENOENT or -errno. */
-static int hash_blob(struct mirror_store *s, const char *sha256, bool git, char *hex, int64_t *size)
+/* Hash the file p (taken: freed here) with sha256 or, git, sha1 into hex (git: as git names a blob,
+ * "blob <size>" and its NUL first); *size its length. Returns 0, -ENOENT or -errno. */
+static int hash_file(char *p, bool git, char *hex, int64_t *size)
 {
-	char *p = mirror_store_blob_path(s, sha256), hdr[40];
+	char hdr[40];
 	EVP_MD_CTX *ctx;
 	struct stat st;
 	int fd, r = 0;
@@ -865,10 +940,43 @@ static int hash_blob(struct mirror_store *s, const char *sha256, bool git, char 
 	return r;
 }
 
+static int hash_blob(struct mirror_store *s, const char *sha256, bool git, char *hex, int64_t *size)
+{
+	return hash_file(mirror_store_blob_path(s, sha256), git, hex, size); /* (brought in from a bucket) */
+}
+
+/* The cache's copy hashed as it is (nothing brought in). */
+static int hash_local(struct mirror_store *s, const char *sha256, char *hex, int64_t *size)
+{
+	return hash_file(blob_local(s, sha256), false, hex, size);
+}
+
+/* mirror_store_check with a bucket: the bucket's copy read back and hashed; a cached copy that is not
+ * the content leaves the cache. */
+static int check_bucket(struct mirror_store *s, const char *sha256, bool *ok, int64_t *size)
+{
+	char got[65], *p = blob_local(s, sha256);
+	int64_t n;
+	int r = store_bucket_check(s->bucket, sha256, ok, size);
+
+	if (r == HM_ERR_NOT_FOUND)
+		r = -ENOENT;
+	if (p && access(p, F_OK) == 0 && (hash_local(s, sha256, got, &n) || strcmp(got, sha256))) {
+		log_warn("verify", "the cache's copy of %.12s is not its content: dropped", sha256);
+		unlink(p);
+	}
+	free(p);
+	return r;
+}
+
 int mirror_store_check(struct mirror_store *s, const char *sha256, bool *ok, int64_t *size)
 {
 	char got[65];
-	int r = hash_blob(s, sha256, false, got, size);
+	int r;
+
+	if (s->bucket)
+		return check_bucket(s, sha256, ok, size);
+	r = hash_blob(s, sha256, false, got, size);
 
 	if (!r)
 		*ok = !strcmp(got, sha256);
@@ -945,15 +1053,38 @@ int mirror_store_partial_remove(const char *path)
 	return r;
 }
 
+struct each_bucket {
+	struct mirror_store *s;
+	int (*fn)(void *ud, const char *name, const char *path, int64_t age_s);
+	void *ud;
+};
+
+/* A bucket's object as mirror_store_each names it: its path is the cache's (which may not be there). */
+static int each_bucket_object(void *ud, const char *name, int64_t size)
+{
+	struct each_bucket *x = ud;
+	char *p = hex_is_lower(name, 64) ? blob_local(x->s, name) : xstrdup("");
+	int r = x->fn(x->ud, name, p, 0);
+
+	(void)size;
+	free(p);
+	return r;
+}
+
 int mirror_store_each(struct mirror_store *s, bool partials,
 		      int (*fn)(void *ud, const char *name, const char *path, int64_t age_s), void *ud)
 {
 	time_t now = time(NULL);
-	DIR *dp = opendir(s->blobs);
+	DIR *dp;
 	struct dirent *e;
 	int r = 0;
 
-	if (!dp)
+	if (s->bucket) {
+		struct each_bucket x = { s, fn, ud };
+		r = store_bucket_each(s->bucket, each_bucket_object, &x);
+		return !r && partials ? each_in_dir(s->tmp, true, now, fn, ud) : r;
+	}
+	if (!(dp = opendir(s->blobs)))
 		return -errno;
 	while (!r && (e = readdir(dp))) {
 		char *sub;
@@ -967,4 +1098,25 @@ int mirror_store_each(struct mirror_store *s, bool partials,
 	if (!r && partials)
 		r = each_in_dir(s->tmp, true, now, fn, ud);
 	return r;
+}
+
+void mirror__store_writer_fill(struct mirror_store_writer *w)
+{
+	w->fill = true;
+}
+
+int mirror_store_sweep_uploads(struct mirror_store *s, int64_t age_s, int64_t *aborted)
+{
+	*aborted = 0;
+	return s->bucket ? store_bucket_sweep(s->bucket, age_s, aborted) : 0;
+}
+
+bool mirror_store_in_bucket(const struct mirror_store *s)
+{
+	return s->bucket != NULL;
+}
+
+const char *mirror_store_writer_path(const struct mirror_store_writer *w)
+{
+	return w->part_path;
 }

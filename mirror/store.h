@@ -31,8 +31,14 @@ struct mirror_store_expect {
 int mirror_store_open(const char *dir, struct mirror_store **out);
 void mirror_store_free(struct mirror_store **s);
 
-/* Path of the blob with this sha256 (which must be 64 lowercase hex, else NULL). Caller frees. */
+/* Path of the blob with this sha256 (which must be 64 lowercase hex, else NULL). Caller frees. With a
+ * bucket (store/bucket.h) the file is the local cache's: a content not there is brought in from the
+ * bucket first, verified (blocking); the path of one the bucket does not hold either is still given. */
 char *mirror_store_blob_path(const struct mirror_store *s, const char *sha256);
+
+/* Where the blob's file is on local disk, whether it is there or not: with a bucket, the cache's copy,
+ * never brought in (mirror_store_blob_path brings it). NULL for a malformed sha256; caller frees. */
+char *mirror_store_cache_path(const struct mirror_store *s, const char *sha256);
 
 /* True if the blob is present with this size (size -1: any). */
 bool mirror_store_has(const struct mirror_store *s, const char *sha256, int64_t size);
@@ -158,7 +164,32 @@ int mirror_store_check(struct mirror_store *s, const char *sha256, bool *ok, int
  * -errno. */
 int mirror_store_git_oid(struct mirror_store *s, const char *sha256, char *out, int64_t *size);
 
-/* Call fn for every file under blobs/ (name: what it is called, may not be a valid hash) and, with
+/* With a bucket behind the store (store/bucket.h): abort the unfinished uploads to it older than age_s
+ * (a writer's that a crash cut short). *aborted counts them. Without one: 0, nothing done. */
+int mirror_store_sweep_uploads(struct mirror_store *s, int64_t age_s, int64_t *aborted);
+/* With a bucket: while pinned (a count), no content leaves the cache, which may then grow past its bound;
+ * the last unpin brings it back within. For a reader that needs a set of contents on disk at once
+ * (a snapshot's torrent is hashed from its files' paths). Without a bucket: nothing. */
+void mirror_store_pin(struct mirror_store *s, bool pin);
+/*
+ * A content of the bucket's brought into the cache while a reader follows it (a server sending it as it
+ * comes): _fill_begin makes the fill's own private writer (*w; its partial file at
+ * mirror_store_writer_path, which the reader opens at once), _fill_run (blocking: a worker's) reads the
+ * bucket into it, calling progress(ud, bytes) with what the partial file holds as it grows, and
+ * commits it (verified: the whole is hashed to its name) or drops it; *w is freed either way. Returns 0,
+ * -ENOENT (no such content), HM_ERR_HASH_MISMATCH / HM_ERR_SIZE_MISMATCH (the bucket's bytes are not
+ * it: nothing kept) or another error. Without a bucket, _fill_begin is -ENOENT.
+ */
+int mirror_store_fill_begin(struct mirror_store *s, const char *sha256, int64_t size, struct mirror_store_writer **w);
+int mirror_store_fill_run(struct mirror_store *s, const char *sha256, struct mirror_store_writer **w,
+			  void (*progress)(void *ud, int64_t bytes), void *ud);
+/* The writer's partial file (borrowed). */
+const char *mirror_store_writer_path(const struct mirror_store_writer *w);
+/* Whether the store keeps its contents in a bucket (and blobs/ is a bounded cache of them). */
+bool mirror_store_in_bucket(const struct mirror_store *s);
+
+/* Call fn for every file under blobs/ (with a bucket: every object under the bucket's blobs/, path then
+ * being the cache's, which may not be there; name: what it is called, may not be a valid hash) and, with
  * partials, every .part file in tmp/ (with its age in seconds). Stops at fn's first non-zero. */
 int mirror_store_each(struct mirror_store *s, bool partials,
 		      int (*fn)(void *ud, const char *name, const char *path, int64_t age_s), void *ud);

@@ -54,6 +54,11 @@ struct mirror__sync_job {
 	size_t ndenied;
 	bool parked;            /* refused for all its waiters, who wait for the listings to end */
 	struct mirror_store_writer *w;
+	struct mirror_store_writer *committing; /* with a bucket: the writer a worker commits (uploads), w
+						 * NULL meanwhile */
+	uv_work_t commit_work;
+	int commit_result;
+	char commit_sha[65];
 	struct hub_http_req *req;
 	int tries;
 	int64_t attempt_start;  /* writer offset when the attempt began */

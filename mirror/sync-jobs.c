@@ -299,11 +299,43 @@ static bool job_error_final(int e)
 	return job_error_is_access(e) || e == -ENOSPC || e == -EDQUOT || e == -EROFS || e == -EACCES;
 }
 
+static void job_committed(struct mirror__sync_job *j, int r, const char *sha);
+
+/* With a bucket, the commit (the content's upload to it) runs on a worker: the loop's other transfers
+ * go on meanwhile. The writer is the worker's until it ends. */
+static void commit_work(uv_work_t *w)
+{
+	struct mirror__sync_job *j = w->data;
+
+	j->commit_result = mirror_store_writer_commit(&j->committing, j->commit_sha);
+}
+
+static void commit_after(uv_work_t *w, int status)
+{
+	struct mirror__sync_job *j = w->data;
+
+	(void)status;
+	job_committed(j, j->commit_result, j->commit_sha);
+}
+
 void mirror__sync_job_commit(struct mirror__sync_job *j)
 {
 	char sha[65];
-	int r = mirror_store_writer_commit(&j->w, sha);
 
+	if (mirror_store_in_bucket(j->s->d->store)) {
+		j->committing = j->w;
+		j->w = NULL;
+		j->commit_work.data = j;
+		if (!uv_queue_work(&j->s->loop, &j->commit_work, commit_work, commit_after))
+			return;
+		j->w = j->committing; /* (no worker: committed here) */
+		j->committing = NULL;
+	}
+	job_committed(j, mirror_store_writer_commit(&j->w, sha), sha);
+}
+
+static void job_committed(struct mirror__sync_job *j, int r, const char *sha)
+{
 	if (!r) {
 		mirror__sync_xet_record(j, sha);
 		job_complete(j, 0, sha);

@@ -99,12 +99,14 @@ static int make_one(struct mirror_data *d, const char *dir, int64_t snapshot_id,
 	char *path = NULL, *why = NULL;
 	int r;
 
+	/* with a bucket, the files are brought into the cache (add_file) and kept there while hashed */
+	mirror_store_pin(d->store, true);
 	r = catalog_snapshot_walk(d->catalog, snapshot_id, NULL, NULL, 0, add_file, &f);
-	if (r) {
+	if (!r)
+		r = p2p_torrent_create(name, f.v, f.n, &t, &why);
+	else
 		why = xasprintf("catalog: %s", catalog_errmsg(d->catalog));
-		goto out;
-	}
-	r = p2p_torrent_create(name, f.v, f.n, &t, &why);
+	mirror_store_pin(d->store, false);
 	if (r)
 		goto out;
 	path = mirror_torrent_path(d, t.btih);

@@ -61,6 +61,7 @@ int cmd_gc(int argc, char **argv)
 		json_object_set_new(o, "uploads_kept_until", json_integer(rep.uploads_until));
 		json_object_set_new(o, "writes_kept", json_integer(rep.writes_kept));
 		json_object_set_new(o, "restored", json_integer(rep.restored));
+		json_object_set_new(o, "bucket_uploads_aborted", json_integer(rep.bucket_uploads_aborted));
 		cli_print_json(o);
 		json_decref(o);
 	} else {
@@ -83,6 +84,9 @@ int cmd_gc(int argc, char **argv)
 			       "for 24 hours (the last until %s)\n", (long long)rep.uploads_kept,
 			       cli_plural(rep.uploads_kept, "content", "contents"), when);
 		}
+		if (rep.bucket_uploads_aborted)
+			printf("gc: %lld unfinished %s to the bucket aborted\n", (long long)rep.bucket_uploads_aborted,
+			       cli_plural(rep.bucket_uploads_aborted, "upload", "uploads"));
 		if (rep.writes_kept)
 			printf("gc: kept %lld %s of commits or pushes being made\n", (long long)rep.writes_kept,
 			       cli_plural(rep.writes_kept, "content", "contents"));

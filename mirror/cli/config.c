@@ -15,6 +15,7 @@
 #include "base/str.h"
 #include "base/xmalloc.h"
 #include "config.h"
+#include "store/bucket.h"
 #include "store/s3.h"
 
 /* "--NAME VALUE" or "--NAME=VALUE" in argv (before a "--"): VALUE, borrowed; NULL when absent. */
@@ -86,6 +87,7 @@ static const struct config_key keys[] = {
 	{ "store", "s3-endpoint", NULL, CONFIG_STORE, false },
 	{ "store", "region", NULL, CONFIG_STORE, false },
 	{ "store", "credentials-file", NULL, CONFIG_STORE, false },
+	{ "store", "cache-size", NULL, CONFIG_STORE, false },
 	{ "p2p", "listen", "p2p-listen", CONFIG_SERVE, false },
 	{ "p2p", "upload-limit", "p2p-upload-limit", CONFIG_SERVE, false },
 	{ "p2p", "rescan", "p2p-rescan", CONFIG_SERVE, false },
@@ -555,6 +557,51 @@ int config_s3(const struct config *c, struct config_s3 *out)
 		return -1;
 	}
 	return 1;
+}
+
+/* [store] cache-size, in bytes (0: not set); -1 after saying what is wrong. */
+static int64_t store_cache_size(const struct config *c)
+{
+	const struct config_entry *e = store_entry(c, "cache-size");
+	int64_t n = 0;
+
+	if (e && (cli_parse_size(e->value, &n) || n <= 0)) {
+		say(c->path, e->line, "store", "cache-size", "'%s' is not a size (bytes, or with K, M, G, T)",
+		    e->value);
+		return -1;
+	}
+	return n;
+}
+
+int config_store(int argc, char **argv)
+{
+	const char *path = config_path(config_option(argc, argv, "config"));
+	struct config c;
+	struct config_s3 s3;
+	int64_t cache;
+	int r = CLI_OK, k;
+
+	if (!path)
+		return CLI_OK;
+	memset(&c, 0, sizeof(c));
+	if (load(path, &c, true) != 0) {
+		config_release(&c);
+		return CLI_OK; /* (the command that reads the file says what is wrong with it) */
+	}
+	k = config_s3(&c, &s3);
+	cache = store_cache_size(&c);
+	if (k < 0 || cache < 0) {
+		r = CLI_FAILED;
+	} else if (k == 1) {
+		struct store_s3_config sc = { .endpoint = s3.endpoint, .bucket = s3.bucket, .prefix = s3.prefix,
+					      .region = s3.region, .access_key = s3.access_key,
+					      .secret_key = s3.secret_key, .session_token = s3.session_token };
+		store_bucket_configure(&sc, cache);
+	}
+	if (k == 1)
+		config_s3_release(&s3);
+	config_release(&c);
+	return r;
 }
 
 static void wipe(char **p)

@@ -76,6 +76,12 @@ struct config_s3 {
 int config_s3(const struct config *c, struct config_s3 *out);
 void config_s3_release(struct config_s3 *s);
 
+/* The store's bucket for this process (store_bucket_configure) from the configuration file (--config in
+ * argv, else config_path(NULL)) when its [store] url names one, with [store] cache-size. Returns CLI_OK
+ * (also when there is no file, or none that loads: the command reading it says so), or CLI_FAILED
+ * after saying what is wrong with the store's settings. */
+int config_store(int argc, char **argv);
+
 /* Call fn for every known key: its section, key, the option it stands for, the commands it is for,
  * and the file's value (NULL when the file does not set it). option is NULL for CONFIG_STORE's. */
 void config_each_key(const struct config *c,

@@ -7,6 +7,7 @@
 #include <getopt.h>
 #include <sys/stat.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "base/log.h"
 #include "cli.h"
@@ -75,6 +76,10 @@ int main(int argc, char **argv)
 	argv += optind;
 	/* `hubmirror CMD --help` is the command's own: cli_parse_flags prints its help from its table */
 	config_data_dir(); /* every command finds the data directory the configuration file names */
+	/* and the store's bucket (`config check` says itself what is wrong with it) */
+	if (strcmp(cmd->name, "config") && strcmp(cmd->name, "help") && strcmp(cmd->name, "version") &&
+	    config_store(argc, argv) != CLI_OK)
+		return CLI_FAILED;
 	optind = 0; /* glibc: full reinitialisation for the command's own getopt_long */
 	return cmd->run(argc, argv);
 }

@@ -44,7 +44,9 @@ char *mirror__self_base(const struct httpd_req *req);
 /* Answer with the bytes of blob sha256 (size bytes) as application/octet-stream, honouring one
  * "bytes=" Range (206, or 416 with the size), an empty file being a plain 200 to any Range. The
  * caller adds its own headers (ETag, ...) first. Returns 0 when answered, -1 when the store has no
- * such blob (verify quarantined it): nothing was sent, the caller answers 503 in its own style. */
+ * such blob (verify quarantined it): nothing was sent, the caller answers 503 in its own style. With a
+ * bucket behind the store, a content not in the local cache is streamed from it as a worker brings it
+ * into the cache (verified once whole): 0, the answer coming later (a 503 when the bucket cannot give it). */
 int mirror__send_blob(struct mirror_routes *rt, struct httpd_req *req, const char *sha256, int64_t size);
 
 /* A repo's tier headers (X-Hubmirror-Tier, X-Hubmirror-Origin-Checked) on a metadata answer, for a

@@ -6,6 +6,7 @@
  */
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,7 @@
 #include <unistd.h>
 
 #include <jansson.h>
+#include <uv.h>
 #include <openssl/evp.h>
 
 #include "base/buf.h"
@@ -30,6 +32,7 @@
 #include "floor-read-int.h"
 #include "routes-int.h"
 #include "mirror/store.h"
+#include "store/bucket.h"
 
 /* The operator token of a request: `Authorization: Bearer X` (Hugging Face clients, the new
  * ModelScope SDK), `Authorization: Basic` with the token as the password, or as the user when there is
@@ -211,15 +214,14 @@ bool mirror__access_check(struct mirror_routes *rt, struct httpd_req *req, const
 	return false;
 }
 
-int mirror__send_blob(struct mirror_routes *rt, struct httpd_req *req, const char *sha256, int64_t size)
+/* Answer req with the blob's bytes from fd (consumed): whole, or the Range asked; with gate, as they
+ * come (httpd_respond_file_gated; release(ud) runs once whatever the answer). */
+static void send_fd(struct httpd_req *req, int fd, int64_t size, httpd_gate_fn gate, void (*release)(void *ud),
+		    void *ud)
 {
-	char *blob = mirror_store_blob_path(rt->data->store, sha256);
-	int fd = blob ? open(blob, O_RDONLY | O_CLOEXEC) : -1, rr;
 	int64_t a = 0, b = 0;
+	int rr;
 
-	free(blob);
-	if (fd < 0)
-		return -1;
 	httpd_add_header(req, "Accept-Ranges", "bytes");
 	/* An empty file is a plain 200 to any Range (clients probe with bytes=0-0; a 416 breaks some). It
 	 * still names its size in Content-Range, which @huggingface/hub and transformers.js read. */
@@ -228,14 +230,158 @@ int mirror__send_blob(struct mirror_routes *rt, struct httpd_req *req, const cha
 		httpd_add_header(req, "Content-Range", "bytes */0");
 	if (rr < 0) {
 		close(fd);
+		if (release)
+			release(ud);
 		httpd_add_headerf(req, "Content-Range", "bytes */%" PRId64, size);
 		httpd_respond_str(req, 416, "text/plain", "range not satisfiable\n");
-	} else if (rr > 0) {
-		httpd_add_headerf(req, "Content-Range", "bytes %" PRId64 "-%" PRId64 "/%" PRId64, a, b, size);
-		httpd_respond_file(req, 206, "application/octet-stream", fd, a, b - a + 1);
-	} else {
-		httpd_respond_file(req, 200, "application/octet-stream", fd, 0, size);
+		return;
 	}
+	if (rr > 0)
+		httpd_add_headerf(req, "Content-Range", "bytes %" PRId64 "-%" PRId64 "/%" PRId64, a, b, size);
+	else
+		b = size - 1;
+	if (gate)
+		httpd_respond_file_gated(req, rr > 0 ? 206 : 200, "application/octet-stream", fd, a, b - a + 1, gate,
+					 release, ud);
+	else
+		httpd_respond_file(req, rr > 0 ? 206 : 200, "application/octet-stream", fd, a, b - a + 1);
+}
+
+/*
+ * A content the store's bucket holds and its local cache does not: a worker brings it into the cache
+ * (mirror_store_fill_run: verified as a whole once in), and the answer follows its partial file as it
+ * grows, so the first bytes go out as soon as they came; the loop never waits on the bucket. Bytes
+ * that turn out not to be the content (the bucket's copy damaged) end the answer short, the connection
+ * closed, so a client never takes them for the whole. Two owners: the worker and the answer.
+ */
+struct bucket_read {
+	_Atomic int refs;
+	struct mirror_store *store;
+	struct mirror_store_writer *w;
+	char sha256[65];
+	_Atomic int64_t avail;      /* bytes in the partial file, which the answer may send */
+	_Atomic int state;          /* 0 coming, 1 in and verified, -1 failed */
+	uv_work_t work;
+};
+
+static void bucket_read_unref(void *ud)
+{
+	struct bucket_read *b = ud;
+
+	if (--b->refs == 0)
+		free(b);
+}
+
+static void bucket_read_progress(void *ud, int64_t bytes)
+{
+	struct bucket_read *b = ud;
+
+	b->avail = bytes;
+}
+
+static void bucket_read_work(uv_work_t *work)
+{
+	struct bucket_read *b = work->data;
+	int r = mirror_store_fill_run(b->store, b->sha256, &b->w, bucket_read_progress, b);
+
+	if (!r)
+		b->avail = INT64_MAX; /* every byte is in the file */
+	b->state = r ? -1 : 1;
+}
+
+static void bucket_read_after(uv_work_t *work, int status)
+{
+	(void)status;
+	bucket_read_unref(work->data);
+}
+
+static int64_t bucket_read_gate(void *ud, int64_t offset, int64_t len)
+{
+	struct bucket_read *b = ud;
+	int64_t avail = b->avail;
+
+	if (avail > offset)
+		return avail - offset < len ? avail - offset : len;
+	return b->state < 0 ? -1 : 0;
+}
+
+/* Start the fill of sha256 and answer req from its partial file as it grows. 0, or -1 (nothing sent). */
+static int send_from_bucket(struct mirror_routes *rt, struct httpd_req *req, const char *sha256, int64_t size)
+{
+	struct bucket_read *b = xcalloc(1, sizeof(*b));
+	int fd = -1;
+
+	b->store = rt->data->store;
+	snprintf(b->sha256, sizeof(b->sha256), "%s", sha256);
+	if (mirror_store_fill_begin(b->store, sha256, size, &b->w) ||
+	    (fd = open(mirror_store_writer_path(b->w), O_RDONLY | O_CLOEXEC)) < 0) {
+		mirror_store_writer_abort(&b->w, false);
+		free(b);
+		return -1;
+	}
+	b->refs = 2;
+	b->work.data = b;
+	if (uv_queue_work(rt->loop, &b->work, bucket_read_work, bucket_read_after)) {
+		mirror_store_writer_abort(&b->w, false);
+		close(fd);
+		free(b);
+		return -1;
+	}
+	store_bucket_count_cache(false);
+	send_fd(req, fd, size, bucket_read_gate, bucket_read_unref, b);
+	return 0;
+}
+
+/* Before the answer begins, a worker asks the bucket for the content (a HEAD): one it cannot give now
+ * (the gateway down, the object gone) is answered 503 whole, never as a body cut short. */
+struct bucket_probe {
+	struct mirror_routes *rt;
+	char sha256[65];
+	int64_t size;
+	bool there;
+};
+
+static void bucket_probe_work(void *job)
+{
+	struct bucket_probe *p = job;
+
+	p->there = mirror_store_has(p->rt->data->store, p->sha256, p->size);
+}
+
+static void bucket_probe_done(void *job, struct httpd_req *req)
+{
+	struct bucket_probe *p = job;
+
+	if (req && (!p->there || send_from_bucket(p->rt, req, p->sha256, p->size))) {
+		httpd_add_header(req, "Retry-After", "60");
+		httpd_respond_str(req, 503, "text/plain", "the content cannot be read from the store's bucket now\n");
+	}
+	free(p);
+}
+
+int mirror__send_blob(struct mirror_routes *rt, struct httpd_req *req, const char *sha256, int64_t size)
+{
+	struct mirror_store *st = rt->data->store;
+	char *blob = mirror_store_cache_path(st, sha256);
+	int fd = blob ? open(blob, O_RDONLY | O_CLOEXEC) : -1;
+	bool named = blob != NULL;
+
+	if (fd >= 0 && mirror_store_in_bucket(st)) {
+		futimens(fd, (struct timespec[]){ { 0, UTIME_NOW }, { 0, UTIME_OMIT } }); /* read last: kept */
+		store_bucket_count_cache(true);
+	}
+	free(blob);
+	if (fd < 0 && named && mirror_store_in_bucket(st) && rt->loop && size > 0) {
+		struct bucket_probe *p = xcalloc(1, sizeof(*p));
+		p->rt = rt;
+		snprintf(p->sha256, sizeof(p->sha256), "%s", sha256);
+		p->size = size;
+		httpd_defer(req, bucket_probe_work, bucket_probe_done, p);
+		return 0;
+	}
+	if (fd < 0)
+		return -1;
+	send_fd(req, fd, size, NULL, NULL, NULL);
 	return 0;
 }
 

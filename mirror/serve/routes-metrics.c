@@ -12,6 +12,8 @@
 #include "base/xmalloc.h"
 #include "catalog/catalog.h"
 #include "mirror/data.h"
+#include "mirror/store.h"
+#include "store/bucket.h"
 #include "routes-int.h"
 #include "seeder.h"
 #include "p2p/tracker.h"
@@ -150,6 +152,32 @@ static void swarm_part(struct mirror_routes *rt, struct buf *b)
 	buf_addf(b, "hubmirror_webseed_fill_deduped_total %llu\n", (unsigned long long)deduped);
 }
 
+/* The store's bucket, when it has one: the backend's calls, bytes, errors, time, and the local cache's
+ * hits and misses (store/bucket.h). */
+static void bucket_part(const struct mirror_store *st, struct buf *b)
+{
+	struct store_bucket_stats s;
+
+	if (!mirror_store_in_bucket(st))
+		return;
+	store_bucket_stats(&s);
+	head(b, "hubmirror_store_bucket_calls_total", "counter", "Calls to the store's bucket (a put or a listing: "
+	     "several requests).");
+	buf_addf(b, "hubmirror_store_bucket_calls_total %lld\n", (long long)s.requests);
+	head(b, "hubmirror_store_bucket_errors_total", "counter", "Calls to the store's bucket that failed.");
+	buf_addf(b, "hubmirror_store_bucket_errors_total %lld\n", (long long)s.errors);
+	head(b, "hubmirror_store_bucket_seconds_total", "counter", "Time the calls to the store's bucket took.");
+	buf_addf(b, "hubmirror_store_bucket_seconds_total %.6f\n", s.seconds);
+	head(b, "hubmirror_store_bucket_read_bytes_total", "counter", "Bytes read from the store's bucket.");
+	buf_addf(b, "hubmirror_store_bucket_read_bytes_total %lld\n", (long long)s.bytes_in);
+	head(b, "hubmirror_store_bucket_written_bytes_total", "counter", "Bytes written to the store's bucket.");
+	buf_addf(b, "hubmirror_store_bucket_written_bytes_total %lld\n", (long long)s.bytes_out);
+	head(b, "hubmirror_store_cache_reads_total", "counter", "Reads of the bucket's local cache: found there "
+	     "(hit) or brought in from the bucket (miss).");
+	buf_addf(b, "hubmirror_store_cache_reads_total{result=\"hit\"} %lld\n", (long long)s.cache_hits);
+	buf_addf(b, "hubmirror_store_cache_reads_total{result=\"miss\"} %lld\n", (long long)s.cache_misses);
+}
+
 /* Sync history and store totals (the totals count every file of the catalog). */
 static void catalog_part(struct catalog *c, struct buf *b)
 {
@@ -255,6 +283,7 @@ static void metrics_build(struct mirror__job *job, struct catalog *cat)
 	buf_init(&b);
 	buf_add(&b, mj->http.data, mj->http.len);
 	catalog_part(cat, &b);
+	bucket_part(job->rt->data->store, &b);
 	buf_add(&b, mj->swarm.data, mj->swarm.len);
 	repos_part(cat, mj->access, mj->token, &b);
 	job->status = 200;

@@ -148,7 +148,7 @@ static int link_file(void *ud, const struct catalog_entry *e)
 	r = path_mkdirs(link, 0755);
 	*slash = '/';
 	if (!r) {
-		blob = mirror_store_blob_path(f->store, e->sha256);
+		blob = mirror_store_cache_path(f->store, e->sha256); /* (a link: nothing brought in) */
 		if (symlink(blob, link) < 0)
 			r = -errno;
 		free(blob);

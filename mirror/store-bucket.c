@@ -1,0 +1,218 @@
+/*
+ * store-bucket.c - the store with a bucket (store/bucket.h) behind it: every content is written
+ * there, verified, before it is published; blobs/ becomes a cache of what was written or read last,
+ * bounded by [store] cache-size; a content not in the cache is brought in from the bucket, verified
+ * again, when it is asked for.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base/err.h"
+#include "base/hex.h"
+#include "base/log.h"
+#include "base/xmalloc.h"
+#include "store/bucket.h"
+#include "store-int.h"
+#include "store.h"
+
+/* What blobs/ holds, walked: each file's size added to *total, and each kept in *v (may be NULL). */
+struct cached_file {
+	char sha256[65];
+	int64_t size;
+	int64_t atime_ns;
+};
+
+static int64_t walk_cache(const struct mirror_store *s, struct cached_file **v, size_t *n)
+{
+	DIR *dp = opendir(s->blobs), *sub;
+	struct dirent *e, *f;
+	int64_t total = 0;
+	size_t cap = 0;
+
+	if (v) {
+		*v = NULL;
+		*n = 0;
+	}
+	while (dp && (e = readdir(dp))) {
+		char *d = xasprintf("%s/%s", s->blobs, e->d_name);
+		sub = e->d_name[0] == '.' ? NULL : opendir(d);
+		while (sub && (f = readdir(sub))) {
+			struct stat st;
+			if (!hex_is_lower(f->d_name, 64) ||
+			    fstatat(dirfd(sub), f->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
+				continue;
+			total += st.st_size;
+			if (!v)
+				continue;
+			if (*n == cap)
+				*v = xreallocarray(*v, cap = cap ? cap * 2 : 64, sizeof(**v));
+			memcpy((*v)[*n].sha256, f->d_name, 65);
+			(*v)[*n].size = st.st_size;
+			(*v)[(*n)++].atime_ns = (int64_t)st.st_atim.tv_sec * 1000000000 + st.st_atim.tv_nsec;
+		}
+		if (sub)
+			closedir(sub);
+		free(d);
+	}
+	if (dp)
+		closedir(dp);
+	return total;
+}
+
+int mirror__store_bucket_open(struct mirror_store *s)
+{
+	const char *why = NULL;
+	int r;
+
+	pthread_mutex_init(&s->trim_lock, NULL);
+	if (!store_bucket_configured())
+		return 0;
+	r = store_bucket_open(&s->bucket, &why);
+	if (r) {
+		log_error("store", "the bucket: %s", why ? why : err_str(r));
+		return r;
+	}
+	s->cache_max = store_bucket_cache_size();
+	s->cached = walk_cache(s, NULL, NULL);
+	return 0;
+}
+
+void mirror__store_bucket_close(struct mirror_store *s)
+{
+	store_bucket_free(&s->bucket);
+	pthread_mutex_destroy(&s->trim_lock);
+}
+
+int mirror__store_bucket_put(struct mirror_store *s, int fd, const char *sha256, int64_t size)
+{
+	int r = store_bucket_put_fd(s->bucket, fd, sha256, size);
+
+	if (r)
+		log_warn("store", "cannot put %.12s in the bucket: %s (%s)", sha256, err_str(r), store_bucket_errmsg());
+	return r;
+}
+
+struct fill_ctx {
+	struct mirror_store_writer *w;
+	void (*progress)(void *ud, int64_t bytes);
+	void *ud;
+	int64_t told;
+};
+
+static int fill_sink(void *ud, const void *data, size_t n)
+{
+	struct fill_ctx *f = ud;
+	int r = mirror_store_writer_write(f->w, data, n);
+
+	if (!r && f->progress && mirror_store_writer_flushed(f->w) != f->told)
+		f->progress(f->ud, f->told = mirror_store_writer_flushed(f->w));
+	return r;
+}
+
+int mirror_store_fill_begin(struct mirror_store *s, const char *sha256, int64_t size, struct mirror_store_writer **w)
+{
+	struct mirror_store_expect ex = { .sha256 = sha256, .size = size };
+	int r;
+
+	if (!s->bucket)
+		return -ENOENT;
+	/* a writer of its own: a fill never waits on, nor resumes, the mirror's own write of the content */
+	r = mirror_store_writer_new_private(s, &ex, w);
+	if (!r)
+		mirror__store_writer_fill(*w);
+	return r;
+}
+
+int mirror_store_fill_run(struct mirror_store *s, const char *sha256, struct mirror_store_writer **w,
+			  void (*progress)(void *ud, int64_t bytes), void *ud)
+{
+	struct fill_ctx f = { *w, progress, ud, 0 };
+	int r = store_bucket_get(s->bucket, sha256, 0, -1, fill_sink, &f);
+
+	*w = NULL;
+	if (r) {
+		log_warn("store", "cannot read %.12s from the bucket: %s (%s)", sha256, err_str(r),
+			 r == HM_ERR_NOT_FOUND ? "no such object" : store_bucket_errmsg());
+		mirror_store_writer_abort(&f.w, false);
+		return r == HM_ERR_NOT_FOUND ? -ENOENT : r;
+	}
+	f.told = mirror_store_writer_offset(f.w); /* (every byte taken) */
+	r = mirror_store_writer_commit(&f.w, NULL); /* verified: the bucket's bytes are hashed again */
+	if (r)
+		log_warn("store", "the bucket's %.12s is not its content: %s", sha256, err_str(r));
+	else
+		mirror__store_cached(s, f.told, sha256);
+	return r;
+}
+
+int mirror__store_fill(struct mirror_store *s, const char *sha256)
+{
+	struct mirror_store_writer *w = NULL;
+	int64_t size = -1;
+	int r = store_bucket_stat(s->bucket, sha256, &size);
+
+	if (r && r != HM_ERR_NOT_FOUND)
+		log_warn("store", "cannot read %.12s from the bucket: %s (%s)", sha256, err_str(r),
+			 store_bucket_errmsg());
+	if (r)
+		return r == HM_ERR_NOT_FOUND ? -ENOENT : r;
+	r = mirror_store_fill_begin(s, sha256, size, &w);
+	return r ? r : mirror_store_fill_run(s, sha256, &w, NULL, NULL);
+}
+
+static int by_atime(const void *a, const void *b)
+{
+	const struct cached_file *x = a, *y = b;
+
+	return x->atime_ns < y->atime_ns ? -1 : x->atime_ns > y->atime_ns;
+}
+
+/* Evict the least recently read until blobs/ is within its bound. A content goes only when the bucket
+ * holds it whole (one written before the bucket was configured stays). */
+static void trim(struct mirror_store *s, const char *keep)
+{
+	struct cached_file *v;
+	size_t n;
+	int64_t total = walk_cache(s, &v, &n), there;
+
+	qsort(v, n, sizeof(*v), by_atime);
+	for (size_t i = 0; i < n && total > s->cache_max; i++) {
+		char *p;
+		if ((keep && !strcmp(keep, v[i].sha256)) || store_bucket_stat(s->bucket, v[i].sha256, &there) ||
+		    there != v[i].size)
+			continue;
+		p = mirror__store_blob_local(s, v[i].sha256);
+		if (unlink(p) == 0)
+			total -= v[i].size;
+		free(p);
+	}
+	s->cached = total;
+	free(v);
+}
+
+void mirror__store_cached(struct mirror_store *s, int64_t n, const char *keep)
+{
+	if ((s->cached += n) <= s->cache_max || s->pins > 0)
+		return;
+	pthread_mutex_lock(&s->trim_lock);
+	if (s->cached > s->cache_max)
+		trim(s, keep);
+	pthread_mutex_unlock(&s->trim_lock);
+}
+
+void mirror_store_pin(struct mirror_store *s, bool pin)
+{
+	if (!s->bucket)
+		return;
+	if (pin) {
+		s->pins++;
+		return;
+	}
+	if (--s->pins == 0)
+		mirror__store_cached(s, 0, NULL);
+}

@@ -1,0 +1,82 @@
+/*
+ * bucket.h - the content-addressed store's bucket backend (issue #52): contents kept in an S3 bucket
+ * (Ceph RGW, AWS S3) under the keys they have on disk, blobs/<h0h1>/<sha256>, below the bucket's
+ * prefix. A content reaches its key only verified: the bytes stream into a multipart upload (one PUT
+ * for a small one) while they are hashed, and the upload is completed only when they hashed to the
+ * content's id and are of its size; any other end aborts it. So an object under a content id always
+ * holds that content; a crash leaves at worst an unfinished upload, which store_bucket_sweep aborts.
+ *
+ * One struct store_bucket per process and data directory, shared by threads: each call takes an S3
+ * client of its own from a small pool (an S3 client is one thread's at a time), so that a sync's
+ * parallel commits upload at once.
+ */
+#ifndef HM_STORE_BUCKET_H
+#define HM_STORE_BUCKET_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "store/s3.h"
+
+struct store_bucket;
+
+/* The process's bucket: what `[store] url` (and its endpoint, region, keys) and `[store] cache-size`
+ * say, set once by the command line before any store opens (NULL c: none, the data directory's store
+ * alone). Every string is copied. cache_size: bytes the local disk keeps of the bucket's contents
+ * (0: the default, 10 GiB). */
+void store_bucket_configure(const struct store_s3_config *c, int64_t cache_size);
+/* Whether a bucket is configured; its cache bound. */
+bool store_bucket_configured(void);
+int64_t store_bucket_cache_size(void);
+/* A client of the configured bucket (the process's configuration is copied in). Returns 0, -ENOENT
+ * (none configured) or -EINVAL (*why static). */
+int store_bucket_open(struct store_bucket **out, const char **why);
+void store_bucket_free(struct store_bucket **b);
+
+/* The key of a content below the prefix: "blobs/ab/ab12..." (sha256: 64 lowercase hex). Caller frees. */
+char *store_bucket_key(const char *sha256);
+
+/* Whether the content is in the bucket (size -1: any), its size in *size (may be NULL). Returns 0,
+ * HM_ERR_NOT_FOUND, or a code of s3.h. */
+int store_bucket_stat(struct store_bucket *b, const char *sha256, int64_t *size);
+
+/* Put the content read from fd (from its start to its end) under its key, verified: completed only when
+ * the bytes hash to sha256 and are size bytes. Returns 0, HM_ERR_HASH_MISMATCH / HM_ERR_SIZE_MISMATCH
+ * (nothing written), -errno (reading fd), or a code of s3.h. */
+int store_bucket_put_fd(struct store_bucket *b, int fd, const char *sha256, int64_t size);
+
+/* Bytes [off, off + len) of the content (len < 0: to its end) to sink, as store_s3_get. */
+int store_bucket_get(struct store_bucket *b, const char *sha256, int64_t off, int64_t len,
+		     int (*sink)(void *ud, const void *data, size_t n), void *ud);
+
+/* Hash the content as the bucket holds it: *ok when it hashes to its name; its size in *size. Returns 0,
+ * HM_ERR_NOT_FOUND, or a code of s3.h. */
+int store_bucket_check(struct store_bucket *b, const char *sha256, bool *ok, int64_t *size);
+
+int store_bucket_delete(struct store_bucket *b, const char *sha256);
+
+/* Every object under blobs/ (name: the key's last part, which may not be a content id; size). A
+ * non-zero return of fn stops the walk with it. */
+int store_bucket_each(struct store_bucket *b, int (*fn)(void *ud, const char *name, int64_t size), void *ud);
+
+/* Abort the unfinished uploads under blobs/ started more than age_s seconds ago (a crashed writer's;
+ * a running one's are younger). *aborted counts them. Returns 0 or the first failure's code. */
+int store_bucket_sweep(struct store_bucket *b, int64_t age_s, int64_t *aborted);
+
+/* The last failure's words (store_s3_errmsg of the client that failed), for messages. Static storage
+ * of the thread. */
+const char *store_bucket_errmsg(void);
+
+/* The backend's counters since the process started: calls made to the bucket (each one request or, for
+ * a put or a listing, several), the seconds they took, bytes read and written, calls failed; and the
+ * local cache's reads, found there (hits) or brought in from the bucket (misses). */
+struct store_bucket_stats {
+	int64_t requests, bytes_in, bytes_out, errors, cache_hits, cache_misses;
+	double seconds;
+};
+void store_bucket_stats(struct store_bucket_stats *out);
+/* Count a read of the local cache: hit (it was there) or a miss. */
+void store_bucket_count_cache(bool hit);
+
+#endif
