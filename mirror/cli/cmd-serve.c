@@ -471,9 +471,11 @@ static void serve_reread(void *ud)
 		if (before && !strcmp(before, now.v[i].value))
 			continue;
 		changed++;
-		/* [sync] keys serve itself passes on (schedule, upstreams) are fixed at start; [store] keys
-		 * are the sync's */
-		if (!strcmp(now.v[i].section, "store") ||
+		/* [sync] keys serve itself passes on (schedule, upstreams) are fixed at start; [store]
+		 * retention and quota are the sync's; the bucket's keys (url, s3-endpoint, region,
+		 * credentials-file, cache-size) are the store serve opened at start */
+		if ((!strcmp(now.v[i].section, "store") &&
+		     (!strcmp(now.v[i].key, "retention") || !strcmp(now.v[i].key, "quota"))) ||
 		    (!strcmp(now.v[i].section, "sync") && strcmp(now.v[i].key, "at") && strcmp(now.v[i].key, "every") &&
 		     strcmp(now.v[i].key, "hf-upstream") && strcmp(now.v[i].key, "ms-upstream")))
 			log_info("serve", "SIGHUP: [%s] %s changed: the next scheduled sync uses it", now.v[i].section,

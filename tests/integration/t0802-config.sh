@@ -54,10 +54,14 @@ check "the scheduled sync read the token file from the configuration: the gated 
 
 # ---- SIGHUP: what changed, and when it applies ----
 sed -i 's/^jobs = 4$/jobs = 2/; s/^shutdown_grace = 2$/shutdown_grace = 5/' "$T/hm.conf"
+printf '%s\n' "" "[store]" "quota = 100G" "cache-size = 2G" >>"$T/hm.conf"
 kill -HUP "$(pgrep -f -- "--ready-file $T/url" | head -n1)"
 for _ in $(seq 50); do grep -q 'shutdown-grace changed' "$T/serve.err" && break; sleep 0.1; done
 check "SIGHUP: a serve setting needs a restart, and says so" grep -q '\[serve\] shutdown-grace changed: restart serve' "$T/serve.err"
 check "SIGHUP: a sync setting applies from the next sync" grep -q '\[sync\] jobs changed: the next scheduled sync uses it' "$T/serve.err"
+check "SIGHUP: the store's quota is the sync's" grep -q '\[store\] quota changed: the next scheduled sync uses it' "$T/serve.err"
+check "SIGHUP: the bucket's cache is serve's own store, opened at start: a restart applies it" \
+	grep -q '\[store\] cache-size changed: restart serve' "$T/serve.err"
 
 # ---- bad files: the error names the line ----
 printf '[serve]\nlisten = 127.0.0.1:0\nlisen = x\n' >"$T/bad-key.conf"
