@@ -154,11 +154,12 @@ as_nobody() {
 	done
 	setpriv --reuid=nobody --regid=nogroup --clear-groups env HUBMIRROR_CONFIG=/dev/null "${args[@]}"
 }
-# _await_ready FILE WHAT LOG: wait for the process started last to write FILE, up to 30 s (a loaded
-# 2-core machine) but not a moment longer than it lives; else show LOG and fail.
+# _await_ready FILE WHAT LOG: wait for the process started last to write FILE, as long as it lives, up
+# to 240 s (a serve of 100,000 files under the sanitizers on a loaded 2-core machine took over 30 s;
+# the watchdog speaks at 280 s); else show LOG and fail.
 _await_ready() {
 	local i
-	for i in $(seq 1 600); do
+	for i in $(seq 1 4800); do
 		[ -s "$1" ] && break
 		kill -0 "${_pids[-1]}" 2>/dev/null || break
 		sleep 0.05
