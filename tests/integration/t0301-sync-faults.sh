@@ -199,7 +199,8 @@ check "3 5xx: store consistent" checkstore
 use_data s4
 hm add hf:f/reset >/dev/null
 reset_fake
-# A reset throws away what the client had not read yet; a paced body lets it read almost all of it.
+# A reset throws away what the client had not read yet; a paced body lets it read almost all of it
+# (over half of it on a loaded machine: 894,946 of the 1,200,000 once, under ASan at load 15).
 fault '[{"match": "/repos/", "host": "cdn", "kind": "reset", "bytes": 2500000},
         {"match": "/repos/", "host": "cdn", "kind": "slow", "rate": 10000000},
         {"match": "/f/reset/resolve/.*/data\\.txt", "host": "api", "kind": "reset", "bytes": 1200000},
@@ -208,7 +209,7 @@ check "4 reset: sync succeeds" sync_to "$T/r4.json" hf:f/reset
 check "4 reset: faults fired" test "$(faults_left)" = 0
 starts=$(range_starts | sort -n | tr '\n' ' ')
 check "4 reset: both files resumed with Range, after most of their bytes ($starts)" \
-	"$PY" -c 'import sys; s = sorted(map(int, sys.argv[1:])); assert len(s) == 2 and s[0] >= 900000 and s[1] >= 2000000, s' $starts
+	"$PY" -c 'import sys; s = sorted(map(int, sys.argv[1:])); assert len(s) == 2 and s[0] > 600000 and s[1] > 1250000, s' $starts
 total=$((4000000 + 2000000))
 got=$(content_bytes)
 check "4 reset: no refetch from zero ($got bytes for $total)" test "$got" -lt $((total * 5 / 4))

@@ -24,7 +24,9 @@ curl -fsS -X POST "$FAKE_API/_fake/faults" -d '{"match": "/api/models/acme/m6/re
 "$HUBMIRROR" sync --progress >"$T/run.out" 2>"$T/run.err" &
 run=$!
 seen_running=1 seen_waiting=1
-for _ in $(seq 100); do
+# (as long as the run lasts: on a loaded machine it reaches the 429 only after many looks)
+for _ in $(seq 1200); do
+	kill -0 "$run" 2>/dev/null || break
 	hm sync --status >"$T/st" 2>&1
 	grep -Eq "^sync running since [0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2} [A-Z+0-9-]+ \([0-9]+s, pid $run\): repo [0-6] of 6, files [0-9]+ of [0-9]+, " "$T/st" && seen_running=0
 	grep -Eq "^waiting [0-9]+ s: upstream asked to slow down$" "$T/st" && seen_waiting=0
