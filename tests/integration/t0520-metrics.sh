@@ -77,7 +77,9 @@ curl -fsS "$M/metrics" >"$T/m4"
 missing=$(grep -o 'hubmirror_[a-z0-9_]*' "$HM_SRC/docs/grafana/hubmirror-dashboard.json" | sort -u |
 	while read -r n; do grep -q "^# TYPE $n " "$T/m4" || echo "$n"; done)
 check "every metric the dashboard queries is exported${missing:+ (missing: $(echo $missing))}" test -z "$missing"
-missing=$(cat "$HM_SRC"/docs/*.md "$HM_SRC"/docs/commands/*.md | grep -oE 'hubmirror_[a-z0-9_]+' | grep -v '_$' | sort -u |
+# (but the store's bucket's, exported only by a mirror with a bucket behind its store: t0863 reads them)
+missing=$(cat "$HM_SRC"/docs/*.md "$HM_SRC"/docs/commands/*.md | grep -oE 'hubmirror_[a-z0-9_]+' | grep -v '_$' |
+	grep -Ev '^hubmirror_store_(bucket|cache)_' | sort -u |
 	while read -r n; do grep -q "^# TYPE $n " "$T/m4" || echo "$n"; done)
 check "every metric the docs name is exported${missing:+ (missing: $(echo $missing))}" test -z "$missing"
 finish
