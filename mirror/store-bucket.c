@@ -197,7 +197,8 @@ static void trim(struct mirror_store *s, const char *keep)
 
 void mirror__store_cached(struct mirror_store *s, int64_t n, const char *keep)
 {
-	if ((s->cached += n) <= s->cache_max || s->pins > 0)
+	/* (the sum as a plain value: clang does not compare an atomic assignment's result) */
+	if (atomic_fetch_add(&s->cached, n) + n <= s->cache_max || atomic_load(&s->pins) > 0)
 		return;
 	pthread_mutex_lock(&s->trim_lock);
 	if (s->cached > s->cache_max)
