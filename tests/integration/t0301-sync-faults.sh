@@ -199,8 +199,10 @@ check "3 5xx: store consistent" checkstore
 use_data s4
 hm add hf:f/reset >/dev/null
 reset_fake
-# A reset throws away what the client had not read yet; a paced body lets it read almost all of it
-# (over half of it on a loaded machine: 894,946 of the 1,200,000 once, under ASan at load 15).
+# A reset throws away what the client had not read yet: how much depends on the machine's load (under
+# ASan at load 15 the resumes started at 884,736 of 1,200,000 and at 1,200,000 of 2,500,000), so the
+# checks are that both resumed from a byte past zero, and that what was sent in all is the two bodies
+# plus exactly the bytes the resets threw away (a refetch from zero would add a whole body).
 fault '[{"match": "/repos/", "host": "cdn", "kind": "reset", "bytes": 2500000},
         {"match": "/repos/", "host": "cdn", "kind": "slow", "rate": 10000000},
         {"match": "/f/reset/resolve/.*/data\\.txt", "host": "api", "kind": "reset", "bytes": 1200000},
@@ -208,11 +210,15 @@ fault '[{"match": "/repos/", "host": "cdn", "kind": "reset", "bytes": 2500000},
 check "4 reset: sync succeeds" sync_to "$T/r4.json" hf:f/reset
 check "4 reset: faults fired" test "$(faults_left)" = 0
 starts=$(range_starts | sort -n | tr '\n' ' ')
-check "4 reset: both files resumed with Range, after most of their bytes ($starts)" \
-	"$PY" -c 'import sys; s = sorted(map(int, sys.argv[1:])); assert len(s) == 2 and s[0] > 600000 and s[1] > 1250000, s' $starts
+check "4 reset: both files resumed with Range, past their first byte ($starts)" \
+	"$PY" -c 'import sys; s = sorted(map(int, sys.argv[1:]))
+assert len(s) == 2 and 0 < s[0] <= 1200000 and s[1] <= 2500000, s' $starts
 total=$((4000000 + 2000000))
 got=$(content_bytes)
-check "4 reset: no refetch from zero ($got bytes for $total)" test "$got" -lt $((total * 5 / 4))
+lost=$((2500000 + 1200000 - $(echo "$starts" | tr ' ' '\n' | awk '{t += $1} END {print t + 0}')))
+# 64 KiB of slack: what the fake had written into the socket past its reset point
+check "4 reset: no refetch from zero ($got bytes for $total, $lost thrown away by the resets)" \
+	test "$got" -le $((total + lost + 65536))
 check "4 reset: store consistent" checkstore
 
 # ---- 5. 429 storm ----------------------------------------------------------------------------------
