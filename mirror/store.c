@@ -46,6 +46,8 @@ struct mirror_store_writer {
 	EVP_MD_CTX *sha1_ctx;   /* NULL unless a git oid is expected (needs the size up front) */
 	struct xet_identity *xet; /* the Xet identity, in the same pass (store-xet.h) */
 	char xet_hash[65];      /* expected (upstream's Xet hash), or "" */
+	bool xet_given;         /* its chunks are stated by the writer's caller (_given_chunks) */
+	bool xet_lost;          /* ... and some bytes came without them: computed from the file at check */
 	bool private_;          /* its partial file is its own (mirror_store_writer_new_private) */
 	bool fill;              /* a copy of the bucket's into the local cache: not put back there */
 	bool checked;           /* mirror_store_writer_check ran: its result, and the sha256 it found */
@@ -205,7 +207,8 @@ static int writer_reset_hashes(struct mirror_store_writer *w)
 	if (!EVP_DigestInit_ex(w->sha256_ctx, EVP_sha256(), NULL))
 		return -ENOMEM;
 	xet_identity_free(&w->xet);
-	w->xet = xet_identity_new();
+	w->xet = w->xet_given ? xet_identity_new_given() : xet_identity_new();
+	w->xet_lost = false;
 	if (w->sha1_ctx) {
 		char hdr[48];
 		int n = snprintf(hdr, sizeof(hdr), "blob %lld", (long long)w->size);
@@ -216,19 +219,43 @@ static int writer_reset_hashes(struct mirror_store_writer *w)
 	return 0;
 }
 
-static int writer_hash(struct mirror_store_writer *w, const void *data, size_t n)
+/* chunk: the bytes are one chunk whose size and hash the caller states (_write_chunk) */
+static int writer_hash(struct mirror_store_writer *w, const void *data, size_t n, bool chunk)
 {
 	if (!EVP_DigestUpdate(w->sha256_ctx, data, n))
 		return -ENOMEM;
 	if (w->sha1_ctx && !EVP_DigestUpdate(w->sha1_ctx, data, n))
 		return -ENOMEM;
-	xet_identity_update(w->xet, data, n);
+	if (!w->xet_given)
+		xet_identity_update(w->xet, data, n);
+	else if (!chunk)
+		w->xet_lost = true;
 	return 0;
 }
 
 static int writer_hash_chunk(void *w, const void *data, size_t n)
 {
-	return writer_hash(w, data, n);
+	return writer_hash(w, data, n, false);
+}
+
+static int writer_xet_chunk(void *w, const void *data, size_t n)
+{
+	xet_identity_update(((struct mirror_store_writer *)w)->xet, data, n);
+	return 0;
+}
+
+/* The identity of stated chunks that some bytes came without: computed from the file's bytes after all
+ * (a Xet fetch that fell back to plain HTTP half way; rare, and one more read of the file). */
+static int writer_xet_recompute(struct mirror_store_writer *w)
+{
+	int64_t off;
+	int r;
+
+	xet_identity_free(&w->xet);
+	w->xet = xet_identity_new();
+	w->xet_given = w->xet_lost = false;
+	r = mirror__store_read_chunks(w->fd, writer_xet_chunk, w, &off);
+	return r ? r : off == w->written ? 0 : -EIO;
 }
 
 /* Feed the bytes already in the partial file through the hashes. */
@@ -406,13 +433,42 @@ int mirror_store_writer_truncate(struct mirror_store_writer *w)
 	return writer_reset_hashes(w);
 }
 
+int mirror_store_writer_given_chunks(struct mirror_store_writer *w)
+{
+	if (w->written != 0)
+		return -EINVAL;
+	xet_identity_free(&w->xet);
+	w->xet = xet_identity_new_given();
+	w->xet_given = true;
+	w->xet_lost = false;
+	return 0;
+}
+
+static int writer_write(struct mirror_store_writer *w, const void *data, size_t n, bool chunk);
+
 int mirror_store_writer_write(struct mirror_store_writer *w, const void *data, size_t n)
+{
+	return writer_write(w, data, n, false);
+}
+
+int mirror_store_writer_write_chunk(struct mirror_store_writer *w, const void *data, size_t n,
+				    const struct xet_hash *h)
+{
+	bool chunk = w->xet_given && !w->xet_lost;
+	int r = writer_write(w, data, n, chunk);
+
+	if (!r && chunk && xet_identity_add_chunk(w->xet, n, h))
+		w->xet_lost = true;   /* no chunker would have cut it: the file's bytes will say */
+	return r;
+}
+
+static int writer_write(struct mirror_store_writer *w, const void *data, size_t n, bool chunk)
 {
 	int r;
 
 	if (w->size >= 0 && (int64_t)n > w->size - w->written)
 		return HM_ERR_SIZE_MISMATCH;
-	r = writer_hash(w, data, n);
+	r = writer_hash(w, data, n, chunk);
 	if (r)
 		return r;
 	if (!w->buf) {
@@ -467,6 +523,8 @@ int mirror_store_writer_check(struct mirror_store_writer *w)
 	r = finish_digest(w->sha256_ctx, w->got256);
 	if (!r && w->sha1_ctx)
 		r = finish_digest(w->sha1_ctx, gotsha1);
+	if (!r && w->xet_given && (w->xet_lost || xet_identity_size(w->xet) != (uint64_t)w->written))
+		r = writer_xet_recompute(w);
 	xet_identity_finish(w->xet);
 	xet_hash_hex(xet_identity_file_hash(w->xet), gotxet);
 	/* upstream's Xet hash, where it says one, is a second proof of the bytes */

@@ -79,6 +79,18 @@ int mirror_store_writer_truncate(struct mirror_store_writer *w);
 /* Append n bytes. Returns 0, HM_ERR_SIZE_MISMATCH past the expected size, or -errno (-ENOSPC...). */
 int mirror_store_writer_write(struct mirror_store_writer *w, const void *data, size_t n);
 
+/* Xet fetches: the identity (store-xet.h) is to be made of the chunks the caller states with
+ * _write_chunk (each chunk's bytes and the hash the caller computed of them to check them), not found
+ * again by the chunker and hashed twice. Only on a writer at offset 0 (-EINVAL otherwise). Bytes that
+ * come through _write after all (a fallback to plain HTTP) make the identity computed from the file's
+ * bytes at _check, as if this had not been asked. */
+int mirror_store_writer_given_chunks(struct mirror_store_writer *w);
+/* Append one chunk's n bytes, as _write, with its Xet chunk hash h (only read on a _given_chunks
+ * writer). */
+struct xet_hash;
+int mirror_store_writer_write_chunk(struct mirror_store_writer *w, const void *data, size_t n,
+				    const struct xet_hash *h);
+
 /* Check what was written against the expectation (size, sha256, git id) without publishing it:
  * 0 when it matches, else HM_ERR_SIZE_MISMATCH or HM_ERR_HASH_MISMATCH. Once only (the digests are
  * finished): _commit then publishes (or drops) on that verdict, and may run on another thread. */

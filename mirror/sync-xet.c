@@ -6,7 +6,8 @@
  * content (xet_ranges, filled by earlier syncs through Xet) is read from the store, each chunk checked
  * against its recorded hash; any other term's byte range is fetched, its chunks decoded as they stream
  * (uncompressed, LZ4, BG4-LZ4; one chunk's bytes held at a time) and hashed. The writer proves the whole
- * file as the plain path does (sha256 and the Xet file hash); only then are the file's chunks recorded
+ * file as the plain path does (sha256 and the Xet file hash), the identity made of the chunks just
+ * hashed, not chunked and hashed again (store.h, _given_chunks); only then are the file's chunks recorded
  * for the next revision. Whatever goes wrong before that falls back to the plain HTTP path
  * (sync-jobs.c), resuming from what was written; bytes that fail the proof are fetched again over plain
  * HTTP from the start.
@@ -170,10 +171,10 @@ static int xs_put_chunk(struct mirror__sync_xet *x, const struct term *t, uint32
 	int64_t skip = mirror_store_writer_offset(x->j->w) - (int64_t)x->pos;  /* never a byte twice */
 	int r = 0;
 
-	if (skip < (int64_t)len) {
-		size_t from = skip > 0 ? (size_t)skip : 0;
-		r = mirror_store_writer_write(x->j->w, data + from, len - from);
-	}
+	if (skip <= 0)  /* the whole chunk, and its hash: the identity is made of these (no second pass) */
+		r = mirror_store_writer_write_chunk(x->j->w, data, len, h);
+	else if (skip < (int64_t)len)
+		r = mirror_store_writer_write(x->j->w, data + skip, len - (size_t)skip);
 	if (r) {
 		xs_set_why(x, r, "store: %s", err_str(r));
 	} else {
@@ -498,6 +499,9 @@ void mirror__sync_xet_start(struct mirror__sync_job *j)
 	BUG_ON(j->xet || !j->w);
 	x->j = j;
 	x->skip = mirror_store_writer_offset(j->w);
+	/* from the first byte, the file's identity is the chunks this fetch checks as they come */
+	if (x->skip == 0)
+		mirror_store_writer_given_chunks(j->w);
 	x->dec = xet_xorb_decoder_new();
 	x->buf = xmalloc(XET_RECORD_MAX);
 	x->room = xmalloc(XET_CHUNK_MAX);

@@ -34,6 +34,7 @@ struct xet_identity {
 	size_t n, cap;
 	struct xet_hash file_hash;
 	bool finished;
+	bool given;                 /* its chunks are stated (xet_identity_add_chunk), not found */
 };
 
 static void data_hasher_init(blake3_hasher *b)
@@ -80,10 +81,29 @@ static void end_chunk(struct xet_identity *id)
 	data_hasher_init(&id->hasher);
 }
 
+struct xet_identity *xet_identity_new_given(void)
+{
+	struct xet_identity *id = xet_identity_new();
+	id->given = true;
+	return id;
+}
+
+int xet_identity_add_chunk(struct xet_identity *id, uint64_t size, const struct xet_hash *h)
+{
+	BUG_ON(id->finished || !id->given);
+	/* what a chunker could have cut: within the bounds, and every chunk before the last at least the
+	 * minimum (the identity file's reader holds the same) */
+	if (size == 0 || size > XET_CHUNK_MAX || (id->n > 0 && id->chunks[id->n - 1].size < XET_CHUNK_MIN))
+		return -EINVAL;
+	id->size += size;
+	push_chunk(id, size, h);
+	return 0;
+}
+
 void xet_identity_update(struct xet_identity *id, const void *data, size_t n)
 {
 	const unsigned char *p = data;
-	BUG_ON(id->finished);
+	BUG_ON(id->finished || id->given);
 	while (n > 0) {
 		bool cut;
 		size_t k = xet_chunker_scan(&id->chunker, p, n, &cut);
@@ -110,7 +130,7 @@ static void compute_file_hash(struct xet_identity *id)
 void xet_identity_finish(struct xet_identity *id)
 {
 	BUG_ON(id->finished);
-	if (id->size > id->chunk_start)
+	if (!id->given && id->size > id->chunk_start)
 		end_chunk(id);
 	compute_file_hash(id);
 	id->finished = true;

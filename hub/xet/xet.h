@@ -86,6 +86,13 @@ struct xet_identity;
 struct xet_identity *xet_identity_new(void);
 void xet_identity_free(struct xet_identity **idp);
 void xet_identity_update(struct xet_identity *id, const void *data, size_t n);
+/* An identity whose chunks are stated, not found: a Xet fetch has each chunk's bytes as a xorb cut
+ * them, and hashed them to check them, so it hands over each chunk's size and hash, in order, instead
+ * of the bytes (xet_identity_update is not called on it). A size no chunker could have cut (0, over
+ * XET_CHUNK_MAX, or after a chunk under XET_CHUNK_MIN) is refused with -EINVAL, the identity left as
+ * it was. */
+struct xet_identity *xet_identity_new_given(void);
+int xet_identity_add_chunk(struct xet_identity *id, uint64_t size, const struct xet_hash *h);
 /* Ends the last chunk and computes the file hash. Once; update no more after it. */
 void xet_identity_finish(struct xet_identity *id);
 uint64_t xet_identity_size(const struct xet_identity *id);

@@ -40,6 +40,23 @@ proven() {
 	[ -f "$b" ] && [ "$(sha256sum <"$b" | cut -d' ' -f1)" = "$sha" ] &&
 		[ "$("$HM_BUILD/tests/unit/xet-ident" "$b" | sed -n 's/^file //p')" = "$xh" ]
 }
+# REPO PATH: the identity the store kept of the blob (store/xet/, made of the chunks the Xet fetch
+# checked, not found again) is the one the chunker finds in the blob's bytes: same chunks, same file hash
+identity_kept() {
+	local sha b
+	sha=$(up "$1" "$2" sha); b=$store/blobs/${sha:0:2}/$sha
+	"$HM_BUILD/tests/unit/xet-ident" "$b" >"$T/ident.txt" && "$PY" - "$store/xet/${sha:0:2}/$sha" "$T/ident.txt" <<'PY'
+import sys
+d = open(sys.argv[1], "rb").read()
+assert d[:8] == b"hmxetid\x01", "no identity file"
+n = int.from_bytes(d[16:24], "little")
+hexof = lambda h: "".join("%016x" % int.from_bytes(h[8 * w:8 * w + 8], "little") for w in range(4))
+kept = [(int.from_bytes(d[56 + 36 * i:60 + 36 * i], "little"), hexof(d[60 + 36 * i:92 + 36 * i])) for i in range(n)]
+want = [(int(l.split()[2]), l.split()[3]) for l in open(sys.argv[2]) if l.startswith("chunk ")]
+fh = [l.split()[1] for l in open(sys.argv[2]) if l.startswith("file ")][0]
+assert kept == want and hexof(d[24:56]) == fh, (len(kept), len(want))
+PY
+}
 xorb_reqs() { stat_of 'sum(1 for r in s["recent"] if r["path"].startswith("/xorbs/"))'; }
 plain_reqs() { stat_of 'sum(1 for r in s["recent"] if r["path"].startswith("/repos/"))'; }
 cdn_bytes() { stat_of 's["content_bytes"]["cdn"]'; }
@@ -77,6 +94,7 @@ check "the 1% revision syncs" grep -q "ok *hf:acme/big " "$T/sync2.out"
 check "it fetched at most 5% of the file" [ "$got" -gt 0 -a "$got" -le $((SIZE / 20)) ]
 check "and nothing over plain HTTP" [ "$(plain_reqs)" = 0 ]
 check "the new revision is proven (sha256 and Xet hash)" proven acme/big model.safetensors
+check "its identity, kept from the chunks the fetch checked, is the chunker's" identity_kept acme/big model.safetensors
 
 # faults in the middle of xorbs: a reset after 30 KB, then a 429, each once; the sync goes on
 mid 2 4 $((20 * 1024))

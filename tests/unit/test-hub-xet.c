@@ -381,6 +381,43 @@ TEST(identity_file)
 	free(data);
 }
 
+/* An identity of stated chunks (a Xet fetch's) is the identity the chunker finds, when the chunks are
+ * those; sizes no chunker could have cut are refused and leave it as it was. */
+TEST(identity_of_given_chunks)
+{
+	size_t len = 400000, n;
+	unsigned char *data = malloc(len);
+	struct xet_identity *id = xet_identity_new(), *given = xet_identity_new_given();
+	const struct xet_chunk *a, *g;
+	struct xet_hash h = { { 0 } };
+
+	fill(data, len, 11);
+	xet_identity_update(id, data, len);
+	xet_identity_finish(id);
+	a = xet_identity_chunks(id, &n);
+	CHECK(n >= 3);
+	CHECK_INT(xet_identity_add_chunk(given, 0, &h), -EINVAL);
+	CHECK_INT(xet_identity_add_chunk(given, XET_CHUNK_MAX + 1, &h), -EINVAL);
+	for (size_t i = 0; i < n; i++)
+		CHECK_INT(xet_identity_add_chunk(given, a[i].size, &a[i].hash), 0);
+	xet_identity_finish(given);
+	CHECK_INT(xet_identity_size(given), len);
+	g = xet_identity_chunks(given, &n);
+	for (size_t i = 0; i < n; i++)
+		CHECK(a[i].offset == g[i].offset && a[i].size == g[i].size);
+	CHECK(memcmp(xet_identity_file_hash(id), xet_identity_file_hash(given), 32) == 0);
+	xet_identity_free(&id);
+	xet_identity_free(&given);
+	/* after a chunk under the minimum (only a file's last may be), no other may follow */
+	given = xet_identity_new_given();
+	CHECK_INT(xet_identity_add_chunk(given, 1000, &h), 0);
+	CHECK_INT(xet_identity_add_chunk(given, 1000, &h), -EINVAL);
+	xet_identity_finish(given);
+	CHECK_INT(xet_identity_size(given), 1000);
+	xet_identity_free(&given);
+	free(data);
+}
+
 TEST(xorb_chunk_header)
 {
 	unsigned char buf[8 + 100], bad[8];
@@ -463,6 +500,7 @@ int main(void)
 	RUN(first_chunk_legacy);
 	RUN(chunker_matches_reference);
 	RUN(identity_file);
+	RUN(identity_of_given_chunks);
 	RUN(xorb_chunk_header);
 	return test_done();
 }

@@ -9,7 +9,8 @@
  *
  * xet-ident --bench MIB: CPU-seconds per GiB (this process's user + system) of SHA-256 alone
  * (OpenSSL, as the store hashes), of SHA-256 and the Xet identity in one pass over the same 256 KiB
- * slices, of the identity alone, and of its chunker alone (the gear hash, no BLAKE3), over MIB MiB of
+ * slices, of the identity alone, of its chunker alone (the gear hash, no BLAKE3), and of SHA-256 with
+ * the identity a Xet fetch makes (BLAKE3 of each chunk it checks, the chunks stated), over MIB MiB of
  * random bytes held in memory (bench/xet_bench.sh, docs/benchmarks.md, "Xet identity").
  */
 #include <errno.h>
@@ -123,6 +124,42 @@ static double pass(const unsigned char *buf, size_t buflen, size_t mib, int sha,
 	return t0 * 1024.0 / (double)mib;
 }
 
+/* A Xet fetch's pass: SHA-256 of the bytes, and BLAKE3 of each chunk (which checks it against its xorb;
+ * its boundaries are the xorb's, here the chunker's of the same bytes, found before the clock starts),
+ * the identity made of those hashes (xet_identity_new_given), not found again. */
+static double given_pass(const unsigned char *buf, size_t buflen, size_t mib)
+{
+	struct xet_identity *cut = xet_identity_new();
+	EVP_MD_CTX *md = EVP_MD_CTX_new();
+	const struct xet_chunk *c;
+	unsigned char digest[32];
+	size_t n, done = 0;
+	double t0;
+
+	xet_identity_update(cut, buf, buflen);
+	xet_identity_finish(cut);
+	c = xet_identity_chunks(cut, &n);
+	t0 = cpu_now();
+	for (; done < mib << 20 || done == 0; done += buflen) {  /* a file of buflen bytes each time */
+		struct xet_identity *id = xet_identity_new_given();
+		EVP_DigestInit_ex(md, EVP_sha256(), NULL);
+		for (size_t i = 0; i < n; i++) {
+			struct xet_hash h;
+			EVP_DigestUpdate(md, buf + c[i].offset, c[i].size);
+			xet_chunk_hash(buf + c[i].offset, c[i].size, &h);
+			if (xet_identity_add_chunk(id, c[i].size, &h))
+				abort();  /* a chunker's cut: never */
+		}
+		EVP_DigestFinal_ex(md, digest, NULL);
+		xet_identity_finish(id);
+		xet_identity_free(&id);
+	}
+	t0 = cpu_now() - t0;
+	EVP_MD_CTX_free(md);
+	xet_identity_free(&cut);
+	return t0 * 1024.0 / (double)(done >> 20);
+}
+
 static int bench(size_t mib)
 {
 	size_t buflen = 64 << 20, cuts;
@@ -138,6 +175,7 @@ static int bench(size_t mib)
 	printf("sha256 alone          %.3f cpu-s/GiB\n", pass(buf, buflen, mib, 1, 0));
 	printf("sha256 + xet identity %.3f cpu-s/GiB\n", pass(buf, buflen, mib, 1, 1));
 	printf("xet identity alone    %.3f cpu-s/GiB\n", pass(buf, buflen, mib, 0, 1));
+	printf("sha256 + xet identity of a Xet fetch's checked chunks %.3f cpu-s/GiB\n", given_pass(buf, buflen, mib));
 	t = chunker_pass(buf, buflen, mib, &cuts);
 	printf("xet chunker alone     %.3f cpu-s/GiB (%zu chunks)\n", t, cuts);
 	free(buf);
