@@ -4,7 +4,7 @@
  * come through the swarm like any read's.
  *
  * The mirror stays the authority on who may read what: resolve, xet-read-token and the
- * reconstruction are the mirror's answers relayed (endpoint.c), asked with the client's Host, so the
+ * reconstruction are the mirror's answers relayed (endpoint-mirror.c), asked with the client's Host, so the
  * URLs in them point back here. What the agent adds is the bytes. A reconstruction's fetch URLs name
  * a run of a content's chunks (the mirror's virtual xorbs: SHA256/IDX) and carry the mirror's
  * capability; agent_xet_rewrite adds to each the file offset where its byte range starts (at=), which
