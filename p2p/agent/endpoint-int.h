@@ -84,6 +84,9 @@ void agent_ep_set_headers(struct httpd_req *r, json_t *headers, bool with_type);
 void agent_ep_first_bytes(void *job);
 /* The gate of the body: how many bytes from off are verified now (see httpd_respond_file_gated). */
 int64_t agent_ep_gate(void *ud, int64_t off, int64_t len);
+/* A body's start, on the loop once agent_ep_first_bytes is done: the cache file's fd, e's no more; -1
+ * when there is nothing to send (r gone, or the bytes did not come: answered status), e freed then. */
+int agent_ep_body_fd(struct agent_ep *e, struct httpd_req *r, int status);
 /* The gate's release: e freed (a tar layer streamed unchecked checked after, agent_ep_tar_check_later). */
 void agent_ep_gate_release(void *ud);
 

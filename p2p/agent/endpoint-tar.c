@@ -141,18 +141,10 @@ void agent_ep_tar_check_later(struct agent_ep *e)
 static void tar_send(void *job, struct httpd_req *r)
 {
 	struct agent_ep *e = job;
-	int fd = e->fd;
+	int fd = agent_ep_body_fd(e, r, 502);
 
-	if (!r) {
-		agent_ep_free(e);
+	if (fd < 0)
 		return;
-	}
-	if (fd < 0) {
-		agent_ep_fail(r, 502, e->why ? e->why : "the file's bytes did not come");
-		agent_ep_free(e);
-		return;
-	}
-	e->fd = -1;
 	httpd_respond_file_framed_gated(r, e->ranged ? 206 : 200, "application/octet-stream",
 					e->layer.header + e->sp.h0, (size_t)(e->sp.h1 - e->sp.h0), fd, e->sp.f0,
 					e->sp.f1 - e->sp.f0, e->sp.zeros, agent_ep_gate, agent_ep_gate_release, e);

@@ -280,24 +280,30 @@ void agent_ep_gate_release(void *ud)
 	agent_ep_free(e);
 }
 
+int agent_ep_body_fd(struct agent_ep *e, struct httpd_req *r, int status)
+{
+	int fd = e->fd;
+
+	if (r && fd < 0)
+		agent_ep_fail(r, status, e->why ? e->why : "the file's bytes did not come");
+	if (!r || fd < 0) {
+		agent_ep_free(e);
+		return -1;
+	}
+	e->fd = -1;
+	return fd;
+}
+
 static void send_body(void *job, struct httpd_req *r)
 {
 	struct agent_ep *e = job;
-	int fd = e->fd;
+	int fd = agent_ep_body_fd(e, r, 504);
 
-	if (!r) {
-		agent_ep_free(e);
+	if (fd < 0)
 		return;
-	}
-	if (fd < 0) {
-		agent_ep_fail(r, 504, e->why ? e->why : "the file's bytes did not come");
-		agent_ep_free(e);
-		return;
-	}
 	if (e->len != e->size)
 		httpd_add_headerf(r, "Content-Range", "bytes %" PRId64 "-%" PRId64 "/%" PRId64, e->off,
 				  e->off + e->len - 1, e->size);
-	e->fd = -1;
 	httpd_respond_file_gated(r, e->len != e->size ? 206 : 200, "application/octet-stream", fd, e->off, e->len,
 				 agent_ep_gate, agent_ep_gate_release, e);
 }
