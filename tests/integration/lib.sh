@@ -131,6 +131,13 @@ _rgw_gateway() {
 }
 rgw_stop() { _rgw_gateway USR1 down; }
 rgw_start() { _rgw_gateway USR2 up; }
+# agent_endpoint [ARG...]: the URL of the local hub endpoint (agent --http) of the agent `status`
+# reaches (ARGs go to it: --socket PATH), http://127.0.0.1:PORT.
+agent_endpoint() {
+	local port
+	port=$("$HUBMIRROR" status --json "$@" | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["http_port"])') &&
+		echo "http://127.0.0.1:$port"
+}
 # need_containerd: skip unless a containerd can be started here (root; containerd and ctr).
 need_containerd() {
 	command -v containerd >/dev/null && command -v ctr >/dev/null || skip "needs containerd and ctr (Debian's containerd)"

@@ -34,7 +34,7 @@ chmod 600 "$T/tokens" "$T/agent-token"
 check "serve starts" start_serve --p2p-listen 127.0.0.1:0 --tokens "$T/tokens"
 check "an agent with a local endpoint starts" "$HUBMIRROR" agent --mirror "$M" --cache "$T/ca" --listen 127.0.0.1:0 \
 	--http 0 --token-file "$T/agent-token"
-E=http://127.0.0.1:$("$HUBMIRROR" status --json | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["http_port"])')
+E=$(agent_endpoint)
 echo "# endpoint $E, mirror $M"
 # what the mirror sent: to its swarm's peers, and over HTTP (web seed, /v2/, everything else)
 sent() { echo $(($(metric hubmirror_seeder_uploaded_bytes_total) + $(metric hubmirror_http_response_bytes_total))); }
@@ -108,7 +108,7 @@ check "a second agent starts" env HUBMIRROR_AGENT_SOCKET="$T/b.sock" "$HUBMIRROR
 bstatus() { HUBMIRROR_AGENT_SOCKET=$T/b.sock "$HUBMIRROR" status --json; }
 bpid=$(bstatus | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["pid"])')
 _pids+=("$bpid") # (stopped by the end if a check fails before its own stop)
-E=http://127.0.0.1:$(bstatus | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["http_port"])')
+E=$(HUBMIRROR_AGENT_SOCKET=$T/b.sock agent_endpoint)
 check "a third containerd, naming the second agent, starts" start_containerd "$T/c3" "$E" t0443
 mid=$(sent)
 check "it pulls the image through the second agent" ctr_pull image/hf/acme/x:main

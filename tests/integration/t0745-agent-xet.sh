@@ -32,7 +32,7 @@ for e in json.load(sys.stdin):
         print(e["lfs"]["oid"] if sys.argv[2] == "sha" else e["xetHash"])' "$2" "$3"; }
 sha=$(up acme/xa model.safetensors sha); xh=$(up acme/xa model.safetensors xet); size=3000000
 check "an agent with a local endpoint starts" "$HUBMIRROR" agent --mirror "$M" --cache "$T/cache" --listen 127.0.0.1:0 --http 0
-E=http://127.0.0.1:$("$HUBMIRROR" status --json | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["http_port"])')
+E=$(agent_endpoint)
 echo "# endpoint $E, mirror $M"
 
 # ---- @huggingface/hub's downloadFile through the endpoint ----
@@ -63,7 +63,7 @@ check "the first agent pulls the snapshot (nothing more to fetch), and seeds it"
 	"$HUBMIRROR" pull --mirror "$M" --hf-cache "$T/hfa" hf:acme/xa
 export HUBMIRROR_AGENT_SOCKET=$T/b.sock
 check "a second agent with a local endpoint starts" "$HUBMIRROR" agent --mirror "$M" --cache "$T/cb" --listen 127.0.0.1:0 --http 0
-EB=http://127.0.0.1:$("$HUBMIRROR" status --json | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["http_port"])')
+EB=$(agent_endpoint)
 node "$HM_SRC/tests/js/xetdownload.mjs" --hub-url "$EB" --repo acme/xa --path model.safetensors --sha256 "$sha" \
 	>"$T/jsb.out" 2>&1
 check "downloadFile through the second endpoint, by Xet: the bytes, equal" \

@@ -23,7 +23,7 @@ for e in json.load(sys.stdin):
         print(e["lfs"]["oid"] if sys.argv[1] == "sha" else e["xetHash"])' "$2"; }
 bsha=$(tree "$FAKE_API" sha); bxh=$(tree "$M" xet)
 check "an agent with a local endpoint starts" "$HUBMIRROR" agent --mirror "$M" --cache "$T/cache" --listen 127.0.0.1:0 --http 0
-E=http://127.0.0.1:$("$HUBMIRROR" status --json | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["http_port"])')
+E=$(agent_endpoint)
 echo "# endpoint $E, mirror $M"
 
 node "$HM_SRC/tests/js/xetdownload.mjs" --hub-url "$E" --repo acme/xbig --path big.safetensors --sha256 "$bsha" \
