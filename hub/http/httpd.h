@@ -170,6 +170,14 @@ const char *httpd_query(const struct httpd_req *r);        /* raw query without 
  * *b are written only on 1. */
 int httpd_parse_range(const char *h, int64_t size, int64_t *a, int64_t *b);
 
+/* Parse a Range header of explicit ranges, "bytes=A-B, C-D, ..." (h may be NULL), as a Xet reconstruction
+ * names a xorb's bytes: the count n (1 <= n <= max) with r[0..n) set to the inclusive pairs, each inside
+ * a body of size bytes (UINT64_MAX: not known) and the lengths summing to at most max_total; or -1 (answer
+ * 416) for an absent header, another unit, an open or suffix range, a backwards one, one past the end, a
+ * number that overflows, more than max ranges or more than max_total bytes in all, anything malformed.
+ * Overlapping ranges are kept as they came. r is written only on success. */
+int httpd_parse_ranges(const char *h, uint64_t size, uint64_t max_total, uint64_t (*r)[2], size_t max);
+
 /* Does an If-None-Match value (NULL: absent) match etag ("x" or W/"x")? "*" or a comma list of entity
  * tags, compared weakly as RFC 9110 13.1.2 wants for If-None-Match (W/ ignored on both sides). */
 bool httpd_etag_matches(const char *if_none_match, const char *etag);

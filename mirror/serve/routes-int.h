@@ -59,7 +59,7 @@ struct mirror_routes {
 	struct mirror__spool *spool;  /* the spool's bounds and counts (spool.c), owned */
 	struct mirror__lfs *lfs;      /* the upload URLs' state: capabilities spent (routes-lfs.c), owned */
 	struct mirror__s3 *s3;        /* the S3 front's keys and host name (routes-s3.c), owned */
-	struct mirror__xetw *xetw;    /* Xet uploads' xorbs, by repo (routes-xet-write.c), owned */
+	struct mirror__xetw *xetw;    /* Xet uploads' xorbs, by repo (routes-xet-write-records.c), owned */
 	const struct mirror__fronts *fronts; /* routes.c's table of what one front asks of another */
 };
 

@@ -36,33 +36,7 @@
 #include "mirror/store.h"
 #include "access.h"
 #include "routes-int.h"
-
-#define OCI_MANIFEST_TYPE "application/vnd.oci.image.manifest.v1+json"
-#define OCI_MODEL_ARTIFACT "application/vnd.cncf.model.manifest.v1+json"
-#define OCI_MODEL_CONFIG "application/vnd.cncf.model.config.v1+json"
-#define OCI_CONFIG_MAX (4 << 20) /* the largest config.json read for the artifact's config */
-#define OCI_INDEX_TYPE "application/vnd.oci.image.index.v1+json"
-#define OCI_IMAGE_CONFIG "application/vnd.oci.image.config.v1+json"
-#define OCI_TAR_LAYER "application/vnd.oci.image.layer.v1.tar"
-#define OCI_NPLAT 2 /* an image's platforms (its files are the same on each) */
-static const char *const oci_arch[OCI_NPLAT] = { "amd64", "arm64" };
-
-/* One request's state: the repository named, the token it acts with, the repo's row once found. */
-struct oreq {
-	struct mirror_routes *rt;
-	struct httpd_req *req;
-	char tokbuf[512];
-	const char *tok;          /* NULL: anonymous */
-	const char *hub, *type;   /* static */
-	const char *prefix;       /* "hf", "hf-datasets", ... (static) */
-	struct catalog_repo repo;
-	bool have_repo;
-	bool image;               /* image/PREFIX/ORG/NAME: the image of tar layers, not the ModelPack artifact */
-	bool deferred;            /* the layers' digests were computed for this request already */
-	const char *rest;         /* the path after /v2/ */
-	bool regtok;              /* the request came with a registry token of the token endpoint's */
-	char ociname[512];        /* the repository as named ([image/]PREFIX/ORG/NAME), "" before */
-};
+#include "routes-oci-int.h"
 
 /* ---- answers ---- */
 
@@ -288,321 +262,6 @@ static int oci_open_repo(struct oreq *o, const char *name)
 	return 0;
 }
 
-/* ---- the artifact: layers, config, manifest ---- */
-
-static bool has_suffix(const char *s, const char *suffix)
-{
-	size_t n = strlen(s), m = strlen(suffix);
-
-	return n >= m && !strcasecmp(s + n - m, suffix);
-}
-
-static bool suffix_in(const char *s, const char *const *list)
-{
-	for (; *list; list++)
-		if (has_suffix(s, *list))
-			return true;
-	return false;
-}
-
-/* The ModelPack layer media type of a file, by its name (docs/protocols/oci.md has the rules). */
-static const char *oci_layer_type(const char *path, bool dataset)
-{
-	static const char *const weights[] = { ".safetensors", ".gguf", ".bin", ".pt", ".pth", ".ckpt", ".onnx", ".h5",
-					       ".msgpack", ".tflite", ".pb", ".ot", ".mlmodel", ".npz", ".nemo", NULL };
-	static const char *const code[] = { ".py", ".sh", ".ipynb", ".js", ".ts", ".c", ".h", ".cc", ".cpp", ".cu",
-					    ".rs", ".go", ".java", ".lua", NULL };
-	static const char *const docs[] = {".md",   ".rst", ".pdf", ".png",  ".jpg",
-					   ".jpeg", ".gif", ".svg", ".webp", NULL};
-	static const char *const data[] = { ".parquet", ".arrow", ".csv", ".tsv", ".jsonl", ".jsonl.gz", ".tfrecord",
-					    ".zst", ".tar", ".tar.gz", ".zip", NULL };
-	const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
-
-	if (!strncasecmp(base, "README", 6) || !strncasecmp(base, "LICENSE", 7) || !strncasecmp(base, "NOTICE", 6) ||
-	    !strncasecmp(base, "COPYING", 7) || suffix_in(base, docs))
-		return "application/vnd.cncf.model.doc.v1.raw";
-	if (suffix_in(base, code))
-		return "application/vnd.cncf.model.code.v1.raw";
-	if (dataset || suffix_in(base, data))
-		return "application/vnd.cncf.model.dataset.v1.raw";
-	if (suffix_in(base, weights) && !has_suffix(base, ".index.json"))
-		return "application/vnd.cncf.model.weight.v1.raw";
-	/* config.json, tokenizers, vocabularies, the shards' index, anything else a model repo holds */
-	return "application/vnd.cncf.model.weight.config.v1.raw";
-}
-
-/* A document of the artifact: a manifest, an index or a config, as served (JSON text) and its digest. */
-struct oci_doc {
-	char *text; /* malloc'd */
-	size_t len;
-	const char *type;
-	char digest[72];
-	bool manifest; /* a manifest or an index (else a config, a blob) */
-};
-
-#define OCI_MAX_DOCS (2 + 2 * OCI_NPLAT)
-
-struct oci_art {
-	struct oreq *o;
-	const struct catalog_snapshot *snap;
-	json_t *layers, *diffs;
-	json_t *missing;           /* image: the files whose tar layer has no digest yet ([sha256, path, size]) */
-	char config_sha[65];       /* the snapshot's config.json, "" when none */
-	int64_t config_size;
-	const char *format;        /* the weights' format, by the first weight file's kind */
-	const char *want_layer;    /* a layer's sha256 asked for (oci_find_digest), or NULL */
-	int64_t layer_size;        /* its size, once seen (else -1) */
-	/* the results: docs[main] is what a tag names (the artifact's manifest, the image's index) */
-	struct oci_doc docs[OCI_MAX_DOCS];
-	size_t ndocs, main;
-};
-
-static void oci_digest(const char *text, size_t len, char out[72])
-{
-	unsigned char md[32];
-	unsigned int n = 0;
-
-	EVP_Digest(text, len, md, &n, EVP_sha256(), NULL);
-	memcpy(out, "sha256:", 7);
-	hex_encode(md, 32, out + 7);
-}
-
-/* Add j (taken) as the artifact's next document, compact with sorted keys: the same snapshot gives the
- * same bytes. Its descriptor (mediaType, digest, size) is returned, new; NULL for a path not UTF-8. */
-static json_t *oci_doc_add(struct oci_art *a, json_t *j, const char *type, bool manifest)
-{
-	struct oci_doc *d = &a->docs[a->ndocs];
-	char *text = json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS);
-
-	json_decref(j);
-	BUG_ON(a->ndocs >= OCI_MAX_DOCS);
-	if (!text)
-		return NULL;
-	d->text = text;
-	d->len = strlen(text);
-	d->type = type;
-	d->manifest = manifest;
-	oci_digest(text, d->len, d->digest);
-	a->ndocs++;
-	return json_pack("{s:s,s:s,s:I}", "mediaType", type, "digest", d->digest, "size", (json_int_t)d->len);
-}
-
-/* The file's layer: raw (its digest the file's sha256), or in an image its tar layer (hub/oci.h) by the
- * digest kept for it, else noted missing. */
-static void oci_art_add_layer(struct oci_art *a, const struct catalog_entry *e, const char *mt)
-{
-	char digest[72];
-	size_t hlen = 0;
-	int64_t size = e->size;
-
-	snprintf(digest, sizeof(digest), "sha256:%s", e->sha256);
-	if (a->o->image) {
-		if (catalog_oci_tar_get(a->o->rt->data->catalog, e->sha256, e->path, digest, &hlen)) {
-			json_array_append_new(a->missing,
-					      json_pack("[s,s,I]", e->sha256, e->path, (json_int_t)e->size));
-			return;
-		}
-		size = (int64_t)hlen + e->size + hub_oci_tar_tail(e->size);
-		mt = OCI_TAR_LAYER;
-	}
-	json_array_append_new(a->layers,
-			      json_pack("{s:s,s:s,s:I,s:{s:s,s:s}}", "mediaType", mt, "digest", digest, "size",
-					(json_int_t)size, "annotations", "org.cncf.model.filepath", e->path,
-					"org.opencontainers.image.title", e->path));
-	json_array_append_new(a->diffs, json_string(digest));
-}
-
-static int oci_art_layer(void *ud, const struct catalog_entry *e)
-{
-	struct oci_art *a = ud;
-	const char *mt = oci_layer_type(e->path, !strcmp(a->o->type, "dataset"));
-
-	oci_art_add_layer(a, e, mt);
-	if (a->want_layer && !strcmp(a->want_layer, e->sha256))
-		a->layer_size = e->size;
-	if (!strcmp(e->path, "config.json")) {
-		snprintf(a->config_sha, sizeof(a->config_sha), "%s", e->sha256);
-		a->config_size = e->size;
-	}
-	if (!a->format && !strcmp(mt, "application/vnd.cncf.model.weight.v1.raw")) {
-		static const char *const kinds[][2] = {{".safetensors", "safetensors"},
-						       {".gguf", "gguf"},
-						       {".onnx", "onnx"},
-						       {".bin", "pytorch"},
-						       {".pt", "pytorch"},
-						       {".pth", "pytorch"},
-						       {".h5", "keras"},
-						       {".msgpack", "flax"},
-						       {".tflite", "tflite"}};
-		for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
-			if (has_suffix(e->path, kinds[i][0]))
-				a->format = kinds[i][1];
-	}
-	return 0;
-}
-
-/* The snapshot's config.json as JSON (NULL when none, too big, absent from the store or not JSON). */
-static json_t *oci_read_config(struct oci_art *a)
-{
-	char *path;
-	json_t *j;
-
-	if (!a->config_sha[0] || a->config_size > OCI_CONFIG_MAX)
-		return NULL;
-	path = mirror_store_blob_path(a->o->rt->data->store, a->config_sha);
-	j = path ? json_load_file(path, JSON_DECODE_ANY, NULL) : NULL;
-	free(path);
-	if (j && !json_is_object(j)) {
-		json_decref(j);
-		j = NULL;
-	}
-	return j;
-}
-
-static char *oci_source_url(const struct catalog_repo *r)
-{
-	if (!strcmp(r->hub, "ms"))
-		return xasprintf("https://www.modelscope.cn/%s/%s", strcmp(r->type, "dataset") ? "models" : "datasets",
-				 r->name);
-	return xasprintf("https://huggingface.co/%s%s", strcmp(r->type, "dataset") ? "" : "datasets/", r->name);
-}
-
-/* The model's config: what the snapshot's files say (config.json's architecture and dtype, the
- * weights' format), the repository and commit, the layers' digests. Nothing that changes with time. */
-static json_t *oci_config_json(struct oci_art *a)
-{
-	const struct catalog_repo *r = &a->o->repo;
-	json_t *cj = oci_read_config(a), *cfg = json_object(), *v;
-	char *name = xasprintf("%s/%s", a->o->prefix, r->name);
-	char *source = oci_source_url(r);
-	json_t *out;
-
-	if (cj) {
-		v = json_array_get(json_object_get(cj, "architectures"), 0);
-		if (!json_is_string(v))
-			v = json_object_get(cj, "model_type");
-		if (json_is_string(v))
-			json_object_set(cfg, "architecture", v);
-		v = json_object_get(cj, "torch_dtype");
-		if (!json_is_string(v))
-			v = json_object_get(cj, "dtype");
-		if (json_is_string(v))
-			json_object_set(cfg, "precision", v);
-	}
-	if (a->format)
-		json_object_set_new(cfg, "format", json_string(a->format));
-	out = json_pack("{s:{s:s,s:s,s:s},s:o,s:{s:s,s:O}}", "descriptor", "name", name, "revision", a->snap->commit,
-			"sourceURL", source, "config", cfg, "modelfs", "type", "layers", "diffIds", a->diffs);
-	json_decref(cj);
-	free(name);
-	free(source);
-	return out;
-}
-
-static void oci_art_release(struct oci_art *a)
-{
-	json_decref(a->layers);
-	json_decref(a->diffs);
-	json_decref(a->missing);
-	for (size_t i = 0; i < a->ndocs; i++)
-		free(a->docs[i].text);
-	a->ndocs = 0;
-}
-
-#define OCI_INCOMPLETE 1 /* oci_art_build: an image whose tar layers' digests are not all kept yet */
-
-/* The ModelPack artifact: its config and its manifest, what the reference names. */
-static int oci_art_modelpack(struct oci_art *a)
-{
-	json_t *config = oci_doc_add(a, oci_config_json(a), OCI_MODEL_CONFIG, false), *d;
-
-	if (!config)
-		return HM_ERR_NOT_FOUND; /* (a path that is not UTF-8) */
-	d = oci_doc_add(a, json_pack("{s:i,s:s,s:s,s:o,s:O,s:{s:s}}", "schemaVersion", 2, "mediaType",
-				     OCI_MANIFEST_TYPE, "artifactType", OCI_MODEL_ARTIFACT, "config", config, "layers",
-				     a->layers, "annotations", "org.opencontainers.image.revision", a->snap->commit),
-			OCI_MANIFEST_TYPE, true);
-	if (!d)
-		return HM_ERR_NOT_FOUND;
-	json_decref(d);
-	a->main = a->ndocs - 1;
-	return 0;
-}
-
-/* The image: for each platform a config (rootfs: the tar layers) and a manifest, and the index of
- * them, what the reference names. A model's files are the same on every platform; containerd unpacks
- * only an image whose config names its own. */
-static int oci_art_image(struct oci_art *a)
-{
-	const char *commit = a->snap->commit;
-	char *source = oci_source_url(&a->o->repo);
-	json_t *list = json_array(), *config, *d;
-	int r = HM_ERR_NOT_FOUND;
-
-	for (size_t i = 0; i < OCI_NPLAT; i++) {
-		json_t *cj = json_pack("{s:s,s:s,s:{s:{s:s,s:s}},s:{s:s,s:O}}", "architecture", oci_arch[i], "os",
-				       "linux", "config", "Labels", "org.opencontainers.image.revision", commit,
-				       "org.opencontainers.image.source", source, "rootfs", "type", "layers",
-				       "diff_ids", a->diffs);
-		config = oci_doc_add(a, cj, OCI_IMAGE_CONFIG, false);
-		if (!config)
-			goto out;
-		d = oci_doc_add(a, json_pack("{s:i,s:s,s:o,s:O,s:{s:s}}", "schemaVersion", 2, "mediaType",
-					     OCI_MANIFEST_TYPE, "config", config, "layers", a->layers, "annotations",
-					     "org.opencontainers.image.revision", commit),
-				OCI_MANIFEST_TYPE, true);
-		if (!d)
-			goto out;
-		json_object_set_new(d, "platform", json_pack("{s:s,s:s}", "architecture", oci_arch[i], "os", "linux"));
-		json_array_append_new(list, d);
-	}
-	d = oci_doc_add(a, json_pack("{s:i,s:s,s:O,s:{s:s}}", "schemaVersion", 2, "mediaType", OCI_INDEX_TYPE,
-				     "manifests", list, "annotations", "org.opencontainers.image.revision", commit),
-			OCI_INDEX_TYPE, true);
-	if (!d)
-		goto out;
-	json_decref(d);
-	a->main = a->ndocs - 1;
-	r = 0;
-out:
-	json_decref(list);
-	free(source);
-	return r;
-}
-
-/* Build the artifact of snapshot snap of o's repo into *a (oci_art_release it), noting the size of the
- * layer of sha256 want_layer (NULL: none) if it has one. 0, OCI_INCOMPLETE (an image: a->missing lists
- * the files whose layer digests are to be computed) or an error. */
-static int oci_art_build(struct oreq *o, const struct catalog_snapshot *snap, const char *want_layer,
-			 struct oci_art *a)
-{
-	int r;
-
-	memset(a, 0, sizeof(*a));
-	a->layer_size = -1;
-	a->o = o;
-	a->snap = snap;
-	a->want_layer = want_layer;
-	a->layers = json_array();
-	a->diffs = json_array();
-	a->missing = json_array();
-	r = catalog_snapshot_walk(o->rt->data->catalog, snap->id, NULL, NULL, 0, oci_art_layer, a);
-	if (r)
-		return r;
-	if (json_array_size(a->missing))
-		return OCI_INCOMPLETE;
-	return o->image ? oci_art_image(a) : oci_art_modelpack(a);
-}
-
-/* The artifact's manifest (or index), or config, of that digest, or NULL. */
-static const struct oci_doc *oci_art_doc(const struct oci_art *a, const char *digest, bool manifest)
-{
-	for (size_t i = 0; i < a->ndocs; i++)
-		if (a->docs[i].manifest == manifest && !strcmp(a->docs[i].digest, digest))
-			return &a->docs[i];
-	return NULL;
-}
-
 /* ---- lookups ---- */
 
 struct oci_snaps {
@@ -623,7 +282,7 @@ enum oci_want { WANT_MANIFEST, WANT_BLOB /* a raw layer or a config */ };
 
 static bool oci_art_has(const struct oci_art *a, const char *digest, enum oci_want want)
 {
-	return (want == WANT_BLOB && a->layer_size >= 0) || oci_art_doc(a, digest, want == WANT_MANIFEST);
+	return (want == WANT_BLOB && a->layer_size >= 0) || mirror__oci_art_doc(a, digest, want == WANT_MANIFEST);
 }
 
 /* The artifact of the repo's snapshot (of those wholly in the store) whose manifest, config or one of
@@ -641,12 +300,12 @@ static int oci_find_digest(struct oreq *o, const char *digest, enum oci_want wan
 		if (catalog_snapshot_complete(cat, l.v[i].id) != 1)
 			continue;
 		*snap = l.v[i];
-		if (oci_art_build(o, snap, want == WANT_BLOB && !o->image ? digest + 7 : NULL, a) == 0 &&
+		if (mirror__oci_art_build(o, snap, want == WANT_BLOB && !o->image ? digest + 7 : NULL, a) == 0 &&
 		    oci_art_has(a, digest, want)) {
 			free(l.v);
 			return 0;
 		}
-		oci_art_release(a);
+		mirror__oci_art_release(a);
 	}
 	free(l.v);
 	return r ? r : HM_ERR_NOT_FOUND;
@@ -810,15 +469,15 @@ static void oci_manifest(struct oreq *o, const char *ref)
 			  "the mirror serves its manifest once a sync has fetched every file");
 		return;
 	}
-	if (!built && (r = oci_art_build(o, &snap, NULL, &a))) {
+	if (!built && (r = mirror__oci_art_build(o, &snap, NULL, &a))) {
 		if (r == OCI_INCOMPLETE && !o->deferred)
 			oci_tarjob_start(o, &a);
 		else
 			oci_error(o->req, 500, "UNKNOWN", "the snapshot's manifest could not be built");
-		oci_art_release(&a);
+		mirror__oci_art_release(&a);
 		return;
 	}
-	d = built ? oci_art_doc(&a, ref, true) : &a.docs[a.main];
+	d = built ? mirror__oci_art_doc(&a, ref, true) : &a.docs[a.main];
 	snprintf(etag, sizeof(etag), "\"%s\"", d->digest);
 	httpd_add_header(o->req, "Docker-Distribution-API-Version", "registry/2.0");
 	httpd_add_header(o->req, "Docker-Content-Digest", d->digest);
@@ -831,7 +490,7 @@ static void oci_manifest(struct oreq *o, const char *ref)
 		httpd_respond_str(o->req, 304, NULL, "");
 	else
 		httpd_respond(o->req, 200, d->type, d->text, d->len);
-	oci_art_release(&a);
+	mirror__oci_art_release(&a);
 }
 
 /* A tar layer (hub/oci.h): its header from the catalog, the file from the store, zeros; one Range. */
@@ -914,15 +573,15 @@ static void oci_blob(struct oreq *o, const char *digest)
 		r = oci_find_digest(o, digest, WANT_BLOB, &snap, &a);
 		if (r)
 			goto out;
-		if ((d = oci_art_doc(&a, digest, false))) {
+		if ((d = mirror__oci_art_doc(&a, digest, false))) {
 			httpd_add_header(o->req, "Docker-Content-Digest", digest);
 			httpd_add_header(o->req, "ETag", etag);
 			httpd_respond(o->req, 200, d->type, d->text, d->len);
-			oci_art_release(&a);
+			mirror__oci_art_release(&a);
 			return;
 		}
 		size = a.layer_size;
-		oci_art_release(&a);
+		mirror__oci_art_release(&a);
 		/* (a provisional snapshot's content held for another repo is not this one's yet) */
 		if (mirror__file_trusted(o->rt, snap.id, digest + 7) != 1)
 			r = HM_ERR_NOT_FOUND;

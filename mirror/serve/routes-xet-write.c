@@ -16,26 +16,22 @@
  *
  * A xorb is the repo's, not the token's: anyone who may write a repo may read it too (a write grant
  * reads), so sharing chunks within the repo gives nobody anything. The tables of xorbs and of the
- * files shards made are kept as record files beside the xorbs (records below), so a serve restarted
- * between a client's xorbs, its shard and its commit goes on where it was; what is past its time goes
- * at the start and with each new upload.
+ * files shards made are kept as record files beside the xorbs (routes-xet-write-records.c), so a
+ * serve restarted between a client's xorbs, its shard and its commit goes on where it was; what is
+ * past its time goes at the start and with each new upload. A shard's files are made in
+ * routes-xet-write-shard.c; here: the write token, the LFS batch's answer, the CAS's bodies, xorbs,
+ * the dedup query, the route.
  */
 #include <errno.h>
-#include <dirent.h>
 #include <fcntl.h>
-#include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <jansson.h>
-#include <openssl/evp.h>
 #include <openssl/rand.h>
 
 #include "base/err.h"
@@ -51,431 +47,12 @@
 #include "mirror/store.h"
 #include "access.h"
 #include "routes-int.h"
+#include "routes-xet-write-int.h"
 #include "xet-token.h"
 
 #define WRITE_TOKEN_TTL 3600           /* a write token's life; clients refresh it at its href */
-#define XORB_KEEP_S (24 * 3600)        /* an uploaded xorb waits this long for the shard that names it */
-#define FILE_HOLD_S (24 * 3600)        /* a file a shard made is kept this long for its commit */
-#define LEND_S (24 * 3600)             /* a virtual xorb the dedup query lent a repo may be named this long */
 #define LEND_MAX_CHUNKS (8 * 8192)     /* chunks one dedup answer lists at most (8 virtual xorbs' worth) */
 #define LEND_MAX_CONTENTS 4            /* contents holding the chunk that one answer looks at */
-
-/* One xorb uploaded for a repo. */
-struct xorb_rec {
-	struct xet_hash hash;
-	int64_t repo_id;
-	int64_t until;
-};
-
-/* One file a shard made for a repo: a commit may name it by its Xet hash. */
-struct file_rec {
-	struct xet_hash hash;
-	char sha256[65];
-	int64_t size, repo_id, until;
-};
-
-/* One virtual xorb the dedup query lent a repo: run `run` of stored content sha256. */
-struct lend_rec {
-	struct xet_hash hash;
-	char sha256[65];
-	uint32_t run;
-	int64_t repo_id, until;
-};
-
-/* The front's part of the routes (rt->xetw). */
-struct mirror__xetw {
-	pthread_mutex_t mu;
-	char *dir;                     /* DATA/xet-uploads */
-	struct xorb_rec *xorbs;
-	size_t n, cap;
-	struct file_rec *files;
-	size_t nfiles, capfiles;
-	struct lend_rec *lends;
-	size_t nlends, caplends;
-};
-
-/* ---- records: the tables on disk ---------------------------------------------------------------
- *
- * In x->dir beside each xorb (HEX, its bytes), one small text file per promise, written under a name
- * of its own and renamed (a crash leaves the old record, the new one, or a *.tmp that the next start
- * deletes): HEX.r<repo id> for a xorb a repo uploaded ("<until>\n"), f.<repo id>.HEX for a file a
- * shard made for a repo ("<sha256> <size> <until>\n"). A xorb that no live record names goes, as
- * does a record whose xorb is gone. */
-
-static char *xorb_rec_name(const struct xet_hash *h, int64_t repo_id)
-{
-	char hex[XET_HEX_LEN + 1];
-	xet_hash_hex(h, hex);
-	return xasprintf("%s.r%lld", hex, (long long)repo_id);
-}
-
-static char *file_rec_name(const struct xet_hash *h, int64_t repo_id)
-{
-	char hex[XET_HEX_LEN + 1];
-	xet_hash_hex(h, hex);
-	return xasprintf("f.%lld.%s", (long long)repo_id, hex);
-}
-
-static char *lend_rec_name(const struct xet_hash *h, int64_t repo_id)
-{
-	char hex[XET_HEX_LEN + 1];
-	xet_hash_hex(h, hex);
-	return xasprintf("l.%lld.%s", (long long)repo_id, hex);
-}
-
-/* Write text as record name (atomically); a warning on failure: the upload goes on, only a restart
- * would forget it. */
-static void record_put(const struct mirror__xetw *x, char *name, const char *text)
-{
-	char *path = xasprintf("%s/%s", x->dir, name);
-	char *tmp = xasprintf("%s.%lx.tmp", path, (unsigned long)pthread_self());
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600), e = fd < 0 ? errno : 0;
-	size_t n = strlen(text);
-
-	if (!e && write(fd, text, n) != (ssize_t)n)
-		e = EIO; /* (a few bytes: short only when the disk is full) */
-	if (fd >= 0 && close(fd) && !e)
-		e = errno;
-	if (!e && rename(tmp, path))
-		e = errno;
-	if (e) {
-		unlink(tmp);
-		log_warn("upload", "%s: %s: a restart would forget this Xet upload", path, strerror(e));
-	}
-	free(tmp);
-	free(path);
-	free(name);
-}
-
-static void record_drop(const struct mirror__xetw *x, char *name)
-{
-	char *path = xasprintf("%s/%s", x->dir, name);
-	unlink(path);
-	free(path);
-	free(name);
-}
-
-/* The text of record name in dir (at most 200 bytes), NUL-terminated in buf; false when unreadable. */
-static bool record_read(int dir, const char *name, char *buf, size_t cap)
-{
-	int fd = openat(dir, name, O_RDONLY | O_CLOEXEC);
-	ssize_t k = fd < 0 ? -1 : read(fd, buf, cap - 1);
-
-	if (fd >= 0)
-		close(fd);
-	if (k <= 0)
-		return false;
-	buf[k] = 0;
-	return true;
-}
-
-static void xorbs_add(struct mirror__xetw *x, const struct xorb_rec *r)
-{
-	if (x->n == x->cap) {
-		x->cap = x->cap ? 2 * x->cap : 64;
-		x->xorbs = xreallocarray(x->xorbs, x->cap, sizeof(*x->xorbs));
-	}
-	x->xorbs[x->n++] = *r;
-}
-
-static void lends_add(struct mirror__xetw *x, const struct lend_rec *r)
-{
-	if (x->nlends == x->caplends) {
-		x->caplends = x->caplends ? 2 * x->caplends : 16;
-		x->lends = xreallocarray(x->lends, x->caplends, sizeof(*x->lends));
-	}
-	x->lends[x->nlends++] = *r;
-}
-
-/* A lend record read back at the start (l.<repo id>.HEX: "<sha256> <run> <until>\n"): 1 when name is
- * one and live (into the table), 0 when it is one to go, -1 when name is no lend record. */
-static int load_lend(struct mirror__xetw *x, int dir, const char *name, int64_t now)
-{
-	char hex[XET_HEX_LEN + 1], buf[200], sha[65];
-	long long repo, until;
-	unsigned run;
-	struct lend_rec l;
-	int used = 0;
-
-	if (sscanf(name, "l.%lld.%64[0-9a-f]%n", &repo, hex, &used) != 2 || name[used] ||
-	    xet_hash_from_hex(hex, &l.hash))
-		return -1;
-	if (!record_read(dir, name, buf, sizeof(buf)) || sscanf(buf, "%64[0-9a-f] %u %lld", sha, &run, &until) != 3 ||
-	    !hex_is_lower(sha, 64) || until < now)
-		return 0;
-	memcpy(l.sha256, sha, 65);
-	l.run = run;
-	l.repo_id = repo;
-	l.until = until;
-	lends_add(x, &l);
-	return 1;
-}
-
-static void files_add(struct mirror__xetw *x, const struct file_rec *r)
-{
-	if (x->nfiles == x->capfiles) {
-		x->capfiles = x->capfiles ? 2 * x->capfiles : 64;
-		x->files = xreallocarray(x->files, x->capfiles, sizeof(*x->files));
-	}
-	x->files[x->nfiles++] = *r;
-}
-
-/* One entry of the folder read back at the start: a live record into its table; true when the
- * entry is to go (a temporary file, a record past its time or that does not parse, a file record of
- * a content the store lost). Xorbs themselves are judged after (loaded_xorbs_sweep). */
-static bool load_entry(struct mirror__xetw *x, struct mirror_data *d, int dir, const char *name, int64_t now)
-{
-	char hex[XET_HEX_LEN + 1], buf[200], sha[65];
-	long long repo, until, size;
-	struct xet_hash h;
-	int used = 0;
-
-	if (strlen(name) > 4 && !strcmp(name + strlen(name) - 4, ".tmp"))
-		return true;
-	if ((used = load_lend(x, dir, name, now)) >= 0)
-		return used == 0;
-	if (sscanf(name, "%64[0-9a-f].r%lld%n", hex, &repo, &used) == 2 && !name[used] && !xet_hash_from_hex(hex, &h)) {
-		struct stat st;
-		if (!record_read(dir, name, buf, sizeof(buf)) || sscanf(buf, "%lld", &until) != 1 || until < now ||
-		    fstatat(dir, hex, &st, 0))
-			return true;
-		xorbs_add(x, &(struct xorb_rec){ .hash = h, .repo_id = repo, .until = until });
-		return false;
-	}
-	if (sscanf(name, "f.%lld.%64[0-9a-f]%n", &repo, hex, &used) == 2 && !name[used] &&
-	    !xet_hash_from_hex(hex, &h)) {
-		struct file_rec f = { .hash = h, .repo_id = repo };
-		if (!record_read(dir, name, buf, sizeof(buf)) ||
-		    sscanf(buf, "%64[0-9a-f] %lld %lld", sha, &size, &until) != 3 || !hex_is_lower(sha, 64) ||
-		    until < now || !mirror_store_has(d->store, sha, size))
-			return true;
-		memcpy(f.sha256, sha, 65);
-		f.size = size;
-		f.until = until;
-		files_add(x, &f);
-		return false;
-	}
-	return false; /* a xorb's bytes, or not ours */
-}
-
-/* The xorbs (HEX) no live record names go. */
-static void loaded_xorbs_sweep(struct mirror__xetw *x, DIR *dir)
-{
-	struct dirent *e;
-	struct xet_hash h;
-
-	rewinddir(dir);
-	while ((e = readdir(dir))) {
-		bool named = false;
-		if (strlen(e->d_name) != XET_HEX_LEN || xet_hash_from_hex(e->d_name, &h))
-			continue;
-		for (size_t i = 0; i < x->n && !named; i++)
-			named = !memcmp(x->xorbs[i].hash.b, h.b, XET_HASH_LEN);
-		if (!named)
-			unlinkat(dirfd(dir), e->d_name, 0);
-	}
-}
-
-struct mirror__xetw *mirror__xetw_new(struct mirror_data *d)
-{
-	struct mirror__xetw *x = xcalloc(1, sizeof(*x));
-	int64_t now = (int64_t)time(NULL);
-	DIR *dir;
-	struct dirent *e;
-
-	pthread_mutex_init(&x->mu, NULL);
-	x->dir = mirror_data_path(d, MIRROR_DATA_XET_UPLOADS);
-	if (mkdir(x->dir, 0700) && errno != EEXIST)
-		log_warn("upload", "%s: %s: Xet uploads cannot be kept", x->dir, strerror(errno));
-	/* what an earlier serve promised and is still in its time, back into the tables */
-	if ((dir = opendir(x->dir))) {
-		while ((e = readdir(dir)))
-			if (e->d_name[0] != '.' && load_entry(x, d, dirfd(dir), e->d_name, now))
-				unlinkat(dirfd(dir), e->d_name, 0);
-		loaded_xorbs_sweep(x, dir);
-		closedir(dir);
-	}
-	if (x->n || x->nfiles || x->nlends)
-		log_info("upload", "Xet uploads awaiting their shard or commit, taken back: xorbs %zu, files %zu, "
-			 "lent xorbs %zu", x->n, x->nfiles, x->nlends);
-	return x;
-}
-
-void mirror__xetw_free(struct mirror__xetw **xp)
-{
-	if (!xp || !*xp)
-		return;
-	pthread_mutex_destroy(&(*xp)->mu);
-	free((*xp)->dir);
-	free((*xp)->xorbs);
-	free((*xp)->files);
-	free((*xp)->lends);
-	free(*xp);
-	*xp = NULL;
-}
-
-static char *xorb_path(const struct mirror__xetw *x, const struct xet_hash *h)
-{
-	char hex[XET_HEX_LEN + 1];
-	xet_hash_hex(h, hex);
-	return xasprintf("%s/%s", x->dir, hex);
-}
-
-/* Forget the xorbs past their time, and their files (under x->mu). */
-static void xorbs_sweep(struct mirror__xetw *x, int64_t now)
-{
-	size_t w = 0;
-	for (size_t i = 0; i < x->n; i++) {
-		bool others = false;
-		if (x->xorbs[i].until >= now) {
-			x->xorbs[w++] = x->xorbs[i];
-			continue;
-		}
-		record_drop(x, xorb_rec_name(&x->xorbs[i].hash, x->xorbs[i].repo_id));
-		for (size_t j = 0; j < x->n && !others; j++)
-			others = j != i && x->xorbs[j].until >= now &&
-				 !memcmp(x->xorbs[j].hash.b, x->xorbs[i].hash.b, XET_HASH_LEN);
-		if (!others) {
-			char *p = xorb_path(x, &x->xorbs[i].hash);
-			unlink(p);
-			free(p);
-		}
-	}
-	x->n = w;
-}
-
-/* Record xorb h as repo_id's (again: its time starts over). */
-static void xorb_keep(struct mirror__xetw *x, const struct xet_hash *h, int64_t repo_id)
-{
-	int64_t now = (int64_t)time(NULL);
-	char until[24];
-	size_t i;
-
-	pthread_mutex_lock(&x->mu);
-	xorbs_sweep(x, now);
-	for (i = 0; i < x->n; i++)
-		if (x->xorbs[i].repo_id == repo_id && !memcmp(x->xorbs[i].hash.b, h->b, XET_HASH_LEN))
-			break;
-	if (i == x->n)
-		xorbs_add(x, &(struct xorb_rec){ .hash = *h, .repo_id = repo_id });
-	x->xorbs[i].until = now + XORB_KEEP_S;
-	snprintf(until, sizeof(until), "%lld\n", (long long)x->xorbs[i].until);
-	record_put(x, xorb_rec_name(h, repo_id), until); /* (under mu: a sweep may not drop it between) */
-	pthread_mutex_unlock(&x->mu);
-}
-
-/* Did repo_id upload xorb h, and is it still kept? */
-static bool xorb_owned(struct mirror__xetw *x, const struct xet_hash *h, int64_t repo_id)
-{
-	int64_t now = (int64_t)time(NULL);
-	bool yes = false;
-
-	pthread_mutex_lock(&x->mu);
-	for (size_t i = 0; i < x->n && !yes; i++)
-		yes = x->xorbs[i].repo_id == repo_id && x->xorbs[i].until >= now &&
-		      !memcmp(x->xorbs[i].hash.b, h->b, XET_HASH_LEN);
-	pthread_mutex_unlock(&x->mu);
-	return yes;
-}
-
-/* Record virtual xorb h (run `run` of content sha) as lent to repo_id (its time starts over); the ones
- * past their time go. */
-static void lend_keep(struct mirror__xetw *x, const struct xet_hash *h, const char *sha, uint32_t run,
-		      int64_t repo_id)
-{
-	int64_t now = (int64_t)time(NULL);
-	char text[120];
-	size_t w = 0, i;
-
-	pthread_mutex_lock(&x->mu);
-	for (i = 0; i < x->nlends; i++) {
-		if (x->lends[i].until >= now)
-			x->lends[w++] = x->lends[i];
-		else
-			record_drop(x, lend_rec_name(&x->lends[i].hash, x->lends[i].repo_id));
-	}
-	x->nlends = w;
-	for (i = 0; i < x->nlends; i++)
-		if (x->lends[i].repo_id == repo_id && !memcmp(x->lends[i].hash.b, h->b, XET_HASH_LEN))
-			break;
-	if (i == x->nlends)
-		lends_add(x, &(struct lend_rec){ 0 });
-	x->lends[i] = (struct lend_rec){ .hash = *h, .run = run, .repo_id = repo_id, .until = now + LEND_S };
-	memcpy(x->lends[i].sha256, sha, 65);
-	snprintf(text, sizeof(text), "%s %u %lld\n", x->lends[i].sha256, run, (long long)x->lends[i].until);
-	record_put(x, lend_rec_name(h, repo_id), text);
-	pthread_mutex_unlock(&x->mu);
-}
-
-/* Was virtual xorb h lent to repo_id, in its time? Its content and run into sha and *run. */
-static bool xorb_lent(struct mirror__xetw *x, const struct xet_hash *h, int64_t repo_id, char sha[65], uint32_t *run)
-{
-	int64_t now = (int64_t)time(NULL);
-	bool yes = false;
-
-	pthread_mutex_lock(&x->mu);
-	for (size_t i = 0; i < x->nlends && !yes; i++) {
-		const struct lend_rec *l = &x->lends[i];
-		if (l->repo_id == repo_id && l->until >= now && !memcmp(l->hash.b, h->b, XET_HASH_LEN)) {
-			memcpy(sha, l->sha256, 65);
-			*run = l->run;
-			yes = true;
-		}
-	}
-	pthread_mutex_unlock(&x->mu);
-	return yes;
-}
-
-/* Record the file a shard made (its time starts over if it was there). */
-static void file_keep(struct mirror__xetw *x, const struct xet_hash *h, const char *sha, int64_t size,
-		      int64_t repo_id)
-{
-	int64_t now = (int64_t)time(NULL);
-	char text[120];
-	size_t w = 0, i;
-
-	pthread_mutex_lock(&x->mu);
-	for (i = 0; i < x->nfiles; i++) { /* (the ones past their time go) */
-		if (x->files[i].until >= now)
-			x->files[w++] = x->files[i];
-		else
-			record_drop(x, file_rec_name(&x->files[i].hash, x->files[i].repo_id));
-	}
-	x->nfiles = w;
-	for (i = 0; i < x->nfiles; i++)
-		if (x->files[i].repo_id == repo_id && !memcmp(x->files[i].hash.b, h->b, XET_HASH_LEN))
-			break;
-	if (i == x->nfiles)
-		files_add(x, &(struct file_rec){ 0 });
-	x->files[i] = (struct file_rec){ .hash = *h, .size = size, .repo_id = repo_id, .until = now + FILE_HOLD_S };
-	memcpy(x->files[i].sha256, sha, 65);
-	snprintf(text, sizeof(text), "%s %lld %lld\n", sha, (long long)size, (long long)x->files[i].until);
-	record_put(x, file_rec_name(h, repo_id), text);
-	pthread_mutex_unlock(&x->mu);
-}
-
-bool mirror__xet_file(struct mirror_routes *rt, int64_t repo_id, const char *xet_hash, char sha256[65],
-		      int64_t *size)
-{
-	struct mirror__xetw *x = rt->xetw;
-	int64_t now = (int64_t)time(NULL);
-	struct xet_hash h;
-	bool yes = false;
-
-	if (xet_hash_from_hex(xet_hash, &h))
-		return false;
-	pthread_mutex_lock(&x->mu);
-	for (size_t i = 0; i < x->nfiles && !yes; i++) {
-		const struct file_rec *f = &x->files[i];
-		if (f->repo_id == repo_id && f->until >= now && !memcmp(f->hash.b, h.b, XET_HASH_LEN)) {
-			memcpy(sha256, f->sha256, 65);
-			*size = f->size;
-			yes = true;
-		}
-	}
-	pthread_mutex_unlock(&x->mu);
-	return yes;
-}
 
 /* ---- the write token -------------------------------------------------------------------------- */
 
@@ -659,7 +236,7 @@ static void cas_error(struct httpd_req *req, int status, const char *why)
 }
 
 /* The spooled body of a CAS upload, or its refusal answered (NULL). */
-static struct mirror__commit_body *cas_body(struct httpd_req *req)
+struct mirror__commit_body *mirror__xet_cas_body(struct httpd_req *req)
 {
 	struct mirror__commit_body *s = httpd_body_take(req);
 	const char *why = NULL;
@@ -678,7 +255,7 @@ static struct mirror__commit_body *cas_body(struct httpd_req *req)
 }
 
 /* The spooled body whole in memory (it is bounded: XET_XORB_MAX_BYTES, XET_SHARD_MAX_BYTES). */
-static unsigned char *body_bytes(const struct mirror__commit_body *s, size_t *n)
+unsigned char *mirror__xet_body_bytes(const struct mirror__commit_body *s, size_t *n)
 {
 	unsigned char *b = xmalloc(s->got ? (size_t)s->got : 1);
 	size_t got = 0;
@@ -719,7 +296,8 @@ static void xorb_job_release(struct mirror__job *j)
 /* Write buf[0..n) as the file of xorb h (atomically: a temporary name, then renamed). */
 static int xorb_store(struct mirror__xetw *x, const struct xet_hash *h, const unsigned char *buf, size_t n)
 {
-	char *path = xorb_path(x, h), *tmp = xasprintf("%s.%ld.tmp", path, (long)pthread_self() & 0xffffff);
+	char *path = mirror__xetw_xorb_path(x, h);
+	char *tmp = xasprintf("%s.%ld.tmp", path, (long)pthread_self() & 0xffffff);
 	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600), e = 0;
 	size_t put = 0;
 
@@ -767,7 +345,7 @@ static void xorb_job_build(struct mirror__job *j, struct catalog *cat)
 	struct xet_xorb *xorb = NULL;
 	char *why = NULL, hex[XET_HEX_LEN + 1];
 	size_t n = 0;
-	unsigned char *b = body_bytes(x->body, &n);
+	unsigned char *b = mirror__xet_body_bytes(x->body, &n);
 	int e;
 
 	(void)cat;
@@ -782,7 +360,7 @@ static void xorb_job_build(struct mirror__job *j, struct catalog *cat)
 	} else {
 		/* recorded first: a sweep of an older record of the same xorb, on another worker, then sees
 		 * this one and leaves the file; if storing fails, a shard naming it hears it is not kept */
-		xorb_keep(x->x, &x->hash, x->repo_id);
+		mirror__xetw_xorb_keep(x->x, &x->hash, x->repo_id);
 		xorb_answer(j, x, xorb, hex, xorb_store(x->x, &x->hash, b, n));
 	}
 	free(why);
@@ -803,7 +381,7 @@ static void xorb_post(struct mirror_routes *rt, struct httpd_req *req, const cha
 		cas_error(req, 400, "a xorb's URL names its hash: 64 hex digits");
 		return;
 	}
-	if (!(s = cas_body(req)))
+	if (!(s = mirror__xet_cas_body(req)))
 		return;
 	x = xcalloc(1, sizeof(*x));
 	x->j.build = xorb_job_build;
@@ -815,368 +393,13 @@ static void xorb_post(struct mirror_routes *rt, struct httpd_req *req, const cha
 	x->name = xstrdup(repo->name);
 	mirror__defer_write(rt, req, &x->j);
 }
-
-/* ---- a shard ------------------------------------------------------------------------------------ */
-
-/* The xorbs a shard's job has open: each mapped and read once. */
-struct open_xorb {
-	struct xet_hash hash;
-	unsigned char *map;
-	size_t len;
-	struct xet_xorb *x;
-};
-
-struct shard_job {
-	struct mirror__job j;
-	struct mirror_data *data;
-	struct mirror__xetw *xw;
-	struct mirror__commit_body *body;
-	int64_t repo_id;
-	char *name;
-	/* the job's own */
-	struct xet_xorb_decoder *dec;
-	struct open_xorb *open;
-	size_t nopen;
-	unsigned char room[XET_CHUNK_MAX];
-	char why[300];
-};
-
-static void shard_job_release(struct mirror__job *j)
-{
-	struct shard_job *s = (struct shard_job *)j;
-	mirror__spool_release(s->body);
-	for (size_t i = 0; i < s->nopen; i++) {
-		munmap(s->open[i].map, s->open[i].len);
-		xet_xorb_free(&s->open[i].x);
-	}
-	free(s->open);
-	xet_xorb_decoder_free(&s->dec);
-	free(s->name);
-	free(s);
-}
-
-/* Why the shard is refused, in s->why (a, b and c one after the other). */
-static int refuse(struct shard_job *s, const char *a, const char *b, const char *c)
-{
-	snprintf(s->why, sizeof(s->why), "%s%s%s", a, b, c);
-	return -EBADMSG;
-}
-
-/* pread all n bytes at off. */
-static int pread_all(int fd, unsigned char *p, size_t n, uint64_t off)
-{
-	while (n) {
-		ssize_t k = pread(fd, p, n, (off_t)off);
-		if (k <= 0)
-			return k < 0 ? -errno : -EIO;
-		p += k;
-		n -= (size_t)k;
-		off += (uint64_t)k;
-	}
-	return 0;
-}
-
-/* Virtual xorb h (hex), lent to this repo by the dedup query, made again as a xorb from the stored
- * content's bytes (its run of chunks, each behind an uncompressed chunk's header) into an anonymous map
- * in o. 0, or -EBADMSG with s->why (not lent to this repo, or its content no longer stored). */
-static int lent_map(struct shard_job *s, const struct xet_hash *h, const char *hex, struct open_xorb *o)
-{
-	struct mirror__xet_run *runs = NULL;
-	struct xet_identity *id = NULL;
-	const struct xet_chunk *c = NULL;
-	char sha[65], *blob = NULL;
-	size_t nc = 0, nr = 0;
-	uint32_t run;
-	unsigned char *p;
-	int fd = -1, e = -EBADMSG;
-
-	if (!xorb_lent(s->xw, h, s->repo_id, sha, &run))
-		return refuse(s, "the shard names xorb ", hex,
-			      ", which was not uploaded for this repository (nor lent to it)");
-	if (!mirror_store_xet_identity(s->data->store, sha, &id)) {
-		c = xet_identity_chunks(id, &nc);
-		nr = mirror__xet_runs(c, nc, &runs);
-	}
-	if (!id || nr <= run || !(blob = mirror_store_blob_path(s->data->store, sha)) ||
-	    (fd = open(blob, O_RDONLY | O_CLOEXEC)) < 0) {
-		refuse(s, "xorb ", hex, " was lent from a content no longer stored: upload it");
-		goto out;
-	}
-	o->len = runs[run].len;
-	o->map = mmap(NULL, o->len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (o->map == MAP_FAILED) {
-		o->map = NULL;
-		refuse(s, "no room to make xorb ", hex, " again");
-		goto out;
-	}
-	p = o->map;
-	for (size_t i = runs[run].first; i < runs[run].first + runs[run].n; i++) {
-		xet_xorb_chunk_header_write(p, c[i].size);
-		if (pread_all(fd, p + XET_XORB_CHUNK_HEADER_LEN, c[i].size, c[i].offset)) {
-			munmap(o->map, o->len);
-			o->map = NULL;
-			refuse(s, "xorb ", hex, " was lent from a content that does not read back");
-			goto out;
-		}
-		p += XET_XORB_CHUNK_HEADER_LEN + c[i].size;
-	}
-	e = 0;
-out:
-	if (fd >= 0)
-		close(fd);
-	free(blob);
-	free(runs);
-	xet_identity_free(&id);
-	return e;
-}
-
-/* Xorb h as this repo uploaded it, read (and verified again: its file is ours, but cheap to trust
- * nothing); NULL with s->why when the repo did not upload it. */
-static const struct open_xorb *xorb_open(struct shard_job *s, const struct xet_hash *h)
-{
-	char hex[XET_HEX_LEN + 1], *path, *why = NULL;
-	struct open_xorb o = { .hash = *h };
-	struct stat st;
-	int fd;
-
-	for (size_t i = 0; i < s->nopen; i++)
-		if (!memcmp(s->open[i].hash.b, h->b, XET_HASH_LEN))
-			return &s->open[i];
-	xet_hash_hex(h, hex);
-	if (!xorb_owned(s->xw, h, s->repo_id)) {
-		if (lent_map(s, h, hex, &o))
-			return NULL;
-	} else {
-		path = xorb_path(s->xw, h);
-		fd = open(path, O_RDONLY | O_CLOEXEC);
-		free(path);
-		if (fd < 0 || fstat(fd, &st) || st.st_size <= 0 ||
-		    (o.map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0)) == MAP_FAILED) {
-			if (fd >= 0)
-				close(fd);
-			refuse(s, "xorb ", hex, " is no longer kept: upload it again");
-			return NULL;
-		}
-		close(fd);
-		o.len = (size_t)st.st_size;
-	}
-	/* (a lent xorb too: its bytes are the store's, their hashes checked against its name all the same) */
-	if (xet_xorb_parse(s->dec, o.map, o.len, h, &o.x, &why)) {
-		munmap(o.map, o.len);
-		refuse(s, "xorb ", hex, " does not read back");
-		free(why);
-		return NULL;
-	}
-	s->open = xreallocarray(s->open, s->nopen + 1, sizeof(*s->open));
-	s->open[s->nopen] = o;
-	return &s->open[s->nopen++];
-}
-
-/* What a file's rebuilding feeds: its chunk list (for the file hash), its sha256, and the store's
- * writer (NULL in the first pass, which only checks). */
-struct rebuild {
-	struct xet_node *nodes;
-	size_t n, cap;
-	EVP_MD_CTX *sha;
-	struct mirror_store_writer *w;
-	uint64_t size;
-};
-
-/* The chunks of term t, each decompressed, checked against the term and fed to r. */
-static int rebuild_term(struct shard_job *s, const struct xet_shard_term *t, struct rebuild *r)
-{
-	const struct open_xorb *o = xorb_open(s, &t->xorb);
-	struct xet_hash *hashes;
-	struct xet_hash got;
-	uint64_t bytes = 0;
-	int e = 0;
-
-	if (!o)
-		return -EBADMSG;
-	if (t->end > o->x->n)
-		return refuse(s, "a term names chunks past the end of its xorb", "", "");
-	hashes = xreallocarray(NULL, t->end - t->start, sizeof(*hashes));
-	for (uint32_t i = t->start; i < t->end && !e; i++) {
-		struct xet_xorb_chunk_header h;
-		size_t used;
-		const struct xet_xorb_entry *c = &o->x->chunks[i];
-		if (xet_xorb_chunk_read(s->dec, o->map + c->offset, o->len - c->offset, &h, s->room, &used, NULL)) {
-			e = refuse(s, "a chunk does not read back", "", "");
-			break;
-		}
-		hashes[i - t->start] = c->hash;
-		bytes += h.uncompressed_size;
-		if (r->w) {
-			if ((e = mirror_store_writer_write(r->w, s->room, h.uncompressed_size)))
-				break;
-			continue;
-		}
-		EVP_DigestUpdate(r->sha, s->room, h.uncompressed_size);
-		if (r->n == r->cap) {
-			r->cap = r->cap ? 2 * r->cap : 256;
-			r->nodes = xreallocarray(r->nodes, r->cap, sizeof(*r->nodes));
-		}
-		r->nodes[r->n++] = (struct xet_node){ c->hash, h.uncompressed_size };
-	}
-	if (!e && bytes != t->size)
-		e = refuse(s, "a term's size is not its chunks'", "", "");
-	if (!e && !r->w) {
-		xet_range_hash(hashes, t->end - t->start, &got);
-		if (memcmp(got.b, t->verify.b, XET_HASH_LEN))
-			e = refuse(s, "a term's verification hash is not its chunks'", "", "");
-	}
-	r->size += bytes;
-	free(hashes);
-	return e;
-}
-
-/* The first pass over file f: every term checked, the file hash and sha256 computed. */
-static int check_file(struct shard_job *s, const struct xet_shard_file *f, char sha_hex[65], uint64_t *size)
-{
-	struct rebuild r = { .sha = EVP_MD_CTX_new() };
-	unsigned char md[32];
-	struct xet_hash got;
-	int e = 0;
-
-	if (!f->verified)
-		e = refuse(s, "a file without verification hashes", "", "");
-	EVP_DigestInit_ex(r.sha, EVP_sha256(), NULL);
-	for (size_t i = 0; i < f->n && !e; i++)
-		e = rebuild_term(s, &f->terms[i], &r);
-	if (!e) {
-		EVP_DigestFinal_ex(r.sha, md, NULL);
-		hex_encode(md, 32, sha_hex);
-		xet_file_hash(r.nodes, r.n, &got);
-		if (memcmp(got.b, f->hash.b, XET_HASH_LEN))
-			e = refuse(s, "a file's chunks do not hash to its Xet hash", "", "");
-		else if (f->has_sha256 && (xet_hash_from_hex(sha_hex, &got) || memcmp(got.b, f->sha256, 32)))
-			/* (the shard holds the sha256's hex read as a Xet hash: in its word order) */
-			e = refuse(s, "a file's bytes do not hash to the sha256 the shard says", "", "");
-	}
-	*size = r.size;
-	free(r.nodes);
-	EVP_MD_CTX_free(r.sha);
-	return e;
-}
-
-/* The second pass: the file written into the store as its plain bytes, held for the repo's commit
- * first (gc's side: mirror/maint.h), then verified by the writer and published. */
-static int write_file(struct shard_job *s, struct catalog *cat, const struct xet_shard_file *f, const char *sha,
-		      uint64_t size)
-{
-	struct mirror_store_expect x = { .sha256 = sha, .size = (int64_t)size };
-	struct rebuild r = { 0 };
-	char owner[40];
-	const char *v[1] = { sha };
-	int e;
-
-	snprintf(owner, sizeof(owner), "upload:%lld", (long long)s->repo_id);
-	if ((e = catalog_hold(cat, owner, (int64_t)time(NULL) + FILE_HOLD_S, v, 1)))
-		return e;
-	if (!mirror_store_has(s->data->store, sha, (int64_t)size)) {
-		if ((e = mirror_store_writer_new_private(s->data->store, &x, &r.w)))
-			return e;
-		for (size_t i = 0; i < f->n && !e; i++)
-			e = rebuild_term(s, &f->terms[i], &r);
-		if (e)
-			mirror_store_writer_abort(&r.w, false);
-		else
-			e = mirror_store_writer_commit(&r.w, NULL);
-		if (e)
-			return e;
-		mirror_store_xet_record(s->data->store, cat, sha);   /* the dedup query finds it from now on */
-	}
-	return catalog_blob_fetched(cat, sha, s->repo_id);
-}
-
-/* The xorbs the shard lists must be this repo's, chunk for chunk as their bytes say. */
-static int check_xorbs(struct shard_job *s, const struct xet_shard *sh)
-{
-	for (size_t i = 0; i < sh->nxorbs; i++) {
-		const struct xet_shard_xorb *l = &sh->xorbs[i];
-		const struct open_xorb *o = xorb_open(s, &l->hash);
-		if (!o)
-			return -EBADMSG;
-		if (l->n != o->x->n)
-			return refuse(s, "the shard lists a xorb with another number of chunks than it has", "", "");
-		for (size_t k = 0; k < l->n; k++)
-			if (l->chunks[k].size != o->x->chunks[k].size ||
-			    memcmp(l->chunks[k].hash.b, o->x->chunks[k].hash.b, XET_HASH_LEN))
-				return refuse(s, "the shard's chunk hashes or sizes are not its xorbs'", "", "");
-	}
-	return 0;
-}
-
-static void shard_job_build(struct mirror__job *j, struct catalog *cat)
-{
-	struct shard_job *s = (struct shard_job *)j;
-	struct xet_shard *sh = NULL;
-	size_t n = 0, done = 0;
-	unsigned char *b = body_bytes(s->body, &n);
-	char *why = NULL;
-	int e = b ? xet_shard_parse(b, n, &sh, &why) : -EIO;
-
-	s->dec = xet_xorb_decoder_new();
-	if (e && why)
-		snprintf(s->why, sizeof(s->why), "%s", why);
-	if (!e && sh->keyed)
-		e = refuse(s, "a shard with keyed chunk hashes is not an upload", "", "");
-	if (!e)
-		e = check_xorbs(s, sh);
-	for (size_t i = 0; !e && i < sh->nfiles; i++) {
-		char sha[65], hex[XET_HEX_LEN + 1];
-		uint64_t size = 0;
-		xet_hash_hex(&sh->files[i].hash, hex);
-		if (!(e = check_file(s, &sh->files[i], sha, &size)) &&
-		    !(e = write_file(s, cat, &sh->files[i], sha, size))) {
-			file_keep(s->xw, &sh->files[i].hash, sha, (int64_t)size, s->repo_id);
-			log_info("upload", "hf:%s: Xet file %s in as sha256 %s (%llu bytes)", s->name, hex, sha,
-				 (unsigned long long)size);
-			done++;
-		}
-	}
-	if (e == -EBADMSG || e == -E2BIG || e == HM_ERR_HASH_MISMATCH || e == HM_ERR_SIZE_MISMATCH) {
-		log_warn("upload", "hf:%s: a shard refused: %s", s->name, s->why[0] ? s->why : err_str(e));
-		j->status = e == -E2BIG ? 413 : 400;
-		j->body = json_pack("{s:s}", "error", s->why[0] ? s->why : err_str(e));
-	} else if (e) {
-		j->status = e == -ENOSPC ? 507 : 500;
-		j->body = json_pack("{s:s}", "error", err_str(e));
-	} else {
-		log_info("upload", "hf:%s: shard in (%zu files, %zu xorbs)", s->name, done, sh->nxorbs);
-		j->status = 200;
-		j->body = json_pack("{s:i}", "result", 1);
-	}
-	free(why);
-	free(b);
-	xet_shard_free(&sh);
-}
-
-static void shard_post(struct mirror_routes *rt, struct httpd_req *req, const struct catalog_repo *repo)
-{
-	struct mirror__commit_body *b = cas_body(req);
-	struct shard_job *s;
-
-	if (!b)
-		return;
-	s = xcalloc(1, sizeof(*s));
-	s->j.build = shard_job_build;
-	s->j.release = shard_job_release;
-	s->data = rt->data;
-	s->xw = rt->xetw;
-	s->body = b;
-	s->repo_id = repo->id;
-	s->name = xstrdup(repo->name);
-	mirror__defer_write(rt, req, &s->j);
-}
-
 /* ---- the global dedup query ------------------------------------------------------------------------
  *
  * GET {cas}/v1/chunks/default[-merkledb]/HASH: a stored content whose first chunk, or one of its eligible
  * chunks (mirror_store_xet_dedup_eligible), is HASH, and which the token's repo may name as its own
  * (mirror_access_may_name: its own, or one a repo everyone may read holds; never a private or guarded
  * repo's to another), is answered as a shard listing its virtual xorbs, from the run that holds HASH on
- * (at most LEND_MAX_CHUNKS chunks), each lent to the repo for LEND_S: a later shard of the repo may name
+ * (at most LEND_MAX_CHUNKS chunks), each lent to the repo for MIRROR__XETW_LEND_S: a later shard of the repo may name
  * them, and its file is then made from the stored bytes (lent_map). Anything else is a 404. */
 
 struct dedup_job {
@@ -1223,7 +446,7 @@ static int dedup_lend(struct dedup_job *d, const char *sha, const struct xet_has
 		}
 		mirror__xet_run_hash(c, &runs[ri], hex);
 		xet_hash_from_hex(hex, &x->hash);
-		lend_keep(d->xw, &x->hash, sha, (uint32_t)ri, d->repo_id);
+		mirror__xetw_lend_keep(d->xw, &x->hash, sha, (uint32_t)ri, d->repo_id);
 		listed += x->n;
 	}
 	free(runs);
@@ -1251,7 +474,7 @@ static void dedup_build(struct mirror__job *j, struct catalog *cat)
 		j->body = json_pack("{s:s}", "error", "no such chunk");
 		return;
 	}
-	j->text = (char *)xet_shard_write(xs, nx, (uint64_t)now, (uint64_t)(now + LEND_S), &j->len);
+	j->text = (char *)xet_shard_write(xs, nx, (uint64_t)now, (uint64_t)(now + MIRROR__XETW_LEND_S), &j->len);
 	j->ctype = "application/octet-stream";
 	j->status = 200;
 	for (size_t i = 0; i < nx; i++)
@@ -1323,7 +546,7 @@ int mirror__route_xet_cas(struct mirror_routes *rt, struct httpd_req *req, const
 	if (hex)
 		xorb_post(rt, req, hex, &repo);
 	else
-		shard_post(rt, req, &repo);
+		mirror__xet_shard_post(rt, req, &repo);
 	catalog_repo_release(&repo);
 	return 0;
 }

@@ -341,38 +341,6 @@ struct xorb_job {
 	char *range;            /* the Range header, or NULL */
 };
 
-/* Ranges "bytes=A-B,C-D,..." (explicit ends, as the reconstruction gave them) within len bytes, into
- * r[0..*n) as pairs. 0, or -1 for anything else. */
-static int xorb_ranges(const char *h, uint64_t len, uint64_t (*r)[2], size_t *n)
-{
-	const char *p = h + 6;
-	char *end;
-
-	*n = 0;
-	if (strncmp(h, "bytes=", 6))
-		return -1;
-	for (;;) {
-		unsigned long long x, y;
-		while (*p == ' ')
-			p++;
-		if (*n == MAX_RANGES || *p < '0' || *p > '9')
-			return -1;
-		x = strtoull(p, &end, 10);
-		if (*end != '-' || end[1] < '0' || end[1] > '9')
-			return -1;
-		y = strtoull(end + 1, &end, 10);
-		if (y < x || y >= len)
-			return -1;
-		r[*n][0] = x;
-		r[(*n)++][1] = y;
-		if (!*end)
-			return 0;
-		if (*end != ',')
-			return -1;
-		p = end + 1;
-	}
-}
-
 /* Append the run's bytes [from, to] to out: chunk headers made here, chunk data read from the blob
  * (fd). 0 or -errno. */
 static int xorb_bytes(int fd, const struct xet_chunk *c, const struct mirror__xet_run *r, uint64_t from, uint64_t to,
@@ -436,7 +404,7 @@ static void xorb_build(struct mirror__job *j, struct catalog *cat)
 	struct buf out;
 	char *path = NULL;
 	size_t nc, nr = 0, n = 1;
-	int fd = -1, e;
+	int fd = -1, e, rn;
 
 	(void)cat;
 	buf_init(&out);
@@ -451,7 +419,8 @@ static void xorb_build(struct mirror__job *j, struct catalog *cat)
 		r = xcalloc(MAX_RANGES, sizeof(*r));
 		r[0][0] = 0;
 		r[0][1] = runs[xj->idx].len - 1;
-		if (xj->range && xorb_ranges(xj->range, runs[xj->idx].len, r, &n)) {
+		rn = xj->range ? httpd_parse_ranges(xj->range, runs[xj->idx].len, UINT64_MAX, r, MAX_RANGES) : 1;
+		if (rn < 0) {
 			j->status = 416;
 			j->ctype = "text/plain";
 			j->text = xstrdup("range not satisfiable\n");
@@ -459,6 +428,7 @@ static void xorb_build(struct mirror__job *j, struct catalog *cat)
 			mirror__job_header(j, "Content-Range", "bytes */%" PRIu64, runs[xj->idx].len);
 			goto out;
 		}
+		n = (size_t)rn;
 		path = mirror_store_blob_path(xj->store, xj->sha256);
 		fd = path ? open(path, O_RDONLY | O_CLOEXEC) : -1;
 		e = fd < 0 ? -errno : xorb_body(fd, c, &runs[xj->idx], r, n, &out);

@@ -149,7 +149,7 @@ struct agent {
 	atomic_bool quit;               /* stopping, for worker threads: a body waiting for its first
 					 * bytes gives up, so the loop (which waits for its jobs) can end */
 	int64_t started_at;
-	bool oci_checking;              /* a streamed tar layer's digest is being checked (endpoint.c) */
+	bool oci_checking;              /* a streamed tar layer's digest is being checked (endpoint-tar.c) */
 	uint64_t link_counter;          /* the pulls' link ids */
 	/* every pull's outcome by its link id (null: linked; a string: why not), the last 1024: a pull
 	 * learns it even when its snapshot was evicted right after its link (status's "links") */

@@ -4,7 +4,7 @@
  * come through the swarm like any read's.
  *
  * The mirror stays the authority on who may read what: resolve, xet-read-token and the
- * reconstruction are the mirror's answers relayed (endpoint.c), asked with the client's Host, so the
+ * reconstruction are the mirror's answers relayed (endpoint-mirror.c), asked with the client's Host, so the
  * URLs in them point back here. What the agent adds is the bytes. A reconstruction's fetch URLs name
  * a run of a content's chunks (the mirror's virtual xorbs: SHA256/IDX) and carry the mirror's
  * capability; agent_xet_rewrite adds to each the file offset where its byte range starts (at=), which
@@ -354,38 +354,6 @@ static int walk(struct xorb_job *j, struct window *w, uint64_t from, int64_t off
 	return 0;
 }
 
-/* Ranges "bytes=A-B,C-D" (explicit ends, as a reconstruction gives them), at most RUN_MAX bytes in
- * all (a xorb's: what is asked of one run of chunks). */
-static int parse_ranges(const char *h, uint64_t (*r)[2], size_t *n)
-{
-	const char *p = h ? skip_prefix(h, "bytes=") : NULL;
-	uint64_t total = 0;
-	char *end;
-
-	*n = 0;
-	while (p) {
-		unsigned long long x, y;
-		while (*p == ' ')
-			p++;
-		if (*n == MAX_RANGES || *p < '0' || *p > '9')
-			return -1;
-		x = strtoull(p, &end, 10);
-		if (*end != '-' || end[1] < '0' || end[1] > '9')
-			return -1;
-		y = strtoull(end + 1, &end, 10);
-		if (y < x || y - x >= RUN_MAX || (total += y - x + 1) > RUN_MAX)
-			return -1;
-		r[*n][0] = x;
-		r[(*n)++][1] = y;
-		if (!*end)
-			return 0;
-		if (*end != ',')
-			return -1;
-		p = end + 1;
-	}
-	return -1;
-}
-
 /* Where range [x, ...] is walked from: the at= pair with the greatest run byte at or before x. */
 static const uint64_t *walk_from(const struct xorb_job *j, uint64_t x)
 {
@@ -402,9 +370,11 @@ static void xorb_build(void *job)
 	struct xorb_job *j = job;
 	struct window w = { .b = NULL, .start = 0, .len = 0 };
 	uint64_t r[MAX_RANGES][2];
-	size_t n;
+	/* explicit ranges, at most a xorb's bytes in all (what is asked of one run of chunks) */
+	int rn = httpd_parse_ranges(j->range, UINT64_MAX, RUN_MAX, r, MAX_RANGES);
+	size_t n = rn > 0 ? (size_t)rn : 0;
 
-	if (parse_ranges(j->range, r, &n)) {
+	if (rn < 0) {
 		job_fail(j, 416, "a Range of explicit byte ranges is needed");
 		return;
 	}

@@ -131,6 +131,76 @@ _rgw_gateway() {
 }
 rgw_stop() { _rgw_gateway USR1 down; }
 rgw_start() { _rgw_gateway USR2 up; }
+# agent_endpoint [ARG...]: the URL of the local hub endpoint (agent --http) of the agent `status`
+# reaches (ARGs go to it: --socket PATH), http://127.0.0.1:PORT.
+agent_endpoint() {
+	local port
+	port=$("$HUBMIRROR" status --json "$@" | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["http_port"])') &&
+		echo "http://127.0.0.1:$port"
+}
+# need_containerd: skip unless a containerd can be started here (root; containerd and ctr).
+need_containerd() {
+	command -v containerd >/dev/null && command -v ctr >/dev/null || skip "needs containerd and ctr (Debian's containerd)"
+	[ "$(id -u)" = 0 ] || skip "containerd runs as root"
+}
+# start_containerd DIR REGISTRY NS: a containerd of the test's own (root, state and socket in DIR, no
+# CRI; stopped with the test's other processes), its hosts.toml sending models.example to REGISTRY (a
+# mirror's or an agent endpoint's URL) over plain HTTP; sets CTR (ctr on its socket, in namespace NS),
+# HOSTS (its hosts folder) and ROOT (its root). Fails, showing its log, unless it answers, waited for
+# as long as it lives (240 s at most).
+start_containerd() {
+	local c=$1 pid i
+	mkdir -p "$c/hosts/models.example"
+	cat >"$c/config.toml" <<TOML
+version = 2
+root = "$c/root"
+state = "$c/state"
+disabled_plugins = ["io.containerd.grpc.v1.cri"]
+[grpc]
+  address = "$c/sock"
+[ttrpc]
+  address = "$c/sock.ttrpc"
+TOML
+	cat >"$c/hosts/models.example/hosts.toml" <<TOML
+server = "https://models.example"
+[host."$2"]
+  capabilities = ["pull", "resolve"]
+TOML
+	containerd --config "$c/config.toml" >"$c/log" 2>&1 &
+	pid=$!
+	_pids+=("$pid")
+	CTR="ctr --address $c/sock --namespace $3"
+	HOSTS=$c/hosts
+	ROOT=$c/root
+	for i in $(seq 2400); do
+		ctr --address "$c/sock" version >/dev/null 2>&1 && return 0
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	tail -20 "$c/log" | sed 's/^/# /'
+	return 1
+}
+# ctr_pull REF [ARG...]: $CTR pulls models.example/REF through $HOSTS with the native snapshotter
+# (ARGs go to ctr image pull: --user), showing ctr's words when it fails.
+ctr_pull() {
+	local ref=$1
+	shift
+	$CTR image pull --snapshotter native --hosts-dir "$HOSTS" "$@" "models.example/$ref" >"$T/pull.out" 2>&1 ||
+		{ sed 's/^/# /' "$T/pull.out"; false; }
+}
+# ctr_unpacked REPO FILE...: the newest snapshot of the native snapshotter under $ROOT holds each FILE,
+# equal to upstream's (REPO's main at $FAKE_API), and no other file.
+ctr_unpacked() {
+	local repo=$1 top bad=0 p
+	shift
+	top=$(ls -td "$ROOT"/io.containerd.snapshotter.v1.native/snapshots/*/ | head -1)
+	for p in "$@"; do
+		cmp -s "$top/$p" <(curl -fsSL "$FAKE_API/$repo/resolve/main/$p" 2>/dev/null) ||
+			{ echo "# $p: not upstream's in $top"; bad=1; }
+	done
+	[ "$bad" = 0 ] &&
+		[ "$(cd "$top" && find . -type f | sed 's|^\./||' | sort | tr '\n' ' ')" = "$(printf '%s\n' "$@" | sort | tr '\n' ' ')" ]
+}
 # need_node_module PKG: skip unless node and tests/js/node_modules/PKG are installed; sets JS to tests/js.
 need_node_module() {
 	JS=$HM_SRC/tests/js

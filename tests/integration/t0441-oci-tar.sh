@@ -27,10 +27,7 @@ print(json.dumps({
    "files": [{"path": "config.json", "content": "{\"g\": 1}\n"}]}
  ]}))
 PY
-check "fake upstream starts" start_fakehub --repos "$T/spec.json"
-export HUBMIRROR_HF_UPSTREAM=$FAKE_API
-"$HUBMIRROR" add hf:acme/x hf:acme/guarded >/dev/null
-"$HUBMIRROR" sync >/dev/null
+sync_from_fake hf:acme/x hf:acme/guarded
 printf 'tok-reader-abcdefgh hf:acme/guarded\n' >"$T/tokens"
 chmod 600 "$T/tokens"
 check "serve starts" start_serve --p2p-listen off --tokens "$T/tokens"

@@ -12,8 +12,7 @@
 # the agent; the agent takes the snapshot with its own token). Another node's agent, and its
 # containerd pulling the image through it, get the weights from the first agent over the swarm.
 . "$HM_SRC/tests/integration/lib.sh"
-command -v containerd >/dev/null && command -v ctr >/dev/null || skip "needs containerd and ctr (Debian's containerd)"
-[ "$(id -u)" = 0 ] || skip "containerd runs as root"
+need_containerd
 "$PY" - >"$T/spec.json" <<'PY'
 import json
 print(json.dumps({
@@ -28,72 +27,23 @@ print(json.dumps({
      {"path": "w.bin", "size": 300000, "seed": 444}]}
  ]}))
 PY
-check "fake upstream starts" start_fakehub --repos "$T/spec.json"
-export HUBMIRROR_HF_UPSTREAM=$FAKE_API
-"$HUBMIRROR" add hf:acme/x hf:acme/guarded >/dev/null
-"$HUBMIRROR" sync >/dev/null
+sync_from_fake hf:acme/x hf:acme/guarded
 printf 'tok-reader-abcdefgh hf:acme/guarded\n' >"$T/tokens"
 printf 'tok-reader-abcdefgh\n' >"$T/agent-token"
 chmod 600 "$T/tokens" "$T/agent-token"
 check "serve starts" start_serve --p2p-listen 127.0.0.1:0 --tokens "$T/tokens"
 check "an agent with a local endpoint starts" "$HUBMIRROR" agent --mirror "$M" --cache "$T/ca" --listen 127.0.0.1:0 \
 	--http 0 --token-file "$T/agent-token"
-E=http://127.0.0.1:$("$HUBMIRROR" status --json | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["http_port"])')
+E=$(agent_endpoint)
 echo "# endpoint $E, mirror $M"
 # what the mirror sent: to its swarm's peers, and over HTTP (web seed, /v2/, everything else)
 sent() { echo $(($(metric hubmirror_seeder_uploaded_bytes_total) + $(metric hubmirror_http_response_bytes_total))); }
 
-# start_containerd N: a containerd of its own (root, state, socket in $T/cN, no CRI), hosts.toml sending
-# models.example to the agent; $CTR drives it
-start_containerd() {
-	local C=$T/c$1
-	mkdir -p "$C/hosts/models.example"
-	cat >"$C/config.toml" <<TOML
-version = 2
-root = "$C/root"
-state = "$C/state"
-disabled_plugins = ["io.containerd.grpc.v1.cri"]
-[grpc]
-  address = "$C/sock"
-[ttrpc]
-  address = "$C/sock.ttrpc"
-TOML
-	cat >"$C/hosts/models.example/hosts.toml" <<TOML
-server = "https://models.example"
-[host."$E"]
-  capabilities = ["pull", "resolve"]
-TOML
-	containerd --config "$C/config.toml" >"$C/log" 2>&1 &
-	_pids+=($!)
-	for _ in $(seq 100); do ctr --address "$C/sock" version >/dev/null 2>&1 && break; sleep 0.1; done
-	CTR="ctr --address $C/sock --namespace t0443"
-	HOSTS=$C/hosts
-	ROOT=$C/root
-	ctr --address "$C/sock" version >/dev/null
-}
-# pulled REF: ctr pulls models.example/REF through hosts.toml (the agent), with ctr's words on failure
-pulled() {
-	local ref=$1
-	shift
-	$CTR image pull --snapshotter native --hosts-dir "$HOSTS" "$@" "models.example/$ref" >"$T/pull.out" 2>&1 ||
-		{ sed 's/^/# /' "$T/pull.out"; false; }
-}
-# unpacked REPO FILE...: the newest snapshot of the native snapshotter holds each FILE equal to upstream's
-unpacked() {
-	local repo=$1 top bad=0
-	shift
-	top=$(ls -td "$ROOT"/io.containerd.snapshotter.v1.native/snapshots/*/ | head -1)
-	for p in "$@"; do
-		cmp -s "$top/$p" <(curl -fsSL "$FAKE_API/$repo/resolve/main/$p" 2>/dev/null) || { echo "# $p: not upstream's in $top"; bad=1; }
-	done
-	[ "$bad" = 0 ] && [ "$(cd "$top" && find . -type f | sed 's|^\./||' | sort | tr '\n' ' ')" = "$(printf '%s\n' "$@" | sort | tr '\n' ' ')" ]
-}
-
-check "containerd starts" start_containerd 1
+check "containerd starts" start_containerd "$T/c1" "$E" t0443
 before=$(sent)
-check "ctr pulls models.example/image/hf/acme/x:main through hosts.toml naming the agent" pulled image/hf/acme/x:main
+check "ctr pulls models.example/image/hf/acme/x:main through hosts.toml naming the agent" ctr_pull image/hf/acme/x:main
 check "the unpacked image holds every file of the snapshot, equal to upstream's, and nothing else" \
-	unpacked acme/x .gitattributes config.json model.safetensors sub/tokenizer.json
+	ctr_unpacked acme/x .gitattributes config.json model.safetensors sub/tokenizer.json
 # the layers' digests, from the mirror's manifest of linux/amd64
 idx=$(curl -fsS "$M/v2/image/hf/acme/x/manifests/main")
 man=$(echo "$idx" | "$PY" -c 'import json,sys; print([m["digest"] for m in json.load(sys.stdin)["manifests"] if m["platform"]["architecture"]=="amd64"][0])')
@@ -110,10 +60,10 @@ check "the mirror sent the weights once (through the swarm's web seed)" test "$f
 check "the agent holds the snapshot" bash -c "\"$HUBMIRROR\" status --json | grep -q '\"spec\": \"hf:acme/x'"
 
 # a second node's containerd, the same image, the same agent's cache: nothing more from the mirror
-check "a second containerd starts" start_containerd 2
+check "a second containerd starts" start_containerd "$T/c2" "$E" t0443
 mid=$(sent)
-check "the second containerd pulls the image through the agent" pulled image/hf/acme/x:main
-check "... unpacked equal to upstream's" unpacked acme/x .gitattributes config.json model.safetensors sub/tokenizer.json
+check "the second containerd pulls the image through the agent" ctr_pull image/hf/acme/x:main
+check "... unpacked equal to upstream's" ctr_unpacked acme/x .gitattributes config.json model.safetensors sub/tokenizer.json
 # the ModelPack artifact's raw layer, through the agent: the same cached file
 wsha=$(curl -fsS "$FAKE_API/_fake/repos" | "$PY" -c 'import json,sys
 r=[r for r in json.load(sys.stdin)["repos"] if r["id"]=="acme/x"][0]; c=[c for c in r["commits"] if c["id"]==r["sha"]][0]
@@ -142,11 +92,11 @@ code=$(curl -s -o /dev/null -w '%{http_code}' "$E/v2/hf/acme/x/manifests/sha256:
 check "a manifest asked by a digest the mirror does not know is its 404" test "$code" = 404
 
 # a guarded repo: the registry token flow through the agent
-refused() { ! pulled "$@" >/dev/null; }
+refused() { ! ctr_pull "$@" >/dev/null; }
 check "a guarded repo's image is refused without its token" refused image/hf/acme/guarded:main
 check "... and pulled with it (ctr --user: the token flow, through the agent)" \
-	pulled image/hf/acme/guarded:main --user x:tok-reader-abcdefgh
-check "... unpacked equal to upstream's" unpacked acme/guarded .gitattributes config.json w.bin
+	ctr_pull image/hf/acme/guarded:main --user x:tok-reader-abcdefgh
+check "... unpacked equal to upstream's" ctr_unpacked acme/guarded .gitattributes config.json w.bin
 check "... containerd asked the token endpoint the agent passed on" grep -q "GET /v2/token" "$T/access.log"
 check "... and the agent's copies keep no registry token" bash -c "! grep -rq hmreg_ '$T/ca/agent'"
 
@@ -158,11 +108,11 @@ check "a second agent starts" env HUBMIRROR_AGENT_SOCKET="$T/b.sock" "$HUBMIRROR
 bstatus() { HUBMIRROR_AGENT_SOCKET=$T/b.sock "$HUBMIRROR" status --json; }
 bpid=$(bstatus | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["pid"])')
 _pids+=("$bpid") # (stopped by the end if a check fails before its own stop)
-E=http://127.0.0.1:$(bstatus | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["http_port"])')
-check "a third containerd, naming the second agent, starts" start_containerd 3
+E=$(HUBMIRROR_AGENT_SOCKET=$T/b.sock agent_endpoint)
+check "a third containerd, naming the second agent, starts" start_containerd "$T/c3" "$E" t0443
 mid=$(sent)
-check "it pulls the image through the second agent" pulled image/hf/acme/x:main
-check "... unpacked equal to upstream's" unpacked acme/x .gitattributes config.json model.safetensors sub/tokenizer.json
+check "it pulls the image through the second agent" ctr_pull image/hf/acme/x:main
+check "... unpacked equal to upstream's" ctr_unpacked acme/x .gitattributes config.json model.safetensors sub/tokenizer.json
 peers=$(bstatus | "$PY" -c 'import json,sys; print(sum(s["downloaded"] for s in json.load(sys.stdin)["snapshots"]))')
 third=$(($(sent) - mid))
 echo "# the second agent got $peers bytes from peers; the mirror sent $third bytes for it"

@@ -32,7 +32,7 @@ front() {
 # agent CACHE: an agent whose mirror is the front, with its local endpoint; $E its URL
 agent() {
 	"$HUBMIRROR" agent --mirror "$F" --cache "$T/$1" --listen 127.0.0.1:0 --http 0 >/dev/null || return 1
-	E=http://127.0.0.1:$("$HUBMIRROR" status --json | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["http_port"])')
+	E=$(agent_endpoint)
 }
 code() { curl -s -o /dev/null -w '%{http_code}' "$@"; }
 real=$(curl -fsS -D - -o /dev/null "$M/v2/hf/acme/liar/manifests/main" | tr -d '\r' | sed -n 's/^[Dd]ocker-[Cc]ontent-[Dd]igest: //p')

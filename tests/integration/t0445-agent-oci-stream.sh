@@ -27,7 +27,7 @@ for _ in $(seq 100); do [ -s "$T/proxy.url" ] && break; sleep 0.05; done
 check "the mirror's front starts" test -s "$T/proxy.url"
 P=$(cat "$T/proxy.url")
 check "an agent with a local endpoint starts" "$HUBMIRROR" agent --mirror "$P" --cache "$T/ca" --listen 127.0.0.1:0 --http 0
-E=http://127.0.0.1:$("$HUBMIRROR" status --json | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["http_port"])')
+E=$(agent_endpoint)
 idx=$(curl -fsS "$E/v2/image/hf/acme/big/manifests/main")
 amd=$(echo "$idx" | "$PY" -c 'import json,sys; print([m["digest"] for m in json.load(sys.stdin)["manifests"] if m["platform"]["architecture"]=="amd64"][0])')
 man=$(curl -fsS "$E/v2/image/hf/acme/big/manifests/$amd")

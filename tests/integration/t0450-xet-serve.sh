@@ -89,33 +89,12 @@ check "  and the headers X-Xet-Access-Token, X-Xet-Cas-Url, X-Xet-Token-Expirati
 	grep -qi '^X-Xet-Cas-Url: $M/xet-cas' '$T/th' && grep -qi '^X-Xet-Token-Expiration: [0-9]' '$T/th' && grep -qi '^X-Xet-Access-Token: hmxet1' '$T/th'"
 cas() { curl -sS -o "$T/cas.out" -w '%{http_code}' "$@"; }
 check "v1 reconstruction of the whole file" test "$(cas -H "Authorization: Bearer $tok" "$M/xet-cas/v1/reconstructions/$xh")" = 200
-# put it together as hf_xet does: each term's chunks from its fetch_info's url_range
-cat >"$T/join.py" <<'PY'
-import json, struct, sys, urllib.request
-rec, out_path, start = json.load(open(sys.argv[1])), sys.argv[2], int(sys.argv[3])
-out = bytearray()
-for t in rec["terms"]:
-    fi = [f for f in rec["fetch_info"][t["hash"]] if f["range"]["start"] <= t["range"]["start"] and f["range"]["end"] >= t["range"]["end"]][0]
-    r = urllib.request.Request(fi["url"], headers={"Range": "bytes=%d-%d" % (fi["url_range"]["start"], fi["url_range"]["end"])})
-    data = urllib.request.urlopen(r).read()
-    pos, idx, got = 0, fi["range"]["start"], bytearray()
-    while pos < len(data):
-        ver, c0, c1, c2, comp, u0, u1, u2 = data[pos:pos + 8]
-        size, usize = c0 | c1 << 8 | c2 << 16, u0 | u1 << 8 | u2 << 16
-        assert ver == 0 and comp == 0 and size == usize, (ver, comp, size, usize)
-        if t["range"]["start"] <= idx < t["range"]["end"]:
-            got += data[pos + 8:pos + 8 + size]
-        pos, idx = pos + 8 + size, idx + 1
-    assert len(got) == t["unpacked_length"], (len(got), t)
-    out += got
-out = out[rec["offset_into_first_range"]:]
-open(out_path, "wb").write(out)
-PY
+# put it together as hf_xet does (helpers/xetjoin.py: each term's chunks from its fetch_info's url_range)
 check "the file put together from its xorb ranges is the file" bash -c "
-	'$PY' '$T/join.py' '$T/cas.out' '$T/whole' 0 && [ \"\$(sha256sum <'$T/whole' | cut -c1-64)\" = $sha ]"
+	'$PY' '$HM_SRC/tests/integration/helpers/xetjoin.py' '$T/cas.out' '$T/whole' && [ \"\$(sha256sum <'$T/whole' | cut -c1-64)\" = $sha ]"
 check "v1 reconstruction with Range" test "$(cas -H "Authorization: Bearer $tok" -H 'Range: bytes=1000000-1999999' "$M/xet-cas/v1/reconstructions/$xh")" = 200
 check "  gives exactly those bytes" bash -c "
-	'$PY' '$T/join.py' '$T/cas.out' '$T/part' 0 && head -c 1000000 '$T/part' >'$T/part1' &&
+	'$PY' '$HM_SRC/tests/integration/helpers/xetjoin.py' '$T/cas.out' '$T/part' && head -c 1000000 '$T/part' >'$T/part1' &&
 	[ \"\$(sha256sum <'$T/part1')\" = \"\$(curl -fsS -r 1000000-1999999 '$M/acme/open/resolve/main/model.safetensors' | sha256sum)\" ]"
 check "a Range past the end: 416" test "$(cas -H "Authorization: Bearer $tok" -H 'Range: bytes=3000000-' "$M/xet-cas/v1/reconstructions/$xh")" = 416
 cas -H "Authorization: Bearer $tok" "$M/xet-cas/v2/reconstructions/$xh" >/dev/null
@@ -177,6 +156,6 @@ check "the missing identity was computed again from the blob" test -s "$HUBMIRRO
 txh=$(tree acme/open | field tiny.bin xet)
 check "a bad identity too, when asked (the file read back by Xet)" bash -c "
 	[ \"\$(curl -sS -o '$T/t.out' -w '%{http_code}' -H 'Authorization: Bearer $atok' '$M/xet-cas/v1/reconstructions/$txh')\" = 200 ] &&
-	'$PY' '$T/join.py' '$T/t.out' '$T/tiny' 0 && [ \"\$(sha256sum <'$T/tiny' | cut -c1-64)\" = $tsha ]"
+	'$PY' '$HM_SRC/tests/integration/helpers/xetjoin.py' '$T/t.out' '$T/tiny' && [ \"\$(sha256sum <'$T/tiny' | cut -c1-64)\" = $tsha ]"
 check "serve stops clean again" serve_stops_clean
 finish

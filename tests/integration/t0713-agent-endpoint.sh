@@ -26,7 +26,7 @@ up() { "$PY" -c 'import json,sys; r=[r for r in json.load(open(sys.argv[1]))["re
 c=[c for c in r["commits"] if c["id"]==r["sha"]][0]; print(r["sha"] if sys.argv[3]=="sha" else [f for f in c["files"] if f["path"]==sys.argv[3]][0]["sha256"])' "$T/up.json" "$@"; }
 commit=$(up acme/ep sha)
 check "an agent with a local endpoint starts" "$HUBMIRROR" agent --mirror "$M" --cache "$T/cache" --listen 127.0.0.1:0 --http 0 # (a bare port: the loopback)
-E=http://127.0.0.1:$("$HUBMIRROR" status --json | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["http_port"])')
+E=$(agent_endpoint)
 check "status names the local endpoint, the way to use it" bash -c "\"\$HUBMIRROR\" status | grep -qx 'local endpoint: $E (HF_ENDPOINT=$E hf download ...)'"
 echo "# endpoint $E, mirror $M"
 

@@ -53,7 +53,7 @@ check "the agent's log holds no sanitizer report" bash -c "! grep -E 'Sanitizer|
 # the local endpoint's offline copy keeps each grant's answers to that grant, and no client's Host
 serve_pid=${_pids[-1]}
 check "an agent with a local endpoint starts" "$HUBMIRROR" agent --mirror "$M" --cache "$T/cache2" --listen 127.0.0.1:0 --http 127.0.0.1:0
-E=http://127.0.0.1:$("$HUBMIRROR" status --json | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["http_port"])')
+E=$(agent_endpoint)
 code() { curl -s -o /dev/null -w '%{http_code}' "$@"; }
 auth=(-H "Authorization: Bearer team-token-0001")
 check "without the token the endpoint relays the mirror's refusal" test "$(code "$E/api/models/acme/team/revision/main")" != 200

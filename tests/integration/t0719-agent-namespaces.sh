@@ -41,7 +41,7 @@ snapj() { "$HUBMIRROR" status --json | "$PY" -c "import json,sys; x=[s for s in 
 
 check "an agent with a local endpoint starts" "$HUBMIRROR" agent --mirror "$M" --cache "$T/cache" --listen 127.0.0.1:0 --http 127.0.0.1:0 --no-fill --mirror-timeout 3
 apid=$("$HUBMIRROR" status --json | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["pid"])')
-E=http://127.0.0.1:$("$HUBMIRROR" status --json | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["http_port"])')
+E=$(agent_endpoint)
 # the watchdog: a status call every 200 ms from here to the stop, each within 2 s (the target is a
 # second; the margin is for a loaded CI machine) whatever the mounts, FUSE and the mirror are doing
 touch "$T/watch"

@@ -40,7 +40,7 @@ rows_main=$(commit hf dataset simorg/rows main)
 check "the twins' v1.0 share one torrent, with commits of their own" bash -c "
 	test '$(btih hf model simorg/tiny-bert v1.0)' = '$(btih ms model simorg/tiny-bert v1.0)' && test '$hf_v1' != '$ms_v1'"
 check "an agent with a local endpoint starts" "$HUBMIRROR" agent --mirror "$M" --cache "$T/cache" --listen 127.0.0.1:0 --http 127.0.0.1:0
-E=http://127.0.0.1:$("$HUBMIRROR" status --json | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["http_port"])')
+E=$(agent_endpoint)
 entries() { "$HUBMIRROR" status --json | "$PY" -c 'import json,sys; print(" ".join(sorted("%s@%s=%s" % (s["spec"], s["revision"], s["commit"][:8]) for s in json.load(sys.stdin)["snapshots"])))'; }
 
 # a ModelScope twin of a held Hugging Face snapshot

@@ -148,7 +148,7 @@ check "umount" "$HUBMIRROR" umount "$T/ck"
 # ---- the local endpoint fetches only the file asked for ----
 check "agent --stop" "$HUBMIRROR" agent --stop
 check "an agent with a local endpoint starts" "$HUBMIRROR" agent --mirror "$M" --cache "$T/cacheE" --listen 127.0.0.1:0 --http 127.0.0.1:0
-E=http://127.0.0.1:$("$HUBMIRROR" status --json | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["http_port"])')
+E=$(agent_endpoint)
 curl -fsS -o "$T/a.bin" "$E/acme/ep-part/resolve/main/a.bin"
 check "the endpoint serves a.bin" test "$(stat -c %s "$T/a.bin")" = 3000000
 sleep 1

@@ -18,7 +18,7 @@ JSON
 sync_from_fake hf:datasets/acme/revs
 check "serve starts" start_serve --p2p-listen 127.0.0.1:0
 check "an agent with a local endpoint starts" "$HUBMIRROR" agent --mirror "$M" --cache "$T/cache" --listen 127.0.0.1:0 --http 127.0.0.1:0
-E=http://127.0.0.1:$("$HUBMIRROR" status --json | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["http_port"])')
+E=$(agent_endpoint)
 trap '"$HUBMIRROR" agent --stop >/dev/null 2>&1; _cleanup' EXIT
 
 f=default/train/0000.parquet

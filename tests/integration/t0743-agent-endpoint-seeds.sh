@@ -29,7 +29,7 @@ size=3000000
 
 export HUBMIRROR_AGENT_SOCKET=$T/a.sock
 check "agent a starts with a local endpoint" "$HUBMIRROR" agent --mirror "$M" --cache "$T/ca" --listen 127.0.0.1:0 --http 0
-EA=http://127.0.0.1:$("$HUBMIRROR" status --json | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["http_port"])')
+EA=$(agent_endpoint)
 curl -fsS -o "$T/a.bin" "$EA/acme/eps/resolve/main/model.safetensors"
 check "a sends the file, byte for byte" test "$(sha256sum <"$T/a.bin" | cut -c1-64)" = "$(sha model.safetensors)"
 echo "# a: $(field "$T/a.sock" fetched_over_http) bytes over HTTP ranges, $(field "$T/a.sock" downloaded) from peers"
@@ -45,7 +45,7 @@ check "and not the files nobody read" test "$(field "$T/a.sock" offered)" -lt $(
 
 export HUBMIRROR_AGENT_SOCKET=$T/b.sock
 check "agent b starts with a local endpoint" "$HUBMIRROR" agent --mirror "$M" --cache "$T/cb" --listen 127.0.0.1:0 --http 0
-EB=http://127.0.0.1:$("$HUBMIRROR" status --json | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["http_port"])')
+EB=$(agent_endpoint)
 curl -fsS -o "$T/b.bin" "$EB/acme/eps/resolve/main/model.safetensors"
 check "b sends the file, byte for byte" test "$(sha256sum <"$T/b.bin" | cut -c1-64)" = "$(sha model.safetensors)"
 filled=$(field "$T/b.sock" fetched_over_http)
@@ -82,7 +82,7 @@ if [ "$(id -u)" = 0 ] && [ -c /dev/fuse ] && command -v fusermount3 >/dev/null; 
 	export HUBMIRROR_AGENT_SOCKET=$T/c.sock
 	check "agent c starts with a local endpoint" "$HUBMIRROR" agent --mirror "$M" --cache "$T/cc" \
 		--listen 127.0.0.1:0 --http 0
-	EC=http://127.0.0.1:$("$HUBMIRROR" status --json | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["http_port"])')
+	EC=$(agent_endpoint)
 	curl -fsS -o "$T/c.bin" "$EC/acme/eps/resolve/main/mounted.bin"
 	check "c sends the file, byte for byte" test "$(sha256sum <"$T/c.bin" | cut -c1-64)" = "$(sha mounted.bin)"
 	filled=$(field "$T/c.sock" fetched_over_http)

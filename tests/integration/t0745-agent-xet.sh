@@ -32,7 +32,7 @@ for e in json.load(sys.stdin):
         print(e["lfs"]["oid"] if sys.argv[2] == "sha" else e["xetHash"])' "$2" "$3"; }
 sha=$(up acme/xa model.safetensors sha); xh=$(up acme/xa model.safetensors xet); size=3000000
 check "an agent with a local endpoint starts" "$HUBMIRROR" agent --mirror "$M" --cache "$T/cache" --listen 127.0.0.1:0 --http 0
-E=http://127.0.0.1:$("$HUBMIRROR" status --json | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["http_port"])')
+E=$(agent_endpoint)
 echo "# endpoint $E, mirror $M"
 
 # ---- @huggingface/hub's downloadFile through the endpoint ----
@@ -63,7 +63,7 @@ check "the first agent pulls the snapshot (nothing more to fetch), and seeds it"
 	"$HUBMIRROR" pull --mirror "$M" --hf-cache "$T/hfa" hf:acme/xa
 export HUBMIRROR_AGENT_SOCKET=$T/b.sock
 check "a second agent with a local endpoint starts" "$HUBMIRROR" agent --mirror "$M" --cache "$T/cb" --listen 127.0.0.1:0 --http 0
-EB=http://127.0.0.1:$("$HUBMIRROR" status --json | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["http_port"])')
+EB=$(agent_endpoint)
 node "$HM_SRC/tests/js/xetdownload.mjs" --hub-url "$EB" --repo acme/xa --path model.safetensors --sha256 "$sha" \
 	>"$T/jsb.out" 2>&1
 check "downloadFile through the second endpoint, by Xet: the bytes, equal" \
@@ -94,36 +94,13 @@ check "  and the headers hf_xet reads: X-Xet-Cas-Url, X-Xet-Access-Token, X-Xet-
 	grep -qi '^X-Xet-Cas-Url: $E/xet-cas' '$T/th' && grep -qi '^X-Xet-Token-Expiration: [0-9]' '$T/th' &&
 	grep -qi '^X-Xet-Access-Token: .' '$T/th'"
 cas() { curl -sS -o "$T/cas.out" -w '%{http_code}' "$@"; }
-# put a file together as hf_xet does: each term's chunks from its fetch_info's url_range
-cat >"$T/join.py" <<'PY'
-import json, sys, urllib.request
-rec, out_path, prefix = json.load(open(sys.argv[1])), sys.argv[2], sys.argv[3]
-out = bytearray()
-for t in rec["terms"]:
-    fi = [f for f in rec["fetch_info"][t["hash"]] if f["range"]["start"] <= t["range"]["start"] and f["range"]["end"] >= t["range"]["end"]][0]
-    assert fi["url"].startswith(prefix + "/xet-cas/xorb/"), fi["url"]
-    r = urllib.request.Request(fi["url"], headers={"Range": "bytes=%d-%d" % (fi["url_range"]["start"], fi["url_range"]["end"])})
-    data = urllib.request.urlopen(r).read()
-    assert len(data) == fi["url_range"]["end"] - fi["url_range"]["start"] + 1, len(data)
-    pos, idx, got = 0, fi["range"]["start"], bytearray()
-    while pos < len(data):
-        ver, c0, c1, c2, comp, u0, u1, u2 = data[pos:pos + 8]
-        size, usize = c0 | c1 << 8 | c2 << 16, u0 | u1 << 8 | u2 << 16
-        assert ver == 0 and comp == 0 and size == usize, (ver, comp, size, usize)
-        if t["range"]["start"] <= idx < t["range"]["end"]:
-            got += data[pos + 8:pos + 8 + size]
-        pos, idx = pos + 8 + size, idx + 1
-    assert len(got) == t["unpacked_length"], (len(got), t)
-    out += got
-out = out[rec["offset_into_first_range"]:]
-open(out_path, "wb").write(out)
-PY
+# put a file together as hf_xet does (helpers/xetjoin.py: each term's chunks from its fetch_info's url_range)
 check "v1 reconstruction of the whole file through the endpoint" test "$(cas -H "Authorization: Bearer $tok" "$E/xet-cas/v1/reconstructions/$xh")" = 200
 check "the file put together from the endpoint's xorb ranges is the file" bash -c "
-	'$PY' '$T/join.py' '$T/cas.out' '$T/whole' '$E' && [ \"\$(sha256sum <'$T/whole' | cut -c1-64)\" = $sha ]"
+	'$PY' '$HM_SRC/tests/integration/helpers/xetjoin.py' '$T/cas.out' '$T/whole' '$E' && [ \"\$(sha256sum <'$T/whole' | cut -c1-64)\" = $sha ]"
 check "v1 reconstruction with Range" test "$(cas -H "Authorization: Bearer $tok" -H 'Range: bytes=1000000-1999999' "$E/xet-cas/v1/reconstructions/$xh")" = 200
 check "  gives exactly those bytes (its terms start mid-file, mid-run)" bash -c "
-	'$PY' '$T/join.py' '$T/cas.out' '$T/part' '$E' && head -c 1000000 '$T/part' >'$T/part1' &&
+	'$PY' '$HM_SRC/tests/integration/helpers/xetjoin.py' '$T/cas.out' '$T/part' '$E' && head -c 1000000 '$T/part' >'$T/part1' &&
 	cmp '$T/part1' <(tail -c +1000001 '$T/whole' | head -c 1000000)"
 check "a Range past the end: the mirror's 416" test "$(cas -H "Authorization: Bearer $tok" -H 'Range: bytes=3000000-' "$E/xet-cas/v1/reconstructions/$xh")" = 416
 cas -H "Authorization: Bearer $tok" "$E/xet-cas/v2/reconstructions/$xh" >/dev/null

@@ -23,7 +23,7 @@ for e in json.load(sys.stdin):
         print(e["lfs"]["oid"] if sys.argv[1] == "sha" else e["xetHash"])' "$2"; }
 bsha=$(tree "$FAKE_API" sha); bxh=$(tree "$M" xet)
 check "an agent with a local endpoint starts" "$HUBMIRROR" agent --mirror "$M" --cache "$T/cache" --listen 127.0.0.1:0 --http 0
-E=http://127.0.0.1:$("$HUBMIRROR" status --json | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["http_port"])')
+E=$(agent_endpoint)
 echo "# endpoint $E, mirror $M"
 
 node "$HM_SRC/tests/js/xetdownload.mjs" --hub-url "$E" --repo acme/xbig --path big.safetensors --sha256 "$bsha" \
@@ -38,36 +38,13 @@ s = json.load(sys.stdin)["snapshots"][0]; print(s["downloaded"] + s["fetched_ove
 check "the agent fetched the file's bytes itself ($fetched)" test "$fetched" -ge 71000000
 
 # huggingface_hub's v1 reconstruction of a Range across both runs, put together as hf_xet does
-cat >"$T/join.py" <<'PY'
-import json, sys, urllib.request
-rec, out_path, prefix = json.load(open(sys.argv[1])), sys.argv[2], sys.argv[3]
-out = bytearray()
-for t in rec["terms"]:
-    fi = [f for f in rec["fetch_info"][t["hash"]] if f["range"]["start"] <= t["range"]["start"] and f["range"]["end"] >= t["range"]["end"]][0]
-    assert fi["url"].startswith(prefix + "/xet-cas/xorb/"), fi["url"]
-    r = urllib.request.Request(fi["url"], headers={"Range": "bytes=%d-%d" % (fi["url_range"]["start"], fi["url_range"]["end"])})
-    data = urllib.request.urlopen(r).read()
-    assert len(data) == fi["url_range"]["end"] - fi["url_range"]["start"] + 1, len(data)
-    pos, idx, got = 0, fi["range"]["start"], bytearray()
-    while pos < len(data):
-        ver, c0, c1, c2, comp, u0, u1, u2 = data[pos:pos + 8]
-        size, usize = c0 | c1 << 8 | c2 << 16, u0 | u1 << 8 | u2 << 16
-        assert ver == 0 and comp == 0 and size == usize, (ver, comp, size, usize)
-        if t["range"]["start"] <= idx < t["range"]["end"]:
-            got += data[pos + 8:pos + 8 + size]
-        pos, idx = pos + 8 + size, idx + 1
-    assert len(got) == t["unpacked_length"], (len(got), t)
-    out += got
-out = out[rec["offset_into_first_range"]:]
-open(out_path, "wb").write(out)
-PY
 tok=$(curl -fsS "$E/api/models/acme/xbig/xet-read-token/main" | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["accessToken"])')
 code=$(curl -sS -o "$T/cas.out" -w '%{http_code}' -H "Authorization: Bearer $tok" -H 'Range: bytes=66000000-68999999' \
 	"$E/xet-cas/v1/reconstructions/$bxh")
 check "v1 reconstruction of a Range across the two runs, through the endpoint" test "$code" = 200
 nterms=$("$PY" -c 'import json,sys; print(len(json.load(open(sys.argv[1]))["terms"]))' "$T/cas.out")
 check "  gives exactly those bytes, from terms of both runs ($nterms)" bash -c "[ $nterms -ge 2 ] &&
-	'$PY' '$T/join.py' '$T/cas.out' '$T/part' '$E' &&
+	'$PY' '$HM_SRC/tests/integration/helpers/xetjoin.py' '$T/cas.out' '$T/part' '$E' &&
 	cmp <(head -c 3000000 '$T/part') <(curl -fsS -r 66000000-68999999 '$E/acme/xbig/resolve/main/big.safetensors')"
 check "agent --stop" "$HUBMIRROR" agent --stop
 check "the agent's log holds no sanitizer report" bash -c "! grep -E 'Sanitizer|runtime error' '$T/cache/agent.log'"

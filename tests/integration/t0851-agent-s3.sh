@@ -42,7 +42,7 @@ chmod 600 "$T/s3keys" "$T/tokens"
 check "serve starts" start_serve --p2p-listen 127.0.0.1:0 --tokens "$T/tokens" --s3-keys "$T/s3keys"
 check "an agent with a local endpoint (and a token of its own) starts" "$HUBMIRROR" agent --mirror "$M" --cache "$T/cache" \
 	--listen 127.0.0.1:0 --http 127.0.0.1:0 --token-file "$T/agent-token"
-E=http://127.0.0.1:$("$HUBMIRROR" status --json | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["http_port"])')
+E=$(agent_endpoint)
 export AWS_CONFIG_FILE=$T/aws-config AWS_SHARED_CREDENTIALS_FILE=$T/aws-credentials AWS_EC2_METADATA_DISABLED=true
 : >"$AWS_CONFIG_FILE"
 anon() { "$AWS" --endpoint-url "$E/s3" --no-sign-request --region us-east-1 "$@"; }
@@ -122,7 +122,7 @@ check "a wrong secret through the agent: SignatureDoesNotMatch" bash -c "! SECRE
 # an agent without a token of its own reads open repos over S3, and says why not a guarded one
 check "an agent without --token-file starts beside" "$HUBMIRROR" agent --mirror "$M" --cache "$T/cache2" --socket "$T/agent2.sock" \
 	--listen 127.0.0.1:0 --http 127.0.0.1:0
-E2=http://127.0.0.1:$("$HUBMIRROR" status --json --socket "$T/agent2.sock" | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["http_port"])')
+E2=$(agent_endpoint --socket "$T/agent2.sock")
 check "... an open object through it" bash -c "E='$E2' signed s3 cp s3://hf/acme/shards/main/config.json - | grep -q shards"
 check "... a guarded one: refused, saying the agent has no token" bash -c "! E='$E2' signed s3api get-object --bucket hf --key acme/guarded/main/w.safetensors '$T/x2' >/dev/null 2>'$T/err2' && grep -q 'agent --token-file' '$T/err2' || { cat '$T/err2'; exit 1; }"
 check "... and the bytes did not come" bash -c "! '$HUBMIRROR' status --json --socket '$T/agent2.sock' | grep -q 'acme/guarded'"

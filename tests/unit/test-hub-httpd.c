@@ -1,9 +1,10 @@
 /*
  * test-hub-httpd.c - the HTTP server's parsers that decide what leaves the server: Range (which bytes
- * of a blob), percent-decoding (which path a route sees); and answers deferred to the threadpool
- * (httpd_defer), driven over socketpairs the server adopts, with a worker held until the test lets it
- * go: so every ordering below is decided by the test, never by a clock. The rest of the server is
- * driven over sockets by the integration tests and by tests/fuzz/fuzz-http.
+ * of a blob; several explicit ones, as Xet asks a xorb's), percent-decoding (which path a route
+ * sees); and answers deferred to the threadpool (httpd_defer), driven over socketpairs the server
+ * adopts, with a worker held until the test lets it go: so every ordering below is decided by the
+ * test, never by a clock. The rest of the server is driven over sockets by the integration tests and
+ * by tests/fuzz/fuzz-http.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -57,6 +58,69 @@ TEST(range_refusals)
 	CHECK_INT(range("bytes=1000-", 1000, &a, &b), -1);        /* starts past the end: 416 */
 	CHECK_INT(range("bytes=-1", 0, &a, &b), -1);
 	CHECK_INT(range("bytes=99999999999999999999-", 1000, &a, &b), -1); /* saturates, still past */
+}
+
+/* httpd_parse_ranges into a fresh array of 4 pairs (filled with 7s first: what it must not touch). */
+static uint64_t rs[4][2];
+
+static int ranges(const char *h, uint64_t size, uint64_t max_total, size_t max)
+{
+	memset(rs, 7, sizeof(rs));
+	return httpd_parse_ranges(h, size, max_total, rs, max);
+}
+
+static int ranges_untouched(void)
+{
+	uint64_t want[4][2];
+
+	memset(want, 7, sizeof(want));
+	return !memcmp(rs, want, sizeof(rs));
+}
+
+TEST(ranges_forms)
+{
+	CHECK_INT(ranges("bytes=0-99", 1000, UINT64_MAX, 4), 1);
+	CHECK(rs[0][0] == 0 && rs[0][1] == 99);
+	CHECK_INT(ranges("bytes=0-9,20-29, 5-5", 1000, UINT64_MAX, 4), 3);   /* kept in order, overlaps too */
+	CHECK(rs[0][0] == 0 && rs[0][1] == 9 && rs[1][0] == 20 && rs[1][1] == 29 && rs[2][0] == 5 && rs[2][1] == 5);
+	CHECK(rs[3][0] != 0 && rs[3][1] != 0);                               /* past the count: untouched */
+	CHECK_INT(ranges("BYTES=999-999", 1000, UINT64_MAX, 4), 1);          /* the unit in any case, the last byte */
+	CHECK(rs[0][0] == 999 && rs[0][1] == 999);
+	CHECK_INT(ranges("bytes=0-3,4-7", UINT64_MAX, 8, 4), 2);             /* exactly max_total */
+	CHECK_INT(ranges("bytes=1-2,3-4,5-6,7-8", 1000, UINT64_MAX, 4), 4); /* exactly max */
+	CHECK_INT(ranges("bytes=0-18446744073709551614", UINT64_MAX, UINT64_MAX, 4), 1); /* the largest */
+	CHECK(rs[0][1] == UINT64_MAX - 1);
+}
+
+TEST(ranges_refusals)
+{
+	CHECK_INT(ranges(NULL, 1000, UINT64_MAX, 4), -1);                    /* absent */
+	CHECK_INT(ranges("", 1000, UINT64_MAX, 4), -1);
+	CHECK_INT(ranges("bytes=", 1000, UINT64_MAX, 4), -1);
+	CHECK_INT(ranges("items=0-1", 1000, UINT64_MAX, 4), -1);             /* another unit */
+	CHECK_INT(ranges("bytes=5-", 1000, UINT64_MAX, 4), -1);              /* open */
+	CHECK_INT(ranges("bytes=-5", 1000, UINT64_MAX, 4), -1);              /* suffix */
+	CHECK_INT(ranges("bytes=5-1", 1000, UINT64_MAX, 4), -1);             /* backwards */
+	CHECK_INT(ranges("bytes=0-1000", 1000, UINT64_MAX, 4), -1);          /* past the end */
+	CHECK_INT(ranges("bytes=0-1,1000-1000", 1000, UINT64_MAX, 4), -1);   /* the second past the end */
+	CHECK_INT(ranges("bytes=0-1,", 1000, UINT64_MAX, 4), -1);            /* an empty one */
+	CHECK_INT(ranges("bytes=0-1,,2-3", 1000, UINT64_MAX, 4), -1);
+	CHECK_INT(ranges("bytes=0-1;2-3", 1000, UINT64_MAX, 4), -1);
+	CHECK_INT(ranges("bytes=+0-1", 1000, UINT64_MAX, 4), -1);            /* strtoull's sign */
+	CHECK_INT(ranges("bytes=0-+1", 1000, UINT64_MAX, 4), -1);
+	CHECK_INT(ranges("bytes=0x1-2", 1000, UINT64_MAX, 4), -1);
+	CHECK_INT(ranges("bytes=1-2,3-4,5-6,7-8,9-9", 1000, UINT64_MAX, 4), -1); /* more than max */
+	CHECK_INT(ranges("bytes=0-3,4-8", UINT64_MAX, 8, 4), -1);            /* one byte over max_total */
+	CHECK_INT(ranges("bytes=0-8", UINT64_MAX, 8, 4), -1);
+	CHECK_INT(ranges("bytes=0-18446744073709551615", UINT64_MAX, UINT64_MAX, 4), -1); /* its length would wrap */
+	CHECK_INT(ranges("bytes=0-18446744073709551616", UINT64_MAX, UINT64_MAX, 4), -1); /* overflows */
+	CHECK_INT(ranges("bytes=18446744073709551616-1", UINT64_MAX, UINT64_MAX, 4), -1);
+	CHECK_INT(ranges("bytes=0-99999999999999999999999999", UINT64_MAX, UINT64_MAX, 4), -1);
+	/* lengths whose sum wraps 64 bits: each under max_total, the sum not */
+	CHECK_INT(ranges("bytes=0-9223372036854775807,0-9223372036854775807", UINT64_MAX, UINT64_MAX, 4), -1);
+	CHECK_INT(ranges("bytes=0-1", 0, UINT64_MAX, 4), -1);                /* an empty body */
+	CHECK_INT(ranges("bytes=0-1", 1000, UINT64_MAX, 0), -1);             /* none allowed */
+	CHECK(ranges_untouched());                                           /* written only on success */
 }
 
 /* The head's framing, whole and a byte at a time: NULL, or why (and where it stops). */
@@ -479,6 +543,8 @@ int main(void)
 {
 	RUN(range_forms);
 	RUN(range_refusals);
+	RUN(ranges_forms);
+	RUN(ranges_refusals);
 	RUN(unescape);
 	RUN(head_scan);
 	RUN(if_none_match);

@@ -237,7 +237,7 @@ def front_of(obj):
     if not name.startswith("routes-"):
         return None
     front = name[len("routes-"):]
-    for family in ("hf", "s3"):
+    for family in ("hf", "s3", "oci", "xet-write"):
         if front == family or front.startswith(family + "-"):
             return family
     return front

@@ -1,0 +1,389 @@
+/*
+ * routes-xet-write-shard.c - a Xet shard uploaded into one of the mirror's repositories
+ * (routes-xet-write.c has the whole story): its files rebuilt from the xorbs the same repo
+ * uploaded, or from the virtual xorbs the dedup query lent it (made again from the store's bytes),
+ * each term's chunks verified against its verification hash and the file against its Xet hash (and
+ * sha256, where the shard states it), and only then written into the store as plain bytes and held
+ * for the repo's commit.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jansson.h>
+#include <openssl/evp.h>
+
+#include "base/err.h"
+#include "base/hex.h"
+#include "base/log.h"
+#include "base/xmalloc.h"
+#include "catalog/catalog.h"
+#include "hub/http/httpd.h"
+#include "hub/xet/shard.h"
+#include "hub/xet/xet.h"
+#include "mirror/data.h"
+#include "mirror/store-xet.h"
+#include "mirror/store.h"
+#include "routes-int.h"
+#include "routes-xet-write-int.h"
+
+/* ---- a shard ------------------------------------------------------------------------------------ */
+
+/* The xorbs a shard's job has open: each mapped and read once. */
+struct open_xorb {
+	struct xet_hash hash;
+	unsigned char *map;
+	size_t len;
+	struct xet_xorb *x;
+};
+
+struct shard_job {
+	struct mirror__job j;
+	struct mirror_data *data;
+	struct mirror__xetw *xw;
+	struct mirror__commit_body *body;
+	int64_t repo_id;
+	char *name;
+	/* the job's own */
+	struct xet_xorb_decoder *dec;
+	struct open_xorb *open;
+	size_t nopen;
+	unsigned char room[XET_CHUNK_MAX];
+	char why[300];
+};
+
+static void shard_job_release(struct mirror__job *j)
+{
+	struct shard_job *s = (struct shard_job *)j;
+	mirror__spool_release(s->body);
+	for (size_t i = 0; i < s->nopen; i++) {
+		munmap(s->open[i].map, s->open[i].len);
+		xet_xorb_free(&s->open[i].x);
+	}
+	free(s->open);
+	xet_xorb_decoder_free(&s->dec);
+	free(s->name);
+	free(s);
+}
+
+/* Why the shard is refused, in s->why (a, b and c one after the other). */
+static int refuse(struct shard_job *s, const char *a, const char *b, const char *c)
+{
+	snprintf(s->why, sizeof(s->why), "%s%s%s", a, b, c);
+	return -EBADMSG;
+}
+
+/* pread all n bytes at off. */
+static int pread_all(int fd, unsigned char *p, size_t n, uint64_t off)
+{
+	while (n) {
+		ssize_t k = pread(fd, p, n, (off_t)off);
+		if (k <= 0)
+			return k < 0 ? -errno : -EIO;
+		p += k;
+		n -= (size_t)k;
+		off += (uint64_t)k;
+	}
+	return 0;
+}
+
+/* Virtual xorb h (hex), lent to this repo by the dedup query, made again as a xorb from the stored
+ * content's bytes (its run of chunks, each behind an uncompressed chunk's header) into an anonymous map
+ * in o. 0, or -EBADMSG with s->why (not lent to this repo, or its content no longer stored). */
+static int lent_map(struct shard_job *s, const struct xet_hash *h, const char *hex, struct open_xorb *o)
+{
+	struct mirror__xet_run *runs = NULL;
+	struct xet_identity *id = NULL;
+	const struct xet_chunk *c = NULL;
+	char sha[65], *blob = NULL;
+	size_t nc = 0, nr = 0;
+	uint32_t run;
+	unsigned char *p;
+	int fd = -1, e = -EBADMSG;
+
+	if (!mirror__xetw_xorb_lent(s->xw, h, s->repo_id, sha, &run))
+		return refuse(s, "the shard names xorb ", hex,
+			      ", which was not uploaded for this repository (nor lent to it)");
+	if (!mirror_store_xet_identity(s->data->store, sha, &id)) {
+		c = xet_identity_chunks(id, &nc);
+		nr = mirror__xet_runs(c, nc, &runs);
+	}
+	if (!id || nr <= run || !(blob = mirror_store_blob_path(s->data->store, sha)) ||
+	    (fd = open(blob, O_RDONLY | O_CLOEXEC)) < 0) {
+		refuse(s, "xorb ", hex, " was lent from a content no longer stored: upload it");
+		goto out;
+	}
+	o->len = runs[run].len;
+	o->map = mmap(NULL, o->len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (o->map == MAP_FAILED) {
+		o->map = NULL;
+		refuse(s, "no room to make xorb ", hex, " again");
+		goto out;
+	}
+	p = o->map;
+	for (size_t i = runs[run].first; i < runs[run].first + runs[run].n; i++) {
+		xet_xorb_chunk_header_write(p, c[i].size);
+		if (pread_all(fd, p + XET_XORB_CHUNK_HEADER_LEN, c[i].size, c[i].offset)) {
+			munmap(o->map, o->len);
+			o->map = NULL;
+			refuse(s, "xorb ", hex, " was lent from a content that does not read back");
+			goto out;
+		}
+		p += XET_XORB_CHUNK_HEADER_LEN + c[i].size;
+	}
+	e = 0;
+out:
+	if (fd >= 0)
+		close(fd);
+	free(blob);
+	free(runs);
+	xet_identity_free(&id);
+	return e;
+}
+
+/* Xorb h as this repo uploaded it, read (and verified again: its file is ours, but cheap to trust
+ * nothing); NULL with s->why when the repo did not upload it. */
+static const struct open_xorb *xorb_open(struct shard_job *s, const struct xet_hash *h)
+{
+	char hex[XET_HEX_LEN + 1], *path, *why = NULL;
+	struct open_xorb o = { .hash = *h };
+	struct stat st;
+	int fd;
+
+	for (size_t i = 0; i < s->nopen; i++)
+		if (!memcmp(s->open[i].hash.b, h->b, XET_HASH_LEN))
+			return &s->open[i];
+	xet_hash_hex(h, hex);
+	if (!mirror__xetw_xorb_owned(s->xw, h, s->repo_id)) {
+		if (lent_map(s, h, hex, &o))
+			return NULL;
+	} else {
+		path = mirror__xetw_xorb_path(s->xw, h);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		free(path);
+		if (fd < 0 || fstat(fd, &st) || st.st_size <= 0 ||
+		    (o.map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0)) == MAP_FAILED) {
+			if (fd >= 0)
+				close(fd);
+			refuse(s, "xorb ", hex, " is no longer kept: upload it again");
+			return NULL;
+		}
+		close(fd);
+		o.len = (size_t)st.st_size;
+	}
+	/* (a lent xorb too: its bytes are the store's, their hashes checked against its name all the same) */
+	if (xet_xorb_parse(s->dec, o.map, o.len, h, &o.x, &why)) {
+		munmap(o.map, o.len);
+		refuse(s, "xorb ", hex, " does not read back");
+		free(why);
+		return NULL;
+	}
+	s->open = xreallocarray(s->open, s->nopen + 1, sizeof(*s->open));
+	s->open[s->nopen] = o;
+	return &s->open[s->nopen++];
+}
+
+/* What a file's rebuilding feeds: its chunk list (for the file hash), its sha256, and the store's
+ * writer (NULL in the first pass, which only checks). */
+struct rebuild {
+	struct xet_node *nodes;
+	size_t n, cap;
+	EVP_MD_CTX *sha;
+	struct mirror_store_writer *w;
+	uint64_t size;
+};
+
+/* The chunks of term t, each decompressed, checked against the term and fed to r. */
+static int rebuild_term(struct shard_job *s, const struct xet_shard_term *t, struct rebuild *r)
+{
+	const struct open_xorb *o = xorb_open(s, &t->xorb);
+	struct xet_hash *hashes;
+	struct xet_hash got;
+	uint64_t bytes = 0;
+	int e = 0;
+
+	if (!o)
+		return -EBADMSG;
+	if (t->end > o->x->n)
+		return refuse(s, "a term names chunks past the end of its xorb", "", "");
+	hashes = xreallocarray(NULL, t->end - t->start, sizeof(*hashes));
+	for (uint32_t i = t->start; i < t->end && !e; i++) {
+		struct xet_xorb_chunk_header h;
+		size_t used;
+		const struct xet_xorb_entry *c = &o->x->chunks[i];
+		if (xet_xorb_chunk_read(s->dec, o->map + c->offset, o->len - c->offset, &h, s->room, &used, NULL)) {
+			e = refuse(s, "a chunk does not read back", "", "");
+			break;
+		}
+		hashes[i - t->start] = c->hash;
+		bytes += h.uncompressed_size;
+		if (r->w) {
+			if ((e = mirror_store_writer_write(r->w, s->room, h.uncompressed_size)))
+				break;
+			continue;
+		}
+		EVP_DigestUpdate(r->sha, s->room, h.uncompressed_size);
+		if (r->n == r->cap) {
+			r->cap = r->cap ? 2 * r->cap : 256;
+			r->nodes = xreallocarray(r->nodes, r->cap, sizeof(*r->nodes));
+		}
+		r->nodes[r->n++] = (struct xet_node){ c->hash, h.uncompressed_size };
+	}
+	if (!e && bytes != t->size)
+		e = refuse(s, "a term's size is not its chunks'", "", "");
+	if (!e && !r->w) {
+		xet_range_hash(hashes, t->end - t->start, &got);
+		if (memcmp(got.b, t->verify.b, XET_HASH_LEN))
+			e = refuse(s, "a term's verification hash is not its chunks'", "", "");
+	}
+	r->size += bytes;
+	free(hashes);
+	return e;
+}
+
+/* The first pass over file f: every term checked, the file hash and sha256 computed. */
+static int check_file(struct shard_job *s, const struct xet_shard_file *f, char sha_hex[65], uint64_t *size)
+{
+	struct rebuild r = { .sha = EVP_MD_CTX_new() };
+	unsigned char md[32];
+	struct xet_hash got;
+	int e = 0;
+
+	if (!f->verified)
+		e = refuse(s, "a file without verification hashes", "", "");
+	EVP_DigestInit_ex(r.sha, EVP_sha256(), NULL);
+	for (size_t i = 0; i < f->n && !e; i++)
+		e = rebuild_term(s, &f->terms[i], &r);
+	if (!e) {
+		EVP_DigestFinal_ex(r.sha, md, NULL);
+		hex_encode(md, 32, sha_hex);
+		xet_file_hash(r.nodes, r.n, &got);
+		if (memcmp(got.b, f->hash.b, XET_HASH_LEN))
+			e = refuse(s, "a file's chunks do not hash to its Xet hash", "", "");
+		else if (f->has_sha256 && (xet_hash_from_hex(sha_hex, &got) || memcmp(got.b, f->sha256, 32)))
+			/* (the shard holds the sha256's hex read as a Xet hash: in its word order) */
+			e = refuse(s, "a file's bytes do not hash to the sha256 the shard says", "", "");
+	}
+	*size = r.size;
+	free(r.nodes);
+	EVP_MD_CTX_free(r.sha);
+	return e;
+}
+
+/* The second pass: the file written into the store as its plain bytes, held for the repo's commit
+ * first (gc's side: mirror/maint.h), then verified by the writer and published. */
+static int write_file(struct shard_job *s, struct catalog *cat, const struct xet_shard_file *f, const char *sha,
+		      uint64_t size)
+{
+	struct mirror_store_expect x = { .sha256 = sha, .size = (int64_t)size };
+	struct rebuild r = { 0 };
+	char owner[40];
+	const char *v[1] = { sha };
+	int e;
+
+	snprintf(owner, sizeof(owner), "upload:%lld", (long long)s->repo_id);
+	if ((e = catalog_hold(cat, owner, (int64_t)time(NULL) + MIRROR__XETW_FILE_HOLD_S, v, 1)))
+		return e;
+	if (!mirror_store_has(s->data->store, sha, (int64_t)size)) {
+		if ((e = mirror_store_writer_new_private(s->data->store, &x, &r.w)))
+			return e;
+		for (size_t i = 0; i < f->n && !e; i++)
+			e = rebuild_term(s, &f->terms[i], &r);
+		if (e)
+			mirror_store_writer_abort(&r.w, false);
+		else
+			e = mirror_store_writer_commit(&r.w, NULL);
+		if (e)
+			return e;
+		mirror_store_xet_record(s->data->store, cat, sha);   /* the dedup query finds it from now on */
+	}
+	return catalog_blob_fetched(cat, sha, s->repo_id);
+}
+
+/* The xorbs the shard lists must be this repo's, chunk for chunk as their bytes say. */
+static int check_xorbs(struct shard_job *s, const struct xet_shard *sh)
+{
+	for (size_t i = 0; i < sh->nxorbs; i++) {
+		const struct xet_shard_xorb *l = &sh->xorbs[i];
+		const struct open_xorb *o = xorb_open(s, &l->hash);
+		if (!o)
+			return -EBADMSG;
+		if (l->n != o->x->n)
+			return refuse(s, "the shard lists a xorb with another number of chunks than it has", "", "");
+		for (size_t k = 0; k < l->n; k++)
+			if (l->chunks[k].size != o->x->chunks[k].size ||
+			    memcmp(l->chunks[k].hash.b, o->x->chunks[k].hash.b, XET_HASH_LEN))
+				return refuse(s, "the shard's chunk hashes or sizes are not its xorbs'", "", "");
+	}
+	return 0;
+}
+
+static void shard_job_build(struct mirror__job *j, struct catalog *cat)
+{
+	struct shard_job *s = (struct shard_job *)j;
+	struct xet_shard *sh = NULL;
+	size_t n = 0, done = 0;
+	unsigned char *b = mirror__xet_body_bytes(s->body, &n);
+	char *why = NULL;
+	int e = b ? xet_shard_parse(b, n, &sh, &why) : -EIO;
+
+	s->dec = xet_xorb_decoder_new();
+	if (e && why)
+		snprintf(s->why, sizeof(s->why), "%s", why);
+	if (!e && sh->keyed)
+		e = refuse(s, "a shard with keyed chunk hashes is not an upload", "", "");
+	if (!e)
+		e = check_xorbs(s, sh);
+	for (size_t i = 0; !e && i < sh->nfiles; i++) {
+		char sha[65], hex[XET_HEX_LEN + 1];
+		uint64_t size = 0;
+		xet_hash_hex(&sh->files[i].hash, hex);
+		if (!(e = check_file(s, &sh->files[i], sha, &size)) &&
+		    !(e = write_file(s, cat, &sh->files[i], sha, size))) {
+			mirror__xetw_file_keep(s->xw, &sh->files[i].hash, sha, (int64_t)size, s->repo_id);
+			log_info("upload", "hf:%s: Xet file %s in as sha256 %s (%llu bytes)", s->name, hex, sha,
+				 (unsigned long long)size);
+			done++;
+		}
+	}
+	if (e == -EBADMSG || e == -E2BIG || e == HM_ERR_HASH_MISMATCH || e == HM_ERR_SIZE_MISMATCH) {
+		log_warn("upload", "hf:%s: a shard refused: %s", s->name, s->why[0] ? s->why : err_str(e));
+		j->status = e == -E2BIG ? 413 : 400;
+		j->body = json_pack("{s:s}", "error", s->why[0] ? s->why : err_str(e));
+	} else if (e) {
+		j->status = e == -ENOSPC ? 507 : 500;
+		j->body = json_pack("{s:s}", "error", err_str(e));
+	} else {
+		log_info("upload", "hf:%s: shard in (%zu files, %zu xorbs)", s->name, done, sh->nxorbs);
+		j->status = 200;
+		j->body = json_pack("{s:i}", "result", 1);
+	}
+	free(why);
+	free(b);
+	xet_shard_free(&sh);
+}
+
+void mirror__xet_shard_post(struct mirror_routes *rt, struct httpd_req *req, const struct catalog_repo *repo)
+{
+	struct mirror__commit_body *b = mirror__xet_cas_body(req);
+	struct shard_job *s;
+
+	if (!b)
+		return;
+	s = xcalloc(1, sizeof(*s));
+	s->j.build = shard_job_build;
+	s->j.release = shard_job_release;
+	s->data = rt->data;
+	s->xw = rt->xetw;
+	s->body = b;
+	s->repo_id = repo->id;
+	s->name = xstrdup(repo->name);
+	mirror__defer_write(rt, req, &s->j);
+}
