@@ -212,8 +212,10 @@ bool agent_room_wait(struct agent *a, int64_t bytes);
  * fetches from the swarm: p2p_session_set_room); when that is short, room is made as for the fill
  * (and 0 meanwhile); -1: no limit (no bound, or nothing can go). */
 int64_t agent_swarm_room(struct agent *a);
-/* The bytes the snapshots hold now (libtorrent's, and what the direct fill wrote): from the tick. */
-void agent_evict_held(struct agent *a, int64_t held);
+/* What libtorrent wrote into the cache since the last tick (its downloads): from the tick, before
+ * agent_evict_tick. The fill says what it writes itself (agent_evict_wrote) as it writes it. */
+void agent_evict_count(struct agent *a);
+void agent_evict_wrote(struct agent *a, int64_t bytes);
 void agent_evict_now(struct agent *a);
 /* Eviction's choice, pure (no agent, no I/O; tests/unit/test-p2p-agent-policy.c): of n snapshots, each
  * holding `held` bytes, last used at use_seq (the agent's use counter; 0: not since the start, older

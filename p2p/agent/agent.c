@@ -217,7 +217,6 @@ static void swarm_room(struct agent *a)
 static void on_tick(uv_timer_t *t)
 {
 	struct agent *a = t->data;
-	int64_t held = 0;
 
 	p2p_session_drain(a->ses, on_event, a);
 	for (size_t i = 0; i < a->nsnaps; i++) {
@@ -257,7 +256,6 @@ static void on_tick(uv_timer_t *t)
 				s->held_changed_ms = uv_now(&a->loop);
 			s->held_now = st.held;
 			s->unseen_now = agent_fill_unseen(s);
-			held += st.held + agent_fill_unseen(s);
 			pace(a, s, &st);
 			agent_snap_retry(a, s, &st);
 			web_seed_when_alone(a, s, &st);
@@ -267,7 +265,7 @@ static void on_tick(uv_timer_t *t)
 		}
 		agent_check_tick(a, s);
 	}
-	agent_evict_held(a, held);
+	agent_evict_count(a);
 	swarm_room(a);
 	agent_evict_tick(a);
 	agent_preheat_tick(a);

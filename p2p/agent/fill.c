@@ -347,6 +347,7 @@ static void write_done(uv_work_t *w, int status)
 		f->mine[j->piece] = 1;
 		f->direct_bytes += j->file_bytes;
 		*f->bytes += (int64_t)j->len;
+		agent_evict_wrote(f->a, j->file_bytes); /* (room for it was made before the run: room_wait) */
 	} else if (j->result == HM_ERR_HASH_MISMATCH) {
 		leave_alone(f, j->piece, 0); /* wrong bytes: asked again (FILL_TRIES) */
 	} else if (!f->gone && f->direct) {
@@ -412,6 +413,7 @@ static int on_body(void *ud, const char *data, size_t n)
 				f->claimed[r->next] = 0;
 				f->tries[r->next]++;
 				*f->bytes += len;
+				agent_evict_wrote(f->a, r->piece_file_bytes); /* libtorrent writes it */
 			}
 			r->next++;
 			run_start_piece(r);
