@@ -124,6 +124,8 @@ struct agent_snap {
 	int64_t rate;
 	char waiting[256];
 	int64_t waiting_since;          /* unix time none came since (0: they come) */
+	bool room_short;                /* libtorrent may bring nothing now: the bound has no room left for
+					 * it and room is being made (swarm_room, from the tick) */
 	int64_t last_error_at;          /* errors are logged once a minute at most; the others counted */
 	int errors_unsaid;
 	uint64_t retried_ms;            /* uv_now of the last p2p_session_retry after an error */
@@ -255,6 +257,13 @@ bool agent_fill_running(const struct agent_snap *s);
 /* s's fill asks the mirror and gets nothing (every request since the last good one failed): true with
  * how long (ms, by uv_now now) and the last failure's words (borrowed). */
 bool agent_fill_failing(const struct agent_snap *s, uint64_t now, int64_t *for_ms, const char **why);
+/* s's fill waits for room in the cache before its next run (agent_room_wait said wait): true with how
+ * long (ms, by uv_now now). */
+bool agent_fill_room_waiting(const struct agent_snap *s, uint64_t now, int64_t *for_ms);
+/* s waits for room in the cache now (its fill, or libtorrent's room when more is wanted from the
+ * swarm): s->waiting says so (true); else a wait for room it said is cleared (false). From the tick,
+ * and from status (the moment it is asked). */
+bool agent_snap_room_words(struct agent *a, struct agent_snap *s, bool more);
 /* Why s's pieces can come from nowhere, or NULL: alone in its swarm, every mirror it asks answered
  * its ranges FILL_FAILS times in a row with the whole file (a 200: it, or a proxy in front of it,
  * ignores Range; such answers are dropped). status says it as the snapshot's error, and a pull ends

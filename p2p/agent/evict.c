@@ -739,8 +739,10 @@ static bool bound_wait(struct agent *a, int64_t bytes)
 				agent_evict_now(a);
 				return true;
 			}
-	/* twice what is missing, so that each run does not wait for a job of its own */
-	if (thin_useful(a) && thin(a, over + bytes, 1))
+	/* twice what is missing, so that each run does not wait for a job of its own; never a piece read in
+	 * the last PIECE_IDLE_S (touches are counted in whole seconds: with 1, a piece read a millisecond
+	 * before the second turned was cold, and a reader that keeps a file in use lost its pieces) */
+	if (thin_useful(a) && thin(a, over + bytes, PIECE_IDLE_S))
 		return true;
 	return short_wait(a);
 }
