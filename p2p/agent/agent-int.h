@@ -190,7 +190,8 @@ struct agent_evict *agent_evict_new(void);
  * stayed) a thinning job took out of the cache, room once that job is done (a writer waiting for room
  * goes on); unseen tells the bytes of s written to the cache that libtorrent does not count yet (the
  * direct fill's), which agent_snap_need counts as held. Any of them may be NULL. The other way, the
- * fill asks for room through an agent_room_wait_fn (agent_room_wait, given to agent_fill_new). */
+ * fill asks for room through an agent_room_wait_fn (agent_room_wait, given to agent_fill_new), and
+ * says what it wrote through an agent_wrote_fn (agent_evict_wrote, the same way). */
 struct p2p_cold;
 struct agent_evict_listener {
 	void (*thinned)(void *ud, struct agent_snap *s, const struct p2p_cold *v, size_t n);
@@ -283,10 +284,13 @@ void agent_fill_poke(struct agent *a);
 int64_t agent_fill_unseen(const struct agent_snap *s);
 void agent_fill_stop(struct agent *a, struct agent_snap *s);
 /* The fills' shared state (their HTTP layer, a timer): made at start by agent_fill_new, which takes
- * how a direct fill asks for room on the cache's disk (room_wait) and writes to *l its side of
+ * how a direct fill asks for room on the cache's disk (room_wait), how it says what it wrote into the
+ * cache (wrote: agent_evict_wrote), and writes to *l its side of
  * eviction's listener (for agent_evict_listen); agent_fill_end closes them as the agent stops
  * (NULL-safe), agent_fill_free frees them once the loop has run its last callbacks. */
-void agent_fill_new(struct agent *a, agent_room_wait_fn *room_wait, struct agent_evict_listener *l);
+typedef void agent_wrote_fn(struct agent *a, int64_t bytes);
+void agent_fill_new(struct agent *a, agent_room_wait_fn *room_wait, agent_wrote_fn *wrote,
+		    struct agent_evict_listener *l);
 void agent_fill_end(struct agent *a);
 void agent_fill_free(struct agent *a);
 void agent_fill_soon(struct agent *a);

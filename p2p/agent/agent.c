@@ -502,7 +502,7 @@ static int start(struct agent *a, char **errmsg)
 	{
 		/* the fill and eviction meet here, each through the other's callbacks (agent-int.h) */
 		struct agent_evict_listener l;
-		agent_fill_new(a, agent_room_wait, &l);
+		agent_fill_new(a, agent_room_wait, agent_evict_wrote, &l);
 		agent_evict_listen(a, &l);
 	}
 	agent_snaps_recall(a);

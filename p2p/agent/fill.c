@@ -75,6 +75,7 @@ struct agent_fills {
 	uv_timer_t soon;                /* look again in a moment (libtorrent was checking files) */
 	bool ended;                     /* agent_fill_end ran */
 	agent_room_wait_fn *room_wait;  /* eviction's, given to agent_fill_new: room on the cache's disk */
+	agent_wrote_fn *wrote;          /* ...and what the fills wrote into the cache, as they write it */
 };
 
 struct fill {
@@ -348,7 +349,7 @@ static void write_done(uv_work_t *w, int status)
 		f->mine[j->piece] = 1;
 		f->direct_bytes += j->file_bytes;
 		*f->bytes += (int64_t)j->len;
-		agent_evict_wrote(f->a, j->file_bytes); /* (room for it was made before the run: room_wait) */
+		f->a->fills->wrote(f->a, j->file_bytes); /* (room for it was made before the run: room_wait) */
 	} else if (j->result == HM_ERR_HASH_MISMATCH) {
 		leave_alone(f, j->piece, 0); /* wrong bytes: asked again (FILL_TRIES) */
 	} else if (!f->gone && f->direct) {
@@ -414,7 +415,7 @@ static int on_body(void *ud, const char *data, size_t n)
 				f->claimed[r->next] = 0;
 				f->tries[r->next]++;
 				*f->bytes += len;
-				agent_evict_wrote(f->a, r->piece_file_bytes); /* libtorrent writes it */
+				f->a->fills->wrote(f->a, r->piece_file_bytes); /* libtorrent writes it */
 			}
 			r->next++;
 			run_start_piece(r);
@@ -1052,12 +1053,14 @@ static void room_made(void *ud)
 	agent_fill_soon(ud);
 }
 
-void agent_fill_new(struct agent *a, agent_room_wait_fn *room_wait, struct agent_evict_listener *l)
+void agent_fill_new(struct agent *a, agent_room_wait_fn *room_wait, agent_wrote_fn *wrote,
+		    struct agent_evict_listener *l)
 {
 	a->fills = xcalloc(1, sizeof(*a->fills));
 	uv_timer_init(&a->loop, &a->fills->soon);
 	a->fills->soon.data = a;
 	a->fills->room_wait = room_wait;
+	a->fills->wrote = wrote;
 	*l = (struct agent_evict_listener){.thinned = forget, .room = room_made, .unseen = agent_fill_unseen, .ud = a};
 }
 
