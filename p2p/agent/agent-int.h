@@ -124,6 +124,8 @@ struct agent_snap {
 	int64_t rate;
 	char waiting[256];
 	int64_t waiting_since;          /* unix time none came since (0: they come) */
+	bool room_short;                /* libtorrent may bring nothing now: the bound has no room left for
+					 * it and room is being made (swarm_room, from the tick) */
 	int64_t last_error_at;          /* errors are logged once a minute at most; the others counted */
 	int errors_unsaid;
 	uint64_t retried_ms;            /* uv_now of the last p2p_session_retry after an error */
@@ -188,7 +190,8 @@ struct agent_evict *agent_evict_new(void);
  * stayed) a thinning job took out of the cache, room once that job is done (a writer waiting for room
  * goes on); unseen tells the bytes of s written to the cache that libtorrent does not count yet (the
  * direct fill's), which agent_snap_need counts as held. Any of them may be NULL. The other way, the
- * fill asks for room through an agent_room_wait_fn (agent_room_wait, given to agent_fill_new). */
+ * fill asks for room through an agent_room_wait_fn (agent_room_wait, given to agent_fill_new), and
+ * says what it wrote through an agent_wrote_fn (agent_evict_wrote, the same way). */
 struct p2p_cold;
 struct agent_evict_listener {
 	void (*thinned)(void *ud, struct agent_snap *s, const struct p2p_cold *v, size_t n);
@@ -212,8 +215,10 @@ bool agent_room_wait(struct agent *a, int64_t bytes);
  * fetches from the swarm: p2p_session_set_room); when that is short, room is made as for the fill
  * (and 0 meanwhile); -1: no limit (no bound, or nothing can go). */
 int64_t agent_swarm_room(struct agent *a);
-/* The bytes the snapshots hold now (libtorrent's, and what the direct fill wrote): from the tick. */
-void agent_evict_held(struct agent *a, int64_t held);
+/* What libtorrent wrote into the cache since the last tick (its downloads): from the tick, before
+ * agent_evict_tick. The fill says what it writes itself (agent_evict_wrote) as it writes it. */
+void agent_evict_count(struct agent *a);
+void agent_evict_wrote(struct agent *a, int64_t bytes);
 void agent_evict_now(struct agent *a);
 /* Eviction's choice, pure (no agent, no I/O; tests/unit/test-p2p-agent-policy.c): of n snapshots, each
  * holding `held` bytes, last used at use_seq (the agent's use counter; 0: not since the start, older
@@ -253,6 +258,13 @@ bool agent_fill_running(const struct agent_snap *s);
 /* s's fill asks the mirror and gets nothing (every request since the last good one failed): true with
  * how long (ms, by uv_now now) and the last failure's words (borrowed). */
 bool agent_fill_failing(const struct agent_snap *s, uint64_t now, int64_t *for_ms, const char **why);
+/* s's fill waits for room in the cache before its next run (agent_room_wait said wait): true with how
+ * long (ms, by uv_now now). */
+bool agent_fill_room_waiting(const struct agent_snap *s, uint64_t now, int64_t *for_ms);
+/* s waits for room in the cache now (its fill, or libtorrent's room when more is wanted from the
+ * swarm): s->waiting says so (true); else a wait for room it said is cleared (false). From the tick,
+ * and from status (the moment it is asked). */
+bool agent_snap_room_words(struct agent *a, struct agent_snap *s, bool more);
 /* Why s's pieces can come from nowhere, or NULL: alone in its swarm, every mirror it asks answered
  * its ranges FILL_FAILS times in a row with the whole file (a 200: it, or a proxy in front of it,
  * ignores Range; such answers are dropped). status says it as the snapshot's error, and a pull ends
@@ -272,10 +284,13 @@ void agent_fill_poke(struct agent *a);
 int64_t agent_fill_unseen(const struct agent_snap *s);
 void agent_fill_stop(struct agent *a, struct agent_snap *s);
 /* The fills' shared state (their HTTP layer, a timer): made at start by agent_fill_new, which takes
- * how a direct fill asks for room on the cache's disk (room_wait) and writes to *l its side of
+ * how a direct fill asks for room on the cache's disk (room_wait), how it says what it wrote into the
+ * cache (wrote: agent_evict_wrote), and writes to *l its side of
  * eviction's listener (for agent_evict_listen); agent_fill_end closes them as the agent stops
  * (NULL-safe), agent_fill_free frees them once the loop has run its last callbacks. */
-void agent_fill_new(struct agent *a, agent_room_wait_fn *room_wait, struct agent_evict_listener *l);
+typedef void agent_wrote_fn(struct agent *a, int64_t bytes);
+void agent_fill_new(struct agent *a, agent_room_wait_fn *room_wait, agent_wrote_fn *wrote,
+		    struct agent_evict_listener *l);
 void agent_fill_end(struct agent *a);
 void agent_fill_free(struct agent *a);
 void agent_fill_soon(struct agent *a);

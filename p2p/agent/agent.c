@@ -167,6 +167,31 @@ static void stall_words(struct agent *a, struct agent_snap *s, const struct p2p_
 			 (long long)still, peers, peers == 1 ? "" : "s");
 }
 
+#define ROOM_WORDS "waiting for room in the cache"
+
+bool agent_snap_room_words(struct agent *a, struct agent_snap *s, bool more)
+{
+	int64_t ms = 0;
+	char c[32];
+
+	/* (a fill runs only for pieces someone wants: a mount's reads too, which libtorrent's count of what
+	 * is wanted may not show) */
+	if (!agent_fill_room_waiting(s, uv_now(&a->loop), &ms) && !(s->room_short && s->swarming && more)) {
+		if (!strncmp(s->waiting, ROOM_WORDS, strlen(ROOM_WORDS))) {
+			s->waiting[0] = '\0'; /* room was made since the tick */
+			s->waiting_since = 0;
+		}
+		return false;
+	}
+	/* said at once: the cause is known, and the bound's wait is what holds the reader */
+	if (!s->waiting_since || strncmp(s->waiting, ROOM_WORDS, strlen(ROOM_WORDS)))
+		s->waiting_since = time(NULL) - ms / 1000;
+	size_human(a->cfg->cache_size, c, sizeof(c));
+	snprintf(s->waiting, sizeof(s->waiting), ROOM_WORDS " (its bound of %s is reached): what was read least "
+		 "recently leaves it first", c);
+	return true;
+}
+
 /* The rate bytes of s come at now (over the last ~2.5 s of ticks), and why none come when none do. */
 static void pace(struct agent *a, struct agent_snap *s, const struct p2p_torrent_status *st)
 {
@@ -182,6 +207,8 @@ static void pace(struct agent *a, struct agent_snap *s, const struct p2p_torrent
 		s->rate = (have - s->pace_have[oldest]) * 1000 / (int64_t)(now - s->pace_at[oldest]);
 	else
 		s->rate = 0;
+	if (agent_snap_room_words(a, s, more))
+		return;
 	if (!more || now - quiet_since(s) < PACE_STALL_MS) {
 		s->waiting[0] = '\0';
 		s->waiting_since = 0;
@@ -209,6 +236,8 @@ static void swarm_room(struct agent *a)
 		n += a->snaps[i]->swarming && !a->snaps[i]->pinned;
 	room = n ? agent_swarm_room(a) : -1;
 	for (size_t i = 0; i < a->nsnaps; i++)
+		a->snaps[i]->room_short = room == 0 && !a->snaps[i]->pinned;
+	for (size_t i = 0; i < a->nsnaps; i++)
 		if (a->snaps[i]->swarming)
 			p2p_session_set_room(a->ses, a->snaps[i]->btih,
 					     room < 0 || a->snaps[i]->pinned ? -1 : room / 4 / (int64_t)n);
@@ -217,7 +246,6 @@ static void swarm_room(struct agent *a)
 static void on_tick(uv_timer_t *t)
 {
 	struct agent *a = t->data;
-	int64_t held = 0;
 
 	p2p_session_drain(a->ses, on_event, a);
 	for (size_t i = 0; i < a->nsnaps; i++) {
@@ -257,7 +285,6 @@ static void on_tick(uv_timer_t *t)
 				s->held_changed_ms = uv_now(&a->loop);
 			s->held_now = st.held;
 			s->unseen_now = agent_fill_unseen(s);
-			held += st.held + agent_fill_unseen(s);
 			pace(a, s, &st);
 			agent_snap_retry(a, s, &st);
 			web_seed_when_alone(a, s, &st);
@@ -267,7 +294,7 @@ static void on_tick(uv_timer_t *t)
 		}
 		agent_check_tick(a, s);
 	}
-	agent_evict_held(a, held);
+	agent_evict_count(a);
 	swarm_room(a);
 	agent_evict_tick(a);
 	agent_preheat_tick(a);
@@ -475,7 +502,7 @@ static int start(struct agent *a, char **errmsg)
 	{
 		/* the fill and eviction meet here, each through the other's callbacks (agent-int.h) */
 		struct agent_evict_listener l;
-		agent_fill_new(a, agent_room_wait, &l);
+		agent_fill_new(a, agent_room_wait, agent_evict_wrote, &l);
 		agent_evict_listen(a, &l);
 	}
 	agent_snaps_recall(a);

@@ -234,6 +234,8 @@ static int do_status(struct agent *a, struct httpd_req *req)
 	for (size_t i = 0; i < a->nsnaps; i++) {
 		json_t *nm;
 		size_t k;
+		/* a wait for room in the cache as it is this moment, not at the last tick */
+		agent_snap_room_words(a, a->snaps[i], !a->snaps[i]->finished);
 		json_array_foreach(a->snaps[i]->names, k, nm)
 			json_array_append_new(snaps, snap_json(a, a->snaps[i], nm));
 	}

@@ -31,8 +31,15 @@ struct agent_evict {
 	bool sizing;                    /* a sizing job runs */
 	bool deleting;                  /* ...and deletes dropped snapshots' files first */
 	bool evicting;                  /* a job takes cold pieces out of the cache */
-	int64_t held_sized;             /* the snapshots' held bytes when the last sizing job began, and */
-	int64_t held_now;               /* now: the cache's use is about cache_used + what they hold more */
+	/* The cache's use now, about: what the last sizing job measured, plus what was written into the
+	 * cache since it began, less what thinning freed since. Counts that only grow, kept by whoever
+	 * writes or frees (the fill as it writes or hands a piece over, libtorrent's downloads from the
+	 * tick, a thinning job as it ends), so that no hand-over between the fill and libtorrent, no
+	 * torrent added again and no tick that comes late makes bytes on disk count nowhere. */
+	int64_t written, written_sized; /* bytes written into the cache: all, and when the last sizing began */
+	int64_t freed, freed_sized;     /* bytes thinning freed: all, and when the last sizing began */
+	int64_t lt_down;                /* libtorrent's payload downloaded at the last tick (-1: not yet) */
+	bool measured;                  /* a sizing job has measured the cache since the start */
 	int64_t sized_at;               /* when the last one ended */
 	size_t sized_nsnaps;            /* the table's size when it began (changed: measure) */
 	int64_t cache_used;             /* bytes of disk the cache held then */
@@ -55,7 +62,10 @@ struct agent_evict {
 
 struct agent_evict *agent_evict_new(void)
 {
-	return xcalloc(1, sizeof(struct agent_evict));
+	struct agent_evict *e = xcalloc(1, sizeof(struct agent_evict));
+
+	e->lt_down = -1;
+	return e;
 }
 
 void agent_evict_free(struct agent_evict **e)
@@ -448,6 +458,7 @@ static void thin_done(uv_work_t *w, int status)
 		t->s->evicting = false;
 		t->s->pieces_seen = 0; /* fewer pieces now, on purpose: not damage */
 		t->s->web_on = false;  /* added again without its web seeds: they join again when needed */
+		a->evict->freed += t->freed > 0 ? t->freed : 0;
 		if (t->r) {
 			log_warn("agent", "%s: cannot take pieces out of the cache: %s",
 				t->s->spec ? t->s->spec : t->s->btih, t->err ? t->err : "?");
@@ -614,15 +625,19 @@ static bool thin(struct agent *a, int64_t over, int idle_s)
 	return true;
 }
 
-/* The cache's use now, about: what the last sizing measured, and what the snapshots hold more since
- * (libtorrent's bytes as of the last tick; the direct fill's as they are written). */
+/* The cache's use now, about: what the last sizing measured, plus what was written since it began (the
+ * fill's bytes as they are written, libtorrent's as of the last tick), less what thinning freed since.
+ * Bytes written while the walk ran may count twice (never none): the estimate errs high. */
 static int64_t use_now(struct agent *a)
 {
-	int64_t held = 0;
+	const struct agent_evict *e = a->evict;
 
-	for (size_t i = 0; i < a->nsnaps; i++)
-		held += a->snaps[i]->held_now + (a->evict->l.unseen ? a->evict->l.unseen(a->snaps[i]) : 0);
-	return a->evict->cache_used + held - a->evict->held_sized;
+	return e->cache_used + (e->written - e->written_sized) - (e->freed - e->freed_sized);
+}
+
+void agent_evict_wrote(struct agent *a, int64_t bytes)
+{
+	a->evict->written += bytes;
 }
 
 /* A writer waits for a thinning job only when the last one took something out, or a second ago: one
@@ -696,6 +711,13 @@ static bool bound_wait(struct agent *a, int64_t bytes)
 {
 	int64_t over = use_now(a) + OWN_GROWTH + bytes - a->cfg->cache_size;
 
+	log_debug("agent", "room for %lld bytes: the cache holds about %lld of %lld (measured %lld, written %lld "
+		  "and freed %lld since)%s", (long long)bytes, (long long)use_now(a), (long long)a->cfg->cache_size,
+		  (long long)a->evict->cache_used, (long long)(a->evict->written - a->evict->written_sized),
+		  (long long)(a->evict->freed - a->evict->freed_sized), a->evict->measured ? "" : ", not measured yet");
+	/* (not before the cache was measured once: the first sizing job runs at the first tick) */
+	if (!a->evict->measured)
+		return true;
 	if (over <= 0) {
 		a->evict->short_since = 0;
 		a->evict->short_said = false;
@@ -703,7 +725,7 @@ static bool bound_wait(struct agent *a, int64_t bytes)
 	}
 	/* room on its way: the fill is poked once the files are gone (size_done, thin_done); and never a
 	 * thinning job while the cache is measured: the walk would count its holes, and the estimate
-	 * (what was measured, less what the snapshots hold less since) would count them twice */
+	 * (what was measured, less what thinning freed since) would count them twice */
 	if (a->evict->sizing || a->evict->evicting || a->evict->ndrop || a->evict->room_bytes)
 		return true;
 	/* Snapshots nobody uses go first, but not from here: the fill asking may be the one of a
@@ -717,8 +739,10 @@ static bool bound_wait(struct agent *a, int64_t bytes)
 				agent_evict_now(a);
 				return true;
 			}
-	/* twice what is missing, so that each run does not wait for a job of its own */
-	if (thin_useful(a) && thin(a, over + bytes, 1))
+	/* twice what is missing, so that each run does not wait for a job of its own; never a piece read in
+	 * the last PIECE_IDLE_S (touches are counted in whole seconds: with 1, a piece read a millisecond
+	 * before the second turned was cold, and a reader that keeps a file in use lost its pieces) */
+	if (thin_useful(a) && thin(a, over + bytes, PIECE_IDLE_S))
 		return true;
 	return short_wait(a);
 }
@@ -732,6 +756,8 @@ int64_t agent_swarm_room(struct agent *a)
 
 	if (a->cfg->cache_size <= 0)
 		return -1;
+	if (!a->evict->measured)
+		return 0; /* the first sizing job runs at the first tick */
 	left = a->cfg->cache_size - use_now(a) - OWN_GROWTH;
 	want = a->cfg->cache_size / 4 < SWARM_ROOM ? a->cfg->cache_size / 4 : SWARM_ROOM;
 	if (left >= want)
@@ -760,13 +786,19 @@ bool agent_room_wait(struct agent *a, int64_t bytes)
 	       (thin_useful(a) && thin(a, bytes + margin(disk) - avail + bytes, 1));
 }
 
-void agent_evict_held(struct agent *a, int64_t held)
+void agent_evict_count(struct agent *a)
 {
-	/* the cache's use now, about: what was measured, and what the snapshots hold more since */
-	int64_t est = a->evict->cache_used + held - a->evict->held_sized;
+	int64_t down = 0;
 
-	a->evict->held_now = held;
-	if (a->cfg->cache_size > 0 && est > a->cfg->cache_size && !a->evict->sizing && !a->evict->evicting)
+	/* what libtorrent wrote since the last tick (from peers and web seeds; the whole session's count,
+	 * which a torrent added again does not reset) */
+	if (!p2p_session_totals(a->ses, NULL, &down)) {
+		if (a->evict->lt_down >= 0 && down > a->evict->lt_down)
+			a->evict->written += down - a->evict->lt_down;
+		a->evict->lt_down = down;
+	}
+	if (a->cfg->cache_size > 0 && a->evict->measured && use_now(a) > a->cfg->cache_size && !a->evict->sizing &&
+	    !a->evict->evicting)
 		agent_evict_now(a); /* measured at once, then evicted (size_done) */
 }
 
@@ -836,6 +868,7 @@ static void size_done(uv_work_t *w, int status)
 	a->evict->deleting = false;
 	a->evict->sized_at = time(NULL);
 	a->evict->cache_used = z->used;
+	a->evict->measured = true;
 	for (size_t i = 0; i < z->ndrop; i++)
 		free(z->drop[i]);
 	free(z->drop);
@@ -855,7 +888,7 @@ void agent_evict_tick(struct agent *a)
 
 	a->evict->ticks++;
 	/* never while a thinning job runs: the walk would see some of its holes, and the estimate would
-	 * count them twice (measured, and held less since) */
+	 * count them twice (measured, and freed since) */
 	if (a->evict->sizing || a->evict->evicting || a->stopping)
 		return;
 	/* measured every 10 s (and at once after a drop or when a snapshot came); without a limit,
@@ -868,7 +901,8 @@ void agent_evict_tick(struct agent *a)
 	z->a = a;
 	z->drop = a->evict->drop;
 	z->ndrop = a->evict->ndrop;
-	a->evict->held_sized = a->evict->held_now;
+	a->evict->written_sized = a->evict->written;
+	a->evict->freed_sized = a->evict->freed;
 	a->evict->deleting = a->evict->ndrop > 0;
 	a->evict->drop = NULL;
 	a->evict->ndrop = 0;

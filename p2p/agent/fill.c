@@ -75,6 +75,7 @@ struct agent_fills {
 	uv_timer_t soon;                /* look again in a moment (libtorrent was checking files) */
 	bool ended;                     /* agent_fill_end ran */
 	agent_room_wait_fn *room_wait;  /* eviction's, given to agent_fill_new: room on the cache's disk */
+	agent_wrote_fn *wrote;          /* ...and what the fills wrote into the cache, as they write it */
 };
 
 struct fill {
@@ -117,6 +118,7 @@ struct fill {
 	bool all_in;                    /* direct: every wanted piece is written (a snapshot of some files
 					 * stays in direct mode FILL_HANDOVER_MS: reads may want more) */
 	uint64_t idle_since;            /* direct: since when nothing was left to ask for (0: not) */
+	uint64_t room_since;            /* a run waits for room in the cache since (uv_now; 0: none waits) */
 	bool handed_over;               /* direct mode ended once: no wary start when it comes again */
 	int working;                    /* pieces being checked and written on the thread pool */
 	int64_t working_bytes;
@@ -347,6 +349,7 @@ static void write_done(uv_work_t *w, int status)
 		f->mine[j->piece] = 1;
 		f->direct_bytes += j->file_bytes;
 		*f->bytes += (int64_t)j->len;
+		f->a->fills->wrote(f->a, j->file_bytes); /* (room for it was made before the run: room_wait) */
 	} else if (j->result == HM_ERR_HASH_MISMATCH) {
 		leave_alone(f, j->piece, 0); /* wrong bytes: asked again (FILL_TRIES) */
 	} else if (!f->gone && f->direct) {
@@ -412,6 +415,7 @@ static int on_body(void *ud, const char *data, size_t n)
 				f->claimed[r->next] = 0;
 				f->tries[r->next]++;
 				*f->bytes += len;
+				f->a->fills->wrote(f->a, r->piece_file_bytes); /* libtorrent writes it */
 			}
 			r->next++;
 			run_start_piece(r);
@@ -643,6 +647,27 @@ static int failing(const struct fill *f)
 	return n;
 }
 
+/* No run that the cache's bound or its disk has no room for while eviction can make it (room is made
+ * before the bytes come, and a read waits for it rather than fail on a full disk): what it asks for,
+ * what runs in flight still bring, what waits to be written (in a swarm too: a piece handed to
+ * libtorrent is written there). true: run [first, end) waits (its pieces unclaimed, the same run
+ * next time), and status says why (agent_fill_room_waiting). */
+static bool waits_for_room(struct fill *f, int first, int end)
+{
+	struct agent *a = f->a;
+
+	if (!a->fills->room_wait(a, run_bytes(f, first, end) + inflight_bytes(f) + f->working_bytes)) {
+		f->room_since = 0;
+		return false;
+	}
+	for (int p = first; p < end; p++)
+		f->claimed[p] = 0;
+	f->cursor = first;
+	if (!f->room_since)
+		f->room_since = uv_now(&a->loop) ? uv_now(&a->loop) : 1;
+	return true;
+}
+
 /* Start requests while the fill may run and pieces are left. */
 static void pump(struct fill *f)
 {
@@ -665,6 +690,7 @@ static void pump(struct fill *f)
 		char *path, *url;
 		int first, end, got;
 		if ((got = next_run(f, &first, &end, &fe)) != 1) {
+			f->room_since = 0;
 			if (!got && f->direct && !f->inflight && !f->working) {
 				/* nothing left to ask for: all in (or pieces that kept failing). What is in goes
 				 * to libtorrent once no read asked for more for FILL_HANDOVER_MS, and libtorrent
@@ -690,16 +716,8 @@ static void pump(struct fill *f)
 			}
 			return;
 		}
-		/* no run that the cache's bound or its disk has no room for while eviction can make it (room
-		 * is made before the bytes come, and a read waits for it rather than fail on a full disk):
-		 * what it asks for, what runs in flight still bring, what waits to be written (in a swarm
-		 * too: a piece handed to libtorrent is written there) */
-		if (a->fills->room_wait(a, run_bytes(f, first, end) + inflight_bytes(f) + f->working_bytes)) {
-			for (int p = first; p < end; p++)
-				f->claimed[p] = 0;
-			f->cursor = first; /* the same run once there is room */
+		if (waits_for_room(f, first, end))
 			return;
-		}
 		f->all_in = false;
 		f->idle_since = 0;
 		r = xcalloc(1, sizeof(*r));
@@ -912,6 +930,16 @@ bool agent_fill_failing(const struct agent_snap *s, uint64_t now, int64_t *for_m
 	return true;
 }
 
+bool agent_fill_room_waiting(const struct agent_snap *s, uint64_t now, int64_t *for_ms)
+{
+	const struct fill *f = s->fill;
+
+	if (!f || !f->on || !f->room_since || f->given_up)
+		return false;
+	*for_ms = now > f->room_since ? (int64_t)(now - f->room_since) : 0;
+	return true;
+}
+
 const char *agent_fill_broken(const struct agent_snap *s)
 {
 	const struct fill *f = s->fill;
@@ -1025,12 +1053,14 @@ static void room_made(void *ud)
 	agent_fill_soon(ud);
 }
 
-void agent_fill_new(struct agent *a, agent_room_wait_fn *room_wait, struct agent_evict_listener *l)
+void agent_fill_new(struct agent *a, agent_room_wait_fn *room_wait, agent_wrote_fn *wrote,
+		    struct agent_evict_listener *l)
 {
 	a->fills = xcalloc(1, sizeof(*a->fills));
 	uv_timer_init(&a->loop, &a->fills->soon);
 	a->fills->soon.data = a;
 	a->fills->room_wait = room_wait;
+	a->fills->wrote = wrote;
 	*l = (struct agent_evict_listener){.thinned = forget, .room = room_made, .unseen = agent_fill_unseen, .ud = a};
 }
 
