@@ -109,8 +109,10 @@ check "serve stops" serve_stops_clean
 
 # ---- verify, in its read ----
 check "the data made old again (and the refusal forgotten)" bash -c "old_mirror && sql 'UPDATE xet_stated SET refused = 0'"
-hm verify >"$T/verify.out" 2>&1
+hm verify >"$T/verify.out" 2>&1; vrc=$?
 sed 's/^/# /' "$T/verify.out"
+check "verify exits 0 (a refusal is not damage), its output clean" bash -c \
+	"[ $vrc = 0 ] && ! grep -qE 'ERROR: (Address|Leak)Sanitizer|runtime error:' '$T/verify.out'"
 check "verify computes the identities in its read, and reports the refusal" bash -c "
 	grep -q 'verify: $((nblobs - 1)) Xet identities computed, 1 refused' '$T/verify.out' &&
 	grep -q '^xet-hash  content ${osha:0:12}: upstream states Xet hash $lxh, its bytes make $oxh' '$T/verify.out' &&
