@@ -24,6 +24,8 @@
 #define BATCH 64                /* contents taken from the catalog at a time */
 #define REST_S 600              /* after a pass that found nothing left, this long before the next look */
 #define BAD_MAX 1024            /* contents whose bytes are not their sha256, remembered (said once) */
+#define MIN_COST (256 * 1024)   /* what a content costs of the rate at least: its catalog writes (a store of
+				 * many small files is not a flood of transactions) */
 
 struct mirror_xet_backfill {
 	struct mirror_data *d;
@@ -118,7 +120,8 @@ static int learn(struct mirror_xet_backfill *b, struct catalog *c, const char *s
 		b->learnt++;
 	else if (r == HM_ERR_HASH_MISMATCH)
 		b->refused++;   /* (said by the record) */
-	return 0;
+	b->bytes -= got < MIN_COST ? MIN_COST - got : 0;   /* (counted as paced, not read) */
+	return got < MIN_COST ? pace(b, (size_t)(MIN_COST - got)) : 0;
 }
 
 /* One pass over what the catalog lacks: the number of contents taken, or -ECANCELED. */
