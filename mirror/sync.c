@@ -173,7 +173,11 @@ static void plan_repo(struct srepo *r)
 				continue;
 			}
 			if (s->cfg->provisional) {
-				/* named now, fetched when a client first asks (or by the next sync) */
+				/* named now, fetched when a client first asks (or by the next sync): upstream's Xet
+				 * hash kept for that fetch (docs/protocols/xet.md, "On-demand fetches through Xet") */
+				if (f->lfs && f->xet_hash[0] &&
+				    catalog_xet_stated_set(c, f->sha256, f->xet_hash) < 0)
+					log_warn("sync", "catalog: %s", catalog_errmsg(c));
 				memcpy(r->wants[i].sha256, f->sha256, 65);
 				r->wants[i].absent = !mirror_store_has(s->d->store, f->sha256, f->size);
 				r->pending--;
