@@ -525,7 +525,7 @@ static void xet_on_end(void *ud, struct mirror_xet_fetch *x, int fail, const cha
 	mirror_xet_fetch_free(&f->xet);   /* (why was its: not used past here) */
 	f->have = mirror_store_writer_flushed(f->w);
 	if (f->od->stopping || !fetch_plain(f, mirror_store_writer_offset(f->w))) {
-		fetch_end(f, FETCH_FAILED, "through Xet, then no plain request");
+		fetch_end(f, FETCH_FAILED, f->od->stopping ? "serve is stopping" : "no plain request after Xet");
 		fetch_unref(f);
 	}
 }
