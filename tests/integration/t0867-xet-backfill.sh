@@ -5,8 +5,9 @@
 # then @huggingface/hub's downloadFile reads the file through the mirror's CAS byte for byte, offered
 # with upstream's Xet hash. A content whose Xet hash upstream states otherwise (learnt from a later
 # sync's listing of a content the store held) is reported and not offered through Xet. A restart
-# finds nothing left to compute (what is recorded is not taken again). verify computes the same in its
-# read, and reports the same refusal (docs/protocols/xet.md, "Identities of older contents").
+# finds nothing left to compute (what is recorded is not taken again), and one after a kill -9 in the
+# middle (what it recorded whole) takes exactly what was left. verify computes the same in its read,
+# and reports the same refusal (docs/protocols/xet.md, "Identities of older contents").
 . "$HM_SRC/tests/integration/lib.sh"
 need_node_module @huggingface/hub
 
@@ -105,6 +106,31 @@ check "serve starts again" start_serve --xet-backfill 4M
 for _ in $(seq 600); do grep -q 'Xet identities: pass over' "$T/serve.err" && break; sleep 0.5; done
 check "a restart finds nothing left to compute (nothing read)" \
 	grep -q 'Xet identities: pass over: 0 computed, 0 refused (upstream states another Xet hash), 0 bytes' "$T/serve.err"
+check "serve stops" serve_stops_clean
+
+# ---- a kill in the middle: what was recorded stays, the rest is taken after the restart ----
+check "the data made old again (and the refusal forgotten)" bash -c "old_mirror && sql 'UPDATE xet_stated SET refused = 0'"
+unknown() { sql 'SELECT count(*) FROM blobs b WHERE b.present AND NOT EXISTS (SELECT 1 FROM blob_xet x WHERE
+	x.sha256 = b.sha256) AND NOT EXISTS (SELECT 1 FROM xet_stated s WHERE s.sha256 = b.sha256 AND s.refused)'; }
+check "serve starts, computing slowly (100 kB/s)" start_serve --xet-backfill 100k
+for _ in $(seq 600); do [ "$(unknown)" -lt "$nblobs" ] && break; sleep 0.5; done
+kill -KILL "${_pids[-1]}"; wait "${_pids[-1]}" 2>/dev/null
+left=$(unknown)
+echo "# killed with $left of $nblobs contents left to compute"
+check "killed after it recorded some" [ "$left" -lt "$nblobs" ]
+check "what it recorded is whole: each Xet hash the identity file's, each identity file parses" bash -c '
+	for s in $(sql "SELECT sha256 FROM blob_xet"); do
+		b=$store/blobs/${s:0:2}/$s; i=$store/xet/${s:0:2}/$s
+		[ $(stat -c %s $b) -lt 8192 ] && continue
+		[ "$("$HM_BUILD/tests/unit/xet-ident" "$b" | sed -n "s/^file //p")" = "$(sql "SELECT xet_hash FROM blob_xet WHERE sha256 = ?" $s)" ] &&
+			"$PY" -c "import sys; b = open(sys.argv[1], \"rb\").read(8); assert b == b\"hmxetid\\x01\", b" "$i" || exit 1
+	done'
+check "serve starts again after the kill" start_serve --xet-backfill 4M
+for _ in $(seq 600); do grep -q 'Xet identities: pass over' "$T/serve.err" && break; sleep 0.5; done
+grep 'Xet identities' "$T/serve.err" | sed 's/^/# /'
+check "the restart takes exactly what was left" bash -c "grep 'Xet identities: pass over' '$T/serve.err' |
+	sed -n 's/.*pass over: \([0-9]*\) computed, \([0-9]*\) refused.*/\1 \2/p' | { read c r; [ \$((c + r)) = $left ]; }"
+check "  and then every one is known" [ "$(unknown)" = 0 ]
 check "serve stops" serve_stops_clean
 
 # ---- verify, in its read ----
