@@ -372,8 +372,24 @@ int catalog_blob_present(struct catalog *c, const char *sha256);
 int catalog_snapshot_complete(struct catalog *c, int64_t snapshot_id);
 
 /* ---- Xet file hashes (schema v20; xet.c, docs/protocols/xet.md) ---- */
-/* Record content sha256's Xet file hash (64 lowercase hex, its text form). 0 or HM_ERR_SQLITE. */
+/* Record content sha256's Xet file hash (64 lowercase hex, its text form). 0, HM_ERR_SQLITE, or
+ * HM_ERR_HASH_MISMATCH when upstream states another for it (catalog_xet_stated_set): nothing recorded,
+ * and the statement marked refused. */
 int catalog_blob_set_xet(struct catalog *c, const char *sha256, const char *xet_hash);
+/* Upstream states xet_hash for content sha256, which the store holds (schema v24: a sync's listing of a
+ * content it already had). Kept; where the recorded Xet hash is another, that one goes (the content is
+ * no longer offered through Xet) and the statement is marked refused. 1 then, 0, or HM_ERR_SQLITE.
+ * Writes only when something changes. */
+int catalog_xet_stated_set(struct catalog *c, const char *sha256, const char *xet_hash);
+/* Upstream's statement for content sha256: 0 with out (65 bytes) and *refused (the mirror's identity
+ * of the bytes names another), HM_ERR_NOT_FOUND or HM_ERR_SQLITE. */
+int catalog_xet_stated(struct catalog *c, const char *sha256, char *out, bool *refused);
+/* Up to max present contents, in sha256 order after `after` ("" or NULL: from the first), whose Xet
+ * hash the catalog does not know and whose statement is not refused: the identities left to compute
+ * (docs/protocols/xet.md, "Identities of older contents"). Their sha256 into out, sizes into sizes;
+ * *n of them (fewer than max: the end). 0 or HM_ERR_SQLITE. */
+int catalog_xet_unknown(struct catalog *c, const char *after, size_t max, char (*out)[65], int64_t *sizes,
+			size_t *n);
 /* The Xet hash recorded for content sha256 into out (65 bytes): 0, HM_ERR_NOT_FOUND or HM_ERR_SQLITE. */
 int catalog_blob_xet(struct catalog *c, const char *sha256, char *out);
 /* A content the store holds (present) that a snapshot of repo repo_id names and whose Xet hash is

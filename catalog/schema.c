@@ -64,6 +64,10 @@
  *  23  xet_dedup: the chunks of each stored content that the global dedup query (docs/protocols/xet.md,
  *      "Dedup") answers for: its first chunk and those whose hash is 0 mod 1024 (a thousandth of the
  *      others); a row goes with its blob's.
+ *  24  xet_stated: the Xet hash upstream states for a content the store already held when a sync
+ *      listed it (the tree's xetHash), and whether the mirror's own identity of the bytes names
+ *      another (refused: the content is then not offered through Xet, docs/protocols/xet.md,
+ *      "Identities of older contents"); a row goes with its blob's.
  *
  * Rules: a migration only ever moves from version N-1 to N; released migrations are never edited,
  * a change is a new entry at the end of `migrations`.
@@ -356,6 +360,15 @@ static const char *const migrations[] = {
 	 "CREATE INDEX xet_dedup_by_sha256 ON xet_dedup(sha256);"
 	 "CREATE TRIGGER xet_dedup_gone AFTER DELETE ON blobs BEGIN"
 	 "  DELETE FROM xet_dedup WHERE sha256 = old.sha256;"
+	 "END;"),
+	/* 23 -> 24 */
+	("CREATE TABLE xet_stated ("
+	 "  sha256   TEXT PRIMARY KEY,"
+	 "  xet_hash TEXT NOT NULL," /* upstream's xetHash for the content, in its text form */
+	 "  refused  INTEGER NOT NULL DEFAULT 0" /* 1: the mirror's identity of the bytes names another */
+	 ") WITHOUT ROWID;"
+	 "CREATE TRIGGER xet_stated_gone AFTER DELETE ON blobs BEGIN"
+	 "  DELETE FROM xet_stated WHERE sha256 = old.sha256;"
 	 "END;"),
 };
 

@@ -22,6 +22,7 @@
 #include "gitrepo.h"
 #include "maint.h"
 #include "progress.h"
+#include "store-xet.h"
 #include "store.h"
 #include "torrents.h"
 
@@ -158,6 +159,8 @@ struct verify_walk {
 	char (*bad)[65];
 	bool *missing;
 	size_t nbad, cap;
+	char (*learnt)[65];          /* contents whose identity the walk computed: recorded after it */
+	size_t nlearnt, lcap;
 };
 
 static int add_use(void *ud, const char *hub, const char *type, const char *name, const char *commit, const char *path)
@@ -180,6 +183,9 @@ void mirror_verify_report_release(struct mirror_verify_report *rep)
 	free(rep->damage);
 	rep->damage = NULL;
 	rep->ndamage = 0;
+	free(rep->xet_refused);
+	rep->xet_refused = NULL;
+	rep->nxet_refused = 0;
 }
 
 static int count_visit(void *ud, const char *sha256, int64_t size)
@@ -192,12 +198,29 @@ static int count_visit(void *ud, const char *sha256, int64_t size)
 	return 0;
 }
 
+/* Does content sha256 lack its Xet identity (no Xet hash recorded, or no identity file where one is
+ * kept), with nothing upstream said against it yet? Only a local store's: a bucket's is computed when a
+ * Xet client first asks for it. */
+static bool wants_identity(struct mirror_data *d, const char *sha256)
+{
+	char xh[65];
+	bool refused = false;
+
+	if (mirror_store_in_bucket(d->store))
+		return false;
+	if (!catalog_xet_stated(d->catalog, sha256, xh, &refused) && refused)
+		return false;   /* reported when it was found */
+	return catalog_blob_xet(d->catalog, sha256, xh) || mirror_store_xet_file_hash(d->store, sha256, xh);
+}
+
 static int verify_visit(void *ud, const char *sha256, int64_t size)
 {
 	struct verify_walk *v = ud;
-	bool ok = false;
+	bool ok = false, learn = wants_identity(v->d, sha256);
 	int64_t got = 0;
-	int r = mirror_store_check(v->d->store, sha256, &ok, &got);
+	/* it reads every byte anyway: an identity missing is computed in the same read */
+	int r = learn ? mirror_store_xet_check(v->d->store, sha256, NULL, NULL, &ok, &got)
+		      : mirror_store_check(v->d->store, sha256, &ok, &got);
 
 	v->done_n++;
 	v->done_bytes += size;
@@ -210,8 +233,15 @@ static int verify_visit(void *ud, const char *sha256, int64_t size)
 	} else {
 		v->rep->blobs_checked++;
 		v->rep->bytes_checked += got;
-		if (ok && got == size)
+		if (ok && got == size) {
+			if (learn) {
+				if (v->nlearnt == v->lcap)
+					v->learnt = xreallocarray(v->learnt, v->lcap = v->lcap ? 2 * v->lcap : 16,
+								  sizeof(*v->learnt));
+				snprintf(v->learnt[v->nlearnt++], 65, "%s", sha256);
+			}
 			return 0;
+		}
 		v->rep->corrupt++;
 		log_warn("verify", "blob %s is corrupt (%lld bytes, catalog says %lld); quarantined", sha256,
 			 (long long)got, (long long)size);
@@ -230,10 +260,35 @@ static int verify_visit(void *ud, const char *sha256, int64_t size)
 	return 0;
 }
 
+/* The identities the walk computed, recorded (Xet hash, dedup index) now that it is over; those whose
+ * Xet hash upstream states otherwise are reported instead. */
+static void record_identities(struct mirror_data *d, struct verify_walk *v)
+{
+	struct mirror_verify_report *rep = v->rep;
+
+	for (size_t i = 0; i < v->nlearnt; i++) {
+		struct mirror_verify_xet_refused *x;
+		bool refused;
+		int e = mirror_store_xet_record(d->store, d->catalog, v->learnt[i]);
+		if (!e) {
+			rep->xet_computed++;
+			continue;
+		}
+		if (e != HM_ERR_HASH_MISMATCH)
+			continue;   /* (warned) computed again when next asked */
+		rep->xet_refused = xreallocarray(rep->xet_refused, rep->nxet_refused + 1, sizeof(*rep->xet_refused));
+		x = &rep->xet_refused[rep->nxet_refused++];
+		memset(x, 0, sizeof(*x));
+		memcpy(x->sha256, v->learnt[i], 65);
+		catalog_xet_stated(d->catalog, x->sha256, x->stated, &refused);
+		mirror_store_xet_file_hash(d->store, x->sha256, x->ours);
+	}
+}
+
 int mirror_verify(struct mirror_data *d, struct mirror_verify_report *rep, const struct mirror_progress *progress,
 		  char **errmsg)
 {
-	struct verify_walk v = { d, rep, progress, 0, 0, 0, 0, NULL, NULL, 0, 0 };
+	struct verify_walk v = { d, rep, progress, 0, 0, 0, 0, NULL, NULL, 0, 0, NULL, 0, 0 };
 	int r;
 
 	memset(rep, 0, sizeof(*rep));
@@ -265,10 +320,13 @@ int mirror_verify(struct mirror_data *d, struct mirror_verify_report *rep, const
 		else
 			rep->repos_marked += m;
 	}
+	if (!r)
+		record_identities(d, &v);
 	if (r && errmsg)
 		*errmsg = r == HM_ERR_SQLITE ? xasprintf("catalog: %s", catalog_errmsg(d->catalog))
 					     : xasprintf("store: %s", err_str(r));
 	free(v.bad);
 	free(v.missing);
+	free(v.learnt);
 	return r;
 }

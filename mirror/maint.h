@@ -52,6 +52,13 @@ struct mirror_verify_damage {
 	size_t nuses;
 };
 
+/* A content whose Xet identity verify computed and upstream names otherwise (not offered through Xet). */
+struct mirror_verify_xet_refused {
+	char sha256[65];
+	char stated[65];             /* upstream's Xet hash for it */
+	char ours[65];               /* the one its bytes make */
+};
+
 struct mirror_verify_report {
 	int64_t blobs_checked;
 	int64_t bytes_checked;
@@ -60,12 +67,18 @@ struct mirror_verify_report {
 	int64_t repos_marked;        /* repos marked damaged (the next sync refetches) */
 	struct mirror_verify_damage *damage; /* owned: each bad content (mirror_verify_report_release) */
 	size_t ndamage;
+	int64_t xet_computed;        /* Xet identities computed in the same read (none known before) */
+	struct mirror_verify_xet_refused *xet_refused; /* owned: contents whose Xet hash upstream states otherwise */
+	size_t nxet_refused;
 };
 void mirror_verify_report_release(struct mirror_verify_report *rep);
 
 /* Re-hash every catalog blob (progress, if not NULL, hears of each: contents and bytes of the whole).
  * Corrupt ones are quarantined, and they and missing ones are handed to
- * the next sync to fetch again (catalog_blob_damaged). Returns 0 or an error (with *errmsg). */
+ * the next sync to fetch again (catalog_blob_damaged). A content of a local store whose Xet identity is
+ * not known gets it in the same read (docs/protocols/xet.md, "Identities of older contents"): its
+ * identity file, its Xet hash and dedup chunks recorded; or, where upstream states another Xet hash,
+ * it is reported and not offered through Xet. Returns 0 or an error (with *errmsg). */
 int mirror_verify(struct mirror_data *d, struct mirror_verify_report *rep, const struct mirror_progress *progress,
 		  char **errmsg);
 

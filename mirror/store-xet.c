@@ -10,6 +10,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <openssl/evp.h>
+
+#include "base/err.h"
 #include "base/hex.h"
 #include "base/log.h"
 #include "catalog/catalog.h"
@@ -315,13 +318,77 @@ static void record_dedup(const struct mirror_store *s, struct catalog *c, const 
 	xet_identity_free(&id);
 }
 
-void mirror_store_xet_record(const struct mirror_store *s, struct catalog *c, const char *sha256)
+int mirror_store_xet_record(const struct mirror_store *s, struct catalog *c, const char *sha256)
 {
-	char xh[XET_HEX_LEN + 1];
+	char xh[XET_HEX_LEN + 1], stated[XET_HEX_LEN + 1];
+	bool refused;
+	int r;
 
-	if (mirror_store_xet_file_hash(s, sha256, xh))
-		return;
-	if (catalog_blob_set_xet(c, sha256, xh))
+	if ((r = mirror_store_xet_file_hash(s, sha256, xh)) != 0)
+		return r;
+	r = catalog_blob_set_xet(c, sha256, xh);
+	if (r == HM_ERR_HASH_MISMATCH) {
+		if (!catalog_xet_stated(c, sha256, stated, &refused))
+			log_warn("store", "content %.12s: upstream states Xet hash %s, its bytes make %s: not offered "
+				 "through Xet", sha256, stated, xh);
+		return r;
+	}
+	if (r) {
 		log_warn("store", "catalog: %s", catalog_errmsg(c));
+		return r;
+	}
 	record_dedup(s, c, sha256);
+	return 0;
+}
+
+struct check_pass {
+	EVP_MD_CTX *md;
+	struct xet_identity *id;
+	int (*pace)(void *ud, size_t n);
+	void *ud;
+};
+
+static int check_update(void *ud, const void *data, size_t n)
+{
+	struct check_pass *p = ud;
+
+	EVP_DigestUpdate(p->md, data, n);
+	xet_identity_update(p->id, data, n);
+	return p->pace ? p->pace(p->ud, n) : 0;
+}
+
+int mirror_store_xet_check(struct mirror_store *s, const char *sha256, int (*pace)(void *ud, size_t n), void *ud,
+			   bool *ok, int64_t *size)
+{
+	char *blob = mirror__store_blob_local(s, sha256), got[65];
+	struct check_pass p = { EVP_MD_CTX_new(), xet_identity_new(), pace, ud };
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned int mdlen = 0;
+	int64_t total = 0;
+	int fd = blob ? open(blob, O_RDONLY | O_CLOEXEC) : -1, r;
+
+	if (fd < 0) {
+		r = blob ? -errno : -EINVAL;
+		goto out;
+	}
+	EVP_DigestInit_ex(p.md, EVP_sha256(), NULL);
+	r = mirror__store_read_chunks(fd, check_update, &p, &total);
+	posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);   /* a walk over the store should not evict the hot set */
+	if (r)
+		goto out;
+	EVP_DigestFinal_ex(p.md, md, &mdlen);
+	hex_encode(md, mdlen, got);
+	*ok = mdlen == 32 && !strcmp(got, sha256);
+	*size = total;
+	if (*ok) {
+		xet_identity_finish(p.id);
+		r = mirror__store_xet_save(s, sha256, p.id);
+	}
+out:
+	if (fd >= 0)
+		close(fd);
+	xet_identity_free(&p.id);
+	EVP_MD_CTX_free(p.md);
+	free(blob);
+	return r;
 }

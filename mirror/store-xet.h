@@ -14,6 +14,7 @@
 #define HM_MIRROR_STORE_XET_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 struct mirror_store;
@@ -39,9 +40,21 @@ int mirror_store_xet_identity(struct mirror_store *s, const char *sha256, struct
 int mirror_store_xet_file_hash(const struct mirror_store *s, const char *sha256, char *out);
 
 /* Record in catalog c the Xet hash of blob sha256 that its identity file states (catalog_blob_set_xet),
- * so listings and the CAS find it; nothing when there is no identity file. A warning on failure. */
+ * so listings and the CAS find it; nothing when there is no identity file. 0; -ENOENT (no identity
+ * file); HM_ERR_HASH_MISMATCH when upstream states another Xet hash for it (catalog_xet_stated_set:
+ * nothing recorded, the content is not offered through Xet, and a warning names both); another error
+ * (a warning). */
 struct catalog;
-void mirror_store_xet_record(const struct mirror_store *s, struct catalog *c, const char *sha256);
+int mirror_store_xet_record(const struct mirror_store *s, struct catalog *c, const char *sha256);
+
+/* Read blob sha256's local file once, hashing it with SHA-256 and computing its Xet identity in the same
+ * pass: *ok whether the bytes are the content, *size how many were read; when ok, the identity file is
+ * written (a content under 8 KiB gets none, as ever). pace, if not NULL, is called after each read
+ * of at most 1 MiB with its size, and a nonzero return stops the read and is returned (a background
+ * job's rate and its stop). 0, -ENOENT (no local file: with a bucket, not in the cache), or -errno.
+ * Blocking: verify, and serve's backfill on a thread of its own. */
+int mirror_store_xet_check(struct mirror_store *s, const char *sha256, int (*pace)(void *ud, size_t n), void *ud,
+			   bool *ok, int64_t *size);
 /* ... and with it, the chunks the global dedup query answers for (catalog_xet_dedup_set): the content's
  * first (and, where older chunkers cut it otherwise, its first as they cut it: the hash
  * @huggingface/hub asks for), and those this says are eligible, as the spec's: the hash's last 64-bit

@@ -34,6 +34,7 @@
 #include "hub/hub.h"
 #include "hub/select.h"
 #include "hub/upstream.h"
+#include "store-xet.h"
 #include "store.h"
 #include "sync.h"
 #include "torrents.h"
@@ -123,6 +124,24 @@ static void select_files(struct srepo *r)
 
 /* ---- listings ---------------------------------------------------------------------------------- */
 
+/* A content the store holds whose Xet hash upstream states: kept for its identity's check (the
+ * identity of a content stored before the mirror computed them is computed later: verify, serve), and
+ * where the one the mirror knows is another, said and no longer offered through Xet. */
+static void note_xet_stated(struct mirror__sync *s, const struct hub_file *f)
+{
+	char known[65];
+	int r;
+
+	if (!f->xet_hash[0])
+		return;
+	r = catalog_xet_stated_set(s->d->catalog, f->sha256, f->xet_hash);
+	if (r < 0)
+		log_warn("sync", "catalog: %s", catalog_errmsg(s->d->catalog));
+	else if (r == 1 && !mirror_store_xet_file_hash(s->d->store, f->sha256, known))
+		log_warn("sync", "content %.12s (%s): upstream states Xet hash %s, its bytes make %s: not offered "
+			 "through Xet", f->sha256, f->path, f->xet_hash, known);
+}
+
 static void plan_repo(struct srepo *r)
 {
 	struct mirror__sync *s = r->s;
@@ -148,12 +167,17 @@ static void plan_repo(struct srepo *r)
 			if (mirror_store_has(s->d->store, f->sha256, f->size) &&
 			    catalog_blob_public_or_own(c, f->sha256, r->cr->id, NULL, NULL) &&
 			    catalog_blob_from_upstream(c, f->sha256)) {
+				note_xet_stated(s, f);
 				memcpy(r->wants[i].sha256, f->sha256, 65);
 				r->pending--;
 				continue;
 			}
 			if (s->cfg->provisional) {
-				/* named now, fetched when a client first asks (or by the next sync) */
+				/* named now, fetched when a client first asks (or by the next sync): upstream's Xet
+				 * hash kept for that fetch (docs/protocols/xet.md, "On-demand fetches through Xet") */
+				if (f->lfs && f->xet_hash[0] &&
+				    catalog_xet_stated_set(c, f->sha256, f->xet_hash) < 0)
+					log_warn("sync", "catalog: %s", catalog_errmsg(c));
 				memcpy(r->wants[i].sha256, f->sha256, 65);
 				r->wants[i].absent = !mirror_store_has(s->d->store, f->sha256, f->size);
 				r->pending--;

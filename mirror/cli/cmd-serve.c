@@ -390,6 +390,9 @@ int cli_serve_prepare(int argc, char **argv, struct cli_serve_prep *p)
 		CLI_FN("shutdown-grace", &cfg->shutdown_grace_ms, take_grace, "S",
 		       "on SIGTERM/SIGINT, stop taking connections and let answers in flight\n"
 		       "finish for up to S seconds (default 10; 0: stop at once)"),
+		CLI_RATE("xet-backfill", &cfg->xet_backfill_rate, "BYTES/S",
+			 "compute the Xet identities of contents stored without one (an older\n"
+			 "hubmirror's) in the background, reading at most this fast (32M; 0: not)"),
 		CLI_STR("tls-cert", &cfg->tls_cert, "FILE",
 			"HTTPS on the same port (PEM certificate chain, its key in\n"
 			"--tls-key); plain HTTP still answers there. SIGHUP loads them again"),
@@ -406,6 +409,7 @@ int cli_serve_prepare(int argc, char **argv, struct cli_serve_prep *p)
 	p->auth = -1;
 	cfg->data_dir = mirror_data_default_dir();
 	cfg->shutdown_grace_ms = 10000;
+	cfg->xet_backfill_rate = 32000000;
 	cfg->listen = cli_listen_default(false);
 	cfg->p2p_listen = cli_listen_default(true);
 	cli_help_if_asked(self, argc, argv, flags); /* before the file: its help whatever the file holds */

@@ -64,6 +64,28 @@ static void print_lost(const char *sha256, const struct lost *l)
 	printf("\n");
 }
 
+static json_t *xet_refused_json(const struct mirror_verify_report *rep)
+{
+	json_t *a = json_array();
+
+	for (size_t i = 0; i < rep->nxet_refused; i++)
+		json_array_append_new(a, json_pack("{s:s, s:s, s:s}", "sha256", rep->xet_refused[i].sha256, "stated",
+						   rep->xet_refused[i].stated, "ours", rep->xet_refused[i].ours));
+	return a;
+}
+
+/* The Xet identities verify computed, and those upstream names otherwise. */
+static void print_xet(const struct mirror_verify_report *rep)
+{
+	for (size_t i = 0; i < rep->nxet_refused; i++)
+		printf("xet-hash  content %.12s: upstream states Xet hash %s, its bytes make %s: not offered through "
+		       "Xet\n", rep->xet_refused[i].sha256, rep->xet_refused[i].stated, rep->xet_refused[i].ours);
+	if (rep->xet_computed || rep->nxet_refused)
+		printf("verify: %lld Xet %s computed, %zu refused (upstream states another Xet hash)\n",
+		       (long long)rep->xet_computed, cli_plural(rep->xet_computed, "identity", "identities"),
+		       rep->nxet_refused);
+}
+
 int cmd_verify(int argc, char **argv)
 {
 	const struct cli_command *self = cli_find("verify");
@@ -117,6 +139,8 @@ int cmd_verify(int argc, char **argv)
 						       files, "lost", is_lost[i], "local_commits", lost[i].commits));
 			}
 			json_object_set_new(o, "damaged", dmg);
+			json_object_set_new(o, "xet_computed", json_integer(rep.xet_computed));
+			json_object_set_new(o, "xet_refused", xet_refused_json(&rep));
 			cli_print_json(o);
 			json_decref(o);
 		} else {
@@ -133,6 +157,7 @@ int cmd_verify(int argc, char **argv)
 				if (is_lost[i])
 					print_lost(dm->sha256, &lost[i]);
 			}
+			print_xet(&rep);
 			cli_human_size(rep.bytes_checked, b, sizeof(b));
 			printf("verify: %lld %s (%s) checked, %lld corrupt (quarantined), %lld missing%s",
 			       (long long)rep.blobs_checked, cli_plural(rep.blobs_checked, "blob", "blobs"), b,

@@ -150,7 +150,7 @@ const struct cli_command cli_commands[] = {
 	 "       [--hf-token-file FILE] [--ms-token-file FILE]]\n"
 	 "       [--header-timeout S] [--idle-timeout S] [--write-timeout S]\n"
 	 "       [--p2p-listen HOST:PORT|off] [--p2p-upload-limit BYTES/S] [--p2p-rescan S] [--p2p-super-seed]\n"
-	 "       [--search-budget MS] [--max-connections N] [--trusted-proxy ADDR[,ADDR...]]",
+	 "       [--search-budget MS] [--max-connections N] [--trusted-proxy ADDR[,ADDR...]] [--xet-backfill BYTES/S]",
 	 "run the mirror node: the Hugging Face API over the synced store, and the nightly sync",
 	 "Answers the Hugging Face Hub API (repo info, tree, paths-info, refs, resolve and raw with Range,\n"
 	 "listings) for the synced repositories, from the catalog and the store only: point clients at it\n"

@@ -65,6 +65,7 @@ static const struct config_key keys[] = {
 	{ "serve", "peer-mirrors", "peer-mirror", CONFIG_SERVE, false },
 	{ "serve", "on-demand-ttl", "on-demand-ttl", CONFIG_SERVE, false },
 	{ "serve", "on-demand-max-repos", "on-demand-max-repos", CONFIG_SERVE, false },
+	{ "serve", "xet-backfill", "xet-backfill", CONFIG_SERVE, false },
 	{ "hub", "local", "local", CONFIG_SERVE, false },
 	{ "hub", "quota", "local-quota", CONFIG_SERVE, false },
 	{ "hub", "write-body-max", "write-body-max", CONFIG_SERVE, false },

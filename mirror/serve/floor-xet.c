@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/err.h"
 #include "base/hex.h"
 #include "base/log.h"
 #include "base/xmalloc.h"
@@ -25,9 +26,15 @@ int mirror__xet_hash(struct mirror_routes *rt, const struct catalog_entry *e, ch
 	 * identity file says it (56 bytes read), and the catalog learns it for the next time */
 	if (mirror_store_xet_file_hash(rt->data->store, e->sha256, out))
 		return -1;
-	if (catalog_blob_set_xet(rt->data->catalog, e->sha256, out))
+	switch (catalog_blob_set_xet(rt->data->catalog, e->sha256, out)) {
+	case 0:
+		return 0;
+	case HM_ERR_HASH_MISMATCH:
+		return -1;   /* upstream names these bytes otherwise: plain HTTP only */
+	default:
 		log_warn("serve", "catalog: %s", catalog_errmsg(rt->data->catalog));
-	return 0;
+		return 0;
+	}
 }
 
 void mirror__xet_headers(struct httpd_req *req, const char *type, const char *name, const char *commit,

@@ -18,6 +18,8 @@
 #define COMPLETIONS_MAX 2      /* child syncs completing a snapshot at once */
 #define STALL_S 120            /* a followed partial file that does not grow for this long is given up */
 #define TRIED_SLOTS 256
+#define OD_XET_TURN (1 << 20)  /* stored chunks a Xet fetch reads on the loop in one turn: then requests go */
+#define OD_XET_BAD 16          /* contents whose Xet bytes failed the proof, fetched plain from then on */
 
 struct fetch;
 struct hub_http;
@@ -67,6 +69,12 @@ struct mirror_ondemand {
 	size_t nclients;
 	uint64_t refused_busy, refused_rate, refused_quota;
 	uint64_t repos_tracked, listings_failed, fetches_total, fetches_failed, bytes_fetched;
+	uv_idle_t xet_idle;            /* runs the Xet fetches that gave the loop back (xet_wait) */
+	bool xet_idle_on;
+	struct fetch *xet_wait;
+	bool stopping;
+	char xet_bad[OD_XET_BAD][65];
+	size_t xet_bad_next;
 };
 
 /* "hf:org/name", "ms:datasets/org/name": the spec as the log and the catalog's options say it. */

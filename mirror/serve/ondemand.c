@@ -38,6 +38,7 @@
 #include "mirror/store-xet.h"
 #include "mirror/store.h"
 #include "mirror/sync.h"
+#include "mirror/xet-fetch.h"
 #include "ondemand.h"
 #include "routes-int.h"
 
@@ -133,6 +134,9 @@ int mirror_ondemand_new(uv_loop_t *loop, const struct mirror_ondemand_config *cf
 	uv_timer_init(loop, &od->sweep);
 	od->sweep.data = od;
 	od->sweep_on = true;
+	uv_idle_init(loop, &od->xet_idle);
+	od->xet_idle.data = od;
+	od->xet_idle_on = true;
 	*out = od;
 	return 0;
 }
@@ -162,6 +166,11 @@ struct fetch {
 	int64_t repo_id;               /* whose request it is: its verified bytes count as its fetch */
 	bool own_bytes;                /* this process's writer verified them (not followed) */
 	bool xet_stated;               /* upstream stated the Xet hash the writer checked */
+	int64_t from;                  /* where the plain request's range starts */
+	char *url;                     /* owned: the plain file URL upstream */
+	enum hub_kind kind;
+	struct mirror_xet_fetch *xet;  /* the transfer through Xet, or NULL */
+	struct fetch *next_wait;       /* in od->xet_wait: a Xet transfer giving the loop back */
 };
 
 static void fetch_unref(struct fetch *f)
@@ -176,6 +185,8 @@ static void fetch_unref(struct fetch *f)
 			break;
 		}
 	mirror_store_writer_abort(&f->w, true);
+	mirror_xet_fetch_free(&f->xet);
+	free(f->url);
 	free(f->part_path);
 	free(f->spec);
 	free(f);
@@ -212,17 +223,17 @@ static int fetch_on_response(void *ud, const struct hub_http_resp *resp)
 		mirror_store_writer_expect_xet(f->w, resp->xet_hash);
 		f->xet_stated = hex_is_lower(resp->xet_hash, 64);
 	}
-	if (resp->status == 206 && f->have > 0) {
+	if (resp->status == 206 && f->from > 0) {
 		char want[40];
-		int n = snprintf(want, sizeof(want), "bytes %lld-", (long long)f->have);
+		int n = snprintf(want, sizeof(want), "bytes %lld-", (long long)f->from);
 		return !resp->content_range || strncmp(resp->content_range, want, (size_t)n) ? HM_ERR_UPSTREAM : 0;
 	}
 	if (resp->status == 200) {
-		if (f->have > 0) {
+		if (f->from > 0) {
 			int r = mirror_store_writer_truncate(f->w); /* upstream ignored the Range */
 			if (r)
 				return r;
-			f->have = 0;
+			f->have = f->from = 0;
 		}
 		return 0;
 	}
@@ -254,32 +265,50 @@ static void commit_after(uv_work_t *wk, int status)
 
 	(void)status;
 	f->own_bytes = !f->commit_result;
+	if (f->xet && !f->commit_result && mirror_xet_fetch_record(f->xet, f->sha256))
+		log_warn("ondemand", "catalog: %s", catalog_errmsg(f->rt->data->catalog));
+	mirror_xet_fetch_free(&f->xet);
 	fetch_end(f, f->commit_result ? FETCH_FAILED : FETCH_OK, f->commit_result ? err_str(f->commit_result) : NULL);
+	fetch_unref(f);
+}
+
+static void xet_remember_bad(struct mirror_ondemand *od, const char *sha256);
+
+/* Every byte is in: checked (sha256, and the Xet hash the writer was told), then committed on a
+ * worker; the transfer's reference goes with it. */
+static void fetch_verify(struct fetch *f)
+{
+	int r = mirror_store_writer_check(f->w); /* the hash, finished: quick */
+
+	if (!r) {
+		/* verified: the clients take their last bytes now; the disk work goes to a worker */
+		f->state = FETCH_VERIFIED;
+		f->work.data = f;
+		if (!uv_queue_work(f->od->loop, &f->work, commit_work, commit_after))
+			return; /* commit_after drops the transfer's reference */
+		commit_work(&f->work);
+		commit_after(&f->work, 0);
+		return;
+	}
+	if (f->xet) {
+		xet_remember_bad(f->od, f->sha256);   /* the next client's fetch is plain */
+		mirror_xet_fetch_free(&f->xet);
+	}
+	r = mirror_store_writer_commit(&f->w, NULL); /* drops the wrong bytes */
+	fetch_end(f, FETCH_FAILED, err_str(r));
 	fetch_unref(f);
 }
 
 static void fetch_on_done(void *ud, int result, const struct hub_http_resp *resp, const char *body, size_t len)
 {
 	struct fetch *f = ud;
-	int r;
 
 	(void)body;
 	(void)len;
 	f->req = NULL;
 	if (!result && (resp->status == 200 || resp->status == 206)) {
-		r = mirror_store_writer_check(f->w); /* the hash, finished: quick */
-		if (!r) {
-			/* verified: the clients take their last bytes now; the disk work goes to a worker */
-			f->state = FETCH_VERIFIED;
-			f->work.data = f;
-			if (!uv_queue_work(f->od->loop, &f->work, commit_work, commit_after))
-				return; /* commit_after drops the transfer's reference */
-			commit_work(&f->work);
-			commit_after(&f->work, 0);
-			return;
-		}
-		r = mirror_store_writer_commit(&f->w, NULL); /* drops the wrong bytes */
-		fetch_end(f, FETCH_FAILED, err_str(r));
+		fetch_verify(f);
+		return;
 	} else {
 		/* kept for a resume (the next client, or the sync) */
 		fetch_end(f, FETCH_FAILED, result ? err_str(result) : "upstream refused");
@@ -427,30 +456,150 @@ fail:
 	return NULL;
 }
 
-/* Asks in's upstream for the content from the bytes f has; the transfer holds a reference while it
- * runs. A URL that makes no request fails the fetch. */
-static void fetch_request(struct fetch *f, const struct mirror_ondemand_file *in)
+/* ---- through Xet (docs/protocols/xet.md, "On-demand fetches through Xet") ---- */
+
+static bool fetch_plain(struct fetch *f, int64_t from);
+
+static void xet_on_bytes(void *ud, int64_t fetched, int64_t written)
+{
+	struct fetch *f = ud;
+
+	(void)written;
+	f->have = mirror_store_writer_flushed(f->w);   /* what the clients following may take */
+	f->od->bytes_fetched += (uint64_t)fetched;
+}
+
+static void xet_on_idle(uv_idle_t *h)
+{
+	struct mirror_ondemand *od = h->data;
+	struct fetch *f = od->xet_wait;
+
+	od->xet_wait = NULL;
+	uv_idle_stop(h);
+	while (f) {
+		struct fetch *next = f->next_wait;
+		f->next_wait = NULL;
+		mirror_xet_fetch_resume(f->xet);
+		f = next;
+	}
+}
+
+/* After OD_XET_TURN bytes of stored chunks (read on the loop), the loop's other work goes first. */
+static void xet_on_yield(void *ud, struct mirror_xet_fetch *x)
+{
+	struct fetch *f = ud;
+
+	(void)x;
+	f->next_wait = f->od->xet_wait;
+	f->od->xet_wait = f;
+	uv_idle_start(&f->od->xet_idle, xet_on_idle);
+}
+
+static void xet_remember_bad(struct mirror_ondemand *od, const char *sha256)
+{
+	snprintf(od->xet_bad[od->xet_bad_next++ % OD_XET_BAD], 65, "%s", sha256);
+}
+
+static bool xet_known_bad(const struct mirror_ondemand *od, const char *sha256)
+{
+	for (size_t i = 0; i < OD_XET_BAD; i++)
+		if (!strcmp(od->xet_bad[i], sha256))
+			return true;
+	return false;
+}
+
+/* The Xet transfer ended: the file is in the writer (proven as any), or the plain path goes on from
+ * what the writer holds. Bytes that fail the proof are dropped and the content is not tried through
+ * Xet again by this serve: the next client's fetch is plain. */
+static void xet_on_end(void *ud, struct mirror_xet_fetch *x, int fail, const char *why)
+{
+	struct fetch *f = ud;
+
+	(void)x;
+	if (!fail) {
+		fetch_verify(f);   /* (records the chunks once committed) */
+		return;
+	}
+	log_info("ondemand", "%s: content %.12s: Xet: %s; %s", f->spec, f->sha256, why ? why : err_str(fail),
+		 f->od->stopping ? "stopping" : "over plain HTTP");
+	mirror_xet_fetch_free(&f->xet);   /* (why was its: not used past here) */
+	f->have = mirror_store_writer_flushed(f->w);
+	if (f->od->stopping || !fetch_plain(f, mirror_store_writer_offset(f->w))) {
+		fetch_end(f, FETCH_FAILED, f->od->stopping ? "serve is stopping" : "no plain request after Xet");
+		fetch_unref(f);
+	}
+}
+
+/* Through Xet, when the listing kept upstream's Xet hash for the content (a Hugging Face LFS file) and
+ * nothing refused it; the writer then checks that hash too. Not for an untrusted client's fetch (its
+ * bytes come from its own upstream's plain file, every one). true when started. */
+static bool fetch_xet(struct fetch *f, const struct mirror_ondemand_file *in)
 {
 	struct mirror_ondemand *od = f->od;
-	enum hub_kind k = strcmp(in->hub, "ms") ? HUB_HF : HUB_MS;
-	struct hub_spec spec = { .hub = k, .type = strcmp(in->type, "dataset") ? HUB_MODEL : HUB_DATASET,
-				 .name = (char *)in->name, .revision = (char *)in->revision };
-	char *url = hub_file_url(od->client, &spec, in->commit, in->path);
+	char xh[65], *base, *name, *url;
+	bool refused = true;
+	struct mirror_xet_fetch_host h = {
+		.http = od->http, .catalog = f->rt->data->catalog, .store = f->rt->data->store, .w = f->w,
+		.token = hub_client_token(od->client, HUB_HF), .xet_hash = xh, .size = f->size,
+		.local_turn = OD_XET_TURN, .on_bytes = xet_on_bytes, .yield = xet_on_yield, .on_end = xet_on_end,
+		.ud = f,
+	};
+
+	if (f->kind != HUB_HF || in->untrusted || !in->commit || xet_known_bad(od, f->sha256) ||
+	    catalog_xet_stated(f->rt->data->catalog, f->sha256, xh, &refused) || refused)
+		return false;
+	base = hub_client_base(od->client, HUB_HF);
+	name = hub_url_escape(in->name, true);
+	url = xasprintf("%s/api/%s/%s/xet-read-token/%s", base, strcmp(in->type, "dataset") ? "models" : "datasets",
+			name, in->commit);
+	mirror_store_writer_expect_xet(f->w, xh);
+	f->xet_stated = true;
+	h.token_url = url;
+	f->refs = 1;   /* the transfer's, which an immediate end below may drop */
+	mirror_xet_fetch_start(&h, &f->xet);
+	free(url);
+	free(name);
+	free(base);
+	return true;
+}
+
+/* Asks upstream for the content over plain HTTP from byte `from` (f->url). false when the URL makes no
+ * request. */
+static bool fetch_plain(struct fetch *f, int64_t from)
+{
+	struct mirror_ondemand *od = f->od;
 	struct hub_http_req_opts o = {
-		.url = url,
-		.token = hub_client_token(od->client, k),
-		.token_cookie = k == HUB_MS ? "m_session_id" : NULL,
-		.range_start = f->have,
+		.url = f->url,
+		.token = hub_client_token(od->client, f->kind),
+		.token_cookie = f->kind == HUB_MS ? "m_session_id" : NULL,
+		.range_start = from,
 		.on_response = fetch_on_response,
 		.on_body = fetch_on_body,
 		.on_done = fetch_on_done,
 		.ud = f,
 	};
 
+	f->from = from;
+	f->req = f->url ? hub_http_request(od->http, &o) : NULL;
+	return f->req != NULL;
+}
+
+/* Asks in's upstream for the content from the bytes f has: through Xet where the listing said
+ * upstream's Xet hash (ondemand-xet part below), else over plain HTTP; the transfer holds a reference
+ * while it runs. A URL that makes no request fails the fetch. */
+static void fetch_request(struct fetch *f, const struct mirror_ondemand_file *in)
+{
+	struct mirror_ondemand *od = f->od;
+	struct hub_spec spec = { .hub = strcmp(in->hub, "ms") ? HUB_HF : HUB_MS,
+				 .type = strcmp(in->type, "dataset") ? HUB_MODEL : HUB_DATASET,
+				 .name = (char *)in->name, .revision = (char *)in->revision };
+
+	f->kind = spec.hub;
+	f->url = hub_file_url(od->client, &spec, in->commit, in->path);
 	log_info("ondemand", "%s: fetching %s (%lld bytes) for a client", f->spec, in->path, (long long)in->size);
-	f->req = hub_http_request(od->http, &o);
-	free(url);
-	if (f->req)
+	if (fetch_xet(f, in))
+		return;   /* (it holds the transfer's reference) */
+	if (fetch_plain(f, f->have))
 		f->refs = 1;
 	else
 		fetch_end(f, FETCH_FAILED, "bad upstream URL");
@@ -752,17 +901,34 @@ void mirror_ondemand_stop(struct mirror_ondemand *od, uv_loop_t *loop)
 		uv_close((uv_handle_t *)&od->sweep, NULL);
 		od->sweep_on = false;
 	}
+	od->stopping = true;
+	if (od->xet_idle_on) {
+		/* the Xet transfers waiting for their next turn end here (partial files kept) */
+		while (od->xet_wait) {
+			struct fetch *f = od->xet_wait;
+			od->xet_wait = f->next_wait;
+			f->next_wait = NULL;
+			mirror_xet_fetch_free(&f->xet);
+			fetch_end(f, FETCH_FAILED, "serve is stopping");
+			fetch_unref(f);
+		}
+		uv_close((uv_handle_t *)&od->xet_idle, NULL);
+		od->xet_idle_on = false;
+	}
 	if (!od->http)
 		return;
-	for (struct fetch *f = od->fetches; f; f = f->next)
+	for (struct fetch *f = od->fetches; f; f = f->next) {
 		if (f->req)
 			hub_http_cancel(f->req);
+		if (f->xet)
+			mirror_xet_fetch_cancel(f->xet);
+	}
 	/* a cancelled transfer ends through its on_done, from a timer due at once: run the loop until
 	 * every one has (partial files kept for a resume) */
 	for (int i = 0; busy && i < 1000; i++) {
 		busy = false;
 		for (struct fetch *f = od->fetches; f; f = f->next)
-			busy |= f->req != NULL;
+			busy |= f->req != NULL || mirror_xet_fetch_busy(f->xet);
 		if (busy)
 			uv_run(loop, UV_RUN_NOWAIT);
 	}
@@ -782,6 +948,8 @@ void mirror_ondemand_free(struct mirror_ondemand **odp)
 		struct fetch *f = od->fetches;
 		od->fetches = f->next;
 		mirror_store_writer_abort(&f->w, true);
+		mirror_xet_fetch_free(&f->xet);
+		free(f->url);
 		free(f->part_path);
 		free(f->spec);
 		free(f);

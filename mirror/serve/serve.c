@@ -23,6 +23,7 @@
 #include "ondemand.h"
 #include "seeder.h"
 #include "serve.h"
+#include "xet-backfill.h"
 
 /* A sync child's report (its stdout), read line by line into serve's log: each line gets the log's
  * time and level. One per run, freed when its pipe closes (or at the end, after the last loop run). */
@@ -69,6 +70,7 @@ struct server {
 	struct mirror_seeder *seeder;
 	struct mirror_ondemand *ondemand;
 	struct mirror_access *access;
+	struct mirror_xet_backfill *xet_backfill; /* the Xet identities the store lacks (xet-backfill.h) */
 	bool loop_open;             /* the loop is initialized: server_close runs it down and closes it */
 };
 
@@ -777,6 +779,7 @@ static void server_close(struct server *s)
 	}
 	mirror_routes_free(&s->routes); /* after the workers: they use its catalog connections */
 	mirror_ondemand_free(&s->ondemand); /* after the workers too: listings use it */
+	mirror_xet_backfill_stop(&s->xet_backfill); /* its thread uses the store */
 	mirror_data_free(&s->data);
 	free(s->spill_dir);
 	mirror_access_free(&s->access);
@@ -805,6 +808,11 @@ int mirror_serve(const struct mirror_serve_config *cfg, char **errmsg)
 	r = start_seeder(&s, errmsg);
 	if (r)
 		goto out;
+	r = mirror_xet_backfill_start(s.data, cfg->xet_backfill_rate, &s.xet_backfill);
+	if (r) {
+		*errmsg = xasprintf("cannot start computing Xet identities: %s", err_str(r));
+		goto out;
+	}
 	start_handles(&s);
 	announce(&s);
 	advertise_admin(&s, true);

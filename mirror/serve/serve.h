@@ -62,6 +62,8 @@ struct mirror_serve_config {
 	const char *ms_token;
 	const char *hf_token_file;  /* where they came from (handed to the syncs on-demand starts) */
 	const char *ms_token_file;
+	int64_t xet_backfill_rate;  /* bytes/s at which the Xet identities the store lacks are computed in
+				     * the background (xet-backfill.h); 0: not */
 	unsigned shutdown_grace_ms; /* on SIGTERM, how long answers in flight may take to finish; 0: stop
 				     * at once (cmd-serve's default is 10 s) */
 };

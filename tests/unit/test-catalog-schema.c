@@ -180,6 +180,7 @@ TEST(search_ranks_and_forgets_removed)
 			 "DROP TABLE holds; DROP TABLE oci_tars; DROP TRIGGER blob_xet_gone; DROP TABLE blob_xet;"
 			 "DROP TRIGGER xet_ranges_gone; DROP TABLE xet_ranges;"
 			 "DROP TRIGGER xet_dedup_gone; DROP TABLE xet_dedup;"
+			 "DROP TRIGGER xet_stated_gone; DROP TABLE xet_stated;"
 			 "UPDATE repos SET sync_status = 'ok', last_sync_at = 77 WHERE name = 'acme/qwen-coder';"
 			 "UPDATE repos SET removed_at = 5 WHERE name = 'zed/poetry-bot';"
 			 "INSERT INTO repo_fts (rowid, name) SELECT id, name FROM repos WHERE name = 'zed/poetry-bot';"

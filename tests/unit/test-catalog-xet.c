@@ -1,7 +1,8 @@
 /*
  * test-catalog-xet.c - where the chunks of upstream's xorbs lie in the store (schema v22, xet_ranges;
  * docs/protocols/xet.md, "Sync through Xet"): recorded in one go, found only in a content the store
- * holds (present), pointed at the newest place when recorded twice, and gone with their blob.
+ * holds (present), pointed at the newest place when recorded twice, and gone with their blob; and the
+ * Xet hash upstream states for a content stored before its identity (v24, xet_stated).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -78,11 +79,61 @@ TEST(ranges_found_in_present_blobs_and_gone_with_them)
 	free(path);
 }
 
+/* v24: what upstream states for a content stored before its identity, and what it refuses */
+TEST(stated_hash_checks_what_is_recorded)
+{
+	char *path = xasprintf("%s/stated.db", dir), *err = NULL, out[65], shas[4][65];
+	struct catalog *c = NULL;
+	int64_t sizes[4];
+	bool refused = true;
+	size_t n = 9;
+
+	CHECK_INT(catalog_open(path, &c, &err), 0);
+	CHECK_INT(exec_sql(path, "INSERT INTO blobs (sha256, size, stored_at, present) VALUES "
+				 "('" SHA_A "', 79000, 1, 1), ('" SHA_B "', 9005, 1, 1)"),
+		  SQLITE_OK);
+	/* both unknown: both left to compute, in sha256 order, from after the cursor */
+	CHECK_INT(catalog_xet_unknown(c, "", 4, shas, sizes, &n), 0);
+	CHECK(n == 2 && !strcmp(shas[0], SHA_A) && !strcmp(shas[1], SHA_B) && sizes[1] == 9005);
+	CHECK_INT(catalog_xet_unknown(c, SHA_A, 4, shas, sizes, &n), 0);
+	CHECK(n == 1 && !strcmp(shas[0], SHA_B));
+	/* upstream states H1 for A, not yet known: kept, nothing refused */
+	CHECK_INT(catalog_xet_stated_set(c, SHA_A, H1), 0);
+	CHECK_INT(catalog_xet_stated(c, SHA_A, out, &refused), 0);
+	CHECK(!strcmp(out, H1) && !refused);
+	/* our bytes make H2: not recorded, the statement refused, and A no longer left to compute */
+	CHECK_INT(catalog_blob_set_xet(c, SHA_A, H2), HM_ERR_HASH_MISMATCH);
+	CHECK_INT(catalog_blob_xet(c, SHA_A, out), HM_ERR_NOT_FOUND);
+	CHECK_INT(catalog_xet_stated(c, SHA_A, out, &refused), 0);
+	CHECK(refused);
+	CHECK_INT(catalog_xet_unknown(c, "", 4, shas, sizes, &n), 0);
+	CHECK(n == 1 && !strcmp(shas[0], SHA_B));
+	/* B recorded as H2, then upstream states H1: the record goes, refused */
+	CHECK_INT(catalog_blob_set_xet(c, SHA_B, H2), 0);
+	CHECK_INT(catalog_xet_stated_set(c, SHA_B, H2), 0);
+	CHECK_INT(catalog_blob_xet(c, SHA_B, out), 0);
+	CHECK_INT(catalog_xet_stated_set(c, SHA_B, H1), 1);
+	CHECK_INT(catalog_blob_xet(c, SHA_B, out), HM_ERR_NOT_FOUND);
+	CHECK_INT(catalog_xet_unknown(c, "", 4, shas, sizes, &n), 0);
+	CHECK_INT((int)n, 0);
+	/* a statement that agrees with the bytes: recorded */
+	CHECK_INT(catalog_xet_stated_set(c, SHA_A, H2), 0);
+	CHECK_INT(catalog_blob_set_xet(c, SHA_A, H2), 0);
+	CHECK_INT(catalog_blob_xet(c, SHA_A, out), 0);
+	/* gone with the blob */
+	CHECK_INT(exec_sql(path, "DELETE FROM blobs WHERE sha256 = '" SHA_A "'"), SQLITE_OK);
+	CHECK_INT(catalog_xet_stated(c, SHA_A, out, &refused), HM_ERR_NOT_FOUND);
+	catalog_free(&c);
+	free(err);
+	free(path);
+}
+
 int main(void)
 {
 	if (!mkdtemp(dir))
 		return 1;
 	RUN(ranges_found_in_present_blobs_and_gone_with_them);
+	RUN(stated_hash_checks_what_is_recorded);
 	{
 		char *rm = xasprintf("rm -rf %s", dir);
 		if (system(rm) != 0)
