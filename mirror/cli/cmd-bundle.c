@@ -93,6 +93,7 @@ int cmd_export(int argc, char **argv)
 	bool all = false;
 	int r = CLI_OK;
 	const struct cli_flag flags[] = {
+		CLI_STORE,
 		CLI_STR("data", &dir, "DIR", "data directory (default $HUBMIRROR_DATA or /var/lib/hubmirror)"),
 		CLI_STR("output", &out, "FILE", "the bundle (written through a temporary file, renamed at the end)"),
 		CLI_STR("since", &since, "BUNDLE|DATE",
@@ -188,6 +189,7 @@ int cmd_import(int argc, char **argv)
 	char *err = NULL, size[32];
 	int r = CLI_OK;
 	const struct cli_flag flags[] = {
+		CLI_STORE,
 		CLI_STR("data", &dir, "DIR", "data directory (default $HUBMIRROR_DATA or /var/lib/hubmirror)"),
 		CLI_BOOL("wait", &wait, "wait for a running sync instead of failing"),
 		CLI_BOOL("json", &json, "print each bundle's report as JSON"),

@@ -37,6 +37,7 @@ int cmd_search(int argc, char **argv)
 	int limit = 50, r = CLI_OK;
 	int64_t total = 0;
 	const struct cli_flag flags[] = {
+		CLI_STORE,
 		CLI_STR("data", &dir, "DIR",
 			"search the local catalog (default $HUBMIRROR_DATA or /var/lib/hubmirror)"),
 		CLI_STR("mirror", &mirror, "URL",

@@ -309,6 +309,7 @@ int cli_serve_prepare(int argc, char **argv, struct cli_serve_prep *p)
 	const struct cli_command *self = cli_find("serve");
 	struct mirror_serve_config *cfg = &p->cfg;
 	const struct cli_flag flags[] = {
+		CLI_STORE,
 		CLI_STR("data", &cfg->data_dir, "DIR",
 			"data directory (default $HUBMIRROR_DATA or /var/lib/hubmirror)"),
 		CLI_FN("listen", &cfg->listen, take_address, "HOST:PORT",
