@@ -56,7 +56,7 @@ int mirror_share_id(struct mirror_data *d, char out[33])
 		r = -EINVAL;
 out:
 	if (r)
-		log_warn("gc", "%s: %s", p, r == -EINVAL ? "not a mirror id (32 lowercase hex)" : err_str(r));
+		log_warn("store", "%s: %s", p, r == -EINVAL ? "not a mirror id (32 lowercase hex)" : err_str(r));
 	free(text);
 	free(tmp);
 	free(p);
