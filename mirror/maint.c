@@ -95,6 +95,11 @@ static int gc_visit(void *ud, const char *name, const char *path, int64_t age_s)
 		if (known)
 			return 0;
 	}
+	/* (a dry run does not reap: what another mirror names is counted as a reap would) */
+	if (g->dry_run && g->share && hex_is_lower(name, 64) && mirror_share_names(g->share, name)) {
+		g->rep->bucket_kept_shared++;
+		return 0;
+	}
 	/* Not a blob the catalog knows nor a writer holds (or not a blob name at all): an orphan. */
 	if (!g->dry_run && (hex_is_lower(name, 64) ? gc_reap(g, name) : unlink(path) < 0))
 		return 0;
@@ -104,10 +109,11 @@ static int gc_visit(void *ud, const char *name, const char *path, int64_t age_s)
 }
 
 /* With a bucket, before anything goes: this mirror's live set written (what its catalog names now, the
- * dead contents no longer), the others' read, and the cutoff of the young set for the reaps. */
-static int gc_share(struct gc_walk *g, int64_t grace_s, char **errmsg)
+ * dead contents no longer; not in a dry run), the others' read, and the cutoff of the young set for the
+ * reaps. */
+static int gc_share(struct gc_walk *g, int64_t grace_s, bool dry_run, char **errmsg)
 {
-	int r = mirror_share_publish(g->d, errmsg);
+	int r = dry_run ? 0 : mirror_share_publish(g->d, errmsg);
 
 	if (!r)
 		r = mirror_share_load(g->d, grace_s, &g->share, errmsg);
@@ -152,12 +158,17 @@ int mirror_gc(struct mirror_data *d, int keep, int64_t partial_max_age_s, int64_
 	}
 	rep->snapshots_dropped = st.snapshots_dropped;
 	rep->bytes_freed = st.bytes_dropped;
-	if (!dry_run && mirror_store_in_bucket(d->store) && (r = gc_share(&g, grace_s, errmsg)) != 0) {
+	if (mirror_store_in_bucket(d->store) && (r = gc_share(&g, grace_s, dry_run, errmsg)) != 0) {
 		free(dead);
 		return r;
 	}
-	/* (with a bucket, the walk below reaps them: every object there is one it sees) */
-	for (size_t i = 0; !g.share && i < ndead; i++) {
+	/* (with a bucket, the walk below reaps them: every object there is one it sees; in a dry run the
+	 * catalog still names them, and the walk does not count them) */
+	for (size_t i = 0; (!g.share || dry_run) && i < ndead; i++) {
+		if (dry_run && g.share && mirror_share_names(g.share, dead[i])) {
+			rep->bucket_kept_shared++;
+			continue;
+		}
 		if (dry_run) {
 			rep->blobs_removed++;
 			continue;

@@ -83,6 +83,10 @@ check "B's live set names its contents" live_b
 
 # A stops tracking acme/one and collects: what only it named goes, the rest stays
 check "A removes acme/one" "$HUBMIRROR" remove --data "$A" --store "$URL" hf:acme/one
+"$HUBMIRROR" gc --data "$A" --store "$URL" --keep 1 --grace 0 --dry-run --json >"$T/gcA0.json" 2>"$T/gcA0.err"
+check "A's gc --dry-run says the same as the gc after it, and changes nothing" json_ok "$T/gcA0.json" \
+	"d['bucket_mirrors'] == 1 and d['bucket_kept_shared'] == $nB and d['blobs_removed'] == 2"
+check "(the content only A named is still there)" there "$only1"
 "$HUBMIRROR" gc --data "$A" --store "$URL" --keep 1 --grace 0 --json >"$T/gcA.json" 2>"$T/gcA.err"
 check "A's gc: one other mirror, whose contents (the shared among them) it keeps; two gone" json_ok "$T/gcA.json" \
 	"d['bucket_mirrors'] == 1 and d['bucket_kept_shared'] == $nB and d['blobs_removed'] == 2"
@@ -132,4 +136,6 @@ check "and B's contents are all still there" all_there "$T/filesB"
 # --store with a URL that is not one: said, at the option
 expect_status 1 "--store s3:/x is refused" "$HUBMIRROR" ls --data "$A" --store s3:/x 2>"$T/bad.err"
 check "the message names --store" grep -q '^hubmirror: --store: \[store\] url: ' "$T/bad.err"
+clean_logs() { ! grep -lE 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$T"/*.err "$T"/*.out 2>/dev/null; }
+check "no command said a sanitizer's report (the sanitized build)" clean_logs
 finish

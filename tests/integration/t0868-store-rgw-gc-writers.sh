@@ -3,9 +3,10 @@
 # counts on (docs/operations.md, section 8). gc runs in a loop at --grace 0 (no age protects anything:
 # only the writers' holds and the contents' locks) beside: a commit of 500 small files; rounds of the
 # same contents committed, read back and their repo deleted, so that gc takes them while the next
-# round's commit finds them in the bucket (and counts on them) or puts them again; and upload_folder's flow (three large objects, gc twice, then the
-# commit that names them). Every acknowledged file reads back byte for byte, verify reads every content
-# back from the bucket and finds none missing, and a gc that meets a content being put leaves it.
+# round's commit finds them in the bucket (and counts on them) or puts them again; and upload_folder's
+# flow (three objects, gc twice, then the commit that names them). Every acknowledged file reads back
+# byte for byte, verify reads every content back from the bucket and finds none missing, and a gc that
+# meets a content being put (its lock held) leaves it.
 . "$HM_SRC/tests/integration/lib.sh"
 need_ceph
 check "a Ceph cluster with its gateway starts" start_rgw
@@ -66,7 +67,9 @@ gc_between() {
 		"$HUBMIRROR" gc --grace 0 --wait --partial-age 0 --json >"$T/gc2.json" 2>&1
 	touch "$T/go"
 }
-on_uploaded=gc_between run "upload, gc, commit" upload-then-commit acme/shards "$T/go"
+# (three of a few MiB: a multipart one of 130 MiB, hashed twice and sent to the gateway, outlasts the
+# client's 120 s under the sanitizers at load 15; t0845 sends it to the local store)
+on_uploaded=gc_between run "upload, gc, commit" upload-then-commit acme/shards "$T/go" 5 6 7
 check "gc says it kept the three uploads" grep -q "kept 3 uploaded contents that no commit names yet" "$T/gc1.out"
 
 # A content being put (its lock held, as a writer's put holds it) is left to the next gc
@@ -94,4 +97,6 @@ import json, sys; d = json.load(open(sys.argv[1])); assert d["blobs_removed"] >=
 check "verify: every content read back from the bucket, none missing, none corrupt" bash -c "'$HUBMIRROR' verify --json >'$T/verify.json' &&
 	'$PY' -c 'import json,sys; v=json.load(open(sys.argv[1])); assert v[\"missing\"] == 0 and v[\"corrupt\"] == 0, v' '$T/verify.json'"
 check "serve stops clean" serve_stops_clean
+clean_logs() { ! grep -lE 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$T"/*.err "$T"/*.out 2>/dev/null; }
+check "no command said a sanitizer's report (the sanitized build)" clean_logs
 finish
