@@ -22,8 +22,8 @@ int cmd_backup(int argc, char **argv)
 	char *err = NULL, size[32];
 	int r = CLI_OK;
 	const struct cli_flag flags[] = {
-		CLI_STORE,
 		CLI_STR("data", &dir, "DIR", "data directory (default $HUBMIRROR_DATA or /var/lib/hubmirror)"),
+		CLI_STORE,
 		CLI_STR("output", &out, "FILE", "where to write it (replaced if it exists)"),
 		CLI_END,
 	};
@@ -55,8 +55,8 @@ int cmd_restore(int argc, char **argv)
 	char *err = NULL;
 	int r = CLI_OK;
 	const struct cli_flag flags[] = {
-		CLI_STORE,
 		CLI_STR("data", &dir, "DIR", "data directory (default $HUBMIRROR_DATA or /var/lib/hubmirror)"),
+		CLI_STORE,
 		CLI_BOOL("json", &json, "print the report as JSON"),
 		CLI_END,
 	};

@@ -25,8 +25,8 @@ int cmd_gc(int argc, char **argv)
 	bool dry = false, wait = false, json = false;
 	char *err = NULL;
 	const struct cli_flag flags[] = {
-		CLI_STORE,
 		CLI_STR("data", &dir, "DIR", "data directory (default $HUBMIRROR_DATA or /var/lib/hubmirror)"),
+		CLI_STORE,
 		CLI_INT("keep", &keep, 1, 1000, "N",
 			"recent snapshots kept per repository besides ref targets (default 2)"),
 		CLI_INT_TAKES("partial-age", &age_h, 0, INT_MAX, "hours (0 or more)", "HOURS",

@@ -24,8 +24,8 @@ int cmd_init(int argc, char **argv)
 	char *cat;
 	bool existed;
 	const struct cli_flag flags[] = {
-		CLI_STORE,
 		CLI_STR("data", &dir, "DIR", "data directory (default $HUBMIRROR_DATA or /var/lib/hubmirror)"),
+		CLI_STORE,
 		CLI_END,
 	};
 

@@ -37,9 +37,9 @@ int cmd_search(int argc, char **argv)
 	int limit = 50, r = CLI_OK;
 	int64_t total = 0;
 	const struct cli_flag flags[] = {
-		CLI_STORE,
 		CLI_STR("data", &dir, "DIR",
 			"search the local catalog (default $HUBMIRROR_DATA or /var/lib/hubmirror)"),
+		CLI_STORE,
 		CLI_STR("mirror", &mirror, "URL",
 			"search a running mirror (default $HUBMIRROR_URL when --data is not given)"),
 		CLI_STR("hub", &s.hub, "hf|ms", "narrow to one hub"),

@@ -282,8 +282,8 @@ int cli_sync_prepare(int argc, char **argv, const char *config_file, struct cli_
 	const struct cli_command *self = cli_find("sync");
 	struct mirror_sync_config *cfg = &o->cfg;
 	const struct cli_flag flags[] = {
-		CLI_STORE,
 		CLI_STR("data", &o->dir, "DIR", "data directory (default $HUBMIRROR_DATA or /var/lib/hubmirror)"),
+		CLI_STORE,
 		CLI_BOOL("check-refs", &cfg->check_refs,
 			 "list upstream's refs of every repository now, not only when due"),
 		CLI_INT("retention", &o->retention, 0, 1000, "N",
