@@ -450,6 +450,11 @@ struct catalog_holds_stats {
 };
 int catalog_holds_sweep(struct catalog *c, int64_t now, bool dry_run, struct catalog_holds_stats *out);
 
+/* Call fn for every content gc keeps (catalog_blob_known says 1 of: a blob present or not, or one a live
+ * hold names), each once, in sha256 order, until it returns non-zero (which is returned): a mirror's
+ * live set in a bucket several share (mirror/share.c). */
+int catalog_named_each(struct catalog *c, int (*fn)(void *ud, const char *sha256), void *ud);
+
 /* Call fn for every catalog blob (sha256, size) until it returns non-zero (which is returned). */
 int catalog_blob_each(struct catalog *c, int (*fn)(void *ud, const char *sha256, int64_t size), void *ud);
 

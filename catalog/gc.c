@@ -308,6 +308,22 @@ int catalog_blob_each(struct catalog *c, int (*fn)(void *ud, const char *sha256,
 	return catalog__rows_end(st, rc, r);
 }
 
+int catalog_named_each(struct catalog *c, int (*fn)(void *ud, const char *sha256), void *ud)
+{
+	sqlite3_stmt *st = NULL;
+	int r = 0, rc;
+
+	if (catalog__prepare(c, "SELECT sha256 FROM blobs UNION "
+			     "SELECT sha256 FROM holds WHERE until > unixepoch() ORDER BY 1", &st))
+		return HM_ERR_SQLITE;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		r = fn(ud, (const char *)sqlite3_column_text(st, 0));
+		if (r)
+			break;
+	}
+	return catalog__rows_end(st, rc, r);
+}
+
 int catalog_blob_uses(struct catalog *c, const char *sha256, int max,
 		      int (*fn)(void *ud, const char *hub, const char *type, const char *name, const char *commit,
 				const char *path),

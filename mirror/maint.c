@@ -22,12 +22,14 @@
 #include "gitrepo.h"
 #include "maint.h"
 #include "progress.h"
+#include "share.h"
 #include "store-xet.h"
 #include "store.h"
 #include "torrents.h"
 
 struct gc_walk {
 	struct mirror_data *d;
+	struct mirror_share *share; /* with a bucket: the other mirrors' live sets */
 	struct mirror_gc_report *rep;
 	int64_t partial_max_age_s;
 	bool dry_run;
@@ -43,14 +45,31 @@ static int gc_wanted(void *ud, const char *sha256)
 	return catalog_blob_known(d->catalog, sha256);
 }
 
-/* Delete a content nothing names, unless a writer holds it by the time it is moved aside (then it is
- * kept, and counted). Returns 0 (gone), 1 (kept) or an error. */
-static int gc_reap(struct mirror_data *d, struct mirror_gc_report *rep, const char *sha256)
+/* gc's question with a bucket: the catalog (as gc_wanted), then the other mirrors' live sets. */
+static int gc_keeps(void *ud, const char *sha256)
 {
-	int r = mirror_store_reap(d->store, sha256, gc_wanted, d);
+	struct gc_walk *g = ud;
+	int w = gc_wanted(g->d, sha256);
+
+	if (!w && g->share && mirror_share_names(g->share, sha256))
+		w = MIRROR_REAP_SHARED;
+	return w;
+}
+
+/* Delete a content nothing names, unless a writer holds it by the time it is moved aside (then it is
+ * kept, and counted), or (with a bucket) another mirror names it or it is young. Returns 0 (gone),
+ * > 0 (kept) or an error. */
+static int gc_reap(struct gc_walk *g, const char *sha256)
+{
+	struct mirror_gc_report *rep = g->rep;
+	int r = mirror_store_reap(g->d->store, sha256, gc_keeps, g);
 
 	if (r == 1)
 		rep->restored++;
+	else if (r == MIRROR_REAP_SHARED)
+		rep->bucket_kept_shared++;
+	else if (r == MIRROR_REAP_YOUNG)
+		rep->bucket_kept_young++;
 	else if (r && r != -ENOENT)
 		log_warn("gc", "cannot delete blob %s: %s", sha256, err_str(r));
 	return r == -ENOENT ? 0 : r;
@@ -77,22 +96,43 @@ static int gc_visit(void *ud, const char *name, const char *path, int64_t age_s)
 		if (known)
 			return 0;
 	}
+	/* (a dry run does not reap: what another mirror names is counted as a reap would) */
+	if (g->dry_run && g->share && hex_is_lower(name, 64) && mirror_share_names(g->share, name)) {
+		g->rep->bucket_kept_shared++;
+		return 0;
+	}
 	/* Not a blob the catalog knows nor a writer holds (or not a blob name at all): an orphan. */
-	if (!g->dry_run && (hex_is_lower(name, 64) ? gc_reap(g->d, g->rep, name) : unlink(path) < 0))
+	if (!g->dry_run && (hex_is_lower(name, 64) ? gc_reap(g, name) : unlink(path) < 0))
 		return 0;
 	g->rep->orphans_removed++;
 	g->rep->blobs_removed++;
 	return 0;
 }
 
-int mirror_gc(struct mirror_data *d, int keep, int64_t partial_max_age_s, bool dry_run,
+/* With a bucket, before anything goes: this mirror's live set written (what its catalog names now, the
+ * dead contents no longer; not in a dry run), the others' read, and the cutoff of the young set for the
+ * reaps. */
+static int gc_share(struct gc_walk *g, int64_t grace_s, bool dry_run, char **errmsg)
+{
+	int r = dry_run ? 0 : mirror_share_publish(g->d, errmsg);
+
+	if (!r)
+		r = mirror_share_load(g->d, grace_s, &g->share, errmsg);
+	if (r)
+		return r;
+	g->rep->bucket_mirrors = mirror_share_others(g->share);
+	mirror_store_reap_cutoff(g->d->store, mirror_share_cutoff(g->share));
+	return 0;
+}
+
+int mirror_gc(struct mirror_data *d, int keep, int64_t partial_max_age_s, int64_t grace_s, bool dry_run,
 	      struct mirror_gc_report *rep, const struct mirror_progress *progress, char **errmsg)
 {
 	struct catalog_gc_stats st;
 	struct catalog_totals tot;
 	char (*dead)[65] = NULL;
 	size_t ndead = 0;
-	struct gc_walk g = { d, rep, partial_max_age_s, dry_run, progress, 0, 0 };
+	struct gc_walk g = { d, NULL, rep, partial_max_age_s, dry_run, progress, 0, 0 };
 	int r;
 
 	memset(rep, 0, sizeof(*rep));
@@ -119,12 +159,22 @@ int mirror_gc(struct mirror_data *d, int keep, int64_t partial_max_age_s, bool d
 	}
 	rep->snapshots_dropped = st.snapshots_dropped;
 	rep->bytes_freed = st.bytes_dropped;
-	for (size_t i = 0; i < ndead; i++) {
+	if (mirror_store_in_bucket(d->store) && (r = gc_share(&g, grace_s, dry_run, errmsg)) != 0) {
+		free(dead);
+		return r;
+	}
+	/* (with a bucket, the walk below reaps them: every object there is one it sees; in a dry run the
+	 * catalog still names them, and the walk does not count them) */
+	for (size_t i = 0; (!g.share || dry_run) && i < ndead; i++) {
+		if (dry_run && g.share && mirror_share_names(g.share, dead[i])) {
+			rep->bucket_kept_shared++;
+			continue;
+		}
 		if (dry_run) {
 			rep->blobs_removed++;
 			continue;
 		}
-		if (!gc_reap(d, rep, dead[i]))
+		if (!gc_reap(&g, dead[i]))
 			rep->blobs_removed++;
 	}
 	free(dead);
@@ -148,6 +198,7 @@ int mirror_gc(struct mirror_data *d, int keep, int64_t partial_max_age_s, bool d
 		r = mirror_store_sweep_uploads(d->store, partial_max_age_s, &rep->bucket_uploads_aborted);
 	if (r && errmsg)
 		*errmsg = xasprintf("store: %s", err_str(r));
+	mirror_share_free(&g.share);
 	return r;
 }
 

@@ -28,6 +28,11 @@ struct mirror_gc_report {
 	int64_t restored;            /* contents put back: a writer held them while gc took them */
 	int64_t bucket_uploads_aborted; /* with a bucket: unfinished uploads to it older than the partials'
 					 * age (a crashed writer's), aborted */
+	int64_t bucket_kept_shared;  /* with a bucket: contents kept because another mirror's live set names
+				      * them (mirror/share.h) */
+	int64_t bucket_kept_young;   /* with a bucket: contents kept as younger than the grace before the
+				      * earliest live set, or being put now */
+	int64_t bucket_mirrors;      /* the other mirrors that wrote a live set to the bucket */
 };
 
 /*
@@ -36,11 +41,15 @@ struct mirror_gc_report {
  * so a writer that holds a content while gc takes it gets it back.
  * keep: snapshots kept per tracked repo besides those a ref points at (>= 1). Partial downloads older
  * than partial_max_age_s are deleted (a later sync would have resumed them), and so are the bucket's
- * unfinished uploads as old (mirror_store_sweep_uploads). dry_run changes nothing
+ * unfinished uploads as old (mirror_store_sweep_uploads). With a bucket, the mirror's live set is
+ * written first, and a content goes from the bucket only when no other mirror's live set names it and
+ * the bucket got it grace_s before the earliest live set or more (mirror/share.h). dry_run changes nothing
  * and reports what would go. progress, if not NULL, hears of the store's walk (entries seen, of about
  * the contents the catalog holds). Returns 0 or an error (with *errmsg, malloc'd).
  */
-int mirror_gc(struct mirror_data *d, int keep, int64_t partial_max_age_s, bool dry_run,
+/* The grace gc gives a bucket's contents by default: 48 hours (docs/operations.md, section 8). */
+#define MIRROR_GC_GRACE ((int64_t)48 * 3600)
+int mirror_gc(struct mirror_data *d, int keep, int64_t partial_max_age_s, int64_t grace_s, bool dry_run,
 	      struct mirror_gc_report *rep, const struct mirror_progress *progress, char **errmsg);
 
 /* A content verify found bad, and what holds it: "hf:org/name @ 5d1e2b9c0a1f: path" (the newest

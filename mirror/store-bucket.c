@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -90,7 +91,15 @@ void mirror__store_bucket_close(struct mirror_store *s)
 
 int mirror__store_bucket_put(struct mirror_store *s, int fd, const char *sha256, int64_t size)
 {
-	int r = store_bucket_put_fd(s->bucket, fd, sha256, size);
+	/* a put and gc's reap of the content never cross (mirror_store_reap) */
+	int lk = mirror__store_stripe_lock(s, sha256, LOCK_SH), r;
+
+	if (lk < 0) {
+		log_warn("store", "cannot lock %.12s's stripe: %s", sha256, err_str(lk));
+		return lk;
+	}
+	r = store_bucket_put_fd(s->bucket, fd, sha256, size);
+	close(lk);
 
 	if (r)
 		log_warn("store", "cannot put %.12s in the bucket: %s (%s)", sha256, err_str(r), store_bucket_errmsg());

@@ -26,7 +26,15 @@ struct mirror_store {
 	_Atomic int64_t cached;       /* about what blobs/ holds (exact after each trim) */
 	_Atomic int pins;             /* mirror_store_pin: while > 0, nothing leaves the cache */
 	pthread_mutex_t trim_lock;
+	char *locks;                  /* <dir>/locks: a content's stripe of the bucket's lock (below) */
+	int64_t reap_cutoff;          /* mirror_store_reap_cutoff */
 };
+
+/* With a bucket, a look at a content (mirror_store_has) and its put hold its stripe's lock shared, and
+ * gc's reap of it exclusive, so that a reap (asked, then deleted) never crosses them; a stripe is the
+ * file locks/<h0h1>, one of 256. Returns the descriptor to close, or -errno. how: LOCK_SH, LOCK_EX,
+ * with LOCK_NB (-EWOULDBLOCK when taken). */
+int mirror__store_stripe_lock(const struct mirror_store *s, const char *sha256, int how);
 
 /* ---- the bucket's side (store-bucket.c) ---- */
 /* Open the configured bucket for s (none: 0, s->bucket NULL); 0 or an error. */

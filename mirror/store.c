@@ -64,11 +64,15 @@ int mirror_store_open(const char *dir, struct mirror_store **out)
 	s->blobs = xasprintf("%s/blobs", dir);
 	s->tmp = xasprintf("%s/tmp", dir);
 	s->trash = xasprintf("%s/trash", dir);
+	s->locks = xasprintf("%s/locks", dir);
+	s->reap_cutoff = INT64_MAX;
 	r = path_mkdirs(s->blobs, 0755);
 	if (!r)
 		r = path_mkdirs(s->tmp, 0700);
 	if (!r)
 		r = path_mkdirs(s->trash, 0700);
+	if (!r)
+		r = path_mkdirs(s->locks, 0700);
 	if (!r)
 		r = mirror__store_bucket_open(s);
 	if (r) {
@@ -87,6 +91,7 @@ void mirror_store_free(struct mirror_store **s)
 	free((*s)->blobs);
 	free((*s)->tmp);
 	free((*s)->trash);
+	free((*s)->locks);
 	mirror__store_bucket_close(*s);
 	free(*s);
 	*s = NULL;
@@ -129,7 +134,44 @@ char *mirror_store_blob_path(const struct mirror_store *s, const char *sha256)
 	return p;
 }
 
+int mirror__store_stripe_lock(const struct mirror_store *s, const char *sha256, int how)
+{
+	char *p = xasprintf("%s/%.2s", s->locks, sha256);
+	int fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0600), r;
+
+	free(p);
+	if (fd < 0)
+		return -errno;
+	while ((r = flock(fd, how)) < 0 && errno == EINTR)
+		;
+	if (r < 0) {
+		r = -errno;
+		close(fd);
+		return r;
+	}
+	return fd;
+}
+
+static bool has(const struct mirror_store *s, const char *sha256, int64_t size);
+
 bool mirror_store_has(const struct mirror_store *s, const char *sha256, int64_t size)
+{
+	int lk;
+	bool ok;
+
+	if (!s->bucket || !hex_is_lower(sha256, 64))
+		return has(s, sha256, size);
+	/* a look and gc's reap of the content never cross (mirror_store_reap) */
+	lk = mirror__store_stripe_lock(s, sha256, LOCK_SH);
+	if (lk < 0)
+		log_warn("store", "cannot lock %.12s's stripe: %s", sha256, err_str(lk));
+	ok = lk >= 0 && has(s, sha256, size);
+	if (lk >= 0)
+		close(lk);
+	return ok;
+}
+
+static bool has(const struct mirror_store *s, const char *sha256, int64_t size)
 {
 	char *p = blob_local(s, sha256);
 	struct stat st;
@@ -839,15 +881,32 @@ static int trash_restore(struct mirror_store *s, const char *aside, const char *
 	return r;
 }
 
-/* mirror_store_reap with a bucket: asked first, then deleted there and from the cache. */
+/* mirror_store_reap with a bucket: under the content's stripe lock, which a look at it (mirror_store_has)
+ * and a put of it hold shared, it is asked, then its age looked at, then deleted there and from the
+ * cache. A writer holds a content before it looks for it, so either wanted sees its hold, or its look
+ * waits for the delete and finds nothing (and writes the content again); a put running now keeps the
+ * lock, and the content is left to the next gc. */
 static int reap_bucket(struct mirror_store *s, const char *sha256, int (*wanted)(void *ud, const char *sha256),
 		       void *ud)
 {
-	int w = wanted(ud, sha256), r;
+	int lk = mirror__store_stripe_lock(s, sha256, LOCK_EX | LOCK_NB), w, r = 0;
+	int64_t mtime = 0;
 	char *p;
 
-	if (w)
-		return w > 0 ? 1 : w;
+	if (lk < 0)
+		return lk == -EWOULDBLOCK ? MIRROR_REAP_YOUNG : lk;
+	w = wanted(ud, sha256);
+	if (!w && s->reap_cutoff != INT64_MAX) {
+		r = store_bucket_mtime(s->bucket, sha256, &mtime);
+		if (!r && mtime >= s->reap_cutoff)
+			w = MIRROR_REAP_YOUNG;
+		else if (r && r != HM_ERR_NOT_FOUND)
+			w = r;
+	}
+	if (w) {
+		close(lk);
+		return w;
+	}
 	r = store_bucket_delete(s->bucket, sha256);
 	if (r == HM_ERR_NOT_FOUND)
 		r = -ENOENT;
@@ -856,7 +915,13 @@ static int reap_bucket(struct mirror_store *s, const char *sha256, int (*wanted)
 		r = 0;
 	free(p);
 	mirror__store_xet_drop(s, sha256);
+	close(lk);
 	return r;
+}
+
+void mirror_store_reap_cutoff(struct mirror_store *s, int64_t cutoff)
+{
+	s->reap_cutoff = cutoff;
 }
 
 int mirror_store_reap(struct mirror_store *s, const char *sha256, int (*wanted)(void *ud, const char *sha256),

@@ -154,9 +154,18 @@ int mirror_store_remove(struct mirror_store *s, const char *sha256);
  * Delete a blob unless a writer wants it: it is moved aside (<dir>/trash/) first, then wanted(ud,
  * sha256) is asked (1: keep, 0: delete, < 0: an error, kept), and it is put back when wanted. A writer
  * records its claim (a catalog hold) before it looks for a content, so the two cannot cross: either
- * wanted sees the claim, or the writer's look finds nothing and it writes the content again. Returns 0
- * (deleted), 1 (kept), -ENOENT, or -errno (wanted's error: kept).
+ * wanted sees the claim, or the writer's look finds nothing and it writes the content again. With a
+ * bucket, the look waits on the reap instead (a lock of the data directory's) and nothing is moved;
+ * wanted may say MIRROR_REAP_SHARED (another mirror on the bucket names it: kept), and a content the
+ * bucket got at or after the cutoff (mirror_store_reap_cutoff) is kept as MIRROR_REAP_YOUNG, as one
+ * a writer is putting now. Returns 0 (deleted), 1 (kept), MIRROR_REAP_SHARED, MIRROR_REAP_YOUNG,
+ * -ENOENT, or -errno (wanted's error: kept).
  */
+#define MIRROR_REAP_SHARED 2
+#define MIRROR_REAP_YOUNG 3
+/* With a bucket: its contents last written at or after cutoff (unix seconds, the bucket's clock) are
+ * kept by mirror_store_reap; INT64_MAX (the default): no age is looked at. */
+void mirror_store_reap_cutoff(struct mirror_store *s, int64_t cutoff);
 int mirror_store_reap(struct mirror_store *s, const char *sha256, int (*wanted)(void *ud, const char *sha256),
 		      void *ud);
 /* What a reap cut short (a crash) left aside: put back when wanted, else deleted. *restored: how many

@@ -34,6 +34,7 @@
 #include "hub/hub.h"
 #include "hub/select.h"
 #include "hub/upstream.h"
+#include "share.h"
 #include "store-xet.h"
 #include "store.h"
 #include "sync.h"
@@ -545,6 +546,18 @@ static void run_free(struct mirror__sync *s)
 	free(s->tokens_seen);
 }
 
+/* With a bucket: what the catalog names now, the mirror's live set there (mirror/share.h), so that
+ * another mirror's gc keeps it. One that fails leaves the set before, which keeps what the bucket got
+ * since (it is younger): a warning. */
+static void publish_live(struct mirror_data *d)
+{
+	char *err = NULL;
+
+	if (mirror_store_in_bucket(d->store) && mirror_share_publish(d, &err))
+		log_warn("sync", "%s", err);
+	free(err);
+}
+
 int mirror_sync_run(struct mirror_data *d, const struct catalog_repo *repos, size_t n,
 		    const struct mirror_sync_config *cfg_in, struct mirror_sync_report *report, char **errmsg)
 {
@@ -596,6 +609,7 @@ int mirror_sync_run(struct mirror_data *d, const struct catalog_repo *repos, siz
 		run_repos(&s);
 	run_close(&s);
 	run_torrents(&s);
+	publish_live(s.d);
 	r = 0;
 out:
 	run_free(&s);

@@ -64,6 +64,26 @@ int store_bucket_each(struct store_bucket *b, int (*fn)(void *ud, const char *na
  * a running one's are younger). *aborted counts them. Returns 0 or the first failure's code. */
 int store_bucket_sweep(struct store_bucket *b, int64_t age_s, int64_t *aborted);
 
+/* The content's Last-Modified, unix seconds of the bucket's clock (0: unreadable). Returns 0,
+ * HM_ERR_NOT_FOUND, or a code of s3.h. */
+int store_bucket_mtime(struct store_bucket *b, const char *sha256, int64_t *mtime);
+
+/* Several mirrors on one bucket (docs/operations.md, section 8): each writes the set of contents its
+ * catalog names, its live set, to mirrors/<id>/live below the prefix ("hubmirror-live 1", then one
+ * sha256 a line), replaced whole: begin, add each, commit (nothing is visible before; any failure
+ * leaves the set before). id: the mirror's, 8 to 64 lowercase hex. */
+struct store_bucket_live;
+int store_bucket_live_begin(struct store_bucket *b, const char *id, struct store_bucket_live **out);
+int store_bucket_live_add(struct store_bucket_live *l, const char *sha256);
+/* Complete and free *l (set to NULL) whatever the result; abort: drop it (NULL-safe). */
+int store_bucket_live_commit(struct store_bucket_live **l);
+void store_bucket_live_abort(struct store_bucket_live **l);
+/* Every mirror's live set in the bucket: fn(ud, id, written, NULL) once for each (written: when it
+ * was, the bucket's clock), then fn(ud, id, written, sha256) for each content it names. A set that
+ * does not read as one is HM_ERR_UPSTREAM (store_bucket_errmsg names it); a non-zero fn stops it. */
+int store_bucket_live_each(struct store_bucket *b, int (*fn)(void *ud, const char *id, int64_t written,
+								  const char *sha256), void *ud);
+
 /* The last failure's words (store_s3_errmsg of the client that failed), for messages. Static storage
  * of the thread. */
 const char *store_bucket_errmsg(void);

@@ -79,6 +79,13 @@ struct cli_flag {
 #define CLI_SIZE(name, p, least, arg, help) \
 	{ (name), CLI_FLAG_SIZE, (1 ? (p) : (int64_t *)NULL), (least), 0, NULL, NULL, (arg), (help) }
 #define CLI_FN(name, p, fn, arg, help) { (name), CLI_FLAG_FN, (p), 0, 0, NULL, (fn), (arg), (help) }
+/* --store URL, which every command working on a data directory takes: config_store (config.h) has
+ * read it before the command's table is parsed; the table takes it into cli_store_url, unused. */
+extern const char *cli_store_url;
+#define CLI_STORE \
+	CLI_STR("store", &cli_store_url, "URL", \
+		"the store's S3 bucket, s3://BUCKET[/PREFIX], in place of [store] url\n" \
+		"(its endpoint, region and keys as [store] and the environment say)")
 #define CLI_END { NULL, CLI_FLAG_BOOL, NULL, 0, 0, NULL, NULL, NULL, NULL }
 
 /* Parse the options of argv (argv[0] the command name; getopt_long underneath, so options and

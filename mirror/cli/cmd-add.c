@@ -111,6 +111,7 @@ static int parse_opts(int argc, char **argv, struct add_opts *o)
 {
 	const struct cli_flag flags[] = {
 		CLI_FN("data", o, take_global, "DIR", "data directory (default $HUBMIRROR_DATA or /var/lib/hubmirror)"),
+		CLI_STORE,
 		CLI_STR("revision", &o->revision, "REV", "revision to follow, for every SPEC without @REVISION"),
 		CLI_FN("include", o, take_glob, "GLOB",
 		       "sync only paths matching GLOB (repeatable; default: everything)"),

@@ -23,6 +23,7 @@ int cmd_backup(int argc, char **argv)
 	int r = CLI_OK;
 	const struct cli_flag flags[] = {
 		CLI_STR("data", &dir, "DIR", "data directory (default $HUBMIRROR_DATA or /var/lib/hubmirror)"),
+		CLI_STORE,
 		CLI_STR("output", &out, "FILE", "where to write it (replaced if it exists)"),
 		CLI_END,
 	};
@@ -55,6 +56,7 @@ int cmd_restore(int argc, char **argv)
 	int r = CLI_OK;
 	const struct cli_flag flags[] = {
 		CLI_STR("data", &dir, "DIR", "data directory (default $HUBMIRROR_DATA or /var/lib/hubmirror)"),
+		CLI_STORE,
 		CLI_BOOL("json", &json, "print the report as JSON"),
 		CLI_END,
 	};

@@ -94,6 +94,7 @@ int cmd_export(int argc, char **argv)
 	int r = CLI_OK;
 	const struct cli_flag flags[] = {
 		CLI_STR("data", &dir, "DIR", "data directory (default $HUBMIRROR_DATA or /var/lib/hubmirror)"),
+		CLI_STORE,
 		CLI_STR("output", &out, "FILE", "the bundle (written through a temporary file, renamed at the end)"),
 		CLI_STR("since", &since, "BUNDLE|DATE",
 			"an incremental bundle: the manifest whole, but only the contents\n"
@@ -189,6 +190,7 @@ int cmd_import(int argc, char **argv)
 	int r = CLI_OK;
 	const struct cli_flag flags[] = {
 		CLI_STR("data", &dir, "DIR", "data directory (default $HUBMIRROR_DATA or /var/lib/hubmirror)"),
+		CLI_STORE,
 		CLI_BOOL("wait", &wait, "wait for a running sync instead of failing"),
 		CLI_BOOL("json", &json, "print each bundle's report as JSON"),
 		CLI_BOOL("keep-options", &keep_options,

@@ -21,15 +21,19 @@ int cmd_gc(int argc, char **argv)
 	struct mirror_data *data = NULL;
 	struct mirror_gc_report rep;
 	const char *dir = NULL;
-	int keep = 2, age_h = 168, r = CLI_OK, e;
+	int keep = 2, age_h = 168, grace_h = (int)(MIRROR_GC_GRACE / 3600), r = CLI_OK, e;
 	bool dry = false, wait = false, json = false;
 	char *err = NULL;
 	const struct cli_flag flags[] = {
 		CLI_STR("data", &dir, "DIR", "data directory (default $HUBMIRROR_DATA or /var/lib/hubmirror)"),
+		CLI_STORE,
 		CLI_INT("keep", &keep, 1, 1000, "N",
 			"recent snapshots kept per repository besides ref targets (default 2)"),
 		CLI_INT_TAKES("partial-age", &age_h, 0, INT_MAX, "hours (0 or more)", "HOURS",
 			      "delete partial downloads older than this (default 168)"),
+		CLI_INT_TAKES("grace", &grace_h, 0, INT_MAX, "hours (0 or more)", "HOURS",
+			      "with a bucket: keep what it got less than this before the\n"
+			      "earliest mirror's live set (default 48)"),
 		CLI_BOOL("dry-run", &dry, "report what would go, change nothing"),
 		CLI_BOOL("wait", &wait, "wait for a running sync instead of failing"),
 		CLI_BOOL("json", &json, "print the report as JSON"),
@@ -44,7 +48,7 @@ int cmd_gc(int argc, char **argv)
 		struct cli_progress cp;
 		struct mirror_progress mp = { cli_progress_fn, &cp };
 		cli_progress_start(&cp, "gc: the store's walk");
-		e = mirror_gc(data, keep, (int64_t)age_h * 3600, dry, &rep, &mp, &err);
+		e = mirror_gc(data, keep, (int64_t)age_h * 3600, (int64_t)grace_h * 3600, dry, &rep, &mp, &err);
 		cli_progress_end(&cp);
 	}
 	if (e) {
@@ -62,6 +66,9 @@ int cmd_gc(int argc, char **argv)
 		json_object_set_new(o, "writes_kept", json_integer(rep.writes_kept));
 		json_object_set_new(o, "restored", json_integer(rep.restored));
 		json_object_set_new(o, "bucket_uploads_aborted", json_integer(rep.bucket_uploads_aborted));
+		json_object_set_new(o, "bucket_kept_shared", json_integer(rep.bucket_kept_shared));
+		json_object_set_new(o, "bucket_kept_young", json_integer(rep.bucket_kept_young));
+		json_object_set_new(o, "bucket_mirrors", json_integer(rep.bucket_mirrors));
 		cli_print_json(o);
 		json_decref(o);
 	} else {
@@ -87,6 +94,13 @@ int cmd_gc(int argc, char **argv)
 		if (rep.bucket_uploads_aborted)
 			printf("gc: %lld unfinished %s to the bucket aborted\n", (long long)rep.bucket_uploads_aborted,
 			       cli_plural(rep.bucket_uploads_aborted, "upload", "uploads"));
+		if (rep.bucket_kept_shared)
+			printf("gc: kept %lld %s other mirrors on the bucket name\n", (long long)rep.bucket_kept_shared,
+			       cli_plural(rep.bucket_kept_shared, "content", "contents"));
+		if (rep.bucket_kept_young)
+			printf("gc: kept %lld %s the bucket got within the grace (--grace), or being put\n",
+			       (long long)rep.bucket_kept_young,
+			       cli_plural(rep.bucket_kept_young, "content", "contents"));
 		if (rep.writes_kept)
 			printf("gc: kept %lld %s of commits or pushes being made\n", (long long)rep.writes_kept,
 			       cli_plural(rep.writes_kept, "content", "contents"));

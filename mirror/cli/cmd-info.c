@@ -245,6 +245,7 @@ int cmd_info(int argc, char **argv)
 			 "also list its files (size, sha256, path): of the followed snapshot, or of REV\n"
 			 "(a ref or commit the mirror holds)"),
 		CLI_STR("data", &dir, "DIR", "data directory (default $HUBMIRROR_DATA or /var/lib/hubmirror)"),
+		CLI_STORE,
 		CLI_STR("mirror", &mirror, "URL",
 			"ask a running mirror instead (default $HUBMIRROR_URL when --data is not given);\n"
 			"also prints the lines to use it (endpoint and mount command)"),

@@ -25,6 +25,7 @@ int cmd_init(int argc, char **argv)
 	bool existed;
 	const struct cli_flag flags[] = {
 		CLI_STR("data", &dir, "DIR", "data directory (default $HUBMIRROR_DATA or /var/lib/hubmirror)"),
+		CLI_STORE,
 		CLI_END,
 	};
 

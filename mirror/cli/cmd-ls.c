@@ -51,6 +51,7 @@ int cmd_ls(int argc, char **argv)
 	int r = CLI_OK;
 	const struct cli_flag flags[] = {
 		CLI_STR("data", &dir, "DIR", "data directory (default $HUBMIRROR_DATA or /var/lib/hubmirror)"),
+		CLI_STORE,
 		CLI_STR("mirror", &mirror, "URL",
 			"list a running mirror's catalog (default $HUBMIRROR_URL when --data is not given)"),
 		CLI_BOOL("json", &json,

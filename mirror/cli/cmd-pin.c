@@ -21,6 +21,7 @@ int cmd_pin(int argc, char **argv)
 	int r = CLI_OK;
 	const struct cli_flag flags[] = {
 		CLI_STR("data", &dir, "DIR", "data directory (default $HUBMIRROR_DATA or /var/lib/hubmirror)"),
+		CLI_STORE,
 		CLI_BOOL("remove", &unpin, "unpin instead"),
 		CLI_END,
 	};

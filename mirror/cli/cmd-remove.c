@@ -24,6 +24,7 @@ int cmd_remove(int argc, char **argv)
 	int r = CLI_OK;
 	const struct cli_flag flags[] = {
 		CLI_STR("data", &dir, "DIR", "data directory (default $HUBMIRROR_DATA or /var/lib/hubmirror)"),
+		CLI_STORE,
 		CLI_STR("mirror", &mirror, "URL",
 			"remove them on that mirror, through its operator API ($HUBMIRROR_ADMIN_TOKEN)"),
 		CLI_END,

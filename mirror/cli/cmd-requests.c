@@ -177,6 +177,7 @@ int cmd_requests(int argc, char **argv)
 	int r = CLI_OK;
 	const struct cli_flag flags[] = {
 		CLI_STR("data", &dir, "DIR", "data directory (default $HUBMIRROR_DATA or /var/lib/hubmirror)"),
+		CLI_STORE,
 		CLI_STR("mirror", &mirror, "URL", "a running mirror instead (or $HUBMIRROR_URL)"),
 		CLI_STR("state", &state, "S", "only the requests in state S"),
 		CLI_STR("note", &note, "TEXT", "the operator's word on the decision"),

@@ -39,6 +39,7 @@ int cmd_search(int argc, char **argv)
 	const struct cli_flag flags[] = {
 		CLI_STR("data", &dir, "DIR",
 			"search the local catalog (default $HUBMIRROR_DATA or /var/lib/hubmirror)"),
+		CLI_STORE,
 		CLI_STR("mirror", &mirror, "URL",
 			"search a running mirror (default $HUBMIRROR_URL when --data is not given)"),
 		CLI_STR("hub", &s.hub, "hf|ms", "narrow to one hub"),

@@ -311,6 +311,7 @@ int cli_serve_prepare(int argc, char **argv, struct cli_serve_prep *p)
 	const struct cli_flag flags[] = {
 		CLI_STR("data", &cfg->data_dir, "DIR",
 			"data directory (default $HUBMIRROR_DATA or /var/lib/hubmirror)"),
+		CLI_STORE,
 		CLI_FN("listen", &cfg->listen, take_address, "HOST:PORT",
 		       "address to listen on (default $HUBMIRROR_LISTEN or 0.0.0.0:8080;\nport 0 picks a free one)"),
 		CLI_FN("sync-at", &cfg->sync_at, take_hhmm, "HH:MM",

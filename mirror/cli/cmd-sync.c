@@ -283,6 +283,7 @@ int cli_sync_prepare(int argc, char **argv, const char *config_file, struct cli_
 	struct mirror_sync_config *cfg = &o->cfg;
 	const struct cli_flag flags[] = {
 		CLI_STR("data", &o->dir, "DIR", "data directory (default $HUBMIRROR_DATA or /var/lib/hubmirror)"),
+		CLI_STORE,
 		CLI_BOOL("check-refs", &cfg->check_refs,
 			 "list upstream's refs of every repository now, not only when due"),
 		CLI_INT("retention", &o->retention, 0, 1000, "N",
@@ -628,7 +629,7 @@ static int apply_retention(struct mirror_data *data, const struct cli_sync_opts 
 	char *gerr = NULL, b[32];
 	int r = CLI_OK;
 
-	if (mirror_gc(data, o->retention, 7 * 24 * 3600, false, &g, NULL, &gerr)) {
+	if (mirror_gc(data, o->retention, 7 * 24 * 3600, MIRROR_GC_GRACE, false, &g, NULL, &gerr)) {
 		fprintf(stderr, "hubmirror: sync: gc after the run: %s\n", gerr ? gerr : "failed");
 		r = CLI_FAILED;
 	} else if (!o->json && (g.snapshots_dropped || g.blobs_removed)) {

@@ -97,6 +97,7 @@ int cmd_verify(int argc, char **argv)
 	char *err = NULL;
 	const struct cli_flag flags[] = {
 		CLI_STR("data", &dir, "DIR", "data directory (default $HUBMIRROR_DATA or /var/lib/hubmirror)"),
+		CLI_STORE,
 		CLI_BOOL("wait", &wait, "wait for a running sync instead of failing"),
 		CLI_BOOL("json", &json, "print the report as JSON"),
 		CLI_END,

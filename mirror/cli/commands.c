@@ -15,7 +15,7 @@ const struct cli_command cli_commands[] = {
 	 "SPEC is hf:ORG/NAME, hf:datasets/ORG/NAME, ms:ORG/NAME or ms:datasets/ORG/NAME, optionally\n"
 	 "with @REVISION (a branch, tag or refs/pr/N; default main on Hugging Face, master on ModelScope).\n"
 	 "Adding a tracked repo again replaces its options.\n"},
-	{"backup", cmd_backup, "backup [--data DIR] --output FILE",
+	{"backup", cmd_backup, "backup [--data DIR] [--store URL] --output FILE",
 	 "copy the catalog as of now, while serve and sync run",
 	 "Writes the catalog (SQLite's online backup: one consistent moment, whatever a running serve or\n"
 	 "sync does) to FILE, through a temporary file renamed into place. The store is content-addressed:\n"
@@ -34,7 +34,8 @@ const struct cli_command cli_commands[] = {
 	 "Writes one tar archive (zstd-compressed when FILE ends in .zst): a manifest of the repositories\n"
 	 "(their settings, metadata, every snapshot a ref points at, each file's path, size and hashes),\n"
 	 "then each content once, streamed from the store. 'hubmirror import' reads it on the other side.\n"},
-	{"gc", cmd_gc, "gc [--data DIR] [--keep N] [--partial-age HOURS] [--dry-run] [--wait] [--json]",
+	{"gc", cmd_gc, "gc [--data DIR] [--store URL] [--keep N] [--partial-age HOURS] [--grace HOURS]\n"
+	 "   [--dry-run] [--wait] [--json]",
 	 "drop snapshots nothing needs, and the files only they used",
 	 "Keeps every snapshot a ref points at or a pin holds (hubmirror pin) and the N most recent of\n"
 	 "each tracked repository; drops\n"
@@ -188,13 +189,13 @@ const struct cli_command cli_commands[] = {
 	 "on a mirror (through its operator API, $HUBMIRROR_ADMIN_TOKEN) a sync of it starts at once,\n"
 	 "on a data directory the next sync fetches it. decline closes the request; --note tells the\n"
 	 "user why (the web page shows it).\n"},
-	{"restore", cmd_restore, "restore [--data DIR] [--json] FILE", "put a catalog backup in place",
+	{"restore", cmd_restore, "restore [--data DIR] [--store URL] [--json] FILE", "put a catalog backup in place",
 	 "Checks that FILE is a sound hubmirror catalog (quick_check, a schema this binary knows), then\n"
 	 "replaces the data directory's catalog with it (its old WAL removed first) and migrates it if it\n"
 	 "is older. Refused while a serve or a sync uses the directory; a bad FILE changes nothing.\n"
 	 "Contents the catalog names that the store lacks mark their repositories damaged, and torrents\n"
 	 "whose files are gone are dropped: the next 'hubmirror sync' fetches and makes them again.\n"},
-	{"verify", cmd_verify, "verify [--data DIR] [--wait] [--json]",
+	{"verify", cmd_verify, "verify [--data DIR] [--store URL] [--wait] [--json]",
 	 "re-hash every stored file; quarantine corrupt ones for the next sync to fetch again",
 	 "Reads every blob of the store and checks it against its sha256. A corrupt blob is moved to\n"
 	 "store/quarantine/ and never served; the repositories that hold it are marked 'damaged' and\n"

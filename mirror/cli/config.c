@@ -129,7 +129,9 @@ static void say(const char *path, int line, const char *section, const char *key
 	va_start(ap, fmt);
 	what = xvasprintf(fmt, ap);
 	va_end(ap);
-	if (section && key)
+	if (line <= 0) /* (a setting from the command line: --store) */
+		text = xasprintf("--store: [%s] %s: %s", section ? section : "", key ? key : "", what);
+	else if (section && key)
 		text = xasprintf("%s:%d: [%s] %s: %s", path, line, section, key, what);
 	else if (section || key)
 		text = xasprintf(section ? "%s:%d: [%s]: %s" : "%s:%d: %s: %s", path, line, section ? section : key,
@@ -574,21 +576,44 @@ static int64_t store_cache_size(const struct config *c)
 	return n;
 }
 
+/* --store URL (or HUBMIRROR_STORE, which it sets for the commands this one starts: serve's sync) in c
+ * as if the file said [store] url = URL, in place of what it says. */
+static void store_override(struct config *c, const char *url)
+{
+	setenv("HUBMIRROR_STORE", url, 1);
+	if (!c->path)
+		c->path = xstrdup("--store");
+	for (size_t i = 0; i < c->n; i++)
+		if (!strcmp(c->v[i].section, "store") && !strcmp(c->v[i].key, "url")) {
+			free(c->v[i].value);
+			c->v[i].value = xstrdup(url);
+			c->v[i].line = 0;
+			return;
+		}
+	c->v = xreallocarray(c->v, c->n + 1, sizeof(*c->v));
+	c->v[c->n++] = (struct config_entry){ xstrdup("store"), xstrdup("url"), xstrdup(url), 0 };
+}
+
 int config_store(int argc, char **argv)
 {
 	const char *path = config_path(config_option(argc, argv, "config"));
+	const char *url = config_option(argc, argv, "store"), *env = getenv("HUBMIRROR_STORE");
 	struct config c;
 	struct config_s3 s3;
 	int64_t cache;
 	int r = CLI_OK, k;
 
-	if (!path)
+	if (!url && env && *env)
+		url = env;
+	if (!path && !url)
 		return CLI_OK;
 	memset(&c, 0, sizeof(c));
-	if (load(path, &c, true) != 0) {
+	if (path && load(path, &c, true) != 0) {
 		config_release(&c);
 		return CLI_OK; /* (the command that reads the file says what is wrong with it) */
 	}
+	if (url)
+		store_override(&c, url);
 	k = config_s3(&c, &s3);
 	cache = store_cache_size(&c);
 	if (k < 0 || cache < 0) {

@@ -13,6 +13,8 @@
 #include "base/str.h"
 #include "cli.h"
 
+const char *cli_store_url;
+
 /* getopt_long's value for flags[i]: above every character, so never a short option's. */
 #define FLAG_VAL0 0x1000
 
