@@ -176,7 +176,7 @@ TEST(small_list_delete)
 {
 	static const char *const keys[] = { "list/a", "list/b b", "list/c+%", "list/d/e", "list/f" };
 	struct seen sn = { 0 };
-	char body[16];
+	char body[32];
 
 	for (int i = 0; i < 5; i++) {
 		snprintf(body, sizeof(body), "body %d", i);
