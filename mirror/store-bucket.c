@@ -217,3 +217,13 @@ void mirror_store_pin(struct mirror_store *s, bool pin)
 	if (--s->pins == 0)
 		mirror__store_cached(s, 0, NULL);
 }
+
+struct store_bucket *mirror_store_bucket(const struct mirror_store *s)
+{
+	return s->bucket;
+}
+
+const char *mirror_store_tmp_dir(const struct mirror_store *s)
+{
+	return s->tmp;
+}

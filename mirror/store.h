@@ -17,6 +17,7 @@
 
 struct mirror_store;
 struct mirror_store_writer;
+struct store_bucket;
 
 /* What the content must be. Any field may be absent (NULL / -1); at least one of sha256 and git_oid
  * should be given for the content to count as verified. Strings are borrowed for the call. */
@@ -187,6 +188,10 @@ int mirror_store_fill_run(struct mirror_store *s, const char *sha256, struct mir
 const char *mirror_store_writer_path(const struct mirror_store_writer *w);
 /* Whether the store keeps its contents in a bucket (and blobs/ is a bounded cache of them). */
 bool mirror_store_in_bucket(const struct mirror_store *s);
+/* The bucket behind the store (borrowed; NULL: none), for a server's reads on its loop
+ * (store_bucket_loop_new); and the store's folder for temporary files (tmp/, borrowed). */
+struct store_bucket *mirror_store_bucket(const struct mirror_store *s);
+const char *mirror_store_tmp_dir(const struct mirror_store *s);
 
 /* Call fn for every file under blobs/ (with a bucket: every object under the bucket's blobs/, path then
  * being the cache's, which may not be there; name: what it is called, may not be a valid hash) and, with

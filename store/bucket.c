@@ -299,6 +299,91 @@ int store_bucket_get(struct store_bucket *b, const char *sha256, int64_t off, in
 	return r;
 }
 
+struct store_bucket_loop {
+	struct store_s3 *s;
+	struct store_s3_loop *l;
+};
+
+/* One read on the loop: the caller's sink and done, counted. */
+struct loop_read {
+	int (*sink)(void *ud, const void *data, size_t n);
+	void (*done)(void *ud, int result);
+	void *ud;
+	int64_t start_us;
+	bool sink_failed;           /* the caller's sink ended it: not the bucket's failure */
+	const struct store_s3 *s;
+};
+
+int store_bucket_loop_new(struct store_bucket *b, uv_loop_t *loop, struct store_bucket_loop **out)
+{
+	struct store_bucket_loop *l = xcalloc(1, sizeof(*l));
+	const char *why;
+
+	if (store_s3_new(&b->c, &l->s, &why) || store_s3_loop_new(l->s, loop, &l->l)) {
+		store_s3_free(&l->s);
+		free(l);
+		return -ENOMEM; /* (the configuration was checked when the bucket opened) */
+	}
+	*out = l;
+	return 0;
+}
+
+static int loop_sink(void *ud, const void *data, size_t n)
+{
+	struct loop_read *x = ud;
+	int r;
+
+	n_in += (int64_t)n;
+	r = x->sink(x->ud, data, n);
+	x->sink_failed = r != 0;
+	return r;
+}
+
+static void loop_done(void *ud, int result)
+{
+	struct loop_read *x = ud;
+
+	n_requests++;
+	n_usec += now_us() - x->start_us;
+	if (result && result != HM_ERR_NOT_FOUND && result != -ECANCELED && !x->sink_failed) {
+		n_errors++;
+		snprintf(last_err, sizeof(last_err), "%s", store_s3_errmsg(x->s));
+	}
+	x->done(x->ud, result);
+	free(x);
+}
+
+int store_bucket_loop_get(struct store_bucket_loop *l, const char *sha256, int64_t off, int64_t len,
+			  int (*sink)(void *ud, const void *data, size_t n), void (*done)(void *ud, int result),
+			  void *ud)
+{
+	char *key = store_bucket_key(sha256);
+	struct loop_read *x;
+	int r;
+
+	if (!key)
+		return -EINVAL;
+	x = xcalloc(1, sizeof(*x));
+	*x = (struct loop_read){ sink, done, ud, now_us(), false, l->s };
+	r = store_s3_loop_get(l->l, key, off, len, loop_sink, loop_done, x);
+	if (r)
+		free(x);
+	free(key);
+	return r;
+}
+
+void store_bucket_loop_free(struct store_bucket_loop **lp)
+{
+	struct store_bucket_loop *l = lp ? *lp : NULL;
+
+	if (!l)
+		return;
+	store_s3_loop_free(&l->l);
+	store_s3_free(&l->s);
+	free(l);
+	*lp = NULL;
+}
+
 struct hash_sink {
 	EVP_MD_CTX *ctx;
 	int64_t n;

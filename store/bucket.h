@@ -50,6 +50,18 @@ int store_bucket_put_fd(struct store_bucket *b, int fd, const char *sha256, int6
 int store_bucket_get(struct store_bucket *b, const char *sha256, int64_t off, int64_t len,
 		     int (*sink)(void *ud, const void *data, size_t n), void *ud);
 
+/* Ranged reads on a server's libuv loop (store_s3_loop): a client of the bucket of its own, its
+ * transfers driven by the loop, counted as the blocking calls are. One per loop, used from its thread
+ * only; b must outlive it. store_bucket_loop_get is store_s3_loop_get of the content's key (its
+ * done(ud, result) runs once, on the loop, never from inside the call). _free cancels the reads in
+ * flight (each done with -ECANCELED at once) and closes its handles (run the loop after). */
+struct store_bucket_loop;
+int store_bucket_loop_new(struct store_bucket *b, uv_loop_t *loop, struct store_bucket_loop **out);
+int store_bucket_loop_get(struct store_bucket_loop *l, const char *sha256, int64_t off, int64_t len,
+			  int (*sink)(void *ud, const void *data, size_t n), void (*done)(void *ud, int result),
+			  void *ud);
+void store_bucket_loop_free(struct store_bucket_loop **l);
+
 /* Hash the content as the bucket holds it: *ok when it hashes to its name; its size in *size. Returns 0,
  * HM_ERR_NOT_FOUND, or a code of s3.h. */
 int store_bucket_check(struct store_bucket *b, const char *sha256, bool *ok, int64_t *size);
