@@ -48,6 +48,7 @@ struct mirror_store_writer {
 	char xet_hash[65];      /* expected (upstream's Xet hash), or "" */
 	bool private_;          /* its partial file is its own (mirror_store_writer_new_private) */
 	bool fill;              /* a copy of the bucket's into the local cache: not put back there */
+	struct store_bucket_put *put; /* streamed into the bucket, never on local disk (writer_stream) */
 	bool checked;           /* mirror_store_writer_check ran: its result, and the sha256 it found */
 	int check_result;
 	char got256[65];
@@ -189,6 +190,7 @@ static int writer_flush(struct mirror_store_writer *w)
 
 static void writer_free(struct mirror_store_writer *w)
 {
+	store_bucket_put_abort(&w->put);
 	free(w->buf);
 	if (w->fd >= 0)
 		close(w->fd);
@@ -399,6 +401,12 @@ int64_t mirror_store_writer_flushed(const struct mirror_store_writer *w)
 
 int mirror_store_writer_truncate(struct mirror_store_writer *w)
 {
+	if (w->put && w->written) { /* the bytes sent are dropped with their upload: a new one from zero */
+		int r;
+		store_bucket_put_abort(&w->put);
+		if ((r = store_bucket_put_begin(w->store->bucket, w->sha256, w->size, &w->put)) != 0)
+			return r;
+	}
 	w->buflen = 0;
 	if (ftruncate(w->fd, 0) < 0)
 		return -errno;
@@ -413,7 +421,9 @@ int mirror_store_writer_write(struct mirror_store_writer *w, const void *data, s
 	if (w->size >= 0 && (int64_t)n > w->size - w->written)
 		return HM_ERR_SIZE_MISMATCH;
 	r = writer_hash(w, data, n);
-	if (r)
+	if (!r && w->put && !(r = store_bucket_put_write(w->put, data, n)))
+		w->written += (int64_t)n;
+	if (r || w->put)
 		return r;
 	if (!w->buf) {
 		w->bufcap = w->size > 0 && w->size < WRITE_BUF ? (size_t)w->size : WRITE_BUF;
@@ -490,6 +500,18 @@ int mirror_store_writer_commit(struct mirror_store_writer **wp, char *sha256_out
 		drop = r == HM_ERR_HASH_MISMATCH || (r == HM_ERR_SIZE_MISMATCH && w->written > w->size) || w->private_;
 		goto out;
 	}
+	if (w->put) { /* streamed: completed in the bucket now (hashed there too), nothing kept here */
+		r = store_bucket_put_commit(&w->put);
+		if (r)
+			log_warn("store", "cannot put %.12s in the bucket: %s (%s)", got256, err_str(r),
+				 store_bucket_errmsg());
+		else
+			mirror__store_xet_save(w->store, got256, w->xet);
+		if (!r && sha256_out)
+			memcpy(sha256_out, got256, 65);
+		drop = true; /* (the empty partial file, its lock) */
+		goto out;
+	}
 	final = blob_local(w->store, got256);
 	fandir = xasprintf("%s/%.2s", w->store->blobs, got256);
 	if (fsync(w->fd) < 0 || (mkdir(fandir, 0755) < 0 && errno != EEXIST)) {
@@ -534,7 +556,7 @@ void mirror_store_writer_abort(struct mirror_store_writer **wp, bool keep_partia
 
 	if (!w)
 		return;
-	if (!keep_partial || w->private_)
+	if (!keep_partial || w->private_ || w->put)
 		unlink(w->part_path);
 	else if (w->buflen)
 		writer_flush(w); /* what arrived stays for the resume (on failure, what landed whole) */
@@ -1109,6 +1131,21 @@ int mirror_store_sweep_uploads(struct mirror_store *s, int64_t age_s, int64_t *a
 {
 	*aborted = 0;
 	return s->bucket ? store_bucket_sweep(s->bucket, age_s, aborted) : 0;
+}
+
+bool mirror_store_writer_stream(struct mirror_store_writer *w)
+{
+	struct mirror_store *s = w->store;
+
+	if (!s->bucket || w->fill || w->private_ || !w->sha256[0] || w->size <= s->cache_max || w->written ||
+	    w->put)
+		return false;
+	return store_bucket_put_begin(s->bucket, w->sha256, w->size, &w->put) == 0;
+}
+
+bool mirror_store_writer_streams(const struct mirror_store_writer *w)
+{
+	return w->put != NULL;
 }
 
 bool mirror_store_in_bucket(const struct mirror_store *s)

@@ -510,3 +510,206 @@ int store_bucket_sweep(struct store_bucket *b, int64_t age_s, int64_t *aborted)
 	free(x.v);
 	return put(b, s, r);
 }
+
+/* ---- a put as the bytes come ---------------------------------------------------------------- */
+
+#define QUEUE_MAX ((size_t)16 << 20) /* bytes handed over and not yet in the upload's parts */
+
+struct chunk {
+	struct chunk *next;
+	size_t n;
+	char data[];
+};
+
+struct store_bucket_put {
+	struct store_bucket *b;
+	struct store_s3 *s;
+	struct store_s3_upload *u;
+	char sha256[65];
+	int64_t size, total;        /* expected; handed over so far */
+	int64_t start_us;
+	EVP_MD_CTX *ctx;
+	pthread_t th;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;          /* a chunk queued, room made, or the end asked */
+	struct chunk *head, *tail;
+	size_t queued;
+	bool eof, cancel;
+	int err;                    /* the thread's first failure */
+};
+
+/* The put's thread: the queue into the upload, pumping its parts while the queue is empty. */
+static void *put_thread(void *ud)
+{
+	struct store_bucket_put *p = ud;
+
+	pthread_mutex_lock(&p->mu);
+	for (;;) {
+		struct chunk *c = p->head;
+		if (c && !p->err && !p->cancel) {
+			int r;
+			p->head = c->next;
+			if (!p->head)
+				p->tail = NULL;
+			pthread_mutex_unlock(&p->mu);
+			r = store_s3_upload_write(p->u, c->data, c->n);
+			test_kill_point(p->u);
+			pthread_mutex_lock(&p->mu);
+			p->queued -= c->n;
+			free(c);
+			if (r && !p->err)
+				p->err = r;
+			pthread_cond_broadcast(&p->cv);
+			continue;
+		}
+		if (p->eof || p->cancel || p->err)
+			break;
+		if (store_s3_upload_busy(p->u)) {
+			int r;
+			pthread_mutex_unlock(&p->mu);
+			r = store_s3_upload_pump(p->u, 20);
+			pthread_mutex_lock(&p->mu);
+			if (r && !p->err) {
+				p->err = r;
+				pthread_cond_broadcast(&p->cv);
+			}
+		} else {
+			pthread_cond_wait(&p->cv, &p->mu);
+		}
+	}
+	pthread_mutex_unlock(&p->mu);
+	return NULL;
+}
+
+int store_bucket_put_begin(struct store_bucket *b, const char *sha256, int64_t size, struct store_bucket_put **out)
+{
+	char *key = store_bucket_key(sha256);
+	struct store_bucket_put *p;
+	int r;
+
+	if (!key || size < 0) {
+		free(key);
+		return -EINVAL;
+	}
+	p = xcalloc(1, sizeof(*p));
+	p->b = b;
+	memcpy(p->sha256, sha256, 65);
+	p->size = size;
+	p->start_us = now_us();
+	p->s = take(b);
+	p->ctx = EVP_MD_CTX_new();
+	pthread_mutex_init(&p->mu, NULL);
+	pthread_cond_init(&p->cv, NULL);
+	r = !p->s || !p->ctx || !EVP_DigestInit_ex(p->ctx, EVP_sha256(), NULL) ? -ENOMEM
+										 : store_s3_upload_begin(p->s, key, &p->u);
+	if (!r)
+		r = -pthread_create(&p->th, NULL, put_thread, p);
+	free(key);
+	if (r) {
+		store_s3_upload_abort(&p->u);
+		if (p->s)
+			put(p->b, p->s, r);
+		EVP_MD_CTX_free(p->ctx);
+		pthread_mutex_destroy(&p->mu);
+		pthread_cond_destroy(&p->cv);
+		free(p);
+		return r;
+	}
+	*out = p;
+	return 0;
+}
+
+int store_bucket_put_write(struct store_bucket_put *p, const void *data, size_t n)
+{
+	struct chunk *c;
+	int r;
+
+	if ((int64_t)n > p->size - p->total)
+		return HM_ERR_SIZE_MISMATCH;
+	if (!EVP_DigestUpdate(p->ctx, data, n))
+		return -EIO;
+	p->total += (int64_t)n;
+	c = xmalloc(sizeof(*c) + n);
+	c->next = NULL;
+	c->n = n;
+	memcpy(c->data, data, n);
+	pthread_mutex_lock(&p->mu);
+	while (p->queued >= QUEUE_MAX && !p->err)
+		pthread_cond_wait(&p->cv, &p->mu);
+	r = p->err;
+	if (!r) {
+		if (p->tail)
+			p->tail->next = c;
+		else
+			p->head = c;
+		p->tail = c;
+		p->queued += n;
+		c = NULL;
+		pthread_cond_broadcast(&p->cv);
+	}
+	pthread_mutex_unlock(&p->mu);
+	free(c);
+	return r;
+}
+
+/* Stop the thread (cancel: drop what is queued) and free the queue; the thread's failure. */
+static int put_stop(struct store_bucket_put *p, bool cancel)
+{
+	pthread_mutex_lock(&p->mu);
+	p->eof = true;
+	p->cancel = cancel;
+	pthread_cond_broadcast(&p->cv);
+	pthread_mutex_unlock(&p->mu);
+	pthread_join(p->th, NULL);
+	while (p->head) {
+		struct chunk *c = p->head;
+		p->head = c->next;
+		free(c);
+	}
+	return p->err;
+}
+
+static void put_free(struct store_bucket_put *p, int r)
+{
+	store_s3_upload_abort(&p->u);
+	call_start_us = p->start_us; /* (the counters take the put's whole time) */
+	put(p->b, p->s, r);
+	EVP_MD_CTX_free(p->ctx);
+	pthread_mutex_destroy(&p->mu);
+	pthread_cond_destroy(&p->cv);
+	free(p);
+}
+
+int store_bucket_put_commit(struct store_bucket_put **pp)
+{
+	struct store_bucket_put *p = *pp;
+	char got[65];
+	int r;
+
+	*pp = NULL;
+	r = put_stop(p, false);
+	if (!r)
+		r = finish_hex(p->ctx, got);
+	if (!r && p->total != p->size)
+		r = HM_ERR_SIZE_MISMATCH;
+	else if (!r && strcmp(got, p->sha256))
+		r = HM_ERR_HASH_MISMATCH;
+	/* completed only now, the bytes sent being the content's; any other end drops the parts */
+	if (!r)
+		r = store_s3_upload_commit(&p->u);
+	if (!r)
+		n_out += p->total;
+	put_free(p, r);
+	return r;
+}
+
+void store_bucket_put_abort(struct store_bucket_put **pp)
+{
+	struct store_bucket_put *p = pp ? *pp : NULL;
+
+	if (!p)
+		return;
+	*pp = NULL;
+	put_stop(p, true);
+	put_free(p, 0);
+}

@@ -100,9 +100,10 @@ static void range_done(void *ud, int result)
 		more(g);
 		return;
 	}
-	log_warn("serve", "reading %.12s at %" PRId64 " from the store's bucket: %s (%s)", g->sha256, g->avail,
-		 err_str(result ? result : HM_ERR_SIZE_MISMATCH), store_bucket_errmsg());
-	g->failed = true;
+	if (!g->rt->closing)
+		log_warn("serve", "reading %.12s at %" PRId64 " from the store's bucket: %s (%s)", g->sha256, g->avail,
+			 err_str(result ? result : HM_ERR_SIZE_MISMATCH), store_bucket_errmsg());
+	g->failed = true; /* the answer ends short, its connection closed */
 }
 
 /* The next GET, when the last is done and the client has taken enough of the spool. */
