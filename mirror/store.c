@@ -207,7 +207,8 @@ static int writer_reset_hashes(struct mirror_store_writer *w)
 	if (!EVP_DigestInit_ex(w->sha256_ctx, EVP_sha256(), NULL))
 		return -ENOMEM;
 	xet_identity_free(&w->xet);
-	w->xet = xet_identity_new();
+	if (!w->fill)
+		w->xet = xet_identity_new();
 	if (w->sha1_ctx) {
 		char hdr[48];
 		int n = snprintf(hdr, sizeof(hdr), "blob %lld", (long long)w->size);
@@ -224,7 +225,8 @@ static int writer_hash(struct mirror_store_writer *w, const void *data, size_t n
 		return -ENOMEM;
 	if (w->sha1_ctx && !EVP_DigestUpdate(w->sha1_ctx, data, n))
 		return -ENOMEM;
-	xet_identity_update(w->xet, data, n);
+	if (w->xet)
+		xet_identity_update(w->xet, data, n);
 	return 0;
 }
 
@@ -477,8 +479,11 @@ int mirror_store_writer_check(struct mirror_store_writer *w)
 	r = finish_digest(w->sha256_ctx, w->got256);
 	if (!r && w->sha1_ctx)
 		r = finish_digest(w->sha1_ctx, gotsha1);
-	xet_identity_finish(w->xet);
-	xet_hash_hex(xet_identity_file_hash(w->xet), gotxet);
+	gotxet[0] = '\0';
+	if (w->xet) {
+		xet_identity_finish(w->xet);
+		xet_hash_hex(xet_identity_file_hash(w->xet), gotxet);
+	}
 	/* upstream's Xet hash, where it says one, is a second proof of the bytes */
 	if (!r && ((w->sha256[0] && strcmp(w->sha256, w->got256)) || (w->git_oid[0] && strcmp(w->git_oid, gotsha1)) ||
 		   (w->xet_hash[0] && strcmp(w->xet_hash, gotxet))))
@@ -535,7 +540,7 @@ int mirror_store_writer_commit(struct mirror_store_writer **wp, char *sha256_out
 		goto out;
 	}
 	r = path_fsync(fandir);
-	if (!r)
+	if (!r && w->xet)
 		mirror__store_xet_save(w->store, got256, w->xet);   /* none is computed again when needed */
 	if (!r && sha256_out)
 		memcpy(sha256_out, got256, 65);
@@ -1124,7 +1129,11 @@ int mirror_store_each(struct mirror_store *s, bool partials,
 
 void mirror__store_writer_fill(struct mirror_store_writer *w)
 {
+	/* no Xet identity either: the content's was kept when it was written (store/xet/, which the cache's
+	 * eviction leaves), or is computed from the cache's copy when asked; not computed again on every
+	 * fill, a cold read's CPU (docs/benchmarks.md, "The store in an S3 bucket") */
 	w->fill = true;
+	xet_identity_free(&w->xet);
 }
 
 int mirror_store_sweep_uploads(struct mirror_store *s, int64_t age_s, int64_t *aborted)
