@@ -4,8 +4,10 @@
 # bytes grow by the range's length, not by the bytes before it, the cache is not filled by it, and
 # the bytes are the object's. A range of several pieces, a HEAD, and a read from the start (the
 # cache's fill, as before) beside it; every answer byte for byte against the object as the gateway
-# has it (curl's own SigV4). Fails on the code before it: the bucket's read bytes grew by the whole
-# content for the range at its end.
+# has it (curl's own SigV4). A client that stops taking a long range (held by helpers/slowproxy.py):
+# the mirror reads 40 MiB ahead of it at most, its spool on the disk no bigger, every byte read once
+# when it goes on. Fails on the code before it: the bucket's read bytes grew by the whole content for
+# the range at its end.
 . "$HM_SRC/tests/integration/lib.sh"
 need_ceph
 check "a Ceph cluster with its gateway starts" start_rgw
@@ -13,7 +15,8 @@ size=24000000
 cat >"$T/spec.json" <<JSON
 {"repos": [
   {"hub": "hf", "type": "model", "id": "acme/big",
-   "files": [{"path": "model.safetensors", "size": $size, "seed": 7}]}
+   "files": [{"path": "model.safetensors", "size": $size, "seed": 7},
+             {"path": "huge.bin", "size": 100000000, "seed": 9}]}
  ]}
 JSON
 export AWS_ACCESS_KEY_ID=$RGW_ACCESS_KEY AWS_SECRET_ACCESS_KEY=$RGW_SECRET_KEY
@@ -62,5 +65,35 @@ curl -fsS "$url" >"$T/whole"
 check "the whole file byte for byte" cmp -s "$T/whole" "$T/obj"
 check "a read from the start reads the content whole from the bucket, into the cache" \
 	metric_at_least hubmirror_store_bucket_read_bytes_total $((23500000 + size))
+
+# a client that stops taking a long range: the mirror reads ahead of it a bounded stretch only (32 MiB
+# past what the client took, a piece of 8 MiB in flight), and its spool on the disk holds no more
+hsha=$("$PY" -c 'import sqlite3, sys; print(sqlite3.connect(sys.argv[1]).execute(
+"select sha256 from files where path = ?", ("huge.bin",)).fetchone()[0])' "$HUBMIRROR_DATA/catalog.db")
+curl -fsS -o "$T/huge" -H 'x-amz-content-sha256: UNSIGNED-PAYLOAD' --aws-sigv4 aws:amz:us-east-1:s3 \
+	--user "$RGW_ACCESS_KEY:$RGW_SECRET_KEY" "$RGW_ENDPOINT/$RGW_BUCKET/t0867/blobs/${hsha:0:2}/$hsha"
+serve_pid=${_pids[-1]}
+port=$("$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+"$PY" "$HM_SRC/tests/integration/helpers/slowproxy.py" --mirror "$M" --port "$port" --rate 1000000000 \
+	--hold-after 2000000 --hold-file "$T/go" --ready-file "$T/proxy" &
+_pids+=($!)
+for _ in $(seq 300); do [ -s "$T/proxy" ] && break; sleep 0.1; done
+r0=$(read_bytes)
+curl -fsS -H 'Range: bytes=4194304-' "http://127.0.0.1:$port/acme/big/resolve/main/huge.bin" >"$T/hrange" &
+cpid=$!
+check "the mirror reads ahead of the held client" metric_at_least hubmirror_store_bucket_read_bytes_total \
+	$((r0 + (32 << 20)))
+sleep 3 # (what a mirror with no bound would read meanwhile: the range's 96 MB; the bound holds whatever the time)
+ahead=$(( $(read_bytes) - r0 ))
+check "no further than its bound ($ahead bytes read of the range's 95805696)" test "$ahead" -le $((64 << 20))
+spool=0
+for f in /proc/"$serve_pid"/fd/*; do
+	case $(readlink "$f") in *store/tmp/*deleted*) spool=$(( $(stat -L -c %b "$f") * 512 )) ;; esac
+done
+check "its spool on the disk holds at most 56 MiB ($spool bytes)" test "$spool" -le $((58 << 20))
+touch "$T/go"
+wait "$cpid"
+check "the range comes whole once the client takes it, byte for byte" cmp -s "$T/hrange" <(tail -c +4194305 "$T/huge")
+check "each of its bytes read from the bucket once" test $(( $(read_bytes) - r0 )) = 95805696
 check "serve stops clean" serve_stops_clean
 finish
