@@ -189,8 +189,9 @@ void mirror_store_pin(struct mirror_store *s, bool pin);
  * A content of the bucket's brought into the cache while a reader follows it (a server sending it as it
  * comes): _fill_begin makes the fill's own private writer (*w; its partial file at
  * mirror_store_writer_path, which the reader opens at once), _fill_run (blocking: a worker's) reads the
- * bucket into it, calling progress(ud, bytes) with what the partial file holds as it grows, and
- * commits it (verified: the whole is hashed to its name) or drops it; *w is freed either way. Returns 0,
+ * bucket into it, calling progress(ud, bytes) with what the partial file holds as it grows (the last
+ * bytes once the whole hashed to its name, the cache's room made, before the fsync), and commits it
+ * or drops it; *w is freed either way. Returns 0,
  * -ENOENT (no such content), HM_ERR_HASH_MISMATCH / HM_ERR_SIZE_MISMATCH (the bucket's bytes are not
  * it: nothing kept) or another error. Without a bucket, _fill_begin is -ENOENT.
  */
