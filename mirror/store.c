@@ -50,6 +50,7 @@ struct mirror_store_writer {
 	bool xet_lost;          /* ... and some bytes came without them: computed from the file at check */
 	bool private_;          /* its partial file is its own (mirror_store_writer_new_private) */
 	bool fill;              /* a copy of the bucket's into the local cache: not put back there */
+	struct store_bucket_put *put; /* streamed into the bucket, never on local disk (writer_stream) */
 	bool checked;           /* mirror_store_writer_check ran: its result, and the sha256 it found */
 	int check_result;
 	char got256[65];
@@ -233,6 +234,7 @@ static int writer_flush(struct mirror_store_writer *w)
 
 static void writer_free(struct mirror_store_writer *w)
 {
+	store_bucket_put_abort(&w->put);
 	free(w->buf);
 	if (w->fd >= 0)
 		close(w->fd);
@@ -249,7 +251,8 @@ static int writer_reset_hashes(struct mirror_store_writer *w)
 	if (!EVP_DigestInit_ex(w->sha256_ctx, EVP_sha256(), NULL))
 		return -ENOMEM;
 	xet_identity_free(&w->xet);
-	w->xet = w->xet_given ? xet_identity_new_given() : xet_identity_new();
+	if (!w->fill)
+		w->xet = w->xet_given ? xet_identity_new_given() : xet_identity_new();
 	w->xet_lost = false;
 	if (w->sha1_ctx) {
 		char hdr[48];
@@ -268,9 +271,9 @@ static int writer_hash(struct mirror_store_writer *w, const void *data, size_t n
 		return -ENOMEM;
 	if (w->sha1_ctx && !EVP_DigestUpdate(w->sha1_ctx, data, n))
 		return -ENOMEM;
-	if (!w->xet_given)
+	if (w->xet && !w->xet_given)
 		xet_identity_update(w->xet, data, n);
-	else if (!chunk)
+	else if (w->xet && !chunk)
 		w->xet_lost = true;
 	return 0;
 }
@@ -468,6 +471,12 @@ int64_t mirror_store_writer_flushed(const struct mirror_store_writer *w)
 
 int mirror_store_writer_truncate(struct mirror_store_writer *w)
 {
+	if (w->put && w->written) { /* the bytes sent are dropped with their upload: a new one from zero */
+		int r;
+		store_bucket_put_abort(&w->put);
+		if ((r = store_bucket_put_begin(w->store->bucket, w->sha256, w->size, &w->put)) != 0)
+			return r;
+	}
 	w->buflen = 0;
 	if (ftruncate(w->fd, 0) < 0)
 		return -errno;
@@ -477,7 +486,9 @@ int mirror_store_writer_truncate(struct mirror_store_writer *w)
 
 int mirror_store_writer_given_chunks(struct mirror_store_writer *w)
 {
-	if (w->written != 0)
+	/* (not a writer streamed into the bucket: its bytes are not here to compute the identity from, if
+	 * some came without their chunk; nor a fill of the cache, which makes no identity) */
+	if (w->written != 0 || w->put || w->fill)
 		return -EINVAL;
 	xet_identity_free(&w->xet);
 	w->xet = xet_identity_new_given();
@@ -511,7 +522,9 @@ static int writer_write(struct mirror_store_writer *w, const void *data, size_t 
 	if (w->size >= 0 && (int64_t)n > w->size - w->written)
 		return HM_ERR_SIZE_MISMATCH;
 	r = writer_hash(w, data, n, chunk);
-	if (r)
+	if (!r && w->put && !(r = store_bucket_put_write(w->put, data, n)))
+		w->written += (int64_t)n;
+	if (r || w->put)
 		return r;
 	if (!w->buf) {
 		w->bufcap = w->size > 0 && w->size < WRITE_BUF ? (size_t)w->size : WRITE_BUF;
@@ -565,10 +578,13 @@ int mirror_store_writer_check(struct mirror_store_writer *w)
 	r = finish_digest(w->sha256_ctx, w->got256);
 	if (!r && w->sha1_ctx)
 		r = finish_digest(w->sha1_ctx, gotsha1);
-	if (!r && w->xet_given && (w->xet_lost || xet_identity_size(w->xet) != (uint64_t)w->written))
+	if (!r && w->xet && w->xet_given && (w->xet_lost || xet_identity_size(w->xet) != (uint64_t)w->written))
 		r = writer_xet_recompute(w);
-	xet_identity_finish(w->xet);
-	xet_hash_hex(xet_identity_file_hash(w->xet), gotxet);
+	gotxet[0] = '\0';
+	if (w->xet) {
+		xet_identity_finish(w->xet);
+		xet_hash_hex(xet_identity_file_hash(w->xet), gotxet);
+	}
 	/* upstream's Xet hash, where it says one, is a second proof of the bytes */
 	if (!r && ((w->sha256[0] && strcmp(w->sha256, w->got256)) || (w->git_oid[0] && strcmp(w->git_oid, gotsha1)) ||
 		   (w->xet_hash[0] && strcmp(w->xet_hash, gotxet))))
@@ -588,6 +604,18 @@ int mirror_store_writer_commit(struct mirror_store_writer **wp, char *sha256_out
 	if (r) {
 		/* wrong bytes go; a short file stays for a resume (not a private one: none resumes it) */
 		drop = r == HM_ERR_HASH_MISMATCH || (r == HM_ERR_SIZE_MISMATCH && w->written > w->size) || w->private_;
+		goto out;
+	}
+	if (w->put) { /* streamed: completed in the bucket now (hashed there too), nothing kept here */
+		r = store_bucket_put_commit(&w->put);
+		if (r)
+			log_warn("store", "cannot put %.12s in the bucket: %s (%s)", got256, err_str(r),
+				 store_bucket_errmsg());
+		else
+			mirror__store_xet_save(w->store, got256, w->xet);
+		if (!r && sha256_out)
+			memcpy(sha256_out, got256, 65);
+		drop = true; /* (the empty partial file, its lock) */
 		goto out;
 	}
 	final = blob_local(w->store, got256);
@@ -613,7 +641,7 @@ int mirror_store_writer_commit(struct mirror_store_writer **wp, char *sha256_out
 		goto out;
 	}
 	r = path_fsync(fandir);
-	if (!r)
+	if (!r && w->xet)
 		mirror__store_xet_save(w->store, got256, w->xet);   /* none is computed again when needed */
 	if (!r && sha256_out)
 		memcpy(sha256_out, got256, 65);
@@ -634,7 +662,7 @@ void mirror_store_writer_abort(struct mirror_store_writer **wp, bool keep_partia
 
 	if (!w)
 		return;
-	if (!keep_partial || w->private_)
+	if (!keep_partial || w->private_ || w->put)
 		unlink(w->part_path);
 	else if (w->buflen)
 		writer_flush(w); /* what arrived stays for the resume (on failure, what landed whole) */
@@ -1225,13 +1253,37 @@ int mirror_store_each(struct mirror_store *s, bool partials,
 
 void mirror__store_writer_fill(struct mirror_store_writer *w)
 {
+	/* no Xet identity either: the content's was kept when it was written (store/xet/, which the cache's
+	 * eviction leaves), or is computed from the cache's copy when asked; not computed again on every
+	 * fill, a cold read's CPU (docs/benchmarks.md, "The store in an S3 bucket") */
 	w->fill = true;
+	xet_identity_free(&w->xet);
 }
 
 int mirror_store_sweep_uploads(struct mirror_store *s, int64_t age_s, int64_t *aborted)
 {
 	*aborted = 0;
 	return s->bucket ? store_bucket_sweep(s->bucket, age_s, aborted) : 0;
+}
+
+bool mirror_store_writer_stream(struct mirror_store_writer *w)
+{
+	struct mirror_store *s = w->store;
+
+	if (!s->bucket || w->fill || w->private_ || !w->sha256[0] || w->size <= s->cache_max || w->written ||
+	    w->put)
+		return false;
+	if (w->xet_given) {  /* (see _given_chunks: chunked here after all) */
+		xet_identity_free(&w->xet);
+		w->xet = xet_identity_new();
+		w->xet_given = false;
+	}
+	return store_bucket_put_begin(s->bucket, w->sha256, w->size, &w->put) == 0;
+}
+
+bool mirror_store_writer_streams(const struct mirror_store_writer *w)
+{
+	return w->put != NULL;
 }
 
 bool mirror_store_in_bucket(const struct mirror_store *s)

@@ -17,6 +17,7 @@
 
 struct mirror_store;
 struct mirror_store_writer;
+struct store_bucket;
 
 /* What the content must be. Any field may be absent (NULL / -1); at least one of sha256 and git_oid
  * should be given for the content to count as verified. Strings are borrowed for the call. */
@@ -105,6 +106,19 @@ int mirror_store_writer_check(struct mirror_store_writer *w);
  */
 int mirror_store_writer_commit(struct mirror_store_writer **w, char *sha256_out);
 
+/*
+ * With a bucket behind the store, a content bigger than the local cache's bound (a fetch of the
+ * mirror's own: not a private writer, sha256 and size known, nothing written yet) is streamed straight
+ * into the bucket as it comes, never whole on local disk: _stream switches w to that (true), or
+ * leaves it as it is (false). Each byte is then hashed and handed to a multipart upload
+ * (store_bucket_put_*) completed by _commit only once the whole hashed to the content; nothing is
+ * kept in the cache, and there is no partial file to follow (a reader of one must not ask for it).
+ * _abort drops the upload whatever keep_partial says: a fetch resumed by a new writer (after a kill,
+ * or a writer aborted) starts from zero; one that keeps the writer across a reset goes on from
+ * _offset. _streams: whether w was switched.
+ */
+bool mirror_store_writer_stream(struct mirror_store_writer *w);
+bool mirror_store_writer_streams(const struct mirror_store_writer *w);
 /* Stop writing; keep_partial keeps the bytes for a later resume. Frees *w; accepts NULL. */
 void mirror_store_writer_abort(struct mirror_store_writer **w, bool keep_partial);
 
@@ -196,8 +210,9 @@ void mirror_store_pin(struct mirror_store *s, bool pin);
  * A content of the bucket's brought into the cache while a reader follows it (a server sending it as it
  * comes): _fill_begin makes the fill's own private writer (*w; its partial file at
  * mirror_store_writer_path, which the reader opens at once), _fill_run (blocking: a worker's) reads the
- * bucket into it, calling progress(ud, bytes) with what the partial file holds as it grows, and
- * commits it (verified: the whole is hashed to its name) or drops it; *w is freed either way. Returns 0,
+ * bucket into it, calling progress(ud, bytes) with what the partial file holds as it grows (the last
+ * bytes once the whole hashed to its name, the cache's room made, before the fsync), and commits it
+ * or drops it; *w is freed either way. Returns 0,
  * -ENOENT (no such content), HM_ERR_HASH_MISMATCH / HM_ERR_SIZE_MISMATCH (the bucket's bytes are not
  * it: nothing kept) or another error. Without a bucket, _fill_begin is -ENOENT.
  */
@@ -208,6 +223,10 @@ int mirror_store_fill_run(struct mirror_store *s, const char *sha256, struct mir
 const char *mirror_store_writer_path(const struct mirror_store_writer *w);
 /* Whether the store keeps its contents in a bucket (and blobs/ is a bounded cache of them). */
 bool mirror_store_in_bucket(const struct mirror_store *s);
+/* The bucket behind the store (borrowed; NULL: none), for a server's reads on its loop
+ * (store_bucket_loop_new); and the store's folder for temporary files (tmp/, borrowed). */
+struct store_bucket *mirror_store_bucket(const struct mirror_store *s);
+const char *mirror_store_tmp_dir(const struct mirror_store *s);
 
 /* Call fn for every file under blobs/ (with a bucket: every object under the bucket's blobs/, path then
  * being the cache's, which may not be there; name: what it is called, may not be a valid hash) and, with

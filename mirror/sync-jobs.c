@@ -382,9 +382,10 @@ static void job_on_done(void *ud, int result, const struct hub_http_resp *resp, 
 	if (e == HM_ERR_UPSTREAM || e == HM_ERR_SIZE_MISMATCH) {
 		/* a confused range answer or 416: start over without resuming */
 		mirror_store_writer_abort(&j->w, false);
-	} else {
+	} else if (!mirror_store_writer_streams(j->w) || j->fail) {
 		mirror_store_writer_abort(&j->w, true);
-	}
+	} /* else kept (the transfer broke, not the writer nor the answer): a content streamed into the bucket
+	   * goes on from its offset, its upload with it */
 	if (!job_error_final(e) && (progressed || ++j->tries < j->s->cfg->max_file_tries)) {
 		log_debug("sync", "%s: %s, resuming", j->f->path, j->error_text);
 		if (progressed)
@@ -392,6 +393,7 @@ static void job_on_done(void *ud, int result, const struct hub_http_resp *resp, 
 		mirror__sync_job_start(j);
 		return;
 	}
+	mirror_store_writer_abort(&j->w, false); /* (a streamed one's upload dropped) */
 	job_complete(j, e, NULL);
 }
 
@@ -417,13 +419,15 @@ void mirror__sync_job_start(struct mirror__sync_job *j)
 	j->fail = 0;
 	j->status = 0;
 	j->xet_used = false;
-	r = mirror_store_writer_new(j->s->d->store, &ex, true, &j->w);
+	r = j->w ? 0 : mirror_store_writer_new(j->s->d->store, &ex, true, &j->w);
 	if (r) {
 		job_set_error(j, "store: %s", err_str(r));
 		job_complete(j, r, NULL);
 		return;
 	}
 	mirror_store_writer_expect_xet(j->w, j->f->xet_hash);   /* upstream's, where it says one */
+	/* bigger than the cache's bound: straight into the bucket as it comes, never whole on local disk */
+	mirror_store_writer_stream(j->w);
 	j->attempt_start = mirror_store_writer_offset(j->w);
 	if (j->attempt_start == j->f->size) {
 		mirror__sync_job_commit(j); /* a previous run got every byte but did not publish */

@@ -299,6 +299,91 @@ int store_bucket_get(struct store_bucket *b, const char *sha256, int64_t off, in
 	return r;
 }
 
+struct store_bucket_loop {
+	struct store_s3 *s;
+	struct store_s3_loop *l;
+};
+
+/* One read on the loop: the caller's sink and done, counted. */
+struct loop_read {
+	int (*sink)(void *ud, const void *data, size_t n);
+	void (*done)(void *ud, int result);
+	void *ud;
+	int64_t start_us;
+	bool sink_failed;           /* the caller's sink ended it: not the bucket's failure */
+	const struct store_s3 *s;
+};
+
+int store_bucket_loop_new(struct store_bucket *b, uv_loop_t *loop, struct store_bucket_loop **out)
+{
+	struct store_bucket_loop *l = xcalloc(1, sizeof(*l));
+	const char *why;
+
+	if (store_s3_new(&b->c, &l->s, &why) || store_s3_loop_new(l->s, loop, &l->l)) {
+		store_s3_free(&l->s);
+		free(l);
+		return -ENOMEM; /* (the configuration was checked when the bucket opened) */
+	}
+	*out = l;
+	return 0;
+}
+
+static int loop_sink(void *ud, const void *data, size_t n)
+{
+	struct loop_read *x = ud;
+	int r;
+
+	n_in += (int64_t)n;
+	r = x->sink(x->ud, data, n);
+	x->sink_failed = r != 0;
+	return r;
+}
+
+static void loop_done(void *ud, int result)
+{
+	struct loop_read *x = ud;
+
+	n_requests++;
+	n_usec += now_us() - x->start_us;
+	if (result && result != HM_ERR_NOT_FOUND && result != -ECANCELED && !x->sink_failed) {
+		n_errors++;
+		snprintf(last_err, sizeof(last_err), "%s", store_s3_errmsg(x->s));
+	}
+	x->done(x->ud, result);
+	free(x);
+}
+
+int store_bucket_loop_get(struct store_bucket_loop *l, const char *sha256, int64_t off, int64_t len,
+			  int (*sink)(void *ud, const void *data, size_t n), void (*done)(void *ud, int result),
+			  void *ud)
+{
+	char *key = store_bucket_key(sha256);
+	struct loop_read *x;
+	int r;
+
+	if (!key)
+		return -EINVAL;
+	x = xcalloc(1, sizeof(*x));
+	*x = (struct loop_read){ sink, done, ud, now_us(), false, l->s };
+	r = store_s3_loop_get(l->l, key, off, len, loop_sink, loop_done, x);
+	if (r)
+		free(x);
+	free(key);
+	return r;
+}
+
+void store_bucket_loop_free(struct store_bucket_loop **lp)
+{
+	struct store_bucket_loop *l = lp ? *lp : NULL;
+
+	if (!l)
+		return;
+	store_s3_loop_free(&l->l);
+	store_s3_free(&l->s);
+	free(l);
+	*lp = NULL;
+}
+
 struct hash_sink {
 	EVP_MD_CTX *ctx;
 	int64_t n;
@@ -645,4 +730,207 @@ int store_bucket_live_each(struct store_bucket *b, int (*fn)(void *ud, const cha
 	if (*bad)
 		snprintf(last_err, sizeof(last_err), "%s", bad);
 	return r;
+}
+
+/* ---- a put as the bytes come ---------------------------------------------------------------- */
+
+#define QUEUE_MAX ((size_t)16 << 20) /* bytes handed over and not yet in the upload's parts */
+
+struct chunk {
+	struct chunk *next;
+	size_t n;
+	char data[];
+};
+
+struct store_bucket_put {
+	struct store_bucket *b;
+	struct store_s3 *s;
+	struct store_s3_upload *u;
+	char sha256[65];
+	int64_t size, total;        /* expected; handed over so far */
+	int64_t start_us;
+	EVP_MD_CTX *ctx;
+	pthread_t th;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;          /* a chunk queued, room made, or the end asked */
+	struct chunk *head, *tail;
+	size_t queued;
+	bool eof, cancel;
+	int err;                    /* the thread's first failure */
+};
+
+/* The put's thread: the queue into the upload, pumping its parts while the queue is empty. */
+static void *put_thread(void *ud)
+{
+	struct store_bucket_put *p = ud;
+
+	pthread_mutex_lock(&p->mu);
+	for (;;) {
+		struct chunk *c = p->head;
+		if (c && !p->err && !p->cancel) {
+			int r;
+			p->head = c->next;
+			if (!p->head)
+				p->tail = NULL;
+			pthread_mutex_unlock(&p->mu);
+			r = store_s3_upload_write(p->u, c->data, c->n);
+			test_kill_point(p->u);
+			pthread_mutex_lock(&p->mu);
+			p->queued -= c->n;
+			free(c);
+			if (r && !p->err)
+				p->err = r;
+			pthread_cond_broadcast(&p->cv);
+			continue;
+		}
+		if (p->eof || p->cancel || p->err)
+			break;
+		if (store_s3_upload_busy(p->u)) {
+			int r;
+			pthread_mutex_unlock(&p->mu);
+			r = store_s3_upload_pump(p->u, 20);
+			pthread_mutex_lock(&p->mu);
+			if (r && !p->err) {
+				p->err = r;
+				pthread_cond_broadcast(&p->cv);
+			}
+		} else {
+			pthread_cond_wait(&p->cv, &p->mu);
+		}
+	}
+	pthread_mutex_unlock(&p->mu);
+	return NULL;
+}
+
+int store_bucket_put_begin(struct store_bucket *b, const char *sha256, int64_t size, struct store_bucket_put **out)
+{
+	char *key = store_bucket_key(sha256);
+	struct store_bucket_put *p;
+	int r;
+
+	if (!key || size < 0) {
+		free(key);
+		return -EINVAL;
+	}
+	p = xcalloc(1, sizeof(*p));
+	p->b = b;
+	memcpy(p->sha256, sha256, 65);
+	p->size = size;
+	p->start_us = now_us();
+	p->s = take(b);
+	p->ctx = EVP_MD_CTX_new();
+	pthread_mutex_init(&p->mu, NULL);
+	pthread_cond_init(&p->cv, NULL);
+	r = !p->s || !p->ctx || !EVP_DigestInit_ex(p->ctx, EVP_sha256(), NULL) ? -ENOMEM
+										 : store_s3_upload_begin(p->s, key, &p->u);
+	if (!r)
+		r = -pthread_create(&p->th, NULL, put_thread, p);
+	free(key);
+	if (r) {
+		store_s3_upload_abort(&p->u);
+		if (p->s)
+			put(p->b, p->s, r);
+		EVP_MD_CTX_free(p->ctx);
+		pthread_mutex_destroy(&p->mu);
+		pthread_cond_destroy(&p->cv);
+		free(p);
+		return r;
+	}
+	*out = p;
+	return 0;
+}
+
+int store_bucket_put_write(struct store_bucket_put *p, const void *data, size_t n)
+{
+	struct chunk *c;
+	int r;
+
+	if ((int64_t)n > p->size - p->total)
+		return HM_ERR_SIZE_MISMATCH;
+	if (!EVP_DigestUpdate(p->ctx, data, n))
+		return -EIO;
+	p->total += (int64_t)n;
+	c = xmalloc(sizeof(*c) + n);
+	c->next = NULL;
+	c->n = n;
+	memcpy(c->data, data, n);
+	pthread_mutex_lock(&p->mu);
+	while (p->queued >= QUEUE_MAX && !p->err)
+		pthread_cond_wait(&p->cv, &p->mu);
+	r = p->err;
+	if (!r) {
+		if (p->tail)
+			p->tail->next = c;
+		else
+			p->head = c;
+		p->tail = c;
+		p->queued += n;
+		c = NULL;
+		pthread_cond_broadcast(&p->cv);
+	}
+	pthread_mutex_unlock(&p->mu);
+	free(c);
+	return r;
+}
+
+/* Stop the thread (cancel: drop what is queued) and free the queue; the thread's failure. */
+static int put_stop(struct store_bucket_put *p, bool cancel)
+{
+	pthread_mutex_lock(&p->mu);
+	p->eof = true;
+	p->cancel = cancel;
+	pthread_cond_broadcast(&p->cv);
+	pthread_mutex_unlock(&p->mu);
+	pthread_join(p->th, NULL);
+	while (p->head) {
+		struct chunk *c = p->head;
+		p->head = c->next;
+		free(c);
+	}
+	return p->err;
+}
+
+static void put_free(struct store_bucket_put *p, int r)
+{
+	store_s3_upload_abort(&p->u);
+	call_start_us = p->start_us; /* (the counters take the put's whole time) */
+	put(p->b, p->s, r);
+	EVP_MD_CTX_free(p->ctx);
+	pthread_mutex_destroy(&p->mu);
+	pthread_cond_destroy(&p->cv);
+	free(p);
+}
+
+int store_bucket_put_commit(struct store_bucket_put **pp)
+{
+	struct store_bucket_put *p = *pp;
+	char got[65];
+	int r;
+
+	*pp = NULL;
+	r = put_stop(p, false);
+	if (!r)
+		r = finish_hex(p->ctx, got);
+	if (!r && p->total != p->size)
+		r = HM_ERR_SIZE_MISMATCH;
+	else if (!r && strcmp(got, p->sha256))
+		r = HM_ERR_HASH_MISMATCH;
+	/* completed only now, the bytes sent being the content's; any other end drops the parts */
+	if (!r)
+		r = store_s3_upload_commit(&p->u);
+	if (!r)
+		n_out += p->total;
+	put_free(p, r);
+	return r;
+}
+
+void store_bucket_put_abort(struct store_bucket_put **pp)
+{
+	struct store_bucket_put *p = pp ? *pp : NULL;
+
+	if (!p)
+		return;
+	*pp = NULL;
+	put_stop(p, true);
+	put_free(p, 0);
 }

@@ -46,9 +46,35 @@ int store_bucket_stat(struct store_bucket *b, const char *sha256, int64_t *size)
  * (nothing written), -errno (reading fd), or a code of s3.h. */
 int store_bucket_put_fd(struct store_bucket *b, int fd, const char *sha256, int64_t size);
 
+/* A content put as its bytes come (a fetch streamed into the bucket, never whole on local disk): a
+ * thread of the put's own streams them into a multipart upload (its parts moving on while the caller
+ * waits for more), and the caller's _write hands them over, waiting only while QUEUE_MAX bytes are
+ * queued (the bucket slower than the source). Each byte is hashed as it is handed over; _commit
+ * completes the upload only when they hashed to sha256 and are size bytes (HM_ERR_HASH_MISMATCH /
+ * HM_ERR_SIZE_MISMATCH, aborted, else), _abort drops it; either frees *p. Nothing is visible under
+ * the key before the commit; a crash leaves an unfinished upload (store_bucket_sweep). _begin and
+ * _write on one thread, _commit or _abort on any one after. */
+struct store_bucket_put;
+int store_bucket_put_begin(struct store_bucket *b, const char *sha256, int64_t size, struct store_bucket_put **out);
+int store_bucket_put_write(struct store_bucket_put *p, const void *data, size_t n);
+int store_bucket_put_commit(struct store_bucket_put **p);
+void store_bucket_put_abort(struct store_bucket_put **p);
+
 /* Bytes [off, off + len) of the content (len < 0: to its end) to sink, as store_s3_get. */
 int store_bucket_get(struct store_bucket *b, const char *sha256, int64_t off, int64_t len,
 		     int (*sink)(void *ud, const void *data, size_t n), void *ud);
+
+/* Ranged reads on a server's libuv loop (store_s3_loop): a client of the bucket of its own, its
+ * transfers driven by the loop, counted as the blocking calls are. One per loop, used from its thread
+ * only; b must outlive it. store_bucket_loop_get is store_s3_loop_get of the content's key (its
+ * done(ud, result) runs once, on the loop, never from inside the call). _free cancels the reads in
+ * flight (each done with -ECANCELED at once) and closes its handles (run the loop after). */
+struct store_bucket_loop;
+int store_bucket_loop_new(struct store_bucket *b, uv_loop_t *loop, struct store_bucket_loop **out);
+int store_bucket_loop_get(struct store_bucket_loop *l, const char *sha256, int64_t off, int64_t len,
+			  int (*sink)(void *ud, const void *data, size_t n), void (*done)(void *ud, int result),
+			  void *ud);
+void store_bucket_loop_free(struct store_bucket_loop **l);
 
 /* Hash the content as the bucket holds it: *ok when it hashes to its name; its size in *size. Returns 0,
  * HM_ERR_NOT_FOUND, or a code of s3.h. */

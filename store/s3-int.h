@@ -77,6 +77,8 @@ void store__start(struct store__req *r);
 void store__wait(struct store__req *r);
 /* Drive every request of s until one more of them is done. */
 void store__wait_any(struct store_s3 *s);
+/* Move every request of s on, waiting up to wait_ms for one of them to be able to. */
+void store__pump(struct store_s3 *s, int wait_ms);
 /* r's outcome as the header's codes, with errcode/errmsg set when it failed. */
 int store__result(struct store__req *r);
 /* A ranged GET of key to sink, ready to start (store_s3_get's, and a loop's read). */

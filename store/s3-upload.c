@@ -142,6 +142,20 @@ int store_s3_upload_write(struct store_s3_upload *u, const void *data, size_t n)
 	return u->err;
 }
 
+bool store_s3_upload_busy(const struct store_s3_upload *u)
+{
+	return u->nflight > 0 && !u->err;
+}
+
+int store_s3_upload_pump(struct store_s3_upload *u, int wait_ms)
+{
+	if (u->nflight && !u->err) {
+		store__pump(u->s, wait_ms);
+		reap(u);
+	}
+	return u->err;
+}
+
 /* CompleteMultipartUpload naming every part with its ETag. */
 static int complete(struct store_s3_upload *u)
 {

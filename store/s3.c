@@ -365,6 +365,18 @@ void store__wait_any(struct store_s3 *s)
 	drive(s, NULL);
 }
 
+void store__pump(struct store_s3 *s, int wait_ms)
+{
+	int running = 0;
+
+	curl_multi_perform(s->multi, &running);
+	collect(s);
+	if (running)
+		curl_multi_poll(s->multi, NULL, 0, wait_ms, NULL);
+	curl_multi_perform(s->multi, &running);
+	collect(s);
+}
+
 /* The answer's error as S3 said it, into errcode and errmsg; the return code it stands for. */
 static int answer_error(struct store__req *r)
 {

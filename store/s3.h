@@ -91,6 +91,11 @@ int store_s3_delete(struct store_s3 *s, const char *key);
 struct store_s3_upload;
 int store_s3_upload_begin(struct store_s3 *s, const char *key, struct store_s3_upload **out);
 int store_s3_upload_write(struct store_s3_upload *u, const void *data, size_t n);
+/* The parts on their way move only while a call of the upload's drives them: a writer whose bytes come
+ * slowly (a fetch streamed into the bucket) pumps between its writes, waiting up to wait_ms for one to
+ * move on. Returns the upload's first failure (0: none); _busy: parts are on their way. */
+int store_s3_upload_pump(struct store_s3_upload *u, int wait_ms);
+bool store_s3_upload_busy(const struct store_s3_upload *u);
 /* Complete and free *u (set to NULL) whatever the result. */
 int store_s3_upload_commit(struct store_s3_upload **u);
 /* Drop what was sent and free *u (set to NULL); NULL-safe. */

@@ -49,6 +49,17 @@ char *mirror__self_base(const struct httpd_req *req);
  * into the cache (verified once whole): 0, the answer coming later (a 503 when the bucket cannot give it). */
 int mirror__send_blob(struct mirror_routes *rt, struct httpd_req *req, const char *sha256, int64_t size);
 
+/* Where a Range's first byte must be, at least, for it to be read straight from the bucket rather than
+ * through the cache's fill from the content's start (floor-bucket.c). */
+#define MIRROR__BUCKET_DIRECT_FROM ((int64_t)4 << 20)
+/* Answer req 206 with bytes [a, b] of content sha256 (size bytes), read straight from the store's bucket
+ * as the client takes them, the cache left as it is (floor-bucket.c). 0 when answered (a body cut short,
+ * its connection closed, if the bucket fails on the way), -1 when nothing was sent. On the loop. */
+int mirror__bucket_range_send(struct mirror_routes *rt, struct httpd_req *req, const char *sha256, int64_t size,
+			      int64_t a, int64_t b);
+/* serve stops: the reads from the bucket in flight are cancelled, their loop's handles closed. */
+void mirror__bucket_reads_stop(struct mirror_routes *rt);
+
 /* A repo's tier headers (X-Hubmirror-Tier, X-Hubmirror-Origin-Checked) on a metadata answer, for a
  * mirror that syncs from this one (docs/deployment.md); nothing before its first sync. */
 void mirror__tier_headers(struct httpd_req *req, const struct catalog_repo *r);

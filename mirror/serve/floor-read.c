@@ -352,6 +352,12 @@ static void bucket_probe_done(void *job, struct httpd_req *req)
 {
 	struct bucket_probe *p = job;
 
+	int64_t a = 0, b = 0;
+
+	/* a range far in: read straight, the bytes before it never waited for (floor-bucket.c) */
+	if (req && p->there && httpd_parse_range(httpd_header(req, "Range"), p->size, &a, &b) > 0 &&
+	    a >= MIRROR__BUCKET_DIRECT_FROM && !mirror__bucket_range_send(p->rt, req, p->sha256, p->size, a, b))
+		req = NULL;
 	if (req && (!p->there || send_from_bucket(p->rt, req, p->sha256, p->size))) {
 		httpd_add_header(req, "Retry-After", "60");
 		httpd_respond_str(req, 503, "text/plain", "the content cannot be read from the store's bucket now\n");

@@ -54,6 +54,7 @@ struct mirror_routes {
 	struct mirror_ondemand *ondemand; /* serve --on-demand; NULL: off. Borrowed */
 	uv_loop_t *loop;              /* serve's (mirror_routes_set_loop): background work */
 	bool closing;                 /* mirror_routes_stop: the seeder and the loop's handles are going */
+	struct store_bucket_loop *bucket_loop; /* ranges read straight from the store's bucket (floor-bucket.c) */
 	struct mirror__write *write;  /* the write floor's: local namespaces, quotas, the commit lock, new
 				       * commits' torrents (floor-write.c), owned */
 	struct mirror__spool *spool;  /* the spool's bounds and counts (spool.c), owned */

@@ -308,8 +308,10 @@ void mirror_routes_set_loop(struct mirror_routes *r, uv_loop_t *loop)
 
 void mirror_routes_stop(struct mirror_routes *r)
 {
-	if (r)
-		r->closing = true;
+	if (!r)
+		return;
+	r->closing = true;
+	mirror__bucket_reads_stop(r);
 }
 
 void mirror_routes_set_local(struct mirror_routes *r, const char *namespaces, const char *quota)

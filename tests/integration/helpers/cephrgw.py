@@ -2,7 +2,7 @@
 """cephrgw.py - a real single-node Ceph cluster with the RADOS Gateway, for the tests that need an S3
 object store (Debian 12's Ceph 16.2: ceph-mon, ceph-osd, radosgw; .ci/setup installs them).
 
-  cephrgw.py DIR --ready-file FILE
+  cephrgw.py DIR --ready-file FILE [--memstore-bytes N]
 
 As root, in DIR (made, and removed at the end) and on loopback ports of its own, it starts one monitor,
 one OSD on memstore (RAM, no disk image to make: the tests store megabytes), pools of size 1, and the
@@ -80,7 +80,7 @@ paxos min wait = 0.01
 mon data avail warn = 1
 mon data avail crit = 0
 osd objectstore = memstore
-memstore device bytes = 1073741824
+memstore device bytes = {memstore_bytes}
 osd op num shards = 1
 osd op num threads per shard = 2
 
@@ -101,8 +101,9 @@ rgw enable quota threads = false
 
 
 class Cluster:
-    def __init__(self, d):
+    def __init__(self, d, memstore_bytes=1 << 30):
         self.d = os.path.abspath(d)
+        self.memstore_bytes = memstore_bytes
         self.conf = os.path.join(self.d, "ceph.conf")
         self.procs = []
 
@@ -128,7 +129,8 @@ class Cluster:
         fsid = str(uuid.uuid4())
         self.mon_port, self.rgw_port = free_port(), free_port()
         with open(self.conf, "w") as f:
-            f.write(CONF.format(fsid=fsid, d=d, mon_port=self.mon_port, rgw_port=self.rgw_port))
+            f.write(CONF.format(fsid=fsid, d=d, mon_port=self.mon_port, rgw_port=self.rgw_port,
+                memstore_bytes=self.memstore_bytes))
         monmap = os.path.join(d, "monmap")
         subprocess.run(["monmaptool", "--create", "--addv", "a", "[v2:127.0.0.1:%d]" % self.mon_port,
             "--fsid", fsid, monmap], check=True, capture_output=True)
@@ -214,6 +216,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("dir")
     ap.add_argument("--ready-file", required=True)
+    ap.add_argument("--memstore-bytes", type=int, default=1 << 30,
+        help="the OSD's store, in RAM (default 1 GiB; the benchmark's 1 GiB object needs more)")
     a = ap.parse_args()
     if os.geteuid() != 0:
         sys.exit("cephrgw: needs root (the OSD's store)")
@@ -229,7 +233,7 @@ def main():
     signal.signal(signal.SIGINT, on_signal)
     signal.signal(signal.SIGUSR1, on_gateway)
     signal.signal(signal.SIGUSR2, on_gateway)
-    c = Cluster(a.dir)
+    c = Cluster(a.dir, a.memstore_bytes)
     rc = 0
     try:
         t0 = time.monotonic()

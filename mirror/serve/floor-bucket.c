@@ -1,0 +1,208 @@
+/*
+ * floor-bucket.c - of the read floor: a range far into a content the store's bucket holds and its
+ * local cache does not, read straight from the bucket (docs/operations.md, "The store in an S3
+ * bucket"). The bytes before the range are never read: ranged GETs of the range alone, a piece at a
+ * time, on serve's loop (store_bucket_loop: libcurl on libuv, so the loop never waits on the bucket),
+ * each piece written into a spool file of the answer's own (unlinked, its offsets the content's) that
+ * the answer follows as it grows (httpd_respond_file_gated). The spool holds at most AHEAD bytes past
+ * what the client took, plus the piece in flight, plus LAG behind it: what the client took is punched
+ * out of it, so a range of 50 GB never puts 50 GB on the local disk (about 56 MiB per answer at most).
+ * The cache is not filled by such a read: a loader reading a 100 GB file's tensors at random offsets
+ * would otherwise pull the whole file into the cache for each, and push out what is read often.
+ *
+ * What is verified: the object under a content's id was completed in the bucket only once its bytes
+ * hashed to the id (store/bucket.c), so a range of it is the content's unless the bucket damaged it
+ * since; a range alone cannot be hashed to the id, so the bytes sent here are the bucket's as they
+ * are, trusting the storage's own integrity (Ceph's checksums and scrubs, S3's). A read from the
+ * start goes through the cache's fill instead, which hashes the whole before the cache keeps it, and
+ * `verify` reads every object back (docs/security.md, "Every byte is verified").
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <uv.h>
+
+#include "base/err.h"
+#include "base/log.h"
+#include "base/xmalloc.h"
+#include "hub/http/httpd.h"
+#include "mirror/data.h"
+#include "mirror/store.h"
+#include "store/bucket.h"
+#include "routes-int.h"
+
+#define PIECE ((int64_t)8 << 20) /* one ranged GET */
+#define AHEAD ((int64_t)32 << 20) /* no next GET while this much waits in the spool for the client */
+#define LAG ((int64_t)16 << 20)   /* what the client took is freed on the disk this far behind it */
+#define HOLE_ALIGN ((int64_t)2 << 20)
+
+struct bucket_range {
+	struct mirror_routes *rt;
+	char sha256[65];
+	int fd;                     /* the spool (unlinked), at the content's offsets */
+	int64_t next, end;          /* the next byte to ask for; one past the range's last */
+	int64_t piece_end;          /* one past the last byte of the GET in flight */
+	int64_t avail;              /* the spool holds the range's bytes before this */
+	int64_t sent;               /* the client took those before this */
+	int64_t punched;            /* the spool is freed below this */
+	bool inflight, failed, released;
+};
+
+static void range_free(struct bucket_range *g)
+{
+	close(g->fd);
+	free(g);
+}
+
+static int range_sink(void *ud, const void *data, size_t n)
+{
+	struct bucket_range *g = ud;
+	const char *p = data;
+
+	if (g->released || g->avail + (int64_t)n > g->piece_end)
+		return -ECANCELED;
+	while (n > 0) {
+		ssize_t w = pwrite(g->fd, p, n, g->avail);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return -EIO;
+		p += w;
+		n -= (size_t)w;
+		g->avail += w;
+	}
+	return 0;
+}
+
+static void more(struct bucket_range *g);
+
+static void range_done(void *ud, int result)
+{
+	struct bucket_range *g = ud;
+
+	g->inflight = false;
+	if (g->released) {
+		range_free(g);
+		return;
+	}
+	if (!result && g->avail == g->piece_end) {
+		g->next = g->piece_end;
+		more(g);
+		return;
+	}
+	if (result != -ECANCELED && g->avail > g->next && !g->rt->closing) {
+		g->next = g->avail; /* it broke after bytes came: on from there */
+		more(g);
+		return;
+	}
+	if (!g->rt->closing)
+		log_warn("serve", "reading %.12s at %" PRId64 " from the store's bucket: %s (%s)", g->sha256, g->avail,
+			 err_str(result ? result : HM_ERR_SIZE_MISMATCH), store_bucket_errmsg());
+	g->failed = true; /* the answer ends short, its connection closed */
+}
+
+/* The next GET, when the last is done and the client has taken enough of the spool. */
+static void more(struct bucket_range *g)
+{
+	int64_t n = g->end - g->next < PIECE ? g->end - g->next : PIECE;
+
+	if (g->inflight || g->failed || g->released || n <= 0 || g->next - g->sent >= AHEAD)
+		return;
+	g->piece_end = g->next + n;
+	if (g->rt->closing || !g->rt->bucket_loop ||
+	    store_bucket_loop_get(g->rt->bucket_loop, g->sha256, g->next, n, range_sink, range_done, g)) {
+		g->failed = true;
+		return;
+	}
+	g->inflight = true;
+}
+
+static int64_t range_gate(void *ud, int64_t offset, int64_t len)
+{
+	struct bucket_range *g = ud;
+	/* Only well behind what was handed to the socket: sendfile lends it the file's pages, and a hole
+	 * punched through part of a page (or a large folio) zeroes that part in place, where bytes not yet
+	 * sent may still be; LAG is more than a socket's send buffer holds. */
+	int64_t hole = (offset - LAG) & ~(int64_t)(HOLE_ALIGN - 1);
+
+	if (offset > g->sent)
+		g->sent = offset;
+	if (hole > g->punched) { /* what the client took leaves the disk */
+		if (fallocate(g->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, g->punched, hole - g->punched) == 0)
+			g->punched = hole;
+	}
+	more(g);
+	if (g->avail > offset)
+		return g->avail - offset < len ? g->avail - offset : len;
+	return g->failed ? -1 : 0;
+}
+
+static void range_release(void *ud)
+{
+	struct bucket_range *g = ud;
+
+	g->released = true;
+	if (!g->inflight)
+		range_free(g);
+}
+
+/* An unlinked file in dir, read and written; -1 when none can be made. */
+static int spool_open(const char *dir)
+{
+	int fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	char *p;
+
+	if (fd >= 0 || (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL))
+		return fd;
+	p = xasprintf("%s/range-XXXXXX", dir); /* (a filesystem without O_TMPFILE) */
+	fd = mkostemp(p, O_CLOEXEC);
+	if (fd >= 0)
+		unlink(p);
+	free(p);
+	return fd;
+}
+
+int mirror__bucket_range_send(struct mirror_routes *rt, struct httpd_req *req, const char *sha256, int64_t size,
+			      int64_t a, int64_t b)
+{
+	struct mirror_store *st = rt->data->store;
+	struct bucket_range *g;
+	int fd, out;
+
+	if (!rt->loop || rt->closing || a < 0 || b < a || b >= size)
+		return -1;
+	if (!rt->bucket_loop && (!mirror_store_bucket(st) ||
+				 store_bucket_loop_new(mirror_store_bucket(st), rt->loop, &rt->bucket_loop)))
+		return -1;
+	fd = spool_open(mirror_store_tmp_dir(st));
+	out = fd >= 0 ? dup(fd) : -1;
+	if (out < 0) {
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	g = xcalloc(1, sizeof(*g));
+	g->rt = rt;
+	snprintf(g->sha256, sizeof(g->sha256), "%s", sha256);
+	g->fd = fd;
+	g->next = g->avail = g->sent = a;
+	g->punched = a;
+	g->end = b + 1;
+	store_bucket_count_cache(false);
+	httpd_add_header(req, "Accept-Ranges", "bytes");
+	httpd_add_headerf(req, "Content-Range", "bytes %" PRId64 "-%" PRId64 "/%" PRId64, a, b, size);
+	/* the first GET starts when the body does (never for a HEAD) */
+	httpd_respond_file_gated(req, 206, "application/octet-stream", out, a, b - a + 1, range_gate, range_release,
+				 g);
+	return 0;
+}
+
+void mirror__bucket_reads_stop(struct mirror_routes *rt)
+{
+	store_bucket_loop_free(&rt->bucket_loop); /* each read in flight done with -ECANCELED */
+}
