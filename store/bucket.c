@@ -178,19 +178,27 @@ char *store_bucket_key(const char *sha256)
 	return xasprintf("blobs/%.2s/%s", sha256, sha256);
 }
 
-int store_bucket_stat(struct store_bucket *b, const char *sha256, int64_t *size)
+/* HEAD of a content's object: its size and its Last-Modified. */
+static int head_content(struct store_bucket *b, const char *sha256, struct store_s3_stat *st)
 {
 	char *key = store_bucket_key(sha256);
 	struct store_s3 *s = key ? take(b) : NULL;
-	struct store_s3_stat st;
 	int r;
 
 	if (!s) {
 		free(key);
 		return key ? -ENOMEM : -EINVAL;
 	}
-	r = put(b, s, store_s3_head(s, key, &st));
+	r = put(b, s, store_s3_head(s, key, st));
 	free(key);
+	return r;
+}
+
+int store_bucket_stat(struct store_bucket *b, const char *sha256, int64_t *size)
+{
+	struct store_s3_stat st;
+	int r = head_content(b, sha256, &st);
+
 	if (!r && size)
 		*size = st.size;
 	return r;
@@ -513,17 +521,9 @@ int store_bucket_sweep(struct store_bucket *b, int64_t age_s, int64_t *aborted)
 
 int store_bucket_mtime(struct store_bucket *b, const char *sha256, int64_t *mtime)
 {
-	char *key = store_bucket_key(sha256);
-	struct store_s3 *s = key ? take(b) : NULL;
 	struct store_s3_stat st;
-	int r;
+	int r = head_content(b, sha256, &st);
 
-	if (!s) {
-		free(key);
-		return key ? -ENOMEM : -EINVAL;
-	}
-	r = put(b, s, store_s3_head(s, key, &st));
-	free(key);
 	if (!r)
 		*mtime = st.mtime;
 	return r;
