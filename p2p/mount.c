@@ -682,6 +682,18 @@ bool p2p_mount_release(struct p2p_mount **pm)
 	return true;
 }
 
+bool p2p_mount_release_ended(struct p2p_mount **pm, int max_ms)
+{
+	const struct timespec step = { .tv_nsec = 5 * 1000 * 1000 };
+
+	for (int waited = 0; !p2p_mount_release(pm); waited += 5) {
+		if (waited >= max_ms)
+			return false;
+		nanosleep(&step, NULL);
+	}
+	return true;
+}
+
 bool p2p_mount_connected(const struct p2p_mount *pm)
 {
 	const struct mnt *m = (const struct mnt *)pm;

@@ -52,6 +52,11 @@ bool p2p_mount_connected(const struct p2p_mount *m);
  * serves somebody (ask again later). Never blocks. */
 bool p2p_mount_release(struct p2p_mount **m);
 
+/* p2p_mount_release for a mount whose connection has ended (p2p_mount_connected said false): its loop
+ * returns a moment later (its threads wind down), and this waits for that, at most max_ms. true and
+ * *m NULL once released; false if it still runs then (p2p_mount_release later). */
+bool p2p_mount_release_ended(struct p2p_mount **m, int max_ms);
+
 /* The owner ends: reads waiting for bytes give up (EIO) instead of waiting for them. */
 void p2p_mount_close(struct p2p_mount *m);
 

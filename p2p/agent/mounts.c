@@ -197,10 +197,11 @@ int agent_mount_detach(struct agent *a, struct agent_snap *s, size_t k, bool *in
 		return r;
 	agent_mount_forget(a, s, k, relinked, unlinked);
 	/* With nobody left on it the kernel ends the connection as the detach returns, and the mount's
-	 * loop a moment later: it lingers until then (the tick frees it), in use or not, and nothing here
-	 * waits for it */
+	 * loop a moment later (its threads winding down): that moment is waited for (at most 2 s), so that
+	 * what comes next (`drop` right after `umount`) finds no copy lingering. One still in use lingers
+	 * (the tick frees it once its last user lets go), and nothing here waits for its users. */
 	*in_use = p2p_mount_connected(m);
-	if (p2p_mount_release(&m))
+	if (*in_use ? p2p_mount_release(&m) : p2p_mount_release_ended(&m, 2000))
 		return 0;
 	s->lingering = xreallocarray(s->lingering, s->nlingering + 1, sizeof(*s->lingering));
 	s->lingering[s->nlingering++] = m;
