@@ -379,8 +379,14 @@ static int xorb_bytes(int fd, const struct xet_chunk *c, const struct mirror__xe
 static int xorb_body(int fd, const struct xet_chunk *c, const struct mirror__xet_run *run, uint64_t (*r)[2], size_t n,
 		     struct buf *out)
 {
+	uint64_t total = 0;
 	int e = 0;
 
+	/* one allocation for the whole body (a run is up to 64 MiB: grown by doubling, it was copied
+	 * over and over) */
+	for (size_t i = 0; i < n; i++)
+		total += r[i][1] - r[i][0] + 1 + (n > 1 ? 160 : 0);
+	buf_grow(out, (size_t)total + 64);
 	for (size_t i = 0; i < n && !e; i++) {
 		if (n > 1)
 			buf_addf(out, "--" BOUNDARY "\r\nContent-Type: application/octet-stream\r\n"
