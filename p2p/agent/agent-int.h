@@ -215,6 +215,9 @@ bool agent_room_wait(struct agent *a, int64_t bytes);
  * fetches from the swarm: p2p_session_set_room); when that is short, room is made as for the fill
  * (and 0 meanwhile); -1: no limit (no bound, or nothing can go). */
 int64_t agent_swarm_room(struct agent *a);
+/* The bytes a second libtorrent was allowed to write itself at this tick (the rate swarm_room gave
+ * it): eviction counts them as taken until the next tick, when what it wrote is counted. */
+void agent_evict_swarm_allowed(struct agent *a, int64_t per_s);
 /* What libtorrent wrote into the cache since the last tick (its downloads): from the tick, before
  * agent_evict_tick. The fill says what it writes itself (agent_evict_wrote) as it writes it. */
 void agent_evict_count(struct agent *a);

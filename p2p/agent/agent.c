@@ -234,7 +234,9 @@ static void swarm_room(struct agent *a)
 		return;
 	for (size_t i = 0; i < a->nsnaps; i++)
 		n += a->snaps[i]->swarming && !a->snaps[i]->pinned;
+	agent_evict_swarm_allowed(a, 0); /* (the last tick's: what it wrote is counted now) */
 	room = n ? agent_swarm_room(a) : -1;
+	agent_evict_swarm_allowed(a, room > 0 ? room / 4 : 0);
 	for (size_t i = 0; i < a->nsnaps; i++)
 		a->snaps[i]->room_short = room == 0 && !a->snaps[i]->pinned;
 	for (size_t i = 0; i < a->nsnaps; i++)

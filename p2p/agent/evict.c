@@ -39,6 +39,8 @@ struct agent_evict {
 	int64_t written, written_sized; /* bytes written into the cache: all, and when the last sizing began */
 	int64_t freed, freed_sized;     /* bytes thinning freed: all, and when the last sizing began */
 	int64_t lt_down;                /* libtorrent's payload downloaded at the last tick (-1: not yet) */
+	int64_t lt_allowed;             /* bytes a second libtorrent may write itself (the rate the tick gave
+					 * it): taken, for the fill, until the next tick counts what it wrote */
 	bool measured;                  /* a sizing job has measured the cache since the start */
 	int64_t sized_at;               /* when the last one ended */
 	size_t sized_nsnaps;            /* the table's size when it began (changed: measure) */
@@ -709,7 +711,9 @@ static bool short_wait(struct agent *a)
  * first (snapshots nobody uses, then cold pieces), and the writer waits for it. */
 static bool bound_wait(struct agent *a, int64_t bytes)
 {
-	int64_t over = use_now(a) + OWN_GROWTH + bytes - a->cfg->cache_size;
+	/* (what libtorrent may write before the next tick is counted as taken: it counts only then, and the
+	 * fill admitting the same room meanwhile took the cache past the bound, 8832 KiB of 8192 once) */
+	int64_t over = use_now(a) + OWN_GROWTH + a->evict->lt_allowed + bytes - a->cfg->cache_size;
 
 	log_debug("agent", "room for %lld bytes: the cache holds about %lld of %lld (measured %lld, written %lld "
 		  "and freed %lld since)%s", (long long)bytes, (long long)use_now(a), (long long)a->cfg->cache_size,
@@ -749,6 +753,11 @@ static bool bound_wait(struct agent *a, int64_t bytes)
 
 #define SWARM_ROOM ((int64_t)64 << 20) /* room is made for libtorrent once the bound has less than this
 				      * left (a quarter of a bound smaller than 256 MiB) */
+
+void agent_evict_swarm_allowed(struct agent *a, int64_t per_s)
+{
+	a->evict->lt_allowed = per_s > 0 ? per_s : 0;
+}
 
 int64_t agent_swarm_room(struct agent *a)
 {
