@@ -194,6 +194,10 @@ int mirror_gc(struct mirror_data *d, int keep, int64_t partial_max_age_s, int64_
 		g.total = tot.blobs; /* about what the walk will see */
 	/* With dry_run the catalog still holds the dead blobs, so the walk does not count them twice. */
 	r = mirror_store_each(d->store, true, gc_visit, &g);
+	/* the identity files a killed writer or gc left: a temporary name, or a content now gone */
+	if (!r)
+		r = mirror_store_xet_sweep(d->store, partial_max_age_s, dry_run, gc_wanted, d, &rep->partials_removed,
+					   &rep->orphans_removed);
 	if (!r && !dry_run)
 		r = mirror_store_sweep_uploads(d->store, partial_max_age_s, &rep->bucket_uploads_aborted);
 	if (r && errmsg)

@@ -18,8 +18,8 @@ struct mirror_gc_report {
 	int64_t blobs_removed;       /* blob files deleted (catalog rows dropped + orphans) */
 	int64_t bytes_freed;
 	int64_t orphans_removed;     /* blob files the catalog did not know (a crash between rename and
-				      * commit leaves these) */
-	int64_t partials_removed;    /* stale .part files */
+				      * commit leaves these), and Xet identity files of contents gone */
+	int64_t partials_removed;    /* stale .part files, and identity files a killed writer left unnamed */
 	int64_t torrents_removed;    /* torrent files of dropped snapshots */
 	int64_t git_removed;         /* git repositories (docs/git.md) of repos no longer tracked */
 	int64_t uploads_kept;        /* contents uploaded and held for the commit that names them */

@@ -1,6 +1,7 @@
 /*
  * store-xet.c - each stored blob's Xet identity file (see store-xet.h).
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -8,6 +9,7 @@
 #include <string.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <openssl/evp.h>
@@ -390,5 +392,77 @@ out:
 	xet_identity_free(&p.id);
 	EVP_MD_CTX_free(p.md);
 	free(blob);
+	return r;
+}
+
+/* ".<sha256>.<nonce>": a name mirror__store_xet_save writes before its rename. */
+static bool temp_name(const char *n)
+{
+	char a[65], b[17];
+
+	if (strlen(n) != 1 + 64 + 1 + 16 || n[0] != '.' || n[65] != '.')
+		return false;
+	memcpy(a, n + 1, 64);
+	a[64] = 0;
+	memcpy(b, n + 66, 16);
+	b[16] = 0;
+	return hex_is_lower(a, 64) && hex_is_lower(b, 16);
+}
+
+/* One <dir>/xet/<h0h1>/ folder of mirror_store_xet_sweep. */
+static int sweep_dir(const char *dir, time_t cutoff, bool dry_run, int (*known)(void *ud, const char *sha256),
+		     void *ud, int64_t *temps, int64_t *orphans)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	int r = 0;
+
+	if (!d)
+		return errno == ENOENT ? 0 : -errno;
+	while (!r && (e = readdir(d))) {
+		const char *n = e->d_name;
+		bool temp = temp_name(n);
+		struct stat st;
+		int k = 0;
+		if (!temp && !hex_is_lower(n, 64))
+			continue;
+		if (fstatat(dirfd(d), n, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode) || st.st_mtime > cutoff)
+			continue;
+		if (!temp && (k = known(ud, n)) != 0) {
+			r = k < 0 ? k : 0;
+			continue;
+		}
+		if (!dry_run && unlinkat(dirfd(d), n, 0) < 0)
+			continue;
+		(*(temp ? temps : orphans))++;
+	}
+	closedir(d);
+	return r;
+}
+
+int mirror_store_xet_sweep(const struct mirror_store *s, int64_t age_s, bool dry_run,
+			   int (*known)(void *ud, const char *sha256), void *ud, int64_t *temps, int64_t *orphans)
+{
+	char *top = xasprintf("%s/xet", mirror__store_dir(s));
+	time_t cutoff = time(NULL) - (time_t)age_s;
+	DIR *d = opendir(top);
+	struct dirent *e;
+	int r = 0;
+
+	if (!d) {
+		r = errno == ENOENT ? 0 : -errno;
+		free(top);
+		return r;
+	}
+	while (!r && (e = readdir(d))) {
+		char *sub;
+		if (!hex_is_lower(e->d_name, 2))
+			continue;
+		sub = xasprintf("%s/%s", top, e->d_name);
+		r = sweep_dir(sub, cutoff, dry_run, known, ud, temps, orphans);
+		free(sub);
+	}
+	closedir(d);
+	free(top);
 	return r;
 }

@@ -63,4 +63,12 @@ int mirror_store_xet_check(struct mirror_store *s, const char *sha256, int (*pac
 struct xet_hash;
 bool mirror_store_xet_dedup_eligible(const struct xet_hash *h);
 
+/* gc's walk of the identity files (<dir>/xet/): a temporary one (".<sha256>.<nonce>", left by a process
+ * killed between its open and its rename) older than age_s is removed, as are identity files older
+ * than age_s of contents known() says are gone (0; > 0 known; < 0 an error, which stops the walk): a
+ * crash between a blob's delete and its identity's leaves one. Younger ones may be a writer's at work
+ * (its blob not yet recorded) and stay. With dry_run nothing is removed, only counted. 0 or -errno. */
+int mirror_store_xet_sweep(const struct mirror_store *s, int64_t age_s, bool dry_run,
+			   int (*known)(void *ud, const char *sha256), void *ud, int64_t *temps, int64_t *orphans);
+
 #endif

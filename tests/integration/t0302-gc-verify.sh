@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # t0302-gc-verify: gc keeps ref targets and the newest N snapshots, drops removed repos, deletes only
-# blobs nothing kept references, orphans and stale partial files; verify finds corrupt and missing
+# blobs nothing kept references, orphans and stale partial files (and Xet identity files); verify finds corrupt and missing
 # blobs, quarantines, and the next sync repairs them.
 . "$HM_SRC/tests/integration/lib.sh"
 cat >"$T/spec.json" <<'JSON'
@@ -58,9 +58,22 @@ mkdir -p "$store/blobs/${orphan:0:2}"; printf 'orphan' >"$store/blobs/${orphan:0
 printf 'junk' >"$store/blobs/${orphan:0:2}/not-a-blob"
 printf 'old' >"$store/tmp/$(printf old | sha256sum | cut -d' ' -f1).part"; touch -d '10 days ago' "$store/tmp/"*.part
 printf 'new' >"$store/tmp/$(printf new | sha256sum | cut -d' ' -f1).part"
+# Xet identity files (store/xet/): a dropped content's went with its blob; a killed writer's
+# temporary one and a gone content's (a crash between the two deletes) go once old, young ones stay.
+xid() { echo "$store/xet/${1:0:2}/$1"; }
+check "a dropped content's identity went with it, a kept one's stays" bash -c "! [ -e $(xid "$w1") ] && [ -s $(xid "$shared") ]"
+mkdir -p "$store/xet/${onlyb:0:2}" "$store/xet/${w2:0:2}"
+cp "$(xid "$shared")" "$(xid "$onlyb")"; touch -d '10 days ago' "$(xid "$onlyb")"
+cp "$(xid "$shared")" "$(xid "$w2")"
+cp "$(xid "$shared")" "$store/xet/${shared:0:2}/.$shared.0123456789abcdef"; touch -d '10 days ago' "$store/xet/${shared:0:2}/.$shared.0123456789abcdef"
+cp "$(xid "$shared")" "$store/xet/${shared:0:2}/.$shared.fedcba9876543210"
 hm gc --json >"$T/gc3.json"
-check "orphans removed" bash -c "grep -q '\"orphans_removed\": 2' $T/gc3.json && ! [ -f $store/blobs/${orphan:0:2}/$orphan ]"
-check "stale partial removed, fresh one kept" bash -c "grep -q '\"partials_removed\": 1' $T/gc3.json && [ \$(ls $store/tmp | wc -l) = 1 ]"
+check "orphans removed" bash -c "grep -q '\"orphans_removed\": 3' $T/gc3.json && ! [ -f $store/blobs/${orphan:0:2}/$orphan ]"
+check "stale partial removed, fresh one kept" bash -c "grep -q '\"partials_removed\": 2' $T/gc3.json && [ \$(ls $store/tmp | wc -l) = 1 ]"
+check "an old identity of a gone content removed, a young one kept" bash -c "! [ -e $(xid "$onlyb") ] && [ -e $(xid "$w2") ]"
+check "a killed writer's old identity temp removed, a young one and the content's own kept" \
+	bash -c "! [ -e $store/xet/${shared:0:2}/.$shared.0123456789abcdef ] && [ -e $store/xet/${shared:0:2}/.$shared.fedcba9876543210 ] && [ -s $(xid "$shared") ]"
+rm -f "$(xid "$w2")" "$store/xet/${shared:0:2}/.$shared.fedcba9876543210"
 
 # verify: corrupt one blob, delete another.
 check "verify passes on a healthy store" hm verify
