@@ -16,7 +16,7 @@
 #include "base/xmalloc.h"
 #include "catalog/catalog.h"
 #include "data.h"
-#include "store.h"
+#include "store/store.h"
 
 int mirror_backup(struct mirror_data *d, const char *out, int64_t *bytes, char **errmsg)
 {
@@ -97,7 +97,7 @@ static int scan_blob(void *ud, const char *sha256, int64_t size)
 	struct blob_scan *b = ud;
 
 	b->rep->blobs++;
-	if (mirror_store_has(b->d->store, sha256, size))
+	if (store_has(b->d->store, sha256, size))
 		return 0;
 	b->rep->blobs_missing++;
 	return 0;
@@ -108,7 +108,7 @@ static int mark_missing(void *ud, const char *sha256, int64_t size)
 	struct blob_scan *b = ud;
 	int n;
 
-	if (mirror_store_has(b->d->store, sha256, size))
+	if (store_has(b->d->store, sha256, size))
 		return 0;
 	n = catalog_blob_damaged(b->d->catalog, sha256);
 	if (n < 0)

@@ -32,8 +32,9 @@
 #include "catalog/catalog.h"
 #include "data.h"
 #include "hub/hub.h"
-#include "store-xet.h"
-#include "store.h"
+#include "store/store-xet.h"
+#include "xet-record.h"
+#include "store/store.h"
 #include "torrents.h"
 
 /* ---- import ------------------------------------------------------------------------------------ */
@@ -338,27 +339,27 @@ static const char *entry_blob(struct archive_entry *e, json_t *blobs, json_t *se
 static int store_blob(struct mirror_data *d, struct archive *a, const char *sha256, int64_t size, char *buf,
 		      char **errmsg)
 {
-	struct mirror_store_expect ex = { sha256, NULL, size };
-	struct mirror_store_writer *w = NULL;
+	struct store_expect ex = { sha256, NULL, size };
+	struct store_writer *w = NULL;
 	la_ssize_t got;
-	int r = mirror_store_writer_new(d->store, &ex, false, &w);
+	int r = store_writer_new(d->store, &ex, false, &w);
 
 	if (r)
 		return bundle__fail(errmsg, r, "store: %s", err_str(r));
 	while ((got = archive_read_data(a, buf, CHUNK)) > 0)
-		if ((r = mirror_store_writer_write(w, buf, (size_t)got)) != 0) {
-			mirror_store_writer_abort(&w, false);
+		if ((r = store_writer_write(w, buf, (size_t)got)) != 0) {
+			store_writer_abort(&w, false);
 			return bundle__fail(errmsg, r, "content %s: %s", sha256, err_str(r));
 		}
 	if (got < 0) {
-		mirror_store_writer_abort(&w, false);
+		store_writer_abort(&w, false);
 		return bundle__fail(errmsg, -EIO, "content %s: %s", sha256, archive_error_string(a));
 	}
-	r = mirror_store_writer_commit(&w, NULL);
+	r = store_writer_commit(&w, NULL);
 	if (r)
 		return bundle__fail(errmsg, r, "content %s does not hash to its name (%s): the bundle is damaged",
 				    sha256, err_str(r));
-	mirror_store_xet_record(d->store, d->catalog, sha256);   /* listings say its Xet hash, as a sync's */
+	mirror_xet_record(d->store, d->catalog, sha256);   /* listings say its Xet hash, as a sync's */
 	return 0;
 }
 
@@ -711,7 +712,7 @@ static int check_held(struct mirror_data *d, const char *path, json_t *manifest,
 	const char *sha, *lacks = NULL;
 
 	json_object_foreach(blobs, sha, v)
-		if (!json_object_get(seen, sha) && !mirror_store_has(d->store, sha, json_integer_value(v))) {
+		if (!json_object_get(seen, sha) && !store_has(d->store, sha, json_integer_value(v))) {
 			lacks = sha;
 			break;
 		}
@@ -800,7 +801,7 @@ static int store_pass(struct mirror_data *d, struct archive *a, json_t *blobs, j
 			goto out;
 		}
 		size = archive_entry_size(e);
-		if (mirror_store_has(d->store, sha, size)) {
+		if (store_has(d->store, sha, size)) {
 			if ((err = hash_entry(a, sha, buf, errmsg)))
 				goto out;
 			rep->blobs_skipped++;

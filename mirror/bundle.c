@@ -28,7 +28,7 @@
 #include "catalog/catalog.h"
 #include "data.h"
 #include "hub/hub.h"
-#include "store.h"
+#include "store/store.h"
 #include "torrents.h"
 
 
@@ -480,7 +480,7 @@ struct blob_writer {
 /* Content sha (size bytes, read from the store) into the archive as blobs/<sha>. */
 static int blob_write(struct blob_writer *w, const char *sha, int64_t size, char **errmsg)
 {
-	char *p = mirror_store_blob_path(w->d->store, sha), name[80];
+	char *p = store_blob_path(w->d->store, sha), name[80];
 	int64_t left = size;
 	int fd;
 

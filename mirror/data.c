@@ -17,7 +17,7 @@
 #include "base/xmalloc.h"
 #include "catalog/catalog.h"
 #include "data.h"
-#include "store.h"
+#include "store/store.h"
 
 const char *mirror_data_default_dir(void)
 {
@@ -151,7 +151,7 @@ static int data_open(const char *dir, bool create, struct mirror_data **out, cha
 	}
 	free(p);
 	p = xasprintf("%s/store", dir);
-	r = mirror_store_open(p, &d->store);
+	r = store_open(p, &d->store);
 	if (r) {
 		if (errmsg)
 			*errmsg = xasprintf("cannot open store '%s': %s", p, err_str(r));
@@ -185,7 +185,7 @@ void mirror_data_free(struct mirror_data **d)
 	if ((*d)->serve_fd >= 0)
 		close((*d)->serve_fd);
 	catalog_free(&(*d)->catalog);
-	mirror_store_free(&(*d)->store);
+	store_free(&(*d)->store);
 	free((*d)->dir);
 	free(*d);
 	*d = NULL;

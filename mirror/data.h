@@ -3,7 +3,7 @@
  *
  *   catalog.db                 the catalog (catalog/)
  *   store/blobs/<h0h1>/<sha256> the content-addressed store, store/tmp/ its partial files and the
- *                              server's spill files (mirror/store.h)
+ *                              server's spill files (store/store.h)
  *   sync.lock                  the sync lock (mirror_data_lock)
  *   serve.lock                 held (shared) by every running `serve` (mirror_data_serve_lock)
  *   serve.admin                a serve with the operator API: {"url", "pid", "token_file"}, so the
@@ -22,7 +22,7 @@
 #define HM_MIRROR_DATA_H
 
 struct catalog;
-struct mirror_store;
+struct store;
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -32,7 +32,7 @@ struct mirror_data {
 	int lock_fd;                 /* -1 unless the sync lock is held */
 	int serve_fd;                /* -1 unless this process serves the directory */
 	struct catalog *catalog;     /* owned */
-	struct mirror_store *store;  /* owned */
+	struct store *store;  /* owned */
 	unsigned made;               /* mirror_data_create: what it made (MIRROR_DATA_MADE_*); 0 for a
 				      * directory that held a mirror already */
 };

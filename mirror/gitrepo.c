@@ -42,7 +42,7 @@
 #include "gitpkt.h"
 #include "gitrepo-int.h"
 #include "gitrepo.h"
-#include "store.h"
+#include "store/store.h"
 
 #define STATE_VERSION "hubmirror-git 1"
 /* every commit's author and committer, and date: the same snapshot is the same commit everywhere */
@@ -356,7 +356,7 @@ static int file_cb(void *ud, const struct catalog_entry *e)
 			return s->err;
 		json_object_set_new(s->marks, key, json_integer(mark));
 	} else {
-		char *path = mirror_store_blob_path(s->d->store, e->sha256);
+		char *path = store_blob_path(s->d->store, e->sha256);
 		int fd = open(path, O_RDONLY | O_CLOEXEC);
 		struct stat st;
 		char buf[65536];

@@ -23,8 +23,9 @@
 #include "maint.h"
 #include "progress.h"
 #include "share.h"
-#include "store-xet.h"
-#include "store.h"
+#include "store/store-xet.h"
+#include "xet-record.h"
+#include "store/store.h"
 #include "torrents.h"
 
 struct gc_walk {
@@ -52,7 +53,7 @@ static int gc_keeps(void *ud, const char *sha256)
 	int w = gc_wanted(g->d, sha256);
 
 	if (!w && g->share && mirror_share_names(g->share, sha256))
-		w = MIRROR_REAP_SHARED;
+		w = STORE_REAP_SHARED;
 	return w;
 }
 
@@ -62,13 +63,13 @@ static int gc_keeps(void *ud, const char *sha256)
 static int gc_reap(struct gc_walk *g, const char *sha256)
 {
 	struct mirror_gc_report *rep = g->rep;
-	int r = mirror_store_reap(g->d->store, sha256, gc_keeps, g);
+	int r = store_reap(g->d->store, sha256, gc_keeps, g);
 
 	if (r == 1)
 		rep->restored++;
-	else if (r == MIRROR_REAP_SHARED)
+	else if (r == STORE_REAP_SHARED)
 		rep->bucket_kept_shared++;
-	else if (r == MIRROR_REAP_YOUNG)
+	else if (r == STORE_REAP_YOUNG)
 		rep->bucket_kept_young++;
 	else if (r && r != -ENOENT)
 		log_warn("gc", "cannot delete blob %s: %s", sha256, err_str(r));
@@ -81,10 +82,10 @@ static int gc_visit(void *ud, const char *name, const char *path, int64_t age_s)
 
 	g->seen++;
 	mirror_progress_say(g->progress, g->seen, g->total > g->seen ? g->total : g->seen, 0, 0);
-	if (mirror_store_is_partial(name)) {
+	if (store_is_partial(name)) {
 		if (age_s < g->partial_max_age_s)
 			return 0;
-		if (!g->dry_run && mirror_store_partial_remove(path) < 0)
+		if (!g->dry_run && store_partial_remove(path) < 0)
 			return 0; /* (a writer has it now, whatever its age) */
 		g->rep->partials_removed++;
 		return 0;
@@ -121,7 +122,7 @@ static int gc_share(struct gc_walk *g, int64_t grace_s, bool dry_run, char **err
 	if (r)
 		return r;
 	g->rep->bucket_mirrors = mirror_share_others(g->share);
-	mirror_store_reap_cutoff(g->d->store, mirror_share_cutoff(g->share));
+	store_reap_cutoff(g->d->store, mirror_share_cutoff(g->share));
 	return 0;
 }
 
@@ -148,7 +149,7 @@ int mirror_gc(struct mirror_data *d, int keep, int64_t partial_max_age_s, int64_
 		rep->uploads_until = hs.uploads_until;
 		rep->writes_kept = hs.writes;
 		/* what a gc cut short left aside: back when wanted */
-		if (!dry_run && !mirror_store_trash_sweep(d->store, gc_wanted, d, &back))
+		if (!dry_run && !store_trash_sweep(d->store, gc_wanted, d, &back))
 			rep->restored += (int64_t)back;
 	}
 	r = catalog_gc(d->catalog, keep, dry_run, &st, &dead, &ndead);
@@ -159,7 +160,7 @@ int mirror_gc(struct mirror_data *d, int keep, int64_t partial_max_age_s, int64_
 	}
 	rep->snapshots_dropped = st.snapshots_dropped;
 	rep->bytes_freed = st.bytes_dropped;
-	if (mirror_store_in_bucket(d->store) && (r = gc_share(&g, grace_s, dry_run, errmsg)) != 0) {
+	if (store_in_bucket(d->store) && (r = gc_share(&g, grace_s, dry_run, errmsg)) != 0) {
 		free(dead);
 		return r;
 	}
@@ -193,13 +194,13 @@ int mirror_gc(struct mirror_data *d, int keep, int64_t partial_max_age_s, int64_
 	if (progress && !catalog_totals(d->catalog, &tot))
 		g.total = tot.blobs; /* about what the walk will see */
 	/* With dry_run the catalog still holds the dead blobs, so the walk does not count them twice. */
-	r = mirror_store_each(d->store, true, gc_visit, &g);
+	r = store_each(d->store, true, gc_visit, &g);
 	/* the identity files a killed writer or gc left: a temporary name, or a content now gone */
 	if (!r)
-		r = mirror_store_xet_sweep(d->store, partial_max_age_s, dry_run, gc_wanted, d, &rep->partials_removed,
+		r = store_xet_sweep(d->store, partial_max_age_s, dry_run, gc_wanted, d, &rep->partials_removed,
 					   &rep->orphans_removed);
 	if (!r && !dry_run)
-		r = mirror_store_sweep_uploads(d->store, partial_max_age_s, &rep->bucket_uploads_aborted);
+		r = store_sweep_uploads(d->store, partial_max_age_s, &rep->bucket_uploads_aborted);
 	if (r && errmsg)
 		*errmsg = xasprintf("store: %s", err_str(r));
 	mirror_share_free(&g.share);
@@ -261,11 +262,11 @@ static bool wants_identity(struct mirror_data *d, const char *sha256)
 	char xh[65];
 	bool refused = false;
 
-	if (mirror_store_in_bucket(d->store))
+	if (store_in_bucket(d->store))
 		return false;
 	if (!catalog_xet_stated(d->catalog, sha256, xh, &refused) && refused)
 		return false;   /* reported when it was found */
-	return catalog_blob_xet(d->catalog, sha256, xh) || mirror_store_xet_file_hash(d->store, sha256, xh);
+	return catalog_blob_xet(d->catalog, sha256, xh) || store_xet_file_hash(d->store, sha256, xh);
 }
 
 static int verify_visit(void *ud, const char *sha256, int64_t size)
@@ -274,8 +275,8 @@ static int verify_visit(void *ud, const char *sha256, int64_t size)
 	bool ok = false, learn = wants_identity(v->d, sha256);
 	int64_t got = 0;
 	/* it reads every byte anyway: an identity missing is computed in the same read */
-	int r = learn ? mirror_store_xet_check(v->d->store, sha256, NULL, NULL, &ok, &got)
-		      : mirror_store_check(v->d->store, sha256, &ok, &got);
+	int r = learn ? store_xet_check(v->d->store, sha256, NULL, NULL, &ok, &got)
+		      : store_check(v->d->store, sha256, &ok, &got);
 
 	v->done_n++;
 	v->done_bytes += size;
@@ -300,7 +301,7 @@ static int verify_visit(void *ud, const char *sha256, int64_t size)
 		v->rep->corrupt++;
 		log_warn("verify", "blob %s is corrupt (%lld bytes, catalog says %lld); quarantined", sha256,
 			 (long long)got, (long long)size);
-		r = mirror_store_quarantine(v->d->store, sha256);
+		r = store_quarantine(v->d->store, sha256);
 		if (r)
 			return r;
 	}
@@ -324,7 +325,7 @@ static void record_identities(struct mirror_data *d, struct verify_walk *v)
 	for (size_t i = 0; i < v->nlearnt; i++) {
 		struct mirror_verify_xet_refused *x;
 		bool refused;
-		int e = mirror_store_xet_record(d->store, d->catalog, v->learnt[i]);
+		int e = mirror_xet_record(d->store, d->catalog, v->learnt[i]);
 		if (!e) {
 			rep->xet_computed++;
 			continue;
@@ -336,7 +337,7 @@ static void record_identities(struct mirror_data *d, struct verify_walk *v)
 		memset(x, 0, sizeof(*x));
 		memcpy(x->sha256, v->learnt[i], 65);
 		catalog_xet_stated(d->catalog, x->sha256, x->stated, &refused);
-		mirror_store_xet_file_hash(d->store, x->sha256, x->ours);
+		store_xet_file_hash(d->store, x->sha256, x->ours);
 	}
 }
 
@@ -350,7 +351,7 @@ int mirror_verify(struct mirror_data *d, struct mirror_verify_report *rep, const
 	{
 		/* a content a gc cut short left aside is back before it could count as missing */
 		size_t back = 0;
-		mirror_store_trash_sweep(d->store, gc_wanted, d, &back);
+		store_trash_sweep(d->store, gc_wanted, d, &back);
 	}
 	r = progress ? catalog_blob_each(d->catalog, count_visit, &v) : 0;
 	if (!r)

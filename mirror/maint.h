@@ -37,11 +37,11 @@ struct mirror_gc_report {
 
 /*
  * Contents no snapshot names go, but for those a writer holds (catalog_hold: an upload awaiting its
- * commit, a commit or push in flight), which the report counts; each goes through mirror_store_reap,
+ * commit, a commit or push in flight), which the report counts; each goes through store_reap,
  * so a writer that holds a content while gc takes it gets it back.
  * keep: snapshots kept per tracked repo besides those a ref points at (>= 1). Partial downloads older
  * than partial_max_age_s are deleted (a later sync would have resumed them), and so are the bucket's
- * unfinished uploads as old (mirror_store_sweep_uploads). With a bucket, the mirror's live set is
+ * unfinished uploads as old (store_sweep_uploads). With a bucket, the mirror's live set is
  * written first, and a content goes from the bucket only when no other mirror's live set names it and
  * the bucket got it grace_s before the earliest live set or more (mirror/share.h). dry_run changes nothing
  * and reports what would go. progress, if not NULL, hears of the store's walk (entries seen, of about

@@ -17,8 +17,8 @@
 #include "catalog/catalog.h"
 #include "data.h"
 #include "share.h"
-#include "store-int.h"
 #include "store/bucket.h"
+#include "store/store.h"
 
 /* A live set older than this is named by gc's warning: its mirror may be gone (docs/operations.md). */
 #define STALE_S (30 * 24 * 3600)
@@ -74,11 +74,11 @@ int mirror_share_publish(struct mirror_data *d, char **errmsg)
 	char id[33];
 	int r;
 
-	if (!d->store->bucket)
+	if (!store_bucket_of(d->store))
 		return 0;
 	r = mirror_share_id(d, id);
 	if (!r)
-		r = store_bucket_live_begin(d->store->bucket, id, &l);
+		r = store_bucket_live_begin(store_bucket_of(d->store), id, &l);
 	if (!r && (r = catalog_named_each(d->catalog, add_named, l)) == 0)
 		r = store_bucket_live_commit(&l);
 	store_bucket_live_abort(&l);
@@ -135,8 +135,8 @@ int mirror_share_load(struct mirror_data *d, int64_t grace_s, struct mirror_shar
 
 	sh->earliest = INT64_MAX;
 	sh->grace_s = grace_s;
-	if (!r && d->store->bucket)
-		r = store_bucket_live_each(d->store->bucket, take_set, sh);
+	if (!r && store_bucket_of(d->store))
+		r = store_bucket_live_each(store_bucket_of(d->store), take_set, sh);
 	if (r) {
 		if (errmsg)
 			*errmsg = xasprintf("the live sets of the mirrors on the bucket: %s (%s)", err_str(r),

@@ -22,7 +22,7 @@ int mirror_share_id(struct mirror_data *d, char out[33]);
  * (with *errmsg, malloc'd, if errmsg). */
 int mirror_share_publish(struct mirror_data *d, char **errmsg);
 
-/* The other mirrors' live sets, read from the bucket, and the cutoff mirror_store_reap_cutoff takes:
+/* The other mirrors' live sets, read from the bucket, and the cutoff store_reap_cutoff takes:
  * the earliest set's time (this mirror's own, just published, among them) less grace_s. */
 struct mirror_share;
 int mirror_share_load(struct mirror_data *d, int64_t grace_s, struct mirror_share **out, char **errmsg);

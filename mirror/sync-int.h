@@ -53,8 +53,8 @@ struct mirror__sync_job {
 	struct denial *denied;  /* repos whose own request for this content was refused */
 	size_t ndenied;
 	bool parked;            /* refused for all its waiters, who wait for the listings to end */
-	struct mirror_store_writer *w;
-	struct mirror_store_writer *committing; /* with a bucket: the writer a worker commits (uploads), w
+	struct store_writer *w;
+	struct store_writer *committing; /* with a bucket: the writer a worker commits (uploads), w
 						 * NULL meanwhile */
 	uv_work_t commit_work;
 	int commit_result;

@@ -30,8 +30,9 @@
 #include "hub/hub.h"
 #include "hub/select.h"
 #include "hub/upstream.h"
-#include "store-xet.h"
-#include "store.h"
+#include "store/store-xet.h"
+#include "xet-record.h"
+#include "store/store.h"
 #include "sync.h"
 #include "torrents.h"
 
@@ -177,7 +178,7 @@ static void job_complete(struct mirror__sync_job *j, int err, const char *sha256
 		memcpy(j->result_sha, sha256, 65);
 		if (catalog_blob_fetched(s->d->catalog, sha256, j->owner->cr->id))
 			log_warn("sync", "catalog: %s", catalog_errmsg(s->d->catalog));
-		mirror_store_xet_record(s->d->store, s->d->catalog, sha256);
+		mirror_xet_record(s->d->store, s->d->catalog, sha256);
 		s->files_done++;
 		s->report->files_fetched++;
 		j->owner->res->files_fetched++;
@@ -245,7 +246,7 @@ static void job_set_error(struct mirror__sync_job *j, const char *fmt, ...)
 static int job_on_response(void *ud, const struct hub_http_resp *resp)
 {
 	struct mirror__sync_job *j = ud;
-	int64_t off = mirror_store_writer_offset(j->w);
+	int64_t off = store_writer_offset(j->w);
 	int r;
 
 	j->status = resp->status;
@@ -263,7 +264,7 @@ static int job_on_response(void *ud, const struct hub_http_resp *resp)
 		if (off > 0) {
 			/* The server ignored our Range: take the whole body from the start. */
 			log_debug("sync", "%s: server ignored Range, restarting", j->f->path);
-			r = mirror_store_writer_truncate(j->w);
+			r = store_writer_truncate(j->w);
 			if (r)
 				return j->fail = r;
 			j->attempt_start = 0;
@@ -280,7 +281,7 @@ static int job_on_response(void *ud, const struct hub_http_resp *resp)
 static int job_on_body(void *ud, const char *data, size_t n)
 {
 	struct mirror__sync_job *j = ud;
-	int r = mirror_store_writer_write(j->w, data, n);
+	int r = store_writer_write(j->w, data, n);
 
 	if (r) {
 		job_set_error(j, "%s", r == HM_ERR_SIZE_MISMATCH ? "more bytes than the listing promised" : err_str(r));
@@ -307,7 +308,7 @@ static void commit_work(uv_work_t *w)
 {
 	struct mirror__sync_job *j = w->data;
 
-	j->commit_result = mirror_store_writer_commit(&j->committing, j->commit_sha);
+	j->commit_result = store_writer_commit(&j->committing, j->commit_sha);
 }
 
 static void commit_after(uv_work_t *w, int status)
@@ -322,7 +323,7 @@ void mirror__sync_job_commit(struct mirror__sync_job *j)
 {
 	char sha[65];
 
-	if (mirror_store_in_bucket(j->s->d->store)) {
+	if (store_in_bucket(j->s->d->store)) {
 		j->committing = j->w;
 		j->w = NULL;
 		j->commit_work.data = j;
@@ -331,7 +332,7 @@ void mirror__sync_job_commit(struct mirror__sync_job *j)
 		j->w = j->committing; /* (no worker: committed here) */
 		j->committing = NULL;
 	}
-	job_committed(j, mirror_store_writer_commit(&j->w, sha), sha);
+	job_committed(j, store_writer_commit(&j->w, sha), sha);
 }
 
 static void job_committed(struct mirror__sync_job *j, int r, const char *sha)
@@ -378,12 +379,12 @@ static void job_on_done(void *ud, int result, const struct hub_http_resp *resp, 
 	if (!j->fail || !j->error_text)
 		job_set_error(j, "%s%s%s", err_str(e), resp->transport_error ? ": " : "",
 			      resp->transport_error ? resp->transport_error : "");
-	progressed = mirror_store_writer_offset(j->w) > j->attempt_start;
+	progressed = store_writer_offset(j->w) > j->attempt_start;
 	if (e == HM_ERR_UPSTREAM || e == HM_ERR_SIZE_MISMATCH) {
 		/* a confused range answer or 416: start over without resuming */
-		mirror_store_writer_abort(&j->w, false);
-	} else if (!mirror_store_writer_streams(j->w) || j->fail) {
-		mirror_store_writer_abort(&j->w, true);
+		store_writer_abort(&j->w, false);
+	} else if (!store_writer_streams(j->w) || j->fail) {
+		store_writer_abort(&j->w, true);
 	} /* else kept (the transfer broke, not the writer nor the answer): a content streamed into the bucket
 	   * goes on from its offset, its upload with it */
 	if (!job_error_final(e) && (progressed || ++j->tries < j->s->cfg->max_file_tries)) {
@@ -393,13 +394,13 @@ static void job_on_done(void *ud, int result, const struct hub_http_resp *resp, 
 		mirror__sync_job_start(j);
 		return;
 	}
-	mirror_store_writer_abort(&j->w, false); /* (a streamed one's upload dropped) */
+	store_writer_abort(&j->w, false); /* (a streamed one's upload dropped) */
 	job_complete(j, e, NULL);
 }
 
 void mirror__sync_job_start(struct mirror__sync_job *j)
 {
-	struct mirror_store_expect ex = {
+	struct store_expect ex = {
 		.sha256 = j->f->sha256[0] ? j->f->sha256 : NULL,
 		/* LFS files' git ids name the pointer, not the content: check only regular files'. */
 		.git_oid = !j->f->lfs && j->f->git_oid[0] ? j->f->git_oid : NULL,
@@ -419,16 +420,16 @@ void mirror__sync_job_start(struct mirror__sync_job *j)
 	j->fail = 0;
 	j->status = 0;
 	j->xet_used = false;
-	r = j->w ? 0 : mirror_store_writer_new(j->s->d->store, &ex, true, &j->w);
+	r = j->w ? 0 : store_writer_new(j->s->d->store, &ex, true, &j->w);
 	if (r) {
 		job_set_error(j, "store: %s", err_str(r));
 		job_complete(j, r, NULL);
 		return;
 	}
-	mirror_store_writer_expect_xet(j->w, j->f->xet_hash);   /* upstream's, where it says one */
+	store_writer_expect_xet(j->w, j->f->xet_hash);   /* upstream's, where it says one */
 	/* bigger than the cache's bound: straight into the bucket as it comes, never whole on local disk */
-	mirror_store_writer_stream(j->w);
-	j->attempt_start = mirror_store_writer_offset(j->w);
+	store_writer_stream(j->w);
+	j->attempt_start = store_writer_offset(j->w);
 	if (j->attempt_start == j->f->size) {
 		mirror__sync_job_commit(j); /* a previous run got every byte but did not publish */
 		return;
@@ -440,7 +441,7 @@ void mirror__sync_job_start(struct mirror__sync_job *j)
 	o.range_start = j->attempt_start;
 	j->req = hub_http_request(j->s->http, &o);
 	if (!j->req) {
-		mirror_store_writer_abort(&j->w, true);
+		store_writer_abort(&j->w, true);
 		job_set_error(j, "bad file URL");
 		job_complete(j, -EINVAL, NULL);
 	}

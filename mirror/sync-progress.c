@@ -29,7 +29,7 @@
 #include "hub/hub.h"
 #include "hub/select.h"
 #include "hub/upstream.h"
-#include "store.h"
+#include "store/store.h"
 #include "sync.h"
 #include "torrents.h"
 
@@ -82,7 +82,7 @@ static void progress_write_file(struct mirror__sync *s, bool running)
 		if (j->state == JOB_RUNNING && j->w && json_array_size(cur) < 8)
 			json_array_append_new(cur, json_pack("{s:s, s:s, s:I, s:I}", "repo", j->owner->res->spec,
 							     "path", j->f->path, "size", (json_int_t)j->f->size, "done",
-							     (json_int_t)mirror_store_writer_offset(j->w)));
+							     (json_int_t)store_writer_offset(j->w)));
 	}
 	json_object_set_new(o, "fetching", cur);
 	if (!running)
@@ -120,7 +120,7 @@ void mirror__sync_progress_tell(struct mirror__sync *s, bool done)
 
 	if (big && big->f->size > 0) {
 		p.file = big->f->path;
-		p.file_percent = (int)(100.0 * (double)mirror_store_writer_offset(big->w) / (double)big->f->size);
+		p.file_percent = (int)(100.0 * (double)store_writer_offset(big->w) / (double)big->f->size);
 	}
 	s->cfg->on_progress(s->cfg->on_progress_ud, &p);
 }

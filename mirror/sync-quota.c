@@ -22,7 +22,7 @@
 #include "base/xmalloc.h"
 #include "catalog/catalog.h"
 #include "data.h"
-#include "store.h"
+#include "store/store.h"
 #include "torrents.h"
 
 #include "sync-int.h"
@@ -31,9 +31,9 @@
 static const char *stored_sha(struct mirror__sync *s, const struct hub_file *f, char buf[65])
 {
 	if (f->sha256[0])
-		return mirror_store_has(s->d->store, f->sha256, f->size) ? f->sha256 : NULL;
+		return store_has(s->d->store, f->sha256, f->size) ? f->sha256 : NULL;
 	if (f->git_oid[0] && !catalog_sha256_for_git_oid(s->d->catalog, f->git_oid, f->size, buf) &&
-	    mirror_store_has(s->d->store, buf, f->size))
+	    store_has(s->d->store, buf, f->size))
 		return buf;
 	return NULL;
 }
@@ -46,7 +46,7 @@ static void held_add_repos(json_t *set, const struct srepo *rs, size_t n)
 				json_object_set_new(set, rs[i].wants[k].sha256, json_true());
 }
 
-/* Does a writer want the content now (a catalog row or a live hold: mirror_store_reap)? */
+/* Does a writer want the content now (a catalog row or a live hold: store_reap)? */
 static int quota_wanted(void *ud, const char *sha256)
 {
 	struct mirror_data *d = ud;
@@ -128,7 +128,7 @@ int mirror__sync_quota_admit(struct srepo *r)
 	}
 	for (size_t i = 0; i < ndead; i++) {
 		/* (a content a commit of the mirror's own repos claimed meanwhile is put back: maint.h) */
-		int re = mirror_store_reap(s->d->store, dead[i], quota_wanted, s->d);
+		int re = store_reap(s->d->store, dead[i], quota_wanted, s->d);
 		if (re < 0 && re != -ENOENT)
 			log_warn("sync", "quota: cannot delete blob %s: %s", dead[i], err_str(re));
 	}

@@ -30,7 +30,7 @@
 #include "hub/hub.h"
 #include "hub/select.h"
 #include "hub/upstream.h"
-#include "store.h"
+#include "store/store.h"
 #include "sync.h"
 #include "torrents.h"
 

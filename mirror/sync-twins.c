@@ -8,7 +8,7 @@
 #include "base/xmalloc.h"
 #include "catalog/catalog.h"
 #include "data.h"
-#include "store.h"
+#include "store/store.h"
 #include "sync-int.h"
 
 /* Twins are looked for among files up to this size: git ids name regular (not LFS) files, which the
@@ -24,11 +24,11 @@ static bool twin_match(struct mirror__sync *s, const struct mirror__sync_job *k,
 	int64_t got = -1;
 
 	if (!sha256 || !(k->owner->is_public || k->owner->cr->id == j->owner->cr->id) ||
-	    !mirror_store_has(s->d->store, sha256, j->size))
+	    !store_has(s->d->store, sha256, j->size))
 		return false;
 	if (strlen(j->key) == 64)
 		return !strcmp(j->key, sha256);
-	return !mirror_store_git_oid(s->d->store, sha256, oid, &got) && got == j->size && !strcmp(oid, j->key);
+	return !store_git_oid(s->d->store, sha256, oid, &got) && got == j->size && !strcmp(oid, j->key);
 }
 
 /* j's content came with its twin (sha256): its files take it without a fetch. Returns false when

@@ -19,7 +19,7 @@
 #include "hub/http/http.h"
 #include "hub/hub.h"
 #include "hub/upstream.h"
-#include "store.h"
+#include "store/store.h"
 #include "xet-fetch.h"
 
 #include "sync-int.h"
@@ -87,7 +87,7 @@ static void on_yield(void *ud, struct mirror_xet_fetch *f)
 static void on_end(void *ud, struct mirror_xet_fetch *f, int fail, const char *why)
 {
 	struct mirror__sync_job *j = ud;
-	bool progressed = mirror_store_writer_offset(j->w) > mirror_xet_fetch_began_at(f), again;
+	bool progressed = store_writer_offset(j->w) > mirror_xet_fetch_began_at(f), again;
 
 	if (!fail) {
 		j->xet_used = true;
@@ -101,7 +101,7 @@ static void on_end(void *ud, struct mirror_xet_fetch *f, int fail, const char *w
 	again = fail == HM_ERR_CURL && (progressed || ++j->tries < j->s->cfg->max_file_tries);
 	log_info("sync", "%s: Xet: %s; %s", j->f->path, why ? why : err_str(fail),
 		 again ? "trying again" : "over plain HTTP");
-	mirror_store_writer_abort(&j->w, true);
+	store_writer_abort(&j->w, true);
 	if (!again) {
 		j->xet_off = true;
 		j->tries = 0;

@@ -35,8 +35,8 @@
 #include "hub/select.h"
 #include "hub/upstream.h"
 #include "share.h"
-#include "store-xet.h"
-#include "store.h"
+#include "store/store-xet.h"
+#include "store/store.h"
 #include "sync.h"
 #include "torrents.h"
 
@@ -138,7 +138,7 @@ static void note_xet_stated(struct mirror__sync *s, const struct hub_file *f)
 	r = catalog_xet_stated_set(s->d->catalog, f->sha256, f->xet_hash);
 	if (r < 0)
 		log_warn("sync", "catalog: %s", catalog_errmsg(s->d->catalog));
-	else if (r == 1 && !mirror_store_xet_file_hash(s->d->store, f->sha256, known))
+	else if (r == 1 && !store_xet_file_hash(s->d->store, f->sha256, known))
 		log_warn("sync", "content %.12s (%s): upstream states Xet hash %s, its bytes make %s: not offered "
 			 "through Xet", f->sha256, f->path, f->xet_hash, known);
 }
@@ -165,7 +165,7 @@ static void plan_repo(struct srepo *r)
 		 * when an upstream's bytes are what the store holds: a content users alone sent is fetched
 		 * once from upstream (its copy replaces theirs) before a mirrored repo names it. */
 		if (f->sha256[0]) {
-			if (mirror_store_has(s->d->store, f->sha256, f->size) &&
+			if (store_has(s->d->store, f->sha256, f->size) &&
 			    catalog_blob_public_or_own(c, f->sha256, r->cr->id, NULL, NULL) &&
 			    catalog_blob_from_upstream(c, f->sha256)) {
 				note_xet_stated(s, f);
@@ -180,7 +180,7 @@ static void plan_repo(struct srepo *r)
 				    catalog_xet_stated_set(c, f->sha256, f->xet_hash) < 0)
 					log_warn("sync", "catalog: %s", catalog_errmsg(c));
 				memcpy(r->wants[i].sha256, f->sha256, 65);
-				r->wants[i].absent = !mirror_store_has(s->d->store, f->sha256, f->size);
+				r->wants[i].absent = !store_has(s->d->store, f->sha256, f->size);
 				r->pending--;
 				continue;
 			}
@@ -188,7 +188,7 @@ static void plan_repo(struct srepo *r)
 		} else if (f->git_oid[0]) {
 			char sha[65];
 			if (!catalog_sha256_for_git_oid(c, f->git_oid, f->size, sha) &&
-			    mirror_store_has(s->d->store, sha, f->size) &&
+			    store_has(s->d->store, sha, f->size) &&
 			    catalog_blob_public_or_own(c, sha, r->cr->id, NULL, NULL) &&
 			    catalog_blob_from_upstream(c, sha)) {
 				memcpy(r->wants[i].sha256, sha, 65);
@@ -218,7 +218,7 @@ static void plan_repo(struct srepo *r)
 			j->owner = r;
 			j->f = f;
 		} else if (j->state == JOB_OK && mirror__sync_may_take(j, r) &&
-			   mirror_store_has(s->d->store, j->result_sha, f->size)) {
+			   store_has(s->d->store, j->result_sha, f->size)) {
 			/* fetched earlier in this run, for another repo or path */
 			memcpy(r->wants[i].sha256, j->result_sha, 65);
 			r->pending--;
@@ -553,7 +553,7 @@ static void publish_live(struct mirror_data *d)
 {
 	char *err = NULL;
 
-	if (mirror_store_in_bucket(d->store) && mirror_share_publish(d, &err))
+	if (store_in_bucket(d->store) && mirror_share_publish(d, &err))
 		log_warn("sync", "%s", err);
 	free(err);
 }

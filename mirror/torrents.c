@@ -21,7 +21,7 @@
 #include "catalog/catalog.h"
 #include "data.h"
 #include "p2p/p2p.h"
-#include "store.h"
+#include "store/store.h"
 #include "torrents.h"
 
 char *mirror_torrent_path(const struct mirror_data *d, const char *btih)
@@ -45,7 +45,7 @@ static int add_file(void *ud, const struct catalog_entry *e)
 	}
 	f->v[f->n].path = xstrdup(e->path);
 	f->v[f->n].size = e->size;
-	f->v[f->n].source = mirror_store_blob_path(f->d->store, e->sha256);
+	f->v[f->n].source = store_blob_path(f->d->store, e->sha256);
 	f->n++;
 	return 0;
 }
@@ -100,13 +100,13 @@ static int make_one(struct mirror_data *d, const char *dir, int64_t snapshot_id,
 	int r;
 
 	/* with a bucket, the files are brought into the cache (add_file) and kept there while hashed */
-	mirror_store_pin(d->store, true);
+	store_pin(d->store, true);
 	r = catalog_snapshot_walk(d->catalog, snapshot_id, NULL, NULL, 0, add_file, &f);
 	if (!r)
 		r = p2p_torrent_create(name, f.v, f.n, &t, &why);
 	else
 		why = xasprintf("catalog: %s", catalog_errmsg(d->catalog));
-	mirror_store_pin(d->store, false);
+	store_pin(d->store, false);
 	if (r)
 		goto out;
 	path = mirror_torrent_path(d, t.btih);

@@ -28,7 +28,7 @@
 #include "catalog/catalog.h"
 #include "data.h"
 #include "gitobj.h"
-#include "store.h"
+#include "store/store.h"
 #include "upload.h"
 
 /* What a new repository starts with: the file kinds that are large and binary go through Git LFS. */
@@ -331,21 +331,21 @@ int mirror_upload_put_small(struct mirror_data *d, const void *data, size_t n, c
 	unsigned char md[32];
 	unsigned int mdlen;
 	char hex[65];
-	struct mirror_store_writer *w = NULL;
-	struct mirror_store_expect x;
+	struct store_writer *w = NULL;
+	struct store_expect x;
 	int e;
 
 	EVP_Digest(data, n, md, &mdlen, EVP_sha256(), NULL);
 	hex_encode(md, 32, hex);
-	x = (struct mirror_store_expect){ .sha256 = hex, .git_oid = NULL, .size = (int64_t)n };
-	if (!mirror_store_has(d->store, hex, (int64_t)n)) {
-		if ((e = mirror_store_writer_new_private(d->store, &x, &w)))
+	x = (struct store_expect){ .sha256 = hex, .git_oid = NULL, .size = (int64_t)n };
+	if (!store_has(d->store, hex, (int64_t)n)) {
+		if ((e = store_writer_new_private(d->store, &x, &w)))
 			return e;
-		if ((e = mirror_store_writer_write(w, data, n))) {
-			mirror_store_writer_abort(&w, false);
+		if ((e = store_writer_write(w, data, n))) {
+			store_writer_abort(&w, false);
 			return e;
 		}
-		if ((e = mirror_store_writer_commit(&w, NULL)))
+		if ((e = store_writer_commit(&w, NULL)))
 			return e;
 	}
 	memcpy(sha256, hex, 65);
@@ -442,7 +442,7 @@ int mirror_upload_batch_flush(struct mirror_upload_batch *b)
 
 	for (size_t i = b->held; i < b->nsha; i++)
 		v[i - b->held] = b->sha[i];
-	/* held first, committed, and only then written or looked for: gc's side is mirror_store_reap */
+	/* held first, committed, and only then written or looked for: gc's side is store_reap */
 	e = catalog_hold(b->cat, b->owner, (int64_t)time(NULL) + HOLD_WRITE_S, v, b->nsha - b->held);
 	free(v);
 	if (e)

@@ -18,7 +18,7 @@
 #include "hub/hub.h"
 #include "hub/upstream.h"
 #include "hub/xet/xet.h"
-#include "store.h"
+#include "store/store.h"
 #include "xet-fetch.h"
 
 #define XET_TOKEN_MAX (64 * 1024)
@@ -161,13 +161,13 @@ static void xs_add_range(struct mirror_xet_fetch *x, const struct term *t, uint3
 static int xs_put_chunk(struct mirror_xet_fetch *x, const struct term *t, uint32_t chunk, const unsigned char *data,
 			uint32_t len, const struct xet_hash *h)
 {
-	int64_t skip = mirror_store_writer_offset(x->h.w) - (int64_t)x->pos;  /* never a byte twice */
+	int64_t skip = store_writer_offset(x->h.w) - (int64_t)x->pos;  /* never a byte twice */
 	int r = 0;
 
 	if (skip <= 0)  /* the whole chunk, and its hash: the identity is made of these (no second pass) */
-		r = mirror_store_writer_write_chunk(x->h.w, data, len, h);
+		r = store_writer_write_chunk(x->h.w, data, len, h);
 	else if (skip < (int64_t)len)
-		r = mirror_store_writer_write(x->h.w, data + skip, len - (size_t)skip);
+		r = store_writer_write(x->h.w, data + skip, len - (size_t)skip);
 	if (r) {
 		xs_set_why(x, r, "store: %s", err_str(r));
 	} else {
@@ -201,7 +201,7 @@ static int xs_local_term(struct mirror_xet_fetch *x, const struct term *t, uint6
 		if (x->pos - turn >= x->h.local_turn)
 			return 2;
 		ok = !catalog_xet_range_find(x->h.catalog, t->xorb, x->lchunk, &r) && r.length > 0 &&
-		     r.length <= XET_CHUNK_MAX && (path = mirror_store_blob_path(x->h.store, r.sha256)) &&
+		     r.length <= XET_CHUNK_MAX && (path = store_blob_path(x->h.store, r.sha256)) &&
 		     (fd = open(path, O_RDONLY | O_CLOEXEC)) >= 0 &&
 		     pread(fd, x->room, r.length, r.offset) == (ssize_t)r.length;
 		if (fd >= 0)
@@ -493,10 +493,10 @@ void mirror_xet_fetch_start(const struct mirror_xet_fetch_host *h, struct mirror
 	x->h.token_url = xstrdup(h->token_url);
 	x->h.token = h->token ? xstrdup(h->token) : NULL;
 	x->h.xet_hash = xstrdup(h->xet_hash);
-	x->skip = mirror_store_writer_offset(h->w);
+	x->skip = store_writer_offset(h->w);
 	/* from the first byte, the file's identity is the chunks this fetch checks as they come */
 	if (x->skip == 0)
-		mirror_store_writer_given_chunks(h->w);
+		store_writer_given_chunks(h->w);
 	x->dec = xet_xorb_decoder_new();
 	x->buf = xmalloc(XET_RECORD_MAX);
 	x->room = xmalloc(XET_CHUNK_MAX);

@@ -9,7 +9,7 @@
  * from its signed URL and its chunk records decoded as they stream (one chunk held at a time), each
  * chunk hashed. Bytes the writer already held (a resumed attempt) are not written again. From a
  * writer at offset 0, the writer's Xet identity is made of those chunks and their hashes
- * (mirror_store_writer_given_chunks): not chunked and hashed a second time. On the loop:
+ * (store_writer_given_chunks): not chunked and hashed a second time. On the loop:
  * after local_turn bytes of stored chunks, the host's yield is called and the fetch waits for
  * mirror_xet_fetch_resume (the host's other work goes first). The end is on_end: fail 0 with the
  * whole file in the writer (unproven: the host checks and commits it, then mirror_xet_fetch_record),
@@ -25,15 +25,15 @@
 struct catalog;
 struct hub_http;
 struct hub_http_req;
-struct mirror_store;
-struct mirror_store_writer;
+struct store;
+struct store_writer;
 struct mirror_xet_fetch;
 
 struct mirror_xet_fetch_host {
 	struct hub_http *http;
 	struct catalog *catalog;        /* the loop's connection: where stored chunks lie */
-	struct mirror_store *store;
-	struct mirror_store_writer *w;  /* borrowed: the file is written into it */
+	struct store *store;
+	struct store_writer *w;  /* borrowed: the file is written into it */
 	const char *token_url;          /* {hub}/api/{models,datasets}/NAME/xet-read-token/COMMIT (copied) */
 	const char *token;              /* the hub's token for it, or NULL (copied; never logged) */
 	const char *xet_hash;           /* upstream's, 64 hex (copied) */

@@ -32,7 +32,7 @@
 #include "base/xmalloc.h"
 #include "hub/http/httpd.h"
 #include "mirror/data.h"
-#include "mirror/store.h"
+#include "store/store.h"
 #include "store/bucket.h"
 #include "routes-int.h"
 
@@ -170,16 +170,16 @@ static int spool_open(const char *dir)
 int mirror__bucket_range_send(struct mirror_routes *rt, struct httpd_req *req, const char *sha256, int64_t size,
 			      int64_t a, int64_t b)
 {
-	struct mirror_store *st = rt->data->store;
+	struct store *st = rt->data->store;
 	struct bucket_range *g;
 	int fd, out;
 
 	if (!rt->loop || rt->closing || a < 0 || b < a || b >= size)
 		return -1;
-	if (!rt->bucket_loop && (!mirror_store_bucket(st) ||
-				 store_bucket_loop_new(mirror_store_bucket(st), rt->loop, &rt->bucket_loop)))
+	if (!rt->bucket_loop && (!store_bucket_of(st) ||
+				 store_bucket_loop_new(store_bucket_of(st), rt->loop, &rt->bucket_loop)))
 		return -1;
-	fd = spool_open(mirror_store_tmp_dir(st));
+	fd = spool_open(store_tmp_dir(st));
 	out = fd >= 0 ? dup(fd) : -1;
 	if (out < 0) {
 		if (fd >= 0)

@@ -31,7 +31,7 @@
 #include "ondemand.h"
 #include "floor-read-int.h"
 #include "routes-int.h"
-#include "mirror/store.h"
+#include "store/store.h"
 #include "store/bucket.h"
 
 /* The operator token of a request: `Authorization: Bearer X` (Hugging Face clients, the new
@@ -249,15 +249,15 @@ static void send_fd(struct httpd_req *req, int fd, int64_t size, httpd_gate_fn g
 
 /*
  * A content the store's bucket holds and its local cache does not: a worker brings it into the cache
- * (mirror_store_fill_run: verified as a whole once in), and the answer follows its partial file as it
+ * (store_fill_run: verified as a whole once in), and the answer follows its partial file as it
  * grows, so the first bytes go out as soon as they came; the loop never waits on the bucket. Bytes
  * that turn out not to be the content (the bucket's copy damaged) end the answer short, the connection
  * closed, so a client never takes them for the whole. Two owners: the worker and the answer.
  */
 struct bucket_read {
 	_Atomic int refs;
-	struct mirror_store *store;
-	struct mirror_store_writer *w;
+	struct store *store;
+	struct store_writer *w;
 	char sha256[65];
 	_Atomic int64_t avail;      /* bytes in the partial file, which the answer may send */
 	_Atomic int state;          /* 0 coming, 1 in and verified, -1 failed */
@@ -282,7 +282,7 @@ static void bucket_read_progress(void *ud, int64_t bytes)
 static void bucket_read_work(uv_work_t *work)
 {
 	struct bucket_read *b = work->data;
-	int r = mirror_store_fill_run(b->store, b->sha256, &b->w, bucket_read_progress, b);
+	int r = store_fill_run(b->store, b->sha256, &b->w, bucket_read_progress, b);
 
 	if (!r)
 		b->avail = INT64_MAX; /* every byte is in the file */
@@ -313,16 +313,16 @@ static int send_from_bucket(struct mirror_routes *rt, struct httpd_req *req, con
 
 	b->store = rt->data->store;
 	snprintf(b->sha256, sizeof(b->sha256), "%s", sha256);
-	if (mirror_store_fill_begin(b->store, sha256, size, &b->w) ||
-	    (fd = open(mirror_store_writer_path(b->w), O_RDONLY | O_CLOEXEC)) < 0) {
-		mirror_store_writer_abort(&b->w, false);
+	if (store_fill_begin(b->store, sha256, size, &b->w) ||
+	    (fd = open(store_writer_path(b->w), O_RDONLY | O_CLOEXEC)) < 0) {
+		store_writer_abort(&b->w, false);
 		free(b);
 		return -1;
 	}
 	b->refs = 2;
 	b->work.data = b;
 	if (uv_queue_work(rt->loop, &b->work, bucket_read_work, bucket_read_after)) {
-		mirror_store_writer_abort(&b->w, false);
+		store_writer_abort(&b->w, false);
 		close(fd);
 		free(b);
 		return -1;
@@ -345,7 +345,7 @@ static void bucket_probe_work(void *job)
 {
 	struct bucket_probe *p = job;
 
-	p->there = mirror_store_has(p->rt->data->store, p->sha256, p->size);
+	p->there = store_has(p->rt->data->store, p->sha256, p->size);
 }
 
 static void bucket_probe_done(void *job, struct httpd_req *req)
@@ -367,17 +367,17 @@ static void bucket_probe_done(void *job, struct httpd_req *req)
 
 int mirror__send_blob(struct mirror_routes *rt, struct httpd_req *req, const char *sha256, int64_t size)
 {
-	struct mirror_store *st = rt->data->store;
-	char *blob = mirror_store_cache_path(st, sha256);
+	struct store *st = rt->data->store;
+	char *blob = store_cache_path(st, sha256);
 	int fd = blob ? open(blob, O_RDONLY | O_CLOEXEC) : -1;
 	bool named = blob != NULL;
 
-	if (fd >= 0 && mirror_store_in_bucket(st)) {
+	if (fd >= 0 && store_in_bucket(st)) {
 		futimens(fd, (struct timespec[]){ { 0, UTIME_NOW }, { 0, UTIME_OMIT } }); /* read last: kept */
 		store_bucket_count_cache(true);
 	}
 	free(blob);
-	if (fd < 0 && named && mirror_store_in_bucket(st) && rt->loop && size > 0) {
+	if (fd < 0 && named && store_in_bucket(st) && rt->loop && size > 0) {
 		struct bucket_probe *p = xcalloc(1, sizeof(*p));
 		p->rt = rt;
 		snprintf(p->sha256, sizeof(p->sha256), "%s", sha256);

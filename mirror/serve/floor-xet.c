@@ -13,7 +13,7 @@
 #include "hub/http/httpd.h"
 #include "hub/xet/xet.h"
 #include "mirror/data.h"
-#include "mirror/store-xet.h"
+#include "store/store-xet.h"
 #include "routes-int.h"
 
 int mirror__xet_hash(struct mirror_routes *rt, const struct catalog_entry *e, char *out)
@@ -24,7 +24,7 @@ int mirror__xet_hash(struct mirror_routes *rt, const struct catalog_entry *e, ch
 	}
 	/* stored before the catalog knew Xet hashes, or by a writer that does not record them: the
 	 * identity file says it (56 bytes read), and the catalog learns it for the next time */
-	if (mirror_store_xet_file_hash(rt->data->store, e->sha256, out))
+	if (store_xet_file_hash(rt->data->store, e->sha256, out))
 		return -1;
 	switch (catalog_blob_set_xet(rt->data->catalog, e->sha256, out)) {
 	case 0:

@@ -35,8 +35,9 @@
 #include "hub/hub.h"
 #include "hub/upstream.h"
 #include "mirror/data.h"
-#include "mirror/store-xet.h"
-#include "mirror/store.h"
+#include "store/store-xet.h"
+#include "mirror/xet-record.h"
+#include "store/store.h"
 #include "mirror/sync.h"
 #include "mirror/xet-fetch.h"
 #include "ondemand.h"
@@ -155,7 +156,7 @@ struct fetch {
 	int64_t size;
 	enum fetch_state state;
 	int refs;                      /* clients + the transfer */
-	struct mirror_store_writer *w; /* NULL when following another process's writer */
+	struct store_writer *w; /* NULL when following another process's writer */
 	struct hub_http_req *req;
 	int64_t have;                  /* bytes in the partial file */
 	char *part_path;
@@ -184,7 +185,7 @@ static void fetch_unref(struct fetch *f)
 			*pp = f->next;
 			break;
 		}
-	mirror_store_writer_abort(&f->w, true);
+	store_writer_abort(&f->w, true);
 	mirror_xet_fetch_free(&f->xet);
 	free(f->url);
 	free(f->part_path);
@@ -204,7 +205,7 @@ static void fetch_end(struct fetch *f, enum fetch_state st, const char *why)
 		if (catalog_blob_set_present(f->rt->data->catalog, f->sha256) ||
 		    (f->own_bytes && f->repo_id && catalog_blob_fetched(f->rt->data->catalog, f->sha256, f->repo_id)))
 			log_warn("ondemand", "catalog: %s", catalog_errmsg(f->rt->data->catalog));
-		mirror_store_xet_record(f->rt->data->store, f->rt->data->catalog, f->sha256);
+		mirror_xet_record(f->rt->data->store, f->rt->data->catalog, f->sha256);
 		log_info("ondemand", "%s: content %.12s in (%lld bytes, verified%s)", f->spec, f->sha256,
 			 (long long)f->size, f->xet_stated ? ", upstream's Xet hash too" : "");
 	} else {
@@ -220,7 +221,7 @@ static int fetch_on_response(void *ud, const struct hub_http_resp *resp)
 	if ((resp->status == 200 || resp->status == 206) && resp->xet_hash) {
 		/* upstream's X-Xet-Hash (along the redirects, as huggingface_hub reads it): the identity
 		 * the writer computes must name it, or the bytes are refused as a sha256 mismatch is */
-		mirror_store_writer_expect_xet(f->w, resp->xet_hash);
+		store_writer_expect_xet(f->w, resp->xet_hash);
 		f->xet_stated = hex_is_lower(resp->xet_hash, 64);
 	}
 	if (resp->status == 206 && f->from > 0) {
@@ -230,7 +231,7 @@ static int fetch_on_response(void *ud, const struct hub_http_resp *resp)
 	}
 	if (resp->status == 200) {
 		if (f->from > 0) {
-			int r = mirror_store_writer_truncate(f->w); /* upstream ignored the Range */
+			int r = store_writer_truncate(f->w); /* upstream ignored the Range */
 			if (r)
 				return r;
 			f->have = f->from = 0;
@@ -243,11 +244,11 @@ static int fetch_on_response(void *ud, const struct hub_http_resp *resp)
 static int fetch_on_body(void *ud, const char *data, size_t n)
 {
 	struct fetch *f = ud;
-	int r = mirror_store_writer_write(f->w, data, n);
+	int r = store_writer_write(f->w, data, n);
 
 	if (r)
 		return r;
-	f->have = mirror_store_writer_flushed(f->w);
+	f->have = store_writer_flushed(f->w);
 	f->od->bytes_fetched += n;
 	return 0;
 }
@@ -256,7 +257,7 @@ static void commit_work(uv_work_t *wk)
 {
 	struct fetch *f = wk->data;
 
-	f->commit_result = mirror_store_writer_commit(&f->w, NULL); /* fsync, rename */
+	f->commit_result = store_writer_commit(&f->w, NULL); /* fsync, rename */
 }
 
 static void commit_after(uv_work_t *wk, int status)
@@ -278,7 +279,7 @@ static void xet_remember_bad(struct mirror_ondemand *od, const char *sha256);
  * worker; the transfer's reference goes with it. */
 static void fetch_verify(struct fetch *f)
 {
-	int r = mirror_store_writer_check(f->w); /* the hash, finished: quick */
+	int r = store_writer_check(f->w); /* the hash, finished: quick */
 
 	if (!r) {
 		/* verified: the clients take their last bytes now; the disk work goes to a worker */
@@ -294,7 +295,7 @@ static void fetch_verify(struct fetch *f)
 		xet_remember_bad(f->od, f->sha256);   /* the next client's fetch is plain */
 		mirror_xet_fetch_free(&f->xet);
 	}
-	r = mirror_store_writer_commit(&f->w, NULL); /* drops the wrong bytes */
+	r = store_writer_commit(&f->w, NULL); /* drops the wrong bytes */
 	fetch_end(f, FETCH_FAILED, err_str(r));
 	fetch_unref(f);
 }
@@ -337,7 +338,7 @@ static int64_t fetch_gate(void *ud, int64_t off, int64_t len)
 		/* following another writer: its partial file grows, then becomes the blob, or vanishes */
 		struct stat st;
 		int64_t now = (int64_t)time(NULL);
-		if (mirror_store_has(f->rt->data->store, f->sha256, f->size)) {
+		if (store_has(f->rt->data->store, f->sha256, f->size)) {
 			fetch_end(f, FETCH_OK, NULL);
 		} else if (stat(f->part_path, &st) < 0) {
 			fetch_end(f, FETCH_FAILED, "the other writer dropped it");
@@ -415,7 +416,7 @@ static bool within_quota(struct mirror_routes *rt, const struct mirror_ondemand_
 static struct fetch *fetch_new(struct mirror_routes *rt, const struct mirror_ondemand_file *in)
 {
 	struct mirror_ondemand *od = rt->ondemand;
-	struct mirror_store_expect ex = { in->sha256, NULL, in->size };
+	struct store_expect ex = { in->sha256, NULL, in->size };
 	struct fetch *f = xcalloc(1, sizeof(*f));
 	int r;
 
@@ -424,10 +425,10 @@ static struct fetch *fetch_new(struct mirror_routes *rt, const struct mirror_ond
 	memcpy(f->sha256, in->sha256, 65);
 	f->size = in->size;
 	f->spec = mirror__od_spec_text(in->hub, in->type, in->name);
-	f->part_path = mirror_store_part_path(rt->data->store, in->sha256);
+	f->part_path = store_part_path(rt->data->store, in->sha256);
 	f->last_growth = (int64_t)time(NULL);
 	f->repo_id = in->repo_id;
-	r = mirror_store_writer_new(rt->data->store, &ex, true, &f->w);
+	r = store_writer_new(rt->data->store, &ex, true, &f->w);
 	if (r == -EBUSY && in->untrusted) {
 		/* another process writes it; following it would end at the store's copy, which this
 		 * repo may not take until its own upstream's bytes are verified: the client asks again */
@@ -465,7 +466,7 @@ static void xet_on_bytes(void *ud, int64_t fetched, int64_t written)
 	struct fetch *f = ud;
 
 	(void)written;
-	f->have = mirror_store_writer_flushed(f->w);   /* what the clients following may take */
+	f->have = store_writer_flushed(f->w);   /* what the clients following may take */
 	f->od->bytes_fetched += (uint64_t)fetched;
 }
 
@@ -523,8 +524,8 @@ static void xet_on_end(void *ud, struct mirror_xet_fetch *x, int fail, const cha
 	log_info("ondemand", "%s: content %.12s: Xet: %s; %s", f->spec, f->sha256, why ? why : err_str(fail),
 		 f->od->stopping ? "stopping" : "over plain HTTP");
 	mirror_xet_fetch_free(&f->xet);   /* (why was its: not used past here) */
-	f->have = mirror_store_writer_flushed(f->w);
-	if (f->od->stopping || !fetch_plain(f, mirror_store_writer_offset(f->w))) {
+	f->have = store_writer_flushed(f->w);
+	if (f->od->stopping || !fetch_plain(f, store_writer_offset(f->w))) {
 		fetch_end(f, FETCH_FAILED, f->od->stopping ? "serve is stopping" : "no plain request after Xet");
 		fetch_unref(f);
 	}
@@ -552,7 +553,7 @@ static bool fetch_xet(struct fetch *f, const struct mirror_ondemand_file *in)
 	name = hub_url_escape(in->name, true);
 	url = xasprintf("%s/api/%s/%s/xet-read-token/%s", base, strcmp(in->type, "dataset") ? "models" : "datasets",
 			name, in->commit);
-	mirror_store_writer_expect_xet(f->w, xh);
+	store_writer_expect_xet(f->w, xh);
 	f->xet_stated = true;
 	h.token_url = url;
 	f->refs = 1;   /* the transfer's, which an immediate end below may drop */
@@ -621,11 +622,11 @@ static struct fetch *fetch_start(struct mirror_routes *rt, const struct mirror_o
 	f = fetch_new(rt, in);
 	if (!f || !f->w)
 		return f;
-	f->have = mirror_store_writer_offset(f->w);
+	f->have = store_writer_offset(f->w);
 	if (in->untrusted && f->have > 0) {
 		/* a partial file of this content is some earlier transfer's, maybe for another repo: this
 		 * repo's bytes come from its own upstream, every one */
-		if ((r = mirror_store_writer_truncate(f->w)) != 0) {
+		if ((r = store_writer_truncate(f->w)) != 0) {
 			fetch_end(f, FETCH_FAILED, err_str(r));
 			return f;
 		}
@@ -633,7 +634,7 @@ static struct fetch *fetch_start(struct mirror_routes *rt, const struct mirror_o
 	}
 	od->fetches_total++;
 	if (f->have == f->size) {
-		r = mirror_store_writer_commit(&f->w, NULL); /* an earlier transfer got every byte */
+		r = store_writer_commit(&f->w, NULL); /* an earlier transfer got every byte */
 		f->own_bytes = !r;
 		fetch_end(f, r ? FETCH_FAILED : FETCH_OK, r ? err_str(r) : NULL);
 		if (r)
@@ -947,7 +948,7 @@ void mirror_ondemand_free(struct mirror_ondemand **odp)
 	while (od->fetches) { /* followers the closed connections let go of already; what is left */
 		struct fetch *f = od->fetches;
 		od->fetches = f->next;
-		mirror_store_writer_abort(&f->w, true);
+		store_writer_abort(&f->w, true);
 		mirror_xet_fetch_free(&f->xet);
 		free(f->url);
 		free(f->part_path);

@@ -21,7 +21,7 @@
 #include "hub/hub.h"
 #include "hub/ms.h"
 #include "mirror/repojson.h"
-#include "mirror/store.h"
+#include "store/store.h"
 #include "access.h"
 #include "card.h"
 #include "routes-int.h"
@@ -360,7 +360,7 @@ static void card_build(struct mirror__job *job, struct catalog *cat)
 		catalog_entry_release(&e);
 		return;
 	}
-	path = mirror_store_blob_path(job->rt->data->store, e.sha256);
+	path = store_blob_path(job->rt->data->store, e.sha256);
 	if (!path || path_read_file(path, CARD_MAX, &md, &len)) {
 		job->status = 503;
 		job->body = json_pack("{s:s}", "error", "the card's file is not in the store");

@@ -30,7 +30,7 @@
 #include "catalog/catalog.h"
 #include "hub/hfwrite.h"
 #include "mirror/data.h"
-#include "mirror/store.h"
+#include "store/store.h"
 #include "mirror/torrents.h"
 #include "mirror/upload.h"
 #include "access.h"
@@ -124,7 +124,7 @@ static struct mirror_upload_op *new_op(struct commit_job *c, enum mirror_upload_
  * once the object is held (after a flush): gc cannot take it after. */
 static int check_lfs(struct commit_job *c, struct catalog *cat, struct mirror_upload_op *op)
 {
-	char *blob = mirror_store_blob_path(c->data->store, op->sha256);
+	char *blob = store_blob_path(c->data->store, op->sha256);
 	struct stat st;
 	bool ok = blob && !stat(blob, &st) && (op->size < 0 || op->size == st.st_size) &&
 		  mirror_access_may_name(c->access, cat, op->sha256, c->repo.id);

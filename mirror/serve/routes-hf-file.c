@@ -23,7 +23,7 @@
 #include "base/xmalloc.h"
 #include "catalog/catalog.h"
 #include "mirror/data.h"
-#include "mirror/store.h"
+#include "store/store.h"
 #include "hub/http/http.h"
 #include "hub/hub.h"
 #include "access.h"

@@ -33,7 +33,7 @@
 #include "ondemand.h"
 #include "routes-hf-int.h"
 #include "routes-int.h"
-#include "mirror/store.h"
+#include "store/store.h"
 
 #define LIST_PAGE 1000
 

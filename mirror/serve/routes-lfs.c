@@ -33,8 +33,9 @@
 #include "hub/hfwrite.h"
 #include "hub/hub.h"
 #include "mirror/data.h"
-#include "mirror/store-xet.h"
-#include "mirror/store.h"
+#include "store/store-xet.h"
+#include "mirror/xet-record.h"
+#include "store/store.h"
 #include "mirror/upload.h"
 #include "access.h"
 #include "routes-hf-int.h"
@@ -51,7 +52,7 @@
  * more for a large object: UPLOAD_CAP_RATE), and once the object is in, it is spent (a proxy's log
  * that kept it gives nothing). A large object goes up in parts (the Hub's multipart transfer: the
  * batch's "chunk_size" and a URL per part, each with the capability), written in place into a file of
- * that upload's own (the nonce names it: mirror_store_parts_open), and checked whole when the client
+ * that upload's own (the nonce names it: store_parts_open), and checked whole when the client
  * says it is complete. */
 #define UPLOAD_CAP_TTL 900
 #define UPLOAD_CAP_RATE (4LL << 20)     /* bytes a second an upload is given time for, at least */
@@ -194,7 +195,7 @@ static int hold_upload(struct catalog *cat, int64_t repo_id, const char *oid)
  * a private or guarded repo's file and read it: it must upload the bytes once. */
 static bool object_held(struct mirror_routes *rt, struct catalog *cat, const char *oid, int64_t size, int64_t repo_id)
 {
-	return mirror_store_has(rt->data->store, oid, size) && mirror_access_may_name(rt->access, cat, oid, repo_id);
+	return store_has(rt->data->store, oid, size) && mirror_access_may_name(rt->access, cat, oid, repo_id);
 }
 
 /* Would the objects of a batch that the repo does not hold yet fit in its namespace's quota? */
@@ -344,11 +345,11 @@ void mirror__lfs_verify(struct mirror_routes *rt, struct httpd_req *req, const s
  * dropped; its handler answers why. */
 struct object_sink {
 	struct mirror__sink head;       /* MIRROR__SINK_OBJECT, object_abandon */
-	struct mirror_store_writer *w;  /* NULL: the bytes are dropped */
+	struct store_writer *w;  /* NULL: the bytes are dropped */
 	int status;                     /* what went wrong, 0 while nothing did */
 	const char *why;                /* static */
 	/* a part of a multipart upload: written in place into that upload's own file (locked shared
-	 * while fd is open: mirror_store_parts_open) */
+	 * while fd is open: store_parts_open) */
 	int fd;                         /* -1 for a whole object */
 	int64_t off, left;              /* where the next byte goes, and how many more the part has */
 	bool capped;                    /* let in by an upload URL's capability ... */
@@ -391,10 +392,10 @@ static int object_data(void *ud, const char *p, size_t n)
 		return part_data(s, p, n);
 	if (!s->w)
 		return 1;
-	if ((e = mirror_store_writer_write(s->w, p, n))) {
+	if ((e = store_writer_write(s->w, p, n))) {
 		s->status = e == HM_ERR_SIZE_MISMATCH ? 400 : e == -ENOSPC ? 507 : 500;
 		s->why = e == HM_ERR_SIZE_MISMATCH ? "more bytes than the object's size" : "the store cannot take it";
-		mirror_store_writer_abort(&s->w, false);
+		store_writer_abort(&s->w, false);
 		return 1;
 	}
 	return 0;
@@ -404,7 +405,7 @@ static void object_abandon(void *ud)
 {
 	struct object_sink *s = ud;
 
-	mirror_store_writer_abort(&s->w, false);
+	store_writer_abort(&s->w, false);
 	if (s->fd >= 0)
 		close(s->fd);
 	free(s);
@@ -420,7 +421,7 @@ static void part_open(struct mirror_routes *rt, struct object_sink *s, const cha
 	if (s->off >= size) {
 		s->status = 400;
 		s->why = "the object has no such part";
-	} else if ((s->fd = mirror_store_parts_open(rt->data->store, oid, s->cap.nonce)) < 0) {
+	} else if ((s->fd = store_parts_open(rt->data->store, oid, s->cap.nonce)) < 0) {
 		s->status = s->fd == -EBUSY ? 409 : s->fd == -ENOSPC ? 507 : 500;
 		s->why = s->fd == -EBUSY ? "this upload is being completed" : "the store cannot take it";
 		s->fd = -1;
@@ -434,7 +435,7 @@ static struct object_sink *object_claim(struct mirror_routes *rt, struct httpd_r
 	struct object_sink *s = xcalloc(1, sizeof(*s));
 	char buf[512], *type = NULL, *name = NULL, *oid = NULL, *end;
 	const char *tok = mirror__request_token(r, buf, sizeof(buf)), *cl = httpd_header(r, "Content-Length");
-	struct mirror_store_expect x = { .size = -1 };
+	struct store_expect x = { .size = -1 };
 	struct catalog_repo repo;
 	int e, part = 0;
 
@@ -470,7 +471,7 @@ static struct object_sink *object_claim(struct mirror_routes *rt, struct httpd_r
 			s->status = x.size < 0 ? 411 : 413;
 			s->why = x.size < 0 ? "an object's PUT says its length"
 					    : "the object is larger than this mirror takes";
-		} else if ((e = mirror_store_writer_new_private(rt->data->store, &x, &s->w))) {
+		} else if ((e = store_writer_new_private(rt->data->store, &x, &s->w))) {
 			/* (a writer of its own: it waits for no one, and no one for it) */
 			s->status = e == -ENOSPC ? 507 : 500;
 			s->why = "the store cannot take it";
@@ -531,9 +532,9 @@ static void put_job_build(struct mirror__job *j, struct catalog *cat)
 	int e = hold_upload(cat, p->repo_id, p->oid);
 
 	if (e)
-		mirror_store_writer_abort(&p->s->w, false);
+		store_writer_abort(&p->s->w, false);
 	else
-		e = mirror_store_writer_commit(&p->s->w, NULL);
+		e = store_writer_commit(&p->s->w, NULL);
 
 	if (e == HM_ERR_HASH_MISMATCH || e == HM_ERR_SIZE_MISMATCH) {
 		log_warn("upload", "hf:%s: an object refused from %s: its bytes are not %s", p->name, p->who, p->oid);
@@ -565,7 +566,7 @@ static void part_done(struct mirror_routes *rt, struct httpd_req *req, struct ob
 	if (!s->status && s->fd >= 0 && !s->left) {
 		close(s->fd); /* (its lock with it: the part is written) */
 		s->fd = -1;
-		e = mirror_store_parts_done(rt->data->store, oid, s->cap.nonce, part);
+		e = store_parts_done(rt->data->store, oid, s->cap.nonce, part);
 	}
 	if (e) {
 		mirror__respond_json(req, s->status ? s->status : s->left ? 400 : 500,
@@ -644,18 +645,18 @@ static void complete_job_release(struct mirror__job *j)
 static void complete_job_build(struct mirror__job *j, struct catalog *cat)
 {
 	struct complete_job *c = (struct complete_job *)j;
-	struct mirror_store_expect x = { .sha256 = c->oid, .size = c->cap.size };
+	struct store_expect x = { .sha256 = c->oid, .size = c->cap.size };
 	int missing = 0, parts = (int)((c->cap.size + MULTIPART_CHUNK - 1) / MULTIPART_CHUNK);
 	/* held for its commit first; then its file is taken from the part writers, every part must have
 	 * come whole, and the bytes in it are hashed, made read-only and published */
 	int e = hold_upload(cat, c->repo_id, c->oid);
 
 	if (!e)
-		e = mirror_store_parts_commit(c->data->store, &x, c->cap.nonce, parts, &missing);
+		e = store_parts_commit(c->data->store, &x, c->cap.nonce, parts, &missing);
 	if (!e && catalog_blob_fetched(cat, c->oid, c->repo_id))
 		e = HM_ERR_SQLITE;
 	if (!e) {
-		mirror_store_xet_record(c->data->store, cat, c->oid); /* its Xet hash, from the identity */
+		mirror_xet_record(c->data->store, cat, c->oid); /* its Xet hash, from the identity */
 		cap_spend(c->lfs, c->cap.nonce, c->cap_expires);
 	}
 	j->status = !e                                                                       ? 200

@@ -12,7 +12,7 @@
 #include "base/xmalloc.h"
 #include "catalog/catalog.h"
 #include "mirror/data.h"
-#include "mirror/store.h"
+#include "store/store.h"
 #include "store/bucket.h"
 #include "routes-int.h"
 #include "seeder.h"
@@ -154,11 +154,11 @@ static void swarm_part(struct mirror_routes *rt, struct buf *b)
 
 /* The store's bucket, when it has one: the backend's calls, bytes, errors, time, and the local cache's
  * hits and misses (store/bucket.h). */
-static void bucket_part(const struct mirror_store *st, struct buf *b)
+static void bucket_part(const struct store *st, struct buf *b)
 {
 	struct store_bucket_stats s;
 
-	if (!mirror_store_in_bucket(st))
+	if (!store_in_bucket(st))
 		return;
 	store_bucket_stats(&s);
 	head(b, "hubmirror_store_bucket_calls_total", "counter", "Calls to the store's bucket (a put or a listing: "

@@ -25,7 +25,7 @@
 #include "access.h"
 #include "ondemand.h"
 #include "routes-int.h"
-#include "mirror/store.h"
+#include "store/store.h"
 
 #define MS_DEFAULT_PAGE 100
 #define MS_MAX_PAGE 1000

@@ -25,7 +25,7 @@
 #include "hub/hub.h"
 #include "hub/oci.h"
 #include "mirror/data.h"
-#include "mirror/store.h"
+#include "store/store.h"
 #include "routes-int.h"
 #include "routes-oci-int.h"
 
@@ -173,7 +173,7 @@ static json_t *oci_read_config(struct oci_art *a)
 
 	if (!a->config_sha[0] || a->config_size > OCI_CONFIG_MAX)
 		return NULL;
-	path = mirror_store_blob_path(a->o->rt->data->store, a->config_sha);
+	path = store_blob_path(a->o->rt->data->store, a->config_sha);
 	j = path ? json_load_file(path, JSON_DECODE_ANY, NULL) : NULL;
 	free(path);
 	if (j && !json_is_object(j)) {

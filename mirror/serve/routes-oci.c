@@ -33,7 +33,7 @@
 #include "hub/hub.h"
 #include "hub/oci.h"
 #include "mirror/data.h"
-#include "mirror/store.h"
+#include "store/store.h"
 #include "access.h"
 #include "routes-int.h"
 #include "routes-oci-int.h"
@@ -442,7 +442,7 @@ static void oci_tarjob_start(struct oreq *o, const struct oci_art *a)
 		snprintf(f->sha256, sizeof(f->sha256), "%s", json_string_value(json_array_get(v, 0)));
 		f->path = xstrdup(json_string_value(json_array_get(v, 1)));
 		f->size = json_integer_value(json_array_get(v, 2));
-		f->file = mirror_store_blob_path(o->rt->data->store, f->sha256);
+		f->file = store_blob_path(o->rt->data->store, f->sha256);
 	}
 	/* (the aside lane: a model's weights take a while to read, and no other answer waits for them) */
 	httpd_defer_aside(o->req, oci_tarjob_work, oci_tarjob_done, j);
@@ -497,7 +497,7 @@ static void oci_manifest(struct oreq *o, const char *ref)
 static int oci_send_tar(struct oreq *o, const struct catalog_oci_tar *t)
 {
 	int64_t hl = (int64_t)t->header_len, total = hl + t->size + hub_oci_tar_tail(t->size), a = 0, b = 0;
-	char *blob = mirror_store_blob_path(o->rt->data->store, t->sha256);
+	char *blob = store_blob_path(o->rt->data->store, t->sha256);
 	int fd = blob ? open(blob, O_RDONLY | O_CLOEXEC) : -1, rr;
 	struct hub_oci_span sp;
 

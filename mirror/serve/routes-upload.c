@@ -41,7 +41,7 @@
 #include "hub/hf.h"
 #include "hub/hub.h"
 #include "mirror/data.h"
-#include "mirror/store.h"
+#include "store/store.h"
 #include "mirror/upload.h"
 #include "access.h"
 #include "routes-hf-int.h"
@@ -227,7 +227,7 @@ static char *attributes_of(struct mirror_routes *rt, int64_t snapshot_id)
 
 	if (catalog_snapshot_file(rt->data->catalog, snapshot_id, ".gitattributes", &e))
 		return NULL;
-	path = e.size < (1 << 20) ? mirror_store_blob_path(rt->data->store, e.sha256) : NULL;
+	path = e.size < (1 << 20) ? store_blob_path(rt->data->store, e.sha256) : NULL;
 	if (path && (f = fopen(path, "r"))) {
 		text = xcalloc(1, (size_t)e.size + 1);
 		if (fread(text, 1, (size_t)e.size, f) != (size_t)e.size)

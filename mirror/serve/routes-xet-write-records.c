@@ -21,7 +21,7 @@
 #include "base/xmalloc.h"
 #include "hub/xet/xet.h"
 #include "mirror/data.h"
-#include "mirror/store.h"
+#include "store/store.h"
 #include "routes-int.h"
 #include "routes-xet-write-int.h"
 
@@ -214,7 +214,7 @@ static bool load_entry(struct mirror__xetw *x, struct mirror_data *d, int dir, c
 		struct file_rec f = { .hash = h, .repo_id = repo };
 		if (!record_read(dir, name, buf, sizeof(buf)) ||
 		    sscanf(buf, "%64[0-9a-f] %lld %lld", sha, &size, &until) != 3 || !hex_is_lower(sha, 64) ||
-		    until < now || !mirror_store_has(d->store, sha, size))
+		    until < now || !store_has(d->store, sha, size))
 			return true;
 		memcpy(f.sha256, sha, 65);
 		f.size = size;

@@ -29,8 +29,9 @@
 #include "hub/xet/shard.h"
 #include "hub/xet/xet.h"
 #include "mirror/data.h"
-#include "mirror/store-xet.h"
-#include "mirror/store.h"
+#include "store/store-xet.h"
+#include "mirror/xet-record.h"
+#include "store/store.h"
 #include "routes-int.h"
 #include "routes-xet-write-int.h"
 
@@ -111,11 +112,11 @@ static int lent_map(struct shard_job *s, const struct xet_hash *h, const char *h
 	if (!mirror__xetw_xorb_lent(s->xw, h, s->repo_id, sha, &run))
 		return refuse(s, "the shard names xorb ", hex,
 			      ", which was not uploaded for this repository (nor lent to it)");
-	if (!mirror_store_xet_identity(s->data->store, sha, &id)) {
+	if (!store_xet_identity(s->data->store, sha, &id)) {
 		c = xet_identity_chunks(id, &nc);
 		nr = mirror__xet_runs(c, nc, &runs);
 	}
-	if (!id || nr <= run || !(blob = mirror_store_blob_path(s->data->store, sha)) ||
+	if (!id || nr <= run || !(blob = store_blob_path(s->data->store, sha)) ||
 	    (fd = open(blob, O_RDONLY | O_CLOEXEC)) < 0) {
 		refuse(s, "xorb ", hex, " was lent from a content no longer stored: upload it");
 		goto out;
@@ -196,7 +197,7 @@ struct rebuild {
 	struct xet_node *nodes;
 	size_t n, cap;
 	EVP_MD_CTX *sha;
-	struct mirror_store_writer *w;
+	struct store_writer *w;
 	uint64_t size;
 };
 
@@ -225,7 +226,7 @@ static int rebuild_term(struct shard_job *s, const struct xet_shard_term *t, str
 		hashes[i - t->start] = c->hash;
 		bytes += h.uncompressed_size;
 		if (r->w) {
-			if ((e = mirror_store_writer_write(r->w, s->room, h.uncompressed_size)))
+			if ((e = store_writer_write(r->w, s->room, h.uncompressed_size)))
 				break;
 			continue;
 		}
@@ -282,7 +283,7 @@ static int check_file(struct shard_job *s, const struct xet_shard_file *f, char 
 static int write_file(struct shard_job *s, struct catalog *cat, const struct xet_shard_file *f, const char *sha,
 		      uint64_t size)
 {
-	struct mirror_store_expect x = { .sha256 = sha, .size = (int64_t)size };
+	struct store_expect x = { .sha256 = sha, .size = (int64_t)size };
 	struct rebuild r = { 0 };
 	char owner[40];
 	const char *v[1] = { sha };
@@ -291,18 +292,18 @@ static int write_file(struct shard_job *s, struct catalog *cat, const struct xet
 	snprintf(owner, sizeof(owner), "upload:%lld", (long long)s->repo_id);
 	if ((e = catalog_hold(cat, owner, (int64_t)time(NULL) + MIRROR__XETW_FILE_HOLD_S, v, 1)))
 		return e;
-	if (!mirror_store_has(s->data->store, sha, (int64_t)size)) {
-		if ((e = mirror_store_writer_new_private(s->data->store, &x, &r.w)))
+	if (!store_has(s->data->store, sha, (int64_t)size)) {
+		if ((e = store_writer_new_private(s->data->store, &x, &r.w)))
 			return e;
 		for (size_t i = 0; i < f->n && !e; i++)
 			e = rebuild_term(s, &f->terms[i], &r);
 		if (e)
-			mirror_store_writer_abort(&r.w, false);
+			store_writer_abort(&r.w, false);
 		else
-			e = mirror_store_writer_commit(&r.w, NULL);
+			e = store_writer_commit(&r.w, NULL);
 		if (e)
 			return e;
-		mirror_store_xet_record(s->data->store, cat, sha);   /* the dedup query finds it from now on */
+		mirror_xet_record(s->data->store, cat, sha);   /* the dedup query finds it from now on */
 	}
 	return catalog_blob_fetched(cat, sha, s->repo_id);
 }

@@ -43,8 +43,9 @@
 #include "hub/xet/shard.h"
 #include "hub/xet/xet.h"
 #include "mirror/data.h"
-#include "mirror/store-xet.h"
-#include "mirror/store.h"
+#include "store/store-xet.h"
+#include "mirror/xet-record.h"
+#include "store/store.h"
 #include "access.h"
 #include "routes-int.h"
 #include "routes-xet-write-int.h"
@@ -396,7 +397,7 @@ static void xorb_post(struct mirror_routes *rt, struct httpd_req *req, const cha
 /* ---- the global dedup query ------------------------------------------------------------------------
  *
  * GET {cas}/v1/chunks/default[-merkledb]/HASH: a stored content whose first chunk, or one of its eligible
- * chunks (mirror_store_xet_dedup_eligible), is HASH, and which the token's repo may name as its own
+ * chunks (mirror_xet_dedup_eligible), is HASH, and which the token's repo may name as its own
  * (mirror_access_may_name: its own, or one a repo everyone may read holds; never a private or guarded
  * repo's to another), is answered as a shard listing its virtual xorbs, from the run that holds HASH on
  * (at most LEND_MAX_CHUNKS chunks), each lent to the repo for MIRROR__XETW_LEND_S: a later shard of the repo may name
@@ -421,7 +422,7 @@ static int dedup_lend(struct dedup_job *d, const char *sha, const struct xet_has
 	struct xet_identity *id = NULL;
 	const struct xet_chunk *c;
 	size_t nc, nr, at, listed = 0;
-	int e = mirror_store_xet_identity(d->data->store, sha, &id);
+	int e = store_xet_identity(d->data->store, sha, &id);
 
 	if (e)
 		return e;

@@ -30,8 +30,8 @@
 #include "hub/http/httpd.h"
 #include "hub/xet/xet.h"
 #include "mirror/data.h"
-#include "mirror/store-xet.h"
-#include "mirror/store.h"
+#include "store/store-xet.h"
+#include "store/store.h"
 #include "access.h"
 #include "routes-int.h"
 #include "xet-token.h"
@@ -133,7 +133,7 @@ static char *bearer(const struct httpd_req *req)
 
 struct recon_job {
 	struct mirror__job j;
-	struct mirror_store *store;         /* borrowed: the data directory's */
+	struct store *store;         /* borrowed: the data directory's */
 	struct mirror_access *access;       /* a reference: a reload may swap the routes' */
 	unsigned char key[32];
 	struct catalog_repo repo;           /* the token's, checked; what its fetch URLs are bound to */
@@ -229,7 +229,7 @@ static void recon_build(struct mirror__job *j, struct catalog *cat)
 	int e = catalog_repo_xet_file(cat, rj->repo.id, rj->file_hash, sha, &size);
 
 	if (!e)
-		e = mirror_store_xet_identity(rj->store, sha, &id);   /* computed again here when it must be */
+		e = store_xet_identity(rj->store, sha, &id);   /* computed again here when it must be */
 	if (e) {
 		j->status = e == HM_ERR_NOT_FOUND || e == -ENOENT ? 404 : 503;
 		j->body = json_pack("{s:s}", "error", e == HM_ERR_NOT_FOUND || e == -ENOENT
@@ -335,7 +335,7 @@ static void cas_reconstruction(struct mirror_routes *rt, struct httpd_req *req, 
 
 struct xorb_job {
 	struct mirror__job j;
-	struct mirror_store *store;
+	struct store *store;
 	char sha256[65];
 	size_t idx;
 	char *range;            /* the Range header, or NULL */
@@ -414,7 +414,7 @@ static void xorb_build(struct mirror__job *j, struct catalog *cat)
 
 	(void)cat;
 	buf_init(&out);
-	e = mirror_store_xet_identity(xj->store, xj->sha256, &id);
+	e = store_xet_identity(xj->store, xj->sha256, &id);
 	if (!e) {
 		const struct xet_chunk *c = xet_identity_chunks(id, &nc);
 		nr = mirror__xet_runs(c, nc, &runs);
@@ -435,7 +435,7 @@ static void xorb_build(struct mirror__job *j, struct catalog *cat)
 			goto out;
 		}
 		n = (size_t)rn;
-		path = mirror_store_blob_path(xj->store, xj->sha256);
+		path = store_blob_path(xj->store, xj->sha256);
 		fd = path ? open(path, O_RDONLY | O_CLOEXEC) : -1;
 		e = fd < 0 ? -errno : xorb_body(fd, c, &runs[xj->idx], r, n, &out);
 	}

@@ -27,7 +27,7 @@
 #include "routes-int.h"
 #include "routes.h"
 #include "seeder.h"
-#include "mirror/store.h"
+#include "store/store.h"
 #include "mirror/torrents.h"
 #include "p2p/tracker.h"
 

@@ -22,7 +22,7 @@
 #include "p2p/p2p.h"
 #include "access.h"
 #include "seeder.h"
-#include "mirror/store.h"
+#include "store/store.h"
 #include "mirror/torrents.h"
 
 struct seeded {
@@ -131,7 +131,7 @@ void mirror_seeder_stats(const struct mirror_seeder *s, int64_t *torrents, int64
 /* ---- seed folders ----------------------------------------------------------------------------- */
 
 struct farm {
-	const struct mirror_store *store;
+	const struct store *store;
 	const char *root;       /* .../<btih>.tmp/<name> */
 	int err;
 };
@@ -148,7 +148,7 @@ static int link_file(void *ud, const struct catalog_entry *e)
 	r = path_mkdirs(link, 0755);
 	*slash = '/';
 	if (!r) {
-		blob = mirror_store_cache_path(f->store, e->sha256); /* (a link: nothing brought in) */
+		blob = store_cache_path(f->store, e->sha256); /* (a link: nothing brought in) */
 		if (symlink(blob, link) < 0)
 			r = -errno;
 		free(blob);
@@ -158,7 +158,7 @@ static int link_file(void *ud, const struct catalog_entry *e)
 	return r;
 }
 
-int mirror_seeder_lay_out(const char *root, const struct mirror_store *store, struct catalog *cat,
+int mirror_seeder_lay_out(const char *root, const struct store *store, struct catalog *cat,
 			  const struct catalog_torrent *t)
 {
 	char *dir = xasprintf("%s/%s", root, t->btih), *tmp = xasprintf("%s.tmp", dir);

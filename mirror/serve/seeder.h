@@ -25,7 +25,7 @@ struct catalog;
 struct catalog_torrent;
 struct mirror_data;
 struct mirror_seeder;
-struct mirror_store;
+struct store;
 
 struct mirror_access;
 
@@ -78,7 +78,7 @@ char *mirror_seeder_claim(struct mirror_seeder *s, const struct catalog_torrent 
 void mirror_seeder_claimed(struct mirror_seeder *s, const struct catalog_torrent *t, int laid_out);
 /* Lay out t's seed folder below root (a claim's), its files' links into store, read through cat (the
  * caller's connection): safe on a worker. A folder that exists is whole and kept. Returns 0 or -errno. */
-int mirror_seeder_lay_out(const char *root, const struct mirror_store *store, struct catalog *cat,
+int mirror_seeder_lay_out(const char *root, const struct store *store, struct catalog *cat,
 			  const struct catalog_torrent *t);
 
 /* New access rules (SIGHUP's tokens file; borrowed as cfg->access was), applied by a rescan now. */

@@ -17,8 +17,9 @@
 #include "base/xmalloc.h"
 #include "catalog/catalog.h"
 #include "mirror/data.h"
-#include "mirror/store-xet.h"
-#include "mirror/store.h"
+#include "store/store-xet.h"
+#include "mirror/xet-record.h"
+#include "store/store.h"
 #include "xet-backfill.h"
 
 #define BATCH 64                /* contents taken from the catalog at a time */
@@ -100,7 +101,7 @@ static int learn(struct mirror_xet_backfill *b, struct catalog *c, const char *s
 
 	if (known_bad(b, sha256))
 		return 0;
-	r = mirror_store_xet_check(b->d->store, sha256, pace, b, &ok, &got);
+	r = store_xet_check(b->d->store, sha256, pace, b, &ok, &got);
 	if (r == -ECANCELED)
 		return r;
 	if (r) {
@@ -115,7 +116,7 @@ static int learn(struct mirror_xet_backfill *b, struct catalog *c, const char *s
 			 "offered through Xet; 'hubmirror verify' quarantines it", sha256, (long long)got);
 		return 0;
 	}
-	r = mirror_store_xet_record(b->d->store, c, sha256);
+	r = mirror_xet_record(b->d->store, c, sha256);
 	if (!r)
 		b->learnt++;
 	else if (r == HM_ERR_HASH_MISMATCH)
@@ -199,7 +200,7 @@ int mirror_xet_backfill_start(struct mirror_data *d, int64_t rate, struct mirror
 	pthread_condattr_t ca;
 	int r;
 
-	if (rate <= 0 || mirror_store_in_bucket(d->store))
+	if (rate <= 0 || store_in_bucket(d->store))
 		return 0;
 	b = xcalloc(1, sizeof(*b));
 	b->d = d;

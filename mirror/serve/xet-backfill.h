@@ -6,9 +6,9 @@
  * One thread of its own (never the loop, never libuv's pool, which answers requests), at SCHED_IDLE
  * and the idle I/O class, with a catalog connection of its own: it takes the contents the catalog
  * knows no Xet hash for (catalog_xet_unknown) in sha256 order, reads each once at the rate the
- * operator set (SHA-256 and the identity in one read: mirror_store_xet_check), and records each as
+ * operator set (SHA-256 and the identity in one read: store_xet_check), and records each as
  * it gets it (the identity file, the Xet hash and the dedup chunks; or, where upstream states
- * another Xet hash, a warning and nothing offered: mirror_store_xet_record). Resumable by
+ * another Xet hash, a warning and nothing offered: mirror_xet_record). Resumable by
  * construction: what is recorded is not taken again, so a restart goes on where the last one
  * stopped. A pass that finds nothing left waits, then looks again.
  */

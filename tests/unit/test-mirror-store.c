@@ -14,12 +14,12 @@
 #include "base/hex.h"
 #include "base/xmalloc.h"
 #include "hub/xet/xet.h"
-#include "mirror/store-xet.h"
-#include "mirror/store.h"
+#include "store/store-xet.h"
+#include "store/store.h"
 #include "test.h"
 
 static char dir[] = "/tmp/hm-test-store-XXXXXX";
-static struct mirror_store *store;
+static struct store *store;
 
 static void sha256_hex(const void *d, size_t n, char out[65])
 {
@@ -77,22 +77,22 @@ TEST(verified_content_becomes_a_blob)
 	const char *content = "{\"architectures\": [\"LlamaForCausalLM\"]}\n";
 	size_t len = strlen(content), n;
 	char sha[65], oid[41], got[65];
-	struct mirror_store_expect ex = { sha, oid, (int64_t)len };
-	struct mirror_store_writer *w = NULL;
+	struct store_expect ex = { sha, oid, (int64_t)len };
+	struct store_writer *w = NULL;
 	char *path, *back;
 
 	sha256_hex(content, len, sha);
 	git_oid_hex(content, len, oid);
-	CHECK_INT(mirror_store_writer_new(store, &ex, false, &w), 0);
-	CHECK(!mirror_store_has(store, sha, -1));
-	CHECK_INT(mirror_store_writer_write(w, content, 10), 0);
-	CHECK_INT(mirror_store_writer_write(w, content + 10, len - 10), 0);
-	CHECK_INT(mirror_store_writer_commit(&w, got), 0);
+	CHECK_INT(store_writer_new(store, &ex, false, &w), 0);
+	CHECK(!store_has(store, sha, -1));
+	CHECK_INT(store_writer_write(w, content, 10), 0);
+	CHECK_INT(store_writer_write(w, content + 10, len - 10), 0);
+	CHECK_INT(store_writer_commit(&w, got), 0);
 	CHECK(w == NULL);
 	CHECK_STR(got, sha);
-	CHECK(mirror_store_has(store, sha, (int64_t)len));
-	CHECK(!mirror_store_has(store, sha, (int64_t)len + 1));
-	path = mirror_store_blob_path(store, sha);
+	CHECK(store_has(store, sha, (int64_t)len));
+	CHECK(!store_has(store, sha, (int64_t)len + 1));
+	path = store_blob_path(store, sha);
 	back = read_file(path, &n);
 	CHECK_INT(n, len);
 	CHECK(!memcmp(back, content, len));
@@ -103,10 +103,10 @@ TEST(verified_content_becomes_a_blob)
 		/* the git blob id of a stored blob, as another hub names the same content */
 		char oid2[41];
 		int64_t size = -1;
-		CHECK_INT(mirror_store_git_oid(store, sha, oid2, &size), 0);
+		CHECK_INT(store_git_oid(store, sha, oid2, &size), 0);
 		CHECK_STR(oid2, oid);
 		CHECK_INT(size, (int64_t)len);
-		CHECK_INT(mirror_store_git_oid(store,
+		CHECK_INT(store_git_oid(store,
 					       "0000000000000000000000000000000000000000000000000000000000000000", oid2,
 					       &size),
 			  -ENOENT);
@@ -117,31 +117,31 @@ TEST(mismatch_never_enters_the_store)
 {
 	const char *good = "good bytes", *bad = "evil bytes";
 	char sha[65], oid[41];
-	struct mirror_store_expect ex = { sha, NULL, 10 };
-	struct mirror_store_writer *w = NULL;
+	struct store_expect ex = { sha, NULL, 10 };
+	struct store_writer *w = NULL;
 	int before = count_files("blobs");
 
 	sha256_hex(good, 10, sha);
-	CHECK_INT(mirror_store_writer_new(store, &ex, false, &w), 0);
-	CHECK_INT(mirror_store_writer_write(w, bad, 10), 0);
-	CHECK_INT(mirror_store_writer_commit(&w, NULL), HM_ERR_HASH_MISMATCH);
-	CHECK(!mirror_store_has(store, sha, -1));
+	CHECK_INT(store_writer_new(store, &ex, false, &w), 0);
+	CHECK_INT(store_writer_write(w, bad, 10), 0);
+	CHECK_INT(store_writer_commit(&w, NULL), HM_ERR_HASH_MISMATCH);
+	CHECK(!store_has(store, sha, -1));
 	CHECK_INT(count_files("blobs"), before);
 	CHECK_INT(count_files("tmp"), 0);
 
 	/* Right sha256 would pass, but the git oid is checked too. */
 	git_oid_hex(bad, 10, oid);
 	ex.git_oid = oid;
-	CHECK_INT(mirror_store_writer_new(store, &ex, false, &w), 0);
-	CHECK_INT(mirror_store_writer_write(w, good, 10), 0);
-	CHECK_INT(mirror_store_writer_commit(&w, NULL), HM_ERR_HASH_MISMATCH);
-	CHECK(!mirror_store_has(store, sha, -1));
+	CHECK_INT(store_writer_new(store, &ex, false, &w), 0);
+	CHECK_INT(store_writer_write(w, good, 10), 0);
+	CHECK_INT(store_writer_commit(&w, NULL), HM_ERR_HASH_MISMATCH);
+	CHECK(!store_has(store, sha, -1));
 
 	/* More bytes than promised is refused at write time. */
 	ex.git_oid = NULL;
-	CHECK_INT(mirror_store_writer_new(store, &ex, false, &w), 0);
-	CHECK_INT(mirror_store_writer_write(w, "0123456789x", 11), HM_ERR_SIZE_MISMATCH);
-	mirror_store_writer_abort(&w, false);
+	CHECK_INT(store_writer_new(store, &ex, false, &w), 0);
+	CHECK_INT(store_writer_write(w, "0123456789x", 11), HM_ERR_SIZE_MISMATCH);
+	store_writer_abort(&w, false);
 	CHECK(w == NULL);
 	CHECK_INT(count_files("tmp"), 0);
 }
@@ -150,36 +150,36 @@ TEST(short_content_is_kept_and_resumed)
 {
 	char *big = xmalloc(300000);
 	char sha[65];
-	struct mirror_store_expect ex = { sha, NULL, 300000 };
-	struct mirror_store_writer *w = NULL, *w2 = NULL;
+	struct store_expect ex = { sha, NULL, 300000 };
+	struct store_writer *w = NULL, *w2 = NULL;
 
 	for (int i = 0; i < 300000; i++)
 		big[i] = (char)(i * 7 + i / 1000);
 	sha256_hex(big, 300000, sha);
-	CHECK_INT(mirror_store_writer_new(store, &ex, true, &w), 0);
-	CHECK_INT(mirror_store_writer_offset(w), 0);
-	CHECK_INT(mirror_store_writer_write(w, big, 120000), 0);
+	CHECK_INT(store_writer_new(store, &ex, true, &w), 0);
+	CHECK_INT(store_writer_offset(w), 0);
+	CHECK_INT(store_writer_write(w, big, 120000), 0);
 	/* A second writer for the same content is refused while the first holds it. */
-	CHECK_INT(mirror_store_writer_new(store, &ex, true, &w2), -EBUSY);
+	CHECK_INT(store_writer_new(store, &ex, true, &w2), -EBUSY);
 	/* Connection dropped: commit sees a short file, keeps it for resume. */
-	CHECK_INT(mirror_store_writer_commit(&w, NULL), HM_ERR_SIZE_MISMATCH);
+	CHECK_INT(store_writer_commit(&w, NULL), HM_ERR_SIZE_MISMATCH);
 	CHECK_INT(count_files("tmp"), 1);
-	CHECK(!mirror_store_has(store, sha, -1));
+	CHECK(!store_has(store, sha, -1));
 
-	CHECK_INT(mirror_store_writer_new(store, &ex, true, &w), 0);
-	CHECK_INT(mirror_store_writer_offset(w), 120000);
-	CHECK_INT(mirror_store_writer_write(w, big + 120000, 300000 - 120000), 0);
-	CHECK_INT(mirror_store_writer_commit(&w, NULL), 0);
-	CHECK(mirror_store_has(store, sha, 300000));
+	CHECK_INT(store_writer_new(store, &ex, true, &w), 0);
+	CHECK_INT(store_writer_offset(w), 120000);
+	CHECK_INT(store_writer_write(w, big + 120000, 300000 - 120000), 0);
+	CHECK_INT(store_writer_commit(&w, NULL), 0);
+	CHECK(store_has(store, sha, 300000));
 	CHECK_INT(count_files("tmp"), 0);
 
 	/* A writer that does not resume starts from zero even if a partial file exists. */
-	CHECK_INT(mirror_store_writer_new(store, &ex, true, &w), 0);
-	CHECK_INT(mirror_store_writer_write(w, big, 1000), 0);
-	mirror_store_writer_abort(&w, true);
-	CHECK_INT(mirror_store_writer_new(store, &ex, false, &w), 0);
-	CHECK_INT(mirror_store_writer_offset(w), 0);
-	mirror_store_writer_abort(&w, false);
+	CHECK_INT(store_writer_new(store, &ex, true, &w), 0);
+	CHECK_INT(store_writer_write(w, big, 1000), 0);
+	store_writer_abort(&w, true);
+	CHECK_INT(store_writer_new(store, &ex, false, &w), 0);
+	CHECK_INT(store_writer_offset(w), 0);
+	store_writer_abort(&w, false);
 	free(big);
 }
 
@@ -187,18 +187,18 @@ TEST(same_content_is_stored_once)
 {
 	const char *c = "shared tokenizer";
 	char sha[65];
-	struct mirror_store_expect ex = { sha, NULL, 16 };
-	struct mirror_store_writer *w = NULL;
+	struct store_expect ex = { sha, NULL, 16 };
+	struct store_writer *w = NULL;
 	int before;
 
 	sha256_hex(c, 16, sha);
-	CHECK_INT(mirror_store_writer_new(store, &ex, false, &w), 0);
-	CHECK_INT(mirror_store_writer_write(w, c, 16), 0);
-	CHECK_INT(mirror_store_writer_commit(&w, NULL), 0);
+	CHECK_INT(store_writer_new(store, &ex, false, &w), 0);
+	CHECK_INT(store_writer_write(w, c, 16), 0);
+	CHECK_INT(store_writer_commit(&w, NULL), 0);
 	before = count_files("blobs");
-	CHECK_INT(mirror_store_writer_new(store, &ex, false, &w), 0);
-	CHECK_INT(mirror_store_writer_write(w, c, 16), 0);
-	CHECK_INT(mirror_store_writer_commit(&w, NULL), 0);
+	CHECK_INT(store_writer_new(store, &ex, false, &w), 0);
+	CHECK_INT(store_writer_write(w, c, 16), 0);
+	CHECK_INT(store_writer_commit(&w, NULL), 0);
 	CHECK_INT(count_files("blobs"), before);
 	CHECK_INT(count_files("tmp"), 0);
 }
@@ -210,26 +210,26 @@ TEST(a_late_writer_never_writes_a_published_blob)
 	const char *c = "published once, and read-only", *junk = "JUNK JUNK JUNK JUNK JUNK JUNK";
 	size_t n = strlen(c);
 	char sha[65], *part, *blob, *back;
-	struct mirror_store_expect ex = { sha, NULL, (int64_t)n };
-	struct mirror_store_writer *w = NULL, *w2 = NULL;
+	struct store_expect ex = { sha, NULL, (int64_t)n };
+	struct store_writer *w = NULL, *w2 = NULL;
 	struct stat st;
 	size_t got;
 	int fd;
 
 	sha256_hex(c, n, sha);
-	part = mirror_store_part_path(store, sha);
-	CHECK_INT(mirror_store_writer_new(store, &ex, false, &w), 0);
+	part = store_part_path(store, sha);
+	CHECK_INT(store_writer_new(store, &ex, false, &w), 0);
 	fd = open(part, O_RDWR); /* what a careless writer would hold */
 	CHECK(fd >= 0);
-	CHECK_INT(mirror_store_writer_new(store, &ex, true, &w2), -EBUSY); /* one writer per content */
-	CHECK_INT(mirror_store_writer_write(w, c, n), 0);
-	CHECK_INT(mirror_store_writer_commit(&w, NULL), 0);
-	blob = mirror_store_blob_path(store, sha);
+	CHECK_INT(store_writer_new(store, &ex, true, &w2), -EBUSY); /* one writer per content */
+	CHECK_INT(store_writer_write(w, c, n), 0);
+	CHECK_INT(store_writer_commit(&w, NULL), 0);
+	blob = store_blob_path(store, sha);
 	CHECK(stat(blob, &st) == 0 && (st.st_mode & 0777) == 0400);
 	/* the next writer gets a new partial file, never the published one */
-	CHECK_INT(mirror_store_writer_new(store, &ex, false, &w2), 0);
-	CHECK_INT(mirror_store_writer_write(w2, junk, n), 0);
-	CHECK_INT(mirror_store_writer_commit(&w2, NULL), HM_ERR_HASH_MISMATCH);
+	CHECK_INT(store_writer_new(store, &ex, false, &w2), 0);
+	CHECK_INT(store_writer_write(w2, junk, n), 0);
+	CHECK_INT(store_writer_commit(&w2, NULL), HM_ERR_HASH_MISMATCH);
 	back = read_file(blob, &got);
 	CHECK(got == n && !memcmp(back, c, n));
 	free(back);
@@ -245,27 +245,27 @@ TEST(a_private_writer_holds_no_one_up)
 	const char *c = "an upload of the same content";
 	size_t n = strlen(c);
 	char sha[65];
-	struct mirror_store_expect ex = { sha, NULL, (int64_t)n };
-	struct mirror_store_writer *up = NULL, *sync = NULL;
+	struct store_expect ex = { sha, NULL, (int64_t)n };
+	struct store_writer *up = NULL, *sync = NULL;
 
 	sha256_hex(c, n, sha);
-	CHECK_INT(mirror_store_writer_new_private(store, &ex, &up), 0);
-	CHECK_INT(mirror_store_writer_write(up, c, 3), 0);
-	CHECK_INT(mirror_store_writer_new(store, &ex, true, &sync), 0);
-	CHECK_INT(mirror_store_writer_write(sync, c, n), 0);
-	CHECK_INT(mirror_store_writer_commit(&sync, NULL), 0);
-	CHECK(mirror_store_has(store, sha, (int64_t)n));
-	CHECK_INT(mirror_store_writer_write(up, c + 3, n - 3), 0);
-	CHECK_INT(mirror_store_writer_commit(&up, NULL), 0); /* (replaces it with its own verified copy) */
+	CHECK_INT(store_writer_new_private(store, &ex, &up), 0);
+	CHECK_INT(store_writer_write(up, c, 3), 0);
+	CHECK_INT(store_writer_new(store, &ex, true, &sync), 0);
+	CHECK_INT(store_writer_write(sync, c, n), 0);
+	CHECK_INT(store_writer_commit(&sync, NULL), 0);
+	CHECK(store_has(store, sha, (int64_t)n));
+	CHECK_INT(store_writer_write(up, c + 3, n - 3), 0);
+	CHECK_INT(store_writer_commit(&up, NULL), 0); /* (replaces it with its own verified copy) */
 	CHECK_INT(count_files("tmp"), 0);
-	CHECK_INT(mirror_store_writer_new_private(store, &ex, &up), 0);
-	mirror_store_writer_abort(&up, true); /* a private partial file is never kept for a resume */
+	CHECK_INT(store_writer_new_private(store, &ex, &up), 0);
+	store_writer_abort(&up, true); /* a private partial file is never kept for a resume */
 	CHECK_INT(count_files("tmp"), 0);
 }
 
 static void put_part(const char *oid, const char *id, int64_t off, const void *d, size_t n)
 {
-	int fd = mirror_store_parts_open(store, oid, id);
+	int fd = store_parts_open(store, oid, id);
 
 	CHECK(fd >= 0);
 	if (fd >= 0) {
@@ -281,7 +281,7 @@ TEST(parts_leave_an_identity)
 	size_t n = 300000, half = 150000;
 	unsigned char *c = xmalloc(n);
 	char sha[65], want[XET_HEX_LEN + 1], got[XET_HEX_LEN + 1] = "", *path;
-	struct mirror_store_expect ex = { sha, NULL, (int64_t)n };
+	struct store_expect ex = { sha, NULL, (int64_t)n };
 	struct xet_identity *id = xet_identity_new();
 	struct stat st;
 	int missing = -1;
@@ -294,12 +294,12 @@ TEST(parts_leave_an_identity)
 	xet_hash_hex(xet_identity_file_hash(id), want);
 	put_part(sha, "cccccccccccccccc", 0, (const char *)c, half);
 	put_part(sha, "cccccccccccccccc", half, (const char *)c + half, n - half);
-	CHECK_INT(mirror_store_parts_done(store, sha, "cccccccccccccccc", 1), 0);
-	CHECK_INT(mirror_store_parts_done(store, sha, "cccccccccccccccc", 2), 0);
-	CHECK_INT(mirror_store_parts_commit(store, &ex, "cccccccccccccccc", 2, &missing), 0);
-	path = mirror_store_xet_path(store, sha);
+	CHECK_INT(store_parts_done(store, sha, "cccccccccccccccc", 1), 0);
+	CHECK_INT(store_parts_done(store, sha, "cccccccccccccccc", 2), 0);
+	CHECK_INT(store_parts_commit(store, &ex, "cccccccccccccccc", 2, &missing), 0);
+	path = store_xet_path(store, sha);
 	CHECK(path && stat(path, &st) == 0 && st.st_size > 0);
-	CHECK_INT(mirror_store_xet_file_hash(store, sha, got), 0);
+	CHECK_INT(store_xet_file_hash(store, sha, got), 0);
 	CHECK(!strcmp(got, want));
 	free(path);
 	xet_identity_free(&id);
@@ -312,30 +312,30 @@ TEST(parts_are_an_upload_of_their_own)
 	const char *c = "first part|second part";
 	size_t n = strlen(c);
 	char sha[65], *blob;
-	struct mirror_store_expect ex = { sha, NULL, (int64_t)n };
+	struct store_expect ex = { sha, NULL, (int64_t)n };
 	int missing = -1, fd;
 
 	sha256_hex(c, n, sha);
 	put_part(sha, "aaaaaaaaaaaaaaaa", 0, c, 11);
-	CHECK_INT(mirror_store_parts_done(store, sha, "aaaaaaaaaaaaaaaa", 1), 0);
+	CHECK_INT(store_parts_done(store, sha, "aaaaaaaaaaaaaaaa", 1), 0);
 	/* another upload's completion finds no parts of its own */
-	CHECK_INT(mirror_store_parts_commit(store, &ex, "bbbbbbbbbbbbbbbb", 2, &missing), -ENOENT);
+	CHECK_INT(store_parts_commit(store, &ex, "bbbbbbbbbbbbbbbb", 2, &missing), -ENOENT);
 	/* a part missing: named, nothing changed */
-	CHECK_INT(mirror_store_parts_commit(store, &ex, "aaaaaaaaaaaaaaaa", 2, &missing), HM_ERR_SIZE_MISMATCH);
+	CHECK_INT(store_parts_commit(store, &ex, "aaaaaaaaaaaaaaaa", 2, &missing), HM_ERR_SIZE_MISMATCH);
 	CHECK_INT(missing, 2);
 	/* a part still being written: 409's -EBUSY, nothing changed */
-	fd = mirror_store_parts_open(store, sha, "aaaaaaaaaaaaaaaa");
+	fd = store_parts_open(store, sha, "aaaaaaaaaaaaaaaa");
 	CHECK(fd >= 0);
 	CHECK(pwrite(fd, c + 11, n - 11, 11) == (ssize_t)(n - 11));
-	CHECK_INT(mirror_store_parts_done(store, sha, "aaaaaaaaaaaaaaaa", 2), 0);
-	CHECK_INT(mirror_store_parts_commit(store, &ex, "aaaaaaaaaaaaaaaa", 2, &missing), -EBUSY);
-	CHECK(!mirror_store_has(store, sha, -1));
+	CHECK_INT(store_parts_done(store, sha, "aaaaaaaaaaaaaaaa", 2), 0);
+	CHECK_INT(store_parts_commit(store, &ex, "aaaaaaaaaaaaaaaa", 2, &missing), -EBUSY);
+	CHECK(!store_has(store, sha, -1));
 	close(fd);
-	CHECK_INT(mirror_store_parts_commit(store, &ex, "aaaaaaaaaaaaaaaa", 2, &missing), 0);
-	CHECK(mirror_store_has(store, sha, (int64_t)n));
+	CHECK_INT(store_parts_commit(store, &ex, "aaaaaaaaaaaaaaaa", 2, &missing), 0);
+	CHECK(store_has(store, sha, (int64_t)n));
 	CHECK_INT(count_files("tmp"), 0);
 	/* a part sent after the completion goes to a new file, never the blob; dropped with the upload */
-	blob = mirror_store_blob_path(store, sha);
+	blob = store_blob_path(store, sha);
 	put_part(sha, "aaaaaaaaaaaaaaaa", 0, "XXXXXXXXXXX", 11);
 	{
 		size_t got;
@@ -343,10 +343,10 @@ TEST(parts_are_an_upload_of_their_own)
 		CHECK(got == n && !memcmp(back, c, n));
 		free(back);
 	}
-	mirror_store_parts_drop(store, sha, "aaaaaaaaaaaaaaaa");
+	store_parts_drop(store, sha, "aaaaaaaaaaaaaaaa");
 	CHECK_INT(count_files("tmp"), 0);
 	free(blob);
-	CHECK_INT(mirror_store_parts_open(store, sha, "../../x"), -EINVAL);
+	CHECK_INT(store_parts_open(store, sha, "../../x"), -EINVAL);
 }
 
 static int want_answer;
@@ -362,46 +362,46 @@ TEST(reap_puts_back_what_a_writer_claimed)
 	const char *c = "reap me, or not";
 	size_t n = strlen(c);
 	char sha[65];
-	struct mirror_store_expect ex = { sha, NULL, (int64_t)n };
-	struct mirror_store_writer *w = NULL;
+	struct store_expect ex = { sha, NULL, (int64_t)n };
+	struct store_writer *w = NULL;
 	size_t back = 0;
 
 	sha256_hex(c, n, sha);
-	CHECK_INT(mirror_store_writer_new(store, &ex, false, &w), 0);
-	CHECK_INT(mirror_store_writer_write(w, c, n), 0);
-	CHECK_INT(mirror_store_writer_commit(&w, NULL), 0);
+	CHECK_INT(store_writer_new(store, &ex, false, &w), 0);
+	CHECK_INT(store_writer_write(w, c, n), 0);
+	CHECK_INT(store_writer_commit(&w, NULL), 0);
 	want_answer = 1;
-	CHECK_INT(mirror_store_reap(store, sha, wanted, NULL), 1);
-	CHECK(mirror_store_has(store, sha, (int64_t)n));
+	CHECK_INT(store_reap(store, sha, wanted, NULL), 1);
+	CHECK(store_has(store, sha, (int64_t)n));
 	CHECK_INT(count_files("trash"), 0);
 	want_answer = 0;
-	CHECK_INT(mirror_store_reap(store, sha, wanted, NULL), 0);
-	CHECK(!mirror_store_has(store, sha, -1));
-	CHECK_INT(mirror_store_reap(store, sha, wanted, NULL), -ENOENT);
-	CHECK_INT(mirror_store_trash_sweep(store, wanted, NULL, &back), 0);
+	CHECK_INT(store_reap(store, sha, wanted, NULL), 0);
+	CHECK(!store_has(store, sha, -1));
+	CHECK_INT(store_reap(store, sha, wanted, NULL), -ENOENT);
+	CHECK_INT(store_trash_sweep(store, wanted, NULL, &back), 0);
 	CHECK_INT(back, 0);
 }
 
 TEST(hostile_names_are_refused)
 {
-	struct mirror_store_expect ex = { "../../../../etc/passwd", NULL, 1 };
-	struct mirror_store_writer *w = NULL;
+	struct store_expect ex = { "../../../../etc/passwd", NULL, 1 };
+	struct store_writer *w = NULL;
 
-	CHECK_INT(mirror_store_writer_new(store, &ex, false, &w), -EINVAL);
+	CHECK_INT(store_writer_new(store, &ex, false, &w), -EINVAL);
 	CHECK(w == NULL);
-	CHECK(mirror_store_blob_path(store, "../x") == NULL);
-	CHECK(mirror_store_blob_path(store, "E3B0C44298FC1C149AFBF4C8996FB92427AE41E4649B934CA495991B7852B855") ==
+	CHECK(store_blob_path(store, "../x") == NULL);
+	CHECK(store_blob_path(store, "E3B0C44298FC1C149AFBF4C8996FB92427AE41E4649B934CA495991B7852B855") ==
 	      NULL);
-	CHECK(!mirror_store_has(store, "..", -1));
+	CHECK(!store_has(store, "..", -1));
 	ex.sha256 = NULL;
-	CHECK_INT(mirror_store_writer_new(store, &ex, false, &w), -EINVAL); /* nothing to verify against */
+	CHECK_INT(store_writer_new(store, &ex, false, &w), -EINVAL); /* nothing to verify against */
 }
 
 int main(void)
 {
 	int r;
 
-	if (mirror_store_open(test_tmpdir(dir), &store))
+	if (store_open(test_tmpdir(dir), &store))
 		return 1;
 	RUN(verified_content_becomes_a_blob);
 	RUN(mismatch_never_enters_the_store);
@@ -413,7 +413,7 @@ int main(void)
 	RUN(parts_leave_an_identity);
 	RUN(reap_puts_back_what_a_writer_claimed);
 	RUN(hostile_names_are_refused);
-	mirror_store_free(&store);
+	store_free(&store);
 	r = test_done();
 	if (test_rmtree(dir))
 		r = 1;

@@ -8,94 +8,94 @@
  * a .part file, which a later writer for the same content resumes (re-hashing what is there) or gc
  * removes.
  */
-#ifndef HM_STORE_H
-#define HM_STORE_H
+#ifndef HM_STORE_STORE_H
+#define HM_STORE_STORE_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-struct mirror_store;
-struct mirror_store_writer;
+struct store;
+struct store_writer;
 struct store_bucket;
 
 /* What the content must be. Any field may be absent (NULL / -1); at least one of sha256 and git_oid
  * should be given for the content to count as verified. Strings are borrowed for the call. */
-struct mirror_store_expect {
+struct store_expect {
 	const char *sha256;   /* 64 lowercase hex */
 	const char *git_oid;  /* 40 lowercase hex: sha1("blob <size>\0" + content); needs size */
 	int64_t size;         /* -1 when unknown */
 };
 
 /* Open the store rooted at dir, creating dir/blobs and dir/tmp. *out is owned by the caller
- * (mirror_store_free). Returns 0 or -errno. */
-int mirror_store_open(const char *dir, struct mirror_store **out);
-void mirror_store_free(struct mirror_store **s);
+ * (store_free). Returns 0 or -errno. */
+int store_open(const char *dir, struct store **out);
+void store_free(struct store **s);
 
 /* Path of the blob with this sha256 (which must be 64 lowercase hex, else NULL). Caller frees. With a
  * bucket (store/bucket.h) the file is the local cache's: a content not there is brought in from the
  * bucket first, verified (blocking); the path of one the bucket does not hold either is still given. */
-char *mirror_store_blob_path(const struct mirror_store *s, const char *sha256);
+char *store_blob_path(const struct store *s, const char *sha256);
 
 /* Where the blob's file is on local disk, whether it is there or not: with a bucket, the cache's copy,
- * never brought in (mirror_store_blob_path brings it). NULL for a malformed sha256; caller frees. */
-char *mirror_store_cache_path(const struct mirror_store *s, const char *sha256);
+ * never brought in (store_blob_path brings it). NULL for a malformed sha256; caller frees. */
+char *store_cache_path(const struct store *s, const char *sha256);
 
 /* True if the blob is present with this size (size -1: any). */
-bool mirror_store_has(const struct mirror_store *s, const char *sha256, int64_t size);
+bool store_has(const struct store *s, const char *sha256, int64_t size);
 
 /*
  * Start writing content that must match *expect. With resume, an existing partial file for the
- * same content is kept: its bytes are re-hashed and mirror_store_writer_offset() tells where to go on
+ * same content is kept: its bytes are re-hashed and store_writer_offset() tells where to go on
  * (an HTTP Range start). Returns 0 and *out (owned: end it with _commit or _abort), -EBUSY when another
  * writer holds the same partial file, -EINVAL when expect names neither sha256 nor git_oid with a
  * size, or -errno.
  */
-int mirror_store_writer_new(struct mirror_store *s, const struct mirror_store_expect *expect,
-			    bool resume, struct mirror_store_writer **out);
+int store_writer_new(struct store *s, const struct store_expect *expect,
+			    bool resume, struct store_writer **out);
 
 /*
- * mirror_store_writer_new for content a user sends: the partial file is the writer's own
+ * store_writer_new for content a user sends: the partial file is the writer's own
  * (tmp/<key>-<random>.part, created with O_EXCL), so it takes no other writer's lock (a slow upload never
  * keeps the mirror's own fetch of the content waiting), nobody else writes, resumes or follows it, and
  * a failed or abandoned one is deleted, never resumed. Returns 0 and *out, -EINVAL, or -errno.
  */
-int mirror_store_writer_new_private(struct mirror_store *s, const struct mirror_store_expect *expect,
-				    struct mirror_store_writer **out);
+int store_writer_new_private(struct store *s, const struct store_expect *expect,
+				    struct store_writer **out);
 
 /* Where the partial file of a content being written lives (key: its sha256, else its git id; which
  * a writer uses). Another reader may follow it as it grows. NULL for a malformed key; caller frees. */
-char *mirror_store_part_path(const struct mirror_store *s, const char *key);
+char *store_part_path(const struct store *s, const char *key);
 
 /* Bytes already in the partial file (the resume offset). */
-int64_t mirror_store_writer_offset(const struct mirror_store_writer *w);
+int64_t store_writer_offset(const struct store_writer *w);
 
 /* Bytes in the partial file itself (the writer buffers up to 1 MiB): what another reader of it may
  * take. Every byte is in once _check (or _commit) ran. */
-int64_t mirror_store_writer_flushed(const struct mirror_store_writer *w);
+int64_t store_writer_flushed(const struct store_writer *w);
 
 /* Drop everything written so far (e.g. the server ignored our Range and restarts from 0). */
-int mirror_store_writer_truncate(struct mirror_store_writer *w);
+int store_writer_truncate(struct store_writer *w);
 
 /* Append n bytes. Returns 0, HM_ERR_SIZE_MISMATCH past the expected size, or -errno (-ENOSPC...). */
-int mirror_store_writer_write(struct mirror_store_writer *w, const void *data, size_t n);
+int store_writer_write(struct store_writer *w, const void *data, size_t n);
 
 /* Xet fetches: the identity (store-xet.h) is to be made of the chunks the caller states with
  * _write_chunk (each chunk's bytes and the hash the caller computed of them to check them), not found
  * again by the chunker and hashed twice. Only on a writer at offset 0 (-EINVAL otherwise). Bytes that
  * come through _write after all (a fallback to plain HTTP) make the identity computed from the file's
  * bytes at _check, as if this had not been asked. */
-int mirror_store_writer_given_chunks(struct mirror_store_writer *w);
+int store_writer_given_chunks(struct store_writer *w);
 /* Append one chunk's n bytes, as _write, with its Xet chunk hash h (only read on a _given_chunks
  * writer). */
 struct xet_hash;
-int mirror_store_writer_write_chunk(struct mirror_store_writer *w, const void *data, size_t n,
+int store_writer_write_chunk(struct store_writer *w, const void *data, size_t n,
 				    const struct xet_hash *h);
 
 /* Check what was written against the expectation (size, sha256, git id) without publishing it:
  * 0 when it matches, else HM_ERR_SIZE_MISMATCH or HM_ERR_HASH_MISMATCH. Once only (the digests are
  * finished): _commit then publishes (or drops) on that verdict, and may run on another thread. */
-int mirror_store_writer_check(struct mirror_store_writer *w);
+int store_writer_check(struct store_writer *w);
 
 /*
  * Verify and publish: the file is made read-only and renamed into blobs/ (replacing a copy of the same
@@ -104,7 +104,7 @@ int mirror_store_writer_check(struct mirror_store_writer *w);
  * is deleted and HM_ERR_SIZE_MISMATCH / HM_ERR_HASH_MISMATCH returned; on an I/O error -errno with the
  * partial file kept for resume. Either way *w is freed and set to NULL.
  */
-int mirror_store_writer_commit(struct mirror_store_writer **w, char *sha256_out);
+int store_writer_commit(struct store_writer **w, char *sha256_out);
 
 /*
  * With a bucket behind the store, a content bigger than the local cache's bound (a fetch of the
@@ -117,10 +117,10 @@ int mirror_store_writer_commit(struct mirror_store_writer **w, char *sha256_out)
  * or a writer aborted) starts from zero; one that keeps the writer across a reset goes on from
  * _offset. _streams: whether w was switched.
  */
-bool mirror_store_writer_stream(struct mirror_store_writer *w);
-bool mirror_store_writer_streams(const struct mirror_store_writer *w);
+bool store_writer_stream(struct store_writer *w);
+bool store_writer_streams(const struct store_writer *w);
 /* Stop writing; keep_partial keeps the bytes for a later resume. Frees *w; accepts NULL. */
-void mirror_store_writer_abort(struct mirror_store_writer **w, bool keep_partial);
+void store_writer_abort(struct store_writer **w, bool keep_partial);
 
 /*
  * Uploads in parts (Git LFS multipart): the parts of upload id (8-64 lowercase hex, the upload's own:
@@ -130,9 +130,9 @@ void mirror_store_writer_abort(struct mirror_store_writer **w, bool keep_partial
  * with _parts_done once it came whole. Returns the descriptor, -EBUSY (the upload is being completed),
  * -EINVAL or -errno.
  */
-int mirror_store_parts_open(struct mirror_store *s, const char *oid, const char *id);
+int store_parts_open(struct store *s, const char *oid, const char *id);
 /* Mark part (1-based) of the upload whole. Returns 0 or -errno. */
-int mirror_store_parts_done(struct mirror_store *s, const char *oid, const char *id, int part);
+int store_parts_done(struct store *s, const char *oid, const char *id, int part);
 /*
  * Complete an upload of nparts parts: its file is taken off its name and locked alone (a part writer
  * that opened it before can no longer write it), every part must be marked whole, and the bytes, read
@@ -143,26 +143,26 @@ int mirror_store_parts_done(struct mirror_store *s, const char *oid, const char 
  * HM_ERR_SIZE_MISMATCH with *missing the first part not marked (nothing changed) or, *missing 0, the
  * file not of the size (dropped); HM_ERR_HASH_MISMATCH (dropped); -errno (dropped).
  */
-int mirror_store_parts_commit(struct mirror_store *s, const struct mirror_store_expect *expect, const char *id,
+int store_parts_commit(struct store *s, const struct store_expect *expect, const char *id,
 			      int nparts, int *missing);
 /* Forget an upload in parts (its files deleted). */
-void mirror_store_parts_drop(struct mirror_store *s, const char *oid, const char *id);
+void store_parts_drop(struct store *s, const char *oid, const char *id);
 
-/* Delete a partial file (its path, as mirror_store_each gives it) unless a writer has it now, or may be
+/* Delete a partial file (its path, as store_each gives it) unless a writer has it now, or may be
  * about to (a dot name under a minute old: a private writer's file before its lock): 0, -EBUSY (in
  * use: kept), or -errno. */
-int mirror_store_partial_remove(const char *path);
+int store_partial_remove(const char *path);
 
 /* Is name one of the store's partial files (a content being written, or an upload's parts): gc deletes
  * those older than its age. */
-bool mirror_store_is_partial(const char *name);
+bool store_is_partial(const char *name);
 
 #endif
 
 /* ---- maintenance (gc, verify) ---- */
 
 /* Delete a blob file. Returns 0, -ENOENT, or -errno. */
-int mirror_store_remove(struct mirror_store *s, const char *sha256);
+int store_remove(struct store *s, const char *sha256);
 
 /*
  * Delete a blob unless a writer wants it: it is moved aside (<dir>/trash/) first, then wanted(ud,
@@ -170,66 +170,66 @@ int mirror_store_remove(struct mirror_store *s, const char *sha256);
  * records its claim (a catalog hold) before it looks for a content, so the two cannot cross: either
  * wanted sees the claim, or the writer's look finds nothing and it writes the content again. With a
  * bucket, the look waits on the reap instead (a lock of the data directory's) and nothing is moved;
- * wanted may say MIRROR_REAP_SHARED (another mirror on the bucket names it: kept), and a content the
- * bucket got at or after the cutoff (mirror_store_reap_cutoff) is kept as MIRROR_REAP_YOUNG, as one
- * a writer is putting now. Returns 0 (deleted), 1 (kept), MIRROR_REAP_SHARED, MIRROR_REAP_YOUNG,
+ * wanted may say STORE_REAP_SHARED (another mirror on the bucket names it: kept), and a content the
+ * bucket got at or after the cutoff (store_reap_cutoff) is kept as STORE_REAP_YOUNG, as one
+ * a writer is putting now. Returns 0 (deleted), 1 (kept), STORE_REAP_SHARED, STORE_REAP_YOUNG,
  * -ENOENT, or -errno (wanted's error: kept).
  */
-#define MIRROR_REAP_SHARED 2
-#define MIRROR_REAP_YOUNG 3
+#define STORE_REAP_SHARED 2
+#define STORE_REAP_YOUNG 3
 /* With a bucket: its contents last written at or after cutoff (unix seconds, the bucket's clock) are
- * kept by mirror_store_reap; INT64_MAX (the default): no age is looked at. */
-void mirror_store_reap_cutoff(struct mirror_store *s, int64_t cutoff);
-int mirror_store_reap(struct mirror_store *s, const char *sha256, int (*wanted)(void *ud, const char *sha256),
+ * kept by store_reap; INT64_MAX (the default): no age is looked at. */
+void store_reap_cutoff(struct store *s, int64_t cutoff);
+int store_reap(struct store *s, const char *sha256, int (*wanted)(void *ud, const char *sha256),
 		      void *ud);
 /* What a reap cut short (a crash) left aside: put back when wanted, else deleted. *restored: how many
  * went back. Returns 0 or an error. */
-int mirror_store_trash_sweep(struct mirror_store *s, int (*wanted)(void *ud, const char *sha256), void *ud,
+int store_trash_sweep(struct store *s, int (*wanted)(void *ud, const char *sha256), void *ud,
 			     size_t *restored);
 
 /* Move a blob that failed verification to <dir>/quarantine/<sha256>.<unix time> (kept for a human
  * to look at; never served). Returns 0 or -errno. */
-int mirror_store_quarantine(struct mirror_store *s, const char *sha256);
+int store_quarantine(struct store *s, const char *sha256);
 
 /* Re-hash a stored blob: *ok tells whether it hashes to its name; *size is its size. Returns 0,
  * -ENOENT, or -errno. */
-int mirror_store_check(struct mirror_store *s, const char *sha256, bool *ok, int64_t *size);
+int store_check(struct store *s, const char *sha256, bool *ok, int64_t *size);
 
 /* The git blob id of a stored blob (out: 41 bytes, lowercase hex) and its size. Returns 0, -ENOENT or
  * -errno. */
-int mirror_store_git_oid(struct mirror_store *s, const char *sha256, char *out, int64_t *size);
+int store_git_oid(struct store *s, const char *sha256, char *out, int64_t *size);
 
 /* With a bucket behind the store (store/bucket.h): abort the unfinished uploads to it older than age_s
  * (a writer's that a crash cut short). *aborted counts them. Without one: 0, nothing done. */
-int mirror_store_sweep_uploads(struct mirror_store *s, int64_t age_s, int64_t *aborted);
+int store_sweep_uploads(struct store *s, int64_t age_s, int64_t *aborted);
 /* With a bucket: while pinned (a count), no content leaves the cache, which may then grow past its bound;
  * the last unpin brings it back within. For a reader that needs a set of contents on disk at once
  * (a snapshot's torrent is hashed from its files' paths). Without a bucket: nothing. */
-void mirror_store_pin(struct mirror_store *s, bool pin);
+void store_pin(struct store *s, bool pin);
 /*
  * A content of the bucket's brought into the cache while a reader follows it (a server sending it as it
  * comes): _fill_begin makes the fill's own private writer (*w; its partial file at
- * mirror_store_writer_path, which the reader opens at once), _fill_run (blocking: a worker's) reads the
+ * store_writer_path, which the reader opens at once), _fill_run (blocking: a worker's) reads the
  * bucket into it, calling progress(ud, bytes) with what the partial file holds as it grows (the last
  * bytes once the whole hashed to its name, the cache's room made, before the fsync), and commits it
  * or drops it; *w is freed either way. Returns 0,
  * -ENOENT (no such content), HM_ERR_HASH_MISMATCH / HM_ERR_SIZE_MISMATCH (the bucket's bytes are not
  * it: nothing kept) or another error. Without a bucket, _fill_begin is -ENOENT.
  */
-int mirror_store_fill_begin(struct mirror_store *s, const char *sha256, int64_t size, struct mirror_store_writer **w);
-int mirror_store_fill_run(struct mirror_store *s, const char *sha256, struct mirror_store_writer **w,
+int store_fill_begin(struct store *s, const char *sha256, int64_t size, struct store_writer **w);
+int store_fill_run(struct store *s, const char *sha256, struct store_writer **w,
 			  void (*progress)(void *ud, int64_t bytes), void *ud);
 /* The writer's partial file (borrowed). */
-const char *mirror_store_writer_path(const struct mirror_store_writer *w);
+const char *store_writer_path(const struct store_writer *w);
 /* Whether the store keeps its contents in a bucket (and blobs/ is a bounded cache of them). */
-bool mirror_store_in_bucket(const struct mirror_store *s);
+bool store_in_bucket(const struct store *s);
 /* The bucket behind the store (borrowed; NULL: none), for a server's reads on its loop
  * (store_bucket_loop_new); and the store's folder for temporary files (tmp/, borrowed). */
-struct store_bucket *mirror_store_bucket(const struct mirror_store *s);
-const char *mirror_store_tmp_dir(const struct mirror_store *s);
+struct store_bucket *store_bucket_of(const struct store *s);
+const char *store_tmp_dir(const struct store *s);
 
 /* Call fn for every file under blobs/ (with a bucket: every object under the bucket's blobs/, path then
  * being the cache's, which may not be there; name: what it is called, may not be a valid hash) and, with
  * partials, every .part file in tmp/ (with its age in seconds). Stops at fn's first non-zero. */
-int mirror_store_each(struct mirror_store *s, bool partials,
+int store_each(struct store *s, bool partials,
 		      int (*fn)(void *ud, const char *name, const char *path, int64_t age_s), void *ud);

@@ -28,7 +28,7 @@ struct cached_file {
 	int64_t atime_ns;
 };
 
-static int64_t walk_cache(const struct mirror_store *s, struct cached_file **v, size_t *n)
+static int64_t walk_cache(const struct store *s, struct cached_file **v, size_t *n)
 {
 	DIR *dp = opendir(s->blobs), *sub;
 	struct dirent *e, *f;
@@ -65,7 +65,7 @@ static int64_t walk_cache(const struct mirror_store *s, struct cached_file **v, 
 	return total;
 }
 
-int mirror__store_bucket_open(struct mirror_store *s)
+int store__bucket_open(struct store *s)
 {
 	const char *why = NULL;
 	int r;
@@ -83,16 +83,16 @@ int mirror__store_bucket_open(struct mirror_store *s)
 	return 0;
 }
 
-void mirror__store_bucket_close(struct mirror_store *s)
+void store__bucket_close(struct store *s)
 {
 	store_bucket_free(&s->bucket);
 	pthread_mutex_destroy(&s->trim_lock);
 }
 
-int mirror__store_bucket_put(struct mirror_store *s, int fd, const char *sha256, int64_t size)
+int store__bucket_put(struct store *s, int fd, const char *sha256, int64_t size)
 {
-	/* a put and gc's reap of the content never cross (mirror_store_reap) */
-	int lk = mirror__store_stripe_lock(s, sha256, LOCK_SH), r;
+	/* a put and gc's reap of the content never cross (store_reap) */
+	int lk = store__stripe_lock(s, sha256, LOCK_SH), r;
 
 	if (lk < 0) {
 		log_warn("store", "cannot lock %.12s's stripe: %s", sha256, err_str(lk));
@@ -106,11 +106,11 @@ int mirror__store_bucket_put(struct mirror_store *s, int fd, const char *sha256,
 	return r;
 }
 
-static void trim(struct mirror_store *s, const char *keep, int64_t target);
-static void make_room(struct mirror_store *s, int64_t n, const char *keep);
+static void trim(struct store *s, const char *keep, int64_t target);
+static void make_room(struct store *s, int64_t n, const char *keep);
 
 struct fill_ctx {
-	struct mirror_store_writer *w;
+	struct store_writer *w;
 	void (*progress)(void *ud, int64_t bytes);
 	void *ud;
 	int64_t told;
@@ -119,28 +119,28 @@ struct fill_ctx {
 static int fill_sink(void *ud, const void *data, size_t n)
 {
 	struct fill_ctx *f = ud;
-	int r = mirror_store_writer_write(f->w, data, n);
+	int r = store_writer_write(f->w, data, n);
 
-	if (!r && f->progress && mirror_store_writer_flushed(f->w) != f->told)
-		f->progress(f->ud, f->told = mirror_store_writer_flushed(f->w));
+	if (!r && f->progress && store_writer_flushed(f->w) != f->told)
+		f->progress(f->ud, f->told = store_writer_flushed(f->w));
 	return r;
 }
 
-int mirror_store_fill_begin(struct mirror_store *s, const char *sha256, int64_t size, struct mirror_store_writer **w)
+int store_fill_begin(struct store *s, const char *sha256, int64_t size, struct store_writer **w)
 {
-	struct mirror_store_expect ex = { .sha256 = sha256, .size = size };
+	struct store_expect ex = { .sha256 = sha256, .size = size };
 	int r;
 
 	if (!s->bucket)
 		return -ENOENT;
 	/* a writer of its own: a fill never waits on, nor resumes, the mirror's own write of the content */
-	r = mirror_store_writer_new_private(s, &ex, w);
+	r = store_writer_new_private(s, &ex, w);
 	if (!r)
-		mirror__store_writer_fill(*w);
+		store__writer_fill(*w);
 	return r;
 }
 
-int mirror_store_fill_run(struct mirror_store *s, const char *sha256, struct mirror_store_writer **w,
+int store_fill_run(struct store *s, const char *sha256, struct store_writer **w,
 			  void (*progress)(void *ud, int64_t bytes), void *ud)
 {
 	struct fill_ctx f = { *w, progress, ud, 0 };
@@ -150,29 +150,29 @@ int mirror_store_fill_run(struct mirror_store *s, const char *sha256, struct mir
 	if (r) {
 		log_warn("store", "cannot read %.12s from the bucket: %s (%s)", sha256, err_str(r),
 			 r == HM_ERR_NOT_FOUND ? "no such object" : store_bucket_errmsg());
-		mirror_store_writer_abort(&f.w, false);
+		store_writer_abort(&f.w, false);
 		return r == HM_ERR_NOT_FOUND ? -ENOENT : r;
 	}
-	f.told = mirror_store_writer_offset(f.w); /* (every byte taken) */
+	f.told = store_writer_offset(f.w); /* (every byte taken) */
 	/* Verified (the bucket's bytes hashed again) and every byte in the partial file: the reader takes
 	 * the last of them now, not after the commit's fsync of the whole (1.8 s for 1 GiB on this
 	 * machine's disk). The cache makes room for the content first, so that a client that has it
 	 * never finds the cache past its bound (t0863 checks after each file). */
-	r = mirror_store_writer_check(f.w);
+	r = store_writer_check(f.w);
 	if (!r && progress) {
 		make_room(s, f.told, sha256);
-		progress(ud, mirror_store_writer_flushed(f.w));
+		progress(ud, store_writer_flushed(f.w));
 	}
-	r = mirror_store_writer_commit(&f.w, NULL); /* (publishes on the check's verdict) */
+	r = store_writer_commit(&f.w, NULL); /* (publishes on the check's verdict) */
 	if (r)
 		log_warn("store", "the bucket's %.12s is not its content: %s", sha256, err_str(r));
 	else
-		mirror__store_cached(s, f.told, sha256);
+		store__cached(s, f.told, sha256);
 	return r;
 }
 
 /* Evict what is needed for n bytes more to fit under the bound (keep: the content coming). */
-static void make_room(struct mirror_store *s, int64_t n, const char *keep)
+static void make_room(struct store *s, int64_t n, const char *keep)
 {
 	if (atomic_load(&s->pins) > 0)
 		return;
@@ -181,9 +181,9 @@ static void make_room(struct mirror_store *s, int64_t n, const char *keep)
 	pthread_mutex_unlock(&s->trim_lock);
 }
 
-int mirror__store_fill(struct mirror_store *s, const char *sha256)
+int store__fill(struct store *s, const char *sha256)
 {
-	struct mirror_store_writer *w = NULL;
+	struct store_writer *w = NULL;
 	int64_t size = -1;
 	int r = store_bucket_stat(s->bucket, sha256, &size);
 
@@ -192,8 +192,8 @@ int mirror__store_fill(struct mirror_store *s, const char *sha256)
 			 store_bucket_errmsg());
 	if (r)
 		return r == HM_ERR_NOT_FOUND ? -ENOENT : r;
-	r = mirror_store_fill_begin(s, sha256, size, &w);
-	return r ? r : mirror_store_fill_run(s, sha256, &w, NULL, NULL);
+	r = store_fill_begin(s, sha256, size, &w);
+	return r ? r : store_fill_run(s, sha256, &w, NULL, NULL);
 }
 
 static int by_atime(const void *a, const void *b)
@@ -205,7 +205,7 @@ static int by_atime(const void *a, const void *b)
 
 /* Evict the least recently read until blobs/ holds at most target bytes. A content goes only when the
  * bucket holds it whole (one written before the bucket was configured stays). */
-static void trim(struct mirror_store *s, const char *keep, int64_t target)
+static void trim(struct store *s, const char *keep, int64_t target)
 {
 	struct cached_file *v;
 	size_t n;
@@ -218,7 +218,7 @@ static void trim(struct mirror_store *s, const char *keep, int64_t target)
 		if ((keep && !strcmp(keep, v[i].sha256)) || store_bucket_stat(s->bucket, v[i].sha256, &there) ||
 		    there != v[i].size)
 			continue;
-		p = mirror__store_blob_local(s, v[i].sha256);
+		p = store__blob_local(s, v[i].sha256);
 		if (unlink(p) == 0)
 			total -= v[i].size;
 		free(p);
@@ -227,7 +227,7 @@ static void trim(struct mirror_store *s, const char *keep, int64_t target)
 	free(v);
 }
 
-void mirror__store_cached(struct mirror_store *s, int64_t n, const char *keep)
+void store__cached(struct store *s, int64_t n, const char *keep)
 {
 	/* (the sum as a plain value: clang does not compare an atomic assignment's result) */
 	if (atomic_fetch_add(&s->cached, n) + n <= s->cache_max || atomic_load(&s->pins) > 0)
@@ -238,7 +238,7 @@ void mirror__store_cached(struct mirror_store *s, int64_t n, const char *keep)
 	pthread_mutex_unlock(&s->trim_lock);
 }
 
-void mirror_store_pin(struct mirror_store *s, bool pin)
+void store_pin(struct store *s, bool pin)
 {
 	if (!s->bucket)
 		return;
@@ -247,15 +247,15 @@ void mirror_store_pin(struct mirror_store *s, bool pin)
 		return;
 	}
 	if (--s->pins == 0)
-		mirror__store_cached(s, 0, NULL);
+		store__cached(s, 0, NULL);
 }
 
-struct store_bucket *mirror_store_bucket(const struct mirror_store *s)
+struct store_bucket *store_bucket_of(const struct store *s)
 {
 	return s->bucket;
 }
 
-const char *mirror_store_tmp_dir(const struct mirror_store *s)
+const char *store_tmp_dir(const struct store *s)
 {
 	return s->tmp;
 }

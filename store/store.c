@@ -26,8 +26,8 @@
 #include "store-xet.h"
 #include "store.h"
 
-struct mirror_store_writer {
-	struct mirror_store *store;
+struct store_writer {
+	struct store *store;
 	char *part_path;
 	int fd;
 	int64_t written;        /* bytes taken (hashed): in the file, or in buf on their way */
@@ -48,17 +48,17 @@ struct mirror_store_writer {
 	char xet_hash[65];      /* expected (upstream's Xet hash), or "" */
 	bool xet_given;         /* its chunks are stated by the writer's caller (_given_chunks) */
 	bool xet_lost;          /* ... and some bytes came without them: computed from the file at check */
-	bool private_;          /* its partial file is its own (mirror_store_writer_new_private) */
+	bool private_;          /* its partial file is its own (store_writer_new_private) */
 	bool fill;              /* a copy of the bucket's into the local cache: not put back there */
 	struct store_bucket_put *put; /* streamed into the bucket, never on local disk (writer_stream) */
-	bool checked;           /* mirror_store_writer_check ran: its result, and the sha256 it found */
+	bool checked;           /* store_writer_check ran: its result, and the sha256 it found */
 	int check_result;
 	char got256[65];
 };
 
-int mirror_store_open(const char *dir, struct mirror_store **out)
+int store_open(const char *dir, struct store **out)
 {
-	struct mirror_store *s = xcalloc(1, sizeof(*s));
+	struct store *s = xcalloc(1, sizeof(*s));
 	int r;
 
 	s->dir = xstrdup(dir);
@@ -75,16 +75,16 @@ int mirror_store_open(const char *dir, struct mirror_store **out)
 	if (!r)
 		r = path_mkdirs(s->locks, 0700);
 	if (!r)
-		r = mirror__store_bucket_open(s);
+		r = store__bucket_open(s);
 	if (r) {
-		mirror_store_free(&s);
+		store_free(&s);
 		return r;
 	}
 	*out = s;
 	return 0;
 }
 
-void mirror_store_free(struct mirror_store **s)
+void store_free(struct store **s)
 {
 	if (!s || !*s)
 		return;
@@ -93,34 +93,34 @@ void mirror_store_free(struct mirror_store **s)
 	free((*s)->tmp);
 	free((*s)->trash);
 	free((*s)->locks);
-	mirror__store_bucket_close(*s);
+	store__bucket_close(*s);
 	free(*s);
 	*s = NULL;
 }
 
-const char *mirror__store_dir(const struct mirror_store *s)
+const char *store__dir(const struct store *s)
 {
 	return s->dir;
 }
 
-static char *blob_local(const struct mirror_store *s, const char *sha256)
+static char *blob_local(const struct store *s, const char *sha256)
 {
 	if (!hex_is_lower(sha256, 64))
 		return NULL;
 	return xasprintf("%s/%.2s/%s", s->blobs, sha256, sha256);
 }
 
-char *mirror__store_blob_local(const struct mirror_store *s, const char *sha256)
+char *store__blob_local(const struct store *s, const char *sha256)
 {
 	return blob_local(s, sha256);
 }
 
-char *mirror_store_cache_path(const struct mirror_store *s, const char *sha256)
+char *store_cache_path(const struct store *s, const char *sha256)
 {
 	return blob_local(s, sha256);
 }
 
-char *mirror_store_blob_path(const struct mirror_store *s, const char *sha256)
+char *store_blob_path(const struct store *s, const char *sha256)
 {
 	char *p = blob_local(s, sha256);
 
@@ -130,12 +130,12 @@ char *mirror_store_blob_path(const struct mirror_store *s, const char *sha256)
 		bool hit = !utimensat(AT_FDCWD, p, (struct timespec[]){ { 0, UTIME_NOW }, { 0, UTIME_OMIT } }, 0);
 		store_bucket_count_cache(hit);
 		if (!hit)
-			mirror__store_fill((struct mirror_store *)s, sha256);
+			store__fill((struct store *)s, sha256);
 	}
 	return p;
 }
 
-int mirror__store_stripe_lock(const struct mirror_store *s, const char *sha256, int how)
+int store__stripe_lock(const struct store *s, const char *sha256, int how)
 {
 	char *p = xasprintf("%s/%.2s", s->locks, sha256);
 	int fd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0600), r;
@@ -153,17 +153,17 @@ int mirror__store_stripe_lock(const struct mirror_store *s, const char *sha256, 
 	return fd;
 }
 
-static bool has(const struct mirror_store *s, const char *sha256, int64_t size);
+static bool has(const struct store *s, const char *sha256, int64_t size);
 
-bool mirror_store_has(const struct mirror_store *s, const char *sha256, int64_t size)
+bool store_has(const struct store *s, const char *sha256, int64_t size)
 {
 	int lk;
 	bool ok;
 
 	if (!s->bucket || !hex_is_lower(sha256, 64))
 		return has(s, sha256, size);
-	/* a look and gc's reap of the content never cross (mirror_store_reap) */
-	lk = mirror__store_stripe_lock(s, sha256, LOCK_SH);
+	/* a look and gc's reap of the content never cross (store_reap) */
+	lk = store__stripe_lock(s, sha256, LOCK_SH);
 	if (lk < 0)
 		log_warn("store", "cannot lock %.12s's stripe: %s", sha256, err_str(lk));
 	ok = lk >= 0 && has(s, sha256, size);
@@ -172,7 +172,7 @@ bool mirror_store_has(const struct mirror_store *s, const char *sha256, int64_t 
 	return ok;
 }
 
-static bool has(const struct mirror_store *s, const char *sha256, int64_t size)
+static bool has(const struct store *s, const char *sha256, int64_t size)
 {
 	char *p = blob_local(s, sha256);
 	struct stat st;
@@ -206,7 +206,7 @@ static int64_t now_ms(void)
 
 /* Write the buffered bytes to the file. On failure the file is cut back to what landed whole and
  * the writer is of no further use (abort it; a resume re-hashes the file). */
-static int writer_flush(struct mirror_store_writer *w)
+static int writer_flush(struct store_writer *w)
 {
 	const char *p = w->buf;
 	size_t left = w->buflen;
@@ -232,7 +232,7 @@ static int writer_flush(struct mirror_store_writer *w)
 	return 0;
 }
 
-static void writer_free(struct mirror_store_writer *w)
+static void writer_free(struct store_writer *w)
 {
 	store_bucket_put_abort(&w->put);
 	free(w->buf);
@@ -246,7 +246,7 @@ static void writer_free(struct mirror_store_writer *w)
 }
 
 /* (Re)start the hashes from zero bytes. */
-static int writer_reset_hashes(struct mirror_store_writer *w)
+static int writer_reset_hashes(struct store_writer *w)
 {
 	if (!EVP_DigestInit_ex(w->sha256_ctx, EVP_sha256(), NULL))
 		return -ENOMEM;
@@ -265,7 +265,7 @@ static int writer_reset_hashes(struct mirror_store_writer *w)
 }
 
 /* chunk: the bytes are one chunk whose size and hash the caller states (_write_chunk) */
-static int writer_hash(struct mirror_store_writer *w, const void *data, size_t n, bool chunk)
+static int writer_hash(struct store_writer *w, const void *data, size_t n, bool chunk)
 {
 	if (!EVP_DigestUpdate(w->sha256_ctx, data, n))
 		return -ENOMEM;
@@ -285,13 +285,13 @@ static int writer_hash_chunk(void *w, const void *data, size_t n)
 
 static int writer_xet_chunk(void *w, const void *data, size_t n)
 {
-	xet_identity_update(((struct mirror_store_writer *)w)->xet, data, n);
+	xet_identity_update(((struct store_writer *)w)->xet, data, n);
 	return 0;
 }
 
 /* The identity of stated chunks that some bytes came without: computed from the file's bytes after all
  * (a Xet fetch that fell back to plain HTTP half way; rare, and one more read of the file). */
-static int writer_xet_recompute(struct mirror_store_writer *w)
+static int writer_xet_recompute(struct store_writer *w)
 {
 	int64_t off;
 	int r;
@@ -299,15 +299,15 @@ static int writer_xet_recompute(struct mirror_store_writer *w)
 	xet_identity_free(&w->xet);
 	w->xet = xet_identity_new();
 	w->xet_given = w->xet_lost = false;
-	r = mirror__store_read_chunks(w->fd, writer_xet_chunk, w, &off);
+	r = store__read_chunks(w->fd, writer_xet_chunk, w, &off);
 	return r ? r : off == w->written ? 0 : -EIO;
 }
 
 /* Feed the bytes already in the partial file through the hashes. */
-static int writer_rehash(struct mirror_store_writer *w)
+static int writer_rehash(struct store_writer *w)
 {
 	int64_t off;
-	int r = mirror__store_read_chunks(w->fd, writer_hash_chunk, w, &off);
+	int r = store__read_chunks(w->fd, writer_hash_chunk, w, &off);
 
 	if (!r)
 		w->written = w->flushed = off;
@@ -339,7 +339,7 @@ static void nonce16(char out[17])
 
 /* The partial file's descriptor for w: the content's shared partial file, locked (one writer per
  * content, resumable), or with private a new file of w's own, created with O_EXCL. */
-static int writer_open(struct mirror_store *s, struct mirror_store_writer *w, const char *key, bool private_)
+static int writer_open(struct store *s, struct store_writer *w, const char *key, bool private_)
 {
 	for (int tries = 0; tries < 4; tries++) {
 		if (private_) {
@@ -378,10 +378,10 @@ static int writer_open(struct mirror_store *s, struct mirror_store_writer *w, co
 	return -EBUSY;
 }
 
-static int writer_new(struct mirror_store *s, const struct mirror_store_expect *expect, bool resume,
-		      bool private_, struct mirror_store_writer **out)
+static int writer_new(struct store *s, const struct store_expect *expect, bool resume,
+		      bool private_, struct store_writer **out)
 {
-	struct mirror_store_writer *w;
+	struct store_writer *w;
 	const char *key;
 	int r;
 
@@ -419,9 +419,9 @@ static int writer_new(struct mirror_store *s, const struct mirror_store_expect *
 	if (resume) {
 		r = writer_rehash(w);
 		if (!r && w->size >= 0 && w->written > w->size)
-			r = mirror_store_writer_truncate(w); /* more than promised: start over */
+			r = store_writer_truncate(w); /* more than promised: start over */
 	} else {
-		r = mirror_store_writer_truncate(w);
+		r = store_writer_truncate(w);
 	}
 	if (r)
 		goto fail;
@@ -434,42 +434,42 @@ fail:
 	return r;
 }
 
-int mirror_store_writer_new(struct mirror_store *s, const struct mirror_store_expect *expect,
-			    bool resume, struct mirror_store_writer **out)
+int store_writer_new(struct store *s, const struct store_expect *expect,
+			    bool resume, struct store_writer **out)
 {
 	return writer_new(s, expect, resume, false, out);
 }
 
-int mirror_store_writer_new_private(struct mirror_store *s, const struct mirror_store_expect *expect,
-				    struct mirror_store_writer **out)
+int store_writer_new_private(struct store *s, const struct store_expect *expect,
+				    struct store_writer **out)
 {
 	return writer_new(s, expect, false, true, out);
 }
 
-char *mirror_store_part_path(const struct mirror_store *s, const char *key)
+char *store_part_path(const struct store *s, const char *key)
 {
 	if (!hex_is_lower(key, 64) && !hex_is_lower(key, 40))
 		return NULL;
 	return xasprintf("%s/%s.part", s->tmp, key);
 }
 
-void mirror_store_writer_expect_xet(struct mirror_store_writer *w, const char *xet_hash)
+void store_writer_expect_xet(struct store_writer *w, const char *xet_hash)
 {
 	if (xet_hash && hex_is_lower(xet_hash, 64))
 		memcpy(w->xet_hash, xet_hash, 65);
 }
 
-int64_t mirror_store_writer_offset(const struct mirror_store_writer *w)
+int64_t store_writer_offset(const struct store_writer *w)
 {
 	return w->written;
 }
 
-int64_t mirror_store_writer_flushed(const struct mirror_store_writer *w)
+int64_t store_writer_flushed(const struct store_writer *w)
 {
 	return w->flushed;
 }
 
-int mirror_store_writer_truncate(struct mirror_store_writer *w)
+int store_writer_truncate(struct store_writer *w)
 {
 	if (w->put && w->written) { /* the bytes sent are dropped with their upload: a new one from zero */
 		int r;
@@ -484,7 +484,7 @@ int mirror_store_writer_truncate(struct mirror_store_writer *w)
 	return writer_reset_hashes(w);
 }
 
-int mirror_store_writer_given_chunks(struct mirror_store_writer *w)
+int store_writer_given_chunks(struct store_writer *w)
 {
 	/* (not a writer streamed into the bucket: its bytes are not here to compute the identity from, if
 	 * some came without their chunk; nor a fill of the cache, which makes no identity) */
@@ -497,14 +497,14 @@ int mirror_store_writer_given_chunks(struct mirror_store_writer *w)
 	return 0;
 }
 
-static int writer_write(struct mirror_store_writer *w, const void *data, size_t n, bool chunk);
+static int writer_write(struct store_writer *w, const void *data, size_t n, bool chunk);
 
-int mirror_store_writer_write(struct mirror_store_writer *w, const void *data, size_t n)
+int store_writer_write(struct store_writer *w, const void *data, size_t n)
 {
 	return writer_write(w, data, n, false);
 }
 
-int mirror_store_writer_write_chunk(struct mirror_store_writer *w, const void *data, size_t n,
+int store_writer_write_chunk(struct store_writer *w, const void *data, size_t n,
 				    const struct xet_hash *h)
 {
 	bool chunk = w->xet_given && !w->xet_lost;
@@ -515,7 +515,7 @@ int mirror_store_writer_write_chunk(struct mirror_store_writer *w, const void *d
 	return r;
 }
 
-static int writer_write(struct mirror_store_writer *w, const void *data, size_t n, bool chunk)
+static int writer_write(struct store_writer *w, const void *data, size_t n, bool chunk)
 {
 	int r;
 
@@ -562,7 +562,7 @@ static int finish_digest(EVP_MD_CTX *ctx, char *hexout)
 	return 0;
 }
 
-int mirror_store_writer_check(struct mirror_store_writer *w)
+int store_writer_check(struct store_writer *w)
 {
 	char gotsha1[41], gotxet[65];
 	int r;
@@ -592,15 +592,15 @@ int mirror_store_writer_check(struct mirror_store_writer *w)
 	return w->check_result = r;
 }
 
-int mirror_store_writer_commit(struct mirror_store_writer **wp, char *sha256_out)
+int store_writer_commit(struct store_writer **wp, char *sha256_out)
 {
-	struct mirror_store_writer *w = *wp;
+	struct store_writer *w = *wp;
 	char *got256 = w->got256, *final = NULL, *fandir = NULL;
 	bool drop = false;
 	int r;
 
 	*wp = NULL;
-	r = mirror_store_writer_check(w);
+	r = store_writer_check(w);
 	if (r) {
 		/* wrong bytes go; a short file stays for a resume (not a private one: none resumes it) */
 		drop = r == HM_ERR_HASH_MISMATCH || (r == HM_ERR_SIZE_MISMATCH && w->written > w->size) || w->private_;
@@ -612,7 +612,7 @@ int mirror_store_writer_commit(struct mirror_store_writer **wp, char *sha256_out
 			log_warn("store", "cannot put %.12s in the bucket: %s (%s)", got256, err_str(r),
 				 store_bucket_errmsg());
 		else
-			mirror__store_xet_save(w->store, got256, w->xet);
+			store__xet_save(w->store, got256, w->xet);
 		if (!r && sha256_out)
 			memcpy(sha256_out, got256, 65);
 		drop = true; /* (the empty partial file, its lock) */
@@ -627,7 +627,7 @@ int mirror_store_writer_commit(struct mirror_store_writer **wp, char *sha256_out
 	}
 	/* with a bucket, the content goes there first, verified again as it streams; the local file is
 	 * then the cache's copy */
-	if (w->store->bucket && !w->fill && (r = mirror__store_bucket_put(w->store, w->fd, got256, w->written))) {
+	if (w->store->bucket && !w->fill && (r = store__bucket_put(w->store, w->fd, got256, w->written))) {
 		drop = w->private_ || r == HM_ERR_HASH_MISMATCH || r == HM_ERR_SIZE_MISMATCH;
 		goto out;
 	}
@@ -642,11 +642,11 @@ int mirror_store_writer_commit(struct mirror_store_writer **wp, char *sha256_out
 	}
 	r = path_fsync(fandir);
 	if (!r && w->xet)
-		mirror__store_xet_save(w->store, got256, w->xet);   /* none is computed again when needed */
+		store__xet_save(w->store, got256, w->xet);   /* none is computed again when needed */
 	if (!r && sha256_out)
 		memcpy(sha256_out, got256, 65);
 	if (!r && w->store->bucket)
-		mirror__store_cached(w->store, w->written, got256);
+		store__cached(w->store, w->written, got256);
 out:
 	if (drop)
 		unlink(w->part_path);
@@ -656,9 +656,9 @@ out:
 	return r;
 }
 
-void mirror_store_writer_abort(struct mirror_store_writer **wp, bool keep_partial)
+void store_writer_abort(struct store_writer **wp, bool keep_partial)
 {
-	struct mirror_store_writer *w = wp ? *wp : NULL;
+	struct store_writer *w = wp ? *wp : NULL;
 
 	if (!w)
 		return;
@@ -684,14 +684,14 @@ static bool upload_id_ok(const char *id)
 	return n >= 8 && n <= 64 && hex_is_lower(id, n);
 }
 
-static char *parts_path(const struct mirror_store *s, const char *oid, const char *id, const char *ext)
+static char *parts_path(const struct store *s, const char *oid, const char *id, const char *ext)
 {
 	if (!hex_is_lower(oid, 64) || !upload_id_ok(id))
 		return NULL;
 	return xasprintf("%s/%s-%s.%s", s->tmp, oid, id, ext);
 }
 
-int mirror_store_parts_open(struct mirror_store *s, const char *oid, const char *id)
+int store_parts_open(struct store *s, const char *oid, const char *id)
 {
 	char *p = parts_path(s, oid, id, "parts");
 	int fd, r;
@@ -715,7 +715,7 @@ int mirror_store_parts_open(struct mirror_store *s, const char *oid, const char 
 	return r;
 }
 
-int mirror_store_parts_done(struct mirror_store *s, const char *oid, const char *id, int part)
+int store_parts_done(struct store *s, const char *oid, const char *id, int part)
 {
 	char *p = parts_path(s, oid, id, "done");
 	int fd, r = 0;
@@ -763,7 +763,7 @@ static int parts_chunk(void *ud, const void *data, size_t n)
 	return EVP_DigestUpdate(h->ctx, data, n) ? 0 : -ENOMEM;
 }
 
-int mirror_store_parts_commit(struct mirror_store *s, const struct mirror_store_expect *expect, const char *id,
+int store_parts_commit(struct store *s, const struct store_expect *expect, const char *id,
 			      int nparts, int *missing)
 {
 	char *p = parts_path(s, expect->sha256 ? expect->sha256 : "", id, "parts"), nonce[17], got[65];
@@ -815,14 +815,14 @@ int mirror_store_parts_commit(struct mirror_store *s, const struct mirror_store_
 		r = -ENOMEM;
 		goto out;
 	}
-	r = mirror__store_read_chunks(fd, parts_chunk, &h, &total);
+	r = store__read_chunks(fd, parts_chunk, &h, &total);
 	if (!r)
 		r = finish_digest(h.ctx, got);
 	if (!r && (total != expect->size || strcmp(got, expect->sha256)))
 		r = HM_ERR_HASH_MISMATCH;
 	if (r)
 		goto out;
-	if (s->bucket && (r = mirror__store_bucket_put(s, fd, got, total)) != 0)
+	if (s->bucket && (r = store__bucket_put(s, fd, got, total)) != 0)
 		goto out;
 	final = blob_local(s, got);
 	fandir = xasprintf("%s/%.2s", s->blobs, got);
@@ -835,10 +835,10 @@ int mirror_store_parts_commit(struct mirror_store *s, const struct mirror_store_
 	r = path_fsync(fandir);
 	if (!r) {
 		xet_identity_finish(h.xet);
-		mirror__store_xet_save(s, got, h.xet); /* (none is computed again when needed) */
+		store__xet_save(s, got, h.xet); /* (none is computed again when needed) */
 	}
 	if (!r && s->bucket)
-		mirror__store_cached(s, total, got);
+		store__cached(s, total, got);
 out:
 	if (taken[0] && !gone && renameat2(AT_FDCWD, taken, AT_FDCWD, p, RENAME_NOREPLACE) < 0) {
 		gone = true; /* a retried part made a new file under the name meanwhile: the upload starts over */
@@ -860,7 +860,7 @@ out:
 	return r;
 }
 
-void mirror_store_parts_drop(struct mirror_store *s, const char *oid, const char *id)
+void store_parts_drop(struct store *s, const char *oid, const char *id)
 {
 	char *p = parts_path(s, oid, id, "parts"), *done = parts_path(s, oid, id, "done");
 
@@ -874,7 +874,7 @@ void mirror_store_parts_drop(struct mirror_store *s, const char *oid, const char
 
 /* ---- maintenance --------------------------------------------------------------------------- */
 
-int mirror_store_remove(struct mirror_store *s, const char *sha256)
+int store_remove(struct store *s, const char *sha256)
 {
 	char *p = blob_local(s, sha256);
 	int r = 0;
@@ -887,13 +887,13 @@ int mirror_store_remove(struct mirror_store *s, const char *sha256)
 		int b = store_bucket_delete(s->bucket, sha256);
 		r = b == HM_ERR_NOT_FOUND ? r : b;
 	}
-	mirror__store_xet_drop(s, sha256);
+	store__xet_drop(s, sha256);
 	free(p);
 	return r;
 }
 
 /* Put a content moved aside back under its name (unless a writer published it again meanwhile). */
-static int trash_restore(struct mirror_store *s, const char *aside, const char *sha256)
+static int trash_restore(struct store *s, const char *aside, const char *sha256)
 {
 	char *p = blob_local(s, sha256), *fandir = xasprintf("%s/%.2s", s->blobs, sha256);
 	int r = 0;
@@ -909,25 +909,25 @@ static int trash_restore(struct mirror_store *s, const char *aside, const char *
 	return r;
 }
 
-/* mirror_store_reap with a bucket: under the content's stripe lock, which a look at it (mirror_store_has)
+/* store_reap with a bucket: under the content's stripe lock, which a look at it (store_has)
  * and a put of it hold shared, it is asked, then its age looked at, then deleted there and from the
  * cache. A writer holds a content before it looks for it, so either wanted sees its hold, or its look
  * waits for the delete and finds nothing (and writes the content again); a put running now keeps the
  * lock, and the content is left to the next gc. */
-static int reap_bucket(struct mirror_store *s, const char *sha256, int (*wanted)(void *ud, const char *sha256),
+static int reap_bucket(struct store *s, const char *sha256, int (*wanted)(void *ud, const char *sha256),
 		       void *ud)
 {
-	int lk = mirror__store_stripe_lock(s, sha256, LOCK_EX | LOCK_NB), w, r = 0;
+	int lk = store__stripe_lock(s, sha256, LOCK_EX | LOCK_NB), w, r = 0;
 	int64_t mtime = 0;
 	char *p;
 
 	if (lk < 0)
-		return lk == -EWOULDBLOCK ? MIRROR_REAP_YOUNG : lk;
+		return lk == -EWOULDBLOCK ? STORE_REAP_YOUNG : lk;
 	w = wanted(ud, sha256);
 	if (!w && s->reap_cutoff != INT64_MAX) {
 		r = store_bucket_mtime(s->bucket, sha256, &mtime);
 		if (!r && mtime >= s->reap_cutoff)
-			w = MIRROR_REAP_YOUNG;
+			w = STORE_REAP_YOUNG;
 		else if (r && r != HM_ERR_NOT_FOUND)
 			w = r;
 	}
@@ -942,17 +942,17 @@ static int reap_bucket(struct mirror_store *s, const char *sha256, int (*wanted)
 	if (unlink(p) == 0 && r == -ENOENT)
 		r = 0;
 	free(p);
-	mirror__store_xet_drop(s, sha256);
+	store__xet_drop(s, sha256);
 	close(lk);
 	return r;
 }
 
-void mirror_store_reap_cutoff(struct mirror_store *s, int64_t cutoff)
+void store_reap_cutoff(struct store *s, int64_t cutoff)
 {
 	s->reap_cutoff = cutoff;
 }
 
-int mirror_store_reap(struct mirror_store *s, const char *sha256, int (*wanted)(void *ud, const char *sha256),
+int store_reap(struct store *s, const char *sha256, int (*wanted)(void *ud, const char *sha256),
 		      void *ud)
 {
 	char *p = blob_local(s, sha256), *aside, nonce[17];
@@ -978,14 +978,14 @@ int mirror_store_reap(struct mirror_store *s, const char *sha256, int (*wanted)(
 	} else if (unlink(aside) < 0) {
 		r = -errno;
 	} else {
-		mirror__store_xet_drop(s, sha256);
+		store__xet_drop(s, sha256);
 	}
 	free(p);
 	free(aside);
 	return r;
 }
 
-int mirror_store_trash_sweep(struct mirror_store *s, int (*wanted)(void *ud, const char *sha256), void *ud,
+int store_trash_sweep(struct store *s, int (*wanted)(void *ud, const char *sha256), void *ud,
 			     size_t *restored)
 {
 	DIR *dp = opendir(s->trash);
@@ -1021,7 +1021,7 @@ int mirror_store_trash_sweep(struct mirror_store *s, int (*wanted)(void *ud, con
 	return r;
 }
 
-int mirror_store_quarantine(struct mirror_store *s, const char *sha256)
+int store_quarantine(struct store *s, const char *sha256)
 {
 	char *p = blob_local(s, sha256), *qdir = xasprintf("%s/quarantine", s->dir), *q = NULL;
 	int r;
@@ -1038,7 +1038,7 @@ int mirror_store_quarantine(struct mirror_store *s, const char *sha256)
 		/* the bucket's copy is what verify read: it goes, never to be served */
 		if (!r && s->bucket && (r = store_bucket_delete(s->bucket, sha256)) == HM_ERR_NOT_FOUND)
 			r = 0;
-		mirror__store_xet_drop(s, sha256);
+		store__xet_drop(s, sha256);
 	}
 	free(p);
 	free(q);
@@ -1078,7 +1078,7 @@ static int hash_file(char *p, bool git, char *hex, int64_t *size)
 					 (size_t)snprintf(hdr, sizeof(hdr), "blob %lld", (long long)st.st_size) + 1);
 	}
 	if (!r)
-		r = mirror__store_read_chunks(fd, digest_chunk, ctx, &total);
+		r = store__read_chunks(fd, digest_chunk, ctx, &total);
 	if (!r && git && total != (int64_t)st.st_size)
 		r = -EIO; /* it changed under us */
 	if (!r)
@@ -1091,20 +1091,20 @@ static int hash_file(char *p, bool git, char *hex, int64_t *size)
 	return r;
 }
 
-static int hash_blob(struct mirror_store *s, const char *sha256, bool git, char *hex, int64_t *size)
+static int hash_blob(struct store *s, const char *sha256, bool git, char *hex, int64_t *size)
 {
-	return hash_file(mirror_store_blob_path(s, sha256), git, hex, size); /* (brought in from a bucket) */
+	return hash_file(store_blob_path(s, sha256), git, hex, size); /* (brought in from a bucket) */
 }
 
 /* The cache's copy hashed as it is (nothing brought in). */
-static int hash_local(struct mirror_store *s, const char *sha256, char *hex, int64_t *size)
+static int hash_local(struct store *s, const char *sha256, char *hex, int64_t *size)
 {
 	return hash_file(blob_local(s, sha256), false, hex, size);
 }
 
-/* mirror_store_check with a bucket: the bucket's copy read back and hashed; a cached copy that is not
+/* store_check with a bucket: the bucket's copy read back and hashed; a cached copy that is not
  * the content leaves the cache. */
-static int check_bucket(struct mirror_store *s, const char *sha256, bool *ok, int64_t *size)
+static int check_bucket(struct store *s, const char *sha256, bool *ok, int64_t *size)
 {
 	char got[65], *p = blob_local(s, sha256);
 	int64_t n;
@@ -1120,7 +1120,7 @@ static int check_bucket(struct mirror_store *s, const char *sha256, bool *ok, in
 	return r;
 }
 
-int mirror_store_check(struct mirror_store *s, const char *sha256, bool *ok, int64_t *size)
+int store_check(struct store *s, const char *sha256, bool *ok, int64_t *size)
 {
 	char got[65];
 	int r;
@@ -1134,7 +1134,7 @@ int mirror_store_check(struct mirror_store *s, const char *sha256, bool *ok, int
 	return r;
 }
 
-int mirror_store_git_oid(struct mirror_store *s, const char *sha256, char *out, int64_t *size)
+int store_git_oid(struct store *s, const char *sha256, char *out, int64_t *size)
 {
 	int64_t n;
 	int r = hash_blob(s, sha256, true, out, &n);
@@ -1151,7 +1151,7 @@ static bool ends_with(const char *name, const char *suffix)
 	return n > k && !strcmp(name + n - k, suffix);
 }
 
-bool mirror_store_is_partial(const char *name)
+bool store_is_partial(const char *name)
 {
 	return ends_with(name, ".part") || ends_with(name, ".parts") || ends_with(name, ".done") ||
 	       ends_with(name, ".taken");
@@ -1171,7 +1171,7 @@ static int each_in_dir(const char *dir, bool partials_only, time_t now,
 		struct stat st;
 
 		/* (a user's partial file is made under a dot name: one a crash left there is a partial too) */
-		if ((e->d_name[0] == '.' && !partials_only) || (partials_only && !mirror_store_is_partial(e->d_name)))
+		if ((e->d_name[0] == '.' && !partials_only) || (partials_only && !store_is_partial(e->d_name)))
 			continue;
 		p = xasprintf("%s/%s", dir, e->d_name);
 		if (lstat(p, &st) == 0 && S_ISREG(st.st_mode))
@@ -1182,7 +1182,7 @@ static int each_in_dir(const char *dir, bool partials_only, time_t now,
 	return r;
 }
 
-int mirror_store_partial_remove(const char *path)
+int store_partial_remove(const char *path)
 {
 	const char *base = strrchr(path, '/');
 	int fd = open(path, O_RDONLY | O_CLOEXEC), r = 0;
@@ -1205,12 +1205,12 @@ int mirror_store_partial_remove(const char *path)
 }
 
 struct each_bucket {
-	struct mirror_store *s;
+	struct store *s;
 	int (*fn)(void *ud, const char *name, const char *path, int64_t age_s);
 	void *ud;
 };
 
-/* A bucket's object as mirror_store_each names it: its path is the cache's (which may not be there). */
+/* A bucket's object as store_each names it: its path is the cache's (which may not be there). */
 static int each_bucket_object(void *ud, const char *name, int64_t size)
 {
 	struct each_bucket *x = ud;
@@ -1222,7 +1222,7 @@ static int each_bucket_object(void *ud, const char *name, int64_t size)
 	return r;
 }
 
-int mirror_store_each(struct mirror_store *s, bool partials,
+int store_each(struct store *s, bool partials,
 		      int (*fn)(void *ud, const char *name, const char *path, int64_t age_s), void *ud)
 {
 	time_t now = time(NULL);
@@ -1251,7 +1251,7 @@ int mirror_store_each(struct mirror_store *s, bool partials,
 	return r;
 }
 
-void mirror__store_writer_fill(struct mirror_store_writer *w)
+void store__writer_fill(struct store_writer *w)
 {
 	/* no Xet identity either: the content's was kept when it was written (store/xet/, which the cache's
 	 * eviction leaves), or is computed from the cache's copy when asked; not computed again on every
@@ -1260,15 +1260,15 @@ void mirror__store_writer_fill(struct mirror_store_writer *w)
 	xet_identity_free(&w->xet);
 }
 
-int mirror_store_sweep_uploads(struct mirror_store *s, int64_t age_s, int64_t *aborted)
+int store_sweep_uploads(struct store *s, int64_t age_s, int64_t *aborted)
 {
 	*aborted = 0;
 	return s->bucket ? store_bucket_sweep(s->bucket, age_s, aborted) : 0;
 }
 
-bool mirror_store_writer_stream(struct mirror_store_writer *w)
+bool store_writer_stream(struct store_writer *w)
 {
-	struct mirror_store *s = w->store;
+	struct store *s = w->store;
 
 	if (!s->bucket || w->fill || w->private_ || !w->sha256[0] || w->size <= s->cache_max || w->written ||
 	    w->put)
@@ -1281,17 +1281,17 @@ bool mirror_store_writer_stream(struct mirror_store_writer *w)
 	return store_bucket_put_begin(s->bucket, w->sha256, w->size, &w->put) == 0;
 }
 
-bool mirror_store_writer_streams(const struct mirror_store_writer *w)
+bool store_writer_streams(const struct store_writer *w)
 {
 	return w->put != NULL;
 }
 
-bool mirror_store_in_bucket(const struct mirror_store *s)
+bool store_in_bucket(const struct store *s)
 {
 	return s->bucket != NULL;
 }
 
-const char *mirror_store_writer_path(const struct mirror_store_writer *w)
+const char *store_writer_path(const struct store_writer *w)
 {
 	return w->part_path;
 }

@@ -2,8 +2,8 @@
  * store-int.h - between store.c and store-xet.c (mirror/ only): what the writer hands the identity
  * file's code, and the one helper both read blobs with.
  */
-#ifndef HM_MIRROR_STORE_INT_H
-#define HM_MIRROR_STORE_INT_H
+#ifndef HM_STORE_STORE_INT_H
+#define HM_STORE_STORE_INT_H
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -11,55 +11,55 @@
 #include <stddef.h>
 #include <stdint.h>
 
-struct mirror_store_writer;
+struct store_writer;
 struct store_bucket;
 struct xet_identity;
 
-struct mirror_store {
+struct store {
 	char *dir;
 	char *blobs;
 	char *tmp;
-	char *trash;    /* a content gc moved aside while it asks whether a writer holds it (mirror_store_reap) */
+	char *trash;    /* a content gc moved aside while it asks whether a writer holds it (store_reap) */
 	/* With a bucket (store/bucket.h): every content is there, and blobs/ is a cache of them, bounded */
 	struct store_bucket *bucket;  /* NULL: the directory is the store */
 	int64_t cache_max;            /* bytes blobs/ keeps at most once a write or a fill is over */
 	_Atomic int64_t cached;       /* about what blobs/ holds (exact after each trim) */
-	_Atomic int pins;             /* mirror_store_pin: while > 0, nothing leaves the cache */
+	_Atomic int pins;             /* store_pin: while > 0, nothing leaves the cache */
 	pthread_mutex_t trim_lock;
 	char *locks;                  /* <dir>/locks: a content's stripe of the bucket's lock (below) */
-	int64_t reap_cutoff;          /* mirror_store_reap_cutoff */
+	int64_t reap_cutoff;          /* store_reap_cutoff */
 };
 
-/* With a bucket, a look at a content (mirror_store_has) and its put hold its stripe's lock shared, and
+/* With a bucket, a look at a content (store_has) and its put hold its stripe's lock shared, and
  * gc's reap of it exclusive, so that a reap (asked, then deleted) never crosses them; a stripe is the
  * file locks/<h0h1>, one of 256. Returns the descriptor to close, or -errno. how: LOCK_SH, LOCK_EX,
  * with LOCK_NB (-EWOULDBLOCK when taken). */
-int mirror__store_stripe_lock(const struct mirror_store *s, const char *sha256, int how);
+int store__stripe_lock(const struct store *s, const char *sha256, int how);
 
 /* ---- the bucket's side (store-bucket.c) ---- */
 /* Open the configured bucket for s (none: 0, s->bucket NULL); 0 or an error. */
-int mirror__store_bucket_open(struct mirror_store *s);
-void mirror__store_bucket_close(struct mirror_store *s);
+int store__bucket_open(struct store *s);
+void store__bucket_close(struct store *s);
 /* Put the content in fd (verified as it streams) into the bucket: 0 or an error (logged). */
-int mirror__store_bucket_put(struct mirror_store *s, int fd, const char *sha256, int64_t size);
+int store__bucket_put(struct store *s, int fd, const char *sha256, int64_t size);
 /* Bring a content of the bucket's into blobs/, verified. 0 or an error (logged). */
-int mirror__store_fill(struct mirror_store *s, const char *sha256);
+int store__fill(struct store *s, const char *sha256);
 /* n bytes came into blobs/: past the bound, the least recently read contents go (each one only once
  * the bucket is seen to hold it), but keep, the content just come (NULL: none). */
-void mirror__store_cached(struct mirror_store *s, int64_t n, const char *keep);
+void store__cached(struct store *s, int64_t n, const char *keep);
 /* The local path of a blob, whether it is there or not. Caller frees. */
-char *mirror__store_blob_local(const struct mirror_store *s, const char *sha256);
+char *store__blob_local(const struct store *s, const char *sha256);
 /* Mark a writer as a fill of the cache (its commit does not put the content back in the bucket). */
-void mirror__store_writer_fill(struct mirror_store_writer *w);
+void store__writer_fill(struct store_writer *w);
 
 /* The store's root folder. */
-const char *mirror__store_dir(const struct mirror_store *s);
+const char *store__dir(const struct store *s);
 /* Read fd from its start to its end in 1 MiB chunks, each passed to fn (a non-zero return stops).
  * Returns 0 with the bytes read in *total, fn's non-zero, or -errno. */
-int mirror__store_read_chunks(int fd, int (*fn)(void *ud, const void *data, size_t n), void *ud, int64_t *total);
+int store__read_chunks(int fd, int (*fn)(void *ud, const void *data, size_t n), void *ud, int64_t *total);
 /* Write id (finished) as blob sha256's identity file, atomically. 0 or -errno. */
-int mirror__store_xet_save(const struct mirror_store *s, const char *sha256, const struct xet_identity *id);
+int store__xet_save(const struct store *s, const char *sha256, const struct xet_identity *id);
 /* Delete blob sha256's identity file, if there is one. */
-void mirror__store_xet_drop(const struct mirror_store *s, const char *sha256);
+void store__xet_drop(const struct store *s, const char *sha256);
 
 #endif

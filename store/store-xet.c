@@ -17,7 +17,6 @@
 #include "base/err.h"
 #include "base/hex.h"
 #include "base/log.h"
-#include "catalog/catalog.h"
 #include "base/path.h"
 #include "base/xmalloc.h"
 #include "hub/xet/xet.h"
@@ -29,14 +28,14 @@
 #define ID_MAX ((int64_t)1 << 31)     /* 2 GiB: the identity of a 4 TB file; none bigger is believed */
 #define SMALL XET_CHUNK_MIN            /* a content smaller is one chunk: no identity file is kept for it */
 
-char *mirror_store_xet_path(const struct mirror_store *s, const char *sha256)
+char *store_xet_path(const struct store *s, const char *sha256)
 {
 	if (!hex_is_lower(sha256, 64))
 		return NULL;
-	return xasprintf("%s/xet/%.2s/%s", mirror__store_dir(s), sha256, sha256);
+	return xasprintf("%s/xet/%.2s/%s", store__dir(s), sha256, sha256);
 }
 
-int mirror__store_read_chunks(int fd, int (*fn)(void *ud, const void *data, size_t n), void *ud, int64_t *total)
+int store__read_chunks(int fd, int (*fn)(void *ud, const void *data, size_t n), void *ud, int64_t *total)
 {
 	struct stat st;
 	/* (no bigger than the file: an empty partial file, a fresh download's, costs no megabyte) */
@@ -80,9 +79,9 @@ static int write_all(int fd, const unsigned char *p, size_t n)
 	return 0;
 }
 
-int mirror__store_xet_save(const struct mirror_store *s, const char *sha256, const struct xet_identity *id)
+int store__xet_save(const struct store *s, const char *sha256, const struct xet_identity *id)
 {
-	char *path = mirror_store_xet_path(s, sha256), *dir = NULL, *tmp = NULL;
+	char *path = store_xet_path(s, sha256), *dir = NULL, *tmp = NULL;
 	unsigned char *buf = NULL, nonce[8];
 	char nhex[17];
 	size_t len;
@@ -94,7 +93,7 @@ int mirror__store_xet_save(const struct mirror_store *s, const char *sha256, con
 		free(path);
 		return 0;   /* none kept: computed from the blob when asked, for less than a file costs */
 	}
-	dir = xasprintf("%s/xet/%.2s", mirror__store_dir(s), sha256);
+	dir = xasprintf("%s/xet/%.2s", store__dir(s), sha256);
 	if ((r = path_mkdirs(dir, 0755)) != 0)
 		goto out;
 	if (getrandom(nonce, sizeof(nonce), 0) != (ssize_t)sizeof(nonce)) {
@@ -128,19 +127,18 @@ out:
 	return r;
 }
 
-void mirror__store_xet_drop(const struct mirror_store *s, const char *sha256)
+void store__xet_drop(const struct store *s, const char *sha256)
 {
-	char *path = mirror_store_xet_path(s, sha256);
+	char *path = store_xet_path(s, sha256);
 
 	if (path)
 		unlink(path);
 	free(path);
 }
 
-/* The identity file of sha256, parsed, if it is there, whole, and of size bytes. */
-static struct xet_identity *read_identity(const struct mirror_store *s, const char *sha256, int64_t size)
+struct xet_identity *store_xet_read(const struct store *s, const char *sha256, int64_t size)
 {
-	char *path = mirror_store_xet_path(s, sha256);
+	char *path = store_xet_path(s, sha256);
 	struct xet_identity *id = NULL;
 	unsigned char *buf = NULL;
 	struct stat st;
@@ -172,9 +170,9 @@ static int identity_update(void *id, const void *data, size_t n)
 	return 0;
 }
 
-int mirror_store_xet_identity(struct mirror_store *s, const char *sha256, struct xet_identity **out)
+int store_xet_identity(struct store *s, const char *sha256, struct xet_identity **out)
 {
-	char *blob = mirror_store_blob_path(s, sha256);
+	char *blob = store_blob_path(s, sha256);
 	struct xet_identity *id = NULL;
 	struct stat st;
 	int64_t total;
@@ -187,11 +185,11 @@ int mirror_store_xet_identity(struct mirror_store *s, const char *sha256, struct
 		r = -errno;
 		goto out;
 	}
-	id = read_identity(s, sha256, st.st_size);
+	id = store_xet_read(s, sha256, st.st_size);
 	if (!id) {
 		/* none yet, or not one we believe: the blob's bytes say it again */
 		id = xet_identity_new();
-		r = mirror__store_read_chunks(fd, identity_update, id, &total);
+		r = store__read_chunks(fd, identity_update, id, &total);
 		if (!r && total != st.st_size)
 			r = -EIO;
 		if (r) {
@@ -199,7 +197,7 @@ int mirror_store_xet_identity(struct mirror_store *s, const char *sha256, struct
 			goto out;
 		}
 		xet_identity_finish(id);
-		mirror__store_xet_save(s, sha256, id);   /* kept if it can be: computed again if not */
+		store__xet_save(s, sha256, id);   /* kept if it can be: computed again if not */
 	}
 	*out = id;
 out:
@@ -210,9 +208,9 @@ out:
 }
 
 /* The file hash of a small blob (under SMALL bytes, one chunk), from its bytes. */
-static int small_file_hash(const struct mirror_store *s, const char *sha256, char *out)
+static int small_file_hash(const struct store *s, const char *sha256, char *out)
 {
-	char *blob = mirror_store_blob_path(s, sha256), buf[SMALL];
+	char *blob = store_blob_path(s, sha256), buf[SMALL];
 	struct xet_identity *id;
 	int fd = blob ? open(blob, O_RDONLY | O_CLOEXEC) : -1, r = 0;
 	ssize_t n = fd >= 0 ? pread(fd, buf, sizeof(buf), 0) : -1;
@@ -234,9 +232,9 @@ static int small_file_hash(const struct mirror_store *s, const char *sha256, cha
 	return r;
 }
 
-int mirror_store_xet_file_hash(const struct mirror_store *s, const char *sha256, char *out)
+int store_xet_file_hash(const struct store *s, const char *sha256, char *out)
 {
-	char *path = mirror_store_xet_path(s, sha256);
+	char *path = store_xet_path(s, sha256);
 	unsigned char head[ID_HEAD];
 	struct xet_hash h;
 	int fd = path ? open(path, O_RDONLY | O_CLOEXEC) : -1, r = 0;
@@ -262,87 +260,6 @@ out:
 	return r;
 }
 
-bool mirror_store_xet_dedup_eligible(const struct xet_hash *h)
-{
-	uint64_t w = 0;
-
-	for (int i = 31; i >= 24; i--)
-		w = w << 8 | h->b[i];
-	return w % 1024 == 0;
-}
-
-/* The hash of content sha256's first chunk as a chunker before the spec's fix cuts it (xet.h:
- * xet_chunk_first_legacy), when that is not the spec's first chunk: @huggingface/hub asks the dedup
- * query for it, so it names the content too. true and *out, or false. */
-static bool legacy_first(const struct mirror_store *s, const char *sha256, struct xet_hash *out)
-{
-	char *blob = mirror_store_blob_path(s, sha256);
-	unsigned char *buf = xmalloc(XET_CHUNK_MAX);
-	int fd = blob ? open(blob, O_RDONLY | O_CLOEXEC) : -1;
-	ssize_t n = fd >= 0 ? pread(fd, buf, XET_CHUNK_MAX, 0) : -1;
-	size_t first = n > 0 ? xet_chunk_first_legacy(buf, (size_t)n) : 0;
-
-	if (first)
-		xet_chunk_hash(buf, first, out);
-	if (fd >= 0)
-		close(fd);
-	free(buf);
-	free(blob);
-	return first > 0;
-}
-
-/* Record in c the chunks of content sha256 that the global dedup query answers for: its first, and
- * the eligible ones (a thousandth of the rest), from its identity file, and its first as older
- * chunkers cut it; nothing without an identity file. */
-static void record_dedup(const struct mirror_store *s, struct catalog *c, const char *sha256)
-{
-	char *blob = mirror_store_blob_path(s, sha256);
-	struct stat st;
-	struct xet_identity *id = blob && !stat(blob, &st) ? read_identity(s, sha256, st.st_size) : NULL;
-	const struct xet_chunk *ch;
-	char (*hex)[65];
-	struct xet_hash alias;
-	size_t n, k = 0;
-
-	free(blob);
-	if (!id)
-		return;
-	ch = xet_identity_chunks(id, &n);
-	hex = xcalloc(n + 1, sizeof(*hex));
-	for (size_t i = 0; i < n; i++)
-		if (i == 0 || mirror_store_xet_dedup_eligible(&ch[i].hash))
-			xet_hash_hex(&ch[i].hash, hex[k++]);
-	if (legacy_first(s, sha256, &alias))
-		xet_hash_hex(&alias, hex[k++]);
-	if (catalog_xet_dedup_set(c, sha256, (const char (*)[65])hex, k))
-		log_warn("store", "catalog: %s", catalog_errmsg(c));
-	free(hex);
-	xet_identity_free(&id);
-}
-
-int mirror_store_xet_record(const struct mirror_store *s, struct catalog *c, const char *sha256)
-{
-	char xh[XET_HEX_LEN + 1], stated[XET_HEX_LEN + 1];
-	bool refused;
-	int r;
-
-	if ((r = mirror_store_xet_file_hash(s, sha256, xh)) != 0)
-		return r;
-	r = catalog_blob_set_xet(c, sha256, xh);
-	if (r == HM_ERR_HASH_MISMATCH) {
-		if (!catalog_xet_stated(c, sha256, stated, &refused))
-			log_warn("store", "content %.12s: upstream states Xet hash %s, its bytes make %s: not offered "
-				 "through Xet", sha256, stated, xh);
-		return r;
-	}
-	if (r) {
-		log_warn("store", "catalog: %s", catalog_errmsg(c));
-		return r;
-	}
-	record_dedup(s, c, sha256);
-	return 0;
-}
-
 struct check_pass {
 	EVP_MD_CTX *md;
 	struct xet_identity *id;
@@ -359,10 +276,10 @@ static int check_update(void *ud, const void *data, size_t n)
 	return p->pace ? p->pace(p->ud, n) : 0;
 }
 
-int mirror_store_xet_check(struct mirror_store *s, const char *sha256, int (*pace)(void *ud, size_t n), void *ud,
+int store_xet_check(struct store *s, const char *sha256, int (*pace)(void *ud, size_t n), void *ud,
 			   bool *ok, int64_t *size)
 {
-	char *blob = mirror__store_blob_local(s, sha256), got[65];
+	char *blob = store__blob_local(s, sha256), got[65];
 	struct check_pass p = { EVP_MD_CTX_new(), xet_identity_new(), pace, ud };
 	unsigned char md[EVP_MAX_MD_SIZE];
 	unsigned int mdlen = 0;
@@ -374,7 +291,7 @@ int mirror_store_xet_check(struct mirror_store *s, const char *sha256, int (*pac
 		goto out;
 	}
 	EVP_DigestInit_ex(p.md, EVP_sha256(), NULL);
-	r = mirror__store_read_chunks(fd, check_update, &p, &total);
+	r = store__read_chunks(fd, check_update, &p, &total);
 	posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);   /* a walk over the store should not evict the hot set */
 	if (r)
 		goto out;
@@ -384,7 +301,7 @@ int mirror_store_xet_check(struct mirror_store *s, const char *sha256, int (*pac
 	*size = total;
 	if (*ok) {
 		xet_identity_finish(p.id);
-		r = mirror__store_xet_save(s, sha256, p.id);
+		r = store__xet_save(s, sha256, p.id);
 	}
 out:
 	if (fd >= 0)
@@ -395,7 +312,7 @@ out:
 	return r;
 }
 
-/* ".<sha256>.<nonce>": a name mirror__store_xet_save writes before its rename. */
+/* ".<sha256>.<nonce>": a name store__xet_save writes before its rename. */
 static bool temp_name(const char *n)
 {
 	char a[65], b[17];
@@ -409,7 +326,7 @@ static bool temp_name(const char *n)
 	return hex_is_lower(a, 64) && hex_is_lower(b, 16);
 }
 
-/* One <dir>/xet/<h0h1>/ folder of mirror_store_xet_sweep. */
+/* One <dir>/xet/<h0h1>/ folder of store_xet_sweep. */
 static int sweep_dir(const char *dir, time_t cutoff, bool dry_run, int (*known)(void *ud, const char *sha256),
 		     void *ud, int64_t *temps, int64_t *orphans)
 {
@@ -440,10 +357,10 @@ static int sweep_dir(const char *dir, time_t cutoff, bool dry_run, int (*known)(
 	return r;
 }
 
-int mirror_store_xet_sweep(const struct mirror_store *s, int64_t age_s, bool dry_run,
+int store_xet_sweep(const struct store *s, int64_t age_s, bool dry_run,
 			   int (*known)(void *ud, const char *sha256), void *ud, int64_t *temps, int64_t *orphans)
 {
-	char *top = xasprintf("%s/xet", mirror__store_dir(s));
+	char *top = xasprintf("%s/xet", store__dir(s));
 	time_t cutoff = time(NULL) - (time_t)age_s;
 	DIR *d = opendir(top);
 	struct dirent *e;
