@@ -19,11 +19,11 @@ struct xet_hash;
  * (a warning). */
 int mirror_xet_record(const struct store *s, struct catalog *c, const char *sha256);
 
-/* With the Xet hash, mirror_xet_record records the chunks the global dedup query answers for (catalog_xet_dedup_set): the content's
- * first (and, where older chunkers cut it otherwise, its first as they cut it: the hash
- * @huggingface/hub asks for), and those this says are eligible, as the spec's: the hash's last 64-bit
- * word (bytes 24-31, little-endian) is 0 mod 1024. Reads the identity file (36 bytes a chunk) and the
- * blob's first 128 KiB: blocking. */
+/* With the Xet hash, mirror_xet_record records the chunks the global dedup query answers for
+ * (catalog_xet_dedup_set): the content's first (and, where older chunkers cut it otherwise, its first
+ * as they cut it: the hash @huggingface/hub asks for), and those this says are eligible, as the spec's:
+ * the hash's last 64-bit word (bytes 24-31, little-endian) is 0 mod 1024. Reads the identity file (36
+ * bytes a chunk) and the blob's first 128 KiB: blocking. */
 bool mirror_xet_dedup_eligible(const struct xet_hash *h);
 
 #endif

@@ -1,5 +1,5 @@
 /*
- * store-bucket.c - the store with a bucket (store/bucket.h) behind it: every content is written
+ * cache.c - the store with a bucket (store/bucket.h) behind it: every content is written
  * there, verified, before it is published; blobs/ becomes a cache of what was written or read last,
  * bounded by [store] cache-size; a content not in the cache is brought in from the bucket, verified
  * again, when it is asked for.

@@ -1,5 +1,5 @@
 /*
- * store-int.h - between store.c and store-xet.c (mirror/ only): what the writer hands the identity
+ * store-int.h - between store.c, cache.c and store-xet.c (store/ only): what the writer hands the identity
  * file's code, and the one helper both read blobs with.
  */
 #ifndef HM_STORE_STORE_INT_H
@@ -36,7 +36,7 @@ struct store {
  * with LOCK_NB (-EWOULDBLOCK when taken). */
 int store__stripe_lock(const struct store *s, const char *sha256, int how);
 
-/* ---- the bucket's side (store-bucket.c) ---- */
+/* ---- the bucket's side (cache.c) ---- */
 /* Open the configured bucket for s (none: 0, s->bucket NULL); 0 or an error. */
 int store__bucket_open(struct store *s);
 void store__bucket_close(struct store *s);

@@ -34,8 +34,11 @@ layer_check() { # layer_check DIR FORBIDDEN-INCLUDE-PREFIX... (DIR's agent/ room
 layer_check base catalog hub mirror p2p
 layer_check catalog hub mirror p2p
 layer_check hub catalog mirror p2p
-# the store's room stands on base/ alone (the mirror's engine stands on it, not the other way)
-layer_check store catalog hub mirror p2p
+# the store's room stands on base/ and hub/xet/ (a content's Xet identity is the store's, as its sha256),
+# never on the mirror's engine, the catalog or the hubs (the mirror's engine stands on it, not the other way)
+layer_check store catalog mirror p2p
+out=$(grep -rnE '#include "hub/' store --include='*.c' --include='*.h' | grep -v '#include "hub/xet/' || true)
+if [ -z "$out" ]; then ok "store reaches into hub/ only for hub/xet"; else fail "store reaches into hub/"; echo "$out" | sed 's/^/#   /'; fi
 # hub/http is HTTP and nothing of a hub: it stands on base/ alone
 out=$(grep -rnE '#include "(hub|catalog|mirror|p2p)/' hub/http --include='*.c' --include='*.h' | grep -v '#include "hub/http/' || true)
 out+=$(grep -rnE '#include "\.\./' hub/http --include='*.c' --include='*.h' || true)
