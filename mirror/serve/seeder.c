@@ -300,6 +300,42 @@ void mirror_seeder_set_held(struct mirror_seeder *s, bool (*held)(void *ud, cons
 	s->held_ud = ud;
 }
 
+struct uncached {
+	const struct store *store;
+	int n, of;
+};
+
+static int count_uncached(void *ud, const struct catalog_entry *e)
+{
+	struct uncached *u = ud;
+	char *blob = store_cache_path(u->store, e->sha256);
+
+	u->of++;
+	u->n += access(blob, F_OK) < 0;
+	free(blob);
+	return 0;
+}
+
+/* A torrent left seed mode without being whole: some of its pieces did not check. With the store in a
+ * bucket, the seed's folder links to the local cache, which holds only what is read now: the contents
+ * it lacks are not damage (the swarm's web seed serves them from the bucket, docs/operations.md). Else
+ * a blob changed under it. */
+static void say_unseeded(struct mirror_seeder *s, const struct seeded *x, const struct p2p_torrent_status *st)
+{
+	struct uncached u = { s->d->store, 0, 0 };
+
+	if (store_in_bucket(s->d->store))
+		catalog_snapshot_walk(s->d->catalog, x->snapshot_id, NULL, NULL, 0, count_uncached, &u);
+	if (u.n)
+		log_info("seeder", "torrent %s: %d of its %d files are in the store's bucket and not in the local "
+			 "cache: not seeded by the mirror (the swarm's web seed serves them from the bucket)", x->btih,
+			 u.n, u.of);
+	else
+		log_error("seeder", "torrent %s: %d of %d pieces failed their check: a blob in the store is "
+			  "damaged; no longer seeded (run 'hubmirror verify')", x->btih,
+			  st->num_pieces - st->pieces_have, st->num_pieces);
+}
+
 void mirror_seeder_rescan(struct mirror_seeder *s)
 {
 	size_t keep = 0;
@@ -328,9 +364,7 @@ void mirror_seeder_rescan(struct mirror_seeder *s)
 		char *dir;
 		if (s->v[i].seen && !s->v[i].bad && !s->v[i].laying &&
 		    !p2p_session_torrent_status(s->ses, s->v[i].btih, &st) && !st.seed_mode && !st.seeding) {
-			log_error("seeder", "torrent %s: %d of %d pieces failed their check: a blob in the store is "
-				  "damaged; no longer seeded (run 'hubmirror verify')", s->v[i].btih,
-				  st.num_pieces - st.pieces_have, st.num_pieces);
+			say_unseeded(s, &s->v[i], &st);
 			p2p_session_remove(s->ses, s->v[i].btih);
 			s->v[i].bad = true;
 		}
