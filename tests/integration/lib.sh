@@ -131,6 +131,25 @@ _rgw_gateway() {
 }
 rgw_stop() { _rgw_gateway USR1 down; }
 rgw_start() { _rgw_gateway USR2 up; }
+# free_port: a TCP port of 127.0.0.1 free this moment (for a process that must come back on it).
+free_port() { "$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+# start_slowproxy PORT [ARG...]: helpers/slowproxy.py in front of the mirror at $M, on 127.0.0.1:PORT (the
+# same PORT again: the mirror back on its address after a kill), with ARGs (--rate, --hold-after,
+# --hold-file); once it answers, PROXY_PID is its process and P its URL. Its log: $T/proxy.err.
+start_slowproxy() {
+	local port=$1 i
+	shift
+	rm -f "$T/proxy.url"
+	"$PY" "$HM_SRC/tests/integration/helpers/slowproxy.py" --mirror "$M" --port "$port" "$@" \
+		--ready-file "$T/proxy.url" 2>>"$T/proxy.err" &
+	PROXY_PID=$!
+	_pids+=("$PROXY_PID")
+	for i in $(seq 200); do
+		[ -s "$T/proxy.url" ] && { P=$(cat "$T/proxy.url"); return 0; }
+		sleep 0.05
+	done
+	return 1
+}
 # agent_endpoint [ARG...]: the URL of the local hub endpoint (agent --http) of the agent `status`
 # reaches (ARGs go to it: --socket PATH), http://127.0.0.1:PORT.
 agent_endpoint() {

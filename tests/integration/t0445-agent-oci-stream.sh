@@ -19,13 +19,8 @@ JSON
 size=40000000
 sync_from_fake hf:acme/big
 check "serve starts" start_serve --p2p-listen off
-port=$("$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-"$PY" "$HM_SRC/tests/integration/helpers/slowproxy.py" --mirror "$M" --port "$port" --rate 4000000 \
-	--hold-after 12000000 --hold-file "$T/let-go" --ready-file "$T/proxy.url" 2>>"$T/proxy.err" &
-_pids+=($!)
-for _ in $(seq 100); do [ -s "$T/proxy.url" ] && break; sleep 0.05; done
-check "the mirror's front starts" test -s "$T/proxy.url"
-P=$(cat "$T/proxy.url")
+check "the mirror's front starts" start_slowproxy "$(free_port)" --rate 4000000 --hold-after 12000000 \
+	--hold-file "$T/let-go"
 check "an agent with a local endpoint starts" "$HUBMIRROR" agent --mirror "$P" --cache "$T/ca" --listen 127.0.0.1:0 --http 0
 E=$(agent_endpoint)
 idx=$(curl -fsS "$E/v2/image/hf/acme/big/manifests/main")

@@ -16,18 +16,9 @@ sync_from_fake hf:acme/rs
 check "serve starts" start_serve --p2p-listen off
 curl -fsS "$FAKE_API/_fake/repos" >"$T/up.json"
 commit=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["repos"][0]["sha"])' "$T/up.json")
-port=$("$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-proxy() {
-	rm -f "$T/proxy.url"
-	"$PY" "$HM_SRC/tests/integration/helpers/slowproxy.py" --mirror "$M" --port "$port" --rate 3000000 \
-		--ready-file "$T/proxy.url" 2>>"$T/proxy.err" &
-	proxy_pid=$!
-	_pids+=("$proxy_pid")
-	for i in $(seq 100); do [ -s "$T/proxy.url" ] && return 0; sleep 0.05; done
-	return 1
-}
+port=$(free_port)
+proxy() { start_slowproxy "$port" --rate 3000000; }
 check "the mirror's front starts" proxy
-P=$(cat "$T/proxy.url")
 check "an agent starts" "$HUBMIRROR" agent --mirror "$P" --cache "$T/cache" --listen 127.0.0.1:0
 "$HUBMIRROR" pull --json --hf-cache "$T/hfc" hf:acme/rs >"$T/pull.json" 2>"$T/pull.err" &
 pull=$!
@@ -36,7 +27,7 @@ for i in $(seq 200); do [ "$(have)" -ge 4000000 ] && break; sleep 0.05; done
 echo "# $(have) bytes in when the mirror is killed"
 check "the download is under way, not done" test "$(have)" -lt 20000000
 check "the agent is in direct mode" grep -q "alone in its swarm" "$T/cache/agent.log"
-kill -9 "$proxy_pid"; wait "$proxy_pid" 2>/dev/null
+kill -9 "$PROXY_PID"; wait "$PROXY_PID" 2>/dev/null
 sleep 2
 check "the mirror comes back on the same address" proxy
 timeout 120 tail --pid="$pull" -f /dev/null

@@ -21,7 +21,7 @@ curl -fsS "$FAKE_API/_fake/repos" >"$T/up.json"
 commit=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["repos"][0]["sha"])' "$T/up.json")
 btih=$(curl -fsS "$M/api/p2p/torrent/hf/model/acme/gone?meta=1" | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["btih"])')
 # a port nobody listens on: bound, then closed
-gone_port=$("$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+gone_port=$(free_port)
 # tracker PORT EVENT: announce as a peer of the snapshot on PORT; prints the ports the tracker names
 tracker() {
 	"$PY" - "$M" "$btih" "$1" "$2" <<'PY'

@@ -17,18 +17,9 @@ sync_from_fake hf:acme/wait
 check "serve starts" start_serve --p2p-listen off
 curl -fsS "$FAKE_API/_fake/repos" >"$T/up.json"
 commit=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["repos"][0]["sha"])' "$T/up.json")
-port=$("$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-proxy() {
-	rm -f "$T/proxy.url"
-	"$PY" "$HM_SRC/tests/integration/helpers/slowproxy.py" --mirror "$M" --port "$port" --rate 3000000 \
-		--ready-file "$T/proxy.url" 2>>"$T/proxy.err" &
-	proxy_pid=$!
-	_pids+=("$proxy_pid")
-	for i in $(seq 100); do [ -s "$T/proxy.url" ] && return 0; sleep 0.05; done
-	return 1
-}
+port=$(free_port)
+proxy() { start_slowproxy "$port" --rate 3000000; }
 check "the mirror's front starts" proxy
-P=$(cat "$T/proxy.url")
 check "an agent starts" "$HUBMIRROR" agent --mirror "$P" --cache "$T/cache" --listen 127.0.0.1:0
 "$HUBMIRROR" pull --json --hf-cache "$T/hfc" hf:acme/wait >"$T/pull.json" 2>"$T/pull.err" &
 pull=$!
@@ -39,7 +30,7 @@ ttypull=$!
 st() { "$HUBMIRROR" status --json | "$PY" -c "import json,sys; d=json.load(sys.stdin); s=(d['snapshots'] or [{}])[0]; sys.exit(not ($1))"; }
 for i in $(seq 200); do st "s.get('bytes_have', 0) >= 4000000" && break; sleep 0.05; done
 check "the download is under way, not done" st "s['bytes_have'] < 20000000 and s['rate'] > 0 and s['waiting'] is None"
-kill -9 "$proxy_pid"; wait "$proxy_pid" 2>/dev/null
+kill -9 "$PROXY_PID"; wait "$PROXY_PID" 2>/dev/null
 waiting='waiting for the mirror (unreachable for'
 for i in $(seq 100); do st "(s['waiting'] or '').startswith('$waiting')" && break; sleep 0.1; done
 check "status --json says the pull waits for the mirror, and why" st \

@@ -60,7 +60,7 @@ check "named with its path" said "hm.conf:4: \[store\] credentials-file: '$T/cre
 write_conf "s3://no-such-bucket-t0862/x" "$RGW_ENDPOINT"
 config_check "a bucket that is not there fails" 1
 check "named: no bucket" said "hm.conf:2: \[store\] url: .* has no bucket 'no-such-bucket-t0862' (NoSuchBucket)"
-port=$("$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+port=$(free_port)
 write_conf "s3://$RGW_BUCKET/t0862" "http://127.0.0.1:$port"
 config_check "an endpoint that does not answer fails" 1
 check "named at [store] s3-endpoint's line" said "hm.conf:3: \[store\] s3-endpoint: http://127.0.0.1:$port does not answer"
