@@ -11,6 +11,7 @@
 import { createHash, randomBytes } from "node:crypto";
 import { parseArgs } from "node:util";
 import * as hub from "@huggingface/hub";
+import { attempt, check, finish } from "./tap.mjs";
 
 console.debug = () => {};
 const { values: o } = parseArgs({
@@ -20,19 +21,6 @@ const { values: o } = parseArgs({
 const hubUrl = o["hub-url"].replace(/\/+$/, "");
 const credentials = { accessToken: o.token };
 const repo = { type: "model", name: o.repo };
-let failed = 0;
-const check = (name, cond, detail) => {
-	console.log(`${cond ? "ok" : "not ok"} - ${name}${cond || detail === undefined ? "" : ` (${detail})`}`);
-	if (!cond) failed++;
-};
-const attempt = async (name, fn) => {
-	try {
-		return await fn();
-	} catch (e) {
-		check(name, false, e.message);
-		return undefined;
-	}
-};
 
 const created = await attempt("createRepo", () => hub.createRepo({ repo, ...credentials, hubUrl }));
 if (created) check("createRepo answers the repo's URL", created.repoUrl === `${hubUrl}/${o.repo}`, created.repoUrl);
@@ -58,4 +46,4 @@ for (const [path, want] of [["config.json", small], ["weights/model.safetensors"
 }
 const info = await attempt("modelInfo", () => hub.modelInfo({ name: o.repo, ...credentials, hubUrl, additionalFields: ["sha"] }));
 if (info && res) check("modelInfo's sha is the commit", info.sha === res.commit.oid, info.sha);
-process.exit(failed ? 1 : 0);
+finish();

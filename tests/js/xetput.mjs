@@ -10,6 +10,7 @@ import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import * as hub from "@huggingface/hub";
+import { attempt, check, finish } from "./tap.mjs";
 
 console.debug = () => {};
 const { values: o } = parseArgs({
@@ -19,19 +20,6 @@ const { values: o } = parseArgs({
 const hubUrl = o["hub-url"].replace(/\/+$/, "");
 const credentials = { accessToken: o.token };
 const repo = { type: "model", name: o.repo };
-let failed = 0;
-const check = (name, cond, detail) => {
-	console.log(`${cond ? "ok" : "not ok"} - ${name}${cond || detail === undefined ? "" : ` (${detail})`}`);
-	if (!cond) failed++;
-};
-const attempt = async (name, fn) => {
-	try {
-		return await fn();
-	} catch (e) {
-		check(name, false, e.message);
-		return undefined;
-	}
-};
 
 const exists = await hub.repoExists({ repo, ...credentials, hubUrl }).catch(() => false);
 if (!exists)
@@ -49,4 +37,4 @@ if (blob) {
 	check(`${o.path} reads back byte for byte`, got.length === want.length &&
 		createHash("sha256").update(got).digest("hex") === createHash("sha256").update(want).digest("hex"), got.length);
 }
-process.exit(failed ? 1 : 0);
+finish();
