@@ -43,8 +43,8 @@ struct agent_evict {
 					 * measurement and all written since, or a run admitted during a
 					 * walk saw the cache as it was a walk ago: three shards whole) */
 	int64_t lt_down;                /* libtorrent's payload downloaded at the last tick (-1: not yet) */
-	int64_t lt_allowed;             /* bytes a second libtorrent may write itself (the rate the tick gave
-					 * it): taken, for the fill, until the next tick counts what it wrote */
+	int64_t lt_allowed;             /* bytes libtorrent may write itself before the next tick (banked and
+					 * its rate): taken, for the fill, until that tick counts what it wrote */
 	bool measured;                  /* a sizing job has measured the cache since the start */
 	int64_t sized_at;               /* when the last one ended */
 	size_t sized_nsnaps;            /* the table's size when it began (changed: measure) */
@@ -750,28 +750,41 @@ static bool must_wait(struct agent *a, int64_t bytes, int64_t over, const char *
 	return *why = "admitted PAST the bound: nothing can go", false;
 }
 
+/* Bytes admitted and not written yet: every fill's runs in flight and pieces waiting to be written. */
+static int64_t pending(struct agent *a)
+{
+	int64_t n = 0;
+
+	for (size_t i = 0; a->evict->l.pending && i < a->nsnaps; i++)
+		n += a->evict->l.pending(a->snaps[i]);
+	return n;
+}
+
 static bool bound_wait(struct agent *a, int64_t bytes)
 {
 	/* (what libtorrent may write before the next tick is counted as taken: it counts only then, and a
-	 * fill admitting the same room meanwhile would take it twice) */
-	int64_t use = use_now(a), over = use + OWN_GROWTH + a->evict->lt_allowed + bytes - a->cfg->cache_size;
+	 * fill admitting the same room meanwhile would take it twice; so are what the runs admitted
+	 * before, the fills' of every snapshot, still bring) */
+	int64_t use = use_now(a), due = pending(a);
+	int64_t over = use + OWN_GROWTH + a->evict->lt_allowed + due + bytes - a->cfg->cache_size;
 	const char *why = "";
 	bool wait = must_wait(a, bytes, over, &why);
 
 	log_debug("agent", "room for %lld bytes: the cache holds about %lld of %lld (measured %lld%s, written %lld "
-		  "and freed %lld since; libtorrent's %lld taken): %s", (long long)bytes, (long long)use,
-		  (long long)a->cfg->cache_size, (long long)a->evict->cache_used,
+		  "and freed %lld since; %lld admitted to come, libtorrent's %lld taken): %s", (long long)bytes,
+		  (long long)use, (long long)a->cfg->cache_size, (long long)a->evict->cache_used,
 		  a->evict->sizing ? ", measuring" : "", (long long)(a->evict->written - a->evict->written_sized),
-		  (long long)(a->evict->freed - a->evict->freed_sized), (long long)a->evict->lt_allowed, why);
+		  (long long)(a->evict->freed - a->evict->freed_sized), (long long)due, (long long)a->evict->lt_allowed,
+		  why);
 	return wait;
 }
 
 #define SWARM_ROOM ((int64_t)64 << 20) /* room is made for libtorrent once the bound has less than this
 				      * left (a quarter of a bound smaller than 256 MiB) */
 
-void agent_evict_swarm_allowed(struct agent *a, int64_t per_s)
+void agent_evict_swarm_allowed(struct agent *a, int64_t bytes)
 {
-	a->evict->lt_allowed = per_s > 0 ? per_s : 0;
+	a->evict->lt_allowed = bytes > 0 ? bytes : 0;
 }
 
 int64_t agent_swarm_room(struct agent *a)
@@ -782,7 +795,7 @@ int64_t agent_swarm_room(struct agent *a)
 		return -1;
 	if (!a->evict->measured)
 		return 0; /* the first sizing job runs at the first tick */
-	left = a->cfg->cache_size - use_now(a) - OWN_GROWTH;
+	left = a->cfg->cache_size - use_now(a) - OWN_GROWTH - pending(a); /* (the fills' runs admitted) */
 	want = a->cfg->cache_size / 4 < SWARM_ROOM ? a->cfg->cache_size / 4 : SWARM_ROOM;
 	if (left >= want)
 		return left;
@@ -801,6 +814,7 @@ bool agent_room_wait(struct agent *a, int64_t bytes)
 		return false; /* an unbounded cache evicts nothing: the write fails, as it always did */
 	if (bound_wait(a, bytes))
 		return true;
+	bytes += pending(a); /* (on the disk too, what runs admitted before still bring) */
 	avail = agent_disk_free(a, &disk);
 	if (avail < 0 || bytes + margin(disk) <= avail)
 		return false;
