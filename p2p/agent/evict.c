@@ -913,8 +913,9 @@ static void size_done(uv_work_t *w, int status)
 		free(z->drop[i]);
 	free(z->drop);
 	free(z);
-	/* (with the bytes a fill waits to write: room for them is made before they come) */
-	used = a->evict->cache_used + a->evict->room_bytes;
+	/* (with what was written since the walk began, and the bytes a fill waits to write: room for them is
+	 * made before they come) */
+	used = use_now(a) + a->evict->room_bytes;
 	a->evict->room_bytes = 0;
 	if (!a->stopping && a->cfg->cache_size > 0 && used > a->cfg->cache_size)
 		choose(a, used);
