@@ -197,13 +197,15 @@ struct agent_evict_listener {
 	void (*thinned)(void *ud, struct agent_snap *s, const struct p2p_cold *v, size_t n);
 	void (*room)(void *ud);
 	int64_t (*unseen)(const struct agent_snap *s);
+	int64_t (*pending)(const struct agent_snap *s); /* bytes admitted, not written yet (agent_fill_pending) */
 	void *ud;
 };
 void agent_evict_listen(struct agent *a, const struct agent_evict_listener *l);
 void agent_evict_free(struct agent_evict **e);
 void agent_evict_recall(struct agent *a);
 int64_t agent_cache_used(const struct agent *a);
-/* The direct fill is about to write bytes more: when the cache has a bound and those bytes would take
+/* The direct fill is about to write bytes more (a run's; what the runs admitted before still bring is
+ * counted too: the listener's pending): when the cache has a bound and those bytes would take
  * it past the bound, or its disk lacks the room, room is made first: snapshots nobody uses go (chosen
  * by the next sizing job, never from inside the call: the fill's own snapshot may be one), then cold
  * pieces (true: wait, the fill is poked when they are gone); false: write (there is room, or nothing
@@ -215,9 +217,10 @@ bool agent_room_wait(struct agent *a, int64_t bytes);
  * fetches from the swarm: p2p_session_set_room); when that is short, room is made as for the fill
  * (and 0 meanwhile); -1: no limit (no bound, or nothing can go). */
 int64_t agent_swarm_room(struct agent *a);
-/* The bytes a second libtorrent was allowed to write itself at this tick (the rate swarm_room gave
- * it): eviction counts them as taken until the next tick, when what it wrote is counted. */
-void agent_evict_swarm_allowed(struct agent *a, int64_t per_s);
+/* The bytes libtorrent may write itself before the next tick (what it may have banked and a second of
+ * the rate swarm_room gave it at this tick): eviction counts them as taken until that tick, when what
+ * it wrote is counted. */
+void agent_evict_swarm_allowed(struct agent *a, int64_t bytes);
 /* What libtorrent wrote into the cache since the last tick (its downloads): from the tick, before
  * agent_evict_tick. The fill says what it writes itself (agent_evict_wrote) as it writes it. */
 void agent_evict_count(struct agent *a);
@@ -285,6 +288,9 @@ bool agent_fill_direct_done(const struct agent_snap *s);
 void agent_fill_poke(struct agent *a);
 /* File bytes the fill wrote that libtorrent does not count yet (direct mode): for status. */
 int64_t agent_fill_unseen(const struct agent_snap *s);
+/* Bytes of s's fill admitted under the cache's bound and not written yet (its runs in flight, the
+ * pieces waiting to be written): taken, for eviction, until written. */
+int64_t agent_fill_pending(const struct agent_snap *s);
 void agent_fill_stop(struct agent *a, struct agent_snap *s);
 /* The fills' shared state (their HTTP layer, a timer): made at start by agent_fill_new, which takes
  * how a direct fill asks for room on the cache's disk (room_wait), how it says what it wrote into the

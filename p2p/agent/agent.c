@@ -221,10 +221,13 @@ static void pace(struct agent *a, struct agent_snap *s, const struct p2p_torrent
 
 /* Pieces from peers and web seeds are libtorrent's to write, past the fill's wait for room: each
  * snapshot fetching from the swarm gets its share of the room the cache's bound has left, as a
- * download limit of a quarter of it a second: libtorrent lets a torrent bank up to 3 s of its limit
+ * download limit of an eighth of it a second: libtorrent lets a torrent bank up to 3 s of its limit
  * (a burst after a pause), and the limit is set again at each tick (half a second apart), so what
- * comes between two ticks stays within the room even with a tick a second late; with no room, nothing
- * comes until room is made. */
+ * comes between two ticks stays within half the room even with a tick a second late, and that half
+ * counts as taken for the fill (the other half is its own); with no room, nothing comes until room is
+ * made. */
+#define SWARM_SHARE 8   /* libtorrent's limit a second: this part of the room left */
+#define SWARM_BANK_S 4  /* what it may write before the next tick counts it: 3 s banked, 1 s of a tick */
 static void swarm_room(struct agent *a)
 {
 	size_t n = 0;
@@ -236,13 +239,13 @@ static void swarm_room(struct agent *a)
 		n += a->snaps[i]->swarming && !a->snaps[i]->pinned;
 	agent_evict_swarm_allowed(a, 0); /* (the last tick's: what it wrote is counted now) */
 	room = n ? agent_swarm_room(a) : -1;
-	agent_evict_swarm_allowed(a, room > 0 ? room / 4 : 0);
+	agent_evict_swarm_allowed(a, room > 0 ? room / SWARM_SHARE * SWARM_BANK_S : 0);
 	for (size_t i = 0; i < a->nsnaps; i++)
 		a->snaps[i]->room_short = room == 0 && !a->snaps[i]->pinned;
 	for (size_t i = 0; i < a->nsnaps; i++)
 		if (a->snaps[i]->swarming)
 			p2p_session_set_room(a->ses, a->snaps[i]->btih,
-					     room < 0 || a->snaps[i]->pinned ? -1 : room / 4 / (int64_t)n);
+					     room < 0 || a->snaps[i]->pinned ? -1 : room / SWARM_SHARE / (int64_t)n);
 }
 
 static void on_tick(uv_timer_t *t)

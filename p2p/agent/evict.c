@@ -38,9 +38,13 @@ struct agent_evict {
 	 * torrent added again and no tick that comes late makes bytes on disk count nowhere. */
 	int64_t written, written_sized; /* bytes written into the cache: all, and when the last sizing began */
 	int64_t freed, freed_sized;     /* bytes thinning freed: all, and when the last sizing began */
+	int64_t written_walk, freed_walk; /* ...and when the one running began: the baseline of its result,
+					 * taken when it ends (until then the estimate stays the last
+					 * measurement and all written since, or a run admitted during a
+					 * walk saw the cache as it was a walk ago: three shards whole) */
 	int64_t lt_down;                /* libtorrent's payload downloaded at the last tick (-1: not yet) */
-	int64_t lt_allowed;             /* bytes a second libtorrent may write itself (the rate the tick gave
-					 * it): taken, for the fill, until the next tick counts what it wrote */
+	int64_t lt_allowed;             /* bytes libtorrent may write itself before the next tick (banked and
+					 * its rate): taken, for the fill, until that tick counts what it wrote */
 	bool measured;                  /* a sizing job has measured the cache since the start */
 	int64_t sized_at;               /* when the last one ended */
 	size_t sized_nsnaps;            /* the table's size when it began (changed: measure) */
@@ -708,30 +712,23 @@ static bool short_wait(struct agent *a)
 }
 
 /* The bound holds before bytes come, not after: when the cache would go past it, what can go goes
- * first (snapshots nobody uses, then cold pieces), and the writer waits for it. */
-static bool bound_wait(struct agent *a, int64_t bytes)
+ * first (snapshots nobody uses, then cold pieces), and the writer waits for it. *why: the reason
+ * (for the log). */
+static bool must_wait(struct agent *a, int64_t bytes, int64_t over, const char **why)
 {
-	/* (what libtorrent may write before the next tick is counted as taken: it counts only then, and the
-	 * fill admitting the same room meanwhile took the cache past the bound, 8832 KiB of 8192 once) */
-	int64_t over = use_now(a) + OWN_GROWTH + a->evict->lt_allowed + bytes - a->cfg->cache_size;
-
-	log_debug("agent", "room for %lld bytes: the cache holds about %lld of %lld (measured %lld, written %lld "
-		  "and freed %lld since)%s", (long long)bytes, (long long)use_now(a), (long long)a->cfg->cache_size,
-		  (long long)a->evict->cache_used, (long long)(a->evict->written - a->evict->written_sized),
-		  (long long)(a->evict->freed - a->evict->freed_sized), a->evict->measured ? "" : ", not measured yet");
 	/* (not before the cache was measured once: the first sizing job runs at the first tick) */
 	if (!a->evict->measured)
-		return true;
+		return *why = "waits: the cache is not measured yet", true;
 	if (over <= 0) {
 		a->evict->short_since = 0;
 		a->evict->short_said = false;
-		return false;
+		return *why = "admitted: within the bound", false;
 	}
 	/* room on its way: the fill is poked once the files are gone (size_done, thin_done); and never a
 	 * thinning job while the cache is measured: the walk would count its holes, and the estimate
 	 * (what was measured, less what thinning freed since) would count them twice */
 	if (a->evict->sizing || a->evict->evicting || a->evict->ndrop || a->evict->room_bytes)
-		return true;
+		return *why = "waits: a sizing or thinning job makes room", true;
 	/* Snapshots nobody uses go first, but not from here: the fill asking may be the one of a
 	 * snapshot that goes (one the local endpoint or preheat fetches), and its caller still holds it.
 	 * The next sizing job (at the next tick) chooses with these bytes counted, and pokes the fill. */
@@ -741,22 +738,53 @@ static bool bound_wait(struct agent *a, int64_t bytes)
 				a->evict->room_bytes = bytes;
 				a->evict->room_asked_ms = uv_now(&a->loop);
 				agent_evict_now(a);
-				return true;
+				return *why = "waits: snapshots nobody uses go", true;
 			}
 	/* twice what is missing, so that each run does not wait for a job of its own; never a piece read in
 	 * the last PIECE_IDLE_S (touches are counted in whole seconds: with 1, a piece read a millisecond
 	 * before the second turned was cold, and a reader that keeps a file in use lost its pieces) */
 	if (thin_useful(a) && thin(a, over + bytes, PIECE_IDLE_S))
-		return true;
-	return short_wait(a);
+		return *why = "waits: cold pieces go", true;
+	if (short_wait(a))
+		return *why = "waits: pieces read a moment ago grow cold", true;
+	return *why = "admitted PAST the bound: nothing can go", false;
+}
+
+/* Bytes admitted and not written yet: every fill's runs in flight and pieces waiting to be written. */
+static int64_t pending(struct agent *a)
+{
+	int64_t n = 0;
+
+	for (size_t i = 0; a->evict->l.pending && i < a->nsnaps; i++)
+		n += a->evict->l.pending(a->snaps[i]);
+	return n;
+}
+
+static bool bound_wait(struct agent *a, int64_t bytes)
+{
+	/* (what libtorrent may write before the next tick is counted as taken: it counts only then, and a
+	 * fill admitting the same room meanwhile would take it twice; so are what the runs admitted
+	 * before, the fills' of every snapshot, still bring) */
+	int64_t use = use_now(a), due = pending(a);
+	int64_t over = use + OWN_GROWTH + a->evict->lt_allowed + due + bytes - a->cfg->cache_size;
+	const char *why = "";
+	bool wait = must_wait(a, bytes, over, &why);
+
+	log_debug("agent", "room for %lld bytes: the cache holds about %lld of %lld (measured %lld%s, written %lld "
+		  "and freed %lld since; %lld admitted to come, libtorrent's %lld taken): %s", (long long)bytes,
+		  (long long)use, (long long)a->cfg->cache_size, (long long)a->evict->cache_used,
+		  a->evict->sizing ? ", measuring" : "", (long long)(a->evict->written - a->evict->written_sized),
+		  (long long)(a->evict->freed - a->evict->freed_sized), (long long)due, (long long)a->evict->lt_allowed,
+		  why);
+	return wait;
 }
 
 #define SWARM_ROOM ((int64_t)64 << 20) /* room is made for libtorrent once the bound has less than this
 				      * left (a quarter of a bound smaller than 256 MiB) */
 
-void agent_evict_swarm_allowed(struct agent *a, int64_t per_s)
+void agent_evict_swarm_allowed(struct agent *a, int64_t bytes)
 {
-	a->evict->lt_allowed = per_s > 0 ? per_s : 0;
+	a->evict->lt_allowed = bytes > 0 ? bytes : 0;
 }
 
 int64_t agent_swarm_room(struct agent *a)
@@ -767,7 +795,7 @@ int64_t agent_swarm_room(struct agent *a)
 		return -1;
 	if (!a->evict->measured)
 		return 0; /* the first sizing job runs at the first tick */
-	left = a->cfg->cache_size - use_now(a) - OWN_GROWTH;
+	left = a->cfg->cache_size - use_now(a) - OWN_GROWTH - pending(a); /* (the fills' runs admitted) */
 	want = a->cfg->cache_size / 4 < SWARM_ROOM ? a->cfg->cache_size / 4 : SWARM_ROOM;
 	if (left >= want)
 		return left;
@@ -786,6 +814,7 @@ bool agent_room_wait(struct agent *a, int64_t bytes)
 		return false; /* an unbounded cache evicts nothing: the write fails, as it always did */
 	if (bound_wait(a, bytes))
 		return true;
+	bytes += pending(a); /* (on the disk too, what runs admitted before still bring) */
 	avail = agent_disk_free(a, &disk);
 	if (avail < 0 || bytes + margin(disk) <= avail)
 		return false;
@@ -877,13 +906,16 @@ static void size_done(uv_work_t *w, int status)
 	a->evict->deleting = false;
 	a->evict->sized_at = time(NULL);
 	a->evict->cache_used = z->used;
+	a->evict->written_sized = a->evict->written_walk;
+	a->evict->freed_sized = a->evict->freed_walk;
 	a->evict->measured = true;
 	for (size_t i = 0; i < z->ndrop; i++)
 		free(z->drop[i]);
 	free(z->drop);
 	free(z);
-	/* (with the bytes a fill waits to write: room for them is made before they come) */
-	used = a->evict->cache_used + a->evict->room_bytes;
+	/* (with what was written since the walk began, and the bytes a fill waits to write: room for them is
+	 * made before they come) */
+	used = use_now(a) + a->evict->room_bytes;
 	a->evict->room_bytes = 0;
 	if (!a->stopping && a->cfg->cache_size > 0 && used > a->cfg->cache_size)
 		choose(a, used);
@@ -910,8 +942,8 @@ void agent_evict_tick(struct agent *a)
 	z->a = a;
 	z->drop = a->evict->drop;
 	z->ndrop = a->evict->ndrop;
-	a->evict->written_sized = a->evict->written;
-	a->evict->freed_sized = a->evict->freed;
+	a->evict->written_walk = a->evict->written;
+	a->evict->freed_walk = a->evict->freed;
 	a->evict->deleting = a->evict->ndrop > 0;
 	a->evict->drop = NULL;
 	a->evict->ndrop = 0;

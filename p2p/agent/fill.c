@@ -649,14 +649,15 @@ static int failing(const struct fill *f)
 
 /* No run that the cache's bound or its disk has no room for while eviction can make it (room is made
  * before the bytes come, and a read waits for it rather than fail on a full disk): what it asks for,
- * what runs in flight still bring, what waits to be written (in a swarm too: a piece handed to
- * libtorrent is written there). true: run [first, end) waits (its pieces unclaimed, the same run
- * next time), and status says why (agent_fill_room_waiting). */
+ * beside what the runs of every fill admitted before still bring and what waits to be written (in a
+ * swarm too: a piece handed to libtorrent is written there; agent_fill_pending). true: run
+ * [first, end) waits (its pieces unclaimed, the same run next time), and status says why
+ * (agent_fill_room_waiting). */
 static bool waits_for_room(struct fill *f, int first, int end)
 {
 	struct agent *a = f->a;
 
-	if (!a->fills->room_wait(a, run_bytes(f, first, end) + inflight_bytes(f) + f->working_bytes)) {
+	if (!a->fills->room_wait(a, run_bytes(f, first, end))) {
 		f->room_since = 0;
 		return false;
 	}
@@ -998,6 +999,11 @@ bool agent_fill_direct_done(const struct agent_snap *s)
 	return s->fill && s->fill->direct && s->fill->all_in;
 }
 
+int64_t agent_fill_pending(const struct agent_snap *s)
+{
+	return s->fill ? inflight_bytes(s->fill) + s->fill->working_bytes : 0;
+}
+
 int64_t agent_fill_unseen(const struct agent_snap *s)
 {
 	return s->fill && s->fill->direct ? s->fill->direct_bytes : 0;
@@ -1061,7 +1067,13 @@ void agent_fill_new(struct agent *a, agent_room_wait_fn *room_wait, agent_wrote_
 	a->fills->soon.data = a;
 	a->fills->room_wait = room_wait;
 	a->fills->wrote = wrote;
-	*l = (struct agent_evict_listener){.thinned = forget, .room = room_made, .unseen = agent_fill_unseen, .ud = a};
+	*l = (struct agent_evict_listener){
+		.thinned = forget,
+		.room = room_made,
+		.unseen = agent_fill_unseen,
+		.pending = agent_fill_pending,
+		.ud = a,
+	};
 }
 
 void agent_fill_end(struct agent *a)

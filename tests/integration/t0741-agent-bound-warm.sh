@@ -48,9 +48,7 @@ for i in 1 2 3 4 5; do
 	[ "$after" = "$before" ] || refetched=$((refetched + 1))
 done
 check "every read and re-read returns upstream's bytes" test "$bad" = 0
-BOUND_WHY="#50 item 1: right after a read the cache was measured at 8832 KiB of 8 MiB (three shards whole) in rehearsals of the suite, t0741 under the sanitizers and t0725 in the normal build; the path that admits them is not found"
-todo "the cache held at most its 8 MiB right after every read and re-read (worst $worst KiB)" "$BOUND_WHY" \
-	test "$worst" -le 8192
+check "the cache held at most its 8 MiB right after every read and re-read (worst $worst KiB)" test "$worst" -le 8192
 check "no re-read of the shard just read fetched a byte ($refetched did)" test "$refetched" = 0
 check "the log says pieces left the cache" grep -q "read least recently left the cache" "$T/cache/agent.log"
 "$HUBMIRROR" status --json >"$T/st.json"
@@ -66,7 +64,7 @@ check "shard 1, read longest ago, had left the cache (fetched again)" test $((af
 used=$(kb)
 # (under load this once left 9976 KiB: the fill had handed the snapshot to libtorrent and gone direct
 # again, and the estimate, made of what each side said it held, counted some bytes nowhere)
-todo "and the cache is still within its bound ($used KiB)" "$BOUND_WHY" test "$used" -le 8192
+check "and the cache is still within its bound ($used KiB)" test "$used" -le 8192
 check "umount" "$HUBMIRROR" umount "$T/m"
 check "agent --stop" "$HUBMIRROR" agent --stop
 check "the agent's log holds no sanitizer report" bash -c "! grep -E 'Sanitizer|runtime error' '$T/cache/agent.log'"
