@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # xet_bench.sh [BUILD] [MIB] [RUNS] [BASELINE]: the CPU a file's Xet identity (hub/xet) adds to the
 # SHA-256 the store computes as a blob is written: CPU-seconds per GiB of SHA-256 alone (OpenSSL), of
-# SHA-256 and the identity in one pass over the same 256 KiB slices, of the identity alone and of its
-# chunker alone, and of SHA-256 with the identity a sync through Xet makes (the chunks it checks,
-# stated), over MIB MiB (default 4096) of random bytes in memory, no I/O. RUNS runs (default 3), each
+# SHA-256 and the identity in one pass over the same 256 KiB slices, of the identity alone, of SHA-256
+# with the identity a sync through Xet makes (the chunks it checks, stated), and of the identity's
+# chunker alone and its chunk hashes (BLAKE3) alone, over MIB MiB (default 4096) of random bytes in
+# memory, no I/O. RUNS runs (default 3), each
 # printed, then each line's median and the load average. With BASELINE (another build's
 # tests/unit/xet-ident, e.g. of an older commit) the two programs run alternately, baseline first in
 # each round, and the medians of both are printed side by side. docs/benchmarks.md, "Xet identity".
