@@ -592,6 +592,22 @@ int mirror_store_writer_check(struct mirror_store_writer *w)
 	return w->check_result = r;
 }
 
+/* A streamed writer's upload completed (the object made visible) under its content's stripe lock,
+ * shared: gc's reap of the content (asked, aged, deleted) never crosses it (mirror_store_reap). */
+static int commit_streamed(struct mirror_store_writer *w)
+{
+	int lk = mirror__store_stripe_lock(w->store, w->got256, LOCK_SH), r;
+
+	if (lk < 0) {
+		log_warn("store", "cannot lock %.12s's stripe: %s", w->got256, err_str(lk));
+		store_bucket_put_abort(&w->put);
+		return lk;
+	}
+	r = store_bucket_put_commit(&w->put);
+	close(lk);
+	return r;
+}
+
 int mirror_store_writer_commit(struct mirror_store_writer **wp, char *sha256_out)
 {
 	struct mirror_store_writer *w = *wp;
@@ -607,7 +623,7 @@ int mirror_store_writer_commit(struct mirror_store_writer **wp, char *sha256_out
 		goto out;
 	}
 	if (w->put) { /* streamed: completed in the bucket now (hashed there too), nothing kept here */
-		r = store_bucket_put_commit(&w->put);
+		r = commit_streamed(w);
 		if (r)
 			log_warn("store", "cannot put %.12s in the bucket: %s (%s)", got256, err_str(r),
 				 store_bucket_errmsg());
@@ -1270,7 +1286,7 @@ bool mirror_store_writer_stream(struct mirror_store_writer *w)
 {
 	struct mirror_store *s = w->store;
 
-	if (!s->bucket || w->fill || w->private_ || !w->sha256[0] || w->size <= s->cache_max || w->written ||
+	if (!s->bucket || w->fill || !w->sha256[0] || w->size <= s->cache_max || w->written ||
 	    w->put)
 		return false;
 	if (w->xet_given) {  /* (see _given_chunks: chunked here after all) */

@@ -107,12 +107,14 @@ int mirror_store_writer_check(struct mirror_store_writer *w);
 int mirror_store_writer_commit(struct mirror_store_writer **w, char *sha256_out);
 
 /*
- * With a bucket behind the store, a content bigger than the local cache's bound (a fetch of the
- * mirror's own: not a private writer, sha256 and size known, nothing written yet) is streamed straight
- * into the bucket as it comes, never whole on local disk: _stream switches w to that (true), or
- * leaves it as it is (false). Each byte is then hashed and handed to a multipart upload
- * (store_bucket_put_*) completed by _commit only once the whole hashed to the content; nothing is
- * kept in the cache, and there is no partial file to follow (a reader of one must not ask for it).
+ * With a bucket behind the store, a content bigger than the local cache's bound (a sync's fetch, a
+ * user's upload, a bundle's entry: not a fill of the cache, sha256 and size known, nothing written
+ * yet) is streamed straight into the bucket as it comes, never whole on local disk: _stream switches
+ * w to that (true), or leaves it as it is (false). Each byte is then hashed and handed to a multipart
+ * upload (store_bucket_put_*; _write waits while 16 MiB are queued for it) completed by _commit only
+ * once the whole hashed to the content, under the content's stripe lock as any put (gc's reap never
+ * crosses it); nothing is kept in the cache, and there is no partial file to follow (a reader of one
+ * must not ask for it).
  * _abort drops the upload whatever keep_partial says: a fetch resumed by a new writer (after a kill,
  * or a writer aborted) starts from zero; one that keeps the writer across a reset goes on from
  * _offset. _streams: whether w was switched.

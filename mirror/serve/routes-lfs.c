@@ -474,6 +474,9 @@ static struct object_sink *object_claim(struct mirror_routes *rt, struct httpd_r
 			/* (a writer of its own: it waits for no one, and no one for it) */
 			s->status = e == -ENOSPC ? 507 : 500;
 			s->why = "the store cannot take it";
+		} else {
+			/* bigger than the bucket's local cache: into the bucket as it comes, not to disk */
+			mirror_store_writer_stream(s->w);
 		}
 		catalog_repo_release(&repo);
 	}

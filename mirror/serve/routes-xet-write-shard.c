@@ -294,6 +294,7 @@ static int write_file(struct shard_job *s, struct catalog *cat, const struct xet
 	if (!mirror_store_has(s->data->store, sha, (int64_t)size)) {
 		if ((e = mirror_store_writer_new_private(s->data->store, &x, &r.w)))
 			return e;
+		mirror_store_writer_stream(r.w); /* (bigger than the bucket's cache: into it, not to disk) */
 		for (size_t i = 0; i < f->n && !e; i++)
 			e = rebuild_term(s, &f->terms[i], &r);
 		if (e)
