@@ -345,6 +345,7 @@ static int store_blob(struct mirror_data *d, struct archive *a, const char *sha2
 
 	if (r)
 		return bundle__fail(errmsg, r, "store: %s", err_str(r));
+	mirror_store_writer_stream(w); /* (bigger than the bucket's cache: into it, not to disk) */
 	while ((got = archive_read_data(a, buf, CHUNK)) > 0)
 		if ((r = mirror_store_writer_write(w, buf, (size_t)got)) != 0) {
 			mirror_store_writer_abort(&w, false);
