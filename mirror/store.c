@@ -1286,7 +1286,7 @@ bool mirror_store_writer_stream(struct mirror_store_writer *w)
 {
 	struct mirror_store *s = w->store;
 
-	if (!s->bucket || w->fill || !w->sha256[0] || w->size <= s->cache_max || w->written ||
+	if (!mirror_store_streams_size(s, w->size) || w->fill || !w->sha256[0] || w->written ||
 	    w->put)
 		return false;
 	if (w->xet_given) {  /* (see _given_chunks: chunked here after all) */
@@ -1295,6 +1295,11 @@ bool mirror_store_writer_stream(struct mirror_store_writer *w)
 		w->xet_given = false;
 	}
 	return store_bucket_put_begin(s->bucket, w->sha256, w->size, &w->put) == 0;
+}
+
+bool mirror_store_streams_size(const struct mirror_store *s, int64_t size)
+{
+	return s->bucket && size > s->cache_max;
 }
 
 bool mirror_store_writer_streams(const struct mirror_store_writer *w)

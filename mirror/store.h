@@ -120,6 +120,9 @@ int mirror_store_writer_commit(struct mirror_store_writer **w, char *sha256_out)
  * _offset. _streams: whether w was switched.
  */
 bool mirror_store_writer_stream(struct mirror_store_writer *w);
+/* Whether a content of size bytes is one _stream switches to the bucket (a bucket behind the store,
+ * and bigger than its cache's bound). */
+bool mirror_store_streams_size(const struct mirror_store *s, int64_t size);
 bool mirror_store_writer_streams(const struct mirror_store_writer *w);
 /* Stop writing; keep_partial keeps the bytes for a later resume. Frees *w; accepts NULL. */
 void mirror_store_writer_abort(struct mirror_store_writer **w, bool keep_partial);
