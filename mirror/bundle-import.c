@@ -801,7 +801,7 @@ static int store_pass(struct mirror_data *d, struct archive *a, json_t *blobs, j
 			goto out;
 		}
 		size = archive_entry_size(e);
-		if (mirror_store_has(d->store, sha, size)) {
+		if (mirror_store_reuse(d->store, sha, size)) {
 			if ((err = hash_entry(a, sha, buf, errmsg)))
 				goto out;
 			rep->blobs_skipped++;

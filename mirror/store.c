@@ -172,6 +172,28 @@ bool mirror_store_has(const struct mirror_store *s, const char *sha256, int64_t 
 	return ok;
 }
 
+bool mirror_store_reuse(const struct mirror_store *s, const char *sha256, int64_t size)
+{
+	int64_t there = -1;
+	int lk, r;
+
+	if (!s->bucket || !hex_is_lower(sha256, 64))
+		return has(s, sha256, size);
+	lk = mirror__store_stripe_lock(s, sha256, LOCK_SH); /* (as mirror_store_has) */
+	if (lk < 0) {
+		log_warn("store", "cannot lock %.12s's stripe: %s", sha256, err_str(lk));
+		return false;
+	}
+	r = store_bucket_stat(s->bucket, sha256, &there);
+	if (!r && size >= 0 && there != size)
+		r = HM_ERR_SIZE_MISMATCH;
+	if (!r && (r = store_bucket_touch(s->bucket, sha256)) != 0)
+		log_warn("store", "cannot re-stamp %.12s in the bucket: %s (%s); it is written again", sha256,
+			 err_str(r), store_bucket_errmsg());
+	close(lk);
+	return r == 0;
+}
+
 static bool has(const struct mirror_store *s, const char *sha256, int64_t size)
 {
 	char *p = blob_local(s, sha256);

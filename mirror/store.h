@@ -43,6 +43,12 @@ char *mirror_store_cache_path(const struct mirror_store *s, const char *sha256);
 
 /* True if the blob is present with this size (size -1: any). */
 bool mirror_store_has(const struct mirror_store *s, const char *sha256, int64_t size);
+/* mirror_store_has for a writer that counts on the content instead of writing it (a commit's file, an
+ * LFS object the client need not send, a push's, a bundle's): with a bucket, true only when the bucket
+ * holds it and its object was re-stamped (store_bucket_touch), so that another mirror's gc sharing the
+ * bucket takes it for one put after this mirror's live set (its catalog does not name it yet, maybe);
+ * a content the cache holds and the bucket lost is false (written again). */
+bool mirror_store_reuse(const struct mirror_store *s, const char *sha256, int64_t size);
 
 /*
  * Start writing content that must match *expect. With resume, an existing partial file for the

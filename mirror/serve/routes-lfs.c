@@ -194,7 +194,7 @@ static int hold_upload(struct catalog *cat, int64_t repo_id, const char *oid)
  * a private or guarded repo's file and read it: it must upload the bytes once. */
 static bool object_held(struct mirror_routes *rt, struct catalog *cat, const char *oid, int64_t size, int64_t repo_id)
 {
-	return mirror_store_has(rt->data->store, oid, size) && mirror_access_may_name(rt->access, cat, oid, repo_id);
+	return mirror_access_may_name(rt->access, cat, oid, repo_id) && mirror_store_reuse(rt->data->store, oid, size);
 }
 
 /* Would the objects of a batch that the repo does not hold yet fit in its namespace's quota? */

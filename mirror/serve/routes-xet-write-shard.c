@@ -291,7 +291,7 @@ static int write_file(struct shard_job *s, struct catalog *cat, const struct xet
 	snprintf(owner, sizeof(owner), "upload:%lld", (long long)s->repo_id);
 	if ((e = catalog_hold(cat, owner, (int64_t)time(NULL) + MIRROR__XETW_FILE_HOLD_S, v, 1)))
 		return e;
-	if (!mirror_store_has(s->data->store, sha, (int64_t)size)) {
+	if (!mirror_store_reuse(s->data->store, sha, (int64_t)size)) {
 		if ((e = mirror_store_writer_new_private(s->data->store, &x, &r.w)))
 			return e;
 		mirror_store_writer_stream(r.w); /* (bigger than the bucket's cache: into it, not to disk) */

@@ -12,7 +12,9 @@
 # 3. a PUT whose bytes are not the oid's (one byte changed) is refused, nothing under the id and no
 #    upload left behind;
 # 4. the JavaScript client's upload through Xet (the file rebuilt from its xorbs) goes the same way
-#    and reads back byte for byte.
+#    and reads back byte for byte;
+# 5. two mirrors on the bucket: a commit of this one that counts on a content another put and dropped
+#    re-stamps its object, and the other's gc keeps it (on the code before: deleted, checks 38-40).
 . "$HM_SRC/tests/integration/lib.sh"
 need_ceph
 need_node_module @huggingface/hub
@@ -119,4 +121,43 @@ check "no upload is left" test "$(uploads)" = 0
 
 check "verify passes" "$HUBMIRROR" verify
 check "serve stops clean" serve_stops_clean
+
+# 5. two mirrors on the bucket: this one (A) counts on a content another (B) put and then dropped,
+#    which A's catalog did not name when A last wrote its live set: A's commit re-stamps the object,
+#    so B's gc takes it for young and keeps it (on the code before, B's gc deleted it: A's file lost)
+commit_file() { # MIRROR REPO PATH FILE: a commit of FILE (a small one, sent whole in the commit)
+	"$PY" - "$@" <<'PY'
+import os, sys
+sys.path.insert(0, os.environ["HFU"])
+from hfupload import Api
+api = Api(sys.argv[1], "hf_writer_acme_0001")
+api.create_repo(sys.argv[2], exist_ok=True)
+ans, _ = api.upload_files(sys.argv[2], [(sys.argv[3], open(sys.argv[4], "rb").read())])
+assert len(ans["commitOid"]) == 40, ans
+PY
+}
+printf 'shared by two mirrors %s\n' "$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')" >"$T/small.txt"
+sm=$(sha256sum <"$T/small.txt" | cut -d' ' -f1)
+B=$T/b
+check "mirror B's serve starts on the same bucket" start_serve --data "$B" --local acme --tokens "$T/tokens" --p2p-listen off
+check "B commits a small file" commit_file "$M" acme/b small.txt "$T/small.txt"
+check "it is in the bucket" test "$(s3 HEAD "/t0877/blobs/${sm:0:2}/$sm")" = 200
+check "B's gc writes B's live set, naming it" "$HUBMIRROR" gc --data "$B" --grace 0
+check "B deletes its repo" "$PY" -c 'import os, sys
+sys.path.insert(0, os.environ["HFU"])
+from hfupload import Api
+Api(sys.argv[1], "hf_writer_acme_0001").delete_repo("acme/b")' "$M"
+check "B's serve stops" serve_stops_clean
+sleep 1.1 # (the bucket's times are whole seconds: A's live set is written a second after the put)
+check "A's gc writes A's live set, which does not name it" "$HUBMIRROR" gc --grace 0
+check "B's live set kept it" test "$(s3 HEAD "/t0877/blobs/${sm:0:2}/$sm")" = 200
+sleep 1.1 # (and A's commit comes a second after A's live set)
+check "A's serve starts again" start_serve --local acme --tokens "$T/tokens" --p2p-listen off
+check "A commits the same file, counting on the bucket's object" commit_file "$M" acme/up small.txt "$T/small.txt"
+"$HUBMIRROR" gc --data "$B" --grace 0 --json >"$T/gcb.json"
+check "B's gc, its catalog no longer naming it, leaves A's file" test "$(s3 HEAD "/t0877/blobs/${sm:0:2}/$sm")" = 200
+rm -f "$HUBMIRROR_DATA/store/blobs/${sm:0:2}/$sm"
+check "A serves it from the bucket" bash -c "[ \"\$(curl -fsS '$M/acme/up/resolve/main/small.txt' | sha256sum | cut -d' ' -f1)\" = $sm ]"
+check "A's verify finds nothing missing" "$HUBMIRROR" verify
+check "A's serve stops clean" serve_stops_clean
 finish
