@@ -346,6 +346,7 @@ static int store_blob(struct mirror_data *d, struct archive *a, const char *sha2
 
 	if (r)
 		return bundle__fail(errmsg, r, "store: %s", err_str(r));
+	store_writer_stream(w); /* (bigger than the bucket's cache: into it, not to disk) */
 	while ((got = archive_read_data(a, buf, CHUNK)) > 0)
 		if ((r = store_writer_write(w, buf, (size_t)got)) != 0) {
 			store_writer_abort(&w, false);
@@ -801,7 +802,7 @@ static int store_pass(struct mirror_data *d, struct archive *a, json_t *blobs, j
 			goto out;
 		}
 		size = archive_entry_size(e);
-		if (store_has(d->store, sha, size)) {
+		if (store_reuse(d->store, sha, size)) {
 			if ((err = hash_entry(a, sha, buf, errmsg)))
 				goto out;
 			rep->blobs_skipped++;

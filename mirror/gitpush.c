@@ -513,7 +513,7 @@ static int flush_blobs(struct push *s, size_t upto)
 		return fail(s, e, "the store cannot take the pushed files: %s", err_str(e));
 	for (; s->checked < upto; s->checked++) {
 		const struct pblob *b = &s->b[s->checked];
-		if (b->lfs && (!store_has(s->d->store, b->sha256, b->size) ||
+		if (b->lfs && (!store_reuse(s->d->store, b->sha256, b->size) ||
 			       !s->p->may_name(s->p->may_name_ud, s->d->catalog, b->sha256, s->repo->id)))
 			return fail(s, -EPERM,
 				    "'%s': its Git LFS object %s (%lld bytes) was not uploaded to this "

@@ -338,7 +338,7 @@ int mirror_upload_put_small(struct mirror_data *d, const void *data, size_t n, c
 	EVP_Digest(data, n, md, &mdlen, EVP_sha256(), NULL);
 	hex_encode(md, 32, hex);
 	x = (struct store_expect){ .sha256 = hex, .git_oid = NULL, .size = (int64_t)n };
-	if (!store_has(d->store, hex, (int64_t)n)) {
+	if (!store_reuse(d->store, hex, (int64_t)n)) {
 		if ((e = store_writer_new_private(d->store, &x, &w)))
 			return e;
 		if ((e = store_writer_write(w, data, n))) {

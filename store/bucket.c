@@ -442,6 +442,21 @@ int store_bucket_delete(struct store_bucket *b, const char *sha256)
 	return r;
 }
 
+int store_bucket_touch(struct store_bucket *b, const char *sha256)
+{
+	char *key = store_bucket_key(sha256);
+	struct store_s3 *s = key ? take(b) : NULL;
+	int r;
+
+	if (!s) {
+		free(key);
+		return key ? -ENOMEM : -EINVAL;
+	}
+	r = put(b, s, store_s3_touch(s, key));
+	free(key);
+	return r;
+}
+
 struct each_ctx {
 	int (*fn)(void *ud, const char *name, int64_t size);
 	void *ud;

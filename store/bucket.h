@@ -82,6 +82,12 @@ int store_bucket_check(struct store_bucket *b, const char *sha256, bool *ok, int
 
 int store_bucket_delete(struct store_bucket *b, const char *sha256);
 
+/* Re-stamp the content's object (copied onto itself: its Last-Modified now), for a writer that counts
+ * on a content it found in the bucket: another mirror's gc then takes it for one put after its own
+ * live sets were written (docs/operations.md, section 8). Returns 0, HM_ERR_NOT_FOUND, or a code of
+ * s3.h. */
+int store_bucket_touch(struct store_bucket *b, const char *sha256);
+
 /* Every object under blobs/ (name: the key's last part, which may not be a content id; size). A
  * non-zero return of fn stops the walk with it. */
 int store_bucket_each(struct store_bucket *b, int (*fn)(void *ud, const char *name, int64_t size), void *ud);

@@ -528,6 +528,25 @@ int store_s3_delete(struct store_s3 *s, const char *key)
 	return err;
 }
 
+int store_s3_touch(struct store_s3 *s, const char *key)
+{
+	struct store__req *r = store__req_new(s, "PUT", key, NULL);
+	char *full = xasprintf("%s/%s%s", s->bucket, s->prefix, key), *src = store__escape(full, true);
+	char *h = xasprintf("x-amz-copy-source: /%s", src);
+	int err;
+
+	r->hdrs = curl_slist_append(r->hdrs, h);
+	r->hdrs = curl_slist_append(r->hdrs, "x-amz-metadata-directive: REPLACE");
+	curl_easy_setopt(r->h, CURLOPT_HTTPHEADER, r->hdrs);
+	store__req_body(r, "", 0, false);
+	err = store__run(r);
+	store__req_free(&r);
+	free(h);
+	free(src);
+	free(full);
+	return err;
+}
+
 static int probe_sink(void *ud, const void *data, size_t n)
 {
 	struct buf *b = ud;

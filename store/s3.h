@@ -85,6 +85,11 @@ int store_s3_put(struct store_s3 *s, const char *key, const void *data, size_t n
 
 int store_s3_delete(struct store_s3 *s, const char *key);
 
+/* Copy the object onto itself (CopyObject, its metadata replaced): the same bytes, a new Last-Modified.
+ * Up to the 5 GiB a single copy may be (bigger: HM_ERR_UPSTREAM, as the gateway says). Returns 0,
+ * HM_ERR_NOT_FOUND, or another code. */
+int store_s3_touch(struct store_s3 *s, const char *key);
+
 /* An object written as it streams: nothing is visible under key until store_s3_upload_commit()
  * (a multipart upload once more than one part's bytes came, one PUT at commit else); abort, or a
  * failure, leaves nothing (the parts sent are dropped by AbortMultipartUpload). */

@@ -172,6 +172,28 @@ bool store_has(const struct store *s, const char *sha256, int64_t size)
 	return ok;
 }
 
+bool store_reuse(const struct store *s, const char *sha256, int64_t size)
+{
+	int64_t there = -1;
+	int lk, r;
+
+	if (!s->bucket || !hex_is_lower(sha256, 64))
+		return has(s, sha256, size);
+	lk = store__stripe_lock(s, sha256, LOCK_SH); /* (as store_has) */
+	if (lk < 0) {
+		log_warn("store", "cannot lock %.12s's stripe: %s", sha256, err_str(lk));
+		return false;
+	}
+	r = store_bucket_stat(s->bucket, sha256, &there);
+	if (!r && size >= 0 && there != size)
+		r = HM_ERR_SIZE_MISMATCH;
+	if (!r && (r = store_bucket_touch(s->bucket, sha256)) != 0)
+		log_warn("store", "cannot re-stamp %.12s in the bucket: %s (%s); it is written again", sha256,
+			 err_str(r), store_bucket_errmsg());
+	close(lk);
+	return r == 0;
+}
+
 static bool has(const struct store *s, const char *sha256, int64_t size)
 {
 	char *p = blob_local(s, sha256);
@@ -592,6 +614,22 @@ int store_writer_check(struct store_writer *w)
 	return w->check_result = r;
 }
 
+/* A streamed writer's upload completed (the object made visible) under its content's stripe lock,
+ * shared: gc's reap of the content (asked, aged, deleted) never crosses it (store_reap). */
+static int commit_streamed(struct store_writer *w)
+{
+	int lk = store__stripe_lock(w->store, w->got256, LOCK_SH), r;
+
+	if (lk < 0) {
+		log_warn("store", "cannot lock %.12s's stripe: %s", w->got256, err_str(lk));
+		store_bucket_put_abort(&w->put);
+		return lk;
+	}
+	r = store_bucket_put_commit(&w->put);
+	close(lk);
+	return r;
+}
+
 int store_writer_commit(struct store_writer **wp, char *sha256_out)
 {
 	struct store_writer *w = *wp;
@@ -607,7 +645,7 @@ int store_writer_commit(struct store_writer **wp, char *sha256_out)
 		goto out;
 	}
 	if (w->put) { /* streamed: completed in the bucket now (hashed there too), nothing kept here */
-		r = store_bucket_put_commit(&w->put);
+		r = commit_streamed(w);
 		if (r)
 			log_warn("store", "cannot put %.12s in the bucket: %s (%s)", got256, err_str(r),
 				 store_bucket_errmsg());
@@ -1270,7 +1308,7 @@ bool store_writer_stream(struct store_writer *w)
 {
 	struct store *s = w->store;
 
-	if (!s->bucket || w->fill || w->private_ || !w->sha256[0] || w->size <= s->cache_max || w->written ||
+	if (!store_streams_size(s, w->size) || w->fill || !w->sha256[0] || w->written ||
 	    w->put)
 		return false;
 	if (w->xet_given) {  /* (see _given_chunks: chunked here after all) */
@@ -1279,6 +1317,11 @@ bool store_writer_stream(struct store_writer *w)
 		w->xet_given = false;
 	}
 	return store_bucket_put_begin(s->bucket, w->sha256, w->size, &w->put) == 0;
+}
+
+bool store_streams_size(const struct store *s, int64_t size)
+{
+	return s->bucket && size > s->cache_max;
 }
 
 bool store_writer_streams(const struct store_writer *w)

@@ -43,6 +43,12 @@ char *store_cache_path(const struct store *s, const char *sha256);
 
 /* True if the blob is present with this size (size -1: any). */
 bool store_has(const struct store *s, const char *sha256, int64_t size);
+/* store_has for a writer that counts on the content instead of writing it (a commit's file, an
+ * LFS object the client need not send, a push's, a bundle's): with a bucket, true only when the bucket
+ * holds it and its object was re-stamped (store_bucket_touch), so that another mirror's gc sharing the
+ * bucket takes it for one put after this mirror's live set (its catalog does not name it yet, maybe);
+ * a content the cache holds and the bucket lost is false (written again). */
+bool store_reuse(const struct store *s, const char *sha256, int64_t size);
 
 /*
  * Start writing content that must match *expect. With resume, an existing partial file for the
@@ -107,17 +113,22 @@ int store_writer_check(struct store_writer *w);
 int store_writer_commit(struct store_writer **w, char *sha256_out);
 
 /*
- * With a bucket behind the store, a content bigger than the local cache's bound (a fetch of the
- * mirror's own: not a private writer, sha256 and size known, nothing written yet) is streamed straight
- * into the bucket as it comes, never whole on local disk: _stream switches w to that (true), or
- * leaves it as it is (false). Each byte is then hashed and handed to a multipart upload
- * (store_bucket_put_*) completed by _commit only once the whole hashed to the content; nothing is
- * kept in the cache, and there is no partial file to follow (a reader of one must not ask for it).
+ * With a bucket behind the store, a content bigger than the local cache's bound (a sync's fetch, a
+ * user's upload, a bundle's entry: not a fill of the cache, sha256 and size known, nothing written
+ * yet) is streamed straight into the bucket as it comes, never whole on local disk: _stream switches
+ * w to that (true), or leaves it as it is (false). Each byte is then hashed and handed to a multipart
+ * upload (store_bucket_put_*; _write waits while 16 MiB are queued for it) completed by _commit only
+ * once the whole hashed to the content, under the content's stripe lock as any put (gc's reap never
+ * crosses it); nothing is kept in the cache, and there is no partial file to follow (a reader of one
+ * must not ask for it).
  * _abort drops the upload whatever keep_partial says: a fetch resumed by a new writer (after a kill,
  * or a writer aborted) starts from zero; one that keeps the writer across a reset goes on from
  * _offset. _streams: whether w was switched.
  */
 bool store_writer_stream(struct store_writer *w);
+/* Whether a content of size bytes is one _stream switches to the bucket (a bucket behind the store,
+ * and bigger than its cache's bound). */
+bool store_streams_size(const struct store *s, int64_t size);
 bool store_writer_streams(const struct store_writer *w);
 /* Stop writing; keep_partial keeps the bytes for a later resume. Frees *w; accepts NULL. */
 void store_writer_abort(struct store_writer **w, bool keep_partial);

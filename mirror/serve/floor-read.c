@@ -162,8 +162,12 @@ int mirror__send_file(struct mirror_routes *rt, struct httpd_req *req, int64_t s
 	/* a provisional snapshot's content the store holds for another repo is served only once its
 	 * own upstream's bytes were verified (docs/security.md, "What sync takes from a listing") */
 	int trusted = mirror__file_trusted(rt, snapshot_id, f->sha256);
+	/* with a bucket, a content the store never had (a listing's on demand) is not asked of the
+	 * bucket, whose answer would be a 503, but fetched */
+	bool absent = rt->ondemand && store_in_bucket(rt->data->store) &&
+		      catalog_blob_present(rt->data->catalog, f->sha256) == 0;
 
-	if (trusted == 1 && !mirror__send_blob(rt, req, f->sha256, f->size))
+	if (trusted == 1 && !absent && !mirror__send_blob(rt, req, f->sha256, f->size))
 		return 0;
 	/* a provisional snapshot's content, fetched now; or (catalog says yes, store says no) one verify
 	 * quarantined, which the next sync brings back */

@@ -20,6 +20,7 @@
 #define TRIED_SLOTS 256
 #define OD_XET_TURN (1 << 20)  /* stored chunks a Xet fetch reads on the loop in one turn: then requests go */
 #define OD_XET_BAD 16          /* contents whose Xet bytes failed the proof, fetched plain from then on */
+#define OD_STREAM_RETRY_S "30"  /* Retry-After for a content being fetched straight into the bucket */
 
 struct fetch;
 struct hub_http;

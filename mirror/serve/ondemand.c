@@ -632,6 +632,10 @@ static struct fetch *fetch_start(struct mirror_routes *rt, const struct mirror_o
 		}
 		f->have = 0;
 	}
+	/* bigger than the bucket's local cache: straight into the bucket as it comes, never whole on local
+	 * disk (no partial file for a client to follow: mirror_ondemand_send) */
+	if (f->have == 0)
+		store_writer_stream(f->w);
 	od->fetches_total++;
 	if (f->have == f->size) {
 		r = store_writer_commit(&f->w, NULL); /* an earlier transfer got every byte */
@@ -669,6 +673,15 @@ int mirror_ondemand_send(struct mirror_routes *rt, struct httpd_req *req, const 
 	}
 	if (f->state == FETCH_FAILED) {
 		fetch_unref(f);
+		return -1;
+	}
+	if (f->w ? store_writer_streams(f->w) : store_streams_size(rt->data->store, in->size)) {
+		/* fetched straight into the bucket (by this process, or another's sync): nothing on local
+		 * disk to follow; the client asks again and is served from the bucket once it is in */
+		log_info("ondemand", "%s: content %.12s is being fetched into the bucket; the client asks again",
+			 f->spec, f->sha256);
+		fetch_unref(f);
+		httpd_add_header(req, "Retry-After", OD_STREAM_RETRY_S);
 		return -1;
 	}
 	fd = open(f->part_path, O_RDONLY | O_CLOEXEC);

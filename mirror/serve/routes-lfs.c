@@ -195,7 +195,7 @@ static int hold_upload(struct catalog *cat, int64_t repo_id, const char *oid)
  * a private or guarded repo's file and read it: it must upload the bytes once. */
 static bool object_held(struct mirror_routes *rt, struct catalog *cat, const char *oid, int64_t size, int64_t repo_id)
 {
-	return store_has(rt->data->store, oid, size) && mirror_access_may_name(rt->access, cat, oid, repo_id);
+	return mirror_access_may_name(rt->access, cat, oid, repo_id) && store_reuse(rt->data->store, oid, size);
 }
 
 /* Would the objects of a batch that the repo does not hold yet fit in its namespace's quota? */
@@ -475,6 +475,9 @@ static struct object_sink *object_claim(struct mirror_routes *rt, struct httpd_r
 			/* (a writer of its own: it waits for no one, and no one for it) */
 			s->status = e == -ENOSPC ? 507 : 500;
 			s->why = "the store cannot take it";
+		} else {
+			/* bigger than the bucket's local cache: into the bucket as it comes, not to disk */
+			store_writer_stream(s->w);
 		}
 		catalog_repo_release(&repo);
 	}

@@ -292,9 +292,10 @@ static int write_file(struct shard_job *s, struct catalog *cat, const struct xet
 	snprintf(owner, sizeof(owner), "upload:%lld", (long long)s->repo_id);
 	if ((e = catalog_hold(cat, owner, (int64_t)time(NULL) + MIRROR__XETW_FILE_HOLD_S, v, 1)))
 		return e;
-	if (!store_has(s->data->store, sha, (int64_t)size)) {
+	if (!store_reuse(s->data->store, sha, (int64_t)size)) {
 		if ((e = store_writer_new_private(s->data->store, &x, &r.w)))
 			return e;
+		store_writer_stream(r.w); /* (bigger than the bucket's cache: into it, not to disk) */
 		for (size_t i = 0; i < f->n && !e; i++)
 			e = rebuild_term(s, &f->terms[i], &r);
 		if (e)
