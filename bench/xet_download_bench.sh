@@ -24,7 +24,7 @@ cat >"$T/spec.json" <<JSON
 {"repos": [{"hub": "hf", "type": "model", "id": "bench/xet",
   "files": [{"path": "model.safetensors", "size": $((mib << 20)), "seed": 7}]}]}
 JSON
-/usr/bin/python3 "$src/tests/fakehub/fakehub.py" --repos "$T/spec.json" --ready-file "$T/fake" --quiet 2>/dev/null &
+/usr/bin/python3 "$src/tests/fakehub/fakehub.py" --repos "$T/spec.json" --ready-file "$T/fake" --quiet >/dev/null 2>&1 &
 pids+=($!)
 while [ ! -s "$T/fake" ]; do sleep 0.1; done
 export HUBMIRROR_HF_UPSTREAM=$(/usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["api"])' "$T/fake")
