@@ -459,7 +459,9 @@ static void xorb_build(struct mirror__job *j, struct catalog *cat)
 		r = xcalloc(MAX_RANGES, sizeof(*r));
 		r[0][0] = 0;
 		r[0][1] = runs[xj->idx].len - 1;
-		rn = xj->range ? httpd_parse_ranges(xj->range, runs[xj->idx].len, UINT64_MAX, r, MAX_RANGES) : 1;
+		/* at most the run's length in all: overlapping ranges may not ask it many times over (the
+		 * pieces of the answer are planned here, in memory) */
+		rn = xj->range ? httpd_parse_ranges(xj->range, runs[xj->idx].len, runs[xj->idx].len, r, MAX_RANGES) : 1;
 		if (rn < 0) {
 			j->status = 416;
 			j->ctype = "text/plain";

@@ -5,10 +5,10 @@
 # what a client can see of it, against a model of the virtual xorb built here from the blob and the
 # reconstruction's chunk sizes: a whole run, byte for byte (headers each the spec's 8 bytes, data the
 # file's); single ranges that start or end inside a chunk header, a single byte, the last byte;
-# several ranges (overlapping too) as multipart/byteranges, each part exact; HEAD's length with no
-# body; keep-alive (xorb ranges, then a plain file, on one connection); a client that goes away in
-# mid-body harms no one; the same over TLS; and @huggingface/hub's downloadFile through Xet still
-# reads the file byte for byte.
+# several ranges (overlapping too) as multipart/byteranges, each part exact, but never more than the
+# run in all; HEAD's length with no body; keep-alive (xorb ranges, then a plain file, on one
+# connection); a client that goes away in mid-body harms no one; the same over TLS; and
+# @huggingface/hub's downloadFile through Xet still reads the file byte for byte.
 . "$HM_SRC/tests/integration/lib.sh"
 need_node_module @huggingface/hub
 command -v openssl >/dev/null || { echo "openssl is missing (.ci/setup installs it)"; exit 1; }
@@ -99,6 +99,12 @@ several() { # several SPEC [CURL ARGS...]: the parts of a multi-range request, e
 }
 check "several ranges: multipart/byteranges, each part exact" several "0-7,100-199,70000-140000,$((len - 10))-$((len - 1))"
 check "overlapping ranges are sent as asked" several "5-500,400-900"
+many=$("$PY" -c 'import sys; print(",".join(["0-%d" % (int(sys.argv[1]) - 1)] * 2))' "$len")
+check "ranges that ask for more than the run in all: 416 (the answer is planned in memory)" \
+	test "$(curl -sS -o /dev/null -w '%{http_code}' -H "Range: bytes=$many" "$url")" = 416
+many=$("$PY" -c 'print(",".join(["0-%d" % (i * 2) for i in range(1, 1025)]))')
+check "  and 1024 small overlapping ones are taken (what a run holds, no more)" \
+	test "$(curl -sS -o /dev/null -w '%{http_code}' -H "Range: bytes=$many" "$url")" = 206
 check "HEAD: the length, no body" bash -c "
 	curl -fsS -I -H 'Range: bytes=3-20000' '$url' | tr -d '\r' >'$T/hh' && grep -qi '^Content-Length: 19998' '$T/hh'"
 check "keep-alive: two xorb ranges then a plain file's on one connection" bash -c "
