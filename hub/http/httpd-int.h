@@ -160,6 +160,10 @@ struct conn {
 	int file_fd;
 	int64_t file_off, file_left;
 	int64_t zeros_left;            /* zero bytes owed after the file (httpd_respond_file_framed) */
+	struct httpd_part *parts;      /* a spliced body (httpd_respond_spliced): its pieces, or NULL */
+	size_t nparts, part_at;        /* ... how many, the one going out */
+	uint64_t part_sent;            /* ... and how much of it went */
+	char *part_mem;                /* the memory its memory pieces are in */
 	httpd_gate_fn gate;            /* a gated file body (httpd_respond_file_gated), or NULL */
 	void (*gate_release)(void *ud);
 	void *gate_ud;

@@ -1,8 +1,8 @@
 /*
  * httpd-respond.c - the answers a handler gives (httpd_respond, httpd_respond_str, httpd_respond_file,
- * httpd_respond_file_framed, their gated forms, httpd_add_header; httpd.h): the status line and headers
- * into the connection's output buffer, and a file body set up for sendfile (corked when big). httpd.c
- * sends them.
+ * httpd_respond_file_framed, their gated forms, httpd_respond_spliced, httpd_add_header; httpd.h): the
+ * status line and headers into the connection's output buffer, and a file body set up for sendfile
+ * (corked when big; a spliced one always). httpd.c sends them.
  */
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -223,4 +223,38 @@ void httpd_respond_file_framed(struct httpd_req *r, int status, const char *cont
 		setsockopt(c->fd, IPPROTO_TCP, TCP_CORK, &one, sizeof(one));
 		c->corked = true;
 	}
+}
+
+void httpd_respond_spliced(struct httpd_req *r, int status, const char *content_type, const void *mem,
+			   size_t mem_len, int fd, const struct httpd_part *parts, size_t n)
+{
+	struct conn *c = r->c;
+	uint64_t length = 0;
+	int one = 1;
+
+	if (r->answered || c->job) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	for (size_t i = 0; i < n; i++)
+		length += parts[i].len;
+	start_response(c, status, content_type, (int64_t)length);
+	if (r->head || length == 0) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	c->file_fd = fd;
+	c->parts = xreallocarray(NULL, n, sizeof(*parts));
+	memcpy(c->parts, parts, n * sizeof(*parts));
+	c->nparts = n;
+	c->part_at = 0;
+	c->part_sent = 0;
+	c->part_mem = xmalloc(mem_len + 1);
+	if (mem_len)
+		memcpy(c->part_mem, mem, mem_len);
+	/* many small pieces between the file's: corked, they leave in full-sized segments */
+	setsockopt(c->fd, IPPROTO_TCP, TCP_CORK, &one, sizeof(one));
+	c->corked = true;
 }

@@ -116,6 +116,11 @@ static void file_done(struct conn *c)
 	c->gate_ud = NULL;
 	free(c->tls_buf); /* a TLS body's slice buffer: not kept between answers */
 	c->tls_buf = NULL;
+	free(c->parts);
+	c->parts = NULL;
+	c->nparts = c->part_at = 0;
+	free(c->part_mem);
+	c->part_mem = NULL;
 }
 
 static void conn_handle_closed(uv_handle_t *handle)
@@ -312,6 +317,39 @@ static void log_access(struct conn *c)
 	fflush(c->h->cfg.access_log);
 }
 
+/* The pieces of a spliced body (httpd_respond_spliced), as conn_flush sends a file. */
+static int flush_parts(struct conn *c)
+{
+	for (size_t burst = 0; c->part_at < c->nparts;) {
+		const struct httpd_part *p = &c->parts[c->part_at];
+		uint64_t left = p->len - c->part_sent;
+		off_t off = (off_t)(p->off + c->part_sent);
+		ssize_t n = 0;
+		if (left && p->file)
+			n = httpd__sendfile(c, c->file_fd, &off, left > FILE_CHUNK ? FILE_CHUNK : (size_t)left);
+		else if (left)
+			n = httpd__send(c, c->part_mem + p->off + c->part_sent, (size_t)left);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -1;
+		}
+		if (n == 0 && left)
+			return -1; /* the file shrank under us: cannot keep the promised length */
+		c->part_sent += (uint64_t)n;
+		c->sent_this_response += (uint64_t)n;
+		c->h->stats.bytes_sent += (uint64_t)n;
+		burst += (size_t)n;
+		if (c->part_sent == p->len) {
+			c->part_at++;
+			c->part_sent = 0;
+		}
+		if (c->part_at < c->nparts && burst >= FILE_BURST)
+			return 0; /* yield to other connections; the poll says when to go on */
+	}
+	return 1;
+}
+
 /* Write as much as the socket takes. Returns 1 when everything is out, 0 when it would block,
  * 2 when a gated body waits for its bytes, -1 on a dead connection. */
 static int conn_flush(struct conn *c)
@@ -331,6 +369,11 @@ static int conn_flush(struct conn *c)
 		c->out_off += (size_t)n;
 		c->sent_this_response += (uint64_t)n;
 		c->h->stats.bytes_sent += (uint64_t)n;
+	}
+	if (c->part_at < c->nparts) {
+		int k = flush_parts(c);
+		if (k != 1)
+			return k;
 	}
 	for (size_t burst = 0; c->file_left > 0; ) {
 		off_t off = (off_t)c->file_off;

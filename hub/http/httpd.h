@@ -215,6 +215,19 @@ void httpd_respond_file(struct httpd_req *r, int status, const char *content_typ
 void httpd_respond_file_framed(struct httpd_req *r, int status, const char *content_type, const void *head,
 			       size_t head_len, int fd, int64_t offset, int64_t length, int64_t zeros);
 
+/* One piece of a spliced body (httpd_respond_spliced): len bytes from off, in the file when file, else in
+ * the memory given. */
+struct httpd_part {
+	uint64_t off, len;
+	bool file;
+};
+/* Answer with a body spliced from parts[0..n) in order: pieces of mem (mem_len bytes, copied) sent with
+ * send, and pieces of fd sent with sendfile (fd consumed; -1 when no part is of the file). A file's bytes
+ * framed by many small pieces made in memory (a Xet xorb's chunk headers between the chunks of a stored
+ * file) leave as they are read, with no copy of the file's in memory. parts is copied. */
+void httpd_respond_spliced(struct httpd_req *r, int status, const char *content_type, const void *mem,
+			   size_t mem_len, int fd, const struct httpd_part *parts, size_t n);
+
 /*
  * Answer later, from work done off the loop. work(job) runs on a thread of libuv's threadpool, then
  * done(job, r) on the loop answers r; the handler returns 0 without answering. Meanwhile the

@@ -131,7 +131,11 @@ static void job_done(void *ud, struct httpd_req *req)
 	if (req) {
 		for (size_t i = 0; i + 1 < j->nheaders; i += 2)
 			httpd_add_header(req, j->headers[i], j->headers[i + 1]);
-		if (j->fd > 0 && j->status) {
+		if (j->fd > 0 && j->status && j->parts) {
+			httpd_respond_spliced(req, j->status, j->ctype_own ? j->ctype_own : "application/octet-stream",
+					      j->part_mem, j->part_mem_len, j->fd, j->parts, j->nparts);
+			j->fd = 0;
+		} else if (j->fd > 0 && j->status) {
 			httpd_respond_file(req, j->status, j->ctype_own ? j->ctype_own : "application/octet-stream",
 					   j->fd, j->fd_offset, j->fd_length);
 			j->fd = 0;
@@ -145,6 +149,8 @@ static void job_done(void *ud, struct httpd_req *req)
 	free(j->headers);
 	free(j->text);
 	free(j->ctype_own);
+	free(j->parts);
+	free(j->part_mem);
 	if (j->fd > 0)
 		close(j->fd);
 	json_decref(j->body);

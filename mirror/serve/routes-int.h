@@ -234,7 +234,8 @@ void mirror__ms_refuse(struct httpd_req *req, int status, const char *type, cons
  * adds the CORS headers of every answer, then calls mirror__defer. On a worker, with a catalog
  * connection of its own, build sets status and body (JSON, consumed), and headers with
  * mirror__job_header; or, for an answer that is not JSON, status, ctype (static) and text/len
- * (malloc'd, sent as they are: no ETag), or status and a file (fd, fd_offset, fd_length, ctype_own). It must touch
+ * (malloc'd, sent as they are: no ETag), or status and a file (fd, fd_offset, fd_length, ctype_own; or fd,
+ * parts and part_mem: a body spliced from the file's bytes and bytes made in memory). It must touch
  * neither the request nor the loop nor rt->data->catalog. Then the answer is sent (or dropped, if the client is gone)
  * and release frees the route's struct. A build that sets no status gives a 503.
  */
@@ -252,6 +253,12 @@ struct mirror__job {
 	int fd;
 	long long fd_offset, fd_length;
 	char *ctype_own;
+	/* ... or spliced from pieces of that file and of part_mem (httpd_respond_spliced): parts set
+	 * (malloc'd, freed by defer.c) */
+	struct httpd_part *parts;
+	size_t nparts;
+	char *part_mem;
+	size_t part_mem_len;
 	/* defer.c's */
 	struct mirror_routes *rt;
 	char **headers;           /* name, value, ... */

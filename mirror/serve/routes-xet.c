@@ -5,10 +5,12 @@
  * The mirror keeps no xorbs. A file's "virtual xorbs" are its chunks (its identity, store-xet.h) cut
  * into runs of at most MIRROR__XET_XORB_MAX bytes as a xorb would hold them uncompressed (an 8-byte
  * header before each chunk; floor-xet.c), each named by the xorb hash of its chunks; a byte range
- * of one is made on the fly from the blob. The URLs a reconstruction hands out carry a capability of
- * their own (a fetch token of xet-token.h, bound to the repo and to that run of that content), since
- * clients fetch them as presigned URLs, without the access token. Everything that reads the store
- * runs on a worker.
+ * of one is planned on a worker and sent from the loop as pieces: headers from memory, chunk data
+ * from the blob with sendfile (httpd_respond_spliced). The URLs a reconstruction hands out carry a
+ * capability of their own (a fetch token of xet-token.h, bound to the repo and to that run of that
+ * content), since clients fetch them as presigned URLs, without the access token. Everything that
+ * reads the store runs on a worker, but for the blob's bytes, which the loop sends with sendfile as
+ * it sends a plain file's.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -16,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -341,64 +344,96 @@ struct xorb_job {
 	char *range;            /* the Range header, or NULL */
 };
 
-/* Append the run's bytes [from, to] to out: chunk headers made here, chunk data read from the blob
- * (fd). 0 or -errno. */
-static int xorb_bytes(int fd, const struct xet_chunk *c, const struct mirror__xet_run *r, uint64_t from, uint64_t to,
-		      struct buf *out)
+/* A xorb range's body as pieces (httpd_respond_spliced): chunk headers and multipart framing made
+ * here, in mem; chunk data as pieces of the blob, which the loop sends with sendfile. */
+struct splice {
+	struct buf mem;
+	struct httpd_part *parts;
+	size_t n, cap;
+};
+
+/* Add len bytes: of the blob from off (file), or of bytes (copied). Pieces that follow each other in
+ * the same place are one. */
+static void splice_add(struct splice *s, bool file, uint64_t off, const void *bytes, uint64_t len)
+{
+	struct httpd_part *last = s->n ? &s->parts[s->n - 1] : NULL;
+
+	if (!len)
+		return;
+	if (!file) {
+		off = s->mem.len;
+		buf_add(&s->mem, bytes, (size_t)len);
+	}
+	if (last && last->file == file && last->off + last->len == off) {
+		last->len += len;
+		return;
+	}
+	if (s->n == s->cap) {
+		s->cap = s->cap ? 2 * s->cap : 256;
+		s->parts = xreallocarray(s->parts, s->cap, sizeof(*s->parts));
+	}
+	s->parts[s->n++] = (struct httpd_part){ off, len, file };
+}
+
+/* Add the run's bytes [from, to]: each chunk's header, then its bytes in the blob. */
+static void xorb_bytes(const struct xet_chunk *c, const struct mirror__xet_run *r, uint64_t from, uint64_t to,
+		       struct splice *s)
 {
 	uint64_t off = 0;
 
 	for (size_t k = r->first; k < r->first + r->n && off <= to; k++) {
 		unsigned char hdr[XET_XORB_CHUNK_HEADER_LEN];
-		uint64_t end = off + XET_XORB_CHUNK_HEADER_LEN + c[k].size, lo, hi;   /* [off, end) */
+		uint64_t data = off + XET_XORB_CHUNK_HEADER_LEN, end = data + c[k].size, lo, hi;   /* [off, end) */
 		if (end > from) {
 			xet_xorb_chunk_header_write(hdr, c[k].size);
 			lo = from > off ? from : off;
 			hi = to + 1 < end ? to + 1 : end;
-			if (lo < off + XET_XORB_CHUNK_HEADER_LEN)
-				buf_add(out, hdr + (lo - off), (size_t)((hi < off + XET_XORB_CHUNK_HEADER_LEN
-									 ? hi : off + XET_XORB_CHUNK_HEADER_LEN) - lo));
-			if (hi > off + XET_XORB_CHUNK_HEADER_LEN) {
-				uint64_t data = off + XET_XORB_CHUNK_HEADER_LEN, d0 = (lo > data ? lo : data) - data;
-				size_t want = (size_t)(hi - data - d0);
-				ssize_t got;
-				buf_grow(out, want);
-				got = pread(fd, out->data + out->len, want, (off_t)(c[k].offset + d0));
-				if (got != (ssize_t)want)
-					return got < 0 ? -errno : -EIO;
-				out->len += want;
-				out->data[out->len] = '\0';
+			if (lo < data)
+				splice_add(s, false, 0, hdr + (lo - off), (hi < data ? hi : data) - lo);
+			if (hi > data) {
+				uint64_t d0 = (lo > data ? lo : data) - data;
+				splice_add(s, true, c[k].offset + d0, NULL, hi - data - d0);
 			}
 		}
 		off = end;
 	}
-	return 0;
 }
 
 /* The body of ranges r[0..n) of the run (one range: its bytes; several: multipart/byteranges). */
-static int xorb_body(int fd, const struct xet_chunk *c, const struct mirror__xet_run *run, uint64_t (*r)[2], size_t n,
-		     struct buf *out)
+static void xorb_body(const struct xet_chunk *c, const struct mirror__xet_run *run, uint64_t (*r)[2], size_t n,
+		      struct splice *s)
 {
-	uint64_t total = 0;
-	int e = 0;
-
-	/* one allocation for the whole body (a run is up to 64 MiB: grown by doubling, it was copied
-	 * over and over) */
-	for (size_t i = 0; i < n; i++)
-		total += r[i][1] - r[i][0] + 1 + (n > 1 ? 160 : 0);
-	buf_grow(out, (size_t)total + 64);
-	for (size_t i = 0; i < n && !e; i++) {
+	for (size_t i = 0; i < n; i++) {
+		if (n > 1) {
+			char *h = xasprintf("--" BOUNDARY "\r\nContent-Type: application/octet-stream\r\n"
+					    "Content-Range: bytes %" PRIu64 "-%" PRIu64 "/%" PRIu64 "\r\n\r\n", r[i][0],
+					    r[i][1], run->len);
+			splice_add(s, false, 0, h, strlen(h));
+			free(h);
+		}
+		xorb_bytes(c, run, r[i][0], r[i][1], s);
 		if (n > 1)
-			buf_addf(out, "--" BOUNDARY "\r\nContent-Type: application/octet-stream\r\n"
-				 "Content-Range: bytes %" PRIu64 "-%" PRIu64 "/%" PRIu64 "\r\n\r\n", r[i][0], r[i][1],
-				 run->len);
-		e = xorb_bytes(fd, c, run, r[i][0], r[i][1], out);
-		if (n > 1)
-			buf_adds(out, "\r\n");
+			splice_add(s, false, 0, "\r\n", 2);
 	}
 	if (n > 1)
-		buf_adds(out, "--" BOUNDARY "--\r\n");
-	return e;
+		splice_add(s, false, 0, "--" BOUNDARY "--\r\n", strlen("--" BOUNDARY "--\r\n"));
+}
+
+/* The blob of the run, open, when it holds every byte its chunks name: fd, or -errno. */
+static int xorb_blob(struct store *store, const char *sha256, const struct xet_chunk *c, size_t nc)
+{
+	char *path = store_blob_path(store, sha256);
+	int fd = path ? open(path, O_RDONLY | O_CLOEXEC) : -ENOENT;
+	struct stat st;
+
+	if (path && fd < 0)
+		fd = -errno;
+	free(path);
+	if (fd >= 0 && (fstat(fd, &st) || (nc && (uint64_t)st.st_size < c[nc - 1].offset + c[nc - 1].size))) {
+		close(fd);
+		fd = -EIO;   /* a blob shorter than its chunks: the loop could not send what it promised */
+	}
+	return fd;
 }
 
 static void xorb_build(struct mirror__job *j, struct catalog *cat)
@@ -406,14 +441,13 @@ static void xorb_build(struct mirror__job *j, struct catalog *cat)
 	struct xorb_job *xj = (struct xorb_job *)j;
 	struct xet_identity *id = NULL;
 	struct mirror__xet_run *runs = NULL;
+	struct splice s = { .parts = NULL, .n = 0, .cap = 0 };
 	uint64_t (*r)[2] = NULL;
-	struct buf out;
-	char *path = NULL;
 	size_t nc, nr = 0, n = 1;
 	int fd = -1, e, rn;
 
 	(void)cat;
-	buf_init(&out);
+	buf_init(&s.mem);
 	e = store_xet_identity(xj->store, xj->sha256, &id);
 	if (!e) {
 		const struct xet_chunk *c = xet_identity_chunks(id, &nc);
@@ -425,7 +459,9 @@ static void xorb_build(struct mirror__job *j, struct catalog *cat)
 		r = xcalloc(MAX_RANGES, sizeof(*r));
 		r[0][0] = 0;
 		r[0][1] = runs[xj->idx].len - 1;
-		rn = xj->range ? httpd_parse_ranges(xj->range, runs[xj->idx].len, UINT64_MAX, r, MAX_RANGES) : 1;
+		/* at most the run's length in all: overlapping ranges may not ask it many times over (the
+		 * pieces of the answer are planned here, in memory) */
+		rn = xj->range ? httpd_parse_ranges(xj->range, runs[xj->idx].len, runs[xj->idx].len, r, MAX_RANGES) : 1;
 		if (rn < 0) {
 			j->status = 416;
 			j->ctype = "text/plain";
@@ -435,28 +471,35 @@ static void xorb_build(struct mirror__job *j, struct catalog *cat)
 			goto out;
 		}
 		n = (size_t)rn;
-		path = store_blob_path(xj->store, xj->sha256);
-		fd = path ? open(path, O_RDONLY | O_CLOEXEC) : -1;
-		e = fd < 0 ? -errno : xorb_body(fd, c, &runs[xj->idx], r, n, &out);
+		fd = xorb_blob(xj->store, xj->sha256, c, nc);
+		e = fd < 0 ? fd : 0;
+		if (!e)
+			xorb_body(c, &runs[xj->idx], r, n, &s);
 	}
+out:
 	if (e) {
 		j->status = e == -ENOENT ? 404 : 503;
 		j->ctype = "text/plain";
 		j->text = xstrdup(e == -ENOENT ? "no such xorb\n" : "the xorb cannot be read now\n");
 		j->len = strlen(j->text);
-		goto out;
+	} else if (!j->status) {
+		/* the body goes out from the loop as the socket takes it: nothing of the blob is read here */
+		j->status = xj->range ? 206 : 200;
+		j->ctype_own = xstrdup(n > 1 ? "multipart/byteranges; boundary=" BOUNDARY : "application/octet-stream");
+		if (xj->range && n == 1)
+			mirror__job_header(j, "Content-Range", "bytes %" PRIu64 "-%" PRIu64 "/%" PRIu64, r[0][0],
+					   r[0][1], runs[xj->idx].len);
+		j->fd = fd;
+		fd = -1;
+		j->parts = s.parts;
+		j->nparts = s.n;
+		j->part_mem = buf_detach(&s.mem, &j->part_mem_len);
+		s.parts = NULL;
 	}
-	j->status = xj->range ? 206 : 200;
-	j->ctype = n > 1 ? "multipart/byteranges; boundary=" BOUNDARY : "application/octet-stream";
-	if (xj->range && n == 1)
-		mirror__job_header(j, "Content-Range", "bytes %" PRIu64 "-%" PRIu64 "/%" PRIu64, r[0][0], r[0][1],
-				   runs[xj->idx].len);
-	j->text = buf_detach(&out, &j->len);
-out:
 	if (fd >= 0)
 		close(fd);
-	buf_release(&out);
-	free(path);
+	buf_release(&s.mem);
+	free(s.parts);
 	free(r);
 	free(runs);
 	xet_identity_free(&id);

@@ -1,10 +1,10 @@
 /*
  * test-hub-httpd.c - the HTTP server's parsers that decide what leaves the server: Range (which bytes
  * of a blob; several explicit ones, as Xet asks a xorb's), percent-decoding (which path a route
- * sees); and answers deferred to the threadpool (httpd_defer), driven over socketpairs the server
- * adopts, with a worker held until the test lets it go: so every ordering below is decided by the
- * test, never by a clock. The rest of the server is driven over sockets by the integration tests and
- * by tests/fuzz/fuzz-http.
+ * sees); and answers deferred to the threadpool (httpd_defer), gated and spliced bodies, driven
+ * over socketpairs the server adopts, with a worker held until the test lets it go: so every ordering
+ * below is decided by the test, never by a clock. The rest of the server is driven over sockets by
+ * the integration tests and by tests/fuzz/fuzz-http.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -539,6 +539,70 @@ TEST(gated_body)
 	CHECK_INT(uv_loop_close(&loop), 0);
 }
 
+/* A spliced body: pieces of memory and of a file, in order; HEAD says the length alone; a file piece
+ * past the file's end cuts the body short (the connection closes before the promised length). */
+static int splice_fd = -1;
+
+static int spliced_handler(void *ud, struct httpd_req *r)
+{
+	static const struct httpd_part parts[] = {
+		{ 0, 2, false }, { 2, 3, true }, { 0, 0, true }, { 2, 2, false }, { 10, 2, true }, { 4, 1, false },
+	};
+	static const struct httpd_part past[] = { { 0, 1, false }, { 14, 10, true } };
+	bool cut = !strcmp(httpd_path(r), "/past");
+
+	(void)ud;
+	httpd_respond_spliced(r, 206, "application/octet-stream", "ABCD!", 5, dup(splice_fd), cut ? past : parts,
+			      cut ? 2 : 6);
+	return 0;
+}
+
+TEST(spliced_body)
+{
+	uv_loop_t loop;
+	struct httpd *h = NULL;
+	struct httpd_config cfg = { .listen = "127.0.0.1:0" };
+	char path[] = "/tmp/test-httpd-splice-XXXXXX", got[8192] = "";
+	const char *body;
+	int fd;
+
+	splice_fd = mkstemp(path);
+	CHECK(splice_fd >= 0);
+	unlink(path);
+	CHECK_INT((int)write(splice_fd, "0123456789abcdef", 16), 16);
+	uv_loop_init(&loop);
+	CHECK_INT(httpd_new(&loop, &cfg, &h), 0);
+	httpd_add_handler(h, spliced_handler, NULL);
+	fd = client(h, "GET /s HTTP/1.1\r\nHost: x\r\n\r\nHEAD /s HTTP/1.1\r\nHost: x\r\n\r\n"
+		    "GET /s HTTP/1.1\r\nHost: x\r\n\r\n");
+	run_until(&loop, fd, got, sizeof(got), "AB234CDab!HTTP/1.1 206 Partial Content");
+	for (int i = 0; i < 100000 && !strstr(strstr(got, "AB234CDab!") + 1, "AB234CDab!"); i++)
+		uv_run(&loop, UV_RUN_NOWAIT), usleep(i > 100 ? 100 : 0), take(fd, got, sizeof(got));
+	body = strstr(got, "\r\n\r\n");
+	CHECK(body && !strncmp(body + 4, "AB234CDab!HTTP/1.1 206", 22));  /* the pieces, then HEAD's answer */
+	CHECK(strstr(got, "Content-Length: 10\r\n") != NULL);
+	body = body ? strstr(body + 4, "\r\n\r\n") : NULL;                  /* HEAD: no body */
+	CHECK(body && !strncmp(body + 4, "HTTP/1.1 206", 12));
+	body = body ? strstr(body + 4, "\r\n\r\n") : NULL;                  /* and the same again */
+	CHECK(body && !strcmp(body + 4, "AB234CDab!"));
+	close(fd);
+	got[0] = '\0';
+	fd = client(h, "GET /past HTTP/1.1\r\nHost: x\r\n\r\n");
+	run_until(&loop, fd, got, sizeof(got), "\r\n\r\nAef");
+	for (int i = 0; i < 500; i++)
+		uv_run(&loop, UV_RUN_NOWAIT), usleep(100);
+	take(fd, got, sizeof(got));
+	CHECK(strstr(got, "Content-Length: 11\r\n") != NULL);
+	body = strstr(got, "\r\n\r\n");
+	CHECK(body && !strcmp(body + 4, "Aef"));                            /* the file's last two bytes, then closed */
+	CHECK(recv(fd, got, 1, MSG_DONTWAIT) == 0);
+	close(fd);
+	close(splice_fd);
+	httpd_free(&h);
+	uv_run(&loop, UV_RUN_DEFAULT);
+	CHECK_INT(uv_loop_close(&loop), 0);
+}
+
 int main(void)
 {
 	RUN(range_forms);
@@ -553,5 +617,6 @@ int main(void)
 	RUN(defer_aside);
 	RUN(defer_write);
 	RUN(gated_body);
+	RUN(spliced_body);
 	return test_done();
 }
