@@ -24,6 +24,7 @@
 #define XET_TOKEN_MAX (64 * 1024)
 #define XET_RECON_MAX (64 * 1024 * 1024)
 #define XET_RECORD_MAX (XET_XORB_CHUNK_HEADER_LEN + 2 * XET_CHUNK_MAX)
+#define XS_TERM_WHOLE 1  /* xs_on_body's stop: the term's chunks all came before its fetch range ended */
 
 struct term {
 	char xorb[65];
@@ -49,6 +50,7 @@ struct mirror_xet_fetch {
 	unsigned char *buf;     /* a fetched term's bytes not decoded yet: less than one chunk's record */
 	size_t nbuf;
 	uint32_t chunk;         /* the fetched term's next chunk (its index in the xorb) */
+	bool term_whole;        /* its chunks all came: what its fetched range holds past them is not wanted */
 	unsigned char *room;    /* one chunk, uncompressed */
 	int fail;
 	char *why;
@@ -242,7 +244,10 @@ static int xs_decode(struct mirror_xet_fetch *x, const struct term *t)
 		if (x->nbuf - at < rec)
 			break;
 		if (x->chunk >= t->end) {
-			xs_set_why(x, HM_ERR_UPSTREAM, "xorb %.12s: more chunks than its range holds", t->xorb);
+			/* a fetch range wider than the term (shared with other terms of the xorb): the term is
+			 * whole, the transfer stops here (xs_on_body) */
+			x->term_whole = true;
+			at = x->nbuf;
 			break;
 		}
 		if (xet_xorb_chunk_read(x->dec, p, rec, &hdr, x->room, &used, &why)) {
@@ -296,6 +301,8 @@ static int xs_on_body(void *ud, const char *data, size_t n)
 		data += take;
 		n -= take;
 		xs_decode(x, &x->terms[x->next]);
+		if (x->term_whole)
+			return XS_TERM_WHOLE;
 	}
 	return x->fail;
 }
@@ -312,6 +319,8 @@ static void xs_on_term(void *ud, int result, const struct hub_http_resp *resp, c
 		xs_free(x);
 		return;
 	}
+	if (x->term_whole && result == XS_TERM_WHOLE)
+		result = 0;
 	if (!x->fail && result)
 		xs_set_why(x, HM_ERR_CURL, "xorb %.12s: %s%s%s", t->xorb, err_str(result),
 			   resp->transport_error ? ": " : "", resp->transport_error ? resp->transport_error : "");
@@ -356,6 +365,7 @@ void mirror_xet_fetch_resume(struct mirror_xet_fetch *x)
 			break;
 		x->chunk = t->url_first;
 		x->nbuf = 0;
+		x->term_whole = false;
 		x->req = hub_http_request(x->h.http, &o);
 		if (!x->req)
 			xs_set_why(x, HM_ERR_UPSTREAM, "xorb %.12s: a bad URL", t->xorb);
@@ -372,7 +382,7 @@ void mirror_xet_fetch_resume(struct mirror_xet_fetch *x)
 static int xs_parse_term(json_t *jt, json_t *fetch, struct term *t)
 {
 	const char *h = NULL;
-	json_int_t n = 0, a = -1, b = -1;
+	json_int_t n = 0, a = -1, b = -1, best = -1;
 	json_t *e;
 	size_t i;
 
@@ -389,15 +399,18 @@ static int xs_parse_term(json_t *jt, json_t *fetch, struct term *t)
 		json_int_t fa = -1, fb = -1, ua = -1, ub = -1;
 		if (json_unpack(e, "{s:{s:I, s:I}, s:s, s:{s:I, s:I}}", "range", "start", &fa, "end", &fb, "url", &url,
 				"url_range", "start", &ua, "end", &ub) || fa > a || fb < b || ua < 0 || ub < ua ||
-		    (strncmp(url, "https://", 8) && strncmp(url, "http://", 7)))
+		    (strncmp(url, "https://", 8) && strncmp(url, "http://", 7)) || (best >= 0 && ub - ua >= best))
 			continue;
+		/* the narrowest range that holds the term: several terms of a xorb may each have their own,
+		 * or share a wider one (its chunks past the term are not fetched: xs_decode) */
+		free(t->url);
 		t->url = xstrdup(url);
 		t->url_start = ua;
 		t->url_end = ub;
 		t->url_first = (uint32_t)fa;
-		return 0;
+		best = ub - ua;
 	}
-	return -EBADMSG;
+	return best >= 0 ? 0 : -EBADMSG;
 }
 
 static void xs_on_reconstruction(void *ud, int result, const struct hub_http_resp *resp, const char *body, size_t len)

@@ -20,7 +20,8 @@ class Config:
     """Knobs that tests may change at run time through /_fake/config."""
 
     FIELDS = {"tree_page_size": int, "commits_page_size": int, "cdn_expires": int,
-              "ms_cdn_threshold": int, "cdn_reject_auth": bool, "ms_cookie_auth_only": bool}
+              "ms_cdn_threshold": int, "cdn_reject_auth": bool, "ms_cookie_auth_only": bool,
+              "xet_fetch_merged": bool}
 
     def __init__(self, **values):
         self.tree_page_size = 1000
@@ -30,6 +31,9 @@ class Config:
         self.cdn_reject_auth = False
         # ModelScope servers that know only the old SDK's m_session_id cookie, not the Bearer header
         self.ms_cookie_auth_only = False
+        # a v1 reconstruction's fetch_info with one range for the terms of a xorb that overlap or
+        # touch (as a CAS may answer): a client fetches more than a term and takes only its chunks
+        self.xet_fetch_merged = False
         self.update(values)
 
     def update(self, values):

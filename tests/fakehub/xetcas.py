@@ -110,6 +110,20 @@ def xorb_url(app, name):
         app.cdn_base, path, ttl, expires, app.sign(path, expires, ttl))
 
 
+def merged_fetch(entries, offs):
+    """One fetch range for the ranges of a xorb's terms that overlap or touch."""
+    out = []
+    for e in sorted(entries, key=lambda e: e["range"]["start"]):
+        a, b = e["range"]["start"], e["range"]["end"]
+        if out and a <= out[-1]["range"]["end"]:
+            b = max(b, out[-1]["range"]["end"])
+            a = out[-1]["range"]["start"]
+            out.pop()
+        out.append({"range": {"start": a, "end": b}, "url": e["url"],
+                    "url_range": {"start": offs[a], "end": offs[b] - 1}})
+    return out
+
+
 def reconstruction(h, version, xet_hash):
     """GET /_xet-cas/v{1,2}/reconstructions/HASH on the API host."""
     import hfapi
@@ -130,6 +144,8 @@ def reconstruction(h, version, xet_hash):
         xorbs.setdefault(name, {"url": url, "ranges": []})["ranges"].append(
             {"chunks": {"start": a, "end": b}, "bytes": {"start": offs[a], "end": offs[b] - 1}})
     body = {"offset_into_first_range": 0, "terms": out_terms}
+    if h.app.config.xet_fetch_merged:
+        fetch = {name: merged_fetch(entries, CAS.xorb(name)[1]) for name, entries in fetch.items()}
     if version == "v1":
         body["fetch_info"] = fetch
     else:

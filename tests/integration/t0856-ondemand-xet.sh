@@ -10,6 +10,9 @@ cat >"$T/spec.json" <<'JSON'
   {"hub": "hf", "type": "model", "id": "acme/xo",
    "files": [{"path": "config.json", "content": "{\"xo\": 1}\n"},
              {"path": "model.safetensors", "size": 3000000, "seed": 61}]},
+  {"hub": "hf", "type": "model", "id": "acme/xm",
+   "files": [{"path": "config.json", "content": "{\"xm\": 1}\n"},
+             {"path": "model.safetensors", "size": 3000000, "seed": 63}]},
   {"hub": "hf", "type": "model", "id": "acme/xliar",
    "files": [{"path": "config.json", "content": "{}\n"},
              {"path": "lie.safetensors", "size": 900000, "seed": 62}]}
@@ -33,13 +36,29 @@ r = sqlite3.connect(sys.argv[1]).execute("SELECT xet_hash FROM blob_xet WHERE sh
 print(r[0] if r else "")' "$HUBMIRROR_DATA/catalog.db" "$1"; }
 
 # a match: the file comes, and its Xet hash is recorded
+plain_reqs() { curl -fsS "$FAKE_API/_fake/stats" | "$PY" -c 'import json,sys
+print(sum(1 for r in json.load(sys.stdin)["recent"] if r["path"].startswith("/repos/")))'; }
+p0=$(plain_reqs)
 check "a file upstream states the right Xet hash for comes through the mirror, right" \
 	test "$(curl -fsS "$M/acme/xo/resolve/main/model.safetensors" | sha256sum | cut -c1-64)" = "$sha"
 check "it is stored with its identity beside it" bash -c "[ -f $store/blobs/${sha:0:2}/$sha ] && [ -s $store/xet/${sha:0:2}/$sha ]"
+# (the file repeats itself every MiB, so its terms name the same xorb's chunks again: a term's fetch
+# range holds chunks of others before it; the Xet path took those for a lie and went plain)
+check "it came through Xet, no plain download" test "$(plain_reqs)" = "$p0"
 check "the catalog records upstream's Xet hash for it" [ "$(xet_of $sha)" = "$up_xet" ]
 check "the log says upstream's Xet hash was checked" grep -q "content ${sha:0:12} in (.*upstream's Xet hash too" "$T/serve.err"
 check "the mirror's own resolve states the same Xet hash" \
 	[ "$(hdr "$M/acme/xo/resolve/main/model.safetensors" x-xet-hash)" = "$up_xet" ]
+
+# a CAS that gives the terms of a xorb one fetch range where they overlap or touch: each term's
+# chunks are taken from it, the rest not fetched
+curl -fsS -X POST "$FAKE_API/_fake/config" -d '{"xet_fetch_merged": true}' >/dev/null
+msha=$(curl -fsS -L "$FAKE_API/acme/xm/resolve/main/model.safetensors" | sha256sum | cut -c1-64)
+p0=$(plain_reqs)
+check "a file whose terms share one fetch range comes through the mirror, right" \
+	test "$(curl -fsS "$M/acme/xm/resolve/main/model.safetensors" | sha256sum | cut -c1-64)" = "$msha"
+check "  through Xet, no plain download" test "$(plain_reqs)" = "$p0"
+check "  checked against upstream's Xet hash" grep -q "content ${msha:0:12} in (.*upstream's Xet hash too" "$T/serve.err"
 
 # a mismatch: the bytes are right by sha256, the Xet hash upstream states is not theirs
 curl -fsS -o "$T/lie.bin" "$M/acme/xliar/resolve/main/lie.safetensors"; st=$?
