@@ -1,22 +1,30 @@
 #!/usr/bin/env bash
 # bucket_bench.sh [BUILD] [MIB] [RUNS]: one file of MIB MiB (default 1024) in a store kept in an S3
 # bucket (a real single-node Ceph cluster and its RADOS Gateway, tests/integration/helpers/cephrgw.py,
-# as root), read whole three ways, side by side in each run, RUNS times (default 3):
-#   direct: a signed GET of the object from the gateway (curl --aws-sigv4), the mirror not involved;
-#   cold:   GET /resolve through `hubmirror serve` with its local cache emptied first: the mirror
-#           reads it from the bucket into its cache (hashing it) as it sends it;
-#   warm:   the same GET again, the cache now holding it (sendfile from the local file).
+# as root), read whole several ways, side by side in each run, RUNS times (default 5):
+#   direct:   a signed GET of the object from the gateway (curl --aws-sigv4), the mirror not involved;
+#   cold:     GET /resolve through `hubmirror serve` with its local cache emptied first: a worker reads
+#             it from the bucket into its cache (hashing it) as the answer follows it;
+#   cold-base: the same through a second serve of another binary (HM_BASE=path, optional), the two
+#             interleaved in each run so that both see the same load;
+#   straight: (the cache emptied) the range from 4 MiB to the end, which serve reads straight from the
+#             bucket on its loop (ranged GETs of 8 MiB into a spool the answer follows): no hash, no
+#             cache copy, a reference for what receiving and sending alone cost;
+#   warm:     the whole file again, the cache now holding it (sendfile from the local file).
 # Every byte is read once per case (curl into /dev/null), each answer's length checked; the object's
 # bytes were checked against the content's sha256 by the sync that put it there, and the mirror's
-# cold read hashes them again before its cache keeps them. Prints each run, the median of each case
-# and the ratios cold/direct and warm/direct; docs/benchmarks.md, "The store in an S3 bucket".
-# The machine's load average is printed before and after: the numbers are only as quiet as it.
+# cold read hashes them again before its cache keeps them. For each case it prints the seconds and
+# the CPU seconds each process spent in it (the gateway, the OSD, serve, the client curl): on a
+# machine whose cores they all share, the CPU is where the time goes. Medians of each case, the
+# ratios to direct; docs/benchmarks.md, "The store in an S3 bucket". The load average is printed
+# before and after: the seconds are only as quiet as it (the CPU seconds much less affected).
 set -euo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-build}
 mib=${2:-1024}
-runs=${3:-3}
-hm=${HM:-$src/$build/mirror/cli/hubmirror} # (HM: another binary, to compare)
+runs=${3:-5}
+hm=${HM:-$src/$build/mirror/cli/hubmirror} # (HM: another binary)
+base=${HM_BASE:-}
 py=/usr/bin/python3
 [ "$(id -u)" = 0 ] || { echo "needs root (the Ceph OSD)"; exit 1; }
 T=$(mktemp -d /tmp/bucket-bench-XXXXXX)
@@ -56,45 +64,87 @@ echo "load before: $(cut -d' ' -f1-3 /proc/loadavg); syncing $mib MiB into the b
 sha=$("$py" -c 'import sqlite3, sys; print(sqlite3.connect(sys.argv[1]).execute(
 "select sha256 from files where path = ?", ("model.safetensors",)).fetchone()[0])' "$HUBMIRROR_DATA/catalog.db")
 blob=$HUBMIRROR_DATA/store/blobs/${sha:0:2}/$sha
-"$hm" serve --listen 127.0.0.1:0 --ready-file "$T/url" 2>"$T/serve.err" &
-pids+=($!)
-while [ ! -s "$T/url" ]; do sleep 0.1; done
-M=$(cat "$T/url")
+start_serve() { # BIN URL-FILE: a serve on a free port, its pid in $spid
+	"$1" serve --listen 127.0.0.1:0 --ready-file "$2" 2>>"$T/serve.err" &
+	spid=$!
+	pids+=($spid)
+	while [ ! -s "$2" ]; do kill -0 $spid || exit 1; sleep 0.1; done
+}
+start_serve "$hm" "$T/url"
+M=$(cat "$T/url") SP=$spid
+cases="direct straight cold warm"
+if [ -n "$base" ]; then
+	start_serve "$base" "$T/url.base"
+	MB=$(cat "$T/url.base") SPB=$spid
+	cases="direct straight cold-base cold warm"
+fi
+# this cluster's daemons (other Ceph clusters may run beside it): by their configuration's path
+rgw=$(pgrep -f "^radosgw -c $T/ceph/ceph.conf")
+osd=$(pgrep -f "^ceph-osd -c $T/ceph/ceph.conf")
+[ -n "$rgw" ] && [ -n "$osd" ] || { echo "cannot find the gateway and the OSD"; exit 1; }
+ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+hz=$(getconf CLK_TCK)
 
-# CASE: seconds of one whole read into /dev/null (its length checked)
+# CASE: one whole read into /dev/null (its length checked): "seconds rgw osd serve client" (CPU seconds)
 get() {
-	local out
+	local out want=$size sp=$SP url="$M/bench/bucket/resolve/main/model.safetensors" a b c
+	local range=()
 	case $1 in
-	direct) out=$(curl -fsS -o /dev/null -w '%{size_download} %{time_total}' \
-		-H 'x-amz-content-sha256: UNSIGNED-PAYLOAD' --aws-sigv4 aws:amz:us-east-1:s3 \
-		--user "$RGW_ACCESS_KEY:$RGW_SECRET_KEY" "$RGW_ENDPOINT/$RGW_BUCKET/bench/blobs/${sha:0:2}/$sha") ;;
-	*) out=$(curl -fsS -o /dev/null -w '%{size_download} %{time_total}' \
-		"$M/bench/bucket/resolve/main/model.safetensors") ;;
+	direct) url="$RGW_ENDPOINT/$RGW_BUCKET/bench/blobs/${sha:0:2}/$sha"; sp= ;;
+	cold-base) url="$MB/bench/bucket/resolve/main/model.safetensors"; sp=$SPB ;;
+	straight) range=(-H "Range: bytes=$((4 << 20))-"); want=$((size - (4 << 20))) ;;
 	esac
-	[ "${out% *}" = "$size" ] || { echo "$1: read ${out% *} bytes of $size" >&2; exit 1; }
-	echo "${out#* }"
+	case $1 in cold* | straight) rm -f "$blob"; [ ! -e "$blob" ] ;; esac
+	a=$(ticks "$rgw") b=$(ticks "$osd") c=$([ -n "$sp" ] && ticks "$sp" || echo 0)
+	if [ "$1" = direct ]; then
+		out=$( { /usr/bin/time -f '%U %S' curl -fsS -o /dev/null -w '%{size_download} %{time_total}\n' \
+			-H 'x-amz-content-sha256: UNSIGNED-PAYLOAD' --aws-sigv4 aws:amz:us-east-1:s3 \
+			--user "$RGW_ACCESS_KEY:$RGW_SECRET_KEY" "$url"; } 2>&1 )
+	else
+		out=$( { /usr/bin/time -f '%U %S' curl -fsS -o /dev/null -w '%{size_download} %{time_total}\n' \
+			"${range[@]}" "$url"; } 2>&1 )
+	fi
+	set -- $out
+	[ "$1" = "$want" ] || { echo "read $1 bytes of $want: $out" >&2; exit 1; }
+	[ -n "$sp" ] && c=$(( $(ticks "$sp") - c ))
+	echo "$2 $(( $(ticks "$rgw") - a )) $(( $(ticks "$osd") - b )) $c $3 $4" |
+		awk -v hz="$hz" '{ printf "%s %.2f %.2f %.2f %.2f", $1, $2 / hz, $3 / hz, $4 / hz, $5 + $6 }'
+}
+# the cold read's answer ends once its bytes are verified; the cache's copy is published after its
+# fsync: a warm read before that would be a second cold one (serve's CPU is counted to the answer's end)
+wait_copy() {
+	for _ in $(seq 600); do [ -e "$blob" ] && return 0; sleep 0.1; done
+	echo "the cold read left nothing in the cache" >&2
+	exit 1
 }
 : >"$T/times"
 for r in $(seq 1 "$runs"); do
-	d1=$(get direct)
-	rm -f "$blob"
-	[ ! -e "$blob" ]
-	c=$(get cold)
-	# the cold read's answer ends once its bytes are verified; the cache's copy is published after
-	# its fsync: a warm read before that would be a second cold one
-	for _ in $(seq 600); do [ -e "$blob" ] && break; sleep 0.1; done
-	[ -e "$blob" ] || { echo "the cold read left nothing in the cache" >&2; exit 1; }
-	w=$(get warm)
-	echo "run $r: direct $d1 s, cold $c s, warm $w s"
-	echo "$d1 $c $w" >>"$T/times"
+	line="run $r:"
+	order=$cases
+	# the two cold reads in turn first and second, so that neither always follows the other's fsync
+	[ -n "$base" ] && [ $((r % 2)) = 0 ] && order="direct straight cold cold-base warm"
+	for c in $order; do
+		t=$(get "$c")
+		case $c in cold*) wait_copy ;; esac
+		echo "$r $c $t" >>"$T/times"
+		line="$line $c ${t%% *} s;"
+	done
+	echo "$line load $(cut -d' ' -f1 /proc/loadavg)"
 done
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
-"$py" - "$T/times" "$mib" <<'PY'
+"$py" - "$T/times" "$mib" "$cases" <<'PY'
 import statistics, sys
-rows = [list(map(float, l.split())) for l in open(sys.argv[1])]
-mib = int(sys.argv[2])
-d, c, w = (statistics.median(col) for col in zip(*rows))
-for name, t in (("direct (RGW, signed)", d), ("mirror cold (bucket)", c), ("mirror warm (cache)", w)):
-    print("%-22s median %6.2f s  %7.1f MiB/s" % (name, t, mib / t))
-print("ratios: cold/direct %.2fx, warm/direct %.2fx" % (c / d, w / d))
+rows = [l.split() for l in open(sys.argv[1])]
+mib, cases = int(sys.argv[2]), sys.argv[3].split()
+med = {}
+print("%-10s %8s %9s   CPU seconds: %5s %5s %5s %6s %6s" %
+      ("case", "seconds", "MiB/s", "rgw", "osd", "serve", "client", "all"))
+for c in cases:
+    v = [list(map(float, r[2:])) for r in rows if r[1] == c]
+    m = [statistics.median(col) for col in zip(*v)]
+    med[c] = m[0]
+    print("%-10s %8.2f %9.1f   median:      %5.2f %5.2f %5.2f %6.2f %6.2f" %
+          (c, m[0], mib / m[0], m[1], m[2], m[3], m[4], sum(m[1:])))
+print("ratios to direct: " + ", ".join("%s %.2fx" % (c, med[c] / med["direct"])
+                                       for c in cases if c != "direct"))
 PY

@@ -1,6 +1,7 @@
 /*
- * store-int.h - between store.c, cache.c and store-xet.c (store/ only): what the writer hands the identity
- * file's code, and the one helper both read blobs with.
+ * store-int.h - between store.c, cache.c, store-behind.c and store-xet.c (store/ only): what
+ * the writer hands the identity file's code, the one helper both read blobs with, the bucket's side
+ * and a fill's hash behind its writes.
  */
 #ifndef HM_STORE_STORE_INT_H
 #define HM_STORE_STORE_INT_H
@@ -10,6 +11,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include <openssl/types.h>
 
 struct store_writer;
 struct store_bucket;
@@ -51,6 +54,17 @@ void store__cached(struct store *s, int64_t n, const char *keep);
 char *store__blob_local(const struct store *s, const char *sha256);
 /* Mark a writer as a fill of the cache (its commit does not put the content back in the bucket). */
 void store__writer_fill(struct store_writer *w);
+
+/* ---- a fill's hash behind its writes (store-behind.c) ---- */
+/* A thread that hashes into ctx (the writer's SHA-256, its alone until _finish) the buffers handed to
+ * it, in order; it owns a ring of buffers of bufcap bytes each, *first the writer's to fill. _swap
+ * queues full (n bytes) to be hashed and gives back an empty buffer, waiting while none is; _finish
+ * (NULL-safe, sets *b NULL) hashes what is queued, stops the thread and frees every buffer (the
+ * writer's too): 0, or -ENOMEM if a digest update failed. _new: 0 or -errno (no thread). */
+struct store__behind;
+int store__behind_new(EVP_MD_CTX *ctx, size_t bufcap, struct store__behind **b, char **first);
+char *store__behind_swap(struct store__behind *b, char *full, size_t n);
+int store__behind_finish(struct store__behind **b);
 
 /* The store's root folder. */
 const char *store__dir(const struct store *s);

@@ -51,6 +51,8 @@ struct store_writer {
 	bool private_;          /* its partial file is its own (store_writer_new_private) */
 	bool fill;              /* a copy of the bucket's into the local cache: not put back there */
 	struct store_bucket_put *put; /* streamed into the bucket, never on local disk (writer_stream) */
+	struct store__behind *behind; /* a big fill's SHA-256 on a thread of its own (store-behind.c):
+					* it owns buf, and takes each one the file got */
 	bool checked;           /* store_writer_check ran: its result, and the sha256 it found */
 	int check_result;
 	char got256[65];
@@ -217,6 +219,7 @@ static bool has(const struct store *s, const char *sha256, int64_t size)
 
 #define WRITE_BUF (1 << 20)
 #define WRITE_AGE_MS 100
+#define BEHIND_FROM ((int64_t)16 << 20) /* a fill this big hashes behind its writes (store-behind.c) */
 
 static int64_t now_ms(void)
 {
@@ -249,14 +252,27 @@ static int writer_flush(struct store_writer *w)
 		left -= (size_t)k;
 	}
 	w->flushed = off;
+	if (w->behind && w->buflen)
+		w->buf = store__behind_swap(w->behind, w->buf, w->buflen);
 	w->buflen = 0;
 	w->flushed_ms = now_ms();
 	return 0;
 }
 
+/* A fill's hash caught up with its writes, its thread stopped (the writer's buffer went with it). */
+static int writer_behind_done(struct store_writer *w)
+{
+	if (!w->behind)
+		return 0;
+	w->buf = NULL;
+	w->buflen = 0;
+	return store__behind_finish(&w->behind);
+}
+
 static void writer_free(struct store_writer *w)
 {
 	store_bucket_put_abort(&w->put);
+	writer_behind_done(w);
 	free(w->buf);
 	if (w->fd >= 0)
 		close(w->fd);
@@ -500,6 +516,7 @@ int store_writer_truncate(struct store_writer *w)
 			return r;
 	}
 	w->buflen = 0;
+	writer_behind_done(w); /* (its hash is reset below) */
 	if (ftruncate(w->fd, 0) < 0)
 		return -errno;
 	w->written = w->flushed = 0;
@@ -537,21 +554,50 @@ int store_writer_write_chunk(struct store_writer *w, const void *data, size_t n,
 	return r;
 }
 
+/* The buffer, at the first bytes: a big fill's comes from its hash's thread, which takes the buffers the
+ * file got (only the fill's SHA-256 to compute: no git oid, no Xet identity); without one, inline. */
+static void writer_buffer(struct store_writer *w)
+{
+	w->bufcap = w->size > 0 && w->size < WRITE_BUF ? (size_t)w->size : WRITE_BUF;
+	if (w->fill && w->size >= BEHIND_FROM && !w->written && !w->sha1_ctx && !w->xet &&
+	    store__behind_new(w->sha256_ctx, w->bufcap, &w->behind, &w->buf) == 0)
+		return;
+	w->buf = xmalloc(w->bufcap);
+}
+
+/* Behind: every byte goes through the buffers, which the hash's thread reads after the file got them. */
+static int writer_write_behind(struct store_writer *w, const char *data, size_t n)
+{
+	int r = 0;
+
+	while (n && !r) {
+		size_t k = w->bufcap - w->buflen < n ? w->bufcap - w->buflen : n;
+		memcpy(w->buf + w->buflen, data, k);
+		w->buflen += k;
+		w->written += (int64_t)k;
+		data += k;
+		n -= k;
+		if (w->buflen == w->bufcap || now_ms() - w->flushed_ms >= WRITE_AGE_MS)
+			r = writer_flush(w);
+	}
+	return r;
+}
+
 static int writer_write(struct store_writer *w, const void *data, size_t n, bool chunk)
 {
 	int r;
 
 	if (w->size >= 0 && (int64_t)n > w->size - w->written)
 		return HM_ERR_SIZE_MISMATCH;
+	if (!w->put && !w->buf)
+		writer_buffer(w);
+	if (w->behind)
+		return writer_write_behind(w, data, n);
 	r = writer_hash(w, data, n, chunk);
 	if (!r && w->put && !(r = store_bucket_put_write(w->put, data, n)))
 		w->written += (int64_t)n;
 	if (r || w->put)
 		return r;
-	if (!w->buf) {
-		w->bufcap = w->size > 0 && w->size < WRITE_BUF ? (size_t)w->size : WRITE_BUF;
-		w->buf = xmalloc(w->bufcap);
-	}
 	if (w->buflen + n > w->bufcap && (r = writer_flush(w)) != 0)
 		return r;
 	if (n >= w->bufcap) {
@@ -592,6 +638,8 @@ int store_writer_check(struct store_writer *w)
 	if (w->checked)
 		return w->check_result;
 	r = writer_flush(w); /* the file must hold every byte before it is published */
+	if (!r)
+		r = writer_behind_done(w); /* every byte hashed */
 	if (r)
 		return r;
 	w->checked = true;

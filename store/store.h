@@ -221,15 +221,16 @@ void store_pin(struct store *s, bool pin);
  * A content of the bucket's brought into the cache while a reader follows it (a server sending it as it
  * comes): _fill_begin makes the fill's own private writer (*w; its partial file at
  * store_writer_path, which the reader opens at once), _fill_run (blocking: a worker's) reads the
- * bucket into it, calling progress(ud, bytes) with what the partial file holds as it grows (the last
- * bytes once the whole hashed to its name, the cache's room made, before the fsync), and commits it
- * or drops it; *w is freed either way. Returns 0,
+ * bucket into it (size: _fill_begin's), calling progress(ud, bytes) with what the partial file holds as
+ * it grows (the last byte only once the whole hashed to its name, the cache's room made, before the
+ * fsync; a big content is hashed on a thread of its own, behind the writes), and commits it or drops
+ * it; *w is freed either way. Returns 0,
  * -ENOENT (no such content), HM_ERR_HASH_MISMATCH / HM_ERR_SIZE_MISMATCH (the bucket's bytes are not
  * it: nothing kept) or another error. Without a bucket, _fill_begin is -ENOENT.
  */
 int store_fill_begin(struct store *s, const char *sha256, int64_t size, struct store_writer **w);
 int store_fill_run(struct store *s, const char *sha256, struct store_writer **w,
-			  void (*progress)(void *ud, int64_t bytes), void *ud);
+			  int64_t size, void (*progress)(void *ud, int64_t bytes), void *ud);
 /* The writer's partial file (borrowed). */
 const char *store_writer_path(const struct store_writer *w);
 /* Whether the store keeps its contents in a bucket (and blobs/ is a bounded cache of them). */

@@ -263,6 +263,7 @@ struct bucket_read {
 	struct store *store;
 	struct store_writer *w;
 	char sha256[65];
+	int64_t size;
 	_Atomic int64_t avail;      /* bytes in the partial file, which the answer may send */
 	_Atomic int state;          /* 0 coming, 1 in and verified, -1 failed */
 	uv_work_t work;
@@ -286,7 +287,7 @@ static void bucket_read_progress(void *ud, int64_t bytes)
 static void bucket_read_work(uv_work_t *work)
 {
 	struct bucket_read *b = work->data;
-	int r = store_fill_run(b->store, b->sha256, &b->w, bucket_read_progress, b);
+	int r = store_fill_run(b->store, b->sha256, &b->w, b->size, bucket_read_progress, b);
 
 	if (!r)
 		b->avail = INT64_MAX; /* every byte is in the file */
@@ -316,6 +317,7 @@ static int send_from_bucket(struct mirror_routes *rt, struct httpd_req *req, con
 	int fd = -1;
 
 	b->store = rt->data->store;
+	b->size = size;
 	snprintf(b->sha256, sizeof(b->sha256), "%s", sha256);
 	if (store_fill_begin(b->store, sha256, size, &b->w) ||
 	    (fd = open(store_writer_path(b->w), O_RDONLY | O_CLOEXEC)) < 0) {
