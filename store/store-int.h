@@ -66,6 +66,14 @@ int store__behind_new(EVP_MD_CTX *ctx, size_t bufcap, struct store__behind **b, 
 char *store__behind_swap(struct store__behind *b, char *full, size_t n);
 int store__behind_finish(struct store__behind **b);
 
+/* Is fd the file that path names now? A writer that opened a partial file by its name and then got
+ * its lock may hold a file another writer published (renamed into blobs/) in between: never write it. */
+bool store__fd_is_path(int fd, const char *path);
+/* A random name part: 16 lowercase hex. */
+void store__nonce16(char out[17]);
+/* ctx's digest in lowercase hex into hexout (twice its size, and a NUL). 0 or -ENOMEM. */
+int store__finish_digest(EVP_MD_CTX *ctx, char *hexout);
+
 /* The store's root folder. */
 const char *store__dir(const struct store *s);
 /* Read fd from its start to its end in 1 MiB chunks, each passed to fn (a non-zero return stops).

@@ -105,26 +105,21 @@ const char *store__dir(const struct store *s)
 	return s->dir;
 }
 
-static char *blob_local(const struct store *s, const char *sha256)
+char *store__blob_local(const struct store *s, const char *sha256)
 {
 	if (!hex_is_lower(sha256, 64))
 		return NULL;
 	return xasprintf("%s/%.2s/%s", s->blobs, sha256, sha256);
 }
 
-char *store__blob_local(const struct store *s, const char *sha256)
-{
-	return blob_local(s, sha256);
-}
-
 char *store_cache_path(const struct store *s, const char *sha256)
 {
-	return blob_local(s, sha256);
+	return store__blob_local(s, sha256);
 }
 
 char *store_blob_path(const struct store *s, const char *sha256)
 {
-	char *p = blob_local(s, sha256);
+	char *p = store__blob_local(s, sha256);
 
 	/* with a bucket, the local file is a cache: a content not in it is brought in (verified), and
 	 * one read is the last the cache lets go (its access time) */
@@ -198,7 +193,7 @@ bool store_reuse(const struct store *s, const char *sha256, int64_t size)
 
 static bool has(const struct store *s, const char *sha256, int64_t size)
 {
-	char *p = blob_local(s, sha256);
+	char *p = store__blob_local(s, sha256);
 	struct stat st;
 	int64_t there = -1;
 	bool ok;
@@ -354,7 +349,7 @@ static int writer_rehash(struct store_writer *w)
 
 /* Is fd the file that path names now? A writer that opened a partial file by its name and then got
  * its lock may hold a file another writer published (renamed into blobs/) in between: never write it. */
-static bool fd_is_path(int fd, const char *path)
+bool store__fd_is_path(int fd, const char *path)
 {
 	struct stat a, b;
 
@@ -362,7 +357,7 @@ static bool fd_is_path(int fd, const char *path)
 }
 
 /* A random name part: 16 lowercase hex. */
-static void nonce16(char out[17])
+void store__nonce16(char out[17])
 {
 	unsigned char b[8];
 
@@ -383,7 +378,7 @@ static int writer_open(struct store *s, struct store_writer *w, const char *key,
 		if (private_) {
 			char nonce[17], *hidden;
 			int e = 0;
-			nonce16(nonce);
+			store__nonce16(nonce);
 			free(w->part_path);
 			w->part_path = xasprintf("%s/%s-%s.part", s->tmp, key, nonce);
 			/* made under a name gc does not look at, locked, then named: gc deletes no partial
@@ -408,7 +403,7 @@ static int writer_open(struct store *s, struct store_writer *w, const char *key,
 		/* One writer per content: a second download of the same blob must not interleave bytes. */
 		if (flock(w->fd, LOCK_EX | LOCK_NB) < 0)
 			return errno == EWOULDBLOCK ? -EBUSY : -errno;
-		if (fd_is_path(w->fd, w->part_path))
+		if (store__fd_is_path(w->fd, w->part_path))
 			return 0;
 		close(w->fd); /* the writer before published it meanwhile: a new partial file under the name */
 		w->fd = -1;
@@ -619,7 +614,7 @@ static int writer_write(struct store_writer *w, const void *data, size_t n, bool
 	return r;
 }
 
-static int finish_digest(EVP_MD_CTX *ctx, char *hexout)
+int store__finish_digest(EVP_MD_CTX *ctx, char *hexout)
 {
 	unsigned char md[EVP_MAX_MD_SIZE];
 	unsigned int n = 0;
@@ -645,9 +640,9 @@ int store_writer_check(struct store_writer *w)
 	w->checked = true;
 	if (w->size >= 0 && w->written != w->size)
 		return w->check_result = HM_ERR_SIZE_MISMATCH;
-	r = finish_digest(w->sha256_ctx, w->got256);
+	r = store__finish_digest(w->sha256_ctx, w->got256);
 	if (!r && w->sha1_ctx)
-		r = finish_digest(w->sha1_ctx, gotsha1);
+		r = store__finish_digest(w->sha1_ctx, gotsha1);
 	if (!r && w->xet && w->xet_given && (w->xet_lost || xet_identity_size(w->xet) != (uint64_t)w->written))
 		r = writer_xet_recompute(w);
 	gotxet[0] = '\0';
@@ -704,7 +699,7 @@ int store_writer_commit(struct store_writer **wp, char *sha256_out)
 		drop = true; /* (the empty partial file, its lock) */
 		goto out;
 	}
-	final = blob_local(w->store, got256);
+	final = store__blob_local(w->store, got256);
 	fandir = xasprintf("%s/%.2s", w->store->blobs, got256);
 	if (fsync(w->fd) < 0 || (mkdir(fandir, 0755) < 0 && errno != EEXIST)) {
 		r = -errno;
@@ -756,587 +751,6 @@ void store_writer_abort(struct store_writer **wp, bool keep_partial)
 	*wp = NULL;
 }
 
-/* ---- uploads in parts ------------------------------------------------------------------------ */
-
-/* An upload in parts (store.h) lives in two files of its own: tmp/<oid>-<id>.parts, the bytes, each
- * part written in place by a writer that holds the file shared; and tmp/<oid>-<id>.done, a byte per
- * part, '1' once that part came whole. The completion takes the bytes' file from under its name and
- * locks it alone, so a part writer that opened it before can only find that out, never write. */
-
-static bool upload_id_ok(const char *id)
-{
-	size_t n = strlen(id);
-
-	return n >= 8 && n <= 64 && hex_is_lower(id, n);
-}
-
-static char *parts_path(const struct store *s, const char *oid, const char *id, const char *ext)
-{
-	if (!hex_is_lower(oid, 64) || !upload_id_ok(id))
-		return NULL;
-	return xasprintf("%s/%s-%s.%s", s->tmp, oid, id, ext);
-}
-
-int store_parts_open(struct store *s, const char *oid, const char *id)
-{
-	char *p = parts_path(s, oid, id, "parts");
-	int fd, r;
-
-	if (!p)
-		return -EINVAL;
-	fd = open(p, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
-	if (fd < 0) {
-		r = -errno;
-	} else if (flock(fd, LOCK_SH | LOCK_NB) < 0) {
-		r = errno == EWOULDBLOCK ? -EBUSY : -errno; /* being completed */
-	} else if (!fd_is_path(fd, p)) {
-		r = -EBUSY; /* a completion took it between the open and the lock */
-	} else {
-		free(p);
-		return fd;
-	}
-	if (fd >= 0)
-		close(fd);
-	free(p);
-	return r;
-}
-
-int store_parts_done(struct store *s, const char *oid, const char *id, int part)
-{
-	char *p = parts_path(s, oid, id, "done");
-	int fd, r = 0;
-
-	if (!p || part < 1)
-		return -EINVAL;
-	fd = open(p, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
-	if (fd < 0 || pwrite(fd, "1", 1, part - 1) != 1)
-		r = -errno;
-	if (fd >= 0)
-		close(fd);
-	free(p);
-	return r;
-}
-
-/* The first part (1-based) of n the done file does not mark whole; 0 when all are. */
-static int parts_missing(const char *done, int n)
-{
-	int fd = open(done, O_RDONLY | O_CLOEXEC), first = 1;
-	char *mark = xcalloc((size_t)n + 1, 1);
-	ssize_t got = fd >= 0 ? pread(fd, mark, (size_t)n, 0) : -1;
-
-	for (int i = 0; got >= 0 && i < n; i++, first++)
-		if (mark[i] != '1')
-			break;
-	if (got >= 0 && first > n)
-		first = 0;
-	if (fd >= 0)
-		close(fd);
-	free(mark);
-	return first;
-}
-
-/* A completed upload's bytes read back: its sha256 and its Xet identity in the one pass. */
-struct parts_hash {
-	EVP_MD_CTX *ctx;
-	struct xet_identity *xet;
-};
-
-static int parts_chunk(void *ud, const void *data, size_t n)
-{
-	struct parts_hash *h = ud;
-
-	xet_identity_update(h->xet, data, n);
-	return EVP_DigestUpdate(h->ctx, data, n) ? 0 : -ENOMEM;
-}
-
-int store_parts_commit(struct store *s, const struct store_expect *expect, const char *id,
-			      int nparts, int *missing)
-{
-	char *p = parts_path(s, expect->sha256 ? expect->sha256 : "", id, "parts"), nonce[17], got[65];
-	char *done = p ? parts_path(s, expect->sha256, id, "done") : NULL, *taken = NULL, *final = NULL, *fandir = NULL;
-	struct parts_hash h = { 0 };
-	bool gone = false;
-	int64_t total = 0;
-	struct stat st;
-	int fd = -1, r;
-
-	*missing = 0;
-	if (!p || expect->size < 0)
-		return -EINVAL;
-	nonce16(nonce);
-	taken = xasprintf("%s/%s-%s.%s.taken", s->tmp, expect->sha256, id, nonce);
-	/* off its name first: a part writer that opens it from now on gets a new file (its retry's) */
-	if (rename(p, taken) < 0) {
-		r = -errno;
-		taken[0] = '\0';
-		goto out;
-	}
-	fd = open(taken, O_RDWR | O_CLOEXEC);
-	if (fd < 0) {
-		r = -errno;
-		goto out;
-	}
-	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
-		r = errno == EWOULDBLOCK ? -EBUSY : -errno; /* a part is still being written */
-		goto out;
-	}
-	if ((*missing = parts_missing(done, nparts)) != 0) {
-		r = HM_ERR_SIZE_MISMATCH;
-		goto out;
-	}
-	if (fstat(fd, &st) < 0) {
-		r = -errno;
-		goto out;
-	}
-	gone = true; /* from here on the upload is decided: published, or dropped */
-	if (st.st_size != expect->size) {
-		r = HM_ERR_SIZE_MISMATCH;
-		goto out;
-	}
-	/* hashed from what is in the file, now that nobody else may write it; its Xet identity in the
-	 * same read, as the writer computes one (store-xet.h) */
-	h.ctx = EVP_MD_CTX_new();
-	h.xet = xet_identity_new();
-	if (!h.ctx || !EVP_DigestInit_ex(h.ctx, EVP_sha256(), NULL)) {
-		r = -ENOMEM;
-		goto out;
-	}
-	r = store__read_chunks(fd, parts_chunk, &h, &total);
-	if (!r)
-		r = finish_digest(h.ctx, got);
-	if (!r && (total != expect->size || strcmp(got, expect->sha256)))
-		r = HM_ERR_HASH_MISMATCH;
-	if (r)
-		goto out;
-	if (s->bucket && (r = store__bucket_put(s, fd, got, total)) != 0)
-		goto out;
-	final = blob_local(s, got);
-	fandir = xasprintf("%s/%.2s", s->blobs, got);
-	if (fchmod(fd, 0400) < 0 || fsync(fd) < 0 || (mkdir(fandir, 0755) < 0 && errno != EEXIST) ||
-	    rename(taken, final) < 0) {
-		r = -errno;
-		goto out;
-	}
-	taken[0] = '\0';
-	r = path_fsync(fandir);
-	if (!r) {
-		xet_identity_finish(h.xet);
-		store__xet_save(s, got, h.xet); /* (none is computed again when needed) */
-	}
-	if (!r && s->bucket)
-		store__cached(s, total, got);
-out:
-	if (taken[0] && !gone && renameat2(AT_FDCWD, taken, AT_FDCWD, p, RENAME_NOREPLACE) < 0) {
-		gone = true; /* a retried part made a new file under the name meanwhile: the upload starts over */
-		r = -EBUSY;
-	}
-	if (taken[0] && gone)
-		unlink(taken);
-	if (gone || !r)
-		unlink(done);
-	if (fd >= 0)
-		close(fd); /* (the lock goes with it: a part writer that waited finds the name gone) */
-	EVP_MD_CTX_free(h.ctx);
-	xet_identity_free(&h.xet);
-	free(final);
-	free(fandir);
-	free(taken);
-	free(done);
-	free(p);
-	return r;
-}
-
-void store_parts_drop(struct store *s, const char *oid, const char *id)
-{
-	char *p = parts_path(s, oid, id, "parts"), *done = parts_path(s, oid, id, "done");
-
-	if (p)
-		unlink(p);
-	if (done)
-		unlink(done);
-	free(p);
-	free(done);
-}
-
-/* ---- maintenance --------------------------------------------------------------------------- */
-
-int store_remove(struct store *s, const char *sha256)
-{
-	char *p = blob_local(s, sha256);
-	int r = 0;
-
-	if (!p)
-		return -EINVAL;
-	if (unlink(p) < 0)
-		r = -errno;
-	if (s->bucket) {
-		int b = store_bucket_delete(s->bucket, sha256);
-		r = b == HM_ERR_NOT_FOUND ? r : b;
-	}
-	store__xet_drop(s, sha256);
-	free(p);
-	return r;
-}
-
-/* Put a content moved aside back under its name (unless a writer published it again meanwhile). */
-static int trash_restore(struct store *s, const char *aside, const char *sha256)
-{
-	char *p = blob_local(s, sha256), *fandir = xasprintf("%s/%.2s", s->blobs, sha256);
-	int r = 0;
-
-	if ((mkdir(fandir, 0755) < 0 && errno != EEXIST) || (link(aside, p) < 0 && errno != EEXIST))
-		r = -errno;
-	else
-		r = path_fsync(fandir);
-	if (!r)
-		unlink(aside);
-	free(p);
-	free(fandir);
-	return r;
-}
-
-/* store_reap with a bucket: under the content's stripe lock, which a look at it (store_has)
- * and a put of it hold shared, it is asked, then its age looked at, then deleted there and from the
- * cache. A writer holds a content before it looks for it, so either wanted sees its hold, or its look
- * waits for the delete and finds nothing (and writes the content again); a put running now keeps the
- * lock, and the content is left to the next gc. */
-static int reap_bucket(struct store *s, const char *sha256, int (*wanted)(void *ud, const char *sha256),
-		       void *ud)
-{
-	int lk = store__stripe_lock(s, sha256, LOCK_EX | LOCK_NB), w, r = 0;
-	int64_t mtime = 0;
-	char *p;
-
-	if (lk < 0)
-		return lk == -EWOULDBLOCK ? STORE_REAP_YOUNG : lk;
-	w = wanted(ud, sha256);
-	if (!w && s->reap_cutoff != INT64_MAX) {
-		r = store_bucket_mtime(s->bucket, sha256, &mtime);
-		if (!r && mtime >= s->reap_cutoff)
-			w = STORE_REAP_YOUNG;
-		else if (r && r != HM_ERR_NOT_FOUND)
-			w = r;
-	}
-	if (w) {
-		close(lk);
-		return w;
-	}
-	r = store_bucket_delete(s->bucket, sha256);
-	if (r == HM_ERR_NOT_FOUND)
-		r = -ENOENT;
-	p = blob_local(s, sha256);
-	if (unlink(p) == 0 && r == -ENOENT)
-		r = 0;
-	free(p);
-	store__xet_drop(s, sha256);
-	close(lk);
-	return r;
-}
-
-void store_reap_cutoff(struct store *s, int64_t cutoff)
-{
-	s->reap_cutoff = cutoff;
-}
-
-int store_reap(struct store *s, const char *sha256, int (*wanted)(void *ud, const char *sha256),
-		      void *ud)
-{
-	char *p = blob_local(s, sha256), *aside, nonce[17];
-	int r = 0, w;
-
-	if (!p)
-		return -EINVAL;
-	if (s->bucket) {
-		free(p);
-		return reap_bucket(s, sha256, wanted, ud);
-	}
-	nonce16(nonce);
-	aside = xasprintf("%s/%s.%s", s->trash, sha256, nonce);
-	/* Moved aside first, asked after: a writer holds a content before it looks for it in the store,
-	 * so either this question sees its hold, or the writer's look comes after the move and does not
-	 * find the content (and writes it again). */
-	if (rename(p, aside) < 0) {
-		r = -errno;
-	} else if ((w = wanted(ud, sha256)) != 0) {
-		r = trash_restore(s, aside, sha256);
-		if (!r)
-			r = w > 0 ? 1 : w;
-	} else if (unlink(aside) < 0) {
-		r = -errno;
-	} else {
-		store__xet_drop(s, sha256);
-	}
-	free(p);
-	free(aside);
-	return r;
-}
-
-int store_trash_sweep(struct store *s, int (*wanted)(void *ud, const char *sha256), void *ud,
-			     size_t *restored)
-{
-	DIR *dp = opendir(s->trash);
-	struct dirent *e;
-	int r = 0;
-
-	*restored = 0;
-	if (!dp)
-		return errno == ENOENT ? 0 : -errno;
-	while (!r && (e = readdir(dp))) {
-		char sha[65], *aside;
-		int w;
-		if (e->d_name[0] == '.' || strlen(e->d_name) < 66 || e->d_name[64] != '.')
-			continue;
-		memcpy(sha, e->d_name, 64);
-		sha[64] = '\0';
-		if (!hex_is_lower(sha, 64))
-			continue;
-		aside = xasprintf("%s/%s", s->trash, e->d_name);
-		w = wanted(ud, sha);
-		if (w < 0) {
-			r = w;
-		} else if (w > 0) {
-			r = trash_restore(s, aside, sha);
-			if (!r)
-				(*restored)++;
-		} else {
-			unlink(aside);
-		}
-		free(aside);
-	}
-	closedir(dp);
-	return r;
-}
-
-int store_quarantine(struct store *s, const char *sha256)
-{
-	char *p = blob_local(s, sha256), *qdir = xasprintf("%s/quarantine", s->dir), *q = NULL;
-	int r;
-
-	if (!p) {
-		free(qdir);
-		return -EINVAL;
-	}
-	r = path_mkdirs(qdir, 0700);
-	if (!r) {
-		q = xasprintf("%s/%s.%lld", qdir, sha256, (long long)time(NULL));
-		if (rename(p, q) < 0 && (!s->bucket || errno != ENOENT))
-			r = -errno;
-		/* the bucket's copy is what verify read: it goes, never to be served */
-		if (!r && s->bucket && (r = store_bucket_delete(s->bucket, sha256)) == HM_ERR_NOT_FOUND)
-			r = 0;
-		store__xet_drop(s, sha256);
-	}
-	free(p);
-	free(q);
-	free(qdir);
-	return r;
-}
-
-static int digest_chunk(void *ctx, const void *data, size_t n)
-{
-	EVP_DigestUpdate(ctx, data, n);
-	return 0;
-}
-
-/* Hash the file p (taken: freed here) with sha256 or, git, sha1 into hex (git: as git names a blob,
- * "blob <size>" and its NUL first); *size its length. Returns 0, -ENOENT or -errno. */
-static int hash_file(char *p, bool git, char *hex, int64_t *size)
-{
-	char hdr[40];
-	EVP_MD_CTX *ctx;
-	struct stat st;
-	int fd, r = 0;
-	int64_t total = 0;
-
-	if (!p)
-		return -EINVAL;
-	fd = open(p, O_RDONLY | O_CLOEXEC);
-	free(p);
-	if (fd < 0)
-		return -errno;
-	ctx = EVP_MD_CTX_new();
-	EVP_DigestInit_ex(ctx, git ? EVP_sha1() : EVP_sha256(), NULL);
-	if (git) {
-		if (fstat(fd, &st) < 0)
-			r = -errno;
-		else
-			EVP_DigestUpdate(ctx, hdr,
-					 (size_t)snprintf(hdr, sizeof(hdr), "blob %lld", (long long)st.st_size) + 1);
-	}
-	if (!r)
-		r = store__read_chunks(fd, digest_chunk, ctx, &total);
-	if (!r && git && total != (int64_t)st.st_size)
-		r = -EIO; /* it changed under us */
-	if (!r)
-		r = finish_digest(ctx, hex);
-	if (!r)
-		*size = total;
-	posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED); /* a full verify should not evict the hot set */
-	close(fd);
-	EVP_MD_CTX_free(ctx);
-	return r;
-}
-
-static int hash_blob(struct store *s, const char *sha256, bool git, char *hex, int64_t *size)
-{
-	return hash_file(store_blob_path(s, sha256), git, hex, size); /* (brought in from a bucket) */
-}
-
-/* The cache's copy hashed as it is (nothing brought in). */
-static int hash_local(struct store *s, const char *sha256, char *hex, int64_t *size)
-{
-	return hash_file(blob_local(s, sha256), false, hex, size);
-}
-
-/* store_check with a bucket: the bucket's copy read back and hashed; a cached copy that is not
- * the content leaves the cache. */
-static int check_bucket(struct store *s, const char *sha256, bool *ok, int64_t *size)
-{
-	char got[65], *p = blob_local(s, sha256);
-	int64_t n;
-	int r = store_bucket_check(s->bucket, sha256, ok, size);
-
-	if (r == HM_ERR_NOT_FOUND)
-		r = -ENOENT;
-	if (p && access(p, F_OK) == 0 && (hash_local(s, sha256, got, &n) || strcmp(got, sha256))) {
-		log_warn("verify", "the cache's copy of %.12s is not its content: dropped", sha256);
-		unlink(p);
-	}
-	free(p);
-	return r;
-}
-
-int store_check(struct store *s, const char *sha256, bool *ok, int64_t *size)
-{
-	char got[65];
-	int r;
-
-	if (s->bucket)
-		return check_bucket(s, sha256, ok, size);
-	r = hash_blob(s, sha256, false, got, size);
-
-	if (!r)
-		*ok = !strcmp(got, sha256);
-	return r;
-}
-
-int store_git_oid(struct store *s, const char *sha256, char *out, int64_t *size)
-{
-	int64_t n;
-	int r = hash_blob(s, sha256, true, out, &n);
-
-	if (!r && size)
-		*size = n;
-	return r;
-}
-
-static bool ends_with(const char *name, const char *suffix)
-{
-	size_t n = strlen(name), k = strlen(suffix);
-
-	return n > k && !strcmp(name + n - k, suffix);
-}
-
-bool store_is_partial(const char *name)
-{
-	return ends_with(name, ".part") || ends_with(name, ".parts") || ends_with(name, ".done") ||
-	       ends_with(name, ".taken");
-}
-
-static int each_in_dir(const char *dir, bool partials_only, time_t now,
-		       int (*fn)(void *, const char *, const char *, int64_t), void *ud)
-{
-	DIR *dp = opendir(dir);
-	struct dirent *e;
-	int r = 0;
-
-	if (!dp)
-		return errno == ENOENT ? 0 : -errno;
-	while (!r && (e = readdir(dp))) {
-		char *p;
-		struct stat st;
-
-		/* (a user's partial file is made under a dot name: one a crash left there is a partial too) */
-		if ((e->d_name[0] == '.' && !partials_only) || (partials_only && !store_is_partial(e->d_name)))
-			continue;
-		p = xasprintf("%s/%s", dir, e->d_name);
-		if (lstat(p, &st) == 0 && S_ISREG(st.st_mode))
-			r = fn(ud, e->d_name, p, (int64_t)(now - st.st_mtime));
-		free(p);
-	}
-	closedir(dp);
-	return r;
-}
-
-int store_partial_remove(const char *path)
-{
-	const char *base = strrchr(path, '/');
-	int fd = open(path, O_RDONLY | O_CLOEXEC), r = 0;
-	struct stat st;
-
-	if (fd < 0)
-		return -errno;
-	/* A dot name is a private writer's file between its creation and its lock (writer_open): a gc that
-	 * locked it first would delete it under the writer, whose rename then fails (a commit's 507).
-	 * The window lasts microseconds; a dot name a crash left is taken once a minute old. */
-	if ((base ? base[1] : path[0]) == '.' && fstat(fd, &st) == 0 && time(NULL) - st.st_mtime < 60)
-		r = -EBUSY;
-	/* a writer holds its partial file locked while it writes (an upload's parts file, shared) */
-	else if (flock(fd, LOCK_EX | LOCK_NB) < 0)
-		r = errno == EWOULDBLOCK ? -EBUSY : -errno;
-	else if (unlink(path) < 0)
-		r = -errno;
-	close(fd);
-	return r;
-}
-
-struct each_bucket {
-	struct store *s;
-	int (*fn)(void *ud, const char *name, const char *path, int64_t age_s);
-	void *ud;
-};
-
-/* A bucket's object as store_each names it: its path is the cache's (which may not be there). */
-static int each_bucket_object(void *ud, const char *name, int64_t size)
-{
-	struct each_bucket *x = ud;
-	char *p = hex_is_lower(name, 64) ? blob_local(x->s, name) : xstrdup("");
-	int r = x->fn(x->ud, name, p, 0);
-
-	(void)size;
-	free(p);
-	return r;
-}
-
-int store_each(struct store *s, bool partials,
-		      int (*fn)(void *ud, const char *name, const char *path, int64_t age_s), void *ud)
-{
-	time_t now = time(NULL);
-	DIR *dp;
-	struct dirent *e;
-	int r = 0;
-
-	if (s->bucket) {
-		struct each_bucket x = { s, fn, ud };
-		r = store_bucket_each(s->bucket, each_bucket_object, &x);
-		return !r && partials ? each_in_dir(s->tmp, true, now, fn, ud) : r;
-	}
-	if (!(dp = opendir(s->blobs)))
-		return -errno;
-	while (!r && (e = readdir(dp))) {
-		char *sub;
-		if (e->d_name[0] == '.')
-			continue;
-		sub = xasprintf("%s/%s", s->blobs, e->d_name);
-		r = each_in_dir(sub, false, now, fn, ud);
-		free(sub);
-	}
-	closedir(dp);
-	if (!r && partials)
-		r = each_in_dir(s->tmp, true, now, fn, ud);
-	return r;
-}
-
 void store__writer_fill(struct store_writer *w)
 {
 	/* no Xet identity either: the content's was kept when it was written (store/xet/, which the cache's
@@ -1344,12 +758,6 @@ void store__writer_fill(struct store_writer *w)
 	 * fill, a cold read's CPU (docs/benchmarks.md, "The store in an S3 bucket") */
 	w->fill = true;
 	xet_identity_free(&w->xet);
-}
-
-int store_sweep_uploads(struct store *s, int64_t age_s, int64_t *aborted)
-{
-	*aborted = 0;
-	return s->bucket ? store_bucket_sweep(s->bucket, age_s, aborted) : 0;
 }
 
 bool store_writer_stream(struct store_writer *w)
