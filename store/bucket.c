@@ -427,7 +427,8 @@ int store_bucket_check(struct store_bucket *b, const char *sha256, bool *ok, int
 	return r;
 }
 
-int store_bucket_delete(struct store_bucket *b, const char *sha256)
+/* One call of a client of the pool on content sha256's object. */
+static int on_object(struct store_bucket *b, const char *sha256, int (*call)(struct store_s3 *s, const char *key))
 {
 	char *key = store_bucket_key(sha256);
 	struct store_s3 *s = key ? take(b) : NULL;
@@ -437,24 +438,19 @@ int store_bucket_delete(struct store_bucket *b, const char *sha256)
 		free(key);
 		return key ? -ENOMEM : -EINVAL;
 	}
-	r = put(b, s, store_s3_delete(s, key));
+	r = put(b, s, call(s, key));
 	free(key);
 	return r;
 }
 
+int store_bucket_delete(struct store_bucket *b, const char *sha256)
+{
+	return on_object(b, sha256, store_s3_delete);
+}
+
 int store_bucket_touch(struct store_bucket *b, const char *sha256)
 {
-	char *key = store_bucket_key(sha256);
-	struct store_s3 *s = key ? take(b) : NULL;
-	int r;
-
-	if (!s) {
-		free(key);
-		return key ? -ENOMEM : -EINVAL;
-	}
-	r = put(b, s, store_s3_touch(s, key));
-	free(key);
-	return r;
+	return on_object(b, sha256, store_s3_touch);
 }
 
 struct each_ctx {

@@ -116,6 +116,24 @@ for k, v in (("ENDPOINT", "endpoint"), ("BUCKET", "bucket"), ("ACCESS_KEY", "acc
     print("RGW_%s=%s" % (k, shlex.quote(str(d[v]))))' "$ready")"
 	export RGW_ENDPOINT RGW_BUCKET RGW_ACCESS_KEY RGW_SECRET_KEY RGW_PID RGW_START_S RGW_CONF
 }
+# rgw_store PREFIX CACHE-SIZE: this test's mirror keeps its store in the gateway's bucket under PREFIX
+# ($T/hm.conf's [store], named by HUBMIRROR_CONFIG), with a local cache of CACHE-SIZE; the gateway's
+# keys in the environment, as an operator's would be.
+rgw_store() {
+	export AWS_ACCESS_KEY_ID=$RGW_ACCESS_KEY AWS_SECRET_ACCESS_KEY=$RGW_SECRET_KEY
+	printf '[store]\nurl = s3://%s/%s\ns3-endpoint = %s\ncache-size = %s\n' "$RGW_BUCKET" "$1" "$RGW_ENDPOINT" "$2" \
+		>"$T/hm.conf"
+	export HUBMIRROR_CONFIG=$T/hm.conf
+}
+# rgw_s3 METHOD PATH-AND-QUERY [DATA-FILE]: a request to the gateway's bucket signed by curl itself
+# (SigV4), not by hubmirror; prints the answer's status, its body in $T/s3.body.
+rgw_s3() {
+	local m=(-X "$1")
+	[ "$1" = HEAD ] && m=(-I)
+	[ -n "${3:-}" ] && m+=(--data-binary "@$3")
+	curl -sS -o "$T/s3.body" -w '%{http_code}' "${m[@]}" -H 'x-amz-content-sha256: UNSIGNED-PAYLOAD' \
+		--aws-sigv4 aws:amz:us-east-1:s3 --user "$RGW_ACCESS_KEY:$RGW_SECRET_KEY" "$RGW_ENDPOINT/$RGW_BUCKET$2"
+}
 # rgw_stop / rgw_start: stop the gateway alone (the cluster stays), or start it again on its port;
 # each returns once it is done (down; up and answering), within 60 s.
 _rgw_gateway() {

@@ -18,9 +18,7 @@ cat >"$T/spec.json" <<'JSON'
              {"path": "sub/d.bin", "size": 1500000, "seed": 4}]}
  ]}
 JSON
-export AWS_ACCESS_KEY_ID=$RGW_ACCESS_KEY AWS_SECRET_ACCESS_KEY=$RGW_SECRET_KEY
-printf '[store]\nurl = s3://%s/t0863\ns3-endpoint = %s\ncache-size = 4M\n' "$RGW_BUCKET" "$RGW_ENDPOINT" >"$T/hm.conf"
-export HUBMIRROR_CONFIG=$T/hm.conf
+rgw_store t0863 4M
 cache_bytes() { find "$HUBMIRROR_DATA/store/blobs" -type f -printf '%s\n' | awk '{ n += $1 } END { print n + 0 }'; }
 s3get() { # KEY OUT: the object as the gateway has it, signed by curl itself
 	curl -fsS -o "$2" -H 'x-amz-content-sha256: UNSIGNED-PAYLOAD' --aws-sigv4 aws:amz:us-east-1:s3 \

@@ -17,9 +17,7 @@ cat >"$T/spec.json" <<'JSON'
    "files": [{"path": "train.parquet", "size": 700000, "seed": 3}]}
  ]}
 JSON
-export AWS_ACCESS_KEY_ID=$RGW_ACCESS_KEY AWS_SECRET_ACCESS_KEY=$RGW_SECRET_KEY
-printf '[store]\nurl = s3://%s/t0865\ns3-endpoint = %s\ncache-size = 16M\n' "$RGW_BUCKET" "$RGW_ENDPOINT" >"$T/hm.conf"
-export HUBMIRROR_CONFIG=$T/hm.conf
+rgw_store t0865 16M
 check "sync into the bucket" sync_from_fake hf:acme/llm hf:datasets/acme/rows
 check "backup of the catalog" "$HUBMIRROR" backup --output "$T/catalog.bak"
 "$PY" - "$HUBMIRROR_DATA/catalog.db" >"$T/files" <<'PY'

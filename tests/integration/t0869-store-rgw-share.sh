@@ -27,13 +27,7 @@ printf '[store]\nurl = s3://%s/t0869-unused\ns3-endpoint = %s\ncache-size = 64M\
 	>"$T/hm.conf"
 export HUBMIRROR_CONFIG=$T/hm.conf
 URL=s3://$RGW_BUCKET/t0869
-s3() { # METHOD PATH-AND-QUERY [DATA-FILE]: the gateway's status (body to $T/s3.body), signed by curl
-	local m=(-X "$1")
-	[ "$1" = HEAD ] && m=(-I)
-	[ -n "${3:-}" ] && m+=(--data-binary "@$3")
-	curl -sS -o "$T/s3.body" -w '%{http_code}' "${m[@]}" -H 'x-amz-content-sha256: UNSIGNED-PAYLOAD' \
-		--aws-sigv4 aws:amz:us-east-1:s3 --user "$RGW_ACCESS_KEY:$RGW_SECRET_KEY" "$RGW_ENDPOINT/$RGW_BUCKET$2"
-}
+s3() { rgw_s3 "$@"; }
 status() { s3 HEAD "/t0869/blobs/${1:0:2}/$1"; }
 there() { test "$(status "$1")" = 200; }
 gone() { test "$(status "$1")" = 404; }

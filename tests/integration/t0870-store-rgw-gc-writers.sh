@@ -10,9 +10,7 @@
 . "$HM_SRC/tests/integration/lib.sh"
 need_ceph
 check "a Ceph cluster with its gateway starts" start_rgw
-export AWS_ACCESS_KEY_ID=$RGW_ACCESS_KEY AWS_SECRET_ACCESS_KEY=$RGW_SECRET_KEY
-printf '[store]\nurl = s3://%s/t0870\ns3-endpoint = %s\ncache-size = 2G\n' "$RGW_BUCKET" "$RGW_ENDPOINT" >"$T/hm.conf"
-export HUBMIRROR_CONFIG=$T/hm.conf
+rgw_store t0870 2G
 cat >"$T/tokens" <<'TOK'
 hf_writer_acme_0001 hf:acme/*:write
 TOK

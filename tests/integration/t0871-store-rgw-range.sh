@@ -19,9 +19,7 @@ cat >"$T/spec.json" <<JSON
              {"path": "huge.bin", "size": 100000000, "seed": 9}]}
  ]}
 JSON
-export AWS_ACCESS_KEY_ID=$RGW_ACCESS_KEY AWS_SECRET_ACCESS_KEY=$RGW_SECRET_KEY
-printf '[store]\nurl = s3://%s/t0871\ns3-endpoint = %s\ncache-size = 4M\n' "$RGW_BUCKET" "$RGW_ENDPOINT" >"$T/hm.conf"
-export HUBMIRROR_CONFIG=$T/hm.conf
+rgw_store t0871 4M
 check "sync into the bucket" sync_from_fake hf:acme/big
 sha=$("$PY" -c 'import sqlite3, sys; print(sqlite3.connect(sys.argv[1]).execute(
 "select sha256 from files where path = ?", ("model.safetensors",)).fetchone()[0])' "$HUBMIRROR_DATA/catalog.db")

@@ -22,15 +22,8 @@ cat >"$T/spec.json" <<JSON
              {"path": "big.safetensors", "size": $size, "seed": 8}]}
  ]}
 JSON
-export AWS_ACCESS_KEY_ID=$RGW_ACCESS_KEY AWS_SECRET_ACCESS_KEY=$RGW_SECRET_KEY
-printf '[store]\nurl = s3://%s/t0872\ns3-endpoint = %s\ncache-size = 4M\n' "$RGW_BUCKET" "$RGW_ENDPOINT" >"$T/hm.conf"
-export HUBMIRROR_CONFIG=$T/hm.conf
-s3() { # METHOD PATH-AND-QUERY: the gateway's answer (body to $T/s3.body), signed by curl itself
-	local m=(-X "$1")
-	[ "$1" = HEAD ] && m=(-I)
-	curl -sS -o "$T/s3.body" -w '%{http_code}' "${m[@]}" -H 'x-amz-content-sha256: UNSIGNED-PAYLOAD' \
-		--aws-sigv4 aws:amz:us-east-1:s3 --user "$RGW_ACCESS_KEY:$RGW_SECRET_KEY" "$RGW_ENDPOINT/$RGW_BUCKET$2"
-}
+rgw_store t0872 4M
+s3() { rgw_s3 "$@"; }
 big=$("$PY" -c 'import hashlib, sys
 sys.path.insert(0, sys.argv[1])
 from content import Blob

@@ -24,9 +24,7 @@ cat >"$T/spec.json" <<JSON
              {"path": "small.bin", "size": $small_size, "seed": 6}]}
  ]}
 JSON
-export AWS_ACCESS_KEY_ID=$RGW_ACCESS_KEY AWS_SECRET_ACCESS_KEY=$RGW_SECRET_KEY
-printf '[store]\nurl = s3://%s/t0875\ns3-endpoint = %s\ncache-size = 64M\n' "$RGW_BUCKET" "$RGW_ENDPOINT" >"$T/hm.conf"
-export HUBMIRROR_CONFIG=$T/hm.conf
+rgw_store t0875 64M
 check "sync into the bucket" sync_from_fake hf:acme/cold
 sha_of() { "$PY" -c 'import sqlite3, sys; print(sqlite3.connect(sys.argv[1]).execute(
 "select sha256 from files where path = ?", (sys.argv[2],)).fetchone()[0])' "$HUBMIRROR_DATA/catalog.db" "$1"; }

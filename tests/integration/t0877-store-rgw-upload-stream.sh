@@ -19,21 +19,14 @@
 need_ceph
 need_node_module @huggingface/hub
 check "a Ceph cluster with its gateway starts" start_rgw
-export AWS_ACCESS_KEY_ID=$RGW_ACCESS_KEY AWS_SECRET_ACCESS_KEY=$RGW_SECRET_KEY
-printf '[store]\nurl = s3://%s/t0877\ns3-endpoint = %s\ncache-size = 4M\n' "$RGW_BUCKET" "$RGW_ENDPOINT" >"$T/hm.conf"
-export HUBMIRROR_CONFIG=$T/hm.conf
+rgw_store t0877 4M
 printf 'hf_writer_acme_0001 hf:acme/*:write\n' >"$T/tokens"
 chmod 600 "$T/tokens"
 export HFU="$HM_SRC/tests/integration/helpers"
 head -c 24000000 /dev/urandom >"$T/big.bin"
 big=$(sha256sum <"$T/big.bin" | cut -d' ' -f1)
 key="t0877/blobs/${big:0:2}/$big"
-s3() { # METHOD PATH-AND-QUERY: the gateway's answer's status (body to $T/s3.body), signed by curl itself
-	local m=(-X "$1")
-	[ "$1" = HEAD ] && m=(-I)
-	curl -sS -o "$T/s3.body" -w '%{http_code}' "${m[@]}" -H 'x-amz-content-sha256: UNSIGNED-PAYLOAD' \
-		--aws-sigv4 aws:amz:us-east-1:s3 --user "$RGW_ACCESS_KEY:$RGW_SECRET_KEY" "$RGW_ENDPOINT/$RGW_BUCKET$2"
-}
+s3() { rgw_s3 "$@"; }
 uploads() { s3 GET "/?prefix=t0877%2F&uploads=" >/dev/null; grep -o '<UploadId>' "$T/s3.body" | wc -l; }
 tmp_bytes() { find "$HUBMIRROR_DATA/store/tmp" -type f -printf '%s\n' | awk '{ n += $1 } END { print n + 0 }'; }
 store_bytes() { find "$HUBMIRROR_DATA/store" -type f -printf '%s\n' | awk '{ n += $1 } END { print n + 0 }'; }

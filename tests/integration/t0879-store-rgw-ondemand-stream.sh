@@ -23,19 +23,12 @@ cat >"$T/spec.json" <<JSON
  ]}
 JSON
 check "a Ceph cluster with its gateway starts" start_rgw
-export AWS_ACCESS_KEY_ID=$RGW_ACCESS_KEY AWS_SECRET_ACCESS_KEY=$RGW_SECRET_KEY
-printf '[store]\nurl = s3://%s/t0879\ns3-endpoint = %s\ncache-size = 4M\n' "$RGW_BUCKET" "$RGW_ENDPOINT" >"$T/hm.conf"
-export HUBMIRROR_CONFIG=$T/hm.conf
+rgw_store t0879 4M
 check "fake upstream starts" start_fakehub --repos "$T/spec.json"
 fake_sha() { curl -fsS -L "$FAKE_API/acme/od-big/resolve/main/$1" | sha256sum | cut -c1-64; }
 big=$(fake_sha big.safetensors)
 other=$(fake_sha other.safetensors)
-s3() { # METHOD PATH-AND-QUERY: the gateway's answer's status (body to $T/s3.body), signed by curl itself
-	local m=(-X "$1")
-	[ "$1" = HEAD ] && m=(-I)
-	curl -sS -o "$T/s3.body" -w '%{http_code}' "${m[@]}" -H 'x-amz-content-sha256: UNSIGNED-PAYLOAD' \
-		--aws-sigv4 aws:amz:us-east-1:s3 --user "$RGW_ACCESS_KEY:$RGW_SECRET_KEY" "$RGW_ENDPOINT/$RGW_BUCKET$2"
-}
+s3() { rgw_s3 "$@"; }
 uploads() { s3 GET "/?prefix=t0879%2F&uploads=" >/dev/null; grep -o '<UploadId>' "$T/s3.body" | wc -l; }
 tmp_bytes() { find "$HUBMIRROR_DATA/store/tmp" -type f -printf '%s\n' | awk '{ n += $1 } END { print n + 0 }'; }
 fault() { curl -fsS -X POST -d "$1" "$FAKE_API/_fake/faults" >/dev/null; }

@@ -15,9 +15,7 @@ cat >"$T/spec.json" <<'JSON'
              {"path": "b.safetensors", "size": 3000000, "seed": 882},
              {"path": "c.safetensors", "size": 3000000, "seed": 883}]}]}
 JSON
-export AWS_ACCESS_KEY_ID=$RGW_ACCESS_KEY AWS_SECRET_ACCESS_KEY=$RGW_SECRET_KEY
-printf '[store]\nurl = s3://%s/t0880\ns3-endpoint = %s\ncache-size = 4M\n' "$RGW_BUCKET" "$RGW_ENDPOINT" >"$T/hm.conf"
-export HUBMIRROR_CONFIG=$T/hm.conf
+rgw_store t0880 4M
 sync_from_fake hf:acme/big
 find "$HUBMIRROR_DATA/store/blobs" -type f -delete
 check "serve starts, rescanning its seed each second" start_serve --p2p-rescan 1
