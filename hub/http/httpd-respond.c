@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "base/buf.h"
+#include "base/bug.h"
 #include "base/xmalloc.h"
 #include "httpd-int.h"
 
@@ -237,8 +238,11 @@ void httpd_respond_spliced(struct httpd_req *r, int status, const char *content_
 			close(fd);
 		return;
 	}
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++) {
+		/* (a piece of memory past what was given is the caller's bug: never read past it) */
+		BUG_ON(!parts[i].file && (parts[i].off > mem_len || parts[i].len > mem_len - parts[i].off));
 		length += parts[i].len;
+	}
 	start_response(c, status, content_type, (int64_t)length);
 	if (r->head || length == 0) {
 		if (fd >= 0)
