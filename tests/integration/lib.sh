@@ -43,17 +43,40 @@ _watch() {
 _watch ${HM_WATCHDOG_S:-280} &
 _watchdog=$!
 
+# _reap PID: wait for a process the test started and then asked to end (SIGTERM); one still there 60 s
+# later is hung in its shutdown: where each of its threads waits is shown, it is killed, and the test
+# fails (a process must end when asked; the suite's timeout would only say the test ran too long).
+_reap() {
+	local i t
+	for i in $(seq 600); do
+		kill -0 "$1" 2>/dev/null || break
+		sleep 0.1
+	done
+	if kill -0 "$1" 2>/dev/null; then
+		echo "# process $1 ($(tr '\0' ' ' <"/proc/$1/cmdline" 2>/dev/null)) still runs 60 s after SIGTERM: killed"
+		for t in /proc/"$1"/task/*; do
+			echo "#   thread ${t##*/} $(cat "$t/comm" 2>/dev/null): waits in $(cat "$t/wchan" 2>/dev/null)"
+		done
+		_dump_logs
+		kill -9 "$1" 2>/dev/null
+		_hung=1
+	fi
+	wait "$1" 2>/dev/null
+}
+_hung=0
+
 _cleanup() {
 	local p
 	kill "$_watchdog" 2>/dev/null
 	[ "$_failed" -gt 0 ] && _dump_logs
 	for p in "${_pids[@]}"; do kill "$p" 2>/dev/null; done
-	for p in "${_pids[@]}"; do wait "$p" 2>/dev/null; done
+	for p in "${_pids[@]}"; do _reap "$p"; done
 	if [ -S "$HUBMIRROR_AGENT_SOCKET" ]; then
 		p=$("$HUBMIRROR" status --json 2>/dev/null | sed -n 's/^  "pid": \([0-9]*\),$/\1/p')
 		timeout 20 "$HUBMIRROR" agent --stop >/dev/null 2>&1 || { [ -n "$p" ] && kill -9 "$p" 2>/dev/null; }
 	fi
 	rm -rf "$T"
+	[ "$_hung" = 0 ] || exit 1
 }
 trap _cleanup EXIT
 
