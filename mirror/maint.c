@@ -25,6 +25,7 @@
 #include "share.h"
 #include "store/store-xet.h"
 #include "xet-record.h"
+#include "store/bucket.h"
 #include "store/store.h"
 #include "torrents.h"
 
@@ -204,6 +205,20 @@ int mirror_gc(struct mirror_data *d, int keep, int64_t partial_max_age_s, int64_
 	if (r && errmsg)
 		*errmsg = xasprintf("store: %s", err_str(r));
 	mirror_share_free(&g.share);
+	return r;
+}
+
+int mirror_gc_xet_staged(struct mirror_data *d, int64_t age_s, bool dry_run, int64_t *removed, char **errmsg)
+{
+	struct store_bucket *b = store_bucket_of(d->store);
+	int r;
+
+	*removed = 0;
+	if (!b)
+		return 0; /* (without a bucket, serve keeps its xorbs in xet-uploads/ and sweeps them itself) */
+	r = store_bucket_stage_sweep(b, age_s, dry_run, removed);
+	if (r && errmsg)
+		*errmsg = xasprintf("the bucket's staging area: %s", store_bucket_errmsg());
 	return r;
 }
 

@@ -51,6 +51,11 @@ struct mirror_gc_report {
 #define MIRROR_GC_GRACE ((int64_t)48 * 3600)
 int mirror_gc(struct mirror_data *d, int keep, int64_t partial_max_age_s, int64_t grace_s, bool dry_run,
 	      struct mirror_gc_report *rep, const struct mirror_progress *progress, char **errmsg);
+/* With a bucket: the objects of its staging area (a Xet upload's xorbs awaiting their shard, store/bucket.h)
+ * written age_s seconds ago or more, and its unfinished uploads as old, removed (dry_run: counted);
+ * *removed counts them. Without a bucket: 0, nothing done. Returns 0 or an error (*errmsg malloc'd). */
+#define MIRROR_GC_XET_STAGED_AGE ((int64_t)24 * 3600) /* serve's promise to a xorb (docs/protocols/xet.md) */
+int mirror_gc_xet_staged(struct mirror_data *d, int64_t age_s, bool dry_run, int64_t *removed, char **errmsg);
 
 /* A content verify found bad, and what holds it: "hf:org/name @ 5d1e2b9c0a1f: path" (the newest
  * ten files that name it). */

@@ -17,6 +17,7 @@
 #include "base/hex.h"
 #include "base/xmalloc.h"
 #include "store/bucket.h"
+#include "store-int.h"
 
 #define POOL_MAX 8
 #define CACHE_DEFAULT ((int64_t)10 << 30)
@@ -145,6 +146,19 @@ static int put(struct store_bucket *b, struct store_s3 *s, int r)
 	pthread_mutex_unlock(&b->lock);
 	store_s3_free(&s);
 	return r;
+}
+
+/* For the staging area's calls (bucket-stage.c): a client of the pool and back, counted as these are. */
+struct store_s3 *store__bucket_take(struct store_bucket *b)
+{
+	return take(b);
+}
+
+int store__bucket_give(struct store_bucket *b, struct store_s3 *s, int r, int64_t bytes_in, int64_t bytes_out)
+{
+	n_in += bytes_in;
+	n_out += bytes_out;
+	return put(b, s, r);
 }
 
 const char *store_bucket_errmsg(void)

@@ -64,6 +64,23 @@ void store_bucket_put_abort(struct store_bucket_put **p);
 int store_bucket_get(struct store_bucket *b, const char *sha256, int64_t off, int64_t len,
 		     int (*sink)(void *ud, const void *data, size_t n), void *ud);
 
+/* ---- the staging area (bucket-stage.c): a Xet upload's xorbs, kept until a shard names them ----
+ *
+ * Objects under xet-uploads/ below the prefix, beside blobs/ and never under it: a client's packing
+ * of chunks, not contents (docs/protocols/xet.md, "Uploads"). name is the key's part below
+ * xet-uploads/: letters, digits, '.', '-', '_' and '/' between parts, never "..", at most 200 bytes
+ * (-EINVAL else). Its bytes are the caller's to have checked; they are not content ids. */
+/* Put data[0..n) as name, streamed into a multipart upload (one PUT when small): visible only whole. */
+int store_bucket_stage_put(struct store_bucket *b, const char *name, const void *data, size_t n);
+/* Bytes [off, off + len) of name (len < 0: to its end) to sink, as store_s3_get. HM_ERR_NOT_FOUND: gone. */
+int store_bucket_stage_get(struct store_bucket *b, const char *name, int64_t off, int64_t len,
+			   int (*sink)(void *ud, const void *data, size_t n), void *ud);
+int store_bucket_stage_delete(struct store_bucket *b, const char *name);
+/* gc's sweep: every object of the staging area written age_s seconds ago or more (the bucket's clock:
+ * Last-Modified) deleted, and every unfinished upload to it started as long ago aborted (dry_run:
+ * counted, nothing changed). *removed counts both. Returns 0 or the first failure's code. */
+int store_bucket_stage_sweep(struct store_bucket *b, int64_t age_s, bool dry_run, int64_t *removed);
+
 /* Ranged reads on a server's libuv loop (store_s3_loop): a client of the bucket of its own, its
  * transfers driven by the loop, counted as the blocking calls are. One per loop, used from its thread
  * only; b must outlive it. store_bucket_loop_get is store_s3_loop_get of the content's key (its

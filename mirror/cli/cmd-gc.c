@@ -15,6 +15,28 @@
 #include "mirror/maint.h"
 #include "mirror/progress.h"
 
+/* The report as JSON (--json). */
+static void print_json(const struct mirror_gc_report *rep, int64_t staged, bool dry)
+{
+	json_t *o = json_pack("{s:b, s:I, s:I, s:I, s:I, s:I}", "dry_run", dry, "snapshots_dropped",
+			      (json_int_t)rep->snapshots_dropped, "blobs_removed", (json_int_t)rep->blobs_removed,
+			      "bytes_freed", (json_int_t)rep->bytes_freed, "orphans_removed",
+			      (json_int_t)rep->orphans_removed, "partials_removed",
+			      (json_int_t)rep->partials_removed);
+	json_object_set_new(o, "git_repositories_removed", json_integer(rep->git_removed));
+	json_object_set_new(o, "uploads_kept", json_integer(rep->uploads_kept));
+	json_object_set_new(o, "uploads_kept_until", json_integer(rep->uploads_until));
+	json_object_set_new(o, "writes_kept", json_integer(rep->writes_kept));
+	json_object_set_new(o, "restored", json_integer(rep->restored));
+	json_object_set_new(o, "bucket_uploads_aborted", json_integer(rep->bucket_uploads_aborted));
+	json_object_set_new(o, "xet_staged_removed", json_integer(staged));
+	json_object_set_new(o, "bucket_kept_shared", json_integer(rep->bucket_kept_shared));
+	json_object_set_new(o, "bucket_kept_young", json_integer(rep->bucket_kept_young));
+	json_object_set_new(o, "bucket_mirrors", json_integer(rep->bucket_mirrors));
+	cli_print_json(o);
+	json_decref(o);
+}
+
 int cmd_gc(int argc, char **argv)
 {
 	const struct cli_command *self = cli_find("gc");
@@ -22,6 +44,8 @@ int cmd_gc(int argc, char **argv)
 	struct mirror_gc_report rep;
 	const char *dir = NULL;
 	int keep = 2, age_h = 168, grace_h = (int)(MIRROR_GC_GRACE / 3600), r = CLI_OK, e;
+	int xet_h = (int)(MIRROR_GC_XET_STAGED_AGE / 3600);
+	int64_t staged = 0;
 	bool dry = false, wait = false, json = false;
 	char *err = NULL;
 	const struct cli_flag flags[] = {
@@ -34,6 +58,9 @@ int cmd_gc(int argc, char **argv)
 		CLI_INT_TAKES("grace", &grace_h, 0, INT_MAX, "hours (0 or more)", "HOURS",
 			      "with a bucket: keep what it got less than this before the\n"
 			      "earliest mirror's live set (default 48)"),
+		CLI_INT_TAKES("xet-upload-age", &xet_h, 0, INT_MAX, "hours (0 or more)", "HOURS",
+			      "with a bucket: delete the Xet uploads' xorbs in its staging\n"
+			      "area written longer ago than this (default 24)"),
 		CLI_BOOL("dry-run", &dry, "report what would go, change nothing"),
 		CLI_BOOL("wait", &wait, "wait for a running sync instead of failing"),
 		CLI_BOOL("json", &json, "print the report as JSON"),
@@ -50,27 +77,14 @@ int cmd_gc(int argc, char **argv)
 		cli_progress_start(&cp, "gc: the store's walk");
 		e = mirror_gc(data, keep, (int64_t)age_h * 3600, (int64_t)grace_h * 3600, dry, &rep, &mp, &err);
 		cli_progress_end(&cp);
+		if (!e)
+			e = mirror_gc_xet_staged(data, (int64_t)xet_h * 3600, dry, &staged, &err);
 	}
 	if (e) {
 		fprintf(stderr, "hubmirror: gc: %s\n", err ? err : err_str(e));
 		r = CLI_FAILED;
 	} else if (json) {
-		json_t *o = json_pack("{s:b, s:I, s:I, s:I, s:I, s:I}", "dry_run", dry, "snapshots_dropped",
-				      (json_int_t)rep.snapshots_dropped, "blobs_removed", (json_int_t)rep.blobs_removed,
-				      "bytes_freed", (json_int_t)rep.bytes_freed, "orphans_removed",
-				      (json_int_t)rep.orphans_removed, "partials_removed",
-				      (json_int_t)rep.partials_removed);
-		json_object_set_new(o, "git_repositories_removed", json_integer(rep.git_removed));
-		json_object_set_new(o, "uploads_kept", json_integer(rep.uploads_kept));
-		json_object_set_new(o, "uploads_kept_until", json_integer(rep.uploads_until));
-		json_object_set_new(o, "writes_kept", json_integer(rep.writes_kept));
-		json_object_set_new(o, "restored", json_integer(rep.restored));
-		json_object_set_new(o, "bucket_uploads_aborted", json_integer(rep.bucket_uploads_aborted));
-		json_object_set_new(o, "bucket_kept_shared", json_integer(rep.bucket_kept_shared));
-		json_object_set_new(o, "bucket_kept_young", json_integer(rep.bucket_kept_young));
-		json_object_set_new(o, "bucket_mirrors", json_integer(rep.bucket_mirrors));
-		cli_print_json(o);
-		json_decref(o);
+		print_json(&rep, staged, dry);
 	} else {
 		char b[32];
 		cli_human_size(rep.bytes_freed, b, sizeof(b));
@@ -94,6 +108,9 @@ int cmd_gc(int argc, char **argv)
 		if (rep.bucket_uploads_aborted)
 			printf("gc: %lld unfinished %s to the bucket aborted\n", (long long)rep.bucket_uploads_aborted,
 			       cli_plural(rep.bucket_uploads_aborted, "upload", "uploads"));
+		if (staged)
+			printf("gc: %lld Xet %s past %d hours in the bucket's staging area %s\n", (long long)staged,
+			       cli_plural(staged, "xorb", "xorbs"), xet_h, dry ? "would go" : "removed");
 		if (rep.bucket_kept_shared)
 			printf("gc: kept %lld %s other mirrors on the bucket name\n", (long long)rep.bucket_kept_shared,
 			       cli_plural(rep.bucket_kept_shared, "content", "contents"));

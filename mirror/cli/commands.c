@@ -35,12 +35,13 @@ const struct cli_command cli_commands[] = {
 	 "(their settings, metadata, every snapshot a ref points at, each file's path, size and hashes),\n"
 	 "then each content once, streamed from the store. 'hubmirror import' reads it on the other side.\n"},
 	{"gc", cmd_gc, "gc [--data DIR] [--store URL] [--keep N] [--partial-age HOURS] [--grace HOURS]\n"
-	 "   [--dry-run] [--wait] [--json]",
+	 "   [--xet-upload-age HOURS] [--dry-run] [--wait] [--json]",
 	 "drop snapshots nothing needs, and the files only they used",
 	 "Keeps every snapshot a ref points at or a pin holds (hubmirror pin) and the N most recent of\n"
 	 "each tracked repository; drops\n"
 	 "all snapshots of removed repositories, then every stored file no kept snapshot references,\n"
-	 "files the catalog does not know (left by a crash), and partial downloads older than HOURS.\n"},
+	 "files the catalog does not know (left by a crash), and partial downloads older than HOURS.\n"
+	 "With a bucket, also the Xet uploads' xorbs its staging area kept past their time.\n"},
 	{"git-hook", cmd_git_hook, "git-hook",
 	 "git's pre-receive hook for a push into a local repository (serve runs it)",
 	 "Not for people: serve runs git's receive-pack with it as the pre-receive hook during a git push\n"

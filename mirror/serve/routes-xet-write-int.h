@@ -18,13 +18,24 @@ struct mirror__xetw;
 struct mirror_routes;
 struct xet_hash;
 
+#define MIRROR__XETW_XORB_KEEP_S (24 * 3600) /* an uploaded xorb waits this long for the shard that names it */
 #define MIRROR__XETW_FILE_HOLD_S (24 * 3600) /* a file a shard made is kept this long for its commit */
 #define MIRROR__XETW_LEND_S (24 * 3600)      /* a virtual xorb the dedup query lent a repo may be named this long */
 
 /* ---- the tables (routes-xet-write-records.c); each call takes x's lock ---- */
 
-/* Where xorb h's bytes are kept (DATA/xet-uploads/HEX): malloc'd. */
+/* Where xorb h's bytes are kept on local disk (DATA/xet-uploads/HEX), without a bucket: malloc'd. */
 char *mirror__xetw_xorb_path(const struct mirror__xetw *x, const struct xet_hash *h);
+/* Whether xorbs are kept in the bucket's staging area (store/bucket.h) rather than on local disk. */
+bool mirror__xetw_staged(const struct mirror__xetw *x);
+/* Keep xorb h's bytes buf[0..n) (checked already) for repo_id: its local file, or its object in the
+ * bucket's staging area. 0 or an error. */
+int mirror__xetw_xorb_put(struct mirror__xetw *x, const struct xet_hash *h, int64_t repo_id,
+			  const unsigned char *buf, size_t n);
+/* Bytes [off, off + len) (len < 0: to its end) of the staged xorb h of repo_id to sink, from the
+ * bucket (mirror__xetw_staged only). 0, HM_ERR_NOT_FOUND (not kept), or an error. */
+int mirror__xetw_xorb_get(struct mirror__xetw *x, const struct xet_hash *h, int64_t repo_id, int64_t off,
+			  int64_t len, int (*sink)(void *ud, const void *data, size_t n), void *ud);
 /* Record xorb h as repo_id's (again: its time starts over); the xorbs past their time go. */
 void mirror__xetw_xorb_keep(struct mirror__xetw *x, const struct xet_hash *h, int64_t repo_id);
 /* Did repo_id upload xorb h, and is it still kept? */

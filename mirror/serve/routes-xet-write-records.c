@@ -4,6 +4,12 @@
  * its time; kept as small record files beside the xorbs in DATA/xet-uploads, so a serve restarted
  * between a client's xorbs, its shard and its commit goes on where it was, and read back at the start
  * (mirror__xetw_new). What is past its time goes at the start and with each new upload.
+ *
+ * With the store in a bucket, a xorb's bytes are not kept on local disk but in the bucket's staging
+ * area (store/bucket.h: xet-uploads/<mirror id>/<repo id>/HEX below its prefix), and read back from
+ * there by ranges (routes-xet-write-shard.c); the record files stay local. What serve does not delete
+ * at a record's end (a crash, a serve that takes no more uploads) gc does past the same time
+ * (mirror_gc_xet_staged).
  */
 #include <errno.h>
 #include <dirent.h>
@@ -16,16 +22,18 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/err.h"
 #include "base/hex.h"
 #include "base/log.h"
 #include "base/xmalloc.h"
 #include "hub/xet/xet.h"
 #include "mirror/data.h"
+#include "mirror/share.h"
+#include "store/bucket.h"
 #include "store/store.h"
 #include "routes-int.h"
 #include "routes-xet-write-int.h"
 
-#define XORB_KEEP_S (24 * 3600)        /* an uploaded xorb waits this long for the shard that names it */
 
 /* One xorb uploaded for a repo. */
 struct xorb_rec {
@@ -53,6 +61,8 @@ struct lend_rec {
 struct mirror__xetw {
 	pthread_mutex_t mu;
 	char *dir;                     /* DATA/xet-uploads */
+	struct store_bucket *bucket;   /* the store's bucket, borrowed (NULL: xorbs on local disk, in dir) */
+	char mirror_id[33];            /* with a bucket: the staging area's part of this mirror's */
 	struct xorb_rec *xorbs;
 	size_t n, cap;
 	struct file_rec *files;
@@ -204,8 +214,8 @@ static bool load_entry(struct mirror__xetw *x, struct mirror_data *d, int dir, c
 	if (sscanf(name, "%64[0-9a-f].r%lld%n", hex, &repo, &used) == 2 && !name[used] && !xet_hash_from_hex(hex, &h)) {
 		struct stat st;
 		if (!record_read(dir, name, buf, sizeof(buf)) || sscanf(buf, "%lld", &until) != 1 || until < now ||
-		    fstatat(dir, hex, &st, 0))
-			return true;
+		    (!x->bucket && fstatat(dir, hex, &st, 0)))
+			return true; /* (a staged xorb the bucket lost: the shard naming it hears so) */
 		xorbs_add(x, &(struct xorb_rec){ .hash = h, .repo_id = repo, .until = until });
 		return false;
 	}
@@ -252,6 +262,10 @@ struct mirror__xetw *mirror__xetw_new(struct mirror_data *d)
 
 	pthread_mutex_init(&x->mu, NULL);
 	x->dir = mirror_data_path(d, MIRROR_DATA_XET_UPLOADS);
+	if ((x->bucket = store_bucket_of(d->store)) && mirror_share_id(d, x->mirror_id)) {
+		log_warn("upload", "no mirror id: Xet uploads are kept on local disk, in %s", x->dir);
+		x->bucket = NULL;
+	}
 	if (mkdir(x->dir, 0700) && errno != EEXIST)
 		log_warn("upload", "%s: %s: Xet uploads cannot be kept", x->dir, strerror(errno));
 	/* what an earlier serve promised and is still in its time, back into the tables */
@@ -288,8 +302,91 @@ char *mirror__xetw_xorb_path(const struct mirror__xetw *x, const struct xet_hash
 	return xasprintf("%s/%s", x->dir, hex);
 }
 
-/* Forget the xorbs past their time, and their files (under x->mu). */
-static void xorbs_sweep(struct mirror__xetw *x, int64_t now)
+/* xorb h of repo_id's name in the bucket's staging area. */
+static char *staged_name(const struct mirror__xetw *x, const struct xet_hash *h, int64_t repo_id)
+{
+	char hex[XET_HEX_LEN + 1];
+	xet_hash_hex(h, hex);
+	return xasprintf("%s/%lld/%s", x->mirror_id, (long long)repo_id, hex);
+}
+
+bool mirror__xetw_staged(const struct mirror__xetw *x)
+{
+	return x->bucket != NULL;
+}
+
+/* Write buf[0..n) as the local file of xorb h (atomically: a temporary name, then renamed). */
+static int xorb_file_put(struct mirror__xetw *x, const struct xet_hash *h, const unsigned char *buf, size_t n)
+{
+	char *path = mirror__xetw_xorb_path(x, h);
+	char *tmp = xasprintf("%s.%lx.tmp", path, (unsigned long)pthread_self());
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600), e = 0;
+	size_t put = 0;
+
+	if (fd < 0)
+		e = -errno;
+	while (!e && put < n) {
+		ssize_t k = write(fd, buf + put, n - put);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			e = k < 0 ? -errno : -EIO;
+		else
+			put += (size_t)k;
+	}
+	if (fd >= 0 && close(fd) && !e)
+		e = -errno;
+	if (!e && rename(tmp, path))
+		e = -errno;
+	if (e)
+		unlink(tmp);
+	free(tmp);
+	free(path);
+	return e;
+}
+
+int mirror__xetw_xorb_put(struct mirror__xetw *x, const struct xet_hash *h, int64_t repo_id,
+			  const unsigned char *buf, size_t n)
+{
+	char *name;
+	int e;
+
+	if (!x->bucket)
+		return xorb_file_put(x, h, buf, n);
+	name = staged_name(x, h, repo_id);
+	e = store_bucket_stage_put(x->bucket, name, buf, n);
+	if (e)
+		log_warn("upload", "xorb %s: the bucket's staging area: %s", name, store_bucket_errmsg());
+	free(name);
+	return e;
+}
+
+int mirror__xetw_xorb_get(struct mirror__xetw *x, const struct xet_hash *h, int64_t repo_id, int64_t off,
+			  int64_t len, int (*sink)(void *ud, const void *data, size_t n), void *ud)
+{
+	char *name = staged_name(x, h, repo_id);
+	int e = x->bucket ? store_bucket_stage_get(x->bucket, name, off, len, sink, ud) : -ENOENT;
+
+	if (e && e != HM_ERR_NOT_FOUND && x->bucket)
+		log_warn("upload", "xorb %s: the bucket's staging area: %s", name, store_bucket_errmsg());
+	free(name);
+	return e;
+}
+
+/* Delete the staged xorbs named in v[0..n) (past their time; outside x->mu: requests to the bucket). */
+static void staged_drop(struct mirror__xetw *x, char **v, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (store_bucket_stage_delete(x->bucket, v[i]))
+			log_warn("upload", "xorb %s past its time: %s (gc removes it)", v[i], store_bucket_errmsg());
+		free(v[i]);
+	}
+	free(v);
+}
+
+/* Forget the xorbs past their time, and their files (under x->mu); with a bucket, the names of the
+ * staged ones to delete into *drop (*ndrop of them), for the caller to delete once it let go of mu. */
+static void xorbs_sweep(struct mirror__xetw *x, int64_t now, char ***drop, size_t *ndrop)
 {
 	size_t w = 0;
 	for (size_t i = 0; i < x->n; i++) {
@@ -299,6 +396,11 @@ static void xorbs_sweep(struct mirror__xetw *x, int64_t now)
 			continue;
 		}
 		record_drop(x, xorb_rec_name(&x->xorbs[i].hash, x->xorbs[i].repo_id));
+		if (x->bucket) { /* (one object per repo: no other record names it) */
+			*drop = xreallocarray(*drop, *ndrop + 1, sizeof(**drop));
+			(*drop)[(*ndrop)++] = staged_name(x, &x->xorbs[i].hash, x->xorbs[i].repo_id);
+			continue;
+		}
 		for (size_t j = 0; j < x->n && !others; j++)
 			others = j != i && x->xorbs[j].until >= now &&
 				 !memcmp(x->xorbs[j].hash.b, x->xorbs[i].hash.b, XET_HASH_LEN);
@@ -315,20 +417,22 @@ static void xorbs_sweep(struct mirror__xetw *x, int64_t now)
 void mirror__xetw_xorb_keep(struct mirror__xetw *x, const struct xet_hash *h, int64_t repo_id)
 {
 	int64_t now = (int64_t)time(NULL);
-	char until[24];
-	size_t i;
+	char until[24], **drop = NULL;
+	size_t i, ndrop = 0;
 
 	pthread_mutex_lock(&x->mu);
-	xorbs_sweep(x, now);
+	xorbs_sweep(x, now, &drop, &ndrop);
 	for (i = 0; i < x->n; i++)
 		if (x->xorbs[i].repo_id == repo_id && !memcmp(x->xorbs[i].hash.b, h->b, XET_HASH_LEN))
 			break;
 	if (i == x->n)
 		xorbs_add(x, &(struct xorb_rec){ .hash = *h, .repo_id = repo_id });
-	x->xorbs[i].until = now + XORB_KEEP_S;
+	x->xorbs[i].until = now + MIRROR__XETW_XORB_KEEP_S;
 	snprintf(until, sizeof(until), "%lld\n", (long long)x->xorbs[i].until);
 	record_put(x, xorb_rec_name(h, repo_id), until); /* (under mu: a sweep may not drop it between) */
 	pthread_mutex_unlock(&x->mu);
+	if (ndrop)
+		staged_drop(x, drop, ndrop);
 }
 
 /* Did repo_id upload xorb h, and is it still kept? */

@@ -5,10 +5,17 @@
  * each term's chunks verified against its verification hash and the file against its Xet hash (and
  * sha256, where the shard states it), and only then written into the store as plain bytes and held
  * for the repo's commit.
+ *
+ * With the store in a bucket the repo's xorbs are in its staging area (routes-xet-write-records.c):
+ * each is read whole once and checked as the upload was (its table of chunks kept, its bytes not),
+ * then each term's chunks are read back by a ranged GET, each chunk hashed again against that table,
+ * so what the job holds at once is one xorb (64 MiB at most) and one term's range, whatever the
+ * file's size; the file itself streams into the store's writer (into the bucket, past the cache).
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,12 +44,19 @@
 
 /* ---- a shard ------------------------------------------------------------------------------------ */
 
-/* The xorbs a shard's job has open: each mapped and read once. */
+/* The xorbs a shard's job has open: each mapped and read once (a staged one read and let go: map NULL,
+ * its terms read back by ranges). */
 struct open_xorb {
 	struct xet_hash hash;
 	unsigned char *map;
 	size_t len;
 	struct xet_xorb *x;
+};
+
+/* A xorb's bytes read from the bucket into memory, bounded. */
+struct grow {
+	unsigned char *b;
+	size_t n, cap, max;
 };
 
 struct shard_job {
@@ -56,8 +70,10 @@ struct shard_job {
 	struct xet_xorb_decoder *dec;
 	struct open_xorb *open;
 	size_t nopen;
+	int err;                        /* why xorb_open gave NULL when it is not the shard's fault (0: it is) */
 	unsigned char room[XET_CHUNK_MAX];
 	char why[300];
+	struct grow range;              /* a term's bytes read back from the bucket's staging area */
 };
 
 static void shard_job_release(struct mirror__job *j)
@@ -65,10 +81,12 @@ static void shard_job_release(struct mirror__job *j)
 	struct shard_job *s = (struct shard_job *)j;
 	mirror__spool_release(s->body);
 	for (size_t i = 0; i < s->nopen; i++) {
-		munmap(s->open[i].map, s->open[i].len);
+		if (s->open[i].map)
+			munmap(s->open[i].map, s->open[i].len);
 		xet_xorb_free(&s->open[i].x);
 	}
 	free(s->open);
+	free(s->range.b);
 	xet_xorb_decoder_free(&s->dec);
 	free(s->name);
 	free(s);
@@ -149,6 +167,45 @@ out:
 	return e;
 }
 
+static int grow_sink(void *ud, const void *data, size_t n)
+{
+	struct grow *g = ud;
+
+	if (n > g->max - g->n)
+		return -E2BIG;
+	if (g->n + n > g->cap) {
+		size_t c = g->cap ? 2 * g->cap : (size_t)1 << 20;
+		while (c < g->n + n)
+			c *= 2;
+		g->cap = c < g->max ? c : g->max;
+		g->b = xrealloc(g->b, g->cap);
+	}
+	memcpy(g->b + g->n, data, n);
+	g->n += n;
+	return 0;
+}
+
+/* Staged xorb h (hex) read whole from the bucket into o (o->map malloc'd: the caller frees it once
+ * parsed). 0, or an error with s->why (-EBADMSG: not kept any more). */
+static int staged_read(struct shard_job *s, const struct xet_hash *h, const char *hex, struct open_xorb *o)
+{
+	struct grow g = { .max = XET_XORB_MAX_BYTES };
+	int e = mirror__xetw_xorb_get(s->xw, h, s->repo_id, 0, -1, grow_sink, &g);
+
+	if (!e && !g.n)
+		e = HM_ERR_NOT_FOUND;
+	if (e) {
+		free(g.b);
+		if (e == HM_ERR_NOT_FOUND)
+			return refuse(s, "xorb ", hex, " is no longer kept: upload it again");
+		snprintf(s->why, sizeof(s->why), "xorb %s: the bucket: %s", hex, err_str(e));
+		return e == -E2BIG ? -EIO : e;
+	}
+	o->map = g.b;
+	o->len = g.n;
+	return 0;
+}
+
 /* Xorb h as this repo uploaded it, read (and verified again: its file is ours, but cheap to trust
  * nothing); NULL with s->why when the repo did not upload it. */
 static const struct open_xorb *xorb_open(struct shard_job *s, const struct xet_hash *h)
@@ -156,6 +213,7 @@ static const struct open_xorb *xorb_open(struct shard_job *s, const struct xet_h
 	char hex[XET_HEX_LEN + 1], *path, *why = NULL;
 	struct open_xorb o = { .hash = *h };
 	struct stat st;
+	bool staged = false;
 	int fd;
 
 	for (size_t i = 0; i < s->nopen; i++)
@@ -164,6 +222,9 @@ static const struct open_xorb *xorb_open(struct shard_job *s, const struct xet_h
 	xet_hash_hex(h, hex);
 	if (!mirror__xetw_xorb_owned(s->xw, h, s->repo_id)) {
 		if (lent_map(s, h, hex, &o))
+			return NULL;
+	} else if ((staged = mirror__xetw_staged(s->xw))) {
+		if ((s->err = staged_read(s, h, hex, &o)))
 			return NULL;
 	} else {
 		path = mirror__xetw_xorb_path(s->xw, h);
@@ -181,10 +242,17 @@ static const struct open_xorb *xorb_open(struct shard_job *s, const struct xet_h
 	}
 	/* (a lent xorb too: its bytes are the store's, their hashes checked against its name all the same) */
 	if (xet_xorb_parse(s->dec, o.map, o.len, h, &o.x, &why)) {
-		munmap(o.map, o.len);
+		if (staged)
+			free(o.map);
+		else
+			munmap(o.map, o.len);
 		refuse(s, "xorb ", hex, " does not read back");
 		free(why);
 		return NULL;
+	}
+	if (staged) { /* (its terms are read back by ranges: rebuild_term) */
+		free(o.map);
+		o.map = NULL;
 	}
 	s->open = xreallocarray(s->open, s->nopen + 1, sizeof(*s->open));
 	s->open[s->nopen] = o;
@@ -201,26 +269,70 @@ struct rebuild {
 	uint64_t size;
 };
 
-/* The chunks of term t, each decompressed, checked against the term and fed to r. */
+/* The bytes of term t's chunks in xorb o: its map (*base 0), or for a staged xorb the range read back
+ * from the bucket into s->range (*base: where it starts in the xorb); *len how many. NULL with *e. */
+static const unsigned char *term_bytes(struct shard_job *s, const struct open_xorb *o, const struct xet_shard_term *t,
+				       uint64_t *base, size_t *len, int *e)
+{
+	uint64_t from, to;
+	char hex[XET_HEX_LEN + 1];
+
+	if (o->map) {
+		*base = 0;
+		*len = o->len;
+		return o->map;
+	}
+	from = o->x->chunks[t->start].offset;
+	to = t->end < o->x->n ? o->x->chunks[t->end].offset : o->x->end;
+	s->range.n = 0;
+	s->range.max = XET_XORB_MAX_BYTES;
+	*e = to > from ? mirror__xetw_xorb_get(s->xw, &o->hash, s->repo_id, (int64_t)from, (int64_t)(to - from),
+					       grow_sink, &s->range) : -EBADMSG;
+	if (!*e && s->range.n != to - from)
+		*e = -EIO;
+	if (*e) {
+		xet_hash_hex(&o->hash, hex);
+		*e = *e == HM_ERR_NOT_FOUND ? refuse(s, "xorb ", hex, " is no longer kept: upload it again") : *e;
+		return NULL;
+	}
+	*base = from;
+	*len = s->range.n;
+	return s->range.b;
+}
+
+/* The chunks of term t, each decompressed, checked against the term and fed to r. A staged xorb's
+ * chunks, read back from the bucket, are hashed again against its table. */
 static int rebuild_term(struct shard_job *s, const struct xet_shard_term *t, struct rebuild *r)
 {
 	const struct open_xorb *o = xorb_open(s, &t->xorb);
+	const unsigned char *p;
 	struct xet_hash *hashes;
 	struct xet_hash got;
-	uint64_t bytes = 0;
+	uint64_t bytes = 0, base = 0;
+	size_t len = 0;
 	int e = 0;
 
 	if (!o)
-		return -EBADMSG;
+		return s->err ? s->err : -EBADMSG;
 	if (t->end > o->x->n)
 		return refuse(s, "a term names chunks past the end of its xorb", "", "");
+	if (!(p = term_bytes(s, o, t, &base, &len, &e)))
+		return e;
 	hashes = xreallocarray(NULL, t->end - t->start, sizeof(*hashes));
 	for (uint32_t i = t->start; i < t->end && !e; i++) {
 		struct xet_xorb_chunk_header h;
-		size_t used;
+		size_t used, at;
 		const struct xet_xorb_entry *c = &o->x->chunks[i];
-		if (xet_xorb_chunk_read(s->dec, o->map + c->offset, o->len - c->offset, &h, s->room, &used, NULL)) {
+		at = c->offset - base;
+		if (xet_xorb_chunk_read(s->dec, p + at, len - at, &h, s->room, &used, NULL)) {
 			e = refuse(s, "a chunk does not read back", "", "");
+			break;
+		}
+		if (!o->map)
+			xet_chunk_hash(s->room, h.uncompressed_size, &got);
+		if (!o->map && memcmp(got.b, c->hash.b, XET_HASH_LEN)) {
+			snprintf(s->why, sizeof(s->why), "a chunk read back from the bucket is not the one uploaded");
+			e = -EIO;
 			break;
 		}
 		hashes[i - t->start] = c->hash;
@@ -316,7 +428,7 @@ static int check_xorbs(struct shard_job *s, const struct xet_shard *sh)
 		const struct xet_shard_xorb *l = &sh->xorbs[i];
 		const struct open_xorb *o = xorb_open(s, &l->hash);
 		if (!o)
-			return -EBADMSG;
+			return s->err ? s->err : -EBADMSG;
 		if (l->n != o->x->n)
 			return refuse(s, "the shard lists a xorb with another number of chunks than it has", "", "");
 		for (size_t k = 0; k < l->n; k++)
@@ -325,6 +437,17 @@ static int check_xorbs(struct shard_job *s, const struct xet_shard *sh)
 				return refuse(s, "the shard's chunk hashes or sizes are not its xorbs'", "", "");
 	}
 	return 0;
+}
+
+/* A test hook (tests/README.md, "Fault hooks"): with $HUBMIRROR_TEST_KILL=xet-shard the process kills
+ * itself (SIGKILL) when a shard's job starts: the upload's xorbs all kept, no file of it made yet, the
+ * commit not sent. Read in this one place (t0883). */
+static void test_kill_point(void)
+{
+	const char *v = getenv("HUBMIRROR_TEST_KILL");
+
+	if (v && !strcmp(v, "xet-shard"))
+		raise(SIGKILL);
 }
 
 static void shard_job_build(struct mirror__job *j, struct catalog *cat)
@@ -336,6 +459,7 @@ static void shard_job_build(struct mirror__job *j, struct catalog *cat)
 	char *why = NULL;
 	int e = b ? xet_shard_parse(b, n, &sh, &why) : -EIO;
 
+	test_kill_point();
 	s->dec = xet_xorb_decoder_new();
 	if (e && why)
 		snprintf(s->why, sizeof(s->why), "%s", why);
@@ -360,6 +484,7 @@ static void shard_job_build(struct mirror__job *j, struct catalog *cat)
 		j->status = e == -E2BIG ? 413 : 400;
 		j->body = json_pack("{s:s}", "error", s->why[0] ? s->why : err_str(e));
 	} else if (e) {
+		log_warn("upload", "hf:%s: a shard failed: %s", s->name, s->why[0] ? s->why : err_str(e));
 		j->status = e == -ENOSPC ? 507 : 500;
 		j->body = json_pack("{s:s}", "error", err_str(e));
 	} else {

@@ -5,8 +5,9 @@
  *
  * Nothing a client says is believed. A xorb is read whole, every chunk decompressed and hashed and
  * the xorb hash recomputed against its URL (hub/xet: xet_xorb_parse), then kept apart from the store
- * (DATA/xet-uploads/<hash>) as the repo's for XORB_KEEP_S: a xorb is a client's packing of chunks,
- * not content, so the store never holds one. A shard's files are rebuilt from the xorbs the same
+ * (DATA/xet-uploads/<hash>, or with a bucket its staging area: routes-xet-write-records.c) as the
+ * repo's for MIRROR__XETW_XORB_KEEP_S: a xorb is a client's packing of chunks, not content, so the
+ * store never holds one. A shard's files are rebuilt from the xorbs the same
  * repo uploaded, or the virtual xorbs the dedup query lent it (made again from the store's bytes) of
  * contents it may name as its own (a shard naming any other xorb is refused: no other repo's private
  * chunks reach this one), each term's chunks verified against its verification hash and the file against its Xet hash
@@ -294,36 +295,6 @@ static void xorb_job_release(struct mirror__job *j)
 	free(x);
 }
 
-/* Write buf[0..n) as the file of xorb h (atomically: a temporary name, then renamed). */
-static int xorb_store(struct mirror__xetw *x, const struct xet_hash *h, const unsigned char *buf, size_t n)
-{
-	char *path = mirror__xetw_xorb_path(x, h);
-	char *tmp = xasprintf("%s.%ld.tmp", path, (long)pthread_self() & 0xffffff);
-	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600), e = 0;
-	size_t put = 0;
-
-	if (fd < 0)
-		e = -errno;
-	while (!e && put < n) {
-		ssize_t k = write(fd, buf + put, n - put);
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0)
-			e = k < 0 ? -errno : -EIO;
-		else
-			put += (size_t)k;
-	}
-	if (fd >= 0 && close(fd) && !e)
-		e = -errno;
-	if (!e && rename(tmp, path))
-		e = -errno;
-	if (e)
-		unlink(tmp);
-	free(tmp);
-	free(path);
-	return e;
-}
-
 /* The answer to a xorb read whole: stored (e 0), or why not. */
 static void xorb_answer(struct mirror__job *j, const struct xorb_job *x, const struct xet_xorb *xorb, const char *hex,
 			int e)
@@ -362,7 +333,7 @@ static void xorb_job_build(struct mirror__job *j, struct catalog *cat)
 		/* recorded first: a sweep of an older record of the same xorb, on another worker, then sees
 		 * this one and leaves the file; if storing fails, a shard naming it hears it is not kept */
 		mirror__xetw_xorb_keep(x->x, &x->hash, x->repo_id);
-		xorb_answer(j, x, xorb, hex, xorb_store(x->x, &x->hash, b, n));
+		xorb_answer(j, x, xorb, hex, mirror__xetw_xorb_put(x->x, &x->hash, x->repo_id, b, n));
 	}
 	free(why);
 	free(b);

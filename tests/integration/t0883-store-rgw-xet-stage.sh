@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# t0883-store-rgw-xet-stage: with a bucket behind the store, a Xet upload's xorbs are kept in the
+# bucket's staging area (xet-uploads/<mirror id>/<repo id>/<xorb hash> below its prefix, never under
+# blobs/), not on local disk, and the shard's file is rebuilt from ranges read back from there:
+# 1. the JS client's uploadFiles of a file bigger than the local cache's bound goes through Xet: its
+#    xorbs are in the staging area and xet-uploads/ holds no xorb file (on the code before, the xorbs
+#    were files there: check 4 fails), the file lands in the bucket byte for byte and is served back;
+# 2. gc keeps the staged xorbs within their 24 hours and removes them past the age it is given
+#    (--xet-upload-age), with no unfinished upload left;
+# 3. serve killed at the shard (HUBMIRROR_TEST_KILL=xet-shard: the xorbs staged, no file made, the
+#    commit not sent) leaves nothing under blobs/, verify passes, and gc removes the staged xorbs;
+#    a serve restarted takes the same upload again whole.
+. "$HM_SRC/tests/integration/lib.sh"
+need_ceph
+need_node_module @huggingface/hub
+check "a Ceph cluster with its gateway starts" start_rgw
+rgw_store t0883 4M
+printf 'hf_writer_acme_0001 hf:acme/*:write\n' >"$T/tokens"
+chmod 600 "$T/tokens"
+s3() { rgw_s3 "$@"; }
+staged() { # the keys of the staging area, one a line
+	s3 GET "/?list-type=2&prefix=t0883%2Fxet-uploads%2F" >/dev/null
+	grep -o '<Key>[^<]*</Key>' "$T/s3.body" | sed 's/<[^>]*>//g'
+}
+nstaged() { staged | grep -c . ; }
+uploads() { s3 GET "/?prefix=t0883%2F&uploads=" >/dev/null; grep -o '<UploadId>' "$T/s3.body" | wc -l; }
+local_xorbs() { find "$HUBMIRROR_DATA" -type f -regextype posix-extended -regex '.*/[0-9a-f]{64}' \
+	-path '*xet-uploads*' | wc -l; }
+store_bytes() { find "$HUBMIRROR_DATA/store" -type f -printf '%s\n' | awk '{ n += $1 } END { print n + 0 }'; }
+xetput() { # FILE PATH: the official client's uploadFiles through Xet, then its downloadFile; prints its checks
+	local n=0 line
+	while IFS= read -r line; do
+		echo "# hfjs: $line" >&2
+		case $line in "ok - "*) n=$((n + 1)) ;; "not ok - "*) n=-100 ;; esac
+	done < <(cd "$JS" && timeout 300 node xetput.mjs --hub-url "$M" --token hf_writer_acme_0001 --repo acme/up \
+		--file "$1" --path "$2" 2>&1)
+	test "$n" -ge 2
+}
+
+# 1. through Xet into the bucket
+check "serve starts" start_serve --local acme --tokens "$T/tokens" --p2p-listen off
+head -c 20000000 /dev/urandom >"$T/big.bin"
+big=$(sha256sum <"$T/big.bin" | cut -d' ' -f1)
+check "the JS client's Xet upload lands and reads back byte for byte" xetput "$T/big.bin" big.bin
+check "serve's log says its xorbs came in" grep -q "xorb [0-9a-f]* in" "$T/serve.err"
+n1=$(nstaged)
+check "its xorbs are in the bucket's staging area ($n1)" test "$n1" -ge 1
+check "no xorb file on local disk ($(local_xorbs))" test "$(local_xorbs)" = 0
+bad=$(staged | grep -Evc '^t0883/xet-uploads/[0-9a-f]{32}/[0-9]+/[0-9a-f]{64}$')
+check "each staged key is xet-uploads/<mirror id>/<repo id>/<xorb hash> ($bad others)" test "$bad" = 0
+blobkeys() { s3 GET "/?list-type=2&prefix=t0883%2Fblobs%2F" >/dev/null; grep -o '<Key>[^<]*</Key>' "$T/s3.body" |
+	sed 's/<[^>]*>//g'; }
+bad=$(blobkeys | grep -Evc '^t0883/blobs/[0-9a-f]{2}/[0-9a-f]{64}$')
+check "under blobs/ only contents ($bad others)" test "$bad" = 0
+check "the file is in the bucket under its id" test "$(s3 GET "/t0883/blobs/${big:0:2}/$big")" = 200
+check "byte for byte" test "$(sha256sum <"$T/s3.body" | cut -d' ' -f1)" = "$big"
+check "the store's folder holds no more than the cache ($(store_bytes) bytes)" test "$(store_bytes)" -le 4194304
+check "resolve serves it back, byte for byte" bash -c "[ \"\$(curl -fsS '$M/acme/up/resolve/main/big.bin' |
+	sha256sum | cut -d' ' -f1)\" = $big ]"
+check "no unfinished upload is left" test "$(uploads)" = 0
+check "serve stops clean" serve_stops_clean
+
+# 2. gc: within the age kept, past it removed
+"$HUBMIRROR" gc --json >"$T/gc1.json"
+check "gc keeps staged xorbs within their 24 hours" test "$(nstaged)" = "$n1"
+"$HUBMIRROR" gc --xet-upload-age 0 --json >"$T/gc2.json"
+check "gc past the age removes them" "$PY" -c '
+import json, sys; d = json.load(open(sys.argv[1])); assert d["xet_staged_removed"] == int(sys.argv[2]), d' \
+	"$T/gc2.json" "$n1"
+check "none is left in the staging area" test "$(nstaged)" = 0
+check "the file stays" test "$(s3 HEAD "/t0883/blobs/${big:0:2}/$big")" = 200
+check "verify passes" "$HUBMIRROR" verify
+
+# 3. serve killed between the xorbs and the commit
+HUBMIRROR_TEST_KILL=xet-shard start_serve --local acme --tokens "$T/tokens" --p2p-listen off || finish
+serve_pid=${_pids[-1]}
+head -c 20000000 /dev/urandom >"$T/two.bin"
+two=$(sha256sum <"$T/two.bin" | cut -d' ' -f1)
+xetput "$T/two.bin" two.bin 2>"$T/two.out"
+wait "$serve_pid" 2>/dev/null; st=$?
+check "serve killed itself at the shard (status $st)" test "$st" = 137
+n2=$(nstaged)
+check "the upload's xorbs were staged ($n2)" test "$n2" -ge 1
+check "nothing under the file's id in the bucket" test "$(s3 HEAD "/t0883/blobs/${two:0:2}/$two")" = 404
+check "nor in the local cache" test ! -e "$HUBMIRROR_DATA/store/blobs/${two:0:2}/$two"
+check "no xorb file on local disk ($(local_xorbs))" test "$(local_xorbs)" = 0
+check "no unfinished upload is left" test "$(uploads)" = 0
+check "verify passes" "$HUBMIRROR" verify
+check "serve starts again" start_serve --local acme --tokens "$T/tokens" --p2p-listen off
+check "the same upload lands whole" xetput "$T/two.bin" two.bin
+check "the file is in the bucket byte for byte" bash -c "[ \"\$(curl -fsS '$M/acme/up/resolve/main/two.bin' |
+	sha256sum | cut -d' ' -f1)\" = $two ]"
+check "serve stops clean" serve_stops_clean
+"$HUBMIRROR" gc --xet-upload-age 0 --json >"$T/gc3.json"
+check "gc removes the staged xorbs" test "$(nstaged)" = 0
+check "both files stay" bash -c "[ \"$(s3 HEAD "/t0883/blobs/${big:0:2}/$big")$(s3 HEAD "/t0883/blobs/${two:0:2}/$two")\" = 200200 ]"
+check "verify passes" "$HUBMIRROR" verify
+finish
