@@ -15,8 +15,9 @@
  *   torrents/<btih>.torrent    the swarm's torrents of snapshots, torrents/.work/ their hashing farms
  *   p2p/secret                 the key of the capabilities in guarded repos' torrents
  *   p2p/seed/<btih>/           the BitTorrent seed's folders of links to the store
- *   xet-uploads/<hash>         xorbs a Xet client uploaded, until a shard names them (serve's own:
- *                              mirror/serve/routes-xet-write.c)
+ *   xet-uploads/<hash>         xorbs a Xet client uploaded, until a shard names them, and their record
+ *                              files (serve's own: mirror/serve/routes-xet-write.c; with a bucket, the
+ *                              xorbs are in its staging area and only the records here)
  */
 #ifndef HM_MIRROR_DATA_H
 #define HM_MIRROR_DATA_H

@@ -11,8 +11,8 @@
 #    the store's folder no more than the cache's bound; resolve serves it back from the bucket;
 # 3. a PUT whose bytes are not the oid's (one byte changed) is refused, nothing under the id and no
 #    upload left behind;
-# 4. the JavaScript client's upload through Xet: the file rebuilt from its xorbs (which are kept on
-#    local disk, in xet-uploads/) goes the same way, and reads back byte for byte;
+# 4. the JavaScript client's upload through Xet: the file rebuilt from its xorbs (kept in the bucket's
+#    staging area: t0883) goes the same way, and reads back byte for byte;
 # 5. two mirrors on the bucket: a commit of this one that counts on a content another put and dropped
 #    re-stamps its object, and the other's gc keeps it (on the code before: deleted, checks 38-40).
 . "$HM_SRC/tests/integration/lib.sh"

@@ -9,13 +9,20 @@
 #    (--xet-upload-age), with no unfinished upload left;
 # 3. serve killed at the shard (HUBMIRROR_TEST_KILL=xet-shard: the xorbs staged, no file made, the
 #    commit not sent) leaves nothing under blobs/, verify passes, and gc removes the staged xorbs;
-#    a serve restarted takes the same upload again whole.
+#    a serve restarted takes the same upload again whole;
+# 4. huggingface_hub's flow as hf_xet sends it and the attacks on it (helpers/xetupload.py, as t0854
+#    runs them without a bucket) against the staging area: forged xorbs, chunk-hash lies, a shard naming
+#    another repo's private xorb are refused with nothing stored; only the xorbs taken are staged.
 . "$HM_SRC/tests/integration/lib.sh"
 need_ceph
 need_node_module @huggingface/hub
 check "a Ceph cluster with its gateway starts" start_rgw
 rgw_store t0883 4M
-printf 'hf_writer_acme_0001 hf:acme/*:write\n' >"$T/tokens"
+cat >"$T/tokens" <<'TOK'
+hf_writer_acme_0001 hf:acme/*:write
+hf_writer_other_0002 hf:other/*:write
+hf_reader_acme_0003 hf:acme/*
+TOK
 chmod 600 "$T/tokens"
 s3() { rgw_s3 "$@"; }
 staged() { # the keys of the staging area, one a line
@@ -27,6 +34,9 @@ uploads() { s3 GET "/?prefix=t0883%2F&uploads=" >/dev/null; grep -o '<UploadId>'
 local_xorbs() { find "$HUBMIRROR_DATA" -type f -regextype posix-extended -regex '.*/[0-9a-f]{64}' \
 	-path '*xet-uploads*' | wc -l; }
 store_bytes() { find "$HUBMIRROR_DATA/store" -type f -printf '%s\n' | awk '{ n += $1 } END { print n + 0 }'; }
+resolved() { # PATH: the sha256 of what resolve answers for acme/up's PATH (the tokens file guards acme)
+	curl -fsS -H "Authorization: Bearer hf_writer_acme_0001" "$M/acme/up/resolve/main/$1" | sha256sum | cut -d' ' -f1
+}
 xetput() { # FILE PATH: the official client's uploadFiles through Xet, then its downloadFile; prints its checks
 	local n=0 line
 	while IFS= read -r line; do
@@ -55,8 +65,7 @@ check "under blobs/ only contents ($bad others)" test "$bad" = 0
 check "the file is in the bucket under its id" test "$(s3 GET "/t0883/blobs/${big:0:2}/$big")" = 200
 check "byte for byte" test "$(sha256sum <"$T/s3.body" | cut -d' ' -f1)" = "$big"
 check "the store's folder holds no more than the cache ($(store_bytes) bytes)" test "$(store_bytes)" -le 4194304
-check "resolve serves it back, byte for byte" bash -c "[ \"\$(curl -fsS '$M/acme/up/resolve/main/big.bin' |
-	sha256sum | cut -d' ' -f1)\" = $big ]"
+check "resolve serves it back, byte for byte" test "$(resolved big.bin)" = "$big"
 check "no unfinished upload is left" test "$(uploads)" = 0
 check "serve stops clean" serve_stops_clean
 
@@ -88,11 +97,30 @@ check "no unfinished upload is left" test "$(uploads)" = 0
 check "verify passes" "$HUBMIRROR" verify
 check "serve starts again" start_serve --local acme --tokens "$T/tokens" --p2p-listen off
 check "the same upload lands whole" xetput "$T/two.bin" two.bin
-check "the file is in the bucket byte for byte" bash -c "[ \"\$(curl -fsS '$M/acme/up/resolve/main/two.bin' |
-	sha256sum | cut -d' ' -f1)\" = $two ]"
+check "resolve serves it back, byte for byte" test "$(resolved two.bin)" = "$two"
 check "serve stops clean" serve_stops_clean
 "$HUBMIRROR" gc --xet-upload-age 0 --json >"$T/gc3.json"
 check "gc removes the staged xorbs" test "$(nstaged)" = 0
 check "both files stay" bash -c "[ \"$(s3 HEAD "/t0883/blobs/${big:0:2}/$big")$(s3 HEAD "/t0883/blobs/${two:0:2}/$two")\" = 200200 ]"
 check "verify passes" "$HUBMIRROR" verify
+
+# 4. hf_xet's flow replayed, and the attacks
+command -v lz4 >/dev/null || { fail "the lz4 tool is missing (apt-get install lz4)"; finish; }
+check "serve starts with two local namespaces" start_serve --local acme,other --tokens "$T/tokens" --p2p-listen off
+np=0
+st=none
+while IFS= read -r line; do
+	case $line in
+	"ok - "*) ok "py: ${line#ok - }"; np=$((np + 1)) ;;
+	"not ok - "*) fail "py: ${line#not ok - }"; np=$((np + 1)) ;;
+	"exit "*) st=${line#exit } ;;
+	*) echo "# $line" ;;
+	esac
+done < <(timeout 120 "$PY" "$HM_SRC/tests/integration/helpers/xetupload.py" "$M" "$HUBMIRROR_DATA" \
+	"$HM_BUILD/tests/unit/xet-ident" 2>&1; echo "exit $?")
+check "the Python replay ran to the end ($np checks, status $st)" test "$np" -ge 30 -a "$st" = 0
+# (taken: its good xorb, the one its lies were told over, the other writer's; refused: the two forged)
+check "only the xorbs taken are staged ($(nstaged))" test "$(nstaged)" = 3
+check "no xorb file on local disk ($(local_xorbs))" test "$(local_xorbs)" = 0
+check "serve stops clean" serve_stops_clean
 finish
