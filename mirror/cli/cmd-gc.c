@@ -109,8 +109,9 @@ int cmd_gc(int argc, char **argv)
 			printf("gc: %lld unfinished %s to the bucket aborted\n", (long long)rep.bucket_uploads_aborted,
 			       cli_plural(rep.bucket_uploads_aborted, "upload", "uploads"));
 		if (staged)
-			printf("gc: %lld Xet %s past %d hours in the bucket's staging area %s\n", (long long)staged,
-			       cli_plural(staged, "xorb", "xorbs"), xet_h, dry ? "would go" : "removed");
+			printf("gc: %lld %s of Xet uploads past %d hours in the bucket's staging area %s\n",
+			       (long long)staged, cli_plural(staged, "object", "objects"), xet_h,
+			       dry ? "would go" : "removed");
 		if (rep.bucket_kept_shared)
 			printf("gc: kept %lld %s other mirrors on the bucket name\n", (long long)rep.bucket_kept_shared,
 			       cli_plural(rep.bucket_kept_shared, "content", "contents"));

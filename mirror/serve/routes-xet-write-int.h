@@ -17,6 +17,7 @@ struct mirror__commit_body;
 struct mirror__xetw;
 struct mirror_routes;
 struct xet_hash;
+struct xet_xorb;
 
 #define MIRROR__XETW_XORB_KEEP_S (24 * 3600) /* an uploaded xorb waits this long for the shard that names it */
 #define MIRROR__XETW_FILE_HOLD_S (24 * 3600) /* a file a shard made is kept this long for its commit */
@@ -28,10 +29,15 @@ struct xet_hash;
 char *mirror__xetw_xorb_path(const struct mirror__xetw *x, const struct xet_hash *h);
 /* Whether xorbs are kept in the bucket's staging area (store/bucket.h) rather than on local disk. */
 bool mirror__xetw_staged(const struct mirror__xetw *x);
-/* Keep xorb h's bytes buf[0..n) (checked already) for repo_id: its local file, or its object in the
- * bucket's staging area. 0 or an error. */
+/* Keep xorb h's bytes buf[0..n) (checked already: xorb, as they read) for repo_id: its local file, or
+ * its object in the bucket's staging area and its table beside it. 0 or an error. */
 int mirror__xetw_xorb_put(struct mirror__xetw *x, const struct xet_hash *h, int64_t repo_id,
-			  const unsigned char *buf, size_t n);
+			  const unsigned char *buf, size_t n, const struct xet_xorb *xorb);
+/* The table of staged xorb h of repo_id, as its upload's check read it (no bytes: its chunks' hashes,
+ * offsets and sizes, checked against h), from the bucket (mirror__xetw_staged only): a new xorb in
+ * *out. 0, HM_ERR_NOT_FOUND (not kept), -EIO (a table that does not read back), or an error. */
+int mirror__xetw_xorb_table(struct mirror__xetw *x, const struct xet_hash *h, int64_t repo_id,
+			    struct xet_xorb **out);
 /* Bytes [off, off + len) (len < 0: to its end) of the staged xorb h of repo_id to sink, from the
  * bucket (mirror__xetw_staged only). 0, HM_ERR_NOT_FOUND (not kept), or an error. */
 int mirror__xetw_xorb_get(struct mirror__xetw *x, const struct xet_hash *h, int64_t repo_id, int64_t off,

@@ -345,18 +345,154 @@ static int xorb_file_put(struct mirror__xetw *x, const struct xet_hash *h, const
 	return e;
 }
 
-int mirror__xetw_xorb_put(struct mirror__xetw *x, const struct xet_hash *h, int64_t repo_id,
-			  const unsigned char *buf, size_t n)
+/* ---- a staged xorb's table ---------------------------------------------------------------------
+ *
+ * Beside a staged xorb, NAME.idx: its chunks as the upload's check read them, so that a shard reads
+ * the table (a few hundred KiB at most) and then only its terms' ranges, never the whole xorb again.
+ * "HMXORBI1", the chunks' count (u32) and where the last one ends (u64), then each chunk's hash (32
+ * bytes), offset and size (u32 each), little-endian. Read back, every field is bounded and the xorb
+ * hash is recomputed from the hashes and sizes against the xorb's name; each chunk read back by range
+ * is hashed again against the table (routes-xet-write-shard.c). */
+
+#define IDX_MAGIC "HMXORBI1"
+#define IDX_HEAD 20
+#define IDX_ENTRY 40
+
+static void le_put(unsigned char *p, uint64_t v, int n)
 {
-	char *name;
+	for (int i = 0; i < n; i++)
+		p[i] = (unsigned char)(v >> (8 * i));
+}
+
+static uint64_t le_get(const unsigned char *p, int n)
+{
+	uint64_t v = 0;
+	for (int i = n - 1; i >= 0; i--)
+		v = v << 8 | p[i];
+	return v;
+}
+
+/* The table of xorb as bytes (malloc'd, *n long). */
+static unsigned char *idx_write(const struct xet_xorb *xorb, size_t *n)
+{
+	unsigned char *b = xmalloc(IDX_HEAD + xorb->n * IDX_ENTRY), *p = b + IDX_HEAD;
+
+	memcpy(b, IDX_MAGIC, 8);
+	le_put(b + 8, xorb->n, 4);
+	le_put(b + 12, xorb->end, 8);
+	for (size_t i = 0; i < xorb->n; i++, p += IDX_ENTRY) {
+		memcpy(p, xorb->chunks[i].hash.b, XET_HASH_LEN);
+		le_put(p + 32, xorb->chunks[i].offset, 4);
+		le_put(p + 36, xorb->chunks[i].size, 4);
+	}
+	*n = IDX_HEAD + xorb->n * IDX_ENTRY;
+	return b;
+}
+
+/* b[0..n) read back as xorb h's table: a new xorb (no bytes) in *out, or -EBADMSG. */
+static int idx_read(const unsigned char *b, size_t n, const struct xet_hash *h, struct xet_xorb **out)
+{
+	struct xet_xorb *x;
+	struct xet_node *nodes;
+	struct xet_hash got;
+	uint64_t count, end, at = 0;
+	int e = 0;
+
+	if (n < IDX_HEAD || memcmp(b, IDX_MAGIC, 8))
+		return -EBADMSG;
+	count = le_get(b + 8, 4);
+	end = le_get(b + 12, 8);
+	if (!count || count > XET_XORB_MAX_CHUNKS || n != IDX_HEAD + count * IDX_ENTRY || end > XET_XORB_MAX_BYTES)
+		return -EBADMSG;
+	x = xcalloc(1, sizeof(*x));
+	x->chunks = xreallocarray(NULL, count, sizeof(*x->chunks));
+	nodes = xreallocarray(NULL, count, sizeof(*nodes));
+	for (size_t i = 0; i < count && !e; i++) {
+		const unsigned char *p = b + IDX_HEAD + i * IDX_ENTRY;
+		struct xet_xorb_entry *c = &x->chunks[i];
+		memcpy(c->hash.b, p, XET_HASH_LEN);
+		c->offset = (uint32_t)le_get(p + 32, 4);
+		c->size = (uint32_t)le_get(p + 36, 4);
+		/* (each chunk after the one before, behind a header, inside the xorb) */
+		if ((i && c->offset < at) || c->offset >= end || !c->size || c->size > XET_CHUNK_MAX)
+			e = -EBADMSG;
+		at = (uint64_t)c->offset + XET_XORB_CHUNK_HEADER_LEN;
+		nodes[i] = (struct xet_node){ c->hash, c->size };
+		x->size += c->size;
+	}
+	x->n = count;
+	x->end = end;
+	x->hash = *h;
+	if (!e) {
+		xet_xorb_hash(nodes, count, &got);
+		e = memcmp(got.b, h->b, XET_HASH_LEN) ? -EBADMSG : 0;
+	}
+	free(nodes);
+	if (e)
+		xet_xorb_free(&x);
+	else
+		*out = x;
+	return e;
+}
+
+int mirror__xetw_xorb_put(struct mirror__xetw *x, const struct xet_hash *h, int64_t repo_id,
+			  const unsigned char *buf, size_t n, const struct xet_xorb *xorb)
+{
+	char *name, *idx;
+	unsigned char *table;
+	size_t tn;
 	int e;
 
 	if (!x->bucket)
 		return xorb_file_put(x, h, buf, n);
 	name = staged_name(x, h, repo_id);
+	idx = xasprintf("%s.idx", name);
+	table = idx_write(xorb, &tn);
+	/* (the xorb first: a table found means its xorb was put whole) */
 	e = store_bucket_stage_put(x->bucket, name, buf, n);
+	if (!e)
+		e = store_bucket_stage_put(x->bucket, idx, table, tn);
 	if (e)
 		log_warn("upload", "xorb %s: the bucket's staging area: %s", name, store_bucket_errmsg());
+	free(table);
+	free(idx);
+	free(name);
+	return e;
+}
+
+/* A table read back, into room of its greatest size. */
+struct idx_sink {
+	unsigned char *b;
+	size_t n, cap;
+};
+
+static int idx_sink(void *ud, const void *data, size_t n)
+{
+	struct idx_sink *g = ud;
+
+	if (n > g->cap - g->n)
+		return -E2BIG;
+	memcpy(g->b + g->n, data, n);
+	g->n += n;
+	return 0;
+}
+
+int mirror__xetw_xorb_table(struct mirror__xetw *x, const struct xet_hash *h, int64_t repo_id,
+			    struct xet_xorb **out)
+{
+	char *name = staged_name(x, h, repo_id), *idx = xasprintf("%s.idx", name);
+	struct idx_sink g = { xmalloc(IDX_HEAD + XET_XORB_MAX_CHUNKS * IDX_ENTRY), 0,
+			      IDX_HEAD + XET_XORB_MAX_CHUNKS * IDX_ENTRY };
+	int e = x->bucket ? store_bucket_stage_get(x->bucket, idx, 0, -1, idx_sink, &g) : -ENOENT;
+
+	if (e && e != HM_ERR_NOT_FOUND && x->bucket)
+		log_warn("upload", "xorb %s: the bucket's staging area: %s", name, store_bucket_errmsg());
+	if (!e && idx_read(g.b, g.n, h, out)) {
+		log_warn("upload", "xorb %s: its table in the bucket does not read back", name);
+		e = -EIO;
+	}
+	free(g.b);
+	free(idx);
 	free(name);
 	return e;
 }
@@ -377,8 +513,11 @@ int mirror__xetw_xorb_get(struct mirror__xetw *x, const struct xet_hash *h, int6
 static void staged_drop(struct mirror__xetw *x, char **v, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
-		if (store_bucket_stage_delete(x->bucket, v[i]))
+		char *idx = xasprintf("%s.idx", v[i]);
+		/* (the table first: a xorb without one is no longer kept) */
+		if (store_bucket_stage_delete(x->bucket, idx) || store_bucket_stage_delete(x->bucket, v[i]))
 			log_warn("upload", "xorb %s past its time: %s (gc removes it)", v[i], store_bucket_errmsg());
+		free(idx);
 		free(v[i]);
 	}
 	free(v);

@@ -7,10 +7,10 @@
  * for the repo's commit.
  *
  * With the store in a bucket the repo's xorbs are in its staging area (routes-xet-write-records.c):
- * each is read whole once and checked as the upload was (its table of chunks kept, its bytes not),
- * then each term's chunks are read back by a ranged GET, each chunk hashed again against that table,
- * so what the job holds at once is one xorb (64 MiB at most) and one term's range, whatever the
- * file's size; the file itself streams into the store's writer (into the bucket, past the cache).
+ * of each, the table of chunks its upload's check read (kept beside it, checked against its name) is
+ * read, then each term's chunks are read back by a ranged GET, each chunk hashed again against that
+ * table, so what the job holds at once is the tables and one term's range, whatever the file's size;
+ * the file itself streams into the store's writer (into the bucket, past the cache).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -44,8 +44,8 @@
 
 /* ---- a shard ------------------------------------------------------------------------------------ */
 
-/* The xorbs a shard's job has open: each mapped and read once (a staged one read and let go: map NULL,
- * its terms read back by ranges). */
+/* The xorbs a shard's job has open: each mapped and read once (a staged one's table alone: map NULL, its
+ * terms read back by ranges). */
 struct open_xorb {
 	struct xet_hash hash;
 	unsigned char *map;
@@ -53,7 +53,7 @@ struct open_xorb {
 	struct xet_xorb *x;
 };
 
-/* A xorb's bytes read from the bucket into memory, bounded. */
+/* A term's bytes read back from the bucket into memory, bounded. */
 struct grow {
 	unsigned char *b;
 	size_t n, cap, max;
@@ -185,25 +185,17 @@ static int grow_sink(void *ud, const void *data, size_t n)
 	return 0;
 }
 
-/* Staged xorb h (hex) read whole from the bucket into o (o->map malloc'd: the caller frees it once
- * parsed). 0, or an error with s->why (-EBADMSG: not kept any more). */
-static int staged_read(struct shard_job *s, const struct xet_hash *h, const char *hex, struct open_xorb *o)
+/* Staged xorb h's (hex) table read from the bucket into o (o->map stays NULL: its terms are read back
+ * by ranges). 0, or an error with s->why (-EBADMSG: not kept any more). */
+static int staged_open(struct shard_job *s, const struct xet_hash *h, const char *hex, struct open_xorb *o)
 {
-	struct grow g = { .max = XET_XORB_MAX_BYTES };
-	int e = mirror__xetw_xorb_get(s->xw, h, s->repo_id, 0, -1, grow_sink, &g);
+	int e = mirror__xetw_xorb_table(s->xw, h, s->repo_id, &o->x);
 
-	if (!e && !g.n)
-		e = HM_ERR_NOT_FOUND;
-	if (e) {
-		free(g.b);
-		if (e == HM_ERR_NOT_FOUND)
-			return refuse(s, "xorb ", hex, " is no longer kept: upload it again");
+	if (e == HM_ERR_NOT_FOUND)
+		return refuse(s, "xorb ", hex, " is no longer kept: upload it again");
+	if (e)
 		snprintf(s->why, sizeof(s->why), "xorb %s: the bucket: %s", hex, err_str(e));
-		return e == -E2BIG ? -EIO : e;
-	}
-	o->map = g.b;
-	o->len = g.n;
-	return 0;
+	return e;
 }
 
 /* Xorb h as this repo uploaded it, read (and verified again: its file is ours, but cheap to trust
@@ -213,7 +205,6 @@ static const struct open_xorb *xorb_open(struct shard_job *s, const struct xet_h
 	char hex[XET_HEX_LEN + 1], *path, *why = NULL;
 	struct open_xorb o = { .hash = *h };
 	struct stat st;
-	bool staged = false;
 	int fd;
 
 	for (size_t i = 0; i < s->nopen; i++)
@@ -223,8 +214,9 @@ static const struct open_xorb *xorb_open(struct shard_job *s, const struct xet_h
 	if (!mirror__xetw_xorb_owned(s->xw, h, s->repo_id)) {
 		if (lent_map(s, h, hex, &o))
 			return NULL;
-	} else if ((staged = mirror__xetw_staged(s->xw))) {
-		if ((s->err = staged_read(s, h, hex, &o)))
+	} else if (mirror__xetw_staged(s->xw)) {
+		/* (its table was checked when it came, and against its name as it was read back) */
+		if ((s->err = staged_open(s, h, hex, &o)))
 			return NULL;
 	} else {
 		path = mirror__xetw_xorb_path(s->xw, h);
@@ -241,18 +233,11 @@ static const struct open_xorb *xorb_open(struct shard_job *s, const struct xet_h
 		o.len = (size_t)st.st_size;
 	}
 	/* (a lent xorb too: its bytes are the store's, their hashes checked against its name all the same) */
-	if (xet_xorb_parse(s->dec, o.map, o.len, h, &o.x, &why)) {
-		if (staged)
-			free(o.map);
-		else
-			munmap(o.map, o.len);
+	if (o.map && xet_xorb_parse(s->dec, o.map, o.len, h, &o.x, &why)) {
+		munmap(o.map, o.len);
 		refuse(s, "xorb ", hex, " does not read back");
 		free(why);
 		return NULL;
-	}
-	if (staged) { /* (its terms are read back by ranges: rebuild_term) */
-		free(o.map);
-		o.map = NULL;
 	}
 	s->open = xreallocarray(s->open, s->nopen + 1, sizeof(*s->open));
 	s->open[s->nopen] = o;
@@ -486,7 +471,7 @@ static void shard_job_build(struct mirror__job *j, struct catalog *cat)
 	} else if (e) {
 		log_warn("upload", "hf:%s: a shard failed: %s", s->name, s->why[0] ? s->why : err_str(e));
 		j->status = e == -ENOSPC ? 507 : 500;
-		j->body = json_pack("{s:s}", "error", err_str(e));
+		j->body = json_pack("{s:s}", "error", s->why[0] ? s->why : err_str(e));
 	} else {
 		log_info("upload", "hf:%s: shard in (%zu files, %zu xorbs)", s->name, done, sh->nxorbs);
 		j->status = 200;

@@ -333,7 +333,7 @@ static void xorb_job_build(struct mirror__job *j, struct catalog *cat)
 		/* recorded first: a sweep of an older record of the same xorb, on another worker, then sees
 		 * this one and leaves the file; if storing fails, a shard naming it hears it is not kept */
 		mirror__xetw_xorb_keep(x->x, &x->hash, x->repo_id);
-		xorb_answer(j, x, xorb, hex, mirror__xetw_xorb_put(x->x, &x->hash, x->repo_id, b, n));
+		xorb_answer(j, x, xorb, hex, mirror__xetw_xorb_put(x->x, &x->hash, x->repo_id, b, n, xorb));
 	}
 	free(why);
 	free(b);

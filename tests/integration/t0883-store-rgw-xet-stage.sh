@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # t0883-store-rgw-xet-stage: with a bucket behind the store, a Xet upload's xorbs are kept in the
 # bucket's staging area (xet-uploads/<mirror id>/<repo id>/<xorb hash> below its prefix, never under
-# blobs/), not on local disk, and the shard's file is rebuilt from ranges read back from there:
+# blobs/, with its table of chunks beside it, .idx), not on local disk, and the shard's file is rebuilt
+# from ranges read back from there:
 # 1. the JS client's uploadFiles of a file bigger than the local cache's bound goes through Xet: its
 #    xorbs are in the staging area and xet-uploads/ holds no xorb file (on the code before, the xorbs
 #    were files there: check 4 fails), the file lands in the bucket byte for byte and is served back;
@@ -12,7 +13,11 @@
 #    a serve restarted takes the same upload again whole;
 # 4. huggingface_hub's flow as hf_xet sends it and the attacks on it (helpers/xetupload.py, as t0854
 #    runs them without a bucket) against the staging area: forged xorbs, chunk-hash lies, a shard naming
-#    another repo's private xorb are refused with nothing stored; only the xorbs taken are staged.
+#    another repo's private xorb are refused with nothing stored; only the xorbs taken are staged;
+# 5. a staged xorb damaged in the bucket (one byte of a stored chunk changed behind serve's back): the
+#    shard naming it fails, the chunk read back hashed against the table its upload's check made (on a
+#    shard job that trusted what the bucket gives back, the file's sha256 would catch it: a 400 that
+#    blames the client), and nothing is stored.
 . "$HM_SRC/tests/integration/lib.sh"
 need_ceph
 need_node_module @huggingface/hub
@@ -29,7 +34,8 @@ staged() { # the keys of the staging area, one a line
 	s3 GET "/?list-type=2&prefix=t0883%2Fxet-uploads%2F" >/dev/null
 	grep -o '<Key>[^<]*</Key>' "$T/s3.body" | sed 's/<[^>]*>//g'
 }
-nstaged() { staged | grep -c . ; }
+nstaged() { staged | grep -vc '\.idx$' ; }    # the xorbs
+ntables() { staged | grep -c '\.idx$' ; }     # their tables
 uploads() { s3 GET "/?prefix=t0883%2F&uploads=" >/dev/null; grep -o '<UploadId>' "$T/s3.body" | wc -l; }
 local_xorbs() { find "$HUBMIRROR_DATA" -type f -regextype posix-extended -regex '.*/[0-9a-f]{64}' \
 	-path '*xet-uploads*' | wc -l; }
@@ -55,9 +61,10 @@ check "the JS client's Xet upload lands and reads back byte for byte" xetput "$T
 check "serve's log says its xorbs came in" grep -q "xorb [0-9a-f]* in" "$T/serve.err"
 n1=$(nstaged)
 check "its xorbs are in the bucket's staging area ($n1)" test "$n1" -ge 1
+check "each with its table beside it ($(ntables))" test "$(ntables)" = "$n1"
 check "no xorb file on local disk ($(local_xorbs))" test "$(local_xorbs)" = 0
-bad=$(staged | grep -Evc '^t0883/xet-uploads/[0-9a-f]{32}/[0-9]+/[0-9a-f]{64}$')
-check "each staged key is xet-uploads/<mirror id>/<repo id>/<xorb hash> ($bad others)" test "$bad" = 0
+bad=$(staged | grep -Evc '^t0883/xet-uploads/[0-9a-f]{32}/[0-9]+/[0-9a-f]{64}(\.idx)?$')
+check "each staged key is xet-uploads/<mirror id>/<repo id>/<xorb hash>[.idx] ($bad others)" test "$bad" = 0
 blobkeys() { s3 GET "/?list-type=2&prefix=t0883%2Fblobs%2F" >/dev/null; grep -o '<Key>[^<]*</Key>' "$T/s3.body" |
 	sed 's/<[^>]*>//g'; }
 bad=$(blobkeys | grep -Evc '^t0883/blobs/[0-9a-f]{2}/[0-9a-f]{64}$')
@@ -74,9 +81,9 @@ check "serve stops clean" serve_stops_clean
 check "gc keeps staged xorbs within their 24 hours" test "$(nstaged)" = "$n1"
 "$HUBMIRROR" gc --xet-upload-age 0 --json >"$T/gc2.json"
 check "gc past the age removes them" "$PY" -c '
-import json, sys; d = json.load(open(sys.argv[1])); assert d["xet_staged_removed"] == int(sys.argv[2]), d' \
+import json, sys; d = json.load(open(sys.argv[1])); assert d["xet_staged_removed"] == 2 * int(sys.argv[2]), d' \
 	"$T/gc2.json" "$n1"
-check "none is left in the staging area" test "$(nstaged)" = 0
+check "none is left in the staging area" test "$(staged | grep -c .)" = 0
 check "the file stays" test "$(s3 HEAD "/t0883/blobs/${big:0:2}/$big")" = 200
 check "verify passes" "$HUBMIRROR" verify
 
@@ -100,7 +107,7 @@ check "the same upload lands whole" xetput "$T/two.bin" two.bin
 check "resolve serves it back, byte for byte" test "$(resolved two.bin)" = "$two"
 check "serve stops clean" serve_stops_clean
 "$HUBMIRROR" gc --xet-upload-age 0 --json >"$T/gc3.json"
-check "gc removes the staged xorbs" test "$(nstaged)" = 0
+check "gc removes the staged xorbs and their tables" test "$(staged | grep -c .)" = 0
 check "both files stay" bash -c "[ \"$(s3 HEAD "/t0883/blobs/${big:0:2}/$big")$(s3 HEAD "/t0883/blobs/${two:0:2}/$two")\" = 200200 ]"
 check "verify passes" "$HUBMIRROR" verify
 
@@ -120,7 +127,51 @@ done < <(timeout 120 "$PY" "$HM_SRC/tests/integration/helpers/xetupload.py" "$M"
 	"$HM_BUILD/tests/unit/xet-ident" 2>&1; echo "exit $?")
 check "the Python replay ran to the end ($np checks, status $st)" test "$np" -ge 30 -a "$st" = 0
 # (taken: its good xorb, the one its lies were told over, the other writer's; refused: the two forged)
-check "only the xorbs taken are staged ($(nstaged))" test "$(nstaged)" = 3
+check "only the xorbs taken are staged, each with its table ($(nstaged), $(ntables))" \
+	test "$(nstaged)$(ntables)" = 33
 check "no xorb file on local disk ($(local_xorbs))" test "$(local_xorbs)" = 0
+
+# 5. a staged xorb damaged in the bucket
+export HFU="$HM_SRC/tests/integration/helpers" XI="$HM_BUILD/tests/unit/xet-ident"
+xetstep() { # STEP: "xorb" posts a xorb for acme/damaged (state in $T/dmg.json), "shard" its shard
+	"$PY" - "$M" "$1" "$T/dmg.json" <<'PY'
+import json, os, sys
+sys.path.insert(0, os.environ["HFU"])
+import xetformat
+from hfupload import Api
+from xetformat import cas, file_of, make_shard, payload, token_headers
+M, step, state = sys.argv[1:4]
+xetformat.IDENT = os.environ["XI"]
+if step == "xorb":
+    Api(M, "hf_writer_acme_0001").create_repo("acme/damaged", exist_ok=True)
+    _, info, _ = token_headers(M, "hf_writer_acme_0001", "/api/models/acme/damaged/xet-write-token/main")
+    f = file_of(payload(900_000, "damaged"))
+    st, ans = cas("POST", f"{info['endpoint']}/v1/xorbs/default/{f['id']['xorb']}", info["access_token"], f["xorb"])
+    assert st == 200, (st, ans)
+    json.dump({"tok": info["access_token"], "cas": info["endpoint"], "xorb": f["id"]["xorb"], "sha": f["sha"],
+               "file": f["file"], "entry": f["xorb_entry"]}, open(state, "w"))
+    print(f["id"]["xorb"], f["sha"])
+else:
+    d = json.load(open(state))
+    st, ans = cas("POST", f"{d['cas']}/v1/shards", d["tok"], make_shard([tuple(d["file"])], [tuple(d["entry"])]))
+    print(st, json.dumps(ans))
+PY
+}
+read -r dx dsha < <(xetstep xorb)
+check "a xorb for the damage is taken" test -n "$dx"
+dkey=$(staged | grep "/$dx\$")
+check "it is staged" test -n "$dkey"
+rgw_s3 GET "/$dkey" >/dev/null
+"$PY" -c 'import sys; b = bytearray(open(sys.argv[1], "rb").read()); b[20] ^= 1; open(sys.argv[2], "wb").write(b)' \
+	"$T/s3.body" "$T/damaged.xorb"
+check "one byte of its first chunk (stored as is) changed in the bucket" test "$(rgw_s3 PUT "/$dkey" "$T/damaged.xorb")" = 200
+read -r dst dans < <(xetstep shard)
+echo "# shard: $dst $dans"
+check "the shard naming it fails, as the server's trouble ($dst)" test "$dst" = 500
+check "the log says the chunk read back is not the one uploaded" \
+	grep -q "a chunk read back from the bucket is not the one uploaded" "$T/serve.err"
+check "nothing of it in the bucket under blobs/" test "$(s3 HEAD "/t0883/blobs/${dsha:0:2}/$dsha")" = 404
+check "nor in the local cache" test ! -e "$HUBMIRROR_DATA/store/blobs/${dsha:0:2}/$dsha"
 check "serve stops clean" serve_stops_clean
+check "verify passes" "$HUBMIRROR" verify
 finish
