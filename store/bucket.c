@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <openssl/evp.h>
+#include <openssl/rand.h>
 
 #include "base/err.h"
 #include "base/hex.h"
@@ -508,15 +509,17 @@ static int each_upload(void *ud, const struct store_s3_entry *e)
 
 int store_bucket_sweep(struct store_bucket *b, int64_t age_s, int64_t *aborted)
 {
+	static const char *const under[] = { "blobs/", "trash/" }; /* (trash/: a copy in parts cut short) */
 	struct stale x = { time(NULL), age_s, NULL, 0 };
 	struct store_s3 *s = take(b);
-	int r;
+	int r = 0;
 
 	*aborted = 0;
 	if (!s)
 		return -ENOMEM;
 	/* listed whole first: the aborts are requests of their own, after the walk */
-	r = store_s3_uploads(s, "blobs/", each_upload, &x);
+	for (size_t i = 0; !r && i < sizeof(under) / sizeof(*under); i++)
+		r = store_s3_uploads(s, under[i], each_upload, &x);
 	for (size_t i = 0; !r && i < x.n; i += 2) {
 		r = store_s3_upload_drop(s, x.v[i], x.v[i + 1]);
 		if (r == HM_ERR_NOT_FOUND)
@@ -538,6 +541,181 @@ int store_bucket_mtime(struct store_bucket *b, const char *sha256, int64_t *mtim
 	if (!r)
 		*mtime = st.mtime;
 	return r;
+}
+
+/* ---- the trash: what gc takes out of blobs/, kept until no mirror may count on it --------------- */
+
+/* trash/<h0h1>/<sha256>.<16 hex>: a key of its own for each move, never written again. */
+static char *trash_key(const char *sha256)
+{
+	unsigned char rnd[8];
+	char nonce[17];
+
+	if (RAND_bytes(rnd, sizeof(rnd)) != 1)
+		return NULL;
+	hex_encode(rnd, sizeof(rnd), nonce);
+	return xasprintf("trash/%.2s/%s.%s", sha256, sha256, nonce);
+}
+
+/* The content a trash key holds ("trash/ab/<sha256>.<nonce>"), into sha (65); false: not such a key. */
+static bool trash_sha(const char *key, char *sha)
+{
+	const char *name = strrchr(key, '/');
+	size_t n = name ? strlen(name + 1) : 0;
+
+	if (strncmp(key, "trash/", 6) || n != 64 + 1 + 16 || name[65] != '.')
+		return false;
+	memcpy(sha, name + 1, 64);
+	sha[64] = '\0';
+	return hex_is_lower(sha, 64) && !strncmp(key + 6, sha, 2) && hex_is_lower(name + 66, 16);
+}
+
+int store_bucket_trash(struct store_bucket *b, const char *sha256)
+{
+	char *key = store_bucket_key(sha256), *dst = key ? trash_key(sha256) : NULL;
+	struct store_s3 *s = dst ? take(b) : NULL;
+	struct store_s3_stat st;
+	int r;
+
+	if (!s) {
+		free(key);
+		free(dst);
+		return key ? -ENOMEM : -EINVAL;
+	}
+	/* copied first, deleted after: whatever the delete takes, the trash holds the same bytes */
+	r = store_s3_head(s, key, &st);
+	if (!r)
+		r = store_s3_copy(s, key, dst, st.size);
+	if (!r)
+		r = store_s3_delete(s, key);
+	put(b, s, r);
+	free(key);
+	free(dst);
+	return r;
+}
+
+/* A content's trash keys, listed (each a key and its size). */
+struct trash_list {
+	char **key;
+	int64_t *size, *when;
+	size_t n;
+};
+
+static int each_trash_key(void *ud, const struct store_s3_entry *e)
+{
+	struct trash_list *l = ud;
+	char sha[65];
+
+	if (!trash_sha(e->key, sha))
+		return 0; /* (not one gc made: left alone) */
+	l->key = xreallocarray(l->key, l->n + 1, sizeof(*l->key));
+	l->size = xreallocarray(l->size, l->n + 1, sizeof(*l->size));
+	l->when = xreallocarray(l->when, l->n + 1, sizeof(*l->when));
+	l->key[l->n] = xstrdup(e->key);
+	l->size[l->n] = e->size;
+	l->when[l->n++] = iso_time(e->when);
+	return 0;
+}
+
+static void trash_list_free(struct trash_list *l)
+{
+	for (size_t i = 0; i < l->n; i++)
+		free(l->key[i]);
+	free(l->key);
+	free(l->size);
+	free(l->when);
+}
+
+/* Copy trash key src back under the content's key, and find it there of its size. */
+static int trash_copy_back(struct store_s3 *s, const char *src, const char *key, int64_t size)
+{
+	struct store_s3_stat st;
+	int r = store_s3_copy(s, src, key, size);
+
+	if (!r)
+		r = store_s3_head(s, key, &st);
+	if (!r && st.size != size)
+		r = HM_ERR_SIZE_MISMATCH;
+	return r;
+}
+
+int store_bucket_restore(struct store_bucket *b, const char *sha256, int64_t size)
+{
+	char *key = store_bucket_key(sha256), *prefix = key ? xasprintf("trash/%.2s/%s.", sha256, sha256) : NULL;
+	struct store_s3 *s = key ? take(b) : NULL;
+	struct trash_list l = { NULL, NULL, NULL, 0 };
+	int r;
+
+	if (!s) {
+		free(key);
+		free(prefix);
+		return key ? -ENOMEM : -EINVAL;
+	}
+	r = store_s3_list(s, prefix, each_trash_key, &l);
+	if (!r)
+		r = HM_ERR_NOT_FOUND;
+	/* any of its keys: each holds the content's bytes (one gone meanwhile, expired: the next) */
+	for (size_t i = 0; r == HM_ERR_NOT_FOUND && i < l.n; i++) {
+		if (size >= 0 && l.size[i] != size)
+			continue;
+		r = trash_copy_back(s, l.key[i], key, l.size[i]);
+	}
+	trash_list_free(&l);
+	r = put(b, s, r);
+	free(key);
+	free(prefix);
+	return r;
+}
+
+/* One trash key, swept: put back when wanted (and gone from blobs/), deleted when wanted or old;
+ * removed counts the unwanted deleted. */
+static int sweep_one(struct store_s3 *s, const char *tkey, int64_t size, int w, bool old,
+		     struct store_bucket_trash_stats *st)
+{
+	char sha[65], *key;
+	struct store_s3_stat hs;
+	int r = 0;
+
+	if (!trash_sha(tkey, sha) || (!w && !old))
+		return 0;
+	key = store_bucket_key(sha);
+	if (w) {
+		r = store_s3_head(s, key, &hs);
+		if (r == HM_ERR_NOT_FOUND && !(r = trash_copy_back(s, tkey, key, size)))
+			st->restored++;
+	}
+	if (!r && (r = store_s3_delete(s, tkey)) == HM_ERR_NOT_FOUND)
+		r = 0; /* (another mirror's gc swept it meanwhile) */
+	else if (!r && !w)
+		st->removed++;
+	free(key);
+	return r;
+}
+
+int store_bucket_trash_sweep(struct store_bucket *b, int64_t cutoff, int (*wanted)(void *ud, const char *sha256),
+			     void *ud, struct store_bucket_trash_stats *st)
+{
+	struct trash_list l = { NULL, NULL, NULL, 0 };
+	struct store_s3 *s = take(b);
+	int r;
+
+	memset(st, 0, sizeof(*st));
+	if (!s)
+		return -ENOMEM;
+	r = store_s3_list(s, "trash/", each_trash_key, &l);
+	for (size_t i = 0; !r && i < l.n; i++) {
+		char sha[65];
+		int w = trash_sha(l.key[i], sha) ? wanted(ud, sha) : 0;
+		if (w < 0) {
+			r = w;
+			break;
+		}
+		if (!w && l.when[i] >= cutoff)
+			st->young++;
+		r = sweep_one(s, l.key[i], l.size[i], w, l.when[i] < cutoff, st);
+	}
+	trash_list_free(&l);
+	return put(b, s, r);
 }
 
 /* ---- several mirrors on one bucket: their live sets ------------------------------------------- */
