@@ -570,6 +570,69 @@ static bool trash_sha(const char *key, char *sha)
 	return hex_is_lower(sha, 64) && !strncmp(key + 6, sha, 2) && hex_is_lower(name + 66, 16);
 }
 
+/* The largest object S3 copies in one request (CopyObject); a test may set it lower
+ * ($HUBMIRROR_TEST_COPY_MAX, bytes: tests/README.md, "Fault hooks"; read in this one place, t0884). */
+static int64_t copy_max(void)
+{
+	const char *v = getenv("HUBMIRROR_TEST_COPY_MAX");
+
+	return v && atoll(v) > 0 ? atoll(v) : (int64_t)5 << 30;
+}
+
+/* A copy through this process: the bytes read, hashed and streamed into an upload to the new key. */
+struct through {
+	struct store_s3_upload *u;
+	EVP_MD_CTX *ctx;
+	int64_t n;
+};
+
+static int through_sink(void *ud, const void *data, size_t n)
+{
+	struct through *t = ud;
+
+	t->n += (int64_t)n;
+	if (!EVP_DigestUpdate(t->ctx, data, n))
+		return -EIO;
+	return store_s3_upload_write(t->u, data, n);
+}
+
+/* Content sha256's object src copied to dst: on the gateway up to copy_max(); a bigger one through this
+ * process (read by s, written by a client of its own, completed only once the bytes hashed to sha256
+ * and are size long; aborted else). */
+static int copy_object(struct store_bucket *b, struct store_s3 *s, const char *src, const char *dst,
+		       const char *sha256, int64_t size)
+{
+	struct through t = { NULL, EVP_MD_CTX_new(), 0 };
+	int64_t start = call_start_us;
+	struct store_s3 *w;
+	char got[65];
+	int r;
+
+	if (size <= copy_max()) {
+		EVP_MD_CTX_free(t.ctx);
+		return store_s3_copy(s, src, dst);
+	}
+	w = take(b);
+	r = !w || !t.ctx || !EVP_DigestInit_ex(t.ctx, EVP_sha256(), NULL) ? -ENOMEM : store_s3_upload_begin(w, dst, &t.u);
+	if (!r)
+		r = store_s3_get(s, src, 0, -1, through_sink, &t);
+	n_in += t.n;
+	if (!r)
+		r = finish_hex(t.ctx, got);
+	if (!r && t.n != size)
+		r = HM_ERR_SIZE_MISMATCH;
+	else if (!r && strcmp(got, sha256))
+		r = HM_ERR_HASH_MISMATCH;
+	if (!r && !(r = store_s3_upload_commit(&t.u)))
+		n_out += t.n;
+	store_s3_upload_abort(&t.u);
+	if (w)
+		put(b, w, r);
+	call_start_us = start; /* (the caller's call is counted whole) */
+	EVP_MD_CTX_free(t.ctx);
+	return r;
+}
+
 int store_bucket_trash(struct store_bucket *b, const char *sha256)
 {
 	char *key = store_bucket_key(sha256), *dst = key ? trash_key(sha256) : NULL;
@@ -585,7 +648,7 @@ int store_bucket_trash(struct store_bucket *b, const char *sha256)
 	/* copied first, deleted after: whatever the delete takes, the trash holds the same bytes */
 	r = store_s3_head(s, key, &st);
 	if (!r)
-		r = store_s3_copy(s, key, dst, st.size);
+		r = copy_object(b, s, key, dst, sha256, st.size);
 	if (!r)
 		r = store_s3_delete(s, key);
 	put(b, s, r);
@@ -627,15 +690,18 @@ static void trash_list_free(struct trash_list *l)
 }
 
 /* Copy trash key src back under the content's key, and find it there of its size. */
-static int trash_copy_back(struct store_s3 *s, const char *src, const char *key, int64_t size)
+static int trash_copy_back(struct store_bucket *b, struct store_s3 *s, const char *src, const char *sha256,
+			   int64_t size)
 {
+	char *key = store_bucket_key(sha256);
 	struct store_s3_stat st;
-	int r = store_s3_copy(s, src, key, size);
+	int r = copy_object(b, s, src, key, sha256, size);
 
 	if (!r)
 		r = store_s3_head(s, key, &st);
 	if (!r && st.size != size)
 		r = HM_ERR_SIZE_MISMATCH;
+	free(key);
 	return r;
 }
 
@@ -658,7 +724,7 @@ int store_bucket_restore(struct store_bucket *b, const char *sha256, int64_t siz
 	for (size_t i = 0; r == HM_ERR_NOT_FOUND && i < l.n; i++) {
 		if (size >= 0 && l.size[i] != size)
 			continue;
-		r = trash_copy_back(s, l.key[i], key, l.size[i]);
+		r = trash_copy_back(b, s, l.key[i], sha256, l.size[i]);
 	}
 	trash_list_free(&l);
 	r = put(b, s, r);
@@ -669,8 +735,8 @@ int store_bucket_restore(struct store_bucket *b, const char *sha256, int64_t siz
 
 /* One trash key, swept: put back when wanted (and gone from blobs/), deleted when wanted or old;
  * removed counts the unwanted deleted. */
-static int sweep_one(struct store_s3 *s, const char *tkey, int64_t size, int w, bool old,
-		     struct store_bucket_trash_stats *st)
+static int sweep_one(struct store_bucket *b, struct store_s3 *s, const char *tkey, int64_t size, int w,
+		     bool old, struct store_bucket_trash_stats *st)
 {
 	char sha[65], *key;
 	struct store_s3_stat hs;
@@ -681,7 +747,7 @@ static int sweep_one(struct store_s3 *s, const char *tkey, int64_t size, int w, 
 	key = store_bucket_key(sha);
 	if (w) {
 		r = store_s3_head(s, key, &hs);
-		if (r == HM_ERR_NOT_FOUND && !(r = trash_copy_back(s, tkey, key, size)))
+		if (r == HM_ERR_NOT_FOUND && !(r = trash_copy_back(b, s, tkey, sha, size)))
 			st->restored++;
 	}
 	if (!r && (r = store_s3_delete(s, tkey)) == HM_ERR_NOT_FOUND)
@@ -712,7 +778,7 @@ int store_bucket_trash_sweep(struct store_bucket *b, int64_t cutoff, int (*wante
 		}
 		if (!w && l.when[i] >= cutoff)
 			st->young++;
-		r = sweep_one(s, l.key[i], l.size[i], w, l.when[i] < cutoff, st);
+		r = sweep_one(b, s, l.key[i], l.size[i], w, l.when[i] < cutoff, st);
 	}
 	trash_list_free(&l);
 	return put(b, s, r);

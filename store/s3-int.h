@@ -23,7 +23,6 @@ struct store_s3 {
 	char *userpwd;              /* "ACCESS:SECRET": only ever given to libcurl */
 	char *token_header;         /* "x-amz-security-token: ..." or NULL */
 	size_t part_size;
-	int64_t copy_max;           /* the largest object copied in one request; bigger ones in parts this big */
 	int parallel;
 	long connect_timeout_ms;
 	long stall_s;
@@ -94,9 +93,6 @@ int store__run(struct store__req *r);
 
 /* Add x-amz-copy-source naming src (relative to the prefix) to r's headers. */
 void store__copy_source(struct store__req *r, const char *src);
-/* UploadPartCopy: src copied to key in a multipart upload of parts of s->copy_max bytes (size: src's),
- * completed whole or aborted (s3-upload.c). */
-int store__copy_parts(struct store_s3 *s, const char *src, const char *key, int64_t size);
 
 /* s URI-encoded as SigV4 wants (all but A-Z a-z 0-9 - . _ ~; '/' kept when keep_slash). Caller frees. */
 char *store__escape(const char *s, bool keep_slash);

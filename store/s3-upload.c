@@ -196,6 +196,20 @@ static void upload_free(struct store_s3_upload *u)
 	free(u);
 }
 
+/* Abort *u after a failure: what S3 said of the failure outlives the abort's own requests. */
+static void abort_keeping_error(struct store_s3_upload **u)
+{
+	struct store_s3 *s = (*u)->s;
+	char code[sizeof(s->errcode)], *msg = s->errmsg;
+
+	snprintf(code, sizeof(code), "%s", s->errcode);
+	s->errmsg = NULL;
+	store_s3_upload_abort(u);
+	free(s->errmsg);
+	s->errmsg = msg;
+	snprintf(s->errcode, sizeof(s->errcode), "%s", code);
+}
+
 int store_s3_upload_commit(struct store_s3_upload **up)
 {
 	struct store_s3_upload *u = *up;
@@ -213,17 +227,8 @@ int store_s3_upload_commit(struct store_s3_upload **up)
 		}
 		err = u->err ? u->err : complete(u);
 	}
-	if (err && u->id) {
-		/* what S3 said of the failure outlives the abort's own requests */
-		struct store_s3 *s = u->s;
-		char code[sizeof(s->errcode)], *msg = s->errmsg;
-		snprintf(code, sizeof(code), "%s", s->errcode);
-		s->errmsg = NULL;
-		store_s3_upload_abort(&u);
-		free(s->errmsg);
-		s->errmsg = msg;
-		snprintf(s->errcode, sizeof(s->errcode), "%s", code);
-	}
+	if (err && u->id)
+		abort_keeping_error(&u);
 	if (u)
 		upload_free(u);
 	return err;
@@ -255,58 +260,5 @@ int store_s3_upload_drop(struct store_s3 *s, const char *key, const char *upload
 	store__req_free(&r);
 	free(q);
 	free(id);
-	return err;
-}
-
-/* One UploadPartCopy: bytes [off, off + n) of src as part number (u->nparts + 1); its ETag is in the
- * answer's body (CopyPartResult), not in a header. */
-static int copy_part(struct store_s3_upload *u, const char *src, int64_t off, int64_t n)
-{
-	char *id = store__escape(u->id, false), *q, *range, *etag = NULL;
-	struct store__req *r;
-	int err;
-
-	q = xasprintf("partNumber=%d&uploadId=%s", u->nparts + 1, id); /* canonical: names in byte order */
-	r = store__req_new(u->s, "PUT", u->key, q);
-	store__copy_source(r, src);
-	range = xasprintf("x-amz-copy-source-range: bytes=%lld-%lld", (long long)off, (long long)(off + n - 1));
-	r->hdrs = curl_slist_append(r->hdrs, range);
-	curl_easy_setopt(r->h, CURLOPT_HTTPHEADER, r->hdrs);
-	store__req_body(r, "", 0, false);
-	err = store__run(r);
-	if (!err)
-		etag = store__xml_get(r->body.data, r->body.len, "ETag");
-	if (!err && (!etag || strlen(etag) < 3))
-		err = HM_ERR_UPSTREAM;
-	if (!err) {
-		size_t k = strlen(etag);
-		u->etags = xreallocarray(u->etags, (size_t)u->nparts + 1, sizeof(*u->etags));
-		/* (quoted as S3 writes it: complete() quotes it again) */
-		u->etags[u->nparts++] = etag[0] == '"' && etag[k - 1] == '"' ? xstrndup(etag + 1, k - 2) : xstrdup(etag);
-	}
-	store__req_free(&r);
-	free(etag);
-	free(range);
-	free(q);
-	free(id);
-	return err;
-}
-
-int store__copy_parts(struct store_s3 *s, const char *src, const char *key, int64_t size)
-{
-	struct store_s3_upload *u;
-	int err = store_s3_upload_begin(s, key, &u);
-
-	if (!err)
-		err = create(u);
-	for (int64_t off = 0; !err && off < size; off += s->copy_max)
-		err = copy_part(u, src, off, size - off < s->copy_max ? size - off : s->copy_max);
-	if (!err && u->nparts == 0)
-		err = -EINVAL; /* (an empty object is copied in one request) */
-	if (!err)
-		err = complete(u);
-	if (err && u->id)
-		store_s3_upload_drop(s, u->key, u->id);
-	upload_free(u);
 	return err;
 }

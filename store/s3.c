@@ -79,7 +79,6 @@ int store_s3_new(const struct store_s3_config *c, struct store_s3 **out, const c
 		s->token_header = xasprintf("x-amz-security-token: %s", c->session_token);
 	s->part_size = c->part_size ? c->part_size : (size_t)16 << 20;
 	s->parallel = c->parallel > 0 ? c->parallel : 4;
-	s->copy_max = c->copy_max >= (int64_t)S3_PART_MIN ? c->copy_max : (int64_t)5 << 30;
 	s->connect_timeout_ms = c->connect_timeout_ms > 0 ? c->connect_timeout_ms : 10000;
 	s->stall_s = c->stall_s > 0 ? c->stall_s : 60;
 	s->page = c->page > 0 ? c->page : 0;
@@ -565,11 +564,9 @@ int store_s3_touch(struct store_s3 *s, const char *key)
 	return copy_one(s, key, key, true);
 }
 
-int store_s3_copy(struct store_s3 *s, const char *src, const char *key, int64_t size)
+int store_s3_copy(struct store_s3 *s, const char *src, const char *key)
 {
-	if (size < 0)
-		return -EINVAL;
-	return size > s->copy_max ? store__copy_parts(s, src, key, size) : copy_one(s, src, key, false);
+	return copy_one(s, src, key, false);
 }
 
 static int probe_sink(void *ud, const void *data, size_t n)

@@ -44,8 +44,6 @@ struct store_s3_config {
 	const char *secret_key;
 	const char *session_token;  /* NULL: none (else sent as x-amz-security-token) */
 	size_t part_size;           /* a multipart upload's part; 0: 16 MiB; at least 5 MiB (S3's least) */
-	int64_t copy_max;           /* a copy bigger is made in parts this big (UploadPartCopy); 0: 5 GiB, S3's
-				     * most for one request; at least 5 MiB */
 	int parallel;               /* parts in flight at once; 0: 4 */
 	long connect_timeout_ms;    /* 0: 10 s */
 	long stall_s;               /* a transfer that moves no byte this long fails; 0: 60 s */
@@ -91,11 +89,12 @@ int store_s3_delete(struct store_s3 *s, const char *key);
  * Up to the 5 GiB a single copy may be (bigger: HM_ERR_UPSTREAM, as the gateway says). Returns 0,
  * HM_ERR_NOT_FOUND, or another code. */
 int store_s3_touch(struct store_s3 *s, const char *key);
-/* Copy object src (size bytes, as a HEAD said) to key, on the server: one CopyObject up to copy_max,
- * a multipart upload of UploadPartCopy parts beyond it (completed only when every part was copied,
- * aborted else: nothing under key). key's Last-Modified is the copy's. Returns 0, HM_ERR_NOT_FOUND
- * (no src), or another code. */
-int store_s3_copy(struct store_s3 *s, const char *src, const char *key, int64_t size);
+/* Copy object src to key on the server (CopyObject): up to the 5 GiB a single copy may be, as touch.
+ * key's Last-Modified is the copy's. Returns 0, HM_ERR_NOT_FOUND (no src), or another code. (A copy in
+ * parts, UploadPartCopy, is not offered: its two headers x-amz-copy-source and -range share a prefix,
+ * and Debian 12's libcurl, 7.88, orders them in what it signs otherwise than the gateway does: RGW
+ * answers SignatureDoesNotMatch.) */
+int store_s3_copy(struct store_s3 *s, const char *src, const char *key);
 
 /* An object written as it streams: nothing is visible under key until store_s3_upload_commit()
  * (a multipart upload once more than one part's bytes came, one PUT at commit else); abort, or a

@@ -118,9 +118,12 @@ check "B serves its file byte for byte" bash -c "[ \"\$(curl -fsS '$M/acme/up/re
 check "the content is back in blobs/" test "$(status "$x1")" = 200
 check "B's log says it was put back from the trash" grep -q "${x1:0:12} was in the bucket's trash" "$T/serve.err"
 
-# 2. put back by a verify
+# 2. put back by a verify; the move and the way back both through the mirror (as for a content over
+#    the 5 GiB S3 copies in one request: HUBMIRROR_TEST_COPY_MAX lowers that bound), hashed as they go
+export HUBMIRROR_TEST_COPY_MAX=100000
 race 2 two x2.bin "$x2"
 "$HUBMIRROR" verify --data "$B" --json >"$T/verify2.json" 2>"$T/verify2.err"
+unset HUBMIRROR_TEST_COPY_MAX
 check "B's verify finds nothing missing" json_ok "$T/verify2.json" "d['missing'] == 0 and d['corrupt'] == 0"
 check "the content is back in blobs/" test "$(status "$x2")" = 200
 check "B's verify said it put it back" grep -q "${x2:0:12} was in the bucket's trash" "$T/verify2.err"
@@ -134,6 +137,12 @@ tick
 check "A's next gc keeps the trash (younger than B's live set)" json_ok "$T/gcA4.json" \
 	"d['bucket_trash_kept'] >= 6 and d['bucket_trash_removed'] == 0 and d['bucket_trash_restored'] == 0"
 check "x3 is still in the trash" test "$(trashed "$x3")" = 1
+head -c 300000 /dev/urandom >"$T/z"
+z=$(sha256sum <"$T/z" | cut -d' ' -f1)
+head -c 300000 /dev/urandom >"$T/zbad"
+check "(an object put by hand under a content's key, not holding its bytes)" \
+	test "$(s3 PUT "/t0884/blobs/${z:0:2}/$z" "$T/zbad")" = 200
+tick
 "$HUBMIRROR" gc --data "$B" --grace 0 --json >"$T/gcB.json" 2>"$T/gcB.err"
 check "B's gc puts back what its live set names from the trash, empties the rest (older than every set)" \
 	json_ok "$T/gcB.json" "d['bucket_trash_restored'] == 1 and d['bucket_trash_removed'] >= 3 and d['bucket_trash_kept'] == 0"
@@ -144,6 +153,13 @@ check "B's verify: every content there, none missing" json_ok "$T/verifyB.json" 
 	"d['missing'] == 0 and d['corrupt'] == 0 and d['blobs_checked'] >= 3"
 check "B serves x3 byte for byte" bash -c "[ \"\$(curl -fsS '$M/acme/up/resolve/main/x3.txt' | sha256sum |
 	cut -d' ' -f1)\" = $x3 ]"
+tick
+HUBMIRROR_TEST_COPY_MAX=100000 "$HUBMIRROR" gc --data "$A" --grace 0 --json >"$T/gcA5.json" 2>"$T/gcA5.err"
+check "a move through the mirror hashes the bytes: the damaged object is not moved to the trash" \
+	test "$(trashed "$z")" = 0
+check "gc says why it is not deleted" bash -c "grep -q 'cannot delete blob $z: .*hash' '$T/gcA5.err' ||
+	{ sed 's/^/# /' '$T/gcA5.err'; false; }"
+check "(it is still there, for verify to name)" test "$(status "$z")" = 200
 check "serve stops clean" serve_stops_clean
 clean_logs() { ! grep -lE 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$T"/*.err "$T"/*.out 2>/dev/null; }
 check "no command said a sanitizer's report (the sanitized build)" clean_logs
