@@ -779,6 +779,8 @@ int store_bucket_trash_sweep(struct store_bucket *b, int64_t cutoff, int (*wante
 		if (!w && l.when[i] >= cutoff)
 			st->young++;
 		r = sweep_one(b, s, l.key[i], l.size[i], w, l.when[i] < cutoff, st);
+		if (r == HM_ERR_HASH_MISMATCH || r == HM_ERR_SIZE_MISMATCH)
+			r = 0; /* (a trash object that is not its content: kept, not put back; the others go on) */
 	}
 	trash_list_free(&l);
 	return put(b, s, r);
