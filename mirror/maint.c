@@ -23,6 +23,7 @@
 #include "maint.h"
 #include "progress.h"
 #include "share.h"
+#include "store/bucket.h"
 #include "store/store-xet.h"
 #include "xet-record.h"
 #include "store/bucket.h"
@@ -111,6 +112,21 @@ static int gc_visit(void *ud, const char *name, const char *path, int64_t age_s)
 	return 0;
 }
 
+/* The bucket's trash, before this gc adds to it: what this catalog or a live set names goes back, the
+ * rest goes once older than the cutoff (store_bucket_trash_expire). A failure is warned of: the trash
+ * only waits for the next gc. */
+static void gc_trash(struct gc_walk *g)
+{
+	struct store_bucket_trash_stats ts;
+	int r = store_bucket_trash_expire(g->d->store, gc_keeps, g, &ts);
+
+	if (r)
+		log_warn("gc", "cannot sweep the bucket's trash: %s (%s)", err_str(r), store_bucket_errmsg());
+	g->rep->bucket_trash_restored = ts.restored;
+	g->rep->bucket_trash_removed = ts.removed;
+	g->rep->bucket_trash_kept = ts.young;
+}
+
 /* With a bucket, before anything goes: this mirror's live set written (what its catalog names now, the
  * dead contents no longer; not in a dry run), the others' read, and the cutoff of the young set for the
  * reaps. */
@@ -124,6 +140,8 @@ static int gc_share(struct gc_walk *g, int64_t grace_s, bool dry_run, char **err
 		return r;
 	g->rep->bucket_mirrors = mirror_share_others(g->share);
 	store_reap_cutoff(g->d->store, mirror_share_cutoff(g->share));
+	if (!dry_run)
+		gc_trash(g);
 	return 0;
 }
 

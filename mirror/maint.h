@@ -33,6 +33,11 @@ struct mirror_gc_report {
 	int64_t bucket_kept_young;   /* with a bucket: contents kept as younger than the grace before the
 				      * earliest live set, or being put now */
 	int64_t bucket_mirrors;      /* the other mirrors that wrote a live set to the bucket */
+	int64_t bucket_trash_restored; /* with a bucket: contents put back from its trash, a live set or this
+					* catalog naming them (another mirror counted on one as gc took it) */
+	int64_t bucket_trash_removed;  /* the trash's objects deleted: unwanted, and older than the cutoff the
+					* reaps take (or put back) */
+	int64_t bucket_trash_kept;     /* the trash's objects kept: younger than that cutoff */
 };
 
 /*

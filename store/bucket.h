@@ -109,13 +109,37 @@ int store_bucket_touch(struct store_bucket *b, const char *sha256);
  * non-zero return of fn stops the walk with it. */
 int store_bucket_each(struct store_bucket *b, int (*fn)(void *ud, const char *name, int64_t size), void *ud);
 
-/* Abort the unfinished uploads under blobs/ started more than age_s seconds ago (a crashed writer's;
+/* Abort the unfinished uploads under blobs/ and trash/ started more than age_s seconds ago (a crashed writer's;
  * a running one's are younger). *aborted counts them. Returns 0 or the first failure's code. */
 int store_bucket_sweep(struct store_bucket *b, int64_t age_s, int64_t *aborted);
 
 /* The content's Last-Modified, unix seconds of the bucket's clock (0: unreadable). Returns 0,
  * HM_ERR_NOT_FOUND, or a code of s3.h. */
 int store_bucket_mtime(struct store_bucket *b, const char *sha256, int64_t *mtime);
+
+/* The trash (docs/operations.md, section 8): gc never deletes a content's object outright, since
+ * another mirror sharing the bucket may count on it from the moment gc looked at its age (a re-stamp,
+ * a put of the same content) and S3's delete cannot be made conditional on that look. _trash copies
+ * it on the server to a key of its own, trash/<h0h1>/<sha256>.<16 hex> (one never written again), and
+ * deletes it from blobs/ only then. Returns 0, HM_ERR_NOT_FOUND (not in blobs/), or a code of s3.h
+ * (nothing deleted when the copy failed). */
+int store_bucket_trash(struct store_bucket *b, const char *sha256);
+/* Put a content back from the trash under its key (copied on the server from any of its trash keys
+ * of that size, size -1: any; found there after of its size). For a reader, a verify or a writer that
+ * counts on a content and misses it. Returns 0, HM_ERR_NOT_FOUND (not in the trash either), or a code.
+ * The bytes are not read here: they were the content's when gc moved them (completed only verified),
+ * and a read of them hashes them as any read from the bucket. */
+int store_bucket_restore(struct store_bucket *b, const char *sha256, int64_t size);
+/* gc's pass over the trash: a trash key of a content wanted(ud, sha256) says is wanted (> 0) is put
+ * back (when blobs/ lacks it) and deleted; one not wanted is deleted once the bucket got it before
+ * cutoff (unix seconds of the bucket's clock: store_reap_cutoff's, so a trash key lives as long as the
+ * content in blobs/ would have: until every mirror wrote a live set after it), else kept (young).
+ * A failure of wanted (< 0) stops it with that code. */
+struct store_bucket_trash_stats {
+	int64_t restored, removed, young;
+};
+int store_bucket_trash_sweep(struct store_bucket *b, int64_t cutoff, int (*wanted)(void *ud, const char *sha256),
+			     void *ud, struct store_bucket_trash_stats *st);
 
 /* Several mirrors on one bucket (docs/operations.md, section 8): each writes the set of contents its
  * catalog names, its live set, to mirrors/<id>/live below the prefix ("hubmirror-live 1", then one

@@ -198,11 +198,27 @@ static void make_room(struct store *s, int64_t n, const char *keep)
 	pthread_mutex_unlock(&s->trim_lock);
 }
 
+int store__restore(const struct store *s, const char *sha256, int64_t size)
+{
+	int r = store_bucket_restore(s->bucket, sha256, size);
+
+	if (!r)
+		log_warn("store", "%.12s was in the bucket's trash (another mirror's gc took it while this one "
+			 "counted on it): put back", sha256);
+	else if (r != HM_ERR_NOT_FOUND)
+		log_warn("store", "cannot look for %.12s in the bucket's trash: %s (%s)", sha256, err_str(r),
+			 store_bucket_errmsg());
+	return r;
+}
+
 int store__fill(struct store *s, const char *sha256)
 {
 	struct store_writer *w = NULL;
 	int64_t size = -1;
 	int r = store_bucket_stat(s->bucket, sha256, &size);
+
+	if (r == HM_ERR_NOT_FOUND && !store__restore(s, sha256, -1))
+		r = store_bucket_stat(s->bucket, sha256, &size);
 
 	if (r && r != HM_ERR_NOT_FOUND)
 		log_warn("store", "cannot read %.12s from the bucket: %s (%s)", sha256, err_str(r),

@@ -91,6 +91,9 @@ bool store__again(struct store__req *r);
 /* Start r, wait for it (sending it again while store__again), and give its outcome. */
 int store__run(struct store__req *r);
 
+/* Add x-amz-copy-source naming src (relative to the prefix) to r's headers. */
+void store__copy_source(struct store__req *r, const char *src);
+
 /* s URI-encoded as SigV4 wants (all but A-Z a-z 0-9 - . _ ~; '/' kept when keep_slash). Caller frees. */
 char *store__escape(const char *s, bool keep_slash);
 

@@ -196,6 +196,20 @@ static void upload_free(struct store_s3_upload *u)
 	free(u);
 }
 
+/* Abort *u after a failure: what S3 said of the failure outlives the abort's own requests. */
+static void abort_keeping_error(struct store_s3_upload **u)
+{
+	struct store_s3 *s = (*u)->s;
+	char code[sizeof(s->errcode)], *msg = s->errmsg;
+
+	snprintf(code, sizeof(code), "%s", s->errcode);
+	s->errmsg = NULL;
+	store_s3_upload_abort(u);
+	free(s->errmsg);
+	s->errmsg = msg;
+	snprintf(s->errcode, sizeof(s->errcode), "%s", code);
+}
+
 int store_s3_upload_commit(struct store_s3_upload **up)
 {
 	struct store_s3_upload *u = *up;
@@ -213,17 +227,8 @@ int store_s3_upload_commit(struct store_s3_upload **up)
 		}
 		err = u->err ? u->err : complete(u);
 	}
-	if (err && u->id) {
-		/* what S3 said of the failure outlives the abort's own requests */
-		struct store_s3 *s = u->s;
-		char code[sizeof(s->errcode)], *msg = s->errmsg;
-		snprintf(code, sizeof(code), "%s", s->errcode);
-		s->errmsg = NULL;
-		store_s3_upload_abort(&u);
-		free(s->errmsg);
-		s->errmsg = msg;
-		snprintf(s->errcode, sizeof(s->errcode), "%s", code);
-	}
+	if (err && u->id)
+		abort_keeping_error(&u);
 	if (u)
 		upload_free(u);
 	return err;

@@ -528,23 +528,45 @@ int store_s3_delete(struct store_s3 *s, const char *key)
 	return err;
 }
 
-int store_s3_touch(struct store_s3 *s, const char *key)
+void store__copy_source(struct store__req *r, const char *src)
 {
-	struct store__req *r = store__req_new(s, "PUT", key, NULL);
-	char *full = xasprintf("%s/%s%s", s->bucket, s->prefix, key), *src = store__escape(full, true);
-	char *h = xasprintf("x-amz-copy-source: /%s", src);
-	int err;
+	struct store_s3 *s = r->s;
+	char *full = xasprintf("%s/%s%s", s->bucket, s->prefix, src), *esc = store__escape(full, true);
+	char *h = xasprintf("x-amz-copy-source: /%s", esc);
 
 	r->hdrs = curl_slist_append(r->hdrs, h);
-	r->hdrs = curl_slist_append(r->hdrs, "x-amz-metadata-directive: REPLACE");
 	curl_easy_setopt(r->h, CURLOPT_HTTPHEADER, r->hdrs);
-	store__req_body(r, "", 0, false);
-	err = store__run(r);
-	store__req_free(&r);
 	free(h);
-	free(src);
+	free(esc);
 	free(full);
+}
+
+/* CopyObject of src onto key in one request; replace: the metadata replaced (a copy onto itself must
+ * change something for S3 to make it). */
+static int copy_one(struct store_s3 *s, const char *src, const char *key, bool replace)
+{
+	struct store__req *r = store__req_new(s, "PUT", key, NULL);
+	int err;
+
+	store__copy_source(r, src);
+	if (replace) {
+		r->hdrs = curl_slist_append(r->hdrs, "x-amz-metadata-directive: REPLACE");
+		curl_easy_setopt(r->h, CURLOPT_HTTPHEADER, r->hdrs);
+	}
+	store__req_body(r, "", 0, false);
+	err = store__run(r); /* (an <Error> in a 200's body is a failure: store__result) */
+	store__req_free(&r);
 	return err;
+}
+
+int store_s3_touch(struct store_s3 *s, const char *key)
+{
+	return copy_one(s, key, key, true);
+}
+
+int store_s3_copy(struct store_s3 *s, const char *src, const char *key)
+{
+	return copy_one(s, src, key, false);
 }
 
 static int probe_sink(void *ud, const void *data, size_t n)

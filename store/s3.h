@@ -89,6 +89,12 @@ int store_s3_delete(struct store_s3 *s, const char *key);
  * Up to the 5 GiB a single copy may be (bigger: HM_ERR_UPSTREAM, as the gateway says). Returns 0,
  * HM_ERR_NOT_FOUND, or another code. */
 int store_s3_touch(struct store_s3 *s, const char *key);
+/* Copy object src to key on the server (CopyObject): up to the 5 GiB a single copy may be, as touch.
+ * key's Last-Modified is the copy's. Returns 0, HM_ERR_NOT_FOUND (no src), or another code. (A copy in
+ * parts, UploadPartCopy, is not offered: its two headers x-amz-copy-source and -range share a prefix,
+ * and Debian 12's libcurl, 7.88, orders them in what it signs otherwise than the gateway does: RGW
+ * answers SignatureDoesNotMatch.) */
+int store_s3_copy(struct store_s3 *s, const char *src, const char *key);
 
 /* An object written as it streams: nothing is visible under key until store_s3_upload_commit()
  * (a multipart upload once more than one part's bytes came, one PUT at commit else); abort, or a

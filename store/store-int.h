@@ -47,6 +47,9 @@ void store__bucket_close(struct store *s);
 int store__bucket_put(struct store *s, int fd, const char *sha256, int64_t size);
 /* Bring a content of the bucket's into blobs/, verified. 0 or an error (logged). */
 int store__fill(struct store *s, const char *sha256);
+/* A content the bucket lacks put back from its trash (store_bucket_restore), said in the log. 0,
+ * HM_ERR_NOT_FOUND (not there either) or an error. */
+int store__restore(const struct store *s, const char *sha256, int64_t size);
 /* n bytes came into blobs/: past the bound, the least recently read contents go (each one only once
  * the bucket is seen to hold it), but keep, the content just come (NULL: none). */
 void store__cached(struct store *s, int64_t n, const char *keep);

@@ -184,9 +184,13 @@ bool store_reuse(const struct store *s, const char *sha256, int64_t size)
 	r = store_bucket_stat(s->bucket, sha256, &there);
 	if (!r && size >= 0 && there != size)
 		r = HM_ERR_SIZE_MISMATCH;
-	if (!r && (r = store_bucket_touch(s->bucket, sha256)) != 0)
+	if (!r && (r = store_bucket_touch(s->bucket, sha256)) != 0 && r != HM_ERR_NOT_FOUND)
 		log_warn("store", "cannot re-stamp %.12s in the bucket: %s (%s); it is written again", sha256,
 			 err_str(r), store_bucket_errmsg());
+	/* gone from blobs/ (another mirror's gc, maybe between the two): put back from the trash, which
+	 * stamps it anew */
+	if (r == HM_ERR_NOT_FOUND)
+		r = store__restore(s, sha256, size);
 	close(lk);
 	return r == 0;
 }
@@ -204,6 +208,8 @@ static bool has(const struct store *s, const char *sha256, int64_t size)
 	free(p);
 	if (!ok && s->bucket) {
 		int r = store_bucket_stat(s->bucket, sha256, &there);
+		if (r == HM_ERR_NOT_FOUND && !store__restore(s, sha256, size))
+			r = store_bucket_stat(s->bucket, sha256, &there);
 		if (r && r != HM_ERR_NOT_FOUND)
 			log_warn("store", "cannot read %.12s from the bucket: %s (%s)", sha256, err_str(r),
 				 store_bucket_errmsg());

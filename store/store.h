@@ -181,7 +181,8 @@ int store_remove(struct store *s, const char *sha256);
  * records its claim (a catalog hold) before it looks for a content, so the two cannot cross: either
  * wanted sees the claim, or the writer's look finds nothing and it writes the content again. With a
  * bucket, the look waits on the reap instead (a lock of the data directory's) and nothing is moved;
- * wanted may say STORE_REAP_SHARED (another mirror on the bucket names it: kept), and a content the
+ * wanted may say STORE_REAP_SHARED (another mirror on the bucket names it: kept), a content the
+ * bucket deletes goes to the bucket's trash first (store_bucket_trash_expire), and a content the
  * bucket got at or after the cutoff (store_reap_cutoff) is kept as STORE_REAP_YOUNG, as one
  * a writer is putting now. Returns 0 (deleted), 1 (kept), STORE_REAP_SHARED, STORE_REAP_YOUNG,
  * -ENOENT, or -errno (wanted's error: kept).
@@ -197,6 +198,15 @@ int store_reap(struct store *s, const char *sha256, int (*wanted)(void *ud, cons
  * went back. Returns 0 or an error. */
 int store_trash_sweep(struct store *s, int (*wanted)(void *ud, const char *sha256), void *ud,
 			     size_t *restored);
+/* With a bucket, store_reap moves a content's object to the bucket's trash rather than deleting it
+ * (store_bucket_trash: another mirror sharing the bucket may count on it from the moment its age was
+ * looked at), and a look at a content that misses it there (store_has, store_reuse, a fill of the
+ * cache, store_check) puts it back from the trash first. This is gc's pass over the trash, after
+ * store_reap_cutoff: what wanted names is put back, what is older than the cutoff and unwanted goes
+ * (store_bucket_trash_sweep). Without a bucket: 0, nothing done. */
+struct store_bucket_trash_stats;
+int store_bucket_trash_expire(struct store *s, int (*wanted)(void *ud, const char *sha256), void *ud,
+			      struct store_bucket_trash_stats *st);
 
 /* Move a blob that failed verification to <dir>/quarantine/<sha256>.<unix time> (kept for a human
  * to look at; never served). Returns 0 or -errno. */

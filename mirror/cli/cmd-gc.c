@@ -33,8 +33,35 @@ static void print_json(const struct mirror_gc_report *rep, int64_t staged, bool 
 	json_object_set_new(o, "bucket_kept_shared", json_integer(rep->bucket_kept_shared));
 	json_object_set_new(o, "bucket_kept_young", json_integer(rep->bucket_kept_young));
 	json_object_set_new(o, "bucket_mirrors", json_integer(rep->bucket_mirrors));
+	json_object_set_new(o, "bucket_trash_restored", json_integer(rep->bucket_trash_restored));
+	json_object_set_new(o, "bucket_trash_removed", json_integer(rep->bucket_trash_removed));
+	json_object_set_new(o, "bucket_trash_kept", json_integer(rep->bucket_trash_kept));
 	cli_print_json(o);
 	json_decref(o);
+}
+
+/* The human report's lines of a store in a bucket. */
+static void print_bucket(const struct mirror_gc_report *rep, int64_t staged, int xet_h, bool dry)
+{
+	if (rep->bucket_uploads_aborted)
+		printf("gc: %lld unfinished %s to the bucket aborted\n", (long long)rep->bucket_uploads_aborted,
+		       cli_plural(rep->bucket_uploads_aborted, "upload", "uploads"));
+	if (staged)
+		printf("gc: %lld %s of Xet uploads past %d hours in the bucket's staging area %s\n",
+		       (long long)staged, cli_plural(staged, "object", "objects"), xet_h, dry ? "would go" : "removed");
+	if (rep->bucket_kept_shared)
+		printf("gc: kept %lld %s other mirrors on the bucket name\n", (long long)rep->bucket_kept_shared,
+		       cli_plural(rep->bucket_kept_shared, "content", "contents"));
+	if (rep->bucket_kept_young)
+		printf("gc: kept %lld %s the bucket got within the grace (--grace), or being put\n",
+		       (long long)rep->bucket_kept_young, cli_plural(rep->bucket_kept_young, "content", "contents"));
+	if (rep->bucket_trash_restored)
+		printf("gc: put back %lld %s from the bucket's trash (a mirror names them)\n",
+		       (long long)rep->bucket_trash_restored,
+		       cli_plural(rep->bucket_trash_restored, "content", "contents"));
+	if (rep->bucket_trash_removed)
+		printf("gc: emptied %lld %s of the bucket's trash\n", (long long)rep->bucket_trash_removed,
+		       cli_plural(rep->bucket_trash_removed, "object", "objects"));
 }
 
 int cmd_gc(int argc, char **argv)
@@ -105,20 +132,7 @@ int cmd_gc(int argc, char **argv)
 			       "for 24 hours (the last until %s)\n", (long long)rep.uploads_kept,
 			       cli_plural(rep.uploads_kept, "content", "contents"), when);
 		}
-		if (rep.bucket_uploads_aborted)
-			printf("gc: %lld unfinished %s to the bucket aborted\n", (long long)rep.bucket_uploads_aborted,
-			       cli_plural(rep.bucket_uploads_aborted, "upload", "uploads"));
-		if (staged)
-			printf("gc: %lld %s of Xet uploads past %d hours in the bucket's staging area %s\n",
-			       (long long)staged, cli_plural(staged, "object", "objects"), xet_h,
-			       dry ? "would go" : "removed");
-		if (rep.bucket_kept_shared)
-			printf("gc: kept %lld %s other mirrors on the bucket name\n", (long long)rep.bucket_kept_shared,
-			       cli_plural(rep.bucket_kept_shared, "content", "contents"));
-		if (rep.bucket_kept_young)
-			printf("gc: kept %lld %s the bucket got within the grace (--grace), or being put\n",
-			       (long long)rep.bucket_kept_young,
-			       cli_plural(rep.bucket_kept_young, "content", "contents"));
+		print_bucket(&rep, staged, xet_h, dry);
 		if (rep.writes_kept)
 			printf("gc: kept %lld %s of commits or pushes being made\n", (long long)rep.writes_kept,
 			       cli_plural(rep.writes_kept, "content", "contents"));

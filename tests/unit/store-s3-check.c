@@ -6,7 +6,8 @@
  *
  * A 64 MiB object put by multipart upload in 8 MiB parts from writes of odd sizes, its stat, ranges
  * read back byte for byte (the whole, a part's boundary, the tail, a range past the end refused),
- * nine ranges read at once on a libuv loop (and one cancelled by its end), small objects listed
+ * nine ranges read at once on a libuv loop (and one cancelled by its end), the object copied on the
+ * server, small objects listed
  * page by page and deleted, an upload left unfinished by a process that died found, aborted and
  * gone, an abort that leaves nothing, a wrong secret named; and with RGW_PID (the helper's) and
  * RGW_GATEWAY_FILE, the gateway stopped under an upload and a stat and started again: both go on
@@ -113,6 +114,25 @@ static void loop_reads(void)
 	CHECK_INT(uv_loop_close(&loop), 0);
 }
 
+/* The 64 MiB object copied on the server, read back byte for byte; an absent source. */
+static void copies(void)
+{
+	struct store_s3_stat st;
+	struct cmp c = { .same = true };
+	int r = store_s3_copy(s3, "big/object", "big/copy");
+
+	if (r)
+		printf("# copy: %s\n", store_s3_errmsg(s3));
+	CHECK_INT(r, 0);
+	CHECK_INT(store_s3_head(s3, "big/copy", &st), 0);
+	CHECK(st.size == (int64_t)BIG);
+	CHECK_INT(store_s3_get(s3, "big/copy", 0, -1, cmp_sink, &c), 0);
+	CHECK(c.same && c.got == BIG);
+	CHECK_INT(store_s3_delete(s3, "big/copy"), 0);
+	CHECK_INT(store_s3_copy(s3, "big/absent", "big/copy"), HM_ERR_NOT_FOUND);
+	CHECK_INT(store_s3_head(s3, "big/copy", &st), HM_ERR_NOT_FOUND);
+}
+
 TEST(multipart_put_and_ranges)
 {
 	struct store_s3_upload *u;
@@ -147,6 +167,7 @@ TEST(multipart_put_and_ranges)
 	CHECK_INT(store_s3_get(s3, "big/absent", 0, -1, cmp_sink, &c), HM_ERR_NOT_FOUND);
 	CHECK_STR(store_s3_errcode(s3), "NoSuchKey");
 	loop_reads();
+	copies();
 	CHECK_INT(store_s3_delete(s3, "big/object"), 0);
 	CHECK_INT(store_s3_head(s3, "big/object", &st), HM_ERR_NOT_FOUND);
 	free(big);
