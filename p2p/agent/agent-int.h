@@ -239,7 +239,7 @@ struct agent_evict_cand {
 };
 size_t agent_evict_pick(const struct agent_evict_cand *c, size_t n, int64_t used, int64_t limit, size_t *pick,
 			int64_t *used_after);
-/* Room on the cache's disk (evict.c). agent_disk_free: bytes free (and the disk's size), or -1.
+/* Room on the cache's disk (evict-room.c). agent_disk_free: bytes free (and the disk's size), or -1.
  * agent_snap_need: what a snapshot the mirror described (meta) would still add: its files (those of
  * the paths want names, or all), less the contents held already (by-sha256) or, for one held, what
  * it has of them; *total their size. agent_room_for:
