@@ -171,6 +171,8 @@ struct agent {
 
 /* The control API's handler (control.c). */
 int agent_control(void *ud, struct httpd_req *req);
+/* What GET /v1/status answers (control-status.c), owned by the caller. */
+json_t *agent_status_json(struct agent *a);
 
 /* Remove s from the session and the table (the caller frees it with agent_snap_free; its files
  * stay). Only for a snapshot with no mount and no job running. */
