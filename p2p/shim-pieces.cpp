@@ -29,10 +29,7 @@ static int pwrite_all(int fd, const char *buf, size_t len, std::int64_t off)
 extern "C" int p2p_session_write_piece(struct p2p_session *s, const char *btih, int piece, const char *data,
 				       size_t len)
 {
-	try {
-		torrent_entry e;
-		if (!find_entry(s, btih, e))
-			return HM_ERR_NOT_FOUND;
+	return with_entry(s, btih, [&](torrent_entry &e) -> int {
 		lt::file_storage const &fs = e.ti->files();
 		if (piece < 0 || piece >= e.ti->num_pieces() ||
 		    len != static_cast<size_t>(e.ti->piece_size(lt::piece_index_t(piece))))
@@ -68,11 +65,7 @@ extern "C" int p2p_session_write_piece(struct p2p_session *s, const char *btih, 
 		e.have->set(piece);
 		e.have->notify();
 		return 0;
-	} catch (lt::system_error const &err) {
-		return handle_error(err);
-	} catch (...) {
-		return HM_ERR_TORRENT;
-	}
+	});
 }
 
 /* Add the torrent of entry it (under s->mu) again, from the torrent's bytes, with the pieces have
@@ -193,10 +186,7 @@ extern "C" int p2p_session_touch(struct p2p_session *s, const char *btih, int in
 extern "C" int p2p_session_cold_pieces(struct p2p_session *s, const char *btih, const int *keep, size_t nkeep,
 				       int idle_s, struct p2p_cold **out, size_t *n)
 {
-	try {
-		torrent_entry e;
-		if (!find_entry(s, btih, e))
-			return HM_ERR_NOT_FOUND;
+	return with_entry(s, btih, [&](torrent_entry &e) -> int {
 		int np = e.ti->num_pieces();
 		std::vector<char> kept(static_cast<size_t>(np), 0);
 		for (size_t i = 0; i < nkeep; i++)
@@ -223,11 +213,7 @@ extern "C" int p2p_session_cold_pieces(struct p2p_session *s, const char *btih, 
 		std::copy(v.begin(), v.end(), *out);
 		*n = v.size();
 		return 0;
-	} catch (lt::system_error const &err) {
-		return handle_error(err);
-	} catch (...) {
-		return HM_ERR_TORRENT;
-	}
+	});
 }
 
 /* Free the disk of piece p's bytes in the files (holes; the files keep their sizes). Bytes freed, or
@@ -367,10 +353,7 @@ extern "C" int p2p_session_evict_pieces(struct p2p_session *s, const char *btih,
 extern "C" int p2p_session_add_piece(struct p2p_session *s, const char *btih, int piece, const char *data,
 				     size_t len)
 {
-	try {
-		torrent_entry e;
-		if (!find_entry(s, btih, e))
-			return HM_ERR_NOT_FOUND;
+	return with_entry(s, btih, [&](torrent_entry &e) -> int {
 		if (piece < 0 || piece >= e.ti->num_pieces() ||
 		    len != static_cast<size_t>(e.ti->piece_size(lt::piece_index_t(piece))))
 			return -EINVAL;
@@ -379,9 +362,5 @@ extern "C" int p2p_session_add_piece(struct p2p_session *s, const char *btih, in
 		 * fails is dropped (hash_failed) and fetched again from peers. */
 		e.h.add_piece(lt::piece_index_t(piece), std::vector<char>(data, data + len));
 		return 0;
-	} catch (lt::system_error const &err) {
-		return handle_error(err);
-	} catch (...) {
-		return HM_ERR_TORRENT;
-	}
+	});
 }

@@ -77,10 +77,7 @@ extern "C" int p2p_session_files(struct p2p_session *s, const char *btih, struct
 
 extern "C" int p2p_session_want_files(struct p2p_session *s, const char *btih, const int *index, size_t n)
 {
-	try {
-		torrent_entry e;
-		if (!find_entry(s, btih, e))
-			return HM_ERR_NOT_FOUND;
+	return with_entry(s, btih, [&](torrent_entry &e) -> int {
 		std::vector<lt::download_priority_t> prio = e.h.get_piece_priorities();
 		std::vector<std::pair<lt::piece_index_t, lt::download_priority_t>> up;
 		for (size_t i = 0; i < n; i++)
@@ -94,31 +91,20 @@ extern "C" int p2p_session_want_files(struct p2p_session *s, const char *btih, c
 		if (!up.empty())
 			e.h.prioritize_pieces(up);
 		return 0;
-	} catch (lt::system_error const &err) {
-		return handle_error(err);
-	} catch (...) {
-		return HM_ERR_TORRENT;
-	}
+	});
 }
 
 extern "C" int p2p_session_files_held(struct p2p_session *s, const char *btih, const struct p2p_file_list *l,
 				      int64_t *held)
 {
-	try {
-		torrent_entry e;
-		if (!find_entry(s, btih, e))
-			return HM_ERR_NOT_FOUND;
+	return with_entry(s, btih, [&](torrent_entry &e) -> int {
 		std::vector<std::int64_t> fp = e.h.file_progress(lt::torrent_handle::piece_granularity);
 		for (size_t i = 0; i < l->n; i++) {
 			size_t k = static_cast<size_t>(l->v[i].index);
 			held[i] = k < fp.size() ? fp[k] : 0;
 		}
 		return 0;
-	} catch (lt::system_error const &err) {
-		return handle_error(err);
-	} catch (...) {
-		return HM_ERR_TORRENT;
-	}
+	});
 }
 
 extern "C" void p2p_session_set_want_notify(struct p2p_session *s, void (*fn)(void *ud), void *ud)
@@ -368,29 +354,19 @@ extern "C" int p2p_session_want_range(struct p2p_session *s, const char *btih, i
 
 extern "C" int p2p_session_download_pause(struct p2p_session *s, const char *btih, bool pause)
 {
-	try {
-		torrent_entry e;
-		if (!find_entry(s, btih, e))
-			return HM_ERR_NOT_FOUND;
+	return with_entry(s, btih, [&](torrent_entry &e) -> int {
 		/* libtorrent's upload mode: no request to any peer (deadlines wait too), uploads go on */
 		if (pause)
 			e.h.set_flags(lt::torrent_flags::upload_mode);
 		else
 			e.h.unset_flags(lt::torrent_flags::upload_mode);
 		return 0;
-	} catch (lt::system_error const &err) {
-		return handle_error(err);
-	} catch (...) {
-		return HM_ERR_TORRENT;
-	}
+	});
 }
 
 extern "C" int p2p_session_verify(struct p2p_session *s, const char *btih, int *checked, int *damaged)
 {
-	try {
-		torrent_entry e;
-		if (!find_entry(s, btih, e))
-			return HM_ERR_NOT_FOUND;
+	return with_entry(s, btih, [&](torrent_entry &e) -> int {
 		int n = e.ti->num_pieces(), ok = 0, bad = 0;
 		for (int p = 0; p < n; p++) {
 			if (!e.h.have_piece(lt::piece_index_t(p)))
@@ -408,20 +384,13 @@ extern "C" int p2p_session_verify(struct p2p_session *s, const char *btih, int *
 		*checked = ok + bad;
 		*damaged = bad;
 		return 0;
-	} catch (lt::system_error const &err) {
-		return handle_error(err);
-	} catch (...) {
-		return HM_ERR_TORRENT;
-	}
+	});
 }
 
 extern "C" int p2p_session_verify_pieces(struct p2p_session *s, const char *btih, int first, int64_t max_bytes,
 					 bool gentle, int *next, int *checked, int *damaged, int64_t *bytes)
 {
-	try {
-		torrent_entry e;
-		if (!find_entry(s, btih, e))
-			return HM_ERR_NOT_FOUND;
+	return with_entry(s, btih, [&](torrent_entry &e) -> int {
 		int n = e.ti->num_pieces(), ok = 0, bad = 0, p = std::max(first, 0);
 		std::int64_t read = 0;
 		for (; p < n && (read < max_bytes || ok + bad == 0); p++) {
@@ -445,20 +414,13 @@ extern "C" int p2p_session_verify_pieces(struct p2p_session *s, const char *btih
 		*damaged = bad;
 		*bytes = read;
 		return 0;
-	} catch (lt::system_error const &err) {
-		return handle_error(err);
-	} catch (...) {
-		return HM_ERR_TORRENT;
-	}
+	});
 }
 
 extern "C" int p2p_session_set_sources(struct p2p_session *s, const char *btih, const char *const *trackers,
 				       size_t ntrackers, const char *const *web_seeds, size_t nweb)
 {
-	try {
-		torrent_entry e;
-		if (!find_entry(s, btih, e))
-			return HM_ERR_NOT_FOUND;
+	return with_entry(s, btih, [&](torrent_entry &e) -> int {
 		std::vector<lt::announce_entry> v;
 		for (size_t i = 0; i < ntrackers; i++) {
 			if (!trackers[i])
@@ -476,38 +438,24 @@ extern "C" int p2p_session_set_sources(struct p2p_session *s, const char *btih, 
 		if (!v.empty())
 			e.h.force_reannounce(0, -1, lt::torrent_handle::ignore_min_interval);
 		return 0;
-	} catch (lt::system_error const &err) {
-		return handle_error(err);
-	} catch (...) {
-		return HM_ERR_TORRENT;
-	}
+	});
 }
 
 extern "C" int p2p_session_set_room(struct p2p_session *s, const char *btih, int64_t room)
 {
-	try {
-		torrent_entry e;
-		if (!find_entry(s, btih, e))
-			return HM_ERR_NOT_FOUND;
+	return with_entry(s, btih, [&](torrent_entry &e) -> int {
 		/* libtorrent's download limit of the torrent (its peer class: every peer of it, local ones
 		 * and web seeds too), in bytes a second; 0 is no limit, so no room is 1 byte a second */
 		int limit = room < 0 ? 0 : room == 0 ? 1 : static_cast<int>(std::min<int64_t>(room, INT_MAX));
 		if (e.h.download_limit() != limit)
 			e.h.set_download_limit(limit);
 		return 0;
-	} catch (lt::system_error const &err) {
-		return handle_error(err);
-	} catch (...) {
-		return HM_ERR_TORRENT;
-	}
+	});
 }
 
 extern "C" int p2p_session_retry(struct p2p_session *s, const char *btih)
 {
-	try {
-		torrent_entry e;
-		if (!find_entry(s, btih, e))
-			return HM_ERR_NOT_FOUND;
+	return with_entry(s, btih, [&](torrent_entry &e) -> int {
 		/* an error stops the torrent (pauses it): clear it, and start it again. A write that failed
 		 * (a full disk) may have lost bytes libtorrent counts as had (its mmap'd pages dropped at
 		 * writeback): its word is no promise until its files are checked again, so they are, and
@@ -517,26 +465,15 @@ extern "C" int p2p_session_retry(struct p2p_session *s, const char *btih)
 		e.h.resume();
 		distrust_and_recheck(e);
 		return 0;
-	} catch (lt::system_error const &err) {
-		return handle_error(err);
-	} catch (...) {
-		return HM_ERR_TORRENT;
-	}
+	});
 }
 
 extern "C" int p2p_session_reannounce(struct p2p_session *s, const char *btih)
 {
-	try {
-		torrent_entry e;
-		if (!find_entry(s, btih, e))
-			return HM_ERR_NOT_FOUND;
+	return with_entry(s, btih, [&](torrent_entry &e) -> int {
 		e.h.force_reannounce(0, -1, lt::torrent_handle::ignore_min_interval);
 		return 0;
-	} catch (lt::system_error const &err) {
-		return handle_error(err);
-	} catch (...) {
-		return HM_ERR_TORRENT;
-	}
+	});
 }
 
 extern "C" int p2p_session_take_wanted(struct p2p_session *s, const char *btih)
@@ -550,10 +487,7 @@ extern "C" int p2p_session_take_wanted(struct p2p_session *s, const char *btih)
 extern "C" int p2p_session_pieces_had(struct p2p_session *s, const char *btih, unsigned char *had, int *avail,
 				      int n)
 {
-	try {
-		torrent_entry e;
-		if (!find_entry(s, btih, e))
-			return HM_ERR_NOT_FOUND;
+	return with_entry(s, btih, [&](torrent_entry &e) -> int {
 		if (n != e.ti->num_pieces())
 			return -EINVAL;
 		lt::torrent_status st = e.h.status(lt::torrent_handle::query_pieces);
@@ -585,9 +519,5 @@ extern "C" int p2p_session_pieces_had(struct p2p_session *s, const char *btih, u
 			}
 		}
 		return known ? 0 : 1;
-	} catch (lt::system_error const &err) {
-		return handle_error(err);
-	} catch (...) {
-		return HM_ERR_TORRENT;
-	}
+	});
 }

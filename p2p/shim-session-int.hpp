@@ -258,5 +258,20 @@ std::uint32_t steady_s();
  * offset + len) of its file index touch: 0, HM_ERR_NOT_FOUND or -EINVAL (shim-read.cpp). */
 int entry_range(struct p2p_session *s, const char *btih, int index, std::int64_t offset, std::int64_t len,
 		torrent_entry &e, int *first, int *last);
+/* fn(e) on a copy of btih's entry, its answer returned: HM_ERR_NOT_FOUND when the table has none, and
+ * every exception caught, as an extern "C" function must (libtorrent's by handle_error). */
+template <typename F> static int with_entry(struct p2p_session *s, const char *btih, F fn)
+{
+	try {
+		torrent_entry e;
+		if (!find_entry(s, btih, e))
+			return HM_ERR_NOT_FOUND;
+		return fn(e);
+	} catch (lt::system_error const &err) {
+		return handle_error(err);
+	} catch (...) {
+		return HM_ERR_TORRENT;
+	}
+}
 
 #endif
