@@ -601,6 +601,16 @@ static void on_completion_exit(uv_process_t *p, int64_t status, int sig)
 	uv_close((uv_handle_t *)p, completion_closed);
 }
 
+/* The option and its value after args[n], when there is a value; the new count. */
+static int add_option(char **args, int n, char *option, char *value)
+{
+	if (!value)
+		return n;
+	args[n++] = option;
+	args[n++] = value;
+	return n;
+}
+
 int mirror_ondemand_complete(struct mirror_routes *rt, const char *hub, const char *type, const char *name)
 {
 	struct mirror_ondemand *od = rt->ondemand;
@@ -631,26 +641,11 @@ int mirror_ondemand_complete(struct mirror_routes *rt, const char *hub, const ch
 	args[n++] = "--no-progress";
 	args[n++] = "--data";
 	args[n++] = od->data_dir;
-	if (od->config_path) {
-		args[n++] = "--config";
-		args[n++] = od->config_path;
-	}
-	if (od->hf_base) {
-		args[n++] = "--hf-upstream";
-		args[n++] = od->hf_base;
-	}
-	if (od->ms_base) {
-		args[n++] = "--ms-upstream";
-		args[n++] = od->ms_base;
-	}
-	if (od->hf_token_file) {
-		args[n++] = "--hf-token-file";
-		args[n++] = od->hf_token_file;
-	}
-	if (od->ms_token_file) {
-		args[n++] = "--ms-token-file";
-		args[n++] = od->ms_token_file;
-	}
+	n = add_option(args, n, "--config", od->config_path);
+	n = add_option(args, n, "--hf-upstream", od->hf_base);
+	n = add_option(args, n, "--ms-upstream", od->ms_base);
+	n = add_option(args, n, "--hf-token-file", od->hf_token_file);
+	n = add_option(args, n, "--ms-token-file", od->ms_token_file);
 	args[n++] = spec;
 	args[n] = NULL;
 	c = xcalloc(1, sizeof(*c));
