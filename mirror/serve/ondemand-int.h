@@ -1,7 +1,7 @@
 /*
- * ondemand-int.h - what ondemand.c (patterns, fetching, completing, the sweep), ondemand-track.c
- * (tracking a repo a client asked for: the listing gate and the listing) and ondemand-xet.c (a
- * content's fetch through Xet) share.
+ * ondemand-int.h - what ondemand.c (patterns, fetching, the sweep), ondemand-track.c (tracking a repo
+ * a client asked for: the listing gate and the listing), ondemand-xet.c (a content's fetch through
+ * Xet) and ondemand-complete.c (a snapshot completed for an instance) share.
  */
 #ifndef HM_MIRROR_ONDEMAND_INT_H
 #define HM_MIRROR_ONDEMAND_INT_H
@@ -131,5 +131,7 @@ bool mirror__od_fetch_plain(struct fetch *f, int64_t from);
  * then on by this serve. */
 bool mirror__od_fetch_xet(struct fetch *f, const struct mirror_ondemand_file *in);
 void mirror__od_xet_remember_bad(struct mirror_ondemand *od, const char *sha256);
+/* The syncs completing snapshots for instances (ondemand-complete.c) stopped: serve stops. */
+void mirror__od_completions_stop(struct mirror_ondemand *od);
 
 #endif
