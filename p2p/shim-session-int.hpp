@@ -1,8 +1,8 @@
 /*
  * shim-session-int.hpp - what the session's C++ files share (shim.cpp: settings, sessions, adding and
- * removing torrents, status, alerts; shim-read.cpp: reading on demand, direct writes, eviction;
- * shim-plugins.cpp: libtorrent plugins): the session and its torrent table. Nothing outside p2p/
- * includes it.
+ * removing torrents, status, alerts; shim-read.cpp: reading on demand; shim-pieces.cpp: the agent's
+ * direct writes and hand-over, eviction of cold pieces; shim-plugins.cpp: libtorrent plugins): the
+ * session and its torrent table. Nothing outside p2p/ includes it.
  */
 #ifndef HM_P2P_SHIM_SESSION_INT_HPP
 #define HM_P2P_SHIM_SESSION_INT_HPP
@@ -249,5 +249,29 @@ std::unordered_map<std::string, torrent_entry>::iterator find_locked(struct p2p_
 /* libtorrent's word on e's pieces is no promise until its files are checked again: they are, and
  * reads meanwhile verify each piece in the file (shim-read.cpp). */
 void distrust_and_recheck(torrent_entry const &e);
+/* The error of a call on a handle: HM_ERR_NOT_FOUND when its torrent was removed, else HM_ERR_TORRENT
+ * (shim-read.cpp). */
+int handle_error(lt::system_error const &e);
+/* The steady clock in whole seconds (shim-read.cpp). */
+std::uint32_t steady_s();
+/* The entry of btih (copied out of the table) and the pieces [*first, *last] that bytes [offset,
+ * offset + len) of its file index touch: 0, HM_ERR_NOT_FOUND or -EINVAL (shim-read.cpp). */
+int entry_range(struct p2p_session *s, const char *btih, int index, std::int64_t offset, std::int64_t len,
+		torrent_entry &e, int *first, int *last);
+/* fn(e) on a copy of btih's entry, its answer returned: HM_ERR_NOT_FOUND when the table has none, and
+ * every exception caught, as an extern "C" function must (libtorrent's by handle_error). */
+template <typename F> static int with_entry(struct p2p_session *s, const char *btih, F fn)
+{
+	try {
+		torrent_entry e;
+		if (!find_entry(s, btih, e))
+			return HM_ERR_NOT_FOUND;
+		return fn(e);
+	} catch (lt::system_error const &err) {
+		return handle_error(err);
+	} catch (...) {
+		return HM_ERR_TORRENT;
+	}
+}
 
 #endif

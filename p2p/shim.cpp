@@ -1,8 +1,9 @@
 /*
  * shim.cpp - libtorrent-rasterbar's sessions behind the C API of p2p.h: settings, sessions, adding
  * and removing torrents, their status and alerts. The rest of the shim, the only C++ of the project:
- * shim-read.cpp (reading on demand), shim-plugins.cpp (libtorrent plugins), shim-torrent.cpp (making
- * and reading torrents); shim-session-int.hpp and shim-int.hpp between them.
+ * shim-read.cpp (reading on demand), shim-pieces.cpp (the pieces the agent writes, hands over and
+ * takes out), shim-plugins.cpp (libtorrent plugins), shim-torrent.cpp (making and reading torrents);
+ * shim-session-int.hpp and shim-int.hpp between them.
  *
  * Rules for the shim: no C++ type leaves it, every extern "C" function catches everything, and
  * libtorrent's settings for a data-center swarm (docs/libtorrent.md) are applied in one place (here).

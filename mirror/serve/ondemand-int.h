@@ -1,6 +1,7 @@
 /*
- * ondemand-int.h - what ondemand.c (patterns, fetching, completing, the sweep) and ondemand-track.c
- * (tracking a repo a client asked for: the listing gate and the listing) share.
+ * ondemand-int.h - what ondemand.c (patterns, fetching, the sweep), ondemand-track.c (tracking a repo
+ * a client asked for: the listing gate and the listing), ondemand-xet.c (a content's fetch through
+ * Xet) and ondemand-complete.c (a snapshot completed for an instance) share.
  */
 #ifndef HM_MIRROR_ONDEMAND_INT_H
 #define HM_MIRROR_ONDEMAND_INT_H
@@ -10,6 +11,8 @@
 #include <stdint.h>
 
 #include <uv.h>
+
+#include "hub/hub.h"
 
 #define RETRY_AFTER_S 60       /* a repo tried is not tried again sooner */
 #define LISTINGS_PER_MIN 60    /* new listings upstream, all clients together */
@@ -22,9 +25,43 @@
 #define OD_XET_BAD 16          /* contents whose Xet bytes failed the proof, fetched plain from then on */
 #define OD_STREAM_RETRY_S "30"  /* Retry-After for a content being fetched straight into the bucket */
 
-struct fetch;
 struct hub_http;
 struct hub_client;
+struct mirror_ondemand_file;
+struct mirror_routes;
+struct mirror_xet_fetch;
+struct store_writer;
+struct hub_http_req;
+
+/* VERIFIED: every byte in and checked (clients may take the last one); being fsynced and renamed
+ * into the store on a worker, so the loop never waits on the disk */
+enum fetch_state { FETCH_RUNNING, FETCH_VERIFIED, FETCH_OK, FETCH_FAILED };
+
+struct fetch {
+	struct mirror_ondemand *od;
+	struct mirror_routes *rt;
+	struct fetch *next;
+	char sha256[65];
+	int64_t size;
+	enum fetch_state state;
+	int refs;                      /* clients + the transfer */
+	struct store_writer *w; /* NULL when following another process's writer */
+	struct hub_http_req *req;
+	int64_t have;                  /* bytes in the partial file */
+	char *part_path;
+	int64_t last_growth;           /* following: when the partial file last grew */
+	char *spec;                    /* for the log */
+	uv_work_t work;                /* the commit, off the loop */
+	int commit_result;
+	int64_t repo_id;               /* whose request it is: its verified bytes count as its fetch */
+	bool own_bytes;                /* this process's writer verified them (not followed) */
+	bool xet_stated;               /* upstream stated the Xet hash the writer checked */
+	int64_t from;                  /* where the plain request's range starts */
+	char *url;                     /* owned: the plain file URL upstream */
+	enum hub_kind kind;
+	struct mirror_xet_fetch *xet;  /* the transfer through Xet, or NULL */
+	struct fetch *next_wait;       /* in od->xet_wait: a Xet transfer giving the loop back */
+};
 
 struct touch {
 	int64_t repo_id;
@@ -80,5 +117,21 @@ struct mirror_ondemand {
 
 /* "hf:org/name", "ms:datasets/org/name": the spec as the log and the catalog's options say it. */
 char *mirror__od_spec_text(const char *hub, const char *type, const char *name);
+
+/* A content's fetch (ondemand.c): a reference dropped (the last frees it); its end, counted and
+ * logged (FETCH_OK: the content is in the store); every byte in, checked then committed on a worker,
+ * the transfer's reference going with it; a plain request from byte `from` (false: the URL makes
+ * none). */
+void mirror__od_fetch_unref(struct fetch *f);
+void mirror__od_fetch_end(struct fetch *f, enum fetch_state st, const char *why);
+void mirror__od_fetch_verify(struct fetch *f);
+bool mirror__od_fetch_plain(struct fetch *f, int64_t from);
+/* Through Xet (ondemand-xet.c): the transfer started, holding the fetch's reference (false: not
+ * through Xet, for the plain request); a content whose Xet bytes failed the proof, fetched plain from
+ * then on by this serve. */
+bool mirror__od_fetch_xet(struct fetch *f, const struct mirror_ondemand_file *in);
+void mirror__od_xet_remember_bad(struct mirror_ondemand *od, const char *sha256);
+/* The syncs completing snapshots for instances (ondemand-complete.c) stopped: serve stops. */
+void mirror__od_completions_stop(struct mirror_ondemand *od);
 
 #endif

@@ -1,17 +1,18 @@
 /*
  * ondemand.c - repositories fetched when a client asks for them (see ondemand.h).
  *
- * Two parts:
+ * Three parts:
  *   tracking    ondemand-track.c: the listing gate on the loop, the listing on a worker.
  *   fetching    on the serve's loop: one struct fetch per content, writing through the store's
  *               writer and answering every client asking for it from the partial file
  *               (httpd_respond_file_gated). When another process writes the same partial file
  *               (a sync: the store allows one writer), the clients follow that file instead.
+ *               The bytes come over plain HTTP (here) or through Xet (ondemand-xet.c).
+ *   completing  ondemand-complete.c: a snapshot an instance wants whole, by a child sync.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <fnmatch.h>
-#include <signal.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -144,37 +145,7 @@ int mirror_ondemand_new(uv_loop_t *loop, const struct mirror_ondemand_config *cf
 
 /* ---- fetching: on the loop ---------------------------------------------------------------------- */
 
-/* VERIFIED: every byte in and checked (clients may take the last one); being fsynced and renamed
- * into the store on a worker, so the loop never waits on the disk */
-enum fetch_state { FETCH_RUNNING, FETCH_VERIFIED, FETCH_OK, FETCH_FAILED };
-
-struct fetch {
-	struct mirror_ondemand *od;
-	struct mirror_routes *rt;
-	struct fetch *next;
-	char sha256[65];
-	int64_t size;
-	enum fetch_state state;
-	int refs;                      /* clients + the transfer */
-	struct store_writer *w; /* NULL when following another process's writer */
-	struct hub_http_req *req;
-	int64_t have;                  /* bytes in the partial file */
-	char *part_path;
-	int64_t last_growth;           /* following: when the partial file last grew */
-	char *spec;                    /* for the log */
-	uv_work_t work;                /* the commit, off the loop */
-	int commit_result;
-	int64_t repo_id;               /* whose request it is: its verified bytes count as its fetch */
-	bool own_bytes;                /* this process's writer verified them (not followed) */
-	bool xet_stated;               /* upstream stated the Xet hash the writer checked */
-	int64_t from;                  /* where the plain request's range starts */
-	char *url;                     /* owned: the plain file URL upstream */
-	enum hub_kind kind;
-	struct mirror_xet_fetch *xet;  /* the transfer through Xet, or NULL */
-	struct fetch *next_wait;       /* in od->xet_wait: a Xet transfer giving the loop back */
-};
-
-static void fetch_unref(struct fetch *f)
+void mirror__od_fetch_unref(struct fetch *f)
 {
 	struct fetch **pp;
 
@@ -193,7 +164,7 @@ static void fetch_unref(struct fetch *f)
 	free(f);
 }
 
-static void fetch_end(struct fetch *f, enum fetch_state st, const char *why)
+void mirror__od_fetch_end(struct fetch *f, enum fetch_state st, const char *why)
 {
 	struct mirror_ondemand *od = f->od;
 
@@ -269,15 +240,14 @@ static void commit_after(uv_work_t *wk, int status)
 	if (f->xet && !f->commit_result && mirror_xet_fetch_record(f->xet, f->sha256))
 		log_warn("ondemand", "catalog: %s", catalog_errmsg(f->rt->data->catalog));
 	mirror_xet_fetch_free(&f->xet);
-	fetch_end(f, f->commit_result ? FETCH_FAILED : FETCH_OK, f->commit_result ? err_str(f->commit_result) : NULL);
-	fetch_unref(f);
+	mirror__od_fetch_end(f, f->commit_result ? FETCH_FAILED : FETCH_OK,
+			     f->commit_result ? err_str(f->commit_result) : NULL);
+	mirror__od_fetch_unref(f);
 }
-
-static void xet_remember_bad(struct mirror_ondemand *od, const char *sha256);
 
 /* Every byte is in: checked (sha256, and the Xet hash the writer was told), then committed on a
  * worker; the transfer's reference goes with it. */
-static void fetch_verify(struct fetch *f)
+void mirror__od_fetch_verify(struct fetch *f)
 {
 	int r = store_writer_check(f->w); /* the hash, finished: quick */
 
@@ -292,12 +262,12 @@ static void fetch_verify(struct fetch *f)
 		return;
 	}
 	if (f->xet) {
-		xet_remember_bad(f->od, f->sha256);   /* the next client's fetch is plain */
+		mirror__od_xet_remember_bad(f->od, f->sha256);   /* the next client's fetch is plain */
 		mirror_xet_fetch_free(&f->xet);
 	}
 	r = store_writer_commit(&f->w, NULL); /* drops the wrong bytes */
-	fetch_end(f, FETCH_FAILED, err_str(r));
-	fetch_unref(f);
+	mirror__od_fetch_end(f, FETCH_FAILED, err_str(r));
+	mirror__od_fetch_unref(f);
 }
 
 static void fetch_on_done(void *ud, int result, const struct hub_http_resp *resp, const char *body, size_t len)
@@ -308,13 +278,13 @@ static void fetch_on_done(void *ud, int result, const struct hub_http_resp *resp
 	(void)len;
 	f->req = NULL;
 	if (!result && (resp->status == 200 || resp->status == 206)) {
-		fetch_verify(f);
+		mirror__od_fetch_verify(f);
 		return;
 	} else {
 		/* kept for a resume (the next client, or the sync) */
-		fetch_end(f, FETCH_FAILED, result ? err_str(result) : "upstream refused");
+		mirror__od_fetch_end(f, FETCH_FAILED, result ? err_str(result) : "upstream refused");
 	}
-	fetch_unref(f);
+	mirror__od_fetch_unref(f);
 }
 
 /* One client's answer from a content being fetched: its fetch (a reference) and the last byte of its
@@ -339,16 +309,16 @@ static int64_t fetch_gate(void *ud, int64_t off, int64_t len)
 		struct stat st;
 		int64_t now = (int64_t)time(NULL);
 		if (store_has(f->rt->data->store, f->sha256, f->size)) {
-			fetch_end(f, FETCH_OK, NULL);
+			mirror__od_fetch_end(f, FETCH_OK, NULL);
 		} else if (stat(f->part_path, &st) < 0) {
-			fetch_end(f, FETCH_FAILED, "the other writer dropped it");
+			mirror__od_fetch_end(f, FETCH_FAILED, "the other writer dropped it");
 		} else {
 			if ((int64_t)st.st_size > f->have) {
 				f->have = (int64_t)st.st_size;
 				f->last_growth = now;
 			}
 			if (now - f->last_growth > STALL_S)
-				fetch_end(f, FETCH_FAILED, "the other writer stalled");
+				mirror__od_fetch_end(f, FETCH_FAILED, "the other writer stalled");
 		}
 	}
 	if (f->state == FETCH_OK || f->state == FETCH_VERIFIED)
@@ -365,7 +335,7 @@ static void fetch_release(void *ud)
 {
 	struct gated *g = ud;
 
-	fetch_unref(g->f);
+	mirror__od_fetch_unref(g->f);
 	free(g);
 }
 
@@ -457,116 +427,9 @@ fail:
 	return NULL;
 }
 
-/* ---- through Xet (docs/protocols/xet.md, "On-demand fetches through Xet") ---- */
-
-static bool fetch_plain(struct fetch *f, int64_t from);
-
-static void xet_on_bytes(void *ud, int64_t fetched, int64_t written)
-{
-	struct fetch *f = ud;
-
-	(void)written;
-	f->have = store_writer_flushed(f->w);   /* what the clients following may take */
-	f->od->bytes_fetched += (uint64_t)fetched;
-}
-
-static void xet_on_idle(uv_idle_t *h)
-{
-	struct mirror_ondemand *od = h->data;
-	struct fetch *f = od->xet_wait;
-
-	od->xet_wait = NULL;
-	uv_idle_stop(h);
-	while (f) {
-		struct fetch *next = f->next_wait;
-		f->next_wait = NULL;
-		mirror_xet_fetch_resume(f->xet);
-		f = next;
-	}
-}
-
-/* After OD_XET_TURN bytes of stored chunks (read on the loop), the loop's other work goes first. */
-static void xet_on_yield(void *ud, struct mirror_xet_fetch *x)
-{
-	struct fetch *f = ud;
-
-	(void)x;
-	f->next_wait = f->od->xet_wait;
-	f->od->xet_wait = f;
-	uv_idle_start(&f->od->xet_idle, xet_on_idle);
-}
-
-static void xet_remember_bad(struct mirror_ondemand *od, const char *sha256)
-{
-	snprintf(od->xet_bad[od->xet_bad_next++ % OD_XET_BAD], 65, "%s", sha256);
-}
-
-static bool xet_known_bad(const struct mirror_ondemand *od, const char *sha256)
-{
-	for (size_t i = 0; i < OD_XET_BAD; i++)
-		if (!strcmp(od->xet_bad[i], sha256))
-			return true;
-	return false;
-}
-
-/* The Xet transfer ended: the file is in the writer (proven as any), or the plain path goes on from
- * what the writer holds. Bytes that fail the proof are dropped and the content is not tried through
- * Xet again by this serve: the next client's fetch is plain. */
-static void xet_on_end(void *ud, struct mirror_xet_fetch *x, int fail, const char *why)
-{
-	struct fetch *f = ud;
-
-	(void)x;
-	if (!fail) {
-		fetch_verify(f);   /* (records the chunks once committed) */
-		return;
-	}
-	log_info("ondemand", "%s: content %.12s: Xet: %s; %s", f->spec, f->sha256, why ? why : err_str(fail),
-		 f->od->stopping ? "stopping" : "over plain HTTP");
-	mirror_xet_fetch_free(&f->xet);   /* (why was its: not used past here) */
-	f->have = store_writer_flushed(f->w);
-	if (f->od->stopping || !fetch_plain(f, store_writer_offset(f->w))) {
-		fetch_end(f, FETCH_FAILED, f->od->stopping ? "serve is stopping" : "no plain request after Xet");
-		fetch_unref(f);
-	}
-}
-
-/* Through Xet, when the listing kept upstream's Xet hash for the content (a Hugging Face LFS file) and
- * nothing refused it; the writer then checks that hash too. Not for an untrusted client's fetch (its
- * bytes come from its own upstream's plain file, every one). true when started. */
-static bool fetch_xet(struct fetch *f, const struct mirror_ondemand_file *in)
-{
-	struct mirror_ondemand *od = f->od;
-	char xh[65], *base, *name, *url;
-	bool refused = true;
-	struct mirror_xet_fetch_host h = {
-		.http = od->http, .catalog = f->rt->data->catalog, .store = f->rt->data->store, .w = f->w,
-		.token = hub_client_token(od->client, HUB_HF), .xet_hash = xh, .size = f->size,
-		.local_turn = OD_XET_TURN, .on_bytes = xet_on_bytes, .yield = xet_on_yield, .on_end = xet_on_end,
-		.ud = f,
-	};
-
-	if (f->kind != HUB_HF || in->untrusted || !in->commit || xet_known_bad(od, f->sha256) ||
-	    catalog_xet_stated(f->rt->data->catalog, f->sha256, xh, &refused) || refused)
-		return false;
-	base = hub_client_base(od->client, HUB_HF);
-	name = hub_url_escape(in->name, true);
-	url = xasprintf("%s/api/%s/%s/xet-read-token/%s", base, strcmp(in->type, "dataset") ? "models" : "datasets",
-			name, in->commit);
-	store_writer_expect_xet(f->w, xh);
-	f->xet_stated = true;
-	h.token_url = url;
-	f->refs = 1;   /* the transfer's, which an immediate end below may drop */
-	mirror_xet_fetch_start(&h, &f->xet);
-	free(url);
-	free(name);
-	free(base);
-	return true;
-}
-
 /* Asks upstream for the content over plain HTTP from byte `from` (f->url). false when the URL makes no
  * request. */
-static bool fetch_plain(struct fetch *f, int64_t from)
+bool mirror__od_fetch_plain(struct fetch *f, int64_t from)
 {
 	struct mirror_ondemand *od = f->od;
 	struct hub_http_req_opts o = {
@@ -586,7 +449,7 @@ static bool fetch_plain(struct fetch *f, int64_t from)
 }
 
 /* Asks in's upstream for the content from the bytes f has: through Xet where the listing said
- * upstream's Xet hash (ondemand-xet part below), else over plain HTTP; the transfer holds a reference
+ * upstream's Xet hash (ondemand-xet.c), else over plain HTTP; the transfer holds a reference
  * while it runs. A URL that makes no request fails the fetch. */
 static void fetch_request(struct fetch *f, const struct mirror_ondemand_file *in)
 {
@@ -598,12 +461,12 @@ static void fetch_request(struct fetch *f, const struct mirror_ondemand_file *in
 	f->kind = spec.hub;
 	f->url = hub_file_url(od->client, &spec, in->commit, in->path);
 	log_info("ondemand", "%s: fetching %s (%lld bytes) for a client", f->spec, in->path, (long long)in->size);
-	if (fetch_xet(f, in))
+	if (mirror__od_fetch_xet(f, in))
 		return;   /* (it holds the transfer's reference) */
-	if (fetch_plain(f, f->have))
+	if (mirror__od_fetch_plain(f, f->have))
 		f->refs = 1;
 	else
-		fetch_end(f, FETCH_FAILED, "bad upstream URL");
+		mirror__od_fetch_end(f, FETCH_FAILED, "bad upstream URL");
 }
 
 /* The fetch a client asking for in's content joins: one running, or a new one (following another
@@ -627,7 +490,7 @@ static struct fetch *fetch_start(struct mirror_routes *rt, const struct mirror_o
 		/* a partial file of this content is some earlier transfer's, maybe for another repo: this
 		 * repo's bytes come from its own upstream, every one */
 		if ((r = store_writer_truncate(f->w)) != 0) {
-			fetch_end(f, FETCH_FAILED, err_str(r));
+			mirror__od_fetch_end(f, FETCH_FAILED, err_str(r));
 			return f;
 		}
 		f->have = 0;
@@ -640,7 +503,7 @@ static struct fetch *fetch_start(struct mirror_routes *rt, const struct mirror_o
 	if (f->have == f->size) {
 		r = store_writer_commit(&f->w, NULL); /* an earlier transfer got every byte */
 		f->own_bytes = !r;
-		fetch_end(f, r ? FETCH_FAILED : FETCH_OK, r ? err_str(r) : NULL);
+		mirror__od_fetch_end(f, r ? FETCH_FAILED : FETCH_OK, r ? err_str(r) : NULL);
 		if (r)
 			log_warn("ondemand", "%s: content %.12s: %s", f->spec, f->sha256, err_str(r));
 		return f;
@@ -663,16 +526,16 @@ int mirror_ondemand_send(struct mirror_routes *rt, struct httpd_req *req, const 
 		return -1;
 	f->refs++; /* this client's, handed to the answer below or dropped on the way out */
 	if (f->state == FETCH_OK && in->untrusted && !f->own_bytes) {
-		fetch_unref(f);
+		mirror__od_fetch_unref(f);
 		return -1;
 	}
 	if (f->state == FETCH_OK) {
 		/* in the store now */
-		fetch_unref(f);
+		mirror__od_fetch_unref(f);
 		return mirror__send_blob(rt, req, in->sha256, in->size) ? -1 : 0;
 	}
 	if (f->state == FETCH_FAILED) {
-		fetch_unref(f);
+		mirror__od_fetch_unref(f);
 		return -1;
 	}
 	if (f->w ? store_writer_streams(f->w) : store_streams_size(rt->data->store, in->size)) {
@@ -680,21 +543,21 @@ int mirror_ondemand_send(struct mirror_routes *rt, struct httpd_req *req, const 
 		 * disk to follow; the client asks again and is served from the bucket once it is in */
 		log_info("ondemand", "%s: content %.12s is being fetched into the bucket; the client asks again",
 			 f->spec, f->sha256);
-		fetch_unref(f);
+		mirror__od_fetch_unref(f);
 		httpd_add_header(req, "Retry-After", OD_STREAM_RETRY_S);
 		return -1;
 	}
 	fd = open(f->part_path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
 		/* followed, and it became the blob just now */
-		fetch_unref(f);
+		mirror__od_fetch_unref(f);
 		return mirror__send_blob(rt, req, in->sha256, in->size) ? -1 : 0;
 	}
 	httpd_add_header(req, "Accept-Ranges", "bytes");
 	rr = httpd_parse_range(httpd_header(req, "Range"), in->size, &a, &b);
 	if (rr < 0) {
 		close(fd);
-		fetch_unref(f);
+		mirror__od_fetch_unref(f);
 		httpd_add_headerf(req, "Content-Range", "bytes */%" PRId64, in->size);
 		httpd_respond_str(req, 416, "text/plain", "range not satisfiable\n");
 		return 0;
@@ -708,112 +571,6 @@ int mirror_ondemand_send(struct mirror_routes *rt, struct httpd_req *req, const 
 	g->last = b;
 	httpd_respond_file_gated(req, rr > 0 ? 206 : 200, "application/octet-stream", fd, a, b - a + 1, fetch_gate,
 				 fetch_release, g);
-	return 0;
-}
-
-/* ---- completing a snapshot for an instance ------------------------------------------------------ */
-
-static void completion_closed(uv_handle_t *h)
-{
-	struct completion *c = h->data;
-
-	free(c->spec);
-	free(c);
-}
-
-static void on_completion_exit(uv_process_t *p, int64_t status, int sig)
-{
-	struct completion *c = p->data, **pp;
-
-	for (pp = &c->od->completions; *pp; pp = &(*pp)->next)
-		if (*pp == c) {
-			*pp = c->next;
-			break;
-		}
-	if (sig || status)
-		log_warn("ondemand", "%s: the sync completing it ended with %s %lld; the next request tries again",
-			 c->spec, sig ? "signal" : "status", (long long)(sig ? sig : status));
-	else
-		log_info("ondemand", "%s: complete, torrent made", c->spec);
-	uv_close((uv_handle_t *)p, completion_closed);
-}
-
-int mirror_ondemand_complete(struct mirror_routes *rt, const char *hub, const char *type, const char *name)
-{
-	struct mirror_ondemand *od = rt->ondemand;
-	char *spec = mirror__od_spec_text(hub, type, name), *args[20];
-	struct completion *c;
-	uv_process_options_t o;
-	uv_stdio_container_t io[3];
-	int n = 0, r;
-
-	for (c = od->completions; c; c = c->next, n++)
-		if (!strcmp(c->spec, spec)) {
-			free(spec);
-			return 0;
-		}
-	if (n >= COMPLETIONS_MAX) {
-		free(spec);
-		return 1; /* the instance asks again (503) */
-	}
-	n = 0;
-	if (!od->self_exe) {
-		free(spec);
-		return -1;
-	}
-	args[n++] = od->self_exe;
-	args[n++] = "sync";
-	args[n++] = "--local";
-	args[n++] = "--wait";
-	args[n++] = "--no-progress";
-	args[n++] = "--data";
-	args[n++] = od->data_dir;
-	if (od->config_path) {
-		args[n++] = "--config";
-		args[n++] = od->config_path;
-	}
-	if (od->hf_base) {
-		args[n++] = "--hf-upstream";
-		args[n++] = od->hf_base;
-	}
-	if (od->ms_base) {
-		args[n++] = "--ms-upstream";
-		args[n++] = od->ms_base;
-	}
-	if (od->hf_token_file) {
-		args[n++] = "--hf-token-file";
-		args[n++] = od->hf_token_file;
-	}
-	if (od->ms_token_file) {
-		args[n++] = "--ms-token-file";
-		args[n++] = od->ms_token_file;
-	}
-	args[n++] = spec;
-	args[n] = NULL;
-	c = xcalloc(1, sizeof(*c));
-	c->od = od;
-	c->spec = spec;
-	c->proc.data = c;
-	memset(&o, 0, sizeof(o));
-	io[0].flags = UV_IGNORE;
-	io[1].flags = UV_INHERIT_FD;
-	io[1].data.fd = 2; /* its report goes to our log stream */
-	io[2].flags = UV_INHERIT_FD;
-	io[2].data.fd = 2;
-	o.file = od->self_exe;
-	o.args = args;
-	o.stdio = io;
-	o.stdio_count = 3;
-	o.exit_cb = on_completion_exit;
-	r = uv_spawn(od->loop, &c->proc, &o);
-	if (r) {
-		log_warn("ondemand", "%s: cannot start the sync completing it: %s", spec, uv_strerror(r));
-		uv_close((uv_handle_t *)&c->proc, completion_closed);
-		return -1;
-	}
-	c->next = od->completions;
-	od->completions = c;
-	log_info("ondemand", "%s: an instance wants it whole: syncing it now (pid %d)", spec, c->proc.pid);
 	return 0;
 }
 
@@ -904,12 +661,7 @@ void mirror_ondemand_stop(struct mirror_ondemand *od, uv_loop_t *loop)
 
 	if (!od)
 		return;
-	while (od->completions) {
-		struct completion *c = od->completions;
-		od->completions = c->next;
-		uv_process_kill(&c->proc, SIGTERM); /* its locks and partial files make this safe */
-		uv_close((uv_handle_t *)&c->proc, completion_closed);
-	}
+	mirror__od_completions_stop(od);
 	if (od->sweep_on) {
 		sweep(od); /* the last touches */
 		uv_close((uv_handle_t *)&od->sweep, NULL);
@@ -923,8 +675,8 @@ void mirror_ondemand_stop(struct mirror_ondemand *od, uv_loop_t *loop)
 			od->xet_wait = f->next_wait;
 			f->next_wait = NULL;
 			mirror_xet_fetch_free(&f->xet);
-			fetch_end(f, FETCH_FAILED, "serve is stopping");
-			fetch_unref(f);
+			mirror__od_fetch_end(f, FETCH_FAILED, "serve is stopping");
+			mirror__od_fetch_unref(f);
 		}
 		uv_close((uv_handle_t *)&od->xet_idle, NULL);
 		od->xet_idle_on = false;

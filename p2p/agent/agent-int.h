@@ -171,6 +171,8 @@ struct agent {
 
 /* The control API's handler (control.c). */
 int agent_control(void *ud, struct httpd_req *req);
+/* What GET /v1/status answers (control-status.c), owned by the caller. */
+json_t *agent_status_json(struct agent *a);
 
 /* Remove s from the session and the table (the caller frees it with agent_snap_free; its files
  * stay). Only for a snapshot with no mount and no job running. */
@@ -239,7 +241,7 @@ struct agent_evict_cand {
 };
 size_t agent_evict_pick(const struct agent_evict_cand *c, size_t n, int64_t used, int64_t limit, size_t *pick,
 			int64_t *used_after);
-/* Room on the cache's disk (evict.c). agent_disk_free: bytes free (and the disk's size), or -1.
+/* Room on the cache's disk (evict-room.c). agent_disk_free: bytes free (and the disk's size), or -1.
  * agent_snap_need: what a snapshot the mirror described (meta) would still add: its files (those of
  * the paths want names, or all), less the contents held already (by-sha256) or, for one held, what
  * it has of them; *total their size. agent_room_for:

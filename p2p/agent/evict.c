@@ -7,6 +7,9 @@
  * two snapshots is one inode, hard-linked), its allocated blocks (sparse files of a download in
  * progress count what they hold). A by-sha256 entry whose inode no snapshot links any more (link
  * count 1) is a leftover of a dropped snapshot: the walk removes it.
+ *
+ * Past the limit, snapshots go, then cold pieces of what stays (a thinning job). The room a writer
+ * asks for, and whether it waits for these jobs, is evict-room.c's.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -15,56 +18,16 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "agent-int.h"
+#include "evict-int.h"
 #include "base/log.h"
 #include "base/size.h"
 #include "base/str.h"
 #include "base/xmalloc.h"
 #include "p2p/p2p.h"
-
-/* Eviction's own state (struct agent points at it; no other file looks inside). */
-struct agent_evict {
-	bool sizing;                    /* a sizing job runs */
-	bool deleting;                  /* ...and deletes dropped snapshots' files first */
-	bool evicting;                  /* a job takes cold pieces out of the cache */
-	/* The cache's use now, about: what the last sizing job measured, plus what was written into the
-	 * cache since it began, less what thinning freed since. Counts that only grow, kept by whoever
-	 * writes or frees (the fill as it writes or hands a piece over, libtorrent's downloads from the
-	 * tick, a thinning job as it ends), so that no hand-over between the fill and libtorrent, no
-	 * torrent added again and no tick that comes late makes bytes on disk count nowhere. */
-	int64_t written, written_sized; /* bytes written into the cache: all, and when the last sizing began */
-	int64_t freed, freed_sized;     /* bytes thinning freed: all, and when the last sizing began */
-	int64_t written_walk, freed_walk; /* ...and when the one running began: the baseline of its result,
-					 * taken when it ends (until then the estimate stays the last
-					 * measurement and all written since, or a run admitted during a
-					 * walk saw the cache as it was a walk ago: three shards whole) */
-	int64_t lt_down;                /* libtorrent's payload downloaded at the last tick (-1: not yet) */
-	int64_t lt_allowed;             /* bytes libtorrent may write itself before the next tick (banked and
-					 * its rate): taken, for the fill, until that tick counts what it wrote */
-	bool measured;                  /* a sizing job has measured the cache since the start */
-	int64_t sized_at;               /* when the last one ended */
-	size_t sized_nsnaps;            /* the table's size when it began (changed: measure) */
-	int64_t cache_used;             /* bytes of disk the cache held then */
-	char **drop;                    /* what dropped snapshots leave, deleted by the next sizing job */
-	size_t ndrop;
-	uint64_t drop_counter;          /* names of folders moved aside (agent_drop_files) */
-	bool over_said;                 /* "over its size, nothing to drop" was logged */
-	int64_t room_bytes;             /* a fill waits to write this much: the next sizing makes room */
-	uint64_t room_asked_ms;         /* ...asked then (uv_now) */
-	bool thin_idle;                 /* the last thinning job took nothing out (its pieces were read */
-	uint64_t thin_ended_ms;         /* meanwhile, or shared): when it ended */
-	uint64_t short_since;           /* a writer found no room and nothing that could go yet: since then
-					 * (uv_now; 0: it has room, or room was made since) */
-	uint64_t short_tick;            /* ...and the tick then (ticks: agent_evict_tick's count) */
-	uint64_t ticks;
-	bool short_said;                /* ...and waited ROOM_WAIT_MS for it, in vain (logged once) */
-	uint64_t use_counter;           /* agent_snap_used's: the snapshots' use_seq */
-	struct agent_evict_listener l;  /* the listener (agent_evict_listen: the fill's) */
-};
 
 struct agent_evict *agent_evict_new(void)
 {
@@ -255,122 +218,12 @@ size_t agent_evict_pick(const struct agent_evict_cand *c, size_t n, int64_t used
 
 /* Can s go? Not while mounted, pinned, waiting to be linked, linked by a pull in the last minute
  * (--keep-pulled: its caller loads it next, offline maybe), or being checked or thinned on a worker. */
-static bool evictable(struct agent *a, const struct agent_snap *s)
+bool agent_snap_evictable(struct agent *a, const struct agent_snap *s)
 {
 	int keep = a->cfg->keep_pulled_s ? a->cfg->keep_pulled_s : 60;
 
 	return !s->nmounts && !s->nlingering && !s->pinned && !json_array_size(s->pending_links) && !s->settling &&
 	       !s->evicting && !(keep > 0 && s->linked_ms && uv_now(&a->loop) - s->linked_ms < (uint64_t)keep * 1000);
-}
-
-/* ---- room on the cache's disk -------------------------------------------------------------------- */
-
-/* kept free beside a snapshot (the agent's own files, the log): 16 MiB, less on a small disk */
-static int64_t margin(int64_t disk)
-{
-	return disk / 64 < ((int64_t)16 << 20) ? disk / 64 : (int64_t)16 << 20;
-}
-
-int64_t agent_disk_free(const struct agent *a, int64_t *disk_size)
-{
-	struct statvfs fs;
-
-	if (statvfs(a->cfg->cache_dir, &fs) < 0)
-		return -1;
-	if (disk_size)
-		*disk_size = (int64_t)fs.f_blocks * (int64_t)fs.f_frsize;
-	return (int64_t)fs.f_bavail * (int64_t)fs.f_frsize;
-}
-
-/* strcmp for qsort and bsearch of strings */
-static int by_str(const void *a, const void *b)
-{
-	return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
-int64_t agent_snap_need(struct agent *a, json_t *meta, json_t *want, int64_t *total)
-{
-	const char *btih = json_string_value(json_object_get(meta, "btih"));
-	struct agent_snap *s = btih ? agent_snap_find(a, btih) : NULL;
-	struct p2p_file_list l = { 0 };
-	const char **w = xcalloc(json_array_size(want) + 1, sizeof(*w));
-	int64_t need = 0, all = 0, *held = NULL;
-	size_t nw = 0, i;
-	json_t *it;
-
-	json_array_foreach(want, i, it)
-		if (json_string_value(it))
-			w[nw++] = json_string_value(it);
-	qsort(w, nw, sizeof(*w), by_str);
-	if (s && !p2p_session_files(a->ses, s->btih, &l)) {
-		/* held: what the wanted files lack (the direct fill's bytes libtorrent does not count yet) */
-		held = xcalloc(l.n + 1, sizeof(*held));
-		if (!p2p_session_files_held(a->ses, s->btih, &l, held)) {
-			for (size_t k = 0; k < l.n; k++)
-				if (!want || bsearch(&l.v[k].path, w, nw, sizeof(*w), by_str)) {
-					all += l.v[k].size;
-					need += l.v[k].size - held[k];
-				}
-			if (a->evict->l.unseen)
-				need -= a->evict->l.unseen(s);
-			*total = all;
-			goto out;
-		}
-	}
-	json_array_foreach(json_object_get(meta, "files"), i, it) {
-		int64_t size = json_integer_value(json_object_get(it, "size"));
-		const char *sha = json_string_value(json_object_get(it, "sha256"));
-		const char *path = json_string_value(json_object_get(it, "path"));
-		char *kept;
-		struct stat ks;
-		if (want && (!path || !bsearch(&path, w, nw, sizeof(*w), by_str)))
-			continue;
-		kept = sha && strlen(sha) == 64 && !strchr(sha, '/') ? agent_path_kept(a, sha) : NULL;
-		all += size;
-		/* a content held for another snapshot is placed by a hard link: no new bytes */
-		if (!kept || stat(kept, &ks) < 0 || ks.st_size != size)
-			need += size;
-		free(kept);
-	}
-	*total = all;
-out:
-	free(held);
-	free(w);
-	p2p_file_list_release(&l);
-	return need > 0 ? need : 0;
-}
-
-bool agent_room_for(const struct agent *a, int64_t need)
-{
-	int64_t disk = 0, avail = agent_disk_free(a, &disk);
-
-	return avail < 0 || need + margin(disk) <= avail;
-}
-
-char *agent_room_refusal(const struct agent *a, const char *spec, int64_t need, int64_t total)
-{
-	int64_t disk = 0, avail = agent_disk_free(a, &disk);
-	char n[32], f[32], t[32], d[32];
-
-	if (avail < 0 || need + margin(disk) <= avail)
-		return NULL;
-	size_human(need, n, sizeof(n));
-	size_human(avail, f, sizeof(f));
-	size_human(total, t, sizeof(t));
-	size_human(disk, d, sizeof(d));
-	if (total > disk)
-		return xasprintf(
-			"not enough room in the cache for %s: it needs %s more and the disk of %s has %s free; "
-			"the snapshot alone (%s) is bigger than that whole disk (%s): give the agent a cache on a "
-			"bigger one (agent --cache DIR), or take what fits: the files you need (pull --include "
-			"PATTERN), or a mount (it fetches what is read)",
-			spec, n, a->cfg->cache_dir, f, t, d);
-	return xasprintf("not enough room in the cache for %s: it needs %s more and the disk of %s has %s free "
-			 "(the snapshot is %s in all): free space there%s",
-			 spec, n, a->cfg->cache_dir, f, t,
-			 a->cfg->cache_size > 0
-				 ? ", or unmount or unpin snapshots so that they can be evicted"
-				 : ", or give the agent a --cache-size so that it evicts snapshots nobody uses");
 }
 
 void agent_drop_files(struct agent *a, const char *btih)
@@ -400,9 +253,6 @@ void agent_drop_files(struct agent *a, const char *btih)
 }
 
 /* ---- cold pieces of snapshots that stay (mounted, in use): they go, least recently read first ---- */
-
-#define PIECE_IDLE_S 2          /* a piece read (or asked for) this recently is in use: it stays; 1 s
-				 * when the disk itself has no room left */
 
 struct thin {
 	struct agent_snap *s;
@@ -548,12 +398,10 @@ static void kept_names(struct agent *a, struct thin *t, const struct p2p_file_li
 	free(seen);
 }
 
-static int64_t use_now(struct agent *a);
-
 /* Take cold pieces out of the snapshots that stay, least recently read first, about over bytes: of
  * files they do not want (what a mount read besides), never of a pinned snapshot, never one read in
  * the last idle_s seconds. On a worker (thin_work). true: a job takes some out. */
-static bool thin(struct agent *a, int64_t over, int idle_s)
+bool agent_evict_thin(struct agent *a, int64_t over, int idle_s)
 {
 	struct thin *t = xcalloc(a->nsnaps + 1, sizeof(*t));
 	struct cand *all = NULL;
@@ -608,9 +456,9 @@ static bool thin(struct agent *a, int64_t over, int idle_s)
 	if (!nt) {
 		free(t);
 		/* (said once the cache is over it: a writer finding no room yet waits, short_wait) */
-		if (!a->evict->over_said && use_now(a) > a->cfg->cache_size) {
+		if (!a->evict->over_said && agent_evict_use_now(a) > a->cfg->cache_size) {
 			char u[32], c[32];
-			size_human(use_now(a), u, sizeof(u));
+			size_human(agent_evict_use_now(a), u, sizeof(u));
 			size_human(a->cfg->cache_size, c, sizeof(c));
 			log_warn("agent", "the cache holds %s, over its %s: what is left is wanted by pulls or "
 				"mounts (their --include, --prefetch), pinned, pulled this minute or read this moment",
@@ -634,7 +482,7 @@ static bool thin(struct agent *a, int64_t over, int idle_s)
 /* The cache's use now, about: what the last sizing measured, plus what was written since it began (the
  * fill's bytes as they are written, libtorrent's as of the last tick), less what thinning freed since.
  * Bytes written while the walk ran may count twice (never none): the estimate errs high. */
-static int64_t use_now(struct agent *a)
+int64_t agent_evict_use_now(struct agent *a)
 {
 	const struct agent_evict *e = a->evict;
 
@@ -644,184 +492,6 @@ static int64_t use_now(struct agent *a)
 void agent_evict_wrote(struct agent *a, int64_t bytes)
 {
 	a->evict->written += bytes;
-}
-
-/* A writer waits for a thinning job only when the last one took something out, or a second ago: one
- * whose pieces all stayed (read again meanwhile) would be followed by another just like it, and the
- * writer would wait for nothing. */
-static bool thin_useful(struct agent *a)
-{
-	return !a->evict->thin_idle || uv_now(&a->loop) - a->evict->thin_ended_ms >= 1000;
-}
-
-#define OWN_GROWTH ((int64_t)64 << 10) /* kept free under the bound: the agent's own files in the cache
-				      * (its log, the descriptions) grow between two measurements, and the
-				      * estimate does not see it */
-#define ROOM_WAIT_MS 5000       /* a writer waits this long at most for pieces read a moment ago to
-				 * grow cold (they stay PIECE_IDLE_S at most) */
-
-/* Could cold pieces go later, whenever they were read? Pieces of files nobody wants, of snapshots that
- * are not pinned: what a mount read besides its metadata and --prefetch. */
-static bool cold_later(struct agent *a)
-{
-	bool any = false;
-
-	for (size_t i = 0; !any && i < a->nsnaps; i++) {
-		struct agent_snap *s = a->snaps[i];
-		struct p2p_file_list l = { 0 };
-		struct p2p_cold *v = NULL;
-		size_t n = 0, nkeep = 0;
-		int *keep;
-		if (s->pinned || !s->want || p2p_session_files(a->ses, s->btih, &l))
-			continue;
-		keep = agent_want_indices(&l, s->want, &nkeep);
-		any = !p2p_session_cold_pieces(a->ses, s->btih, keep, nkeep, 0, &v, &n) && n;
-		free(v);
-		free(keep);
-		p2p_file_list_release(&l);
-	}
-	return any;
-}
-
-/* Nothing can go this moment. When pieces read a moment ago can go once they are cold (a second or
- * two), the writer waits for them (the fill asks again at each tick), ROOM_WAIT_MS at most: bytes
- * are admitted past the bound only when nothing else can ever make room (what is left is wanted,
- * pinned, or a pull's minute) or a reader keeps every piece warm for that long. */
-static bool short_wait(struct agent *a)
-{
-	uint64_t now = uv_now(&a->loop);
-
-	if (!cold_later(a))
-		return false;
-	if (!a->evict->short_since) {
-		a->evict->short_since = now ? now : 1;
-		a->evict->short_tick = a->evict->ticks;
-	}
-	/* (and as many ticks: an agent starved of CPU for seconds has not had the time to look) */
-	if (now - a->evict->short_since < ROOM_WAIT_MS ||
-	    a->evict->ticks - a->evict->short_tick < ROOM_WAIT_MS / AGENT_TICK_MS)
-		return true;
-	if (!a->evict->short_said) {
-		char c[32];
-		size_human(a->cfg->cache_size, c, sizeof(c));
-		log_warn("agent", "waited %d s for room under the cache's %s: every piece that could go was read "
-			 "this moment; bytes come past the bound until some grows cold", ROOM_WAIT_MS / 1000, c);
-		a->evict->short_said = true;
-	}
-	return false;
-}
-
-/* The bound holds before bytes come, not after: when the cache would go past it, what can go goes
- * first (snapshots nobody uses, then cold pieces), and the writer waits for it. *why: the reason
- * (for the log). */
-static bool must_wait(struct agent *a, int64_t bytes, int64_t over, const char **why)
-{
-	/* (not before the cache was measured once: the first sizing job runs at the first tick) */
-	if (!a->evict->measured)
-		return *why = "waits: the cache is not measured yet", true;
-	if (over <= 0) {
-		a->evict->short_since = 0;
-		a->evict->short_said = false;
-		return *why = "admitted: within the bound", false;
-	}
-	/* room on its way: the fill is poked once the files are gone (size_done, thin_done); and never a
-	 * thinning job while the cache is measured: the walk would count its holes, and the estimate
-	 * (what was measured, less what thinning freed since) would count them twice */
-	if (a->evict->sizing || a->evict->evicting || a->evict->ndrop || a->evict->room_bytes)
-		return *why = "waits: a sizing or thinning job makes room", true;
-	/* Snapshots nobody uses go first, but not from here: the fill asking may be the one of a
-	 * snapshot that goes (one the local endpoint or preheat fetches), and its caller still holds it.
-	 * The next sizing job (at the next tick) chooses with these bytes counted, and pokes the fill. */
-	if (uv_now(&a->loop) - a->evict->room_asked_ms >= 1000)
-		for (size_t i = 0; i < a->nsnaps; i++)
-			if (evictable(a, a->snaps[i])) {
-				a->evict->room_bytes = bytes;
-				a->evict->room_asked_ms = uv_now(&a->loop);
-				agent_evict_now(a);
-				return *why = "waits: snapshots nobody uses go", true;
-			}
-	/* twice what is missing, so that each run does not wait for a job of its own; never a piece read in
-	 * the last PIECE_IDLE_S (touches are counted in whole seconds: with 1, a piece read a millisecond
-	 * before the second turned was cold, and a reader that keeps a file in use lost its pieces) */
-	if (thin_useful(a) && thin(a, over + bytes, PIECE_IDLE_S))
-		return *why = "waits: cold pieces go", true;
-	if (short_wait(a))
-		return *why = "waits: pieces read a moment ago grow cold", true;
-	return *why = "admitted PAST the bound: nothing can go", false;
-}
-
-/* Bytes admitted and not written yet: every fill's runs in flight and pieces waiting to be written. */
-static int64_t pending(struct agent *a)
-{
-	int64_t n = 0;
-
-	for (size_t i = 0; a->evict->l.pending && i < a->nsnaps; i++)
-		n += a->evict->l.pending(a->snaps[i]);
-	return n;
-}
-
-static bool bound_wait(struct agent *a, int64_t bytes)
-{
-	/* (what libtorrent may write before the next tick is counted as taken: it counts only then, and a
-	 * fill admitting the same room meanwhile would take it twice; so are what the runs admitted
-	 * before, the fills' of every snapshot, still bring) */
-	int64_t use = use_now(a), due = pending(a);
-	int64_t over = use + OWN_GROWTH + a->evict->lt_allowed + due + bytes - a->cfg->cache_size;
-	const char *why = "";
-	bool wait = must_wait(a, bytes, over, &why);
-
-	log_debug("agent", "room for %lld bytes: the cache holds about %lld of %lld (measured %lld%s, written %lld "
-		  "and freed %lld since; %lld admitted to come, libtorrent's %lld taken): %s", (long long)bytes,
-		  (long long)use, (long long)a->cfg->cache_size, (long long)a->evict->cache_used,
-		  a->evict->sizing ? ", measuring" : "", (long long)(a->evict->written - a->evict->written_sized),
-		  (long long)(a->evict->freed - a->evict->freed_sized), (long long)due, (long long)a->evict->lt_allowed,
-		  why);
-	return wait;
-}
-
-#define SWARM_ROOM ((int64_t)64 << 20) /* room is made for libtorrent once the bound has less than this
-				      * left (a quarter of a bound smaller than 256 MiB) */
-
-void agent_evict_swarm_allowed(struct agent *a, int64_t bytes)
-{
-	a->evict->lt_allowed = bytes > 0 ? bytes : 0;
-}
-
-int64_t agent_swarm_room(struct agent *a)
-{
-	int64_t left, want;
-
-	if (a->cfg->cache_size <= 0)
-		return -1;
-	if (!a->evict->measured)
-		return 0; /* the first sizing job runs at the first tick */
-	left = a->cfg->cache_size - use_now(a) - OWN_GROWTH - pending(a); /* (the fills' runs admitted) */
-	want = a->cfg->cache_size / 4 < SWARM_ROOM ? a->cfg->cache_size / 4 : SWARM_ROOM;
-	if (left >= want)
-		return left;
-	/* short: room is made as for the fill, and libtorrent waits for it; with nothing that can go
-	 * (bound_wait gives up), it goes on past the bound as the fill does */
-	if (bound_wait(a, want))
-		return left > 0 ? left : 0;
-	return -1;
-}
-
-bool agent_room_wait(struct agent *a, int64_t bytes)
-{
-	int64_t disk = 0, avail;
-
-	if (a->cfg->cache_size <= 0)
-		return false; /* an unbounded cache evicts nothing: the write fails, as it always did */
-	if (bound_wait(a, bytes))
-		return true;
-	bytes += pending(a); /* (on the disk too, what runs admitted before still bring) */
-	avail = agent_disk_free(a, &disk);
-	if (avail < 0 || bytes + margin(disk) <= avail)
-		return false;
-	/* cold pieces make room (a job of their own, never while the cache is measured); when none can go,
-	 * the write goes on and fails */
-	return a->evict->evicting || a->evict->sizing ||
-	       (thin_useful(a) && thin(a, bytes + margin(disk) - avail + bytes, 1));
 }
 
 void agent_evict_count(struct agent *a)
@@ -835,8 +505,8 @@ void agent_evict_count(struct agent *a)
 			a->evict->written += down - a->evict->lt_down;
 		a->evict->lt_down = down;
 	}
-	if (a->cfg->cache_size > 0 && a->evict->measured && use_now(a) > a->cfg->cache_size && !a->evict->sizing &&
-	    !a->evict->evicting)
+	if (a->cfg->cache_size > 0 && a->evict->measured && agent_evict_use_now(a) > a->cfg->cache_size &&
+	    !a->evict->sizing && !a->evict->evicting)
 		agent_evict_now(a); /* measured at once, then evicted (size_done) */
 }
 
@@ -855,7 +525,7 @@ static size_t evict_snaps(struct agent *a, int64_t used, int64_t *used_after)
 		snaps[i] = s;
 		c[i].last_used = s->last_used;
 		c[i].use_seq = s->use_seq;
-		c[i].busy = !evictable(a, s);
+		c[i].busy = !agent_snap_evictable(a, s);
 		if (!c[i].busy)
 			p2p_session_torrent_status(a->ses, s->btih, &st);
 		/* (and what the direct fill wrote: a mount's reads, which libtorrent does not count yet) */
@@ -888,7 +558,7 @@ static void choose(struct agent *a, int64_t used)
 	/* still over: cold pieces of what stays go, down to 90% of the size (so that a reader does not
 	 * make it evict at every tick) */
 	if (used > a->cfg->cache_size && !a->evict->ndrop && !a->evict->evicting)
-		thin(a, used - a->cfg->cache_size / 10 * 9, PIECE_IDLE_S);
+		agent_evict_thin(a, used - a->cfg->cache_size / 10 * 9, PIECE_IDLE_S);
 	if (used <= a->cfg->cache_size)
 		a->evict->over_said = false;
 	if (a->evict->ndrop)
@@ -915,7 +585,7 @@ static void size_done(uv_work_t *w, int status)
 	free(z);
 	/* (with what was written since the walk began, and the bytes a fill waits to write: room for them is
 	 * made before they come) */
-	used = use_now(a) + a->evict->room_bytes;
+	used = agent_evict_use_now(a) + a->evict->room_bytes;
 	a->evict->room_bytes = 0;
 	if (!a->stopping && a->cfg->cache_size > 0 && used > a->cfg->cache_size)
 		choose(a, used);

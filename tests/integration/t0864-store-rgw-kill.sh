@@ -15,7 +15,6 @@ cat >"$T/spec.json" <<'JSON'
  ]}
 JSON
 rgw_store t0864 64M
-s3() { rgw_s3 "$@"; }
 big=$("$PY" -c 'import hashlib, sys
 sys.path.insert(0, sys.argv[1])
 from content import Blob
@@ -24,7 +23,7 @@ for c in b.iter_range(0, b.size):
     h.update(c)
 print(h.hexdigest())' "$HM_SRC/tests/fakehub")
 key="t0864/blobs/${big:0:2}/$big"
-uploads() { s3 GET "/?prefix=t0864%2F&uploads=" >/dev/null; grep -o '<UploadId>' "$T/s3.body" | wc -l; }
+uploads() { rgw_s3 GET "/?prefix=t0864%2F&uploads=" >/dev/null; grep -o '<UploadId>' "$T/s3.body" | wc -l; }
 part() { find "$HUBMIRROR_DATA/store/tmp" -name "$big.part" -size +0 | grep -q .; }
 check "fake upstream starts" start_fakehub --repos "$T/spec.json"
 export HUBMIRROR_HF_UPSTREAM=$FAKE_API
@@ -38,7 +37,7 @@ pid=$!
 for _ in $(seq 600); do part && break; kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
 check "the fetch is under way (its partial file grows)" part
 kill -9 "$pid"; wait "$pid" 2>/dev/null
-check "killed mid-fetch: no object under the content's id" test "$(s3 HEAD "/$key")" = 404
+check "killed mid-fetch: no object under the content's id" test "$(rgw_s3 HEAD "/$key")" = 404
 check "and no upload of it begun" test "$(uploads)" = 0
 check "verify passes" "$HUBMIRROR" verify
 "$HUBMIRROR" gc --partial-age 0 --json >"$T/gc1.json"
@@ -49,7 +48,7 @@ check "the content's partial file is gone" bash -c "! ls '$HUBMIRROR_DATA/store/
 # 2. killed mid-upload: the content fetched and verified, its upload to the bucket multipart and begun
 HUBMIRROR_TEST_KILL=store-upload "$HUBMIRROR" sync >"$T/sync2.out" 2>&1; st=$?
 check "the sync killed itself mid-upload (status $st)" test "$st" = 137
-check "killed mid-upload: no object under the content's id" test "$(s3 HEAD "/$key")" = 404
+check "killed mid-upload: no object under the content's id" test "$(rgw_s3 HEAD "/$key")" = 404
 check "its multipart upload is left unfinished" test "$(uploads)" = 1
 check "verify passes" "$HUBMIRROR" verify
 "$HUBMIRROR" gc --json >"$T/gc2.json"
@@ -58,11 +57,11 @@ check "gc with the default age (a week) keeps a young upload (it may be a runnin
 check "gc aborts the orphan upload" "$PY" -c '
 import json, sys; d = json.load(open(sys.argv[1])); assert d["bucket_uploads_aborted"] == 1, d' "$T/gc3.json"
 check "none is left" test "$(uploads)" = 0
-check "no object under the content's id still" test "$(s3 HEAD "/$key")" = 404
+check "no object under the content's id still" test "$(rgw_s3 HEAD "/$key")" = 404
 
 # 3. the next sync completes it
 check "the next sync" "$HUBMIRROR" sync
-check "the content is in the bucket" test "$(s3 GET "/$key")" = 200
+check "the content is in the bucket" test "$(rgw_s3 GET "/$key")" = 200
 check "byte for byte" test "$(sha256sum <"$T/s3.body" | cut -d' ' -f1)" = "$big"
 check "no upload left" test "$(uploads)" = 0
 check "verify passes" "$HUBMIRROR" verify
@@ -70,5 +69,5 @@ check "verify passes" "$HUBMIRROR" verify
 check "gc then finds nothing to remove" "$PY" -c '
 import json, sys; d = json.load(open(sys.argv[1]))
 assert d["blobs_removed"] == 0 and d["partials_removed"] == 0 and d["bucket_uploads_aborted"] == 0, d' "$T/gc4.json"
-check "and the content stays" test "$(s3 HEAD "/$key")" = 200
+check "and the content stays" test "$(rgw_s3 HEAD "/$key")" = 200
 finish

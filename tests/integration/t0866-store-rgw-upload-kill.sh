@@ -14,8 +14,7 @@ export HFU="$HM_SRC/tests/integration/helpers"
 head -c 24000000 /dev/urandom >"$T/big.bin"
 big=$(sha256sum <"$T/big.bin" | cut -d' ' -f1)
 key="t0866/blobs/${big:0:2}/$big"
-s3() { rgw_s3 "$@"; }
-uploads() { s3 GET "/?prefix=t0866%2F&uploads=" >/dev/null; grep -o '<UploadId>' "$T/s3.body" | wc -l; }
+uploads() { rgw_s3 GET "/?prefix=t0866%2F&uploads=" >/dev/null; grep -o '<UploadId>' "$T/s3.body" | wc -l; }
 upload() { # the SDK's upload of big.bin to acme/up; its status
 	"$PY" - "$M" "$T/big.bin" <<'PY'
 import os, sys
@@ -33,7 +32,7 @@ serve_pid=${_pids[-1]}
 upload >"$T/up1.out" 2>&1
 wait "$serve_pid" 2>/dev/null; st=$?
 check "serve killed itself mid-upload into the bucket (status $st)" test "$st" = 137
-check "no object under the content's id" test "$(s3 HEAD "/$key")" = 404
+check "no object under the content's id" test "$(rgw_s3 HEAD "/$key")" = 404
 check "its multipart upload is left unfinished" test "$(uploads)" = 1
 check "verify passes" "$HUBMIRROR" verify
 "$HUBMIRROR" gc --partial-age 0 --json >"$T/gc.json"

@@ -27,12 +27,11 @@ printf '[store]\nurl = s3://%s/t0869-unused\ns3-endpoint = %s\ncache-size = 64M\
 	>"$T/hm.conf"
 export HUBMIRROR_CONFIG=$T/hm.conf
 URL=s3://$RGW_BUCKET/t0869
-s3() { rgw_s3 "$@"; }
-status() { s3 HEAD "/t0869/blobs/${1:0:2}/$1"; }
+status() { rgw_s3 HEAD "/t0869/blobs/${1:0:2}/$1"; }
 there() { test "$(status "$1")" = 200; }
 gone() { test "$(status "$1")" = 404; }
 all_there() { local s; for s in $(cut -d' ' -f3 "$@"); do there "$s" || { echo "# $s: $(status "$s")"; return 1; }; done; }
-listed() { s3 GET "/?list-type=2&prefix=${1//\//%2F}" >/dev/null; grep -o '<Key>[^<]*</Key>' "$T/s3.body" | sed 's/<[^>]*>//g'; }
+listed() { rgw_s3 GET "/?list-type=2&prefix=${1//\//%2F}" >/dev/null; grep -o '<Key>[^<]*</Key>' "$T/s3.body" | sed 's/<[^>]*>//g'; }
 json_ok() { "$PY" -c "import json,sys; d=json.load(open(sys.argv[1])); assert $2, d" "$1"; }
 fileshas() { # DATA: "repo path sha256" of every file of its catalog
 	"$PY" - "$1/catalog.db" <<'PY'
@@ -69,7 +68,7 @@ sets() { listed t0869/mirrors/ | sort | tr '\n' ' '; }
 want=$(printf 't0869/mirrors/%s/live\n' "$idA" "$idB" | sort | tr '\n' ' ')
 check "each wrote its live set to the bucket" test "$(sets)" = "$want"
 live_b() {
-	test "$(s3 GET "/t0869/mirrors/$idB/live")" = 200 && head -1 "$T/s3.body" | grep -qx 'hubmirror-live 1' &&
+	test "$(rgw_s3 GET "/t0869/mirrors/$idB/live")" = 200 && head -1 "$T/s3.body" | grep -qx 'hubmirror-live 1' &&
 		grep -qx "$shared" "$T/s3.body" && test "$(grep -c . "$T/s3.body")" = $((nB + 1))
 }
 check "B's live set names its contents" live_b
@@ -112,7 +111,7 @@ unset HUBMIRROR_STORE
 head -c 300000 /dev/urandom >"$T/young"
 young=$(sha256sum "$T/young" | cut -d' ' -f1)
 tick
-check "a content put by hand after both live sets" test "$(s3 PUT "/t0869/blobs/${young:0:2}/$young" "$T/young")" = 200
+check "a content put by hand after both live sets" test "$(rgw_s3 PUT "/t0869/blobs/${young:0:2}/$young" "$T/young")" = 200
 "$HUBMIRROR" gc --data "$A" --store "$URL" --grace 0 --json >"$T/gcA2.json" 2>"$T/gcA2.err"
 check "A's gc keeps it (younger than B's live set)" json_ok "$T/gcA2.json" \
 	'd["bucket_kept_young"] == 1 and d["blobs_removed"] == 0'

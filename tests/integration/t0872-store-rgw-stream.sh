@@ -23,7 +23,6 @@ cat >"$T/spec.json" <<JSON
  ]}
 JSON
 rgw_store t0872 4M
-s3() { rgw_s3 "$@"; }
 big=$("$PY" -c 'import hashlib, sys
 sys.path.insert(0, sys.argv[1])
 from content import Blob
@@ -32,7 +31,7 @@ for c in b.iter_range(0, b.size):
     h.update(c)
 print(h.hexdigest())' "$HM_SRC/tests/fakehub" "$size")
 key="t0872/blobs/${big:0:2}/$big"
-uploads() { s3 GET "/?prefix=t0872%2F&uploads=" >/dev/null; grep -o '<UploadId>' "$T/s3.body" | wc -l; }
+uploads() { rgw_s3 GET "/?prefix=t0872%2F&uploads=" >/dev/null; grep -o '<UploadId>' "$T/s3.body" | wc -l; }
 store_bytes() { find "$HUBMIRROR_DATA/store" -type f -printf '%s\n' | awk '{ n += $1 } END { print n + 0 }'; }
 part_bytes() { find "$HUBMIRROR_DATA/store/tmp" -name "$big.part" -printf '%s\n' | awk '{ n += $1 } END { print n + 0 }'; }
 content_bytes() { curl -fsS "$FAKE_API/_fake/stats" | "$PY" -c 'import json, sys
@@ -47,7 +46,7 @@ HUBMIRROR_TEST_KILL=store-upload "$HUBMIRROR" sync >"$T/sync1.out" 2>&1; st=$?
 check "the sync killed itself mid-upload (status $st)" test "$st" = 137
 check "its partial file holds no byte of the content ($(part_bytes))" test "$(part_bytes)" = 0
 check "the store's folder holds no more than the cache ($(store_bytes) bytes)" test "$(store_bytes)" -le 4194304
-check "no object under the content's id" test "$(s3 HEAD "/$key")" = 404
+check "no object under the content's id" test "$(rgw_s3 HEAD "/$key")" = 404
 check "its multipart upload is left unfinished" test "$(uploads)" = 1
 
 # 2. a slow fetch with a reset halfway: the local disk watched while it runs
@@ -71,7 +70,7 @@ check "its partial file never held a byte (peak $peak bytes)" test "$peak" = 0
 served=$(( $(content_bytes) - before ))
 check "the reset was resumed into the same upload (upstream served $served bytes of $size)" \
 	test "$served" -lt $((size + size / 4))
-check "the content is in the bucket" test "$(s3 GET "/$key")" = 200
+check "the content is in the bucket" test "$(rgw_s3 GET "/$key")" = 200
 check "byte for byte" test "$(sha256sum <"$T/s3.body" | cut -d' ' -f1)" = "$big"
 check "the cache keeps no copy of a content over its bound" \
 	test ! -e "$HUBMIRROR_DATA/store/blobs/${big:0:2}/$big"
@@ -83,12 +82,12 @@ check "no upload is left" test "$(uploads)" = 0
 check "verify reads it back" "$HUBMIRROR" verify
 
 # 3. a corrupt byte: the upload aborted, fetched again
-s3 DELETE "/$key" >/dev/null
+rgw_s3 DELETE "/$key" >/dev/null
 "$HUBMIRROR" verify >/dev/null 2>&1 # (marks it missing: the next sync fetches it)
 fault '{"match": "big.safetensors", "kind": "corrupt", "offset": 20000000, "count": 1}'
 check "a sync whose first fetch is corrupt" bash -c '"$HUBMIRROR" sync >"$T/sync3.out" 2>&1'
 check "finds the mismatch and fetches again" grep -q "hash mismatch, fetching again" "$T/sync3.out"
-check "the content is in the bucket, right" test "$(s3 GET "/$key")" = 200
+check "the content is in the bucket, right" test "$(rgw_s3 GET "/$key")" = 200
 check "byte for byte" test "$(sha256sum <"$T/s3.body" | cut -d' ' -f1)" = "$big"
 check "no upload left behind (the corrupt one was aborted)" test "$(uploads)" = 0
 

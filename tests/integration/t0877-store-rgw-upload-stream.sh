@@ -26,8 +26,7 @@ export HFU="$HM_SRC/tests/integration/helpers"
 head -c 24000000 /dev/urandom >"$T/big.bin"
 big=$(sha256sum <"$T/big.bin" | cut -d' ' -f1)
 key="t0877/blobs/${big:0:2}/$big"
-s3() { rgw_s3 "$@"; }
-uploads() { s3 GET "/?prefix=t0877%2F&uploads=" >/dev/null; grep -o '<UploadId>' "$T/s3.body" | wc -l; }
+uploads() { rgw_s3 GET "/?prefix=t0877%2F&uploads=" >/dev/null; grep -o '<UploadId>' "$T/s3.body" | wc -l; }
 tmp_bytes() { find "$HUBMIRROR_DATA/store/tmp" -type f -printf '%s\n' | awk '{ n += $1 } END { print n + 0 }'; }
 store_bytes() { find "$HUBMIRROR_DATA/store" -type f -printf '%s\n' | awk '{ n += $1 } END { print n + 0 }'; }
 upload() { # FILE: the SDK's upload of FILE to acme/up as big.bin (preupload, the LFS PUT, the commit)
@@ -49,7 +48,7 @@ upload "$T/big.bin" >"$T/up1.out" 2>&1
 wait "$serve_pid" 2>/dev/null; st=$?
 check "serve killed itself mid-object, the upload streaming into the bucket (status $st)" test "$st" = 137
 check "the store's temporary files hold no byte of it ($(tmp_bytes))" test "$(tmp_bytes)" = 0
-check "no object under the content's id" test "$(s3 HEAD "/$key")" = 404
+check "no object under the content's id" test "$(rgw_s3 HEAD "/$key")" = 404
 check "its multipart upload is left unfinished" test "$(uploads)" = 1
 check "verify passes" "$HUBMIRROR" verify
 "$HUBMIRROR" gc --partial-age 0 --json >"$T/gc.json"
@@ -60,7 +59,7 @@ check "none is left" test "$(uploads)" = 0
 # 2. the same upload, whole
 check "serve starts again" start_serve --local acme --tokens "$T/tokens" --p2p-listen off
 check "the same upload lands" upload "$T/big.bin"
-check "the content is in the bucket" test "$(s3 GET "/$key")" = 200
+check "the content is in the bucket" test "$(rgw_s3 GET "/$key")" = 200
 check "byte for byte" test "$(sha256sum <"$T/s3.body" | cut -d' ' -f1)" = "$big"
 check "the cache keeps no copy of a content over its bound" test ! -e "$HUBMIRROR_DATA/store/blobs/${big:0:2}/$big"
 check "no temporary file holds a byte ($(tmp_bytes))" test "$(tmp_bytes)" = 0
@@ -93,7 +92,7 @@ PY
 st=$?
 sed 's/^/# /' "$T/bad.out" | tail -3
 check "a PUT whose bytes are not the oid's is refused" test "$st" = 0
-check "nothing under its id" test "$(s3 HEAD "/t0877/blobs/${bad:0:2}/$bad")" = 404
+check "nothing under its id" test "$(rgw_s3 HEAD "/t0877/blobs/${bad:0:2}/$bad")" = 404
 check "its upload was aborted, not left" test "$(uploads)" = 0
 check "no temporary file holds a byte ($(tmp_bytes))" test "$(tmp_bytes)" = 0
 
@@ -107,7 +106,7 @@ while IFS= read -r line; do
 done < <(cd "$JS" && timeout 300 node xetput.mjs --hub-url "$M" --token hf_writer_acme_0001 --repo acme/up \
 	--file "$T/xet.bin" --path xet.bin 2>&1)
 check "the JS client's Xet upload lands and reads back byte for byte" test "$n" -ge 2
-check "the Xet upload's content is in the bucket" test "$(s3 GET "/t0877/blobs/${xet:0:2}/$xet")" = 200
+check "the Xet upload's content is in the bucket" test "$(rgw_s3 GET "/t0877/blobs/${xet:0:2}/$xet")" = 200
 check "byte for byte" test "$(sha256sum <"$T/s3.body" | cut -d' ' -f1)" = "$xet"
 check "no temporary file holds a byte ($(tmp_bytes))" test "$(tmp_bytes)" = 0
 check "no upload is left" test "$(uploads)" = 0
@@ -134,7 +133,7 @@ sm=$(sha256sum <"$T/small.txt" | cut -d' ' -f1)
 B=$T/b
 check "mirror B's serve starts on the same bucket" start_serve --data "$B" --local acme --tokens "$T/tokens" --p2p-listen off
 check "B commits a small file" commit_file "$M" acme/b small.txt "$T/small.txt"
-check "it is in the bucket" test "$(s3 HEAD "/t0877/blobs/${sm:0:2}/$sm")" = 200
+check "it is in the bucket" test "$(rgw_s3 HEAD "/t0877/blobs/${sm:0:2}/$sm")" = 200
 check "B's gc writes B's live set, naming it" "$HUBMIRROR" gc --data "$B" --grace 0
 check "B deletes its repo" "$PY" -c 'import os, sys
 sys.path.insert(0, os.environ["HFU"])
@@ -143,12 +142,12 @@ Api(sys.argv[1], "hf_writer_acme_0001").delete_repo("acme/b")' "$M"
 check "B's serve stops" serve_stops_clean
 sleep 1.1 # (the bucket's times are whole seconds: A's live set is written a second after the put)
 check "A's gc writes A's live set, which does not name it" "$HUBMIRROR" gc --grace 0
-check "B's live set kept it" test "$(s3 HEAD "/t0877/blobs/${sm:0:2}/$sm")" = 200
+check "B's live set kept it" test "$(rgw_s3 HEAD "/t0877/blobs/${sm:0:2}/$sm")" = 200
 sleep 1.1 # (and A's commit comes a second after A's live set)
 check "A's serve starts again" start_serve --local acme --tokens "$T/tokens" --p2p-listen off
 check "A commits the same file, counting on the bucket's object" commit_file "$M" acme/up small.txt "$T/small.txt"
 "$HUBMIRROR" gc --data "$B" --grace 0 --json >"$T/gcb.json"
-check "B's gc, its catalog no longer naming it, leaves A's file" test "$(s3 HEAD "/t0877/blobs/${sm:0:2}/$sm")" = 200
+check "B's gc, its catalog no longer naming it, leaves A's file" test "$(rgw_s3 HEAD "/t0877/blobs/${sm:0:2}/$sm")" = 200
 rm -f "$HUBMIRROR_DATA/store/blobs/${sm:0:2}/$sm"
 check "A serves it from the bucket" bash -c "[ \"\$(curl -fsS '$M/acme/up/resolve/main/small.txt' | sha256sum | cut -d' ' -f1)\" = $sm ]"
 check "A's verify finds nothing missing" "$HUBMIRROR" verify

@@ -41,8 +41,7 @@ rgw_store t0878 4M
 export HUBMIRROR_DATA=$T/in
 unset HUBMIRROR_HF_UPSTREAM
 key="t0878/blobs/${big:0:2}/$big"
-s3() { rgw_s3 "$@"; }
-uploads() { s3 GET "/?prefix=t0878%2F&uploads=" >/dev/null; grep -o '<UploadId>' "$T/s3.body" | wc -l; }
+uploads() { rgw_s3 GET "/?prefix=t0878%2F&uploads=" >/dev/null; grep -o '<UploadId>' "$T/s3.body" | wc -l; }
 tmp_bytes() { find "$HUBMIRROR_DATA/store/tmp" -type f -printf '%s\n' | awk '{ n += $1 } END { print n + 0 }'; }
 store_bytes() { find "$HUBMIRROR_DATA/store" -type f -printf '%s\n' | awk '{ n += $1 } END { print n + 0 }'; }
 
@@ -50,7 +49,7 @@ store_bytes() { find "$HUBMIRROR_DATA/store" -type f -printf '%s\n' | awk '{ n +
 HUBMIRROR_TEST_KILL=store-upload "$HUBMIRROR" import "$T/b.tar" >"$T/import1.out" 2>&1; st=$?
 check "the import killed itself mid-object, the entry streaming into the bucket (status $st)" test "$st" = 137
 check "the store's temporary files hold no byte of it ($(tmp_bytes))" test "$(tmp_bytes)" = 0
-check "no object under the content's id" test "$(s3 HEAD "/$key")" = 404
+check "no object under the content's id" test "$(rgw_s3 HEAD "/$key")" = 404
 check "its multipart upload is left unfinished" test "$(uploads)" = 1
 "$HUBMIRROR" gc --partial-age 0 --json >"$T/gc.json"
 check "gc aborts the orphan upload" "$PY" -c '
@@ -61,13 +60,13 @@ check "none is left" test "$(uploads)" = 0
 check "a bundle whose content has a changed byte is refused" bash -c "! '$HUBMIRROR' import '$T/bad.tar' >'$T/bad.out' 2>&1"
 sed 's/^/# /' "$T/bad.out" | tail -2
 check "as damaged" grep -q "does not hash to its name" "$T/bad.out"
-check "nothing under the content's id" test "$(s3 HEAD "/$key")" = 404
+check "nothing under the content's id" test "$(rgw_s3 HEAD "/$key")" = 404
 check "its upload was aborted, not left" test "$(uploads)" = 0
 check "no temporary file holds a byte ($(tmp_bytes))" test "$(tmp_bytes)" = 0
 
 # 3. whole
 check "the import" "$HUBMIRROR" import "$T/b.tar"
-check "the content is in the bucket" test "$(s3 GET "/$key")" = 200
+check "the content is in the bucket" test "$(rgw_s3 GET "/$key")" = 200
 check "byte for byte" test "$(sha256sum <"$T/s3.body" | cut -d' ' -f1)" = "$big"
 check "the cache keeps no copy of a content over its bound" test ! -e "$HUBMIRROR_DATA/store/blobs/${big:0:2}/$big"
 check "no temporary file holds a byte ($(tmp_bytes))" test "$(tmp_bytes)" = 0

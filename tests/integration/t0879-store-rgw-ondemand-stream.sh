@@ -28,8 +28,7 @@ check "fake upstream starts" start_fakehub --repos "$T/spec.json"
 fake_sha() { curl -fsS -L "$FAKE_API/acme/od-big/resolve/main/$1" | sha256sum | cut -c1-64; }
 big=$(fake_sha big.safetensors)
 other=$(fake_sha other.safetensors)
-s3() { rgw_s3 "$@"; }
-uploads() { s3 GET "/?prefix=t0879%2F&uploads=" >/dev/null; grep -o '<UploadId>' "$T/s3.body" | wc -l; }
+uploads() { rgw_s3 GET "/?prefix=t0879%2F&uploads=" >/dev/null; grep -o '<UploadId>' "$T/s3.body" | wc -l; }
 tmp_bytes() { find "$HUBMIRROR_DATA/store/tmp" -type f -printf '%s\n' | awk '{ n += $1 } END { print n + 0 }'; }
 fault() { curl -fsS -X POST -d "$1" "$FAKE_API/_fake/faults" >/dev/null; }
 od() { start_serve --p2p-listen off --hf-upstream "$FAKE_API" --on-demand 'hf:acme/*'; }
@@ -39,7 +38,7 @@ ask() { # FILE: the status of a client's GET (its body to $T/got, its headers to
 in_bucket() { # SHA: wait (at most 120 s) for the content's object in the bucket, while serve runs
 	local i
 	for i in $(seq 1 1200); do
-		[ "$(s3 HEAD "/t0879/blobs/${1:0:2}/$1")" = 200 ] && return 0
+		[ "$(rgw_s3 HEAD "/t0879/blobs/${1:0:2}/$1")" = 200 ] && return 0
 		sleep 0.1
 	done
 	return 1
@@ -60,7 +59,7 @@ kill "$serve_pid" 2>/dev/null
 wait "$serve_pid" 2>/dev/null; st=$?
 check "serve killed itself mid-object, the fetch streaming into the bucket (status $st)" test "$st" = 137
 check "the store's temporary files hold no byte of it ($(tmp_bytes))" test "$(tmp_bytes)" = 0
-check "no object under the content's id" test "$(s3 HEAD "/t0879/blobs/${big:0:2}/$big")" = 404
+check "no object under the content's id" test "$(rgw_s3 HEAD "/t0879/blobs/${big:0:2}/$big")" = 404
 check "its multipart upload is left unfinished" test "$(uploads)" = 1
 "$HUBMIRROR" gc --partial-age 0 --json >"$T/gc.json"
 check "gc aborts the orphan upload" "$PY" -c '
@@ -77,12 +76,12 @@ peak=0
 for i in $(seq 1 1200); do
 	n=$(tmp_bytes)
 	[ "$n" -gt "$peak" ] && peak=$n
-	[ "$(s3 HEAD "/t0879/blobs/${big:0:2}/$big")" = 200 ] && break
+	[ "$(rgw_s3 HEAD "/t0879/blobs/${big:0:2}/$big")" = 200 ] && break
 	sleep 0.1
 done
 check "the content lands in the bucket" in_bucket "$big"
 check "the temporary files never held a byte of it (peak $peak bytes)" test "$peak" = 0
-check "byte for byte" test "$(s3 GET "/t0879/blobs/${big:0:2}/$big")" = 200 -a \
+check "byte for byte" test "$(rgw_s3 GET "/t0879/blobs/${big:0:2}/$big")" = 200 -a \
 	"$(sha256sum <"$T/s3.body" | cut -d' ' -f1)" = "$big"
 check "the cache keeps no copy of a content over its bound" \
 	test ! -e "$HUBMIRROR_DATA/store/blobs/${big:0:2}/$big"
@@ -100,13 +99,13 @@ for i in $(seq 1 1200); do
 	sleep 0.1
 done
 check "the fetch is refused" grep -q "content ${other:0:12} not kept" "$T/serve.err"
-check "nothing under the content's id" test "$(s3 HEAD "/t0879/blobs/${other:0:2}/$other")" = 404
+check "nothing under the content's id" test "$(rgw_s3 HEAD "/t0879/blobs/${other:0:2}/$other")" = 404
 check "its upload was aborted, not left" test "$(uploads)" = 0
 check "no temporary file holds a byte ($(tmp_bytes))" test "$(tmp_bytes)" = 0
 st=$(ask other.safetensors)
 check "asked again, it is fetched again (status $st)" test "$st" = 503
 check "and lands in the bucket" in_bucket "$other"
-check "right" test "$(s3 GET "/t0879/blobs/${other:0:2}/$other")" = 200 -a \
+check "right" test "$(rgw_s3 GET "/t0879/blobs/${other:0:2}/$other")" = 200 -a \
 	"$(sha256sum <"$T/s3.body" | cut -d' ' -f1)" = "$other"
 st=$(ask other.safetensors)
 check "then served (status $st)" test "$st" = 200 -a "$(sha256sum <"$T/got" | cut -d' ' -f1)" = "$other"
