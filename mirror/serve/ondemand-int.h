@@ -45,7 +45,10 @@ struct fetch {
 	int64_t size;
 	enum fetch_state state;
 	int refs;                      /* clients + the transfer */
-	struct store_writer *w; /* NULL when following another process's writer */
+	struct store_writer *w; /* NULL when following another process's writer; the worker's while
+	                         * VERIFIED (its commit sets it NULL there): the loop reads writes then */
+	bool writes;                   /* this process's writer (w at the start), not a follower */
+	bool streams;                  /* ... which streams into the bucket: no partial file to follow */
 	struct hub_http_req *req;
 	int64_t have;                  /* bytes in the partial file */
 	char *part_path;

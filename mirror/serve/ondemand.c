@@ -224,11 +224,23 @@ static int fetch_on_body(void *ud, const char *data, size_t n)
 	return 0;
 }
 
+/* A test hook (tests/README.md, "Fault hooks"): with $HUBMIRROR_TEST_PAUSE=ondemand-commit (read here
+ * only), the worker waits 3 s once its commit is done, before the loop hears of it: the window in
+ * which the content's next client must join the verified fetch (fetch_find), not be refused. */
+static void test_pause_commit(const struct fetch *f)
+{
+	const char *v = getenv("HUBMIRROR_TEST_PAUSE");
+
+	if (v && !strcmp(v, "ondemand-commit") && !f->commit_result)
+		sleep(3);
+}
+
 static void commit_work(uv_work_t *wk)
 {
 	struct fetch *f = wk->data;
 
 	f->commit_result = store_writer_commit(&f->w, NULL); /* fsync, rename */
+	test_pause_commit(f);
 }
 
 static void commit_after(uv_work_t *wk, int status)
@@ -347,7 +359,7 @@ static struct fetch *fetch_find(struct mirror_ondemand *od, const struct mirror_
 
 	for (f = od->fetches; f; f = f->next)
 		if (!strcmp(f->sha256, in->sha256) && (f->state == FETCH_RUNNING || f->state == FETCH_VERIFIED) &&
-		    (f->w || !in->untrusted))
+		    (f->writes || !in->untrusted))
 			return f;
 	return NULL;
 }
@@ -410,6 +422,7 @@ static struct fetch *fetch_new(struct mirror_routes *rt, const struct mirror_ond
 		log_warn("ondemand", "%s: content %.12s: store: %s", f->spec, f->sha256, err_str(r));
 		goto fail;
 	}
+	f->writes = !r;
 	f->next = od->fetches;
 	od->fetches = f;
 	/* references: each client, and the transfer while it runs (taken when it starts); a fetch
@@ -499,6 +512,7 @@ static struct fetch *fetch_start(struct mirror_routes *rt, const struct mirror_o
 	 * disk (no partial file for a client to follow: mirror_ondemand_send) */
 	if (f->have == 0)
 		store_writer_stream(f->w);
+	f->streams = store_writer_streams(f->w);
 	od->fetches_total++;
 	if (f->have == f->size) {
 		r = store_writer_commit(&f->w, NULL); /* an earlier transfer got every byte */
@@ -538,7 +552,7 @@ int mirror_ondemand_send(struct mirror_routes *rt, struct httpd_req *req, const 
 		mirror__od_fetch_unref(f);
 		return -1;
 	}
-	if (f->w ? store_writer_streams(f->w) : store_streams_size(rt->data->store, in->size)) {
+	if (f->writes ? f->streams : store_streams_size(rt->data->store, in->size)) {
 		/* fetched straight into the bucket (by this process, or another's sync): nothing on local
 		 * disk to follow; the client asks again and is served from the bucket once it is in */
 		log_info("ondemand", "%s: content %.12s is being fetched into the bucket; the client asks again",
