@@ -41,6 +41,8 @@ print(sum(1 for r in json.load(sys.stdin)["recent"] if r["path"].startswith("/re
 p0=$(plain_reqs)
 check "a file upstream states the right Xet hash for comes through the mirror, right" \
 	test "$(curl -fsS "$M/acme/xo/resolve/main/model.safetensors" | sha256sum | cut -c1-64)" = "$sha"
+# the client has every byte once they are verified; the commit (and the identity's record) follows
+for _ in $(seq 100); do grep -q "content ${sha:0:12} in" "$T/serve.err" && break; sleep 0.1; done
 check "it is stored with its identity beside it" bash -c "[ -f $store/blobs/${sha:0:2}/$sha ] && [ -s $store/xet/${sha:0:2}/$sha ]"
 # (the file repeats itself every MiB, so its terms name the same xorb's chunks again: a term's fetch
 # range holds chunks of others before it; the Xet path took those for a lie and went plain)
