@@ -5,9 +5,10 @@
  * checks the session shares, shim-int.hpp). The session side is shim.cpp, shim-read.cpp and shim-plugins.cpp.
  *
  * libtorrent lays the torrent out (file order, pad files, piece count) and writes it; the hashes are
- * computed here, reading each file from its source path, because libtorrent's set_piece_hashes reads
- * only from a directory laid out under the torrent's own paths: for a snapshot of 100,000 files that
- * meant as many symlinks made and removed again, 90% of the time of a torrent (docs/p2p.md).
+ * computed here, reading each file from its source path or its reader (a content the store's bucket
+ * holds and local disk does not, read in ranges), because libtorrent's set_piece_hashes reads only
+ * from a directory laid out under the torrent's own paths: for a snapshot of 100,000 files that meant
+ * as many symlinks made and removed again, 90% of the time of a torrent (docs/p2p.md).
  *
  * In a hybrid torrent every file starts a piece and is followed by a pad file to the piece's end, so
  * each piece holds the bytes of one file and zeros. Its v1 hash is the SHA-1 of those bytes, zeros
@@ -76,7 +77,7 @@ size_t pow2_at_least(size_t n)
 /* The hashes of one torrent, filled by the hashing threads, then handed to create_torrent. */
 struct hashing {
 	lt::file_storage const &fs;
-	std::vector<const char *> const &source;      /* by file index; NULL for pad and empty files */
+	std::vector<const p2p_file *> const &source;  /* by file index; NULL for pad and empty files */
 	std::vector<lt::sha1_hash> v1;                 /* by piece */
 	std::vector<std::vector<lt::sha256_hash>> v2;  /* by file index: its pieces' roots */
 	std::vector<int> files;                        /* the files to hash, in order */
@@ -86,7 +87,7 @@ struct hashing {
 	int error = 0;
 	std::string message;
 
-	hashing(lt::file_storage const &f, std::vector<const char *> const &s) : fs(f), source(s) {}
+	hashing(lt::file_storage const &f, std::vector<const p2p_file *> const &s) : fs(f), source(s) {}
 
 	void fail(int code, std::string const &msg)
 	{
@@ -119,57 +120,93 @@ lt::sha256_hash subtree_root(const char *data, size_t want, size_t width, std::v
 	return merkle_root(leaves);
 }
 
-/* Hash file index fi: every piece it starts (its bytes, then the pad's zeros). */
+/* A reader's bytes come a window of pieces at a time (one request of the bucket's for 8 MiB, not one
+ * for each 64 KiB piece of a small torrent); a file's, a piece at a time, as set_piece_hashes reads. */
+constexpr std::int64_t reader_window = 8 * 1024 * 1024;
+
+/* Bytes [at, at + len) of file fi into buf, all of them: true, or false once hs.fail said why. */
+bool read_bytes(hashing &hs, int fi, int fd, char *buf, size_t len, std::int64_t at)
+{
+	p2p_file const &f = *hs.source[static_cast<size_t>(fi)];
+	size_t got = 0;
+
+	if (f.read) {
+		char *why = nullptr;
+		int r = f.read(f.ud, at, buf, len, &why);
+		if (r) {
+			hs.fail(r < 0 ? r : HM_ERR_TORRENT, std::string("reading ") + quoted(f.path) + " at " +
+								    std::to_string(at) + ": " +
+								    (why ? why : err_str(r < 0 ? r : HM_ERR_TORRENT)));
+		}
+		free(why);
+		return !r;
+	}
+	while (got < len) {
+		ssize_t r = pread(fd, buf + got, len - got, at + static_cast<std::int64_t>(got));
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0) {
+			hs.fail(r < 0 ? -errno : HM_ERR_SIZE_MISMATCH,
+				std::string("reading ") + f.source + ": " +
+					(r < 0 ? std::strerror(errno) : "shorter than its size"));
+			return false;
+		}
+		got += static_cast<size_t>(r);
+	}
+	return true;
+}
+
+/* Hash file index fi: every piece it starts (its bytes, then the pad's zeros). buf is the thread's,
+ * grown to the window. */
 void hash_file(hashing &hs, int fi, std::vector<char> &buf)
 {
 	lt::file_index_t const f(fi);
+	p2p_file const &src = *hs.source[static_cast<size_t>(fi)];
 	std::int64_t const size = hs.fs.file_size(f), plen = hs.fs.piece_length();
 	int const first = static_cast<int>(hs.fs.file_offset(f) / plen);
 	int const npieces = static_cast<int>((size + plen - 1) / plen);
 	size_t const width = subtree_width(hs.fs, f);
+	/* the window: whole pieces, so that the last piece's pad fits after its bytes */
+	int const per = src.read ? static_cast<int>(std::max<std::int64_t>(1, reader_window / plen)) : 1;
 	std::vector<lt::sha256_hash> leaves;
-	int fd = open(hs.source[static_cast<size_t>(fi)], O_RDONLY | O_CLOEXEC);
+	int fd = -1, wfirst = 0, wn = 0;
 
-	if (fd < 0) {
-		hs.fail(-errno,
-			std::string("opening ") + hs.source[static_cast<size_t>(fi)] + ": " + std::strerror(errno));
+	if (!src.read && (fd = open(src.source, O_RDONLY | O_CLOEXEC)) < 0) {
+		hs.fail(-errno, std::string("opening ") + src.source + ": " + std::strerror(errno));
 		return;
 	}
-	(void)posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+	if (fd >= 0)
+		(void)posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+	if (buf.size() < static_cast<size_t>(per * plen))
+		buf.resize(static_cast<size_t>(per * plen));
 	hs.v2[static_cast<size_t>(fi)].resize(static_cast<size_t>(npieces));
 	for (int k = 0; k < npieces && !hs.failed; k++) {
 		int const piece = first + k;
 		std::int64_t const at = k * plen;
 		size_t const want = static_cast<size_t>(std::min(plen, size - at));
 		size_t const span = static_cast<size_t>(hs.fs.piece_size(lt::piece_index_t(piece)));
-		size_t got = 0;
 
-		while (got < want) {
-			ssize_t r = pread(fd, buf.data() + got, want - got, at + static_cast<std::int64_t>(got));
-			if (r < 0 && errno == EINTR)
-				continue;
-			if (r <= 0) {
-				hs.fail(r < 0 ? -errno : HM_ERR_SIZE_MISMATCH,
-					std::string("reading ") + hs.source[static_cast<size_t>(fi)] + ": " +
-					(r < 0 ? std::strerror(errno) : "shorter than its size"));
+		if (k >= wfirst + wn) {
+			wfirst = k;
+			wn = std::min(per, npieces - k);
+			size_t const len = static_cast<size_t>(std::min(wn * plen, size - at));
+			if (!read_bytes(hs, fi, fd, buf.data(), len, at))
 				break;
-			}
-			got += static_cast<size_t>(r);
 		}
-		if (hs.failed)
-			break;
-		/* v1: the piece as peers see it, the pad's zeros included */
-		std::memset(buf.data() + want, 0, span > want ? span - want : 0);
-		hs.v1[static_cast<size_t>(piece)] = lt::hasher(buf.data(), static_cast<int>(span)).final();
+		char *data = buf.data() + (k - wfirst) * plen;
+		/* v1: the piece as peers see it, the pad's zeros included (only the last piece has a pad) */
+		std::memset(data + want, 0, span > want ? span - want : 0);
+		hs.v1[static_cast<size_t>(piece)] = lt::hasher(data, static_cast<int>(span)).final();
 		/* v2: this piece's subtree of the file's Merkle tree */
-		hs.v2[static_cast<size_t>(fi)][static_cast<size_t>(k)] = subtree_root(buf.data(), want, width, leaves);
+		hs.v2[static_cast<size_t>(fi)][static_cast<size_t>(k)] = subtree_root(data, want, width, leaves);
 	}
-	close(fd);
+	if (fd >= 0)
+		close(fd);
 }
 
 void hash_worker(hashing &hs)
 {
-	std::vector<char> buf(static_cast<size_t>(hs.fs.piece_length()));
+	std::vector<char> buf;
 
 	for (size_t i; !hs.failed && (i = hs.next++) < hs.files.size();)
 		hash_file(hs, hs.files[i], buf);
@@ -226,28 +263,27 @@ int loads_back_same(lt::torrent_info const &ti, std::vector<std::string> const &
  * 2.0.8 pads after the last file too ("tail padding", new in 2.0.8): torrents made by other libtorrent
  * versions of the same files can differ, so every node must run the same one (docs/libtorrent.md).
  */
-extern "C" int p2p__torrent_build(const char *name, const char *const *paths, const char *const *sources,
-				  const int64_t *sizes, size_t n, int64_t piece_size, struct p2p__built *out,
-				  char **errmsg)
+extern "C" int p2p__torrent_build(const char *name, const struct p2p_file *const *files, size_t n,
+				  int64_t piece_size, struct p2p__built *out, char **errmsg)
 {
 	try {
 		lt::file_storage fs;
 		std::vector<std::string> want;
-		std::unordered_map<std::string, const char *> by_path;
+		std::unordered_map<std::string, const p2p_file *> by_path;
 		want.reserve(n);
 		by_path.reserve(n);
 		fs.reserve(static_cast<int>(std::min<size_t>(n, INT_MAX)));
 		for (size_t i = 0; i < n; i++) {
-			want.push_back(std::string(name) + "/" + paths[i]);
-			fs.add_file(want.back(), sizes[i]);
-			by_path.emplace(want.back(), sources[i]);
+			want.push_back(std::string(name) + "/" + files[i]->path);
+			fs.add_file(want.back(), files[i]->size);
+			by_path.emplace(want.back(), files[i]);
 		}
 		lt::create_torrent ct(fs, static_cast<int>(piece_size), lt::create_torrent::no_attributes);
 		ct.set_creation_date(0); /* 0: the key is left out */
 
 		/* The laid-out torrent's files (pads added, maybe reordered) back to their sources. */
 		lt::file_storage const &laid = ct.files();
-		std::vector<const char *> source(static_cast<size_t>(laid.num_files()), nullptr);
+		std::vector<const p2p_file *> source(static_cast<size_t>(laid.num_files()), nullptr);
 		hashing hs(laid, source);
 		hs.v1.resize(static_cast<size_t>(laid.num_pieces()));
 		hs.v2.resize(static_cast<size_t>(laid.num_files()));
