@@ -29,23 +29,51 @@ char *mirror_torrent_path(const struct mirror_data *d, const char *btih)
 	return mirror_data_torrent_path(d, btih);
 }
 
+/* A content the hashing threads read through the store (store_read): from the cache's file when it
+ * holds it, else in ranges from the bucket, never brought into the cache. */
+struct content {
+	struct store *store;
+	char sha256[65];
+};
+
 struct files {
 	struct mirror_data *d;
 	struct p2p_file *v;
+	struct content **c;   /* by file, with a bucket: its reader's */
 	size_t n, cap;
 };
+
+/* p2p_file.read: called on the hashing threads, several at once (store_read is thread-safe). */
+static int read_content(void *ud, int64_t off, void *buf, size_t len, char **errmsg)
+{
+	struct content *c = ud;
+
+	return store_read(c->store, c->sha256, off, buf, len, errmsg);
+}
 
 static int add_file(void *ud, const struct catalog_entry *e)
 {
 	struct files *f = ud;
+	struct p2p_file *p;
 
 	if (f->n == f->cap) {
 		f->cap = f->cap ? f->cap * 2 : 64;
 		f->v = xreallocarray(f->v, f->cap, sizeof(*f->v));
+		f->c = xreallocarray(f->c, f->cap, sizeof(*f->c));
 	}
-	f->v[f->n].path = xstrdup(e->path);
-	f->v[f->n].size = e->size;
-	f->v[f->n].source = store_blob_path(f->d->store, e->sha256);
+	p = &f->v[f->n];
+	*p = (struct p2p_file){ .path = xstrdup(e->path), .size = e->size };
+	f->c[f->n] = NULL;
+	if (store_in_bucket(f->d->store)) {
+		/* a snapshot bigger than the cache is hashed without ever being in it, nor churning it */
+		struct content *c = xcalloc(1, sizeof(*c));
+		c->store = f->d->store;
+		snprintf(c->sha256, sizeof(c->sha256), "%s", e->sha256);
+		p->read = read_content;
+		p->ud = f->c[f->n] = c;
+	} else {
+		p->source = store_blob_path(f->d->store, e->sha256);
+	}
 	f->n++;
 	return 0;
 }
@@ -55,8 +83,10 @@ static void files_release(struct files *f)
 	for (size_t i = 0; i < f->n; i++) {
 		free((char *)f->v[i].path);
 		free((char *)f->v[i].source);
+		free(f->c[i]);
 	}
 	free(f->v);
+	free(f->c);
 }
 
 static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
@@ -99,14 +129,11 @@ static int make_one(struct mirror_data *d, const char *dir, int64_t snapshot_id,
 	char *path = NULL, *why = NULL;
 	int r;
 
-	/* with a bucket, the files are brought into the cache (add_file) and kept there while hashed */
-	store_pin(d->store, true);
 	r = catalog_snapshot_walk(d->catalog, snapshot_id, NULL, NULL, 0, add_file, &f);
 	if (!r)
 		r = p2p_torrent_create(name, f.v, f.n, &t, &why);
 	else
 		why = xasprintf("catalog: %s", catalog_errmsg(d->catalog));
-	store_pin(d->store, false);
 	if (r)
 		goto out;
 	path = mirror_torrent_path(d, t.btih);

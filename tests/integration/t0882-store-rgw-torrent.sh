@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# t0882-store-rgw-torrent: with a bucket of Ceph's RADOS Gateway behind the store and a local cache of
+# 4 MiB, a sync of a snapshot whose content (30 MB) is bigger than the cache makes the snapshot's torrent
+# by reading that content in ranges from the bucket, never bringing it into the cache:
+# - watched with inotify while the sync runs, the store's folder never gets a file of the content: no
+#   fill of the cache (tmp/.<sha256>-<nonce>.part, then blobs/<h0h1>/<sha256>), which the code before
+#   made for its torrent (it hashed the cache's files, the content brought in, pinned, for that while);
+#   the sync's debug log names the bucket's reads, every byte of the content once;
+# - the torrent's info-hashes are those libtorrent's own create_torrent + set_piece_hashes make of the
+#   plain files on local disk (lt_check.py --make);
+# - python3-libtorrent downloads the snapshot with it from the mirror (its web seed reads the bucket),
+#   every piece verified against the torrent's hashes, every byte upstream's.
+. "$HM_SRC/tests/integration/lib.sh"
+need_ceph
+"$PY" -c 'import libtorrent' 2>/dev/null || skip "python3-libtorrent missing"
+check "a Ceph cluster with its gateway starts" start_rgw
+size=30000000
+cat >"$T/spec.json" <<JSON
+{"repos": [
+  {"hub": "hf", "type": "model", "id": "acme/big",
+   "files": [{"path": "config.json", "content": "{\"a\": 1}\n"},
+             {"path": "small.bin", "size": 1000000, "seed": 881},
+             {"path": "big.safetensors", "size": $size, "seed": 882}]}
+ ]}
+JSON
+rgw_store t0882 4M
+big=$("$PY" -c 'import hashlib, sys
+sys.path.insert(0, sys.argv[1])
+from content import Blob
+b, h = Blob(int(sys.argv[2]), seed=882), hashlib.sha256()
+for c in b.iter_range(0, b.size):
+    h.update(c)
+print(h.hexdigest())' "$HM_SRC/tests/fakehub" "$size")
+store_bytes() { find "$HUBMIRROR_DATA/store" -type f -printf '%s\n' | awk '{ n += $1 } END { print n + 0 }'; }
+check "fake upstream starts" start_fakehub --repos "$T/spec.json"
+export HUBMIRROR_HF_UPSTREAM=$FAKE_API
+"$HUBMIRROR" add hf:acme/big >/dev/null
+
+# inotify on the store's tmp/ and blobs/ (and each folder made under blobs/): every name made or moved
+# in, one a line, from before the sync starts to after it ended
+cat >"$T/watch.py" <<'PY'
+import ctypes, os, struct, sys
+libc = ctypes.CDLL(None, use_errno=True)
+fd = libc.inotify_init1(0)
+IN_MOVED_TO, IN_CREATE, IN_ISDIR = 0x80, 0x100, 0x40000000
+root, out = sys.argv[1], open(sys.argv[2], "w", buffering=1)
+wds = {}
+def watch(p):
+    w = libc.inotify_add_watch(fd, p.encode(), IN_CREATE | IN_MOVED_TO)
+    if w < 0:
+        sys.exit("inotify_add_watch %s: %s" % (p, os.strerror(ctypes.get_errno())))
+    wds[w] = p
+watch(root + "/tmp")
+watch(root + "/blobs")
+for d in os.listdir(root + "/blobs"):
+    watch(root + "/blobs/" + d)
+print("ready", file=out)
+while True:
+    buf, i = os.read(fd, 65536), 0
+    while i < len(buf):
+        w, mask, _, n = struct.unpack_from("iIII", buf, i)
+        name = buf[i + 16:i + 16 + n].rstrip(b"\0").decode()
+        i += 16 + n
+        path = wds.get(w, "?") + "/" + name
+        if mask & IN_ISDIR:
+            watch(path)
+        print(path[len(root) + 1:], file=out)
+PY
+"$PY" "$T/watch.py" "$HUBMIRROR_DATA/store" "$T/made" 2>"$T/watch.err" &
+watcher=$!
+_pids+=($watcher)
+for i in $(seq 600); do grep -q ready "$T/made" 2>/dev/null && break; kill -0 $watcher || break; sleep 0.1; done
+check "the store's folder is watched" grep -q ready "$T/made"
+
+"$HUBMIRROR" --log-level debug sync >"$T/sync.out" 2>"$T/sync.err"; st=$?
+tail -3 "$T/sync.err" | sed 's/^/# /'
+check "the sync completes" test "$st" = 0
+sleep 0.5 # (the last events read: the sync has ended, nothing more comes)
+kill $watcher
+sed 's/^/# made: /' "$T/made" | grep -v "/[0-9a-f]\{64\}$" | head -20
+check "the watch saw the sync's writes (config.json's content into the cache)" grep -q "^blobs/../[0-9a-f]\{64\}$" "$T/made"
+check "the store's folder never got a file of the big content but its empty streaming partial file" \
+	bash -c "! grep -v '^tmp/$big.part$' '$T/made' | grep -q '$big'"
+check "so no fill of the cache brought it in (the code before did, for its torrent)" \
+	bash -c "! grep -q '^tmp/\.$big-' '$T/made'"
+check "the cache keeps no copy of it" test ! -e "$HUBMIRROR_DATA/store/blobs/${big:0:2}/$big"
+check "the store's folder holds no more than the cache ($(store_bytes) bytes)" test "$(store_bytes)" -le 4194304
+read_back=$(grep -F "${big:0:12}: " "$T/sync.err" | grep -F "read from the bucket, not brought into the cache" |
+	sed 's/.*: \([0-9]*\) bytes at \([0-9]*\) read from the bucket.*/\2 \1/' | sort -n |
+	awk 'BEGIN { next_at = 0; ok = 1 } { if ($1 != next_at) ok = 0; next_at = $1 + $2 } END { print (ok ? next_at : -1) }')
+check "the debug log names the bucket's reads of its torrent, every byte once, in order ($read_back)" \
+	test "$read_back" = "$size"
+ls "$HUBMIRROR_DATA/torrents" >"$T/torrents"
+check "one torrent was made" test "$(grep -c '\.torrent$' "$T/torrents")" = 1
+btih=$(sed -n 's/\.torrent$//p' "$T/torrents")
+
+check "serve starts" start_serve
+curl -fsS -o "$T/big.torrent" "$M/api/p2p/torrent/hf/model/acme/big"
+check "the torrent served is the one the sync made" \
+	test "$("$PY" -c 'import libtorrent as lt, sys; print(lt.torrent_info(sys.argv[1]).info_hashes().v1)' \
+		"$T/big.torrent")" = "$btih"
+check "python3-libtorrent downloads the snapshot with it, every piece verified" \
+	timeout 180 "$PY" "$HM_SRC/tests/integration/helpers/ltget.py" --timeout 170 "$T/big.torrent" "$T/dl"
+curl -fsS "$FAKE_API/_fake/repos" >"$T/up.json"
+check "every byte, as upstream has it" "$PY" "$HM_SRC/tests/integration/helpers/checkfiles.py" "$T/up.json" hf \
+	acme/big "$T/dl/big"
+check "the web seed sent the big content from the bucket" metric_at_least hubmirror_webseed_bytes_total "$size"
+# the info-hashes of the plain files (just checked byte for byte), made by libtorrent itself
+piece=$("$PY" -c 'import libtorrent as lt, sys; print(lt.torrent_info(sys.argv[1]).piece_length())' "$T/big.torrent")
+"$PY" "$HM_SRC/tests/unit/lt_check.py" --make "$piece" "$T/dl" big >"$T/plain.json"
+sed 's/^/# libtorrent of the plain files: /' "$T/plain.json"
+check "the info-hashes are those of the plain files on local disk" "$PY" -c '
+import json, sys
+import libtorrent as lt
+ih = lt.torrent_info(sys.argv[2]).info_hashes()
+plain = json.load(open(sys.argv[1]))
+assert plain == {"btih": str(ih.v1), "btmh": str(ih.v2)}, (plain, str(ih.v1), str(ih.v2))' "$T/plain.json" "$T/big.torrent"
+check "serve stops clean" serve_stops_clean
+finish
