@@ -9,7 +9,10 @@
 # - the torrent's info-hashes are those libtorrent's own create_torrent + set_piece_hashes make of the
 #   plain files on local disk (lt_check.py --make);
 # - python3-libtorrent downloads the snapshot with it from the mirror (its web seed reads the bucket),
-#   every piece verified against the torrent's hashes, every byte upstream's.
+#   every piece verified against the torrent's hashes, every byte upstream's;
+# - a read of the bucket that fails halfway through the content (the object cut short) fails the
+#   torrent with words that name the file, the offset and why, and no torrent is made; the next sync,
+#   the object whole again, makes the same torrent.
 . "$HM_SRC/tests/integration/lib.sh"
 need_ceph
 "$PY" -c 'import libtorrent' 2>/dev/null || skip "python3-libtorrent missing"
@@ -75,8 +78,12 @@ check "the store's folder is watched" grep -q ready "$T/made"
 "$HUBMIRROR" --log-level debug sync >"$T/sync.out" 2>"$T/sync.err"; st=$?
 tail -3 "$T/sync.err" | sed 's/^/# /'
 check "the sync completes" test "$st" = 0
-sleep 0.5 # (the last events read: the sync has ended, nothing more comes)
+# a marker made after the sync ended: once the watch names it, it has read every event before it
+touch "$HUBMIRROR_DATA/store/tmp/t0882-end"
+for i in $(seq 600); do grep -q "^tmp/t0882-end$" "$T/made" && break; kill -0 $watcher || break; sleep 0.1; done
+check "the watch read every event of the sync" grep -q "^tmp/t0882-end$" "$T/made"
 kill $watcher
+rm -f "$HUBMIRROR_DATA/store/tmp/t0882-end"
 sed 's/^/# made: /' "$T/made" | grep -v "/[0-9a-f]\{64\}$" | head -20
 check "the watch saw the sync's writes (config.json's content into the cache)" grep -q "^blobs/../[0-9a-f]\{64\}$" "$T/made"
 check "the store's folder never got a file of the big content but its empty streaming partial file" \
@@ -116,4 +123,31 @@ ih = lt.torrent_info(sys.argv[2]).info_hashes()
 plain = json.load(open(sys.argv[1]))
 assert plain == {"btih": str(ih.v1), "btmh": str(ih.v2)}, (plain, str(ih.v1), str(ih.v2))' "$T/plain.json" "$T/big.torrent"
 check "serve stops clean" serve_stops_clean
+
+# 2. a read of the bucket that fails mid-content fails the torrent with words that say so, never a
+# torrent of wrong hashes: the torrent forgotten (its row and file, as before an upgrade that made
+# none) and the object replaced by its first 20 MB (what a damaged gateway might give)
+forget_torrent() {
+	"$PY" -c 'import sqlite3, sys
+db = sqlite3.connect(sys.argv[1]); db.execute("delete from torrents"); db.commit()' "$HUBMIRROR_DATA/catalog.db" &&
+		rm -f "$HUBMIRROR_DATA/torrents/"*.torrent
+}
+key="/t0882/blobs/${big:0:2}/$big"
+check "the torrent is forgotten" forget_torrent
+# (serve's web seed read the content from its start, which brings it into the cache: out of it again)
+rm -f "$HUBMIRROR_DATA/store/blobs/${big:0:2}/$big"
+head -c 20000000 "$T/dl/big/big.safetensors" >"$T/short"
+check "the bucket's object is replaced by its first 20 MB" test "$(rgw_s3 PUT "$key" "$T/short")" = 200
+"$HUBMIRROR" sync >"$T/sync2.out" 2>"$T/sync2.err"; st=$?
+sed 's/^/# /' "$T/sync2.err" | tail -3
+check "the sync says it could not make the torrent (status $st)" test "$st" != 0
+check "naming the file, where, and why" grep -q "reading \"big.safetensors\" at 16777216: the bucket's ${big:0:12} at 16777216: .*not the range asked" \
+	"$T/sync2.err"
+check "no torrent was made" test -z "$(ls "$HUBMIRROR_DATA/torrents")"
+check "the cache still keeps no copy of it" test ! -e "$HUBMIRROR_DATA/store/blobs/${big:0:2}/$big"
+check "the object whole again" test "$(rgw_s3 PUT "$key" "$T/dl/big/big.safetensors")" = 200
+"$HUBMIRROR" sync >"$T/sync3.out" 2>"$T/sync3.err"; st=$?
+sed 's/^/# /' "$T/sync3.err" | tail -3
+check "the next sync makes the torrent" test "$st" = 0
+check "the same one as before" test -e "$HUBMIRROR_DATA/torrents/$btih.torrent"
 finish
