@@ -297,11 +297,11 @@ static int read_local(const char *p, int64_t off, void *buf, size_t len, char **
 
 int store_read(struct store *s, const char *sha256, int64_t off, void *buf, size_t len, char **errmsg)
 {
-	char *p = store__blob_local(s, sha256);
+	char *p = off < 0 ? NULL : store__blob_local(s, sha256);
 	struct read_sink sink = { buf, len, 0 };
 	int r;
 
-	if (!p || off < 0)
+	if (!p)
 		return -EINVAL;
 	r = read_local(p, off, buf, len, errmsg);
 	free(p);
