@@ -487,9 +487,9 @@ struct p2p_file {
 	 * them, and return 0; or return a negative code (-errno, an HM_ERR_*; HM_ERR_SIZE_MISMATCH for a
 	 * source shorter than size) and, if errmsg is not NULL, may set *errmsg to a malloc'd message that
 	 * says why, which p2p_torrent_create frees or passes on. Any error fails the torrent with it, never
-	 * a torrent of wrong hashes. Called from p2p_torrent_create's hashing threads: several files' readers
-	 * run at once on different threads (so a reader shared by files must be thread-safe), while one
-	 * file's calls come from one thread, in order of off, each for up to 8 MiB (several pieces).
+	 * a torrent of wrong hashes. Called from p2p_torrent_create's hashing threads, each call for 8 MiB of
+	 * whole pieces (one piece, when pieces are bigger; less at the file's end): several at once, for one
+	 * file's ranges too, each range once, in no set order; so it must be thread-safe.
 	 */
 	int (*read)(void *ud, int64_t off, void *buf, size_t len, char **errmsg);
 	void *ud;             /* read's, borrowed */

@@ -81,6 +81,10 @@ struct hashing {
 	std::vector<lt::sha1_hash> v1;                 /* by piece */
 	std::vector<std::vector<lt::sha256_hash>> v2;  /* by file index: its pieces' roots */
 	std::vector<int> files;                        /* the files to hash, in order */
+	struct job {
+		int fi, k0, n;                         /* pieces [k0, k0 + n) of file fi, counted from its first */
+	};
+	std::vector<job> jobs;                         /* the files cut into jobs, in order */
 	std::atomic<size_t> next{0};
 	std::atomic<bool> failed{false};
 	std::mutex mu;
@@ -120,9 +124,10 @@ lt::sha256_hash subtree_root(const char *data, size_t want, size_t width, std::v
 	return merkle_root(leaves);
 }
 
-/* A reader's bytes come a window of pieces at a time (one request of the bucket's for 8 MiB, not one
- * for each 64 KiB piece of a small torrent); a file's, a piece at a time, as set_piece_hashes reads. */
-constexpr std::int64_t reader_window = 8 * 1024 * 1024;
+/* A job is 8 MiB of whole pieces of one file (one piece, when pieces are bigger): one call of a file's
+ * reader (one GET of the bucket's, not one for each 64 KiB piece of a small torrent), one pread of a
+ * file; and what lets every hashing thread work on one big file. */
+constexpr std::int64_t job_bytes = 8 * 1024 * 1024;
 
 /* Bytes [at, at + len) of file fi into buf, all of them: true, or false once hs.fail said why. */
 bool read_bytes(hashing &hs, int fi, int fd, char *buf, size_t len, std::int64_t at)
@@ -156,71 +161,74 @@ bool read_bytes(hashing &hs, int fi, int fd, char *buf, size_t len, std::int64_t
 	return true;
 }
 
-/* Hash file index fi: every piece it starts (its bytes, then the pad's zeros). buf is the thread's,
- * grown to the window. */
-void hash_file(hashing &hs, int fi, std::vector<char> &buf)
+/* Cut every file into jobs, and size its v2 hashes (before the threads start: each job then writes
+ * its own pieces' entries only). */
+void plan_jobs(hashing &hs)
 {
-	lt::file_index_t const f(fi);
-	p2p_file const &src = *hs.source[static_cast<size_t>(fi)];
-	std::int64_t const size = hs.fs.file_size(f), plen = hs.fs.piece_length();
+	std::int64_t const plen = hs.fs.piece_length();
+	int const per = static_cast<int>(std::max<std::int64_t>(1, job_bytes / plen));
+
+	for (int fi : hs.files) {
+		std::int64_t const size = hs.fs.file_size(lt::file_index_t(fi));
+		int const npieces = static_cast<int>((size + plen - 1) / plen);
+		hs.v2[static_cast<size_t>(fi)].resize(static_cast<size_t>(npieces));
+		for (int k0 = 0; k0 < npieces; k0 += per)
+			hs.jobs.push_back({ fi, k0, std::min(per, npieces - k0) });
+	}
+}
+
+/* Hash one job: its pieces' bytes, each piece's then the pad's zeros after the file's last. buf is the
+ * thread's, grown to the job's whole pieces (so that the last piece's pad fits after its bytes). */
+void hash_job(hashing &hs, hashing::job const &j, std::vector<char> &buf, std::vector<lt::sha256_hash> &leaves)
+{
+	lt::file_index_t const f(j.fi);
+	p2p_file const &src = *hs.source[static_cast<size_t>(j.fi)];
+	std::int64_t const size = hs.fs.file_size(f), plen = hs.fs.piece_length(), at = j.k0 * plen;
 	int const first = static_cast<int>(hs.fs.file_offset(f) / plen);
-	int const npieces = static_cast<int>((size + plen - 1) / plen);
 	size_t const width = subtree_width(hs.fs, f);
-	/* the window: whole pieces, so that the last piece's pad fits after its bytes */
-	int const per = src.read ? static_cast<int>(std::max<std::int64_t>(1, reader_window / plen)) : 1;
-	std::vector<lt::sha256_hash> leaves;
-	int fd = -1, wfirst = 0, wn = 0;
+	size_t const len = static_cast<size_t>(std::min(j.n * plen, size - at));
+	int fd = -1;
 
 	if (!src.read && (fd = open(src.source, O_RDONLY | O_CLOEXEC)) < 0) {
 		hs.fail(-errno, std::string("opening ") + src.source + ": " + std::strerror(errno));
 		return;
 	}
+	if (buf.size() < static_cast<size_t>(j.n * plen))
+		buf.resize(static_cast<size_t>(j.n * plen));
+	bool const ok = read_bytes(hs, j.fi, fd, buf.data(), len, at);
 	if (fd >= 0)
-		(void)posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
-	if (buf.size() < static_cast<size_t>(per * plen))
-		buf.resize(static_cast<size_t>(per * plen));
-	hs.v2[static_cast<size_t>(fi)].resize(static_cast<size_t>(npieces));
-	for (int k = 0; k < npieces && !hs.failed; k++) {
-		int const piece = first + k;
-		std::int64_t const at = k * plen;
-		size_t const want = static_cast<size_t>(std::min(plen, size - at));
+		close(fd);
+	for (int i = 0; ok && i < j.n; i++) {
+		int const k = j.k0 + i, piece = first + k;
+		size_t const want = static_cast<size_t>(std::min(plen, size - k * plen));
 		size_t const span = static_cast<size_t>(hs.fs.piece_size(lt::piece_index_t(piece)));
-
-		if (k >= wfirst + wn) {
-			wfirst = k;
-			wn = std::min(per, npieces - k);
-			size_t const len = static_cast<size_t>(std::min(wn * plen, size - at));
-			if (!read_bytes(hs, fi, fd, buf.data(), len, at))
-				break;
-		}
-		char *data = buf.data() + (k - wfirst) * plen;
-		/* v1: the piece as peers see it, the pad's zeros included (only the last piece has a pad) */
+		char *data = buf.data() + i * plen;
+		/* v1: the piece as peers see it, the pad's zeros included (only the file's last piece has one) */
 		std::memset(data + want, 0, span > want ? span - want : 0);
 		hs.v1[static_cast<size_t>(piece)] = lt::hasher(data, static_cast<int>(span)).final();
 		/* v2: this piece's subtree of the file's Merkle tree */
-		hs.v2[static_cast<size_t>(fi)][static_cast<size_t>(k)] = subtree_root(data, want, width, leaves);
+		hs.v2[static_cast<size_t>(j.fi)][static_cast<size_t>(k)] = subtree_root(data, want, width, leaves);
 	}
-	if (fd >= 0)
-		close(fd);
 }
 
 void hash_worker(hashing &hs)
 {
 	std::vector<char> buf;
+	std::vector<lt::sha256_hash> leaves;
 
-	for (size_t i; !hs.failed && (i = hs.next++) < hs.files.size();)
-		hash_file(hs, hs.files[i], buf);
+	for (size_t i; !hs.failed && (i = hs.next++) < hs.jobs.size();)
+		hash_job(hs, hs.jobs[i], buf, leaves);
 }
 
-/* SHA-1 + SHA-256 of every byte, one thread per core (the files are usually in the page cache: just
- * written). */
+/* SHA-1 + SHA-256 of every byte, one thread per core, at most 8 (the files are usually in the page
+ * cache, just written; a bucket's reads wait on the network, several at once). */
 void hash_all(hashing &hs)
 {
 	unsigned cores = std::clamp(std::thread::hardware_concurrency(), 1u, 8u);
 	std::vector<std::thread> workers;
 
 	try {
-		for (unsigned t = 1; t < cores && t < hs.files.size(); t++)
+		for (unsigned t = 1; t < cores && t < hs.jobs.size(); t++)
 			workers.emplace_back(hash_worker, std::ref(hs));
 	} catch (...) {
 		/* no more threads: the ones started and this one do the work */
@@ -299,6 +307,7 @@ extern "C" int p2p__torrent_build(const char *name, const struct p2p_file *const
 			hs.files.push_back(static_cast<int>(i));
 		}
 
+		plan_jobs(hs);
 		hash_all(hs);
 		if (hs.failed) {
 			set_err(errmsg, "hashing \"" + std::string(name) + "\": " + hs.message);
