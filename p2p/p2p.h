@@ -489,7 +489,10 @@ struct p2p_file {
 	 * says why, which p2p_torrent_create frees or passes on. Any error fails the torrent with it, never
 	 * a torrent of wrong hashes. Called from p2p_torrent_create's hashing threads, each call for 8 MiB of
 	 * whole pieces (one piece, when pieces are bigger; less at the file's end): several at once, for one
-	 * file's ranges too, each range once, in no set order; so it must be thread-safe.
+	 * file's ranges too, so it must be thread-safe. A file's ranges cover it once, and are handed to the
+	 * threads in order of offset; every range handed out is read, even after another read failed. So a
+	 * call may wait, once its bytes are in, for the calls of the ranges before it to be done (a reader
+	 * that hashes the whole file in order, to check it against its name, as hubmirror's does).
 	 */
 	int (*read)(void *ud, int64_t off, void *buf, size_t len, char **errmsg);
 	void *ud;             /* read's, borrowed */

@@ -216,6 +216,8 @@ void hash_worker(hashing &hs)
 	std::vector<char> buf;
 	std::vector<lt::sha256_hash> leaves;
 
+	/* jobs are taken in order, and a job taken is read even if another failed meanwhile: a reader may
+	 * wait for the ranges before its own (p2p.h) */
 	for (size_t i; !hs.failed && (i = hs.next++) < hs.jobs.size();)
 		hash_job(hs, hs.jobs[i], buf, leaves);
 }

@@ -12,7 +12,9 @@
 #   every piece verified against the torrent's hashes, every byte upstream's;
 # - a read of the bucket that fails halfway through the content (the object cut short) fails the
 #   torrent with words that name the file, the offset and why, and no torrent is made; the next sync,
-#   the object whole again, makes the same torrent.
+#   and so does one byte changed in the object (its ranges hashed in order as they pass: the content
+#   does not hash to its name), never a torrent of those bytes; the next sync, the object whole again,
+#   makes the same torrent.
 . "$HM_SRC/tests/integration/lib.sh"
 need_ceph
 "$PY" -c 'import libtorrent' 2>/dev/null || skip "python3-libtorrent missing"
@@ -145,6 +147,19 @@ check "naming the file, where, and why" grep -q "reading \"big.safetensors\" at 
 	"$T/sync2.err"
 check "no torrent was made" test -z "$(ls "$HUBMIRROR_DATA/torrents")"
 check "the cache still keeps no copy of it" test ! -e "$HUBMIRROR_DATA/store/blobs/${big:0:2}/$big"
+# 3. one byte changed in the bucket's object (its size kept: every range reads): the content, hashed in
+# order as its ranges pass, does not hash to its name, and no torrent is made of those bytes (which
+# peers would then take as right)
+"$PY" -c 'import sys
+b = bytearray(open(sys.argv[1], "rb").read()); b[25000000] ^= 1; open(sys.argv[2], "wb").write(b)' \
+	"$T/dl/big/big.safetensors" "$T/damaged"
+check "the bucket's object is replaced by one with a byte changed" test "$(rgw_s3 PUT "$key" "$T/damaged")" = 200
+"$HUBMIRROR" sync >"$T/sync2b.out" 2>"$T/sync2b.err"; st=$?
+sed 's/^/# /' "$T/sync2b.err" | tail -3
+check "the sync says it could not make the torrent (status $st)" test "$st" != 0
+check "because the content does not hash to its name" \
+	grep -q "reading \"big.safetensors\" at [0-9]*: content ${big:0:12} as the store gave it hashes to" "$T/sync2b.err"
+check "no torrent was made of the damaged bytes" test -z "$(ls "$HUBMIRROR_DATA/torrents")"
 check "the object whole again" test "$(rgw_s3 PUT "$key" "$T/dl/big/big.safetensors")" = 200
 "$HUBMIRROR" sync >"$T/sync3.out" 2>"$T/sync3.err"; st=$?
 sed 's/^/# /' "$T/sync3.err" | tail -3

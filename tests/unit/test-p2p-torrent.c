@@ -9,6 +9,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -441,29 +443,52 @@ struct reader {
 	int64_t size, fail_at;
 	_Atomic int calls;
 	_Atomic int bad; /* a call out of the file's range, or too big */
+	/* ordered: each call then waits for the ranges before it to be done, as mirror/torrents.c's
+	 * reader does to hash the content in order (p2p.h promises every range handed out is read, in
+	 * order of handing: were one skipped, this would hang) */
+	bool ordered;
+	pthread_mutex_t mu;
+	pthread_cond_t turn;
+	int64_t done;
+	bool failed;
 };
 
 static int read_by_path(void *ud, int64_t off, void *buf, size_t len, char **errmsg)
 {
 	struct reader *r = ud;
-	int fd = open(r->path, O_RDONLY);
+	int fd = open(r->path, O_RDONLY), e = 0;
 	ssize_t n = -1;
 
 	r->calls++;
 	if (len == 0 || off < 0 || off + (int64_t)len > r->size || len > 16 * 1024 * 1024)
 		r->bad++;
 	if (r->fail_at >= 0 && off + (int64_t)len > r->fail_at) {
-		if (fd >= 0)
-			close(fd);
 		if (errmsg)
 			*errmsg = xstrdup("the bucket said 503 Slow Down");
-		return -EIO;
-	}
-	if (fd >= 0) {
+		e = -EIO;
+	} else if (fd >= 0) {
 		n = pread(fd, buf, len, off);
-		close(fd);
+		e = n == (ssize_t)len ? 0 : HM_ERR_SIZE_MISMATCH;
 	}
-	return n == (ssize_t)len ? 0 : HM_ERR_SIZE_MISMATCH;
+	if (fd >= 0)
+		close(fd);
+	if (r->ordered) {
+		pthread_mutex_lock(&r->mu);
+		while (!r->failed && r->done != off)
+			pthread_cond_wait(&r->turn, &r->mu);
+		r->done += (int64_t)len;
+		r->failed = r->failed || e;
+		pthread_cond_broadcast(&r->turn);
+		pthread_mutex_unlock(&r->mu);
+	}
+	return e;
+}
+
+static void reader_init(struct reader *r, const struct p2p_file *f, bool ordered)
+{
+	*r = (struct reader){ .path = f->source, .size = f->size, .fail_at = -1, .ordered = ordered };
+	pthread_mutex_init(&r->mu, NULL);
+	pthread_cond_init(&r->turn, NULL);
 }
 
 /* The torrent of f (made from its paths: want) made again with every file, then every other file, given
@@ -478,11 +503,11 @@ static void readers_make_the_same(const struct p2p_file *f, size_t n, const stru
 	int r;
 
 	BUG_ON(n > 16);
-	for (int every = 1; every <= 2; every++) {
+	for (int every = 1; every <= 3; every++) {
 		for (size_t i = 0; i < n; i++) {
-			rd[i] = (struct reader){ .path = f[i].source, .size = f[i].size, .fail_at = -1 };
+			reader_init(&rd[i], &f[i], every == 3); /* (3: every file, each read in order) */
 			g[i] = f[i];
-			if (i % (size_t)every == 0)
+			if (i % (size_t)every == 0 || every == 3)
 				g[i] = (struct p2p_file){ .path = f[i].path, .size = f[i].size, .read = read_by_path,
 							  .ud = &rd[i] };
 		}
@@ -501,9 +526,10 @@ static void readers_make_the_same(const struct p2p_file *f, size_t n, const stru
 		p2p_torrent_release(&t);
 		FREE_AND_NULL(&err);
 	}
-	/* a reader's error: the torrent fails with it, naming the file and the reader's words */
+	/* a reader's error: the torrent fails with it, naming the file and the reader's words (the
+	 * ranges after it still read, so that an ordered reader's later calls do not hang) */
 	for (size_t i = 0; i < n; i++) {
-		rd[i] = (struct reader){ .path = f[i].source, .size = f[i].size, .fail_at = -1 };
+		reader_init(&rd[i], &f[i], true);
 		g[i] = (struct p2p_file){ .path = f[i].path, .size = f[i].size, .read = read_by_path, .ud = &rd[i] };
 	}
 	rd[0].fail_at = f[0].size / 2;
