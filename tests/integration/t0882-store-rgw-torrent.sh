@@ -160,6 +160,8 @@ check "the sync says it could not make the torrent (status $st)" test "$st" != 0
 check "because the content does not hash to its name" \
 	grep -q "reading \"big.safetensors\" at [0-9]*: content ${big:0:12} as the store gave it hashes to" "$T/sync2b.err"
 check "no torrent was made of the damaged bytes" test -z "$(ls "$HUBMIRROR_DATA/torrents")"
+clean() { ! grep -qE 'ERROR: (Address|Leak)Sanitizer|runtime error:' "$@"; }
+check "the failed syncs' logs hold no sanitizer's report (sanitized builds)" clean "$T/sync2.err" "$T/sync2b.err"
 check "the object whole again" test "$(rgw_s3 PUT "$key" "$T/dl/big/big.safetensors")" = 200
 "$HUBMIRROR" sync >"$T/sync3.out" 2>"$T/sync3.err"; st=$?
 sed 's/^/# /' "$T/sync3.err" | tail -3
