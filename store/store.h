@@ -43,6 +43,11 @@ char *store_cache_path(const struct store *s, const char *sha256);
 
 /* True if the blob is present with this size (size -1: any). */
 bool store_has(const struct store *s, const char *sha256, int64_t size);
+/* The size of a stored content, bringing it nowhere: its file in blobs/ (the directory's, or the cache's
+ * copy), else, with a bucket, the bucket's object. A look, not a claim: hold the content first where gc
+ * must not take it. Returns 0 with *size, -ENOENT, -EINVAL (a malformed sha256), or a code of the
+ * bucket's (store_bucket_errmsg says more). */
+int store_size(const struct store *s, const char *sha256, int64_t *size);
 /* store_has for a writer that counts on the content instead of writing it (a commit's file, an
  * LFS object the client need not send, a push's, a bundle's): with a bucket, true only when the bucket
  * holds it and its object was re-stamped (store_bucket_touch), so that another mirror's gc sharing the

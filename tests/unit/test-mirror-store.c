@@ -114,7 +114,7 @@ TEST(verified_content_becomes_a_blob)
 }
 
 /* store_read: a range of a stored content, all of it or an error; none of one the store lacks, nor
- * past a content's end; its errors in words. */
+ * past a content's end; its errors in words. store_size: its size. */
 TEST(a_range_is_read_whole_or_not_at_all)
 {
 	const char *content = "0123456789abcdefghij";
@@ -142,6 +142,18 @@ TEST(a_range_is_read_whole_or_not_at_all)
 	CHECK_INT(store_read(store, "../etc/passwd", 0, buf, 1, NULL), -EINVAL);
 	CHECK_INT(store_read(store, sha, -1, buf, 1, NULL), -EINVAL);
 	free(err);
+	/* store_size: the size alone */
+	{
+		int64_t size = -1;
+		CHECK_INT(store_size(store, sha, &size), 0);
+		CHECK_INT(size, (int64_t)len);
+		size = -7;
+		CHECK_INT(store_size(store, "0000000000000000000000000000000000000000000000000000000000000000",
+				     &size),
+			  -ENOENT);
+		CHECK_INT(store_size(store, "../etc/passwd", &size), -EINVAL);
+		CHECK_INT(size, -7);
+	}
 }
 
 TEST(mismatch_never_enters_the_store)
