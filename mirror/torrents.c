@@ -5,12 +5,15 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/random.h>
 #include <unistd.h>
+
+#include <openssl/evp.h>
 
 #include "base/buf.h"
 #include "base/err.h"
@@ -29,23 +32,127 @@ char *mirror_torrent_path(const struct mirror_data *d, const char *btih)
 	return mirror_data_torrent_path(d, btih);
 }
 
+/*
+ * A content the hashing threads read through the store (store_read): from the cache's file when it
+ * holds it, else in ranges from the bucket, never brought into the cache. Its bytes are hashed to its
+ * name as they pass, in order: p2p_torrent_create hands a file's ranges to its threads in order and
+ * reads every range it handed out, so a read (its bytes fetched at once) waits for the ranges before
+ * it to be hashed first, and the last one fails unless the whole hashed to the name. A torrent is the
+ * proof peers check their bytes against: it is never made of bytes the bucket damaged.
+ */
+struct content {
+	struct store *store;
+	char sha256[65];
+	int64_t size;
+	pthread_mutex_t mu;
+	pthread_cond_t turn;
+	int64_t hashed;    /* bytes hashed: the next range to hash starts there */
+	int failed;        /* a read failed, or the whole did not hash to the name: every later read fails */
+	EVP_MD_CTX *ctx;   /* while it is hashed */
+};
+
+static struct content *content_new(struct store *s, const struct catalog_entry *e)
+{
+	struct content *c = xcalloc(1, sizeof(*c));
+
+	c->store = s;
+	snprintf(c->sha256, sizeof(c->sha256), "%s", e->sha256);
+	c->size = e->size;
+	pthread_mutex_init(&c->mu, NULL);
+	pthread_cond_init(&c->turn, NULL);
+	return c;
+}
+
+static void content_free(struct content *c)
+{
+	if (!c)
+		return;
+	EVP_MD_CTX_free(c->ctx);
+	pthread_cond_destroy(&c->turn);
+	pthread_mutex_destroy(&c->mu);
+	free(c);
+}
+
+/* The range [off, off + len) read, its turn come: hash it, and once the whole is in, check it. */
+static int content_hash(struct content *c, int64_t off, const void *buf, size_t len, char **errmsg)
+{
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned int n = 0;
+	char hex[65];
+	int r;
+
+	if (off == 0 && !c->ctx) {
+		c->ctx = EVP_MD_CTX_new();
+		if (!c->ctx || !EVP_DigestInit_ex(c->ctx, EVP_sha256(), NULL))
+			return -ENOMEM;
+	}
+	if (!c->ctx || !EVP_DigestUpdate(c->ctx, buf, len))
+		return -ENOMEM;
+	c->hashed += (int64_t)len;
+	if (c->hashed < c->size)
+		return 0;
+	r = EVP_DigestFinal_ex(c->ctx, md, &n) && n == 32 ? 0 : -ENOMEM;
+	EVP_MD_CTX_free(c->ctx);
+	c->ctx = NULL;
+	if (!r)
+		hex_encode(md, 32, hex);
+	if (!r && strcmp(hex, c->sha256)) {
+		r = HM_ERR_HASH_MISMATCH;
+		if (errmsg)
+			*errmsg = xasprintf("content %.12s as the store gave it hashes to %.12s, not to its name "
+					    "(`hubmirror verify` checks the store)", c->sha256, hex);
+	}
+	return r;
+}
+
 struct files {
 	struct mirror_data *d;
 	struct p2p_file *v;
+	struct content **c;   /* by file, with a bucket: its reader's */
 	size_t n, cap;
 };
+
+/* p2p_file.read: called on the hashing threads, several at once (store_read is thread-safe). */
+static int read_content(void *ud, int64_t off, void *buf, size_t len, char **errmsg)
+{
+	struct content *c = ud;
+	int r = store_read(c->store, c->sha256, off, buf, len, errmsg);
+
+	pthread_mutex_lock(&c->mu);
+	while (!c->failed && c->hashed != off)
+		pthread_cond_wait(&c->turn, &c->mu);
+	if (!r && c->failed)
+		r = c->failed; /* (the torrent failed with the first one's words) */
+	else if (!r)
+		r = content_hash(c, off, buf, len, errmsg);
+	if (r && !c->failed)
+		c->failed = r;
+	pthread_cond_broadcast(&c->turn);
+	pthread_mutex_unlock(&c->mu);
+	return r;
+}
 
 static int add_file(void *ud, const struct catalog_entry *e)
 {
 	struct files *f = ud;
+	struct p2p_file *p;
 
 	if (f->n == f->cap) {
 		f->cap = f->cap ? f->cap * 2 : 64;
 		f->v = xreallocarray(f->v, f->cap, sizeof(*f->v));
+		f->c = xreallocarray(f->c, f->cap, sizeof(*f->c));
 	}
-	f->v[f->n].path = xstrdup(e->path);
-	f->v[f->n].size = e->size;
-	f->v[f->n].source = store_blob_path(f->d->store, e->sha256);
+	p = &f->v[f->n];
+	*p = (struct p2p_file){ .path = xstrdup(e->path), .size = e->size };
+	f->c[f->n] = NULL;
+	if (store_in_bucket(f->d->store)) {
+		/* a snapshot bigger than the cache is hashed without ever being in it, nor churning it */
+		struct content *c = content_new(f->d->store, e);
+		p->read = read_content;
+		p->ud = f->c[f->n] = c;
+	} else {
+		p->source = store_blob_path(f->d->store, e->sha256);
+	}
 	f->n++;
 	return 0;
 }
@@ -55,8 +162,10 @@ static void files_release(struct files *f)
 	for (size_t i = 0; i < f->n; i++) {
 		free((char *)f->v[i].path);
 		free((char *)f->v[i].source);
+		content_free(f->c[i]);
 	}
 	free(f->v);
+	free(f->c);
 }
 
 static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
@@ -99,14 +208,11 @@ static int make_one(struct mirror_data *d, const char *dir, int64_t snapshot_id,
 	char *path = NULL, *why = NULL;
 	int r;
 
-	/* with a bucket, the files are brought into the cache (add_file) and kept there while hashed */
-	store_pin(d->store, true);
 	r = catalog_snapshot_walk(d->catalog, snapshot_id, NULL, NULL, 0, add_file, &f);
 	if (!r)
 		r = p2p_torrent_create(name, f.v, f.n, &t, &why);
 	else
 		why = xasprintf("catalog: %s", catalog_errmsg(d->catalog));
-	store_pin(d->store, false);
 	if (r)
 		goto out;
 	path = mirror_torrent_path(d, t.btih);

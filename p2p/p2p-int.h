@@ -19,17 +19,17 @@ struct p2p__built {
 };
 
 /*
- * The libtorrent half of p2p_torrent_create (shim-torrent.cpp). Files i are paths[i] in the torrent
- * (already checked, sorted and free of duplicates), read from sources[i] (regular files of sizes[i]
- * bytes). Hashes every file itself (SHA-1 and SHA-256, one thread per core), generates the hybrid
- * torrent without creation date, creator or comment, loads it back to make sure every path survives
- * libtorrent's loader unchanged, and fills *out.
- * Returns 0, -errno or HM_ERR_SIZE_MISMATCH (a source that cannot be read whole), HM_ERR_PATH_UNSAFE
- * (a path the loader would rename) or HM_ERR_TORRENT, with a malloc'd message in *errmsg (if not
- * NULL) on error; *out is written only on success. Never throws.
+ * The libtorrent half of p2p_torrent_create (shim-torrent.cpp). files[i] (already checked, sorted and
+ * free of duplicates) is files[i]->path in the torrent, its bytes read from its source (a regular file
+ * of its size) or its reader. Hashes every file itself (SHA-1 and SHA-256, one thread per core),
+ * generates the hybrid torrent without creation date, creator or comment, loads it back to make sure
+ * every path survives libtorrent's loader unchanged, and fills *out.
+ * Returns 0, -errno or HM_ERR_SIZE_MISMATCH (a source that cannot be read whole), a reader's error,
+ * HM_ERR_PATH_UNSAFE (a path the loader would rename) or HM_ERR_TORRENT, with a malloc'd message in
+ * *errmsg (if not NULL) on error; *out is written only on success. Never throws.
  */
-int p2p__torrent_build(const char *name, const char *const *paths, const char *const *sources,
-		       const int64_t *sizes, size_t n, int64_t piece_size, struct p2p__built *out,
-		       char **errmsg);
+struct p2p_file;
+int p2p__torrent_build(const char *name, const struct p2p_file *const *files, size_t n, int64_t piece_size,
+		       struct p2p__built *out, char **errmsg);
 
 #endif

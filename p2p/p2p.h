@@ -475,12 +475,27 @@ const char *p2p_version(void);
  */
 
 /* One file of a torrent: its path inside the torrent (relative, '/'-separated, as checked by
- * base/path.h), its size, and where its bytes are now (an absolute path to a file; for hubmirror a
- * content-addressed blob in the store). Borrowed. */
+ * base/path.h), its size, and where its bytes are now: an absolute path to a file (for hubmirror a
+ * content-addressed blob in the store), or, when read is set, a reader of them (for hubmirror a
+ * content read in ranges from the store's bucket, never brought to local disk whole). Borrowed. */
 struct p2p_file {
 	const char *path;
 	int64_t size;
-	const char *source;
+	const char *source;   /* the file; NULL (or anything: not looked at) when read is set */
+	/*
+	 * The reader: put bytes [off, off + len) of the file (len > 0, off + len <= size) in buf, all of
+	 * them, and return 0; or return a negative code (-errno, an HM_ERR_*; HM_ERR_SIZE_MISMATCH for a
+	 * source shorter than size) and, if errmsg is not NULL, may set *errmsg to a malloc'd message that
+	 * says why, which p2p_torrent_create frees or passes on. Any error fails the torrent with it, never
+	 * a torrent of wrong hashes. Called from p2p_torrent_create's hashing threads, each call for 8 MiB of
+	 * whole pieces (one piece, when pieces are bigger; less at the file's end): several at once, for one
+	 * file's ranges too, so it must be thread-safe. A file's ranges cover it once, and are handed to the
+	 * threads in order of offset; every range handed out is read, even after another read failed. So a
+	 * call may wait, once its bytes are in, for the calls of the ranges before it to be done (a reader
+	 * that hashes the whole file in order, to check it against its name, as hubmirror's does).
+	 */
+	int (*read)(void *ud, int64_t off, void *buf, size_t len, char **errmsg);
+	void *ud;             /* read's, borrowed */
 };
 
 struct p2p_torrent {
@@ -509,8 +524,9 @@ int64_t p2p_torrent_piece_size_for(const int64_t *sizes, size_t n);
  * component: no '/', not "." or "..", not empty). Deterministic: the same name and file list with the
  * same contents give the same bytes and info-hashes on every node (hybrid v1+v2, flag no_attributes,
  * no creation date, no creator, no comment, piece size from p2p_torrent_piece_size_for). The hashes are
- * computed from each file's source (only read), exactly as libtorrent's set_piece_hashes would over the
- * files laid out under their paths. Every source must exist and have the stated size.
+ * computed from each file's source or reader (only read), exactly as libtorrent's set_piece_hashes would
+ * over the files laid out under their paths: a file's reader gives the same torrent as a source path
+ * holding the same bytes. Every source must exist and have the stated size.
  *
  * Files are sorted component by component, byte-wise ("a/b" before "a-c"): the order of the v2 file
  * tree and of libtorrent's canonical layout. Empty files are allowed (listed, no piece).
@@ -523,8 +539,8 @@ int64_t p2p_torrent_piece_size_for(const int64_t *sizes, size_t n);
  * a component over 240 bytes or with Unicode direction marks (HM_ERR_PATH_UNSAFE); a negative size, or
  * sizes that overflow int64_t together (HM_ERR_USAGE); a source that is not an absolute path
  * (HM_ERR_USAGE), missing or not a regular file (-errno or -EINVAL); a source whose size is not the
- * stated size, or that cannot be read whole (HM_ERR_SIZE_MISMATCH, -errno); a failure inside
- * libtorrent (HM_ERR_TORRENT).
+ * stated size, or that cannot be read whole (HM_ERR_SIZE_MISMATCH, -errno); a reader's error (its
+ * code, and its message after the file's path); a failure inside libtorrent (HM_ERR_TORRENT).
  *
  * A snapshot of a single file gives a torrent whose one file sits in the <name> directory (libtorrent
  * adds no pad file after a lone file): the layout for which libtorrent 2.0.8 peers request a wrong

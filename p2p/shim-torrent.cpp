@@ -5,9 +5,10 @@
  * checks the session shares, shim-int.hpp). The session side is shim.cpp, shim-read.cpp and shim-plugins.cpp.
  *
  * libtorrent lays the torrent out (file order, pad files, piece count) and writes it; the hashes are
- * computed here, reading each file from its source path, because libtorrent's set_piece_hashes reads
- * only from a directory laid out under the torrent's own paths: for a snapshot of 100,000 files that
- * meant as many symlinks made and removed again, 90% of the time of a torrent (docs/p2p.md).
+ * computed here, reading each file from its source path or its reader (a content the store's bucket
+ * holds and local disk does not, read in ranges), because libtorrent's set_piece_hashes reads only
+ * from a directory laid out under the torrent's own paths: for a snapshot of 100,000 files that meant
+ * as many symlinks made and removed again, 90% of the time of a torrent (docs/p2p.md).
  *
  * In a hybrid torrent every file starts a piece and is followed by a pad file to the piece's end, so
  * each piece holds the bytes of one file and zeros. Its v1 hash is the SHA-1 of those bytes, zeros
@@ -76,17 +77,21 @@ size_t pow2_at_least(size_t n)
 /* The hashes of one torrent, filled by the hashing threads, then handed to create_torrent. */
 struct hashing {
 	lt::file_storage const &fs;
-	std::vector<const char *> const &source;      /* by file index; NULL for pad and empty files */
+	std::vector<const p2p_file *> const &source;  /* by file index; NULL for pad and empty files */
 	std::vector<lt::sha1_hash> v1;                 /* by piece */
 	std::vector<std::vector<lt::sha256_hash>> v2;  /* by file index: its pieces' roots */
 	std::vector<int> files;                        /* the files to hash, in order */
+	struct job {
+		int fi, k0, n;                         /* pieces [k0, k0 + n) of file fi, counted from its first */
+	};
+	std::vector<job> jobs;                         /* the files cut into jobs, in order */
 	std::atomic<size_t> next{0};
 	std::atomic<bool> failed{false};
 	std::mutex mu;
 	int error = 0;
 	std::string message;
 
-	hashing(lt::file_storage const &f, std::vector<const char *> const &s) : fs(f), source(s) {}
+	hashing(lt::file_storage const &f, std::vector<const p2p_file *> const &s) : fs(f), source(s) {}
 
 	void fail(int code, std::string const &msg)
 	{
@@ -119,71 +124,113 @@ lt::sha256_hash subtree_root(const char *data, size_t want, size_t width, std::v
 	return merkle_root(leaves);
 }
 
-/* Hash file index fi: every piece it starts (its bytes, then the pad's zeros). */
-void hash_file(hashing &hs, int fi, std::vector<char> &buf)
-{
-	lt::file_index_t const f(fi);
-	std::int64_t const size = hs.fs.file_size(f), plen = hs.fs.piece_length();
-	int const first = static_cast<int>(hs.fs.file_offset(f) / plen);
-	int const npieces = static_cast<int>((size + plen - 1) / plen);
-	size_t const width = subtree_width(hs.fs, f);
-	std::vector<lt::sha256_hash> leaves;
-	int fd = open(hs.source[static_cast<size_t>(fi)], O_RDONLY | O_CLOEXEC);
+/* A job is 8 MiB of whole pieces of one file (one piece, when pieces are bigger): one call of a file's
+ * reader (one GET of the bucket's, not one for each 64 KiB piece of a small torrent), one pread of a
+ * file; and what lets every hashing thread work on one big file. */
+constexpr std::int64_t job_bytes = 8 * 1024 * 1024;
 
-	if (fd < 0) {
-		hs.fail(-errno,
-			std::string("opening ") + hs.source[static_cast<size_t>(fi)] + ": " + std::strerror(errno));
+/* Bytes [at, at + len) of file fi into buf, all of them: true, or false once hs.fail said why. */
+bool read_bytes(hashing &hs, int fi, int fd, char *buf, size_t len, std::int64_t at)
+{
+	p2p_file const &f = *hs.source[static_cast<size_t>(fi)];
+	size_t got = 0;
+
+	if (f.read) {
+		char *why = nullptr;
+		int r = f.read(f.ud, at, buf, len, &why);
+		if (r) {
+			hs.fail(r < 0 ? r : HM_ERR_TORRENT, std::string("reading ") + quoted(f.path) + " at " +
+								    std::to_string(at) + ": " +
+								    (why ? why : err_str(r < 0 ? r : HM_ERR_TORRENT)));
+		}
+		free(why);
+		return !r;
+	}
+	while (got < len) {
+		ssize_t r = pread(fd, buf + got, len - got, at + static_cast<std::int64_t>(got));
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0) {
+			hs.fail(r < 0 ? -errno : HM_ERR_SIZE_MISMATCH,
+				std::string("reading ") + f.source + ": " +
+					(r < 0 ? std::strerror(errno) : "shorter than its size"));
+			return false;
+		}
+		got += static_cast<size_t>(r);
+	}
+	return true;
+}
+
+/* Cut every file into jobs, and size its v2 hashes (before the threads start: each job then writes
+ * its own pieces' entries only). */
+void plan_jobs(hashing &hs)
+{
+	std::int64_t const plen = hs.fs.piece_length();
+	int const per = static_cast<int>(std::max<std::int64_t>(1, job_bytes / plen));
+
+	for (int fi : hs.files) {
+		std::int64_t const size = hs.fs.file_size(lt::file_index_t(fi));
+		int const npieces = static_cast<int>((size + plen - 1) / plen);
+		hs.v2[static_cast<size_t>(fi)].resize(static_cast<size_t>(npieces));
+		for (int k0 = 0; k0 < npieces; k0 += per)
+			hs.jobs.push_back({ fi, k0, std::min(per, npieces - k0) });
+	}
+}
+
+/* Hash one job: its pieces' bytes, each piece's then the pad's zeros after the file's last. buf is the
+ * thread's, grown to the job's whole pieces (so that the last piece's pad fits after its bytes). */
+void hash_job(hashing &hs, hashing::job const &j, std::vector<char> &buf, std::vector<lt::sha256_hash> &leaves)
+{
+	lt::file_index_t const f(j.fi);
+	p2p_file const &src = *hs.source[static_cast<size_t>(j.fi)];
+	std::int64_t const size = hs.fs.file_size(f), plen = hs.fs.piece_length(), at = j.k0 * plen;
+	int const first = static_cast<int>(hs.fs.file_offset(f) / plen);
+	size_t const width = subtree_width(hs.fs, f);
+	size_t const len = static_cast<size_t>(std::min(j.n * plen, size - at));
+	int fd = -1;
+
+	if (!src.read && (fd = open(src.source, O_RDONLY | O_CLOEXEC)) < 0) {
+		hs.fail(-errno, std::string("opening ") + src.source + ": " + std::strerror(errno));
 		return;
 	}
-	(void)posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
-	hs.v2[static_cast<size_t>(fi)].resize(static_cast<size_t>(npieces));
-	for (int k = 0; k < npieces && !hs.failed; k++) {
-		int const piece = first + k;
-		std::int64_t const at = k * plen;
-		size_t const want = static_cast<size_t>(std::min(plen, size - at));
+	if (buf.size() < static_cast<size_t>(j.n * plen))
+		buf.resize(static_cast<size_t>(j.n * plen));
+	bool const ok = read_bytes(hs, j.fi, fd, buf.data(), len, at);
+	if (fd >= 0)
+		close(fd);
+	for (int i = 0; ok && i < j.n; i++) {
+		int const k = j.k0 + i, piece = first + k;
+		size_t const want = static_cast<size_t>(std::min(plen, size - k * plen));
 		size_t const span = static_cast<size_t>(hs.fs.piece_size(lt::piece_index_t(piece)));
-		size_t got = 0;
-
-		while (got < want) {
-			ssize_t r = pread(fd, buf.data() + got, want - got, at + static_cast<std::int64_t>(got));
-			if (r < 0 && errno == EINTR)
-				continue;
-			if (r <= 0) {
-				hs.fail(r < 0 ? -errno : HM_ERR_SIZE_MISMATCH,
-					std::string("reading ") + hs.source[static_cast<size_t>(fi)] + ": " +
-					(r < 0 ? std::strerror(errno) : "shorter than its size"));
-				break;
-			}
-			got += static_cast<size_t>(r);
-		}
-		if (hs.failed)
-			break;
-		/* v1: the piece as peers see it, the pad's zeros included */
-		std::memset(buf.data() + want, 0, span > want ? span - want : 0);
-		hs.v1[static_cast<size_t>(piece)] = lt::hasher(buf.data(), static_cast<int>(span)).final();
+		char *data = buf.data() + i * plen;
+		/* v1: the piece as peers see it, the pad's zeros included (only the file's last piece has one) */
+		std::memset(data + want, 0, span > want ? span - want : 0);
+		hs.v1[static_cast<size_t>(piece)] = lt::hasher(data, static_cast<int>(span)).final();
 		/* v2: this piece's subtree of the file's Merkle tree */
-		hs.v2[static_cast<size_t>(fi)][static_cast<size_t>(k)] = subtree_root(buf.data(), want, width, leaves);
+		hs.v2[static_cast<size_t>(j.fi)][static_cast<size_t>(k)] = subtree_root(data, want, width, leaves);
 	}
-	close(fd);
 }
 
 void hash_worker(hashing &hs)
 {
-	std::vector<char> buf(static_cast<size_t>(hs.fs.piece_length()));
+	std::vector<char> buf;
+	std::vector<lt::sha256_hash> leaves;
 
-	for (size_t i; !hs.failed && (i = hs.next++) < hs.files.size();)
-		hash_file(hs, hs.files[i], buf);
+	/* jobs are taken in order, and a job taken is read even if another failed meanwhile: a reader may
+	 * wait for the ranges before its own (p2p.h) */
+	for (size_t i; !hs.failed && (i = hs.next++) < hs.jobs.size();)
+		hash_job(hs, hs.jobs[i], buf, leaves);
 }
 
-/* SHA-1 + SHA-256 of every byte, one thread per core (the files are usually in the page cache: just
- * written). */
+/* SHA-1 + SHA-256 of every byte, one thread per core, at most 8 (the files are usually in the page
+ * cache, just written; a bucket's reads wait on the network, several at once). */
 void hash_all(hashing &hs)
 {
 	unsigned cores = std::clamp(std::thread::hardware_concurrency(), 1u, 8u);
 	std::vector<std::thread> workers;
 
 	try {
-		for (unsigned t = 1; t < cores && t < hs.files.size(); t++)
+		for (unsigned t = 1; t < cores && t < hs.jobs.size(); t++)
 			workers.emplace_back(hash_worker, std::ref(hs));
 	} catch (...) {
 		/* no more threads: the ones started and this one do the work */
@@ -226,28 +273,27 @@ int loads_back_same(lt::torrent_info const &ti, std::vector<std::string> const &
  * 2.0.8 pads after the last file too ("tail padding", new in 2.0.8): torrents made by other libtorrent
  * versions of the same files can differ, so every node must run the same one (docs/libtorrent.md).
  */
-extern "C" int p2p__torrent_build(const char *name, const char *const *paths, const char *const *sources,
-				  const int64_t *sizes, size_t n, int64_t piece_size, struct p2p__built *out,
-				  char **errmsg)
+extern "C" int p2p__torrent_build(const char *name, const struct p2p_file *const *files, size_t n,
+				  int64_t piece_size, struct p2p__built *out, char **errmsg)
 {
 	try {
 		lt::file_storage fs;
 		std::vector<std::string> want;
-		std::unordered_map<std::string, const char *> by_path;
+		std::unordered_map<std::string, const p2p_file *> by_path;
 		want.reserve(n);
 		by_path.reserve(n);
 		fs.reserve(static_cast<int>(std::min<size_t>(n, INT_MAX)));
 		for (size_t i = 0; i < n; i++) {
-			want.push_back(std::string(name) + "/" + paths[i]);
-			fs.add_file(want.back(), sizes[i]);
-			by_path.emplace(want.back(), sources[i]);
+			want.push_back(std::string(name) + "/" + files[i]->path);
+			fs.add_file(want.back(), files[i]->size);
+			by_path.emplace(want.back(), files[i]);
 		}
 		lt::create_torrent ct(fs, static_cast<int>(piece_size), lt::create_torrent::no_attributes);
 		ct.set_creation_date(0); /* 0: the key is left out */
 
 		/* The laid-out torrent's files (pads added, maybe reordered) back to their sources. */
 		lt::file_storage const &laid = ct.files();
-		std::vector<const char *> source(static_cast<size_t>(laid.num_files()), nullptr);
+		std::vector<const p2p_file *> source(static_cast<size_t>(laid.num_files()), nullptr);
 		hashing hs(laid, source);
 		hs.v1.resize(static_cast<size_t>(laid.num_pieces()));
 		hs.v2.resize(static_cast<size_t>(laid.num_files()));
@@ -263,6 +309,7 @@ extern "C" int p2p__torrent_build(const char *name, const char *const *paths, co
 			hs.files.push_back(static_cast<int>(i));
 		}
 
+		plan_jobs(hs);
 		hash_all(hs);
 		if (hs.failed) {
 			set_err(errmsg, "hashing \"" + std::string(name) + "\": " + hs.message);

@@ -162,8 +162,8 @@ static int check_args(const char *name, const struct p2p_file *files, size_t n, 
 			r = HM_ERR_PATH_UNSAFE;
 		} else if (f->size < 0 || f->size > INT64_MAX - total) {
 			why = "has a bad size (or the sizes overflow)";
-		} else if (!f->source || f->source[0] != '/') {
-			why = "needs an absolute source path";
+		} else if (!f->read && (!f->source || f->source[0] != '/')) {
+			why = "needs an absolute source path or a reader";
 		}
 		if (!why) {
 			total += f->size;
@@ -203,7 +203,8 @@ static int check_sorted(const struct p2p_file **sorted, size_t n, char **errmsg)
 	return 0;
 }
 
-/* Every source is a regular file of the stated size (stat follows symlinks: the store may use them). */
+/* Every source is a regular file of the stated size (stat follows symlinks: the store may use them); a
+ * reader is taken at its word until it reads (it fails the torrent then). */
 static int check_sources(const struct p2p_file **sorted, size_t n, char **errmsg)
 {
 	for (size_t i = 0; i < n; i++) {
@@ -212,6 +213,8 @@ static int check_sources(const struct p2p_file **sorted, size_t n, char **errmsg
 		int r = 0;
 		char *qp, *qs;
 
+		if (f->read)
+			continue;
 		if (stat(f->source, &st) < 0)
 			r = -errno;
 		else if (!S_ISREG(st.st_mode))
@@ -240,7 +243,6 @@ int p2p_torrent_create(const char *name, const struct p2p_file *files, size_t n,
 		       char **errmsg)
 {
 	const struct p2p_file **sorted = NULL;
-	const char **paths = NULL, **sources = NULL;
 	int64_t *sizes = NULL;
 	struct p2p__built built = { 0 };
 	int64_t piece = 0;
@@ -259,16 +261,11 @@ int p2p_torrent_create(const char *name, const struct p2p_file *files, size_t n,
 	if (r)
 		goto out;
 
-	paths = xreallocarray(NULL, n, sizeof(*paths));
-	sources = xreallocarray(NULL, n, sizeof(*sources));
 	sizes = xreallocarray(NULL, n, sizeof(*sizes));
-	for (size_t i = 0; i < n; i++) {
-		paths[i] = sorted[i]->path;
-		sources[i] = sorted[i]->source;
+	for (size_t i = 0; i < n; i++)
 		sizes[i] = sorted[i]->size;
-	}
 	piece = p2p_torrent_piece_size_for(sizes, n);
-	r = p2p__torrent_build(name, paths, sources, sizes, n, piece, &built, errmsg);
+	r = p2p__torrent_build(name, sorted, n, piece, &built, errmsg);
 	if (r)
 		goto out;
 
@@ -282,8 +279,6 @@ int p2p_torrent_create(const char *name, const struct p2p_file *files, size_t n,
 	out->pieces = built.pieces;
 out:
 	free(built.data);
-	free(paths);
-	free(sources);
 	free(sizes);
 	free(sorted);
 	return r;

@@ -191,8 +191,6 @@ int store_fill_run(struct store *s, const char *sha256, struct store_writer **w,
 /* Evict what is needed for n bytes more to fit under the bound (keep: the content coming). */
 static void make_room(struct store *s, int64_t n, const char *keep)
 {
-	if (atomic_load(&s->pins) > 0)
-		return;
 	pthread_mutex_lock(&s->trim_lock);
 	trim(s, keep, s->cache_max - n);
 	pthread_mutex_unlock(&s->trim_lock);
@@ -263,7 +261,7 @@ static void trim(struct store *s, const char *keep, int64_t target)
 void store__cached(struct store *s, int64_t n, const char *keep)
 {
 	/* (the sum as a plain value: clang does not compare an atomic assignment's result) */
-	if (atomic_fetch_add(&s->cached, n) + n <= s->cache_max || atomic_load(&s->pins) > 0)
+	if (atomic_fetch_add(&s->cached, n) + n <= s->cache_max)
 		return;
 	pthread_mutex_lock(&s->trim_lock);
 	if (s->cached > s->cache_max)
@@ -271,16 +269,72 @@ void store__cached(struct store *s, int64_t n, const char *keep)
 	pthread_mutex_unlock(&s->trim_lock);
 }
 
-void store_pin(struct store *s, bool pin)
+/* store_read's bytes from the bucket, into the caller's buffer (never past it). */
+struct read_sink {
+	char *buf;
+	size_t len, got;
+};
+
+static int read_sink(void *ud, const void *data, size_t n)
 {
-	if (!s->bucket)
-		return;
-	if (pin) {
-		s->pins++;
-		return;
+	struct read_sink *r = ud;
+
+	if (n > r->len - r->got)
+		return HM_ERR_SIZE_MISMATCH;
+	memcpy(r->buf + r->got, data, n);
+	r->got += n;
+	return 0;
+}
+
+/* store_read from the local file at p: 1 when blobs/ has no such file (the caller asks the bucket). */
+static int read_local(const char *p, int64_t off, void *buf, size_t len, char **errmsg)
+{
+	int fd = open(p, O_RDONLY | O_CLOEXEC | O_NOATIME), r = 0;
+	size_t got = 0;
+
+	if (fd < 0 && errno == EPERM) /* (O_NOATIME: only the file's owner may) */
+		fd = open(p, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? 1 : -errno;
+	while (got < len && !r) {
+		ssize_t k = pread(fd, (char *)buf + got, len - got, off + (int64_t)got);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			r = k < 0 ? -errno : HM_ERR_SIZE_MISMATCH;
+		else
+			got += (size_t)k;
 	}
-	if (--s->pins == 0)
-		store__cached(s, 0, NULL);
+	close(fd);
+	if (r && errmsg)
+		*errmsg = xasprintf("reading %s: %s", p, err_str(r));
+	return r;
+}
+
+int store_read(struct store *s, const char *sha256, int64_t off, void *buf, size_t len, char **errmsg)
+{
+	char *p = off < 0 ? NULL : store__blob_local(s, sha256);
+	struct read_sink sink = { buf, len, 0 };
+	int r;
+
+	if (!p)
+		return -EINVAL;
+	r = read_local(p, off, buf, len, errmsg);
+	free(p);
+	if (r <= 0 || !s->bucket)
+		return r > 0 ? -ENOENT : r;
+	log_debug("store", "%.12s: %zu bytes at %lld read from the bucket, not brought into the cache", sha256, len,
+		  (long long)off);
+	r = store_bucket_get(s->bucket, sha256, off, (int64_t)len, read_sink, &sink);
+	if (!r && sink.got < len)
+		r = HM_ERR_SIZE_MISMATCH;
+	if (r == HM_ERR_NOT_FOUND)
+		r = -ENOENT;
+	if (r && errmsg)
+		*errmsg = xasprintf("the bucket's %.12s at %lld: %s%s%s", sha256, (long long)off, err_str(r),
+				    r == -ENOENT || r == HM_ERR_SIZE_MISMATCH ? "" : ": ",
+				    r == -ENOENT || r == HM_ERR_SIZE_MISMATCH ? "" : store_bucket_errmsg());
+	return r;
 }
 
 struct store_bucket *store_bucket_of(const struct store *s)

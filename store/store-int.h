@@ -27,7 +27,6 @@ struct store {
 	struct store_bucket *bucket;  /* NULL: the directory is the store */
 	int64_t cache_max;            /* bytes blobs/ keeps at most once a write or a fill is over */
 	_Atomic int64_t cached;       /* about what blobs/ holds (exact after each trim) */
-	_Atomic int pins;             /* store_pin: while > 0, nothing leaves the cache */
 	pthread_mutex_t trim_lock;
 	char *locks;                  /* <dir>/locks: a content's stripe of the bucket's lock (below) */
 	int64_t reap_cutoff;          /* store_reap_cutoff */

@@ -195,6 +195,23 @@ bool store_reuse(const struct store *s, const char *sha256, int64_t size)
 	return r == 0;
 }
 
+int store_size(const struct store *s, const char *sha256, int64_t *size)
+{
+	char *p = store__blob_local(s, sha256);
+	struct stat st;
+	int r;
+
+	if (!p)
+		return -EINVAL;
+	r = stat(p, &st) == 0 ? (S_ISREG(st.st_mode) ? 0 : -EINVAL) : -errno;
+	free(p);
+	if (!r)
+		*size = st.st_size;
+	else if (r == -ENOENT && s->bucket && (r = store_bucket_stat(s->bucket, sha256, size)) == HM_ERR_NOT_FOUND)
+		r = -ENOENT;
+	return r;
+}
+
 static bool has(const struct store *s, const char *sha256, int64_t size)
 {
 	char *p = store__blob_local(s, sha256);

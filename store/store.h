@@ -43,6 +43,11 @@ char *store_cache_path(const struct store *s, const char *sha256);
 
 /* True if the blob is present with this size (size -1: any). */
 bool store_has(const struct store *s, const char *sha256, int64_t size);
+/* The size of a stored content, bringing it nowhere: its file in blobs/ (the directory's, or the cache's
+ * copy), else, with a bucket, the bucket's object. A look, not a claim: hold the content first where gc
+ * must not take it. Returns 0 with *size, -ENOENT, -EINVAL (a malformed sha256), or a code of the
+ * bucket's (store_bucket_errmsg says more). */
+int store_size(const struct store *s, const char *sha256, int64_t *size);
 /* store_has for a writer that counts on the content instead of writing it (a commit's file, an
  * LFS object the client need not send, a push's, a bundle's): with a bucket, true only when the bucket
  * holds it and its object was re-stamped (store_bucket_touch), so that another mirror's gc sharing the
@@ -223,10 +228,16 @@ int store_git_oid(struct store *s, const char *sha256, char *out, int64_t *size)
 /* With a bucket behind the store (store/bucket.h): abort the unfinished uploads to it older than age_s
  * (a writer's that a crash cut short). *aborted counts them. Without one: 0, nothing done. */
 int store_sweep_uploads(struct store *s, int64_t age_s, int64_t *aborted);
-/* With a bucket: while pinned (a count), no content leaves the cache, which may then grow past its bound;
- * the last unpin brings it back within. For a reader that needs a set of contents on disk at once
- * (a snapshot's torrent is hashed from its files' paths). Without a bucket: nothing. */
-void store_pin(struct store *s, bool pin);
+/*
+ * Bytes [off, off + len) of the content into buf, all of them, from where the store has it, bringing
+ * it nowhere: the local file when blobs/ holds it (the directory's store, or the cache's copy, its
+ * access time left alone), else, with a bucket, a ranged read of the bucket (nothing enters the cache).
+ * For a reader that goes through contents once without serving them, such as a snapshot's torrent
+ * hashed from a bucket far bigger than the cache. Thread-safe (the hashing threads call it at once).
+ * Returns 0; -ENOENT (no such content); HM_ERR_SIZE_MISMATCH (it ends before off + len); or another
+ * error, with *errmsg (malloc'd, if errmsg) saying what failed (the bucket's words).
+ */
+int store_read(struct store *s, const char *sha256, int64_t off, void *buf, size_t len, char **errmsg);
 /*
  * A content of the bucket's brought into the cache while a reader follows it (a server sending it as it
  * comes): _fill_begin makes the fill's own private writer (*w; its partial file at

@@ -124,15 +124,14 @@ static struct mirror_upload_op *new_op(struct commit_job *c, enum mirror_upload_
  * once the object is held (after a flush): gc cannot take it after. */
 static int check_lfs(struct commit_job *c, struct catalog *cat, struct mirror_upload_op *op)
 {
-	char *blob = store_blob_path(c->data->store, op->sha256);
-	struct stat st;
-	bool ok = blob && !stat(blob, &st) && (op->size < 0 || op->size == st.st_size) &&
+	int64_t size = -1;
+	/* (its size, not its bytes: with a bucket, an object bigger than the cache is not brought in) */
+	bool ok = !store_size(c->data->store, op->sha256, &size) && (op->size < 0 || op->size == size) &&
 		  mirror_access_may_name(c->access, cat, op->sha256, c->repo.id);
 
-	free(blob);
 	if (!ok)
 		return bad(c, 422, "'%s': its LFS object was not uploaded (or not whole)", op->path);
-	op->size = st.st_size;
+	op->size = size;
 	return 0;
 }
 

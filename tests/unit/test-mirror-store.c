@@ -113,6 +113,49 @@ TEST(verified_content_becomes_a_blob)
 	}
 }
 
+/* store_read: a range of a stored content, all of it or an error; none of one the store lacks, nor
+ * past a content's end; its errors in words. store_size: its size. */
+TEST(a_range_is_read_whole_or_not_at_all)
+{
+	const char *content = "0123456789abcdefghij";
+	size_t len = strlen(content);
+	char sha[65], buf[32], *err = NULL;
+	struct store_expect ex = { sha, NULL, (int64_t)len };
+	struct store_writer *w = NULL;
+
+	sha256_hex(content, len, sha);
+	CHECK_INT(store_writer_new(store, &ex, false, &w), 0);
+	CHECK_INT(store_writer_write(w, content, len), 0);
+	CHECK_INT(store_writer_commit(&w, NULL), 0);
+	memset(buf, 0, sizeof(buf));
+	CHECK_INT(store_read(store, sha, 0, buf, len, &err), 0);
+	CHECK(!memcmp(buf, content, len));
+	CHECK_INT(store_read(store, sha, 13, buf, 7, &err), 0);
+	CHECK(!memcmp(buf, "defghij", 7));
+	CHECK(err == NULL);
+	CHECK_INT(store_read(store, sha, 15, buf, 6, &err), HM_ERR_SIZE_MISMATCH);
+	CHECK(err && strstr(err, sha));
+	FREE_AND_NULL(&err);
+	CHECK_INT(store_read(store, "0000000000000000000000000000000000000000000000000000000000000000", 0, buf, 1,
+			     &err),
+		  -ENOENT);
+	CHECK_INT(store_read(store, "../etc/passwd", 0, buf, 1, NULL), -EINVAL);
+	CHECK_INT(store_read(store, sha, -1, buf, 1, NULL), -EINVAL);
+	free(err);
+	/* store_size: the size alone */
+	{
+		int64_t size = -1;
+		CHECK_INT(store_size(store, sha, &size), 0);
+		CHECK_INT(size, (int64_t)len);
+		size = -7;
+		CHECK_INT(store_size(store, "0000000000000000000000000000000000000000000000000000000000000000",
+				     &size),
+			  -ENOENT);
+		CHECK_INT(store_size(store, "../etc/passwd", &size), -EINVAL);
+		CHECK_INT(size, -7);
+	}
+}
+
 TEST(mismatch_never_enters_the_store)
 {
 	const char *good = "good bytes", *bad = "evil bytes";
@@ -404,6 +447,7 @@ int main(void)
 	if (store_open(test_tmpdir(dir), &store))
 		return 1;
 	RUN(verified_content_becomes_a_blob);
+	RUN(a_range_is_read_whole_or_not_at_all);
 	RUN(mismatch_never_enters_the_store);
 	RUN(short_content_is_kept_and_resumed);
 	RUN(same_content_is_stored_once);

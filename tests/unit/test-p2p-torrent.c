@@ -3,11 +3,14 @@
  * bytes and info-hashes from the same files in any order, a different hash for other content, refusals
  * with a message, empty files, the hashes libtorrent's own set_piece_hashes makes, and (when
  * python3-libtorrent is there) an independent check with lt_check.py that every piece verifies
- * against a real copy of the files.
+ * against a real copy of the files; files given by a reader make the same torrent, and a reader's
+ * error fails it.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "base/bug.h"
 #include "base/err.h"
 #include "base/path.h"
 #include "base/xmalloc.h"
@@ -429,6 +433,123 @@ static void expect_in(const char *out, const char *needle)
 	}
 }
 
+/* ---- files given by a reader instead of a path (p2p_file.read) ---- */
+
+/* A reader of a file by its path, as the store's bucket reads a content in ranges: each call checked
+ * against the file's size, counted, and (fail_at >= 0) failing with -EIO and a message once it reaches
+ * fail_at. Several run at once, one per hashing thread. */
+struct reader {
+	const char *path;
+	int64_t size, fail_at;
+	_Atomic int calls;
+	_Atomic int bad; /* a call out of the file's range, or too big */
+	/* ordered: each call then waits for the ranges before it to be done, as mirror/torrents.c's
+	 * reader does to hash the content in order (p2p.h promises every range handed out is read, in
+	 * order of handing: were one skipped, this would hang) */
+	bool ordered;
+	pthread_mutex_t mu;
+	pthread_cond_t turn;
+	int64_t done;
+	bool failed;
+};
+
+static int read_by_path(void *ud, int64_t off, void *buf, size_t len, char **errmsg)
+{
+	struct reader *r = ud;
+	int fd = open(r->path, O_RDONLY), e = 0;
+	ssize_t n = -1;
+
+	r->calls++;
+	if (len == 0 || off < 0 || off + (int64_t)len > r->size || len > 16 * 1024 * 1024)
+		r->bad++;
+	if (r->fail_at >= 0 && off + (int64_t)len > r->fail_at) {
+		if (errmsg)
+			*errmsg = xstrdup("the bucket said 503 Slow Down");
+		e = -EIO;
+	} else if (fd >= 0) {
+		n = pread(fd, buf, len, off);
+		e = n == (ssize_t)len ? 0 : HM_ERR_SIZE_MISMATCH;
+	}
+	if (fd >= 0)
+		close(fd);
+	if (r->ordered) {
+		pthread_mutex_lock(&r->mu);
+		while (!r->failed && r->done != off)
+			pthread_cond_wait(&r->turn, &r->mu);
+		r->done += (int64_t)len;
+		r->failed = r->failed || e;
+		pthread_cond_broadcast(&r->turn);
+		pthread_mutex_unlock(&r->mu);
+	}
+	return e;
+}
+
+static void reader_init(struct reader *r, const struct p2p_file *f, bool ordered)
+{
+	*r = (struct reader){ .path = f->source, .size = f->size, .fail_at = -1, .ordered = ordered };
+	pthread_mutex_init(&r->mu, NULL);
+	pthread_cond_init(&r->turn, NULL);
+}
+
+/* The torrent of f (made from its paths: want) made again with every file, then every other file, given
+ * by a reader of the same bytes: the same bytes and info-hashes. Then a reader that fails halfway
+ * through the big file (f[0]) fails the torrent with its code and words, never a torrent. */
+static void readers_make_the_same(const struct p2p_file *f, size_t n, const struct p2p_torrent *want)
+{
+	struct p2p_file g[16];
+	struct reader rd[16];
+	struct p2p_torrent t;
+	char *err = NULL;
+	int r;
+
+	BUG_ON(n > 16);
+	for (int every = 1; every <= 3; every++) {
+		for (size_t i = 0; i < n; i++) {
+			reader_init(&rd[i], &f[i], every == 3); /* (3: every file, each read in order) */
+			g[i] = f[i];
+			if (i % (size_t)every == 0 || every == 3)
+				g[i] = (struct p2p_file){ .path = f[i].path, .size = f[i].size, .read = read_by_path,
+							  .ud = &rd[i] };
+		}
+		memset(&t, 0, sizeof(t));
+		r = p2p_torrent_create("edges", g, n, &t, &err);
+		if (r)
+			printf("#   with readers: %s\n", err ? err : "?");
+		CHECK_INT(r, 0);
+		CHECK_STR(t.btih, want->btih);
+		CHECK_STR(t.btmh, want->btmh);
+		CHECK(t.len == want->len && t.data && !memcmp(t.data, want->data, t.len));
+		/* the big file (100 MiB in 128 KiB pieces) came in several calls of 8 MiB, none out of range */
+		CHECK(rd[0].calls >= 12 && rd[0].calls <= 14);
+		for (size_t i = 0; i < n; i++)
+			CHECK_INT(rd[i].bad, 0);
+		p2p_torrent_release(&t);
+		FREE_AND_NULL(&err);
+	}
+	/* a reader's error: the torrent fails with it, naming the file and the reader's words (the
+	 * ranges after it still read, so that an ordered reader's later calls do not hang) */
+	for (size_t i = 0; i < n; i++) {
+		reader_init(&rd[i], &f[i], true);
+		g[i] = (struct p2p_file){ .path = f[i].path, .size = f[i].size, .read = read_by_path, .ud = &rd[i] };
+	}
+	rd[0].fail_at = f[0].size / 2;
+	memset(&t, 0x5a, sizeof(t));
+	r = p2p_torrent_create("edges", g, n, &t, &err);
+	CHECK_INT(r, -EIO);
+	printf("#   %s\n", err ? err : "(no message)");
+	CHECK(err && strstr(err, f[0].path) && strstr(err, "503 Slow Down"));
+	CHECK(((unsigned char *)&t)[0] == 0x5a && t.len == (size_t)0x5a5a5a5a5a5a5a5aull);
+	FREE_AND_NULL(&err);
+	/* one shorter than it says: a size mismatch, not a torrent of zeros */
+	rd[0].fail_at = -1;
+	rd[1].size = g[1].size = f[1].size + 100;
+	r = p2p_torrent_create("edges", g, n, &t, &err);
+	CHECK_INT(r, HM_ERR_SIZE_MISMATCH);
+	printf("#   %s\n", err ? err : "(no message)");
+	CHECK(err && strstr(err, f[1].path));
+	free(err);
+}
+
 /* Our hashing against libtorrent's own set_piece_hashes, on sizes around its edges: a file smaller than
  * a piece but of several blocks (its tree is as wide as its blocks, rounded up to a power of two, not
  * as the piece), one of a block and a byte, one piece exactly, a partial last piece, an empty file. */
@@ -473,6 +594,7 @@ TEST(hashes_match_libtorrents_own)
 	printf("#   libtorrent: %s", out ? out : "(nothing)\n");
 	want = xasprintf("{\"btih\": \"%s\", \"btmh\": \"%s\"}", t.btih, t.btmh);
 	CHECK(out && !strncmp(out, want, strlen(want)));
+	readers_make_the_same(f, N, &t);
 out:
 	for (int i = 0; i < made; i++)
 		free((char *)f[i].source);
