@@ -27,6 +27,7 @@
 #include <jansson.h>
 #include <openssl/evp.h>
 
+#include "base/bug.h"
 #include "base/err.h"
 #include "base/hex.h"
 #include "base/log.h"
@@ -99,33 +100,24 @@ static int refuse(struct shard_job *s, const char *a, const char *b, const char 
 	return -EBADMSG;
 }
 
-/* pread all n bytes at off. */
-static int pread_all(int fd, unsigned char *p, size_t n, uint64_t off)
-{
-	while (n) {
-		ssize_t k = pread(fd, p, n, (off_t)off);
-		if (k <= 0)
-			return k < 0 ? -errno : -EIO;
-		p += k;
-		n -= (size_t)k;
-		off += (uint64_t)k;
-	}
-	return 0;
-}
-
 /* Virtual xorb h (hex), lent to this repo by the dedup query, made again as a xorb from the stored
  * content's bytes (its run of chunks, each behind an uncompressed chunk's header) into an anonymous map
- * in o. 0, or -EBADMSG with s->why (not lent to this repo, or its content no longer stored). */
+ * in o. The run's bytes are one range of the content, read with store_read (the local file, or with a
+ * bucket a ranged read of it: a content bigger than the cache is never brought into it) into the map's
+ * tail, then moved forward chunk by chunk, each behind its header: a chunk's place ends where the next
+ * one's bytes begin, so none is overwritten before it moved. 0, or -EBADMSG with s->why (not lent to
+ * this repo, or its content no longer stored or readable). */
 static int lent_map(struct shard_job *s, const struct xet_hash *h, const char *hex, struct open_xorb *o)
 {
 	struct mirror__xet_run *runs = NULL;
 	struct xet_identity *id = NULL;
 	const struct xet_chunk *c = NULL;
-	char sha[65], *blob = NULL;
-	size_t nc = 0, nr = 0;
+	char sha[65], *why = NULL;
+	size_t nc = 0, nr = 0, first, n, bytes;
+	uint64_t base;
 	uint32_t run;
 	unsigned char *p;
-	int fd = -1, e = -EBADMSG;
+	int e = -EBADMSG, r;
 
 	if (!mirror__xetw_xorb_lent(s->xw, h, s->repo_id, sha, &run))
 		return refuse(s, "the shard names xorb ", hex,
@@ -134,12 +126,16 @@ static int lent_map(struct shard_job *s, const struct xet_hash *h, const char *h
 		c = xet_identity_chunks(id, &nc);
 		nr = mirror__xet_runs(c, nc, &runs);
 	}
-	if (!id || nr <= run || !(blob = store_blob_path(s->data->store, sha)) ||
-	    (fd = open(blob, O_RDONLY | O_CLOEXEC)) < 0) {
+	if (!id || nr <= run) {
 		refuse(s, "xorb ", hex, " was lent from a content no longer stored: upload it");
 		goto out;
 	}
+	first = runs[run].first;
+	n = runs[run].n;
+	base = c[first].offset;
+	bytes = (size_t)(c[first + n - 1].offset + c[first + n - 1].size - base);
 	o->len = runs[run].len;
+	BUG_ON(o->len != bytes + n * XET_XORB_CHUNK_HEADER_LEN); /* (a run is contiguous chunks) */
 	o->map = mmap(NULL, o->len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (o->map == MAP_FAILED) {
 		o->map = NULL;
@@ -147,21 +143,24 @@ static int lent_map(struct shard_job *s, const struct xet_hash *h, const char *h
 		goto out;
 	}
 	p = o->map;
-	for (size_t i = runs[run].first; i < runs[run].first + runs[run].n; i++) {
-		xet_xorb_chunk_header_write(p, c[i].size);
-		if (pread_all(fd, p + XET_XORB_CHUNK_HEADER_LEN, c[i].size, c[i].offset)) {
-			munmap(o->map, o->len);
-			o->map = NULL;
-			refuse(s, "xorb ", hex, " was lent from a content that does not read back");
-			goto out;
-		}
-		p += XET_XORB_CHUNK_HEADER_LEN + c[i].size;
+	r = store_read(s->data->store, sha, (int64_t)base, p + n * XET_XORB_CHUNK_HEADER_LEN, bytes, &why);
+	if (r) {
+		log_warn("upload", "xorb %s lent from %.12s: %s", hex, sha, why ? why : err_str(r));
+		munmap(o->map, o->len);
+		o->map = NULL;
+		refuse(s, "xorb ", hex, r == -ENOENT ? " was lent from a content no longer stored: upload it"
+					  : " was lent from a content that does not read back");
+		goto out;
+	}
+	for (size_t i = first; i < first + n; i++) {
+		size_t k = i - first, off = (size_t)(c[i].offset - base);
+		memmove(p + (k + 1) * XET_XORB_CHUNK_HEADER_LEN + off, p + n * XET_XORB_CHUNK_HEADER_LEN + off,
+			c[i].size);
+		xet_xorb_chunk_header_write(p + k * XET_XORB_CHUNK_HEADER_LEN + off, c[i].size);
 	}
 	e = 0;
 out:
-	if (fd >= 0)
-		close(fd);
-	free(blob);
+	free(why);
 	free(runs);
 	xet_identity_free(&id);
 	return e;
