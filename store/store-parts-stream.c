@@ -7,8 +7,10 @@
  * is computed in it. The part whose turn it is (every part before it in the writer, nothing being
  * drained) goes in live as its bytes come; a part that comes ahead of its turn is spooled into an
  * unlinked file of its own in tmp/ (O_TMPFILE: a crash leaves nothing), and once it is whole and its
- * turn has come, a thread of the upload's own drains it into the writer. At most SPOOL_MAX parts wait
- * spooled at once; a part beyond is refused (-EAGAIN) until they went in. A live part cut short has
+ * turn has come, a thread of the upload's own drains it into the writer. An upload may always have
+ * SPOOL_MIN parts waiting spooled, and more while the spooled parts of all uploads together stay
+ * within half the cache's bound (the room its operator gave local disk); a part beyond is refused
+ * (-EAGAIN) until earlier ones went in. A live part cut short has
  * handed half its bytes to the hash, which cannot take them back: the upload is broken (-EPIPE from
  * then on, its multipart upload aborted), and the client starts it again.
  */
@@ -26,7 +28,18 @@
 #include "store-int.h"
 #include "store.h"
 
-#define SPOOL_MAX 4             /* parts ahead of their turn kept on local disk at once, per upload */
+#define SPOOL_MIN 4             /* parts ahead of their turn an upload may always keep on local disk */
+
+/* Bytes spooled by every upload of the process (one store per process that serves). */
+static pthread_mutex_t spool_mu = PTHREAD_MUTEX_INITIALIZER;
+static int64_t spool_total;
+
+static void spool_give(int64_t n)
+{
+	pthread_mutex_lock(&spool_mu);
+	spool_total -= n;
+	pthread_mutex_unlock(&spool_mu);
+}
 #define DRAIN_BUF ((size_t)1 << 20)
 
 enum part_state { PART_NONE, PART_LIVE, PART_SPOOLING, PART_SPOOLED, PART_IN };
@@ -45,9 +58,22 @@ struct store_parts_stream {
 	bool joined;             /* the drain ended (by the commit) */
 	unsigned char *state;    /* enum part_state, by part - 1 */
 	int *fd;                 /* a spooled part's file, by part - 1 (-1: none) */
-	int spooled;             /* parts spooling or spooled */
+	int spooled;             /* parts spooling or spooled (each counted part_size in spool_total) */
 	int err;                 /* the upload broken: every later call gives it */
 };
+
+/* Room for one more spooled part of ps (its mutex held): within SPOOL_MIN, or the process's budget. */
+static bool spool_take(const struct store *s, const struct store_parts_stream *ps)
+{
+	bool ok;
+
+	pthread_mutex_lock(&spool_mu);
+	ok = ps->spooled < SPOOL_MIN || spool_total + ps->part_size <= s->cache_max / 2;
+	if (ok)
+		spool_total += ps->part_size;
+	pthread_mutex_unlock(&spool_mu);
+	return ok;
+}
 
 struct store_parts_piece {
 	struct store_parts_stream *ps;
@@ -82,6 +108,7 @@ static int drain_one(struct store_parts_stream *ps)
 	close(fd);
 	ps->fd[i] = -1;
 	ps->spooled--;
+	spool_give(ps->part_size);
 	ps->draining = false;
 	if (!r && off != (i + 1 == ps->nparts ? ps->size - (int64_t)i * ps->part_size : ps->part_size))
 		r = -EIO; /* (a spooled part is whole: its file shrank under us) */
@@ -185,8 +212,10 @@ void store_parts_stream_free(struct store_parts_stream **psp)
 		pthread_join(ps->th, NULL);
 	store_writer_abort(&ps->w, false); /* (not committed: its multipart upload is aborted) */
 	for (int i = 0; i < ps->nparts; i++)
-		if (ps->fd[i] >= 0)
+		if (ps->fd[i] >= 0) {
 			close(ps->fd[i]);
+			spool_give(ps->part_size);
+		}
 	pthread_mutex_destroy(&ps->mu);
 	pthread_cond_destroy(&ps->cv);
 	free(ps->state);
@@ -220,9 +249,11 @@ int store_parts_stream_part(struct store *s, struct store_parts_stream *ps, int 
 	else if (ps->state[i] != PART_NONE)
 		r = -EBUSY; /* (arriving now, in another request) */
 	else if (part != ps->next || ps->draining) {
-		if (ps->spooled >= SPOOL_MAX)
+		if (!spool_take(s, ps))
 			r = -EAGAIN;
 		else if ((fd = spool_open(s)) < 0)
+			spool_give(ps->part_size);
+		if (fd < 0 && !r)
 			r = fd;
 	}
 	if (!r) {
@@ -313,6 +344,7 @@ int store_parts_piece_end(struct store_parts_piece **pp)
 		close(ps->fd[i]);
 		ps->fd[i] = -1;
 		ps->spooled--;
+		spool_give(ps->part_size);
 		r = -EPIPE;
 	} else {
 		ps->state[i] = PART_SPOOLED;

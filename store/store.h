@@ -163,8 +163,9 @@ void store_parts_drop(struct store *s, const char *oid, const char *id);
  * An upload in parts of a content bigger than the local cache, with a bucket behind the store
  * (store_streams_size): streamed into the bucket, never whole on local disk (store-parts-stream.c).
  * The parts feed one streamed writer in file order: the part whose turn it is goes in as its bytes
- * come; one ahead of its turn is spooled (an unlinked file in tmp/; at most 4 parts at once per
- * upload) and goes in, from a thread of the upload's own, once it is whole and its turn came.
+ * come; one ahead of its turn is spooled (an unlinked file in tmp/: 4 parts of an upload at once,
+ * more while the spooled parts of every upload stay within half the cache's bound) and goes in,
+ * from a thread of the upload's own, once it is whole and its turn came.
  * _new: expect's sha256 and size (both required), parts of part_size bytes (the last one shorter).
  * Returns 0, -EINVAL (no bucket, or the content within the cache's bound), or the writer's error.
  * _ref takes one more reference; _free drops one, and the last aborts an upload not committed.
@@ -178,7 +179,7 @@ struct store_parts_stream *store_parts_stream_ref(struct store_parts_stream *ps)
 void store_parts_stream_free(struct store_parts_stream **ps);
 /* One part's bytes (1-based): *out to write them to, then end. Returns 0; -EALREADY (the part came
  * whole before: its bytes are not wanted again); -EBUSY (it is arriving now, or the upload is being
- * completed); -EAGAIN (4 parts wait spooled already: send the earlier ones first); -EPIPE or another
+ * completed); -EAGAIN (no room to spool it: send the earlier ones first); -EPIPE or another
  * error (the upload is broken: a part that went in live was cut short, or the bucket failed; start
  * it again); -EINVAL (no such part). */
 int store_parts_stream_part(struct store *s, struct store_parts_stream *ps, int part,
