@@ -133,6 +133,30 @@ static void cap_spend(struct mirror__lfs *l, const char *nonce, long long expire
 	pthread_mutex_unlock(&l->mu);
 }
 
+/* Take the streamed uploads whose capability expired off the table (l->mu held) into gone[]. */
+static void streams_expired(struct mirror__lfs *l, struct store_parts_stream *gone[STREAMS_MAX])
+{
+	long long now = (long long)time(NULL);
+
+	for (int i = 0; i < STREAMS_MAX; i++)
+		if (l->streams[i].ps && l->streams[i].expires < now) {
+			gone[i] = l->streams[i].ps;
+			l->streams[i].ps = NULL;
+		}
+}
+
+/* Drop the streamed uploads whose capability expired (a client that never completed: aborted). */
+static void streams_reap(struct mirror__lfs *l)
+{
+	struct store_parts_stream *gone[STREAMS_MAX] = { 0 };
+
+	pthread_mutex_lock(&l->mu);
+	streams_expired(l, gone);
+	pthread_mutex_unlock(&l->mu);
+	for (int i = 0; i < STREAMS_MAX; i++)
+		store_parts_stream_free(&gone[i]);
+}
+
 /* The streamed upload in parts of a capability (a reference of the caller's, to free), made with its
  * first part when create says so; NULL with *err: none (-ENOENT), -EAGAIN (STREAMS_MAX under way),
  * or store_parts_stream_new's error. Uploads whose capability expired are dropped first. */
@@ -141,16 +165,12 @@ static struct store_parts_stream *stream_get(struct mirror__lfs *l, struct store
 {
 	struct store_parts_stream *ps = NULL, *gone[STREAMS_MAX] = { 0 };
 	struct store_expect x = { .sha256 = oid, .size = cap->size };
-	long long now = (long long)time(NULL);
 	int free_slot = -1;
 
 	*err = -ENOENT;
 	pthread_mutex_lock(&l->mu);
+	streams_expired(l, gone);
 	for (int i = 0; i < STREAMS_MAX; i++) {
-		if (l->streams[i].ps && l->streams[i].expires < now) {
-			gone[i] = l->streams[i].ps;
-			l->streams[i].ps = NULL;
-		}
 		if (l->streams[i].ps && !strcmp(l->streams[i].nonce, cap->nonce))
 			ps = store_parts_stream_ref(l->streams[i].ps);
 		else if (!l->streams[i].ps && free_slot < 0)
@@ -341,6 +361,7 @@ json_t *mirror__lfs_upload_batch(struct mirror_routes *rt, struct httpd_req *req
 		free(msg);
 		return e; /* (the caller answers 403 when it sees no objects) */
 	}
+	streams_reap(lfs_of(rt)); /* (uploads in parts never completed, their URLs expired) */
 	base = mirror__self_base(req);
 	out = json_array();
 	for (size_t i = 0; i < b->nobjects; i++) {
