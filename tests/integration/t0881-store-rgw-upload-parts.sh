@@ -5,10 +5,13 @@
 # parts before it came, the bucket's upload completed only once the whole hashed to the oid.
 # 1. parts in order (huggingface_hub's way): in the bucket byte for byte, committed, read back; at no
 #    answer did the data directory (its files but the cache's copies of other contents, and the
-#    unlinked files serve holds open in it) hold as much as the object (on the code before, the parts' file held all of it before the completion);
-# 2. parts out of order (3, then 2, then 1), a part sent again once it came whole (taken, not hashed
-#    twice), a part sent again after the upload was completed: lands byte for byte, the disk never
-#    holding the object;
+#    unlinked files serve holds open in it) hold as much as the object (on the code before, the
+#    parts' file held all of it before the completion);
+# 2. parts out of order (2, then 3, then 1), part 2 sent again while it arrives (409, the first copy
+#    goes on) and once it came whole (taken, not hashed twice), a part sent again after the upload was
+#    completed (403): lands byte for byte, the disk never holding the object; more parts ahead of
+#    their turn than may wait: the fifth is answered 503 with Retry-After, and taken once the earlier
+#    parts went in;
 # 3. @huggingface/hub's upload (several parts at once) lands and reads back byte for byte;
 # 4. a lying part (one byte changed): the completion is refused (400), nothing under the id, the
 #    bucket's upload aborted;
@@ -18,7 +21,7 @@
 #    the store's tmp/, the unfinished upload found and aborted by gc.
 . "$HM_SRC/tests/integration/lib.sh"
 need_ceph
-check "a Ceph cluster with its gateway starts" start_rgw
+check "a Ceph cluster with its gateway starts" start_rgw --memstore-bytes $((3 << 30)) # (1.5 GB go in)
 rgw_store t0881 16M
 printf 'hf_writer_acme_0001 hf:acme/*:write\n' >"$T/tokens"
 chmod 600 "$T/tokens"
@@ -39,7 +42,7 @@ absent() { # FILE: nothing under FILE's sha256 in the bucket
 }
 cat >"$T/parts.py" <<'PY'
 # parts.py URL PID DATA FILE PATH ORDER [--lie N] [--again N] [--again-after N] [--cut N] [--again-cut N]
-#          [--patient] [--no-commit]
+#          [--hold N] [--patient] [--no-commit]
 # The LFS batch (multipart), the parts PUT in ORDER (e.g. 3,2,1), the completion, the commit. After each
 # answer, what the data directory holds of this upload (its files but the cache's copies of other
 # contents, which the reads before filled, and the unlinked files serve keeps open in it) is measured;
@@ -111,7 +114,43 @@ def put(n, lie=False):
         break
     measure()
 
-for n in [int(x) for x in order.split(",")]:
+def spooling(): # serve holds an unlinked file in the data directory with bytes in it
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            t = os.readlink(f"/proc/{pid}/fd/{fd}")
+            if t.startswith(data) and t.endswith("(deleted)") and os.stat(f"/proc/{pid}/fd/{fd}").st_size:
+                return True
+        except OSError:
+            pass
+    return False
+
+if flag("--hold"): # part N's first 10 MiB, then the same part again while it arrives, then the rest
+    import time
+    n = flag("--hold")
+    b = c[(n - 1) * chunk:n * chunk]
+    u = urllib.parse.urlsplit(urls[n])
+    s = socket.create_connection((u.hostname, u.port))
+    s.sendall(f"PUT {u.path}?{u.query} HTTP/1.1\r\nHost: {u.netloc}\r\nContent-Length: {len(b)}\r\n\r\n".encode())
+    s.sendall(b[:10 << 20])
+    for _ in range(3000):
+        if spooling():
+            break
+        time.sleep(0.05)
+    put(n)
+    s.sendall(b[10 << 20:])
+    head = b""
+    while b"\r\n\r\n" not in head:
+        got = s.recv(65536)
+        if not got:
+            break
+        head += got
+    s.close()
+    print(f"part {n} first {head.split(b' ')[1].decode() if head else 'none'}")
+    for line in head.split(b"\r\n"):
+        if line.lower().startswith(b"etag:"):
+            etags[n] = line.split(b":", 1)[1].strip().decode()
+
+for n in [int(x) for x in order.split(",")] if order else []:
     if n == flag("--cut"):
         cut(urls[n], c[(n - 1) * chunk:n * chunk], 20 << 20)
         print(f"part {n} cut")
@@ -168,10 +207,13 @@ check "no temporary file holds a byte ($(tmp_bytes))" test "$(tmp_bytes)" = 0
 check "no upload is left" test "$(uploads)" = 0
 check "resolve reads it back, byte for byte" resolve_is a.bin "$T/a.bin"
 
-# 2. out of order, a part sent again once whole, and again after the completion
+# 2. out of order: part 2 first, sent again while it still arrives, then 3, 2 again once whole, 1; a
+#    part sent again after the completion
 head -c "$SIZE" /dev/urandom >"$T/b.bin"
-parts "$T/b.bin" b.bin 3,2,1 --again 2 --again-after 1
-check "parts out of order: each taken, part 2 sent twice" bash -c "grep -c '^part [123] 200$' '$T/parts.out' | grep -qx 4"
+parts "$T/b.bin" b.bin 3,2,1 --hold 2 --again-after 1
+check "part 2 sent again while it arrives is refused (409)" bash -c "grep -q '^part 2 409' '$T/parts.out'"
+check "its first copy is taken" said "part 2 first 200"
+check "parts out of order, part 2 again once whole: each taken" bash -c "grep -c '^part [123] 200$' '$T/parts.out' | grep -qx 3"
 check "the completion is taken" said "complete 200"
 check "a part sent after the completion is refused (its URL is spent)" bash -c "grep -q '^part 1 403' '$T/parts.out'"
 check "the commit names it" said "commit 200"
