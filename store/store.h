@@ -164,6 +164,46 @@ int store_parts_commit(struct store *s, const struct store_expect *expect, const
 /* Forget an upload in parts (its files deleted). */
 void store_parts_drop(struct store *s, const char *oid, const char *id);
 
+/*
+ * An upload in parts of a content bigger than the local cache, with a bucket behind the store
+ * (store_streams_size): streamed into the bucket, never whole on local disk (store-parts-stream.c).
+ * The parts feed one streamed writer in file order: the part whose turn it is goes in as its bytes
+ * come; one ahead of its turn is spooled (an unlinked file in tmp/: 4 parts of an upload at once,
+ * more while the spooled parts of every upload stay within half the cache's bound) and goes in,
+ * from a thread of the upload's own, once it is whole and its turn came.
+ * _new: expect's sha256 and size (both required), parts of part_size bytes (the last one shorter).
+ * Returns 0, -EINVAL (no bucket, or the content within the cache's bound), or the writer's error.
+ * _ref takes one more reference; _free drops one, and the last aborts an upload not committed.
+ * NULL-safe.
+ */
+struct store_parts_stream;
+struct store_parts_piece;
+int store_parts_stream_new(struct store *s, const struct store_expect *expect, int64_t part_size,
+			   struct store_parts_stream **out);
+struct store_parts_stream *store_parts_stream_ref(struct store_parts_stream *ps);
+void store_parts_stream_free(struct store_parts_stream **ps);
+/* One part's bytes (1-based): *out to write them to, then end. Returns 0; -EALREADY (the part came
+ * whole before: its bytes are not wanted again); -EBUSY (it is arriving now, or the upload is being
+ * completed); -EAGAIN (no room to spool it: send the earlier ones first); -EPIPE or another
+ * error (the upload is broken: a part that went in live was cut short, or the bucket failed; start
+ * it again); -EINVAL (no such part). */
+int store_parts_stream_part(struct store *s, struct store_parts_stream *ps, int part,
+			    struct store_parts_piece **out);
+/* Bytes the part still lacks. */
+int64_t store_parts_piece_left(const struct store_parts_piece *p);
+/* Returns 0, HM_ERR_SIZE_MISMATCH (more than the part has: nothing taken), or -errno / the bucket's
+ * error (then end it: the part is dropped, or the upload broken). */
+int store_parts_piece_write(struct store_parts_piece *p, const void *data, size_t n);
+/* The part ends: whole, it is in (or spooled for its turn); short, a spooled one is dropped (it may
+ * come again) and a live one breaks the upload. Frees *p. Returns 0 when it was taken whole. */
+int store_parts_piece_end(struct store_parts_piece **p);
+/* Complete: every part must be whole (else HM_ERR_SIZE_MISMATCH with *missing the first that is not,
+ * nothing changed; -EBUSY while one arrives); then the spooled ones go in, and the writer commits:
+ * the bucket's upload completed only if the whole hashed to the content and is of its size
+ * (HM_ERR_HASH_MISMATCH / HM_ERR_SIZE_MISMATCH: aborted, nothing under the id). Once it got that far
+ * the upload is spent, whatever the result (a later call gives it again). */
+int store_parts_stream_commit(struct store_parts_stream *ps, int *missing);
+
 /* Delete a partial file (its path, as store_each gives it) unless a writer has it now, or may be
  * about to (a dot name under a minute old: a private writer's file before its lock): 0, -EBUSY (in
  * use: kept), or -errno. */

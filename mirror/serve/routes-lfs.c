@@ -68,8 +68,12 @@ struct upload_cap {
 	char nonce[17];
 };
 
-/* Capabilities spent (their object went in), until they would have expired anyway: a ring. */
+/* Capabilities spent (their object went in), until they would have expired anyway: a ring. And the
+ * uploads in parts streamed into the store's bucket (an object bigger than its local cache:
+ * store_parts_stream_*), each under its capability's nonce until it is completed or the capability
+ * expires; at most STREAMS_MAX at once (each holds up to about 100 MiB of memory while its parts move). */
 #define SPENT_MAX 4096
+#define STREAMS_MAX 32
 struct mirror__lfs {
 	pthread_mutex_t mu;
 	struct {
@@ -77,6 +81,11 @@ struct mirror__lfs {
 		long long expires;
 	} spent[SPENT_MAX];
 	size_t next;
+	struct {
+		char nonce[17];
+		long long expires;
+		struct store_parts_stream *ps; /* NULL: a free slot */
+	} streams[STREAMS_MAX];
 };
 
 static struct mirror__lfs *lfs_of(struct mirror_routes *rt)
@@ -96,6 +105,8 @@ void mirror__lfs_free(struct mirror__lfs **l)
 {
 	if (!l || !*l)
 		return;
+	for (size_t i = 0; i < STREAMS_MAX; i++)
+		store_parts_stream_free(&(*l)->streams[i].ps); /* (an upload not completed is aborted) */
 	pthread_mutex_destroy(&(*l)->mu);
 	free(*l);
 	*l = NULL;
@@ -120,6 +131,77 @@ static void cap_spend(struct mirror__lfs *l, const char *nonce, long long expire
 	l->spent[l->next].expires = expires;
 	l->next = (l->next + 1) % SPENT_MAX;
 	pthread_mutex_unlock(&l->mu);
+}
+
+/* Take the streamed uploads whose capability expired off the table (l->mu held) into gone[]. */
+static void streams_expired(struct mirror__lfs *l, struct store_parts_stream *gone[STREAMS_MAX])
+{
+	long long now = (long long)time(NULL);
+
+	for (int i = 0; i < STREAMS_MAX; i++)
+		if (l->streams[i].ps && l->streams[i].expires < now) {
+			gone[i] = l->streams[i].ps;
+			l->streams[i].ps = NULL;
+		}
+}
+
+/* Drop the streamed uploads whose capability expired (a client that never completed: aborted). */
+static void streams_reap(struct mirror__lfs *l)
+{
+	struct store_parts_stream *gone[STREAMS_MAX] = { 0 };
+
+	pthread_mutex_lock(&l->mu);
+	streams_expired(l, gone);
+	pthread_mutex_unlock(&l->mu);
+	for (int i = 0; i < STREAMS_MAX; i++)
+		store_parts_stream_free(&gone[i]);
+}
+
+/* The streamed upload in parts of a capability (a reference of the caller's, to free), made with its
+ * first part when create says so; NULL with *err: none (-ENOENT), -EAGAIN (STREAMS_MAX under way),
+ * or store_parts_stream_new's error. Uploads whose capability expired are dropped first. */
+static struct store_parts_stream *stream_get(struct mirror__lfs *l, struct store *store, const char *oid,
+					     const struct upload_cap *cap, long long expires, bool create, int *err)
+{
+	struct store_parts_stream *ps = NULL, *gone[STREAMS_MAX] = { 0 };
+	struct store_expect x = { .sha256 = oid, .size = cap->size };
+	int free_slot = -1;
+
+	*err = -ENOENT;
+	pthread_mutex_lock(&l->mu);
+	streams_expired(l, gone);
+	for (int i = 0; i < STREAMS_MAX; i++) {
+		if (l->streams[i].ps && !strcmp(l->streams[i].nonce, cap->nonce))
+			ps = store_parts_stream_ref(l->streams[i].ps);
+		else if (!l->streams[i].ps && free_slot < 0)
+			free_slot = i;
+	}
+	if (!ps && create && free_slot < 0)
+		*err = -EAGAIN;
+	else if (!ps && create && !(*err = store_parts_stream_new(store, &x, MULTIPART_CHUNK, &ps))) {
+		snprintf(l->streams[free_slot].nonce, sizeof(l->streams[0].nonce), "%s", cap->nonce);
+		l->streams[free_slot].expires = expires;
+		l->streams[free_slot].ps = store_parts_stream_ref(ps);
+	}
+	pthread_mutex_unlock(&l->mu);
+	for (int i = 0; i < STREAMS_MAX; i++)
+		store_parts_stream_free(&gone[i]);
+	return ps;
+}
+
+/* Forget a streamed upload once its completion decided it (the last reference aborts what is left). */
+static void stream_drop(struct mirror__lfs *l, const char *nonce)
+{
+	struct store_parts_stream *ps = NULL;
+
+	pthread_mutex_lock(&l->mu);
+	for (int i = 0; i < STREAMS_MAX && !ps; i++)
+		if (l->streams[i].ps && !strcmp(l->streams[i].nonce, nonce)) {
+			ps = l->streams[i].ps;
+			l->streams[i].ps = NULL;
+		}
+	pthread_mutex_unlock(&l->mu);
+	store_parts_stream_free(&ps);
 }
 
 static void upload_mac(const struct mirror_routes *rt, const char *type, const char *name, const char *oid,
@@ -279,6 +361,7 @@ json_t *mirror__lfs_upload_batch(struct mirror_routes *rt, struct httpd_req *req
 		free(msg);
 		return e; /* (the caller answers 403 when it sees no objects) */
 	}
+	streams_reap(lfs_of(rt)); /* (uploads in parts never completed, their URLs expired) */
 	base = mirror__self_base(req);
 	out = json_array();
 	for (size_t i = 0; i < b->nobjects; i++) {
@@ -352,6 +435,10 @@ struct object_sink {
 	 * while fd is open: store_parts_open) */
 	int fd;                         /* -1 for a whole object */
 	int64_t off, left;              /* where the next byte goes, and how many more the part has */
+	/* or, for an object bigger than the bucket's local cache, streamed into the bucket in order */
+	struct store_parts_piece *piece;
+	bool already;                   /* the part came whole before: its bytes are dropped */
+	bool retry;                     /* the status is a 503 to come back from */
 	bool capped;                    /* let in by an upload URL's capability ... */
 	struct upload_cap cap;          /* ... this one */
 	long long cap_expires;
@@ -390,6 +477,18 @@ static int object_data(void *ud, const char *p, size_t n)
 		return 1;
 	if (s->fd >= 0)
 		return part_data(s, p, n);
+	if (s->already)
+		return 0;
+	if (s->piece) {
+		e = (int64_t)n > s->left ? HM_ERR_SIZE_MISMATCH : store_parts_piece_write(s->piece, p, n);
+		if (!e) {
+			s->left -= (int64_t)n;
+			return 0;
+		}
+		s->status = e == HM_ERR_SIZE_MISMATCH ? 400 : e == -ENOSPC ? 507 : 500;
+		s->why = e == HM_ERR_SIZE_MISMATCH ? "more bytes than the part has" : "the store cannot take it";
+		return 1;
+	}
 	if (!s->w)
 		return 1;
 	if ((e = store_writer_write(s->w, p, n))) {
@@ -408,7 +507,41 @@ static void object_abandon(void *ud)
 	store_writer_abort(&s->w, false);
 	if (s->fd >= 0)
 		close(s->fd);
+	store_parts_piece_end(&s->piece); /* (cut short: a spooled part dropped, a live one breaks the upload) */
 	free(s);
+}
+
+/* A part of an object bigger than the bucket's local cache: its piece of the upload streamed into the
+ * bucket (in now, spooled for its turn, or already in), or s->status and why. */
+static void part_stream(struct mirror_routes *rt, struct object_sink *s, const char *oid, int part)
+{
+	struct store_parts_stream *ps = stream_get(lfs_of(rt), rt->data->store, oid, &s->cap, s->cap_expires, true,
+						   &s->status);
+	int e = ps ? store_parts_stream_part(rt->data->store, ps, part, &s->piece) : s->status;
+	bool had = ps != NULL;
+
+	store_parts_stream_free(&ps);
+	s->status = 0;
+	if (e == -EALREADY) {
+		s->already = true;
+	} else if (e == -EAGAIN) {
+		s->status = 503;
+		s->retry = true;
+		s->why = had ? "parts of this upload wait for an earlier one: send the earlier parts first, or this "
+			      "one again in a moment"
+			    : "too many uploads in parts are under way: try again in a moment";
+	} else if (e == -EBUSY) {
+		s->status = 409;
+		s->why = "this part is arriving in another request, or the upload is being completed";
+	} else if (e && !had) {
+		s->status = e == -ENOSPC ? 507 : 500;
+		s->why = "the store cannot take it";
+	} else if (e) {
+		s->status = e == -ENOSPC ? 507 : 409;
+		s->why = e == -ENOSPC ? "the store cannot take it"
+				      : "this upload broke (a part that went into the bucket was cut short, or the "
+					"bucket failed): start it again";
+	}
 }
 
 /* A part's place in its upload's own file: opened and locked, s->off and s->left set; or s->status. */
@@ -421,6 +554,8 @@ static void part_open(struct mirror_routes *rt, struct object_sink *s, const cha
 	if (s->off >= size) {
 		s->status = 400;
 		s->why = "the object has no such part";
+	} else if (store_streams_size(rt->data->store, size)) {
+		part_stream(rt, s, oid, part);
 	} else if ((s->fd = store_parts_open(rt->data->store, oid, s->cap.nonce)) < 0) {
 		s->status = s->fd == -EBUSY ? 409 : s->fd == -ENOSPC ? 507 : 500;
 		s->why = s->fd == -EBUSY ? "this upload is being completed" : "the store cannot take it";
@@ -570,7 +705,15 @@ static void part_done(struct mirror_routes *rt, struct httpd_req *req, struct ob
 		close(s->fd); /* (its lock with it: the part is written) */
 		s->fd = -1;
 		e = store_parts_done(rt->data->store, oid, s->cap.nonce, part);
+	} else if (!s->status && s->already) {
+		e = 0; /* (a part sent again after it came whole: its first copy is the one hashed) */
+	} else if (!s->status && s->piece && !s->left && (e = store_parts_piece_end(&s->piece)) != 0) {
+		s->status = 409;
+		s->why = "this upload broke (a part that went into the bucket was cut short, or the bucket "
+			 "failed): start it again";
 	}
+	if (s->retry)
+		httpd_add_header(req, "Retry-After", "5");
 	if (e) {
 		mirror__respond_json(req, s->status ? s->status : s->left ? 400 : 500,
 				     json_pack("{s:s}", "message", s->why ? s->why : s->left ? "the part is short"
@@ -645,6 +788,21 @@ static void complete_job_release(struct mirror__job *j)
 	free(j);
 }
 
+/* An upload in parts streamed into the bucket: completed there only if the whole hashed to the oid. */
+static int complete_streamed(struct complete_job *c, int *missing)
+{
+	struct store_parts_stream *ps = stream_get(c->lfs, c->data->store, c->oid, &c->cap, c->cap_expires, false,
+						   &(int){ 0 });
+	int e = ps ? store_parts_stream_commit(ps, missing) : -ENOENT;
+
+	if (ps && e != -EBUSY && !(e == HM_ERR_SIZE_MISMATCH && *missing))
+		stream_drop(c->lfs, c->cap.nonce); /* (decided: in the bucket, or aborted) */
+	store_parts_stream_free(&ps);
+	if (e == HM_ERR_HASH_MISMATCH)
+		log_warn("upload", "an object in parts refused: its bytes are not %s", c->oid);
+	return e;
+}
+
 static void complete_job_build(struct mirror__job *j, struct catalog *cat)
 {
 	struct complete_job *c = (struct complete_job *)j;
@@ -654,7 +812,9 @@ static void complete_job_build(struct mirror__job *j, struct catalog *cat)
 	 * come whole, and the bytes in it are hashed, made read-only and published */
 	int e = hold_upload(cat, c->repo_id, c->oid);
 
-	if (!e)
+	if (!e && store_streams_size(c->data->store, c->cap.size))
+		e = complete_streamed(c, &missing);
+	else if (!e)
 		e = store_parts_commit(c->data->store, &x, c->cap.nonce, parts, &missing);
 	if (!e && catalog_blob_fetched(cat, c->oid, c->repo_id))
 		e = HM_ERR_SQLITE;
@@ -664,7 +824,8 @@ static void complete_job_build(struct mirror__job *j, struct catalog *cat)
 	}
 	j->status = !e                                                                       ? 200
 		    : e == -EBUSY                                                            ? 409
-		    : e == -ENOENT || e == HM_ERR_SIZE_MISMATCH || e == HM_ERR_HASH_MISMATCH ? 400
+		    : e == -ENOENT || e == HM_ERR_SIZE_MISMATCH || e == HM_ERR_HASH_MISMATCH ||
+				      e == -EPIPE                                                    ? 400
 		    : e == -ENOSPC                                                           ? 507
 											     : 500;
 	if (!e)
@@ -678,7 +839,9 @@ static void complete_job_build(struct mirror__job *j, struct catalog *cat)
 				    : e == -EBUSY               ? "a part of this upload is still being written"
 				    : e == HM_ERR_SIZE_MISMATCH ? "the parts are not the object's size"
 				    : e == HM_ERR_HASH_MISMATCH ? "the parts do not hash to the object's oid"
-								: err_str(e));
+				    : e == -EPIPE ? "this upload broke (a part that went into the bucket was cut "
+						    "short): start it again"
+						  : err_str(e));
 }
 
 void mirror__lfs_complete(struct mirror_routes *rt, struct httpd_req *req, const struct catalog_repo *repo,

@@ -116,14 +116,15 @@ need_ceph() {
 		command -v "$b" >/dev/null || skip "$b missing (bash .ci/setup installs Ceph)"
 	done
 }
-# start_rgw: start a single-node Ceph cluster and its RADOS Gateway in $T/ceph (helpers/cephrgw.py;
-# stopped, and its folder removed, at exit with the test's other processes) and set RGW_ENDPOINT,
+# start_rgw [ARG...]: start a single-node Ceph cluster and its RADOS Gateway in $T/ceph (helpers/cephrgw.py,
+# with ARGs: --memstore-bytes N for a test that stores more than its 1 GiB; stopped, and its folder
+# removed, at exit with the test's other processes) and set RGW_ENDPOINT,
 # RGW_BUCKET (made, empty), RGW_ACCESS_KEY, RGW_SECRET_KEY, RGW_PID (the helper's), RGW_START_S and
 # RGW_CONF (the cluster's ceph.conf, for radosgw-admin -c).
 start_rgw() {
 	local ready="$T/ceph.ready" i
 	rm -f "$ready"
-	"$PY" "$HM_SRC/tests/integration/helpers/cephrgw.py" "$T/ceph" --ready-file "$ready" 2>"$T/ceph.err" &
+	"$PY" "$HM_SRC/tests/integration/helpers/cephrgw.py" "$T/ceph" --ready-file "$ready" "$@" 2>"$T/ceph.err" &
 	RGW_PID=$!
 	_pids+=($RGW_PID)
 	for i in $(seq 1 1200); do   # 120 s: its first start makes the gateway's pools
