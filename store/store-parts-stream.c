@@ -10,9 +10,14 @@
  * turn has come, a thread of the upload's own drains it into the writer. An upload may always have
  * SPOOL_MIN parts waiting spooled, and more while the spooled parts of all uploads together stay
  * within half the cache's bound (the room its operator gave local disk); a part beyond is refused
- * (-EAGAIN) until earlier ones went in. A live part cut short has
- * handed half its bytes to the hash, which cannot take them back: the upload is broken (-EPIPE from
- * then on, its multipart upload aborted), and the client starts it again.
+ * (-EAGAIN) until earlier ones went in.
+ *
+ * A live part cut short (a connection reset: clients send the part again, whole) has handed its first
+ * bytes to the hash, which cannot take them back. So a live part's bytes are also kept, as they go in,
+ * in a file of the upload's own (unlinked, in tmp/, one part at most): sent again, the part's first
+ * bytes are compared with it instead of going in twice, and the rest goes in live. A part sent again
+ * whose first bytes are not those is a lie, and breaks the upload (-EPIPE from then on, its multipart
+ * upload aborted: the client starts it again).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -60,6 +65,8 @@ struct store_parts_stream {
 	int *fd;                 /* a spooled part's file, by part - 1 (-1: none) */
 	int spooled;             /* parts spooling or spooled (each counted part_size in spool_total) */
 	int err;                 /* the upload broken: every later call gives it */
+	int kept_fd;             /* the live part's bytes as they went in (-1: none yet) */
+	int64_t kept;            /* ... how many of part next's went in before it was cut (0: none) */
 };
 
 /* Room for one more spooled part of ps (its mutex held): within SPOOL_MIN, or the process's budget. */
@@ -80,6 +87,7 @@ struct store_parts_piece {
 	int part;
 	bool live;
 	int64_t off, left;       /* in the part */
+	int64_t again;           /* live, sent again after a cut: its bytes before this went in already */
 };
 
 /* The drain: a spooled part whose turn came goes into the writer, from its file. Locked on entry. */
@@ -163,6 +171,7 @@ int store_parts_stream_new(struct store *s, const struct store_expect *expect, i
 	ps->nparts = (int)((expect->size + part_size - 1) / part_size);
 	ps->next = 1;
 	ps->refs = 1;
+	ps->kept_fd = -1;
 	ps->state = xcalloc((size_t)ps->nparts, 1);
 	ps->fd = xmalloc((size_t)ps->nparts * sizeof(*ps->fd));
 	for (int i = 0; i < ps->nparts; i++)
@@ -216,6 +225,8 @@ void store_parts_stream_free(struct store_parts_stream **psp)
 			close(ps->fd[i]);
 			spool_give(ps->part_size);
 		}
+	if (ps->kept_fd >= 0)
+		close(ps->kept_fd);
 	pthread_mutex_destroy(&ps->mu);
 	pthread_cond_destroy(&ps->cv);
 	free(ps->state);
@@ -236,6 +247,7 @@ int store_parts_stream_part(struct store *s, struct store_parts_stream *ps, int 
 {
 	struct store_parts_piece *p;
 	int r = 0, i = part - 1, fd = -1;
+	int64_t again = 0;
 
 	if (part < 1 || part > ps->nparts)
 		return -EINVAL;
@@ -255,8 +267,12 @@ int store_parts_stream_part(struct store *s, struct store_parts_stream *ps, int 
 			spool_give(ps->part_size);
 		if (fd < 0 && !r)
 			r = fd;
+	} else if (ps->kept_fd < 0 && (ps->kept_fd = spool_open(s)) < 0) {
+		r = ps->kept_fd;
+		ps->kept_fd = -1;
 	}
 	if (!r) {
+		again = fd >= 0 ? 0 : ps->kept;
 		ps->state[i] = fd >= 0 ? PART_SPOOLING : PART_LIVE;
 		ps->fd[i] = fd;
 		if (fd >= 0)
@@ -271,6 +287,7 @@ int store_parts_stream_part(struct store *s, struct store_parts_stream *ps, int 
 	p->part = part;
 	p->live = fd < 0;
 	p->left = part == ps->nparts ? ps->size - (int64_t)i * ps->part_size : ps->part_size;
+	p->again = again;
 	*out = p;
 	return 0;
 }
@@ -278,6 +295,63 @@ int store_parts_stream_part(struct store *s, struct store_parts_stream *ps, int 
 int64_t store_parts_piece_left(const struct store_parts_piece *p)
 {
 	return p->left;
+}
+
+/* pread all n bytes at off: 0, or -errno (-EIO: the file ends before). */
+static int pread_all(int fd, void *buf, size_t n, int64_t off)
+{
+	char *b = buf;
+
+	while (n) {
+		ssize_t k = pread(fd, b, n, (off_t)off);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			return k < 0 ? -errno : -EIO;
+		b += k;
+		n -= (size_t)k;
+		off += k;
+	}
+	return 0;
+}
+
+/* A live part's bytes: those a cut copy of it sent in already (before p->again) compared with what was
+ * kept of them, the rest kept and then handed to the writer. */
+static int live_write(struct store_parts_piece *p, const void *data, size_t n)
+{
+	struct store_parts_stream *ps = p->ps;
+	const char *c = data;
+	char cmp[16384];
+
+	while (n && p->off < p->again) {
+		size_t k = n < sizeof(cmp) ? n : sizeof(cmp);
+		int r;
+		if ((int64_t)k > p->again - p->off)
+			k = (size_t)(p->again - p->off);
+		if ((r = pread_all(ps->kept_fd, cmp, k, p->off)) != 0)
+			return r;
+		if (memcmp(cmp, c, k))
+			return -EPIPE; /* not the bytes its cut copy sent: a lie, which the hash took in part */
+		c += k;
+		n -= k;
+		p->off += (int64_t)k;
+		p->left -= (int64_t)k;
+	}
+	while (n) {
+		ssize_t w = pwrite(ps->kept_fd, c, n, p->off);
+		int r;
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return w < 0 ? -errno : -EIO;
+		if ((r = store_writer_write(ps->w, c, (size_t)w)) != 0)
+			return r;
+		c += w;
+		n -= (size_t)w;
+		p->off += w;
+		p->left -= w;
+	}
+	return 0;
 }
 
 int store_parts_piece_write(struct store_parts_piece *p, const void *data, size_t n)
@@ -289,14 +363,13 @@ int store_parts_piece_write(struct store_parts_piece *p, const void *data, size_
 	if ((int64_t)n > p->left)
 		return HM_ERR_SIZE_MISMATCH;
 	if (p->live) {
-		/* the writer is this part's alone while it is live: the drain waits for it (next, draining) */
-		r = store_writer_write(ps->w, data, n);
-		if (!r) {
-			p->left -= (int64_t)n;
-		} else {
+		/* the writer and the kept file are this part's alone while it is live: the drain waits for
+		 * it (next, draining) */
+		r = live_write(p, data, n);
+		if (r) {
 			pthread_mutex_lock(&ps->mu);
 			if (!ps->err)
-				ps->err = r; /* (the bucket's failure: the upload is broken) */
+				ps->err = r; /* (the bucket's failure, or a lie: the upload is broken) */
 			pthread_mutex_unlock(&ps->mu);
 		}
 		return r;
@@ -330,15 +403,18 @@ int store_parts_piece_end(struct store_parts_piece **pp)
 	i = p->part - 1;
 	pthread_mutex_lock(&ps->mu);
 	if (p->live && p->left) {
-		/* its first bytes are in the hash already: the upload cannot go on */
+		/* its first bytes are in the hash already, and kept: sent again, they are compared */
 		ps->state[i] = PART_NONE;
-		if (!ps->err)
-			ps->err = -EPIPE;
-		r = ps->err;
+		if (p->off > ps->kept)
+			ps->kept = p->off;
+		r = ps->err ? ps->err : -EPIPE;
 	} else if (p->live) {
 		ps->state[i] = PART_IN;
 		ps->next++;
-		r = ps->err;
+		ps->kept = 0;
+		if (ftruncate(ps->kept_fd, 0)) /* (its pages dropped, most never written back) */
+			r = -errno;
+		r = ps->err ? ps->err : r;
 	} else if (p->left) {
 		ps->state[i] = PART_NONE; /* dropped: it may come again */
 		close(ps->fd[i]);

@@ -185,8 +185,9 @@ void store_parts_stream_free(struct store_parts_stream **ps);
 /* One part's bytes (1-based): *out to write them to, then end. Returns 0; -EALREADY (the part came
  * whole before: its bytes are not wanted again); -EBUSY (it is arriving now, or the upload is being
  * completed); -EAGAIN (no room to spool it: send the earlier ones first); -EPIPE or another
- * error (the upload is broken: a part that went in live was cut short, or the bucket failed; start
- * it again); -EINVAL (no such part). */
+ * error (the upload is broken: a part that went in live was cut short and sent again with other
+ * bytes, or the bucket failed; start it again); -EINVAL (no such part). A live part cut short may
+ * come again: its bytes that went in are compared, not taken twice. */
 int store_parts_stream_part(struct store *s, struct store_parts_stream *ps, int part,
 			    struct store_parts_piece **out);
 /* Bytes the part still lacks. */
@@ -194,8 +195,9 @@ int64_t store_parts_piece_left(const struct store_parts_piece *p);
 /* Returns 0, HM_ERR_SIZE_MISMATCH (more than the part has: nothing taken), or -errno / the bucket's
  * error (then end it: the part is dropped, or the upload broken). */
 int store_parts_piece_write(struct store_parts_piece *p, const void *data, size_t n);
-/* The part ends: whole, it is in (or spooled for its turn); short, a spooled one is dropped (it may
- * come again) and a live one breaks the upload. Frees *p. Returns 0 when it was taken whole. */
+/* The part ends: whole, it is in (or spooled for its turn); short, it is dropped and may come again
+ * (a live one's bytes that went in are kept to be compared). Frees *p. Returns 0 when it was taken
+ * whole. */
 int store_parts_piece_end(struct store_parts_piece **p);
 /* Complete: every part must be whole (else HM_ERR_SIZE_MISMATCH with *missing the first that is not,
  * nothing changed; -EBUSY while one arrives); then the spooled ones go in, and the writer commits:

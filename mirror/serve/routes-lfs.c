@@ -485,8 +485,11 @@ static int object_data(void *ud, const char *p, size_t n)
 			s->left -= (int64_t)n;
 			return 0;
 		}
-		s->status = e == HM_ERR_SIZE_MISMATCH ? 400 : e == -ENOSPC ? 507 : 500;
-		s->why = e == HM_ERR_SIZE_MISMATCH ? "more bytes than the part has" : "the store cannot take it";
+		s->status = e == HM_ERR_SIZE_MISMATCH ? 400 : e == -ENOSPC ? 507 : e == -EPIPE ? 409 : 500;
+		s->why = e == HM_ERR_SIZE_MISMATCH ? "more bytes than the part has"
+			 : e == -EPIPE ? "this part was cut short before, and its bytes that went into the bucket "
+					 "are not these: the upload broke, start it again"
+				       : "the store cannot take it";
 		return 1;
 	}
 	if (!s->w)
@@ -507,7 +510,7 @@ static void object_abandon(void *ud)
 	store_writer_abort(&s->w, false);
 	if (s->fd >= 0)
 		close(s->fd);
-	store_parts_piece_end(&s->piece); /* (cut short: a spooled part dropped, a live one breaks the upload) */
+	store_parts_piece_end(&s->piece); /* (cut short: dropped, to come again) */
 	free(s);
 }
 
@@ -539,8 +542,8 @@ static void part_stream(struct mirror_routes *rt, struct object_sink *s, const c
 	} else if (e) {
 		s->status = e == -ENOSPC ? 507 : 409;
 		s->why = e == -ENOSPC ? "the store cannot take it"
-				      : "this upload broke (a part that went into the bucket was cut short, or the "
-					"bucket failed): start it again";
+				      : "this upload broke (a part sent again after it was cut short was not the "
+					"same bytes, or the bucket failed): start it again";
 	}
 }
 
@@ -709,8 +712,8 @@ static void part_done(struct mirror_routes *rt, struct httpd_req *req, struct ob
 		e = 0; /* (a part sent again after it came whole: its first copy is the one hashed) */
 	} else if (!s->status && s->piece && !s->left && (e = store_parts_piece_end(&s->piece)) != 0) {
 		s->status = 409;
-		s->why = "this upload broke (a part that went into the bucket was cut short, or the bucket "
-			 "failed): start it again";
+		s->why = "this upload broke (a part sent again after it was cut short was not the same bytes, or "
+			 "the bucket failed): start it again";
 	}
 	if (s->retry)
 		httpd_add_header(req, "Retry-After", "5");
@@ -839,8 +842,8 @@ static void complete_job_build(struct mirror__job *j, struct catalog *cat)
 				    : e == -EBUSY               ? "a part of this upload is still being written"
 				    : e == HM_ERR_SIZE_MISMATCH ? "the parts are not the object's size"
 				    : e == HM_ERR_HASH_MISMATCH ? "the parts do not hash to the object's oid"
-				    : e == -EPIPE ? "this upload broke (a part that went into the bucket was cut "
-						    "short): start it again"
+				    : e == -EPIPE ? "this upload broke (a part sent again after it was cut short "
+						    "was not the same bytes): start it again"
 						  : err_str(e));
 }
 
