@@ -51,7 +51,7 @@ check "the store's temporary files hold no byte of it ($(tmp_bytes))" test "$(tm
 check "no object under the content's id" test "$(rgw_s3 HEAD "/$key")" = 404
 check "its multipart upload is left unfinished" test "$(uploads)" = 1
 check "verify passes" "$HUBMIRROR" verify
-"$HUBMIRROR" gc --partial-age 0 --json >"$T/gc.json"
+"$HUBMIRROR" gc --wait --partial-age 0 --json >"$T/gc.json"
 check "gc aborts the orphan upload" "$PY" -c '
 import json, sys; d = json.load(open(sys.argv[1])); assert d["bucket_uploads_aborted"] == 1, d' "$T/gc.json"
 check "none is left" test "$(uploads)" = 0
@@ -134,19 +134,19 @@ B=$T/b
 check "mirror B's serve starts on the same bucket" start_serve --data "$B" --local acme --tokens "$T/tokens" --p2p-listen off
 check "B commits a small file" commit_file "$M" acme/b small.txt "$T/small.txt"
 check "it is in the bucket" test "$(rgw_s3 HEAD "/t0877/blobs/${sm:0:2}/$sm")" = 200
-check "B's gc writes B's live set, naming it" "$HUBMIRROR" gc --data "$B" --grace 0
+check "B's gc writes B's live set, naming it" "$HUBMIRROR" gc --wait --data "$B" --grace 0
 check "B deletes its repo" "$PY" -c 'import os, sys
 sys.path.insert(0, os.environ["HFU"])
 from hfupload import Api
 Api(sys.argv[1], "hf_writer_acme_0001").delete_repo("acme/b")' "$M"
 check "B's serve stops" serve_stops_clean
 sleep 1.1 # (the bucket's times are whole seconds: A's live set is written a second after the put)
-check "A's gc writes A's live set, which does not name it" "$HUBMIRROR" gc --grace 0
+check "A's gc writes A's live set, which does not name it" "$HUBMIRROR" gc --wait --grace 0
 check "B's live set kept it" test "$(rgw_s3 HEAD "/t0877/blobs/${sm:0:2}/$sm")" = 200
 sleep 1.1 # (and A's commit comes a second after A's live set)
 check "A's serve starts again" start_serve --local acme --tokens "$T/tokens" --p2p-listen off
 check "A commits the same file, counting on the bucket's object" commit_file "$M" acme/up small.txt "$T/small.txt"
-"$HUBMIRROR" gc --data "$B" --grace 0 --json >"$T/gcb.json"
+"$HUBMIRROR" gc --wait --data "$B" --grace 0 --json >"$T/gcb.json"
 check "B's gc, its catalog no longer naming it, leaves A's file" test "$(rgw_s3 HEAD "/t0877/blobs/${sm:0:2}/$sm")" = 200
 rm -f "$HUBMIRROR_DATA/store/blobs/${sm:0:2}/$sm"
 check "A serves it from the bucket" bash -c "[ \"\$(curl -fsS '$M/acme/up/resolve/main/small.txt' | sha256sum | cut -d' ' -f1)\" = $sm ]"

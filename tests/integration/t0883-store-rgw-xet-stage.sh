@@ -77,9 +77,9 @@ check "no unfinished upload is left" test "$(uploads)" = 0
 check "serve stops clean" serve_stops_clean
 
 # 2. gc: within the age kept, past it removed
-"$HUBMIRROR" gc --json >"$T/gc1.json"
+"$HUBMIRROR" gc --wait --json >"$T/gc1.json"
 check "gc keeps staged xorbs within their 24 hours" test "$(nstaged)" = "$n1"
-"$HUBMIRROR" gc --xet-upload-age 0 --json >"$T/gc2.json"
+"$HUBMIRROR" gc --wait --xet-upload-age 0 --json >"$T/gc2.json"
 check "gc past the age removes them" "$PY" -c '
 import json, sys; d = json.load(open(sys.argv[1])); assert d["xet_staged_removed"] == 2 * int(sys.argv[2]), d' \
 	"$T/gc2.json" "$n1"
@@ -106,7 +106,7 @@ check "serve starts again" start_serve --local acme --tokens "$T/tokens" --p2p-l
 check "the same upload lands whole" xetput "$T/two.bin" two.bin
 check "resolve serves it back, byte for byte" test "$(resolved two.bin)" = "$two"
 check "serve stops clean" serve_stops_clean
-"$HUBMIRROR" gc --xet-upload-age 0 --json >"$T/gc3.json"
+"$HUBMIRROR" gc --wait --xet-upload-age 0 --json >"$T/gc3.json"
 check "gc removes the staged xorbs and their tables" test "$(staged | grep -c .)" = 0
 check "both files stay" bash -c "[ \"$(s3 HEAD "/t0883/blobs/${big:0:2}/$big")$(s3 HEAD "/t0883/blobs/${two:0:2}/$two")\" = 200200 ]"
 check "verify passes" "$HUBMIRROR" verify

@@ -62,7 +62,7 @@ check "mirror B's serve starts on the same bucket" start_serve --data "$B" --loc
 	--p2p-listen off
 tick
 # B's live set, written after A put the contents and naming none of them: for A's gc they are old
-check "mirror B's gc writes B's live set" "$HUBMIRROR" gc --data "$B" --grace 0
+check "mirror B's gc writes B's live set" "$HUBMIRROR" gc --wait --data "$B" --grace 0
 
 upload_same() { # PATH SHA256 REPO: B's user uploads A's content (fetched from upstream) as PATH to acme/up
 	curl -fsSL -o "$T/up.bin" "$FAKE_API/acme/$3/resolve/main/$1" && test "$(sha256sum <"$T/up.bin" | cut -d' ' -f1)" = "$2" &&
@@ -93,7 +93,7 @@ race() { # N REPO PATH SHA256: A drops REPO and collects; stopped in the reap of
 	local n=$1 repo=$2 path=$3 sha=$4 pid
 	check "A removes acme/$repo" "$HUBMIRROR" remove --data "$A" "hf:acme/$repo"
 	tick
-	HUBMIRROR_TEST_STOP=bucket-reap:$sha "$HUBMIRROR" gc --data "$A" --grace 0 --json >"$T/gcA$n.json" \
+	HUBMIRROR_TEST_STOP=bucket-reap:$sha "$HUBMIRROR" gc --wait --data "$A" --grace 0 --json >"$T/gcA$n.json" \
 		2>"$T/gcA$n.err" &
 	pid=$!
 	check "race $n: A's gc stops after it found $path's content old and unnamed" stopped "$pid"
@@ -135,7 +135,7 @@ check "B serves it byte for byte" bash -c "[ \"\$(curl -fsS '$M/acme/up/resolve/
 # 3. put back by B's gc (its live set names it); the trash then empties
 race 3 three x3.txt "$x3"
 tick
-"$HUBMIRROR" gc --data "$A" --grace 0 --json >"$T/gcA4.json" 2>"$T/gcA4.err"
+"$HUBMIRROR" gc --wait --data "$A" --grace 0 --json >"$T/gcA4.json" 2>"$T/gcA4.err"
 check "A's next gc keeps the trash (younger than B's live set)" json_ok "$T/gcA4.json" \
 	"d['bucket_trash_kept'] >= 6 and d['bucket_trash_removed'] == 0 and d['bucket_trash_restored'] == 0"
 check "x3 is still in the trash" test "$(trashed "$x3")" = 1
@@ -145,7 +145,7 @@ head -c 300000 /dev/urandom >"$T/zbad"
 check "(an object put by hand under a content's key, not holding its bytes)" \
 	test "$(s3 PUT "/t0884/blobs/${z:0:2}/$z" "$T/zbad")" = 200
 tick
-"$HUBMIRROR" gc --data "$B" --grace 0 --json >"$T/gcB.json" 2>"$T/gcB.err"
+"$HUBMIRROR" gc --wait --data "$B" --grace 0 --json >"$T/gcB.json" 2>"$T/gcB.err"
 check "B's gc puts back what its live set names from the trash, empties the rest (older than every set)" \
 	json_ok "$T/gcB.json" "d['bucket_trash_restored'] == 1 and d['bucket_trash_removed'] >= 3 and d['bucket_trash_kept'] == 0"
 check "x3 is back in blobs/" test "$(status "$x3")" = 200
@@ -156,7 +156,7 @@ check "B's verify: every content there, none missing" json_ok "$T/verifyB.json" 
 check "B serves x3 byte for byte" bash -c "[ \"\$(curl -fsS '$M/acme/up/resolve/main/x3.txt' | sha256sum |
 	cut -d' ' -f1)\" = $x3 ]"
 tick
-HUBMIRROR_TEST_COPY_MAX=100000 "$HUBMIRROR" gc --data "$A" --grace 0 --json >"$T/gcA5.json" 2>"$T/gcA5.err"
+HUBMIRROR_TEST_COPY_MAX=100000 "$HUBMIRROR" gc --wait --data "$A" --grace 0 --json >"$T/gcA5.json" 2>"$T/gcA5.err"
 check "a move through the mirror hashes the bytes: the damaged object is not moved to the trash" \
 	test "$(trashed "$z")" = 0
 check "gc says why it is not deleted" bash -c "grep -q 'cannot delete blob $z: .*hash' '$T/gcA5.err' ||
