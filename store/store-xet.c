@@ -26,6 +26,7 @@
 
 #define ID_HEAD 56                    /* magic and version, size, chunk count, file hash */
 #define ID_MAX ((int64_t)1 << 31)     /* 2 GiB: the identity of a 4 TB file; none bigger is believed */
+#define FAR_READ ((size_t)8 << 20)    /* one ranged read of the bucket (identity_far) */
 #define SMALL XET_CHUNK_MIN            /* a content smaller is one chunk: no identity file is kept for it */
 
 char *store_xet_path(const struct store *s, const char *sha256)
@@ -170,14 +171,59 @@ static int identity_update(void *id, const void *data, size_t n)
 	return 0;
 }
 
+/* With a bucket, a content bigger than the cache's bound that the cache does not hold: its identity
+ * file when there is one, else computed from ranged reads of the bucket, never bringing the content
+ * into the cache (store_blob_path would, past its bound). 1 when that was not the case (the caller
+ * goes through the blob), 0 with *out, or -errno. */
+static int identity_far(struct store *s, const char *sha256, struct xet_identity **out)
+{
+	char *blob = store_cache_path(s, sha256);
+	bool cached = blob && access(blob, F_OK) == 0;
+	struct xet_identity *id;
+	int64_t size = -1, off = 0;
+	char *buf, *why = NULL;
+	int r = 0;
+
+	free(blob);
+	if (!store_in_bucket(s) || cached || store_size(s, sha256, &size) || !store_streams_size(s, size))
+		return 1;
+	if ((id = store_xet_read(s, sha256, size)) != NULL) {
+		*out = id;
+		return 0;
+	}
+	id = xet_identity_new();
+	buf = xmalloc(FAR_READ);
+	while (off < size && !r) {
+		size_t k = size - off < (int64_t)FAR_READ ? (size_t)(size - off) : FAR_READ;
+		if ((r = store_read(s, sha256, off, buf, k, &why)) == 0)
+			xet_identity_update(id, buf, k);
+		off += (int64_t)k;
+	}
+	free(buf);
+	if (r) {
+		log_warn("store", "the Xet identity of %.12s, from the bucket: %s", sha256, why ? why : err_str(r));
+		free(why);
+		xet_identity_free(&id);
+		return r == HM_ERR_SIZE_MISMATCH ? -EIO : r;
+	}
+	xet_identity_finish(id);
+	store__xet_save(s, sha256, id);   /* kept if it can be: computed again if not */
+	*out = id;
+	return 0;
+}
+
 int store_xet_identity(struct store *s, const char *sha256, struct xet_identity **out)
 {
-	char *blob = store_blob_path(s, sha256);
+	char *blob;
 	struct xet_identity *id = NULL;
 	struct stat st;
 	int64_t total;
-	int fd = -1, r = 0;
+	int fd = -1, r = identity_far(s, sha256, out);
 
+	if (r <= 0)
+		return r;
+	r = 0;
+	blob = store_blob_path(s, sha256);
 	if (!blob)
 		return -EINVAL;
 	fd = open(blob, O_RDONLY | O_CLOEXEC);
