@@ -31,6 +31,7 @@
 #include "store/store.h"
 #include "torrents.h"
 
+#define PIECE ((size_t)8 << 20) /* a content read into the archive at a time (with a bucket, one ranged read) */
 
 int bundle__fail(char **errmsg, int r, const char *fmt, ...)
 {
@@ -471,45 +472,76 @@ struct blob_writer {
 	struct mirror_data *d;
 	struct archive *a;
 	const char *out;
-	char *buf;                              /* CHUNK bytes */
+	char *buf;                              /* PIECE bytes */
 	const struct mirror_progress *progress; /* may be NULL */
 	struct mirror_bundle_report *rep;
 	int64_t total_n, total_bytes;           /* what will be written */
 };
 
-/* Content sha (size bytes, read from the store) into the archive as blobs/<sha>. */
+/* Bytes [off, off + n) of content sha into buf: from fd (the store's file), or with fd -1 from wherever
+ * the store has it (store_read: with a bucket, a ranged read of it). 0, or -errno / the bucket's code
+ * with *why (malloc'd). */
+static int blob_read(struct store *st, int fd, const char *sha, int64_t off, char *buf, size_t n, char **why)
+{
+	if (fd < 0)
+		return store_read(st, sha, off, buf, n, why);
+	while (n) {
+		ssize_t got = pread(fd, buf, n, (off_t)off);
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got <= 0) {
+			*why = xstrdup(got < 0 ? strerror(errno) : "the stored file is short");
+			return got < 0 ? -errno : -EIO;
+		}
+		buf += got;
+		n -= (size_t)got;
+		off += got;
+	}
+	return 0;
+}
+
+/* Content sha (size bytes, read from the store) into the archive as blobs/<sha>. With a bucket, one the
+ * cache does not hold is read from the bucket by ranges, never brought into the cache (an export of
+ * the whole mirror would push everything else out of it, and a content bigger than it past its bound);
+ * the bundle's importer hashes every content to its name. */
 static int blob_write(struct blob_writer *w, const char *sha, int64_t size, char **errmsg)
 {
-	char *p = store_blob_path(w->d->store, sha), name[80];
-	int64_t left = size;
+	struct store *st = w->d->store;
+	char *p = store_in_bucket(st) ? store_cache_path(st, sha) : store_blob_path(st, sha), name[80], *why = NULL;
+	int64_t off = 0;
 	int fd;
 
 	fd = p ? open(p, O_RDONLY | O_CLOEXEC) : -1;
 	free(p);
-	if (fd < 0)
+	if (fd < 0 && (!store_in_bucket(st) || !store_has(st, sha, size)))
 		return bundle__fail(errmsg, -ENOENT, "content %s is not in the store (run 'hubmirror verify' and sync)",
 				    sha);
-	posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+	if (fd >= 0)
+		posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
 	snprintf(name, sizeof(name), "blobs/%s", sha);
-	if (write_entry_head(w->a, name, left)) {
-		close(fd);
+	if (write_entry_head(w->a, name, size)) {
+		if (fd >= 0)
+			close(fd);
 		return bundle__fail(errmsg, -EIO, "cannot write '%s': %s", w->out, archive_error_string(w->a));
 	}
 	/* streamed a chunk at a time: a 100 GB model never sits in memory or in a temporary copy */
-	while (left > 0) {
-		ssize_t got = read(fd, w->buf, left > CHUNK ? CHUNK : (size_t)left);
-		if (got < 0 && errno == EINTR)
-			continue;
-		if (got <= 0 || archive_write_data(w->a, w->buf, (size_t)got) != got) {
-			close(fd);
-			return bundle__fail(errmsg, -EIO, "cannot copy content %s: %s", sha,
-					    got <= 0 ? "the stored file is short" : archive_error_string(w->a));
+	while (off < size) {
+		size_t n = size - off > (int64_t)PIECE ? PIECE : (size_t)(size - off);
+		int r = blob_read(st, fd, sha, off, w->buf, n, &why);
+		if (r || archive_write_data(w->a, w->buf, n) != (la_ssize_t)n) {
+			if (fd >= 0)
+				close(fd);
+			r = bundle__fail(errmsg, -EIO, "cannot copy content %s: %s", sha,
+					 r ? why : archive_error_string(w->a));
+			free(why);
+			return r;
 		}
-		left -= got;
-		w->rep->bytes += got;
+		off += (int64_t)n;
+		w->rep->bytes += (int64_t)n;
 		mirror_progress_say(w->progress, w->rep->blobs, w->total_n, w->rep->bytes, w->total_bytes);
 	}
-	close(fd);
+	if (fd >= 0)
+		close(fd);
 	w->rep->blobs++;
 	mirror_progress_say(w->progress, w->rep->blobs, w->total_n, w->rep->bytes, w->total_bytes);
 	return 0;
@@ -524,7 +556,7 @@ static int write_blobs(struct mirror_data *d, struct archive *a, const char *out
 	json_t *v;
 	int r = 0;
 
-	w.buf = xmalloc(CHUNK);
+	w.buf = xmalloc(PIECE);
 	/* the totals, for a progress line: what will be written */
 	json_object_foreach(blobs, sha, v)
 		if (!json_object_get(omit, sha)) {

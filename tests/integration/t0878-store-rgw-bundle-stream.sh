@@ -8,7 +8,10 @@
 #    was on local disk before its put began), nothing is under its id, gc aborts the unfinished upload;
 # 2. a bundle whose entry has one byte changed is refused: nothing under the id, no upload left;
 # 3. the import whole: the content in the bucket byte for byte, the cache keeping no copy of it and
-#    the store's folder no more than the bound; verify passes, and serve's resolve reads it back.
+#    the store's folder no more than the bound; verify passes, and serve's resolve reads it back;
+# 4. exported again from the bucket: the content read from it by ranges, byte for byte in the bundle,
+#    never brought into the cache (on the code before, the export filled the cache with it, past its
+#    bound).
 . "$HM_SRC/tests/integration/lib.sh"
 need_ceph
 size=30000000
@@ -73,6 +76,24 @@ check "no temporary file holds a byte ($(tmp_bytes))" test "$(tmp_bytes)" = 0
 check "the store's folder holds no more than the cache ($(store_bytes) bytes)" test "$(store_bytes)" -le 4194304
 check "no upload is left" test "$(uploads)" = 0
 check "verify reads it back" "$HUBMIRROR" verify
+# 4. exported again, from the bucket: read by ranges, never brought into the cache
+check "an export from the bucket" "$HUBMIRROR" --log-level debug export --output "$T/b2.tar" hf:acme/big \
+	2>"$T/export.err"
+read_back=$(grep -F "${big:0:12}: " "$T/export.err" | grep -F "read from the bucket, not brought into the cache" |
+	sed 's/.*: \([0-9]*\) bytes at.*/\1/' | awk '{ n += $1 } END { print n + 0 }')
+check "its debug log names the bucket's reads of the content, every byte ($read_back of $size)" \
+	test "$read_back" = "$size"
+check "the cache still keeps no copy of it" test ! -e "$HUBMIRROR_DATA/store/blobs/${big:0:2}/$big"
+check "the store's folder no more than the bound ($(store_bytes) bytes)" test "$(store_bytes)" -le 4194304
+check "the bundle holds it byte for byte" "$PY" - "$T/b2.tar" "$big" <<'PY'
+import hashlib, sys, tarfile
+with tarfile.open(sys.argv[1]) as t:
+    f = t.extractfile("blobs/" + sys.argv[2])
+    h = hashlib.sha256()
+    for b in iter(lambda: f.read(1 << 20), b""):
+        h.update(b)
+sys.exit(h.hexdigest() != sys.argv[2])
+PY
 check "serve starts" start_serve --p2p-listen off
 check "resolve serves it byte for byte" bash -c "[ \"\$(curl -fsS '$M/acme/big/resolve/main/big.safetensors' |
 	sha256sum | cut -d' ' -f1)\" = $big ]"
