@@ -223,6 +223,8 @@ int store__fill(struct store *s, const char *sha256)
 			 store_bucket_errmsg());
 	if (r)
 		return r == HM_ERR_NOT_FOUND ? -ENOENT : r;
+	/* (which thread: a front's loop must never be the one waiting for the bucket; t0876 reads it) */
+	log_debug("store", "%.12s: brought into the cache from the bucket, on thread %ld", sha256, (long)gettid());
 	r = store_fill_begin(s, sha256, size, &w);
 	return r ? r : store_fill_run(s, sha256, &w, size, NULL, NULL);
 }

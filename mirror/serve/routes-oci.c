@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <strings.h>
 #include <time.h>
 #include <unistd.h>
@@ -395,6 +396,8 @@ static void oci_tarjob_work(void *p)
 
 	for (size_t i = 0; i < j->n; i++) {
 		struct oci_tarjob_file *f = &j->f[i];
+		/* (here, not on the loop: with a bucket, a content not in the cache is brought in first) */
+		f->file = store_blob_path(j->rt->data->store, f->sha256);
 		f->r = f->file ? hub_oci_tar_header(f->path, f->size, &f->header, &f->header_len) : -ENOENT;
 		if (!f->r)
 			f->r = hub_oci_tar_digest(f->header, f->header_len, f->file, f->size, f->digest);
@@ -442,7 +445,6 @@ static void oci_tarjob_start(struct oreq *o, const struct oci_art *a)
 		snprintf(f->sha256, sizeof(f->sha256), "%s", json_string_value(json_array_get(v, 0)));
 		f->path = xstrdup(json_string_value(json_array_get(v, 1)));
 		f->size = json_integer_value(json_array_get(v, 2));
-		f->file = store_blob_path(o->rt->data->store, f->sha256);
 	}
 	/* (the aside lane: a model's weights take a while to read, and no other answer waits for them) */
 	httpd_defer_aside(o->req, oci_tarjob_work, oci_tarjob_done, j);
@@ -497,13 +499,17 @@ static void oci_manifest(struct oreq *o, const char *ref)
 static int oci_send_tar(struct oreq *o, const struct catalog_oci_tar *t)
 {
 	int64_t hl = (int64_t)t->header_len, total = hl + t->size + hub_oci_tar_tail(t->size), a = 0, b = 0;
-	char *blob = store_blob_path(o->rt->data->store, t->sha256);
+	struct store *st = o->rt->data->store;
+	/* (with a bucket, the cache's copy, which oci_tar_fill brought in: never a fill on the loop) */
+	char *blob = store_in_bucket(st) ? store_cache_path(st, t->sha256) : store_blob_path(st, t->sha256);
 	int fd = blob ? open(blob, O_RDONLY | O_CLOEXEC) : -1, rr;
 	struct hub_oci_span sp;
 
 	free(blob);
 	if (fd < 0)
 		return -1;
+	if (store_in_bucket(st))
+		futimens(fd, (struct timespec[]){ { 0, UTIME_NOW }, { 0, UTIME_OMIT } }); /* read last: kept */
 	httpd_add_header(o->req, "Accept-Ranges", "bytes");
 	rr = httpd_parse_range(httpd_header(o->req, "Range"), total, &a, &b);
 	if (rr < 0) {
@@ -526,7 +532,56 @@ static int oci_send_tar(struct oreq *o, const struct catalog_oci_tar *t)
 	return 0;
 }
 
-/* An image's tar layer of that digest: 0 (answered), HM_ERR_NOT_FOUND or an error. */
+/* A tar layer's content that the store's bucket holds and its cache does not: brought in on a worker
+ * (the loop never waits on the bucket), then the request is routed again. */
+struct oci_fill {
+	struct mirror_routes *rt;
+	char *rest;
+	char sha256[65];
+};
+
+static void oci_fill_work(void *p)
+{
+	struct oci_fill *f = p;
+
+	free(store_blob_path(f->rt->data->store, f->sha256));
+}
+
+static void oci_fill_done(void *p, struct httpd_req *req)
+{
+	struct oci_fill *f = p;
+
+	if (req)
+		oci_route(f->rt, req, f->rest, true);
+	free(f->rest);
+	free(f);
+}
+
+/* Whether t's content is to be brought into the cache first (then the request was deferred for it):
+ * with a bucket, not in the cache, and not once already for this request. */
+static bool oci_tar_fill(struct oreq *o, const struct catalog_oci_tar *t)
+{
+	struct store *st = o->rt->data->store;
+	char *blob;
+	bool there;
+	struct oci_fill *f;
+
+	if (!store_in_bucket(st) || o->deferred)
+		return false;
+	blob = store_cache_path(st, t->sha256);
+	there = !blob || access(blob, F_OK) == 0;
+	free(blob);
+	if (there)
+		return false;
+	f = xcalloc(1, sizeof(*f));
+	f->rt = o->rt;
+	f->rest = xstrdup(o->rest);
+	snprintf(f->sha256, sizeof(f->sha256), "%s", t->sha256);
+	httpd_defer_aside(o->req, oci_fill_work, oci_fill_done, f);
+	return true;
+}
+
+/* An image's tar layer of that digest: 0 (answered, or deferred to be), HM_ERR_NOT_FOUND or an error. */
 static int oci_blob_tar(struct oreq *o, const char *digest)
 {
 	struct catalog_oci_tar t;
@@ -537,7 +592,7 @@ static int oci_blob_tar(struct oreq *o, const char *digest)
 	/* (a provisional snapshot's content held for another repo is not this one's yet) */
 	if (mirror__file_trusted(o->rt, t.snapshot_id, t.sha256) != 1) {
 		r = HM_ERR_NOT_FOUND;
-	} else {
+	} else if (!oci_tar_fill(o, &t)) {
 		httpd_add_header(o->req, "Docker-Content-Digest", digest);
 		httpd_add_headerf(o->req, "ETag", "\"%s\"", digest);
 		if (oci_send_tar(o, &t))

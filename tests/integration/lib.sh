@@ -313,6 +313,7 @@ start_fakehub() {
 # start_serve [ARGS...]: run `hubmirror serve` on a free loopback port (stopped at exit) and set M to
 # its base URL. Its stderr goes to $T/serve.err, its access log to $T/access.log. A serve refuses a
 # data directory that holds no mirror: a test that has not added anything yet gets an empty one.
+# $SERVE_LOG_LEVEL (e.g. debug), when set, is its --log-level.
 start_serve() {
 	rm -f "$T/url"
 	local data=$HUBMIRROR_DATA a prev=
@@ -322,7 +323,8 @@ start_serve() {
 		prev=$a
 	done
 	[ -e "$data/catalog.db" ] || "$HUBMIRROR" init --data "$data" >/dev/null || return 1
-	"$HUBMIRROR" serve --listen 127.0.0.1:0 --ready-file "$T/url" --access-log "$T/access.log" "$@" 2>"$T/serve.err" &
+	"$HUBMIRROR" ${SERVE_LOG_LEVEL:+--log-level "$SERVE_LOG_LEVEL"} serve --listen 127.0.0.1:0 --ready-file "$T/url" \
+		--access-log "$T/access.log" "$@" 2>"$T/serve.err" &
 	_pids+=($!)
 	# (seeding thousands of files' links on a loaded machine takes a while)
 	_await_ready "$T/url" serve "$T/serve.err" || return 1
