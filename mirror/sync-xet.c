@@ -119,7 +119,7 @@ void mirror__sync_xet_start(struct mirror__sync_job *j)
 	struct mirror_xet_fetch_host h = {
 		.http = j->s->http, .catalog = j->s->d->catalog, .store = j->s->d->store, .w = j->w,
 		.token_url = url, .token = hub_client_token(j->s->client, HUB_HF), .xet_hash = j->f->xet_hash,
-		.size = j->f->size, .local_turn = XET_LOCAL_TURN,
+		.size = j->f->size, .local_turn = XET_LOCAL_TURN, .far_reads = true,
 		.on_bytes = on_bytes, .yield = on_yield, .on_end = on_end, .ud = j,
 	};
 

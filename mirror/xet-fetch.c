@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -185,6 +186,28 @@ static int xs_put_chunk(struct mirror_xet_fetch *x, const struct term *t, uint32
  * comes (xet_ranges). 1 when written, 0 when some chunk is not held (or no longer what was recorded):
  * fetch the term (what its good chunks wrote is not written again); 2 when the turn's bytes (from
  * `turn`) are read: the host's yield, then on from the same chunk. */
+/* A stored chunk's bytes (r) into x->room, from where the store has them, never bringing a content into
+ * the cache for one chunk of it: its file in blobs/ (the directory's, or the cache's copy), else with
+ * a bucket a ranged read of it where the host allows (far_reads), else none (fetched from upstream). */
+static bool stored_chunk(struct mirror_xet_fetch *x, const struct catalog_xet_range *r)
+{
+	char *path = store_cache_path(x->h.store, r->sha256), *why = NULL;
+	int fd = path ? open(path, O_RDONLY | O_CLOEXEC) : -1, e;
+	bool ok;
+
+	free(path);
+	if (fd >= 0) {
+		ok = pread(fd, x->room, r->length, r->offset) == (ssize_t)r->length;
+		close(fd);
+		return ok;
+	}
+	if (!store_in_bucket(x->h.store) || !x->h.far_reads)
+		return false;
+	e = store_read(x->h.store, r->sha256, r->offset, x->room, r->length, &why);
+	free(why); /* (a chunk that cannot be read is fetched from upstream: nothing to say) */
+	return e == 0;
+}
+
 static int xs_local_term(struct mirror_xet_fetch *x, const struct term *t, uint64_t turn)
 {
 	int ok = 1;
@@ -198,17 +221,10 @@ static int xs_local_term(struct mirror_xet_fetch *x, const struct term *t, uint6
 	while (x->lchunk < t->end && ok && !x->fail) {
 		struct catalog_xet_range r;
 		struct xet_hash h, want;
-		char *path = NULL;
-		int fd = -1;
 		if (x->pos - turn >= x->h.local_turn)
 			return 2;
 		ok = !catalog_xet_range_find(x->h.catalog, t->xorb, x->lchunk, &r) && r.length > 0 &&
-		     r.length <= XET_CHUNK_MAX && (path = store_blob_path(x->h.store, r.sha256)) &&
-		     (fd = open(path, O_RDONLY | O_CLOEXEC)) >= 0 &&
-		     pread(fd, x->room, r.length, r.offset) == (ssize_t)r.length;
-		if (fd >= 0)
-			close(fd);
-		free(path);
+		     r.length <= XET_CHUNK_MAX && stored_chunk(x, &r);
 		if (ok) {
 			xet_chunk_hash(x->room, r.length, &h);
 			ok = !xet_hash_from_hex(r.hash, &want) && !memcmp(h.b, want.b, sizeof(h.b));

@@ -39,6 +39,9 @@ struct mirror_xet_fetch_host {
 	const char *xet_hash;           /* upstream's, 64 hex (copied) */
 	int64_t size;
 	uint64_t local_turn;            /* stored chunks' bytes read in one turn of the loop */
+	bool far_reads;                 /* with a bucket, a stored chunk the cache does not hold is read
+	                                 * from the bucket (a blocking ranged read: a sync's loop may; serve's
+	                                 * may not, and fetches it from upstream instead) */
 	/* xorb bytes received (fetched) and file bytes newly written (written), as they come */
 	void (*on_bytes)(void *ud, int64_t fetched, int64_t written);
 	/* the host calls mirror_xet_fetch_resume(x) soon, from its loop (an idle turn) */
