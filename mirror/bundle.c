@@ -18,6 +18,7 @@
 #include <openssl/evp.h>
 
 #include "base/err.h"
+#include "base/fdio.h"
 #include "base/hex.h"
 #include "base/path.h"
 #include "base/xmalloc.h"
@@ -483,21 +484,13 @@ struct blob_writer {
  * with *why (malloc'd). */
 static int blob_read(struct store *st, int fd, const char *sha, int64_t off, char *buf, size_t n, char **why)
 {
+	int r;
+
 	if (fd < 0)
 		return store_read(st, sha, off, buf, n, why);
-	while (n) {
-		ssize_t got = pread(fd, buf, n, (off_t)off);
-		if (got < 0 && errno == EINTR)
-			continue;
-		if (got <= 0) {
-			*why = xstrdup(got < 0 ? strerror(errno) : "the stored file is short");
-			return got < 0 ? -errno : -EIO;
-		}
-		buf += got;
-		n -= (size_t)got;
-		off += got;
-	}
-	return 0;
+	if ((r = fdio_pread_all(fd, buf, n, (off_t)off)) != 0)
+		*why = xstrdup(r == -EIO ? "the stored file is short" : err_str(r));
+	return r;
 }
 
 /* Content sha (size bytes, read from the store) into the archive as blobs/<sha>. With a bucket, one the

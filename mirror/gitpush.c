@@ -24,6 +24,7 @@
 #include "base/buf.h"
 #include "base/bug.h"
 #include "base/err.h"
+#include "base/fdio.h"
 #include "base/hex.h"
 #include "base/path.h"
 #include "base/size.h"
@@ -204,7 +205,7 @@ static int input_of(struct push *s, const char *text)
 {
 	int fd = gitrepo__tmpfile_in(s->p->gitdir);
 
-	if (fd >= 0 && gitrepo__write_all(fd, text, strlen(text))) {
+	if (fd >= 0 && fdio_write_all(fd, text, strlen(text))) {
 		close(fd);
 		fd = -1;
 	}

@@ -21,6 +21,7 @@
 
 #include "base/buf.h"
 #include "base/err.h"
+#include "base/fdio.h"
 #include "base/path.h"
 #include "base/xmalloc.h"
 #include "data.h"
@@ -326,7 +327,7 @@ int mirror_git_backend(const struct mirror_data *d, const struct mirror_git_requ
 	in = q->push && q->body_fd >= 0 ? dup(q->body_fd) : gitrepo__tmpfile_in(root);
 	out = gitrepo__tmpfile_in(root);
 	err = gitrepo__tmpfile_in(root);
-	if (in < 0 || out < 0 || err < 0 || (body && len && gitrepo__write_all(in, body, len)) ||
+	if (in < 0 || out < 0 || err < 0 || (body && len && fdio_write_all(in, body, len)) ||
 	    lseek(in, 0, SEEK_SET)) {
 		*errmsg = xasprintf("temporary files in %s: %s", root, strerror(errno));
 		r = HM_ERR_GIT;

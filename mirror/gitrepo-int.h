@@ -30,8 +30,6 @@ char *gitrepo__last_words(int err);
 /* Run git (argv) to its end, stderr into a temporary file in root: 0, or HM_ERR_GIT with *errmsg (may
  * be NULL) holding git's last words. */
 int gitrepo__git_run(const char *root, const char *const *argv, int in, int out, char **errmsg);
-/* Write all n bytes of p to fd; 0 or -1 with errno. */
-int gitrepo__write_all(int fd, const void *p, size_t n);
 /* A step that failed with r (and *errmsg) in root, said again when root's disk is full: git does not
  * tell (its writes fail silently, or its own words cannot be written either), so an HM_ERR_GIT with
  * less than GITREPO_FULL_BYTES left there is the disk's: -ENOSPC, *errmsg saying so first. Else r. */

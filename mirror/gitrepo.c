@@ -32,6 +32,7 @@
 
 #include "base/buf.h"
 #include "base/err.h"
+#include "base/fdio.h"
 #include "base/log.h"
 #include "base/path.h"
 #include "base/str.h"
@@ -282,25 +283,9 @@ static int ref_cb(void *ud, const char *name, const char *kind, const char *comm
 	return 0;
 }
 
-int gitrepo__write_all(int fd, const void *p, size_t n)
-{
-	const char *b = p;
-
-	while (n) {
-		ssize_t w = write(fd, b, n);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return -errno;
-		b += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
-
 static int write_str(int fd, const char *s)
 {
-	return gitrepo__write_all(fd, s, strlen(s));
+	return fdio_write_all(fd, s, strlen(s));
 }
 
 struct stream {
@@ -351,7 +336,7 @@ static int file_cb(void *ud, const struct catalog_entry *e)
 				 (long long)e->size);
 		mark = s->next_mark++;
 		snprintf(head, sizeof(head), "blob\nmark :%d\ndata %d\n", mark, n);
-		if ((s->err = write_str(s->fd, head)) || (s->err = gitrepo__write_all(s->fd, ptr, (size_t)n)) ||
+		if ((s->err = write_str(s->fd, head)) || (s->err = fdio_write_all(s->fd, ptr, (size_t)n)) ||
 		    (s->err = write_str(s->fd, "\n")))
 			return s->err;
 		json_object_set_new(s->marks, key, json_integer(mark));
@@ -382,7 +367,7 @@ static int file_cb(void *ud, const struct catalog_entry *e)
 				s->why = xasprintf("%s: reading the store's %s failed", e->path, e->sha256);
 				break;
 			}
-			s->err = gitrepo__write_all(s->fd, buf, (size_t)n);
+			s->err = fdio_write_all(s->fd, buf, (size_t)n);
 			left -= n;
 		}
 		close(fd);
@@ -407,7 +392,7 @@ static int stream_commit(struct stream *s, struct catalog *cat, int64_t snapshot
 	if (!r) {
 		r = write_str(s->fd, head);
 		if (!r && s->files.len)
-			r = gitrepo__write_all(s->fd, s->files.data, s->files.len);
+			r = fdio_write_all(s->fd, s->files.data, s->files.len);
 		if (!r)
 			r = write_str(s->fd, "\n");
 	} else if (!s->err) {
@@ -687,7 +672,7 @@ static int drop_stale(struct catalog *cat, const struct catalog_repo *repo, cons
 	}
 	if (b.len) {
 		in = gitrepo__tmpfile_in(root);
-		if (in < 0 || gitrepo__write_all(in, b.data, b.len) || lseek(in, 0, SEEK_SET)) {
+		if (in < 0 || fdio_write_all(in, b.data, b.len) || lseek(in, 0, SEEK_SET)) {
 			*errmsg = xstrdup("cannot hand git update-ref its input");
 			r = HM_ERR_GIT;
 		} else {

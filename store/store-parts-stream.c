@@ -29,6 +29,7 @@
 
 #include "base/bug.h"
 #include "base/err.h"
+#include "base/fdio.h"
 #include "base/xmalloc.h"
 #include "store-int.h"
 #include "store.h"
@@ -297,24 +298,6 @@ int64_t store_parts_piece_left(const struct store_parts_piece *p)
 	return p->left;
 }
 
-/* pread all n bytes at off: 0, or -errno (-EIO: the file ends before). */
-static int pread_all(int fd, void *buf, size_t n, int64_t off)
-{
-	char *b = buf;
-
-	while (n) {
-		ssize_t k = pread(fd, b, n, (off_t)off);
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0)
-			return k < 0 ? -errno : -EIO;
-		b += k;
-		n -= (size_t)k;
-		off += k;
-	}
-	return 0;
-}
-
 /* A live part's bytes: those a cut copy of it sent in already (before p->again) compared with what was
  * kept of them, the rest kept and then handed to the writer. */
 static int live_write(struct store_parts_piece *p, const void *data, size_t n)
@@ -328,7 +311,7 @@ static int live_write(struct store_parts_piece *p, const void *data, size_t n)
 		int r;
 		if ((int64_t)k > p->again - p->off)
 			k = (size_t)(p->again - p->off);
-		if ((r = pread_all(ps->kept_fd, cmp, k, p->off)) != 0)
+		if ((r = fdio_pread_all(ps->kept_fd, cmp, k, (off_t)p->off)) != 0)
 			return r;
 		if (memcmp(cmp, c, k))
 			return -EPIPE; /* not the bytes its cut copy sent: a lie, which the hash took in part */

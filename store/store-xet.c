@@ -15,6 +15,7 @@
 #include <openssl/evp.h>
 
 #include "base/err.h"
+#include "base/fdio.h"
 #include "base/hex.h"
 #include "base/log.h"
 #include "base/path.h"
@@ -65,21 +66,6 @@ int store__read_chunks(int fd, int (*fn)(void *ud, const void *data, size_t n), 
 	return r;
 }
 
-static int write_all(int fd, const unsigned char *p, size_t n)
-{
-	while (n) {
-		ssize_t k = write(fd, p, n);
-		if (k < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		p += k;
-		n -= (size_t)k;
-	}
-	return 0;
-}
-
 int store__xet_save(const struct store *s, const char *sha256, const struct xet_identity *id)
 {
 	char *path = store_xet_path(s, sha256), *dir = NULL, *tmp = NULL;
@@ -110,7 +96,7 @@ int store__xet_save(const struct store *s, const char *sha256, const struct xet_
 		goto out;
 	}
 	buf = xet_identity_serialize(id, &len);
-	r = write_all(fd, buf, len);
+	r = fdio_write_all(fd, buf, len);
 	/* renamed whole, so no process sees a part of one; not fsynced: a machine's crash may leave one
 	 * short or empty, which reads back as bad (every field is checked) and is computed again, and two
 	 * fsyncs a file would double what a sync of many small files waits for */

@@ -26,6 +26,7 @@
 
 #include "base/buf.h"
 #include "base/err.h"
+#include "base/fdio.h"
 #include "base/hex.h"
 #include "base/log.h"
 #include "base/str.h"
@@ -439,22 +440,6 @@ static int xorb_blob(struct store *store, const char *sha256, const struct xet_c
 	return fd;
 }
 
-/* pwrite all n bytes at off: 0 or -errno. */
-static int write_all(int fd, const char *b, size_t n, off_t off)
-{
-	while (n) {
-		ssize_t w = pwrite(fd, b, n, off);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return w < 0 ? -errno : -EIO;
-		b += w;
-		n -= (size_t)w;
-		off += w;
-	}
-	return 0;
-}
-
 /* The run's bytes alone, for a content the store's bucket holds, its cache does not, and which is
  * bigger than the cache's bound (store_blob_path would bring it in whole, past the bound): ranged reads
  * of the bucket into an unlinked file of the answer's own in the store's tmp/ (at most a run, 64 MiB),
@@ -475,7 +460,7 @@ static int xorb_run_file(struct store *store, const char *sha256, const struct x
 	while (done < len && !r) {
 		size_t k = len - done < bufsz ? (size_t)(len - done) : bufsz;
 		if ((r = store_read(store, sha256, (int64_t)(a->offset + done), buf, k, &why)) == 0)
-			r = write_all(fd, buf, k, (off_t)done);
+			r = fdio_pwrite_all(fd, buf, k, (off_t)done);
 		done += k;
 	}
 	free(buf);
