@@ -172,12 +172,21 @@ static int identity_update(void *id, const void *data, size_t n)
 
 int store_xet_identity(struct store *s, const char *sha256, struct xet_identity **out)
 {
-	char *blob = store_blob_path(s, sha256);
 	struct xet_identity *id = NULL;
 	struct stat st;
 	int64_t total;
 	int fd = -1, r = 0;
+	char *blob;
 
+	/* with a bucket, the identity kept is read without bringing the content into the cache (its size
+	 * from the cache's copy, else the bucket's object): a content bigger than the cache's bound would
+	 * stay there over it, for a Xet client's reconstruction or xorbs */
+	if (store_in_bucket(s) && hex_is_lower(sha256, 64) && !store_size(s, sha256, &total) &&
+	    (id = store_xet_read(s, sha256, total))) {
+		*out = id;
+		return 0;
+	}
+	blob = store_blob_path(s, sha256);
 	if (!blob)
 		return -EINVAL;
 	fd = open(blob, O_RDONLY | O_CLOEXEC);

@@ -27,6 +27,7 @@
 #include "base/buf.h"
 #include "base/err.h"
 #include "base/hex.h"
+#include "base/log.h"
 #include "base/str.h"
 #include "base/xmalloc.h"
 #include "catalog/catalog.h"
@@ -42,6 +43,7 @@
 #define FETCH_TTL 900                 /* seconds a fetch URL lives (a 403 makes clients ask again) */
 #define MAX_RANGES 1024               /* ranges in one xorb request */
 #define BOUNDARY "hubmirror-xet-3c9f1e7a5d2b4086"
+#define XORB_PIECE ((size_t)8 << 20)  /* one read of the bucket, for a xorb of a content the cache never holds */
 
 /* ---- virtual xorbs ------------------------------------------------------------------------------ */
 
@@ -419,13 +421,67 @@ static void xorb_body(const struct xet_chunk *c, const struct mirror__xet_run *r
 		splice_add(s, false, 0, "--" BOUNDARY "--\r\n", strlen("--" BOUNDARY "--\r\n"));
 }
 
-/* The blob of the run, open, when it holds every byte its chunks name: fd, or -errno. */
-static int xorb_blob(struct store *store, const char *sha256, const struct xet_chunk *c, size_t nc)
+/* A content bigger than the cache's bound that the cache does not hold: the run's chunks read from the
+ * store's bucket (store_read: never brought into the cache, which it would pass over its bound), each
+ * hashed to its Xet chunk hash, into an unlinked file of the answer's own at their offsets in the
+ * content (the rest of it a hole, the file as long as the content): at most a xorb's bytes on local
+ * disk while the answer goes out. fd, or -errno (HM_ERR_HASH_MISMATCH: the bucket's bytes are not the
+ * content's, logged). On a worker. */
+static int xorb_spool(struct store *store, const char *sha256, const struct xet_chunk *c, size_t nc,
+		      const struct mirror__xet_run *run)
 {
-	char *path = store_blob_path(store, sha256);
+	int fd = open(store_tmp_dir(store), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600), r = 0;
+	size_t k = run->first, end = run->first + run->n, cap = 0;
+	unsigned char *buf = NULL;
+	char *msg = NULL;
+
+	if (fd < 0)
+		return -errno;
+	if (ftruncate(fd, (off_t)(c[nc - 1].offset + c[nc - 1].size)) < 0)
+		r = -errno;
+	while (k < end && !r) {
+		size_t j = k, len = 0;
+		while (j < end && (j == k || len + c[j].size <= XORB_PIECE))
+			len += c[j++].size; /* (a run's chunks follow each other in the content) */
+		if (len > cap)
+			buf = xrealloc(buf, cap = len);
+		r = store_read(store, sha256, (int64_t)c[k].offset, buf, len, &msg);
+		for (size_t i = k; !r && i < j; i++) {
+			struct xet_hash h;
+			xet_chunk_hash(buf + (c[i].offset - c[k].offset), c[i].size, &h);
+			if (memcmp(h.b, c[i].hash.b, sizeof(h.b)))
+				r = HM_ERR_HASH_MISMATCH;
+		}
+		if (!r && pwrite(fd, buf, len, (off_t)c[k].offset) != (ssize_t)len)
+			r = -EIO;
+		k = j;
+	}
+	if (r && !msg)
+		msg = xstrdup(r == HM_ERR_HASH_MISMATCH ? "a chunk is not the content's (the bucket's copy damaged)"
+							: err_str(r));
+	if (r)
+		log_warn("serve", "a xorb of %.12s from the store's bucket: %s", sha256, msg);
+	free(msg);
+	free(buf);
+	if (r)
+		close(fd);
+	return r ? r : fd;
+}
+
+/* The blob of the run, open, when it holds every byte its chunks name: fd, or -errno. */
+static int xorb_blob(struct store *store, const char *sha256, const struct xet_chunk *c, size_t nc,
+		     const struct mirror__xet_run *run)
+{
+	/* one bigger than the cache's bound: its copy when the cache holds one, never brought in */
+	bool big = nc && store_streams_size(store, (int64_t)(c[nc - 1].offset + c[nc - 1].size));
+	char *path = big ? store_cache_path(store, sha256) : store_blob_path(store, sha256);
 	int fd = path ? open(path, O_RDONLY | O_CLOEXEC) : -ENOENT;
 	struct stat st;
 
+	if (big && fd < 0) {
+		free(path);
+		return xorb_spool(store, sha256, c, nc, run);
+	}
 	if (path && fd < 0)
 		fd = -errno;
 	free(path);
@@ -471,7 +527,7 @@ static void xorb_build(struct mirror__job *j, struct catalog *cat)
 			goto out;
 		}
 		n = (size_t)rn;
-		fd = xorb_blob(xj->store, xj->sha256, c, nc);
+		fd = xorb_blob(xj->store, xj->sha256, c, nc, &runs[xj->idx]);
 		e = fd < 0 ? fd : 0;
 		if (!e)
 			xorb_body(c, &runs[xj->idx], r, n, &s);
