@@ -187,8 +187,8 @@ static void range_release(void *ud)
 		range_free(g);
 }
 
-/* An unlinked file in dir, read and written; -1 when none can be made. */
-static int spool_open(const char *dir)
+/* (floor-read-int.h) */
+int mirror__bucket_spool_open(const char *dir)
 {
 	int fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
 	char *p;
@@ -215,7 +215,7 @@ int mirror__bucket_range_send(struct mirror_routes *rt, struct httpd_req *req, c
 	if (!rt->bucket_loop && (!store_bucket_of(st) ||
 				 store_bucket_loop_new(store_bucket_of(st), rt->loop, &rt->bucket_loop)))
 		return -1;
-	fd = spool_open(store_tmp_dir(st));
+	fd = mirror__bucket_spool_open(store_tmp_dir(st));
 	out = fd >= 0 ? dup(fd) : -1;
 	if (out < 0) {
 		if (fd >= 0)

@@ -62,6 +62,9 @@ int mirror__send_blob(struct mirror_routes *rt, struct httpd_req *req, const cha
  * -1 when nothing was sent. On the loop. */
 int mirror__bucket_range_send(struct mirror_routes *rt, struct httpd_req *req, const char *sha256, int64_t size,
 			      int64_t a, int64_t b, bool whole);
+/* An unlinked file in dir (the store's tmp/), read and written, for an answer's spool: O_TMPFILE, or a
+ * name made and unlinked on a filesystem without it. The descriptor, or -1 (errno set). */
+int mirror__bucket_spool_open(const char *dir);
 /* serve stops: the reads from the bucket in flight are cancelled, their loop's handles closed. */
 void mirror__bucket_reads_stop(struct mirror_routes *rt);
 

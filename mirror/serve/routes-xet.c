@@ -430,7 +430,7 @@ static void xorb_body(const struct xet_chunk *c, const struct mirror__xet_run *r
 static int xorb_spool(struct store *store, const char *sha256, const struct xet_chunk *c, size_t nc,
 		      const struct mirror__xet_run *run)
 {
-	int fd = open(store_tmp_dir(store), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600), r = 0;
+	int fd = mirror__bucket_spool_open(store_tmp_dir(store)), r = 0;
 	size_t k = run->first, end = run->first + run->n, cap = 0;
 	unsigned char *buf = NULL;
 	char *msg = NULL;

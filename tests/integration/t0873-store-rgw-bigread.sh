@@ -11,7 +11,9 @@
 # 2. one byte changed in the bucket's object (same size): the whole GET and the Range 0- GET end short
 #    of the last byte (curl: a partial transfer), the bytes hashed in order as they came, and the log
 #    names the content;
-# 3. a content within the bound (3 MB) is still brought into the cache by a read from its start.
+# 3. a content within the bound (3 MB) is still brought into the cache by a read from its start;
+# 4. a Xet client's read of the big content (reconstruction, xorbs, helpers/xetjoin.py) byte for byte,
+#    the cache not filled by it; a chunk changed in the bucket's object: the xorb is a 503, logged.
 # Fails on the code before it: the whole read filled the cache with the 30 MB (checks of 1 fail).
 . "$HM_SRC/tests/integration/lib.sh"
 need_ceph
@@ -162,6 +164,29 @@ check "its copy is kept in the cache" test -n "$kept"
 check "the copy hashes to its name" test "$(sha256sum <"$(blob "$small")" | cut -d' ' -f1)" = "$small"
 check "the store's folder still holds no more than the cache ($(store_bytes) bytes)" \
 	test "$(store_bytes)" -le 4194304
+
+# 4. a Xet client's read of the big content (its reconstruction, then its xorbs): never into the cache
+xh=$(curl -fsS -I "$url" | tr -d '\r' | awk -F': ' 'tolower($1) == "x-xet-hash" { print $2 }')
+check "resolve names the big content's Xet hash ($xh)" test -n "$xh"
+tok=$(curl -fsS "$M/api/models/acme/big/xet-read-token/main" | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["accessToken"])')
+check "its v1 reconstruction" curl -fsS -o "$T/recon.json" -H "Authorization: Bearer $tok" \
+	"$M/xet-cas/v1/reconstructions/$xh"
+check "put together from its xorbs as hf_xet does (helpers/xetjoin.py), byte for byte" bash -c \
+	"'$PY' '$HM_SRC/tests/integration/helpers/xetjoin.py' '$T/recon.json' '$T/joined' && cmp -s '$T/joined' '$T/big.obj'"
+check "no copy of it in the cache" test ! -e "$(blob "$big")"
+check "the store's folder holds no more than the cache ($(store_bytes) bytes)" test "$(store_bytes)" -le 4194304
+xorb=$("$PY" -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d["fetch_info"][d["terms"][0]["hash"]][0]["url"])' \
+	"$T/recon.json")
+"$PY" -c 'import sys
+d = bytearray(open(sys.argv[1], "rb").read()); d[1000] ^= 0xff
+open(sys.argv[2], "wb").write(d)' "$T/big.obj" "$T/big.bad0"
+check "the big content's object damaged in its first chunk" s3 PUT "$big" "$T/big.bad0"
+code=$(curl -sS -o /dev/null -w '%{http_code}' "$xorb")
+check "its first xorb is refused, no byte of it sent ($code)" test "$code" = 503
+check "the log names the chunk that is not the content's" \
+	grep -q "a xorb of ${big:0:12} from the store's bucket: a chunk is not the content's" "$T/serve.err"
+check "the object put back" s3 PUT "$big" "$T/big.obj"
+check "the xorb is served again" test "$(curl -sS -o /dev/null -w '%{http_code}' "$xorb")" = 200
 kill $watcher
 check "serve stops clean" serve_stops_clean
 finish
