@@ -12,7 +12,7 @@
 #             cache copy, a reference for what receiving and sending alone cost;
 #   big:      (the cache emptied) GET /resolve whole through a second serve of the same binary whose
 #             cache is smaller than the file (cache-size MIB/2): read straight as `straight` is, and
-#             hashed on the loop as it passes, its last byte held until the whole matched;
+#             hashed as it passes (on a worker, behind the spool), its last byte held until the whole matched;
 #   warm:     the whole file again, the cache now holding it (sendfile from the local file).
 # Every byte is read once per case (curl into /dev/null), each answer's length checked; the object's
 # bytes were checked against the content's sha256 by the sync that put it there, and the mirror's

@@ -16,7 +16,8 @@
  * hashed to the id (store/bucket.c), so a range of it is the content's unless the bucket damaged it
  * since; a range alone cannot be hashed to the id, so the bytes sent here are the bucket's as they
  * are, trusting the storage's own integrity (Ceph's checksums and scrubs, S3's). A read of the whole
- * (every byte, from the start in order) is hashed as its bytes come, on the loop, and the answer's
+ * (every byte, from the start in order) is hashed as its pieces come, read back from the spool on a
+ * worker (one piece after another, never punched before it is hashed), and the answer's
  * last byte goes out only once the whole hashed to the id: bytes that are not the content's end it
  * short, the connection closed, and are logged. A read from the start of a content within the cache's
  * bound goes through the cache's fill instead, which hashes the whole before the cache keeps it, and
@@ -58,8 +59,12 @@ struct bucket_range {
 	int64_t avail;              /* the spool holds the range's bytes before this */
 	int64_t sent;               /* the client took those before this */
 	int64_t punched;            /* the spool is freed below this */
-	EVP_MD_CTX *md;             /* a read of the whole: its bytes hashed in order, as they come */
-	bool inflight, failed, released;
+	EVP_MD_CTX *md;             /* a read of the whole: its bytes hashed in order, on a worker */
+	int64_t hashed;             /* the spool's bytes before this are hashed (never punched before) */
+	int64_t hash_to;            /* the worker's hash goes up to this */
+	int hash_err;               /* the worker could not read the spool */
+	uv_work_t hw;
+	bool inflight, hashing, failed, released;
 	bool verified;              /* the whole hashed to its id: the answer's last byte may go */
 };
 
@@ -100,8 +105,6 @@ static int range_sink(void *ud, const void *data, size_t n)
 			continue;
 		if (w <= 0)
 			return -EIO;
-		if (g->md && EVP_DigestUpdate(g->md, p, (size_t)w) != 1)
-			return -EIO;
 		p += w;
 		n -= (size_t)w;
 		g->avail += w;
@@ -110,6 +113,63 @@ static int range_sink(void *ud, const void *data, size_t n)
 }
 
 static void more(struct bucket_range *g);
+static void hash_more(struct bucket_range *g);
+
+/* On a worker: the spool's bytes [hashed, hash_to) into the hash, read back (in the page cache). */
+static void hash_work(uv_work_t *w)
+{
+	struct bucket_range *g = w->data;
+	unsigned char buf[1 << 16];
+
+	for (int64_t at = g->hashed; at < g->hash_to && !g->hash_err;) {
+		size_t n = g->hash_to - at < (int64_t)sizeof(buf) ? (size_t)(g->hash_to - at) : sizeof(buf);
+		ssize_t k = pread(g->fd, buf, n, at);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0 || EVP_DigestUpdate(g->md, buf, (size_t)k) != 1)
+			g->hash_err = k < 0 ? -errno : -EIO;
+		else
+			at += k;
+	}
+}
+
+static void hash_after(uv_work_t *w, int status)
+{
+	struct bucket_range *g = w->data;
+
+	g->hashing = false;
+	if (g->released) {
+		if (!g->inflight)
+			range_free(g);
+		return;
+	}
+	if (status || g->hash_err) {
+		log_warn("serve", "hashing %.12s from the store's bucket: %s", g->sha256,
+			 status ? uv_strerror(status) : err_str(g->hash_err));
+		g->failed = true;
+		return;
+	}
+	g->hashed = g->hash_to;
+	if (g->hashed == g->end)
+		range_check(g);
+	else
+		hash_more(g);
+	more(g); /* (the spool may take more now: below) */
+}
+
+/* A read of the whole: hash what came since, on a worker (one at a time, in order). */
+static void hash_more(struct bucket_range *g)
+{
+	if (!g->md || g->hashing || g->failed || g->released || g->hashed >= g->avail)
+		return;
+	g->hash_to = g->avail;
+	g->hw.data = g;
+	if (uv_queue_work(g->rt->loop, &g->hw, hash_work, hash_after)) {
+		g->failed = true;
+		return;
+	}
+	g->hashing = true;
+}
 
 static void range_done(void *ud, int result)
 {
@@ -117,20 +177,19 @@ static void range_done(void *ud, int result)
 
 	g->inflight = false;
 	if (g->released) {
-		range_free(g);
+		if (!g->hashing)
+			range_free(g);
 		return;
 	}
 	if (!result && g->avail == g->piece_end) {
 		g->next = g->piece_end;
-		if (g->md && g->next == g->end)
-			range_check(g);
+		hash_more(g);
 		more(g);
 		return;
 	}
 	if (result != -ECANCELED && g->avail > g->next && !g->rt->closing) {
 		g->next = g->avail; /* it broke after bytes came: on from there */
-		if (g->md && g->next == g->end)
-			range_check(g);
+		hash_more(g);
 		more(g);
 		return;
 	}
@@ -147,6 +206,8 @@ static void more(struct bucket_range *g)
 
 	if (g->inflight || g->failed || g->released || n <= 0 || g->next - g->sent >= AHEAD)
 		return;
+	if (g->md && g->next - g->hashed >= AHEAD + LAG)
+		return; /* the hash lags: what it has not read is not punched, and the spool stays as bounded */
 	g->piece_end = g->next + n;
 	if (g->rt->closing || !g->rt->bucket_loop ||
 	    store_bucket_loop_get(g->rt->bucket_loop, g->sha256, g->next, n, range_sink, range_done, g)) {
@@ -166,6 +227,8 @@ static int64_t range_gate(void *ud, int64_t offset, int64_t len)
 	 * sent may still be; LAG is more than a socket's send buffer holds. */
 	int64_t hole = (offset - LAG) & ~(int64_t)(HOLE_ALIGN - 1);
 
+	if (g->md && hole > g->hashed) /* (nor what the hash has not read yet) */
+		hole = g->hashed & ~(int64_t)(HOLE_ALIGN - 1);
 	if (offset > g->sent)
 		g->sent = offset;
 	if (hole > g->punched) { /* what the client took leaves the disk */
@@ -183,7 +246,7 @@ static void range_release(void *ud)
 	struct bucket_range *g = ud;
 
 	g->released = true;
-	if (!g->inflight)
+	if (!g->inflight && !g->hashing)
 		range_free(g);
 }
 
