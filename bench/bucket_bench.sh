@@ -10,6 +10,9 @@
 #   straight: (the cache emptied) the range from 4 MiB to the end, which serve reads straight from the
 #             bucket on its loop (ranged GETs of 8 MiB into a spool the answer follows): no hash, no
 #             cache copy, a reference for what receiving and sending alone cost;
+#   big:      (the cache emptied) GET /resolve whole through a second serve of the same binary whose
+#             cache is smaller than the file (cache-size MIB/2): read straight as `straight` is, and
+#             hashed as it passes (on a worker, behind the spool), its last byte held until the whole matched;
 #   warm:     the whole file again, the cache now holding it (sendfile from the local file).
 # Every byte is read once per case (curl into /dev/null), each answer's length checked; the object's
 # bytes were checked against the content's sha256 by the sync that put it there, and the mirror's
@@ -72,11 +75,14 @@ start_serve() { # BIN URL-FILE: a serve on a free port, its pid in $spid
 }
 start_serve "$hm" "$T/url"
 M=$(cat "$T/url") SP=$spid
-cases="direct straight cold warm"
+sed "s/^cache-size = .*/cache-size = $((size / 2))/" "$T/hm.conf" >"$T/hm-small.conf"
+HUBMIRROR_CONFIG=$T/hm-small.conf start_serve "$hm" "$T/url.small"
+MS=$(cat "$T/url.small") SPS=$spid
+cases="direct straight big cold warm"
 if [ -n "$base" ]; then
 	start_serve "$base" "$T/url.base"
 	MB=$(cat "$T/url.base") SPB=$spid
-	cases="direct straight cold-base cold warm"
+	cases="direct straight big cold-base cold warm"
 fi
 # this cluster's daemons (other Ceph clusters may run beside it): by their configuration's path
 rgw=$(pgrep -f "^radosgw -c $T/ceph/ceph.conf")
@@ -92,9 +98,10 @@ get() {
 	case $1 in
 	direct) url="$RGW_ENDPOINT/$RGW_BUCKET/bench/blobs/${sha:0:2}/$sha"; sp= ;;
 	cold-base) url="$MB/bench/bucket/resolve/main/model.safetensors"; sp=$SPB ;;
+	big) url="$MS/bench/bucket/resolve/main/model.safetensors"; sp=$SPS ;;
 	straight) range=(-H "Range: bytes=$((4 << 20))-"); want=$((size - (4 << 20))) ;;
 	esac
-	case $1 in cold* | straight) rm -f "$blob"; [ ! -e "$blob" ] ;; esac
+	case $1 in cold* | straight | big) rm -f "$blob"; [ ! -e "$blob" ] ;; esac
 	a=$(ticks "$rgw") b=$(ticks "$osd") c=$([ -n "$sp" ] && ticks "$sp" || echo 0)
 	if [ "$1" = direct ]; then
 		out=$( { /usr/bin/time -f '%U %S' curl -fsS -o /dev/null -w '%{size_download} %{time_total}\n' \
@@ -122,7 +129,7 @@ for r in $(seq 1 "$runs"); do
 	line="run $r:"
 	order=$cases
 	# the two cold reads in turn first and second, so that neither always follows the other's fsync
-	[ -n "$base" ] && [ $((r % 2)) = 0 ] && order="direct straight cold cold-base warm"
+	[ -n "$base" ] && [ $((r % 2)) = 0 ] && order="direct straight big cold cold-base warm"
 	for c in $order; do
 		t=$(get "$c")
 		case $c in cold*) wait_copy ;; esac

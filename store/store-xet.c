@@ -157,10 +157,10 @@ static int identity_update(void *id, const void *data, size_t n)
 	return 0;
 }
 
-/* With a bucket, a content bigger than the cache's bound that the cache does not hold: its identity
- * file when there is one, else computed from ranged reads of the bucket, never bringing the content
- * into the cache (store_blob_path would, past its bound). 1 when that was not the case (the caller
- * goes through the blob), 0 with *out, or -errno. */
+/* With a bucket, a content bigger than the cache's bound that the cache does not hold, and no identity
+ * file of it: computed from ranged reads of the bucket, never bringing the content into the cache
+ * (store_blob_path would, past its bound), and kept. 1 when that was not the case (the caller goes
+ * through the blob), 0 with *out, or -errno. */
 static int identity_far(struct store *s, const char *sha256, struct xet_identity **out)
 {
 	char *blob = store_cache_path(s, sha256);
@@ -173,10 +173,6 @@ static int identity_far(struct store *s, const char *sha256, struct xet_identity
 	free(blob);
 	if (!store_in_bucket(s) || cached || store_size(s, sha256, &size) || !store_streams_size(s, size))
 		return 1;
-	if ((id = store_xet_read(s, sha256, size)) != NULL) {
-		*out = id;
-		return 0;
-	}
 	id = xet_identity_new();
 	buf = xmalloc(FAR_READ);
 	while (off < size && !r) {
@@ -200,13 +196,21 @@ static int identity_far(struct store *s, const char *sha256, struct xet_identity
 
 int store_xet_identity(struct store *s, const char *sha256, struct xet_identity **out)
 {
-	char *blob;
 	struct xet_identity *id = NULL;
 	struct stat st;
 	int64_t total;
-	int fd = -1, r = identity_far(s, sha256, out);
+	int fd = -1, r = 0;
+	char *blob;
 
-	if (r <= 0)
+	/* with a bucket, the identity kept is read without bringing the content into the cache (its size
+	 * from the cache's copy, else the bucket's object): a content bigger than the cache's bound would
+	 * stay there over it, for a Xet client's reconstruction or xorbs */
+	if (store_in_bucket(s) && hex_is_lower(sha256, 64) && !store_size(s, sha256, &total) &&
+	    (id = store_xet_read(s, sha256, total))) {
+		*out = id;
+		return 0;
+	}
+	if ((r = identity_far(s, sha256, out)) <= 0)
 		return r;
 	r = 0;
 	blob = store_blob_path(s, sha256);

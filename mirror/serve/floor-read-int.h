@@ -46,17 +46,25 @@ char *mirror__self_base(const struct httpd_req *req);
  * caller adds its own headers (ETag, ...) first. Returns 0 when answered, -1 when the store has no
  * such blob (verify quarantined it): nothing was sent, the caller answers 503 in its own style. With a
  * bucket behind the store, a content not in the local cache is streamed from it as a worker brings it
- * into the cache (verified once whole): 0, the answer coming later (a 503 when the bucket cannot give it). */
+ * into the cache (verified once whole), or straight from the bucket for a far range and for a content
+ * bigger than the cache's bound: 0, the answer coming later (a 503 when the bucket cannot give it). */
 int mirror__send_blob(struct mirror_routes *rt, struct httpd_req *req, const char *sha256, int64_t size);
 
 /* Where a Range's first byte must be, at least, for it to be read straight from the bucket rather than
- * through the cache's fill from the content's start (floor-bucket.c). */
+ * through the cache's fill from the content's start (floor-bucket.c), for a content within the cache's
+ * bound; one bigger than the bound is always read straight (store_streams_size). */
 #define MIRROR__BUCKET_DIRECT_FROM ((int64_t)4 << 20)
-/* Answer req 206 with bytes [a, b] of content sha256 (size bytes), read straight from the store's bucket
- * as the client takes them, the cache left as it is (floor-bucket.c). 0 when answered (a body cut short,
- * its connection closed, if the bucket fails on the way), -1 when nothing was sent. On the loop. */
+/* Answer req with bytes [a, b] of content sha256 (size bytes), read straight from the store's bucket as
+ * the client takes them, the cache left as it is (floor-bucket.c): 206 with its Content-Range, or with
+ * whole a 200 of the whole ([0, size - 1]). A read of the whole (a whole, or a range of every byte) is
+ * hashed as it comes, its last byte held back until the whole hashed to sha256. 0 when answered (a body
+ * cut short, its connection closed, if the bucket fails on the way or its bytes are not the content's),
+ * -1 when nothing was sent. On the loop. */
 int mirror__bucket_range_send(struct mirror_routes *rt, struct httpd_req *req, const char *sha256, int64_t size,
-			      int64_t a, int64_t b);
+			      int64_t a, int64_t b, bool whole);
+/* An unlinked file in dir (the store's tmp/), read and written, for an answer's spool: O_TMPFILE, or a
+ * name made and unlinked on a filesystem without it. The descriptor, or -1 (errno set). */
+int mirror__bucket_spool_open(const char *dir);
 /* serve stops: the reads from the bucket in flight are cancelled, their loop's handles closed. */
 void mirror__bucket_reads_stop(struct mirror_routes *rt);
 

@@ -252,7 +252,8 @@ static void send_fd(struct httpd_req *req, int fd, int64_t size, httpd_gate_fn g
 }
 
 /*
- * A content the store's bucket holds and its local cache does not: a worker brings it into the cache
+ * A content the store's bucket holds and its local cache does not, within the cache's bound (one
+ * bigger is read straight, floor-bucket.c): a worker brings it into the cache
  * (store_fill_run: verified as a whole once in), and the answer follows its partial file as it
  * grows, so the first bytes go out as soon as they came; the loop never waits on the bucket. Bytes
  * that turn out not to be the content (the bucket's copy damaged) end the answer short, the connection
@@ -354,15 +355,32 @@ static void bucket_probe_work(void *job)
 	p->there = store_has(p->rt->data->store, p->sha256, p->size);
 }
 
+/* The answer to req of a content the bucket holds, read straight from it (floor-bucket.c): a range far
+ * in, the bytes before it never waited for; any read of a content bigger than the cache's bound, which
+ * the cache never keeps whole (a read of the whole hashed as it comes). 0 when answered, -1 when not
+ * (the cache's fill answers). */
+static int bucket_direct(struct bucket_probe *p, struct httpd_req *req)
+{
+	int64_t a = 0, b = p->size - 1;
+	int rr = httpd_parse_range(httpd_header(req, "Range"), p->size, &a, &b);
+	bool big = store_streams_size(p->rt->data->store, p->size);
+
+	if (!big && (rr <= 0 || a < MIRROR__BUCKET_DIRECT_FROM))
+		return -1;
+	if (rr < 0) { /* (as send_fd answers it) */
+		httpd_add_header(req, "Accept-Ranges", "bytes");
+		httpd_add_headerf(req, "Content-Range", "bytes */%" PRId64, p->size);
+		httpd_respond_str(req, 416, "text/plain", "range not satisfiable\n");
+		return 0;
+	}
+	return mirror__bucket_range_send(p->rt, req, p->sha256, p->size, a, b, rr == 0);
+}
+
 static void bucket_probe_done(void *job, struct httpd_req *req)
 {
 	struct bucket_probe *p = job;
 
-	int64_t a = 0, b = 0;
-
-	/* a range far in: read straight, the bytes before it never waited for (floor-bucket.c) */
-	if (req && p->there && httpd_parse_range(httpd_header(req, "Range"), p->size, &a, &b) > 0 &&
-	    a >= MIRROR__BUCKET_DIRECT_FROM && !mirror__bucket_range_send(p->rt, req, p->sha256, p->size, a, b))
+	if (req && p->there && !bucket_direct(p, req))
 		req = NULL;
 	if (req && (!p->there || send_from_bucket(p->rt, req, p->sha256, p->size))) {
 		httpd_add_header(req, "Retry-After", "60");

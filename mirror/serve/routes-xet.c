@@ -26,7 +26,6 @@
 
 #include "base/buf.h"
 #include "base/err.h"
-#include "base/fdio.h"
 #include "base/hex.h"
 #include "base/log.h"
 #include "base/str.h"
@@ -44,7 +43,7 @@
 #define FETCH_TTL 900                 /* seconds a fetch URL lives (a 403 makes clients ask again) */
 #define MAX_RANGES 1024               /* ranges in one xorb request */
 #define BOUNDARY "hubmirror-xet-3c9f1e7a5d2b4086"
-#define RUN_READ ((size_t)8 << 20)   /* one ranged read of a run from the bucket (xorb_run_file) */
+#define XORB_PIECE ((size_t)8 << 20)  /* one read of the bucket, for a xorb of a content the cache never holds */
 
 /* ---- virtual xorbs ------------------------------------------------------------------------------ */
 
@@ -378,10 +377,9 @@ static void splice_add(struct splice *s, bool file, uint64_t off, const void *by
 	s->parts[s->n++] = (struct httpd_part){ off, len, file };
 }
 
-/* Add the run's bytes [from, to]: each chunk's header, then its bytes in the blob (whose file starts at
- * the content's offset base). */
+/* Add the run's bytes [from, to]: each chunk's header, then its bytes in the blob. */
 static void xorb_bytes(const struct xet_chunk *c, const struct mirror__xet_run *r, uint64_t from, uint64_t to,
-		       uint64_t base, struct splice *s)
+		       struct splice *s)
 {
 	uint64_t off = 0;
 
@@ -396,7 +394,7 @@ static void xorb_bytes(const struct xet_chunk *c, const struct mirror__xet_run *
 				splice_add(s, false, 0, hdr + (lo - off), (hi < data ? hi : data) - lo);
 			if (hi > data) {
 				uint64_t d0 = (lo > data ? lo : data) - data;
-				splice_add(s, true, c[k].offset - base + d0, NULL, hi - data - d0);
+				splice_add(s, true, c[k].offset + d0, NULL, hi - data - d0);
 			}
 		}
 		off = end;
@@ -405,7 +403,7 @@ static void xorb_bytes(const struct xet_chunk *c, const struct mirror__xet_run *
 
 /* The body of ranges r[0..n) of the run (one range: its bytes; several: multipart/byteranges). */
 static void xorb_body(const struct xet_chunk *c, const struct mirror__xet_run *run, uint64_t (*r)[2], size_t n,
-		      uint64_t base, struct splice *s)
+		      struct splice *s)
 {
 	for (size_t i = 0; i < n; i++) {
 		if (n > 1) {
@@ -415,7 +413,7 @@ static void xorb_body(const struct xet_chunk *c, const struct mirror__xet_run *r
 			splice_add(s, false, 0, h, strlen(h));
 			free(h);
 		}
-		xorb_bytes(c, run, r[i][0], r[i][1], base, s);
+		xorb_bytes(c, run, r[i][0], r[i][1], s);
 		if (n > 1)
 			splice_add(s, false, 0, "\r\n", 2);
 	}
@@ -423,13 +421,67 @@ static void xorb_body(const struct xet_chunk *c, const struct mirror__xet_run *r
 		splice_add(s, false, 0, "--" BOUNDARY "--\r\n", strlen("--" BOUNDARY "--\r\n"));
 }
 
-/* The blob of the run, open, when it holds every byte its chunks name: fd, or -errno. */
-static int xorb_blob(struct store *store, const char *sha256, const struct xet_chunk *c, size_t nc)
+/* A content bigger than the cache's bound that the cache does not hold: the run's chunks read from the
+ * store's bucket (store_read: never brought into the cache, which it would pass over its bound), each
+ * hashed to its Xet chunk hash, into an unlinked file of the answer's own at their offsets in the
+ * content (the rest of it a hole, the file as long as the content): at most a xorb's bytes on local
+ * disk while the answer goes out. fd, or -errno (HM_ERR_HASH_MISMATCH: the bucket's bytes are not the
+ * content's, logged). On a worker. */
+static int xorb_spool(struct store *store, const char *sha256, const struct xet_chunk *c, size_t nc,
+		      const struct mirror__xet_run *run)
 {
-	char *path = store_blob_path(store, sha256);
+	int fd = mirror__bucket_spool_open(store_tmp_dir(store)), r = 0;
+	size_t k = run->first, end = run->first + run->n, cap = 0;
+	unsigned char *buf = NULL;
+	char *msg = NULL;
+
+	if (fd < 0)
+		return -errno;
+	if (ftruncate(fd, (off_t)(c[nc - 1].offset + c[nc - 1].size)) < 0)
+		r = -errno;
+	while (k < end && !r) {
+		size_t j = k, len = 0;
+		while (j < end && (j == k || len + c[j].size <= XORB_PIECE))
+			len += c[j++].size; /* (a run's chunks follow each other in the content) */
+		if (len > cap)
+			buf = xrealloc(buf, cap = len);
+		r = store_read(store, sha256, (int64_t)c[k].offset, buf, len, &msg);
+		for (size_t i = k; !r && i < j; i++) {
+			struct xet_hash h;
+			xet_chunk_hash(buf + (c[i].offset - c[k].offset), c[i].size, &h);
+			if (memcmp(h.b, c[i].hash.b, sizeof(h.b)))
+				r = HM_ERR_HASH_MISMATCH;
+		}
+		if (!r && pwrite(fd, buf, len, (off_t)c[k].offset) != (ssize_t)len)
+			r = -EIO;
+		k = j;
+	}
+	if (r && !msg)
+		msg = xstrdup(r == HM_ERR_HASH_MISMATCH ? "a chunk is not the content's (the bucket's copy damaged)"
+							: err_str(r));
+	if (r)
+		log_warn("serve", "a xorb of %.12s from the store's bucket: %s", sha256, msg);
+	free(msg);
+	free(buf);
+	if (r)
+		close(fd);
+	return r ? r : fd;
+}
+
+/* The blob of the run, open, when it holds every byte its chunks name: fd, or -errno. */
+static int xorb_blob(struct store *store, const char *sha256, const struct xet_chunk *c, size_t nc,
+		     const struct mirror__xet_run *run)
+{
+	/* one bigger than the cache's bound: its copy when the cache holds one, never brought in */
+	bool big = nc && store_streams_size(store, (int64_t)(c[nc - 1].offset + c[nc - 1].size));
+	char *path = big ? store_cache_path(store, sha256) : store_blob_path(store, sha256);
 	int fd = path ? open(path, O_RDONLY | O_CLOEXEC) : -ENOENT;
 	struct stat st;
 
+	if (big && fd < 0) {
+		free(path);
+		return xorb_spool(store, sha256, c, nc, run);
+	}
 	if (path && fd < 0)
 		fd = -errno;
 	free(path);
@@ -440,58 +492,6 @@ static int xorb_blob(struct store *store, const char *sha256, const struct xet_c
 	return fd;
 }
 
-/* The run's bytes alone, for a content the store's bucket holds, its cache does not, and which is
- * bigger than the cache's bound (store_blob_path would bring it in whole, past the bound): ranged reads
- * of the bucket into an unlinked file of the answer's own in the store's tmp/ (at most a run, 64 MiB),
- * which starts at the content's offset *base. fd, or -errno (-ENOENT: no such content). The bytes are
- * the bucket's as they are, as a far range's (floor-bucket.c); the client checks each chunk's hash. */
-static int xorb_run_file(struct store *store, const char *sha256, const struct xet_chunk *c,
-			 const struct mirror__xet_run *run, uint64_t *base)
-{
-	const struct xet_chunk *a = &c[run->first], *z = &c[run->first + run->n - 1];
-	uint64_t len = z->offset + z->size - a->offset, done = 0;
-	int fd = open(store_tmp_dir(store), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600), r = 0;
-	size_t bufsz = len < RUN_READ ? (size_t)len : RUN_READ;
-	char *buf, *why = NULL;
-
-	if (fd < 0)
-		return -errno;
-	buf = xmalloc(bufsz ? bufsz : 1);
-	while (done < len && !r) {
-		size_t k = len - done < bufsz ? (size_t)(len - done) : bufsz;
-		if ((r = store_read(store, sha256, (int64_t)(a->offset + done), buf, k, &why)) == 0)
-			r = fdio_pwrite_all(fd, buf, k, (off_t)done);
-		done += k;
-	}
-	free(buf);
-	if (r) {
-		log_warn("xet", "%.12s: a run's bytes from the bucket: %s", sha256, why ? why : err_str(r));
-		free(why);
-		close(fd);
-		return r == -ENOENT ? -ENOENT : -EIO;
-	}
-	*base = a->offset;
-	return fd;
-}
-
-/* The file the run's bytes are sent from: the blob (with a bucket, the cache's copy, brought in if
- * need be), or for a content bigger than the cache's bound that it does not hold, the run's own
- * (xorb_run_file). fd, or -errno. */
-static int xorb_open(struct store *store, const char *sha256, const struct xet_chunk *c, size_t nc,
-		     const struct mirror__xet_run *run, uint64_t *base)
-{
-	char *p;
-	bool cached;
-
-	*base = 0;
-	if (!nc || !store_streams_size(store, (int64_t)(c[nc - 1].offset + c[nc - 1].size)))
-		return xorb_blob(store, sha256, c, nc);
-	p = store_cache_path(store, sha256);
-	cached = p && access(p, F_OK) == 0;
-	free(p);
-	return cached ? xorb_blob(store, sha256, c, nc) : xorb_run_file(store, sha256, c, run, base);
-}
-
 static void xorb_build(struct mirror__job *j, struct catalog *cat)
 {
 	struct xorb_job *xj = (struct xorb_job *)j;
@@ -500,7 +500,6 @@ static void xorb_build(struct mirror__job *j, struct catalog *cat)
 	struct splice s = { .parts = NULL, .n = 0, .cap = 0 };
 	uint64_t (*r)[2] = NULL;
 	size_t nc, nr = 0, n = 1;
-	uint64_t base = 0;
 	int fd = -1, e, rn;
 
 	(void)cat;
@@ -528,10 +527,10 @@ static void xorb_build(struct mirror__job *j, struct catalog *cat)
 			goto out;
 		}
 		n = (size_t)rn;
-		fd = xorb_open(xj->store, xj->sha256, c, nc, &runs[xj->idx], &base);
+		fd = xorb_blob(xj->store, xj->sha256, c, nc, &runs[xj->idx]);
 		e = fd < 0 ? fd : 0;
 		if (!e)
-			xorb_body(c, &runs[xj->idx], r, n, base, &s);
+			xorb_body(c, &runs[xj->idx], r, n, &s);
 	}
 out:
 	if (e) {
