@@ -20,6 +20,7 @@
 #include "httpd.h"
 
 #define READ_CHUNK 16384
+#define TRIM_AFTER ((size_t)128 << 10) /* a buffer this big, released, has malloc_trim run after it */
 #define BODY_CHUNK (256 << 10) /* the read buffer while a claimed body streams: few syscalls a GiB */
 #define MAX_HEADERS 100
 #define FILE_CHUNK (4 << 20)   /* bytes per sendfile call */
@@ -69,8 +70,8 @@ struct httpd {
 	time_t date_at;                /* the second `date` was formatted for */
 	char date[40];
 	char **trusted;                /* cfg.trusted_proxies, split; NULL-terminated */
-	bool trim_pending;             /* a big answer was spilled: return its build memory after the
-					* handler freed it (malloc_trim) */
+	bool trim_pending;             /* a big answer was spilled, or a connection let go of a big buffer
+					* (TRIM_AFTER): malloc_trim before the next answer gives the memory back */
 	struct httpd__job *waiting[3], *waiting_tail[3]; /* deferred jobs not started yet, in order, by lane */
 	unsigned running[3];           /* ... and running, by lane */
 	bool freed;                    /* httpd_free is done but for the jobs still running */

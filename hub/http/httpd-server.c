@@ -5,7 +5,6 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
-#include <malloc.h>
 #include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
@@ -77,13 +76,6 @@ int httpd_new(uv_loop_t *loop, const struct httpd_config *cfg, struct httpd **ou
 		if (r)
 			return r;
 	}
-	/* A server holds thousands of connections, each with a few small blocks that live as long as
-	 * it does, between which come and go transient big ones (a 1 MiB request body, a listing's
-	 * JSON). glibc raises its mmap threshold to the biggest block freed so far, after which those
-	 * come from the heap, and the long-lived blocks around them pin their pages once freed: 2,000
-	 * idle connections after fifty 900 KB bodies held 17-53 KiB each instead of 3. A fixed threshold
-	 * keeps every block of 128 KiB or more in a mapping of its own, returned when it is freed. */
-	mallopt(M_MMAP_THRESHOLD, 128 << 10);
 	h = xcalloc(1, sizeof(*h));
 	h->loop = loop;
 	h->cfg = *cfg;
