@@ -123,6 +123,17 @@ static void file_done(struct conn *c)
 	c->part_mem = NULL;
 }
 
+/* A big buffer of c's (TRIM_AFTER or more: a 900 KB body, a streamed body's read buffer) is about to
+ * be freed. It came from the heap among thousands of connections' small blocks, which pin its pages
+ * once it is freed: malloc_trim gives them back before the next answer (t0420: 2,000 idle connections
+ * after fifty such bodies held 17-53 KiB each instead of 3). */
+static void conn_note_big(struct conn *c)
+{
+	if (c->out.cap >= TRIM_AFTER || c->req.url.cap >= TRIM_AFTER || c->req.body.cap >= TRIM_AFTER ||
+	    c->req.resp_head.cap >= TRIM_AFTER || (c->rbuf && c->rcap >= TRIM_AFTER))
+		c->h->trim_pending = true;
+}
+
 static void conn_handle_closed(uv_handle_t *handle)
 {
 	struct conn *c = handle->data;
@@ -152,6 +163,7 @@ void httpd__conn_close(struct conn *c)
 	if (c->next)
 		c->next->prev = c->prev;
 	h->stats.connections_open--;
+	conn_note_big(c); /* (here: the server may be gone by the time its handles closed) */
 	if (h->draining && !h->conns && h->drained) {
 		void (*done)(void *) = h->drained;
 		h->drained = NULL; /* once */
@@ -559,12 +571,7 @@ static void reply_error_and_close(struct conn *c, int status, const char *msg)
  * large JSON answer), so that an idle keep-alive connection stays small. */
 static void conn_trim(struct conn *c)
 {
-	/* a big one (a 900 KB body) came from the heap among thousands of connections' small blocks,
-	 * which pin its pages once it is freed: malloc_trim gives them back before the next answer (t0420:
-	 * 2,000 idle connections after fifty such bodies held 17-53 KiB each instead of 3) */
-	if (c->out.cap >= TRIM_AFTER || c->req.url.cap >= TRIM_AFTER || c->req.body.cap >= TRIM_AFTER ||
-	    c->req.resp_head.cap >= TRIM_AFTER)
-		c->h->trim_pending = true;
+	conn_note_big(c);
 	buf_release(&c->out);
 	c->out_off = 0;
 	buf_release(&c->req.url);
@@ -637,6 +644,8 @@ static void conn_process(struct conn *c)
 		if (c->roff >= c->rlen) {
 			c->rlen = c->roff = 0;
 			if (!c->body_streaming) {
+				if (c->rcap >= TRIM_AFTER)
+					c->h->trim_pending = true; /* (a streamed body's: conn_note_big) */
 				free(c->rbuf);
 				c->rbuf = NULL;
 			}
