@@ -395,9 +395,9 @@ int store_parts_piece_end(struct store_parts_piece **pp)
 		ps->state[i] = PART_IN;
 		ps->next++;
 		ps->kept = 0;
-		if (ftruncate(ps->kept_fd, 0)) /* (its pages dropped, most never written back) */
-			r = -errno;
-		r = ps->err ? ps->err : r;
+		/* its pages dropped, most never written back (a failure only leaves them: the part is in) */
+		if (ftruncate(ps->kept_fd, 0) < 0) { }
+		r = ps->err;
 	} else if (p->left) {
 		ps->state[i] = PART_NONE; /* dropped: it may come again */
 		close(ps->fd[i]);
