@@ -159,29 +159,47 @@ static int identity_update(void *id, const void *data, size_t n)
 
 /* With a bucket, a content bigger than the cache's bound that the cache does not hold, and no identity
  * file of it: computed from ranged reads of the bucket, never bringing the content into the cache
- * (store_blob_path would, past its bound), and kept. 1 when that was not the case (the caller goes
- * through the blob), 0 with *out, or -errno. */
+ * (store_blob_path would, past its bound), and kept only when those bytes hash to the content's id
+ * (HM_ERR_HASH_MISMATCH, logged, when not: the bucket's copy damaged). 1 when that was not the case
+ * (the caller goes through the blob), 0 with *out, or an error. */
 static int identity_far(struct store *s, const char *sha256, struct xet_identity **out)
 {
 	char *blob = store_cache_path(s, sha256);
 	bool cached = blob && access(blob, F_OK) == 0;
 	struct xet_identity *id;
 	int64_t size = -1, off = 0;
-	char *buf, *why = NULL;
+	char *buf, *why = NULL, got[65];
+	unsigned char digest[32];
+	EVP_MD_CTX *md;
 	int r = 0;
 
 	free(blob);
 	if (!store_in_bucket(s) || cached || store_size(s, sha256, &size) || !store_streams_size(s, size))
 		return 1;
+	md = EVP_MD_CTX_new();
+	if (!md)
+		return -ENOMEM;
 	id = xet_identity_new();
 	buf = xmalloc(FAR_READ);
+	EVP_DigestInit_ex(md, EVP_sha256(), NULL);
 	while (off < size && !r) {
 		size_t k = size - off < (int64_t)FAR_READ ? (size_t)(size - off) : FAR_READ;
-		if ((r = store_read(s, sha256, off, buf, k, &why)) == 0)
+		if ((r = store_read(s, sha256, off, buf, k, &why)) == 0) {
 			xet_identity_update(id, buf, k);
+			EVP_DigestUpdate(md, buf, k);
+		}
 		off += (int64_t)k;
 	}
 	free(buf);
+	if (!r) {
+		EVP_DigestFinal_ex(md, digest, NULL);
+		hex_encode(digest, sizeof(digest), got);
+		if (strcmp(got, sha256)) {
+			r = HM_ERR_HASH_MISMATCH;
+			why = xasprintf("its bytes hash to %.12s, not to its name (the bucket's copy damaged)", got);
+		}
+	}
+	EVP_MD_CTX_free(md);
 	if (r) {
 		log_warn("store", "the Xet identity of %.12s, from the bucket: %s", sha256, why ? why : err_str(r));
 		free(why);

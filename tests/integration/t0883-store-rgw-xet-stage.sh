@@ -6,6 +6,8 @@
 # 1. the JS client's uploadFiles of a file bigger than the local cache's bound goes through Xet: its
 #    xorbs are in the staging area and xet-uploads/ holds no xorb file (on the code before, the xorbs
 #    were files there: check 4 fails), the file lands in the bucket byte for byte and is served back;
+#    its identity file removed, a Xet read makes it again from the bucket's bytes (hashed to the id),
+#    the cache still within its bound;
 # 2. gc keeps the staged xorbs within their 24 hours and removes them past the age it is given
 #    (--xet-upload-age), with no unfinished upload left;
 # 3. serve killed at the shard (HUBMIRROR_TEST_KILL=xet-shard: the xorbs staged, no file made, the
@@ -74,6 +76,15 @@ check "byte for byte" test "$(sha256sum <"$T/s3.body" | cut -d' ' -f1)" = "$big"
 check "the store's folder holds no more than the cache ($(store_bytes) bytes)" test "$(store_bytes)" -le 4194304
 check "resolve serves it back, byte for byte" test "$(resolved big.bin)" = "$big"
 check "no unfinished upload is left" test "$(uploads)" = 0
+# its identity file gone (a store from before identities, or lost): a Xet read makes it again from the
+# bucket's bytes, hashed to the content's id, still never bringing the content into the cache
+rm -f "$HUBMIRROR_DATA/store/xet/${big:0:2}/$big"
+(cd "$JS" && timeout 300 node xetdownload.mjs --hub-url "$M" --repo acme/up --path big.bin --sha256 "$big" \
+	--token hf_writer_acme_0001) >"$T/xd.out" 2>&1; st=$?
+grep -v '^# ' "$T/xd.out" | sed 's/^/# /'
+check "a Xet read with no identity file: byte for byte (exit $st)" test "$st" = 0
+check "the identity file is made again" test -s "$HUBMIRROR_DATA/store/xet/${big:0:2}/$big"
+check "the store's folder still holds no more than the cache ($(store_bytes) bytes)" test "$(store_bytes)" -le 4194304
 check "serve stops clean" serve_stops_clean
 
 # 2. gc: within the age kept, past it removed
