@@ -310,6 +310,17 @@ start_fakehub() {
 	export FAKE_API FAKE_CDN
 }
 
+# watch_store: every name made or moved into the store's tmp/ and blobs/ from now on, one a line in
+# $T/made (helpers/storewatch.py, inotify); $watcher is its process (kill it to end the watch).
+watch_store() {
+	"$PY" "$HM_SRC/tests/integration/helpers/storewatch.py" "$HUBMIRROR_DATA/store" "$T/made" 2>"$T/watch.err" &
+	watcher=$!
+	_pids+=($watcher)
+	local i
+	for i in $(seq 600); do grep -q ready "$T/made" 2>/dev/null && return 0; kill -0 $watcher || return 1; sleep 0.1; done
+	return 1
+}
+
 # start_serve [ARGS...]: run `hubmirror serve` on a free loopback port (stopped at exit) and set M to
 # its base URL. Its stderr goes to $T/serve.err, its access log to $T/access.log. A serve refuses a
 # data directory that holds no mirror: a test that has not added anything yet gets an empty one.

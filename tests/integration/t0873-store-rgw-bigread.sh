@@ -50,39 +50,7 @@ url=$M/acme/big/resolve/main/big.safetensors
 read_bytes() { metric hubmirror_store_bucket_read_bytes_total; }
 
 # inotify on the store's tmp/ and blobs/ (and each folder made under blobs/): every name made or moved in
-cat >"$T/watch.py" <<'PY'
-import ctypes, os, struct, sys
-libc = ctypes.CDLL(None, use_errno=True)
-fd = libc.inotify_init1(0)
-IN_MOVED_TO, IN_CREATE, IN_ISDIR = 0x80, 0x100, 0x40000000
-root, out = sys.argv[1], open(sys.argv[2], "w", buffering=1)
-wds = {}
-def watch(p):
-    w = libc.inotify_add_watch(fd, p.encode(), IN_CREATE | IN_MOVED_TO)
-    if w < 0:
-        sys.exit("inotify_add_watch %s: %s" % (p, os.strerror(ctypes.get_errno())))
-    wds[w] = p
-watch(root + "/tmp")
-watch(root + "/blobs")
-for d in os.listdir(root + "/blobs"):
-    watch(root + "/blobs/" + d)
-print("ready", file=out)
-while True:
-    buf, i = os.read(fd, 65536), 0
-    while i < len(buf):
-        w, mask, _, n = struct.unpack_from("iIII", buf, i)
-        name = buf[i + 16:i + 16 + n].rstrip(b"\0").decode()
-        i += 16 + n
-        path = wds.get(w, "?") + "/" + name
-        if mask & IN_ISDIR:
-            watch(path)
-        print(path[len(root) + 1:], file=out)
-PY
-"$PY" "$T/watch.py" "$HUBMIRROR_DATA/store" "$T/made" 2>"$T/watch.err" &
-watcher=$!
-_pids+=($watcher)
-for _ in $(seq 600); do grep -q ready "$T/made" 2>/dev/null && break; kill -0 $watcher || break; sleep 0.1; done
-check "the store's folder is watched" grep -q ready "$T/made"
+check "the store's folder is watched" watch_store
 
 # 1. a whole read by a client held after 2 MB: the mirror reads the whole ahead of it (30 MB, within the
 # spool's 32 MiB ahead), the cache's folder meanwhile as small as its bound
