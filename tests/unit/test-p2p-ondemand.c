@@ -409,7 +409,7 @@ static void some_config_only(struct some *s)
 	CHECK_INT(p2p_session_files(s->f, tor.btih, &s->l), 0);
 	snprintf(s->ep, sizeof(s->ep), "127.0.0.1:%d", A.port);
 	CHECK_INT(p2p_session_connect(s->f, tor.btih, s->ep), 0);
-	end = now_s() + 20;
+	end = now_s() + 40;
 	while (now_s() < end && !(p2p_session_torrent_status(s->f, tor.btih, &st) == 0 && st.finished))
 		usleep(20000);
 	CHECK(st.finished && !st.seeding);
@@ -441,7 +441,7 @@ static void some_more(struct some *s)
 	pair[1] = 9999; /* skipped */
 	CHECK_INT(p2p_session_want_files(s->f, tor.btih, pair, 2), 0);
 	CHECK_INT(p2p_session_want_range(s->f, tor.btih, idx[F_MODEL], sizes[F_MODEL] - 100 * 1024, 100 * 1024, 0), 0);
-	end = now_s() + 20;
+	end = now_s() + 40;
 	while (now_s() < end &&
 	       !(p2p_session_torrent_status(s->f, tor.btih, &st) == 0 && st.finished &&
 		 p2p_session_have_range(s->f, tor.btih, idx[F_MODEL], sizes[F_MODEL] - 100 * 1024, 100 * 1024) == 1))
@@ -497,7 +497,7 @@ static void some_evicted(struct some *s)
 	CHECK_INT(p2p_session_have_range(s->f, tor.btih, idx[F_TOKENIZER], 0, sizes[F_TOKENIZER]), 0);
 	CHECK_INT(p2p_session_have_range(s->f, tor.btih, idx[F_CONFIG], 0, sizes[F_CONFIG]), 1);
 	CHECK(stat(tok, &tb) == 0 && (int64_t)tb.st_blocks * 512 <= 2 * s->l.piece_size);
-	end = now_s() + 10;
+	end = now_s() + 40;
 	while (now_s() < end && !(p2p_session_torrent_status(s->f, tor.btih, &st) == 0 && !st.checking && st.finished))
 		usleep(10000);
 	CHECK_INT(st.held, before - freed);
@@ -506,7 +506,7 @@ static void some_evicted(struct some *s)
 	/* read again: fetched again from A, the same bytes */
 	CHECK_INT(p2p_session_connect(s->f, tor.btih, s->ep), 0);
 	CHECK_INT(p2p_session_want_range(s->f, tor.btih, idx[F_TOKENIZER], 0, sizes[F_TOKENIZER], 0), 0);
-	end = now_s() + 20;
+	end = now_s() + 40;
 	while (now_s() < end && p2p_session_have_range(s->f, tor.btih, idx[F_TOKENIZER], 0, sizes[F_TOKENIZER]) != 1)
 		usleep(20000);
 	CHECK_INT(p2p_session_have_range(s->f, tor.btih, idx[F_TOKENIZER], 0, sizes[F_TOKENIZER]), 1);
@@ -545,7 +545,7 @@ static void some_given_as_had(struct some *s)
 		a.nhave = (size_t)s->l.pieces;
 		CHECK_INT(p2p_session_add(s->g, &a, NULL, &s->err), 0);
 	}
-	end = now_s() + 10;
+	end = now_s() + 40;
 	while (now_s() < end && !(p2p_session_torrent_status(s->g, tor.btih, &st) == 0 && st.finished))
 		usleep(10000);
 	CHECK(st.finished && st.pieces_have == last - first + 2 && st.damaged == 0);
@@ -634,7 +634,7 @@ TEST(origin_last)
 	/* D, connected to O (libtorrent dials at its one-second tick: wait for it), has taken nothing
 	 * and sees no piece anywhere. (E joins only after: once it has pieces, O's peer exchange may
 	 * hand D its address, and D would rightly take them from E.) */
-	end = now_s() + 10;
+	end = now_s() + 40;
 	while (now_s() < end && !(p2p_session_torrent_status(d, tor.btih, &st) == 0 && st.peers >= 1))
 		usleep(20000);
 	usleep(300000); /* and a moment for its messages */
@@ -650,7 +650,7 @@ TEST(origin_last)
 	/* E (a plain peer) completes from O... */
 	CHECK_INT(p2p_test_add(e, &tor, edir, false), 0);
 	CHECK_INT(p2p_session_connect(e, tor.btih, ep), 0);
-	end = now_s() + 20;
+	end = now_s() + 40;
 	while (now_s() < end && !(p2p_session_torrent_status(e, tor.btih, &st) == 0 && st.seeding))
 		usleep(20000);
 	CHECK(st.seeding);
@@ -661,7 +661,7 @@ TEST(origin_last)
 		snprintf(ep, sizeof(ep), "127.0.0.1:%d", es.listen_port);
 		CHECK_INT(p2p_session_connect(d, tor.btih, ep), 0);
 	}
-	end = now_s() + 20;
+	end = now_s() + 40;
 	while (now_s() < end && !(p2p_session_torrent_status(d, tor.btih, &st) == 0 && st.seeding))
 		usleep(20000);
 	CHECK(st.seeding);
@@ -706,7 +706,7 @@ TEST(have_range_speed)
 	if (!c || !t.data)
 		goto out;
 	CHECK_INT(p2p_test_add(c, &t, dir, false), 0);
-	end = now_s() + 10;
+	end = now_s() + 40;
 	while (now_s() < end && !(p2p_session_torrent_status(c, t.btih, &st) == 0 && st.seeding))
 		usleep(10000);
 	CHECK(st.seeding);
@@ -763,7 +763,7 @@ TEST(upload_only_peer_kept)
 	CHECK_INT(p2p_session_status(f, &fs), 0);
 	snprintf(ep, sizeof(ep), "127.0.0.1:%d", fs.listen_port);
 	CHECK_INT(p2p_session_connect(g, tor.btih, ep), 0);
-	end = now_s() + 10;
+	end = now_s() + 40;
 	while (now_s() < end && !(p2p_session_torrent_status(g, tor.btih, &st) == 0 && st.peers >= 1))
 		usleep(20000);
 	CHECK_INT(st.peers, 1);
