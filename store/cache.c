@@ -13,6 +13,7 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <openssl/evp.h>
 
 #include "base/err.h"
 #include "base/hex.h"
@@ -223,6 +224,13 @@ int store__fill(struct store *s, const char *sha256)
 			 store_bucket_errmsg());
 	if (r)
 		return r == HM_ERR_NOT_FOUND ? -ENOENT : r;
+	if (store_streams_size(s, size)) {
+		/* it would stay in the cache past its bound, pushing out everything else: such a content is
+		 * read by ranges (store_read), never brought in whole */
+		log_warn("store", "%.12s (%lld bytes) is bigger than the cache's bound (%lld): not brought in", sha256,
+			 (long long)size, (long long)s->cache_max);
+		return -EFBIG;
+	}
 	/* (which thread: a front's loop must never be the one waiting for the bucket; t0876 reads it) */
 	log_debug("store", "%.12s: brought into the cache from the bucket, on thread %ld", sha256, (long)gettid());
 	r = store_fill_begin(s, sha256, size, &w);
@@ -329,8 +337,9 @@ int store_read(struct store *s, const char *sha256, int64_t off, void *buf, size
 	free(p);
 	if (r <= 0 || !s->bucket)
 		return r > 0 ? -ENOENT : r;
-	log_debug("store", "%.12s: %zu bytes at %lld read from the bucket, not brought into the cache", sha256, len,
-		  (long long)off);
+	/* (which thread: a front's loop must never be the one waiting for the bucket; t0886 reads it) */
+	log_debug("store", "%.12s: %zu bytes at %lld read from the bucket, not brought into the cache, on thread %ld",
+		  sha256, len, (long long)off, (long)gettid());
 	r = store_bucket_get(s->bucket, sha256, off, (int64_t)len, read_sink, &sink);
 	if (!r && sink.got < len)
 		r = HM_ERR_SIZE_MISMATCH;
@@ -341,6 +350,79 @@ int store_read(struct store *s, const char *sha256, int64_t off, void *buf, size
 				    r == -ENOENT || r == HM_ERR_SIZE_MISMATCH ? "" : ": ",
 				    r == -ENOENT || r == HM_ERR_SIZE_MISMATCH ? "" : store_bucket_errmsg());
 	return r;
+}
+
+/* store_slurp's size: the local file's (*local set), else the bucket's object's (never asked when
+ * local_only: -EAGAIN). */
+static int slurp_size(struct store *s, const char *sha256, const char *p, bool local_only, int64_t *size,
+		      bool *local)
+{
+	struct stat st;
+	int r;
+
+	*local = stat(p, &st) == 0;
+	if (*local) {
+		*size = st.st_size;
+		return 0;
+	}
+	if (errno != ENOENT)
+		return -errno;
+	if (!s->bucket)
+		return -ENOENT;
+	if (local_only)
+		return -EAGAIN;
+	r = store_bucket_stat(s->bucket, sha256, size);
+	if (r == HM_ERR_NOT_FOUND && !store__restore(s, sha256, -1))
+		r = store_bucket_stat(s->bucket, sha256, size);
+	return r == HM_ERR_NOT_FOUND ? -ENOENT : r;
+}
+
+int store_slurp(struct store *s, const char *sha256, size_t max, bool local_only, char **buf, size_t *len,
+		char **errmsg)
+{
+	char *p = store__blob_local(s, sha256), *b = NULL, got[65];
+	unsigned char md[32];
+	int64_t size = -1;
+	bool local = false;
+	int r;
+
+	*buf = NULL;
+	*len = 0;
+	if (errmsg)
+		*errmsg = NULL;
+	if (!p)
+		return -EINVAL;
+	r = slurp_size(s, sha256, p, local_only, &size, &local);
+	if (!r && (uint64_t)size > max)
+		r = -EFBIG;
+	if (!r) {
+		b = xmalloc((size_t)size + 1);
+		r = local ? read_local(p, 0, b, (size_t)size, errmsg) : 1;
+		/* (a local copy the cache let go just now: the bucket's, unless the caller may not wait on it) */
+		if (r == 1)
+			r = local_only && s->bucket ? -EAGAIN : store_read(s, sha256, 0, b, (size_t)size, errmsg);
+	}
+	if (!r && (!EVP_Digest(b, (size_t)size, md, NULL, EVP_sha256(), NULL) ||
+		   (hex_encode(md, sizeof(md), got), strcmp(got, sha256)))) {
+		/* never given: a damaged copy (the bucket's object overwritten, a disk's fault) is not the content */
+		r = HM_ERR_HASH_MISMATCH;
+		if (errmsg)
+			*errmsg = xasprintf("the store's copy of %s (%s) hashes to %.12s, not to its name: damaged", sha256,
+					    local ? p : "the bucket's object", got);
+		log_warn("store", "the store's copy of %s (%s) hashes to %.12s, not to its name: damaged, not read",
+			 sha256, local ? p : "the bucket's object", got);
+	}
+	if (r && r != HM_ERR_HASH_MISMATCH && errmsg && !*errmsg)
+		*errmsg = xasprintf("%s: %s", sha256, r == -EFBIG ? "bigger than the caller reads whole" : err_str(r));
+	free(p);
+	if (r) {
+		free(b);
+		return r;
+	}
+	b[size] = '\0';
+	*buf = b;
+	*len = (size_t)size;
+	return 0;
 }
 
 struct store_bucket *store_bucket_of(const struct store *s)

@@ -274,9 +274,63 @@ static int hash_file(char *p, bool git, char *hex, int64_t *size)
 	return r;
 }
 
+#define HASH_RANGE ((size_t)8 << 20) /* one ranged read of the bucket (hash_ranges) */
+
+/* hash_blob of a content the cache does not hold, from ranged reads of the bucket (store_read), never
+ * brought into the cache. Its sha256 is computed in the same pass: bytes that are not the content (the
+ * bucket's copy damaged) are HM_ERR_HASH_MISMATCH, logged, never a git id of it. */
+static int hash_ranges(struct store *s, const char *sha256, bool git, char *hex, int64_t *size)
+{
+	EVP_MD_CTX *md = EVP_MD_CTX_new(), *sum = EVP_MD_CTX_new();
+	char hdr[40], got[65], *buf = NULL, *why = NULL;
+	int64_t n = -1, off = 0;
+	int r = store_size(s, sha256, &n);
+
+	if (r == -ENOENT && !store__restore(s, sha256, -1))
+		r = store_size(s, sha256, &n);
+	if (!r && (!md || !sum))
+		r = -ENOMEM;
+	if (!r) {
+		EVP_DigestInit_ex(md, git ? EVP_sha1() : EVP_sha256(), NULL);
+		EVP_DigestInit_ex(sum, EVP_sha256(), NULL);
+		if (git)
+			EVP_DigestUpdate(md, hdr, (size_t)snprintf(hdr, sizeof(hdr), "blob %lld", (long long)n) + 1);
+		buf = xmalloc(HASH_RANGE);
+	}
+	while (!r && off < n) {
+		size_t k = n - off < (int64_t)HASH_RANGE ? (size_t)(n - off) : HASH_RANGE;
+		if (!(r = store_read(s, sha256, off, buf, k, &why))) {
+			EVP_DigestUpdate(md, buf, k);
+			EVP_DigestUpdate(sum, buf, k);
+		}
+		off += (int64_t)k;
+	}
+	if (!r && !(r = store__finish_digest(md, hex)) && !(r = store__finish_digest(sum, got)) && strcmp(got, sha256)) {
+		r = HM_ERR_HASH_MISMATCH;
+		why = xasprintf("its bytes hash to %.12s, not to its name (the bucket's copy damaged)", got);
+	}
+	if (r && r != -ENOENT)
+		log_warn("store", "hashing %.12s from the bucket: %s", sha256, why ? why : err_str(r));
+	if (!r) {
+		*size = n;
+		log_debug("store", "%.12s: its %s hashed from the bucket's ranges (%lld bytes), not brought into the cache",
+			  sha256, git ? "git id" : "sha256", (long long)n);
+	}
+	free(why);
+	free(buf);
+	EVP_MD_CTX_free(md);
+	EVP_MD_CTX_free(sum);
+	return r;
+}
+
+/* The cache's copy, or the local store's file; else with a bucket its object by ranges: a reader that
+ * goes through contents once (a twin's git id) never brings them in (one bigger than the cache would
+ * stay past its bound, and the rest push out what is read often). */
 static int hash_blob(struct store *s, const char *sha256, bool git, char *hex, int64_t *size)
 {
-	return hash_file(store_blob_path(s, sha256), git, hex, size); /* (brought in from a bucket) */
+	int r = hash_file(store__blob_local(s, sha256), git, hex, size);
+
+	return r == -ENOENT && s->bucket ? hash_ranges(s, sha256, git, hex, size) : r;
 }
 
 /* The cache's copy hashed as it is (nothing brought in). */

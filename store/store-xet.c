@@ -261,28 +261,25 @@ out:
 	return r;
 }
 
-/* The file hash of a small blob (under SMALL bytes, one chunk), from its bytes. */
+/* The file hash of a small blob (under SMALL bytes, one chunk), from its bytes (store_slurp: with a
+ * bucket, never brought into the cache; a bigger one is not read at all). */
 static int small_file_hash(const struct store *s, const char *sha256, char *out)
 {
-	char *blob = store_blob_path(s, sha256), buf[SMALL];
 	struct xet_identity *id;
-	int fd = blob ? open(blob, O_RDONLY | O_CLOEXEC) : -1, r = 0;
-	ssize_t n = fd >= 0 ? pread(fd, buf, sizeof(buf), 0) : -1;
+	char *buf = NULL;
+	size_t n = 0;
+	int r = store_slurp((struct store *)s, sha256, SMALL - 1, false, &buf, &n, NULL);
 
-	if (fd < 0 || n < 0)
-		r = -errno;
-	else if (n == (ssize_t)sizeof(buf))
+	if (r == -EFBIG)
 		r = -ENOENT;   /* not small: its identity file is missing */
 	if (!r) {
 		id = xet_identity_new();
-		xet_identity_update(id, buf, (size_t)n);
+		xet_identity_update(id, buf, n);
 		xet_identity_finish(id);
 		xet_hash_hex(xet_identity_file_hash(id), out);
 		xet_identity_free(&id);
 	}
-	if (fd >= 0)
-		close(fd);
-	free(blob);
+	free(buf);
 	return r;
 }
 

@@ -126,8 +126,8 @@ char *store_blob_path(const struct store *s, const char *sha256)
 	if (p && s->bucket) {
 		bool hit = !utimensat(AT_FDCWD, p, (struct timespec[]){ { 0, UTIME_NOW }, { 0, UTIME_OMIT } }, 0);
 		store_bucket_count_cache(hit);
-		if (!hit)
-			store__fill((struct store *)s, sha256);
+		if (!hit && store__fill((struct store *)s, sha256) == -EFBIG)
+			FREE_AND_NULL(&p);
 	}
 	return p;
 }

@@ -263,8 +263,10 @@ int store_quarantine(struct store *s, const char *sha256);
  * -ENOENT, or -errno. */
 int store_check(struct store *s, const char *sha256, bool *ok, int64_t *size);
 
-/* The git blob id of a stored blob (out: 41 bytes, lowercase hex) and its size. Returns 0, -ENOENT or
- * -errno. */
+/* The git blob id of a stored blob (out: 41 bytes, lowercase hex) and its size. With a bucket, one the
+ * cache does not hold is hashed from ranged reads (store_read), never brought in, and its sha256 checked
+ * in the same pass. Returns 0, -ENOENT, HM_ERR_HASH_MISMATCH (the bucket's copy is not the content),
+ * another code of the bucket's, or -errno. */
 int store_git_oid(struct store *s, const char *sha256, char *out, int64_t *size);
 
 /* With a bucket behind the store (store/bucket.h): abort the unfinished uploads to it older than age_s
@@ -280,6 +282,19 @@ int store_sweep_uploads(struct store *s, int64_t age_s, int64_t *aborted);
  * error, with *errmsg (malloc'd, if errmsg) saying what failed (the bucket's words).
  */
 int store_read(struct store *s, const char *sha256, int64_t off, void *buf, size_t len, char **errmsg);
+/*
+ * A small content's bytes, whole, in memory (*buf, malloc'd, with a NUL after the last byte; *len
+ * bytes), from where the store has them, bringing it nowhere (store_read: the local file, else with a
+ * bucket ranged reads of its object; nothing enters the cache), and checked against its sha256 before
+ * they are given: a copy that hashes to another (the bucket's object damaged) is HM_ERR_HASH_MISMATCH,
+ * logged, never read as the content. For a snapshot's config.json, .gitattributes, card. local_only:
+ * never ask the bucket (for a caller on serve's loop, which must not wait on it): -EAGAIN when only
+ * the bucket holds it (the caller reads it again on a worker). Returns 0; -EFBIG (bigger than max);
+ * -ENOENT; -EINVAL (a malformed sha256); HM_ERR_SIZE_MISMATCH or another error, with *errmsg
+ * (malloc'd, if errmsg) naming the content and what failed.
+ */
+int store_slurp(struct store *s, const char *sha256, size_t max, bool local_only, char **buf, size_t *len,
+		char **errmsg);
 /*
  * A content of the bucket's brought into the cache while a reader follows it (a server sending it as it
  * comes): _fill_begin makes the fill's own private writer (*w; its partial file at

@@ -4,6 +4,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -154,6 +155,48 @@ TEST(a_range_is_read_whole_or_not_at_all)
 		CHECK_INT(store_size(store, "../etc/passwd", &size), -EINVAL);
 		CHECK_INT(size, -7);
 	}
+}
+
+/* store_slurp: a small content whole, NUL after it; none bigger than the caller's max, none the store
+ * lacks; a copy on disk that is not the content (damaged after it was stored) is an error naming it,
+ * its bytes never given. */
+TEST(a_small_content_is_read_whole_and_checked)
+{
+	const char *content = "{\"architectures\": [\"X\"]}\n";
+	size_t len = strlen(content), n = 7;
+	char sha[65], *buf = NULL, *err = NULL, *path;
+	struct store_expect ex = { sha, NULL, (int64_t)len };
+	struct store_writer *w = NULL;
+	FILE *f;
+
+	sha256_hex(content, len, sha);
+	CHECK_INT(store_writer_new(store, &ex, false, &w), 0);
+	CHECK_INT(store_writer_write(w, content, len), 0);
+	CHECK_INT(store_writer_commit(&w, NULL), 0);
+	CHECK_INT(store_slurp(store, sha, len, false, &buf, &n, &err), 0);
+	CHECK_INT(n, len);
+	CHECK(buf && !memcmp(buf, content, len) && buf[len] == '\0');
+	CHECK(err == NULL);
+	FREE_AND_NULL(&buf);
+	CHECK_INT(store_slurp(store, sha, len, true, &buf, &n, NULL), 0);   /* (no bucket: local_only reads it) */
+	FREE_AND_NULL(&buf);
+	CHECK_INT(store_slurp(store, sha, len - 1, false, &buf, &n, &err), -EFBIG);
+	CHECK(buf == NULL && n == 0 && err && strstr(err, sha));
+	FREE_AND_NULL(&err);
+	CHECK_INT(store_slurp(store, "0000000000000000000000000000000000000000000000000000000000000000", 64, false,
+			      &buf, &n, NULL),
+		  -ENOENT);
+	CHECK_INT(store_slurp(store, "../etc/passwd", 64, false, &buf, &n, NULL), -EINVAL);
+	/* the same size, other bytes */
+	path = store_cache_path(store, sha);
+	CHECK(chmod(path, 0644) == 0);
+	f = fopen(path, "r+");
+	CHECK(f && fputc('[', f) != EOF && fclose(f) == 0);
+	CHECK_INT(store_slurp(store, sha, len, false, &buf, &n, &err), HM_ERR_HASH_MISMATCH);
+	CHECK(buf == NULL && err && strstr(err, sha) && strstr(err, "damaged"));
+	free(err);
+	unlink(path);
+	free(path);
 }
 
 TEST(mismatch_never_enters_the_store)
@@ -448,6 +491,7 @@ int main(void)
 		return 1;
 	RUN(verified_content_becomes_a_blob);
 	RUN(a_range_is_read_whole_or_not_at_all);
+	RUN(a_small_content_is_read_whole_and_checked);
 	RUN(mismatch_never_enters_the_store);
 	RUN(short_content_is_kept_and_resumed);
 	RUN(same_content_is_stored_once);
