@@ -29,10 +29,12 @@
 #include <archive.h>
 #include <archive_entry.h>
 #include <jansson.h>
+#include <openssl/evp.h>
 
 #include "base/buf.h"
 #include "base/err.h"
 #include "base/fdio.h"
+#include "base/hex.h"
 #include "base/log.h"
 #include "base/path.h"
 #include "base/str.h"
@@ -317,6 +319,53 @@ static void add_path(struct buf *b, const char *p)
 	buf_addch(b, '"');
 }
 
+#define BLOB_RANGE ((size_t)4 << 20) /* one read of a regular file's content (stream_blob) */
+
+/* A regular file's blob into the stream, its bytes read by ranges from where the store has them
+ * (store_read: with a bucket, the cache's copy or ranged reads of the bucket, never brought into the
+ * cache, which a clone of many files would churn and a big one pass over its bound), and their sha256
+ * checked at the end: a damaged copy fails the stream (git never gets a commit of the wrong bytes). */
+static int stream_blob(struct stream *s, const struct catalog_entry *e, int mark)
+{
+	char head[96], got[65], *buf = xmalloc(BLOB_RANGE), *why = NULL;
+	unsigned char md[32];
+	EVP_MD_CTX *sum = EVP_MD_CTX_new();
+	int64_t off = 0;
+	int r;
+
+	snprintf(head, sizeof(head), "blob\nmark :%d\ndata %lld\n", mark, (long long)e->size);
+	EVP_DigestInit_ex(sum, EVP_sha256(), NULL);
+	r = write_str(s->fd, head);
+	while (!r && off < e->size) {
+		size_t k = e->size - off < (int64_t)BLOB_RANGE ? (size_t)(e->size - off) : BLOB_RANGE;
+		if ((r = store_read(s->d->store, e->sha256, off, buf, k, &why))) {
+			s->why = xasprintf("%s: reading the store's %s: %s", e->path, e->sha256,
+					   why ? why : err_str(r));
+			r = HM_ERR_GIT;
+			break;
+		}
+		EVP_DigestUpdate(sum, buf, k);
+		r = fdio_write_all(s->fd, buf, k);
+		off += (int64_t)k;
+	}
+	if (!r) {
+		EVP_DigestFinal_ex(sum, md, NULL);
+		hex_encode(md, sizeof(md), got);
+		if (strcmp(got, e->sha256)) {
+			s->why = xasprintf("%s: the store's copy of %s hashes to %.12s, not to its name: damaged",
+					   e->path, e->sha256, got);
+			log_warn("git", "%s", s->why);
+			r = HM_ERR_GIT;
+		}
+	}
+	if (!r)
+		r = write_str(s->fd, "\n");
+	free(why);
+	free(buf);
+	EVP_MD_CTX_free(sum);
+	return r;
+}
+
 /* One file of a snapshot: its blob (once per stream), and its "M" line for the commit. */
 static int file_cb(void *ud, const struct catalog_entry *e)
 {
@@ -341,37 +390,8 @@ static int file_cb(void *ud, const struct catalog_entry *e)
 			return s->err;
 		json_object_set_new(s->marks, key, json_integer(mark));
 	} else {
-		char *path = store_blob_path(s->d->store, e->sha256);
-		int fd = open(path, O_RDONLY | O_CLOEXEC);
-		struct stat st;
-		char buf[65536];
-		int64_t left = e->size;
-		if (fd < 0 || fstat(fd, &st) || st.st_size != e->size) {
-			s->why = xasprintf("%s: the store's %s is %s", e->path, e->sha256,
-					   fd < 0 ? "missing" : "of another size");
-			if (fd >= 0)
-				close(fd);
-			free(path);
-			return s->err = HM_ERR_GIT;
-		}
-		free(path);
 		mark = s->next_mark++;
-		snprintf(head, sizeof(head), "blob\nmark :%d\ndata %lld\n", mark, (long long)e->size);
-		s->err = write_str(s->fd, head);
-		while (!s->err && left > 0) {
-			ssize_t n = read(fd, buf, left < (int64_t)sizeof(buf) ? (size_t)left : sizeof(buf));
-			if (n < 0 && errno == EINTR)
-				continue;
-			if (n <= 0) {
-				s->err = HM_ERR_GIT;
-				s->why = xasprintf("%s: reading the store's %s failed", e->path, e->sha256);
-				break;
-			}
-			s->err = fdio_write_all(s->fd, buf, (size_t)n);
-			left -= n;
-		}
-		close(fd);
-		if (s->err || (s->err = write_str(s->fd, "\n")))
+		if ((s->err = stream_blob(s, e, mark)))
 			return s->err;
 		json_object_set_new(s->marks, key, json_integer(mark));
 	}
