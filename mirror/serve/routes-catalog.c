@@ -12,6 +12,7 @@
 #include <jansson.h>
 
 #include "base/err.h"
+#include "base/log.h"
 #include "base/path.h"
 #include "base/str.h"
 #include "base/xmalloc.h"
@@ -343,8 +344,9 @@ static void card_build(struct mirror__job *job, struct catalog *cat)
 	struct card_job *cj = (struct card_job *)job;
 	static const char *const names[] = { "README.md", "readme.md", "Readme.md" };
 	struct catalog_entry e = { 0 };
-	char *path, *md = NULL, *html;
+	char *md = NULL, *html, *why = NULL;
 	size_t len = 0, i;
+	int r;
 
 	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		if (cj->snap_id && !catalog_snapshot_file(cat, cj->snap_id, names[i], &e))
@@ -360,17 +362,21 @@ static void card_build(struct mirror__job *job, struct catalog *cat)
 		catalog_entry_release(&e);
 		return;
 	}
-	path = store_blob_path(job->rt->data->store, e.sha256);
-	if (!path || path_read_file(path, CARD_MAX, &md, &len)) {
+	/* (on a worker: with a bucket, read from it when the cache lacks it, never brought in; a damaged
+	 * copy is an error, never rendered) */
+	if ((r = store_slurp(job->rt->data->store, e.sha256, CARD_MAX, false, &md, &len, &why))) {
+		log_warn("catalog", "the card %s: %s", e.path, why ? why : err_str(r));
 		job->status = 503;
-		job->body = json_pack("{s:s}", "error", "the card's file is not in the store");
+		job->body = json_pack("{s:s}", "error",
+				      r == HM_ERR_HASH_MISMATCH ? "the card's file in the store is damaged"
+								: "the card's file is not in the store");
 	} else {
 		html = mirror_card_html(md, len, cj->file_url);
 		job->status = 200;
 		job->body = json_pack("{s:s, s:s}", "path", e.path, "html", html);
 		free(html);
 	}
-	free(path);
+	free(why);
 	free(md);
 	catalog_entry_release(&e);
 }

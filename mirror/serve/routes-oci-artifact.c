@@ -32,7 +32,6 @@
 #define OCI_MANIFEST_TYPE "application/vnd.oci.image.manifest.v1+json"
 #define OCI_MODEL_ARTIFACT "application/vnd.cncf.model.manifest.v1+json"
 #define OCI_MODEL_CONFIG "application/vnd.cncf.model.config.v1+json"
-#define OCI_CONFIG_MAX (4 << 20) /* the largest config.json read for the artifact's config */
 #define OCI_INDEX_TYPE "application/vnd.oci.image.index.v1+json"
 #define OCI_IMAGE_CONFIG "application/vnd.oci.image.config.v1+json"
 #define OCI_TAR_LAYER "application/vnd.oci.image.layer.v1.tar"
@@ -165,17 +164,45 @@ static int oci_art_layer(void *ud, const struct catalog_entry *e)
 	return 0;
 }
 
-/* The snapshot's config.json as JSON (NULL when none, too big, absent from the store or not JSON). */
-static json_t *oci_read_config(struct oci_art *a)
+/* The snapshot's config.json as JSON into a->config (NULL when none, too big, absent from the store or
+ * not JSON). Read on serve's loop only from local disk (store_slurp local_only): one that only the
+ * bucket holds is OCI_NEED_CONFIG (the caller reads it on a worker, into o->configs, and routes the
+ * request again); one whose copy is not its content is HM_ERR_HASH_MISMATCH, and one the worker could
+ * not read -EIO (a->config_err says why, either way): never read as the snapshot's. */
+static int oci_read_config(struct oci_art *a)
 {
-	char *path;
-	json_t *j;
+	json_t *pre = a->o->configs ? json_object_get(a->o->configs, a->config_sha) : NULL;
+	char *text = NULL;
+	size_t len = 0;
+	int r;
 
 	if (!a->config_sha[0] || a->config_size > OCI_CONFIG_MAX)
-		return NULL;
-	path = store_blob_path(a->o->rt->data->store, a->config_sha);
-	j = path ? json_load_file(path, JSON_DECODE_ANY, NULL) : NULL;
-	free(path);
+		return 0;
+	if (pre && json_is_string(pre)) {
+		a->config_err = xstrdup(json_string_value(pre));
+		return -EIO;
+	}
+	if (pre) {
+		a->config = json_is_object(pre) ? json_incref(pre) : NULL;
+		return 0;
+	}
+	r = store_slurp(a->o->rt->data->store, a->config_sha, OCI_CONFIG_MAX, true, &text, &len, &a->config_err);
+	if (r == -EAGAIN) {
+		FREE_AND_NULL(&a->config_err);
+		return OCI_NEED_CONFIG;
+	}
+	if (r == HM_ERR_HASH_MISMATCH)
+		return r;
+	FREE_AND_NULL(&a->config_err);
+	a->config = r ? NULL : mirror__oci_config_parse(text, len);
+	free(text);
+	return 0;
+}
+
+json_t *mirror__oci_config_parse(const char *text, size_t len)
+{
+	json_t *j = json_loadb(text, len, JSON_DECODE_ANY, NULL);
+
 	if (j && !json_is_object(j)) {
 		json_decref(j);
 		j = NULL;
@@ -196,7 +223,7 @@ static char *oci_source_url(const struct catalog_repo *r)
 static json_t *oci_config_json(struct oci_art *a)
 {
 	const struct catalog_repo *r = &a->o->repo;
-	json_t *cj = oci_read_config(a), *cfg = json_object(), *v;
+	json_t *cj = json_incref(a->config), *cfg = json_object(), *v;
 	char *name = xasprintf("%s/%s", a->o->prefix, r->name);
 	char *source = oci_source_url(r);
 	json_t *out;
@@ -228,6 +255,9 @@ void mirror__oci_art_release(struct oci_art *a)
 	json_decref(a->layers);
 	json_decref(a->diffs);
 	json_decref(a->missing);
+	json_decref(a->config);
+	a->config = NULL;
+	FREE_AND_NULL(&a->config_err);
 	for (size_t i = 0; i < a->ndocs; i++)
 		free(a->docs[i].text);
 	a->ndocs = 0;
@@ -310,6 +340,8 @@ int mirror__oci_art_build(struct oreq *o, const struct catalog_snapshot *snap, c
 		return r;
 	if (json_array_size(a->missing))
 		return OCI_INCOMPLETE;
+	if ((r = oci_read_config(a)))
+		return r;
 	return o->image ? oci_art_image(a) : oci_art_modelpack(a);
 }
 

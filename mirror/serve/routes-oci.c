@@ -301,12 +301,19 @@ static int oci_find_digest(struct oreq *o, const char *digest, enum oci_want wan
 		if (catalog_snapshot_complete(cat, l.v[i].id) != 1)
 			continue;
 		*snap = l.v[i];
-		if (mirror__oci_art_build(o, snap, want == WANT_BLOB && !o->image ? digest + 7 : NULL, a) == 0 &&
-		    oci_art_has(a, digest, want)) {
+		r = mirror__oci_art_build(o, snap, want == WANT_BLOB && !o->image ? digest + 7 : NULL, a);
+		if (r == 0 && oci_art_has(a, digest, want)) {
 			free(l.v);
 			return 0;
 		}
+		if (r == OCI_NEED_CONFIG)
+			memcpy(o->config_need, a->config_sha, sizeof(o->config_need));
 		mirror__oci_art_release(a);
+		if (r == OCI_NEED_CONFIG) {
+			free(l.v);
+			return r;
+		}
+		r = 0;
 	}
 	free(l.v);
 	return r ? r : HM_ERR_NOT_FOUND;
@@ -371,7 +378,8 @@ static int oci_resolve(struct oreq *o, const char *ref, struct catalog_snapshot 
 
 /* ---- the routes ---- */
 
-static int oci_route(struct mirror_routes *rt, struct httpd_req *req, const char *rest, bool deferred);
+static int oci_route(struct mirror_routes *rt, struct httpd_req *req, const char *rest, bool deferred,
+		     json_t *configs);
 
 /* The digests of an image's tar layers not kept yet, computed off the loop (each file read whole),
  * then kept, and the request routed again. */
@@ -423,7 +431,7 @@ static void oci_tarjob_done(void *p, struct httpd_req *req)
 	}
 	log_info("oci", "%zu tar layers' digests computed (%" PRId64 " bytes read)", j->n, bytes);
 	if (req)
-		oci_route(j->rt, req, j->rest, true);
+		oci_route(j->rt, req, j->rest, true, NULL);
 	free(j->f);
 	free(j->rest);
 	free(j);
@@ -450,6 +458,59 @@ static void oci_tarjob_start(struct oreq *o, const struct oci_art *a)
 	httpd_defer_aside(o->req, oci_tarjob_work, oci_tarjob_done, j);
 }
 
+/* A snapshot's config.json that only the store's bucket holds: read on a worker (store_slurp, nothing
+ * brought into the cache, its bytes checked), kept in the request's configs, and the request routed
+ * again, never waiting on the bucket on the loop. */
+struct oci_cfgjob {
+	struct mirror_routes *rt;
+	char *rest;
+	bool deferred;
+	char sha256[65];
+	json_t *configs;   /* o->configs and this one's (owned) */
+};
+
+static void oci_cfgjob_work(void *p)
+{
+	struct oci_cfgjob *j = p;
+	char *text = NULL, *why = NULL;
+	size_t len = 0;
+	int r = store_slurp(j->rt->data->store, j->sha256, (size_t)OCI_CONFIG_MAX, false, &text, &len, &why);
+
+	if (r && r != -ENOENT) {
+		log_warn("oci", "config.json %.12s: %s", j->sha256, why ? why : err_str(r));
+		json_object_set_new(j->configs, j->sha256, json_string(why ? why : err_str(r)));
+	} else {
+		json_t *c = r ? NULL : mirror__oci_config_parse(text, len);
+		json_object_set_new(j->configs, j->sha256, c ? c : json_null());
+	}
+	free(text);
+	free(why);
+}
+
+static void oci_cfgjob_done(void *p, struct httpd_req *req)
+{
+	struct oci_cfgjob *j = p;
+
+	if (req)
+		oci_route(j->rt, req, j->rest, j->deferred, j->configs);
+	json_decref(j->configs);
+	free(j->rest);
+	free(j);
+}
+
+static void oci_cfgjob_start(struct oreq *o)
+{
+	struct oci_cfgjob *j = xcalloc(1, sizeof(*j));
+
+	j->rt = o->rt;
+	j->rest = xstrdup(o->rest);
+	j->deferred = o->deferred;
+	memcpy(j->sha256, o->config_need, sizeof(j->sha256));
+	/* (a copy: the worker adds to it while the loop may still hold the last one) */
+	j->configs = o->configs ? json_deep_copy(o->configs) : json_object();
+	httpd_defer(o->req, oci_cfgjob_work, oci_cfgjob_done, j);
+}
+
 static void oci_manifest(struct oreq *o, const char *ref)
 {
 	struct catalog_snapshot snap;
@@ -459,6 +520,10 @@ static void oci_manifest(struct oreq *o, const char *ref)
 	int r = oci_resolve(o, ref, &snap, &a, &built);
 	char etag[80];
 
+	if (r == OCI_NEED_CONFIG) {
+		oci_cfgjob_start(o);
+		return;
+	}
 	if (r) {
 		oci_error(o->req, r == HM_ERR_NOT_FOUND ? 404 : 500,
 			  r == HM_ERR_NOT_FOUND ? "MANIFEST_UNKNOWN" : "UNKNOWN",
@@ -472,10 +537,19 @@ static void oci_manifest(struct oreq *o, const char *ref)
 		return;
 	}
 	if (!built && (r = mirror__oci_art_build(o, &snap, NULL, &a))) {
-		if (r == OCI_INCOMPLETE && !o->deferred)
+		if (r == OCI_INCOMPLETE && !o->deferred) {
 			oci_tarjob_start(o, &a);
-		else
+		} else if (r == OCI_NEED_CONFIG) {
+			memcpy(o->config_need, a.config_sha, sizeof(o->config_need));
+			oci_cfgjob_start(o);
+		} else if (a.config_err) {
+			char *msg = xasprintf("the snapshot's config.json cannot be read from the mirror's store: %s",
+					      a.config_err);
+			oci_error(o->req, 500, "UNKNOWN", msg);
+			free(msg);
+		} else {
 			oci_error(o->req, 500, "UNKNOWN", "the snapshot's manifest could not be built");
+		}
 		mirror__oci_art_release(&a);
 		return;
 	}
@@ -552,7 +626,7 @@ static void oci_fill_done(void *p, struct httpd_req *req)
 	struct oci_fill *f = p;
 
 	if (req)
-		oci_route(f->rt, req, f->rest, true);
+		oci_route(f->rt, req, f->rest, true, NULL);
 	free(f->rest);
 	free(f);
 }
@@ -626,6 +700,10 @@ static void oci_blob(struct oreq *o, const char *digest)
 	if (r == HM_ERR_NOT_FOUND) {
 		/* a file of a snapshot no ref points at now (a manifest asked by digest), or a config */
 		r = oci_find_digest(o, digest, WANT_BLOB, &snap, &a);
+		if (r == OCI_NEED_CONFIG) {
+			oci_cfgjob_start(o);
+			return;
+		}
 		if (r)
 			goto out;
 		if ((d = mirror__oci_art_doc(&a, digest, false))) {
@@ -798,8 +876,10 @@ out:
 	free(dup);
 }
 
-/* Route a request of the registry's (again after its layers' digests were computed: deferred). */
-static int oci_route(struct mirror_routes *rt, struct httpd_req *req, const char *rest, bool deferred)
+/* Route a request of the registry's (again after its layers' digests were computed: deferred; or after
+ * config.json's were read on a worker: configs). */
+static int oci_route(struct mirror_routes *rt, struct httpd_req *req, const char *rest, bool deferred,
+		     json_t *configs)
 {
 	struct oreq o;
 	const char *m = httpd_method(req);
@@ -809,6 +889,7 @@ static int oci_route(struct mirror_routes *rt, struct httpd_req *req, const char
 	o.req = req;
 	o.rest = rest;
 	o.deferred = deferred;
+	o.configs = configs;
 	o.tok = mirror__request_token(req, o.tokbuf, sizeof(o.tokbuf));
 	if (strcmp(m, "GET") && strcmp(m, "HEAD")) {
 		httpd_add_header(req, "Allow", "GET, HEAD");
@@ -858,5 +939,5 @@ int mirror__route_oci(struct mirror_routes *rt, struct httpd_req *req, const cha
 	(void)arg;
 	if (!oci_ours(rest))
 		return HTTPD_PASS;
-	return oci_route(rt, req, rest, false);
+	return oci_route(rt, req, rest, false, NULL);
 }

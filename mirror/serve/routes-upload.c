@@ -218,28 +218,37 @@ int mirror__route_repos(struct mirror_routes *rt, struct httpd_req *req, const c
 
 /* ---- preupload -------------------------------------------------------------------------------- */
 
-/* The .gitattributes of a snapshot, when small enough to read. */
-static char *attributes_of(struct mirror_routes *rt, int64_t snapshot_id)
+/* A preupload's answer, built on a worker: the snapshot's .gitattributes is read there (with a bucket,
+ * maybe from it: serve's loop never waits on the bucket). */
+struct preupload_job {
+	struct mirror__job j;
+	char *type, *name, *rev;
+	json_t *files;            /* the request's list (owned) */
+};
+
+/* The .gitattributes of a snapshot, when small enough to read (under 1 MiB), into *text: 0 (*text NULL
+ * when there is none, or it is bigger), or an error with *why (a copy that is not the content: never
+ * read as its rules). */
+static int attributes_of(struct catalog *cat, struct store *st, int64_t snapshot_id, char **text, char **why)
 {
 	struct catalog_entry e;
-	char *path, *text = NULL;
-	FILE *f;
+	size_t len;
+	int r;
 
-	if (catalog_snapshot_file(rt->data->catalog, snapshot_id, ".gitattributes", &e))
-		return NULL;
-	path = e.size < (1 << 20) ? store_blob_path(rt->data->store, e.sha256) : NULL;
-	if (path && (f = fopen(path, "r"))) {
-		text = xcalloc(1, (size_t)e.size + 1);
-		if (fread(text, 1, (size_t)e.size, f) != (size_t)e.size)
-			FREE_AND_NULL(&text);
-		fclose(f);
+	*text = NULL;
+	if (catalog_snapshot_file(cat, snapshot_id, ".gitattributes", &e))
+		return 0;
+	r = store_slurp(st, e.sha256, (1 << 20) - 1, false, text, &len, why);
+	if (r == -EFBIG) {
+		free(*why);
+		*why = NULL;
+		r = 0;
 	}
-	free(path);
 	catalog_entry_release(&e);
-	return text;
+	return r;
 }
 
-static json_t *preupload_file(struct mirror_routes *rt, int64_t snapshot_id, const char *attrs, json_t *f)
+static json_t *preupload_file(struct catalog *cat, int64_t snapshot_id, const char *attrs, json_t *f)
 {
 	const char *path = json_string_value(json_object_get(f, "path"));
 	const char *sample = json_string_value(json_object_get(f, "sample"));
@@ -261,23 +270,72 @@ static json_t *preupload_file(struct mirror_routes *rt, int64_t snapshot_id, con
 		      mirror_upload_wants_lfs(attrs, path, size, raw, n > 0 ? (size_t)n : 0) ? "lfs" : "regular",
 		      "shouldIgnore", 0);
 	/* what is there now, so the client leaves unchanged files out */
-	if (!catalog_snapshot_file(rt->data->catalog, snapshot_id, path, &e)) {
+	if (!catalog_snapshot_file(cat, snapshot_id, path, &e)) {
 		json_object_set_new(o, "oid", json_string(e.lfs_oid[0] ? e.lfs_oid : e.git_oid));
 		catalog_entry_release(&e);
 	}
 	return o;
 }
 
-static void preupload(struct mirror_routes *rt, struct httpd_req *req, const char *type, const char *name,
-		      const char *rev)
+static void preupload_build(struct mirror__job *job, struct catalog *cat)
 {
+	struct preupload_job *p = (struct preupload_job *)job;
 	struct catalog_repo repo;
 	struct catalog_snapshot snap;
 	bool found = false;
-	size_t len, i;
+	char *attrs = NULL, *why = NULL, *msg;
+	json_t *f, *out;
+	size_t i;
+	int r;
+
+	if (catalog_resolve(cat, "hf", p->type, p->name, p->rev, &repo, &snap, &found)) {
+		if (found)
+			catalog_repo_release(&repo);
+		mirror__hf_job_error(job, 404, found ? "RevisionNotFound" : "RepoNotFound",
+				     found ? "Invalid rev id" : "Repository not found", NULL);
+		return;
+	}
+	if ((r = attributes_of(cat, job->rt->data->store, snap.id, &attrs, &why))) {
+		/* the rules are not guessed without it: the client would send a file the wrong way */
+		msg = xasprintf("the snapshot's .gitattributes cannot be read from the mirror's store: %s",
+				why ? why : err_str(r));
+		log_warn("upload", "preupload of %s: %s", p->name, msg);
+		mirror__hf_job_error(job, 503, NULL, msg, snap.commit);
+		free(msg);
+		free(why);
+		catalog_repo_release(&repo);
+		return;
+	}
+	out = json_array();
+	json_array_foreach(p->files, i, f) {
+		json_t *o = json_is_object(f) ? preupload_file(cat, snap.id, attrs, f) : NULL;
+		if (o)
+			json_array_append_new(out, o);
+	}
+	free(attrs);
+	catalog_repo_release(&repo);
+	job->status = 200;
+	job->body = json_pack("{s:o, s:s}", "files", out, "commitOid", snap.commit);
+}
+
+static void preupload_release(struct mirror__job *job)
+{
+	struct preupload_job *p = (struct preupload_job *)job;
+
+	free(p->type);
+	free(p->name);
+	free(p->rev);
+	json_decref(p->files);
+	free(p);
+}
+
+static void preupload(struct mirror_routes *rt, struct httpd_req *req, const char *type, const char *name,
+		      const char *rev)
+{
+	size_t len;
 	const char *body = httpd_body(req, &len);
-	json_t *in = json_loadb(body ? body : "", len, 0, NULL), *files = json_object_get(in, "files"), *f, *out;
-	char *attrs;
+	json_t *in = json_loadb(body ? body : "", len, 0, NULL), *files = json_object_get(in, "files");
+	struct preupload_job *p;
 
 	if (!json_is_array(files)) {
 		mirror__hf_error(req, 400, NULL, "A preupload is {\"files\": [{\"path\", \"sample\", \"size\"}]}",
@@ -285,26 +343,16 @@ static void preupload(struct mirror_routes *rt, struct httpd_req *req, const cha
 		json_decref(in);
 		return;
 	}
-	if (catalog_resolve(rt->data->catalog, "hf", type, name, rev, &repo, &snap, &found)) {
-		if (found)
-			catalog_repo_release(&repo);
-		mirror__hf_error(req, 404, found ? "RevisionNotFound" : "RepoNotFound",
-			  found ? "Invalid rev id" : "Repository not found", NULL);
-		json_decref(in);
-		return;
-	}
-	attrs = attributes_of(rt, snap.id);
-	out = json_array();
-	json_array_foreach(files, i, f) {
-		json_t *o = json_is_object(f) ? preupload_file(rt, snap.id, attrs, f) : NULL;
-		if (o)
-			json_array_append_new(out, o);
-	}
-	free(attrs);
-	catalog_repo_release(&repo);
+	p = xcalloc(1, sizeof(*p));
+	p->j.build = preupload_build;
+	p->j.release = preupload_release;
+	p->type = xstrdup(type);
+	p->name = xstrdup(name);
+	p->rev = xstrdup(rev);
+	p->files = json_incref(files);
 	json_decref(in);
 	mirror__hf_cors(req);
-	mirror__respond_json(req, 200, json_pack("{s:o, s:s}", "files", out, "commitOid", snap.commit));
+	mirror__defer(rt, req, &p->j);
 }
 
 void mirror__hf_write(struct mirror_routes *rt, struct httpd_req *req, const char *type, const char *name,
