@@ -340,7 +340,7 @@ int mirror__oci_art_build(struct oreq *o, const struct catalog_snapshot *snap, c
 		return r;
 	if (json_array_size(a->missing))
 		return OCI_INCOMPLETE;
-	if ((r = oci_read_config(a)))
+	if (!o->image && (r = oci_read_config(a)))   /* (an image's configs do not say what config.json says) */
 		return r;
 	return o->image ? oci_art_image(a) : oci_art_modelpack(a);
 }
