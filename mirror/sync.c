@@ -117,8 +117,8 @@ static void select_files(struct srepo *r)
 		if (prefer)
 			buf_addf(&b, "%sprefer_safetensors", b.len ? ", " : "");
 		r->res->warning =
-			xasprintf("its globs select none of its %zu files upstream (%s): the snapshot is empty",
-				  sn->nfiles, b.len ? b.data : "none");
+			xasprintf("its globs select none of its %zu %s upstream (%s): the snapshot is empty",
+				  sn->nfiles, sn->nfiles == 1 ? "file" : "files", b.len ? b.data : "none");
 		buf_release(&b);
 	}
 }

@@ -555,7 +555,7 @@ static int sync_status(const struct cli_sync_opts *o)
 			const char *oc = json_string_value(json_object_get(pg, "outcome"));
 			local_time(jint(pg, "started_at"), when, sizeof(when));
 			cli_human_size(jint(pg, "bytes_done"), b1, sizeof(b1));
-			printf("no sync running; the last started %s and %s: %lld of %lld repos, %lld files fetched "
+			printf("no sync running; the last started %s and %s: %lld of %lld %s, %lld %s fetched "
 			       "(%s)\n",
 			       when,
 			       !oc                          ? "ended"
@@ -563,7 +563,8 @@ static int sync_status(const struct cli_sync_opts *o)
 			       : !strcmp(oc, "interrupted") ? "was interrupted"
 							    : "ended with failures ('hubmirror ls' says which)",
 			       (long long)jint(pg, "repos_done"), (long long)jint(pg, "repos_total"),
-			       (long long)jint(pg, "files_done"), b1);
+			       cli_plural(jint(pg, "repos_total"), "repo", "repos"), (long long)jint(pg, "files_done"),
+			       cli_plural(jint(pg, "files_done"), "file", "files"), b1);
 		}
 		if (!sv) {
 			printf("no serve with the operator API runs on this data directory: no schedule to tell\n");
