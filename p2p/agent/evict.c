@@ -586,9 +586,10 @@ static void size_done(uv_work_t *w, int status)
 		free(z->drop[i]);
 	free(z->drop);
 	free(z);
-	/* (with what was written since the walk began, and the bytes a fill waits to write: room for them is
-	 * made before they come) */
-	used = agent_evict_use_now(a) + a->evict->room_bytes;
+	/* (with what was written since the walk began; and when a writer waits for room, what it asked
+	 * for counted as its admission counts it (agent_evict_need): a round that counted less left the
+	 * writer still short, and it thinned or came past the bound while snapshots could go) */
+	used = a->evict->room_bytes ? agent_evict_need(a, a->evict->room_bytes) : agent_evict_use_now(a);
 	a->evict->room_bytes = 0;
 	if (!a->stopping && a->cfg->cache_size > 0 && used > a->cfg->cache_size)
 		choose(a, used);
