@@ -61,6 +61,11 @@ bool agent_snap_evictable(struct agent *a, const struct agent_snap *s);
 /* The cache's use now, about: the last sizing's measure, plus what was written since, less what
  * thinning freed since. */
 int64_t agent_evict_use_now(struct agent *a);
+/* What the cache would hold with bytes more written (evict-room.c): its use now, the room kept for the
+ * agent's own files, what libtorrent may write before the next tick and what the fills' runs admitted
+ * still bring. A writer is admitted while it is within the bound; the sizing round that makes room
+ * for one counts the same. */
+int64_t agent_evict_need(struct agent *a, int64_t bytes);
 /* Take cold pieces (none read in the last idle_s seconds) out of the snapshots that stay, about over
  * bytes, in a job on a worker. true: a job takes some out. */
 bool agent_evict_thin(struct agent *a, int64_t over, int idle_s);

@@ -242,13 +242,18 @@ static int64_t pending(struct agent *a)
 	return n;
 }
 
-static bool bound_wait(struct agent *a, int64_t bytes)
+int64_t agent_evict_need(struct agent *a, int64_t bytes)
 {
 	/* (what libtorrent may write before the next tick is counted as taken: it counts only then, and a
 	 * fill admitting the same room meanwhile would take it twice; so are what the runs admitted
 	 * before, the fills' of every snapshot, still bring) */
+	return agent_evict_use_now(a) + OWN_GROWTH + a->evict->lt_allowed + pending(a) + bytes;
+}
+
+static bool bound_wait(struct agent *a, int64_t bytes)
+{
 	int64_t use = agent_evict_use_now(a), due = pending(a);
-	int64_t over = use + OWN_GROWTH + a->evict->lt_allowed + due + bytes - a->cfg->cache_size;
+	int64_t over = agent_evict_need(a, bytes) - a->cfg->cache_size;
 	const char *why = "";
 	bool wait = must_wait(a, bytes, over, &why);
 

@@ -528,8 +528,11 @@ static size_t evict_snaps(struct agent *a, int64_t used, int64_t *used_after)
 		c[i].busy = !agent_snap_evictable(a, s);
 		if (!c[i].busy)
 			p2p_session_torrent_status(a->ses, s->btih, &st);
-		/* (and what the direct fill wrote: a mount's reads, which libtorrent does not count yet) */
-		c[i].held = st.total_done + (!c[i].busy && a->evict->l.unseen ? a->evict->l.unseen(s) : 0);
+		/* every piece it has, wanted or not: a mount wants little (its metadata, --prefetch) and
+		 * holds what it read besides, which its eviction frees too (counting only the wanted pieces
+		 * took such a snapshot for nearly empty, and the round took the next one too); and what
+		 * the direct fill wrote, which libtorrent does not count yet */
+		c[i].held = st.held + (!c[i].busy && a->evict->l.unseen ? a->evict->l.unseen(s) : 0);
 	}
 	npick = agent_evict_pick(c, n, used, a->cfg->cache_size, pick, used_after);
 	for (size_t k = 0; k < npick; k++) {
@@ -583,9 +586,10 @@ static void size_done(uv_work_t *w, int status)
 		free(z->drop[i]);
 	free(z->drop);
 	free(z);
-	/* (with what was written since the walk began, and the bytes a fill waits to write: room for them is
-	 * made before they come) */
-	used = agent_evict_use_now(a) + a->evict->room_bytes;
+	/* (with what was written since the walk began; and when a writer waits for room, what it asked
+	 * for counted as its admission counts it (agent_evict_need): a round that counted less left the
+	 * writer still short, and it thinned or came past the bound while snapshots could go) */
+	used = a->evict->room_bytes ? agent_evict_need(a, a->evict->room_bytes) : agent_evict_use_now(a);
 	a->evict->room_bytes = 0;
 	if (!a->stopping && a->cfg->cache_size > 0 && used > a->cfg->cache_size)
 		choose(a, used);
