@@ -45,8 +45,8 @@ check "umount a" "$HUBMIRROR" umount "$T/a"
 sleep 1
 check "pull e" "$HUBMIRROR" pull --hf-cache "$T/hfc" hf:acme/ev-e
 # d must go before a (a was in use until its umount, after d's pull); a may go in the same round when
-# the measured cache is still over after d (under ASan in CI once: the agent's own files, measured
-# with the rest)
+# the measured cache is still over after d (seen once under ASan, before a round counted a mounted
+# snapshot's held pieces and a waiting writer's need as the writer's admission does: probably that)
 d_first() { local i h; for i in $(seq 150); do h=" $(held | tr '\n' ' ')"
 	case $h in *" hf:acme/ev-d "*) ;; *" hf:acme/ev-b "*"hf:acme/ev-e "*) echo "# holds:$h"; return 0 ;; esac
 	sleep 0.2; done; echo "# holds: $(held | tr '\n' ' ')"; return 1; }
