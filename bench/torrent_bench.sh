@@ -29,18 +29,8 @@ trap 'for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait; rm -r
 export HUBMIRROR_DATA=$T/data HUBMIRROR_P2P_LISTEN=127.0.0.1:0
 size=$((mib << 20))
 
-"$py" "$src/tests/integration/helpers/cephrgw.py" "$T/ceph" --ready-file "$T/ceph.ready" \
-	--memstore-bytes $((2 * size + (1 << 30))) 2>"$T/ceph.err" &
-pids+=($!)
-while [ ! -s "$T/ceph.ready" ]; do
-	kill -0 "${pids[0]}" 2>/dev/null || { cat "$T/ceph.err"; exit 1; }
-	sleep 0.2
-done
-eval "$("$py" -c 'import json, shlex, sys
-d = json.load(open(sys.argv[1]))
-for k in ("endpoint", "bucket", "access_key", "secret_key"):
-    print("RGW_%s=%s" % (k.upper(), shlex.quote(d[k])))' "$T/ceph.ready")"
-export AWS_ACCESS_KEY_ID=$RGW_ACCESS_KEY AWS_SECRET_ACCESS_KEY=$RGW_SECRET_KEY
+. "$src/bench/lib.sh"
+bench_start_rgw $((2 * size + (1 << 30)))
 printf '[store]\nurl = s3://%s/bench\ns3-endpoint = %s\ncache-size = 64M\n' "$RGW_BUCKET" "$RGW_ENDPOINT" \
 	>"$T/hm.conf"
 

@@ -14,7 +14,7 @@
 #include "base/xmalloc.h"
 #include "store/bucket.h"
 #include "store/s3.h"
-#include "store-int.h"
+#include "bucket-int.h"
 
 #define STAGE "xet-uploads/"
 #define NAME_MAX_LEN 200

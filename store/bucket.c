@@ -1,5 +1,7 @@
 /*
- * bucket.c - the store's bucket backend: contents under their ids in an S3 bucket, written verified.
+ * bucket.c - the store's bucket backend: contents under their ids in an S3 bucket, written verified;
+ * the process's bucket, its pool of S3 clients and its counters. gc's trash is bucket-trash.c, the
+ * listing of contents and the mirrors' live sets bucket-live.c (bucket-int.h between them).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -12,13 +14,12 @@
 #include <unistd.h>
 
 #include <openssl/evp.h>
-#include <openssl/rand.h>
 
 #include "base/err.h"
 #include "base/hex.h"
 #include "base/xmalloc.h"
 #include "store/bucket.h"
-#include "store-int.h"
+#include "bucket-int.h"
 
 #define POOL_MAX 8
 #define CACHE_DEFAULT ((int64_t)10 << 30)
@@ -149,7 +150,8 @@ static int put(struct store_bucket *b, struct store_s3 *s, int r)
 	return r;
 }
 
-/* For the staging area's calls (bucket-stage.c): a client of the pool and back, counted as these are. */
+/* For the calls of the other files of the backend (bucket-int.h): a client of the pool and back, counted
+ * as these are. */
 struct store_s3 *store__bucket_take(struct store_bucket *b)
 {
 	return take(b);
@@ -160,6 +162,27 @@ int store__bucket_give(struct store_bucket *b, struct store_s3 *s, int r, int64_
 	n_in += bytes_in;
 	n_out += bytes_out;
 	return put(b, s, r);
+}
+
+void store__bucket_count(int64_t bytes_in, int64_t bytes_out)
+{
+	n_in += bytes_in;
+	n_out += bytes_out;
+}
+
+int64_t store__bucket_call_start(void)
+{
+	return call_start_us;
+}
+
+void store__bucket_call_resume(int64_t start_us)
+{
+	call_start_us = start_us;
+}
+
+void store__bucket_say(const char *msg)
+{
+	snprintf(last_err, sizeof(last_err), "%s", msg);
 }
 
 const char *store_bucket_errmsg(void)
@@ -219,7 +242,7 @@ int store_bucket_stat(struct store_bucket *b, const char *sha256, int64_t *size)
 	return r;
 }
 
-static int finish_hex(EVP_MD_CTX *ctx, char out[65])
+int store__bucket_hex(EVP_MD_CTX *ctx, char out[65])
 {
 	unsigned char md[32];
 	unsigned n = 0;
@@ -272,7 +295,7 @@ int store_bucket_put_fd(struct store_bucket *b, int fd, const char *sha256, int6
 		test_kill_point(u);
 	}
 	if (!r)
-		r = finish_hex(ctx, got);
+		r = store__bucket_hex(ctx, got);
 	if (!r && total != size)
 		r = HM_ERR_SIZE_MISMATCH;
 	else if (!r && strcmp(got, sha256))
@@ -433,7 +456,7 @@ int store_bucket_check(struct store_bucket *b, const char *sha256, bool *ok, int
 	}
 	r = store_bucket_get(b, sha256, 0, -1, hashing, &h);
 	if (!r)
-		r = finish_hex(h.ctx, got);
+		r = store__bucket_hex(h.ctx, got);
 	if (!r) {
 		*ok = !strcmp(got, sha256);
 		*size = h.n;
@@ -468,31 +491,7 @@ int store_bucket_touch(struct store_bucket *b, const char *sha256)
 	return on_object(b, sha256, store_s3_touch);
 }
 
-struct each_ctx {
-	int (*fn)(void *ud, const char *name, int64_t size);
-	void *ud;
-};
-
-static int each_object(void *ud, const struct store_s3_entry *e)
-{
-	struct each_ctx *x = ud;
-	const char *name = strrchr(e->key, '/');
-
-	return x->fn(x->ud, name ? name + 1 : e->key, e->size);
-}
-
-int store_bucket_each(struct store_bucket *b, int (*fn)(void *ud, const char *name, int64_t size), void *ud)
-{
-	struct each_ctx x = { .fn = fn, .ud = ud };
-	struct store_s3 *s = take(b);
-
-	if (!s)
-		return -ENOMEM;
-	return put(b, s, store_s3_list(s, "blobs/", each_object, &x));
-}
-
-/* "2026-12-06T20:10:00.000Z" into unix seconds; 0 when unreadable (taken as old). */
-static time_t iso_time(const char *when)
+time_t store__bucket_time(const char *when)
 {
 	struct tm tm;
 
@@ -513,7 +512,7 @@ static int each_upload(void *ud, const struct store_s3_entry *e)
 {
 	struct stale *x = ud;
 
-	if (x->now - iso_time(e->when) < x->age_s)
+	if (x->now - store__bucket_time(e->when) < x->age_s)
 		return 0; /* a writer's that may be running */
 	x->v = xreallocarray(x->v, x->n + 2, sizeof(*x->v));
 	x->v[x->n++] = xstrdup(e->key);
@@ -554,452 +553,6 @@ int store_bucket_mtime(struct store_bucket *b, const char *sha256, int64_t *mtim
 
 	if (!r)
 		*mtime = st.mtime;
-	return r;
-}
-
-/* ---- the trash: what gc takes out of blobs/, kept until no mirror may count on it --------------- */
-
-/* trash/<h0h1>/<sha256>.<16 hex>: a key of its own for each move, never written again. */
-static char *trash_key(const char *sha256)
-{
-	unsigned char rnd[8];
-	char nonce[17];
-
-	if (RAND_bytes(rnd, sizeof(rnd)) != 1)
-		return NULL;
-	hex_encode(rnd, sizeof(rnd), nonce);
-	return xasprintf("trash/%.2s/%s.%s", sha256, sha256, nonce);
-}
-
-/* The content a trash key holds ("trash/ab/<sha256>.<nonce>"), into sha (65); false: not such a key. */
-static bool trash_sha(const char *key, char *sha)
-{
-	const char *name = strrchr(key, '/');
-	size_t n = name ? strlen(name + 1) : 0;
-
-	if (strncmp(key, "trash/", 6) || n != 64 + 1 + 16 || name[65] != '.')
-		return false;
-	memcpy(sha, name + 1, 64);
-	sha[64] = '\0';
-	return hex_is_lower(sha, 64) && !strncmp(key + 6, sha, 2) && hex_is_lower(name + 66, 16);
-}
-
-/* The largest object S3 copies in one request (CopyObject); a test may set it lower
- * ($HUBMIRROR_TEST_COPY_MAX, bytes: tests/README.md, "Fault hooks"; read in this one place, t0884). */
-static int64_t copy_max(void)
-{
-	const char *v = getenv("HUBMIRROR_TEST_COPY_MAX");
-
-	return v && atoll(v) > 0 ? atoll(v) : (int64_t)5 << 30;
-}
-
-/* A copy through this process: the bytes read, hashed and streamed into an upload to the new key. */
-struct through {
-	struct store_s3_upload *u;
-	EVP_MD_CTX *ctx;
-	int64_t n;
-};
-
-static int through_sink(void *ud, const void *data, size_t n)
-{
-	struct through *t = ud;
-
-	t->n += (int64_t)n;
-	if (!EVP_DigestUpdate(t->ctx, data, n))
-		return -EIO;
-	return store_s3_upload_write(t->u, data, n);
-}
-
-/* Content sha256's object src copied to dst: on the gateway up to copy_max(); a bigger one through this
- * process (read by s, written by a client of its own, completed only once the bytes hashed to sha256
- * and are size long; aborted else). */
-static int copy_object(struct store_bucket *b, struct store_s3 *s, const char *src, const char *dst,
-		       const char *sha256, int64_t size)
-{
-	struct through t = { NULL, EVP_MD_CTX_new(), 0 };
-	int64_t start = call_start_us;
-	struct store_s3 *w;
-	char got[65];
-	int r;
-
-	if (size <= copy_max()) {
-		EVP_MD_CTX_free(t.ctx);
-		return store_s3_copy(s, src, dst);
-	}
-	w = take(b);
-	r = !w || !t.ctx || !EVP_DigestInit_ex(t.ctx, EVP_sha256(), NULL) ? -ENOMEM : store_s3_upload_begin(w, dst, &t.u);
-	if (!r)
-		r = store_s3_get(s, src, 0, -1, through_sink, &t);
-	n_in += t.n;
-	if (!r)
-		r = finish_hex(t.ctx, got);
-	if (!r && t.n != size)
-		r = HM_ERR_SIZE_MISMATCH;
-	else if (!r && strcmp(got, sha256))
-		r = HM_ERR_HASH_MISMATCH;
-	if (!r && !(r = store_s3_upload_commit(&t.u)))
-		n_out += t.n;
-	store_s3_upload_abort(&t.u);
-	if (w)
-		put(b, w, r);
-	call_start_us = start; /* (the caller's call is counted whole) */
-	EVP_MD_CTX_free(t.ctx);
-	return r;
-}
-
-int store_bucket_trash(struct store_bucket *b, const char *sha256)
-{
-	char *key = store_bucket_key(sha256), *dst = key ? trash_key(sha256) : NULL;
-	struct store_s3 *s = dst ? take(b) : NULL;
-	struct store_s3_stat st;
-	int r;
-
-	if (!s) {
-		free(key);
-		free(dst);
-		return key ? -ENOMEM : -EINVAL;
-	}
-	/* copied first, deleted after: whatever the delete takes, the trash holds the same bytes */
-	r = store_s3_head(s, key, &st);
-	if (!r)
-		r = copy_object(b, s, key, dst, sha256, st.size);
-	if (!r)
-		r = store_s3_delete(s, key);
-	put(b, s, r);
-	free(key);
-	free(dst);
-	return r;
-}
-
-/* A content's trash keys, listed (each a key and its size). */
-struct trash_list {
-	char **key;
-	int64_t *size, *when;
-	size_t n;
-};
-
-static int each_trash_key(void *ud, const struct store_s3_entry *e)
-{
-	struct trash_list *l = ud;
-	char sha[65];
-
-	if (!trash_sha(e->key, sha))
-		return 0; /* (not one gc made: left alone) */
-	l->key = xreallocarray(l->key, l->n + 1, sizeof(*l->key));
-	l->size = xreallocarray(l->size, l->n + 1, sizeof(*l->size));
-	l->when = xreallocarray(l->when, l->n + 1, sizeof(*l->when));
-	l->key[l->n] = xstrdup(e->key);
-	l->size[l->n] = e->size;
-	l->when[l->n++] = iso_time(e->when);
-	return 0;
-}
-
-static void trash_list_free(struct trash_list *l)
-{
-	for (size_t i = 0; i < l->n; i++)
-		free(l->key[i]);
-	free(l->key);
-	free(l->size);
-	free(l->when);
-}
-
-/* Copy trash key src back under the content's key, and find it there of its size. */
-static int trash_copy_back(struct store_bucket *b, struct store_s3 *s, const char *src, const char *sha256,
-			   int64_t size)
-{
-	char *key = store_bucket_key(sha256);
-	struct store_s3_stat st;
-	int r = copy_object(b, s, src, key, sha256, size);
-
-	if (!r)
-		r = store_s3_head(s, key, &st);
-	if (!r && st.size != size)
-		r = HM_ERR_SIZE_MISMATCH;
-	free(key);
-	return r;
-}
-
-int store_bucket_restore(struct store_bucket *b, const char *sha256, int64_t size)
-{
-	char *key = store_bucket_key(sha256), *prefix = key ? xasprintf("trash/%.2s/%s.", sha256, sha256) : NULL;
-	struct store_s3 *s = key ? take(b) : NULL;
-	struct trash_list l = { NULL, NULL, NULL, 0 };
-	int r;
-
-	if (!s) {
-		free(key);
-		free(prefix);
-		return key ? -ENOMEM : -EINVAL;
-	}
-	r = store_s3_list(s, prefix, each_trash_key, &l);
-	if (!r)
-		r = HM_ERR_NOT_FOUND;
-	/* any of its keys: each holds the content's bytes (one gone meanwhile, expired: the next) */
-	for (size_t i = 0; r == HM_ERR_NOT_FOUND && i < l.n; i++) {
-		if (size >= 0 && l.size[i] != size)
-			continue;
-		r = trash_copy_back(b, s, l.key[i], sha256, l.size[i]);
-	}
-	trash_list_free(&l);
-	r = put(b, s, r);
-	free(key);
-	free(prefix);
-	return r;
-}
-
-/* One trash key, swept: put back when wanted (and gone from blobs/), deleted when wanted or old;
- * removed counts the unwanted deleted. */
-static int sweep_one(struct store_bucket *b, struct store_s3 *s, const char *tkey, int64_t size, int w,
-		     bool old, struct store_bucket_trash_stats *st)
-{
-	char sha[65], *key;
-	struct store_s3_stat hs;
-	int r = 0;
-
-	if (!trash_sha(tkey, sha) || (!w && !old))
-		return 0;
-	key = store_bucket_key(sha);
-	if (w) {
-		r = store_s3_head(s, key, &hs);
-		if (r == HM_ERR_NOT_FOUND && !(r = trash_copy_back(b, s, tkey, sha, size)))
-			st->restored++;
-	}
-	if (!r && (r = store_s3_delete(s, tkey)) == HM_ERR_NOT_FOUND)
-		r = 0; /* (another mirror's gc swept it meanwhile) */
-	else if (!r && !w)
-		st->removed++;
-	free(key);
-	return r;
-}
-
-int store_bucket_trash_sweep(struct store_bucket *b, int64_t cutoff, int (*wanted)(void *ud, const char *sha256),
-			     void *ud, struct store_bucket_trash_stats *st)
-{
-	struct trash_list l = { NULL, NULL, NULL, 0 };
-	struct store_s3 *s = take(b);
-	int r;
-
-	memset(st, 0, sizeof(*st));
-	if (!s)
-		return -ENOMEM;
-	r = store_s3_list(s, "trash/", each_trash_key, &l);
-	for (size_t i = 0; !r && i < l.n; i++) {
-		char sha[65];
-		int w = trash_sha(l.key[i], sha) ? wanted(ud, sha) : 0;
-		if (w < 0) {
-			r = w;
-			break;
-		}
-		if (!w && l.when[i] >= cutoff)
-			st->young++;
-		r = sweep_one(b, s, l.key[i], l.size[i], w, l.when[i] < cutoff, st);
-		if (r == HM_ERR_HASH_MISMATCH || r == HM_ERR_SIZE_MISMATCH)
-			r = 0; /* (a trash object that is not its content: kept, not put back; the others go on) */
-	}
-	trash_list_free(&l);
-	return put(b, s, r);
-}
-
-/* ---- several mirrors on one bucket: their live sets ------------------------------------------- */
-
-#define LIVE_HEAD "hubmirror-live 1\n"
-#define LIVE_BUF (256 << 10)
-
-struct store_bucket_live {
-	struct store_bucket *b;
-	struct store_s3 *s;
-	struct store_s3_upload *u;
-	char *buf;
-	size_t n;
-	int r;                      /* the first failure */
-};
-
-/* The first n bytes of id are a mirror's id: 8 to 64 lowercase hex. */
-static bool id_ok(const char *id, size_t n)
-{
-	char copy[65];
-
-	if (n < 8 || n > 64)
-		return false;
-	memcpy(copy, id, n);
-	copy[n] = '\0';
-	return hex_is_lower(copy, n);
-}
-
-int store_bucket_live_begin(struct store_bucket *b, const char *id, struct store_bucket_live **out)
-{
-	struct store_bucket_live *l;
-	char *key;
-	int r;
-
-	if (!id_ok(id, strlen(id)))
-		return -EINVAL;
-	l = xcalloc(1, sizeof(*l));
-	l->b = b;
-	if (!(l->s = take(b))) {
-		free(l);
-		return -ENOMEM;
-	}
-	key = xasprintf("mirrors/%s/live", id);
-	r = store_s3_upload_begin(l->s, key, &l->u);
-	free(key);
-	if (r) {
-		put(b, l->s, r);
-		free(l);
-		return r;
-	}
-	l->buf = xmalloc(LIVE_BUF);
-	memcpy(l->buf, LIVE_HEAD, l->n = strlen(LIVE_HEAD));
-	*out = l;
-	return 0;
-}
-
-int store_bucket_live_add(struct store_bucket_live *l, const char *sha256)
-{
-	if (l->r)
-		return l->r;
-	if (!hex_is_lower(sha256, 64))
-		return -EINVAL;
-	if (l->n + 65 > LIVE_BUF) {
-		l->r = store_s3_upload_write(l->u, l->buf, l->n);
-		n_out += (int64_t)l->n;
-		l->n = 0;
-	}
-	memcpy(l->buf + l->n, sha256, 64);
-	l->buf[l->n + 64] = '\n';
-	l->n += 65;
-	return l->r;
-}
-
-static void live_end(struct store_bucket_live **lp, int r)
-{
-	struct store_bucket_live *l = *lp;
-
-	put(l->b, l->s, r);
-	free(l->buf);
-	free(l);
-	*lp = NULL;
-}
-
-int store_bucket_live_commit(struct store_bucket_live **lp)
-{
-	struct store_bucket_live *l = *lp;
-	int r = l->r;
-
-	if (!r && l->n) {
-		r = store_s3_upload_write(l->u, l->buf, l->n);
-		n_out += (int64_t)l->n;
-	}
-	if (r)
-		store_s3_upload_abort(&l->u);
-	else
-		r = store_s3_upload_commit(&l->u); /* (a live set appears whole or not at all) */
-	live_end(lp, r);
-	return r;
-}
-
-void store_bucket_live_abort(struct store_bucket_live **lp)
-{
-	if (!*lp)
-		return;
-	store_s3_upload_abort(&(*lp)->u);
-	live_end(lp, 0);
-}
-
-/* The live sets' keys, listed: mirrors/<id>/live with the time each was written. */
-struct live_keys {
-	char **id;
-	int64_t *when;
-	size_t n;
-};
-
-static int each_live_key(void *ud, const struct store_s3_entry *e)
-{
-	struct live_keys *k = ud;
-	const char *id = e->key + strlen("mirrors/"), *slash = strchr(id, '/');
-
-	if (!slash || strcmp(slash, "/live") || !id_ok(id, (size_t)(slash - id)))
-		return 0; /* (not a live set: left alone) */
-	k->id = xreallocarray(k->id, k->n + 1, sizeof(*k->id));
-	k->when = xreallocarray(k->when, k->n + 1, sizeof(*k->when));
-	k->id[k->n] = xstrndup(id, (size_t)(slash - id));
-	k->when[k->n++] = iso_time(e->when);
-	return 0;
-}
-
-/* One live set's bytes as they stream: split into lines (a line may straddle two chunks). */
-struct live_read {
-	int (*fn)(void *ud, const char *id, int64_t written, const char *sha256);
-	void *ud;
-	const char *id;
-	int64_t when;
-	char line[80];
-	size_t n;
-	bool head;
-};
-
-static int live_line(struct live_read *x)
-{
-	x->line[x->n] = '\0';
-	if (!x->head) {
-		x->head = true;
-		return strcmp(x->line, "hubmirror-live 1") ? HM_ERR_UPSTREAM : 0;
-	}
-	if (x->n != 64 || !hex_is_lower(x->line, 64))
-		return HM_ERR_UPSTREAM;
-	return x->fn(x->ud, x->id, x->when, x->line);
-}
-
-static int live_sink(void *ud, const void *data, size_t n)
-{
-	struct live_read *x = ud;
-	const char *p = data;
-	int r = 0;
-
-	n_in += (int64_t)n;
-	for (size_t i = 0; !r && i < n; i++) {
-		if (p[i] == '\n') {
-			r = live_line(x);
-			x->n = 0;
-		} else if (x->n + 1 >= sizeof(x->line)) {
-			r = HM_ERR_UPSTREAM;
-		} else {
-			x->line[x->n++] = p[i];
-		}
-	}
-	return r;
-}
-
-int store_bucket_live_each(struct store_bucket *b, int (*fn)(void *ud, const char *id, int64_t written,
-								  const char *sha256), void *ud)
-{
-	struct live_keys k = { NULL, NULL, 0 };
-	struct store_s3 *s = take(b);
-	char bad[128] = "";
-	int r;
-
-	if (!s)
-		return -ENOMEM;
-	r = store_s3_list(s, "mirrors/", each_live_key, &k);
-	for (size_t i = 0; !r && i < k.n; i++) {
-		struct live_read x = { .fn = fn, .ud = ud, .id = k.id[i], .when = k.when[i] };
-		char *key = xasprintf("mirrors/%s/live", k.id[i]);
-		r = fn(ud, k.id[i], k.when[i], NULL);
-		if (!r)
-			r = store_s3_get(s, key, 0, -1, live_sink, &x);
-		if (!r && (x.n || !x.head))
-			r = HM_ERR_UPSTREAM; /* (cut short, or empty: not a set this wrote) */
-		if (r == HM_ERR_UPSTREAM)
-			snprintf(bad, sizeof(bad), "%s is not a live set", key);
-		free(key);
-	}
-	for (size_t i = 0; i < k.n; i++)
-		free(k.id[i]);
-	free(k.id);
-	free(k.when);
-	r = put(b, s, r);
-	if (*bad)
-		snprintf(last_err, sizeof(last_err), "%s", bad);
 	return r;
 }
 
@@ -1181,7 +734,7 @@ int store_bucket_put_commit(struct store_bucket_put **pp)
 	*pp = NULL;
 	r = put_stop(p, false);
 	if (!r)
-		r = finish_hex(p->ctx, got);
+		r = store__bucket_hex(p->ctx, got);
 	if (!r && p->total != p->size)
 		r = HM_ERR_SIZE_MISMATCH;
 	else if (!r && strcmp(got, p->sha256))

@@ -1,7 +1,8 @@
 /*
- * store-int.h - between store.c, cache.c, store-behind.c, store-xet.c, bucket.c and bucket-stage.c
- * (store/ only): what the writer hands the identity file's code, the one helper both read blobs with,
- * the bucket's side, its pool for the staging area, and a fill's hash behind its writes.
+ * store-int.h - between the store's files (store.c, store-parts*.c, store-maint.c, cache.c,
+ * store-behind.c, store-xet.c; store/ only): what the writer hands the identity file's code, the one
+ * helper both read blobs with, the bucket's side, and a fill's hash behind its writes (the bucket
+ * backend's own files share bucket-int.h).
  */
 #ifndef HM_STORE_STORE_INT_H
 #define HM_STORE_STORE_INT_H
@@ -56,13 +57,6 @@ void store__cached(struct store *s, int64_t n, const char *keep);
 char *store__blob_local(const struct store *s, const char *sha256);
 /* Mark a writer as a fill of the cache (its commit does not put the content back in the bucket). */
 void store__writer_fill(struct store_writer *w);
-
-/* ---- the bucket's pool, for its staging area (bucket.c, bucket-stage.c) ---- */
-struct store_s3;
-/* A client of b's pool (NULL: none could be made); give it back with _give, which notes the call's
- * result r and the bytes it moved for the counters (store_bucket_stats) and returns r. */
-struct store_s3 *store__bucket_take(struct store_bucket *b);
-int store__bucket_give(struct store_bucket *b, struct store_s3 *s, int r, int64_t bytes_in, int64_t bytes_out);
 
 /* ---- a fill's hash behind its writes (store-behind.c) ---- */
 /* A thread that hashes into ctx (the writer's SHA-256, its alone until _finish) the buffers handed to

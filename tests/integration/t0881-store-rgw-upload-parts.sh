@@ -30,16 +30,24 @@ chmod 600 "$T/tokens"
 export HFU="$HM_SRC/tests/integration/helpers"
 SIZE=$((128 * 1048576 + 3000000)) # 3 parts of 64 MiB at most: multipart starts at 128 MiB
 s3() { rgw_s3 "$@"; }
+# The test makes and uploads more than a GB and hashes what it reads back: its random bytes and its
+# hashes are OpenSSL's (AES and SHA-256 in the CPU's own instructions: several times cheaper than
+# /dev/urandom and sha256sum on the cores the whole suite shares), and each file's sha256 is taken
+# once, as it is made.
+sha() { openssl dgst -sha256 -r | cut -d' ' -f1; } # stdin's sha256
+make_file() { # FILE SIZE: SIZE random bytes, their sha256 in FILE.sha
+	openssl rand -out "$1" "$2" && sha <"$1" >"$1.sha"
+}
 uploads() { s3 GET "/?prefix=t0881%2F&uploads=" >/dev/null; grep -o '<UploadId>' "$T/s3.body" | wc -l; }
 tmp_bytes() { find "$HUBMIRROR_DATA/store/tmp" -type f -printf '%s\n' | awk '{ n += $1 } END { print n + 0 }'; }
 in_bucket() { # FILE: the object under FILE's sha256 is in the bucket, byte for byte
 	local h
-	h=$(sha256sum <"$1" | cut -d' ' -f1)
-	[ "$(s3 GET "/t0881/blobs/${h:0:2}/$h")" = 200 ] && [ "$(sha256sum <"$T/s3.body" | cut -d' ' -f1)" = "$h" ]
+	h=$(cat "$1.sha")
+	[ "$(s3 GET "/t0881/blobs/${h:0:2}/$h")" = 200 ] && [ "$(sha <"$T/s3.body")" = "$h" ]
 }
 absent() { # FILE: nothing under FILE's sha256 in the bucket
 	local h
-	h=$(sha256sum <"$1" | cut -d' ' -f1)
+	h=$(cat "$1.sha")
 	[ "$(s3 HEAD "/t0881/blobs/${h:0:2}/$h")" = 404 ]
 }
 cat >"$T/parts.py" <<'PY'
@@ -192,21 +200,21 @@ parts() { # ARGS of parts.py after URL PID DATA: its output in $T/parts.out
 said() { grep -qx -- "$1" "$T/parts.out"; }
 held_less() { test "$(sed -n 's/^held //p' "$T/parts.out")" -lt "$SIZE"; }
 resolve_is() { # PATH FILE
-	[ "$(curl -fsS "$M/acme/parts/resolve/main/$1" | sha256sum | cut -d' ' -f1)" = "$(sha256sum <"$2" | cut -d' ' -f1)" ]
+	[ "$(curl -fsS "$M/acme/parts/resolve/main/$1" | sha)" = "$(cat "$2.sha")" ]
 }
 
 check "serve starts" start_serve --local acme --tokens "$T/tokens" --p2p-listen off
 serve_pid=${_pids[-1]}
 
 # 1. in order
-head -c "$SIZE" /dev/urandom >"$T/a.bin"
+make_file "$T/a.bin" "$SIZE"
 parts "$T/a.bin" a.bin 1,2,3
 check "parts in order: each taken" bash -c "grep -c '^part [123] 200$' '$T/parts.out' | grep -qx 3"
 check "the completion is taken" said "complete 200"
 check "the commit names it" said "commit 200"
 check "the data directory never held the object (held $(sed -n 's/^held //p' "$T/parts.out") of $SIZE)" held_less
 check "the object is in the bucket, byte for byte" in_bucket "$T/a.bin"
-a=$(sha256sum <"$T/a.bin" | cut -d' ' -f1)
+a=$(cat "$T/a.bin.sha")
 check "the cache keeps no copy of it" test ! -e "$HUBMIRROR_DATA/store/blobs/${a:0:2}/$a"
 check "no temporary file holds a byte ($(tmp_bytes))" test "$(tmp_bytes)" = 0
 check "no upload is left" test "$(uploads)" = 0
@@ -214,7 +222,7 @@ check "resolve reads it back, byte for byte" resolve_is a.bin "$T/a.bin"
 
 # 2. out of order: part 2 first, sent again while it still arrives, then 3, 2 again once whole, 1; a
 #    part sent again after the completion
-head -c "$SIZE" /dev/urandom >"$T/b.bin"
+make_file "$T/b.bin" "$SIZE"
 parts "$T/b.bin" b.bin 3,2,1 --hold 2 --again-after 1
 check "part 2 sent again while it arrives is refused (409)" bash -c "grep -q '^part 2 409' '$T/parts.out'"
 check "its first copy is taken" said "part 2 first 200"
@@ -231,7 +239,7 @@ check "resolve reads it back, byte for byte" resolve_is b.bin "$T/b.bin"
 # 2b. more parts ahead of their turn than may wait: the fifth is answered 503 (Retry-After) until
 #     the earlier ones went in, then taken
 BIG=$((5 * 64 * 1048576 + 1048576))
-head -c "$BIG" /dev/urandom >"$T/f.bin"
+make_file "$T/f.bin" "$BIG"
 parts "$T/f.bin" f.bin 2,3,4,5,6,1,6 --patient
 check "four parts wait spooled" bash -c "grep -c '^part [2345] 200$' '$T/parts.out' | grep -qx 4"
 check "the fifth is answered 503 with Retry-After" bash -c "grep -q '^part 6 retry-after 5$' '$T/parts.out'"
@@ -257,7 +265,7 @@ if command -v node >/dev/null && [ -f "$JS/node_modules/@huggingface/hub/package
 fi
 
 # 4. a lying part
-head -c "$SIZE" /dev/urandom >"$T/c.bin"
+make_file "$T/c.bin" "$SIZE"
 parts "$T/c.bin" c.bin 1,2,3 --lie 2 --no-commit
 check "the lying part is taken as a part" said "part 2 200"
 check "the completion is refused (400)" bash -c "grep -q '^complete 400' '$T/parts.out'"
@@ -266,13 +274,13 @@ check "the bucket's upload was aborted" test "$(uploads)" = 0
 check "no temporary file holds a byte ($(tmp_bytes))" test "$(tmp_bytes)" = 0
 
 # 5. a part cut short mid-body, then sent again whole; then another cut and sent again with other bytes
-head -c "$SIZE" /dev/urandom >"$T/d.bin"
+make_file "$T/d.bin" "$SIZE"
 parts "$T/d.bin" d.bin 1,2,3 --cut 2 --again-cut 2 --no-commit
 check "the part sent again after it was cut short is taken" said "part 2 200"
 check "the completion is taken" said "complete 200"
 check "the object is in the bucket, byte for byte" in_bucket "$T/d.bin"
 check "no upload is left" test "$(uploads)" = 0
-head -c "$SIZE" /dev/urandom >"$T/f.bin"
+make_file "$T/f.bin" "$SIZE"
 parts "$T/f.bin" f.bin 1,2,3 --cut 2 --again-cut 2 --again-cut-lie --no-commit
 check "sent again with other bytes than went in, it is refused (409)" bash -c "grep -q '^part 2 409' '$T/parts.out'"
 check "the completion is refused (400)" bash -c "grep -q '^complete 400' '$T/parts.out'"
@@ -283,7 +291,7 @@ check "serve stops clean" serve_stops_clean
 # 6. killed mid-upload
 HUBMIRROR_TEST_KILL=store-upload start_serve --local acme --tokens "$T/tokens" --p2p-listen off || finish
 serve_pid=${_pids[-1]}
-head -c "$SIZE" /dev/urandom >"$T/e.bin"
+make_file "$T/e.bin" "$SIZE"
 parts "$T/e.bin" e.bin 2,1,3 --no-commit
 wait "$serve_pid" 2>/dev/null; st=$?
 check "serve killed itself mid-upload, a part in the bucket (status $st)" test "$st" = 137
