@@ -555,9 +555,7 @@ static int sync_status(const struct cli_sync_opts *o)
 			const char *oc = json_string_value(json_object_get(pg, "outcome"));
 			local_time(jint(pg, "started_at"), when, sizeof(when));
 			cli_human_size(jint(pg, "bytes_done"), b1, sizeof(b1));
-			printf("no sync running; the last started %s and %s: %lld of %lld %s, %lld %s fetched "
-			       "(%s)\n",
-			       when,
+			printf("no sync running; the last started %s and %s: %lld of %lld %s, %lld %s fetched (%s)\n", when,
 			       !oc                          ? "ended"
 			       : !strcmp(oc, "ok")          ? "ended ok"
 			       : !strcmp(oc, "interrupted") ? "was interrupted"
