@@ -553,16 +553,17 @@ static int sync_status(const struct cli_sync_opts *o)
 			}
 		} else {
 			const char *oc = json_string_value(json_object_get(pg, "outcome"));
+			long long rn = jint(pg, "repos_total"), fn = jint(pg, "files_done");
 			local_time(jint(pg, "started_at"), when, sizeof(when));
 			cli_human_size(jint(pg, "bytes_done"), b1, sizeof(b1));
-			printf("no sync running; the last started %s and %s: %lld of %lld %s, %lld %s fetched (%s)\n", when,
+			printf("no sync running; the last started %s and %s: %lld of %lld %s, %lld %s fetched "
+			       "(%s)\n", when,
 			       !oc                          ? "ended"
 			       : !strcmp(oc, "ok")          ? "ended ok"
 			       : !strcmp(oc, "interrupted") ? "was interrupted"
 							    : "ended with failures ('hubmirror ls' says which)",
-			       (long long)jint(pg, "repos_done"), (long long)jint(pg, "repos_total"),
-			       cli_plural(jint(pg, "repos_total"), "repo", "repos"), (long long)jint(pg, "files_done"),
-			       cli_plural(jint(pg, "files_done"), "file", "files"), b1);
+			       (long long)jint(pg, "repos_done"), rn, cli_plural(rn, "repo", "repos"), fn,
+			       cli_plural(fn, "file", "files"), b1);
 		}
 		if (!sv) {
 			printf("no serve with the operator API runs on this data directory: no schedule to tell\n");
