@@ -17,7 +17,9 @@
 # 2. config.json's, README.md's and .gitattributes' objects overwritten in the bucket with other bytes
 #    of the same size: the manifest, the card and the preupload are refused with words that say the
 #    store's copy is damaged, never built from those bytes; big.txt's overwritten too, a whole read of
-#    its tar layer ends short (its last byte held until the whole hashed to its id), logged.
+#    its tar layer ends short (its last byte held until the whole hashed to its id), logged; its layer's
+#    digest forgotten (the catalog's row dropped), the image is refused (500), the log names the damaged
+#    object, and no digest is kept.
 # Fails on the code before it: the sync brought the twin into the cache to hash it (checks of 0), the clone, the OCI config, the preupload and the card brought contents
 # into the cache (the watch names them; the 2.5 MB file past the cache's bound), the OCI config and
 # the preupload's .gitattributes on serve's loop; the image brought big.txt in past the bound (then
@@ -202,6 +204,18 @@ n=$(curl -sS -o "$T/layer2" -w '%{size_download}' "$M/v2/image/hf/acme/small/blo
 check "a whole read of its tar layer ends short ($n of $(stat -c %s "$T/layer") bytes)" \
 	test "$n" -lt "$(stat -c %s "$T/layer")"
 check "... serve's log names it" grep -q "the store's bucket's ${big:0:12} is not its content" "$T/serve.err"
+tars() { "$PY" -c 'import sqlite3, sys; c = sqlite3.connect(sys.argv[1], timeout=30)
+if sys.argv[2] == "drop":
+    c.execute("delete from oci_tars where sha256 = ?", (sys.argv[3],)); c.commit()
+print(c.execute("select count(*) from oci_tars where sha256 = ?", (sys.argv[3],)).fetchone()[0])' \
+	"$HUBMIRROR_DATA/catalog.db" "$@"; }
+check "big.txt's layer digest forgotten (its catalog row dropped)" test "$(tars drop "$big")" = 0
+check "the image's index is refused then (500)" test \
+	"$(curl -sS -o /dev/null -w '%{http_code}' "$M/v2/image/hf/acme/small/manifests/main")" = 500
+check "... the log says big.txt's copy in the bucket is damaged, no digest kept" grep -q \
+	"the tar layer of big.txt ($big): the store's copy of $big (the bucket's object) hashes to [0-9a-f]*: damaged, no digest kept" \
+	"$T/serve.err"
+check "... and none was kept" test "$(tars count "$big")" = 0
 check "the manifest is refused (500)" test "$(manifest)" = 500
 check "... with words that say config.json's copy is damaged" \
 	grep -q "config.json cannot be read from the mirror's store: .*${config}.*damaged" "$T/manifest.json"
