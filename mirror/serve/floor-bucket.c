@@ -1,7 +1,9 @@
 /*
  * floor-bucket.c - of the read floor: a content the store's bucket holds and its local cache does not,
  * read straight from the bucket (docs/operations.md, "The store in an S3 bucket"): a range far into
- * it, and every read of a content bigger than the cache's bound, a whole one too. The bytes before the
+ * it, and every read of a content bigger than the cache's bound, a whole one too; plain
+ * (mirror__bucket_range_send) or framed as an OCI image's tar layer, its header before and its zeros
+ * after (mirror__bucket_framed_send), the same read under both (range_open). The bytes before the
  * range are never read: ranged GETs of the range alone, a piece at a time, on serve's loop
  * (store_bucket_loop: libcurl on libuv, so the loop never waits on the bucket), each piece written
  * into a spool file of the answer's own (unlinked, its offsets the content's) that the answer follows
