@@ -179,6 +179,8 @@ ranged() { # FIRST LAST: that Range of the layer is the same bytes of the whole 
 	curl -fsS -o "$T/part" -H "Range: bytes=$1-$2" "$M/v2/image/hf/acme/small/blobs/$ldigest" &&
 		cmp -s "$T/part" <(tail -c +$(($1 + 1)) "$T/layer" | head -c $(($2 - $1 + 1)))
 }
+check "a HEAD of it says the layer's length" bash -c "curl -fsSI '$M/v2/image/hf/acme/small/blobs/$ldigest' |
+	tr -d '\\r' | grep -qix 'content-length: $(stat -c %s "$T/layer")'"
 check "a Range across the header's end and the file's start" ranged $((hl - 100)) $((hl + 100))
 check "a Range across the file's end and the zeros" ranged $((hl + big_size - 100)) $((hl + big_size + 100))
 touch "$HUBMIRROR_DATA/store/tmp/t0886-end2"
