@@ -133,23 +133,24 @@ int hub_oci_tar_digest_until(const unsigned char *header, size_t header_len, con
 
 	if (t.fd < 0)
 		return -errno;
-	r = hub_oci_tar_digest_read(header, header_len, size, tar_fd_read, &t, digest);
+	r = hub_oci_tar_digest_read(header, header_len, size, 0, tar_fd_read, &t, digest);
 	close(t.fd);
 	return r;
 }
 
-int hub_oci_tar_digest_read(const unsigned char *header, size_t header_len, int64_t size, hub_oci_read_fn rd,
-			    void *ud, char digest[72])
+int hub_oci_tar_digest_read(const unsigned char *header, size_t header_len, int64_t size, size_t chunk_len,
+			    hub_oci_read_fn rd, void *ud, char digest[72])
 {
 	static const unsigned char zeros[1536];
 	EVP_MD_CTX *md = EVP_MD_CTX_new();
-	unsigned char *chunk = xmalloc(HUB_OCI_READ_CHUNK), sum[32];
+	size_t cl = chunk_len ? chunk_len : HUB_OCI_READ_CHUNK;
+	unsigned char *chunk = xmalloc(cl), sum[32];
 	int r = md && EVP_DigestInit_ex(md, EVP_sha256(), NULL) == 1 ? 0 : -ENOMEM;
 
 	if (!r)
 		EVP_DigestUpdate(md, header, header_len);
 	for (int64_t off = 0; !r && off < size;) {
-		size_t n = size - off > (int64_t)HUB_OCI_READ_CHUNK ? HUB_OCI_READ_CHUNK : (size_t)(size - off);
+		size_t n = size - off > (int64_t)cl ? cl : (size_t)(size - off);
 		r = rd(ud, off, chunk, n);
 		if (!r && EVP_DigestUpdate(md, chunk, n) != 1)
 			r = -EIO;

@@ -402,6 +402,8 @@ struct oci_tarjob {
 /* A content bigger than the cache's bound, read for its layer's digest by ranges from where the store has
  * it (store_read: the bucket's object, nothing brought into the cache), and hashed to its own id on the
  * way: the bucket's copy is not trusted blindly. */
+#define OCI_TAR_RANGE ((size_t)8 << 20) /* one ranged GET: a 100 GB file in 12,800 of them */
+
 struct oci_tar_ranges {
 	struct store *st;
 	const char *sha256;
@@ -441,7 +443,8 @@ static void oci_tarjob_ranges(struct oci_tarjob *j, struct oci_tarjob_file *f)
 	if (!t.md || EVP_DigestInit_ex(t.md, EVP_sha256(), NULL) != 1)
 		f->r = -ENOMEM;
 	else
-		f->r = hub_oci_tar_digest_read(f->header, f->header_len, f->size, oci_tar_ranges_read, &t, f->digest);
+		f->r = hub_oci_tar_digest_read(f->header, f->header_len, f->size, OCI_TAR_RANGE, oci_tar_ranges_read,
+					       &t, f->digest);
 	if (!f->r)
 		log_info("oci", "%.12s (%" PRId64 " bytes): its tar layer's digest hashed from the store's ranges, "
 			 "not brought into the cache", f->sha256, f->size);
