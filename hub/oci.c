@@ -99,44 +99,69 @@ int hub_oci_tar_digest(const unsigned char *header, size_t header_len, const cha
 	return hub_oci_tar_digest_until(header, header_len, file, size, NULL, digest);
 }
 
+struct tar_fd {
+	int fd;
+	const atomic_bool *stop;
+};
+
+/* hub_oci_tar_digest's reader: the file's bytes in order, from its descriptor. */
+static int tar_fd_read(void *ud, int64_t off, void *buf, size_t len)
+{
+	struct tar_fd *t = ud;
+	char *p = buf;
+
+	(void)off; /* (read in order: the descriptor's own offset is off) */
+	if (t->stop && atomic_load(t->stop))
+		return -ECANCELED;
+	while (len > 0) {
+		ssize_t n = read(t->fd, p, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? -errno : HM_ERR_SIZE_MISMATCH;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
 int hub_oci_tar_digest_until(const unsigned char *header, size_t header_len, const char *file, int64_t size,
 			     const atomic_bool *stop, char digest[72])
 {
+	struct tar_fd t = { .fd = open(file, O_RDONLY | O_CLOEXEC), .stop = stop };
+	int r;
+
+	if (t.fd < 0)
+		return -errno;
+	r = hub_oci_tar_digest_read(header, header_len, size, 0, tar_fd_read, &t, digest);
+	close(t.fd);
+	return r;
+}
+
+int hub_oci_tar_digest_read(const unsigned char *header, size_t header_len, int64_t size, size_t chunk_len,
+			    hub_oci_read_fn rd, void *ud, char digest[72])
+{
 	static const unsigned char zeros[1536];
 	EVP_MD_CTX *md = EVP_MD_CTX_new();
-	unsigned char *chunk = xmalloc(1 << 20), sum[32];
-	int fd = open(file, O_RDONLY | O_CLOEXEC), r = 0;
-	int64_t left = size;
+	size_t cl = chunk_len ? chunk_len : HUB_OCI_READ_CHUNK;
+	unsigned char *chunk = xmalloc(cl), sum[32];
+	int r = md && EVP_DigestInit_ex(md, EVP_sha256(), NULL) == 1 ? 0 : -ENOMEM;
 
-	if (fd < 0) {
-		r = -errno;
-		goto out;
+	if (!r)
+		EVP_DigestUpdate(md, header, header_len);
+	for (int64_t off = 0; !r && off < size;) {
+		size_t n = size - off > (int64_t)cl ? cl : (size_t)(size - off);
+		r = rd(ud, off, chunk, n);
+		if (!r && EVP_DigestUpdate(md, chunk, n) != 1)
+			r = -EIO;
+		off += (int64_t)n;
 	}
-	EVP_DigestInit_ex(md, EVP_sha256(), NULL);
-	EVP_DigestUpdate(md, header, header_len);
-	while (left > 0) {
-		ssize_t n;
-		if (stop && atomic_load(stop)) {
-			r = -ECANCELED;
-			goto out;
-		}
-		n = read(fd, chunk, left > (1 << 20) ? (1 << 20) : (size_t)left);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			r = n < 0 ? -errno : HM_ERR_SIZE_MISMATCH;
-			goto out;
-		}
-		EVP_DigestUpdate(md, chunk, (size_t)n);
-		left -= n;
+	if (!r) {
+		EVP_DigestUpdate(md, zeros, (size_t)hub_oci_tar_tail(size));
+		EVP_DigestFinal_ex(md, sum, NULL);
+		memcpy(digest, "sha256:", 7);
+		hex_encode(sum, 32, digest + 7);
 	}
-	EVP_DigestUpdate(md, zeros, (size_t)hub_oci_tar_tail(size));
-	EVP_DigestFinal_ex(md, sum, NULL);
-	memcpy(digest, "sha256:", 7);
-	hex_encode(sum, 32, digest + 7);
-out:
-	if (fd >= 0)
-		close(fd);
 	free(chunk);
 	EVP_MD_CTX_free(md);
 	return r;

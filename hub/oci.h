@@ -38,5 +38,14 @@ int hub_oci_tar_digest(const unsigned char *header, size_t header_len, const cha
 /* The same, given up with -ECANCELED once *stop is true (a daemon stopping; stop may be NULL). */
 int hub_oci_tar_digest_until(const unsigned char *header, size_t header_len, const char *file, int64_t size,
 			     const atomic_bool *stop, char digest[72]);
+/* The same over a file read through rd: rd(ud, off, buf, len) puts the file's bytes [off, off + len)
+ * in buf, all of them (called in order, off from 0 up to size, len at most chunk, or
+ * HUB_OCI_READ_CHUNK when chunk is 0: a buffer of that size is held meanwhile), and returns 0 or an
+ * error that ends the digest (returned as it is): a content read by ranges from a bucket, say (a
+ * request per call: a bigger chunk makes fewer), and hashed to its own id on the way by the reader. */
+#define HUB_OCI_READ_CHUNK ((size_t)1 << 20)
+typedef int (*hub_oci_read_fn)(void *ud, int64_t off, void *buf, size_t len);
+int hub_oci_tar_digest_read(const unsigned char *header, size_t header_len, int64_t size, size_t chunk,
+			    hub_oci_read_fn rd, void *ud, char digest[72]);
 
 #endif

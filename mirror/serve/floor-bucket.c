@@ -1,7 +1,9 @@
 /*
  * floor-bucket.c - of the read floor: a content the store's bucket holds and its local cache does not,
  * read straight from the bucket (docs/operations.md, "The store in an S3 bucket"): a range far into
- * it, and every read of a content bigger than the cache's bound, a whole one too. The bytes before the
+ * it, and every read of a content bigger than the cache's bound, a whole one too; plain
+ * (mirror__bucket_range_send) or framed as an OCI image's tar layer, its header before and its zeros
+ * after (mirror__bucket_framed_send), the same read under both (range_open). The bytes before the
  * range are never read: ranged GETs of the range alone, a piece at a time, on serve's loop
  * (store_bucket_loop: libcurl on libuv, so the loop never waits on the bucket), each piece written
  * into a spool file of the answer's own (unlinked, its offsets the content's) that the answer follows
@@ -266,12 +268,15 @@ int mirror__bucket_spool_open(const char *dir)
 	return fd;
 }
 
-int mirror__bucket_range_send(struct mirror_routes *rt, struct httpd_req *req, const char *sha256, int64_t size,
-			      int64_t a, int64_t b, bool whole)
+/* The read of bytes [a, b] of content sha256 (size bytes) set up, the first GET left for the gate: *out
+ * is the spool's descriptor for the answer, *gp the gate's state (range_gate, range_release). A read of
+ * the whole is hashed as it comes. 0, or -1 when nothing was set up. */
+static int range_open(struct mirror_routes *rt, const char *sha256, int64_t size, int64_t a, int64_t b, int *out,
+		      struct bucket_range **gp)
 {
 	struct store *st = rt->data->store;
 	struct bucket_range *g;
-	int fd, out;
+	int fd;
 
 	if (!rt->loop || rt->closing || a < 0 || b < a || b >= size)
 		return -1;
@@ -279,8 +284,8 @@ int mirror__bucket_range_send(struct mirror_routes *rt, struct httpd_req *req, c
 				 store_bucket_loop_new(store_bucket_of(st), rt->loop, &rt->bucket_loop)))
 		return -1;
 	fd = mirror__bucket_spool_open(store_tmp_dir(st));
-	out = fd >= 0 ? dup(fd) : -1;
-	if (out < 0) {
+	*out = fd >= 0 ? dup(fd) : -1;
+	if (*out < 0) {
 		if (fd >= 0)
 			close(fd);
 		return -1;
@@ -295,18 +300,48 @@ int mirror__bucket_range_send(struct mirror_routes *rt, struct httpd_req *req, c
 	if (a == 0 && b == size - 1) { /* from the start in order: hashed as it comes */
 		g->md = EVP_MD_CTX_new();
 		if (!g->md || EVP_DigestInit_ex(g->md, EVP_sha256(), NULL) != 1) {
-			close(out);
+			close(*out);
 			range_free(g);
 			return -1;
 		}
 	}
 	store_bucket_count_cache(false);
+	*gp = g;
+	return 0;
+}
+
+int mirror__bucket_range_send(struct mirror_routes *rt, struct httpd_req *req, const char *sha256, int64_t size,
+			      int64_t a, int64_t b, bool whole)
+{
+	struct bucket_range *g;
+	int out;
+
+	if (range_open(rt, sha256, size, a, b, &out, &g))
+		return -1;
 	httpd_add_header(req, "Accept-Ranges", "bytes");
 	if (!whole)
 		httpd_add_headerf(req, "Content-Range", "bytes %" PRId64 "-%" PRId64 "/%" PRId64, a, b, size);
 	/* the first GET starts when the body does (never for a HEAD) */
 	httpd_respond_file_gated(req, whole ? 200 : 206, "application/octet-stream", out, a, b - a + 1, range_gate,
 				 range_release, g);
+	return 0;
+}
+
+int mirror__bucket_framed_send(struct mirror_routes *rt, struct httpd_req *req, const char *content_range,
+			       const char *sha256, int64_t size, const void *head, size_t head_len, int64_t f0,
+			       int64_t f1, int64_t zeros)
+{
+	struct bucket_range *g;
+	int out;
+
+	if (f1 <= f0 || range_open(rt, sha256, size, f0, f1 - 1, &out, &g))
+		return -1;
+	httpd_add_header(req, "Accept-Ranges", "bytes");
+	if (content_range)
+		httpd_add_header(req, "Content-Range", content_range);
+	/* (the gate is asked with the content's offsets: the zeros go once its last byte has, verified) */
+	httpd_respond_file_framed_gated(req, content_range ? 206 : 200, "application/octet-stream", head, head_len,
+					out, f0, f1 - f0, zeros, range_gate, range_release, g);
 	return 0;
 }
 

@@ -62,6 +62,15 @@ int mirror__send_blob(struct mirror_routes *rt, struct httpd_req *req, const cha
  * -1 when nothing was sent. On the loop. */
 int mirror__bucket_range_send(struct mirror_routes *rt, struct httpd_req *req, const char *sha256, int64_t size,
 			      int64_t a, int64_t b, bool whole);
+/* The same read of the content's bytes [f0, f1) (f1 > f0), framed: head (head_len bytes, copied) before
+ * them and zeros zero bytes after (an image's tar layer, hub/oci.h: its header, the file, the tail; a
+ * Range of the layer cut with hub_oci_tar_span): a 200, or with content_range (the header's value) a
+ * 206 of that range. A read of every byte of the content is hashed as it comes, its last byte
+ * (and so the zeros) held back until the whole hashed to sha256. 0 when answered, -1 when nothing was
+ * sent. On the loop. */
+int mirror__bucket_framed_send(struct mirror_routes *rt, struct httpd_req *req, const char *content_range,
+			       const char *sha256, int64_t size, const void *head, size_t head_len, int64_t f0,
+			       int64_t f1, int64_t zeros);
 /* An unlinked file in dir (the store's tmp/), read and written, for an answer's spool: O_TMPFILE, or a
  * name made and unlinked on a filesystem without it. The descriptor, or -1 (errno set). */
 int mirror__bucket_spool_open(const char *dir);

@@ -394,21 +394,81 @@ struct oci_tarjob {
 		unsigned char *header;
 		size_t header_len;
 		char digest[72];
+		char *why; /* what failed, in the store's words (a read by ranges) */
 		int r;
 	} *f;
 };
 
+/* A content bigger than the cache's bound, read for its layer's digest by ranges from where the store has
+ * it (store_read: the bucket's object, nothing brought into the cache), and hashed to its own id on the
+ * way: the bucket's copy is not trusted blindly. */
+#define OCI_TAR_RANGE ((size_t)8 << 20) /* one ranged GET: a 100 GB file in 12,800 of them */
+
+struct oci_tar_ranges {
+	struct store *st;
+	const char *sha256;
+	int64_t size;
+	EVP_MD_CTX *md;
+	char *why;
+};
+
+static int oci_tar_ranges_read(void *ud, int64_t off, void *buf, size_t len)
+{
+	struct oci_tar_ranges *t = ud;
+	unsigned char d[32];
+	char hex[65];
+	int r = store_read(t->st, t->sha256, off, buf, len, t->why ? NULL : &t->why);
+
+	if (!r && EVP_DigestUpdate(t->md, buf, len) != 1)
+		r = -EIO;
+	if (r || off + (int64_t)len < t->size)
+		return r;
+	if (EVP_DigestFinal_ex(t->md, d, NULL) != 1)
+		return -EIO;
+	hex_encode(d, sizeof(d), hex);
+	if (strcmp(hex, t->sha256)) {
+		free(t->why);
+		t->why = xasprintf("the store's copy of %s (the bucket's object) hashes to %s: damaged, no digest kept",
+				   t->sha256, hex);
+		return HM_ERR_HASH_MISMATCH;
+	}
+	return 0;
+}
+
+static void oci_tarjob_ranges(struct oci_tarjob *j, struct oci_tarjob_file *f)
+{
+	struct oci_tar_ranges t = { .st = j->rt->data->store, .sha256 = f->sha256, .size = f->size,
+				    .md = EVP_MD_CTX_new() };
+
+	if (!t.md || EVP_DigestInit_ex(t.md, EVP_sha256(), NULL) != 1)
+		f->r = -ENOMEM;
+	else
+		f->r = hub_oci_tar_digest_read(f->header, f->header_len, f->size, OCI_TAR_RANGE, oci_tar_ranges_read,
+					       &t, f->digest);
+	if (!f->r)
+		log_info("oci", "%.12s (%" PRId64 " bytes): its tar layer's digest hashed from the store's ranges, "
+			 "not brought into the cache", f->sha256, f->size);
+	f->why = t.why;
+	EVP_MD_CTX_free(t.md);
+}
+
 static void oci_tarjob_work(void *p)
 {
 	struct oci_tarjob *j = p;
+	struct store *st = j->rt->data->store;
 
 	for (size_t i = 0; i < j->n; i++) {
 		struct oci_tarjob_file *f = &j->f[i];
+		f->r = hub_oci_tar_header(f->path, f->size, &f->header, &f->header_len);
+		if (f->r)
+			continue;
+		if (store_in_bucket(st) && store_streams_size(st, f->size)) {
+			oci_tarjob_ranges(j, f); /* (bigger than the cache's bound: never brought in) */
+			continue;
+		}
 		/* (here, not on the loop: with a bucket, a content not in the cache is brought in first) */
-		f->file = store_blob_path(j->rt->data->store, f->sha256);
-		f->r = f->file ? hub_oci_tar_header(f->path, f->size, &f->header, &f->header_len) : -ENOENT;
-		if (!f->r)
-			f->r = hub_oci_tar_digest(f->header, f->header_len, f->file, f->size, f->digest);
+		f->file = store_blob_path(st, f->sha256);
+		f->r = f->file ? hub_oci_tar_digest(f->header, f->header_len, f->file, f->size, f->digest) : -ENOENT;
 	}
 }
 
@@ -423,8 +483,10 @@ static void oci_tarjob_done(void *p, struct httpd_req *req)
 			f->r = catalog_oci_tar_put(j->rt->data->catalog, f->sha256, f->path, f->digest, f->header,
 						   f->header_len);
 		if (f->r)
-			log_warn("oci", "the tar layer of %s (%s): %s", f->path, f->sha256, err_str(f->r));
+			log_warn("oci", "the tar layer of %s (%s): %s", f->path, f->sha256,
+				 f->why ? f->why : err_str(f->r));
 		bytes += f->size;
+		free(f->why);
 		free(f->path);
 		free(f->file);
 		free(f->header);
@@ -569,25 +631,31 @@ static void oci_manifest(struct oreq *o, const char *ref)
 	mirror__oci_art_release(&a);
 }
 
-/* A tar layer (hub/oci.h): its header from the catalog, the file from the store, zeros; one Range. */
+/* A tar layer (hub/oci.h): its header from the catalog, the file from the store, zeros; one Range. The
+ * file from the local copy (with a bucket, the cache's, which oci_tar_fill brought in: never a fill on
+ * the loop), or, for a content bigger than the cache's bound that the cache does not hold, straight from
+ * the bucket as the client takes it (mirror__bucket_framed_send: the cache left as it is, a whole read
+ * hashed to the content's id before its last byte goes). -1 when the store has no copy of it now. */
 static int oci_send_tar(struct oreq *o, const struct catalog_oci_tar *t)
 {
 	int64_t hl = (int64_t)t->header_len, total = hl + t->size + hub_oci_tar_tail(t->size), a = 0, b = 0;
 	struct store *st = o->rt->data->store;
-	/* (with a bucket, the cache's copy, which oci_tar_fill brought in: never a fill on the loop) */
 	char *blob = store_in_bucket(st) ? store_cache_path(st, t->sha256) : store_blob_path(st, t->sha256);
 	int fd = blob ? open(blob, O_RDONLY | O_CLOEXEC) : -1, rr;
+	bool direct = fd < 0 && store_in_bucket(st) && store_streams_size(st, t->size);
 	struct hub_oci_span sp;
+	char range[80];
 
 	free(blob);
-	if (fd < 0)
+	if (fd < 0 && !direct)
 		return -1;
-	if (store_in_bucket(st))
+	if (fd >= 0 && store_in_bucket(st))
 		futimens(fd, (struct timespec[]){ { 0, UTIME_NOW }, { 0, UTIME_OMIT } }); /* read last: kept */
-	httpd_add_header(o->req, "Accept-Ranges", "bytes");
 	rr = httpd_parse_range(httpd_header(o->req, "Range"), total, &a, &b);
 	if (rr < 0) {
-		close(fd);
+		if (fd >= 0)
+			close(fd);
+		httpd_add_header(o->req, "Accept-Ranges", "bytes");
 		httpd_add_headerf(o->req, "Content-Range", "bytes */%" PRId64, total);
 		httpd_respond_str(o->req, 416, "text/plain", "range not satisfiable\n");
 		return 0;
@@ -595,14 +663,20 @@ static int oci_send_tar(struct oreq *o, const struct catalog_oci_tar *t)
 	if (rr == 0) {
 		a = 0;
 		b = total - 1;
-	} else {
-		httpd_add_headerf(o->req, "Content-Range", "bytes %" PRId64 "-%" PRId64 "/%" PRId64, a, b, total);
 	}
 	/* [a, b] cut into the header's part, the file's and the zeros' */
 	hub_oci_tar_span(hl, t->size, a, b + 1, &sp);
+	if (rr)
+		snprintf(range, sizeof(range), "bytes %" PRId64 "-%" PRId64 "/%" PRId64, a, b, total);
+	if (direct && sp.f1 > sp.f0)
+		return mirror__bucket_framed_send(o->rt, o->req, rr ? range : NULL, t->sha256, t->size,
+						  t->header + sp.h0, (size_t)(sp.h1 - sp.h0), sp.f0, sp.f1, sp.zeros);
+	httpd_add_header(o->req, "Accept-Ranges", "bytes");
+	if (rr)
+		httpd_add_header(o->req, "Content-Range", range);
 	httpd_respond_file_framed(o->req, rr ? 206 : 200, "application/octet-stream", t->header + sp.h0,
-				  (size_t)(sp.h1 - sp.h0), sp.f1 > sp.f0 ? fd : (close(fd), -1), sp.f0, sp.f1 - sp.f0,
-				  sp.zeros);
+				  (size_t)(sp.h1 - sp.h0), sp.f1 > sp.f0 ? fd : (fd >= 0 ? close(fd) : 0, -1), sp.f0,
+				  sp.f1 - sp.f0, sp.zeros);
 	return 0;
 }
 
@@ -632,7 +706,8 @@ static void oci_fill_done(void *p, struct httpd_req *req)
 }
 
 /* Whether t's content is to be brought into the cache first (then the request was deferred for it):
- * with a bucket, not in the cache, and not once already for this request. */
+ * with a bucket, not in the cache, not once already for this request, and within the cache's bound
+ * (one bigger is sent straight from the bucket: oci_send_tar). */
 static bool oci_tar_fill(struct oreq *o, const struct catalog_oci_tar *t)
 {
 	struct store *st = o->rt->data->store;
@@ -640,7 +715,7 @@ static bool oci_tar_fill(struct oreq *o, const struct catalog_oci_tar *t)
 	bool there;
 	struct oci_fill *f;
 
-	if (!store_in_bucket(st) || o->deferred)
+	if (!store_in_bucket(st) || o->deferred || store_streams_size(st, t->size))
 		return false;
 	blob = store_cache_path(st, t->sha256);
 	there = !blob || access(blob, F_OK) == 0;

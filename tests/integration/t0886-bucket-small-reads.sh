@@ -10,14 +10,20 @@
 #    architecture and dtype; a preupload in a local repo follows its .gitattributes; the card is
 #    rendered from README.md; `hubmirror verify` passes. Watched with inotify, the store's tmp/ and
 #    blobs/ never get a file named by any content; the debug log has reads of the bucket, and none on
-#    serve's loop (its process id), and no fill. An OCI image of tar layers (whose digests and layers are made from whole files in the cache) that
-#    holds a content bigger than the cache is refused, that content never brought in;
+#    serve's loop (its process id), and no fill. An OCI image of tar layers that holds a content bigger
+#    than the cache (big.txt) answers: that layer's digest hashed from ranges of the bucket, the layer
+#    sent straight from it (whole, and two Ranges across the header's end and the file's end) is the
+#    tar of upstream's big.txt alone, its sha256 the manifest's digest; big.txt never brought in;
 # 2. config.json's, README.md's and .gitattributes' objects overwritten in the bucket with other bytes
 #    of the same size: the manifest, the card and the preupload are refused with words that say the
-#    store's copy is damaged, never built from those bytes.
+#    store's copy is damaged, never built from those bytes; big.txt's overwritten too, a whole read of
+#    its tar layer ends short (its last byte held until the whole hashed to its id), logged; its layer's
+#    digest forgotten (the catalog's row dropped), the image is refused (500), the log names the damaged
+#    object, and no digest is kept.
 # Fails on the code before it: the sync brought the twin into the cache to hash it (checks of 0), the clone, the OCI config, the preupload and the card brought contents
 # into the cache (the watch names them; the 2.5 MB file past the cache's bound), the OCI config and
-# the preupload's .gitattributes on serve's loop; the image brought big.txt in past the bound; a
+# the preupload's .gitattributes on serve's loop; the image brought big.txt in past the bound (then
+# was refused: 500, its layer never served; checks of 1b and big.txt's damaged layer of 2); a
 # damaged config.json gave a manifest without it (200), a damaged .gitattributes a preupload by the
 # default rules (200).
 . "$HM_SRC/tests/integration/lib.sh"
@@ -139,12 +145,44 @@ check "none on serve's loop (thread $serve_pid)" \
 	bash -c "! grep -q 'read from the bucket, not brought into the cache, on thread $serve_pid\$' '$T/serve.err'"
 check "and no fill" bash -c "! grep -q 'brought into the cache from the bucket' '$T/serve.err'"
 
-# ---- 1b. an OCI image of tar layers: its layers' digests are made from the whole files, brought into
-# the cache on a worker (t0876); one bigger than the cache's bound is not brought in: refused ----
-check "an OCI image with contents bigger than the cache is refused (500)" test \
-	"$(curl -sS -o /dev/null -w '%{http_code}' "$M/v2/image/hf/acme/small/manifests/main")" = 500
-check "... the log says why" grep -q "${big:0:12} ($big_size bytes) is bigger than the cache's bound (2097152): not brought in" \
+# ---- 1b. an OCI image of tar layers: its layers' digests are made on a worker, of a content within the
+# cache's bound from the whole file brought into the cache (t0876), of one bigger (big.txt) from ranges of
+# the bucket, never brought in; its layer is sent straight from the bucket, framed ----
+curl -fsSL -o "$T/up-big" "$FAKE_API/acme/small/resolve/main/big.txt"
+check "the OCI image's index answers" bash -c "curl -fsS -o '$T/index.json' '$M/v2/image/hf/acme/small/manifests/main'"
+ldigest=$("$PY" - "$M/v2/image/hf/acme/small" "$T/index.json" <<'PY'
+import json, sys, urllib.request
+base, index = sys.argv[1], json.load(open(sys.argv[2]))
+req = urllib.request.Request(base + "/manifests/" + index["manifests"][0]["digest"],
+                             headers={"Accept": "application/vnd.oci.image.manifest.v1+json"})
+m = json.load(urllib.request.urlopen(req))
+print([l["digest"] for l in m["layers"] if l["annotations"]["org.cncf.model.filepath"] == "big.txt"][0])
+PY
+)
+check "... and its manifest, with a layer for big.txt (${ldigest:7:12})" test -n "$ldigest"
+check "... whose digest was hashed from the bucket's ranges" \
+	grep -q "${big:0:12} ($big_size bytes): its tar layer's digest hashed from the store's ranges, not brought into the cache" \
 	"$T/serve.err"
+check "big.txt's tar layer, whole" curl -fsS -o "$T/layer" "$M/v2/image/hf/acme/small/blobs/$ldigest"
+check "... its sha256 is the manifest's digest" test "sha256:$(sha256sum <"$T/layer" | cut -d' ' -f1)" = "$ldigest"
+hl=$("$PY" - "$T/layer" "$T/up-big" <<'PY'
+import sys, tarfile
+with tarfile.open(sys.argv[1], "r:") as t:
+    ms = t.getmembers()
+    assert [m.name for m in ms] == ["big.txt"] and ms[0].isfile(), [m.name for m in ms]
+    assert t.extractfile(ms[0]).read() == open(sys.argv[2], "rb").read(), "not upstream's bytes"
+    print(ms[0].offset_data)
+PY
+)
+check "... is the tar of upstream's big.txt alone ($hl bytes of header)" test -n "$hl"
+ranged() { # FIRST LAST: that Range of the layer is the same bytes of the whole one
+	curl -fsS -o "$T/part" -H "Range: bytes=$1-$2" "$M/v2/image/hf/acme/small/blobs/$ldigest" &&
+		cmp -s "$T/part" <(tail -c +$(($1 + 1)) "$T/layer" | head -c $(($2 - $1 + 1)))
+}
+check "a HEAD of it says the layer's length" bash -c "curl -fsSI '$M/v2/image/hf/acme/small/blobs/$ldigest' |
+	tr -d '\\r' | grep -qix 'content-length: $(stat -c %s "$T/layer")'"
+check "a Range across the header's end and the file's start" ranged $((hl - 100)) $((hl + 100))
+check "a Range across the file's end and the zeros" ranged $((hl + big_size - 100)) $((hl + big_size + 100))
 touch "$HUBMIRROR_DATA/store/tmp/t0886-end2"
 for i in $(seq 600); do grep -q "^tmp/t0886-end2$" "$T/made" && break; kill -0 $watcher || break; sleep 0.1; done
 check "the watch read every event" grep -q "^tmp/t0886-end2$" "$T/made"
@@ -163,6 +201,23 @@ check "config.json's object overwritten in the bucket (same size)" damage "$conf
 check "README.md's too" damage "$card"
 check ".gitattributes' too" damage "$attrs"
 find "$HUBMIRROR_DATA/store/blobs" -type f -delete
+check "big.txt's object overwritten in the bucket (same size)" damage "$big"
+n=$(curl -sS -o "$T/layer2" -w '%{size_download}' "$M/v2/image/hf/acme/small/blobs/$ldigest" 2>"$T/curl.err")
+check "a whole read of its tar layer ends short ($n of $(stat -c %s "$T/layer") bytes)" \
+	test "$n" -lt "$(stat -c %s "$T/layer")"
+check "... serve's log names it" grep -q "the store's bucket's ${big:0:12} is not its content" "$T/serve.err"
+tars() { "$PY" -c 'import sqlite3, sys; c = sqlite3.connect(sys.argv[1], timeout=30)
+if sys.argv[2] == "drop":
+    c.execute("delete from oci_tars where sha256 = ?", (sys.argv[3],)); c.commit()
+print(c.execute("select count(*) from oci_tars where sha256 = ?", (sys.argv[3],)).fetchone()[0])' \
+	"$HUBMIRROR_DATA/catalog.db" "$@"; }
+check "big.txt's layer digest forgotten (its catalog row dropped)" test "$(tars drop "$big")" = 0
+check "the image's index is refused then (500)" test \
+	"$(curl -sS -o /dev/null -w '%{http_code}' "$M/v2/image/hf/acme/small/manifests/main")" = 500
+check "... the log says big.txt's copy in the bucket is damaged, no digest kept" grep -q \
+	"the tar layer of big.txt ($big): the store's copy of $big (the bucket's object) hashes to [0-9a-f]*: damaged, no digest kept" \
+	"$T/serve.err"
+check "... and none was kept" test "$(tars count "$big")" = 0
 check "the manifest is refused (500)" test "$(manifest)" = 500
 check "... with words that say config.json's copy is damaged" \
 	grep -q "config.json cannot be read from the mirror's store: .*${config}.*damaged" "$T/manifest.json"

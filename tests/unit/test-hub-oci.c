@@ -2,7 +2,8 @@
  * test-hub-oci.c - a file as an OCI tar layer (hub/oci.h): the header is a ustar header of the file's
  * path, size, mode 0644, owner 0 and mtime 0, the same every time; a pax record only for what ustar
  * cannot hold (a long name, a size past 8 GiB, a non-ASCII name as its bytes); the tail pads to the
- * block and ends the archive; the digest is the sha256 of header, file and tail.
+ * block and ends the archive; the digest is the sha256 of header, file and tail, the file read from disk
+ * or through a reader (by ranges) alike.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -125,6 +126,66 @@ TEST(the_digest_is_of_header_file_and_tail)
 	test_rmtree(dir);
 }
 
+/* hub_oci_tar_digest_read's reader over a file in memory: it checks that it is asked in order, no more
+ * than a chunk at a time, and fails (-EIO) at fail_at when that is set. */
+struct mem_file {
+	const unsigned char *data;
+	int64_t next, fail_at;
+	size_t max; /* the chunk asked for (0: HUB_OCI_READ_CHUNK) */
+	int calls;
+};
+
+static int mem_read(void *ud, int64_t off, void *buf, size_t len)
+{
+	struct mem_file *m = ud;
+
+	if (off != m->next || len == 0 || len > (m->max ? m->max : HUB_OCI_READ_CHUNK))
+		return -EINVAL;
+	if (m->fail_at >= 0 && off + (int64_t)len > m->fail_at)
+		return -EIO;
+	memcpy(buf, m->data + off, len);
+	m->next = off + (int64_t)len;
+	m->calls++;
+	return 0;
+}
+
+/* The digest of a file read through a reader (a content in a bucket, by ranges) is the digest of the
+ * same file read from disk; a reader's error ends it, returned as it is. */
+TEST(the_digest_from_a_reader_is_the_files)
+{
+	char dir[] = "/tmp/test-hub-oci-XXXXXX", path[64], digest[72], want[72];
+	int64_t size = 3 * (int64_t)HUB_OCI_READ_CHUNK + 5;
+	unsigned char *data = malloc((size_t)size), *h = NULL;
+	struct mem_file m = { .fail_at = -1 };
+	size_t n = 0;
+	FILE *f;
+
+	for (int64_t i = 0; i < size; i++)
+		data[i] = (unsigned char)(i * 7 + i / 4096);
+	test_tmpdir(dir);
+	snprintf(path, sizeof(path), "%s/f", dir);
+	f = fopen(path, "wb");
+	fwrite(data, 1, (size_t)size, f);
+	fclose(f);
+	CHECK_INT(hub_oci_tar_header("w/big.bin", size, &h, &n), 0);
+	CHECK_INT(hub_oci_tar_digest(h, n, path, size, want), 0);
+	m.data = data;
+	CHECK_INT(hub_oci_tar_digest_read(h, n, size, 0, mem_read, &m, digest), 0);
+	CHECK_STR(digest, want);
+	CHECK_INT(m.next, size);
+	CHECK_INT(m.calls, 4);
+	/* a chunk of its own (a bucket's ranges): fewer, bigger reads, the same digest */
+	m = (struct mem_file){ .data = data, .fail_at = -1, .max = 2 * HUB_OCI_READ_CHUNK + 1 };
+	CHECK_INT(hub_oci_tar_digest_read(h, n, size, m.max, mem_read, &m, digest), 0);
+	CHECK_STR(digest, want);
+	CHECK_INT(m.calls, 2);
+	m = (struct mem_file){ .data = data, .fail_at = 2 * (int64_t)HUB_OCI_READ_CHUNK + 1 };
+	CHECK_INT(hub_oci_tar_digest_read(h, n, size, 0, mem_read, &m, digest), -EIO);
+	free(h);
+	free(data);
+	test_rmtree(dir);
+}
+
 /* Every range of a small layer cut into header, file and zeros: the parts, put back in order, are
  * the layer's bytes of that range (a header of 'h's, a file of 'f's, then zeros). */
 TEST(a_range_is_cut_into_header_file_and_zeros)
@@ -167,6 +228,7 @@ int main(void)
 	RUN(what_ustar_cannot_hold_goes_in_a_pax_record);
 	RUN(the_tail_pads_the_block_and_ends_the_archive);
 	RUN(the_digest_is_of_header_file_and_tail);
+	RUN(the_digest_from_a_reader_is_the_files);
 	RUN(a_range_is_cut_into_header_file_and_zeros);
 	return test_done();
 }
