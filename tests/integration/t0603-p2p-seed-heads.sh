@@ -90,13 +90,14 @@ check "one seed folder" test "$(ls "$HUBMIRROR_DATA/p2p/seed" | wc -l)" = 1
 check "the old commits keep their .torrent files" test "$(ls "$HUBMIRROR_DATA/torrents" | wc -l)" -ge 200
 # The bound: before, each commit's torrent stayed in the seed, about 55 KB of libtorrent's memory
 # for this 42-file snapshot (measured: serve grew 5.4 MB over these 100 commits). What still grows is
-# the catalog connections' page caches (SQLite's, 2 MB each at most): about 1 MB here, flat after some 250.
-# 2 MiB lets that through and fails a seed that kept even half of the history.
+# the catalog connections' page caches (SQLite's, 2 MB each at most, one connection per worker that
+# touched the catalog): 0.8 to 2.1 MB of anonymous memory here over loaded runs, flat after some 250.
+# 3 MiB lets that through and fails a seed that kept the history (5.4 MB), or more than half of it.
 grew=$(($(field 'o["rss"]["200"]') - $(field 'o["rss"]["100"]')))
 if grep -q libasan "/proc/$serve_pid/maps" 2>/dev/null; then
 	ok "serve's memory did not grow with the commits # SKIP AddressSanitizer keeps freed memory ($grew KiB)"
 else
-	check "serve's memory did not grow with the commits ($grew KiB over the last 100, bound 2048)" test "$grew" -lt 2048
+	check "serve's memory did not grow with the commits ($grew KiB over the last 100, bound 3072)" test "$grew" -lt 3072
 fi
 
 # An old commit, whole: a client without the web seed gets it from the seed alone.
