@@ -92,7 +92,7 @@ check "the old commits keep their .torrent files" test "$(ls "$HUBMIRROR_DATA/to
 # for this 42-file snapshot (measured: serve grew 5.4 MB over these 100 commits). What still grows is
 # the catalog connections' page caches (SQLite's, 2 MB each at most, one connection per worker that
 # touched the catalog): 0.8 to 2.1 MB of anonymous memory here over loaded runs, flat after some 250.
-# 3 MiB lets that through and fails a seed that kept the history (5.4 MB), or more than half of it.
+# 3 MiB lets that through and fails a seed that kept the history (5.4 MB), or three fifths of it.
 grew=$(($(field 'o["rss"]["200"]') - $(field 'o["rss"]["100"]')))
 if grep -q libasan "/proc/$serve_pid/maps" 2>/dev/null; then
 	ok "serve's memory did not grow with the commits # SKIP AddressSanitizer keeps freed memory ($grew KiB)"
