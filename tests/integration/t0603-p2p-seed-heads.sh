@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # t0603-p2p-seed-heads: the mirror seeds its heads and what agents hold, not the whole history. A
 # local repo gets 200 commits (a pipeline's checkpoints), each with its torrent: the seed holds one
-# torrent (main's head) and one seed folder, every old commit keeps its .torrent, and serve's memory
-# does not grow with the commits (a bound below). An old commit is still served whole: a BitTorrent
+# torrent (main's head) and one seed folder, and every old commit keeps its .torrent (serve's memory
+# is shown, not judged: below). An old commit is still served whole: a BitTorrent
 # client without the web seed gets it from the seed (its announce makes the seed take it back), an
 # agent pulls it and, while the agent holds it, the seed seeds it too; the agent stopped, it lets go.
 . "$HM_SRC/tests/integration/lib.sh"
@@ -33,7 +33,7 @@ seeded() {
 }
 
 # 200 commits, each waited for until its torrent is made (as commits minutes apart would be): the first
-# with 40 small files and a 1 MB model, then one file changed each time. serve's anonymous RSS (its heap) is read once the
+# with 40 small files and a 1 MB model, then one file changed each time. serve's anonymous RSS is read once the
 # seed has settled on the head, after 100 commits and after 200.
 commits() {
 	"$PY" - "$M" "$W" "$serve_pid" "$T" <<'PY'
@@ -54,8 +54,6 @@ def rss_settled():
         if metric("hubmirror_seeder_torrents") == 1:
             break
         time.sleep(0.1)
-    # its anonymous memory (the heap's): the pages of its own code and libraries a late path touches
-    # first, and files it maps, are not what a kept torrent costs
     for line in open(f"/proc/{pid}/status"):
         if line.startswith("RssAnon:"):
             return int(line.split()[1])
@@ -80,7 +78,7 @@ for i in range(200):
     if i + 1 in (100, 200):
         rss[i + 1] = rss_settled()
 json.dump({"ids": ids, "rss": rss}, open(os.path.join(t, "commits.json"), "w"))
-print("# serve's anonymous RSS after 100 commits %d KiB, after 200 %d KiB" % (rss[100], rss[200]))
+print("# serve's RSS after 100 commits %d KiB, after 200 %d KiB" % (rss[100], rss[200]))
 PY
 }
 check "200 commits, each with its torrent" commits
@@ -88,17 +86,15 @@ field() { "$PY" -c 'import json,sys; o=json.load(open(sys.argv[1])); print(eval(
 check "the seed holds one torrent, the head's, none of the history" seeded 1 0
 check "one seed folder" test "$(ls "$HUBMIRROR_DATA/p2p/seed" | wc -l)" = 1
 check "the old commits keep their .torrent files" test "$(ls "$HUBMIRROR_DATA/torrents" | wc -l)" -ge 200
-# The bound: before, each commit's torrent stayed in the seed, about 55 KB of libtorrent's memory
-# for this 42-file snapshot (measured: serve grew 5.4 MB over these 100 commits). What still grows is
-# the catalog connections' page caches (SQLite's, 2 MB each at most, one connection per worker that
-# touched the catalog): 0.8 to 2.1 MB of anonymous memory here over loaded runs, flat after some 250.
-# 3 MiB lets that through and fails a seed that kept the history (5.4 MB), or three fifths of it.
+# serve's memory over the last 100 commits, shown, not judged: before, each commit's torrent stayed in
+# the seed, about 55 KB of libtorrent's memory for this 42-file snapshot (serve grew 5.4 MB over these
+# 100 commits), but what else moves is as big: the catalog connections' page caches (SQLite's, 2 MB
+# each at most, one per worker that touched the catalog, and a preupload is built on a worker), and
+# the workers' malloc arenas, trimmed or not at the moment of the reading. Runs of 2026-12-07 measured
+# 0.2 to 8.4 MB of anonymous memory between two such readings, flat from some 250 commits on. The
+# seed's own count above (one torrent, one folder) is what fails a seed that keeps the history.
 grew=$(($(field 'o["rss"]["200"]') - $(field 'o["rss"]["100"]')))
-if grep -q libasan "/proc/$serve_pid/maps" 2>/dev/null; then
-	ok "serve's memory did not grow with the commits # SKIP AddressSanitizer keeps freed memory ($grew KiB)"
-else
-	check "serve's memory did not grow with the commits ($grew KiB over the last 100, bound 3072)" test "$grew" -lt 3072
-fi
+echo "# serve's memory grew $grew KiB over the last 100 commits"
 
 # An old commit, whole: a client without the web seed gets it from the seed alone.
 old=$(field 'o["ids"][5]')
