@@ -34,11 +34,13 @@ void store_free(struct store **s);
 
 /* Path of the blob with this sha256 (which must be 64 lowercase hex, else NULL). Caller frees. With a
  * bucket (store/bucket.h) the file is the local cache's: a content not there is brought in from the
- * bucket first, verified (blocking); the path of one the bucket does not hold either is still given. */
+ * bucket first, verified (blocking); the path of one the bucket does not hold either is still given.
+ * A content bigger than the cache's bound is never brought in: NULL, logged (read it by ranges with
+ * store_read, or whole when small with store_slurp). */
 char *store_blob_path(const struct store *s, const char *sha256);
 
 /* Where the blob's file is on local disk, whether it is there or not: with a bucket, the cache's copy,
- * never brought in (store_blob_path brings it). NULL for a malformed sha256; caller frees. */
+ * never brought in (store_blob_path brings one within the cache's bound). NULL for a malformed sha256; caller frees. */
 char *store_cache_path(const struct store *s, const char *sha256);
 
 /* True if the blob is present with this size (size -1: any). */
